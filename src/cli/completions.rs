@@ -1,0 +1,1 @@
+//! Shell completions from the table. [to be written]

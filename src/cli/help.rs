@@ -1,0 +1,1 @@
+//! Help text from the table. [to be written]

@@ -1,0 +1,1 @@
+//! Man page generation from the table. [to be written]

@@ -1,0 +1,1 @@
+//! Command-line parsing from the table. [to be written]

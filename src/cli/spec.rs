@@ -1,0 +1,1 @@
+//! The verb and flag table (spec 07). [to be written]

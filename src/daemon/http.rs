@@ -1,0 +1,1 @@
+//! Loopback HTTP: request checks and routing (spec 02 §3). [to be written]

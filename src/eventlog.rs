@@ -1,0 +1,1 @@
+//! logfmt event logs with rotation (spec 11 §1). [to be written]

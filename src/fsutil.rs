@@ -1,0 +1,163 @@
+//! File-system helpers shared by every writer (spec 01 §1): atomic writes, private folders,
+//! file modes and random names.
+
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+/// Mode of folders iapeer creates: owner only.
+pub const MODE_DIR: u32 = 0o700;
+/// Mode of state files, logs and sockets: owner read/write.
+pub const MODE_PRIVATE: u32 = 0o600;
+/// Mode of files other tools must read (`.mcp.json`, codex `config.toml`, `runtime.json`).
+pub const MODE_SHARED: u32 = 0o644;
+
+/// Create `dir` and any missing parents with mode 0700. Existing folders keep their mode.
+pub fn ensure_dir(dir: &Path) -> io::Result<()> {
+    DirBuilder::new().recursive(true).mode(MODE_DIR).create(dir)
+}
+
+/// Write `bytes` to `path` atomically with file mode `mode`: a temp file in the same folder,
+/// fsync, rename over the target, fsync the folder. A reader sees the old file or the new one,
+/// never a part. Missing parent folders are created (0700).
+///
+/// Errors: any I/O error; the temp file is removed on failure.
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    ensure_dir(dir)?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}-{}",
+        name.to_string_lossy(),
+        std::process::id(),
+        random_hex(6)
+    ));
+    let result = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        // The umask may have narrowed the mode given to open(2); set it exactly.
+        f.set_permissions(fs::Permissions::from_mode(mode))?;
+        f.sync_all()?;
+        drop(f);
+        fs::rename(&tmp, path)?;
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Serialize `value` as pretty JSON (2-space indent) with a final newline and write it
+/// atomically (see [`write_atomic`]).
+pub fn write_json_atomic<T: serde::Serialize + ?Sized>(
+    path: &Path,
+    value: &T,
+    mode: u32,
+) -> io::Result<()> {
+    let mut text = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
+    text.push('\n');
+    write_atomic(path, text.as_bytes(), mode)
+}
+
+/// Read a file to a string; a missing file is `Ok(None)`.
+pub fn read_optional(path: &Path) -> io::Result<Option<String>> {
+    match fs::read_to_string(path) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Remove a file; a missing file is not an error.
+pub fn remove_if_exists(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// `n` random bytes from the operating system, as lowercase hex (`2n` chars).
+pub fn random_hex(n: usize) -> String {
+    let mut buf = vec![0u8; n];
+    // getrandom only fails when the OS has no entropy source at all; fall back to a value
+    // mixed from the time and pid, which is still unique enough for temp names.
+    if getrandom::fill(&mut buf).is_err() {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+            ^ u128::from(std::process::id());
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = (seed >> ((i % 16) * 8)) as u8;
+        }
+    }
+    hex(&buf)
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_sets_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("sub/state.json");
+        write_atomic(&p, b"one", MODE_PRIVATE).unwrap();
+        write_atomic(&p, b"two", MODE_PRIVATE).unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "two");
+        let mode = fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let dmode = fs::metadata(dir.path().join("sub"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(dmode, 0o700);
+        // No temp files are left behind.
+        let names: Vec<_> = fs::read_dir(dir.path().join("sub"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("state.json")]);
+    }
+
+    #[test]
+    fn random_hex_has_the_asked_length_and_differs() {
+        let a = random_hex(32);
+        let b = random_hex(32);
+        assert_eq!(a.len(), 64);
+        assert_ne!(a, b);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+    }
+
+    #[test]
+    fn read_optional_maps_missing_to_none() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read_optional(&dir.path().join("nope")).unwrap(), None);
+    }
+}

@@ -1,0 +1,1 @@
+//! `launch.env` parsing (spec 01 §6). [to be written]

@@ -1,0 +1,21 @@
+//! iapeer: a host daemon plus CLI that keeps a team of peers (AI agents in ptys, humans,
+//! services) reachable by message. See `README.md` and `docs/ARCHITECTURE.md`.
+//!
+//! The product specification lives outside this crate; doc comments name the part and section
+//! (`spec 03 §2`) each item implements.
+
+pub mod cli;
+pub mod clock;
+pub mod daemon;
+pub mod envelope;
+pub mod eventlog;
+pub mod fsutil;
+pub mod launch_env;
+pub mod markers;
+pub mod names;
+pub mod paths;
+pub mod profile;
+pub mod prompt;
+pub mod registry;
+pub mod runtime;
+pub mod session;

@@ -1,0 +1,279 @@
+//! The storage layout (spec 01 §1–§2): the only place where iapeer spells a path.
+//!
+//! Everything lives under one **root**: `$IAPEER_ROOT`, else `$HOME/.iapeer`. A peer's own
+//! files live in its working folder under `<cwd>/.iapeer/`.
+
+use std::path::{Path, PathBuf};
+
+/// File name of the registry inside the root.
+pub const REGISTRY_FILE: &str = "peers-profiles.json";
+
+/// Why the root could not be resolved.
+#[derive(Debug)]
+pub enum PathsError {
+    /// Neither `IAPEER_ROOT` nor `HOME` is set (or they are empty).
+    NoRoot,
+}
+
+impl std::fmt::Display for PathsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PathsError::NoRoot => write!(
+                f,
+                "cannot find the iapeer root: set IAPEER_ROOT or HOME to a folder"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PathsError {}
+
+/// The resolved storage root plus the control-socket override.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Paths {
+    root: PathBuf,
+    socket_override: Option<PathBuf>,
+}
+
+impl Paths {
+    /// Resolve from the environment: `IAPEER_ROOT`, else `$HOME/.iapeer`;
+    /// `IAPEER_DAEMON_SOCKET` overrides the control socket path.
+    ///
+    /// Errors: [`PathsError::NoRoot`] when neither variable is usable.
+    pub fn from_env() -> Result<Paths, PathsError> {
+        let root = match std::env::var_os("IAPEER_ROOT").filter(|v| !v.is_empty()) {
+            Some(r) => absolutize(PathBuf::from(r)),
+            None => home_dir().ok_or(PathsError::NoRoot)?.join(".iapeer"),
+        };
+        let socket_override = std::env::var_os("IAPEER_DAEMON_SOCKET")
+            .filter(|v| !v.is_empty())
+            .map(|s| absolutize(PathBuf::from(s)));
+        Ok(Paths {
+            root,
+            socket_override,
+        })
+    }
+
+    /// A layout rooted at `root` with the default socket path (tests, the demo).
+    pub fn at(root: impl Into<PathBuf>) -> Paths {
+        Paths {
+            root: root.into(),
+            socket_override: None,
+        }
+    }
+
+    /// The root folder itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `<root>/IAPEER.md`: the host doctrine (system prompt layer 3, shared half).
+    pub fn host_doctrine(&self) -> PathBuf {
+        self.root.join("IAPEER.md")
+    }
+
+    /// `<root>/fragments/`: host prompt fragments (layer 6).
+    pub fn host_fragments(&self) -> PathBuf {
+        self.root.join("fragments")
+    }
+
+    /// `<root>/peers-profiles.json`: the registry.
+    pub fn registry(&self) -> PathBuf {
+        self.root.join(REGISTRY_FILE)
+    }
+
+    /// `<root>/peers-profiles.lock`: the registry writers' lock file.
+    pub fn registry_lock(&self) -> PathBuf {
+        self.root.join("peers-profiles.lock")
+    }
+
+    /// `<root>/memory-provider.json`.
+    pub fn memory_provider(&self) -> PathBuf {
+        self.root.join("memory-provider.json")
+    }
+
+    /// `<root>/peers/`: parent of the default working folders made by `create`.
+    pub fn peers_dir(&self) -> PathBuf {
+        self.root.join("peers")
+    }
+
+    /// `<root>/docs/`: reference docs, one folder per package.
+    pub fn docs_dir(&self) -> PathBuf {
+        self.root.join("docs")
+    }
+
+    /// `<root>/runtimes/`: installed runtime packages.
+    pub fn runtimes_dir(&self) -> PathBuf {
+        self.root.join("runtimes")
+    }
+
+    /// `<root>/runtimes/<rt>/runtime.json`: the manifest of an installed runtime.
+    pub fn runtime_manifest(&self, runtime: &str) -> PathBuf {
+        self.runtimes_dir().join(runtime).join("runtime.json")
+    }
+
+    /// `<root>/state/iapeer/`: the daemon's state folder.
+    pub fn state_dir(&self) -> PathBuf {
+        self.root.join("state").join("iapeer")
+    }
+
+    /// The control socket: `IAPEER_DAEMON_SOCKET`, else `<root>/state/iapeer/router.sock`.
+    pub fn socket(&self) -> PathBuf {
+        self.socket_override
+            .clone()
+            .unwrap_or_else(|| self.state_dir().join("router.sock"))
+    }
+
+    /// `<root>/state/iapeer/router.json`: the discovery file.
+    pub fn router_json(&self) -> PathBuf {
+        self.state_dir().join("router.json")
+    }
+
+    /// `<root>/state/iapeer/attachments/<recipient>/`: a recipient's attachment inbox.
+    pub fn attachments_dir(&self, recipient: &str) -> PathBuf {
+        self.state_dir().join("attachments").join(recipient)
+    }
+
+    /// `<root>/state/lifecycle/`: per-identity marker files (spec 01 §7).
+    pub fn lifecycle_dir(&self) -> PathBuf {
+        self.root.join("state").join("lifecycle")
+    }
+
+    /// `<root>/state/lifecycle/<identity><suffix>`, e.g. `marker("echo-bob", ".stopped")`.
+    pub fn marker(&self, identity: &str, suffix: &str) -> PathBuf {
+        self.lifecycle_dir().join(format!("{identity}{suffix}"))
+    }
+
+    /// `<root>/logs/iapeer/`: event logs and the daemon log.
+    pub fn logs_dir(&self) -> PathBuf {
+        self.root.join("logs").join("iapeer")
+    }
+
+    /// `<root>/logs/iapeer/lifecycle.log`.
+    pub fn lifecycle_log(&self) -> PathBuf {
+        self.logs_dir().join("lifecycle.log")
+    }
+
+    /// `<root>/logs/iapeer/delivery.log`.
+    pub fn delivery_log(&self) -> PathBuf {
+        self.logs_dir().join("delivery.log")
+    }
+
+    /// `<root>/logs/iapeer/exits.log`.
+    pub fn exits_log(&self) -> PathBuf {
+        self.logs_dir().join("exits.log")
+    }
+
+    /// `<root>/logs/iapeer/daemon.log`.
+    pub fn daemon_log(&self) -> PathBuf {
+        self.logs_dir().join("daemon.log")
+    }
+
+    /// `<root>/logs/lifecycle/`: pane logs.
+    pub fn pane_logs_dir(&self) -> PathBuf {
+        self.root.join("logs").join("lifecycle")
+    }
+
+    /// `<root>/logs/lifecycle/<identity>.log`: raw output of that identity's sessions.
+    pub fn pane_log(&self, identity: &str) -> PathBuf {
+        self.pane_logs_dir().join(format!("{identity}.log"))
+    }
+
+    /// `<root>/cache/iapeer/`: rebuildable data only.
+    pub fn cache_dir(&self) -> PathBuf {
+        self.root.join("cache").join("iapeer")
+    }
+}
+
+/// Paths inside a peer's working folder (`<cwd>/.iapeer/…`).
+pub mod peer {
+    use std::path::{Path, PathBuf};
+
+    /// `<cwd>/.iapeer/`.
+    pub fn dir(cwd: &Path) -> PathBuf {
+        cwd.join(".iapeer")
+    }
+
+    /// `<cwd>/.iapeer/peer-profile.json`: the profile, source of truth about the peer.
+    pub fn profile(cwd: &Path) -> PathBuf {
+        dir(cwd).join("peer-profile.json")
+    }
+
+    /// `<cwd>/.iapeer/IAPEER.md`: the personal doctrine.
+    pub fn doctrine(cwd: &Path) -> PathBuf {
+        dir(cwd).join("IAPEER.md")
+    }
+
+    /// `<cwd>/.iapeer/fragments/`.
+    pub fn fragments(cwd: &Path) -> PathBuf {
+        dir(cwd).join("fragments")
+    }
+
+    /// `<cwd>/.iapeer/runtimes/<runtime>/launch.env`.
+    pub fn launch_env(cwd: &Path, runtime: &str) -> PathBuf {
+        dir(cwd).join("runtimes").join(runtime).join("launch.env")
+    }
+}
+
+/// `$HOME`, when set and non-empty.
+pub fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+/// Show `path` with the home prefix written as `~` (used in prompt path markers, spec 06).
+pub fn tilde(path: &Path, home: Option<&Path>) -> String {
+    if let Some(home) = home {
+        if let Ok(rest) = path.strip_prefix(home) {
+            if rest.as_os_str().is_empty() {
+                return "~".to_string();
+            }
+            return format!("~/{}", rest.display());
+        }
+    }
+    path.display().to_string()
+}
+
+fn absolutize(p: PathBuf) -> PathBuf {
+    if p.is_absolute() {
+        p
+    } else {
+        std::env::current_dir().map(|d| d.join(&p)).unwrap_or(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_is_under_the_root() {
+        let p = Paths::at("/r");
+        assert_eq!(p.registry(), Path::new("/r/peers-profiles.json"));
+        assert_eq!(p.socket(), Path::new("/r/state/iapeer/router.sock"));
+        assert_eq!(
+            p.marker("echo-bob", ".stopped"),
+            Path::new("/r/state/lifecycle/echo-bob.stopped")
+        );
+        assert_eq!(
+            p.pane_log("echo-bob"),
+            Path::new("/r/logs/lifecycle/echo-bob.log")
+        );
+        assert_eq!(
+            peer::launch_env(Path::new("/w/bob"), "claude"),
+            Path::new("/w/bob/.iapeer/runtimes/claude/launch.env")
+        );
+    }
+
+    #[test]
+    fn tilde_replaces_only_a_real_home_prefix() {
+        let home = Path::new("/home/me");
+        assert_eq!(
+            tilde(Path::new("/home/me/.iapeer/IAPEER.md"), Some(home)),
+            "~/.iapeer/IAPEER.md"
+        );
+        assert_eq!(tilde(Path::new("/home/meow/x"), Some(home)), "/home/meow/x");
+        assert_eq!(tilde(Path::new("/srv/x"), None), "/srv/x");
+    }
+}

@@ -1,0 +1,1 @@
+//! System prompt assembly (spec 06). [to be written]

@@ -1,0 +1,1 @@
+//! The registry `peers-profiles.json` (spec 01 §5). [to be written]

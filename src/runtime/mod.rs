@@ -1,0 +1,1 @@
+//! Runtime adapters (spec 04 §2): one implementation per runtime.

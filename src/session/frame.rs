@@ -1,0 +1,1 @@
+//! Attach stream framing (spec 02 §2). [to be written]

@@ -1,0 +1,1 @@
+//! Screen model and terminal capability responder (spec 04 §1). [to be written]
