@@ -1,1 +1,89 @@
-//! The registry `peers-profiles.json` (spec 01 §5). [to be written]
+//! The registry `peers-profiles.json` (spec 01 §5): a projection of the peer profiles plus
+//! each peer's working folder, written by one writer at a time under a lock. Companion
+//! packages read this file directly; its shape is a public contract.
+//!
+//! ```json
+//! { "version": 2,
+//!   "peers": [ { "personality": "boris", "default_runtime": "claude",
+//!                "runtimes": ["claude", "codex"], "description": "…",
+//!                "intelligence": "artificial", "cwd": "/home/me/.iapeer/peers/boris",
+//!                "interfaces": { "telegram": { "bot_username": "boris_bot" } } } ] }
+//! ```
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+use crate::names::Intelligence;
+
+/// The registry format version this build writes.
+pub const REGISTRY_VERSION: u64 = 2;
+
+/// One peer as the registry shows it. Field order is the order written to disk.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegistryPeer {
+    /// The peer's name.
+    pub personality: String,
+    /// Where messages route by default.
+    pub default_runtime: String,
+    /// Every runtime the peer may be present on (includes `default_runtime`).
+    pub runtimes: Vec<String>,
+    /// One line, ≤450 chars; may be empty.
+    #[serde(default)]
+    pub description: String,
+    /// `artificial` / `natural` / `absent` (legacy values preserved as written).
+    pub intelligence: String,
+    /// The peer's working folder (absolute).
+    pub cwd: PathBuf,
+    /// Public routing attributes, e.g. `{"telegram":{"bot_username":"boris_bot"}}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interfaces: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+impl RegistryPeer {
+    /// The peer's nature, read-compatible with legacy spellings; unknown values fall back to
+    /// the default nature of its default runtime.
+    pub fn nature(&self) -> Intelligence {
+        Intelligence::parse(&self.intelligence)
+            .unwrap_or_else(|| Intelligence::default_for_runtime(&self.default_runtime))
+    }
+
+    /// True when `runtime` is one of the peer's declared runtimes.
+    pub fn declares(&self, runtime: &str) -> bool {
+        self.runtimes.iter().any(|r| r == runtime)
+    }
+
+    /// The Telegram bot username of the peer, when it has a Telegram face.
+    pub fn telegram_bot(&self) -> Option<&str> {
+        self.interfaces
+            .as_ref()?
+            .get("telegram")?
+            .get("bot_username")?
+            .as_str()
+            .filter(|s| !s.is_empty())
+    }
+}
+
+/// The whole registry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Registry {
+    /// Format version (2).
+    pub version: u64,
+    /// Peers, sorted by personality on write.
+    pub peers: Vec<RegistryPeer>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry {
+            version: REGISTRY_VERSION,
+            peers: Vec::new(),
+        }
+    }
+}
+
+impl Registry {
+    /// The peer named `personality`, if registered.
+    pub fn find(&self, personality: &str) -> Option<&RegistryPeer> {
+        self.peers.iter().find(|p| p.personality == personality)
+    }
+}
