@@ -1,8 +1,131 @@
 //! The command-line interface (spec 07): one table of verbs and flags drives parsing, help,
-//! the man page and completions; one file per verb group runs them.
+//! the man page and completions; one file per verb group runs them. Exit codes: 0 success
+//! (including idempotent no-ops), 1 the operation failed or was refused, 2 usage error.
 
+pub mod attach;
+pub mod client;
 pub mod completions;
+pub mod demo;
 pub mod help;
+pub mod lifecycle;
 pub mod man;
 pub mod parse;
+pub mod peers;
+pub mod send;
+pub mod sender;
 pub mod spec;
+pub mod status;
+pub mod view;
+
+use std::io::Write;
+
+use parse::{Command, Generate, Invocation, UsageError};
+
+use crate::paths::Paths;
+
+/// A verb's failure, converted to text and an exit code at the edge.
+#[derive(Debug)]
+pub enum CliError {
+    /// Exit 2 with the one-line usage message.
+    Usage(UsageError),
+    /// Exit 1 with `iapeer <verb>: <message>`.
+    Failed(String),
+    /// Exit with this code; everything was printed already.
+    Exit(i32),
+}
+
+impl From<UsageError> for CliError {
+    fn from(e: UsageError) -> Self {
+        CliError::Usage(e)
+    }
+}
+
+impl From<client::ClientError> for CliError {
+    fn from(e: client::ClientError) -> Self {
+        CliError::Failed(e.to_string())
+    }
+}
+
+/// A verb's result.
+pub type CliResult = Result<(), CliError>;
+
+/// The storage layout from the environment, or a failure naming what to set.
+pub fn paths() -> Result<Paths, CliError> {
+    Paths::from_env().map_err(|e| CliError::Failed(e.to_string()))
+}
+
+/// A usage error for `inv`'s verb: `iapeer: <what> — usage: iapeer <signature>`.
+pub fn usage(inv: &Invocation, what: impl Into<String>) -> CliError {
+    CliError::Usage(UsageError::Bad {
+        what: what.into(),
+        signature: inv.verb.signature,
+    })
+}
+
+/// Parse the process arguments, run the verb, print errors, return the exit code.
+pub fn main() -> i32 {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let (verb_name, result) = match parse::parse(args) {
+        Err(e) => ("iapeer".to_string(), Err(CliError::Usage(e))),
+        Ok(cmd) => run(cmd),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(CliError::Usage(e)) => {
+            eprintln!("{e}");
+            parse::EXIT_USAGE
+        }
+        Err(CliError::Failed(msg)) => {
+            eprintln!("iapeer {verb_name}: {msg}");
+            1
+        }
+        Err(CliError::Exit(code)) => code,
+    }
+}
+
+fn print(text: &str) -> CliResult {
+    let mut out = std::io::stdout().lock();
+    // A closed stdout (e.g. `| head`) is not worth an error message.
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+    Ok(())
+}
+
+fn run(cmd: Command) -> (String, CliResult) {
+    match cmd {
+        Command::Help(verb) => ("help".into(), help::render_help(verb.as_deref()).map_err(CliError::Usage).and_then(|t| print(&t))),
+        Command::Version => ("version".into(), print(&format!("iapeer {}\n", env!("CARGO_PKG_VERSION")))),
+        Command::Generate(Generate::Man) => ("generate".into(), print(&man::render_man())),
+        Command::Generate(Generate::Completions(shell)) => ("generate".into(), print(&completions::render(shell))),
+        Command::RuntimeShortcut { runtime, inv } => (runtime.clone(), lifecycle::runtime_shortcut(&runtime, &inv)),
+        Command::Run(inv) => {
+            let name = inv.verb.name.to_string();
+            let result = match inv.verb.name {
+                "send" => send::run(&inv),
+                "create" => peers::create(&inv),
+                "init" => peers::init(&inv),
+                "list" => view::list(&inv),
+                "verify" => peers::verify(&inv),
+                "remove" => peers::remove(&inv),
+                "stop" => lifecycle::stop_start(&inv, true),
+                "start" => lifecycle::stop_start(&inv, false),
+                "attach" => lifecycle::attach(&inv),
+                "live-runtime" => lifecycle::live_runtime(&inv),
+                "status" => status::run(&inv),
+                "daemon" => run_daemon(),
+                "demo" => demo::run(&inv),
+                "echo-agent" => match crate::echo_agent::run(&inv.positionals) {
+                    0 => Ok(()),
+                    code => Err(CliError::Exit(code)),
+                },
+                other => Err(CliError::Failed(format!("verb \"{other}\" is in the table but has no implementation"))),
+            };
+            (name, result)
+        }
+    }
+}
+
+fn run_daemon() -> CliResult {
+    let paths = paths()?;
+    crate::daemon::run(&paths).map_err(|e| CliError::Failed(e.to_string()))
+}

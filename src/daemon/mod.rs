@@ -1,4 +1,196 @@
 //! The daemon (spec 02): control socket, loopback HTTP, router, sessions, ticker.
+//! `iapeer daemon` runs [`run`] in the foreground.
 
+pub mod attachments;
+pub mod control;
 pub mod http;
+pub mod lifecycle;
 pub mod mcp;
+pub mod protocol;
+pub mod reply;
+pub mod route;
+pub mod router;
+
+use std::fs::File;
+use std::io;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_channel::Sender;
+use fs2::FileExt;
+use serde_json::json;
+
+use crate::config::Config;
+use crate::fsutil::{ensure_dir, write_json_atomic, MODE_PRIVATE};
+use crate::paths::Paths;
+use mcp::{Backend, CallerCreds, SendArgs};
+use reply::{ReplyMsg, ReplyTo};
+use router::{DaemonInfo, Router, RouterMsg};
+
+/// Why the daemon could not start.
+#[derive(Debug)]
+pub enum DaemonError {
+    /// Another daemon serves this root.
+    AlreadyRunning(String),
+    /// Setting up failed.
+    Io(String, io::Error),
+}
+
+impl std::fmt::Display for DaemonError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DaemonError::AlreadyRunning(s) => f.write_str(s),
+            DaemonError::Io(what, e) => write!(f, "{what}: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for DaemonError {}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> DaemonError {
+    let what = what.into();
+    move |e| DaemonError::Io(what, e)
+}
+
+/// Routes MCP `send_to_peer` calls to the router and waits for the answer (HTTP workers
+/// may block; the router never does).
+struct RouterBackend {
+    tx: Sender<RouterMsg>,
+}
+
+impl Backend for RouterBackend {
+    fn send_to_peer(&self, creds: CallerCreds, args: SendArgs) -> Result<serde_json::Value, String> {
+        let (reply, rx) = ReplyTo::channel();
+        self.tx
+            .send(RouterMsg::Mcp { creds, args, reply })
+            .map_err(|_| "the daemon is shutting down".to_string())?;
+        loop {
+            match rx.recv() {
+                Ok((_, ReplyMsg::Final(v))) | Ok((_, ReplyMsg::Attach(v, _))) => {
+                    return if v["ok"] == json!(true) {
+                        Ok(v["result"].clone())
+                    } else {
+                        Err(v["error"].as_str().unwrap_or("failed").to_string())
+                    };
+                }
+                Ok((_, ReplyMsg::Progress(_))) => continue,
+                Err(_) => return Err("the daemon is shutting down".to_string()),
+            }
+        }
+    }
+}
+
+/// Is something answering on the control socket? (connect within `timeout`)
+pub fn socket_answers(path: &std::path::Path, timeout: Duration) -> bool {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let p = path.to_path_buf();
+    std::thread::spawn(move || {
+        let _ = tx.send(UnixStream::connect(p).is_ok());
+    });
+    rx.recv_timeout(timeout).unwrap_or(false)
+}
+
+fn init_logging(paths: &Paths) {
+    use simplelog::{CombinedLogger, ConfigBuilder, LevelFilter, SharedLogger, TermLogger, TerminalMode, ColorChoice, WriteLogger};
+    let level = match std::env::var("IAPEER_LOG").as_deref() {
+        Ok("debug") => LevelFilter::Debug,
+        Ok("warn") => LevelFilter::Warn,
+        Ok("trace") => LevelFilter::Trace,
+        Ok("error") => LevelFilter::Error,
+        _ => LevelFilter::Info,
+    };
+    let config = ConfigBuilder::new().set_time_format_rfc3339().build();
+    let mut loggers: Vec<Box<dyn SharedLogger>> = vec![TermLogger::new(level, config.clone(), TerminalMode::Stderr, ColorChoice::Never)];
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Ok(f) = std::fs::OpenOptions::new().create(true).append(true).mode(MODE_PRIVATE).open(paths.daemon_log()) {
+        loggers.push(WriteLogger::new(level, config, f));
+    }
+    let _ = CombinedLogger::init(loggers);
+}
+
+/// Run the daemon in the foreground until SIGTERM/SIGINT/SIGHUP (spec 02 §1).
+///
+/// Errors: another daemon already serves this root; the socket, port or state folder cannot
+/// be set up.
+pub fn run(paths: &Paths) -> Result<(), DaemonError> {
+    for dir in [paths.root().to_path_buf(), paths.state_dir(), paths.logs_dir(), paths.lifecycle_dir()] {
+        ensure_dir(&dir).map_err(io_err(format!("cannot create {}", dir.display())))?;
+    }
+    init_logging(paths);
+    let (cfg, warnings) = Config::from_env();
+    for w in warnings {
+        log::warn!("{w}");
+    }
+    let sock = paths.socket();
+    // Single instance: a lock held for the daemon's life, plus the spec's socket probe.
+    let lock_path = paths.state_dir().join("daemon.lock");
+    let lock = File::create(&lock_path).map_err(io_err(format!("cannot open {}", lock_path.display())))?;
+    if lock.try_lock_exclusive().is_err() || socket_answers(&sock, Duration::from_millis(500)) {
+        return Err(DaemonError::AlreadyRunning(format!("a daemon is already listening on {}", sock.display())));
+    }
+    let _ = std::fs::remove_file(&sock);
+    if let Some(dir) = sock.parent() {
+        ensure_dir(dir).map_err(io_err(format!("cannot create {}", dir.display())))?;
+    }
+    let listener = UnixListener::bind(&sock).map_err(io_err(format!("cannot listen on {}", sock.display())))?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(MODE_PRIVATE))
+        .map_err(io_err(format!("cannot set the mode of {}", sock.display())))?;
+
+    let (router_tx, router_rx) = crossbeam_channel::unbounded();
+    let (session_tx, session_rx) = crossbeam_channel::unbounded();
+    let backend: Arc<dyn Backend> = Arc::new(RouterBackend { tx: router_tx.clone() });
+    let http = http::start(http::HttpConfig { port: cfg.port, bearer: cfg.bearer.clone() }, backend)
+        .map_err(io_err(format!("cannot listen on 127.0.0.1:{}", cfg.port)))?;
+    let tcp = format!("http://127.0.0.1:{}/mcp", http.port());
+    write_json_atomic(
+        &paths.router_json(),
+        &json!({"sock": sock.display().to_string(), "tcp": tcp, "version": env!("CARGO_PKG_VERSION")}),
+        MODE_PRIVATE,
+    )
+    .map_err(io_err("cannot write router.json"))?;
+
+    let (sig_read, sig_write) = UnixStream::pair().map_err(io_err("cannot create the signal pipe"))?;
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT, signal_hook::consts::SIGHUP] {
+        let w = sig_write.try_clone().map_err(io_err("cannot create the signal pipe"))?;
+        signal_hook::low_level::pipe::register(sig, w).map_err(io_err("cannot install signal handlers"))?;
+    }
+    let mut control = control::Control::new(listener, sig_read, router_tx.clone()).map_err(io_err("cannot start the control loop"))?;
+
+    let info = DaemonInfo { tcp: tcp.clone(), sock: sock.display().to_string(), started_ms: crate::clock::now_ms() };
+    let router = Router::new(paths.clone(), cfg.clone(), info, router_tx.clone(), session_tx);
+    let router_thread = std::thread::Builder::new()
+        .name("router".into())
+        .spawn(move || router.run(router_rx, session_rx))
+        .map_err(io_err("cannot start the router thread"))?;
+    let tick_tx = router_tx.clone();
+    let tick = cfg.tick;
+    std::thread::Builder::new()
+        .name("ticker".into())
+        .spawn(move || loop {
+            std::thread::sleep(tick);
+            if tick_tx.send(RouterMsg::Tick).is_err() {
+                return;
+            }
+        })
+        .map_err(io_err("cannot start the ticker thread"))?;
+
+    eprintln!("iapeer daemon ready tcp={tcp} sock={}", sock.display());
+    log::info!("daemon ready tcp={tcp} sock={} pid={}", sock.display(), std::process::id());
+    let served = control.run();
+
+    // Shutdown: stop accepting, end sessions (marking agents resume-eligible), clean up.
+    drop(control);
+    let _ = std::fs::remove_file(&sock);
+    let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+    if router_tx.send(RouterMsg::Shutdown { done: done_tx }).is_ok() {
+        let _ = done_rx.recv_timeout(Duration::from_secs(10));
+    }
+    let _ = router_thread.join();
+    http.shutdown();
+    let _ = std::fs::remove_file(paths.router_json());
+    drop(lock);
+    log::info!("daemon stopped");
+    served.map_err(io_err("control loop failed"))
+}

@@ -1,5 +1,13 @@
 //! Sessions (spec 04 §1): one live process of one identity, owned by one daemon thread.
 
+pub mod boot;
+pub mod clients;
+pub mod deliver;
+pub mod env;
 pub mod frame;
+pub mod handle;
+pub mod panelog;
 pub mod input;
 pub mod screen;
+pub mod spawn;
+pub mod thread;

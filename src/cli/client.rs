@@ -1,0 +1,144 @@
+//! The CLI end of the control socket (spec 02 §2, spec 07 "General rules"): connect, send one
+//! request line, show progress lines as a one-line indicator on a TTY, return the final line.
+
+use std::io::{self, BufRead, BufReader, IsTerminal, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::paths::Paths;
+
+/// Why a request did not produce a final answer.
+#[derive(Debug)]
+pub enum ClientError {
+    /// Nothing answers on the socket.
+    NotRunning(PathBuf),
+    /// The connection broke or the answer was not JSON.
+    Broken(String),
+}
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientError::NotRunning(sock) => write!(
+                f,
+                "the daemon is not running (no answer on {}) — start it with: iapeer daemon (foreground) or iapeer onboard (as a service)",
+                sock.display()
+            ),
+            ClientError::Broken(why) => write!(f, "lost the connection to the daemon: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+/// A connection to the daemon.
+pub struct Client {
+    reader: BufReader<UnixStream>,
+}
+
+impl Client {
+    /// Connect to the control socket of `paths`.
+    ///
+    /// Errors: [`ClientError::NotRunning`] when nothing listens there.
+    pub fn connect(paths: &Paths) -> Result<Client, ClientError> {
+        let sock = paths.socket();
+        let stream = UnixStream::connect(&sock).map_err(|_| ClientError::NotRunning(sock))?;
+        Ok(Client {
+            reader: BufReader::new(stream),
+        })
+    }
+
+    /// Send `req` and wait for the final line. `progress` sees every progress line.
+    pub fn request(&mut self, req: &Value, mut progress: impl FnMut(&Value)) -> Result<Value, ClientError> {
+        let broken = |e: io::Error| ClientError::Broken(e.to_string());
+        let mut line = req.to_string();
+        line.push('\n');
+        self.reader.get_mut().write_all(line.as_bytes()).map_err(broken)?;
+        loop {
+            let mut buf = String::new();
+            match self.reader.read_line(&mut buf) {
+                Ok(0) => return Err(ClientError::Broken("the daemon closed the connection".into())),
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                    progress(&Value::Null);
+                    // read_line may have consumed a partial line into buf; keep reading it.
+                    if !buf.is_empty() {
+                        let mut rest = String::new();
+                        self.reader.get_mut().set_read_timeout(None).map_err(broken)?;
+                        self.reader.read_line(&mut rest).map_err(broken)?;
+                        buf.push_str(&rest);
+                    } else {
+                        continue;
+                    }
+                }
+                Err(e) => return Err(broken(e)),
+            }
+            let v: Value = serde_json::from_str(buf.trim_end()).map_err(|e| ClientError::Broken(format!("bad answer: {e}")))?;
+            if v.get("progress").is_some() {
+                progress(&v);
+                continue;
+            }
+            return Ok(v);
+        }
+    }
+
+    /// Like [`Client::request`], showing progress as a one-line indicator on stderr when it
+    /// is a terminal (never otherwise).
+    pub fn request_with_indicator(&mut self, req: &Value, what: &str) -> Result<Value, ClientError> {
+        if !io::stderr().is_terminal() {
+            return self.request(req, |_| {});
+        }
+        let _ = self.reader.get_mut().set_read_timeout(Some(Duration::from_millis(250)));
+        let mut ind = Indicator::new(what);
+        let result = self.request(req, |v| ind.update(v));
+        ind.clear();
+        result
+    }
+
+    /// The socket, for the attach stream that follows a successful `attach`.
+    pub fn into_stream(self) -> UnixStream {
+        self.reader.into_inner()
+    }
+}
+
+/// A one-line progress indicator: `⠹ waking bob — booting (3 s)`.
+struct Indicator {
+    what: String,
+    phase: String,
+    started: Instant,
+    frame: usize,
+    shown: bool,
+}
+
+const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+impl Indicator {
+    fn new(what: &str) -> Indicator {
+        Indicator { what: what.to_string(), phase: "waiting".into(), started: Instant::now(), frame: 0, shown: false }
+    }
+
+    fn update(&mut self, v: &Value) {
+        if let Some(p) = v.get("progress").and_then(Value::as_str) {
+            self.phase = p.to_string();
+        }
+        // Only show once the wait is noticeable.
+        if self.started.elapsed() < Duration::from_millis(400) {
+            return;
+        }
+        self.frame = (self.frame + 1) % FRAMES.len();
+        let mut err = io::stderr();
+        let _ = write!(err, "\r\x1b[2K{} {} — {} ({} s)", FRAMES[self.frame], self.what, self.phase, self.started.elapsed().as_secs());
+        let _ = err.flush();
+        self.shown = true;
+    }
+
+    fn clear(&mut self) {
+        if self.shown {
+            let _ = write!(io::stderr(), "\r\x1b[2K");
+            let _ = io::stderr().flush();
+        }
+    }
+}

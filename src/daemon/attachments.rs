@@ -1,0 +1,124 @@
+//! Attachment spooling (spec 03 §3): every source file is copied into the recipient's inbox
+//! `state/iapeer/attachments/<recipient>/<sha256>/<basename>` before the envelope is built,
+//! so the sender may delete its file as soon as the send returns.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::fsutil::{ensure_dir, hex, random_hex, MODE_PRIVATE};
+use crate::paths::Paths;
+
+/// Copy every source into `recipient`'s inbox and return the inbox paths, in order.
+///
+/// Errors (the whole send fails, nothing is delivered): `attachment N "<src>" could not be
+/// copied: <reason>` with N counted from 1.
+pub fn spool(paths: &Paths, recipient: &str, sources: &[String]) -> Result<Vec<String>, String> {
+    let inbox = paths.attachments_dir(recipient);
+    sources
+        .iter()
+        .enumerate()
+        .map(|(i, src)| {
+            copy_one(&inbox, Path::new(src))
+                .map(|p| p.display().to_string())
+                .map_err(|e| format!("attachment {} \"{src}\" could not be copied: {e}", i + 1))
+        })
+        .collect()
+}
+
+fn copy_one(inbox: &Path, src: &Path) -> io::Result<PathBuf> {
+    let meta = fs::metadata(src)?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    let name = src
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+    ensure_dir(inbox)?;
+    let staging = inbox.join(format!(".incoming-{}-{}", std::process::id(), random_hex(8)));
+    let result = (|| {
+        let mut input = File::open(src)?;
+        let mut out = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(MODE_PRIVATE)
+            .open(&staging)?;
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match input.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            hasher.update(&buf[..n]);
+            out.write_all(&buf[..n])?;
+        }
+        out.sync_all()?;
+        let dir = inbox.join(hex(&hasher.finalize()));
+        ensure_dir(&dir)?;
+        let dest = dir.join(name);
+        fs::rename(&staging, &dest)?;
+        Ok(dest)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&staging);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_are_content_addressed_and_survive_the_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path().join("root"));
+        let src = dir.path().join("report.txt");
+        fs::write(&src, b"hello").unwrap();
+        let out = spool(&paths, "bob", &[src.display().to_string()]).unwrap();
+        fs::remove_file(&src).unwrap();
+        let p = PathBuf::from(&out[0]);
+        assert_eq!(fs::read(&p).unwrap(), b"hello");
+        assert!(p.starts_with(paths.attachments_dir("bob")));
+        // sha256("hello")
+        assert!(out[0].contains("2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"));
+        assert!(p.ends_with("report.txt"));
+        // The same content twice lands in the same place; no staging files remain.
+        fs::write(&src, b"hello").unwrap();
+        let again = spool(&paths, "bob", &[src.display().to_string()]).unwrap();
+        assert_eq!(again, out);
+        let leftovers: Vec<_> = fs::read_dir(paths.attachments_dir("bob"))
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with(".incoming"))
+            .collect();
+        assert!(leftovers.is_empty());
+    }
+
+    #[test]
+    fn directories_and_missing_files_fail_with_their_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path().join("root"));
+        let good = dir.path().join("a");
+        fs::write(&good, b"x").unwrap();
+        let err = spool(
+            &paths,
+            "bob",
+            &[good.display().to_string(), dir.path().display().to_string()],
+        )
+        .unwrap_err();
+        assert!(err.starts_with("attachment 2 \""), "{err}");
+        assert!(err.contains("not a regular file"), "{err}");
+        let err = spool(&paths, "bob", &["/nonexistent/x".into()]).unwrap_err();
+        assert!(err.starts_with("attachment 1 \"/nonexistent/x\" could not be copied:"), "{err}");
+    }
+}

@@ -1,0 +1,290 @@
+//! The control socket's event loop (spec 02 §1–§2): a `mio::Poll` on the listener, the
+//! connections, the signal pipe and a waker for replies. Requests go to the router; replies
+//! come back tagged with the connection id. An `attach` connection is handed, past its final
+//! line, to the session thread.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
+use std::sync::Arc;
+
+use crossbeam_channel::{Receiver, Sender};
+use mio::net::{UnixListener, UnixStream};
+use mio::{Events, Interest, Poll, Token, Waker};
+
+use super::protocol::{self, failure, Code, Request, MAX_LINE};
+use super::reply::{ReplyMsg, ReplyTo};
+use super::router::RouterMsg;
+use crate::session::handle::{SessionCmd, SessionHandle};
+
+/// Token of the listening socket.
+pub const LISTENER: Token = Token(0);
+/// Token of the waker used by repliers.
+pub const WAKER: Token = Token(1);
+/// Token of the signal pipe.
+pub const SIGNALS: Token = Token(2);
+const FIRST_CONN: usize = 16;
+
+struct Conn {
+    stream: UnixStream,
+    rbuf: Vec<u8>,
+    wbuf: VecDeque<u8>,
+    /// An attach request is pending: stop reading lines (frames follow).
+    attaching: bool,
+    /// Hand the connection to this session once `wbuf` is flushed.
+    handoff: Option<SessionHandle>,
+    /// Close once `wbuf` is flushed (protocol error).
+    close_after_flush: bool,
+}
+
+/// The control loop state.
+pub struct Control {
+    poll: Poll,
+    listener: UnixListener,
+    waker: Arc<Waker>,
+    signals: UnixStream,
+    router: Sender<RouterMsg>,
+    replies_tx: Sender<(u64, ReplyMsg)>,
+    replies: Receiver<(u64, ReplyMsg)>,
+    conns: HashMap<Token, Conn>,
+    next: usize,
+    uid: u32,
+}
+
+impl Control {
+    /// Set up the loop on a bound listener and the read end of the signal pipe.
+    pub fn new(listener: std::os::unix::net::UnixListener, signals: std::os::unix::net::UnixStream, router: Sender<RouterMsg>) -> io::Result<Control> {
+        let poll = Poll::new()?;
+        listener.set_nonblocking(true)?;
+        signals.set_nonblocking(true)?;
+        let mut listener = UnixListener::from_std(listener);
+        let mut signals = UnixStream::from_std(signals);
+        poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
+        poll.registry().register(&mut signals, SIGNALS, Interest::READABLE)?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let (replies_tx, replies) = crossbeam_channel::unbounded();
+        Ok(Control {
+            poll,
+            listener,
+            waker,
+            signals,
+            router,
+            replies_tx,
+            replies,
+            conns: HashMap::new(),
+            next: FIRST_CONN,
+            uid: nix::unistd::getuid().as_raw(),
+        })
+    }
+
+    /// Serve until SIGTERM/SIGINT/SIGHUP arrives on the signal pipe.
+    pub fn run(&mut self) -> io::Result<()> {
+        let mut events = Events::with_capacity(128);
+        loop {
+            if let Err(e) = self.poll.poll(&mut events, None) {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            for ev in events.iter() {
+                match ev.token() {
+                    LISTENER => self.accept(),
+                    WAKER => {}
+                    SIGNALS => {
+                        let mut buf = [0u8; 64];
+                        while matches!(self.signals.read(&mut buf), Ok(n) if n > 0) {}
+                        log::info!("signal received: shutting down");
+                        return Ok(());
+                    }
+                    t => {
+                        if ev.is_readable() || ev.is_read_closed() {
+                            self.read(t);
+                        }
+                        if ev.is_writable() {
+                            self.flush(t);
+                        }
+                    }
+                }
+            }
+            self.drain_replies();
+        }
+    }
+
+    fn accept(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((mut stream, _)) => {
+                    if peer_uid(&stream) != Some(self.uid) {
+                        log::warn!("refused a control connection from another user");
+                        continue;
+                    }
+                    let token = Token(self.next);
+                    self.next += 1;
+                    if self.poll.registry().register(&mut stream, token, Interest::READABLE | Interest::WRITABLE).is_ok() {
+                        self.conns.insert(token, Conn { stream, rbuf: Vec::new(), wbuf: VecDeque::new(), attaching: false, handoff: None, close_after_flush: false });
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    log::warn!("control accept: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    fn read(&mut self, t: Token) {
+        let Some(conn) = self.conns.get_mut(&t) else { return };
+        let mut buf = [0u8; 16 * 1024];
+        let mut closed = false;
+        loop {
+            match conn.stream.read(&mut buf) {
+                Ok(0) => {
+                    closed = true;
+                    break;
+                }
+                Ok(n) => conn.rbuf.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    closed = true;
+                    break;
+                }
+            }
+        }
+        self.process_lines(t);
+        if closed && self.conns.get(&t).is_some_and(|c| c.handoff.is_none()) {
+            self.close(t);
+        }
+    }
+
+    fn process_lines(&mut self, t: Token) {
+        loop {
+            let Some(conn) = self.conns.get_mut(&t) else { return };
+            if conn.attaching || conn.close_after_flush {
+                return;
+            }
+            let Some(nl) = conn.rbuf.iter().position(|b| *b == b'\n') else {
+                if conn.rbuf.len() > MAX_LINE {
+                    let v = failure(Code::BadRequest, "request line longer than 1 MiB");
+                    queue_line(conn, &v);
+                    conn.close_after_flush = true;
+                    conn.rbuf.clear();
+                    self.flush(t);
+                }
+                return;
+            };
+            let line: Vec<u8> = conn.rbuf.drain(..=nl).collect();
+            let line = &line[..line.len() - 1];
+            if line.iter().all(|b| b.is_ascii_whitespace()) {
+                continue;
+            }
+            if line.len() > MAX_LINE {
+                queue_line(conn, &failure(Code::BadRequest, "request line longer than 1 MiB"));
+                self.flush(t);
+                continue;
+            }
+            match protocol::parse_request(line) {
+                Err(v) => {
+                    queue_line(conn, &v);
+                    self.flush(t);
+                }
+                Ok(req) => {
+                    if matches!(req, Request::Attach { no_attach: false, .. }) {
+                        conn.attaching = true;
+                    }
+                    let reply = ReplyTo::control(t.0 as u64, self.replies_tx.clone(), self.waker.clone());
+                    if self.router.send(RouterMsg::Control { req, reply }).is_err() {
+                        let conn = self.conns.get_mut(&t).expect("present");
+                        queue_line(conn, &failure(Code::ShuttingDown, "the daemon is shutting down"));
+                        self.flush(t);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn drain_replies(&mut self) {
+        while let Ok((conn_id, msg)) = self.replies.try_recv() {
+            let t = Token(conn_id as usize);
+            let Some(conn) = self.conns.get_mut(&t) else { continue };
+            match msg {
+                ReplyMsg::Progress(v) => queue_line(conn, &v),
+                ReplyMsg::Final(v) => {
+                    // A failed attach returns the connection to line mode.
+                    conn.attaching = false;
+                    queue_line(conn, &v);
+                }
+                ReplyMsg::Attach(v, handle) => {
+                    queue_line(conn, &v);
+                    conn.handoff = Some(handle);
+                }
+            }
+            self.flush(t);
+            self.process_lines(t);
+        }
+    }
+
+    fn flush(&mut self, t: Token) {
+        let Some(conn) = self.conns.get_mut(&t) else { return };
+        while !conn.wbuf.is_empty() {
+            let (a, _) = conn.wbuf.as_slices();
+            match conn.stream.write(a) {
+                Ok(n) => {
+                    conn.wbuf.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    self.close(t);
+                    return;
+                }
+            }
+        }
+        if conn.close_after_flush {
+            self.close(t);
+        } else if conn.handoff.is_some() {
+            self.hand_off(t);
+        }
+    }
+
+    fn hand_off(&mut self, t: Token) {
+        let Some(mut conn) = self.conns.remove(&t) else { return };
+        let _ = self.poll.registry().deregister(&mut conn.stream);
+        let handle = conn.handoff.take().expect("checked by caller");
+        // SAFETY: the fd is taken out of the mio stream, which is consumed; ownership moves.
+        let stream = unsafe { std::os::unix::net::UnixStream::from_raw_fd(conn.stream.into_raw_fd()) };
+        let prebuf = std::mem::take(&mut conn.rbuf);
+        handle.send(SessionCmd::Attach(stream, prebuf));
+    }
+
+    fn close(&mut self, t: Token) {
+        if let Some(mut conn) = self.conns.remove(&t) {
+            let _ = self.poll.registry().deregister(&mut conn.stream);
+        }
+    }
+}
+
+fn queue_line(conn: &mut Conn, v: &serde_json::Value) {
+    let mut line = v.to_string();
+    line.push('\n');
+    conn.wbuf.extend(line.as_bytes());
+}
+
+/// The uid of the process at the other end of a Unix socket.
+fn peer_uid(stream: &UnixStream) -> Option<u32> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(stream.as_raw_fd()) };
+        getsockopt(&fd, PeerCredentials).ok().map(|c| c.uid())
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(stream.as_raw_fd()) };
+        nix::unistd::getpeereid(fd).ok().map(|(uid, _)| uid.as_raw())
+    }
+}

@@ -1,0 +1,233 @@
+//! Lifecycle decisions as pure functions (spec 05 §2, §4, §8): fresh or resume, idle sleep,
+//! always-on restart back-off. The router gathers the facts and applies the outcome.
+
+use std::time::Duration;
+
+use crate::runtime::WakeMode;
+use crate::session::handle::SessionStatus;
+
+/// What the caller of a wake asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModeRequest {
+    /// Let the rules decide (a message woke the peer).
+    Auto,
+    /// `iapeer <runtime>`, `new`: always fresh.
+    Fresh,
+    /// `attach`: resume, or fail when there is nothing to resume.
+    Resume,
+}
+
+/// The facts the fresh/resume rules read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WakeFacts {
+    /// `.fresh-next` is set (from `refresh`).
+    pub fresh_next: bool,
+    /// The peer is ephemeral.
+    pub ephemeral: bool,
+    /// `.idle-reaped` is set (the last session ended by idle sleep or shutdown).
+    pub idle_reaped: bool,
+    /// The profile has `interfaces.telegram` (a human talks to this peer).
+    pub human_facing: bool,
+    /// The waking message's topic.
+    pub topic: Option<String>,
+    /// The topics of the previous conversation (`.topic`).
+    pub topics: Vec<String>,
+}
+
+/// The outcome of the fresh/resume rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WakeDecision {
+    /// Fresh or resume.
+    pub mode: WakeMode,
+    /// Which rule applied (`cause=` in `lifecycle.log`).
+    pub cause: &'static str,
+    /// Remove `.fresh-next`.
+    pub consume_fresh_next: bool,
+    /// Remove `.idle-reaped`.
+    pub consume_idle_reaped: bool,
+}
+
+/// Spec 05 §2 step 6: the first rule that applies decides.
+pub fn decide_mode(req: ModeRequest, f: &WakeFacts) -> WakeDecision {
+    let d = |mode, cause, fresh_next, idle| WakeDecision {
+        mode,
+        cause,
+        consume_fresh_next: fresh_next,
+        consume_idle_reaped: idle,
+    };
+    match req {
+        ModeRequest::Fresh => return d(WakeMode::Fresh, "explicit-fresh", f.fresh_next, f.idle_reaped),
+        ModeRequest::Resume => return d(WakeMode::Resume, "explicit-resume", false, f.idle_reaped),
+        ModeRequest::Auto => {}
+    }
+    if f.fresh_next {
+        return d(WakeMode::Fresh, "fresh-next", true, f.idle_reaped);
+    }
+    if f.ephemeral {
+        return d(WakeMode::Fresh, "ephemeral", false, false);
+    }
+    if !f.idle_reaped {
+        return d(WakeMode::Fresh, "not-idle-reaped", false, false);
+    }
+    if f.human_facing {
+        return d(WakeMode::Resume, "human-facing", false, true);
+    }
+    match f.topic.as_deref() {
+        Some(t) if f.topics.iter().any(|x| x == t) => d(WakeMode::Resume, "topic-match", false, true),
+        Some(_) => d(WakeMode::Fresh, "new-topic", false, true),
+        None => d(WakeMode::Fresh, "no-topic", false, true),
+    }
+}
+
+/// Idle age (ms) of a live agent session (spec 05 §4): now − the newest of runtime activity,
+/// last delivery, wake time and last output while a human was attached. Pane output alone
+/// does not count (status lines redraw).
+pub fn idle_age_ms(now_ms: u64, status: &SessionStatus, woke_at_ms: u64, last_delivery_ms: Option<u64>) -> u64 {
+    let newest = [
+        status.activity_ms,
+        last_delivery_ms,
+        Some(woke_at_ms),
+        status.attached_output_ms,
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .unwrap_or(woke_at_ms);
+    now_ms.saturating_sub(newest)
+}
+
+/// Whether to put a session to sleep: idle longer than `idle`, not mid-turn, nobody attached.
+pub fn should_sleep(age_ms: u64, idle: Duration, status: &SessionStatus) -> bool {
+    age_ms > idle.as_millis() as u64 && !status.busy && status.attached == 0
+}
+
+/// Restart policy of an always-on peer (spec 05 §8).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Backoff {
+    /// Recent death times (epoch ms), newest last.
+    deaths: Vec<u64>,
+    /// The delay the next restart will use.
+    next_delay: Option<Duration>,
+}
+
+/// What to do after an always-on peer died.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterDeath {
+    /// Restart after this delay.
+    RestartIn(Duration),
+    /// Too many deaths: park until `start` or `new`.
+    Park,
+}
+
+/// First restart delay.
+pub const BACKOFF_START: Duration = Duration::from_secs(1);
+/// Longest restart delay.
+pub const BACKOFF_CAP: Duration = Duration::from_secs(60);
+/// A run at least this long resets the back-off.
+pub const BACKOFF_RESET_RUN: Duration = Duration::from_secs(60);
+/// This many deaths within [`PARK_WINDOW`] park the peer.
+pub const PARK_DEATHS: usize = 5;
+/// See [`PARK_DEATHS`].
+pub const PARK_WINDOW: Duration = Duration::from_secs(60);
+
+impl Backoff {
+    /// Record a death at `now_ms` after a run of `ran`, and decide.
+    pub fn on_death(&mut self, now_ms: u64, ran: Duration) -> AfterDeath {
+        if ran >= BACKOFF_RESET_RUN {
+            self.next_delay = None;
+        }
+        self.deaths.push(now_ms);
+        let window = PARK_WINDOW.as_millis() as u64;
+        self.deaths.retain(|t| now_ms.saturating_sub(*t) < window);
+        if self.deaths.len() >= PARK_DEATHS {
+            return AfterDeath::Park;
+        }
+        let delay = self.next_delay.unwrap_or(BACKOFF_START);
+        self.next_delay = Some((delay * 2).min(BACKOFF_CAP));
+        AfterDeath::RestartIn(delay)
+    }
+
+    /// Forget the history (after `start`/`new` un-parks the peer).
+    pub fn reset(&mut self) {
+        *self = Backoff::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts() -> WakeFacts {
+        WakeFacts::default()
+    }
+
+    #[test]
+    fn fresh_or_resume_rules_in_order() {
+        let auto = |f: &WakeFacts| decide_mode(ModeRequest::Auto, f);
+        assert_eq!(decide_mode(ModeRequest::Fresh, &facts()).mode, WakeMode::Fresh);
+        assert_eq!(decide_mode(ModeRequest::Resume, &facts()).mode, WakeMode::Resume);
+        let d = auto(&WakeFacts { fresh_next: true, idle_reaped: true, ..facts() });
+        assert_eq!((d.mode, d.cause, d.consume_fresh_next, d.consume_idle_reaped), (WakeMode::Fresh, "fresh-next", true, true));
+        let d = auto(&WakeFacts { ephemeral: true, idle_reaped: true, ..facts() });
+        assert_eq!((d.mode, d.cause), (WakeMode::Fresh, "ephemeral"));
+        let d = auto(&facts());
+        assert_eq!((d.mode, d.cause), (WakeMode::Fresh, "not-idle-reaped"));
+        let d = auto(&WakeFacts { idle_reaped: true, human_facing: true, ..facts() });
+        assert_eq!((d.mode, d.consume_idle_reaped), (WakeMode::Resume, true));
+        let topics = vec!["t1".to_string(), "t2".to_string()];
+        let d = auto(&WakeFacts { idle_reaped: true, topic: Some("t1".into()), topics: topics.clone(), ..facts() });
+        assert_eq!((d.mode, d.cause), (WakeMode::Resume, "topic-match"));
+        let d = auto(&WakeFacts { idle_reaped: true, topic: Some("t9".into()), topics: topics.clone(), ..facts() });
+        assert_eq!((d.mode, d.cause, d.consume_idle_reaped), (WakeMode::Fresh, "new-topic", true));
+        let d = auto(&WakeFacts { idle_reaped: true, topic: None, topics, ..facts() });
+        assert_eq!((d.mode, d.cause), (WakeMode::Fresh, "no-topic"));
+    }
+
+    #[test]
+    fn idle_age_uses_the_newest_signal() {
+        let s = SessionStatus { activity_ms: Some(5_000), attached_output_ms: Some(7_000), ..Default::default() };
+        assert_eq!(idle_age_ms(10_000, &s, 1_000, Some(6_000)), 3_000);
+        let s = SessionStatus::default();
+        assert_eq!(idle_age_ms(10_000, &s, 1_000, None), 9_000);
+    }
+
+    #[test]
+    fn sleep_only_when_idle_quiet_and_alone() {
+        let idle = Duration::from_secs(2);
+        let s = SessionStatus::default();
+        assert!(!should_sleep(2_000, idle, &s));
+        assert!(should_sleep(2_001, idle, &s));
+        assert!(!should_sleep(9_000, idle, &SessionStatus { busy: true, ..s.clone() }));
+        assert!(!should_sleep(9_000, idle, &SessionStatus { attached: 1, ..s }));
+    }
+
+    #[test]
+    fn backoff_doubles_caps_resets_and_parks() {
+        let mut b = Backoff::default();
+        let short = Duration::from_secs(1);
+        let mut t = 0u64;
+        let mut delays = vec![];
+        for _ in 0..4 {
+            t += 20_000; // deaths 20 s apart: never 5 within 60 s
+            match b.on_death(t, short) {
+                AfterDeath::RestartIn(d) => delays.push(d.as_secs()),
+                AfterDeath::Park => panic!("parked too early"),
+            }
+        }
+        assert_eq!(delays, vec![1, 2, 4, 8]);
+        assert_eq!(b.on_death(t + 20_000, Duration::from_secs(61)), AfterDeath::RestartIn(BACKOFF_START), "a long run resets");
+        let mut b = Backoff::default();
+        for i in 0..4 {
+            assert!(matches!(b.on_death(i * 1000, short), AfterDeath::RestartIn(_)));
+        }
+        assert_eq!(b.on_death(4_000, short), AfterDeath::Park);
+        let mut capped = Backoff::default();
+        let mut last = Duration::ZERO;
+        for i in 0..10u64 {
+            if let AfterDeath::RestartIn(d) = capped.on_death(i * 100_000, short) {
+                last = d;
+            }
+        }
+        assert_eq!(last, BACKOFF_CAP);
+    }
+}

@@ -1,0 +1,77 @@
+//! How the router answers a request: progress lines, one final line, or (for `attach`) a
+//! final line plus the session to hand the connection to. Control-socket replies go to the
+//! main loop (tagged with the connection id, then its poll is woken); HTTP workers wait on
+//! their own channel.
+
+use std::sync::Arc;
+
+use crossbeam_channel::{Receiver, Sender};
+use serde_json::Value;
+
+use crate::session::handle::SessionHandle;
+
+/// One message back to a requester.
+pub enum ReplyMsg {
+    /// A progress line (`{"progress":…}`).
+    Progress(Value),
+    /// The final line.
+    Final(Value),
+    /// The final line, after which the connection belongs to this session (attach).
+    Attach(Value, SessionHandle),
+}
+
+/// Where a request's answers go.
+#[derive(Clone)]
+pub struct ReplyTo {
+    conn: u64,
+    tx: Sender<(u64, ReplyMsg)>,
+    waker: Option<Arc<mio::Waker>>,
+}
+
+impl ReplyTo {
+    /// Replies for control connection `conn`, delivered to the main loop.
+    pub fn control(conn: u64, tx: Sender<(u64, ReplyMsg)>, waker: Arc<mio::Waker>) -> ReplyTo {
+        ReplyTo {
+            conn,
+            tx,
+            waker: Some(waker),
+        }
+    }
+
+    /// A private channel for a blocking requester (an HTTP worker).
+    pub fn channel() -> (ReplyTo, Receiver<(u64, ReplyMsg)>) {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        (
+            ReplyTo {
+                conn: 0,
+                tx,
+                waker: None,
+            },
+            rx,
+        )
+    }
+
+    fn send(&self, msg: ReplyMsg) {
+        // A requester that went away is not an error: its answer is simply dropped.
+        if self.tx.send((self.conn, msg)).is_ok() {
+            if let Some(w) = &self.waker {
+                let _ = w.wake();
+            }
+        }
+    }
+
+    /// Send a progress line.
+    pub fn progress(&self, v: Value) {
+        self.send(ReplyMsg::Progress(v));
+    }
+
+    /// Send the final line.
+    pub fn finish(self, v: Value) {
+        self.send(ReplyMsg::Final(v));
+    }
+
+    /// Send the final line and hand the connection to `session`.
+    pub fn attach(self, v: Value, session: SessionHandle) {
+        self.send(ReplyMsg::Attach(v, session));
+    }
+}

@@ -1,0 +1,422 @@
+//! The first half of `route_send` (spec 03 §1 steps 1–7): authenticate the caller, validate
+//! the fields, resolve the target and its endpoint, apply the sender policies, spool
+//! attachments and build the envelope. Runs on a worker thread (it reads the registry and
+//! copies files); the router does the rest.
+
+use crate::config::McpAuth;
+use crate::daemon::protocol::Code;
+use crate::envelope::Envelope;
+use crate::markers::Markers;
+use crate::names::{is_valid_personality, is_valid_runtime, Identity, PERSONALITY_PATTERN};
+use crate::paths::Paths;
+use crate::registry::{Registry, RegistryPeer};
+
+/// Longest message, in Unicode scalar values.
+pub const MAX_MESSAGE_CHARS: usize = 16_000;
+/// Longest topic after trimming, in Unicode scalar values.
+pub const MAX_TOPIC_CHARS: usize = 200;
+/// Most attachments per message.
+pub const MAX_ATTACHMENTS: usize = 20;
+
+/// Who is sending, as the entry point knows it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Caller {
+    /// The CLI (`iapeer send`): the identity it resolved (`--from`, `PEER_IDENTITY`, cwd…).
+    Cli(String),
+    /// An MCP `tools/call`: the identity header, the identity bound to the presented session
+    /// token (if the token is live) and the authentication mode.
+    Mcp {
+        /// `X-IAPeer-Identity`, trimmed.
+        header: Option<String>,
+        /// The identity the session token belongs to, when it is a live token.
+        token_identity: Option<String>,
+        /// `IAPEER_MCP_AUTH`.
+        auth: McpAuth,
+    },
+}
+
+/// One send as it arrived.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SendInput {
+    /// Entry point for `delivery.log`: `cli`, `mcp`, `fleet` or `daemon`.
+    pub path: &'static str,
+    /// The sender.
+    pub caller: Caller,
+    /// Target personality.
+    pub to: String,
+    /// Requested endpoint runtime.
+    pub runtime: Option<String>,
+    /// The body.
+    pub message: String,
+    /// Optional thread label (trimmed here).
+    pub topic: Option<String>,
+    /// Absolute source paths.
+    pub attachments: Vec<String>,
+}
+
+/// A send ready for delivery.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared {
+    /// The sender's identity.
+    pub caller: Identity,
+    /// The target's registry entry.
+    pub target: RegistryPeer,
+    /// The endpoint: target personality on the chosen runtime.
+    pub endpoint: Identity,
+    /// The envelope (wire form is built from it; the inbox paths are in it).
+    pub envelope: Envelope,
+}
+
+/// A refused send: the stable code and the exact error text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    /// For the control socket's `"code"`.
+    pub code: Code,
+    /// The error text (spec 03 §1 wording).
+    pub error: String,
+}
+
+fn refuse(code: Code, error: impl Into<String>) -> Refusal {
+    Refusal {
+        code,
+        error: error.into(),
+    }
+}
+
+/// Step 1: field validation, in the spec's order. Returns the trimmed topic (empty → none).
+pub fn validate(input: &SendInput) -> Result<Option<String>, Refusal> {
+    let bad = |e: String| refuse(Code::InvalidArgument, e);
+    if input.to.is_empty() || input.message.is_empty() {
+        return Err(bad(
+            "send_to_peer requires non-empty \"personality\" and \"message\"".into(),
+        ));
+    }
+    if !is_valid_personality(&input.to) {
+        return Err(bad(format!(
+            "invalid personality \"{}\" — must match {PERSONALITY_PATTERN}",
+            input.to
+        )));
+    }
+    if let Some(rt) = &input.runtime {
+        if !is_valid_runtime(rt) {
+            return Err(bad(format!("invalid runtime \"{rt}\"")));
+        }
+    }
+    let n = input.message.chars().count();
+    if n > MAX_MESSAGE_CHARS {
+        return Err(bad(format!(
+            "message exceeds {MAX_MESSAGE_CHARS} char limit (got {n})"
+        )));
+    }
+    let topic = input
+        .topic
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
+    if let Some(t) = topic {
+        let n = t.chars().count();
+        if n > MAX_TOPIC_CHARS {
+            return Err(bad(format!(
+                "topic exceeds {MAX_TOPIC_CHARS} char limit (got {n})"
+            )));
+        }
+    }
+    if input.attachments.len() > MAX_ATTACHMENTS {
+        return Err(bad(format!(
+            "attachments exceeds {MAX_ATTACHMENTS} item limit"
+        )));
+    }
+    if input.attachments.iter().any(|a| !a.starts_with('/')) {
+        return Err(bad("attachments must contain only absolute local paths".into()));
+    }
+    if input
+        .attachments
+        .iter()
+        .any(|a| a.contains('\n') || a.contains('\r'))
+    {
+        return Err(bad(
+            "attachment paths must not contain newline characters".into(),
+        ));
+    }
+    Ok(topic.map(str::to_string))
+}
+
+/// Authenticate the caller against the registry (spec 02 §4 "Caller authentication"; the
+/// CLI's `--from` gets the same registration checks).
+pub fn resolve_caller<'r>(
+    caller: &Caller,
+    registry: &'r Registry,
+) -> Result<(Identity, &'r RegistryPeer), Refusal> {
+    let (text, token_check) = match caller {
+        Caller::Cli(from) => (Some(from.as_str()), None),
+        Caller::Mcp {
+            header,
+            token_identity,
+            auth,
+        } => (
+            header.as_deref(),
+            (*auth == McpAuth::Token).then_some(token_identity.as_deref()),
+        ),
+    };
+    let identity = text
+        .and_then(|t| Identity::parse(t).ok())
+        .ok_or_else(|| match caller {
+            Caller::Mcp { .. } => refuse(
+                Code::InvalidArgument,
+                "missing or malformed x-iapeer-identity header — expected \"<runtime>-<personality>\"",
+            ),
+            Caller::Cli(from) => refuse(
+                Code::InvalidArgument,
+                format!("invalid sender \"{from}\" — expected \"<runtime>-<personality>\""),
+            ),
+        })?;
+    let peer = registry.find(&identity.personality).ok_or_else(|| {
+        refuse(
+            Code::NotRegistered,
+            format!("unknown caller \"{}\" — not registered", identity.personality),
+        )
+    })?;
+    if !peer.declares(&identity.runtime) {
+        return Err(refuse(
+            Code::InvalidArgument,
+            format!(
+                "runtime \"{}\" is not declared for caller \"{}\"",
+                identity.runtime, identity.personality
+            ),
+        ));
+    }
+    if let Some(bound) = token_check {
+        if bound != Some(identity.to_string().as_str()) {
+            return Err(refuse(
+                Code::InvalidArgument,
+                format!("session token missing or not valid for {identity}"),
+            ));
+        }
+    }
+    Ok((identity, peer))
+}
+
+/// Steps 2–4: the target, its endpoint and the Telegram sender policy.
+pub fn resolve_target<'r>(
+    input: &SendInput,
+    caller: &Identity,
+    caller_peer: &RegistryPeer,
+    registry: &'r Registry,
+) -> Result<(&'r RegistryPeer, Identity), Refusal> {
+    let target = registry.find(&input.to).ok_or_else(|| {
+        refuse(
+            Code::NotRegistered,
+            format!(
+                "peer \"{}\" is not in the iapeer peers index; message NOT delivered",
+                input.to
+            ),
+        )
+    })?;
+    if target.personality == caller.personality {
+        return Err(refuse(Code::InvalidArgument, "cannot send to self"));
+    }
+    let runtime = match &input.runtime {
+        Some(rt) if !target.declares(rt) => {
+            return Err(refuse(
+                Code::InvalidArgument,
+                format!(
+                    "peer \"{}\" does not declare runtime \"{rt}\"",
+                    target.personality
+                ),
+            ))
+        }
+        Some(rt) => rt.clone(),
+        None => target.default_runtime.clone(),
+    };
+    if runtime == "telegram" && caller_peer.telegram_bot().is_none() {
+        return Err(refuse(
+            Code::InvalidArgument,
+            format!(
+                "telegram policy: sender \"{}\" has no telegram face (connect one with iapeer connect telegram {}); message NOT delivered",
+                caller.personality, caller.personality
+            ),
+        ));
+    }
+    let endpoint = Identity {
+        runtime,
+        personality: target.personality.clone(),
+    };
+    Ok((target, endpoint))
+}
+
+/// Steps 1–7 with file access: validate, authenticate, resolve, refuse a stopped endpoint,
+/// spool attachments, stamp `ts` and build the envelope.
+pub fn prepare(paths: &Paths, input: &SendInput, ts: String) -> Result<Prepared, Refusal> {
+    let registry = Registry::load(paths).map_err(|e| refuse(Code::Internal, e.to_string()))?;
+    let (caller, caller_peer) = resolve_caller(&input.caller, &registry)?;
+    let topic = validate(input)?;
+    let (target, endpoint) = resolve_target(input, &caller, caller_peer, &registry)?;
+    if Markers::new(paths, &endpoint.to_string()).is_set(crate::markers::Flag::Stopped) {
+        return Err(stopped_refusal(&endpoint));
+    }
+    let attachments = crate::daemon::attachments::spool(paths, &target.personality, &input.attachments)
+        .map_err(|e| refuse(Code::InvalidArgument, e))?;
+    let envelope = Envelope {
+        from: caller.personality.clone(),
+        runtime: caller.runtime.clone(),
+        intelligence: Some(caller_peer.nature()),
+        ts: Some(ts),
+        topic,
+        attachments,
+        body: input.message.clone(),
+    };
+    Ok(Prepared {
+        caller,
+        target: target.clone(),
+        endpoint,
+        envelope,
+    })
+}
+
+/// The refusal for an endpoint whose stop flag is set.
+pub fn stopped_refusal(endpoint: &Identity) -> Refusal {
+    refuse(
+        Code::Stopped,
+        format!(
+            "\"{}\" ({}) is stopped and not accepting messages; start it to resume",
+            endpoint.personality, endpoint.runtime
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(to: &str, message: &str) -> SendInput {
+        SendInput {
+            path: "cli",
+            caller: Caller::Cli("echo-alice".into()),
+            to: to.into(),
+            runtime: None,
+            message: message.into(),
+            topic: None,
+            attachments: vec![],
+        }
+    }
+
+    fn peer(p: &str, rts: &[&str]) -> RegistryPeer {
+        RegistryPeer {
+            personality: p.into(),
+            default_runtime: rts[0].into(),
+            runtimes: rts.iter().map(|s| s.to_string()).collect(),
+            description: String::new(),
+            intelligence: "artificial".into(),
+            cwd: format!("/w/{p}").into(),
+            interfaces: None,
+        }
+    }
+
+    fn registry() -> Registry {
+        Registry {
+            version: 2,
+            peers: vec![peer("alice", &["echo"]), peer("bob", &["echo", "claude"]), {
+                let mut h = peer("owner", &["telegram"]);
+                h.intelligence = "natural".into();
+                h
+            }],
+        }
+    }
+
+    #[test]
+    fn every_validation_message() {
+        let cases: Vec<(SendInput, &str)> = vec![
+            (input("", "x"), "send_to_peer requires non-empty \"personality\" and \"message\""),
+            (input("bob", ""), "send_to_peer requires non-empty \"personality\" and \"message\""),
+            (input("Bob", "x"), "invalid personality \"Bob\" — must match ^[a-z][a-z0-9-]{0,31}$"),
+            (
+                SendInput { runtime: Some("my-rt".into()), ..input("bob", "x") },
+                "invalid runtime \"my-rt\"",
+            ),
+            (input("bob", &"é".repeat(16_001)), "message exceeds 16000 char limit (got 16001)"),
+            (
+                SendInput { topic: Some(format!(" {} ", "t".repeat(201))), ..input("bob", "x") },
+                "topic exceeds 200 char limit (got 201)",
+            ),
+            (
+                SendInput { attachments: vec!["/a".into(); 21], ..input("bob", "x") },
+                "attachments exceeds 20 item limit",
+            ),
+            (
+                SendInput { attachments: vec!["rel/a".into()], ..input("bob", "x") },
+                "attachments must contain only absolute local paths",
+            ),
+            (
+                SendInput { attachments: vec!["/a\nb".into()], ..input("bob", "x") },
+                "attachment paths must not contain newline characters",
+            ),
+        ];
+        for (i, want) in cases {
+            let e = validate(&i).unwrap_err();
+            assert_eq!(e.error, want);
+            assert_eq!(e.code, Code::InvalidArgument);
+        }
+        assert_eq!(validate(&input("bob", &"é".repeat(16_000))).unwrap(), None);
+        let t = SendInput { topic: Some("  release  ".into()), ..input("bob", "x") };
+        assert_eq!(validate(&t).unwrap(), Some("release".into()));
+        let t = SendInput { topic: Some("   ".into()), ..input("bob", "x") };
+        assert_eq!(validate(&t).unwrap(), None, "blank topic is no topic");
+    }
+
+    #[test]
+    fn caller_authentication_messages() {
+        let reg = registry();
+        let mcp = |header: Option<&str>, tok: Option<&str>, auth| Caller::Mcp {
+            header: header.map(String::from),
+            token_identity: tok.map(String::from),
+            auth,
+        };
+        let err = |c: Caller| resolve_caller(&c, &reg).unwrap_err().error;
+        assert_eq!(
+            err(mcp(None, None, McpAuth::Token)),
+            "missing or malformed x-iapeer-identity header — expected \"<runtime>-<personality>\""
+        );
+        assert_eq!(
+            err(mcp(Some("echo-zed"), None, McpAuth::Token)),
+            "unknown caller \"zed\" — not registered"
+        );
+        assert_eq!(
+            err(mcp(Some("claude-alice"), None, McpAuth::Token)),
+            "runtime \"claude\" is not declared for caller \"alice\""
+        );
+        assert_eq!(
+            err(mcp(Some("echo-alice"), Some("echo-bob"), McpAuth::Token)),
+            "session token missing or not valid for echo-alice"
+        );
+        assert_eq!(
+            err(mcp(Some("echo-alice"), None, McpAuth::Token)),
+            "session token missing or not valid for echo-alice"
+        );
+        assert!(resolve_caller(&mcp(Some("echo-alice"), Some("echo-alice"), McpAuth::Token), &reg).is_ok());
+        assert!(resolve_caller(&mcp(Some("echo-alice"), None, McpAuth::Header), &reg).is_ok());
+        assert!(resolve_caller(&Caller::Cli("echo-alice".into()), &reg).is_ok());
+    }
+
+    #[test]
+    fn target_resolution_rules() {
+        let reg = registry();
+        let (alice_id, alice) = resolve_caller(&Caller::Cli("echo-alice".into()), &reg).unwrap();
+        let go = |i: SendInput| resolve_target(&i, &alice_id, alice, &reg).map(|(_, e)| e.to_string());
+        assert_eq!(go(input("bob", "x")).unwrap(), "echo-bob", "default runtime");
+        assert_eq!(
+            go(SendInput { runtime: Some("claude".into()), ..input("bob", "x") }).unwrap(),
+            "claude-bob"
+        );
+        assert_eq!(
+            go(SendInput { runtime: Some("codex".into()), ..input("bob", "x") }).unwrap_err().error,
+            "peer \"bob\" does not declare runtime \"codex\""
+        );
+        let e = go(input("zed", "x")).unwrap_err();
+        assert_eq!(e.error, "peer \"zed\" is not in the iapeer peers index; message NOT delivered");
+        assert_eq!(e.code, Code::NotRegistered);
+        assert_eq!(go(input("alice", "x")).unwrap_err().error, "cannot send to self");
+        assert!(go(input("owner", "x")).unwrap_err().error.starts_with(
+            "telegram policy: sender \"alice\" has no telegram face"
+        ));
+    }
+}

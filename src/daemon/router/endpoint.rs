@@ -1,0 +1,402 @@
+//! Per-identity delivery queues (spec 03 §1 steps 8–10, spec 05 §2): deliveries to one
+//! identity are serialized; a message to an asleep agent wakes it and rides the wake as its
+//! first message; later ones wait and go live.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::{ok_with, Router, RouterMsg, Timer};
+use crate::daemon::lifecycle::ModeRequest;
+use crate::daemon::protocol::{failure, progress, Code};
+use crate::daemon::reply::ReplyTo;
+use crate::daemon::route::{self, Caller, Prepared, Refusal, SendInput};
+use crate::envelope;
+use crate::eventlog::Event;
+use crate::markers::Markers;
+use crate::names::Identity;
+use crate::runtime::RuntimeKind;
+use crate::session::handle::{Delivery, EventKind, SessionCmd, SessionEvent};
+
+/// A send in flight, from arrival to its delivery.log line.
+pub struct SendJob {
+    pub(crate) id: u64,
+    pub(crate) input: SendInput,
+    pub(crate) prepared: Option<Prepared>,
+    pub(crate) reply: ReplyTo,
+    pub(crate) started: Instant,
+    /// Set when this message rides a wake as its first message.
+    pub(crate) woke: bool,
+    /// The runtime kind of the endpoint (decided when queued).
+    pub(crate) kind: RuntimeKind,
+}
+
+/// A wake with no message (`attach`, `iapeer <runtime>`, `wake`).
+pub struct WakeJob {
+    pub(crate) reply: ReplyTo,
+    pub(crate) mode: ModeRequest,
+    /// Hand the connection to the session once ready.
+    pub(crate) attach: bool,
+    /// For fresh wakes: the old session was told to end or the new one was launched, so
+    /// the next ready session is the one this job asked for.
+    pub(crate) launched: bool,
+    pub(crate) started: Instant,
+}
+
+/// Queued work for one identity.
+pub enum Job {
+    /// A message.
+    Send(SendJob),
+    /// A wake without a message.
+    Wake(WakeJob),
+}
+
+impl Job {
+    /// Fail the job with `code` and `error` (the send's delivery.log line is written by
+    /// [`Router::finish_send`]; this is for paths that bypass it, like shutdown).
+    pub(crate) fn fail(self, code: Code, error: String) {
+        match self {
+            Job::Send(j) => j.reply.finish(failure(code, &error)),
+            Job::Wake(w) => w.reply.finish(failure(code, &error)),
+        }
+    }
+}
+
+/// Queue state of one identity.
+#[derive(Default)]
+pub struct Endpoint {
+    pub(crate) queue: VecDeque<Job>,
+    /// The delivery id handed to the session and not yet answered (the queue head).
+    pub(crate) inflight: Option<u64>,
+}
+
+fn caller_label(input: &SendInput) -> String {
+    match &input.caller {
+        Caller::Cli(from) => from.clone(),
+        Caller::Mcp { header, .. } => header.clone().unwrap_or_else(|| "-".into()),
+    }
+}
+
+impl Router {
+    /// Start a send: its preparation (registry, validation, attachment copies) runs on a
+    /// worker thread and comes back as [`RouterMsg::Prepared`].
+    pub(crate) fn begin_send(&mut self, input: SendInput, reply: ReplyTo) {
+        let id = self.next_id();
+        let paths = self.paths.clone();
+        let tx = self.tx.clone();
+        let input_for_job = input.clone();
+        self.preparing.insert(
+            id,
+            SendJob {
+                id,
+                input,
+                prepared: None,
+                reply,
+                started: Instant::now(),
+                woke: false,
+                kind: RuntimeKind::Agent,
+            },
+        );
+        let spawned = std::thread::Builder::new()
+            .name("send-prep".into())
+            .spawn(move || {
+                let ts = crate::clock::envelope_ts(&crate::clock::now_local());
+                let result = route::prepare(&paths, &input_for_job, ts);
+                let _ = tx.send(RouterMsg::Prepared { job: id, result });
+            });
+        if let Err(e) = spawned {
+            if let Some(job) = self.preparing.remove(&id) {
+                self.finish_send(job, Err(Refusal { code: Code::Internal, error: format!("cannot start a worker thread: {e}") }));
+            }
+        }
+    }
+
+    pub(crate) fn on_prepared(&mut self, id: u64, result: Result<Prepared, Refusal>) {
+        let Some(mut job) = self.preparing.remove(&id) else {
+            return;
+        };
+        let prepared = match result {
+            Ok(p) => p,
+            Err(r) => return self.finish_send(job, Err(r)),
+        };
+        let endpoint = prepared.endpoint.to_string();
+        job.kind = match self.adapter(&prepared.endpoint.runtime) {
+            Ok(a) => a.kind(),
+            Err(e) => {
+                let r = Refusal { code: Code::Offline, error: format!("peer \"{}\" ({}) cannot be reached: {e}", prepared.endpoint.personality, prepared.endpoint.runtime) };
+                job.prepared = Some(prepared);
+                return self.finish_send(job, Err(r));
+            }
+        };
+        job.prepared = Some(prepared);
+        self.endpoints.entry(endpoint.clone()).or_default().queue.push_back(Job::Send(job));
+        self.pump(&endpoint);
+    }
+
+    /// Move the head of `identity`'s queue forward as far as it can go now.
+    pub(crate) fn pump(&mut self, identity: &str) {
+        loop {
+            let Some(ep) = self.endpoints.get(identity) else { return };
+            if ep.inflight.is_some() {
+                return;
+            }
+            let Some(head) = ep.queue.front() else {
+                self.endpoints.remove(identity);
+                return;
+            };
+            let live = self.sessions.get(identity);
+            match head {
+                Job::Send(job) => {
+                    match live {
+                        Some(s) if s.ready && s.stopping.is_none() => {
+                            let delivery = self.live_delivery(job);
+                            let id = job.id;
+                            s.handle.send(SessionCmd::Deliver(delivery));
+                            if let Some(ep) = self.endpoints.get_mut(identity) {
+                                ep.inflight = Some(id);
+                            }
+                            return;
+                        }
+                        // Booting, or ending: wait for Ready or Exited.
+                        Some(_) => return,
+                        None if job.kind == RuntimeKind::Router => {
+                            let (id, started) = (job.id, job.started);
+                            let at = started + self.cfg.revive_grace;
+                            if !self.timers.values().any(|t| matches!(t, Timer::Revive { job, .. } if *job == id)) {
+                                self.set_timer(at, Timer::Revive { identity: identity.to_string(), job: id });
+                            }
+                            return;
+                        }
+                        None => {
+                            // Asleep: wake with this message as the first one.
+                            if let Err(refusal) = self.launch_for_head(identity, ModeRequest::Auto) {
+                                self.fail_head(identity, refusal);
+                                continue;
+                            }
+                            return;
+                        }
+                    }
+                }
+                Job::Wake(w) => match live {
+                    Some(s) if s.ready && s.stopping.is_none() && (w.mode != ModeRequest::Fresh || w.launched) => {
+                        let handle = s.handle.clone();
+                        let body = ok_with(json!({"identity": identity, "woke": false, "pid": s.pid}));
+                        if let Some(Job::Wake(w)) = self.endpoints.get_mut(identity).and_then(|e| e.queue.pop_front()) {
+                            if w.attach { w.reply.attach(body, handle) } else { w.reply.finish(body) }
+                        }
+                        continue;
+                    }
+                    Some(s) if w.mode == ModeRequest::Fresh && !w.launched && s.stopping.is_none() => {
+                        s.handle.send(SessionCmd::Kill(crate::session::handle::Cause::KilledByDaemon));
+                        if let Some(Job::Wake(w)) = self.endpoints.get_mut(identity).and_then(|e| e.queue.front_mut()) {
+                            w.launched = true;
+                        }
+                        if let Some(s) = self.sessions.get_mut(identity) {
+                            s.stopping = Some(crate::session::handle::Cause::KilledByDaemon);
+                        }
+                        return;
+                    }
+                    Some(_) => return,
+                    None => {
+                        let mode = w.mode;
+                        if let Err(refusal) = self.launch_for_head(identity, mode) {
+                            self.fail_head(identity, refusal);
+                            continue;
+                        }
+                        return;
+                    }
+                },
+            }
+        }
+    }
+
+    /// The delivery of `job` into a live session.
+    fn live_delivery(&self, job: &SendJob) -> Delivery {
+        let p = job.prepared.as_ref().expect("queued sends are prepared");
+        delivery_for(job.id, p, job.kind, None, &self.cfg, None)
+    }
+
+    /// Fail the queue head with a refusal, writing its log line.
+    pub(crate) fn fail_head(&mut self, identity: &str, refusal: Refusal) {
+        let Some(ep) = self.endpoints.get_mut(identity) else { return };
+        ep.inflight = None;
+        match ep.queue.pop_front() {
+            Some(Job::Send(job)) => self.finish_send(job, Err(refusal)),
+            Some(Job::Wake(w)) => w.reply.finish(failure(refusal.code, &refusal.error)),
+            None => {}
+        }
+    }
+
+    pub(crate) fn revive_expired(&mut self, identity: &str, job: u64) {
+        let head_matches = matches!(self.endpoints.get(identity).and_then(|e| e.queue.front()), Some(Job::Send(j)) if j.id == job);
+        if head_matches && !self.sessions.contains_key(identity) {
+            let id = Identity::parse(identity).ok();
+            let (p, rt) = id.map(|i| (i.personality, i.runtime)).unwrap_or_default();
+            let ms = self.cfg.revive_grace.as_millis();
+            self.fail_head(identity, Refusal { code: Code::Offline, error: format!("peer \"{p}\" ({rt}) is offline and did not come back within {ms}ms — retry") });
+            self.pump(identity);
+        }
+    }
+
+    /// Write the delivery.log line and answer the sender.
+    pub(crate) fn finish_send(&mut self, job: SendJob, outcome: Result<(), Refusal>) {
+        let ms = job.started.elapsed().as_millis();
+        let input = &job.input;
+        let mut ev = Event::new("delivery")
+            .field("path", input.path)
+            .field("caller", caller_label(input))
+            .field("to", &input.to)
+            .opt("rt", input.runtime.as_deref())
+            .field("ok", if outcome.is_ok() { "true" } else { "false" });
+        if let Some(p) = &job.prepared {
+            ev = ev.field("via", p.endpoint.to_string()).field("woke", if job.woke { "true" } else { "false" });
+        }
+        ev = ev
+            .field("ms", ms.to_string())
+            .field("len", input.message.chars().count().to_string());
+        if !input.attachments.is_empty() {
+            ev = ev.field("att", input.attachments.len().to_string());
+        }
+        let topic = input.topic.as_deref().map(str::trim).filter(|t| !t.is_empty());
+        ev = ev.opt("topic", topic);
+        match outcome {
+            Ok(()) => {
+                self.delivery_log.append(&ev);
+                let p = job.prepared.as_ref().expect("delivered sends are prepared");
+                let result = json!({
+                    "ok": true,
+                    "delivered_to": {"personality": p.endpoint.personality, "runtime": p.endpoint.runtime},
+                    "woke": job.woke,
+                    "ts": p.envelope.ts,
+                });
+                job.reply.finish(json!({"ok": true, "result": result}));
+            }
+            Err(r) => {
+                self.delivery_log.append(&ev.field("err", &r.error));
+                job.reply.finish(failure(r.code, &r.error));
+            }
+        }
+    }
+
+    /// A session reported something.
+    pub(crate) fn on_session_event(&mut self, ev: SessionEvent) {
+        let Some(identity) = self.session_ids.get(&ev.session).cloned() else {
+            return;
+        };
+        match ev.kind {
+            EventKind::Phase(phase) => self.progress_to_waiters(&identity, &phase),
+            EventKind::Ready => {
+                if let Some(s) = self.sessions.get_mut(&identity) {
+                    s.ready = true;
+                }
+                self.lifecycle(Event::new("ready").field("identity", &identity));
+                self.pump(&identity);
+            }
+            EventKind::BootFailed { reason, screen } => {
+                if let Some(s) = self.sessions.get_mut(&identity) {
+                    s.boot_failure = Some(reason.clone());
+                }
+                self.lifecycle(Event::new("wake-failed").field("identity", &identity).field("reason", &reason).field("screen", screen));
+                // A wake job waiting for readiness fails now; a first message fails when the
+                // session answers its delivery.
+                if let Some(Job::Wake(_)) = self.endpoints.get(&identity).and_then(|e| e.queue.front()) {
+                    let p = Identity::parse(&identity).map(|i| i.personality).unwrap_or_default();
+                    self.fail_head(&identity, Refusal { code: Code::Offline, error: format!("peer \"{p}\" offline and wake failed: {reason}") });
+                }
+            }
+            EventKind::Delivered { id, result } => self.on_delivered(&identity, id, result),
+            EventKind::Status(status) => self.on_status(&identity, status),
+            EventKind::Attached(n) => {
+                if let Some(s) = self.sessions.get_mut(&identity) {
+                    s.attached = n;
+                }
+            }
+            EventKind::Exited { status, signal, cause } => self.on_exited(&identity, ev.session, status, signal, cause),
+        }
+    }
+
+    fn progress_to_waiters(&self, identity: &str, phase: &str) {
+        let Some(ep) = self.endpoints.get(identity) else { return };
+        if let Some(job) = ep.queue.front() {
+            let (reply, started) = match job {
+                Job::Send(j) => (&j.reply, j.started),
+                Job::Wake(w) => (&w.reply, w.started),
+            };
+            reply.progress(progress(phase, identity, started.elapsed().as_millis() as u64));
+        }
+    }
+
+    fn on_delivered(&mut self, identity: &str, id: u64, result: Result<(), String>) {
+        let Some(ep) = self.endpoints.get_mut(identity) else { return };
+        if ep.inflight != Some(id) {
+            return;
+        }
+        ep.inflight = None;
+        let Some(Job::Send(job)) = ep.queue.pop_front() else { return };
+        let boot_failure = self.sessions.get(identity).and_then(|s| s.boot_failure.clone());
+        let p = job.prepared.as_ref().expect("delivered sends are prepared");
+        match result {
+            Ok(()) => {
+                let now = crate::clock::now_ms();
+                if let Some(s) = self.sessions.get_mut(identity) {
+                    s.last_delivery_ms = Some(now);
+                }
+                if let Some(topic) = p.envelope.topic.clone() {
+                    if job.kind == RuntimeKind::Agent && Markers::new(&self.paths, identity).note_topic(&topic) {
+                        self.lifecycle(Event::new("topic-note").field("identity", identity).field("topic", topic));
+                    }
+                }
+                self.finish_send(job, Ok(()));
+            }
+            Err(reason) => {
+                let (pers, rt) = (p.endpoint.personality.clone(), p.endpoint.runtime.clone());
+                let error = if job.woke {
+                    format!("peer \"{pers}\" offline and wake failed: {}", boot_failure.unwrap_or(reason))
+                } else {
+                    format!("peer \"{pers}\" ({rt}) is listed live but did not accept the message ({reason}); message NOT delivered")
+                };
+                let code = if job.woke { Code::Offline } else { Code::Timeout };
+                self.finish_send(job, Err(Refusal { code, error }));
+            }
+        }
+        self.pump(identity);
+    }
+}
+
+/// Build the delivery of a prepared send: the agent form for agent runtimes (prefixed with
+/// `initial_prompt` and a blank line for the first message of a fresh session), the wire
+/// form for router runtimes.
+pub(crate) fn delivery_for(
+    id: u64,
+    p: &Prepared,
+    kind: RuntimeKind,
+    initial_prompt: Option<&str>,
+    cfg: &crate::config::Config,
+    ready_gate: Option<std::time::Duration>,
+) -> Delivery {
+    let grace = if p.envelope.attachments.is_empty() {
+        cfg.liveness_grace
+    } else {
+        cfg.liveness_grace.max(std::time::Duration::from_secs(60))
+    };
+    match kind {
+        RuntimeKind::Router => Delivery {
+            id,
+            text: envelope::encode_wire(&p.envelope),
+            agent_ts: None,
+            grace,
+            ready_gate: None,
+        },
+        RuntimeKind::Agent => {
+            let now = crate::clock::now_local();
+            let rendered = envelope::render_agent(&p.envelope, &now);
+            let agent_ts = p.envelope.ts.as_deref().map(|ts| crate::clock::render_agent_ts(ts, &now));
+            let text = match initial_prompt.map(str::trim_end).filter(|s| !s.is_empty()) {
+                Some(seed) => format!("{seed}\n\n{rendered}"),
+                None => rendered,
+            };
+            Delivery { id, text, agent_ts, grace, ready_gate }
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! Bringing a session up (spec 05 §2 steps 1–7, spec 04 §1 "Spawning"): the checks, the
+//! fresh/resume decision, the system prompt, the environment, the spawn, the markers.
+
+use std::time::Instant;
+
+use super::endpoint::{delivery_for, Job};
+use super::{Router, Sess};
+use crate::daemon::lifecycle::{decide_mode, ModeRequest, WakeDecision, WakeFacts};
+use crate::daemon::protocol::Code;
+use crate::daemon::route::{stopped_refusal, Refusal};
+use crate::eventlog::Event;
+use crate::markers::{crash_looping, Flag, Markers, SessionRecord};
+use crate::names::Identity;
+use crate::profile::Profile;
+use crate::registry::Registry;
+use crate::runtime::{LaunchCtx, RuntimeKind, WakeMode};
+use crate::session::env::{session_env, EnvInput};
+use crate::session::spawn::SpawnSpec;
+use crate::session::thread::{self, SessionConfig};
+
+fn offline(personality: &str, reason: impl std::fmt::Display) -> Refusal {
+    Refusal {
+        code: Code::Offline,
+        error: format!("peer \"{personality}\" offline and wake failed: {reason}"),
+    }
+}
+
+impl Router {
+    /// Launch a session for the head of `identity`'s queue (a message or a wake job).
+    pub(crate) fn launch_for_head(&mut self, identity: &str, mode_req: ModeRequest) -> Result<(), Refusal> {
+        let ident = Identity::parse(identity).map_err(|e| Refusal { code: Code::InvalidArgument, error: e.to_string() })?;
+        let topic = match self.endpoints.get(identity).and_then(|e| e.queue.front()) {
+            Some(Job::Send(j)) => j.prepared.as_ref().and_then(|p| p.envelope.topic.clone()),
+            _ => None,
+        };
+        let session = self.next_id();
+        let (sess, decision, first_job) = self.launch(&ident, mode_req, topic, session)?;
+        let mode = decision.map(|d| d.mode).unwrap_or(WakeMode::Fresh);
+        if let Some(ep) = self.endpoints.get_mut(identity) {
+            match ep.queue.front_mut() {
+                Some(Job::Send(j)) if Some(j.id) == first_job => {
+                    j.woke = true;
+                    ep.inflight = Some(j.id);
+                }
+                Some(Job::Wake(w)) => w.launched = true,
+                _ => {}
+            }
+        }
+        let mut ev = Event::new("wake").field("identity", identity).field("mode", mode.as_str());
+        if let Some(d) = decision {
+            ev = ev.field("cause", d.cause);
+        }
+        self.lifecycle(ev.field("pid", sess.pid.to_string()));
+        self.register(sess);
+        Ok(())
+    }
+
+    pub(crate) fn register(&mut self, sess: Sess) {
+        let identity = sess.identity.to_string();
+        self.tokens.insert(sess.token.clone(), identity.clone());
+        self.session_ids.insert(sess.id, identity.clone());
+        self.sessions.insert(identity, sess);
+    }
+
+    /// Checks, decision and spawn. Returns the session, the decision (agents only) and the
+    /// id of the queued send that rides the wake as its first message.
+    pub(crate) fn launch(
+        &mut self,
+        ident: &Identity,
+        mode_req: ModeRequest,
+        topic: Option<String>,
+        session: u64,
+    ) -> Result<(Sess, Option<WakeDecision>, Option<u64>), Refusal> {
+        let p = ident.personality.as_str();
+        let identity = ident.to_string();
+        let registry = Registry::load(&self.paths).map_err(|e| offline(p, e))?;
+        let peer = registry.find(p).ok_or_else(|| Refusal {
+            code: Code::NotRegistered,
+            error: format!("peer \"{p}\" is not in the iapeer peers index"),
+        })?;
+        if !peer.declares(&ident.runtime) {
+            return Err(Refusal { code: Code::InvalidArgument, error: format!("peer \"{p}\" does not declare runtime \"{}\"", ident.runtime) });
+        }
+        let adapter = self.adapter(&ident.runtime).map_err(|e| offline(p, e))?;
+        let markers = Markers::new(&self.paths, &identity);
+        if markers.is_set(Flag::Stopped) {
+            return Err(stopped_refusal(ident));
+        }
+        if !peer.cwd.is_dir() {
+            return Err(offline(p, format!("working folder {} does not exist", peer.cwd.display())));
+        }
+        let window_ms = self.cfg.crashloop_window.as_millis() as u64;
+        let deaths = markers.deaths();
+        if adapter.kind() == RuntimeKind::Agent && crash_looping(&deaths, crate::clock::now_ms(), self.cfg.crashloop_max, window_ms) {
+            return Err(offline(p, format!(
+                "crash-looping: {} deaths in {}s — see exits.log; iapeer new {p} to force",
+                self.cfg.crashloop_max,
+                self.cfg.crashloop_window.as_secs()
+            )));
+        }
+        let profile = Profile::read(&peer.cwd).ok().flatten();
+        let decision = (adapter.kind() == RuntimeKind::Agent).then(|| {
+            let facts = WakeFacts {
+                fresh_next: markers.is_set(Flag::FreshNext),
+                ephemeral: profile.as_ref().is_some_and(|pr| pr.is_ephemeral()),
+                idle_reaped: markers.is_set(Flag::IdleReaped),
+                human_facing: peer.telegram_bot().is_some() || peer.interfaces.as_ref().is_some_and(|i| i.contains_key("telegram")),
+                topic: topic.clone(),
+                topics: markers.topics(),
+            };
+            decide_mode(mode_req, &facts)
+        });
+        let mode = decision.map(|d| d.mode).unwrap_or(WakeMode::Fresh);
+        let prompt_path = if adapter.wants_system_prompt() {
+            let facts = crate::prompt::HostFacts::detect();
+            let home = crate::paths::home_dir();
+            let text = crate::prompt::assemble(&self.paths, peer, &registry, &facts, home.as_deref());
+            Some(crate::prompt::write(&self.paths, ident, &text).map_err(|e| offline(p, format!("cannot write the system prompt: {e}")))?)
+        } else {
+            None
+        };
+        let launch_env = crate::launch_env::read(&peer.cwd, &ident.runtime);
+        let ctx = LaunchCtx {
+            paths: &self.paths,
+            cwd: &peer.cwd,
+            mode,
+            system_prompt: prompt_path.as_deref(),
+            launch_env: &launch_env,
+        };
+        let cmd = adapter.command(&ctx).map_err(|e| offline(p, e))?;
+        // The decision is final now: consume the markers it read.
+        if let Some(d) = decision {
+            if d.consume_fresh_next {
+                markers.clear(Flag::FreshNext);
+            }
+            if d.consume_idle_reaped {
+                markers.clear(Flag::IdleReaped);
+            }
+        }
+        let token = crate::fsutil::random_hex(32);
+        let home = crate::paths::home_dir();
+        let env = session_env(&EnvInput {
+            inherited: std::env::vars().collect(),
+            launch: &launch_env,
+            identity: ident,
+            token: &token,
+            root: self.paths.root(),
+            home: home.as_deref(),
+            extra: &cmd.extra_env,
+        });
+        let spec = SpawnSpec { program: cmd.program.clone(), args: cmd.args, cwd: peer.cwd.clone(), env };
+        let (first, first_job) = match self.endpoints.get(&identity).and_then(|e| e.queue.front()) {
+            Some(Job::Send(j)) if adapter.kind() == RuntimeKind::Agent => {
+                let seed = match mode {
+                    WakeMode::Fresh => profile.as_ref().and_then(|pr| pr.initial_prompt.clone()),
+                    WakeMode::Resume => None,
+                };
+                let prepared = j.prepared.as_ref().expect("queued sends are prepared");
+                let d = delivery_for(j.id, prepared, RuntimeKind::Agent, seed.as_deref(), &self.cfg, Some(self.cfg.ready_gate));
+                (Some(d), Some(j.id))
+            }
+            _ => (None, None),
+        };
+        let scfg = SessionConfig {
+            session,
+            identity: identity.clone(),
+            cwd: peer.cwd.clone(),
+            adapter: adapter.clone(),
+            pane_log: self.paths.pane_log(&identity),
+            exits_log: self.paths.exits_log(),
+            boot_deadline: self.cfg.boot_deadline,
+            first,
+        };
+        let (handle, pid) = thread::start(scfg, &spec, self.session_tx.clone())
+            .map_err(|e| offline(p, format!("cannot start {}: {e}", cmd.program.to_string_lossy())))?;
+        let now_ms = crate::clock::now_ms();
+        markers.write_session(&SessionRecord {
+            identity: identity.clone(),
+            runtime: ident.runtime.clone(),
+            personality: p.to_string(),
+            cwd: peer.cwd.clone(),
+            woke_at: now_ms,
+            pid,
+        });
+        if mode == WakeMode::Fresh && adapter.kind() == RuntimeKind::Agent {
+            markers.reset_topics();
+        }
+        let sess = Sess {
+            id: session,
+            identity: ident.clone(),
+            handle,
+            pid,
+            kind: adapter.kind(),
+            ready: false,
+            woke_at_ms: now_ms,
+            started: Instant::now(),
+            last_delivery_ms: None,
+            attached: 0,
+            token,
+            status: None,
+            stopping: None,
+            boot_failure: None,
+            mode,
+        };
+        Ok((sess, decision, first_job))
+    }
+}

@@ -1,0 +1,343 @@
+//! The router thread (spec 02 §1, spec 03, spec 05): owns the routing state — live
+//! sessions, session tokens, per-identity delivery queues, always-on restart state — and
+//! reacts to requests, session events and ticks. It never waits on a session: long
+//! operations are started and finished by later events.
+
+mod endpoint;
+mod launch;
+mod ops;
+mod tick;
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{select, Receiver, Sender};
+use serde_json::{json, Value};
+
+use super::lifecycle::Backoff;
+use super::mcp::{CallerCreds, SendArgs};
+use super::protocol::{failure, Code, Request};
+use super::reply::ReplyTo;
+use super::route::{Caller, Prepared, Refusal, SendInput};
+use crate::config::Config;
+use crate::eventlog::{Event, EventLog};
+use crate::names::Identity;
+use crate::paths::Paths;
+use crate::runtime::{Adapter, RuntimeKind, WakeMode};
+use crate::session::handle::{Cause, SessionEvent, SessionHandle, SessionStatus};
+
+pub use endpoint::SendJob;
+
+/// A message for the router thread.
+pub enum RouterMsg {
+    /// A control-socket request.
+    Control {
+        /// The request.
+        req: Request,
+        /// Where to answer.
+        reply: ReplyTo,
+    },
+    /// An MCP `send_to_peer` call.
+    Mcp {
+        /// Caller credentials from the HTTP request.
+        creds: CallerCreds,
+        /// Tool arguments.
+        args: SendArgs,
+        /// Where to answer.
+        reply: ReplyTo,
+    },
+    /// A send's preparation (worker thread) finished.
+    Prepared {
+        /// The job id.
+        job: u64,
+        /// The prepared send or its refusal.
+        result: Result<Prepared, Refusal>,
+    },
+    /// The supervise tick.
+    Tick,
+    /// End every session and report on `done` when they are gone.
+    Shutdown {
+        /// Signalled when shutdown work is complete.
+        done: Sender<()>,
+    },
+}
+
+/// Static facts the router reports (`ping`, `status`).
+#[derive(Debug, Clone)]
+pub struct DaemonInfo {
+    /// `http://127.0.0.1:<port>/mcp`.
+    pub tcp: String,
+    /// The control socket path.
+    pub sock: String,
+    /// Daemon start time, epoch ms.
+    pub started_ms: u64,
+}
+
+/// One live session as the router tracks it.
+pub(crate) struct Sess {
+    pub id: u64,
+    pub identity: Identity,
+    pub handle: SessionHandle,
+    pub pid: u32,
+    pub kind: RuntimeKind,
+    pub ready: bool,
+    pub woke_at_ms: u64,
+    pub started: Instant,
+    pub last_delivery_ms: Option<u64>,
+    pub attached: usize,
+    pub token: String,
+    pub status: Option<SessionStatus>,
+    pub stopping: Option<Cause>,
+    pub boot_failure: Option<String>,
+    pub mode: WakeMode,
+}
+
+/// Restart state of one always-on identity.
+#[derive(Default)]
+pub(crate) struct AlwaysOn {
+    pub backoff: Backoff,
+    pub parked: bool,
+    pub restart_at: Option<Instant>,
+}
+
+/// Deferred work the router schedules for itself.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Timer {
+    /// An always-on peer is due for a restart.
+    Restart(String),
+    /// A send to a restarting always-on peer gives up.
+    Revive { identity: String, job: u64 },
+    /// Shutdown gives up waiting for sessions.
+    ShutdownDeadline,
+}
+
+/// The router's state.
+pub struct Router {
+    pub(crate) paths: Paths,
+    pub(crate) cfg: Config,
+    pub(crate) info: DaemonInfo,
+    pub(crate) sessions: HashMap<String, Sess>,
+    pub(crate) session_ids: HashMap<u64, String>,
+    pub(crate) tokens: HashMap<String, String>,
+    pub(crate) endpoints: HashMap<String, endpoint::Endpoint>,
+    pub(crate) preparing: HashMap<u64, endpoint::SendJob>,
+    pub(crate) always_on: HashMap<String, AlwaysOn>,
+    pub(crate) timers: BTreeMap<(Instant, u64), Timer>,
+    pub(crate) next_id: u64,
+    pub(crate) tx: Sender<RouterMsg>,
+    pub(crate) session_tx: Sender<SessionEvent>,
+    pub(crate) shutdown: Option<Sender<()>>,
+    pub(crate) lifecycle_log: EventLog,
+    pub(crate) delivery_log: EventLog,
+}
+
+impl Router {
+    /// Build the router. `tx` must be the sender of the channel `run` will receive on.
+    pub fn new(paths: Paths, cfg: Config, info: DaemonInfo, tx: Sender<RouterMsg>, session_tx: Sender<SessionEvent>) -> Router {
+        let lifecycle_log = EventLog::from_env(paths.lifecycle_log(), "LIFECYCLE");
+        let delivery_log = EventLog::from_env(paths.delivery_log(), "DELIVERY");
+        Router {
+            paths,
+            cfg,
+            info,
+            sessions: HashMap::new(),
+            session_ids: HashMap::new(),
+            tokens: HashMap::new(),
+            endpoints: HashMap::new(),
+            preparing: HashMap::new(),
+            always_on: HashMap::new(),
+            timers: BTreeMap::new(),
+            next_id: 1,
+            tx,
+            session_tx,
+            shutdown: None,
+            lifecycle_log,
+            delivery_log,
+        }
+    }
+
+    /// Run until shutdown completes or every sender is gone.
+    pub fn run(mut self, rx: Receiver<RouterMsg>, session_rx: Receiver<SessionEvent>) {
+        self.start_always_on();
+        loop {
+            let timeout = self
+                .timers
+                .keys()
+                .next()
+                .map(|(at, _)| at.saturating_duration_since(Instant::now()))
+                .unwrap_or(Duration::from_secs(3600));
+            select! {
+                recv(rx) -> msg => match msg {
+                    Ok(m) => self.on_msg(m),
+                    Err(_) => return,
+                },
+                recv(session_rx) -> ev => {
+                    if let Ok(ev) = ev {
+                        self.on_session_event(ev);
+                    }
+                },
+                default(timeout) => {},
+            }
+            self.fire_timers(Instant::now());
+            if self.shutdown.is_some() && self.sessions.is_empty() {
+                if let Some(done) = self.shutdown.take() {
+                    let _ = done.send(());
+                }
+                return;
+            }
+        }
+    }
+
+    pub(crate) fn next_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    pub(crate) fn set_timer(&mut self, at: Instant, t: Timer) {
+        let id = self.next_id();
+        self.timers.insert((at, id), t);
+    }
+
+    fn fire_timers(&mut self, now: Instant) {
+        while let Some((&(at, id), _)) = self.timers.iter().next() {
+            if at > now {
+                break;
+            }
+            if let Some(t) = self.timers.remove(&(at, id)) {
+                self.on_timer(t);
+            }
+        }
+    }
+
+    fn on_timer(&mut self, t: Timer) {
+        match t {
+            Timer::Restart(identity) => self.restart_always_on(&identity),
+            Timer::Revive { identity, job } => self.revive_expired(&identity, job),
+            Timer::ShutdownDeadline => {
+                log::warn!("shutdown: {} session(s) did not end in time", self.sessions.len());
+                self.sessions.clear();
+            }
+        }
+    }
+
+    fn on_msg(&mut self, msg: RouterMsg) {
+        if self.shutdown.is_some() {
+            let refuse = |reply: ReplyTo| reply.finish(failure(Code::ShuttingDown, "the daemon is shutting down"));
+            match msg {
+                RouterMsg::Control { reply, .. } | RouterMsg::Mcp { reply, .. } => refuse(reply),
+                RouterMsg::Prepared { job, .. } => {
+                    if let Some(j) = self.preparing.remove(&job) {
+                        refuse(j.reply);
+                    }
+                }
+                RouterMsg::Tick | RouterMsg::Shutdown { .. } => {}
+            }
+            return;
+        }
+        match msg {
+            RouterMsg::Control { req, reply } => self.on_request(req, reply),
+            RouterMsg::Mcp { creds, args, reply } => {
+                let token_identity = creds
+                    .session_token
+                    .as_deref()
+                    .and_then(|t| self.tokens.get(t))
+                    .cloned();
+                let input = SendInput {
+                    path: "mcp",
+                    caller: Caller::Mcp {
+                        header: creds.identity_header,
+                        token_identity,
+                        auth: self.cfg.mcp_auth,
+                    },
+                    to: args.personality,
+                    runtime: args.runtime,
+                    message: args.message,
+                    topic: args.topic,
+                    attachments: args.attachments,
+                };
+                self.begin_send(input, reply);
+            }
+            RouterMsg::Prepared { job, result } => self.on_prepared(job, result),
+            RouterMsg::Tick => self.on_tick(),
+            RouterMsg::Shutdown { done } => self.begin_shutdown(done),
+        }
+    }
+
+    fn on_request(&mut self, req: Request, reply: ReplyTo) {
+        match req {
+            Request::Ping => reply.finish(json!({
+                "ok": true,
+                "version": env!("CARGO_PKG_VERSION"),
+                "pid": std::process::id(),
+            })),
+            Request::Send {
+                from,
+                to,
+                runtime,
+                message,
+                topic,
+                attachments,
+            } => {
+                let input = SendInput {
+                    path: "cli",
+                    caller: Caller::Cli(from),
+                    to,
+                    runtime,
+                    message,
+                    topic,
+                    attachments,
+                };
+                self.begin_send(input, reply);
+            }
+            other => self.on_op(other, reply),
+        }
+    }
+
+    /// Log one lifecycle event.
+    pub(crate) fn lifecycle(&self, ev: Event) {
+        self.lifecycle_log.append(&ev);
+    }
+
+    fn begin_shutdown(&mut self, done: Sender<()>) {
+        log::info!("shutdown: ending {} session(s)", self.sessions.len());
+        for (_, job) in self.preparing.drain() {
+            job.reply.finish(failure(Code::ShuttingDown, "the daemon is shutting down"));
+        }
+        for (_, mut ep) in self.endpoints.drain() {
+            for job in ep.queue.drain(..) {
+                job.fail(Code::ShuttingDown, "the daemon is shutting down".into());
+            }
+        }
+        for sess in self.sessions.values_mut() {
+            if sess.kind == RuntimeKind::Agent {
+                // Resume-eligible: the next message on its topic continues the conversation.
+                crate::markers::Markers::new(&self.paths, &sess.identity.to_string())
+                    .set(crate::markers::Flag::IdleReaped);
+            }
+            sess.stopping = Some(Cause::Shutdown);
+            sess.handle.send(crate::session::handle::SessionCmd::Kill(Cause::Shutdown));
+        }
+        self.timers.clear();
+        // Sessions get SIGKILL 3 s after SIGTERM; allow for draining after that.
+        self.set_timer(Instant::now() + Duration::from_secs(5), Timer::ShutdownDeadline);
+        self.shutdown = Some(done);
+    }
+
+    /// The adapter for a runtime, or the reason it cannot be used.
+    pub(crate) fn adapter(&self, runtime: &str) -> Result<std::sync::Arc<dyn Adapter>, String> {
+        crate::runtime::adapter_for(&self.paths, runtime).map_err(|e| e.to_string())
+    }
+}
+
+/// A `{"ok":true,…}` value with `extra` merged in.
+pub(crate) fn ok_with(extra: Value) -> Value {
+    let mut v = json!({"ok": true});
+    if let (Some(o), Value::Object(e)) = (v.as_object_mut(), extra) {
+        o.extend(e);
+    }
+    v
+}
+
+/// Convenience for queue jobs.
+pub(crate) type Queue = VecDeque<endpoint::Job>;

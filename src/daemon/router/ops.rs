@@ -1,0 +1,260 @@
+//! Control operations other than `send` (spec 02 §2, spec 05 §5): stop, start, attach,
+//! wake, list, status, live-runtime, forget.
+
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use super::endpoint::{Job, WakeJob};
+use super::{ok_with, Router};
+use crate::daemon::lifecycle::ModeRequest;
+use crate::daemon::protocol::{failure, Code, Request};
+use crate::daemon::reply::ReplyTo;
+use crate::daemon::route::{stopped_refusal, Refusal};
+use crate::eventlog::Event;
+use crate::markers::{Flag, Markers};
+use crate::names::Identity;
+use crate::registry::{Registry, RegistryPeer};
+use crate::runtime::RuntimeKind;
+use crate::session::handle::{Cause, SessionCmd};
+
+fn refusal(code: Code, error: impl Into<String>) -> Refusal {
+    Refusal { code, error: error.into() }
+}
+
+impl Router {
+    pub(crate) fn on_op(&mut self, req: Request, reply: ReplyTo) {
+        let result = match req {
+            Request::List => Ok(self.op_list()),
+            Request::Status => Ok(self.op_status()),
+            Request::LiveRuntime { personality } => self.op_live_runtime(&personality),
+            Request::Stop { personality, runtime, all } => self.op_stop(personality.as_deref(), runtime.as_deref(), all),
+            Request::Start { personality, runtime, all } => self.op_start(personality.as_deref(), runtime.as_deref(), all),
+            Request::Forget { personality } => Ok(self.op_forget(&personality)),
+            Request::Wake { personality, runtime } => {
+                return self.op_wake(&personality, runtime.as_deref(), ModeRequest::Auto, false, reply)
+            }
+            Request::Attach { personality, runtime, fresh, no_attach } => {
+                let mode = if fresh { ModeRequest::Fresh } else { ModeRequest::Resume };
+                return self.op_wake(&personality, runtime.as_deref(), mode, !no_attach, reply);
+            }
+            Request::Ping | Request::Send { .. } => unreachable!("handled by on_request"),
+        };
+        match result {
+            Ok(v) => reply.finish(v),
+            Err(r) => reply.finish(failure(r.code, &r.error)),
+        }
+    }
+
+    fn registry(&self) -> Result<Registry, Refusal> {
+        Registry::load(&self.paths).map_err(|e| refusal(Code::Internal, e.to_string()))
+    }
+
+    fn peer<'r>(registry: &'r Registry, p: &str) -> Result<&'r RegistryPeer, Refusal> {
+        registry
+            .find(p)
+            .ok_or_else(|| refusal(Code::NotRegistered, format!("peer \"{p}\" is not in the iapeer peers index")))
+    }
+
+    /// The runtime a control verb acts on (spec 05 §5): the requested one (must be declared),
+    /// else the only live runtime, else the default runtime.
+    fn control_runtime(&self, peer: &RegistryPeer, requested: Option<&str>) -> Result<String, Refusal> {
+        if let Some(rt) = requested {
+            if !peer.declares(rt) {
+                return Err(refusal(Code::InvalidArgument, format!("peer \"{}\" does not declare runtime \"{rt}\"", peer.personality)));
+            }
+            return Ok(rt.to_string());
+        }
+        let live: Vec<&str> = self
+            .sessions
+            .values()
+            .filter(|s| s.identity.personality == peer.personality)
+            .map(|s| s.identity.runtime.as_str())
+            .collect();
+        match live.as_slice() {
+            [one] => Ok(one.to_string()),
+            [] => Ok(peer.default_runtime.clone()),
+            many => Err(refusal(
+                Code::InvalidArgument,
+                format!("\"{}\" is live on several runtimes ({}) — specify runtime", peer.personality, many.join(", ")),
+            )),
+        }
+    }
+
+    fn targets(&self, personality: Option<&str>, runtime: Option<&str>, all: bool) -> Result<Vec<Identity>, Refusal> {
+        let registry = self.registry()?;
+        let peers: Vec<&RegistryPeer> = match (personality, all) {
+            (_, true) => registry.peers.iter().collect(),
+            (Some(p), false) => vec![Self::peer(&registry, p)?],
+            (None, false) => return Err(refusal(Code::InvalidArgument, "name a peer or pass --all")),
+        };
+        let mut out = Vec::new();
+        for peer in peers {
+            let rts: Vec<String> = match runtime {
+                Some(rt) if peer.declares(rt) => vec![rt.to_string()],
+                Some(rt) if !all => {
+                    return Err(refusal(Code::InvalidArgument, format!("peer \"{}\" does not declare runtime \"{rt}\"", peer.personality)))
+                }
+                Some(_) => vec![],
+                None => peer.runtimes.clone(),
+            };
+            out.extend(rts.into_iter().map(|rt| Identity { runtime: rt, personality: peer.personality.clone() }));
+        }
+        Ok(out)
+    }
+
+    fn op_stop(&mut self, personality: Option<&str>, runtime: Option<&str>, all: bool) -> Result<Value, Refusal> {
+        let targets = self.targets(personality, runtime, all)?;
+        let mut ended = Vec::new();
+        for ident in &targets {
+            let id = ident.to_string();
+            Markers::new(&self.paths, &id).set(Flag::Stopped);
+            if let Some(s) = self.sessions.get_mut(&id) {
+                if s.stopping.is_none() {
+                    s.stopping = Some(Cause::Stop);
+                    s.handle.send(SessionCmd::Kill(Cause::Stop));
+                    ended.push(id.clone());
+                }
+            }
+            self.fail_waiting(&id, stopped_refusal(ident));
+            self.lifecycle(Event::new("stop").field("identity", &id));
+        }
+        let stopped: Vec<String> = targets.iter().map(|i| i.to_string()).collect();
+        Ok(ok_with(json!({"stopped": stopped, "ended": ended})))
+    }
+
+    /// Fail every queued job of `identity` that is not already inside the session.
+    fn fail_waiting(&mut self, identity: &str, r: Refusal) {
+        let Some(ep) = self.endpoints.get_mut(identity) else { return };
+        let keep = usize::from(ep.inflight.is_some());
+        let rest: Vec<Job> = ep.queue.drain(keep..).collect();
+        for job in rest {
+            match job {
+                Job::Send(j) => self.finish_send(j, Err(r.clone())),
+                Job::Wake(w) => w.reply.finish(failure(r.code, &r.error)),
+            }
+        }
+    }
+
+    fn op_start(&mut self, personality: Option<&str>, runtime: Option<&str>, all: bool) -> Result<Value, Refusal> {
+        let targets = self.targets(personality, runtime, all)?;
+        let mut started = Vec::new();
+        for ident in &targets {
+            let id = ident.to_string();
+            Markers::new(&self.paths, &id).clear(Flag::Stopped);
+            self.lifecycle(Event::new("start").field("identity", &id));
+            let is_router = self.adapter(&ident.runtime).map(|a| a.kind() == RuntimeKind::Router).unwrap_or(false);
+            if is_router {
+                let st = self.always_on.entry(id.clone()).or_default();
+                st.parked = false;
+                st.backoff.reset();
+                if !self.sessions.contains_key(&id) {
+                    self.restart_always_on(&id);
+                    started.push(id);
+                }
+            }
+        }
+        let cleared: Vec<String> = targets.iter().map(|i| i.to_string()).collect();
+        Ok(ok_with(json!({"cleared": cleared, "started": started})))
+    }
+
+    fn op_forget(&mut self, personality: &str) -> Value {
+        let ids: Vec<String> = self.sessions.keys().filter(|k| k.split_once('-').map(|(_, p)| p) == Some(personality)).cloned().collect();
+        for id in &ids {
+            if let Some(s) = self.sessions.get_mut(id) {
+                s.stopping.get_or_insert(Cause::KilledByDaemon);
+                s.handle.send(SessionCmd::Kill(Cause::KilledByDaemon));
+            }
+        }
+        let queued: Vec<String> = self.endpoints.keys().filter(|k| k.split_once('-').map(|(_, p)| p) == Some(personality)).cloned().collect();
+        for id in queued {
+            self.fail_waiting(&id, refusal(Code::NotRegistered, format!("peer \"{personality}\" was removed; message NOT delivered")));
+        }
+        self.always_on.retain(|k, _| k.split_once('-').map(|(_, p)| p) != Some(personality));
+        ok_with(json!({"ended": ids}))
+    }
+
+    fn op_wake(&mut self, personality: &str, runtime: Option<&str>, mode: ModeRequest, attach: bool, reply: ReplyTo) {
+        let prepared = (|| {
+            let registry = self.registry()?;
+            let peer = Self::peer(&registry, personality)?;
+            let rt = self.control_runtime(peer, runtime)?;
+            let kind = self.adapter(&rt).map_err(|e| refusal(Code::Offline, e))?.kind();
+            if kind != RuntimeKind::Agent {
+                return Err(refusal(Code::InvalidArgument, format!("{} needs an agent runtime ({rt} is a router runtime)", if attach { "attach" } else { "this" })));
+            }
+            Ok(Identity { runtime: rt, personality: personality.to_string() })
+        })();
+        let ident = match prepared {
+            Ok(i) => i,
+            Err(r) => return reply.finish(failure(r.code, &r.error)),
+        };
+        let id = ident.to_string();
+        let job = WakeJob { reply, mode, attach, launched: false, started: Instant::now() };
+        self.endpoints.entry(id.clone()).or_default().queue.push_back(Job::Wake(job));
+        self.pump(&id);
+    }
+
+    fn op_list(&self) -> Value {
+        let mut sessions: Vec<Value> = self
+            .sessions
+            .values()
+            .map(|s| {
+                let last_active = s
+                    .status
+                    .as_ref()
+                    .and_then(|st| st.activity_ms)
+                    .into_iter()
+                    .chain(s.last_delivery_ms)
+                    .chain([s.woke_at_ms])
+                    .max();
+                json!({
+                    "identity": s.identity.to_string(),
+                    "personality": s.identity.personality,
+                    "runtime": s.identity.runtime,
+                    "status": if s.ready { "live" } else { "booting" },
+                    "attached": s.attached,
+                    "pid": s.pid,
+                    "woke_at_ms": s.woke_at_ms,
+                    "last_active_ms": last_active,
+                    "busy": s.status.as_ref().is_some_and(|st| st.busy),
+                })
+            })
+            .collect();
+        sessions.sort_by(|a, b| a["identity"].as_str().cmp(&b["identity"].as_str()));
+        let mut parked: Vec<&String> = self.always_on.iter().filter(|(_, st)| st.parked).map(|(k, _)| k).collect();
+        parked.sort();
+        ok_with(json!({"sessions": sessions, "parked": parked}))
+    }
+
+    fn op_status(&self) -> Value {
+        let live = self.sessions.values().filter(|s| s.ready).count();
+        let booting = self.sessions.len() - live;
+        ok_with(json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "pid": std::process::id(),
+            "started_ms": self.info.started_ms,
+            "uptime_s": crate::clock::now_ms().saturating_sub(self.info.started_ms) / 1000,
+            "tcp": self.info.tcp,
+            "sock": self.info.sock,
+            "sessions": {"live": live, "booting": booting},
+        }))
+    }
+
+    fn op_live_runtime(&self, personality: &str) -> Result<Value, Refusal> {
+        self.sessions
+            .values()
+            .filter(|s| s.identity.personality == personality && s.ready)
+            .max_by_key(|s| {
+                s.status
+                    .as_ref()
+                    .and_then(|st| st.activity_ms)
+                    .into_iter()
+                    .chain(s.last_delivery_ms)
+                    .chain([s.woke_at_ms])
+                    .max()
+            })
+            .map(|s| ok_with(json!({"runtime": s.identity.runtime})))
+            .ok_or_else(|| refusal(Code::NotLive, format!("peer \"{personality}\" is not live")))
+    }
+}

@@ -1,0 +1,156 @@
+//! The `echo` runtime (spec 04 §2 "echo"): the built-in stand-in agent, `iapeer echo-agent`,
+//! a real TUI in a real pty that answers through MCP. Used by the demo and the tests; it needs
+//! no account.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use super::{Adapter, BootStep, Confirm, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode};
+use crate::session::screen::Screen;
+
+/// The folder, inside the peer's cwd, where the echo agent keeps its transcript.
+pub const TRANSCRIPT_DIR: &str = ".echo-agent";
+/// The transcript file name inside [`TRANSCRIPT_DIR`].
+pub const TRANSCRIPT_FILE: &str = "transcript.jsonl";
+
+/// The echo adapter. The program is this very binary (`iapeer echo-agent`).
+pub struct Echo {
+    program: OsString,
+}
+
+impl Echo {
+    /// Use the running executable as the echo agent program.
+    pub fn from_env() -> Echo {
+        let program = std::env::current_exe()
+            .map(PathBuf::into_os_string)
+            .unwrap_or_else(|_| OsString::from("iapeer"));
+        Echo { program }
+    }
+
+    /// `<cwd>/.echo-agent/transcript.jsonl`.
+    pub fn transcript(cwd: &Path) -> PathBuf {
+        cwd.join(TRANSCRIPT_DIR).join(TRANSCRIPT_FILE)
+    }
+}
+
+/// Whether a screen shows the echo agent's composer (a row starting with `❯`).
+fn shows_prompt(screen: &Screen) -> bool {
+    screen.rows().iter().any(|r| r.starts_with('❯'))
+}
+
+fn busy(screen: &Screen) -> bool {
+    screen.text().contains("esc to interrupt")
+}
+
+impl Adapter for Echo {
+    fn name(&self) -> &str {
+        "echo"
+    }
+
+    fn kind(&self) -> RuntimeKind {
+        RuntimeKind::Agent
+    }
+
+    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String> {
+        let mut args: Vec<OsString> = vec!["echo-agent".into()];
+        if ctx.mode == WakeMode::Resume {
+            if !self.resumable(ctx.cwd) {
+                return Err("no transcript to resume".to_string());
+            }
+            args.push("--resume".into());
+        }
+        if let Some(p) = ctx.system_prompt {
+            args.push("--system-prompt-file".into());
+            args.push(p.as_os_str().to_owned());
+        }
+        args.extend(ctx.launch_env.start_args.iter().map(OsString::from));
+        Ok(LaunchCommand {
+            program: self.program.clone(),
+            args,
+            extra_env: Vec::new(),
+        })
+    }
+
+    fn boot_step(&self, screen: &Screen) -> BootStep {
+        if shows_prompt(screen) && !busy(screen) {
+            BootStep::Ready
+        } else {
+            BootStep::Wait
+        }
+    }
+
+    fn is_busy(&self, screen: &Screen) -> bool {
+        busy(screen)
+    }
+
+    fn confirmer(&self, _cwd: &Path, agent_ts: Option<&str>) -> Box<dyn Confirm> {
+        let needle = match agent_ts {
+            Some(ts) => format!("received {ts} from "),
+            None => "received ".to_string(),
+        };
+        Box::new(AckSeen {
+            needle: needle.into_bytes(),
+        })
+    }
+
+    fn activity_ms(&self, cwd: &Path) -> Option<u64> {
+        super::newest_mtime_ms([Echo::transcript(cwd).as_path()])
+    }
+
+    fn resumable(&self, cwd: &Path) -> bool {
+        Echo::transcript(cwd).is_file()
+    }
+
+    fn interrupt_keys(&self) -> Option<Vec<u8>> {
+        Some(vec![0x1b])
+    }
+}
+
+/// Confirmed when the echo agent's acknowledgement line for this envelope's `ts` appears.
+struct AckSeen {
+    needle: Vec<u8>,
+}
+
+impl Confirm for AckSeen {
+    fn confirmed(&mut self, output: &[u8]) -> bool {
+        output
+            .windows(self.needle.len())
+            .any(|w| w == self.needle.as_slice())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launch_env::LaunchEnv;
+    use crate::paths::Paths;
+
+    #[test]
+    fn resume_needs_a_transcript() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        let env = LaunchEnv::default();
+        let echo = Echo::from_env();
+        let ctx = LaunchCtx {
+            paths: &paths,
+            cwd: dir.path(),
+            mode: WakeMode::Resume,
+            system_prompt: None,
+            launch_env: &env,
+        };
+        assert_eq!(echo.command(&ctx).unwrap_err(), "no transcript to resume");
+        std::fs::create_dir_all(dir.path().join(TRANSCRIPT_DIR)).unwrap();
+        std::fs::write(Echo::transcript(dir.path()), "{}\n").unwrap();
+        let cmd = echo.command(&ctx).unwrap();
+        assert_eq!(cmd.args, vec![OsString::from("echo-agent"), "--resume".into()]);
+        assert!(echo.activity_ms(dir.path()).is_some());
+    }
+
+    #[test]
+    fn ack_confirms_only_the_right_ts() {
+        let echo = Echo::from_env();
+        let mut c = echo.confirmer(Path::new("/"), Some("01:02:03"));
+        assert!(!c.confirmed(b"received 01:02:04 from bob: hi"));
+        assert!(c.confirmed(b"\x1b[2Kreceived 01:02:03 from bob: hi\r\n"));
+    }
+}

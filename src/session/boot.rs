@@ -1,0 +1,155 @@
+//! The boot of an agent session (spec 04 §2, spec 05 §2 step 8): answer dialogs one key per
+//! screen update, wait for the ready screen, give up at the boot deadline. Pure: the session
+//! thread feeds it the adapter's reading of the screen and the time.
+
+use std::time::{Duration, Instant};
+
+use crate::runtime::BootStep;
+
+/// If a key changed nothing on screen for this long, the same dialog may get another key
+/// (a key can be lost while the TUI is still wiring up its input).
+pub const KEY_RETRY: Duration = Duration::from_secs(2);
+
+/// What the session must do now.
+#[derive(Debug, PartialEq)]
+pub enum BootAction {
+    /// Keep waiting.
+    Wait,
+    /// Write this key; `label` describes the dialog for progress lines.
+    Key {
+        /// Key bytes.
+        bytes: Vec<u8>,
+        /// What is being answered.
+        label: String,
+    },
+    /// The runtime is ready.
+    Ready,
+    /// The boot failed with this reason.
+    Failed(String),
+}
+
+/// Boot progress of one session.
+pub struct Boot {
+    started: Instant,
+    deadline: Instant,
+    settle: Duration,
+    last_key: Option<(Instant, u64)>,
+    ready_since: Option<Instant>,
+}
+
+impl Boot {
+    /// Start booting at `now` with the boot deadline `limit` and the adapter's ready settle.
+    pub fn new(now: Instant, limit: Duration, settle: Duration) -> Boot {
+        Boot {
+            started: now,
+            deadline: now + limit,
+            settle,
+            last_key: None,
+            ready_since: None,
+        }
+    }
+
+    /// Decide from the adapter's `step` for the current screen (identified by `screen_hash`).
+    pub fn evaluate(&mut self, now: Instant, step: BootStep, screen_hash: u64) -> BootAction {
+        if now >= self.deadline {
+            return BootAction::Failed(format!(
+                "never became ready within {} s",
+                (self.deadline - self.started).as_secs()
+            ));
+        }
+        match step {
+            BootStep::Wait => {
+                self.ready_since = None;
+                BootAction::Wait
+            }
+            BootStep::Fail(reason) => BootAction::Failed(reason),
+            BootStep::Key { bytes, label } => {
+                self.ready_since = None;
+                let allowed = match self.last_key {
+                    None => true,
+                    Some((at, hash)) => hash != screen_hash || now >= at + KEY_RETRY,
+                };
+                if allowed {
+                    self.last_key = Some((now, screen_hash));
+                    BootAction::Key { bytes, label }
+                } else {
+                    BootAction::Wait
+                }
+            }
+            BootStep::Ready => {
+                let since = *self.ready_since.get_or_insert(now);
+                if now >= since + self.settle {
+                    BootAction::Ready
+                } else {
+                    BootAction::Wait
+                }
+            }
+        }
+    }
+
+    /// The next instant at which [`Boot::evaluate`] should run even without new output.
+    pub fn next_deadline(&self) -> Instant {
+        let mut next = self.deadline;
+        if let Some(since) = self.ready_since {
+            next = next.min(since + self.settle);
+        }
+        if let Some((at, _)) = self.last_key {
+            next = next.min(at + KEY_RETRY);
+        }
+        next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> BootStep {
+        BootStep::Key {
+            bytes: b"\r".to_vec(),
+            label: "trust".into(),
+        }
+    }
+
+    #[test]
+    fn one_key_per_screen_update() {
+        let t0 = Instant::now();
+        let mut b = Boot::new(t0, Duration::from_secs(240), Duration::ZERO);
+        assert!(matches!(b.evaluate(t0, key(), 1), BootAction::Key { .. }));
+        assert_eq!(b.evaluate(t0, key(), 1), BootAction::Wait, "same screen: no second key");
+        assert!(matches!(b.evaluate(t0, key(), 2), BootAction::Key { .. }), "screen changed");
+        assert!(
+            matches!(b.evaluate(t0 + KEY_RETRY, key(), 2), BootAction::Key { .. }),
+            "unchanged for KEY_RETRY: retry"
+        );
+    }
+
+    #[test]
+    fn ready_must_hold_for_the_settle() {
+        let t0 = Instant::now();
+        let settle = Duration::from_millis(500);
+        let mut b = Boot::new(t0, Duration::from_secs(240), settle);
+        assert_eq!(b.evaluate(t0, BootStep::Ready, 1), BootAction::Wait);
+        assert_eq!(b.next_deadline(), t0 + settle);
+        assert_eq!(b.evaluate(t0 + settle, BootStep::Ready, 1), BootAction::Ready);
+        let mut b = Boot::new(t0, Duration::from_secs(240), settle);
+        b.evaluate(t0, BootStep::Ready, 1);
+        b.evaluate(t0 + Duration::from_millis(100), BootStep::Wait, 2);
+        assert_eq!(b.evaluate(t0 + settle, BootStep::Ready, 3), BootAction::Wait, "restarted");
+    }
+
+    #[test]
+    fn deadline_and_failures() {
+        let t0 = Instant::now();
+        let mut b = Boot::new(t0, Duration::from_secs(3), Duration::ZERO);
+        assert_eq!(
+            b.evaluate(t0 + Duration::from_secs(3), BootStep::Wait, 1),
+            BootAction::Failed("never became ready within 3 s".into())
+        );
+        let mut b = Boot::new(t0, Duration::from_secs(3), Duration::ZERO);
+        assert_eq!(
+            b.evaluate(t0, BootStep::Fail("not logged in".into()), 1),
+            BootAction::Failed("not logged in".into())
+        );
+    }
+}

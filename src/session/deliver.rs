@@ -1,0 +1,310 @@
+//! One delivery into a live session, as a state machine driven by the session thread
+//! (spec 04 §1 "Input" and "Delivery confirmation"; spec 05 §2 step 10, the ready gate).
+//!
+//! Pure apart from the confirmer it holds: time and activity readings are passed in, so the
+//! rules are tested with fake clocks.
+
+use std::time::{Duration, Instant};
+
+use super::handle::Delivery;
+use crate::runtime::Confirm;
+
+/// Wait after a complete paste before Enter. Codex treats an Enter that arrives within
+/// ~120 ms of fast input as part of the paste; 300 ms clears that with margin.
+pub const SETTLE: Duration = Duration::from_millis(300);
+/// While unconfirmed, Enter is re-sent this often (a TUI busy redrawing may drop one).
+pub const ENTER_RETRY: Duration = Duration::from_millis(1500);
+/// How often confirmation is re-checked when no output arrives (transcripts are files).
+pub const CONFIRM_POLL: Duration = Duration::from_millis(100);
+/// How often the ready gate re-reads the runtime's activity time.
+pub const GATE_POLL: Duration = Duration::from_millis(250);
+/// At most this much output since the paste is kept for confirmation.
+const OUTPUT_CAP: usize = 1 << 20;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    /// Bytes are still being written to the child.
+    Writing,
+    /// Paste written; Enter goes at `until`.
+    Settling { until: Instant },
+    /// Enter written; waiting for the runtime to confirm.
+    Confirming {
+        deadline: Instant,
+        next_enter: Instant,
+        next_poll: Instant,
+    },
+    /// Confirmed; waiting for the runtime's activity time to advance.
+    Gating { deadline: Instant, next_poll: Instant },
+}
+
+/// What the session thread must do after a step.
+#[derive(Debug, PartialEq)]
+pub enum Step {
+    /// Nothing now.
+    Wait,
+    /// Write these bytes to the child.
+    Write(Vec<u8>),
+    /// The delivery is over.
+    Done(Result<(), String>),
+}
+
+/// A delivery in progress.
+pub struct ActiveDelivery {
+    /// The router's delivery id.
+    pub id: u64,
+    pty: bool,
+    phase: Phase,
+    confirmer: Box<dyn Confirm>,
+    output: Vec<u8>,
+    grace: Duration,
+    gate: Option<Duration>,
+    activity_before: Option<u64>,
+}
+
+impl ActiveDelivery {
+    /// Start delivering `d`. Returns the machine and the bytes to write now: a bracketed
+    /// paste for a pty, the text plus `\n` for pipes. `activity_before` is the runtime's
+    /// activity time read just before (for the ready gate).
+    pub fn start(
+        d: &Delivery,
+        pty: bool,
+        confirmer: Box<dyn Confirm>,
+        activity_before: Option<u64>,
+    ) -> (ActiveDelivery, Vec<u8>) {
+        let bytes = if pty {
+            super::input::bracketed_paste(&d.text)
+        } else {
+            let mut b = d.text.clone().into_bytes();
+            b.push(b'\n');
+            b
+        };
+        (
+            ActiveDelivery {
+                id: d.id,
+                pty,
+                phase: Phase::Writing,
+                confirmer,
+                output: Vec::new(),
+                grace: d.grace,
+                gate: d.ready_gate,
+                activity_before,
+            },
+            bytes,
+        )
+    }
+
+    /// Everything queued for the child has been written.
+    pub fn on_written(&mut self, now: Instant) -> Step {
+        if self.phase != Phase::Writing {
+            return Step::Wait;
+        }
+        if self.pty {
+            self.phase = Phase::Settling {
+                until: now + SETTLE,
+            };
+            Step::Wait
+        } else {
+            // Router runtimes: bytes fully written to stdin is the confirmation.
+            Step::Done(Ok(()))
+        }
+    }
+
+    /// Output arrived from the child.
+    pub fn on_output(&mut self, bytes: &[u8]) {
+        if self.output.len() + bytes.len() <= OUTPUT_CAP {
+            self.output.extend_from_slice(bytes);
+        }
+    }
+
+    /// Advance by time. `activity` reads the runtime's activity time (epoch ms) on demand.
+    pub fn poll(&mut self, now: Instant, activity: impl FnOnce() -> Option<u64>) -> Step {
+        match self.phase {
+            Phase::Writing => Step::Wait,
+            Phase::Settling { until } => {
+                if now < until {
+                    return Step::Wait;
+                }
+                self.phase = Phase::Confirming {
+                    deadline: now + self.grace,
+                    next_enter: now + ENTER_RETRY,
+                    next_poll: now,
+                };
+                Step::Write(b"\r".to_vec())
+            }
+            Phase::Confirming {
+                deadline,
+                next_enter,
+                next_poll,
+            } => {
+                if now >= next_poll || now >= deadline {
+                    if self.confirmer.confirmed(&self.output) {
+                        return self.confirmed(now);
+                    }
+                    if now >= deadline {
+                        return Step::Done(Err(format!(
+                            "did not accept the message within {} ms",
+                            self.grace.as_millis()
+                        )));
+                    }
+                    self.phase = Phase::Confirming {
+                        deadline,
+                        next_enter,
+                        next_poll: now + CONFIRM_POLL,
+                    };
+                }
+                if now >= next_enter {
+                    if let Phase::Confirming { next_enter, .. } = &mut self.phase {
+                        *next_enter = now + ENTER_RETRY;
+                    }
+                    return Step::Write(b"\r".to_vec());
+                }
+                Step::Wait
+            }
+            Phase::Gating {
+                deadline,
+                next_poll,
+            } => {
+                if now < next_poll && now < deadline {
+                    return Step::Wait;
+                }
+                let advanced = match (activity(), self.activity_before) {
+                    (Some(now_ms), Some(before)) => now_ms > before,
+                    (Some(_), None) => true,
+                    (None, _) => false,
+                };
+                if advanced {
+                    Step::Done(Ok(()))
+                } else if now >= deadline {
+                    Step::Done(Err("model did not process the task".to_string()))
+                } else {
+                    self.phase = Phase::Gating {
+                        deadline,
+                        next_poll: now + GATE_POLL,
+                    };
+                    Step::Wait
+                }
+            }
+        }
+    }
+
+    fn confirmed(&mut self, now: Instant) -> Step {
+        match self.gate {
+            None => Step::Done(Ok(())),
+            Some(gate) => {
+                self.phase = Phase::Gating {
+                    deadline: now + gate,
+                    next_poll: now,
+                };
+                Step::Wait
+            }
+        }
+    }
+
+    /// When [`ActiveDelivery::poll`] next needs to run, if it is waiting on time.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        match self.phase {
+            Phase::Writing => None,
+            Phase::Settling { until } => Some(until),
+            Phase::Confirming {
+                deadline,
+                next_enter,
+                next_poll,
+            } => Some(deadline.min(next_enter).min(next_poll)),
+            Phase::Gating {
+                deadline,
+                next_poll,
+            } => Some(deadline.min(next_poll)),
+        }
+    }
+
+    /// Whether the confirmation phase is active (output matters for it).
+    pub fn confirming(&self) -> bool {
+        matches!(self.phase, Phase::Confirming { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Needle(&'static [u8]);
+    impl Confirm for Needle {
+        fn confirmed(&mut self, output: &[u8]) -> bool {
+            output.windows(self.0.len()).any(|w| w == self.0)
+        }
+    }
+
+    fn delivery(gate: Option<Duration>) -> Delivery {
+        Delivery {
+            id: 7,
+            text: "hello".into(),
+            agent_ts: None,
+            grace: Duration::from_secs(4),
+            ready_gate: gate,
+        }
+    }
+
+    #[test]
+    fn pty_paste_settles_then_enter_then_confirms() {
+        let t0 = Instant::now();
+        let (mut d, bytes) = ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None);
+        assert_eq!(bytes, b"\x1b[200~hello\x1b[201~");
+        assert_eq!(d.poll(t0, || None), Step::Wait, "nothing before the write completes");
+        d.on_written(t0);
+        assert_eq!(d.poll(t0 + Duration::from_millis(299), || None), Step::Wait);
+        assert_eq!(d.poll(t0 + SETTLE, || None), Step::Write(b"\r".to_vec()));
+        assert_eq!(d.poll(t0 + SETTLE + Duration::from_millis(100), || None), Step::Wait);
+        d.on_output(b"...ok...");
+        assert_eq!(d.poll(t0 + SETTLE + Duration::from_millis(200), || None), Step::Done(Ok(())));
+    }
+
+    #[test]
+    fn enter_is_resent_and_the_grace_ends_in_failure() {
+        let t0 = Instant::now();
+        let (mut d, _) = ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None);
+        d.on_written(t0);
+        let t1 = t0 + SETTLE;
+        assert_eq!(d.poll(t1, || None), Step::Write(b"\r".to_vec()));
+        assert_eq!(d.poll(t1 + ENTER_RETRY, || None), Step::Write(b"\r".to_vec()));
+        match d.poll(t1 + Duration::from_secs(4), || None) {
+            Step::Done(Err(e)) => assert!(e.contains("4000 ms"), "{e}"),
+            other => panic!("expected failure, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn ready_gate_waits_for_activity_to_advance() {
+        let t0 = Instant::now();
+        let gate = Some(Duration::from_secs(2));
+        let (mut d, _) = ActiveDelivery::start(&delivery(gate), true, Box::new(Needle(b"")), Some(100));
+        d.on_written(t0);
+        let t1 = t0 + SETTLE;
+        assert_eq!(d.poll(t1, || Some(100)), Step::Write(b"\r".to_vec()));
+        assert_eq!(d.poll(t1, || Some(100)), Step::Wait, "confirmed, now gating");
+        assert_eq!(d.poll(t1 + GATE_POLL, || Some(100)), Step::Wait);
+        assert_eq!(d.poll(t1 + GATE_POLL * 2, || Some(101)), Step::Done(Ok(())));
+    }
+
+    #[test]
+    fn ready_gate_times_out() {
+        let t0 = Instant::now();
+        let gate = Some(Duration::from_secs(1));
+        let (mut d, _) = ActiveDelivery::start(&delivery(gate), true, Box::new(Needle(b"")), None);
+        d.on_written(t0);
+        let t1 = t0 + SETTLE;
+        d.poll(t1, || None);
+        d.poll(t1, || None);
+        assert_eq!(
+            d.poll(t1 + Duration::from_secs(1), || None),
+            Step::Done(Err("model did not process the task".into()))
+        );
+    }
+
+    #[test]
+    fn pipes_are_confirmed_by_the_write() {
+        let (mut d, bytes) =
+            ActiveDelivery::start(&delivery(None), false, Box::new(Needle(b"x")), None);
+        assert_eq!(bytes, b"hello\n");
+        assert_eq!(d.on_written(Instant::now()), Step::Done(Ok(())));
+    }
+}

@@ -1,0 +1,150 @@
+//! Messages between the router and a session thread (spec 02 §1): commands in, events out.
+
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_channel::Sender;
+
+/// Why a session is being ended (becomes `cause=` in `exits.log`, spec 04 §1 "Death").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// The child exited on its own.
+    ChildExit,
+    /// The daemon ended it for another reason (e.g. a failed boot, a fresh restart).
+    KilledByDaemon,
+    /// Idle sleep.
+    IdleSleep,
+    /// `iapeer stop`.
+    Stop,
+    /// Daemon shutdown.
+    Shutdown,
+    /// Not ready by the boot deadline.
+    BootTimeout,
+}
+
+impl Cause {
+    /// The logfmt spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::ChildExit => "child-exit",
+            Cause::KilledByDaemon => "killed-by-daemon",
+            Cause::IdleSleep => "idle-sleep",
+            Cause::Stop => "stop",
+            Cause::Shutdown => "shutdown",
+            Cause::BootTimeout => "boot-timeout",
+        }
+    }
+
+    /// Whether a death with this cause was expected (no screen tail is logged for it).
+    pub fn expected(self) -> bool {
+        matches!(self, Cause::IdleSleep | Cause::Stop | Cause::Shutdown)
+    }
+}
+
+/// One message to put into a session's input (spec 04 §1 "Input").
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delivery {
+    /// Router-assigned id, echoed in [`EventKind::Delivered`].
+    pub id: u64,
+    /// The text to deliver: the agent-form envelope (pasted) for agent runtimes, the
+    /// wire-form envelope for router runtimes (a `\n` is added when written).
+    pub text: String,
+    /// The agent-form `ts` of the envelope (the echo runtime confirms by it).
+    pub agent_ts: Option<String>,
+    /// How long to wait for confirmation (`IAP_HOST_LIVENESS_GRACE_MS`, longer with
+    /// attachments).
+    pub grace: Duration,
+    /// When set, after confirmation wait until the runtime's activity time advances past
+    /// its value before the paste, for at most this long (the ready gate, spec 05 §2 step 10).
+    pub ready_gate: Option<Duration>,
+}
+
+/// A command from the router to a session thread.
+pub enum SessionCmd {
+    /// Deliver one message; answered by [`EventKind::Delivered`].
+    Deliver(Delivery),
+    /// Write raw bytes (keys) into the child's input.
+    Keys(Vec<u8>),
+    /// Hand over an attach client: the socket (already past the JSON handshake) and any
+    /// bytes read from it beyond the request line.
+    Attach(UnixStream, Vec<u8>),
+    /// Report a [`EventKind::Status`].
+    Probe,
+    /// End the session: signal its process group, SIGKILL after 3 s.
+    Kill(Cause),
+}
+
+/// What a session tells the router.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EventKind {
+    /// Boot progress for waiting senders (`booting`, `answering dialog: <label>`, …).
+    Phase(String),
+    /// The runtime is ready for input (after boot; immediately for router runtimes).
+    Ready,
+    /// The boot failed; the session is being ended.
+    BootFailed {
+        /// The reason for the waiting sender.
+        reason: String,
+        /// The last screen text, for `lifecycle.log`.
+        screen: String,
+    },
+    /// Outcome of a [`SessionCmd::Deliver`].
+    Delivered {
+        /// The delivery id.
+        id: u64,
+        /// `Ok(())` = confirmed; `Err(reason)` otherwise.
+        result: Result<(), String>,
+    },
+    /// Answer to [`SessionCmd::Probe`].
+    Status(SessionStatus),
+    /// The number of attached interactive clients changed.
+    Attached(usize),
+    /// The child is gone and its output drained; the thread is ending.
+    Exited {
+        /// Exit code, when it exited normally.
+        status: Option<i32>,
+        /// Signal name, when it was killed by one.
+        signal: Option<String>,
+        /// Why it ended.
+        cause: Cause,
+    },
+}
+
+/// A session's observable state, for idle decisions and `list`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SessionStatus {
+    /// Newest activity of the runtime (transcript mtime), epoch ms.
+    pub activity_ms: Option<u64>,
+    /// The runtime shows it is mid-turn.
+    pub busy: bool,
+    /// Attached interactive clients.
+    pub attached: usize,
+    /// Last output byte seen while a client was attached, epoch ms.
+    pub attached_output_ms: Option<u64>,
+}
+
+/// An event tagged with the session it comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionEvent {
+    /// The session's unique id (a new one for every launch).
+    pub session: u64,
+    /// What happened.
+    pub kind: EventKind,
+}
+
+/// The router's handle on a session thread: a command channel plus the thread's poll waker.
+#[derive(Clone)]
+pub struct SessionHandle {
+    pub(crate) tx: Sender<SessionCmd>,
+    pub(crate) waker: Arc<mio::Waker>,
+}
+
+impl SessionHandle {
+    /// Send a command and wake the session thread. Returns false when the thread is gone.
+    pub fn send(&self, cmd: SessionCmd) -> bool {
+        let ok = self.tx.send(cmd).is_ok();
+        let _ = self.waker.wake();
+        ok
+    }
+}

@@ -1,0 +1,269 @@
+//! Spawning a session's child process (spec 04 §1 "Spawning"): in a pty for agent runtimes,
+//! with pipes for router runtimes. Both put the child in its own session and process group
+//! (so the whole group can be signalled) through a minimal async-signal-safe `pre_exec`.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Mutex;
+
+use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
+use nix::pty::{openpty, Winsize};
+use nix::sys::signal::{self, SigHandler, SigSet, SigmaskHow, Signal};
+
+/// What to run: program, argv (without argv\[0\]), working folder and the **complete**
+/// environment (the child inherits nothing else).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpawnSpec {
+    /// Program path or name (looked up in the child's `PATH` when it has no slash).
+    pub program: OsString,
+    /// Arguments after the program name.
+    pub args: Vec<OsString>,
+    /// Working folder; must exist.
+    pub cwd: PathBuf,
+    /// The whole environment of the child, in order (a later duplicate wins).
+    pub env: Vec<(String, String)>,
+}
+
+/// A child running in a pty.
+pub struct PtyChild {
+    /// The master side: non-blocking, close-on-exec. Reads see the child's output.
+    pub master: OwnedFd,
+    /// The child (its pid is also its process group id).
+    pub child: Child,
+}
+
+/// A child running with pipes (router runtimes).
+pub struct PipeChild {
+    /// The child (its pid is also its process group id).
+    pub child: Child,
+    /// The child's stdin: envelopes are written here.
+    pub stdin: ChildStdin,
+    /// The child's stdout.
+    pub stdout: ChildStdout,
+    /// The child's stderr.
+    pub stderr: ChildStderr,
+}
+
+/// Held while a pty is opened and its child spawned, so that no other spawn in this process
+/// can inherit the master fd in the short window before close-on-exec is set on it.
+static SPAWN_LOCK: Mutex<()> = Mutex::new(());
+
+/// Signals whose dispositions the daemon may have changed; reset in the child.
+const RESET_SIGNALS: [Signal; 7] = [
+    Signal::SIGPIPE,
+    Signal::SIGTERM,
+    Signal::SIGINT,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGCHLD,
+    Signal::SIGWINCH,
+];
+
+fn command(spec: &SpawnSpec) -> Command {
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args).current_dir(&spec.cwd).env_clear();
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+/// Runs in the child between fork and exec: only async-signal-safe calls.
+fn child_setup(controlling_tty: bool) -> io::Result<()> {
+    // SAFETY: resetting dispositions to the default is async-signal-safe.
+    for sig in RESET_SIGNALS {
+        unsafe { signal::signal(sig, SigHandler::SigDfl) }.map_err(io::Error::from)?;
+    }
+    signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)
+        .map_err(io::Error::from)?;
+    nix::unistd::setsid().map_err(io::Error::from)?;
+    if controlling_tty {
+        // SAFETY: fd 0 is the pty slave (set up by Command before pre_exec runs).
+        let rc = unsafe { nix::libc::ioctl(0, nix::libc::TIOCSCTTY as _, 0) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Start `spec` in a new pty of `rows`×`cols` (the final size: never resized during boot).
+///
+/// Errors: opening the pty or spawning (e.g. program not found, cwd missing).
+pub fn spawn_pty(spec: &SpawnSpec, rows: u16, cols: u16) -> io::Result<PtyChild> {
+    let size = Winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let _guard = SPAWN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let pty = openpty(Some(&size), None).map_err(io::Error::from)?;
+    set_cloexec(&pty.master)?;
+    set_cloexec(&pty.slave)?;
+    let flags = OFlag::from_bits_truncate(fcntl(&pty.master, FcntlArg::F_GETFL)?);
+    fcntl(&pty.master, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
+
+    let mut cmd = command(spec);
+    cmd.stdin(Stdio::from(pty.slave.try_clone()?))
+        .stdout(Stdio::from(pty.slave.try_clone()?))
+        .stderr(Stdio::from(pty.slave.try_clone()?));
+    // SAFETY: child_setup only makes async-signal-safe calls.
+    unsafe {
+        cmd.pre_exec(|| child_setup(true));
+    }
+    let child = cmd.spawn()?;
+    // Drop every parent copy of the slave now, or EOF/EIO is never seen on the master.
+    drop(cmd);
+    drop(pty.slave);
+    Ok(PtyChild {
+        master: pty.master,
+        child,
+    })
+}
+
+/// Start `spec` with piped stdin/stdout/stderr, in its own process group.
+///
+/// Errors: spawning failed (program not found, cwd missing, …).
+pub fn spawn_pipes(spec: &SpawnSpec) -> io::Result<PipeChild> {
+    let mut cmd = command(spec);
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: child_setup only makes async-signal-safe calls.
+    unsafe {
+        cmd.pre_exec(|| child_setup(false));
+    }
+    let mut child = {
+        let _guard = SPAWN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        cmd.spawn()?
+    };
+    let missing = || io::Error::other("child pipe missing");
+    let stdin = child.stdin.take().ok_or_else(missing)?;
+    let stdout = child.stdout.take().ok_or_else(missing)?;
+    let stderr = child.stderr.take().ok_or_else(missing)?;
+    for fd in [stdin.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()] {
+        set_nonblocking_raw(fd)?;
+    }
+    Ok(PipeChild {
+        child,
+        stdin,
+        stdout,
+        stderr,
+    })
+}
+
+/// Tell the pty (and so the child) its new size.
+pub fn set_pty_size(master: &OwnedFd, rows: u16, cols: u16) -> io::Result<()> {
+    let size = Winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCSWINSZ reads one Winsize from the pointer, which outlives the call.
+    let rc = unsafe { nix::libc::ioctl(master.as_raw_fd(), nix::libc::TIOCSWINSZ as _, &size) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Send `sig` to the whole process group `pgid` (our children lead their own groups).
+/// A group that is already gone is not an error.
+pub fn signal_group(pgid: u32, sig: Signal) -> io::Result<()> {
+    let pgid = nix::unistd::Pid::from_raw(pgid as i32);
+    match signal::killpg(pgid, sig) {
+        Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn set_cloexec(fd: &OwnedFd) -> io::Result<()> {
+    fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+    Ok(())
+}
+
+fn set_nonblocking_raw(fd: std::os::fd::RawFd) -> io::Result<()> {
+    // SAFETY: the fd is owned by a live ChildStd* value for the duration of this call.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL)?);
+    fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::time::{Duration, Instant};
+
+    fn spec(cmd: &str) -> SpawnSpec {
+        SpawnSpec {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), cmd.into()],
+            cwd: std::env::temp_dir(),
+            env: vec![("PATH".into(), "/usr/bin:/bin".into()), ("X_TEST".into(), "42".into())],
+        }
+    }
+
+    fn read_all(master: &OwnedFd, deadline: Duration) -> String {
+        let mut out = Vec::new();
+        let mut f = std::fs::File::from(master.try_clone().unwrap());
+        let end = Instant::now() + deadline;
+        let mut buf = [0u8; 4096];
+        while Instant::now() < end {
+            match f.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                Err(_) => break, // EIO: the slave side is closed
+            }
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    #[test]
+    fn pty_child_has_a_tty_the_size_and_only_our_env() {
+        let mut c = spawn_pty(&spec("stty size; tty -s && echo TTY; echo env=$X_TEST; env | wc -l"), 50, 220)
+            .unwrap();
+        let out = read_all(&c.master, Duration::from_secs(5));
+        c.child.wait().unwrap();
+        assert!(out.contains("50 220"), "{out}");
+        assert!(out.contains("TTY"), "{out}");
+        assert!(out.contains("env=42"), "{out}");
+    }
+
+    #[test]
+    fn child_leads_its_own_process_group() {
+        let mut c = spawn_pty(&spec("ps -o pid=,pgid=,sid= -p $$"), 24, 80).unwrap();
+        let pid = c.child.id();
+        let out = read_all(&c.master, Duration::from_secs(5));
+        c.child.wait().unwrap();
+        let nums: Vec<u32> = out.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+        assert_eq!(nums, vec![pid, pid, pid], "{out}");
+    }
+
+    #[test]
+    fn group_signal_ends_the_child() {
+        let mut c = spawn_pipes(&spec("sleep 30")).unwrap();
+        signal_group(c.child.id(), Signal::SIGTERM).unwrap();
+        let status = c.child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(Signal::SIGTERM as i32));
+    }
+
+    #[test]
+    fn missing_program_is_an_error() {
+        let mut s = spec("true");
+        s.program = "/nonexistent/prog".into();
+        assert!(spawn_pty(&s, 24, 80).is_err());
+        assert!(spawn_pipes(&s).is_err());
+    }
+}
