@@ -133,7 +133,7 @@ pub struct Profile {
     /// Absent = warm agent; `"ephemeral"` = one fresh session per task.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wake_policy: Option<String>,
-    /// Absent = yolo; `"gated"` [later].
+    /// Absent = yolo; `"gated"` is only ever written by a later feature.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_mode: Option<String>,
     /// Public routing attributes, projected into the registry.
