@@ -10,10 +10,17 @@
 //!                "interfaces": { "telegram": { "bot_username": "boris_bot" } } } ] }
 //! ```
 
+mod io;
+mod parse;
+#[cfg(test)]
+mod tests;
+
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::names::Intelligence;
+
+pub use io::RegistryError;
 
 /// The registry format version this build writes.
 pub const REGISTRY_VERSION: u64 = 2;
@@ -85,5 +92,37 @@ impl Registry {
     /// The peer named `personality`, if registered.
     pub fn find(&self, personality: &str) -> Option<&RegistryPeer> {
         self.peers.iter().find(|p| p.personality == personality)
+    }
+
+    /// Insert `peer`, or replace the entry with the same personality. Returns the entry it
+    /// replaced, if any. Order does not matter: peers are sorted on write.
+    pub fn upsert(&mut self, peer: RegistryPeer) -> Option<RegistryPeer> {
+        match self
+            .peers
+            .iter_mut()
+            .find(|p| p.personality == peer.personality)
+        {
+            Some(slot) => Some(std::mem::replace(slot, peer)),
+            None => {
+                self.peers.push(peer);
+                None
+            }
+        }
+    }
+
+    /// Drop the peer named `personality`; true when it was registered.
+    pub fn remove(&mut self, personality: &str) -> bool {
+        let before = self.peers.len();
+        self.peers.retain(|p| p.personality != personality);
+        self.peers.len() != before
+    }
+
+    /// The peer whose working folder is `path` or the nearest folder above it (the longest
+    /// matching `cwd`, compared by path components; no canonicalization is done here).
+    pub fn containing(&self, path: &Path) -> Option<&RegistryPeer> {
+        self.peers
+            .iter()
+            .filter(|p| path.starts_with(&p.cwd))
+            .max_by_key(|p| p.cwd.components().count())
     }
 }

@@ -1,0 +1,132 @@
+//! Parsing the profile's JSON object into [`Profile`] (spec 01 §4): known fields are typed,
+//! everything else is kept in `extra`.
+
+use serde_json::{Map, Value};
+use std::path::Path;
+
+use super::{Profile, ProfileError};
+use crate::fsutil;
+
+/// Longest description kept, in chars (spec 01 §4).
+pub const DESCRIPTION_MAX_CHARS: usize = 450;
+
+/// Keys this build owns; never kept in `extra`. `runtime` is the legacy field (read, never
+/// written).
+pub(super) const KNOWN_KEYS: &[&str] = &[
+    "personality",
+    "runtimes",
+    "default_runtime",
+    "runtime",
+    "description",
+    "intelligence",
+    "initial_prompt",
+    "wake_policy",
+    "approval_mode",
+    "interfaces",
+];
+
+/// Make a description one line of at most [`DESCRIPTION_MAX_CHARS`] chars: lines are joined
+/// with single spaces, the ends trimmed, and an over-long text cut to 449 chars plus `…`.
+pub fn clamp_description(text: &str) -> String {
+    let one_line = text
+        .split(['\n', '\r'])
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if one_line.chars().count() <= DESCRIPTION_MAX_CHARS {
+        return one_line;
+    }
+    let mut cut: String = one_line.chars().take(DESCRIPTION_MAX_CHARS - 1).collect();
+    cut.truncate(cut.trim_end().len());
+    cut.push('…');
+    cut
+}
+
+/// Read `path` as a JSON object. Missing file → `Ok(None)`.
+///
+/// Errors: `Io` when unreadable, `Corrupt` when not JSON or not an object.
+pub(super) fn read_object(path: &Path) -> Result<Option<Map<String, Value>>, ProfileError> {
+    let text = fsutil::read_optional(path).map_err(|source| ProfileError::Io {
+        path: path.to_path_buf(),
+        action: "read",
+        source,
+    })?;
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    let corrupt = |reason: String| ProfileError::Corrupt {
+        path: path.to_path_buf(),
+        reason,
+    };
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(map)) => Ok(Some(map)),
+        Ok(other) => Err(corrupt(format!(
+            "it holds a JSON {} instead of an object",
+            json_kind(&other)
+        ))),
+        Err(e) => Err(corrupt(format!("invalid JSON ({e})"))),
+    }
+}
+
+/// Split a profile object into typed fields and `extra`. The personality is taken as
+/// written; runtimes are not settled yet.
+///
+/// Errors: a message naming the first known field with the wrong type.
+pub(super) fn from_map(mut map: Map<String, Value>) -> Result<Profile, String> {
+    let mut p = Profile::blank("");
+    p.personality = take_string(&mut map, "personality")?.unwrap_or_default();
+    p.runtimes = take_string_list(&mut map, "runtimes")?;
+    p.default_runtime = take_string(&mut map, "default_runtime")?.unwrap_or_default();
+    p.legacy_runtime = take_string(&mut map, "runtime")?;
+    p.description = take_string(&mut map, "description")?;
+    p.intelligence = take_string(&mut map, "intelligence")?;
+    p.initial_prompt = take_string(&mut map, "initial_prompt")?;
+    p.wake_policy = take_string(&mut map, "wake_policy")?;
+    p.approval_mode = take_string(&mut map, "approval_mode")?;
+    p.interfaces = match map.remove("interfaces") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) => Some(m),
+        Some(_) => return Err("\"interfaces\" must be an object".to_string()),
+    };
+    p.extra = map;
+    Ok(p)
+}
+
+fn take_string(map: &mut Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+    match map.remove(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(format!(
+            "\"{key}\" must be a string, not a {}",
+            json_kind(&other)
+        )),
+    }
+}
+
+fn take_string_list(map: &mut Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
+    let bad = || format!("\"{key}\" must be an array of strings");
+    match map.remove(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .into_iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s),
+                _ => Err(bad()),
+            })
+            .collect(),
+        Some(_) => Err(bad()),
+    }
+}
+
+/// A JSON value's kind in words, for error messages.
+pub(super) fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}

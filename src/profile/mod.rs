@@ -1,0 +1,316 @@
+//! The peer profile `<cwd>/.iapeer/peer-profile.json` (spec 01 §4): the source of truth
+//! about a peer. Every writer reads, merges and writes the whole file back, keeping every key
+//! it does not know (plugins and runtime packages own those).
+//!
+//! ```json
+//! { "personality": "assistant", "runtimes": ["claude", "codex"], "default_runtime": "claude",
+//!   "description": "General-purpose assistant.", "intelligence": "artificial",
+//!   "initial_prompt": "New session. Greet the owner.", "wake_policy": "ephemeral",
+//!   "interfaces": { "telegram": { "bot_username": "assistant_bot" } } }
+//! ```
+
+mod check;
+mod fields;
+#[cfg(test)]
+mod tests;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::fsutil;
+use crate::names::{self, Intelligence};
+use crate::paths;
+use crate::registry::RegistryPeer;
+
+pub use check::check;
+pub use fields::{clamp_description, DESCRIPTION_MAX_CHARS};
+
+/// Why a profile could not be read or written. Every variant names the file or folder.
+#[derive(Debug)]
+pub enum ProfileError {
+    /// The file exists but could not be read, or could not be written.
+    Io {
+        /// The profile file.
+        path: PathBuf,
+        /// `"read"` or `"write"`.
+        action: &'static str,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// The file is not a JSON object, or a known field has the wrong type.
+    Corrupt {
+        /// The profile file.
+        path: PathBuf,
+        /// What is wrong, e.g. `"runtimes" must be an array of strings`.
+        reason: String,
+    },
+    /// The folder's normalized name is not a valid personality (spec 01 §3).
+    FolderName {
+        /// The peer's working folder.
+        cwd: PathBuf,
+        /// What `normalize(basename(cwd))` gave.
+        normalized: String,
+    },
+    /// Neither `default_runtime`, legacy `runtime` nor `runtimes` names a runtime.
+    NoRuntime {
+        /// The profile file.
+        path: PathBuf,
+    },
+}
+
+impl fmt::Display for ProfileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProfileError::Io {
+                path,
+                action,
+                source,
+            } => write!(
+                f,
+                "cannot {action} the peer profile {}: {source}",
+                path.display()
+            ),
+            ProfileError::Corrupt { path, reason } => write!(
+                f,
+                "peer profile {} is unusable: {reason} — the file must be a valid JSON object; \
+                 fix it by hand (run `iapeer verify` to check it)",
+                path.display()
+            ),
+            ProfileError::FolderName { cwd, normalized } => write!(
+                f,
+                "folder {} does not give a valid peer name (it normalizes to \"{normalized}\"; \
+                 names must match {}) — rename the folder",
+                cwd.display(),
+                names::PERSONALITY_PATTERN
+            ),
+            ProfileError::NoRuntime { path } => write!(
+                f,
+                "peer profile {} declares no runtime — set \"default_runtime\" (e.g. \"claude\") \
+                 in it, or run `iapeer init` in that folder",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ProfileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ProfileError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// The value of `wake_policy` that makes a peer ephemeral (spec 05 §6).
+pub const WAKE_POLICY_EPHEMERAL: &str = "ephemeral";
+
+/// A peer profile. Fields are written in this order, then the unknown keys (sorted).
+///
+/// Invariants after [`Profile::read`] and [`Profile::update`]: `personality` is the folder's
+/// normalized name (when that is valid), `default_runtime` is non-empty and listed in
+/// `runtimes`, `description` is one line of at most [`DESCRIPTION_MAX_CHARS`] chars.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Profile {
+    /// The peer's name: mirror of `normalize(basename(cwd))`.
+    pub personality: String,
+    /// Every runtime the peer may be present on, without duplicates.
+    pub runtimes: Vec<String>,
+    /// The primary runtime (legacy `runtime` is read into it when it is missing).
+    pub default_runtime: String,
+    /// One-line description shown to every peer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The nature as written (`artificial`/`natural`/`absent`, legacy `human`/`scripted`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub intelligence: Option<String>,
+    /// Text put before the first message of a fresh session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub initial_prompt: Option<String>,
+    /// Absent = warm agent; `"ephemeral"` = one fresh session per task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wake_policy: Option<String>,
+    /// Absent = yolo; `"gated"` is only ever written by a later feature.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_mode: Option<String>,
+    /// Public routing attributes, projected into the registry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interfaces: Option<Map<String, Value>>,
+    /// Every key this build does not know, kept as read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+    /// The legacy `runtime` field as read (informational; never written).
+    #[serde(skip)]
+    pub legacy_runtime: Option<String>,
+}
+
+/// The personality a folder gives: `normalize(basename(cwd))` (spec 01 §3).
+///
+/// Errors: [`ProfileError::FolderName`] when the result is not a valid personality (or the
+/// path has no final component).
+pub fn personality_of(cwd: &Path) -> Result<String, ProfileError> {
+    let base = cwd
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = names::normalize(&base);
+    if names::is_valid_personality(&name) {
+        Ok(name)
+    } else {
+        Err(ProfileError::FolderName {
+            cwd: cwd.to_path_buf(),
+            normalized: name,
+        })
+    }
+}
+
+impl Profile {
+    /// An empty profile named `personality` (no runtime yet).
+    pub fn blank(personality: &str) -> Profile {
+        Profile {
+            personality: personality.to_string(),
+            runtimes: Vec::new(),
+            default_runtime: String::new(),
+            description: None,
+            intelligence: None,
+            initial_prompt: None,
+            wake_policy: None,
+            approval_mode: None,
+            interfaces: None,
+            extra: Map::new(),
+            legacy_runtime: None,
+        }
+    }
+
+    /// Read `<cwd>/.iapeer/peer-profile.json`. A missing file is `Ok(None)`.
+    ///
+    /// In memory, `personality` is healed to the folder's name (when valid), a missing
+    /// `default_runtime` is taken from legacy `runtime` (else the first of `runtimes`), the
+    /// default runtime is added to `runtimes`, and `description` is clamped to one line.
+    ///
+    /// Errors: `Io` (unreadable), `Corrupt` (not a JSON object, or a known field of the wrong
+    /// type), `NoRuntime` (no runtime named anywhere).
+    pub fn read(cwd: &Path) -> Result<Option<Profile>, ProfileError> {
+        let path = paths::peer::profile(cwd);
+        let Some(mut profile) = read_lenient(cwd)? else {
+            return Ok(None);
+        };
+        profile.settle_runtimes(&path)?;
+        Ok(Some(profile))
+    }
+
+    /// Read-merge-write: read the profile (a blank one when absent), apply `edit`, settle the
+    /// invariants and write it atomically (mode 0600). Unknown keys are kept; legacy `runtime`
+    /// is dropped (migrated into `default_runtime`); `personality` is set to the folder's name.
+    /// Returns the profile as written.
+    ///
+    /// Errors: `FolderName` (the folder gives no valid name), `Io`, `Corrupt` (an existing
+    /// file is never overwritten when it cannot be parsed), `NoRuntime` (after `edit` no
+    /// runtime is named).
+    pub fn update(cwd: &Path, edit: impl FnOnce(&mut Profile)) -> Result<Profile, ProfileError> {
+        let path = paths::peer::profile(cwd);
+        let name = personality_of(cwd)?;
+        let mut profile = read_lenient(cwd)?.unwrap_or_else(|| Profile::blank(&name));
+        edit(&mut profile);
+        profile.personality = name;
+        profile.settle_runtimes(&path)?;
+        profile.description = profile.description.as_deref().map(clamp_description);
+        profile.legacy_runtime = None;
+        for key in fields::KNOWN_KEYS {
+            profile.extra.remove(*key);
+        }
+        fsutil::write_json_atomic(&path, &profile, fsutil::MODE_PRIVATE).map_err(|source| {
+            ProfileError::Io {
+                path: path.clone(),
+                action: "write",
+                source,
+            }
+        })?;
+        Ok(profile)
+    }
+
+    /// The primary runtime.
+    pub fn default_runtime(&self) -> &str {
+        &self.default_runtime
+    }
+
+    /// True when `runtime` is declared in `runtimes`.
+    pub fn declares(&self, runtime: &str) -> bool {
+        self.runtimes.iter().any(|r| r == runtime)
+    }
+
+    /// The peer's nature: `intelligence` parsed with legacy spellings, else (absent or
+    /// unknown) the default nature of the default runtime (spec 01 §4).
+    pub fn nature(&self) -> Intelligence {
+        self.intelligence
+            .as_deref()
+            .and_then(Intelligence::parse)
+            .unwrap_or_else(|| Intelligence::default_for_runtime(&self.default_runtime))
+    }
+
+    /// True for `wake_policy: "ephemeral"` (one fresh session per task, spec 05 §6).
+    pub fn is_ephemeral(&self) -> bool {
+        self.wake_policy.as_deref() == Some(WAKE_POLICY_EPHEMERAL)
+    }
+
+    /// The registry projection of this profile for a peer living in `cwd` (spec 01 §5).
+    /// `intelligence` is copied as written, or the default nature's name when absent.
+    pub fn to_registry_peer(&self, cwd: &Path) -> RegistryPeer {
+        RegistryPeer {
+            personality: self.personality.clone(),
+            default_runtime: self.default_runtime.clone(),
+            runtimes: self.runtimes.clone(),
+            description: self.description.clone().unwrap_or_default(),
+            intelligence: self
+                .intelligence
+                .clone()
+                .unwrap_or_else(|| self.nature().as_str().to_string()),
+            cwd: cwd.to_path_buf(),
+            interfaces: self.interfaces.clone(),
+        }
+    }
+
+    /// Fill `default_runtime` (legacy `runtime`, else the first runtime), drop duplicate
+    /// runtimes and make sure the default is listed (first, when it was missing).
+    fn settle_runtimes(&mut self, path: &Path) -> Result<(), ProfileError> {
+        let mut seen = Vec::with_capacity(self.runtimes.len());
+        for rt in self.runtimes.drain(..) {
+            if !rt.is_empty() && !seen.contains(&rt) {
+                seen.push(rt);
+            }
+        }
+        self.runtimes = seen;
+        if self.default_runtime.is_empty() {
+            self.default_runtime = self
+                .legacy_runtime
+                .clone()
+                .filter(|r| !r.is_empty())
+                .or_else(|| self.runtimes.first().cloned())
+                .ok_or_else(|| ProfileError::NoRuntime {
+                    path: path.to_path_buf(),
+                })?;
+        }
+        if !self.declares(&self.default_runtime) {
+            self.runtimes.insert(0, self.default_runtime.clone());
+        }
+        Ok(())
+    }
+}
+
+/// Read and parse the file without requiring a runtime (`update` may be adding one).
+fn read_lenient(cwd: &Path) -> Result<Option<Profile>, ProfileError> {
+    let path = paths::peer::profile(cwd);
+    let Some(map) = fields::read_object(&path)? else {
+        return Ok(None);
+    };
+    let mut profile =
+        fields::from_map(map).map_err(|reason| ProfileError::Corrupt { path, reason })?;
+    if let Ok(name) = personality_of(cwd) {
+        profile.personality = name;
+    }
+    profile.description = profile.description.as_deref().map(clamp_description);
+    Ok(Some(profile))
+}

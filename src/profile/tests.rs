@@ -1,0 +1,261 @@
+use super::*;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+
+/// A temp folder holding a peer folder named `name`.
+fn peer_dir(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path().join(name);
+    fs::create_dir_all(&cwd).unwrap();
+    (tmp, cwd)
+}
+
+fn write_raw(cwd: &Path, text: &str) {
+    let p = paths::peer::profile(cwd);
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    fs::write(p, text).unwrap();
+}
+
+fn raw(cwd: &Path) -> String {
+    fs::read_to_string(paths::peer::profile(cwd)).unwrap()
+}
+
+#[test]
+fn missing_profile_reads_as_none() {
+    let (_t, cwd) = peer_dir("bob");
+    assert!(Profile::read(&cwd).unwrap().is_none());
+}
+
+#[test]
+fn update_creates_a_profile_named_after_the_folder() {
+    let (_t, cwd) = peer_dir("Code Reviewer");
+    let p = Profile::update(&cwd, |p| {
+        p.default_runtime = "claude".into();
+        p.runtimes = vec!["codex".into()];
+        p.personality = "something-else".into();
+    })
+    .unwrap();
+    assert_eq!(p.personality, "code-reviewer");
+    assert_eq!(p.runtimes, ["claude", "codex"]);
+    let golden = "{\n  \"personality\": \"code-reviewer\",\n  \"runtimes\": [\n    \"claude\",\n    \"codex\"\n  ],\n  \"default_runtime\": \"claude\"\n}\n";
+    assert_eq!(raw(&cwd), golden);
+    let mode = fs::metadata(paths::peer::profile(&cwd))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert_eq!(Profile::read(&cwd).unwrap(), Some(p));
+}
+
+#[test]
+fn read_merge_write_keeps_unknown_keys_and_migrates_legacy_runtime() {
+    let (_t, cwd) = peer_dir("timer");
+    write_raw(
+        &cwd,
+        r#"{"personality":"timer","runtime":"notifier","intelligence":"scripted",
+            "notifier":{"jobs":[{"cron":"0 9 * * *","say":"hi"}]},"zeta":1}"#,
+    );
+    let read = Profile::read(&cwd).unwrap().unwrap();
+    assert_eq!(read.default_runtime(), "notifier");
+    assert_eq!(read.runtimes, ["notifier"]);
+    assert_eq!(read.legacy_runtime.as_deref(), Some("notifier"));
+    assert_eq!(read.nature(), Intelligence::Absent);
+
+    Profile::update(&cwd, |p| p.description = Some("Schedules things".into())).unwrap();
+    let v: Value = serde_json::from_str(&raw(&cwd)).unwrap();
+    assert_eq!(v["notifier"]["jobs"][0]["cron"], "0 9 * * *");
+    assert_eq!(v["zeta"], 1);
+    assert_eq!(v["default_runtime"], "notifier");
+    assert_eq!(
+        v["intelligence"], "scripted",
+        "legacy value kept as written"
+    );
+    assert_eq!(v["description"], "Schedules things");
+    assert!(v.get("runtime").is_none(), "legacy field never written");
+}
+
+#[test]
+fn default_runtime_is_always_listed() {
+    let (_t, cwd) = peer_dir("bob");
+    write_raw(
+        &cwd,
+        r#"{"personality":"bob","runtimes":["codex","codex"],"default_runtime":"claude"}"#,
+    );
+    let p = Profile::read(&cwd).unwrap().unwrap();
+    assert_eq!(p.runtimes, ["claude", "codex"]);
+    assert!(p.declares("codex"));
+}
+
+#[test]
+fn corrupt_profiles_are_errors_naming_the_file() {
+    let (_t, cwd) = peer_dir("bob");
+    let path = paths::peer::profile(&cwd);
+    for (text, needle) in [
+        ("{not json", "invalid JSON"),
+        ("[1,2]", "array instead of an object"),
+        (r#"{"runtimes":"claude"}"#, "\"runtimes\" must be an array"),
+        (
+            r#"{"default_runtime":3}"#,
+            "\"default_runtime\" must be a string",
+        ),
+        (
+            r#"{"default_runtime":"x","interfaces":[]}"#,
+            "\"interfaces\"",
+        ),
+    ] {
+        write_raw(&cwd, text);
+        let err = Profile::read(&cwd).unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, ProfileError::Corrupt { .. }), "{text}");
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
+        assert!(msg.contains(needle), "{msg}");
+        assert!(msg.contains("valid JSON object"), "{msg}");
+        // A corrupt file is never overwritten by an update.
+        assert!(Profile::update(&cwd, |p| p.default_runtime = "claude".into()).is_err());
+        assert_eq!(raw(&cwd), text);
+    }
+}
+
+#[test]
+fn a_profile_without_any_runtime_is_refused() {
+    let (_t, cwd) = peer_dir("bob");
+    write_raw(&cwd, r#"{"personality":"bob"}"#);
+    assert!(matches!(
+        Profile::read(&cwd),
+        Err(ProfileError::NoRuntime { .. })
+    ));
+    assert!(matches!(
+        Profile::update(&cwd, |_| {}),
+        Err(ProfileError::NoRuntime { .. })
+    ));
+    // An update that names a runtime repairs it.
+    let p = Profile::update(&cwd, |p| p.default_runtime = "codex".into()).unwrap();
+    assert_eq!(p.runtimes, ["codex"]);
+}
+
+#[test]
+fn an_invalid_folder_name_is_refused_with_advice() {
+    let (_t, cwd) = peer_dir("2nd");
+    let err = Profile::update(&cwd, |p| p.default_runtime = "claude".into()).unwrap_err();
+    assert!(matches!(err, ProfileError::FolderName { .. }));
+    assert!(err.to_string().contains("rename the folder"));
+    assert!(!paths::peer::profile(&cwd).exists());
+    assert_eq!(personality_of(Path::new("/x/Привет")).unwrap(), "privet");
+}
+
+#[test]
+fn description_is_clamped_to_one_short_line() {
+    assert_eq!(clamp_description("  one\r\n\n  two  "), "one two");
+    let long = "x".repeat(500);
+    let c = clamp_description(&long);
+    assert_eq!(c.chars().count(), DESCRIPTION_MAX_CHARS);
+    assert!(c.ends_with('…'));
+    let exact = "é".repeat(DESCRIPTION_MAX_CHARS);
+    assert_eq!(clamp_description(&exact), exact);
+
+    let (_t, cwd) = peer_dir("bob");
+    write_raw(
+        &cwd,
+        r#"{"default_runtime":"claude","description":"line one\nline two"}"#,
+    );
+    let p = Profile::read(&cwd).unwrap().unwrap();
+    assert_eq!(p.description.as_deref(), Some("line one line two"));
+}
+
+#[test]
+fn nature_ephemerality_and_registry_projection() {
+    let (_t, cwd) = peer_dir("owner");
+    let p = Profile::update(&cwd, |p| {
+        p.default_runtime = "telegram".into();
+        p.wake_policy = Some("ephemeral".into());
+        let mut tg = Map::new();
+        tg.insert("bot_username".into(), Value::from("owner_bot"));
+        let mut ifs = Map::new();
+        ifs.insert("telegram".into(), Value::Object(tg));
+        p.interfaces = Some(ifs);
+    })
+    .unwrap();
+    assert_eq!(p.nature(), Intelligence::Natural);
+    assert!(p.is_ephemeral());
+    let rp = p.to_registry_peer(&cwd);
+    assert_eq!(rp.personality, "owner");
+    assert_eq!(rp.intelligence, "natural");
+    assert_eq!(rp.description, "");
+    assert_eq!(rp.cwd, cwd);
+    assert_eq!(rp.telegram_bot(), Some("owner_bot"));
+
+    let mut q = Profile::blank("x");
+    q.default_runtime = "claude".into();
+    q.intelligence = Some("human".into());
+    assert_eq!(q.nature(), Intelligence::Natural);
+    assert_eq!(q.to_registry_peer(&cwd).intelligence, "human");
+    assert!(!q.is_ephemeral());
+}
+
+#[test]
+fn check_accepts_a_conforming_profile() {
+    let (_t, cwd) = peer_dir("bob");
+    Profile::update(&cwd, |p| {
+        p.default_runtime = "claude".into();
+        p.description = Some("Reviews code.".into());
+    })
+    .unwrap();
+    assert_eq!(check(&cwd), Vec::<String>::new());
+}
+
+#[test]
+fn check_lists_every_violation() {
+    let (_t, cwd) = peer_dir("bob");
+    let long = "y".repeat(451);
+    write_raw(
+        &cwd,
+        &format!(
+            r#"{{"personality":"robert","runtimes":["codex","Bad-RT"],"default_runtime":"claude",
+                "runtime":"claude","intelligence":"robot","description":"a\nb{long}"}}"#
+        ),
+    );
+    let problems = check(&cwd);
+    let want = [
+        "does not match the folder name (expected \"bob\")",
+        "legacy field \"runtime\"",
+        "\"Bad-RT\" is not a valid runtime name",
+        "default runtime \"claude\" is not listed",
+        "unknown intelligence \"robot\"",
+        "several lines",
+        "454 chars long",
+    ];
+    assert_eq!(problems.len(), want.len(), "{problems:#?}");
+    for (got, want) in problems.iter().zip(want) {
+        assert!(got.contains(want), "{got:?} should contain {want:?}");
+    }
+}
+
+#[test]
+fn check_reports_nature_runtime_mismatch_missing_and_corrupt_files() {
+    let (_t, cwd) = peer_dir("ann");
+    write_raw(
+        &cwd,
+        r#"{"personality":"ann","runtimes":["telegram","claude"],"default_runtime":"telegram"}"#,
+    );
+    assert_eq!(
+        check(&cwd),
+        ["a peer of natural intelligence may not run on \"claude\""]
+    );
+    write_raw(&cwd, "nope");
+    let c = check(&cwd);
+    assert_eq!(c.len(), 1);
+    assert!(c[0].contains("invalid JSON"));
+
+    let (_t2, empty) = peer_dir("carl");
+    let c = check(&empty);
+    assert_eq!(c.len(), 1);
+    assert!(c[0].contains("iapeer init"), "{c:?}");
+    write_raw(&empty, "{}");
+    assert_eq!(
+        check(&empty),
+        [
+            "\"personality\" is missing (expected \"carl\")",
+            "no runtime declared — set \"default_runtime\" (e.g. \"claude\")"
+        ]
+    );
+}
