@@ -41,8 +41,8 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
 /// How long [`HttpServerHandle::shutdown`] waits for in-flight requests to finish.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
-/// Server settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Server settings. `Debug` hides the bearer.
+#[derive(Clone, PartialEq, Eq)]
 pub struct HttpConfig {
     /// TCP port on 127.0.0.1; 0 = any free port (read it back with [`HttpServerHandle::port`]).
     pub port: u16,
@@ -61,6 +61,16 @@ impl HttpConfig {
             bearer,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         }
+    }
+}
+
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("port", &self.port)
+            .field("bearer", &self.bearer.as_ref().map(|_| "<set>"))
+            .field("max_in_flight", &self.max_in_flight)
+            .finish()
     }
 }
 
