@@ -1,0 +1,102 @@
+//! Plain HTTP answers of the loopback server (spec 02 §3): status, content type, extra headers
+//! and body, independent of `tiny_http` so that decisions stay pure and testable.
+
+use serde_json::json;
+
+use crate::daemon::mcp::{McpResponse, JSON};
+
+/// One HTTP answer. Never carries CORS headers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// HTTP status code.
+    pub status: u16,
+    /// `Content-Type`, when there is a body.
+    pub content_type: Option<&'static str>,
+    /// Extra headers (name, value).
+    pub headers: Vec<(&'static str, &'static str)>,
+    /// The body bytes.
+    pub body: Vec<u8>,
+}
+
+/// The exact 401 body of the bearer gate (spec 02 §3).
+pub const UNAUTHORIZED_BODY: &str =
+    r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"unauthorized"}}"#;
+
+impl Reply {
+    /// A JSON answer `{"error": <text>}`.
+    pub fn error(status: u16, text: &str) -> Reply {
+        Reply {
+            status,
+            content_type: Some(JSON),
+            headers: Vec::new(),
+            body: json!({ "error": text }).to_string().into_bytes(),
+        }
+    }
+
+    /// 401 for a missing or wrong `IAPEER_BEARER_TOKEN` bearer.
+    pub fn unauthorized() -> Reply {
+        Reply {
+            status: 401,
+            content_type: Some(JSON),
+            headers: vec![("www-authenticate", "Bearer")],
+            body: UNAUTHORIZED_BODY.as_bytes().to_vec(),
+        }
+    }
+
+    /// 403 with the reason (Host or Origin refused).
+    pub fn forbidden(why: &str) -> Reply {
+        Reply::error(403, &format!("forbidden: {why}"))
+    }
+
+    /// 404 `{"error":"not found"}`.
+    pub fn not_found() -> Reply {
+        Reply::error(404, "not found")
+    }
+
+    /// 405 for anything but POST on `/mcp` (no server-initiated stream, no session to delete).
+    pub fn method_not_allowed() -> Reply {
+        let mut r = Reply::error(405, "method not allowed: /mcp accepts POST only");
+        r.headers.push(("allow", "POST"));
+        r
+    }
+
+    /// 413 naming the limit in bytes.
+    pub fn too_large(limit: usize) -> Reply {
+        Reply::error(
+            413,
+            &format!("request body too large (limit {limit} bytes)"),
+        )
+    }
+
+    /// 415 for a POST /mcp whose Content-Type is not application/json.
+    pub fn unsupported_media_type() -> Reply {
+        Reply::error(
+            415,
+            "unsupported media type: /mcp expects Content-Type: application/json",
+        )
+    }
+
+    /// 503 when too many requests are already being served.
+    pub fn busy() -> Reply {
+        Reply::error(
+            503,
+            "server busy: too many requests in flight; retry shortly",
+        )
+    }
+
+    /// 400 when the body could not be read.
+    pub fn unreadable_body() -> Reply {
+        Reply::error(400, "could not read the request body")
+    }
+}
+
+impl From<McpResponse> for Reply {
+    fn from(r: McpResponse) -> Reply {
+        Reply {
+            status: r.status,
+            content_type: r.content_type,
+            headers: Vec::new(),
+            body: r.body,
+        }
+    }
+}

@@ -1,0 +1,346 @@
+//! End-to-end tests: a real server on 127.0.0.1 (port 0) and raw TCP requests, so every header
+//! is under the test's control.
+
+mod client;
+
+use std::net::TcpStream;
+use std::sync::atomic::Ordering;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::reply::UNAUTHORIZED_BODY;
+use super::*;
+use crate::daemon::mcp::CallerCreds;
+use client::*;
+
+#[test]
+fn initialize_list_and_call_happy_path() {
+    let rec = Rec::new(0, None);
+    let mut srv = server(None, &rec);
+    let port = srv.port();
+    assert_ne!(port, 0);
+
+    let r = mcp_post(
+        port,
+        &[],
+        &json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}),
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.json()["result"]["protocolVersion"], "2025-03-26");
+    assert!(r.header("access-control-allow-origin").is_none());
+
+    let r = mcp_post(
+        port,
+        &[],
+        &json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}),
+    );
+    assert_eq!(r.json()["result"]["tools"][0]["name"], "send_to_peer");
+
+    let r = mcp_post(
+        port,
+        &[
+            ("x-iapeer-IDENTITY", "  claude-alice  "),
+            ("Authorization", "Bearer sess-1"),
+        ],
+        &send_call(3, "boris"),
+    );
+    assert_eq!(r.status, 200);
+    let v = r.json();
+    assert_eq!(v["id"], 3);
+    assert_eq!(
+        v["result"]["structuredContent"]["delivered_to"]["personality"],
+        "boris"
+    );
+    let calls = rec.calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].0.identity_header.as_deref(), Some("claude-alice"));
+    assert_eq!(calls[0].0.session_token.as_deref(), Some("sess-1"));
+    srv.shutdown();
+}
+
+#[test]
+fn protocol_level_answers_over_http() {
+    let rec = Rec::new(0, None);
+    let mut srv = server(None, &rec);
+    let port = srv.port();
+    let host = format!("127.0.0.1:{port}");
+    let h = [
+        ("Host", host.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+
+    let r = exchange(port, &raw("POST", "/mcp", &h, "{oops"));
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, json!(-32700))
+    );
+
+    let batch = json!([{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":2,"method":"ping"}]);
+    let r = mcp_post(port, &[], &batch);
+    let ids: Vec<Value> = r
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].clone())
+        .collect();
+    assert_eq!(ids, vec![json!(1), json!(2)]);
+
+    let r = mcp_post(
+        port,
+        &[],
+        &json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+    );
+    assert_eq!((r.status, r.body.len()), (202, 0));
+
+    let r = exchange(
+        port,
+        &raw(
+            "POST",
+            "/mcp",
+            &[
+                ("Host", &host),
+                ("Accept", "text/event-stream"),
+                ("Content-Type", "application/json"),
+            ],
+            r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#,
+        ),
+    );
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    let text = String::from_utf8(r.body).unwrap();
+    assert!(
+        text.starts_with("event: message\ndata: {") && text.ends_with("}\n\n"),
+        "{text:?}"
+    );
+    srv.shutdown();
+}
+
+#[test]
+fn backend_error_becomes_tool_error() {
+    let rec = Rec::new(
+        0,
+        Some("peer \"zed\" is not in the iapeer peers index; message NOT delivered"),
+    );
+    let mut srv = server(None, &rec);
+    let r = mcp_post(srv.port(), &[], &send_call(1, "zed"));
+    let v = r.json();
+    assert_eq!(r.status, 200);
+    assert_eq!(v["result"]["isError"], true);
+    assert_eq!(v["result"]["content"][0]["text"], rec.fail.clone().unwrap());
+    srv.shutdown();
+}
+
+#[test]
+fn content_type_and_method_checks() {
+    let rec = Rec::new(0, None);
+    let mut srv = server(None, &rec);
+    let port = srv.port();
+    let host = format!("127.0.0.1:{port}");
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    for (ct, status) in [
+        (Some("text/plain"), 415),
+        (None, 415),
+        (Some("Application/JSON; charset=utf-8"), 200),
+    ] {
+        let mut h = vec![("Host", host.as_str())];
+        h.extend(ct.map(|c| ("Content-Type", c)));
+        assert_eq!(
+            exchange(port, &raw("POST", "/mcp", &h, ping)).status,
+            status,
+            "{ct:?}"
+        );
+    }
+    for method in ["GET", "DELETE"] {
+        let r = exchange(port, &raw(method, "/mcp", &[("Host", &host)], ""));
+        assert_eq!((r.status, r.header("allow")), (405, Some("POST")));
+    }
+    for path in ["/", "/other", "/fleet", "/fleet/v1/send", "/mcpx"] {
+        let r = exchange(port, &raw("GET", path, &[("Host", &host)], ""));
+        assert_eq!(
+            (r.status, r.json()),
+            (404, json!({"error":"not found"})),
+            "{path}"
+        );
+    }
+    assert!(rec.calls().is_empty());
+    srv.shutdown();
+}
+
+#[test]
+fn host_and_origin_checks() {
+    let rec = Rec::new(0, None);
+    let mut srv = server(None, &rec);
+    let port = srv.port();
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let ct = ("Content-Type", "application/json");
+    let (good_host, localhost) = (format!("127.0.0.1:{port}"), format!("localhost:{port}"));
+    let (good_origin, evil_port) = (
+        format!("http://localhost:{port}"),
+        format!("http://127.0.0.1:{}", port.wrapping_add(1)),
+    );
+    let cases: Vec<(Vec<(&str, &str)>, u16)> = vec![
+        (vec![("Host", "evil.example:80"), ct], 403),
+        (vec![("Host", "127.0.0.1"), ct], 403),
+        (vec![ct], 200),
+        (vec![("Host", &localhost), ct], 200),
+        (
+            vec![("Host", &good_host), ("Origin", "https://evil.example"), ct],
+            403,
+        ),
+        (vec![("Host", &good_host), ("Origin", &evil_port), ct], 403),
+        (vec![("Host", &good_host), ("Origin", "null"), ct], 403),
+        (
+            vec![("Host", &good_host), ("Origin", &good_origin), ct],
+            200,
+        ),
+    ];
+    for (headers, status) in cases {
+        let r = exchange(port, &raw("POST", "/mcp", &headers, ping));
+        assert_eq!(r.status, status, "{headers:?}");
+        assert!(r.header("access-control-allow-origin").is_none());
+    }
+    // Absolute-form targets: normalised, and their authority is checked like Host.
+    let ok = exchange(
+        port,
+        &raw(
+            "POST",
+            &format!("http://127.0.0.1:{port}/mcp"),
+            &[("Host", &good_host), ct],
+            ping,
+        ),
+    );
+    assert_eq!((ok.status, ok.json()["result"].clone()), (200, json!({})));
+    let bad = exchange(
+        port,
+        &raw(
+            "POST",
+            "http://evil.example/mcp",
+            &[("Host", &good_host), ct],
+            ping,
+        ),
+    );
+    assert_eq!(bad.status, 403);
+    srv.shutdown();
+}
+
+#[test]
+fn bearer_gate() {
+    let rec = Rec::new(0, None);
+    let mut srv = server(Some("s3cret"), &rec);
+    let port = srv.port();
+    for auth in [
+        None,
+        Some("Bearer wrong"),
+        Some("Bearer s3cre"),
+        Some("Basic s3cret"),
+    ] {
+        let extra: Vec<(&str, &str)> = auth.map(|a| ("Authorization", a)).into_iter().collect();
+        let r = mcp_post(
+            port,
+            &extra,
+            &json!({"jsonrpc":"2.0","id":1,"method":"ping"}),
+        );
+        assert_eq!(r.status, 401, "{auth:?}");
+        assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+        assert_eq!(r.body, UNAUTHORIZED_BODY.as_bytes());
+    }
+    let r = mcp_post(
+        port,
+        &[
+            ("authorization", "bearer s3cret"),
+            ("X-IAPeer-Token", " sess-9 "),
+            ("X-IAPeer-Identity", "codex-bob"),
+        ],
+        &send_call(2, "alice"),
+    );
+    assert_eq!(r.status, 200);
+    let calls = rec.calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        calls[0].0,
+        CallerCreds {
+            identity_header: Some("codex-bob".into()),
+            session_token: Some("sess-9".into())
+        }
+    );
+    srv.shutdown();
+}
+
+#[test]
+fn oversized_body_is_413() {
+    let rec = Rec::new(0, None);
+    let mut srv = server(None, &rec);
+    let port = srv.port();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        MCP_BODY_LIMIT + 1
+    );
+    let r = exchange(port, head.as_bytes());
+    assert_eq!(r.status, 413);
+    let fleet = format!("POST /fleet/v1/send HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", FLEET_BODY_LIMIT + 1);
+    assert_eq!(exchange(port, fleet.as_bytes()).status, 413);
+    assert!(rec.calls().is_empty());
+    srv.shutdown();
+}
+
+#[test]
+fn fifty_concurrent_slow_calls_are_all_answered() {
+    let rec = Rec::new(200, None);
+    let mut srv = server(None, &rec);
+    let port = srv.port();
+    let started = Instant::now();
+    let workers: Vec<_> = (0..50)
+        .map(|i| thread::spawn(move || mcp_post(port, &[], &send_call(i, &format!("p{i}")))))
+        .collect();
+    let mut ids: Vec<u64> = workers
+        .into_iter()
+        .map(|w| {
+            let r = w.join().unwrap();
+            assert_eq!(r.status, 200);
+            r.json()["id"].as_u64().unwrap()
+        })
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..50).collect::<Vec<u64>>());
+    assert_eq!(rec.calls().len(), 50);
+    // Serially this would take 10 s.
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    srv.shutdown();
+}
+
+#[test]
+fn over_the_cap_is_503_and_shutdown_closes_the_port() {
+    let rec = Rec::new(600, None);
+    let mut srv = server_with(
+        HttpConfig {
+            max_in_flight: 1,
+            ..HttpConfig::new(0, None)
+        },
+        &rec,
+    );
+    let port = srv.port();
+    let slow = thread::spawn(move || mcp_post(port, &[], &send_call(1, "bob")));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while rec.entered.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(rec.entered.load(Ordering::SeqCst), 1);
+    let r = mcp_post(port, &[], &json!({"jsonrpc":"2.0","id":2,"method":"ping"}));
+    assert_eq!(r.status, 503);
+    assert_eq!(slow.join().unwrap().status, 200);
+    srv.shutdown();
+    drop(srv);
+    // tiny_http closes its listener from its own thread, shortly after the drop.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while TcpStream::connect(("127.0.0.1", port)).is_ok() && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
+}

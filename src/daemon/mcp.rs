@@ -1,1 +1,0 @@
-//! MCP over stateless streamable HTTP (spec 02 §4). [to be written]

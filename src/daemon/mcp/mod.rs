@@ -1,0 +1,122 @@
+//! MCP over stateless streamable HTTP (spec 02 §4): JSON-RPC parsing, the four methods we
+//! answer (`initialize`, `ping`, `tools/list`, `tools/call`) and the response encoding
+//! (`application/json` or a one-event `text/event-stream`).
+//!
+//! Transport checks (Host, Origin, bearer, body size, content type) happen before this module
+//! is reached (see `daemon::http`). Caller authentication and message routing sit behind the
+//! [`Backend`] trait, implemented by the router.
+
+mod rpc;
+pub mod tool;
+
+#[cfg(test)]
+mod tests;
+
+use serde_json::Value;
+
+pub use tool::{ArgError, INSTRUCTIONS, SUPPORTED_PROTOCOL_VERSIONS, TOOL_NAME};
+
+/// Arguments of one `send_to_peer` call, shape-checked but not value-checked (the router's
+/// `route_send` validates patterns and limits, spec 03 §1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendArgs {
+    /// Target personality; never empty when built by this module.
+    pub personality: String,
+    /// Forced runtime; `None` = the target's default runtime. Never `Some("")`.
+    pub runtime: Option<String>,
+    /// Message text; never empty when built by this module.
+    pub message: String,
+    /// Thread label as sent (the router trims it; blank = none).
+    pub topic: Option<String>,
+    /// Attachment paths as sent (the router checks they are absolute).
+    pub attachments: Vec<String>,
+}
+
+/// What the caller presented to prove who it is (spec 02 §4, "Caller authentication").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallerCreds {
+    /// `X-IAPeer-Identity`, trimmed; `None` when absent or blank.
+    pub identity_header: Option<String>,
+    /// The session token: `Authorization: Bearer <t>` when no `IAPEER_BEARER_TOKEN` is set,
+    /// else the `X-IAPeer-Token` header. `None` when absent or blank.
+    pub session_token: Option<String>,
+}
+
+/// The router, as seen from MCP. Implementations may block (a wake can take minutes); the HTTP
+/// layer calls it from a request thread.
+pub trait Backend: Send + Sync {
+    /// Authenticate the caller and route the message.
+    /// `Ok` = the result object of spec 03 §1 as JSON; `Err` = the text of the tool error.
+    fn send_to_peer(&self, creds: CallerCreds, args: SendArgs) -> Result<Value, String>;
+}
+
+/// An HTTP answer produced by [`handle`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpResponse {
+    /// HTTP status: 200, 202 (nothing to answer) or 400 (unparseable / invalid single request).
+    pub status: u16,
+    /// `application/json`, `text/event-stream`, or `None` for an empty 202.
+    pub content_type: Option<&'static str>,
+    /// The encoded body (empty for 202).
+    pub body: Vec<u8>,
+}
+
+/// Content type of a JSON answer.
+pub const JSON: &str = "application/json";
+/// Content type of an SSE answer.
+pub const EVENT_STREAM: &str = "text/event-stream";
+
+/// Handle one `POST /mcp` body (spec 02 §4).
+///
+/// `accept` is the request's `Accept` header: JSON is used when it is absent or lists
+/// `application/json` (or `*/*`, `application/*`), else the answer is one SSE event.
+/// Malformed JSON → 400 with error -32700; a single invalid request → 400 with -32600;
+/// notifications and client responses → 202 with an empty body; a batch → an array of the
+/// answers to its requests (202 when there are none).
+pub fn handle(
+    body: &[u8],
+    accept: Option<&str>,
+    creds: CallerCreds,
+    backend: &dyn Backend,
+) -> McpResponse {
+    let (status, reply) = rpc::process(body, &creds, backend);
+    match reply {
+        None => McpResponse {
+            status: 202,
+            content_type: None,
+            body: Vec::new(),
+        },
+        Some(value) => encode(status, &value, wants_json(accept)),
+    }
+}
+
+fn encode(status: u16, value: &Value, json: bool) -> McpResponse {
+    let text = value.to_string();
+    if json {
+        McpResponse {
+            status,
+            content_type: Some(JSON),
+            body: text.into_bytes(),
+        }
+    } else {
+        McpResponse {
+            status,
+            content_type: Some(EVENT_STREAM),
+            body: format!("event: message\ndata: {text}\n\n").into_bytes(),
+        }
+    }
+}
+
+/// True when an `Accept` header value lets us answer with `application/json`: absent or blank,
+/// or listing `application/json`, `application/*` or `*/*` (parameters such as `q` ignored).
+pub fn wants_json(accept: Option<&str>) -> bool {
+    let Some(accept) = accept.map(str::trim).filter(|a| !a.is_empty()) else {
+        return true;
+    };
+    accept.split(',').any(|range| {
+        let media = range.split(';').next().unwrap_or("").trim();
+        ["application/json", "application/*", "*/*"]
+            .iter()
+            .any(|ok| media.eq_ignore_ascii_case(ok))
+    })
+}

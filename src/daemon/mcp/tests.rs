@@ -1,0 +1,352 @@
+use std::sync::Mutex;
+
+use serde_json::{json, Value};
+
+use super::*;
+
+/// Records every call; answers a fixed result or error.
+struct Fake {
+    calls: Mutex<Vec<(CallerCreds, SendArgs)>>,
+    answer: Result<Value, String>,
+}
+
+impl Fake {
+    fn ok() -> Fake {
+        Fake {
+            calls: Mutex::new(Vec::new()),
+            answer: Ok(
+                json!({"ok": true, "delivered_to": {"personality": "boris", "runtime": "claude"}, "woke": false, "ts": "2026-07-14T01:23:45+03:00"}),
+            ),
+        }
+    }
+    fn failing(text: &str) -> Fake {
+        Fake {
+            calls: Mutex::new(Vec::new()),
+            answer: Err(text.to_owned()),
+        }
+    }
+    fn calls(&self) -> Vec<(CallerCreds, SendArgs)> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+impl Backend for Fake {
+    fn send_to_peer(&self, creds: CallerCreds, args: SendArgs) -> Result<Value, String> {
+        self.calls.lock().unwrap().push((creds, args));
+        self.answer.clone()
+    }
+}
+
+fn creds() -> CallerCreds {
+    CallerCreds {
+        identity_header: Some("claude-alice".into()),
+        session_token: Some("tok".into()),
+    }
+}
+
+fn run(backend: &Fake, body: Value) -> (u16, Value) {
+    let r = handle(body.to_string().as_bytes(), None, creds(), backend);
+    assert_eq!(r.content_type, Some(JSON));
+    (r.status, serde_json::from_slice(&r.body).unwrap())
+}
+
+fn call(backend: &Fake, arguments: Value) -> Value {
+    let (status, v) = run(
+        backend,
+        json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"send_to_peer","arguments":arguments}}),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(v["id"], 7);
+    v["result"].clone()
+}
+
+fn tool_error_text(result: &Value) -> String {
+    assert_eq!(result["isError"], true, "not a tool error: {result}");
+    result["content"][0]["text"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn initialize_echoes_supported_version_else_newest() {
+    let b = Fake::ok();
+    for (asked, expected) in [
+        ("2025-06-18", "2025-06-18"),
+        ("2024-11-05", "2024-11-05"),
+        ("1999-01-01", "2025-11-25"),
+    ] {
+        let (status, v) = run(
+            &b,
+            json!({"jsonrpc":"2.0","id":"a","method":"initialize","params":{"protocolVersion":asked,"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}),
+        );
+        assert_eq!(status, 200);
+        let r = &v["result"];
+        assert_eq!(r["protocolVersion"], expected);
+        assert_eq!(
+            r["serverInfo"],
+            json!({"name":"iapeer","version":env!("CARGO_PKG_VERSION")})
+        );
+        assert_eq!(r["capabilities"], json!({"tools":{}}));
+        assert!(r["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("acknowledgement"));
+    }
+    assert!(b.calls().is_empty());
+}
+
+#[test]
+fn tools_list_has_exactly_the_spec_tool() {
+    let (_, v) = run(
+        &Fake::ok(),
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}),
+    );
+    let tools = v["result"]["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 1);
+    let t = &tools[0];
+    assert_eq!(t["name"], "send_to_peer");
+    let s = &t["inputSchema"];
+    assert_eq!(s["type"], "object");
+    assert_eq!(s["additionalProperties"], false);
+    assert_eq!(s["required"], json!(["personality", "message"]));
+    let p = &s["properties"];
+    assert_eq!(p["personality"]["pattern"], "^[a-z][a-z0-9-]{0,31}$");
+    assert_eq!(p["runtime"]["pattern"], "^[a-z][a-z0-9]{0,31}$");
+    assert_eq!(p["message"]["minLength"], 1);
+    assert_eq!(p["message"]["maxLength"], 16000);
+    assert_eq!(p["topic"]["maxLength"], 200);
+    assert_eq!(p["attachments"]["maxItems"], 20);
+    assert_eq!(p["attachments"]["items"]["type"], "string");
+    assert_eq!(p.as_object().unwrap().len(), 5);
+    assert_eq!(
+        t["annotations"],
+        json!({"title":"Send to IAP peer","readOnlyHint":false,"destructiveHint":false,"idempotentHint":false,"openWorldHint":true})
+    );
+    assert_eq!(t["_meta"], json!({"anthropic/alwaysLoad": true}));
+    let d = t["description"].as_str().unwrap();
+    for needle in [
+        "personality",
+        "runtime",
+        "<iap from=",
+        "ts",
+        "absolute",
+        "acknowledgement",
+    ] {
+        assert!(d.contains(needle), "description lacks {needle}");
+    }
+}
+
+#[test]
+fn tools_call_success_wraps_result() {
+    let b = Fake::ok();
+    let r = call(
+        &b,
+        json!({"personality":"boris","message":"hi","runtime":"codex","topic":"t1","attachments":["/tmp/a"]}),
+    );
+    assert_eq!(r["structuredContent"]["ok"], true);
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains('\n'), "text should be pretty JSON");
+    assert_eq!(
+        serde_json::from_str::<Value>(text).unwrap(),
+        r["structuredContent"]
+    );
+    assert!(r.get("isError").is_none());
+    let calls = b.calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].0, creds());
+    assert_eq!(
+        calls[0].1,
+        SendArgs {
+            personality: "boris".into(),
+            runtime: Some("codex".into()),
+            message: "hi".into(),
+            topic: Some("t1".into()),
+            attachments: vec!["/tmp/a".into()],
+        }
+    );
+}
+
+#[test]
+fn backend_error_is_tool_error() {
+    let b = Fake::failing("cannot send to self");
+    let r = call(&b, json!({"personality":"alice","message":"hi"}));
+    assert_eq!(tool_error_text(&r), "cannot send to self");
+}
+
+#[test]
+fn argument_shape_errors_are_tool_errors_without_backend_call() {
+    let b = Fake::ok();
+    let missing = "send_to_peer requires non-empty \"personality\" and \"message\"";
+    let cases = [
+        (json!({"message":"hi"}), missing.to_owned()),
+        (json!({"personality":"","message":"hi"}), missing.to_owned()),
+        (
+            json!({"personality":"bob","message":null}),
+            missing.to_owned(),
+        ),
+        (
+            json!({"personality":42,"message":"hi"}),
+            ArgError::NotAString("personality").to_string(),
+        ),
+        (
+            json!({"personality":"bob","message":"hi","attachments":"/a"}),
+            ArgError::BadAttachments.to_string(),
+        ),
+        (
+            json!({"personality":"bob","message":"hi","attachments":["/a",3]}),
+            ArgError::BadAttachments.to_string(),
+        ),
+        (
+            json!({"personality":"bob","message":"hi","color":"red"}),
+            ArgError::UnknownKey("color".into()).to_string(),
+        ),
+        (json!("text"), ArgError::NotAnObject.to_string()),
+    ];
+    for (args, expected) in cases {
+        assert_eq!(
+            tool_error_text(&call(&b, args.clone())),
+            expected,
+            "args {args}"
+        );
+    }
+    assert!(b.calls().is_empty());
+}
+
+#[test]
+fn empty_runtime_and_null_optionals_count_as_absent() {
+    let b = Fake::ok();
+    call(
+        &b,
+        json!({"personality":"bob","message":"hi","runtime":"","topic":null,"attachments":null}),
+    );
+    let args = &b.calls()[0].1;
+    assert_eq!(args.runtime, None);
+    assert_eq!(args.topic, None);
+    assert!(args.attachments.is_empty());
+}
+
+#[test]
+fn unknown_tool_is_tool_error() {
+    let (_, v) = run(
+        &Fake::ok(),
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rm_rf","arguments":{}}}),
+    );
+    assert_eq!(tool_error_text(&v["result"]), "unknown tool: rm_rf");
+}
+
+#[test]
+fn protocol_errors() {
+    let b = Fake::ok();
+    let r = handle(b"{not json", None, creds(), &b);
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(
+        (r.status, v["error"]["code"].clone(), v["id"].clone()),
+        (400, json!(-32700), Value::Null)
+    );
+
+    let (_, v) = run(
+        &b,
+        json!({"jsonrpc":"2.0","id":3,"method":"resources/list"}),
+    );
+    assert_eq!(
+        (v["id"].clone(), v["error"]["code"].clone()),
+        (json!(3), json!(-32601))
+    );
+
+    let (_, v) = run(&b, json!({"jsonrpc":"2.0","id":4,"method":"ping"}));
+    assert_eq!(v["result"], json!({}));
+
+    let (_, v) = run(
+        &b,
+        json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{}}),
+    );
+    assert_eq!(v["error"]["code"], -32602);
+
+    for bad in [
+        json!(5),
+        json!({"jsonrpc":"1.0","id":1,"method":"ping"}),
+        json!({"jsonrpc":"2.0","id":{},"method":"ping"}),
+        json!({"jsonrpc":"2.0","id":1,"method":7}),
+        json!([]),
+    ] {
+        let (status, v) = run(&b, bad.clone());
+        assert_eq!(
+            (status, v["error"]["code"].clone()),
+            (400, json!(-32600)),
+            "for {bad}"
+        );
+    }
+}
+
+#[test]
+fn notifications_and_client_responses_get_202() {
+    let b = Fake::ok();
+    for body in [
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        json!({"jsonrpc":"2.0","id":9,"result":{}}),
+        json!([{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}]),
+    ] {
+        let r = handle(body.to_string().as_bytes(), None, creds(), &b);
+        assert_eq!(
+            (r.status, r.content_type, r.body.len()),
+            (202, None, 0),
+            "for {body}"
+        );
+    }
+}
+
+#[test]
+fn batch_answers_requests_only_in_order() {
+    let (status, v) = run(
+        &Fake::ok(),
+        json!([
+            {"jsonrpc":"2.0","id":1,"method":"ping"},
+            {"jsonrpc":"2.0","method":"notifications/initialized"},
+            {"jsonrpc":"2.0","id":"two","method":"nope"},
+            17
+        ]),
+    );
+    assert_eq!(status, 200);
+    let arr = v.as_array().unwrap();
+    assert_eq!(arr.len(), 3);
+    assert_eq!(
+        (arr[0]["id"].clone(), arr[0]["result"].clone()),
+        (json!(1), json!({}))
+    );
+    assert_eq!(
+        (arr[1]["id"].clone(), arr[1]["error"]["code"].clone()),
+        (json!("two"), json!(-32601))
+    );
+    assert_eq!(
+        (arr[2]["id"].clone(), arr[2]["error"]["code"].clone()),
+        (Value::Null, json!(-32600))
+    );
+}
+
+#[test]
+fn sse_encoding_when_json_not_accepted() {
+    let b = Fake::ok();
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"ping"}).to_string();
+    let r = handle(body.as_bytes(), Some("text/event-stream"), creds(), &b);
+    assert_eq!(r.content_type, Some(EVENT_STREAM));
+    let text = String::from_utf8(r.body).unwrap();
+    let data = text
+        .strip_prefix("event: message\ndata: ")
+        .and_then(|t| t.strip_suffix("\n\n"))
+        .expect("one SSE event");
+    assert_eq!(
+        serde_json::from_str::<Value>(data).unwrap()["result"],
+        json!({})
+    );
+}
+
+#[test]
+fn accept_header_choices() {
+    assert!(wants_json(None));
+    assert!(wants_json(Some("  ")));
+    assert!(wants_json(Some("application/json, text/event-stream")));
+    assert!(wants_json(Some(
+        "text/event-stream, Application/JSON;q=0.9"
+    )));
+    assert!(wants_json(Some("*/*")));
+    assert!(!wants_json(Some("text/event-stream")));
+    assert!(!wants_json(Some("text/html, application/jsonx")));
+}

@@ -1,0 +1,222 @@
+//! The `send_to_peer` tool (spec 02 §4): its listing (schema, annotations, description), the
+//! server instructions, and the extraction of call arguments into [`SendArgs`].
+//!
+//! Only argument *shapes* are checked here (types, unknown keys, presence of the two required
+//! fields). Value rules (patterns, lengths, counts, absolute paths) belong to the router's
+//! `route_send` (spec 03 §1) so that every entry point reports them the same way.
+
+use std::fmt;
+
+use serde_json::{json, Map, Value};
+
+use super::{Backend, CallerCreds, SendArgs};
+use crate::names::{PERSONALITY_PATTERN, RUNTIME_PATTERN};
+
+/// The one tool we expose.
+pub const TOOL_NAME: &str = "send_to_peer";
+
+/// Protocol versions we speak, newest first; `initialize` echoes the client's when listed here,
+/// else answers the first.
+pub const SUPPORTED_PROTOCOL_VERSIONS: [&str; 4] =
+    ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The `instructions` paragraph of `initialize` (no roster: that lives in the system prompt).
+pub const INSTRUCTIONS: &str = "iapeer connects you to the other members of your team \
+(agents, humans and services) through the send_to_peer tool. Reply only to messages that \
+actually need a reply: a question, a task, or a result someone is waiting for. Never send a \
+bare acknowledgement, a thank-you or a \"got it\" note; those set off endless reply loops \
+between agents. Staying silent is a perfectly good answer.";
+
+/// The tool description (our wording; spec 02 §4 lists what it must say).
+const DESCRIPTION: &str = "Send a message to another peer of your team: an AI agent, a human \
+or a service. Address it by its bare personality (for example \"boris\"), never by a \
+runtime-prefixed identity such as \"claude-boris\". Leave `runtime` out to reach the peer's \
+default runtime; set it to force one of the runtimes the peer declares, which is woken even \
+when another runtime of that peer is already live. A sleeping agent is woken first, so a call \
+may take a while. `topic` is an optional short thread label; later messages on the same topic \
+resume the same conversation. `attachments` are absolute paths of local files; the router \
+copies them before it accepts the message, and the recipient gets the copies. Messages sent \
+to you arrive as <iap from=... runtime=... intelligence=... ts=... topic=...> blocks; `ts` is \
+the moment the sender dispatched the message (with a date prefix when it was not today), so \
+compare it with the current time to notice stale messages. The result tells you whether the \
+message reached the peer's live session (delivered), was queued for later, or failed. Do not \
+send empty acknowledgements or thanks: reply only when a reply is needed.";
+
+/// The full `tools/list` entry for `send_to_peer`.
+pub fn tool_listing() -> Value {
+    json!({
+        "name": TOOL_NAME,
+        "description": DESCRIPTION,
+        "inputSchema": {
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["personality", "message"],
+            "properties": {
+                "personality": {
+                    "type": "string",
+                    "pattern": PERSONALITY_PATTERN,
+                    "description": "Bare personality of the target peer, e.g. \"boris\"."
+                },
+                "runtime": {
+                    "type": "string",
+                    "pattern": RUNTIME_PATTERN,
+                    "description": "Optional: a runtime the target declares, to force (and wake) it."
+                },
+                "message": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 16000,
+                    "description": "The message text."
+                },
+                "topic": {
+                    "type": "string",
+                    "maxLength": 200,
+                    "description": "Optional short thread label; the same topic resumes the same conversation."
+                },
+                "attachments": {
+                    "type": "array",
+                    "items": { "type": "string" },
+                    "maxItems": 20,
+                    "description": "Optional absolute paths of local files to hand over."
+                }
+            }
+        },
+        "annotations": {
+            "title": "Send to IAP peer",
+            "readOnlyHint": false,
+            "destructiveHint": false,
+            "idempotentHint": false,
+            "openWorldHint": true
+        },
+        "_meta": { "anthropic/alwaysLoad": true }
+    })
+}
+
+/// Why the arguments of a `send_to_peer` call could not be turned into [`SendArgs`].
+/// The Display text is what the calling agent reads in the tool error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgError {
+    /// `arguments` present but not a JSON object.
+    NotAnObject,
+    /// `personality` or `message` missing, null or empty (the router's wording, spec 03 §1).
+    MissingRequired,
+    /// A known key holding a value of the wrong JSON type.
+    NotAString(&'static str),
+    /// `attachments` not an array of strings.
+    BadAttachments,
+    /// A key the schema does not declare.
+    UnknownKey(String),
+}
+
+impl fmt::Display for ArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgError::NotAnObject => write!(f, "send_to_peer arguments must be a JSON object"),
+            ArgError::MissingRequired => write!(
+                f,
+                "send_to_peer requires non-empty \"personality\" and \"message\""
+            ),
+            ArgError::NotAString(key) => write!(f, "send_to_peer: \"{key}\" must be a string"),
+            ArgError::BadAttachments => write!(
+                f,
+                "send_to_peer: \"attachments\" must be an array of strings (absolute paths)"
+            ),
+            ArgError::UnknownKey(key) => write!(
+                f,
+                "send_to_peer: unknown argument \"{key}\" (allowed: personality, runtime, \
+                 message, topic, attachments)"
+            ),
+        }
+    }
+}
+
+const KNOWN_KEYS: [&str; 5] = ["personality", "runtime", "message", "topic", "attachments"];
+
+/// Turn `tools/call` arguments into [`SendArgs`]. `None` (absent) counts as an empty object.
+/// A JSON `null` counts as absent for every key. An empty `runtime` counts as absent; empty
+/// `topic` is passed on (the router treats a blank topic as none).
+pub fn extract_send_args(arguments: Option<&Value>) -> Result<SendArgs, ArgError> {
+    let empty = Map::new();
+    let obj = match arguments {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Object(map)) => map,
+        Some(_) => return Err(ArgError::NotAnObject),
+    };
+    let mut unknown: Vec<&String> = obj
+        .keys()
+        .filter(|k| !KNOWN_KEYS.contains(&k.as_str()))
+        .collect();
+    unknown.sort();
+    if let Some(key) = unknown.first() {
+        return Err(ArgError::UnknownKey((*key).clone()));
+    }
+    let personality = optional_string(obj, "personality")?.unwrap_or_default();
+    let message = optional_string(obj, "message")?.unwrap_or_default();
+    let runtime = optional_string(obj, "runtime")?.filter(|r| !r.is_empty());
+    let topic = optional_string(obj, "topic")?;
+    let attachments = match obj.get("attachments") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_owned)
+                    .ok_or(ArgError::BadAttachments)
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(_) => return Err(ArgError::BadAttachments),
+    };
+    if personality.is_empty() || message.is_empty() {
+        return Err(ArgError::MissingRequired);
+    }
+    Ok(SendArgs {
+        personality,
+        runtime,
+        message,
+        topic,
+        attachments,
+    })
+}
+
+fn optional_string(
+    obj: &Map<String, Value>,
+    key: &'static str,
+) -> Result<Option<String>, ArgError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(ArgError::NotAString(key)),
+    }
+}
+
+/// Run one `tools/call` and build its MCP result: the success shape
+/// `{"content":[{"type":"text","text":<pretty JSON>}],"structuredContent":<result>}` or the
+/// tool-error shape `{"isError":true,"content":[{"type":"text","text":<error>}]}`.
+pub fn call_tool(
+    name: &str,
+    arguments: Option<&Value>,
+    creds: CallerCreds,
+    backend: &dyn Backend,
+) -> Value {
+    if name != TOOL_NAME {
+        return tool_error(&format!("unknown tool: {name}"));
+    }
+    let args = match extract_send_args(arguments) {
+        Ok(args) => args,
+        Err(e) => return tool_error(&e.to_string()),
+    };
+    match backend.send_to_peer(creds, args) {
+        Ok(result) => {
+            let text = serde_json::to_string_pretty(&result).unwrap_or_else(|_| result.to_string());
+            json!({
+                "content": [{ "type": "text", "text": text }],
+                "structuredContent": result
+            })
+        }
+        Err(e) => tool_error(&e),
+    }
+}
+
+fn tool_error(text: &str) -> Value {
+    json!({ "isError": true, "content": [{ "type": "text", "text": text }] })
+}
