@@ -1,1 +1,134 @@
-//! Input encoding: bracketed paste and named keys (spec 04 §1). [to be written]
+//! Input encoding for agent sessions (spec 04 §1 "Input"): bracketed paste for message delivery
+//! and tmux-like key names for dialogs and control.
+
+use std::fmt;
+
+/// Start of a bracketed paste.
+pub const PASTE_START: &[u8] = b"\x1b[200~";
+/// End of a bracketed paste.
+pub const PASTE_END: &[u8] = b"\x1b[201~";
+
+/// Wrap `text` in one bracketed paste: `ESC[200~` + text + `ESC[201~`. Nothing is added (no
+/// trailing newline); the caller writes `\r` separately after the settle delay.
+pub fn bracketed_paste(text: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len() + PASTE_START.len() + PASTE_END.len());
+    out.extend_from_slice(PASTE_START);
+    out.extend_from_slice(text.as_bytes());
+    out.extend_from_slice(PASTE_END);
+    out
+}
+
+/// A key name [`encode_keys`] does not know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyError {
+    /// The token is not one of the key names; carries the token as given.
+    UnknownKey(String),
+}
+
+impl fmt::Display for KeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KeyError::UnknownKey(t) => write!(
+                f,
+                "unknown key name {t:?} (known: Enter, Escape, Tab, Space, BSpace, Up, Down, \
+                 Right, Left; use -l before literal text)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for KeyError {}
+
+/// Bytes of one named key. Arrow keys depend on the application-cursor mode (DECCKM).
+fn key_bytes(name: &str, app_cursor: bool) -> Option<&'static [u8]> {
+    let arrow =
+        |normal: &'static [u8], app: &'static [u8]| Some(if app_cursor { app } else { normal });
+    match name {
+        "Enter" => Some(b"\r"),
+        "Escape" => Some(b"\x1b"),
+        "Tab" => Some(b"\t"),
+        "Space" => Some(b" "),
+        "BSpace" => Some(b"\x7f"),
+        "Up" => arrow(b"\x1b[A", b"\x1bOA"),
+        "Down" => arrow(b"\x1b[B", b"\x1bOB"),
+        "Right" => arrow(b"\x1b[C", b"\x1bOC"),
+        "Left" => arrow(b"\x1b[D", b"\x1bOD"),
+        _ => None,
+    }
+}
+
+/// Encode tmux-like key tokens into the bytes to write to the pty.
+///
+/// Names: `Enter`=`\r`, `Escape`=`\x1b`, `Tab`=`\t`, `Space`=` `, `BSpace`=`\x7f`,
+/// `Up`/`Down`/`Right`/`Left` = `ESC[A..D`, or `ESC O A..D` when `app_cursor` is true (the
+/// screen's application-cursor mode). The token `-l` makes every following token literal text,
+/// joined by single spaces (`["-l", "/compact"]` → `/compact`).
+///
+/// Errors: [`KeyError::UnknownKey`] naming the first unknown token.
+pub fn encode_keys(tokens: &[&str], app_cursor: bool) -> Result<Vec<u8>, KeyError> {
+    let mut out = Vec::new();
+    for (i, token) in tokens.iter().enumerate() {
+        if *token == "-l" {
+            out.extend_from_slice(tokens[i + 1..].join(" ").as_bytes());
+            return Ok(out);
+        }
+        let bytes =
+            key_bytes(token, app_cursor).ok_or_else(|| KeyError::UnknownKey(token.to_string()))?;
+        out.extend_from_slice(bytes);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paste_wraps_without_newline() {
+        assert_eq!(bracketed_paste("a\nb"), b"\x1b[200~a\nb\x1b[201~".to_vec());
+        assert_eq!(bracketed_paste(""), b"\x1b[200~\x1b[201~".to_vec());
+    }
+
+    #[test]
+    fn named_keys() {
+        assert_eq!(
+            encode_keys(&["Enter", "Escape", "Tab", "Space", "BSpace"], false).unwrap(),
+            b"\r\x1b\t \x7f".to_vec()
+        );
+    }
+
+    #[test]
+    fn arrows_follow_application_cursor_mode() {
+        let keys = ["Up", "Down", "Right", "Left"];
+        assert_eq!(
+            encode_keys(&keys, false).unwrap(),
+            b"\x1b[A\x1b[B\x1b[C\x1b[D".to_vec()
+        );
+        assert_eq!(
+            encode_keys(&keys, true).unwrap(),
+            b"\x1bOA\x1bOB\x1bOC\x1bOD".to_vec()
+        );
+    }
+
+    #[test]
+    fn literal_mode_joins_the_rest_with_spaces() {
+        assert_eq!(
+            encode_keys(&["-l", "/compact"], false).unwrap(),
+            b"/compact".to_vec()
+        );
+        assert_eq!(
+            encode_keys(&["Escape", "-l", "Enter", "is", "text"], false).unwrap(),
+            b"\x1bEnter is text".to_vec()
+        );
+        assert_eq!(encode_keys(&["-l"], false).unwrap(), Vec::<u8>::new());
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let err = encode_keys(&["Enter", "PageUp"], false).unwrap_err();
+        assert_eq!(err, KeyError::UnknownKey("PageUp".into()));
+        assert!(err.to_string().contains("\"PageUp\""));
+        // Names are case-sensitive, like tmux.
+        assert!(encode_keys(&["enter"], false).is_err());
+    }
+}

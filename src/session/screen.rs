@@ -1,1 +1,224 @@
-//! Screen model and terminal capability responder (spec 04 §1). [to be written]
+//! Screen model and terminal capability responder (spec 04 §1 "What the session thread does with
+//! output", steps 2–3; attach snapshot; composer check of spec 05 §7).
+//!
+//! Every byte the child writes goes through [`Screen::feed`]: it reaches the `vt100` model, the
+//! capability queries in it are answered (when no human terminal is attached to answer them),
+//! and what attached clients should see is returned.
+
+mod responder;
+#[cfg(test)]
+mod tests;
+
+use responder::Scanner;
+pub use responder::MAX_PENDING;
+
+/// Rows of a session screen (spec 04 §1: spawn at the final size, 220 × 50).
+pub const SESSION_ROWS: u16 = 50;
+/// Columns of a session screen.
+pub const SESSION_COLS: u16 = 220;
+/// Scrollback lines kept by the model (replayed to attaching clients).
+pub const SCROLLBACK_LINES: usize = 2000;
+
+/// Version reported in the XTVERSION answer `iapeer(<version>)`.
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What one chunk of child output produced.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Fed {
+    /// Answers to write back to the child's pty, in query order (empty when not answering).
+    pub replies: Vec<u8>,
+    /// Bytes for attached clients: the chunk minus the queries the daemon answered. Bytes that
+    /// may start a query split across chunks are held back until the next chunk decides them.
+    pub forward: Vec<u8>,
+}
+
+/// The composer (input line) of an agent TUI, as found by [`Screen::composer_text`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ComposerState {
+    /// Text after the prompt glyph on the composer row, trimmed (placeholders included).
+    pub text: String,
+    /// True when that text holds at least one visible character that is neither dim nor in a
+    /// non-default foreground colour: something a human typed or pasted (spec 05 §7).
+    pub typed: bool,
+}
+
+/// A terminal screen model (`vt100`) plus the capability-query responder.
+pub struct Screen {
+    parser: vt100::Parser,
+    scanner: Scanner,
+}
+
+impl Screen {
+    /// A blank screen of `rows` × `cols` cells with [`SCROLLBACK_LINES`] of scrollback.
+    /// Sessions use [`SESSION_ROWS`] × [`SESSION_COLS`].
+    pub fn new(rows: u16, cols: u16) -> Screen {
+        Screen {
+            parser: vt100::Parser::new(rows.max(1), cols.max(1), SCROLLBACK_LINES),
+            scanner: Scanner::default(),
+        }
+    }
+
+    /// Process one chunk of child output.
+    ///
+    /// All bytes reach the model. With `answer_queries` true, each recognised capability query
+    /// (cursor position, primary/secondary DA, XTVERSION, OSC 10/11 colours, kitty keyboard) is
+    /// answered in `replies` and left out of `forward`; a cursor-position report uses the model
+    /// state right after the bytes that precede the query. With `answer_queries` false (a human's
+    /// terminal is attached and answers), nothing is answered and every byte is forwarded,
+    /// including any held back from the previous chunk.
+    pub fn feed(&mut self, bytes: &[u8], answer_queries: bool) -> Fed {
+        let mut fed = Fed::default();
+        if !answer_queries {
+            fed.forward = self.scanner.take_pending();
+            fed.forward.extend_from_slice(bytes);
+            self.parser.process(bytes);
+            return fed;
+        }
+        fed.forward.reserve(bytes.len());
+        let mut modelled = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            if let Some(query) = self.scanner.push(b, &mut fed.forward) {
+                self.parser.process(&bytes[modelled..=i]);
+                modelled = i + 1;
+                let answer = responder::answer(query, self.report_position(), VERSION);
+                fed.replies.extend_from_slice(&answer);
+            }
+        }
+        self.parser.process(&bytes[modelled..]);
+        fed
+    }
+
+    /// Cursor position for a report: 0-based, clamped inside the screen (a cursor parked past
+    /// the last column after a full row reports the last column).
+    fn report_position(&self) -> (u16, u16) {
+        let (rows, cols) = self.size();
+        let (r, c) = self.parser.screen().cursor_position();
+        (r.min(rows - 1), c.min(cols - 1))
+    }
+
+    /// Current size as (rows, cols).
+    pub fn size(&self) -> (u16, u16) {
+        self.parser.screen().size()
+    }
+
+    /// Resize the model (after the child's pty was resized for an attached client).
+    pub fn resize(&mut self, rows: u16, cols: u16) {
+        self.parser.screen_mut().set_size(rows.max(1), cols.max(1));
+    }
+
+    /// The visible rows as plain text, each right-trimmed; always `size().0` entries.
+    pub fn rows(&self) -> Vec<String> {
+        let (_, cols) = self.size();
+        self.parser
+            .screen()
+            .rows(0, cols)
+            .map(|r| r.trim_end().to_string())
+            .collect()
+    }
+
+    /// The visible screen as plain text: [`Screen::rows`] joined by `\n`.
+    pub fn text(&self) -> String {
+        self.rows().join("\n")
+    }
+
+    /// The last `max_bytes` bytes (at most) of the screen text with trailing blank lines
+    /// removed, cut forward to a char boundary (for the `tail=` of exits.log, spec 04 §1).
+    pub fn tail_text(&self, max_bytes: usize) -> String {
+        let text = self.text();
+        let text = text.trim_end();
+        let mut start = text.len().saturating_sub(max_bytes);
+        while !text.is_char_boundary(start) {
+            start += 1;
+        }
+        text[start..].to_string()
+    }
+
+    /// Cursor position as 0-based (row, col).
+    pub fn cursor(&self) -> (u16, u16) {
+        self.parser.screen().cursor_position()
+    }
+
+    /// Whether the child switched the terminal to application-cursor mode (DECCKM): arrow keys
+    /// must then be sent as `ESC O A..D` (see `session::input::encode_keys`).
+    pub fn application_cursor(&self) -> bool {
+        self.parser.screen().application_cursor()
+    }
+
+    /// Bytes that redraw the current state on a fresh terminal for an attaching client
+    /// (spec 04 §1 "Attach"): hide the cursor, clear, replay the scrollback (with colours) so it
+    /// scrolls into the client's history, then the formatted screen, the cursor position and
+    /// visibility, and the input modes (application cursor/keypad, bracketed paste, mouse).
+    pub fn snapshot(&self) -> Vec<u8> {
+        let screen = self.parser.screen();
+        let mut out = b"\x1b[?25l\x1b[m\x1b[H\x1b[2J".to_vec();
+        if screen.alternate_screen() {
+            out.extend_from_slice(b"\x1b[?1049h");
+        } else {
+            write_scrollback(screen, &mut out);
+        }
+        out.extend_from_slice(&screen.state_formatted());
+        out
+    }
+
+    /// The composer of an agent TUI (spec 05 §7): the LAST row whose first visible character is
+    /// `glyph` (`❯` for claude, `›` for codex). `None` when no row starts with it.
+    pub fn composer_text(&self, glyph: &str) -> Option<ComposerState> {
+        let screen = self.parser.screen();
+        let (rows, cols) = screen.size();
+        let texts = self.rows();
+        let row = (0..rows).rev().find(|&r| {
+            texts
+                .get(usize::from(r))
+                .is_some_and(|t| t.trim_start().starts_with(glyph))
+        })?;
+        let mut past_glyph = false;
+        let mut seen = String::new();
+        let mut text = String::new();
+        let mut typed = false;
+        for col in 0..cols {
+            let Some(cell) = screen.cell(row, col) else {
+                break;
+            };
+            if cell.is_wide_continuation() {
+                continue;
+            }
+            let contents = cell.contents();
+            if !past_glyph {
+                seen.push_str(if contents.is_empty() { " " } else { contents });
+                past_glyph = seen.trim_start().starts_with(glyph);
+                continue;
+            }
+            text.push_str(if contents.is_empty() { " " } else { contents });
+            let visible = contents.chars().any(|c| !c.is_whitespace());
+            if visible && !cell.dim() && cell.fgcolor() == vt100::Color::Default {
+                typed = true;
+            }
+        }
+        Some(ComposerState {
+            text: text.trim().to_string(),
+            typed,
+        })
+    }
+}
+
+/// Append the model's scrollback, oldest line first, so that it scrolls into the history of
+/// the client terminal: each page is drawn at the top of a blank screen, then scrolled off by
+/// line feeds at the bottom row, leaving the screen blank again.
+fn write_scrollback(screen: &vt100::Screen, out: &mut Vec<u8>) {
+    let (rows, cols) = screen.size();
+    let mut view = screen.clone();
+    view.set_scrollback(usize::MAX);
+    let mut left = view.scrollback();
+    while left > 0 {
+        view.set_scrollback(left);
+        let page = left.min(usize::from(rows));
+        for (i, line) in view.rows_formatted(0, cols).take(page).enumerate() {
+            out.extend_from_slice(format!("\x1b[{};1H", i + 1).as_bytes());
+            out.extend_from_slice(&line);
+            out.extend_from_slice(b"\x1b[m");
+        }
+        out.extend_from_slice(format!("\x1b[{rows};1H").as_bytes());
+        out.extend(std::iter::repeat_n(b'\n', page));
+        left -= page;
+    }
+}

@@ -1,0 +1,223 @@
+use super::*;
+use proptest::prelude::*;
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = format!(
+        "{}/tests/fixtures/claude-2.1.332/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&path).unwrap_or_else(|e| panic!("read {path}: {e}"))
+}
+
+const BOOT: &str = "boot-trust-apikey-bypass-ready-paste-busy.raw";
+
+/// Feed `bytes` in pieces of `step` bytes, collecting everything produced.
+fn feed_chunked(screen: &mut Screen, bytes: &[u8], step: usize) -> Fed {
+    let mut all = Fed::default();
+    for chunk in bytes.chunks(step) {
+        let fed = screen.feed(chunk, true);
+        all.replies.extend(fed.replies);
+        all.forward.extend(fed.forward);
+    }
+    all
+}
+
+#[test]
+fn cursor_report_uses_the_model_after_preceding_bytes() {
+    let mut s = Screen::new(24, 80);
+    let fed = s.feed(b"abc\x1b[6n\x1b[5;10H\x1b[6nxyz\x1b[6n", true);
+    assert_eq!(fed.replies, b"\x1b[1;4R\x1b[5;10R\x1b[5;13R".to_vec());
+    assert_eq!(fed.forward, b"abc\x1b[5;10Hxyz".to_vec());
+    assert_eq!(s.cursor(), (4, 12));
+}
+
+#[test]
+fn query_split_across_chunks_is_reassembled() {
+    let mut s = Screen::new(24, 80);
+    let first = s.feed(b"ab\x1b[", true);
+    assert_eq!(first.forward, b"ab".to_vec());
+    assert!(first.replies.is_empty());
+    let second = s.feed(b"6ncd", true);
+    assert_eq!(second.replies, b"\x1b[1;3R".to_vec());
+    assert_eq!(second.forward, b"cd".to_vec());
+    assert_eq!(s.rows()[0], "abcd");
+}
+
+#[test]
+fn held_bytes_that_are_not_a_query_are_forwarded_with_the_next_chunk() {
+    let mut s = Screen::new(24, 80);
+    assert_eq!(s.feed(b"x\x1b[", true).forward, b"x".to_vec());
+    let fed = s.feed(b"31mred", true);
+    assert_eq!(fed.forward, b"\x1b[31mred".to_vec());
+    let cell = s.parser.screen().cell(0, 1).map(|c| c.fgcolor());
+    assert_eq!(cell, Some(vt100::Color::Idx(1)));
+}
+
+#[test]
+fn claude_startup_queries_are_answered_and_stripped() {
+    let mut s = Screen::new(50, 220);
+    let fed = s.feed(b"\x1b[>0q\x1b[?u\x1b]7501;?\x07\x1b[c\x1b]11;?\x1b\\", true);
+    let mut expected = format!("\x1bP>|iapeer({VERSION})\x1b\\").into_bytes();
+    expected.extend_from_slice(b"\x1b[?0u\x1b[?62;22c");
+    assert!(fed.replies.starts_with(&expected), "{:?}", fed.replies);
+    assert!(fed.replies.ends_with(b"\x1b\\"));
+    assert_eq!(fed.forward, b"\x1b]7501;?\x07".to_vec());
+}
+
+#[test]
+fn with_a_human_attached_nothing_is_answered_or_stripped() {
+    let mut s = Screen::new(24, 80);
+    assert_eq!(s.feed(b"a\x1b[", true).forward, b"a".to_vec());
+    let fed = s.feed(b"6n\x1b[c", false);
+    assert!(fed.replies.is_empty());
+    assert_eq!(fed.forward, b"\x1b[6n\x1b[c".to_vec());
+    // The held bytes are not replayed a second time.
+    assert_eq!(s.feed(b"z", true).forward, b"z".to_vec());
+}
+
+#[test]
+fn text_rows_and_tail() {
+    let mut s = Screen::new(4, 20);
+    s.feed("one   \r\ntwo\r\nдва три".as_bytes(), true);
+    assert_eq!(s.rows(), vec!["one", "two", "два три", ""]);
+    assert_eq!(s.text(), "one\ntwo\nдва три\n");
+    assert_eq!(s.tail_text(6), "три");
+    assert_eq!(s.tail_text(5), "ри", "a cut inside a char moves forward");
+    assert_eq!(s.tail_text(1000), "one\ntwo\nдва три");
+}
+
+#[test]
+fn application_cursor_mode_and_resize() {
+    let mut s = Screen::new(24, 80);
+    assert!(!s.application_cursor());
+    s.feed(b"\x1b[?1h", true);
+    assert!(s.application_cursor());
+    s.resize(30, 100);
+    assert_eq!(s.size(), (30, 100));
+    assert_eq!(s.rows().len(), 30);
+}
+
+#[test]
+fn composer_typed_text_versus_dim_or_coloured_placeholder() {
+    let mut s = Screen::new(10, 60);
+    s.feed(
+        "❯ earlier message\r\n\r\n❯\u{a0}\x1b[2mTry \"fix lint\"\x1b[22m".as_bytes(),
+        true,
+    );
+    let c = s.composer_text("❯").expect("composer row");
+    assert_eq!(c.text, "Try \"fix lint\"");
+    assert!(!c.typed, "dim placeholder is not typed text");
+
+    let mut s = Screen::new(10, 60);
+    s.feed(
+        "❯ \x1b[38;5;246msuggestion\x1b[39m \x1b[7m \x1b[27m".as_bytes(),
+        true,
+    );
+    assert!(!s.composer_text("❯").unwrap().typed, "coloured suggestion");
+
+    let mut s = Screen::new(10, 60);
+    s.feed("❯ \x1b[1mhello\x1b[22m\x1b[7m \x1b[27m".as_bytes(), true);
+    let c = s.composer_text("❯").unwrap();
+    assert_eq!(c.text, "hello");
+    assert!(c.typed, "bold default-colour text is typed");
+
+    assert_eq!(s.composer_text("›"), None);
+}
+
+#[test]
+fn snapshot_redraws_screen_scrollback_cursor_and_modes() {
+    let mut s = Screen::new(5, 30);
+    for i in 0..12 {
+        s.feed(
+            format!("\x1b[3{}mline {i}\x1b[m\r\n", i % 8).as_bytes(),
+            true,
+        );
+    }
+    s.feed(b"\x1b[?1h\x1b[?2004hlast", true);
+
+    let mut client = Screen::new(5, 30);
+    client.feed(b"garbage on the client terminal", true);
+    client.feed(&s.snapshot(), true);
+    assert_eq!(client.rows(), s.rows());
+    assert_eq!(client.cursor(), s.cursor());
+    assert!(client.application_cursor());
+    assert!(client.parser.screen().bracketed_paste());
+    assert_eq!(
+        client.parser.screen().cell(4, 0).map(|c| c.fgcolor()),
+        s.parser.screen().cell(4, 0).map(|c| c.fgcolor())
+    );
+    // The history scrolled into the client's scrollback, oldest first.
+    client.parser.screen_mut().set_scrollback(usize::MAX);
+    assert_eq!(client.parser.screen().scrollback(), 8);
+    assert_eq!(client.rows()[0], "line 0");
+    let first = client.parser.screen().cell(1, 0).map(|c| c.fgcolor());
+    assert_eq!(first, Some(vt100::Color::Idx(1)));
+}
+
+#[test]
+fn fixture_trust_dialog_renders() {
+    let mut s = Screen::new(SESSION_ROWS, SESSION_COLS);
+    let fed = feed_chunked(&mut s, &fixture("trust-dialog.raw"), 13);
+    let rows = s.rows();
+    assert_eq!(rows[12], " ❯ No, exit");
+    assert_eq!(rows[13], "   Yes, I trust this folder");
+    // XTVERSION, kitty and primary DA at the end of the first paint.
+    assert!(fed.replies.ends_with(b"\x1b[?0u\x1b[?62;22c"));
+}
+
+#[test]
+fn fixture_boot_composer_states() {
+    let bytes = fixture(BOOT);
+    let at = |needle: &[u8]| {
+        bytes
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .expect("needle in fixture")
+    };
+    let mut s = Screen::new(SESSION_ROWS, SESSION_COLS);
+    // Up to the ready screen (the first DA query after the bypass dialog is gone).
+    let ready_end = at(b"shift+tab to cycle");
+    s.feed(&bytes[..ready_end], true);
+    let c = s.composer_text("❯").expect("composer on the ready screen");
+    assert_eq!((c.text.as_str(), c.typed), ("", false));
+
+    let pasted_end = at(b"paste again to expand");
+    s.feed(&bytes[ready_end..pasted_end], true);
+    let c = s.composer_text("❯").unwrap();
+    assert_eq!(c.text, "[Pasted text #1 +3 lines]");
+    assert!(c.typed, "a pasted, unsent message holds the composer");
+
+    s.feed(&bytes[pasted_end..], true);
+    let c = s.composer_text("❯").unwrap();
+    assert_eq!((c.text.as_str(), c.typed), ("", false));
+    assert!(s.text().contains("esc to interrupt"));
+    assert!(s.tail_text(2048).ends_with("esc to interrupt"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    /// Chunking never changes what is answered, forwarded or modelled.
+    #[test]
+    fn fixture_chunking_is_invisible(step in 1usize..40) {
+        let bytes = fixture(BOOT);
+        let mut whole = Screen::new(SESSION_ROWS, SESSION_COLS);
+        let expected = whole.feed(&bytes, true);
+        let mut pieces = Screen::new(SESSION_ROWS, SESSION_COLS);
+        let got = feed_chunked(&mut pieces, &bytes, step);
+        prop_assert_eq!(&got, &expected);
+        prop_assert_eq!(pieces.text(), whole.text());
+        // Four XTVERSION + DA pairs and one kitty query were answered and stripped.
+        prop_assert_eq!(expected.forward.len(), bytes.len() - 4 * (5 + 3) - 4);
+    }
+}
+
+#[test]
+fn fixture_snapshot_reproduces_the_busy_screen() {
+    let mut s = Screen::new(SESSION_ROWS, SESSION_COLS);
+    s.feed(&fixture(BOOT), true);
+    let mut client = Screen::new(SESSION_ROWS, SESSION_COLS);
+    client.feed(&s.snapshot(), true);
+    assert_eq!(client.text(), s.text());
+    assert_eq!(client.cursor(), s.cursor());
+    assert_eq!(client.composer_text("❯"), s.composer_text("❯"));
+}
