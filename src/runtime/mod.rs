@@ -1,5 +1,202 @@
+//! Runtime adapters (spec 04 §2): one implementation per runtime answers how to launch it,
+//! how to read its screen, how to confirm a delivery and how to find its activity.
+
 pub mod claude_screen;
 pub mod dialog;
 pub mod echo;
 pub mod manifest;
 pub mod router;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::launch_env::LaunchEnv;
+use crate::paths::Paths;
+use crate::session::screen::Screen;
+
+/// How a runtime's sessions are hosted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuntimeKind {
+    /// An agent TUI in a pty (claude, codex, echo): woken on demand, slept when idle.
+    Agent,
+    /// A router runtime on pipes (telegram, notifier, packages): always on.
+    Router,
+}
+
+/// Fresh conversation or resume of the previous one (spec 05 §2 step 6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WakeMode {
+    /// A new conversation.
+    Fresh,
+    /// Continue the last conversation of this working folder.
+    Resume,
+}
+
+impl WakeMode {
+    /// The logfmt spelling (`mode=` in `lifecycle.log`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WakeMode::Fresh => "fresh",
+            WakeMode::Resume => "resume",
+        }
+    }
+}
+
+/// Everything an adapter needs to build a launch command.
+pub struct LaunchCtx<'a> {
+    /// The storage layout.
+    pub paths: &'a Paths,
+    /// The peer's working folder.
+    pub cwd: &'a Path,
+    /// Fresh or resume.
+    pub mode: WakeMode,
+    /// The composed system prompt file, for runtimes that take one.
+    pub system_prompt: Option<&'a Path>,
+    /// The peer's `launch.env` for this runtime.
+    pub launch_env: &'a LaunchEnv,
+}
+
+/// Program, arguments and runtime-specific environment of one launch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaunchCommand {
+    /// The program (absolute path or a name looked up in `PATH`).
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Extra environment set last (after hygiene), e.g. `CLAUDE_CODE_DISABLE_ALTERNATE_SCREEN`.
+    pub extra_env: Vec<(String, String)>,
+}
+
+/// What to do with the screen during boot.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BootStep {
+    /// Nothing recognised yet: wait for more output.
+    Wait,
+    /// A dialog is up: write these bytes (one key), labelled for progress lines.
+    Key {
+        /// The key bytes.
+        bytes: Vec<u8>,
+        /// What is being answered, e.g. `trust this folder → Yes, I trust this folder`.
+        label: String,
+    },
+    /// Ready for input.
+    Ready,
+    /// Boot cannot succeed (e.g. not logged in): the reason for the waiting sender.
+    Fail(String),
+}
+
+/// Decides whether one delivery has been accepted by the runtime (spec 04 §1 table).
+pub trait Confirm: Send {
+    /// `output` is everything the child printed since the delivery started (capped).
+    /// Returns true once the delivery is confirmed.
+    fn confirmed(&mut self, output: &[u8]) -> bool;
+}
+
+/// One runtime's behaviour. Implementations are stateless and shared.
+pub trait Adapter: Send + Sync {
+    /// The runtime name (`echo`, `claude`, …).
+    fn name(&self) -> &str;
+    /// Agent (pty) or router (pipes).
+    fn kind(&self) -> RuntimeKind;
+    /// Build the launch command. Errors are wake failure reasons (e.g. `no transcript to resume`).
+    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String>;
+    /// Whether the runtime receives the composed system prompt (spec 06).
+    fn wants_system_prompt(&self) -> bool {
+        self.kind() == RuntimeKind::Agent
+    }
+    /// Boot: read the screen and say what to do (agent runtimes only).
+    fn boot_step(&self, _screen: &Screen) -> BootStep {
+        BootStep::Ready
+    }
+    /// How long the ready screen must stay ready before input is accepted.
+    fn ready_settle(&self) -> Duration {
+        Duration::ZERO
+    }
+    /// Whether the screen shows the runtime mid-turn.
+    fn is_busy(&self, _screen: &Screen) -> bool {
+        false
+    }
+    /// Start confirming one delivery into a session whose working folder is `cwd`.
+    fn confirmer(&self, cwd: &Path, agent_ts: Option<&str>) -> Box<dyn Confirm>;
+    /// Newest activity time of the runtime for `cwd` (epoch ms), from its transcripts.
+    fn activity_ms(&self, _cwd: &Path) -> Option<u64> {
+        None
+    }
+    /// Whether a conversation exists to resume in `cwd`.
+    fn resumable(&self, _cwd: &Path) -> bool {
+        false
+    }
+    /// The keys that interrupt a turn, if the runtime supports control commands.
+    fn interrupt_keys(&self) -> Option<Vec<u8>> {
+        None
+    }
+    /// A better reason for an exit during boot, read from the last screen text.
+    fn explain_exit(&self, _screen_text: &str) -> Option<String> {
+        None
+    }
+}
+
+/// Confirmation for runtimes where a complete write is the confirmation (router runtimes).
+pub struct WrittenIsConfirmed;
+
+impl Confirm for WrittenIsConfirmed {
+    fn confirmed(&mut self, _output: &[u8]) -> bool {
+        true
+    }
+}
+
+/// Why a runtime cannot be used.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RuntimeError {
+    /// Not built in and no `runtimes/<rt>/runtime.json`.
+    NotInstalled(String),
+    /// The manifest exists but is invalid.
+    BadManifest(PathBuf, String),
+}
+
+impl std::fmt::Display for RuntimeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RuntimeError::NotInstalled(rt) => write!(
+                f,
+                "runtime \"{rt}\" is not installed — install its package (iapeer install-runtime {rt}) or choose another runtime"
+            ),
+            RuntimeError::BadManifest(p, why) => {
+                write!(f, "{} is not a valid runtime manifest: {why}", p.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for RuntimeError {}
+
+/// The adapter for `runtime`: built-in agent runtimes, else an installed router runtime.
+///
+/// Errors: [`RuntimeError`] when the runtime is unknown or its manifest is invalid.
+pub fn adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, RuntimeError> {
+    match runtime {
+        "echo" => Ok(Arc::new(echo::Echo::from_env())),
+        _ => {
+            let manifest = manifest::Manifest::load(paths, runtime)?
+                .ok_or_else(|| RuntimeError::NotInstalled(runtime.to_string()))?;
+            Ok(Arc::new(router::RouterRuntime::new(manifest)))
+        }
+    }
+}
+
+/// Whether `runtime` can be used on this host (built in, or installed with a valid manifest).
+pub fn is_installed(paths: &Paths, runtime: &str) -> bool {
+    adapter_for(paths, runtime).is_ok()
+}
+
+/// Newest modification time (epoch ms) among `files`; missing files are skipped.
+pub fn newest_mtime_ms<'a>(files: impl IntoIterator<Item = &'a Path>) -> Option<u64> {
+    files
+        .into_iter()
+        .filter_map(|p| std::fs::metadata(p).ok()?.modified().ok())
+        .filter_map(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as u64)
+        .max()
+}
