@@ -1,1 +1,447 @@
-//! logfmt event logs with rotation (spec 11 §1). [to be written]
+//! logfmt event logs with rotation (spec 11 §1): `lifecycle.log`, `delivery.log`, `exits.log`.
+//!
+//! One event per line, `ts=<UTC ms Z>` first, then the event's fields in the order they were
+//! added. Writers in several processes may share a log: rotation happens under an `fs2` lock
+//! on `<log>.lock`, and each line is one `O_APPEND` write.
+
+use crate::clock;
+use crate::fsutil::{self, MODE_PRIVATE};
+use fs2::FileExt;
+use std::borrow::Cow;
+use std::fmt::{self, Display};
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// Default size limit of one log file, in bytes (5 MiB).
+pub const DEFAULT_MAX_BYTES: u64 = 5 * 1024 * 1024;
+/// Default number of rotated copies kept (`<log>.1` … `<log>.5`).
+pub const DEFAULT_KEEP: u32 = 5;
+
+/// One event: `ev=<name>` followed by `key=value` fields in the order added.
+///
+/// ```
+/// # use iapeer::eventlog::{Event, format_line};
+/// let ev = Event::new("delivery").field("caller", "claude-bob").opt("rt", None::<&str>);
+/// assert_eq!(format_line("T", &ev), "ts=T ev=delivery caller=claude-bob");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    fields: Vec<(String, String)>,
+}
+
+impl Event {
+    /// A new event whose first field is `ev=<name>`.
+    pub fn new(name: &str) -> Event {
+        Event {
+            fields: vec![("ev".to_string(), name.to_string())],
+        }
+    }
+
+    /// Append `key=value` (the value is formatted with `Display`).
+    pub fn field(mut self, key: &str, value: impl Display) -> Event {
+        self.fields.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    /// Append `key=value` only when `value` is `Some` (absent fields are omitted).
+    pub fn opt<V: Display>(self, key: &str, value: Option<V>) -> Event {
+        match value {
+            Some(v) => self.field(key, v),
+            None => self,
+        }
+    }
+
+    /// The fields in order, `ev` first.
+    pub fn fields(&self) -> &[(String, String)] {
+        &self.fields
+    }
+}
+
+/// Quote one logfmt value (spec 11 §1): empty → `""`; a value with whitespace, `"`, `=` or a
+/// control character → double-quoted with `\` → `\\`, `"` → `\"`, newline → `\n`; else bare.
+pub fn quote_value(value: &str) -> Cow<'_, str> {
+    if value.is_empty() {
+        return Cow::Borrowed("\"\"");
+    }
+    let needs = value
+        .chars()
+        .any(|c| c.is_whitespace() || c == '"' || c == '=' || c.is_control());
+    if !needs {
+        return Cow::Borrowed(value);
+    }
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    Cow::Owned(out)
+}
+
+/// One log line without its newline: `ts=<ts>` then the event's fields, values quoted by
+/// [`quote_value`].
+pub fn format_line(ts: &str, event: &Event) -> String {
+    let mut line = format!("ts={}", quote_value(ts));
+    for (key, value) in &event.fields {
+        line.push(' ');
+        line.push_str(key);
+        line.push('=');
+        line.push_str(&quote_value(value));
+    }
+    line
+}
+
+/// Parse a size or count setting: `Some(n)` for a positive integer, `None` for missing, junk,
+/// zero or negative text (the caller then uses its default).
+pub fn positive_setting(raw: Option<&str>) -> Option<u64> {
+    raw.and_then(|s| s.trim().parse::<u64>().ok())
+        .filter(|n| *n > 0)
+}
+
+/// Why a line could not be appended.
+#[derive(Debug)]
+pub struct EventLogError {
+    path: PathBuf,
+    source: io::Error,
+}
+
+impl Display for EventLogError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "cannot append to event log {}: {}",
+            self.path.display(),
+            self.source
+        )
+    }
+}
+
+impl std::error::Error for EventLogError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// An append-only logfmt file with size-based rotation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventLog {
+    path: PathBuf,
+    max_bytes: u64,
+    keep: u32,
+}
+
+impl EventLog {
+    /// A log at `path` rotated past `max_bytes` bytes keeping `keep` copies; zero values mean
+    /// the defaults (5 MiB, 5).
+    pub fn new(path: impl Into<PathBuf>, max_bytes: u64, keep: u32) -> EventLog {
+        EventLog {
+            path: path.into(),
+            max_bytes: if max_bytes == 0 {
+                DEFAULT_MAX_BYTES
+            } else {
+                max_bytes
+            },
+            keep: if keep == 0 { DEFAULT_KEEP } else { keep },
+        }
+    }
+
+    /// A log at `path` whose limits come from `IAPEER_<NAME>_LOG_MAX_BYTES` and
+    /// `IAPEER_<NAME>_LOG_KEEP` (`name` = `LIFECYCLE`, `DELIVERY` or `EXITS`). Junk or
+    /// non-positive values fall back to the defaults with one `log::warn!` line.
+    pub fn from_env(path: impl Into<PathBuf>, name: &str) -> EventLog {
+        let read = |suffix: &str, default: u64| -> u64 {
+            let var = format!("IAPEER_{name}_LOG_{suffix}");
+            let raw = std::env::var(&var).ok();
+            match (raw.as_deref(), positive_setting(raw.as_deref())) {
+                (_, Some(n)) => n,
+                (None, None) => default,
+                (Some(bad), None) => {
+                    log::warn!("{var}={bad:?} is not a positive integer; using {default}");
+                    default
+                }
+            }
+        };
+        let max = read("MAX_BYTES", DEFAULT_MAX_BYTES);
+        let keep = read("KEEP", u64::from(DEFAULT_KEEP));
+        EventLog::new(path, max, u32::try_from(keep).unwrap_or(u32::MAX))
+    }
+
+    /// The log file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The size limit in bytes.
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes
+    }
+
+    /// How many rotated copies are kept.
+    pub fn keep(&self) -> u32 {
+        self.keep
+    }
+
+    /// Append `event` stamped with the current UTC time. Never fails the caller: an error is
+    /// reported with `log::warn!` and the event is dropped.
+    pub fn append(&self, event: &Event) {
+        let line = format_line(&clock::log_ts(jiff::Timestamp::now()), event);
+        if let Err(e) = self.append_line(&line) {
+            log::warn!("{e}");
+        }
+    }
+
+    /// Append one already formatted line (a newline is added). Under the lock `<log>.lock`:
+    /// rotate when the file is non-empty and `size + len > max`, then one `O_APPEND` write.
+    /// The parent folder is created (0700), the file is 0600.
+    ///
+    /// Errors: any I/O error on the folder, the lock, the rotation or the write.
+    pub fn append_line(&self, line: &str) -> Result<(), EventLogError> {
+        let err = |source| EventLogError {
+            path: self.path.clone(),
+            source,
+        };
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fsutil::ensure_dir(dir).map_err(err)?;
+        }
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(MODE_PRIVATE)
+            .open(self.numbered("lock"))
+            .map_err(err)?;
+        // Held until `lock` is dropped (closing the descriptor releases the flock). The write
+        // is under the lock too, so the size check stays exact with several writers.
+        lock.lock_exclusive().map_err(err)?;
+
+        let size = fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0);
+        if size > 0 && size + bytes.len() as u64 > self.max_bytes {
+            self.rotate().map_err(err)?;
+        }
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(MODE_PRIVATE)
+            .open(&self.path)
+            .map_err(err)?;
+        file.write_all(&bytes).map_err(err)?;
+        Ok(())
+    }
+
+    /// Delete `<log>.<keep>`, shift `<log>.<i>` → `<log>.<i+1>`, rename `<log>` → `<log>.1`.
+    fn rotate(&self) -> io::Result<()> {
+        fsutil::remove_if_exists(&self.numbered(&self.keep.to_string()))?;
+        for i in (1..self.keep).rev() {
+            match fs::rename(
+                self.numbered(&i.to_string()),
+                self.numbered(&(i + 1).to_string()),
+            ) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        fs::rename(&self.path, self.numbered("1"))
+    }
+
+    /// `<log>.<suffix>`.
+    fn numbered(&self, suffix: &str) -> PathBuf {
+        let mut s = self.path.as_os_str().to_owned();
+        s.push(".");
+        s.push(suffix);
+        PathBuf::from(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn quoting_table() {
+        let cases = [
+            ("", "\"\""),
+            ("plain", "plain"),
+            ("claude-bob", "claude-bob"),
+            ("a\\b", "a\\b"),
+            ("two words", "\"two words\""),
+            ("tab\there", "\"tab\there\""),
+            ("k=v", "\"k=v\""),
+            ("say \"hi\"", "\"say \\\"hi\\\"\""),
+            ("line\nnext", "\"line\\nnext\""),
+            ("back\\slash and space", "\"back\\\\slash and space\""),
+            ("bell\u{7}", "\"bell\u{7}\""),
+            ("cr\r", "\"cr\r\""),
+            ("héllo", "héllo"),
+            ("nbsp\u{a0}x", "\"nbsp\u{a0}x\""),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(quote_value(raw), want, "quote_value({raw:?})");
+        }
+    }
+
+    #[test]
+    fn line_has_ts_first_and_fields_in_order() {
+        let ev = Event::new("delivery")
+            .field("path", "mcp")
+            .field("caller", "claude-bob")
+            .field("to", "alice")
+            .opt("rt", None::<&str>)
+            .field("ok", false)
+            .opt("woke", Some(true))
+            .field("ms", 12)
+            .opt("err", Some("peer \"x\" is not in the index"));
+        assert_eq!(
+            format_line("2026-07-13T22:23:45.123Z", &ev),
+            "ts=2026-07-13T22:23:45.123Z ev=delivery path=mcp caller=claude-bob to=alice \
+ok=false woke=true ms=12 err=\"peer \\\"x\\\" is not in the index\""
+        );
+    }
+
+    #[test]
+    fn settings_fall_back_on_junk() {
+        assert_eq!(positive_setting(Some("1024")), Some(1024));
+        assert_eq!(positive_setting(Some(" 7 ")), Some(7));
+        for bad in ["0", "-5", "5MB", "", "1.5"] {
+            assert_eq!(positive_setting(Some(bad)), None, "{bad:?}");
+        }
+        assert_eq!(positive_setting(None), None);
+        std::env::set_var("IAPEER_UNITTESTA_LOG_MAX_BYTES", "4096");
+        std::env::set_var("IAPEER_UNITTESTA_LOG_KEEP", "junk");
+        let log = EventLog::from_env("/x/a.log", "UNITTESTA");
+        assert_eq!((log.max_bytes(), log.keep()), (4096, DEFAULT_KEEP));
+        let log = EventLog::from_env("/x/a.log", "UNITTESTB");
+        assert_eq!(
+            (log.max_bytes(), log.keep()),
+            (DEFAULT_MAX_BYTES, DEFAULT_KEEP)
+        );
+    }
+
+    fn read(p: &Path) -> String {
+        fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    }
+
+    #[test]
+    fn rotation_shifts_copies_and_drops_the_oldest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("logs/iapeer/delivery.log");
+        let log = EventLog::new(&path, 100, 3);
+        // Each line is 40 bytes with its newline: two fit under 100, the third rotates.
+        let line = |i: usize| format!("n={i:02} {}", "x".repeat(34));
+        for i in 1..=9 {
+            log.append_line(&line(i)).unwrap();
+        }
+        let two = |a: usize, b: usize| format!("{}\n{}\n", line(a), line(b));
+        assert_eq!(read(&path), format!("{}\n", line(9)));
+        assert_eq!(read(&log.numbered("1")), two(7, 8));
+        assert_eq!(read(&log.numbered("2")), two(5, 6));
+        assert_eq!(read(&log.numbered("3")), two(3, 4));
+        assert!(!log.numbered("4").exists());
+
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(path.parent().unwrap()), 0o700);
+    }
+
+    #[test]
+    fn append_stamps_utc_millis() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = EventLog::new(dir.path().join("exits.log"), 0, 0);
+        log.append(&Event::new("session-exit").field("identity", "echo-bob"));
+        let text = read(log.path());
+        let (ts, rest) = text.split_once(' ').unwrap();
+        assert_eq!(rest, "ev=session-exit identity=echo-bob\n");
+        let ts = ts.strip_prefix("ts=").unwrap();
+        assert!(
+            ts.ends_with('Z') && ts.len() == "2026-07-13T22:23:45.123Z".len(),
+            "{ts}"
+        );
+        assert!(ts.parse::<jiff::Timestamp>().is_ok());
+    }
+
+    #[test]
+    fn append_never_fails_the_caller() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocker = dir.path().join("file");
+        fs::write(&blocker, "x").unwrap();
+        // The parent "folder" is a file: the append fails, is logged, and returns.
+        let log = EventLog::new(blocker.join("x.log"), 0, 0);
+        log.append(&Event::new("t"));
+        assert!(log.append_line("x").is_err());
+    }
+
+    #[test]
+    fn concurrent_writers_with_rotation_write_whole_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lifecycle.log");
+        let (threads, per) = (4, 150);
+        let max = 2000;
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let path = &path;
+                s.spawn(move || {
+                    // Each writer has its own EventLog (like separate processes).
+                    let log = EventLog::new(path, max, 200);
+                    for n in 0..per {
+                        let ev = Event::new("t")
+                            .field("w", t)
+                            .field("n", n)
+                            .field("pad", "y".repeat(n % 40));
+                        log.append_line(&format_line("T", &ev)).unwrap();
+                    }
+                });
+            }
+        });
+        let log = EventLog::new(&path, max, 200);
+        let mut seen = BTreeSet::new();
+        let mut files = vec![path.clone()];
+        files.extend(
+            (1..=200)
+                .map(|i| log.numbered(&i.to_string()))
+                .filter(|p| p.exists()),
+        );
+        assert!(
+            files.len() > 5,
+            "expected several rotations, got {}",
+            files.len()
+        );
+        for f in &files {
+            let text = read(f);
+            assert!(
+                text.len() as u64 <= max,
+                "{} is {} bytes",
+                f.display(),
+                text.len()
+            );
+            assert!(text.ends_with('\n'));
+            for l in text.lines() {
+                let parts: Vec<&str> = l.split(' ').collect();
+                assert_eq!(parts.len(), 5, "torn line {l:?}");
+                let w: usize = parts[2].strip_prefix("w=").unwrap().parse().unwrap();
+                let n: usize = parts[3].strip_prefix("n=").unwrap().parse().unwrap();
+                let want = format_line(
+                    "T",
+                    &Event::new("t")
+                        .field("w", w)
+                        .field("n", n)
+                        .field("pad", "y".repeat(n % 40)),
+                );
+                assert_eq!(l, want);
+                assert!(seen.insert((w, n)), "duplicate line {l:?}");
+            }
+        }
+        assert_eq!(seen.len(), threads * per);
+    }
+}
