@@ -112,7 +112,7 @@ pub static VERBS: &[VerbSpec] = &[
                 short: None,
                 value: Some("<path>"),
                 repeatable: true,
-                help: "attach a local file by absolute path (repeatable, at most 20)",
+                help: "attach a local file by its absolute path (at most 20)",
             },
             JSON,
         ],
