@@ -1,1 +1,332 @@
-//! Man page generation from the table. [to be written]
+//! The man page `man/iapeer.1` (roff, section 1), generated from the verb table (spec 07
+//! "Man page and completions"). The checked-in file is regenerated with
+//! `cargo run -- --generate man > man/iapeer.1` (or `IAPEER_BLESS=1 cargo test --lib cli::man`)
+//! and a test fails while it differs from [`render_man`].
+
+use std::fmt::Write as _;
+
+use super::spec::{
+    FlagSpec, Group, VerbSpec, ABOUT, GENERATE_FLAG, GLOBAL_FLAGS, RUNTIME_SHORTCUT, VERBS,
+};
+
+/// One environment variable documented in the man page (spec 11 §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnvSpec {
+    /// The variable's name.
+    pub name: &'static str,
+    /// What it does, with its default.
+    pub meaning: &'static str,
+}
+
+/// The environment variables iapeer reads, in the order the man page lists them.
+pub const ENV_VARS: &[EnvSpec] = &[
+    env("IAPEER_ROOT", "the storage root (default ~/.iapeer)"),
+    env("IAPEER_PORT", "the loopback HTTP port of the daemon (default 8765; 0 picks a free port)"),
+    env("IAPEER_DAEMON_SOCKET", "the control socket (default <root>/state/iapeer/router.sock)"),
+    env("IAPEER_BEARER_TOKEN", "when set, every HTTP request must carry this bearer token"),
+    env("IAPEER_MCP_AUTH", "token (default): agents prove their identity with their session token; header: the identity header is trusted, as the original tool did"),
+    env("IAPEER_IDLE_SECS", "seconds of idleness before an agent is put to sleep (default 3600)"),
+    env("IAPEER_BOOT_DEADLINE_SECS", "seconds a starting agent has to become ready (default 240)"),
+    env("IAPEER_READY_GATE_SECS", "seconds between the first message and visible model activity before a wake fails (default 120)"),
+    env("IAPEER_CRASHLOOP_MAX", "deaths within the crash-loop window that stop restarts (default 3)"),
+    env("IAPEER_CRASHLOOP_WINDOW_SECS", "the crash-loop window in seconds (default 300)"),
+    env("IAP_HOST_LIVENESS_GRACE_MS", "milliseconds to wait for delivery confirmation (default 4000; 60000 with attachments)"),
+    env("IAPEER_TICK_SECS", "seconds between supervision ticks (default 60); a knob for tests"),
+    env("IAPEER_LOG", "level of the daemon's diagnostic log: error, warn, info (default), debug or trace"),
+    env("PEER_PERSONALITY", "set by the daemon in a session: the peer's name"),
+    env("PEER_RUNTIME", "set by the daemon in a session: the runtime it runs on"),
+    env("PEER_IDENTITY", "set by the daemon in a session: <runtime>-<name>; the default sender of iapeer send"),
+    env("IAPEER_TOKEN", "set by the daemon in a session: the token that authenticates its MCP calls"),
+];
+
+const fn env(name: &'static str, meaning: &'static str) -> EnvSpec {
+    EnvSpec { name, meaning }
+}
+
+/// Files the man page lists: (path, meaning).
+const FILES: &[(&str, &str)] = &[
+    ("~/.iapeer/", "the storage root (IAPEER_ROOT)"),
+    (
+        "~/.iapeer/IAPEER.md",
+        "the host doctrine, part of every agent's system prompt",
+    ),
+    (
+        "~/.iapeer/*.md, ~/.iapeer/fragments/*.md",
+        "host domain files and fragments of the system prompt",
+    ),
+    ("~/.iapeer/peers-profiles.json", "the registry of peers"),
+    (
+        "~/.iapeer/peers/<name>/",
+        "the working folder of a peer made by create",
+    ),
+    ("~/.iapeer/docs/", "reference docs, one folder per package"),
+    (
+        "~/.iapeer/state/iapeer/router.sock",
+        "the daemon's control socket",
+    ),
+    (
+        "~/.iapeer/state/lifecycle/<identity>.system-prompt.md",
+        "the system prompt of a session, rebuilt at every start",
+    ),
+    (
+        "~/.iapeer/logs/iapeer/",
+        "lifecycle.log, delivery.log, exits.log and daemon.log",
+    ),
+    (
+        "~/.iapeer/logs/lifecycle/<identity>.log",
+        "the raw terminal output of a peer's sessions",
+    ),
+    (
+        "<cwd>/.iapeer/peer-profile.json",
+        "a peer's profile, the source of truth about it",
+    ),
+    ("<cwd>/.iapeer/IAPEER.md", "a peer's own doctrine"),
+    (
+        "<cwd>/.iapeer/*.md, <cwd>/.iapeer/fragments/*.md",
+        "a peer's domain files and fragments",
+    ),
+    (
+        "<cwd>/.iapeer/runtimes/<runtime>/launch.env",
+        "launch settings of a peer on one runtime",
+    ),
+];
+
+/// The whole man page as roff, ending with a newline. Pure: the same build always gives the
+/// same bytes (no date; the version is the crate's).
+pub fn render_man() -> String {
+    let mut out = String::new();
+    out.push_str(".\\\" Generated from the verb table by: iapeer --generate man. Do not edit.\n");
+    let _ = writeln!(
+        out,
+        ".TH IAPEER 1 \"\" \"iapeer {}\" \"User Commands\"",
+        env!("CARGO_PKG_VERSION")
+    );
+    // No hyphenation: flags and paths must read exactly as typed.
+    out.push_str(".nh\n");
+    let _ = write!(out, ".SH NAME\niapeer \\- {}\n", prose(ABOUT));
+    out.push_str(
+        ".SH SYNOPSIS\n\\fBiapeer\\fR \\fIverb\\fR [\\fIargs\\fR] [\\fIflags\\fR]\n.br\n\
+         \\fBiapeer\\fR \\fIruntime\\fR\n.br\n\\fBiapeer\\fR \\-\\-help | \\-\\-version\n",
+    );
+    out.push_str(".SH DESCRIPTION\n");
+    for para in DESCRIPTION {
+        let _ = write!(out, ".PP\n{}\n", prose(para));
+    }
+    out.push_str(".SH OPTIONS\n");
+    for f in GLOBAL_FLAGS.iter().chain(std::iter::once(&GENERATE_FLAG)) {
+        flag_item(&mut out, f);
+    }
+    out.push_str(".SH VERBS\n");
+    for group in Group::ALL {
+        let _ = writeln!(out, ".SS {}", group.title());
+        let verbs = VERBS.iter().chain(std::iter::once(&RUNTIME_SHORTCUT));
+        for v in verbs.filter(|v| v.group == group) {
+            verb_item(&mut out, v);
+        }
+    }
+    out.push_str(".SH ENVIRONMENT\n");
+    for e in ENV_VARS {
+        let _ = write!(out, ".TP\n\\fB{}\\fR\n{}\n", code(e.name), prose(e.meaning));
+    }
+    out.push_str(".SH FILES\n");
+    for (path, meaning) in FILES {
+        let _ = write!(out, ".TP\n\\fI{}\\fR\n{}\n", code(path), prose(meaning));
+    }
+    out.push_str(
+        ".SH EXIT STATUS\n.TP\n0\nsuccess, including requests that changed nothing because \
+         nothing needed changing\n.TP\n1\nthe operation failed or was refused (peer stopped, \
+         not registered, daemon not running, ...)\n.TP\n2\na usage error: unknown verb, missing \
+         argument, unknown flag\n",
+    );
+    out.push_str(&format!(
+        ".SH SEE ALSO\n{}\n",
+        prose(
+            "launchctl(1), systemctl(1), and the reference docs installed in \
+             ~/.iapeer/docs/iapeer/."
+        )
+    ));
+    out
+}
+
+/// DESCRIPTION paragraphs, in our own words.
+const DESCRIPTION: &[&str] = &[
+    "iapeer keeps a team of participants on one host reachable by message. Every participant is a \
+     peer with a name and a working folder: an AI agent (a real interactive Claude Code or Codex \
+     session in a terminal the daemon owns), a human (over a chat runtime such as Telegram, or by \
+     attaching a terminal to an agent), or a program with no intelligence (a scheduler, a watcher).",
+    "Agents reach any peer with the MCP tool send_to_peer; shell scripts use iapeer send. The daemon \
+     wakes a sleeping agent before delivering to it and puts idle agents to sleep after an hour; the \
+     next message on the same topic resumes the earlier conversation.",
+    "Each verb takes its positionals and flags in any order. Flags take --key value or --key=value \
+     (the second form keeps the value exactly, even when it starts with a dash); --help or -h anywhere \
+     prints help for the verb and runs nothing; -- ends the flags. Results go to stdout, errors to \
+     stderr as one line; --json gives one JSON document for scripts.",
+];
+
+fn verb_item(out: &mut String, v: &VerbSpec) {
+    let _ = write!(
+        out,
+        ".TP\n\\fB{}\\fR\n{}\n",
+        code(v.signature),
+        prose(v.description)
+    );
+    if v.hidden {
+        out.push_str(".br\nThis verb is not listed by iapeer help.\n");
+    }
+    if !v.flags.is_empty() {
+        out.push_str(".RS\n");
+        for f in v.flags {
+            flag_item(out, f);
+        }
+        out.push_str(".RE\n");
+    }
+}
+
+fn flag_item(out: &mut String, f: &FlagSpec) {
+    let mut label = match f.short {
+        Some(c) => format!("\\fB\\-{c}\\fR, \\fB\\-\\-{}\\fR", code(f.long)),
+        None => format!("\\fB\\-\\-{}\\fR", code(f.long)),
+    };
+    if let Some(value) = f.value {
+        let _ = write!(label, " \\fI{}\\fR", code(value));
+    }
+    let repeat = if f.repeatable { " (repeatable)" } else { "" };
+    let _ = write!(out, ".TP\n{label}\n{}{repeat}\n", prose(f.help));
+}
+
+/// Escape text for roff where every hyphen is a real minus (flags, names, paths): `\` → `\e`,
+/// `-` → `\-`, non-ASCII → `\[uXXXX]`, and a leading `.` or `'` is guarded with `\&`.
+pub fn code(s: &str) -> String {
+    escape(s, |_| true)
+}
+
+/// Escape running text for roff like [`code`], but only hyphens that begin a word (flags such
+/// as `--all`) become `\-`; hyphens inside words (`always-on`) stay hyphens.
+pub fn prose(s: &str) -> String {
+    escape(s, |prev| {
+        prev.is_none_or(|p| p.is_whitespace() || matches!(p, '-' | '(' | '[' | '|' | '"'))
+    })
+}
+
+fn escape(s: &str, minus: impl Fn(Option<char>) -> bool) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut prev: Option<char> = None;
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\e"),
+            '-' if minus(prev) => out.push_str("\\-"),
+            '.' | '\'' if prev.is_none() || prev == Some('\n') => {
+                out.push_str("\\&");
+                out.push(c);
+            }
+            c if !c.is_ascii() => {
+                let _ = write!(out, "\\[u{:04X}]", c as u32);
+            }
+            c => out.push(c),
+        }
+        prev = Some(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn checked_in_man_page_is_current() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("man/iapeer.1");
+        let page = render_man();
+        if std::env::var_os("IAPEER_BLESS").is_some_and(|v| v == "1") {
+            std::fs::write(&path, &page).unwrap();
+            return;
+        }
+        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            on_disk == page,
+            "man/iapeer.1 is out of date with the verb table; regenerate it with \
+             `cargo run -- --generate man > man/iapeer.1` \
+             (or IAPEER_BLESS=1 cargo test --lib cli::man) and commit it"
+        );
+    }
+
+    #[test]
+    fn page_documents_every_verb_flag_and_variable() {
+        let page = render_man();
+        assert!(page.contains(&format!("\"iapeer {}\"", env!("CARGO_PKG_VERSION"))));
+        for section in [
+            "NAME",
+            "SYNOPSIS",
+            "DESCRIPTION",
+            "VERBS",
+            "ENVIRONMENT",
+            "FILES",
+        ] {
+            assert!(page.contains(&format!("\n.SH {section}\n")), "{section}");
+        }
+        assert!(page.contains("\n.SH EXIT STATUS\n") && page.contains("\n.SH SEE ALSO\n"));
+        for v in VERBS.iter().chain(std::iter::once(&RUNTIME_SHORTCUT)) {
+            assert!(
+                page.contains(&format!("\\fB{}", code(v.signature))),
+                "{}",
+                v.name
+            );
+            for f in v.flags {
+                assert!(
+                    page.contains(&format!("\\-\\-{}", code(f.long))),
+                    "--{}",
+                    f.long
+                );
+            }
+        }
+        assert!(page.contains("echo\\-agent"));
+        for e in ENV_VARS {
+            assert!(
+                page.contains(&format!("\\fB{}\\fR", code(e.name))),
+                "{}",
+                e.name
+            );
+        }
+        for name in [
+            "IAPEER_ROOT",
+            "IAPEER_TICK_SECS",
+            "PEER_IDENTITY",
+            "IAPEER_LOG",
+        ] {
+            assert!(ENV_VARS.iter().any(|e| e.name == name), "{name}");
+        }
+    }
+
+    #[test]
+    fn page_is_plain_ascii_roff() {
+        let page = render_man();
+        assert!(page.is_ascii());
+        for line in page.lines() {
+            if line.starts_with('.') {
+                let ok = [
+                    ".\\\"", ".TH ", ".SH ", ".SS ", ".TP", ".PP", ".RS", ".RE", ".br", ".nh",
+                ];
+                assert!(
+                    ok.iter().any(|m| line.starts_with(m)),
+                    "stray request: {line}"
+                );
+            }
+            assert!(!line.starts_with('\''), "{line}");
+        }
+    }
+
+    #[test]
+    fn escaping() {
+        assert_eq!(code("--all"), "\\-\\-all");
+        assert_eq!(code("a\\b"), "a\\eb");
+        assert_eq!(code(".hidden"), "\\&.hidden");
+        assert_eq!(prose("'quoted"), "\\&'quoted");
+        assert_eq!(
+            prose("always-on peers with --all"),
+            "always-on peers with \\-\\-all"
+        );
+        assert_eq!(prose("(-h) a — b"), "(\\-h) a \\[u2014] b");
+        assert_eq!(prose("end."), "end.");
+    }
+}

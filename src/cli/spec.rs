@@ -1,1 +1,281 @@
-//! The verb and flag table (spec 07). [to be written]
+//! The verb and flag table (spec 07): every verb and flag of `iapeer` is defined once, here,
+//! as data. The parser (`parse`), the help text (`help`), the man page (`man`) and the shell
+//! completions (`completions`) are all generated from it, so they cannot drift.
+//!
+//! Adding a verb is one entry in [`VERBS`]; a flag used by several verbs with the same meaning
+//! is one `const` shared by their entries.
+
+mod verbs;
+
+pub use verbs::{RUNTIME_SHORTCUT, VERBS};
+
+/// One flag of a verb, e.g. `--message <text>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlagSpec {
+    /// The long name without dashes, e.g. `message-file`.
+    pub long: &'static str,
+    /// An optional one-letter form, e.g. `h` for `-h`.
+    pub short: Option<char>,
+    /// The value's name as shown, brackets included (`<text>`); `None` for a boolean flag,
+    /// which never takes a value.
+    pub value: Option<&'static str>,
+    /// True when every occurrence is kept (`--attachment`); otherwise the last one wins.
+    pub repeatable: bool,
+    /// One line of help, lower case, no final period.
+    pub help: &'static str,
+}
+
+/// One positional argument of a verb.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PosSpec {
+    /// The name shown in signatures, `<name>` when required and `[name]` when optional.
+    pub name: &'static str,
+    /// True when the argument must be given (unless a [`Rule::ReplacesPositionals`] flag is).
+    pub required: bool,
+    /// True when the argument takes every remaining word (last positional only).
+    pub repeat: bool,
+}
+
+/// A constraint across a verb's arguments, checked by the parser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// Exactly one of these flags (long names) must be given.
+    ExactlyOne(&'static [&'static str]),
+    /// This boolean flag stands instead of the positionals: with it, no positional may be
+    /// given; without it, the required positionals are required.
+    ReplacesPositionals(&'static str),
+}
+
+/// Where a verb is listed in help and the man page (in this order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Group {
+    /// help, version.
+    General,
+    /// send.
+    Messaging,
+    /// create, init, list, verify, remove, live-runtime.
+    Peers,
+    /// stop, start, attach and the bare runtime form.
+    Lifecycle,
+    /// daemon, status.
+    Host,
+    /// demo and its stand-in agent.
+    Demo,
+}
+
+impl Group {
+    /// Every group in display order.
+    pub const ALL: [Group; 6] = [
+        Group::General,
+        Group::Messaging,
+        Group::Peers,
+        Group::Lifecycle,
+        Group::Host,
+        Group::Demo,
+    ];
+
+    /// The heading shown in help and the man page.
+    pub fn title(self) -> &'static str {
+        match self {
+            Group::General => "General",
+            Group::Messaging => "Messaging",
+            Group::Peers => "Peers",
+            Group::Lifecycle => "Lifecycle",
+            Group::Host => "Host",
+            Group::Demo => "Demo",
+        }
+    }
+}
+
+/// One verb: everything the parser, help, man page and completions need to know about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerbSpec {
+    /// The word typed after `iapeer`.
+    pub name: &'static str,
+    /// The usage line after `iapeer `, e.g. `remove <peer> [--force]`.
+    pub signature: &'static str,
+    /// One line for the verb list, lower case, no final period.
+    pub summary: &'static str,
+    /// A paragraph for the man page and the verb's help.
+    pub description: &'static str,
+    /// Positional arguments in order.
+    pub positionals: &'static [PosSpec],
+    /// The verb's flags (`--help`/`-h` is global and not listed here).
+    pub flags: &'static [FlagSpec],
+    /// Constraints the parser checks.
+    pub rules: &'static [Rule],
+    /// Hidden from help and completions (still in the man page).
+    pub hidden: bool,
+    /// Where it is listed.
+    pub group: Group,
+    /// Every word after the verb is passed through untouched, flags included.
+    pub passthrough: bool,
+}
+
+impl VerbSpec {
+    /// The flag with this long name, if the verb has it.
+    pub fn flag(&self, long: &str) -> Option<&'static FlagSpec> {
+        self.flags.iter().find(|f| f.long == long)
+    }
+
+    /// The flag with this one-letter form, if the verb has it.
+    pub fn flag_by_short(&self, short: char) -> Option<&'static FlagSpec> {
+        self.flags.iter().find(|f| f.short == Some(short))
+    }
+}
+
+/// The signature of iapeer as a whole, used by usage errors before a verb is known.
+pub const GENERAL_SIGNATURE: &str = "<verb> [args] [flags]";
+
+/// One sentence saying what iapeer is (help, man page NAME).
+pub const ABOUT: &str =
+    "keep a team of AI agents, humans and services on this host reachable by message";
+
+/// Agent runtimes that can be typed as a verb: `iapeer claude` starts a fresh session of the
+/// current folder's peer on that runtime, then attaches.
+pub const SHORTCUT_RUNTIMES: &[&str] = &["claude", "codex", "echo"];
+
+/// `--help`/`-h`: accepted anywhere; prints help instead of running anything.
+pub const HELP_FLAG: FlagSpec = FlagSpec {
+    long: "help",
+    short: Some('h'),
+    value: None,
+    repeatable: false,
+    help: "print help (for the verb, when one is given) and run nothing",
+};
+
+/// `--version`/`-v`: only in place of a verb.
+pub const VERSION_FLAG: FlagSpec = FlagSpec {
+    long: "version",
+    short: Some('v'),
+    value: None,
+    repeatable: false,
+    help: "print the version",
+};
+
+/// The hidden `--generate <what>` flag (in place of a verb): prints the man page or a
+/// completion script built from this table.
+pub const GENERATE_FLAG: FlagSpec = FlagSpec {
+    long: "generate",
+    short: None,
+    value: Some("<what>"),
+    repeatable: false,
+    help: "print the man page or a completion script (man, completions-bash, completions-zsh, completions-fish)",
+};
+
+/// Flags accepted before any verb and shown in the general help.
+pub const GLOBAL_FLAGS: &[FlagSpec] = &[HELP_FLAG, VERSION_FLAG];
+
+/// The verb called `name`, or `None`.
+pub fn find_verb(name: &str) -> Option<&'static VerbSpec> {
+    VERBS.iter().find(|v| v.name == name)
+}
+
+/// The visible verbs of `group`, in table order, followed by the runtime shortcut in its group.
+pub fn visible_in(group: Group) -> impl Iterator<Item = &'static VerbSpec> {
+    VERBS
+        .iter()
+        .chain(std::iter::once(&RUNTIME_SHORTCUT))
+        .filter(move |v| v.group == group && !v.hidden)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    fn all_specs() -> impl Iterator<Item = &'static VerbSpec> {
+        VERBS.iter().chain(std::iter::once(&RUNTIME_SHORTCUT))
+    }
+
+    #[test]
+    fn verb_names_are_unique_and_do_not_shadow_runtimes() {
+        let mut seen = HashSet::new();
+        for v in VERBS {
+            assert!(seen.insert(v.name), "duplicate verb {}", v.name);
+            assert!(
+                !SHORTCUT_RUNTIMES.contains(&v.name),
+                "{} is a runtime",
+                v.name
+            );
+            assert!(!v.name.starts_with('-'));
+        }
+    }
+
+    #[test]
+    fn signatures_show_every_argument_and_flag() {
+        for v in VERBS {
+            assert!(v.signature.starts_with(v.name), "{}", v.signature);
+        }
+        for v in all_specs() {
+            for p in v.positionals {
+                let shown = if p.required {
+                    format!("<{}>", p.name)
+                } else {
+                    format!("[{}]", p.name)
+                };
+                assert!(v.signature.contains(&shown), "{}: {shown}", v.name);
+            }
+            for f in v.flags {
+                let shown = match f.value {
+                    Some(value) => format!("--{} {value}", f.long),
+                    None => format!("--{}", f.long),
+                };
+                assert!(v.signature.contains(&shown), "{}: {shown}", v.name);
+            }
+        }
+    }
+
+    #[test]
+    fn flags_are_well_formed() {
+        for v in all_specs() {
+            let mut longs = HashSet::new();
+            for f in v.flags {
+                assert!(longs.insert(f.long), "{}: duplicate --{}", v.name, f.long);
+                assert!(f.long != "help" && f.short != Some('h'), "{}", v.name);
+                assert!(!f.long.starts_with('-') && !f.help.is_empty());
+                if let Some(value) = f.value {
+                    assert!(value.starts_with('<') && value.ends_with('>'), "{value}");
+                }
+                assert!(!(f.repeatable && f.value.is_none()), "--{}", f.long);
+            }
+            for (i, p) in v.positionals.iter().enumerate() {
+                assert!(!p.repeat || i + 1 == v.positionals.len(), "{}", v.name);
+            }
+            let mut optional_seen = false;
+            for p in v.positionals {
+                assert!(
+                    !(p.required && optional_seen),
+                    "{}: required after optional",
+                    v.name
+                );
+                optional_seen |= !p.required;
+            }
+            for rule in v.rules {
+                match rule {
+                    Rule::ExactlyOne(set) => {
+                        assert!(set.len() >= 2);
+                        assert!(set.iter().all(|l| v.flag(l).is_some()), "{}", v.name);
+                    }
+                    Rule::ReplacesPositionals(l) => {
+                        assert!(v.flag(l).is_some_and(|f| f.value.is_none()), "{}", v.name);
+                    }
+                }
+            }
+            assert!(!v.passthrough || v.positionals.iter().any(|p| p.repeat));
+        }
+    }
+
+    #[test]
+    fn lookups() {
+        assert_eq!(find_verb("send").map(|v| v.name), Some("send"));
+        assert!(find_verb("claude").is_none());
+        assert!(find_verb("nope").is_none());
+        let send = find_verb("send").unwrap();
+        assert!(send.flag("attachment").is_some_and(|f| f.repeatable));
+        assert!(send.flag("nope").is_none());
+        let lifecycle: Vec<_> = visible_in(Group::Lifecycle).map(|v| v.name).collect();
+        assert!(lifecycle.contains(&"stop") && lifecycle.contains(&RUNTIME_SHORTCUT.name));
+        assert!(visible_in(Group::Demo).all(|v| v.name != "echo-agent"));
+    }
+}

@@ -1,0 +1,336 @@
+//! The table itself: every verb of `iapeer` with its arguments and flags (spec 07).
+
+use super::{FlagSpec, Group, PosSpec, Rule, VerbSpec};
+
+const fn boolean(long: &'static str, help: &'static str) -> FlagSpec {
+    FlagSpec {
+        long,
+        short: None,
+        value: None,
+        repeatable: false,
+        help,
+    }
+}
+
+const fn valued(long: &'static str, value: &'static str, help: &'static str) -> FlagSpec {
+    FlagSpec {
+        long,
+        short: None,
+        value: Some(value),
+        repeatable: false,
+        help,
+    }
+}
+
+const fn required(name: &'static str) -> PosSpec {
+    PosSpec {
+        name,
+        required: true,
+        repeat: false,
+    }
+}
+
+const fn optional(name: &'static str) -> PosSpec {
+    PosSpec {
+        name,
+        required: false,
+        repeat: false,
+    }
+}
+
+const JSON: FlagSpec = boolean("json", "print one JSON document on stdout, for scripts");
+const ALL: FlagSpec = boolean("all", "act on every peer instead of one");
+const FORCE: FlagSpec = boolean("force", "go ahead even when the peer is live");
+const PEER_RUNTIME: FlagSpec = valued(
+    "runtime",
+    "<rt>",
+    "the peer's default runtime (must be installed)",
+);
+const DESCRIPTION: FlagSpec = valued(
+    "description",
+    "<d>",
+    "one line saying what the peer does (at most 450 characters)",
+);
+const INTELLIGENCE: FlagSpec = valued(
+    "intelligence",
+    "<i>",
+    "the peer's nature: artificial, natural or absent",
+);
+const NO_BOOTSTRAP: FlagSpec = boolean(
+    "no-bootstrap",
+    "do not start an always-on peer now (router runtimes)",
+);
+const PEER_AND_RUNTIME: &[PosSpec] = &[required("peer"), optional("runtime")];
+
+/// Every verb, in the order help lists them within a group.
+pub static VERBS: &[VerbSpec] = &[
+    VerbSpec {
+        name: "help",
+        signature: "help [verb]",
+        summary: "show the verb list, or the usage and flags of one verb",
+        description: "Print the list of verbs, or the usage line, description and flags of one verb. \
+            The flag --help (or -h) anywhere on a command line does the same for its verb and runs nothing.",
+        positionals: &[optional("verb")],
+        flags: &[],
+        rules: &[],
+        hidden: false,
+        group: Group::General,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "version",
+        signature: "version",
+        summary: "print the version",
+        description: "Print one line, iapeer followed by its version. The flags --version and -v do the same.",
+        positionals: &[],
+        flags: &[],
+        rules: &[],
+        hidden: false,
+        group: Group::General,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "send",
+        signature: "send <target> (--message <text> | --message-file <path|->) [--from <runtime>-<name>] \
+            [--runtime <rt>] [--topic <t>] [--attachment <path>]... [--json]",
+        summary: "route one message to a peer, waking it when asleep",
+        description: "Route one message to the peer <target>. A sleeping agent is woken first and gets \
+            the message once it is ready; a message with a topic resumes the conversation held on that \
+            topic. The sender is --from, else PEER_IDENTITY from the environment, else the peer whose \
+            folder holds the current directory, else the host's only human peer; when none of these \
+            applies the message is refused. Prints whether the message was delivered (and whether a wake \
+            was needed) or queued, and for which runtime. Exits 0 only when it was delivered or queued.",
+        positionals: &[required("target")],
+        flags: &[
+            valued("message", "<text>", "the message text (use --message=<text> for text starting with -)"),
+            valued("message-file", "<path|->", "read the message from a file, or from stdin with -"),
+            valued("from", "<runtime>-<name>", "the sending identity"),
+            valued("runtime", "<rt>", "deliver to this runtime of the target instead of its default"),
+            valued("topic", "<t>", "a short thread label (at most 200 characters)"),
+            FlagSpec {
+                long: "attachment",
+                short: None,
+                value: Some("<path>"),
+                repeatable: true,
+                help: "attach a local file by its absolute path (at most 20)",
+            },
+            JSON,
+        ],
+        rules: &[Rule::ExactlyOne(&["message", "message-file"])],
+        hidden: false,
+        group: Group::Messaging,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "create",
+        signature: "create <name> [--runtime <rt>] [--path <folder>] [--description <d>] \
+            [--intelligence <i>] [--no-bootstrap] [--json]",
+        summary: "make a folder for a new peer and register it",
+        description: "Make the working folder of a new peer (--path, else the peers folder of the iapeer \
+            root) and turn it into a peer as init does. The folder's name, normalized, must equal <name>.",
+        positionals: &[required("name")],
+        flags: &[
+            PEER_RUNTIME,
+            valued("path", "<folder>", "where to make the peer's folder"),
+            DESCRIPTION,
+            INTELLIGENCE,
+            NO_BOOTSTRAP,
+            JSON,
+        ],
+        rules: &[],
+        hidden: false,
+        group: Group::Peers,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "init",
+        signature: "init [folder] [--runtime <rt>] [--description <d>] [--intelligence <i>] \
+            [--no-bootstrap] [--json]",
+        summary: "turn a folder into a peer named after it",
+        description: "Turn a folder (the current one by default) into a peer named after the folder: write \
+            its profile, a doctrine stub, launch settings, the registry entry and the agent's MCP \
+            configuration. Without --runtime the runtime follows a .claude or .codex folder, else the \
+            installed agent runtimes. Starts no agent session. Running it again for the same peer changes \
+            nothing; it refuses a folder or name that belongs to another peer.",
+        positionals: &[optional("folder")],
+        flags: &[PEER_RUNTIME, DESCRIPTION, INTELLIGENCE, NO_BOOTSTRAP, JSON],
+        rules: &[],
+        hidden: false,
+        group: Group::Peers,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "list",
+        signature: "list [--json]",
+        summary: "show every peer with its runtimes and their state",
+        description: "Show one row per peer: its name, its runtimes with their state (live, asleep, stopped \
+            or parked) and the default one marked, whether a terminal is attached, queue depth, last \
+            activity and description. Works when the daemon is down; then every agent shows asleep.",
+        positionals: &[],
+        flags: &[JSON],
+        rules: &[],
+        hidden: false,
+        group: Group::Peers,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "verify",
+        signature: "verify [--json] [--fix]",
+        summary: "check the profiles and the registry against each other",
+        description: "Check every peer profile (name matches folder, default runtime declared, known nature, \
+            description length) and the registry against the profiles. Exits 1 while problems remain.",
+        positionals: &[],
+        flags: &[
+            JSON,
+            boolean("fix", "rewrite the registry from the profiles and re-register orphan peer folders"),
+        ],
+        rules: &[],
+        hidden: false,
+        group: Group::Peers,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "remove",
+        signature: "remove <peer> [--force]",
+        summary: "unregister a peer, keeping its folder",
+        description: "Drop the peer from the registry, end its sessions, and delete its attachment inbox \
+            and lifecycle markers. The folder is kept. A live peer is refused without --force; removing \
+            an unknown peer does nothing and succeeds.",
+        positionals: &[required("peer")],
+        flags: &[FORCE],
+        rules: &[],
+        hidden: false,
+        group: Group::Peers,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "live-runtime",
+        signature: "live-runtime <peer>",
+        summary: "print the runtime a peer is live on",
+        description: "Print the runtime the peer is live on (the most recently active one when several \
+            are). Exits 1 with nothing on stdout when none is live.",
+        positionals: &[required("peer")],
+        flags: &[],
+        rules: &[],
+        hidden: false,
+        group: Group::Peers,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "stop",
+        signature: "stop (<peer> [runtime] | --all)",
+        summary: "end a peer's sessions and refuse messages until started",
+        description: "Mark the peer stopped on a runtime (or every peer with --all) and end its session. A \
+            stopped peer is never woken and messages to it are refused; an always-on peer is not \
+            restarted. Without a runtime: the only live one, else the default one.",
+        positionals: PEER_AND_RUNTIME,
+        flags: &[ALL],
+        rules: &[Rule::ReplacesPositionals("all")],
+        hidden: false,
+        group: Group::Lifecycle,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "start",
+        signature: "start (<peer> [runtime] | --all)",
+        summary: "clear the stop mark of a peer",
+        description: "Clear the stop mark of the peer on a runtime (or of every peer with --all). Agents \
+            are not started: they wake on their next message. Always-on peers start at once.",
+        positionals: PEER_AND_RUNTIME,
+        flags: &[ALL],
+        rules: &[Rule::ReplacesPositionals("all")],
+        hidden: false,
+        group: Group::Lifecycle,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "attach",
+        signature: "attach <peer> [runtime]",
+        summary: "connect this terminal to a peer's live session",
+        description: "Connect this terminal to the peer's session, resuming the conversation first when \
+            the peer is asleep (and failing when there is nothing to resume).",
+        positionals: PEER_AND_RUNTIME,
+        flags: &[],
+        rules: &[],
+        hidden: false,
+        group: Group::Lifecycle,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "daemon",
+        signature: "daemon [--foreground]",
+        summary: "run the daemon in this terminal",
+        description: "Run the iapeer daemon until it is told to stop. It owns every agent session, answers \
+            the CLI on the control socket and agents over loopback HTTP, keeps always-on peers running and \
+            puts idle agents to sleep. It never forks, so launchd, systemd, containers and tests run it \
+            as is. When it stops, every session ends, and live agents resume on their next message.",
+        positionals: &[],
+        flags: &[boolean("foreground", "stay in this terminal (always the case; accepted for scripts)")],
+        rules: &[],
+        hidden: false,
+        group: Group::Host,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "status",
+        signature: "status [--json]",
+        summary: "show the health of the daemon and a summary of the peers",
+        description: "Show the version, whether the daemon answers on its socket, the service state, how \
+            many peers are live, asleep or stopped, and the memory provider. Exits 1 when the daemon is \
+            not healthy.",
+        positionals: &[],
+        flags: &[JSON],
+        rules: &[],
+        hidden: false,
+        group: Group::Host,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "demo",
+        signature: "demo [--keep]",
+        summary: "watch two stand-in agents talk, with no accounts needed",
+        description: "Start a private daemon in a temporary root, create two peers on the echo stand-in \
+            runtime, send messages both ways (one to a sleeping peer, so the wake shows) and print each \
+            delivery as it happens; then stop everything and delete the temporary root.",
+        positionals: &[],
+        flags: &[boolean("keep", "keep the temporary root and print its path")],
+        rules: &[],
+        hidden: false,
+        group: Group::Demo,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "echo-agent",
+        signature: "echo-agent [args]...",
+        summary: "the stand-in agent program behind the echo runtime",
+        description: "The stand-in agent that the echo runtime runs in a pty: it draws a prompt, prints each \
+            message it receives and answers the sender with the same text through the daemon. It is \
+            started by the daemon, not by hand; every word after the verb is passed to it untouched.",
+        positionals: &[PosSpec {
+            name: "args",
+            required: false,
+            repeat: true,
+        }],
+        flags: &[],
+        rules: &[],
+        hidden: true,
+        group: Group::Demo,
+        passthrough: true,
+    },
+];
+
+/// The bare form `iapeer <runtime>` (one of [`SHORTCUT_RUNTIMES`]), described like a verb.
+pub static RUNTIME_SHORTCUT: VerbSpec = VerbSpec {
+    name: "claude|codex|echo",
+    signature: "(claude | codex | echo)",
+    summary: "start a fresh session of this folder's peer on that runtime and attach",
+    description:
+        "Typed in a peer's folder, a runtime name starts a fresh session of that peer on the \
+        runtime, then connects this terminal to it (on a terminal) or reports and exits.",
+    positionals: &[],
+    flags: &[],
+    rules: &[],
+    hidden: false,
+    group: Group::Lifecycle,
+    passthrough: false,
+};

@@ -1,1 +1,0 @@
-//! System prompt assembly (spec 06). [to be written]

@@ -1,0 +1,244 @@
+//! The system prompt (spec 06): iapeer assembles the prompt each agent session starts with,
+//! from an identity block, a docs pointer, doctrines, the team list, domain files and
+//! fragments, and writes it to `<root>/state/lifecycle/<identity>.system-prompt.md` (0600)
+//! at every bring-up.
+//!
+//! Assembly is a pure function of the files on disk, the registry and [`HostFacts`], so its
+//! exact bytes are pinned by golden files under `tests/golden/prompt/`.
+
+mod facts;
+#[cfg(test)]
+mod tests;
+
+pub use facts::{os_release_version_id, short_hostname, HostFacts};
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::fs;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use crate::fsutil::{self, MODE_PRIVATE};
+use crate::names::Identity;
+use crate::paths::{self, Paths};
+use crate::registry::{Registry, RegistryPeer};
+
+/// Suffix of the prompt file among the per-identity lifecycle markers.
+pub const PROMPT_SUFFIX: &str = ".system-prompt.md";
+
+/// Assemble the system prompt of peer `me` (spec 06 "Assembly"). Layers, in order:
+///
+/// 1. the identity block (`---` fenced, JSON-string values, keys in the spec's order);
+/// 2. one sentence pointing at `<root>/docs/`;
+/// 3. doctrines: `<root>/IAPEER.md`, then `<me.cwd>/.iapeer/IAPEER.md`;
+/// 4. `## Known peers` from `registry` (omitted when it has no peers), by personality;
+/// 5. domain files: `*.md` directly in `<root>/` and `<me.cwd>/.iapeer/` except `IAPEER.md`,
+///    by name, host file before peer file;
+/// 6. fragments: the same for `<root>/fragments/` and `<me.cwd>/.iapeer/fragments/`.
+///
+/// Files of layers 3, 5 and 6 become sections headed by `<!-- <path> -->`, the path shown with
+/// `home` as `~`. Empty (whitespace-only), unreadable and non-UTF-8 files are skipped, the last
+/// two with a `log::warn`. Each section loses its trailing newlines, empty sections are
+/// dropped, sections are joined by one blank line, and the text ends with exactly one `\n`.
+pub fn assemble(
+    paths: &Paths,
+    me: &RegistryPeer,
+    registry: &Registry,
+    facts: &HostFacts,
+    home: Option<&Path>,
+) -> String {
+    let mut sections = vec![identity_block(me, facts), docs_pointer(paths)];
+    for doctrine in [paths.host_doctrine(), paths::peer::doctrine(&me.cwd)] {
+        sections.extend(marked_section(&doctrine, home));
+    }
+    sections.extend(known_peers(registry));
+    sections.extend(layer_files(paths.root(), &paths::peer::dir(&me.cwd), home));
+    sections.extend(layer_files(
+        &paths.host_fragments(),
+        &paths::peer::fragments(&me.cwd),
+        home,
+    ));
+    join_sections(&sections)
+}
+
+/// Write the prompt of `identity` to `<root>/state/lifecycle/<identity>.system-prompt.md`
+/// atomically with mode 0600 (creating the folder 0700), and return that path.
+///
+/// Errors: any I/O error of the write.
+pub fn write(paths: &Paths, identity: &Identity, text: &str) -> io::Result<PathBuf> {
+    let path = paths.marker(&identity.to_string(), PROMPT_SUFFIX);
+    fsutil::write_atomic(&path, text.as_bytes(), MODE_PRIVATE)?;
+    Ok(path)
+}
+
+/// Join sections: strip each one's trailing newlines, drop the empty ones, separate them with
+/// one blank line and end with exactly one `\n`.
+pub fn join_sections(sections: &[String]) -> String {
+    let kept: Vec<&str> = sections
+        .iter()
+        .map(|s| s.trim_end_matches(['\n', '\r']))
+        .filter(|s| !s.is_empty())
+        .collect();
+    let mut out = kept.join("\n\n");
+    out.push('\n');
+    out
+}
+
+/// `s` as a JSON string literal, quotes included. Beyond what JSON requires (`"`, `\` and
+/// U+0000–U+001F), U+007F is escaped too, so no control character reaches the prompt raw.
+pub fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if c < '\u{20}' || c == '\u{7f}' => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Layer 1: the identity block.
+fn identity_block(me: &RegistryPeer, facts: &HostFacts) -> String {
+    let cwd = me.cwd.to_string_lossy();
+    let fields: [(&str, &str); 8] = [
+        ("personality", &me.personality),
+        ("description", &me.description),
+        ("peer-cwd", &cwd),
+        ("platform", &facts.platform),
+        ("os_version", &facts.os_version),
+        ("user", &facts.user),
+        ("hostname", &facts.hostname),
+        ("today", &facts.today),
+    ];
+    let mut out = String::from("---\n");
+    for (key, value) in fields {
+        let _ = writeln!(out, "{key}: {}", json_string(value));
+    }
+    out.push_str("---");
+    out
+}
+
+/// Layer 2: where the reference docs are.
+fn docs_pointer(paths: &Paths) -> String {
+    format!(
+        "Reference documentation for iapeer and each package installed with it is on this host \
+         in {}/, one folder per package (begin with iapeer/README.md); when you need to know how \
+         iapeer behaves, read it there rather than guessing.",
+        paths.docs_dir().display()
+    )
+}
+
+/// Layer 4: the team list, or `None` when the registry is empty.
+fn known_peers(registry: &Registry) -> Option<String> {
+    if registry.peers.is_empty() {
+        return None;
+    }
+    let mut peers: Vec<&RegistryPeer> = registry.peers.iter().collect();
+    peers.sort_by(|a, b| a.personality.as_bytes().cmp(b.personality.as_bytes()));
+    let mut out = String::from("## Known peers");
+    for p in peers {
+        let _ = write!(out, "\n- {}", p.personality);
+        let description = one_line(&p.description);
+        if !description.is_empty() {
+            let _ = write!(out, " — {description}");
+        }
+        let _ = write!(
+            out,
+            "\n  runtime: {}\n  runtimes: {}\n  intelligence: {}",
+            p.default_runtime,
+            p.runtimes.join(", "),
+            p.nature()
+        );
+    }
+    Some(out)
+}
+
+/// A description flattened to one line: control characters that are not whitespace are
+/// dropped, and every run of whitespace becomes one space.
+fn one_line(s: &str) -> String {
+    let kept: String = s
+        .chars()
+        .filter(|c| !c.is_control() || c.is_whitespace())
+        .collect();
+    kept.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Layers 5 and 6: the union of `*.md` names of two folders, sorted; host file first.
+fn layer_files(host_dir: &Path, peer_dir: &Path, home: Option<&Path>) -> Vec<String> {
+    let host = md_names(host_dir);
+    let peer = md_names(peer_dir);
+    let all: BTreeSet<&OsString> = host.iter().chain(peer.iter()).collect();
+    let mut out = Vec::new();
+    for name in all {
+        for (dir, names) in [(host_dir, &host), (peer_dir, &peer)] {
+            if names.contains(name) {
+                out.extend(marked_section(&dir.join(name), home));
+            }
+        }
+    }
+    out
+}
+
+/// Names of the regular files (symlinks followed) directly in `dir` whose name ends in `.md`
+/// (any case), except `IAPEER.md` (any case) and dot-files. A missing folder is empty; other
+/// read errors are logged and give an empty list.
+fn md_names(dir: &Path) -> BTreeSet<OsString> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return BTreeSet::new(),
+        Err(e) => {
+            log::warn!("system prompt: cannot list {}: {e}", dir.display());
+            return BTreeSet::new();
+        }
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .filter(|name| is_layer_file_name(name.as_bytes()))
+        .filter(|name| fs::metadata(dir.join(name)).is_ok_and(|m| m.is_file()))
+        .collect()
+}
+
+/// True for `*.md` names (extension in any case) other than `IAPEER.md` and dot-files.
+fn is_layer_file_name(name: &[u8]) -> bool {
+    name.len() > 3
+        && !name.starts_with(b".")
+        && name[name.len() - 3..].eq_ignore_ascii_case(b".md")
+        && !name.eq_ignore_ascii_case(b"IAPEER.md")
+}
+
+/// A file as a section headed by its path marker, or `None` when it is missing, empty,
+/// unreadable or not UTF-8 (the last two logged).
+fn marked_section(path: &Path, home: Option<&Path>) -> Option<String> {
+    let text = match fs::read(path) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(t) => t,
+            Err(_) => {
+                log::warn!("system prompt: skipping {}: not UTF-8", path.display());
+                return None;
+            }
+        },
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            log::warn!("system prompt: skipping {}: {e}", path.display());
+            return None;
+        }
+    };
+    if text.trim().is_empty() {
+        return None;
+    }
+    Some(format!("<!-- {} -->\n{text}", paths::tilde(path, home)))
+}
