@@ -98,6 +98,46 @@ pub fn format_line(ts: &str, event: &Event) -> String {
     line
 }
 
+/// Parse one logfmt line back into `(key, value)` pairs, undoing [`quote_value`]. Used by
+/// readers of the event logs (the demo, tests). A malformed tail is skipped.
+pub fn parse_line(line: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut chars = line.trim_end_matches('\n').chars().peekable();
+    loop {
+        while chars.peek() == Some(&' ') {
+            chars.next();
+        }
+        let key: String = chars.by_ref().take_while(|c| *c != '=').collect();
+        if key.is_empty() {
+            return out;
+        }
+        let mut value = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            while let Some(c) = chars.next() {
+                match c {
+                    '"' => break,
+                    '\\' => match chars.next() {
+                        Some('n') => value.push('\n'),
+                        Some(other) => value.push(other),
+                        None => break,
+                    },
+                    c => value.push(c),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == ' ' {
+                    break;
+                }
+                value.push(c);
+                chars.next();
+            }
+        }
+        out.push((key, value));
+    }
+}
+
 /// Parse a size or count setting: `Some(n)` for a positive integer, `None` for missing, junk,
 /// zero or negative text (the caller then uses its default).
 pub fn positive_setting(raw: Option<&str>) -> Option<u64> {
@@ -265,6 +305,21 @@ impl EventLog {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn parse_line_inverts_format_line() {
+        let ev = Event::new("delivery")
+            .field("caller", "echo-a")
+            .field("err", "peer \"x\" said = no\nreally")
+            .field("empty", "")
+            .field("path", "a\\b");
+        let line = format_line("2026-01-01T00:00:00.000Z", &ev);
+        let parsed = parse_line(&line);
+        let want: Vec<(String, String)> = std::iter::once(("ts".to_string(), "2026-01-01T00:00:00.000Z".to_string()))
+            .chain(ev.fields().iter().cloned())
+            .collect();
+        assert_eq!(parsed, want);
+    }
+
     use super::*;
     use std::collections::BTreeSet;
     use std::os::unix::fs::PermissionsExt;

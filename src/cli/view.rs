@@ -176,7 +176,7 @@ pub fn list(inv: &Invocation) -> CliResult {
     let rows = build_rows(
         &registry,
         &live,
-        |id| Markers::new(&paths, id).is_set(Flag::Stopped),
+        |id| Markers::parse(&paths, id).is_ok_and(|m| m.is_set(Flag::Stopped)),
         |p| Profile::read(&p.cwd).ok().flatten().and_then(|pr| pr.wake_policy.clone()),
     );
     if inv.flag("json") {

@@ -251,7 +251,7 @@ pub fn prepare(paths: &Paths, input: &SendInput, ts: String) -> Result<Prepared,
     let (caller, caller_peer) = resolve_caller(&input.caller, &registry)?;
     let topic = validate(input)?;
     let (target, endpoint) = resolve_target(input, &caller, caller_peer, &registry)?;
-    if Markers::new(paths, &endpoint.to_string()).is_set(crate::markers::Flag::Stopped) {
+    if Markers::new(paths, &endpoint).is_set(crate::markers::Flag::Stopped) {
         return Err(stopped_refusal(&endpoint));
     }
     let attachments = crate::daemon::attachments::spool(paths, &target.personality, &input.attachments)

@@ -7,14 +7,13 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::{ok_with, Router, RouterMsg, Timer};
+use super::{logged, ok_with, Router, RouterMsg, Timer};
 use crate::daemon::lifecycle::ModeRequest;
 use crate::daemon::protocol::{failure, progress, Code};
 use crate::daemon::reply::ReplyTo;
 use crate::daemon::route::{self, Caller, Prepared, Refusal, SendInput};
 use crate::envelope;
 use crate::eventlog::Event;
-use crate::markers::Markers;
 use crate::names::Identity;
 use crate::runtime::RuntimeKind;
 use crate::session::handle::{Delivery, EventKind, SessionCmd, SessionEvent};
@@ -343,7 +342,8 @@ impl Router {
                     s.last_delivery_ms = Some(now);
                 }
                 if let Some(topic) = p.envelope.topic.clone() {
-                    if job.kind == RuntimeKind::Agent && Markers::new(&self.paths, identity).note_topic(&topic) {
+                    let changed = job.kind == RuntimeKind::Agent && self.markers(identity).is_some_and(|m| logged(m.note_topic(&topic)).unwrap_or(false));
+                    if changed {
                         self.lifecycle(Event::new("topic-note").field("identity", identity).field("topic", topic));
                     }
                 }

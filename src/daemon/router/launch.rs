@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use super::endpoint::{delivery_for, Job};
-use super::{Router, Sess};
+use super::{logged, Router, Sess};
 use crate::daemon::lifecycle::{decide_mode, ModeRequest, WakeDecision, WakeFacts};
 use crate::daemon::protocol::Code;
 use crate::daemon::route::{stopped_refusal, Refusal};
@@ -82,7 +82,7 @@ impl Router {
             return Err(Refusal { code: Code::InvalidArgument, error: format!("peer \"{p}\" does not declare runtime \"{}\"", ident.runtime) });
         }
         let adapter = self.adapter(&ident.runtime).map_err(|e| offline(p, e))?;
-        let markers = Markers::new(&self.paths, &identity);
+        let markers = Markers::new(&self.paths, ident);
         if markers.is_set(Flag::Stopped) {
             return Err(stopped_refusal(ident));
         }
@@ -131,10 +131,10 @@ impl Router {
         // The decision is final now: consume the markers it read.
         if let Some(d) = decision {
             if d.consume_fresh_next {
-                markers.clear(Flag::FreshNext);
+                logged(markers.clear(Flag::FreshNext));
             }
             if d.consume_idle_reaped {
-                markers.clear(Flag::IdleReaped);
+                logged(markers.clear(Flag::IdleReaped));
             }
         }
         let token = crate::fsutil::random_hex(32);
@@ -174,16 +174,16 @@ impl Router {
         let (handle, pid) = thread::start(scfg, &spec, self.session_tx.clone())
             .map_err(|e| offline(p, format!("cannot start {}: {e}", cmd.program.to_string_lossy())))?;
         let now_ms = crate::clock::now_ms();
-        markers.write_session(&SessionRecord {
+        logged(markers.write_session(&SessionRecord {
             identity: identity.clone(),
             runtime: ident.runtime.clone(),
             personality: p.to_string(),
             cwd: peer.cwd.clone(),
             woke_at: now_ms,
             pid,
-        });
+        }));
         if mode == WakeMode::Fresh && adapter.kind() == RuntimeKind::Agent {
-            markers.reset_topics();
+            logged(markers.reset_topics());
         }
         let sess = Sess {
             id: session,

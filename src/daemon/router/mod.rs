@@ -312,8 +312,7 @@ impl Router {
         for sess in self.sessions.values_mut() {
             if sess.kind == RuntimeKind::Agent {
                 // Resume-eligible: the next message on its topic continues the conversation.
-                crate::markers::Markers::new(&self.paths, &sess.identity.to_string())
-                    .set(crate::markers::Flag::IdleReaped);
+                logged(crate::markers::Markers::new(&self.paths, &sess.identity).set(crate::markers::Flag::IdleReaped));
             }
             sess.stopping = Some(Cause::Shutdown);
             sess.handle.send(crate::session::handle::SessionCmd::Kill(Cause::Shutdown));
@@ -324,10 +323,20 @@ impl Router {
         self.shutdown = Some(done);
     }
 
+    /// The marker files of an identity key (always a valid identity in the router).
+    pub(crate) fn markers(&self, identity: &str) -> Option<crate::markers::Markers> {
+        crate::markers::Markers::parse(&self.paths, identity).map_err(|e| log::error!("{e}")).ok()
+    }
+
     /// The adapter for a runtime, or the reason it cannot be used.
     pub(crate) fn adapter(&self, runtime: &str) -> Result<std::sync::Arc<dyn Adapter>, String> {
         crate::runtime::adapter_for(&self.paths, runtime).map_err(|e| e.to_string())
     }
+}
+
+/// Log a failed marker write (the daemon carries on: markers are best-effort memory).
+pub(crate) fn logged<T>(r: Result<T, crate::markers::MarkerError>) -> Option<T> {
+    r.map_err(|e| log::warn!("{e}")).ok()
 }
 
 /// A `{"ok":true,…}` value with `extra` merged in.

@@ -6,7 +6,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use super::endpoint::{Job, WakeJob};
-use super::{ok_with, Router};
+use super::{logged, ok_with, Router};
 use crate::daemon::lifecycle::ModeRequest;
 use crate::daemon::protocol::{failure, Code, Request};
 use crate::daemon::reply::ReplyTo;
@@ -108,7 +108,7 @@ impl Router {
         let mut ended = Vec::new();
         for ident in &targets {
             let id = ident.to_string();
-            Markers::new(&self.paths, &id).set(Flag::Stopped);
+            logged(Markers::new(&self.paths, ident).set(Flag::Stopped));
             if let Some(s) = self.sessions.get_mut(&id) {
                 if s.stopping.is_none() {
                     s.stopping = Some(Cause::Stop);
@@ -141,7 +141,7 @@ impl Router {
         let mut started = Vec::new();
         for ident in &targets {
             let id = ident.to_string();
-            Markers::new(&self.paths, &id).clear(Flag::Stopped);
+            logged(Markers::new(&self.paths, ident).clear(Flag::Stopped));
             self.lifecycle(Event::new("start").field("identity", &id));
             let is_router = self.adapter(&ident.runtime).map(|a| a.kind() == RuntimeKind::Router).unwrap_or(false);
             if is_router {

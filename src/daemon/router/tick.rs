@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Router, Timer};
+use super::{logged, Router, Timer};
 use crate::daemon::lifecycle::{idle_age_ms, should_sleep, AfterDeath, ModeRequest};
 use crate::daemon::protocol::Code;
 use crate::daemon::route::Refusal;
@@ -21,7 +21,7 @@ impl Router {
             if s.stopping.is_some() {
                 continue;
             }
-            if Markers::new(&self.paths, id).is_set(Flag::Stopped) {
+            if Markers::new(&self.paths, &s.identity).is_set(Flag::Stopped) {
                 to_stop.push(id.clone());
                 continue;
             }
@@ -51,7 +51,7 @@ impl Router {
             return;
         }
         // Resume-eligible before it ends, so the next message on its topic resumes it.
-        Markers::new(&self.paths, identity).set(Flag::IdleReaped);
+        logged(Markers::new(&self.paths, &s.identity).set(Flag::IdleReaped));
         s.stopping = Some(Cause::IdleSleep);
         s.handle.send(SessionCmd::Kill(Cause::IdleSleep));
         self.lifecycle(
@@ -70,11 +70,11 @@ impl Router {
         }
         let Some(s) = self.sessions.remove(identity) else { return };
         self.tokens.remove(&s.token);
-        let markers = Markers::new(&self.paths, identity);
-        markers.remove_session();
+        let markers = Markers::new(&self.paths, &s.identity);
+        logged(markers.remove_session());
         let died = matches!(cause, Cause::ChildExit | Cause::BootTimeout) || (cause == Cause::KilledByDaemon && s.boot_failure.is_some());
         if died {
-            markers.record_death(crate::clock::now_ms());
+            logged(markers.record_death(crate::clock::now_ms()));
         }
         self.lifecycle(
             Event::new("session-end")
@@ -136,7 +136,7 @@ impl Router {
             return;
         }
         let Ok(ident) = Identity::parse(identity) else { return };
-        if Markers::new(&self.paths, identity).is_set(Flag::Stopped) {
+        if Markers::new(&self.paths, &ident).is_set(Flag::Stopped) {
             return;
         }
         let st = self.always_on.entry(identity.to_string()).or_default();
