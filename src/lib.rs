@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod clock;
 pub mod daemon;
+pub mod echo_agent;
 pub mod envelope;
 pub mod eventlog;
 pub mod fsutil;
