@@ -8,6 +8,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod daemon;
+pub mod echo_agent;
 pub mod envelope;
 pub mod eventlog;
 pub mod fsutil;

@@ -1,0 +1,316 @@
+//! `iapeer echo-agent`: the built-in demo/stand-in agent runtime (spec 04 §2 "echo").
+//!
+//! A small TUI run by the daemon in a pty like Claude Code or Codex, without any account: it
+//! draws a `❯ ` prompt, takes bracketed pastes, decodes each pasted envelope, prints
+//! `received <ts> from <from>: <body>` (the daemon's delivery confirmation looks for
+//! `received <ts>`), and replies `echo: <body>` to the sender through the daemon's MCP
+//! endpoint — never to a message that itself starts with `echo:`. While a reply is in flight
+//! it shows `esc to interrupt` (the busy marker) and honours Escape. It keeps a JSONL
+//! transcript under `<cwd>/.echo-agent/` for idle and resume logic.
+
+pub mod input;
+pub mod mcp;
+pub mod reply;
+pub mod term;
+pub mod transcript;
+pub mod ui;
+
+#[cfg(test)]
+mod tests;
+
+use crate::clock;
+use crate::envelope;
+use input::{Composer, InputParser, Key};
+use reply::{Done, Job};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use transcript::Record;
+use ui::Screen;
+
+/// Exit code of `--fail-boot`.
+pub const FAIL_BOOT_EXIT: i32 = 3;
+/// Exit code for bad arguments.
+const USAGE_EXIT: i32 = 2;
+/// How long input must stay quiet before a lone ESC counts as the Escape key, in ms.
+const ESC_SETTLE_MS: u16 = 50;
+/// Poll period of the main loop (bounds the latency of reply results and signals), in ms.
+const TICK_MS: u16 = 100;
+
+/// Command-line options of `iapeer echo-agent`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    /// `--resume`: continue the transcript in the working folder.
+    pub resume: bool,
+    /// `--fail-boot`: print an error and exit 3 at once (crash-loop tests).
+    pub fail_boot: bool,
+    /// `--no-prompt`: never draw the prompt (boot-deadline tests).
+    pub no_prompt: bool,
+    /// `--reply-delay-ms N`: wait N ms before each reply (busy-state tests).
+    pub reply_delay_ms: u64,
+}
+
+/// Parse the words after `echo-agent`.
+///
+/// Errors: unknown flags, or a missing / non-numeric `--reply-delay-ms` value (text for the
+/// user).
+pub fn parse_options(args: &[String]) -> Result<Options, String> {
+    use lexopt::prelude::*;
+    let mut opts = Options::default();
+    let mut parser = lexopt::Parser::from_args(args.iter());
+    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+        match arg {
+            Long("resume") => opts.resume = true,
+            Long("fail-boot") => opts.fail_boot = true,
+            Long("no-prompt") => opts.no_prompt = true,
+            Long("reply-delay-ms") => {
+                opts.reply_delay_ms = parser
+                    .value()
+                    .map_err(|e| e.to_string())?
+                    .parse()
+                    .map_err(|e: lexopt::Error| e.to_string())?;
+            }
+            other => return Err(other.unexpected().to_string()),
+        }
+    }
+    Ok(opts)
+}
+
+/// Run the echo agent on this process's terminal; `args` are the words after `echo-agent`.
+/// Returns the exit code: 0 on SIGTERM/SIGHUP, end of input or Ctrl-C/Ctrl-D on an empty
+/// composer; 2 for bad arguments; 3 with `--fail-boot`.
+pub fn run(args: &[String]) -> i32 {
+    let opts = match parse_options(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("iapeer echo-agent: {e}");
+            return USAGE_EXIT;
+        }
+    };
+    if opts.fail_boot {
+        eprintln!("iapeer echo-agent: failing at boot on purpose (--fail-boot)");
+        return FAIL_BOOT_EXIT;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(&stop)) {
+            eprintln!("iapeer echo-agent: cannot watch signal {sig}: {e}");
+        }
+    }
+    let _raw = term::RawMode::enter();
+    App::new(opts).run(&stop)
+}
+
+/// A reply the agent is waiting for.
+struct InFlight {
+    id: u64,
+    to: String,
+    topic: Option<String>,
+    message: String,
+    cancel: Arc<AtomicBool>,
+}
+
+struct App {
+    opts: Options,
+    cwd: PathBuf,
+    parser: InputParser,
+    composer: Composer,
+    screen: Screen,
+    jobs: crossbeam_channel::Sender<Job>,
+    done: crossbeam_channel::Receiver<Done>,
+    in_flight: Vec<InFlight>,
+    next_id: u64,
+}
+
+impl App {
+    fn new(opts: Options) -> App {
+        let (jobs, done) = reply::spawn();
+        App {
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            screen: Screen::new(!opts.no_prompt),
+            opts,
+            parser: InputParser::new(),
+            composer: Composer::new(),
+            jobs,
+            done,
+            in_flight: Vec::new(),
+            next_id: 1,
+        }
+    }
+
+    fn run(mut self, stop: &AtomicBool) -> i32 {
+        let identity = std::env::var("PEER_IDENTITY").unwrap_or_else(|_| "no identity".into());
+        let mut lines = vec![format!(
+            "iapeer echo agent — demo stand-in runtime ({identity})"
+        )];
+        if self.opts.resume {
+            lines.push(match transcript::count(&self.cwd) {
+                Ok(Some(n)) => format!("resumed conversation ({n} earlier messages)"),
+                Ok(None) => "no earlier conversation to resume — starting fresh".into(),
+                Err(e) => format!("cannot read the transcript: {e}"),
+            });
+        }
+        self.show(&lines);
+
+        let mut buf = [0u8; 4096];
+        loop {
+            if stop.load(Ordering::SeqCst) {
+                return 0;
+            }
+            let wait = if self.parser.escape_pending() {
+                ESC_SETTLE_MS
+            } else {
+                TICK_MS
+            };
+            let keys = match term::read_in(&mut buf, wait) {
+                term::Input::Data(n) => self.parser.feed(&buf[..n]),
+                term::Input::Idle => self.parser.flush(),
+                term::Input::Closed => return 0,
+            };
+            for key in keys {
+                if let Some(code) = self.on_key(key) {
+                    return code;
+                }
+            }
+            while let Ok(done) = self.done.try_recv() {
+                self.on_done(done);
+            }
+        }
+    }
+
+    /// Print `lines` above the bottom block, in one write.
+    fn show(&mut self, lines: &[String]) {
+        let frame = self.screen.frame(lines, &self.composer.display());
+        term::write_out(frame.as_bytes());
+    }
+
+    fn on_key(&mut self, key: Key) -> Option<i32> {
+        match key {
+            Key::Char(c) => self.composer.insert_char(c),
+            Key::Paste(text) => self.composer.insert_paste(text),
+            Key::Backspace => {
+                self.composer.backspace();
+            }
+            Key::Enter => {
+                let text = self.composer.take();
+                self.submit(&text);
+                return None;
+            }
+            Key::Escape => {
+                if !self.in_flight.is_empty() {
+                    self.interrupt();
+                }
+                return None;
+            }
+            // Ctrl-C: interrupt a reply, else clear the composer, else quit.
+            Key::CtrlC => {
+                if !self.in_flight.is_empty() {
+                    self.interrupt();
+                    return None;
+                }
+                if self.composer.is_empty() {
+                    return Some(0);
+                }
+                self.composer = Composer::new();
+            }
+            // Ctrl-D: quit on an empty composer.
+            Key::CtrlD => return self.composer.is_empty().then_some(0),
+        }
+        self.show(&[]);
+        None
+    }
+
+    fn submit(&mut self, text: &str) {
+        if text.trim().is_empty() {
+            self.show(&[]);
+            return;
+        }
+        let env = match envelope::decode(text) {
+            Ok(env) => env,
+            Err(_) => {
+                self.show(&[format!("you: {text}")]);
+                return;
+            }
+        };
+        let mut lines = vec![format!(
+            "received {} from {}: {}",
+            env.ts.as_deref().unwrap_or("-"),
+            env.from,
+            env.body
+        )];
+        if let Err(e) = transcript::append(&self.cwd, &Record::received(&env, clock::now_ms())) {
+            lines.push(format!("transcript write failed: {e}"));
+        }
+        if reply::wants_reply(&env.body) {
+            let job = Job {
+                id: self.next_id,
+                to: env.from.clone(),
+                message: reply::echo_message(&env.body),
+                topic: env.topic.clone(),
+                delay: Duration::from_millis(self.opts.reply_delay_ms),
+                cancel: Arc::new(AtomicBool::new(false)),
+            };
+            self.next_id += 1;
+            self.in_flight.push(InFlight {
+                id: job.id,
+                to: job.to.clone(),
+                topic: job.topic.clone(),
+                message: job.message.clone(),
+                cancel: Arc::clone(&job.cancel),
+            });
+            if self.jobs.send(job).is_err() {
+                lines.push("reply failed: the reply worker is gone".into());
+                self.in_flight.pop();
+            }
+        }
+        self.update_status();
+        self.show(&lines);
+    }
+
+    fn on_done(&mut self, done: Done) {
+        let Some(pos) = self.in_flight.iter().position(|f| f.id == done.id) else {
+            return; // interrupted: no longer waited for
+        };
+        let job = self.in_flight.remove(pos);
+        let (ok, result, line) = match done.result {
+            Ok(short) => (
+                true,
+                short.clone(),
+                format!("replied to {}: {short}", job.to),
+            ),
+            Err(e) => (false, e.to_string(), format!("reply failed: {e}")),
+        };
+        let mut lines = vec![line];
+        let record = Record::Assistant {
+            at: clock::now_ms(),
+            to: job.to,
+            topic: job.topic,
+            body: job.message,
+            ok,
+            result,
+        };
+        if let Err(e) = transcript::append(&self.cwd, &record) {
+            lines.push(format!("transcript write failed: {e}"));
+        }
+        self.update_status();
+        self.show(&lines);
+    }
+
+    /// Escape while replying: stop waiting for every reply in flight.
+    fn interrupt(&mut self) {
+        for f in self.in_flight.drain(..) {
+            f.cancel.store(true, Ordering::SeqCst);
+        }
+        self.update_status();
+        self.show(&["interrupted".to_string()]);
+    }
+
+    fn update_status(&mut self) {
+        let status = self
+            .in_flight
+            .first()
+            .map(|f| format!("✻ replying to {}… (esc to interrupt)", f.to));
+        self.screen.set_status(status);
+    }
+}
