@@ -314,9 +314,10 @@ mod tests {
             .field("path", "a\\b");
         let line = format_line("2026-01-01T00:00:00.000Z", &ev);
         let parsed = parse_line(&line);
-        let want: Vec<(String, String)> = std::iter::once(("ts".to_string(), "2026-01-01T00:00:00.000Z".to_string()))
-            .chain(ev.fields().iter().cloned())
-            .collect();
+        let want: Vec<(String, String)> =
+            std::iter::once(("ts".to_string(), "2026-01-01T00:00:00.000Z".to_string()))
+                .chain(ev.fields().iter().cloned())
+                .collect();
         assert_eq!(parsed, want);
     }
 

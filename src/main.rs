@@ -1,5 +1,5 @@
 //! The `iapeer` binary: everything lives in the library; see `iapeer::cli`.
 
 fn main() {
-    std::process::exit(0);
+    std::process::exit(iapeer::cli::main());
 }

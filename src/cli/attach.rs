@@ -15,7 +15,8 @@ pub const DETACH: u8 = 0x1d;
 
 /// Undo what a TUI may have left on the terminal: alternate screen, bracketed paste, mouse
 /// modes, hidden cursor, scroll region.
-pub const RESTORE: &str = "\x1b[?1049l\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?25h\x1b[r";
+pub const RESTORE: &str =
+    "\x1b[?1049l\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?25h\x1b[r";
 
 /// Restores the saved terminal mode when dropped.
 struct RawGuard {
@@ -45,7 +46,12 @@ impl Drop for RawGuard {
 
 /// The terminal size of stdout (rows, cols), if it is a terminal.
 pub fn terminal_size() -> Option<(u16, u16)> {
-    let mut ws = nix::pty::Winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
+    let mut ws = nix::pty::Winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
     for fd in [1, 0] {
         // SAFETY: TIOCGWINSZ writes one Winsize into the pointed struct.
         let rc = unsafe { nix::libc::ioctl(fd, nix::libc::TIOCGWINSZ as _, &mut ws) };
@@ -58,7 +64,9 @@ pub fn terminal_size() -> Option<(u16, u16)> {
 
 fn send_frame(w: &Mutex<UnixStream>, f: &Frame) -> io::Result<()> {
     let bytes = frame::encode(f);
-    w.lock().unwrap_or_else(|p| p.into_inner()).write_all(&bytes)
+    w.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .write_all(&bytes)
 }
 
 /// Run the attach stream on `stream` until detach or session end.

@@ -52,22 +52,41 @@ impl Client {
     }
 
     /// Send `req` and wait for the final line. `progress` sees every progress line.
-    pub fn request(&mut self, req: &Value, mut progress: impl FnMut(&Value)) -> Result<Value, ClientError> {
+    pub fn request(
+        &mut self,
+        req: &Value,
+        mut progress: impl FnMut(&Value),
+    ) -> Result<Value, ClientError> {
         let broken = |e: io::Error| ClientError::Broken(e.to_string());
         let mut line = req.to_string();
         line.push('\n');
-        self.reader.get_mut().write_all(line.as_bytes()).map_err(broken)?;
+        self.reader
+            .get_mut()
+            .write_all(line.as_bytes())
+            .map_err(broken)?;
         loop {
             let mut buf = String::new();
             match self.reader.read_line(&mut buf) {
-                Ok(0) => return Err(ClientError::Broken("the daemon closed the connection".into())),
+                Ok(0) => {
+                    return Err(ClientError::Broken(
+                        "the daemon closed the connection".into(),
+                    ))
+                }
                 Ok(_) => {}
-                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
                     progress(&Value::Null);
                     // read_line may have consumed a partial line into buf; keep reading it.
                     if !buf.is_empty() {
                         let mut rest = String::new();
-                        self.reader.get_mut().set_read_timeout(None).map_err(broken)?;
+                        self.reader
+                            .get_mut()
+                            .set_read_timeout(None)
+                            .map_err(broken)?;
                         self.reader.read_line(&mut rest).map_err(broken)?;
                         buf.push_str(&rest);
                     } else {
@@ -76,7 +95,8 @@ impl Client {
                 }
                 Err(e) => return Err(broken(e)),
             }
-            let v: Value = serde_json::from_str(buf.trim_end()).map_err(|e| ClientError::Broken(format!("bad answer: {e}")))?;
+            let v: Value = serde_json::from_str(buf.trim_end())
+                .map_err(|e| ClientError::Broken(format!("bad answer: {e}")))?;
             if v.get("progress").is_some() {
                 progress(&v);
                 continue;
@@ -87,11 +107,18 @@ impl Client {
 
     /// Like [`Client::request`], showing progress as a one-line indicator on stderr when it
     /// is a terminal (never otherwise).
-    pub fn request_with_indicator(&mut self, req: &Value, what: &str) -> Result<Value, ClientError> {
+    pub fn request_with_indicator(
+        &mut self,
+        req: &Value,
+        what: &str,
+    ) -> Result<Value, ClientError> {
         if !io::stderr().is_terminal() {
             return self.request(req, |_| {});
         }
-        let _ = self.reader.get_mut().set_read_timeout(Some(Duration::from_millis(250)));
+        let _ = self
+            .reader
+            .get_mut()
+            .set_read_timeout(Some(Duration::from_millis(250)));
         let mut ind = Indicator::new(what);
         let result = self.request(req, |v| ind.update(v));
         ind.clear();
@@ -117,7 +144,13 @@ const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "�
 
 impl Indicator {
     fn new(what: &str) -> Indicator {
-        Indicator { what: what.to_string(), phase: "waiting".into(), started: Instant::now(), frame: 0, shown: false }
+        Indicator {
+            what: what.to_string(),
+            phase: "waiting".into(),
+            started: Instant::now(),
+            frame: 0,
+            shown: false,
+        }
     }
 
     fn update(&mut self, v: &Value) {
@@ -130,7 +163,14 @@ impl Indicator {
         }
         self.frame = (self.frame + 1) % FRAMES.len();
         let mut err = io::stderr();
-        let _ = write!(err, "\r\x1b[2K{} {} — {} ({} s)", FRAMES[self.frame], self.what, self.phase, self.started.elapsed().as_secs());
+        let _ = write!(
+            err,
+            "\r\x1b[2K{} {} — {} ({} s)",
+            FRAMES[self.frame],
+            self.what,
+            self.phase,
+            self.started.elapsed().as_secs()
+        );
         let _ = err.flush();
         self.shown = true;
     }

@@ -3,7 +3,7 @@
 //! peer (`you`) on a tiny router runtime whose program is `cat`. Messages go both ways — one
 //! to a sleeping peer, so the wake is visible — and every delivery is printed as it happens.
 
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -42,7 +42,9 @@ struct Tail {
 
 impl Tail {
     fn read_new(&mut self) -> Vec<u8> {
-        let Ok(mut f) = std::fs::File::open(&self.path) else { return Vec::new() };
+        let Ok(mut f) = std::fs::File::open(&self.path) else {
+            return Vec::new();
+        };
         let mut buf = Vec::new();
         if f.seek(SeekFrom::Start(self.offset)).is_ok() && f.read_to_end(&mut buf).is_ok() {
             self.offset += buf.len() as u64;
@@ -65,13 +67,21 @@ impl Demo {
     /// Run one CLI command, echoing it like a shell would, and print its output indented.
     fn run(&mut self, args: &[&str]) -> Result<String, CliError> {
         println!("\n$ iapeer {}", shell_words(args));
-        let out = self.iapeer(args).stdin(Stdio::null()).output().map_err(fail)?;
+        let out = self
+            .iapeer(args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(fail)?;
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         for line in text.lines() {
             println!("  {line}");
         }
         if !out.status.success() {
-            return Err(fail(format!("`iapeer {}` failed: {}", shell_words(args), String::from_utf8_lossy(&out.stderr).trim())));
+            return Err(fail(format!(
+                "`iapeer {}` failed: {}",
+                shell_words(args),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
         }
         Ok(text)
     }
@@ -80,21 +90,36 @@ impl Demo {
     /// successful deliveries have been seen in total.
     fn pump_logs(&mut self) -> usize {
         for line in String::from_utf8_lossy(&self.deliveries.read_new()).lines() {
-            let f: std::collections::HashMap<String, String> = parse_line(line).into_iter().collect();
+            let f: std::collections::HashMap<String, String> =
+                parse_line(line).into_iter().collect();
             let get = |k: &str| f.get(k).map(String::as_str).unwrap_or("");
             if get("ok") == "true" {
                 self.seen += 1;
                 let woke = if get("woke") == "true" { ", woke" } else { "" };
-                println!("  ✓ delivery: {} → {} via {}{woke} ({} ms)", get("caller"), get("to"), get("via"), get("ms"));
+                println!(
+                    "  ✓ delivery: {} → {} via {}{woke} ({} ms)",
+                    get("caller"),
+                    get("to"),
+                    get("via"),
+                    get("ms")
+                );
             } else if !get("ev").is_empty() {
-                println!("  ✗ delivery: {} → {} failed: {}", get("caller"), get("to"), get("err"));
+                println!(
+                    "  ✗ delivery: {} → {} failed: {}",
+                    get("caller"),
+                    get("to"),
+                    get("err")
+                );
             }
         }
         self.inbox_buf.extend(self.inbox.read_new());
         let (envelopes, used) = crate::envelope::extract(&self.inbox_buf);
         self.inbox_buf.drain(..used);
         for e in envelopes {
-            println!("  ✉ you got a message from {} ({}): {}", e.from, e.runtime, e.body);
+            println!(
+                "  ✉ you got a message from {} ({}): {}",
+                e.from, e.runtime, e.body
+            );
         }
         self.seen
     }
@@ -104,7 +129,10 @@ impl Demo {
         let start = Instant::now();
         while self.pump_logs() < n {
             if start.elapsed() > STEP_TIMEOUT {
-                return Err(fail(format!("timed out waiting for delivery {n}; see {}", self.root.join("logs/iapeer").display())));
+                return Err(fail(format!(
+                    "timed out waiting for delivery {n}; see {}",
+                    self.root.join("logs/iapeer").display()
+                )));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -116,7 +144,10 @@ impl Demo {
 
     fn stop_daemon(&mut self) {
         if let Some(mut d) = self.daemon.take() {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(d.id() as i32), nix::sys::signal::Signal::SIGTERM);
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(d.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
             let start = Instant::now();
             while start.elapsed() < Duration::from_secs(10) {
                 if let Ok(Some(_)) = d.try_wait() {
@@ -138,7 +169,15 @@ impl Drop for Demo {
 
 fn shell_words(args: &[&str]) -> String {
     args.iter()
-        .map(|a| if a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=".contains(c)) { a.to_string() } else { format!("'{}'", a.replace('\'', "'\\''")) })
+        .map(|a| {
+            if a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=".contains(c))
+            {
+                a.to_string()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -147,11 +186,16 @@ fn wait_for_daemon(root: &Path, daemon: &mut Child) -> Result<(), CliError> {
     let paths = Paths::at(root);
     let start = Instant::now();
     while start.elapsed() < STEP_TIMEOUT {
-        if paths.router_json().exists() && std::os::unix::net::UnixStream::connect(paths.socket()).is_ok() {
+        if paths.router_json().exists()
+            && std::os::unix::net::UnixStream::connect(paths.socket()).is_ok()
+        {
             return Ok(());
         }
         if let Ok(Some(status)) = daemon.try_wait() {
-            return Err(fail(format!("the demo daemon exited ({status}); see {}", paths.daemon_log().display())));
+            return Err(fail(format!(
+                "the demo daemon exited ({status}); see {}",
+                paths.daemon_log().display()
+            )));
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -161,14 +205,17 @@ fn wait_for_daemon(root: &Path, daemon: &mut Child) -> Result<(), CliError> {
 /// Run `iapeer demo`.
 pub fn run(inv: &Invocation) -> CliResult {
     let keep = inv.flag("keep");
-    let exe = std::env::current_exe().map_err(|e| fail(format!("cannot find the iapeer binary: {e}")))?;
+    let exe =
+        std::env::current_exe().map_err(|e| fail(format!("cannot find the iapeer binary: {e}")))?;
     let root = std::env::temp_dir().join(format!("iapeer-demo-{}", random_hex(4)));
     ensure_dir(&root).map_err(|e| fail(format!("cannot create {}: {e}", root.display())))?;
     let paths = Paths::at(&root);
     let started = Instant::now();
     println!("iapeer demo — a private daemon in {}", root.display());
     println!("peers: alice and bob on the built-in echo stand-in agent (no account needed),");
-    println!("       and you, the operator, on a tiny router runtime that just prints what it gets.");
+    println!(
+        "       and you, the operator, on a tiny router runtime that just prints what it gets."
+    );
 
     let result = (|| -> CliResult {
         // The operator's runtime: a router runtime package whose program is `cat`.
@@ -194,33 +241,95 @@ pub fn run(inv: &Invocation) -> CliResult {
             root: root.clone(),
             exe: exe.clone(),
             daemon: Some(daemon),
-            deliveries: Tail { path: paths.delivery_log(), offset: 0 },
-            inbox: Tail { path: paths.pane_log("console-you"), offset: 0 },
+            deliveries: Tail {
+                path: paths.delivery_log(),
+                offset: 0,
+            },
+            inbox: Tail {
+                path: paths.pane_log("console-you"),
+                offset: 0,
+            },
             inbox_buf: Vec::new(),
             seen: 0,
         };
-        println!("daemon up (pid {})", demo.daemon.as_ref().map_or(0, |d| d.id()));
+        println!(
+            "daemon up (pid {})",
+            demo.daemon.as_ref().map_or(0, |d| d.id())
+        );
 
-        demo.run(&["create", "alice", "--runtime", "echo", "--description", "Demo agent: echoes every message back to its sender."])?;
-        demo.run(&["create", "bob", "--runtime", "echo", "--description", "Demo agent: echoes every message back to its sender."])?;
-        demo.run(&["create", "you", "--runtime", "console", "--intelligence", "natural", "--description", "The operator of this demo."])?;
+        demo.run(&[
+            "create",
+            "alice",
+            "--runtime",
+            "echo",
+            "--description",
+            "Demo agent: echoes every message back to its sender.",
+        ])?;
+        demo.run(&[
+            "create",
+            "bob",
+            "--runtime",
+            "echo",
+            "--description",
+            "Demo agent: echoes every message back to its sender.",
+        ])?;
+        demo.run(&[
+            "create",
+            "you",
+            "--runtime",
+            "console",
+            "--intelligence",
+            "natural",
+            "--description",
+            "The operator of this demo.",
+        ])?;
 
         println!("\n# alice is asleep: this message wakes her; her echo comes back to you.");
-        demo.run(&["send", "alice", "--from", "console-you", "--topic", "demo", "--message", "Hello Alice, are you there?"])?;
+        demo.run(&[
+            "send",
+            "alice",
+            "--from",
+            "console-you",
+            "--topic",
+            "demo",
+            "--message",
+            "Hello Alice, are you there?",
+        ])?;
         demo.wait_deliveries(2)?;
 
         println!("\n# alice writes to bob, who is asleep too; bob's echo goes back to alice.");
-        demo.run(&["send", "bob", "--from", "echo-alice", "--topic", "demo", "--message", "Hi Bob, this is Alice."])?;
+        demo.run(&[
+            "send",
+            "bob",
+            "--from",
+            "echo-alice",
+            "--topic",
+            "demo",
+            "--message",
+            "Hi Bob, this is Alice.",
+        ])?;
         demo.wait_deliveries(4)?;
 
         println!("\n# alice is live now: no wake this time.");
-        demo.run(&["send", "alice", "--from", "console-you", "--topic", "demo", "--message", "Thanks, that is all."])?;
+        demo.run(&[
+            "send",
+            "alice",
+            "--from",
+            "console-you",
+            "--topic",
+            "demo",
+            "--message",
+            "Thanks, that is all.",
+        ])?;
         demo.wait_deliveries(6)?;
 
         demo.run(&["list"])?;
         demo.stop_daemon();
         demo.pump_logs();
-        println!("\nall stopped after {:.1} s", started.elapsed().as_secs_f64());
+        println!(
+            "\nall stopped after {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
         Ok(())
     })();
 
@@ -228,21 +337,12 @@ pub fn run(inv: &Invocation) -> CliResult {
         println!("\nthe demo root is kept: {}", root.display());
         println!("look around:  export IAPEER_ROOT={}", root.display());
         println!("              iapeer daemon &   then   iapeer list   /   iapeer attach alice");
-        println!("              logs: {}/logs/iapeer/delivery.log", root.display());
+        println!(
+            "              logs: {}/logs/iapeer/delivery.log",
+            root.display()
+        );
     } else {
         let _ = std::fs::remove_dir_all(&root);
     }
     result
-}
-
-#[allow(dead_code)]
-fn _unused(_: BufReader<std::fs::File>) -> Option<String> {
-    let mut r = _unused_reader()?;
-    let mut s = String::new();
-    r.read_line(&mut s).ok()?;
-    Some(s)
-}
-
-fn _unused_reader() -> Option<BufReader<std::fs::File>> {
-    None
 }

@@ -22,19 +22,34 @@ pub fn stop_start(inv: &Invocation, stop: bool) -> CliResult {
         return Err(usage(inv, "name a peer or pass --all"));
     }
     let op = if stop { "stop" } else { "start" };
-    let req = json!({"op": op, "personality": peer, "runtime": inv.positional("runtime"), "all": all});
+    let req =
+        json!({"op": op, "personality": peer, "runtime": inv.positional("runtime"), "all": all});
     let paths = paths()?;
     let answer = Client::connect(&paths)?.request(&req, |_| {})?;
     if answer["ok"] != json!(true) {
         return Err(failed(&answer));
     }
     let list = |k: &str| -> Vec<String> {
-        answer[k].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default()
+        answer[k]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
     };
     let text = if stop {
         let ended = list("ended");
         let stopped = list("stopped");
-        let mut s = format!("stopped {}", if stopped.is_empty() { "nothing".to_string() } else { stopped.join(", ") });
+        let mut s = format!(
+            "stopped {}",
+            if stopped.is_empty() {
+                "nothing".to_string()
+            } else {
+                stopped.join(", ")
+            }
+        );
         if !ended.is_empty() {
             s.push_str(&format!(" (ended {})", ended.join(", ")));
         }
@@ -42,7 +57,14 @@ pub fn stop_start(inv: &Invocation, stop: bool) -> CliResult {
     } else {
         let cleared = list("cleared");
         let started = list("started");
-        let mut s = format!("started {}", if cleared.is_empty() { "nothing".to_string() } else { cleared.join(", ") });
+        let mut s = format!(
+            "started {}",
+            if cleared.is_empty() {
+                "nothing".to_string()
+            } else {
+                cleared.join(", ")
+            }
+        );
         if !started.is_empty() {
             s.push_str(&format!(" (running now: {})", started.join(", ")));
         } else if !cleared.is_empty() {
@@ -55,9 +77,12 @@ pub fn stop_start(inv: &Invocation, stop: bool) -> CliResult {
 
 /// `live-runtime <peer>`: the runtime the peer is live on; exit 1 with empty stdout if none.
 pub fn live_runtime(inv: &Invocation) -> CliResult {
-    let peer = inv.positional("peer").ok_or_else(|| usage(inv, "missing <peer>"))?;
+    let peer = inv
+        .positional("peer")
+        .ok_or_else(|| usage(inv, "missing <peer>"))?;
     let paths = paths()?;
-    let answer = Client::connect(&paths)?.request(&json!({"op": "live-runtime", "personality": peer}), |_| {})?;
+    let answer = Client::connect(&paths)?
+        .request(&json!({"op": "live-runtime", "personality": peer}), |_| {})?;
     match answer["runtime"].as_str() {
         Some(rt) if answer["ok"] == json!(true) => print(&format!("{rt}\n")),
         _ => Err(CliError::Exit(1)),
@@ -66,7 +91,9 @@ pub fn live_runtime(inv: &Invocation) -> CliResult {
 
 /// `attach <peer> [runtime]`: wake with resume if asleep, then attach this terminal.
 pub fn attach(inv: &Invocation) -> CliResult {
-    let peer = inv.positional("peer").ok_or_else(|| usage(inv, "missing <peer>"))?;
+    let peer = inv
+        .positional("peer")
+        .ok_or_else(|| usage(inv, "missing <peer>"))?;
     if !std::io::stdin().is_terminal() {
         return Err(CliError::Failed("attach needs a terminal on stdin".into()));
     }
@@ -87,8 +114,12 @@ fn connect_and_attach(req: &Value, what: &str) -> CliResult {
 /// `iapeer <runtime>` in a peer's folder: a fresh session of that peer on `runtime`, then
 /// attach (on a TTY) or report and exit.
 pub fn runtime_shortcut(runtime: &str, _inv: &Invocation) -> CliResult {
-    let cwd = std::env::current_dir().map_err(|e| CliError::Failed(format!("cannot read the current folder: {e}")))?;
-    let name = cwd.file_name().map(|n| normalize(&n.to_string_lossy())).unwrap_or_default();
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::Failed(format!("cannot read the current folder: {e}")))?;
+    let name = cwd
+        .file_name()
+        .map(|n| normalize(&n.to_string_lossy()))
+        .unwrap_or_default();
     if crate::profile::Profile::read(&cwd).ok().flatten().is_none() {
         return Err(CliError::Failed(format!(
             "{} is not a peer's folder — run iapeer init here first (or cd into a peer's folder)",
@@ -105,5 +136,8 @@ pub fn runtime_shortcut(runtime: &str, _inv: &Invocation) -> CliResult {
     if answer["ok"] != json!(true) {
         return Err(failed(&answer));
     }
-    print(&format!("started a fresh session {runtime}-{name} (pid {})\n", answer["pid"]))
+    print(&format!(
+        "started a fresh session {runtime}-{name} (pid {})\n",
+        answer["pid"]
+    ))
 }

@@ -93,11 +93,23 @@ fn print(text: &str) -> CliResult {
 
 fn run(cmd: Command) -> (String, CliResult) {
     match cmd {
-        Command::Help(verb) => ("help".into(), help::render_help(verb.as_deref()).map_err(CliError::Usage).and_then(|t| print(&t))),
-        Command::Version => ("version".into(), print(&format!("iapeer {}\n", env!("CARGO_PKG_VERSION")))),
+        Command::Help(verb) => (
+            "help".into(),
+            help::render_help(verb.as_deref())
+                .map_err(CliError::Usage)
+                .and_then(|t| print(&t)),
+        ),
+        Command::Version => (
+            "version".into(),
+            print(&format!("iapeer {}\n", env!("CARGO_PKG_VERSION"))),
+        ),
         Command::Generate(Generate::Man) => ("generate".into(), print(&man::render_man())),
-        Command::Generate(Generate::Completions(shell)) => ("generate".into(), print(&completions::render(shell))),
-        Command::RuntimeShortcut { runtime, inv } => (runtime.clone(), lifecycle::runtime_shortcut(&runtime, &inv)),
+        Command::Generate(Generate::Completions(shell)) => {
+            ("generate".into(), print(&completions::render(shell)))
+        }
+        Command::RuntimeShortcut { runtime, inv } => {
+            (runtime.clone(), lifecycle::runtime_shortcut(&runtime, &inv))
+        }
         Command::Run(inv) => {
             let name = inv.verb.name.to_string();
             let result = match inv.verb.name {
@@ -118,7 +130,9 @@ fn run(cmd: Command) -> (String, CliResult) {
                     0 => Ok(()),
                     code => Err(CliError::Exit(code)),
                 },
-                other => Err(CliError::Failed(format!("verb \"{other}\" is in the table but has no implementation"))),
+                other => Err(CliError::Failed(format!(
+                    "verb \"{other}\" is in the table but has no implementation"
+                ))),
             };
             (name, result)
         }

@@ -41,23 +41,32 @@ impl<'a> InitOpts<'a> {
 
 /// `create <name>`: make the folder (`--path`, else `<root>/peers/<name>`) and `init` it.
 pub fn create(inv: &Invocation) -> CliResult {
-    let name = inv.positional("name").ok_or_else(|| usage(inv, "missing <name>"))?;
+    let name = inv
+        .positional("name")
+        .ok_or_else(|| usage(inv, "missing <name>"))?;
     if !names::is_valid_personality(name) {
-        return Err(fail(format!("invalid name \"{name}\" — must match {}", names::PERSONALITY_PATTERN)));
+        return Err(fail(format!(
+            "invalid name \"{name}\" — must match {}",
+            names::PERSONALITY_PATTERN
+        )));
     }
     let paths = paths()?;
     let folder = match inv.value("path") {
         Some(p) => absolute(Path::new(p))?,
         None => paths.peers_dir().join(name),
     };
-    let base = folder.file_name().map(|b| b.to_string_lossy().into_owned()).unwrap_or_default();
+    let base = folder
+        .file_name()
+        .map(|b| b.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let derived = names::normalize(&base);
     if derived != name {
         return Err(fail(format!(
             "the folder name \"{base}\" gives the peer name \"{derived}\", not \"{name}\" — a peer is named after its folder: choose a folder named {name}"
         )));
     }
-    fsutil::ensure_dir(&folder).map_err(|e| fail(format!("cannot create {}: {e}", folder.display())))?;
+    fsutil::ensure_dir(&folder)
+        .map_err(|e| fail(format!("cannot create {}: {e}", folder.display())))?;
     let folder = folder.canonicalize().unwrap_or(folder);
     let peer = init_folder(&paths, &folder, &InitOpts::from(inv))?;
     report(inv, "created", &peer)
@@ -68,7 +77,8 @@ pub fn init(inv: &Invocation) -> CliResult {
     let paths = paths()?;
     let folder = match inv.positional("folder") {
         Some(f) => absolute(Path::new(f))?,
-        None => std::env::current_dir().map_err(|e| fail(format!("cannot read the current folder: {e}")))?,
+        None => std::env::current_dir()
+            .map_err(|e| fail(format!("cannot read the current folder: {e}")))?,
     };
     if !folder.is_dir() {
         return Err(fail(format!("{} is not a folder", folder.display())));
@@ -80,7 +90,10 @@ pub fn init(inv: &Invocation) -> CliResult {
 
 fn report(inv: &Invocation, what: &str, p: &RegistryPeer) -> CliResult {
     if inv.flag("json") {
-        return print(&format!("{}\n", serde_json::to_value(p).unwrap_or(Value::Null)));
+        return print(&format!(
+            "{}\n",
+            serde_json::to_value(p).unwrap_or(Value::Null)
+        ));
     }
     print(&format!(
         "{what} peer {} in {} — runtimes: {} (default {}), intelligence {}\n",
@@ -96,25 +109,39 @@ fn absolute(p: &Path) -> Result<PathBuf, CliError> {
     if p.is_absolute() {
         Ok(p.to_path_buf())
     } else {
-        Ok(std::env::current_dir().map_err(|e| fail(format!("cannot read the current folder: {e}")))?.join(p))
+        Ok(std::env::current_dir()
+            .map_err(|e| fail(format!("cannot read the current folder: {e}")))?
+            .join(p))
     }
 }
 
 /// Agent runtimes usable on this host besides the demo stand-in (claude, codex), in
 /// preference order.
 fn installed_agents(paths: &Paths) -> Vec<&'static str> {
-    ["claude", "codex"].into_iter().filter(|rt| runtime::is_installed(paths, rt)).collect()
+    ["claude", "codex"]
+        .into_iter()
+        .filter(|rt| runtime::is_installed(paths, rt))
+        .collect()
 }
 
 /// The runtime for a new peer (spec 07 `init`): `--runtime` (must be installed), else a
 /// marker folder (`.claude/`, `.codex/`), else the installed agent runtimes.
-fn choose_runtime(paths: &Paths, folder: &Path, requested: Option<&str>) -> Result<String, CliError> {
+fn choose_runtime(
+    paths: &Paths,
+    folder: &Path,
+    requested: Option<&str>,
+) -> Result<String, CliError> {
     let installed = installed_agents(paths);
     if let Some(rt) = requested {
         if !names::is_valid_runtime(rt) {
-            return Err(fail(format!("invalid runtime \"{rt}\" — must match {}", names::RUNTIME_PATTERN)));
+            return Err(fail(format!(
+                "invalid runtime \"{rt}\" — must match {}",
+                names::RUNTIME_PATTERN
+            )));
         }
-        return runtime::adapter_for(paths, rt).map(|_| rt.to_string()).map_err(fail);
+        return runtime::adapter_for(paths, rt)
+            .map(|_| rt.to_string())
+            .map_err(fail);
     }
     for (marker, rt) in [(".claude", "claude"), (".codex", "codex")] {
         if folder.join(marker).is_dir() && installed.contains(&rt) {
@@ -154,15 +181,26 @@ fn init_folder(paths: &Paths, folder: &Path, opts: &InitOpts) -> Result<Registry
     };
     let kind = runtime::adapter_for(paths, &runtime).map_err(fail)?.kind();
     let nature = match opts.intelligence {
-        Some(i) => Intelligence::parse(i).ok_or_else(|| fail(format!("unknown intelligence \"{i}\" — use artificial, natural or absent")))?,
-        None => existing.as_ref().map(|p| p.nature()).unwrap_or_else(|| Intelligence::default_for_runtime(&runtime)),
+        Some(i) => Intelligence::parse(i).ok_or_else(|| {
+            fail(format!(
+                "unknown intelligence \"{i}\" — use artificial, natural or absent"
+            ))
+        })?,
+        None => existing
+            .as_ref()
+            .map(|p| p.nature())
+            .unwrap_or_else(|| Intelligence::default_for_runtime(&runtime)),
     };
     if !nature.allowed_on(&runtime) {
-        return Err(fail(format!("a peer of intelligence {nature} cannot run on {runtime}")));
+        return Err(fail(format!(
+            "a peer of intelligence {nature} cannot run on {runtime}"
+        )));
     }
     if let Some(d) = opts.description {
         if d.contains('\n') || d.chars().count() > DESCRIPTION_MAX_CHARS {
-            return Err(fail(format!("--description must be one line of at most {DESCRIPTION_MAX_CHARS} characters")));
+            return Err(fail(format!(
+                "--description must be one line of at most {DESCRIPTION_MAX_CHARS} characters"
+            )));
         }
     }
     let mut declared = vec![runtime.clone()];
@@ -188,12 +226,14 @@ fn init_folder(paths: &Paths, folder: &Path, opts: &InitOpts) -> Result<Registry
     .map_err(fail)?;
     let doctrine = peer::doctrine(folder);
     if !doctrine.exists() {
-        fsutil::write_atomic(&doctrine, DOCTRINE_STUB.as_bytes(), MODE_PRIVATE).map_err(|e| fail(format!("cannot write {}: {e}", doctrine.display())))?;
+        fsutil::write_atomic(&doctrine, DOCTRINE_STUB.as_bytes(), MODE_PRIVATE)
+            .map_err(|e| fail(format!("cannot write {}: {e}", doctrine.display())))?;
     }
     for rt in &profile.runtimes {
         let env = peer::launch_env(folder, rt);
         if !env.exists() {
-            fsutil::write_atomic(&env, crate::launch_env::stub(rt).as_bytes(), MODE_PRIVATE).map_err(|e| fail(format!("cannot write {}: {e}", env.display())))?;
+            fsutil::write_atomic(&env, crate::launch_env::stub(rt).as_bytes(), MODE_PRIVATE)
+                .map_err(|e| fail(format!("cannot write {}: {e}", env.display())))?;
         }
     }
     let entry = profile.to_registry_peer(folder);
@@ -213,7 +253,10 @@ fn init_folder(paths: &Paths, folder: &Path, opts: &InitOpts) -> Result<Registry
 fn raw_personality(folder: &Path) -> Option<String> {
     let text = std::fs::read_to_string(peer::profile(folder)).ok()?;
     let v: Value = serde_json::from_str(&text).ok()?;
-    v.get("personality")?.as_str().filter(|s| !s.is_empty()).map(String::from)
+    v.get("personality")?
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map(String::from)
 }
 
 /// Ask a running daemon to start an always-on peer now (quietly skipped when it is down: it
@@ -223,9 +266,15 @@ fn start_always_on(paths: &Paths, name: &str, runtime: &str) {
         eprintln!("note: the daemon is not running; {runtime}-{name} starts when it does");
         return;
     };
-    match c.request(&json!({"op": "start", "personality": name, "runtime": runtime}), |_| {}) {
+    match c.request(
+        &json!({"op": "start", "personality": name, "runtime": runtime}),
+        |_| {},
+    ) {
         Ok(v) if v["ok"] == json!(true) => {}
-        Ok(v) => eprintln!("note: could not start {runtime}-{name}: {}", v["error"].as_str().unwrap_or("?")),
+        Ok(v) => eprintln!(
+            "note: could not start {runtime}-{name}: {}",
+            v["error"].as_str().unwrap_or("?")
+        ),
         Err(e) => eprintln!("note: could not start {runtime}-{name}: {e}"),
     }
 }
@@ -241,10 +290,19 @@ pub fn verify(inv: &Invocation) -> CliResult {
     let problems = find_problems(&paths);
     let peers = Registry::load(&paths).map(|r| r.peers.len()).unwrap_or(0);
     if inv.flag("json") {
-        let list: Vec<Value> = problems.iter().map(|(p, what)| json!({"peer": p, "problem": what})).collect();
-        print(&format!("{}\n", json!({"ok": problems.is_empty(), "peers": peers, "fixed": fixed, "problems": list})))?;
+        let list: Vec<Value> = problems
+            .iter()
+            .map(|(p, what)| json!({"peer": p, "problem": what}))
+            .collect();
+        print(&format!(
+            "{}\n",
+            json!({"ok": problems.is_empty(), "peers": peers, "fixed": fixed, "problems": list})
+        ))?;
     } else if problems.is_empty() {
-        print(&format!("ok: {peers} peer(s), no problems{}\n", if fixed { " (registry rebuilt)" } else { "" }))?;
+        print(&format!(
+            "ok: {peers} peer(s), no problems{}\n",
+            if fixed { " (registry rebuilt)" } else { "" }
+        ))?;
     } else {
         let mut out = String::new();
         for (p, what) in &problems {
@@ -264,7 +322,9 @@ pub fn verify(inv: &Invocation) -> CliResult {
 
 /// Folders that may hold peers: the registry's (when readable) and `<root>/peers/*`.
 fn known_folders(paths: &Paths) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = Registry::load(paths).map(|r| r.peers.into_iter().map(|p| p.cwd).collect()).unwrap_or_default();
+    let mut out: Vec<PathBuf> = Registry::load(paths)
+        .map(|r| r.peers.into_iter().map(|p| p.cwd).collect())
+        .unwrap_or_default();
     if let Ok(entries) = std::fs::read_dir(paths.peers_dir()) {
         for e in entries.flatten() {
             let p = e.path();
@@ -291,14 +351,23 @@ fn find_problems(paths: &Paths) -> Vec<(String, String)> {
         }
         if let Ok(Some(prof)) = Profile::read(&entry.cwd) {
             if prof.to_registry_peer(&entry.cwd) != *entry {
-                out.push((entry.personality.clone(), "the registry entry differs from the profile (the profile wins)".into()));
+                out.push((
+                    entry.personality.clone(),
+                    "the registry entry differs from the profile (the profile wins)".into(),
+                ));
             }
         }
     }
     for folder in known_folders(paths) {
         if let Ok(name) = profile::personality_of(&folder) {
             if registry.find(&name).is_none() && peer::profile(&folder).is_file() {
-                out.push((name, format!("has a profile in {} but is not registered", folder.display())));
+                out.push((
+                    name,
+                    format!(
+                        "has a profile in {} but is not registered",
+                        folder.display()
+                    ),
+                ));
             }
         }
     }
@@ -316,7 +385,11 @@ fn rebuild_registry(paths: &Paths) -> Result<(), CliError> {
                 if rebuilt.find(&p.personality).is_none() {
                     rebuilt.upsert(p.to_registry_peer(&folder));
                 } else {
-                    eprintln!("iapeer verify: skipped {}: the name \"{}\" is taken by another folder", folder.display(), p.personality);
+                    eprintln!(
+                        "iapeer verify: skipped {}: the name \"{}\" is taken by another folder",
+                        folder.display(),
+                        p.personality
+                    );
                 }
             }
             Err(e) => eprintln!("iapeer verify: skipped {}: {e}", folder.display()),
@@ -328,26 +401,41 @@ fn rebuild_registry(paths: &Paths) -> Result<(), CliError> {
 /// `remove <peer> [--force]`: drop the registry entry, end its sessions, delete its inbox and
 /// markers; keep the folder.
 pub fn remove(inv: &Invocation) -> CliResult {
-    let name = inv.positional("peer").ok_or_else(|| usage(inv, "missing <peer>"))?;
+    let name = inv
+        .positional("peer")
+        .ok_or_else(|| usage(inv, "missing <peer>"))?;
     let paths = paths()?;
     let registry = Registry::load(&paths).map_err(fail)?;
     let Some(entry) = registry.find(name).cloned() else {
-        return print(&format!("peer \"{name}\" is not registered — nothing to remove\n"));
+        return print(&format!(
+            "peer \"{name}\" is not registered — nothing to remove\n"
+        ));
     };
     if let Some(live) = super::view::live_state(&paths) {
-        let ids: Vec<&String> = live.sessions.keys().filter(|k| k.split_once('-').map(|(_, p)| p) == Some(name)).collect();
+        let ids: Vec<&String> = live
+            .sessions
+            .keys()
+            .filter(|k| k.split_once('-').map(|(_, p)| p) == Some(name))
+            .collect();
         if !ids.is_empty() && !inv.flag("force") {
             let ids: Vec<&str> = ids.iter().map(|s| s.as_str()).collect();
-            return Err(fail(format!("peer \"{name}\" is live ({}) — stop it first (iapeer stop {name}) or pass --force", ids.join(", "))));
+            return Err(fail(format!(
+                "peer \"{name}\" is live ({}) — stop it first (iapeer stop {name}) or pass --force",
+                ids.join(", ")
+            )));
         }
         if let Ok(mut c) = Client::connect(&paths) {
             let _ = c.request(&json!({"op": "forget", "personality": name}), |_| {});
         }
     }
-    Registry::update(&paths, |r| -> Result<bool, RegistryError> { Ok(r.remove(name)) }).map_err(fail)?;
+    Registry::update(&paths, |r| -> Result<bool, RegistryError> {
+        Ok(r.remove(name))
+    })
+    .map_err(fail)?;
     let inbox = paths.attachments_dir(name);
     if inbox.exists() {
-        std::fs::remove_dir_all(&inbox).map_err(|e| fail(format!("cannot delete {}: {e}", inbox.display())))?;
+        std::fs::remove_dir_all(&inbox)
+            .map_err(|e| fail(format!("cannot delete {}: {e}", inbox.display())))?;
     }
     for rt in &entry.runtimes {
         if let Ok(id) = Identity::new(rt, name) {
@@ -356,5 +444,8 @@ pub fn remove(inv: &Invocation) -> CliResult {
             }
         }
     }
-    print(&format!("removed {name} (folder kept: {})\n", entry.cwd.display()))
+    print(&format!(
+        "removed {name} (folder kept: {})\n",
+        entry.cwd.display()
+    ))
 }

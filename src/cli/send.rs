@@ -13,7 +13,9 @@ use crate::registry::Registry;
 
 /// The human line for a successful send result object.
 pub fn describe_result(result: &Value) -> String {
-    let p = result["delivered_to"]["personality"].as_str().unwrap_or("?");
+    let p = result["delivered_to"]["personality"]
+        .as_str()
+        .unwrap_or("?");
     let rt = result["delivered_to"]["runtime"].as_str().unwrap_or("?");
     if result["queued"] == json!(true) {
         let kind = result["queuedBy"].as_str().unwrap_or("queue");
@@ -29,34 +31,53 @@ pub fn describe_result(result: &Value) -> String {
 fn read_message(inv: &Invocation) -> Result<String, CliError> {
     match (inv.value("message"), inv.value("message-file")) {
         (Some(_), Some(_)) => Err(usage(inv, "pass --message or --message-file, not both")),
-        (None, None) => Err(usage(inv, "missing --message <text> or --message-file <path|->")),
+        (None, None) => Err(usage(
+            inv,
+            "missing --message <text> or --message-file <path|->",
+        )),
         (Some(m), None) => Ok(m.to_string()),
         (None, Some("-")) => {
             let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(|e| CliError::Failed(format!("cannot read the message from stdin: {e}")))?;
+            std::io::stdin().read_to_string(&mut s).map_err(|e| {
+                CliError::Failed(format!("cannot read the message from stdin: {e}"))
+            })?;
             Ok(s)
         }
-        (None, Some(path)) => std::fs::read_to_string(path).map_err(|e| CliError::Failed(format!("cannot read --message-file {path}: {e}"))),
+        (None, Some(path)) => std::fs::read_to_string(path)
+            .map_err(|e| CliError::Failed(format!("cannot read --message-file {path}: {e}"))),
     }
 }
 
 /// Run `iapeer send`.
 pub fn run(inv: &Invocation) -> CliResult {
-    let target = inv.positional("target").ok_or_else(|| usage(inv, "missing <target>"))?.to_string();
+    let target = inv
+        .positional("target")
+        .ok_or_else(|| usage(inv, "missing <target>"))?
+        .to_string();
     let message = read_message(inv)?;
     let paths = paths()?;
-    let cwd = std::env::current_dir().map_err(|e| CliError::Failed(format!("cannot read the current folder: {e}")))?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::Failed(format!("cannot read the current folder: {e}")))?;
     let cwd = cwd.canonicalize().unwrap_or(cwd);
-    let needs_registry = inv.value("from").is_none() && std::env::var("PEER_IDENTITY").map_or(true, |v| v.trim().is_empty());
+    let needs_registry = inv.value("from").is_none()
+        && std::env::var("PEER_IDENTITY").map_or(true, |v| v.trim().is_empty());
     let registry = if needs_registry {
         Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?
     } else {
         Registry::default()
     };
-    let from = resolve_sender(inv.value("from"), std::env::var("PEER_IDENTITY").ok().as_deref(), &cwd, &registry).map_err(CliError::Failed)?;
-    let attachments: Vec<String> = inv.values("attachment").iter().map(|a| absolute(&cwd, a)).collect();
+    let from = resolve_sender(
+        inv.value("from"),
+        std::env::var("PEER_IDENTITY").ok().as_deref(),
+        &cwd,
+        &registry,
+    )
+    .map_err(CliError::Failed)?;
+    let attachments: Vec<String> = inv
+        .values("attachment")
+        .iter()
+        .map(|a| absolute(&cwd, a))
+        .collect();
     let mut req = json!({"op": "send", "from": from, "to": target, "message": message, "attachments": attachments});
     if let Some(rt) = inv.value("runtime") {
         req["runtime"] = json!(rt);
@@ -78,7 +99,9 @@ pub fn run(inv: &Invocation) -> CliResult {
         if json_out {
             print(&format!("{answer}\n"))?;
         }
-        Err(CliError::Failed(answer["error"].as_str().unwrap_or("failed").to_string()))
+        Err(CliError::Failed(
+            answer["error"].as_str().unwrap_or("failed").to_string(),
+        ))
     }
 }
 
@@ -97,11 +120,16 @@ mod tests {
 
     #[test]
     fn result_lines() {
-        let r = json!({"ok":true,"delivered_to":{"personality":"bob","runtime":"echo"},"woke":false});
+        let r =
+            json!({"ok":true,"delivered_to":{"personality":"bob","runtime":"echo"},"woke":false});
         assert_eq!(describe_result(&r), "delivered to bob (echo)");
-        let r = json!({"ok":true,"delivered_to":{"personality":"bob","runtime":"echo"},"woke":true});
+        let r =
+            json!({"ok":true,"delivered_to":{"personality":"bob","runtime":"echo"},"woke":true});
         assert_eq!(describe_result(&r), "delivered to bob (echo), woke");
         let r = json!({"ok":true,"delivered_to":{"personality":"bob","runtime":"claude"},"woke":false,"queued":true,"queuedBy":"composer","queueDepth":2});
-        assert_eq!(describe_result(&r), "queued for bob (claude) — composer, depth 2");
+        assert_eq!(
+            describe_result(&r),
+            "queued for bob (claude) — composer, depth 2"
+        );
     }
 }

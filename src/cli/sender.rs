@@ -15,10 +15,17 @@ pub const CANNOT_TELL: &str =
 /// registry's folders.
 ///
 /// Errors: an invalid `--from`/`PEER_IDENTITY`, or [`CANNOT_TELL`].
-pub fn resolve_sender(from: Option<&str>, env_identity: Option<&str>, cwd: &Path, registry: &Registry) -> Result<String, String> {
+pub fn resolve_sender(
+    from: Option<&str>,
+    env_identity: Option<&str>,
+    cwd: &Path,
+    registry: &Registry,
+) -> Result<String, String> {
     for (source, value) in [("--from", from), ("PEER_IDENTITY", env_identity)] {
         if let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) {
-            return Identity::parse(v).map(|i| i.to_string()).map_err(|e| format!("{source}: {e}"));
+            return Identity::parse(v)
+                .map(|i| i.to_string())
+                .map_err(|e| format!("{source}: {e}"));
         }
     }
     let inside = registry
@@ -29,7 +36,10 @@ pub fn resolve_sender(from: Option<&str>, env_identity: Option<&str>, cwd: &Path
     if let Some(p) = inside {
         return Ok(format!("{}-{}", p.default_runtime, p.personality));
     }
-    let mut owners = registry.peers.iter().filter(|p| p.nature() == Intelligence::Natural);
+    let mut owners = registry
+        .peers
+        .iter()
+        .filter(|p| p.nature() == Intelligence::Natural);
     match (owners.next(), owners.next()) {
         (Some(owner), None) => Ok(format!("{}-{}", owner.default_runtime, owner.personality)),
         _ => Err(CANNOT_TELL.to_string()),
@@ -64,14 +74,30 @@ mod tests {
             ],
         };
         let r = |from, env, cwd: &str| resolve_sender(from, env, Path::new(cwd), &reg);
-        assert_eq!(r(Some("codex-x"), Some("echo-y"), "/"), Ok("codex-x".into()));
-        assert!(r(Some("bad"), None, "/").unwrap_err().starts_with("--from: invalid identity"));
+        assert_eq!(
+            r(Some("codex-x"), Some("echo-y"), "/"),
+            Ok("codex-x".into())
+        );
+        assert!(r(Some("bad"), None, "/")
+            .unwrap_err()
+            .starts_with("--from: invalid identity"));
         assert_eq!(r(None, Some("echo-y"), "/w/alice"), Ok("echo-y".into()));
         assert_eq!(r(None, None, "/w/alice/src"), Ok("echo-alice".into()));
-        assert_eq!(r(None, None, "/w/alice/inner/x"), Ok("claude-inner".into()), "deepest folder wins");
-        assert_eq!(r(None, None, "/w/alicex"), Ok("telegram-owner".into()), "no prefix match on names");
+        assert_eq!(
+            r(None, None, "/w/alice/inner/x"),
+            Ok("claude-inner".into()),
+            "deepest folder wins"
+        );
+        assert_eq!(
+            r(None, None, "/w/alicex"),
+            Ok("telegram-owner".into()),
+            "no prefix match on names"
+        );
         let mut two = reg.clone();
         two.peers.push(peer("owner2", "telegram", "human", "/w/o2"));
-        assert_eq!(resolve_sender(None, None, Path::new("/tmp"), &two), Err(CANNOT_TELL.into()));
+        assert_eq!(
+            resolve_sender(None, None, Path::new("/tmp"), &two),
+            Err(CANNOT_TELL.into())
+        );
     }
 }

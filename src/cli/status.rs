@@ -35,7 +35,10 @@ fn daemon_status(paths: &Paths) -> Option<Value> {
 /// Counts of runtimes by state across all peers: (live, asleep, stopped, parked).
 pub fn summarize(rows: &[Value]) -> (usize, usize, usize, usize) {
     let mut c = (0, 0, 0, 0);
-    for r in rows.iter().flat_map(|r| r["runtimes"].as_array().cloned().unwrap_or_default()) {
+    for r in rows
+        .iter()
+        .flat_map(|r| r["runtimes"].as_array().cloned().unwrap_or_default())
+    {
         match r["status"].as_str() {
             Some("live") => c.0 += 1,
             Some("stopped") => c.2 += 1,
@@ -72,12 +75,23 @@ pub fn run(inv: &Invocation) -> CliResult {
     let paths = paths()?;
     let answer = daemon_status(&paths);
     let registry = Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
-    let live = answer.as_ref().map(|a| LiveState::from_answer(&a["list"])).unwrap_or_default();
-    let rows = build_rows(&registry, &live, |id| Markers::parse(&paths, id).is_ok_and(|m| m.is_set(Flag::Stopped)), |_| None);
+    let live = answer
+        .as_ref()
+        .map(|a| LiveState::from_answer(&a["list"]))
+        .unwrap_or_default();
+    let rows = build_rows(
+        &registry,
+        &live,
+        |id| Markers::parse(&paths, id).is_ok_and(|m| m.is_set(Flag::Stopped)),
+        |_| None,
+    );
     let (l, a, s, p) = summarize(&rows);
     let healthy = answer.is_some();
     if inv.flag("json") {
-        let st = answer.as_ref().map(|a| a["status"].clone()).unwrap_or(Value::Null);
+        let st = answer
+            .as_ref()
+            .map(|a| a["status"].clone())
+            .unwrap_or(Value::Null);
         print(&format!(
             "{}\n",
             json!({"version": env!("CARGO_PKG_VERSION"), "healthy": healthy, "daemon": st, "service": "none",
@@ -85,7 +99,11 @@ pub fn run(inv: &Invocation) -> CliResult {
         ))?;
     } else {
         let daemon = match &answer {
-            Some(a) => format!("daemon: healthy @ {} + {}", a["status"]["tcp"].as_str().unwrap_or("?"), a["status"]["sock"].as_str().unwrap_or("?")),
+            Some(a) => format!(
+                "daemon: healthy @ {} + {}",
+                a["status"]["tcp"].as_str().unwrap_or("?"),
+                a["status"]["sock"].as_str().unwrap_or("?")
+            ),
             None => "daemon: NOT healthy (socket not accepting connections)".to_string(),
         };
         print(&format!(

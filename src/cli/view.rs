@@ -32,7 +32,12 @@ impl LiveState {
             .flatten()
             .filter_map(|s| Some((s["identity"].as_str()?.to_string(), s.clone())))
             .collect();
-        let parked = v["parked"].as_array().into_iter().flatten().filter_map(|s| s.as_str().map(String::from)).collect();
+        let parked = v["parked"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(String::from))
+            .collect();
         LiveState { sessions, parked }
     }
 }
@@ -135,16 +140,42 @@ pub fn render_table(rows: &[Value], now_ms: u64, width: Option<usize>) -> String
                     s
                 })
                 .collect();
-            let active = r["last_active_ms"].as_u64().map(|t| age(now_ms.saturating_sub(t))).unwrap_or_else(|| "-".into());
-            (r["personality"].as_str().unwrap_or("").to_string(), rts.join(" "), active, r["description"].as_str().unwrap_or("").to_string())
+            let active = r["last_active_ms"]
+                .as_u64()
+                .map(|t| age(now_ms.saturating_sub(t)))
+                .unwrap_or_else(|| "-".into());
+            (
+                r["personality"].as_str().unwrap_or("").to_string(),
+                rts.join(" "),
+                active,
+                r["description"].as_str().unwrap_or("").to_string(),
+            )
         })
         .collect();
-    let w0 = cells.iter().map(|c| c.0.chars().count()).max().unwrap_or(0).max(4);
-    let w1 = cells.iter().map(|c| c.1.chars().count()).max().unwrap_or(0).max(8);
+    let w0 = cells
+        .iter()
+        .map(|c| c.0.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let w1 = cells
+        .iter()
+        .map(|c| c.1.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(8);
     let w2 = cells.iter().map(|c| c.2.len()).max().unwrap_or(0).max(6);
-    let mut out = format!("{:w0$}  {:w1$}  {:w2$}  DESCRIPTION\n", "NAME", "RUNTIMES", "ACTIVE");
+    let header = format!(
+        "{:w0$}  {:w1$}  {:w2$}  DESCRIPTION",
+        "NAME", "RUNTIMES", "ACTIVE"
+    );
+    let mut out: String = match width {
+        Some(w) => header.chars().take(w).collect(),
+        None => header,
+    };
+    out.push('\n');
     for (name, rts, active, desc) in cells {
-        let mut line = format!("{name:w0$}  {rts:w1$}  {active:w2$}  ", w1 = w1 + rts.len() - rts.chars().count());
+        let mut line = format!("{name:w0$}  {rts:w1$}  {active:w2$}  ");
         let room = width.map(|w| w.saturating_sub(line.chars().count()));
         match room {
             Some(room) if desc.chars().count() > room => {
@@ -177,21 +208,34 @@ pub fn list(inv: &Invocation) -> CliResult {
         &registry,
         &live,
         |id| Markers::parse(&paths, id).is_ok_and(|m| m.is_set(Flag::Stopped)),
-        |p| Profile::read(&p.cwd).ok().flatten().and_then(|pr| pr.wake_policy.clone()),
+        |p| {
+            Profile::read(&p.cwd)
+                .ok()
+                .flatten()
+                .and_then(|pr| pr.wake_policy.clone())
+        },
     );
     if inv.flag("json") {
         return print(&format!("{}\n", Value::Array(rows)));
     }
-    let width = std::io::stdout().is_terminal().then(|| super::attach::terminal_size().map(|(_, c)| c as usize)).flatten();
+    let width = std::io::stdout()
+        .is_terminal()
+        .then(|| super::attach::terminal_size().map(|(_, c)| c as usize))
+        .flatten();
     let header = if up {
         format!("daemon: running, {} live session(s)\n", live.sessions.len())
     } else {
         "daemon: down — every agent shows asleep (start it with: iapeer daemon)\n".to_string()
     };
     if rows.is_empty() {
-        return print(&format!("{header}no peers yet — create one with: iapeer create <name> --runtime <rt>\n"));
+        return print(&format!(
+            "{header}no peers yet — create one with: iapeer create <name> --runtime <rt>\n"
+        ));
     }
-    print(&format!("{header}{}", render_table(&rows, crate::clock::now_ms(), width)))
+    print(&format!(
+        "{header}{}",
+        render_table(&rows, crate::clock::now_ms(), width)
+    ))
 }
 
 #[cfg(test)]
@@ -227,12 +271,20 @@ mod tests {
 
     #[test]
     fn rows_carry_states_and_activity() {
-        let live = LiveState::from_answer(&json!({"sessions":[{"identity":"echo-alice","attached":1,"last_active_ms":5000}],"parked":["console-bot"]}));
+        let live = LiveState::from_answer(
+            &json!({"sessions":[{"identity":"echo-alice","attached":1,"last_active_ms":5000}],"parked":["console-bot"]}),
+        );
         let rows = build_rows(&reg(), &live, |id| id == "claude-alice", |_| None);
-        assert_eq!(rows[0]["runtimes"], json!([{"runtime":"echo","status":"live","attached":true},{"runtime":"claude","status":"stopped"}]));
+        assert_eq!(
+            rows[0]["runtimes"],
+            json!([{"runtime":"echo","status":"live","attached":true},{"runtime":"claude","status":"stopped"}])
+        );
         assert_eq!(rows[0]["last_active_ms"], json!(5000));
         assert_eq!(rows[0]["wake_policy"], json!("warm"));
-        assert_eq!(rows[1]["runtimes"], json!([{"runtime":"console","status":"parked"}]));
+        assert_eq!(
+            rows[1]["runtimes"],
+            json!([{"runtime":"console","status":"parked"}])
+        );
         let table = render_table(&rows, 17_000, Some(40));
         assert!(table.contains("●echo*@ ✕claude"), "{table}");
         assert!(table.contains("12s"), "{table}");

@@ -41,7 +41,11 @@ fn copy_one(inbox: &Path, src: &Path) -> io::Result<PathBuf> {
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
     ensure_dir(inbox)?;
-    let staging = inbox.join(format!(".incoming-{}-{}", std::process::id(), random_hex(8)));
+    let staging = inbox.join(format!(
+        ".incoming-{}-{}",
+        std::process::id(),
+        random_hex(8)
+    ));
     let result = (|| {
         let mut input = File::open(src)?;
         let mut out = OpenOptions::new()
@@ -119,6 +123,9 @@ mod tests {
         assert!(err.starts_with("attachment 2 \""), "{err}");
         assert!(err.contains("not a regular file"), "{err}");
         let err = spool(&paths, "bob", &["/nonexistent/x".into()]).unwrap_err();
-        assert!(err.starts_with("attachment 1 \"/nonexistent/x\" could not be copied:"), "{err}");
+        assert!(
+            err.starts_with("attachment 1 \"/nonexistent/x\" could not be copied:"),
+            "{err}"
+        );
     }
 }

@@ -53,14 +53,20 @@ pub struct Control {
 
 impl Control {
     /// Set up the loop on a bound listener and the read end of the signal pipe.
-    pub fn new(listener: std::os::unix::net::UnixListener, signals: std::os::unix::net::UnixStream, router: Sender<RouterMsg>) -> io::Result<Control> {
+    pub fn new(
+        listener: std::os::unix::net::UnixListener,
+        signals: std::os::unix::net::UnixStream,
+        router: Sender<RouterMsg>,
+    ) -> io::Result<Control> {
         let poll = Poll::new()?;
         listener.set_nonblocking(true)?;
         signals.set_nonblocking(true)?;
         let mut listener = UnixListener::from_std(listener);
         let mut signals = UnixStream::from_std(signals);
-        poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
-        poll.registry().register(&mut signals, SIGNALS, Interest::READABLE)?;
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)?;
+        poll.registry()
+            .register(&mut signals, SIGNALS, Interest::READABLE)?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let (replies_tx, replies) = crossbeam_channel::unbounded();
         Ok(Control {
@@ -121,8 +127,23 @@ impl Control {
                     }
                     let token = Token(self.next);
                     self.next += 1;
-                    if self.poll.registry().register(&mut stream, token, Interest::READABLE | Interest::WRITABLE).is_ok() {
-                        self.conns.insert(token, Conn { stream, rbuf: Vec::new(), wbuf: VecDeque::new(), attaching: false, handoff: None, close_after_flush: false });
+                    if self
+                        .poll
+                        .registry()
+                        .register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)
+                        .is_ok()
+                    {
+                        self.conns.insert(
+                            token,
+                            Conn {
+                                stream,
+                                rbuf: Vec::new(),
+                                wbuf: VecDeque::new(),
+                                attaching: false,
+                                handoff: None,
+                                close_after_flush: false,
+                            },
+                        );
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -136,7 +157,9 @@ impl Control {
     }
 
     fn read(&mut self, t: Token) {
-        let Some(conn) = self.conns.get_mut(&t) else { return };
+        let Some(conn) = self.conns.get_mut(&t) else {
+            return;
+        };
         let mut buf = [0u8; 16 * 1024];
         let mut closed = false;
         loop {
@@ -162,7 +185,9 @@ impl Control {
 
     fn process_lines(&mut self, t: Token) {
         loop {
-            let Some(conn) = self.conns.get_mut(&t) else { return };
+            let Some(conn) = self.conns.get_mut(&t) else {
+                return;
+            };
             if conn.attaching || conn.close_after_flush {
                 return;
             }
@@ -182,7 +207,10 @@ impl Control {
                 continue;
             }
             if line.len() > MAX_LINE {
-                queue_line(conn, &failure(Code::BadRequest, "request line longer than 1 MiB"));
+                queue_line(
+                    conn,
+                    &failure(Code::BadRequest, "request line longer than 1 MiB"),
+                );
                 self.flush(t);
                 continue;
             }
@@ -192,13 +220,30 @@ impl Control {
                     self.flush(t);
                 }
                 Ok(req) => {
-                    if matches!(req, Request::Attach { no_attach: false, .. }) {
+                    if matches!(
+                        req,
+                        Request::Attach {
+                            no_attach: false,
+                            ..
+                        }
+                    ) {
                         conn.attaching = true;
                     }
-                    let reply = ReplyTo::control(t.0 as u64, self.replies_tx.clone(), self.waker.clone());
-                    if self.router.send(RouterMsg::Control { req, reply }).is_err() {
+                    let reply =
+                        ReplyTo::control(t.0 as u64, self.replies_tx.clone(), self.waker.clone());
+                    if self
+                        .router
+                        .send(RouterMsg::Control {
+                            req: Box::new(req),
+                            reply,
+                        })
+                        .is_err()
+                    {
                         let conn = self.conns.get_mut(&t).expect("present");
-                        queue_line(conn, &failure(Code::ShuttingDown, "the daemon is shutting down"));
+                        queue_line(
+                            conn,
+                            &failure(Code::ShuttingDown, "the daemon is shutting down"),
+                        );
                         self.flush(t);
                         return;
                     }
@@ -210,7 +255,9 @@ impl Control {
     fn drain_replies(&mut self) {
         while let Ok((conn_id, msg)) = self.replies.try_recv() {
             let t = Token(conn_id as usize);
-            let Some(conn) = self.conns.get_mut(&t) else { continue };
+            let Some(conn) = self.conns.get_mut(&t) else {
+                continue;
+            };
             match msg {
                 ReplyMsg::Progress(v) => queue_line(conn, &v),
                 ReplyMsg::Final(v) => {
@@ -229,7 +276,9 @@ impl Control {
     }
 
     fn flush(&mut self, t: Token) {
-        let Some(conn) = self.conns.get_mut(&t) else { return };
+        let Some(conn) = self.conns.get_mut(&t) else {
+            return;
+        };
         while !conn.wbuf.is_empty() {
             let (a, _) = conn.wbuf.as_slices();
             match conn.stream.write(a) {
@@ -252,11 +301,14 @@ impl Control {
     }
 
     fn hand_off(&mut self, t: Token) {
-        let Some(mut conn) = self.conns.remove(&t) else { return };
+        let Some(mut conn) = self.conns.remove(&t) else {
+            return;
+        };
         let _ = self.poll.registry().deregister(&mut conn.stream);
         let handle = conn.handoff.take().expect("checked by caller");
         // SAFETY: the fd is taken out of the mio stream, which is consumed; ownership moves.
-        let stream = unsafe { std::os::unix::net::UnixStream::from_raw_fd(conn.stream.into_raw_fd()) };
+        let stream =
+            unsafe { std::os::unix::net::UnixStream::from_raw_fd(conn.stream.into_raw_fd()) };
         let prebuf = std::mem::take(&mut conn.rbuf);
         handle.send(SessionCmd::Attach(stream, prebuf));
     }
@@ -285,6 +337,8 @@ fn peer_uid(stream: &UnixStream) -> Option<u32> {
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     {
         let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(stream.as_raw_fd()) };
-        nix::unistd::getpeereid(fd).ok().map(|(uid, _)| uid.as_raw())
+        nix::unistd::getpeereid(fd)
+            .ok()
+            .map(|(uid, _)| uid.as_raw())
     }
 }

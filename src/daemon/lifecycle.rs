@@ -56,7 +56,14 @@ pub fn decide_mode(req: ModeRequest, f: &WakeFacts) -> WakeDecision {
         consume_idle_reaped: idle,
     };
     match req {
-        ModeRequest::Fresh => return d(WakeMode::Fresh, "explicit-fresh", f.fresh_next, f.idle_reaped),
+        ModeRequest::Fresh => {
+            return d(
+                WakeMode::Fresh,
+                "explicit-fresh",
+                f.fresh_next,
+                f.idle_reaped,
+            )
+        }
         ModeRequest::Resume => return d(WakeMode::Resume, "explicit-resume", false, f.idle_reaped),
         ModeRequest::Auto => {}
     }
@@ -73,7 +80,9 @@ pub fn decide_mode(req: ModeRequest, f: &WakeFacts) -> WakeDecision {
         return d(WakeMode::Resume, "human-facing", false, true);
     }
     match f.topic.as_deref() {
-        Some(t) if f.topics.iter().any(|x| x == t) => d(WakeMode::Resume, "topic-match", false, true),
+        Some(t) if f.topics.iter().any(|x| x == t) => {
+            d(WakeMode::Resume, "topic-match", false, true)
+        }
         Some(_) => d(WakeMode::Fresh, "new-topic", false, true),
         None => d(WakeMode::Fresh, "no-topic", false, true),
     }
@@ -82,7 +91,12 @@ pub fn decide_mode(req: ModeRequest, f: &WakeFacts) -> WakeDecision {
 /// Idle age (ms) of a live agent session (spec 05 §4): now − the newest of runtime activity,
 /// last delivery, wake time and last output while a human was attached. Pane output alone
 /// does not count (status lines redraw).
-pub fn idle_age_ms(now_ms: u64, status: &SessionStatus, woke_at_ms: u64, last_delivery_ms: Option<u64>) -> u64 {
+pub fn idle_age_ms(
+    now_ms: u64,
+    status: &SessionStatus,
+    woke_at_ms: u64,
+    last_delivery_ms: Option<u64>,
+) -> u64 {
     let newest = [
         status.activity_ms,
         last_delivery_ms,
@@ -164,28 +178,71 @@ mod tests {
     #[test]
     fn fresh_or_resume_rules_in_order() {
         let auto = |f: &WakeFacts| decide_mode(ModeRequest::Auto, f);
-        assert_eq!(decide_mode(ModeRequest::Fresh, &facts()).mode, WakeMode::Fresh);
-        assert_eq!(decide_mode(ModeRequest::Resume, &facts()).mode, WakeMode::Resume);
-        let d = auto(&WakeFacts { fresh_next: true, idle_reaped: true, ..facts() });
-        assert_eq!((d.mode, d.cause, d.consume_fresh_next, d.consume_idle_reaped), (WakeMode::Fresh, "fresh-next", true, true));
-        let d = auto(&WakeFacts { ephemeral: true, idle_reaped: true, ..facts() });
+        assert_eq!(
+            decide_mode(ModeRequest::Fresh, &facts()).mode,
+            WakeMode::Fresh
+        );
+        assert_eq!(
+            decide_mode(ModeRequest::Resume, &facts()).mode,
+            WakeMode::Resume
+        );
+        let d = auto(&WakeFacts {
+            fresh_next: true,
+            idle_reaped: true,
+            ..facts()
+        });
+        assert_eq!(
+            (d.mode, d.cause, d.consume_fresh_next, d.consume_idle_reaped),
+            (WakeMode::Fresh, "fresh-next", true, true)
+        );
+        let d = auto(&WakeFacts {
+            ephemeral: true,
+            idle_reaped: true,
+            ..facts()
+        });
         assert_eq!((d.mode, d.cause), (WakeMode::Fresh, "ephemeral"));
         let d = auto(&facts());
         assert_eq!((d.mode, d.cause), (WakeMode::Fresh, "not-idle-reaped"));
-        let d = auto(&WakeFacts { idle_reaped: true, human_facing: true, ..facts() });
+        let d = auto(&WakeFacts {
+            idle_reaped: true,
+            human_facing: true,
+            ..facts()
+        });
         assert_eq!((d.mode, d.consume_idle_reaped), (WakeMode::Resume, true));
         let topics = vec!["t1".to_string(), "t2".to_string()];
-        let d = auto(&WakeFacts { idle_reaped: true, topic: Some("t1".into()), topics: topics.clone(), ..facts() });
+        let d = auto(&WakeFacts {
+            idle_reaped: true,
+            topic: Some("t1".into()),
+            topics: topics.clone(),
+            ..facts()
+        });
         assert_eq!((d.mode, d.cause), (WakeMode::Resume, "topic-match"));
-        let d = auto(&WakeFacts { idle_reaped: true, topic: Some("t9".into()), topics: topics.clone(), ..facts() });
-        assert_eq!((d.mode, d.cause, d.consume_idle_reaped), (WakeMode::Fresh, "new-topic", true));
-        let d = auto(&WakeFacts { idle_reaped: true, topic: None, topics, ..facts() });
+        let d = auto(&WakeFacts {
+            idle_reaped: true,
+            topic: Some("t9".into()),
+            topics: topics.clone(),
+            ..facts()
+        });
+        assert_eq!(
+            (d.mode, d.cause, d.consume_idle_reaped),
+            (WakeMode::Fresh, "new-topic", true)
+        );
+        let d = auto(&WakeFacts {
+            idle_reaped: true,
+            topic: None,
+            topics,
+            ..facts()
+        });
         assert_eq!((d.mode, d.cause), (WakeMode::Fresh, "no-topic"));
     }
 
     #[test]
     fn idle_age_uses_the_newest_signal() {
-        let s = SessionStatus { activity_ms: Some(5_000), attached_output_ms: Some(7_000), ..Default::default() };
+        let s = SessionStatus {
+            activity_ms: Some(5_000),
+            attached_output_ms: Some(7_000),
+            ..Default::default()
+        };
         assert_eq!(idle_age_ms(10_000, &s, 1_000, Some(6_000)), 3_000);
         let s = SessionStatus::default();
         assert_eq!(idle_age_ms(10_000, &s, 1_000, None), 9_000);
@@ -197,8 +254,19 @@ mod tests {
         let s = SessionStatus::default();
         assert!(!should_sleep(2_000, idle, &s));
         assert!(should_sleep(2_001, idle, &s));
-        assert!(!should_sleep(9_000, idle, &SessionStatus { busy: true, ..s.clone() }));
-        assert!(!should_sleep(9_000, idle, &SessionStatus { attached: 1, ..s }));
+        assert!(!should_sleep(
+            9_000,
+            idle,
+            &SessionStatus {
+                busy: true,
+                ..s.clone()
+            }
+        ));
+        assert!(!should_sleep(
+            9_000,
+            idle,
+            &SessionStatus { attached: 1, ..s }
+        ));
     }
 
     #[test]
@@ -215,10 +283,17 @@ mod tests {
             }
         }
         assert_eq!(delays, vec![1, 2, 4, 8]);
-        assert_eq!(b.on_death(t + 20_000, Duration::from_secs(61)), AfterDeath::RestartIn(BACKOFF_START), "a long run resets");
+        assert_eq!(
+            b.on_death(t + 20_000, Duration::from_secs(61)),
+            AfterDeath::RestartIn(BACKOFF_START),
+            "a long run resets"
+        );
         let mut b = Backoff::default();
         for i in 0..4 {
-            assert!(matches!(b.on_death(i * 1000, short), AfterDeath::RestartIn(_)));
+            assert!(matches!(
+                b.on_death(i * 1000, short),
+                AfterDeath::RestartIn(_)
+            ));
         }
         assert_eq!(b.on_death(4_000, short), AfterDeath::Park);
         let mut capped = Backoff::default();

@@ -60,7 +60,11 @@ struct RouterBackend {
 }
 
 impl Backend for RouterBackend {
-    fn send_to_peer(&self, creds: CallerCreds, args: SendArgs) -> Result<serde_json::Value, String> {
+    fn send_to_peer(
+        &self,
+        creds: CallerCreds,
+        args: SendArgs,
+    ) -> Result<serde_json::Value, String> {
         let (reply, rx) = ReplyTo::channel();
         self.tx
             .send(RouterMsg::Mcp { creds, args, reply })
@@ -92,7 +96,10 @@ pub fn socket_answers(path: &std::path::Path, timeout: Duration) -> bool {
 }
 
 fn init_logging(paths: &Paths) {
-    use simplelog::{CombinedLogger, ConfigBuilder, LevelFilter, SharedLogger, TermLogger, TerminalMode, ColorChoice, WriteLogger};
+    use simplelog::{
+        ColorChoice, CombinedLogger, ConfigBuilder, LevelFilter, SharedLogger, TermLogger,
+        TerminalMode, WriteLogger,
+    };
     let level = match std::env::var("IAPEER_LOG").as_deref() {
         Ok("debug") => LevelFilter::Debug,
         Ok("warn") => LevelFilter::Warn,
@@ -101,9 +108,19 @@ fn init_logging(paths: &Paths) {
         _ => LevelFilter::Info,
     };
     let config = ConfigBuilder::new().set_time_format_rfc3339().build();
-    let mut loggers: Vec<Box<dyn SharedLogger>> = vec![TermLogger::new(level, config.clone(), TerminalMode::Stderr, ColorChoice::Never)];
+    let mut loggers: Vec<Box<dyn SharedLogger>> = vec![TermLogger::new(
+        level,
+        config.clone(),
+        TerminalMode::Stderr,
+        ColorChoice::Never,
+    )];
     use std::os::unix::fs::OpenOptionsExt;
-    if let Ok(f) = std::fs::OpenOptions::new().create(true).append(true).mode(MODE_PRIVATE).open(paths.daemon_log()) {
+    if let Ok(f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(MODE_PRIVATE)
+        .open(paths.daemon_log())
+    {
         loggers.push(WriteLogger::new(level, config, f));
     }
     let _ = CombinedLogger::init(loggers);
@@ -114,7 +131,12 @@ fn init_logging(paths: &Paths) {
 /// Errors: another daemon already serves this root; the socket, port or state folder cannot
 /// be set up.
 pub fn run(paths: &Paths) -> Result<(), DaemonError> {
-    for dir in [paths.root().to_path_buf(), paths.state_dir(), paths.logs_dir(), paths.lifecycle_dir()] {
+    for dir in [
+        paths.root().to_path_buf(),
+        paths.state_dir(),
+        paths.logs_dir(),
+        paths.lifecycle_dir(),
+    ] {
         ensure_dir(&dir).map_err(io_err(format!("cannot create {}", dir.display())))?;
     }
     init_logging(paths);
@@ -125,23 +147,30 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
     let sock = paths.socket();
     // Single instance: a lock held for the daemon's life, plus the spec's socket probe.
     let lock_path = paths.state_dir().join("daemon.lock");
-    let lock = File::create(&lock_path).map_err(io_err(format!("cannot open {}", lock_path.display())))?;
+    let lock =
+        File::create(&lock_path).map_err(io_err(format!("cannot open {}", lock_path.display())))?;
     if lock.try_lock_exclusive().is_err() || socket_answers(&sock, Duration::from_millis(500)) {
-        return Err(DaemonError::AlreadyRunning(format!("a daemon is already listening on {}", sock.display())));
+        return Err(DaemonError::AlreadyRunning(format!(
+            "a daemon is already listening on {}",
+            sock.display()
+        )));
     }
     let _ = std::fs::remove_file(&sock);
     if let Some(dir) = sock.parent() {
         ensure_dir(dir).map_err(io_err(format!("cannot create {}", dir.display())))?;
     }
-    let listener = UnixListener::bind(&sock).map_err(io_err(format!("cannot listen on {}", sock.display())))?;
+    let listener = UnixListener::bind(&sock)
+        .map_err(io_err(format!("cannot listen on {}", sock.display())))?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(MODE_PRIVATE))
         .map_err(io_err(format!("cannot set the mode of {}", sock.display())))?;
 
     let (router_tx, router_rx) = crossbeam_channel::unbounded();
     let (session_tx, session_rx) = crossbeam_channel::unbounded();
-    let backend: Arc<dyn Backend> = Arc::new(RouterBackend { tx: router_tx.clone() });
-    let http = http::start(http::HttpConfig { port: cfg.port, bearer: cfg.bearer.clone() }, backend)
+    let backend: Arc<dyn Backend> = Arc::new(RouterBackend {
+        tx: router_tx.clone(),
+    });
+    let mut http = http::start(http::HttpConfig::new(cfg.port, cfg.bearer.clone()), backend)
         .map_err(io_err(format!("cannot listen on 127.0.0.1:{}", cfg.port)))?;
     let tcp = format!("http://127.0.0.1:{}/mcp", http.port());
     write_json_atomic(
@@ -151,15 +180,34 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
     )
     .map_err(io_err("cannot write router.json"))?;
 
-    let (sig_read, sig_write) = UnixStream::pair().map_err(io_err("cannot create the signal pipe"))?;
-    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT, signal_hook::consts::SIGHUP] {
-        let w = sig_write.try_clone().map_err(io_err("cannot create the signal pipe"))?;
-        signal_hook::low_level::pipe::register(sig, w).map_err(io_err("cannot install signal handlers"))?;
+    let (sig_read, sig_write) =
+        UnixStream::pair().map_err(io_err("cannot create the signal pipe"))?;
+    for sig in [
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGHUP,
+    ] {
+        let w = sig_write
+            .try_clone()
+            .map_err(io_err("cannot create the signal pipe"))?;
+        signal_hook::low_level::pipe::register(sig, w)
+            .map_err(io_err("cannot install signal handlers"))?;
     }
-    let mut control = control::Control::new(listener, sig_read, router_tx.clone()).map_err(io_err("cannot start the control loop"))?;
+    let mut control = control::Control::new(listener, sig_read, router_tx.clone())
+        .map_err(io_err("cannot start the control loop"))?;
 
-    let info = DaemonInfo { tcp: tcp.clone(), sock: sock.display().to_string(), started_ms: crate::clock::now_ms() };
-    let router = Router::new(paths.clone(), cfg.clone(), info, router_tx.clone(), session_tx);
+    let info = DaemonInfo {
+        tcp: tcp.clone(),
+        sock: sock.display().to_string(),
+        started_ms: crate::clock::now_ms(),
+    };
+    let router = Router::new(
+        paths.clone(),
+        cfg.clone(),
+        info,
+        router_tx.clone(),
+        session_tx,
+    );
     let router_thread = std::thread::Builder::new()
         .name("router".into())
         .spawn(move || router.run(router_rx, session_rx))
@@ -177,14 +225,21 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
         .map_err(io_err("cannot start the ticker thread"))?;
 
     eprintln!("iapeer daemon ready tcp={tcp} sock={}", sock.display());
-    log::info!("daemon ready tcp={tcp} sock={} pid={}", sock.display(), std::process::id());
+    log::info!(
+        "daemon ready tcp={tcp} sock={} pid={}",
+        sock.display(),
+        std::process::id()
+    );
     let served = control.run();
 
     // Shutdown: stop accepting, end sessions (marking agents resume-eligible), clean up.
     drop(control);
     let _ = std::fs::remove_file(&sock);
     let (done_tx, done_rx) = crossbeam_channel::bounded(1);
-    if router_tx.send(RouterMsg::Shutdown { done: done_tx }).is_ok() {
+    if router_tx
+        .send(RouterMsg::Shutdown { done: done_tx })
+        .is_ok()
+    {
         let _ = done_rx.recv_timeout(Duration::from_secs(10));
     }
     let _ = router_thread.join();

@@ -127,7 +127,9 @@ pub fn validate(input: &SendInput) -> Result<Option<String>, Refusal> {
         )));
     }
     if input.attachments.iter().any(|a| !a.starts_with('/')) {
-        return Err(bad("attachments must contain only absolute local paths".into()));
+        return Err(bad(
+            "attachments must contain only absolute local paths".into()
+        ));
     }
     if input
         .attachments
@@ -135,7 +137,7 @@ pub fn validate(input: &SendInput) -> Result<Option<String>, Refusal> {
         .any(|a| a.contains('\n') || a.contains('\r'))
     {
         return Err(bad(
-            "attachment paths must not contain newline characters".into(),
+            "attachment paths must not contain newline characters".into()
         ));
     }
     Ok(topic.map(str::to_string))
@@ -173,7 +175,10 @@ pub fn resolve_caller<'r>(
     let peer = registry.find(&identity.personality).ok_or_else(|| {
         refuse(
             Code::NotRegistered,
-            format!("unknown caller \"{}\" — not registered", identity.personality),
+            format!(
+                "unknown caller \"{}\" — not registered",
+                identity.personality
+            ),
         )
     })?;
     if !peer.declares(&identity.runtime) {
@@ -254,8 +259,9 @@ pub fn prepare(paths: &Paths, input: &SendInput, ts: String) -> Result<Prepared,
     if Markers::new(paths, &endpoint).is_set(crate::markers::Flag::Stopped) {
         return Err(stopped_refusal(&endpoint));
     }
-    let attachments = crate::daemon::attachments::spool(paths, &target.personality, &input.attachments)
-        .map_err(|e| refuse(Code::InvalidArgument, e))?;
+    let attachments =
+        crate::daemon::attachments::spool(paths, &target.personality, &input.attachments)
+            .map_err(|e| refuse(Code::InvalidArgument, e))?;
     let envelope = Envelope {
         from: caller.personality.clone(),
         runtime: caller.runtime.clone(),
@@ -315,39 +321,70 @@ mod tests {
     fn registry() -> Registry {
         Registry {
             version: 2,
-            peers: vec![peer("alice", &["echo"]), peer("bob", &["echo", "claude"]), {
-                let mut h = peer("owner", &["telegram"]);
-                h.intelligence = "natural".into();
-                h
-            }],
+            peers: vec![
+                peer("alice", &["echo"]),
+                peer("bob", &["echo", "claude"]),
+                {
+                    let mut h = peer("owner", &["telegram"]);
+                    h.intelligence = "natural".into();
+                    h
+                },
+            ],
         }
     }
 
     #[test]
     fn every_validation_message() {
         let cases: Vec<(SendInput, &str)> = vec![
-            (input("", "x"), "send_to_peer requires non-empty \"personality\" and \"message\""),
-            (input("bob", ""), "send_to_peer requires non-empty \"personality\" and \"message\""),
-            (input("Bob", "x"), "invalid personality \"Bob\" — must match ^[a-z][a-z0-9-]{0,31}$"),
             (
-                SendInput { runtime: Some("my-rt".into()), ..input("bob", "x") },
+                input("", "x"),
+                "send_to_peer requires non-empty \"personality\" and \"message\"",
+            ),
+            (
+                input("bob", ""),
+                "send_to_peer requires non-empty \"personality\" and \"message\"",
+            ),
+            (
+                input("Bob", "x"),
+                "invalid personality \"Bob\" — must match ^[a-z][a-z0-9-]{0,31}$",
+            ),
+            (
+                SendInput {
+                    runtime: Some("my-rt".into()),
+                    ..input("bob", "x")
+                },
                 "invalid runtime \"my-rt\"",
             ),
-            (input("bob", &"é".repeat(16_001)), "message exceeds 16000 char limit (got 16001)"),
             (
-                SendInput { topic: Some(format!(" {} ", "t".repeat(201))), ..input("bob", "x") },
+                input("bob", &"é".repeat(16_001)),
+                "message exceeds 16000 char limit (got 16001)",
+            ),
+            (
+                SendInput {
+                    topic: Some(format!(" {} ", "t".repeat(201))),
+                    ..input("bob", "x")
+                },
                 "topic exceeds 200 char limit (got 201)",
             ),
             (
-                SendInput { attachments: vec!["/a".into(); 21], ..input("bob", "x") },
+                SendInput {
+                    attachments: vec!["/a".into(); 21],
+                    ..input("bob", "x")
+                },
                 "attachments exceeds 20 item limit",
             ),
             (
-                SendInput { attachments: vec!["rel/a".into()], ..input("bob", "x") },
+                SendInput {
+                    attachments: vec!["rel/a".into()],
+                    ..input("bob", "x")
+                },
                 "attachments must contain only absolute local paths",
             ),
             (
-                SendInput { attachments: vec!["/a\nb".into()], ..input("bob", "x") },
+                SendInput {
+                    attachments: vec!["/a\nb".into()],
+                    ..input("bob", "x")
+                },
                 "attachment paths must not contain newline characters",
             ),
         ];
@@ -357,9 +394,15 @@ mod tests {
             assert_eq!(e.code, Code::InvalidArgument);
         }
         assert_eq!(validate(&input("bob", &"é".repeat(16_000))).unwrap(), None);
-        let t = SendInput { topic: Some("  release  ".into()), ..input("bob", "x") };
+        let t = SendInput {
+            topic: Some("  release  ".into()),
+            ..input("bob", "x")
+        };
         assert_eq!(validate(&t).unwrap(), Some("release".into()));
-        let t = SendInput { topic: Some("   ".into()), ..input("bob", "x") };
+        let t = SendInput {
+            topic: Some("   ".into()),
+            ..input("bob", "x")
+        };
         assert_eq!(validate(&t).unwrap(), None, "blank topic is no topic");
     }
 
@@ -392,7 +435,11 @@ mod tests {
             err(mcp(Some("echo-alice"), None, McpAuth::Token)),
             "session token missing or not valid for echo-alice"
         );
-        assert!(resolve_caller(&mcp(Some("echo-alice"), Some("echo-alice"), McpAuth::Token), &reg).is_ok());
+        assert!(resolve_caller(
+            &mcp(Some("echo-alice"), Some("echo-alice"), McpAuth::Token),
+            &reg
+        )
+        .is_ok());
         assert!(resolve_caller(&mcp(Some("echo-alice"), None, McpAuth::Header), &reg).is_ok());
         assert!(resolve_caller(&Caller::Cli("echo-alice".into()), &reg).is_ok());
     }
@@ -401,22 +448,43 @@ mod tests {
     fn target_resolution_rules() {
         let reg = registry();
         let (alice_id, alice) = resolve_caller(&Caller::Cli("echo-alice".into()), &reg).unwrap();
-        let go = |i: SendInput| resolve_target(&i, &alice_id, alice, &reg).map(|(_, e)| e.to_string());
-        assert_eq!(go(input("bob", "x")).unwrap(), "echo-bob", "default runtime");
+        let go =
+            |i: SendInput| resolve_target(&i, &alice_id, alice, &reg).map(|(_, e)| e.to_string());
         assert_eq!(
-            go(SendInput { runtime: Some("claude".into()), ..input("bob", "x") }).unwrap(),
+            go(input("bob", "x")).unwrap(),
+            "echo-bob",
+            "default runtime"
+        );
+        assert_eq!(
+            go(SendInput {
+                runtime: Some("claude".into()),
+                ..input("bob", "x")
+            })
+            .unwrap(),
             "claude-bob"
         );
         assert_eq!(
-            go(SendInput { runtime: Some("codex".into()), ..input("bob", "x") }).unwrap_err().error,
+            go(SendInput {
+                runtime: Some("codex".into()),
+                ..input("bob", "x")
+            })
+            .unwrap_err()
+            .error,
             "peer \"bob\" does not declare runtime \"codex\""
         );
         let e = go(input("zed", "x")).unwrap_err();
-        assert_eq!(e.error, "peer \"zed\" is not in the iapeer peers index; message NOT delivered");
+        assert_eq!(
+            e.error,
+            "peer \"zed\" is not in the iapeer peers index; message NOT delivered"
+        );
         assert_eq!(e.code, Code::NotRegistered);
-        assert_eq!(go(input("alice", "x")).unwrap_err().error, "cannot send to self");
-        assert!(go(input("owner", "x")).unwrap_err().error.starts_with(
-            "telegram policy: sender \"alice\" has no telegram face"
-        ));
+        assert_eq!(
+            go(input("alice", "x")).unwrap_err().error,
+            "cannot send to self"
+        );
+        assert!(go(input("owner", "x"))
+            .unwrap_err()
+            .error
+            .starts_with("telegram policy: sender \"alice\" has no telegram face"));
     }
 }

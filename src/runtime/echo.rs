@@ -142,7 +142,10 @@ mod tests {
         std::fs::create_dir_all(dir.path().join(TRANSCRIPT_DIR)).unwrap();
         std::fs::write(Echo::transcript(dir.path()), "{}\n").unwrap();
         let cmd = echo.command(&ctx).unwrap();
-        assert_eq!(cmd.args, vec![OsString::from("echo-agent"), "--resume".into()]);
+        assert_eq!(
+            cmd.args,
+            vec![OsString::from("echo-agent"), "--resume".into()]
+        );
         assert!(echo.activity_ms(dir.path()).is_some());
     }
 

@@ -116,8 +116,15 @@ mod tests {
         let t0 = Instant::now();
         let mut b = Boot::new(t0, Duration::from_secs(240), Duration::ZERO);
         assert!(matches!(b.evaluate(t0, key(), 1), BootAction::Key { .. }));
-        assert_eq!(b.evaluate(t0, key(), 1), BootAction::Wait, "same screen: no second key");
-        assert!(matches!(b.evaluate(t0, key(), 2), BootAction::Key { .. }), "screen changed");
+        assert_eq!(
+            b.evaluate(t0, key(), 1),
+            BootAction::Wait,
+            "same screen: no second key"
+        );
+        assert!(
+            matches!(b.evaluate(t0, key(), 2), BootAction::Key { .. }),
+            "screen changed"
+        );
         assert!(
             matches!(b.evaluate(t0 + KEY_RETRY, key(), 2), BootAction::Key { .. }),
             "unchanged for KEY_RETRY: retry"
@@ -131,11 +138,18 @@ mod tests {
         let mut b = Boot::new(t0, Duration::from_secs(240), settle);
         assert_eq!(b.evaluate(t0, BootStep::Ready, 1), BootAction::Wait);
         assert_eq!(b.next_deadline(), t0 + settle);
-        assert_eq!(b.evaluate(t0 + settle, BootStep::Ready, 1), BootAction::Ready);
+        assert_eq!(
+            b.evaluate(t0 + settle, BootStep::Ready, 1),
+            BootAction::Ready
+        );
         let mut b = Boot::new(t0, Duration::from_secs(240), settle);
         b.evaluate(t0, BootStep::Ready, 1);
         b.evaluate(t0 + Duration::from_millis(100), BootStep::Wait, 2);
-        assert_eq!(b.evaluate(t0 + settle, BootStep::Ready, 3), BootAction::Wait, "restarted");
+        assert_eq!(
+            b.evaluate(t0 + settle, BootStep::Ready, 3),
+            BootAction::Wait,
+            "restarted"
+        );
     }
 
     #[test]

@@ -34,7 +34,10 @@ enum Phase {
         next_poll: Instant,
     },
     /// Confirmed; waiting for the runtime's activity time to advance.
-    Gating { deadline: Instant, next_poll: Instant },
+    Gating {
+        deadline: Instant,
+        next_poll: Instant,
+    },
 }
 
 /// What the session thread must do after a step.
@@ -227,6 +230,13 @@ impl ActiveDelivery {
 mod tests {
     use super::*;
 
+    struct Always;
+    impl Confirm for Always {
+        fn confirmed(&mut self, _: &[u8]) -> bool {
+            true
+        }
+    }
+
     struct Needle(&'static [u8]);
     impl Confirm for Needle {
         fn confirmed(&mut self, output: &[u8]) -> bool {
@@ -247,25 +257,40 @@ mod tests {
     #[test]
     fn pty_paste_settles_then_enter_then_confirms() {
         let t0 = Instant::now();
-        let (mut d, bytes) = ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None);
+        let (mut d, bytes) =
+            ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None);
         assert_eq!(bytes, b"\x1b[200~hello\x1b[201~");
-        assert_eq!(d.poll(t0, || None), Step::Wait, "nothing before the write completes");
+        assert_eq!(
+            d.poll(t0, || None),
+            Step::Wait,
+            "nothing before the write completes"
+        );
         d.on_written(t0);
         assert_eq!(d.poll(t0 + Duration::from_millis(299), || None), Step::Wait);
         assert_eq!(d.poll(t0 + SETTLE, || None), Step::Write(b"\r".to_vec()));
-        assert_eq!(d.poll(t0 + SETTLE + Duration::from_millis(100), || None), Step::Wait);
+        assert_eq!(
+            d.poll(t0 + SETTLE + Duration::from_millis(100), || None),
+            Step::Wait
+        );
         d.on_output(b"...ok...");
-        assert_eq!(d.poll(t0 + SETTLE + Duration::from_millis(200), || None), Step::Done(Ok(())));
+        assert_eq!(
+            d.poll(t0 + SETTLE + Duration::from_millis(200), || None),
+            Step::Done(Ok(()))
+        );
     }
 
     #[test]
     fn enter_is_resent_and_the_grace_ends_in_failure() {
         let t0 = Instant::now();
-        let (mut d, _) = ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None);
+        let (mut d, _) =
+            ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None);
         d.on_written(t0);
         let t1 = t0 + SETTLE;
         assert_eq!(d.poll(t1, || None), Step::Write(b"\r".to_vec()));
-        assert_eq!(d.poll(t1 + ENTER_RETRY, || None), Step::Write(b"\r".to_vec()));
+        assert_eq!(
+            d.poll(t1 + ENTER_RETRY, || None),
+            Step::Write(b"\r".to_vec())
+        );
         match d.poll(t1 + Duration::from_secs(4), || None) {
             Step::Done(Err(e)) => assert!(e.contains("4000 ms"), "{e}"),
             other => panic!("expected failure, got {other:?}"),
@@ -276,11 +301,15 @@ mod tests {
     fn ready_gate_waits_for_activity_to_advance() {
         let t0 = Instant::now();
         let gate = Some(Duration::from_secs(2));
-        let (mut d, _) = ActiveDelivery::start(&delivery(gate), true, Box::new(Needle(b"")), Some(100));
+        let (mut d, _) = ActiveDelivery::start(&delivery(gate), true, Box::new(Always), Some(100));
         d.on_written(t0);
         let t1 = t0 + SETTLE;
         assert_eq!(d.poll(t1, || Some(100)), Step::Write(b"\r".to_vec()));
-        assert_eq!(d.poll(t1, || Some(100)), Step::Wait, "confirmed, now gating");
+        assert_eq!(
+            d.poll(t1, || Some(100)),
+            Step::Wait,
+            "confirmed, now gating"
+        );
         assert_eq!(d.poll(t1 + GATE_POLL, || Some(100)), Step::Wait);
         assert_eq!(d.poll(t1 + GATE_POLL * 2, || Some(101)), Step::Done(Ok(())));
     }
@@ -289,7 +318,7 @@ mod tests {
     fn ready_gate_times_out() {
         let t0 = Instant::now();
         let gate = Some(Duration::from_secs(1));
-        let (mut d, _) = ActiveDelivery::start(&delivery(gate), true, Box::new(Needle(b"")), None);
+        let (mut d, _) = ActiveDelivery::start(&delivery(gate), true, Box::new(Always), None);
         d.on_written(t0);
         let t1 = t0 + SETTLE;
         d.poll(t1, || None);

@@ -11,8 +11,7 @@ use crate::names::Identity;
 /// behave as its sub-session (no transcript of its own); multiplexer variables would make the
 /// TUI think it runs inside tmux/screen.
 fn is_scrubbed(key: &str) -> bool {
-    key.starts_with("CLAUDE_CODE_")
-        || matches!(key, "CLAUDECODE" | "TMUX" | "TMUX_PANE" | "STY")
+    key.starts_with("CLAUDE_CODE_") || matches!(key, "CLAUDECODE" | "TMUX" | "TMUX_PANE" | "STY")
 }
 
 /// A PATH for children when neither `launch.env` nor the daemon has one.
@@ -22,8 +21,15 @@ pub fn default_path(home: Option<&Path>) -> String {
         dirs.push(h.join(".local/bin").display().to_string());
     }
     dirs.extend(
-        ["/usr/local/bin", "/opt/homebrew/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"]
-            .map(String::from),
+        [
+            "/usr/local/bin",
+            "/opt/homebrew/bin",
+            "/usr/bin",
+            "/bin",
+            "/usr/sbin",
+            "/sbin",
+        ]
+        .map(String::from),
     );
     dirs.join(":")
 }
@@ -59,7 +65,10 @@ pub fn session_env(input: &EnvInput) -> Vec<(String, String)> {
         }
         env.insert(k.clone(), v.clone());
     }
-    env.insert("PEER_PERSONALITY".into(), input.identity.personality.clone());
+    env.insert(
+        "PEER_PERSONALITY".into(),
+        input.identity.personality.clone(),
+    );
     env.insert("PEER_RUNTIME".into(), input.identity.runtime.clone());
     env.insert("PEER_IDENTITY".into(), input.identity.to_string());
     env.insert("IAPEER_TOKEN".into(), input.token.to_string());
@@ -82,7 +91,9 @@ mod tests {
     use super::*;
 
     fn get<'a>(env: &'a [(String, String)], k: &str) -> Option<&'a str> {
-        env.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str())
+        env.iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.as_str())
     }
 
     #[test]
@@ -123,9 +134,17 @@ mod tests {
         assert_eq!(get(&env, "CLAUDECODE"), None);
         assert_eq!(get(&env, "CLAUDE_CODE_ENTRYPOINT"), None);
         assert_eq!(get(&env, "TMUX"), None);
-        assert_eq!(get(&env, "TERM"), Some("xterm-256color"), "TERM is always ours");
+        assert_eq!(
+            get(&env, "TERM"),
+            Some("xterm-256color"),
+            "TERM is always ours"
+        );
         assert_eq!(get(&env, "COLORTERM"), Some("truecolor"));
-        assert_eq!(get(&env, "CLAUDE_CODE_DISABLE_ALTERNATE_SCREEN"), Some("1"), "extras last");
+        assert_eq!(
+            get(&env, "CLAUDE_CODE_DISABLE_ALTERNATE_SCREEN"),
+            Some("1"),
+            "extras last"
+        );
     }
 
     #[test]
@@ -150,6 +169,9 @@ mod tests {
         assert_eq!(get(&env, "PATH"), Some("/mine"));
         let env = mk(&LaunchEnv::default(), vec![]);
         let path = get(&env, "PATH").unwrap();
-        assert!(path.starts_with("/home/me/.local/bin:/usr/local/bin"), "{path}");
+        assert!(
+            path.starts_with("/home/me/.local/bin:/usr/local/bin"),
+            "{path}"
+        );
     }
 }

@@ -207,7 +207,10 @@ mod tests {
             program: "/bin/sh".into(),
             args: vec!["-c".into(), cmd.into()],
             cwd: std::env::temp_dir(),
-            env: vec![("PATH".into(), "/usr/bin:/bin".into()), ("X_TEST".into(), "42".into())],
+            env: vec![
+                ("PATH".into(), "/usr/bin:/bin".into()),
+                ("X_TEST".into(), "42".into()),
+            ],
         }
     }
 
@@ -231,8 +234,12 @@ mod tests {
 
     #[test]
     fn pty_child_has_a_tty_the_size_and_only_our_env() {
-        let mut c = spawn_pty(&spec("stty size; tty -s && echo TTY; echo env=$X_TEST; env | wc -l"), 50, 220)
-            .unwrap();
+        let mut c = spawn_pty(
+            &spec("stty size; tty -s && echo TTY; echo env=$X_TEST; env | wc -l"),
+            50,
+            220,
+        )
+        .unwrap();
         let out = read_all(&c.master, Duration::from_secs(5));
         c.child.wait().unwrap();
         assert!(out.contains("50 220"), "{out}");
@@ -246,7 +253,10 @@ mod tests {
         let pid = c.child.id();
         let out = read_all(&c.master, Duration::from_secs(5));
         c.child.wait().unwrap();
-        let nums: Vec<u32> = out.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+        let nums: Vec<u32> = out
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect();
         assert_eq!(nums, vec![pid, pid, pid], "{out}");
     }
 

@@ -20,7 +20,9 @@ use nix::sys::signal::Signal;
 use super::boot::{Boot, BootAction};
 use super::clients::{Client, ClientInput};
 use super::deliver::{ActiveDelivery, Step};
-use super::handle::{Cause, Delivery, EventKind, SessionCmd, SessionEvent, SessionHandle, SessionStatus};
+use super::handle::{
+    Cause, Delivery, EventKind, SessionCmd, SessionEvent, SessionHandle, SessionStatus,
+};
 use super::panelog::PaneLog;
 use super::screen::Screen;
 use super::spawn::{self, SpawnSpec};
@@ -93,10 +95,7 @@ pub fn start(
     let (cmd_tx, cmd_rx) = crossbeam_channel::unbounded();
     let (exit_tx, exit_rx) = crossbeam_channel::bounded(1);
     spawn_waiter(child, exit_tx, waker.clone())?;
-    let handle = SessionHandle {
-        tx: cmd_tx,
-        waker,
-    };
+    let handle = SessionHandle { tx: cmd_tx, waker };
     let name = format!("session-{}", cfg.identity);
     let session_id = cfg.session;
     let events_for_panic = events.clone();
@@ -330,7 +329,11 @@ impl Session {
         loop {
             let r = match &mut self.io {
                 Io::Pty(m) => m.read(&mut buf),
-                Io::Pipes { stdout, stderr: err, .. } => {
+                Io::Pipes {
+                    stdout,
+                    stderr: err,
+                    ..
+                } => {
                     let src: Option<&mut dyn Read> = if stderr {
                         err.as_mut().map(|s| s as &mut dyn Read)
                     } else {
@@ -369,9 +372,15 @@ impl Session {
                 let _ = reg.deregister(&mut SourceFd(&m.as_raw_fd()));
             }
             Io::Pipes {
-                stdout, stderr: err, ..
+                stdout,
+                stderr: err,
+                ..
             } => {
-                let slot = if stderr { err.take().map(|s| s.as_raw_fd()) } else { stdout.take().map(|s| s.as_raw_fd()) };
+                let slot = if stderr {
+                    err.take().map(|s| s.as_raw_fd())
+                } else {
+                    stdout.take().map(|s| s.as_raw_fd())
+                };
                 if let Some(fd) = slot {
                     let _ = reg.deregister(&mut SourceFd(&fd));
                 }
@@ -477,7 +486,11 @@ impl Session {
                     screen,
                 });
                 self.fail_deliveries(&reason);
-                self.kill(if timeout { Cause::BootTimeout } else { Cause::KilledByDaemon });
+                self.kill(if timeout {
+                    Cause::BootTimeout
+                } else {
+                    Cause::KilledByDaemon
+                });
                 // Stop evaluating: the session is ending.
                 self.state = State::Ready;
             }
@@ -494,7 +507,10 @@ impl Session {
         if d.ready_gate.is_some() {
             self.emit(EventKind::Phase("delivering".into()));
         }
-        let confirmer = self.cfg.adapter.confirmer(&self.cfg.cwd, d.agent_ts.as_deref());
+        let confirmer = self
+            .cfg
+            .adapter
+            .confirmer(&self.cfg.cwd, d.agent_ts.as_deref());
         let before = d
             .ready_gate
             .and_then(|_| self.cfg.adapter.activity_ms(&self.cfg.cwd));

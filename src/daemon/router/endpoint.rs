@@ -46,7 +46,7 @@ pub struct WakeJob {
 /// Queued work for one identity.
 pub enum Job {
     /// A message.
-    Send(SendJob),
+    Send(Box<SendJob>),
     /// A wake without a message.
     Wake(WakeJob),
 }
@@ -102,11 +102,20 @@ impl Router {
             .spawn(move || {
                 let ts = crate::clock::envelope_ts(&crate::clock::now_local());
                 let result = route::prepare(&paths, &input_for_job, ts);
-                let _ = tx.send(RouterMsg::Prepared { job: id, result });
+                let _ = tx.send(RouterMsg::Prepared {
+                    job: id,
+                    result: Box::new(result),
+                });
             });
         if let Err(e) = spawned {
             if let Some(job) = self.preparing.remove(&id) {
-                self.finish_send(job, Err(Refusal { code: Code::Internal, error: format!("cannot start a worker thread: {e}") }));
+                self.finish_send(
+                    job,
+                    Err(Refusal {
+                        code: Code::Internal,
+                        error: format!("cannot start a worker thread: {e}"),
+                    }),
+                );
             }
         }
     }
@@ -123,20 +132,32 @@ impl Router {
         job.kind = match self.adapter(&prepared.endpoint.runtime) {
             Ok(a) => a.kind(),
             Err(e) => {
-                let r = Refusal { code: Code::Offline, error: format!("peer \"{}\" ({}) cannot be reached: {e}", prepared.endpoint.personality, prepared.endpoint.runtime) };
+                let r = Refusal {
+                    code: Code::Offline,
+                    error: format!(
+                        "peer \"{}\" ({}) cannot be reached: {e}",
+                        prepared.endpoint.personality, prepared.endpoint.runtime
+                    ),
+                };
                 job.prepared = Some(prepared);
                 return self.finish_send(job, Err(r));
             }
         };
         job.prepared = Some(prepared);
-        self.endpoints.entry(endpoint.clone()).or_default().queue.push_back(Job::Send(job));
+        self.endpoints
+            .entry(endpoint.clone())
+            .or_default()
+            .queue
+            .push_back(Job::Send(Box::new(job)));
         self.pump(&endpoint);
     }
 
     /// Move the head of `identity`'s queue forward as far as it can go now.
     pub(crate) fn pump(&mut self, identity: &str) {
         loop {
-            let Some(ep) = self.endpoints.get(identity) else { return };
+            let Some(ep) = self.endpoints.get(identity) else {
+                return;
+            };
             if ep.inflight.is_some() {
                 return;
             }
@@ -162,14 +183,25 @@ impl Router {
                         None if job.kind == RuntimeKind::Router => {
                             let (id, started) = (job.id, job.started);
                             let at = started + self.cfg.revive_grace;
-                            if !self.timers.values().any(|t| matches!(t, Timer::Revive { job, .. } if *job == id)) {
-                                self.set_timer(at, Timer::Revive { identity: identity.to_string(), job: id });
+                            if !self
+                                .timers
+                                .values()
+                                .any(|t| matches!(t, Timer::Revive { job, .. } if *job == id))
+                            {
+                                self.set_timer(
+                                    at,
+                                    Timer::Revive {
+                                        identity: identity.to_string(),
+                                        job: id,
+                                    },
+                                );
                             }
                             return;
                         }
                         None => {
                             // Asleep: wake with this message as the first one.
-                            if let Err(refusal) = self.launch_for_head(identity, ModeRequest::Auto) {
+                            if let Err(refusal) = self.launch_for_head(identity, ModeRequest::Auto)
+                            {
                                 self.fail_head(identity, refusal);
                                 continue;
                             }
@@ -178,17 +210,38 @@ impl Router {
                     }
                 }
                 Job::Wake(w) => match live {
-                    Some(s) if s.ready && s.stopping.is_none() && (w.mode != ModeRequest::Fresh || w.launched) => {
+                    Some(s)
+                        if s.ready
+                            && s.stopping.is_none()
+                            && (w.mode != ModeRequest::Fresh || w.launched) =>
+                    {
                         let handle = s.handle.clone();
-                        let body = ok_with(json!({"identity": identity, "woke": false, "pid": s.pid}));
-                        if let Some(Job::Wake(w)) = self.endpoints.get_mut(identity).and_then(|e| e.queue.pop_front()) {
-                            if w.attach { w.reply.attach(body, handle) } else { w.reply.finish(body) }
+                        let body =
+                            ok_with(json!({"identity": identity, "woke": false, "pid": s.pid}));
+                        if let Some(Job::Wake(w)) = self
+                            .endpoints
+                            .get_mut(identity)
+                            .and_then(|e| e.queue.pop_front())
+                        {
+                            if w.attach {
+                                w.reply.attach(body, handle)
+                            } else {
+                                w.reply.finish(body)
+                            }
                         }
                         continue;
                     }
-                    Some(s) if w.mode == ModeRequest::Fresh && !w.launched && s.stopping.is_none() => {
-                        s.handle.send(SessionCmd::Kill(crate::session::handle::Cause::KilledByDaemon));
-                        if let Some(Job::Wake(w)) = self.endpoints.get_mut(identity).and_then(|e| e.queue.front_mut()) {
+                    Some(s)
+                        if w.mode == ModeRequest::Fresh && !w.launched && s.stopping.is_none() =>
+                    {
+                        s.handle.send(SessionCmd::Kill(
+                            crate::session::handle::Cause::KilledByDaemon,
+                        ));
+                        if let Some(Job::Wake(w)) = self
+                            .endpoints
+                            .get_mut(identity)
+                            .and_then(|e| e.queue.front_mut())
+                        {
                             w.launched = true;
                         }
                         if let Some(s) = self.sessions.get_mut(identity) {
@@ -218,10 +271,12 @@ impl Router {
 
     /// Fail the queue head with a refusal, writing its log line.
     pub(crate) fn fail_head(&mut self, identity: &str, refusal: Refusal) {
-        let Some(ep) = self.endpoints.get_mut(identity) else { return };
+        let Some(ep) = self.endpoints.get_mut(identity) else {
+            return;
+        };
         ep.inflight = None;
         match ep.queue.pop_front() {
-            Some(Job::Send(job)) => self.finish_send(job, Err(refusal)),
+            Some(Job::Send(job)) => self.finish_send(*job, Err(refusal)),
             Some(Job::Wake(w)) => w.reply.finish(failure(refusal.code, &refusal.error)),
             None => {}
         }
@@ -249,7 +304,9 @@ impl Router {
             .opt("rt", input.runtime.as_deref())
             .field("ok", if outcome.is_ok() { "true" } else { "false" });
         if let Some(p) = &job.prepared {
-            ev = ev.field("via", p.endpoint.to_string()).field("woke", if job.woke { "true" } else { "false" });
+            ev = ev
+                .field("via", p.endpoint.to_string())
+                .field("woke", if job.woke { "true" } else { "false" });
         }
         ev = ev
             .field("ms", ms.to_string())
@@ -257,7 +314,11 @@ impl Router {
         if !input.attachments.is_empty() {
             ev = ev.field("att", input.attachments.len().to_string());
         }
-        let topic = input.topic.as_deref().map(str::trim).filter(|t| !t.is_empty());
+        let topic = input
+            .topic
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty());
         ev = ev.opt("topic", topic);
         match outcome {
             Ok(()) => {
@@ -296,12 +357,27 @@ impl Router {
                 if let Some(s) = self.sessions.get_mut(&identity) {
                     s.boot_failure = Some(reason.clone());
                 }
-                self.lifecycle(Event::new("wake-failed").field("identity", &identity).field("reason", &reason).field("screen", screen));
+                self.lifecycle(
+                    Event::new("wake-failed")
+                        .field("identity", &identity)
+                        .field("reason", &reason)
+                        .field("screen", screen),
+                );
                 // A wake job waiting for readiness fails now; a first message fails when the
                 // session answers its delivery.
-                if let Some(Job::Wake(_)) = self.endpoints.get(&identity).and_then(|e| e.queue.front()) {
-                    let p = Identity::parse(&identity).map(|i| i.personality).unwrap_or_default();
-                    self.fail_head(&identity, Refusal { code: Code::Offline, error: format!("peer \"{p}\" offline and wake failed: {reason}") });
+                if let Some(Job::Wake(_)) =
+                    self.endpoints.get(&identity).and_then(|e| e.queue.front())
+                {
+                    let p = Identity::parse(&identity)
+                        .map(|i| i.personality)
+                        .unwrap_or_default();
+                    self.fail_head(
+                        &identity,
+                        Refusal {
+                            code: Code::Offline,
+                            error: format!("peer \"{p}\" offline and wake failed: {reason}"),
+                        },
+                    );
                 }
             }
             EventKind::Delivered { id, result } => self.on_delivered(&identity, id, result),
@@ -311,29 +387,47 @@ impl Router {
                     s.attached = n;
                 }
             }
-            EventKind::Exited { status, signal, cause } => self.on_exited(&identity, ev.session, status, signal, cause),
+            EventKind::Exited {
+                status,
+                signal,
+                cause,
+            } => self.on_exited(&identity, ev.session, status, signal, cause),
         }
     }
 
     fn progress_to_waiters(&self, identity: &str, phase: &str) {
-        let Some(ep) = self.endpoints.get(identity) else { return };
+        let Some(ep) = self.endpoints.get(identity) else {
+            return;
+        };
         if let Some(job) = ep.queue.front() {
             let (reply, started) = match job {
                 Job::Send(j) => (&j.reply, j.started),
                 Job::Wake(w) => (&w.reply, w.started),
             };
-            reply.progress(progress(phase, identity, started.elapsed().as_millis() as u64));
+            reply.progress(progress(
+                phase,
+                identity,
+                started.elapsed().as_millis() as u64,
+            ));
         }
     }
 
     fn on_delivered(&mut self, identity: &str, id: u64, result: Result<(), String>) {
-        let Some(ep) = self.endpoints.get_mut(identity) else { return };
+        let Some(ep) = self.endpoints.get_mut(identity) else {
+            return;
+        };
         if ep.inflight != Some(id) {
             return;
         }
         ep.inflight = None;
-        let Some(Job::Send(job)) = ep.queue.pop_front() else { return };
-        let boot_failure = self.sessions.get(identity).and_then(|s| s.boot_failure.clone());
+        let Some(Job::Send(job)) = ep.queue.pop_front() else {
+            return;
+        };
+        let job = *job;
+        let boot_failure = self
+            .sessions
+            .get(identity)
+            .and_then(|s| s.boot_failure.clone());
         let p = job.prepared.as_ref().expect("delivered sends are prepared");
         match result {
             Ok(()) => {
@@ -342,9 +436,16 @@ impl Router {
                     s.last_delivery_ms = Some(now);
                 }
                 if let Some(topic) = p.envelope.topic.clone() {
-                    let changed = job.kind == RuntimeKind::Agent && self.markers(identity).is_some_and(|m| logged(m.note_topic(&topic)).unwrap_or(false));
+                    let changed = job.kind == RuntimeKind::Agent
+                        && self
+                            .markers(identity)
+                            .is_some_and(|m| logged(m.note_topic(&topic)).unwrap_or(false));
                     if changed {
-                        self.lifecycle(Event::new("topic-note").field("identity", identity).field("topic", topic));
+                        self.lifecycle(
+                            Event::new("topic-note")
+                                .field("identity", identity)
+                                .field("topic", topic),
+                        );
                     }
                 }
                 self.finish_send(job, Ok(()));
@@ -352,11 +453,18 @@ impl Router {
             Err(reason) => {
                 let (pers, rt) = (p.endpoint.personality.clone(), p.endpoint.runtime.clone());
                 let error = if job.woke {
-                    format!("peer \"{pers}\" offline and wake failed: {}", boot_failure.unwrap_or(reason))
+                    format!(
+                        "peer \"{pers}\" offline and wake failed: {}",
+                        boot_failure.unwrap_or(reason)
+                    )
                 } else {
                     format!("peer \"{pers}\" ({rt}) is listed live but did not accept the message ({reason}); message NOT delivered")
                 };
-                let code = if job.woke { Code::Offline } else { Code::Timeout };
+                let code = if job.woke {
+                    Code::Offline
+                } else {
+                    Code::Timeout
+                };
                 self.finish_send(job, Err(Refusal { code, error }));
             }
         }
@@ -391,12 +499,22 @@ pub(crate) fn delivery_for(
         RuntimeKind::Agent => {
             let now = crate::clock::now_local();
             let rendered = envelope::render_agent(&p.envelope, &now);
-            let agent_ts = p.envelope.ts.as_deref().map(|ts| crate::clock::render_agent_ts(ts, &now));
+            let agent_ts = p
+                .envelope
+                .ts
+                .as_deref()
+                .map(|ts| crate::clock::render_agent_ts(ts, &now));
             let text = match initial_prompt.map(str::trim_end).filter(|s| !s.is_empty()) {
                 Some(seed) => format!("{seed}\n\n{rendered}"),
                 None => rendered,
             };
-            Delivery { id, text, agent_ts, grace, ready_gate }
+            Delivery {
+                id,
+                text,
+                agent_ts,
+                grace,
+                ready_gate,
+            }
         }
     }
 }

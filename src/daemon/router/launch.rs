@@ -27,8 +27,15 @@ fn offline(personality: &str, reason: impl std::fmt::Display) -> Refusal {
 
 impl Router {
     /// Launch a session for the head of `identity`'s queue (a message or a wake job).
-    pub(crate) fn launch_for_head(&mut self, identity: &str, mode_req: ModeRequest) -> Result<(), Refusal> {
-        let ident = Identity::parse(identity).map_err(|e| Refusal { code: Code::InvalidArgument, error: e.to_string() })?;
+    pub(crate) fn launch_for_head(
+        &mut self,
+        identity: &str,
+        mode_req: ModeRequest,
+    ) -> Result<(), Refusal> {
+        let ident = Identity::parse(identity).map_err(|e| Refusal {
+            code: Code::InvalidArgument,
+            error: e.to_string(),
+        })?;
         let topic = match self.endpoints.get(identity).and_then(|e| e.queue.front()) {
             Some(Job::Send(j)) => j.prepared.as_ref().and_then(|p| p.envelope.topic.clone()),
             _ => None,
@@ -46,7 +53,9 @@ impl Router {
                 _ => {}
             }
         }
-        let mut ev = Event::new("wake").field("identity", identity).field("mode", mode.as_str());
+        let mut ev = Event::new("wake")
+            .field("identity", identity)
+            .field("mode", mode.as_str());
         if let Some(d) = decision {
             ev = ev.field("cause", d.cause);
         }
@@ -79,7 +88,13 @@ impl Router {
             error: format!("peer \"{p}\" is not in the iapeer peers index"),
         })?;
         if !peer.declares(&ident.runtime) {
-            return Err(Refusal { code: Code::InvalidArgument, error: format!("peer \"{p}\" does not declare runtime \"{}\"", ident.runtime) });
+            return Err(Refusal {
+                code: Code::InvalidArgument,
+                error: format!(
+                    "peer \"{p}\" does not declare runtime \"{}\"",
+                    ident.runtime
+                ),
+            });
         }
         let adapter = self.adapter(&ident.runtime).map_err(|e| offline(p, e))?;
         let markers = Markers::new(&self.paths, ident);
@@ -87,16 +102,29 @@ impl Router {
             return Err(stopped_refusal(ident));
         }
         if !peer.cwd.is_dir() {
-            return Err(offline(p, format!("working folder {} does not exist", peer.cwd.display())));
+            return Err(offline(
+                p,
+                format!("working folder {} does not exist", peer.cwd.display()),
+            ));
         }
         let window_ms = self.cfg.crashloop_window.as_millis() as u64;
         let deaths = markers.deaths();
-        if adapter.kind() == RuntimeKind::Agent && crash_looping(&deaths, crate::clock::now_ms(), self.cfg.crashloop_max, window_ms) {
-            return Err(offline(p, format!(
-                "crash-looping: {} deaths in {}s — see exits.log; iapeer new {p} to force",
+        if adapter.kind() == RuntimeKind::Agent
+            && crash_looping(
+                &deaths,
+                crate::clock::now_ms(),
                 self.cfg.crashloop_max,
-                self.cfg.crashloop_window.as_secs()
-            )));
+                window_ms,
+            )
+        {
+            return Err(offline(
+                p,
+                format!(
+                    "crash-looping: {} deaths in {}s — see exits.log; iapeer new {p} to force",
+                    self.cfg.crashloop_max,
+                    self.cfg.crashloop_window.as_secs()
+                ),
+            ));
         }
         let profile = Profile::read(&peer.cwd).ok().flatten();
         let decision = (adapter.kind() == RuntimeKind::Agent).then(|| {
@@ -104,7 +132,11 @@ impl Router {
                 fresh_next: markers.is_set(Flag::FreshNext),
                 ephemeral: profile.as_ref().is_some_and(|pr| pr.is_ephemeral()),
                 idle_reaped: markers.is_set(Flag::IdleReaped),
-                human_facing: peer.telegram_bot().is_some() || peer.interfaces.as_ref().is_some_and(|i| i.contains_key("telegram")),
+                human_facing: peer.telegram_bot().is_some()
+                    || peer
+                        .interfaces
+                        .as_ref()
+                        .is_some_and(|i| i.contains_key("telegram")),
                 topic: topic.clone(),
                 topics: markers.topics(),
             };
@@ -114,8 +146,12 @@ impl Router {
         let prompt_path = if adapter.wants_system_prompt() {
             let facts = crate::prompt::HostFacts::detect();
             let home = crate::paths::home_dir();
-            let text = crate::prompt::assemble(&self.paths, peer, &registry, &facts, home.as_deref());
-            Some(crate::prompt::write(&self.paths, ident, &text).map_err(|e| offline(p, format!("cannot write the system prompt: {e}")))?)
+            let text =
+                crate::prompt::assemble(&self.paths, peer, &registry, &facts, home.as_deref());
+            Some(
+                crate::prompt::write(&self.paths, ident, &text)
+                    .map_err(|e| offline(p, format!("cannot write the system prompt: {e}")))?,
+            )
         } else {
             None
         };
@@ -148,7 +184,12 @@ impl Router {
             home: home.as_deref(),
             extra: &cmd.extra_env,
         });
-        let spec = SpawnSpec { program: cmd.program.clone(), args: cmd.args, cwd: peer.cwd.clone(), env };
+        let spec = SpawnSpec {
+            program: cmd.program.clone(),
+            args: cmd.args,
+            cwd: peer.cwd.clone(),
+            env,
+        };
         let (first, first_job) = match self.endpoints.get(&identity).and_then(|e| e.queue.front()) {
             Some(Job::Send(j)) if adapter.kind() == RuntimeKind::Agent => {
                 let seed = match mode {
@@ -156,7 +197,14 @@ impl Router {
                     WakeMode::Resume => None,
                 };
                 let prepared = j.prepared.as_ref().expect("queued sends are prepared");
-                let d = delivery_for(j.id, prepared, RuntimeKind::Agent, seed.as_deref(), &self.cfg, Some(self.cfg.ready_gate));
+                let d = delivery_for(
+                    j.id,
+                    prepared,
+                    RuntimeKind::Agent,
+                    seed.as_deref(),
+                    &self.cfg,
+                    Some(self.cfg.ready_gate),
+                );
                 (Some(d), Some(j.id))
             }
             _ => (None, None),
@@ -171,8 +219,12 @@ impl Router {
             boot_deadline: self.cfg.boot_deadline,
             first,
         };
-        let (handle, pid) = thread::start(scfg, &spec, self.session_tx.clone())
-            .map_err(|e| offline(p, format!("cannot start {}: {e}", cmd.program.to_string_lossy())))?;
+        let (handle, pid) = thread::start(scfg, &spec, self.session_tx.clone()).map_err(|e| {
+            offline(
+                p,
+                format!("cannot start {}: {e}", cmd.program.to_string_lossy()),
+            )
+        })?;
         let now_ms = crate::clock::now_ms();
         logged(markers.write_session(&SessionRecord {
             identity: identity.clone(),

@@ -8,7 +8,7 @@ mod launch;
 mod ops;
 mod tick;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{select, Receiver, Sender};
@@ -33,7 +33,7 @@ pub enum RouterMsg {
     /// A control-socket request.
     Control {
         /// The request.
-        req: Request,
+        req: Box<Request>,
         /// Where to answer.
         reply: ReplyTo,
     },
@@ -51,7 +51,7 @@ pub enum RouterMsg {
         /// The job id.
         job: u64,
         /// The prepared send or its refusal.
-        result: Result<Prepared, Refusal>,
+        result: Box<Result<Prepared, Refusal>>,
     },
     /// The supervise tick.
     Tick,
@@ -133,7 +133,13 @@ pub struct Router {
 
 impl Router {
     /// Build the router. `tx` must be the sender of the channel `run` will receive on.
-    pub fn new(paths: Paths, cfg: Config, info: DaemonInfo, tx: Sender<RouterMsg>, session_tx: Sender<SessionEvent>) -> Router {
+    pub fn new(
+        paths: Paths,
+        cfg: Config,
+        info: DaemonInfo,
+        tx: Sender<RouterMsg>,
+        session_tx: Sender<SessionEvent>,
+    ) -> Router {
         let lifecycle_log = EventLog::from_env(paths.lifecycle_log(), "LIFECYCLE");
         let delivery_log = EventLog::from_env(paths.delivery_log(), "DELIVERY");
         Router {
@@ -215,7 +221,10 @@ impl Router {
             Timer::Restart(identity) => self.restart_always_on(&identity),
             Timer::Revive { identity, job } => self.revive_expired(&identity, job),
             Timer::ShutdownDeadline => {
-                log::warn!("shutdown: {} session(s) did not end in time", self.sessions.len());
+                log::warn!(
+                    "shutdown: {} session(s) did not end in time",
+                    self.sessions.len()
+                );
                 self.sessions.clear();
             }
         }
@@ -223,7 +232,9 @@ impl Router {
 
     fn on_msg(&mut self, msg: RouterMsg) {
         if self.shutdown.is_some() {
-            let refuse = |reply: ReplyTo| reply.finish(failure(Code::ShuttingDown, "the daemon is shutting down"));
+            let refuse = |reply: ReplyTo| {
+                reply.finish(failure(Code::ShuttingDown, "the daemon is shutting down"))
+            };
             match msg {
                 RouterMsg::Control { reply, .. } | RouterMsg::Mcp { reply, .. } => refuse(reply),
                 RouterMsg::Prepared { job, .. } => {
@@ -236,7 +247,7 @@ impl Router {
             return;
         }
         match msg {
-            RouterMsg::Control { req, reply } => self.on_request(req, reply),
+            RouterMsg::Control { req, reply } => self.on_request(*req, reply),
             RouterMsg::Mcp { creds, args, reply } => {
                 let token_identity = creds
                     .session_token
@@ -258,7 +269,7 @@ impl Router {
                 };
                 self.begin_send(input, reply);
             }
-            RouterMsg::Prepared { job, result } => self.on_prepared(job, result),
+            RouterMsg::Prepared { job, result } => self.on_prepared(job, *result),
             RouterMsg::Tick => self.on_tick(),
             RouterMsg::Shutdown { done } => self.begin_shutdown(done),
         }
@@ -302,7 +313,8 @@ impl Router {
     fn begin_shutdown(&mut self, done: Sender<()>) {
         log::info!("shutdown: ending {} session(s)", self.sessions.len());
         for (_, job) in self.preparing.drain() {
-            job.reply.finish(failure(Code::ShuttingDown, "the daemon is shutting down"));
+            job.reply
+                .finish(failure(Code::ShuttingDown, "the daemon is shutting down"));
         }
         for (_, mut ep) in self.endpoints.drain() {
             for job in ep.queue.drain(..) {
@@ -312,20 +324,29 @@ impl Router {
         for sess in self.sessions.values_mut() {
             if sess.kind == RuntimeKind::Agent {
                 // Resume-eligible: the next message on its topic continues the conversation.
-                logged(crate::markers::Markers::new(&self.paths, &sess.identity).set(crate::markers::Flag::IdleReaped));
+                logged(
+                    crate::markers::Markers::new(&self.paths, &sess.identity)
+                        .set(crate::markers::Flag::IdleReaped),
+                );
             }
             sess.stopping = Some(Cause::Shutdown);
-            sess.handle.send(crate::session::handle::SessionCmd::Kill(Cause::Shutdown));
+            sess.handle
+                .send(crate::session::handle::SessionCmd::Kill(Cause::Shutdown));
         }
         self.timers.clear();
         // Sessions get SIGKILL 3 s after SIGTERM; allow for draining after that.
-        self.set_timer(Instant::now() + Duration::from_secs(5), Timer::ShutdownDeadline);
+        self.set_timer(
+            Instant::now() + Duration::from_secs(5),
+            Timer::ShutdownDeadline,
+        );
         self.shutdown = Some(done);
     }
 
     /// The marker files of an identity key (always a valid identity in the router).
     pub(crate) fn markers(&self, identity: &str) -> Option<crate::markers::Markers> {
-        crate::markers::Markers::parse(&self.paths, identity).map_err(|e| log::error!("{e}")).ok()
+        crate::markers::Markers::parse(&self.paths, identity)
+            .map_err(|e| log::error!("{e}"))
+            .ok()
     }
 
     /// The adapter for a runtime, or the reason it cannot be used.
@@ -347,6 +368,3 @@ pub(crate) fn ok_with(extra: Value) -> Value {
     }
     v
 }
-
-/// Convenience for queue jobs.
-pub(crate) type Queue = VecDeque<endpoint::Job>;

@@ -19,7 +19,10 @@ use crate::runtime::RuntimeKind;
 use crate::session::handle::{Cause, SessionCmd};
 
 fn refusal(code: Code, error: impl Into<String>) -> Refusal {
-    Refusal { code, error: error.into() }
+    Refusal {
+        code,
+        error: error.into(),
+    }
 }
 
 impl Router {
@@ -28,14 +31,40 @@ impl Router {
             Request::List => Ok(self.op_list()),
             Request::Status => Ok(self.op_status()),
             Request::LiveRuntime { personality } => self.op_live_runtime(&personality),
-            Request::Stop { personality, runtime, all } => self.op_stop(personality.as_deref(), runtime.as_deref(), all),
-            Request::Start { personality, runtime, all } => self.op_start(personality.as_deref(), runtime.as_deref(), all),
+            Request::Stop {
+                personality,
+                runtime,
+                all,
+            } => self.op_stop(personality.as_deref(), runtime.as_deref(), all),
+            Request::Start {
+                personality,
+                runtime,
+                all,
+            } => self.op_start(personality.as_deref(), runtime.as_deref(), all),
             Request::Forget { personality } => Ok(self.op_forget(&personality)),
-            Request::Wake { personality, runtime } => {
-                return self.op_wake(&personality, runtime.as_deref(), ModeRequest::Auto, false, reply)
+            Request::Wake {
+                personality,
+                runtime,
+            } => {
+                return self.op_wake(
+                    &personality,
+                    runtime.as_deref(),
+                    ModeRequest::Auto,
+                    false,
+                    reply,
+                )
             }
-            Request::Attach { personality, runtime, fresh, no_attach } => {
-                let mode = if fresh { ModeRequest::Fresh } else { ModeRequest::Resume };
+            Request::Attach {
+                personality,
+                runtime,
+                fresh,
+                no_attach,
+            } => {
+                let mode = if fresh {
+                    ModeRequest::Fresh
+                } else {
+                    ModeRequest::Resume
+                };
                 return self.op_wake(&personality, runtime.as_deref(), mode, !no_attach, reply);
             }
             Request::Ping | Request::Send { .. } => unreachable!("handled by on_request"),
@@ -51,17 +80,30 @@ impl Router {
     }
 
     fn peer<'r>(registry: &'r Registry, p: &str) -> Result<&'r RegistryPeer, Refusal> {
-        registry
-            .find(p)
-            .ok_or_else(|| refusal(Code::NotRegistered, format!("peer \"{p}\" is not in the iapeer peers index")))
+        registry.find(p).ok_or_else(|| {
+            refusal(
+                Code::NotRegistered,
+                format!("peer \"{p}\" is not in the iapeer peers index"),
+            )
+        })
     }
 
     /// The runtime a control verb acts on (spec 05 §5): the requested one (must be declared),
     /// else the only live runtime, else the default runtime.
-    fn control_runtime(&self, peer: &RegistryPeer, requested: Option<&str>) -> Result<String, Refusal> {
+    fn control_runtime(
+        &self,
+        peer: &RegistryPeer,
+        requested: Option<&str>,
+    ) -> Result<String, Refusal> {
         if let Some(rt) = requested {
             if !peer.declares(rt) {
-                return Err(refusal(Code::InvalidArgument, format!("peer \"{}\" does not declare runtime \"{rt}\"", peer.personality)));
+                return Err(refusal(
+                    Code::InvalidArgument,
+                    format!(
+                        "peer \"{}\" does not declare runtime \"{rt}\"",
+                        peer.personality
+                    ),
+                ));
             }
             return Ok(rt.to_string());
         }
@@ -76,34 +118,59 @@ impl Router {
             [] => Ok(peer.default_runtime.clone()),
             many => Err(refusal(
                 Code::InvalidArgument,
-                format!("\"{}\" is live on several runtimes ({}) — specify runtime", peer.personality, many.join(", ")),
+                format!(
+                    "\"{}\" is live on several runtimes ({}) — specify runtime",
+                    peer.personality,
+                    many.join(", ")
+                ),
             )),
         }
     }
 
-    fn targets(&self, personality: Option<&str>, runtime: Option<&str>, all: bool) -> Result<Vec<Identity>, Refusal> {
+    fn targets(
+        &self,
+        personality: Option<&str>,
+        runtime: Option<&str>,
+        all: bool,
+    ) -> Result<Vec<Identity>, Refusal> {
         let registry = self.registry()?;
         let peers: Vec<&RegistryPeer> = match (personality, all) {
             (_, true) => registry.peers.iter().collect(),
             (Some(p), false) => vec![Self::peer(&registry, p)?],
-            (None, false) => return Err(refusal(Code::InvalidArgument, "name a peer or pass --all")),
+            (None, false) => {
+                return Err(refusal(Code::InvalidArgument, "name a peer or pass --all"))
+            }
         };
         let mut out = Vec::new();
         for peer in peers {
             let rts: Vec<String> = match runtime {
                 Some(rt) if peer.declares(rt) => vec![rt.to_string()],
                 Some(rt) if !all => {
-                    return Err(refusal(Code::InvalidArgument, format!("peer \"{}\" does not declare runtime \"{rt}\"", peer.personality)))
+                    return Err(refusal(
+                        Code::InvalidArgument,
+                        format!(
+                            "peer \"{}\" does not declare runtime \"{rt}\"",
+                            peer.personality
+                        ),
+                    ))
                 }
                 Some(_) => vec![],
                 None => peer.runtimes.clone(),
             };
-            out.extend(rts.into_iter().map(|rt| Identity { runtime: rt, personality: peer.personality.clone() }));
+            out.extend(rts.into_iter().map(|rt| Identity {
+                runtime: rt,
+                personality: peer.personality.clone(),
+            }));
         }
         Ok(out)
     }
 
-    fn op_stop(&mut self, personality: Option<&str>, runtime: Option<&str>, all: bool) -> Result<Value, Refusal> {
+    fn op_stop(
+        &mut self,
+        personality: Option<&str>,
+        runtime: Option<&str>,
+        all: bool,
+    ) -> Result<Value, Refusal> {
         let targets = self.targets(personality, runtime, all)?;
         let mut ended = Vec::new();
         for ident in &targets {
@@ -125,25 +192,35 @@ impl Router {
 
     /// Fail every queued job of `identity` that is not already inside the session.
     fn fail_waiting(&mut self, identity: &str, r: Refusal) {
-        let Some(ep) = self.endpoints.get_mut(identity) else { return };
+        let Some(ep) = self.endpoints.get_mut(identity) else {
+            return;
+        };
         let keep = usize::from(ep.inflight.is_some());
         let rest: Vec<Job> = ep.queue.drain(keep..).collect();
         for job in rest {
             match job {
-                Job::Send(j) => self.finish_send(j, Err(r.clone())),
+                Job::Send(j) => self.finish_send(*j, Err(r.clone())),
                 Job::Wake(w) => w.reply.finish(failure(r.code, &r.error)),
             }
         }
     }
 
-    fn op_start(&mut self, personality: Option<&str>, runtime: Option<&str>, all: bool) -> Result<Value, Refusal> {
+    fn op_start(
+        &mut self,
+        personality: Option<&str>,
+        runtime: Option<&str>,
+        all: bool,
+    ) -> Result<Value, Refusal> {
         let targets = self.targets(personality, runtime, all)?;
         let mut started = Vec::new();
         for ident in &targets {
             let id = ident.to_string();
             logged(Markers::new(&self.paths, ident).clear(Flag::Stopped));
             self.lifecycle(Event::new("start").field("identity", &id));
-            let is_router = self.adapter(&ident.runtime).map(|a| a.kind() == RuntimeKind::Router).unwrap_or(false);
+            let is_router = self
+                .adapter(&ident.runtime)
+                .map(|a| a.kind() == RuntimeKind::Router)
+                .unwrap_or(false);
             if is_router {
                 let st = self.always_on.entry(id.clone()).or_default();
                 st.parked = false;
@@ -159,39 +236,85 @@ impl Router {
     }
 
     fn op_forget(&mut self, personality: &str) -> Value {
-        let ids: Vec<String> = self.sessions.keys().filter(|k| k.split_once('-').map(|(_, p)| p) == Some(personality)).cloned().collect();
+        let ids: Vec<String> = self
+            .sessions
+            .keys()
+            .filter(|k| k.split_once('-').map(|(_, p)| p) == Some(personality))
+            .cloned()
+            .collect();
         for id in &ids {
             if let Some(s) = self.sessions.get_mut(id) {
                 s.stopping.get_or_insert(Cause::KilledByDaemon);
                 s.handle.send(SessionCmd::Kill(Cause::KilledByDaemon));
             }
         }
-        let queued: Vec<String> = self.endpoints.keys().filter(|k| k.split_once('-').map(|(_, p)| p) == Some(personality)).cloned().collect();
+        let queued: Vec<String> = self
+            .endpoints
+            .keys()
+            .filter(|k| k.split_once('-').map(|(_, p)| p) == Some(personality))
+            .cloned()
+            .collect();
         for id in queued {
-            self.fail_waiting(&id, refusal(Code::NotRegistered, format!("peer \"{personality}\" was removed; message NOT delivered")));
+            self.fail_waiting(
+                &id,
+                refusal(
+                    Code::NotRegistered,
+                    format!("peer \"{personality}\" was removed; message NOT delivered"),
+                ),
+            );
         }
-        self.always_on.retain(|k, _| k.split_once('-').map(|(_, p)| p) != Some(personality));
+        self.always_on
+            .retain(|k, _| k.split_once('-').map(|(_, p)| p) != Some(personality));
         ok_with(json!({"ended": ids}))
     }
 
-    fn op_wake(&mut self, personality: &str, runtime: Option<&str>, mode: ModeRequest, attach: bool, reply: ReplyTo) {
+    fn op_wake(
+        &mut self,
+        personality: &str,
+        runtime: Option<&str>,
+        mode: ModeRequest,
+        attach: bool,
+        reply: ReplyTo,
+    ) {
         let prepared = (|| {
             let registry = self.registry()?;
             let peer = Self::peer(&registry, personality)?;
             let rt = self.control_runtime(peer, runtime)?;
-            let kind = self.adapter(&rt).map_err(|e| refusal(Code::Offline, e))?.kind();
+            let kind = self
+                .adapter(&rt)
+                .map_err(|e| refusal(Code::Offline, e))?
+                .kind();
             if kind != RuntimeKind::Agent {
-                return Err(refusal(Code::InvalidArgument, format!("{} needs an agent runtime ({rt} is a router runtime)", if attach { "attach" } else { "this" })));
+                return Err(refusal(
+                    Code::InvalidArgument,
+                    format!(
+                        "{} needs an agent runtime ({rt} is a router runtime)",
+                        if attach { "attach" } else { "this" }
+                    ),
+                ));
             }
-            Ok(Identity { runtime: rt, personality: personality.to_string() })
+            Ok(Identity {
+                runtime: rt,
+                personality: personality.to_string(),
+            })
         })();
         let ident = match prepared {
             Ok(i) => i,
             Err(r) => return reply.finish(failure(r.code, &r.error)),
         };
         let id = ident.to_string();
-        let job = WakeJob { reply, mode, attach, launched: false, started: Instant::now() };
-        self.endpoints.entry(id.clone()).or_default().queue.push_back(Job::Wake(job));
+        let job = WakeJob {
+            reply,
+            mode,
+            attach,
+            launched: false,
+            started: Instant::now(),
+        };
+        self.endpoints
+            .entry(id.clone())
+            .or_default()
+            .queue
+            .push_back(Job::Wake(job));
         self.pump(&id);
     }
 
@@ -218,11 +341,17 @@ impl Router {
                     "woke_at_ms": s.woke_at_ms,
                     "last_active_ms": last_active,
                     "busy": s.status.as_ref().is_some_and(|st| st.busy),
+                    "mode": s.mode.as_str(),
                 })
             })
             .collect();
         sessions.sort_by(|a, b| a["identity"].as_str().cmp(&b["identity"].as_str()));
-        let mut parked: Vec<&String> = self.always_on.iter().filter(|(_, st)| st.parked).map(|(k, _)| k).collect();
+        let mut parked: Vec<&String> = self
+            .always_on
+            .iter()
+            .filter(|(_, st)| st.parked)
+            .map(|(k, _)| k)
+            .collect();
         parked.sort();
         ok_with(json!({"sessions": sessions, "parked": parked}))
     }

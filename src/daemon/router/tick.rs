@@ -37,15 +37,29 @@ impl Router {
             }
         }
         if self.cfg.supervise_verbose {
-            self.lifecycle(Event::new("supervise").field("action", "tick").field("sessions", self.sessions.len().to_string()));
+            self.lifecycle(
+                Event::new("supervise")
+                    .field("action", "tick")
+                    .field("sessions", self.sessions.len().to_string()),
+            );
         }
     }
 
     pub(crate) fn on_status(&mut self, identity: &str, status: SessionStatus) {
         let idle = self.cfg.idle;
-        let Some(s) = self.sessions.get_mut(identity) else { return };
-        let age = idle_age_ms(crate::clock::now_ms(), &status, s.woke_at_ms, s.last_delivery_ms);
-        let busy_queue = self.endpoints.get(identity).is_some_and(|e| !e.queue.is_empty());
+        let Some(s) = self.sessions.get_mut(identity) else {
+            return;
+        };
+        let age = idle_age_ms(
+            crate::clock::now_ms(),
+            &status,
+            s.woke_at_ms,
+            s.last_delivery_ms,
+        );
+        let busy_queue = self
+            .endpoints
+            .get(identity)
+            .is_some_and(|e| !e.queue.is_empty());
         s.status = Some(status.clone());
         if s.stopping.is_some() || busy_queue || !should_sleep(age, idle, &status) {
             return;
@@ -62,17 +76,29 @@ impl Router {
         );
     }
 
-    pub(crate) fn on_exited(&mut self, identity: &str, session: u64, status: Option<i32>, signal: Option<String>, cause: Cause) {
+    pub(crate) fn on_exited(
+        &mut self,
+        identity: &str,
+        session: u64,
+        status: Option<i32>,
+        signal: Option<String>,
+        cause: Cause,
+    ) {
         self.session_ids.remove(&session);
-        let Some(s) = self.sessions.get(identity) else { return };
+        let Some(s) = self.sessions.get(identity) else {
+            return;
+        };
         if s.id != session {
             return;
         }
-        let Some(s) = self.sessions.remove(identity) else { return };
+        let Some(s) = self.sessions.remove(identity) else {
+            return;
+        };
         self.tokens.remove(&s.token);
         let markers = Markers::new(&self.paths, &s.identity);
         logged(markers.remove_session());
-        let died = matches!(cause, Cause::ChildExit | Cause::BootTimeout) || (cause == Cause::KilledByDaemon && s.boot_failure.is_some());
+        let died = matches!(cause, Cause::ChildExit | Cause::BootTimeout)
+            || (cause == Cause::KilledByDaemon && s.boot_failure.is_some());
         if died {
             logged(markers.record_death(crate::clock::now_ms()));
         }
@@ -86,23 +112,52 @@ impl Router {
         );
         // A delivery the session never answered (its thread panicked) fails now. Normally
         // the session reports every delivery and a failed boot before it exits.
-        if self.endpoints.get(identity).is_some_and(|ep| ep.inflight.is_some()) {
+        if self
+            .endpoints
+            .get(identity)
+            .is_some_and(|ep| ep.inflight.is_some())
+        {
             let p = s.identity.personality.clone();
-            let reason = s.boot_failure.clone().unwrap_or_else(|| "the session ended".into());
-            self.fail_head(identity, Refusal { code: Code::Offline, error: format!("peer \"{p}\" offline and wake failed: {reason}") });
+            let reason = s
+                .boot_failure
+                .clone()
+                .unwrap_or_else(|| "the session ended".into());
+            self.fail_head(
+                identity,
+                Refusal {
+                    code: Code::Offline,
+                    error: format!("peer \"{p}\" offline and wake failed: {reason}"),
+                },
+            );
         }
-        if s.kind == RuntimeKind::Router && self.shutdown.is_none() && !markers.is_set(Flag::Stopped) && cause != Cause::KilledByDaemon {
+        if s.kind == RuntimeKind::Router
+            && self.shutdown.is_none()
+            && !markers.is_set(Flag::Stopped)
+            && cause != Cause::KilledByDaemon
+        {
             let st = self.always_on.entry(identity.to_string()).or_default();
-            match st.backoff.on_death(crate::clock::now_ms(), s.started.elapsed()) {
+            match st
+                .backoff
+                .on_death(crate::clock::now_ms(), s.started.elapsed())
+            {
                 AfterDeath::RestartIn(delay) => {
                     let at = Instant::now() + delay;
                     st.restart_at = Some(at);
                     self.set_timer(at, Timer::Restart(identity.to_string()));
-                    self.lifecycle(Event::new("always-on").field("identity", identity).field("action", "restart-scheduled").field("delay_ms", delay.as_millis().to_string()));
+                    self.lifecycle(
+                        Event::new("always-on")
+                            .field("identity", identity)
+                            .field("action", "restart-scheduled")
+                            .field("delay_ms", delay.as_millis().to_string()),
+                    );
                 }
                 AfterDeath::Park => {
                     st.parked = true;
-                    self.lifecycle(Event::new("always-on").field("identity", identity).field("action", "parked"));
+                    self.lifecycle(
+                        Event::new("always-on")
+                            .field("identity", identity)
+                            .field("action", "parked"),
+                    );
                 }
             }
         }
@@ -122,7 +177,10 @@ impl Router {
         };
         for peer in &registry.peers {
             for rt in &peer.runtimes {
-                let is_router = self.adapter(rt).map(|a| a.kind() == RuntimeKind::Router).unwrap_or(false);
+                let is_router = self
+                    .adapter(rt)
+                    .map(|a| a.kind() == RuntimeKind::Router)
+                    .unwrap_or(false);
                 if is_router {
                     self.restart_always_on(&format!("{rt}-{}", peer.personality));
                 }
@@ -135,7 +193,9 @@ impl Router {
         if self.sessions.contains_key(identity) || self.shutdown.is_some() {
             return;
         }
-        let Ok(ident) = Identity::parse(identity) else { return };
+        let Ok(ident) = Identity::parse(identity) else {
+            return;
+        };
         if Markers::new(&self.paths, &ident).is_set(Flag::Stopped) {
             return;
         }
@@ -147,16 +207,28 @@ impl Router {
         let session = self.next_id();
         match self.launch(&ident, ModeRequest::Fresh, None, session) {
             Ok((sess, _, _)) => {
-                self.lifecycle(Event::new("always-on").field("identity", identity).field("action", "started").field("pid", sess.pid.to_string()));
+                self.lifecycle(
+                    Event::new("always-on")
+                        .field("identity", identity)
+                        .field("action", "started")
+                        .field("pid", sess.pid.to_string()),
+                );
                 self.register(sess);
             }
             Err(r) => {
                 log::warn!("always-on {identity}: {}", r.error);
-                self.lifecycle(Event::new("always-on").field("identity", identity).field("action", "start-failed").field("err", &r.error));
+                self.lifecycle(
+                    Event::new("always-on")
+                        .field("identity", identity)
+                        .field("action", "start-failed")
+                        .field("err", &r.error),
+                );
                 // Treat a failed start like a death so back-off and parking apply.
                 let st = self.always_on.entry(identity.to_string()).or_default();
                 match st.backoff.on_death(crate::clock::now_ms(), Duration::ZERO) {
-                    AfterDeath::RestartIn(d) => self.set_timer(Instant::now() + d, Timer::Restart(identity.to_string())),
+                    AfterDeath::RestartIn(d) => {
+                        self.set_timer(Instant::now() + d, Timer::Restart(identity.to_string()))
+                    }
                     AfterDeath::Park => st.parked = true,
                 }
             }
