@@ -49,6 +49,9 @@ pub struct Options {
     pub no_prompt: bool,
     /// `--reply-delay-ms N`: wait N ms before each reply (busy-state tests).
     pub reply_delay_ms: u64,
+    /// `--system-prompt-file PATH`: the system prompt iapeer composed (spec 06); the echo
+    /// agent has no model, so it only reports the file's size, proving it was passed.
+    pub system_prompt_file: Option<PathBuf>,
 }
 
 /// Parse the words after `echo-agent`.
@@ -64,6 +67,9 @@ pub fn parse_options(args: &[String]) -> Result<Options, String> {
             Long("resume") => opts.resume = true,
             Long("fail-boot") => opts.fail_boot = true,
             Long("no-prompt") => opts.no_prompt = true,
+            Long("system-prompt-file") => {
+                opts.system_prompt_file = Some(parser.value().map_err(|e| e.to_string())?.into());
+            }
             Long("reply-delay-ms") => {
                 opts.reply_delay_ms = parser
                     .value()
@@ -144,6 +150,12 @@ impl App {
         let mut lines = vec![format!(
             "iapeer echo agent — demo stand-in runtime ({identity})"
         )];
+        if let Some(p) = &self.opts.system_prompt_file {
+            lines.push(match std::fs::metadata(p) {
+                Ok(m) => format!("system prompt: {} bytes from {}", m.len(), p.display()),
+                Err(e) => format!("system prompt {} unreadable: {e}", p.display()),
+            });
+        }
         if self.opts.resume {
             lines.push(match transcript::count(&self.cwd) {
                 Ok(Some(n)) => format!("resumed conversation ({n} earlier messages)"),
