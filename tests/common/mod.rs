@@ -1,0 +1,261 @@
+//! Shared helpers for integration tests: a private root and home per test, the real
+//! `iapeer` binary, a real daemon on port 0, and diagnostics on failure (the tails of the
+//! daemon, delivery, lifecycle and pane logs).
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_iapeer"))
+}
+
+/// One test's world: `HOME` and `IAPEER_ROOT` in a temp folder, optionally a daemon.
+pub struct TestEnv {
+    pub dir: tempfile::TempDir,
+    pub home: PathBuf,
+    pub root: PathBuf,
+    pub daemon: Option<Child>,
+    /// Extra environment for every command and the daemon.
+    pub env: Vec<(String, String)>,
+}
+
+impl TestEnv {
+    pub fn new() -> TestEnv {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("home");
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(&home).unwrap();
+        TestEnv { dir, home, root, daemon: None, env: Vec::new() }
+    }
+
+    /// Set an environment variable for later commands and daemons.
+    pub fn set(&mut self, k: &str, v: &str) -> &mut Self {
+        self.env.retain(|(key, _)| key != k);
+        self.env.push((k.to_string(), v.to_string()));
+        self
+    }
+
+    /// A command running the real binary in this world.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(bin());
+        c.args(args)
+            .env("HOME", &self.home)
+            .env("IAPEER_ROOT", &self.root)
+            .env("IAPEER_PORT", "0")
+            .env("IS_SANDBOX", "1")
+            .env_remove("PEER_IDENTITY")
+            .env_remove("PEER_PERSONALITY")
+            .env_remove("PEER_RUNTIME")
+            .env_remove("IAPEER_TOKEN")
+            .env_remove("IAPEER_DAEMON_SOCKET")
+            .env_remove("IAPEER_BEARER_TOKEN")
+            .env_remove("IAPEER_MCP_AUTH")
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null());
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        c
+    }
+
+    /// Run and return the output, whatever the exit code.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().expect("run iapeer")
+    }
+
+    /// Run, require exit 0, return stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        if !out.status.success() {
+            panic!("`iapeer {}` failed: {}\n{}", args.join(" "), describe(&out), self.diagnostics());
+        }
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Run, require exit `code`, return (stdout, stderr).
+    pub fn fails(&self, args: &[&str], code: i32) -> (String, String) {
+        let out = self.run(args);
+        if out.status.code() != Some(code) {
+            panic!("`iapeer {}`: expected exit {code}, got {}\n{}", args.join(" "), describe(&out), self.diagnostics());
+        }
+        (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+
+    /// Start `iapeer daemon` and wait until its socket answers.
+    pub fn start_daemon(&mut self) {
+        assert!(self.daemon.is_none(), "daemon already started");
+        std::fs::create_dir_all(&self.root).unwrap();
+        let log = std::fs::File::create(self.dir.path().join("daemon-stderr.log")).unwrap();
+        let child = self.cmd(&["daemon"]).stdout(Stdio::null()).stderr(log).spawn().expect("spawn daemon");
+        self.daemon = Some(child);
+        self.wait_until("the daemon answers", Duration::from_secs(15), |env| {
+            std::os::unix::net::UnixStream::connect(env.socket()).is_ok() && env.router_json().exists()
+        });
+    }
+
+    /// SIGTERM the daemon and wait for it (it ends its sessions first).
+    pub fn stop_daemon(&mut self) -> Option<std::process::ExitStatus> {
+        let mut child = self.daemon.take()?;
+        signal(child.id(), nix::sys::signal::Signal::SIGTERM);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(15) {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        child.wait().ok()
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.root.join("state/iapeer/router.sock")
+    }
+
+    pub fn router_json(&self) -> PathBuf {
+        self.root.join("state/iapeer/router.json")
+    }
+
+    /// The daemon's MCP URL from router.json.
+    pub fn mcp_url(&self) -> String {
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(self.router_json()).unwrap()).unwrap();
+        v["tcp"].as_str().unwrap().to_string()
+    }
+
+    /// The loopback port of the daemon's HTTP server.
+    pub fn port(&self) -> u16 {
+        let url = self.mcp_url();
+        url.trim_start_matches("http://127.0.0.1:").trim_end_matches("/mcp").parse().unwrap()
+    }
+
+    /// `<root>/logs/iapeer/<name>.log` as text (empty when missing).
+    pub fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.root.join("logs/iapeer").join(format!("{name}.log"))).unwrap_or_default()
+    }
+
+    /// The pane log of an identity.
+    pub fn pane(&self, identity: &str) -> String {
+        String::from_utf8_lossy(&std::fs::read(self.root.join("logs/lifecycle").join(format!("{identity}.log"))).unwrap_or_default()).into_owned()
+    }
+
+    /// Parsed lines of an event log whose `ev` is `ev`.
+    pub fn events(&self, log: &str, ev: &str) -> Vec<std::collections::HashMap<String, String>> {
+        self.log(log)
+            .lines()
+            .map(|l| iapeer::eventlog::parse_line(l).into_iter().collect::<std::collections::HashMap<_, _>>())
+            .filter(|m| m.get("ev").map(String::as_str) == Some(ev))
+            .collect()
+    }
+
+    /// A marker file path.
+    pub fn marker(&self, identity: &str, suffix: &str) -> PathBuf {
+        self.root.join("state/lifecycle").join(format!("{identity}{suffix}"))
+    }
+
+    /// The working folder of a peer made by `create`.
+    pub fn peer_dir(&self, name: &str) -> PathBuf {
+        self.root.join("peers").join(name)
+    }
+
+    /// `iapeer create <name> --runtime echo`.
+    pub fn create_echo(&self, name: &str) {
+        self.ok(&["create", name, "--runtime", "echo"]);
+    }
+
+    /// Write the peer's launch.env for a runtime.
+    pub fn launch_env(&self, name: &str, runtime: &str, text: &str) {
+        let p = self.peer_dir(name).join(".iapeer/runtimes").join(runtime).join("launch.env");
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    /// The `list --json` rows.
+    pub fn list(&self) -> serde_json::Value {
+        serde_json::from_str(&self.ok(&["list", "--json"])).unwrap()
+    }
+
+    /// The status of `identity` (`live`, `asleep`, `stopped`, `parked`) from `list --json`.
+    pub fn status_of(&self, personality: &str, runtime: &str) -> String {
+        let rows = self.list();
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["personality"] == personality)
+            .flat_map(|r| r["runtimes"].as_array().unwrap().clone())
+            .find(|r| r["runtime"] == runtime)
+            .map(|r| r["status"].as_str().unwrap().to_string())
+            .unwrap_or_default()
+    }
+
+    /// Poll `f` every 50 ms until true; panic with diagnostics after `timeout`.
+    pub fn wait_until(&self, what: &str, timeout: Duration, mut f: impl FnMut(&TestEnv) -> bool) {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if f(self) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("timed out after {timeout:?} waiting for: {what}\n{}", self.diagnostics());
+    }
+
+    /// Tails of every log that explains a failure.
+    pub fn diagnostics(&self) -> String {
+        let tail = |text: String, n: usize| -> String {
+            let lines: Vec<&str> = text.lines().collect();
+            lines[lines.len().saturating_sub(n)..].join("\n")
+        };
+        let mut out = String::new();
+        for name in ["daemon", "delivery", "lifecycle", "exits"] {
+            out.push_str(&format!("--- {name}.log ---\n{}\n", tail(self.log(name), 30)));
+        }
+        out.push_str(&format!(
+            "--- daemon stderr ---\n{}\n",
+            tail(std::fs::read_to_string(self.dir.path().join("daemon-stderr.log")).unwrap_or_default(), 30)
+        ));
+        if let Ok(entries) = std::fs::read_dir(self.root.join("logs/lifecycle")) {
+            for e in entries.flatten() {
+                let text = String::from_utf8_lossy(&std::fs::read(e.path()).unwrap_or_default()).into_owned();
+                let text: String = text.chars().rev().take(1500).collect::<Vec<_>>().into_iter().rev().collect();
+                out.push_str(&format!("--- pane {} (tail) ---\n{}\n", e.file_name().to_string_lossy(), text));
+            }
+        }
+        out
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        self.stop_daemon();
+    }
+}
+
+/// Send `sig` to a pid (ignored when it is gone).
+pub fn signal(pid: u32, sig: nix::sys::signal::Signal) {
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig);
+}
+
+/// Exit status plus both streams, for failure messages.
+pub fn describe(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Whether a process is alive.
+pub fn alive(pid: u32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| s.contains(") Z ")).unwrap_or(false)
+}
+
+/// Read `path` relative to nothing; convenience for assertions.
+pub fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
