@@ -12,7 +12,12 @@ fn demo_shows_deliveries_and_a_wake_then_cleans_up() {
     let tmp = env.dir.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
     let start = Instant::now();
-    let out = env.cmd(&["demo"]).env("TMPDIR", &tmp).env_remove("IAPEER_ROOT").output().unwrap();
+    let out = env
+        .cmd(&["demo"])
+        .env("TMPDIR", &tmp)
+        .env_remove("IAPEER_ROOT")
+        .output()
+        .unwrap();
     let took = start.elapsed();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", common::describe(&out));
@@ -29,7 +34,11 @@ fn demo_shows_deliveries_and_a_wake_then_cleans_up() {
     ] {
         assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
     }
-    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().map(|e| e.file_name()).collect();
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
     assert!(left.is_empty(), "the demo left {left:?} behind");
 }
 
@@ -38,12 +47,24 @@ fn demo_keep_leaves_the_root_and_says_where() {
     let env = TestEnv::new();
     let tmp = env.dir.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
-    let out = env.cmd(&["demo", "--keep"]).env("TMPDIR", &tmp).env_remove("IAPEER_ROOT").output().unwrap();
+    let out = env
+        .cmd(&["demo", "--keep"])
+        .env("TMPDIR", &tmp)
+        .env_remove("IAPEER_ROOT")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", common::describe(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let kept: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().map(|e| e.path()).collect();
+    let kept: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     assert_eq!(kept.len(), 1, "{stdout}");
-    assert!(stdout.contains(&format!("the demo root is kept: {}", kept[0].display())), "{stdout}");
+    assert!(
+        stdout.contains(&format!("the demo root is kept: {}", kept[0].display())),
+        "{stdout}"
+    );
     assert!(kept[0].join("peers-profiles.json").is_file());
     assert!(kept[0].join("logs/iapeer/delivery.log").is_file());
     // The daemon is stopped: its socket is gone.

@@ -54,6 +54,12 @@ const BOOT_DIALOGS: &[BootDialog] = &[
         wanted: Some("Yes, I trust this folder"),
     },
     BootDialog {
+        // Asked since 2.1.x for `--add-dir /` in a session that never worked there.
+        name: "add-dir",
+        triggers: &["Adding a new directory"],
+        wanted: Some("Yes, add it"),
+    },
+    BootDialog {
         name: "bypass-permissions",
         triggers: &["Bypass Permissions mode"],
         wanted: Some("Yes, I accept"),

@@ -83,7 +83,7 @@ impl Adapter for Echo {
         busy(screen)
     }
 
-    fn confirmer(&self, _cwd: &Path, agent_ts: Option<&str>) -> Box<dyn Confirm> {
+    fn confirmer(&self, _cwd: &Path, _text: &str, agent_ts: Option<&str>) -> Box<dyn Confirm> {
         let needle = match agent_ts {
             Some(ts) => format!("received {ts} from "),
             None => "received ".to_string(),
@@ -152,7 +152,7 @@ mod tests {
     #[test]
     fn ack_confirms_only_the_right_ts() {
         let echo = Echo::from_env();
-        let mut c = echo.confirmer(Path::new("/"), Some("01:02:03"));
+        let mut c = echo.confirmer(Path::new("/"), "", Some("01:02:03"));
         assert!(!c.confirmed(b"received 01:02:04 from bob: hi"));
         assert!(c.confirmed(b"\x1b[2Kreceived 01:02:03 from bob: hi\r\n"));
     }

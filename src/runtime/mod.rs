@@ -1,11 +1,13 @@
 //! Runtime adapters (spec 04 §2): one implementation per runtime answers how to launch it,
 //! how to read its screen, how to confirm a delivery and how to find its activity.
 
+pub mod claude;
 pub mod claude_screen;
 pub mod dialog;
 pub mod echo;
 pub mod manifest;
 pub mod router;
+pub mod transcript;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -118,8 +120,9 @@ pub trait Adapter: Send + Sync {
     fn is_busy(&self, _screen: &Screen) -> bool {
         false
     }
-    /// Start confirming one delivery into a session whose working folder is `cwd`.
-    fn confirmer(&self, cwd: &Path, agent_ts: Option<&str>) -> Box<dyn Confirm>;
+    /// Start confirming one delivery of `text` (exactly what is pasted) into a session whose
+    /// working folder is `cwd`; `agent_ts` is the envelope's agent-form `ts`.
+    fn confirmer(&self, cwd: &Path, text: &str, agent_ts: Option<&str>) -> Box<dyn Confirm>;
     /// Newest activity time of the runtime for `cwd` (epoch ms), from its transcripts.
     fn activity_ms(&self, _cwd: &Path) -> Option<u64> {
         None
@@ -152,6 +155,8 @@ impl Confirm for WrittenIsConfirmed {
 pub enum RuntimeError {
     /// Not built in and no `runtimes/<rt>/runtime.json`.
     NotInstalled(String),
+    /// A built-in agent runtime whose program is not installed: (runtime, what to do).
+    AgentMissing(&'static str, &'static str),
     /// The manifest exists but is invalid.
     BadManifest(PathBuf, String),
 }
@@ -163,6 +168,7 @@ impl std::fmt::Display for RuntimeError {
                 f,
                 "runtime \"{rt}\" is not installed — install its package (iapeer install-runtime {rt}) or choose another runtime"
             ),
+            RuntimeError::AgentMissing(rt, hint) => write!(f, "{rt} is not installed — {hint}"),
             RuntimeError::BadManifest(p, why) => {
                 write!(f, "{} is not a valid runtime manifest: {why}", p.display())
             }
@@ -178,6 +184,12 @@ impl std::error::Error for RuntimeError {}
 pub fn adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, RuntimeError> {
     match runtime {
         "echo" => Ok(Arc::new(echo::Echo::from_env())),
+        "claude" => claude::Claude::find()
+            .map(|c| Arc::new(c) as Arc<dyn Adapter>)
+            .ok_or(RuntimeError::AgentMissing(
+                "claude",
+                "install Claude Code or pass --runtime",
+            )),
         _ => {
             let manifest = manifest::Manifest::load(paths, runtime)?
                 .ok_or_else(|| RuntimeError::NotInstalled(runtime.to_string()))?;

@@ -59,7 +59,7 @@ impl Adapter for RouterRuntime {
         false
     }
 
-    fn confirmer(&self, _cwd: &Path, _agent_ts: Option<&str>) -> Box<dyn Confirm> {
+    fn confirmer(&self, _cwd: &Path, _text: &str, _agent_ts: Option<&str>) -> Box<dyn Confirm> {
         Box::new(WrittenIsConfirmed)
     }
 }

@@ -510,7 +510,7 @@ impl Session {
         let confirmer = self
             .cfg
             .adapter
-            .confirmer(&self.cfg.cwd, d.agent_ts.as_deref());
+            .confirmer(&self.cfg.cwd, &d.text, d.agent_ts.as_deref());
         let before = d
             .ready_gate
             .and_then(|_| self.cfg.adapter.activity_ms(&self.cfg.cwd));

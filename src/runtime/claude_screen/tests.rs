@@ -236,3 +236,22 @@ fn dialog_words_without_their_menu_do_not_count() {
     let idle = rows.map(|r| r.replace(" · esc to interrupt", ""));
     assert_eq!(classify(&idle), ClaudeScreen::Ready);
 }
+
+/// Recorded by iapeer itself (the session's pane log): `--add-dir /` makes Claude Code
+/// 2.1.332 ask whether to add `/` after the trust dialog; the cursor starts on `No, exit`.
+#[test]
+fn add_dir_dialog_fixture() {
+    let mut screen = Screen::new(SESSION_ROWS, SESSION_COLS);
+    screen.feed(&fixture("trust-then-add-dir.raw"), true);
+    let rows = screen.rows();
+    let state = classify(&rows);
+    assert_eq!(
+        state,
+        ClaudeScreen::Dialog {
+            name: "add-dir",
+            wanted: Some("Yes, add it")
+        }
+    );
+    assert_eq!(cursor_label(&rows).as_deref(), Some("No, exit"));
+    assert_eq!(next_key(&state, &rows), Some(DialogStep::Down));
+}

@@ -1,0 +1,313 @@
+//! The `claude` runtime (spec 04 §2 "claude"): Claude Code CLI in a pty, its boot dialogs
+//! answered by label, delivery confirmed from its JSONL transcript.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::claude_screen::{self, ClaudeScreen};
+use super::transcript::{jsonl_files, record_contains, TranscriptWatch};
+use super::{Adapter, BootStep, Confirm, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode};
+use crate::session::input::encode_keys;
+use crate::session::screen::Screen;
+
+/// The reason given when Claude Code shows its login picker.
+pub const NOT_LOGGED_IN: &str = "Claude Code is not logged in — run claude once and log in";
+/// The reason given when Claude Code cannot reach its API.
+pub const CANNOT_CONNECT: &str = "Claude Code says \"Unable to connect to Anthropic services\" — run claude once by hand to check its login and network";
+
+/// The tool disallowed by default (a question dialog would block an unattended agent).
+pub const DEFAULT_DISALLOWED: &str = "AskUserQuestion";
+
+/// Find an executable `name` in the `PATH` of this process.
+pub fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+/// Whether `p` is a regular file with an execute bit.
+pub fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// `$IAPEER_CLAUDE_BIN`, else `claude` on PATH, else `~/.local/bin/claude`.
+pub fn resolve_binary() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("IAPEER_CLAUDE_BIN").filter(|v| !v.is_empty()) {
+        let p = PathBuf::from(p);
+        return is_executable(&p).then_some(p);
+    }
+    which("claude").or_else(|| {
+        let p = crate::paths::home_dir()?.join(".local/bin/claude");
+        is_executable(&p).then_some(p)
+    })
+}
+
+/// Claude's config folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+pub fn config_dir() -> Option<PathBuf> {
+    std::env::var_os("CLAUDE_CONFIG_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| Some(crate::paths::home_dir()?.join(".claude")))
+}
+
+/// Claude's project slug: the real path with every character outside `[A-Za-z0-9]` as `-`.
+pub fn project_slug(cwd: &Path) -> String {
+    let real = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+    real.to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+/// `<config>/projects/<slug>/`: where the transcripts of `cwd` live.
+pub fn project_dir(cwd: &Path) -> Option<PathBuf> {
+    Some(config_dir()?.join("projects").join(project_slug(cwd)))
+}
+
+/// The root refusal explained, with both remedies.
+pub fn root_refused(cwd: &Path) -> String {
+    format!(
+        "Claude Code refuses --dangerously-skip-permissions as root — run iapeer as a normal user, or (inside a sandbox) set IS_SANDBOX=1 in {}",
+        crate::paths::peer::launch_env(cwd, "claude").display()
+    )
+}
+
+/// The claude adapter.
+pub struct Claude {
+    program: PathBuf,
+}
+
+impl Claude {
+    /// The adapter, when the binary can be found.
+    pub fn find() -> Option<Claude> {
+        resolve_binary().map(|program| Claude { program })
+    }
+}
+
+fn key(step: super::dialog::DialogStep) -> Vec<u8> {
+    encode_keys(&[step.key_name()], false).unwrap_or_default()
+}
+
+impl Adapter for Claude {
+    fn name(&self) -> &str {
+        "claude"
+    }
+
+    fn kind(&self) -> RuntimeKind {
+        RuntimeKind::Agent
+    }
+
+    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String> {
+        let mut args: Vec<OsString> = vec!["--dangerously-skip-permissions".into()];
+        match ctx.launch_env.disallowed_tools.as_deref() {
+            None => args.extend(["--disallowedTools".into(), DEFAULT_DISALLOWED.into()]),
+            Some("") => {}
+            Some(v) => args.extend(["--disallowedTools".into(), v.into()]),
+        }
+        args.extend(["--add-dir".into(), "/".into()]);
+        if let Some(p) = ctx.system_prompt {
+            args.push("--system-prompt-file".into());
+            args.push(p.as_os_str().to_owned());
+        }
+        if ctx.mode == WakeMode::Resume {
+            if !self.resumable(ctx.cwd) {
+                return Err("no transcript to resume".into());
+            }
+            args.push("--continue".into());
+        }
+        args.extend(ctx.launch_env.start_args.iter().map(OsString::from));
+        Ok(LaunchCommand {
+            program: self.program.clone().into_os_string(),
+            args,
+            // Keep the main-screen renderer: its scrollback is what attach snapshots show.
+            extra_env: vec![("CLAUDE_CODE_DISABLE_ALTERNATE_SCREEN".into(), "1".into())],
+        })
+    }
+
+    fn boot_step(&self, screen: &Screen) -> BootStep {
+        let rows = screen.rows();
+        match claude_screen::classify(&rows) {
+            s @ (ClaudeScreen::Dialog { .. } | ClaudeScreen::Nag { .. }) => {
+                let name = match s {
+                    ClaudeScreen::Dialog { name, .. } | ClaudeScreen::Nag { name, .. } => name,
+                    _ => "dialog",
+                };
+                match claude_screen::next_key(&s, &rows) {
+                    Some(step) => BootStep::Key { bytes: key(step), label: format!("{name} ({})", step.key_name()) },
+                    None => BootStep::Wait,
+                }
+            }
+            ClaudeScreen::LoginRequired => BootStep::Fail(NOT_LOGGED_IN.into()),
+            ClaudeScreen::CannotConnect => BootStep::Fail(CANNOT_CONNECT.into()),
+            ClaudeScreen::RootRefused => BootStep::Fail("Claude Code refuses --dangerously-skip-permissions as root — run iapeer as a normal user, or set IS_SANDBOX=1 in the peer's launch.env inside a sandbox".into()),
+            ClaudeScreen::Ready => BootStep::Ready,
+            ClaudeScreen::Busy | ClaudeScreen::Booting => BootStep::Wait,
+        }
+    }
+
+    fn ready_settle(&self) -> Duration {
+        // The composer is drawn a moment before Claude Code reads input.
+        Duration::from_millis(500)
+    }
+
+    fn is_busy(&self, screen: &Screen) -> bool {
+        screen.text().contains("esc to interrupt")
+    }
+
+    fn confirmer(&self, cwd: &Path, text: &str, _agent_ts: Option<&str>) -> Box<dyn Confirm> {
+        Box::new(TranscriptConfirm {
+            watch: project_dir(cwd).map(|d| TranscriptWatch::start(&d)),
+            text: text.to_string(),
+            seen: false,
+        })
+    }
+
+    fn activity_ms(&self, cwd: &Path) -> Option<u64> {
+        let dir = project_dir(cwd)?;
+        let mut files = jsonl_files(&dir);
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for e in entries.flatten().filter(|e| e.path().is_dir()) {
+                files.extend(jsonl_files(&e.path().join("subagents")));
+            }
+        }
+        super::newest_mtime_ms(files.iter().map(PathBuf::as_path))
+    }
+
+    fn resumable(&self, cwd: &Path) -> bool {
+        project_dir(cwd).is_some_and(|d| !jsonl_files(&d).is_empty())
+    }
+
+    fn interrupt_keys(&self) -> Option<Vec<u8>> {
+        Some(vec![0x1b])
+    }
+
+    fn explain_exit(&self, screen_text: &str) -> Option<String> {
+        screen_text
+            .contains("cannot be used with root/sudo privileges")
+            .then(|| "Claude Code refuses --dangerously-skip-permissions as root — run iapeer as a normal user, or set IS_SANDBOX=1 in the peer's launch.env inside a sandbox".to_string())
+    }
+}
+
+/// Confirmed when a new transcript record holds the pasted text.
+struct TranscriptConfirm {
+    watch: Option<TranscriptWatch>,
+    text: String,
+    seen: bool,
+}
+
+impl Confirm for TranscriptConfirm {
+    fn confirmed(&mut self, _output: &[u8]) -> bool {
+        if self.seen {
+            return true;
+        }
+        if let Some(w) = self.watch.as_mut() {
+            self.seen = w
+                .new_records()
+                .iter()
+                .any(|r| record_contains(r, &self.text));
+        }
+        self.seen
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launch_env::LaunchEnv;
+    use crate::paths::Paths;
+
+    fn ctx<'a>(
+        paths: &'a Paths,
+        cwd: &'a Path,
+        env: &'a LaunchEnv,
+        mode: WakeMode,
+        prompt: Option<&'a Path>,
+    ) -> LaunchCtx<'a> {
+        LaunchCtx {
+            paths,
+            cwd,
+            mode,
+            system_prompt: prompt,
+            launch_env: env,
+        }
+    }
+
+    #[test]
+    fn argv_fresh_resume_and_launch_env() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        let c = Claude {
+            program: "/bin/claude".into(),
+        };
+        let env = LaunchEnv {
+            start_args: vec!["--model".into(), "x".into()],
+            ..LaunchEnv::default()
+        };
+        let prompt = dir.path().join("p.md");
+        let cmd = c
+            .command(&ctx(
+                &paths,
+                dir.path(),
+                &env,
+                WakeMode::Fresh,
+                Some(&prompt),
+            ))
+            .unwrap();
+        let args: Vec<String> = cmd
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            args,
+            vec![
+                "--dangerously-skip-permissions",
+                "--disallowedTools",
+                "AskUserQuestion",
+                "--add-dir",
+                "/",
+                "--system-prompt-file",
+                prompt.to_str().unwrap(),
+                "--model",
+                "x"
+            ]
+        );
+        assert_eq!(
+            cmd.extra_env,
+            vec![(
+                "CLAUDE_CODE_DISABLE_ALTERNATE_SCREEN".to_string(),
+                "1".to_string()
+            )]
+        );
+        let empty = LaunchEnv {
+            disallowed_tools: Some(String::new()),
+            ..LaunchEnv::default()
+        };
+        let cmd = c
+            .command(&ctx(&paths, dir.path(), &empty, WakeMode::Fresh, None))
+            .unwrap();
+        assert!(!cmd.args.iter().any(|a| a == "--disallowedTools"));
+        let custom = LaunchEnv {
+            disallowed_tools: Some("Bash,Edit".into()),
+            ..LaunchEnv::default()
+        };
+        let cmd = c
+            .command(&ctx(&paths, dir.path(), &custom, WakeMode::Fresh, None))
+            .unwrap();
+        assert!(cmd
+            .args
+            .windows(2)
+            .any(|w| w[0] == "--disallowedTools" && w[1] == "Bash,Edit"));
+    }
+
+    #[test]
+    fn slug_matches_claude_code() {
+        assert_eq!(
+            project_slug(Path::new("/nonexistent/srv/peer_1.x")),
+            "-nonexistent-srv-peer-1-x"
+        );
+    }
+}
