@@ -236,6 +236,10 @@ fn init_folder(paths: &Paths, folder: &Path, opts: &InitOpts) -> Result<Registry
                 .map_err(|e| fail(format!("cannot write {}: {e}", env.display())))?;
         }
     }
+    let bearer = std::env::var("IAPEER_BEARER_TOKEN").is_ok_and(|b| !b.is_empty());
+    for rt in &profile.runtimes {
+        runtime::setup_peer(rt, folder, &name, bearer).map_err(fail)?;
+    }
     let entry = profile.to_registry_peer(folder);
     let stored = entry.clone();
     Registry::update(paths, |r| -> Result<(), RegistryError> {

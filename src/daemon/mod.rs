@@ -199,6 +199,7 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
     let info = DaemonInfo {
         tcp: tcp.clone(),
         sock: sock.display().to_string(),
+        port: http.port(),
         started_ms: crate::clock::now_ms(),
     };
     let router = Router::new(

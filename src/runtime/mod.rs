@@ -3,6 +3,7 @@
 
 pub mod claude;
 pub mod claude_screen;
+pub mod claude_setup;
 pub mod dialog;
 pub mod echo;
 pub mod manifest;
@@ -195,6 +196,17 @@ pub fn adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, Run
                 .ok_or_else(|| RuntimeError::NotInstalled(runtime.to_string()))?;
             Ok(Arc::new(router::RouterRuntime::new(manifest)))
         }
+    }
+}
+
+/// The runtime's part of a peer's birth (create/init/add-runtime): its MCP configuration and
+/// folder trust. A no-op for runtimes that need none.
+///
+/// Errors: a configuration file could not be written (text names it).
+pub fn setup_peer(runtime: &str, cwd: &Path, personality: &str, bearer: bool) -> Result<(), String> {
+    match runtime {
+        "claude" => claude_setup::setup(cwd, personality, bearer),
+        _ => Ok(()),
     }
 }
 

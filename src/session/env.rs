@@ -46,17 +46,29 @@ pub struct EnvInput<'a> {
     pub token: &'a str,
     /// The storage root, exported as `IAPEER_ROOT` so children reach the same daemon.
     pub root: &'a Path,
+    /// The daemon's bound loopback port, exported as `IAPEER_PORT` (agents' MCP configs
+    /// expand it).
+    pub port: u16,
     /// The home folder, for the default PATH.
     pub home: Option<&'a Path>,
     /// Runtime-specific variables, set last.
     pub extra: &'a [(String, String)],
 }
 
-/// Build the child's complete environment: daemon env → `launch.env` extras → identity
-/// variables and token → PATH (launch.env's, else inherited, else [`default_path`]) →
-/// hygiene removals → `TERM=xterm-256color`, `COLORTERM=truecolor` → runtime extras.
+/// Build the child's complete environment: daemon env (minus the hygiene removals) →
+/// `launch.env` extras → identity variables, token, `IAPEER_ROOT`, `IAPEER_PORT` → PATH
+/// (launch.env's, else inherited, else [`default_path`]) → `TERM=xterm-256color`,
+/// `COLORTERM=truecolor` → runtime extras. The removals (`CLAUDE_CODE_*`, `CLAUDECODE`,
+/// `TMUX`, `TMUX_PANE`, `STY`) apply to what the daemon inherited, so a `launch.env` can still
+/// set such a variable deliberately.
 pub fn session_env(input: &EnvInput) -> Vec<(String, String)> {
-    let mut env: BTreeMap<String, String> = input.inherited.iter().cloned().collect();
+    // Hygiene applies to what the daemon inherited; launch.env may set these on purpose.
+    let mut env: BTreeMap<String, String> = input
+        .inherited
+        .iter()
+        .filter(|(k, _)| !is_scrubbed(k))
+        .cloned()
+        .collect();
     let inherited_path = env.get("PATH").cloned().filter(|p| !p.is_empty());
     let mut launch_path = None;
     for (k, v) in &input.launch.vars {
@@ -73,11 +85,11 @@ pub fn session_env(input: &EnvInput) -> Vec<(String, String)> {
     env.insert("PEER_IDENTITY".into(), input.identity.to_string());
     env.insert("IAPEER_TOKEN".into(), input.token.to_string());
     env.insert("IAPEER_ROOT".into(), input.root.display().to_string());
+    env.insert("IAPEER_PORT".into(), input.port.to_string());
     let path = launch_path
         .or(inherited_path)
         .unwrap_or_else(|| default_path(input.home));
     env.insert("PATH".into(), path);
-    env.retain(|k, _| !is_scrubbed(k));
     env.insert("TERM".into(), "xterm-256color".into());
     env.insert("COLORTERM".into(), "truecolor".into());
     for (k, v) in input.extra {
@@ -101,6 +113,7 @@ mod tests {
         let launch = LaunchEnv {
             vars: vec![
                 ("FOO".into(), "from-launch".into()),
+            ("CLAUDE_CODE_MAX_OUTPUT_TOKENS".into(), "999".into()),
                 ("TERM".into(), "dumb".into()),
             ],
             ..LaunchEnv::default()
@@ -121,6 +134,7 @@ mod tests {
             identity: &id,
             token: "tok",
             root: Path::new("/r"),
+            port: 4242,
             home: None,
             extra: &extra,
         });
@@ -131,9 +145,11 @@ mod tests {
         assert_eq!(get(&env, "PEER_RUNTIME"), Some("claude"));
         assert_eq!(get(&env, "IAPEER_TOKEN"), Some("tok"));
         assert_eq!(get(&env, "IAPEER_ROOT"), Some("/r"));
+        assert_eq!(get(&env, "IAPEER_PORT"), Some("4242"));
         assert_eq!(get(&env, "CLAUDECODE"), None);
         assert_eq!(get(&env, "CLAUDE_CODE_ENTRYPOINT"), None);
         assert_eq!(get(&env, "TMUX"), None);
+        assert_eq!(get(&env, "CLAUDE_CODE_MAX_OUTPUT_TOKENS"), Some("999"), "deliberate launch.env value");
         assert_eq!(
             get(&env, "TERM"),
             Some("xterm-256color"),
@@ -161,6 +177,7 @@ mod tests {
                 identity: &id,
                 token: "t",
                 root: Path::new("/r"),
+                port: 8765,
                 home: Some(Path::new("/home/me")),
                 extra: &[],
             })

@@ -181,6 +181,7 @@ impl Router {
             identity: ident,
             token: &token,
             root: self.paths.root(),
+            port: self.info.port,
             home: home.as_deref(),
             extra: &cmd.extra_env,
         });

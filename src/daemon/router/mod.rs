@@ -69,6 +69,8 @@ pub struct DaemonInfo {
     pub tcp: String,
     /// The control socket path.
     pub sock: String,
+    /// The bound loopback HTTP port.
+    pub port: u16,
     /// Daemon start time, epoch ms.
     pub started_ms: u64,
 }
