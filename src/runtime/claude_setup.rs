@@ -13,9 +13,15 @@ use crate::fsutil::{write_json_atomic, MODE_SHARED};
 /// bearer and the session token travels in `X-IAPeer-Token`.
 pub fn server_entry(personality: &str, bearer: bool) -> Value {
     let mut headers = Map::new();
-    headers.insert("X-IAPeer-Identity".into(), json!(format!("${{PEER_IDENTITY:-claude-{personality}}}")));
+    headers.insert(
+        "X-IAPeer-Identity".into(),
+        json!(format!("${{PEER_IDENTITY:-claude-{personality}}}")),
+    );
     if bearer {
-        headers.insert("Authorization".into(), json!("Bearer ${IAPEER_BEARER_TOKEN}"));
+        headers.insert(
+            "Authorization".into(),
+            json!("Bearer ${IAPEER_BEARER_TOKEN}"),
+        );
         headers.insert("X-IAPeer-Token".into(), json!("${IAPEER_TOKEN}"));
     } else {
         headers.insert("Authorization".into(), json!("Bearer ${IAPEER_TOKEN}"));
@@ -42,8 +48,13 @@ fn read_object_or_backup(path: &Path) -> Result<Map<String, Value>, String> {
             let mut bak = path.as_os_str().to_owned();
             bak.push(".corrupt.bak");
             let bak = PathBuf::from(bak);
-            std::fs::rename(path, &bak).map_err(|e| format!("cannot back up {}: {e}", path.display()))?;
-            log::warn!("{} was not a JSON object; moved to {}", path.display(), bak.display());
+            std::fs::rename(path, &bak)
+                .map_err(|e| format!("cannot back up {}: {e}", path.display()))?;
+            log::warn!(
+                "{} was not a JSON object; moved to {}",
+                path.display(),
+                bak.display()
+            );
             Ok(Map::new())
         }
     }
@@ -62,11 +73,14 @@ pub fn setup(cwd: &Path, personality: &str, bearer: bool) -> Result<(), String> 
         *servers = json!({});
     }
     servers["iapeer"] = server_entry(personality, bearer);
-    write_json_atomic(&mcp_path, &Value::Object(mcp), MODE_SHARED).map_err(|e| format!("cannot write {}: {e}", mcp_path.display()))?;
+    write_json_atomic(&mcp_path, &Value::Object(mcp), MODE_SHARED)
+        .map_err(|e| format!("cannot write {}: {e}", mcp_path.display()))?;
 
     let settings_path = cwd.join(".claude").join("settings.local.json");
     let mut settings = read_object_or_backup(&settings_path)?;
-    let enabled = settings.entry("enabledMcpjsonServers").or_insert_with(|| json!([]));
+    let enabled = settings
+        .entry("enabledMcpjsonServers")
+        .or_insert_with(|| json!([]));
     if !enabled.is_array() {
         *enabled = json!([]);
     }
@@ -75,7 +89,8 @@ pub fn setup(cwd: &Path, personality: &str, bearer: bool) -> Result<(), String> 
             list.push(json!("iapeer"));
         }
     }
-    write_json_atomic(&settings_path, &Value::Object(settings), MODE_SHARED).map_err(|e| format!("cannot write {}: {e}", settings_path.display()))
+    write_json_atomic(&settings_path, &Value::Object(settings), MODE_SHARED)
+        .map_err(|e| format!("cannot write {}: {e}", settings_path.display()))
 }
 
 #[cfg(test)]
@@ -85,19 +100,41 @@ mod tests {
     #[test]
     fn merges_keeps_other_servers_and_is_idempotent() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join(".mcp.json"), r#"{"mcpServers":{"other":{"command":"x"}},"extra":1}"#).unwrap();
+        std::fs::write(
+            dir.path().join(".mcp.json"),
+            r#"{"mcpServers":{"other":{"command":"x"}},"extra":1}"#,
+        )
+        .unwrap();
         setup(dir.path(), "bob", false).unwrap();
         setup(dir.path(), "bob", false).unwrap();
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(".mcp.json")).unwrap()).unwrap();
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join(".mcp.json")).unwrap())
+                .unwrap();
         assert_eq!(v["mcpServers"]["other"]["command"], "x");
         assert_eq!(v["extra"], 1);
-        assert_eq!(v["mcpServers"]["iapeer"]["headers"]["X-IAPeer-Identity"], "${PEER_IDENTITY:-claude-bob}");
-        assert_eq!(v["mcpServers"]["iapeer"]["headers"]["Authorization"], "Bearer ${IAPEER_TOKEN}");
-        assert_eq!(v["mcpServers"]["iapeer"]["url"], "http://127.0.0.1:${IAPEER_PORT:-8765}/mcp");
-        let s: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(".claude/settings.local.json")).unwrap()).unwrap();
+        assert_eq!(
+            v["mcpServers"]["iapeer"]["headers"]["X-IAPeer-Identity"],
+            "${PEER_IDENTITY:-claude-bob}"
+        );
+        assert_eq!(
+            v["mcpServers"]["iapeer"]["headers"]["Authorization"],
+            "Bearer ${IAPEER_TOKEN}"
+        );
+        assert_eq!(
+            v["mcpServers"]["iapeer"]["url"],
+            "http://127.0.0.1:${IAPEER_PORT:-8765}/mcp"
+        );
+        let s: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(".claude/settings.local.json")).unwrap(),
+        )
+        .unwrap();
         assert_eq!(s["enabledMcpjsonServers"], json!(["iapeer"]));
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(dir.path().join(".mcp.json")).unwrap().permissions().mode() & 0o777;
+        let mode = std::fs::metadata(dir.path().join(".mcp.json"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
         assert_eq!(mode, 0o644);
     }
 
@@ -106,9 +143,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(".mcp.json"), "{not json").unwrap();
         setup(dir.path(), "bob", true).unwrap();
-        assert_eq!(std::fs::read_to_string(dir.path().join(".mcp.json.corrupt.bak")).unwrap(), "{not json");
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(".mcp.json")).unwrap()).unwrap();
-        assert_eq!(v["mcpServers"]["iapeer"]["headers"]["Authorization"], "Bearer ${IAPEER_BEARER_TOKEN}");
-        assert_eq!(v["mcpServers"]["iapeer"]["headers"]["X-IAPeer-Token"], "${IAPEER_TOKEN}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(".mcp.json.corrupt.bak")).unwrap(),
+            "{not json"
+        );
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join(".mcp.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            v["mcpServers"]["iapeer"]["headers"]["Authorization"],
+            "Bearer ${IAPEER_BEARER_TOKEN}"
+        );
+        assert_eq!(
+            v["mcpServers"]["iapeer"]["headers"]["X-IAPeer-Token"],
+            "${IAPEER_TOKEN}"
+        );
     }
 }

@@ -203,7 +203,12 @@ pub fn adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, Run
 /// folder trust. A no-op for runtimes that need none.
 ///
 /// Errors: a configuration file could not be written (text names it).
-pub fn setup_peer(runtime: &str, cwd: &Path, personality: &str, bearer: bool) -> Result<(), String> {
+pub fn setup_peer(
+    runtime: &str,
+    cwd: &Path,
+    personality: &str,
+    bearer: bool,
+) -> Result<(), String> {
     match runtime {
         "claude" => claude_setup::setup(cwd, personality, bearer),
         _ => Ok(()),

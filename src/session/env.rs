@@ -113,7 +113,7 @@ mod tests {
         let launch = LaunchEnv {
             vars: vec![
                 ("FOO".into(), "from-launch".into()),
-            ("CLAUDE_CODE_MAX_OUTPUT_TOKENS".into(), "999".into()),
+                ("CLAUDE_CODE_MAX_OUTPUT_TOKENS".into(), "999".into()),
                 ("TERM".into(), "dumb".into()),
             ],
             ..LaunchEnv::default()
@@ -149,7 +149,11 @@ mod tests {
         assert_eq!(get(&env, "CLAUDECODE"), None);
         assert_eq!(get(&env, "CLAUDE_CODE_ENTRYPOINT"), None);
         assert_eq!(get(&env, "TMUX"), None);
-        assert_eq!(get(&env, "CLAUDE_CODE_MAX_OUTPUT_TOKENS"), Some("999"), "deliberate launch.env value");
+        assert_eq!(
+            get(&env, "CLAUDE_CODE_MAX_OUTPUT_TOKENS"),
+            Some("999"),
+            "deliberate launch.env value"
+        );
         assert_eq!(
             get(&env, "TERM"),
             Some("xterm-256color"),

@@ -1,0 +1,156 @@
+//! End to end with the real Claude Code CLI (spec 12 layer 4): Claude Code runs in an iapeer
+//! session exactly as in production; its model requests go to a loopback stand-in for the
+//! Anthropic API (the one mock: the cloud API cannot run here). `scripts/setup-agents.sh`
+//! installs the CLI and `scripts/test.sh` exports `IAPEER_TEST_CLAUDE_BIN`.
+
+mod common;
+
+use common::anthropic::{has_tool_result, last_user_text, AnthropicStandIn, Reply};
+use common::TestEnv;
+use serde_json::json;
+use std::time::Duration;
+
+fn claude_bin() -> String {
+    std::env::var("IAPEER_TEST_CLAUDE_BIN").unwrap_or_else(|_| {
+        panic!("IAPEER_TEST_CLAUDE_BIN is not set: run scripts/test.sh (it installs Claude Code with scripts/setup-agents.sh)")
+    })
+}
+
+/// A world with a claude peer `cb` and an echo peer `ea`, the stand-in, and a daemon.
+fn world(extra_daemon_env: &[(&str, &str)]) -> (TestEnv, AnthropicStandIn) {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_CLAUDE_BIN", &claude_bin());
+    for (k, v) in extra_daemon_env {
+        env.set(k, v);
+    }
+    // What any user who has run Claude Code once has; every dialog is left to the adapter.
+    std::fs::write(
+        env.home.join(".claude.json"),
+        "{\"hasCompletedOnboarding\": true}",
+    )
+    .unwrap();
+    let api = AnthropicStandIn::start();
+    env.ok(&["create", "cb", "--runtime", "claude"]);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.launch_env(
+        "cb",
+        "claude",
+        &format!(
+            "ANTHROPIC_BASE_URL={}\nANTHROPIC_API_KEY=sk-ant-standin-key\nIS_SANDBOX=1\n",
+            api.url()
+        ),
+    );
+    env.start_daemon();
+    (env, api)
+}
+
+/// Reply to an envelope from `ea` (unless it is an echo) with a send_to_peer call; finish
+/// the turn after the tool result.
+fn converse(api: &AnthropicStandIn, reply: &'static str) {
+    api.script(move |req| {
+        let text = last_user_text(req);
+        if has_tool_result(req) {
+            Reply::Text("sent".into())
+        } else if text.contains("<iap ") && !text.contains("<msg>echo:") {
+            Reply::ToolUse(
+                "mcp__iapeer__send_to_peer".into(),
+                json!({"personality": "ea", "message": reply, "topic": "t1"}),
+            )
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+}
+
+#[test]
+fn claude_peer_wakes_answers_dialogs_sees_its_prompt_and_replies_through_mcp() {
+    let (env, api) = world(&[]);
+    converse(&api, "hi from claude");
+    let out = env.ok(&[
+        "send",
+        "cb",
+        "--from",
+        "echo-ea",
+        "--message",
+        "hello claude",
+        "--topic",
+        "t1",
+    ]);
+    assert_eq!(
+        out.trim(),
+        "delivered to cb (claude), woke",
+        "{}",
+        env.diagnostics()
+    );
+
+    // The model request carried this peer's system prompt and the agent-form envelope.
+    let main = api.main_requests();
+    let first = main
+        .iter()
+        .find(|r| last_user_text(r).contains("hello claude"))
+        .unwrap_or_else(|| panic!("no model request with the message\n{}", env.diagnostics()));
+    let system = common::anthropic::flatten(&first["system"]);
+    assert!(system.contains("personality: \"cb\""), "{system}");
+    assert!(system.contains("## Known peers"), "{system}");
+    assert!(system.contains("- ea\n  runtime: echo"), "{system}");
+    let user = last_user_text(first);
+    assert!(
+        user.contains("<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\""),
+        "{user}"
+    );
+    assert!(user.contains("<msg>hello claude</msg>"), "{user}");
+    let tools: Vec<String> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(String::from))
+        .collect();
+    assert!(
+        tools.iter().any(|t| t == "mcp__iapeer__send_to_peer"),
+        "tools: {tools:?}"
+    );
+
+    // Claude's tool call went through the daemon to the echo peer, as cb.
+    env.wait_until("claude's reply reaches ea", Duration::from_secs(60), |e| {
+        e.events("delivery", "delivery").iter().any(|d| {
+            d["caller"] == "claude-cb" && d["to"] == "ea" && d["ok"] == "true" && d["path"] == "mcp"
+        })
+    });
+    assert!(
+        env.pane("echo-ea").contains("from cb: hi from claude"),
+        "{}",
+        env.diagnostics()
+    );
+    let d = env.events("delivery", "delivery");
+    let woke = d
+        .iter()
+        .find(|e| e["to"] == "cb" && e["caller"] == "echo-ea")
+        .expect("first delivery");
+    assert_eq!(woke["woke"], "true");
+    // Every boot dialog was answered by label (lifecycle shows the boot reached ready).
+    assert!(!env.events("lifecycle", "ready").is_empty());
+
+    // Scenario 2: the echo's answer goes to the now-live claude peer: delivered, not woken,
+    // confirmed from the transcript.
+    env.wait_until("ea's echo reaches cb", Duration::from_secs(60), |e| {
+        e.events("delivery", "delivery").iter().any(|d| {
+            d["caller"] == "echo-ea" && d["to"] == "cb" && d["ok"] == "true" && d["woke"] == "false"
+        })
+    });
+    let out = env.ok(&[
+        "send",
+        "cb",
+        "--from",
+        "echo-ea",
+        "--message",
+        "echo: second message",
+        "--topic",
+        "t1",
+    ]);
+    assert_eq!(
+        out.trim(),
+        "delivered to cb (claude)",
+        "{}",
+        env.diagnostics()
+    );
+}

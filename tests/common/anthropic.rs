@@ -1,0 +1,335 @@
+//! A stand-in for the Anthropic Messages API on 127.0.0.1 (a random port), for end-to-end
+//! tests with the real Claude Code CLI (spec 12 layer 4). The cloud API cannot run here, so
+//! this is the one mock of the suite: it records every request and answers from a script the
+//! test sets, streaming Server-Sent Events like the real API (`message_start`,
+//! `content_block_start`, `content_block_delta`, `content_block_stop`, `message_delta`,
+//! `message_stop`), or plain JSON when the request is not streamed.
+
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// One recorded request.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub body: Value,
+}
+
+/// What to answer to one model request.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A text answer.
+    Text(String),
+    /// A tool call: the tool's full name (e.g. `mcp__iapeer__send_to_peer`) and its input.
+    ToolUse(String, Value),
+    /// Send the start of a streamed answer, then hold the connection open for at most this
+    /// long (or until the client goes away) before finishing with `text`.
+    Hold(Duration, String),
+    /// An HTTP error status with an API error body.
+    Error(u16),
+}
+
+type Script = Box<dyn Fn(&Value) -> Reply + Send>;
+
+/// The running stand-in.
+pub struct AnthropicStandIn {
+    server: Arc<tiny_http::Server>,
+    pub port: u16,
+    pub requests: Arc<Mutex<Vec<Recorded>>>,
+    script: Arc<Mutex<Script>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The text of the last user turn of a request (all text parts, tool results included).
+pub fn last_user_text(req: &Value) -> String {
+    let Some(msgs) = req["messages"].as_array() else {
+        return String::new();
+    };
+    let Some(last) = msgs.iter().rev().find(|m| m["role"] == "user") else {
+        return String::new();
+    };
+    flatten(&last["content"])
+}
+
+/// Every string inside a JSON value, joined by newlines.
+pub fn flatten(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a.iter().map(flatten).collect::<Vec<_>>().join("\n"),
+        Value::Object(o) => o.values().map(flatten).collect::<Vec<_>>().join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// Whether the last user turn carries a tool result.
+pub fn has_tool_result(req: &Value) -> bool {
+    req["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .is_some_and(|m| {
+            m["content"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"))
+        })
+}
+
+fn sse(events: &[(&str, Value)]) -> String {
+    events
+        .iter()
+        .map(|(e, d)| format!("event: {e}\ndata: {d}\n\n"))
+        .collect()
+}
+
+fn message_start(model: &str) -> (&'static str, Value) {
+    (
+        "message_start",
+        json!({"type":"message_start","message":{"id":"msg_standin","type":"message","role":"assistant","model":model,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":1}}}),
+    )
+}
+
+fn text_events(text: &str) -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "content_block_start",
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":text}}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type":"content_block_stop","index":0}),
+        ),
+        (
+            "message_delta",
+            json!({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":7}}),
+        ),
+        ("message_stop", json!({"type":"message_stop"})),
+    ]
+}
+
+fn tool_events(name: &str, input: &Value) -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "content_block_start",
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_standin_1","name":name,"input":{}}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":input.to_string()}}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type":"content_block_stop","index":0}),
+        ),
+        (
+            "message_delta",
+            json!({"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":20}}),
+        ),
+        ("message_stop", json!({"type":"message_stop"})),
+    ]
+}
+
+/// A response body that yields `head`, waits up to `hold` for a release (or the end of the
+/// stand-in), then yields `tail`.
+struct HoldReader {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+    until: Instant,
+    pos: usize,
+    held: bool,
+}
+
+impl Read for HoldReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos < self.head.len() {
+            let n = buf.len().min(self.head.len() - self.pos);
+            buf[..n].copy_from_slice(&self.head[self.pos..self.pos + n]);
+            self.pos += n;
+            return Ok(n);
+        }
+        if !self.held {
+            while Instant::now() < self.until {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            self.held = true;
+        }
+        let off = self.pos - self.head.len();
+        if off >= self.tail.len() {
+            return Ok(0);
+        }
+        let n = buf.len().min(self.tail.len() - off);
+        buf[..n].copy_from_slice(&self.tail[off..off + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+impl AnthropicStandIn {
+    /// Start on 127.0.0.1 with a script that answers every model request with "ok".
+    pub fn start() -> AnthropicStandIn {
+        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind stand-in"));
+        let port = server.server_addr().to_ip().expect("ip").port();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let script: Arc<Mutex<Script>> =
+            Arc::new(Mutex::new(Box::new(|_| Reply::Text("ok".into()))));
+        let (srv, reqs, scr) = (server.clone(), requests.clone(), script.clone());
+        let thread = std::thread::spawn(move || {
+            // Bounded: ends when the server is unblocked at drop.
+            for mut rq in srv.incoming_requests() {
+                let mut body = String::new();
+                let _ = rq.as_reader().read_to_string(&mut body);
+                let parsed: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                let path = rq.url().to_string();
+                reqs.lock().unwrap().push(Recorded {
+                    method: rq.method().to_string(),
+                    path: path.clone(),
+                    body: parsed.clone(),
+                });
+                let reply = if rq.method() == &tiny_http::Method::Post
+                    && path.starts_with("/v1/messages")
+                    && !path.contains("count_tokens")
+                {
+                    (scr.lock().unwrap())(&parsed)
+                } else {
+                    // Side endpoints (token counting, telemetry, feature flags): a harmless answer.
+                    let r = tiny_http::Response::from_string("{\"input_tokens\":12}")
+                        .with_header(header("content-type", "application/json"));
+                    let _ = rq.respond(r);
+                    continue;
+                };
+                std::thread::spawn(move || respond(rq, &parsed, reply));
+            }
+        });
+        AnthropicStandIn {
+            server,
+            port,
+            requests,
+            script,
+            thread: Some(thread),
+        }
+    }
+
+    /// The base URL for `ANTHROPIC_BASE_URL`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Replace the answering script.
+    pub fn script(&self, f: impl Fn(&Value) -> Reply + Send + 'static) {
+        *self.script.lock().unwrap() = Box::new(f);
+    }
+
+    /// Model requests (POST /v1/messages, not token counting) recorded so far.
+    pub fn model_requests(&self) -> Vec<Value> {
+        self.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| {
+                r.method == "POST"
+                    && r.path.starts_with("/v1/messages")
+                    && !r.path.contains("count_tokens")
+            })
+            .map(|r| r.body.clone())
+            .collect()
+    }
+
+    /// Main-loop requests (those that offer tools).
+    pub fn main_requests(&self) -> Vec<Value> {
+        self.model_requests()
+            .into_iter()
+            .filter(|r| r["tools"].as_array().is_some_and(|t| !t.is_empty()))
+            .collect()
+    }
+}
+
+fn header(k: &str, v: &str) -> tiny_http::Header {
+    tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).expect("header")
+}
+
+fn respond(rq: tiny_http::Request, req: &Value, reply: Reply) {
+    let model = req["model"].as_str().unwrap_or("claude-standin");
+    let stream = req["stream"] == json!(true);
+    if let Reply::Error(code) = reply {
+        let body = json!({"type":"error","error":{"type":"api_error","message":"stand-in error"}})
+            .to_string();
+        let _ = rq.respond(
+            tiny_http::Response::from_string(body)
+                .with_status_code(code)
+                .with_header(header("content-type", "application/json")),
+        );
+        return;
+    }
+    if !stream {
+        let content = match &reply {
+            Reply::ToolUse(name, input) => {
+                json!([{"type":"tool_use","id":"toolu_standin_1","name":name,"input":input}])
+            }
+            Reply::Text(t) | Reply::Hold(_, t) => json!([{"type":"text","text":t}]),
+            Reply::Error(_) => unreachable!(),
+        };
+        let stop = if matches!(reply, Reply::ToolUse(..)) {
+            "tool_use"
+        } else {
+            "end_turn"
+        };
+        let body = json!({"id":"msg_standin","type":"message","role":"assistant","model":model,"content":content,"stop_reason":stop,"stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":7}});
+        let _ = rq.respond(
+            tiny_http::Response::from_string(body.to_string())
+                .with_header(header("content-type", "application/json")),
+        );
+        return;
+    }
+    let mut events = vec![message_start(model)];
+    let (head, tail) = match &reply {
+        Reply::Text(t) => {
+            events.extend(text_events(t));
+            (sse(&events), String::new())
+        }
+        Reply::ToolUse(name, input) => {
+            events.extend(tool_events(name, input));
+            (sse(&events), String::new())
+        }
+        Reply::Hold(_, t) => (sse(&events) + ": holding\n\n", sse(&text_events(t))),
+        Reply::Error(_) => unreachable!(),
+    };
+    let hold = match reply {
+        Reply::Hold(d, _) => d,
+        _ => Duration::ZERO,
+    };
+    let reader = HoldReader {
+        head: head.into_bytes(),
+        tail: tail.into_bytes(),
+        until: Instant::now() + hold,
+        pos: 0,
+        held: false,
+    };
+    let resp = tiny_http::Response::new(
+        200.into(),
+        vec![
+            header("content-type", "text/event-stream"),
+            header("cache-control", "no-cache"),
+        ],
+        reader,
+        None,
+        None,
+    );
+    let _ = rq.respond(resp);
+}
+
+impl Drop for AnthropicStandIn {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
