@@ -141,3 +141,169 @@ pub fn runtime_shortcut(runtime: &str, _inv: &Invocation) -> CliResult {
         answer["pid"]
     ))
 }
+
+fn daemon_op(req: &Value, what: &str) -> Result<Value, CliError> {
+    let paths = paths()?;
+    let answer = Client::connect(&paths)?.request_with_indicator(req, what)?;
+    if answer["ok"] != json!(true) {
+        return Err(failed(&answer));
+    }
+    Ok(answer)
+}
+
+/// `new <peer> [runtime]`: a fresh session now; exit 0 once it is ready.
+pub fn new(inv: &Invocation) -> CliResult {
+    let peer = inv
+        .positional("peer")
+        .ok_or_else(|| usage(inv, "missing <peer>"))?;
+    let req = json!({"op": "new", "personality": peer, "runtime": inv.positional("runtime")});
+    let answer = daemon_op(&req, &format!("restarting {peer}"))?;
+    print(&format!(
+        "{} restarted fresh{}\n",
+        answer["identity"].as_str().unwrap_or(peer),
+        answer["pid"]
+            .as_u64()
+            .map(|p| format!(" (pid {p})"))
+            .unwrap_or_default()
+    ))
+}
+
+/// `interrupt <peer> [runtime]`.
+pub fn interrupt(inv: &Invocation) -> CliResult {
+    let peer = inv
+        .positional("peer")
+        .ok_or_else(|| usage(inv, "missing <peer>"))?;
+    let req = json!({"op": "interrupt", "personality": peer, "runtime": inv.positional("runtime")});
+    let answer = daemon_op(&req, &format!("interrupting {peer}"))?;
+    print(&format!(
+        "interrupted {}\n",
+        answer["identity"].as_str().unwrap_or(peer)
+    ))
+}
+
+/// `compact <peer> [runtime] [--json]`.
+pub fn compact(inv: &Invocation) -> CliResult {
+    let peer = inv
+        .positional("peer")
+        .ok_or_else(|| usage(inv, "missing <peer>"))?;
+    let req = json!({"op": "compact", "personality": peer, "runtime": inv.positional("runtime")});
+    let answer = daemon_op(&req, &format!("compacting {peer}"))?;
+    if inv.flag("json") {
+        return print(&format!("{answer}\n"));
+    }
+    let outcome = answer["outcome"].as_str().unwrap_or("?");
+    let resumed = if answer["resumed"] == json!(true) {
+        " (resumed first)"
+    } else {
+        ""
+    };
+    let line = match outcome {
+        "nothing-to-compact" => format!(
+            "{}: nothing to compact{resumed}",
+            answer["identity"].as_str().unwrap_or(peer)
+        ),
+        _ => format!(
+            "{}: {outcome}{resumed}",
+            answer["identity"].as_str().unwrap_or(peer)
+        ),
+    };
+    print(&format!("{line}\n"))
+}
+
+/// The caller's own identity for `self-*` verbs.
+fn own_identity() -> Result<crate::names::Identity, CliError> {
+    let v = std::env::var("PEER_IDENTITY").unwrap_or_default();
+    if v.trim().is_empty() {
+        return Err(CliError::Failed(
+            "PEER_IDENTITY is not set — self-* verbs run inside a peer's session".into(),
+        ));
+    }
+    crate::names::Identity::parse(&v).map_err(|e| CliError::Failed(format!("PEER_IDENTITY: {e}")))
+}
+
+/// `self-fresh`: end own session; a fresh one comes up right after.
+pub fn self_fresh(_inv: &Invocation) -> CliResult {
+    let me = own_identity()?;
+    let answer = daemon_op(
+        &json!({"op": "self-fresh", "identity": me.to_string()}),
+        "restarting",
+    )?;
+    print(&format!(
+        "{}: a fresh session follows\n",
+        answer["identity"].as_str().unwrap_or("?")
+    ))
+}
+
+/// `self-done`: arm the ephemeral quiet wind-down without sending anything.
+pub fn self_done(_inv: &Invocation) -> CliResult {
+    let me = own_identity()?;
+    let paths = paths()?;
+    let markers = crate::markers::Markers::new(&paths, &me);
+    markers
+        .set(crate::markers::Flag::EphemeralArmed)
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let registry =
+        crate::registry::Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
+    let ephemeral = registry
+        .find(&me.personality)
+        .and_then(|p| crate::profile::Profile::read(&p.cwd).ok().flatten())
+        .is_some_and(|p| p.is_ephemeral());
+    if ephemeral {
+        print(&format!("{me}: done; the session winds down once quiet\n"))
+    } else {
+        print(&format!(
+            "{me}: noted — {} is not an ephemeral peer, so the mark changes nothing\n",
+            me.personality
+        ))
+    }
+}
+
+/// `refresh (<peer> [runtime] | --all)`: the next natural wake starts fresh.
+pub fn refresh(inv: &Invocation) -> CliResult {
+    let paths = paths()?;
+    let registry =
+        crate::registry::Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
+    let peers: Vec<&crate::registry::RegistryPeer> = if inv.flag("all") {
+        registry.peers.iter().collect()
+    } else {
+        let p = inv
+            .positional("peer")
+            .ok_or_else(|| usage(inv, "name a peer or pass --all"))?;
+        vec![registry.find(p).ok_or_else(|| {
+            CliError::Failed(format!("peer \"{p}\" is not in the iapeer peers index"))
+        })?]
+    };
+    let mut marked = Vec::new();
+    for peer in peers {
+        let rts: Vec<&String> = match inv.positional("runtime") {
+            Some(rt) if peer.declares(rt) => peer.runtimes.iter().filter(|r| *r == rt).collect(),
+            Some(rt) => {
+                return Err(CliError::Failed(format!(
+                    "peer \"{}\" does not declare runtime \"{rt}\"",
+                    peer.personality
+                )))
+            }
+            None => peer.runtimes.iter().collect(),
+        };
+        for rt in rts {
+            let is_agent = crate::runtime::adapter_for(&paths, rt)
+                .is_ok_and(|a| a.kind() == crate::runtime::RuntimeKind::Agent);
+            if !is_agent {
+                continue;
+            }
+            let id = crate::names::Identity::new(rt, &peer.personality)
+                .map_err(|e| CliError::Failed(e.to_string()))?;
+            crate::markers::Markers::new(&paths, &id)
+                .set(crate::markers::Flag::FreshNext)
+                .map_err(|e| CliError::Failed(e.to_string()))?;
+            marked.push(id.to_string());
+        }
+    }
+    if marked.is_empty() {
+        return print("nothing to refresh (router runtimes are skipped)\n");
+    }
+    print(&format!(
+        "the next wake starts fresh: {}\n",
+        marked.join(", ")
+    ))
+}

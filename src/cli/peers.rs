@@ -453,3 +453,105 @@ pub fn remove(inv: &Invocation) -> CliResult {
         entry.cwd.display()
     ))
 }
+
+/// The peers a `--peer <p> | --all` verb acts on.
+fn selected_peers(paths: &Paths, inv: &Invocation) -> Result<Vec<RegistryPeer>, CliError> {
+    let registry = Registry::load(paths).map_err(fail)?;
+    if inv.flag("all") {
+        return Ok(registry.peers);
+    }
+    let p = inv
+        .value("peer")
+        .ok_or_else(|| usage(inv, "pass --peer <p> or --all"))?;
+    registry
+        .find(p)
+        .cloned()
+        .map(|e| vec![e])
+        .ok_or_else(|| fail(format!("peer \"{p}\" is not in the iapeer peers index")))
+}
+
+fn store(paths: &Paths, profile: &Profile, cwd: &Path) -> Result<(), CliError> {
+    let entry = profile.to_registry_peer(cwd);
+    Registry::update(paths, |r| -> Result<(), RegistryError> {
+        r.upsert(entry);
+        Ok(())
+    })
+    .map_err(fail)
+}
+
+/// `add-runtime <rt> (--peer <p> | --all)`: declare another agent runtime and do its setup;
+/// the default runtime never changes.
+pub fn add_runtime(inv: &Invocation) -> CliResult {
+    let rt = inv
+        .positional("rt")
+        .ok_or_else(|| usage(inv, "missing <rt>"))?;
+    let paths = paths()?;
+    let kind = runtime::adapter_for(&paths, rt).map_err(fail)?.kind();
+    if kind != RuntimeKind::Agent {
+        return Err(fail(format!("{rt} is a router runtime; add-runtime declares agent runtimes (create a peer with --runtime {rt} instead)")));
+    }
+    let bearer = std::env::var("IAPEER_BEARER_TOKEN").is_ok_and(|b| !b.is_empty());
+    let mut out = String::new();
+    for peer in selected_peers(&paths, inv)? {
+        if peer.nature() != Intelligence::Artificial {
+            out.push_str(&format!(
+                "{}: skipped (a {} peer cannot run on {rt})\n",
+                peer.personality,
+                peer.nature()
+            ));
+            continue;
+        }
+        let had = peer.declares(rt);
+        let profile = Profile::update(&peer.cwd, |p| {
+            if !p.declares(rt) {
+                p.runtimes.push(rt.to_string());
+            }
+        })
+        .map_err(fail)?;
+        runtime::setup_peer(rt, &peer.cwd, &peer.personality, bearer).map_err(fail)?;
+        let env = peer::launch_env(&peer.cwd, rt);
+        if !env.exists() {
+            fsutil::write_atomic(&env, crate::launch_env::stub(rt).as_bytes(), MODE_PRIVATE)
+                .map_err(|e| fail(format!("cannot write {}: {e}", env.display())))?;
+        }
+        store(&paths, &profile, &peer.cwd)?;
+        out.push_str(&format!(
+            "{}: {rt} {}\n",
+            peer.personality,
+            if had {
+                "already declared (setup refreshed)"
+            } else {
+                "added"
+            }
+        ));
+    }
+    print(&out)
+}
+
+/// `default-runtime <rt> (--peer <p> | --all)`: switch the primary runtime of peers that
+/// declare it; refuse for those that do not.
+pub fn default_runtime(inv: &Invocation) -> CliResult {
+    let rt = inv
+        .positional("rt")
+        .ok_or_else(|| usage(inv, "missing <rt>"))?;
+    let paths = paths()?;
+    let mut out = String::new();
+    let mut refused = 0;
+    for peer in selected_peers(&paths, inv)? {
+        if !peer.declares(rt) {
+            refused += 1;
+            eprintln!("iapeer default-runtime: peer \"{}\" does not declare runtime \"{rt}\" — add it first: iapeer add-runtime {rt} --peer {}", peer.personality, peer.personality);
+            continue;
+        }
+        let profile =
+            Profile::update(&peer.cwd, |p| p.default_runtime = rt.to_string()).map_err(fail)?;
+        store(&paths, &profile, &peer.cwd)?;
+        out.push_str(&format!("{}: default runtime {rt}\n", peer.personality));
+    }
+    print(&out)?;
+    if refused > 0 {
+        Err(CliError::Exit(1))
+    } else {
+        Ok(())
+    }
+}

@@ -128,6 +128,35 @@ pub enum Request {
         #[serde(default)]
         no_attach: bool,
     },
+    /// A fresh session now (agents: once ready; always-on peers: restarted and un-parked).
+    New {
+        /// Peer.
+        personality: String,
+        /// Runtime (default: the control-verb rule).
+        #[serde(default)]
+        runtime: Option<String>,
+    },
+    /// Send the runtime's interrupt keys to the live session.
+    Interrupt {
+        /// Peer.
+        personality: String,
+        /// Runtime (default: the control-verb rule).
+        #[serde(default)]
+        runtime: Option<String>,
+    },
+    /// Compact the conversation → `{"ok":true,"outcome":"compacted"|"nothing-to-compact"}`.
+    Compact {
+        /// Peer.
+        personality: String,
+        /// Runtime (default: the control-verb rule).
+        #[serde(default)]
+        runtime: Option<String>,
+    },
+    /// From inside a session: end it and bring up a fresh one.
+    SelfFresh {
+        /// The caller's `PEER_IDENTITY`.
+        identity: String,
+    },
     /// End every session of a peer being removed.
     Forget {
         /// Peer.
@@ -151,6 +180,10 @@ pub const OPS: &[&str] = &[
     "stop",
     "start",
     "attach",
+    "new",
+    "interrupt",
+    "compact",
+    "self-fresh",
     "forget",
     "live-runtime",
     "status",

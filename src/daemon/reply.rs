@@ -60,6 +60,12 @@ impl ReplyTo {
         }
     }
 
+    /// A requester nobody listens to (work the daemon starts for itself).
+    pub fn discard() -> ReplyTo {
+        let (reply, _rx) = ReplyTo::channel();
+        reply
+    }
+
     /// Send a progress line.
     pub fn progress(&self, v: Value) {
         self.send(ReplyMsg::Progress(v));

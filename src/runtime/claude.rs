@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use super::claude_screen::{self, ClaudeScreen};
 use super::transcript::{jsonl_files, record_contains, TranscriptWatch};
-use super::{Adapter, BootStep, Confirm, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode};
+use super::{
+    Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, LaunchCommand, LaunchCtx,
+    RuntimeKind, WakeMode,
+};
 use crate::session::input::encode_keys;
 use crate::session::screen::Screen;
 
@@ -184,11 +187,49 @@ impl Adapter for Claude {
         Some(vec![0x1b])
     }
 
+    fn compact(&self, cwd: &Path) -> Option<(&'static str, Box<dyn CompactWatch>)> {
+        let watch = project_dir(cwd).map(|d| TranscriptWatch::start(&d));
+        Some(("/compact", Box::new(ClaudeCompact { watch })))
+    }
+
     fn explain_exit(&self, screen_text: &str) -> Option<String> {
         screen_text
             .contains("cannot be used with root/sudo privileges")
             .then(|| "Claude Code refuses --dangerously-skip-permissions as root — run iapeer as a normal user, or set IS_SANDBOX=1 in the peer's launch.env inside a sandbox".to_string())
     }
+}
+
+/// Claude Code says this when a conversation is empty.
+const NOTHING_TO_COMPACT: &str = "No messages to compact";
+
+/// Watches the transcript for the `compact_boundary` record (or Claude's "nothing" answer).
+struct ClaudeCompact {
+    watch: Option<TranscriptWatch>,
+}
+
+impl CompactWatch for ClaudeCompact {
+    fn poll(&mut self, _screen: &str) -> Option<CompactOutcome> {
+        let records = self.watch.as_mut()?.new_records();
+        compact_outcome(&records)
+    }
+}
+
+/// The outcome a batch of new transcript records shows, if any (pure).
+pub fn compact_outcome(records: &[serde_json::Value]) -> Option<CompactOutcome> {
+    if records.iter().any(|r| {
+        (r["type"] == "system" && r["subtype"] == "compact_boundary")
+            || r.get("compactMetadata").is_some()
+    }) {
+        return Some(CompactOutcome::Compacted);
+    }
+    records
+        .iter()
+        .any(|r| {
+            super::transcript::strings(r)
+                .iter()
+                .any(|s| s.contains(NOTHING_TO_COMPACT))
+        })
+        .then_some(CompactOutcome::NothingToCompact)
 }
 
 /// Confirmed when a new transcript record holds the pasted text.
@@ -301,6 +342,28 @@ mod tests {
             .args
             .windows(2)
             .any(|w| w[0] == "--disallowedTools" && w[1] == "Bash,Edit"));
+    }
+
+    #[test]
+    fn compact_outcomes_from_records() {
+        use serde_json::json;
+        assert_eq!(
+            compact_outcome(&[json!({"type":"user","message":{"content":"hi"}})]),
+            None
+        );
+        assert_eq!(
+            compact_outcome(&[json!({"type":"system","subtype":"compact_boundary"})]),
+            Some(CompactOutcome::Compacted)
+        );
+        assert_eq!(
+            compact_outcome(&[json!({"type":"x","compactMetadata":{}})]),
+            Some(CompactOutcome::Compacted)
+        );
+        let nothing = json!({"type":"system","subtype":"local_command","content":"<local-command-stderr>Error: No messages to compact</local-command-stderr>"});
+        assert_eq!(
+            compact_outcome(&[nothing]),
+            Some(CompactOutcome::NothingToCompact)
+        );
     }
 
     #[test]

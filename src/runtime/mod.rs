@@ -97,6 +97,31 @@ pub trait Confirm: Send {
     fn confirmed(&mut self, output: &[u8]) -> bool;
 }
 
+/// How a compaction ended (spec 05 §5 `compact`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactOutcome {
+    /// The runtime wrote its completion record.
+    Compacted,
+    /// The runtime said there was nothing to compact (an honest, non-error outcome).
+    NothingToCompact,
+}
+
+impl CompactOutcome {
+    /// The wire spelling (`compacted`, `nothing-to-compact`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompactOutcome::Compacted => "compacted",
+            CompactOutcome::NothingToCompact => "nothing-to-compact",
+        }
+    }
+}
+
+/// Watches one compaction for its end.
+pub trait CompactWatch: Send {
+    /// `Some` once the compaction is over; `screen` is the current screen text.
+    fn poll(&mut self, screen: &str) -> Option<CompactOutcome>;
+}
+
 /// One runtime's behaviour. Implementations are stateless and shared.
 pub trait Adapter: Send + Sync {
     /// The runtime name (`echo`, `claude`, …).
@@ -134,6 +159,11 @@ pub trait Adapter: Send + Sync {
     }
     /// The keys that interrupt a turn, if the runtime supports control commands.
     fn interrupt_keys(&self) -> Option<Vec<u8>> {
+        None
+    }
+    /// The command that compacts the conversation and a watcher for its end, when the
+    /// runtime supports compaction.
+    fn compact(&self, _cwd: &Path) -> Option<(&'static str, Box<dyn CompactWatch>)> {
         None
     }
     /// A better reason for an exit during boot, read from the last screen text.

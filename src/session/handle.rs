@@ -69,6 +69,8 @@ pub enum SessionCmd {
     /// Hand over an attach client: the socket (already past the JSON handshake) and any
     /// bytes read from it beyond the request line.
     Attach(UnixStream, Vec<u8>),
+    /// Compact the conversation; answered by [`EventKind::Compacted`].
+    Compact(u64),
     /// Report a [`EventKind::Status`].
     Probe,
     /// End the session: signal its process group, SIGKILL after 3 s.
@@ -95,6 +97,13 @@ pub enum EventKind {
         id: u64,
         /// `Ok(())` = confirmed; `Err(reason)` otherwise.
         result: Result<(), String>,
+    },
+    /// Outcome of a [`SessionCmd::Compact`].
+    Compacted {
+        /// The request id.
+        id: u64,
+        /// How it ended, or why it failed.
+        result: Result<crate::runtime::CompactOutcome, String>,
     },
     /// Answer to [`SessionCmd::Probe`].
     Status(SessionStatus),

@@ -2,6 +2,7 @@
 
 pub mod boot;
 pub mod clients;
+pub mod compact;
 pub mod deliver;
 pub mod env;
 pub mod frame;

@@ -19,6 +19,7 @@ use nix::sys::signal::Signal;
 
 use super::boot::{Boot, BootAction};
 use super::clients::{Client, ClientInput};
+use super::compact::{ActiveCompact, CompactStep};
 use super::deliver::{ActiveDelivery, Step};
 use super::handle::{
     Cause, Delivery, EventKind, SessionCmd, SessionEvent, SessionHandle, SessionStatus,
@@ -170,6 +171,7 @@ struct Session {
     state: State,
     delivery: Option<ActiveDelivery>,
     queued: VecDeque<Delivery>,
+    compact: Option<ActiveCompact>,
     clients: HashMap<Token, Client>,
     next_client: usize,
     pending_size: Option<(u16, u16)>,
@@ -241,6 +243,7 @@ impl Session {
             state,
             delivery: None,
             queued,
+            compact: None,
             clients: HashMap::new(),
             next_client: FIRST_CLIENT,
             pending_size: None,
@@ -318,6 +321,7 @@ impl Session {
             consider(Some(b.next_deadline()));
         }
         consider(self.delivery.as_ref().and_then(|d| d.next_deadline()));
+        consider(self.compact.as_ref().and_then(|c| c.next_deadline()));
         consider(self.kill.map(|(_, at)| at));
         next
     }
@@ -454,6 +458,9 @@ impl Session {
             let step = d.on_written(Instant::now());
             self.apply(step);
         }
+        if let Some(c) = self.compact.as_mut() {
+            c.on_written(Instant::now());
+        }
     }
 
     // ----- boot and deliveries ---------------------------------------------------------
@@ -558,6 +565,17 @@ impl Session {
             let step = d.poll(now, || adapter.activity_ms(&cwd));
             self.apply(step);
         }
+        if let Some(c) = self.compact.as_mut() {
+            match c.poll(now, &self.screen.text()) {
+                CompactStep::Wait => {}
+                CompactStep::Write(bytes) => self.write_child(&bytes),
+                CompactStep::Done(result) => {
+                    let id = c.id;
+                    self.compact = None;
+                    self.emit(EventKind::Compacted { id, result });
+                }
+            }
+        }
         if let Some((cause, at)) = self.kill {
             if now >= at {
                 let _ = spawn::signal_group(self.pid, Signal::SIGKILL);
@@ -583,12 +601,42 @@ impl Session {
                     }
                 }
                 SessionCmd::Keys(bytes) => self.write_child(&bytes),
+                SessionCmd::Compact(id) => self.start_compact(id),
                 SessionCmd::Attach(stream, prebuf) => self.attach(stream, prebuf),
                 SessionCmd::Probe => {
                     let status = self.status();
                     self.emit(EventKind::Status(status));
                 }
                 SessionCmd::Kill(cause) => self.kill(cause),
+            }
+        }
+    }
+
+    fn start_compact(&mut self, id: u64) {
+        let refuse = |s: &Self, why: &str| {
+            s.emit(EventKind::Compacted {
+                id,
+                result: Err(why.to_string()),
+            });
+        };
+        if self.kill.is_some() || !matches!(self.state, State::Ready) {
+            return refuse(self, "the session is not ready");
+        }
+        if self.delivery.is_some() || self.compact.is_some() {
+            return refuse(
+                self,
+                "the session is busy with another delivery or compaction",
+            );
+        }
+        match self.cfg.adapter.compact(&self.cfg.cwd) {
+            None => refuse(
+                self,
+                &format!("{} does not support compact", self.cfg.adapter.name()),
+            ),
+            Some((command, watch)) => {
+                let (c, bytes) = ActiveCompact::start(id, command, watch);
+                self.compact = Some(c);
+                self.write_child(&bytes);
             }
         }
     }
@@ -732,6 +780,12 @@ impl Session {
             });
         }
         self.fail_deliveries("the session ended before confirming the message");
+        if let Some(c) = self.compact.take() {
+            self.emit(EventKind::Compacted {
+                id: c.id,
+                result: Err("the session ended during compaction".into()),
+            });
+        }
         let mut ev = Event::new("session-exit")
             .field("identity", &self.cfg.identity)
             .field("pid", self.pid.to_string())

@@ -222,7 +222,7 @@ pub static VERBS: &[VerbSpec] = &[
         summary: "end a peer's sessions and refuse messages until started",
         description: "Mark the peer stopped on a runtime (or every peer with --all) and end its session. A \
             stopped peer is never woken and messages to it are refused; an always-on peer is not \
-            restarted. Without a runtime: the only live one, else the default one.",
+            restarted. Without a runtime: every runtime the peer declares. Idempotent.",
         positionals: PEER_AND_RUNTIME,
         flags: &[ALL],
         rules: &[Rule::ReplacesPositionals("all")],
@@ -254,6 +254,115 @@ pub static VERBS: &[VerbSpec] = &[
         rules: &[],
         hidden: false,
         group: Group::Lifecycle,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "new",
+        signature: "new <peer> [runtime]",
+        summary: "restart a peer with a fresh session now",
+        description: "End the peer's session if any, forget its crash history and bring up a fresh \
+            session with no message; returns once the new session is ready. Always-on peers are \
+            restarted and un-parked.",
+        positionals: PEER_AND_RUNTIME,
+        flags: &[],
+        rules: &[],
+        hidden: false,
+        group: Group::Lifecycle,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "refresh",
+        signature: "refresh (<peer> [runtime] | --all)",
+        summary: "make the next wake start a fresh conversation",
+        description: "Mark the peer so that its next natural wake starts a fresh conversation (re-reading \
+            its doctrine) instead of resuming. Nothing is ended or woken now. Router runtimes are \
+            skipped.",
+        positionals: PEER_AND_RUNTIME,
+        flags: &[ALL],
+        rules: &[Rule::ReplacesPositionals("all")],
+        hidden: false,
+        group: Group::Lifecycle,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "interrupt",
+        signature: "interrupt <peer> [runtime]",
+        summary: "interrupt the turn a live agent is running",
+        description: "Send the runtime's interrupt key (Escape) to the peer's live session. Refused for \
+            router runtimes and for peers that are not live.",
+        positionals: PEER_AND_RUNTIME,
+        flags: &[],
+        rules: &[],
+        hidden: false,
+        group: Group::Lifecycle,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "compact",
+        signature: "compact <peer> [runtime]",
+        summary: "compact an agent's conversation",
+        description: "Ask the peer's runtime to compact its conversation and wait for it to finish. A \
+            peer asleep after an idle sleep is resumed first. \"nothing to compact\" is an honest \
+            outcome, not an error.",
+        positionals: PEER_AND_RUNTIME,
+        flags: &[JSON],
+        rules: &[],
+        hidden: false,
+        group: Group::Lifecycle,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "self-fresh",
+        signature: "self-fresh",
+        summary: "from inside a session: restart yourself fresh",
+        description: "For an agent's own use (needs PEER_IDENTITY): end this session; a fresh one is \
+            brought up right after.",
+        positionals: &[],
+        flags: &[],
+        rules: &[],
+        hidden: false,
+        group: Group::Lifecycle,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "self-done",
+        signature: "self-done",
+        summary: "from inside an ephemeral worker: finish without replying",
+        description: "For an ephemeral worker's own use (needs PEER_IDENTITY): arm the quiet wind-down \
+            without sending anything. For a peer that is not ephemeral the mark is inert, and a \
+            note says so.",
+        positionals: &[],
+        flags: &[],
+        rules: &[],
+        hidden: false,
+        group: Group::Lifecycle,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "add-runtime",
+        signature: "add-runtime <rt> (--peer <p> | --all)",
+        summary: "declare another agent runtime for a peer",
+        description: "Declare another agent runtime for the peer (or every peer) and do that runtime's \
+            setup (MCP configuration, folder trust). The default runtime never changes. \
+            Idempotent.",
+        positionals: &[required("rt")],
+        flags: &[valued("peer", "<p>", "the peer to change"), ALL],
+        rules: &[Rule::ExactlyOne(&["peer", "all"])],
+        hidden: false,
+        group: Group::Peers,
+        passthrough: false,
+    },
+    VerbSpec {
+        name: "default-runtime",
+        signature: "default-runtime <rt> (--peer <p> | --all)",
+        summary: "switch a peer's primary runtime",
+        description: "Make a declared runtime the peer's default (or every peer's): where messages route \
+            by default and what comes up first. Refused for a peer that does not declare it.",
+        positionals: &[required("rt")],
+        flags: &[valued("peer", "<p>", "the peer to change"), ALL],
+        rules: &[Rule::ExactlyOne(&["peer", "all"])],
+        hidden: false,
+        group: Group::Peers,
         passthrough: false,
     },
     VerbSpec {

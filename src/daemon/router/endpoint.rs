@@ -43,12 +43,20 @@ pub struct WakeJob {
     pub(crate) started: Instant,
 }
 
+/// A compaction request (`compact`).
+pub struct CompactJob {
+    pub(crate) id: u64,
+    pub(crate) reply: ReplyTo,
+}
+
 /// Queued work for one identity.
 pub enum Job {
     /// A message.
     Send(Box<SendJob>),
     /// A wake without a message.
     Wake(WakeJob),
+    /// Compact the conversation (after any delivery ahead of it).
+    Compact(CompactJob),
 }
 
 impl Job {
@@ -58,6 +66,7 @@ impl Job {
         match self {
             Job::Send(j) => j.reply.finish(failure(code, &error)),
             Job::Wake(w) => w.reply.finish(failure(code, &error)),
+            Job::Compact(c) => c.reply.finish(failure(code, &error)),
         }
     }
 }
@@ -209,6 +218,38 @@ impl Router {
                         }
                     }
                 }
+                Job::Compact(c) => match live {
+                    Some(s) if s.ready && s.stopping.is_none() => {
+                        let id = c.id;
+                        s.handle.send(SessionCmd::Compact(id));
+                        if let Some(ep) = self.endpoints.get_mut(identity) {
+                            ep.inflight = Some(id);
+                        }
+                        return;
+                    }
+                    Some(_) => return,
+                    None => {
+                        let resumable = self
+                            .markers(identity)
+                            .is_some_and(|m| m.is_set(crate::markers::Flag::IdleReaped));
+                        if !resumable {
+                            // Never started, crashed or ended on purpose: no conversation to compact.
+                            if let Some(Job::Compact(c)) = self
+                                .endpoints
+                                .get_mut(identity)
+                                .and_then(|e| e.queue.pop_front())
+                            {
+                                c.reply.finish(ok_with(json!({"identity": identity, "outcome": "nothing-to-compact", "resumed": false})));
+                            }
+                            continue;
+                        }
+                        if let Err(refusal) = self.launch_for_head(identity, ModeRequest::Resume) {
+                            self.fail_head(identity, refusal);
+                            continue;
+                        }
+                        return;
+                    }
+                },
                 Job::Wake(w) => match live {
                     Some(s)
                         if s.ready
@@ -278,6 +319,7 @@ impl Router {
         match ep.queue.pop_front() {
             Some(Job::Send(job)) => self.finish_send(*job, Err(refusal)),
             Some(Job::Wake(w)) => w.reply.finish(failure(refusal.code, &refusal.error)),
+            Some(Job::Compact(c)) => c.reply.finish(failure(refusal.code, &refusal.error)),
             None => {}
         }
     }
@@ -382,6 +424,7 @@ impl Router {
             }
             EventKind::Delivered { id, result } => self.on_delivered(&identity, id, result),
             EventKind::Status(status) => self.on_status(&identity, status),
+            EventKind::Compacted { id, result } => self.on_compacted(&identity, id, result),
             EventKind::Attached(n) => {
                 if let Some(s) = self.sessions.get_mut(&identity) {
                     s.attached = n;
@@ -401,15 +444,48 @@ impl Router {
         };
         if let Some(job) = ep.queue.front() {
             let (reply, started) = match job {
-                Job::Send(j) => (&j.reply, j.started),
-                Job::Wake(w) => (&w.reply, w.started),
+                Job::Send(j) => (&j.reply, Some(j.started)),
+                Job::Wake(w) => (&w.reply, Some(w.started)),
+                Job::Compact(c) => (&c.reply, None),
             };
-            reply.progress(progress(
-                phase,
-                identity,
-                started.elapsed().as_millis() as u64,
-            ));
+            let ms = started.map_or(0, |s| s.elapsed().as_millis() as u64);
+            reply.progress(progress(phase, identity, ms));
         }
+    }
+
+    fn on_compacted(
+        &mut self,
+        identity: &str,
+        id: u64,
+        result: Result<crate::runtime::CompactOutcome, String>,
+    ) {
+        let Some(ep) = self.endpoints.get_mut(identity) else {
+            return;
+        };
+        if ep.inflight != Some(id) {
+            return;
+        }
+        ep.inflight = None;
+        let Some(Job::Compact(c)) = ep.queue.pop_front() else {
+            return;
+        };
+        let resumed = self.sessions.get(identity).is_some_and(|s| {
+            s.mode == crate::runtime::WakeMode::Resume && s.last_delivery_ms.is_none()
+        });
+        match result {
+            Ok(outcome) => {
+                self.lifecycle(
+                    Event::new("compact")
+                        .field("identity", identity)
+                        .field("outcome", outcome.as_str()),
+                );
+                c.reply.finish(ok_with(
+                    json!({"identity": identity, "outcome": outcome.as_str(), "resumed": resumed}),
+                ));
+            }
+            Err(e) => c.reply.finish(failure(Code::Busy, &e)),
+        }
+        self.pump(identity);
     }
 
     fn on_delivered(&mut self, identity: &str, id: u64, result: Result<(), String>) {

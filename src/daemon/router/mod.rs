@@ -100,6 +100,8 @@ pub(crate) struct AlwaysOn {
     pub backoff: Backoff,
     pub parked: bool,
     pub restart_at: Option<Instant>,
+    /// `new` ended it on purpose: start it again as soon as it is gone.
+    pub restart_on_exit: bool,
 }
 
 /// Deferred work the router schedules for itself.

@@ -67,6 +67,19 @@ impl Router {
                 };
                 return self.op_wake(&personality, runtime.as_deref(), mode, !no_attach, reply);
             }
+            Request::New {
+                personality,
+                runtime,
+            } => return self.op_new(&personality, runtime.as_deref(), reply),
+            Request::Interrupt {
+                personality,
+                runtime,
+            } => self.op_interrupt(&personality, runtime.as_deref()),
+            Request::Compact {
+                personality,
+                runtime,
+            } => return self.op_compact(&personality, runtime.as_deref(), reply),
+            Request::SelfFresh { identity } => self.op_self_fresh(&identity),
             Request::Ping | Request::Send { .. } => unreachable!("handled by on_request"),
         };
         match result {
@@ -201,6 +214,7 @@ impl Router {
             match job {
                 Job::Send(j) => self.finish_send(*j, Err(r.clone())),
                 Job::Wake(w) => w.reply.finish(failure(r.code, &r.error)),
+                Job::Compact(c) => c.reply.finish(failure(r.code, &r.error)),
             }
         }
     }
@@ -316,6 +330,134 @@ impl Router {
             .queue
             .push_back(Job::Wake(job));
         self.pump(&id);
+    }
+
+    /// The identity a control verb acts on, and its runtime kind.
+    fn control_target(
+        &self,
+        personality: &str,
+        runtime: Option<&str>,
+    ) -> Result<(Identity, RuntimeKind), Refusal> {
+        let registry = self.registry()?;
+        let peer = Self::peer(&registry, personality)?;
+        let rt = self.control_runtime(peer, runtime)?;
+        let kind = self
+            .adapter(&rt)
+            .map_err(|e| refusal(Code::Offline, e))?
+            .kind();
+        Ok((
+            Identity {
+                runtime: rt,
+                personality: personality.to_string(),
+            },
+            kind,
+        ))
+    }
+
+    fn op_new(&mut self, personality: &str, runtime: Option<&str>, reply: ReplyTo) {
+        let (ident, kind) = match self.control_target(personality, runtime) {
+            Ok(t) => t,
+            Err(r) => return reply.finish(failure(r.code, &r.error)),
+        };
+        let id = ident.to_string();
+        logged(Markers::new(&self.paths, &ident).clear_deaths());
+        if kind == RuntimeKind::Router {
+            let st = self.always_on.entry(id.clone()).or_default();
+            st.parked = false;
+            st.backoff.reset();
+            match self.sessions.get_mut(&id) {
+                Some(s) => {
+                    st.restart_on_exit = true;
+                    s.stopping.get_or_insert(Cause::KilledByDaemon);
+                    s.handle.send(SessionCmd::Kill(Cause::KilledByDaemon));
+                }
+                None => self.restart_always_on(&id),
+            }
+            return reply.finish(ok_with(json!({"identity": id, "restarted": true})));
+        }
+        let job = WakeJob {
+            reply,
+            mode: ModeRequest::Fresh,
+            attach: false,
+            launched: false,
+            started: Instant::now(),
+        };
+        self.endpoints
+            .entry(id.clone())
+            .or_default()
+            .queue
+            .push_back(Job::Wake(job));
+        self.pump(&id);
+    }
+
+    fn op_interrupt(&mut self, personality: &str, runtime: Option<&str>) -> Result<Value, Refusal> {
+        let (ident, kind) = self.control_target(personality, runtime)?;
+        if kind == RuntimeKind::Router {
+            return Err(refusal(
+                Code::InvalidArgument,
+                format!("{} does not support control commands", ident.runtime),
+            ));
+        }
+        let id = ident.to_string();
+        let s = self.sessions.get(&id).filter(|s| s.ready).ok_or_else(|| {
+            refusal(
+                Code::NotLive,
+                format!("peer \"{personality}\" is not live on {}", ident.runtime),
+            )
+        })?;
+        let keys = self
+            .adapter(&ident.runtime)
+            .ok()
+            .and_then(|a| a.interrupt_keys())
+            .ok_or_else(|| {
+                refusal(
+                    Code::InvalidArgument,
+                    format!("{} does not support control commands", ident.runtime),
+                )
+            })?;
+        s.handle.send(SessionCmd::Keys(keys));
+        self.lifecycle(Event::new("interrupt").field("identity", &id));
+        Ok(ok_with(json!({"identity": id, "interrupted": true})))
+    }
+
+    fn op_compact(&mut self, personality: &str, runtime: Option<&str>, reply: ReplyTo) {
+        let (ident, kind) = match self.control_target(personality, runtime) {
+            Ok(t) => t,
+            Err(r) => return reply.finish(failure(r.code, &r.error)),
+        };
+        if kind == RuntimeKind::Router {
+            return reply.finish(failure(
+                Code::InvalidArgument,
+                &format!("{} does not support control commands", ident.runtime),
+            ));
+        }
+        let id = ident.to_string();
+        let job = super::endpoint::CompactJob {
+            id: self.next_id(),
+            reply,
+        };
+        self.endpoints
+            .entry(id.clone())
+            .or_default()
+            .queue
+            .push_back(Job::Compact(job));
+        self.pump(&id);
+    }
+
+    fn op_self_fresh(&mut self, identity: &str) -> Result<Value, Refusal> {
+        let ident = Identity::parse(identity)
+            .map_err(|e| refusal(Code::InvalidArgument, format!("PEER_IDENTITY: {e}")))?;
+        let id = ident.to_string();
+        logged(Markers::new(&self.paths, &ident).set(Flag::NewEager));
+        match self.sessions.get_mut(&id) {
+            Some(s) => {
+                s.stopping.get_or_insert(Cause::KilledByDaemon);
+                s.handle.send(SessionCmd::Kill(Cause::KilledByDaemon));
+            }
+            None => self.bring_up_new_eager(&id),
+        }
+        self.lifecycle(Event::new("self-fresh").field("identity", &id));
+        Ok(ok_with(json!({"identity": id})))
     }
 
     fn op_list(&self) -> Value {

@@ -36,6 +36,13 @@ impl Router {
                 s.handle.send(SessionCmd::Kill(Cause::Stop));
             }
         }
+        // `.new-eager` left by a self-fresh whose session is gone (e.g. across a restart).
+        for ident in crate::markers::identities_with(&self.paths, Flag::NewEager.suffix()) {
+            let id = ident.to_string();
+            if !self.sessions.contains_key(&id) {
+                self.bring_up_new_eager(&id);
+            }
+        }
         if self.cfg.supervise_verbose {
             self.lifecycle(
                 Event::new("supervise")
@@ -161,9 +168,45 @@ impl Router {
                 }
             }
         }
+        if s.kind == RuntimeKind::Router && cause == Cause::KilledByDaemon {
+            let again = self
+                .always_on
+                .get_mut(identity)
+                .is_some_and(|st| std::mem::take(&mut st.restart_on_exit));
+            if again {
+                self.restart_always_on(identity);
+            }
+        }
         if self.shutdown.is_none() {
+            if markers.is_set(Flag::NewEager) {
+                self.bring_up_new_eager(identity);
+            }
             self.pump(identity);
         }
+    }
+
+    /// `.new-eager` (from `self-fresh`): bring a fresh session up now, with no message and
+    /// nobody waiting.
+    pub(crate) fn bring_up_new_eager(&mut self, identity: &str) {
+        let Some(m) = self.markers(identity) else {
+            return;
+        };
+        if !logged(m.take(Flag::NewEager)).unwrap_or(false) {
+            return;
+        }
+        let job = super::endpoint::WakeJob {
+            reply: crate::daemon::reply::ReplyTo::discard(),
+            mode: ModeRequest::Fresh,
+            attach: false,
+            launched: false,
+            started: Instant::now(),
+        };
+        self.endpoints
+            .entry(identity.to_string())
+            .or_default()
+            .queue
+            .push_back(super::endpoint::Job::Wake(job));
+        self.pump(identity);
     }
 
     /// Start every always-on peer that is not stopped (daemon start).
