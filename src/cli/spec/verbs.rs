@@ -299,7 +299,7 @@ pub static VERBS: &[VerbSpec] = &[
     },
     VerbSpec {
         name: "compact",
-        signature: "compact <peer> [runtime]",
+        signature: "compact <peer> [runtime] [--json]",
         summary: "compact an agent's conversation",
         description: "Ask the peer's runtime to compact its conversation and wait for it to finish. A \
             peer asleep after an idle sleep is resumed first. \"nothing to compact\" is an honest \
