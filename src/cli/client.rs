@@ -122,6 +122,12 @@ impl Client {
         let mut ind = Indicator::new(what);
         let result = self.request(req, |v| ind.update(v));
         ind.clear();
+        // The timeout only paces the indicator: the connection may go on as an attach
+        // stream, whose reader must block until the daemon sends something.
+        self.reader
+            .get_mut()
+            .set_read_timeout(None)
+            .map_err(|e| ClientError::Broken(e.to_string()))?;
         result
     }
 

@@ -504,9 +504,12 @@ impl Router {
             .sessions
             .get(identity)
             .and_then(|s| s.boot_failure.clone());
+        let stopped = self.sessions.get(identity).and_then(|s| {
+            (s.stopping == Some(crate::session::handle::Cause::Stop)).then(|| s.identity.clone())
+        });
         let p = job.prepared.as_ref().expect("delivered sends are prepared");
-        match result {
-            Ok(()) => {
+        match (result, stopped) {
+            (Ok(()), _) => {
                 let now = crate::clock::now_ms();
                 if let Some(s) = self.sessions.get_mut(identity) {
                     s.last_delivery_ms = Some(now);
@@ -526,7 +529,12 @@ impl Router {
                 }
                 self.finish_send(job, Ok(()));
             }
-            Err(reason) => {
+            // The operator stopped the peer while this message waited for it: say so, not
+            // how the ended process exited.
+            (Err(_), Some(ident)) => {
+                self.finish_send(job, Err(route::stopped_refusal(&ident)));
+            }
+            (Err(reason), None) => {
                 let (pers, rt) = (p.endpoint.personality.clone(), p.endpoint.runtime.clone());
                 let error = if job.woke {
                     format!(

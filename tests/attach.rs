@@ -1,0 +1,484 @@
+//! Attaching a terminal to a session (spec 04 §1 "Attach", spec 05 §5 `attach` and
+//! `iapeer <runtime>`): the real `iapeer attach` runs on a pty this test opens, like a human's
+//! terminal; the daemon and the echo peers are real.
+
+mod common;
+
+use common::{alive, describe, TestEnv};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const ROWS: u16 = 40;
+const COLS: u16 = 120;
+const DETACHED: &str = "detached — session still running";
+
+/// A CLI process whose stdin, stdout and stderr are the slave of a pty, as its controlling
+/// terminal; everything it prints is collected from the master.
+struct Terminal {
+    child: Child,
+    master: File,
+    output: Arc<Mutex<Vec<u8>>>,
+    status: Option<ExitStatus>,
+}
+
+impl Terminal {
+    fn spawn(cmd: Command) -> Terminal {
+        let mut cmd = cmd;
+        let ws = nix::pty::Winsize {
+            ws_row: ROWS,
+            ws_col: COLS,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        let pty = nix::pty::openpty(Some(&ws), None).expect("openpty");
+        let slave: OwnedFd = pty.slave;
+        cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave));
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                if nix::libc::setsid() < 0 || nix::libc::ioctl(0, nix::libc::TIOCSCTTY as _, 0) < 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().expect("spawn on the pty");
+        // The Command holds the parent's copies of the slave: drop them, or EOF never comes.
+        drop(cmd);
+        let master = File::from(pty.master);
+        let output = Arc::new(Mutex::new(Vec::new()));
+        let (mut reader, sink) = (master.try_clone().unwrap(), output.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            // Ends with EIO once the child and every slave fd are gone.
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Terminal {
+            child,
+            master,
+            output,
+            status: None,
+        }
+    }
+
+    /// Everything printed so far, as text.
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.output.lock().unwrap()).into_owned()
+    }
+
+    /// What the terminal shows now, rendered by a terminal emulator of the pty's size.
+    fn screen(&self) -> String {
+        let mut parser = vt100::Parser::new(ROWS, COLS, 0);
+        parser.process(&self.output.lock().unwrap());
+        parser.screen().contents()
+    }
+
+    fn type_bytes(&mut self, bytes: &[u8]) {
+        self.master.write_all(bytes).expect("write to the pty");
+    }
+
+    fn running(&mut self) -> bool {
+        if self.status.is_none() {
+            self.status = self.child.try_wait().unwrap();
+        }
+        self.status.is_none()
+    }
+
+    /// Wait (bounded) for the process to exit and return its status.
+    fn wait(&mut self, env: &TestEnv) -> ExitStatus {
+        let start = Instant::now();
+        while self.running() {
+            if start.elapsed() > Duration::from_secs(20) {
+                panic!(
+                    "the attached CLI did not exit; it printed:\n{}\n{}",
+                    self.text(),
+                    env.diagnostics()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Let the reader collect the last bytes.
+        std::thread::sleep(Duration::from_millis(100));
+        self.status.unwrap()
+    }
+
+    /// Wait until the terminal shows `needle` (or the raw output has it).
+    fn wait_for(&mut self, env: &TestEnv, needle: &str) {
+        let start = Instant::now();
+        while !(self.screen().contains(needle) || self.text().contains(needle)) {
+            if start.elapsed() > Duration::from_secs(20)
+                || (!self.running() && start.elapsed() > Duration::from_secs(1))
+            {
+                panic!(
+                    "the terminal never showed {needle:?} (exit {:?}); screen:\n{}\nraw:\n{:?}\n{}",
+                    self.status,
+                    self.screen(),
+                    self.text(),
+                    env.diagnostics()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        if self.running() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn alice_and_bob() -> TestEnv {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("bob");
+    env.start_daemon();
+    env
+}
+
+/// Wake bob with a message (no reply: the body starts with `echo:`), leaving a transcript.
+fn wake_bob(env: &TestEnv) {
+    let out = env.ok(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "echo: wake up",
+    ]);
+    assert_eq!(out.trim(), "delivered to bob (echo), woke");
+}
+
+/// Whether `list --json` shows bob's echo runtime as attached.
+fn bob_attached(env: &TestEnv) -> bool {
+    env.list()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["personality"] == "bob")
+        .flat_map(|r| r["runtimes"].as_array().unwrap().clone())
+        .any(|r| r["runtime"] == "echo" && r["attached"] == true)
+}
+
+/// The window size (rows, cols) of the terminal on a process's stdin, read through /proc.
+fn pty_size_of(pid: u32) -> Option<(u16, u16)> {
+    let tty = File::open(format!("/proc/{pid}/fd/0")).ok()?;
+    let mut ws = nix::pty::Winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one Winsize into the pointed struct.
+    let rc = unsafe {
+        nix::libc::ioctl(
+            std::os::fd::AsRawFd::as_raw_fd(&tty),
+            nix::libc::TIOCGWINSZ as _,
+            &mut ws,
+        )
+    };
+    (rc == 0).then_some((ws.ws_row, ws.ws_col))
+}
+
+fn bob_wakes(env: &TestEnv) -> Vec<std::collections::HashMap<String, String>> {
+    env.events("lifecycle", "wake")
+        .into_iter()
+        .filter(|e| e["identity"] == "echo-bob")
+        .collect()
+}
+
+#[test]
+fn attach_shows_the_screen_forwards_keys_and_detaches() {
+    let env = alice_and_bob();
+    wake_bob(&env);
+    let bob_pid: u32 = bob_wakes(&env)[0]["pid"].parse().unwrap();
+    assert_eq!(
+        pty_size_of(bob_pid),
+        Some((50, 220)),
+        "sessions start at 220×50"
+    );
+    let mut term = Terminal::spawn(env.cmd(&["attach", "bob"]));
+    // The snapshot: bob's banner, the envelope it received and its prompt.
+    term.wait_for(&env, "iapeer echo agent — demo stand-in runtime (echo-bob)");
+    let screen = term.screen();
+    assert!(screen.contains("from alice: echo: wake up"), "{screen}");
+    assert!(
+        screen.lines().any(|l| l.starts_with("❯")),
+        "the prompt is on screen:\n{screen}"
+    );
+    env.wait_until(
+        "list shows bob attached",
+        Duration::from_secs(10),
+        bob_attached,
+    );
+    // bob's pty took the client's size (spec 04: once, after boot).
+    env.wait_until(
+        "bob's pty has the client's size",
+        Duration::from_secs(10),
+        |_| pty_size_of(bob_pid) == Some((ROWS, COLS)),
+    );
+    // Stay attached for a while with nothing on screen changing: the client must not give up.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        term.running(),
+        "the client left on its own: {:?}\n{}",
+        term.status,
+        term.text()
+    );
+
+    term.type_bytes(b"hello\r");
+    env.wait_until("bob printed the typed line", Duration::from_secs(10), |e| {
+        e.pane("echo-bob").contains("you: hello")
+    });
+    term.wait_for(&env, "you: hello");
+
+    // Ctrl-] anywhere in a chunk detaches, and that chunk is not forwarded.
+    term.type_bytes(b"xyz\x1d");
+    let status = term.wait(&env);
+    assert_eq!(status.code(), Some(0), "{}", term.text());
+    assert!(term.text().contains(DETACHED), "{}", term.text());
+    assert_eq!(
+        env.status_of("bob", "echo"),
+        "live",
+        "detaching leaves the session running"
+    );
+    assert_eq!(
+        pty_size_of(bob_pid),
+        Some((ROWS, COLS)),
+        "detaching never resizes back"
+    );
+    env.wait_until(
+        "list no longer shows bob attached",
+        Duration::from_secs(10),
+        |e| !bob_attached(e),
+    );
+    // bob reads its input in order: once a later message is in, a forwarded "xyz" would be too.
+    env.ok(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "echo: after detach",
+    ]);
+    assert!(
+        !env.pane("echo-bob").contains("xyz"),
+        "the detaching chunk reached bob\n{}",
+        env.diagnostics()
+    );
+    assert_eq!(
+        bob_wakes(&env).len(),
+        1,
+        "attaching to a live session wakes nothing"
+    );
+}
+
+#[test]
+fn attach_resumes_an_asleep_peer_with_a_transcript() {
+    let env = alice_and_bob();
+    wake_bob(&env);
+    // Make bob asleep (stop ends the session, start clears the flag without waking).
+    env.ok(&["stop", "bob"]);
+    env.wait_until("bob's session ended", Duration::from_secs(10), |e| {
+        e.log("exits").contains("identity=echo-bob")
+    });
+    env.ok(&["start", "bob"]);
+    assert_eq!(env.status_of("bob", "echo"), "asleep");
+
+    let mut term = Terminal::spawn(env.cmd(&["attach", "bob"]));
+    term.wait_for(&env, "resumed conversation (1 earlier messages)");
+    let wakes = bob_wakes(&env);
+    assert_eq!(wakes.len(), 2);
+    assert_eq!(
+        (wakes[1]["mode"].as_str(), wakes[1]["cause"].as_str()),
+        ("resume", "explicit-resume")
+    );
+    term.type_bytes(&[0x1d]);
+    assert_eq!(term.wait(&env).code(), Some(0));
+    assert!(term.text().contains(DETACHED));
+    assert_eq!(env.status_of("bob", "echo"), "live");
+}
+
+#[test]
+fn attach_to_a_peer_that_never_ran_fails_loudly() {
+    let env = alice_and_bob();
+    let mut term = Terminal::spawn(env.cmd(&["attach", "bob"]));
+    let status = term.wait(&env);
+    assert_eq!(status.code(), Some(1), "{}", term.text());
+    assert!(
+        term.text().contains("no transcript to resume"),
+        "{}",
+        term.text()
+    );
+    assert!(bob_wakes(&env).is_empty(), "nothing was launched");
+    assert_eq!(env.status_of("bob", "echo"), "asleep");
+}
+
+#[test]
+fn the_client_reports_when_the_session_ends_under_it() {
+    let env = alice_and_bob();
+    wake_bob(&env);
+    let mut term = Terminal::spawn(env.cmd(&["attach", "bob"]));
+    term.wait_for(&env, "demo stand-in runtime (echo-bob)");
+    // A quiet session keeps its client: it leaves only when the session ends.
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(
+        term.running(),
+        "the client left on its own: {}",
+        term.text()
+    );
+    env.ok(&["stop", "bob"]);
+    let status = term.wait(&env);
+    assert_eq!(status.code(), Some(0), "{}", term.text());
+    assert!(term.text().contains("session ended"), "{}", term.text());
+    assert!(!term.text().contains(DETACHED), "{}", term.text());
+    assert_eq!(env.status_of("bob", "echo"), "stopped");
+}
+
+#[test]
+fn attach_to_a_router_runtime_is_refused() {
+    let mut env = TestEnv::new();
+    let manifest = env.root.join("runtimes/bot/runtime.json");
+    std::fs::create_dir_all(manifest.parent().unwrap()).unwrap();
+    std::fs::write(&manifest, r#"{"runtime":"bot","run":{"command":"cat"}}"#).unwrap();
+    env.ok(&["create", "console", "--runtime", "bot"]);
+    env.start_daemon();
+    env.wait_until("the always-on peer runs", Duration::from_secs(10), |e| {
+        e.status_of("console", "bot") == "live"
+    });
+    let mut term = Terminal::spawn(env.cmd(&["attach", "console"]));
+    let status = term.wait(&env);
+    assert_eq!(status.code(), Some(1), "{}", term.text());
+    assert!(
+        term.text().contains("attach needs an agent runtime"),
+        "{}",
+        term.text()
+    );
+    assert_eq!(
+        env.status_of("console", "bot"),
+        "live",
+        "the refusal leaves it running"
+    );
+}
+
+#[test]
+fn bare_runtime_verb_starts_fresh_and_attaches_on_a_terminal_or_reports() {
+    let env = alice_and_bob();
+    let folder = env.peer_dir("bob");
+    let mut cmd = env.cmd(&["echo"]);
+    cmd.current_dir(&folder);
+    let mut term = Terminal::spawn(cmd);
+    term.wait_for(&env, "demo stand-in runtime (echo-bob)");
+    let wakes = bob_wakes(&env);
+    assert_eq!(wakes.len(), 1, "{}", env.diagnostics());
+    assert_eq!(
+        (wakes[0]["mode"].as_str(), wakes[0]["cause"].as_str()),
+        ("fresh", "explicit-fresh")
+    );
+    env.wait_until(
+        "list shows bob attached",
+        Duration::from_secs(10),
+        bob_attached,
+    );
+    term.type_bytes(&[0x1d]);
+    assert_eq!(term.wait(&env).code(), Some(0), "{}", term.text());
+    assert!(term.text().contains(DETACHED));
+    let first_pid: u32 = wakes[0]["pid"].parse().unwrap();
+    assert!(alive(first_pid));
+
+    // Not a terminal: a fresh session replaces the live one, and the CLI reports and exits.
+    let out = env.cmd(&["echo"]).current_dir(&folder).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        describe(&out),
+        env.diagnostics()
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let wakes = bob_wakes(&env);
+    assert_eq!(wakes.len(), 2, "{}", env.diagnostics());
+    assert_eq!(
+        (wakes[1]["mode"].as_str(), wakes[1]["cause"].as_str()),
+        ("fresh", "explicit-fresh")
+    );
+    assert_eq!(
+        stdout.trim(),
+        format!("started a fresh session echo-bob (pid {})", wakes[1]["pid"])
+    );
+    env.wait_until("the old session is gone", Duration::from_secs(10), |_| {
+        !alive(first_pid)
+    });
+    assert_eq!(env.status_of("bob", "echo"), "live");
+}
+
+#[test]
+fn an_attached_session_is_not_slept_until_the_human_detaches() {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_IDLE_SECS", "2")
+        .set("IAPEER_TICK_SECS", "1");
+    env.create_echo("alice");
+    env.create_echo("bob");
+    env.start_daemon();
+    wake_bob(&env);
+    let mut term = Terminal::spawn(env.cmd(&["attach", "bob"]));
+    term.wait_for(&env, "demo stand-in runtime (echo-bob)");
+    env.wait_until(
+        "list shows bob attached",
+        Duration::from_secs(10),
+        bob_attached,
+    );
+    // Idle 2 s with a 1 s tick: alone, bob would be asleep within ~3 s. Watch for 5 s.
+    let reaped = |e: &TestEnv| {
+        e.events("lifecycle", "supervise")
+            .iter()
+            .any(|l| l["identity"] == "echo-bob")
+    };
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        assert!(
+            !reaped(&env),
+            "slept while a human was attached\n{}",
+            env.diagnostics()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(term.running());
+    term.type_bytes(&[0x1d]);
+    assert_eq!(term.wait(&env).code(), Some(0), "{}", term.text());
+    env.wait_until("bob sleeps once alone", Duration::from_secs(20), reaped);
+    env.wait_until("bob is asleep", Duration::from_secs(10), |e| {
+        e.status_of("bob", "echo") == "asleep"
+    });
+}
+
+#[test]
+fn daemon_shutdown_ends_the_attached_client() {
+    let mut env = alice_and_bob();
+    wake_bob(&env);
+    let mut term = Terminal::spawn(env.cmd(&["attach", "bob"]));
+    term.wait_for(&env, "demo stand-in runtime (echo-bob)");
+    let status = env.stop_daemon().expect("the daemon was running");
+    assert!(status.success(), "{status:?}");
+    assert_eq!(term.wait(&env).code(), Some(0), "{}", term.text());
+    assert!(term.text().contains("session ended"), "{}", term.text());
+    assert!(
+        env.marker("echo-bob", ".idle-reaped").exists(),
+        "resume-eligible after the shutdown"
+    );
+}
