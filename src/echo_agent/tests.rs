@@ -300,7 +300,8 @@ fn fail_boot_and_bad_arguments_exit_at_once() {
             resume: true,
             fail_boot: false,
             no_prompt: true,
-            reply_delay_ms: 250
+            reply_delay_ms: 250,
+            system_prompt_file: None,
         })
     );
 }
