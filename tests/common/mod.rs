@@ -29,7 +29,13 @@ impl TestEnv {
         let home = dir.path().join("home");
         let root = dir.path().join("root");
         std::fs::create_dir_all(&home).unwrap();
-        TestEnv { dir, home, root, daemon: None, env: Vec::new() }
+        TestEnv {
+            dir,
+            home,
+            root,
+            daemon: None,
+            env: Vec::new(),
+        }
     }
 
     /// Set an environment variable for later commands and daemons.
@@ -71,7 +77,12 @@ impl TestEnv {
     pub fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
         if !out.status.success() {
-            panic!("`iapeer {}` failed: {}\n{}", args.join(" "), describe(&out), self.diagnostics());
+            panic!(
+                "`iapeer {}` failed: {}\n{}",
+                args.join(" "),
+                describe(&out),
+                self.diagnostics()
+            );
         }
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
@@ -80,9 +91,17 @@ impl TestEnv {
     pub fn fails(&self, args: &[&str], code: i32) -> (String, String) {
         let out = self.run(args);
         if out.status.code() != Some(code) {
-            panic!("`iapeer {}`: expected exit {code}, got {}\n{}", args.join(" "), describe(&out), self.diagnostics());
+            panic!(
+                "`iapeer {}`: expected exit {code}, got {}\n{}",
+                args.join(" "),
+                describe(&out),
+                self.diagnostics()
+            );
         }
-        (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     }
 
     /// Start `iapeer daemon` and wait until its socket answers.
@@ -90,10 +109,16 @@ impl TestEnv {
         assert!(self.daemon.is_none(), "daemon already started");
         std::fs::create_dir_all(&self.root).unwrap();
         let log = std::fs::File::create(self.dir.path().join("daemon-stderr.log")).unwrap();
-        let child = self.cmd(&["daemon"]).stdout(Stdio::null()).stderr(log).spawn().expect("spawn daemon");
+        let child = self
+            .cmd(&["daemon"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn daemon");
         self.daemon = Some(child);
         self.wait_until("the daemon answers", Duration::from_secs(15), |env| {
-            std::os::unix::net::UnixStream::connect(env.socket()).is_ok() && env.router_json().exists()
+            std::os::unix::net::UnixStream::connect(env.socket()).is_ok()
+                && env.router_json().exists()
         });
     }
 
@@ -122,38 +147,57 @@ impl TestEnv {
 
     /// The daemon's MCP URL from router.json.
     pub fn mcp_url(&self) -> String {
-        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(self.router_json()).unwrap()).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(self.router_json()).unwrap()).unwrap();
         v["tcp"].as_str().unwrap().to_string()
     }
 
     /// The loopback port of the daemon's HTTP server.
     pub fn port(&self) -> u16 {
         let url = self.mcp_url();
-        url.trim_start_matches("http://127.0.0.1:").trim_end_matches("/mcp").parse().unwrap()
+        url.trim_start_matches("http://127.0.0.1:")
+            .trim_end_matches("/mcp")
+            .parse()
+            .unwrap()
     }
 
     /// `<root>/logs/iapeer/<name>.log` as text (empty when missing).
     pub fn log(&self, name: &str) -> String {
-        std::fs::read_to_string(self.root.join("logs/iapeer").join(format!("{name}.log"))).unwrap_or_default()
+        std::fs::read_to_string(self.root.join("logs/iapeer").join(format!("{name}.log")))
+            .unwrap_or_default()
     }
 
     /// The pane log of an identity.
     pub fn pane(&self, identity: &str) -> String {
-        String::from_utf8_lossy(&std::fs::read(self.root.join("logs/lifecycle").join(format!("{identity}.log"))).unwrap_or_default()).into_owned()
+        String::from_utf8_lossy(
+            &std::fs::read(
+                self.root
+                    .join("logs/lifecycle")
+                    .join(format!("{identity}.log")),
+            )
+            .unwrap_or_default(),
+        )
+        .into_owned()
     }
 
     /// Parsed lines of an event log whose `ev` is `ev`.
     pub fn events(&self, log: &str, ev: &str) -> Vec<std::collections::HashMap<String, String>> {
         self.log(log)
             .lines()
-            .map(|l| iapeer::eventlog::parse_line(l).into_iter().collect::<std::collections::HashMap<_, _>>())
+            .map(|l| {
+                iapeer::eventlog::parse_line(l)
+                    .into_iter()
+                    .collect::<std::collections::HashMap<_, _>>()
+            })
             .filter(|m| m.get("ev").map(String::as_str) == Some(ev))
             .collect()
     }
 
     /// A marker file path.
     pub fn marker(&self, identity: &str, suffix: &str) -> PathBuf {
-        self.root.join("state/lifecycle").join(format!("{identity}{suffix}"))
+        self.root
+            .join("state/lifecycle")
+            .join(format!("{identity}{suffix}"))
     }
 
     /// The working folder of a peer made by `create`.
@@ -168,7 +212,11 @@ impl TestEnv {
 
     /// Write the peer's launch.env for a runtime.
     pub fn launch_env(&self, name: &str, runtime: &str, text: &str) {
-        let p = self.peer_dir(name).join(".iapeer/runtimes").join(runtime).join("launch.env");
+        let p = self
+            .peer_dir(name)
+            .join(".iapeer/runtimes")
+            .join(runtime)
+            .join("launch.env");
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
     }
@@ -200,7 +248,10 @@ impl TestEnv {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        panic!("timed out after {timeout:?} waiting for: {what}\n{}", self.diagnostics());
+        panic!(
+            "timed out after {timeout:?} waiting for: {what}\n{}",
+            self.diagnostics()
+        );
     }
 
     /// Tails of every log that explains a failure.
@@ -211,17 +262,36 @@ impl TestEnv {
         };
         let mut out = String::new();
         for name in ["daemon", "delivery", "lifecycle", "exits"] {
-            out.push_str(&format!("--- {name}.log ---\n{}\n", tail(self.log(name), 30)));
+            out.push_str(&format!(
+                "--- {name}.log ---\n{}\n",
+                tail(self.log(name), 30)
+            ));
         }
         out.push_str(&format!(
             "--- daemon stderr ---\n{}\n",
-            tail(std::fs::read_to_string(self.dir.path().join("daemon-stderr.log")).unwrap_or_default(), 30)
+            tail(
+                std::fs::read_to_string(self.dir.path().join("daemon-stderr.log"))
+                    .unwrap_or_default(),
+                30
+            )
         ));
         if let Ok(entries) = std::fs::read_dir(self.root.join("logs/lifecycle")) {
             for e in entries.flatten() {
-                let text = String::from_utf8_lossy(&std::fs::read(e.path()).unwrap_or_default()).into_owned();
-                let text: String = text.chars().rev().take(1500).collect::<Vec<_>>().into_iter().rev().collect();
-                out.push_str(&format!("--- pane {} (tail) ---\n{}\n", e.file_name().to_string_lossy(), text));
+                let text = String::from_utf8_lossy(&std::fs::read(e.path()).unwrap_or_default())
+                    .into_owned();
+                let text: String = text
+                    .chars()
+                    .rev()
+                    .take(1500)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
+                out.push_str(&format!(
+                    "--- pane {} (tail) ---\n{}\n",
+                    e.file_name().to_string_lossy(),
+                    text
+                ));
             }
         }
         out
@@ -252,10 +322,76 @@ pub fn describe(out: &Output) -> String {
 /// Whether a process is alive.
 pub fn alive(pid: u32) -> bool {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok()
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| s.contains(") Z ")).unwrap_or(false)
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| s.contains(") Z "))
+            .unwrap_or(false)
 }
 
 /// Read `path` relative to nothing; convenience for assertions.
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
+}
+
+impl TestEnv {
+    /// Write one raw line to the control socket and return the final answer (progress lines
+    /// are skipped). For requests the CLI would never build (e.g. relative attachment paths).
+    pub fn control(&self, line: &str) -> serde_json::Value {
+        use std::io::{BufRead, BufReader, Write};
+        let mut stream = std::os::unix::net::UnixStream::connect(self.socket())
+            .expect("connect to the control socket");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        stream.write_all(line.as_bytes()).unwrap();
+        stream.write_all(b"\n").unwrap();
+        let mut reader = BufReader::new(stream);
+        loop {
+            let mut buf = String::new();
+            let n = reader.read_line(&mut buf).expect("read the control answer");
+            assert!(
+                n > 0,
+                "the daemon closed the connection without an answer to {line}\n{}",
+                self.diagnostics()
+            );
+            let v: serde_json::Value = serde_json::from_str(buf.trim_end()).expect("a JSON answer");
+            if v.get("progress").is_none() {
+                return v;
+            }
+        }
+    }
+
+    /// Run with `input` on stdin and return the output, whatever the exit code.
+    pub fn run_stdin(&self, args: &[&str], input: &[u8]) -> Output {
+        use std::io::Write;
+        let mut child = self
+            .cmd(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn iapeer");
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        child.wait_with_output().expect("wait for iapeer")
+    }
+
+    /// True when `log` has an `ev` line carrying every `(key, value)` of `fields`.
+    pub fn has_event(&self, log: &str, ev: &str, fields: &[(&str, &str)]) -> bool {
+        self.events(log, ev).iter().any(|e| {
+            fields
+                .iter()
+                .all(|(k, v)| e.get(*k).map(String::as_str) == Some(*v))
+        })
+    }
+
+    /// The number of `ev` lines of `log` carrying every `(key, value)` of `fields`.
+    pub fn count_events(&self, log: &str, ev: &str, fields: &[(&str, &str)]) -> usize {
+        self.events(log, ev)
+            .iter()
+            .filter(|e| {
+                fields
+                    .iter()
+                    .all(|(k, v)| e.get(*k).map(String::as_str) == Some(*v))
+            })
+            .count()
+    }
 }
