@@ -3,10 +3,11 @@
 //! A small TUI run by the daemon in a pty like Claude Code or Codex, without any account: it
 //! draws a `❯ ` prompt, takes bracketed pastes, decodes each pasted envelope, prints
 //! `received <ts> from <from>: <body>` (the daemon's delivery confirmation looks for
-//! `received <ts>`), and replies `echo: <body>` to the sender through the daemon's MCP
-//! endpoint — never to a message that itself starts with `echo:`. While a reply is in flight
-//! it shows `esc to interrupt` (the busy marker) and honours Escape. It keeps a JSONL
-//! transcript under `<cwd>/.echo-agent/` for idle and resume logic.
+//! `received <ts>`) and one `attachment: <path>` line per attached file, and replies
+//! `echo: <body>` to the sender through the daemon's MCP endpoint — never to a message that
+//! itself starts with `echo:`. While a reply is in flight it shows `esc to interrupt` (the
+//! busy marker) and honours Escape. It keeps a JSONL transcript under `<cwd>/.echo-agent/`
+//! for idle and resume logic.
 
 pub mod input;
 pub mod mcp;
@@ -251,6 +252,7 @@ impl App {
             env.from,
             env.body
         )];
+        lines.extend(env.attachments.iter().map(|a| format!("attachment: {a}")));
         if let Err(e) = transcript::append(&self.cwd, &Record::received(&env, clock::now_ms())) {
             lines.push(format!("transcript write failed: {e}"));
         }

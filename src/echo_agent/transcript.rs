@@ -29,6 +29,9 @@ pub enum Record {
         topic: Option<String>,
         /// The message body.
         body: String,
+        /// The envelope's attachment paths (the recipient's inbox copies); omitted when none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<String>,
     },
     /// A reply sent (or attempted) through MCP.
     Assistant {
@@ -57,6 +60,7 @@ impl Record {
             ts: env.ts.clone(),
             topic: env.topic.clone(),
             body: env.body.clone(),
+            attachments: env.attachments.clone(),
         }
     }
 }
@@ -132,5 +136,14 @@ mod tests {
             r#"{"type":"user","at":7,"from":"alice","runtime":"claude","ts":"01:23:45","topic":null,"body":"hi"}"#
         );
         assert_eq!(count(dir.path()).unwrap(), Some(2));
+        let with = Envelope {
+            attachments: vec!["/in/a.png".into()],
+            ..env
+        };
+        let rec = serde_json::to_string(&Record::received(&with, 9)).unwrap();
+        assert!(
+            rec.ends_with(r#""body":"hi","attachments":["/in/a.png"]}"#),
+            "{rec}"
+        );
     }
 }

@@ -429,16 +429,17 @@ impl Session {
     }
 
     fn flush_child(&mut self) {
+        let mut failed = None;
         while !self.to_child.is_empty() {
             let (a, _) = self.to_child.as_slices();
             let r = match &mut self.io {
                 Io::Pty(m) => m.write(a),
                 Io::Pipes { stdin, .. } => match stdin {
                     Some(s) => s.write(a),
-                    None => {
-                        self.to_child.clear();
-                        break;
-                    }
+                    None => Err(io::Error::new(
+                        io::ErrorKind::BrokenPipe,
+                        "its stdin is closed",
+                    )),
                 },
             };
             match r {
@@ -450,9 +451,21 @@ impl Session {
                 Err(e) => {
                     log::warn!("session {}: write to child failed: {e}", self.cfg.identity);
                     self.to_child.clear();
+                    failed = Some(e);
                     break;
                 }
             }
+        }
+        // Bytes that never reached the child confirm nothing: for a router runtime "written"
+        // is the confirmation, so a failed write must fail the delivery, not complete it.
+        if let Some(e) = failed {
+            if let Some(d) = self.delivery.take() {
+                self.emit(EventKind::Delivered {
+                    id: d.id,
+                    result: Err(format!("could not write to the session: {e}")),
+                });
+            }
+            return;
         }
         if let Some(d) = self.delivery.as_mut() {
             let step = d.on_written(Instant::now());

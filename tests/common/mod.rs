@@ -333,3 +333,67 @@ pub fn alive(pid: u32) -> bool {
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
+
+impl TestEnv {
+    /// Write one raw line to the control socket and return the final answer (progress lines
+    /// are skipped). For requests the CLI would never build (e.g. relative attachment paths).
+    pub fn control(&self, line: &str) -> serde_json::Value {
+        use std::io::{BufRead, BufReader, Write};
+        let mut stream = std::os::unix::net::UnixStream::connect(self.socket())
+            .expect("connect to the control socket");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        stream.write_all(line.as_bytes()).unwrap();
+        stream.write_all(b"\n").unwrap();
+        let mut reader = BufReader::new(stream);
+        loop {
+            let mut buf = String::new();
+            let n = reader.read_line(&mut buf).expect("read the control answer");
+            assert!(
+                n > 0,
+                "the daemon closed the connection without an answer to {line}\n{}",
+                self.diagnostics()
+            );
+            let v: serde_json::Value = serde_json::from_str(buf.trim_end()).expect("a JSON answer");
+            if v.get("progress").is_none() {
+                return v;
+            }
+        }
+    }
+
+    /// Run with `input` on stdin and return the output, whatever the exit code.
+    pub fn run_stdin(&self, args: &[&str], input: &[u8]) -> Output {
+        use std::io::Write;
+        let mut child = self
+            .cmd(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn iapeer");
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        child.wait_with_output().expect("wait for iapeer")
+    }
+
+    /// True when `log` has an `ev` line carrying every `(key, value)` of `fields`.
+    pub fn has_event(&self, log: &str, ev: &str, fields: &[(&str, &str)]) -> bool {
+        self.events(log, ev).iter().any(|e| {
+            fields
+                .iter()
+                .all(|(k, v)| e.get(*k).map(String::as_str) == Some(*v))
+        })
+    }
+
+    /// The number of `ev` lines of `log` carrying every `(key, value)` of `fields`.
+    pub fn count_events(&self, log: &str, ev: &str, fields: &[(&str, &str)]) -> usize {
+        self.events(log, ev)
+            .iter()
+            .filter(|e| {
+                fields
+                    .iter()
+                    .all(|(k, v)| e.get(*k).map(String::as_str) == Some(*v))
+            })
+            .count()
+    }
+}

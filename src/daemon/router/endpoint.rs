@@ -14,6 +14,7 @@ use crate::daemon::reply::ReplyTo;
 use crate::daemon::route::{self, Caller, Prepared, Refusal, SendInput};
 use crate::envelope;
 use crate::eventlog::Event;
+use crate::markers::{Flag, Markers};
 use crate::names::Identity;
 use crate::runtime::RuntimeKind;
 use crate::session::handle::{Delivery, EventKind, SessionCmd, SessionEvent};
@@ -190,21 +191,17 @@ impl Router {
                         // Booting, or ending: wait for Ready or Exited.
                         Some(_) => return,
                         None if job.kind == RuntimeKind::Router => {
-                            let (id, started) = (job.id, job.started);
-                            let at = started + self.cfg.revive_grace;
-                            if !self
-                                .timers
-                                .values()
-                                .any(|t| matches!(t, Timer::Revive { job, .. } if *job == id))
-                            {
-                                self.set_timer(
-                                    at,
-                                    Timer::Revive {
-                                        identity: identity.to_string(),
-                                        job: id,
-                                    },
-                                );
+                            // Stopped while the message waited: refuse it now rather than
+                            // at the end of the revive grace.
+                            let stopped = Identity::parse(identity)
+                                .ok()
+                                .filter(|e| Markers::new(&self.paths, e).is_set(Flag::Stopped));
+                            if let Some(e) = stopped {
+                                self.fail_head(identity, route::stopped_refusal(&e));
+                                continue;
                             }
+                            let (id, started) = (job.id, job.started);
+                            self.ensure_revive_timer(identity, id, started);
                             return;
                         }
                         None => {
@@ -326,7 +323,9 @@ impl Router {
 
     pub(crate) fn revive_expired(&mut self, identity: &str, job: u64) {
         let head_matches = matches!(self.endpoints.get(identity).and_then(|e| e.queue.front()), Some(Job::Send(j)) if j.id == job);
-        if head_matches && !self.sessions.contains_key(identity) {
+        // No session, or one that can no longer take input (see `on_delivered`).
+        let usable = self.sessions.get(identity).is_some_and(|s| s.ready);
+        if head_matches && !usable {
             let id = Identity::parse(identity).ok();
             let (p, rt) = id.map(|i| (i.personality, i.runtime)).unwrap_or_default();
             let ms = self.cfg.revive_grace.as_millis();
@@ -500,6 +499,9 @@ impl Router {
             return;
         };
         let job = *job;
+        if result.is_err() && job.kind == RuntimeKind::Router {
+            return self.hold_for_revive(identity, job);
+        }
         let boot_failure = self
             .sessions
             .get(identity)
@@ -553,6 +555,45 @@ impl Router {
             }
         }
         self.pump(identity);
+    }
+}
+
+impl Router {
+    /// A message the router session could not take (its process died or closed its stdin
+    /// before the bytes were written): nothing reached the peer, so the message goes back to
+    /// the head of the queue and waits for the always-on restart for up to the revive grace
+    /// (spec 03 §1 step 9), like a message that arrives while the peer is restarting. The
+    /// session is marked not ready so nothing more is handed to it.
+    pub(crate) fn hold_for_revive(&mut self, identity: &str, job: SendJob) {
+        if let Some(s) = self.sessions.get_mut(identity) {
+            s.ready = false;
+        }
+        self.ensure_revive_timer(identity, job.id, job.started);
+        self.endpoints
+            .entry(identity.to_string())
+            .or_default()
+            .queue
+            .push_front(Job::Send(Box::new(job)));
+        self.pump(identity);
+    }
+
+    /// Give send `job` (started at `started`) to a restarting router peer until
+    /// `started + revive grace`; one timer per job.
+    fn ensure_revive_timer(&mut self, identity: &str, job: u64, started: Instant) {
+        let exists = self
+            .timers
+            .values()
+            .any(|t| matches!(t, Timer::Revive { job: j, .. } if *j == job));
+        if !exists {
+            let at = started + self.cfg.revive_grace;
+            self.set_timer(
+                at,
+                Timer::Revive {
+                    identity: identity.to_string(),
+                    job,
+                },
+            );
+        }
     }
 }
 

@@ -117,25 +117,32 @@ impl Router {
                 .opt("status", status.map(|c| c.to_string()).as_deref())
                 .opt("signal", signal.as_deref()),
         );
-        // A delivery the session never answered (its thread panicked) fails now. Normally
-        // the session reports every delivery and a failed boot before it exits.
-        if self
+        // A delivery the session never answered: the session reports every delivery it
+        // took (and a failed boot) before it exits, so this one never reached the child.
+        let inflight = self
             .endpoints
-            .get(identity)
-            .is_some_and(|ep| ep.inflight.is_some())
-        {
-            let p = s.identity.personality.clone();
-            let reason = s
-                .boot_failure
-                .clone()
-                .unwrap_or_else(|| "the session ended".into());
-            self.fail_head(
-                identity,
-                Refusal {
-                    code: Code::Offline,
-                    error: format!("peer \"{p}\" offline and wake failed: {reason}"),
-                },
-            );
+            .get_mut(identity)
+            .filter(|ep| ep.inflight.is_some());
+        match inflight {
+            // An always-on router peer: keep the message queued; the pump below holds it for
+            // the restart within the revive grace (or refuses it if the peer was stopped).
+            Some(ep) if s.kind == RuntimeKind::Router => ep.inflight = None,
+            // An agent (its thread panicked, or the wake failed): fail it now.
+            Some(_) => {
+                let p = s.identity.personality.clone();
+                let reason = s
+                    .boot_failure
+                    .clone()
+                    .unwrap_or_else(|| "the session ended".into());
+                self.fail_head(
+                    identity,
+                    Refusal {
+                        code: Code::Offline,
+                        error: format!("peer \"{p}\" offline and wake failed: {reason}"),
+                    },
+                );
+            }
+            None => {}
         }
         if s.kind == RuntimeKind::Router
             && self.shutdown.is_none()

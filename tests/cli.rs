@@ -1,0 +1,188 @@
+//! CLI basics through the real binary (spec 07 "General rules"): version, help, unknown verbs,
+//! verbs that need the daemon when it is down, `list` without the daemon, the man page.
+
+mod common;
+
+use common::TestEnv;
+
+const DAEMON_DOWN_TAIL: &str =
+    ") — start it with: iapeer daemon (foreground) or iapeer onboard (as a service)";
+
+#[test]
+fn version_in_every_spelling() {
+    let env = TestEnv::new();
+    let want = format!("iapeer {}\n", env!("CARGO_PKG_VERSION"));
+    for args in [&["--version"][..], &["version"], &["-v"]] {
+        let out = env.run(args);
+        assert!(out.status.success(), "{args:?}: {}", common::describe(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{args:?}");
+        assert!(out.stderr.is_empty(), "{args:?}");
+    }
+    let v = env!("CARGO_PKG_VERSION");
+    assert!(
+        v.split('.').count() == 3 && v.split('.').all(|n| n.parse::<u32>().is_ok()),
+        "x.y.z: {v}"
+    );
+}
+
+#[test]
+fn help_is_printed_and_runs_nothing() {
+    let env = TestEnv::new();
+    for args in [
+        &["help"][..],
+        &[],
+        &["--help"],
+        &["-h"],
+        &["help", "send"],
+        &["send", "--help"],
+        &["send", "bob", "--message", "x", "-h"],
+    ] {
+        let out = env.run(args);
+        assert!(out.status.success(), "{args:?}: {}", common::describe(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.starts_with("usage: iapeer"), "{args:?}: {text}");
+        assert!(
+            out.stderr.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let send_help = env.ok(&["send", "--help"]);
+    assert!(
+        send_help.starts_with("usage: iapeer send <target>"),
+        "{send_help}"
+    );
+    assert_eq!(
+        env.ok(&["help", "send"]),
+        send_help,
+        "help <verb> and <verb> --help agree"
+    );
+    assert!(
+        env.ok(&["help"]).contains("send"),
+        "the verb list names send"
+    );
+    // Help ran nothing: no root was created by the send line above.
+    assert!(
+        !env.root.join("state").exists(),
+        "help must not touch the root"
+    );
+}
+
+#[test]
+fn unknown_verbs_are_usage_errors() {
+    let env = TestEnv::new();
+    let (out, err) = env.fails(&["frob"], 2);
+    assert!(out.is_empty());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("iapeer: unknown verb \"frob\""), "{err}");
+    assert!(
+        err.contains("iapeer help"),
+        "a hint to run iapeer help: {err}"
+    );
+    let (_, err) = env.fails(&["--frob"], 2);
+    assert!(
+        err.starts_with("iapeer: unknown flag --frob — usage: iapeer "),
+        "{err}"
+    );
+    let (_, err) = env.fails(&["list", "extra"], 2);
+    assert!(
+        err.starts_with("iapeer: ") && err.contains(" — usage: iapeer list"),
+        "{err}"
+    );
+}
+
+#[test]
+fn verbs_that_need_the_daemon_say_how_to_start_it() {
+    let env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("bob");
+    let sock = env.socket().display().to_string();
+    for args in [
+        &["send", "bob", "--from", "echo-alice", "--message", "hi"][..],
+        &["stop", "bob"],
+        &["start", "bob"],
+        &["live-runtime", "bob"],
+    ] {
+        let (out, err) = env.fails(args, 1);
+        assert!(out.is_empty(), "{args:?}: {out}");
+        let line = err.trim_end();
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        let want = format!("the daemon is not running (no answer on {sock}{DAEMON_DOWN_TAIL}");
+        assert!(
+            line.starts_with("iapeer") && line.ends_with(&format!(": {want}")),
+            "{args:?}: {line}"
+        );
+    }
+    // Nothing was started behind the user's back.
+    assert!(!env.socket().exists());
+}
+
+#[test]
+fn list_works_without_the_daemon() {
+    let env = TestEnv::new();
+    let out = env.ok(&["list"]);
+    assert!(out.starts_with("daemon: down"), "{out}");
+    assert!(out.contains("no peers yet"), "{out}");
+    env.create_echo("alice");
+    env.ok(&[
+        "create",
+        "bob",
+        "--runtime",
+        "echo",
+        "--description",
+        "the other one",
+    ]);
+    let out = env.ok(&["list"]);
+    let mut lines = out.lines();
+    assert!(lines.next().unwrap().starts_with("daemon: down"), "{out}");
+    assert!(lines.next().unwrap().starts_with("NAME"), "{out}");
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    assert!(
+        rows[0].starts_with("alice ") && rows[0].contains("○echo*"),
+        "{out}"
+    );
+    assert!(
+        rows[1].starts_with("bob ")
+            && rows[1].contains("○echo*")
+            && rows[1].ends_with("the other one"),
+        "{out}"
+    );
+    let rows = env.list();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for r in rows {
+        for rt in r["runtimes"].as_array().unwrap() {
+            assert_eq!(rt["status"], "asleep", "{r}");
+        }
+        assert_eq!(r["default_runtime"], "echo");
+        assert_eq!(r["wake_policy"], "warm");
+    }
+    assert_eq!(rows[1]["description"], "the other one");
+}
+
+#[test]
+fn the_checked_in_man_page_is_current() {
+    let env = TestEnv::new();
+    let generated = env.ok(&["--generate", "man"]);
+    let checked_in = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/man/iapeer.1"))
+        .expect("man/iapeer.1");
+    assert!(
+        generated == checked_in,
+        "man/iapeer.1 is stale: regenerate it with `iapeer --generate man > man/iapeer.1`"
+    );
+    assert!(
+        generated.starts_with(".TH IAPEER 1") || generated.contains("\n.TH IAPEER 1"),
+        "roff: {}",
+        &generated[..200.min(generated.len())]
+    );
+    for shell in ["bash", "zsh", "fish"] {
+        let script = env.ok(&["--generate", &format!("completions-{shell}")]);
+        assert!(
+            script.contains("send") && script.contains("--message"),
+            "{shell} completions know send"
+        );
+    }
+    let (_, err) = env.fails(&["--generate", "pdf"], 2);
+    assert!(err.contains("cannot generate \"pdf\""), "{err}");
+}

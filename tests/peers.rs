@@ -1,0 +1,410 @@
+//! Peer verbs through the real binary (spec 07 "Peers", spec 01 §5): create, init, verify,
+//! remove, live-runtime, and the registry under 20 concurrent writers.
+
+mod common;
+
+use common::TestEnv;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn registry_text(env: &TestEnv) -> String {
+    common::read(&env.root.join("peers-profiles.json"))
+}
+
+fn registry(env: &TestEnv) -> Value {
+    serde_json::from_str(&registry_text(env)).expect("the registry is valid JSON")
+}
+
+fn names_in(reg: &Value) -> Vec<String> {
+    reg["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["personality"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn entry<'a>(reg: &'a Value, name: &str) -> &'a Value {
+    reg["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["personality"] == name)
+        .unwrap_or_else(|| panic!("{name} in {reg}"))
+}
+
+fn profile_path(folder: &Path) -> PathBuf {
+    folder.join(".iapeer/peer-profile.json")
+}
+
+#[test]
+fn twenty_concurrent_creates_leave_every_entry() {
+    let env = TestEnv::new();
+    let names: Vec<String> = (1..=20).map(|i| format!("p{i:02}")).collect();
+    // Start all 20 before waiting for any.
+    let children: Vec<_> = names
+        .iter()
+        .rev()
+        .map(|n| {
+            env.cmd(&["create", n, "--runtime", "echo"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn create")
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", common::describe(&out));
+    }
+    let text = registry_text(&env);
+    let reg: Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(
+        names_in(&reg),
+        names,
+        "exactly the 20 peers, sorted by personality"
+    );
+    assert_eq!(reg["version"], 2);
+    assert!(
+        text.ends_with("}\n") && text.contains("\n  \"peers\": ["),
+        "pretty, 2-space indent, final newline"
+    );
+    for n in &names {
+        assert!(
+            profile_path(&env.peer_dir(n)).is_file(),
+            "{n} has its profile"
+        );
+    }
+    assert!(!env.root.join("peers-profiles.json.tmp").exists());
+    let out = env.ok(&["verify"]);
+    assert_eq!(out.trim(), "ok: 20 peer(s), no problems");
+}
+
+#[test]
+fn create_refuses_names_taken_or_not_matching_the_folder() {
+    let env = TestEnv::new();
+    env.create_echo("alice");
+    let elsewhere = env.dir.path().join("elsewhere/alice");
+    let (_, err) = env.fails(
+        &[
+            "create",
+            "alice",
+            "--runtime",
+            "echo",
+            "--path",
+            elsewhere.to_str().unwrap(),
+        ],
+        1,
+    );
+    assert!(
+        err.starts_with(&format!(
+            "iapeer create: peer \"alice\" already exists at {}",
+            env.peer_dir("alice").display()
+        )),
+        "{err}"
+    );
+    assert!(
+        !profile_path(&elsewhere).exists(),
+        "nothing written into the refused folder"
+    );
+    assert_eq!(
+        entry(&registry(&env), "alice")["cwd"],
+        env.peer_dir("alice").display().to_string()
+    );
+
+    let carol = env.dir.path().join("Carol");
+    let (_, err) = env.fails(
+        &[
+            "create",
+            "bob",
+            "--runtime",
+            "echo",
+            "--path",
+            carol.to_str().unwrap(),
+        ],
+        1,
+    );
+    assert!(
+        err.starts_with(
+            "iapeer create: the folder name \"Carol\" gives the peer name \"carol\", not \"bob\""
+        ),
+        "{err}"
+    );
+    assert!(!carol.exists(), "a refused folder is not made");
+    // The folder's normalized name is the peer's name.
+    let out = env.ok(&[
+        "create",
+        "carol",
+        "--runtime",
+        "echo",
+        "--path",
+        carol.to_str().unwrap(),
+    ]);
+    assert!(out.starts_with("created peer carol in "), "{out}");
+    assert_eq!(names_in(&registry(&env)), ["alice", "carol"]);
+    // Invalid names are refused before anything is made.
+    let (_, err) = env.fails(&["create", "Bad_Name", "--runtime", "echo"], 1);
+    assert!(err.contains("invalid name \"Bad_Name\""), "{err}");
+}
+
+#[test]
+fn init_names_the_peer_after_its_folder_and_is_idempotent() {
+    let env = TestEnv::new();
+    let folder = env.dir.path().join("Мой Помощник");
+    std::fs::create_dir(&folder).unwrap();
+    let init = || {
+        let out = env
+            .cmd(&["init", "--runtime", "echo", "--description", "my helper"])
+            .current_dir(&folder)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", common::describe(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let out = init();
+    assert!(
+        out.starts_with(&format!(
+            "initialized peer moi-pomoshchnik in {}",
+            folder.display()
+        )),
+        "{out}"
+    );
+    let reg = registry(&env);
+    assert_eq!(names_in(&reg), ["moi-pomoshchnik"]);
+    let e = entry(&reg, "moi-pomoshchnik");
+    assert_eq!(e["cwd"], folder.display().to_string());
+    assert_eq!(e["default_runtime"], "echo");
+    assert_eq!(e["description"], "my helper");
+    assert_eq!(e["intelligence"], "artificial");
+    let profile: Value = serde_json::from_str(&common::read(&profile_path(&folder))).unwrap();
+    assert_eq!(profile["personality"], "moi-pomoshchnik");
+    let doctrine = folder.join(".iapeer/IAPEER.md");
+    assert!(doctrine.is_file());
+    std::fs::write(&doctrine, "# mine\n").unwrap();
+
+    // Again: same result, nothing rewritten that the user owns.
+    let (reg_before, prof_before) = (registry_text(&env), common::read(&profile_path(&folder)));
+    let out = init();
+    assert!(out.starts_with("initialized peer moi-pomoshchnik"), "{out}");
+    assert_eq!(registry_text(&env), reg_before);
+    assert_eq!(common::read(&profile_path(&folder)), prof_before);
+    assert_eq!(
+        common::read(&doctrine),
+        "# mine\n",
+        "IAPEER.md is never overwritten"
+    );
+    // The folder given as an argument works the same.
+    let out = env.ok(&["init", folder.to_str().unwrap()]);
+    assert!(out.starts_with("initialized peer moi-pomoshchnik"), "{out}");
+    assert_eq!(registry_text(&env), reg_before);
+    assert_eq!(env.ok(&["verify"]).trim(), "ok: 1 peer(s), no problems");
+
+    // A folder holding another peer's profile (copied by hand) is refused.
+    let dave = env.dir.path().join("dave");
+    std::fs::create_dir_all(dave.join(".iapeer")).unwrap();
+    std::fs::copy(profile_path(&folder), profile_path(&dave)).unwrap();
+    let (_, err) = env.fails(&["init", dave.to_str().unwrap(), "--runtime", "echo"], 1);
+    assert!(
+        err.starts_with(&format!(
+            "iapeer init: {} already holds the profile of peer \"moi-pomoshchnik\"",
+            dave.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(registry_text(&env), reg_before);
+}
+
+#[test]
+fn verify_reports_drift_and_fix_rebuilds_the_registry_from_profiles() {
+    let env = TestEnv::new();
+    for n in ["alice", "bob", "carol"] {
+        env.create_echo(n);
+    }
+    assert_eq!(env.ok(&["verify"]).trim(), "ok: 3 peer(s), no problems");
+    let good = registry_text(&env);
+
+    // A hand-edited profile: the registry does not have its description.
+    let prof = profile_path(&env.peer_dir("bob"));
+    let mut p: Value = serde_json::from_str(&common::read(&prof)).unwrap();
+    p["description"] = Value::from("edited by hand");
+    std::fs::write(&prof, serde_json::to_string_pretty(&p).unwrap()).unwrap();
+    let (out, _) = env.fails(&["verify"], 1);
+    assert!(
+        out.contains("bob: the registry entry differs from the profile (the profile wins)"),
+        "{out}"
+    );
+    assert!(out.contains("iapeer verify --fix"), "{out}");
+    let v: Value = serde_json::from_str(env.fails(&["verify", "--json"], 1).0.trim()).unwrap();
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["problems"][0]["peer"], "bob");
+    let out = env.ok(&["verify", "--fix"]);
+    assert_eq!(out.trim(), "ok: 3 peer(s), no problems (registry rebuilt)");
+    assert_eq!(
+        entry(&registry(&env), "bob")["description"],
+        "edited by hand",
+        "the profile wins"
+    );
+    let good_after_edit = registry_text(&env);
+    assert_ne!(good_after_edit, good);
+
+    // A deleted registry: every peer reported unregistered, then rebuilt as it was.
+    std::fs::remove_file(env.root.join("peers-profiles.json")).unwrap();
+    let (out, _) = env.fails(&["verify"], 1);
+    for n in ["alice", "bob", "carol"] {
+        assert!(
+            out.contains(&format!(
+                "{n}: has a profile in {} but is not registered",
+                env.peer_dir(n).display()
+            )),
+            "{out}"
+        );
+    }
+    env.ok(&["verify", "--fix"]);
+    assert_eq!(registry_text(&env), good_after_edit);
+
+    // A corrupt registry: list fails naming the file and the fix; verify --fix rebuilds it.
+    std::fs::write(
+        env.root.join("peers-profiles.json"),
+        "{\"version\": 2, \"peers\": [",
+    )
+    .unwrap();
+    let (out, err) = env.fails(&["list"], 1);
+    assert!(out.is_empty());
+    assert!(err.starts_with("iapeer list: "), "{err}");
+    assert!(
+        err.contains(&env.root.join("peers-profiles.json").display().to_string()),
+        "{err}"
+    );
+    assert!(err.contains("iapeer verify --fix"), "{err}");
+    let (out, _) = env.fails(&["verify"], 1);
+    assert!(out.contains("registry: the peer registry"), "{out}");
+    let out = env.ok(&["verify", "--fix"]);
+    assert_eq!(out.trim(), "ok: 3 peer(s), no problems (registry rebuilt)");
+    assert_eq!(registry_text(&env), good_after_edit);
+    assert_eq!(env.list().as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn remove_and_live_runtime_with_a_live_peer() {
+    let mut env = TestEnv::new();
+    for n in ["alice", "bob", "carol"] {
+        env.create_echo(n);
+    }
+    env.start_daemon();
+    let file = env.dir.path().join("notes.txt");
+    std::fs::write(&file, "n").unwrap();
+    let out = env.ok(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "hi",
+        "--topic",
+        "plans",
+        "--attachment",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.trim(), "delivered to bob (echo), woke");
+    // Let bob's echo reach alice, so nothing is in flight.
+    env.wait_until("bob's echo reaches alice", Duration::from_secs(20), |e| {
+        e.has_event(
+            "delivery",
+            "delivery",
+            &[("caller", "echo-bob"), ("to", "alice"), ("ok", "true")],
+        )
+    });
+
+    // live-runtime: the runtime of a live peer; exit 1 and nothing on stdout for an asleep one.
+    assert_eq!(env.ok(&["live-runtime", "bob"]), "echo\n");
+    let (out, _) = env.fails(&["live-runtime", "carol"], 1);
+    assert_eq!(out, "");
+    let (out, _) = env.fails(&["live-runtime", "nobody"], 1);
+    assert_eq!(out, "");
+
+    let session: Value = serde_json::from_str(&common::read(&env.marker("echo-bob", ".session")))
+        .expect("bob's session marker");
+    let pid = session["pid"].as_u64().unwrap() as u32;
+    assert!(common::alive(pid));
+    let inbox = env.root.join("state/iapeer/attachments/bob");
+    assert!(inbox.is_dir());
+    let bob_markers = |e: &TestEnv| -> Vec<String> {
+        std::fs::read_dir(e.root.join("state/lifecycle"))
+            .map(|d| {
+                d.flatten()
+                    .map(|x| x.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with("echo-bob."))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert!(
+        !bob_markers(&env).is_empty(),
+        "bob has markers before removal"
+    );
+
+    // Refused while live without --force; nothing changed.
+    let (_, err) = env.fails(&["remove", "bob"], 1);
+    assert_eq!(err.trim(), "iapeer remove: peer \"bob\" is live (echo-bob) — stop it first (iapeer stop bob) or pass --force");
+    assert!(names_in(&registry(&env)).contains(&"bob".to_string()));
+    assert!(common::alive(pid) && inbox.is_dir());
+
+    // --force: session ended, inbox and markers deleted, folder kept.
+    let out = env.ok(&["remove", "bob", "--force"]);
+    assert!(
+        out.contains(&format!("folder kept: {}", env.peer_dir("bob").display())),
+        "{out}"
+    );
+    env.wait_until("bob's session ends", Duration::from_secs(15), |_| {
+        !common::alive(pid)
+    });
+    env.wait_until("the daemon records the end", Duration::from_secs(10), |e| {
+        e.has_event("lifecycle", "session-end", &[("identity", "echo-bob")])
+    });
+    assert!(
+        env.has_event(
+            "lifecycle",
+            "session-end",
+            &[("identity", "echo-bob"), ("cause", "killed-by-daemon")]
+        ),
+        "{}",
+        env.diagnostics()
+    );
+    assert_eq!(names_in(&registry(&env)), ["alice", "carol"]);
+    assert!(!inbox.exists(), "the inbox is deleted");
+    assert_eq!(
+        bob_markers(&env),
+        Vec::<String>::new(),
+        "the markers are deleted"
+    );
+    assert!(
+        profile_path(&env.peer_dir("bob")).is_file(),
+        "the folder is kept"
+    );
+    let (out, _) = env.fails(&["live-runtime", "bob"], 1);
+    assert_eq!(out, "");
+    let (_, err) = env.fails(
+        &[
+            "send",
+            "bob",
+            "--from",
+            "echo-alice",
+            "--message",
+            "still there?",
+        ],
+        1,
+    );
+    assert!(
+        err.contains("peer \"bob\" is not in the iapeer peers index"),
+        "{err}"
+    );
+
+    // Removing an unknown peer is a no-op that succeeds.
+    let out = env.ok(&["remove", "bob"]);
+    assert!(out.contains("nothing to remove"), "{out}");
+    env.ok(&["remove", "zed"]);
+    // An asleep peer needs no --force.
+    env.ok(&["remove", "carol"]);
+    assert_eq!(names_in(&registry(&env)), ["alice"]);
+}
