@@ -83,6 +83,10 @@ impl Backend for RouterBackend {
             }
         }
     }
+
+    fn tools_listed(&self, creds: &CallerCreds) {
+        let _ = self.tx.send(RouterMsg::ToolsListed { creds: creds.clone() });
+    }
 }
 
 /// Is something answering on the control socket? (connect within `timeout`)

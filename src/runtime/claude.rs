@@ -151,6 +151,13 @@ impl Adapter for Claude {
         }
     }
 
+    fn waits_for_mcp(&self, cwd: &Path) -> bool {
+        std::fs::read_to_string(cwd.join(".mcp.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .is_some_and(|v| v["mcpServers"].get("iapeer").is_some())
+    }
+
     fn ready_settle(&self) -> Duration {
         // The composer is drawn a moment before Claude Code reads input.
         Duration::from_millis(500)

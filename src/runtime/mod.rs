@@ -138,6 +138,12 @@ pub trait Adapter: Send + Sync {
     fn boot_step(&self, _screen: &Screen) -> BootStep {
         BootStep::Ready
     }
+    /// Whether the boot should also wait for the agent's MCP client to connect (it lists the
+    /// daemon's tools), so the first turn already has `send_to_peer`. True when the peer's
+    /// configuration points the runtime at the daemon.
+    fn waits_for_mcp(&self, _cwd: &Path) -> bool {
+        false
+    }
     /// How long the ready screen must stay ready before input is accepted.
     fn ready_settle(&self) -> Duration {
         Duration::ZERO

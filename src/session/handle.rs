@@ -71,6 +71,8 @@ pub enum SessionCmd {
     Attach(UnixStream, Vec<u8>),
     /// Compact the conversation; answered by [`EventKind::Compacted`].
     Compact(u64),
+    /// The session's MCP client is connected (it listed the tools).
+    McpUp,
     /// Report a [`EventKind::Status`].
     Probe,
     /// End the session: signal its process group, SIGKILL after 3 s.

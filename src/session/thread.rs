@@ -36,6 +36,9 @@ pub const ROWS: u16 = 50;
 pub const COLS: u16 = 220;
 /// After SIGTERM, the process group gets SIGKILL this much later.
 const KILL_GRACE: Duration = Duration::from_secs(3);
+/// A ready screen whose MCP client has not connected after this long goes ahead anyway (the
+/// agent then lacks `send_to_peer` for its first turn; the lifecycle log says so).
+const MCP_GRACE: Duration = Duration::from_secs(20);
 /// Bytes of screen text kept in `exits.log` for an unexpected death.
 const EXIT_TAIL: usize = 2048;
 
@@ -178,6 +181,10 @@ struct Session {
     attached_output_ms: Option<u64>,
     kill: Option<(Cause, Instant)>,
     exit: Option<io::Result<ExitStatus>>,
+    /// The agent's MCP client has listed the tools.
+    mcp_up: bool,
+    /// When the screen first looked ready while the MCP client was still connecting.
+    mcp_wait_since: Option<Instant>,
 }
 
 impl Session {
@@ -250,6 +257,8 @@ impl Session {
             attached_output_ms: None,
             kill: None,
             exit: None,
+            mcp_up: false,
+            mcp_wait_since: None,
         })
     }
 
@@ -319,6 +328,7 @@ impl Session {
         };
         if let State::Booting(b) = &self.state {
             consider(Some(b.next_deadline()));
+            consider(self.mcp_wait_since.map(|s| s + MCP_GRACE));
         }
         consider(self.delivery.as_ref().and_then(|d| d.next_deadline()));
         consider(self.compact.as_ref().and_then(|c| c.next_deadline()));
@@ -490,7 +500,11 @@ impl Session {
                 self.emit(EventKind::Phase(format!("answering dialog: {label}")));
                 self.write_child(&bytes);
             }
+            BootAction::Ready if !self.mcp_up && self.cfg.adapter.waits_for_mcp(&self.cfg.cwd) && !self.mcp_grace_over(now) => {}
             BootAction::Ready => {
+                if !self.mcp_up && self.mcp_wait_since.is_some() {
+                    self.emit(EventKind::Phase("ready without MCP: the agent's iapeer server did not connect".into()));
+                }
                 self.state = State::Ready;
                 if let Some((rows, cols)) = self.pending_size.take() {
                     self.resize(rows, cols);
@@ -514,6 +528,18 @@ impl Session {
                 // Stop evaluating: the session is ending.
                 self.state = State::Ready;
             }
+        }
+    }
+
+    /// Start (or check) the wait for the MCP client; true once [`MCP_GRACE`] is over.
+    fn mcp_grace_over(&mut self, now: Instant) -> bool {
+        match self.mcp_wait_since {
+            None => {
+                self.mcp_wait_since = Some(now);
+                self.emit(EventKind::Phase("waiting for the agent's MCP connection".into()));
+                false
+            }
+            Some(since) => now >= since + MCP_GRACE,
         }
     }
 
@@ -614,6 +640,10 @@ impl Session {
                     }
                 }
                 SessionCmd::Keys(bytes) => self.write_child(&bytes),
+                SessionCmd::McpUp => {
+                    self.mcp_up = true;
+                    self.evaluate_boot(Instant::now());
+                }
                 SessionCmd::Compact(id) => self.start_compact(id),
                 SessionCmd::Attach(stream, prebuf) => self.attach(stream, prebuf),
                 SessionCmd::Probe => {

@@ -109,7 +109,10 @@ fn dispatch(
     match method {
         "initialize" => success(id, initialize_result(params)),
         "ping" => success(id, json!({})),
-        "tools/list" => success(id, json!({ "tools": [tool_listing()] })),
+        "tools/list" => {
+            backend.tools_listed(creds);
+            success(id, json!({ "tools": [tool_listing()] }))
+        }
         "tools/call" => {
             let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
             match name {

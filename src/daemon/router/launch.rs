@@ -254,6 +254,7 @@ impl Router {
             stopping: None,
             boot_failure: None,
             mode,
+            mcp_up: false,
         };
         Ok((sess, decision, first_job))
     }

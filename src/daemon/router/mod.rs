@@ -46,6 +46,11 @@ pub enum RouterMsg {
         /// Where to answer.
         reply: ReplyTo,
     },
+    /// An MCP client listed the tools (its connection is up).
+    ToolsListed {
+        /// Its credentials (token and identity header).
+        creds: CallerCreds,
+    },
     /// A send's preparation (worker thread) finished.
     Prepared {
         /// The job id.
@@ -92,6 +97,8 @@ pub(crate) struct Sess {
     pub stopping: Option<Cause>,
     pub boot_failure: Option<String>,
     pub mode: WakeMode,
+    /// Its MCP client listed the tools.
+    pub mcp_up: bool,
 }
 
 /// Restart state of one always-on identity.
@@ -246,7 +253,7 @@ impl Router {
                         refuse(j.reply);
                     }
                 }
-                RouterMsg::Tick | RouterMsg::Shutdown { .. } => {}
+                RouterMsg::Tick | RouterMsg::Shutdown { .. } | RouterMsg::ToolsListed { .. } => {}
             }
             return;
         }
@@ -274,6 +281,7 @@ impl Router {
                 self.begin_send(input, reply);
             }
             RouterMsg::Prepared { job, result } => self.on_prepared(job, *result),
+            RouterMsg::ToolsListed { creds } => self.on_tools_listed(&creds),
             RouterMsg::Tick => self.on_tick(),
             RouterMsg::Shutdown { done } => self.begin_shutdown(done),
         }
@@ -306,6 +314,23 @@ impl Router {
                 self.begin_send(input, reply);
             }
             other => self.on_op(other, reply),
+        }
+    }
+
+    /// Tell the session whose token (or, in header mode, identity) listed the tools that its
+    /// MCP connection is up.
+    fn on_tools_listed(&mut self, creds: &CallerCreds) {
+        let by_token = creds.session_token.as_deref().and_then(|t| self.tokens.get(t)).cloned();
+        let identity = by_token.or_else(|| {
+            (self.cfg.mcp_auth == crate::config::McpAuth::Header)
+                .then(|| creds.identity_header.clone())
+                .flatten()
+        });
+        if let Some(s) = identity.and_then(|id| self.sessions.get_mut(&id)) {
+            if !s.mcp_up {
+                s.mcp_up = true;
+                s.handle.send(crate::session::handle::SessionCmd::McpUp);
+            }
         }
     }
 
