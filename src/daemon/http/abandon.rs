@@ -31,7 +31,7 @@
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tiny_http::{Header, Request, Response};
+use tiny_http::{Header, Method, Request, Response};
 
 use super::reply::Reply;
 
@@ -66,10 +66,11 @@ pub fn framing_value(body_len: usize) -> String {
 }
 
 /// Answer `reply` and abandon the connection without ever dropping its body reader (see the
-/// module docs for the exact bytes and the leak). Returns the number of connections abandoned
+/// module docs for the exact bytes and the leak). A `HEAD` request gets the head only. Returns the number of connections abandoned
 /// so far, this one included. Write errors are logged and otherwise ignored (the client left).
 pub fn answer_and_abandon(request: Request, reply: &Reply) -> usize {
     let declared = request.body_length().unwrap_or(0);
+    let head_only = *request.method() == Method::Head;
     let mut head = Response::empty(reply.status);
     let headers = reply
         .content_type
@@ -84,7 +85,8 @@ pub fn answer_and_abandon(request: Request, reply: &Reply) -> usize {
         }
     }
     let mut stream = request.upgrade(UPGRADE_TOKEN, head);
-    if let Err(e) = stream.write_all(&reply.body).and_then(|()| stream.flush()) {
+    let body: &[u8] = if head_only { &[] } else { &reply.body };
+    if let Err(e) = stream.write_all(body).and_then(|()| stream.flush()) {
         log::debug!("http: could not send the answer of an abandoned request: {e}");
     }
     // Never drop the body reader inside `stream` (see the module docs).
