@@ -18,6 +18,9 @@
 //!    `Content-Length` and `Connection`; so the status line and headers are followed by one
 //!    extra header whose value carries `Content-Length: <n>` and `Connection: close` on their
 //!    own lines. The client gets an ordinary, length-framed answer and closes the connection.
+//!    This relies on `tiny_http` 0.12 printing header values verbatim; the HTTP tests read
+//!    the framed answer and fail if that ever changes (the daemon would still not abort, but
+//!    clients would wait for a close that never comes).
 //! 3. The stream is `std::mem::forget`-ed, so the `EqualReader` is never dropped.
 //!
 //! The price, per abandoned connection and for the life of the process: two socket fds (the

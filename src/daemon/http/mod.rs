@@ -9,7 +9,8 @@
 //! Known limits of `tiny_http` 0.12 (not fixable from here): it sets no socket timeouts, so a
 //! client that stalls mid-body holds its request slot (and its connection thread); setting
 //! SO_RCVTIMEO on the listener is no cure: `accept` then times out and `tiny_http`'s accept
-//! thread stops for good.
+//! thread stops for good. A request line with a version above HTTP/1.1 deadlocks its
+//! connection thread inside `tiny_http` (its 505 answer waits for the request it still holds).
 //!
 //! Worked around here: when a request with an unread body is dropped, `tiny_http` drains the
 //! rest into a buffer sized by the *declared* Content-Length, so an absurd value (e.g. 2^62)
