@@ -18,7 +18,7 @@
 //! [`abandon::DRAIN_LIMIT`] are therefore answered through [`abandon::answer_and_abandon`],
 //! which never drops their body reader and leaks that one connection instead (two fds and a
 //! `tiny_http` thread; details there). Every path that lets go of a `Request` goes through
-//! [`respond`], so no request is ever dropped unanswered by this module.
+//! `respond`, so no request is ever dropped unanswered by this module.
 
 pub mod abandon;
 pub mod gate;
