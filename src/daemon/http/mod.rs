@@ -7,12 +7,20 @@
 //! that a single rejecter thread answers 503, so a flood cannot multiply threads.
 //!
 //! Known limits of `tiny_http` 0.12 (not fixable from here): it sets no socket timeouts, so a
-//! client that stalls mid-body holds its request slot; and when a request with an unread body
-//! is dropped it drains the rest into a buffer sized by the *declared* Content-Length, so an
-//! absurd value (e.g. 2^62) aborts the process on allocation failure (upstream PR #290).
-//! Setting SO_RCVTIMEO on the listener is no cure: `accept` then times out and `tiny_http`'s
-//! accept thread stops for good.
+//! client that stalls mid-body holds its request slot (and its connection thread); setting
+//! SO_RCVTIMEO on the listener is no cure: `accept` then times out and `tiny_http`'s accept
+//! thread stops for good. A request line with a version above HTTP/1.1 deadlocks its
+//! connection thread inside `tiny_http` (its 505 answer waits for the request it still holds).
+//!
+//! Worked around here: when a request with an unread body is dropped, `tiny_http` drains the
+//! rest into a buffer sized by the *declared* Content-Length, so an absurd value (e.g. 2^62)
+//! would abort the process (upstream PR #290). Requests declaring more than
+//! [`abandon::DRAIN_LIMIT`] are therefore answered through [`abandon::answer_and_abandon`],
+//! which never drops their body reader and leaks that one connection instead (two fds and a
+//! `tiny_http` thread; details there). Every path that lets go of a `Request` goes through
+//! `respond`, so no request is ever dropped unanswered by this module.
 
+pub mod abandon;
 pub mod gate;
 pub mod reply;
 
@@ -166,6 +174,7 @@ fn accept_loop(server: &Server, shared: &Arc<Shared>, reject: Sender<Request>) {
             }
         };
         if shared.stopping.load(Ordering::SeqCst) {
+            respond(request, Reply::busy());
             return;
         }
         if shared.in_flight.fetch_add(1, Ordering::SeqCst) >= shared.max_in_flight {
@@ -174,13 +183,25 @@ fn accept_loop(server: &Server, shared: &Arc<Shared>, reject: Sender<Request>) {
             let _ = reject.send(request);
             continue;
         }
+        // The request travels through a one-slot channel so that it can be taken back (and
+        // answered 503) if the thread cannot be started, instead of being dropped unanswered.
+        let (handoff, pickup) = crossbeam_channel::bounded(1);
+        let take_back = pickup.clone();
+        // Cannot fail: the channel is empty and both receivers are alive.
+        let _ = handoff.send(request);
         let guard = InFlight(Arc::clone(shared));
         let spawned = thread::Builder::new()
             .name("http-request".into())
-            .spawn(move || serve(request, &guard.0));
+            .spawn(move || {
+                if let Ok(request) = pickup.recv() {
+                    serve(request, &guard.0);
+                }
+            });
         if let Err(e) = spawned {
-            // The closure (request and guard) is dropped: tiny_http answers 500.
             log::error!("http: cannot start a request thread: {e}");
+            if let Ok(request) = take_back.try_recv() {
+                let _ = reject.send(request);
+            }
         }
     }
 }
@@ -260,7 +281,13 @@ fn read_body(request: &mut Request, limit: usize) -> Result<Vec<u8>, Reply> {
     }
 }
 
+/// Send `reply` and let go of `request`. Requests declaring a body too large for `tiny_http`
+/// to drain safely are answered and abandoned instead (see [`abandon`]).
 fn respond(request: Request, reply: Reply) {
+    if abandon::must_abandon(request.body_length()) {
+        abandon::answer_and_abandon(request, &reply);
+        return;
+    }
     let mut response = Response::from_data(reply.body)
         .with_status_code(reply.status)
         .with_chunked_threshold(usize::MAX);

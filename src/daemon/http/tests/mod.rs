@@ -344,3 +344,61 @@ fn over_the_cap_is_503_and_shutdown_closes_the_port() {
     }
     assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
 }
+
+#[test]
+fn abandon_threshold() {
+    use super::abandon::{must_abandon, DRAIN_LIMIT};
+    assert!(!must_abandon(None));
+    assert!(!must_abandon(Some(0)));
+    assert!(!must_abandon(Some(DRAIN_LIMIT)));
+    assert!(must_abandon(Some(DRAIN_LIMIT + 1)));
+    assert!(must_abandon(Some(usize::MAX)));
+}
+
+/// tiny_http 0.12 aborts the process when it drops a request whose declared body it cannot
+/// allocate; the server must answer such requests and keep serving. (A regression aborts this
+/// whole test binary.)
+#[test]
+fn absurd_content_length_is_answered_and_the_server_survives() {
+    let rec = Rec::new(0, None);
+    let mut srv = server(None, &rec);
+    let port = srv.port();
+    let before = super::abandon::abandoned_count();
+    let huge = "4611686018427387904";
+    let cases = [
+        (format!("127.0.0.1:{port}"), "/mcp", 413),
+        ("evil.example".to_string(), "/mcp", 403),
+        (format!("127.0.0.1:{port}"), "/elsewhere", 413),
+    ];
+    for (host, path, status) in &cases {
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {huge}\r\n\r\n{{\"jsonrpc\":"
+        );
+        let r = exchange(port, head.as_bytes());
+        assert_eq!(r.status, *status, "{path} via {host}");
+        // Framed by Content-Length (read by `exchange`) and closed by the client.
+        assert!(
+            r.headers
+                .iter()
+                .any(|(n, v)| n == "connection" && v.eq_ignore_ascii_case("close")),
+            "{:?}",
+            r.headers
+        );
+        let text = r.json()["error"].as_str().unwrap().to_owned();
+        assert!(!text.is_empty());
+        if *status == 413 {
+            assert_eq!(text, "request body too large (limit 1048576 bytes)");
+        }
+    }
+    // Counted right after the answer is flushed, so possibly just after we read it.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while super::abandon::abandoned_count() < before + cases.len() && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert!(super::abandon::abandoned_count() >= before + cases.len());
+    // Still serving.
+    let r = mcp_post(port, &[], &json!({"jsonrpc":"2.0","id":9,"method":"ping"}));
+    assert_eq!((r.status, r.json()["result"].clone()), (200, json!({})));
+    assert!(rec.calls().is_empty());
+    srv.shutdown();
+}

@@ -1,0 +1,609 @@
+//! MCP over loopback HTTP against the real daemon (spec 02 §3–§4, spec 12 layer 3): every
+//! transport error path with raw HTTP, caller authentication through the router, the official
+//! MCP Python SDK as a real client, 200 concurrent calls, and an absurd Content-Length.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::TestEnv;
+use serde_json::{json, Value};
+
+const UNAUTHORIZED: &str =
+    r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"unauthorized"}}"#;
+const PING: &str = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+
+/// Two echo peers, alice and bob, and a daemon started with `env_vars`.
+fn daemon(env_vars: &[(&str, &str)]) -> TestEnv {
+    let mut env = TestEnv::new();
+    for (k, v) in env_vars {
+        env.set(k, v);
+    }
+    env.create_echo("alice");
+    env.create_echo("bob");
+    env.start_daemon();
+    env
+}
+
+struct Resp {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Resp {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
+    }
+}
+
+/// Send raw bytes on a fresh connection and read one response, framed by its Content-Length
+/// (to EOF when it has none).
+fn exchange(port: u16, raw: &[u8]) -> Resp {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(180))).unwrap();
+    s.write_all(raw).expect("send request");
+    let mut r = BufReader::new(s);
+    let mut line = String::new();
+    r.read_line(&mut line).expect("status line");
+    let status = line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("bad status line {line:?}"));
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        r.read_line(&mut line).expect("header line");
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        let (n, v) = l.split_once(':').expect("header");
+        headers.push((n.trim().to_ascii_lowercase(), v.trim().to_owned()));
+    }
+    let mut body = Vec::new();
+    match headers.iter().find(|(n, _)| n == "content-length") {
+        Some((_, len)) => {
+            body.resize(len.parse().unwrap(), 0);
+            r.read_exact(&mut body).expect("body");
+        }
+        None => {
+            r.read_to_end(&mut body).expect("body");
+        }
+    }
+    Resp {
+        status,
+        headers,
+        body,
+    }
+}
+
+/// A request with the given headers, Content-Length when there is a body, `Connection: close`.
+fn raw(method: &str, target: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut s = format!("{method} {target} HTTP/1.1\r\n");
+    for (n, v) in headers {
+        s.push_str(&format!("{n}: {v}\r\n"));
+    }
+    if !body.is_empty() {
+        s.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    s.push_str("Connection: close\r\n\r\n");
+    let mut out = s.into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// POST /mcp with the usual headers plus `extra`.
+fn post(port: u16, extra: &[(&str, &str)], body: &str) -> Resp {
+    let host = format!("127.0.0.1:{port}");
+    let mut headers = vec![
+        ("Host", host.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    headers.extend_from_slice(extra);
+    exchange(port, &raw("POST", "/mcp", &headers, body.as_bytes()))
+}
+
+/// `tools/call send_to_peer` with `extra` headers; returns the JSON-RPC `result`.
+fn call(port: u16, extra: &[(&str, &str)], to: &str, message: &str) -> Value {
+    let body = json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"send_to_peer","arguments":{"personality":to,"message":message}}});
+    let r = post(port, extra, &body.to_string());
+    assert_eq!(r.status, 200, "{:?}", String::from_utf8_lossy(&r.body));
+    let v = r.json();
+    assert_eq!(v["id"], 7);
+    v["result"].clone()
+}
+
+/// The text of a tool error (panics when the result is not one).
+fn tool_error(result: &Value) -> String {
+    assert_eq!(result["isError"], true, "expected a tool error: {result}");
+    result["content"][0]["text"].as_str().unwrap().to_owned()
+}
+
+/// One control-socket request; returns the final line (progress lines are skipped).
+fn control(env: &TestEnv, request: Value) -> Value {
+    let mut s = UnixStream::connect(env.socket()).expect("control socket");
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    writeln!(s, "{request}").unwrap();
+    let mut r = BufReader::new(s);
+    loop {
+        let mut line = String::new();
+        assert!(r.read_line(&mut line).unwrap() > 0, "control socket closed");
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v.get("ok").is_some() {
+            return v;
+        }
+    }
+}
+
+/// Wake `echo-<p>` and return its live session token, read from the session's environment.
+fn wake_and_token(env: &TestEnv, personality: &str) -> String {
+    let v = control(env, json!({"op":"wake","personality":personality}));
+    assert_eq!(
+        v["ok"],
+        true,
+        "wake {personality}: {v}\n{}",
+        env.diagnostics()
+    );
+    let marker = env.marker(&format!("echo-{personality}"), ".session");
+    env.wait_until("the session marker", Duration::from_secs(10), |_| {
+        marker.exists()
+    });
+    let record: Value = serde_json::from_str(&common::read(&marker)).unwrap();
+    let pid = record["pid"].as_u64().expect("pid in the session marker");
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).expect("session environ");
+    environ
+        .split(|b| *b == 0)
+        .find_map(|kv| kv.strip_prefix(b"IAPEER_TOKEN="))
+        .map(|t| String::from_utf8(t.to_vec()).unwrap())
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| panic!("no IAPEER_TOKEN in the environment of pid {pid}"))
+}
+
+/// The daemon still serves both the control socket and MCP.
+fn assert_daemon_answers(env: &TestEnv) {
+    let v = control(env, json!({"op":"ping"}));
+    assert_eq!(v["ok"], true, "control ping: {v}");
+    let init = json!({"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}});
+    let r = post(env.port(), &[], &init.to_string());
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["result"]["serverInfo"]["name"], "iapeer");
+}
+
+/// `delivery.log` lines of MCP sends from `caller` to `to` that succeeded.
+fn mcp_deliveries(env: &TestEnv, caller: &str, to: &str) -> usize {
+    env.events("delivery", "delivery")
+        .iter()
+        .filter(|d| d["path"] == "mcp" && d["caller"] == caller && d["to"] == to)
+        .filter(|d| d["ok"] == "true")
+        .count()
+}
+
+#[test]
+fn transport_error_paths() {
+    let env = daemon(&[]);
+    let port = env.port();
+    let host = format!("127.0.0.1:{port}");
+    let (h, ct) = (
+        ("Host", host.as_str()),
+        ("Content-Type", "application/json"),
+    );
+
+    let r = post(port, &[], "{not json");
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, json!(-32700))
+    );
+
+    let batch = r#"[{"jsonrpc":"2.0","id":"a","method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":2,"method":"nope"}]"#;
+    let v = post(port, &[], batch).json();
+    let answers = v.as_array().expect("a batch is answered with an array");
+    assert_eq!(answers.len(), 2, "{v}");
+    assert_eq!(
+        (answers[0]["id"].clone(), answers[0]["result"].clone()),
+        (json!("a"), json!({}))
+    );
+    assert_eq!(answers[1]["error"]["code"], -32601);
+
+    let r = post(
+        port,
+        &[],
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!((r.status, r.body.len()), (202, 0));
+
+    let r = exchange(
+        port,
+        &raw(
+            "POST",
+            "/mcp",
+            &[h, ("Content-Type", "text/plain")],
+            PING.as_bytes(),
+        ),
+    );
+    assert_eq!(r.status, 415);
+
+    let r = exchange(
+        port,
+        &raw(
+            "POST",
+            "/mcp",
+            &[("Host", "attacker.example:80"), ct],
+            PING.as_bytes(),
+        ),
+    );
+    assert_eq!(r.status, 403);
+    let r = exchange(
+        port,
+        &raw(
+            "POST",
+            "/mcp",
+            &[h, ct, ("Origin", "https://attacker.example")],
+            PING.as_bytes(),
+        ),
+    );
+    assert_eq!(r.status, 403);
+    assert!(r.header("access-control-allow-origin").is_none());
+
+    // Over the 1 MiB limit, declared (and actually sent: the daemon drains it) ...
+    let big = vec![b' '; (1 << 20) + 1];
+    let r = exchange(port, &raw("POST", "/mcp", &[h, ct], &big));
+    assert_eq!(r.status, 413);
+    // ... or chunked, with no length declared.
+    let mut chunked = format!("POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n", big.len()).into_bytes();
+    chunked.extend_from_slice(&big);
+    chunked.extend_from_slice(b"\r\n0\r\n\r\n");
+    assert_eq!(exchange(port, &chunked).status, 413);
+
+    for method in ["GET", "DELETE"] {
+        let r = exchange(port, &raw(method, "/mcp", &[h], b""));
+        assert_eq!(r.status, 405, "{method}");
+    }
+    let r = exchange(port, &raw("GET", "/nowhere", &[h], b""));
+    assert_eq!((r.status, r.json()), (404, json!({"error":"not found"})));
+
+    // None of that reached the router.
+    assert!(env.events("delivery", "delivery").is_empty());
+    assert_daemon_answers(&env);
+}
+
+#[test]
+fn bearer_gate_and_session_token_in_its_own_header() {
+    let env = daemon(&[("IAPEER_BEARER_TOKEN", "gate-s3cret")]);
+    let port = env.port();
+    for auth in [None, Some("Bearer wrong"), Some("Basic gate-s3cret")] {
+        let extra: Vec<(&str, &str)> = auth.map(|a| ("Authorization", a)).into_iter().collect();
+        let r = post(port, &extra, PING);
+        assert_eq!(r.status, 401, "{auth:?}");
+        assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+        assert_eq!(String::from_utf8_lossy(&r.body), UNAUTHORIZED);
+    }
+    let gate = ("Authorization", "Bearer gate-s3cret");
+    assert_eq!(post(port, &[gate], PING).json()["result"], json!({}));
+
+    let token = wake_and_token(&env, "alice");
+    let me = ("X-IAPeer-Identity", "echo-alice");
+    // With a gate, the session token is only read from X-IAPeer-Token.
+    let text = tool_error(&call(port, &[gate, me], "bob", "echo: one"));
+    assert_eq!(text, "session token missing or not valid for echo-alice");
+    let result = call(
+        port,
+        &[gate, me, ("X-IAPeer-Token", &token)],
+        "bob",
+        "echo: two",
+    );
+    assert_eq!(result["structuredContent"]["ok"], true, "{result}");
+    assert_eq!(
+        result["structuredContent"]["delivered_to"]["personality"],
+        "bob"
+    );
+    assert_eq!(mcp_deliveries(&env, "echo-alice", "bob"), 1);
+}
+
+#[test]
+fn caller_authentication_through_the_router() {
+    let env = daemon(&[]);
+    let port = env.port();
+    let alice = wake_and_token(&env, "alice");
+    let bob = wake_and_token(&env, "bob");
+    assert_ne!(alice, bob);
+    let me = ("X-IAPeer-Identity", "echo-alice");
+    let with = |t: &str| format!("Bearer {t}");
+
+    let cases: Vec<(Vec<(&str, String)>, String)> = vec![
+        (
+            vec![("Authorization", with(&alice))],
+            "missing or malformed x-iapeer-identity header — expected \"<runtime>-<personality>\""
+                .into(),
+        ),
+        (
+            vec![("X-IAPeer-Identity", "alice".into())],
+            "missing or malformed x-iapeer-identity header — expected \"<runtime>-<personality>\""
+                .into(),
+        ),
+        (
+            vec![("X-IAPeer-Identity", "echo-zed".into())],
+            "unknown caller \"zed\" — not registered".into(),
+        ),
+        (
+            vec![
+                ("X-IAPeer-Identity", "claude-alice".into()),
+                ("Authorization", with(&alice)),
+            ],
+            "runtime \"claude\" is not declared for caller \"alice\"".into(),
+        ),
+        (
+            vec![(me.0, me.1.into())],
+            "session token missing or not valid for echo-alice".into(),
+        ),
+        (
+            vec![
+                (me.0, me.1.into()),
+                ("Authorization", with("0123456789abcdef")),
+            ],
+            "session token missing or not valid for echo-alice".into(),
+        ),
+        // Another live session's token does not make its holder alice.
+        (
+            vec![(me.0, me.1.into()), ("Authorization", with(&bob))],
+            "session token missing or not valid for echo-alice".into(),
+        ),
+    ];
+    for (headers, expected) in &cases {
+        let extra: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        assert_eq!(
+            &tool_error(&call(port, &extra, "bob", "echo: refused")),
+            expected,
+            "{headers:?}"
+        );
+    }
+    assert!(!env.pane("echo-bob").contains("echo: refused"));
+
+    let result = call(
+        port,
+        &[me, ("Authorization", &with(&alice))],
+        "bob",
+        "echo: accepted",
+    );
+    let structured = &result["structuredContent"];
+    assert_eq!(structured["ok"], true, "{result}");
+    assert_eq!(
+        structured["delivered_to"],
+        json!({"personality":"bob","runtime":"echo"})
+    );
+    assert_eq!(structured["woke"], false);
+    assert!(result.get("isError").is_none_or(|e| e == false));
+    // The text content is the same object, pretty-printed.
+    let text: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(&text, structured);
+    assert!(
+        env.pane("echo-bob").contains("from alice: echo: accepted"),
+        "{}",
+        env.diagnostics()
+    );
+    assert_eq!(mcp_deliveries(&env, "echo-alice", "bob"), 1);
+    // Each refusal is logged as a failed attempt (spec 03 §1 step 10).
+    let failed = env
+        .events("delivery", "delivery")
+        .iter()
+        .filter(|d| d["path"] == "mcp" && d["ok"] == "false")
+        .count();
+    assert_eq!(failed, cases.len(), "{}", env.log("delivery"));
+}
+
+#[test]
+fn header_mode_trusts_the_identity_header() {
+    let env = daemon(&[("IAPEER_MCP_AUTH", "header")]);
+    let result = call(
+        env.port(),
+        &[("X-IAPeer-Identity", "echo-alice")],
+        "bob",
+        "echo: trusted",
+    );
+    assert_eq!(
+        result["structuredContent"]["ok"],
+        true,
+        "{result}\n{}",
+        env.diagnostics()
+    );
+    assert_eq!(result["structuredContent"]["woke"], true);
+    assert_eq!(mcp_deliveries(&env, "echo-alice", "bob"), 1);
+    // The header must still name a registered peer.
+    let text = tool_error(&call(
+        env.port(),
+        &[("X-IAPeer-Identity", "echo-zed")],
+        "bob",
+        "x",
+    ));
+    assert_eq!(text, "unknown caller \"zed\" — not registered");
+}
+
+#[test]
+fn official_python_sdk_as_a_client() {
+    let python = std::env::var("IAPEER_TEST_PYTHON").unwrap_or_else(|_| {
+        panic!(
+            "IAPEER_TEST_PYTHON is not set: this test drives the daemon with the official MCP \
+             Python SDK. Run scripts/test.sh (it creates .cache/venv with the `mcp` package and \
+             exports IAPEER_TEST_PYTHON), or run scripts/setup-python.sh and set \
+             IAPEER_TEST_PYTHON=$PWD/.cache/venv/bin/python"
+        )
+    });
+    let env = daemon(&[]);
+    let token = wake_and_token(&env, "alice");
+    assert_eq!(env.status_of("bob", "echo"), "asleep");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/mcp_client.py");
+    let out = Command::new(&python)
+        .arg(script)
+        .args([
+            "--url",
+            &env.mcp_url(),
+            "--identity",
+            "echo-alice",
+            "--token",
+            &token,
+        ])
+        .args([
+            "--to",
+            "bob",
+            "--message",
+            "hello from the python sdk",
+            "--topic",
+            "sdk",
+        ])
+        .env_remove("IAPEER_BEARER_TOKEN")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        common::describe(&out),
+        env.diagnostics()
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("the client prints JSON");
+
+    assert_eq!(v["initialize"]["serverInfo"]["name"], "iapeer");
+    assert_eq!(v["initialize"]["capabilities"]["tools"], json!({}));
+    let tools = v["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 1, "{}", v["tools"]);
+    assert_eq!(tools[0]["name"], "send_to_peer");
+    let schema = &tools[0]["inputSchema"];
+    assert_eq!(schema["type"], "object");
+    assert_eq!(schema["additionalProperties"], false);
+    assert_eq!(schema["required"], json!(["personality", "message"]));
+    for field in ["personality", "runtime", "message", "topic", "attachments"] {
+        assert!(schema["properties"][field].is_object(), "{field}: {schema}");
+    }
+    assert_eq!(schema["properties"]["message"]["maxLength"], 16000);
+
+    let call = &v["call"];
+    assert_ne!(call["isError"], true, "{call}");
+    let sc = &call["structuredContent"];
+    assert_eq!(
+        (sc["ok"].clone(), sc["woke"].clone()),
+        (json!(true), json!(true)),
+        "{call}"
+    );
+    assert_eq!(
+        sc["delivered_to"],
+        json!({"personality":"bob","runtime":"echo"})
+    );
+    assert!(
+        env.pane("echo-bob")
+            .contains("from alice: hello from the python sdk"),
+        "{}",
+        env.diagnostics()
+    );
+    let d = env.events("delivery", "delivery");
+    let line = d
+        .iter()
+        .find(|d| d["to"] == "bob")
+        .expect("a delivery line");
+    assert_eq!(
+        (line["path"].as_str(), line["caller"].as_str()),
+        ("mcp", "echo-alice")
+    );
+    assert_eq!(
+        (line["ok"].as_str(), line["topic"].as_str()),
+        ("true", "sdk")
+    );
+}
+
+#[test]
+fn two_hundred_concurrent_calls_all_get_an_answer() {
+    let env = daemon(&[]);
+    let port = env.port();
+    let token = wake_and_token(&env, "alice");
+    wake_and_token(&env, "bob");
+    let auth = format!("Bearer {token}");
+    let started = Instant::now();
+    let workers: Vec<_> = (0..200)
+        .map(|i| {
+            let auth = auth.clone();
+            std::thread::spawn(move || {
+                // "echo: …" so that bob does not answer each one.
+                let body = json!({"jsonrpc":"2.0","id":i,"method":"tools/call","params":{"name":"send_to_peer","arguments":{"personality":"bob","message":format!("echo: n{i}")}}});
+                let r = post(port, &[("X-IAPeer-Identity", "echo-alice"), ("Authorization", &auth)], &body.to_string());
+                (i, r.status, r.json())
+            })
+        })
+        .collect();
+    let (mut delivered, mut tool_errors, mut busy) = (Vec::new(), 0, 0);
+    for w in workers {
+        let (i, status, v) = w.join().expect("a client thread failed (no answer?)");
+        match status {
+            200 if v["result"]["structuredContent"]["ok"] == true => {
+                assert_eq!(v["id"], i);
+                delivered.push(i);
+            }
+            200 if v["result"]["isError"] == true => tool_errors += 1,
+            503 => {
+                assert!(v["error"].as_str().unwrap().contains("busy"), "{v}");
+                busy += 1;
+            }
+            other => panic!("request {i}: unexpected answer {other}: {v}"),
+        }
+    }
+    let elapsed = started.elapsed();
+    let n = delivered.len();
+    eprintln!(
+        "200 concurrent calls: {n} delivered, {tool_errors} tool errors, {busy} busy, {elapsed:?}"
+    );
+    assert_eq!(n + tool_errors + busy, 200);
+    assert!(
+        n >= 1,
+        "nothing delivered: {tool_errors} tool errors, {busy} busy"
+    );
+    assert!(elapsed < Duration::from_secs(240), "took {elapsed:?}");
+    // Every success is a logged delivery that reached bob's pane.
+    assert_eq!(mcp_deliveries(&env, "echo-alice", "bob"), n);
+    let pane = env.pane("echo-bob");
+    for i in delivered {
+        assert!(
+            pane.contains(&format!("from alice: echo: n{i}\r")),
+            "n{i} missing from bob's pane\n{}",
+            env.diagnostics()
+        );
+    }
+    assert_daemon_answers(&env);
+}
+
+#[test]
+fn absurd_content_length_does_not_take_the_daemon_down() {
+    let env = daemon(&[]);
+    let port = env.port();
+    let head = format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: 4611686018427387904\r\n\r\n{{\"jsonrpc\":\"2.0\"");
+    let r = exchange(port, head.as_bytes());
+    assert_eq!(r.status, 413);
+    assert_eq!(
+        r.json(),
+        json!({"error":"request body too large (limit 1048576 bytes)"})
+    );
+    // The daemon logs the abandonment after the point where tiny_http used to abort.
+    env.wait_until("the abandonment is logged", Duration::from_secs(10), |e| {
+        e.log("daemon").contains("abandoned its connection")
+    });
+    assert_daemon_answers(&env);
+    let pid = env.daemon.as_ref().unwrap().id();
+    // The client is told not to reuse the abandoned connection.
+    assert!(
+        r.headers
+            .iter()
+            .any(|(n, v)| n == "connection" && v == "close"),
+        "{:?}",
+        r.headers
+    );
+    assert!(common::alive(pid), "{}", env.diagnostics());
+}
