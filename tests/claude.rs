@@ -157,13 +157,23 @@ fn claude_peer_wakes_answers_dialogs_sees_its_prompt_and_replies_through_mcp() {
 
 /// The model requests whose last user turn mentions `needle`.
 fn requests_with(api: &AnthropicStandIn, needle: &str) -> Vec<serde_json::Value> {
-    api.main_requests().into_iter().filter(|r| last_user_text(r).contains(needle)).collect()
+    api.main_requests()
+        .into_iter()
+        .filter(|r| last_user_text(r).contains(needle))
+        .collect()
 }
 
 fn wait_asleep(env: &TestEnv) {
     env.wait_until("claude-cb is put to sleep", Duration::from_secs(60), |e| {
-        e.events("lifecycle", "supervise").iter().filter(|s| s["identity"] == "claude-cb" && s["action"] == "reaped-idle").count()
-            > e.events("lifecycle", "wake").iter().filter(|w| w["identity"] == "claude-cb").count() - 1
+        e.events("lifecycle", "supervise")
+            .iter()
+            .filter(|s| s["identity"] == "claude-cb" && s["action"] == "reaped-idle")
+            .count()
+            > e.events("lifecycle", "wake")
+                .iter()
+                .filter(|w| w["identity"] == "claude-cb")
+                .count()
+                - 1
             && e.status_of("cb", "claude") == "asleep"
     });
 }
@@ -172,28 +182,76 @@ fn wait_asleep(env: &TestEnv) {
 fn idle_sleep_then_topic_resume_with_continue_and_a_new_topic_starts_fresh() {
     let (env, api) = world(&[("IAPEER_IDLE_SECS", "3"), ("IAPEER_TICK_SECS", "1")]);
     api.script(|_| Reply::Text("noted".into()));
-    env.ok(&["send", "cb", "--from", "echo-ea", "--message", "remember the number 42", "--topic", "t1"]);
+    env.ok(&[
+        "send",
+        "cb",
+        "--from",
+        "echo-ea",
+        "--message",
+        "remember the number 42",
+        "--topic",
+        "t1",
+    ]);
     wait_asleep(&env);
     assert!(env.marker("claude-cb", ".idle-reaped").exists());
 
-    let out = env.ok(&["send", "cb", "--from", "echo-ea", "--message", "what was the number?", "--topic", "t1"]);
+    let out = env.ok(&[
+        "send",
+        "cb",
+        "--from",
+        "echo-ea",
+        "--message",
+        "what was the number?",
+        "--topic",
+        "t1",
+    ]);
     assert_eq!(out.trim(), "delivered to cb (claude), woke");
     let wakes = env.events("lifecycle", "wake");
     let last = wakes.last().unwrap();
-    assert_eq!((last["mode"].as_str(), last["cause"].as_str()), ("resume", "topic-match"), "{wakes:?}");
+    assert_eq!(
+        (last["mode"].as_str(), last["cause"].as_str()),
+        ("resume", "topic-match"),
+        "{wakes:?}"
+    );
     // --continue: the model sees the earlier turn in the same conversation.
-    env.wait_until("the resumed request reaches the model", Duration::from_secs(30), |_| !requests_with(&api, "what was the number?").is_empty());
+    env.wait_until(
+        "the resumed request reaches the model",
+        Duration::from_secs(30),
+        |_| !requests_with(&api, "what was the number?").is_empty(),
+    );
     let resumed = &requests_with(&api, "what was the number?")[0];
     let history = common::anthropic::flatten(&resumed["messages"]);
-    assert!(history.contains("remember the number 42"), "the resumed conversation lacks the first turn: {history}");
+    assert!(
+        history.contains("remember the number 42"),
+        "the resumed conversation lacks the first turn: {history}"
+    );
 
     wait_asleep(&env);
-    env.ok(&["send", "cb", "--from", "echo-ea", "--message", "unrelated work", "--topic", "t9"]);
+    env.ok(&[
+        "send",
+        "cb",
+        "--from",
+        "echo-ea",
+        "--message",
+        "unrelated work",
+        "--topic",
+        "t9",
+    ]);
     let last = env.events("lifecycle", "wake").last().cloned().unwrap();
-    assert_eq!((last["mode"].as_str(), last["cause"].as_str()), ("fresh", "new-topic"));
-    env.wait_until("the fresh request reaches the model", Duration::from_secs(30), |_| !requests_with(&api, "unrelated work").is_empty());
+    assert_eq!(
+        (last["mode"].as_str(), last["cause"].as_str()),
+        ("fresh", "new-topic")
+    );
+    env.wait_until(
+        "the fresh request reaches the model",
+        Duration::from_secs(30),
+        |_| !requests_with(&api, "unrelated work").is_empty(),
+    );
     let fresh = &requests_with(&api, "unrelated work")[0];
-    assert!(!common::anthropic::flatten(&fresh["messages"]).contains("remember the number 42"), "a fresh session must not carry old turns");
+    assert!(
+        !common::anthropic::flatten(&fresh["messages"]).contains("remember the number 42"),
+        "a fresh session must not carry old turns"
+    );
 }
 
 #[test]
@@ -213,24 +271,51 @@ fn interrupt_compact_and_new() {
     let out = env.ok(&["new", "cb"]);
     assert!(out.contains("claude-cb restarted fresh"), "{out}");
     let out = env.ok(&["compact", "cb"]);
-    assert_eq!(out.trim(), "claude-cb: nothing to compact", "{}", env.diagnostics());
+    assert_eq!(
+        out.trim(),
+        "claude-cb: nothing to compact",
+        "{}",
+        env.diagnostics()
+    );
 
-    env.ok(&["send", "cb", "--from", "echo-ea", "--message", "take your time"]);
-    env.wait_until("claude is mid-turn", Duration::from_secs(30), |e| e.pane("claude-cb").contains("esc to interrupt"));
+    env.ok(&[
+        "send",
+        "cb",
+        "--from",
+        "echo-ea",
+        "--message",
+        "take your time",
+    ]);
+    env.wait_until("claude is mid-turn", Duration::from_secs(30), |e| {
+        e.pane("claude-cb").contains("esc to interrupt")
+    });
     let out = env.ok(&["interrupt", "cb"]);
     assert_eq!(out.trim(), "interrupted claude-cb");
-    env.wait_until("claude shows the interruption", Duration::from_secs(30), |e| e.pane("claude-cb").contains("Interrupted"));
+    env.wait_until(
+        "claude shows the interruption",
+        Duration::from_secs(30),
+        |e| e.pane("claude-cb").contains("Interrupted"),
+    );
 
     let out = env.ok(&["compact", "cb", "--json"]);
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["outcome"], "compacted", "{}", env.diagnostics());
-    assert!(env.events("lifecycle", "compact").iter().any(|c| c["outcome"] == "compacted"));
+    assert!(env
+        .events("lifecycle", "compact")
+        .iter()
+        .any(|c| c["outcome"] == "compacted"));
 
     let before = env.events("lifecycle", "wake").len();
     env.ok(&["new", "cb"]);
     let wakes = env.events("lifecycle", "wake");
     assert_eq!(wakes.len(), before + 1);
-    assert_eq!((wakes.last().unwrap()["mode"].as_str(), wakes.last().unwrap()["cause"].as_str()), ("fresh", "explicit-fresh"));
+    assert_eq!(
+        (
+            wakes.last().unwrap()["mode"].as_str(),
+            wakes.last().unwrap()["cause"].as_str()
+        ),
+        ("fresh", "explicit-fresh")
+    );
     assert_eq!(env.status_of("cb", "claude"), "live");
 }
 
@@ -239,11 +324,32 @@ fn failures_are_reported_with_their_reason() {
     // The stand-in is gone: the wake fails and says why.
     let (env, api) = world(&[("IAPEER_BOOT_DEADLINE_SECS", "60")]);
     drop(api);
-    let (_, err) = env.fails(&["send", "cb", "--from", "echo-ea", "--message", "anyone there?"], 1);
+    let (_, err) = env.fails(
+        &[
+            "send",
+            "cb",
+            "--from",
+            "echo-ea",
+            "--message",
+            "anyone there?",
+        ],
+        1,
+    );
     assert!(err.contains("offline and wake failed"), "{err}");
-    assert!(err.to_lowercase().contains("connect"), "the reason must name the connection problem: {err}");
+    assert!(
+        err.to_lowercase().contains("connect"),
+        "the reason must name the connection problem: {err}"
+    );
 
     // A wrong binary path is an error at create time, not a hang at wake.
-    let (_, err) = env.cmd(&["create", "cc", "--runtime", "claude"]).env("IAPEER_CLAUDE_BIN", "/nonexistent/claude").output().map(|o| ((), String::from_utf8_lossy(&o.stderr).into_owned())).unwrap();
-    assert!(err.contains("claude is not installed — install Claude Code or pass --runtime"), "{err}");
+    let (_, err) = env
+        .cmd(&["create", "cc", "--runtime", "claude"])
+        .env("IAPEER_CLAUDE_BIN", "/nonexistent/claude")
+        .output()
+        .map(|o| ((), String::from_utf8_lossy(&o.stderr).into_owned()))
+        .unwrap();
+    assert!(
+        err.contains("claude is not installed — install Claude Code or pass --runtime"),
+        "{err}"
+    );
 }

@@ -85,7 +85,9 @@ impl Backend for RouterBackend {
     }
 
     fn tools_listed(&self, creds: &CallerCreds) {
-        let _ = self.tx.send(RouterMsg::ToolsListed { creds: creds.clone() });
+        let _ = self.tx.send(RouterMsg::ToolsListed {
+            creds: creds.clone(),
+        });
     }
 }
 

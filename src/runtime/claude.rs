@@ -8,8 +8,8 @@ use std::time::Duration;
 use super::claude_screen::{self, ClaudeScreen};
 use super::transcript::{jsonl_files, record_contains, TranscriptWatch};
 use super::{
-    Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, LaunchCommand, LaunchCtx,
-    RuntimeKind, WakeMode,
+    Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, GateState, GateWatch, LaunchCommand,
+    LaunchCtx, RuntimeKind, WakeMode,
 };
 use crate::session::input::encode_keys;
 use crate::session::screen::Screen;
@@ -175,6 +175,12 @@ impl Adapter for Claude {
         })
     }
 
+    fn gate_watch(&self, cwd: &Path) -> Option<Box<dyn GateWatch>> {
+        Some(Box::new(ClaudeGate {
+            watch: project_dir(cwd).map(|d| TranscriptWatch::start(&d)),
+        }))
+    }
+
     fn activity_ms(&self, cwd: &Path) -> Option<u64> {
         let dir = project_dir(cwd)?;
         let mut files = jsonl_files(&dir);
@@ -204,6 +210,49 @@ impl Adapter for Claude {
             .contains("cannot be used with root/sudo privileges")
             .then(|| "Claude Code refuses --dangerously-skip-permissions as root — run iapeer as a normal user, or set IS_SANDBOX=1 in the peer's launch.env inside a sandbox".to_string())
     }
+}
+
+/// Claude Code writes the user's message to its transcript before calling the model, so the
+/// ready gate waits for the model's first record (`"type":"assistant"`), and fails early when
+/// the screen shows the API retry loop (Claude retries up to 10 times with back-off).
+struct ClaudeGate {
+    watch: Option<TranscriptWatch>,
+}
+
+impl GateWatch for ClaudeGate {
+    fn poll(&mut self, screen: &str) -> GateState {
+        if let Some(w) = self.watch.as_mut() {
+            if w.new_records().iter().any(|r| r["type"] == "assistant") {
+                return GateState::Passed;
+            }
+        }
+        match api_retry_line(screen) {
+            Some(line) => GateState::Failed(format!("the model API does not answer: {line}")),
+            None => GateState::Pending,
+        }
+    }
+}
+
+/// The status line of Claude Code's API retry loop once it is past its first retry, e.g.
+/// `Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED) · retrying in 1s
+/// · attempt 2/10` (pure).
+pub fn api_retry_line(screen: &str) -> Option<String> {
+    screen.lines().find_map(|l| {
+        let at = l.find("· attempt ")?;
+        l.contains("retrying in").then_some(())?;
+        let n: u32 = l[at + "· attempt ".len()..]
+            .split('/')
+            .next()?
+            .trim()
+            .parse()
+            .ok()?;
+        (n >= 2).then(|| {
+            l.trim()
+                .trim_start_matches(|c: char| !c.is_ascii_alphanumeric())
+                .trim()
+                .to_string()
+        })
+    })
 }
 
 /// Claude Code says this when a conversation is empty.
@@ -371,6 +420,22 @@ mod tests {
             compact_outcome(&[nothing]),
             Some(CompactOutcome::NothingToCompact)
         );
+    }
+
+    #[test]
+    fn api_retry_lines() {
+        let refused = "❯ hello\n✻ Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED) · retrying in 1s · attempt 4/10\n❯";
+        assert_eq!(
+            api_retry_line(refused).as_deref(),
+            Some("Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED) · retrying in 1s · attempt 4/10")
+        );
+        assert_eq!(
+            api_retry_line("✢ API error · retrying in 1s · attempt 1/10"),
+            None,
+            "the first retry is tolerated"
+        );
+        assert!(api_retry_line("✢ API error · retrying in 2s · attempt 2/10").is_some());
+        assert_eq!(api_retry_line("we discussed the attempt 5/10 plan"), None);
     }
 
     #[test]

@@ -122,6 +122,24 @@ pub trait CompactWatch: Send {
     fn poll(&mut self, screen: &str) -> Option<CompactOutcome>;
 }
 
+/// Where a ready gate stands (spec 05 §2 step 10).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GateState {
+    /// No proof yet that the model started a turn.
+    Pending,
+    /// The model started a turn.
+    Passed,
+    /// The turn cannot start; the reason names the problem.
+    Failed(String),
+}
+
+/// A runtime-specific ready gate, for runtimes whose transcript is written before the model
+/// answers (so a bare activity time proves nothing).
+pub trait GateWatch: Send {
+    /// Check again; `screen` is the current screen text.
+    fn poll(&mut self, screen: &str) -> GateState;
+}
+
 /// One runtime's behaviour. Implementations are stateless and shared.
 pub trait Adapter: Send + Sync {
     /// The runtime name (`echo`, `claude`, …).
@@ -155,6 +173,11 @@ pub trait Adapter: Send + Sync {
     /// Start confirming one delivery of `text` (exactly what is pasted) into a session whose
     /// working folder is `cwd`; `agent_ts` is the envelope's agent-form `ts`.
     fn confirmer(&self, cwd: &Path, text: &str, agent_ts: Option<&str>) -> Box<dyn Confirm>;
+    /// A runtime-specific ready gate, started just before the first message is pasted.
+    /// `None` = the generic gate: the activity time must advance.
+    fn gate_watch(&self, _cwd: &Path) -> Option<Box<dyn GateWatch>> {
+        None
+    }
     /// Newest activity time of the runtime for `cwd` (epoch ms), from its transcripts.
     fn activity_ms(&self, _cwd: &Path) -> Option<u64> {
         None

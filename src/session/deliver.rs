@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use super::handle::Delivery;
-use crate::runtime::Confirm;
+use crate::runtime::{Confirm, GateState, GateWatch};
 
 /// Wait after a complete paste before Enter. Codex treats an Enter that arrives within
 /// ~120 ms of fast input as part of the paste; 300 ms clears that with margin.
@@ -62,6 +62,7 @@ pub struct ActiveDelivery {
     grace: Duration,
     gate: Option<Duration>,
     activity_before: Option<u64>,
+    gate_watch: Option<Box<dyn GateWatch>>,
 }
 
 impl ActiveDelivery {
@@ -73,6 +74,7 @@ impl ActiveDelivery {
         pty: bool,
         confirmer: Box<dyn Confirm>,
         activity_before: Option<u64>,
+        gate_watch: Option<Box<dyn GateWatch>>,
     ) -> (ActiveDelivery, Vec<u8>) {
         let bytes = if pty {
             super::input::bracketed_paste(&d.text)
@@ -91,6 +93,7 @@ impl ActiveDelivery {
                 grace: d.grace,
                 gate: d.ready_gate,
                 activity_before,
+                gate_watch,
             },
             bytes,
         )
@@ -119,8 +122,14 @@ impl ActiveDelivery {
         }
     }
 
-    /// Advance by time. `activity` reads the runtime's activity time (epoch ms) on demand.
-    pub fn poll(&mut self, now: Instant, activity: impl FnOnce() -> Option<u64>) -> Step {
+    /// Advance by time. `activity` reads the runtime's activity time (epoch ms) and `screen`
+    /// the screen text, both on demand.
+    pub fn poll(
+        &mut self,
+        now: Instant,
+        activity: impl FnOnce() -> Option<u64>,
+        screen: impl FnOnce() -> String,
+    ) -> Step {
         match self.phase {
             Phase::Writing => Step::Wait,
             Phase::Settling { until } => {
@@ -170,13 +179,18 @@ impl ActiveDelivery {
                 if now < next_poll && now < deadline {
                     return Step::Wait;
                 }
-                let advanced = match (activity(), self.activity_before) {
-                    (Some(now_ms), Some(before)) => now_ms > before,
-                    (Some(_), None) => true,
-                    (None, _) => false,
+                let state = match self.gate_watch.as_mut() {
+                    Some(g) => g.poll(&screen()),
+                    None => match (activity(), self.activity_before) {
+                        (Some(now_ms), Some(before)) if now_ms > before => GateState::Passed,
+                        (Some(_), None) => GateState::Passed,
+                        _ => GateState::Pending,
+                    },
                 };
-                if advanced {
+                if state == GateState::Passed {
                     Step::Done(Ok(()))
+                } else if let GateState::Failed(reason) = state {
+                    Step::Done(Err(reason))
                 } else if now >= deadline {
                     Step::Done(Err("model did not process the task".to_string()))
                 } else {
@@ -258,23 +272,37 @@ mod tests {
     fn pty_paste_settles_then_enter_then_confirms() {
         let t0 = Instant::now();
         let (mut d, bytes) =
-            ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None);
+            ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None);
         assert_eq!(bytes, b"\x1b[200~hello\x1b[201~");
         assert_eq!(
-            d.poll(t0, || None),
+            d.poll(t0, || None, String::new),
             Step::Wait,
             "nothing before the write completes"
         );
         d.on_written(t0);
-        assert_eq!(d.poll(t0 + Duration::from_millis(299), || None), Step::Wait);
-        assert_eq!(d.poll(t0 + SETTLE, || None), Step::Write(b"\r".to_vec()));
         assert_eq!(
-            d.poll(t0 + SETTLE + Duration::from_millis(100), || None),
+            d.poll(t0 + Duration::from_millis(299), || None, String::new),
+            Step::Wait
+        );
+        assert_eq!(
+            d.poll(t0 + SETTLE, || None, String::new),
+            Step::Write(b"\r".to_vec())
+        );
+        assert_eq!(
+            d.poll(
+                t0 + SETTLE + Duration::from_millis(100),
+                || None,
+                String::new
+            ),
             Step::Wait
         );
         d.on_output(b"...ok...");
         assert_eq!(
-            d.poll(t0 + SETTLE + Duration::from_millis(200), || None),
+            d.poll(
+                t0 + SETTLE + Duration::from_millis(200),
+                || None,
+                String::new
+            ),
             Step::Done(Ok(()))
         );
     }
@@ -283,15 +311,18 @@ mod tests {
     fn enter_is_resent_and_the_grace_ends_in_failure() {
         let t0 = Instant::now();
         let (mut d, _) =
-            ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None);
+            ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None);
         d.on_written(t0);
         let t1 = t0 + SETTLE;
-        assert_eq!(d.poll(t1, || None), Step::Write(b"\r".to_vec()));
         assert_eq!(
-            d.poll(t1 + ENTER_RETRY, || None),
+            d.poll(t1, || None, String::new),
             Step::Write(b"\r".to_vec())
         );
-        match d.poll(t1 + Duration::from_secs(4), || None) {
+        assert_eq!(
+            d.poll(t1 + ENTER_RETRY, || None, String::new),
+            Step::Write(b"\r".to_vec())
+        );
+        match d.poll(t1 + Duration::from_secs(4), || None, String::new) {
             Step::Done(Err(e)) => assert!(e.contains("4000 ms"), "{e}"),
             other => panic!("expected failure, got {other:?}"),
         }
@@ -301,38 +332,88 @@ mod tests {
     fn ready_gate_waits_for_activity_to_advance() {
         let t0 = Instant::now();
         let gate = Some(Duration::from_secs(2));
-        let (mut d, _) = ActiveDelivery::start(&delivery(gate), true, Box::new(Always), Some(100));
+        let (mut d, _) =
+            ActiveDelivery::start(&delivery(gate), true, Box::new(Always), Some(100), None);
         d.on_written(t0);
         let t1 = t0 + SETTLE;
-        assert_eq!(d.poll(t1, || Some(100)), Step::Write(b"\r".to_vec()));
         assert_eq!(
-            d.poll(t1, || Some(100)),
+            d.poll(t1, || Some(100), String::new),
+            Step::Write(b"\r".to_vec())
+        );
+        assert_eq!(
+            d.poll(t1, || Some(100), String::new),
             Step::Wait,
             "confirmed, now gating"
         );
-        assert_eq!(d.poll(t1 + GATE_POLL, || Some(100)), Step::Wait);
-        assert_eq!(d.poll(t1 + GATE_POLL * 2, || Some(101)), Step::Done(Ok(())));
+        assert_eq!(
+            d.poll(t1 + GATE_POLL, || Some(100), String::new),
+            Step::Wait
+        );
+        assert_eq!(
+            d.poll(t1 + GATE_POLL * 2, || Some(101), String::new),
+            Step::Done(Ok(()))
+        );
     }
 
     #[test]
     fn ready_gate_times_out() {
         let t0 = Instant::now();
         let gate = Some(Duration::from_secs(1));
-        let (mut d, _) = ActiveDelivery::start(&delivery(gate), true, Box::new(Always), None);
+        let (mut d, _) = ActiveDelivery::start(&delivery(gate), true, Box::new(Always), None, None);
         d.on_written(t0);
         let t1 = t0 + SETTLE;
-        d.poll(t1, || None);
-        d.poll(t1, || None);
+        d.poll(t1, || None, String::new);
+        d.poll(t1, || None, String::new);
         assert_eq!(
-            d.poll(t1 + Duration::from_secs(1), || None),
+            d.poll(t1 + Duration::from_secs(1), || None, String::new),
             Step::Done(Err("model did not process the task".into()))
+        );
+    }
+
+    struct FailsOn(&'static str);
+    impl GateWatch for FailsOn {
+        fn poll(&mut self, screen: &str) -> GateState {
+            if screen.contains(self.0) {
+                GateState::Failed(format!("saw {}", self.0))
+            } else {
+                GateState::Pending
+            }
+        }
+    }
+
+    #[test]
+    fn a_runtime_gate_can_fail_early_from_the_screen() {
+        let t0 = Instant::now();
+        let gate = Some(Duration::from_secs(120));
+        let (mut d, _) = ActiveDelivery::start(
+            &delivery(gate),
+            true,
+            Box::new(Always),
+            None,
+            Some(Box::new(FailsOn("ECONNREFUSED"))),
+        );
+        d.on_written(t0);
+        let t1 = t0 + SETTLE;
+        d.poll(t1, || Some(5), String::new);
+        assert_eq!(
+            d.poll(t1, || Some(5), String::new),
+            Step::Wait,
+            "activity alone does not pass a runtime gate"
+        );
+        assert_eq!(
+            d.poll(
+                t1 + GATE_POLL,
+                || Some(5),
+                || "Connection refused (ECONNREFUSED) · retrying".into()
+            ),
+            Step::Done(Err("saw ECONNREFUSED".into()))
         );
     }
 
     #[test]
     fn pipes_are_confirmed_by_the_write() {
         let (mut d, bytes) =
-            ActiveDelivery::start(&delivery(None), false, Box::new(Needle(b"x")), None);
+            ActiveDelivery::start(&delivery(None), false, Box::new(Needle(b"x")), None, None);
         assert_eq!(bytes, b"hello\n");
         assert_eq!(d.on_written(Instant::now()), Step::Done(Ok(())));
     }

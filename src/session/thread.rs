@@ -500,10 +500,15 @@ impl Session {
                 self.emit(EventKind::Phase(format!("answering dialog: {label}")));
                 self.write_child(&bytes);
             }
-            BootAction::Ready if !self.mcp_up && self.cfg.adapter.waits_for_mcp(&self.cfg.cwd) && !self.mcp_grace_over(now) => {}
+            BootAction::Ready
+                if !self.mcp_up
+                    && self.cfg.adapter.waits_for_mcp(&self.cfg.cwd)
+                    && !self.mcp_grace_over(now) => {}
             BootAction::Ready => {
                 if !self.mcp_up && self.mcp_wait_since.is_some() {
-                    self.emit(EventKind::Phase("ready without MCP: the agent's iapeer server did not connect".into()));
+                    self.emit(EventKind::Phase(
+                        "ready without MCP: the agent's iapeer server did not connect".into(),
+                    ));
                 }
                 self.state = State::Ready;
                 if let Some((rows, cols)) = self.pending_size.take() {
@@ -536,7 +541,9 @@ impl Session {
         match self.mcp_wait_since {
             None => {
                 self.mcp_wait_since = Some(now);
-                self.emit(EventKind::Phase("waiting for the agent's MCP connection".into()));
+                self.emit(EventKind::Phase(
+                    "waiting for the agent's MCP connection".into(),
+                ));
                 false
             }
             Some(since) => now >= since + MCP_GRACE,
@@ -561,7 +568,10 @@ impl Session {
             .ready_gate
             .and_then(|_| self.cfg.adapter.activity_ms(&self.cfg.cwd));
         let pty = matches!(self.io, Io::Pty(_));
-        let (active, bytes) = ActiveDelivery::start(&d, pty, confirmer, before);
+        let gate = d
+            .ready_gate
+            .and_then(|_| self.cfg.adapter.gate_watch(&self.cfg.cwd));
+        let (active, bytes) = ActiveDelivery::start(&d, pty, confirmer, before, gate);
         self.delivery = Some(active);
         self.write_child(&bytes);
     }
@@ -601,7 +611,8 @@ impl Session {
         if let Some(d) = self.delivery.as_mut() {
             let adapter = self.cfg.adapter.clone();
             let cwd = self.cfg.cwd.clone();
-            let step = d.poll(now, || adapter.activity_ms(&cwd));
+            let screen = &self.screen;
+            let step = d.poll(now, || adapter.activity_ms(&cwd), || screen.text());
             self.apply(step);
         }
         if let Some(c) = self.compact.as_mut() {

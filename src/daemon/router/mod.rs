@@ -320,7 +320,11 @@ impl Router {
     /// Tell the session whose token (or, in header mode, identity) listed the tools that its
     /// MCP connection is up.
     fn on_tools_listed(&mut self, creds: &CallerCreds) {
-        let by_token = creds.session_token.as_deref().and_then(|t| self.tokens.get(t)).cloned();
+        let by_token = creds
+            .session_token
+            .as_deref()
+            .and_then(|t| self.tokens.get(t))
+            .cloned();
         let identity = by_token.or_else(|| {
             (self.cfg.mcp_auth == crate::config::McpAuth::Header)
                 .then(|| creds.identity_header.clone())
