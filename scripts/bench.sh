@@ -41,4 +41,4 @@ BIN="$TARGET_DIR/release/iapeer"
 
 # Python is the parent of every process the bench starts and ends them in its `finally`;
 # exec keeps signals (Ctrl-C) going straight to it.
-exec python3 "$REPO/scripts/bench/bench.py" "$BIN" "$REPO"
+exec python3 -B "$REPO/scripts/bench/bench.py" "$BIN" "$REPO"

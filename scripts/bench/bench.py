@@ -244,6 +244,25 @@ class Bench:
 
     # ----- report ------------------------------------------------------------------------
 
+    def confirmation_split(self):
+        """How many deliveries were confirmed right after Enter (daemon ms < settle + 50)."""
+        st, lines = self.settle, []
+        for key, label in (("cli_daemon_ms", "iapeer send"), ("mcp_daemon_ms", "MCP tools/call")):
+            xs = self.results.get(key) or []
+            if not xs:
+                continue
+            fast = [x for x in xs if x < st + 50]
+            slow = [x for x in xs if x >= st + 50]
+            part = f"{label}: {len(fast)}/{len(xs)} confirmed < {st + 50} ms"
+            if fast:
+                part += f" (median {summary(fast)['median']:.0f})"
+            if slow:
+                part += f", {len(slow)} later (median {summary(slow)['median']:.0f})"
+            lines.append(part)
+        return ("CONFIRMATION (daemon ms=): " + "; ".join(lines) +
+                ".\n  A gap of ~100 ms between the groups is the confirmation re-check period "
+                "(CONFIRM_POLL in src/session/deliver.rs).")
+
     def render(self, header):
         r, st = self.results, self.settle
         out = [header, ""]
@@ -291,12 +310,16 @@ class Bench:
         out.append(table(["measure", "n", "median", "p10", "p90", "p99", "mean", "note"],
                          rows, "lrrrrrrl"))
         out.append("")
+        out.append(self.confirmation_split())
+        out.append("")
         ratio = cli["median"] / tk["median"]
         ratio_ns = (cli["median"] - st * MS) / tk["median"]
         out.append("RATIO (medians)")
         out.append(table(["comparison", "ratio"], [
             ["iapeer send (CLI, confirmed) / tmux send-keys (ack seen)", f2(ratio)],
             [f"(iapeer send - {st} ms settle) / tmux send-keys", f2(ratio_ns)],
+            [f"(iapeer send - {st} ms settle) / tmux paste-buffer -p",
+             f2((cli["median"] - st * MS) / summary(r["tmux_paste"])["median"])],
         ]))
         out.append("")
 
