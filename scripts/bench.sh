@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Benchmark iapeer on this machine: `iapeer send` / MCP tools/call / control ping latency,
+# daemon memory with 0, 10 and 50 live echo peers, idle CPU with 10 live peers over 60 s, and
+# a comparison with `tmux send-keys` into a pane running the same echo agent.
+#
+# Never touches the real ~/.iapeer: a temp HOME and IAPEER_ROOT, port 0, and every process it
+# starts is ended by pid. Installs tmux / python3 with apt-get when missing.
+#
+# Knobs: BENCH_RUNS=N (default 200), BENCH_QUICK=1 (20 runs, 0/10 peers, 10 s idle window),
+#        BENCH_PINGS, BENCH_IDLE_SECS, BENCH_PEERS="0,10,50", BENCH_IDLE_PEERS=10,
+#        BENCH_OUT=/tmp/file.txt, BENCH_KEEP=1 (keep the temp folder), BENCH_NO_BUILD=1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+
+need=()
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing: ${need[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+if [ "$(uname -s)" != "Linux" ]; then
+  echo "bench.sh reads /proc: Linux only" >&2
+  exit 2
+fi
+
+echo "uptime at start: $(uptime)"
+if [ "${BENCH_NO_BUILD:-0}" != "1" ]; then
+  echo "building the release binary (cargo build --release)…"
+  cargo build --release --quiet
+fi
+TARGET_DIR=$(cargo metadata --format-version 1 --no-deps 2>/dev/null |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' ||
+  echo "$REPO/target")
+BIN="$TARGET_DIR/release/iapeer"
+[ -x "$BIN" ] || { echo "no release binary at $BIN" >&2; exit 1; }
+
+# Python is the parent of every process the bench starts and ends them in its `finally`;
+# exec keeps signals (Ctrl-C) going straight to it.
+exec python3 -B "$REPO/scripts/bench/bench.py" "$BIN" "$REPO"

@@ -1,0 +1,457 @@
+"""iapeer benchmark (driven by scripts/bench.sh): latency of `iapeer send`, MCP tools/call
+and control `ping`; daemon memory with 0/10/50 live echo peers; idle CPU; and a comparison
+with `tmux send-keys` into a pane running the same echo agent.
+
+Usage: python3 bench.py <release iapeer binary> <repo root>
+Environment: BENCH_RUNS, BENCH_QUICK=1, BENCH_PINGS, BENCH_IDLE_SECS, BENCH_PEERS (e.g.
+"0,10,50"), BENCH_IDLE_PEERS, BENCH_OUT (table file), BENCH_KEEP=1 (keep the temp folder).
+"""
+
+import datetime
+import json
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import measure  # noqa: E402
+import procfs  # noqa: E402
+from report import f1, f2, latency_row, summary, table  # noqa: E402
+from world import BenchError, World  # noqa: E402
+
+MS = 1e6
+US = 1e3
+MIB = 1024.0
+
+
+def env_int(name, default):
+    v = os.environ.get(name, "").strip()
+    return int(v) if v else default
+
+
+def settle_ms(repo):
+    """The paste settle the daemon uses, read from src/session/deliver.rs (fallback 300)."""
+    try:
+        with open(os.path.join(repo, "src/session/deliver.rs")) as f:
+            m = re.search(r"pub const SETTLE: Duration = Duration::from_millis\((\d+)\)", f.read())
+        return int(m.group(1)) if m else 300
+    except OSError:
+        return 300
+
+
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, shell=True).stdout.strip()
+    except OSError:
+        return "?"
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+class Bench:
+    def __init__(self, binary, repo):
+        quick = os.environ.get("BENCH_QUICK", "") not in ("", "0")
+        self.quick = quick
+        self.runs = env_int("BENCH_RUNS", 20 if quick else 200)
+        self.pings = env_int("BENCH_PINGS", 500 if quick else 5000)
+        self.idle_secs = env_int("BENCH_IDLE_SECS", 10 if quick else 60)
+        levels = os.environ.get("BENCH_PEERS", "0,10" if quick else "0,10,50")
+        self.levels = sorted({int(x) for x in levels.split(",") if x.strip()})
+        self.idle_peers = env_int("BENCH_IDLE_PEERS", 10)
+        self.warmup = 2 if quick else 5
+        self.settle = settle_ms(repo)
+        self.binary = binary
+        self.repo = repo
+        self.world = World(binary, keep=os.environ.get("BENCH_KEEP") == "1")
+        self.results = {}
+        self.phase_load = {}
+        self.tmux = None
+
+    # ----- phase 1: memory and idle CPU --------------------------------------------------
+
+    def agents(self, daemon_pid):
+        return [p for p in procfs.descendants(daemon_pid)
+                if procfs.cmdline(p)[1:2] == ["echo-agent"]]
+
+    def resources(self):
+        w = self.world
+        npeers = max(self.levels + [self.idle_peers])
+        names = [f"p{i:02d}" for i in range(1, npeers + 1)]
+        log(f"creating {npeers} echo peers")
+        for n in names:
+            w.create_echo(n)
+        w.start_daemon()
+        dpid = w.daemon.pid
+        time.sleep(2)
+        mem, wakes, live = [], [], 0
+        levels = sorted(set(self.levels + [self.idle_peers]))
+        for level in levels:
+            while live < level:
+                wakes.append(w.wake(names[live]))
+                live += 1
+            time.sleep(3)  # let boots, transcripts and screen work finish
+            w.sessions()  # records session pids as ours
+            agents = self.agents(dpid)
+            if len(agents) != level:
+                raise BenchError(f"expected {level} echo agents, found {len(agents)}")
+            rss = [procfs.vm_rss_kib(p) for p in agents]
+            row = {
+                "live": level,
+                "daemon_rss": procfs.vm_rss_kib(dpid),
+                "daemon_pss": procfs.pss_kib(dpid),
+                "daemon_threads": procfs.threads(dpid),
+                "agents": len(agents),
+                "agents_rss": sum(rss),
+                "agents_pss": sum(procfs.pss_kib(p) for p in agents),
+                "agent_rss_median": sorted(rss)[len(rss) // 2] if rss else 0,
+                "load": loadavg(),
+            }
+            if level in self.levels:
+                mem.append(row)
+            log(f"{level} live: daemon VmRSS {row['daemon_rss'] / MIB:.1f} MiB, "
+                f"{row['daemon_threads']} threads; agents VmRSS sum "
+                f"{row['agents_rss'] / MIB:.1f} MiB")
+            if level == self.idle_peers:
+                self.results["idle"] = self.idle_cpu(dpid, agents)
+        self.results["memory"] = mem
+        self.results["wake_s"] = wakes
+        w.stop_daemon()
+
+    def idle_cpu(self, dpid, agents):
+        log(f"idle CPU: {len(agents)} live idle peers, {self.idle_secs} s window")
+        procs = {"daemon": [dpid], "agents": agents}
+
+        def sample():
+            return {k: (sum(procfs.cpu_ticks(p) for p in ps), sum(procfs.sched_ns(p) for p in ps),
+                        sum(procfs.ctx_switches(p) for p in ps)) for k, ps in procs.items()}
+
+        t0, a = time.monotonic(), sample()
+        time.sleep(self.idle_secs)
+        t1, b = time.monotonic(), sample()
+        dt = t1 - t0
+        out = {"window_s": dt, "peers": len(agents), "load": loadavg()}
+        for k in procs:
+            ticks = b[k][0] - a[k][0]
+            out[k] = {
+                "cpu_s_ticks": ticks / procfs.CLK_TCK,
+                "pct_ticks": 100.0 * ticks / procfs.CLK_TCK / dt,
+                "pct_sched": 100.0 * (b[k][1] - a[k][1]) / 1e9 / dt,
+                "ctx_per_s": (b[k][2] - a[k][2]) / dt,
+            }
+        return out
+
+    # ----- phase 2: latency --------------------------------------------------------------
+
+    def latency(self):
+        w = self.world
+        for n in ("alice", "bob"):
+            w.create_echo(n)
+        w.start_daemon()
+        for n in ("alice", "bob"):
+            w.wake(n)
+        time.sleep(1)
+        bob_pid, alice_pid = w.live_pid("echo-bob"), w.live_pid("echo-alice")
+        token = procfs.environ(alice_pid)["IAPEER_TOKEN"]
+        r = self.results
+        runs, warm = self.runs, self.warmup
+
+        log(f"baseline: `iapeer --version` x{runs}")
+        r["version"] = [measure.timed_process([w.bin, "--version"], w.env, w.dir)
+                        for _ in range(runs)]
+
+        log(f"control socket: {self.pings} pings on one connection")
+        measure.control_pings(w.socket_path, 100)
+        self.phase_load["ping"] = loadavg()
+        r["ping"] = measure.control_pings(w.socket_path, self.pings)
+
+        # The tmux pane runs bob's exact argv and environment, as another identity and
+        # without a daemon token (bodies start with "echo:", so it never replies).
+        env = procfs.environ(bob_pid)
+        env.update({"PEER_IDENTITY": "echo-tpane", "PEER_PERSONALITY": "tpane"})
+        env.pop("IAPEER_TOKEN", None)
+        argv = procfs.cmdline(bob_pid)
+        argv = [a for a in argv if a != ""]
+        cwd = os.path.join(w.dir, "tpane")
+        os.makedirs(cwd)
+        log("tmux: starting a pane running the same echo agent")
+        self.tmux = measure.TmuxPane(w, argv, env, cwd)
+        r["capture"] = [self.tmux.timed_capture() for _ in range(runs)]
+
+        def envelope(ts, i):
+            body = f"echo: bench tmux {i}"
+            return (f'<iap from="alice" runtime="echo" ts="{ts}">Reply via send_to_peer.'
+                    f"<msg>{body}</msg></iap>"), f"received {ts} from alice"
+
+        log(f"send vs tmux, interleaved: {warm} warm-up + {runs} runs each "
+            f"(~{runs * (self.settle + 150) / 1000:.0f} s)")
+        cli, keys, paste = [], [], []
+        offset = 0
+        self.phase_load["send"] = loadavg()
+        for i in range(warm + runs):
+            if i == warm:
+                offset = measure.file_size(w.log_path("delivery"))
+            c = measure.cli_send(w, "bob", "echo-alice", f"echo: bench cli {i}")
+            k = self.tmux.timed_send_keys(*envelope(f"tk{i}", i))
+            p = self.tmux.timed_paste(*envelope(f"tp{i}", i))
+            if i >= warm:
+                cli.append(c)
+                keys.append(k)
+                paste.append(p)
+            if (i + 1) % 50 == 0:
+                log(f"  {i + 1}/{warm + runs}")
+        r["cli"], r["tmux_keys"], r["tmux_paste"] = cli, keys, paste
+        r["cli_daemon_ms"] = measure.daemon_ms(w.log_path("delivery"), offset, "cli", "bob")
+        self.tmux.close()
+        self.tmux = None
+
+        log(f"MCP over HTTP keep-alive: ping x{self.pings // 5}, tools/call x{runs}")
+        mcp = measure.Mcp(w.port(), "echo-alice", token)
+        try:
+            mcp.initialize()
+            for _ in range(20):
+                mcp.timed_ping()
+            r["mcp_ping"] = [mcp.timed_ping() for _ in range(max(100, self.pings // 5))]
+            self.phase_load["mcp"] = loadavg()
+            calls = []
+            for i in range(warm + runs):
+                if i == warm:
+                    offset = measure.file_size(w.log_path("delivery"))
+                dt = mcp.timed_send("bob", f"echo: bench mcp {i}")
+                if i >= warm:
+                    calls.append(dt)
+            r["mcp_call"] = calls
+            r["mcp_daemon_ms"] = measure.daemon_ms(w.log_path("delivery"), offset, "mcp", "bob")
+            r["mcp_connections"] = len(mcp.local_ports)
+        finally:
+            mcp.close()
+        dpid = w.daemon.pid
+        r["after"] = {"daemon_rss": procfs.vm_rss_kib(dpid), "daemon_pss": procfs.pss_kib(dpid),
+                      "threads": procfs.threads(dpid),
+                      "deliveries": 2 * (warm + runs)}
+        w.stop_daemon()
+
+    # ----- report ------------------------------------------------------------------------
+
+    def confirmation_split(self):
+        """How many deliveries were confirmed right after Enter (daemon ms < settle + 50)."""
+        st, lines = self.settle, []
+        for key, label in (("cli_daemon_ms", "iapeer send"), ("mcp_daemon_ms", "MCP tools/call")):
+            xs = self.results.get(key) or []
+            if not xs:
+                continue
+            fast = [x for x in xs if x < st + 50]
+            slow = [x for x in xs if x >= st + 50]
+            part = f"{label}: {len(fast)}/{len(xs)} confirmed < {st + 50} ms"
+            if fast:
+                part += f" (median {summary(fast)['median']:.0f})"
+            if slow:
+                part += f", {len(slow)} later (median {summary(slow)['median']:.0f})"
+            lines.append(part)
+        return ("CONFIRMATION (daemon ms=): " + "; ".join(lines) +
+                ".\n  A gap of ~100 ms between the groups is the confirmation re-check period "
+                "(CONFIRM_POLL in src/session/deliver.rs).")
+
+    def render(self, header):
+        r, st = self.results, self.settle
+        out = [header, ""]
+        rows = []
+        ver = summary(r["version"])
+        rows.append(latency_row("iapeer --version (process spawn+exit baseline)", ver, MS, f1))
+        cli = summary(r["cli"])
+        rows.append(latency_row("iapeer send -> live echo (CLI start..exit)", cli, MS, f1,
+                                f"includes the {st} ms paste settle"))
+        rows.append(latency_row(f"  same minus {st} ms settle", summary(
+            [x - st * MS for x in r["cli"]]), MS, f1, "iapeer's own cost"))
+        dm = r["cli_daemon_ms"]
+        if len(dm) == len(r["cli"]):
+            rows.append(latency_row("  daemon delivery.log ms= (arrival..confirmed)",
+                                    summary(dm), 1, f1, "integer ms"))
+            rows.append(latency_row(f"  daemon ms= minus {st} ms settle",
+                                    summary([x - st for x in dm]), 1, f1))
+            rows.append(latency_row("  CLI side = wall - daemon ms (paired)", summary(
+                [c / MS - d for c, d in zip(r["cli"], dm)]), 1, f1,
+                "spawn, connect, exit"))
+        else:
+            rows.append(["  daemon ms=", len(dm), "?", "", "", "", "",
+                         f"log lines {len(dm)} != runs {len(r['cli'])}"])
+        mc = summary(r["mcp_call"])
+        conns = r["mcp_connections"]
+        rows.append(latency_row("MCP tools/call send_to_peer RTT (keep-alive)", mc, MS, f1,
+                                f"{conns} TCP connection(s) for all calls"))
+        rows.append(latency_row(f"  same minus {st} ms settle", summary(
+            [x - st * MS for x in r["mcp_call"]]), MS, f1))
+        if r["mcp_daemon_ms"]:
+            rows.append(latency_row("  daemon delivery.log ms=", summary(r["mcp_daemon_ms"]),
+                                    1, f1))
+        rows.append(latency_row("MCP ping RTT (keep-alive, no routing)",
+                                summary(r["mcp_ping"]), MS, f2))
+        rows.append(latency_row("control socket ping RTT (one connection)",
+                                summary(r["ping"]), MS, lambda x: f"{x:.3f}"))
+        tk = summary(r["tmux_keys"])
+        rows.append(latency_row("tmux send-keys -l + Enter -> 'received' seen", tk, MS, f1,
+                                "2 tmux calls + capture-pane polls"))
+        rows.append(latency_row("tmux paste-buffer -p + Enter -> 'received' seen",
+                                summary(r["tmux_paste"]), MS, f1, "1 chained tmux call + polls"))
+        rows.append(latency_row("tmux capture-pane, one call (poll granularity)",
+                                summary(r["capture"]), MS, f1))
+        out.append("LATENCY (ms)")
+        out.append(table(["measure", "n", "median", "p10", "p90", "p99", "mean", "note"],
+                         rows, "lrrrrrrl"))
+        out.append("")
+        out.append(self.confirmation_split())
+        out.append("")
+        ratio = cli["median"] / tk["median"]
+        ratio_ns = (cli["median"] - st * MS) / tk["median"]
+        out.append("RATIO (medians)")
+        out.append(table(["comparison", "ratio"], [
+            ["iapeer send (CLI, confirmed) / tmux send-keys (ack seen)", f2(ratio)],
+            [f"(iapeer send - {st} ms settle) / tmux send-keys", f2(ratio_ns)],
+            [f"(iapeer send - {st} ms settle) / tmux paste-buffer -p",
+             f2((cli["median"] - st * MS) / summary(r["tmux_paste"])["median"])],
+        ]))
+        out.append("")
+
+        rows = []
+        for m in r["memory"]:
+            rows.append([m["live"], f1(m["daemon_rss"] / MIB), f1(m["daemon_pss"] / MIB),
+                         m["daemon_threads"], m["agents"], f1(m["agents_rss"] / MIB),
+                         f1(m["agents_pss"] / MIB), f1(m["agent_rss_median"] / MIB)])
+        out.append("MEMORY (MiB; daemon = the daemon process only, all its threads; "
+                   "agents = its echo-agent children)")
+        out.append(table(["live peers", "daemon VmRSS", "daemon PSS", "threads", "agents",
+                          "agents VmRSS sum", "agents PSS sum", "VmRSS/agent"], rows, "r" * 8))
+        a = r["after"]
+        out.append(f"after the latency phase ({a['deliveries']} deliveries, 2 live peers): "
+                   f"daemon VmRSS {a['daemon_rss'] / MIB:.1f} MiB, PSS "
+                   f"{a['daemon_pss'] / MIB:.1f} MiB, {a['threads']} threads")
+        ws = summary(r["wake_s"]) if r["wake_s"] else None
+        if ws:
+            out.append(f"echo peer wake (control `wake` until ready, sequential): median "
+                       f"{ws['median'] * 1000:.0f} ms, p90 {ws['p90'] * 1000:.0f} ms "
+                       f"(n={ws['n']})")
+        out.append("")
+        i = r["idle"]
+        out.append(f"IDLE CPU ({i['peers']} live idle echo peers, {i['window_s']:.1f} s window; "
+                   f"% of one core)")
+        rows = []
+        for k, label in (("daemon", "daemon (all threads)"),
+                         ("agents", f"echo agents (sum of {i['peers']})")):
+            c = i[k]
+            rows.append([label, f"{c['cpu_s_ticks']:.2f}", f"{c['pct_ticks']:.3f}",
+                         f"{c['pct_sched']:.3f}", f"{c['ctx_per_s']:.1f}"])
+        out.append(table(["process", "utime+stime s", "% (stat)", "% (schedstat)",
+                          "ctx switches/s"], rows))
+        out.append("")
+        out.append("load average at phase start: " + ", ".join(
+            f"{k} {v}" for k, v in self.phase_load.items()) +
+            f", idle window {i['load']}")
+        return "\n".join(out)
+
+
+NOTES = """\
+WHAT EACH MEASURE IS
+- iapeer send: wall time of one whole `iapeer send bob --from echo-alice --message 'echo: …'`
+  process (spawn .. exit) to a LIVE echo peer. It returns after the daemon confirmed the
+  delivery: bracketed paste written to the pty, {settle} ms settle, Enter, then the pane
+  output showed `received <ts> from` (the echo agent acknowledged it). The body starts with
+  `echo:` so the agent never replies (no extra traffic).
+- daemon ms=: the delivery.log field, from the request reaching the router to the answer
+  (integer ms, includes the settle). CLI side = wall - ms (spawn, socket connect, exit).
+- MCP tools/call: one POST /mcp `send_to_peer` on a persistent HTTP/1.1 connection with
+  alice's live session token, same target and confirmation as above (includes the settle).
+- control ping: `{{"op":"ping"}}` line out, answer line in, on one Unix-socket connection
+  (goes through the control loop and the router thread). Times include Python's own cost.
+- tmux send-keys: `tmux send-keys -l <one-line envelope>` then `tmux send-keys Enter`
+  (2 tmux client processes) into a private tmux server whose pane runs the same
+  `iapeer echo-agent` argv and session environment, then `tmux capture-pane -p` in a tight
+  loop until `received <ts> from` is visible. So it includes the agent's reaction (it redraws
+  its composer once per typed character) and up to one capture-pane call of detection lag.
+  No settle, no retry, no confirmation semantics beyond our own polling; typed characters,
+  so the newlines of a real envelope cannot be sent this way (a one-line envelope is used).
+- tmux paste-buffer: same, but set-buffer + paste-buffer -p (bracketed) + send-keys Enter in
+  one chained tmux call: the closest tmux analogue of iapeer's paste, minus the settle.
+- Memory: VmRSS and PSS (smaps_rollup) of the daemon pid (threads share one address
+  space), and separately the sum over its echo-agent children (the same binary, so their
+  shared text pages are counted once per process in VmRSS and split in PSS).
+- Idle CPU: utime+stime from /proc/<pid>/stat (clock ticks) and summed task schedstat (ns)
+  before/after the window; context switches ~ wakeups.
+"""
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    binary, repo = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    started = datetime.datetime.now()
+    up0 = sh("uptime")
+    b = Bench(binary, repo)
+
+    def on_signal(signum, _frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+    mode = "QUICK" if b.quick else "full"
+    log(f"{mode} run: {b.runs} runs, {b.pings} pings, peers {b.levels}, idle "
+        f"{b.idle_secs} s with {b.idle_peers} peers; temp folder {b.world.dir}")
+    log(f"uptime at start: {up0}")
+    ok = False
+    try:
+        b.resources()
+        b.latency()
+        ok = True
+    except BenchError as e:
+        print(f"bench failed: {e}", file=sys.stderr)
+        b.world.keep = True
+    except KeyboardInterrupt as e:
+        print(f"bench interrupted ({e}); cleaning up", file=sys.stderr)
+    finally:
+        if b.tmux is not None:
+            b.tmux.close()
+        b.world.close()
+    if not ok:
+        return 1
+    up1 = sh("uptime")
+    elapsed = (datetime.datetime.now() - started).total_seconds()
+    commit = sh(f"git -C '{repo}' rev-parse --short HEAD") + (
+        " (dirty)" if sh(f"git -C '{repo}' status --porcelain -- src Cargo.toml") else "")
+    cpu_model = sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2")
+    version = sh(f"'{binary}' --version")
+    header = "\n".join([
+        f"iapeer benchmark — {started:%Y-%m-%d %H:%M:%S} — {mode} run, {elapsed:.0f} s",
+        f"commit {commit}; {version}; {platform.platform()}; "
+        f"{os.cpu_count()} CPUs ({cpu_model})",
+        f"runs per latency measure: {b.runs} (+{b.warmup} warm-up); settle constant "
+        f"{b.settle} ms (src/session/deliver.rs)",
+        f"uptime at start: {up0}",
+        f"uptime at end:   {up1}",
+        "CAVEAT: 2 shared cores; other builds may run concurrently — see the load averages.",
+    ])
+    text = b.render(header) + "\n\n" + NOTES.format(settle=b.settle)
+    out_path = os.environ.get("BENCH_OUT") or f"/tmp/iapeer-bench-{started:%Y%m%d-%H%M%S}.txt"
+    with open(out_path, "w") as f:
+        f.write(text + "\n")
+    with open(os.path.splitext(out_path)[0] + ".json", "w") as f:
+        json.dump({k: v for k, v in b.results.items()}, f)
+    print()
+    print(text)
+    print(f"\n(table written to {out_path}; raw samples in "
+          f"{os.path.splitext(out_path)[0]}.json)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
