@@ -301,10 +301,12 @@ impl Confirm for TranscriptConfirm {
             return true;
         }
         if let Some(w) = self.watch.as_mut() {
+            // Only a submitted user turn counts: Claude Code also saves drafts of the composer
+            // (`last-prompt` records), which would hold the text before Enter took effect.
             self.seen = w
                 .new_records()
                 .iter()
-                .any(|r| record_contains(r, &self.text));
+                .any(|r| r["type"] == "user" && record_contains(r, &self.text));
         }
         self.seen
     }

@@ -115,10 +115,20 @@ impl ActiveDelivery {
         }
     }
 
-    /// Output arrived from the child.
-    pub fn on_output(&mut self, bytes: &[u8]) {
+    /// Output arrived from the child. While confirming, the next [`ActiveDelivery::poll`]
+    /// checks at once instead of waiting for the next [`CONFIRM_POLL`] tick (an echo
+    /// acknowledgement would otherwise cost up to 100 ms).
+    pub fn on_output(&mut self, bytes: &[u8], now: Instant) {
         if self.output.len() + bytes.len() <= OUTPUT_CAP {
             self.output.extend_from_slice(bytes);
+        }
+        if let Phase::Confirming {
+            next_poll,
+            deadline,
+            ..
+        } = &mut self.phase
+        {
+            *next_poll = (*next_poll).min(now).min(*deadline);
         }
     }
 
@@ -296,7 +306,7 @@ mod tests {
             ),
             Step::Wait
         );
-        d.on_output(b"...ok...");
+        d.on_output(b"...ok...", t0 + SETTLE + Duration::from_millis(150));
         assert_eq!(
             d.poll(
                 t0 + SETTLE + Duration::from_millis(200),
@@ -304,6 +314,28 @@ mod tests {
                 String::new
             ),
             Step::Done(Ok(()))
+        );
+    }
+
+    #[test]
+    fn output_while_confirming_is_checked_at_once() {
+        let t0 = Instant::now();
+        let (mut d, _) =
+            ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None);
+        d.on_written(t0);
+        let t1 = t0 + SETTLE;
+        assert_eq!(
+            d.poll(t1, || None, String::new),
+            Step::Write(b"\r".to_vec())
+        );
+        assert_eq!(d.poll(t1, || None, String::new), Step::Wait);
+        let t2 = t1 + Duration::from_millis(10);
+        d.on_output(b"ok", t2);
+        assert_eq!(d.next_deadline(), Some(t2));
+        assert_eq!(
+            d.poll(t2, || None, String::new),
+            Step::Done(Ok(())),
+            "no 100 ms wait"
         );
     }
 

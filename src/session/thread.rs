@@ -428,7 +428,7 @@ impl Session {
             }
         }
         if let Some(d) = self.delivery.as_mut() {
-            d.on_output(chunk);
+            d.on_output(chunk, Instant::now());
         }
         self.evaluate_boot(Instant::now());
     }
