@@ -15,5 +15,10 @@ echo "== python venv with the official MCP SDK (cached in .cache/venv)"
 scripts/setup-python.sh
 export IAPEER_TEST_PYTHON="$PWD/.cache/venv/bin/python"
 
+echo "== the real agent CLIs from npm (cached in .cache/agents)"
+scripts/setup-agents.sh
+export IAPEER_TEST_CLAUDE_BIN="$PWD/.cache/agents/node_modules/.bin/claude"
+export IAPEER_TEST_CODEX_BIN="$PWD/.cache/agents/node_modules/.bin/codex"
+
 echo "== cargo test"
 cargo test --all-targets

@@ -255,19 +255,19 @@ fn idle_sleep_then_topic_resume_with_continue_and_a_new_topic_starts_fresh() {
 }
 
 #[test]
-fn interrupt_compact_and_new() {
+fn compact_interrupt_and_new() {
     let (env, api) = world(&[]);
     api.script(|req| {
         let text = last_user_text(req);
         if text.contains("take your time") {
             Reply::Hold(Duration::from_secs(60), "finally".into())
-        } else if text.contains("summar") || text.contains("Summar") {
-            Reply::Text("Summary: the user asked to take time; nothing else happened.".into())
+        } else if text.to_lowercase().contains("summar") {
+            Reply::Text("Summary: the user said hello; nothing else happened.".into())
         } else {
             Reply::Text("ok".into())
         }
     });
-    // A fresh session with no conversation has nothing to compact.
+    // A fresh session with no conversation has nothing to compact (an honest outcome).
     let out = env.ok(&["new", "cb"]);
     assert!(out.contains("claude-cb restarted fresh"), "{out}");
     let out = env.ok(&["compact", "cb"]);
@@ -278,6 +278,35 @@ fn interrupt_compact_and_new() {
         env.diagnostics()
     );
 
+    // With a turn in the conversation, compact waits for the compact_boundary record; the
+    // stand-in answers Claude Code's summarization request.
+    env.ok(&[
+        "send",
+        "cb",
+        "--from",
+        "echo-ea",
+        "--message",
+        "hello there",
+    ]);
+    env.wait_until("the turn completes", Duration::from_secs(30), |e| {
+        let s = e.screen("claude-cb");
+        s.contains("ok") && !s.contains("esc to interrupt")
+    });
+    let out = env.ok(&["compact", "cb", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["outcome"], "compacted", "{}", env.diagnostics());
+    assert!(env
+        .events("lifecycle", "compact")
+        .iter()
+        .any(|c| c["outcome"] == "compacted"));
+    assert!(
+        api.model_requests()
+            .iter()
+            .any(|r| last_user_text(r).to_lowercase().contains("summar")),
+        "the summarization request reached the model"
+    );
+
+    // Interrupt while the stand-in holds its answer open.
     env.ok(&[
         "send",
         "cb",
@@ -287,36 +316,30 @@ fn interrupt_compact_and_new() {
         "take your time",
     ]);
     env.wait_until("claude is mid-turn", Duration::from_secs(30), |e| {
-        e.pane("claude-cb").contains("esc to interrupt")
+        e.screen("claude-cb").contains("esc to interrupt")
     });
     let out = env.ok(&["interrupt", "cb"]);
     assert_eq!(out.trim(), "interrupted claude-cb");
-    env.wait_until(
-        "claude shows the interruption",
-        Duration::from_secs(30),
-        |e| e.pane("claude-cb").contains("Interrupted"),
-    );
+    // The answer is held for 60 s: only the interrupt ends the turn this soon (Claude Code
+    // then puts the message back into its composer, so compact refuses to type over it).
+    env.wait_until("claude stops the turn", Duration::from_secs(15), |e| {
+        !e.screen("claude-cb").contains("esc to interrupt")
+    });
+    let (_, err) = env.fails(&["compact", "cb"], 1);
+    assert!(err.contains("the composer holds a draft"), "{err}");
 
-    let out = env.ok(&["compact", "cb", "--json"]);
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    assert_eq!(v["outcome"], "compacted", "{}", env.diagnostics());
-    assert!(env
-        .events("lifecycle", "compact")
-        .iter()
-        .any(|c| c["outcome"] == "compacted"));
-
+    // `new` gives a fresh ready session.
     let before = env.events("lifecycle", "wake").len();
     env.ok(&["new", "cb"]);
     let wakes = env.events("lifecycle", "wake");
     assert_eq!(wakes.len(), before + 1);
+    let last = wakes.last().unwrap();
     assert_eq!(
-        (
-            wakes.last().unwrap()["mode"].as_str(),
-            wakes.last().unwrap()["cause"].as_str()
-        ),
+        (last["mode"].as_str(), last["cause"].as_str()),
         ("fresh", "explicit-fresh")
     );
     assert_eq!(env.status_of("cb", "claude"), "live");
+    assert!(env.screen("claude-cb").contains("bypass permissions on"));
 }
 
 #[test]
@@ -352,4 +375,50 @@ fn failures_are_reported_with_their_reason() {
         err.contains("claude is not installed — install Claude Code or pass --runtime"),
         "{err}"
     );
+}
+
+/// Claude Code refuses `--dangerously-skip-permissions` as root unless `IS_SANDBOX=1`: the
+/// wake fails and says so, naming both remedies. (As a normal user the same peer just works.)
+#[test]
+fn root_without_is_sandbox_is_explained() {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_CLAUDE_BIN", &claude_bin());
+    env.set("IS_SANDBOX", "");
+    std::fs::write(
+        env.home.join(".claude.json"),
+        "{\"hasCompletedOnboarding\": true}",
+    )
+    .unwrap();
+    let api = AnthropicStandIn::start();
+    api.script(|_| Reply::Text("ok".into()));
+    env.ok(&["create", "cb", "--runtime", "claude"]);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.launch_env(
+        "cb",
+        "claude",
+        &format!(
+            "ANTHROPIC_BASE_URL={}\nANTHROPIC_API_KEY=sk-ant-standin-key\n",
+            api.url()
+        ),
+    );
+    env.start_daemon();
+    let out = env.run(&["send", "cb", "--from", "echo-ea", "--message", "hello"]);
+    if nix::unistd::Uid::effective().is_root() {
+        assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("refuses --dangerously-skip-permissions as root"),
+            "{err}"
+        );
+        assert!(
+            err.contains("run iapeer as a normal user") && err.contains("IS_SANDBOX=1"),
+            "{err}"
+        );
+    } else {
+        assert!(
+            out.status.success(),
+            "as a normal user no IS_SANDBOX is needed: {}",
+            common::describe(&out)
+        );
+    }
 }

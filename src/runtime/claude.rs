@@ -158,6 +158,10 @@ impl Adapter for Claude {
             .is_some_and(|v| v["mcpServers"].get("iapeer").is_some())
     }
 
+    fn prompt_glyph(&self) -> Option<&'static str> {
+        Some("❯")
+    }
+
     fn ready_settle(&self) -> Duration {
         // The composer is drawn a moment before Claude Code reads input.
         Duration::from_millis(500)

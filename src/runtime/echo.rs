@@ -79,6 +79,10 @@ impl Adapter for Echo {
         }
     }
 
+    fn prompt_glyph(&self) -> Option<&'static str> {
+        Some("❯")
+    }
+
     fn is_busy(&self, screen: &Screen) -> bool {
         busy(screen)
     }

@@ -162,6 +162,11 @@ pub trait Adapter: Send + Sync {
     fn waits_for_mcp(&self, _cwd: &Path) -> bool {
         false
     }
+    /// The glyph that starts the composer row (`❯` for claude and echo, `›` for codex), for
+    /// runtimes with a composer.
+    fn prompt_glyph(&self) -> Option<&'static str> {
+        None
+    }
     /// How long the ready screen must stay ready before input is accepted.
     fn ready_settle(&self) -> Duration {
         Duration::ZERO

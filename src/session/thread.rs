@@ -682,6 +682,21 @@ impl Session {
                 "the session is busy with another delivery or compaction",
             );
         }
+        // Never type a command into someone's draft (a human's, or a message an interrupt
+        // put back into the composer).
+        let draft = self
+            .cfg
+            .adapter
+            .prompt_glyph()
+            .and_then(|g| self.screen.composer_text(g))
+            .filter(|c| c.typed);
+        if let Some(d) = draft {
+            let shown: String = d.text.chars().take(40).collect();
+            return refuse(
+                self,
+                &format!("the composer holds a draft (\"{shown}…\") — clear it, then compact"),
+            );
+        }
         match self.cfg.adapter.compact(&self.cfg.cwd) {
             None => refuse(
                 self,

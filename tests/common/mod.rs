@@ -65,7 +65,12 @@ impl TestEnv {
             .current_dir(self.dir.path())
             .stdin(Stdio::null());
         for (k, v) in &self.env {
-            c.env(k, v);
+            // An empty value removes the variable (e.g. IS_SANDBOX for the root-refusal test).
+            if v.is_empty() {
+                c.env_remove(k);
+            } else {
+                c.env(k, v);
+            }
         }
         c
     }
@@ -180,6 +185,20 @@ impl TestEnv {
             .unwrap_or_default(),
         )
         .into_owned()
+    }
+
+    /// The current screen of an identity's session, replayed from its pane log through a
+    /// terminal model at the session size (220×50; valid while nobody attached and resized it).
+    pub fn screen(&self, identity: &str) -> String {
+        let bytes = std::fs::read(
+            self.root
+                .join("logs/lifecycle")
+                .join(format!("{identity}.log")),
+        )
+        .unwrap_or_default();
+        let mut parser = vt100::Parser::new(50, 220, 0);
+        parser.process(&bytes);
+        parser.screen().contents()
     }
 
     /// Parsed lines of an event log whose `ev` is `ev`.
