@@ -290,7 +290,7 @@ fn compact_interrupt_and_new() {
     ]);
     env.wait_until("the turn completes", Duration::from_secs(30), |e| {
         let s = e.screen("claude-cb");
-        s.contains("ok") && !s.contains("esc to interrupt")
+        s.contains("● ok") && !s.contains("esc to interrupt")
     });
     let out = env.ok(&["compact", "cb", "--json"]);
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();

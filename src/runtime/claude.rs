@@ -206,7 +206,13 @@ impl Adapter for Claude {
 
     fn compact(&self, cwd: &Path) -> Option<(&'static str, Box<dyn CompactWatch>)> {
         let watch = project_dir(cwd).map(|d| TranscriptWatch::start(&d));
-        Some(("/compact", Box::new(ClaudeCompact { watch })))
+        Some((
+            "/compact",
+            Box::new(ClaudeCompact {
+                watch,
+                command_seen: false,
+            }),
+        ))
     }
 
     fn explain_exit(&self, screen_text: &str) -> Option<String> {
@@ -265,31 +271,45 @@ const NOTHING_TO_COMPACT: &str = "No messages to compact";
 /// Watches the transcript for the `compact_boundary` record (or Claude's "nothing" answer).
 struct ClaudeCompact {
     watch: Option<TranscriptWatch>,
+    /// This compaction's `/compact` command record has been seen.
+    command_seen: bool,
 }
 
 impl CompactWatch for ClaudeCompact {
     fn poll(&mut self, _screen: &str) -> Option<CompactOutcome> {
         let records = self.watch.as_mut()?.new_records();
-        compact_outcome(&records)
+        compact_outcome(&records, &mut self.command_seen)
     }
 }
 
-/// The outcome a batch of new transcript records shows, if any (pure).
-pub fn compact_outcome(records: &[serde_json::Value]) -> Option<CompactOutcome> {
+/// The outcome new transcript records show, if any (pure). A `compact_boundary` record (or
+/// one with `compactMetadata`) is new, so it is ours wherever it lands. "No messages to
+/// compact" counts only after this compaction's own `/compact` command record
+/// (`command_seen` carries that across calls), since an earlier attempt may still be writing
+/// its answer.
+pub fn compact_outcome(
+    records: &[serde_json::Value],
+    command_seen: &mut bool,
+) -> Option<CompactOutcome> {
     if records.iter().any(|r| {
         (r["type"] == "system" && r["subtype"] == "compact_boundary")
             || r.get("compactMetadata").is_some()
     }) {
         return Some(CompactOutcome::Compacted);
     }
-    records
-        .iter()
-        .any(|r| {
-            super::transcript::strings(r)
+    for r in records {
+        let strings = super::transcript::strings(r);
+        if !*command_seen {
+            *command_seen = strings
                 .iter()
-                .any(|s| s.contains(NOTHING_TO_COMPACT))
-        })
-        .then_some(CompactOutcome::NothingToCompact)
+                .any(|s| s.contains("<command-name>/compact</command-name>"));
+            continue;
+        }
+        if strings.iter().any(|s| s.contains(NOTHING_TO_COMPACT)) {
+            return Some(CompactOutcome::NothingToCompact);
+        }
+    }
+    None
 }
 
 /// Confirmed when a new transcript record holds the pasted text.
@@ -409,21 +429,31 @@ mod tests {
     #[test]
     fn compact_outcomes_from_records() {
         use serde_json::json;
+        let mut seen = false;
+        let hi = json!({"type":"user","message":{"content":"hi"}});
+        assert_eq!(compact_outcome(&[hi], &mut seen), None);
+        let boundary = json!({"type":"system","subtype":"compact_boundary"});
         assert_eq!(
-            compact_outcome(&[json!({"type":"user","message":{"content":"hi"}})]),
-            None
-        );
-        assert_eq!(
-            compact_outcome(&[json!({"type":"system","subtype":"compact_boundary"})]),
+            compact_outcome(&[boundary], &mut seen),
             Some(CompactOutcome::Compacted)
         );
+        let meta = json!({"type":"x","compactMetadata":{}});
         assert_eq!(
-            compact_outcome(&[json!({"type":"x","compactMetadata":{}})]),
+            compact_outcome(&[meta], &mut seen),
             Some(CompactOutcome::Compacted)
         );
         let nothing = json!({"type":"system","subtype":"local_command","content":"<local-command-stderr>Error: No messages to compact</local-command-stderr>"});
+        let command =
+            json!({"type":"user","message":{"content":"<command-name>/compact</command-name>"}});
         assert_eq!(
-            compact_outcome(&[nothing]),
+            compact_outcome(&[nothing.clone()], &mut seen),
+            None,
+            "a late answer to an earlier attempt"
+        );
+        assert_eq!(compact_outcome(&[command], &mut seen), None);
+        assert!(seen);
+        assert_eq!(
+            compact_outcome(&[nothing], &mut seen),
             Some(CompactOutcome::NothingToCompact)
         );
     }
