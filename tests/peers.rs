@@ -366,7 +366,7 @@ fn remove_and_live_runtime_with_a_live_peer() {
         env.has_event(
             "lifecycle",
             "session-end",
-            &[("identity", "echo-bob"), ("cause", "killed-by-daemon")]
+            &[("identity", "echo-bob"), ("cause", "removed")]
         ),
         "{}",
         env.diagnostics()

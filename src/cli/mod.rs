@@ -42,7 +42,14 @@ impl From<UsageError> for CliError {
 
 impl From<client::ClientError> for CliError {
     fn from(e: client::ClientError) -> Self {
-        CliError::Failed(e.to_string())
+        match e {
+            // Spec 07: this one is printed as `iapeer: the daemon is not running …`.
+            client::ClientError::NotRunning(_) => {
+                eprintln!("iapeer: {e}");
+                CliError::Exit(1)
+            }
+            other => CliError::Failed(other.to_string()),
+        }
     }
 }
 

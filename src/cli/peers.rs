@@ -65,6 +65,17 @@ pub fn create(inv: &Invocation) -> CliResult {
             "the folder name \"{base}\" gives the peer name \"{derived}\", not \"{name}\" — a peer is named after its folder: choose a folder named {name}"
         )));
     }
+    // Refuse a taken name before creating anything, so no empty folder is left behind.
+    let registry = Registry::load(&paths).map_err(fail)?;
+    if let Some(other) = registry.find(name) {
+        let same = folder.canonicalize().is_ok_and(|f| f == other.cwd) || folder == other.cwd;
+        if !same {
+            return Err(fail(format!(
+                "peer \"{name}\" already exists at {} — two peers can never share a name",
+                other.cwd.display()
+            )));
+        }
+    }
     fsutil::ensure_dir(&folder)
         .map_err(|e| fail(format!("cannot create {}: {e}", folder.display())))?;
     let folder = folder.canonicalize().unwrap_or(folder);

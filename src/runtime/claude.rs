@@ -446,7 +446,7 @@ mod tests {
         let command =
             json!({"type":"user","message":{"content":"<command-name>/compact</command-name>"}});
         assert_eq!(
-            compact_outcome(&[nothing.clone()], &mut seen),
+            compact_outcome(std::slice::from_ref(&nothing), &mut seen),
             None,
             "a late answer to an earlier attempt"
         );

@@ -21,6 +21,10 @@ pub enum Cause {
     Shutdown,
     /// Not ready by the boot deadline.
     BootTimeout,
+    /// Ended on purpose to make room for a fresh session (`new`, `self-fresh`, `iapeer <rt>`).
+    Replaced,
+    /// Ended because its peer is being removed.
+    Removed,
 }
 
 impl Cause {
@@ -33,12 +37,17 @@ impl Cause {
             Cause::Stop => "stop",
             Cause::Shutdown => "shutdown",
             Cause::BootTimeout => "boot-timeout",
+            Cause::Replaced => "replaced",
+            Cause::Removed => "removed",
         }
     }
 
     /// Whether a death with this cause was expected (no screen tail is logged for it).
     pub fn expected(self) -> bool {
-        matches!(self, Cause::IdleSleep | Cause::Stop | Cause::Shutdown)
+        matches!(
+            self,
+            Cause::IdleSleep | Cause::Stop | Cause::Shutdown | Cause::Replaced | Cause::Removed
+        )
     }
 }
 

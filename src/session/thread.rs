@@ -776,6 +776,15 @@ impl Session {
             match i {
                 ClientInput::Data(bytes) => self.write_child(&bytes),
                 ClientInput::Resize { rows, cols, first } => {
+                    // Resize first (once booted), so the snapshot is taken at the client's size
+                    // and the TUI's redraw for that size follows it.
+                    if rows > 0 && cols > 0 {
+                        match self.state {
+                            // Never resize during boot: some TUIs hang when resized while starting.
+                            State::Booting(_) => self.pending_size = Some((rows, cols)),
+                            State::Ready => self.resize(rows, cols),
+                        }
+                    }
                     if first {
                         let snapshot = self.screen.snapshot();
                         if let Some(c) = self.clients.get_mut(&token) {
@@ -786,13 +795,6 @@ impl Session {
                         }
                         let n = self.clients.values().filter(|c| c.sized).count();
                         self.emit(EventKind::Attached(n));
-                    }
-                    if rows > 0 && cols > 0 {
-                        match self.state {
-                            // Never resize during boot: some TUIs hang when resized while starting.
-                            State::Booting(_) => self.pending_size = Some((rows, cols)),
-                            State::Ready => self.resize(rows, cols),
-                        }
                     }
                 }
             }

@@ -272,9 +272,8 @@ impl Router {
                     Some(s)
                         if w.mode == ModeRequest::Fresh && !w.launched && s.stopping.is_none() =>
                     {
-                        s.handle.send(SessionCmd::Kill(
-                            crate::session::handle::Cause::KilledByDaemon,
-                        ));
+                        s.handle
+                            .send(SessionCmd::Kill(crate::session::handle::Cause::Replaced));
                         if let Some(Job::Wake(w)) = self
                             .endpoints
                             .get_mut(identity)
@@ -283,7 +282,7 @@ impl Router {
                             w.launched = true;
                         }
                         if let Some(s) = self.sessions.get_mut(identity) {
-                            s.stopping = Some(crate::session::handle::Cause::KilledByDaemon);
+                            s.stopping = Some(crate::session::handle::Cause::Replaced);
                         }
                         return;
                     }

@@ -258,8 +258,8 @@ impl Router {
             .collect();
         for id in &ids {
             if let Some(s) = self.sessions.get_mut(id) {
-                s.stopping.get_or_insert(Cause::KilledByDaemon);
-                s.handle.send(SessionCmd::Kill(Cause::KilledByDaemon));
+                s.stopping.get_or_insert(Cause::Removed);
+                s.handle.send(SessionCmd::Kill(Cause::Removed));
             }
         }
         let queued: Vec<String> = self
@@ -368,8 +368,8 @@ impl Router {
             match self.sessions.get_mut(&id) {
                 Some(s) => {
                     st.restart_on_exit = true;
-                    s.stopping.get_or_insert(Cause::KilledByDaemon);
-                    s.handle.send(SessionCmd::Kill(Cause::KilledByDaemon));
+                    s.stopping.get_or_insert(Cause::Replaced);
+                    s.handle.send(SessionCmd::Kill(Cause::Replaced));
                 }
                 None => self.restart_always_on(&id),
             }
@@ -451,8 +451,8 @@ impl Router {
         logged(Markers::new(&self.paths, &ident).set(Flag::NewEager));
         match self.sessions.get_mut(&id) {
             Some(s) => {
-                s.stopping.get_or_insert(Cause::KilledByDaemon);
-                s.handle.send(SessionCmd::Kill(Cause::KilledByDaemon));
+                s.stopping.get_or_insert(Cause::Replaced);
+                s.handle.send(SessionCmd::Kill(Cause::Replaced));
             }
             None => self.bring_up_new_eager(&id),
         }

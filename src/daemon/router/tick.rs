@@ -147,7 +147,7 @@ impl Router {
         if s.kind == RuntimeKind::Router
             && self.shutdown.is_none()
             && !markers.is_set(Flag::Stopped)
-            && cause != Cause::KilledByDaemon
+            && !matches!(cause, Cause::Replaced | Cause::Removed)
         {
             let st = self.always_on.entry(identity.to_string()).or_default();
             match st
@@ -175,7 +175,7 @@ impl Router {
                 }
             }
         }
-        if s.kind == RuntimeKind::Router && cause == Cause::KilledByDaemon {
+        if s.kind == RuntimeKind::Router && cause == Cause::Replaced {
             let again = self
                 .always_on
                 .get_mut(identity)
