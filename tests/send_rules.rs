@@ -439,8 +439,15 @@ fn the_sender_is_found_by_flag_environment_folder_or_owner() {
         "--no-bootstrap",
     ]);
     env.start_daemon();
-    let caller_of_last =
-        |e: &TestEnv| e.events("delivery", "delivery").last().unwrap()["caller"].clone();
+    // The last CLI delivery (the echo agents' replies travel over MCP and may land later).
+    let caller_of_last = |e: &TestEnv| {
+        e.events("delivery", "delivery")
+            .iter()
+            .rev()
+            .find(|d| d["path"] == "cli")
+            .unwrap()["caller"]
+            .clone()
+    };
 
     // Inside a peer's folder (even a subfolder): that peer on its default runtime.
     let sub = env.peer_dir("alice").join("src/deep");
