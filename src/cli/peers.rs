@@ -452,6 +452,14 @@ pub fn remove(inv: &Invocation) -> CliResult {
         std::fs::remove_dir_all(&inbox)
             .map_err(|e| fail(format!("cannot delete {}: {e}", inbox.display())))?;
     }
+    if entry.declares("codex") {
+        let key = runtime::codex_setup::project_key(&entry.cwd);
+        if let Err(e) =
+            runtime::codex_setup::edit_config(|d| runtime::codex_setup::untrust(d, &key))
+        {
+            eprintln!("iapeer remove: {e}");
+        }
+    }
     for rt in &entry.runtimes {
         if let Ok(id) = Identity::new(rt, name) {
             if let Err(e) = Markers::new(&paths, &id).remove_all() {

@@ -355,6 +355,7 @@ mod tests {
             mode,
             system_prompt: prompt,
             launch_env: env,
+            port: 8765,
         }
     }
 

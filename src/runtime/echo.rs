@@ -141,6 +141,7 @@ mod tests {
             mode: WakeMode::Resume,
             system_prompt: None,
             launch_env: &env,
+            port: 8765,
         };
         assert_eq!(echo.command(&ctx).unwrap_err(), "no transcript to resume");
         std::fs::create_dir_all(dir.path().join(TRANSCRIPT_DIR)).unwrap();

@@ -4,6 +4,8 @@
 pub mod claude;
 pub mod claude_screen;
 pub mod claude_setup;
+pub mod codex;
+pub mod codex_setup;
 pub mod dialog;
 pub mod echo;
 pub mod manifest;
@@ -59,6 +61,8 @@ pub struct LaunchCtx<'a> {
     pub system_prompt: Option<&'a Path>,
     /// The peer's `launch.env` for this runtime.
     pub launch_env: &'a LaunchEnv,
+    /// The daemon's loopback HTTP port (for runtimes whose MCP URL cannot expand variables).
+    pub port: u16,
 }
 
 /// Program, arguments and runtime-specific environment of one launch.
@@ -255,6 +259,12 @@ pub fn adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, Run
                 "claude",
                 "install Claude Code or pass --runtime",
             )),
+        "codex" => codex::Codex::find()
+            .map(|c| Arc::new(c) as Arc<dyn Adapter>)
+            .ok_or(RuntimeError::AgentMissing(
+                "codex",
+                "install the Codex CLI or pass --runtime",
+            )),
         _ => {
             let manifest = manifest::Manifest::load(paths, runtime)?
                 .ok_or_else(|| RuntimeError::NotInstalled(runtime.to_string()))?;
@@ -275,8 +285,20 @@ pub fn setup_peer(
 ) -> Result<(), String> {
     match runtime {
         "claude" => claude_setup::setup(cwd, personality, bearer),
+        "codex" => codex_setup::setup(cwd, &default_mcp_url()),
         _ => Ok(()),
     }
+}
+
+/// The MCP URL written into configs that cannot expand variables: the running daemon's (from
+/// `router.json`), else the default port. Sessions override it at launch with the real port.
+pub fn default_mcp_url() -> String {
+    crate::paths::Paths::from_env()
+        .ok()
+        .and_then(|p| std::fs::read_to_string(p.router_json()).ok())
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v["tcp"].as_str().map(String::from))
+        .unwrap_or_else(|| "http://127.0.0.1:8765/mcp".to_string())
 }
 
 /// Whether `runtime` can be used on this host (built in, or installed with a valid manifest).

@@ -89,6 +89,7 @@ mod tests {
             mode: WakeMode::Fresh,
             system_prompt: None,
             launch_env: &env,
+            port: 8765,
         };
         let cmd = rt.command(&ctx).unwrap();
         assert_eq!(cmd.program, OsString::from("/opt/bot"));
@@ -107,6 +108,7 @@ mod tests {
             mode: WakeMode::Fresh,
             system_prompt: None,
             launch_env: &env,
+            port: 8765,
         };
         let cmd = rt.command(&ctx).unwrap();
         assert_eq!(cmd.program, OsString::from("zzqbot-runtime"));

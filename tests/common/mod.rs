@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod anthropic;
+pub mod openai;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

@@ -162,6 +162,7 @@ impl Router {
             mode,
             system_prompt: prompt_path.as_deref(),
             launch_env: &launch_env,
+            port: self.info.port,
         };
         let cmd = adapter.command(&ctx).map_err(|e| offline(p, e))?;
         // The decision is final now: consume the markers it read.

@@ -1,0 +1,509 @@
+//! The `codex` runtime (spec 04 §2 "codex"): the Codex CLI in a pty. Its session files
+//! (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`, first line `session_meta` with the
+//! working folder) drive confirmation, the ready gate, activity and resume.
+//!
+//! Codex 0.171 runs its agents in a shared background app server by default, which would
+//! resolve the MCP server's environment (the session token, the identity) from whichever
+//! session started it; iapeer passes `--no-daemon` so each session has its own. The MCP URL
+//! cannot expand variables in Codex's config, so it is set at launch with `-c` from the
+//! daemon's real port.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::claude::{is_executable, which};
+use super::codex_setup::codex_home;
+use super::dialog;
+use super::transcript::{jsonl_files, record_contains, TranscriptWatch};
+use super::{
+    Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, GateState, GateWatch, LaunchCommand,
+    LaunchCtx, RuntimeKind, WakeMode,
+};
+use crate::session::input::encode_keys;
+use crate::session::screen::Screen;
+
+/// The composer (and menu cursor) glyph of Codex.
+pub const MARKER: char = '›';
+
+/// `$IAPEER_CODEX_BIN`, else `codex` on PATH.
+pub fn resolve_binary() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("IAPEER_CODEX_BIN").filter(|v| !v.is_empty()) {
+        let p = PathBuf::from(p);
+        return is_executable(&p).then_some(p);
+    }
+    which("codex")
+}
+
+/// `<codex home>/sessions`.
+pub fn sessions_dir() -> Option<PathBuf> {
+    Some(codex_home()?.join("sessions"))
+}
+
+/// Every day folder (`YYYY/MM/DD`) under `sessions`, oldest first.
+fn day_dirs(sessions: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let sub = |p: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(p)
+            .map(|e| {
+                e.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    for y in sub(sessions) {
+        for m in sub(&y) {
+            out.extend(sub(&m));
+        }
+    }
+    out
+}
+
+/// The folders a new session file may appear in soon: the two newest day folders and
+/// today's (local and UTC; it may not exist yet).
+fn recent_dirs(sessions: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = day_dirs(sessions).into_iter().rev().take(2).collect();
+    let now = jiff::Zoned::now();
+    for day in [
+        now.date(),
+        jiff::Timestamp::now()
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .date(),
+    ] {
+        let d = sessions
+            .join(format!("{:04}", day.year()))
+            .join(format!("{:02}", day.month()))
+            .join(format!("{:02}", day.day()));
+        if !dirs.contains(&d) {
+            dirs.push(d);
+        }
+    }
+    dirs
+}
+
+/// The working folder a session file belongs to (its `session_meta` first line).
+pub fn rollout_cwd(path: &Path) -> Option<PathBuf> {
+    use std::io::BufRead;
+    let f = std::fs::File::open(path).ok()?;
+    let mut line = String::new();
+    std::io::BufReader::new(f).read_line(&mut line).ok()?;
+    let v: Value = serde_json::from_str(&line).ok()?;
+    (v["type"] == "session_meta").then(|| v["payload"]["cwd"].as_str().map(PathBuf::from))?
+}
+
+fn same_folder(a: &Path, b: &Path) -> bool {
+    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    canon(a) == canon(b)
+}
+
+/// Watches the recent session folders for appended records.
+struct Watch(Vec<TranscriptWatch>);
+
+impl Watch {
+    fn start() -> Watch {
+        Watch(
+            sessions_dir()
+                .map(|s| {
+                    recent_dirs(&s)
+                        .iter()
+                        .map(|d| TranscriptWatch::start(d))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        )
+    }
+
+    fn new_records(&mut self) -> Vec<Value> {
+        self.0.iter_mut().flat_map(|w| w.new_records()).collect()
+    }
+}
+
+/// A record of the user's turn: `response_item` message with role user, or `user_message`.
+fn is_user_record(r: &Value) -> bool {
+    let p = &r["payload"];
+    (r["type"] == "response_item" && p["type"] == "message" && p["role"] == "user")
+        || (r["type"] == "event_msg" && p["type"] == "user_message")
+}
+
+/// A record from the model's side of a turn (proof it started one).
+pub fn is_model_record(r: &Value) -> bool {
+    let p = &r["payload"];
+    (r["type"] == "response_item"
+        && ((p["type"] == "message" && p["role"] == "assistant")
+            || p["type"] == "function_call"
+            || p["type"] == "reasoning"))
+        || (r["type"] == "event_msg"
+            && matches!(p["type"].as_str(), Some("agent_message" | "task_complete")))
+}
+
+/// A compaction's completion record.
+pub fn is_compacted_record(r: &Value) -> bool {
+    r["type"] == "compacted"
+        || (r["type"] == "event_msg" && r["payload"]["type"] == "context_compacted")
+}
+
+/// The codex adapter.
+pub struct Codex {
+    program: PathBuf,
+}
+
+impl Codex {
+    /// The adapter, when the binary can be found.
+    pub fn find() -> Option<Codex> {
+        resolve_binary().map(|program| Codex { program })
+    }
+}
+
+/// Codex boot dialogs (spec 04 §2) and the option to choose, by label. Each: every trigger
+/// text on screen, and the label wanted.
+const DIALOGS: &[(&str, &[&str], &str)] = &[
+    (
+        "update",
+        &["Update available!", "Press enter to continue"],
+        "Skip",
+    ),
+    ("trust", &["Trust this folder?"], "Trust and continue"),
+    (
+        "trust",
+        &["Do you trust the contents of this directory"],
+        "Yes, continue",
+    ),
+    ("hooks", &["Hooks need review"], "Trust all"),
+];
+
+/// What a Codex screen asks for during boot (pure).
+pub fn boot_step_for(rows: &[String]) -> BootStep {
+    let text = rows.join("\n");
+    for (name, triggers, wanted) in DIALOGS {
+        if triggers.iter().all(|t| text.contains(t)) {
+            return match dialog::step_towards_with(rows, MARKER, wanted) {
+                Some(step) => BootStep::Key {
+                    bytes: encode_keys(&[step.key_name()], false).unwrap_or_default(),
+                    label: format!("{name} ({})", step.key_name()),
+                },
+                // The menu is mid-redraw, or it does not offer the label: wait.
+                None => BootStep::Wait,
+            };
+        }
+    }
+    let composer = rows.iter().any(|r| r.starts_with("› "));
+    if composer && !text.contains("Press enter to continue") {
+        BootStep::Ready
+    } else {
+        BootStep::Wait
+    }
+}
+
+impl Adapter for Codex {
+    fn name(&self) -> &str {
+        "codex"
+    }
+
+    fn kind(&self) -> RuntimeKind {
+        RuntimeKind::Agent
+    }
+
+    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String> {
+        let mut args: Vec<OsString> = Vec::new();
+        if ctx.mode == WakeMode::Resume {
+            if !self.resumable(ctx.cwd) {
+                return Err("no codex session to resume".into());
+            }
+            args.extend(["resume".into(), "--last".into()]);
+        }
+        args.extend([
+            "--no-daemon".into(),
+            "--no-alt-screen".into(),
+            "-C".into(),
+            ctx.cwd.as_os_str().to_owned(),
+        ]);
+        if let Some(p) = ctx.system_prompt {
+            let mut v = OsString::from("model_instructions_file=");
+            v.push(p.as_os_str());
+            args.extend(["-c".into(), v]);
+        }
+        args.extend([
+            "-c".into(),
+            format!(
+                "mcp_servers.iapeer.url=\"http://127.0.0.1:{}/mcp\"",
+                ctx.port
+            )
+            .into(),
+        ]);
+        args.push("--dangerously-bypass-approvals-and-sandbox".into());
+        args.extend(ctx.launch_env.start_args.iter().map(OsString::from));
+        Ok(LaunchCommand {
+            program: self.program.clone().into_os_string(),
+            args,
+            extra_env: Vec::new(),
+        })
+    }
+
+    fn boot_step(&self, screen: &Screen) -> BootStep {
+        boot_step_for(&screen.rows())
+    }
+
+    fn waits_for_mcp(&self, _cwd: &Path) -> bool {
+        super::codex_setup::config_path()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .and_then(|t| t.parse::<toml_edit::DocumentMut>().ok())
+            .is_some_and(|d| d.get("mcp_servers").and_then(|s| s.get("iapeer")).is_some())
+    }
+
+    fn prompt_glyph(&self) -> Option<&'static str> {
+        Some("›")
+    }
+
+    fn ready_settle(&self) -> Duration {
+        Duration::from_millis(300)
+    }
+
+    fn is_busy(&self, screen: &Screen) -> bool {
+        let t = screen.text();
+        t.contains("esc to interrupt") || t.contains("Esc to interrupt")
+    }
+
+    fn confirmer(&self, _cwd: &Path, text: &str, _agent_ts: Option<&str>) -> Box<dyn Confirm> {
+        Box::new(SessionFileConfirm {
+            watch: Watch::start(),
+            text: text.to_string(),
+            seen: false,
+        })
+    }
+
+    fn gate_watch(&self, _cwd: &Path) -> Option<Box<dyn GateWatch>> {
+        Some(Box::new(CodexGate {
+            watch: Watch::start(),
+        }))
+    }
+
+    fn activity_ms(&self, cwd: &Path) -> Option<u64> {
+        let sessions = sessions_dir()?;
+        let files: Vec<PathBuf> = recent_dirs(&sessions)
+            .iter()
+            .flat_map(|d| jsonl_files(d))
+            .filter(|f| rollout_cwd(f).is_some_and(|c| same_folder(&c, cwd)))
+            .collect();
+        super::newest_mtime_ms(files.iter().map(PathBuf::as_path))
+    }
+
+    fn resumable(&self, cwd: &Path) -> bool {
+        let Some(sessions) = sessions_dir() else {
+            return false;
+        };
+        day_dirs(&sessions)
+            .iter()
+            .rev()
+            .flat_map(|d| jsonl_files(d))
+            .any(|f| rollout_cwd(&f).is_some_and(|c| same_folder(&c, cwd)))
+    }
+
+    fn interrupt_keys(&self) -> Option<Vec<u8>> {
+        Some(vec![0x1b])
+    }
+
+    fn compact(&self, _cwd: &Path) -> Option<(&'static str, Box<dyn CompactWatch>)> {
+        Some((
+            "/compact",
+            Box::new(CodexCompact {
+                watch: Watch::start(),
+            }),
+        ))
+    }
+}
+
+/// Confirmed when a new user record in a session file holds the pasted text. (The spec asks
+/// less of codex — written and alive 300 ms later — but the session file is a real proof.)
+struct SessionFileConfirm {
+    watch: Watch,
+    text: String,
+    seen: bool,
+}
+
+impl Confirm for SessionFileConfirm {
+    fn confirmed(&mut self, _output: &[u8]) -> bool {
+        if !self.seen {
+            self.seen = self
+                .watch
+                .new_records()
+                .iter()
+                .any(|r| is_user_record(r) && record_contains(r, &self.text));
+        }
+        self.seen
+    }
+}
+
+/// Passes on the model's first record; fails early when Codex reports its stream failing.
+struct CodexGate {
+    watch: Watch,
+}
+
+impl GateWatch for CodexGate {
+    fn poll(&mut self, screen: &str) -> GateState {
+        if self.watch.new_records().iter().any(is_model_record) {
+            return GateState::Passed;
+        }
+        match stream_error_line(screen) {
+            Some(line) => GateState::Failed(format!("the model API does not answer: {line}")),
+            None => GateState::Pending,
+        }
+    }
+}
+
+/// Codex's reconnect status once past its first retry, e.g. `Reconnecting... 2/5` (pure).
+pub fn stream_error_line(screen: &str) -> Option<String> {
+    screen.lines().find_map(|l| {
+        let at = l.find("Reconnecting")?;
+        let rest = &l[at..];
+        let n: u32 = rest
+            .split_whitespace()
+            .find_map(|w| w.split('/').next()?.parse().ok())?;
+        (n >= 2).then(|| {
+            l.trim()
+                .trim_start_matches(|c: char| !c.is_ascii_alphanumeric())
+                .trim()
+                .to_string()
+        })
+    })
+}
+
+struct CodexCompact {
+    watch: Watch,
+}
+
+impl CompactWatch for CodexCompact {
+    fn poll(&mut self, _screen: &str) -> Option<CompactOutcome> {
+        self.watch
+            .new_records()
+            .iter()
+            .any(is_compacted_record)
+            .then_some(CompactOutcome::Compacted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launch_env::LaunchEnv;
+    use crate::paths::Paths;
+    use serde_json::json;
+
+    fn rows(text: &str) -> Vec<String> {
+        text.lines().map(String::from).collect()
+    }
+
+    #[test]
+    fn argv_carries_the_flags_the_prompt_and_the_port() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        let c = Codex {
+            program: "/bin/codex".into(),
+        };
+        let env = LaunchEnv {
+            start_args: vec!["--model".into(), "o3".into()],
+            ..LaunchEnv::default()
+        };
+        let prompt = dir.path().join("p.md");
+        let ctx = LaunchCtx {
+            paths: &paths,
+            cwd: dir.path(),
+            mode: WakeMode::Fresh,
+            system_prompt: Some(&prompt),
+            launch_env: &env,
+            port: 4242,
+        };
+        let args: Vec<String> = c
+            .command(&ctx)
+            .unwrap()
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let cwd = dir.path().display().to_string();
+        let instr = format!("model_instructions_file={}", prompt.display());
+        assert_eq!(
+            args,
+            vec![
+                "--no-daemon",
+                "--no-alt-screen",
+                "-C",
+                cwd.as_str(),
+                "-c",
+                instr.as_str(),
+                "-c",
+                "mcp_servers.iapeer.url=\"http://127.0.0.1:4242/mcp\"",
+                "--dangerously-bypass-approvals-and-sandbox",
+                "--model",
+                "o3"
+            ]
+        );
+    }
+
+    #[test]
+    fn boot_screens() {
+        let trust = rows("  Folder access\n  /w/x\n  Trust this folder? Codex can read, edit, and run files here.\n\n› 1. Trust and continue\n  2. Back to Agent Command Center\n\n  enter continue · esc back");
+        assert_eq!(
+            boot_step_for(&trust),
+            BootStep::Key {
+                bytes: b"\r".to_vec(),
+                label: "trust (Enter)".into()
+            }
+        );
+        let ready = rows(
+            "  >_ OpenAI Codex (v0.171.0)\n› Ask Codex to do anything\n  gpt-5.1 default · /w/x",
+        );
+        assert_eq!(boot_step_for(&ready), BootStep::Ready);
+        let update = rows("  ✨ Update available! 0.171.0 -> 0.172.0\n\n› 1. Update now\n  2. Skip\n\n  Press enter to continue");
+        assert!(
+            matches!(boot_step_for(&update), BootStep::Key { ref label, .. } if label == "update (Down)")
+        );
+        assert_eq!(boot_step_for(&rows("loading...")), BootStep::Wait);
+    }
+
+    #[test]
+    fn records() {
+        assert!(is_user_record(
+            &json!({"type":"response_item","payload":{"type":"message","role":"user","content":[]}})
+        ));
+        assert!(!is_user_record(
+            &json!({"type":"response_item","payload":{"type":"message","role":"developer"}})
+        ));
+        assert!(is_model_record(
+            &json!({"type":"response_item","payload":{"type":"function_call","name":"send_to_peer"}})
+        ));
+        assert!(is_model_record(
+            &json!({"type":"event_msg","payload":{"type":"agent_message"}})
+        ));
+        assert!(is_compacted_record(
+            &json!({"type":"event_msg","payload":{"type":"context_compacted"}})
+        ));
+        assert!(is_compacted_record(
+            &json!({"type":"compacted","payload":{}})
+        ));
+        assert_eq!(
+            stream_error_line("■ stream disconnected · Reconnecting... 2/5"),
+            Some("stream disconnected · Reconnecting... 2/5".into())
+        );
+        assert_eq!(stream_error_line("Reconnecting... 1/5"), None);
+    }
+
+    #[test]
+    fn rollout_cwd_reads_the_session_meta() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("rollout-x.jsonl");
+        std::fs::write(
+            &f,
+            "{\"type\":\"session_meta\",\"payload\":{\"cwd\":\"/w/bob\"}}\n{}\n",
+        )
+        .unwrap();
+        assert_eq!(rollout_cwd(&f), Some(PathBuf::from("/w/bob")));
+        std::fs::write(&f, "{\"type\":\"other\"}\n").unwrap();
+        assert_eq!(rollout_cwd(&f), None);
+    }
+}

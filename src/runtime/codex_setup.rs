@@ -1,0 +1,224 @@
+//! Peer setup for the `codex` runtime (spec 02 §4, spec 04 §2 "codex"): edits of the host's
+//! Codex `config.toml` made with a format-preserving TOML editor (`toml_edit`), so the user's
+//! comments, order and values survive; idempotent; never clobbering a file it cannot parse.
+
+use std::path::{Path, PathBuf};
+
+use toml_edit::{value, DocumentMut, Item, Table};
+
+use crate::fsutil::{write_atomic, MODE_SHARED};
+
+/// `$CODEX_HOME`, else `~/.codex`.
+pub fn codex_home() -> Option<PathBuf> {
+    std::env::var_os("CODEX_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| Some(crate::paths::home_dir()?.join(".codex")))
+}
+
+/// `<codex home>/config.toml`.
+pub fn config_path() -> Option<PathBuf> {
+    Some(codex_home()?.join("config.toml"))
+}
+
+/// Add `[mcp_servers.iapeer]` when absent (an existing block is the user's and is kept):
+/// `url`, `default_tools_approval_mode = "approve"`, `bearer_token_env_var = "IAPEER_TOKEN"`,
+/// and `[mcp_servers.iapeer.env_http_headers] "X-IAPeer-Identity" = "PEER_IDENTITY"`.
+/// Returns whether the document changed.
+pub fn ensure_mcp_server(doc: &mut DocumentMut, url: &str) -> bool {
+    let servers = doc.entry("mcp_servers").or_insert_with(|| {
+        let mut t = Table::new();
+        t.set_implicit(true);
+        Item::Table(t)
+    });
+    let Some(servers) = servers.as_table_like_mut() else {
+        return false;
+    };
+    if servers.contains_key("iapeer") {
+        return false;
+    }
+    let mut server = Table::new();
+    server["url"] = value(url);
+    server["default_tools_approval_mode"] = value("approve");
+    server["bearer_token_env_var"] = value("IAPEER_TOKEN");
+    let mut headers = Table::new();
+    headers["X-IAPeer-Identity"] = value("PEER_IDENTITY");
+    server["env_http_headers"] = Item::Table(headers);
+    servers.insert("iapeer", Item::Table(server));
+    true
+}
+
+/// Set top-level `check_for_update_on_startup = false` unless the key exists with any value.
+pub fn ensure_no_update_check(doc: &mut DocumentMut) -> bool {
+    if doc.contains_key("check_for_update_on_startup") {
+        return false;
+    }
+    // Top-level keys must come before the first table; toml_edit places new root values there.
+    doc["check_for_update_on_startup"] = value(false);
+    true
+}
+
+/// Mark `folder` trusted: `[projects."<folder>"] trust_level = "trusted"`.
+pub fn trust(doc: &mut DocumentMut, folder: &str) -> bool {
+    let projects = doc.entry("projects").or_insert_with(|| {
+        let mut t = Table::new();
+        t.set_implicit(true);
+        Item::Table(t)
+    });
+    let Some(projects) = projects.as_table_like_mut() else {
+        return false;
+    };
+    let entry = projects
+        .entry(folder)
+        .or_insert_with(|| Item::Table(Table::new()));
+    if entry.get("trust_level").and_then(|v| v.as_str()) == Some("trusted") {
+        return false;
+    }
+    entry["trust_level"] = value("trusted");
+    true
+}
+
+/// Remove the trust entry of `folder` (spec 07 `remove`). Returns whether it changed.
+pub fn untrust(doc: &mut DocumentMut, folder: &str) -> bool {
+    let Some(projects) = doc.get_mut("projects").and_then(|p| p.as_table_like_mut()) else {
+        return false;
+    };
+    projects.remove(folder).is_some()
+}
+
+/// Read, edit and (when changed) atomically write the host config, mode 0644.
+///
+/// Errors: the file cannot be read or written, or is not valid TOML (then it is left alone).
+pub fn edit_config(edit: impl FnOnce(&mut DocumentMut) -> bool) -> Result<bool, String> {
+    let path =
+        config_path().ok_or("cannot find the Codex config folder: set CODEX_HOME or HOME")?;
+    edit_file(&path, edit)
+}
+
+fn edit_file(path: &Path, edit: impl FnOnce(&mut DocumentMut) -> bool) -> Result<bool, String> {
+    let text = crate::fsutil::read_optional(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+        .unwrap_or_default();
+    let mut doc: DocumentMut = text
+        .parse()
+        .map_err(|e| format!("{} is not valid TOML, so iapeer left it alone: {e} — fix it, then run iapeer add-runtime codex again", path.display()))?;
+    if !edit(&mut doc) {
+        return Ok(false);
+    }
+    write_atomic(path, doc.to_string().as_bytes(), MODE_SHARED)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(true)
+}
+
+/// The folder as Codex names it in `[projects]`: its real path.
+pub fn project_key(cwd: &Path) -> String {
+    cwd.canonicalize()
+        .unwrap_or_else(|_| cwd.to_path_buf())
+        .display()
+        .to_string()
+}
+
+/// Everything a codex peer needs at birth: the MCP server block, no update check at start,
+/// the folder trusted.
+pub fn setup(cwd: &Path, mcp_url: &str) -> Result<(), String> {
+    let key = project_key(cwd);
+    edit_config(|doc| {
+        let a = ensure_mcp_server(doc, mcp_url);
+        let b = ensure_no_update_check(doc);
+        let c = trust(doc, &key);
+        a || b || c
+    })
+    .map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const USER: &str =
+        "# my settings\nmodel = \"o3\" # favourite\n\n[mcp_servers.other]\ncommand = \"x\"\n";
+
+    #[test]
+    fn edits_keep_the_users_text_and_are_idempotent() {
+        let mut doc: DocumentMut = USER.parse().unwrap();
+        assert!(ensure_mcp_server(&mut doc, "http://127.0.0.1:8765/mcp"));
+        assert!(ensure_no_update_check(&mut doc));
+        assert!(trust(&mut doc, "/w/bob"));
+        let once = doc.to_string();
+        assert!(!ensure_mcp_server(&mut doc, "http://other"));
+        assert!(!ensure_no_update_check(&mut doc));
+        assert!(!trust(&mut doc, "/w/bob"));
+        assert_eq!(doc.to_string(), once, "a second run changes nothing");
+        assert!(once.starts_with("# my settings\n"), "{once}");
+        assert!(once.contains("model = \"o3\" # favourite"), "{once}");
+        assert!(
+            once.contains("[mcp_servers.other]\ncommand = \"x\""),
+            "{once}"
+        );
+        let v: toml_edit::DocumentMut = once.parse().unwrap();
+        assert_eq!(
+            v["mcp_servers"]["iapeer"]["bearer_token_env_var"].as_str(),
+            Some("IAPEER_TOKEN")
+        );
+        assert_eq!(
+            v["mcp_servers"]["iapeer"]["default_tools_approval_mode"].as_str(),
+            Some("approve")
+        );
+        assert_eq!(
+            v["mcp_servers"]["iapeer"]["env_http_headers"]["X-IAPeer-Identity"].as_str(),
+            Some("PEER_IDENTITY")
+        );
+        assert_eq!(v["check_for_update_on_startup"].as_bool(), Some(false));
+        assert_eq!(
+            v["projects"]["/w/bob"]["trust_level"].as_str(),
+            Some("trusted")
+        );
+        // The update-check key is a root key, so it must come before the first table.
+        let root_pos = once.find("check_for_update_on_startup").unwrap();
+        let table_pos = once.find('[').unwrap();
+        assert!(root_pos < table_pos, "{once}");
+    }
+
+    #[test]
+    fn existing_values_are_the_users() {
+        let mut doc: DocumentMut =
+            "check_for_update_on_startup = true\n[mcp_servers.iapeer]\nurl = \"http://mine\"\n"
+                .parse()
+                .unwrap();
+        assert!(!ensure_no_update_check(&mut doc));
+        assert!(!ensure_mcp_server(&mut doc, "http://127.0.0.1:8765/mcp"));
+        assert_eq!(
+            doc["mcp_servers"]["iapeer"]["url"].as_str(),
+            Some("http://mine")
+        );
+    }
+
+    #[test]
+    fn untrust_removes_only_that_folder() {
+        let mut doc: DocumentMut = "[projects.\"/w/bob\"]\ntrust_level = \"trusted\"\n\n[projects.\"/w/eve\"]\ntrust_level = \"trusted\"\n".parse().unwrap();
+        assert!(untrust(&mut doc, "/w/bob"));
+        assert!(!untrust(&mut doc, "/w/bob"));
+        let text = doc.to_string();
+        assert!(
+            !text.contains("/w/bob") && text.contains("/w/eve"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_unparseable_file_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("config.toml");
+        std::fs::write(&p, "this is = = not toml").unwrap();
+        let err = edit_file(&p, |d| trust(d, "/x")).unwrap_err();
+        assert!(err.contains("not valid TOML"), "{err}");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "this is = = not toml");
+        let fresh = dir.path().join("new/config.toml");
+        assert!(edit_file(&fresh, |d| trust(d, "/x")).unwrap());
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777,
+            0o644
+        );
+    }
+}

@@ -1,0 +1,194 @@
+//! End to end with the real Codex CLI: Codex runs in an iapeer session exactly as in
+//! production; its model requests go to a loopback stand-in for the OpenAI Responses API (the
+//! one mock: the cloud API cannot run here). `scripts/setup-agents.sh` installs the CLI and
+//! `scripts/test.sh` exports `IAPEER_TEST_CODEX_BIN`.
+
+mod common;
+
+use common::openai::{input_text, last_input_text, last_is_tool_output, OpenAiStandIn, Reply};
+use common::TestEnv;
+use serde_json::json;
+use std::time::Duration;
+
+fn codex_bin() -> String {
+    std::env::var("IAPEER_TEST_CODEX_BIN").unwrap_or_else(|_| {
+        panic!("IAPEER_TEST_CODEX_BIN is not set: run scripts/test.sh (it installs the Codex CLI with scripts/setup-agents.sh)")
+    })
+}
+
+/// A world with a codex peer `cx` and an echo peer `ea`, the stand-in, and a daemon. The
+/// user's Codex config names the stand-in as its model provider (as a user with a custom
+/// provider would); iapeer adds its own blocks at `create`.
+fn world() -> (TestEnv, OpenAiStandIn) {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_CODEX_BIN", &codex_bin());
+    let codex_home = env.home.join(".codex");
+    env.set("CODEX_HOME", codex_home.to_str().unwrap());
+    let api = OpenAiStandIn::start();
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!(
+            "# the user's own settings\nmodel = \"gpt-5.1\"\nmodel_provider = \"standin\"\n\n[model_providers.standin]\nname = \"Stand-in\"\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"STANDIN_API_KEY\"\n",
+            api.base_url()
+        ),
+    )
+    .unwrap();
+    env.ok(&["create", "cx", "--runtime", "codex"]);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.launch_env("cx", "codex", "STANDIN_API_KEY=sk-standin-key\n");
+    env.start_daemon();
+    (env, api)
+}
+
+#[test]
+fn codex_peer_wakes_sees_its_prompt_replies_through_mcp_and_takes_a_live_message() {
+    let (env, api) = world();
+    // The host config got iapeer's blocks without losing the user's.
+    let config = std::fs::read_to_string(env.home.join(".codex/config.toml")).unwrap();
+    assert!(config.starts_with("# the user's own settings"), "{config}");
+    assert!(
+        config.contains("[mcp_servers.iapeer]")
+            && config.contains("bearer_token_env_var = \"IAPEER_TOKEN\""),
+        "{config}"
+    );
+    assert!(config.contains("trust_level = \"trusted\""), "{config}");
+
+    api.script(|req| {
+        let last = last_input_text(req);
+        if last_is_tool_output(req) {
+            Reply::Text("sent".into())
+        } else if last.contains("<iap ") && !last.contains("<msg>echo:") {
+            Reply::Call(
+                "mcp__iapeer".into(),
+                "send_to_peer".into(),
+                json!({"personality": "ea", "message": "hi from codex", "topic": "t1"}),
+            )
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    let out = env.ok(&[
+        "send",
+        "cx",
+        "--from",
+        "echo-ea",
+        "--message",
+        "hello codex",
+        "--topic",
+        "t1",
+    ]);
+    assert_eq!(
+        out.trim(),
+        "delivered to cx (codex), woke",
+        "{}",
+        env.diagnostics()
+    );
+
+    let reqs = api.recorded();
+    let first = reqs
+        .iter()
+        .find(|r| last_input_text(r).contains("hello codex"))
+        .unwrap_or_else(|| panic!("no request with the message\n{}", env.diagnostics()));
+    let all = input_text(first);
+    assert!(
+        all.contains("personality: \"cx\""),
+        "the system prompt reached the model: {all}"
+    );
+    assert!(all.contains("## Known peers"), "{all}");
+    let last = last_input_text(first);
+    assert!(
+        last.contains("<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\""),
+        "{last}"
+    );
+
+    env.wait_until("codex's reply reaches ea", Duration::from_secs(60), |e| {
+        e.events("delivery", "delivery").iter().any(|d| {
+            d["caller"] == "codex-cx" && d["to"] == "ea" && d["ok"] == "true" && d["path"] == "mcp"
+        })
+    });
+    assert!(
+        env.pane("echo-ea").contains("from cx: hi from codex"),
+        "{}",
+        env.diagnostics()
+    );
+    assert_eq!(
+        env.events("delivery", "delivery")
+            .iter()
+            .find(|d| d["to"] == "cx")
+            .unwrap()["woke"],
+        "true"
+    );
+
+    env.wait_until(
+        "ea's echo reaches the live codex",
+        Duration::from_secs(60),
+        |e| {
+            e.events("delivery", "delivery").iter().any(|d| {
+                d["caller"] == "echo-ea"
+                    && d["to"] == "cx"
+                    && d["ok"] == "true"
+                    && d["woke"] == "false"
+            })
+        },
+    );
+    let out = env.ok(&[
+        "send",
+        "cx",
+        "--from",
+        "echo-ea",
+        "--message",
+        "echo: a second message",
+        "--topic",
+        "t1",
+    ]);
+    assert_eq!(
+        out.trim(),
+        "delivered to cx (codex)",
+        "{}",
+        env.diagnostics()
+    );
+}
+
+#[test]
+fn codex_turn_is_interrupted() {
+    let (env, api) = world();
+    api.script(|req| {
+        if last_input_text(req).contains("take your time") {
+            Reply::Hold(Duration::from_secs(60))
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    // Wake it first (the first message of a wake must pass the ready gate), then hold a
+    // live turn open.
+    env.ok(&[
+        "send",
+        "cx",
+        "--from",
+        "echo-ea",
+        "--message",
+        "echo: wake up",
+    ]);
+    env.ok(&[
+        "send",
+        "cx",
+        "--from",
+        "echo-ea",
+        "--message",
+        "take your time",
+    ]);
+    env.wait_until("codex is mid-turn", Duration::from_secs(30), |e| {
+        e.screen("codex-cx")
+            .to_lowercase()
+            .contains("esc to interrupt")
+    });
+    let out = env.ok(&["interrupt", "cx"]);
+    assert_eq!(out.trim(), "interrupted codex-cx");
+    // The answer is held for 60 s: only the interrupt ends the turn this soon.
+    env.wait_until("codex stops the turn", Duration::from_secs(15), |e| {
+        !e.screen("codex-cx")
+            .to_lowercase()
+            .contains("esc to interrupt")
+    });
+}

@@ -1,0 +1,208 @@
+//! A stand-in for the OpenAI Responses API on 127.0.0.1 (a random port), for end-to-end tests
+//! with the real Codex CLI. Like the Anthropic stand-in, it is the one mock these tests use
+//! (the cloud API cannot run here): it records every request and answers from a script,
+//! streaming Server-Sent Events (`response.created`, `response.output_item.added`,
+//! `response.output_text.delta` / `response.function_call_arguments.*`,
+//! `response.output_item.done`, `response.completed`).
+
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+/// What to answer to one model request.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A text answer.
+    Text(String),
+    /// A call of an MCP tool: namespace (e.g. `mcp__iapeer`), function name, arguments.
+    Call(String, String, Value),
+    /// Stream the start, then hold the connection for at most this long.
+    Hold(Duration),
+}
+
+type Script = Box<dyn Fn(&Value) -> Reply + Send>;
+
+/// The running stand-in.
+pub struct OpenAiStandIn {
+    server: Arc<tiny_http::Server>,
+    pub port: u16,
+    pub requests: Arc<Mutex<Vec<Value>>>,
+    script: Arc<Mutex<Script>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Every string of the request's `input`, joined.
+pub fn input_text(req: &Value) -> String {
+    super::anthropic::flatten(&req["input"])
+}
+
+/// The text of the last `input` item.
+pub fn last_input_text(req: &Value) -> String {
+    req["input"]
+        .as_array()
+        .and_then(|a| a.last())
+        .map(super::anthropic::flatten)
+        .unwrap_or_default()
+}
+
+/// Whether the last input item is a tool result.
+pub fn last_is_tool_output(req: &Value) -> bool {
+    req["input"]
+        .as_array()
+        .and_then(|a| a.last())
+        .is_some_and(|i| i["type"] == "function_call_output")
+}
+
+fn header(k: &str, v: &str) -> tiny_http::Header {
+    tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).expect("header")
+}
+
+fn events(model: &str, reply: &Reply) -> String {
+    let usage = json!({"input_tokens":10,"input_tokens_details":{"cached_tokens":0},"output_tokens":5,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":15});
+    let created = json!({"type":"response.created","response":{"id":"resp_standin","object":"response","status":"in_progress","model":model,"output":[]}});
+    let mut evs: Vec<(String, Value)> = vec![("response.created".into(), created)];
+    let item = match reply {
+        Reply::Text(t) => {
+            evs.push(("response.output_item.added".into(), json!({"type":"response.output_item.added","output_index":0,"item":{"id":"msg_standin","type":"message","status":"in_progress","role":"assistant","content":[]}})));
+            evs.push(("response.output_text.delta".into(), json!({"type":"response.output_text.delta","item_id":"msg_standin","output_index":0,"content_index":0,"delta":t})));
+            json!({"id":"msg_standin","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":t,"annotations":[]}]})
+        }
+        Reply::Call(ns, name, args) => {
+            let a = args.to_string();
+            let fc = json!({"type":"function_call","id":"fc_standin","call_id":"call_standin","namespace":ns,"name":name,"arguments":a,"status":"completed"});
+            let mut started = fc.clone();
+            started["arguments"] = json!("");
+            started["status"] = json!("in_progress");
+            evs.push((
+                "response.output_item.added".into(),
+                json!({"type":"response.output_item.added","output_index":0,"item":started}),
+            ));
+            evs.push(("response.function_call_arguments.delta".into(), json!({"type":"response.function_call_arguments.delta","item_id":"fc_standin","output_index":0,"delta":a})));
+            evs.push(("response.function_call_arguments.done".into(), json!({"type":"response.function_call_arguments.done","item_id":"fc_standin","output_index":0,"arguments":a})));
+            fc
+        }
+        Reply::Hold(_) => {
+            return evs
+                .iter()
+                .map(|(e, d)| format!("event: {e}\ndata: {d}\n\n"))
+                .collect()
+        }
+    };
+    evs.push((
+        "response.output_item.done".into(),
+        json!({"type":"response.output_item.done","output_index":0,"item":item}),
+    ));
+    evs.push(("response.completed".into(), json!({"type":"response.completed","response":{"id":"resp_standin","object":"response","status":"completed","model":model,"output":[item],"usage":usage}})));
+    evs.iter()
+        .map(|(e, d)| format!("event: {e}\ndata: {d}\n\n"))
+        .collect()
+}
+
+/// A body that yields its bytes, then (for a hold) blocks for a while before ending.
+struct Held {
+    bytes: Vec<u8>,
+    pos: usize,
+    hold: Duration,
+}
+
+impl Read for Held {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos < self.bytes.len() {
+            let n = buf.len().min(self.bytes.len() - self.pos);
+            buf[..n].copy_from_slice(&self.bytes[self.pos..self.pos + n]);
+            self.pos += n;
+            return Ok(n);
+        }
+        if !self.hold.is_zero() {
+            std::thread::sleep(std::mem::take(&mut self.hold));
+        }
+        Ok(0)
+    }
+}
+
+impl OpenAiStandIn {
+    /// Start on 127.0.0.1 answering every request with "ok".
+    pub fn start() -> OpenAiStandIn {
+        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind stand-in"));
+        let port = server.server_addr().to_ip().expect("ip").port();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let script: Arc<Mutex<Script>> =
+            Arc::new(Mutex::new(Box::new(|_| Reply::Text("ok".into()))));
+        let (srv, reqs, scr) = (server.clone(), requests.clone(), script.clone());
+        let thread = std::thread::spawn(move || {
+            for mut rq in srv.incoming_requests() {
+                let mut body = String::new();
+                let _ = rq.as_reader().read_to_string(&mut body);
+                let parsed: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                if rq.method() != &tiny_http::Method::Post || !rq.url().contains("/responses") {
+                    let _ = rq.respond(
+                        tiny_http::Response::from_string("{}")
+                            .with_header(header("content-type", "application/json")),
+                    );
+                    continue;
+                }
+                reqs.lock().unwrap().push(parsed.clone());
+                let reply = (scr.lock().unwrap())(&parsed);
+                std::thread::spawn(move || {
+                    let model = parsed["model"]
+                        .as_str()
+                        .unwrap_or("gpt-standin")
+                        .to_string();
+                    let hold = if let Reply::Hold(d) = reply {
+                        d
+                    } else {
+                        Duration::ZERO
+                    };
+                    let body = Held {
+                        bytes: events(&model, &reply).into_bytes(),
+                        pos: 0,
+                        hold,
+                    };
+                    let resp = tiny_http::Response::new(
+                        200.into(),
+                        vec![header("content-type", "text/event-stream")],
+                        body,
+                        None,
+                        None,
+                    );
+                    let _ = rq.respond(resp);
+                });
+            }
+        });
+        OpenAiStandIn {
+            server,
+            port,
+            requests,
+            script,
+            thread: Some(thread),
+        }
+    }
+
+    /// The `base_url` for a Codex model provider.
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// Replace the answering script.
+    pub fn script(&self, f: impl Fn(&Value) -> Reply + Send + 'static) {
+        *self.script.lock().unwrap() = Box::new(f);
+    }
+
+    /// Requests recorded so far.
+    pub fn recorded(&self) -> Vec<Value> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl Drop for OpenAiStandIn {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
