@@ -515,7 +515,7 @@ mod tests {
             env!("CARGO_MANIFEST_DIR")
         );
         let bytes = std::fs::read(&path).unwrap();
-        for chunk in [7usize, 64, 1024] {
+        for chunk in [13usize] {
             let mut screen = Screen::new(50, 220);
             let mut seen: Vec<String> = Vec::new();
             for part in bytes.chunks(chunk) {
