@@ -5,8 +5,7 @@ mod common;
 
 use common::TestEnv;
 
-const DAEMON_DOWN_TAIL: &str =
-    ") — start it with: iapeer daemon (foreground) or iapeer onboard (as a service)";
+const DAEMON_DOWN_TAIL: &str = ") — start it with: iapeer daemon (foreground)";
 
 #[test]
 fn version_in_every_spelling() {

@@ -143,6 +143,10 @@ pub fn run(stream: UnixStream) -> io::Result<()> {
     sig_handle.close();
     let mut out = io::stdout();
     let _ = out.write_all(RESTORE.as_bytes());
+    // Resetting the scroll region homes the cursor: go to the last row before writing, so the
+    // note and the next shell prompt do not land on top of the session's screen.
+    let (rows, _) = terminal_size().unwrap_or((24, 80));
+    let _ = write!(out, "\x1b[{rows};1H");
     let _ = out.flush();
     drop(guard);
     let _ = writeln!(out, "\r\n{why}");

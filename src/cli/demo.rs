@@ -202,6 +202,48 @@ fn wait_for_daemon(root: &Path, daemon: &mut Child) -> Result<(), CliError> {
     Err(fail("the demo daemon did not come up within 20 s"))
 }
 
+/// Set once the demo is interrupted: the main thread then leaves the clean-up (and the exit)
+/// to the signal thread.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// On SIGINT/SIGTERM: stop the demo's daemon, remove the root (unless `--keep`), exit 130.
+fn on_interrupt(
+    root: PathBuf,
+    keep: bool,
+    daemon_pid: std::sync::Arc<std::sync::atomic::AtomicU32>,
+) -> CliResult {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .map_err(|e| fail(format!("cannot watch signals: {e}")))?;
+    std::thread::spawn(move || {
+        if signals.forever().next().is_none() {
+            return;
+        }
+        INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+        let pid = daemon_pid.load(std::sync::atomic::Ordering::SeqCst);
+        if pid != 0 {
+            let pid = nix::unistd::Pid::from_raw(pid as i32);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            // The daemon ends its sessions (SIGKILL after 3 s); give it that long.
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(6)
+                && nix::sys::signal::kill(pid, None).is_ok()
+            {
+                let _ = nix::sys::wait::waitpid(pid, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        if keep {
+            eprintln!("\ninterrupted — the demo root is kept: {}", root.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&root);
+            eprintln!("\ninterrupted — the demo daemon is stopped and its temporary root removed");
+        }
+        std::process::exit(130);
+    });
+    Ok(())
+}
+
 /// Run `iapeer demo`.
 pub fn run(inv: &Invocation) -> CliResult {
     let keep = inv.flag("keep");
@@ -217,6 +259,9 @@ pub fn run(inv: &Invocation) -> CliResult {
         "       and you, the operator, on a tiny router runtime that just prints what it gets."
     );
 
+    // Ctrl-C (or SIGTERM) must not leave a daemon or the temporary root behind.
+    let daemon_pid = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    on_interrupt(root.clone(), keep, daemon_pid.clone())?;
     let result = (|| -> CliResult {
         // The operator's runtime: a router runtime package whose program is `cat`.
         write_json_atomic(
@@ -225,7 +270,16 @@ pub fn run(inv: &Invocation) -> CliResult {
             MODE_SHARED,
         )
         .map_err(fail)?;
-        let daemon_log = std::fs::File::create(root.join("daemon-stderr.log")).map_err(fail)?;
+        let daemon_log = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(true)
+                .write(true)
+                .mode(crate::fsutil::MODE_PRIVATE)
+                .open(root.join("daemon-stderr.log"))
+                .map_err(fail)?
+        };
         let mut daemon = Command::new(&exe)
             .arg("daemon")
             .env("IAPEER_ROOT", &root)
@@ -236,6 +290,7 @@ pub fn run(inv: &Invocation) -> CliResult {
             .stderr(daemon_log)
             .spawn()
             .map_err(|e| fail(format!("cannot start the daemon: {e}")))?;
+        daemon_pid.store(daemon.id(), std::sync::atomic::Ordering::SeqCst);
         wait_for_daemon(&root, &mut daemon)?;
         let mut demo = Demo {
             root: root.clone(),
@@ -333,6 +388,12 @@ pub fn run(inv: &Invocation) -> CliResult {
         Ok(())
     })();
 
+    if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        // The signal thread is cleaning up and will exit the process.
+        loop {
+            std::thread::park();
+        }
+    }
     if keep || result.is_err() {
         println!("\nthe demo root is kept: {}", root.display());
         println!("look around:  export IAPEER_ROOT={}", root.display());

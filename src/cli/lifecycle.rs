@@ -8,10 +8,15 @@ use serde_json::{json, Value};
 use super::client::Client;
 use super::parse::Invocation;
 use super::{paths, print, usage, CliError, CliResult};
-use crate::names::normalize;
 
 fn failed(answer: &Value) -> CliError {
-    CliError::Failed(answer["error"].as_str().unwrap_or("failed").to_string())
+    let error = answer["error"].as_str().unwrap_or("failed");
+    if error.ends_with("no transcript to resume") || error.ends_with("no codex session to resume") {
+        return CliError::Failed(format!(
+            "{error} — start a fresh session with: iapeer new <peer>"
+        ));
+    }
+    CliError::Failed(error.to_string())
 }
 
 /// `stop <peer> [runtime] | --all` and `start …`.
@@ -116,22 +121,25 @@ fn connect_and_attach(req: &Value, what: &str) -> CliResult {
 pub fn runtime_shortcut(runtime: &str, _inv: &Invocation) -> CliResult {
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::Failed(format!("cannot read the current folder: {e}")))?;
-    let name = cwd
-        .file_name()
-        .map(|n| normalize(&n.to_string_lossy()))
-        .unwrap_or_default();
-    if crate::profile::Profile::read(&cwd).ok().flatten().is_none() {
-        return Err(CliError::Failed(format!(
-            "{} is not a peer's folder — run iapeer init here first (or cd into a peer's folder)",
-            cwd.display()
-        )));
-    }
+    let cwd = cwd.canonicalize().unwrap_or(cwd);
+    let paths = paths()?;
+    // The peer whose folder holds the current directory (a subfolder works too).
+    let registry =
+        crate::registry::Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
+    let name = match registry.containing(&cwd) {
+        Some(p) => p.personality.clone(),
+        None => {
+            return Err(CliError::Failed(format!(
+                "{} is not inside a peer's folder — run iapeer init here first (or cd into a peer's folder)",
+                cwd.display()
+            )))
+        }
+    };
     let tty = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let req = json!({"op": "attach", "personality": name, "runtime": runtime, "fresh": true, "no_attach": !tty});
     if tty {
         return connect_and_attach(&req, &name);
     }
-    let paths = paths()?;
     let answer = Client::connect(&paths)?.request(&req, |_| {})?;
     if answer["ok"] != json!(true) {
         return Err(failed(&answer));

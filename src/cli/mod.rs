@@ -15,6 +15,7 @@ pub mod send;
 pub mod sender;
 pub mod spec;
 pub mod status;
+pub mod verify;
 pub mod view;
 
 use std::io::Write;
@@ -98,6 +99,24 @@ fn print(text: &str) -> CliResult {
     Ok(())
 }
 
+/// Warnings from the library (a newer registry version, a profile key of the wrong type…)
+/// reach the user of a CLI verb on stderr. The daemon and the echo agent set up their own.
+fn init_cli_logging() {
+    use simplelog::{ColorChoice, ConfigBuilder, LevelFilter, TermLogger, TerminalMode};
+    let config = ConfigBuilder::new()
+        .set_time_level(LevelFilter::Off)
+        .set_target_level(LevelFilter::Off)
+        .set_thread_level(LevelFilter::Off)
+        .set_location_level(LevelFilter::Off)
+        .build();
+    let _ = TermLogger::init(
+        LevelFilter::Warn,
+        config,
+        TerminalMode::Stderr,
+        ColorChoice::Never,
+    );
+}
+
 fn run(cmd: Command) -> (String, CliResult) {
     match cmd {
         Command::Help(verb) => (
@@ -119,12 +138,15 @@ fn run(cmd: Command) -> (String, CliResult) {
         }
         Command::Run(inv) => {
             let name = inv.verb.name.to_string();
+            if !matches!(inv.verb.name, "daemon" | "echo-agent") {
+                init_cli_logging();
+            }
             let result = match inv.verb.name {
                 "send" => send::run(&inv),
                 "create" => peers::create(&inv),
                 "init" => peers::init(&inv),
                 "list" => view::list(&inv),
-                "verify" => peers::verify(&inv),
+                "verify" => verify::run(&inv),
                 "remove" => peers::remove(&inv),
                 "stop" => lifecycle::stop_start(&inv, true),
                 "start" => lifecycle::stop_start(&inv, false),

@@ -50,6 +50,12 @@ pub fn create(inv: &Invocation) -> CliResult {
             names::PERSONALITY_PATTERN
         )));
     }
+    let canonical = names::normalize(name);
+    if canonical != name {
+        return Err(fail(format!(
+            "no folder can be named so that it gives \"{name}\" (a folder \"{name}\" gives \"{canonical}\") — choose {canonical}"
+        )));
+    }
     let paths = paths()?;
     let folder = match inv.value("path") {
         Some(p) => absolute(Path::new(p))?,
@@ -76,11 +82,20 @@ pub fn create(inv: &Invocation) -> CliResult {
             )));
         }
     }
+    let existed = folder.exists();
     fsutil::ensure_dir(&folder)
         .map_err(|e| fail(format!("cannot create {}: {e}", folder.display())))?;
     let folder = folder.canonicalize().unwrap_or(folder);
-    let peer = init_folder(&paths, &folder, &InitOpts::from(inv))?;
-    report(inv, "created", &peer)
+    match init_folder(&paths, &folder, &InitOpts::from(inv)) {
+        Ok(peer) => report(inv, "created", &peer),
+        Err(e) => {
+            // A refused create leaves nothing behind: the folder was made for this peer.
+            if !existed {
+                let _ = std::fs::remove_dir_all(&folder);
+            }
+            Err(e)
+        }
+    }
 }
 
 /// `init [folder]`: turn a folder (default: the current one) into a peer named after it.
@@ -166,8 +181,19 @@ fn choose_runtime(
 
 const DOCTRINE_STUB: &str = "<!-- Personal doctrine of this peer: who it is, what it does, how it works with the team.\n     iapeer puts this file into the peer's system prompt at every start. Write plain markdown below. -->\n";
 
+/// Where `remove` keeps a removed peer's profile (the folder is kept; `init` restores it).
+fn removed_profile(folder: &Path) -> PathBuf {
+    peer::dir(folder).join("peer-profile.removed.json")
+}
+
 fn init_folder(paths: &Paths, folder: &Path, opts: &InitOpts) -> Result<RegistryPeer, CliError> {
     let name = profile::personality_of(folder).map_err(fail)?;
+    let removed = removed_profile(folder);
+    if !peer::profile(folder).exists() && removed.is_file() {
+        // A peer removed earlier comes back with its own profile (description, keys…).
+        std::fs::rename(&removed, peer::profile(folder))
+            .map_err(|e| fail(format!("cannot restore {}: {e}", removed.display())))?;
+    }
     if let Some(written) = raw_personality(folder) {
         if written != name {
             return Err(fail(format!(
@@ -294,125 +320,6 @@ fn start_always_on(paths: &Paths, name: &str, runtime: &str) {
     }
 }
 
-/// `verify [--json] [--fix]`: profiles against the standard, the registry against profiles.
-pub fn verify(inv: &Invocation) -> CliResult {
-    let paths = paths()?;
-    let mut fixed = false;
-    if inv.flag("fix") {
-        rebuild_registry(&paths)?;
-        fixed = true;
-    }
-    let problems = find_problems(&paths);
-    let peers = Registry::load(&paths).map(|r| r.peers.len()).unwrap_or(0);
-    if inv.flag("json") {
-        let list: Vec<Value> = problems
-            .iter()
-            .map(|(p, what)| json!({"peer": p, "problem": what}))
-            .collect();
-        print(&format!(
-            "{}\n",
-            json!({"ok": problems.is_empty(), "peers": peers, "fixed": fixed, "problems": list})
-        ))?;
-    } else if problems.is_empty() {
-        print(&format!(
-            "ok: {peers} peer(s), no problems{}\n",
-            if fixed { " (registry rebuilt)" } else { "" }
-        ))?;
-    } else {
-        let mut out = String::new();
-        for (p, what) in &problems {
-            out.push_str(&format!("{p}: {what}\n"));
-        }
-        if !fixed {
-            out.push_str("run iapeer verify --fix to rebuild the registry from the profiles\n");
-        }
-        print(&out)?;
-    }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(CliError::Exit(1))
-    }
-}
-
-/// Folders that may hold peers: the registry's (when readable) and `<root>/peers/*`.
-fn known_folders(paths: &Paths) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = Registry::load(paths)
-        .map(|r| r.peers.into_iter().map(|p| p.cwd).collect())
-        .unwrap_or_default();
-    if let Ok(entries) = std::fs::read_dir(paths.peers_dir()) {
-        for e in entries.flatten() {
-            let p = e.path();
-            if peer::profile(&p).is_file() && !out.contains(&p) {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
-fn find_problems(paths: &Paths) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let registry = match Registry::load(paths) {
-        Ok(r) => r,
-        Err(e) => {
-            out.push(("registry".to_string(), e.to_string()));
-            Registry::default()
-        }
-    };
-    for entry in &registry.peers {
-        for p in profile::check(&entry.cwd) {
-            out.push((entry.personality.clone(), p));
-        }
-        if let Ok(Some(prof)) = Profile::read(&entry.cwd) {
-            if prof.to_registry_peer(&entry.cwd) != *entry {
-                out.push((
-                    entry.personality.clone(),
-                    "the registry entry differs from the profile (the profile wins)".into(),
-                ));
-            }
-        }
-    }
-    for folder in known_folders(paths) {
-        if let Ok(name) = profile::personality_of(&folder) {
-            if registry.find(&name).is_none() && peer::profile(&folder).is_file() {
-                out.push((
-                    name,
-                    format!(
-                        "has a profile in {} but is not registered",
-                        folder.display()
-                    ),
-                ));
-            }
-        }
-    }
-    out
-}
-
-fn rebuild_registry(paths: &Paths) -> Result<(), CliError> {
-    let mut rebuilt = Registry::default();
-    for folder in known_folders(paths) {
-        if !peer::profile(&folder).is_file() {
-            continue;
-        }
-        match Profile::update(&folder, |_| {}) {
-            Ok(p) => {
-                if rebuilt.find(&p.personality).is_none() {
-                    rebuilt.upsert(p.to_registry_peer(&folder));
-                } else {
-                    eprintln!(
-                        "iapeer verify: skipped {}: the name \"{}\" is taken by another folder",
-                        folder.display(),
-                        p.personality
-                    );
-                }
-            }
-            Err(e) => eprintln!("iapeer verify: skipped {}: {e}", folder.display()),
-        }
-    }
-    Registry::replace(paths, rebuilt).map_err(fail)
-}
-
 /// `remove <peer> [--force]`: drop the registry entry, end its sessions, delete its inbox and
 /// markers; keep the folder.
 pub fn remove(inv: &Invocation) -> CliResult {
@@ -465,6 +372,14 @@ pub fn remove(inv: &Invocation) -> CliResult {
             if let Err(e) = Markers::new(&paths, &id).remove_all() {
                 eprintln!("iapeer remove: {e}");
             }
+        }
+    }
+    // Keep the profile, out of the way: `verify --fix` must not bring the peer back, and
+    // `init` in this folder restores it.
+    let profile_path = peer::profile(&entry.cwd);
+    if profile_path.is_file() {
+        if let Err(e) = std::fs::rename(&profile_path, removed_profile(&entry.cwd)) {
+            eprintln!("iapeer remove: cannot set the profile aside ({e}); verify --fix would register the peer again");
         }
     }
     print(&format!(

@@ -9,6 +9,7 @@ use super::client::Client;
 use super::parse::Invocation;
 use super::sender::resolve_sender;
 use super::{paths, print, usage, CliError, CliResult};
+use crate::daemon::route::MAX_MESSAGE_CHARS;
 use crate::registry::Registry;
 
 /// The human line for a successful send result object.
@@ -28,6 +29,47 @@ pub fn describe_result(result: &Value) -> String {
     }
 }
 
+/// Read a message body, keeping at most what the daemon could accept: beyond
+/// [`MAX_MESSAGE_CHARS`] characters the rest is only counted (a 50 MB file must neither fill
+/// memory nor break the control connection), and the send is refused here with the daemon's
+/// own words.
+fn read_bounded(mut r: impl Read) -> Result<String, CliError> {
+    let keep = MAX_MESSAGE_CHARS * 4 + 4;
+    let mut kept = Vec::new();
+    let mut extra_chars = 0usize;
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        let n = match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(CliError::Failed(format!("cannot read the message: {e}"))),
+        };
+        let room = keep.saturating_sub(kept.len()).min(n);
+        kept.extend_from_slice(&buf[..room]);
+        // Count the characters of what is not kept: every byte that does not continue a
+        // UTF-8 sequence starts one.
+        extra_chars += buf[room..n].iter().filter(|b| (**b & 0xC0) != 0x80).count();
+    }
+    let text = match String::from_utf8(kept) {
+        Ok(t) => t,
+        // The cut may split the last character; anything else is not UTF-8.
+        Err(e) if extra_chars > 0 => String::from_utf8_lossy(&e.into_bytes()).into_owned(),
+        Err(_) => {
+            return Err(CliError::Failed(
+                "the message is not valid UTF-8 text".into(),
+            ))
+        }
+    };
+    let total = text.chars().count() + extra_chars;
+    if total > MAX_MESSAGE_CHARS {
+        return Err(CliError::Failed(format!(
+            "message exceeds {MAX_MESSAGE_CHARS} char limit (got {total})"
+        )));
+    }
+    Ok(text)
+}
+
 fn read_message(inv: &Invocation) -> Result<String, CliError> {
     match (inv.value("message"), inv.value("message-file")) {
         (Some(_), Some(_)) => Err(usage(inv, "pass --message or --message-file, not both")),
@@ -35,16 +77,13 @@ fn read_message(inv: &Invocation) -> Result<String, CliError> {
             inv,
             "missing --message <text> or --message-file <path|->",
         )),
-        (Some(m), None) => Ok(m.to_string()),
-        (None, Some("-")) => {
-            let mut s = String::new();
-            std::io::stdin().read_to_string(&mut s).map_err(|e| {
-                CliError::Failed(format!("cannot read the message from stdin: {e}"))
-            })?;
-            Ok(s)
+        (Some(m), None) => read_bounded(m.as_bytes()),
+        (None, Some("-")) => read_bounded(std::io::stdin().lock()),
+        (None, Some(path)) => {
+            let f = std::fs::File::open(path)
+                .map_err(|e| CliError::Failed(format!("cannot read --message-file {path}: {e}")))?;
+            read_bounded(f)
         }
-        (None, Some(path)) => std::fs::read_to_string(path)
-            .map_err(|e| CliError::Failed(format!("cannot read --message-file {path}: {e}"))),
     }
 }
 
@@ -85,9 +124,21 @@ pub fn run(inv: &Invocation) -> CliResult {
     if let Some(t) = inv.value("topic") {
         req["topic"] = json!(t);
     }
-    let mut client = Client::connect(&paths)?;
-    let answer = client.request_with_indicator(&req, &format!("sending to {target}"))?;
     let json_out = inv.flag("json");
+    let mut client = match Client::connect(&paths) {
+        Ok(c) => c,
+        Err(e) => {
+            if json_out {
+                // Scripts reading --json get a failure object even when the daemon is down.
+                print(&format!(
+                    "{}\n",
+                    json!({"ok": false, "code": "offline", "error": e.to_string()})
+                ))?;
+            }
+            return Err(e.into());
+        }
+    };
+    let answer = client.request_with_indicator(&req, &format!("sending to {target}"))?;
     if answer["ok"] == json!(true) {
         let result = &answer["result"];
         if json_out {
@@ -117,6 +168,27 @@ fn absolute(cwd: &Path, p: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bounded_reads_count_what_they_do_not_keep() {
+        assert_eq!(read_bounded("héllo".as_bytes()).unwrap(), "héllo");
+        let exact = "é".repeat(MAX_MESSAGE_CHARS);
+        assert_eq!(read_bounded(exact.as_bytes()).unwrap(), exact);
+        let big = "é".repeat(MAX_MESSAGE_CHARS * 5 + 3);
+        match read_bounded(big.as_bytes()) {
+            Err(CliError::Failed(m)) => assert_eq!(
+                m,
+                format!(
+                    "message exceeds 16000 char limit (got {})",
+                    MAX_MESSAGE_CHARS * 5 + 3
+                )
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            matches!(read_bounded(&[0xff, 0xfe][..]), Err(CliError::Failed(m)) if m.contains("UTF-8"))
+        );
+    }
 
     #[test]
     fn result_lines() {

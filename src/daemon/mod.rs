@@ -11,7 +11,6 @@ pub mod reply;
 pub mod route;
 pub mod router;
 
-use std::fs::File;
 use std::io;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::Arc;
@@ -153,8 +152,16 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
     let sock = paths.socket();
     // Single instance: a lock held for the daemon's life, plus the spec's socket probe.
     let lock_path = paths.state_dir().join("daemon.lock");
-    let lock =
-        File::create(&lock_path).map_err(io_err(format!("cannot open {}", lock_path.display())))?;
+    let lock = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(MODE_PRIVATE)
+            .open(&lock_path)
+            .map_err(io_err(format!("cannot open {}", lock_path.display())))?
+    };
     if lock.try_lock_exclusive().is_err() || socket_answers(&sock, Duration::from_millis(500)) {
         return Err(DaemonError::AlreadyRunning(format!(
             "a daemon is already listening on {}",
@@ -165,8 +172,15 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
     if let Some(dir) = sock.parent() {
         ensure_dir(dir).map_err(io_err(format!("cannot create {}", dir.display())))?;
     }
-    let listener = UnixListener::bind(&sock)
-        .map_err(io_err(format!("cannot listen on {}", sock.display())))?;
+    let listener = UnixListener::bind(&sock).map_err(|e| {
+        // A Unix socket path has a small limit (about 100 bytes).
+        let hint = if sock.as_os_str().len() > 100 {
+            " — the path is too long for a Unix socket: set IAPEER_DAEMON_SOCKET to a shorter one"
+        } else {
+            ""
+        };
+        DaemonError::Io(format!("cannot listen on {}{hint}", sock.display()), e)
+    })?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(MODE_PRIVATE))
         .map_err(io_err(format!("cannot set the mode of {}", sock.display())))?;

@@ -40,7 +40,7 @@ pub(super) fn parse(text: &str) -> Result<Registry, String> {
             .ok_or_else(|| "\"version\" is not a whole number".to_string())?,
     };
     let items = match root.get("peers") {
-        None | Some(Value::Null) => Vec::new(),
+        None => Vec::new(),
         Some(Value::Array(items)) => items.clone(),
         Some(_) => return Err("\"peers\" is not an array".to_string()),
     };

@@ -235,7 +235,7 @@ impl std::fmt::Display for RuntimeError {
         match self {
             RuntimeError::NotInstalled(rt) => write!(
                 f,
-                "runtime \"{rt}\" is not installed — install its package (iapeer install-runtime {rt}) or choose another runtime"
+                "runtime \"{rt}\" is not installed — install its package (it provides runtimes/{rt}/runtime.json under the iapeer root) or choose another runtime"
             ),
             RuntimeError::AgentMissing(rt, hint) => write!(f, "{rt} is not installed — {hint}"),
             RuntimeError::BadManifest(p, why) => {

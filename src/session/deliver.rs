@@ -164,7 +164,7 @@ impl ActiveDelivery {
                     }
                     if now >= deadline {
                         return Step::Done(Err(format!(
-                            "did not accept the message within {} ms",
+                            "no confirmation within {} ms",
                             self.grace.as_millis()
                         )));
                     }

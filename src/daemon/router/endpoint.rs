@@ -225,6 +225,14 @@ impl Router {
                         return;
                     }
                     Some(_) => return,
+                    None if self
+                        .markers(identity)
+                        .is_some_and(|m| m.is_set(crate::markers::Flag::Stopped)) =>
+                    {
+                        let ident = Identity::parse(identity).expect("queue keys are identities");
+                        self.fail_head(identity, crate::daemon::route::stopped_refusal(&ident));
+                        continue;
+                    }
                     None => {
                         let resumable = self
                             .markers(identity)

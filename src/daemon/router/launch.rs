@@ -96,6 +96,17 @@ impl Router {
                 ),
             });
         }
+        let nature = peer.nature();
+        if !nature.allowed_on(&ident.runtime) {
+            return Err(Refusal {
+                code: Code::InvalidArgument,
+                error: format!(
+                    "a peer of intelligence {nature} cannot run on {} — fix \"intelligence\" in {} (iapeer verify shows it)",
+                    ident.runtime,
+                    crate::paths::peer::profile(&peer.cwd).display()
+                ),
+            });
+        }
         let adapter = self.adapter(&ident.runtime).map_err(|e| offline(p, e))?;
         let markers = Markers::new(&self.paths, ident);
         if markers.is_set(Flag::Stopped) {

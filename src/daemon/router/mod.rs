@@ -111,6 +111,14 @@ pub(crate) struct AlwaysOn {
     pub restart_on_exit: bool,
 }
 
+/// A reply held until some sessions have ended (`stop`).
+pub(crate) struct GoneWaiter {
+    pub id: u64,
+    pub reply: ReplyTo,
+    pub answer: Value,
+    pub waiting: std::collections::HashSet<String>,
+}
+
 /// Deferred work the router schedules for itself.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Timer {
@@ -120,6 +128,8 @@ pub(crate) enum Timer {
     Revive { identity: String, job: u64 },
     /// Shutdown gives up waiting for sessions.
     ShutdownDeadline,
+    /// A reply waiting for sessions to end is sent anyway.
+    GoneDeadline(u64),
 }
 
 /// The router's state.
@@ -138,6 +148,7 @@ pub struct Router {
     pub(crate) tx: Sender<RouterMsg>,
     pub(crate) session_tx: Sender<SessionEvent>,
     pub(crate) shutdown: Option<Sender<()>>,
+    pub(crate) gone_waiters: Vec<GoneWaiter>,
     pub(crate) lifecycle_log: EventLog,
     pub(crate) delivery_log: EventLog,
 }
@@ -168,6 +179,7 @@ impl Router {
             tx,
             session_tx,
             shutdown: None,
+            gone_waiters: Vec::new(),
             lifecycle_log,
             delivery_log,
         }
@@ -231,6 +243,12 @@ impl Router {
         match t {
             Timer::Restart(identity) => self.restart_always_on(&identity),
             Timer::Revive { identity, job } => self.revive_expired(&identity, job),
+            Timer::GoneDeadline(id) => {
+                if let Some(pos) = self.gone_waiters.iter().position(|w| w.id == id) {
+                    let w = self.gone_waiters.remove(pos);
+                    w.reply.finish(w.answer);
+                }
+            }
             Timer::ShutdownDeadline => {
                 log::warn!(
                     "shutdown: {} session(s) did not end in time",
@@ -345,6 +363,9 @@ impl Router {
 
     fn begin_shutdown(&mut self, done: Sender<()>) {
         log::info!("shutdown: ending {} session(s)", self.sessions.len());
+        for w in self.gone_waiters.drain(..) {
+            w.reply.finish(w.answer);
+        }
         for (_, job) in self.preparing.drain() {
             job.reply
                 .finish(failure(Code::ShuttingDown, "the daemon is shutting down"));

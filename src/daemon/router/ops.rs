@@ -18,6 +18,9 @@ use crate::registry::{Registry, RegistryPeer};
 use crate::runtime::RuntimeKind;
 use crate::session::handle::{Cause, SessionCmd};
 
+/// The longest `stop` waits for its sessions to end before answering anyway.
+const GONE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
 fn refusal(code: Code, error: impl Into<String>) -> Refusal {
     Refusal {
         code,
@@ -35,7 +38,11 @@ impl Router {
                 personality,
                 runtime,
                 all,
-            } => self.op_stop(personality.as_deref(), runtime.as_deref(), all),
+            } => match self.op_stop(personality.as_deref(), runtime.as_deref(), all) {
+                // Answer once the sessions are gone, so `stop` returning means stopped.
+                Ok((answer, ending)) => return self.reply_when_gone(reply, answer, ending),
+                Err(r) => Err(r),
+            },
             Request::Start {
                 personality,
                 runtime,
@@ -183,13 +190,15 @@ impl Router {
         personality: Option<&str>,
         runtime: Option<&str>,
         all: bool,
-    ) -> Result<Value, Refusal> {
+    ) -> Result<(Value, Vec<String>), Refusal> {
         let targets = self.targets(personality, runtime, all)?;
         let mut ended = Vec::new();
+        let mut ending = Vec::new();
         for ident in &targets {
             let id = ident.to_string();
             logged(Markers::new(&self.paths, ident).set(Flag::Stopped));
             if let Some(s) = self.sessions.get_mut(&id) {
+                ending.push(id.clone());
                 if s.stopping.is_none() {
                     s.stopping = Some(Cause::Stop);
                     s.handle.send(SessionCmd::Kill(Cause::Stop));
@@ -200,7 +209,30 @@ impl Router {
             self.lifecycle(Event::new("stop").field("identity", &id));
         }
         let stopped: Vec<String> = targets.iter().map(|i| i.to_string()).collect();
-        Ok(ok_with(json!({"stopped": stopped, "ended": ended})))
+        Ok((ok_with(json!({"stopped": stopped, "ended": ended})), ending))
+    }
+
+    /// Send `answer` once none of `identities` has a session any more (at most
+    /// [`GONE_DEADLINE`] later: the session threads SIGKILL 3 s after SIGTERM).
+    fn reply_when_gone(&mut self, reply: ReplyTo, answer: Value, identities: Vec<String>) {
+        let waiting: std::collections::HashSet<String> = identities
+            .into_iter()
+            .filter(|i| self.sessions.contains_key(i))
+            .collect();
+        if waiting.is_empty() {
+            return reply.finish(answer);
+        }
+        let id = self.next_id();
+        self.set_timer(
+            Instant::now() + GONE_DEADLINE,
+            super::Timer::GoneDeadline(id),
+        );
+        self.gone_waiters.push(super::GoneWaiter {
+            id,
+            reply,
+            answer,
+            waiting,
+        });
     }
 
     /// Fail every queued job of `identity` that is not already inside the session.
@@ -447,6 +479,17 @@ impl Router {
     fn op_self_fresh(&mut self, identity: &str) -> Result<Value, Refusal> {
         let ident = Identity::parse(identity)
             .map_err(|e| refusal(Code::InvalidArgument, format!("PEER_IDENTITY: {e}")))?;
+        let registry = self.registry()?;
+        let peer = Self::peer(&registry, &ident.personality)?;
+        if !peer.declares(&ident.runtime) {
+            return Err(refusal(
+                Code::InvalidArgument,
+                format!(
+                    "peer \"{}\" does not declare runtime \"{}\"",
+                    ident.personality, ident.runtime
+                ),
+            ));
+        }
         let id = ident.to_string();
         logged(Markers::new(&self.paths, &ident).set(Flag::NewEager));
         match self.sessions.get_mut(&id) {

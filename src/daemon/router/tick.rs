@@ -101,6 +101,7 @@ impl Router {
         let Some(s) = self.sessions.remove(identity) else {
             return;
         };
+        self.settle_gone_waiters(identity);
         self.tokens.remove(&s.token);
         let markers = Markers::new(&self.paths, &s.identity);
         logged(markers.remove_session());
@@ -189,6 +190,21 @@ impl Router {
                 self.bring_up_new_eager(identity);
             }
             self.pump(identity);
+        }
+    }
+
+    /// Answer replies that waited for `identity`'s session to end.
+    fn settle_gone_waiters(&mut self, identity: &str) {
+        let mut done = Vec::new();
+        for (i, w) in self.gone_waiters.iter_mut().enumerate() {
+            w.waiting.remove(identity);
+            if w.waiting.is_empty() {
+                done.push(i);
+            }
+        }
+        for i in done.into_iter().rev() {
+            let w = self.gone_waiters.remove(i);
+            w.reply.finish(w.answer);
         }
     }
 

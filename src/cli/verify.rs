@@ -1,0 +1,268 @@
+//! `iapeer verify [--json] [--fix]` (spec 07, spec 01 §5): check each profile against the
+//! standard and the registry against the profiles; `--fix` rebuilds the registry from the
+//! profiles (the profile wins) without losing peers: the folders the old registry names are
+//! read even from a registry that no longer parses, a damaged registry is backed up first,
+//! and every peer added, kept or dropped is reported.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use super::parse::Invocation;
+use super::{paths, print, CliError, CliResult};
+use crate::paths::{peer, Paths};
+use crate::profile::{self, Profile};
+use crate::registry::{Registry, RegistryPeer};
+
+fn fail(e: impl std::fmt::Display) -> CliError {
+    CliError::Failed(e.to_string())
+}
+
+/// Run `iapeer verify`.
+pub fn run(inv: &Invocation) -> CliResult {
+    let paths = paths()?;
+    let mut changes = Vec::new();
+    if inv.flag("fix") {
+        changes = rebuild(&paths)?;
+    }
+    let problems = find_problems(&paths);
+    let peers = Registry::load(&paths).map(|r| r.peers.len()).unwrap_or(0);
+    if inv.flag("json") {
+        let list: Vec<Value> = problems
+            .iter()
+            .map(|(p, what)| json!({"peer": p, "problem": what}))
+            .collect();
+        let fixed: Vec<Value> = changes
+            .iter()
+            .map(|(p, what)| json!({"peer": p, "change": what}))
+            .collect();
+        print(&format!(
+            "{}\n",
+            json!({"ok": problems.is_empty(), "peers": peers, "fixed": inv.flag("fix"), "changes": fixed, "problems": list})
+        ))?;
+    } else {
+        let mut out = String::new();
+        for (p, what) in &changes {
+            out.push_str(&format!("fixed {p}: {what}\n"));
+        }
+        if problems.is_empty() {
+            out.push_str(&format!(
+                "ok: {peers} peer(s), no problems{}\n",
+                if inv.flag("fix") {
+                    " (registry rebuilt from the profiles)"
+                } else {
+                    ""
+                }
+            ));
+        } else {
+            for (p, what) in &problems {
+                out.push_str(&format!("{p}: {what}\n"));
+            }
+            if !inv.flag("fix") {
+                out.push_str("run iapeer verify --fix to rebuild the registry from the profiles\n");
+            }
+        }
+        print(&out)?;
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Exit(1))
+    }
+}
+
+/// The working folders a registry file names, read leniently: from the parsed registry when it
+/// loads, else every `"cwd": "<string>"` found in its text (so a stray comma loses no peer).
+pub fn registry_folders(text: &str) -> Vec<PathBuf> {
+    if let Ok(v) = serde_json::from_str::<Value>(text) {
+        if let Some(peers) = v["peers"].as_array() {
+            return peers
+                .iter()
+                .filter_map(|p| p["cwd"].as_str().map(PathBuf::from))
+                .collect();
+        }
+    }
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("\"cwd\"") {
+        rest = &rest[at + 5..];
+        let after_colon = rest.trim_start().strip_prefix(':').map(str::trim_start);
+        if let Some(s) = after_colon.filter(|s| s.starts_with('"')) {
+            if let Some(Ok(cwd)) = serde_json::Deserializer::from_str(s)
+                .into_iter::<String>()
+                .next()
+            {
+                out.push(PathBuf::from(cwd));
+            }
+        }
+    }
+    out
+}
+
+/// Folders with a live profile under `<root>/peers/` (a removed peer's folder keeps its
+/// profile only as `peer-profile.removed.json`, so it is not found here).
+fn orphan_candidates(paths: &Paths) -> Vec<PathBuf> {
+    std::fs::read_dir(paths.peers_dir())
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| peer::profile(p).is_file())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn find_problems(paths: &Paths) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let registry = match Registry::load(paths) {
+        Ok(r) => r,
+        Err(e) => {
+            out.push(("registry".to_string(), e.to_string()));
+            Registry::default()
+        }
+    };
+    for entry in &registry.peers {
+        for p in profile::check(&entry.cwd) {
+            out.push((entry.personality.clone(), p));
+        }
+        if let Ok(Some(prof)) = Profile::read(&entry.cwd) {
+            if prof.to_registry_peer(&entry.cwd) != *entry {
+                out.push((
+                    entry.personality.clone(),
+                    "the registry entry differs from the profile (the profile wins)".into(),
+                ));
+            }
+        }
+    }
+    for folder in orphan_candidates(paths) {
+        if let Ok(name) = profile::personality_of(&folder) {
+            if registry.find(&name).is_none() {
+                out.push((
+                    name,
+                    format!(
+                        "has a profile in {} but is not registered",
+                        folder.display()
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Rebuild the registry from the profiles. Returns the changes made, per peer.
+fn rebuild(paths: &Paths) -> Result<Vec<(String, String)>, CliError> {
+    let text = crate::fsutil::read_optional(&paths.registry())
+        .map_err(fail)?
+        .unwrap_or_default();
+    let old = Registry::load(paths).ok();
+    if old.is_none() && !text.trim().is_empty() {
+        // Keep the damaged file: it may hold what the profiles cannot tell.
+        let bak = paths.root().join(format!(
+            "peers-profiles.json.corrupt-{}.bak",
+            crate::clock::now_ms()
+        ));
+        std::fs::copy(paths.registry(), &bak).map_err(|e| {
+            fail(format!(
+                "cannot back up the damaged registry to {}: {e}",
+                bak.display()
+            ))
+        })?;
+        eprintln!(
+            "iapeer verify: the damaged registry was saved as {}",
+            bak.display()
+        );
+    }
+    let old_entry = |cwd: &Path| -> Option<RegistryPeer> {
+        old.as_ref()?.peers.iter().find(|p| p.cwd == cwd).cloned()
+    };
+    let mut folders = registry_folders(&text);
+    for f in orphan_candidates(paths) {
+        if !folders.contains(&f) {
+            folders.push(f);
+        }
+    }
+    let mut rebuilt = Registry::default();
+    let mut changes = Vec::new();
+    for folder in folders {
+        let label =
+            profile::personality_of(&folder).unwrap_or_else(|_| folder.display().to_string());
+        if !folder.is_dir() {
+            changes.push((
+                label,
+                format!("dropped: its folder {} no longer exists", folder.display()),
+            ));
+            continue;
+        }
+        if !peer::profile(&folder).is_file() {
+            changes.push((
+                label,
+                format!(
+                    "dropped: {} has no peer profile (removed?)",
+                    folder.display()
+                ),
+            ));
+            continue;
+        }
+        let entry = match Profile::update(&folder, |_| {}) {
+            Ok(p) => p.to_registry_peer(&folder),
+            Err(e) => match old_entry(&folder) {
+                Some(kept) => {
+                    changes.push((
+                        kept.personality.clone(),
+                        format!("kept the old registry entry: the profile cannot be read ({e})"),
+                    ));
+                    kept
+                }
+                None => {
+                    changes.push((label, format!("not registered: {e}")));
+                    continue;
+                }
+            },
+        };
+        if rebuilt.find(&entry.personality).is_some() {
+            changes.push((
+                entry.personality.clone(),
+                format!(
+                    "skipped {}: the name is taken by another folder",
+                    folder.display()
+                ),
+            ));
+            continue;
+        }
+        if old
+            .as_ref()
+            .and_then(|o| o.find(&entry.personality))
+            .is_none()
+        {
+            changes.push((
+                entry.personality.clone(),
+                format!("registered from {}", folder.display()),
+            ));
+        }
+        rebuilt.upsert(entry);
+    }
+    Registry::replace(paths, rebuilt).map_err(fail)?;
+    Ok(changes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folders_survive_a_damaged_registry() {
+        let good = r#"{"version":2,"peers":[{"personality":"a","cwd":"/w/a"},{"personality":"b","cwd":"/w/b"}]}"#;
+        assert_eq!(
+            registry_folders(good),
+            vec![PathBuf::from("/w/a"), PathBuf::from("/w/b")]
+        );
+        let stray_comma = "{\"version\":2,\"peers\":[{\"personality\":\"a\",\"cwd\":\"/w/a\",},{\"cwd\" : \"/w/My \\\"Project\\\"\"}]}";
+        assert_eq!(
+            registry_folders(stray_comma),
+            vec![PathBuf::from("/w/a"), PathBuf::from("/w/My \"Project\"")]
+        );
+        assert!(registry_folders("").is_empty());
+    }
+}

@@ -1,0 +1,208 @@
+//! Regression tests, each named after a bug found by trying iapeer as a newcomer would.
+
+mod common;
+
+use common::TestEnv;
+use std::time::Duration;
+
+/// `verify --fix` on a registry with a stray comma used to drop every peer whose folder is
+/// outside `<root>/peers` and report "no problems".
+#[test]
+fn verify_fix_keeps_peers_outside_the_root_when_the_registry_is_damaged() {
+    let env = TestEnv::new();
+    let outside = env.dir.path().join("projects/Outside One");
+    std::fs::create_dir_all(&outside).unwrap();
+    env.ok(&["init", outside.to_str().unwrap(), "--runtime", "echo"]);
+    env.create_echo("inside");
+    let reg = env.root.join("peers-profiles.json");
+    let text = std::fs::read_to_string(&reg).unwrap();
+    std::fs::write(&reg, text.replacen("\"cwd\"", ",\"cwd\"", 1)).unwrap();
+    let (_, err) = env.fails(&["list"], 1);
+    assert!(err.contains("verify --fix"), "{err}");
+    let out = env.ok(&["verify", "--fix"]);
+    assert!(out.contains("ok: 2 peer(s)"), "{out}");
+    let names: Vec<String> = env
+        .list()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["personality"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, vec!["inside", "outside-one"]);
+    let backups: Vec<_> = std::fs::read_dir(&env.root)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("peers-profiles.json.corrupt-")
+        })
+        .collect();
+    assert_eq!(backups.len(), 1, "the damaged registry is kept");
+}
+
+/// After `remove`, `verify` reported the kept folder as an unregistered peer and `--fix`
+/// brought the removed peer back.
+#[test]
+fn removed_peers_stay_removed_through_verify_fix() {
+    let env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("bob");
+    env.ok(&["remove", "alice"]);
+    env.ok(&["verify"]);
+    env.ok(&["verify", "--fix"]);
+    assert_eq!(env.list().as_array().unwrap().len(), 1);
+    // init in the kept folder restores the peer with its own profile.
+    env.ok(&["init", env.peer_dir("alice").to_str().unwrap()]);
+    assert_eq!(env.list().as_array().unwrap().len(), 2);
+}
+
+/// A refused `create` used to leave an empty `<root>/peers/<name>` folder behind.
+#[test]
+fn a_refused_create_leaves_no_folder() {
+    let env = TestEnv::new();
+    for args in [
+        vec![
+            "create",
+            "d1",
+            "--runtime",
+            "echo",
+            "--intelligence",
+            "natural",
+        ],
+        vec!["create", "d2", "--runtime", "bogus"],
+        vec!["create", "d3", "--runtime", "echo", "--description", "a\nb"],
+    ] {
+        env.fails(&args, 1);
+        assert!(!env.peer_dir(args[1]).exists(), "{args:?} left a folder");
+    }
+    let (_, err) = env.fails(&["create", "a--b", "--runtime", "echo"], 1);
+    assert!(err.contains("choose a-b"), "{err}");
+}
+
+/// A profile edited to `"intelligence": "natural"` was still launched on an agent runtime.
+#[test]
+fn a_natural_peer_is_not_launched_on_an_agent_runtime() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("bob");
+    let p = env.peer_dir("bob").join(".iapeer/peer-profile.json");
+    let text = std::fs::read_to_string(&p)
+        .unwrap()
+        .replace("\"artificial\"", "\"natural\"");
+    std::fs::write(&p, text).unwrap();
+    // verify flags it (and --fix projects the profile into the registry, still exit 1).
+    let (out, _) = env.fails(&["verify", "--fix"], 1);
+    assert!(
+        out.contains("natural intelligence may not run on \"echo\""),
+        "{out}"
+    );
+    env.start_daemon();
+    let (_, err) = env.fails(
+        &["send", "bob", "--from", "echo-alice", "--message", "hi"],
+        1,
+    );
+    assert!(
+        err.contains("a peer of intelligence natural cannot run on echo"),
+        "{err}"
+    );
+    assert!(env
+        .events("lifecycle", "wake")
+        .iter()
+        .all(|w| w["identity"] != "echo-bob"));
+}
+
+/// A 5 MB message on stdin broke the control connection ("Broken pipe") instead of being
+/// refused with the size rule.
+#[test]
+fn a_huge_message_is_refused_with_its_size() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("bob");
+    env.start_daemon();
+    let mut child = env
+        .cmd(&["send", "bob", "--from", "echo-alice", "--message-file", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&vec![b'a'; 5_000_000]).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("message exceeds 16000 char limit (got 5000000)"),
+        "{err}"
+    );
+}
+
+/// `stop` answered before the session had ended, so `live-runtime` still said live.
+#[test]
+fn stop_returns_once_the_session_is_gone() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("bob");
+    env.start_daemon();
+    env.ok(&["send", "bob", "--from", "echo-alice", "--message", "hi"]);
+    for _ in 0..3 {
+        env.ok(&["stop", "bob"]);
+        let out = env.run(&["live-runtime", "bob"]);
+        assert_eq!(out.status.code(), Some(1), "live right after stop");
+        assert!(env
+            .events("lifecycle", "session-end")
+            .iter()
+            .any(|e| e["identity"] == "echo-bob"));
+        env.ok(&["start", "bob"]);
+        env.ok(&["send", "bob", "--from", "echo-alice", "--message", "again"]);
+    }
+}
+
+/// The bare `iapeer echo` was refused in a subfolder of a peer's folder.
+#[test]
+fn the_runtime_shortcut_works_from_a_subfolder() {
+    let mut env = TestEnv::new();
+    env.create_echo("bob");
+    env.start_daemon();
+    let sub = env.peer_dir("bob").join("src/deep");
+    std::fs::create_dir_all(&sub).unwrap();
+    let out = env.cmd(&["echo"]).current_dir(&sub).output().unwrap();
+    assert!(out.status.success(), "{}", common::describe(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("started a fresh session echo-bob"));
+    env.wait_until("bob is live", Duration::from_secs(10), |e| {
+        e.status_of("bob", "echo") == "live"
+    });
+}
+
+/// `send --json` printed nothing on stdout when the daemon was down.
+#[test]
+fn send_json_reports_a_down_daemon_on_stdout() {
+    let env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("bob");
+    let (out, err) = env.fails(
+        &[
+            "send",
+            "bob",
+            "--from",
+            "echo-alice",
+            "--message",
+            "hi",
+            "--json",
+        ],
+        1,
+    );
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["ok"], false);
+    assert!(v["error"]
+        .as_str()
+        .unwrap()
+        .contains("the daemon is not running"));
+    assert!(
+        err.starts_with("iapeer: the daemon is not running"),
+        "{err}"
+    );
+}
