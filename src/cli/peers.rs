@@ -457,7 +457,7 @@ pub fn remove(inv: &Invocation) -> CliResult {
         if let Err(e) =
             runtime::codex_setup::edit_config(|d| runtime::codex_setup::untrust(d, &key))
         {
-            eprintln!("iapeer remove: {e}");
+            eprintln!("iapeer remove: {e} — the trust entry of {key} stays; delete its [projects] table by hand");
         }
     }
     for rt in &entry.runtimes {
