@@ -71,7 +71,11 @@ pub fn create(inv: &Invocation) -> CliResult {
             "the folder name \"{base}\" gives the peer name \"{derived}\", not \"{name}\" — a peer is named after its folder: choose a folder named {name}"
         )));
     }
-    // Refuse a taken name before creating anything, so no empty folder is left behind.
+    // Refuse a taken name or an unusable runtime before creating anything, so no empty
+    // folder is left behind (an existing folder may hold a profile that names its runtime).
+    if !folder.exists() {
+        choose_runtime(&paths, &folder, inv.value("runtime"))?;
+    }
     let registry = Registry::load(&paths).map_err(fail)?;
     if let Some(other) = registry.find(name) {
         let same = folder.canonicalize().is_ok_and(|f| f == other.cwd) || folder == other.cwd;
@@ -364,7 +368,7 @@ pub fn remove(inv: &Invocation) -> CliResult {
         if let Err(e) =
             runtime::codex_setup::edit_config(|d| runtime::codex_setup::untrust(d, &key))
         {
-            eprintln!("iapeer remove: {e}");
+            eprintln!("iapeer remove: {e} — the trust entry of {key} stays; delete its [projects] table by hand");
         }
     }
     for rt in &entry.runtimes {

@@ -99,9 +99,12 @@ fn edit_file(path: &Path, edit: impl FnOnce(&mut DocumentMut) -> bool) -> Result
     let text = crate::fsutil::read_optional(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?
         .unwrap_or_default();
-    let mut doc: DocumentMut = text
-        .parse()
-        .map_err(|e| format!("{} is not valid TOML, so iapeer left it alone: {e} — fix it, then run iapeer add-runtime codex again", path.display()))?;
+    let mut doc: DocumentMut = text.parse().map_err(|e| {
+        format!(
+            "{} is not valid TOML, so iapeer left it alone: {e}",
+            path.display()
+        )
+    })?;
     if !edit(&mut doc) {
         return Ok(false);
     }
@@ -120,6 +123,9 @@ pub fn project_key(cwd: &Path) -> String {
 
 /// Everything a codex peer needs at birth: the MCP server block, no update check at start,
 /// the folder trusted.
+///
+/// Errors: as [`edit_config`], with a hint to fix the file and run the same command again
+/// (`create`, `init` and `add-runtime` redo this setup).
 pub fn setup(cwd: &Path, mcp_url: &str) -> Result<(), String> {
     let key = project_key(cwd);
     edit_config(|doc| {
@@ -129,6 +135,7 @@ pub fn setup(cwd: &Path, mcp_url: &str) -> Result<(), String> {
         a || b || c
     })
     .map(|_| ())
+    .map_err(|e| format!("{e} — fix it, then run the command again"))
 }
 
 #[cfg(test)]
