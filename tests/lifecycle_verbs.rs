@@ -385,13 +385,9 @@ fn interrupt_and_compact_on_live_asleep_and_router_peers() {
     let (_, err) = env.fails(&["compact", "bob"], 1);
     assert!(err.contains("echo does not support compact"), "{err}");
     assert!(alive(pid), "the session is untouched");
-    // Never started: nothing to compact, an honest success that wakes nobody.
-    let out = env.ok(&["compact", "carol"]);
-    assert_eq!(out.trim(), "echo-carol: nothing to compact");
-    let out = env.ok(&["compact", "carol", "--json"]);
-    let v: Value = serde_json::from_str(out.trim()).unwrap();
-    assert_eq!(v["outcome"], "nothing-to-compact");
-    assert_eq!(v["resumed"], false);
+    // Never started: refused the same way, before anything is woken for nothing.
+    let (_, err) = env.fails(&["compact", "carol"], 1);
+    assert!(err.contains("echo does not support compact"), "{err}");
     assert!(wakes(&env, "echo-carol").is_empty());
 
     // Router runtimes take no control commands.

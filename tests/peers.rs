@@ -239,7 +239,10 @@ fn verify_reports_drift_and_fix_rebuilds_the_registry_from_profiles() {
     assert_eq!(v["ok"], false);
     assert_eq!(v["problems"][0]["peer"], "bob");
     let out = env.ok(&["verify", "--fix"]);
-    assert_eq!(out.trim(), "ok: 3 peer(s), no problems (registry rebuilt from the profiles)");
+    assert_eq!(
+        out.trim(),
+        "ok: 3 peer(s), no problems (registry rebuilt from the profiles)"
+    );
     assert_eq!(
         entry(&registry(&env), "bob")["description"],
         "edited by hand",
@@ -285,7 +288,10 @@ fn verify_reports_drift_and_fix_rebuilds_the_registry_from_profiles() {
         Some("ok: 3 peer(s), no problems (registry rebuilt from the profiles)")
     );
     for p in ["alice", "bob", "carol"] {
-        assert!(out.contains(&format!("fixed {p}: registered from")), "every change is reported: {out}");
+        assert!(
+            out.contains(&format!("fixed {p}: registered from")),
+            "every change is reported: {out}"
+        );
     }
     assert_eq!(registry_text(&env), good_after_edit);
     assert_eq!(env.list().as_array().unwrap().len(), 3);
@@ -386,7 +392,9 @@ fn remove_and_live_runtime_with_a_live_peer() {
     );
     assert!(env.peer_dir("bob").is_dir(), "the folder is kept");
     assert!(
-        env.peer_dir("bob").join(".iapeer/peer-profile.removed.json").is_file(),
+        env.peer_dir("bob")
+            .join(".iapeer/peer-profile.removed.json")
+            .is_file(),
         "the profile is set aside (init restores it)"
     );
     let (out, _) = env.fails(&["live-runtime", "bob"], 1);

@@ -463,6 +463,16 @@ impl Router {
                 &format!("{} does not support control commands", ident.runtime),
             ));
         }
+        let supported = self
+            .adapter(&ident.runtime)
+            .is_ok_and(|a| a.compact(std::path::Path::new("/")).is_some());
+        if !supported {
+            // Refuse before anything is woken for nothing.
+            return reply.finish(failure(
+                Code::InvalidArgument,
+                &format!("{} does not support compact", ident.runtime),
+            ));
+        }
         let id = ident.to_string();
         let job = super::endpoint::CompactJob {
             id: self.next_id(),
@@ -489,6 +499,13 @@ impl Router {
                     ident.personality, ident.runtime
                 ),
             ));
+        }
+        let kind = self
+            .adapter(&ident.runtime)
+            .map(|a| a.kind())
+            .unwrap_or(RuntimeKind::Router);
+        if kind != RuntimeKind::Agent {
+            return Err(refusal(Code::InvalidArgument, format!("self-fresh is for agent sessions; {} is a router runtime (iapeer new restarts it)", ident.runtime)));
         }
         let id = ident.to_string();
         logged(Markers::new(&self.paths, &ident).set(Flag::NewEager));
