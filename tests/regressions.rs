@@ -206,3 +206,52 @@ fn send_json_reports_a_down_daemon_on_stdout() {
         "{err}"
     );
 }
+
+/// The profile's `initial_prompt` opens the first message of a fresh session (spec 05 §2
+/// step 9), and only that one; the system prompt file reaches the runtime at every start.
+#[test]
+fn initial_prompt_prefixes_only_a_fresh_sessions_first_message() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("bob");
+    let p = env.peer_dir("bob").join(".iapeer/peer-profile.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    v["initial_prompt"] = serde_json::json!("New session. Greet the owner.");
+    std::fs::write(&p, v.to_string()).unwrap();
+    env.start_daemon();
+    env.ok(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "echo: first",
+    ]);
+    env.ok(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "echo: second",
+    ]);
+    let screen = env.screen("echo-bob");
+    assert_eq!(
+        screen
+            .matches("initial prompt: New session. Greet the owner.")
+            .count(),
+        1,
+        "{screen}"
+    );
+    let prompt_file = env.root.join("state/lifecycle/echo-bob.system-prompt.md");
+    let prompt = std::fs::read_to_string(&prompt_file).unwrap();
+    assert!(
+        prompt.contains("personality: \"bob\"") && prompt.contains("## Known peers"),
+        "{prompt}"
+    );
+    assert!(
+        screen.contains(&format!("system prompt: {} bytes", prompt.len())),
+        "{screen}"
+    );
+}

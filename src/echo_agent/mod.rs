@@ -253,6 +253,18 @@ impl App {
             env.body
         )];
         lines.extend(env.attachments.iter().map(|a| format!("attachment: {a}")));
+        // A fresh session's first message may start with the peer's initial_prompt.
+        if let Some(seed) = text
+            .split("<iap ")
+            .next()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            lines.push(format!(
+                "initial prompt: {}",
+                seed.lines().next().unwrap_or(seed)
+            ));
+        }
         if let Err(e) = transcript::append(&self.cwd, &Record::received(&env, clock::now_ms())) {
             lines.push(format!("transcript write failed: {e}"));
         }
