@@ -1,10 +1,12 @@
 """iapeer benchmark (driven by scripts/bench.sh): latency of `iapeer send`, MCP tools/call
-and control `ping`; daemon memory with 0/10/50 live echo peers; idle CPU; and a comparison
-with `tmux send-keys` into a pane running the same echo agent.
+and control `ping`; daemon memory with 0/10/50 live echo peers; idle CPU; a comparison
+with `tmux send-keys` into a pane running the same echo agent; and (agentbench.py) the real
+Claude Code / Codex CLIs woken and messaged through iapeer with a stand-in model API.
 
 Usage: python3 bench.py <release iapeer binary> <repo root>
 Environment: BENCH_RUNS, BENCH_QUICK=1, BENCH_PINGS, BENCH_IDLE_SECS, BENCH_PEERS (e.g.
-"0,10,50"), BENCH_IDLE_PEERS, BENCH_OUT (table file), BENCH_KEEP=1 (keep the temp folder).
+"0,10,50"), BENCH_IDLE_PEERS, BENCH_OUT (table file), BENCH_KEEP=1 (keep the temp folder),
+BENCH_AGENTS ("claude,codex" by default; 0 skips the agent phase), BENCH_AGENT_RUNS.
 """
 
 import datetime
@@ -19,9 +21,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import agentbench  # noqa: E402
 import measure  # noqa: E402
 import procfs  # noqa: E402
-from report import f1, f2, latency_row, summary, table  # noqa: E402
+import render  # noqa: E402
 from world import BenchError, World  # noqa: E402
 
 MS = 1e6
@@ -78,6 +81,14 @@ class Bench:
         self.results = {}
         self.phase_load = {}
         self.tmux = None
+        sel = os.environ.get("BENCH_AGENTS", "claude,codex").strip().lower()
+        sel = "claude,codex" if sel in ("", "1") else sel
+        self.agent_rts = [] if sel == "0" else [x.strip() for x in sel.split(",") if x.strip()]
+        bad = [x for x in self.agent_rts if x not in agentbench.RUNTIMES]
+        if bad:
+            raise SystemExit(f"BENCH_AGENTS: unknown runtime(s) {bad}; use claude,codex or 0")
+        self.agent_runs = env_int("BENCH_AGENT_RUNS", 3 if quick else 10)
+        self.agent_bench = None
 
     # ----- phase 1: memory and idle CPU --------------------------------------------------
 
@@ -242,152 +253,15 @@ class Bench:
                       "deliveries": 2 * (warm + runs)}
         w.stop_daemon()
 
-    # ----- report ------------------------------------------------------------------------
+    # ----- phase 3: real agent CLIs ----------------------------------------------------
 
-    def confirmation_split(self):
-        """How many deliveries were confirmed right after Enter (daemon ms < settle + 50)."""
-        st, lines = self.settle, []
-        for key, label in (("cli_daemon_ms", "iapeer send"), ("mcp_daemon_ms", "MCP tools/call")):
-            xs = self.results.get(key) or []
-            if not xs:
-                continue
-            fast = [x for x in xs if x < st + 50]
-            slow = [x for x in xs if x >= st + 50]
-            part = f"{label}: {len(fast)}/{len(xs)} confirmed < {st + 50} ms"
-            if fast:
-                part += f" (median {summary(fast)['median']:.0f})"
-            if slow:
-                part += f", {len(slow)} later (median {summary(slow)['median']:.0f})"
-            lines.append(part)
-        return ("CONFIRMATION (daemon ms=): " + "; ".join(lines) +
-                ".\n  A gap of ~100 ms between the groups is the confirmation re-check period "
-                "(CONFIRM_POLL in src/session/deliver.rs).")
-
-    def render(self, header):
-        r, st = self.results, self.settle
-        out = [header, ""]
-        rows = []
-        ver = summary(r["version"])
-        rows.append(latency_row("iapeer --version (process spawn+exit baseline)", ver, MS, f1))
-        cli = summary(r["cli"])
-        rows.append(latency_row("iapeer send -> live echo (CLI start..exit)", cli, MS, f1,
-                                f"includes the {st} ms paste settle"))
-        rows.append(latency_row(f"  same minus {st} ms settle", summary(
-            [x - st * MS for x in r["cli"]]), MS, f1, "iapeer's own cost"))
-        dm = r["cli_daemon_ms"]
-        if len(dm) == len(r["cli"]):
-            rows.append(latency_row("  daemon delivery.log ms= (arrival..confirmed)",
-                                    summary(dm), 1, f1, "integer ms"))
-            rows.append(latency_row(f"  daemon ms= minus {st} ms settle",
-                                    summary([x - st for x in dm]), 1, f1))
-            rows.append(latency_row("  CLI side = wall - daemon ms (paired)", summary(
-                [c / MS - d for c, d in zip(r["cli"], dm)]), 1, f1,
-                "spawn, connect, exit"))
-        else:
-            rows.append(["  daemon ms=", len(dm), "?", "", "", "", "",
-                         f"log lines {len(dm)} != runs {len(r['cli'])}"])
-        mc = summary(r["mcp_call"])
-        conns = r["mcp_connections"]
-        rows.append(latency_row("MCP tools/call send_to_peer RTT (keep-alive)", mc, MS, f1,
-                                f"{conns} TCP connection(s) for all calls"))
-        rows.append(latency_row(f"  same minus {st} ms settle", summary(
-            [x - st * MS for x in r["mcp_call"]]), MS, f1))
-        if r["mcp_daemon_ms"]:
-            rows.append(latency_row("  daemon delivery.log ms=", summary(r["mcp_daemon_ms"]),
-                                    1, f1))
-        rows.append(latency_row("MCP ping RTT (keep-alive, no routing)",
-                                summary(r["mcp_ping"]), MS, f2))
-        rows.append(latency_row("control socket ping RTT (one connection)",
-                                summary(r["ping"]), MS, lambda x: f"{x:.3f}"))
-        tk = summary(r["tmux_keys"])
-        rows.append(latency_row("tmux send-keys -l + Enter -> 'received' seen", tk, MS, f1,
-                                "2 tmux calls + capture-pane polls"))
-        rows.append(latency_row("tmux paste-buffer -p + Enter -> 'received' seen",
-                                summary(r["tmux_paste"]), MS, f1, "1 chained tmux call + polls"))
-        rows.append(latency_row("tmux capture-pane, one call (poll granularity)",
-                                summary(r["capture"]), MS, f1))
-        out.append("LATENCY (ms)")
-        out.append(table(["measure", "n", "median", "p10", "p90", "p99", "mean", "note"],
-                         rows, "lrrrrrrl"))
-        out.append("")
-        out.append(self.confirmation_split())
-        out.append("")
-        ratio = cli["median"] / tk["median"]
-        ratio_ns = (cli["median"] - st * MS) / tk["median"]
-        out.append("RATIO (medians)")
-        out.append(table(["comparison", "ratio"], [
-            ["iapeer send (CLI, confirmed) / tmux send-keys (ack seen)", f2(ratio)],
-            [f"(iapeer send - {st} ms settle) / tmux send-keys", f2(ratio_ns)],
-            [f"(iapeer send - {st} ms settle) / tmux paste-buffer -p",
-             f2((cli["median"] - st * MS) / summary(r["tmux_paste"])["median"])],
-        ]))
-        out.append("")
-
-        rows = []
-        for m in r["memory"]:
-            rows.append([m["live"], f1(m["daemon_rss"] / MIB), f1(m["daemon_pss"] / MIB),
-                         m["daemon_threads"], m["agents"], f1(m["agents_rss"] / MIB),
-                         f1(m["agents_pss"] / MIB), f1(m["agent_rss_median"] / MIB)])
-        out.append("MEMORY (MiB; daemon = the daemon process only, all its threads; "
-                   "agents = its echo-agent children)")
-        out.append(table(["live peers", "daemon VmRSS", "daemon PSS", "threads", "agents",
-                          "agents VmRSS sum", "agents PSS sum", "VmRSS/agent"], rows, "r" * 8))
-        a = r["after"]
-        out.append(f"after the latency phase ({a['deliveries']} deliveries, 2 live peers): "
-                   f"daemon VmRSS {a['daemon_rss'] / MIB:.1f} MiB, PSS "
-                   f"{a['daemon_pss'] / MIB:.1f} MiB, {a['threads']} threads")
-        ws = summary(r["wake_s"]) if r["wake_s"] else None
-        if ws:
-            out.append(f"echo peer wake (control `wake` until ready, sequential): median "
-                       f"{ws['median'] * 1000:.0f} ms, p90 {ws['p90'] * 1000:.0f} ms "
-                       f"(n={ws['n']})")
-        out.append("")
-        i = r["idle"]
-        out.append(f"IDLE CPU ({i['peers']} live idle echo peers, {i['window_s']:.1f} s window; "
-                   f"% of one core)")
-        rows = []
-        for k, label in (("daemon", "daemon (all threads)"),
-                         ("agents", f"echo agents (sum of {i['peers']})")):
-            c = i[k]
-            rows.append([label, f"{c['cpu_s_ticks']:.2f}", f"{c['pct_ticks']:.3f}",
-                         f"{c['pct_sched']:.3f}", f"{c['ctx_per_s']:.1f}"])
-        out.append(table(["process", "utime+stime s", "% (stat)", "% (schedstat)",
-                          "ctx switches/s"], rows))
-        out.append("")
-        out.append("load average at phase start: " + ", ".join(
-            f"{k} {v}" for k, v in self.phase_load.items()) +
-            f", idle window {i['load']}")
-        return "\n".join(out)
-
-
-NOTES = """\
-WHAT EACH MEASURE IS
-- iapeer send: wall time of one whole `iapeer send bob --from echo-alice --message 'echo: …'`
-  process (spawn .. exit) to a LIVE echo peer. It returns after the daemon confirmed the
-  delivery: bracketed paste written to the pty, {settle} ms settle, Enter, then the pane
-  output showed `received <ts> from` (the echo agent acknowledged it). The body starts with
-  `echo:` so the agent never replies (no extra traffic).
-- daemon ms=: the delivery.log field, from the request reaching the router to the answer
-  (integer ms, includes the settle). CLI side = wall - ms (spawn, socket connect, exit).
-- MCP tools/call: one POST /mcp `send_to_peer` on a persistent HTTP/1.1 connection with
-  alice's live session token, same target and confirmation as above (includes the settle).
-- control ping: `{{"op":"ping"}}` line out, answer line in, on one Unix-socket connection
-  (goes through the control loop and the router thread). Times include Python's own cost.
-- tmux send-keys: `tmux send-keys -l <one-line envelope>` then `tmux send-keys Enter`
-  (2 tmux client processes) into a private tmux server whose pane runs the same
-  `iapeer echo-agent` argv and session environment, then `tmux capture-pane -p` in a tight
-  loop until `received <ts> from` is visible. So it includes the agent's reaction (it redraws
-  its composer once per typed character) and up to one capture-pane call of detection lag.
-  No settle, no retry, no confirmation semantics beyond our own polling; typed characters,
-  so the newlines of a real envelope cannot be sent this way (a one-line envelope is used).
-- tmux paste-buffer: same, but set-buffer + paste-buffer -p (bracketed) + send-keys Enter in
-  one chained tmux call: the closest tmux analogue of iapeer's paste, minus the settle.
-- Memory: VmRSS and PSS (smaps_rollup) of the daemon pid (threads share one address
-  space), and separately the sum over its echo-agent children (the same binary, so their
-  shared text pages are counted once per process in VmRSS and split in PSS).
-- Idle CPU: utime+stime from /proc/<pid>/stat (clock ticks) and summed task schedstat (ns)
-  before/after the window; context switches ~ wakeups.
-"""
+    def agent_phase(self):
+        if not self.agent_rts:
+            return
+        self.agent_bench = agentbench.AgentBench(self.binary, self.repo, self.agent_runs,
+                                             self.agent_rts, self.world.keep, log)
+        self.phase_load["agents"] = loadavg()
+        self.results["agents"] = self.agent_bench.run()
 
 
 def main():
@@ -407,11 +281,14 @@ def main():
     mode = "QUICK" if b.quick else "full"
     log(f"{mode} run: {b.runs} runs, {b.pings} pings, peers {b.levels}, idle "
         f"{b.idle_secs} s with {b.idle_peers} peers; temp folder {b.world.dir}")
+    log(f"agent phase: {', '.join(b.agent_rts) or 'skipped (BENCH_AGENTS=0)'}"
+        + (f", {b.agent_runs} cycles each" if b.agent_rts else ""))
     log(f"uptime at start: {up0}")
     ok = False
     try:
         b.resources()
         b.latency()
+        b.agent_phase()
         ok = True
     except BenchError as e:
         print(f"bench failed: {e}", file=sys.stderr)
@@ -421,7 +298,11 @@ def main():
     finally:
         if b.tmux is not None:
             b.tmux.close()
-        b.world.close()
+        try:
+            if b.agent_bench is not None:
+                b.agent_bench.close()
+        finally:
+            b.world.close()
     if not ok:
         return 1
     up1 = sh("uptime")
@@ -440,7 +321,10 @@ def main():
         f"uptime at end:   {up1}",
         "CAVEAT: 2 shared cores; other builds may run concurrently — see the load averages.",
     ])
-    text = b.render(header) + "\n\n" + NOTES.format(settle=b.settle)
+    text = (render.render(b.results, b.settle, b.phase_load, header) + "\n\n" +
+            render.NOTES.format(settle=b.settle))
+    if "agents" in b.results:
+        text += agentbench.NOTES + "\n"
     out_path = os.environ.get("BENCH_OUT") or f"/tmp/iapeer-bench-{started:%Y%m%d-%H%M%S}.txt"
     with open(out_path, "w") as f:
         f.write(text + "\n")

@@ -56,18 +56,27 @@ def cli_send(world, target, sender, body):
                          world.env, world.dir, expect=f"delivered to {target} (echo)")
 
 
-def daemon_ms(log_path, offset, path, to):
-    """`ms=` of ok delivery.log lines written after byte `offset` for entry `path` → `to`."""
-    with open(log_path, "rb") as f:
-        f.seek(offset)
-        text = f.read().decode(errors="replace")
+def events_since(log_path, offset, ev=None):
+    """The logfmt lines of an event log written after byte `offset`, as dicts of fields
+    (quoted values keep their quotes), optionally only those whose `ev` is `ev`."""
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(offset)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return []
     out = []
     for line in text.splitlines():
         fields = dict(re.findall(r'(\w+)=("(?:[^"\\]|\\.)*"|\S*)', line))
-        if (fields.get("ev") == "delivery" and fields.get("path") == path
-                and fields.get("to") == to and fields.get("ok") == "true"):
-            out.append(float(fields["ms"]))
+        if ev is None or fields.get("ev") == ev:
+            out.append(fields)
     return out
+
+
+def daemon_ms(log_path, offset, path, to):
+    """`ms=` of ok delivery.log lines written after byte `offset` for entry `path` → `to`."""
+    return [float(f["ms"]) for f in events_since(log_path, offset, "delivery")
+            if f.get("path") == path and f.get("to") == to and f.get("ok") == "true"]
 
 
 def file_size(path):

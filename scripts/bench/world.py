@@ -26,10 +26,10 @@ class BenchError(Exception):
 
 
 class World:
-    def __init__(self, binary, keep=False):
+    def __init__(self, binary, keep=False, prefix="iapeer-bench."):
         self.bin = binary
         self.keep = keep
-        self.dir = tempfile.mkdtemp(prefix="iapeer-bench.")
+        self.dir = tempfile.mkdtemp(prefix=prefix)
         self.home = os.path.join(self.dir, "home")
         self.root = os.path.join(self.dir, "root")
         os.makedirs(self.home)
@@ -42,6 +42,9 @@ class World:
         self.daemon_log = None
         # Every pid we caused to exist and must see gone at the end.
         self.owned = {}  # pid -> description
+        # A leftover pid is killed only while its argv mentions one of these (guards against
+        # pid reuse): our binary, tmux, and whatever else a phase adds (agent CLI folders).
+        self.marks = [binary, "tmux"]
 
     # ----- plain commands ------------------------------------------------------------
 
@@ -143,6 +146,19 @@ class World:
             raise BenchError(f"wake {name} failed: {v}")
         return dt
 
+    def list_rows(self):
+        """`iapeer list --json`: one row per peer with its runtimes and their status."""
+        return json.loads(self.run(["list", "--json"]).stdout)
+
+    def status_of(self, personality, runtime):
+        """live / asleep / stopped / parked / booting for one identity ("" when unknown)."""
+        for row in self.list_rows():
+            if row.get("personality") == personality:
+                for rt in row.get("runtimes", []):
+                    if rt.get("runtime") == runtime:
+                        return rt.get("status", "")
+        return ""
+
     def sessions(self):
         v = self.control({"op": "list"})
         if not v.get("ok"):
@@ -166,7 +182,7 @@ class World:
     def _ours(self, pid):
         """pid still runs one of our programs (guards against pid reuse)."""
         cmd = procfs.cmdline(pid)
-        return procfs.alive(pid) and any(self.bin in a or "tmux" in a for a in cmd)
+        return procfs.alive(pid) and any(m in a for m in self.marks for a in cmd)
 
     def _reap_owned(self, grace):
         deadline = time.monotonic() + grace

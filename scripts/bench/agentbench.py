@@ -1,0 +1,309 @@
+"""The agent phase of the benchmark: the real Claude Code and Codex CLIs (installed by
+scripts/setup-agents.sh into .cache/agents) in iapeer sessions, their model API replaced by a
+loopback stand-in (standin.py) so the model's own time is near zero.
+
+Per runtime, `runs` cycles (after one uncounted warm-up cycle) of:
+  1. the peer is ASLEEP (no session): time `iapeer send <p> --from echo-ea` until the CLI
+     prints `delivered to <p> (<rt>), woke` (wake + boot dialogs + ready gate + delivery);
+  2. wait until the agent's turn is over (the stand-in got the message, the screen is idle);
+  3. the peer is LIVE: time another `iapeer send` until `delivered to <p> (<rt>)`
+     (paste, settle, Enter, confirmation from the agent's transcript); wait for the turn;
+  4. `iapeer stop <p>`, wait until the session and its processes are gone, `iapeer start
+     <p>` (clears the stop flag; agents are not started by start), wait for `asleep`.
+Each send also yields the daemon's delivery.log `ms=` and, for wakes, the lifecycle.log
+`wake` -> `ready` split.
+"""
+
+import datetime
+import json
+import os
+import subprocess
+import time
+
+import measure
+import procfs
+from report import summary, table
+from standin import StandIn
+from world import BenchError, World
+
+MS = 1e6
+SEND_TIMEOUT = 360  # s; above the daemon's default boot deadline
+RUNTIMES = ("claude", "codex")
+PEER = {"claude": "cb", "codex": "cx"}
+SENDER = "ea"
+
+
+def _ts(value):
+    """A log `ts=` (2026-01-02T03:04:05.678Z) as epoch seconds."""
+    return datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+
+
+class AgentBench:
+    """A private world (own HOME, IAPEER_ROOT, daemon, stand-ins) with a claude peer `cb`, a
+    codex peer `cx` and an echo peer `ea` that sends."""
+
+    def __init__(self, binary, repo, runs, runtimes, keep, log):
+        self.binary, self.repo, self.runs, self.runtimes = binary, repo, runs, runtimes
+        self.keep, self.log = keep, log
+        self.warmup = 1
+        self.world = None
+        self.standins = {}
+        self.versions = {}
+
+    # ----- set-up --------------------------------------------------------------------
+
+    def install(self):
+        """Run scripts/setup-agents.sh (reuses .cache/agents); returns {runtime: binary}."""
+        self.log("agents: scripts/setup-agents.sh (reuses .cache/agents when present)")
+        p = subprocess.run(["bash", os.path.join(self.repo, "scripts/setup-agents.sh")],
+                           cwd=self.repo, stdin=subprocess.DEVNULL, capture_output=True,
+                           text=True)
+        if p.returncode != 0:
+            raise BenchError(f"scripts/setup-agents.sh exited {p.returncode}: "
+                             f"{(p.stdout + p.stderr)[-800:]}")
+        lines = [l for l in p.stdout.splitlines() if l.strip()]
+        self.versions = {"claude": lines[-2] if len(lines) >= 2 else "?",
+                         "codex": lines[-1] if lines else "?"}
+        bins = os.path.join(self.repo, ".cache/agents/node_modules/.bin")
+        return {rt: os.path.join(bins, rt) for rt in RUNTIMES}
+
+    def setup(self):
+        bins = self.install()
+        w = self.world = World(self.binary, keep=self.keep, prefix="iapeer-bench-agents.")
+        w.marks.append(os.path.join(self.repo, ".cache/agents"))
+        codex_home = os.path.join(w.home, ".codex")
+        w.env.update({"IAPEER_CLAUDE_BIN": bins["claude"], "IAPEER_CODEX_BIN": bins["codex"],
+                      "CODEX_HOME": codex_home})
+        for rt in self.runtimes:
+            self.standins[rt] = StandIn("anthropic" if rt == "claude" else "openai")
+        # What a user who has run the CLI once has; every dialog is left to the adapter.
+        with open(os.path.join(w.home, ".claude.json"), "w") as f:
+            f.write('{"hasCompletedOnboarding": true}')
+        if "codex" in self.runtimes:
+            os.makedirs(codex_home)
+            with open(os.path.join(codex_home, "config.toml"), "w") as f:
+                f.write('model = "gpt-5.1"\nmodel_provider = "standin"\n\n'
+                        '[model_providers.standin]\nname = "Stand-in"\n'
+                        f'base_url = "{self.standins["codex"].base_url}"\n'
+                        'wire_api = "responses"\nenv_key = "STANDIN_API_KEY"\n')
+        w.create_echo(SENDER)
+        for rt in self.runtimes:
+            w.run(["create", PEER[rt], "--runtime", rt])
+        if "claude" in self.runtimes:
+            self.launch_env("claude", f"ANTHROPIC_BASE_URL={self.standins['claude'].url}\n"
+                            "ANTHROPIC_API_KEY=sk-ant-standin-key\nIS_SANDBOX=1\n")
+        if "codex" in self.runtimes:
+            self.launch_env("codex", "STANDIN_API_KEY=sk-standin-key\n")
+        w.start_daemon()
+
+    def launch_env(self, rt, text):
+        d = os.path.join(self.world.root, "peers", PEER[rt], ".iapeer/runtimes", rt)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "launch.env"), "w") as f:
+            f.write(text)
+
+    # ----- one send --------------------------------------------------------------------
+
+    def send(self, rt, body, expect):
+        """Time one `iapeer send`; returns a sample dict (wall ns, daemon ms, log splits)."""
+        w, p = self.world, PEER[rt]
+        dlog, llog = w.log_path("delivery"), w.log_path("lifecycle")
+        d_off, l_off = measure.file_size(dlog), measure.file_size(llog)
+        argv = [w.bin, "send", p, "--from", f"echo-{SENDER}", "--message", body]
+        t0 = time.perf_counter_ns()
+        t0_wall = time.time()
+        try:
+            out = subprocess.run(argv, env=w.env, cwd=w.dir, stdin=subprocess.DEVNULL,
+                                 capture_output=True, text=True, timeout=SEND_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise BenchError(f"`iapeer send {p}` did not return within {SEND_TIMEOUT} s")
+        wall = time.perf_counter_ns() - t0
+        t0_mono = time.monotonic() - wall / 1e9
+        if out.returncode != 0 or out.stdout.strip() != expect:
+            raise BenchError(f"`iapeer send {p}` exited {out.returncode}: expected {expect!r},"
+                             f" got {out.stdout.strip()!r} {out.stderr.strip()!r}")
+        lines = [f for f in measure.events_since(dlog, d_off, "delivery")
+                 if f.get("to") == p and f.get("ok") == "true"]
+        if len(lines) != 1:
+            raise BenchError(f"expected one delivery.log line to {p}, found {lines}")
+        d = lines[0]
+        sample = {"wall_ns": wall, "daemon_ms": float(d["ms"]), "woke": d.get("woke"),
+                  "t0_mono": t0_mono}
+        ident = f"{rt}-{p}"
+        life = [f for f in measure.events_since(llog, l_off) if f.get("identity") == ident]
+        wake = next((f for f in life if f.get("ev") == "wake"), None)
+        ready = next((f for f in life if f.get("ev") == "ready"), None)
+        if wake and ready:
+            sample["boot_ms"] = 1000 * (_ts(ready["ts"]) - _ts(wake["ts"]))
+            sample["ready_to_delivered_ms"] = 1000 * (_ts(d["ts"]) - _ts(ready["ts"]))
+            sample["send_to_wake_ms"] = 1000 * (_ts(wake["ts"]) - t0_wall)
+            sample["mode"] = wake.get("mode")
+        return sample
+
+    def wait_turn(self, rt, tag, sample):
+        """Wait until the stand-in saw the message and the agent's screen is idle again."""
+        at = self.standins[rt].wait_for(tag, 120)
+        if at is None:
+            raise BenchError(f"the {rt} stand-in never got a model request with {tag!r}")
+        sample["model_request_ms"] = 1000 * (at - sample["t0_mono"])
+        ident = f"{rt}-{PEER[rt]}"
+        deadline, quiet = time.monotonic() + 120, 0
+        while time.monotonic() < deadline:
+            s = self.world.sessions().get(ident)
+            if s is None:
+                raise BenchError(f"{ident} ended during its turn")
+            quiet = quiet + 1 if s["status"] == "live" and not s["busy"] else 0
+            if quiet >= 3:
+                return
+            time.sleep(0.1)
+        raise BenchError(f"{ident} stayed busy for 120 s after {tag!r}")
+
+    def put_to_sleep(self, rt):
+        """stop + start: the session ends and the peer is asleep (not stopped)."""
+        w, p = self.world, PEER[rt]
+        ident = f"{rt}-{p}"
+        s = w.sessions().get(ident)
+        procs = ([s["pid"]] + procfs.descendants(s["pid"])) if s else []
+        for pid in procs:
+            w.own(pid, f"{ident} session process")
+        w.run(["stop", p, rt])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if ident not in w.sessions() and not any(procfs.alive(x) for x in procs):
+                break
+            time.sleep(0.05)
+        else:
+            raise BenchError(f"{ident} did not end within 60 s of `iapeer stop`")
+        w.run(["start", p, rt])
+        status = w.status_of(p, rt)
+        if status != "asleep":
+            raise BenchError(f"{ident} is {status!r} after stop + start, not asleep")
+
+    # ----- the series ------------------------------------------------------------------
+
+    def series(self, rt):
+        p = PEER[rt]
+        woke_expect, live_expect = f"delivered to {p} ({rt}), woke", f"delivered to {p} ({rt})"
+        if self.world.status_of(p, rt) != "asleep":
+            raise BenchError(f"{rt}-{p} is not asleep at the start")
+        out = {"asleep": [], "live": [], "cold": None}
+        total = self.warmup + self.runs
+        for i in range(total):
+            tag = f"#{rt}-w{i:02d}#"
+            s = self.send(rt, f"echo: bench wake {tag}", woke_expect)
+            if s["woke"] != "true":
+                raise BenchError(f"delivery.log says woke={s['woke']} for an asleep peer")
+            self.wait_turn(rt, tag, s)
+            tag = f"#{rt}-l{i:02d}#"
+            live = self.send(rt, f"echo: bench live {tag}", live_expect)
+            self.wait_turn(rt, tag, live)
+            if i < self.warmup:
+                out["cold"] = s
+            else:
+                out["asleep"].append(s)
+                out["live"].append(live)
+            self.log(f"  {rt} {i + 1}/{total}: asleep->woke {s['wall_ns'] / MS:.0f} ms "
+                     f"(boot {s.get('boot_ms', float('nan')):.0f}), live "
+                     f"{live['wall_ns'] / MS:.0f} ms")
+            self.put_to_sleep(rt)
+        return out
+
+    def run(self):
+        """Every runtime's series; returns the results dict (errors are recorded, not lost)."""
+        results = {"runs": self.runs, "versions": self.versions}
+        try:
+            self.setup()
+            results["versions"] = self.versions
+            for rt in self.runtimes:
+                self.log(f"agents: {rt}, {self.warmup} warm-up + {self.runs} cycles "
+                         f"(asleep->woke send, live send, stop+start)")
+                try:
+                    results[rt] = self.series(rt)
+                except BenchError as e:
+                    results[rt] = {"error": str(e)}
+                    self.keep = self.world.keep = True
+                    self.log(f"agents: {rt} failed: {e}")
+        except BenchError as e:
+            results["error"] = str(e)
+            self.log(f"agents: failed: {e}")
+            if self.world:
+                self.world.keep = True
+        return results
+
+    def close(self):
+        try:
+            if self.world:
+                self.world.close()
+        finally:
+            for s in self.standins.values():
+                s.close()
+            self.standins = {}
+
+
+# ----- report ------------------------------------------------------------------------------
+
+def _row(name, xs, note=""):
+    s = summary(xs)
+    return [name, s["n"], f"{s['median']:.0f}", f"{s['p10']:.0f}", f"{s['p90']:.0f}",
+            f"{s['min']:.0f}", f"{s['max']:.0f}", note]
+
+
+def render(res):
+    """The AGENTS section of the report (list of lines)."""
+    v = res.get("versions", {})
+    out = [f"AGENTS (ms; real CLIs — {v.get('claude', '?')}, {v.get('codex', '?')} — with a "
+           f"loopback stand-in model API; {res['runs']} cycles per runtime after 1 warm-up)"]
+    if "error" in res:
+        return out + [f"  not measured: {res['error']}"]
+    rows = []
+    for rt in RUNTIMES:
+        r = res.get(rt)
+        if r is None:
+            continue
+        if "error" in r:
+            rows.append([f"{rt}: FAILED", "", "", "", "", "", "", r["error"][:100]])
+            continue
+        a, live = r["asleep"], r["live"]
+        rows.append(_row(f"{rt}: send -> ASLEEP peer, CLI until 'woke'",
+                         [x["wall_ns"] / MS for x in a], "wake+dialogs+ready gate+delivery"))
+        rows.append(_row("  daemon delivery.log ms=", [x["daemon_ms"] for x in a]))
+        boots = [x for x in a if "boot_ms" in x]
+        if boots:
+            rows.append(_row("  lifecycle wake -> ready (boot)",
+                             [x["boot_ms"] for x in boots], "log ts, ms resolution"))
+            rows.append(_row("  ready -> delivery confirmed",
+                             [x["ready_to_delivered_ms"] for x in boots],
+                             "paste, settle, Enter, confirm"))
+        rows.append(_row("  send -> first model request", [x["model_request_ms"] for x in a],
+                         "stand-in saw the message"))
+        rows.append(_row(f"{rt}: send -> LIVE peer, CLI until 'delivered'",
+                         [x["wall_ns"] / MS for x in live], "paste, settle, Enter, transcript"))
+        rows.append(_row("  daemon delivery.log ms=", [x["daemon_ms"] for x in live]))
+        rows.append(_row("  send -> model request", [x["model_request_ms"] for x in live]))
+        c = r.get("cold")
+        if c:
+            rows.append([f"  {rt} first wake of the run (warm-up, not counted)", 1,
+                         f"{c['wall_ns'] / MS:.0f}", "", "", "", "",
+                         f"daemon ms={c['daemon_ms']:.0f}"])
+    out.append(table(["measure", "n", "median", "p10", "p90", "min", "max", "note"], rows,
+                     "lrrrrrrl"))
+    return out
+
+
+NOTES = """\
+- AGENTS: one daemon with a claude peer and a codex peer whose model API is a Python
+  stand-in on 127.0.0.1 (answers every model request at once with the text "ok"), and an
+  echo peer `ea` as the sender (`--from echo-ea`). Each cycle: the peer is asleep (no
+  session); `iapeer send` (body `echo: …`) is timed until the CLI prints `…, woke`
+  (spawn, boot, start-up dialogs answered by the adapter, the runtime's ready settle and
+  ready gate, then paste + settle + Enter + confirmation from the transcript); then the turn
+  is let finish and a second send to the now LIVE peer is timed until `delivered to …`;
+  then `iapeer stop` + `iapeer start` put it back to sleep (wake mode stays `fresh`).
+  wake -> ready and ready -> delivery come from lifecycle.log/delivery.log timestamps;
+  'first model request' is when the stand-in received the request carrying the message."""
+
+
+def to_json(res):
+    """The results with only JSON-friendly values."""
+    return json.loads(json.dumps(res, default=str))
