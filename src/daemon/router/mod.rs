@@ -4,9 +4,11 @@
 //! operations are started and finished by later events.
 
 mod endpoint;
+mod events;
 mod launch;
 mod ops;
 mod tick;
+mod verbs;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};

@@ -1,0 +1,232 @@
+//! Control verbs that act on sessions (spec 05 §5): wake/attach, new, interrupt, compact,
+//! self-fresh.
+
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use super::endpoint::{Job, WakeJob};
+use super::{logged, ok_with, Router};
+use crate::daemon::lifecycle::ModeRequest;
+use crate::daemon::protocol::{failure, Code};
+use crate::daemon::reply::ReplyTo;
+use crate::daemon::route::Refusal;
+use crate::eventlog::Event;
+use crate::markers::{Flag, Markers};
+use crate::names::Identity;
+use crate::runtime::RuntimeKind;
+use crate::session::handle::{Cause, SessionCmd};
+
+use super::ops::refusal;
+
+impl Router {
+    pub(crate) fn op_wake(
+        &mut self,
+        personality: &str,
+        runtime: Option<&str>,
+        mode: ModeRequest,
+        attach: bool,
+        reply: ReplyTo,
+    ) {
+        let prepared = (|| {
+            let registry = self.registry()?;
+            let peer = Self::peer(&registry, personality)?;
+            let rt = self.control_runtime(peer, runtime)?;
+            let kind = self
+                .adapter(&rt)
+                .map_err(|e| refusal(Code::Offline, e))?
+                .kind();
+            if kind != RuntimeKind::Agent {
+                return Err(refusal(
+                    Code::InvalidArgument,
+                    format!(
+                        "{} needs an agent runtime ({rt} is a router runtime)",
+                        if attach { "attach" } else { "this" }
+                    ),
+                ));
+            }
+            Ok(Identity {
+                runtime: rt,
+                personality: personality.to_string(),
+            })
+        })();
+        let ident = match prepared {
+            Ok(i) => i,
+            Err(r) => return reply.finish(failure(r.code, &r.error)),
+        };
+        let id = ident.to_string();
+        let job = WakeJob {
+            reply,
+            mode,
+            attach,
+            launched: false,
+            started: Instant::now(),
+        };
+        self.endpoints
+            .entry(id.clone())
+            .or_default()
+            .queue
+            .push_back(Job::Wake(job));
+        self.pump(&id);
+    }
+
+    /// The identity a control verb acts on, and its runtime kind.
+    pub(crate) fn control_target(
+        &self,
+        personality: &str,
+        runtime: Option<&str>,
+    ) -> Result<(Identity, RuntimeKind), Refusal> {
+        let registry = self.registry()?;
+        let peer = Self::peer(&registry, personality)?;
+        let rt = self.control_runtime(peer, runtime)?;
+        let kind = self
+            .adapter(&rt)
+            .map_err(|e| refusal(Code::Offline, e))?
+            .kind();
+        Ok((
+            Identity {
+                runtime: rt,
+                personality: personality.to_string(),
+            },
+            kind,
+        ))
+    }
+
+    pub(crate) fn op_new(&mut self, personality: &str, runtime: Option<&str>, reply: ReplyTo) {
+        let (ident, kind) = match self.control_target(personality, runtime) {
+            Ok(t) => t,
+            Err(r) => return reply.finish(failure(r.code, &r.error)),
+        };
+        let id = ident.to_string();
+        logged(Markers::new(&self.paths, &ident).clear_deaths());
+        if kind == RuntimeKind::Router {
+            let st = self.always_on.entry(id.clone()).or_default();
+            st.parked = false;
+            st.backoff.reset();
+            match self.sessions.get_mut(&id) {
+                Some(s) => {
+                    st.restart_on_exit = true;
+                    s.stopping.get_or_insert(Cause::Replaced);
+                    s.handle.send(SessionCmd::Kill(Cause::Replaced));
+                }
+                None => self.restart_always_on(&id),
+            }
+            return reply.finish(ok_with(json!({"identity": id, "restarted": true})));
+        }
+        let job = WakeJob {
+            reply,
+            mode: ModeRequest::Fresh,
+            attach: false,
+            launched: false,
+            started: Instant::now(),
+        };
+        self.endpoints
+            .entry(id.clone())
+            .or_default()
+            .queue
+            .push_back(Job::Wake(job));
+        self.pump(&id);
+    }
+
+    pub(crate) fn op_interrupt(
+        &mut self,
+        personality: &str,
+        runtime: Option<&str>,
+    ) -> Result<Value, Refusal> {
+        let (ident, kind) = self.control_target(personality, runtime)?;
+        if kind == RuntimeKind::Router {
+            return Err(refusal(
+                Code::InvalidArgument,
+                format!("{} does not support control commands", ident.runtime),
+            ));
+        }
+        let id = ident.to_string();
+        let s = self.sessions.get(&id).filter(|s| s.ready).ok_or_else(|| {
+            refusal(
+                Code::NotLive,
+                format!("peer \"{personality}\" is not live on {}", ident.runtime),
+            )
+        })?;
+        let keys = self
+            .adapter(&ident.runtime)
+            .ok()
+            .and_then(|a| a.interrupt_keys())
+            .ok_or_else(|| {
+                refusal(
+                    Code::InvalidArgument,
+                    format!("{} does not support control commands", ident.runtime),
+                )
+            })?;
+        s.handle.send(SessionCmd::Keys(keys));
+        self.lifecycle(Event::new("interrupt").field("identity", &id));
+        Ok(ok_with(json!({"identity": id, "interrupted": true})))
+    }
+
+    pub(crate) fn op_compact(&mut self, personality: &str, runtime: Option<&str>, reply: ReplyTo) {
+        let (ident, kind) = match self.control_target(personality, runtime) {
+            Ok(t) => t,
+            Err(r) => return reply.finish(failure(r.code, &r.error)),
+        };
+        if kind == RuntimeKind::Router {
+            return reply.finish(failure(
+                Code::InvalidArgument,
+                &format!("{} does not support control commands", ident.runtime),
+            ));
+        }
+        let supported = self
+            .adapter(&ident.runtime)
+            .is_ok_and(|a| a.compact(std::path::Path::new("/")).is_some());
+        if !supported {
+            // Refuse before anything is woken for nothing.
+            return reply.finish(failure(
+                Code::InvalidArgument,
+                &format!("{} does not support compact", ident.runtime),
+            ));
+        }
+        let id = ident.to_string();
+        let job = super::endpoint::CompactJob {
+            id: self.next_id(),
+            reply,
+        };
+        self.endpoints
+            .entry(id.clone())
+            .or_default()
+            .queue
+            .push_back(Job::Compact(job));
+        self.pump(&id);
+    }
+
+    pub(crate) fn op_self_fresh(&mut self, identity: &str) -> Result<Value, Refusal> {
+        let ident = Identity::parse(identity)
+            .map_err(|e| refusal(Code::InvalidArgument, format!("PEER_IDENTITY: {e}")))?;
+        let registry = self.registry()?;
+        let peer = Self::peer(&registry, &ident.personality)?;
+        if !peer.declares(&ident.runtime) {
+            return Err(refusal(
+                Code::InvalidArgument,
+                format!(
+                    "peer \"{}\" does not declare runtime \"{}\"",
+                    ident.personality, ident.runtime
+                ),
+            ));
+        }
+        let kind = self
+            .adapter(&ident.runtime)
+            .map(|a| a.kind())
+            .unwrap_or(RuntimeKind::Router);
+        if kind != RuntimeKind::Agent {
+            return Err(refusal(Code::InvalidArgument, format!("self-fresh is for agent sessions; {} is a router runtime (iapeer new restarts it)", ident.runtime)));
+        }
+        let id = ident.to_string();
+        logged(Markers::new(&self.paths, &ident).set(Flag::NewEager));
+        match self.sessions.get_mut(&id) {
+            Some(s) => {
+                s.stopping.get_or_insert(Cause::Replaced);
+                s.handle.send(SessionCmd::Kill(Cause::Replaced));
+            }
+            None => self.bring_up_new_eager(&id),
+        }
+        self.lifecycle(Event::new("self-fresh").field("identity", &id));
+        Ok(ok_with(json!({"identity": id})))
+    }
+}

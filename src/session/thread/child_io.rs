@@ -1,0 +1,154 @@
+//! The session thread's child I/O: reading output (pane log, screen model, capability
+//! answers, attached clients) and the non-blocking write queue.
+
+use super::*;
+
+impl Session {
+    pub(super) fn read_child(&mut self, stderr: bool) {
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            let r = match &mut self.io {
+                Io::Pty(m) => m.read(&mut buf),
+                Io::Pipes {
+                    stdout,
+                    stderr: err,
+                    ..
+                } => {
+                    let src: Option<&mut dyn Read> = if stderr {
+                        err.as_mut().map(|s| s as &mut dyn Read)
+                    } else {
+                        stdout.as_mut().map(|s| s as &mut dyn Read)
+                    };
+                    match src {
+                        Some(s) => s.read(&mut buf),
+                        None => return,
+                    }
+                }
+            };
+            match r {
+                Ok(0) => {
+                    self.close_output(stderr);
+                    return;
+                }
+                Ok(n) => {
+                    let chunk = buf[..n].to_vec();
+                    self.on_output(&chunk);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    // EIO on Linux: every slave fd is closed (the child and its children exited).
+                    self.close_output(stderr);
+                    return;
+                }
+            }
+        }
+    }
+
+    pub(super) fn close_output(&mut self, stderr: bool) {
+        let reg = self.poll.registry();
+        match &mut self.io {
+            Io::Pty(m) => {
+                let _ = reg.deregister(&mut SourceFd(&m.as_raw_fd()));
+            }
+            Io::Pipes {
+                stdout,
+                stderr: err,
+                ..
+            } => {
+                let slot = if stderr {
+                    err.take().map(|s| s.as_raw_fd())
+                } else {
+                    stdout.take().map(|s| s.as_raw_fd())
+                };
+                if let Some(fd) = slot {
+                    let _ = reg.deregister(&mut SourceFd(&fd));
+                }
+            }
+        }
+    }
+
+    pub(super) fn on_output(&mut self, chunk: &[u8]) {
+        self.pane.append(chunk);
+        if matches!(self.io, Io::Pipes { .. }) {
+            self.pipe_tail.extend(chunk);
+            let excess = self.pipe_tail.len().saturating_sub(EXIT_TAIL);
+            self.pipe_tail.drain(..excess);
+            return;
+        }
+        let human = self.clients.values().any(|c| c.sized);
+        let fed = self.screen.feed(chunk, !human);
+        if !fed.replies.is_empty() {
+            self.write_child(&fed.replies);
+        }
+        if human {
+            self.attached_output_ms = Some(crate::clock::now_ms());
+            let mut dropped = Vec::new();
+            for (t, c) in self.clients.iter_mut().filter(|(_, c)| c.sized) {
+                if !c.queue(&fed.forward) || c.flush().is_err() {
+                    dropped.push(*t);
+                }
+            }
+            for t in dropped {
+                self.drop_client(t);
+            }
+        }
+        if let Some(d) = self.delivery.as_mut() {
+            d.on_output(chunk, Instant::now());
+        }
+        self.evaluate_boot(Instant::now());
+    }
+
+    pub(super) fn write_child(&mut self, bytes: &[u8]) {
+        self.to_child.extend(bytes);
+        self.flush_child();
+    }
+
+    pub(super) fn flush_child(&mut self) {
+        let mut failed = None;
+        while !self.to_child.is_empty() {
+            let (a, _) = self.to_child.as_slices();
+            let r = match &mut self.io {
+                Io::Pty(m) => m.write(a),
+                Io::Pipes { stdin, .. } => match stdin {
+                    Some(s) => s.write(a),
+                    None => Err(io::Error::new(
+                        io::ErrorKind::BrokenPipe,
+                        "its stdin is closed",
+                    )),
+                },
+            };
+            match r {
+                Ok(n) => {
+                    self.to_child.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    log::warn!("session {}: write to child failed: {e}", self.cfg.identity);
+                    self.to_child.clear();
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        // Bytes that never reached the child confirm nothing: for a router runtime "written"
+        // is the confirmation, so a failed write must fail the delivery, not complete it.
+        if let Some(e) = failed {
+            if let Some(d) = self.delivery.take() {
+                self.emit(EventKind::Delivered {
+                    id: d.id,
+                    result: Err(format!("could not write to the session: {e}")),
+                });
+            }
+            return;
+        }
+        if let Some(d) = self.delivery.as_mut() {
+            let step = d.on_written(Instant::now());
+            self.apply(step);
+        }
+        if let Some(c) = self.compact.as_mut() {
+            c.on_written(Instant::now());
+        }
+    }
+}

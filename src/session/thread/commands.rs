@@ -1,0 +1,98 @@
+//! The session thread's commands from the router.
+
+use super::*;
+
+impl Session {
+    pub(super) fn drain_commands(&mut self) {
+        while let Ok(cmd) = self.cmd_rx.try_recv() {
+            match cmd {
+                SessionCmd::Deliver(d) => {
+                    if self.kill.is_some() {
+                        self.emit(EventKind::Delivered {
+                            id: d.id,
+                            result: Err("the session is ending".into()),
+                        });
+                    } else {
+                        self.queued.push_back(d);
+                        self.next_delivery();
+                    }
+                }
+                SessionCmd::Keys(bytes) => self.write_child(&bytes),
+                SessionCmd::McpUp => {
+                    self.mcp_up = true;
+                    self.evaluate_boot(Instant::now());
+                }
+                SessionCmd::Compact(id) => self.start_compact(id),
+                SessionCmd::Attach(stream, prebuf) => self.attach(stream, prebuf),
+                SessionCmd::Probe => {
+                    let status = self.status();
+                    self.emit(EventKind::Status(status));
+                }
+                SessionCmd::Kill(cause) => self.kill(cause),
+            }
+        }
+    }
+
+    pub(super) fn start_compact(&mut self, id: u64) {
+        let refuse = |s: &Self, why: &str| {
+            s.emit(EventKind::Compacted {
+                id,
+                result: Err(why.to_string()),
+            });
+        };
+        if self.kill.is_some() || !matches!(self.state, State::Ready) {
+            return refuse(self, "the session is not ready");
+        }
+        if self.delivery.is_some() || self.compact.is_some() {
+            return refuse(
+                self,
+                "the session is busy with another delivery or compaction",
+            );
+        }
+        // Never type a command into someone's draft (a human's, or a message an interrupt
+        // put back into the composer).
+        let draft = self
+            .cfg
+            .adapter
+            .prompt_glyph()
+            .and_then(|g| self.screen.composer_text(g))
+            .filter(|c| c.typed);
+        if let Some(d) = draft {
+            let shown: String = d.text.chars().take(40).collect();
+            return refuse(
+                self,
+                &format!("the composer holds a draft (\"{shown}…\") — clear it, then compact"),
+            );
+        }
+        match self.cfg.adapter.compact(&self.cfg.cwd) {
+            None => refuse(
+                self,
+                &format!("{} does not support compact", self.cfg.adapter.name()),
+            ),
+            Some((command, watch)) => {
+                let (c, bytes) = ActiveCompact::start(id, command, watch);
+                self.compact = Some(c);
+                self.write_child(&bytes);
+            }
+        }
+    }
+
+    pub(super) fn status(&self) -> SessionStatus {
+        let pty = matches!(self.io, Io::Pty(_));
+        SessionStatus {
+            activity_ms: self.cfg.adapter.activity_ms(&self.cfg.cwd),
+            busy: pty && self.cfg.adapter.is_busy(&self.screen),
+            attached: self.clients.values().filter(|c| c.sized).count(),
+            attached_output_ms: self.attached_output_ms,
+        }
+    }
+
+    pub(super) fn kill(&mut self, cause: Cause) {
+        if self.kill.is_some() {
+            return;
+        }
+        let _ = spawn::signal_group(self.pid, Signal::SIGHUP);
+        let _ = spawn::signal_group(self.pid, Signal::SIGTERM);
+        self.kill = Some((cause, Instant::now() + KILL_GRACE));
+    }
+}

@@ -1,0 +1,66 @@
+//! The session thread's end: drain, report, `exits.log`.
+
+use super::*;
+
+impl Session {
+    pub(super) fn finish(&mut self) {
+        // Drain what the child printed before it died (the pty may still hold output).
+        self.read_child(false);
+        if matches!(self.io, Io::Pipes { .. }) {
+            self.read_child(true);
+        }
+        let status = self.exit.take().and_then(|r| r.ok());
+        let code = status.and_then(|s| s.code());
+        let signal = status
+            .and_then(|s| s.signal())
+            .and_then(|n| Signal::try_from(n).ok())
+            .map(|s| s.as_str().to_string());
+        let cause = self.kill.map(|(c, _)| c).unwrap_or(Cause::ChildExit);
+        let tail = self.tail_text();
+        if let State::Booting(_) = self.state {
+            let reason = self
+                .cfg
+                .adapter
+                .explain_exit(&tail)
+                .unwrap_or_else(|| exit_reason(code, signal.as_deref()));
+            self.emit(EventKind::BootFailed {
+                reason: with_screen(&reason, &tail),
+                screen: tail.clone(),
+            });
+        }
+        self.fail_deliveries("the session ended before confirming the message");
+        if let Some(c) = self.compact.take() {
+            self.emit(EventKind::Compacted {
+                id: c.id,
+                result: Err("the session ended during compaction".into()),
+            });
+        }
+        let mut ev = Event::new("session-exit")
+            .field("identity", &self.cfg.identity)
+            .field("pid", self.pid.to_string())
+            .field("status", code.map(|c| c.to_string()).unwrap_or_default())
+            .field("signal", signal.clone().unwrap_or_default())
+            .field("uptime_s", self.started.elapsed().as_secs().to_string())
+            .field("cause", cause.as_str());
+        if !cause.expected() {
+            ev = ev.field("tail", tail);
+        }
+        EventLog::from_env(self.cfg.exits_log.clone(), "EXITS").append(&ev);
+        self.emit(EventKind::Exited {
+            status: code,
+            signal,
+            cause,
+        });
+        // Dropping the clients closes their sockets: attached terminals see the end.
+    }
+
+    pub(super) fn tail_text(&self) -> String {
+        match self.io {
+            Io::Pty(_) => self.screen.tail_text(EXIT_TAIL),
+            Io::Pipes { .. } => {
+                let bytes: Vec<u8> = self.pipe_tail.iter().copied().collect();
+                String::from_utf8_lossy(&bytes).into_owned()
+            }
+        }
+    }
+}

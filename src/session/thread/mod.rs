@@ -1,0 +1,369 @@
+//! The session thread (spec 04 §1): owns one child (pty or pipes), its pane log, its screen
+//! model and its attached clients; boots it, delivers into it, reports to the router, and
+//! writes `exits.log` when it dies.
+
+mod attach;
+mod child_io;
+mod commands;
+mod death;
+mod work;
+
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, ExitStatus};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token, Waker};
+use nix::sys::signal::Signal;
+
+use super::boot::{Boot, BootAction};
+use super::clients::{Client, ClientInput};
+use super::compact::{ActiveCompact, CompactStep};
+use super::deliver::{ActiveDelivery, Step};
+use super::handle::{
+    Cause, Delivery, EventKind, SessionCmd, SessionEvent, SessionHandle, SessionStatus,
+};
+use super::panelog::PaneLog;
+use super::screen::Screen;
+use super::spawn::{self, SpawnSpec};
+use crate::eventlog::{Event, EventLog};
+use crate::runtime::{Adapter, RuntimeKind};
+
+/// Session pty size: 50 rows × 220 columns, set before the child starts (spec 04 §1).
+pub const ROWS: u16 = 50;
+/// See [`ROWS`].
+pub const COLS: u16 = 220;
+/// After SIGTERM, the process group gets SIGKILL this much later.
+const KILL_GRACE: Duration = Duration::from_secs(3);
+/// A ready screen whose MCP client has not connected after this long goes ahead anyway (the
+/// agent then lacks `send_to_peer` for its first turn; the lifecycle log says so).
+const MCP_GRACE: Duration = Duration::from_secs(20);
+/// Bytes of screen text kept in `exits.log` for an unexpected death.
+const EXIT_TAIL: usize = 2048;
+
+const CHILD_OUT: Token = Token(0);
+const CHILD_ERR: Token = Token(1);
+const CHILD_IN: Token = Token(2);
+const WAKER: Token = Token(3);
+const FIRST_CLIENT: usize = 16;
+
+/// Everything a session thread needs besides the child.
+pub struct SessionConfig {
+    /// Unique id of this launch (events carry it).
+    pub session: u64,
+    /// `<runtime>-<personality>`.
+    pub identity: String,
+    /// The peer's working folder.
+    pub cwd: PathBuf,
+    /// The runtime's behaviour.
+    pub adapter: Arc<dyn Adapter>,
+    /// `logs/lifecycle/<identity>.log`.
+    pub pane_log: PathBuf,
+    /// `logs/iapeer/exits.log`.
+    pub exits_log: PathBuf,
+    /// Boot → ready deadline.
+    pub boot_deadline: Duration,
+    /// The first message of a wake, delivered once ready.
+    pub first: Option<Delivery>,
+}
+
+/// Spawn the child for `spec` and start its session thread. Returns the handle and the pid.
+///
+/// Errors: the child could not be started (the reason is the wake failure reason).
+pub fn start(
+    cfg: SessionConfig,
+    spec: &SpawnSpec,
+    events: Sender<SessionEvent>,
+) -> io::Result<(SessionHandle, u32)> {
+    let poll = Poll::new()?;
+    let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+    let (io, child) = match cfg.adapter.kind() {
+        RuntimeKind::Agent => {
+            let p = spawn::spawn_pty(spec, ROWS, COLS)?;
+            (Io::Pty(File::from(p.master)), p.child)
+        }
+        RuntimeKind::Router => {
+            let p = spawn::spawn_pipes(spec)?;
+            (
+                Io::Pipes {
+                    stdin: Some(p.stdin),
+                    stdout: Some(p.stdout),
+                    stderr: Some(p.stderr),
+                },
+                p.child,
+            )
+        }
+    };
+    let pid = child.id();
+    let (cmd_tx, cmd_rx) = crossbeam_channel::unbounded();
+    let (exit_tx, exit_rx) = crossbeam_channel::bounded(1);
+    spawn_waiter(child, exit_tx, waker.clone())?;
+    let handle = SessionHandle { tx: cmd_tx, waker };
+    let name = format!("session-{}", cfg.identity);
+    let session_id = cfg.session;
+    let events_for_panic = events.clone();
+    std::thread::Builder::new().name(name).spawn(move || {
+        let run = std::panic::AssertUnwindSafe(move || {
+            match Session::new(cfg, poll, io, pid, cmd_rx, exit_rx, events) {
+                Ok(mut s) => s.run(),
+                Err(e) => log::error!("session setup failed: {e}"),
+            }
+        });
+        if std::panic::catch_unwind(run).is_err() {
+            // A panic must not take the daemon down: end the child, report the death.
+            log::error!("session thread {session_id} panicked; ending its process group");
+            let _ = spawn::signal_group(pid, Signal::SIGKILL);
+            let _ = events_for_panic.send(SessionEvent {
+                session: session_id,
+                kind: EventKind::Exited {
+                    status: None,
+                    signal: None,
+                    cause: Cause::KilledByDaemon,
+                },
+            });
+        }
+    })?;
+    Ok((handle, pid))
+}
+
+/// One waiter thread per child (no `waitpid(-1)`): reaps it and wakes the session.
+fn spawn_waiter(
+    mut child: Child,
+    tx: Sender<io::Result<ExitStatus>>,
+    waker: Arc<Waker>,
+) -> io::Result<()> {
+    std::thread::Builder::new()
+        .name("session-waiter".into())
+        .spawn(move || {
+            let status = child.wait();
+            let _ = tx.send(status);
+            let _ = waker.wake();
+        })?;
+    Ok(())
+}
+
+enum Io {
+    Pty(File),
+    Pipes {
+        stdin: Option<ChildStdin>,
+        stdout: Option<ChildStdout>,
+        stderr: Option<ChildStderr>,
+    },
+}
+
+enum State {
+    Booting(Boot),
+    Ready,
+}
+
+struct Session {
+    cfg: SessionConfig,
+    poll: Poll,
+    io: Io,
+    pid: u32,
+    started: Instant,
+    cmd_rx: Receiver<SessionCmd>,
+    exit_rx: Receiver<io::Result<ExitStatus>>,
+    events: Sender<SessionEvent>,
+    screen: Screen,
+    /// Last output kept for router runtimes (they have no screen model worth reading).
+    pipe_tail: VecDeque<u8>,
+    pane: PaneLog,
+    to_child: VecDeque<u8>,
+    state: State,
+    delivery: Option<ActiveDelivery>,
+    queued: VecDeque<Delivery>,
+    compact: Option<ActiveCompact>,
+    clients: HashMap<Token, Client>,
+    next_client: usize,
+    pending_size: Option<(u16, u16)>,
+    attached_output_ms: Option<u64>,
+    kill: Option<(Cause, Instant)>,
+    exit: Option<io::Result<ExitStatus>>,
+    /// The agent's MCP client has listed the tools.
+    mcp_up: bool,
+    /// When the screen first looked ready while the MCP client was still connecting.
+    mcp_wait_since: Option<Instant>,
+}
+
+impl Session {
+    fn new(
+        cfg: SessionConfig,
+        poll: Poll,
+        io: Io,
+        pid: u32,
+        cmd_rx: Receiver<SessionCmd>,
+        exit_rx: Receiver<io::Result<ExitStatus>>,
+        events: Sender<SessionEvent>,
+    ) -> io::Result<Session> {
+        let reg = poll.registry();
+        match &io {
+            Io::Pty(master) => reg.register(
+                &mut SourceFd(&master.as_raw_fd()),
+                CHILD_OUT,
+                Interest::READABLE | Interest::WRITABLE,
+            )?,
+            Io::Pipes {
+                stdin,
+                stdout,
+                stderr,
+            } => {
+                if let Some(s) = stdin {
+                    reg.register(&mut SourceFd(&s.as_raw_fd()), CHILD_IN, Interest::WRITABLE)?;
+                }
+                if let Some(s) = stdout {
+                    reg.register(&mut SourceFd(&s.as_raw_fd()), CHILD_OUT, Interest::READABLE)?;
+                }
+                if let Some(s) = stderr {
+                    reg.register(&mut SourceFd(&s.as_raw_fd()), CHILD_ERR, Interest::READABLE)?;
+                }
+            }
+        }
+        let now = Instant::now();
+        let state = match cfg.adapter.kind() {
+            RuntimeKind::Agent => State::Booting(Boot::new(
+                now,
+                cfg.boot_deadline,
+                cfg.adapter.ready_settle(),
+            )),
+            RuntimeKind::Router => State::Ready,
+        };
+        let mut queued = VecDeque::new();
+        if let Some(first) = cfg.first.clone() {
+            queued.push_back(first);
+        }
+        let pane = PaneLog::new(cfg.pane_log.clone());
+        Ok(Session {
+            cfg,
+            poll,
+            io,
+            pid,
+            started: now,
+            cmd_rx,
+            exit_rx,
+            events,
+            screen: Screen::new(ROWS, COLS),
+            pipe_tail: VecDeque::new(),
+            pane,
+            to_child: VecDeque::new(),
+            state,
+            delivery: None,
+            queued,
+            compact: None,
+            clients: HashMap::new(),
+            next_client: FIRST_CLIENT,
+            pending_size: None,
+            attached_output_ms: None,
+            kill: None,
+            exit: None,
+            mcp_up: false,
+            mcp_wait_since: None,
+        })
+    }
+
+    fn emit(&self, kind: EventKind) {
+        let _ = self.events.send(SessionEvent {
+            session: self.cfg.session,
+            kind,
+        });
+    }
+
+    fn run(&mut self) {
+        match self.state {
+            State::Booting(_) => self.emit(EventKind::Phase("booting".into())),
+            State::Ready => {
+                self.emit(EventKind::Ready);
+                self.next_delivery();
+            }
+        }
+        let mut events = Events::with_capacity(64);
+        loop {
+            let timeout = self
+                .next_deadline()
+                .map(|d| d.saturating_duration_since(Instant::now()));
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    log::error!("session {} poll: {e}", self.cfg.identity);
+                    self.kill(Cause::KilledByDaemon);
+                }
+            }
+            for ev in events.iter() {
+                match ev.token() {
+                    CHILD_OUT => {
+                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                            self.read_child(false);
+                        }
+                        if ev.is_writable() {
+                            self.flush_child();
+                        }
+                    }
+                    CHILD_ERR => self.read_child(true),
+                    CHILD_IN => self.flush_child(),
+                    WAKER => self.drain_commands(),
+                    t => self.client_event(t, ev.is_readable(), ev.is_writable()),
+                }
+            }
+            // Commands may arrive without a wake if the waker raced with a previous poll.
+            self.drain_commands();
+            self.on_time(Instant::now());
+            if self.exit.is_none() {
+                if let Ok(status) = self.exit_rx.try_recv() {
+                    self.exit = Some(status);
+                }
+            }
+            if self.exit.is_some() {
+                self.finish();
+                return;
+            }
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        let mut next: Option<Instant> = None;
+        let mut consider = |t: Option<Instant>| {
+            if let Some(t) = t {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+        };
+        if let State::Booting(b) = &self.state {
+            consider(Some(b.next_deadline()));
+            consider(self.mcp_wait_since.map(|s| s + MCP_GRACE));
+        }
+        consider(self.delivery.as_ref().and_then(|d| d.next_deadline()));
+        consider(self.compact.as_ref().and_then(|c| c.next_deadline()));
+        consider(self.kill.map(|(_, at)| at));
+        next
+    }
+    // The rest of the session's methods live in the submodules: child_io, work
+    // (boot, deliveries, compaction), commands, attach (clients), death.
+}
+
+fn exit_reason(code: Option<i32>, signal: Option<&str>) -> String {
+    match (code, signal) {
+        (Some(c), _) => format!("exited during boot (status {c})"),
+        (None, Some(s)) => format!("exited during boot ({s})"),
+        _ => "exited during boot".to_string(),
+    }
+}
+
+/// A boot failure reason plus the last screen line that is not blank, for the sender.
+fn with_screen(reason: &str, screen: &str) -> String {
+    match screen.lines().rev().map(str::trim).find(|l| !l.is_empty()) {
+        Some(last) if !reason.contains(last) => format!("{reason} (last screen line: {last})"),
+        _ => reason.to_string(),
+    }
+}
+
+fn hash_text(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}

@@ -1,0 +1,152 @@
+//! The session thread's work on the child: boot (dialogs, readiness, the MCP wait),
+//! deliveries and compaction.
+
+use super::*;
+
+impl Session {
+    pub(super) fn evaluate_boot(&mut self, now: Instant) {
+        let State::Booting(boot) = &mut self.state else {
+            return;
+        };
+        let step = self.cfg.adapter.boot_step(&self.screen);
+        let hash = hash_text(&self.screen.text());
+        match boot.evaluate(now, step, hash) {
+            BootAction::Wait => {}
+            BootAction::Key { bytes, label } => {
+                self.emit(EventKind::Phase(format!("answering dialog: {label}")));
+                self.write_child(&bytes);
+            }
+            BootAction::Ready
+                if !self.mcp_up
+                    && self.cfg.adapter.waits_for_mcp(&self.cfg.cwd)
+                    && !self.mcp_grace_over(now) => {}
+            BootAction::Ready => {
+                if !self.mcp_up && self.mcp_wait_since.is_some() {
+                    self.emit(EventKind::Phase(
+                        "ready without MCP: the agent's iapeer server did not connect".into(),
+                    ));
+                }
+                self.state = State::Ready;
+                if let Some((rows, cols)) = self.pending_size.take() {
+                    self.resize(rows, cols);
+                }
+                self.emit(EventKind::Ready);
+                self.next_delivery();
+            }
+            BootAction::Failed(reason) => {
+                let timeout = reason.starts_with("never became ready");
+                let screen = self.screen.tail_text(EXIT_TAIL);
+                self.emit(EventKind::BootFailed {
+                    reason: with_screen(&reason, &screen),
+                    screen,
+                });
+                self.fail_deliveries(&reason);
+                self.kill(if timeout {
+                    Cause::BootTimeout
+                } else {
+                    Cause::KilledByDaemon
+                });
+                // Stop evaluating: the session is ending.
+                self.state = State::Ready;
+            }
+        }
+    }
+
+    /// Start (or check) the wait for the MCP client; true once [`MCP_GRACE`] is over.
+    pub(super) fn mcp_grace_over(&mut self, now: Instant) -> bool {
+        match self.mcp_wait_since {
+            None => {
+                self.mcp_wait_since = Some(now);
+                self.emit(EventKind::Phase(
+                    "waiting for the agent's MCP connection".into(),
+                ));
+                false
+            }
+            Some(since) => now >= since + MCP_GRACE,
+        }
+    }
+
+    pub(super) fn next_delivery(&mut self) {
+        if self.delivery.is_some() || self.kill.is_some() || !matches!(self.state, State::Ready) {
+            return;
+        }
+        let Some(d) = self.queued.pop_front() else {
+            return;
+        };
+        if d.ready_gate.is_some() {
+            self.emit(EventKind::Phase("delivering".into()));
+        }
+        let confirmer = self
+            .cfg
+            .adapter
+            .confirmer(&self.cfg.cwd, &d.text, d.agent_ts.as_deref());
+        let before = d
+            .ready_gate
+            .and_then(|_| self.cfg.adapter.activity_ms(&self.cfg.cwd));
+        let pty = matches!(self.io, Io::Pty(_));
+        let gate = d
+            .ready_gate
+            .and_then(|_| self.cfg.adapter.gate_watch(&self.cfg.cwd));
+        let (active, bytes) = ActiveDelivery::start(&d, pty, confirmer, before, gate);
+        self.delivery = Some(active);
+        self.write_child(&bytes);
+    }
+
+    pub(super) fn apply(&mut self, step: Step) {
+        match step {
+            Step::Wait => {}
+            Step::Write(bytes) => self.write_child(&bytes),
+            Step::Done(result) => {
+                if let Some(d) = self.delivery.take() {
+                    self.emit(EventKind::Delivered { id: d.id, result });
+                }
+                self.next_delivery();
+            }
+        }
+    }
+
+    pub(super) fn fail_deliveries(&mut self, reason: &str) {
+        if let Some(d) = self.delivery.take() {
+            self.emit(EventKind::Delivered {
+                id: d.id,
+                result: Err(reason.to_string()),
+            });
+        }
+        while let Some(d) = self.queued.pop_front() {
+            self.emit(EventKind::Delivered {
+                id: d.id,
+                result: Err(reason.to_string()),
+            });
+        }
+    }
+
+    pub(super) fn on_time(&mut self, now: Instant) {
+        if matches!(self.state, State::Booting(_)) {
+            self.evaluate_boot(now);
+        }
+        if let Some(d) = self.delivery.as_mut() {
+            let adapter = self.cfg.adapter.clone();
+            let cwd = self.cfg.cwd.clone();
+            let screen = &self.screen;
+            let step = d.poll(now, || adapter.activity_ms(&cwd), || screen.text());
+            self.apply(step);
+        }
+        if let Some(c) = self.compact.as_mut() {
+            match c.poll(now, &self.screen.text()) {
+                CompactStep::Wait => {}
+                CompactStep::Write(bytes) => self.write_child(&bytes),
+                CompactStep::Done(result) => {
+                    let id = c.id;
+                    self.compact = None;
+                    self.emit(EventKind::Compacted { id, result });
+                }
+            }
+        }
+        if let Some((cause, at)) = self.kill {
+            if now >= at {
+                let _ = spawn::signal_group(self.pid, Signal::SIGKILL);
+                self.kill = Some((cause, now + KILL_GRACE));
+            }
+        }
+    }
+}
