@@ -339,44 +339,41 @@ pub fn run(inv: &Invocation) -> CliResult {
             "The operator of this demo.",
         ])?;
 
-        println!("\n# alice is asleep: this message wakes her; her echo comes back to you.");
-        demo.run(&[
-            "send",
-            "alice",
-            "--from",
-            "console-you",
-            "--topic",
-            "demo",
-            "--message",
-            "Hello Alice, are you there?",
-        ])?;
-        demo.wait_deliveries(2)?;
-
-        println!("\n# alice writes to bob, who is asleep too; bob's echo goes back to alice.");
-        demo.run(&[
-            "send",
-            "bob",
-            "--from",
-            "echo-alice",
-            "--topic",
-            "demo",
-            "--message",
-            "Hi Bob, this is Alice.",
-        ])?;
-        demo.wait_deliveries(4)?;
-
-        println!("\n# alice is live now: no wake this time.");
-        demo.run(&[
-            "send",
-            "alice",
-            "--from",
-            "console-you",
-            "--topic",
-            "demo",
-            "--message",
-            "Thanks, that is all.",
-        ])?;
-        demo.wait_deliveries(6)?;
+        let steps = [
+            (
+                "alice is asleep: this message wakes her; her echo comes back to you.",
+                "console-you",
+                "alice",
+                "Hello Alice, are you there?",
+            ),
+            (
+                "alice writes to bob, who is asleep too; bob's echo goes back to alice.",
+                "echo-alice",
+                "bob",
+                "Hi Bob, this is Alice.",
+            ),
+            (
+                "alice is live now: no wake this time.",
+                "console-you",
+                "alice",
+                "Thanks, that is all.",
+            ),
+        ];
+        for (i, (comment, from, to, message)) in steps.into_iter().enumerate() {
+            println!("\n# {comment}");
+            demo.run(&[
+                "send",
+                to,
+                "--from",
+                from,
+                "--topic",
+                "demo",
+                "--message",
+                message,
+            ])?;
+            // Each message and the echo it provokes: two deliveries per step.
+            demo.wait_deliveries(2 * (i + 1))?;
+        }
 
         demo.run(&["list"])?;
         demo.stop_daemon();

@@ -217,19 +217,8 @@ impl Router {
         if !logged(m.take(Flag::NewEager)).unwrap_or(false) {
             return;
         }
-        let job = super::endpoint::WakeJob {
-            reply: crate::daemon::reply::ReplyTo::discard(),
-            mode: ModeRequest::Fresh,
-            attach: false,
-            launched: false,
-            started: Instant::now(),
-        };
-        self.endpoints
-            .entry(identity.to_string())
-            .or_default()
-            .queue
-            .push_back(super::endpoint::Job::Wake(job));
-        self.pump(identity);
+        let reply = crate::daemon::reply::ReplyTo::discard();
+        self.queue_wake(identity, reply, ModeRequest::Fresh, false);
     }
 
     /// Start every always-on peer that is not stopped (daemon start).

@@ -54,7 +54,17 @@ impl Router {
             Ok(i) => i,
             Err(r) => return reply.finish(failure(r.code, &r.error)),
         };
-        let id = ident.to_string();
+        self.queue_wake(&ident.to_string(), reply, mode, attach);
+    }
+
+    /// Queue a wake without a message for `identity` and move its queue.
+    pub(crate) fn queue_wake(
+        &mut self,
+        identity: &str,
+        reply: ReplyTo,
+        mode: ModeRequest,
+        attach: bool,
+    ) {
         let job = WakeJob {
             reply,
             mode,
@@ -63,11 +73,11 @@ impl Router {
             started: Instant::now(),
         };
         self.endpoints
-            .entry(id.clone())
+            .entry(identity.to_string())
             .or_default()
             .queue
             .push_back(Job::Wake(job));
-        self.pump(&id);
+        self.pump(identity);
     }
 
     /// The identity a control verb acts on, and its runtime kind.
@@ -113,19 +123,7 @@ impl Router {
             }
             return reply.finish(ok_with(json!({"identity": id, "restarted": true})));
         }
-        let job = WakeJob {
-            reply,
-            mode: ModeRequest::Fresh,
-            attach: false,
-            launched: false,
-            started: Instant::now(),
-        };
-        self.endpoints
-            .entry(id.clone())
-            .or_default()
-            .queue
-            .push_back(Job::Wake(job));
-        self.pump(&id);
+        self.queue_wake(&id, reply, ModeRequest::Fresh, false);
     }
 
     pub(crate) fn op_interrupt(
