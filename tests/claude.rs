@@ -18,6 +18,11 @@ fn claude_bin() -> String {
 
 /// A world with a claude peer `cb` and an echo peer `ea`, the stand-in, and a daemon.
 fn world(extra_daemon_env: &[(&str, &str)]) -> (TestEnv, AnthropicStandIn) {
+    world_with(extra_daemon_env, true)
+}
+
+/// [`world`], choosing whether the peer's launch.env sets `IS_SANDBOX=1`.
+fn world_with(extra_daemon_env: &[(&str, &str)], sandbox: bool) -> (TestEnv, AnthropicStandIn) {
     let mut env = TestEnv::new();
     env.set("IAPEER_CLAUDE_BIN", &claude_bin());
     for (k, v) in extra_daemon_env {
@@ -36,8 +41,9 @@ fn world(extra_daemon_env: &[(&str, &str)]) -> (TestEnv, AnthropicStandIn) {
         "cb",
         "claude",
         &format!(
-            "ANTHROPIC_BASE_URL={}\nANTHROPIC_API_KEY=sk-ant-standin-key\nIS_SANDBOX=1\n",
-            api.url()
+            "ANTHROPIC_BASE_URL={}\nANTHROPIC_API_KEY=sk-ant-standin-key\n{}",
+            api.url(),
+            if sandbox { "IS_SANDBOX=1\n" } else { "" }
         ),
     );
     env.start_daemon();
@@ -381,27 +387,8 @@ fn failures_are_reported_with_their_reason() {
 /// wake fails and says so, naming both remedies. (As a normal user the same peer just works.)
 #[test]
 fn root_without_is_sandbox_is_explained() {
-    let mut env = TestEnv::new();
-    env.set("IAPEER_CLAUDE_BIN", &claude_bin());
-    env.set("IS_SANDBOX", "");
-    std::fs::write(
-        env.home.join(".claude.json"),
-        "{\"hasCompletedOnboarding\": true}",
-    )
-    .unwrap();
-    let api = AnthropicStandIn::start();
+    let (env, api) = world_with(&[("IS_SANDBOX", "")], false);
     api.script(|_| Reply::Text("ok".into()));
-    env.ok(&["create", "cb", "--runtime", "claude"]);
-    env.ok(&["create", "ea", "--runtime", "echo"]);
-    env.launch_env(
-        "cb",
-        "claude",
-        &format!(
-            "ANTHROPIC_BASE_URL={}\nANTHROPIC_API_KEY=sk-ant-standin-key\n",
-            api.url()
-        ),
-    );
-    env.start_daemon();
     let out = env.run(&["send", "cb", "--from", "echo-ea", "--message", "hello"]);
     if nix::unistd::Uid::effective().is_root() {
         assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
