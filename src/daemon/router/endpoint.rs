@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
+use super::decide::{head_step, revive_deadline, revive_gives_up, Head, HeadStep, Presence};
 use super::{ok_with, Router, RouterMsg, Timer};
 use crate::daemon::lifecycle::ModeRequest;
 use crate::daemon::protocol::{failure, Code};
@@ -14,10 +15,10 @@ use crate::daemon::reply::ReplyTo;
 use crate::daemon::route::{self, Caller, Prepared, Refusal, SendInput};
 use crate::envelope;
 use crate::eventlog::Event;
-use crate::markers::{Flag, Markers};
+use crate::markers::Flag;
 use crate::names::Identity;
 use crate::runtime::RuntimeKind;
-use crate::session::handle::{Delivery, SessionCmd};
+use crate::session::handle::{Cause, Delivery, SessionCmd};
 
 /// A send in flight, from arrival to its delivery.log line.
 pub struct SendJob {
@@ -61,6 +62,18 @@ pub enum Job {
 }
 
 impl Job {
+    /// The job as [`head_step`] sees it.
+    pub(crate) fn view(&self) -> Head {
+        match self {
+            Job::Send(j) => Head::Send(j.kind),
+            Job::Compact(_) => Head::Compact,
+            Job::Wake(w) => Head::Wake {
+                mode: w.mode,
+                launched: w.launched,
+            },
+        }
+    }
+
     /// Fail the job with `code` and `error` (the send's delivery.log line is written by
     /// [`Router::finish_send`]; this is for paths that bypass it, like shutdown).
     pub(crate) fn fail(self, code: Code, error: String) {
@@ -102,7 +115,7 @@ impl Router {
                 input,
                 prepared: None,
                 reply,
-                started: Instant::now(),
+                started: self.now.at,
                 woke: false,
                 kind: RuntimeKind::Agent,
             },
@@ -162,7 +175,8 @@ impl Router {
         self.pump(&endpoint);
     }
 
-    /// Move the head of `identity`'s queue forward as far as it can go now.
+    /// Move the head of `identity`'s queue forward as far as it can go now: gather the
+    /// facts, ask [`head_step`], carry out its answer.
     pub(crate) fn pump(&mut self, identity: &str) {
         loop {
             let Some(ep) = self.endpoints.get(identity) else {
@@ -176,135 +190,99 @@ impl Router {
                 return;
             };
             let live = self.sessions.get(identity);
-            match head {
-                Job::Send(job) => {
-                    match live {
-                        Some(s) if s.ready && s.stopping.is_none() => {
-                            let delivery = self.live_delivery(job);
-                            let id = job.id;
-                            s.handle.send(SessionCmd::Deliver(delivery));
-                            if let Some(ep) = self.endpoints.get_mut(identity) {
-                                ep.inflight = Some(id);
-                            }
-                            return;
-                        }
-                        // Booting, or ending: wait for Ready or Exited.
-                        Some(_) => return,
-                        None if job.kind == RuntimeKind::Router => {
-                            // Stopped while the message waited: refuse it now rather than
-                            // at the end of the revive grace.
-                            let stopped = Identity::parse(identity)
-                                .ok()
-                                .filter(|e| Markers::new(&self.paths, e).is_set(Flag::Stopped));
-                            if let Some(e) = stopped {
-                                self.fail_head(identity, route::stopped_refusal(&e));
-                                continue;
-                            }
-                            let (id, started) = (job.id, job.started);
-                            self.ensure_revive_timer(identity, id, started);
-                            return;
-                        }
-                        None => {
-                            // Asleep: wake with this message as the first one.
-                            if let Err(refusal) = self.launch_for_head(identity, ModeRequest::Auto)
-                            {
-                                self.fail_head(identity, refusal);
-                                continue;
-                            }
-                            return;
-                        }
+            let presence = match live {
+                Some(s) => Presence::Session(s.live()),
+                None => {
+                    let m = self.markers(identity);
+                    Presence::Asleep {
+                        stopped: m.as_ref().is_some_and(|m| m.is_set(Flag::Stopped)),
+                        resumable: m.as_ref().is_some_and(|m| m.is_set(Flag::IdleReaped)),
                     }
                 }
-                Job::Compact(c) => match live {
-                    Some(s) if s.ready && s.stopping.is_none() => {
-                        let id = c.id;
-                        s.handle.send(SessionCmd::Compact(id));
-                        if let Some(ep) = self.endpoints.get_mut(identity) {
-                            ep.inflight = Some(id);
-                        }
-                        return;
-                    }
-                    Some(_) => return,
-                    None if self
-                        .markers(identity)
-                        .is_some_and(|m| m.is_set(crate::markers::Flag::Stopped)) =>
+            };
+            match (head_step(head.view(), presence), head, live) {
+                (HeadStep::Deliver, Job::Send(job), Some(s)) => {
+                    let delivery = self.live_delivery(job);
+                    let id = job.id;
+                    s.handle.send(SessionCmd::Deliver(delivery));
+                    self.set_inflight(identity, id);
+                    return;
+                }
+                (HeadStep::StartCompact, Job::Compact(c), Some(s)) => {
+                    let id = c.id;
+                    s.handle.send(SessionCmd::Compact(id));
+                    self.set_inflight(identity, id);
+                    return;
+                }
+                (HeadStep::AnswerLive, Job::Wake(_), Some(s)) => {
+                    let handle = s.handle.clone();
+                    let body = ok_with(json!({"identity": identity, "woke": false, "pid": s.pid}));
+                    if let Some(Job::Wake(w)) = self
+                        .endpoints
+                        .get_mut(identity)
+                        .and_then(|e| e.queue.pop_front())
                     {
-                        let ident = Identity::parse(identity).expect("queue keys are identities");
-                        self.fail_head(identity, crate::daemon::route::stopped_refusal(&ident));
+                        if w.attach {
+                            w.reply.attach(body, handle)
+                        } else {
+                            w.reply.finish(body)
+                        }
+                    }
+                    continue;
+                }
+                (HeadStep::Replace, Job::Wake(_), Some(_)) => {
+                    if let Some(Job::Wake(w)) = self
+                        .endpoints
+                        .get_mut(identity)
+                        .and_then(|e| e.queue.front_mut())
+                    {
+                        w.launched = true;
+                    }
+                    if let Some(s) = self.sessions.get_mut(identity) {
+                        s.handle.send(SessionCmd::Kill(Cause::Replaced));
+                        s.stopping = Some(Cause::Replaced);
+                    }
+                    return;
+                }
+                (HeadStep::HoldForRevive, Job::Send(job), _) => {
+                    let (id, started) = (job.id, job.started);
+                    self.ensure_revive_timer(identity, id, started);
+                    return;
+                }
+                (HeadStep::RefuseStopped, _, _) => {
+                    let Ok(ident) = Identity::parse(identity) else {
+                        return;
+                    };
+                    self.fail_head(identity, route::stopped_refusal(&ident));
+                    continue;
+                }
+                (HeadStep::NothingToCompact, _, _) => {
+                    // Never started, crashed or ended on purpose: no conversation to compact.
+                    if let Some(Job::Compact(c)) = self
+                        .endpoints
+                        .get_mut(identity)
+                        .and_then(|e| e.queue.pop_front())
+                    {
+                        c.reply.finish(ok_with(json!({"identity": identity, "outcome": "nothing-to-compact", "resumed": false})));
+                    }
+                    continue;
+                }
+                (HeadStep::Launch(mode), _, _) => {
+                    if let Err(refusal) = self.launch_for_head(identity, mode) {
+                        self.fail_head(identity, refusal);
                         continue;
                     }
-                    None => {
-                        let resumable = self
-                            .markers(identity)
-                            .is_some_and(|m| m.is_set(crate::markers::Flag::IdleReaped));
-                        if !resumable {
-                            // Never started, crashed or ended on purpose: no conversation to compact.
-                            if let Some(Job::Compact(c)) = self
-                                .endpoints
-                                .get_mut(identity)
-                                .and_then(|e| e.queue.pop_front())
-                            {
-                                c.reply.finish(ok_with(json!({"identity": identity, "outcome": "nothing-to-compact", "resumed": false})));
-                            }
-                            continue;
-                        }
-                        if let Err(refusal) = self.launch_for_head(identity, ModeRequest::Resume) {
-                            self.fail_head(identity, refusal);
-                            continue;
-                        }
-                        return;
-                    }
-                },
-                Job::Wake(w) => match live {
-                    Some(s)
-                        if s.ready
-                            && s.stopping.is_none()
-                            && (w.mode != ModeRequest::Fresh || w.launched) =>
-                    {
-                        let handle = s.handle.clone();
-                        let body =
-                            ok_with(json!({"identity": identity, "woke": false, "pid": s.pid}));
-                        if let Some(Job::Wake(w)) = self
-                            .endpoints
-                            .get_mut(identity)
-                            .and_then(|e| e.queue.pop_front())
-                        {
-                            if w.attach {
-                                w.reply.attach(body, handle)
-                            } else {
-                                w.reply.finish(body)
-                            }
-                        }
-                        continue;
-                    }
-                    Some(s)
-                        if w.mode == ModeRequest::Fresh && !w.launched && s.stopping.is_none() =>
-                    {
-                        s.handle
-                            .send(SessionCmd::Kill(crate::session::handle::Cause::Replaced));
-                        if let Some(Job::Wake(w)) = self
-                            .endpoints
-                            .get_mut(identity)
-                            .and_then(|e| e.queue.front_mut())
-                        {
-                            w.launched = true;
-                        }
-                        if let Some(s) = self.sessions.get_mut(identity) {
-                            s.stopping = Some(crate::session::handle::Cause::Replaced);
-                        }
-                        return;
-                    }
-                    Some(_) => return,
-                    None => {
-                        let mode = w.mode;
-                        if let Err(refusal) = self.launch_for_head(identity, mode) {
-                            self.fail_head(identity, refusal);
-                            continue;
-                        }
-                        return;
-                    }
-                },
+                    return;
+                }
+                // Wait, or a step that does not fit the head (cannot happen).
+                _ => return,
             }
+        }
+    }
+
+    fn set_inflight(&mut self, identity: &str, id: u64) {
+        if let Some(ep) = self.endpoints.get_mut(identity) {
+            ep.inflight = Some(id);
         }
     }
 
@@ -332,7 +310,7 @@ impl Router {
         let head_matches = matches!(self.endpoints.get(identity).and_then(|e| e.queue.front()), Some(Job::Send(j)) if j.id == job);
         // No session, or one that can no longer take input (see `on_delivered`).
         let usable = self.sessions.get(identity).is_some_and(|s| s.ready);
-        if head_matches && !usable {
+        if revive_gives_up(head_matches, usable) {
             let id = Identity::parse(identity).ok();
             let (p, rt) = id.map(|i| (i.personality, i.runtime)).unwrap_or_default();
             let ms = self.cfg.revive_grace.as_millis();
@@ -343,7 +321,7 @@ impl Router {
 
     /// Write the delivery.log line and answer the sender.
     pub(crate) fn finish_send(&mut self, job: SendJob, outcome: Result<(), Refusal>) {
-        let ms = job.started.elapsed().as_millis();
+        let ms = self.now.since(job.started).as_millis();
         let input = &job.input;
         let mut ev = Event::new("delivery")
             .field("path", input.path)
@@ -415,7 +393,7 @@ impl Router {
             .values()
             .any(|t| matches!(t, Timer::Revive { job: j, .. } if *j == job));
         if !exists {
-            let at = started + self.cfg.revive_grace;
+            let at = revive_deadline(started, self.cfg.revive_grace);
             self.set_timer(
                 at,
                 Timer::Revive {

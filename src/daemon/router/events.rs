@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use super::decide::{boot_failure_fails_head, delivery_failure, DeliveryFailure};
 use super::endpoint::Job;
 use super::{logged, ok_with, Router};
 use crate::daemon::protocol::{failure, progress, Code};
@@ -39,9 +40,12 @@ impl Router {
                 );
                 // A wake job waiting for readiness fails now; a first message fails when the
                 // session answers its delivery.
-                if let Some(Job::Wake(_)) =
-                    self.endpoints.get(&identity).and_then(|e| e.queue.front())
-                {
+                let head = self
+                    .endpoints
+                    .get(&identity)
+                    .and_then(|e| e.queue.front())
+                    .map(Job::view);
+                if boot_failure_fails_head(head) {
                     let p = Identity::parse(&identity)
                         .map(|i| i.personality)
                         .unwrap_or_default();
@@ -80,7 +84,7 @@ impl Router {
                 Job::Wake(w) => (&w.reply, Some(w.started)),
                 Job::Compact(c) => (&c.reply, None),
             };
-            let ms = started.map_or(0, |s| s.elapsed().as_millis() as u64);
+            let ms = started.map_or(0, |s| self.now.since(s).as_millis() as u64);
             reply.progress(progress(phase, identity, ms));
         }
     }
@@ -132,20 +136,23 @@ impl Router {
             return;
         };
         let job = *job;
-        if result.is_err() && job.kind == RuntimeKind::Router {
+        let stopped = self.sessions.get(identity).and_then(|s| {
+            (s.stopping == Some(crate::session::handle::Cause::Stop)).then(|| s.identity.clone())
+        });
+        let failure = result
+            .is_err()
+            .then(|| delivery_failure(job.kind, job.woke, stopped.is_some()));
+        if failure == Some(DeliveryFailure::HoldForRevive) {
             return self.hold_for_revive(identity, job);
         }
         let boot_failure = self
             .sessions
             .get(identity)
             .and_then(|s| s.boot_failure.clone());
-        let stopped = self.sessions.get(identity).and_then(|s| {
-            (s.stopping == Some(crate::session::handle::Cause::Stop)).then(|| s.identity.clone())
-        });
         let p = job.prepared.as_ref().expect("delivered sends are prepared");
         match (result, stopped) {
             (Ok(()), _) => {
-                let now = crate::clock::now_ms();
+                let now = self.now.ms;
                 if let Some(s) = self.sessions.get_mut(identity) {
                     s.last_delivery_ms = Some(now);
                 }
@@ -171,7 +178,8 @@ impl Router {
             }
             (Err(reason), None) => {
                 let (pers, rt) = (p.endpoint.personality.clone(), p.endpoint.runtime.clone());
-                let error = if job.woke {
+                let woke = failure == Some(DeliveryFailure::WakeFailed);
+                let error = if woke {
                     format!(
                         "peer \"{pers}\" offline and wake failed: {}",
                         boot_failure.unwrap_or(reason)
@@ -179,11 +187,7 @@ impl Router {
                 } else {
                     format!("peer \"{pers}\" ({rt}) is listed live but did not accept the message ({reason}); message NOT delivered")
                 };
-                let code = if job.woke {
-                    Code::Offline
-                } else {
-                    Code::Timeout
-                };
+                let code = if woke { Code::Offline } else { Code::Timeout };
                 self.finish_send(job, Err(Refusal { code, error }));
             }
         }

@@ -1,15 +1,14 @@
 //! Bringing a session up (spec 05 §2 steps 1–7, spec 04 §1 "Spawning"): the checks, the
 //! fresh/resume decision, the system prompt, the environment, the spawn, the markers.
 
-use std::time::Instant;
-
+use super::decide::crash_looping;
 use super::endpoint::{delivery_for, Job};
 use super::{logged, Router, Sess};
 use crate::daemon::lifecycle::{decide_mode, ModeRequest, WakeDecision, WakeFacts};
 use crate::daemon::protocol::Code;
 use crate::daemon::route::{stopped_refusal, Refusal};
 use crate::eventlog::Event;
-use crate::markers::{crash_looping, Flag, Markers, SessionRecord};
+use crate::markers::{Flag, Markers, SessionRecord};
 use crate::names::Identity;
 use crate::profile::Profile;
 use crate::registry::Registry;
@@ -118,16 +117,14 @@ impl Router {
                 format!("working folder {} does not exist", peer.cwd.display()),
             ));
         }
-        let window_ms = self.cfg.crashloop_window.as_millis() as u64;
         let deaths = markers.deaths();
-        if adapter.kind() == RuntimeKind::Agent
-            && crash_looping(
-                &deaths,
-                crate::clock::now_ms(),
-                self.cfg.crashloop_max,
-                window_ms,
-            )
-        {
+        if crash_looping(
+            adapter.kind(),
+            &deaths,
+            self.now,
+            self.cfg.crashloop_max,
+            self.cfg.crashloop_window,
+        ) {
             return Err(offline(
                 p,
                 format!(
@@ -238,7 +235,7 @@ impl Router {
                 format!("cannot start {}: {e}", cmd.program.to_string_lossy()),
             )
         })?;
-        let now_ms = crate::clock::now_ms();
+        let now_ms = self.now.ms;
         logged(markers.write_session(&SessionRecord {
             identity: identity.clone(),
             runtime: ident.runtime.clone(),
@@ -258,7 +255,7 @@ impl Router {
             kind: adapter.kind(),
             ready: false,
             woke_at_ms: now_ms,
-            started: Instant::now(),
+            started: self.now.at,
             last_delivery_ms: None,
             attached: 0,
             token,

@@ -3,9 +3,11 @@
 //! reacts to requests, session events and ticks. It never waits on a session: long
 //! operations are started and finished by later events.
 
+mod decide;
 mod endpoint;
 mod events;
 mod launch;
+mod now;
 mod ops;
 mod tick;
 mod verbs;
@@ -27,6 +29,8 @@ use crate::names::Identity;
 use crate::paths::Paths;
 use crate::runtime::{Adapter, RuntimeKind, WakeMode};
 use crate::session::handle::{Cause, SessionEvent, SessionHandle, SessionStatus};
+use decide::Live;
+use now::Now;
 
 pub use endpoint::SendJob;
 
@@ -103,12 +107,18 @@ pub(crate) struct Sess {
     pub mcp_up: bool,
 }
 
+impl Sess {
+    /// What the session can take now (see [`Live`]).
+    pub fn live(&self) -> Live {
+        Live::of(self.ready, self.stopping.is_some())
+    }
+}
+
 /// Restart state of one always-on identity.
 #[derive(Default)]
 pub(crate) struct AlwaysOn {
     pub backoff: Backoff,
     pub parked: bool,
-    pub restart_at: Option<Instant>,
     /// `new` ended it on purpose: start it again as soon as it is gone.
     pub restart_on_exit: bool,
 }
@@ -153,6 +163,9 @@ pub struct Router {
     pub(crate) gone_waiters: Vec<GoneWaiter>,
     pub(crate) lifecycle_log: EventLog,
     pub(crate) delivery_log: EventLog,
+    /// The time of the current turn, read once by [`Router::run`] before each message,
+    /// session event and timer check; nothing else in the router reads the clock.
+    pub(crate) now: Now,
 }
 
 impl Router {
@@ -184,32 +197,39 @@ impl Router {
             gone_waiters: Vec::new(),
             lifecycle_log,
             delivery_log,
+            now: Now::read(),
         }
     }
 
     /// Run until shutdown completes or every sender is gone.
     pub fn run(mut self, rx: Receiver<RouterMsg>, session_rx: Receiver<SessionEvent>) {
+        self.now = Now::read();
         self.start_always_on();
         loop {
             let timeout = self
                 .timers
                 .keys()
                 .next()
-                .map(|(at, _)| at.saturating_duration_since(Instant::now()))
+                .map(|(at, _)| at.saturating_duration_since(Now::read().at))
                 .unwrap_or(Duration::from_secs(3600));
             select! {
                 recv(rx) -> msg => match msg {
-                    Ok(m) => self.on_msg(m),
+                    Ok(m) => {
+                        self.now = Now::read();
+                        self.on_msg(m)
+                    }
                     Err(_) => return,
                 },
                 recv(session_rx) -> ev => {
                     if let Ok(ev) = ev {
+                        self.now = Now::read();
                         self.on_session_event(ev);
                     }
                 },
                 default(timeout) => {},
             }
-            self.fire_timers(Instant::now());
+            self.now = Now::read();
+            self.fire_timers(self.now.at);
             if self.shutdown.is_some() && self.sessions.is_empty() {
                 if let Some(done) = self.shutdown.take() {
                     let _ = done.send(());
@@ -392,7 +412,7 @@ impl Router {
         self.timers.clear();
         // Sessions get SIGKILL 3 s after SIGTERM; allow for draining after that.
         self.set_timer(
-            Instant::now() + Duration::from_secs(5),
+            self.now.at + Duration::from_secs(5),
             Timer::ShutdownDeadline,
         );
         self.shutdown = Some(done);

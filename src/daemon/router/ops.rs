@@ -1,8 +1,6 @@
 //! Control operations other than `send` (spec 02 §2, spec 05 §5): stop, start, attach,
 //! wake, list, status, live-runtime, forget.
 
-use std::time::Instant;
-
 use serde_json::{json, Value};
 
 use super::endpoint::Job;
@@ -223,10 +221,7 @@ impl Router {
             return reply.finish(answer);
         }
         let id = self.next_id();
-        self.set_timer(
-            Instant::now() + GONE_DEADLINE,
-            super::Timer::GoneDeadline(id),
-        );
+        self.set_timer(self.now.at + GONE_DEADLINE, super::Timer::GoneDeadline(id));
         self.gone_waiters.push(super::GoneWaiter {
             id,
             reply,

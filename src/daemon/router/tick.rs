@@ -1,10 +1,14 @@
 //! The supervise tick and session deaths (spec 05 §4, §8): idle sleep, stop enforcement,
 //! death records, always-on restarts with back-off.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::decide::{
+    after_exit, idle_sleep, may_start_always_on, tick_step, ExitFacts, IdleFacts, Inflight, Live,
+    TickStep,
+};
 use super::{logged, Router, Timer};
-use crate::daemon::lifecycle::{idle_age_ms, should_sleep, AfterDeath, ModeRequest};
+use crate::daemon::lifecycle::{AfterDeath, ModeRequest};
 use crate::daemon::protocol::Code;
 use crate::daemon::route::Refusal;
 use crate::eventlog::Event;
@@ -18,16 +22,16 @@ impl Router {
     pub(crate) fn on_tick(&mut self) {
         let mut to_stop = Vec::new();
         for (id, s) in &self.sessions {
-            if s.stopping.is_some() {
-                continue;
-            }
-            if Markers::new(&self.paths, &s.identity).is_set(Flag::Stopped) {
-                to_stop.push(id.clone());
-                continue;
-            }
-            if s.kind == RuntimeKind::Agent && s.ready {
+            let live = s.live();
+            let stopped = live != Live::Ending
+                && Markers::new(&self.paths, &s.identity).is_set(Flag::Stopped);
+            match tick_step(s.kind, live, stopped) {
+                TickStep::Skip => {}
+                TickStep::Stop => to_stop.push(id.clone()),
                 // Answered by a Status event; the idle decision is made there.
-                s.handle.send(SessionCmd::Probe);
+                TickStep::Probe => {
+                    s.handle.send(SessionCmd::Probe);
+                }
             }
         }
         for id in to_stop {
@@ -57,20 +61,22 @@ impl Router {
         let Some(s) = self.sessions.get_mut(identity) else {
             return;
         };
-        let age = idle_age_ms(
-            crate::clock::now_ms(),
-            &status,
-            s.woke_at_ms,
-            s.last_delivery_ms,
-        );
-        let busy_queue = self
+        let queue_busy = self
             .endpoints
             .get(identity)
             .is_some_and(|e| !e.queue.is_empty());
-        s.status = Some(status.clone());
-        if s.stopping.is_some() || busy_queue || !should_sleep(age, idle, &status) {
+        let facts = IdleFacts {
+            status: &status,
+            woke_at_ms: s.woke_at_ms,
+            last_delivery_ms: s.last_delivery_ms,
+            ending: s.stopping.is_some(),
+            queue_busy,
+        };
+        let verdict = idle_sleep(&facts, self.now, idle);
+        s.status = Some(status);
+        let Some(age) = verdict else {
             return;
-        }
+        };
         // Resume-eligible before it ends, so the next message on its topic resumes it.
         logged(Markers::new(&self.paths, &s.identity).set(Flag::IdleReaped));
         s.stopping = Some(Cause::IdleSleep);
@@ -105,10 +111,21 @@ impl Router {
         self.tokens.remove(&s.token);
         let markers = Markers::new(&self.paths, &s.identity);
         logged(markers.remove_session());
-        let died = matches!(cause, Cause::ChildExit | Cause::BootTimeout)
-            || (cause == Cause::KilledByDaemon && s.boot_failure.is_some());
-        if died {
-            logged(markers.record_death(crate::clock::now_ms()));
+        let inflight = self
+            .endpoints
+            .get(identity)
+            .is_some_and(|ep| ep.inflight.is_some());
+        let plan = after_exit(&ExitFacts {
+            kind: s.kind,
+            cause,
+            boot_failed: s.boot_failure.is_some(),
+            inflight,
+            shutting_down: self.shutdown.is_some(),
+            stopped: markers.is_set(Flag::Stopped),
+            new_eager: markers.is_set(Flag::NewEager),
+        });
+        if plan.record_death {
+            logged(markers.record_death(self.now.ms));
         }
         self.lifecycle(
             Event::new("session-end")
@@ -120,16 +137,13 @@ impl Router {
         );
         // A delivery the session never answered: the session reports every delivery it
         // took (and a failed boot) before it exits, so this one never reached the child.
-        let inflight = self
-            .endpoints
-            .get_mut(identity)
-            .filter(|ep| ep.inflight.is_some());
-        match inflight {
-            // An always-on router peer: keep the message queued; the pump below holds it for
-            // the restart within the revive grace (or refuses it if the peer was stopped).
-            Some(ep) if s.kind == RuntimeKind::Router => ep.inflight = None,
-            // An agent (its thread panicked, or the wake failed): fail it now.
-            Some(_) => {
+        match plan.inflight {
+            Inflight::Requeue => {
+                if let Some(ep) = self.endpoints.get_mut(identity) {
+                    ep.inflight = None;
+                }
+            }
+            Inflight::Fail => {
                 let p = s.identity.personality.clone();
                 let reason = s
                     .boot_failure
@@ -143,40 +157,13 @@ impl Router {
                     },
                 );
             }
-            None => {}
+            Inflight::None => {}
         }
-        if s.kind == RuntimeKind::Router
-            && self.shutdown.is_none()
-            && !markers.is_set(Flag::Stopped)
-            && !matches!(cause, Cause::Replaced | Cause::Removed)
-        {
-            let st = self.always_on.entry(identity.to_string()).or_default();
-            match st
-                .backoff
-                .on_death(crate::clock::now_ms(), s.started.elapsed())
-            {
-                AfterDeath::RestartIn(delay) => {
-                    let at = Instant::now() + delay;
-                    st.restart_at = Some(at);
-                    self.set_timer(at, Timer::Restart(identity.to_string()));
-                    self.lifecycle(
-                        Event::new("always-on")
-                            .field("identity", identity)
-                            .field("action", "restart-scheduled")
-                            .field("delay_ms", delay.as_millis().to_string()),
-                    );
-                }
-                AfterDeath::Park => {
-                    st.parked = true;
-                    self.lifecycle(
-                        Event::new("always-on")
-                            .field("identity", identity)
-                            .field("action", "parked"),
-                    );
-                }
-            }
+        if plan.back_off {
+            let ran = self.now.since(s.started);
+            self.back_off(identity, ran, true);
         }
-        if s.kind == RuntimeKind::Router && cause == Cause::Replaced {
+        if plan.restart_if_asked {
             let again = self
                 .always_on
                 .get_mut(identity)
@@ -185,11 +172,43 @@ impl Router {
                 self.restart_always_on(identity);
             }
         }
-        if self.shutdown.is_none() {
-            if markers.is_set(Flag::NewEager) {
-                self.bring_up_new_eager(identity);
-            }
+        if plan.new_eager {
+            self.bring_up_new_eager(identity);
+        }
+        if plan.pump {
             self.pump(identity);
+        }
+    }
+
+    /// An always-on peer died (or failed to start) after a run of `ran`: schedule its
+    /// restart with back-off, or park it (spec 05 §8). `log`: write the decision to
+    /// `lifecycle.log` (a failed start has already logged `start-failed`).
+    fn back_off(&mut self, identity: &str, ran: Duration, log: bool) {
+        let now = self.now;
+        let st = self.always_on.entry(identity.to_string()).or_default();
+        match st.backoff.on_death(now.ms, ran) {
+            AfterDeath::RestartIn(delay) => {
+                self.set_timer(now.at + delay, Timer::Restart(identity.to_string()));
+                if log {
+                    self.lifecycle(
+                        Event::new("always-on")
+                            .field("identity", identity)
+                            .field("action", "restart-scheduled")
+                            .field("delay_ms", delay.as_millis().to_string()),
+                    );
+                }
+            }
+            AfterDeath::Park => {
+                st.parked = true;
+                if !log {
+                    return;
+                }
+                self.lifecycle(
+                    Event::new("always-on")
+                        .field("identity", identity)
+                        .field("action", "parked"),
+                );
+            }
         }
     }
 
@@ -245,20 +264,19 @@ impl Router {
 
     /// Launch one always-on identity now, unless it is running, stopped or parked.
     pub(crate) fn restart_always_on(&mut self, identity: &str) {
-        if self.sessions.contains_key(identity) || self.shutdown.is_some() {
-            return;
-        }
         let Ok(ident) = Identity::parse(identity) else {
             return;
         };
-        if Markers::new(&self.paths, &ident).is_set(Flag::Stopped) {
+        let start = may_start_always_on(
+            self.sessions.contains_key(identity),
+            self.shutdown.is_some(),
+            Markers::new(&self.paths, &ident).is_set(Flag::Stopped),
+            self.always_on.get(identity).is_some_and(|st| st.parked),
+        );
+        if !start {
             return;
         }
-        let st = self.always_on.entry(identity.to_string()).or_default();
-        if st.parked {
-            return;
-        }
-        st.restart_at = None;
+        self.always_on.entry(identity.to_string()).or_default();
         let session = self.next_id();
         match self.launch(&ident, ModeRequest::Fresh, None, session) {
             Ok((sess, _, _)) => {
@@ -279,13 +297,7 @@ impl Router {
                         .field("err", &r.error),
                 );
                 // Treat a failed start like a death so back-off and parking apply.
-                let st = self.always_on.entry(identity.to_string()).or_default();
-                match st.backoff.on_death(crate::clock::now_ms(), Duration::ZERO) {
-                    AfterDeath::RestartIn(d) => {
-                        self.set_timer(Instant::now() + d, Timer::Restart(identity.to_string()))
-                    }
-                    AfterDeath::Park => st.parked = true,
-                }
+                self.back_off(identity, Duration::ZERO, false);
             }
         }
     }

@@ -1,8 +1,6 @@
 //! Control verbs that act on sessions (spec 05 §5): wake/attach, new, interrupt, compact,
 //! self-fresh.
 
-use std::time::Instant;
-
 use serde_json::{json, Value};
 
 use super::endpoint::{Job, WakeJob};
@@ -70,7 +68,7 @@ impl Router {
             mode,
             attach,
             launched: false,
-            started: Instant::now(),
+            started: self.now.at,
         };
         self.endpoints
             .entry(identity.to_string())

@@ -1,0 +1,316 @@
+//! The router's decisions as pure functions (spec 03 §1 step 9, spec 05 §2–§4, §8). The
+//! router gathers the facts (its own state, marker files, the turn's [`Now`]), asks one of
+//! these functions, and carries out the answer: what the head of an identity's queue does
+//! next ([`head_step`]), what a session's end sets in motion ([`after_exit`]), whether an
+//! idle session sleeps ([`idle_sleep`]), what the tick does to a session ([`tick_step`]),
+//! the crash-loop guard ([`crash_looping`]), the always-on start check
+//! ([`may_start_always_on`]) and the revive grace ([`revive_deadline`], [`revive_gives_up`]).
+//! The fresh/resume rules and the always-on back-off live in [`crate::daemon::lifecycle`].
+
+use std::time::{Duration, Instant};
+
+use super::now::Now;
+use crate::daemon::lifecycle::{idle_age_ms, should_sleep, ModeRequest};
+use crate::runtime::RuntimeKind;
+use crate::session::handle::{Cause, SessionStatus};
+
+/// What a session the router tracks can take right now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Live {
+    /// Booting (or a router session that lost its input): wait for `Ready` or `Exited`.
+    Starting,
+    /// Ready and not asked to end: takes deliveries and commands.
+    Ready,
+    /// Told to end (stop, idle sleep, replace, shutdown): wait for `Exited`.
+    Ending,
+}
+
+impl Live {
+    /// The state from the router's flags: `stopping` wins over `ready`.
+    pub fn of(ready: bool, ending: bool) -> Live {
+        match (ready, ending) {
+            (_, true) => Live::Ending,
+            (true, false) => Live::Ready,
+            (false, false) => Live::Starting,
+        }
+    }
+}
+
+/// The head of an identity's queue, as the decision sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Head {
+    /// A message to an endpoint of this runtime kind.
+    Send(RuntimeKind),
+    /// A `compact` request.
+    Compact,
+    /// A wake without a message.
+    Wake {
+        /// Fresh, resume or let the rules decide.
+        mode: ModeRequest,
+        /// For fresh wakes: the old session was told to end, or the new one launched.
+        launched: bool,
+    },
+}
+
+/// Where the identity stands: a tracked session, or none and what its markers say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Presence {
+    /// A session exists.
+    Session(Live),
+    /// No session.
+    Asleep {
+        /// `.stopped` is set.
+        stopped: bool,
+        /// `.idle-reaped` is set (there is a conversation to resume).
+        resumable: bool,
+    },
+}
+
+/// What the router does with the queue head (the `pump` step).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HeadStep {
+    /// Hand the message to the live session; it becomes the in-flight delivery.
+    Deliver,
+    /// Send the compact command to the live session; it becomes in flight.
+    StartCompact,
+    /// The session is live: answer the wake job `woke: false` (or attach) and go on.
+    AnswerLive,
+    /// A fresh wake with an old session still running: tell it to end (`Replaced`).
+    Replace,
+    /// Nothing to do until the session is ready or gone.
+    Wait,
+    /// An always-on peer is not running: hold the message for the revive grace.
+    HoldForRevive,
+    /// Launch a session for the head with this mode request.
+    Launch(ModeRequest),
+    /// The peer is stopped: refuse the head and go on.
+    RefuseStopped,
+    /// `compact` of a peer with no conversation: answer `nothing-to-compact` and go on.
+    NothingToCompact,
+}
+
+/// The next step for the queue head (spec 03 §1 step 9, spec 05 §2 steps 2–4, §5 compact).
+///
+/// A message to an asleep agent launches with [`ModeRequest::Auto`]; the launch itself
+/// refuses a stopped or crash-looping peer (spec 05 §2 steps 2 and 5), so `stopped` is only
+/// read here for router peers and `compact`.
+pub(crate) fn head_step(head: Head, presence: Presence) -> HeadStep {
+    use HeadStep::*;
+    match (head, presence) {
+        (Head::Send(_), Presence::Session(Live::Ready)) => Deliver,
+        (Head::Send(_), Presence::Session(_)) => Wait,
+        (Head::Send(RuntimeKind::Router), Presence::Asleep { stopped: true, .. }) => RefuseStopped,
+        (Head::Send(RuntimeKind::Router), Presence::Asleep { .. }) => HoldForRevive,
+        (Head::Send(RuntimeKind::Agent), Presence::Asleep { .. }) => Launch(ModeRequest::Auto),
+        (Head::Compact, Presence::Session(Live::Ready)) => StartCompact,
+        (Head::Compact, Presence::Session(_)) => Wait,
+        (Head::Compact, Presence::Asleep { stopped: true, .. }) => RefuseStopped,
+        (
+            Head::Compact,
+            Presence::Asleep {
+                resumable: false, ..
+            },
+        ) => NothingToCompact,
+        (Head::Compact, Presence::Asleep { .. }) => Launch(ModeRequest::Resume),
+        (Head::Wake { mode, launched }, Presence::Session(live)) => {
+            let wants_new = mode == ModeRequest::Fresh && !launched;
+            match live {
+                Live::Ready if !wants_new => AnswerLive,
+                Live::Ready | Live::Starting if wants_new => Replace,
+                _ => Wait,
+            }
+        }
+        (Head::Wake { mode, .. }, Presence::Asleep { .. }) => Launch(mode),
+    }
+}
+
+/// Whether a session's end counts as a death (crash-loop guard, spec 05 §2 step 5 and
+/// "a session that died during the wake counts as a death"): the child exited on its own,
+/// it missed the boot deadline, or the daemon ended it because its boot failed.
+pub(crate) fn counts_as_death(cause: Cause, boot_failed: bool) -> bool {
+    matches!(cause, Cause::ChildExit | Cause::BootTimeout)
+        || (cause == Cause::KilledByDaemon && boot_failed)
+}
+
+/// The facts [`after_exit`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ExitFacts {
+    /// The ended session's runtime kind.
+    pub kind: RuntimeKind,
+    /// Why it ended.
+    pub cause: Cause,
+    /// It reported a failed boot before it ended.
+    pub boot_failed: bool,
+    /// A delivery or compaction was handed to it and never answered.
+    pub inflight: bool,
+    /// The daemon is shutting down.
+    pub shutting_down: bool,
+    /// `.stopped` is set.
+    pub stopped: bool,
+    /// `.new-eager` is set (from `self-fresh`).
+    pub new_eager: bool,
+}
+
+/// What happens to the unanswered in-flight job of an ended session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Inflight {
+    /// There was none.
+    None,
+    /// A router peer's message: keep it queued; the pump holds it for the restart within
+    /// the revive grace (or refuses it if the peer was stopped).
+    Requeue,
+    /// An agent's (its wake failed or its thread ended): fail it `offline and wake failed`.
+    Fail,
+}
+
+/// What a session's end sets in motion ([`after_exit`]), in the order the router applies it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ExitPlan {
+    /// Append a death record (crash-loop guard).
+    pub record_death: bool,
+    /// The fate of the in-flight job.
+    pub inflight: Inflight,
+    /// An always-on peer died: apply the back-off (restart later, or park) (spec 05 §8).
+    pub back_off: bool,
+    /// An always-on peer ended by `new`: start it again now if `new` asked for that.
+    pub restart_if_asked: bool,
+    /// Bring a fresh session up now (`.new-eager`, spec 05 §4).
+    pub new_eager: bool,
+    /// Move the identity's queue (not during shutdown).
+    pub pump: bool,
+}
+
+/// The decision after a session ended (spec 05 §4 "dead session", §8, spec 03 §1 step 9).
+pub(crate) fn after_exit(f: &ExitFacts) -> ExitPlan {
+    let router = f.kind == RuntimeKind::Router;
+    let inflight = match (f.inflight, router) {
+        (false, _) => Inflight::None,
+        (true, true) => Inflight::Requeue,
+        (true, false) => Inflight::Fail,
+    };
+    ExitPlan {
+        record_death: counts_as_death(f.cause, f.boot_failed),
+        inflight,
+        back_off: router
+            && !f.shutting_down
+            && !f.stopped
+            && !matches!(f.cause, Cause::Replaced | Cause::Removed),
+        restart_if_asked: router && f.cause == Cause::Replaced,
+        new_eager: !f.shutting_down && f.new_eager,
+        pump: !f.shutting_down,
+    }
+}
+
+/// Why a delivery the session answered with an error failed ([`delivery_failure`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DeliveryFailure {
+    /// A router peer could not take it (nothing reached the peer): back to the queue head
+    /// for the revive grace.
+    HoldForRevive,
+    /// The operator stopped the peer while the message waited: say so.
+    Stopped,
+    /// It rode a wake that failed: `offline and wake failed: <boot failure or reason>`.
+    WakeFailed,
+    /// A live session did not confirm it: `listed live but did not accept the message`.
+    NotAccepted,
+}
+
+/// Classify a failed delivery (spec 03 §1 step 9 and "the promise").
+pub(crate) fn delivery_failure(kind: RuntimeKind, woke: bool, stopped: bool) -> DeliveryFailure {
+    match (kind, stopped, woke) {
+        (RuntimeKind::Router, _, _) => DeliveryFailure::HoldForRevive,
+        (_, true, _) => DeliveryFailure::Stopped,
+        (_, false, true) => DeliveryFailure::WakeFailed,
+        (_, false, false) => DeliveryFailure::NotAccepted,
+    }
+}
+
+/// A failed boot fails a waiting wake job at once; a message riding the wake fails when the
+/// session answers its delivery (spec 05 §2 "failures at any step are reported").
+pub(crate) fn boot_failure_fails_head(head: Option<Head>) -> bool {
+    matches!(head, Some(Head::Wake { .. }))
+}
+
+/// The crash-loop guard (spec 05 §2 step 5): an agent with `max` deaths within `window`
+/// before `now` is refused. Router peers have their own back-off and are never refused.
+pub(crate) fn crash_looping(
+    kind: RuntimeKind,
+    deaths_ms: &[u64],
+    now: Now,
+    max: usize,
+    window: Duration,
+) -> bool {
+    kind == RuntimeKind::Agent
+        && crate::markers::crash_looping(deaths_ms, now.ms, max, window.as_millis() as u64)
+}
+
+/// The facts [`idle_sleep`] reads about one live agent session.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct IdleFacts<'a> {
+    /// The session's latest probe answer.
+    pub status: &'a SessionStatus,
+    /// When it woke, epoch ms.
+    pub woke_at_ms: u64,
+    /// Its last confirmed delivery, epoch ms.
+    pub last_delivery_ms: Option<u64>,
+    /// It was already told to end.
+    pub ending: bool,
+    /// Work is queued for it.
+    pub queue_busy: bool,
+}
+
+/// Idle sleep (spec 05 §4): `Some(age_ms)` when the session should end and become
+/// resume-eligible (idle longer than `idle`, not mid-turn, nobody attached, not already
+/// ending, nothing queued); `None` to leave it.
+pub(crate) fn idle_sleep(f: &IdleFacts<'_>, now: Now, idle: Duration) -> Option<u64> {
+    let age = idle_age_ms(now.ms, f.status, f.woke_at_ms, f.last_delivery_ms);
+    (!f.ending && !f.queue_busy && should_sleep(age, idle, f.status)).then_some(age)
+}
+
+/// What the supervise tick does to one session (spec 05 §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TickStep {
+    /// Nothing now.
+    Skip,
+    /// The stop flag is set: end it.
+    Stop,
+    /// Ask a ready agent for its status; the idle decision follows its answer.
+    Probe,
+}
+
+/// The tick's step for one session (spec 05 §4).
+pub(crate) fn tick_step(kind: RuntimeKind, live: Live, stopped: bool) -> TickStep {
+    match (live, stopped, kind) {
+        (Live::Ending, _, _) => TickStep::Skip,
+        (_, true, _) => TickStep::Stop,
+        (Live::Ready, false, RuntimeKind::Agent) => TickStep::Probe,
+        _ => TickStep::Skip,
+    }
+}
+
+/// Whether an always-on peer is started now (spec 05 §8): not when it runs, the daemon is
+/// shutting down, it is stopped, or it is parked.
+pub(crate) fn may_start_always_on(
+    running: bool,
+    shutting_down: bool,
+    stopped: bool,
+    parked: bool,
+) -> bool {
+    !running && !shutting_down && !stopped && !parked
+}
+
+/// When a send to a restarting always-on peer, started at `started`, gives up (spec 03 §1
+/// step 9: the revive grace, 4 s by default).
+pub(crate) fn revive_deadline(started: Instant, grace: Duration) -> Instant {
+    started + grace
+}
+
+/// At the revive deadline: the send gives up if it is still the queue head and no session
+/// can take it.
+pub(crate) fn revive_gives_up(still_head: bool, usable_session: bool) -> bool {
+    still_head && !usable_session
+}
+
+#[cfg(test)]
+#[path = "decide_tests.rs"]
+mod tests;
