@@ -1,1 +1,618 @@
+//! Unit tests of the router's decisions, one per rule of spec 03 §1 step 9 and spec 05 §2–§4,
+//! §8, on fake time (a hand-made [`Now`]) and with no processes, in the style of watchexec's
+//! `job/test.rs`. The fresh/resume rules themselves are tested in `daemon::lifecycle`.
 
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::daemon::lifecycle::{AfterDeath, Backoff, ModeRequest};
+
+const AGENT: RuntimeKind = RuntimeKind::Agent;
+const ROUTER: RuntimeKind = RuntimeKind::Router;
+
+fn asleep() -> Presence {
+    Presence::Asleep {
+        stopped: false,
+        resumable: false,
+    }
+}
+
+fn stopped() -> Presence {
+    Presence::Asleep {
+        stopped: true,
+        resumable: false,
+    }
+}
+
+fn idle_reaped() -> Presence {
+    Presence::Asleep {
+        stopped: false,
+        resumable: true,
+    }
+}
+
+fn session(live: Live) -> Presence {
+    Presence::Session(live)
+}
+
+fn wake(mode: ModeRequest, launched: bool) -> Head {
+    Head::Wake { mode, launched }
+}
+
+/// A fixed start of fake time.
+fn t0() -> Now {
+    Now {
+        at: Instant::now(),
+        ms: 1_700_000_000_000,
+    }
+}
+
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+fn exit(kind: RuntimeKind, cause: Cause) -> ExitFacts {
+    ExitFacts {
+        kind,
+        cause,
+        boot_failed: false,
+        inflight: false,
+        shutting_down: false,
+        stopped: false,
+        new_eager: false,
+    }
+}
+
+// ---- spec 03 §1 step 9: endpoint state ----------------------------------------------------
+
+/// Spec 03 §1 step 9 "live → deliver into the session".
+#[test]
+fn live_endpoint_gets_the_message_delivered() {
+    assert_eq!(
+        head_step(Head::Send(AGENT), session(Live::Ready)),
+        HeadStep::Deliver
+    );
+    assert_eq!(
+        head_step(Head::Send(ROUTER), session(Live::Ready)),
+        HeadStep::Deliver
+    );
+}
+
+/// Spec 03 §1 step 9 "asleep (agent runtime, not stopped) → wake with this envelope as the
+/// first message"; the fresh/resume rules pick the mode (`Auto`).
+#[test]
+fn asleep_agent_wakes_with_the_message_as_first() {
+    assert_eq!(
+        head_step(Head::Send(AGENT), asleep()),
+        HeadStep::Launch(ModeRequest::Auto)
+    );
+    assert_eq!(
+        head_step(Head::Send(AGENT), idle_reaped()),
+        HeadStep::Launch(ModeRequest::Auto)
+    );
+}
+
+/// Spec 03 §1 step 9 "stopped → refuse". For a router peer the pump refuses; for an agent
+/// the launch it asks for refuses with the same `stopped` refusal (`Router::launch`, before
+/// the crash-loop guard), so `head_step` asks for the launch.
+#[test]
+fn stopped_endpoint_is_refused_not_woken() {
+    assert_eq!(
+        head_step(Head::Send(ROUTER), stopped()),
+        HeadStep::RefuseStopped
+    );
+    assert_eq!(
+        head_step(Head::Send(AGENT), stopped()),
+        HeadStep::Launch(ModeRequest::Auto),
+        "the launch refuses a stopped agent"
+    );
+}
+
+/// Spec 03 §1 step 9 "always-on peer not running (restarting) → retry for up to 4 s, then
+/// `offline and did not come back within 4000ms`".
+#[test]
+fn always_on_peer_not_running_is_held_for_the_revive_grace() {
+    assert_eq!(
+        head_step(Head::Send(ROUTER), asleep()),
+        HeadStep::HoldForRevive
+    );
+    let grace = Duration::from_millis(4000);
+    let now = t0();
+    let deadline = revive_deadline(now.at, grace);
+    assert_eq!(deadline, now.plus(grace).at);
+    // At the deadline: still the head and nothing can take it → give up.
+    assert!(revive_gives_up(true, false));
+    // The peer came back (ready session) or the message already went: nothing to do.
+    assert!(!revive_gives_up(true, true));
+    assert!(!revive_gives_up(false, false));
+}
+
+/// Spec 03 §1 step 9: a router session that could not take the message (its process died
+/// first) keeps it for the revive grace instead of failing it.
+#[test]
+fn router_peer_that_could_not_take_a_message_holds_it() {
+    assert_eq!(
+        delivery_failure(ROUTER, false, false),
+        DeliveryFailure::HoldForRevive
+    );
+    assert_eq!(
+        delivery_failure(ROUTER, false, true),
+        DeliveryFailure::HoldForRevive,
+        "a stopped router peer is refused by the pump once the message is back at the head"
+    );
+    let died = after_exit(&ExitFacts {
+        inflight: true,
+        ..exit(ROUTER, Cause::ChildExit)
+    });
+    assert_eq!(died.inflight, Inflight::Requeue);
+    assert!(died.pump);
+}
+
+/// Spec 03 §1 step 9 "wake failed → `offline and wake failed: <reason>`" and "the promise":
+/// a live session that did not confirm is `listed live but did not accept`; a message
+/// stopped while it waited says so.
+#[test]
+fn failed_delivery_is_reported_by_its_cause() {
+    assert_eq!(
+        delivery_failure(AGENT, true, false),
+        DeliveryFailure::WakeFailed
+    );
+    assert_eq!(
+        delivery_failure(AGENT, false, false),
+        DeliveryFailure::NotAccepted
+    );
+    assert_eq!(
+        delivery_failure(AGENT, true, true),
+        DeliveryFailure::Stopped
+    );
+    assert_eq!(
+        delivery_failure(AGENT, false, true),
+        DeliveryFailure::Stopped
+    );
+}
+
+/// Spec 03 §1 step 9 "wake failed", spec 05 §2 "failures at any step are reported to the
+/// waiting sender": an agent that ends with a message in flight fails it at once.
+#[test]
+fn agent_ending_with_a_message_in_flight_fails_it() {
+    let plan = after_exit(&ExitFacts {
+        inflight: true,
+        boot_failed: true,
+        ..exit(AGENT, Cause::KilledByDaemon)
+    });
+    assert_eq!(plan.inflight, Inflight::Fail);
+    let plan = after_exit(&exit(AGENT, Cause::IdleSleep));
+    assert_eq!(plan.inflight, Inflight::None);
+}
+
+// ---- spec 05 §2: wake ---------------------------------------------------------------------
+
+/// Spec 05 §2 step 3 "one wake at a time per identity": while a session boots, the next
+/// message waits; once it is ready, it is delivered live (and reports `woke: false`).
+#[test]
+fn one_wake_at_a_time_then_deliver_live() {
+    assert_eq!(
+        head_step(Head::Send(AGENT), session(Live::Starting)),
+        HeadStep::Wait
+    );
+    assert_eq!(
+        head_step(wake(ModeRequest::Auto, false), session(Live::Starting)),
+        HeadStep::Wait
+    );
+    assert_eq!(
+        head_step(Head::Send(AGENT), session(Live::Ready)),
+        HeadStep::Deliver
+    );
+}
+
+/// Spec 05 §2 step 4 "already live → return live, not woken".
+#[test]
+fn wake_of_a_live_peer_answers_not_woken() {
+    assert_eq!(
+        head_step(wake(ModeRequest::Auto, false), session(Live::Ready)),
+        HeadStep::AnswerLive
+    );
+    assert_eq!(
+        head_step(wake(ModeRequest::Resume, false), session(Live::Ready)),
+        HeadStep::AnswerLive
+    );
+}
+
+/// Spec 05 §2 step 6.1 and §5 `new`/`iapeer <runtime>`: an explicit fresh wake replaces a
+/// running session, then launches, then answers once the new session is ready.
+#[test]
+fn explicit_fresh_wake_replaces_the_running_session() {
+    assert_eq!(
+        head_step(wake(ModeRequest::Fresh, false), session(Live::Ready)),
+        HeadStep::Replace
+    );
+    assert_eq!(
+        head_step(wake(ModeRequest::Fresh, false), session(Live::Starting)),
+        HeadStep::Replace
+    );
+    // The old session is ending: wait for it to go.
+    assert_eq!(
+        head_step(wake(ModeRequest::Fresh, true), session(Live::Ending)),
+        HeadStep::Wait
+    );
+    assert_eq!(
+        head_step(wake(ModeRequest::Fresh, true), asleep()),
+        HeadStep::Launch(ModeRequest::Fresh)
+    );
+    assert_eq!(
+        head_step(wake(ModeRequest::Fresh, true), session(Live::Starting)),
+        HeadStep::Wait
+    );
+    assert_eq!(
+        head_step(wake(ModeRequest::Fresh, true), session(Live::Ready)),
+        HeadStep::AnswerLive
+    );
+}
+
+/// Spec 05 §2 step 6.2 (`attach` → resume) and §5 `compact` ("a peer asleep after an idle
+/// sleep is resumed first"; "nothing to compact" otherwise).
+#[test]
+fn resume_requests_and_compact_of_an_asleep_peer() {
+    assert_eq!(
+        head_step(wake(ModeRequest::Resume, false), idle_reaped()),
+        HeadStep::Launch(ModeRequest::Resume)
+    );
+    assert_eq!(
+        head_step(Head::Compact, idle_reaped()),
+        HeadStep::Launch(ModeRequest::Resume)
+    );
+    assert_eq!(
+        head_step(Head::Compact, asleep()),
+        HeadStep::NothingToCompact
+    );
+    assert_eq!(head_step(Head::Compact, stopped()), HeadStep::RefuseStopped);
+    assert_eq!(
+        head_step(Head::Compact, session(Live::Ready)),
+        HeadStep::StartCompact
+    );
+    assert_eq!(
+        head_step(Head::Compact, session(Live::Starting)),
+        HeadStep::Wait
+    );
+}
+
+/// Spec 05 §2: nothing is handed to a session that was told to end (stop, idle sleep,
+/// replace); the queue waits for its exit and then wakes a new one.
+#[test]
+fn ending_session_takes_nothing() {
+    for head in [
+        Head::Send(AGENT),
+        Head::Send(ROUTER),
+        Head::Compact,
+        wake(ModeRequest::Auto, false),
+        wake(ModeRequest::Fresh, false),
+    ] {
+        assert_eq!(head_step(head, session(Live::Ending)), HeadStep::Wait);
+    }
+    assert_eq!(Live::of(true, true), Live::Ending);
+    assert_eq!(Live::of(false, true), Live::Ending);
+    assert_eq!(Live::of(true, false), Live::Ready);
+    assert_eq!(Live::of(false, false), Live::Starting);
+}
+
+/// Spec 05 §2 step 6.6 and §3: after an idle sleep an agent resumes only for a message on a
+/// topic of its previous conversation; no topic or a new one starts fresh. (Every rule of
+/// step 6 in order: `daemon::lifecycle` tests `fresh_or_resume_rules_in_order`.)
+#[test]
+fn idle_reaped_agent_resumes_only_on_a_known_topic() {
+    use crate::daemon::lifecycle::{decide_mode, WakeFacts};
+    use crate::runtime::WakeMode;
+    let facts = |topic: Option<&str>| WakeFacts {
+        idle_reaped: true,
+        topic: topic.map(str::to_string),
+        topics: vec!["deploy".into(), "billing".into()],
+        ..WakeFacts::default()
+    };
+    let mode = |topic| decide_mode(ModeRequest::Auto, &facts(topic)).mode;
+    assert_eq!(mode(Some("billing")), WakeMode::Resume);
+    assert_eq!(mode(Some("lunch")), WakeMode::Fresh);
+    assert_eq!(mode(None), WakeMode::Fresh);
+    let not_reaped = WakeFacts {
+        idle_reaped: false,
+        ..facts(Some("billing"))
+    };
+    assert_eq!(
+        decide_mode(ModeRequest::Auto, &not_reaped).mode,
+        WakeMode::Fresh,
+        "a crash or self-close never resumes"
+    );
+}
+
+/// Spec 05 §2 step 5, the crash-loop guard: 3 deaths within 300 s refuse an agent's wake;
+/// older deaths drop out of the window; router peers have back-off instead.
+#[test]
+fn crash_loop_guard_three_deaths_in_300s() {
+    let (max, window) = (3, secs(300));
+    let now = t0().plus(secs(1000));
+    let at = |ago: u64| now.ms - ago * 1000;
+    assert!(crash_looping(
+        AGENT,
+        &[at(200), at(100), at(1)],
+        now,
+        max,
+        window
+    ));
+    assert!(!crash_looping(AGENT, &[at(100), at(1)], now, max, window));
+    assert!(
+        !crash_looping(AGENT, &[at(301), at(100), at(1)], now, max, window),
+        "a death older than the window does not count"
+    );
+    assert!(
+        crash_looping(AGENT, &[at(300), at(100), at(1)], now, max, window),
+        "the window's edge counts"
+    );
+    assert!(!crash_looping(
+        ROUTER,
+        &[at(3), at(2), at(1)],
+        now,
+        max,
+        window
+    ));
+    assert!(
+        !crash_looping(AGENT, &[at(3), at(2), at(1)], now, 0, window),
+        "max 0 turns the guard off"
+    );
+}
+
+/// Spec 05 §2 "a session that died during the wake counts as a death" (and §4 "dead
+/// session: record a death"); ends the daemon or the operator asked for do not count.
+#[test]
+fn which_ends_count_as_deaths() {
+    assert!(counts_as_death(Cause::ChildExit, false));
+    assert!(counts_as_death(Cause::BootTimeout, false));
+    assert!(counts_as_death(Cause::KilledByDaemon, true));
+    assert!(!counts_as_death(Cause::KilledByDaemon, false));
+    for cause in [
+        Cause::IdleSleep,
+        Cause::Stop,
+        Cause::Shutdown,
+        Cause::Replaced,
+        Cause::Removed,
+    ] {
+        assert!(!counts_as_death(cause, false), "{cause:?}");
+    }
+    assert!(after_exit(&exit(AGENT, Cause::BootTimeout)).record_death);
+    assert!(!after_exit(&exit(AGENT, Cause::IdleSleep)).record_death);
+}
+
+/// Spec 05 §2 step 8 (boot deadline 240 s, enforced in the session thread, see
+/// `session::boot`): a failed boot fails a waiting wake job now; a message riding the wake
+/// fails when the session answers its delivery.
+#[test]
+fn failed_boot_fails_a_waiting_wake_now() {
+    assert!(boot_failure_fails_head(Some(wake(ModeRequest::Auto, true))));
+    assert!(!boot_failure_fails_head(Some(Head::Send(AGENT))));
+    assert!(!boot_failure_fails_head(Some(Head::Compact)));
+    assert!(!boot_failure_fails_head(None));
+}
+
+// ---- spec 05 §4: the supervise tick -------------------------------------------------------
+
+fn status() -> SessionStatus {
+    SessionStatus {
+        activity_ms: None,
+        busy: false,
+        attached: 0,
+        attached_output_ms: None,
+    }
+}
+
+fn idle_facts(status: &SessionStatus, woke_at_ms: u64) -> IdleFacts<'_> {
+    IdleFacts {
+        status,
+        woke_at_ms,
+        last_delivery_ms: None,
+        ending: false,
+        queue_busy: false,
+    }
+}
+
+/// Spec 05 §4 "idle longer than 3600 s and not mid-turn and no human attached → end it and
+/// set `.idle-reaped`", on fake time.
+#[test]
+fn idle_sleep_after_an_hour() {
+    let idle = secs(3600);
+    let woke = t0();
+    let st = status();
+    let f = idle_facts(&st, woke.ms);
+    assert_eq!(idle_sleep(&f, woke.plus(secs(3599)), idle), None);
+    assert_eq!(idle_sleep(&f, woke.plus(secs(3600)), idle), None);
+    assert_eq!(idle_sleep(&f, woke.plus(secs(3601)), idle), Some(3_601_000));
+}
+
+/// Spec 05 §4 idle age = now − max(activity, last delivery, wokeAt, attached output).
+#[test]
+fn idle_age_counts_from_the_newest_activity() {
+    let idle = secs(3600);
+    let woke = t0();
+    let later = woke.plus(secs(3601));
+    let st = SessionStatus {
+        activity_ms: Some(woke.plus(secs(10)).ms),
+        ..status()
+    };
+    assert_eq!(idle_sleep(&idle_facts(&st, woke.ms), later, idle), None);
+    let st = status();
+    let f = IdleFacts {
+        last_delivery_ms: Some(woke.plus(secs(10)).ms),
+        ..idle_facts(&st, woke.ms)
+    };
+    assert_eq!(idle_sleep(&f, later, idle), None);
+    let st = SessionStatus {
+        attached_output_ms: Some(woke.plus(secs(10)).ms),
+        ..status()
+    };
+    assert_eq!(idle_sleep(&idle_facts(&st, woke.ms), later, idle), None);
+}
+
+/// Spec 05 §4: never put to sleep mid-turn, with a human attached, while work is queued
+/// for it, or when it is already ending.
+#[test]
+fn idle_sleep_spares_busy_attached_queued_and_ending_sessions() {
+    let idle = secs(3600);
+    let woke = t0();
+    let later = woke.plus(secs(7200));
+    let busy = SessionStatus {
+        busy: true,
+        ..status()
+    };
+    assert_eq!(idle_sleep(&idle_facts(&busy, woke.ms), later, idle), None);
+    let attached = SessionStatus {
+        attached: 1,
+        ..status()
+    };
+    assert_eq!(
+        idle_sleep(&idle_facts(&attached, woke.ms), later, idle),
+        None
+    );
+    let st = status();
+    let queued = IdleFacts {
+        queue_busy: true,
+        ..idle_facts(&st, woke.ms)
+    };
+    assert_eq!(idle_sleep(&queued, later, idle), None);
+    let ending = IdleFacts {
+        ending: true,
+        ..idle_facts(&st, woke.ms)
+    };
+    assert_eq!(idle_sleep(&ending, later, idle), None);
+}
+
+/// Spec 05 §4 "live session with the stop flag → end it"; ready agents are probed for the
+/// idle decision; router peers are never slept.
+#[test]
+fn tick_ends_stopped_sessions_and_probes_ready_agents() {
+    assert_eq!(tick_step(AGENT, Live::Ready, true), TickStep::Stop);
+    assert_eq!(tick_step(AGENT, Live::Starting, true), TickStep::Stop);
+    assert_eq!(tick_step(ROUTER, Live::Ready, true), TickStep::Stop);
+    assert_eq!(tick_step(AGENT, Live::Ending, true), TickStep::Skip);
+    assert_eq!(tick_step(AGENT, Live::Ready, false), TickStep::Probe);
+    assert_eq!(tick_step(AGENT, Live::Starting, false), TickStep::Skip);
+    assert_eq!(tick_step(ROUTER, Live::Ready, false), TickStep::Skip);
+}
+
+/// Spec 05 §4 "dead session: if `.new-eager` → bring it up fresh now; else leave it
+/// asleep"; nothing is brought up or pumped during shutdown (§9).
+#[test]
+fn dead_session_with_new_eager_comes_back_fresh() {
+    let plan = after_exit(&ExitFacts {
+        new_eager: true,
+        ..exit(AGENT, Cause::Replaced)
+    });
+    assert!(plan.new_eager && plan.pump);
+    let plan = after_exit(&exit(AGENT, Cause::ChildExit));
+    assert!(!plan.new_eager && plan.pump && !plan.back_off);
+    let plan = after_exit(&ExitFacts {
+        new_eager: true,
+        shutting_down: true,
+        ..exit(AGENT, Cause::Shutdown)
+    });
+    assert!(!plan.new_eager && !plan.pump);
+}
+
+// ---- spec 05 §8: always-on peers ----------------------------------------------------------
+
+/// Spec 05 §8 "if one exits, restart it with back-off"; not when it was stopped, replaced
+/// (`new` restarts it itself), removed, or the daemon is shutting down.
+#[test]
+fn always_on_exit_backs_off_unless_ended_on_purpose() {
+    assert!(after_exit(&exit(ROUTER, Cause::ChildExit)).back_off);
+    assert!(after_exit(&exit(ROUTER, Cause::KilledByDaemon)).back_off);
+    assert!(
+        after_exit(&exit(ROUTER, Cause::Stop)).back_off,
+        "the stop flag, not the cause, is what spares a stopped peer"
+    );
+    assert!(
+        !after_exit(&ExitFacts {
+            stopped: true,
+            ..exit(ROUTER, Cause::Stop)
+        })
+        .back_off
+    );
+    assert!(!after_exit(&exit(ROUTER, Cause::Replaced)).back_off);
+    assert!(!after_exit(&exit(ROUTER, Cause::Removed)).back_off);
+    assert!(
+        !after_exit(&ExitFacts {
+            shutting_down: true,
+            ..exit(ROUTER, Cause::Shutdown)
+        })
+        .back_off
+    );
+    assert!(!after_exit(&exit(AGENT, Cause::ChildExit)).back_off);
+}
+
+/// Spec 05 §5 `new` on an always-on peer: the replaced session is started again as soon as
+/// it is gone (if `new` asked for it).
+#[test]
+fn always_on_replaced_by_new_restarts_on_exit() {
+    assert!(after_exit(&exit(ROUTER, Cause::Replaced)).restart_if_asked);
+    assert!(!after_exit(&exit(ROUTER, Cause::ChildExit)).restart_if_asked);
+    assert!(!after_exit(&exit(AGENT, Cause::Replaced)).restart_if_asked);
+}
+
+/// Spec 05 §8 back-off 1 s, 2 s, 4 s … capped at 60 s, on fake time, as the router feeds
+/// it (a death after each short run).
+#[test]
+fn always_on_backoff_doubles_to_a_cap() {
+    let mut b = Backoff::default();
+    let mut now = t0();
+    let mut delays = Vec::new();
+    for _ in 0..8 {
+        // Deaths 61 s apart never reach the park threshold.
+        now = now.plus(secs(61));
+        match b.on_death(now.ms, secs(1)) {
+            AfterDeath::RestartIn(d) => delays.push(d.as_secs()),
+            AfterDeath::Park => panic!("parked"),
+        }
+    }
+    assert_eq!(delays, [1, 2, 4, 8, 16, 32, 60, 60]);
+}
+
+/// Spec 05 §8 "a run that lasted ≥ 60 s resets the back-off".
+#[test]
+fn always_on_long_run_resets_backoff() {
+    let mut b = Backoff::default();
+    let now = t0();
+    assert_eq!(b.on_death(now.ms, secs(1)), AfterDeath::RestartIn(secs(1)));
+    let now = now.plus(secs(2));
+    assert_eq!(b.on_death(now.ms, secs(1)), AfterDeath::RestartIn(secs(2)));
+    let now = now.plus(secs(120));
+    assert_eq!(b.on_death(now.ms, secs(60)), AfterDeath::RestartIn(secs(1)));
+}
+
+/// Spec 05 §8 "5 deaths within 60 s park it … until `start` or `new`": parked peers are
+/// not started; `start`/`new` reset the history.
+#[test]
+fn always_on_five_deaths_in_a_minute_park() {
+    let mut b = Backoff::default();
+    let mut now = t0();
+    for _ in 0..4 {
+        assert!(matches!(
+            b.on_death(now.ms, Duration::ZERO),
+            AfterDeath::RestartIn(_)
+        ));
+        now = now.plus(secs(10));
+    }
+    assert_eq!(b.on_death(now.ms, Duration::ZERO), AfterDeath::Park);
+    assert!(!may_start_always_on(false, false, false, true));
+    b.reset();
+    assert_eq!(
+        b.on_death(now.ms, Duration::ZERO),
+        AfterDeath::RestartIn(secs(1))
+    );
+}
+
+/// Spec 05 §8 "started when the daemon starts (unless stopped)": only an always-on peer
+/// that is not running, not stopped, not parked, and not during shutdown.
+#[test]
+fn always_on_start_conditions() {
+    assert!(may_start_always_on(false, false, false, false));
+    assert!(!may_start_always_on(true, false, false, false));
+    assert!(!may_start_always_on(false, true, false, false));
+    assert!(!may_start_always_on(false, false, true, false));
+    assert!(!may_start_always_on(false, false, false, true));
+}
