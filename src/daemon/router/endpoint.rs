@@ -240,7 +240,7 @@ impl Router {
                     }
                     if let Some(s) = self.sessions.get_mut(identity) {
                         s.handle.send(SessionCmd::Kill(Cause::Replaced));
-                        s.stopping = Some(Cause::Replaced);
+                        s.state.end(Cause::Replaced);
                     }
                     return;
                 }
@@ -309,7 +309,7 @@ impl Router {
     pub(crate) fn revive_expired(&mut self, identity: &str, job: u64) {
         let head_matches = matches!(self.endpoints.get(identity).and_then(|e| e.queue.front()), Some(Job::Send(j)) if j.id == job);
         // No session, or one that can no longer take input (see `on_delivered`).
-        let usable = self.sessions.get(identity).is_some_and(|s| s.ready);
+        let usable = self.sessions.get(identity).is_some_and(|s| s.is_ready());
         if revive_gives_up(head_matches, usable) {
             let id = Identity::parse(identity).ok();
             let (p, rt) = id.map(|i| (i.personality, i.runtime)).unwrap_or_default();
@@ -374,7 +374,7 @@ impl Router {
     /// session is marked not ready so nothing more is handed to it.
     pub(crate) fn hold_for_revive(&mut self, identity: &str, job: SendJob) {
         if let Some(s) = self.sessions.get_mut(identity) {
-            s.ready = false;
+            s.state.input_lost();
         }
         self.ensure_revive_timer(identity, job.id, job.started);
         self.endpoints

@@ -23,14 +23,14 @@ impl Router {
             EventKind::Phase(phase) => self.progress_to_waiters(&identity, &phase),
             EventKind::Ready => {
                 if let Some(s) = self.sessions.get_mut(&identity) {
-                    s.ready = true;
+                    s.state.ready();
                 }
                 self.lifecycle(Event::new("ready").field("identity", &identity));
                 self.pump(&identity);
             }
             EventKind::BootFailed { reason, screen } => {
                 if let Some(s) = self.sessions.get_mut(&identity) {
-                    s.boot_failure = Some(reason.clone());
+                    s.state.boot_failed(reason.clone());
                 }
                 self.lifecycle(
                     Event::new("wake-failed")
@@ -137,7 +137,8 @@ impl Router {
         };
         let job = *job;
         let stopped = self.sessions.get(identity).and_then(|s| {
-            (s.stopping == Some(crate::session::handle::Cause::Stop)).then(|| s.identity.clone())
+            (s.state.ending_cause() == Some(crate::session::handle::Cause::Stop))
+                .then(|| s.identity.clone())
         });
         let failure = result
             .is_err()
@@ -148,7 +149,7 @@ impl Router {
         let boot_failure = self
             .sessions
             .get(identity)
-            .and_then(|s| s.boot_failure.clone());
+            .and_then(|s| s.state.boot_failure().map(str::to_string));
         let p = job.prepared.as_ref().expect("delivered sends are prepared");
         match (result, stopped) {
             (Ok(()), _) => {

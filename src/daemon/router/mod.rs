@@ -9,6 +9,7 @@ mod events;
 mod launch;
 mod now;
 mod ops;
+mod sess_state;
 mod tick;
 mod verbs;
 
@@ -31,6 +32,7 @@ use crate::runtime::{Adapter, RuntimeKind, WakeMode};
 use crate::session::handle::{Cause, SessionEvent, SessionHandle, SessionStatus};
 use decide::Live;
 use now::Now;
+use sess_state::SessState;
 
 pub use endpoint::SendJob;
 
@@ -93,15 +95,14 @@ pub(crate) struct Sess {
     pub handle: SessionHandle,
     pub pid: u32,
     pub kind: RuntimeKind,
-    pub ready: bool,
+    /// Booting, ready, boot failed or ending.
+    pub state: SessState,
     pub woke_at_ms: u64,
     pub started: Instant,
     pub last_delivery_ms: Option<u64>,
     pub attached: usize,
     pub token: String,
     pub status: Option<SessionStatus>,
-    pub stopping: Option<Cause>,
-    pub boot_failure: Option<String>,
     pub mode: WakeMode,
     /// Its MCP client listed the tools.
     pub mcp_up: bool,
@@ -110,7 +111,12 @@ pub(crate) struct Sess {
 impl Sess {
     /// What the session can take now (see [`Live`]).
     pub fn live(&self) -> Live {
-        Live::of(self.ready, self.stopping.is_some())
+        self.state.live()
+    }
+
+    /// It became ready (`list` shows it live; see [`SessState::is_ready`]).
+    pub fn is_ready(&self) -> bool {
+        self.state.is_ready()
     }
 }
 
@@ -405,7 +411,7 @@ impl Router {
                         .set(crate::markers::Flag::IdleReaped),
                 );
             }
-            sess.stopping = Some(Cause::Shutdown);
+            sess.state.end_now(Cause::Shutdown);
             sess.handle
                 .send(crate::session::handle::SessionCmd::Kill(Cause::Shutdown));
         }

@@ -197,8 +197,8 @@ impl Router {
             logged(Markers::new(&self.paths, ident).set(Flag::Stopped));
             if let Some(s) = self.sessions.get_mut(&id) {
                 ending.push(id.clone());
-                if s.stopping.is_none() {
-                    s.stopping = Some(Cause::Stop);
+                if !s.state.is_ending() {
+                    s.state.end(Cause::Stop);
                     s.handle.send(SessionCmd::Kill(Cause::Stop));
                     ended.push(id.clone());
                 }
@@ -285,7 +285,7 @@ impl Router {
             .collect();
         for id in &ids {
             if let Some(s) = self.sessions.get_mut(id) {
-                s.stopping.get_or_insert(Cause::Removed);
+                s.state.end(Cause::Removed);
                 s.handle.send(SessionCmd::Kill(Cause::Removed));
             }
         }
@@ -326,7 +326,7 @@ impl Router {
                     "identity": s.identity.to_string(),
                     "personality": s.identity.personality,
                     "runtime": s.identity.runtime,
-                    "status": if s.ready { "live" } else { "booting" },
+                    "status": if s.is_ready() { "live" } else { "booting" },
                     "attached": s.attached,
                     "pid": s.pid,
                     "woke_at_ms": s.woke_at_ms,
@@ -348,7 +348,7 @@ impl Router {
     }
 
     fn op_status(&self) -> Value {
-        let live = self.sessions.values().filter(|s| s.ready).count();
+        let live = self.sessions.values().filter(|s| s.is_ready()).count();
         let booting = self.sessions.len() - live;
         ok_with(json!({
             "version": env!("CARGO_PKG_VERSION"),
@@ -364,7 +364,7 @@ impl Router {
     fn op_live_runtime(&self, personality: &str) -> Result<Value, Refusal> {
         self.sessions
             .values()
-            .filter(|s| s.identity.personality == personality && s.ready)
+            .filter(|s| s.identity.personality == personality && s.is_ready())
             .max_by_key(|s| {
                 s.status
                     .as_ref()

@@ -36,7 +36,7 @@ impl Router {
         }
         for id in to_stop {
             if let Some(s) = self.sessions.get_mut(&id) {
-                s.stopping = Some(Cause::Stop);
+                s.state.end(Cause::Stop);
                 s.handle.send(SessionCmd::Kill(Cause::Stop));
             }
         }
@@ -69,7 +69,7 @@ impl Router {
             status: &status,
             woke_at_ms: s.woke_at_ms,
             last_delivery_ms: s.last_delivery_ms,
-            ending: s.stopping.is_some(),
+            ending: s.state.is_ending(),
             queue_busy,
         };
         let verdict = idle_sleep(&facts, self.now, idle);
@@ -79,7 +79,7 @@ impl Router {
         };
         // Resume-eligible before it ends, so the next message on its topic resumes it.
         logged(Markers::new(&self.paths, &s.identity).set(Flag::IdleReaped));
-        s.stopping = Some(Cause::IdleSleep);
+        s.state.end(Cause::IdleSleep);
         s.handle.send(SessionCmd::Kill(Cause::IdleSleep));
         self.lifecycle(
             Event::new("supervise")
@@ -118,7 +118,7 @@ impl Router {
         let plan = after_exit(&ExitFacts {
             kind: s.kind,
             cause,
-            boot_failed: s.boot_failure.is_some(),
+            boot_failed: s.state.boot_failure().is_some(),
             inflight,
             shutting_down: self.shutdown.is_some(),
             stopped: markers.is_set(Flag::Stopped),
@@ -146,9 +146,10 @@ impl Router {
             Inflight::Fail => {
                 let p = s.identity.personality.clone();
                 let reason = s
-                    .boot_failure
-                    .clone()
-                    .unwrap_or_else(|| "the session ended".into());
+                    .state
+                    .boot_failure()
+                    .unwrap_or("the session ended")
+                    .to_string();
                 self.fail_head(
                     identity,
                     Refusal {

@@ -114,7 +114,7 @@ impl Router {
             match self.sessions.get_mut(&id) {
                 Some(s) => {
                     st.restart_on_exit = true;
-                    s.stopping.get_or_insert(Cause::Replaced);
+                    s.state.end(Cause::Replaced);
                     s.handle.send(SessionCmd::Kill(Cause::Replaced));
                 }
                 None => self.restart_always_on(&id),
@@ -137,7 +137,8 @@ impl Router {
             ));
         }
         let id = ident.to_string();
-        let s = self.sessions.get(&id).filter(|s| s.ready).ok_or_else(|| {
+        let live = self.sessions.get(&id).filter(|s| s.is_ready());
+        let s = live.ok_or_else(|| {
             refusal(
                 Code::NotLive,
                 format!("peer \"{personality}\" is not live on {}", ident.runtime),
@@ -217,7 +218,7 @@ impl Router {
         logged(Markers::new(&self.paths, &ident).set(Flag::NewEager));
         match self.sessions.get_mut(&id) {
             Some(s) => {
-                s.stopping.get_or_insert(Cause::Replaced);
+                s.state.end(Cause::Replaced);
                 s.handle.send(SessionCmd::Kill(Cause::Replaced));
             }
             None => self.bring_up_new_eager(&id),
