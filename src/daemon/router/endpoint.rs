@@ -20,17 +20,61 @@ use crate::names::Identity;
 use crate::runtime::RuntimeKind;
 use crate::session::handle::{Cause, Delivery, SessionCmd};
 
-/// A send in flight, from arrival to its delivery.log line.
-pub struct SendJob {
+/// A send in flight, from arrival to its delivery.log line. `P` is what it holds of its
+/// prepared message: nothing while the worker prepares it ([`PendingSend`]), always the
+/// message while it is queued ([`QueuedSend`]), and maybe when it is finished
+/// ([`SendRecord`]: a send refused during preparation has none).
+pub struct SendJob<P> {
     pub(crate) id: u64,
     pub(crate) input: SendInput,
-    pub(crate) prepared: Option<Prepared>,
+    pub(crate) prepared: P,
     pub(crate) reply: ReplyTo,
     pub(crate) started: Instant,
     /// Set when this message rides a wake as its first message.
     pub(crate) woke: bool,
     /// The runtime kind of the endpoint (decided when queued).
     pub(crate) kind: RuntimeKind,
+}
+
+/// A send whose preparation runs on the worker thread.
+pub type PendingSend = SendJob<()>;
+/// A prepared send in an identity's queue.
+pub type QueuedSend = SendJob<Prepared>;
+/// A send being finished (its delivery.log line and answer).
+pub type SendRecord = SendJob<Option<Prepared>>;
+
+impl<P> SendJob<P> {
+    /// The same send holding `prepared` instead.
+    fn holding<Q>(self, prepared: Q) -> SendJob<Q> {
+        self.map_prepared(|_| prepared)
+    }
+
+    /// The same send holding `f` of what it held.
+    fn map_prepared<Q>(self, f: impl FnOnce(P) -> Q) -> SendJob<Q> {
+        SendJob {
+            id: self.id,
+            input: self.input,
+            prepared: f(self.prepared),
+            reply: self.reply,
+            started: self.started,
+            woke: self.woke,
+            kind: self.kind,
+        }
+    }
+}
+
+impl PendingSend {
+    /// Refused before it was prepared.
+    pub(crate) fn unprepared(self) -> SendRecord {
+        self.holding(None)
+    }
+}
+
+impl QueuedSend {
+    /// Leaving the queue to be finished.
+    pub(crate) fn record(self) -> SendRecord {
+        self.map_prepared(Some)
+    }
 }
 
 /// A wake with no message (`attach`, `iapeer <runtime>`, `wake`).
@@ -54,7 +98,7 @@ pub struct CompactJob {
 /// Queued work for one identity.
 pub enum Job {
     /// A message.
-    Send(Box<SendJob>),
+    Send(Box<QueuedSend>),
     /// A wake without a message.
     Wake(WakeJob),
     /// Compact the conversation (after any delivery ahead of it).
@@ -113,7 +157,7 @@ impl Router {
             SendJob {
                 id,
                 input,
-                prepared: None,
+                prepared: (),
                 reply,
                 started: self.now.at,
                 woke: false,
@@ -133,7 +177,7 @@ impl Router {
         if let Err(e) = spawned {
             if let Some(job) = self.preparing.remove(&id) {
                 self.finish_send(
-                    job,
+                    job.unprepared(),
                     Err(Refusal {
                         code: Code::Internal,
                         error: format!("cannot start a worker thread: {e}"),
@@ -149,7 +193,7 @@ impl Router {
         };
         let prepared = match result {
             Ok(p) => p,
-            Err(r) => return self.finish_send(job, Err(r)),
+            Err(r) => return self.finish_send(job.unprepared(), Err(r)),
         };
         let endpoint = prepared.endpoint.to_string();
         job.kind = match self.adapter(&prepared.endpoint.runtime) {
@@ -162,16 +206,14 @@ impl Router {
                         prepared.endpoint.personality, prepared.endpoint.runtime
                     ),
                 };
-                job.prepared = Some(prepared);
-                return self.finish_send(job, Err(r));
+                return self.finish_send(job.holding(Some(prepared)), Err(r));
             }
         };
-        job.prepared = Some(prepared);
         self.endpoints
             .entry(endpoint.clone())
             .or_default()
             .queue
-            .push_back(Job::Send(Box::new(job)));
+            .push_back(Job::Send(Box::new(job.holding(prepared))));
         self.pump(&endpoint);
     }
 
@@ -287,9 +329,8 @@ impl Router {
     }
 
     /// The delivery of `job` into a live session.
-    fn live_delivery(&self, job: &SendJob) -> Delivery {
-        let p = job.prepared.as_ref().expect("queued sends are prepared");
-        delivery_for(job.id, p, job.kind, None, &self.cfg, None)
+    fn live_delivery(&self, job: &QueuedSend) -> Delivery {
+        delivery_for(job.id, &job.prepared, job.kind, None, &self.cfg, None)
     }
 
     /// Fail the queue head with a refusal, writing its log line.
@@ -299,7 +340,7 @@ impl Router {
         };
         ep.inflight = None;
         match ep.queue.pop_front() {
-            Some(Job::Send(job)) => self.finish_send(*job, Err(refusal)),
+            Some(Job::Send(job)) => self.finish_send(job.record(), Err(refusal)),
             Some(Job::Wake(w)) => w.reply.finish(failure(refusal.code, &refusal.error)),
             Some(Job::Compact(c)) => c.reply.finish(failure(refusal.code, &refusal.error)),
             None => {}
@@ -320,7 +361,7 @@ impl Router {
     }
 
     /// Write the delivery.log line and answer the sender.
-    pub(crate) fn finish_send(&mut self, job: SendJob, outcome: Result<(), Refusal>) {
+    pub(crate) fn finish_send(&mut self, job: SendRecord, outcome: Result<(), Refusal>) {
         let ms = self.now.since(job.started).as_millis();
         let input = &job.input;
         let mut ev = Event::new("delivery")
@@ -372,7 +413,7 @@ impl Router {
     /// the head of the queue and waits for the always-on restart for up to the revive grace
     /// (spec 03 §1 step 9), like a message that arrives while the peer is restarting. The
     /// session is marked not ready so nothing more is handed to it.
-    pub(crate) fn hold_for_revive(&mut self, identity: &str, job: SendJob) {
+    pub(crate) fn hold_for_revive(&mut self, identity: &str, job: QueuedSend) {
         if let Some(s) = self.sessions.get_mut(identity) {
             s.state.input_lost();
         }

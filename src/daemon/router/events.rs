@@ -150,7 +150,7 @@ impl Router {
             .sessions
             .get(identity)
             .and_then(|s| s.state.boot_failure().map(str::to_string));
-        let p = job.prepared.as_ref().expect("delivered sends are prepared");
+        let p = &job.prepared;
         match (result, stopped) {
             (Ok(()), _) => {
                 let now = self.now.ms;
@@ -170,12 +170,15 @@ impl Router {
                         );
                     }
                 }
-                self.finish_send(job, Ok(()));
+                self.finish_send(job.record(), Ok(()));
             }
             // The operator stopped the peer while this message waited for it: say so, not
             // how the ended process exited.
             (Err(_), Some(ident)) => {
-                self.finish_send(job, Err(crate::daemon::route::stopped_refusal(&ident)));
+                self.finish_send(
+                    job.record(),
+                    Err(crate::daemon::route::stopped_refusal(&ident)),
+                );
             }
             (Err(reason), None) => {
                 let (pers, rt) = (p.endpoint.personality.clone(), p.endpoint.runtime.clone());
@@ -189,7 +192,7 @@ impl Router {
                     format!("peer \"{pers}\" ({rt}) is listed live but did not accept the message ({reason}); message NOT delivered")
                 };
                 let code = if woke { Code::Offline } else { Code::Timeout };
-                self.finish_send(job, Err(Refusal { code, error }));
+                self.finish_send(job.record(), Err(Refusal { code, error }));
             }
         }
         self.pump(identity);

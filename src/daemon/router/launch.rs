@@ -36,7 +36,7 @@ impl Router {
             error: e.to_string(),
         })?;
         let topic = match self.endpoints.get(identity).and_then(|e| e.queue.front()) {
-            Some(Job::Send(j)) => j.prepared.as_ref().and_then(|p| p.envelope.topic.clone()),
+            Some(Job::Send(j)) => j.prepared.envelope.topic.clone(),
             _ => None,
         };
         let session = self.next_id();
@@ -206,10 +206,9 @@ impl Router {
                     WakeMode::Fresh => profile.as_ref().and_then(|pr| pr.initial_prompt.clone()),
                     WakeMode::Resume => None,
                 };
-                let prepared = j.prepared.as_ref().expect("queued sends are prepared");
                 let d = delivery_for(
                     j.id,
-                    prepared,
+                    &j.prepared,
                     RuntimeKind::Agent,
                     seed.as_deref(),
                     &self.cfg,

@@ -34,7 +34,7 @@ use decide::Live;
 use now::Now;
 use sess_state::SessState;
 
-pub use endpoint::SendJob;
+pub use endpoint::{PendingSend, QueuedSend, SendJob, SendRecord};
 
 /// A message for the router thread.
 pub enum RouterMsg {
@@ -159,7 +159,7 @@ pub struct Router {
     pub(crate) session_ids: HashMap<u64, String>,
     pub(crate) tokens: HashMap<String, String>,
     pub(crate) endpoints: HashMap<String, endpoint::Endpoint>,
-    pub(crate) preparing: HashMap<u64, endpoint::SendJob>,
+    pub(crate) preparing: HashMap<u64, endpoint::PendingSend>,
     pub(crate) always_on: HashMap<String, AlwaysOn>,
     pub(crate) timers: BTreeMap<(Instant, u64), Timer>,
     pub(crate) next_id: u64,

@@ -239,7 +239,7 @@ impl Router {
         let rest: Vec<Job> = ep.queue.drain(keep..).collect();
         for job in rest {
             match job {
-                Job::Send(j) => self.finish_send(*j, Err(r.clone())),
+                Job::Send(j) => self.finish_send(j.record(), Err(r.clone())),
                 Job::Wake(w) => w.reply.finish(failure(r.code, &r.error)),
                 Job::Compact(c) => c.reply.finish(failure(r.code, &r.error)),
             }
