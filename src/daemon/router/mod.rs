@@ -141,7 +141,7 @@ pub(crate) struct GoneWaiter {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Timer {
     /// An always-on peer is due for a restart.
-    Restart(String),
+    Restart(Identity),
     /// A send to a restarting always-on peer gives up.
     Revive { identity: String, job: u64 },
     /// Shutdown gives up waiting for sessions.
@@ -160,7 +160,7 @@ pub struct Router {
     pub(crate) tokens: HashMap<String, String>,
     pub(crate) endpoints: HashMap<String, endpoint::Endpoint>,
     pub(crate) preparing: HashMap<u64, endpoint::PendingSend>,
-    pub(crate) always_on: HashMap<String, AlwaysOn>,
+    pub(crate) always_on: HashMap<Identity, AlwaysOn>,
     pub(crate) timers: BTreeMap<(Instant, u64), Timer>,
     pub(crate) next_id: u64,
     pub(crate) tx: Sender<RouterMsg>,

@@ -263,11 +263,11 @@ impl Router {
                 .map(|a| a.kind() == RuntimeKind::Router)
                 .unwrap_or(false);
             if is_router {
-                let st = self.always_on.entry(id.clone()).or_default();
+                let st = self.always_on.entry(ident.clone()).or_default();
                 st.parked = false;
                 st.backoff.reset();
                 if !self.sessions.contains_key(&id) {
-                    self.restart_always_on(&id);
+                    self.restart_always_on(ident);
                     started.push(id);
                 }
             }
@@ -304,8 +304,7 @@ impl Router {
                 ),
             );
         }
-        self.always_on
-            .retain(|k, _| k.split_once('-').map(|(_, p)| p) != Some(personality));
+        self.always_on.retain(|k, _| k.personality != personality);
         ok_with(json!({"ended": ids}))
     }
 
@@ -337,11 +336,11 @@ impl Router {
             })
             .collect();
         sessions.sort_by(|a, b| a["identity"].as_str().cmp(&b["identity"].as_str()));
-        let mut parked: Vec<&String> = self
+        let mut parked: Vec<String> = self
             .always_on
             .iter()
             .filter(|(_, st)| st.parked)
-            .map(|(k, _)| k)
+            .map(|(k, _)| k.to_string())
             .collect();
         parked.sort();
         ok_with(json!({"sessions": sessions, "parked": parked}))

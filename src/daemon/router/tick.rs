@@ -162,15 +162,15 @@ impl Router {
         }
         if plan.back_off {
             let ran = self.now.since(s.started);
-            self.back_off(identity, ran, true);
+            self.back_off(&s.identity, ran, true);
         }
         if plan.restart_if_asked {
             let again = self
                 .always_on
-                .get_mut(identity)
+                .get_mut(&s.identity)
                 .is_some_and(|st| std::mem::take(&mut st.restart_on_exit));
             if again {
-                self.restart_always_on(identity);
+                self.restart_always_on(&s.identity);
             }
         }
         if plan.new_eager {
@@ -184,12 +184,12 @@ impl Router {
     /// An always-on peer died (or failed to start) after a run of `ran`: schedule its
     /// restart with back-off, or park it (spec 05 §8). `log`: write the decision to
     /// `lifecycle.log` (a failed start has already logged `start-failed`).
-    fn back_off(&mut self, identity: &str, ran: Duration, log: bool) {
+    fn back_off(&mut self, identity: &Identity, ran: Duration, log: bool) {
         let now = self.now;
-        let st = self.always_on.entry(identity.to_string()).or_default();
+        let st = self.always_on.entry(identity.clone()).or_default();
         match st.backoff.on_death(now.ms, ran) {
             AfterDeath::RestartIn(delay) => {
-                self.set_timer(now.at + delay, Timer::Restart(identity.to_string()));
+                self.set_timer(now.at + delay, Timer::Restart(identity.clone()));
                 if log {
                     self.lifecycle(
                         Event::new("always-on")
@@ -257,29 +257,31 @@ impl Router {
                     .map(|a| a.kind() == RuntimeKind::Router)
                     .unwrap_or(false);
                 if is_router {
-                    self.restart_always_on(&format!("{rt}-{}", peer.personality));
+                    // Registry names are checked again here: a hand-edited entry that is not
+                    // a valid identity is skipped.
+                    if let Ok(ident) = Identity::parse(&format!("{rt}-{}", peer.personality)) {
+                        self.restart_always_on(&ident);
+                    }
                 }
             }
         }
     }
 
     /// Launch one always-on identity now, unless it is running, stopped or parked.
-    pub(crate) fn restart_always_on(&mut self, identity: &str) {
-        let Ok(ident) = Identity::parse(identity) else {
-            return;
-        };
+    pub(crate) fn restart_always_on(&mut self, ident: &Identity) {
+        let identity = ident.to_string();
         let start = may_start_always_on(
-            self.sessions.contains_key(identity),
+            self.sessions.contains_key(&identity),
             self.shutdown.is_some(),
-            Markers::new(&self.paths, &ident).is_set(Flag::Stopped),
-            self.always_on.get(identity).is_some_and(|st| st.parked),
+            Markers::new(&self.paths, ident).is_set(Flag::Stopped),
+            self.always_on.get(ident).is_some_and(|st| st.parked),
         );
         if !start {
             return;
         }
-        self.always_on.entry(identity.to_string()).or_default();
+        self.always_on.entry(ident.clone()).or_default();
         let session = self.next_id();
-        match self.launch(&ident, ModeRequest::Fresh, None, session) {
+        match self.launch(ident, ModeRequest::Fresh, None, session) {
             Ok((sess, _, _)) => {
                 self.lifecycle(
                     Event::new("always-on")
@@ -298,7 +300,7 @@ impl Router {
                         .field("err", &r.error),
                 );
                 // Treat a failed start like a death so back-off and parking apply.
-                self.back_off(identity, Duration::ZERO, false);
+                self.back_off(ident, Duration::ZERO, false);
             }
         }
     }

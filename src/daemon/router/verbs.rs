@@ -108,7 +108,7 @@ impl Router {
         let id = ident.to_string();
         logged(Markers::new(&self.paths, &ident).clear_deaths());
         if kind == RuntimeKind::Router {
-            let st = self.always_on.entry(id.clone()).or_default();
+            let st = self.always_on.entry(ident.clone()).or_default();
             st.parked = false;
             st.backoff.reset();
             match self.sessions.get_mut(&id) {
@@ -117,7 +117,7 @@ impl Router {
                     s.state.end(Cause::Replaced);
                     s.handle.send(SessionCmd::Kill(Cause::Replaced));
                 }
-                None => self.restart_always_on(&id),
+                None => self.restart_always_on(&ident),
             }
             return reply.finish(ok_with(json!({"identity": id, "restarted": true})));
         }
