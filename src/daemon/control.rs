@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender};
@@ -306,9 +306,7 @@ impl Control {
         };
         let _ = self.poll.registry().deregister(&mut conn.stream);
         let handle = conn.handoff.take().expect("checked by caller");
-        // SAFETY: the fd is taken out of the mio stream, which is consumed; ownership moves.
-        let stream =
-            unsafe { std::os::unix::net::UnixStream::from_raw_fd(conn.stream.into_raw_fd()) };
+        let stream = std::os::unix::net::UnixStream::from(OwnedFd::from(conn.stream));
         let prebuf = std::mem::take(&mut conn.rbuf);
         handle.send(SessionCmd::Attach(stream, prebuf));
     }
@@ -331,13 +329,13 @@ fn peer_uid(stream: &UnixStream) -> Option<u32> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
         use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
-        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(stream.as_raw_fd()) };
-        getsockopt(&fd, PeerCredentials).ok().map(|c| c.uid())
+        getsockopt(&stream.as_fd(), PeerCredentials)
+            .ok()
+            .map(|c| c.uid())
     }
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     {
-        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(stream.as_raw_fd()) };
-        nix::unistd::getpeereid(fd)
+        nix::unistd::getpeereid(stream.as_fd())
             .ok()
             .map(|(uid, _)| uid.as_raw())
     }
