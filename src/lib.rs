@@ -18,6 +18,7 @@ pub mod names;
 pub mod paths;
 pub mod profile;
 pub mod prompt;
+pub mod protocol;
 pub mod registry;
 pub mod runtime;
 pub mod session;

@@ -99,6 +99,14 @@ fn print(text: &str) -> CliResult {
     Ok(())
 }
 
+/// One JSON document for a `--json` output, with its keys in sorted order (as a
+/// `serde_json::Value` prints them), without the trailing newline.
+fn json_line(v: &impl serde::Serialize) -> String {
+    serde_json::to_value(v)
+        .map(|v| v.to_string())
+        .unwrap_or_else(|e| format!("{{\"ok\":false,\"code\":\"internal\",\"error\":\"{e}\"}}"))
+}
+
 /// Warnings from the library (a newer registry version, a profile key of the wrong type…)
 /// reach the user of a CLI verb on stderr. The daemon and the echo agent set up their own.
 fn init_cli_logging() {

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::client::Client;
 use super::parse::Invocation;
@@ -13,6 +13,7 @@ use crate::markers::Markers;
 use crate::names::{self, Identity, Intelligence};
 use crate::paths::{peer, Paths};
 use crate::profile::{self, Profile, DESCRIPTION_MAX_CHARS};
+use crate::protocol::{Answer, ForgetReply, Request, StartReply};
 use crate::registry::{Registry, RegistryError, RegistryPeer};
 use crate::runtime::{self, RuntimeKind};
 
@@ -311,15 +312,14 @@ fn start_always_on(paths: &Paths, name: &str, runtime: &str) {
         eprintln!("note: the daemon is not running; {runtime}-{name} starts when it does");
         return;
     };
-    match c.request(
-        &json!({"op": "start", "personality": name, "runtime": runtime}),
-        |_| {},
-    ) {
-        Ok(v) if v["ok"] == json!(true) => {}
-        Ok(v) => eprintln!(
-            "note: could not start {runtime}-{name}: {}",
-            v["error"].as_str().unwrap_or("?")
-        ),
+    let req = Request::Start {
+        personality: Some(name.to_string()),
+        runtime: Some(runtime.to_string()),
+        all: false,
+    };
+    match c.request::<StartReply>(&req, |_| {}) {
+        Ok(Answer::Ok(_)) => {}
+        Ok(Answer::Failed(f)) => eprintln!("note: could not start {runtime}-{name}: {}", f.error),
         Err(e) => eprintln!("note: could not start {runtime}-{name}: {e}"),
     }
 }
@@ -351,7 +351,10 @@ pub fn remove(inv: &Invocation) -> CliResult {
             )));
         }
         if let Ok(mut c) = Client::connect(&paths) {
-            let _ = c.request(&json!({"op": "forget", "personality": name}), |_| {});
+            let req = Request::Forget {
+                personality: name.to_string(),
+            };
+            let _ = c.request::<ForgetReply>(&req, |_| {});
         }
     }
     Registry::update(&paths, |r| -> Result<bool, RegistryError> {

@@ -4,11 +4,11 @@
 //! copies files); the router does the rest.
 
 use crate::config::McpAuth;
-use crate::daemon::protocol::Code;
 use crate::envelope::Envelope;
 use crate::markers::Markers;
 use crate::names::{is_valid_personality, is_valid_runtime, Identity, PERSONALITY_PATTERN};
 use crate::paths::Paths;
+use crate::protocol::Code;
 use crate::registry::{Registry, RegistryPeer};
 
 /// Longest message, in Unicode scalar values.

@@ -101,8 +101,9 @@ pub trait Confirm: Send {
     fn confirmed(&mut self, output: &[u8]) -> bool;
 }
 
-/// How a compaction ended (spec 05 §5 `compact`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a compaction ended (spec 05 §5 `compact`); kebab-case on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum CompactOutcome {
     /// The runtime wrote its completion record.
     Compacted,

@@ -5,17 +5,17 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use serde_json::json;
-
-use super::{ok_with, Router, RouterMsg, Timer};
+use super::{Router, RouterMsg, Timer};
 use crate::daemon::lifecycle::ModeRequest;
-use crate::daemon::protocol::{failure, Code};
 use crate::daemon::reply::ReplyTo;
 use crate::daemon::route::{self, Caller, Prepared, Refusal, SendInput};
 use crate::envelope;
 use crate::eventlog::Event;
 use crate::markers::{Flag, Markers};
 use crate::names::Identity;
+use crate::protocol::{
+    Code, CompactOutcome, CompactReply, DeliveredTo, Reply, SendReply, SendResult, WakeReply,
+};
 use crate::runtime::RuntimeKind;
 use crate::session::handle::{Delivery, SessionCmd};
 
@@ -65,9 +65,9 @@ impl Job {
     /// [`Router::finish_send`]; this is for paths that bypass it, like shutdown).
     pub(crate) fn fail(self, code: Code, error: String) {
         match self {
-            Job::Send(j) => j.reply.finish(failure(code, &error)),
-            Job::Wake(w) => w.reply.finish(failure(code, &error)),
-            Job::Compact(c) => c.reply.finish(failure(code, &error)),
+            Job::Send(j) => j.reply.finish(Reply::failure(code, &error)),
+            Job::Wake(w) => w.reply.finish(Reply::failure(code, &error)),
+            Job::Compact(c) => c.reply.finish(Reply::failure(code, &error)),
         }
     }
 }
@@ -244,7 +244,11 @@ impl Router {
                                 .get_mut(identity)
                                 .and_then(|e| e.queue.pop_front())
                             {
-                                c.reply.finish(ok_with(json!({"identity": identity, "outcome": "nothing-to-compact", "resumed": false})));
+                                c.reply.finish(CompactReply {
+                                    identity: identity.to_string(),
+                                    outcome: CompactOutcome::NothingToCompact,
+                                    resumed: false,
+                                });
                             }
                             continue;
                         }
@@ -262,8 +266,11 @@ impl Router {
                             && (w.mode != ModeRequest::Fresh || w.launched) =>
                     {
                         let handle = s.handle.clone();
-                        let body =
-                            ok_with(json!({"identity": identity, "woke": false, "pid": s.pid}));
+                        let body = WakeReply {
+                            identity: identity.to_string(),
+                            woke: false,
+                            pid: s.pid,
+                        };
                         if let Some(Job::Wake(w)) = self
                             .endpoints
                             .get_mut(identity)
@@ -322,8 +329,8 @@ impl Router {
         ep.inflight = None;
         match ep.queue.pop_front() {
             Some(Job::Send(job)) => self.finish_send(*job, Err(refusal)),
-            Some(Job::Wake(w)) => w.reply.finish(failure(refusal.code, &refusal.error)),
-            Some(Job::Compact(c)) => c.reply.finish(failure(refusal.code, &refusal.error)),
+            Some(Job::Wake(w)) => w.reply.finish(Reply::failure(refusal.code, &refusal.error)),
+            Some(Job::Compact(c)) => c.reply.finish(Reply::failure(refusal.code, &refusal.error)),
             None => {}
         }
     }
@@ -372,17 +379,20 @@ impl Router {
             Ok(()) => {
                 self.delivery_log.append(&ev);
                 let p = job.prepared.as_ref().expect("delivered sends are prepared");
-                let result = json!({
-                    "ok": true,
-                    "delivered_to": {"personality": p.endpoint.personality, "runtime": p.endpoint.runtime},
-                    "woke": job.woke,
-                    "ts": p.envelope.ts,
-                });
-                job.reply.finish(json!({"ok": true, "result": result}));
+                let result = SendResult {
+                    ok: true,
+                    delivered_to: DeliveredTo {
+                        personality: p.endpoint.personality.clone(),
+                        runtime: p.endpoint.runtime.clone(),
+                    },
+                    woke: job.woke,
+                    ts: p.envelope.ts.clone(),
+                };
+                job.reply.finish(SendReply { result });
             }
             Err(r) => {
                 self.delivery_log.append(&ev.field("err", &r.error));
-                job.reply.finish(failure(r.code, &r.error));
+                job.reply.finish(Reply::failure(r.code, &r.error));
             }
         }
     }

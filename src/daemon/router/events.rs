@@ -1,14 +1,12 @@
 //! Session events at the router (spec 04 §1, spec 05 §2): phases for waiting senders,
 //! readiness, boot failures, delivery and compaction outcomes, probes, attach counts, deaths.
 
-use serde_json::json;
-
 use super::endpoint::Job;
-use super::{logged, ok_with, Router};
-use crate::daemon::protocol::{failure, progress, Code};
+use super::{logged, Router};
 use crate::daemon::route::Refusal;
 use crate::eventlog::Event;
 use crate::names::Identity;
+use crate::protocol::{Code, CompactReply, Progress, Reply};
 use crate::runtime::RuntimeKind;
 use crate::session::handle::{EventKind, SessionEvent};
 
@@ -81,7 +79,11 @@ impl Router {
                 Job::Compact(c) => (&c.reply, None),
             };
             let ms = started.map_or(0, |s| s.elapsed().as_millis() as u64);
-            reply.progress(progress(phase, identity, ms));
+            reply.progress(Progress {
+                progress: phase.to_string(),
+                identity: identity.to_string(),
+                elapsed_ms: ms,
+            });
         }
     }
 
@@ -111,11 +113,13 @@ impl Router {
                         .field("identity", identity)
                         .field("outcome", outcome.as_str()),
                 );
-                c.reply.finish(ok_with(
-                    json!({"identity": identity, "outcome": outcome.as_str(), "resumed": resumed}),
-                ));
+                c.reply.finish(CompactReply {
+                    identity: identity.to_string(),
+                    outcome,
+                    resumed,
+                });
             }
-            Err(e) => c.reply.finish(failure(Code::Busy, &e)),
+            Err(e) => c.reply.finish(Reply::failure(Code::Busy, e)),
         }
         self.pump(identity);
     }

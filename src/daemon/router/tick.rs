@@ -5,11 +5,11 @@ use std::time::{Duration, Instant};
 
 use super::{logged, Router, Timer};
 use crate::daemon::lifecycle::{idle_age_ms, should_sleep, AfterDeath, ModeRequest};
-use crate::daemon::protocol::Code;
 use crate::daemon::route::Refusal;
 use crate::eventlog::Event;
 use crate::markers::{Flag, Markers};
 use crate::names::Identity;
+use crate::protocol::Code;
 use crate::registry::Registry;
 use crate::runtime::RuntimeKind;
 use crate::session::handle::{Cause, SessionCmd, SessionStatus};
