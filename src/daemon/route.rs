@@ -67,14 +67,9 @@ pub struct Prepared {
     pub envelope: Envelope,
 }
 
-/// A refused send: the stable code and the exact error text.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Refusal {
-    /// For the control socket's `"code"`.
-    pub code: Code,
-    /// The error text (spec 03 §1 wording).
-    pub error: String,
-}
+/// A refused request: the stable code and the exact error text (spec 03 §1 wording for
+/// sends). It is the failure reply itself, so it reaches the requester unchanged.
+pub type Refusal = crate::protocol::Failure;
 
 fn refuse(code: Code, error: impl Into<String>) -> Refusal {
     Refusal {

@@ -329,8 +329,8 @@ impl Router {
         ep.inflight = None;
         match ep.queue.pop_front() {
             Some(Job::Send(job)) => self.finish_send(*job, Err(refusal)),
-            Some(Job::Wake(w)) => w.reply.finish(Reply::failure(refusal.code, &refusal.error)),
-            Some(Job::Compact(c)) => c.reply.finish(Reply::failure(refusal.code, &refusal.error)),
+            Some(Job::Wake(w)) => w.reply.finish(refusal),
+            Some(Job::Compact(c)) => c.reply.finish(refusal),
             None => {}
         }
     }
@@ -392,7 +392,7 @@ impl Router {
             }
             Err(r) => {
                 self.delivery_log.append(&ev.field("err", &r.error));
-                job.reply.finish(Reply::failure(r.code, &r.error));
+                job.reply.finish(r);
             }
         }
     }

@@ -94,7 +94,7 @@ impl Router {
         };
         match result {
             Ok(v) => reply.finish(v),
-            Err(r) => reply.finish(Reply::failure(r.code, r.error)),
+            Err(r) => reply.finish(r),
         }
     }
 
@@ -248,8 +248,8 @@ impl Router {
         for job in rest {
             match job {
                 Job::Send(j) => self.finish_send(*j, Err(r.clone())),
-                Job::Wake(w) => w.reply.finish(Reply::failure(r.code, &r.error)),
-                Job::Compact(c) => c.reply.finish(Reply::failure(r.code, &r.error)),
+                Job::Wake(w) => w.reply.finish(r.clone()),
+                Job::Compact(c) => c.reply.finish(r.clone()),
             }
         }
     }

@@ -50,7 +50,7 @@ impl Router {
         })();
         let ident = match prepared {
             Ok(i) => i,
-            Err(r) => return reply.finish(Reply::failure(r.code, &r.error)),
+            Err(r) => return reply.finish(r),
         };
         self.queue_wake(&ident.to_string(), reply, mode, attach);
     }
@@ -103,7 +103,7 @@ impl Router {
     pub(crate) fn op_new(&mut self, personality: &str, runtime: Option<&str>, reply: ReplyTo) {
         let (ident, kind) = match self.control_target(personality, runtime) {
             Ok(t) => t,
-            Err(r) => return reply.finish(Reply::failure(r.code, &r.error)),
+            Err(r) => return reply.finish(r),
         };
         let id = ident.to_string();
         logged(Markers::new(&self.paths, &ident).clear_deaths());
@@ -168,7 +168,7 @@ impl Router {
     pub(crate) fn op_compact(&mut self, personality: &str, runtime: Option<&str>, reply: ReplyTo) {
         let (ident, kind) = match self.control_target(personality, runtime) {
             Ok(t) => t,
-            Err(r) => return reply.finish(Reply::failure(r.code, &r.error)),
+            Err(r) => return reply.finish(r),
         };
         if kind == RuntimeKind::Router {
             return reply.finish(Reply::failure(
