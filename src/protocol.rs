@@ -9,8 +9,6 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-pub use crate::runtime::CompactOutcome;
-
 /// Longest accepted request line (1 MiB, without the `\n`); longer is a protocol error.
 pub const MAX_LINE: usize = 1 << 20;
 
@@ -413,6 +411,26 @@ pub struct CompactReply {
     pub outcome: CompactOutcome,
     /// The session was resumed first to compact it.
     pub resumed: bool,
+}
+
+/// How a compaction ended (spec 05 §5 `compact`); kebab-case on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompactOutcome {
+    /// The runtime wrote its completion record.
+    Compacted,
+    /// The runtime said there was nothing to compact (an honest, non-error outcome).
+    NothingToCompact,
+}
+
+impl CompactOutcome {
+    /// The wire spelling (`compacted`, `nothing-to-compact`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompactOutcome::Compacted => "compacted",
+            CompactOutcome::NothingToCompact => "nothing-to-compact",
+        }
+    }
 }
 
 /// `self-fresh` → `{"ok":true,"identity":…}`.

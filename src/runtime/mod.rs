@@ -101,25 +101,8 @@ pub trait Confirm: Send {
     fn confirmed(&mut self, output: &[u8]) -> bool;
 }
 
-/// How a compaction ended (spec 05 §5 `compact`); kebab-case on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CompactOutcome {
-    /// The runtime wrote its completion record.
-    Compacted,
-    /// The runtime said there was nothing to compact (an honest, non-error outcome).
-    NothingToCompact,
-}
-
-impl CompactOutcome {
-    /// The wire spelling (`compacted`, `nothing-to-compact`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CompactOutcome::Compacted => "compacted",
-            CompactOutcome::NothingToCompact => "nothing-to-compact",
-        }
-    }
-}
+/// How a compaction ended; defined with the protocol, whose `compact` reply carries it.
+pub use crate::protocol::CompactOutcome;
 
 /// Watches one compaction for its end.
 pub trait CompactWatch: Send {
