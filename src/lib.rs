@@ -21,3 +21,4 @@ pub mod prompt;
 pub mod registry;
 pub mod runtime;
 pub mod session;
+pub mod term;

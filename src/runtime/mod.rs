@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use crate::launch_env::LaunchEnv;
 use crate::paths::Paths;
-use crate::session::screen::Screen;
+use crate::term::Screen;
 
 /// How a runtime's sessions are hosted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -77,7 +77,7 @@ impl ActiveDelivery {
         gate_watch: Option<Box<dyn GateWatch>>,
     ) -> (ActiveDelivery, Vec<u8>) {
         let bytes = if pty {
-            super::input::bracketed_paste(&d.text)
+            crate::term::bracketed_paste(&d.text)
         } else {
             let mut b = d.text.clone().into_bytes();
             b.push(b'\n');
