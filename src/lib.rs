@@ -4,6 +4,7 @@
 //! The product specification lives outside this crate; doc comments name the part and section
 //! (`spec 03 §2`) each item implements.
 
+pub mod adapter;
 pub mod cli;
 pub mod clock;
 pub mod config;

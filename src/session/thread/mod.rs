@@ -32,8 +32,8 @@ use super::handle::{
 };
 use super::panelog::PaneLog;
 use super::spawn::{self, SpawnSpec};
+use crate::adapter::{Adapter, RuntimeKind};
 use crate::eventlog::{Event, EventLog};
-use crate::runtime::{Adapter, RuntimeKind};
 use crate::term::Screen;
 
 /// Session pty size: 50 rows × 220 columns, set before the child starts (spec 04 §1).
