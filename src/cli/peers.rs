@@ -363,12 +363,9 @@ pub fn remove(inv: &Invocation) -> CliResult {
         std::fs::remove_dir_all(&inbox)
             .map_err(|e| fail(format!("cannot delete {}: {e}", inbox.display())))?;
     }
-    if entry.declares("codex") {
-        let key = runtime::codex_setup::project_key(&entry.cwd);
-        if let Err(e) =
-            runtime::codex_setup::edit_config(|d| runtime::codex_setup::untrust(d, &key))
-        {
-            eprintln!("iapeer remove: {e} — the trust entry of {key} stays; delete its [projects] table by hand");
+    for rt in &entry.runtimes {
+        if let Err(e) = runtime::teardown_peer(rt, &entry.cwd) {
+            eprintln!("iapeer remove: {e}");
         }
     }
     for rt in &entry.runtimes {

@@ -104,6 +104,18 @@ pub fn setup_peer(
     }
 }
 
+/// The runtime's part of a peer's removal (`remove`), the counterpart of [`setup_peer`]: codex
+/// forgets the folder's trust; other runtimes need nothing undone. The peer's folder and its
+/// project files (e.g. claude's `.mcp.json`) are kept.
+///
+/// Errors: a configuration file could not be edited (text names it and what stays behind).
+pub fn teardown_peer(runtime: &str, cwd: &Path) -> Result<(), String> {
+    match runtime {
+        "codex" => codex_setup::teardown(cwd),
+        _ => Ok(()),
+    }
+}
+
 /// The MCP URL written into configs that cannot expand variables: the running daemon's (from
 /// `router.json`), else the default port. Sessions override it at launch with the real port.
 pub fn default_mcp_url() -> String {
