@@ -17,6 +17,7 @@ pub mod launch_env;
 pub mod markers;
 pub mod names;
 pub mod paths;
+pub mod peers;
 pub mod profile;
 pub mod prompt;
 pub mod registry;
