@@ -40,6 +40,8 @@ pub fn create(inv: &Invocation) -> CliResult {
     let name = inv
         .positional("name")
         .ok_or_else(|| usage(inv, "missing <name>"))?;
+    // The name is judged before anything else, as it always was.
+    peers::check_name(name).map_err(fail)?;
     let paths = paths()?;
     let folder = match inv.value("path") {
         Some(p) => Some(absolute(Path::new(p))?),

@@ -53,16 +53,7 @@ pub fn create_peer(
     folder: Option<&Path>,
     opts: &InitOptions,
 ) -> Result<Initialized, PeerError> {
-    if !names::is_valid_personality(name) {
-        return Err(PeerError::InvalidName(name.to_string()));
-    }
-    let canonical = names::normalize(name);
-    if canonical != name {
-        return Err(PeerError::NameNotReachable {
-            name: name.to_string(),
-            canonical,
-        });
-    }
+    check_name(name)?;
     let folder = match folder {
         Some(p) => p.to_path_buf(),
         None => paths.peers_dir().join(name),
@@ -107,6 +98,24 @@ pub fn create_peer(
             let _ = std::fs::remove_dir_all(&folder);
         }
     })
+}
+
+/// Whether `name` can name a new peer at all: it matches the personality pattern and some
+/// folder name normalizes to it (spec 01 §3). [`create_peer`] checks this first.
+///
+/// Errors: [`PeerError::InvalidName`], [`PeerError::NameNotReachable`].
+pub fn check_name(name: &str) -> Result<(), PeerError> {
+    if !names::is_valid_personality(name) {
+        return Err(PeerError::InvalidName(name.to_string()));
+    }
+    let canonical = names::normalize(name);
+    if canonical != name {
+        return Err(PeerError::NameNotReachable {
+            name: name.to_string(),
+            canonical,
+        });
+    }
+    Ok(())
 }
 
 /// `init`: turn the existing `folder` (absolute) into a peer named after it, or bring its

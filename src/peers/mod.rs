@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 
 use crate::paths::peer;
 
-pub use create::{create_peer, init_peer, write_launch_env_stub, InitOptions, Initialized};
+pub use create::{
+    check_name, create_peer, init_peer, write_launch_env_stub, InitOptions, Initialized,
+};
 pub use error::PeerError;
 pub use runtime_choice::{choose_runtime, installed_agents};
 
