@@ -14,7 +14,8 @@ use lexopt::Arg;
 
 use super::completions::Shell;
 use super::spec::{
-    find_verb, FlagSpec, Rule, VerbSpec, GENERAL_SIGNATURE, RUNTIME_SHORTCUT, SHORTCUT_RUNTIMES,
+    find_verb, FlagSpec, Rule, Verb, VerbId, VerbSpec, GENERAL_SIGNATURE, RUNTIME_SHORTCUT,
+    SHORTCUT_RUNTIMES,
 };
 
 /// The exit status of a usage error (spec 07).
@@ -83,8 +84,8 @@ pub enum Command {
     Version,
     /// Print a generated artifact (`--generate`).
     Generate(Generate),
-    /// Run a verb of the table.
-    Run(Invocation),
+    /// Run a verb of the table: its typed id and its parsed arguments.
+    Run(Verb, Invocation),
     /// The bare form `iapeer <runtime>`; `inv.verb` is [`RUNTIME_SHORTCUT`].
     RuntimeShortcut {
         /// One of [`SHORTCUT_RUNTIMES`].
@@ -198,13 +199,11 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, UsageError> {
     let inv = parse_verb(&mut p, spec, &mut st);
     let help_word = word.clone();
     st.finish(
-        move || match spec.name {
-            "help" => Command::Help(inv.positionals.first().cloned()),
-            "version" => Command::Version,
-            _ if std::ptr::eq(spec, &RUNTIME_SHORTCUT) => {
-                Command::RuntimeShortcut { runtime: word, inv }
-            }
-            _ => Command::Run(inv),
+        move || match spec.id {
+            VerbId::Help => Command::Help(inv.positionals.first().cloned()),
+            VerbId::Version => Command::Version,
+            VerbId::RuntimeShortcut => Command::RuntimeShortcut { runtime: word, inv },
+            VerbId::Run(verb) => Command::Run(verb, inv),
         },
         Some(help_word),
     )

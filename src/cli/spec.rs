@@ -87,9 +87,104 @@ impl Group {
     }
 }
 
+/// What a table entry is, as a typed id: the parser turns `Help`, `Version` and
+/// `RuntimeShortcut` into their own [`Command`](super::parse::Command)s, and every other entry
+/// into a [`Verb`] that `cli::run` matches on exhaustively.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum VerbId {
+    /// `help [verb]`.
+    Help,
+    /// `version`.
+    Version,
+    /// The bare form `iapeer <runtime>` ([`RUNTIME_SHORTCUT`]).
+    RuntimeShortcut,
+    /// A verb that runs an operation.
+    Run(Verb),
+}
+
+/// A verb that runs an operation. Adding one means a row in [`VERBS`] (the table test checks
+/// that every variant has exactly one) and an arm in `cli::run` (the compiler checks that).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verb {
+    /// `send`.
+    Send,
+    /// `create`.
+    Create,
+    /// `init`.
+    Init,
+    /// `list`.
+    List,
+    /// `verify`.
+    Verify,
+    /// `remove`.
+    Remove,
+    /// `live-runtime`.
+    LiveRuntime,
+    /// `stop`.
+    Stop,
+    /// `start`.
+    Start,
+    /// `attach`.
+    Attach,
+    /// `new`.
+    New,
+    /// `refresh`.
+    Refresh,
+    /// `interrupt`.
+    Interrupt,
+    /// `compact`.
+    Compact,
+    /// `self-fresh`.
+    SelfFresh,
+    /// `self-done`.
+    SelfDone,
+    /// `add-runtime`.
+    AddRuntime,
+    /// `default-runtime`.
+    DefaultRuntime,
+    /// `daemon`.
+    Daemon,
+    /// `status`.
+    Status,
+    /// `demo`.
+    Demo,
+    /// `echo-agent`.
+    EchoAgent,
+}
+
+impl Verb {
+    /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
+    pub const ALL: [Verb; 22] = [
+        Verb::Send,
+        Verb::Create,
+        Verb::Init,
+        Verb::List,
+        Verb::Verify,
+        Verb::Remove,
+        Verb::LiveRuntime,
+        Verb::Stop,
+        Verb::Start,
+        Verb::Attach,
+        Verb::New,
+        Verb::Refresh,
+        Verb::Interrupt,
+        Verb::Compact,
+        Verb::SelfFresh,
+        Verb::SelfDone,
+        Verb::AddRuntime,
+        Verb::DefaultRuntime,
+        Verb::Daemon,
+        Verb::Status,
+        Verb::Demo,
+        Verb::EchoAgent,
+    ];
+}
+
 /// One verb: everything the parser, help, man page and completions need to know about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VerbSpec {
+    /// The entry's typed id.
+    pub id: VerbId,
     /// The word typed after `iapeer`.
     pub name: &'static str,
     /// The usage line after `iapeer `, e.g. `remove <peer> [--force]`.
@@ -264,6 +359,19 @@ mod tests {
             }
             assert!(!v.passthrough || v.positionals.iter().any(|p| p.repeat));
         }
+    }
+
+    #[test]
+    fn every_verb_has_exactly_one_row() {
+        let mut ids = HashSet::new();
+        for v in all_specs() {
+            assert!(ids.insert(v.id), "{}: duplicate id {:?}", v.name, v.id);
+        }
+        for verb in Verb::ALL {
+            assert!(ids.contains(&VerbId::Run(verb)), "{verb:?} has no row");
+        }
+        assert_eq!(ids.len(), Verb::ALL.len() + 3);
+        assert_eq!(RUNTIME_SHORTCUT.id, VerbId::RuntimeShortcut);
     }
 
     #[test]

@@ -9,7 +9,7 @@ fn parse_words(words: &[&str]) -> Result<Command, UsageError> {
 
 fn run(words: &[&str]) -> Invocation {
     match parse_words(words) {
-        Ok(Command::Run(inv)) => inv,
+        Ok(Command::Run(_, inv)) => inv,
         other => panic!("{words:?}: expected a run, got {other:?}"),
     }
 }
@@ -297,7 +297,9 @@ fn every_verb_parses_with_its_required_arguments() {
             "help" => assert_eq!(got, Ok(Command::Help(None))),
             "version" => assert_eq!(got, Ok(Command::Version)),
             _ => assert!(
-                matches!(&got, Ok(Command::Run(inv)) if std::ptr::eq(inv.verb, find_verb(verb.name).unwrap())),
+                matches!(&got, Ok(Command::Run(id, inv))
+                    if std::ptr::eq(inv.verb, find_verb(verb.name).unwrap())
+                        && crate::cli::spec::VerbId::Run(*id) == verb.id),
                 "{words:?}: {got:?}"
             ),
         }

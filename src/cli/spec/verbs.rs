@@ -1,6 +1,6 @@
 //! The table itself: every verb of `iapeer` with its arguments and flags (spec 07).
 
-use super::{FlagSpec, Group, PosSpec, Rule, VerbSpec};
+use super::{FlagSpec, Group, PosSpec, Rule, Verb, VerbId, VerbSpec};
 
 const fn boolean(long: &'static str, help: &'static str) -> FlagSpec {
     FlagSpec {
@@ -65,6 +65,7 @@ const PEER_AND_RUNTIME: &[PosSpec] = &[required("peer"), optional("runtime")];
 /// Every verb, in the order help lists them within a group.
 pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
+        id: VerbId::Help,
         name: "help",
         signature: "help [verb]",
         summary: "show the verb list, or the usage and flags of one verb",
@@ -78,6 +79,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Version,
         name: "version",
         signature: "version",
         summary: "print the version",
@@ -90,6 +92,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Send),
         name: "send",
         signature: "send <target> (--message <text> | --message-file <path|->) [--from <runtime>-<name>] \
             [--runtime <rt>] [--topic <t>] [--attachment <path>]... [--json]",
@@ -122,6 +125,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Create),
         name: "create",
         signature: "create <name> [--runtime <rt>] [--path <folder>] [--description <d>] \
             [--intelligence <i>] [--no-bootstrap] [--json]",
@@ -143,6 +147,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Init),
         name: "init",
         signature: "init [folder] [--runtime <rt>] [--description <d>] [--intelligence <i>] \
             [--no-bootstrap] [--json]",
@@ -160,6 +165,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::List),
         name: "list",
         signature: "list [--json]",
         summary: "show every peer with its runtimes and their state",
@@ -174,6 +180,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Verify),
         name: "verify",
         signature: "verify [--json] [--fix]",
         summary: "check the profiles and the registry against each other",
@@ -190,6 +197,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Remove),
         name: "remove",
         signature: "remove <peer> [--force]",
         summary: "unregister a peer, keeping its folder",
@@ -204,6 +212,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::LiveRuntime),
         name: "live-runtime",
         signature: "live-runtime <peer>",
         summary: "print the runtime a peer is live on",
@@ -217,6 +226,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Stop),
         name: "stop",
         signature: "stop (<peer> [runtime] | --all)",
         summary: "end a peer's sessions and refuse messages until started",
@@ -231,6 +241,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Start),
         name: "start",
         signature: "start (<peer> [runtime] | --all)",
         summary: "clear the stop mark of a peer",
@@ -244,6 +255,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Attach),
         name: "attach",
         signature: "attach <peer> [runtime]",
         summary: "connect this terminal to a peer's live session",
@@ -257,6 +269,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::New),
         name: "new",
         signature: "new <peer> [runtime]",
         summary: "restart a peer with a fresh session now",
@@ -271,6 +284,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Refresh),
         name: "refresh",
         signature: "refresh (<peer> [runtime] | --all)",
         summary: "make the next wake start a fresh conversation",
@@ -285,6 +299,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Interrupt),
         name: "interrupt",
         signature: "interrupt <peer> [runtime]",
         summary: "interrupt the turn a live agent is running",
@@ -298,6 +313,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Compact),
         name: "compact",
         signature: "compact <peer> [runtime] [--json]",
         summary: "compact an agent's conversation",
@@ -312,6 +328,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::SelfFresh),
         name: "self-fresh",
         signature: "self-fresh",
         summary: "from inside a session: restart yourself fresh",
@@ -325,6 +342,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::SelfDone),
         name: "self-done",
         signature: "self-done",
         summary: "from inside an ephemeral worker: finish without replying",
@@ -339,6 +357,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::AddRuntime),
         name: "add-runtime",
         signature: "add-runtime <rt> (--peer <p> | --all)",
         summary: "declare another agent runtime for a peer",
@@ -353,6 +372,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::DefaultRuntime),
         name: "default-runtime",
         signature: "default-runtime <rt> (--peer <p> | --all)",
         summary: "switch a peer's primary runtime",
@@ -366,6 +386,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Daemon),
         name: "daemon",
         signature: "daemon [--foreground]",
         summary: "run the daemon in this terminal",
@@ -381,6 +402,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Status),
         name: "status",
         signature: "status [--json]",
         summary: "show the health of the daemon and a summary of the peers",
@@ -395,6 +417,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Demo),
         name: "demo",
         signature: "demo [--keep]",
         summary: "watch two stand-in agents talk, with no accounts needed",
@@ -409,6 +432,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::EchoAgent),
         name: "echo-agent",
         signature: "echo-agent [args]...",
         summary: "the stand-in agent program behind the echo runtime",
@@ -430,6 +454,7 @@ pub static VERBS: &[VerbSpec] = &[
 
 /// The bare form `iapeer <runtime>` (one of [`SHORTCUT_RUNTIMES`]), described like a verb.
 pub static RUNTIME_SHORTCUT: VerbSpec = VerbSpec {
+    id: VerbId::RuntimeShortcut,
     name: "claude|codex|echo",
     signature: "(claude | codex | echo)",
     summary: "start a fresh session of this folder's peer on that runtime and attach",
