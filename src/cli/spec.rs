@@ -9,6 +9,36 @@ mod verbs;
 
 pub use verbs::{RUNTIME_SHORTCUT, VERBS};
 
+/// What the shell completions offer for a flag's value or a positional (ripgrep's
+/// `CompletionType`): data in the table, read by `completions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Complete {
+    /// Nothing to complete: a boolean flag takes no value.
+    Nothing,
+    /// Free text (a message, a topic, a new name): nothing is offered.
+    Text,
+    /// A file or folder name: the shell's file completion.
+    Path,
+    /// The name of a registered peer. Not offered yet (the list lives in the registry, which a
+    /// static script cannot read).
+    Peer,
+    /// A runtime name. Not offered yet (installed router runtimes vary by host).
+    Runtime,
+    /// A sending identity, `<runtime>-<name>`. Not offered yet.
+    Identity,
+    /// A peer's nature (artificial, natural, absent). Not offered yet.
+    Intelligence,
+    /// A verb of this table (`help <verb>`). Not offered yet.
+    Verb,
+}
+
+impl Complete {
+    /// True when the shell should offer file names.
+    pub fn offers_files(self) -> bool {
+        self == Complete::Path
+    }
+}
+
 /// One flag of a verb, e.g. `--message <text>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FlagSpec {
@@ -19,6 +49,8 @@ pub struct FlagSpec {
     /// The value's name as shown, brackets included (`<text>`); `None` for a boolean flag,
     /// which never takes a value.
     pub value: Option<&'static str>,
+    /// What completions offer for the value ([`Complete::Nothing`] for a boolean flag).
+    pub complete: Complete,
     /// True when every occurrence is kept (`--attachment`); otherwise the last one wins.
     pub repeatable: bool,
     /// One line of help, lower case, no final period.
@@ -34,6 +66,8 @@ pub struct PosSpec {
     pub required: bool,
     /// True when the argument takes every remaining word (last positional only).
     pub repeat: bool,
+    /// What completions offer for it.
+    pub complete: Complete,
 }
 
 /// A constraint across a verb's arguments, checked by the parser.
@@ -235,6 +269,7 @@ pub const HELP_FLAG: FlagSpec = FlagSpec {
     long: "help",
     short: Some('h'),
     value: None,
+    complete: Complete::Nothing,
     repeatable: false,
     help: "print help (for the verb, when one is given) and run nothing",
 };
@@ -244,6 +279,7 @@ pub const VERSION_FLAG: FlagSpec = FlagSpec {
     long: "version",
     short: Some('v'),
     value: None,
+    complete: Complete::Nothing,
     repeatable: false,
     help: "print the version",
 };
@@ -254,6 +290,7 @@ pub const GENERATE_FLAG: FlagSpec = FlagSpec {
     long: "generate",
     short: None,
     value: Some("<what>"),
+    complete: Complete::Text,
     repeatable: false,
     help: "print the man page or a completion script (man, completions-bash, completions-zsh, completions-fish)",
 };
@@ -333,9 +370,18 @@ mod tests {
                     assert!(value.starts_with('<') && value.ends_with('>'), "{value}");
                 }
                 assert!(!(f.repeatable && f.value.is_none()), "--{}", f.long);
+                assert_eq!(
+                    f.value.is_none(),
+                    f.complete == Complete::Nothing,
+                    "{}: --{} completes {:?}",
+                    v.name,
+                    f.long,
+                    f.complete
+                );
             }
             for (i, p) in v.positionals.iter().enumerate() {
                 assert!(!p.repeat || i + 1 == v.positionals.len(), "{}", v.name);
+                assert!(p.complete != Complete::Nothing, "{}: <{}>", v.name, p.name);
             }
             let mut optional_seen = false;
             for p in v.positionals {

@@ -1,40 +1,49 @@
 //! The table itself: every verb of `iapeer` with its arguments and flags (spec 07).
 
-use super::{FlagSpec, Group, PosSpec, Rule, Verb, VerbId, VerbSpec};
+use super::{Complete, FlagSpec, Group, PosSpec, Rule, Verb, VerbId, VerbSpec};
 
 const fn boolean(long: &'static str, help: &'static str) -> FlagSpec {
     FlagSpec {
         long,
         short: None,
         value: None,
+        complete: Complete::Nothing,
         repeatable: false,
         help,
     }
 }
 
-const fn valued(long: &'static str, value: &'static str, help: &'static str) -> FlagSpec {
+const fn valued(
+    long: &'static str,
+    value: &'static str,
+    complete: Complete,
+    help: &'static str,
+) -> FlagSpec {
     FlagSpec {
         long,
         short: None,
         value: Some(value),
+        complete,
         repeatable: false,
         help,
     }
 }
 
-const fn required(name: &'static str) -> PosSpec {
+const fn required(name: &'static str, complete: Complete) -> PosSpec {
     PosSpec {
         name,
         required: true,
         repeat: false,
+        complete,
     }
 }
 
-const fn optional(name: &'static str) -> PosSpec {
+const fn optional(name: &'static str, complete: Complete) -> PosSpec {
     PosSpec {
         name,
         required: false,
         repeat: false,
+        complete,
     }
 }
 
@@ -44,23 +53,29 @@ const FORCE: FlagSpec = boolean("force", "go ahead even when the peer is live");
 const PEER_RUNTIME: FlagSpec = valued(
     "runtime",
     "<rt>",
+    Complete::Runtime,
     "the peer's default runtime (must be installed)",
 );
 const DESCRIPTION: FlagSpec = valued(
     "description",
     "<d>",
+    Complete::Text,
     "one line saying what the peer does (at most 450 characters)",
 );
 const INTELLIGENCE: FlagSpec = valued(
     "intelligence",
     "<i>",
+    Complete::Intelligence,
     "the peer's nature: artificial, natural or absent",
 );
 const NO_BOOTSTRAP: FlagSpec = boolean(
     "no-bootstrap",
     "do not start an always-on peer now (router runtimes)",
 );
-const PEER_AND_RUNTIME: &[PosSpec] = &[required("peer"), optional("runtime")];
+const PEER_AND_RUNTIME: &[PosSpec] = &[
+    required("peer", Complete::Peer),
+    optional("runtime", Complete::Runtime),
+];
 
 /// Every verb, in the order help lists them within a group.
 pub static VERBS: &[VerbSpec] = &[
@@ -71,7 +86,7 @@ pub static VERBS: &[VerbSpec] = &[
         summary: "show the verb list, or the usage and flags of one verb",
         description: "Print the list of verbs, or the usage line, description and flags of one verb. \
             The flag --help (or -h) anywhere on a command line does the same for its verb and runs nothing.",
-        positionals: &[optional("verb")],
+        positionals: &[optional("verb", Complete::Verb)],
         flags: &[],
         rules: &[],
         hidden: false,
@@ -103,17 +118,18 @@ pub static VERBS: &[VerbSpec] = &[
             folder holds the current directory, else the host's only human peer; when none of these \
             applies the message is refused. Prints whether the message was delivered (and whether a wake \
             was needed) or queued, and for which runtime. Exits 0 only when it was delivered or queued.",
-        positionals: &[required("target")],
+        positionals: &[required("target", Complete::Peer)],
         flags: &[
-            valued("message", "<text>", "the message text (use --message=<text> for text starting with -)"),
-            valued("message-file", "<path|->", "read the message from a file, or from stdin with -"),
-            valued("from", "<runtime>-<name>", "the sending identity"),
-            valued("runtime", "<rt>", "deliver to this runtime of the target instead of its default"),
-            valued("topic", "<t>", "a short thread label (at most 200 characters)"),
+            valued("message", "<text>", Complete::Text, "the message text (use --message=<text> for text starting with -)"),
+            valued("message-file", "<path|->", Complete::Path, "read the message from a file, or from stdin with -"),
+            valued("from", "<runtime>-<name>", Complete::Identity, "the sending identity"),
+            valued("runtime", "<rt>", Complete::Runtime, "deliver to this runtime of the target instead of its default"),
+            valued("topic", "<t>", Complete::Text, "a short thread label (at most 200 characters)"),
             FlagSpec {
                 long: "attachment",
                 short: None,
                 value: Some("<path>"),
+                complete: Complete::Path,
                 repeatable: true,
                 help: "attach a local file by its absolute path (at most 20)",
             },
@@ -132,10 +148,10 @@ pub static VERBS: &[VerbSpec] = &[
         summary: "make a folder for a new peer and register it",
         description: "Make the working folder of a new peer (--path, else the peers folder of the iapeer \
             root) and turn it into a peer as init does. The folder's name, normalized, must equal <name>.",
-        positionals: &[required("name")],
+        positionals: &[required("name", Complete::Text)],
         flags: &[
             PEER_RUNTIME,
-            valued("path", "<folder>", "where to make the peer's folder"),
+            valued("path", "<folder>", Complete::Path, "where to make the peer's folder"),
             DESCRIPTION,
             INTELLIGENCE,
             NO_BOOTSTRAP,
@@ -157,7 +173,7 @@ pub static VERBS: &[VerbSpec] = &[
             configuration. Without --runtime the runtime follows a .claude or .codex folder, else the \
             installed agent runtimes. Starts no agent session. Running it again for the same peer changes \
             nothing; it refuses a folder or name that belongs to another peer.",
-        positionals: &[optional("folder")],
+        positionals: &[optional("folder", Complete::Path)],
         flags: &[PEER_RUNTIME, DESCRIPTION, INTELLIGENCE, NO_BOOTSTRAP, JSON],
         rules: &[],
         hidden: false,
@@ -204,7 +220,7 @@ pub static VERBS: &[VerbSpec] = &[
         description: "Drop the peer from the registry, end its sessions, and delete its attachment inbox \
             and lifecycle markers. The folder is kept. A live peer is refused without --force; removing \
             an unknown peer does nothing and succeeds.",
-        positionals: &[required("peer")],
+        positionals: &[required("peer", Complete::Peer)],
         flags: &[FORCE],
         rules: &[],
         hidden: false,
@@ -218,7 +234,7 @@ pub static VERBS: &[VerbSpec] = &[
         summary: "print the runtime a peer is live on",
         description: "Print the runtime the peer is live on (the most recently active one when several \
             are). Exits 1 with nothing on stdout when none is live.",
-        positionals: &[required("peer")],
+        positionals: &[required("peer", Complete::Peer)],
         flags: &[],
         rules: &[],
         hidden: false,
@@ -364,8 +380,8 @@ pub static VERBS: &[VerbSpec] = &[
         description: "Declare another agent runtime for the peer (or every peer) and do that runtime's \
             setup (MCP configuration, folder trust). The default runtime never changes. \
             Idempotent.",
-        positionals: &[required("rt")],
-        flags: &[valued("peer", "<p>", "the peer to change"), ALL],
+        positionals: &[required("rt", Complete::Runtime)],
+        flags: &[valued("peer", "<p>", Complete::Peer, "the peer to change"), ALL],
         rules: &[Rule::ExactlyOne(&["peer", "all"])],
         hidden: false,
         group: Group::Peers,
@@ -378,8 +394,8 @@ pub static VERBS: &[VerbSpec] = &[
         summary: "switch a peer's primary runtime",
         description: "Make a declared runtime the peer's default (or every peer's): where messages route \
             by default and what comes up first. Refused for a peer that does not declare it.",
-        positionals: &[required("rt")],
-        flags: &[valued("peer", "<p>", "the peer to change"), ALL],
+        positionals: &[required("rt", Complete::Runtime)],
+        flags: &[valued("peer", "<p>", Complete::Peer, "the peer to change"), ALL],
         rules: &[Rule::ExactlyOne(&["peer", "all"])],
         hidden: false,
         group: Group::Peers,
@@ -443,6 +459,7 @@ pub static VERBS: &[VerbSpec] = &[
             name: "args",
             required: false,
             repeat: true,
+            complete: Complete::Text,
         }],
         flags: &[],
         rules: &[],
