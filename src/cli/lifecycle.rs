@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use super::client::Client;
 use super::parse::Invocation;
+use super::spec::{args, flags};
 use super::{paths, print, usage, CliError, CliResult};
 
 fn failed(answer: &Value) -> CliError {
@@ -21,14 +22,13 @@ fn failed(answer: &Value) -> CliError {
 
 /// `stop <peer> [runtime] | --all` and `start …`.
 pub fn stop_start(inv: &Invocation, stop: bool) -> CliResult {
-    let all = inv.flag("all");
-    let peer = inv.positional("peer");
+    let all = inv.flag(flags::ALL);
+    let peer = inv.positional(args::PEER);
     if all == peer.is_some() {
         return Err(usage(inv, "name a peer or pass --all"));
     }
     let op = if stop { "stop" } else { "start" };
-    let req =
-        json!({"op": op, "personality": peer, "runtime": inv.positional("runtime"), "all": all});
+    let req = json!({"op": op, "personality": peer, "runtime": inv.positional(args::RUNTIME), "all": all});
     let paths = paths()?;
     let answer = Client::connect(&paths)?.request(&req, |_| {})?;
     if answer["ok"] != json!(true) {
@@ -83,7 +83,7 @@ pub fn stop_start(inv: &Invocation, stop: bool) -> CliResult {
 /// `live-runtime <peer>`: the runtime the peer is live on; exit 1 with empty stdout if none.
 pub fn live_runtime(inv: &Invocation) -> CliResult {
     let peer = inv
-        .positional("peer")
+        .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
     let paths = paths()?;
     let answer = Client::connect(&paths)?
@@ -97,12 +97,13 @@ pub fn live_runtime(inv: &Invocation) -> CliResult {
 /// `attach <peer> [runtime]`: wake with resume if asleep, then attach this terminal.
 pub fn attach(inv: &Invocation) -> CliResult {
     let peer = inv
-        .positional("peer")
+        .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
     if !std::io::stdin().is_terminal() {
         return Err(CliError::Failed("attach needs a terminal on stdin".into()));
     }
-    let req = json!({"op": "attach", "personality": peer, "runtime": inv.positional("runtime")});
+    let req =
+        json!({"op": "attach", "personality": peer, "runtime": inv.positional(args::RUNTIME)});
     connect_and_attach(&req, peer)
 }
 
@@ -162,9 +163,9 @@ fn daemon_op(req: &Value, what: &str) -> Result<Value, CliError> {
 /// `new <peer> [runtime]`: a fresh session now; exit 0 once it is ready.
 pub fn new(inv: &Invocation) -> CliResult {
     let peer = inv
-        .positional("peer")
+        .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
-    let req = json!({"op": "new", "personality": peer, "runtime": inv.positional("runtime")});
+    let req = json!({"op": "new", "personality": peer, "runtime": inv.positional(args::RUNTIME)});
     let answer = daemon_op(&req, &format!("restarting {peer}"))?;
     print(&format!(
         "{} restarted fresh{}\n",
@@ -179,9 +180,10 @@ pub fn new(inv: &Invocation) -> CliResult {
 /// `interrupt <peer> [runtime]`.
 pub fn interrupt(inv: &Invocation) -> CliResult {
     let peer = inv
-        .positional("peer")
+        .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
-    let req = json!({"op": "interrupt", "personality": peer, "runtime": inv.positional("runtime")});
+    let req =
+        json!({"op": "interrupt", "personality": peer, "runtime": inv.positional(args::RUNTIME)});
     let answer = daemon_op(&req, &format!("interrupting {peer}"))?;
     print(&format!(
         "interrupted {}\n",
@@ -192,11 +194,12 @@ pub fn interrupt(inv: &Invocation) -> CliResult {
 /// `compact <peer> [runtime] [--json]`.
 pub fn compact(inv: &Invocation) -> CliResult {
     let peer = inv
-        .positional("peer")
+        .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
-    let req = json!({"op": "compact", "personality": peer, "runtime": inv.positional("runtime")});
+    let req =
+        json!({"op": "compact", "personality": peer, "runtime": inv.positional(args::RUNTIME)});
     let answer = daemon_op(&req, &format!("compacting {peer}"))?;
-    if inv.flag("json") {
+    if inv.flag(flags::JSON) {
         return print(&format!("{answer}\n"));
     }
     let outcome = answer["outcome"].as_str().unwrap_or("?");
@@ -271,11 +274,11 @@ pub fn refresh(inv: &Invocation) -> CliResult {
     let paths = paths()?;
     let registry =
         crate::registry::Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
-    let peers: Vec<&crate::registry::RegistryPeer> = if inv.flag("all") {
+    let peers: Vec<&crate::registry::RegistryPeer> = if inv.flag(flags::ALL) {
         registry.peers.iter().collect()
     } else {
         let p = inv
-            .positional("peer")
+            .positional(args::PEER)
             .ok_or_else(|| usage(inv, "name a peer or pass --all"))?;
         vec![registry.find(p).ok_or_else(|| {
             CliError::Failed(format!("peer \"{p}\" is not in the iapeer peers index"))
@@ -283,7 +286,7 @@ pub fn refresh(inv: &Invocation) -> CliResult {
     };
     let mut marked = Vec::new();
     for peer in peers {
-        let rts: Vec<&String> = match inv.positional("runtime") {
+        let rts: Vec<&String> = match inv.positional(args::RUNTIME) {
             Some(rt) if peer.declares(rt) => peer.runtimes.iter().filter(|r| *r == rt).collect(),
             Some(rt) => {
                 return Err(CliError::Failed(format!(

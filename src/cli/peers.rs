@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use super::client::Client;
 use super::parse::Invocation;
+use super::spec::{args, flags};
 use super::{paths, print, usage, CliError, CliResult};
 use crate::fsutil::{self, MODE_PRIVATE};
 use crate::markers::Markers;
@@ -31,10 +32,10 @@ struct InitOpts<'a> {
 impl<'a> InitOpts<'a> {
     fn from(inv: &'a Invocation) -> InitOpts<'a> {
         InitOpts {
-            runtime: inv.value("runtime"),
-            description: inv.value("description"),
-            intelligence: inv.value("intelligence"),
-            bootstrap: !inv.flag("no-bootstrap"),
+            runtime: inv.value(flags::PEER_RUNTIME),
+            description: inv.value(flags::DESCRIPTION),
+            intelligence: inv.value(flags::INTELLIGENCE),
+            bootstrap: !inv.flag(flags::NO_BOOTSTRAP),
         }
     }
 }
@@ -42,7 +43,7 @@ impl<'a> InitOpts<'a> {
 /// `create <name>`: make the folder (`--path`, else `<root>/peers/<name>`) and `init` it.
 pub fn create(inv: &Invocation) -> CliResult {
     let name = inv
-        .positional("name")
+        .positional(args::NAME)
         .ok_or_else(|| usage(inv, "missing <name>"))?;
     if !names::is_valid_personality(name) {
         return Err(fail(format!(
@@ -57,7 +58,7 @@ pub fn create(inv: &Invocation) -> CliResult {
         )));
     }
     let paths = paths()?;
-    let folder = match inv.value("path") {
+    let folder = match inv.value(flags::PATH) {
         Some(p) => absolute(Path::new(p))?,
         None => paths.peers_dir().join(name),
     };
@@ -74,7 +75,7 @@ pub fn create(inv: &Invocation) -> CliResult {
     // Refuse a taken name or an unusable runtime before creating anything, so no empty
     // folder is left behind (an existing folder may hold a profile that names its runtime).
     if !folder.exists() {
-        choose_runtime(&paths, &folder, inv.value("runtime"))?;
+        choose_runtime(&paths, &folder, inv.value(flags::PEER_RUNTIME))?;
     }
     let registry = Registry::load(&paths).map_err(fail)?;
     if let Some(other) = registry.find(name) {
@@ -105,7 +106,7 @@ pub fn create(inv: &Invocation) -> CliResult {
 /// `init [folder]`: turn a folder (default: the current one) into a peer named after it.
 pub fn init(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let folder = match inv.positional("folder") {
+    let folder = match inv.positional(args::FOLDER) {
         Some(f) => absolute(Path::new(f))?,
         None => std::env::current_dir()
             .map_err(|e| fail(format!("cannot read the current folder: {e}")))?,
@@ -119,7 +120,7 @@ pub fn init(inv: &Invocation) -> CliResult {
 }
 
 fn report(inv: &Invocation, what: &str, p: &RegistryPeer) -> CliResult {
-    if inv.flag("json") {
+    if inv.flag(flags::JSON) {
         return print(&format!(
             "{}\n",
             serde_json::to_value(p).unwrap_or(Value::Null)
@@ -328,7 +329,7 @@ fn start_always_on(paths: &Paths, name: &str, runtime: &str) {
 /// markers; keep the folder.
 pub fn remove(inv: &Invocation) -> CliResult {
     let name = inv
-        .positional("peer")
+        .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
     let paths = paths()?;
     let registry = Registry::load(&paths).map_err(fail)?;
@@ -343,7 +344,7 @@ pub fn remove(inv: &Invocation) -> CliResult {
             .keys()
             .filter(|k| k.split_once('-').map(|(_, p)| p) == Some(name))
             .collect();
-        if !ids.is_empty() && !inv.flag("force") {
+        if !ids.is_empty() && !inv.flag(flags::FORCE) {
             let ids: Vec<&str> = ids.iter().map(|s| s.as_str()).collect();
             return Err(fail(format!(
                 "peer \"{name}\" is live ({}) — stop it first (iapeer stop {name}) or pass --force",
@@ -395,11 +396,11 @@ pub fn remove(inv: &Invocation) -> CliResult {
 /// The peers a `--peer <p> | --all` verb acts on.
 fn selected_peers(paths: &Paths, inv: &Invocation) -> Result<Vec<RegistryPeer>, CliError> {
     let registry = Registry::load(paths).map_err(fail)?;
-    if inv.flag("all") {
+    if inv.flag(flags::ALL) {
         return Ok(registry.peers);
     }
     let p = inv
-        .value("peer")
+        .value(flags::PEER)
         .ok_or_else(|| usage(inv, "pass --peer <p> or --all"))?;
     registry
         .find(p)
@@ -421,7 +422,7 @@ fn store(paths: &Paths, profile: &Profile, cwd: &Path) -> Result<(), CliError> {
 /// the default runtime never changes.
 pub fn add_runtime(inv: &Invocation) -> CliResult {
     let rt = inv
-        .positional("rt")
+        .positional(args::RT)
         .ok_or_else(|| usage(inv, "missing <rt>"))?;
     let paths = paths()?;
     let kind = runtime::adapter_for(&paths, rt).map_err(fail)?.kind();
@@ -470,7 +471,7 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
 /// declare it; refuse for those that do not.
 pub fn default_runtime(inv: &Invocation) -> CliResult {
     let rt = inv
-        .positional("rt")
+        .positional(args::RT)
         .ok_or_else(|| usage(inv, "missing <rt>"))?;
     let paths = paths()?;
     let mut out = String::new();

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use super::client::Client;
 use super::parse::Invocation;
 use super::sender::resolve_sender;
+use super::spec::{args, flags};
 use super::{paths, print, usage, CliError, CliResult};
 use crate::daemon::route::MAX_MESSAGE_CHARS;
 use crate::registry::Registry;
@@ -74,7 +75,7 @@ fn read_bounded(mut r: impl Read) -> Result<String, CliError> {
 }
 
 fn read_message(inv: &Invocation) -> Result<String, CliError> {
-    match (inv.value("message"), inv.value("message-file")) {
+    match (inv.value(flags::MESSAGE), inv.value(flags::MESSAGE_FILE)) {
         (Some(_), Some(_)) => Err(usage(inv, "pass --message or --message-file, not both")),
         (None, None) => Err(usage(
             inv,
@@ -93,7 +94,7 @@ fn read_message(inv: &Invocation) -> Result<String, CliError> {
 /// Run `iapeer send`.
 pub fn run(inv: &Invocation) -> CliResult {
     let target = inv
-        .positional("target")
+        .positional(args::TARGET)
         .ok_or_else(|| usage(inv, "missing <target>"))?
         .to_string();
     let message = read_message(inv)?;
@@ -101,7 +102,7 @@ pub fn run(inv: &Invocation) -> CliResult {
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::Failed(format!("cannot read the current folder: {e}")))?;
     let cwd = cwd.canonicalize().unwrap_or(cwd);
-    let needs_registry = inv.value("from").is_none()
+    let needs_registry = inv.value(flags::FROM).is_none()
         && std::env::var("PEER_IDENTITY").map_or(true, |v| v.trim().is_empty());
     let registry = if needs_registry {
         Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?
@@ -109,25 +110,25 @@ pub fn run(inv: &Invocation) -> CliResult {
         Registry::default()
     };
     let from = resolve_sender(
-        inv.value("from"),
+        inv.value(flags::FROM),
         std::env::var("PEER_IDENTITY").ok().as_deref(),
         &cwd,
         &registry,
     )
     .map_err(CliError::Failed)?;
     let attachments: Vec<String> = inv
-        .values("attachment")
+        .values(flags::ATTACHMENT)
         .iter()
         .map(|a| absolute(&cwd, a))
         .collect();
     let mut req = json!({"op": "send", "from": from, "to": target, "message": message, "attachments": attachments});
-    if let Some(rt) = inv.value("runtime") {
+    if let Some(rt) = inv.value(flags::SEND_RUNTIME) {
         req["runtime"] = json!(rt);
     }
-    if let Some(t) = inv.value("topic") {
+    if let Some(t) = inv.value(flags::TOPIC) {
         req["topic"] = json!(t);
     }
-    let json_out = inv.flag("json");
+    let json_out = inv.flag(flags::JSON);
     if req.to_string().len() >= crate::daemon::protocol::MAX_LINE {
         // Too big for one protocol line (escaping can grow a body): refuse it here.
         let n = req["message"].as_str().map_or(0, |m| m.chars().count());

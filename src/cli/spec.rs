@@ -7,7 +7,7 @@
 
 mod verbs;
 
-pub use verbs::{RUNTIME_SHORTCUT, VERBS};
+pub use verbs::{args, flags, RUNTIME_SHORTCUT, VERBS};
 
 /// What the shell completions offer for a flag's value or a positional (ripgrep's
 /// `CompletionType`): data in the table, read by `completions`.

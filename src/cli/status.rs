@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use super::client::Client;
 use super::parse::Invocation;
+use super::spec::flags;
 use super::view::{build_rows, LiveState};
 use super::{paths, print, CliError, CliResult};
 use crate::markers::{Flag, Markers};
@@ -87,7 +88,7 @@ pub fn run(inv: &Invocation) -> CliResult {
     );
     let (l, a, s, p) = summarize(&rows);
     let healthy = answer.is_some();
-    if inv.flag("json") {
+    if inv.flag(flags::JSON) {
         let st = answer
             .as_ref()
             .map(|a| a["status"].clone())

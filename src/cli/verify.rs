@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use super::parse::Invocation;
+use super::spec::flags;
 use super::{paths, print, CliError, CliResult};
 use crate::paths::{peer, Paths};
 use crate::profile::{self, Profile};
@@ -22,12 +23,12 @@ fn fail(e: impl std::fmt::Display) -> CliError {
 pub fn run(inv: &Invocation) -> CliResult {
     let paths = paths()?;
     let mut changes = Vec::new();
-    if inv.flag("fix") {
+    if inv.flag(flags::FIX) {
         changes = rebuild(&paths)?;
     }
     let problems = find_problems(&paths);
     let peers = Registry::load(&paths).map(|r| r.peers.len()).unwrap_or(0);
-    if inv.flag("json") {
+    if inv.flag(flags::JSON) {
         let list: Vec<Value> = problems
             .iter()
             .map(|(p, what)| json!({"peer": p, "problem": what}))
@@ -38,7 +39,7 @@ pub fn run(inv: &Invocation) -> CliResult {
             .collect();
         print(&format!(
             "{}\n",
-            json!({"ok": problems.is_empty(), "peers": peers, "fixed": inv.flag("fix"), "changes": fixed, "problems": list})
+            json!({"ok": problems.is_empty(), "peers": peers, "fixed": inv.flag(flags::FIX), "changes": fixed, "problems": list})
         ))?;
     } else {
         let mut out = String::new();
@@ -48,7 +49,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         if problems.is_empty() {
             out.push_str(&format!(
                 "ok: {peers} peer(s), no problems{}\n",
-                if inv.flag("fix") {
+                if inv.flag(flags::FIX) {
                     " (registry rebuilt from the profiles)"
                 } else {
                     ""
@@ -58,7 +59,7 @@ pub fn run(inv: &Invocation) -> CliResult {
             for (p, what) in &problems {
                 out.push_str(&format!("{p}: {what}\n"));
             }
-            if !inv.flag("fix") {
+            if !inv.flag(flags::FIX) {
                 out.push_str("run iapeer verify --fix to rebuild the registry from the profiles\n");
             }
         }

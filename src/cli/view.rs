@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use super::client::Client;
 use super::parse::Invocation;
+use super::spec::flags;
 use super::{paths, print, CliError, CliResult};
 use crate::markers::{Flag, Markers};
 use crate::paths::Paths;
@@ -215,7 +216,7 @@ pub fn list(inv: &Invocation) -> CliResult {
                 .and_then(|pr| pr.wake_policy.clone())
         },
     );
-    if inv.flag("json") {
+    if inv.flag(flags::JSON) {
         return print(&format!("{}\n", Value::Array(rows)));
     }
     let width = std::io::stdout()
