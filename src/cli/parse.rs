@@ -384,7 +384,7 @@ fn looks_like_flag(w: &OsStr) -> bool {
 fn check_rules(inv: &Invocation) -> Result<(), String> {
     let spec = inv.verb;
     let replacing = spec.rules.iter().find_map(|r| match r {
-        Rule::ReplacesPositionals(l) => Some(*l),
+        Rule::ReplacesPositionals(f) => Some(f.long),
         Rule::ExactlyOne(_) => None,
     });
     match replacing {
@@ -417,10 +417,10 @@ fn check_rules(inv: &Invocation) -> Result<(), String> {
         if let Rule::ExactlyOne(set) = rule {
             let given: Vec<String> = set
                 .iter()
-                .filter(|l| inv.given_long(l))
-                .map(|l| format!("--{l}"))
+                .filter(|f| inv.given_long(f.long))
+                .map(|f| format!("--{}", f.long))
                 .collect();
-            let all: Vec<String> = set.iter().map(|l| format!("--{l}")).collect();
+            let all: Vec<String> = set.iter().map(|f| format!("--{}", f.long)).collect();
             match given.len() {
                 1 => {}
                 0 => return Err(format!("missing {}", all.join(" or "))),

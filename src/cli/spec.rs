@@ -73,11 +73,11 @@ pub struct PosSpec {
 /// A constraint across a verb's arguments, checked by the parser.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
-    /// Exactly one of these flags (long names) must be given.
-    ExactlyOne(&'static [&'static str]),
+    /// Exactly one of these flags must be given.
+    ExactlyOne(&'static [FlagSpec]),
     /// This boolean flag stands instead of the positionals: with it, no positional may be
     /// given; without it, the required positionals are required.
-    ReplacesPositionals(&'static str),
+    ReplacesPositionals(FlagSpec),
 }
 
 /// Where a verb is listed in help and the man page (in this order).
@@ -396,10 +396,10 @@ mod tests {
                 match rule {
                     Rule::ExactlyOne(set) => {
                         assert!(set.len() >= 2);
-                        assert!(set.iter().all(|l| v.flag(l).is_some()), "{}", v.name);
+                        assert!(set.iter().all(|f| v.flags.contains(f)), "{}", v.name);
                     }
-                    Rule::ReplacesPositionals(l) => {
-                        assert!(v.flag(l).is_some_and(|f| f.value.is_none()), "{}", v.name);
+                    Rule::ReplacesPositionals(f) => {
+                        assert!(v.flags.contains(f) && f.value.is_none(), "{}", v.name);
                     }
                 }
             }

@@ -289,7 +289,7 @@ fn every_verb_parses_with_its_required_arguments() {
         words.extend(verb.positionals.iter().filter(|p| p.required).map(|_| "x"));
         for rule in verb.rules {
             if let Rule::ExactlyOne(set) = rule {
-                words.extend([format!("--{}", set[0]).leak() as &str, "v"]);
+                words.extend([format!("--{}", set[0].long).leak() as &str, "v"]);
             }
         }
         let got = parse_words(&words);
