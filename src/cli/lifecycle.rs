@@ -7,6 +7,7 @@ use serde::de::DeserializeOwned;
 
 use super::client::Client;
 use super::parse::Invocation;
+use super::spec::{args, flags};
 use super::{paths, print, usage, CliError, CliResult};
 use crate::protocol::{
     Answer, CompactOutcome, CompactReply, Failure, IdentityReply, InterruptReply, LiveRuntimeReply,
@@ -30,13 +31,13 @@ fn succeeded<T>(answer: Answer<T>) -> Result<T, CliError> {
 
 /// `stop <peer> [runtime] | --all` and `start …`.
 pub fn stop_start(inv: &Invocation, stop: bool) -> CliResult {
-    let all = inv.flag("all");
-    let peer = inv.positional("peer");
+    let all = inv.flag(flags::ALL);
+    let peer = inv.positional(args::PEER);
     if all == peer.is_some() {
         return Err(usage(inv, "name a peer or pass --all"));
     }
     let personality = peer.map(String::from);
-    let runtime = inv.positional("runtime").map(String::from);
+    let runtime = inv.positional(args::RUNTIME).map(String::from);
     let paths = paths()?;
     let mut client = Client::connect(&paths)?;
     let nothing_or = |ids: &[String]| {
@@ -79,7 +80,7 @@ pub fn stop_start(inv: &Invocation, stop: bool) -> CliResult {
 /// `live-runtime <peer>`: the runtime the peer is live on; exit 1 with empty stdout if none.
 pub fn live_runtime(inv: &Invocation) -> CliResult {
     let peer = inv
-        .positional("peer")
+        .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
     let paths = paths()?;
     let req = Request::LiveRuntime {
@@ -94,14 +95,14 @@ pub fn live_runtime(inv: &Invocation) -> CliResult {
 /// `attach <peer> [runtime]`: wake with resume if asleep, then attach this terminal.
 pub fn attach(inv: &Invocation) -> CliResult {
     let peer = inv
-        .positional("peer")
+        .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
     if !std::io::stdin().is_terminal() {
         return Err(CliError::Failed("attach needs a terminal on stdin".into()));
     }
     let req = Request::Attach {
         personality: peer.to_string(),
-        runtime: inv.positional("runtime").map(String::from),
+        runtime: inv.positional(args::RUNTIME).map(String::from),
         fresh: false,
         no_attach: false,
     };
@@ -162,11 +163,11 @@ fn daemon_op<T: DeserializeOwned>(req: &Request, what: &str) -> Result<T, CliErr
 /// `new <peer> [runtime]`: a fresh session now; exit 0 once it is ready.
 pub fn new(inv: &Invocation) -> CliResult {
     let peer = inv
-        .positional("peer")
+        .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
     let req = Request::New {
         personality: peer.to_string(),
-        runtime: inv.positional("runtime").map(String::from),
+        runtime: inv.positional(args::RUNTIME).map(String::from),
     };
     let answer: NewReply = daemon_op(&req, &format!("restarting {peer}"))?;
     print(&format!(
@@ -182,11 +183,11 @@ pub fn new(inv: &Invocation) -> CliResult {
 /// `interrupt <peer> [runtime]`.
 pub fn interrupt(inv: &Invocation) -> CliResult {
     let peer = inv
-        .positional("peer")
+        .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
     let req = Request::Interrupt {
         personality: peer.to_string(),
-        runtime: inv.positional("runtime").map(String::from),
+        runtime: inv.positional(args::RUNTIME).map(String::from),
     };
     let answer: InterruptReply = daemon_op(&req, &format!("interrupting {peer}"))?;
     print(&format!("interrupted {}\n", answer.identity))
@@ -195,14 +196,14 @@ pub fn interrupt(inv: &Invocation) -> CliResult {
 /// `compact <peer> [runtime] [--json]`.
 pub fn compact(inv: &Invocation) -> CliResult {
     let peer = inv
-        .positional("peer")
+        .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
     let req = Request::Compact {
         personality: peer.to_string(),
-        runtime: inv.positional("runtime").map(String::from),
+        runtime: inv.positional(args::RUNTIME).map(String::from),
     };
     let answer: CompactReply = daemon_op(&req, &format!("compacting {peer}"))?;
-    if inv.flag("json") {
+    if inv.flag(flags::JSON) {
         return print(&format!("{}\n", super::json_line(&Answer::Ok(answer))));
     }
     let resumed = if answer.resumed {
@@ -269,11 +270,11 @@ pub fn refresh(inv: &Invocation) -> CliResult {
     let paths = paths()?;
     let registry =
         crate::registry::Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
-    let peers: Vec<&crate::registry::RegistryPeer> = if inv.flag("all") {
+    let peers: Vec<&crate::registry::RegistryPeer> = if inv.flag(flags::ALL) {
         registry.peers.iter().collect()
     } else {
         let p = inv
-            .positional("peer")
+            .positional(args::PEER)
             .ok_or_else(|| usage(inv, "name a peer or pass --all"))?;
         vec![registry.find(p).ok_or_else(|| {
             CliError::Failed(format!("peer \"{p}\" is not in the iapeer peers index"))
@@ -281,7 +282,7 @@ pub fn refresh(inv: &Invocation) -> CliResult {
     };
     let mut marked = Vec::new();
     for peer in peers {
-        let rts: Vec<&String> = match inv.positional("runtime") {
+        let rts: Vec<&String> = match inv.positional(args::RUNTIME) {
             Some(rt) if peer.declares(rt) => peer.runtimes.iter().filter(|r| *r == rt).collect(),
             Some(rt) => {
                 return Err(CliError::Failed(format!(

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::client::Client;
 use super::parse::Invocation;
+use super::spec::{args, flags};
 use super::{paths, print, usage, CliError, CliResult};
 use crate::markers::Markers;
 use crate::names::{Identity, Intelligence};
@@ -29,9 +30,9 @@ fn bearer() -> bool {
 /// The options `create` and `init` share, from their flags.
 fn init_options(inv: &Invocation) -> InitOptions<'_> {
     InitOptions {
-        runtime: inv.value("runtime"),
-        description: inv.value("description"),
-        intelligence: inv.value("intelligence"),
+        runtime: inv.value(flags::PEER_RUNTIME),
+        description: inv.value(flags::DESCRIPTION),
+        intelligence: inv.value(flags::INTELLIGENCE),
         bearer: bearer(),
     }
 }
@@ -39,12 +40,12 @@ fn init_options(inv: &Invocation) -> InitOptions<'_> {
 /// `create <name>`: make the folder (`--path`, else `<root>/peers/<name>`) and `init` it.
 pub fn create(inv: &Invocation) -> CliResult {
     let name = inv
-        .positional("name")
+        .positional(args::NAME)
         .ok_or_else(|| usage(inv, "missing <name>"))?;
     // The name is judged before anything else, as it always was.
     peers::check_name(name).map_err(fail)?;
     let paths = paths()?;
-    let folder = match inv.value("path") {
+    let folder = match inv.value(flags::PATH) {
         Some(p) => Some(absolute(Path::new(p))?),
         None => None,
     };
@@ -57,7 +58,7 @@ pub fn create(inv: &Invocation) -> CliResult {
 /// `init [folder]`: turn a folder (default: the current one) into a peer named after it.
 pub fn init(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let folder = match inv.positional("folder") {
+    let folder = match inv.positional(args::FOLDER) {
         Some(f) => absolute(Path::new(f))?,
         None => std::env::current_dir()
             .map_err(|e| fail(format!("cannot read the current folder: {e}")))?,
@@ -70,14 +71,14 @@ pub fn init(inv: &Invocation) -> CliResult {
 /// Start a new always-on peer in a running daemon, unless `--no-bootstrap`.
 fn bootstrap(inv: &Invocation, paths: &Paths, born: &Initialized) {
     if let Some(rt) = &born.always_on {
-        if !inv.flag("no-bootstrap") {
+        if !inv.flag(flags::NO_BOOTSTRAP) {
             start_always_on(paths, &born.peer.personality, rt);
         }
     }
 }
 
 fn report(inv: &Invocation, what: &str, p: &RegistryPeer) -> CliResult {
-    if inv.flag("json") {
+    if inv.flag(flags::JSON) {
         return print(&format!(
             "{}\n",
             serde_json::to_value(p).unwrap_or(Value::Null)
@@ -126,7 +127,7 @@ fn start_always_on(paths: &Paths, name: &str, runtime: &str) {
 /// markers; keep the folder.
 pub fn remove(inv: &Invocation) -> CliResult {
     let name = inv
-        .positional("peer")
+        .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
     let paths = paths()?;
     let registry = Registry::load(&paths).map_err(fail)?;
@@ -141,7 +142,7 @@ pub fn remove(inv: &Invocation) -> CliResult {
             .keys()
             .filter(|k| k.split_once('-').map(|(_, p)| p) == Some(name))
             .collect();
-        if !ids.is_empty() && !inv.flag("force") {
+        if !ids.is_empty() && !inv.flag(flags::FORCE) {
             let ids: Vec<&str> = ids.iter().map(|s| s.as_str()).collect();
             return Err(fail(format!(
                 "peer \"{name}\" is live ({}) — stop it first (iapeer stop {name}) or pass --force",
@@ -193,11 +194,11 @@ pub fn remove(inv: &Invocation) -> CliResult {
 /// The peers a `--peer <p> | --all` verb acts on.
 fn selected_peers(paths: &Paths, inv: &Invocation) -> Result<Vec<RegistryPeer>, CliError> {
     let registry = Registry::load(paths).map_err(fail)?;
-    if inv.flag("all") {
+    if inv.flag(flags::ALL) {
         return Ok(registry.peers);
     }
     let p = inv
-        .value("peer")
+        .value(flags::PEER)
         .ok_or_else(|| usage(inv, "pass --peer <p> or --all"))?;
     registry
         .find(p)
@@ -219,7 +220,7 @@ fn store(paths: &Paths, profile: &Profile, cwd: &Path) -> Result<(), CliError> {
 /// the default runtime never changes.
 pub fn add_runtime(inv: &Invocation) -> CliResult {
     let rt = inv
-        .positional("rt")
+        .positional(args::RT)
         .ok_or_else(|| usage(inv, "missing <rt>"))?;
     let paths = paths()?;
     let kind = runtime::adapter_for(&paths, rt).map_err(fail)?.kind();
@@ -264,7 +265,7 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
 /// declare it; refuse for those that do not.
 pub fn default_runtime(inv: &Invocation) -> CliResult {
     let rt = inv
-        .positional("rt")
+        .positional(args::RT)
         .ok_or_else(|| usage(inv, "missing <rt>"))?;
     let paths = paths()?;
     let mut out = String::new();

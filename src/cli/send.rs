@@ -6,6 +6,7 @@ use std::path::Path;
 use super::client::Client;
 use super::parse::Invocation;
 use super::sender::resolve_sender;
+use super::spec::{args, flags};
 use super::{json_line, paths, print, usage, CliError, CliResult};
 use crate::daemon::route::MAX_MESSAGE_CHARS;
 use crate::protocol::{Answer, Code, Reply, Request, SendReply, SendResult, MAX_LINE};
@@ -67,7 +68,7 @@ fn read_bounded(mut r: impl Read) -> Result<String, CliError> {
 }
 
 fn read_message(inv: &Invocation) -> Result<String, CliError> {
-    match (inv.value("message"), inv.value("message-file")) {
+    match (inv.value(flags::MESSAGE), inv.value(flags::MESSAGE_FILE)) {
         (Some(_), Some(_)) => Err(usage(inv, "pass --message or --message-file, not both")),
         (None, None) => Err(usage(
             inv,
@@ -86,7 +87,7 @@ fn read_message(inv: &Invocation) -> Result<String, CliError> {
 /// Run `iapeer send`.
 pub fn run(inv: &Invocation) -> CliResult {
     let target = inv
-        .positional("target")
+        .positional(args::TARGET)
         .ok_or_else(|| usage(inv, "missing <target>"))?
         .to_string();
     let message = read_message(inv)?;
@@ -94,7 +95,7 @@ pub fn run(inv: &Invocation) -> CliResult {
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::Failed(format!("cannot read the current folder: {e}")))?;
     let cwd = cwd.canonicalize().unwrap_or(cwd);
-    let needs_registry = inv.value("from").is_none()
+    let needs_registry = inv.value(flags::FROM).is_none()
         && std::env::var("PEER_IDENTITY").map_or(true, |v| v.trim().is_empty());
     let registry = if needs_registry {
         Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?
@@ -102,14 +103,14 @@ pub fn run(inv: &Invocation) -> CliResult {
         Registry::default()
     };
     let from = resolve_sender(
-        inv.value("from"),
+        inv.value(flags::FROM),
         std::env::var("PEER_IDENTITY").ok().as_deref(),
         &cwd,
         &registry,
     )
     .map_err(CliError::Failed)?;
     let attachments: Vec<String> = inv
-        .values("attachment")
+        .values(flags::ATTACHMENT)
         .iter()
         .map(|a| absolute(&cwd, a))
         .collect();
@@ -117,12 +118,12 @@ pub fn run(inv: &Invocation) -> CliResult {
     let req = Request::Send {
         from,
         to: target.clone(),
-        runtime: inv.value("runtime").map(String::from),
+        runtime: inv.value(flags::SEND_RUNTIME).map(String::from),
         message,
-        topic: inv.value("topic").map(String::from),
+        topic: inv.value(flags::TOPIC).map(String::from),
         attachments,
     };
-    let json_out = inv.flag("json");
+    let json_out = inv.flag(flags::JSON);
     let encoded = serde_json::to_string(&req).map_or(usize::MAX, |line| line.len());
     if encoded >= MAX_LINE {
         // Too big for one protocol line (escaping can grow a body): refuse it here.

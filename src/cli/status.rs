@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::client::Client;
 use super::parse::Invocation;
+use super::spec::flags;
 use super::view::{build_rows, LiveState, PeerRow};
 use super::{json_line, paths, print, CliError, CliResult};
 use crate::markers::{Flag, Markers};
@@ -111,7 +112,7 @@ pub fn run(inv: &Invocation) -> CliResult {
     );
     let (l, a, s, p) = summarize(&rows);
     let healthy = answer.is_some();
-    if inv.flag("json") {
+    if inv.flag(flags::JSON) {
         let doc = StatusDoc {
             version: env!("CARGO_PKG_VERSION"),
             healthy,

@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::parse::Invocation;
+use super::spec::flags;
 use super::{json_line, paths, print, CliError, CliResult};
 use crate::paths::{peer, Paths};
 use crate::profile::{self, Profile};
@@ -47,16 +48,16 @@ struct VerifyDoc<'a> {
 pub fn run(inv: &Invocation) -> CliResult {
     let paths = paths()?;
     let mut changes = Vec::new();
-    if inv.flag("fix") {
+    if inv.flag(flags::FIX) {
         changes = rebuild(&paths)?;
     }
     let problems = find_problems(&paths);
     let peers = Registry::load(&paths).map(|r| r.peers.len()).unwrap_or(0);
-    if inv.flag("json") {
+    if inv.flag(flags::JSON) {
         let doc = VerifyDoc {
             ok: problems.is_empty(),
             peers,
-            fixed: inv.flag("fix"),
+            fixed: inv.flag(flags::FIX),
             changes: changes
                 .iter()
                 .map(|(p, what)| ChangeDoc {
@@ -81,7 +82,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         if problems.is_empty() {
             out.push_str(&format!(
                 "ok: {peers} peer(s), no problems{}\n",
-                if inv.flag("fix") {
+                if inv.flag(flags::FIX) {
                     " (registry rebuilt from the profiles)"
                 } else {
                     ""
@@ -91,7 +92,7 @@ pub fn run(inv: &Invocation) -> CliResult {
             for (p, what) in &problems {
                 out.push_str(&format!("{p}: {what}\n"));
             }
-            if !inv.flag("fix") {
+            if !inv.flag(flags::FIX) {
                 out.push_str("run iapeer verify --fix to rebuild the registry from the profiles\n");
             }
         }

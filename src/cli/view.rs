@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::client::Client;
 use super::parse::Invocation;
+use super::spec::flags;
 use super::{json_line, paths, print, CliError, CliResult};
 use crate::markers::{Flag, Markers};
 use crate::paths::Paths;
@@ -243,7 +244,7 @@ pub fn list(inv: &Invocation) -> CliResult {
                 .and_then(|pr| pr.wake_policy.clone())
         },
     );
-    if inv.flag("json") {
+    if inv.flag(flags::JSON) {
         return print(&format!("{}\n", json_line(&rows)));
     }
     let width = std::io::stdout()
