@@ -1,7 +1,11 @@
 //! Daemon configuration from the environment (spec 11 §3). Integer knobs that do not parse as
-//! positive integers fall back to their default with one warning each.
+//! positive integers fall back to their default with one warning each. Every variable's name,
+//! default and doc line is a row of [`vars::ENV_VARS`]; this file only says where each value
+//! goes.
 
 use std::time::Duration;
+
+pub mod vars;
 
 /// How `tools/call` callers are authenticated (spec 02 §4, `IAPEER_MCP_AUTH`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,47 +19,47 @@ pub enum McpAuth {
 /// Every tunable the daemon reads at start-up.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// Loopback HTTP port (`IAPEER_PORT`, default 8765; 0 = any free port).
+    /// Loopback HTTP port (`IAPEER_PORT`).
     pub port: u16,
     /// Bearer required on every HTTP request (`IAPEER_BEARER_TOKEN`).
     pub bearer: Option<String>,
     /// Caller authentication mode (`IAPEER_MCP_AUTH`).
     pub mcp_auth: McpAuth,
-    /// Idle time before an agent is slept (`IAPEER_IDLE_SECS`, 3600 s).
+    /// Idle time before an agent is slept (`IAPEER_IDLE_SECS`).
     pub idle: Duration,
-    /// Boot → ready deadline (`IAPEER_BOOT_DEADLINE_SECS`, 240 s).
+    /// Boot → ready deadline (`IAPEER_BOOT_DEADLINE_SECS`).
     pub boot_deadline: Duration,
-    /// First message → model activity deadline (`IAPEER_READY_GATE_SECS`, 120 s).
+    /// First message → model activity deadline (`IAPEER_READY_GATE_SECS`).
     pub ready_gate: Duration,
-    /// Deaths that trip the crash-loop guard (`IAPEER_CRASHLOOP_MAX`, 3).
+    /// Deaths that trip the crash-loop guard (`IAPEER_CRASHLOOP_MAX`).
     pub crashloop_max: usize,
-    /// Window of the crash-loop guard (`IAPEER_CRASHLOOP_WINDOW_SECS`, 300 s).
+    /// Window of the crash-loop guard (`IAPEER_CRASHLOOP_WINDOW_SECS`).
     pub crashloop_window: Duration,
-    /// Delivery confirmation grace (`IAP_HOST_LIVENESS_GRACE_MS`, 4000 ms).
+    /// Delivery confirmation grace (`IAP_HOST_LIVENESS_GRACE_MS`).
     pub liveness_grace: Duration,
-    /// Supervise tick period (`IAPEER_TICK_SECS`, 60 s; a test knob).
+    /// Supervise tick period (`IAPEER_TICK_SECS`).
     pub tick: Duration,
     /// Log routine tick decisions (`IAPEER_SUPERVISE_LOG_VERBOSE=1`).
     pub supervise_verbose: bool,
-    /// Grace for an always-on peer that is restarting (`IAP_ALWAYS_ON_REVIVE_GRACE_MS`, 4000 ms).
+    /// Grace for an always-on peer that is restarting (`IAP_ALWAYS_ON_REVIVE_GRACE_MS`).
     pub revive_grace: Duration,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Config {
-            port: 8765,
+            port: vars::IAPEER_PORT.default_u64() as u16,
             bearer: None,
             mcp_auth: McpAuth::Token,
-            idle: Duration::from_secs(3600),
-            boot_deadline: Duration::from_secs(240),
-            ready_gate: Duration::from_secs(120),
-            crashloop_max: 3,
-            crashloop_window: Duration::from_secs(300),
-            liveness_grace: Duration::from_millis(4000),
-            tick: Duration::from_secs(60),
+            idle: vars::IAPEER_IDLE_SECS.default_duration(),
+            boot_deadline: vars::IAPEER_BOOT_DEADLINE_SECS.default_duration(),
+            ready_gate: vars::IAPEER_READY_GATE_SECS.default_duration(),
+            crashloop_max: vars::IAPEER_CRASHLOOP_MAX.default_u64() as usize,
+            crashloop_window: vars::IAPEER_CRASHLOOP_WINDOW_SECS.default_duration(),
+            liveness_grace: vars::IAP_HOST_LIVENESS_GRACE_MS.default_duration(),
+            tick: vars::IAPEER_TICK_SECS.default_duration(),
             supervise_verbose: false,
-            revive_grace: Duration::from_millis(4000),
+            revive_grace: vars::IAP_ALWAYS_ON_REVIVE_GRACE_MS.default_duration(),
         }
     }
 }
@@ -67,72 +71,40 @@ impl Config {
         Config::from_lookup(|k| std::env::var(k).ok())
     }
 
-    /// Build from any key lookup (pure; used by tests).
+    /// Build from any key lookup (pure; used by tests). Names, defaults and parsing come from
+    /// the rows of [`vars`].
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> (Config, Vec<String>) {
-        let d = Config::default();
         let mut warnings = Vec::new();
-        let num = |warnings: &mut Vec<String>, key: &str, default: u64, allow_zero: bool| -> u64 {
-            match get(key) {
-                None => default,
-                Some(v) if v.trim().is_empty() => default,
-                Some(v) => match v.trim().parse::<u64>() {
-                    Ok(n) if n > 0 || allow_zero => n,
-                    _ => {
-                        warnings.push(format!(
-                            "{key}={v:?} is not a positive integer; using {default}"
-                        ));
-                        default
-                    }
-                },
-            }
-        };
         let w = &mut warnings;
-        let port = num(w, "IAPEER_PORT", 8765, true);
+        let raw = |v: &vars::EnvVar| get(v.name);
+        let duration =
+            |w: &mut Vec<String>, v: &vars::EnvVar| v.parse_duration(raw(v).as_deref(), w);
+        let port = vars::IAPEER_PORT.parse_u64(raw(&vars::IAPEER_PORT).as_deref(), w);
         let port = u16::try_from(port).unwrap_or_else(|_| {
-            w.push(format!("IAPEER_PORT={port} is out of range; using 8765"));
-            8765
+            let default = vars::IAPEER_PORT.default_u64();
+            w.push(format!(
+                "IAPEER_PORT={port} is out of range; using {default}"
+            ));
+            default as u16
         });
-        let cfg = Config {
+        let crashloop_max =
+            vars::IAPEER_CRASHLOOP_MAX.parse_u64(raw(&vars::IAPEER_CRASHLOOP_MAX).as_deref(), w);
+        let mut cfg = Config {
             port,
-            bearer: get("IAPEER_BEARER_TOKEN").filter(|v| !v.is_empty()),
+            bearer: raw(&vars::IAPEER_BEARER_TOKEN).filter(|v| !v.is_empty()),
             mcp_auth: McpAuth::Token,
-            idle: Duration::from_secs(num(w, "IAPEER_IDLE_SECS", d.idle.as_secs(), false)),
-            boot_deadline: Duration::from_secs(num(
-                w,
-                "IAPEER_BOOT_DEADLINE_SECS",
-                d.boot_deadline.as_secs(),
-                false,
-            )),
-            ready_gate: Duration::from_secs(num(
-                w,
-                "IAPEER_READY_GATE_SECS",
-                d.ready_gate.as_secs(),
-                false,
-            )),
-            crashloop_max: num(w, "IAPEER_CRASHLOOP_MAX", 3, false) as usize,
-            crashloop_window: Duration::from_secs(num(
-                w,
-                "IAPEER_CRASHLOOP_WINDOW_SECS",
-                d.crashloop_window.as_secs(),
-                false,
-            )),
-            liveness_grace: Duration::from_millis(num(
-                w,
-                "IAP_HOST_LIVENESS_GRACE_MS",
-                4000,
-                false,
-            )),
-            tick: Duration::from_secs(num(w, "IAPEER_TICK_SECS", 60, false)),
-            supervise_verbose: get("IAPEER_SUPERVISE_LOG_VERBOSE").as_deref() == Some("1"),
-            revive_grace: Duration::from_millis(num(
-                w,
-                "IAP_ALWAYS_ON_REVIVE_GRACE_MS",
-                4000,
-                false,
-            )),
+            idle: duration(w, &vars::IAPEER_IDLE_SECS),
+            boot_deadline: duration(w, &vars::IAPEER_BOOT_DEADLINE_SECS),
+            ready_gate: duration(w, &vars::IAPEER_READY_GATE_SECS),
+            crashloop_max: crashloop_max as usize,
+            crashloop_window: duration(w, &vars::IAPEER_CRASHLOOP_WINDOW_SECS),
+            liveness_grace: duration(w, &vars::IAP_HOST_LIVENESS_GRACE_MS),
+            tick: duration(w, &vars::IAPEER_TICK_SECS),
+            supervise_verbose: vars::IAPEER_SUPERVISE_LOG_VERBOSE
+                .parse_switch(raw(&vars::IAPEER_SUPERVISE_LOG_VERBOSE).as_deref()),
+            revive_grace: duration(w, &vars::IAP_ALWAYS_ON_REVIVE_GRACE_MS),
         };
-        let mut cfg = cfg;
-        match get("IAPEER_MCP_AUTH").as_deref() {
+        match raw(&vars::IAPEER_MCP_AUTH).as_deref() {
             None | Some("") | Some("token") => {}
             Some("header") => cfg.mcp_auth = McpAuth::Header,
             Some(other) => warnings.push(format!(

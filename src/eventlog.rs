@@ -193,11 +193,14 @@ impl EventLog {
     }
 
     /// A log at `path` whose limits come from `IAPEER_<NAME>_LOG_MAX_BYTES` and
-    /// `IAPEER_<NAME>_LOG_KEEP` (`name` = `LIFECYCLE`, `DELIVERY` or `EXITS`). Junk or
-    /// non-positive values fall back to the defaults with one `log::warn!` line.
+    /// `IAPEER_<NAME>_LOG_KEEP` (`name` = `LIFECYCLE`, `DELIVERY` or `EXITS`; their rows and
+    /// defaults are in [`crate::config::vars`]). Junk or non-positive values fall back to the
+    /// defaults with one `log::warn!` line.
     pub fn from_env(path: impl Into<PathBuf>, name: &str) -> EventLog {
-        let read = |suffix: &str, default: u64| -> u64 {
+        let limits = crate::config::vars::event_log_limits(name);
+        let read = |suffix: &str, row: Option<&crate::config::vars::EnvVar>, fallback: u64| {
             let var = format!("IAPEER_{name}_LOG_{suffix}");
+            let default = row.map_or(fallback, |r| r.default_u64());
             let raw = std::env::var(&var).ok();
             match (raw.as_deref(), positive_setting(raw.as_deref())) {
                 (_, Some(n)) => n,
@@ -208,8 +211,8 @@ impl EventLog {
                 }
             }
         };
-        let max = read("MAX_BYTES", DEFAULT_MAX_BYTES);
-        let keep = read("KEEP", u64::from(DEFAULT_KEEP));
+        let max = read("MAX_BYTES", limits.map(|l| l.0), DEFAULT_MAX_BYTES);
+        let keep = read("KEEP", limits.map(|l| l.1), u64::from(DEFAULT_KEEP));
         EventLog::new(path, max, u32::try_from(keep).unwrap_or(u32::MAX))
     }
 

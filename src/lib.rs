@@ -4,6 +4,7 @@
 //! The product specification lives outside this crate; doc comments name the part and section
 //! (`spec 03 §2`) each item implements.
 
+pub mod adapter;
 pub mod cli;
 pub mod clock;
 pub mod config;
@@ -16,8 +17,11 @@ pub mod launch_env;
 pub mod markers;
 pub mod names;
 pub mod paths;
+pub mod peers;
 pub mod profile;
 pub mod prompt;
+pub mod protocol;
 pub mod registry;
 pub mod runtime;
 pub mod session;
+pub mod term;

@@ -1,21 +1,23 @@
 //! The CLI end of the control socket (spec 02 §2, spec 07 "General rules"): connect, send one
-//! request line, show progress lines as a one-line indicator on a TTY, return the final line.
+//! request line, show progress lines as a one-line indicator on a TTY, return the final reply
+//! as its type from [`crate::protocol`].
 
 use std::io::{self, BufRead, BufReader, IsTerminal, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde::de::DeserializeOwned;
 
 use crate::paths::Paths;
+use crate::protocol::{Answer, Line, Progress, Request};
 
 /// Why a request did not produce a final answer.
 #[derive(Debug)]
 pub enum ClientError {
     /// Nothing answers on the socket.
     NotRunning(PathBuf),
-    /// The connection broke or the answer was not JSON.
+    /// The connection broke or the answer was not JSON of the expected shape.
     Broken(String),
 }
 
@@ -51,14 +53,19 @@ impl Client {
         })
     }
 
-    /// Send `req` and wait for the final line. `progress` sees every progress line.
-    pub fn request(
+    /// Send `req` and wait for the final reply, read as `T` (the success type of `req`'s op,
+    /// e.g. [`crate::protocol::StopReply`] for `stop`) or a failure. `progress` sees every
+    /// progress line, and `None` whenever a read timeout set by the caller passes.
+    ///
+    /// Errors: [`ClientError::Broken`] when the connection breaks or a line does not parse.
+    pub fn request<T: DeserializeOwned>(
         &mut self,
-        req: &Value,
-        mut progress: impl FnMut(&Value),
-    ) -> Result<Value, ClientError> {
+        req: &Request,
+        mut progress: impl FnMut(Option<&Progress>),
+    ) -> Result<Answer<T>, ClientError> {
         let broken = |e: io::Error| ClientError::Broken(e.to_string());
-        let mut line = req.to_string();
+        let mut line = serde_json::to_string(req)
+            .map_err(|e| ClientError::Broken(format!("cannot encode the request: {e}")))?;
         line.push('\n');
         self.reader
             .get_mut()
@@ -79,7 +86,7 @@ impl Client {
                         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                     ) =>
                 {
-                    progress(&Value::Null);
+                    progress(None);
                     // read_line may have consumed a partial line into buf; keep reading it.
                     if !buf.is_empty() {
                         let mut rest = String::new();
@@ -95,23 +102,22 @@ impl Client {
                 }
                 Err(e) => return Err(broken(e)),
             }
-            let v: Value = serde_json::from_str(buf.trim_end())
-                .map_err(|e| ClientError::Broken(format!("bad answer: {e}")))?;
-            if v.get("progress").is_some() {
-                progress(&v);
-                continue;
+            match Line::<T>::parse(buf.trim_end())
+                .map_err(|e| ClientError::Broken(format!("bad answer: {e}")))?
+            {
+                Line::Progress(p) => progress(Some(&p)),
+                Line::Final(answer) => return Ok(answer),
             }
-            return Ok(v);
         }
     }
 
     /// Like [`Client::request`], showing progress as a one-line indicator on stderr when it
     /// is a terminal (never otherwise).
-    pub fn request_with_indicator(
+    pub fn request_with_indicator<T: DeserializeOwned>(
         &mut self,
-        req: &Value,
+        req: &Request,
         what: &str,
-    ) -> Result<Value, ClientError> {
+    ) -> Result<Answer<T>, ClientError> {
         if !io::stderr().is_terminal() {
             return self.request(req, |_| {});
         }
@@ -159,9 +165,9 @@ impl Indicator {
         }
     }
 
-    fn update(&mut self, v: &Value) {
-        if let Some(p) = v.get("progress").and_then(Value::as_str) {
-            self.phase = p.to_string();
+    fn update(&mut self, p: Option<&Progress>) {
+        if let Some(p) = p {
+            self.phase = p.progress.clone();
         }
         // Only show once the wait is noticeable.
         if self.started.elapsed() < Duration::from_millis(400) {

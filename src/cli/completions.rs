@@ -1,7 +1,9 @@
 //! Shell completions from the table (spec 07 "Man page and completions"):
 //! `iapeer --generate completions-bash|completions-zsh|completions-fish` prints a script that
 //! completes the visible verbs (and the bare runtimes), each verb's flags, and file names for
-//! flags and positionals that take a path. Hidden verbs are left out.
+//! flags and positionals whose completion kind in the table is
+//! [`Complete::Path`](super::spec::Complete::Path). Hidden
+//! verbs are left out.
 
 use std::fmt::Write as _;
 
@@ -45,11 +47,6 @@ fn flags_of(v: &VerbSpec) -> Vec<FlagSpec> {
     let mut flags = v.flags.to_vec();
     flags.push(HELP_FLAG);
     flags
-}
-
-/// True when a value or positional of this name is a path, so file names are offered.
-fn is_path(name: &str) -> bool {
-    name.contains("path") || name.contains("folder")
 }
 
 fn bash() -> String {
@@ -132,7 +129,11 @@ fn zsh_flag(f: &FlagSpec) -> String {
         None => format!("{names}[{help}]'"),
         Some(value) => {
             let shown = zsh_escape(&value.replace(['<', '>'], ""));
-            let action = if is_path(value) { "_files" } else { " " };
+            let action = if f.complete.offers_files() {
+                "_files"
+            } else {
+                " "
+            };
             format!("{names}=[{help}]:{shown}:{action}'")
         }
     }
@@ -163,7 +164,7 @@ fn zsh() -> String {
             let _ = write!(out, " \\\n        {}", zsh_flag(&f));
         }
         if !v.positionals.is_empty() {
-            let action = if v.positionals.iter().any(|p| is_path(p.name)) {
+            let action = if v.positionals.iter().any(|p| p.complete.offers_files()) {
                 "_files"
             } else {
                 " "
@@ -191,8 +192,12 @@ fn fish_flag(condition: &str, f: &FlagSpec) -> String {
         let _ = write!(line, " -s {c}");
     }
     let _ = write!(line, " -l {}", f.long);
-    if let Some(value) = f.value {
-        line.push_str(if is_path(value) { " -r -F" } else { " -r" });
+    if f.value.is_some() {
+        line.push_str(if f.complete.offers_files() {
+            " -r -F"
+        } else {
+            " -r"
+        });
     }
     let _ = write!(line, " -d {}", fish_quote(f.help));
     line
@@ -218,7 +223,7 @@ fn fish() -> String {
         for f in flags_of(v) {
             let _ = writeln!(out, "{}", fish_flag(&condition, &f));
         }
-        if v.positionals.iter().any(|p| is_path(p.name)) {
+        if v.positionals.iter().any(|p| p.complete.offers_files()) {
             let _ = writeln!(out, "complete -c iapeer -n {condition} -F");
         }
     }
@@ -259,6 +264,25 @@ mod tests {
                 "{shell:?}: hidden verb listed"
             );
             assert!(script.ends_with('\n'));
+        }
+    }
+
+    #[test]
+    fn file_names_follow_the_completion_kind() {
+        let fish = render(Shell::Fish);
+        let zsh = render(Shell::Zsh);
+        for v in VERBS.iter().filter(|v| !v.hidden) {
+            let condition = fish_quote(&format!("__fish_seen_subcommand_from {}", v.name));
+            for f in v.flags.iter().filter(|f| f.value.is_some()) {
+                let line = format!("complete -c iapeer -n {condition} -l {} -r -F", f.long);
+                assert_eq!(fish.contains(&line), f.complete.offers_files(), "{line}");
+                let files = zsh_flag(f).ends_with(":_files'");
+                assert!(zsh.contains(&zsh_flag(f)), "zsh --{}", f.long);
+                assert_eq!(files, f.complete.offers_files(), "zsh --{}", f.long);
+            }
+            let positional_files = v.positionals.iter().any(|p| p.complete.offers_files());
+            let line = format!("complete -c iapeer -n {condition} -F\n");
+            assert_eq!(fish.contains(&line), positional_files, "{line}");
         }
     }
 

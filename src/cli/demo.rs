@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::parse::Invocation;
+use super::spec::flags;
 use super::{CliError, CliResult};
 use crate::eventlog::parse_line;
 use crate::fsutil::{ensure_dir, random_hex, write_json_atomic, MODE_SHARED};
@@ -246,7 +247,7 @@ fn on_interrupt(
 
 /// Run `iapeer demo`.
 pub fn run(inv: &Invocation) -> CliResult {
-    let keep = inv.flag("keep");
+    let keep = inv.flag(flags::KEEP);
     let exe =
         std::env::current_exe().map_err(|e| fail(format!("cannot find the iapeer binary: {e}")))?;
     let root = std::env::temp_dir().join(format!("iapeer-demo-{}", random_hex(4)));

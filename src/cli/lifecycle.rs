@@ -3,73 +3,70 @@
 
 use std::io::IsTerminal;
 
-use serde_json::{json, Value};
+use serde::de::DeserializeOwned;
 
 use super::client::Client;
 use super::parse::Invocation;
+use super::spec::{args, flags};
 use super::{paths, print, usage, CliError, CliResult};
+use crate::protocol::{
+    Answer, CompactOutcome, CompactReply, Failure, IdentityReply, InterruptReply, LiveRuntimeReply,
+    NewReply, Request, StartReply, StopReply, WakeReply,
+};
 
-fn failed(answer: &Value) -> CliError {
-    let error = answer["error"].as_str().unwrap_or("failed");
+fn failed(f: Failure) -> CliError {
+    let error = f.error;
     if error.ends_with("no transcript to resume") || error.ends_with("no codex session to resume") {
         return CliError::Failed(format!(
             "{error} — start a fresh session with: iapeer new <peer>"
         ));
     }
-    CliError::Failed(error.to_string())
+    CliError::Failed(error)
+}
+
+/// The success of `answer`, or its failure as the CLI's error.
+fn succeeded<T>(answer: Answer<T>) -> Result<T, CliError> {
+    answer.into_result().map_err(failed)
 }
 
 /// `stop <peer> [runtime] | --all` and `start …`.
 pub fn stop_start(inv: &Invocation, stop: bool) -> CliResult {
-    let all = inv.flag("all");
-    let peer = inv.positional("peer");
+    let all = inv.flag(flags::ALL);
+    let peer = inv.positional(args::PEER);
     if all == peer.is_some() {
         return Err(usage(inv, "name a peer or pass --all"));
     }
-    let op = if stop { "stop" } else { "start" };
-    let req =
-        json!({"op": op, "personality": peer, "runtime": inv.positional("runtime"), "all": all});
+    let personality = peer.map(String::from);
+    let runtime = inv.positional(args::RUNTIME).map(String::from);
     let paths = paths()?;
-    let answer = Client::connect(&paths)?.request(&req, |_| {})?;
-    if answer["ok"] != json!(true) {
-        return Err(failed(&answer));
-    }
-    let list = |k: &str| -> Vec<String> {
-        answer[k]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
+    let mut client = Client::connect(&paths)?;
+    let nothing_or = |ids: &[String]| {
+        if ids.is_empty() {
+            "nothing".to_string()
+        } else {
+            ids.join(", ")
+        }
     };
     let text = if stop {
-        let ended = list("ended");
-        let stopped = list("stopped");
-        let mut s = format!(
-            "stopped {}",
-            if stopped.is_empty() {
-                "nothing".to_string()
-            } else {
-                stopped.join(", ")
-            }
-        );
+        let req = Request::Stop {
+            personality,
+            runtime,
+            all,
+        };
+        let StopReply { stopped, ended } = succeeded(client.request(&req, |_| {})?)?;
+        let mut s = format!("stopped {}", nothing_or(&stopped));
         if !ended.is_empty() {
             s.push_str(&format!(" (ended {})", ended.join(", ")));
         }
         s
     } else {
-        let cleared = list("cleared");
-        let started = list("started");
-        let mut s = format!(
-            "started {}",
-            if cleared.is_empty() {
-                "nothing".to_string()
-            } else {
-                cleared.join(", ")
-            }
-        );
+        let req = Request::Start {
+            personality,
+            runtime,
+            all,
+        };
+        let StartReply { cleared, started } = succeeded(client.request(&req, |_| {})?)?;
+        let mut s = format!("started {}", nothing_or(&cleared));
         if !started.is_empty() {
             s.push_str(&format!(" (running now: {})", started.join(", ")));
         } else if !cleared.is_empty() {
@@ -83,36 +80,41 @@ pub fn stop_start(inv: &Invocation, stop: bool) -> CliResult {
 /// `live-runtime <peer>`: the runtime the peer is live on; exit 1 with empty stdout if none.
 pub fn live_runtime(inv: &Invocation) -> CliResult {
     let peer = inv
-        .positional("peer")
+        .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
     let paths = paths()?;
-    let answer = Client::connect(&paths)?
-        .request(&json!({"op": "live-runtime", "personality": peer}), |_| {})?;
-    match answer["runtime"].as_str() {
-        Some(rt) if answer["ok"] == json!(true) => print(&format!("{rt}\n")),
-        _ => Err(CliError::Exit(1)),
+    let req = Request::LiveRuntime {
+        personality: peer.to_string(),
+    };
+    match Client::connect(&paths)?.request::<LiveRuntimeReply>(&req, |_| {})? {
+        Answer::Ok(r) => print(&format!("{}\n", r.runtime)),
+        Answer::Failed(_) => Err(CliError::Exit(1)),
     }
 }
 
 /// `attach <peer> [runtime]`: wake with resume if asleep, then attach this terminal.
 pub fn attach(inv: &Invocation) -> CliResult {
     let peer = inv
-        .positional("peer")
+        .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
     if !std::io::stdin().is_terminal() {
         return Err(CliError::Failed("attach needs a terminal on stdin".into()));
     }
-    let req = json!({"op": "attach", "personality": peer, "runtime": inv.positional("runtime")});
+    let req = Request::Attach {
+        personality: peer.to_string(),
+        runtime: inv.positional(args::RUNTIME).map(String::from),
+        fresh: false,
+        no_attach: false,
+    };
     connect_and_attach(&req, peer)
 }
 
-fn connect_and_attach(req: &Value, what: &str) -> CliResult {
+fn connect_and_attach(req: &Request, what: &str) -> CliResult {
     let paths = paths()?;
     let mut client = Client::connect(&paths)?;
-    let answer = client.request_with_indicator(req, &format!("attaching to {what}"))?;
-    if answer["ok"] != json!(true) {
-        return Err(failed(&answer));
-    }
+    let answer =
+        client.request_with_indicator::<WakeReply>(req, &format!("attaching to {what}"))?;
+    succeeded(answer)?;
     super::attach::run(client.into_stream()).map_err(|e| CliError::Failed(e.to_string()))
 }
 
@@ -136,41 +138,43 @@ pub fn runtime_shortcut(runtime: &str, _inv: &Invocation) -> CliResult {
         }
     };
     let tty = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
-    let req = json!({"op": "attach", "personality": name, "runtime": runtime, "fresh": true, "no_attach": !tty});
+    let req = Request::Attach {
+        personality: name.clone(),
+        runtime: Some(runtime.to_string()),
+        fresh: true,
+        no_attach: !tty,
+    };
     if tty {
         return connect_and_attach(&req, &name);
     }
-    let answer = Client::connect(&paths)?.request(&req, |_| {})?;
-    if answer["ok"] != json!(true) {
-        return Err(failed(&answer));
-    }
+    let ready: WakeReply = succeeded(Client::connect(&paths)?.request(&req, |_| {})?)?;
     print(&format!(
         "started a fresh session {runtime}-{name} (pid {})\n",
-        answer["pid"]
+        ready.pid
     ))
 }
 
-fn daemon_op(req: &Value, what: &str) -> Result<Value, CliError> {
+/// Send `req` with a progress indicator and return its success.
+fn daemon_op<T: DeserializeOwned>(req: &Request, what: &str) -> Result<T, CliError> {
     let paths = paths()?;
-    let answer = Client::connect(&paths)?.request_with_indicator(req, what)?;
-    if answer["ok"] != json!(true) {
-        return Err(failed(&answer));
-    }
-    Ok(answer)
+    succeeded(Client::connect(&paths)?.request_with_indicator(req, what)?)
 }
 
 /// `new <peer> [runtime]`: a fresh session now; exit 0 once it is ready.
 pub fn new(inv: &Invocation) -> CliResult {
     let peer = inv
-        .positional("peer")
+        .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
-    let req = json!({"op": "new", "personality": peer, "runtime": inv.positional("runtime")});
-    let answer = daemon_op(&req, &format!("restarting {peer}"))?;
+    let req = Request::New {
+        personality: peer.to_string(),
+        runtime: inv.positional(args::RUNTIME).map(String::from),
+    };
+    let answer: NewReply = daemon_op(&req, &format!("restarting {peer}"))?;
     print(&format!(
         "{} restarted fresh{}\n",
-        answer["identity"].as_str().unwrap_or(peer),
-        answer["pid"]
-            .as_u64()
+        answer.identity(),
+        answer
+            .pid()
             .map(|p| format!(" (pid {p})"))
             .unwrap_or_default()
     ))
@@ -179,41 +183,39 @@ pub fn new(inv: &Invocation) -> CliResult {
 /// `interrupt <peer> [runtime]`.
 pub fn interrupt(inv: &Invocation) -> CliResult {
     let peer = inv
-        .positional("peer")
+        .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
-    let req = json!({"op": "interrupt", "personality": peer, "runtime": inv.positional("runtime")});
-    let answer = daemon_op(&req, &format!("interrupting {peer}"))?;
-    print(&format!(
-        "interrupted {}\n",
-        answer["identity"].as_str().unwrap_or(peer)
-    ))
+    let req = Request::Interrupt {
+        personality: peer.to_string(),
+        runtime: inv.positional(args::RUNTIME).map(String::from),
+    };
+    let answer: InterruptReply = daemon_op(&req, &format!("interrupting {peer}"))?;
+    print(&format!("interrupted {}\n", answer.identity))
 }
 
 /// `compact <peer> [runtime] [--json]`.
 pub fn compact(inv: &Invocation) -> CliResult {
     let peer = inv
-        .positional("peer")
+        .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
-    let req = json!({"op": "compact", "personality": peer, "runtime": inv.positional("runtime")});
-    let answer = daemon_op(&req, &format!("compacting {peer}"))?;
-    if inv.flag("json") {
-        return print(&format!("{answer}\n"));
+    let req = Request::Compact {
+        personality: peer.to_string(),
+        runtime: inv.positional(args::RUNTIME).map(String::from),
+    };
+    let answer: CompactReply = daemon_op(&req, &format!("compacting {peer}"))?;
+    if inv.flag(flags::JSON) {
+        return print(&format!("{}\n", super::json_line(&Answer::Ok(answer))));
     }
-    let outcome = answer["outcome"].as_str().unwrap_or("?");
-    let resumed = if answer["resumed"] == json!(true) {
+    let resumed = if answer.resumed {
         " (resumed first)"
     } else {
         ""
     };
-    let line = match outcome {
-        "nothing-to-compact" => format!(
-            "{}: nothing to compact{resumed}",
-            answer["identity"].as_str().unwrap_or(peer)
-        ),
-        _ => format!(
-            "{}: {outcome}{resumed}",
-            answer["identity"].as_str().unwrap_or(peer)
-        ),
+    let line = match answer.outcome {
+        CompactOutcome::NothingToCompact => {
+            format!("{}: nothing to compact{resumed}", answer.identity)
+        }
+        CompactOutcome::Compacted => format!("{}: compacted{resumed}", answer.identity),
     };
     print(&format!("{line}\n"))
 }
@@ -232,14 +234,11 @@ fn own_identity() -> Result<crate::names::Identity, CliError> {
 /// `self-fresh`: end own session; a fresh one comes up right after.
 pub fn self_fresh(_inv: &Invocation) -> CliResult {
     let me = own_identity()?;
-    let answer = daemon_op(
-        &json!({"op": "self-fresh", "identity": me.to_string()}),
-        "restarting",
-    )?;
-    print(&format!(
-        "{}: a fresh session follows\n",
-        answer["identity"].as_str().unwrap_or("?")
-    ))
+    let req = Request::SelfFresh {
+        identity: me.to_string(),
+    };
+    let answer: IdentityReply = daemon_op(&req, "restarting")?;
+    print(&format!("{}: a fresh session follows\n", answer.identity))
 }
 
 /// `self-done`: arm the ephemeral quiet wind-down without sending anything.
@@ -271,11 +270,11 @@ pub fn refresh(inv: &Invocation) -> CliResult {
     let paths = paths()?;
     let registry =
         crate::registry::Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
-    let peers: Vec<&crate::registry::RegistryPeer> = if inv.flag("all") {
+    let peers: Vec<&crate::registry::RegistryPeer> = if inv.flag(flags::ALL) {
         registry.peers.iter().collect()
     } else {
         let p = inv
-            .positional("peer")
+            .positional(args::PEER)
             .ok_or_else(|| usage(inv, "name a peer or pass --all"))?;
         vec![registry.find(p).ok_or_else(|| {
             CliError::Failed(format!("peer \"{p}\" is not in the iapeer peers index"))
@@ -283,7 +282,7 @@ pub fn refresh(inv: &Invocation) -> CliResult {
     };
     let mut marked = Vec::new();
     for peer in peers {
-        let rts: Vec<&String> = match inv.positional("runtime") {
+        let rts: Vec<&String> = match inv.positional(args::RUNTIME) {
             Some(rt) if peer.declares(rt) => peer.runtimes.iter().filter(|r| *r == rt).collect(),
             Some(rt) => {
                 return Err(CliError::Failed(format!(

@@ -1,52 +1,16 @@
 //! The man page `man/iapeer.1` (roff, section 1), generated from the verb table (spec 07
 //! "Man page and completions"). The checked-in file is regenerated with
 //! `cargo run -- --generate man > man/iapeer.1` (or `IAPEER_BLESS=1 cargo test --lib cli::man`)
-//! and a test fails while it differs from [`render_man`].
+//! and a test fails while it differs from [`render_man`]. The ENVIRONMENT section comes from
+//! the table of environment variables, [`crate::config::vars::ENV_VARS`].
 
 use std::fmt::Write as _;
+
+use crate::config::vars::ENV_VARS;
 
 use super::spec::{
     FlagSpec, Group, VerbSpec, ABOUT, GENERATE_FLAG, GLOBAL_FLAGS, RUNTIME_SHORTCUT, VERBS,
 };
-
-/// One environment variable documented in the man page (spec 11 §3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EnvSpec {
-    /// The variable's name.
-    pub name: &'static str,
-    /// What it does, with its default.
-    pub meaning: &'static str,
-}
-
-/// The environment variables iapeer reads, in the order the man page lists them.
-pub const ENV_VARS: &[EnvSpec] = &[
-    env("IAPEER_ROOT", "the storage root (default ~/.iapeer)"),
-    env("IAPEER_PORT", "the loopback HTTP port of the daemon (default 8765; 0 picks a free port)"),
-    env("IAPEER_DAEMON_SOCKET", "the control socket (default <root>/state/iapeer/router.sock)"),
-    env("IAPEER_BEARER_TOKEN", "when set, every HTTP request must carry this bearer token"),
-    env("IAPEER_MCP_AUTH", "token (default): agents prove their identity with their session token; header: the identity header is trusted, as the original tool did"),
-    env("IAPEER_IDLE_SECS", "seconds of idleness before an agent is put to sleep (default 3600)"),
-    env("IAPEER_BOOT_DEADLINE_SECS", "seconds a starting agent has to become ready (default 240)"),
-    env("IAPEER_READY_GATE_SECS", "seconds between the first message and visible model activity before a wake fails (default 120)"),
-    env("IAPEER_CRASHLOOP_MAX", "deaths within the crash-loop window that stop restarts (default 3)"),
-    env("IAPEER_CRASHLOOP_WINDOW_SECS", "the crash-loop window in seconds (default 300)"),
-    env("IAP_HOST_LIVENESS_GRACE_MS", "milliseconds to wait for delivery confirmation (default 4000; 60000 with attachments)"),
-    env("IAPEER_TICK_SECS", "seconds between supervision ticks (default 60); a knob for tests"),
-    env("IAPEER_CLAUDE_BIN", "the Claude Code program (default: claude on PATH, else ~/.local/bin/claude)"),
-    env("IAPEER_CODEX_BIN", "the Codex CLI program (default: codex on PATH)"),
-    env("CODEX_HOME", "the Codex config folder whose config.toml iapeer edits (default ~/.codex)"),
-    env("IAP_ALWAYS_ON_REVIVE_GRACE_MS", "milliseconds a message waits for a restarting always-on peer (default 4000)"),
-    env("IAPEER_SUPERVISE_LOG_VERBOSE", "1 logs routine supervision decisions too"),
-    env("IAPEER_LOG", "level of the daemon's diagnostic log: error, warn, info (default), debug or trace"),
-    env("PEER_PERSONALITY", "set by the daemon in a session: the peer's name"),
-    env("PEER_RUNTIME", "set by the daemon in a session: the runtime it runs on"),
-    env("PEER_IDENTITY", "set by the daemon in a session: <runtime>-<name>; the default sender of iapeer send"),
-    env("IAPEER_TOKEN", "set by the daemon in a session: the token that authenticates its MCP calls"),
-];
-
-const fn env(name: &'static str, meaning: &'static str) -> EnvSpec {
-    EnvSpec { name, meaning }
-}
 
 /// Files the man page lists: (path, meaning).
 const FILES: &[(&str, &str)] = &[
@@ -131,7 +95,12 @@ pub fn render_man() -> String {
     }
     out.push_str(".SH ENVIRONMENT\n");
     for e in ENV_VARS {
-        let _ = write!(out, ".TP\n\\fB{}\\fR\n{}\n", code(e.name), prose(e.meaning));
+        let _ = write!(
+            out,
+            ".TP\n\\fB{}\\fR\n{}\n",
+            code(e.name),
+            prose(&e.meaning())
+        );
     }
     out.push_str(".SH FILES\n");
     for (path, meaning) in FILES {
@@ -298,6 +267,9 @@ mod tests {
             "IAPEER_TICK_SECS",
             "PEER_IDENTITY",
             "IAPEER_LOG",
+            "IAPEER_LIFECYCLE_LOG_MAX_BYTES",
+            "IAPEER_DELIVERY_LOG_KEEP",
+            "IAPEER_EXITS_LOG_MAX_BYTES",
         ] {
             assert!(ENV_VARS.iter().any(|e| e.name == name), "{name}");
         }

@@ -21,6 +21,7 @@ pub mod view;
 use std::io::Write;
 
 use parse::{Command, Generate, Invocation, UsageError};
+use spec::Verb;
 
 use crate::paths::Paths;
 
@@ -99,6 +100,14 @@ fn print(text: &str) -> CliResult {
     Ok(())
 }
 
+/// One JSON document for a `--json` output, with its keys in sorted order (as a
+/// `serde_json::Value` prints them), without the trailing newline.
+fn json_line(v: &impl serde::Serialize) -> String {
+    serde_json::to_value(v)
+        .map(|v| v.to_string())
+        .unwrap_or_else(|e| format!("{{\"ok\":false,\"code\":\"internal\",\"error\":\"{e}\"}}"))
+}
+
 /// Warnings from the library (a newer registry version, a profile key of the wrong type…)
 /// reach the user of a CLI verb on stderr. The daemon and the echo agent set up their own.
 fn init_cli_logging() {
@@ -136,43 +145,45 @@ fn run(cmd: Command) -> (String, CliResult) {
         Command::RuntimeShortcut { runtime, inv } => {
             (runtime.clone(), lifecycle::runtime_shortcut(&runtime, &inv))
         }
-        Command::Run(inv) => {
+        Command::Run(verb, inv) => {
             let name = inv.verb.name.to_string();
-            if !matches!(inv.verb.name, "daemon" | "echo-agent") {
+            if !matches!(verb, Verb::Daemon | Verb::EchoAgent) {
                 init_cli_logging();
             }
-            let result = match inv.verb.name {
-                "send" => send::run(&inv),
-                "create" => peers::create(&inv),
-                "init" => peers::init(&inv),
-                "list" => view::list(&inv),
-                "verify" => verify::run(&inv),
-                "remove" => peers::remove(&inv),
-                "stop" => lifecycle::stop_start(&inv, true),
-                "start" => lifecycle::stop_start(&inv, false),
-                "attach" => lifecycle::attach(&inv),
-                "live-runtime" => lifecycle::live_runtime(&inv),
-                "new" => lifecycle::new(&inv),
-                "refresh" => lifecycle::refresh(&inv),
-                "interrupt" => lifecycle::interrupt(&inv),
-                "compact" => lifecycle::compact(&inv),
-                "self-fresh" => lifecycle::self_fresh(&inv),
-                "self-done" => lifecycle::self_done(&inv),
-                "add-runtime" => peers::add_runtime(&inv),
-                "default-runtime" => peers::default_runtime(&inv),
-                "status" => status::run(&inv),
-                "daemon" => run_daemon(),
-                "demo" => demo::run(&inv),
-                "echo-agent" => match crate::echo_agent::run(&inv.positionals) {
-                    0 => Ok(()),
-                    code => Err(CliError::Exit(code)),
-                },
-                other => Err(CliError::Failed(format!(
-                    "verb \"{other}\" is in the table but has no implementation"
-                ))),
-            };
-            (name, result)
+            (name, run_verb(verb, &inv))
         }
+    }
+}
+
+/// Run one verb of the table. The `match` is exhaustive: a [`Verb`] without a handler does
+/// not compile.
+fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
+    match verb {
+        Verb::Send => send::run(inv),
+        Verb::Create => peers::create(inv),
+        Verb::Init => peers::init(inv),
+        Verb::List => view::list(inv),
+        Verb::Verify => verify::run(inv),
+        Verb::Remove => peers::remove(inv),
+        Verb::Stop => lifecycle::stop_start(inv, true),
+        Verb::Start => lifecycle::stop_start(inv, false),
+        Verb::Attach => lifecycle::attach(inv),
+        Verb::LiveRuntime => lifecycle::live_runtime(inv),
+        Verb::New => lifecycle::new(inv),
+        Verb::Refresh => lifecycle::refresh(inv),
+        Verb::Interrupt => lifecycle::interrupt(inv),
+        Verb::Compact => lifecycle::compact(inv),
+        Verb::SelfFresh => lifecycle::self_fresh(inv),
+        Verb::SelfDone => lifecycle::self_done(inv),
+        Verb::AddRuntime => peers::add_runtime(inv),
+        Verb::DefaultRuntime => peers::default_runtime(inv),
+        Verb::Status => status::run(inv),
+        Verb::Daemon => run_daemon(),
+        Verb::Demo => demo::run(inv),
+        Verb::EchoAgent => match crate::echo_agent::run(&inv.positionals) {
+            0 => Ok(()),
+            code => Err(CliError::Exit(code)),
+        },
     }
 }
 

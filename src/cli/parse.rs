@@ -14,7 +14,8 @@ use lexopt::Arg;
 
 use super::completions::Shell;
 use super::spec::{
-    find_verb, FlagSpec, Rule, VerbSpec, GENERAL_SIGNATURE, RUNTIME_SHORTCUT, SHORTCUT_RUNTIMES,
+    find_verb, FlagSpec, PosSpec, Rule, Verb, VerbId, VerbSpec, GENERAL_SIGNATURE,
+    RUNTIME_SHORTCUT, SHORTCUT_RUNTIMES,
 };
 
 /// The exit status of a usage error (spec 07).
@@ -83,8 +84,8 @@ pub enum Command {
     Version,
     /// Print a generated artifact (`--generate`).
     Generate(Generate),
-    /// Run a verb of the table.
-    Run(Invocation),
+    /// Run a verb of the table: its typed id and its parsed arguments.
+    Run(Verb, Invocation),
     /// The bare form `iapeer <runtime>`; `inv.verb` is [`RUNTIME_SHORTCUT`].
     RuntimeShortcut {
         /// One of [`SHORTCUT_RUNTIMES`].
@@ -114,25 +115,73 @@ impl Invocation {
         }
     }
 
-    /// The value of flag `long` (the last one when given several times), if given.
-    pub fn value(&self, long: &str) -> Option<&str> {
-        self.values(long).last().map(String::as_str)
+    /// The value of `flag` (the last one when given several times), if given.
+    ///
+    /// `flag` is a row of [`flags`](super::spec::flags), so a flag that does not exist does
+    /// not compile; asking for a flag the verb does not have is a bug, caught by a
+    /// `debug_assert!` in tests.
+    pub fn value(&self, flag: FlagSpec) -> Option<&str> {
+        self.values(flag).last().map(String::as_str)
     }
 
-    /// Every value of flag `long` in order (empty when not given, or for a boolean).
-    pub fn values(&self, long: &str) -> &[String] {
-        self.given.get(long).map(Vec::as_slice).unwrap_or(&[])
+    /// Every value of `flag` in order (empty when not given, or for a boolean).
+    pub fn values(&self, flag: FlagSpec) -> &[String] {
+        self.check_flag(&flag);
+        self.given.get(flag.long).map(Vec::as_slice).unwrap_or(&[])
     }
 
-    /// True when flag `long` was given (booleans and valued flags alike).
-    pub fn flag(&self, long: &str) -> bool {
+    /// True when `flag` was given (booleans and valued flags alike).
+    ///
+    /// ```
+    /// use iapeer::cli::{parse::Invocation, spec::flags};
+    /// fn fix(inv: &Invocation) -> bool {
+    ///     inv.flag(flags::FIX)
+    /// }
+    /// ```
+    ///
+    /// A flag named by a string, or a flag the table does not have, does not compile:
+    ///
+    /// ```compile_fail
+    /// fn fix(inv: &iapeer::cli::parse::Invocation) -> bool {
+    ///     inv.flag("fix")
+    /// }
+    /// ```
+    ///
+    /// ```compile_fail
+    /// fn fix(inv: &iapeer::cli::parse::Invocation) -> bool {
+    ///     inv.flag(iapeer::cli::spec::flags::FIXX)
+    /// }
+    /// ```
+    pub fn flag(&self, flag: FlagSpec) -> bool {
+        self.check_flag(&flag);
+        self.given_long(flag.long)
+    }
+
+    /// The positional `arg` (a row of [`args`](super::spec::args)), if given (the first word
+    /// of a repeated one).
+    pub fn positional(&self, arg: PosSpec) -> Option<&str> {
+        let i = self.verb.positionals.iter().position(|p| *p == arg);
+        debug_assert!(
+            i.is_some(),
+            "{} has no positional <{}>",
+            self.verb.name,
+            arg.name
+        );
+        self.positionals.get(i?).map(String::as_str)
+    }
+
+    /// True when the flag with this long name was given (the table's rules name flags so).
+    fn given_long(&self, long: &str) -> bool {
         self.given.contains_key(long)
     }
 
-    /// The positional the table calls `name`, if given (the first word of a repeated one).
-    pub fn positional(&self, name: &str) -> Option<&str> {
-        let i = self.verb.positionals.iter().position(|p| p.name == name)?;
-        self.positionals.get(i).map(String::as_str)
+    fn check_flag(&self, flag: &FlagSpec) {
+        debug_assert!(
+            self.verb.flags.contains(flag),
+            "{} has no flag --{}",
+            self.verb.name,
+            flag.long
+        );
     }
 }
 
@@ -198,13 +247,11 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, UsageError> {
     let inv = parse_verb(&mut p, spec, &mut st);
     let help_word = word.clone();
     st.finish(
-        move || match spec.name {
-            "help" => Command::Help(inv.positionals.first().cloned()),
-            "version" => Command::Version,
-            _ if std::ptr::eq(spec, &RUNTIME_SHORTCUT) => {
-                Command::RuntimeShortcut { runtime: word, inv }
-            }
-            _ => Command::Run(inv),
+        move || match spec.id {
+            VerbId::Help => Command::Help(inv.positionals.first().cloned()),
+            VerbId::Version => Command::Version,
+            VerbId::RuntimeShortcut => Command::RuntimeShortcut { runtime: word, inv },
+            VerbId::Run(verb) => Command::Run(verb, inv),
         },
         Some(help_word),
     )
@@ -337,11 +384,11 @@ fn looks_like_flag(w: &OsStr) -> bool {
 fn check_rules(inv: &Invocation) -> Result<(), String> {
     let spec = inv.verb;
     let replacing = spec.rules.iter().find_map(|r| match r {
-        Rule::ReplacesPositionals(l) => Some(*l),
+        Rule::ReplacesPositionals(f) => Some(f.long),
         Rule::ExactlyOne(_) => None,
     });
     match replacing {
-        Some(l) if inv.flag(l) => {
+        Some(l) if inv.given_long(l) => {
             if let Some(extra) = inv.positionals.first() {
                 return Err(format!("unexpected argument \"{extra}\" with --{l}"));
             }
@@ -370,10 +417,10 @@ fn check_rules(inv: &Invocation) -> Result<(), String> {
         if let Rule::ExactlyOne(set) = rule {
             let given: Vec<String> = set
                 .iter()
-                .filter(|l| inv.flag(l))
-                .map(|l| format!("--{l}"))
+                .filter(|f| inv.given_long(f.long))
+                .map(|f| format!("--{}", f.long))
                 .collect();
-            let all: Vec<String> = set.iter().map(|l| format!("--{l}")).collect();
+            let all: Vec<String> = set.iter().map(|f| format!("--{}", f.long)).collect();
             match given.len() {
                 1 => {}
                 0 => return Err(format!("missing {}", all.join(" or "))),

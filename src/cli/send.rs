@@ -3,26 +3,20 @@
 use std::io::Read;
 use std::path::Path;
 
-use serde_json::{json, Value};
-
 use super::client::Client;
 use super::parse::Invocation;
 use super::sender::resolve_sender;
-use super::{paths, print, usage, CliError, CliResult};
+use super::spec::{args, flags};
+use super::{json_line, paths, print, usage, CliError, CliResult};
 use crate::daemon::route::MAX_MESSAGE_CHARS;
+use crate::protocol::{Answer, Code, Reply, Request, SendReply, SendResult, MAX_LINE};
 use crate::registry::Registry;
 
-/// The human line for a successful send result object.
-pub fn describe_result(result: &Value) -> String {
-    let p = result["delivered_to"]["personality"]
-        .as_str()
-        .unwrap_or("?");
-    let rt = result["delivered_to"]["runtime"].as_str().unwrap_or("?");
-    if result["queued"] == json!(true) {
-        let kind = result["queuedBy"].as_str().unwrap_or("queue");
-        let depth = result["queueDepth"].as_u64().unwrap_or(0);
-        format!("queued for {p} ({rt}) — {kind}, depth {depth}")
-    } else if result["woke"] == json!(true) {
+/// The human line for a successful send result.
+pub fn describe_result(result: &SendResult) -> String {
+    let p = &result.delivered_to.personality;
+    let rt = &result.delivered_to.runtime;
+    if result.woke {
         format!("delivered to {p} ({rt}), woke")
     } else {
         format!("delivered to {p} ({rt})")
@@ -74,7 +68,7 @@ fn read_bounded(mut r: impl Read) -> Result<String, CliError> {
 }
 
 fn read_message(inv: &Invocation) -> Result<String, CliError> {
-    match (inv.value("message"), inv.value("message-file")) {
+    match (inv.value(flags::MESSAGE), inv.value(flags::MESSAGE_FILE)) {
         (Some(_), Some(_)) => Err(usage(inv, "pass --message or --message-file, not both")),
         (None, None) => Err(usage(
             inv,
@@ -93,7 +87,7 @@ fn read_message(inv: &Invocation) -> Result<String, CliError> {
 /// Run `iapeer send`.
 pub fn run(inv: &Invocation) -> CliResult {
     let target = inv
-        .positional("target")
+        .positional(args::TARGET)
         .ok_or_else(|| usage(inv, "missing <target>"))?
         .to_string();
     let message = read_message(inv)?;
@@ -101,7 +95,7 @@ pub fn run(inv: &Invocation) -> CliResult {
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::Failed(format!("cannot read the current folder: {e}")))?;
     let cwd = cwd.canonicalize().unwrap_or(cwd);
-    let needs_registry = inv.value("from").is_none()
+    let needs_registry = inv.value(flags::FROM).is_none()
         && std::env::var("PEER_IDENTITY").map_or(true, |v| v.trim().is_empty());
     let registry = if needs_registry {
         Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?
@@ -109,28 +103,30 @@ pub fn run(inv: &Invocation) -> CliResult {
         Registry::default()
     };
     let from = resolve_sender(
-        inv.value("from"),
+        inv.value(flags::FROM),
         std::env::var("PEER_IDENTITY").ok().as_deref(),
         &cwd,
         &registry,
     )
     .map_err(CliError::Failed)?;
     let attachments: Vec<String> = inv
-        .values("attachment")
+        .values(flags::ATTACHMENT)
         .iter()
         .map(|a| absolute(&cwd, a))
         .collect();
-    let mut req = json!({"op": "send", "from": from, "to": target, "message": message, "attachments": attachments});
-    if let Some(rt) = inv.value("runtime") {
-        req["runtime"] = json!(rt);
-    }
-    if let Some(t) = inv.value("topic") {
-        req["topic"] = json!(t);
-    }
-    let json_out = inv.flag("json");
-    if req.to_string().len() >= crate::daemon::protocol::MAX_LINE {
+    let n = message.chars().count();
+    let req = Request::Send {
+        from,
+        to: target.clone(),
+        runtime: inv.value(flags::SEND_RUNTIME).map(String::from),
+        message,
+        topic: inv.value(flags::TOPIC).map(String::from),
+        attachments,
+    };
+    let json_out = inv.flag(flags::JSON);
+    let encoded = serde_json::to_string(&req).map_or(usize::MAX, |line| line.len());
+    if encoded >= MAX_LINE {
         // Too big for one protocol line (escaping can grow a body): refuse it here.
-        let n = req["message"].as_str().map_or(0, |m| m.chars().count());
         return Err(CliError::Failed(format!(
             "message exceeds {MAX_MESSAGE_CHARS} char limit (got {n})"
         )));
@@ -140,29 +136,23 @@ pub fn run(inv: &Invocation) -> CliResult {
         Err(e) => {
             if json_out {
                 // Scripts reading --json get a failure object even when the daemon is down.
-                print(&format!(
-                    "{}\n",
-                    json!({"ok": false, "code": "offline", "error": e.to_string()})
-                ))?;
+                let failure = Reply::failure(Code::Offline, e.to_string());
+                print(&format!("{}\n", json_line(&failure)))?;
             }
             return Err(e.into());
         }
     };
-    let answer = client.request_with_indicator(&req, &format!("sending to {target}"))?;
-    if answer["ok"] == json!(true) {
-        let result = &answer["result"];
-        if json_out {
-            print(&format!("{result}\n"))
-        } else {
-            print(&format!("{}\n", describe_result(result)))
+    let answer: Answer<SendReply> =
+        client.request_with_indicator(&req, &format!("sending to {target}"))?;
+    match answer {
+        Answer::Ok(SendReply { result }) if json_out => print(&format!("{}\n", json_line(&result))),
+        Answer::Ok(SendReply { result }) => print(&format!("{}\n", describe_result(&result))),
+        Answer::Failed(f) => {
+            if json_out {
+                print(&format!("{}\n", json_line(&Reply::from(f.clone()))))?;
+            }
+            Err(CliError::Failed(f.error))
         }
-    } else {
-        if json_out {
-            print(&format!("{answer}\n"))?;
-        }
-        Err(CliError::Failed(
-            answer["error"].as_str().unwrap_or("failed").to_string(),
-        ))
     }
 }
 
@@ -202,16 +192,17 @@ mod tests {
 
     #[test]
     fn result_lines() {
-        let r =
-            json!({"ok":true,"delivered_to":{"personality":"bob","runtime":"echo"},"woke":false});
+        let mut r = SendResult {
+            ok: true,
+            delivered_to: crate::protocol::DeliveredTo {
+                personality: "bob".into(),
+                runtime: "echo".into(),
+            },
+            woke: false,
+            ts: None,
+        };
         assert_eq!(describe_result(&r), "delivered to bob (echo)");
-        let r =
-            json!({"ok":true,"delivered_to":{"personality":"bob","runtime":"echo"},"woke":true});
+        r.woke = true;
         assert_eq!(describe_result(&r), "delivered to bob (echo), woke");
-        let r = json!({"ok":true,"delivered_to":{"personality":"bob","runtime":"claude"},"woke":false,"queued":true,"queuedBy":"composer","queueDepth":2});
-        assert_eq!(
-            describe_result(&r),
-            "queued for bob (claude) — composer, depth 2"
-        );
     }
 }

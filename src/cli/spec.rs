@@ -7,7 +7,37 @@
 
 mod verbs;
 
-pub use verbs::{RUNTIME_SHORTCUT, VERBS};
+pub use verbs::{args, flags, RUNTIME_SHORTCUT, VERBS};
+
+/// What the shell completions offer for a flag's value or a positional (ripgrep's
+/// `CompletionType`): data in the table, read by `completions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Complete {
+    /// Nothing to complete: a boolean flag takes no value.
+    Nothing,
+    /// Free text (a message, a topic, a new name): nothing is offered.
+    Text,
+    /// A file or folder name: the shell's file completion.
+    Path,
+    /// The name of a registered peer. Not offered yet (the list lives in the registry, which a
+    /// static script cannot read).
+    Peer,
+    /// A runtime name. Not offered yet (installed router runtimes vary by host).
+    Runtime,
+    /// A sending identity, `<runtime>-<name>`. Not offered yet.
+    Identity,
+    /// A peer's nature (artificial, natural, absent). Not offered yet.
+    Intelligence,
+    /// A verb of this table (`help <verb>`). Not offered yet.
+    Verb,
+}
+
+impl Complete {
+    /// True when the shell should offer file names.
+    pub fn offers_files(self) -> bool {
+        self == Complete::Path
+    }
+}
 
 /// One flag of a verb, e.g. `--message <text>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +49,8 @@ pub struct FlagSpec {
     /// The value's name as shown, brackets included (`<text>`); `None` for a boolean flag,
     /// which never takes a value.
     pub value: Option<&'static str>,
+    /// What completions offer for the value ([`Complete::Nothing`] for a boolean flag).
+    pub complete: Complete,
     /// True when every occurrence is kept (`--attachment`); otherwise the last one wins.
     pub repeatable: bool,
     /// One line of help, lower case, no final period.
@@ -34,16 +66,18 @@ pub struct PosSpec {
     pub required: bool,
     /// True when the argument takes every remaining word (last positional only).
     pub repeat: bool,
+    /// What completions offer for it.
+    pub complete: Complete,
 }
 
 /// A constraint across a verb's arguments, checked by the parser.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
-    /// Exactly one of these flags (long names) must be given.
-    ExactlyOne(&'static [&'static str]),
+    /// Exactly one of these flags must be given.
+    ExactlyOne(&'static [FlagSpec]),
     /// This boolean flag stands instead of the positionals: with it, no positional may be
     /// given; without it, the required positionals are required.
-    ReplacesPositionals(&'static str),
+    ReplacesPositionals(FlagSpec),
 }
 
 /// Where a verb is listed in help and the man page (in this order).
@@ -87,9 +121,104 @@ impl Group {
     }
 }
 
+/// What a table entry is, as a typed id: the parser turns `Help`, `Version` and
+/// `RuntimeShortcut` into their own [`Command`](super::parse::Command)s, and every other entry
+/// into a [`Verb`] that `cli::run` matches on exhaustively.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum VerbId {
+    /// `help [verb]`.
+    Help,
+    /// `version`.
+    Version,
+    /// The bare form `iapeer <runtime>` ([`RUNTIME_SHORTCUT`]).
+    RuntimeShortcut,
+    /// A verb that runs an operation.
+    Run(Verb),
+}
+
+/// A verb that runs an operation. Adding one means a row in [`VERBS`] (the table test checks
+/// that every variant has exactly one) and an arm in `cli::run` (the compiler checks that).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verb {
+    /// `send`.
+    Send,
+    /// `create`.
+    Create,
+    /// `init`.
+    Init,
+    /// `list`.
+    List,
+    /// `verify`.
+    Verify,
+    /// `remove`.
+    Remove,
+    /// `live-runtime`.
+    LiveRuntime,
+    /// `stop`.
+    Stop,
+    /// `start`.
+    Start,
+    /// `attach`.
+    Attach,
+    /// `new`.
+    New,
+    /// `refresh`.
+    Refresh,
+    /// `interrupt`.
+    Interrupt,
+    /// `compact`.
+    Compact,
+    /// `self-fresh`.
+    SelfFresh,
+    /// `self-done`.
+    SelfDone,
+    /// `add-runtime`.
+    AddRuntime,
+    /// `default-runtime`.
+    DefaultRuntime,
+    /// `daemon`.
+    Daemon,
+    /// `status`.
+    Status,
+    /// `demo`.
+    Demo,
+    /// `echo-agent`.
+    EchoAgent,
+}
+
+impl Verb {
+    /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
+    pub const ALL: [Verb; 22] = [
+        Verb::Send,
+        Verb::Create,
+        Verb::Init,
+        Verb::List,
+        Verb::Verify,
+        Verb::Remove,
+        Verb::LiveRuntime,
+        Verb::Stop,
+        Verb::Start,
+        Verb::Attach,
+        Verb::New,
+        Verb::Refresh,
+        Verb::Interrupt,
+        Verb::Compact,
+        Verb::SelfFresh,
+        Verb::SelfDone,
+        Verb::AddRuntime,
+        Verb::DefaultRuntime,
+        Verb::Daemon,
+        Verb::Status,
+        Verb::Demo,
+        Verb::EchoAgent,
+    ];
+}
+
 /// One verb: everything the parser, help, man page and completions need to know about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VerbSpec {
+    /// The entry's typed id.
+    pub id: VerbId,
     /// The word typed after `iapeer`.
     pub name: &'static str,
     /// The usage line after `iapeer `, e.g. `remove <peer> [--force]`.
@@ -140,6 +269,7 @@ pub const HELP_FLAG: FlagSpec = FlagSpec {
     long: "help",
     short: Some('h'),
     value: None,
+    complete: Complete::Nothing,
     repeatable: false,
     help: "print help (for the verb, when one is given) and run nothing",
 };
@@ -149,6 +279,7 @@ pub const VERSION_FLAG: FlagSpec = FlagSpec {
     long: "version",
     short: Some('v'),
     value: None,
+    complete: Complete::Nothing,
     repeatable: false,
     help: "print the version",
 };
@@ -159,6 +290,7 @@ pub const GENERATE_FLAG: FlagSpec = FlagSpec {
     long: "generate",
     short: None,
     value: Some("<what>"),
+    complete: Complete::Text,
     repeatable: false,
     help: "print the man page or a completion script (man, completions-bash, completions-zsh, completions-fish)",
 };
@@ -238,9 +370,18 @@ mod tests {
                     assert!(value.starts_with('<') && value.ends_with('>'), "{value}");
                 }
                 assert!(!(f.repeatable && f.value.is_none()), "--{}", f.long);
+                assert_eq!(
+                    f.value.is_none(),
+                    f.complete == Complete::Nothing,
+                    "{}: --{} completes {:?}",
+                    v.name,
+                    f.long,
+                    f.complete
+                );
             }
             for (i, p) in v.positionals.iter().enumerate() {
                 assert!(!p.repeat || i + 1 == v.positionals.len(), "{}", v.name);
+                assert!(p.complete != Complete::Nothing, "{}: <{}>", v.name, p.name);
             }
             let mut optional_seen = false;
             for p in v.positionals {
@@ -255,15 +396,28 @@ mod tests {
                 match rule {
                     Rule::ExactlyOne(set) => {
                         assert!(set.len() >= 2);
-                        assert!(set.iter().all(|l| v.flag(l).is_some()), "{}", v.name);
+                        assert!(set.iter().all(|f| v.flags.contains(f)), "{}", v.name);
                     }
-                    Rule::ReplacesPositionals(l) => {
-                        assert!(v.flag(l).is_some_and(|f| f.value.is_none()), "{}", v.name);
+                    Rule::ReplacesPositionals(f) => {
+                        assert!(v.flags.contains(f) && f.value.is_none(), "{}", v.name);
                     }
                 }
             }
             assert!(!v.passthrough || v.positionals.iter().any(|p| p.repeat));
         }
+    }
+
+    #[test]
+    fn every_verb_has_exactly_one_row() {
+        let mut ids = HashSet::new();
+        for v in all_specs() {
+            assert!(ids.insert(v.id), "{}: duplicate id {:?}", v.name, v.id);
+        }
+        for verb in Verb::ALL {
+            assert!(ids.contains(&VerbId::Run(verb)), "{verb:?} has no row");
+        }
+        assert_eq!(ids.len(), Verb::ALL.len() + 3);
+        assert_eq!(RUNTIME_SHORTCUT.id, VerbId::RuntimeShortcut);
     }
 
     #[test]

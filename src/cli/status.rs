@@ -3,29 +3,36 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::client::Client;
 use super::parse::Invocation;
-use super::view::{build_rows, LiveState};
-use super::{paths, print, CliError, CliResult};
+use super::spec::flags;
+use super::view::{build_rows, LiveState, PeerRow};
+use super::{json_line, paths, print, CliError, CliResult};
 use crate::markers::{Flag, Markers};
 use crate::paths::Paths;
+use crate::protocol::{Answer, ListReply, Pong, Request, StatusReply};
 use crate::registry::Registry;
 
+/// What a healthy daemon answered to `status` and `list`.
+struct DaemonState {
+    status: Answer<StatusReply>,
+    list: Answer<ListReply>,
+}
+
 /// Ask the daemon for `status` with a deadline of 2.5 s (health needs one answered ping).
-fn daemon_status(paths: &Paths) -> Option<Value> {
+fn daemon_status(paths: &Paths) -> Option<DaemonState> {
     let (tx, rx) = crossbeam_channel::bounded(1);
     let p = paths.clone();
     std::thread::spawn(move || {
         let answer = Client::connect(&p).ok().and_then(|mut c| {
-            let ping = c.request(&json!({"op": "ping"}), |_| {}).ok()?;
-            if ping["ok"] != json!(true) {
-                return None;
-            }
-            let status = c.request(&json!({"op": "status"}), |_| {}).ok()?;
-            let list = c.request(&json!({"op": "list"}), |_| {}).ok()?;
-            Some(json!({"status": status, "list": list}))
+            let ping = c.request::<Pong>(&Request::Ping, |_| {}).ok()?;
+            ping.into_result().ok()?;
+            let status = c.request(&Request::Status, |_| {}).ok()?;
+            let list = c.request(&Request::List, |_| {}).ok()?;
+            Some(DaemonState { status, list })
         });
         let _ = tx.send(answer);
     });
@@ -33,20 +40,38 @@ fn daemon_status(paths: &Paths) -> Option<Value> {
 }
 
 /// Counts of runtimes by state across all peers: (live, asleep, stopped, parked).
-pub fn summarize(rows: &[Value]) -> (usize, usize, usize, usize) {
+pub fn summarize(rows: &[PeerRow]) -> (usize, usize, usize, usize) {
     let mut c = (0, 0, 0, 0);
-    for r in rows
-        .iter()
-        .flat_map(|r| r["runtimes"].as_array().cloned().unwrap_or_default())
-    {
-        match r["status"].as_str() {
-            Some("live") => c.0 += 1,
-            Some("stopped") => c.2 += 1,
-            Some("parked") => c.3 += 1,
+    for r in rows.iter().flat_map(|r| &r.runtimes) {
+        match r.status.as_str() {
+            "live" => c.0 += 1,
+            "stopped" => c.2 += 1,
+            "parked" => c.3 += 1,
             _ => c.1 += 1,
         }
     }
     c
+}
+
+/// `status --json`'s `peers` object.
+#[derive(Serialize)]
+struct PeerCounts {
+    count: usize,
+    live: usize,
+    asleep: usize,
+    stopped: usize,
+    parked: usize,
+}
+
+/// The `status --json` document.
+#[derive(Serialize)]
+struct StatusDoc<'a> {
+    version: &'static str,
+    healthy: bool,
+    /// The daemon's `status` reply as it came (`null` when unhealthy).
+    daemon: Option<&'a Answer<StatusReply>>,
+    service: &'static str,
+    peers: PeerCounts,
 }
 
 fn memory_line(paths: &Paths) -> String {
@@ -56,10 +81,10 @@ fn memory_line(paths: &Paths) -> String {
     let Ok(v) = serde_json::from_str::<Value>(&text) else {
         return "memory: none".into();
     };
-    match (v["provider"].as_str(), v["version"].as_str()) {
+    let field = |k: &str| v.get(k).and_then(Value::as_str);
+    match (field("provider"), field("version")) {
         (Some(p), Some(ver)) if !p.is_empty() && !ver.is_empty() => {
-            let hb = v["heartbeat"]
-                .as_str()
+            let hb = field("heartbeat")
                 .and_then(|h| std::fs::metadata(h).ok()?.modified().ok())
                 .and_then(|t| t.elapsed().ok())
                 .map(|d| format!(" (heartbeat {}s ago)", d.as_secs()))
@@ -75,10 +100,10 @@ pub fn run(inv: &Invocation) -> CliResult {
     let paths = paths()?;
     let answer = daemon_status(&paths);
     let registry = Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
-    let live = answer
-        .as_ref()
-        .map(|a| LiveState::from_answer(&a["list"]))
-        .unwrap_or_default();
+    let live = match answer.as_ref().map(|a| &a.list) {
+        Some(Answer::Ok(list)) => LiveState::from_reply(list.clone()),
+        _ => LiveState::default(),
+    };
     let rows = build_rows(
         &registry,
         &live,
@@ -87,23 +112,25 @@ pub fn run(inv: &Invocation) -> CliResult {
     );
     let (l, a, s, p) = summarize(&rows);
     let healthy = answer.is_some();
-    if inv.flag("json") {
-        let st = answer
-            .as_ref()
-            .map(|a| a["status"].clone())
-            .unwrap_or(Value::Null);
-        print(&format!(
-            "{}\n",
-            json!({"version": env!("CARGO_PKG_VERSION"), "healthy": healthy, "daemon": st, "service": "none",
-                   "peers": {"count": rows.len(), "live": l, "asleep": a, "stopped": s, "parked": p}})
-        ))?;
+    if inv.flag(flags::JSON) {
+        let doc = StatusDoc {
+            version: env!("CARGO_PKG_VERSION"),
+            healthy,
+            daemon: answer.as_ref().map(|a| &a.status),
+            service: "none",
+            peers: PeerCounts {
+                count: rows.len(),
+                live: l,
+                asleep: a,
+                stopped: s,
+                parked: p,
+            },
+        };
+        print(&format!("{}\n", json_line(&doc)))?;
     } else {
-        let daemon = match &answer {
-            Some(a) => format!(
-                "daemon: healthy @ {} + {}",
-                a["status"]["tcp"].as_str().unwrap_or("?"),
-                a["status"]["sock"].as_str().unwrap_or("?")
-            ),
+        let daemon = match answer.as_ref().map(|a| &a.status) {
+            Some(Answer::Ok(st)) => format!("daemon: healthy @ {} + {}", st.tcp, st.sock),
+            Some(Answer::Failed(_)) => "daemon: healthy @ ? + ?".to_string(),
             None => "daemon: NOT healthy (socket not accepting connections)".to_string(),
         };
         print(&format!(

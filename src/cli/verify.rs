@@ -6,10 +6,12 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::parse::Invocation;
-use super::{paths, print, CliError, CliResult};
+use super::spec::flags;
+use super::{json_line, paths, print, CliError, CliResult};
 use crate::paths::{peer, Paths};
 use crate::profile::{self, Profile};
 use crate::registry::{Registry, RegistryPeer};
@@ -18,28 +20,60 @@ fn fail(e: impl std::fmt::Display) -> CliError {
     CliError::Failed(e.to_string())
 }
 
+/// One problem in the `verify --json` document.
+#[derive(Serialize)]
+struct ProblemDoc<'a> {
+    peer: &'a str,
+    problem: &'a str,
+}
+
+/// One change `--fix` made, in the `verify --json` document.
+#[derive(Serialize)]
+struct ChangeDoc<'a> {
+    peer: &'a str,
+    change: &'a str,
+}
+
+/// The `verify --json` document.
+#[derive(Serialize)]
+struct VerifyDoc<'a> {
+    ok: bool,
+    peers: usize,
+    fixed: bool,
+    changes: Vec<ChangeDoc<'a>>,
+    problems: Vec<ProblemDoc<'a>>,
+}
+
 /// Run `iapeer verify`.
 pub fn run(inv: &Invocation) -> CliResult {
     let paths = paths()?;
     let mut changes = Vec::new();
-    if inv.flag("fix") {
+    if inv.flag(flags::FIX) {
         changes = rebuild(&paths)?;
     }
     let problems = find_problems(&paths);
     let peers = Registry::load(&paths).map(|r| r.peers.len()).unwrap_or(0);
-    if inv.flag("json") {
-        let list: Vec<Value> = problems
-            .iter()
-            .map(|(p, what)| json!({"peer": p, "problem": what}))
-            .collect();
-        let fixed: Vec<Value> = changes
-            .iter()
-            .map(|(p, what)| json!({"peer": p, "change": what}))
-            .collect();
-        print(&format!(
-            "{}\n",
-            json!({"ok": problems.is_empty(), "peers": peers, "fixed": inv.flag("fix"), "changes": fixed, "problems": list})
-        ))?;
+    if inv.flag(flags::JSON) {
+        let doc = VerifyDoc {
+            ok: problems.is_empty(),
+            peers,
+            fixed: inv.flag(flags::FIX),
+            changes: changes
+                .iter()
+                .map(|(p, what)| ChangeDoc {
+                    peer: p,
+                    change: what,
+                })
+                .collect(),
+            problems: problems
+                .iter()
+                .map(|(p, what)| ProblemDoc {
+                    peer: p,
+                    problem: what,
+                })
+                .collect(),
+        };
+        print(&format!("{}\n", json_line(&doc)))?;
     } else {
         let mut out = String::new();
         for (p, what) in &changes {
@@ -48,7 +82,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         if problems.is_empty() {
             out.push_str(&format!(
                 "ok: {peers} peer(s), no problems{}\n",
-                if inv.flag("fix") {
+                if inv.flag(flags::FIX) {
                     " (registry rebuilt from the profiles)"
                 } else {
                     ""
@@ -58,7 +92,7 @@ pub fn run(inv: &Invocation) -> CliResult {
             for (p, what) in &problems {
                 out.push_str(&format!("{p}: {what}\n"));
             }
-            if !inv.flag("fix") {
+            if !inv.flag(flags::FIX) {
                 out.push_str("run iapeer verify --fix to rebuild the registry from the profiles\n");
             }
         }
@@ -74,13 +108,17 @@ pub fn run(inv: &Invocation) -> CliResult {
 /// The working folders a registry file names, read leniently: from the parsed registry when it
 /// loads, else every `"cwd": "<string>"` found in its text (so a stray comma loses no peer).
 pub fn registry_folders(text: &str) -> Vec<PathBuf> {
-    if let Ok(v) = serde_json::from_str::<Value>(text) {
-        if let Some(peers) = v["peers"].as_array() {
-            return peers
-                .iter()
-                .filter_map(|p| p["cwd"].as_str().map(PathBuf::from))
-                .collect();
-        }
+    /// The registry's shape as far as folders go; each entry is read leniently.
+    #[derive(serde::Deserialize)]
+    struct Folders {
+        peers: Vec<Value>,
+    }
+    if let Ok(f) = serde_json::from_str::<Folders>(text) {
+        return f
+            .peers
+            .iter()
+            .filter_map(|p| p.get("cwd")?.as_str().map(PathBuf::from))
+            .collect();
     }
     let mut out = Vec::new();
     let mut rest = text;

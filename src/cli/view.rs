@@ -4,42 +4,74 @@
 use std::collections::HashMap;
 use std::io::IsTerminal;
 
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use super::client::Client;
 use super::parse::Invocation;
-use super::{paths, print, CliError, CliResult};
+use super::spec::flags;
+use super::{json_line, paths, print, CliError, CliResult};
 use crate::markers::{Flag, Markers};
 use crate::paths::Paths;
 use crate::profile::Profile;
+use crate::protocol::{Answer, ListReply, Request, SessionInfo};
 use crate::registry::Registry;
 
 /// What the daemon reported about live sessions (`list` op), keyed by identity.
 #[derive(Debug, Default)]
 pub struct LiveState {
-    /// identity → the session object of the `list` op.
-    pub sessions: HashMap<String, Value>,
+    /// identity → the session of the `list` op.
+    pub sessions: HashMap<String, SessionInfo>,
     /// Parked always-on identities.
     pub parked: Vec<String>,
 }
 
 impl LiveState {
-    /// Read it from a `list` answer.
-    pub fn from_answer(v: &Value) -> LiveState {
-        let sessions = v["sessions"]
-            .as_array()
+    /// Read it from a `list` reply.
+    pub fn from_reply(r: ListReply) -> LiveState {
+        let sessions = r
+            .sessions
             .into_iter()
-            .flatten()
-            .filter_map(|s| Some((s["identity"].as_str()?.to_string(), s.clone())))
+            .map(|s| (s.identity.clone(), s))
             .collect();
-        let parked = v["parked"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|s| s.as_str().map(String::from))
-            .collect();
-        LiveState { sessions, parked }
+        LiveState {
+            sessions,
+            parked: r.parked,
+        }
     }
+}
+
+/// One runtime of a `list --json` row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuntimeRow {
+    /// The runtime.
+    pub runtime: String,
+    /// `live`, `asleep`, `stopped` or `parked`.
+    pub status: String,
+    /// A terminal is attached (only present when true).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub attached: bool,
+}
+
+/// One peer of `list --json` (spec 07).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PeerRow {
+    /// Peer name.
+    pub personality: String,
+    /// Its description.
+    pub description: String,
+    /// `artificial` or `natural`.
+    pub intelligence: String,
+    /// The default runtime.
+    pub default_runtime: String,
+    /// Its working folder.
+    pub cwd: std::path::PathBuf,
+    /// Each declared runtime's state.
+    pub runtimes: Vec<RuntimeRow>,
+    /// The profile's wake policy (default `warm`).
+    pub wake_policy: String,
+    /// Latest activity of a live session, epoch ms (absent when none is live).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_active_ms: Option<u64>,
 }
 
 /// Build the `list --json` rows (spec 07): `{personality, description, intelligence,
@@ -51,49 +83,47 @@ pub fn build_rows(
     live: &LiveState,
     stopped: impl Fn(&str) -> bool,
     wake_policy: impl Fn(&crate::registry::RegistryPeer) -> Option<String>,
-) -> Vec<Value> {
+) -> Vec<PeerRow> {
     registry
         .peers
         .iter()
         .map(|p| {
             let mut last_active: Option<u64> = None;
-            let runtimes: Vec<Value> = p
+            let runtimes: Vec<RuntimeRow> = p
                 .runtimes
                 .iter()
                 .map(|rt| {
                     let id = format!("{rt}-{}", p.personality);
-                    let mut r = json!({"runtime": rt});
-                    if let Some(s) = live.sessions.get(&id) {
-                        r["status"] = json!("live");
-                        if s["attached"].as_u64().unwrap_or(0) > 0 {
-                            r["attached"] = json!(true);
-                        }
-                        if let Some(t) = s["last_active_ms"].as_u64() {
-                            last_active = Some(last_active.map_or(t, |x: u64| x.max(t)));
-                        }
+                    let mut attached = false;
+                    let status = if let Some(s) = live.sessions.get(&id) {
+                        attached = s.attached > 0;
+                        let t = s.last_active_ms;
+                        last_active = Some(last_active.map_or(t, |x: u64| x.max(t)));
+                        "live"
                     } else if stopped(&id) {
-                        r["status"] = json!("stopped");
+                        "stopped"
                     } else if live.parked.contains(&id) {
-                        r["status"] = json!("parked");
+                        "parked"
                     } else {
-                        r["status"] = json!("asleep");
+                        "asleep"
+                    };
+                    RuntimeRow {
+                        runtime: rt.clone(),
+                        status: status.to_string(),
+                        attached,
                     }
-                    r
                 })
                 .collect();
-            let mut row = json!({
-                "personality": p.personality,
-                "description": p.description,
-                "intelligence": p.intelligence,
-                "default_runtime": p.default_runtime,
-                "cwd": p.cwd,
-                "runtimes": runtimes,
-                "wake_policy": wake_policy(p).unwrap_or_else(|| "warm".into()),
-            });
-            if let Some(t) = last_active {
-                row["last_active_ms"] = json!(t);
+            PeerRow {
+                personality: p.personality.clone(),
+                description: p.description.clone(),
+                intelligence: p.intelligence.clone(),
+                default_runtime: p.default_runtime.clone(),
+                cwd: p.cwd.clone(),
+                runtimes,
+                wake_policy: wake_policy(p).unwrap_or_else(|| "warm".into()),
+                last_active_ms: last_active,
             }
-            row
         })
         .collect()
 }
@@ -119,36 +149,33 @@ pub fn age(ms: u64) -> String {
 }
 
 /// Render rows as the text table; descriptions are cut to `width` columns when given.
-pub fn render_table(rows: &[Value], now_ms: u64, width: Option<usize>) -> String {
+pub fn render_table(rows: &[PeerRow], now_ms: u64, width: Option<usize>) -> String {
     let cells: Vec<(String, String, String, String)> = rows
         .iter()
         .map(|r| {
-            let def = r["default_runtime"].as_str().unwrap_or("");
-            let rts: Vec<String> = r["runtimes"]
-                .as_array()
-                .into_iter()
-                .flatten()
+            let rts: Vec<String> = r
+                .runtimes
+                .iter()
                 .map(|x| {
-                    let rt = x["runtime"].as_str().unwrap_or("?");
-                    let mut s = format!("{}{rt}", glyph(x["status"].as_str().unwrap_or("")));
-                    if rt == def {
+                    let mut s = format!("{}{}", glyph(&x.status), x.runtime);
+                    if x.runtime == r.default_runtime {
                         s.push('*');
                     }
-                    if x["attached"] == json!(true) {
+                    if x.attached {
                         s.push('@');
                     }
                     s
                 })
                 .collect();
-            let active = r["last_active_ms"]
-                .as_u64()
+            let active = r
+                .last_active_ms
                 .map(|t| age(now_ms.saturating_sub(t)))
                 .unwrap_or_else(|| "-".into());
             (
-                r["personality"].as_str().unwrap_or("").to_string(),
+                r.personality.clone(),
                 rts.join(" "),
                 active,
-                r["description"].as_str().unwrap_or("").to_string(),
+                r.description.clone(),
             )
         })
         .collect();
@@ -193,8 +220,10 @@ pub fn render_table(rows: &[Value], now_ms: u64, width: Option<usize>) -> String
 /// Ask the daemon for live sessions; `None` when it is not running.
 pub fn live_state(paths: &Paths) -> Option<LiveState> {
     let mut c = Client::connect(paths).ok()?;
-    let v = c.request(&json!({"op": "list"}), |_| {}).ok()?;
-    (v["ok"] == json!(true)).then(|| LiveState::from_answer(&v))
+    match c.request::<ListReply>(&Request::List, |_| {}).ok()? {
+        Answer::Ok(list) => Some(LiveState::from_reply(list)),
+        Answer::Failed(_) => None,
+    }
 }
 
 /// Run `iapeer list`.
@@ -215,8 +244,8 @@ pub fn list(inv: &Invocation) -> CliResult {
                 .and_then(|pr| pr.wake_policy.clone())
         },
     );
-    if inv.flag("json") {
-        return print(&format!("{}\n", Value::Array(rows)));
+    if inv.flag(flags::JSON) {
+        return print(&format!("{}\n", json_line(&rows)));
     }
     let width = std::io::stdout()
         .is_terminal()
@@ -271,19 +300,43 @@ mod tests {
 
     #[test]
     fn rows_carry_states_and_activity() {
-        let live = LiveState::from_answer(
-            &json!({"sessions":[{"identity":"echo-alice","attached":1,"last_active_ms":5000}],"parked":["console-bot"]}),
-        );
+        let session = SessionInfo {
+            identity: "echo-alice".into(),
+            personality: "alice".into(),
+            runtime: "echo".into(),
+            status: "live".into(),
+            attached: 1,
+            pid: 42,
+            woke_at_ms: 1000,
+            last_active_ms: 5000,
+            busy: false,
+            mode: "fresh".into(),
+        };
+        let live = LiveState::from_reply(ListReply {
+            sessions: vec![session],
+            parked: vec!["console-bot".into()],
+        });
         let rows = build_rows(&reg(), &live, |id| id == "claude-alice", |_| None);
+        let rt = |runtime: &str, status: &str, attached| RuntimeRow {
+            runtime: runtime.into(),
+            status: status.into(),
+            attached,
+        };
         assert_eq!(
-            rows[0]["runtimes"],
-            json!([{"runtime":"echo","status":"live","attached":true},{"runtime":"claude","status":"stopped"}])
+            rows[0].runtimes,
+            [rt("echo", "live", true), rt("claude", "stopped", false)]
         );
-        assert_eq!(rows[0]["last_active_ms"], json!(5000));
-        assert_eq!(rows[0]["wake_policy"], json!("warm"));
+        assert_eq!(rows[0].last_active_ms, Some(5000));
+        assert_eq!(rows[0].wake_policy, "warm");
+        assert_eq!(rows[1].runtimes, [rt("console", "parked", false)]);
+        // `attached` and `last_active_ms` appear only when set; keys print sorted.
         assert_eq!(
-            rows[1]["runtimes"],
-            json!([{"runtime":"console","status":"parked"}])
+            json_line(&rows[1]),
+            r#"{"cwd":"/w/bot","default_runtime":"console","description":"","intelligence":"natural","personality":"bot","runtimes":[{"runtime":"console","status":"parked"}],"wake_policy":"warm"}"#
+        );
+        assert_eq!(
+            json_line(&rows[0].runtimes[0]),
+            r#"{"attached":true,"runtime":"echo","status":"live"}"#
         );
         let table = render_table(&rows, 17_000, Some(40));
         assert!(table.contains("●echo*@ ✕claude"), "{table}");

@@ -5,16 +5,16 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender};
 use mio::net::{UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
-use super::protocol::{self, failure, Code, Request, MAX_LINE};
 use super::reply::{ReplyMsg, ReplyTo};
 use super::router::RouterMsg;
+use crate::protocol::{self, Code, Failure, Request, MAX_LINE};
 use crate::session::handle::{SessionCmd, SessionHandle};
 
 /// Token of the listening socket.
@@ -193,8 +193,8 @@ impl Control {
             }
             let Some(nl) = conn.rbuf.iter().position(|b| *b == b'\n') else {
                 if conn.rbuf.len() > MAX_LINE {
-                    let v = failure(Code::BadRequest, "request line longer than 1 MiB");
-                    queue_line(conn, &v);
+                    let f = Failure::new(Code::BadRequest, "request line longer than 1 MiB");
+                    queue_line(conn, &f.into());
                     conn.close_after_flush = true;
                     conn.rbuf.clear();
                     self.flush(t);
@@ -207,16 +207,14 @@ impl Control {
                 continue;
             }
             if line.len() > MAX_LINE {
-                queue_line(
-                    conn,
-                    &failure(Code::BadRequest, "request line longer than 1 MiB"),
-                );
+                let f = Failure::new(Code::BadRequest, "request line longer than 1 MiB");
+                queue_line(conn, &f.into());
                 self.flush(t);
                 continue;
             }
             match protocol::parse_request(line) {
-                Err(v) => {
-                    queue_line(conn, &v);
+                Err(f) => {
+                    queue_line(conn, &f.into());
                     self.flush(t);
                 }
                 Ok(req) => {
@@ -240,10 +238,8 @@ impl Control {
                         .is_err()
                     {
                         let conn = self.conns.get_mut(&t).expect("present");
-                        queue_line(
-                            conn,
-                            &failure(Code::ShuttingDown, "the daemon is shutting down"),
-                        );
+                        let f = Failure::new(Code::ShuttingDown, "the daemon is shutting down");
+                        queue_line(conn, &f.into());
                         self.flush(t);
                         return;
                     }
@@ -259,7 +255,7 @@ impl Control {
                 continue;
             };
             match msg {
-                ReplyMsg::Progress(v) => queue_line(conn, &v),
+                ReplyMsg::Progress(p) => queue_json(conn, &p),
                 ReplyMsg::Final(v) => {
                     // A failed attach returns the connection to line mode.
                     conn.attaching = false;
@@ -306,9 +302,7 @@ impl Control {
         };
         let _ = self.poll.registry().deregister(&mut conn.stream);
         let handle = conn.handoff.take().expect("checked by caller");
-        // SAFETY: the fd is taken out of the mio stream, which is consumed; ownership moves.
-        let stream =
-            unsafe { std::os::unix::net::UnixStream::from_raw_fd(conn.stream.into_raw_fd()) };
+        let stream = std::os::unix::net::UnixStream::from(OwnedFd::from(conn.stream));
         let prebuf = std::mem::take(&mut conn.rbuf);
         handle.send(SessionCmd::Attach(stream, prebuf));
     }
@@ -320,10 +314,23 @@ impl Control {
     }
 }
 
-fn queue_line(conn: &mut Conn, v: &serde_json::Value) {
-    let mut line = v.to_string();
-    line.push('\n');
-    conn.wbuf.extend(line.as_bytes());
+/// Queue a final reply line: the socket edge where typed replies become JSON.
+fn queue_line(conn: &mut Conn, r: &protocol::Reply) {
+    queue_json(conn, r);
+}
+
+fn queue_json(conn: &mut Conn, v: &impl serde::Serialize) {
+    let mut line = match serde_json::to_vec(v) {
+        Ok(line) => line,
+        Err(e) => {
+            // Only a serializer bug gets here; answer rather than leave the client waiting.
+            log::error!("cannot encode a reply: {e}");
+            let f = Failure::new(Code::Internal, "cannot encode the reply");
+            serde_json::to_vec(&protocol::Reply::from(f)).expect("a failure encodes")
+        }
+    };
+    line.push(b'\n');
+    conn.wbuf.extend(line);
 }
 
 /// The uid of the process at the other end of a Unix socket.
@@ -331,13 +338,13 @@ fn peer_uid(stream: &UnixStream) -> Option<u32> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
         use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
-        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(stream.as_raw_fd()) };
-        getsockopt(&fd, PeerCredentials).ok().map(|c| c.uid())
+        getsockopt(&stream.as_fd(), PeerCredentials)
+            .ok()
+            .map(|c| c.uid())
     }
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     {
-        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(stream.as_raw_fd()) };
-        nix::unistd::getpeereid(fd)
+        nix::unistd::getpeereid(stream.as_fd())
             .ok()
             .map(|(uid, _)| uid.as_raw())
     }

@@ -6,7 +6,6 @@ pub mod control;
 pub mod http;
 pub mod lifecycle;
 pub mod mcp;
-pub mod protocol;
 pub mod reply;
 pub mod route;
 pub mod router;
@@ -23,6 +22,7 @@ use serde_json::json;
 use crate::config::Config;
 use crate::fsutil::{ensure_dir, write_json_atomic, MODE_PRIVATE};
 use crate::paths::Paths;
+use crate::protocol::Reply;
 use mcp::{Backend, CallerCreds, SendArgs};
 use reply::{ReplyMsg, ReplyTo};
 use router::{DaemonInfo, Router, RouterMsg};
@@ -63,18 +63,21 @@ impl Backend for RouterBackend {
         &self,
         creds: CallerCreds,
         args: SendArgs,
-    ) -> Result<serde_json::Value, String> {
+    ) -> Result<crate::protocol::SendResult, String> {
         let (reply, rx) = ReplyTo::channel();
         self.tx
             .send(RouterMsg::Mcp { creds, args, reply })
             .map_err(|_| "the daemon is shutting down".to_string())?;
         loop {
             match rx.recv() {
-                Ok((_, ReplyMsg::Final(v))) | Ok((_, ReplyMsg::Attach(v, _))) => {
-                    return if v["ok"] == json!(true) {
-                        Ok(v["result"].clone())
-                    } else {
-                        Err(v["error"].as_str().unwrap_or("failed").to_string())
+                Ok((_, ReplyMsg::Final(r))) | Ok((_, ReplyMsg::Attach(r, _))) => {
+                    return match r {
+                        Reply::Send(sent) => Ok(sent.result),
+                        Reply::Failed(f) => Err(f.error),
+                        other => {
+                            log::error!("a send was answered with {other:?}");
+                            Err("internal error: not a send result".to_string())
+                        }
                     };
                 }
                 Ok((_, ReplyMsg::Progress(_))) => continue,

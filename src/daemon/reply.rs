@@ -6,18 +6,18 @@
 use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender};
-use serde_json::Value;
 
+use crate::protocol::{Progress, Reply};
 use crate::session::handle::SessionHandle;
 
 /// One message back to a requester.
 pub enum ReplyMsg {
     /// A progress line (`{"progress":…}`).
-    Progress(Value),
+    Progress(Progress),
     /// The final line.
-    Final(Value),
+    Final(Reply),
     /// The final line, after which the connection belongs to this session (attach).
-    Attach(Value, SessionHandle),
+    Attach(Reply, SessionHandle),
 }
 
 /// Where a request's answers go.
@@ -67,17 +67,17 @@ impl ReplyTo {
     }
 
     /// Send a progress line.
-    pub fn progress(&self, v: Value) {
-        self.send(ReplyMsg::Progress(v));
+    pub fn progress(&self, p: Progress) {
+        self.send(ReplyMsg::Progress(p));
     }
 
-    /// Send the final line.
-    pub fn finish(self, v: Value) {
-        self.send(ReplyMsg::Final(v));
+    /// Send the final line (any success type or a [`crate::protocol::Failure`]).
+    pub fn finish(self, r: impl Into<Reply>) {
+        self.send(ReplyMsg::Final(r.into()));
     }
 
     /// Send the final line and hand the connection to `session`.
-    pub fn attach(self, v: Value, session: SessionHandle) {
-        self.send(ReplyMsg::Attach(v, session));
+    pub fn attach(self, r: impl Into<Reply>, session: SessionHandle) {
+        self.send(ReplyMsg::Attach(r.into(), session));
     }
 }

@@ -4,11 +4,11 @@
 //! copies files); the router does the rest.
 
 use crate::config::McpAuth;
-use crate::daemon::protocol::Code;
 use crate::envelope::Envelope;
 use crate::markers::Markers;
 use crate::names::{is_valid_personality, is_valid_runtime, Identity, PERSONALITY_PATTERN};
 use crate::paths::Paths;
+use crate::protocol::Code;
 use crate::registry::{Registry, RegistryPeer};
 
 /// Longest message, in Unicode scalar values.
@@ -67,14 +67,9 @@ pub struct Prepared {
     pub envelope: Envelope,
 }
 
-/// A refused send: the stable code and the exact error text.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Refusal {
-    /// For the control socket's `"code"`.
-    pub code: Code,
-    /// The error text (spec 03 §1 wording).
-    pub error: String,
-}
+/// A refused request: the stable code and the exact error text (spec 03 §1 wording for
+/// sends). It is the failure reply itself, so it reaches the requester unchanged.
+pub type Refusal = crate::protocol::Failure;
 
 fn refuse(code: Code, error: impl Into<String>) -> Refusal {
     Refusal {

@@ -2,6 +2,7 @@
 //! `initialize`, then `tools/call` `send_to_peer`.
 
 use crate::paths::Paths;
+use serde::Deserialize;
 use serde_json::{json, Value};
 use std::fmt;
 use std::time::Duration;
@@ -130,8 +131,8 @@ pub fn parse_response(content_type: &str, body: &str) -> Result<Value, McpError>
 }
 
 /// Judge a `tools/call` result: `isError: true` → [`McpError::Tool`] with its text; else a
-/// short summary (`delivered`, `delivered (woke)`, `queued (composer)`, or the first line of
-/// the text content).
+/// short summary (`delivered` or `delivered (woke)` for a [`crate::protocol::SendResult`] in
+/// `structuredContent`, else the first line of the text content).
 pub fn tool_outcome(result: &Value) -> Result<String, McpError> {
     let text = result
         .get("content")
@@ -148,17 +149,11 @@ pub fn tool_outcome(result: &Value) -> Result<String, McpError> {
             text
         }));
     }
-    let sc = result.get("structuredContent");
-    let flag = |k: &str| sc.and_then(|s| s.get(k)).and_then(Value::as_bool) == Some(true);
-    if flag("queued") {
-        let by = sc
-            .and_then(|s| s.get("queuedBy"))
-            .and_then(Value::as_str)
-            .unwrap_or("queue");
-        return Ok(format!("queued ({by})"));
-    }
-    if flag("ok") {
-        return Ok(if flag("woke") {
+    let sent = result
+        .get("structuredContent")
+        .and_then(|sc| crate::protocol::SendResult::deserialize(sc).ok());
+    if let Some(sent) = sent.filter(|s| s.ok) {
+        return Ok(if sent.woke {
             "delivered (woke)".into()
         } else {
             "delivered".into()
@@ -348,13 +343,16 @@ mod tests {
 
     #[test]
     fn tool_outcomes() {
+        let to = json!({"personality":"bob","runtime":"echo"});
+        let ts = "2026-11-30T10:00:00+00:00";
         let ok = json!({"content":[{"type":"text","text":"{}"}],
-            "structuredContent":{"ok":true,"woke":false}});
+            "structuredContent":{"ok":true,"delivered_to":to,"woke":false,"ts":ts}});
         assert_eq!(tool_outcome(&ok).unwrap(), "delivered");
-        let woke = json!({"structuredContent":{"ok":true,"woke":true}});
+        let woke = json!({"structuredContent":{"ok":true,"delivered_to":to,"woke":true,"ts":ts}});
         assert_eq!(tool_outcome(&woke).unwrap(), "delivered (woke)");
-        let q = json!({"structuredContent":{"ok":true,"queued":true,"queuedBy":"composer"}});
-        assert_eq!(tool_outcome(&q).unwrap(), "queued (composer)");
+        let other = json!({"content":[{"type":"text","text":"something else\nmore"}],
+            "structuredContent":{"ok":true}});
+        assert_eq!(tool_outcome(&other).unwrap(), "something else");
         let bad = json!({"isError":true,"content":[{"type":"text","text":"cannot send to self"}]});
         assert_eq!(
             tool_outcome(&bad),

@@ -11,8 +11,7 @@ use super::{
     Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, GateState, GateWatch, LaunchCommand,
     LaunchCtx, RuntimeKind, WakeMode,
 };
-use crate::session::input::encode_keys;
-use crate::session::screen::Screen;
+use crate::term::{encode_keys, Screen};
 
 /// The reason given when Claude Code shows its login picker.
 pub const NOT_LOGGED_IN: &str = "Claude Code is not logged in — run claude once and log in";

@@ -22,8 +22,7 @@ use super::{
     Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, GateState, GateWatch, LaunchCommand,
     LaunchCtx, RuntimeKind, WakeMode,
 };
-use crate::session::input::encode_keys;
-use crate::session::screen::Screen;
+use crate::term::{encode_keys, Screen};
 
 /// The composer (and menu cursor) glyph of Codex.
 pub const MARKER: char = '›';

@@ -138,6 +138,18 @@ pub fn setup(cwd: &Path, mcp_url: &str) -> Result<(), String> {
     .map_err(|e| format!("{e} — fix it, then run the command again"))
 }
 
+/// Undo [`setup`]'s folder trust when a codex peer is removed; the MCP server block stays
+/// (other peers use it).
+///
+/// Errors: as [`edit_config`], saying that the folder's trust entry stays and how to delete
+/// it by hand.
+pub fn teardown(cwd: &Path) -> Result<(), String> {
+    let key = project_key(cwd);
+    edit_config(|d| untrust(d, &key)).map(|_| ()).map_err(|e| {
+        format!("{e} — the trust entry of {key} stays; delete its [projects] table by hand")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,7 +24,7 @@ pub enum DialogStep {
 }
 
 impl DialogStep {
-    /// The key name for `session::input::encode_keys` (`"Up"`, `"Down"`, `"Enter"`).
+    /// The key name for `term::encode_keys` (`"Up"`, `"Down"`, `"Enter"`).
     pub fn key_name(self) -> &'static str {
         match self {
             DialogStep::Up => "Up",

@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::{Adapter, BootStep, Confirm, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode};
-use crate::session::screen::Screen;
+use crate::term::Screen;
 
 /// The folder, inside the peer's cwd, where the echo agent keeps its transcript.
 pub const TRANSCRIPT_DIR: &str = ".echo-agent";

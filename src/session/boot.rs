@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::runtime::BootStep;
+use crate::adapter::BootStep;
 
 /// If a key changed nothing on screen for this long, the same dialog may get another key
 /// (a key can be lost while the TUI is still wiring up its input).

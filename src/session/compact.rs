@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use super::deliver::SETTLE;
-use crate::runtime::{CompactOutcome, CompactWatch};
+use crate::adapter::{CompactOutcome, CompactWatch};
 
 /// How long a compaction may take (the model summarizes the whole conversation).
 pub const COMPACT_DEADLINE: Duration = Duration::from_secs(290);

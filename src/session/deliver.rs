@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use super::handle::Delivery;
-use crate::runtime::{Confirm, GateState, GateWatch};
+use crate::adapter::{Confirm, GateState, GateWatch};
 
 /// Wait after a complete paste before Enter. Codex treats an Enter that arrives within
 /// ~120 ms of fast input as part of the paste; 300 ms clears that with margin.
@@ -77,7 +77,7 @@ impl ActiveDelivery {
         gate_watch: Option<Box<dyn GateWatch>>,
     ) -> (ActiveDelivery, Vec<u8>) {
         let bytes = if pty {
-            super::input::bracketed_paste(&d.text)
+            crate::term::bracketed_paste(&d.text)
         } else {
             let mut b = d.text.clone().into_bytes();
             b.push(b'\n');

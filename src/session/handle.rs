@@ -114,7 +114,7 @@ pub enum EventKind {
         /// The request id.
         id: u64,
         /// How it ended, or why it failed.
-        result: Result<crate::runtime::CompactOutcome, String>,
+        result: Result<crate::adapter::CompactOutcome, String>,
     },
     /// Answer to [`SessionCmd::Probe`].
     Status(SessionStatus),

@@ -7,8 +7,6 @@ pub mod deliver;
 pub mod env;
 pub mod frame;
 pub mod handle;
-pub mod input;
 pub mod panelog;
-pub mod screen;
 pub mod spawn;
 pub mod thread;

@@ -4,15 +4,16 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Mutex;
 
 use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
-use nix::pty::{openpty, Winsize};
+use nix::pty::{openpty, OpenptyResult, Winsize};
 use nix::sys::signal::{self, SigHandler, SigSet, SigmaskHow, Signal};
+use nix::sys::termios::{self, InputFlags, SetArg};
 
 /// What to run: program, argv (without argv\[0\]), working folder and the **complete**
 /// environment (the child inherits nothing else).
@@ -102,11 +103,7 @@ pub fn spawn_pty(spec: &SpawnSpec, rows: u16, cols: u16) -> io::Result<PtyChild>
         ws_ypixel: 0,
     };
     let _guard = SPAWN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    let pty = openpty(Some(&size), None).map_err(io::Error::from)?;
-    set_cloexec(&pty.master)?;
-    set_cloexec(&pty.slave)?;
-    let flags = OFlag::from_bits_truncate(fcntl(&pty.master, FcntlArg::F_GETFL)?);
-    fcntl(&pty.master, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
+    let pty = open_pty(&size)?;
 
     let mut cmd = command(spec);
     cmd.stdin(Stdio::from(pty.slave.try_clone()?))
@@ -146,9 +143,9 @@ pub fn spawn_pipes(spec: &SpawnSpec) -> io::Result<PipeChild> {
     let stdin = child.stdin.take().ok_or_else(missing)?;
     let stdout = child.stdout.take().ok_or_else(missing)?;
     let stderr = child.stderr.take().ok_or_else(missing)?;
-    for fd in [stdin.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()] {
-        set_nonblocking_raw(fd)?;
-    }
+    set_nonblocking(&stdin)?;
+    set_nonblocking(&stdout)?;
+    set_nonblocking(&stderr)?;
     Ok(PipeChild {
         child,
         stdin,
@@ -188,12 +185,24 @@ fn set_cloexec(fd: &OwnedFd) -> io::Result<()> {
     Ok(())
 }
 
-fn set_nonblocking_raw(fd: std::os::fd::RawFd) -> io::Result<()> {
-    // SAFETY: the fd is owned by a live ChildStd* value for the duration of this call.
-    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-    let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL)?);
-    fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
+fn set_nonblocking(fd: impl AsFd) -> io::Result<()> {
+    let flags = OFlag::from_bits_truncate(fcntl(&fd, FcntlArg::F_GETFL)?);
+    fcntl(&fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
     Ok(())
+}
+
+/// Open a pty of `size`: both ends close-on-exec, the master non-blocking, and `IUTF8` set in
+/// its line discipline (as alacritty does), so that in canonical mode an erase removes a whole
+/// UTF-8 character. Call with [`SPAWN_LOCK`] held.
+fn open_pty(size: &Winsize) -> io::Result<OpenptyResult> {
+    let pty = openpty(Some(size), None).map_err(io::Error::from)?;
+    set_cloexec(&pty.master)?;
+    set_cloexec(&pty.slave)?;
+    set_nonblocking(&pty.master)?;
+    let mut tio = termios::tcgetattr(&pty.master)?;
+    tio.input_flags.insert(InputFlags::IUTF8);
+    termios::tcsetattr(&pty.master, SetArg::TCSANOW, &tio)?;
+    Ok(pty)
 }
 
 #[cfg(test)]
@@ -245,6 +254,41 @@ mod tests {
         assert!(out.contains("50 220"), "{out}");
         assert!(out.contains("TTY"), "{out}");
         assert!(out.contains("env=42"), "{out}");
+    }
+
+    #[test]
+    fn pty_has_iutf8_seen_from_the_slave_and_the_child() {
+        let size = Winsize {
+            ws_row: 24,
+            ws_col: 80,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        let pty = {
+            let _guard = SPAWN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+            open_pty(&size).unwrap()
+        };
+        let slave = termios::tcgetattr(&pty.slave).unwrap();
+        assert!(slave.input_flags.contains(InputFlags::IUTF8));
+        drop(pty);
+
+        let mut c = spawn_pty(&spec("stty -a"), 24, 80).unwrap();
+        let out = read_all(&c.master, Duration::from_secs(5));
+        c.child.wait().unwrap();
+        let words: Vec<&str> = out.split_whitespace().collect();
+        assert!(words.contains(&"iutf8"), "{out}");
+        assert!(!words.contains(&"-iutf8"), "{out}");
+    }
+
+    #[test]
+    fn pipe_ends_are_non_blocking() {
+        let mut c = spawn_pipes(&spec("sleep 30")).unwrap();
+        for fd in [c.stdin.as_fd(), c.stdout.as_fd(), c.stderr.as_fd()] {
+            let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL).unwrap());
+            assert!(flags.contains(OFlag::O_NONBLOCK));
+        }
+        signal_group(c.child.id(), Signal::SIGKILL).unwrap();
+        c.child.wait().unwrap();
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Table-driven tests of the command-line rules (spec 07 "General rules").
 
 use super::*;
-use crate::cli::spec::find_verb;
+use crate::cli::spec::{args, find_verb, flags};
 
 fn parse_words(words: &[&str]) -> Result<Command, UsageError> {
     parse(words.iter().map(OsString::from).collect())
@@ -9,7 +9,7 @@ fn parse_words(words: &[&str]) -> Result<Command, UsageError> {
 
 fn run(words: &[&str]) -> Invocation {
     match parse_words(words) {
-        Ok(Command::Run(inv)) => inv,
+        Ok(Command::Run(_, inv)) => inv,
         other => panic!("{words:?}: expected a run, got {other:?}"),
     }
 }
@@ -184,49 +184,49 @@ fn values_flags_and_positionals() {
         "claude-ann",
     ]);
     assert_eq!(inv.verb.name, "send");
-    assert_eq!(inv.positional("target"), Some("bob"));
-    assert_eq!(inv.value("message"), Some("--literal"));
-    assert_eq!(inv.value("topic"), Some("t2"), "last one wins");
-    assert_eq!(inv.values("attachment"), ["/a", "/b"]);
-    assert_eq!(inv.value("from"), Some("claude-ann"));
-    assert!(inv.flag("json"));
-    assert!(!inv.flag("runtime"));
-    assert_eq!(inv.value("runtime"), None);
-    assert!(inv.values("runtime").is_empty());
+    assert_eq!(inv.positional(args::TARGET), Some("bob"));
+    assert_eq!(inv.value(flags::MESSAGE), Some("--literal"));
+    assert_eq!(inv.value(flags::TOPIC), Some("t2"), "last one wins");
+    assert_eq!(inv.values(flags::ATTACHMENT), ["/a", "/b"]);
+    assert_eq!(inv.value(flags::FROM), Some("claude-ann"));
+    assert!(inv.flag(flags::JSON));
+    assert!(!inv.flag(flags::SEND_RUNTIME));
+    assert_eq!(inv.value(flags::SEND_RUNTIME), None);
+    assert!(inv.values(flags::SEND_RUNTIME).is_empty());
 
     // `=` keeps the value verbatim, even empty or with `=` inside.
     let inv = run(&["send", "bob", "--message=", "--topic=a=b"]);
-    assert_eq!(inv.value("message"), Some(""));
-    assert_eq!(inv.value("topic"), Some("a=b"));
+    assert_eq!(inv.value(flags::MESSAGE), Some(""));
+    assert_eq!(inv.value(flags::TOPIC), Some("a=b"));
 
     // A lone `-` is a value (stdin).
     let inv = run(&["send", "bob", "--message-file", "-"]);
-    assert_eq!(inv.value("message-file"), Some("-"));
+    assert_eq!(inv.value(flags::MESSAGE_FILE), Some("-"));
 
     // Booleans never consume the next word.
     let inv = run(&["list", "--json"]);
-    assert!(inv.flag("json") && inv.positionals.is_empty());
+    assert!(inv.flag(flags::JSON) && inv.positionals.is_empty());
     let inv = run(&["remove", "--force", "bob"]);
     assert_eq!(inv.positionals, ["bob"]);
-    assert!(inv.flag("force"));
+    assert!(inv.flag(flags::FORCE));
 
     // `--` ends flags.
     let inv = run(&["send", "--message", "hi", "--", "--bob"]);
-    assert_eq!(inv.positional("target"), Some("--bob"));
+    assert_eq!(inv.positional(args::TARGET), Some("--bob"));
     let inv = run(&["init", "--", "-folder"]);
-    assert_eq!(inv.positional("folder"), Some("-folder"));
+    assert_eq!(inv.positional(args::FOLDER), Some("-folder"));
 
     // Flags may come before positionals; optional positionals may be absent.
     let inv = run(&["init", "--runtime", "codex"]);
-    assert_eq!(inv.positional("folder"), None);
-    assert_eq!(inv.value("runtime"), Some("codex"));
+    assert_eq!(inv.positional(args::FOLDER), None);
+    assert_eq!(inv.value(flags::PEER_RUNTIME), Some("codex"));
 
     let inv = run(&["stop", "--all"]);
-    assert!(inv.flag("all") && inv.positionals.is_empty());
+    assert!(inv.flag(flags::ALL) && inv.positionals.is_empty());
     let inv = run(&["start", "bob", "codex"]);
-    assert_eq!(inv.positional("runtime"), Some("codex"));
+    assert_eq!(inv.positional(args::RUNTIME), Some("codex"));
     let inv = run(&["daemon", "--foreground"]);
-    assert!(inv.flag("foreground"));
+    assert!(inv.flag(flags::FOREGROUND));
 }
 
 #[test]
@@ -289,7 +289,7 @@ fn every_verb_parses_with_its_required_arguments() {
         words.extend(verb.positionals.iter().filter(|p| p.required).map(|_| "x"));
         for rule in verb.rules {
             if let Rule::ExactlyOne(set) = rule {
-                words.extend([format!("--{}", set[0]).leak() as &str, "v"]);
+                words.extend([format!("--{}", set[0].long).leak() as &str, "v"]);
             }
         }
         let got = parse_words(&words);
@@ -297,9 +297,35 @@ fn every_verb_parses_with_its_required_arguments() {
             "help" => assert_eq!(got, Ok(Command::Help(None))),
             "version" => assert_eq!(got, Ok(Command::Version)),
             _ => assert!(
-                matches!(&got, Ok(Command::Run(inv)) if std::ptr::eq(inv.verb, find_verb(verb.name).unwrap())),
+                matches!(&got, Ok(Command::Run(id, inv))
+                    if std::ptr::eq(inv.verb, find_verb(verb.name).unwrap())
+                        && crate::cli::spec::VerbId::Run(*id) == verb.id),
                 "{words:?}: {got:?}"
             ),
         }
     }
+}
+
+/// Asking for a flag or positional the verb does not have is a bug in the handler; debug
+/// builds (and so every test) catch it.
+#[test]
+#[cfg(debug_assertions)]
+#[should_panic(expected = "list has no flag --force")]
+fn asking_for_a_flag_of_another_verb_panics_in_tests() {
+    run(&["list"]).flag(flags::FORCE);
+}
+
+#[test]
+#[cfg(debug_assertions)]
+#[should_panic(expected = "send has no flag --runtime")]
+fn a_flag_is_its_row_not_its_name() {
+    // create's --runtime is another row than send's, with another meaning.
+    run(&["send", "bob", "--message", "hi"]).value(flags::PEER_RUNTIME);
+}
+
+#[test]
+#[cfg(debug_assertions)]
+#[should_panic(expected = "list has no positional <peer>")]
+fn asking_for_a_positional_of_another_verb_panics_in_tests() {
+    run(&["list"]).positional(args::PEER);
 }

@@ -1,76 +1,205 @@
 //! The table itself: every verb of `iapeer` with its arguments and flags (spec 07).
 
-use super::{FlagSpec, Group, PosSpec, Rule, VerbSpec};
+use super::{Complete, FlagSpec, Group, PosSpec, Rule, Verb, VerbId, VerbSpec};
 
 const fn boolean(long: &'static str, help: &'static str) -> FlagSpec {
     FlagSpec {
         long,
         short: None,
         value: None,
+        complete: Complete::Nothing,
         repeatable: false,
         help,
     }
 }
 
-const fn valued(long: &'static str, value: &'static str, help: &'static str) -> FlagSpec {
+const fn valued(
+    long: &'static str,
+    value: &'static str,
+    complete: Complete,
+    help: &'static str,
+) -> FlagSpec {
     FlagSpec {
         long,
         short: None,
         value: Some(value),
+        complete,
         repeatable: false,
         help,
     }
 }
 
-const fn required(name: &'static str) -> PosSpec {
+const fn required(name: &'static str, complete: Complete) -> PosSpec {
     PosSpec {
         name,
         required: true,
         repeat: false,
+        complete,
     }
 }
 
-const fn optional(name: &'static str) -> PosSpec {
+const fn optional(name: &'static str, complete: Complete) -> PosSpec {
     PosSpec {
         name,
         required: false,
         repeat: false,
+        complete,
     }
 }
 
-const JSON: FlagSpec = boolean("json", "print one JSON document on stdout, for scripts");
-const ALL: FlagSpec = boolean("all", "act on every peer instead of one");
-const FORCE: FlagSpec = boolean("force", "go ahead even when the peer is live");
-const PEER_RUNTIME: FlagSpec = valued(
-    "runtime",
-    "<rt>",
-    "the peer's default runtime (must be installed)",
-);
-const DESCRIPTION: FlagSpec = valued(
-    "description",
-    "<d>",
-    "one line saying what the peer does (at most 450 characters)",
-);
-const INTELLIGENCE: FlagSpec = valued(
-    "intelligence",
-    "<i>",
-    "the peer's nature: artificial, natural or absent",
-);
-const NO_BOOTSTRAP: FlagSpec = boolean(
-    "no-bootstrap",
-    "do not start an always-on peer now (router runtimes)",
-);
-const PEER_AND_RUNTIME: &[PosSpec] = &[required("peer"), optional("runtime")];
+/// Every flag of the table as a named row: handlers pass these to `Invocation::flag`, `value`
+/// and `values`, so a flag that does not exist does not compile (ripgrep's one value per flag
+/// in `defs.rs`).
+pub mod flags {
+    use super::super::{Complete, FlagSpec};
+    use super::{boolean, valued};
+
+    /// `--json`.
+    pub const JSON: FlagSpec = boolean("json", "print one JSON document on stdout, for scripts");
+    /// `--all`.
+    pub const ALL: FlagSpec = boolean("all", "act on every peer instead of one");
+    /// `--force` (remove).
+    pub const FORCE: FlagSpec = boolean("force", "go ahead even when the peer is live");
+    /// `--runtime <rt>` of create and init.
+    pub const PEER_RUNTIME: FlagSpec = valued(
+        "runtime",
+        "<rt>",
+        Complete::Runtime,
+        "the peer's default runtime (must be installed)",
+    );
+    /// `--description <d>`.
+    pub const DESCRIPTION: FlagSpec = valued(
+        "description",
+        "<d>",
+        Complete::Text,
+        "one line saying what the peer does (at most 450 characters)",
+    );
+    /// `--intelligence <i>`.
+    pub const INTELLIGENCE: FlagSpec = valued(
+        "intelligence",
+        "<i>",
+        Complete::Intelligence,
+        "the peer's nature: artificial, natural or absent",
+    );
+    /// `--no-bootstrap`.
+    pub const NO_BOOTSTRAP: FlagSpec = boolean(
+        "no-bootstrap",
+        "do not start an always-on peer now (router runtimes)",
+    );
+    /// `--message <text>` (send).
+    pub const MESSAGE: FlagSpec = valued(
+        "message",
+        "<text>",
+        Complete::Text,
+        "the message text (use --message=<text> for text starting with -)",
+    );
+    /// `--message-file <path|->` (send).
+    pub const MESSAGE_FILE: FlagSpec = valued(
+        "message-file",
+        "<path|->",
+        Complete::Path,
+        "read the message from a file, or from stdin with -",
+    );
+    /// `--from <runtime>-<name>` (send).
+    pub const FROM: FlagSpec = valued(
+        "from",
+        "<runtime>-<name>",
+        Complete::Identity,
+        "the sending identity",
+    );
+    /// `--runtime <rt>` of send.
+    pub const SEND_RUNTIME: FlagSpec = valued(
+        "runtime",
+        "<rt>",
+        Complete::Runtime,
+        "deliver to this runtime of the target instead of its default",
+    );
+    /// `--topic <t>` (send).
+    pub const TOPIC: FlagSpec = valued(
+        "topic",
+        "<t>",
+        Complete::Text,
+        "a short thread label (at most 200 characters)",
+    );
+    /// `--attachment <path>`, repeatable (send).
+    pub const ATTACHMENT: FlagSpec = FlagSpec {
+        long: "attachment",
+        short: None,
+        value: Some("<path>"),
+        complete: Complete::Path,
+        repeatable: true,
+        help: "attach a local file by its absolute path (at most 20)",
+    };
+    /// `--path <folder>` (create).
+    pub const PATH: FlagSpec = valued(
+        "path",
+        "<folder>",
+        Complete::Path,
+        "where to make the peer's folder",
+    );
+    /// `--fix` (verify).
+    pub const FIX: FlagSpec = boolean(
+        "fix",
+        "rewrite the registry from the profiles and re-register orphan peer folders",
+    );
+    /// `--peer <p>` (add-runtime, default-runtime).
+    pub const PEER: FlagSpec = valued("peer", "<p>", Complete::Peer, "the peer to change");
+    /// `--foreground` (daemon).
+    pub const FOREGROUND: FlagSpec = boolean(
+        "foreground",
+        "stay in this terminal (always the case; accepted for scripts)",
+    );
+    /// `--keep` (demo).
+    pub const KEEP: FlagSpec = boolean("keep", "keep the temporary root and print its path");
+}
+
+/// Every positional argument of the table as a named row: handlers pass these to
+/// `Invocation::positional`, so a positional that does not exist does not compile.
+pub mod args {
+    use super::super::{Complete, PosSpec};
+    use super::{optional, required};
+
+    /// `[verb]` (help).
+    pub const VERB: PosSpec = optional("verb", Complete::Verb);
+    /// `<target>` (send).
+    pub const TARGET: PosSpec = required("target", Complete::Peer);
+    /// `<name>` (create).
+    pub const NAME: PosSpec = required("name", Complete::Text);
+    /// `[folder]` (init).
+    pub const FOLDER: PosSpec = optional("folder", Complete::Path);
+    /// `<peer>`.
+    pub const PEER: PosSpec = required("peer", Complete::Peer);
+    /// `[runtime]` after `<peer>`.
+    pub const RUNTIME: PosSpec = optional("runtime", Complete::Runtime);
+    /// `<rt>` (add-runtime, default-runtime).
+    pub const RT: PosSpec = required("rt", Complete::Runtime);
+    /// `[args]...` (echo-agent): every word after the verb.
+    pub const ARGS: PosSpec = PosSpec {
+        name: "args",
+        required: false,
+        repeat: true,
+        complete: Complete::Text,
+    };
+}
+
+use args::{ARGS, FOLDER, NAME, RT, RUNTIME, TARGET, VERB};
+use flags::{
+    ALL, ATTACHMENT, DESCRIPTION, FIX, FORCE, FOREGROUND, FROM, INTELLIGENCE, JSON, KEEP, MESSAGE,
+    MESSAGE_FILE, NO_BOOTSTRAP, PATH, PEER_RUNTIME, SEND_RUNTIME, TOPIC,
+};
+
+const PEER_AND_RUNTIME: &[PosSpec] = &[args::PEER, RUNTIME];
 
 /// Every verb, in the order help lists them within a group.
 pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
+        id: VerbId::Help,
         name: "help",
         signature: "help [verb]",
         summary: "show the verb list, or the usage and flags of one verb",
         description: "Print the list of verbs, or the usage line, description and flags of one verb. \
             The flag --help (or -h) anywhere on a command line does the same for its verb and runs nothing.",
-        positionals: &[optional("verb")],
+        positionals: &[VERB],
         flags: &[],
         rules: &[],
         hidden: false,
@@ -78,6 +207,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Version,
         name: "version",
         signature: "version",
         summary: "print the version",
@@ -90,6 +220,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Send),
         name: "send",
         signature: "send <target> (--message <text> | --message-file <path|->) [--from <runtime>-<name>] \
             [--runtime <rt>] [--topic <t>] [--attachment <path>]... [--json]",
@@ -100,38 +231,33 @@ pub static VERBS: &[VerbSpec] = &[
             folder holds the current directory, else the host's only human peer; when none of these \
             applies the message is refused. Prints whether the message was delivered (and whether a wake \
             was needed) or queued, and for which runtime. Exits 0 only when it was delivered or queued.",
-        positionals: &[required("target")],
+        positionals: &[TARGET],
         flags: &[
-            valued("message", "<text>", "the message text (use --message=<text> for text starting with -)"),
-            valued("message-file", "<path|->", "read the message from a file, or from stdin with -"),
-            valued("from", "<runtime>-<name>", "the sending identity"),
-            valued("runtime", "<rt>", "deliver to this runtime of the target instead of its default"),
-            valued("topic", "<t>", "a short thread label (at most 200 characters)"),
-            FlagSpec {
-                long: "attachment",
-                short: None,
-                value: Some("<path>"),
-                repeatable: true,
-                help: "attach a local file by its absolute path (at most 20)",
-            },
+            MESSAGE,
+            MESSAGE_FILE,
+            FROM,
+            SEND_RUNTIME,
+            TOPIC,
+            ATTACHMENT,
             JSON,
         ],
-        rules: &[Rule::ExactlyOne(&["message", "message-file"])],
+        rules: &[Rule::ExactlyOne(&[MESSAGE, MESSAGE_FILE])],
         hidden: false,
         group: Group::Messaging,
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Create),
         name: "create",
         signature: "create <name> [--runtime <rt>] [--path <folder>] [--description <d>] \
             [--intelligence <i>] [--no-bootstrap] [--json]",
         summary: "make a folder for a new peer and register it",
         description: "Make the working folder of a new peer (--path, else the peers folder of the iapeer \
             root) and turn it into a peer as init does. The folder's name, normalized, must equal <name>.",
-        positionals: &[required("name")],
+        positionals: &[NAME],
         flags: &[
             PEER_RUNTIME,
-            valued("path", "<folder>", "where to make the peer's folder"),
+            PATH,
             DESCRIPTION,
             INTELLIGENCE,
             NO_BOOTSTRAP,
@@ -143,6 +269,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Init),
         name: "init",
         signature: "init [folder] [--runtime <rt>] [--description <d>] [--intelligence <i>] \
             [--no-bootstrap] [--json]",
@@ -152,7 +279,7 @@ pub static VERBS: &[VerbSpec] = &[
             configuration. Without --runtime the runtime follows a .claude or .codex folder, else the \
             installed agent runtimes. Starts no agent session. Running it again for the same peer changes \
             nothing; it refuses a folder or name that belongs to another peer.",
-        positionals: &[optional("folder")],
+        positionals: &[FOLDER],
         flags: &[PEER_RUNTIME, DESCRIPTION, INTELLIGENCE, NO_BOOTSTRAP, JSON],
         rules: &[],
         hidden: false,
@@ -160,6 +287,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::List),
         name: "list",
         signature: "list [--json]",
         summary: "show every peer with its runtimes and their state",
@@ -174,6 +302,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Verify),
         name: "verify",
         signature: "verify [--json] [--fix]",
         summary: "check the profiles and the registry against each other",
@@ -182,7 +311,7 @@ pub static VERBS: &[VerbSpec] = &[
         positionals: &[],
         flags: &[
             JSON,
-            boolean("fix", "rewrite the registry from the profiles and re-register orphan peer folders"),
+            FIX,
         ],
         rules: &[],
         hidden: false,
@@ -190,13 +319,14 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Remove),
         name: "remove",
         signature: "remove <peer> [--force]",
         summary: "unregister a peer, keeping its folder",
         description: "Drop the peer from the registry, end its sessions, and delete its attachment inbox \
             and lifecycle markers. The folder is kept. A live peer is refused without --force; removing \
             an unknown peer does nothing and succeeds.",
-        positionals: &[required("peer")],
+        positionals: &[args::PEER],
         flags: &[FORCE],
         rules: &[],
         hidden: false,
@@ -204,12 +334,13 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::LiveRuntime),
         name: "live-runtime",
         signature: "live-runtime <peer>",
         summary: "print the runtime a peer is live on",
         description: "Print the runtime the peer is live on (the most recently active one when several \
             are). Exits 1 with nothing on stdout when none is live.",
-        positionals: &[required("peer")],
+        positionals: &[args::PEER],
         flags: &[],
         rules: &[],
         hidden: false,
@@ -217,6 +348,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Stop),
         name: "stop",
         signature: "stop (<peer> [runtime] | --all)",
         summary: "end a peer's sessions and refuse messages until started",
@@ -225,12 +357,13 @@ pub static VERBS: &[VerbSpec] = &[
             restarted. Without a runtime: every runtime the peer declares. Idempotent.",
         positionals: PEER_AND_RUNTIME,
         flags: &[ALL],
-        rules: &[Rule::ReplacesPositionals("all")],
+        rules: &[Rule::ReplacesPositionals(ALL)],
         hidden: false,
         group: Group::Lifecycle,
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Start),
         name: "start",
         signature: "start (<peer> [runtime] | --all)",
         summary: "clear the stop mark of a peer",
@@ -238,12 +371,13 @@ pub static VERBS: &[VerbSpec] = &[
             are not started: they wake on their next message. Always-on peers start at once.",
         positionals: PEER_AND_RUNTIME,
         flags: &[ALL],
-        rules: &[Rule::ReplacesPositionals("all")],
+        rules: &[Rule::ReplacesPositionals(ALL)],
         hidden: false,
         group: Group::Lifecycle,
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Attach),
         name: "attach",
         signature: "attach <peer> [runtime]",
         summary: "connect this terminal to a peer's live session",
@@ -257,6 +391,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::New),
         name: "new",
         signature: "new <peer> [runtime]",
         summary: "restart a peer with a fresh session now",
@@ -271,6 +406,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Refresh),
         name: "refresh",
         signature: "refresh (<peer> [runtime] | --all)",
         summary: "make the next wake start a fresh conversation",
@@ -279,12 +415,13 @@ pub static VERBS: &[VerbSpec] = &[
             skipped.",
         positionals: PEER_AND_RUNTIME,
         flags: &[ALL],
-        rules: &[Rule::ReplacesPositionals("all")],
+        rules: &[Rule::ReplacesPositionals(ALL)],
         hidden: false,
         group: Group::Lifecycle,
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Interrupt),
         name: "interrupt",
         signature: "interrupt <peer> [runtime]",
         summary: "interrupt the turn a live agent is running",
@@ -298,6 +435,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Compact),
         name: "compact",
         signature: "compact <peer> [runtime] [--json]",
         summary: "compact an agent's conversation",
@@ -312,6 +450,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::SelfFresh),
         name: "self-fresh",
         signature: "self-fresh",
         summary: "from inside a session: restart yourself fresh",
@@ -325,6 +464,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::SelfDone),
         name: "self-done",
         signature: "self-done",
         summary: "from inside an ephemeral worker: finish without replying",
@@ -339,33 +479,36 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::AddRuntime),
         name: "add-runtime",
         signature: "add-runtime <rt> (--peer <p> | --all)",
         summary: "declare another agent runtime for a peer",
         description: "Declare another agent runtime for the peer (or every peer) and do that runtime's \
             setup (MCP configuration, folder trust). The default runtime never changes. \
             Idempotent.",
-        positionals: &[required("rt")],
-        flags: &[valued("peer", "<p>", "the peer to change"), ALL],
-        rules: &[Rule::ExactlyOne(&["peer", "all"])],
+        positionals: &[RT],
+        flags: &[flags::PEER, ALL],
+        rules: &[Rule::ExactlyOne(&[flags::PEER, ALL])],
         hidden: false,
         group: Group::Peers,
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::DefaultRuntime),
         name: "default-runtime",
         signature: "default-runtime <rt> (--peer <p> | --all)",
         summary: "switch a peer's primary runtime",
         description: "Make a declared runtime the peer's default (or every peer's): where messages route \
             by default and what comes up first. Refused for a peer that does not declare it.",
-        positionals: &[required("rt")],
-        flags: &[valued("peer", "<p>", "the peer to change"), ALL],
-        rules: &[Rule::ExactlyOne(&["peer", "all"])],
+        positionals: &[RT],
+        flags: &[flags::PEER, ALL],
+        rules: &[Rule::ExactlyOne(&[flags::PEER, ALL])],
         hidden: false,
         group: Group::Peers,
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Daemon),
         name: "daemon",
         signature: "daemon [--foreground]",
         summary: "run the daemon in this terminal",
@@ -374,13 +517,14 @@ pub static VERBS: &[VerbSpec] = &[
             puts idle agents to sleep. It never forks, so launchd, systemd, containers and tests run it \
             as is. When it stops, every session ends, and live agents resume on their next message.",
         positionals: &[],
-        flags: &[boolean("foreground", "stay in this terminal (always the case; accepted for scripts)")],
+        flags: &[FOREGROUND],
         rules: &[],
         hidden: false,
         group: Group::Host,
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Status),
         name: "status",
         signature: "status [--json]",
         summary: "show the health of the daemon and a summary of the peers",
@@ -395,6 +539,7 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Demo),
         name: "demo",
         signature: "demo [--keep]",
         summary: "watch two stand-in agents talk, with no accounts needed",
@@ -402,24 +547,21 @@ pub static VERBS: &[VerbSpec] = &[
             runtime, send messages both ways (one to a sleeping peer, so the wake shows) and print each \
             delivery as it happens; then stop everything and delete the temporary root.",
         positionals: &[],
-        flags: &[boolean("keep", "keep the temporary root and print its path")],
+        flags: &[KEEP],
         rules: &[],
         hidden: false,
         group: Group::Demo,
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::EchoAgent),
         name: "echo-agent",
         signature: "echo-agent [args]...",
         summary: "the stand-in agent program behind the echo runtime",
         description: "The stand-in agent that the echo runtime runs in a pty: it draws a prompt, prints each \
             message it receives and answers the sender with the same text through the daemon. It is \
             started by the daemon, not by hand; every word after the verb is passed to it untouched.",
-        positionals: &[PosSpec {
-            name: "args",
-            required: false,
-            repeat: true,
-        }],
+        positionals: &[ARGS],
         flags: &[],
         rules: &[],
         hidden: true,
@@ -430,6 +572,7 @@ pub static VERBS: &[VerbSpec] = &[
 
 /// The bare form `iapeer <runtime>` (one of [`SHORTCUT_RUNTIMES`]), described like a verb.
 pub static RUNTIME_SHORTCUT: VerbSpec = VerbSpec {
+    id: VerbId::RuntimeShortcut,
     name: "claude|codex|echo",
     signature: "(claude | codex | echo)",
     summary: "start a fresh session of this folder's peer on that runtime and attach",

@@ -46,8 +46,12 @@ pub struct CallerCreds {
 /// layer calls it from a request thread.
 pub trait Backend: Send + Sync {
     /// Authenticate the caller and route the message.
-    /// `Ok` = the result object of spec 03 §1 as JSON; `Err` = the text of the tool error.
-    fn send_to_peer(&self, creds: CallerCreds, args: SendArgs) -> Result<Value, String>;
+    /// `Ok` = the result object of spec 03 §1; `Err` = the text of the tool error.
+    fn send_to_peer(
+        &self,
+        creds: CallerCreds,
+        args: SendArgs,
+    ) -> Result<crate::protocol::SendResult, String>;
 
     /// A client listed the tools: its MCP connection is up (sessions wait for this before
     /// their first message, so the agent's first turn already has `send_to_peer`).

@@ -7,16 +7,16 @@ use super::*;
 /// Records every call; answers a fixed result or error.
 struct Fake {
     calls: Mutex<Vec<(CallerCreds, SendArgs)>>,
-    answer: Result<Value, String>,
+    answer: Result<crate::protocol::SendResult, String>,
 }
 
 impl Fake {
     fn ok() -> Fake {
         Fake {
             calls: Mutex::new(Vec::new()),
-            answer: Ok(
+            answer: Ok(serde_json::from_value(
                 json!({"ok": true, "delivered_to": {"personality": "boris", "runtime": "claude"}, "woke": false, "ts": "2026-07-14T01:23:45+03:00"}),
-            ),
+            ).unwrap()),
         }
     }
     fn failing(text: &str) -> Fake {
@@ -31,7 +31,11 @@ impl Fake {
 }
 
 impl Backend for Fake {
-    fn send_to_peer(&self, creds: CallerCreds, args: SendArgs) -> Result<Value, String> {
+    fn send_to_peer(
+        &self,
+        creds: CallerCreds,
+        args: SendArgs,
+    ) -> Result<crate::protocol::SendResult, String> {
         self.calls.lock().unwrap().push((creds, args));
         self.answer.clone()
     }

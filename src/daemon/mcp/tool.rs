@@ -207,6 +207,7 @@ pub fn call_tool(
     };
     match backend.send_to_peer(creds, args) {
         Ok(result) => {
+            let result = serde_json::to_value(&result).unwrap_or_default();
             let text = serde_json::to_string_pretty(&result).unwrap_or_else(|_| result.to_string());
             json!({
                 "content": [{ "type": "text", "text": text }],

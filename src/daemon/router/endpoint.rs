@@ -5,18 +5,18 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use serde_json::json;
-
 use super::decide::{head_step, revive_deadline, revive_gives_up, Head, HeadStep, Presence};
-use super::{ok_with, Router, RouterMsg, Timer};
+use super::{Router, RouterMsg, Timer};
 use crate::daemon::lifecycle::ModeRequest;
-use crate::daemon::protocol::{failure, Code};
 use crate::daemon::reply::ReplyTo;
 use crate::daemon::route::{self, Caller, Prepared, Refusal, SendInput};
 use crate::envelope;
 use crate::eventlog::Event;
 use crate::markers::Flag;
 use crate::names::Identity;
+use crate::protocol::{
+    Code, CompactOutcome, CompactReply, DeliveredTo, Reply, SendReply, SendResult, WakeReply,
+};
 use crate::runtime::RuntimeKind;
 use crate::session::handle::{Cause, Delivery, SessionCmd};
 
@@ -122,9 +122,9 @@ impl Job {
     /// [`Router::finish_send`]; this is for paths that bypass it, like shutdown).
     pub(crate) fn fail(self, code: Code, error: String) {
         match self {
-            Job::Send(j) => j.reply.finish(failure(code, &error)),
-            Job::Wake(w) => w.reply.finish(failure(code, &error)),
-            Job::Compact(c) => c.reply.finish(failure(code, &error)),
+            Job::Send(j) => j.reply.finish(Reply::failure(code, &error)),
+            Job::Wake(w) => w.reply.finish(Reply::failure(code, &error)),
+            Job::Compact(c) => c.reply.finish(Reply::failure(code, &error)),
         }
     }
 }
@@ -178,10 +178,10 @@ impl Router {
             if let Some(job) = self.preparing.remove(&id) {
                 self.finish_send(
                     job.unprepared(),
-                    Err(Refusal {
+                    Refusal {
                         code: Code::Internal,
                         error: format!("cannot start a worker thread: {e}"),
-                    }),
+                    },
                 );
             }
         }
@@ -193,7 +193,7 @@ impl Router {
         };
         let prepared = match result {
             Ok(p) => p,
-            Err(r) => return self.finish_send(job.unprepared(), Err(r)),
+            Err(r) => return self.finish_send(job.unprepared(), r),
         };
         let endpoint = prepared.endpoint.to_string();
         job.kind = match self.adapter(&prepared.endpoint.runtime) {
@@ -206,7 +206,7 @@ impl Router {
                         prepared.endpoint.personality, prepared.endpoint.runtime
                     ),
                 };
-                return self.finish_send(job.holding(Some(prepared)), Err(r));
+                return self.finish_send(job.holding(Some(prepared)), r);
             }
         };
         self.endpoints
@@ -258,7 +258,11 @@ impl Router {
                 }
                 (HeadStep::AnswerLive, Job::Wake(_), Some(s)) => {
                     let handle = s.handle.clone();
-                    let body = ok_with(json!({"identity": identity, "woke": false, "pid": s.pid}));
+                    let body = WakeReply {
+                        identity: identity.to_string(),
+                        woke: false,
+                        pid: s.pid,
+                    };
                     if let Some(Job::Wake(w)) = self
                         .endpoints
                         .get_mut(identity)
@@ -305,7 +309,11 @@ impl Router {
                         .get_mut(identity)
                         .and_then(|e| e.queue.pop_front())
                     {
-                        c.reply.finish(ok_with(json!({"identity": identity, "outcome": "nothing-to-compact", "resumed": false})));
+                        c.reply.finish(CompactReply {
+                            identity: identity.to_string(),
+                            outcome: CompactOutcome::NothingToCompact,
+                            resumed: false,
+                        });
                     }
                     continue;
                 }
@@ -340,9 +348,9 @@ impl Router {
         };
         ep.inflight = None;
         match ep.queue.pop_front() {
-            Some(Job::Send(job)) => self.finish_send(job.record(), Err(refusal)),
-            Some(Job::Wake(w)) => w.reply.finish(failure(refusal.code, &refusal.error)),
-            Some(Job::Compact(c)) => c.reply.finish(failure(refusal.code, &refusal.error)),
+            Some(Job::Send(job)) => self.finish_send(job.record(), refusal),
+            Some(Job::Wake(w)) => w.reply.finish(refusal),
+            Some(Job::Compact(c)) => c.reply.finish(refusal),
             None => {}
         }
     }
@@ -360,8 +368,39 @@ impl Router {
         }
     }
 
-    /// Write the delivery.log line and answer the sender.
-    pub(crate) fn finish_send(&mut self, job: SendRecord, outcome: Result<(), Refusal>) {
+    /// A send delivered: its delivery.log line and the sender's typed answer, built from
+    /// the prepared message the queued send holds.
+    pub(crate) fn send_delivered(&mut self, job: QueuedSend) {
+        let ev = self.delivery_event(&job, Some(&job.prepared), None);
+        self.delivery_log.append(&ev);
+        let p = &job.prepared;
+        let result = SendResult {
+            ok: true,
+            delivered_to: DeliveredTo {
+                personality: p.endpoint.personality.clone(),
+                runtime: p.endpoint.runtime.clone(),
+            },
+            woke: job.woke,
+            ts: p.envelope.ts.clone(),
+        };
+        job.reply.finish(SendReply { result });
+    }
+
+    /// A send refused (during preparation, in the queue or at delivery): its delivery.log
+    /// line and the refusal to the sender.
+    pub(crate) fn finish_send(&mut self, job: SendRecord, r: Refusal) {
+        let ev = self.delivery_event(&job, job.prepared.as_ref(), Some(&r));
+        self.delivery_log.append(&ev);
+        job.reply.finish(r);
+    }
+
+    /// The delivery.log line of a send that ends now (`refusal` is `None` when delivered).
+    fn delivery_event<P>(
+        &self,
+        job: &SendJob<P>,
+        prepared: Option<&Prepared>,
+        refusal: Option<&Refusal>,
+    ) -> Event {
         let ms = self.now.since(job.started).as_millis();
         let input = &job.input;
         let mut ev = Event::new("delivery")
@@ -369,8 +408,8 @@ impl Router {
             .field("caller", caller_label(input))
             .field("to", &input.to)
             .opt("rt", input.runtime.as_deref())
-            .field("ok", if outcome.is_ok() { "true" } else { "false" });
-        if let Some(p) = &job.prepared {
+            .field("ok", if refusal.is_none() { "true" } else { "false" });
+        if let Some(p) = prepared {
             ev = ev
                 .field("via", p.endpoint.to_string())
                 .field("woke", if job.woke { "true" } else { "false" });
@@ -386,23 +425,9 @@ impl Router {
             .as_deref()
             .map(str::trim)
             .filter(|t| !t.is_empty());
-        ev = ev.opt("topic", topic);
-        match outcome {
-            Ok(()) => {
-                self.delivery_log.append(&ev);
-                let p = job.prepared.as_ref().expect("delivered sends are prepared");
-                let result = json!({
-                    "ok": true,
-                    "delivered_to": {"personality": p.endpoint.personality, "runtime": p.endpoint.runtime},
-                    "woke": job.woke,
-                    "ts": p.envelope.ts,
-                });
-                job.reply.finish(json!({"ok": true, "result": result}));
-            }
-            Err(r) => {
-                self.delivery_log.append(&ev.field("err", &r.error));
-                job.reply.finish(failure(r.code, &r.error));
-            }
+        match refusal {
+            Some(r) => ev.opt("topic", topic).field("err", &r.error),
+            None => ev.opt("topic", topic),
         }
     }
 }

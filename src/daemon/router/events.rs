@@ -1,15 +1,13 @@
 //! Session events at the router (spec 04 §1, spec 05 §2): phases for waiting senders,
 //! readiness, boot failures, delivery and compaction outcomes, probes, attach counts, deaths.
 
-use serde_json::json;
-
 use super::decide::{boot_failure_fails_head, delivery_failure, DeliveryFailure};
 use super::endpoint::Job;
-use super::{logged, ok_with, Router};
-use crate::daemon::protocol::{failure, progress, Code};
+use super::{logged, Router};
 use crate::daemon::route::Refusal;
 use crate::eventlog::Event;
 use crate::names::Identity;
+use crate::protocol::{Code, CompactReply, Progress, Reply};
 use crate::runtime::RuntimeKind;
 use crate::session::handle::{EventKind, SessionEvent};
 
@@ -85,7 +83,11 @@ impl Router {
                 Job::Compact(c) => (&c.reply, None),
             };
             let ms = started.map_or(0, |s| self.now.since(s).as_millis() as u64);
-            reply.progress(progress(phase, identity, ms));
+            reply.progress(Progress {
+                progress: phase.to_string(),
+                identity: identity.to_string(),
+                elapsed_ms: ms,
+            });
         }
     }
 
@@ -115,11 +117,13 @@ impl Router {
                         .field("identity", identity)
                         .field("outcome", outcome.as_str()),
                 );
-                c.reply.finish(ok_with(
-                    json!({"identity": identity, "outcome": outcome.as_str(), "resumed": resumed}),
-                ));
+                c.reply.finish(CompactReply {
+                    identity: identity.to_string(),
+                    outcome,
+                    resumed,
+                });
             }
-            Err(e) => c.reply.finish(failure(Code::Busy, &e)),
+            Err(e) => c.reply.finish(Reply::failure(Code::Busy, e)),
         }
         self.pump(identity);
     }
@@ -170,15 +174,12 @@ impl Router {
                         );
                     }
                 }
-                self.finish_send(job.record(), Ok(()));
+                self.send_delivered(job);
             }
             // The operator stopped the peer while this message waited for it: say so, not
             // how the ended process exited.
             (Err(_), Some(ident)) => {
-                self.finish_send(
-                    job.record(),
-                    Err(crate::daemon::route::stopped_refusal(&ident)),
-                );
+                self.finish_send(job.record(), crate::daemon::route::stopped_refusal(&ident));
             }
             (Err(reason), None) => {
                 let (pers, rt) = (p.endpoint.personality.clone(), p.endpoint.runtime.clone());
@@ -192,7 +193,7 @@ impl Router {
                     format!("peer \"{pers}\" ({rt}) is listed live but did not accept the message ({reason}); message NOT delivered")
                 };
                 let code = if woke { Code::Offline } else { Code::Timeout };
-                self.finish_send(job.record(), Err(Refusal { code, error }));
+                self.finish_send(job.record(), Refusal { code, error });
             }
         }
         self.pump(identity);

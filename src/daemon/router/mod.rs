@@ -17,17 +17,16 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{select, Receiver, Sender};
-use serde_json::{json, Value};
 
 use super::lifecycle::Backoff;
 use super::mcp::{CallerCreds, SendArgs};
-use super::protocol::{failure, Code, Request};
 use super::reply::ReplyTo;
 use super::route::{Caller, Prepared, Refusal, SendInput};
 use crate::config::Config;
 use crate::eventlog::{Event, EventLog};
 use crate::names::Identity;
 use crate::paths::Paths;
+use crate::protocol::{Code, Pong, Reply, Request};
 use crate::runtime::{Adapter, RuntimeKind, WakeMode};
 use crate::session::handle::{Cause, SessionEvent, SessionHandle, SessionStatus};
 use decide::Live;
@@ -133,7 +132,7 @@ pub(crate) struct AlwaysOn {
 pub(crate) struct GoneWaiter {
     pub id: u64,
     pub reply: ReplyTo,
-    pub answer: Value,
+    pub answer: Reply,
     pub waiting: std::collections::HashSet<String>,
 }
 
@@ -290,7 +289,10 @@ impl Router {
     fn on_msg(&mut self, msg: RouterMsg) {
         if self.shutdown.is_some() {
             let refuse = |reply: ReplyTo| {
-                reply.finish(failure(Code::ShuttingDown, "the daemon is shutting down"))
+                reply.finish(Reply::failure(
+                    Code::ShuttingDown,
+                    "the daemon is shutting down",
+                ))
             };
             match msg {
                 RouterMsg::Control { reply, .. } | RouterMsg::Mcp { reply, .. } => refuse(reply),
@@ -335,11 +337,10 @@ impl Router {
 
     fn on_request(&mut self, req: Request, reply: ReplyTo) {
         match req {
-            Request::Ping => reply.finish(json!({
-                "ok": true,
-                "version": env!("CARGO_PKG_VERSION"),
-                "pid": std::process::id(),
-            })),
+            Request::Ping => reply.finish(Pong {
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                pid: std::process::id(),
+            }),
             Request::Send {
                 from,
                 to,
@@ -395,8 +396,10 @@ impl Router {
             w.reply.finish(w.answer);
         }
         for (_, job) in self.preparing.drain() {
-            job.reply
-                .finish(failure(Code::ShuttingDown, "the daemon is shutting down"));
+            job.reply.finish(Reply::failure(
+                Code::ShuttingDown,
+                "the daemon is shutting down",
+            ));
         }
         for (_, mut ep) in self.endpoints.drain() {
             for job in ep.queue.drain(..) {
@@ -440,13 +443,4 @@ impl Router {
 /// Log a failed marker write (the daemon carries on: markers are best-effort memory).
 pub(crate) fn logged<T>(r: Result<T, crate::markers::MarkerError>) -> Option<T> {
     r.map_err(|e| log::warn!("{e}")).ok()
-}
-
-/// A `{"ok":true,…}` value with `extra` merged in.
-pub(crate) fn ok_with(extra: Value) -> Value {
-    let mut v = json!({"ok": true});
-    if let (Some(o), Value::Object(e)) = (v.as_object_mut(), extra) {
-        o.extend(e);
-    }
-    v
 }

@@ -1,17 +1,18 @@
 //! Control operations other than `send` (spec 02 §2, spec 05 §5): stop, start, attach,
 //! wake, list, status, live-runtime, forget.
 
-use serde_json::{json, Value};
-
 use super::endpoint::Job;
-use super::{logged, ok_with, Router};
+use super::{logged, Router};
 use crate::daemon::lifecycle::ModeRequest;
-use crate::daemon::protocol::{failure, Code, Request};
 use crate::daemon::reply::ReplyTo;
 use crate::daemon::route::{stopped_refusal, Refusal};
 use crate::eventlog::Event;
 use crate::markers::{Flag, Markers};
 use crate::names::Identity;
+use crate::protocol::{
+    Code, ForgetReply, ListReply, LiveRuntimeReply, Reply, Request, SessionCounts, SessionInfo,
+    StartReply, StatusReply, StopReply,
+};
 use crate::registry::{Registry, RegistryPeer};
 use crate::runtime::RuntimeKind;
 use crate::session::handle::{Cause, SessionCmd};
@@ -29,8 +30,8 @@ pub(crate) fn refusal(code: Code, error: impl Into<String>) -> Refusal {
 impl Router {
     pub(crate) fn on_op(&mut self, req: Request, reply: ReplyTo) {
         let result = match req {
-            Request::List => Ok(self.op_list()),
-            Request::Status => Ok(self.op_status()),
+            Request::List => Ok(self.op_list().into()),
+            Request::Status => Ok(self.op_status().into()),
             Request::LiveRuntime { personality } => self.op_live_runtime(&personality),
             Request::Stop {
                 personality,
@@ -38,15 +39,17 @@ impl Router {
                 all,
             } => match self.op_stop(personality.as_deref(), runtime.as_deref(), all) {
                 // Answer once the sessions are gone, so `stop` returning means stopped.
-                Ok((answer, ending)) => return self.reply_when_gone(reply, answer, ending),
+                Ok((answer, ending)) => return self.reply_when_gone(reply, answer.into(), ending),
                 Err(r) => Err(r),
             },
             Request::Start {
                 personality,
                 runtime,
                 all,
-            } => self.op_start(personality.as_deref(), runtime.as_deref(), all),
-            Request::Forget { personality } => Ok(self.op_forget(&personality)),
+            } => self
+                .op_start(personality.as_deref(), runtime.as_deref(), all)
+                .map(Reply::from),
+            Request::Forget { personality } => Ok(self.op_forget(&personality).into()),
             Request::Wake {
                 personality,
                 runtime,
@@ -89,7 +92,7 @@ impl Router {
         };
         match result {
             Ok(v) => reply.finish(v),
-            Err(r) => reply.finish(failure(r.code, &r.error)),
+            Err(r) => reply.finish(r),
         }
     }
 
@@ -188,7 +191,7 @@ impl Router {
         personality: Option<&str>,
         runtime: Option<&str>,
         all: bool,
-    ) -> Result<(Value, Vec<String>), Refusal> {
+    ) -> Result<(StopReply, Vec<String>), Refusal> {
         let targets = self.targets(personality, runtime, all)?;
         let mut ended = Vec::new();
         let mut ending = Vec::new();
@@ -207,12 +210,12 @@ impl Router {
             self.lifecycle(Event::new("stop").field("identity", &id));
         }
         let stopped: Vec<String> = targets.iter().map(|i| i.to_string()).collect();
-        Ok((ok_with(json!({"stopped": stopped, "ended": ended})), ending))
+        Ok((StopReply { stopped, ended }, ending))
     }
 
     /// Send `answer` once none of `identities` has a session any more (at most
     /// [`GONE_DEADLINE`] later: the session threads SIGKILL 3 s after SIGTERM).
-    fn reply_when_gone(&mut self, reply: ReplyTo, answer: Value, identities: Vec<String>) {
+    fn reply_when_gone(&mut self, reply: ReplyTo, answer: Reply, identities: Vec<String>) {
         let waiting: std::collections::HashSet<String> = identities
             .into_iter()
             .filter(|i| self.sessions.contains_key(i))
@@ -239,9 +242,9 @@ impl Router {
         let rest: Vec<Job> = ep.queue.drain(keep..).collect();
         for job in rest {
             match job {
-                Job::Send(j) => self.finish_send(j.record(), Err(r.clone())),
-                Job::Wake(w) => w.reply.finish(failure(r.code, &r.error)),
-                Job::Compact(c) => c.reply.finish(failure(r.code, &r.error)),
+                Job::Send(j) => self.finish_send(j.record(), r.clone()),
+                Job::Wake(w) => w.reply.finish(r.clone()),
+                Job::Compact(c) => c.reply.finish(r.clone()),
             }
         }
     }
@@ -251,7 +254,7 @@ impl Router {
         personality: Option<&str>,
         runtime: Option<&str>,
         all: bool,
-    ) -> Result<Value, Refusal> {
+    ) -> Result<StartReply, Refusal> {
         let targets = self.targets(personality, runtime, all)?;
         let mut started = Vec::new();
         for ident in &targets {
@@ -273,10 +276,10 @@ impl Router {
             }
         }
         let cleared: Vec<String> = targets.iter().map(|i| i.to_string()).collect();
-        Ok(ok_with(json!({"cleared": cleared, "started": started})))
+        Ok(StartReply { cleared, started })
     }
 
-    fn op_forget(&mut self, personality: &str) -> Value {
+    fn op_forget(&mut self, personality: &str) -> ForgetReply {
         let ids: Vec<String> = self
             .sessions
             .keys()
@@ -305,11 +308,11 @@ impl Router {
             );
         }
         self.always_on.retain(|k, _| k.personality != personality);
-        ok_with(json!({"ended": ids}))
+        ForgetReply { ended: ids }
     }
 
-    fn op_list(&self) -> Value {
-        let mut sessions: Vec<Value> = self
+    fn op_list(&self) -> ListReply {
+        let mut sessions: Vec<SessionInfo> = self
             .sessions
             .values()
             .map(|s| {
@@ -319,23 +322,23 @@ impl Router {
                     .and_then(|st| st.activity_ms)
                     .into_iter()
                     .chain(s.last_delivery_ms)
-                    .chain([s.woke_at_ms])
-                    .max();
-                json!({
-                    "identity": s.identity.to_string(),
-                    "personality": s.identity.personality,
-                    "runtime": s.identity.runtime,
-                    "status": if s.is_ready() { "live" } else { "booting" },
-                    "attached": s.attached,
-                    "pid": s.pid,
-                    "woke_at_ms": s.woke_at_ms,
-                    "last_active_ms": last_active,
-                    "busy": s.status.as_ref().is_some_and(|st| st.busy),
-                    "mode": s.mode.as_str(),
-                })
+                    .max()
+                    .unwrap_or(s.woke_at_ms);
+                SessionInfo {
+                    identity: s.identity.to_string(),
+                    personality: s.identity.personality.clone(),
+                    runtime: s.identity.runtime.clone(),
+                    status: if s.is_ready() { "live" } else { "booting" }.to_string(),
+                    attached: s.attached,
+                    pid: s.pid,
+                    woke_at_ms: s.woke_at_ms,
+                    last_active_ms: last_active,
+                    busy: s.status.as_ref().is_some_and(|st| st.busy),
+                    mode: s.mode.as_str().to_string(),
+                }
             })
             .collect();
-        sessions.sort_by(|a, b| a["identity"].as_str().cmp(&b["identity"].as_str()));
+        sessions.sort_by(|a, b| a.identity.cmp(&b.identity));
         let mut parked: Vec<String> = self
             .always_on
             .iter()
@@ -343,24 +346,24 @@ impl Router {
             .map(|(k, _)| k.to_string())
             .collect();
         parked.sort();
-        ok_with(json!({"sessions": sessions, "parked": parked}))
+        ListReply { sessions, parked }
     }
 
-    fn op_status(&self) -> Value {
+    fn op_status(&self) -> StatusReply {
         let live = self.sessions.values().filter(|s| s.is_ready()).count();
         let booting = self.sessions.len() - live;
-        ok_with(json!({
-            "version": env!("CARGO_PKG_VERSION"),
-            "pid": std::process::id(),
-            "started_ms": self.info.started_ms,
-            "uptime_s": crate::clock::now_ms().saturating_sub(self.info.started_ms) / 1000,
-            "tcp": self.info.tcp,
-            "sock": self.info.sock,
-            "sessions": {"live": live, "booting": booting},
-        }))
+        StatusReply {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            pid: std::process::id(),
+            started_ms: self.info.started_ms,
+            uptime_s: crate::clock::now_ms().saturating_sub(self.info.started_ms) / 1000,
+            tcp: self.info.tcp.clone(),
+            sock: self.info.sock.clone(),
+            sessions: SessionCounts { live, booting },
+        }
     }
 
-    fn op_live_runtime(&self, personality: &str) -> Result<Value, Refusal> {
+    fn op_live_runtime(&self, personality: &str) -> Result<Reply, Refusal> {
         self.sessions
             .values()
             .filter(|s| s.identity.personality == personality && s.is_ready())
@@ -373,7 +376,12 @@ impl Router {
                     .chain([s.woke_at_ms])
                     .max()
             })
-            .map(|s| ok_with(json!({"runtime": s.identity.runtime})))
+            .map(|s| {
+                LiveRuntimeReply {
+                    runtime: s.identity.runtime.clone(),
+                }
+                .into()
+            })
             .ok_or_else(|| refusal(Code::NotLive, format!("peer \"{personality}\" is not live")))
     }
 }

@@ -9,11 +9,11 @@ use super::decide::{
 };
 use super::{logged, Router, Timer};
 use crate::daemon::lifecycle::{AfterDeath, ModeRequest};
-use crate::daemon::protocol::Code;
 use crate::daemon::route::Refusal;
 use crate::eventlog::Event;
 use crate::markers::{Flag, Markers};
 use crate::names::Identity;
+use crate::protocol::Code;
 use crate::registry::Registry;
 use crate::runtime::RuntimeKind;
 use crate::session::handle::{Cause, SessionCmd, SessionStatus};

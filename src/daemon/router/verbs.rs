@@ -1,17 +1,15 @@
 //! Control verbs that act on sessions (spec 05 §5): wake/attach, new, interrupt, compact,
 //! self-fresh.
 
-use serde_json::{json, Value};
-
 use super::endpoint::{Job, WakeJob};
-use super::{logged, ok_with, Router};
+use super::{logged, Router};
 use crate::daemon::lifecycle::ModeRequest;
-use crate::daemon::protocol::{failure, Code};
 use crate::daemon::reply::ReplyTo;
 use crate::daemon::route::Refusal;
 use crate::eventlog::Event;
 use crate::markers::{Flag, Markers};
 use crate::names::Identity;
+use crate::protocol::{Code, IdentityReply, InterruptReply, NewReply, Reply, RestartReply};
 use crate::runtime::RuntimeKind;
 use crate::session::handle::{Cause, SessionCmd};
 
@@ -50,7 +48,7 @@ impl Router {
         })();
         let ident = match prepared {
             Ok(i) => i,
-            Err(r) => return reply.finish(failure(r.code, &r.error)),
+            Err(r) => return reply.finish(r),
         };
         self.queue_wake(&ident.to_string(), reply, mode, attach);
     }
@@ -103,7 +101,7 @@ impl Router {
     pub(crate) fn op_new(&mut self, personality: &str, runtime: Option<&str>, reply: ReplyTo) {
         let (ident, kind) = match self.control_target(personality, runtime) {
             Ok(t) => t,
-            Err(r) => return reply.finish(failure(r.code, &r.error)),
+            Err(r) => return reply.finish(r),
         };
         let id = ident.to_string();
         logged(Markers::new(&self.paths, &ident).clear_deaths());
@@ -119,7 +117,10 @@ impl Router {
                 }
                 None => self.restart_always_on(&ident),
             }
-            return reply.finish(ok_with(json!({"identity": id, "restarted": true})));
+            return reply.finish(NewReply::Restarted(RestartReply {
+                identity: id,
+                restarted: true,
+            }));
         }
         self.queue_wake(&id, reply, ModeRequest::Fresh, false);
     }
@@ -128,7 +129,7 @@ impl Router {
         &mut self,
         personality: &str,
         runtime: Option<&str>,
-    ) -> Result<Value, Refusal> {
+    ) -> Result<Reply, Refusal> {
         let (ident, kind) = self.control_target(personality, runtime)?;
         if kind == RuntimeKind::Router {
             return Err(refusal(
@@ -156,18 +157,22 @@ impl Router {
             })?;
         s.handle.send(SessionCmd::Keys(keys));
         self.lifecycle(Event::new("interrupt").field("identity", &id));
-        Ok(ok_with(json!({"identity": id, "interrupted": true})))
+        Ok(InterruptReply {
+            identity: id,
+            interrupted: true,
+        }
+        .into())
     }
 
     pub(crate) fn op_compact(&mut self, personality: &str, runtime: Option<&str>, reply: ReplyTo) {
         let (ident, kind) = match self.control_target(personality, runtime) {
             Ok(t) => t,
-            Err(r) => return reply.finish(failure(r.code, &r.error)),
+            Err(r) => return reply.finish(r),
         };
         if kind == RuntimeKind::Router {
-            return reply.finish(failure(
+            return reply.finish(Reply::failure(
                 Code::InvalidArgument,
-                &format!("{} does not support control commands", ident.runtime),
+                format!("{} does not support control commands", ident.runtime),
             ));
         }
         let supported = self
@@ -175,9 +180,9 @@ impl Router {
             .is_ok_and(|a| a.compact(std::path::Path::new("/")).is_some());
         if !supported {
             // Refuse before anything is woken for nothing.
-            return reply.finish(failure(
+            return reply.finish(Reply::failure(
                 Code::InvalidArgument,
-                &format!("{} does not support compact", ident.runtime),
+                format!("{} does not support compact", ident.runtime),
             ));
         }
         let id = ident.to_string();
@@ -193,7 +198,7 @@ impl Router {
         self.pump(&id);
     }
 
-    pub(crate) fn op_self_fresh(&mut self, identity: &str) -> Result<Value, Refusal> {
+    pub(crate) fn op_self_fresh(&mut self, identity: &str) -> Result<Reply, Refusal> {
         let ident = Identity::parse(identity)
             .map_err(|e| refusal(Code::InvalidArgument, format!("PEER_IDENTITY: {e}")))?;
         let registry = self.registry()?;
@@ -224,6 +229,6 @@ impl Router {
             None => self.bring_up_new_eager(&id),
         }
         self.lifecycle(Event::new("self-fresh").field("identity", &id));
-        Ok(ok_with(json!({"identity": id})))
+        Ok(IdentityReply { identity: id }.into())
     }
 }

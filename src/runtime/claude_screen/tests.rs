@@ -1,6 +1,6 @@
 use super::*;
 use crate::runtime::dialog::cursor_label;
-use crate::session::screen::{Screen, SESSION_COLS, SESSION_ROWS};
+use crate::term::{Screen, SESSION_COLS, SESSION_ROWS};
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = format!(

@@ -31,10 +31,10 @@ use super::handle::{
     Cause, Delivery, EventKind, SessionCmd, SessionEvent, SessionHandle, SessionStatus,
 };
 use super::panelog::PaneLog;
-use super::screen::Screen;
 use super::spawn::{self, SpawnSpec};
+use crate::adapter::{Adapter, RuntimeKind};
 use crate::eventlog::{Event, EventLog};
-use crate::runtime::{Adapter, RuntimeKind};
+use crate::term::Screen;
 
 /// Session pty size: 50 rows × 220 columns, set before the child starts (spec 04 §1).
 pub const ROWS: u16 = 50;

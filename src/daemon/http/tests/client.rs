@@ -35,16 +35,20 @@ impl Rec {
 }
 
 impl Backend for Rec {
-    fn send_to_peer(&self, creds: CallerCreds, args: SendArgs) -> Result<Value, String> {
+    fn send_to_peer(
+        &self,
+        creds: CallerCreds,
+        args: SendArgs,
+    ) -> Result<crate::protocol::SendResult, String> {
         self.entered.fetch_add(1, Ordering::SeqCst);
         thread::sleep(self.delay);
         let to = args.personality.clone();
         self.calls.lock().unwrap().push((creds, args));
         match &self.fail {
             Some(e) => Err(e.clone()),
-            None => Ok(
+            None => Ok(serde_json::from_value(
                 json!({"ok": true, "delivered_to": {"personality": to, "runtime": "claude"}, "woke": false, "ts": "2026-07-14T01:23:45+03:00"}),
-            ),
+            ).unwrap()),
         }
     }
 }

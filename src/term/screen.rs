@@ -5,12 +5,11 @@
 //! capability queries in it are answered (when no human terminal is attached to answer them),
 //! and what attached clients should see is returned.
 
-mod responder;
 #[cfg(test)]
 mod tests;
 
-use responder::Scanner;
-pub use responder::MAX_PENDING;
+pub use super::responder::MAX_PENDING;
+use super::responder::{self, Scanner};
 
 /// Rows of a session screen (spec 04 §1: spawn at the final size, 220 × 50).
 pub const SESSION_ROWS: u16 = 50;
@@ -139,7 +138,7 @@ impl Screen {
     }
 
     /// Whether the child switched the terminal to application-cursor mode (DECCKM): arrow keys
-    /// must then be sent as `ESC O A..D` (see `session::input::encode_keys`).
+    /// must then be sent as `ESC O A..D` (see [`encode_keys`](super::keys::encode_keys)).
     pub fn application_cursor(&self) -> bool {
         self.parser.screen().application_cursor()
     }

@@ -1,0 +1,187 @@
+//! The runtime adapter contract (spec 04 §2): the trait one runtime implements and the
+//! vocabulary of its answers (boot steps, confirmations, ready gates, compaction).
+//!
+//! It sits below both `session`, which drives a child through an [`Adapter`], and `runtime`,
+//! which holds the implementations (echo, claude, codex, router packages), so neither of those
+//! imports the other. Screens are the terminal layer's [`Screen`].
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::launch_env::LaunchEnv;
+use crate::paths::Paths;
+use crate::term::Screen;
+
+/// How a runtime's sessions are hosted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuntimeKind {
+    /// An agent TUI in a pty (claude, codex, echo): woken on demand, slept when idle.
+    Agent,
+    /// A router runtime on pipes (telegram, notifier, packages): always on.
+    Router,
+}
+
+/// Fresh conversation or resume of the previous one (spec 05 §2 step 6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WakeMode {
+    /// A new conversation.
+    Fresh,
+    /// Continue the last conversation of this working folder.
+    Resume,
+}
+
+impl WakeMode {
+    /// The logfmt spelling (`mode=` in `lifecycle.log`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WakeMode::Fresh => "fresh",
+            WakeMode::Resume => "resume",
+        }
+    }
+}
+
+/// Everything an adapter needs to build a launch command.
+pub struct LaunchCtx<'a> {
+    /// The storage layout.
+    pub paths: &'a Paths,
+    /// The peer's working folder.
+    pub cwd: &'a Path,
+    /// Fresh or resume.
+    pub mode: WakeMode,
+    /// The composed system prompt file, for runtimes that take one.
+    pub system_prompt: Option<&'a Path>,
+    /// The peer's `launch.env` for this runtime.
+    pub launch_env: &'a LaunchEnv,
+    /// The daemon's loopback HTTP port (for runtimes whose MCP URL cannot expand variables).
+    pub port: u16,
+}
+
+/// Program, arguments and runtime-specific environment of one launch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaunchCommand {
+    /// The program (absolute path or a name looked up in `PATH`).
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Extra environment set last (after hygiene), e.g. `CLAUDE_CODE_DISABLE_ALTERNATE_SCREEN`.
+    pub extra_env: Vec<(String, String)>,
+}
+
+/// What to do with the screen during boot.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BootStep {
+    /// Nothing recognised yet: wait for more output.
+    Wait,
+    /// A dialog is up: write these bytes (one key), labelled for progress lines.
+    Key {
+        /// The key bytes.
+        bytes: Vec<u8>,
+        /// What is being answered, e.g. `trust this folder → Yes, I trust this folder`.
+        label: String,
+    },
+    /// Ready for input.
+    Ready,
+    /// Boot cannot succeed (e.g. not logged in): the reason for the waiting sender.
+    Fail(String),
+}
+
+/// Decides whether one delivery has been accepted by the runtime (spec 04 §1 table).
+pub trait Confirm: Send {
+    /// `output` is everything the child printed since the delivery started (capped).
+    /// Returns true once the delivery is confirmed.
+    fn confirmed(&mut self, output: &[u8]) -> bool;
+}
+
+/// How a compaction ended; defined with the protocol, whose `compact` reply carries it.
+pub use crate::protocol::CompactOutcome;
+
+/// Watches one compaction for its end.
+pub trait CompactWatch: Send {
+    /// `Some` once the compaction is over; `screen` is the current screen text.
+    fn poll(&mut self, screen: &str) -> Option<CompactOutcome>;
+}
+
+/// Where a ready gate stands (spec 05 §2 step 10).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GateState {
+    /// No proof yet that the model started a turn.
+    Pending,
+    /// The model started a turn.
+    Passed,
+    /// The turn cannot start; the reason names the problem.
+    Failed(String),
+}
+
+/// A runtime-specific ready gate, for runtimes whose transcript is written before the model
+/// answers (so a bare activity time proves nothing).
+pub trait GateWatch: Send {
+    /// Check again; `screen` is the current screen text.
+    fn poll(&mut self, screen: &str) -> GateState;
+}
+
+/// One runtime's behaviour. Implementations are stateless and shared.
+pub trait Adapter: Send + Sync {
+    /// The runtime name (`echo`, `claude`, …).
+    fn name(&self) -> &str;
+    /// Agent (pty) or router (pipes).
+    fn kind(&self) -> RuntimeKind;
+    /// Build the launch command. Errors are wake failure reasons (e.g. `no transcript to resume`).
+    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String>;
+    /// Whether the runtime receives the composed system prompt (spec 06).
+    fn wants_system_prompt(&self) -> bool {
+        self.kind() == RuntimeKind::Agent
+    }
+    /// Boot: read the screen and say what to do (agent runtimes only).
+    fn boot_step(&self, _screen: &Screen) -> BootStep {
+        BootStep::Ready
+    }
+    /// Whether the boot should also wait for the agent's MCP client to connect (it lists the
+    /// daemon's tools), so the first turn already has `send_to_peer`. True when the peer's
+    /// configuration points the runtime at the daemon.
+    fn waits_for_mcp(&self, _cwd: &Path) -> bool {
+        false
+    }
+    /// The glyph that starts the composer row (`❯` for claude and echo, `›` for codex), for
+    /// runtimes with a composer.
+    fn prompt_glyph(&self) -> Option<&'static str> {
+        None
+    }
+    /// How long the ready screen must stay ready before input is accepted.
+    fn ready_settle(&self) -> Duration {
+        Duration::ZERO
+    }
+    /// Whether the screen shows the runtime mid-turn.
+    fn is_busy(&self, _screen: &Screen) -> bool {
+        false
+    }
+    /// Start confirming one delivery of `text` (exactly what is pasted) into a session whose
+    /// working folder is `cwd`; `agent_ts` is the envelope's agent-form `ts`.
+    fn confirmer(&self, cwd: &Path, text: &str, agent_ts: Option<&str>) -> Box<dyn Confirm>;
+    /// A runtime-specific ready gate, started just before the first message is pasted.
+    /// `None` = the generic gate: the activity time must advance.
+    fn gate_watch(&self, _cwd: &Path) -> Option<Box<dyn GateWatch>> {
+        None
+    }
+    /// Newest activity time of the runtime for `cwd` (epoch ms), from its transcripts.
+    fn activity_ms(&self, _cwd: &Path) -> Option<u64> {
+        None
+    }
+    /// Whether a conversation exists to resume in `cwd`.
+    fn resumable(&self, _cwd: &Path) -> bool {
+        false
+    }
+    /// The keys that interrupt a turn, if the runtime supports control commands.
+    fn interrupt_keys(&self) -> Option<Vec<u8>> {
+        None
+    }
+    /// The command that compacts the conversation and a watcher for its end, when the
+    /// runtime supports compaction.
+    fn compact(&self, _cwd: &Path) -> Option<(&'static str, Box<dyn CompactWatch>)> {
+        None
+    }
+    /// A better reason for an exit during boot, read from the last screen text.
+    fn explain_exit(&self, _screen_text: &str) -> Option<String> {
+        None
+    }
+}

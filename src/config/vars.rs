@@ -1,0 +1,566 @@
+//! The environment variables iapeer reads (spec 11 §3), each defined once, here, as data: its
+//! name, what it holds with its default, which part of iapeer reads it and one line of doc.
+//!
+//! [`Config`](super::Config) takes its defaults and its parsing from these rows, the event
+//! logs take their limits from them (`EventLog::from_env`), and the man page's ENVIRONMENT
+//! section and `docs/ENVIRONMENT.md` are generated from [`ENV_VARS`] (tests keep both
+//! checked-in files current). A default is written in exactly one place: the row's [`Kind`]
+//! (or a constant the row names), and the doc line shows it through `{default}`.
+//!
+//! Variables iapeer reads that are not knobs of its own (inherited from the login, or set only
+//! by tests) are listed in [`NOT_KNOBS`] with the reason; a test fails when the source reads a
+//! variable that is in neither list.
+
+use std::time::Duration;
+
+use crate::eventlog::{DEFAULT_KEEP, DEFAULT_MAX_BYTES};
+
+/// What a variable holds, with its default where iapeer has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A positive number of seconds.
+    Secs(u64),
+    /// A positive number of milliseconds.
+    Millis(u64),
+    /// A positive count.
+    Count(u64),
+    /// A positive size in bytes.
+    Bytes(u64),
+    /// A TCP port; 0 is allowed (any free port).
+    Port(u16),
+    /// `1` turns it on; anything else (or unset) leaves it off.
+    Switch,
+    /// One of these words; the first is the default.
+    Choice(&'static [&'static str]),
+    /// Free text: a path, a program or a token. A default, if any, is described in the doc.
+    Text,
+}
+
+/// The part of iapeer that reads a variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The storage layout (`paths`, spec 01 §1–§2), read by the CLI and the daemon.
+    Paths,
+    /// The daemon's [`Config`](super::Config) (spec 11 §3), read once at start-up.
+    Config,
+    /// The daemon's diagnostic log (`daemon.log`, spec 11).
+    Logging,
+    /// The rotation limits of one event log (`EventLog::from_env`, spec 11 §1).
+    EventLog,
+    /// Finding and setting up an agent runtime (spec 04).
+    Runtime,
+    /// Set by the daemon in a session's environment (spec 04 §1, spec 01 §6); read by the CLI
+    /// and the echo agent running inside it.
+    Session,
+}
+
+/// One environment variable iapeer reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnvVar {
+    /// The variable's name (a `<RUNTIME>` placeholder stands for a runtime's name in capitals).
+    pub name: &'static str,
+    /// What it holds, with its default.
+    pub kind: Kind,
+    /// Which part of iapeer reads it.
+    pub part: Part,
+    /// What it does, lower case, no final period; `{default}` is replaced by the default.
+    pub doc: &'static str,
+}
+
+impl EnvVar {
+    /// The numeric default of a numeric variable. Panics (at compile time in a `const`) for a
+    /// variable that is not a number.
+    pub const fn default_u64(&self) -> u64 {
+        match self.kind {
+            Kind::Secs(n) | Kind::Millis(n) | Kind::Count(n) | Kind::Bytes(n) => n,
+            Kind::Port(n) => n as u64,
+            _ => panic!("not a numeric variable"),
+        }
+    }
+
+    /// The default of a duration variable ([`Kind::Secs`] or [`Kind::Millis`]).
+    pub const fn default_duration(&self) -> Duration {
+        match self.kind {
+            Kind::Secs(n) => Duration::from_secs(n),
+            Kind::Millis(n) => Duration::from_millis(n),
+            _ => panic!("not a duration variable"),
+        }
+    }
+
+    /// The default as the docs show it, if the variable has one.
+    pub fn default_text(&self) -> Option<String> {
+        match self.kind {
+            Kind::Secs(n) | Kind::Millis(n) | Kind::Count(n) | Kind::Bytes(n) => {
+                Some(n.to_string())
+            }
+            Kind::Port(n) => Some(n.to_string()),
+            Kind::Choice(words) => words.first().map(|w| w.to_string()),
+            Kind::Switch | Kind::Text => None,
+        }
+    }
+
+    /// The doc line with its default filled in (the man page and `docs/ENVIRONMENT.md`).
+    pub fn meaning(&self) -> String {
+        match self.default_text() {
+            Some(d) => self.doc.replace("{default}", &d),
+            None => self.doc.to_string(),
+        }
+    }
+
+    /// Read a numeric variable from its raw value: unset or blank gives the default; text that
+    /// is not a positive integer (zero allowed for a [`Kind::Port`]) gives the default and
+    /// pushes one warning line.
+    pub fn parse_u64(&self, raw: Option<&str>, warnings: &mut Vec<String>) -> u64 {
+        let default = self.default_u64();
+        let allow_zero = matches!(self.kind, Kind::Port(_));
+        match raw {
+            None => default,
+            Some(v) if v.trim().is_empty() => default,
+            Some(v) => match v.trim().parse::<u64>() {
+                Ok(n) if n > 0 || allow_zero => n,
+                _ => {
+                    warnings.push(format!(
+                        "{}={v:?} is not a positive integer; using {default}",
+                        self.name
+                    ));
+                    default
+                }
+            },
+        }
+    }
+
+    /// Read a duration variable ([`Kind::Secs`] or [`Kind::Millis`]) like [`EnvVar::parse_u64`].
+    pub fn parse_duration(&self, raw: Option<&str>, warnings: &mut Vec<String>) -> Duration {
+        let n = self.parse_u64(raw, warnings);
+        match self.kind {
+            Kind::Millis(_) => Duration::from_millis(n),
+            _ => Duration::from_secs(n),
+        }
+    }
+
+    /// Read a [`Kind::Switch`]: on only for exactly `1`.
+    pub fn parse_switch(&self, raw: Option<&str>) -> bool {
+        raw == Some("1")
+    }
+}
+
+const fn var(name: &'static str, kind: Kind, part: Part, doc: &'static str) -> EnvVar {
+    EnvVar {
+        name,
+        kind,
+        part,
+        doc,
+    }
+}
+
+/// `IAPEER_ROOT`: the storage root.
+pub const IAPEER_ROOT: EnvVar = var(
+    "IAPEER_ROOT",
+    Kind::Text,
+    Part::Paths,
+    "the storage root (default ~/.iapeer)",
+);
+/// `IAPEER_PORT`: the daemon's loopback HTTP port.
+pub const IAPEER_PORT: EnvVar = var(
+    "IAPEER_PORT",
+    Kind::Port(8765),
+    Part::Config,
+    "the loopback HTTP port of the daemon (default {default}; 0 picks a free port)",
+);
+/// `IAPEER_DAEMON_SOCKET`: the control socket.
+pub const IAPEER_DAEMON_SOCKET: EnvVar = var(
+    "IAPEER_DAEMON_SOCKET",
+    Kind::Text,
+    Part::Paths,
+    "the control socket (default <root>/state/iapeer/router.sock)",
+);
+/// `IAPEER_BEARER_TOKEN`: a bearer every HTTP request must carry.
+pub const IAPEER_BEARER_TOKEN: EnvVar = var(
+    "IAPEER_BEARER_TOKEN",
+    Kind::Text,
+    Part::Config,
+    "when set, every HTTP request must carry this bearer token",
+);
+/// `IAPEER_MCP_AUTH`: how MCP callers are authenticated.
+pub const IAPEER_MCP_AUTH: EnvVar = var(
+    "IAPEER_MCP_AUTH",
+    Kind::Choice(&["token", "header"]),
+    Part::Config,
+    "{default} (default): agents prove their identity with their session token; header: the \
+     identity header is trusted, as the original tool did",
+);
+/// `IAPEER_IDLE_SECS`: idleness before an agent is slept.
+pub const IAPEER_IDLE_SECS: EnvVar = var(
+    "IAPEER_IDLE_SECS",
+    Kind::Secs(3600),
+    Part::Config,
+    "seconds of idleness before an agent is put to sleep (default {default})",
+);
+/// `IAPEER_BOOT_DEADLINE_SECS`: boot → ready deadline.
+pub const IAPEER_BOOT_DEADLINE_SECS: EnvVar = var(
+    "IAPEER_BOOT_DEADLINE_SECS",
+    Kind::Secs(240),
+    Part::Config,
+    "seconds a starting agent has to become ready (default {default})",
+);
+/// `IAPEER_READY_GATE_SECS`: first message → model activity deadline.
+pub const IAPEER_READY_GATE_SECS: EnvVar = var(
+    "IAPEER_READY_GATE_SECS",
+    Kind::Secs(120),
+    Part::Config,
+    "seconds between the first message and visible model activity before a wake fails \
+     (default {default})",
+);
+/// `IAPEER_CRASHLOOP_MAX`: deaths that trip the crash-loop guard.
+pub const IAPEER_CRASHLOOP_MAX: EnvVar = var(
+    "IAPEER_CRASHLOOP_MAX",
+    Kind::Count(3),
+    Part::Config,
+    "deaths within the crash-loop window that stop restarts (default {default})",
+);
+/// `IAPEER_CRASHLOOP_WINDOW_SECS`: the crash-loop window.
+pub const IAPEER_CRASHLOOP_WINDOW_SECS: EnvVar = var(
+    "IAPEER_CRASHLOOP_WINDOW_SECS",
+    Kind::Secs(300),
+    Part::Config,
+    "the crash-loop window in seconds (default {default})",
+);
+/// `IAP_HOST_LIVENESS_GRACE_MS`: the delivery confirmation grace.
+pub const IAP_HOST_LIVENESS_GRACE_MS: EnvVar = var(
+    "IAP_HOST_LIVENESS_GRACE_MS",
+    Kind::Millis(4000),
+    Part::Config,
+    "milliseconds to wait for delivery confirmation (default {default}; 60000 with attachments)",
+);
+/// `IAPEER_TICK_SECS`: the supervision tick period.
+pub const IAPEER_TICK_SECS: EnvVar = var(
+    "IAPEER_TICK_SECS",
+    Kind::Secs(60),
+    Part::Config,
+    "seconds between supervision ticks (default {default}); a knob for tests",
+);
+/// `IAPEER_CLAUDE_BIN`: the Claude Code program.
+pub const IAPEER_CLAUDE_BIN: EnvVar = var(
+    "IAPEER_CLAUDE_BIN",
+    Kind::Text,
+    Part::Runtime,
+    "the Claude Code program (default: claude on PATH, else ~/.local/bin/claude)",
+);
+/// `IAPEER_CODEX_BIN`: the Codex CLI program.
+pub const IAPEER_CODEX_BIN: EnvVar = var(
+    "IAPEER_CODEX_BIN",
+    Kind::Text,
+    Part::Runtime,
+    "the Codex CLI program (default: codex on PATH)",
+);
+/// `CODEX_HOME`: Codex's config folder.
+pub const CODEX_HOME: EnvVar = var(
+    "CODEX_HOME",
+    Kind::Text,
+    Part::Runtime,
+    "the Codex config folder whose config.toml iapeer edits (default ~/.codex)",
+);
+/// `CLAUDE_CONFIG_DIR`: Claude Code's config folder.
+pub const CLAUDE_CONFIG_DIR: EnvVar = var(
+    "CLAUDE_CONFIG_DIR",
+    Kind::Text,
+    Part::Runtime,
+    "the Claude Code config folder iapeer looks in (default ~/.claude)",
+);
+/// `<RUNTIME>_RUNTIME_BIN`: the program of a router runtime (see `runtime::router`).
+pub const RUNTIME_BIN: EnvVar = var(
+    "<RUNTIME>_RUNTIME_BIN",
+    Kind::Text,
+    Part::Runtime,
+    "the program of a router runtime whose manifest gives no command, e.g. TELEGRAM_RUNTIME_BIN \
+     (default <runtime>-runtime on PATH)",
+);
+/// `IAP_ALWAYS_ON_REVIVE_GRACE_MS`: grace for a restarting always-on peer.
+pub const IAP_ALWAYS_ON_REVIVE_GRACE_MS: EnvVar = var(
+    "IAP_ALWAYS_ON_REVIVE_GRACE_MS",
+    Kind::Millis(4000),
+    Part::Config,
+    "milliseconds a message waits for a restarting always-on peer (default {default})",
+);
+/// `IAPEER_SUPERVISE_LOG_VERBOSE`: log routine tick decisions.
+pub const IAPEER_SUPERVISE_LOG_VERBOSE: EnvVar = var(
+    "IAPEER_SUPERVISE_LOG_VERBOSE",
+    Kind::Switch,
+    Part::Config,
+    "1 logs routine supervision decisions too",
+);
+/// `IAPEER_LOG`: level of the daemon's diagnostic log.
+pub const IAPEER_LOG: EnvVar = var(
+    "IAPEER_LOG",
+    Kind::Choice(&["info", "error", "warn", "debug", "trace"]),
+    Part::Logging,
+    "level of the daemon's diagnostic log: error, warn, {default} (default), debug or trace",
+);
+/// `IAPEER_LIFECYCLE_LOG_MAX_BYTES`.
+pub const IAPEER_LIFECYCLE_LOG_MAX_BYTES: EnvVar = var(
+    "IAPEER_LIFECYCLE_LOG_MAX_BYTES",
+    Kind::Bytes(DEFAULT_MAX_BYTES),
+    Part::EventLog,
+    "the size in bytes past which lifecycle.log is rotated (default {default})",
+);
+/// `IAPEER_LIFECYCLE_LOG_KEEP`.
+pub const IAPEER_LIFECYCLE_LOG_KEEP: EnvVar = var(
+    "IAPEER_LIFECYCLE_LOG_KEEP",
+    Kind::Count(DEFAULT_KEEP as u64),
+    Part::EventLog,
+    "how many rotated copies of lifecycle.log are kept (default {default})",
+);
+/// `IAPEER_DELIVERY_LOG_MAX_BYTES`.
+pub const IAPEER_DELIVERY_LOG_MAX_BYTES: EnvVar = var(
+    "IAPEER_DELIVERY_LOG_MAX_BYTES",
+    Kind::Bytes(DEFAULT_MAX_BYTES),
+    Part::EventLog,
+    "the size in bytes past which delivery.log is rotated (default {default})",
+);
+/// `IAPEER_DELIVERY_LOG_KEEP`.
+pub const IAPEER_DELIVERY_LOG_KEEP: EnvVar = var(
+    "IAPEER_DELIVERY_LOG_KEEP",
+    Kind::Count(DEFAULT_KEEP as u64),
+    Part::EventLog,
+    "how many rotated copies of delivery.log are kept (default {default})",
+);
+/// `IAPEER_EXITS_LOG_MAX_BYTES`.
+pub const IAPEER_EXITS_LOG_MAX_BYTES: EnvVar = var(
+    "IAPEER_EXITS_LOG_MAX_BYTES",
+    Kind::Bytes(DEFAULT_MAX_BYTES),
+    Part::EventLog,
+    "the size in bytes past which exits.log is rotated (default {default})",
+);
+/// `IAPEER_EXITS_LOG_KEEP`.
+pub const IAPEER_EXITS_LOG_KEEP: EnvVar = var(
+    "IAPEER_EXITS_LOG_KEEP",
+    Kind::Count(DEFAULT_KEEP as u64),
+    Part::EventLog,
+    "how many rotated copies of exits.log are kept (default {default})",
+);
+/// `PEER_PERSONALITY`: set in a session.
+pub const PEER_PERSONALITY: EnvVar = var(
+    "PEER_PERSONALITY",
+    Kind::Text,
+    Part::Session,
+    "set by the daemon in a session: the peer's name",
+);
+/// `PEER_RUNTIME`: set in a session.
+pub const PEER_RUNTIME: EnvVar = var(
+    "PEER_RUNTIME",
+    Kind::Text,
+    Part::Session,
+    "set by the daemon in a session: the runtime it runs on",
+);
+/// `PEER_IDENTITY`: set in a session; the default sender of `iapeer send`.
+pub const PEER_IDENTITY: EnvVar = var(
+    "PEER_IDENTITY",
+    Kind::Text,
+    Part::Session,
+    "set by the daemon in a session: <runtime>-<name>; the default sender of iapeer send",
+);
+/// `IAPEER_TOKEN`: set in a session.
+pub const IAPEER_TOKEN: EnvVar = var(
+    "IAPEER_TOKEN",
+    Kind::Text,
+    Part::Session,
+    "set by the daemon in a session: the token that authenticates its MCP calls",
+);
+
+/// Every environment variable iapeer reads, in the order the man page lists them.
+pub const ENV_VARS: &[EnvVar] = &[
+    IAPEER_ROOT,
+    IAPEER_PORT,
+    IAPEER_DAEMON_SOCKET,
+    IAPEER_BEARER_TOKEN,
+    IAPEER_MCP_AUTH,
+    IAPEER_IDLE_SECS,
+    IAPEER_BOOT_DEADLINE_SECS,
+    IAPEER_READY_GATE_SECS,
+    IAPEER_CRASHLOOP_MAX,
+    IAPEER_CRASHLOOP_WINDOW_SECS,
+    IAP_HOST_LIVENESS_GRACE_MS,
+    IAPEER_TICK_SECS,
+    IAPEER_CLAUDE_BIN,
+    IAPEER_CODEX_BIN,
+    CODEX_HOME,
+    CLAUDE_CONFIG_DIR,
+    RUNTIME_BIN,
+    IAP_ALWAYS_ON_REVIVE_GRACE_MS,
+    IAPEER_SUPERVISE_LOG_VERBOSE,
+    IAPEER_LOG,
+    IAPEER_LIFECYCLE_LOG_MAX_BYTES,
+    IAPEER_LIFECYCLE_LOG_KEEP,
+    IAPEER_DELIVERY_LOG_MAX_BYTES,
+    IAPEER_DELIVERY_LOG_KEEP,
+    IAPEER_EXITS_LOG_MAX_BYTES,
+    IAPEER_EXITS_LOG_KEEP,
+    PEER_PERSONALITY,
+    PEER_RUNTIME,
+    PEER_IDENTITY,
+    IAPEER_TOKEN,
+];
+
+/// Variables iapeer reads that are not knobs of its own, with the reason (not documented as
+/// knobs): inherited from the login environment, or set only by tests.
+pub const NOT_KNOBS: &[(&str, &str)] = &[
+    (
+        "HOME",
+        "inherited: the default root and the runtimes' config folders live under it",
+    ),
+    (
+        "USER",
+        "inherited: shown in the host facts of the system prompt",
+    ),
+    ("PATH", "inherited: where claude and codex are looked up"),
+    (
+        "IAPEER_MCP_URL",
+        "test hook: the MCP URL of the echo agent, instead of router.json",
+    ),
+    (
+        "IAPEER_BLESS",
+        "test-only: rewrite the checked-in generated files",
+    ),
+];
+
+/// The variable called `name` in [`ENV_VARS`], or `None`.
+pub fn find(name: &str) -> Option<&'static EnvVar> {
+    ENV_VARS.iter().find(|v| v.name == name)
+}
+
+/// The size and count variables of the event log `name` (`LIFECYCLE`, `DELIVERY` or `EXITS`),
+/// if the table has them.
+pub fn event_log_limits(name: &str) -> Option<(&'static EnvVar, &'static EnvVar)> {
+    let max = find(&format!("IAPEER_{name}_LOG_MAX_BYTES"))?;
+    let keep = find(&format!("IAPEER_{name}_LOG_KEEP"))?;
+    Some((max, keep))
+}
+
+/// `docs/ENVIRONMENT.md`, generated from [`ENV_VARS`] and [`NOT_KNOBS`].
+pub fn render_markdown() -> String {
+    let mut out = String::from(
+        "# Environment variables\n\n\
+         <!-- Generated from src/config/vars.rs by `IAPEER_BLESS=1 cargo test --lib config`. \
+         Do not edit. -->\n\n\
+         Every variable iapeer reads, with its default. The man page's ENVIRONMENT section \
+         comes from the same table.\n\n\
+         | Variable | Read by | Meaning |\n|---|---|---|\n",
+    );
+    for v in ENV_VARS {
+        let part = match v.part {
+            Part::Paths => "paths",
+            Part::Config => "daemon config",
+            Part::Logging => "daemon log",
+            Part::EventLog => "event logs",
+            Part::Runtime => "runtimes",
+            Part::Session => "session (set by the daemon)",
+        };
+        out.push_str(&format!(
+            "| `{}` | {part} | {} |\n",
+            v.name,
+            v.meaning().replace('|', "\\|").replace('<', "&lt;")
+        ));
+    }
+    out.push_str("\nRead but not iapeer knobs:\n\n");
+    for (name, why) in NOT_KNOBS {
+        out.push_str(&format!("- `{name}`: {why}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+    use std::path::Path;
+
+    #[test]
+    fn names_are_unique_and_docs_well_formed() {
+        let mut seen = HashSet::new();
+        for v in ENV_VARS {
+            assert!(seen.insert(v.name), "duplicate {}", v.name);
+            assert!(!v.doc.is_empty() && !v.doc.ends_with('.'), "{}", v.name);
+            let shows_default = v.doc.contains("{default}");
+            assert_eq!(shows_default, v.default_text().is_some(), "{}", v.name);
+        }
+        for (name, _) in NOT_KNOBS {
+            assert!(find(name).is_none(), "{name} is in both lists");
+        }
+        for log in ["LIFECYCLE", "DELIVERY", "EXITS"] {
+            let (max, keep) = event_log_limits(log).unwrap();
+            assert_eq!(max.default_u64(), DEFAULT_MAX_BYTES);
+            assert_eq!(keep.default_u64(), u64::from(DEFAULT_KEEP));
+        }
+    }
+
+    #[test]
+    fn numbers_fall_back_with_one_warning() {
+        let mut w = Vec::new();
+        assert_eq!(IAPEER_IDLE_SECS.parse_u64(None, &mut w), 3600);
+        assert_eq!(IAPEER_IDLE_SECS.parse_u64(Some(" "), &mut w), 3600);
+        assert_eq!(IAPEER_IDLE_SECS.parse_u64(Some(" 7 "), &mut w), 7);
+        assert!(w.is_empty());
+        assert_eq!(IAPEER_IDLE_SECS.parse_u64(Some("0"), &mut w), 3600);
+        assert_eq!(IAPEER_PORT.parse_u64(Some("0"), &mut w), 0);
+        assert_eq!(
+            w,
+            ["IAPEER_IDLE_SECS=\"0\" is not a positive integer; using 3600"]
+        );
+        assert_eq!(
+            IAP_HOST_LIVENESS_GRACE_MS.parse_duration(Some("5"), &mut w),
+            Duration::from_millis(5)
+        );
+    }
+
+    /// Every literal name the source passes to `env::var`/`env::var_os` (or the echo agent's
+    /// `env(…)` lookup) is in [`ENV_VARS`] or [`NOT_KNOBS`].
+    #[test]
+    fn every_variable_read_in_src_is_listed() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = vec![src];
+        let mut read = HashSet::new();
+        while let Some(p) = files.pop() {
+            if p.is_dir() {
+                files.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+                continue;
+            }
+            if p.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            for opener in ["env::var(\"", "env::var_os(\"", " env(\"", "(env(\""] {
+                for (i, _) in text.match_indices(opener) {
+                    let rest = &text[i + opener.len()..];
+                    let name = &rest[..rest.find('"').unwrap()];
+                    read.insert(name.to_string());
+                }
+            }
+        }
+        assert!(
+            read.contains("IAPEER_ROOT") && read.contains("HOME"),
+            "{read:?}"
+        );
+        for name in read {
+            assert!(
+                find(&name).is_some() || NOT_KNOBS.iter().any(|(n, _)| *n == name),
+                "{name} is read in src but is neither in ENV_VARS nor NOT_KNOBS"
+            );
+        }
+    }
+
+    #[test]
+    fn checked_in_environment_doc_is_current() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ENVIRONMENT.md");
+        let doc = render_markdown();
+        if std::env::var_os("IAPEER_BLESS").is_some_and(|v| v == "1") {
+            std::fs::write(&path, &doc).unwrap();
+            return;
+        }
+        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            on_disk == doc,
+            "docs/ENVIRONMENT.md is out of date with src/config/vars.rs; regenerate it with \
+             IAPEER_BLESS=1 cargo test --lib config and commit it"
+        );
+    }
+}

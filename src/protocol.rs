@@ -1,0 +1,665 @@
+//! The control-socket protocol between the CLI and the daemon (spec 02 §2), as Rust types used
+//! by both ends: one JSON object per line each way. Requests carry `"op"` ([`Request`]); a final
+//! reply carries `"ok"`: `true` plus the op's fields ([`Reply`] on the daemon side, [`Answer`]
+//! on the client side), or `false` plus `"code"` and `"error"` ([`Failure`]). Long requests
+//! may first send [`Progress`] lines. `docs/PROTOCOL.md` documents the wire shapes; a test
+//! parses every example there into these types.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+/// Longest accepted request line (1 MiB, without the `\n`); longer is a protocol error.
+pub const MAX_LINE: usize = 1 << 20;
+
+/// Stable failure tokens (`"code"`), spelled in kebab-case on the wire (`not-registered`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Code {
+    /// The target or caller is not in the registry.
+    NotRegistered,
+    /// The endpoint has its stop flag set.
+    Stopped,
+    /// The endpoint is not running and could not be woken or revived.
+    Offline,
+    /// A field failed validation.
+    InvalidArgument,
+    /// The request conflicts with work in progress.
+    Busy,
+    /// Something did not finish in time.
+    Timeout,
+    /// The op is unknown.
+    UnknownOp,
+    /// The line is not a JSON object of a known shape.
+    BadRequest,
+    /// The peer has no live session where one is needed.
+    NotLive,
+    /// The daemon is shutting down.
+    ShuttingDown,
+    /// Anything else.
+    Internal,
+}
+
+/// Declares [`Request`] and, from the same list, [`Op`] (its tags alone) and
+/// [`Request::op`], so the set of op names cannot drift from the request shapes.
+macro_rules! requests {
+    ($(
+        $(#[doc = $doc:literal])*
+        $variant:ident $({ $(
+            $(#[$fmeta:meta])*
+            $field:ident : $ty:ty
+        ),* $(,)? })?
+    ),* $(,)?) => {
+        /// A control request (spec 02 §2). The variant is the `"op"` (kebab-case); field names
+        /// are the JSON keys. Absent optional fields are left out when serialized.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "op", rename_all = "kebab-case", deny_unknown_fields)]
+        pub enum Request {
+            $(
+                $(#[doc = $doc])*
+                $variant $({ $( $(#[$fmeta])* $field: $ty ),* })?
+            ),*
+        }
+
+        /// The op names alone (the `"op"` tag of a [`Request`]), to tell an unknown op from a
+        /// malformed request.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(rename_all = "kebab-case")]
+        pub enum Op {
+            $(
+                $(#[doc = $doc])*
+                $variant
+            ),*
+        }
+
+        impl Op {
+            /// Every op, in declaration order.
+            pub const ALL: &'static [Op] = &[$(Op::$variant),*];
+        }
+
+        impl Request {
+            /// This request's op.
+            pub fn op(&self) -> Op {
+                match self {
+                    $(Request::$variant { .. } => Op::$variant),*
+                }
+            }
+        }
+    };
+}
+
+requests! {
+    /// Health check → [`Pong`].
+    Ping,
+    /// Route one message (spec 03 §1) → [`SendReply`].
+    Send {
+        /// Sender identity `<runtime>-<personality>`.
+        from: String,
+        /// Target personality.
+        to: String,
+        /// Forced endpoint runtime.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        runtime: Option<String>,
+        /// The body.
+        message: String,
+        /// Optional thread label.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        topic: Option<String>,
+        /// Absolute source paths.
+        #[serde(default)]
+        attachments: Vec<String>,
+    },
+    /// Live session states → [`ListReply`].
+    List,
+    /// Wake a peer without a message → [`WakeReply`] once ready.
+    Wake {
+        /// Peer.
+        personality: String,
+        /// Runtime (default: the peer's default runtime).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        runtime: Option<String>,
+    },
+    /// Set the stop flag and end sessions → [`StopReply`] once they are gone.
+    Stop {
+        /// Peer (absent with `all`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        personality: Option<String>,
+        /// One runtime (default: every declared runtime).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        runtime: Option<String>,
+        /// Every peer.
+        #[serde(default)]
+        all: bool,
+    },
+    /// Clear the stop flag (always-on peers are started) → [`StartReply`].
+    Start {
+        /// Peer (absent with `all`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        personality: Option<String>,
+        /// One runtime (default: every declared runtime).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        runtime: Option<String>,
+        /// Every peer.
+        #[serde(default)]
+        all: bool,
+    },
+    /// Attach a terminal → [`WakeReply`]; after it the connection carries frames.
+    Attach {
+        /// Peer.
+        personality: String,
+        /// Runtime (default: the control-verb rule of spec 05 §5).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        runtime: Option<String>,
+        /// Start a fresh session first (the bare `iapeer <runtime>` form).
+        #[serde(default)]
+        fresh: bool,
+        /// Only bring the session up; do not turn the connection into an attach stream.
+        #[serde(default)]
+        no_attach: bool,
+    },
+    /// A fresh session now → [`NewReply`] (agents: once ready; always-on peers: restarted
+    /// and un-parked).
+    New {
+        /// Peer.
+        personality: String,
+        /// Runtime (default: the control-verb rule).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        runtime: Option<String>,
+    },
+    /// Send the runtime's interrupt keys to the live session → [`InterruptReply`].
+    Interrupt {
+        /// Peer.
+        personality: String,
+        /// Runtime (default: the control-verb rule).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        runtime: Option<String>,
+    },
+    /// Compact the conversation → [`CompactReply`].
+    Compact {
+        /// Peer.
+        personality: String,
+        /// Runtime (default: the control-verb rule).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        runtime: Option<String>,
+    },
+    /// From inside a session: end it and bring up a fresh one → [`IdentityReply`].
+    SelfFresh {
+        /// The caller's `PEER_IDENTITY`.
+        identity: String,
+    },
+    /// End every session of a peer being removed → [`ForgetReply`].
+    Forget {
+        /// Peer.
+        personality: String,
+    },
+    /// The runtime a peer is live on → [`LiveRuntimeReply`] (or `not-live`).
+    LiveRuntime {
+        /// Peer.
+        personality: String,
+    },
+    /// Daemon health and a sessions summary → [`StatusReply`].
+    Status,
+}
+
+/// Parse one request line. Errors are the failure to send back: `bad-request` for malformed
+/// JSON or a wrong shape, `unknown-op` for an op no [`Request`] has; the connection stays
+/// usable either way.
+pub fn parse_request(line: &[u8]) -> Result<Request, Failure> {
+    let value: Value = serde_json::from_slice(line)
+        .map_err(|e| Failure::new(Code::BadRequest, format!("malformed JSON: {e}")))?;
+    let op = value
+        .get("op")
+        .and_then(Value::as_str)
+        .ok_or_else(|| Failure::new(Code::BadRequest, "a request needs a string \"op\""))?
+        .to_string();
+    if serde_json::from_value::<Op>(Value::String(op.clone())).is_err() {
+        return Err(Failure::new(
+            Code::UnknownOp,
+            format!("unknown op \"{op}\""),
+        ));
+    }
+    serde_json::from_value(value)
+        .map_err(|e| Failure::new(Code::BadRequest, format!("bad \"{op}\" request: {e}")))
+}
+
+/// A failed request: `{"ok":false,"code":…,"error":…}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    /// The stable token.
+    pub code: Code,
+    /// Text for humans.
+    pub error: String,
+}
+
+impl Failure {
+    /// A failure with `code` and `error`.
+    pub fn new(code: Code, error: impl Into<String>) -> Failure {
+        Failure {
+            code,
+            error: error.into(),
+        }
+    }
+}
+
+/// A progress line sent before the final reply:
+/// `{"progress":"waking","identity":"echo-bob","elapsed_ms":1200}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    /// The current phase, for humans.
+    pub progress: String,
+    /// The session it is about.
+    pub identity: String,
+    /// Milliseconds since the request began.
+    pub elapsed_ms: u64,
+}
+
+/// `ping` → `{"ok":true,"version":"0.1.0","pid":123}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pong {
+    /// The daemon's version.
+    pub version: String,
+    /// The daemon's process id.
+    pub pid: u32,
+}
+
+/// Where a message went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliveredTo {
+    /// Target personality.
+    pub personality: String,
+    /// The runtime of the endpoint that took it.
+    pub runtime: String,
+}
+
+/// A delivered send (spec 03 §1 step 10); also the MCP tool's structured result:
+/// `{"ok":true,"delivered_to":{…},"woke":false,"ts":"2026-11-30T10:00:00+00:00"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SendResult {
+    /// Always `true` (the result object is only produced for a delivery).
+    pub ok: bool,
+    /// The endpoint.
+    pub delivered_to: DeliveredTo,
+    /// The message woke the endpoint (it rode the wake as its first message).
+    pub woke: bool,
+    /// The envelope timestamp (RFC 3339, local offset); `null` only if the envelope had none.
+    pub ts: Option<String>,
+}
+
+/// `send` → `{"ok":true,"result":<SendResult>}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SendReply {
+    /// The delivery.
+    pub result: SendResult,
+}
+
+/// One live session in a [`ListReply`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    /// `<runtime>-<personality>`.
+    pub identity: String,
+    /// Peer.
+    pub personality: String,
+    /// Runtime.
+    pub runtime: String,
+    /// `live` (ready) or `booting`.
+    pub status: String,
+    /// Attached terminals.
+    pub attached: usize,
+    /// The session's child pid.
+    pub pid: u32,
+    /// When it woke, epoch ms.
+    pub woke_at_ms: u64,
+    /// Latest of activity, delivery and wake, epoch ms.
+    pub last_active_ms: u64,
+    /// The runtime reports a turn in progress.
+    pub busy: bool,
+    /// `fresh` or `resume`.
+    pub mode: String,
+}
+
+/// `list` → `{"ok":true,"sessions":[…],"parked":["console-bot"]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListReply {
+    /// Live and booting sessions, sorted by identity.
+    pub sessions: Vec<SessionInfo>,
+    /// Parked always-on identities, sorted.
+    pub parked: Vec<String>,
+}
+
+/// `wake` and `attach` (and `new` for agents) → `{"ok":true,"identity":…,"woke":false,"pid":…}`
+/// once the session is ready.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WakeReply {
+    /// The session's identity.
+    pub identity: String,
+    /// Always `false` today (kept for the wire shape).
+    pub woke: bool,
+    /// The session's child pid.
+    pub pid: u32,
+}
+
+/// `new` on an always-on peer → `{"ok":true,"identity":…,"restarted":true}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestartReply {
+    /// The identity.
+    pub identity: String,
+    /// Always `true`.
+    pub restarted: bool,
+}
+
+/// `new` → a ready agent session or a restarted always-on peer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum NewReply {
+    /// An agent's fresh session is ready.
+    Ready(WakeReply),
+    /// An always-on peer was restarted and un-parked.
+    Restarted(RestartReply),
+}
+
+impl NewReply {
+    /// The identity it is about.
+    pub fn identity(&self) -> &str {
+        match self {
+            NewReply::Ready(w) => &w.identity,
+            NewReply::Restarted(r) => &r.identity,
+        }
+    }
+
+    /// The new session's pid, when known.
+    pub fn pid(&self) -> Option<u32> {
+        match self {
+            NewReply::Ready(w) => Some(w.pid),
+            NewReply::Restarted(_) => None,
+        }
+    }
+}
+
+/// `stop` → `{"ok":true,"stopped":[ids],"ended":[ids]}`, sent once those sessions are gone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StopReply {
+    /// Identities whose stop flag is now set.
+    pub stopped: Vec<String>,
+    /// Sessions told to end by this request.
+    pub ended: Vec<String>,
+}
+
+/// `start` → `{"ok":true,"cleared":[ids],"started":[ids]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StartReply {
+    /// Identities whose stop flag was cleared.
+    pub cleared: Vec<String>,
+    /// Always-on sessions started now.
+    pub started: Vec<String>,
+}
+
+/// `interrupt` → `{"ok":true,"identity":…,"interrupted":true}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterruptReply {
+    /// The session.
+    pub identity: String,
+    /// Always `true`.
+    pub interrupted: bool,
+}
+
+/// `compact` → `{"ok":true,"identity":…,"outcome":"compacted","resumed":false}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactReply {
+    /// The session.
+    pub identity: String,
+    /// `compacted` or `nothing-to-compact`.
+    pub outcome: CompactOutcome,
+    /// The session was resumed first to compact it.
+    pub resumed: bool,
+}
+
+/// How a compaction ended (spec 05 §5 `compact`); kebab-case on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompactOutcome {
+    /// The runtime wrote its completion record.
+    Compacted,
+    /// The runtime said there was nothing to compact (an honest, non-error outcome).
+    NothingToCompact,
+}
+
+impl CompactOutcome {
+    /// The wire spelling (`compacted`, `nothing-to-compact`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompactOutcome::Compacted => "compacted",
+            CompactOutcome::NothingToCompact => "nothing-to-compact",
+        }
+    }
+}
+
+/// `self-fresh` → `{"ok":true,"identity":…}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdentityReply {
+    /// The session being replaced.
+    pub identity: String,
+}
+
+/// `forget` → `{"ok":true,"ended":[ids]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForgetReply {
+    /// Sessions told to end.
+    pub ended: Vec<String>,
+}
+
+/// `live-runtime` → `{"ok":true,"runtime":"echo"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveRuntimeReply {
+    /// The runtime of the most recently active ready session.
+    pub runtime: String,
+}
+
+/// Session counts in a [`StatusReply`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionCounts {
+    /// Ready sessions.
+    pub live: usize,
+    /// Sessions still booting.
+    pub booting: usize,
+}
+
+/// `status` → `{"ok":true,"version","pid","started_ms","uptime_s","tcp","sock","sessions"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusReply {
+    /// The daemon's version.
+    pub version: String,
+    /// The daemon's process id.
+    pub pid: u32,
+    /// Start time, epoch ms.
+    pub started_ms: u64,
+    /// Seconds since start.
+    pub uptime_s: u64,
+    /// The MCP endpoint, `http://127.0.0.1:<port>/mcp`.
+    pub tcp: String,
+    /// The control socket path.
+    pub sock: String,
+    /// Session counts.
+    pub sessions: SessionCounts,
+}
+
+/// Declares [`Reply`] with one variant per successful reply type, its `From` conversions and
+/// the wire encoding `{"ok":true, …fields}`.
+macro_rules! replies {
+    ($($(#[doc = $doc:literal])* $variant:ident($ty:ty)),* $(,)?) => {
+        /// A final reply as the daemon produces it (serialized at the socket edge). Every
+        /// success is `{"ok":true}` plus the fields of its type; [`Reply::Failed`] is
+        /// `{"ok":false,"code":…,"error":…}`.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Reply {
+            $($(#[doc = $doc])* $variant($ty),)*
+            /// The request failed.
+            Failed(Failure),
+        }
+
+        $(impl From<$ty> for Reply {
+            fn from(r: $ty) -> Reply {
+                Reply::$variant(r)
+            }
+        })*
+
+        impl From<Failure> for Reply {
+            fn from(f: Failure) -> Reply {
+                Reply::Failed(f)
+            }
+        }
+
+        impl Serialize for Reply {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    $(Reply::$variant(body) => Wire { ok: true, body }.serialize(s),)*
+                    Reply::Failed(body) => Wire { ok: false, body }.serialize(s),
+                }
+            }
+        }
+    };
+}
+
+replies! {
+    /// `ping`.
+    Pong(Pong),
+    /// `send`.
+    Send(SendReply),
+    /// `list`.
+    List(ListReply),
+    /// `wake`, `attach`.
+    Wake(WakeReply),
+    /// `new`.
+    New(NewReply),
+    /// `stop`.
+    Stop(StopReply),
+    /// `start`.
+    Start(StartReply),
+    /// `interrupt`.
+    Interrupt(InterruptReply),
+    /// `compact`.
+    Compact(CompactReply),
+    /// `self-fresh`.
+    Identity(IdentityReply),
+    /// `forget`.
+    Forget(ForgetReply),
+    /// `live-runtime`.
+    LiveRuntime(LiveRuntimeReply),
+    /// `status`.
+    Status(StatusReply),
+}
+
+impl Reply {
+    /// A failure reply.
+    pub fn failure(code: Code, error: impl Into<String>) -> Reply {
+        Reply::Failed(Failure::new(code, error))
+    }
+
+    /// Parse the final reply line to a request with op `op` (each op has one reply type).
+    ///
+    /// Errors: the line is not JSON, or not the shape of `op`'s reply or of a failure.
+    pub fn parse(op: Op, line: &str) -> Result<Reply, serde_json::Error> {
+        fn typed<T: DeserializeOwned + Into<Reply>>(
+            line: &str,
+        ) -> Result<Reply, serde_json::Error> {
+            Ok(match serde_json::from_str::<Answer<T>>(line)? {
+                Answer::Ok(t) => t.into(),
+                Answer::Failed(f) => Reply::Failed(f),
+            })
+        }
+        match op {
+            Op::Ping => typed::<Pong>(line),
+            Op::Send => typed::<SendReply>(line),
+            Op::List => typed::<ListReply>(line),
+            Op::Wake | Op::Attach => typed::<WakeReply>(line),
+            Op::New => typed::<NewReply>(line),
+            Op::Stop => typed::<StopReply>(line),
+            Op::Start => typed::<StartReply>(line),
+            Op::Interrupt => typed::<InterruptReply>(line),
+            Op::Compact => typed::<CompactReply>(line),
+            Op::SelfFresh => typed::<IdentityReply>(line),
+            Op::Forget => typed::<ForgetReply>(line),
+            Op::LiveRuntime => typed::<LiveRuntimeReply>(line),
+            Op::Status => typed::<StatusReply>(line),
+        }
+    }
+}
+
+/// `{"ok":…}` followed by the fields of `body`.
+#[derive(Serialize)]
+struct Wire<'a, T> {
+    ok: bool,
+    #[serde(flatten)]
+    body: &'a T,
+}
+
+/// A final reply as the client reads it, for a request whose success type is `T`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer<T> {
+    /// `{"ok":true, …}`.
+    Ok(T),
+    /// `{"ok":false,"code":…,"error":…}`.
+    Failed(Failure),
+}
+
+impl<T> Answer<T> {
+    /// The success, or the failure as an error.
+    pub fn into_result(self) -> Result<T, Failure> {
+        match self {
+            Answer::Ok(t) => Ok(t),
+            Answer::Failed(f) => Err(f),
+        }
+    }
+}
+
+impl<T: Serialize> Serialize for Answer<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Answer::Ok(body) => Wire { ok: true, body }.serialize(s),
+            Answer::Failed(body) => Wire { ok: false, body }.serialize(s),
+        }
+    }
+}
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Answer<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut v = Value::deserialize(d)?;
+        let ok = v
+            .as_object_mut()
+            .ok_or_else(|| D::Error::custom("a reply is a JSON object"))?
+            .remove("ok")
+            .ok_or_else(|| D::Error::missing_field("ok"))?;
+        match ok {
+            Value::Bool(true) => serde_json::from_value(v).map(Answer::Ok),
+            Value::Bool(false) => serde_json::from_value(v).map(Answer::Failed),
+            _ => return Err(D::Error::custom("\"ok\" is not a boolean")),
+        }
+        .map_err(D::Error::custom)
+    }
+}
+
+/// One line from the daemon before the final reply: a progress line or the final reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Line<T> {
+    /// A progress line.
+    Progress(Progress),
+    /// The final reply.
+    Final(Answer<T>),
+}
+
+impl<T: DeserializeOwned> Line<T> {
+    /// Parse one line from the daemon (a line with `"progress"` is a progress line).
+    ///
+    /// Errors: neither a progress line nor the final reply shape for `T`.
+    pub fn parse(line: &str) -> Result<Line<T>, serde_json::Error> {
+        let v: Value = serde_json::from_str(line)?;
+        if v.get("progress").is_some() {
+            serde_json::from_value(v).map(Line::Progress)
+        } else {
+            serde_json::from_value(v).map(Line::Final)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

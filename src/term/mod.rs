@@ -1,0 +1,16 @@
+//! The terminal layer (spec 04 §1 "Input" and "What the session thread does with output"): a
+//! leaf that knows nothing of who drives it, used by both `session` (which owns the pty) and
+//! `runtime` (whose adapters read screens and choose keys), in the way alacritty_terminal and
+//! wezterm keep the terminal model apart from the pty.
+//!
+//! - [`screen`]: the `vt100` screen model a session's output is fed through.
+//! - [`responder`]: recognising terminal capability queries in that output and the answers the
+//!   daemon gives in place of a terminal.
+//! - [`keys`]: encoding input: bracketed paste and tmux-like key names.
+
+pub mod keys;
+pub mod responder;
+pub mod screen;
+
+pub use keys::{bracketed_paste, encode_keys, KeyError};
+pub use screen::{ComposerState, Fed, Screen, SESSION_COLS, SESSION_ROWS};
