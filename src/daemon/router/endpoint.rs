@@ -195,7 +195,7 @@ impl Router {
             Ok(p) => p,
             Err(r) => return self.finish_send(job.unprepared(), r),
         };
-        let endpoint = prepared.endpoint.to_string();
+        let endpoint = prepared.endpoint.clone();
         job.kind = match self.adapter(&prepared.endpoint.runtime) {
             Ok(a) => a.kind(),
             Err(e) => {
@@ -219,7 +219,7 @@ impl Router {
 
     /// Move the head of `identity`'s queue forward as far as it can go now: gather the
     /// facts, ask [`head_step`], carry out its answer.
-    pub(crate) fn pump(&mut self, identity: &str) {
+    pub(crate) fn pump(&mut self, identity: &Identity) {
         loop {
             let Some(ep) = self.endpoints.get(identity) else {
                 return;
@@ -237,8 +237,8 @@ impl Router {
                 None => {
                     let m = self.markers(identity);
                     Presence::Asleep {
-                        stopped: m.as_ref().is_some_and(|m| m.is_set(Flag::Stopped)),
-                        resumable: m.as_ref().is_some_and(|m| m.is_set(Flag::IdleReaped)),
+                        stopped: m.is_set(Flag::Stopped),
+                        resumable: m.is_set(Flag::IdleReaped),
                     }
                 }
             };
@@ -296,10 +296,7 @@ impl Router {
                     return;
                 }
                 (HeadStep::RefuseStopped, _, _) => {
-                    let Ok(ident) = Identity::parse(identity) else {
-                        return;
-                    };
-                    self.fail_head(identity, route::stopped_refusal(&ident));
+                    self.fail_head(identity, route::stopped_refusal(identity));
                     continue;
                 }
                 (HeadStep::NothingToCompact, _, _) => {
@@ -330,7 +327,7 @@ impl Router {
         }
     }
 
-    fn set_inflight(&mut self, identity: &str, id: u64) {
+    fn set_inflight(&mut self, identity: &Identity, id: u64) {
         if let Some(ep) = self.endpoints.get_mut(identity) {
             ep.inflight = Some(id);
         }
@@ -342,7 +339,7 @@ impl Router {
     }
 
     /// Fail the queue head with a refusal, writing its log line.
-    pub(crate) fn fail_head(&mut self, identity: &str, refusal: Refusal) {
+    pub(crate) fn fail_head(&mut self, identity: &Identity, refusal: Refusal) {
         let Some(ep) = self.endpoints.get_mut(identity) else {
             return;
         };
@@ -355,13 +352,12 @@ impl Router {
         }
     }
 
-    pub(crate) fn revive_expired(&mut self, identity: &str, job: u64) {
+    pub(crate) fn revive_expired(&mut self, identity: &Identity, job: u64) {
         let head_matches = matches!(self.endpoints.get(identity).and_then(|e| e.queue.front()), Some(Job::Send(j)) if j.id == job);
         // No session, or one that can no longer take input (see `on_delivered`).
         let usable = self.sessions.get(identity).is_some_and(|s| s.is_ready());
         if revive_gives_up(head_matches, usable) {
-            let id = Identity::parse(identity).ok();
-            let (p, rt) = id.map(|i| (i.personality, i.runtime)).unwrap_or_default();
+            let (p, rt) = (&identity.personality, &identity.runtime);
             let ms = self.cfg.revive_grace.as_millis();
             self.fail_head(identity, Refusal { code: Code::Offline, error: format!("peer \"{p}\" ({rt}) is offline and did not come back within {ms}ms — retry") });
             self.pump(identity);
@@ -438,13 +434,13 @@ impl Router {
     /// the head of the queue and waits for the always-on restart for up to the revive grace
     /// (spec 03 §1 step 9), like a message that arrives while the peer is restarting. The
     /// session is marked not ready so nothing more is handed to it.
-    pub(crate) fn hold_for_revive(&mut self, identity: &str, job: QueuedSend) {
+    pub(crate) fn hold_for_revive(&mut self, identity: &Identity, job: QueuedSend) {
         if let Some(s) = self.sessions.get_mut(identity) {
             s.state.input_lost();
         }
         self.ensure_revive_timer(identity, job.id, job.started);
         self.endpoints
-            .entry(identity.to_string())
+            .entry(identity.clone())
             .or_default()
             .queue
             .push_front(Job::Send(Box::new(job)));
@@ -453,7 +449,7 @@ impl Router {
 
     /// Give send `job` (started at `started`) to a restarting router peer until
     /// `started + revive grace`; one timer per job.
-    fn ensure_revive_timer(&mut self, identity: &str, job: u64, started: Instant) {
+    fn ensure_revive_timer(&mut self, identity: &Identity, job: u64, started: Instant) {
         let exists = self
             .timers
             .values()
@@ -463,7 +459,7 @@ impl Router {
             self.set_timer(
                 at,
                 Timer::Revive {
-                    identity: identity.to_string(),
+                    identity: identity.clone(),
                     job,
                 },
             );

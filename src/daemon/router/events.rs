@@ -44,9 +44,7 @@ impl Router {
                     .and_then(|e| e.queue.front())
                     .map(Job::view);
                 if boot_failure_fails_head(head) {
-                    let p = Identity::parse(&identity)
-                        .map(|i| i.personality)
-                        .unwrap_or_default();
+                    let p = &identity.personality;
                     self.fail_head(
                         &identity,
                         Refusal {
@@ -72,7 +70,7 @@ impl Router {
         }
     }
 
-    pub(crate) fn progress_to_waiters(&self, identity: &str, phase: &str) {
+    pub(crate) fn progress_to_waiters(&self, identity: &Identity, phase: &str) {
         let Some(ep) = self.endpoints.get(identity) else {
             return;
         };
@@ -93,7 +91,7 @@ impl Router {
 
     pub(crate) fn on_compacted(
         &mut self,
-        identity: &str,
+        identity: &Identity,
         id: u64,
         result: Result<crate::runtime::CompactOutcome, String>,
     ) {
@@ -128,7 +126,12 @@ impl Router {
         self.pump(identity);
     }
 
-    pub(crate) fn on_delivered(&mut self, identity: &str, id: u64, result: Result<(), String>) {
+    pub(crate) fn on_delivered(
+        &mut self,
+        identity: &Identity,
+        id: u64,
+        result: Result<(), String>,
+    ) {
         let Some(ep) = self.endpoints.get_mut(identity) else {
             return;
         };
@@ -163,9 +166,7 @@ impl Router {
                 }
                 if let Some(topic) = p.envelope.topic.clone() {
                     let changed = job.kind == RuntimeKind::Agent
-                        && self
-                            .markers(identity)
-                            .is_some_and(|m| logged(m.note_topic(&topic)).unwrap_or(false));
+                        && logged(self.markers(identity).note_topic(&topic)).unwrap_or(false);
                     if changed {
                         self.lifecycle(
                             Event::new("topic-note")

@@ -28,19 +28,15 @@ impl Router {
     /// Launch a session for the head of `identity`'s queue (a message or a wake job).
     pub(crate) fn launch_for_head(
         &mut self,
-        identity: &str,
+        identity: &Identity,
         mode_req: ModeRequest,
     ) -> Result<(), Refusal> {
-        let ident = Identity::parse(identity).map_err(|e| Refusal {
-            code: Code::InvalidArgument,
-            error: e.to_string(),
-        })?;
         let topic = match self.endpoints.get(identity).and_then(|e| e.queue.front()) {
             Some(Job::Send(j)) => j.prepared.envelope.topic.clone(),
             _ => None,
         };
         let session = self.next_id();
-        let (sess, decision, first_job) = self.launch(&ident, mode_req, topic, session)?;
+        let (sess, decision, first_job) = self.launch(identity, mode_req, topic, session)?;
         let mode = decision.map(|d| d.mode).unwrap_or(WakeMode::Fresh);
         if let Some(ep) = self.endpoints.get_mut(identity) {
             match ep.queue.front_mut() {
@@ -64,7 +60,7 @@ impl Router {
     }
 
     pub(crate) fn register(&mut self, sess: Sess) {
-        let identity = sess.identity.to_string();
+        let identity = sess.identity.clone();
         self.tokens.insert(sess.token.clone(), identity.clone());
         self.session_ids.insert(sess.id, identity.clone());
         self.sessions.insert(identity, sess);
@@ -200,7 +196,7 @@ impl Router {
             cwd: peer.cwd.clone(),
             env,
         };
-        let (first, first_job) = match self.endpoints.get(&identity).and_then(|e| e.queue.front()) {
+        let (first, first_job) = match self.endpoints.get(ident).and_then(|e| e.queue.front()) {
             Some(Job::Send(j)) if adapter.kind() == RuntimeKind::Agent => {
                 let seed = match mode {
                     WakeMode::Fresh => profile.as_ref().and_then(|pr| pr.initial_prompt.clone()),

@@ -133,7 +133,7 @@ pub(crate) struct GoneWaiter {
     pub id: u64,
     pub reply: ReplyTo,
     pub answer: Reply,
-    pub waiting: std::collections::HashSet<String>,
+    pub waiting: std::collections::HashSet<Identity>,
 }
 
 /// Deferred work the router schedules for itself.
@@ -142,7 +142,7 @@ pub(crate) enum Timer {
     /// An always-on peer is due for a restart.
     Restart(Identity),
     /// A send to a restarting always-on peer gives up.
-    Revive { identity: String, job: u64 },
+    Revive { identity: Identity, job: u64 },
     /// Shutdown gives up waiting for sessions.
     ShutdownDeadline,
     /// A reply waiting for sessions to end is sent anyway.
@@ -154,10 +154,10 @@ pub struct Router {
     pub(crate) paths: Paths,
     pub(crate) cfg: Config,
     pub(crate) info: DaemonInfo,
-    pub(crate) sessions: HashMap<String, Sess>,
-    pub(crate) session_ids: HashMap<u64, String>,
-    pub(crate) tokens: HashMap<String, String>,
-    pub(crate) endpoints: HashMap<String, endpoint::Endpoint>,
+    pub(crate) sessions: HashMap<Identity, Sess>,
+    pub(crate) session_ids: HashMap<u64, Identity>,
+    pub(crate) tokens: HashMap<String, Identity>,
+    pub(crate) endpoints: HashMap<Identity, endpoint::Endpoint>,
     pub(crate) preparing: HashMap<u64, endpoint::PendingSend>,
     pub(crate) always_on: HashMap<Identity, AlwaysOn>,
     pub(crate) timers: BTreeMap<(Instant, u64), Timer>,
@@ -312,7 +312,7 @@ impl Router {
                     .session_token
                     .as_deref()
                     .and_then(|t| self.tokens.get(t))
-                    .cloned();
+                    .map(Identity::to_string);
                 let input = SendInput {
                     path: "mcp",
                     caller: Caller::Mcp {
@@ -372,10 +372,12 @@ impl Router {
             .as_deref()
             .and_then(|t| self.tokens.get(t))
             .cloned();
+        // In header mode the identity comes from the request's header: a wire string.
         let identity = by_token.or_else(|| {
             (self.cfg.mcp_auth == crate::config::McpAuth::Header)
-                .then(|| creds.identity_header.clone())
+                .then_some(creds.identity_header.as_deref())
                 .flatten()
+                .and_then(|h| Identity::parse(h).ok())
         });
         if let Some(s) = identity.and_then(|id| self.sessions.get_mut(&id)) {
             if !s.mcp_up {
@@ -427,11 +429,9 @@ impl Router {
         self.shutdown = Some(done);
     }
 
-    /// The marker files of an identity key (always a valid identity in the router).
-    pub(crate) fn markers(&self, identity: &str) -> Option<crate::markers::Markers> {
-        crate::markers::Markers::parse(&self.paths, identity)
-            .map_err(|e| log::error!("{e}"))
-            .ok()
+    /// The marker files of an identity.
+    pub(crate) fn markers(&self, identity: &Identity) -> crate::markers::Markers {
+        crate::markers::Markers::new(&self.paths, identity)
     }
 
     /// The adapter for a runtime, or the reason it cannot be used.

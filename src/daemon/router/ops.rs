@@ -7,7 +7,7 @@ use crate::daemon::lifecycle::ModeRequest;
 use crate::daemon::reply::ReplyTo;
 use crate::daemon::route::{stopped_refusal, Refusal};
 use crate::eventlog::Event;
-use crate::markers::{Flag, Markers};
+use crate::markers::Flag;
 use crate::names::Identity;
 use crate::protocol::{
     Code, ForgetReply, ListReply, LiveRuntimeReply, Reply, Request, SessionCounts, SessionInfo,
@@ -191,23 +191,22 @@ impl Router {
         personality: Option<&str>,
         runtime: Option<&str>,
         all: bool,
-    ) -> Result<(StopReply, Vec<String>), Refusal> {
+    ) -> Result<(StopReply, Vec<Identity>), Refusal> {
         let targets = self.targets(personality, runtime, all)?;
         let mut ended = Vec::new();
         let mut ending = Vec::new();
         for ident in &targets {
-            let id = ident.to_string();
-            logged(Markers::new(&self.paths, ident).set(Flag::Stopped));
-            if let Some(s) = self.sessions.get_mut(&id) {
-                ending.push(id.clone());
+            logged(self.markers(ident).set(Flag::Stopped));
+            if let Some(s) = self.sessions.get_mut(ident) {
+                ending.push(ident.clone());
                 if !s.state.is_ending() {
                     s.state.end(Cause::Stop);
                     s.handle.send(SessionCmd::Kill(Cause::Stop));
-                    ended.push(id.clone());
+                    ended.push(ident.to_string());
                 }
             }
-            self.fail_waiting(&id, stopped_refusal(ident));
-            self.lifecycle(Event::new("stop").field("identity", &id));
+            self.fail_waiting(ident, stopped_refusal(ident));
+            self.lifecycle(Event::new("stop").field("identity", ident));
         }
         let stopped: Vec<String> = targets.iter().map(|i| i.to_string()).collect();
         Ok((StopReply { stopped, ended }, ending))
@@ -215,8 +214,8 @@ impl Router {
 
     /// Send `answer` once none of `identities` has a session any more (at most
     /// [`GONE_DEADLINE`] later: the session threads SIGKILL 3 s after SIGTERM).
-    fn reply_when_gone(&mut self, reply: ReplyTo, answer: Reply, identities: Vec<String>) {
-        let waiting: std::collections::HashSet<String> = identities
+    fn reply_when_gone(&mut self, reply: ReplyTo, answer: Reply, identities: Vec<Identity>) {
+        let waiting: std::collections::HashSet<Identity> = identities
             .into_iter()
             .filter(|i| self.sessions.contains_key(i))
             .collect();
@@ -234,7 +233,7 @@ impl Router {
     }
 
     /// Fail every queued job of `identity` that is not already inside the session.
-    fn fail_waiting(&mut self, identity: &str, r: Refusal) {
+    fn fail_waiting(&mut self, identity: &Identity, r: Refusal) {
         let Some(ep) = self.endpoints.get_mut(identity) else {
             return;
         };
@@ -258,9 +257,8 @@ impl Router {
         let targets = self.targets(personality, runtime, all)?;
         let mut started = Vec::new();
         for ident in &targets {
-            let id = ident.to_string();
-            logged(Markers::new(&self.paths, ident).clear(Flag::Stopped));
-            self.lifecycle(Event::new("start").field("identity", &id));
+            logged(self.markers(ident).clear(Flag::Stopped));
+            self.lifecycle(Event::new("start").field("identity", ident));
             let is_router = self
                 .adapter(&ident.runtime)
                 .map(|a| a.kind() == RuntimeKind::Router)
@@ -269,9 +267,9 @@ impl Router {
                 let st = self.always_on.entry(ident.clone()).or_default();
                 st.parked = false;
                 st.backoff.reset();
-                if !self.sessions.contains_key(&id) {
+                if !self.sessions.contains_key(ident) {
                     self.restart_always_on(ident);
-                    started.push(id);
+                    started.push(ident.to_string());
                 }
             }
         }
@@ -280,10 +278,10 @@ impl Router {
     }
 
     fn op_forget(&mut self, personality: &str) -> ForgetReply {
-        let ids: Vec<String> = self
+        let ids: Vec<Identity> = self
             .sessions
             .keys()
-            .filter(|k| k.split_once('-').map(|(_, p)| p) == Some(personality))
+            .filter(|k| k.personality == personality)
             .cloned()
             .collect();
         for id in &ids {
@@ -292,15 +290,15 @@ impl Router {
                 s.handle.send(SessionCmd::Kill(Cause::Removed));
             }
         }
-        let queued: Vec<String> = self
+        let queued: Vec<Identity> = self
             .endpoints
             .keys()
-            .filter(|k| k.split_once('-').map(|(_, p)| p) == Some(personality))
+            .filter(|k| k.personality == personality)
             .cloned()
             .collect();
-        for id in queued {
+        for id in &queued {
             self.fail_waiting(
-                &id,
+                id,
                 refusal(
                     Code::NotRegistered,
                     format!("peer \"{personality}\" was removed; message NOT delivered"),
@@ -308,7 +306,9 @@ impl Router {
             );
         }
         self.always_on.retain(|k, _| k.personality != personality);
-        ForgetReply { ended: ids }
+        ForgetReply {
+            ended: ids.iter().map(Identity::to_string).collect(),
+        }
     }
 
     fn op_list(&self) -> ListReply {

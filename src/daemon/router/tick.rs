@@ -42,9 +42,8 @@ impl Router {
         }
         // `.new-eager` left by a self-fresh whose session is gone (e.g. across a restart).
         for ident in crate::markers::identities_with(&self.paths, Flag::NewEager.suffix()) {
-            let id = ident.to_string();
-            if !self.sessions.contains_key(&id) {
-                self.bring_up_new_eager(&id);
+            if !self.sessions.contains_key(&ident) {
+                self.bring_up_new_eager(&ident);
             }
         }
         if self.cfg.supervise_verbose {
@@ -56,7 +55,7 @@ impl Router {
         }
     }
 
-    pub(crate) fn on_status(&mut self, identity: &str, status: SessionStatus) {
+    pub(crate) fn on_status(&mut self, identity: &Identity, status: SessionStatus) {
         let idle = self.cfg.idle;
         let Some(s) = self.sessions.get_mut(identity) else {
             return;
@@ -91,7 +90,7 @@ impl Router {
 
     pub(crate) fn on_exited(
         &mut self,
-        identity: &str,
+        identity: &Identity,
         session: u64,
         status: Option<i32>,
         signal: Option<String>,
@@ -214,7 +213,7 @@ impl Router {
     }
 
     /// Answer replies that waited for `identity`'s session to end.
-    fn settle_gone_waiters(&mut self, identity: &str) {
+    fn settle_gone_waiters(&mut self, identity: &Identity) {
         let mut done = Vec::new();
         for (i, w) in self.gone_waiters.iter_mut().enumerate() {
             w.waiting.remove(identity);
@@ -230,11 +229,8 @@ impl Router {
 
     /// `.new-eager` (from `self-fresh`): bring a fresh session up now, with no message and
     /// nobody waiting.
-    pub(crate) fn bring_up_new_eager(&mut self, identity: &str) {
-        let Some(m) = self.markers(identity) else {
-            return;
-        };
-        if !logged(m.take(Flag::NewEager)).unwrap_or(false) {
+    pub(crate) fn bring_up_new_eager(&mut self, identity: &Identity) {
+        if !logged(self.markers(identity).take(Flag::NewEager)).unwrap_or(false) {
             return;
         }
         let reply = crate::daemon::reply::ReplyTo::discard();
@@ -259,7 +255,7 @@ impl Router {
                 if is_router {
                     // Registry names are checked again here: a hand-edited entry that is not
                     // a valid identity is skipped.
-                    if let Ok(ident) = Identity::parse(&format!("{rt}-{}", peer.personality)) {
+                    if let Ok(ident) = Identity::new(rt, &peer.personality) {
                         self.restart_always_on(&ident);
                     }
                 }
@@ -269,9 +265,9 @@ impl Router {
 
     /// Launch one always-on identity now, unless it is running, stopped or parked.
     pub(crate) fn restart_always_on(&mut self, ident: &Identity) {
-        let identity = ident.to_string();
+        let identity = ident;
         let start = may_start_always_on(
-            self.sessions.contains_key(&identity),
+            self.sessions.contains_key(identity),
             self.shutdown.is_some(),
             Markers::new(&self.paths, ident).is_set(Flag::Stopped),
             self.always_on.get(ident).is_some_and(|st| st.parked),

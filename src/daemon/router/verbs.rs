@@ -7,7 +7,7 @@ use crate::daemon::lifecycle::ModeRequest;
 use crate::daemon::reply::ReplyTo;
 use crate::daemon::route::Refusal;
 use crate::eventlog::Event;
-use crate::markers::{Flag, Markers};
+use crate::markers::Flag;
 use crate::names::Identity;
 use crate::protocol::{Code, IdentityReply, InterruptReply, NewReply, Reply, RestartReply};
 use crate::runtime::RuntimeKind;
@@ -50,13 +50,13 @@ impl Router {
             Ok(i) => i,
             Err(r) => return reply.finish(r),
         };
-        self.queue_wake(&ident.to_string(), reply, mode, attach);
+        self.queue_wake(&ident, reply, mode, attach);
     }
 
     /// Queue a wake without a message for `identity` and move its queue.
     pub(crate) fn queue_wake(
         &mut self,
-        identity: &str,
+        identity: &Identity,
         reply: ReplyTo,
         mode: ModeRequest,
         attach: bool,
@@ -69,7 +69,7 @@ impl Router {
             started: self.now.at,
         };
         self.endpoints
-            .entry(identity.to_string())
+            .entry(identity.clone())
             .or_default()
             .queue
             .push_back(Job::Wake(job));
@@ -103,13 +103,12 @@ impl Router {
             Ok(t) => t,
             Err(r) => return reply.finish(r),
         };
-        let id = ident.to_string();
-        logged(Markers::new(&self.paths, &ident).clear_deaths());
+        logged(self.markers(&ident).clear_deaths());
         if kind == RuntimeKind::Router {
             let st = self.always_on.entry(ident.clone()).or_default();
             st.parked = false;
             st.backoff.reset();
-            match self.sessions.get_mut(&id) {
+            match self.sessions.get_mut(&ident) {
                 Some(s) => {
                     st.restart_on_exit = true;
                     s.state.end(Cause::Replaced);
@@ -118,11 +117,11 @@ impl Router {
                 None => self.restart_always_on(&ident),
             }
             return reply.finish(NewReply::Restarted(RestartReply {
-                identity: id,
+                identity: ident.to_string(),
                 restarted: true,
             }));
         }
-        self.queue_wake(&id, reply, ModeRequest::Fresh, false);
+        self.queue_wake(&ident, reply, ModeRequest::Fresh, false);
     }
 
     pub(crate) fn op_interrupt(
@@ -137,8 +136,7 @@ impl Router {
                 format!("{} does not support control commands", ident.runtime),
             ));
         }
-        let id = ident.to_string();
-        let live = self.sessions.get(&id).filter(|s| s.is_ready());
+        let live = self.sessions.get(&ident).filter(|s| s.is_ready());
         let s = live.ok_or_else(|| {
             refusal(
                 Code::NotLive,
@@ -156,9 +154,9 @@ impl Router {
                 )
             })?;
         s.handle.send(SessionCmd::Keys(keys));
-        self.lifecycle(Event::new("interrupt").field("identity", &id));
+        self.lifecycle(Event::new("interrupt").field("identity", &ident));
         Ok(InterruptReply {
-            identity: id,
+            identity: ident.to_string(),
             interrupted: true,
         }
         .into())
@@ -185,7 +183,7 @@ impl Router {
                 format!("{} does not support compact", ident.runtime),
             ));
         }
-        let id = ident.to_string();
+        let id = ident;
         let job = super::endpoint::CompactJob {
             id: self.next_id(),
             reply,
@@ -198,6 +196,8 @@ impl Router {
         self.pump(&id);
     }
 
+    /// `self-fresh` from `identity`, the wire string of the request (the one place the
+    /// router reads an identity from a string: the request edge).
     pub(crate) fn op_self_fresh(&mut self, identity: &str) -> Result<Reply, Refusal> {
         let ident = Identity::parse(identity)
             .map_err(|e| refusal(Code::InvalidArgument, format!("PEER_IDENTITY: {e}")))?;
@@ -219,16 +219,18 @@ impl Router {
         if kind != RuntimeKind::Agent {
             return Err(refusal(Code::InvalidArgument, format!("self-fresh is for agent sessions; {} is a router runtime (iapeer new restarts it)", ident.runtime)));
         }
-        let id = ident.to_string();
-        logged(Markers::new(&self.paths, &ident).set(Flag::NewEager));
-        match self.sessions.get_mut(&id) {
+        logged(self.markers(&ident).set(Flag::NewEager));
+        match self.sessions.get_mut(&ident) {
             Some(s) => {
                 s.state.end(Cause::Replaced);
                 s.handle.send(SessionCmd::Kill(Cause::Replaced));
             }
-            None => self.bring_up_new_eager(&id),
+            None => self.bring_up_new_eager(&ident),
         }
-        self.lifecycle(Event::new("self-fresh").field("identity", &id));
-        Ok(IdentityReply { identity: id }.into())
+        self.lifecycle(Event::new("self-fresh").field("identity", &ident));
+        Ok(IdentityReply {
+            identity: ident.to_string(),
+        }
+        .into())
     }
 }
