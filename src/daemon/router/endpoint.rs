@@ -152,7 +152,7 @@ impl Router {
         let paths = self.paths.clone();
         let tx = self.tx.clone();
         let input_for_job = input.clone();
-        self.preparing.insert(
+        self.queues.preparing.insert(
             id,
             SendJob {
                 id,
@@ -175,7 +175,7 @@ impl Router {
                 });
             });
         if let Err(e) = spawned {
-            if let Some(job) = self.preparing.remove(&id) {
+            if let Some(job) = self.queues.preparing.remove(&id) {
                 self.finish_send(
                     job.unprepared(),
                     Refusal {
@@ -188,7 +188,7 @@ impl Router {
     }
 
     pub(crate) fn on_prepared(&mut self, id: u64, result: Result<Prepared, Refusal>) {
-        let Some(mut job) = self.preparing.remove(&id) else {
+        let Some(mut job) = self.queues.preparing.remove(&id) else {
             return;
         };
         let prepared = match result {
@@ -209,7 +209,8 @@ impl Router {
                 return self.finish_send(job.holding(Some(prepared)), r);
             }
         };
-        self.endpoints
+        self.queues
+            .endpoints
             .entry(endpoint.clone())
             .or_default()
             .queue
@@ -221,17 +222,17 @@ impl Router {
     /// facts, ask [`head_step`], carry out its answer.
     pub(crate) fn pump(&mut self, identity: &Identity) {
         loop {
-            let Some(ep) = self.endpoints.get(identity) else {
+            let Some(ep) = self.queues.endpoints.get(identity) else {
                 return;
             };
             if ep.inflight.is_some() {
                 return;
             }
             let Some(head) = ep.queue.front() else {
-                self.endpoints.remove(identity);
+                self.queues.endpoints.remove(identity);
                 return;
             };
-            let live = self.sessions.get(identity);
+            let live = self.live.sessions.get(identity);
             let presence = match live {
                 Some(s) => Presence::Session(s.live()),
                 None => {
@@ -264,6 +265,7 @@ impl Router {
                         pid: s.pid,
                     };
                     if let Some(Job::Wake(w)) = self
+                        .queues
                         .endpoints
                         .get_mut(identity)
                         .and_then(|e| e.queue.pop_front())
@@ -278,13 +280,14 @@ impl Router {
                 }
                 (HeadStep::Replace, Job::Wake(_), Some(_)) => {
                     if let Some(Job::Wake(w)) = self
+                        .queues
                         .endpoints
                         .get_mut(identity)
                         .and_then(|e| e.queue.front_mut())
                     {
                         w.launched = true;
                     }
-                    if let Some(s) = self.sessions.get_mut(identity) {
+                    if let Some(s) = self.live.sessions.get_mut(identity) {
                         s.handle.send(SessionCmd::Kill(Cause::Replaced));
                         s.state.end(Cause::Replaced);
                     }
@@ -302,6 +305,7 @@ impl Router {
                 (HeadStep::NothingToCompact, _, _) => {
                     // Never started, crashed or ended on purpose: no conversation to compact.
                     if let Some(Job::Compact(c)) = self
+                        .queues
                         .endpoints
                         .get_mut(identity)
                         .and_then(|e| e.queue.pop_front())
@@ -328,7 +332,7 @@ impl Router {
     }
 
     fn set_inflight(&mut self, identity: &Identity, id: u64) {
-        if let Some(ep) = self.endpoints.get_mut(identity) {
+        if let Some(ep) = self.queues.endpoints.get_mut(identity) {
             ep.inflight = Some(id);
         }
     }
@@ -340,7 +344,7 @@ impl Router {
 
     /// Fail the queue head with a refusal, writing its log line.
     pub(crate) fn fail_head(&mut self, identity: &Identity, refusal: Refusal) {
-        let Some(ep) = self.endpoints.get_mut(identity) else {
+        let Some(ep) = self.queues.endpoints.get_mut(identity) else {
             return;
         };
         ep.inflight = None;
@@ -353,9 +357,13 @@ impl Router {
     }
 
     pub(crate) fn revive_expired(&mut self, identity: &Identity, job: u64) {
-        let head_matches = matches!(self.endpoints.get(identity).and_then(|e| e.queue.front()), Some(Job::Send(j)) if j.id == job);
+        let head_matches = matches!(self.queues.endpoints.get(identity).and_then(|e| e.queue.front()), Some(Job::Send(j)) if j.id == job);
         // No session, or one that can no longer take input (see `on_delivered`).
-        let usable = self.sessions.get(identity).is_some_and(|s| s.is_ready());
+        let usable = self
+            .live
+            .sessions
+            .get(identity)
+            .is_some_and(|s| s.is_ready());
         if revive_gives_up(head_matches, usable) {
             let (p, rt) = (&identity.personality, &identity.runtime);
             let ms = self.cfg.revive_grace.as_millis();
@@ -435,11 +443,12 @@ impl Router {
     /// (spec 03 §1 step 9), like a message that arrives while the peer is restarting. The
     /// session is marked not ready so nothing more is handed to it.
     pub(crate) fn hold_for_revive(&mut self, identity: &Identity, job: QueuedSend) {
-        if let Some(s) = self.sessions.get_mut(identity) {
+        if let Some(s) = self.live.sessions.get_mut(identity) {
             s.state.input_lost();
         }
         self.ensure_revive_timer(identity, job.id, job.started);
-        self.endpoints
+        self.queues
+            .endpoints
             .entry(identity.clone())
             .or_default()
             .queue
@@ -452,7 +461,6 @@ impl Router {
     fn ensure_revive_timer(&mut self, identity: &Identity, job: u64, started: Instant) {
         let exists = self
             .timers
-            .values()
             .any(|t| matches!(t, Timer::Revive { job: j, .. } if *j == job));
         if !exists {
             let at = revive_deadline(started, self.cfg.revive_grace);

@@ -14,20 +14,20 @@ use crate::session::handle::{EventKind, SessionEvent};
 impl Router {
     /// A session reported something.
     pub(crate) fn on_session_event(&mut self, ev: SessionEvent) {
-        let Some(identity) = self.session_ids.get(&ev.session).cloned() else {
+        let Some(identity) = self.live.session_ids.get(&ev.session).cloned() else {
             return;
         };
         match ev.kind {
             EventKind::Phase(phase) => self.progress_to_waiters(&identity, &phase),
             EventKind::Ready => {
-                if let Some(s) = self.sessions.get_mut(&identity) {
+                if let Some(s) = self.live.sessions.get_mut(&identity) {
                     s.state.ready();
                 }
                 self.lifecycle(Event::new("ready").field("identity", &identity));
                 self.pump(&identity);
             }
             EventKind::BootFailed { reason, screen } => {
-                if let Some(s) = self.sessions.get_mut(&identity) {
+                if let Some(s) = self.live.sessions.get_mut(&identity) {
                     s.state.boot_failed(reason.clone());
                 }
                 self.lifecycle(
@@ -39,6 +39,7 @@ impl Router {
                 // A wake job waiting for readiness fails now; a first message fails when the
                 // session answers its delivery.
                 let head = self
+                    .queues
                     .endpoints
                     .get(&identity)
                     .and_then(|e| e.queue.front())
@@ -58,7 +59,7 @@ impl Router {
             EventKind::Status(status) => self.on_status(&identity, status),
             EventKind::Compacted { id, result } => self.on_compacted(&identity, id, result),
             EventKind::Attached(n) => {
-                if let Some(s) = self.sessions.get_mut(&identity) {
+                if let Some(s) = self.live.sessions.get_mut(&identity) {
                     s.attached = n;
                 }
             }
@@ -71,7 +72,7 @@ impl Router {
     }
 
     pub(crate) fn progress_to_waiters(&self, identity: &Identity, phase: &str) {
-        let Some(ep) = self.endpoints.get(identity) else {
+        let Some(ep) = self.queues.endpoints.get(identity) else {
             return;
         };
         if let Some(job) = ep.queue.front() {
@@ -95,7 +96,7 @@ impl Router {
         id: u64,
         result: Result<crate::runtime::CompactOutcome, String>,
     ) {
-        let Some(ep) = self.endpoints.get_mut(identity) else {
+        let Some(ep) = self.queues.endpoints.get_mut(identity) else {
             return;
         };
         if ep.inflight != Some(id) {
@@ -105,7 +106,7 @@ impl Router {
         let Some(Job::Compact(c)) = ep.queue.pop_front() else {
             return;
         };
-        let resumed = self.sessions.get(identity).is_some_and(|s| {
+        let resumed = self.live.sessions.get(identity).is_some_and(|s| {
             s.mode == crate::runtime::WakeMode::Resume && s.last_delivery_ms.is_none()
         });
         match result {
@@ -132,7 +133,7 @@ impl Router {
         id: u64,
         result: Result<(), String>,
     ) {
-        let Some(ep) = self.endpoints.get_mut(identity) else {
+        let Some(ep) = self.queues.endpoints.get_mut(identity) else {
             return;
         };
         if ep.inflight != Some(id) {
@@ -143,7 +144,7 @@ impl Router {
             return;
         };
         let job = *job;
-        let stopped = self.sessions.get(identity).and_then(|s| {
+        let stopped = self.live.sessions.get(identity).and_then(|s| {
             (s.state.ending_cause() == Some(crate::session::handle::Cause::Stop))
                 .then(|| s.identity.clone())
         });
@@ -154,6 +155,7 @@ impl Router {
             return self.hold_for_revive(identity, job);
         }
         let boot_failure = self
+            .live
             .sessions
             .get(identity)
             .and_then(|s| s.state.boot_failure().map(str::to_string));
@@ -161,7 +163,7 @@ impl Router {
         match (result, stopped) {
             (Ok(()), _) => {
                 let now = self.now.ms;
-                if let Some(s) = self.sessions.get_mut(identity) {
+                if let Some(s) = self.live.sessions.get_mut(identity) {
                     s.last_delivery_ms = Some(now);
                 }
                 if let Some(topic) = p.envelope.topic.clone() {

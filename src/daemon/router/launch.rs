@@ -31,14 +31,19 @@ impl Router {
         identity: &Identity,
         mode_req: ModeRequest,
     ) -> Result<(), Refusal> {
-        let topic = match self.endpoints.get(identity).and_then(|e| e.queue.front()) {
+        let topic = match self
+            .queues
+            .endpoints
+            .get(identity)
+            .and_then(|e| e.queue.front())
+        {
             Some(Job::Send(j)) => j.prepared.envelope.topic.clone(),
             _ => None,
         };
         let session = self.next_id();
         let (sess, decision, first_job) = self.launch(identity, mode_req, topic, session)?;
         let mode = decision.map(|d| d.mode).unwrap_or(WakeMode::Fresh);
-        if let Some(ep) = self.endpoints.get_mut(identity) {
+        if let Some(ep) = self.queues.endpoints.get_mut(identity) {
             match ep.queue.front_mut() {
                 Some(Job::Send(j)) if Some(j.id) == first_job => {
                     j.woke = true;
@@ -55,15 +60,8 @@ impl Router {
             ev = ev.field("cause", d.cause);
         }
         self.lifecycle(ev.field("pid", sess.pid.to_string()));
-        self.register(sess);
+        self.live.register(sess);
         Ok(())
-    }
-
-    pub(crate) fn register(&mut self, sess: Sess) {
-        let identity = sess.identity.clone();
-        self.tokens.insert(sess.token.clone(), identity.clone());
-        self.session_ids.insert(sess.id, identity.clone());
-        self.sessions.insert(identity, sess);
     }
 
     /// Checks, decision and spawn. Returns the session, the decision (agents only) and the
@@ -196,7 +194,12 @@ impl Router {
             cwd: peer.cwd.clone(),
             env,
         };
-        let (first, first_job) = match self.endpoints.get(ident).and_then(|e| e.queue.front()) {
+        let (first, first_job) = match self
+            .queues
+            .endpoints
+            .get(ident)
+            .and_then(|e| e.queue.front())
+        {
             Some(Job::Send(j)) if adapter.kind() == RuntimeKind::Agent => {
                 let seed = match mode {
                     WakeMode::Fresh => profile.as_ref().and_then(|pr| pr.initial_prompt.clone()),

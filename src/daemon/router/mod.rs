@@ -10,10 +10,10 @@ mod launch;
 mod now;
 mod ops;
 mod sess_state;
+mod state;
 mod tick;
 mod verbs;
 
-use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{select, Receiver, Sender};
@@ -32,6 +32,7 @@ use crate::session::handle::{Cause, SessionEvent, SessionHandle, SessionStatus};
 use decide::Live;
 use now::Now;
 use sess_state::SessState;
+use state::{LiveSessions, Queues, Supervisor, Timers};
 
 pub use endpoint::{PendingSend, QueuedSend, SendJob, SendRecord};
 
@@ -128,14 +129,6 @@ pub(crate) struct AlwaysOn {
     pub restart_on_exit: bool,
 }
 
-/// A reply held until some sessions have ended (`stop`).
-pub(crate) struct GoneWaiter {
-    pub id: u64,
-    pub reply: ReplyTo,
-    pub answer: Reply,
-    pub waiting: std::collections::HashSet<Identity>,
-}
-
 /// Deferred work the router schedules for itself.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Timer {
@@ -154,18 +147,18 @@ pub struct Router {
     pub(crate) paths: Paths,
     pub(crate) cfg: Config,
     pub(crate) info: DaemonInfo,
-    pub(crate) sessions: HashMap<Identity, Sess>,
-    pub(crate) session_ids: HashMap<u64, Identity>,
-    pub(crate) tokens: HashMap<String, Identity>,
-    pub(crate) endpoints: HashMap<Identity, endpoint::Endpoint>,
-    pub(crate) preparing: HashMap<u64, endpoint::PendingSend>,
-    pub(crate) always_on: HashMap<Identity, AlwaysOn>,
-    pub(crate) timers: BTreeMap<(Instant, u64), Timer>,
+    /// Live sessions, their id and token indexes, replies waiting for some to end.
+    pub(crate) live: LiveSessions,
+    /// Delivery queues and the sends being prepared.
+    pub(crate) queues: Queues,
+    /// Always-on restart state.
+    pub(crate) supervisor: Supervisor,
+    /// The router's own deferred work.
+    pub(crate) timers: Timers,
     pub(crate) next_id: u64,
     pub(crate) tx: Sender<RouterMsg>,
     pub(crate) session_tx: Sender<SessionEvent>,
     pub(crate) shutdown: Option<Sender<()>>,
-    pub(crate) gone_waiters: Vec<GoneWaiter>,
     pub(crate) lifecycle_log: EventLog,
     pub(crate) delivery_log: EventLog,
     /// The time of the current turn, read once by [`Router::run`] before each message,
@@ -188,18 +181,14 @@ impl Router {
             paths,
             cfg,
             info,
-            sessions: HashMap::new(),
-            session_ids: HashMap::new(),
-            tokens: HashMap::new(),
-            endpoints: HashMap::new(),
-            preparing: HashMap::new(),
-            always_on: HashMap::new(),
-            timers: BTreeMap::new(),
+            live: LiveSessions::default(),
+            queues: Queues::default(),
+            supervisor: Supervisor::default(),
+            timers: Timers::default(),
             next_id: 1,
             tx,
             session_tx,
             shutdown: None,
-            gone_waiters: Vec::new(),
             lifecycle_log,
             delivery_log,
             now: Now::read(),
@@ -213,9 +202,8 @@ impl Router {
         loop {
             let timeout = self
                 .timers
-                .keys()
-                .next()
-                .map(|(at, _)| at.saturating_duration_since(Now::read().at))
+                .next_at()
+                .map(|at| at.saturating_duration_since(Now::read().at))
                 .unwrap_or(Duration::from_secs(3600));
             select! {
                 recv(rx) -> msg => match msg {
@@ -235,7 +223,7 @@ impl Router {
             }
             self.now = Now::read();
             self.fire_timers(self.now.at);
-            if self.shutdown.is_some() && self.sessions.is_empty() {
+            if self.shutdown.is_some() && self.live.sessions.is_empty() {
                 if let Some(done) = self.shutdown.take() {
                     let _ = done.send(());
                 }
@@ -251,18 +239,12 @@ impl Router {
     }
 
     pub(crate) fn set_timer(&mut self, at: Instant, t: Timer) {
-        let id = self.next_id();
-        self.timers.insert((at, id), t);
+        self.timers.set(at, t);
     }
 
     fn fire_timers(&mut self, now: Instant) {
-        while let Some((&(at, id), _)) = self.timers.iter().next() {
-            if at > now {
-                break;
-            }
-            if let Some(t) = self.timers.remove(&(at, id)) {
-                self.on_timer(t);
-            }
+        while let Some(t) = self.timers.pop_due(now) {
+            self.on_timer(t);
         }
     }
 
@@ -270,18 +252,13 @@ impl Router {
         match t {
             Timer::Restart(identity) => self.restart_always_on(&identity),
             Timer::Revive { identity, job } => self.revive_expired(&identity, job),
-            Timer::GoneDeadline(id) => {
-                if let Some(pos) = self.gone_waiters.iter().position(|w| w.id == id) {
-                    let w = self.gone_waiters.remove(pos);
-                    w.reply.finish(w.answer);
-                }
-            }
+            Timer::GoneDeadline(id) => self.live.expire_gone_waiter(id),
             Timer::ShutdownDeadline => {
                 log::warn!(
                     "shutdown: {} session(s) did not end in time",
-                    self.sessions.len()
+                    self.live.sessions.len()
                 );
-                self.sessions.clear();
+                self.live.sessions.clear();
             }
         }
     }
@@ -297,7 +274,7 @@ impl Router {
             match msg {
                 RouterMsg::Control { reply, .. } | RouterMsg::Mcp { reply, .. } => refuse(reply),
                 RouterMsg::Prepared { job, .. } => {
-                    if let Some(j) = self.preparing.remove(&job) {
+                    if let Some(j) = self.queues.preparing.remove(&job) {
                         refuse(j.reply);
                     }
                 }
@@ -311,7 +288,7 @@ impl Router {
                 let token_identity = creds
                     .session_token
                     .as_deref()
-                    .and_then(|t| self.tokens.get(t))
+                    .and_then(|t| self.live.tokens.get(t))
                     .map(Identity::to_string);
                 let input = SendInput {
                     path: "mcp",
@@ -370,7 +347,7 @@ impl Router {
         let by_token = creds
             .session_token
             .as_deref()
-            .and_then(|t| self.tokens.get(t))
+            .and_then(|t| self.live.tokens.get(t))
             .cloned();
         // In header mode the identity comes from the request's header: a wire string.
         let identity = by_token.or_else(|| {
@@ -379,7 +356,7 @@ impl Router {
                 .flatten()
                 .and_then(|h| Identity::parse(h).ok())
         });
-        if let Some(s) = identity.and_then(|id| self.sessions.get_mut(&id)) {
+        if let Some(s) = identity.and_then(|id| self.live.sessions.get_mut(&id)) {
             if !s.mcp_up {
                 s.mcp_up = true;
                 s.handle.send(crate::session::handle::SessionCmd::McpUp);
@@ -393,22 +370,22 @@ impl Router {
     }
 
     fn begin_shutdown(&mut self, done: Sender<()>) {
-        log::info!("shutdown: ending {} session(s)", self.sessions.len());
-        for w in self.gone_waiters.drain(..) {
+        log::info!("shutdown: ending {} session(s)", self.live.sessions.len());
+        for w in self.live.gone_waiters.drain(..) {
             w.reply.finish(w.answer);
         }
-        for (_, job) in self.preparing.drain() {
+        for (_, job) in self.queues.preparing.drain() {
             job.reply.finish(Reply::failure(
                 Code::ShuttingDown,
                 "the daemon is shutting down",
             ));
         }
-        for (_, mut ep) in self.endpoints.drain() {
+        for (_, mut ep) in self.queues.endpoints.drain() {
             for job in ep.queue.drain(..) {
                 job.fail(Code::ShuttingDown, "the daemon is shutting down".into());
             }
         }
-        for sess in self.sessions.values_mut() {
+        for sess in self.live.sessions.values_mut() {
             if sess.kind == RuntimeKind::Agent {
                 // Resume-eligible: the next message on its topic continues the conversation.
                 logged(

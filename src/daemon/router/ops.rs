@@ -129,6 +129,7 @@ impl Router {
             return Ok(rt.to_string());
         }
         let live: Vec<&str> = self
+            .live
             .sessions
             .values()
             .filter(|s| s.identity.personality == peer.personality)
@@ -197,7 +198,7 @@ impl Router {
         let mut ending = Vec::new();
         for ident in &targets {
             logged(self.markers(ident).set(Flag::Stopped));
-            if let Some(s) = self.sessions.get_mut(ident) {
+            if let Some(s) = self.live.sessions.get_mut(ident) {
                 ending.push(ident.clone());
                 if !s.state.is_ending() {
                     s.state.end(Cause::Stop);
@@ -217,14 +218,14 @@ impl Router {
     fn reply_when_gone(&mut self, reply: ReplyTo, answer: Reply, identities: Vec<Identity>) {
         let waiting: std::collections::HashSet<Identity> = identities
             .into_iter()
-            .filter(|i| self.sessions.contains_key(i))
+            .filter(|i| self.live.sessions.contains_key(i))
             .collect();
         if waiting.is_empty() {
             return reply.finish(answer);
         }
         let id = self.next_id();
         self.set_timer(self.now.at + GONE_DEADLINE, super::Timer::GoneDeadline(id));
-        self.gone_waiters.push(super::GoneWaiter {
+        self.live.gone_waiters.push(super::state::GoneWaiter {
             id,
             reply,
             answer,
@@ -234,7 +235,7 @@ impl Router {
 
     /// Fail every queued job of `identity` that is not already inside the session.
     fn fail_waiting(&mut self, identity: &Identity, r: Refusal) {
-        let Some(ep) = self.endpoints.get_mut(identity) else {
+        let Some(ep) = self.queues.endpoints.get_mut(identity) else {
             return;
         };
         let keep = usize::from(ep.inflight.is_some());
@@ -264,10 +265,10 @@ impl Router {
                 .map(|a| a.kind() == RuntimeKind::Router)
                 .unwrap_or(false);
             if is_router {
-                let st = self.always_on.entry(ident.clone()).or_default();
+                let st = self.supervisor.always_on.entry(ident.clone()).or_default();
                 st.parked = false;
                 st.backoff.reset();
-                if !self.sessions.contains_key(ident) {
+                if !self.live.sessions.contains_key(ident) {
                     self.restart_always_on(ident);
                     started.push(ident.to_string());
                 }
@@ -279,18 +280,20 @@ impl Router {
 
     fn op_forget(&mut self, personality: &str) -> ForgetReply {
         let ids: Vec<Identity> = self
+            .live
             .sessions
             .keys()
             .filter(|k| k.personality == personality)
             .cloned()
             .collect();
         for id in &ids {
-            if let Some(s) = self.sessions.get_mut(id) {
+            if let Some(s) = self.live.sessions.get_mut(id) {
                 s.state.end(Cause::Removed);
                 s.handle.send(SessionCmd::Kill(Cause::Removed));
             }
         }
         let queued: Vec<Identity> = self
+            .queues
             .endpoints
             .keys()
             .filter(|k| k.personality == personality)
@@ -305,7 +308,9 @@ impl Router {
                 ),
             );
         }
-        self.always_on.retain(|k, _| k.personality != personality);
+        self.supervisor
+            .always_on
+            .retain(|k, _| k.personality != personality);
         ForgetReply {
             ended: ids.iter().map(Identity::to_string).collect(),
         }
@@ -313,6 +318,7 @@ impl Router {
 
     fn op_list(&self) -> ListReply {
         let mut sessions: Vec<SessionInfo> = self
+            .live
             .sessions
             .values()
             .map(|s| {
@@ -340,6 +346,7 @@ impl Router {
             .collect();
         sessions.sort_by(|a, b| a.identity.cmp(&b.identity));
         let mut parked: Vec<String> = self
+            .supervisor
             .always_on
             .iter()
             .filter(|(_, st)| st.parked)
@@ -350,8 +357,8 @@ impl Router {
     }
 
     fn op_status(&self) -> StatusReply {
-        let live = self.sessions.values().filter(|s| s.is_ready()).count();
-        let booting = self.sessions.len() - live;
+        let live = self.live.sessions.values().filter(|s| s.is_ready()).count();
+        let booting = self.live.sessions.len() - live;
         StatusReply {
             version: env!("CARGO_PKG_VERSION").to_string(),
             pid: std::process::id(),
@@ -364,7 +371,8 @@ impl Router {
     }
 
     fn op_live_runtime(&self, personality: &str) -> Result<Reply, Refusal> {
-        self.sessions
+        self.live
+            .sessions
             .values()
             .filter(|s| s.identity.personality == personality && s.is_ready())
             .max_by_key(|s| {

@@ -21,7 +21,7 @@ use crate::session::handle::{Cause, SessionCmd, SessionStatus};
 impl Router {
     pub(crate) fn on_tick(&mut self) {
         let mut to_stop = Vec::new();
-        for (id, s) in &self.sessions {
+        for (id, s) in &self.live.sessions {
             let live = s.live();
             let stopped = live != Live::Ending
                 && Markers::new(&self.paths, &s.identity).is_set(Flag::Stopped);
@@ -35,14 +35,14 @@ impl Router {
             }
         }
         for id in to_stop {
-            if let Some(s) = self.sessions.get_mut(&id) {
+            if let Some(s) = self.live.sessions.get_mut(&id) {
                 s.state.end(Cause::Stop);
                 s.handle.send(SessionCmd::Kill(Cause::Stop));
             }
         }
         // `.new-eager` left by a self-fresh whose session is gone (e.g. across a restart).
         for ident in crate::markers::identities_with(&self.paths, Flag::NewEager.suffix()) {
-            if !self.sessions.contains_key(&ident) {
+            if !self.live.sessions.contains_key(&ident) {
                 self.bring_up_new_eager(&ident);
             }
         }
@@ -50,17 +50,18 @@ impl Router {
             self.lifecycle(
                 Event::new("supervise")
                     .field("action", "tick")
-                    .field("sessions", self.sessions.len().to_string()),
+                    .field("sessions", self.live.sessions.len().to_string()),
             );
         }
     }
 
     pub(crate) fn on_status(&mut self, identity: &Identity, status: SessionStatus) {
         let idle = self.cfg.idle;
-        let Some(s) = self.sessions.get_mut(identity) else {
+        let Some(s) = self.live.sessions.get_mut(identity) else {
             return;
         };
         let queue_busy = self
+            .queues
             .endpoints
             .get(identity)
             .is_some_and(|e| !e.queue.is_empty());
@@ -96,21 +97,14 @@ impl Router {
         signal: Option<String>,
         cause: Cause,
     ) {
-        self.session_ids.remove(&session);
-        let Some(s) = self.sessions.get(identity) else {
+        let Some(s) = self.live.unregister(identity, session) else {
             return;
         };
-        if s.id != session {
-            return;
-        }
-        let Some(s) = self.sessions.remove(identity) else {
-            return;
-        };
-        self.settle_gone_waiters(identity);
-        self.tokens.remove(&s.token);
+        self.live.settle_gone_waiters(identity);
         let markers = Markers::new(&self.paths, &s.identity);
         logged(markers.remove_session());
         let inflight = self
+            .queues
             .endpoints
             .get(identity)
             .is_some_and(|ep| ep.inflight.is_some());
@@ -138,7 +132,7 @@ impl Router {
         // took (and a failed boot) before it exits, so this one never reached the child.
         match plan.inflight {
             Inflight::Requeue => {
-                if let Some(ep) = self.endpoints.get_mut(identity) {
+                if let Some(ep) = self.queues.endpoints.get_mut(identity) {
                     ep.inflight = None;
                 }
             }
@@ -165,6 +159,7 @@ impl Router {
         }
         if plan.restart_if_asked {
             let again = self
+                .supervisor
                 .always_on
                 .get_mut(&s.identity)
                 .is_some_and(|st| std::mem::take(&mut st.restart_on_exit));
@@ -185,7 +180,11 @@ impl Router {
     /// `lifecycle.log` (a failed start has already logged `start-failed`).
     fn back_off(&mut self, identity: &Identity, ran: Duration, log: bool) {
         let now = self.now;
-        let st = self.always_on.entry(identity.clone()).or_default();
+        let st = self
+            .supervisor
+            .always_on
+            .entry(identity.clone())
+            .or_default();
         match st.backoff.on_death(now.ms, ran) {
             AfterDeath::RestartIn(delay) => {
                 self.set_timer(now.at + delay, Timer::Restart(identity.clone()));
@@ -209,21 +208,6 @@ impl Router {
                         .field("action", "parked"),
                 );
             }
-        }
-    }
-
-    /// Answer replies that waited for `identity`'s session to end.
-    fn settle_gone_waiters(&mut self, identity: &Identity) {
-        let mut done = Vec::new();
-        for (i, w) in self.gone_waiters.iter_mut().enumerate() {
-            w.waiting.remove(identity);
-            if w.waiting.is_empty() {
-                done.push(i);
-            }
-        }
-        for i in done.into_iter().rev() {
-            let w = self.gone_waiters.remove(i);
-            w.reply.finish(w.answer);
         }
     }
 
@@ -267,15 +251,18 @@ impl Router {
     pub(crate) fn restart_always_on(&mut self, ident: &Identity) {
         let identity = ident;
         let start = may_start_always_on(
-            self.sessions.contains_key(identity),
+            self.live.sessions.contains_key(identity),
             self.shutdown.is_some(),
             Markers::new(&self.paths, ident).is_set(Flag::Stopped),
-            self.always_on.get(ident).is_some_and(|st| st.parked),
+            self.supervisor
+                .always_on
+                .get(ident)
+                .is_some_and(|st| st.parked),
         );
         if !start {
             return;
         }
-        self.always_on.entry(ident.clone()).or_default();
+        self.supervisor.always_on.entry(ident.clone()).or_default();
         let session = self.next_id();
         match self.launch(ident, ModeRequest::Fresh, None, session) {
             Ok((sess, _, _)) => {
@@ -285,7 +272,7 @@ impl Router {
                         .field("action", "started")
                         .field("pid", sess.pid.to_string()),
                 );
-                self.register(sess);
+                self.live.register(sess);
             }
             Err(r) => {
                 log::warn!("always-on {identity}: {}", r.error);

@@ -68,7 +68,8 @@ impl Router {
             launched: false,
             started: self.now.at,
         };
-        self.endpoints
+        self.queues
+            .endpoints
             .entry(identity.clone())
             .or_default()
             .queue
@@ -105,10 +106,10 @@ impl Router {
         };
         logged(self.markers(&ident).clear_deaths());
         if kind == RuntimeKind::Router {
-            let st = self.always_on.entry(ident.clone()).or_default();
+            let st = self.supervisor.always_on.entry(ident.clone()).or_default();
             st.parked = false;
             st.backoff.reset();
-            match self.sessions.get_mut(&ident) {
+            match self.live.sessions.get_mut(&ident) {
                 Some(s) => {
                     st.restart_on_exit = true;
                     s.state.end(Cause::Replaced);
@@ -136,7 +137,7 @@ impl Router {
                 format!("{} does not support control commands", ident.runtime),
             ));
         }
-        let live = self.sessions.get(&ident).filter(|s| s.is_ready());
+        let live = self.live.sessions.get(&ident).filter(|s| s.is_ready());
         let s = live.ok_or_else(|| {
             refusal(
                 Code::NotLive,
@@ -188,7 +189,8 @@ impl Router {
             id: self.next_id(),
             reply,
         };
-        self.endpoints
+        self.queues
+            .endpoints
             .entry(id.clone())
             .or_default()
             .queue
@@ -220,7 +222,7 @@ impl Router {
             return Err(refusal(Code::InvalidArgument, format!("self-fresh is for agent sessions; {} is a router runtime (iapeer new restarts it)", ident.runtime)));
         }
         logged(self.markers(&ident).set(Flag::NewEager));
-        match self.sessions.get_mut(&ident) {
+        match self.live.sessions.get_mut(&ident) {
             Some(s) => {
                 s.state.end(Cause::Replaced);
                 s.handle.send(SessionCmd::Kill(Cause::Replaced));
