@@ -5,18 +5,15 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use super::decide::{head_step, revive_deadline, revive_gives_up, Head, HeadStep, Presence};
-use super::{Router, RouterMsg, Timer};
+use super::decide::{head_step, Head, HeadStep, Presence};
+use super::{Router, RouterMsg};
 use crate::daemon::lifecycle::ModeRequest;
 use crate::daemon::reply::ReplyTo;
-use crate::daemon::route::{self, Caller, Prepared, Refusal, SendInput};
+use crate::daemon::route::{self, Prepared, Refusal, SendInput};
 use crate::envelope;
-use crate::eventlog::Event;
 use crate::markers::Flag;
 use crate::names::Identity;
-use crate::protocol::{
-    Code, CompactOutcome, CompactReply, DeliveredTo, Reply, SendReply, SendResult, WakeReply,
-};
+use crate::protocol::{Code, CompactOutcome, CompactReply, Reply, WakeReply};
 use crate::runtime::RuntimeKind;
 use crate::session::handle::{Cause, Delivery, SessionCmd};
 
@@ -135,13 +132,6 @@ pub struct Endpoint {
     pub(crate) queue: VecDeque<Job>,
     /// The delivery id handed to the session and not yet answered (the queue head).
     pub(crate) inflight: Option<u64>,
-}
-
-fn caller_label(input: &SendInput) -> String {
-    match &input.caller {
-        Caller::Cli(from) => from.clone(),
-        Caller::Mcp { header, .. } => header.clone().unwrap_or_else(|| "-".into()),
-    }
 }
 
 impl Router {
@@ -353,124 +343,6 @@ impl Router {
             Some(Job::Wake(w)) => w.reply.finish(refusal),
             Some(Job::Compact(c)) => c.reply.finish(refusal),
             None => {}
-        }
-    }
-
-    pub(crate) fn revive_expired(&mut self, identity: &Identity, job: u64) {
-        let head_matches = matches!(self.queues.endpoints.get(identity).and_then(|e| e.queue.front()), Some(Job::Send(j)) if j.id == job);
-        // No session, or one that can no longer take input (see `on_delivered`).
-        let usable = self
-            .live
-            .sessions
-            .get(identity)
-            .is_some_and(|s| s.is_ready());
-        if revive_gives_up(head_matches, usable) {
-            let (p, rt) = (&identity.personality, &identity.runtime);
-            let ms = self.cfg.revive_grace.as_millis();
-            self.fail_head(identity, Refusal { code: Code::Offline, error: format!("peer \"{p}\" ({rt}) is offline and did not come back within {ms}ms — retry") });
-            self.pump(identity);
-        }
-    }
-
-    /// A send delivered: its delivery.log line and the sender's typed answer, built from
-    /// the prepared message the queued send holds.
-    pub(crate) fn send_delivered(&mut self, job: QueuedSend) {
-        let ev = self.delivery_event(&job, Some(&job.prepared), None);
-        self.delivery_log.append(&ev);
-        let p = &job.prepared;
-        let result = SendResult {
-            ok: true,
-            delivered_to: DeliveredTo {
-                personality: p.endpoint.personality.clone(),
-                runtime: p.endpoint.runtime.clone(),
-            },
-            woke: job.woke,
-            ts: p.envelope.ts.clone(),
-        };
-        job.reply.finish(SendReply { result });
-    }
-
-    /// A send refused (during preparation, in the queue or at delivery): its delivery.log
-    /// line and the refusal to the sender.
-    pub(crate) fn finish_send(&mut self, job: SendRecord, r: Refusal) {
-        let ev = self.delivery_event(&job, job.prepared.as_ref(), Some(&r));
-        self.delivery_log.append(&ev);
-        job.reply.finish(r);
-    }
-
-    /// The delivery.log line of a send that ends now (`refusal` is `None` when delivered).
-    fn delivery_event<P>(
-        &self,
-        job: &SendJob<P>,
-        prepared: Option<&Prepared>,
-        refusal: Option<&Refusal>,
-    ) -> Event {
-        let ms = self.now.since(job.started).as_millis();
-        let input = &job.input;
-        let mut ev = Event::new("delivery")
-            .field("path", input.path)
-            .field("caller", caller_label(input))
-            .field("to", &input.to)
-            .opt("rt", input.runtime.as_deref())
-            .field("ok", if refusal.is_none() { "true" } else { "false" });
-        if let Some(p) = prepared {
-            ev = ev
-                .field("via", p.endpoint.to_string())
-                .field("woke", if job.woke { "true" } else { "false" });
-        }
-        ev = ev
-            .field("ms", ms.to_string())
-            .field("len", input.message.chars().count().to_string());
-        if !input.attachments.is_empty() {
-            ev = ev.field("att", input.attachments.len().to_string());
-        }
-        let topic = input
-            .topic
-            .as_deref()
-            .map(str::trim)
-            .filter(|t| !t.is_empty());
-        match refusal {
-            Some(r) => ev.opt("topic", topic).field("err", &r.error),
-            None => ev.opt("topic", topic),
-        }
-    }
-}
-
-impl Router {
-    /// A message the router session could not take (its process died or closed its stdin
-    /// before the bytes were written): nothing reached the peer, so the message goes back to
-    /// the head of the queue and waits for the always-on restart for up to the revive grace
-    /// (spec 03 §1 step 9), like a message that arrives while the peer is restarting. The
-    /// session is marked not ready so nothing more is handed to it.
-    pub(crate) fn hold_for_revive(&mut self, identity: &Identity, job: QueuedSend) {
-        if let Some(s) = self.live.sessions.get_mut(identity) {
-            s.state.input_lost();
-        }
-        self.ensure_revive_timer(identity, job.id, job.started);
-        self.queues
-            .endpoints
-            .entry(identity.clone())
-            .or_default()
-            .queue
-            .push_front(Job::Send(Box::new(job)));
-        self.pump(identity);
-    }
-
-    /// Give send `job` (started at `started`) to a restarting router peer until
-    /// `started + revive grace`; one timer per job.
-    fn ensure_revive_timer(&mut self, identity: &Identity, job: u64, started: Instant) {
-        let exists = self
-            .timers
-            .any(|t| matches!(t, Timer::Revive { job: j, .. } if *j == job));
-        if !exists {
-            let at = revive_deadline(started, self.cfg.revive_grace);
-            self.set_timer(
-                at,
-                Timer::Revive {
-                    identity: identity.clone(),
-                    job,
-                },
-            );
         }
     }
 }

@@ -3,14 +3,19 @@
 //! reacts to requests, session events and ticks. It never waits on a session: long
 //! operations are started and finished by later events.
 
+mod always_on;
 mod decide;
 mod endpoint;
 mod events;
 mod launch;
 mod now;
 mod ops;
+mod report;
+mod revive;
+mod send_end;
 mod sess_state;
 mod state;
+mod stop;
 mod tick;
 mod verbs;
 

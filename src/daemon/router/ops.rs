@@ -1,24 +1,15 @@
-//! Control operations other than `send` (spec 02 §2, spec 05 §5): stop, start, attach,
-//! wake, list, status, live-runtime, forget.
+//! Control requests other than `send` (spec 02 §2, spec 05 §5): the dispatch of each
+//! request to the file that owns its concern (`stop.rs`, `report.rs`, `verbs.rs`), and the
+//! resolution of a request's target peer and runtime from the registry.
 
-use super::endpoint::Job;
-use super::{logged, Router};
+use super::Router;
 use crate::daemon::lifecycle::ModeRequest;
 use crate::daemon::reply::ReplyTo;
-use crate::daemon::route::{stopped_refusal, Refusal};
-use crate::eventlog::Event;
-use crate::markers::Flag;
+use crate::daemon::route::Refusal;
 use crate::names::Identity;
-use crate::protocol::{
-    Code, ForgetReply, ListReply, LiveRuntimeReply, Reply, Request, SessionCounts, SessionInfo,
-    StartReply, StatusReply, StopReply,
-};
+use crate::protocol::{Code, Reply, Request};
 use crate::registry::{Registry, RegistryPeer};
 use crate::runtime::RuntimeKind;
-use crate::session::handle::{Cause, SessionCmd};
-
-/// The longest `stop` waits for its sessions to end before answering anyway.
-const GONE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub(crate) fn refusal(code: Code, error: impl Into<String>) -> Refusal {
     Refusal {
@@ -149,7 +140,7 @@ impl Router {
         }
     }
 
-    fn targets(
+    pub(crate) fn targets(
         &self,
         personality: Option<&str>,
         runtime: Option<&str>,
@@ -187,209 +178,25 @@ impl Router {
         Ok(out)
     }
 
-    fn op_stop(
-        &mut self,
-        personality: Option<&str>,
+    /// The identity a control verb acts on, and its runtime kind.
+    pub(crate) fn control_target(
+        &self,
+        personality: &str,
         runtime: Option<&str>,
-        all: bool,
-    ) -> Result<(StopReply, Vec<Identity>), Refusal> {
-        let targets = self.targets(personality, runtime, all)?;
-        let mut ended = Vec::new();
-        let mut ending = Vec::new();
-        for ident in &targets {
-            logged(self.markers(ident).set(Flag::Stopped));
-            if let Some(s) = self.live.sessions.get_mut(ident) {
-                ending.push(ident.clone());
-                if !s.state.is_ending() {
-                    s.state.end(Cause::Stop);
-                    s.handle.send(SessionCmd::Kill(Cause::Stop));
-                    ended.push(ident.to_string());
-                }
-            }
-            self.fail_waiting(ident, stopped_refusal(ident));
-            self.lifecycle(Event::new("stop").field("identity", ident));
-        }
-        let stopped: Vec<String> = targets.iter().map(|i| i.to_string()).collect();
-        Ok((StopReply { stopped, ended }, ending))
-    }
-
-    /// Send `answer` once none of `identities` has a session any more (at most
-    /// [`GONE_DEADLINE`] later: the session threads SIGKILL 3 s after SIGTERM).
-    fn reply_when_gone(&mut self, reply: ReplyTo, answer: Reply, identities: Vec<Identity>) {
-        let waiting: std::collections::HashSet<Identity> = identities
-            .into_iter()
-            .filter(|i| self.live.sessions.contains_key(i))
-            .collect();
-        if waiting.is_empty() {
-            return reply.finish(answer);
-        }
-        let id = self.next_id();
-        self.set_timer(self.now.at + GONE_DEADLINE, super::Timer::GoneDeadline(id));
-        self.live.gone_waiters.push(super::state::GoneWaiter {
-            id,
-            reply,
-            answer,
-            waiting,
-        });
-    }
-
-    /// Fail every queued job of `identity` that is not already inside the session.
-    fn fail_waiting(&mut self, identity: &Identity, r: Refusal) {
-        let Some(ep) = self.queues.endpoints.get_mut(identity) else {
-            return;
-        };
-        let keep = usize::from(ep.inflight.is_some());
-        let rest: Vec<Job> = ep.queue.drain(keep..).collect();
-        for job in rest {
-            match job {
-                Job::Send(j) => self.finish_send(j.record(), r.clone()),
-                Job::Wake(w) => w.reply.finish(r.clone()),
-                Job::Compact(c) => c.reply.finish(r.clone()),
-            }
-        }
-    }
-
-    fn op_start(
-        &mut self,
-        personality: Option<&str>,
-        runtime: Option<&str>,
-        all: bool,
-    ) -> Result<StartReply, Refusal> {
-        let targets = self.targets(personality, runtime, all)?;
-        let mut started = Vec::new();
-        for ident in &targets {
-            logged(self.markers(ident).clear(Flag::Stopped));
-            self.lifecycle(Event::new("start").field("identity", ident));
-            let is_router = self
-                .adapter(&ident.runtime)
-                .map(|a| a.kind() == RuntimeKind::Router)
-                .unwrap_or(false);
-            if is_router {
-                let st = self.supervisor.always_on.entry(ident.clone()).or_default();
-                st.parked = false;
-                st.backoff.reset();
-                if !self.live.sessions.contains_key(ident) {
-                    self.restart_always_on(ident);
-                    started.push(ident.to_string());
-                }
-            }
-        }
-        let cleared: Vec<String> = targets.iter().map(|i| i.to_string()).collect();
-        Ok(StartReply { cleared, started })
-    }
-
-    fn op_forget(&mut self, personality: &str) -> ForgetReply {
-        let ids: Vec<Identity> = self
-            .live
-            .sessions
-            .keys()
-            .filter(|k| k.personality == personality)
-            .cloned()
-            .collect();
-        for id in &ids {
-            if let Some(s) = self.live.sessions.get_mut(id) {
-                s.state.end(Cause::Removed);
-                s.handle.send(SessionCmd::Kill(Cause::Removed));
-            }
-        }
-        let queued: Vec<Identity> = self
-            .queues
-            .endpoints
-            .keys()
-            .filter(|k| k.personality == personality)
-            .cloned()
-            .collect();
-        for id in &queued {
-            self.fail_waiting(
-                id,
-                refusal(
-                    Code::NotRegistered,
-                    format!("peer \"{personality}\" was removed; message NOT delivered"),
-                ),
-            );
-        }
-        self.supervisor
-            .always_on
-            .retain(|k, _| k.personality != personality);
-        ForgetReply {
-            ended: ids.iter().map(Identity::to_string).collect(),
-        }
-    }
-
-    fn op_list(&self) -> ListReply {
-        let mut sessions: Vec<SessionInfo> = self
-            .live
-            .sessions
-            .values()
-            .map(|s| {
-                let last_active = s
-                    .status
-                    .as_ref()
-                    .and_then(|st| st.activity_ms)
-                    .into_iter()
-                    .chain(s.last_delivery_ms)
-                    .max()
-                    .unwrap_or(s.woke_at_ms);
-                SessionInfo {
-                    identity: s.identity.to_string(),
-                    personality: s.identity.personality.clone(),
-                    runtime: s.identity.runtime.clone(),
-                    status: if s.is_ready() { "live" } else { "booting" }.to_string(),
-                    attached: s.attached,
-                    pid: s.pid,
-                    woke_at_ms: s.woke_at_ms,
-                    last_active_ms: last_active,
-                    busy: s.status.as_ref().is_some_and(|st| st.busy),
-                    mode: s.mode.as_str().to_string(),
-                }
-            })
-            .collect();
-        sessions.sort_by(|a, b| a.identity.cmp(&b.identity));
-        let mut parked: Vec<String> = self
-            .supervisor
-            .always_on
-            .iter()
-            .filter(|(_, st)| st.parked)
-            .map(|(k, _)| k.to_string())
-            .collect();
-        parked.sort();
-        ListReply { sessions, parked }
-    }
-
-    fn op_status(&self) -> StatusReply {
-        let live = self.live.sessions.values().filter(|s| s.is_ready()).count();
-        let booting = self.live.sessions.len() - live;
-        StatusReply {
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            pid: std::process::id(),
-            started_ms: self.info.started_ms,
-            uptime_s: crate::clock::now_ms().saturating_sub(self.info.started_ms) / 1000,
-            tcp: self.info.tcp.clone(),
-            sock: self.info.sock.clone(),
-            sessions: SessionCounts { live, booting },
-        }
-    }
-
-    fn op_live_runtime(&self, personality: &str) -> Result<Reply, Refusal> {
-        self.live
-            .sessions
-            .values()
-            .filter(|s| s.identity.personality == personality && s.is_ready())
-            .max_by_key(|s| {
-                s.status
-                    .as_ref()
-                    .and_then(|st| st.activity_ms)
-                    .into_iter()
-                    .chain(s.last_delivery_ms)
-                    .chain([s.woke_at_ms])
-                    .max()
-            })
-            .map(|s| {
-                LiveRuntimeReply {
-                    runtime: s.identity.runtime.clone(),
-                }
-                .into()
-            })
-            .ok_or_else(|| refusal(Code::NotLive, format!("peer \"{personality}\" is not live")))
+    ) -> Result<(Identity, RuntimeKind), Refusal> {
+        let registry = self.registry()?;
+        let peer = Self::peer(&registry, personality)?;
+        let rt = self.control_runtime(peer, runtime)?;
+        let kind = self
+            .adapter(&rt)
+            .map_err(|e| refusal(Code::Offline, e))?
+            .kind();
+        Ok((
+            Identity {
+                runtime: rt,
+                personality: personality.to_string(),
+            },
+            kind,
+        ))
     }
 }

@@ -2,7 +2,7 @@
 //! ([`LiveSessions`]), the delivery queues and the sends being prepared ([`Queues`]), the
 //! always-on supervisor ([`Supervisor`]) and the router's own timers ([`Timers`]). The
 //! methods that act on one part live with the concern that owns it (`endpoint.rs` for the
-//! queues, `tick.rs` for the supervisor, `events.rs` for sessions).
+//! queues, `always_on.rs` for the supervisor, `events.rs` and `tick.rs` for sessions).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;

@@ -1,21 +1,16 @@
 //! The supervise tick and session deaths (spec 05 §4, §8): idle sleep, stop enforcement,
-//! death records, always-on restarts with back-off.
-
-use std::time::Duration;
+//! death records, `.new-eager`; a death's always-on restart is `always_on.rs`.
 
 use super::decide::{
-    after_exit, idle_sleep, may_start_always_on, tick_step, ExitFacts, IdleFacts, Inflight, Live,
-    TickStep,
+    after_exit, idle_sleep, tick_step, ExitFacts, IdleFacts, Inflight, Live, TickStep,
 };
-use super::{logged, Router, Timer};
-use crate::daemon::lifecycle::{AfterDeath, ModeRequest};
+use super::{logged, Router};
+use crate::daemon::lifecycle::ModeRequest;
 use crate::daemon::route::Refusal;
 use crate::eventlog::Event;
 use crate::markers::{Flag, Markers};
 use crate::names::Identity;
 use crate::protocol::Code;
-use crate::registry::Registry;
-use crate::runtime::RuntimeKind;
 use crate::session::handle::{Cause, SessionCmd, SessionStatus};
 
 impl Router {
@@ -175,42 +170,6 @@ impl Router {
         }
     }
 
-    /// An always-on peer died (or failed to start) after a run of `ran`: schedule its
-    /// restart with back-off, or park it (spec 05 §8). `log`: write the decision to
-    /// `lifecycle.log` (a failed start has already logged `start-failed`).
-    fn back_off(&mut self, identity: &Identity, ran: Duration, log: bool) {
-        let now = self.now;
-        let st = self
-            .supervisor
-            .always_on
-            .entry(identity.clone())
-            .or_default();
-        match st.backoff.on_death(now.ms, ran) {
-            AfterDeath::RestartIn(delay) => {
-                self.set_timer(now.at + delay, Timer::Restart(identity.clone()));
-                if log {
-                    self.lifecycle(
-                        Event::new("always-on")
-                            .field("identity", identity)
-                            .field("action", "restart-scheduled")
-                            .field("delay_ms", delay.as_millis().to_string()),
-                    );
-                }
-            }
-            AfterDeath::Park => {
-                st.parked = true;
-                if !log {
-                    return;
-                }
-                self.lifecycle(
-                    Event::new("always-on")
-                        .field("identity", identity)
-                        .field("action", "parked"),
-                );
-            }
-        }
-    }
-
     /// `.new-eager` (from `self-fresh`): bring a fresh session up now, with no message and
     /// nobody waiting.
     pub(crate) fn bring_up_new_eager(&mut self, identity: &Identity) {
@@ -219,72 +178,5 @@ impl Router {
         }
         let reply = crate::daemon::reply::ReplyTo::discard();
         self.queue_wake(identity, reply, ModeRequest::Fresh, false);
-    }
-
-    /// Start every always-on peer that is not stopped (daemon start).
-    pub(crate) fn start_always_on(&mut self) {
-        let registry = match Registry::load(&self.paths) {
-            Ok(r) => r,
-            Err(e) => {
-                log::error!("cannot start always-on peers: {e}");
-                return;
-            }
-        };
-        for peer in &registry.peers {
-            for rt in &peer.runtimes {
-                let is_router = self
-                    .adapter(rt)
-                    .map(|a| a.kind() == RuntimeKind::Router)
-                    .unwrap_or(false);
-                if is_router {
-                    // Registry names are checked again here: a hand-edited entry that is not
-                    // a valid identity is skipped.
-                    if let Ok(ident) = Identity::new(rt, &peer.personality) {
-                        self.restart_always_on(&ident);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Launch one always-on identity now, unless it is running, stopped or parked.
-    pub(crate) fn restart_always_on(&mut self, ident: &Identity) {
-        let identity = ident;
-        let start = may_start_always_on(
-            self.live.sessions.contains_key(identity),
-            self.shutdown.is_some(),
-            Markers::new(&self.paths, ident).is_set(Flag::Stopped),
-            self.supervisor
-                .always_on
-                .get(ident)
-                .is_some_and(|st| st.parked),
-        );
-        if !start {
-            return;
-        }
-        self.supervisor.always_on.entry(ident.clone()).or_default();
-        let session = self.next_id();
-        match self.launch(ident, ModeRequest::Fresh, None, session) {
-            Ok((sess, _, _)) => {
-                self.lifecycle(
-                    Event::new("always-on")
-                        .field("identity", identity)
-                        .field("action", "started")
-                        .field("pid", sess.pid.to_string()),
-                );
-                self.live.register(sess);
-            }
-            Err(r) => {
-                log::warn!("always-on {identity}: {}", r.error);
-                self.lifecycle(
-                    Event::new("always-on")
-                        .field("identity", identity)
-                        .field("action", "start-failed")
-                        .field("err", &r.error),
-                );
-                // Treat a failed start like a death so back-off and parking apply.
-                self.back_off(ident, Duration::ZERO, false);
-            }
-        }
     }
 }

@@ -77,28 +77,6 @@ impl Router {
         self.pump(identity);
     }
 
-    /// The identity a control verb acts on, and its runtime kind.
-    pub(crate) fn control_target(
-        &self,
-        personality: &str,
-        runtime: Option<&str>,
-    ) -> Result<(Identity, RuntimeKind), Refusal> {
-        let registry = self.registry()?;
-        let peer = Self::peer(&registry, personality)?;
-        let rt = self.control_runtime(peer, runtime)?;
-        let kind = self
-            .adapter(&rt)
-            .map_err(|e| refusal(Code::Offline, e))?
-            .kind();
-        Ok((
-            Identity {
-                runtime: rt,
-                personality: personality.to_string(),
-            },
-            kind,
-        ))
-    }
-
     pub(crate) fn op_new(&mut self, personality: &str, runtime: Option<&str>, reply: ReplyTo) {
         let (ident, kind) = match self.control_target(personality, runtime) {
             Ok(t) => t,

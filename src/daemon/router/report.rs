@@ -1,0 +1,87 @@
+//! Read-only views of the router's state (spec 05 §5): `list`, `status`, `live-runtime`.
+
+use super::ops::refusal;
+use super::Router;
+use crate::daemon::route::Refusal;
+use crate::protocol::{
+    Code, ListReply, LiveRuntimeReply, Reply, SessionCounts, SessionInfo, StatusReply,
+};
+
+impl Router {
+    pub(crate) fn op_list(&self) -> ListReply {
+        let mut sessions: Vec<SessionInfo> = self
+            .live
+            .sessions
+            .values()
+            .map(|s| {
+                let last_active = s
+                    .status
+                    .as_ref()
+                    .and_then(|st| st.activity_ms)
+                    .into_iter()
+                    .chain(s.last_delivery_ms)
+                    .max()
+                    .unwrap_or(s.woke_at_ms);
+                SessionInfo {
+                    identity: s.identity.to_string(),
+                    personality: s.identity.personality.clone(),
+                    runtime: s.identity.runtime.clone(),
+                    status: if s.is_ready() { "live" } else { "booting" }.to_string(),
+                    attached: s.attached,
+                    pid: s.pid,
+                    woke_at_ms: s.woke_at_ms,
+                    last_active_ms: last_active,
+                    busy: s.status.as_ref().is_some_and(|st| st.busy),
+                    mode: s.mode.as_str().to_string(),
+                }
+            })
+            .collect();
+        sessions.sort_by(|a, b| a.identity.cmp(&b.identity));
+        let mut parked: Vec<String> = self
+            .supervisor
+            .always_on
+            .iter()
+            .filter(|(_, st)| st.parked)
+            .map(|(k, _)| k.to_string())
+            .collect();
+        parked.sort();
+        ListReply { sessions, parked }
+    }
+
+    pub(crate) fn op_status(&self) -> StatusReply {
+        let live = self.live.sessions.values().filter(|s| s.is_ready()).count();
+        let booting = self.live.sessions.len() - live;
+        StatusReply {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            pid: std::process::id(),
+            started_ms: self.info.started_ms,
+            uptime_s: crate::clock::now_ms().saturating_sub(self.info.started_ms) / 1000,
+            tcp: self.info.tcp.clone(),
+            sock: self.info.sock.clone(),
+            sessions: SessionCounts { live, booting },
+        }
+    }
+
+    pub(crate) fn op_live_runtime(&self, personality: &str) -> Result<Reply, Refusal> {
+        self.live
+            .sessions
+            .values()
+            .filter(|s| s.identity.personality == personality && s.is_ready())
+            .max_by_key(|s| {
+                s.status
+                    .as_ref()
+                    .and_then(|st| st.activity_ms)
+                    .into_iter()
+                    .chain(s.last_delivery_ms)
+                    .chain([s.woke_at_ms])
+                    .max()
+            })
+            .map(|s| {
+                LiveRuntimeReply {
+                    runtime: s.identity.runtime.clone(),
+                }
+                .into()
+            })
+            .ok_or_else(|| refusal(Code::NotLive, format!("peer \"{personality}\" is not live")))
+    }
+}

@@ -1,0 +1,154 @@
+//! The operator's switches on identities (spec 05 §5): `stop` (mark stopped, end the
+//! session, answer when it is gone), `start` (clear the mark, start always-on peers),
+//! `forget` (a removed peer's sessions and queues).
+
+use super::endpoint::Job;
+use super::ops::refusal;
+use super::{logged, Router};
+use crate::daemon::reply::ReplyTo;
+use crate::daemon::route::{stopped_refusal, Refusal};
+use crate::eventlog::Event;
+use crate::markers::Flag;
+use crate::names::Identity;
+use crate::protocol::{Code, ForgetReply, Reply, StartReply, StopReply};
+use crate::runtime::RuntimeKind;
+use crate::session::handle::{Cause, SessionCmd};
+
+/// The longest `stop` waits for its sessions to end before answering anyway.
+const GONE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl Router {
+    pub(crate) fn op_stop(
+        &mut self,
+        personality: Option<&str>,
+        runtime: Option<&str>,
+        all: bool,
+    ) -> Result<(StopReply, Vec<Identity>), Refusal> {
+        let targets = self.targets(personality, runtime, all)?;
+        let mut ended = Vec::new();
+        let mut ending = Vec::new();
+        for ident in &targets {
+            logged(self.markers(ident).set(Flag::Stopped));
+            if let Some(s) = self.live.sessions.get_mut(ident) {
+                ending.push(ident.clone());
+                if !s.state.is_ending() {
+                    s.state.end(Cause::Stop);
+                    s.handle.send(SessionCmd::Kill(Cause::Stop));
+                    ended.push(ident.to_string());
+                }
+            }
+            self.fail_waiting(ident, stopped_refusal(ident));
+            self.lifecycle(Event::new("stop").field("identity", ident));
+        }
+        let stopped: Vec<String> = targets.iter().map(|i| i.to_string()).collect();
+        Ok((StopReply { stopped, ended }, ending))
+    }
+
+    /// Send `answer` once none of `identities` has a session any more (at most
+    /// [`GONE_DEADLINE`] later: the session threads SIGKILL 3 s after SIGTERM).
+    pub(crate) fn reply_when_gone(
+        &mut self,
+        reply: ReplyTo,
+        answer: Reply,
+        identities: Vec<Identity>,
+    ) {
+        let waiting: std::collections::HashSet<Identity> = identities
+            .into_iter()
+            .filter(|i| self.live.sessions.contains_key(i))
+            .collect();
+        if waiting.is_empty() {
+            return reply.finish(answer);
+        }
+        let id = self.next_id();
+        self.set_timer(self.now.at + GONE_DEADLINE, super::Timer::GoneDeadline(id));
+        self.live.gone_waiters.push(super::state::GoneWaiter {
+            id,
+            reply,
+            answer,
+            waiting,
+        });
+    }
+
+    /// Fail every queued job of `identity` that is not already inside the session.
+    fn fail_waiting(&mut self, identity: &Identity, r: Refusal) {
+        let Some(ep) = self.queues.endpoints.get_mut(identity) else {
+            return;
+        };
+        let keep = usize::from(ep.inflight.is_some());
+        let rest: Vec<Job> = ep.queue.drain(keep..).collect();
+        for job in rest {
+            match job {
+                Job::Send(j) => self.finish_send(j.record(), r.clone()),
+                Job::Wake(w) => w.reply.finish(r.clone()),
+                Job::Compact(c) => c.reply.finish(r.clone()),
+            }
+        }
+    }
+
+    pub(crate) fn op_start(
+        &mut self,
+        personality: Option<&str>,
+        runtime: Option<&str>,
+        all: bool,
+    ) -> Result<StartReply, Refusal> {
+        let targets = self.targets(personality, runtime, all)?;
+        let mut started = Vec::new();
+        for ident in &targets {
+            logged(self.markers(ident).clear(Flag::Stopped));
+            self.lifecycle(Event::new("start").field("identity", ident));
+            let is_router = self
+                .adapter(&ident.runtime)
+                .map(|a| a.kind() == RuntimeKind::Router)
+                .unwrap_or(false);
+            if is_router {
+                let st = self.supervisor.always_on.entry(ident.clone()).or_default();
+                st.parked = false;
+                st.backoff.reset();
+                if !self.live.sessions.contains_key(ident) {
+                    self.restart_always_on(ident);
+                    started.push(ident.to_string());
+                }
+            }
+        }
+        let cleared: Vec<String> = targets.iter().map(|i| i.to_string()).collect();
+        Ok(StartReply { cleared, started })
+    }
+
+    pub(crate) fn op_forget(&mut self, personality: &str) -> ForgetReply {
+        let ids: Vec<Identity> = self
+            .live
+            .sessions
+            .keys()
+            .filter(|k| k.personality == personality)
+            .cloned()
+            .collect();
+        for id in &ids {
+            if let Some(s) = self.live.sessions.get_mut(id) {
+                s.state.end(Cause::Removed);
+                s.handle.send(SessionCmd::Kill(Cause::Removed));
+            }
+        }
+        let queued: Vec<Identity> = self
+            .queues
+            .endpoints
+            .keys()
+            .filter(|k| k.personality == personality)
+            .cloned()
+            .collect();
+        for id in &queued {
+            self.fail_waiting(
+                id,
+                refusal(
+                    Code::NotRegistered,
+                    format!("peer \"{personality}\" was removed; message NOT delivered"),
+                ),
+            );
+        }
+        self.supervisor
+            .always_on
+            .retain(|k, _| k.personality != personality);
+        ForgetReply {
+            ended: ids.iter().map(Identity::to_string).collect(),
+        }
+    }
+}
