@@ -2,9 +2,11 @@
 //! sender's answer — typed success built from the prepared message, or the refusal.
 
 use super::endpoint::{QueuedSend, SendJob, SendRecord};
+use super::now::Now;
 use super::Router;
-use crate::daemon::route::{Caller, Prepared, Refusal, SendInput};
+use crate::daemon::route::{Caller, Refusal, SendInput};
 use crate::eventlog::Event;
+use crate::names::Identity;
 use crate::protocol::{DeliveredTo, SendReply, SendResult};
 
 fn caller_label(input: &SendInput) -> String {
@@ -18,7 +20,7 @@ impl Router {
     /// A send delivered: its delivery.log line and the sender's typed answer, built from
     /// the prepared message the queued send holds.
     pub(crate) fn send_delivered(&mut self, job: QueuedSend) {
-        let ev = self.delivery_event(&job, Some(&job.prepared), None);
+        let ev = delivery_event(&job, Some(&job.prepared.endpoint), None, self.now);
         self.delivery_log.append(&ev);
         let p = &job.prepared;
         let result = SendResult {
@@ -36,45 +38,143 @@ impl Router {
     /// A send refused (during preparation, in the queue or at delivery): its delivery.log
     /// line and the refusal to the sender.
     pub(crate) fn finish_send(&mut self, job: SendRecord, r: Refusal) {
-        let ev = self.delivery_event(&job, job.prepared.as_ref(), Some(&r));
+        let via = job.prepared.as_ref().map(|p| &p.endpoint);
+        let ev = delivery_event(&job, via, Some(&r), self.now);
         self.delivery_log.append(&ev);
         job.reply.finish(r);
     }
+}
 
-    /// The delivery.log line of a send that ends now (`refusal` is `None` when delivered).
-    fn delivery_event<P>(
-        &self,
-        job: &SendJob<P>,
-        prepared: Option<&Prepared>,
-        refusal: Option<&Refusal>,
-    ) -> Event {
-        let ms = self.now.since(job.started).as_millis();
-        let input = &job.input;
-        let mut ev = Event::new("delivery")
-            .field("path", input.path)
-            .field("caller", caller_label(input))
-            .field("to", &input.to)
-            .opt("rt", input.runtime.as_deref())
-            .field("ok", if refusal.is_none() { "true" } else { "false" });
-        if let Some(p) = prepared {
-            ev = ev
-                .field("via", p.endpoint.to_string())
-                .field("woke", if job.woke { "true" } else { "false" });
-        }
+/// The delivery.log line of a send that ends at `now` (spec 03 §1 step 10: one line for
+/// every attempt, ok or not): `via` and `woke` once an endpoint was chosen (`via`), `err`
+/// when refused (`refusal`), the topic trimmed and only when not empty.
+fn delivery_event<P>(
+    job: &SendJob<P>,
+    via: Option<&Identity>,
+    refusal: Option<&Refusal>,
+    now: Now,
+) -> Event {
+    let ms = now.since(job.started).as_millis();
+    let input = &job.input;
+    let mut ev = Event::new("delivery")
+        .field("path", input.path)
+        .field("caller", caller_label(input))
+        .field("to", &input.to)
+        .opt("rt", input.runtime.as_deref())
+        .field("ok", if refusal.is_none() { "true" } else { "false" });
+    if let Some(endpoint) = via {
         ev = ev
-            .field("ms", ms.to_string())
-            .field("len", input.message.chars().count().to_string());
-        if !input.attachments.is_empty() {
-            ev = ev.field("att", input.attachments.len().to_string());
+            .field("via", endpoint)
+            .field("woke", if job.woke { "true" } else { "false" });
+    }
+    ev = ev
+        .field("ms", ms.to_string())
+        .field("len", input.message.chars().count().to_string());
+    if !input.attachments.is_empty() {
+        ev = ev.field("att", input.attachments.len().to_string());
+    }
+    let topic = input
+        .topic
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
+    match refusal {
+        Some(r) => ev.opt("topic", topic).field("err", &r.error),
+        None => ev.opt("topic", topic),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::daemon::reply::ReplyTo;
+    use crate::protocol::Code;
+    use crate::runtime::RuntimeKind;
+
+    fn job(topic: Option<&str>, attachments: usize) -> SendJob<()> {
+        SendJob {
+            id: 1,
+            input: SendInput {
+                path: "cli",
+                caller: Caller::Cli("alice".into()),
+                to: "bob".into(),
+                runtime: None,
+                message: "héllo".into(),
+                topic: topic.map(String::from),
+                attachments: vec!["/tmp/a".into(); attachments],
+            },
+            prepared: (),
+            reply: ReplyTo::discard(),
+            started: Instant::now(),
+            woke: true,
+            kind: RuntimeKind::Agent,
         }
-        let topic = input
-            .topic
-            .as_deref()
-            .map(str::trim)
-            .filter(|t| !t.is_empty());
-        match refusal {
-            Some(r) => ev.opt("topic", topic).field("err", &r.error),
-            None => ev.opt("topic", topic),
-        }
+    }
+
+    fn fields(ev: &Event) -> Vec<(&str, &str)> {
+        ev.fields()
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect()
+    }
+
+    /// Spec 03 §1 step 10: a delivered send's line names the endpoint, the wake, the time
+    /// it took on fake time, the length in characters and the trimmed topic.
+    #[test]
+    fn delivered_send_line() {
+        let j = job(Some("  plans "), 2);
+        let now = Now {
+            at: j.started + Duration::from_millis(1234),
+            ms: 0,
+        };
+        let via = Identity::new("claude", "bob").unwrap();
+        let ev = delivery_event(&j, Some(&via), None, now);
+        assert_eq!(
+            fields(&ev),
+            [
+                ("ev", "delivery"),
+                ("path", "cli"),
+                ("caller", "alice"),
+                ("to", "bob"),
+                ("ok", "true"),
+                ("via", "claude-bob"),
+                ("woke", "true"),
+                ("ms", "1234"),
+                ("len", "5"),
+                ("att", "2"),
+                ("topic", "plans"),
+            ]
+        );
+    }
+
+    /// Spec 03 §1 step 10 "for every attempt, ok or not": a send refused before an
+    /// endpoint was chosen has no `via`/`woke`, an empty topic is left out, `err` is last.
+    #[test]
+    fn refused_send_line() {
+        let j = job(Some("   "), 0);
+        let now = Now {
+            at: j.started,
+            ms: 0,
+        };
+        let r = Refusal {
+            code: Code::NotRegistered,
+            error: "peer \"bob\" is not in the iapeer peers index; message NOT delivered".into(),
+        };
+        let ev = delivery_event(&j, None, Some(&r), now);
+        assert_eq!(
+            fields(&ev),
+            [
+                ("ev", "delivery"),
+                ("path", "cli"),
+                ("caller", "alice"),
+                ("to", "bob"),
+                ("ok", "false"),
+                ("ms", "0"),
+                ("len", "5"),
+                ("err", r.error.as_str()),
+            ]
+        );
     }
 }
