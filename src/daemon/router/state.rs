@@ -76,9 +76,13 @@ impl LiveSessions {
 
 /// A reply held until some sessions have ended (`stop`).
 pub(crate) struct GoneWaiter {
+    /// Its id (the `GoneDeadline` timer names it).
     pub id: u64,
+    /// Where the answer goes.
     pub reply: ReplyTo,
+    /// The answer, ready before the sessions end.
     pub answer: Reply,
+    /// The identities whose sessions have not ended yet.
     pub waiting: HashSet<Identity>,
 }
 
