@@ -25,7 +25,7 @@ impl Router {
                 self.lifecycle(Event::new("ready").field("identity", &identity));
                 self.pump(&identity);
             }
-            EventKind::BootFailed { reason, screen } => {
+            EventKind::BootFailed { reason, screen, .. } => {
                 if let Some(s) = self.sessions.get_mut(&identity) {
                     s.boot_failure = Some(reason.clone());
                 }
