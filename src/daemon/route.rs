@@ -274,6 +274,17 @@ pub fn prepare(paths: &Paths, input: &SendInput, ts: String) -> Result<Prepared,
     })
 }
 
+/// The refusal for a send whose preparation panicked (`panic` is the panic message): code
+/// `internal`, so the sender is answered rather than left waiting.
+pub fn prep_panicked(panic: &str) -> Refusal {
+    Refusal {
+        code: Code::Internal,
+        error: format!(
+            "internal error: preparing the send failed ({panic}); message NOT delivered"
+        ),
+    }
+}
+
 /// The refusal for an endpoint whose stop flag is set.
 pub fn stopped_refusal(endpoint: &Identity) -> Refusal {
     refuse(

@@ -1,0 +1,130 @@
+//! Failure containment (issue 6 item 5, spec 02 §1): a panic on the router thread, injected
+//! with the test-only `IAPEER_TEST_HOOK`, answers every waiting sender, ends the sessions'
+//! children and makes `iapeer daemon` exit non-zero within 5 s with the panic in `daemon.log`.
+
+mod common;
+
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{alive, describe, TestEnv};
+
+/// Wait for `child` at most `limit`; kill it and fail the test if it is still running.
+fn output_within(mut child: Child, limit: Duration, what: &str, env: &TestEnv) -> Output {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if let Ok(Some(_)) = child.try_wait() {
+            return child.wait_with_output().expect("output");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().expect("output");
+    panic!(
+        "{what} still running after {limit:?}: {}\n{}",
+        describe(&out),
+        env.diagnostics()
+    );
+}
+
+fn send(env: &TestEnv, to: &str, message: &str) -> Child {
+    env.cmd(&["send", to, "--from", "echo-alice", "--message", message])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn iapeer send")
+}
+
+#[test]
+fn a_router_panic_answers_waiting_senders_ends_sessions_and_exits_non_zero() {
+    let mut env = TestEnv::new();
+    for p in ["alice", "bob", "carol"] {
+        env.create_echo(p);
+    }
+    // bob never draws its prompt: a send to it waits in the boot.
+    env.launch_env("bob", "echo", "PEER_START_ARGS=--no-prompt\n");
+    env.set("IAPEER_TEST_HOOK", "router-panic-on-send:carol");
+    env.start_daemon();
+
+    let blocked = send(&env, "bob", "waits for a boot that never ends");
+    env.wait_until("bob's session booting", Duration::from_secs(15), |e| {
+        e.has_event("lifecycle", "wake", &[("identity", "echo-bob")])
+    });
+    let bob_pid: u32 = env
+        .events("lifecycle", "wake")
+        .iter()
+        .find(|e| e["identity"] == "echo-bob")
+        .and_then(|e| e["pid"].parse().ok())
+        .expect("bob's pid");
+    assert!(alive(bob_pid));
+
+    // The send to carol makes the router thread panic.
+    let t0 = Instant::now();
+    let trigger = output_within(
+        send(&env, "carol", "boom"),
+        Duration::from_secs(5),
+        "the triggering send",
+        &env,
+    );
+    let waiting = output_within(blocked, Duration::from_secs(5), "the blocked send", &env);
+    let answered = t0.elapsed();
+    for (what, out) in [("trigger", &trigger), ("blocked", &waiting)] {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{what}: {}", describe(out));
+        assert!(
+            stderr.contains("internal error: the router thread panicked")
+                && stderr.contains("the daemon is exiting"),
+            "{what}: {}",
+            describe(out)
+        );
+    }
+
+    // The daemon exits non-zero within 5 s of the panic.
+    let mut daemon = env.daemon.take().expect("daemon");
+    let status = loop {
+        if let Some(status) = daemon.try_wait().expect("try_wait") {
+            break status;
+        }
+        if t0.elapsed() > Duration::from_secs(5) {
+            let _ = daemon.kill();
+            panic!(
+                "the daemon still runs 5 s after the panic\n{}",
+                env.diagnostics()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let exited = t0.elapsed();
+    assert!(!status.success(), "daemon exit: {status:?}");
+    eprintln!("senders answered after {answered:?}, daemon exited after {exited:?}");
+
+    let log = env.log("daemon");
+    for line in log.lines().filter(|l| l.contains("panicked")) {
+        eprintln!("daemon.log: {line}");
+    }
+    assert!(
+        log.contains("thread 'router' panicked at")
+            && log.contains("IAPEER_TEST_HOOK=router-panic-on-send:carol"),
+        "{log}"
+    );
+    // bob's child was ended by its process group although the router's sessions are gone.
+    env.wait_until("bob's child gone", Duration::from_secs(2), |_| {
+        !alive(bob_pid)
+    });
+}
+
+#[test]
+fn without_the_hook_a_send_to_the_same_peer_is_delivered() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("carol");
+    env.start_daemon();
+    let out = output_within(
+        send(&env, "carol", "hello"),
+        Duration::from_secs(60),
+        "the send",
+        &env,
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(env.stop_daemon().is_some_and(|s| s.success()));
+}
