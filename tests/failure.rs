@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -27,6 +29,26 @@ fn output_within(mut child: Child, limit: Duration, what: &str, env: &TestEnv) -
     );
 }
 
+/// An MCP `send_to_peer` call as `echo-alice` (header auth) on its own thread; returns the
+/// raw HTTP response (the server closes the connection after it).
+fn mcp_send(port: u16, to: &str) -> std::thread::JoinHandle<String> {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"send_to_peer","arguments":{{"personality":"{to}","message":"via mcp"}}}}}}"#
+    );
+    std::thread::spawn(move || {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let req = format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nX-IAPeer-Identity: echo-alice\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        s.write_all(req.as_bytes()).expect("send request");
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    })
+}
+
 fn send(env: &TestEnv, to: &str, message: &str) -> Child {
     env.cmd(&["send", to, "--from", "echo-alice", "--message", message])
         .stdout(Stdio::piped())
@@ -44,6 +66,7 @@ fn a_router_panic_answers_waiting_senders_ends_sessions_and_exits_non_zero() {
     // bob never draws its prompt: a send to it waits in the boot.
     env.launch_env("bob", "echo", "PEER_START_ARGS=--no-prompt\n");
     env.set("IAPEER_TEST_HOOK", "router-panic-on-send:carol");
+    env.set("IAPEER_MCP_AUTH", "header");
     env.start_daemon();
 
     let blocked = send(&env, "bob", "waits for a boot that never ends");
@@ -57,6 +80,10 @@ fn a_router_panic_answers_waiting_senders_ends_sessions_and_exits_non_zero() {
         .and_then(|e| e["pid"].parse().ok())
         .expect("bob's pid");
     assert!(alive(bob_pid));
+    // An MCP caller waits behind it (no positive signal for "queued": a short pause makes it
+    // likely; if it arrives after the panic it must get the same answer).
+    let mcp = mcp_send(env.port(), "bob");
+    std::thread::sleep(Duration::from_millis(300));
 
     // The send to carol makes the router thread panic.
     let t0 = Instant::now();
@@ -70,6 +97,7 @@ fn a_router_panic_answers_waiting_senders_ends_sessions_and_exits_non_zero() {
     let answered = t0.elapsed();
     for (what, out) in [("trigger", &trigger), ("blocked", &waiting)] {
         let stderr = String::from_utf8_lossy(&out.stderr);
+        eprintln!("{what} send: {:?}, stderr: {}", out.status, stderr.trim());
         assert!(!out.status.success(), "{what}: {}", describe(out));
         assert!(
             stderr.contains("internal error: the router thread panicked")
@@ -78,6 +106,14 @@ fn a_router_panic_answers_waiting_senders_ends_sessions_and_exits_non_zero() {
             describe(out)
         );
     }
+
+    let mcp = mcp.join().expect("mcp caller");
+    eprintln!("mcp answer: {}", mcp.lines().last().unwrap_or_default());
+    assert!(
+        mcp.contains("internal error: the router thread panicked")
+            && mcp.contains("the daemon is exiting"),
+        "mcp: {mcp}"
+    );
 
     // The daemon exits non-zero within 5 s of the panic.
     let mut daemon = env.daemon.take().expect("daemon");
