@@ -164,3 +164,34 @@ fn without_the_hook_a_send_to_the_same_peer_is_delivered() {
     assert!(out.status.success(), "{}", describe(&out));
     assert!(env.stop_daemon().is_some_and(|s| s.success()));
 }
+
+#[test]
+fn a_panic_while_preparing_a_send_answers_the_sender_and_the_daemon_carries_on() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("dave");
+    env.set("IAPEER_TEST_HOOK", "prep-panic-on-send:dave");
+    env.start_daemon();
+    let out = output_within(
+        send(&env, "dave", "boom"),
+        Duration::from_secs(10),
+        "the send",
+        &env,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(
+        stderr.contains("internal error: preparing the send failed (test hook"),
+        "{}",
+        describe(&out)
+    );
+    assert!(
+        env.log("daemon")
+            .contains("thread 'send-prep' panicked at src/daemon/test_hooks.rs"),
+        "{}",
+        env.log("daemon")
+    );
+    // Only the worker failed: the daemon still serves and stops cleanly.
+    env.ok(&["list", "--json"]);
+    assert!(env.stop_daemon().is_some_and(|s| s.success()));
+}

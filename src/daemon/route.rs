@@ -247,6 +247,7 @@ pub fn resolve_target<'r>(
 /// Steps 1–7 with file access: validate, authenticate, resolve, refuse a stopped endpoint,
 /// spool attachments, stamp `ts` and build the envelope.
 pub fn prepare(paths: &Paths, input: &SendInput, ts: String) -> Result<Prepared, Refusal> {
+    crate::daemon::test_hooks::on_prepare(&input.to);
     let registry = Registry::load(paths).map_err(|e| refuse(Code::Internal, e.to_string()))?;
     let (caller, caller_peer) = resolve_caller(&input.caller, &registry)?;
     let topic = validate(input)?;

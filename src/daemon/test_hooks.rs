@@ -6,6 +6,8 @@
 //! Values:
 //! - `router-panic-on-send:<personality>`: the router thread panics when it receives a send
 //!   to `<personality>` (from the CLI or MCP), with the sender waiting for its answer.
+//! - `prep-panic-on-send:<personality>`: the send-preparation worker panics while preparing
+//!   a send to `<personality>`.
 
 use std::sync::OnceLock;
 
@@ -18,6 +20,8 @@ pub const ENV: &str = "IAPEER_TEST_HOOK";
 pub enum Hook {
     /// Panic on the router thread when a send to this personality arrives.
     RouterPanicOnSend(String),
+    /// Panic on the send-prep worker preparing a send to this personality.
+    PrepPanicOnSend(String),
 }
 
 static HOOK: OnceLock<Option<Hook>> = OnceLock::new();
@@ -35,10 +39,17 @@ pub fn init() {
     });
 }
 
-/// Parse a hook value (`router-panic-on-send:<personality>`).
+/// Parse a hook value (`router-panic-on-send:<personality>`,
+/// `prep-panic-on-send:<personality>`).
 pub fn parse(value: &str) -> Option<Hook> {
-    let personality = value.strip_prefix("router-panic-on-send:")?;
-    (!personality.is_empty()).then(|| Hook::RouterPanicOnSend(personality.to_string()))
+    let (name, personality) = value.split_once(':')?;
+    let p = personality.to_string();
+    match name {
+        _ if p.is_empty() => None,
+        "router-panic-on-send" => Some(Hook::RouterPanicOnSend(p)),
+        "prep-panic-on-send" => Some(Hook::PrepPanicOnSend(p)),
+        _ => None,
+    }
 }
 
 /// Called by the router when a send to `to` arrives: panics if the hook asks for it.
@@ -46,6 +57,16 @@ pub fn on_router_send(to: &str) {
     if let Some(Some(Hook::RouterPanicOnSend(p))) = HOOK.get() {
         if p == to {
             panic!("test hook {ENV}=router-panic-on-send:{to}");
+        }
+    }
+}
+
+/// Called by the send-prep worker before it prepares a send to `to`: panics if the hook
+/// asks for it.
+pub fn on_prepare(to: &str) {
+    if let Some(Some(Hook::PrepPanicOnSend(p))) = HOOK.get() {
+        if p == to {
+            panic!("test hook {ENV}=prep-panic-on-send:{to}");
         }
     }
 }
@@ -60,6 +81,10 @@ mod tests {
             parse("router-panic-on-send:carol"),
             Some(Hook::RouterPanicOnSend("carol".into()))
         );
+        assert_eq!(
+            parse("prep-panic-on-send:dave"),
+            Some(Hook::PrepPanicOnSend("dave".into()))
+        );
         assert_eq!(parse("router-panic-on-send:"), None);
         assert_eq!(parse("something-else"), None);
     }
@@ -67,5 +92,6 @@ mod tests {
     #[test]
     fn without_init_nothing_fires() {
         on_router_send("carol");
+        on_prepare("carol");
     }
 }
