@@ -143,7 +143,12 @@ fn a_router_panic_answers_waiting_senders_ends_sessions_and_exits_non_zero() {
             && log.contains("IAPEER_TEST_HOOK=router-panic-on-send:carol"),
         "{log}"
     );
-    // bob's child was ended by its process group although the router's sessions are gone.
+    // bob's child was ended by its process group although the router's sessions are gone
+    // (not merely by the pty closing when the daemon exited).
+    assert!(
+        log.contains("shutdown: ended 1 child process group(s) the router did not"),
+        "{log}"
+    );
     env.wait_until("bob's child gone", Duration::from_secs(2), |_| {
         !alive(bob_pid)
     });
