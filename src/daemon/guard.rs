@@ -13,7 +13,8 @@ use crate::protocol::{Code, Failure};
 /// daemon's log, on whatever thread it happens, and record a panic on the thread called
 /// `fatal_thread` in `fatal` — before unwinding drops that thread's state, so whoever sees
 /// its channels close can already read why. Replaces the default hook, which would print
-/// the same to stderr a second time.
+/// the same to stderr a second time (its backtrace, when `RUST_BACKTRACE` asks for one, is
+/// logged here too).
 pub fn install_panic_hook(fatal: Fatal, fatal_thread: &'static str) {
     std::panic::set_hook(Box::new(move |info| {
         let thread = std::thread::current();
@@ -24,6 +25,11 @@ pub fn install_panic_hook(fatal: Fatal, fatal_thread: &'static str) {
             .unwrap_or_else(|| "an unknown location".into());
         let message = payload_text(info.payload());
         log::error!("thread '{name}' panicked at {location}: {message}");
+        // The default hook's backtrace, kept: printed when RUST_BACKTRACE asks for one.
+        let trace = std::backtrace::Backtrace::capture();
+        if trace.status() == std::backtrace::BacktraceStatus::Captured {
+            log::error!("backtrace of thread '{name}':\n{trace}");
+        }
         if name == fatal_thread {
             fatal.set(format!(
                 "the {name} thread panicked at {location} ({message})"
