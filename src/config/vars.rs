@@ -418,6 +418,10 @@ pub const NOT_KNOBS: &[(&str, &str)] = &[
         "test hook: the MCP URL of the echo agent, instead of router.json",
     ),
     (
+        "IAPEER_TEST_HOOK",
+        "test-only: inject a failure into the daemon (`router-panic-on-send:<personality>` or `prep-panic-on-send:<personality>`, see daemon::test_hooks); never set in production",
+    ),
+    (
         "IAPEER_BLESS",
         "test-only: rewrite the checked-in generated files",
     ),

@@ -12,6 +12,7 @@ use crossbeam_channel::{Receiver, Sender};
 use mio::net::{UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
+use super::guard::Fatal;
 use super::reply::{ReplyMsg, ReplyTo};
 use super::router::RouterMsg;
 use crate::protocol::{self, Code, Failure, Request, MAX_LINE};
@@ -35,6 +36,8 @@ struct Conn {
     handoff: Option<SessionHandle>,
     /// Close once `wbuf` is flushed (protocol error).
     close_after_flush: bool,
+    /// Requests handed to the router and not yet given their final line.
+    pending: usize,
 }
 
 /// The control loop state.
@@ -49,14 +52,17 @@ pub struct Control {
     conns: HashMap<Token, Conn>,
     next: usize,
     uid: u32,
+    fatal: Fatal,
 }
 
 impl Control {
-    /// Set up the loop on a bound listener and the read end of the signal pipe.
+    /// Set up the loop on a bound listener and the read end of the signal pipe. Once `fatal`
+    /// holds a failure, requests the router can no longer answer get it (code `internal`).
     pub fn new(
         listener: std::os::unix::net::UnixListener,
         signals: std::os::unix::net::UnixStream,
         router: Sender<RouterMsg>,
+        fatal: Fatal,
     ) -> io::Result<Control> {
         let poll = Poll::new()?;
         listener.set_nonblocking(true)?;
@@ -80,10 +86,13 @@ impl Control {
             conns: HashMap::new(),
             next: FIRST_CONN,
             uid: nix::unistd::getuid().as_raw(),
+            fatal,
         })
     }
 
-    /// Serve until SIGTERM/SIGINT/SIGHUP arrives on the signal pipe.
+    /// Serve until SIGTERM/SIGINT/SIGHUP arrives on the signal pipe, or a fatal failure is
+    /// recorded and the pipe is written to (then every request still waiting for the router
+    /// gets the failure before this returns).
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(128);
         loop {
@@ -100,7 +109,11 @@ impl Control {
                     SIGNALS => {
                         let mut buf = [0u8; 64];
                         while matches!(self.signals.read(&mut buf), Ok(n) if n > 0) {}
-                        log::info!("signal received: shutting down");
+                        if self.fatal.get().is_some() {
+                            self.answer_pending();
+                        } else {
+                            log::info!("signal received: shutting down");
+                        }
                         return Ok(());
                     }
                     t => {
@@ -142,6 +155,7 @@ impl Control {
                                 attaching: false,
                                 handoff: None,
                                 close_after_flush: false,
+                                pending: 0,
                             },
                         );
                     }
@@ -229,20 +243,20 @@ impl Control {
                     }
                     let reply =
                         ReplyTo::control(t.0 as u64, self.replies_tx.clone(), self.waker.clone());
-                    if self
-                        .router
-                        .send(RouterMsg::Control {
-                            req: Box::new(req),
-                            reply,
-                        })
-                        .is_err()
-                    {
-                        let conn = self.conns.get_mut(&t).expect("present");
-                        let f = Failure::new(Code::ShuttingDown, "the daemon is shutting down");
+                    let sent = self.router.send(RouterMsg::Control {
+                        req: Box::new(req),
+                        reply,
+                    });
+                    let conn = self.conns.get_mut(&t).expect("present");
+                    if sent.is_err() {
+                        let f = self.fatal.failure().unwrap_or_else(|| {
+                            Failure::new(Code::ShuttingDown, "the daemon is shutting down")
+                        });
                         queue_line(conn, &f.into());
                         self.flush(t);
                         return;
                     }
+                    conn.pending += 1;
                 }
             }
         }
@@ -259,15 +273,47 @@ impl Control {
                 ReplyMsg::Final(v) => {
                     // A failed attach returns the connection to line mode.
                     conn.attaching = false;
+                    conn.pending = conn.pending.saturating_sub(1);
                     queue_line(conn, &v);
                 }
                 ReplyMsg::Attach(v, handle) => {
+                    conn.pending = conn.pending.saturating_sub(1);
                     queue_line(conn, &v);
                     conn.handoff = Some(handle);
                 }
             }
             self.flush(t);
             self.process_lines(t);
+        }
+    }
+
+    /// A fatal failure: deliver what the router answered before it failed, then give every
+    /// request still waiting the failure (code `internal`).
+    fn answer_pending(&mut self) {
+        self.drain_replies();
+        let Some(f) = self.fatal.failure() else {
+            return;
+        };
+        let waiting: Vec<Token> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.pending > 0)
+            .map(|(t, _)| *t)
+            .collect();
+        log::error!(
+            "answering {} waiting control request(s): {}",
+            waiting.len(),
+            f.error
+        );
+        for t in waiting {
+            if let Some(conn) = self.conns.get_mut(&t) {
+                for _ in 0..conn.pending {
+                    queue_line(conn, &f.clone().into());
+                }
+                conn.pending = 0;
+                conn.close_after_flush = true;
+            }
+            self.flush(t);
         }
     }
 

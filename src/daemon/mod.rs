@@ -3,17 +3,19 @@
 
 pub mod attachments;
 pub mod control;
+pub mod guard;
 pub mod http;
 pub mod lifecycle;
 pub mod mcp;
 pub mod reply;
 pub mod route;
 pub mod router;
+pub mod test_hooks;
 
-use std::io;
+use std::io::{self, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 use fs2::FileExt;
@@ -23,6 +25,7 @@ use crate::config::Config;
 use crate::fsutil::{ensure_dir, write_json_atomic, MODE_PRIVATE};
 use crate::paths::Paths;
 use crate::protocol::Reply;
+use guard::Fatal;
 use mcp::{Backend, CallerCreds, SendArgs};
 use reply::{ReplyMsg, ReplyTo};
 use router::{DaemonInfo, Router, RouterMsg};
@@ -34,6 +37,9 @@ pub enum DaemonError {
     AlreadyRunning(String),
     /// Setting up failed.
     Io(String, io::Error),
+    /// A thread the daemon cannot run without failed (the router thread panicked); the
+    /// daemon ended its sessions and stopped, so that the service manager restarts it.
+    Fatal(String),
 }
 
 impl std::fmt::Display for DaemonError {
@@ -41,6 +47,7 @@ impl std::fmt::Display for DaemonError {
         match self {
             DaemonError::AlreadyRunning(s) => f.write_str(s),
             DaemonError::Io(what, e) => write!(f, "{what}: {e}"),
+            DaemonError::Fatal(what) => write!(f, "{what}; the daemon exited"),
         }
     }
 }
@@ -56,6 +63,16 @@ fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> DaemonError {
 /// may block; the router never does).
 struct RouterBackend {
     tx: Sender<RouterMsg>,
+    fatal: Fatal,
+}
+
+impl RouterBackend {
+    /// Why the router cannot answer: its failure, or else an ordinary shutdown.
+    fn gone(&self) -> String {
+        self.fatal
+            .sentence()
+            .unwrap_or_else(|| "the daemon is shutting down".to_string())
+    }
 }
 
 impl Backend for RouterBackend {
@@ -67,7 +84,7 @@ impl Backend for RouterBackend {
         let (reply, rx) = ReplyTo::channel();
         self.tx
             .send(RouterMsg::Mcp { creds, args, reply })
-            .map_err(|_| "the daemon is shutting down".to_string())?;
+            .map_err(|_| self.gone())?;
         loop {
             match rx.recv() {
                 Ok((_, ReplyMsg::Final(r))) | Ok((_, ReplyMsg::Attach(r, _))) => {
@@ -81,7 +98,7 @@ impl Backend for RouterBackend {
                     };
                 }
                 Ok((_, ReplyMsg::Progress(_))) => continue,
-                Err(_) => return Err("the daemon is shutting down".to_string()),
+                Err(_) => return Err(self.gone()),
             }
         }
     }
@@ -134,10 +151,26 @@ fn init_logging(paths: &Paths) {
     let _ = CombinedLogger::init(loggers);
 }
 
-/// Run the daemon in the foreground until SIGTERM/SIGINT/SIGHUP (spec 02 §1).
+/// The name of the router thread (the panic hook records a panic on it as fatal).
+const ROUTER_THREAD: &str = "router";
+/// How long a normal shutdown waits for the router to end the sessions (they get SIGKILL
+/// 3 s after SIGTERM; the router gives up on them after 5 s) and to return.
+const ROUTER_SHUTDOWN: Duration = Duration::from_secs(10);
+/// Children still unreaped after the router is done (or gone) get SIGKILL this long after
+/// SIGTERM.
+const LEFTOVER_GRACE: Duration = Duration::from_secs(1);
+/// How long the HTTP server gets to stop (its own in-flight grace is 3 s).
+const HTTP_SHUTDOWN: Duration = Duration::from_secs(4);
+/// The bound on a whole shutdown, from the end of the control loop to the return of [`run`]:
+/// whatever has not finished by then is logged and left to end with the process.
+pub const SHUTDOWN_BOUND: Duration = Duration::from_secs(15);
+
+/// Run the daemon in the foreground until SIGTERM/SIGINT/SIGHUP (spec 02 §1), or until the
+/// router thread fails. Shutdown takes at most [`SHUTDOWN_BOUND`].
 ///
 /// Errors: another daemon already serves this root; the socket, port or state folder cannot
-/// be set up.
+/// be set up; [`DaemonError::Fatal`] when the router thread panicked (the panic, with its
+/// location, is in `daemon.log`; sessions were ended; the caller exits non-zero).
 pub fn run(paths: &Paths) -> Result<(), DaemonError> {
     for dir in [
         paths.root().to_path_buf(),
@@ -148,6 +181,9 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
         ensure_dir(&dir).map_err(io_err(format!("cannot create {}", dir.display())))?;
     }
     init_logging(paths);
+    let fatal = Fatal::new();
+    guard::install_panic_hook(fatal.clone(), ROUTER_THREAD);
+    test_hooks::init();
     let (cfg, warnings) = Config::from_env();
     for w in warnings {
         log::warn!("{w}");
@@ -192,6 +228,7 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
     let (session_tx, session_rx) = crossbeam_channel::unbounded();
     let backend: Arc<dyn Backend> = Arc::new(RouterBackend {
         tx: router_tx.clone(),
+        fatal: fatal.clone(),
     });
     let mut http = http::start(http::HttpConfig::new(cfg.port, cfg.bearer.clone()), backend)
         .map_err(io_err(format!("cannot listen on 127.0.0.1:{}", cfg.port)))?;
@@ -216,7 +253,11 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
         signal_hook::low_level::pipe::register(sig, w)
             .map_err(io_err("cannot install signal handlers"))?;
     }
-    let mut control = control::Control::new(listener, sig_read, router_tx.clone())
+    // The router thread writes here when it fails, so the control loop stops.
+    let mut router_failed = sig_write
+        .try_clone()
+        .map_err(io_err("cannot create the signal pipe"))?;
+    let mut control = control::Control::new(listener, sig_read, router_tx.clone(), fatal.clone())
         .map_err(io_err("cannot start the control loop"))?;
 
     let info = DaemonInfo {
@@ -232,9 +273,17 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
         router_tx.clone(),
         session_tx,
     );
+    let router_fatal = fatal.clone();
     let router_thread = std::thread::Builder::new()
-        .name("router".into())
-        .spawn(move || router.run(router_rx, session_rx))
+        .name(ROUTER_THREAD.into())
+        .spawn(move || {
+            // Unwinding drops the router's state, and with it every waiting requester's
+            // reply channel; the hook has recorded the failure before that, so they read it.
+            if let Err(panic) = guard::catch(move || router.run(router_rx, session_rx)) {
+                router_fatal.set(format!("the router thread panicked ({panic})"));
+                let _ = router_failed.write_all(b"!");
+            }
+        })
         .map_err(io_err("cannot start the router thread"))?;
     let tick_tx = router_tx.clone();
     let tick = cfg.tick;
@@ -256,20 +305,49 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
     );
     let served = control.run();
 
-    // Shutdown: stop accepting, end sessions (marking agents resume-eligible), clean up.
+    // Shutdown, bounded by SHUTDOWN_BOUND: stop accepting, end sessions (marking agents
+    // resume-eligible), clean up. After a router failure the router's sessions are gone:
+    // their children are ended by process group instead.
     drop(control);
     let _ = std::fs::remove_file(&sock);
-    let (done_tx, done_rx) = crossbeam_channel::bounded(1);
-    if router_tx
-        .send(RouterMsg::Shutdown { done: done_tx })
-        .is_ok()
-    {
-        let _ = done_rx.recv_timeout(Duration::from_secs(10));
+    let start = Instant::now();
+    let failed = fatal.get().map(str::to_string);
+    let router_by = start + ROUTER_SHUTDOWN;
+    match &failed {
+        Some(what) => log::error!("{what}: ending the sessions and exiting"),
+        None => {
+            let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+            if router_tx
+                .send(RouterMsg::Shutdown { done: done_tx })
+                .is_ok()
+            {
+                let _ = done_rx.recv_timeout(router_by.saturating_duration_since(Instant::now()));
+            }
+        }
     }
-    let _ = router_thread.join();
-    http.shutdown();
+    drop(router_tx);
+    guard::finish_by(router_by, "the router thread", move || {
+        let _ = router_thread.join();
+    });
+    let ended = crate::session::groups::end_all(LEFTOVER_GRACE);
+    if ended > 0 {
+        log::warn!("shutdown: ended {ended} child process group(s) the router did not");
+    }
+    guard::finish_by(
+        Instant::now() + HTTP_SHUTDOWN,
+        "the HTTP server",
+        move || http.shutdown(),
+    );
     let _ = std::fs::remove_file(paths.router_json());
     drop(lock);
-    log::info!("daemon stopped");
-    served.map_err(io_err("control loop failed"))
+    match failed {
+        Some(what) => {
+            log::error!("daemon stopped after a failure: {what}");
+            Err(DaemonError::Fatal(what))
+        }
+        None => {
+            log::info!("daemon stopped");
+            served.map_err(io_err("control loop failed"))
+        }
+    }
 }

@@ -247,6 +247,7 @@ pub fn resolve_target<'r>(
 /// Steps 1–7 with file access: validate, authenticate, resolve, refuse a stopped endpoint,
 /// spool attachments, stamp `ts` and build the envelope.
 pub fn prepare(paths: &Paths, input: &SendInput, ts: String) -> Result<Prepared, Refusal> {
+    crate::daemon::test_hooks::on_prepare(&input.to);
     let registry = Registry::load(paths).map_err(|e| refuse(Code::Internal, e.to_string()))?;
     let (caller, caller_peer) = resolve_caller(&input.caller, &registry)?;
     let topic = validate(input)?;
@@ -272,6 +273,17 @@ pub fn prepare(paths: &Paths, input: &SendInput, ts: String) -> Result<Prepared,
         endpoint,
         envelope,
     })
+}
+
+/// The refusal for a send whose preparation panicked (`panic` is the panic message): code
+/// `internal`, so the sender is answered rather than left waiting.
+pub fn prep_panicked(panic: &str) -> Refusal {
+    Refusal {
+        code: Code::Internal,
+        error: format!(
+            "internal error: preparing the send failed ({panic}); message NOT delivered"
+        ),
+    }
 }
 
 /// The refusal for an endpoint whose stop flag is set.

@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use crate::adapter::BootStep;
+use crate::session::handle::Cause;
 
 /// If a key changed nothing on screen for this long, the same dialog may get another key
 /// (a key can be lost while the TUI is still wiring up its input).
@@ -24,8 +25,44 @@ pub enum BootAction {
     },
     /// The runtime is ready.
     Ready,
-    /// The boot failed with this reason.
+    /// The boot failed.
+    Failed(BootFailure),
+}
+
+/// Why a boot failed: a timeout and a failure end the session with different causes
+/// (`boot-timeout` vs `killed-by-daemon` in `exits.log`, spec 04 §1 "Death"). The text a
+/// waiting sender sees is the [`std::fmt::Display`] form, the same for both kinds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BootFailure {
+    /// Not ready within `limit` (the boot deadline): "never became ready within N s".
+    TimedOut {
+        /// The boot deadline it missed.
+        limit: Duration,
+    },
+    /// The runtime showed a failure (e.g. "not logged in"), or the session could not be set
+    /// up; the text says which.
     Failed(String),
+}
+
+impl BootFailure {
+    /// The cause the session ends with.
+    pub fn cause(&self) -> Cause {
+        match self {
+            BootFailure::TimedOut { .. } => Cause::BootTimeout,
+            BootFailure::Failed(_) => Cause::KilledByDaemon,
+        }
+    }
+}
+
+impl std::fmt::Display for BootFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BootFailure::TimedOut { limit } => {
+                write!(f, "never became ready within {} s", limit.as_secs())
+            }
+            BootFailure::Failed(reason) => f.write_str(reason),
+        }
+    }
 }
 
 /// Boot progress of one session.
@@ -52,17 +89,16 @@ impl Boot {
     /// Decide from the adapter's `step` for the current screen (identified by `screen_hash`).
     pub fn evaluate(&mut self, now: Instant, step: BootStep, screen_hash: u64) -> BootAction {
         if now >= self.deadline {
-            return BootAction::Failed(format!(
-                "never became ready within {} s",
-                (self.deadline - self.started).as_secs()
-            ));
+            return BootAction::Failed(BootFailure::TimedOut {
+                limit: self.deadline - self.started,
+            });
         }
         match step {
             BootStep::Wait => {
                 self.ready_since = None;
                 BootAction::Wait
             }
-            BootStep::Fail(reason) => BootAction::Failed(reason),
+            BootStep::Fail(reason) => BootAction::Failed(BootFailure::Failed(reason)),
             BootStep::Key { bytes, label } => {
                 self.ready_since = None;
                 let allowed = match self.last_key {
@@ -156,14 +192,22 @@ mod tests {
     fn deadline_and_failures() {
         let t0 = Instant::now();
         let mut b = Boot::new(t0, Duration::from_secs(3), Duration::ZERO);
+        let timed_out = BootFailure::TimedOut {
+            limit: Duration::from_secs(3),
+        };
         assert_eq!(
             b.evaluate(t0 + Duration::from_secs(3), BootStep::Wait, 1),
-            BootAction::Failed("never became ready within 3 s".into())
+            BootAction::Failed(timed_out.clone())
         );
+        assert_eq!(timed_out.to_string(), "never became ready within 3 s");
+        assert_eq!(timed_out.cause(), Cause::BootTimeout);
         let mut b = Boot::new(t0, Duration::from_secs(3), Duration::ZERO);
+        let failed = BootFailure::Failed("not logged in".into());
         assert_eq!(
             b.evaluate(t0, BootStep::Fail("not logged in".into()), 1),
-            BootAction::Failed("not logged in".into())
+            BootAction::Failed(failed.clone())
         );
+        assert_eq!(failed.to_string(), "not logged in");
+        assert_eq!(failed.cause(), Cause::KilledByDaemon);
     }
 }

@@ -97,7 +97,11 @@ pub enum EventKind {
     Ready,
     /// The boot failed; the session is being ended.
     BootFailed {
-        /// The reason for the waiting sender.
+        /// Timed out or failed, typed (the session ends with [`BootFailure::cause`]).
+        ///
+        /// [`BootFailure::cause`]: crate::session::boot::BootFailure::cause
+        failure: crate::session::boot::BootFailure,
+        /// The reason for the waiting sender: the failure's text plus the last screen line.
         reason: String,
         /// The last screen text, for `lifecycle.log`.
         screen: String,

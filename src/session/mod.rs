@@ -6,6 +6,7 @@ pub mod compact;
 pub mod deliver;
 pub mod env;
 pub mod frame;
+pub mod groups;
 pub mod handle;
 pub mod panelog;
 pub mod spawn;

@@ -138,6 +138,7 @@ impl Router {
     /// Start a send: its preparation (registry, validation, attachment copies) runs on a
     /// worker thread and comes back as [`RouterMsg::Prepared`].
     pub(crate) fn begin_send(&mut self, input: SendInput, reply: ReplyTo) {
+        crate::daemon::test_hooks::on_router_send(&input.to);
         let id = self.next_id();
         let paths = self.paths.clone();
         let tx = self.tx.clone();
@@ -158,7 +159,10 @@ impl Router {
             .name("send-prep".into())
             .spawn(move || {
                 let ts = crate::clock::envelope_ts(&crate::clock::now_local());
-                let result = route::prepare(&paths, &input_for_job, ts);
+                // A panic here must still answer the sender (the panic hook logs it).
+                let result =
+                    crate::daemon::guard::catch(|| route::prepare(&paths, &input_for_job, ts))
+                        .unwrap_or_else(|panic| Err(route::prep_panicked(&panic)));
                 let _ = tx.send(RouterMsg::Prepared {
                     job: id,
                     result: Box::new(result),

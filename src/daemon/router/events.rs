@@ -26,7 +26,7 @@ impl Router {
                 self.lifecycle(Event::new("ready").field("identity", &identity));
                 self.pump(&identity);
             }
-            EventKind::BootFailed { reason, screen } => {
+            EventKind::BootFailed { reason, screen, .. } => {
                 if let Some(s) = self.live.sessions.get_mut(&identity) {
                     s.state.boot_failed(reason.clone());
                 }

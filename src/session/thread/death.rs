@@ -25,6 +25,7 @@ impl Session {
                 .unwrap_or_else(|| exit_reason(code, signal.as_deref()));
             self.emit(EventKind::BootFailed {
                 reason: with_screen(&reason, &tail),
+                failure: super::super::boot::BootFailure::Failed(reason),
                 screen: tail.clone(),
             });
         }

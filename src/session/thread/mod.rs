@@ -102,6 +102,7 @@ pub fn start(
         }
     };
     let pid = child.id();
+    super::groups::register(pid);
     let (cmd_tx, cmd_rx) = crossbeam_channel::unbounded();
     let (exit_tx, exit_rx) = crossbeam_channel::bounded(1);
     spawn_waiter(child, exit_tx, waker.clone())?;
@@ -110,10 +111,19 @@ pub fn start(
     let session_id = cfg.session;
     let events_for_panic = events.clone();
     std::thread::Builder::new().name(name).spawn(move || {
+        let events_for_setup = events.clone();
         let run = std::panic::AssertUnwindSafe(move || {
             match Session::new(cfg, poll, io, pid, cmd_rx, exit_rx, events) {
                 Ok(mut s) => s.run(),
-                Err(e) => log::error!("session setup failed: {e}"),
+                Err(e) => {
+                    // The child is already running: end it, and tell the router so the
+                    // waiting sender gets the reason instead of waiting for ever.
+                    log::error!("session {session_id} setup failed: {e}; ending its process group");
+                    let _ = spawn::signal_group(pid, Signal::SIGKILL);
+                    for ev in setup_failed(session_id, &e) {
+                        let _ = events_for_setup.send(ev);
+                    }
+                }
             }
         });
         if std::panic::catch_unwind(run).is_err() {
@@ -133,6 +143,30 @@ pub fn start(
     Ok((handle, pid))
 }
 
+/// What a session whose setup failed reports, once its process group is killed: the boot
+/// failure (for a waiting sender and `lifecycle.log`), then its end (`killed-by-daemon`).
+fn setup_failed(session: u64, err: &io::Error) -> [SessionEvent; 2] {
+    let reason = format!("the session could not be set up: {err}");
+    [
+        SessionEvent {
+            session,
+            kind: EventKind::BootFailed {
+                failure: super::boot::BootFailure::Failed(reason.clone()),
+                reason,
+                screen: String::new(),
+            },
+        },
+        SessionEvent {
+            session,
+            kind: EventKind::Exited {
+                status: None,
+                signal: None,
+                cause: Cause::KilledByDaemon,
+            },
+        },
+    ]
+}
+
 /// One waiter thread per child (no `waitpid(-1)`): reaps it and wakes the session.
 fn spawn_waiter(
     mut child: Child,
@@ -143,6 +177,7 @@ fn spawn_waiter(
         .name("session-waiter".into())
         .spawn(move || {
             let status = child.wait();
+            super::groups::unregister(child.id());
             let _ = tx.send(status);
             let _ = waker.wake();
         })?;
@@ -366,4 +401,40 @@ fn hash_text(text: &str) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut h);
     h.finish()
+}
+
+#[cfg(test)]
+mod setup_tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_setup_reports_the_failure_then_the_end() {
+        let err = io::Error::other("poll register failed");
+        let [failed, ended] = setup_failed(7, &err);
+        assert_eq!(failed.session, 7);
+        match failed.kind {
+            EventKind::BootFailed {
+                failure, reason, ..
+            } => {
+                assert_eq!(
+                    reason,
+                    "the session could not be set up: poll register failed"
+                );
+                assert_eq!(failure.to_string(), reason);
+                assert_eq!(failure.cause(), Cause::KilledByDaemon);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            ended,
+            SessionEvent {
+                session: 7,
+                kind: EventKind::Exited {
+                    status: None,
+                    signal: None,
+                    cause: Cause::KilledByDaemon,
+                },
+            }
+        );
+    }
 }

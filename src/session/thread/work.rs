@@ -33,19 +33,17 @@ impl Session {
                 self.emit(EventKind::Ready);
                 self.next_delivery();
             }
-            BootAction::Failed(reason) => {
-                let timeout = reason.starts_with("never became ready");
+            BootAction::Failed(failure) => {
+                let reason = failure.to_string();
                 let screen = self.screen.tail_text(EXIT_TAIL);
+                let cause = failure.cause();
                 self.emit(EventKind::BootFailed {
+                    failure,
                     reason: with_screen(&reason, &screen),
                     screen,
                 });
                 self.fail_deliveries(&reason);
-                self.kill(if timeout {
-                    Cause::BootTimeout
-                } else {
-                    Cause::KilledByDaemon
-                });
+                self.kill(cause);
                 // Stop evaluating: the session is ending.
                 self.state = State::Ready;
             }

@@ -1,0 +1,97 @@
+//! Test hooks: failures a test can inject into a real daemon to check that they are
+//! contained (after shpool's `libshpool/src/test_hooks.rs`). **Test-only.** Off unless
+//! `IAPEER_TEST_HOOK` is set when the daemon starts; the variable is read once, by [`init`],
+//! and a daemon started without it never looks at it again.
+//!
+//! Values:
+//! - `router-panic-on-send:<personality>`: the router thread panics when it receives a send
+//!   to `<personality>` (from the CLI or MCP), with the sender waiting for its answer.
+//! - `prep-panic-on-send:<personality>`: the send-preparation worker panics while preparing
+//!   a send to `<personality>`.
+
+use std::sync::OnceLock;
+
+/// The environment variable that turns a hook on (test-only; listed in
+/// [`crate::config::vars::NOT_KNOBS`]).
+pub const ENV: &str = "IAPEER_TEST_HOOK";
+
+/// An injected failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hook {
+    /// Panic on the router thread when a send to this personality arrives.
+    RouterPanicOnSend(String),
+    /// Panic on the send-prep worker preparing a send to this personality.
+    PrepPanicOnSend(String),
+}
+
+static HOOK: OnceLock<Option<Hook>> = OnceLock::new();
+
+/// Read [`ENV`] once (daemon start). An unknown value is logged and ignored.
+pub fn init() {
+    HOOK.get_or_init(|| {
+        let value = std::env::var("IAPEER_TEST_HOOK").ok()?;
+        let hook = parse(&value);
+        match &hook {
+            Some(h) => log::warn!("{ENV} is set: test hook {h:?} is active"),
+            None => log::warn!("{ENV}={value:?} is not a known test hook; ignored"),
+        }
+        hook
+    });
+}
+
+/// Parse a hook value (`router-panic-on-send:<personality>`,
+/// `prep-panic-on-send:<personality>`).
+pub fn parse(value: &str) -> Option<Hook> {
+    let (name, personality) = value.split_once(':')?;
+    let p = personality.to_string();
+    match name {
+        _ if p.is_empty() => None,
+        "router-panic-on-send" => Some(Hook::RouterPanicOnSend(p)),
+        "prep-panic-on-send" => Some(Hook::PrepPanicOnSend(p)),
+        _ => None,
+    }
+}
+
+/// Called by the router when a send to `to` arrives: panics if the hook asks for it.
+pub fn on_router_send(to: &str) {
+    if let Some(Some(Hook::RouterPanicOnSend(p))) = HOOK.get() {
+        if p == to {
+            panic!("test hook {ENV}=router-panic-on-send:{to}");
+        }
+    }
+}
+
+/// Called by the send-prep worker before it prepares a send to `to`: panics if the hook
+/// asks for it.
+pub fn on_prepare(to: &str) {
+    if let Some(Some(Hook::PrepPanicOnSend(p))) = HOOK.get() {
+        if p == to {
+            panic!("test hook {ENV}=prep-panic-on-send:{to}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_router_panic_hook_only() {
+        assert_eq!(
+            parse("router-panic-on-send:carol"),
+            Some(Hook::RouterPanicOnSend("carol".into()))
+        );
+        assert_eq!(
+            parse("prep-panic-on-send:dave"),
+            Some(Hook::PrepPanicOnSend("dave".into()))
+        );
+        assert_eq!(parse("router-panic-on-send:"), None);
+        assert_eq!(parse("something-else"), None);
+    }
+
+    #[test]
+    fn without_init_nothing_fires() {
+        on_router_send("carol");
+        on_prepare("carol");
+    }
+}
