@@ -2,7 +2,7 @@
 //! `iapeer <runtime>`): the real `iapeer attach` runs on a pty this test opens, like a human's
 //! terminal; the daemon and the echo peers are real.
 
-mod common;
+use crate::common;
 
 use common::{alive, describe, TestEnv};
 use std::fs::File;

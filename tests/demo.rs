@@ -1,7 +1,7 @@
 //! `iapeer demo` runs the main job on the built-in echo runtime: it must finish in under 30 s,
 //! exit 0, show the deliveries (one with a wake) and clean up its temporary root.
 
-mod common;
+use crate::common;
 
 use common::TestEnv;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! the crash-loop guard, the boot deadline, idle sleep and topic resume, one wake at a time,
 //! single instance, and the operator's stop/start.
 
-mod common;
+use crate::common;
 
 use common::{alive, describe, TestEnv};
 use std::collections::HashMap;

@@ -3,7 +3,7 @@
 //! `compact`, `self-fresh`, `self-done`, `add-runtime`, `default-runtime`, and the codex
 //! folder trust that `create` adds and `remove` takes away (without running codex).
 
-mod common;
+use crate::common;
 
 use common::{alive, TestEnv};
 use serde_json::Value;

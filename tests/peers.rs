@@ -1,7 +1,7 @@
 //! Peer verbs through the real binary (spec 07 "Peers", spec 01 §5): create, init, verify,
 //! remove, live-runtime, and the registry under 20 concurrent writers.
 
-mod common;
+use crate::common;
 
 use common::TestEnv;
 use serde_json::Value;

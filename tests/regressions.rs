@@ -1,6 +1,6 @@
 //! Regression tests, each named after a bug found by trying iapeer as a newcomer would.
 
-mod common;
+use crate::common;
 
 use common::TestEnv;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Sending through the real daemon to echo peers: live, asleep (woke), stopped, unknown,
 //! validation errors, attachments (spec 03).
 
-mod common;
+use crate::common;
 
 use common::TestEnv;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! stopped peers, unknown peers and senders, sending to self, every validation error with its
 //! exact text, usage errors, and the ways a message can be given on the command line.
 
-mod common;
+use crate::common;
 
 use common::TestEnv;
 use std::time::Duration;
