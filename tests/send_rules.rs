@@ -269,7 +269,7 @@ fn every_validation_error_has_its_exact_text() {
         "{}",
         env.diagnostics()
     );
-    assert!(!env.root.join("state/iapeer/attachments/bob").exists());
+    assert!(!env.paths().attachments_dir("bob").exists());
 }
 
 #[test]
