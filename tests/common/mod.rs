@@ -273,6 +273,24 @@ impl TestEnv {
         );
     }
 
+    /// The positive signal for "X does not happen while the daemon keeps supervising": wait
+    /// until the supervise tick has run `n` more times, requiring `happened` to stay false at
+    /// every poll. Needs `IAPEER_SUPERVISE_LOG_VERBOSE=1` (one `ev=supervise action=tick` line
+    /// per tick). Unlike a fixed sleep, this cannot pass on a loaded machine where the tick
+    /// never ran inside the window.
+    pub fn watch_ticks(&self, n: usize, what: &str, happened: impl Fn(&TestEnv) -> bool) {
+        let ticks = |e: &TestEnv| e.count_events("lifecycle", "supervise", &[("action", "tick")]);
+        let base = ticks(self);
+        self.wait_until(
+            &format!("{n} supervise ticks without {what}"),
+            Duration::from_secs(30),
+            |e| {
+                assert!(!happened(e), "{what} happened\n{}", e.diagnostics());
+                ticks(e) >= base + n
+            },
+        );
+    }
+
     /// Tails of every log that explains a failure.
     pub fn diagnostics(&self) -> String {
         let tail = |text: String, n: usize| -> String {
