@@ -3,6 +3,13 @@
 //!
 //! The product specification lives outside this crate; doc comments name the part and section
 //! (`spec 03 §2`) each item implements.
+//!
+//! Only what is used outside the crate is public: [`main`] (the binary), [`paths`] and
+//! [`eventlog`] (the integration tests); everything else is `pub(crate)`, so rustc reports dead
+//! code. Module layout: see "House style" in `docs/ARCHITECTURE.md`.
+
+// One module layout: a module with submodules is `foo/mod.rs` (docs/ARCHITECTURE.md).
+#![warn(clippy::self_named_module_files)]
 
 pub(crate) mod adapter;
 pub(crate) mod cli;

@@ -7,6 +7,8 @@
 //! and add `mod <area>;` below; [`every_test_file_is_a_module`] fails if the line is missing.
 //! Run one file's tests with `cargo test --test integration <area>::`.
 
+#![warn(clippy::self_named_module_files)]
+
 mod common;
 
 mod attach;
