@@ -194,7 +194,7 @@ impl EventLog {
 
     /// A log at `path` whose limits come from `IAPEER_<NAME>_LOG_MAX_BYTES` and
     /// `IAPEER_<NAME>_LOG_KEEP` (`name` = `LIFECYCLE`, `DELIVERY` or `EXITS`; their rows and
-    /// defaults are in [`crate::config::vars`]). Junk or non-positive values fall back to the
+    /// defaults are in `config::vars`). Junk or non-positive values fall back to the
     /// defaults with one `log::warn!` line.
     pub fn from_env(path: impl Into<PathBuf>, name: &str) -> EventLog {
         let limits = crate::config::vars::event_log_limits(name);

@@ -36,6 +36,7 @@ pub struct LaunchEnv {
 
 impl LaunchEnv {
     /// The value of the environment variable `key`, if the file sets it.
+    #[cfg(test)]
     pub fn var(&self, key: &str) -> Option<&str> {
         self.vars
             .iter()

@@ -3,25 +3,39 @@
 //!
 //! The product specification lives outside this crate; doc comments name the part and section
 //! (`spec 03 §2`) each item implements.
+//!
+//! Only what is used outside the crate is public: [`main`] (the binary), [`paths`] and
+//! [`eventlog`] (the integration tests); everything else is `pub(crate)`, so rustc reports dead
+//! code. Module layout: see "House style" in `docs/ARCHITECTURE.md`.
 
-pub mod adapter;
-pub mod cli;
-pub mod clock;
-pub mod config;
-pub mod daemon;
-pub mod echo_agent;
-pub mod envelope;
+// One module layout: a module with submodules is `foo/mod.rs` (docs/ARCHITECTURE.md).
+#![warn(clippy::self_named_module_files)]
+
+pub(crate) mod adapter;
+pub(crate) mod cli;
+pub(crate) mod clock;
+pub(crate) mod config;
+// Dead-code findings inside `daemon` (unused re-exports in `http`, `mcp`, `router`;
+// `http::abandon::abandoned_count`; `gate`'s unread `method`) wait for the router and
+// failure-containment branches, which are rewriting those files, to merge.
+#[allow(dead_code, unused_imports)]
+pub(crate) mod daemon;
+pub(crate) mod echo_agent;
+pub(crate) mod envelope;
 pub mod eventlog;
-pub mod fsutil;
-pub mod launch_env;
-pub mod markers;
-pub mod names;
+pub(crate) mod fsutil;
+pub(crate) mod launch_env;
+pub(crate) mod markers;
+pub(crate) mod names;
 pub mod paths;
-pub mod peers;
-pub mod profile;
-pub mod prompt;
-pub mod protocol;
-pub mod registry;
-pub mod runtime;
-pub mod session;
-pub mod term;
+pub(crate) mod peers;
+pub(crate) mod profile;
+pub(crate) mod prompt;
+pub(crate) mod protocol;
+pub(crate) mod registry;
+pub(crate) mod runtime;
+pub(crate) mod session;
+pub(crate) mod term;
+
+/// The `iapeer` command line (the binary's whole body; see `src/main.rs`).
+pub use cli::main;

@@ -1,5 +1,5 @@
-//! The `iapeer` binary: everything lives in the library; see `iapeer::cli`.
+//! The `iapeer` binary: everything lives in the library; see `iapeer::main` (`src/cli`).
 
 fn main() {
-    std::process::exit(iapeer::cli::main());
+    std::process::exit(iapeer::main());
 }

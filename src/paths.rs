@@ -199,6 +199,12 @@ pub mod peer {
         dir(cwd).join("peer-profile.json")
     }
 
+    /// `<cwd>/.iapeer/peer-profile.removed.json`: where `remove` sets a peer's profile aside
+    /// (the folder is kept; `init` in that folder restores it).
+    pub fn removed_profile(cwd: &Path) -> PathBuf {
+        dir(cwd).join("peer-profile.removed.json")
+    }
+
     /// `<cwd>/.iapeer/IAPEER.md`: the personal doctrine.
     pub fn doctrine(cwd: &Path) -> PathBuf {
         dir(cwd).join("IAPEER.md")

@@ -3,7 +3,7 @@
 //! Anthropic API (the one mock: the cloud API cannot run here). `scripts/setup-agents.sh`
 //! installs the CLI and `scripts/test.sh` exports `IAPEER_TEST_CLAUDE_BIN`.
 
-mod common;
+use crate::common;
 
 use common::anthropic::{has_tool_result, last_user_text, AnthropicStandIn, Reply};
 use common::TestEnv;

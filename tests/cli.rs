@@ -1,7 +1,7 @@
 //! CLI basics through the real binary (spec 07 "General rules"): version, help, unknown verbs,
 //! verbs that need the daemon when it is down, `list` without the daemon, the man page.
 
-mod common;
+use crate::common;
 
 use common::TestEnv;
 

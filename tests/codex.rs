@@ -3,7 +3,7 @@
 //! one mock: the cloud API cannot run here). `scripts/setup-agents.sh` installs the CLI and
 //! `scripts/test.sh` exports `IAPEER_TEST_CODEX_BIN`.
 
-mod common;
+use crate::common;
 
 use common::openai::{input_text, last_input_text, last_is_tool_output, OpenAiStandIn, Reply};
 use common::TestEnv;

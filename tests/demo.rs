@@ -1,7 +1,9 @@
 //! `iapeer demo` runs the main job on the built-in echo runtime: it must finish in under 30 s,
 //! exit 0, show the deliveries (one with a wake) and clean up its temporary root.
 
-mod common;
+use crate::common;
+
+use iapeer::paths::Paths;
 
 use common::TestEnv;
 use std::time::{Duration, Instant};
@@ -65,8 +67,9 @@ fn demo_keep_leaves_the_root_and_says_where() {
         stdout.contains(&format!("the demo root is kept: {}", kept[0].display())),
         "{stdout}"
     );
-    assert!(kept[0].join("peers-profiles.json").is_file());
-    assert!(kept[0].join("logs/iapeer/delivery.log").is_file());
+    let kept = Paths::at(&kept[0]);
+    assert!(kept.registry().is_file());
+    assert!(kept.delivery_log().is_file());
     // The daemon is stopped: its socket is gone.
-    assert!(!kept[0].join("state/iapeer/router.sock").exists());
+    assert!(!kept.socket().exists());
 }

@@ -3,7 +3,7 @@
 //! the crash-loop guard, the boot deadline, idle sleep and topic resume, one wake at a time,
 //! single instance, and the operator's stop/start.
 
-mod common;
+use crate::common;
 
 use common::{alive, describe, TestEnv};
 use std::collections::HashMap;
@@ -347,7 +347,11 @@ fn idle_sleep_then_topic_decides_resume_or_fresh() {
 
 #[test]
 fn a_busy_session_is_not_reaped_until_its_reply_is_done() {
-    let env = alice_and_bob(&[("IAPEER_IDLE_SECS", "2"), ("IAPEER_TICK_SECS", "1")]);
+    let env = alice_and_bob(&[
+        ("IAPEER_IDLE_SECS", "2"),
+        ("IAPEER_TICK_SECS", "1"),
+        ("IAPEER_SUPERVISE_LOG_VERBOSE", "1"),
+    ]);
     // alice is stopped: bob's delayed echo is refused at once when it is finally sent.
     env.ok(&["stop", "alice"]);
     env.launch_env("bob", "echo", "PEER_START_ARGS=--reply-delay-ms 7000\n");
@@ -358,21 +362,16 @@ fn a_busy_session_is_not_reaped_until_its_reply_is_done() {
         "bob shows it is mid-reply\n{}",
         env.diagnostics()
     );
-    // Idle 2 s and a 1 s tick: an idle session would be gone within ~3 s. Watch for 5 s.
-    while delivered.elapsed() < Duration::from_secs(5) {
-        let reaped = events_of(&env, "lifecycle", "supervise", "echo-bob");
-        assert!(
-            reaped.is_empty(),
-            "reaped while busy: {reaped:?}\n{}",
-            env.diagnostics()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    // Idle 2 s and a 1 s tick: an idle session would be gone by the third tick. Watch four
+    // ticks (each probes bob and judges it idle or busy), well inside the 7 s reply.
+    env.watch_ticks(4, "bob reaped while busy", |e| {
+        !events_of(e, "lifecycle", "supervise", "echo-bob").is_empty()
+    });
     assert_eq!(env.status_of("bob", "echo"), "live");
     let pane = env.pane("echo-bob");
     assert!(
         !pane.contains("reply failed") && !pane.contains("replied to"),
-        "the reply is still pending after 5 s"
+        "the reply is still pending after four ticks"
     );
     // Once the reply is done (refused: alice is stopped) bob is idle and sleeps.
     wait_idle_sleep(&env, 1);

@@ -3,7 +3,9 @@
 //! `compact`, `self-fresh`, `self-done`, `add-runtime`, `default-runtime`, and the codex
 //! folder trust that `create` adds and `remove` takes away (without running codex).
 
-mod common;
+use crate::common;
+
+use iapeer::paths::peer;
 
 use common::{alive, TestEnv};
 use serde_json::Value;
@@ -146,7 +148,7 @@ fn create_bot(env: &TestEnv) {
 }
 
 fn registry(env: &TestEnv) -> Value {
-    serde_json::from_str(&common::read(&env.root.join("peers-profiles.json")))
+    serde_json::from_str(&common::read(&env.paths().registry()))
         .expect("the registry is valid JSON")
 }
 
@@ -173,7 +175,7 @@ fn list_row(env: &TestEnv, name: &str) -> Value {
 }
 
 fn profile_text(folder: &Path) -> String {
-    common::read(&folder.join(".iapeer/peer-profile.json"))
+    common::read(&peer::profile(folder))
 }
 
 #[test]
@@ -463,7 +465,7 @@ fn self_fresh_restarts_the_callers_session_and_self_done_reports_what_it_did() {
         "echo-alice: noted — alice is not an ephemeral peer, so the mark changes nothing"
     );
     env.create_echo("worker");
-    let profile = env.peer_dir("worker").join(".iapeer/peer-profile.json");
+    let profile = peer::profile(&env.peer_dir("worker"));
     let mut v: Value = serde_json::from_str(&common::read(&profile)).unwrap();
     v["wake_policy"] = "ephemeral".into();
     std::fs::write(&profile, v.to_string()).unwrap();
@@ -530,7 +532,7 @@ fn add_runtime_and_default_runtime_for_one_peer_and_all() {
     let e = entry(&env, "cx");
     assert_eq!(e["runtimes"], serde_json::json!(["codex", "echo"]));
     assert_eq!(e["default_runtime"], "codex");
-    assert!(cx.join(".iapeer/runtimes/echo/launch.env").is_file());
+    assert!(peer::launch_env(&cx, "echo").is_file());
     let (profile_once, registry_once) = (profile_text(&cx), registry(&env));
     let out = env.ok(&["add-runtime", "echo", "--peer", "cx"]);
     assert_eq!(out.trim(), "cx: echo already declared (setup refreshed)");

@@ -2,7 +2,7 @@
 //! transport error path with raw HTTP, caller authentication through the router, the official
 //! MCP Python SDK as a real client, 200 concurrent calls, and an absurd Content-Length.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -1,7 +1,9 @@
 //! Peer verbs through the real binary (spec 07 "Peers", spec 01 §5): create, init, verify,
 //! remove, live-runtime, and the registry under 20 concurrent writers.
 
-mod common;
+use crate::common;
+
+use iapeer::paths::peer;
 
 use common::TestEnv;
 use serde_json::Value;
@@ -9,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 fn registry_text(env: &TestEnv) -> String {
-    common::read(&env.root.join("peers-profiles.json"))
+    common::read(&env.paths().registry())
 }
 
 fn registry(env: &TestEnv) -> Value {
@@ -35,7 +37,7 @@ fn entry<'a>(reg: &'a Value, name: &str) -> &'a Value {
 }
 
 fn profile_path(folder: &Path) -> PathBuf {
-    folder.join(".iapeer/peer-profile.json")
+    peer::profile(folder)
 }
 
 #[test]
@@ -76,7 +78,14 @@ fn twenty_concurrent_creates_leave_every_entry() {
             "{n} has its profile"
         );
     }
-    assert!(!env.root.join("peers-profiles.json.tmp").exists());
+    // The atomic writer's temporary files (`.<name>.tmp-<pid>-<n>`, fsutil) are all gone.
+    let leftovers: Vec<_> = std::fs::read_dir(&env.root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
     let out = env.ok(&["verify"]);
     assert_eq!(out.trim(), "ok: 20 peer(s), no problems");
 }
@@ -179,7 +188,7 @@ fn init_names_the_peer_after_its_folder_and_is_idempotent() {
     assert_eq!(e["intelligence"], "artificial");
     let profile: Value = serde_json::from_str(&common::read(&profile_path(&folder))).unwrap();
     assert_eq!(profile["personality"], "moi-pomoshchnik");
-    let doctrine = folder.join(".iapeer/IAPEER.md");
+    let doctrine = peer::doctrine(&folder);
     assert!(doctrine.is_file());
     std::fs::write(&doctrine, "# mine\n").unwrap();
 
@@ -202,7 +211,7 @@ fn init_names_the_peer_after_its_folder_and_is_idempotent() {
 
     // A folder holding another peer's profile (copied by hand) is refused.
     let dave = env.dir.path().join("dave");
-    std::fs::create_dir_all(dave.join(".iapeer")).unwrap();
+    std::fs::create_dir_all(peer::dir(&dave)).unwrap();
     std::fs::copy(profile_path(&folder), profile_path(&dave)).unwrap();
     let (_, err) = env.fails(&["init", dave.to_str().unwrap(), "--runtime", "echo"], 1);
     assert!(
@@ -252,7 +261,7 @@ fn verify_reports_drift_and_fix_rebuilds_the_registry_from_profiles() {
     assert_ne!(good_after_edit, good);
 
     // A deleted registry: every peer reported unregistered, then rebuilt as it was.
-    std::fs::remove_file(env.root.join("peers-profiles.json")).unwrap();
+    std::fs::remove_file(env.paths().registry()).unwrap();
     let (out, _) = env.fails(&["verify"], 1);
     for n in ["alice", "bob", "carol"] {
         assert!(
@@ -267,16 +276,12 @@ fn verify_reports_drift_and_fix_rebuilds_the_registry_from_profiles() {
     assert_eq!(registry_text(&env), good_after_edit);
 
     // A corrupt registry: list fails naming the file and the fix; verify --fix rebuilds it.
-    std::fs::write(
-        env.root.join("peers-profiles.json"),
-        "{\"version\": 2, \"peers\": [",
-    )
-    .unwrap();
+    std::fs::write(env.paths().registry(), "{\"version\": 2, \"peers\": [").unwrap();
     let (out, err) = env.fails(&["list"], 1);
     assert!(out.is_empty());
     assert!(err.starts_with("iapeer list: "), "{err}");
     assert!(
-        err.contains(&env.root.join("peers-profiles.json").display().to_string()),
+        err.contains(&env.paths().registry().display().to_string()),
         "{err}"
     );
     assert!(err.contains("iapeer verify --fix"), "{err}");
@@ -339,10 +344,10 @@ fn remove_and_live_runtime_with_a_live_peer() {
         .expect("bob's session marker");
     let pid = session["pid"].as_u64().unwrap() as u32;
     assert!(common::alive(pid));
-    let inbox = env.root.join("state/iapeer/attachments/bob");
+    let inbox = env.paths().attachments_dir("bob");
     assert!(inbox.is_dir());
     let bob_markers = |e: &TestEnv| -> Vec<String> {
-        std::fs::read_dir(e.root.join("state/lifecycle"))
+        std::fs::read_dir(e.paths().lifecycle_dir())
             .map(|d| {
                 d.flatten()
                     .map(|x| x.file_name().to_string_lossy().into_owned())
@@ -392,9 +397,7 @@ fn remove_and_live_runtime_with_a_live_peer() {
     );
     assert!(env.peer_dir("bob").is_dir(), "the folder is kept");
     assert!(
-        env.peer_dir("bob")
-            .join(".iapeer/peer-profile.removed.json")
-            .is_file(),
+        peer::removed_profile(&env.peer_dir("bob")).is_file(),
         "the profile is set aside (init restores it)"
     );
     let (out, _) = env.fails(&["live-runtime", "bob"], 1);

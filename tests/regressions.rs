@@ -1,6 +1,8 @@
 //! Regression tests, each named after a bug found by trying iapeer as a newcomer would.
 
-mod common;
+use crate::common;
+
+use iapeer::paths::peer;
 
 use common::TestEnv;
 use std::time::Duration;
@@ -14,7 +16,7 @@ fn verify_fix_keeps_peers_outside_the_root_when_the_registry_is_damaged() {
     std::fs::create_dir_all(&outside).unwrap();
     env.ok(&["init", outside.to_str().unwrap(), "--runtime", "echo"]);
     env.create_echo("inside");
-    let reg = env.root.join("peers-profiles.json");
+    let reg = env.paths().registry();
     let text = std::fs::read_to_string(&reg).unwrap();
     std::fs::write(&reg, text.replacen("\"cwd\"", ",\"cwd\"", 1)).unwrap();
     let (_, err) = env.fails(&["list"], 1);
@@ -86,7 +88,7 @@ fn a_natural_peer_is_not_launched_on_an_agent_runtime() {
     let mut env = TestEnv::new();
     env.create_echo("alice");
     env.create_echo("bob");
-    let p = env.peer_dir("bob").join(".iapeer/peer-profile.json");
+    let p = peer::profile(&env.peer_dir("bob"));
     let text = std::fs::read_to_string(&p)
         .unwrap()
         .replace("\"artificial\"", "\"natural\"");
@@ -214,7 +216,7 @@ fn initial_prompt_prefixes_only_a_fresh_sessions_first_message() {
     let mut env = TestEnv::new();
     env.create_echo("alice");
     env.create_echo("bob");
-    let p = env.peer_dir("bob").join(".iapeer/peer-profile.json");
+    let p = peer::profile(&env.peer_dir("bob"));
     let mut v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
     v["initial_prompt"] = serde_json::json!("New session. Greet the owner.");
@@ -244,7 +246,7 @@ fn initial_prompt_prefixes_only_a_fresh_sessions_first_message() {
         1,
         "{screen}"
     );
-    let prompt_file = env.root.join("state/lifecycle/echo-bob.system-prompt.md");
+    let prompt_file = env.marker("echo-bob", ".system-prompt.md");
     let prompt = std::fs::read_to_string(&prompt_file).unwrap();
     assert!(
         prompt.contains("personality: \"bob\"") && prompt.contains("## Known peers"),

@@ -3,7 +3,7 @@
 //! `iapeer send` with the identity the daemon gave it, is restarted when it dies, and stays
 //! down while stopped.
 
-mod common;
+use crate::common;
 
 use common::TestEnv;
 use std::path::PathBuf;

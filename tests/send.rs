@@ -1,7 +1,7 @@
 //! Sending through the real daemon to echo peers: live, asleep (woke), stopped, unknown,
 //! validation errors, attachments (spec 03).
 
-mod common;
+use crate::common;
 
 use common::TestEnv;
 use std::time::Duration;
@@ -118,7 +118,7 @@ fn attachments_are_copied_into_the_recipients_inbox() {
     std::fs::remove_file(&src).unwrap();
 
     let hash = sha256_hex(content.as_bytes());
-    let inbox = env.root.join("state/iapeer/attachments/bob");
+    let inbox = env.paths().attachments_dir("bob");
     let copy = inbox.join(&hash).join("отчёт Q3.txt");
     assert_eq!(
         std::fs::read_to_string(&copy).unwrap_or_default(),

@@ -2,7 +2,7 @@
 //! stopped peers, unknown peers and senders, sending to self, every validation error with its
 //! exact text, usage errors, and the ways a message can be given on the command line.
 
-mod common;
+use crate::common;
 
 use common::TestEnv;
 use std::time::Duration;
@@ -269,7 +269,7 @@ fn every_validation_error_has_its_exact_text() {
         "{}",
         env.diagnostics()
     );
-    assert!(!env.root.join("state/iapeer/attachments/bob").exists());
+    assert!(!env.paths().attachments_dir("bob").exists());
 }
 
 #[test]

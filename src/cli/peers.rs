@@ -181,7 +181,7 @@ pub fn remove(inv: &Invocation) -> CliResult {
     // `init` in this folder restores it.
     let profile_path = peer::profile(&entry.cwd);
     if profile_path.is_file() {
-        if let Err(e) = std::fs::rename(&profile_path, peers::removed_profile(&entry.cwd)) {
+        if let Err(e) = std::fs::rename(&profile_path, peer::removed_profile(&entry.cwd)) {
             eprintln!("iapeer remove: cannot set the profile aside ({e}); verify --fix would register the peer again");
         }
     }

@@ -403,6 +403,7 @@ pub const ENV_VARS: &[EnvVar] = &[
 
 /// Variables iapeer reads that are not knobs of its own, with the reason (not documented as
 /// knobs): inherited from the login environment, or set only by tests.
+#[cfg(test)]
 pub const NOT_KNOBS: &[(&str, &str)] = &[
     (
         "HOME",
@@ -441,6 +442,7 @@ pub fn event_log_limits(name: &str) -> Option<(&'static EnvVar, &'static EnvVar)
 }
 
 /// `docs/ENVIRONMENT.md`, generated from [`ENV_VARS`] and [`NOT_KNOBS`].
+#[cfg(test)]
 pub fn render_markdown() -> String {
     let mut out = String::from(
         "# Environment variables\n\n\

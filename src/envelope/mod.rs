@@ -12,7 +12,7 @@ mod scan;
 #[cfg(test)]
 mod tests;
 
-pub use decode::{decode, DecodeError};
+pub use decode::decode;
 pub use extract::extract;
 
 use crate::clock;

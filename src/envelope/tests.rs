@@ -1,5 +1,6 @@
 //! Golden and property tests for the envelope codec (spec 03 §2).
 
+use super::decode::DecodeError;
 use super::*;
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, Zoned};

@@ -1,3 +1,4 @@
+use super::lists::DEATHS_KEPT;
 use super::*;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{choose_runtime, installed_agents, removed_profile, PeerError};
+use super::{choose_runtime, installed_agents, PeerError};
 use crate::fsutil::{self, MODE_PRIVATE};
 use crate::names::{self, Intelligence};
 use crate::paths::{peer, Paths};
@@ -138,7 +138,7 @@ pub fn init_peer(
 
 fn init_folder(paths: &Paths, folder: &Path, opts: &InitOptions) -> Result<Initialized, PeerError> {
     let name = profile::personality_of(folder)?;
-    let removed = removed_profile(folder);
+    let removed = peer::removed_profile(folder);
     if !peer::profile(folder).exists() && removed.is_file() {
         // A peer removed earlier comes back with its own profile (description, keys…).
         std::fs::rename(&removed, peer::profile(folder)).map_err(|source| PeerError::Io {

@@ -10,7 +10,7 @@ mod facts;
 #[cfg(test)]
 mod tests;
 
-pub use facts::{os_release_version_id, short_hostname, HostFacts};
+pub use facts::HostFacts;
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;

@@ -69,14 +69,6 @@ pub fn project_dir(cwd: &Path) -> Option<PathBuf> {
     Some(config_dir()?.join("projects").join(project_slug(cwd)))
 }
 
-/// The root refusal explained, with both remedies.
-pub fn root_refused(cwd: &Path) -> String {
-    format!(
-        "Claude Code refuses --dangerously-skip-permissions as root — run iapeer as a normal user, or (inside a sandbox) set IS_SANDBOX=1 in {}",
-        crate::paths::peer::launch_env(cwd, "claude").display()
-    )
-}
-
 /// The claude adapter.
 pub struct Claude {
     program: PathBuf,

@@ -55,6 +55,7 @@ pub struct Menu {
 
 impl Menu {
     /// Label under the marker, if exactly one option shows it.
+    #[cfg(test)]
     pub fn cursor_label(&self) -> Option<&str> {
         self.cursor.map(|i| self.options[i].label.as_str())
     }
@@ -201,6 +202,7 @@ pub fn find_menu_with<S: AsRef<str>>(rows: &[S], marker: char) -> Option<Menu> {
 }
 
 /// Label under the `❯` cursor of the menu on screen, if any.
+#[cfg(test)]
 pub fn cursor_label<S: AsRef<str>>(rows: &[S]) -> Option<String> {
     find_menu(rows)?.cursor_label().map(str::to_string)
 }

@@ -243,11 +243,6 @@ impl ActiveDelivery {
             } => Some(deadline.min(next_poll)),
         }
     }
-
-    /// Whether the confirmation phase is active (output matters for it).
-    pub fn confirming(&self) -> bool {
-        matches!(self.phase, Phase::Confirming { .. })
-    }
 }
 
 #[cfg(test)]

@@ -12,5 +12,7 @@ pub mod keys;
 pub mod responder;
 pub mod screen;
 
-pub use keys::{bracketed_paste, encode_keys, KeyError};
-pub use screen::{ComposerState, Fed, Screen, SESSION_COLS, SESSION_ROWS};
+pub use keys::{bracketed_paste, encode_keys};
+pub use screen::Screen;
+#[cfg(test)]
+pub use screen::{SESSION_COLS, SESSION_ROWS};

@@ -7,6 +7,7 @@
 pub mod anthropic;
 pub mod openai;
 
+use iapeer::paths::{peer, Paths};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -145,12 +146,18 @@ impl TestEnv {
         child.wait().ok()
     }
 
+    /// This world's storage layout, as the daemon and CLI resolve it (the helpers below spell
+    /// no path of their own).
+    pub fn paths(&self) -> Paths {
+        Paths::at(&self.root)
+    }
+
     pub fn socket(&self) -> PathBuf {
-        self.root.join("state/iapeer/router.sock")
+        self.paths().socket()
     }
 
     pub fn router_json(&self) -> PathBuf {
-        self.root.join("state/iapeer/router.json")
+        self.paths().router_json()
     }
 
     /// The daemon's MCP URL from router.json.
@@ -169,34 +176,30 @@ impl TestEnv {
             .unwrap()
     }
 
-    /// `<root>/logs/iapeer/<name>.log` as text (empty when missing).
+    /// `<root>/logs/iapeer/<name>.log` as text (empty when missing); `name` is one of
+    /// `daemon`, `delivery`, `lifecycle`, `exits`.
     pub fn log(&self, name: &str) -> String {
-        std::fs::read_to_string(self.root.join("logs/iapeer").join(format!("{name}.log")))
-            .unwrap_or_default()
+        let p = self.paths();
+        let path = match name {
+            "daemon" => p.daemon_log(),
+            "delivery" => p.delivery_log(),
+            "lifecycle" => p.lifecycle_log(),
+            "exits" => p.exits_log(),
+            other => panic!("no event log named {other:?}"),
+        };
+        std::fs::read_to_string(path).unwrap_or_default()
     }
 
     /// The pane log of an identity.
     pub fn pane(&self, identity: &str) -> String {
-        String::from_utf8_lossy(
-            &std::fs::read(
-                self.root
-                    .join("logs/lifecycle")
-                    .join(format!("{identity}.log")),
-            )
-            .unwrap_or_default(),
-        )
-        .into_owned()
+        String::from_utf8_lossy(&std::fs::read(self.paths().pane_log(identity)).unwrap_or_default())
+            .into_owned()
     }
 
     /// The current screen of an identity's session, replayed from its pane log through a
     /// terminal model at the session size (220×50; valid while nobody attached and resized it).
     pub fn screen(&self, identity: &str) -> String {
-        let bytes = std::fs::read(
-            self.root
-                .join("logs/lifecycle")
-                .join(format!("{identity}.log")),
-        )
-        .unwrap_or_default();
+        let bytes = std::fs::read(self.paths().pane_log(identity)).unwrap_or_default();
         let mut parser = vt100::Parser::new(50, 220, 0);
         parser.process(&bytes);
         parser.screen().contents()
@@ -217,14 +220,12 @@ impl TestEnv {
 
     /// A marker file path.
     pub fn marker(&self, identity: &str, suffix: &str) -> PathBuf {
-        self.root
-            .join("state/lifecycle")
-            .join(format!("{identity}{suffix}"))
+        self.paths().marker(identity, suffix)
     }
 
     /// The working folder of a peer made by `create`.
     pub fn peer_dir(&self, name: &str) -> PathBuf {
-        self.root.join("peers").join(name)
+        self.paths().peers_dir().join(name)
     }
 
     /// `iapeer create <name> --runtime echo`.
@@ -234,11 +235,7 @@ impl TestEnv {
 
     /// Write the peer's launch.env for a runtime.
     pub fn launch_env(&self, name: &str, runtime: &str, text: &str) {
-        let p = self
-            .peer_dir(name)
-            .join(".iapeer/runtimes")
-            .join(runtime)
-            .join("launch.env");
+        let p = peer::launch_env(&self.peer_dir(name), runtime);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
     }
@@ -276,6 +273,24 @@ impl TestEnv {
         );
     }
 
+    /// The positive signal for "X does not happen while the daemon keeps supervising": wait
+    /// until the supervise tick has run `n` more times, requiring `happened` to stay false at
+    /// every poll. Needs `IAPEER_SUPERVISE_LOG_VERBOSE=1` (one `ev=supervise action=tick` line
+    /// per tick). Unlike a fixed sleep, this cannot pass on a loaded machine where the tick
+    /// never ran inside the window.
+    pub fn watch_ticks(&self, n: usize, what: &str, happened: impl Fn(&TestEnv) -> bool) {
+        let ticks = |e: &TestEnv| e.count_events("lifecycle", "supervise", &[("action", "tick")]);
+        let base = ticks(self);
+        self.wait_until(
+            &format!("{n} supervise ticks without {what}"),
+            Duration::from_secs(30),
+            |e| {
+                assert!(!happened(e), "{what} happened\n{}", e.diagnostics());
+                ticks(e) >= base + n
+            },
+        );
+    }
+
     /// Tails of every log that explains a failure.
     pub fn diagnostics(&self) -> String {
         let tail = |text: String, n: usize| -> String {
@@ -297,7 +312,7 @@ impl TestEnv {
                 30
             )
         ));
-        if let Ok(entries) = std::fs::read_dir(self.root.join("logs/lifecycle")) {
+        if let Ok(entries) = std::fs::read_dir(self.paths().pane_logs_dir()) {
             for e in entries.flatten() {
                 let text = String::from_utf8_lossy(&std::fs::read(e.path()).unwrap_or_default())
                     .into_owned();

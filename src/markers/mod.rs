@@ -6,8 +6,8 @@
 //! |---|---|
 //! | `<id>.session` | [`SessionRecord`] JSON |
 //! | `<id>.stopped`, `.idle-reaped`, `.fresh-next`, `.new-eager`, `.ephemeral-armed` | empty flags ([`Flag`]) |
-//! | `<id>.deaths` | JSON array of epoch-ms, the last [`DEATHS_KEPT`] |
-//! | `<id>.topic` | topics, one per line, most recent last, at most [`TOPICS_KEPT`] |
+//! | `<id>.deaths` | JSON array of epoch-ms, the last [`DEATHS_KEPT`](lists::DEATHS_KEPT) |
+//! | `<id>.topic` | topics, one per line, most recent last, at most [`TOPICS_KEPT`](lists::TOPICS_KEPT) |
 //! | `<id>.system-prompt.md`, `<id>.queue/` | written by their owners (spec 06, spec 05 §6) |
 //!
 //! Reading never fails: a corrupt `.session` or `.deaths` reads as none (with a warning), so a
@@ -26,7 +26,7 @@ use crate::fsutil;
 use crate::names::{Identity, IdentityError};
 use crate::paths::Paths;
 
-pub use lists::{crash_looping, note_topic_in, push_death, DEATHS_KEPT, TOPICS_KEPT};
+pub use lists::{crash_looping, note_topic_in, push_death};
 
 /// Suffix of the session record.
 pub const SESSION: &str = ".session";
@@ -35,8 +35,10 @@ pub const DEATHS: &str = ".deaths";
 /// Suffix of the topic list.
 pub const TOPIC: &str = ".topic";
 /// Suffix of the composed system prompt file.
+#[cfg(test)]
 pub const SYSTEM_PROMPT: &str = ".system-prompt.md";
 /// Suffix of the ephemeral task queue folder.
+#[cfg(test)]
 pub const QUEUE: &str = ".queue";
 
 /// The flag markers: present or absent, no content.
@@ -56,6 +58,7 @@ pub enum Flag {
 
 impl Flag {
     /// Every flag.
+    #[cfg(test)]
     pub const ALL: [Flag; 5] = [
         Flag::Stopped,
         Flag::IdleReaped,
@@ -150,6 +153,7 @@ impl Markers {
     }
 
     /// Whose markers these are.
+    #[cfg(test)]
     pub fn identity(&self) -> &Identity {
         &self.identity
     }
@@ -160,11 +164,13 @@ impl Markers {
     }
 
     /// `<id>.system-prompt.md`: where the composed system prompt is written (spec 06).
+    #[cfg(test)]
     pub fn system_prompt_path(&self) -> PathBuf {
         self.path(SYSTEM_PROMPT)
     }
 
     /// `<id>.queue/`: the ephemeral task FIFO folder (spec 05 §6).
+    #[cfg(test)]
     pub fn queue_dir(&self) -> PathBuf {
         self.path(QUEUE)
     }
@@ -177,6 +183,7 @@ impl Markers {
     }
 
     /// The `.session` record; `None` when absent or unreadable (corrupt is logged).
+    #[cfg(test)]
     pub fn read_session(&self) -> Option<SessionRecord> {
         self.read_json(SESSION)
     }
@@ -249,6 +256,7 @@ impl Markers {
     }
 
     /// True when `topic` (newlines read as spaces) is in the list; an empty topic never is.
+    #[cfg(test)]
     pub fn knows_topic(&self, topic: &str) -> bool {
         let wanted = lists::clean_topic(topic);
         !wanted.is_empty() && self.topics().contains(&wanted)

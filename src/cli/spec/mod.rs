@@ -188,6 +188,7 @@ pub enum Verb {
 
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
+    #[cfg(test)]
     pub const ALL: [Verb; 22] = [
         Verb::Send,
         Verb::Create,

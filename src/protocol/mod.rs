@@ -74,11 +74,13 @@ macro_rules! requests {
 
         impl Op {
             /// Every op, in declaration order.
+            #[cfg(test)]
             pub const ALL: &'static [Op] = &[$(Op::$variant),*];
         }
 
         impl Request {
             /// This request's op.
+            #[cfg(test)]
             pub fn op(&self) -> Op {
                 match self {
                     $(Request::$variant { .. } => Op::$variant),*
@@ -557,6 +559,7 @@ impl Reply {
     /// Parse the final reply line to a request with op `op` (each op has one reply type).
     ///
     /// Errors: the line is not JSON, or not the shape of `op`'s reply or of a failure.
+    #[cfg(test)]
     pub fn parse(op: Op, line: &str) -> Result<Reply, serde_json::Error> {
         fn typed<T: DeserializeOwned + Into<Reply>>(
             line: &str,

@@ -8,12 +8,13 @@
 #[cfg(test)]
 mod tests;
 
-pub use super::responder::MAX_PENDING;
 use super::responder::{self, Scanner};
 
 /// Rows of a session screen (spec 04 §1: spawn at the final size, 220 × 50).
+#[cfg(test)]
 pub const SESSION_ROWS: u16 = 50;
 /// Columns of a session screen.
+#[cfg(test)]
 pub const SESSION_COLS: u16 = 220;
 /// Scrollback lines kept by the model (replayed to attaching clients).
 pub const SCROLLBACK_LINES: usize = 2000;
@@ -133,12 +134,14 @@ impl Screen {
     }
 
     /// Cursor position as 0-based (row, col).
+    #[cfg(test)]
     pub fn cursor(&self) -> (u16, u16) {
         self.parser.screen().cursor_position()
     }
 
     /// Whether the child switched the terminal to application-cursor mode (DECCKM): arrow keys
     /// must then be sent as `ESC O A..D` (see [`encode_keys`](super::keys::encode_keys)).
+    #[cfg(test)]
     pub fn application_cursor(&self) -> bool {
         self.parser.screen().application_cursor()
     }

@@ -1,0 +1,46 @@
+//! The integration suite: one test crate (one binary, one link of the library), as in
+//! ripgrep's `tests/tests.rs`. Each `tests/<area>.rs` is a module of it; `tests/common/` holds
+//! the shared helpers.
+//!
+//! Cargo.toml sets `autotests = false`, so cargo builds only this file as a test target. To add
+//! a test file: create `tests/<area>.rs` starting with `use crate::common;` (not `mod common;`)
+//! and add `mod <area>;` below; [`every_test_file_is_a_module`] fails if the line is missing.
+//! Run one file's tests with `cargo test --test integration <area>::`.
+
+#![warn(clippy::self_named_module_files)]
+
+mod common;
+
+mod attach;
+mod claude;
+mod cli;
+mod codex;
+mod demo;
+mod lifecycle;
+mod lifecycle_verbs;
+mod mcp;
+mod peers;
+mod regressions;
+mod router_runtime;
+mod send;
+mod send_rules;
+
+/// With `autotests = false` a file in `tests/` that no `mod` line names would never build or
+/// run; this makes that loud.
+#[test]
+fn every_test_file_is_a_module() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let this = std::fs::read_to_string(dir.join("tests.rs")).unwrap();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
+            continue;
+        };
+        if path.extension().is_some_and(|e| e == "rs") && stem != "tests" {
+            assert!(
+                this.lines().any(|l| l == format!("mod {stem};")),
+                "tests/{stem}.rs is not part of the suite: add `mod {stem};` to tests/tests.rs"
+            );
+        }
+    }
+}
