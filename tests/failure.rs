@@ -2,7 +2,7 @@
 //! with the test-only `IAPEER_TEST_HOOK`, answers every waiting sender, ends the sessions'
 //! children and makes `iapeer daemon` exit non-zero within 5 s with the panic in `daemon.log`.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
