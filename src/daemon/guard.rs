@@ -5,7 +5,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::protocol::{Code, Failure};
 
@@ -121,16 +121,10 @@ pub fn finish_by(deadline: Instant, what: &str, work: impl FnOnce() + Send + 'st
     }
 }
 
-/// The time left until `deadline`, at least `floor`.
-pub fn left_until(deadline: Instant, floor: Duration) -> Duration {
-    deadline
-        .saturating_duration_since(Instant::now())
-        .max(floor)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn catch_gives_the_panic_message() {

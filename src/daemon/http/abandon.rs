@@ -58,6 +58,7 @@ pub fn must_abandon(declared: Option<usize>) -> bool {
 }
 
 /// How many connections [`answer_and_abandon`] has abandoned in this process.
+#[cfg(test)]
 pub fn abandoned_count() -> usize {
     ABANDONED.load(Ordering::SeqCst)
 }

@@ -15,8 +15,6 @@ pub const FLEET_BODY_LIMIT: usize = 64 * 1024;
 /// What the gate sees of a request. Header names are lowercase.
 #[derive(Debug, Clone, Copy)]
 pub struct Head<'a> {
-    /// Method, e.g. `POST`.
-    pub method: &'a str,
     /// Request target as sent (origin-form or absolute-form).
     pub target: &'a str,
     /// (lowercase name, value) in the order received.
@@ -279,7 +277,6 @@ mod tests {
     fn admit_order_and_limits() {
         let h = hs(&[("host", "evil:1")]);
         let head = Head {
-            method: "POST",
             target: "/mcp",
             headers: &h,
             content_length: Some(10 << 20),

@@ -41,7 +41,7 @@ use crate::daemon::mcp::{self, Backend};
 use gate::{Head, Route};
 use reply::Reply;
 
-pub use gate::{FLEET_BODY_LIMIT, MCP_BODY_LIMIT};
+pub use gate::MCP_BODY_LIMIT;
 
 /// Default cap on requests served at once.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
@@ -234,7 +234,6 @@ fn serve(mut request: Request, shared: &Shared) {
     let method = request.method().as_str().to_owned();
     let target = request.url().to_owned();
     let head = Head {
-        method: &method,
         target: &target,
         headers: &headers,
         content_length: request.body_length(),

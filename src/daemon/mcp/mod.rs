@@ -14,7 +14,8 @@ mod tests;
 
 use serde_json::Value;
 
-pub use tool::{ArgError, INSTRUCTIONS, SUPPORTED_PROTOCOL_VERSIONS, TOOL_NAME};
+#[cfg(test)]
+use tool::ArgError;
 
 /// Arguments of one `send_to_peer` call, shape-checked but not value-checked (the router's
 /// `route_send` validates patterns and limits, spec 03 §1).

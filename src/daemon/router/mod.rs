@@ -39,8 +39,6 @@ use now::Now;
 use sess_state::SessState;
 use state::{LiveSessions, Queues, Supervisor, Timers};
 
-pub use endpoint::{PendingSend, QueuedSend, SendJob, SendRecord};
-
 /// A message for the router thread.
 pub enum RouterMsg {
     /// A control-socket request.

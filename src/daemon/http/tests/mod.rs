@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use super::gate::FLEET_BODY_LIMIT;
 use super::reply::UNAUTHORIZED_BODY;
 use super::*;
 use crate::daemon::mcp::CallerCreds;
