@@ -8,14 +8,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-
 use super::parse::Invocation;
 use super::spec::flags;
 use super::{CliError, CliResult};
 use crate::eventlog::parse_line;
 use crate::fsutil::{ensure_dir, random_hex, write_json_atomic, MODE_SHARED};
 use crate::paths::Paths;
+use crate::runtime::manifest::{CommandSpec, Manifest};
 
 /// Longest the demo waits for any one step.
 const STEP_TIMEOUT: Duration = Duration::from_secs(20);
@@ -267,7 +266,14 @@ pub fn run(inv: &Invocation) -> CliResult {
         // The operator's runtime: a router runtime package whose program is `cat`.
         write_json_atomic(
             &paths.runtime_manifest("console"),
-            &json!({"runtime": "console", "version": "demo", "run": {"command": "cat", "args": []}}),
+            &Manifest {
+                runtime: "console".into(),
+                version: Some("demo".into()),
+                run: Some(CommandSpec {
+                    command: "cat".into(),
+                    args: vec![],
+                }),
+            },
             MODE_SHARED,
         )
         .map_err(fail)?;

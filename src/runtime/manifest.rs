@@ -1,7 +1,7 @@
 //! Runtime package manifests `runtimes/<rt>/runtime.json` (spec 08 §2), as far as running a
 //! router runtime needs them. Unknown keys are ignored.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 use super::RuntimeError;
@@ -9,7 +9,7 @@ use crate::names::is_valid_runtime;
 use crate::paths::Paths;
 
 /// A `{command, args}` descriptor.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CommandSpec {
     /// Program path or name.
     pub command: String,
@@ -19,16 +19,16 @@ pub struct CommandSpec {
 }
 
 /// The fields of `runtime.json` that iapeer reads.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     /// Must equal the folder name.
     pub runtime: String,
     /// Package version, when stamped.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// Our addition: how to run the runtime. Absent = `$<RT>_RUNTIME_BIN` or `<rt>-runtime`,
     /// with the argument `run`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<CommandSpec>,
 }
 
