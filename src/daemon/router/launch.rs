@@ -401,17 +401,21 @@ fn run_launch(plan: &LaunchPlan, token: String, env: &LaunchEnv) -> Result<Spawn
         }
     }
     let (handle, pid) = start_session(plan, spec, &env.paths, &env.cfg, &env.session_tx)?;
-    logged(markers.write_session(&SessionRecord {
-        identity: ident.to_string(),
-        runtime: ident.runtime.clone(),
-        personality: ident.personality.clone(),
-        cwd: plan.peer.cwd.clone(),
-        woke_at: env.woke_at_ms,
-        pid,
-    }));
-    if plan.mode == WakeMode::Fresh && plan.adapter.kind() == RuntimeKind::Agent {
-        logged(markers.reset_topics());
-    }
+    // The child runs now: whatever happens to the record keeping, the router must get the
+    // session (a panic here is logged by the hook and the launch still reports it).
+    let _ = crate::daemon::guard::catch(|| {
+        logged(markers.write_session(&SessionRecord {
+            identity: ident.to_string(),
+            runtime: ident.runtime.clone(),
+            personality: ident.personality.clone(),
+            cwd: plan.peer.cwd.clone(),
+            woke_at: env.woke_at_ms,
+            pid,
+        }));
+        if plan.mode == WakeMode::Fresh && plan.adapter.kind() == RuntimeKind::Agent {
+            logged(markers.reset_topics());
+        }
+    });
     Ok(Spawned { handle, pid })
 }
 
