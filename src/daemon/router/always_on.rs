@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
-use super::decide::may_start_always_on;
+use super::decide::{may_start_always_on, LaunchFor};
 use super::{Router, Timer};
 use crate::daemon::lifecycle::{AfterDeath, ModeRequest};
+use crate::daemon::route::Refusal;
 use crate::eventlog::Event;
 use crate::markers::{Flag, Markers};
 use crate::names::Identity;
@@ -43,7 +44,7 @@ impl Router {
     pub(crate) fn restart_always_on(&mut self, ident: &Identity) {
         let identity = ident;
         let start = may_start_always_on(
-            self.live.sessions.contains_key(identity),
+            self.live.has(identity),
             self.shutdown.is_some(),
             Markers::new(&self.paths, ident).is_set(Flag::Stopped),
             self.supervisor
@@ -56,27 +57,34 @@ impl Router {
         }
         self.supervisor.always_on.entry(ident.clone()).or_default();
         let session = self.next_id();
-        match self.launch(ident, ModeRequest::Fresh, None, session) {
-            Ok((sess, _, _)) => {
-                self.lifecycle(
-                    Event::new("always-on")
-                        .field("identity", identity)
-                        .field("action", "started")
-                        .field("pid", sess.pid.to_string()),
-                );
-                self.live.register(sess);
-            }
-            Err(r) => {
-                log::warn!("always-on {identity}: {}", r.error);
-                self.lifecycle(
-                    Event::new("always-on")
-                        .field("identity", identity)
-                        .field("action", "start-failed")
-                        .field("err", &r.error),
-                );
-                // Treat a failed start like a death so back-off and parking apply.
-                self.back_off(ident, Duration::ZERO, false);
-            }
+        match self.plan_launch(ident, ModeRequest::Fresh, None, session) {
+            Ok(plan) => self.begin_launch(plan, LaunchFor::AlwaysOn),
+            Err(r) => self.always_on_start_failed(ident, &r, true),
+        }
+    }
+
+    /// An always-on start failed (its checks, or its launcher): log it, and (`back_off`)
+    /// treat it like a death so back-off and parking apply. Without the back-off (the
+    /// router had ended it while it launched), a `new` that asked for a restart gets it.
+    pub(crate) fn always_on_start_failed(&mut self, ident: &Identity, r: &Refusal, back_off: bool) {
+        log::warn!("always-on {ident}: {}", r.error);
+        self.lifecycle(
+            Event::new("always-on")
+                .field("identity", ident)
+                .field("action", "start-failed")
+                .field("err", &r.error),
+        );
+        if back_off {
+            self.back_off(ident, Duration::ZERO, false);
+            return;
+        }
+        let again = self
+            .supervisor
+            .always_on
+            .get_mut(ident)
+            .is_some_and(|st| std::mem::take(&mut st.restart_on_exit));
+        if again {
+            self.restart_always_on(ident);
         }
     }
 

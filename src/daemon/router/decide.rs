@@ -4,7 +4,8 @@
 //! next ([`head_step`]), what a session's end sets in motion ([`after_exit`]), whether an
 //! idle session sleeps ([`idle_sleep`]), what the tick does to a session ([`tick_step`]),
 //! the crash-loop guard ([`crash_looping`]), the always-on start check
-//! ([`may_start_always_on`]) and the revive grace ([`revive_deadline`], [`revive_gives_up`]).
+//! ([`may_start_always_on`]), the revive grace ([`revive_deadline`], [`revive_gives_up`]) and
+//! what a launcher thread's report sets in motion ([`launched`]).
 //! The fresh/resume rules and the always-on back-off live in [`crate::daemon::lifecycle`].
 
 use std::time::{Duration, Instant};
@@ -52,11 +53,14 @@ pub(crate) enum Head {
     },
 }
 
-/// Where the identity stands: a tracked session, or none and what its markers say.
+/// Where the identity stands: a tracked session, a launch under way, or none and what its
+/// markers say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Presence {
     /// A session exists.
     Session(Live),
+    /// A launcher thread is starting its session: the head waits for the launch's result.
+    Launching,
     /// No session.
     Asleep {
         /// `.stopped` is set.
@@ -97,6 +101,8 @@ pub(crate) enum HeadStep {
 pub(crate) fn head_step(head: Head, presence: Presence) -> HeadStep {
     use HeadStep::*;
     match (head, presence) {
+        // One launch at a time per identity: whatever the head is, it waits for the result.
+        (_, Presence::Launching) => Wait,
         (Head::Send(_), Presence::Session(Live::Ready)) => Deliver,
         (Head::Send(_), Presence::Session(_)) => Wait,
         (Head::Send(RuntimeKind::Router), Presence::Asleep { stopped: true, .. }) => RefuseStopped,
@@ -309,6 +315,69 @@ pub(crate) fn revive_deadline(started: Instant, grace: Duration) -> Instant {
 /// can take it.
 pub(crate) fn revive_gives_up(still_head: bool, usable_session: bool) -> bool {
     still_head && !usable_session
+}
+
+/// What a launch is for: the head of the identity's queue (a message, a wake, a compact)
+/// or the always-on supervisor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LaunchFor {
+    /// The queue head asked for it (`pump`).
+    Head,
+    /// The always-on supervisor started it (daemon start, restart, `start`, `new`).
+    AlwaysOn,
+}
+
+/// The facts [`launched`] reads when a launcher thread reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LaunchedFacts {
+    /// What the launch was for.
+    pub purpose: LaunchFor,
+    /// The child and its session thread started.
+    pub started: bool,
+    /// The router ended the identity while it launched (stop, forget, `new`, self-fresh,
+    /// shutdown): the first cause, or shutdown's.
+    pub ending: Option<Cause>,
+    /// The queue head that asked for the launch is still there (a message in flight, or a
+    /// head nobody ended).
+    pub head_waits: bool,
+}
+
+/// What the router does with a launch's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LaunchedStep {
+    /// Track the new session as booting (spec 05 §2 step 8).
+    Booting,
+    /// Track the new session and end it at once for this cause, exactly as if it had been
+    /// booting when the router ended it.
+    EndAtOnce(Cause),
+    /// The launch failed: fail the queue head with the launch's refusal, or with the
+    /// stopped refusal when `stop` came while it launched.
+    FailHead {
+        /// `stop` ended it while it launched.
+        stopped: bool,
+    },
+    /// An always-on start failed: log it, and back off unless the router had ended it.
+    StartFailed {
+        /// Apply the back-off (spec 05 §8).
+        back_off: bool,
+    },
+    /// The launch failed and nothing waits for it any more.
+    Gone,
+}
+
+/// The decision when a launcher thread reports (spec 05 §2 steps 6–8, §8).
+pub(crate) fn launched(f: &LaunchedFacts) -> LaunchedStep {
+    match (f.started, f.ending, f.purpose) {
+        (true, None, _) => LaunchedStep::Booting,
+        (true, Some(cause), _) => LaunchedStep::EndAtOnce(cause),
+        (false, ending, LaunchFor::AlwaysOn) => LaunchedStep::StartFailed {
+            back_off: ending.is_none(),
+        },
+        (false, ending, LaunchFor::Head) if f.head_waits => LaunchedStep::FailHead {
+            stopped: ending == Some(Cause::Stop),
+        },
+        (false, _, LaunchFor::Head) => LaunchedStep::Gone,
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::daemon::lifecycle::{AfterDeath, Backoff, ModeRequest};
+use crate::daemon::router::sess_state::SessState;
 
 const AGENT: RuntimeKind = RuntimeKind::Agent;
 const ROUTER: RuntimeKind = RuntimeKind::Router;
@@ -615,4 +616,149 @@ fn always_on_start_conditions() {
     assert!(!may_start_always_on(false, true, false, false));
     assert!(!may_start_always_on(false, false, true, false));
     assert!(!may_start_always_on(false, false, false, true));
+}
+
+fn launch_result(purpose: LaunchFor, started: bool, ending: Option<Cause>) -> LaunchedFacts {
+    LaunchedFacts {
+        purpose,
+        started,
+        ending,
+        head_waits: ending.is_none(),
+    }
+}
+
+/// Spec 05 §2 steps 2–4: while a launcher thread starts an identity's session, its queue
+/// head waits (one wake at a time per identity), whatever the head is.
+#[test]
+fn launching_identity_holds_its_queue() {
+    for head in [
+        Head::Send(AGENT),
+        Head::Send(ROUTER),
+        Head::Compact,
+        wake(ModeRequest::Fresh, false),
+        wake(ModeRequest::Fresh, true),
+        wake(ModeRequest::Auto, true),
+    ] {
+        assert_eq!(head_step(head, Presence::Launching), HeadStep::Wait);
+    }
+}
+
+/// Spec 05 §2 step 8: a launch that started its session makes it booting; an always-on
+/// start likewise.
+#[test]
+fn launched_ok_is_booting() {
+    assert_eq!(
+        launched(&launch_result(LaunchFor::Head, true, None)),
+        LaunchedStep::Booting
+    );
+    assert_eq!(
+        launched(&launch_result(LaunchFor::AlwaysOn, true, None)),
+        LaunchedStep::Booting
+    );
+}
+
+/// Spec 05 §2 "failures at any step are reported": a launch that did not start fails the
+/// head that asked for it with the launch's own refusal; an always-on start that failed
+/// backs off like a death (spec 05 §8).
+#[test]
+fn launch_failed_fails_the_head_or_backs_off() {
+    assert_eq!(
+        launched(&launch_result(LaunchFor::Head, false, None)),
+        LaunchedStep::FailHead { stopped: false }
+    );
+    assert_eq!(
+        launched(&launch_result(LaunchFor::AlwaysOn, false, None)),
+        LaunchedStep::StartFailed { back_off: true }
+    );
+    // The refusal is the one a launch on the router thread gave.
+    let r = crate::daemon::router::launch::offline("alice", "cannot start /x: No such file");
+    assert_eq!(r.code, crate::protocol::Code::Offline);
+    assert_eq!(
+        r.error,
+        "peer \"alice\" offline and wake failed: cannot start /x: No such file"
+    );
+}
+
+/// Spec 05 §5 `stop` while the session is launching: a started session ends at once with
+/// cause `stop` (the message riding the wake then fails "stopped", as for a booting
+/// session); a launch that failed fails that message "stopped" if it still waits, and
+/// nothing if `stop` already answered the head.
+#[test]
+fn stop_while_launching() {
+    assert_eq!(
+        launched(&launch_result(LaunchFor::Head, true, Some(Cause::Stop))),
+        LaunchedStep::EndAtOnce(Cause::Stop)
+    );
+    let failed = |head_waits| LaunchedFacts {
+        purpose: LaunchFor::Head,
+        started: false,
+        ending: Some(Cause::Stop),
+        head_waits,
+    };
+    assert_eq!(
+        launched(&failed(true)),
+        LaunchedStep::FailHead { stopped: true }
+    );
+    assert_eq!(launched(&failed(false)), LaunchedStep::Gone);
+    // An always-on peer stopped (or forgotten) while launching does not back off.
+    assert_eq!(
+        launched(&launch_result(
+            LaunchFor::AlwaysOn,
+            false,
+            Some(Cause::Stop)
+        )),
+        LaunchedStep::StartFailed { back_off: false }
+    );
+    // `new`/self-fresh and forget end it with their own cause.
+    assert_eq!(
+        launched(&launch_result(LaunchFor::Head, true, Some(Cause::Replaced))),
+        LaunchedStep::EndAtOnce(Cause::Replaced)
+    );
+    assert_eq!(
+        launched(&launch_result(
+            LaunchFor::AlwaysOn,
+            true,
+            Some(Cause::Removed)
+        )),
+        LaunchedStep::EndAtOnce(Cause::Removed)
+    );
+}
+
+/// Shutdown while launching: the launch's session ends at once with cause `shutdown`
+/// (shutdown's cause replaces an earlier one), and a failed launch answers nobody (shutdown
+/// already failed every queued job).
+#[test]
+fn shutdown_while_launching() {
+    let mut state = SessState::Booting;
+    state.end(Cause::Stop);
+    state.end_now(Cause::Shutdown);
+    let ending = state.ending_cause();
+    assert_eq!(ending, Some(Cause::Shutdown));
+    assert_eq!(
+        launched(&LaunchedFacts {
+            purpose: LaunchFor::Head,
+            started: true,
+            ending,
+            head_waits: false,
+        }),
+        LaunchedStep::EndAtOnce(Cause::Shutdown)
+    );
+    assert_eq!(
+        launched(&LaunchedFacts {
+            purpose: LaunchFor::Head,
+            started: false,
+            ending,
+            head_waits: false,
+        }),
+        LaunchedStep::Gone
+    );
+    assert_eq!(
+        launched(&LaunchedFacts {
+            purpose: LaunchFor::AlwaysOn,
+            started: false,
+            ending,
+            head_waits: false,
+        }),
+        LaunchedStep::StartFailed { back_off: false }
+    );
 }

@@ -229,6 +229,7 @@ impl Router {
             let live = self.live.sessions.get(identity);
             let presence = match live {
                 Some(s) => Presence::Session(s.live()),
+                None if self.live.launching.contains_key(identity) => Presence::Launching,
                 None => {
                     let m = self.markers(identity);
                     Presence::Asleep {

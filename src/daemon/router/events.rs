@@ -17,6 +17,14 @@ impl Router {
         let Some(identity) = self.live.session_ids.get(&ev.session).cloned() else {
             return;
         };
+        // The session thread can speak before its launcher has reported: keep its events
+        // for `on_launched` to replay once the session is tracked.
+        if let Some(l) = self.live.launching.get_mut(&identity) {
+            if l.session == ev.session {
+                l.early_events.push(ev);
+                return;
+            }
+        }
         match ev.kind {
             EventKind::Phase(phase) => self.progress_to_waiters(&identity, &phase),
             EventKind::Ready => {

@@ -1,13 +1,20 @@
 //! Bringing a session up (spec 05 §2 steps 1–7, spec 04 §1 "Spawning"): the checks, the
 //! fresh/resume decision, the system prompt, the environment, the spawn, the markers.
+//!
+//! The router thread only decides ([`Router::plan_launch`]) and tracks the launch in
+//! [`LiveSessions::launching`](super::state::LiveSessions); a short-lived launcher thread
+//! does the blocking part ([`prepare_spawn`], [`start_session`], the markers) and reports
+//! [`RouterMsg::Launched`], which [`Router::on_launched`] turns into a booting session.
 
 use std::sync::Arc;
 
 use crossbeam_channel::Sender;
 
-use super::decide::crash_looping;
+use super::decide::{crash_looping, launched, LaunchFor, LaunchedFacts, LaunchedStep};
 use super::endpoint::{delivery_for, Job};
-use super::{logged, Router, Sess};
+use super::sess_state::SessState;
+use super::state::Launching;
+use super::{logged, Router, RouterMsg, Sess};
 use crate::config::Config;
 use crate::daemon::lifecycle::{decide_mode, ModeRequest, WakeDecision, WakeFacts};
 use crate::daemon::route::{stopped_refusal, Refusal};
@@ -20,11 +27,12 @@ use crate::protocol::Code;
 use crate::registry::{Registry, RegistryPeer};
 use crate::runtime::{Adapter, LaunchCtx, RuntimeKind, WakeMode};
 use crate::session::env::{session_env, EnvInput};
-use crate::session::handle::{Delivery, SessionEvent, SessionHandle};
+use crate::session::handle::{Cause, Delivery, SessionCmd, SessionEvent, SessionHandle};
 use crate::session::spawn::SpawnSpec;
 use crate::session::thread::{self, SessionConfig};
 
-fn offline(personality: &str, reason: impl std::fmt::Display) -> Refusal {
+/// The refusal of a launch that failed: `peer "<p>" offline and wake failed: <reason>`.
+pub(crate) fn offline(personality: &str, reason: impl std::fmt::Display) -> Refusal {
     Refusal {
         code: Code::Offline,
         error: format!("peer \"{personality}\" offline and wake failed: {reason}"),
@@ -32,7 +40,9 @@ fn offline(personality: &str, reason: impl std::fmt::Display) -> Refusal {
 }
 
 impl Router {
-    /// Launch a session for the head of `identity`'s queue (a message or a wake job).
+    /// Launch a session for the head of `identity`'s queue (a message or a wake job): the
+    /// router decides here; the launcher thread does the rest and reports
+    /// [`RouterMsg::Launched`].
     pub(crate) fn launch_for_head(
         &mut self,
         identity: &Identity,
@@ -48,93 +58,183 @@ impl Router {
             _ => None,
         };
         let session = self.next_id();
-        let (sess, decision, first_job) = self.launch(identity, mode_req, topic, session)?;
-        let mode = decision.map(|d| d.mode).unwrap_or(WakeMode::Fresh);
+        let plan = self.plan_launch(identity, mode_req, topic, session)?;
+        // The head is the launch's now: a message rides it (in flight), a wake waits for it.
         if let Some(ep) = self.queues.endpoints.get_mut(identity) {
             match ep.queue.front_mut() {
-                Some(Job::Send(j)) if Some(j.id) == first_job => {
-                    j.woke = true;
-                    ep.inflight = Some(j.id);
-                }
+                Some(Job::Send(j)) if Some(j.id) == plan.first_job => ep.inflight = Some(j.id),
                 Some(Job::Wake(w)) => w.launched = true,
                 _ => {}
             }
         }
-        let mut ev = Event::new("wake")
-            .field("identity", identity)
-            .field("mode", mode.as_str());
-        if let Some(d) = decision {
-            ev = ev.field("cause", d.cause);
-        }
-        self.lifecycle(ev.field("pid", sess.pid.to_string()));
-        self.live.register(sess);
+        self.begin_launch(plan, LaunchFor::Head);
         Ok(())
     }
 
-    /// Checks, decision and spawn. Returns the session, the decision (agents only) and the
-    /// id of the queued send that rides the wake as its first message.
-    ///
-    /// Three phases: [`Router::plan_launch`] decides (which peer, mode, adapter, first
-    /// delivery) from the router's state; [`prepare_spawn`] does the file work that needs
-    /// no router state (system prompt, `launch.env`, the command and its environment);
-    /// [`start_session`] forks the child and its session thread. All three run on the
-    /// router thread today; the last two take no `&Router`.
-    pub(crate) fn launch(
+    /// Track the launch of `plan` and hand its blocking part ([`prepare_spawn`],
+    /// [`start_session`]) to a short-lived launcher thread, guarded like the send-prep
+    /// worker: its result, or its panic as a refusal, comes back as
+    /// [`RouterMsg::Launched`].
+    pub(crate) fn begin_launch(&mut self, plan: LaunchPlan, purpose: LaunchFor) {
+        let ident = plan.ident.clone();
+        let session = plan.session;
+        let token = crate::fsutil::random_hex(32);
+        self.live.begin_launch(
+            ident.clone(),
+            Launching {
+                session,
+                kind: plan.adapter.kind(),
+                token: token.clone(),
+                purpose,
+                state: SessState::Booting,
+                started: self.now,
+                mode: plan.mode,
+                decision: plan.decision,
+                first_job: plan.first_job,
+                early_events: Vec::new(),
+                mcp_up: false,
+            },
+        );
+        let ctx = LaunchEnv {
+            paths: self.paths.clone(),
+            cfg: self.cfg.clone(),
+            port: self.info.port,
+            session_tx: self.session_tx.clone(),
+            woke_at_ms: self.now.ms,
+        };
+        let tx = self.tx.clone();
+        let for_thread = ident.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("launch-{ident}"))
+            .spawn(move || {
+                // A panic here must still reach the router (the panic hook logs it).
+                let result = crate::daemon::guard::catch(|| run_launch(&plan, token, &ctx))
+                    .unwrap_or_else(|panic| {
+                        Err(offline(
+                            &plan.ident.personality,
+                            format!("internal error: the launch failed ({panic})"),
+                        ))
+                    });
+                let _ = tx.send(RouterMsg::Launched {
+                    identity: for_thread,
+                    session,
+                    result: Box::new(result),
+                });
+            });
+        if let Err(e) = spawned {
+            let refusal = offline(
+                &ident.personality,
+                format!("cannot start a launcher thread: {e}"),
+            );
+            self.on_launched(&ident, session, Err(refusal));
+        }
+    }
+
+    /// A launcher thread reported: track the new session (ending it at once if the router
+    /// ended the identity meanwhile), or fail what waited for it, as [`launched`] decides.
+    pub(crate) fn on_launched(
         &mut self,
-        ident: &Identity,
-        mode_req: ModeRequest,
-        topic: Option<String>,
+        identity: &Identity,
         session: u64,
-    ) -> Result<(Sess, Option<WakeDecision>, Option<u64>), Refusal> {
-        let plan = self.plan_launch(ident, mode_req, topic, session)?;
-        let ready = prepare_spawn(&plan, &self.paths, self.info.port)?;
-        // The decision is final now: consume the markers it read.
-        let markers = Markers::new(&self.paths, ident);
-        if let Some(d) = plan.decision {
-            if d.consume_fresh_next {
-                logged(markers.clear(Flag::FreshNext));
+        result: Result<Spawned, Refusal>,
+    ) {
+        let Some(l) = self.live.end_launch(identity, session, result.is_err()) else {
+            // Not the launch the router tracks (it gave up on it at the shutdown deadline).
+            if let Ok(s) = result {
+                s.handle.send(SessionCmd::Kill(Cause::Shutdown));
             }
-            if d.consume_idle_reaped {
-                logged(markers.clear(Flag::IdleReaped));
+            return;
+        };
+        let inflight = self.queues.endpoints.get(identity).and_then(|e| e.inflight);
+        let ending = l.state.ending_cause();
+        let step = launched(&LaunchedFacts {
+            purpose: l.purpose,
+            started: result.is_ok(),
+            ending,
+            head_waits: ending.is_none() || (l.first_job.is_some() && inflight == l.first_job),
+        });
+        let spawned = match result {
+            Ok(s) => s,
+            Err(refusal) => return self.launch_failed(identity, step, refusal),
+        };
+        if let Some(ep) = self.queues.endpoints.get_mut(identity) {
+            if let Some(Job::Send(j)) = ep.queue.front_mut() {
+                if Some(j.id) == l.first_job {
+                    j.woke = true;
+                }
             }
         }
-        let (handle, pid) =
-            start_session(&plan, ready.spec, &self.paths, &self.cfg, &self.session_tx)?;
-        let now_ms = self.now.ms;
-        logged(markers.write_session(&SessionRecord {
-            identity: ident.to_string(),
-            runtime: ident.runtime.clone(),
-            personality: ident.personality.clone(),
-            cwd: plan.peer.cwd.clone(),
-            woke_at: now_ms,
-            pid,
-        }));
-        let kind = plan.adapter.kind();
-        if plan.mode == WakeMode::Fresh && kind == RuntimeKind::Agent {
-            logged(markers.reset_topics());
+        match l.purpose {
+            LaunchFor::Head => {
+                let mut ev = Event::new("wake")
+                    .field("identity", identity)
+                    .field("mode", l.mode.as_str());
+                if let Some(d) = l.decision {
+                    ev = ev.field("cause", d.cause);
+                }
+                self.lifecycle(ev.field("pid", spawned.pid.to_string()));
+            }
+            LaunchFor::AlwaysOn => self.lifecycle(
+                Event::new("always-on")
+                    .field("identity", identity)
+                    .field("action", "started")
+                    .field("pid", spawned.pid.to_string()),
+            ),
         }
-        let sess = Sess {
+        let handle = spawned.handle.clone();
+        self.live.register(Sess {
             id: session,
-            identity: ident.clone(),
-            handle,
-            pid,
-            kind,
-            state: super::SessState::Booting,
-            woke_at_ms: now_ms,
-            started: self.now.at,
+            identity: identity.clone(),
+            handle: spawned.handle,
+            pid: spawned.pid,
+            kind: l.kind,
+            state: l.state,
+            woke_at_ms: l.started.ms,
+            started: l.started.at,
             last_delivery_ms: None,
             attached: 0,
-            token: ready.token,
+            token: l.token,
             status: None,
-            mode: plan.mode,
-            mcp_up: false,
-        };
-        Ok((sess, plan.decision, plan.first_job))
+            mode: l.mode,
+            mcp_up: l.mcp_up,
+        });
+        if l.mcp_up {
+            handle.send(SessionCmd::McpUp);
+        }
+        if let LaunchedStep::EndAtOnce(cause) = step {
+            handle.send(SessionCmd::Kill(cause));
+        }
+        for ev in l.early_events {
+            self.on_session_event(ev);
+        }
+    }
+
+    /// A launch that did not start a session: answer what waited for it.
+    fn launch_failed(&mut self, identity: &Identity, step: LaunchedStep, refusal: Refusal) {
+        // A `stop` waiting for this identity to be gone is answered now.
+        self.live.settle_gone_waiters(identity);
+        match step {
+            LaunchedStep::FailHead { stopped } => {
+                let r = if stopped {
+                    stopped_refusal(identity)
+                } else {
+                    refusal
+                };
+                self.fail_head(identity, r);
+            }
+            LaunchedStep::StartFailed { back_off } => {
+                self.always_on_start_failed(identity, &refusal, back_off)
+            }
+            LaunchedStep::Gone | LaunchedStep::Booting | LaunchedStep::EndAtOnce(_) => {}
+        }
+        if self.shutdown.is_none() {
+            self.pump(identity);
+        }
     }
 
     /// The router's part of a launch: the checks (registered, declared, allowed, adapter,
     /// not stopped, folder, crash loop), the fresh/resume decision and the first delivery.
-    fn plan_launch(
+    pub(crate) fn plan_launch(
         &self,
         ident: &Identity,
         mode_req: ModeRequest,
@@ -250,7 +350,7 @@ impl Router {
 }
 
 /// What the router decided for one launch; everything the blocking part needs.
-struct LaunchPlan {
+pub(crate) struct LaunchPlan {
     ident: Identity,
     /// The new session's id.
     session: u64,
@@ -266,16 +366,68 @@ struct LaunchPlan {
     first_job: Option<u64>,
 }
 
-/// The child's command line and environment, and its MCP session token.
-struct SpawnReady {
-    spec: SpawnSpec,
-    token: String,
+/// What the launcher thread needs besides the plan (owned copies of router state).
+struct LaunchEnv {
+    paths: Paths,
+    cfg: Config,
+    port: u16,
+    session_tx: Sender<SessionEvent>,
+    /// When the router decided the launch (`woke_at` of the session record).
+    woke_at_ms: u64,
+}
+
+/// A started session, as the launcher thread hands it to the router.
+pub struct Spawned {
+    /// Commands to the session thread.
+    pub(crate) handle: SessionHandle,
+    /// The child's pid.
+    pub(crate) pid: u32,
+}
+
+/// The blocking part of a launch, on the launcher thread: [`prepare_spawn`], the markers
+/// the decision consumes, [`start_session`], the session record and (fresh agents) the
+/// topic list.
+fn run_launch(plan: &LaunchPlan, token: String, env: &LaunchEnv) -> Result<Spawned, Refusal> {
+    let ident = &plan.ident;
+    let spec = prepare_spawn(plan, &token, &env.paths, env.port)?;
+    // The decision is final now: consume the markers it read.
+    let markers = Markers::new(&env.paths, ident);
+    if let Some(d) = plan.decision {
+        if d.consume_fresh_next {
+            logged(markers.clear(Flag::FreshNext));
+        }
+        if d.consume_idle_reaped {
+            logged(markers.clear(Flag::IdleReaped));
+        }
+    }
+    let (handle, pid) = start_session(plan, spec, &env.paths, &env.cfg, &env.session_tx)?;
+    // The child runs now: whatever happens to the record keeping, the router must get the
+    // session (a panic here is logged by the hook and the launch still reports it).
+    let _ = crate::daemon::guard::catch(|| {
+        logged(markers.write_session(&SessionRecord {
+            identity: ident.to_string(),
+            runtime: ident.runtime.clone(),
+            personality: ident.personality.clone(),
+            cwd: plan.peer.cwd.clone(),
+            woke_at: env.woke_at_ms,
+            pid,
+        }));
+        if plan.mode == WakeMode::Fresh && plan.adapter.kind() == RuntimeKind::Agent {
+            logged(markers.reset_topics());
+        }
+    });
+    Ok(Spawned { handle, pid })
 }
 
 /// The file work of a launch, which reads no router state: the system prompt (assembled
-/// and written when the runtime takes one), `launch.env`, the adapter's command, a fresh
-/// session token and the child's environment.
-fn prepare_spawn(plan: &LaunchPlan, paths: &Paths, port: u16) -> Result<SpawnReady, Refusal> {
+/// and written when the runtime takes one), `launch.env`, the adapter's command and the
+/// child's environment (with its session `token`).
+fn prepare_spawn(
+    plan: &LaunchPlan,
+    token: &str,
+    paths: &Paths,
+    port: u16,
+) -> Result<SpawnSpec, Refusal> {
     let (ident, peer) = (&plan.ident, &plan.peer);
     let p = ident.personality.as_str();
     let prompt_path = if plan.adapter.wants_system_prompt() {
@@ -299,25 +451,23 @@ fn prepare_spawn(plan: &LaunchPlan, paths: &Paths, port: u16) -> Result<SpawnRea
         port,
     };
     let cmd = plan.adapter.command(&ctx).map_err(|e| offline(p, e))?;
-    let token = crate::fsutil::random_hex(32);
     let home = crate::paths::home_dir();
     let env = session_env(&EnvInput {
         inherited: std::env::vars().collect(),
         launch: &launch_env,
         identity: ident,
-        token: &token,
+        token,
         root: paths.root(),
         port,
         home: home.as_deref(),
         extra: &cmd.extra_env,
     });
-    let spec = SpawnSpec {
+    Ok(SpawnSpec {
         program: cmd.program,
         args: cmd.args,
         cwd: peer.cwd.clone(),
         env,
-    };
-    Ok(SpawnReady { spec, token })
+    })
 }
 
 /// Fork the child and start its session thread (which owns it from here on).

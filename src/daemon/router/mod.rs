@@ -35,6 +35,7 @@ use crate::protocol::{Code, Pong, Reply, Request};
 use crate::runtime::{Adapter, RuntimeKind, WakeMode};
 use crate::session::handle::{Cause, SessionEvent, SessionHandle, SessionStatus};
 use decide::Live;
+use launch::Spawned;
 use now::Now;
 use sess_state::SessState;
 use state::{LiveSessions, Queues, Supervisor, Timers};
@@ -68,6 +69,15 @@ pub enum RouterMsg {
         job: u64,
         /// The prepared send or its refusal.
         result: Box<Result<Prepared, Refusal>>,
+    },
+    /// A launcher thread finished the blocking part of a launch.
+    Launched {
+        /// The identity it launched.
+        identity: Identity,
+        /// The new session's id.
+        session: u64,
+        /// The started session, or why it did not start.
+        result: Box<Result<Spawned, Refusal>>,
     },
     /// The supervise tick.
     Tick,
@@ -226,7 +236,7 @@ impl Router {
             }
             self.now = Now::read();
             self.fire_timers(self.now.at);
-            if self.shutdown.is_some() && self.live.sessions.is_empty() {
+            if self.shutdown.is_some() && self.live.is_empty() {
                 if let Some(done) = self.shutdown.take() {
                     let _ = done.send(());
                 }
@@ -259,9 +269,10 @@ impl Router {
             Timer::ShutdownDeadline => {
                 log::warn!(
                     "shutdown: {} session(s) did not end in time",
-                    self.live.sessions.len()
+                    self.live.len()
                 );
                 self.live.sessions.clear();
+                self.live.launching.clear();
             }
         }
     }
@@ -281,6 +292,12 @@ impl Router {
                         refuse(j.reply);
                     }
                 }
+                // Ended at once: `begin_shutdown` ended every launch.
+                RouterMsg::Launched {
+                    identity,
+                    session,
+                    result,
+                } => self.on_launched(&identity, session, *result),
                 RouterMsg::Tick | RouterMsg::Shutdown { .. } | RouterMsg::ToolsListed { .. } => {}
             }
             return;
@@ -310,6 +327,11 @@ impl Router {
             }
             RouterMsg::Prepared { job, result } => self.on_prepared(job, *result),
             RouterMsg::ToolsListed { creds } => self.on_tools_listed(&creds),
+            RouterMsg::Launched {
+                identity,
+                session,
+                result,
+            } => self.on_launched(&identity, session, *result),
             RouterMsg::Tick => self.on_tick(),
             RouterMsg::Shutdown { done } => self.begin_shutdown(done),
         }
@@ -359,11 +381,17 @@ impl Router {
                 .flatten()
                 .and_then(|h| Identity::parse(h).ok())
         });
-        if let Some(s) = identity.and_then(|id| self.live.sessions.get_mut(&id)) {
+        let Some(identity) = identity else {
+            return;
+        };
+        if let Some(s) = self.live.sessions.get_mut(&identity) {
             if !s.mcp_up {
                 s.mcp_up = true;
                 s.handle.send(crate::session::handle::SessionCmd::McpUp);
             }
+        } else if let Some(l) = self.live.launching.get_mut(&identity) {
+            // Told to the session when its launcher reports.
+            l.mcp_up = true;
         }
     }
 
@@ -373,7 +401,7 @@ impl Router {
     }
 
     fn begin_shutdown(&mut self, done: Sender<()>) {
-        log::info!("shutdown: ending {} session(s)", self.live.sessions.len());
+        log::info!("shutdown: ending {} session(s)", self.live.len());
         for w in self.live.gone_waiters.drain(..) {
             w.reply.finish(w.answer);
         }
@@ -399,6 +427,16 @@ impl Router {
             sess.state.end_now(Cause::Shutdown);
             sess.handle
                 .send(crate::session::handle::SessionCmd::Kill(Cause::Shutdown));
+        }
+        // A launch under way is ended the moment its launcher reports, the same way.
+        for (identity, l) in self.live.launching.iter_mut() {
+            if l.kind == RuntimeKind::Agent {
+                logged(
+                    crate::markers::Markers::new(&self.paths, identity)
+                        .set(crate::markers::Flag::IdleReaped),
+                );
+            }
+            l.state.end_now(Cause::Shutdown);
         }
         self.timers.clear();
         // Sessions get SIGKILL 3 s after SIGTERM; allow for draining after that.

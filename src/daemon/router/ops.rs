@@ -121,10 +121,9 @@ impl Router {
         }
         let live: Vec<&str> = self
             .live
-            .sessions
-            .values()
-            .filter(|s| s.identity.personality == peer.personality)
-            .map(|s| s.identity.runtime.as_str())
+            .identities()
+            .filter(|i| i.personality == peer.personality)
+            .map(|i| i.runtime.as_str())
             .collect();
         match live.as_slice() {
             [one] => Ok(one.to_string()),

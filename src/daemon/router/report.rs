@@ -36,6 +36,19 @@ impl Router {
                 }
             })
             .collect();
+        // A session whose launcher has not reported yet is booting (it has no pid yet: 0).
+        sessions.extend(self.live.launching.iter().map(|(identity, l)| SessionInfo {
+            identity: identity.to_string(),
+            personality: identity.personality.clone(),
+            runtime: identity.runtime.clone(),
+            status: "booting".to_string(),
+            attached: 0,
+            pid: 0,
+            woke_at_ms: l.started.ms,
+            last_active_ms: l.started.ms,
+            busy: false,
+            mode: l.mode.as_str().to_string(),
+        }));
         sessions.sort_by(|a, b| a.identity.cmp(&b.identity));
         let mut parked: Vec<String> = self
             .supervisor
@@ -50,7 +63,8 @@ impl Router {
 
     pub(crate) fn op_status(&self) -> StatusReply {
         let live = self.live.sessions.values().filter(|s| s.is_ready()).count();
-        let booting = self.live.sessions.len() - live;
+        // Launching sessions count as booting.
+        let booting = self.live.len() - live;
         StatusReply {
             version: env!("CARGO_PKG_VERSION").to_string(),
             pid: std::process::id(),

@@ -7,19 +7,31 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
+use super::decide::LaunchFor;
 use super::endpoint::{Endpoint, PendingSend};
+use super::now::Now;
+use super::sess_state::SessState;
 use super::{AlwaysOn, Sess, Timer};
+use crate::daemon::lifecycle::WakeDecision;
 use crate::daemon::reply::ReplyTo;
 use crate::names::Identity;
 use crate::protocol::Reply;
+use crate::runtime::{RuntimeKind, WakeMode};
+use crate::session::handle::{Cause, SessionCmd, SessionEvent};
 
 /// Every session the router started and has not yet seen end, with the indexes that lead
 /// to it (session id from a session event, MCP token from a request), and the replies that
 /// wait for some of them to end.
+///
+/// An identity has a session when it is in `sessions` (spawned) or in `launching` (a
+/// launcher thread is spawning it): never both, and at most one of either.
 #[derive(Default)]
 pub(crate) struct LiveSessions {
     /// At most one session per identity.
     pub sessions: HashMap<Identity, Sess>,
+    /// Sessions whose launcher thread has not reported yet (their id and token are indexed
+    /// already, so early events and MCP calls find them).
+    pub launching: HashMap<Identity, Launching>,
     /// Session id (in [`crate::session::handle::SessionEvent`]) → identity.
     pub session_ids: HashMap<u64, Identity>,
     /// MCP session token → identity.
@@ -28,7 +40,99 @@ pub(crate) struct LiveSessions {
     pub gone_waiters: Vec<GoneWaiter>,
 }
 
+/// A session being launched: what the router decided, and what arrived for it before the
+/// launcher thread reported.
+pub(crate) struct Launching {
+    /// The new session's id.
+    pub session: u64,
+    /// Its runtime kind.
+    pub kind: RuntimeKind,
+    /// Its MCP session token (made by the router, so it is indexed from the start).
+    pub token: String,
+    /// What the launch is for.
+    pub purpose: LaunchFor,
+    /// `Booting`, or `Ending` once the router ended it while it launched.
+    pub state: SessState,
+    /// When the router decided the launch (the session's wake time).
+    pub started: Now,
+    /// Fresh or resume.
+    pub mode: WakeMode,
+    /// The fresh/resume decision (agents only; `cause=` of the `wake` line).
+    pub decision: Option<WakeDecision>,
+    /// The queued send that rides the wake as its first message.
+    pub first_job: Option<u64>,
+    /// Session events that arrived before the launcher reported, replayed in order.
+    pub early_events: Vec<SessionEvent>,
+    /// Its MCP client listed the tools before the launcher reported.
+    pub mcp_up: bool,
+}
+
 impl LiveSessions {
+    /// `identity` has a session, spawned or being launched.
+    pub fn has(&self, identity: &Identity) -> bool {
+        self.sessions.contains_key(identity) || self.launching.contains_key(identity)
+    }
+
+    /// Every identity with a session, spawned or being launched.
+    pub fn identities(&self) -> impl Iterator<Item = &Identity> {
+        self.sessions.keys().chain(self.launching.keys())
+    }
+
+    /// No session is left, spawned or being launched.
+    pub fn is_empty(&self) -> bool {
+        self.sessions.is_empty() && self.launching.is_empty()
+    }
+
+    /// How many sessions there are, spawned or being launched.
+    pub fn len(&self) -> usize {
+        self.sessions.len() + self.launching.len()
+    }
+
+    /// Track a launch the router just handed to a launcher thread (and index its id and
+    /// token).
+    pub fn begin_launch(&mut self, identity: Identity, l: Launching) {
+        self.tokens.insert(l.token.clone(), identity.clone());
+        self.session_ids.insert(l.session, identity.clone());
+        self.launching.insert(identity, l);
+    }
+
+    /// Take the launch of session `session` of `identity` (its launcher reported). A failed
+    /// launch's indexes go with it when `failed`.
+    pub fn end_launch(
+        &mut self,
+        identity: &Identity,
+        session: u64,
+        failed: bool,
+    ) -> Option<Launching> {
+        if self.launching.get(identity)?.session != session {
+            return None;
+        }
+        let l = self.launching.remove(identity)?;
+        if failed {
+            self.session_ids.remove(&session);
+            self.tokens.remove(&l.token);
+        }
+        Some(l)
+    }
+
+    /// Tell `identity`'s session to end for `cause` (a launching one is ended as soon as
+    /// its launcher reports). `None` when it has no session; otherwise whether it was not
+    /// ending already (a session already ending keeps its first cause).
+    pub fn end(&mut self, identity: &Identity, cause: Cause) -> Option<bool> {
+        if let Some(s) = self.sessions.get_mut(identity) {
+            let fresh = !s.state.is_ending();
+            s.state.end(cause);
+            if fresh {
+                s.handle.send(SessionCmd::Kill(cause));
+            }
+            return Some(fresh);
+        }
+        let l = self.launching.get_mut(identity)?;
+        let fresh = !l.state.is_ending();
+        l.state.end(cause);
+        Some(fresh)
+    }
+
     /// Track a session that was just spawned (and index its id and token).
     pub fn register(&mut self, sess: Sess) {
         let identity = sess.identity.clone();

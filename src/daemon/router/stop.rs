@@ -12,7 +12,7 @@ use crate::markers::Flag;
 use crate::names::Identity;
 use crate::protocol::{Code, ForgetReply, Reply, StartReply, StopReply};
 use crate::runtime::RuntimeKind;
-use crate::session::handle::{Cause, SessionCmd};
+use crate::session::handle::Cause;
 
 /// The longest `stop` waits for its sessions to end before answering anyway.
 const GONE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
@@ -29,11 +29,9 @@ impl Router {
         let mut ending = Vec::new();
         for ident in &targets {
             logged(self.markers(ident).set(Flag::Stopped));
-            if let Some(s) = self.live.sessions.get_mut(ident) {
+            if let Some(fresh) = self.live.end(ident, Cause::Stop) {
                 ending.push(ident.clone());
-                if !s.state.is_ending() {
-                    s.state.end(Cause::Stop);
-                    s.handle.send(SessionCmd::Kill(Cause::Stop));
+                if fresh {
                     ended.push(ident.to_string());
                 }
             }
@@ -54,7 +52,7 @@ impl Router {
     ) {
         let waiting: std::collections::HashSet<Identity> = identities
             .into_iter()
-            .filter(|i| self.live.sessions.contains_key(i))
+            .filter(|i| self.live.has(i))
             .collect();
         if waiting.is_empty() {
             return reply.finish(answer);
@@ -104,7 +102,7 @@ impl Router {
                 let st = self.supervisor.always_on.entry(ident.clone()).or_default();
                 st.parked = false;
                 st.backoff.reset();
-                if !self.live.sessions.contains_key(ident) {
+                if !self.live.has(ident) {
                     self.restart_always_on(ident);
                     started.push(ident.to_string());
                 }
@@ -117,16 +115,12 @@ impl Router {
     pub(crate) fn op_forget(&mut self, personality: &str) -> ForgetReply {
         let ids: Vec<Identity> = self
             .live
-            .sessions
-            .keys()
+            .identities()
             .filter(|k| k.personality == personality)
             .cloned()
             .collect();
         for id in &ids {
-            if let Some(s) = self.live.sessions.get_mut(id) {
-                s.state.end(Cause::Removed);
-                s.handle.send(SessionCmd::Kill(Cause::Removed));
-            }
+            self.live.end(id, Cause::Removed);
         }
         let queued: Vec<Identity> = self
             .queues

@@ -37,7 +37,7 @@ impl Router {
         }
         // `.new-eager` left by a self-fresh whose session is gone (e.g. across a restart).
         for ident in crate::markers::identities_with(&self.paths, Flag::NewEager.suffix()) {
-            if !self.live.sessions.contains_key(&ident) {
+            if !self.live.has(&ident) {
                 self.bring_up_new_eager(&ident);
             }
         }
@@ -45,7 +45,7 @@ impl Router {
             self.lifecycle(
                 Event::new("supervise")
                     .field("action", "tick")
-                    .field("sessions", self.live.sessions.len().to_string()),
+                    .field("sessions", self.live.len().to_string()),
             );
         }
     }

@@ -87,13 +87,11 @@ impl Router {
             let st = self.supervisor.always_on.entry(ident.clone()).or_default();
             st.parked = false;
             st.backoff.reset();
-            match self.live.sessions.get_mut(&ident) {
-                Some(s) => {
-                    st.restart_on_exit = true;
-                    s.state.end(Cause::Replaced);
-                    s.handle.send(SessionCmd::Kill(Cause::Replaced));
-                }
-                None => self.restart_always_on(&ident),
+            if self.live.has(&ident) {
+                st.restart_on_exit = true;
+                self.live.end(&ident, Cause::Replaced);
+            } else {
+                self.restart_always_on(&ident);
             }
             return reply.finish(NewReply::Restarted(RestartReply {
                 identity: ident.to_string(),
@@ -200,12 +198,8 @@ impl Router {
             return Err(refusal(Code::InvalidArgument, format!("self-fresh is for agent sessions; {} is a router runtime (iapeer new restarts it)", ident.runtime)));
         }
         logged(self.markers(&ident).set(Flag::NewEager));
-        match self.live.sessions.get_mut(&ident) {
-            Some(s) => {
-                s.state.end(Cause::Replaced);
-                s.handle.send(SessionCmd::Kill(Cause::Replaced));
-            }
-            None => self.bring_up_new_eager(&ident),
+        if self.live.end(&ident, Cause::Replaced).is_none() {
+            self.bring_up_new_eager(&ident);
         }
         self.lifecycle(Event::new("self-fresh").field("identity", &ident));
         Ok(IdentityReply {
