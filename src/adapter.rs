@@ -154,6 +154,11 @@ pub trait Adapter: Send + Sync {
     fn ready_settle(&self) -> Duration {
         Duration::ZERO
     }
+    /// The least time between two boot keys (dialog answers). Some TUIs take keys that come
+    /// close together for typing rather than for answers; zero = no spacing.
+    fn boot_key_gap(&self) -> Duration {
+        Duration::ZERO
+    }
     /// Whether the screen shows the runtime mid-turn.
     fn is_busy(&self, _screen: &Screen) -> bool {
         false

@@ -13,6 +13,14 @@ use super::{
 };
 use crate::term::{encode_keys, Screen};
 
+/// Boot keys are spaced this far apart. Claude Code 2.1.332's startup "Adding a new
+/// directory" dialog takes a key that comes within 700 ms of a key it counted as typing for
+/// more typing (its `kIn = 700` in the shipped bundle): once a first Enter lands as typing,
+/// an arrow and Enter sent on each screen update keep landing inside that window, the menu
+/// refuses the answer and resets, for ever (recorded in
+/// `tests/fixtures/claude-2.1.332/add-dir-held-loop.txt`).
+pub const BOOT_KEY_GAP: Duration = Duration::from_millis(800);
+
 /// The reason given when Claude Code shows its login picker.
 pub const NOT_LOGGED_IN: &str = "Claude Code is not logged in — run claude once and log in";
 /// The reason given when Claude Code cannot reach its API.
@@ -156,6 +164,10 @@ impl Adapter for Claude {
     fn ready_settle(&self) -> Duration {
         // The composer is drawn a moment before Claude Code reads input.
         Duration::from_millis(500)
+    }
+
+    fn boot_key_gap(&self) -> Duration {
+        BOOT_KEY_GAP
     }
 
     fn is_busy(&self, screen: &Screen) -> bool {

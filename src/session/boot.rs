@@ -70,18 +70,24 @@ pub struct Boot {
     started: Instant,
     deadline: Instant,
     settle: Duration,
+    key_gap: Duration,
     last_key: Option<(Instant, u64)>,
+    /// A key is due once the gap after the last one is over.
+    key_held: bool,
     ready_since: Option<Instant>,
 }
 
 impl Boot {
-    /// Start booting at `now` with the boot deadline `limit` and the adapter's ready settle.
-    pub fn new(now: Instant, limit: Duration, settle: Duration) -> Boot {
+    /// Start booting at `now` with the boot deadline `limit`, the adapter's ready settle and
+    /// its least time between two keys (`key_gap`, zero = none).
+    pub fn new(now: Instant, limit: Duration, settle: Duration, key_gap: Duration) -> Boot {
         Boot {
             started: now,
             deadline: now + limit,
             settle,
+            key_gap,
             last_key: None,
+            key_held: false,
             ready_since: None,
         }
     }
@@ -93,6 +99,7 @@ impl Boot {
                 limit: self.deadline - self.started,
             });
         }
+        self.key_held = false;
         match step {
             BootStep::Wait => {
                 self.ready_since = None;
@@ -105,7 +112,9 @@ impl Boot {
                     None => true,
                     Some((at, hash)) => hash != screen_hash || now >= at + KEY_RETRY,
                 };
-                if allowed {
+                let gap_over = self.last_key.is_none_or(|(at, _)| now >= at + self.key_gap);
+                self.key_held = allowed && !gap_over;
+                if allowed && gap_over {
                     self.last_key = Some((now, screen_hash));
                     BootAction::Key { bytes, label }
                 } else {
@@ -131,6 +140,10 @@ impl Boot {
         }
         if let Some((at, _)) = self.last_key {
             next = next.min(at + KEY_RETRY);
+            if self.key_held {
+                // A screen that changed during the key gap gets its key when the gap ends.
+                next = next.min(at + self.key_gap);
+            }
         }
         next
     }
@@ -150,7 +163,7 @@ mod tests {
     #[test]
     fn one_key_per_screen_update() {
         let t0 = Instant::now();
-        let mut b = Boot::new(t0, Duration::from_secs(240), Duration::ZERO);
+        let mut b = Boot::new(t0, Duration::from_secs(240), Duration::ZERO, Duration::ZERO);
         assert!(matches!(b.evaluate(t0, key(), 1), BootAction::Key { .. }));
         assert_eq!(
             b.evaluate(t0, key(), 1),
@@ -168,17 +181,38 @@ mod tests {
     }
 
     #[test]
+    fn keys_keep_the_adapters_gap_even_when_the_screen_changes() {
+        // Claude Code 2.1.332 takes a key within 700 ms of typing for more typing
+        // (tests/fixtures/claude-2.1.332/add-dir-held-loop.txt): the next key waits.
+        let t0 = Instant::now();
+        let gap = Duration::from_millis(800);
+        let mut b = Boot::new(t0, Duration::from_secs(240), Duration::ZERO, gap);
+        assert!(matches!(b.evaluate(t0, key(), 1), BootAction::Key { .. }));
+        let early = t0 + Duration::from_millis(100);
+        assert_eq!(
+            b.evaluate(early, key(), 2),
+            BootAction::Wait,
+            "inside the gap"
+        );
+        assert_eq!(b.next_deadline(), t0 + gap);
+        assert!(
+            matches!(b.evaluate(t0 + gap, key(), 2), BootAction::Key { .. }),
+            "the changed screen gets its key once the gap is over"
+        );
+    }
+
+    #[test]
     fn ready_must_hold_for_the_settle() {
         let t0 = Instant::now();
         let settle = Duration::from_millis(500);
-        let mut b = Boot::new(t0, Duration::from_secs(240), settle);
+        let mut b = Boot::new(t0, Duration::from_secs(240), settle, Duration::ZERO);
         assert_eq!(b.evaluate(t0, BootStep::Ready, 1), BootAction::Wait);
         assert_eq!(b.next_deadline(), t0 + settle);
         assert_eq!(
             b.evaluate(t0 + settle, BootStep::Ready, 1),
             BootAction::Ready
         );
-        let mut b = Boot::new(t0, Duration::from_secs(240), settle);
+        let mut b = Boot::new(t0, Duration::from_secs(240), settle, Duration::ZERO);
         b.evaluate(t0, BootStep::Ready, 1);
         b.evaluate(t0 + Duration::from_millis(100), BootStep::Wait, 2);
         assert_eq!(
@@ -191,7 +225,7 @@ mod tests {
     #[test]
     fn deadline_and_failures() {
         let t0 = Instant::now();
-        let mut b = Boot::new(t0, Duration::from_secs(3), Duration::ZERO);
+        let mut b = Boot::new(t0, Duration::from_secs(3), Duration::ZERO, Duration::ZERO);
         let timed_out = BootFailure::TimedOut {
             limit: Duration::from_secs(3),
         };
@@ -201,7 +235,7 @@ mod tests {
         );
         assert_eq!(timed_out.to_string(), "never became ready within 3 s");
         assert_eq!(timed_out.cause(), Cause::BootTimeout);
-        let mut b = Boot::new(t0, Duration::from_secs(3), Duration::ZERO);
+        let mut b = Boot::new(t0, Duration::from_secs(3), Duration::ZERO, Duration::ZERO);
         let failed = BootFailure::Failed("not logged in".into());
         assert_eq!(
             b.evaluate(t0, BootStep::Fail("not logged in".into()), 1),

@@ -267,6 +267,7 @@ impl Session {
                 now,
                 cfg.boot_deadline,
                 cfg.adapter.ready_settle(),
+                cfg.adapter.boot_key_gap(),
             )),
             RuntimeKind::Router => State::Ready,
         };
