@@ -24,28 +24,21 @@ impl Router {
         attach: bool,
         reply: ReplyTo,
     ) {
-        let prepared = (|| {
-            let registry = self.registry()?;
-            let peer = Self::peer(&registry, personality)?;
-            let rt = self.control_runtime(peer, runtime)?;
-            let kind = self
-                .adapter(&rt)
-                .map_err(|e| refusal(Code::Offline, e))?
-                .kind();
-            if kind != RuntimeKind::Agent {
-                return Err(refusal(
+        let prepared = self
+            .control_target(personality, runtime)
+            .and_then(|(ident, kind)| {
+                if kind == RuntimeKind::Agent {
+                    return Ok(ident);
+                }
+                Err(refusal(
                     Code::InvalidArgument,
                     format!(
-                        "{} needs an agent runtime ({rt} is a router runtime)",
-                        if attach { "attach" } else { "this" }
+                        "{} needs an agent runtime ({} is a router runtime)",
+                        if attach { "attach" } else { "this" },
+                        ident.runtime
                     ),
-                ));
-            }
-            Ok(Identity {
-                runtime: rt,
-                personality: personality.to_string(),
-            })
-        })();
+                ))
+            });
         let ident = match prepared {
             Ok(i) => i,
             Err(r) => return reply.finish(r),
