@@ -515,7 +515,7 @@ mod tests {
         );
         let bytes = std::fs::read(&path).unwrap();
         for chunk in [13usize] {
-            let mut screen = Screen::new(50, 220);
+            let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
             let mut seen: Vec<String> = Vec::new();
             for part in bytes.chunks(chunk) {
                 screen.feed(part, true);

@@ -14,5 +14,4 @@ pub mod screen;
 
 pub use keys::{bracketed_paste, encode_keys};
 pub use screen::Screen;
-#[cfg(test)]
 pub use screen::{SESSION_COLS, SESSION_ROWS};

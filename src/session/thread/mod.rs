@@ -36,10 +36,8 @@ use crate::adapter::{Adapter, RuntimeKind};
 use crate::eventlog::{Event, EventLog};
 use crate::term::Screen;
 
-/// Session pty size: 50 rows × 220 columns, set before the child starts (spec 04 §1).
-pub const ROWS: u16 = 50;
-/// See [`ROWS`].
-pub const COLS: u16 = 220;
+// Session pty size, set before the child starts (spec 04 §1): the terminal layer's.
+use crate::term::{SESSION_COLS as COLS, SESSION_ROWS as ROWS};
 /// After SIGTERM, the process group gets SIGKILL this much later.
 const KILL_GRACE: Duration = Duration::from_secs(3);
 /// A ready screen whose MCP client has not connected after this long goes ahead anyway (the

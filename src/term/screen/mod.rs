@@ -10,11 +10,9 @@ mod tests;
 
 use super::responder::{self, Scanner};
 
-/// Rows of a session screen (spec 04 §1: spawn at the final size, 220 × 50).
-#[cfg(test)]
+/// Rows of a session's pty and screen (spec 04 §1: spawned at the final size, 220 × 50).
 pub const SESSION_ROWS: u16 = 50;
-/// Columns of a session screen.
-#[cfg(test)]
+/// Columns of a session's pty and screen.
 pub const SESSION_COLS: u16 = 220;
 /// Scrollback lines kept by the model (replayed to attaching clients).
 pub const SCROLLBACK_LINES: usize = 2000;
