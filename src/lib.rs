@@ -20,6 +20,8 @@ pub(crate) mod echo_agent;
 pub(crate) mod envelope;
 pub mod eventlog;
 pub(crate) mod fsutil;
+#[cfg(test)]
+mod golden;
 pub(crate) mod launch_env;
 pub(crate) mod markers;
 pub(crate) mod names;

@@ -206,22 +206,14 @@ fn escape(s: &str, minus: impl Fn(Option<char>) -> bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     #[test]
     fn checked_in_man_page_is_current() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("man/iapeer.1");
-        let page = render_man();
-        if std::env::var_os("IAPEER_BLESS").is_some_and(|v| v == "1") {
-            std::fs::write(&path, &page).unwrap();
-            return;
-        }
-        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            on_disk == page,
-            "man/iapeer.1 is out of date with the verb table; regenerate it with \
-             `cargo run -- --generate man > man/iapeer.1` \
-             (or IAPEER_BLESS=1 cargo test --lib cli::man) and commit it"
+        crate::golden::check(
+            "man/iapeer.1",
+            &render_man(),
+            "regenerate it with `cargo run -- --generate man > man/iapeer.1` \
+             (or IAPEER_BLESS=1 cargo test --lib cli::man) and commit it",
         );
     }
 

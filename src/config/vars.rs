@@ -556,17 +556,10 @@ mod tests {
 
     #[test]
     fn checked_in_environment_doc_is_current() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ENVIRONMENT.md");
-        let doc = render_markdown();
-        if std::env::var_os("IAPEER_BLESS").is_some_and(|v| v == "1") {
-            std::fs::write(&path, &doc).unwrap();
-            return;
-        }
-        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            on_disk == doc,
-            "docs/ENVIRONMENT.md is out of date with src/config/vars.rs; regenerate it with \
-             IAPEER_BLESS=1 cargo test --lib config and commit it"
+        crate::golden::check(
+            "docs/ENVIRONMENT.md",
+            &render_markdown(),
+            "regenerate it with IAPEER_BLESS=1 cargo test --lib config and commit it",
         );
     }
 }

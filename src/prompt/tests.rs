@@ -77,37 +77,13 @@ fn facts() -> HostFacts {
     }
 }
 
-/// Compare `actual` with `tests/golden/prompt/<case>.md` byte for byte; rewrite the file
-/// instead when `IAPEER_BLESS=1`.
+/// Compare `actual` with `tests/golden/prompt/<case>.md` (see [`crate::golden`]).
 fn golden(case: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden/prompt")
-        .join(format!("{case}.md"));
-    if std::env::var_os("IAPEER_BLESS").is_some_and(|v| v == "1") {
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e} — create it with IAPEER_BLESS=1 cargo test --lib prompt",
-            path.display()
-        )
-    });
-    if expected != actual {
-        let line = expected
-            .lines()
-            .zip(actual.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or_else(|| expected.lines().count().min(actual.lines().count()));
-        panic!(
-            "system prompt differs from {} (first difference at line {}); if the change is \
-             intended, run IAPEER_BLESS=1 cargo test --lib prompt and review the diff\n\
-             --- expected\n{expected}\n--- actual\n{actual}",
-            path.display(),
-            line + 1
-        );
-    }
+    crate::golden::check(
+        &format!("tests/golden/prompt/{case}.md"),
+        actual,
+        "run IAPEER_BLESS=1 cargo test --lib prompt",
+    );
 }
 
 #[test]
