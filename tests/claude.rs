@@ -113,7 +113,8 @@ fn claude_peer_wakes_answers_dialogs_sees_its_prompt_and_replies_through_mcp() {
         .collect();
     assert!(
         tools.iter().any(|t| t == "mcp__iapeer__send_to_peer"),
-        "tools: {tools:?}"
+        "tools: {tools:?}\n{}",
+        env.diagnostics()
     );
 
     // Claude's tool call went through the daemon to the echo peer, as cb.

@@ -19,8 +19,9 @@ impl Session {
                 }
                 SessionCmd::Keys(bytes) => self.write_child(&bytes),
                 SessionCmd::McpUp => {
-                    self.mcp_up = true;
-                    self.evaluate_boot(Instant::now());
+                    let now = Instant::now();
+                    self.mcp_up_at.get_or_insert(now);
+                    self.evaluate_boot(now);
                 }
                 SessionCmd::Compact(id) => self.start_compact(id),
                 SessionCmd::Attach(stream, prebuf) => self.attach(stream, prebuf),

@@ -43,6 +43,10 @@ const KILL_GRACE: Duration = Duration::from_secs(3);
 /// A ready screen whose MCP client has not connected after this long goes ahead anyway (the
 /// agent then lacks `send_to_peer` for its first turn; the lifecycle log says so).
 const MCP_GRACE: Duration = Duration::from_secs(20);
+/// Ready waits this long after the agent's MCP client listed the tools: Claude Code 2.1.332
+/// answers `tools/list` before the tool joins the next model request, and a message typed in
+/// between went to the model without `send_to_peer` (seen once in CI under load).
+const MCP_SETTLE: Duration = Duration::from_secs(1);
 /// Bytes of screen text kept in `exits.log` for an unexpected death.
 const EXIT_TAIL: usize = 2048;
 
@@ -220,8 +224,8 @@ struct Session {
     attached_output_ms: Option<u64>,
     kill: Option<(Cause, Instant)>,
     exit: Option<io::Result<ExitStatus>>,
-    /// The agent's MCP client has listed the tools.
-    mcp_up: bool,
+    /// When the agent's MCP client first listed the tools.
+    mcp_up_at: Option<Instant>,
     /// When the screen first looked ready while the MCP client was still connecting.
     mcp_wait_since: Option<Instant>,
 }
@@ -297,7 +301,7 @@ impl Session {
             attached_output_ms: None,
             kill: None,
             exit: None,
-            mcp_up: false,
+            mcp_up_at: None,
             mcp_wait_since: None,
         })
     }
@@ -369,6 +373,12 @@ impl Session {
         if let State::Booting(b) = &self.state {
             consider(Some(b.next_deadline()));
             consider(self.mcp_wait_since.map(|s| s + MCP_GRACE));
+            // Only while the settle is ahead: a past deadline would spin the loop until ready.
+            consider(
+                self.mcp_up_at
+                    .map(|s| s + MCP_SETTLE)
+                    .filter(|t| *t > Instant::now()),
+            );
         }
         consider(self.delivery.as_ref().and_then(|d| d.next_deadline()));
         consider(self.compact.as_ref().and_then(|c| c.next_deadline()));

@@ -17,11 +17,11 @@ impl Session {
                 self.write_child(&bytes);
             }
             BootAction::Ready
-                if !self.mcp_up
+                if !self.mcp_settled(now)
                     && self.cfg.adapter.waits_for_mcp(&self.cfg.cwd)
                     && !self.mcp_grace_over(now) => {}
             BootAction::Ready => {
-                if !self.mcp_up && self.mcp_wait_since.is_some() {
+                if self.mcp_up_at.is_none() && self.mcp_wait_since.is_some() {
                     self.emit(EventKind::Phase(
                         "ready without MCP: the agent's iapeer server did not connect".into(),
                     ));
@@ -48,6 +48,11 @@ impl Session {
                 self.state = State::Ready;
             }
         }
+    }
+
+    /// True once the agent's MCP client listed the tools at least [`MCP_SETTLE`] ago.
+    fn mcp_settled(&self, now: Instant) -> bool {
+        self.mcp_up_at.is_some_and(|at| now >= at + MCP_SETTLE)
     }
 
     /// Start (or check) the wait for the MCP client; true once [`MCP_GRACE`] is over.
