@@ -16,6 +16,7 @@ mod claude;
 mod cli;
 mod codex;
 mod demo;
+mod ephemeral;
 mod failure;
 mod lifecycle;
 mod lifecycle_verbs;

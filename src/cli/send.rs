@@ -16,6 +16,13 @@ use crate::registry::Registry;
 pub fn describe_result(result: &SendResult) -> String {
     let p = &result.delivered_to.personality;
     let rt = &result.delivered_to.runtime;
+    if let Some(q) = &result.queued {
+        let by = q.queued_by.as_str();
+        return match q.queue_depth {
+            Some(n) => format!("queued for {p} ({rt}) — {by}, depth {n}"),
+            None => format!("queued for {p} ({rt}) — {by}"),
+        };
+    }
     if result.woke {
         format!("delivered to {p} ({rt}), woke")
     } else {
@@ -200,9 +207,19 @@ mod tests {
             },
             woke: false,
             ts: None,
+            queued: None,
         };
         assert_eq!(describe_result(&r), "delivered to bob (echo)");
         r.woke = true;
         assert_eq!(describe_result(&r), "delivered to bob (echo), woke");
+        r.queued = Some(crate::protocol::Queued {
+            queued: true,
+            queued_by: crate::protocol::QueuedBy::Ephemeral,
+            queue_depth: Some(3),
+        });
+        assert_eq!(
+            describe_result(&r),
+            "queued for bob (echo) — ephemeral, depth 3"
+        );
     }
 }

@@ -109,6 +109,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         &live,
         |id| Markers::parse(&paths, id).is_ok_and(|m| m.is_set(Flag::Stopped)),
         |_| None,
+        |_| 0,
     );
     let (l, a, s, p) = summarize(&rows);
     let healthy = answer.is_some();

@@ -50,6 +50,9 @@ pub struct RuntimeRow {
     /// A terminal is attached (only present when true).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub attached: bool,
+    /// Tasks waiting in an ephemeral peer's queue (only present for ephemeral peers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_depth: Option<u64>,
 }
 
 /// One peer of `list --json` (spec 07).
@@ -76,18 +79,22 @@ pub struct PeerRow {
 
 /// Build the `list --json` rows (spec 07): `{personality, description, intelligence,
 /// default_runtime, cwd, runtimes:[{runtime, status, attached?}], wake_policy, last_active_ms?}`.
-/// `status` is `live`, `asleep`, `stopped` or `parked`. `stopped(identity)` reads the stop flag;
-/// `wake_policy(peer)` reads the profile.
+/// `status` is `live`, `asleep`, `stopped` or `parked`; `queue_depth` is present for ephemeral
+/// peers. `stopped(identity)` reads the stop flag; `wake_policy(peer)` reads the profile;
+/// `queue_depth(identity)` counts an ephemeral identity's queued tasks.
 pub fn build_rows(
     registry: &Registry,
     live: &LiveState,
     stopped: impl Fn(&str) -> bool,
     wake_policy: impl Fn(&crate::registry::RegistryPeer) -> Option<String>,
+    queue_depth: impl Fn(&str) -> u64,
 ) -> Vec<PeerRow> {
     registry
         .peers
         .iter()
         .map(|p| {
+            let policy = wake_policy(p).unwrap_or_else(|| "warm".into());
+            let ephemeral = policy == crate::profile::WAKE_POLICY_EPHEMERAL;
             let mut last_active: Option<u64> = None;
             let runtimes: Vec<RuntimeRow> = p
                 .runtimes
@@ -111,6 +118,7 @@ pub fn build_rows(
                         runtime: rt.clone(),
                         status: status.to_string(),
                         attached,
+                        queue_depth: ephemeral.then(|| queue_depth(&id)),
                     }
                 })
                 .collect();
@@ -121,7 +129,7 @@ pub fn build_rows(
                 default_runtime: p.default_runtime.clone(),
                 cwd: p.cwd.clone(),
                 runtimes,
-                wake_policy: wake_policy(p).unwrap_or_else(|| "warm".into()),
+                wake_policy: policy,
                 last_active_ms: last_active,
             }
         })
@@ -163,6 +171,9 @@ pub fn render_table(rows: &[PeerRow], now_ms: u64, width: Option<usize>) -> Stri
                     }
                     if x.attached {
                         s.push('@');
+                    }
+                    if let Some(n) = x.queue_depth.filter(|n| *n > 0) {
+                        s.push_str(&format!("[{n}]"));
                     }
                     s
                 })
@@ -243,6 +254,7 @@ pub fn list(inv: &Invocation) -> CliResult {
                 .flatten()
                 .and_then(|pr| pr.wake_policy.clone())
         },
+        |id| Markers::parse(&paths, id).map_or(0, |m| m.task_queue().depth()),
     );
     if inv.flag(flags::JSON) {
         return print(&format!("{}\n", json_line(&rows)));
@@ -298,6 +310,28 @@ mod tests {
         }
     }
 
+    /// Spec 07 `list`: an ephemeral peer's runtimes carry their queue depth (JSON
+    /// `queue_depth`, and `[n]` after the runtime in the table); other peers have none.
+    #[test]
+    fn ephemeral_rows_carry_their_queue_depth() {
+        let policy = |p: &crate::registry::RegistryPeer| {
+            (p.personality == "alice").then(|| "ephemeral".to_string())
+        };
+        let depth = |id: &str| if id == "echo-alice" { 3 } else { 0 };
+        let rows = build_rows(&reg(), &LiveState::default(), |_| false, policy, depth);
+        assert_eq!(rows[0].wake_policy, "ephemeral");
+        assert_eq!(rows[0].runtimes[0].queue_depth, Some(3));
+        assert_eq!(rows[0].runtimes[1].queue_depth, Some(0));
+        assert_eq!(rows[1].runtimes[0].queue_depth, None);
+        let json = serde_json::to_string(&rows[0].runtimes).unwrap();
+        assert!(
+            json.contains(r#""runtime":"echo","status":"asleep","queue_depth":3"#),
+            "{json}"
+        );
+        let table = render_table(&rows, 0, None);
+        assert!(table.contains("○echo*[3] ○claude"), "{table}");
+    }
+
     #[test]
     fn rows_carry_states_and_activity() {
         let session = SessionInfo {
@@ -316,11 +350,12 @@ mod tests {
             sessions: vec![session],
             parked: vec!["console-bot".into()],
         });
-        let rows = build_rows(&reg(), &live, |id| id == "claude-alice", |_| None);
+        let rows = build_rows(&reg(), &live, |id| id == "claude-alice", |_| None, |_| 0);
         let rt = |runtime: &str, status: &str, attached| RuntimeRow {
             runtime: runtime.into(),
             status: status.into(),
             attached,
+            queue_depth: None,
         };
         assert_eq!(
             rows[0].runtimes,

@@ -27,6 +27,11 @@ pub struct Config {
     pub mcp_auth: McpAuth,
     /// Idle time before an agent is slept (`IAPEER_IDLE_SECS`).
     pub idle: Duration,
+    /// Quiet time that ends an armed ephemeral worker (`IAPEER_EPHEMERAL_QUIET_SECS`).
+    pub ephemeral_quiet: Duration,
+    /// Idleness that ends an unarmed ephemeral worker
+    /// (`IAPEER_EPHEMERAL_UNARMED_IDLE_SECS`).
+    pub ephemeral_unarmed_idle: Duration,
     /// Boot → ready deadline (`IAPEER_BOOT_DEADLINE_SECS`).
     pub boot_deadline: Duration,
     /// First message → model activity deadline (`IAPEER_READY_GATE_SECS`).
@@ -52,6 +57,8 @@ impl Default for Config {
             bearer: None,
             mcp_auth: McpAuth::Token,
             idle: vars::IAPEER_IDLE_SECS.default_duration(),
+            ephemeral_quiet: vars::IAPEER_EPHEMERAL_QUIET_SECS.default_duration(),
+            ephemeral_unarmed_idle: vars::IAPEER_EPHEMERAL_UNARMED_IDLE_SECS.default_duration(),
             boot_deadline: vars::IAPEER_BOOT_DEADLINE_SECS.default_duration(),
             ready_gate: vars::IAPEER_READY_GATE_SECS.default_duration(),
             crashloop_max: vars::IAPEER_CRASHLOOP_MAX.default_u64() as usize,
@@ -94,6 +101,8 @@ impl Config {
             bearer: raw(&vars::IAPEER_BEARER_TOKEN).filter(|v| !v.is_empty()),
             mcp_auth: McpAuth::Token,
             idle: duration(w, &vars::IAPEER_IDLE_SECS),
+            ephemeral_quiet: duration(w, &vars::IAPEER_EPHEMERAL_QUIET_SECS),
+            ephemeral_unarmed_idle: duration(w, &vars::IAPEER_EPHEMERAL_UNARMED_IDLE_SECS),
             boot_deadline: duration(w, &vars::IAPEER_BOOT_DEADLINE_SECS),
             ready_gate: duration(w, &vars::IAPEER_READY_GATE_SECS),
             crashloop_max: crashloop_max as usize,

@@ -196,6 +196,23 @@ pub const IAPEER_IDLE_SECS: EnvVar = var(
     Part::Config,
     "seconds of idleness before an agent is put to sleep (default {default})",
 );
+/// `IAPEER_EPHEMERAL_QUIET_SECS`: quiet time that ends an armed ephemeral worker.
+pub const IAPEER_EPHEMERAL_QUIET_SECS: EnvVar = var(
+    "IAPEER_EPHEMERAL_QUIET_SECS",
+    Kind::Secs(20),
+    Part::Config,
+    "seconds without model activity or screen output after which an ephemeral worker that \
+     has sent its reply (or ran self-done) is ended (default {default})",
+);
+/// `IAPEER_EPHEMERAL_UNARMED_IDLE_SECS`: idleness that ends an ephemeral worker that never
+/// replied.
+pub const IAPEER_EPHEMERAL_UNARMED_IDLE_SECS: EnvVar = var(
+    "IAPEER_EPHEMERAL_UNARMED_IDLE_SECS",
+    Kind::Secs(600),
+    Part::Config,
+    "seconds of idleness after which an ephemeral worker that has not replied is ended \
+     (default {default})",
+);
 /// `IAPEER_BOOT_DEADLINE_SECS`: boot → ready deadline.
 pub const IAPEER_BOOT_DEADLINE_SECS: EnvVar = var(
     "IAPEER_BOOT_DEADLINE_SECS",
@@ -375,6 +392,8 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_BEARER_TOKEN,
     IAPEER_MCP_AUTH,
     IAPEER_IDLE_SECS,
+    IAPEER_EPHEMERAL_QUIET_SECS,
+    IAPEER_EPHEMERAL_UNARMED_IDLE_SECS,
     IAPEER_BOOT_DEADLINE_SECS,
     IAPEER_READY_GATE_SECS,
     IAPEER_CRASHLOOP_MAX,

@@ -65,6 +65,9 @@ pub struct Prepared {
     pub endpoint: Identity,
     /// The envelope (wire form is built from it; the inbox paths are in it).
     pub envelope: Envelope,
+    /// The target's profile says `wake_policy: "ephemeral"` (spec 03 §1 step 8): the
+    /// message goes to its durable task queue, never live.
+    pub ephemeral: bool,
 }
 
 /// A refused request: the stable code and the exact error text (spec 03 §1 wording for
@@ -267,11 +270,16 @@ pub fn prepare(paths: &Paths, input: &SendInput, ts: String) -> Result<Prepared,
         attachments,
         body: input.message.clone(),
     };
+    let ephemeral = crate::profile::Profile::read(&target.cwd)
+        .ok()
+        .flatten()
+        .is_some_and(|p| p.is_ephemeral());
     Ok(Prepared {
         caller,
         target: target.clone(),
         endpoint,
         envelope,
+        ephemeral,
     })
 }
 

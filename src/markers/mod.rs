@@ -14,6 +14,7 @@
 //! damaged marker never stops the daemon.
 
 mod lists;
+pub mod queue;
 #[cfg(test)]
 mod tests;
 
@@ -38,7 +39,6 @@ pub const TOPIC: &str = ".topic";
 #[cfg(test)]
 pub const SYSTEM_PROMPT: &str = ".system-prompt.md";
 /// Suffix of the ephemeral task queue folder.
-#[cfg(test)]
 pub const QUEUE: &str = ".queue";
 
 /// The flag markers: present or absent, no content.
@@ -170,7 +170,6 @@ impl Markers {
     }
 
     /// `<id>.queue/`: the ephemeral task FIFO folder (spec 05 §6).
-    #[cfg(test)]
     pub fn queue_dir(&self) -> PathBuf {
         self.path(QUEUE)
     }
@@ -191,6 +190,11 @@ impl Markers {
     /// Delete `.session` (absent is fine).
     pub fn remove_session(&self) -> Result<(), MarkerError> {
         self.remove(SESSION)
+    }
+
+    /// The ephemeral task queue ([`queue::TaskQueue`]) in [`Markers::queue_dir`].
+    pub fn task_queue(&self) -> queue::TaskQueue {
+        queue::TaskQueue::new(self.queue_dir())
     }
 
     /// Create the flag marker.

@@ -273,8 +273,51 @@ pub struct DeliveredTo {
     pub runtime: String,
 }
 
-/// A delivered send (spec 03 §1 step 10); also the MCP tool's structured result:
-/// `{"ok":true,"delivered_to":{…},"woke":false,"ts":"2026-11-30T10:00:00+00:00"}`.
+/// Who holds a message that was accepted but not yet handed to the model (spec 03 §1 steps
+/// 8–9, spec 05 §6–§7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QueuedBy {
+    /// The runtime's own queue behind its running turn.
+    Runtime,
+    /// The daemon's composer queue: a draft is in the agent's composer.
+    Composer,
+    /// The ephemeral peer's durable task queue on disk.
+    Ephemeral,
+}
+
+impl QueuedBy {
+    /// The wire spelling (`runtime`, `composer`, `ephemeral`), also used in `delivery.log`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueuedBy::Runtime => "runtime",
+            QueuedBy::Composer => "composer",
+            QueuedBy::Ephemeral => "ephemeral",
+        }
+    }
+}
+
+/// The queue fields of a [`SendResult`], present only when the message was queued:
+/// `"queued":true,"queuedBy":"ephemeral","queueDepth":3`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Queued {
+    /// Always `true`.
+    pub queued: bool,
+    /// Whose queue holds it.
+    #[serde(rename = "queuedBy")]
+    pub queued_by: QueuedBy,
+    /// Messages in that queue, this one included, when the queue can tell.
+    #[serde(
+        rename = "queueDepth",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub queue_depth: Option<u64>,
+}
+
+/// A delivered (or queued) send (spec 03 §1 step 10); also the MCP tool's structured result:
+/// `{"ok":true,"delivered_to":{…},"woke":false,"ts":"2026-11-30T10:00:00+00:00"}`, with the
+/// [`Queued`] fields after `ts` when the message waits in a queue.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SendResult {
     /// Always `true` (the result object is only produced for a delivery).
@@ -285,6 +328,9 @@ pub struct SendResult {
     pub woke: bool,
     /// The envelope timestamp (RFC 3339, local offset); `null` only if the envelope had none.
     pub ts: Option<String>,
+    /// Set when the message waits in a queue instead of being in the model's input.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub queued: Option<Queued>,
 }
 
 /// `send` → `{"ok":true,"result":<SendResult>}`.

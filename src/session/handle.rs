@@ -25,6 +25,8 @@ pub enum Cause {
     Replaced,
     /// Ended because its peer is being removed.
     Removed,
+    /// An ephemeral worker's wind-down (spec 05 §4): its task is done, or it never replied.
+    WindDown,
 }
 
 impl Cause {
@@ -39,6 +41,7 @@ impl Cause {
             Cause::BootTimeout => "boot-timeout",
             Cause::Replaced => "replaced",
             Cause::Removed => "removed",
+            Cause::WindDown => "wind-down",
         }
     }
 
@@ -46,7 +49,12 @@ impl Cause {
     pub fn expected(self) -> bool {
         matches!(
             self,
-            Cause::IdleSleep | Cause::Stop | Cause::Shutdown | Cause::Replaced | Cause::Removed
+            Cause::IdleSleep
+                | Cause::Stop
+                | Cause::Shutdown
+                | Cause::Replaced
+                | Cause::Removed
+                | Cause::WindDown
         )
     }
 }
@@ -146,6 +154,9 @@ pub struct SessionStatus {
     pub attached: usize,
     /// Last output byte seen while a client was attached, epoch ms.
     pub attached_output_ms: Option<u64>,
+    /// Last output byte of the child, attached or not, epoch ms (an ephemeral worker's
+    /// "quiet", spec 05 §4).
+    pub output_ms: Option<u64>,
 }
 
 /// An event tagged with the session it comes from.

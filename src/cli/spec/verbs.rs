@@ -227,7 +227,9 @@ pub static VERBS: &[VerbSpec] = &[
         summary: "route one message to a peer, waking it when asleep",
         description: "Route one message to the peer <target>. A sleeping agent is woken first and gets \
             the message once it is ready; a message with a topic resumes the conversation held on that \
-            topic. The sender is --from, else PEER_IDENTITY from the environment, else the peer whose \
+            topic. A message to an ephemeral peer (profile wake_policy \"ephemeral\") is put in its \
+            task queue on disk and answered at once; each task runs as the first message of its own \
+            fresh session. The sender is --from, else PEER_IDENTITY from the environment, else the peer whose \
             folder holds the current directory, else the host's only human peer; when none of these \
             applies the message is refused. Prints whether the message was delivered (and whether a wake \
             was needed) or queued, and for which runtime. Exits 0 only when it was delivered or queued.",

@@ -273,6 +273,73 @@ pub(crate) fn idle_sleep(f: &IdleFacts<'_>, now: Now, idle: Duration) -> Option<
     (!f.ending && !f.queue_busy && should_sleep(age, idle, f.status)).then_some(age)
 }
 
+/// The facts [`ephemeral_wind_down`] reads about one live ephemeral worker.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct WindDownFacts<'a> {
+    /// The session's latest probe answer.
+    pub status: &'a SessionStatus,
+    /// When it woke, epoch ms.
+    pub woke_at_ms: u64,
+    /// Its last confirmed delivery (its task), epoch ms.
+    pub last_delivery_ms: Option<u64>,
+    /// `.ephemeral-armed` is set: it sent its reply or ran `self-done`.
+    pub armed: bool,
+    /// It was already told to end.
+    pub ending: bool,
+}
+
+/// Why an ephemeral worker is ended ([`ephemeral_wind_down`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WindDown {
+    /// Armed and quiet (no model activity, no screen output) this long, ms.
+    ArmedQuiet(u64),
+    /// Never armed and idle this long, ms.
+    UnarmedIdle(u64),
+}
+
+impl WindDown {
+    /// The logfmt `reason=` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WindDown::ArmedQuiet(_) => "armed-quiet",
+            WindDown::UnarmedIdle(_) => "unarmed-idle",
+        }
+    }
+
+    /// The quiet or idle time that decided it, ms.
+    pub fn age_ms(self) -> u64 {
+        match self {
+            WindDown::ArmedQuiet(ms) | WindDown::UnarmedIdle(ms) => ms,
+        }
+    }
+}
+
+/// An ephemeral worker's wind-down (spec 05 §4): armed and quiet for `quiet` (neither model
+/// activity nor screen output) → end it; not armed and idle longer than `unarmed` → end it.
+/// Never while it is mid-turn, a human is attached or it is already ending. An ephemeral
+/// worker is never idle-slept (its conversation is never resumed).
+pub(crate) fn ephemeral_wind_down(
+    f: &WindDownFacts<'_>,
+    now: Now,
+    quiet: Duration,
+    unarmed: Duration,
+) -> Option<WindDown> {
+    if f.ending || f.status.busy || f.status.attached > 0 {
+        return None;
+    }
+    let idle = idle_age_ms(now.ms, f.status, f.woke_at_ms, f.last_delivery_ms);
+    if f.armed {
+        let since_output = f
+            .status
+            .output_ms
+            .map_or(idle, |o| now.ms.saturating_sub(o));
+        let quiet_ms = idle.min(since_output);
+        (quiet_ms >= quiet.as_millis() as u64).then_some(WindDown::ArmedQuiet(quiet_ms))
+    } else {
+        (idle > unarmed.as_millis() as u64).then_some(WindDown::UnarmedIdle(idle))
+    }
+}
+
 /// What the supervise tick does to one session (spec 05 §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TickStep {

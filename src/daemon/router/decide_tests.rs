@@ -400,6 +400,7 @@ fn status() -> SessionStatus {
         busy: false,
         attached: 0,
         attached_output_ms: None,
+        output_ms: None,
     }
 }
 
@@ -448,6 +449,103 @@ fn idle_age_counts_from_the_newest_activity() {
         ..status()
     };
     assert_eq!(idle_sleep(&idle_facts(&st, woke.ms), later, idle), None);
+}
+
+fn wind_down_facts(status: &SessionStatus, woke_at_ms: u64, armed: bool) -> WindDownFacts<'_> {
+    WindDownFacts {
+        status,
+        woke_at_ms,
+        last_delivery_ms: None,
+        armed,
+        ending: false,
+    }
+}
+
+/// Spec 05 §4 "ephemeral and armed and quiet for 20 s → end it", where quiet means neither
+/// model activity nor screen output.
+#[test]
+fn an_armed_ephemeral_worker_ends_after_20_s_of_quiet() {
+    let (quiet, unarmed) = (secs(20), secs(600));
+    let woke = t0();
+    let st = SessionStatus {
+        activity_ms: Some(woke.plus(secs(30)).ms),
+        output_ms: Some(woke.plus(secs(40)).ms),
+        ..status()
+    };
+    let f = wind_down_facts(&st, woke.ms, true);
+    assert_eq!(
+        ephemeral_wind_down(&f, woke.plus(secs(59)), quiet, unarmed),
+        None
+    );
+    assert_eq!(
+        ephemeral_wind_down(&f, woke.plus(secs(60)), quiet, unarmed),
+        Some(WindDown::ArmedQuiet(20_000))
+    );
+    // Output after the model's last activity keeps it alive (a tool still printing).
+    let printing = SessionStatus {
+        output_ms: Some(woke.plus(secs(55)).ms),
+        ..st.clone()
+    };
+    let f = wind_down_facts(&printing, woke.ms, true);
+    assert_eq!(
+        ephemeral_wind_down(&f, woke.plus(secs(60)), quiet, unarmed),
+        None
+    );
+}
+
+/// Spec 05 §4 "ephemeral and older than 600 s → end it" for a worker that never replied,
+/// on its idle age; quiet alone does not end an unarmed worker.
+#[test]
+fn an_unarmed_ephemeral_worker_ends_after_600_s_idle() {
+    let (quiet, unarmed) = (secs(20), secs(600));
+    let woke = t0();
+    let st = status();
+    let f = wind_down_facts(&st, woke.ms, false);
+    assert_eq!(
+        ephemeral_wind_down(&f, woke.plus(secs(60)), quiet, unarmed),
+        None
+    );
+    assert_eq!(
+        ephemeral_wind_down(&f, woke.plus(secs(600)), quiet, unarmed),
+        None
+    );
+    assert_eq!(
+        ephemeral_wind_down(&f, woke.plus(secs(601)), quiet, unarmed),
+        Some(WindDown::UnarmedIdle(601_000))
+    );
+}
+
+/// A worker mid-turn, watched by an attached human, or already ending is never wound down.
+#[test]
+fn wind_down_spares_busy_attached_and_ending_workers() {
+    let (quiet, unarmed) = (secs(20), secs(600));
+    let woke = t0();
+    let late = woke.plus(secs(3600));
+    for st in [
+        SessionStatus {
+            busy: true,
+            ..status()
+        },
+        SessionStatus {
+            attached: 1,
+            ..status()
+        },
+    ] {
+        for armed in [true, false] {
+            let f = wind_down_facts(&st, woke.ms, armed);
+            assert_eq!(
+                ephemeral_wind_down(&f, late, quiet, unarmed),
+                None,
+                "{st:?}"
+            );
+        }
+    }
+    let st = status();
+    let f = WindDownFacts {
+        ending: true,
+        ..wind_down_facts(&st, woke.ms, true)
+    };
+    assert_eq!(ephemeral_wind_down(&f, late, quiet, unarmed), None);
 }
 
 /// Spec 05 §4: never put to sleep mid-turn, with a human attached, while work is queued

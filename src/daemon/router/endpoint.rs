@@ -3,6 +3,7 @@
 //! first message; later ones wait and go live.
 
 use std::collections::VecDeque;
+use std::path::PathBuf;
 use std::time::Instant;
 
 use super::decide::{head_step, Head, HeadStep, Presence};
@@ -31,6 +32,8 @@ pub struct SendJob<P> {
     pub(crate) woke: bool,
     /// The runtime kind of the endpoint (decided when queued).
     pub(crate) kind: RuntimeKind,
+    /// For a task drained from an ephemeral queue: its file, removed once it is delivered.
+    pub(crate) drained: Option<PathBuf>,
 }
 
 /// A send whose preparation runs on the worker thread.
@@ -56,6 +59,7 @@ impl<P> SendJob<P> {
             started: self.started,
             woke: self.woke,
             kind: self.kind,
+            drained: self.drained,
         }
     }
 }
@@ -153,6 +157,7 @@ impl Router {
                 started: self.now.at,
                 woke: false,
                 kind: RuntimeKind::Agent,
+                drained: None,
             },
         );
         let spawned = std::thread::Builder::new()
@@ -189,6 +194,7 @@ impl Router {
             Ok(p) => p,
             Err(r) => return self.finish_send(job.unprepared(), r),
         };
+        self.note_worker_send(&prepared.caller);
         let endpoint = prepared.endpoint.clone();
         job.kind = match self.adapter(&prepared.endpoint.runtime) {
             Ok(a) => a.kind(),
@@ -203,6 +209,9 @@ impl Router {
                 return self.finish_send(job.holding(Some(prepared)), r);
             }
         };
+        if job.kind == RuntimeKind::Agent && prepared.ephemeral {
+            return self.enqueue_task(job.holding(prepared));
+        }
         self.queues
             .endpoints
             .entry(endpoint.clone())

@@ -93,6 +93,7 @@ impl Router {
                 first_job: plan.first_job,
                 early_events: Vec::new(),
                 mcp_up: false,
+                ephemeral: plan.ephemeral,
             },
         );
         let ctx = LaunchEnv {
@@ -197,6 +198,7 @@ impl Router {
             status: None,
             mode: l.mode,
             mcp_up: l.mcp_up,
+            ephemeral: l.ephemeral,
         });
         if l.mcp_up {
             handle.send(SessionCmd::McpUp);
@@ -296,10 +298,12 @@ impl Router {
             ));
         }
         let profile = Profile::read(&peer.cwd).ok().flatten();
+        let ephemeral = adapter.kind() == RuntimeKind::Agent
+            && profile.as_ref().is_some_and(|pr| pr.is_ephemeral());
         let decision = (adapter.kind() == RuntimeKind::Agent).then(|| {
             let facts = WakeFacts {
                 fresh_next: markers.is_set(Flag::FreshNext),
-                ephemeral: profile.as_ref().is_some_and(|pr| pr.is_ephemeral()),
+                ephemeral,
                 idle_reaped: markers.is_set(Flag::IdleReaped),
                 human_facing: peer.telegram_bot().is_some()
                     || peer
@@ -345,6 +349,7 @@ impl Router {
             decision,
             first,
             first_job,
+            ephemeral,
         })
     }
 }
@@ -364,6 +369,8 @@ pub(crate) struct LaunchPlan {
     /// The queued message that rides the wake as its first delivery (agents only).
     first: Option<Delivery>,
     first_job: Option<u64>,
+    /// The peer is an ephemeral worker.
+    ephemeral: bool,
 }
 
 /// What the launcher thread needs besides the plan (owned copies of router state).
@@ -399,6 +406,10 @@ fn run_launch(plan: &LaunchPlan, token: String, env: &LaunchEnv) -> Result<Spawn
         if d.consume_idle_reaped {
             logged(markers.clear(Flag::IdleReaped));
         }
+    }
+    // A new ephemeral worker starts unarmed (spec 05 §6).
+    if plan.ephemeral {
+        logged(markers.clear(Flag::EphemeralArmed));
     }
     let (handle, pid) = start_session(plan, spec, &env.paths, &env.cfg, &env.session_tx)?;
     // The child runs now: whatever happens to the record keeping, the router must get the

@@ -6,6 +6,7 @@
 mod always_on;
 mod decide;
 mod endpoint;
+mod ephemeral;
 mod events;
 mod launch;
 mod now;
@@ -119,6 +120,8 @@ pub(crate) struct Sess {
     pub mode: WakeMode,
     /// Its MCP client listed the tools.
     pub mcp_up: bool,
+    /// The peer is an ephemeral worker (spec 05 §6): wound down, never idle-slept.
+    pub ephemeral: bool,
 }
 
 impl Sess {

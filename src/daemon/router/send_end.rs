@@ -7,7 +7,7 @@ use super::Router;
 use crate::daemon::route::{Caller, Refusal, SendInput};
 use crate::eventlog::Event;
 use crate::names::Identity;
-use crate::protocol::{DeliveredTo, SendReply, SendResult};
+use crate::protocol::{DeliveredTo, Queued, QueuedBy, SendReply, SendResult};
 
 fn caller_label(input: &SendInput) -> String {
     match &input.caller {
@@ -20,8 +20,9 @@ impl Router {
     /// A send delivered: its delivery.log line and the sender's typed answer, built from
     /// the prepared message the queued send holds.
     pub(crate) fn send_delivered(&mut self, job: QueuedSend) {
-        let ev = delivery_event(&job, Some(&job.prepared.endpoint), None, self.now);
+        let ev = delivery_event(&job, Some(&job.prepared.endpoint), None, None, self.now);
         self.delivery_log.append(&ev);
+        self.drained_done(&job, &job.prepared.endpoint, true);
         let p = &job.prepared;
         let result = SendResult {
             ok: true,
@@ -31,6 +32,37 @@ impl Router {
             },
             woke: job.woke,
             ts: p.envelope.ts.clone(),
+            queued: None,
+        };
+        job.reply.finish(SendReply { result });
+    }
+
+    /// A send accepted into a queue (`by`, holding `depth` messages) rather than delivered:
+    /// its delivery.log line (`queued=true qkind=… qd=…`) and the sender's `queued` answer.
+    pub(crate) fn send_queued(&mut self, job: QueuedSend, by: QueuedBy, depth: Option<u64>) {
+        let queued = Queued {
+            queued: true,
+            queued_by: by,
+            queue_depth: depth,
+        };
+        let ev = delivery_event(
+            &job,
+            Some(&job.prepared.endpoint),
+            Some(&queued),
+            None,
+            self.now,
+        );
+        self.delivery_log.append(&ev);
+        let p = &job.prepared;
+        let result = SendResult {
+            ok: true,
+            delivered_to: DeliveredTo {
+                personality: p.endpoint.personality.clone(),
+                runtime: p.endpoint.runtime.clone(),
+            },
+            woke: false,
+            ts: p.envelope.ts.clone(),
+            queued: Some(queued),
         };
         job.reply.finish(SendReply { result });
     }
@@ -39,18 +71,23 @@ impl Router {
     /// line and the refusal to the sender.
     pub(crate) fn finish_send(&mut self, job: SendRecord, r: Refusal) {
         let via = job.prepared.as_ref().map(|p| &p.endpoint);
-        let ev = delivery_event(&job, via, Some(&r), self.now);
+        let ev = delivery_event(&job, via, None, Some(&r), self.now);
         self.delivery_log.append(&ev);
+        if let Some(endpoint) = via.cloned() {
+            self.drained_done(&job, &endpoint, false);
+        }
         job.reply.finish(r);
     }
 }
 
-/// The delivery.log line of a send that ends at `now` (spec 03 §1 step 10: one line for
-/// every attempt, ok or not): `via` and `woke` once an endpoint was chosen (`via`), `err`
-/// when refused (`refusal`), the topic trimmed and only when not empty.
+/// The delivery.log line of a send that ends at `now` (spec 03 §1 step 10, §4: one line for
+/// every attempt, ok or not): `via` and `woke` once an endpoint was chosen (`via`),
+/// `queued=true qkind=… qd=…` when it went to a queue, `err` when refused (`refusal`), the
+/// topic trimmed and only when not empty.
 fn delivery_event<P>(
     job: &SendJob<P>,
     via: Option<&Identity>,
+    queued: Option<&Queued>,
     refusal: Option<&Refusal>,
     now: Now,
 ) -> Event {
@@ -66,6 +103,12 @@ fn delivery_event<P>(
         ev = ev
             .field("via", endpoint)
             .field("woke", if job.woke { "true" } else { "false" });
+    }
+    if let Some(q) = queued {
+        ev = ev
+            .field("queued", "true")
+            .field("qkind", q.queued_by.as_str())
+            .opt("qd", q.queue_depth.map(|d| d.to_string()).as_deref());
     }
     ev = ev
         .field("ms", ms.to_string())
@@ -110,6 +153,7 @@ mod tests {
             started: Instant::now(),
             woke: true,
             kind: RuntimeKind::Agent,
+            drained: None,
         }
     }
 
@@ -130,7 +174,7 @@ mod tests {
             ms: 0,
         };
         let via = Identity::new("claude", "bob").unwrap();
-        let ev = delivery_event(&j, Some(&via), None, now);
+        let ev = delivery_event(&j, Some(&via), None, None, now);
         assert_eq!(
             fields(&ev),
             [
@@ -162,7 +206,7 @@ mod tests {
             code: Code::NotRegistered,
             error: "peer \"bob\" is not in the iapeer peers index; message NOT delivered".into(),
         };
-        let ev = delivery_event(&j, None, Some(&r), now);
+        let ev = delivery_event(&j, None, None, Some(&r), now);
         assert_eq!(
             fields(&ev),
             [

@@ -65,6 +65,8 @@ pub(crate) struct Launching {
     pub early_events: Vec<SessionEvent>,
     /// Its MCP client listed the tools before the launcher reported.
     pub mcp_up: bool,
+    /// The peer is an ephemeral worker (spec 05 §6).
+    pub ephemeral: bool,
 }
 
 impl LiveSessions {
@@ -205,6 +207,8 @@ pub(crate) struct Queues {
 pub(crate) struct Supervisor {
     /// Back-off and parking, per identity.
     pub always_on: HashMap<Identity, AlwaysOn>,
+    /// Ephemeral identities whose drained task failed: no new attempt before this time.
+    pub drain_retry: HashMap<Identity, Instant>,
 }
 
 /// Deferred work the router schedules for itself, in deadline order.

@@ -2,7 +2,8 @@
 //! death records, `.new-eager`; a death's always-on restart is `always_on.rs`.
 
 use super::decide::{
-    after_exit, idle_sleep, tick_step, ExitFacts, IdleFacts, Inflight, Live, TickStep,
+    after_exit, ephemeral_wind_down, idle_sleep, tick_step, ExitFacts, IdleFacts, Inflight, Live,
+    TickStep, WindDownFacts,
 };
 use super::{logged, Router};
 use crate::daemon::lifecycle::ModeRequest;
@@ -41,6 +42,7 @@ impl Router {
                 self.bring_up_new_eager(&ident);
             }
         }
+        self.drain_all();
         if self.cfg.supervise_verbose {
             self.lifecycle(
                 Event::new("supervise")
@@ -67,6 +69,35 @@ impl Router {
             ending: s.state.is_ending(),
             queue_busy,
         };
+        if s.ephemeral {
+            let armed = Markers::new(&self.paths, &s.identity).is_set(Flag::EphemeralArmed);
+            let facts = WindDownFacts {
+                status: &status,
+                woke_at_ms: s.woke_at_ms,
+                last_delivery_ms: s.last_delivery_ms,
+                armed,
+                ending: s.state.is_ending(),
+            };
+            let verdict = ephemeral_wind_down(
+                &facts,
+                self.now,
+                self.cfg.ephemeral_quiet,
+                self.cfg.ephemeral_unarmed_idle,
+            );
+            s.status = Some(status);
+            if let Some(why) = verdict {
+                s.state.end(Cause::WindDown);
+                s.handle.send(SessionCmd::Kill(Cause::WindDown));
+                self.lifecycle(
+                    Event::new("supervise")
+                        .field("action", "wind-down")
+                        .field("identity", identity)
+                        .field("reason", why.as_str())
+                        .field("age", format!("{}s", why.age_ms() / 1000)),
+                );
+            }
+            return;
+        }
         let verdict = idle_sleep(&facts, self.now, idle);
         s.status = Some(status);
         let Some(age) = verdict else {
@@ -167,6 +198,9 @@ impl Router {
         }
         if plan.pump {
             self.pump(identity);
+            if s.ephemeral {
+                self.drain(identity);
+            }
         }
     }
 

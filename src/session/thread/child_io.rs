@@ -69,6 +69,7 @@ impl Session {
     }
 
     pub(super) fn on_output(&mut self, chunk: &[u8]) {
+        self.output_ms = Some(crate::clock::now_ms());
         self.pane.append(chunk);
         if matches!(self.io, Io::Pipes { .. }) {
             self.pipe_tail.extend(chunk);

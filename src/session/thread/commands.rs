@@ -85,6 +85,7 @@ impl Session {
             busy: pty && self.cfg.adapter.is_busy(&self.screen),
             attached: self.clients.values().filter(|c| c.sized).count(),
             attached_output_ms: self.attached_output_ms,
+            output_ms: self.output_ms,
         }
     }
 

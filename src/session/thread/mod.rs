@@ -222,6 +222,8 @@ struct Session {
     next_client: usize,
     pending_size: Option<(u16, u16)>,
     attached_output_ms: Option<u64>,
+    /// Last output byte of the child, epoch ms.
+    output_ms: Option<u64>,
     kill: Option<(Cause, Instant)>,
     exit: Option<io::Result<ExitStatus>>,
     /// When the agent's MCP client first listed the tools.
@@ -299,6 +301,7 @@ impl Session {
             next_client: FIRST_CLIENT,
             pending_size: None,
             attached_output_ms: None,
+            output_ms: None,
             kill: None,
             exit: None,
             mcp_up_at: None,
