@@ -32,6 +32,8 @@ pub struct Config {
     /// Idleness that ends an unarmed ephemeral worker
     /// (`IAPEER_EPHEMERAL_UNARMED_IDLE_SECS`).
     pub ephemeral_unarmed_idle: Duration,
+    /// The storm guard (`IAPEER_STORM_LIMIT`, `_WINDOW_SECS`, `_PAUSE_SECS`).
+    pub storm: crate::daemon::storm::StormLimits,
     /// Boot → ready deadline (`IAPEER_BOOT_DEADLINE_SECS`).
     pub boot_deadline: Duration,
     /// First message → model activity deadline (`IAPEER_READY_GATE_SECS`).
@@ -59,6 +61,11 @@ impl Default for Config {
             idle: vars::IAPEER_IDLE_SECS.default_duration(),
             ephemeral_quiet: vars::IAPEER_EPHEMERAL_QUIET_SECS.default_duration(),
             ephemeral_unarmed_idle: vars::IAPEER_EPHEMERAL_UNARMED_IDLE_SECS.default_duration(),
+            storm: crate::daemon::storm::StormLimits {
+                limit: vars::IAPEER_STORM_LIMIT.default_u64() as usize,
+                window: vars::IAPEER_STORM_WINDOW_SECS.default_duration(),
+                pause: vars::IAPEER_STORM_PAUSE_SECS.default_duration(),
+            },
             boot_deadline: vars::IAPEER_BOOT_DEADLINE_SECS.default_duration(),
             ready_gate: vars::IAPEER_READY_GATE_SECS.default_duration(),
             crashloop_max: vars::IAPEER_CRASHLOOP_MAX.default_u64() as usize,
@@ -103,6 +110,13 @@ impl Config {
             idle: duration(w, &vars::IAPEER_IDLE_SECS),
             ephemeral_quiet: duration(w, &vars::IAPEER_EPHEMERAL_QUIET_SECS),
             ephemeral_unarmed_idle: duration(w, &vars::IAPEER_EPHEMERAL_UNARMED_IDLE_SECS),
+            storm: crate::daemon::storm::StormLimits {
+                limit: vars::IAPEER_STORM_LIMIT
+                    .parse_u64(raw(&vars::IAPEER_STORM_LIMIT).as_deref(), w)
+                    as usize,
+                window: duration(w, &vars::IAPEER_STORM_WINDOW_SECS),
+                pause: duration(w, &vars::IAPEER_STORM_PAUSE_SECS),
+            },
             boot_deadline: duration(w, &vars::IAPEER_BOOT_DEADLINE_SECS),
             ready_gate: duration(w, &vars::IAPEER_READY_GATE_SECS),
             crashloop_max: crashloop_max as usize,

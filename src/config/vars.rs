@@ -213,6 +213,29 @@ pub const IAPEER_EPHEMERAL_UNARMED_IDLE_SECS: EnvVar = var(
     "seconds of idleness after which an ephemeral worker that has not replied is ended \
      (default {default})",
 );
+/// `IAPEER_STORM_LIMIT`: messages each way that make an exchange a storm.
+pub const IAPEER_STORM_LIMIT: EnvVar = var(
+    "IAPEER_STORM_LIMIT",
+    Kind::Count(20),
+    Part::Config,
+    "messages in each direction between the same two non-human peers within \
+     IAPEER_STORM_WINDOW_SECS that pause their exchange as a runaway (default {default}; a \
+     human writing to either peer lifts the pause)",
+);
+/// `IAPEER_STORM_WINDOW_SECS`: the storm guard's sliding window.
+pub const IAPEER_STORM_WINDOW_SECS: EnvVar = var(
+    "IAPEER_STORM_WINDOW_SECS",
+    Kind::Secs(60),
+    Part::Config,
+    "the window of IAPEER_STORM_LIMIT, in seconds (default {default})",
+);
+/// `IAPEER_STORM_PAUSE_SECS`: how long a runaway exchange stays paused.
+pub const IAPEER_STORM_PAUSE_SECS: EnvVar = var(
+    "IAPEER_STORM_PAUSE_SECS",
+    Kind::Secs(600),
+    Part::Config,
+    "seconds a runaway exchange between two peers stays paused (default {default})",
+);
 /// `IAPEER_BOOT_DEADLINE_SECS`: boot → ready deadline.
 pub const IAPEER_BOOT_DEADLINE_SECS: EnvVar = var(
     "IAPEER_BOOT_DEADLINE_SECS",
@@ -394,6 +417,9 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_IDLE_SECS,
     IAPEER_EPHEMERAL_QUIET_SECS,
     IAPEER_EPHEMERAL_UNARMED_IDLE_SECS,
+    IAPEER_STORM_LIMIT,
+    IAPEER_STORM_WINDOW_SECS,
+    IAPEER_STORM_PAUSE_SECS,
     IAPEER_BOOT_DEADLINE_SECS,
     IAPEER_READY_GATE_SECS,
     IAPEER_CRASHLOOP_MAX,

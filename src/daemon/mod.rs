@@ -10,6 +10,7 @@ pub mod mcp;
 pub mod reply;
 pub mod route;
 pub mod router;
+pub mod storm;
 pub mod test_hooks;
 
 use std::io::{self, Write};

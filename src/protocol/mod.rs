@@ -36,6 +36,8 @@ pub enum Code {
     NotLive,
     /// The daemon is shutting down.
     ShuttingDown,
+    /// Messages between the two peers are paused: their exchange ran away (a storm).
+    Paused,
     /// Anything else.
     Internal,
 }

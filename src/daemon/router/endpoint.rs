@@ -195,6 +195,9 @@ impl Router {
             Err(r) => return self.finish_send(job.unprepared(), r),
         };
         self.note_worker_send(&prepared.caller);
+        if let Some(r) = self.storm_check(&prepared) {
+            return self.finish_send(job.holding(Some(prepared)), r);
+        }
         let endpoint = prepared.endpoint.clone();
         job.kind = match self.adapter(&prepared.endpoint.runtime) {
             Ok(a) => a.kind(),

@@ -17,6 +17,7 @@ mod send_end;
 mod sess_state;
 mod state;
 mod stop;
+mod storms;
 mod tick;
 mod verbs;
 
@@ -180,6 +181,8 @@ pub struct Router {
     /// The time of the current turn, read once by [`Router::run`] before each message,
     /// session event and timer check; nothing else in the router reads the clock.
     pub(crate) now: Now,
+    /// Message counts of non-human pairs, and the paused ones.
+    pub(crate) storms: crate::daemon::storm::StormGuard,
 }
 
 impl Router {
@@ -208,6 +211,7 @@ impl Router {
             lifecycle_log,
             delivery_log,
             now: Now::read(),
+            storms: Default::default(),
         }
     }
 

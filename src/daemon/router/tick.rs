@@ -43,6 +43,7 @@ impl Router {
             }
         }
         self.drain_all();
+        self.storms.prune(self.now.at, self.cfg.storm);
         if self.cfg.supervise_verbose {
             self.lifecycle(
                 Event::new("supervise")

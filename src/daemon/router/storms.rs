@@ -1,0 +1,69 @@
+//! The router's side of the storm guard ([`crate::daemon::storm`]): every prepared send
+//! between two non-human peers is counted; a message from a human lifts the pauses of the
+//! peer it goes to.
+
+use super::Router;
+use crate::daemon::route::{Prepared, Refusal};
+use crate::daemon::storm::Verdict;
+use crate::eventlog::Event;
+use crate::names::Intelligence;
+use crate::protocol::Code;
+
+impl Router {
+    /// Count `p` with the storm guard; `Some(refusal)` when its pair is paused (spec: issue 7
+    /// item 9 — a runaway exchange is paused, logged and reported).
+    pub(crate) fn storm_check(&mut self, p: &Prepared) -> Option<Refusal> {
+        let from = &p.caller.personality;
+        let to = &p.target.personality;
+        if p.envelope.intelligence == Some(Intelligence::Natural) {
+            for other in self.storms.human_stepped_in(to, self.now.at) {
+                self.lifecycle(
+                    Event::new("storm")
+                        .field("action", "lifted")
+                        .field("peer", to)
+                        .field("other", &other)
+                        .field("by", from),
+                );
+            }
+            return None;
+        }
+        if p.target.nature() == Intelligence::Natural {
+            return None;
+        }
+        let limits = self.cfg.storm;
+        let (until, tripped) = match self.storms.note(from, to, self.now.at, limits) {
+            Verdict::Pass => return None,
+            Verdict::Tripped { until } => (until, true),
+            Verdict::Paused { until } => (until, false),
+        };
+        let left = until.saturating_duration_since(self.now.at).as_secs();
+        if tripped {
+            log::warn!(
+                "storm: {from} and {to} sent {} messages each way within {} s; their exchange \
+                 is paused for {} s",
+                limits.limit,
+                limits.window.as_secs(),
+                limits.pause.as_secs()
+            );
+            self.lifecycle(
+                Event::new("storm")
+                    .field("action", "paused")
+                    .field("a", from)
+                    .field("b", to)
+                    .field("limit", limits.limit.to_string())
+                    .field("window", format!("{}s", limits.window.as_secs()))
+                    .field("pause", format!("{}s", limits.pause.as_secs())),
+            );
+        }
+        Some(Refusal {
+            code: Code::Paused,
+            error: format!(
+                "messages between \"{from}\" and \"{to}\" are paused for {left} more s: they sent \
+                 {} messages each way within {} s, a runaway exchange (IAPEER_STORM_LIMIT); a \
+                 human writing to either peer lifts the pause; message NOT delivered",
+                limits.limit,
+                limits.window.as_secs()
+            ),
+        })
+    }
+}
