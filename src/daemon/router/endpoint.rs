@@ -353,8 +353,9 @@ impl Router {
 }
 
 /// Build the delivery of a prepared send: the agent form for agent runtimes (prefixed with
-/// `initial_prompt` and a blank line for the first message of a fresh session), the wire
-/// form for router runtimes.
+/// `initial_prompt` and a blank line for the first message of a fresh session) passed through
+/// [`crate::term::paste_text`] (it is pasted into a pty), the wire form for router runtimes
+/// (written to a pipe, byte for byte).
 pub(crate) fn delivery_for(
     id: u64,
     p: &Prepared,
@@ -388,6 +389,9 @@ pub(crate) fn delivery_for(
                 Some(seed) => format!("{seed}\n\n{rendered}"),
                 None => rendered,
             };
+            // Exactly what the paste carries (controls shown as stand-ins), so confirmation
+            // searches the transcript for what the agent really received.
+            let text = crate::term::paste_text(&text).into_owned();
             Delivery {
                 id,
                 text,
