@@ -11,6 +11,7 @@
 
 mod common;
 
+mod answers;
 mod attach;
 mod claude;
 mod cli;

@@ -232,9 +232,14 @@ impl Router {
                 None if self.live.launching.contains_key(identity) => Presence::Launching,
                 None => {
                     let m = self.markers(identity);
-                    Presence::Asleep {
-                        stopped: m.is_set(Flag::Stopped),
-                        resumable: m.is_set(Flag::IdleReaped),
+                    let stopped = m.is_set(Flag::Stopped);
+                    if !stopped && self.is_parked(identity) {
+                        Presence::Parked
+                    } else {
+                        Presence::Asleep {
+                            stopped,
+                            resumable: m.is_set(Flag::IdleReaped),
+                        }
                     }
                 }
             };
@@ -292,6 +297,10 @@ impl Router {
                     let (id, started) = (job.id, job.started);
                     self.ensure_revive_timer(identity, id, started);
                     return;
+                }
+                (HeadStep::RefuseParked, _, _) => {
+                    self.fail_head(identity, route::parked_refusal(identity));
+                    continue;
                 }
                 (HeadStep::RefuseStopped, _, _) => {
                     self.fail_head(identity, route::stopped_refusal(identity));

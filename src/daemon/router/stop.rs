@@ -17,6 +17,24 @@ use crate::session::handle::Cause;
 /// The longest `stop` waits for its sessions to end before answering anyway.
 const GONE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// The refusal of a `stop` whose stop flag could not be written for `failed` (one
+/// `"<identity>: <reason>"` each); `stopped` were stopped all the same.
+fn stop_failed(failed: &[String], stopped: &[String]) -> Refusal {
+    let also = if stopped.is_empty() {
+        String::new()
+    } else {
+        format!(" ({} stopped)", stopped.join(", "))
+    };
+    refusal(
+        Code::Internal,
+        format!(
+            "could not stop {}; its session and queue were left as they were{also} — fix \
+             that and run stop again",
+            failed.join("; ")
+        ),
+    )
+}
+
 impl Router {
     pub(crate) fn op_stop(
         &mut self,
@@ -27,8 +45,17 @@ impl Router {
         let targets = self.targets(personality, runtime, all)?;
         let mut ended = Vec::new();
         let mut ending = Vec::new();
+        let mut failed = Vec::new();
+        let mut stopped = Vec::new();
         for ident in &targets {
-            logged(self.markers(ident).set(Flag::Stopped));
+            // Without its flag a stopped peer would be woken by the next message: an identity
+            // whose flag cannot be written is left exactly as it was, and the op fails.
+            if let Err(e) = self.markers(ident).set(Flag::Stopped) {
+                log::warn!("stop {ident}: {e}");
+                failed.push(format!("{ident}: {e}"));
+                continue;
+            }
+            stopped.push(ident.to_string());
             if let Some(fresh) = self.live.end(ident, Cause::Stop) {
                 ending.push(ident.clone());
                 if fresh {
@@ -38,7 +65,9 @@ impl Router {
             self.fail_waiting(ident, stopped_refusal(ident));
             self.lifecycle(Event::new("stop").field("identity", ident));
         }
-        let stopped: Vec<String> = targets.iter().map(|i| i.to_string()).collect();
+        if !failed.is_empty() {
+            return Err(stop_failed(&failed, &stopped));
+        }
         Ok((StopReply { stopped, ended }, ending))
     }
 
