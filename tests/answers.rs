@@ -71,7 +71,7 @@ fn a_half_closed_control_client_gets_its_answers() {
 }
 
 #[test]
-fn stop_fails_with_the_reason_when_the_flag_cannot_be_written() {
+fn stop_and_start_fail_with_the_reason_when_the_flag_cannot_be_changed() {
     let mut env = TestEnv::new();
     env.create_echo("alice");
     env.start_daemon();
@@ -101,6 +101,19 @@ fn stop_fails_with_the_reason_when_the_flag_cannot_be_written() {
         "live",
         "{}",
         env.diagnostics()
+    );
+
+    // `start` whose flag cannot be removed (a non-empty folder in its place) fails too,
+    // rather than saying "started" while the peer stays stopped.
+    let flag = env.marker("echo-alice", ".stopped");
+    std::fs::create_dir_all(flag.join("stuck")).unwrap();
+    let (out, err) = env.fails(&["start", "alice"], 1);
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("could not start echo-alice")
+            && err.contains("echo-alice.stopped")
+            && err.contains("run start again"),
+        "{err}"
     );
 }
 

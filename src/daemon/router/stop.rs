@@ -4,7 +4,7 @@
 
 use super::endpoint::Job;
 use super::ops::refusal;
-use super::{logged, Router};
+use super::Router;
 use crate::daemon::reply::ReplyTo;
 use crate::daemon::route::{stopped_refusal, Refusal};
 use crate::eventlog::Event;
@@ -17,19 +17,20 @@ use crate::session::handle::Cause;
 /// The longest `stop` waits for its sessions to end before answering anyway.
 const GONE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// The refusal of a `stop` whose stop flag could not be written for `failed` (one
-/// `"<identity>: <reason>"` each); `stopped` were stopped all the same.
-fn stop_failed(failed: &[String], stopped: &[String]) -> Refusal {
-    let also = if stopped.is_empty() {
+/// The refusal of a `stop` or `start` (`verb`) whose stop flag could not be written or
+/// removed for `failed` (one `"<identity>: <reason>"` each), leaving those identities as
+/// they were; `done` were switched all the same.
+fn switch_failed(verb: &str, failed: &[String], done: &[String]) -> Refusal {
+    let past = if verb == "stop" { "stopped" } else { "started" };
+    let also = if done.is_empty() {
         String::new()
     } else {
-        format!(" ({} stopped)", stopped.join(", "))
+        format!(" ({} {past})", done.join(", "))
     };
     refusal(
         Code::Internal,
         format!(
-            "could not stop {}; its session and queue were left as they were{also} — fix \
-             that and run stop again",
+            "could not {verb} {}; left as it was{also} — fix that and run {verb} again",
             failed.join("; ")
         ),
     )
@@ -66,7 +67,7 @@ impl Router {
             self.lifecycle(Event::new("stop").field("identity", ident));
         }
         if !failed.is_empty() {
-            return Err(stop_failed(&failed, &stopped));
+            return Err(switch_failed("stop", &failed, &stopped));
         }
         Ok((StopReply { stopped, ended }, ending))
     }
@@ -120,8 +121,16 @@ impl Router {
     ) -> Result<StartReply, Refusal> {
         let targets = self.targets(personality, runtime, all)?;
         let mut started = Vec::new();
+        let mut cleared = Vec::new();
+        let mut failed = Vec::new();
         for ident in &targets {
-            logged(self.markers(ident).clear(Flag::Stopped));
+            // A flag that stays would keep the peer stopped: say so rather than "started".
+            if let Err(e) = self.markers(ident).clear(Flag::Stopped) {
+                log::warn!("start {ident}: {e}");
+                failed.push(format!("{ident}: {e}"));
+                continue;
+            }
+            cleared.push(ident.to_string());
             self.lifecycle(Event::new("start").field("identity", ident));
             let is_router = self
                 .adapter(&ident.runtime)
@@ -137,7 +146,9 @@ impl Router {
                 }
             }
         }
-        let cleared: Vec<String> = targets.iter().map(|i| i.to_string()).collect();
+        if !failed.is_empty() {
+            return Err(switch_failed("start", &failed, &cleared));
+        }
         Ok(StartReply { cleared, started })
     }
 
