@@ -410,3 +410,64 @@ fn root_without_is_sandbox_is_explained() {
         );
     }
 }
+
+/// Issue 12 item 1 on the real Claude Code: a body that ends the bracketed paste, presses
+/// Enter, types a line and `/exit` reaches the model as one user turn, the controls shown as
+/// their pictures inside the envelope, and nothing is typed outside it.
+#[test]
+fn a_body_with_the_paste_end_marker_reaches_claude_as_one_user_turn() {
+    let (env, api) = world(&[]);
+    api.script(|_| Reply::Text("ok".into()));
+    let out = env.run(&[
+        "send",
+        "cb",
+        "--from",
+        "echo-ea",
+        "--message",
+        crate::paste::ATTACK,
+        "--topic",
+        "t\x1b[201~",
+    ]);
+    // Time for any turn a stray Enter would have started.
+    std::thread::sleep(Duration::from_secs(3));
+    let seen: Vec<String> = api.main_requests().iter().map(last_user_text).collect();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "delivered to cb (claude), woke",
+        "{}\nuser turns: {seen:#?}\n{}",
+        common::describe(&out),
+        env.diagnostics()
+    );
+    let main = api.main_requests();
+    let last = main.last().expect("a model request");
+    let users: Vec<String> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| common::anthropic::flatten(&m["content"]))
+        .filter(|t| t.contains("hi") || t.contains("TYPED") || t.contains("<iap"))
+        .collect();
+    assert_eq!(users.len(), 1, "{users:#?}\n{}", env.diagnostics());
+    let turn = &users[0];
+    assert!(!turn.contains('\x1b'), "{turn:?}");
+    assert!(turn.contains("topic=\"t\u{241b}[201~\""), "{turn:?}");
+    assert!(turn.contains("hi\u{241b}[201~"), "{turn:?}");
+    assert!(turn.contains("TYPED\u{241b}[200~\u{2403}/exit"), "{turn:?}");
+    // The pasted CR is a line break to both CLIs (recorded: Claude Code 2.1.332, Codex
+    // 0.171.0), and the message ends where the envelope does.
+    assert!(turn.contains("/exit\n]]></msg>\n</iap>"), "{turn:?}");
+    for req in &main {
+        let t = last_user_text(req);
+        assert!(
+            !t.contains("TYPED") || (t.contains("<iap ") && t.contains("</iap>")),
+            "a line reached Claude outside the envelope: {t:?}"
+        );
+    }
+    assert_eq!(
+        env.status_of("cb", "claude"),
+        "live",
+        "{}",
+        env.diagnostics()
+    );
+}

@@ -192,3 +192,67 @@ fn codex_turn_is_interrupted() {
             .contains("esc to interrupt")
     });
 }
+
+/// Issue 12 item 1 on the real Codex: a body that ends the bracketed paste, presses Enter,
+/// types a line and `/exit` reaches the model as one user message, the controls shown as their
+/// pictures inside the envelope, and nothing is typed outside it.
+#[test]
+fn a_body_with_the_paste_end_marker_reaches_codex_as_one_user_message() {
+    let (env, api) = world();
+    api.script(|_| Reply::Text("ok".into()));
+    let out = env.ok(&[
+        "send",
+        "cx",
+        "--from",
+        "echo-ea",
+        "--message",
+        crate::paste::ATTACK,
+        "--topic",
+        "t\x1b[201~",
+    ]);
+    assert_eq!(
+        out.trim(),
+        "delivered to cx (codex), woke",
+        "{}",
+        env.diagnostics()
+    );
+    // Time for any turn a stray Enter would have started.
+    std::thread::sleep(Duration::from_secs(3));
+    // The main turn's requests offer tools (Codex's title request does not).
+    let reqs: Vec<_> = api
+        .recorded()
+        .into_iter()
+        .filter(|r| r["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .collect();
+    let last = reqs.last().expect("a model request");
+    let users: Vec<String> = last["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(common::anthropic::flatten)
+        .filter(|t| t.contains("TYPED") || t.contains("<iap"))
+        .collect();
+    assert_eq!(users.len(), 1, "{users:#?}\n{}", env.diagnostics());
+    let turn = &users[0];
+    assert!(!turn.contains('\x1b'), "{turn:?}");
+    assert!(turn.contains("topic=\"t\u{241b}[201~\""), "{turn:?}");
+    assert!(turn.contains("hi\u{241b}[201~"), "{turn:?}");
+    assert!(turn.contains("TYPED\u{241b}[200~\u{2403}/exit"), "{turn:?}");
+    // The pasted CR is a line break to both CLIs (recorded: Claude Code 2.1.332, Codex
+    // 0.171.0), and the message ends where the envelope does.
+    assert!(turn.contains("/exit\n]]></msg>\n</iap>"), "{turn:?}");
+    for req in &reqs {
+        let t = last_input_text(req);
+        assert!(
+            !t.contains("TYPED") || (t.contains("<iap ") && t.contains("</iap>")),
+            "a line reached Codex outside the envelope: {t:?}"
+        );
+    }
+    assert_eq!(
+        env.status_of("cx", "codex"),
+        "live",
+        "{}",
+        env.diagnostics()
+    );
+}

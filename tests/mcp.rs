@@ -150,7 +150,7 @@ fn control(env: &TestEnv, request: Value) -> Value {
 }
 
 /// Wake `echo-<p>` and return its live session token, read from the session's environment.
-fn wake_and_token(env: &TestEnv, personality: &str) -> String {
+pub(crate) fn wake_and_token(env: &TestEnv, personality: &str) -> String {
     let v = control(env, json!({"op":"wake","personality":personality}));
     assert_eq!(
         v["ok"],

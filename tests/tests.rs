@@ -11,6 +11,7 @@
 
 mod common;
 
+mod answers;
 mod attach;
 mod claude;
 mod cli;
@@ -21,6 +22,7 @@ mod failure;
 mod lifecycle;
 mod lifecycle_verbs;
 mod mcp;
+mod paste;
 mod peers;
 mod regressions;
 mod router_runtime;

@@ -29,6 +29,13 @@ pub fn spool(paths: &Paths, recipient: &str, sources: &[String]) -> Result<Vec<S
         .collect()
 }
 
+/// The inbox copy's file name: the source's basename as the agent will read it in the pasted
+/// envelope (controls as [`crate::term::paste_text`] stand-ins, invalid UTF-8 as `U+FFFD`),
+/// so the path the agent sees is the path on disk.
+fn inbox_name(name: &std::ffi::OsStr) -> String {
+    crate::term::paste_text(&name.to_string_lossy()).into_owned()
+}
+
 fn copy_one(inbox: &Path, src: &Path) -> io::Result<PathBuf> {
     let meta = fs::metadata(src)?;
     if !meta.is_file() {
@@ -68,7 +75,7 @@ fn copy_one(inbox: &Path, src: &Path) -> io::Result<PathBuf> {
         out.sync_all()?;
         let dir = inbox.join(hex(&hasher.finalize()));
         ensure_dir(&dir)?;
-        let dest = dir.join(name);
+        let dest = dir.join(inbox_name(name));
         fs::rename(&staging, &dest)?;
         Ok(dest)
     })();

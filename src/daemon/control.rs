@@ -7,6 +7,7 @@ use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
+use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
 use mio::net::{UnixListener, UnixStream};
@@ -38,6 +39,9 @@ struct Conn {
     close_after_flush: bool,
     /// Requests handed to the router and not yet given their final line.
     pending: usize,
+    /// The client shut down its writing side (`shutdown(SHUT_WR)`, `nc -N`): no more
+    /// requests come, but the ones it sent are still answered; closed once they are.
+    read_closed: bool,
 }
 
 /// The control loop state.
@@ -130,6 +134,41 @@ impl Control {
         }
     }
 
+    /// After [`Control::run`] returned on a signal and the router was told to shut down
+    /// (it answers every queued request `shutting-down`): accept nothing more, and keep
+    /// writing replies until every request handed to the router has its final line or
+    /// `deadline` passes. The connections close when `self` is dropped.
+    pub fn finish_pending(&mut self, deadline: Instant) {
+        let _ = self.poll.registry().deregister(&mut self.listener);
+        let mut events = Events::with_capacity(128);
+        loop {
+            self.drain_replies();
+            let owed = self
+                .conns
+                .values()
+                .filter(|c| c.pending > 0 || !c.wbuf.is_empty())
+                .count();
+            if owed == 0 {
+                return;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                log::warn!("shutdown: {owed} control client(s) left without their answer");
+                return;
+            }
+            if let Err(e) = self.poll.poll(&mut events, Some(left)) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return;
+                }
+            }
+            for ev in events.iter() {
+                if ev.token().0 >= FIRST_CONN && ev.is_writable() {
+                    self.flush(ev.token());
+                }
+            }
+        }
+    }
+
     fn accept(&mut self) {
         loop {
             match self.listener.accept() {
@@ -156,6 +195,7 @@ impl Control {
                                 handoff: None,
                                 close_after_flush: false,
                                 pending: 0,
+                                read_closed: false,
                             },
                         );
                     }
@@ -191,8 +231,27 @@ impl Control {
                 }
             }
         }
+        if closed {
+            // A last request without its newline still counts once the client is done.
+            if !conn.rbuf.is_empty() && !conn.rbuf.ends_with(b"\n") && !conn.attaching {
+                conn.rbuf.push(b'\n');
+            }
+            conn.read_closed = true;
+        }
         self.process_lines(t);
-        if closed && self.conns.get(&t).is_some_and(|c| c.handoff.is_none()) {
+        if closed {
+            // Closed now only when nothing is owed: the answers to a half-closed client's
+            // requests are written when they come (a fully closed one fails that write).
+            self.close_if_done(t);
+        }
+    }
+
+    /// Close a connection whose client stopped sending once it is owed nothing: no request
+    /// waiting for the router, nothing left to write, no attach hand-off under way.
+    fn close_if_done(&mut self, t: Token) {
+        if self.conns.get(&t).is_some_and(|c| {
+            c.read_closed && c.pending == 0 && c.wbuf.is_empty() && c.handoff.is_none()
+        }) {
             self.close(t);
         }
     }
@@ -339,6 +398,8 @@ impl Control {
             self.close(t);
         } else if conn.handoff.is_some() {
             self.hand_off(t);
+        } else {
+            self.close_if_done(t);
         }
     }
 

@@ -157,6 +157,10 @@ const ROUTER_THREAD: &str = "router";
 /// How long a normal shutdown waits for the router to end the sessions (they get SIGKILL
 /// 3 s after SIGTERM; the router gives up on them after 5 s) and to return.
 const ROUTER_SHUTDOWN: Duration = Duration::from_secs(10);
+/// How long a normal shutdown keeps writing the final lines of control requests the router
+/// answered `shutting-down` (it answers them at once; this bounds a client that reads slowly).
+/// Part of [`ROUTER_SHUTDOWN`].
+const ANSWER_BOUND: Duration = Duration::from_secs(2);
 /// Children still unreaped after the router is done (or gone) get SIGKILL this long after
 /// SIGTERM.
 const LEFTOVER_GRACE: Duration = Duration::from_secs(1);
@@ -309,7 +313,6 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
     // Shutdown, bounded by SHUTDOWN_BOUND: stop accepting, end sessions (marking agents
     // resume-eligible), clean up. After a router failure the router's sessions are gone:
     // their children are ended by process group instead.
-    drop(control);
     let _ = std::fs::remove_file(&sock);
     let start = Instant::now();
     let failed = fatal.get().map(str::to_string);
@@ -322,10 +325,14 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
                 .send(RouterMsg::Shutdown { done: done_tx })
                 .is_ok()
             {
+                // Every request the router held gets its final line (`shutting-down`, and a
+                // delivery.log line for a send) before the connections close.
+                control.finish_pending(start + ANSWER_BOUND);
                 let _ = done_rx.recv_timeout(router_by.saturating_duration_since(Instant::now()));
             }
         }
     }
+    drop(control);
     drop(router_tx);
     guard::finish_by(router_by, "the router thread", move || {
         let _ = router_thread.join();

@@ -305,6 +305,23 @@ pub fn stopped_refusal(endpoint: &Identity) -> Refusal {
     )
 }
 
+/// The refusal of a message to an always-on peer the supervisor parked after a crash loop
+/// (spec 05 §8): said at once, with what to do; code `offline`.
+pub fn parked_refusal(endpoint: &Identity) -> Refusal {
+    refuse(
+        Code::Offline,
+        format!(
+            "peer \"{p}\" ({rt}) is parked: it died {n} times within {w} s and is not restarted \
+             (see lifecycle.log and its pane log); message NOT delivered — fix it, then run \
+             `iapeer start {p} {rt}`",
+            p = endpoint.personality,
+            rt = endpoint.runtime,
+            n = crate::daemon::lifecycle::PARK_DEATHS,
+            w = crate::daemon::lifecycle::PARK_WINDOW.as_secs(),
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,11 @@
 //! - [`render_agent`]: the agent form an LLM sees (short names, relative `ts`, raw text);
 //! - [`decode`]: reads either form back (and the attribute spellings of older writers);
 //! - [`extract`]: pulls whole envelopes out of a byte stream that may also carry noise.
+//!
+//! What an agent sees of sender-controlled bytes: the agent form is pasted into a pty through
+//! [`crate::term::paste_text`], so every control character in the body, topic or attachment
+//! paths except LF, TAB and CR arrives as a visible stand-in (ESC as `␛`, C1 controls as
+//! `U+FFFD`), never as a key; nothing is refused for it (issue 12, docs/ARCHITECTURE.md).
 
 mod decode;
 mod extract;

@@ -189,6 +189,8 @@ fn text() -> impl Strategy<Value = String> {
         Just("\n".to_string()),
         Just("&amp;\"<>".to_string()),
         Just("привет ✓".to_string()),
+        Just("\x1b[201~\r/exit\r".to_string()),
+        Just("\x1b\x03\x7f\u{9b}\u{85}\x0b".to_string()),
         "[a-z ]{0,8}".prop_map(|s| s),
         any::<String>(),
     ];
@@ -269,6 +271,21 @@ proptest! {
         prop_assert_eq!(back.topic, env.topic);
     }
 
+    /// What is pasted (the agent form through `term::paste_text`) holds no ESC and decodes to
+    /// the envelope with every sender-controlled field shown as the agent sees it.
+    #[test]
+    fn pasted_agent_form_decodes_to_what_the_agent_sees(env in envelope()) {
+        let now = moscow("2026-07-14T10:00:00Z");
+        let seen = |t: &str| crate::term::paste_text(t).into_owned();
+        let pasted = seen(&render_agent(&env, &now));
+        prop_assert!(!pasted.contains('\x1b'));
+        let back = decode(&pasted).unwrap();
+        prop_assert_eq!(&back.from, &env.from);
+        prop_assert_eq!(&back.runtime, &env.runtime);
+        prop_assert_eq!(back.body, seen(&env.body));
+        prop_assert_eq!(back.attachments, env.attachments.iter().map(|a| seen(a)).collect::<Vec<_>>());
+        prop_assert_eq!(back.topic, env.topic.as_deref().map(seen));
+    }
 }
 
 proptest! {

@@ -90,11 +90,12 @@ pub fn strings(v: &Value) -> Vec<&str> {
 }
 
 /// Whether a record holds the delivered `text` (spec 04 §1 confirmation table): some string
-/// value contains it, CR removed on both sides. With attachments, the text before
+/// value contains it, line breaks compared as LF on both sides (CRLF and a lone CR are one
+/// line break each: Claude Code 2.1.332 and Codex 0.171.0 record a pasted lone CR as LF). With attachments, the text before
 /// `<attachments>` and the text after `</attachments>` must both be in the same string (a
 /// runtime may rewrite the attachment lines).
 pub fn record_contains(record: &Value, text: &str) -> bool {
-    let text = text.replace('\r', "");
+    let text = lf_breaks(text);
     let parts: Vec<String> = match (text.find("<attachments>"), text.find("</attachments>")) {
         (Some(a), Some(b)) if a < b => vec![
             text[..a].to_string(),
@@ -103,9 +104,14 @@ pub fn record_contains(record: &Value, text: &str) -> bool {
         _ => vec![text],
     };
     strings(record).iter().any(|s| {
-        let s = s.replace('\r', "");
+        let s = lf_breaks(s);
         parts.iter().all(|p| s.contains(p.as_str()))
     })
+}
+
+/// `text` with every CRLF and every lone CR as LF.
+fn lf_breaks(text: &str) -> String {
+    text.replace("\r\n", "\n").replace('\r', "\n")
 }
 
 #[cfg(test)]
@@ -136,6 +142,10 @@ mod tests {
         let env = "<iap from=\"a\">\nReply via send_to_peer.\n<msg>hi\r\nthere</msg>\n</iap>";
         let rec = json!({"type":"user","message":{"content":"\n\n<pasted_content id=\"1\">\n<iap from=\"a\">\nReply via send_to_peer.\n<msg>hi\nthere</msg>\n</iap>\n</pasted_content id=\"1\">\n"}});
         assert!(record_contains(&rec, env));
+        // A lone CR in a paste is recorded as a line break.
+        let lone = "<msg>hi\u{241b}[201~\rTYPED</msg>";
+        let rec = json!({"content":"<msg>hi\u{241b}[201~\nTYPED</msg>"});
+        assert!(record_contains(&rec, lone));
         assert!(!record_contains(&json!({"x":"<iap from=\"b\">"}), env));
         let with_att =
             "<iap from=\"a\">\n<attachments>/x/a.png</attachments>\n<msg>look</msg>\n</iap>";

@@ -40,6 +40,15 @@ impl Router {
         }
     }
 
+    /// True when the supervisor parked this always-on identity after a crash loop (spec 05
+    /// §8): it stays down until `start` or `new`.
+    pub(crate) fn is_parked(&self, ident: &Identity) -> bool {
+        self.supervisor
+            .always_on
+            .get(ident)
+            .is_some_and(|st| st.parked)
+    }
+
     /// Launch one always-on identity now, unless it is running, stopped or parked.
     pub(crate) fn restart_always_on(&mut self, ident: &Identity) {
         let identity = ident;
@@ -47,10 +56,7 @@ impl Router {
             self.live.has(identity),
             self.shutdown.is_some(),
             Markers::new(&self.paths, ident).is_set(Flag::Stopped),
-            self.supervisor
-                .always_on
-                .get(ident)
-                .is_some_and(|st| st.parked),
+            self.is_parked(ident),
         );
         if !start {
             return;

@@ -61,6 +61,9 @@ pub(crate) enum Presence {
     Session(Live),
     /// A launcher thread is starting its session: the head waits for the launch's result.
     Launching,
+    /// An always-on (router) peer the supervisor parked after a crash loop (spec 05 §8): no
+    /// session, none coming until `start` or `new`; not stopped.
+    Parked,
     /// No session.
     Asleep {
         /// `.stopped` is set.
@@ -89,6 +92,9 @@ pub(crate) enum HeadStep {
     Launch(ModeRequest),
     /// The peer is stopped: refuse the head and go on.
     RefuseStopped,
+    /// An always-on peer is parked: refuse the message at once with the park reason (no
+    /// restart is coming for the revive grace to wait for) and go on.
+    RefuseParked,
     /// `compact` of a peer with no conversation: answer `nothing-to-compact` and go on.
     NothingToCompact,
 }
@@ -107,6 +113,15 @@ pub(crate) fn head_step(head: Head, presence: Presence) -> HeadStep {
         (Head::Send(_), Presence::Session(_)) => Wait,
         (Head::Send(RuntimeKind::Router), Presence::Asleep { stopped: true, .. }) => RefuseStopped,
         (Head::Send(RuntimeKind::Router), Presence::Asleep { .. }) => HoldForRevive,
+        (Head::Send(_), Presence::Parked) => RefuseParked,
+        // Wakes and compactions of a parked peer go as they would for any asleep one.
+        (head, Presence::Parked) => head_step(
+            head,
+            Presence::Asleep {
+                stopped: false,
+                resumable: false,
+            },
+        ),
         (Head::Send(RuntimeKind::Agent), Presence::Asleep { .. }) => Launch(ModeRequest::Auto),
         (Head::Compact, Presence::Session(Live::Ready)) => StartCompact,
         (Head::Compact, Presence::Session(_)) => Wait,

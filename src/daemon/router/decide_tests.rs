@@ -109,6 +109,26 @@ fn stopped_endpoint_is_refused_not_woken() {
     );
 }
 
+/// Issue 12: a parked always-on peer has no restart coming, so a message to it is refused at
+/// once with the park reason instead of waiting out the revive grace. Other requests go as
+/// for any asleep peer; a stopped peer reads as stopped, not parked (the pump checks first).
+#[test]
+fn parked_always_on_peer_refuses_a_message_at_once() {
+    assert_eq!(
+        head_step(Head::Send(ROUTER), Presence::Parked),
+        HeadStep::RefuseParked
+    );
+    let wake = Head::Wake {
+        mode: ModeRequest::Fresh,
+        launched: false,
+    };
+    assert_eq!(head_step(wake, Presence::Parked), head_step(wake, asleep()));
+    assert_eq!(
+        head_step(Head::Compact, Presence::Parked),
+        HeadStep::NothingToCompact
+    );
+}
+
 /// Spec 03 §1 step 9 "always-on peer not running (restarting) → retry for up to 4 s, then
 /// `offline and did not come back within 4000ms`".
 #[test]

@@ -244,9 +244,14 @@ impl Router {
                 None if self.live.launching.contains_key(identity) => Presence::Launching,
                 None => {
                     let m = self.markers(identity);
-                    Presence::Asleep {
-                        stopped: m.is_set(Flag::Stopped),
-                        resumable: m.is_set(Flag::IdleReaped),
+                    let stopped = m.is_set(Flag::Stopped);
+                    if !stopped && self.is_parked(identity) {
+                        Presence::Parked
+                    } else {
+                        Presence::Asleep {
+                            stopped,
+                            resumable: m.is_set(Flag::IdleReaped),
+                        }
                     }
                 }
             };
@@ -304,6 +309,10 @@ impl Router {
                     let (id, started) = (job.id, job.started);
                     self.ensure_revive_timer(identity, id, started);
                     return;
+                }
+                (HeadStep::RefuseParked, _, _) => {
+                    self.fail_head(identity, route::parked_refusal(identity));
+                    continue;
                 }
                 (HeadStep::RefuseStopped, _, _) => {
                     self.fail_head(identity, route::stopped_refusal(identity));
@@ -365,8 +374,9 @@ impl Router {
 }
 
 /// Build the delivery of a prepared send: the agent form for agent runtimes (prefixed with
-/// `initial_prompt` and a blank line for the first message of a fresh session), the wire
-/// form for router runtimes.
+/// `initial_prompt` and a blank line for the first message of a fresh session) passed through
+/// [`crate::term::paste_text`] (it is pasted into a pty), the wire form for router runtimes
+/// (written to a pipe, byte for byte).
 pub(crate) fn delivery_for(
     id: u64,
     p: &Prepared,
@@ -400,6 +410,9 @@ pub(crate) fn delivery_for(
                 Some(seed) => format!("{seed}\n\n{rendered}"),
                 None => rendered,
             };
+            // Exactly what the paste carries (controls shown as stand-ins), so confirmation
+            // searches the transcript for what the agent really received.
+            let text = crate::term::paste_text(&text).into_owned();
             Delivery {
                 id,
                 text,

@@ -294,9 +294,10 @@ impl Router {
             };
             match msg {
                 RouterMsg::Control { reply, .. } | RouterMsg::Mcp { reply, .. } => refuse(reply),
+                // Normally answered by `begin_shutdown` already; logged like any send.
                 RouterMsg::Prepared { job, .. } => {
                     if let Some(j) = self.queues.preparing.remove(&job) {
-                        refuse(j.reply);
+                        self.finish_send(j.unprepared(), shutting_down());
                     }
                 }
                 // Ended at once: `begin_shutdown` ended every launch.
@@ -412,15 +413,18 @@ impl Router {
         for w in self.live.gone_waiters.drain(..) {
             w.reply.finish(w.answer);
         }
-        for (_, job) in self.queues.preparing.drain() {
-            job.reply.finish(Reply::failure(
-                Code::ShuttingDown,
-                "the daemon is shutting down",
-            ));
+        // Every send in flight is answered `shutting-down` and gets its delivery.log line.
+        let preparing: Vec<_> = self.queues.preparing.drain().map(|(_, j)| j).collect();
+        for job in preparing {
+            self.finish_send(job.unprepared(), shutting_down());
         }
-        for (_, mut ep) in self.queues.endpoints.drain() {
+        let queued: Vec<_> = self.queues.endpoints.drain().collect();
+        for (_, mut ep) in queued {
             for job in ep.queue.drain(..) {
-                job.fail(Code::ShuttingDown, "the daemon is shutting down".into());
+                match job {
+                    endpoint::Job::Send(j) => self.finish_send(j.record(), shutting_down()),
+                    other => other.fail(Code::ShuttingDown, SHUTTING_DOWN.into()),
+                }
             }
         }
         for sess in self.live.sessions.values_mut() {
@@ -462,6 +466,18 @@ impl Router {
     /// The adapter for a runtime, or the reason it cannot be used.
     pub(crate) fn adapter(&self, runtime: &str) -> Result<std::sync::Arc<dyn Adapter>, String> {
         crate::runtime::adapter_for(&self.paths, runtime).map_err(|e| e.to_string())
+    }
+}
+
+/// The answer to work the daemon drops because it is stopping.
+const SHUTTING_DOWN: &str =
+    "the daemon is shutting down; message NOT delivered — send it again once the daemon is back";
+
+/// The refusal of a send the daemon drops because it is stopping (code `shutting-down`).
+fn shutting_down() -> Refusal {
+    Refusal {
+        code: Code::ShuttingDown,
+        error: SHUTTING_DOWN.into(),
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::endpoint::Job;
 use super::ops::refusal;
-use super::{logged, Router};
+use super::Router;
 use crate::daemon::reply::ReplyTo;
 use crate::daemon::route::{stopped_refusal, Refusal};
 use crate::eventlog::Event;
@@ -17,6 +17,25 @@ use crate::session::handle::Cause;
 /// The longest `stop` waits for its sessions to end before answering anyway.
 const GONE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// The refusal of a `stop` or `start` (`verb`) whose stop flag could not be written or
+/// removed for `failed` (one `"<identity>: <reason>"` each), leaving those identities as
+/// they were; `done` were switched all the same.
+fn switch_failed(verb: &str, failed: &[String], done: &[String]) -> Refusal {
+    let past = if verb == "stop" { "stopped" } else { "started" };
+    let also = if done.is_empty() {
+        String::new()
+    } else {
+        format!(" ({} {past})", done.join(", "))
+    };
+    refusal(
+        Code::Internal,
+        format!(
+            "could not {verb} {}; left as it was{also} — fix that and run {verb} again",
+            failed.join("; ")
+        ),
+    )
+}
+
 impl Router {
     pub(crate) fn op_stop(
         &mut self,
@@ -27,8 +46,17 @@ impl Router {
         let targets = self.targets(personality, runtime, all)?;
         let mut ended = Vec::new();
         let mut ending = Vec::new();
+        let mut failed = Vec::new();
+        let mut stopped = Vec::new();
         for ident in &targets {
-            logged(self.markers(ident).set(Flag::Stopped));
+            // Without its flag a stopped peer would be woken by the next message: an identity
+            // whose flag cannot be written is left exactly as it was, and the op fails.
+            if let Err(e) = self.markers(ident).set(Flag::Stopped) {
+                log::warn!("stop {ident}: {e}");
+                failed.push(format!("{ident}: {e}"));
+                continue;
+            }
+            stopped.push(ident.to_string());
             if let Some(fresh) = self.live.end(ident, Cause::Stop) {
                 ending.push(ident.clone());
                 if fresh {
@@ -38,7 +66,9 @@ impl Router {
             self.fail_waiting(ident, stopped_refusal(ident));
             self.lifecycle(Event::new("stop").field("identity", ident));
         }
-        let stopped: Vec<String> = targets.iter().map(|i| i.to_string()).collect();
+        if !failed.is_empty() {
+            return Err(switch_failed("stop", &failed, &stopped));
+        }
         Ok((StopReply { stopped, ended }, ending))
     }
 
@@ -91,8 +121,16 @@ impl Router {
     ) -> Result<StartReply, Refusal> {
         let targets = self.targets(personality, runtime, all)?;
         let mut started = Vec::new();
+        let mut cleared = Vec::new();
+        let mut failed = Vec::new();
         for ident in &targets {
-            logged(self.markers(ident).clear(Flag::Stopped));
+            // A flag that stays would keep the peer stopped: say so rather than "started".
+            if let Err(e) = self.markers(ident).clear(Flag::Stopped) {
+                log::warn!("start {ident}: {e}");
+                failed.push(format!("{ident}: {e}"));
+                continue;
+            }
+            cleared.push(ident.to_string());
             self.lifecycle(Event::new("start").field("identity", ident));
             let is_router = self
                 .adapter(&ident.runtime)
@@ -108,7 +146,9 @@ impl Router {
                 }
             }
         }
-        let cleared: Vec<String> = targets.iter().map(|i| i.to_string()).collect();
+        if !failed.is_empty() {
+            return Err(switch_failed("start", &failed, &cleared));
+        }
         Ok(StartReply { cleared, started })
     }
 
