@@ -373,6 +373,14 @@ impl Router {
     }
 }
 
+/// Confirmation grace of a message with attachments (the agent may read them first).
+const ATTACHMENT_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+/// Confirmation grace of a wake's first message: an agent that has just drawn its composer
+/// may take its input slowly (in CI on a loaded 2-core machine Claude Code 2.1.332 still
+/// showed a woken peer's pasted message in its composer 4 s and three Enters later, and the
+/// wake was reported failed). Enter is re-sent meanwhile; the ready gate bounds the wake.
+const FIRST_MESSAGE_GRACE: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// Build the delivery of a prepared send: the agent form for agent runtimes (prefixed with
 /// `initial_prompt` and a blank line for the first message of a fresh session) passed through
 /// [`crate::term::paste_text`] (it is pasted into a pty), the wire form for router runtimes
@@ -385,10 +393,12 @@ pub(crate) fn delivery_for(
     cfg: &crate::config::Config,
     ready_gate: Option<std::time::Duration>,
 ) -> Delivery {
-    let grace = if p.envelope.attachments.is_empty() {
-        cfg.liveness_grace
+    let grace = if !p.envelope.attachments.is_empty() {
+        cfg.liveness_grace.max(ATTACHMENT_GRACE)
+    } else if ready_gate.is_some() {
+        cfg.liveness_grace.max(FIRST_MESSAGE_GRACE)
     } else {
-        cfg.liveness_grace.max(std::time::Duration::from_secs(60))
+        cfg.liveness_grace
     };
     match kind {
         RuntimeKind::Router => Delivery {
