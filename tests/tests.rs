@@ -25,6 +25,7 @@ mod regressions;
 mod router_runtime;
 mod send;
 mod send_rules;
+mod session_env;
 
 /// With `autotests = false` a file in `tests/` that no `mod` line names would never build or
 /// run; this makes that loud.
