@@ -1,11 +1,11 @@
 //! `iapeer send` (spec 07 "Messaging"): route one message through the daemon.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::Path;
 
 use super::client::Client;
 use super::parse::Invocation;
-use super::sender::resolve_sender;
+use super::sender::{resolve_sender, Caller};
 use super::spec::{args, flags};
 use super::{json_line, paths, print, usage, CliError, CliResult};
 use crate::daemon::route::MAX_MESSAGE_CHARS;
@@ -102,11 +102,24 @@ pub fn run(inv: &Invocation) -> CliResult {
     } else {
         Registry::default()
     };
+    // The owner's terminal: stdin is a tty, or (when stdin carries the message) stderr is.
+    let interactive = std::io::stdin().is_terminal()
+        || (inv.value(flags::MESSAGE_FILE) == Some("-") && std::io::stderr().is_terminal());
+    let caller = Caller::from_env(
+        interactive,
+        std::env::vars_os().map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        }),
+    );
     let from = resolve_sender(
         inv.value(flags::FROM),
         std::env::var("PEER_IDENTITY").ok().as_deref(),
         &cwd,
         &registry,
+        &caller,
     )
     .map_err(CliError::Failed)?;
     let attachments: Vec<String> = inv

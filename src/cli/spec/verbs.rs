@@ -228,8 +228,9 @@ pub static VERBS: &[VerbSpec] = &[
         description: "Route one message to the peer <target>. A sleeping agent is woken first and gets \
             the message once it is ready; a message with a topic resumes the conversation held on that \
             topic. The sender is --from, else PEER_IDENTITY from the environment, else the peer whose \
-            folder holds the current directory, else the host's only human peer; when none of these \
-            applies the message is refused. Prints whether the message was delivered (and whether a wake \
+            folder holds the current directory, else — only when run from an interactive terminal \
+            (stdin a tty) with no PEER_* variable in the environment — the host's only human peer; \
+            when none of these applies the message is refused with the --from to pass. Prints whether the message was delivered (and whether a wake \
             was needed) or queued, and for which runtime. Exits 0 only when it was delivered or queued.",
         positionals: &[TARGET],
         flags: &[
