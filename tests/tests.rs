@@ -24,6 +24,7 @@ mod peers;
 mod regressions;
 mod router_runtime;
 mod send;
+mod send_deadline;
 mod send_rules;
 mod session_env;
 

@@ -3,7 +3,7 @@
 //! first message; later ones wait and go live.
 
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::decide::{head_step, Head, HeadStep, Presence};
 use super::{Router, RouterMsg};
@@ -31,6 +31,12 @@ pub struct SendJob<P> {
     pub(crate) woke: bool,
     /// The runtime kind of the endpoint (decided when queued).
     pub(crate) kind: RuntimeKind,
+    /// How long the sender waits (`timeout_ms`, else `IAPEER_SEND_TIMEOUT_MS`); the
+    /// deadline is `started + timeout` (a [`super::Timer::SendDeadline`]).
+    pub(crate) timeout: Duration,
+    /// Its deadline passed while the session held it: the session was told to take it back,
+    /// and its failure is answered as a timeout.
+    pub(crate) timed_out: bool,
 }
 
 /// A send whose preparation runs on the worker thread.
@@ -56,6 +62,8 @@ impl<P> SendJob<P> {
             started: self.started,
             woke: self.woke,
             kind: self.kind,
+            timeout: self.timeout,
+            timed_out: self.timed_out,
         }
     }
 }
@@ -136,10 +144,18 @@ pub struct Endpoint {
 
 impl Router {
     /// Start a send: its preparation (registry, validation, attachment copies) runs on a
-    /// worker thread and comes back as [`RouterMsg::Prepared`].
-    pub(crate) fn begin_send(&mut self, input: SendInput, reply: ReplyTo) {
+    /// worker thread and comes back as [`RouterMsg::Prepared`]. `timeout` is how long the
+    /// sender waits (`None`: `IAPEER_SEND_TIMEOUT_MS`); its deadline is armed here.
+    pub(crate) fn begin_send(
+        &mut self,
+        input: SendInput,
+        reply: ReplyTo,
+        timeout: Option<Duration>,
+    ) {
         crate::daemon::test_hooks::on_router_send(&input.to);
         let id = self.next_id();
+        let timeout = timeout.unwrap_or(self.cfg.send_timeout);
+        self.set_timer(self.now.at + timeout, super::Timer::SendDeadline(id));
         let paths = self.paths.clone();
         let tx = self.tx.clone();
         let input_for_job = input.clone();
@@ -153,6 +169,8 @@ impl Router {
                 started: self.now.at,
                 woke: false,
                 kind: RuntimeKind::Agent,
+                timeout,
+                timed_out: false,
             },
         );
         let spawned = std::thread::Builder::new()
@@ -190,6 +208,14 @@ impl Router {
             Err(r) => return self.finish_send(job.unprepared(), r),
         };
         let endpoint = prepared.endpoint.clone();
+        if job.timed_out {
+            let r = super::deadline::timeout_refusal(
+                &endpoint,
+                job.timeout,
+                "its preparation (registry, attachments) took too long; message NOT delivered",
+            );
+            return self.finish_send(job.holding(Some(prepared)), r);
+        }
         job.kind = match self.adapter(&prepared.endpoint.runtime) {
             Ok(a) => a.kind(),
             Err(e) => {

@@ -26,7 +26,7 @@ use nix::sys::signal::Signal;
 use super::boot::{Boot, BootAction};
 use super::clients::{Client, ClientInput};
 use super::compact::{ActiveCompact, CompactStep};
-use super::deliver::{ActiveDelivery, Step};
+use super::deliver::{cancel_span, ActiveDelivery, Step, Taken};
 use super::handle::{
     Cause, Delivery, EventKind, SessionCmd, SessionEvent, SessionHandle, SessionStatus,
 };
@@ -214,6 +214,12 @@ struct Session {
     pipe_tail: VecDeque<u8>,
     pane: PaneLog,
     to_child: VecDeque<u8>,
+    /// Bytes ever queued for the child's input, and ever written to it (the stream offsets
+    /// that say how much of the active delivery was written, for [`SessionCmd::Cancel`]).
+    out_queued: u64,
+    out_written: u64,
+    /// The active delivery's bytes as `[start, end)` offsets of that stream.
+    delivery_span: Option<(u64, u64)>,
     state: State,
     delivery: Option<ActiveDelivery>,
     queued: VecDeque<Delivery>,
@@ -291,6 +297,9 @@ impl Session {
             pipe_tail: VecDeque::new(),
             pane,
             to_child: VecDeque::new(),
+            out_queued: 0,
+            out_written: 0,
+            delivery_span: None,
             state,
             delivery: None,
             queued,

@@ -1,0 +1,163 @@
+//! Every send has a deadline (spec 03 §1; `--timeout`, `IAPEER_SEND_TIMEOUT_MS`): a router
+//! peer whose program stops reading its stdin never makes `iapeer send` hang, and a message
+//! it refuses as timed out is either taken back whole or finished whole — the peer's input
+//! never holds half an envelope followed by the next one.
+
+use crate::common;
+
+use common::TestEnv;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// Install router runtime `stuck`: its program reads nothing for `hold_secs`, then copies
+/// everything it was sent to `log`.
+fn install_stuck_runtime(env: &TestEnv, hold_secs: u32, log: &Path) {
+    let script = format!("sleep {hold_secs}; exec cat > '{}'", log.display());
+    let manifest = serde_json::json!({
+        "runtime": "stuck",
+        "run": {"command": "/bin/sh", "args": ["-c", script]},
+    });
+    let path = env.root.join("runtimes/stuck/runtime.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, manifest.to_string()).unwrap();
+}
+
+/// One send of a body tagged `MSG-<n>-`: 3 000 bytes for message 0, 15 990 four-byte
+/// characters (64 KB, about the whole pipe) for message 1, 100 bytes after that. Its exit
+/// code, stderr and time.
+fn send(env: &TestEnv, n: usize, extra: &[&str]) -> (Option<i32>, String, Duration) {
+    let fill = match n {
+        0 => "x".repeat(3000),
+        1 => "\u{1F600}".repeat(15_990),
+        _ => "x".repeat(100),
+    };
+    let body = format!("MSG-{n}-{fill}");
+    let mut args = vec!["send", "stuck", "--from", "echo-alice", "--message", &body];
+    args.extend_from_slice(extra);
+    let t = Instant::now();
+    let mut child = env
+        .cmd(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Bounded here, so a send that hangs fails this test instead of hanging it.
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return (
+                None,
+                "still waiting after 20 s (killed)".into(),
+                t.elapsed(),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        t.elapsed(),
+    )
+}
+
+#[test]
+fn a_send_to_a_router_peer_that_stopped_reading_is_answered_at_its_deadline() {
+    let mut env = TestEnv::new();
+    let log = env.dir.path().join("stuck-stdin.log");
+    // Long enough for every send below to meet its deadline first.
+    install_stuck_runtime(&env, 20, &log);
+    env.create_echo("alice");
+    env.set("IAPEER_SEND_TIMEOUT_MS", "2000");
+    env.start_daemon();
+    env.ok(&[
+        "create",
+        "stuck",
+        "--runtime",
+        "stuck",
+        "--intelligence",
+        "absent",
+    ]);
+    env.wait_until("stuck-stuck starts", Duration::from_secs(20), |e| {
+        e.status_of("stuck", "stuck") == "live"
+    });
+
+    // Linux's pipe holds 16 pages of 4 KiB: message 0 takes one, message 1 needs 16 and
+    // stops mid-envelope; messages 2 and 3 find it full.
+    let mut outcomes = Vec::new();
+    for n in 0..4 {
+        let extra: &[&str] = if n == 3 { &[] } else { &["--timeout", "3"] };
+        let (code, err, took) = send(&env, n, extra);
+        eprintln!("send {n}: exit {code:?} in {took:?}: {}", err.trim());
+        // The figure: how long a sender to a stuck peer waits for its answer.
+        assert!(
+            took < Duration::from_secs(6),
+            "send {n} took {took:?}\n{}",
+            env.diagnostics()
+        );
+        outcomes.push((code, err));
+    }
+    assert_eq!(outcomes[0], (Some(0), String::new()));
+    let (code, partial) = &outcomes[1];
+    assert_eq!(*code, Some(1), "{partial}");
+    let prefix = "iapeer send: peer \"stuck\" (stuck) did not take the message within 3 s: its \
+                  program stopped reading its input after ";
+    let counts: Vec<u64> = partial
+        .strip_prefix(prefix)
+        .and_then(|rest| rest.split_once(" bytes; "))
+        .map(|(n, _)| {
+            n.split(" of the message's ")
+                .map(|x| x.parse().unwrap())
+                .collect()
+        })
+        .unwrap_or_else(|| panic!("{partial}"));
+    assert!(counts[0] > 0 && counts[0] < counts[1], "{partial}");
+    assert!(
+        partial.trim_end().ends_with(
+            "bytes; the rest stays queued for it, so the message arrives complete only if it \
+             reads again"
+        ),
+        "{partial}"
+    );
+    for (i, within) in [(2, "3 s"), (3, "2 s")] {
+        let (code, err) = &outcomes[i];
+        assert_eq!(*code, Some(1), "send {i}");
+        assert_eq!(
+            err.trim_end(),
+            format!(
+                "iapeer send: peer \"stuck\" (stuck) did not take the message within {within}: \
+                 its program is not reading its input (none of the message was written); \
+                 message NOT delivered"
+            ),
+            "send {i}"
+        );
+    }
+    // Every attempt has its delivery.log line; the refused ones say timeout.
+    let lines = env.events("delivery", "delivery");
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert_eq!(lines.iter().filter(|l| l["ok"] == "false").count(), 3);
+
+    // When the program reads again, its input holds whole envelopes only: the accepted ones
+    // and the one whose rest was kept, never a taken-back one.
+    env.wait_until(
+        "the program reads its input",
+        Duration::from_secs(60),
+        |_| common::read(&log).matches("</iap>").count() == 2,
+    );
+    let seen = common::read(&log);
+    assert_eq!(seen.matches("<iap ").count(), 2, "{}", &seen[..400]);
+    for n in 0..4 {
+        assert_eq!(
+            seen.contains(&format!("MSG-{n}-")),
+            n <= 1,
+            "message {n} in the peer's input"
+        );
+    }
+    for envelope in seen.split_inclusive("</iap>\n") {
+        assert!(envelope.starts_with("<iap "), "{}", &envelope[..80]);
+        assert_eq!(envelope.matches("<message>").count(), 1);
+    }
+    env.stop_daemon();
+}
