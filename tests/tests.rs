@@ -27,6 +27,7 @@ mod send;
 mod send_deadline;
 mod send_rules;
 mod session_env;
+mod wake_failure;
 
 /// With `autotests = false` a file in `tests/` that no `mod` line names would never build or
 /// run; this makes that loud.

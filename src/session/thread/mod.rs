@@ -406,10 +406,12 @@ fn exit_reason(code: Option<i32>, signal: Option<&str>) -> String {
     }
 }
 
-/// A boot failure reason plus the last screen line that is not blank, for the sender.
-fn with_screen(reason: &str, screen: &str) -> String {
-    match screen.lines().rev().map(str::trim).find(|l| !l.is_empty()) {
-        Some(last) if !reason.contains(last) => format!("{reason} (last screen line: {last})"),
+/// A boot failure reason plus the screen's most informative line
+/// ([`crate::session::failure_line::most_informative_line`]), for the sender. `width` is the
+/// screen's width in columns (0 for pipes' output).
+fn with_screen(reason: &str, screen: &str, width: usize) -> String {
+    match crate::session::failure_line::most_informative_line(screen, width) {
+        Some(line) if !reason.contains(&line) => format!("{reason} (on screen: {line})"),
         _ => reason.to_string(),
     }
 }

@@ -39,7 +39,7 @@ impl Session {
                 let cause = failure.cause();
                 self.emit(EventKind::BootFailed {
                     failure,
-                    reason: with_screen(&reason, &screen),
+                    reason: with_screen(&reason, &screen, self.screen_width()),
                     screen,
                 });
                 self.fail_deliveries(&reason);
