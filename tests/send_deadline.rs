@@ -161,3 +161,69 @@ fn a_send_to_a_router_peer_that_stopped_reading_is_answered_at_its_deadline() {
     }
     env.stop_daemon();
 }
+
+#[test]
+fn a_send_whose_sender_gave_up_is_not_begun() {
+    let mut env = TestEnv::new();
+    let log = env.dir.path().join("stuck-stdin.log");
+    install_stuck_runtime(&env, 10, &log);
+    env.create_echo("alice");
+    env.start_daemon();
+    env.ok(&[
+        "create",
+        "stuck",
+        "--runtime",
+        "stuck",
+        "--intelligence",
+        "absent",
+    ]);
+    env.wait_until("stuck-stuck starts", Duration::from_secs(20), |e| {
+        e.status_of("stuck", "stuck") == "live"
+    });
+    assert_eq!(send(&env, 0, &[]).0, Some(0));
+    // Message 1 fills the pipe mid-envelope and waits (its sender too, up to 60 s) …
+    let big = std::thread::scope(|s| {
+        let big = s.spawn(|| send(&env, 1, &["--timeout", "60"]));
+        std::thread::sleep(Duration::from_millis(1500));
+        // … the next sender queues behind it and gives up (Ctrl-C).
+        let mut quitter = env
+            .cmd(&[
+                "send",
+                "stuck",
+                "--from",
+                "echo-alice",
+                "--message",
+                "MSG-2-gave-up",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1000));
+        common::signal(quitter.id(), nix::sys::signal::Signal::SIGINT);
+        let _ = quitter.wait();
+        big.join().unwrap()
+    });
+    // The program reads again: message 1 is finished and answered …
+    assert_eq!(big.0, Some(0), "{}\n{}", big.1, env.diagnostics());
+    env.wait_until(
+        "the program reads its input",
+        Duration::from_secs(30),
+        |_| common::read(&log).matches("</iap>").count() >= 2,
+    );
+    // … and the abandoned message is never written.
+    env.wait_until(
+        "the abandoned send is logged",
+        Duration::from_secs(10),
+        |e| {
+            e.events("delivery", "delivery")
+                .iter()
+                .any(|d| d["ok"] == "false" && d["err"].contains("the sender stopped waiting"))
+        },
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let seen = common::read(&log);
+    assert!(!seen.contains("MSG-2-gave-up"), "{}", env.diagnostics());
+    assert_eq!(seen.matches("<iap ").count(), 2);
+    env.stop_daemon();
+}

@@ -123,6 +123,15 @@ impl Job {
         }
     }
 
+    /// Its requester is known to have stopped waiting ([`ReplyTo::abandoned`]).
+    pub(crate) fn abandoned(&self) -> bool {
+        match self {
+            Job::Send(j) => j.reply.abandoned(),
+            Job::Wake(w) => w.reply.abandoned(),
+            Job::Compact(c) => c.reply.abandoned(),
+        }
+    }
+
     /// Fail the job with `code` and `error` (the send's delivery.log line is written by
     /// [`Router::finish_send`]; this is for paths that bypass it, like shutdown).
     pub(crate) fn fail(self, code: Code, error: String) {
@@ -252,6 +261,11 @@ impl Router {
                 self.queues.endpoints.remove(identity);
                 return;
             };
+            if head.abandoned() {
+                // Its requester gave up (Ctrl-C): nothing was begun for it, begin nothing.
+                self.drop_abandoned_head(identity);
+                continue;
+            }
             let live = self.live.sessions.get(identity);
             let presence = match live {
                 Some(s) => Presence::Session(s.live()),
@@ -364,6 +378,35 @@ impl Router {
     }
 
     /// Fail the queue head with a refusal, writing its log line.
+    /// Take the queue head whose requester gave up out of the queue, before anything is
+    /// begun for it; a send gets its `delivery.log` line saying so.
+    fn drop_abandoned_head(&mut self, identity: &Identity) {
+        let Some(job) = self
+            .queues
+            .endpoints
+            .get_mut(identity)
+            .and_then(|e| e.queue.pop_front())
+        else {
+            return;
+        };
+        let error = "the sender stopped waiting (its connection closed) before the message was \
+                     begun; message NOT delivered"
+            .to_string();
+        match job {
+            Job::Send(j) => self.finish_send(
+                j.record(),
+                Refusal {
+                    code: Code::Timeout,
+                    error,
+                },
+            ),
+            other => {
+                log::info!("{identity}: a wake or compaction whose requester left was dropped");
+                other.fail(Code::Timeout, error);
+            }
+        }
+    }
+
     pub(crate) fn fail_head(&mut self, identity: &Identity, refusal: Refusal) {
         let Some(ep) = self.queues.endpoints.get_mut(identity) else {
             return;
