@@ -227,3 +227,43 @@ fn a_send_whose_sender_gave_up_is_not_begun() {
     assert_eq!(seen.matches("<iap ").count(), 2);
     env.stop_daemon();
 }
+
+#[test]
+fn an_agents_send_to_peer_to_a_stuck_peer_is_answered_at_the_deadline() {
+    let mut env = TestEnv::new();
+    let log = env.dir.path().join("stuck-stdin.log");
+    install_stuck_runtime(&env, 30, &log);
+    env.create_echo("alice");
+    env.set("IAPEER_SEND_TIMEOUT_MS", "2000")
+        .set("IAPEER_MCP_AUTH", "header");
+    env.start_daemon();
+    env.ok(&[
+        "create",
+        "stuck",
+        "--runtime",
+        "stuck",
+        "--intelligence",
+        "absent",
+    ]);
+    env.wait_until("stuck-stuck starts", Duration::from_secs(20), |e| {
+        e.status_of("stuck", "stuck") == "live"
+    });
+    assert_eq!(send(&env, 0, &[]).0, Some(0));
+    assert_eq!(send(&env, 1, &[]).0, Some(1), "the pipe is full");
+    let t = Instant::now();
+    let result = crate::mcp::call(
+        env.port(),
+        &[("X-IAPeer-Identity", "echo-alice")],
+        "stuck",
+        "from an agent",
+    );
+    let took = t.elapsed();
+    eprintln!("send_to_peer answered in {took:?}");
+    assert!(took < Duration::from_secs(6), "{took:?}");
+    assert_eq!(
+        crate::mcp::tool_error(&result),
+        "peer \"stuck\" (stuck) did not take the message within 2 s: its program is not \
+         reading its input (none of the message was written); message NOT delivered"
+    );
+    env.stop_daemon();
+}
