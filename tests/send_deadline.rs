@@ -68,7 +68,7 @@ fn a_send_to_a_router_peer_that_stopped_reading_is_answered_at_its_deadline() {
     let mut env = TestEnv::new();
     let log = env.dir.path().join("stuck-stdin.log");
     // Long enough for every send below to meet its deadline first.
-    install_stuck_runtime(&env, 20, &log);
+    install_stuck_runtime(&env, 25, &log);
     env.create_echo("alice");
     env.set("IAPEER_SEND_TIMEOUT_MS", "2000");
     env.start_daemon();
@@ -134,10 +134,30 @@ fn a_send_to_a_router_peer_that_stopped_reading_is_answered_at_its_deadline() {
             "send {i}"
         );
     }
+    // A message queued behind one the session holds meets its deadline in the queue.
+    let (held, queued) = std::thread::scope(|sc| {
+        let held = sc.spawn(|| send(&env, 4, &["--timeout", "3"]));
+        std::thread::sleep(Duration::from_millis(500));
+        let queued = send(&env, 5, &["--timeout", "1"]);
+        (held.join().unwrap(), queued)
+    });
+    eprintln!("send 5 (queued): {queued:?}");
+    assert_eq!(queued.0, Some(1));
+    assert!(queued.2 < Duration::from_secs(3), "{queued:?}");
+    assert_eq!(
+        queued.1.trim_end(),
+        "iapeer send: peer \"stuck\" (stuck) did not take the message within 1 s: it is still \
+         busy with 1 earlier request (a message, wake or compaction); message NOT delivered"
+    );
+    assert_eq!(held.0, Some(1), "{held:?}");
+    assert!(
+        held.1.contains("none of the message was written"),
+        "{held:?}"
+    );
     // Every attempt has its delivery.log line; the refused ones say timeout.
     let lines = env.events("delivery", "delivery");
-    assert_eq!(lines.len(), 4, "{lines:?}");
-    assert_eq!(lines.iter().filter(|l| l["ok"] == "false").count(), 3);
+    assert_eq!(lines.len(), 6, "{lines:?}");
+    assert_eq!(lines.iter().filter(|l| l["ok"] == "false").count(), 5);
 
     // When the program reads again, its input holds whole envelopes only: the accepted ones
     // and the one whose rest was kept, never a taken-back one.
@@ -148,7 +168,7 @@ fn a_send_to_a_router_peer_that_stopped_reading_is_answered_at_its_deadline() {
     );
     let seen = common::read(&log);
     assert_eq!(seen.matches("<iap ").count(), 2, "{}", &seen[..400]);
-    for n in 0..4 {
+    for n in 0..6 {
         assert_eq!(
             seen.contains(&format!("MSG-{n}-")),
             n <= 1,

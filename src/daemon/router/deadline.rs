@@ -44,10 +44,13 @@ pub(crate) fn queued_cause(ahead: usize, waking: bool) -> String {
     match (ahead, waking) {
         (0, true) => "it is still starting; message NOT delivered".to_string(),
         (0, false) => "it could not be reached yet; message NOT delivered".to_string(),
-        (1, _) => "1 earlier message to it is not delivered yet; message NOT delivered".to_string(),
-        (n, _) => {
-            format!("{n} earlier messages to it are not delivered yet; message NOT delivered")
-        }
+        (1, _) => "it is still busy with 1 earlier request (a message, wake or compaction); \
+                   message NOT delivered"
+            .to_string(),
+        (n, _) => format!(
+            "it is still busy with {n} earlier requests (messages, wakes or compactions); \
+             message NOT delivered"
+        ),
     }
 }
 
@@ -116,14 +119,14 @@ mod tests {
         assert_eq!(r.code, Code::Timeout);
         assert_eq!(
             r.error,
-            "peer \"bot\" (bot) did not take the message within 3 s: 2 earlier messages to it \
-             are not delivered yet; message NOT delivered"
+            "peer \"bot\" (bot) did not take the message within 3 s: it is still busy with 2 \
+             earlier requests (messages, wakes or compactions); message NOT delivered"
         );
         assert_eq!(spoken(Duration::from_millis(1500)), "1500 ms");
         assert_eq!(
             queued_cause(0, true),
             "it is still starting; message NOT delivered"
         );
-        assert!(queued_cause(1, false).starts_with("1 earlier message to it is"));
+        assert!(queued_cause(1, false).starts_with("it is still busy with 1 earlier request "));
     }
 }
