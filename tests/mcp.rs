@@ -118,7 +118,7 @@ fn post(port: u16, extra: &[(&str, &str)], body: &str) -> Resp {
 }
 
 /// `tools/call send_to_peer` with `extra` headers; returns the JSON-RPC `result`.
-fn call(port: u16, extra: &[(&str, &str)], to: &str, message: &str) -> Value {
+pub(crate) fn call(port: u16, extra: &[(&str, &str)], to: &str, message: &str) -> Value {
     let body = json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"send_to_peer","arguments":{"personality":to,"message":message}}});
     let r = post(port, extra, &body.to_string());
     assert_eq!(r.status, 200, "{:?}", String::from_utf8_lossy(&r.body));
@@ -128,7 +128,7 @@ fn call(port: u16, extra: &[(&str, &str)], to: &str, message: &str) -> Value {
 }
 
 /// The text of a tool error (panics when the result is not one).
-fn tool_error(result: &Value) -> String {
+pub(crate) fn tool_error(result: &Value) -> String {
     assert_eq!(result["isError"], true, "expected a tool error: {result}");
     result["content"][0]["text"].as_str().unwrap().to_owned()
 }

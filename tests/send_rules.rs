@@ -423,6 +423,17 @@ fn install_cat_runtime(env: &TestEnv, rt: &str) {
     std::fs::write(path, manifest.to_string()).unwrap();
 }
 
+/// Run `cmd` with its stdin on a pty (an interactive terminal), collecting stdout and stderr.
+fn on_terminal(mut cmd: std::process::Command) -> std::process::Output {
+    let pty = nix::pty::openpty(None, None).expect("openpty");
+    let out = cmd
+        .stdin(std::process::Stdio::from(pty.slave))
+        .output()
+        .unwrap();
+    drop(pty.master);
+    out
+}
+
 #[test]
 fn the_sender_is_found_by_flag_environment_folder_or_owner() {
     let mut env = TestEnv::new();
@@ -488,9 +499,33 @@ fn the_sender_is_found_by_flag_environment_folder_or_owner() {
         .unwrap();
     assert!(out.status.success(), "{}", common::describe(&out));
     assert_eq!(caller_of_last(&env), "console-owner");
-    // Elsewhere: the only natural peer (the owner).
-    env.ok(&["send", "bob", "--message", "from the owner"]);
+    // Elsewhere, from a terminal: the only natural peer (the owner).
+    let out = on_terminal(env.cmd(&["send", "bob", "--message", "from the owner"]));
+    assert!(out.status.success(), "{}", common::describe(&out));
     assert_eq!(caller_of_last(&env), "console-owner");
+    // Elsewhere, not from a terminal (a script, a pipe, a cron job): never the human.
+    refused(
+        &env,
+        &["bob", "--message", "from a script"],
+        "cannot tell who is sending: not run from an interactive terminal (stdin is not a tty), \
+         so not sent as the human \"owner\"; pass --from console-owner to speak as them, or \
+         --from <runtime>-<name>",
+    );
+    // A service runtime's process (its PEER_* variables), even on a terminal: never the human.
+    let out = on_terminal({
+        let mut c = env.cmd(&["send", "bob", "--message", "from a service"]);
+        c.env("PEER_PERSONALITY", "alice")
+            .env("PEER_RUNTIME", "echo");
+        c
+    });
+    assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        "iapeer send: cannot tell who is sending: this process belongs to a peer \
+         (PEER_PERSONALITY=alice is set) but PEER_IDENTITY is not, and it is not sent as the \
+         human \"owner\"; pass --from echo-alice"
+    );
+    assert_eq!(caller_of_last(&env), "console-owner", "nothing was sent");
     // A malformed identity is refused before anything is sent.
     let (_, err) = env.fails(&["send", "bob", "--from", "alice", "--message", "x"], 1);
     assert!(

@@ -27,8 +27,11 @@ mod peers;
 mod regressions;
 mod router_runtime;
 mod send;
+mod send_deadline;
 mod send_rules;
+mod session_env;
 mod storm;
+mod wake_failure;
 
 /// With `autotests = false` a file in `tests/` that no `mod` line names would never build or
 /// run; this makes that loud.

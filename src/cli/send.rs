@@ -1,11 +1,11 @@
 //! `iapeer send` (spec 07 "Messaging"): route one message through the daemon.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::Path;
 
 use super::client::Client;
 use super::parse::Invocation;
-use super::sender::resolve_sender;
+use super::sender::{resolve_sender, Caller};
 use super::spec::{args, flags};
 use super::{json_line, paths, print, usage, CliError, CliResult};
 use crate::daemon::route::MAX_MESSAGE_CHARS;
@@ -109,11 +109,24 @@ pub fn run(inv: &Invocation) -> CliResult {
     } else {
         Registry::default()
     };
+    // The owner's terminal: stdin is a tty, or (when stdin carries the message) stderr is.
+    let interactive = std::io::stdin().is_terminal()
+        || (inv.value(flags::MESSAGE_FILE) == Some("-") && std::io::stderr().is_terminal());
+    let caller = Caller::from_env(
+        interactive,
+        std::env::vars_os().map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        }),
+    );
     let from = resolve_sender(
         inv.value(flags::FROM),
         std::env::var("PEER_IDENTITY").ok().as_deref(),
         &cwd,
         &registry,
+        &caller,
     )
     .map_err(CliError::Failed)?;
     let attachments: Vec<String> = inv
@@ -121,6 +134,10 @@ pub fn run(inv: &Invocation) -> CliResult {
         .iter()
         .map(|a| absolute(&cwd, a))
         .collect();
+    let timeout_ms = inv
+        .value(flags::SEND_TIMEOUT)
+        .map(|v| timeout_ms(v).ok_or_else(|| usage(inv, format!("--timeout: expected a number of seconds above 0 (e.g. 30 or 2.5), got \"{v}\""))))
+        .transpose()?;
     let n = message.chars().count();
     let req = Request::Send {
         from,
@@ -129,6 +146,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         message,
         topic: inv.value(flags::TOPIC).map(String::from),
         attachments,
+        timeout_ms,
     };
     let json_out = inv.flag(flags::JSON);
     let encoded = serde_json::to_string(&req).map_or(usize::MAX, |line| line.len());
@@ -163,6 +181,14 @@ pub fn run(inv: &Invocation) -> CliResult {
     }
 }
 
+/// `--timeout <seconds>` in milliseconds: a finite number above 0 (fractions allowed, at
+/// least 1 ms, at most a day). `None` when it is not one.
+fn timeout_ms(v: &str) -> Option<u64> {
+    let secs: f64 = v.trim().parse().ok()?;
+    (secs.is_finite() && secs > 0.0 && secs <= 86_400.0)
+        .then(|| ((secs * 1000.0).round() as u64).max(1))
+}
+
 fn absolute(cwd: &Path, p: &str) -> String {
     let path = Path::new(p);
     if path.is_absolute() {
@@ -195,6 +221,16 @@ mod tests {
         assert!(
             matches!(read_bounded(&[0xff, 0xfe][..]), Err(CliError::Failed(m)) if m.contains("UTF-8"))
         );
+    }
+
+    #[test]
+    fn timeouts_are_positive_seconds() {
+        assert_eq!(timeout_ms("3"), Some(3000));
+        assert_eq!(timeout_ms(" 2.5 "), Some(2500));
+        assert_eq!(timeout_ms("0.0001"), Some(1));
+        for bad in ["0", "-1", "x", "", "inf", "NaN", "100000"] {
+            assert_eq!(timeout_ms(bad), None, "{bad}");
+        }
     }
 
     #[test]

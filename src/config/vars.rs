@@ -272,6 +272,15 @@ pub const IAP_HOST_LIVENESS_GRACE_MS: EnvVar = var(
     Part::Config,
     "milliseconds to wait for delivery confirmation (default {default}; 60000 with attachments)",
 );
+/// `IAPEER_SEND_TIMEOUT_MS`: how long a send may wait for its answer (spec 03 §1).
+pub const IAPEER_SEND_TIMEOUT_MS: EnvVar = var(
+    "IAPEER_SEND_TIMEOUT_MS",
+    Kind::Millis(300_000),
+    Part::Config,
+    "milliseconds a send waits for its answer before it is refused with code timeout and \
+     taken out of the peer's queue (default {default}: covers a full agent wake); iapeer send \
+     --timeout overrides it per send",
+);
 /// `IAPEER_TICK_SECS`: the supervision tick period.
 pub const IAPEER_TICK_SECS: EnvVar = var(
     "IAPEER_TICK_SECS",
@@ -425,6 +434,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_CRASHLOOP_MAX,
     IAPEER_CRASHLOOP_WINDOW_SECS,
     IAP_HOST_LIVENESS_GRACE_MS,
+    IAPEER_SEND_TIMEOUT_MS,
     IAPEER_TICK_SECS,
     IAPEER_CLAUDE_BIN,
     IAPEER_CODEX_BIN,

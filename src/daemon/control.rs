@@ -6,6 +6,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -42,6 +43,9 @@ struct Conn {
     /// The client shut down its writing side (`shutdown(SHUT_WR)`, `nc -N`): no more
     /// requests come, but the ones it sent are still answered; closed once they are.
     read_closed: bool,
+    /// Set once the client is gone (closed or hung up), read by the router through
+    /// [`ReplyTo::abandoned`] so it does not begin work nobody waits for.
+    gone: Arc<AtomicBool>,
 }
 
 /// The control loop state.
@@ -121,6 +125,14 @@ impl Control {
                         return Ok(());
                     }
                     t => {
+                        // Hung up (both directions closed: the client exited or was
+                        // interrupted). A client that only half-closed (shut its writing side)
+                        // still waits for its answers and gets no hang-up.
+                        if ev.is_write_closed() || ev.is_error() {
+                            if let Some(c) = self.conns.get(&t) {
+                                c.gone.store(true, Ordering::Relaxed);
+                            }
+                        }
                         if ev.is_readable() || ev.is_read_closed() {
                             self.read(t);
                         }
@@ -196,6 +208,7 @@ impl Control {
                                 close_after_flush: false,
                                 pending: 0,
                                 read_closed: false,
+                                gone: Arc::new(AtomicBool::new(false)),
                             },
                         );
                     }
@@ -300,8 +313,12 @@ impl Control {
                     ) {
                         conn.attaching = true;
                     }
-                    let reply =
-                        ReplyTo::control(t.0 as u64, self.replies_tx.clone(), self.waker.clone());
+                    let reply = ReplyTo::control(
+                        t.0 as u64,
+                        self.replies_tx.clone(),
+                        self.waker.clone(),
+                        conn.gone.clone(),
+                    );
                     let sent = self.router.send(RouterMsg::Control {
                         req: Box::new(req),
                         reply,

@@ -3,6 +3,7 @@
 //! main loop (tagged with the connection id, then its poll is woken); HTTP workers wait on
 //! their own channel.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender};
@@ -26,16 +27,33 @@ pub struct ReplyTo {
     conn: u64,
     tx: Sender<(u64, ReplyMsg)>,
     waker: Option<Arc<mio::Waker>>,
+    /// Set by the control loop once the requester's connection is gone.
+    gone: Option<Arc<AtomicBool>>,
 }
 
 impl ReplyTo {
-    /// Replies for control connection `conn`, delivered to the main loop.
-    pub fn control(conn: u64, tx: Sender<(u64, ReplyMsg)>, waker: Arc<mio::Waker>) -> ReplyTo {
+    /// Replies for control connection `conn`, delivered to the main loop. `gone` is set by
+    /// the control loop when that connection closes (the requester gave up).
+    pub fn control(
+        conn: u64,
+        tx: Sender<(u64, ReplyMsg)>,
+        waker: Arc<mio::Waker>,
+        gone: Arc<AtomicBool>,
+    ) -> ReplyTo {
         ReplyTo {
             conn,
             tx,
             waker: Some(waker),
+            gone: Some(gone),
         }
+    }
+
+    /// The requester is known to have stopped waiting (its control connection closed, e.g.
+    /// Ctrl-C of the CLI): work not begun for it should not be begun.
+    pub fn abandoned(&self) -> bool {
+        self.gone
+            .as_ref()
+            .is_some_and(|g| g.load(Ordering::Relaxed))
     }
 
     /// A private channel for a blocking requester (an HTTP worker).
@@ -46,6 +64,7 @@ impl ReplyTo {
                 conn: 0,
                 tx,
                 waker: None,
+                gone: None,
             },
             rx,
         )

@@ -112,6 +112,11 @@ requests! {
         /// Absolute source paths.
         #[serde(default)]
         attachments: Vec<String>,
+        /// Milliseconds the sender waits for the answer; absent = the daemon's
+        /// `IAPEER_SEND_TIMEOUT_MS`. Past it the send is refused with code `timeout` and
+        /// whatever of it has not started is cancelled.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
     },
     /// Live session states → [`ListReply`].
     List,

@@ -104,6 +104,7 @@ fn every_request() -> Vec<Request> {
             message: s("hi \"there\"\n"),
             topic: Some(s("t")),
             attachments: vec![s("/a"), s("/b c")],
+            timeout_ms: Some(3000),
         },
         Request::Send {
             from: s("echo-a"),
@@ -112,6 +113,7 @@ fn every_request() -> Vec<Request> {
             message: s("hi"),
             topic: None,
             attachments: vec![],
+            timeout_ms: None,
         },
         Request::List,
         Request::Wake {
@@ -193,7 +195,8 @@ fn parses_known_ops_and_defaults() {
             runtime: None,
             message: "hi".into(),
             topic: None,
-            attachments: vec![]
+            attachments: vec![],
+            timeout_ms: None,
         }
     );
     let r = parse_request(br#"{"op":"stop","all":true,"personality":null}"#).unwrap();

@@ -99,6 +99,11 @@ impl ActiveDelivery {
         )
     }
 
+    /// Its bytes are still being written (nothing after the paste has happened yet).
+    pub fn is_writing(&self) -> bool {
+        self.phase == Phase::Writing
+    }
+
     /// Everything queued for the child has been written.
     pub fn on_written(&mut self, now: Instant) -> Step {
         if self.phase != Phase::Writing {
@@ -245,9 +250,74 @@ impl ActiveDelivery {
     }
 }
 
+/// How far a delivery's bytes got, for taking it back.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Taken {
+    /// Not one byte written: remove `len` bytes at `offset` of the pending output.
+    NotBegun {
+        /// Offset of its first byte in the bytes not yet written.
+        offset: usize,
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// Partly written: the rest must still be written, or the next message is corrupted.
+    Partial {
+        /// Bytes of it written.
+        written: u64,
+        /// Its length in bytes.
+        len: u64,
+    },
+    /// Fully written.
+    Written,
+}
+
+/// Where a delivery whose bytes are `[start, end)` of the child's input stream stands when
+/// `written` bytes of that stream have been written (pure; offsets are byte counts since
+/// the session began).
+pub fn cancel_span((start, end): (u64, u64), written: u64) -> Taken {
+    if written <= start {
+        Taken::NotBegun {
+            offset: (start - written) as usize,
+            len: (end - start) as usize,
+        }
+    } else if written < end {
+        Taken::Partial {
+            written: written - start,
+            len: end - start,
+        }
+    } else {
+        Taken::Written
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_delivery_is_taken_back_only_before_its_first_byte() {
+        // 100 bytes of an earlier message's rest ahead of it, 50 of those written.
+        assert_eq!(
+            cancel_span((100, 180), 50),
+            Taken::NotBegun {
+                offset: 50,
+                len: 80
+            }
+        );
+        assert_eq!(
+            cancel_span((100, 180), 100),
+            Taken::NotBegun { offset: 0, len: 80 }
+        );
+        assert_eq!(
+            cancel_span((100, 180), 101),
+            Taken::Partial {
+                written: 1,
+                len: 80
+            }
+        );
+        assert_eq!(cancel_span((100, 180), 180), Taken::Written);
+        assert_eq!(cancel_span((100, 180), 500), Taken::Written);
+    }
 
     struct Always;
     impl Confirm for Always {

@@ -8,10 +8,57 @@ use crate::launch_env::LaunchEnv;
 use crate::names::Identity;
 
 /// Variables removed from every session: a Claude started from inside another Claude would
-/// behave as its sub-session (no transcript of its own); multiplexer variables would make the
-/// TUI think it runs inside tmux/screen.
+/// behave as its sub-session (no transcript of its own); and everything that describes the
+/// terminal or terminal session the daemon was started from ([`describes_parent_terminal`]).
 fn is_scrubbed(key: &str) -> bool {
-    key.starts_with("CLAUDE_CODE_") || matches!(key, "CLAUDECODE" | "TMUX" | "TMUX_PANE" | "STY")
+    key.starts_with("CLAUDE_CODE_") || key == "CLAUDECODE" || describes_parent_terminal(key)
+}
+
+/// Exact names of variables that describe the daemon's own terminal: its size (`COLUMNS`,
+/// `LINES` would override the session's 220×50 pty in every curses/TUI program), the
+/// terminal program and window, the multiplexer (tmux, screen, zellij) and the login tty.
+/// `TERM` and `COLORTERM` are not here: iapeer sets both for the pty it made.
+const PARENT_TERMINAL_VARS: [&str; 17] = [
+    "COLUMNS",
+    "LINES",
+    "TERMCAP",
+    "TERM_PROGRAM",
+    "TERM_PROGRAM_VERSION",
+    "TERM_SESSION_ID",
+    "TERMINAL_EMULATOR",
+    "LC_TERMINAL",
+    "LC_TERMINAL_VERSION",
+    "WINDOWID",
+    "VTE_VERSION",
+    "TMUX",
+    "TMUX_PANE",
+    "STY",
+    "WINDOW",
+    "SSH_TTY",
+    "ZELLIJ",
+];
+
+/// Name prefixes of the same kind, set by one terminal program each (its window, pane,
+/// profile or control socket).
+const PARENT_TERMINAL_PREFIXES: [&str; 9] = [
+    "ITERM_",
+    "KITTY_",
+    "WT_",
+    "WEZTERM_",
+    "ALACRITTY_",
+    "KONSOLE_",
+    "GNOME_TERMINAL_",
+    "ZELLIJ_",
+    "VSCODE_",
+];
+
+/// True for a variable that describes the terminal or terminal session of the process that
+/// started the daemon, which a session's child must not inherit: the child runs on iapeer's
+/// own pty (or pipes), not on that terminal, and would size, colour or integrate itself for
+/// the wrong one (e.g. `COLUMNS=40` makes a TUI draw 40 columns in a 220-column pty).
+pub fn describes_parent_terminal(key: &str) -> bool {
+    PARENT_TERMINAL_VARS.contains(&key)
+        || PARENT_TERMINAL_PREFIXES.iter().any(|p| key.starts_with(p))
 }
 
 /// A PATH for children when neither `launch.env` nor the daemon has one.
@@ -58,9 +105,9 @@ pub struct EnvInput<'a> {
 /// Build the child's complete environment: daemon env (minus the hygiene removals) →
 /// `launch.env` extras → identity variables, token, `IAPEER_ROOT`, `IAPEER_PORT` → PATH
 /// (launch.env's, else inherited, else [`default_path`]) → `TERM=xterm-256color`,
-/// `COLORTERM=truecolor` → runtime extras. The removals (`CLAUDE_CODE_*`, `CLAUDECODE`,
-/// `TMUX`, `TMUX_PANE`, `STY`) apply to what the daemon inherited, so a `launch.env` can still
-/// set such a variable deliberately.
+/// `COLORTERM=truecolor` → runtime extras. The removals (`CLAUDE_CODE_*`, `CLAUDECODE` and
+/// the variables of [`describes_parent_terminal`]) apply to what the daemon inherited, so a
+/// `launch.env` can still set such a variable deliberately.
 pub fn session_env(input: &EnvInput) -> Vec<(String, String)> {
     // Hygiene applies to what the daemon inherited; launch.env may set these on purpose.
     let mut env: BTreeMap<String, String> = input
@@ -165,6 +212,81 @@ mod tests {
             Some("1"),
             "extras last"
         );
+    }
+
+    #[test]
+    fn the_daemons_terminal_does_not_leak_but_launch_env_may_set_it() {
+        let id = Identity::parse("echo-a").unwrap();
+        let launch = LaunchEnv {
+            vars: vec![("LINES".into(), "33".into())],
+            ..LaunchEnv::default()
+        };
+        let inherited: Vec<(String, String)> = [
+            ("COLUMNS", "40"),
+            ("LINES", "10"),
+            ("TERM_PROGRAM", "iTerm.app"),
+            ("TERM_PROGRAM_VERSION", "3.5"),
+            ("TERM_SESSION_ID", "w0t0p0"),
+            ("ITERM_SESSION_ID", "w0t0p0:1"),
+            ("KITTY_WINDOW_ID", "3"),
+            ("WT_SESSION", "abc"),
+            ("WINDOWID", "123"),
+            ("VTE_VERSION", "7000"),
+            ("TMUX", "/tmp/t,1,0"),
+            ("TMUX_PANE", "%1"),
+            ("STY", "1.pts"),
+            ("WINDOW", "0"),
+            ("SSH_TTY", "/dev/pts/3"),
+            ("COLORTERM", "24bit"),
+            ("TERM", "screen"),
+            ("HOME", "/home/me"),
+            ("LANG", "C.UTF-8"),
+            ("SSH_CONNECTION", "1 2 3 4"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .into();
+        let env = session_env(&EnvInput {
+            inherited,
+            launch: &launch,
+            identity: &id,
+            token: "t",
+            root: Path::new("/r"),
+            port: 8765,
+            home: None,
+            extra: &[],
+        });
+        for k in [
+            "COLUMNS",
+            "TERM_PROGRAM",
+            "TERM_PROGRAM_VERSION",
+            "TERM_SESSION_ID",
+            "ITERM_SESSION_ID",
+            "KITTY_WINDOW_ID",
+            "WT_SESSION",
+            "WINDOWID",
+            "VTE_VERSION",
+            "TMUX",
+            "TMUX_PANE",
+            "STY",
+            "WINDOW",
+            "SSH_TTY",
+        ] {
+            assert_eq!(get(&env, k), None, "{k} leaked");
+        }
+        assert_eq!(
+            get(&env, "LINES"),
+            Some("33"),
+            "deliberate launch.env value"
+        );
+        assert_eq!(get(&env, "TERM"), Some("xterm-256color"));
+        assert_eq!(get(&env, "COLORTERM"), Some("truecolor"));
+        for (k, v) in [
+            ("HOME", "/home/me"),
+            ("LANG", "C.UTF-8"),
+            ("SSH_CONNECTION", "1 2 3 4"),
+        ] {
+            assert_eq!(get(&env, k), Some(v), "{k} is not about the terminal");
+        }
     }
 
     #[test]

@@ -81,6 +81,11 @@ pub struct Delivery {
 pub enum SessionCmd {
     /// Deliver one message; answered by [`EventKind::Delivered`].
     Deliver(Delivery),
+    /// The sender of delivery `id` stopped waiting: take it back if none of its bytes were
+    /// written (answered by an `Err` [`EventKind::Delivered`]); if part of it is written,
+    /// stop tracking it and answer `Err` too while the rest is still written; past writing,
+    /// ignored (its own deadlines end it).
+    Cancel(u64),
     /// Write raw bytes (keys) into the child's input.
     Keys(Vec<u8>),
     /// Hand over an attach client: the socket (already past the JSON handshake) and any

@@ -5,6 +5,7 @@ pub mod clients;
 pub mod compact;
 pub mod deliver;
 pub mod env;
+pub mod failure_line;
 pub mod frame;
 pub mod groups;
 pub mod handle;

@@ -121,6 +121,13 @@ pub mod flags {
         Complete::Text,
         "a short thread label (at most 200 characters)",
     );
+    /// `--timeout <seconds>` (send).
+    pub const SEND_TIMEOUT: FlagSpec = valued(
+        "timeout",
+        "<seconds>",
+        Complete::Text,
+        "answer within this many seconds (default IAPEER_SEND_TIMEOUT_MS)",
+    );
     /// `--attachment <path>`, repeatable (send).
     pub const ATTACHMENT: FlagSpec = FlagSpec {
         long: "attachment",
@@ -185,7 +192,7 @@ pub mod args {
 use args::{ARGS, FOLDER, NAME, RT, RUNTIME, TARGET, VERB};
 use flags::{
     ALL, ATTACHMENT, DESCRIPTION, FIX, FORCE, FOREGROUND, FROM, INTELLIGENCE, JSON, KEEP, MESSAGE,
-    MESSAGE_FILE, NO_BOOTSTRAP, PATH, PEER_RUNTIME, SEND_RUNTIME, TOPIC,
+    MESSAGE_FILE, NO_BOOTSTRAP, PATH, PEER_RUNTIME, SEND_RUNTIME, SEND_TIMEOUT, TOPIC,
 };
 
 const PEER_AND_RUNTIME: &[PosSpec] = &[args::PEER, RUNTIME];
@@ -223,16 +230,20 @@ pub static VERBS: &[VerbSpec] = &[
         id: VerbId::Run(Verb::Send),
         name: "send",
         signature: "send <target> (--message <text> | --message-file <path|->) [--from <runtime>-<name>] \
-            [--runtime <rt>] [--topic <t>] [--attachment <path>]... [--json]",
+            [--runtime <rt>] [--topic <t>] [--attachment <path>]... [--timeout <seconds>] [--json]",
         summary: "route one message to a peer, waking it when asleep",
         description: "Route one message to the peer <target>. A sleeping agent is woken first and gets \
             the message once it is ready; a message with a topic resumes the conversation held on that \
             topic. A message to an ephemeral peer (profile wake_policy \"ephemeral\") is put in its \
             task queue on disk and answered at once; each task runs as the first message of its own \
             fresh session. The sender is --from, else PEER_IDENTITY from the environment, else the peer whose \
-            folder holds the current directory, else the host's only human peer; when none of these \
-            applies the message is refused. Prints whether the message was delivered (and whether a wake \
-            was needed) or queued, and for which runtime. Exits 0 only when it was delivered or queued.",
+            folder holds the current directory, else — only when run from an interactive terminal \
+            (stdin a tty) with no PEER_* variable in the environment — the host's only human peer; \
+            when none of these applies the message is refused with the --from to pass. Prints whether the message was delivered (and whether a wake \
+            was needed) or queued, and for which runtime. Exits 0 only when it was delivered or queued. \
+            A send never waits longer than --timeout (default IAPEER_SEND_TIMEOUT_MS, 300 s): past \
+            it the send is refused with code timeout, naming the peer and what the message waited \
+            for, and a message that has not started is taken back.",
         positionals: &[TARGET],
         flags: &[
             MESSAGE,
@@ -241,6 +252,7 @@ pub static VERBS: &[VerbSpec] = &[
             SEND_RUNTIME,
             TOPIC,
             ATTACHMENT,
+            SEND_TIMEOUT,
             JSON,
         ],
         rules: &[Rule::ExactlyOne(&[MESSAGE, MESSAGE_FILE])],

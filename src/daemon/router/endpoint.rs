@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::decide::{head_step, Head, HeadStep, Presence};
 use super::{Router, RouterMsg};
@@ -34,6 +34,12 @@ pub struct SendJob<P> {
     pub(crate) kind: RuntimeKind,
     /// For a task drained from an ephemeral queue: its file, removed once it is delivered.
     pub(crate) drained: Option<PathBuf>,
+    /// How long the sender waits (`timeout_ms`, else `IAPEER_SEND_TIMEOUT_MS`); the
+    /// deadline is `started + timeout` (a [`super::Timer::SendDeadline`]).
+    pub(crate) timeout: Duration,
+    /// Its deadline passed while the session held it: the session was told to take it back,
+    /// and its failure is answered as a timeout.
+    pub(crate) timed_out: bool,
 }
 
 /// A send whose preparation runs on the worker thread.
@@ -60,6 +66,8 @@ impl<P> SendJob<P> {
             woke: self.woke,
             kind: self.kind,
             drained: self.drained,
+            timeout: self.timeout,
+            timed_out: self.timed_out,
         }
     }
 }
@@ -119,6 +127,15 @@ impl Job {
         }
     }
 
+    /// Its requester is known to have stopped waiting ([`ReplyTo::abandoned`]).
+    pub(crate) fn abandoned(&self) -> bool {
+        match self {
+            Job::Send(j) => j.reply.abandoned(),
+            Job::Wake(w) => w.reply.abandoned(),
+            Job::Compact(c) => c.reply.abandoned(),
+        }
+    }
+
     /// Fail the job with `code` and `error` (the send's delivery.log line is written by
     /// [`Router::finish_send`]; this is for paths that bypass it, like shutdown).
     pub(crate) fn fail(self, code: Code, error: String) {
@@ -140,10 +157,18 @@ pub struct Endpoint {
 
 impl Router {
     /// Start a send: its preparation (registry, validation, attachment copies) runs on a
-    /// worker thread and comes back as [`RouterMsg::Prepared`].
-    pub(crate) fn begin_send(&mut self, input: SendInput, reply: ReplyTo) {
+    /// worker thread and comes back as [`RouterMsg::Prepared`]. `timeout` is how long the
+    /// sender waits (`None`: `IAPEER_SEND_TIMEOUT_MS`); its deadline is armed here.
+    pub(crate) fn begin_send(
+        &mut self,
+        input: SendInput,
+        reply: ReplyTo,
+        timeout: Option<Duration>,
+    ) {
         crate::daemon::test_hooks::on_router_send(&input.to);
         let id = self.next_id();
+        let timeout = timeout.unwrap_or(self.cfg.send_timeout);
+        self.set_timer(self.now.at + timeout, super::Timer::SendDeadline(id));
         let paths = self.paths.clone();
         let tx = self.tx.clone();
         let input_for_job = input.clone();
@@ -158,6 +183,8 @@ impl Router {
                 woke: false,
                 kind: RuntimeKind::Agent,
                 drained: None,
+                timeout,
+                timed_out: false,
             },
         );
         let spawned = std::thread::Builder::new()
@@ -199,6 +226,14 @@ impl Router {
             return self.finish_send(job.holding(Some(prepared)), r);
         }
         let endpoint = prepared.endpoint.clone();
+        if job.timed_out {
+            let r = super::deadline::timeout_refusal(
+                &endpoint,
+                job.timeout,
+                "its preparation (registry, attachments) took too long; message NOT delivered",
+            );
+            return self.finish_send(job.holding(Some(prepared)), r);
+        }
         job.kind = match self.adapter(&prepared.endpoint.runtime) {
             Ok(a) => a.kind(),
             Err(e) => {
@@ -238,6 +273,11 @@ impl Router {
                 self.queues.endpoints.remove(identity);
                 return;
             };
+            if head.abandoned() {
+                // Its requester gave up (Ctrl-C): nothing was begun for it, begin nothing.
+                self.drop_abandoned_head(identity);
+                continue;
+            }
             let live = self.live.sessions.get(identity);
             let presence = match live {
                 Some(s) => Presence::Session(s.live()),
@@ -359,6 +399,35 @@ impl Router {
     }
 
     /// Fail the queue head with a refusal, writing its log line.
+    /// Take the queue head whose requester gave up out of the queue, before anything is
+    /// begun for it; a send gets its `delivery.log` line saying so.
+    fn drop_abandoned_head(&mut self, identity: &Identity) {
+        let Some(job) = self
+            .queues
+            .endpoints
+            .get_mut(identity)
+            .and_then(|e| e.queue.pop_front())
+        else {
+            return;
+        };
+        let error = "the sender stopped waiting (its connection closed) before the message was \
+                     begun; message NOT delivered"
+            .to_string();
+        match job {
+            Job::Send(j) => self.finish_send(
+                j.record(),
+                Refusal {
+                    code: Code::Timeout,
+                    error,
+                },
+            ),
+            other => {
+                log::info!("{identity}: a wake or compaction whose requester left was dropped");
+                other.fail(Code::Timeout, error);
+            }
+        }
+    }
+
     pub(crate) fn fail_head(&mut self, identity: &Identity, refusal: Refusal) {
         let Some(ep) = self.queues.endpoints.get_mut(identity) else {
             return;

@@ -152,6 +152,13 @@ impl Router {
             return;
         };
         let job = *job;
+        if let (true, Err(reason)) = (job.timed_out, &result) {
+            // Its deadline passed and the session gave it back (or failed it): a timeout,
+            // never a revive hold or a retry.
+            let r = super::deadline::timeout_refusal(identity, job.timeout, reason);
+            self.finish_send(job.record(), r);
+            return self.pump(identity);
+        }
         let stopped = self.live.sessions.get(identity).and_then(|s| {
             (s.state.ending_cause() == Some(crate::session::handle::Cause::Stop))
                 .then(|| s.identity.clone())

@@ -4,6 +4,7 @@
 //! operations are started and finished by later events.
 
 mod always_on;
+mod deadline;
 mod decide;
 mod endpoint;
 mod ephemeral;
@@ -157,6 +158,8 @@ pub(crate) enum Timer {
     ShutdownDeadline,
     /// A reply waiting for sessions to end is sent anyway.
     GoneDeadline(u64),
+    /// Send `job` reaches its deadline (`deadline.rs`).
+    SendDeadline(u64),
 }
 
 /// The router's state.
@@ -273,6 +276,7 @@ impl Router {
             Timer::Restart(identity) => self.restart_always_on(&identity),
             Timer::Revive { identity, job } => self.revive_expired(&identity, job),
             Timer::GoneDeadline(id) => self.live.expire_gone_waiter(id),
+            Timer::SendDeadline(job) => self.send_deadline(job),
             Timer::ShutdownDeadline => {
                 log::warn!(
                     "shutdown: {} session(s) did not end in time",
@@ -331,7 +335,7 @@ impl Router {
                     topic: args.topic,
                     attachments: args.attachments,
                 };
-                self.begin_send(input, reply);
+                self.begin_send(input, reply, None);
             }
             RouterMsg::Prepared { job, result } => self.on_prepared(job, *result),
             RouterMsg::ToolsListed { creds } => self.on_tools_listed(&creds),
@@ -358,6 +362,7 @@ impl Router {
                 message,
                 topic,
                 attachments,
+                timeout_ms,
             } => {
                 let input = SendInput {
                     path: "cli",
@@ -368,7 +373,7 @@ impl Router {
                     topic,
                     attachments,
                 };
-                self.begin_send(input, reply);
+                self.begin_send(input, reply, timeout_ms.map(Duration::from_millis));
             }
             other => self.on_op(other, reply),
         }

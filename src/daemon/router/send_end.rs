@@ -151,6 +151,8 @@ mod tests {
             prepared: (),
             reply: ReplyTo::discard(),
             started: Instant::now(),
+            timeout: std::time::Duration::from_secs(300),
+            timed_out: false,
             woke: true,
             kind: RuntimeKind::Agent,
             drained: None,

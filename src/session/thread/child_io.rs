@@ -102,6 +102,7 @@ impl Session {
 
     pub(super) fn write_child(&mut self, bytes: &[u8]) {
         self.to_child.extend(bytes);
+        self.out_queued += bytes.len() as u64;
         self.flush_child();
     }
 
@@ -122,12 +123,14 @@ impl Session {
             match r {
                 Ok(n) => {
                     self.to_child.drain(..n);
+                    self.out_written += n as u64;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     log::warn!("session {}: write to child failed: {e}", self.cfg.identity);
                     self.to_child.clear();
+                    self.out_written = self.out_queued;
                     failed = Some(e);
                     break;
                 }

@@ -30,8 +30,49 @@ impl Session {
                     self.emit(EventKind::Status(status));
                 }
                 SessionCmd::Kill(cause) => self.kill(cause),
+                SessionCmd::Cancel(id) => self.cancel_delivery(id),
             }
         }
+    }
+
+    /// The sender of delivery `id` stopped waiting (see [`SessionCmd::Cancel`]).
+    fn cancel_delivery(&mut self, id: u64) {
+        if let Some(pos) = self.queued.iter().position(|d| d.id == id) {
+            self.queued.remove(pos);
+            return self.emit(EventKind::Delivered {
+                id,
+                result: Err("the session is not ready for it yet; message NOT delivered".into()),
+            });
+        }
+        let writing = self
+            .delivery
+            .as_ref()
+            .is_some_and(|d| d.id == id && d.is_writing());
+        let Some(span) = self.delivery_span.filter(|_| writing) else {
+            return;
+        };
+        let reason = match cancel_span(span, self.out_written) {
+            Taken::NotBegun { offset, len } => {
+                self.to_child.drain(offset..offset + len);
+                self.out_queued -= len as u64;
+                "its program is not reading its input (none of the message was written); \
+                 message NOT delivered"
+                    .to_string()
+            }
+            Taken::Partial { written, len } => format!(
+                "its program stopped reading its input after {written} of the message's {len} \
+                 bytes; the rest stays queued for it, so the message arrives complete only if \
+                 it reads again"
+            ),
+            Taken::Written => return,
+        };
+        self.delivery = None;
+        self.delivery_span = None;
+        self.emit(EventKind::Delivered {
+            id,
+            result: Err(reason),
+        });
+        self.next_delivery();
     }
 
     pub(super) fn start_compact(&mut self, id: u64) {

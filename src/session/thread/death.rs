@@ -24,7 +24,7 @@ impl Session {
                 .explain_exit(&tail)
                 .unwrap_or_else(|| exit_reason(code, signal.as_deref()));
             self.emit(EventKind::BootFailed {
-                reason: with_screen(&reason, &tail),
+                reason: with_screen(&reason, &tail, self.screen_width()),
                 failure: super::super::boot::BootFailure::Failed(reason),
                 screen: tail.clone(),
             });
@@ -53,6 +53,15 @@ impl Session {
             cause,
         });
         // Dropping the clients closes their sockets: attached terminals see the end.
+    }
+
+    /// The width of what [`Session::tail_text`] returns: the screen's columns for a pty, 0
+    /// for pipes' output (no wrapping).
+    pub(super) fn screen_width(&self) -> usize {
+        match self.io {
+            Io::Pty(_) => self.screen.size().1 as usize,
+            Io::Pipes { .. } => 0,
+        }
     }
 
     pub(super) fn tail_text(&self) -> String {

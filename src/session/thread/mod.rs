@@ -26,7 +26,7 @@ use nix::sys::signal::Signal;
 use super::boot::{Boot, BootAction};
 use super::clients::{Client, ClientInput};
 use super::compact::{ActiveCompact, CompactStep};
-use super::deliver::{ActiveDelivery, Step};
+use super::deliver::{cancel_span, ActiveDelivery, Step, Taken};
 use super::handle::{
     Cause, Delivery, EventKind, SessionCmd, SessionEvent, SessionHandle, SessionStatus,
 };
@@ -214,6 +214,12 @@ struct Session {
     pipe_tail: VecDeque<u8>,
     pane: PaneLog,
     to_child: VecDeque<u8>,
+    /// Bytes ever queued for the child's input, and ever written to it (the stream offsets
+    /// that say how much of the active delivery was written, for [`SessionCmd::Cancel`]).
+    out_queued: u64,
+    out_written: u64,
+    /// The active delivery's bytes as `[start, end)` offsets of that stream.
+    delivery_span: Option<(u64, u64)>,
     state: State,
     delivery: Option<ActiveDelivery>,
     queued: VecDeque<Delivery>,
@@ -293,6 +299,9 @@ impl Session {
             pipe_tail: VecDeque::new(),
             pane,
             to_child: VecDeque::new(),
+            out_queued: 0,
+            out_written: 0,
+            delivery_span: None,
             state,
             delivery: None,
             queued,
@@ -400,10 +409,12 @@ fn exit_reason(code: Option<i32>, signal: Option<&str>) -> String {
     }
 }
 
-/// A boot failure reason plus the last screen line that is not blank, for the sender.
-fn with_screen(reason: &str, screen: &str) -> String {
-    match screen.lines().rev().map(str::trim).find(|l| !l.is_empty()) {
-        Some(last) if !reason.contains(last) => format!("{reason} (last screen line: {last})"),
+/// A boot failure reason plus the screen's most informative line
+/// ([`crate::session::failure_line::most_informative_line`]), for the sender. `width` is the
+/// screen's width in columns (0 for pipes' output).
+fn with_screen(reason: &str, screen: &str, width: usize) -> String {
+    match crate::session::failure_line::most_informative_line(screen, width) {
+        Some(line) if !reason.contains(&line) => format!("{reason} (on screen: {line})"),
         _ => reason.to_string(),
     }
 }

@@ -39,7 +39,7 @@ impl Session {
                 let cause = failure.cause();
                 self.emit(EventKind::BootFailed {
                     failure,
-                    reason: with_screen(&reason, &screen),
+                    reason: with_screen(&reason, &screen, self.screen_width()),
                     screen,
                 });
                 self.fail_deliveries(&reason);
@@ -92,6 +92,7 @@ impl Session {
             .and_then(|_| self.cfg.adapter.gate_watch(&self.cfg.cwd));
         let (active, bytes) = ActiveDelivery::start(&d, pty, confirmer, before, gate);
         self.delivery = Some(active);
+        self.delivery_span = Some((self.out_queued, self.out_queued + bytes.len() as u64));
         self.write_child(&bytes);
     }
 
