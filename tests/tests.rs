@@ -20,6 +20,7 @@ mod failure;
 mod lifecycle;
 mod lifecycle_verbs;
 mod mcp;
+mod paths;
 mod peers;
 mod regressions;
 mod router_runtime;
