@@ -229,3 +229,68 @@ fn claude_peer_in_a_258_character_folder_is_confirmed_and_later_sends_are_delive
     );
     assert!(!names.is_empty());
 }
+
+/// The same for Codex: its session files name the working folder in `session_meta`, so a
+/// 258-character folder is found like any other (audit of issue 7 item 3).
+#[test]
+fn codex_peer_in_a_258_character_folder_is_confirmed_and_later_sends_are_delivered() {
+    use common::openai::{last_input_text, OpenAiStandIn};
+    let codex_bin = std::env::var("IAPEER_TEST_CODEX_BIN")
+        .unwrap_or_else(|_| panic!("IAPEER_TEST_CODEX_BIN is not set: run scripts/test.sh"));
+    let mut env = TestEnv::new();
+    env.set("IAPEER_CODEX_BIN", &codex_bin);
+    let codex_home = env.home.join(".codex");
+    env.set("CODEX_HOME", codex_home.to_str().unwrap());
+    let api = OpenAiStandIn::start();
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!(
+            "model = \"gpt-5.1\"\nmodel_provider = \"standin\"\n\n[model_providers.standin]\nname = \"Stand-in\"\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"STANDIN_API_KEY\"\n",
+            api.base_url()
+        ),
+    )
+    .unwrap();
+    let folder = folder_of_length(&env.dir.path().join("deep"), 255).join("cx");
+    std::fs::create_dir_all(folder.parent().unwrap()).unwrap();
+    env.ok(&[
+        "create",
+        "cx",
+        "--runtime",
+        "codex",
+        "--path",
+        folder.to_str().unwrap(),
+    ]);
+    env.create_echo("ea");
+    let p = iapeer::paths::peer::launch_env(&folder, "codex");
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, "STANDIN_API_KEY=sk-standin-key\n").unwrap();
+    env.start_daemon();
+    for (i, word) in ["first", "second"].iter().enumerate() {
+        let msg = format!("{word} message to the deep codex folder");
+        let out = env.ok(&[
+            "send",
+            "cx",
+            "--from",
+            "echo-ea",
+            "--message",
+            &msg,
+            "--topic",
+            "t",
+        ]);
+        let want = if i == 0 {
+            "delivered to cx (codex), woke"
+        } else {
+            "delivered to cx (codex)"
+        };
+        assert_eq!(out.trim(), want, "{}", env.diagnostics());
+        env.wait_until("the model got the message", Duration::from_secs(60), |_| {
+            api.recorded()
+                .iter()
+                .any(|r| last_input_text(r).contains(&msg))
+        });
+        env.wait_until("the turn is over", Duration::from_secs(60), |e| {
+            !e.screen("codex-cx").contains("to interrupt")
+        });
+    }
+}

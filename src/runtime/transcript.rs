@@ -101,6 +101,14 @@ impl TranscriptWatch {
     /// Records (parsed JSON lines) appended since the last call. Incomplete last lines wait
     /// for their end; lines that are not JSON are skipped.
     pub fn new_records(&mut self) -> Vec<Value> {
+        self.new_records_by_file()
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect()
+    }
+
+    /// [`TranscriptWatch::new_records`], each with the file it was appended to.
+    pub fn new_records_by_file(&mut self) -> Vec<(PathBuf, Value)> {
         let mut out = Vec::new();
         let Some(dir) = self.dir() else {
             return out;
@@ -119,12 +127,12 @@ impl TranscriptWatch {
                 continue;
             }
             self.offsets.insert(path.clone(), from + buf.len() as u64);
-            let pending = self.partial.entry(path).or_default();
+            let pending = self.partial.entry(path.clone()).or_default();
             pending.extend_from_slice(&buf);
             while let Some(nl) = pending.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = pending.drain(..=nl).collect();
                 if let Ok(v) = serde_json::from_slice::<Value>(&line) {
-                    out.push(v);
+                    out.push((path.clone(), v));
                 }
             }
         }
