@@ -193,8 +193,12 @@ pub fn rename_peer(
         if let Err(e) = runtime::setup_peer(rt, &to, new, bearer) {
             warnings.push(format!("{e} — run iapeer add-runtime {rt} --peer {new}"));
         }
-        if let Ok(id) = Identity::new(rt, old) {
-            if let Err(e) = Markers::new(paths, &id).remove_all() {
+        if let (Ok(id), Ok(to_id)) = (Identity::new(rt, old), Identity::new(rt, new)) {
+            let markers = Markers::new(paths, &id);
+            if let Err(e) = markers.carry_to(&to_id) {
+                warnings.push(e.to_string());
+            }
+            if let Err(e) = markers.remove_all() {
                 warnings.push(e.to_string());
             }
         }

@@ -58,12 +58,26 @@ pub fn resolve_binary() -> Option<PathBuf> {
 
 /// A watch of the transcripts of `cwd`, wherever Claude Code puts them
 /// ([`claude_paths::transcript_dir`]), found once they exist.
+/// The computed folder is checked on every look; the search by `cwd` (which reads every
+/// project folder) at most every [`SCAN_EVERY`].
 fn watch(cwd: &Path) -> Option<TranscriptWatch> {
     let cwd = cwd.to_path_buf();
+    let mut scanned: Option<std::time::Instant> = None;
     Some(TranscriptWatch::located(Box::new(move || {
+        if let Some(d) = claude_paths::computed_project_dir(&cwd).filter(|d| d.is_dir()) {
+            return Some(d);
+        }
+        if scanned.is_some_and(|t| t.elapsed() < SCAN_EVERY) {
+            return None;
+        }
+        scanned = Some(std::time::Instant::now());
         claude_paths::transcript_dir(&cwd)
     })))
 }
+
+/// How often a watch searches the project folders for a transcript of its folder while the
+/// computed project folder does not exist.
+const SCAN_EVERY: Duration = Duration::from_secs(1);
 
 /// The claude adapter.
 pub struct Claude {

@@ -27,7 +27,7 @@ pub struct TranscriptWatch {
 }
 
 /// How often a watch whose folder is not known yet looks for it again.
-pub const LOCATE_EVERY: Duration = Duration::from_millis(500);
+pub const LOCATE_EVERY: Duration = Duration::from_millis(100);
 
 /// `*.jsonl` files directly in `dir` (missing folder: none).
 pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
