@@ -426,3 +426,80 @@ fn remove_and_live_runtime_with_a_live_peer() {
     env.ok(&["remove", "carol"]);
     assert_eq!(names_in(&registry(&env)), ["alice"]);
 }
+
+/// Issue 7 item 8: `iapeer rename <old> <new>` (spec 07), which refusals already pointed to.
+/// A peer is named after its folder, so its folder moves beside itself, with its Claude Code
+/// history; a live peer needs --force; taken and invalid names are refused.
+#[test]
+fn rename_moves_the_folder_history_profile_and_registry_and_refuses_what_it_must() {
+    let mut env = TestEnv::new();
+    env.create_echo("bob");
+    env.create_echo("eve");
+    let bob = env.peer_dir("bob");
+    // Claude Code's history of bob's folder (its project folder is the real path, dashed).
+    let dashed = |p: &Path| -> String {
+        p.canonicalize()
+            .unwrap_or_else(|_| p.to_path_buf())
+            .to_string_lossy()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect()
+    };
+    let projects = env.home.join(".claude/projects");
+    let bob_history = projects.join(dashed(&bob));
+    std::fs::create_dir_all(&bob_history).unwrap();
+    std::fs::write(bob_history.join("s.jsonl"), "{\"type\":\"user\"}\n").unwrap();
+    env.start_daemon();
+    env.ok(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-eve",
+        "--message",
+        "hi",
+        "--topic",
+        "t",
+    ]);
+
+    let (_, err) = env.fails(&["rename", "bob", "carol"], 1);
+    assert!(err.contains("is live") && err.contains("--force"), "{err}");
+    let (_, err) = env.fails(&["rename", "bob", "eve"], 1);
+    assert!(err.contains("already exists"), "{err}");
+    let (_, err) = env.fails(&["rename", "bob", "Not_Valid", "--force"], 1);
+    assert!(err.contains("Not_Valid"), "{err}");
+    let (_, err) = env.fails(&["rename", "nobody", "carol"], 1);
+    assert!(err.contains("not registered"), "{err}");
+    assert!(bob.is_dir(), "nothing moved on a refusal");
+
+    let out = env.ok(&["rename", "bob", "carol", "--force"]);
+    let carol = env.peer_dir("carol");
+    assert!(out.contains("renamed bob to carol"), "{out}");
+    assert!(carol.is_dir() && !bob.exists());
+    let profile: Value = serde_json::from_str(&common::read(&profile_path(&carol))).unwrap();
+    assert_eq!(profile["personality"], "carol");
+    let reg = registry(&env);
+    assert!(!names_in(&reg).contains(&"bob".to_string()));
+    assert_eq!(
+        entry(&reg, "carol")["cwd"].as_str().map(PathBuf::from),
+        Some(carol.clone())
+    );
+    assert!(!bob_history.exists());
+    assert!(projects.join(dashed(&carol)).join("s.jsonl").is_file());
+    // The renamed peer works under its new name.
+    let out = env.ok(&[
+        "send",
+        "carol",
+        "--from",
+        "echo-eve",
+        "--message",
+        "hi carol",
+        "--topic",
+        "t",
+    ]);
+    assert!(out.contains("delivered to carol"), "{out}");
+    env.wait_until(
+        "carol's pane shows the message",
+        Duration::from_secs(20),
+        |e| e.pane("echo-carol").contains("hi carol"),
+    );
+}

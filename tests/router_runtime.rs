@@ -420,3 +420,55 @@ fn a_router_that_cannot_take_input_never_reports_delivered() {
         env.diagnostics()
     );
 }
+
+/// Issue 7 item 8 (spec 11 §2): a peer whose program floods its output keeps a bounded pane
+/// log: the base file stays near `IAPEER_PANELOG_MAX_BYTES`, at most `IAPEER_PANELOG_KEEP`
+/// copies exist, and the newest output is in the base file.
+#[test]
+fn a_flooding_peer_keeps_a_bounded_pane_log_with_its_newest_output() {
+    let mut env = TestEnv::new();
+    // 40 MB of output, then a last line, then quiet.
+    let script = env.dir.path().join("flood.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nhead -c 40000000 /dev/zero | tr '\\0' 'x'\necho\necho FLOOD-DONE\nexec sleep 100000\n",
+    )
+    .unwrap();
+    let manifest = serde_json::json!({
+        "runtime": "flood",
+        "version": "0.0.1",
+        "run": {"command": "/bin/sh", "args": [script]},
+    });
+    let path = env.root.join("runtimes/flood/runtime.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, manifest.to_string()).unwrap();
+    let max: u64 = 9 * 1024 * 1024 + 1;
+    env.set("IAPEER_PANELOG_MAX_BYTES", &max.to_string());
+    env.start_daemon();
+    env.ok(&[
+        "create",
+        "fl",
+        "--runtime",
+        "flood",
+        "--intelligence",
+        "absent",
+    ]);
+    let log = env.paths().pane_log("flood-fl");
+    env.wait_until("the flood ends", Duration::from_secs(120), |_| {
+        std::fs::read(&log).is_ok_and(|b| b.ends_with(b"FLOOD-DONE\n"))
+    });
+    let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let copy = |n: u32| PathBuf::from(format!("{}.{n}", log.display()));
+    // One read of a pipe is at most 64 KiB past the bound.
+    assert!(size(&log) <= max + 64 * 1024, "base {}", size(&log));
+    assert!(size(&copy(1)) > 0 && size(&copy(1)) <= max);
+    assert!(size(&copy(2)) > 0 && size(&copy(2)) <= max);
+    assert!(!copy(3).exists(), "only two copies are kept");
+    let total: u64 = std::fs::read_dir(env.paths().pane_logs_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    assert!(total <= 3 * (max + 64 * 1024), "folder {total}");
+    env.ok(&["stop", "fl"]);
+}

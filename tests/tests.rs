@@ -23,6 +23,7 @@ mod lifecycle;
 mod lifecycle_verbs;
 mod mcp;
 mod paste;
+mod paths;
 mod peers;
 mod regressions;
 mod router_runtime;

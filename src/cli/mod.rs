@@ -165,6 +165,7 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
         Verb::List => view::list(inv),
         Verb::Verify => verify::run(inv),
         Verb::Remove => peers::remove(inv),
+        Verb::Rename => peers::rename(inv),
         Verb::Stop => lifecycle::stop_start(inv, true),
         Verb::Start => lifecycle::stop_start(inv, false),
         Verb::Attach => lifecycle::attach(inv),

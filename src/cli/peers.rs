@@ -136,14 +136,9 @@ pub fn remove(inv: &Invocation) -> CliResult {
             "peer \"{name}\" is not registered — nothing to remove\n"
         ));
     };
-    if let Some(live) = super::view::live_state(&paths) {
-        let ids: Vec<&String> = live
-            .sessions
-            .keys()
-            .filter(|k| k.split_once('-').map(|(_, p)| p) == Some(name))
-            .collect();
+    if super::view::live_state(&paths).is_some() {
+        let ids = live_sessions(&paths, name);
         if !ids.is_empty() && !inv.flag(flags::FORCE) {
-            let ids: Vec<&str> = ids.iter().map(|s| s.as_str()).collect();
             return Err(fail(format!(
                 "peer \"{name}\" is live ({}) — stop it first (iapeer stop {name}) or pass --force",
                 ids.join(", ")
@@ -188,6 +183,65 @@ pub fn remove(inv: &Invocation) -> CliResult {
     print(&format!(
         "removed {name} (folder kept: {})\n",
         entry.cwd.display()
+    ))
+}
+
+/// The live sessions of peer `name` (identities), from the running daemon's state file.
+fn live_sessions(paths: &Paths, name: &str) -> Vec<String> {
+    super::view::live_state(paths)
+        .map(|live| {
+            live.sessions
+                .keys()
+                .filter(|k| k.split_once('-').map(|(_, p)| p) == Some(name))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `rename <old> <new> [--force]`: move the peer's folder (and Claude history) to `<new>`,
+/// update profile and registry. A live peer needs `--force`, which ends its sessions first.
+pub fn rename(inv: &Invocation) -> CliResult {
+    let old = inv
+        .positional(args::OLD)
+        .ok_or_else(|| usage(inv, "missing <old>"))?;
+    let new = inv
+        .positional(args::NEW)
+        .ok_or_else(|| usage(inv, "missing <new>"))?;
+    let paths = paths()?;
+    // Everything that can be refused is refused before a live peer is ended.
+    peers::plan_rename(&paths, old, new).map_err(fail)?;
+    let live = live_sessions(&paths, old);
+    if !live.is_empty() {
+        if !inv.flag(flags::FORCE) {
+            return Err(fail(format!(
+                "peer \"{old}\" is live ({}) — stop it first (iapeer stop {old}) or pass --force",
+                live.join(", ")
+            )));
+        }
+        let mut c = Client::connect(&paths).map_err(|e| {
+            fail(format!(
+                "peer \"{old}\" is live but the daemon does not answer ({e}) — stop it first"
+            ))
+        })?;
+        let req = Request::Forget {
+            personality: old.to_string(),
+        };
+        c.request::<ForgetReply>(&req, |_| {})
+            .map_err(|e| fail(format!("could not end the sessions of \"{old}\": {e}")))?;
+    }
+    let done = peers::rename_peer(&paths, old, new, bearer()).map_err(fail)?;
+    for w in &done.warnings {
+        eprintln!("iapeer rename: {w}");
+    }
+    let history = match &done.history {
+        Some((_, to)) => format!("; Claude Code history moved to {}", to.display()),
+        None => String::new(),
+    };
+    print(&format!(
+        "renamed {old} to {new}: {} → {}{history}\n",
+        done.from.display(),
+        done.peer.cwd.display()
     ))
 }
 

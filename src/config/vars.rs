@@ -47,6 +47,8 @@ pub enum Part {
     Logging,
     /// The rotation limits of one event log (`EventLog::from_env`, spec 11 §1).
     EventLog,
+    /// The rotation and folder budget of the pane logs (`session::panelog`, spec 11 §2).
+    PaneLog,
     /// Finding and setting up an agent runtime (spec 04).
     Runtime,
     /// Set by the daemon in a session's environment (spec 04 §1, spec 01 §6); read by the CLI
@@ -345,6 +347,34 @@ pub const IAPEER_LOG: EnvVar = var(
     Part::Logging,
     "level of the daemon's diagnostic log: error, warn, {default} (default), debug or trace",
 );
+/// `IAPEER_PANELOG_MAX_BYTES`: the size past which a pane log is rotated.
+pub const IAPEER_PANELOG_MAX_BYTES: EnvVar = var(
+    "IAPEER_PANELOG_MAX_BYTES",
+    Kind::Bytes(16 * 1024 * 1024),
+    Part::PaneLog,
+    "the size in bytes past which a pane log is rotated (default {default}; at least 9437184)",
+);
+/// `IAPEER_PANELOG_KEEP`: rotated copies kept per pane log.
+pub const IAPEER_PANELOG_KEEP: EnvVar = var(
+    "IAPEER_PANELOG_KEEP",
+    Kind::Count(2),
+    Part::PaneLog,
+    "how many rotated copies of each pane log are kept (default {default})",
+);
+/// `IAPEER_PANELOG_STALE_DAYS`: pane logs untouched this long are deleted.
+pub const IAPEER_PANELOG_STALE_DAYS: EnvVar = var(
+    "IAPEER_PANELOG_STALE_DAYS",
+    Kind::Count(14),
+    Part::PaneLog,
+    "days after which an untouched pane log or copy is deleted (default {default})",
+);
+/// `IAPEER_PANELOG_DIR_BUDGET`: the size bound of the pane-log folder.
+pub const IAPEER_PANELOG_DIR_BUDGET: EnvVar = var(
+    "IAPEER_PANELOG_DIR_BUDGET",
+    Kind::Bytes(512 * 1024 * 1024),
+    Part::PaneLog,
+    "bytes the pane-log folder may hold before its oldest rotated copies are deleted (default {default})",
+);
 /// `IAPEER_LIFECYCLE_LOG_MAX_BYTES`.
 pub const IAPEER_LIFECYCLE_LOG_MAX_BYTES: EnvVar = var(
     "IAPEER_LIFECYCLE_LOG_MAX_BYTES",
@@ -444,6 +474,10 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAP_ALWAYS_ON_REVIVE_GRACE_MS,
     IAPEER_SUPERVISE_LOG_VERBOSE,
     IAPEER_LOG,
+    IAPEER_PANELOG_MAX_BYTES,
+    IAPEER_PANELOG_KEEP,
+    IAPEER_PANELOG_STALE_DAYS,
+    IAPEER_PANELOG_DIR_BUDGET,
     IAPEER_LIFECYCLE_LOG_MAX_BYTES,
     IAPEER_LIFECYCLE_LOG_KEEP,
     IAPEER_DELIVERY_LOG_MAX_BYTES,
@@ -469,6 +503,10 @@ pub const NOT_KNOBS: &[(&str, &str)] = &[
         "inherited: shown in the host facts of the system prompt",
     ),
     ("PATH", "inherited: where claude and codex are looked up"),
+    (
+        "CLAUDE_CODE_PROJECT_DIR_NAME",
+        "Claude Code's own: with CLAUDE_CONFIG_DIR it names the project folder iapeer reads",
+    ),
     (
         "IAPEER_MCP_URL",
         "test hook: the MCP URL of the echo agent, instead of router.json",
@@ -513,6 +551,7 @@ pub fn render_markdown() -> String {
             Part::Config => "daemon config",
             Part::Logging => "daemon log",
             Part::EventLog => "event logs",
+            Part::PaneLog => "pane logs",
             Part::Runtime => "runtimes",
             Part::Session => "session (set by the daemon)",
         };

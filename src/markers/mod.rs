@@ -285,6 +285,35 @@ impl Markers {
         self.remove(TOPIC)
     }
 
+    /// The markers that carry an identity's memory over a rename (`rename`): the topics and
+    /// the resume, stop and fresh-next flags, and the death ring.
+    pub const CARRIED_ON_RENAME: [&'static str; 5] =
+        [TOPIC, ".idle-reaped", ".stopped", ".fresh-next", DEATHS];
+
+    /// Move the markers of [`Markers::CARRIED_ON_RENAME`] to identity `to` (replacing its own),
+    /// so a renamed peer resumes its conversation; the other markers stay for
+    /// [`Markers::remove_all`].
+    ///
+    /// Errors: the first file that could not be moved (the others are still tried).
+    pub fn carry_to(&self, to: &Identity) -> Result<(), MarkerError> {
+        let target = Markers::new(&self.paths, to);
+        let mut first_error = None;
+        for suffix in Markers::CARRIED_ON_RENAME {
+            let from = self.path(suffix);
+            if !from.exists() {
+                continue;
+            }
+            if let Err(source) = std::fs::rename(&from, target.path(suffix)) {
+                first_error.get_or_insert(MarkerError {
+                    path: from,
+                    action: "move",
+                    source,
+                });
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
     /// Delete every marker of this identity, including the system prompt, the queue folder
     /// and leftover temp files (used by `iapeer remove`). Returns how many entries were
     /// removed. Errors: the first entry that could not be removed (the others still are).

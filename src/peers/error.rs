@@ -86,6 +86,11 @@ pub enum PeerError {
     Profile(ProfileError),
     /// The registry could not be read or written.
     Registry(RegistryError),
+    /// `rename`: no peer of that name is registered.
+    NotRegistered(String),
+    /// `rename`: the peer would move onto something that exists, or a move failed (the text
+    /// says what, what was rolled back and what to do).
+    Rename(String),
 }
 
 impl From<ProfileError> for PeerError {
@@ -132,6 +137,11 @@ impl fmt::Display for PeerError {
                 folder.display()
             ),
             PeerError::NotAFolder(path) => write!(f, "{} is not a folder", path.display()),
+            PeerError::NotRegistered(name) => write!(
+                f,
+                "peer \"{name}\" is not registered — see iapeer list for the peers there are"
+            ),
+            PeerError::Rename(why) => write!(f, "{why}"),
             PeerError::InvalidRuntime(rt) => write!(
                 f,
                 "invalid runtime \"{rt}\" — must match {}",

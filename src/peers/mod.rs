@@ -7,10 +7,12 @@
 
 mod create;
 mod error;
+mod rename;
 mod runtime_choice;
 
 pub use create::{
     check_name, create_peer, init_peer, write_launch_env_stub, InitOptions, Initialized,
 };
 pub use error::PeerError;
+pub use rename::{plan_rename, rename_peer};
 pub use runtime_choice::{choose_runtime, installed_agents};

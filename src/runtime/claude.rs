@@ -5,6 +5,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::claude_paths;
 use super::claude_screen::{self, ClaudeScreen};
 use super::transcript::{jsonl_files, record_contains, TranscriptWatch};
 use super::{
@@ -55,27 +56,28 @@ pub fn resolve_binary() -> Option<PathBuf> {
     })
 }
 
-/// Claude's config folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
-pub fn config_dir() -> Option<PathBuf> {
-    std::env::var_os("CLAUDE_CONFIG_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| Some(crate::paths::home_dir()?.join(".claude")))
+/// A watch of the transcripts of `cwd`, wherever Claude Code puts them
+/// ([`claude_paths::transcript_dir`]), found once they exist.
+/// The computed folder is checked on every look; the search by `cwd` (which reads every
+/// project folder) at most every [`SCAN_EVERY`].
+fn watch(cwd: &Path) -> Option<TranscriptWatch> {
+    let cwd = cwd.to_path_buf();
+    let mut scanned: Option<std::time::Instant> = None;
+    Some(TranscriptWatch::located(Box::new(move || {
+        if let Some(d) = claude_paths::computed_project_dir(&cwd).filter(|d| d.is_dir()) {
+            return Some(d);
+        }
+        if scanned.is_some_and(|t| t.elapsed() < SCAN_EVERY) {
+            return None;
+        }
+        scanned = Some(std::time::Instant::now());
+        claude_paths::transcript_dir(&cwd)
+    })))
 }
 
-/// Claude's project slug: the real path with every character outside `[A-Za-z0-9]` as `-`.
-pub fn project_slug(cwd: &Path) -> String {
-    let real = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
-    real.to_string_lossy()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect()
-}
-
-/// `<config>/projects/<slug>/`: where the transcripts of `cwd` live.
-pub fn project_dir(cwd: &Path) -> Option<PathBuf> {
-    Some(config_dir()?.join("projects").join(project_slug(cwd)))
-}
+/// How often a watch searches the project folders for a transcript of its folder while the
+/// computed project folder does not exist.
+const SCAN_EVERY: Duration = Duration::from_secs(1);
 
 /// The claude adapter.
 pub struct Claude {
@@ -176,20 +178,18 @@ impl Adapter for Claude {
 
     fn confirmer(&self, cwd: &Path, text: &str, _agent_ts: Option<&str>) -> Box<dyn Confirm> {
         Box::new(TranscriptConfirm {
-            watch: project_dir(cwd).map(|d| TranscriptWatch::start(&d)),
+            watch: watch(cwd),
             text: text.to_string(),
             seen: false,
         })
     }
 
     fn gate_watch(&self, cwd: &Path) -> Option<Box<dyn GateWatch>> {
-        Some(Box::new(ClaudeGate {
-            watch: project_dir(cwd).map(|d| TranscriptWatch::start(&d)),
-        }))
+        Some(Box::new(ClaudeGate { watch: watch(cwd) }))
     }
 
     fn activity_ms(&self, cwd: &Path) -> Option<u64> {
-        let dir = project_dir(cwd)?;
+        let dir = claude_paths::transcript_dir(cwd)?;
         let mut files = jsonl_files(&dir);
         if let Ok(entries) = std::fs::read_dir(&dir) {
             for e in entries.flatten().filter(|e| e.path().is_dir()) {
@@ -200,7 +200,7 @@ impl Adapter for Claude {
     }
 
     fn resumable(&self, cwd: &Path) -> bool {
-        project_dir(cwd).is_some_and(|d| !jsonl_files(&d).is_empty())
+        claude_paths::transcript_dir(cwd).is_some_and(|d| !jsonl_files(&d).is_empty())
     }
 
     fn interrupt_keys(&self) -> Option<Vec<u8>> {
@@ -208,7 +208,7 @@ impl Adapter for Claude {
     }
 
     fn compact(&self, cwd: &Path) -> Option<(&'static str, Box<dyn CompactWatch>)> {
-        let watch = project_dir(cwd).map(|d| TranscriptWatch::start(&d));
+        let watch = watch(cwd);
         Some((
             "/compact",
             Box::new(ClaudeCompact {
@@ -476,13 +476,5 @@ mod tests {
         );
         assert!(api_retry_line("✢ API error · retrying in 2s · attempt 2/10").is_some());
         assert_eq!(api_retry_line("we discussed the attempt 5/10 plan"), None);
-    }
-
-    #[test]
-    fn slug_matches_claude_code() {
-        assert_eq!(
-            project_slug(Path::new("/nonexistent/srv/peer_1.x")),
-            "-nonexistent-srv-peer-1-x"
-        );
     }
 }

@@ -101,25 +101,81 @@ fn same_folder(a: &Path, b: &Path) -> bool {
     canon(a) == canon(b)
 }
 
-/// Watches the recent session folders for appended records.
-struct Watch(Vec<TranscriptWatch>);
+/// The newest session file of `cwd` under `sessions` (the one `codex resume --last` appends
+/// to, in the day folder of the day it was created).
+pub fn newest_rollout(sessions: &Path, cwd: &Path) -> Option<PathBuf> {
+    day_dirs(sessions).iter().rev().find_map(|d| {
+        let mut files = jsonl_files(d);
+        files.sort();
+        files
+            .into_iter()
+            .rev()
+            .find(|f| rollout_cwd(f).is_some_and(|c| same_folder(&c, cwd)))
+    })
+}
+
+/// The folders records of `cwd`'s session may be appended to: the recent day folders (a new
+/// session) and the day folder of its newest session file (a resumed session appends to its
+/// file, however old).
+fn watch_dirs(sessions: &Path, cwd: &Path) -> Vec<PathBuf> {
+    let mut dirs = recent_dirs(sessions);
+    if let Some(day) = newest_rollout(sessions, cwd).and_then(|f| f.parent().map(Path::to_path_buf))
+    {
+        if !dirs.contains(&day) {
+            dirs.push(day);
+        }
+    }
+    dirs
+}
+
+/// Watches the session folders of one working folder for appended records, keeping only
+/// records of session files whose `session_meta` names that folder (other codex peers write
+/// to the same day folders).
+struct Watch {
+    cwd: PathBuf,
+    watches: Vec<TranscriptWatch>,
+    /// Whether each session file seen belongs to `cwd`.
+    ours: std::collections::HashMap<PathBuf, bool>,
+}
 
 impl Watch {
-    fn start() -> Watch {
-        Watch(
-            sessions_dir()
+    fn start(cwd: &Path) -> Watch {
+        Watch::over(sessions_dir().as_deref(), cwd)
+    }
+
+    /// A watch of `cwd`'s records under the `sessions` folder.
+    fn over(sessions: Option<&Path>, cwd: &Path) -> Watch {
+        Watch {
+            cwd: cwd.to_path_buf(),
+            watches: sessions
                 .map(|s| {
-                    recent_dirs(&s)
+                    watch_dirs(s, cwd)
                         .iter()
                         .map(|d| TranscriptWatch::start(d))
                         .collect()
                 })
                 .unwrap_or_default(),
-        )
+            ours: std::collections::HashMap::new(),
+        }
     }
 
     fn new_records(&mut self) -> Vec<Value> {
-        self.0.iter_mut().flat_map(|w| w.new_records()).collect()
+        let mut out = Vec::new();
+        for (file, record) in self
+            .watches
+            .iter_mut()
+            .flat_map(|w| w.new_records_by_file())
+        {
+            let cwd = &self.cwd;
+            let ours = *self
+                .ours
+                .entry(file.clone())
+                .or_insert_with(|| rollout_cwd(&file).is_some_and(|c| same_folder(&c, cwd)));
+            if ours {
+                out.push(record);
+            }
+        }
+        out
     }
 }
 
@@ -281,23 +337,23 @@ impl Adapter for Codex {
         t.contains("esc to interrupt") || t.contains("Esc to interrupt")
     }
 
-    fn confirmer(&self, _cwd: &Path, text: &str, _agent_ts: Option<&str>) -> Box<dyn Confirm> {
+    fn confirmer(&self, cwd: &Path, text: &str, _agent_ts: Option<&str>) -> Box<dyn Confirm> {
         Box::new(SessionFileConfirm {
-            watch: Watch::start(),
+            watch: Watch::start(cwd),
             text: text.to_string(),
             seen: false,
         })
     }
 
-    fn gate_watch(&self, _cwd: &Path) -> Option<Box<dyn GateWatch>> {
+    fn gate_watch(&self, cwd: &Path) -> Option<Box<dyn GateWatch>> {
         Some(Box::new(CodexGate {
-            watch: Watch::start(),
+            watch: Watch::start(cwd),
         }))
     }
 
     fn activity_ms(&self, cwd: &Path) -> Option<u64> {
         let sessions = sessions_dir()?;
-        let files: Vec<PathBuf> = recent_dirs(&sessions)
+        let files: Vec<PathBuf> = watch_dirs(&sessions, cwd)
             .iter()
             .flat_map(|d| jsonl_files(d))
             .filter(|f| rollout_cwd(f).is_some_and(|c| same_folder(&c, cwd)))
@@ -306,25 +362,18 @@ impl Adapter for Codex {
     }
 
     fn resumable(&self, cwd: &Path) -> bool {
-        let Some(sessions) = sessions_dir() else {
-            return false;
-        };
-        day_dirs(&sessions)
-            .iter()
-            .rev()
-            .flat_map(|d| jsonl_files(d))
-            .any(|f| rollout_cwd(&f).is_some_and(|c| same_folder(&c, cwd)))
+        sessions_dir().is_some_and(|s| newest_rollout(&s, cwd).is_some())
     }
 
     fn interrupt_keys(&self) -> Option<Vec<u8>> {
         Some(vec![0x1b])
     }
 
-    fn compact(&self, _cwd: &Path) -> Option<(&'static str, Box<dyn CompactWatch>)> {
+    fn compact(&self, cwd: &Path) -> Option<(&'static str, Box<dyn CompactWatch>)> {
         Some((
             "/compact",
             Box::new(CodexCompact {
-                watch: Watch::start(),
+                watch: Watch::start(cwd),
             }),
         ))
     }
@@ -541,6 +590,42 @@ mod tests {
             );
             assert!(trust < seen.len() - 1);
         }
+    }
+
+    /// A resumed session appends to its file in the day folder it was created in, however old;
+    /// records of other working folders in the same day folders are not this peer's.
+    #[test]
+    fn a_resumed_session_in_an_old_day_folder_is_watched_and_others_are_ignored() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let sessions = dir.path();
+        let meta = |cwd: &str| {
+            format!("{{\"type\":\"session_meta\",\"payload\":{{\"cwd\":\"{cwd}\"}}}}\n")
+        };
+        let old = sessions.join("2020/01/02");
+        std::fs::create_dir_all(&old).unwrap();
+        let ours = old.join("rollout-2020-01-02T00-00-00-a.jsonl");
+        std::fs::write(&ours, meta("/w/bob")).unwrap();
+        // Three later days with other peers' sessions push 2020/01/02 out of the recent ones.
+        for day in ["2021/01/01", "2022/01/01", "2023/01/01"] {
+            std::fs::create_dir_all(sessions.join(day)).unwrap();
+            std::fs::write(sessions.join(day).join("rollout-x.jsonl"), meta("/w/eve")).unwrap();
+        }
+        assert_eq!(
+            newest_rollout(sessions, Path::new("/w/bob")),
+            Some(ours.clone())
+        );
+        assert!(watch_dirs(sessions, Path::new("/w/bob")).contains(&old));
+        let mut w = Watch::over(Some(sessions), Path::new("/w/bob"));
+        let model = "{\"type\":\"event_msg\",\"payload\":{\"type\":\"agent_message\"}}\n";
+        let append = |p: &Path| {
+            let mut f = std::fs::OpenOptions::new().append(true).open(p).unwrap();
+            f.write_all(model.as_bytes()).unwrap();
+        };
+        append(&sessions.join("2023/01/01/rollout-x.jsonl"));
+        assert!(w.new_records().is_empty(), "eve's record is not bob's");
+        append(&ours);
+        assert_eq!(w.new_records().len(), 1);
     }
 
     #[test]

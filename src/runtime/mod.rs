@@ -5,6 +5,7 @@
 //! [`crate::adapter`] and is re-exported here; screens and keys come from [`crate::term`].
 
 pub mod claude;
+pub mod claude_paths;
 pub mod claude_screen;
 pub mod claude_setup;
 pub mod codex;

@@ -6,16 +6,28 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
+
+/// Finds the folder to follow once it exists (see [`TranscriptWatch::located`]).
+pub type Locate = Box<dyn FnMut() -> Option<PathBuf> + Send>;
 
 /// Follows every `*.jsonl` file directly in one folder from the sizes they had at
 /// [`TranscriptWatch::start`]; files created later are read from their beginning.
 pub struct TranscriptWatch {
-    dir: PathBuf,
+    /// The folder, once known.
+    dir: Option<PathBuf>,
+    /// Asked again (at most every [`LOCATE_EVERY`]) while `dir` is unknown.
+    locate: Option<Locate>,
+    last_locate: Option<Instant>,
+    started: SystemTime,
     offsets: HashMap<PathBuf, u64>,
     partial: HashMap<PathBuf, Vec<u8>>,
 }
+
+/// How often a watch whose folder is not known yet looks for it again.
+pub const LOCATE_EVERY: Duration = Duration::from_millis(100);
 
 /// `*.jsonl` files directly in `dir` (missing folder: none).
 pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
@@ -37,17 +49,71 @@ impl TranscriptWatch {
             .filter_map(|p| Some((p.clone(), std::fs::metadata(&p).ok()?.len())))
             .collect();
         TranscriptWatch {
-            dir: dir.to_path_buf(),
+            dir: Some(dir.to_path_buf()),
+            locate: None,
+            last_locate: None,
+            started: SystemTime::now(),
             offsets,
             partial: HashMap::new(),
         }
     }
 
+    /// A watch of the folder `locate` names, as [`TranscriptWatch::start`] when it names one
+    /// now; else asked again on later polls. A folder found later is followed from the sizes
+    /// its files have then for files last modified before this call, from their beginning for
+    /// the others.
+    pub fn located(mut locate: Locate) -> TranscriptWatch {
+        match locate() {
+            Some(dir) => TranscriptWatch::start(&dir),
+            None => TranscriptWatch {
+                dir: None,
+                locate: Some(locate),
+                last_locate: Some(Instant::now()),
+                started: SystemTime::now(),
+                offsets: HashMap::new(),
+                partial: HashMap::new(),
+            },
+        }
+    }
+
+    /// The followed folder, asking the locator again when it is due.
+    fn dir(&mut self) -> Option<PathBuf> {
+        if self.dir.is_none() {
+            let due = self.last_locate.is_none_or(|t| t.elapsed() >= LOCATE_EVERY);
+            if let (true, Some(locate)) = (due, self.locate.as_mut()) {
+                self.last_locate = Some(Instant::now());
+                if let Some(dir) = locate() {
+                    for p in jsonl_files(&dir) {
+                        let Ok(m) = std::fs::metadata(&p) else {
+                            continue;
+                        };
+                        if m.modified().is_ok_and(|t| t < self.started) {
+                            self.offsets.insert(p, m.len());
+                        }
+                    }
+                    self.dir = Some(dir);
+                }
+            }
+        }
+        self.dir.clone()
+    }
+
     /// Records (parsed JSON lines) appended since the last call. Incomplete last lines wait
     /// for their end; lines that are not JSON are skipped.
     pub fn new_records(&mut self) -> Vec<Value> {
+        self.new_records_by_file()
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect()
+    }
+
+    /// [`TranscriptWatch::new_records`], each with the file it was appended to.
+    pub fn new_records_by_file(&mut self) -> Vec<(PathBuf, Value)> {
         let mut out = Vec::new();
-        for path in jsonl_files(&self.dir) {
+        let Some(dir) = self.dir() else {
+            return out;
+        };
+        for path in jsonl_files(&dir) {
             let from = self.offsets.get(&path).copied().unwrap_or(0);
             let Ok(mut f) = File::open(&path) else {
                 continue;
@@ -61,12 +127,12 @@ impl TranscriptWatch {
                 continue;
             }
             self.offsets.insert(path.clone(), from + buf.len() as u64);
-            let pending = self.partial.entry(path).or_default();
+            let pending = self.partial.entry(path.clone()).or_default();
             pending.extend_from_slice(&buf);
             while let Some(nl) = pending.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = pending.drain(..=nl).collect();
                 if let Ok(v) = serde_json::from_slice::<Value>(&line) {
-                    out.push(v);
+                    out.push((path.clone(), v));
                 }
             }
         }
@@ -135,6 +201,22 @@ mod tests {
         let mut got = w.new_records();
         got.sort_by_key(|v| v["n"].as_i64());
         assert_eq!(got, vec![json!({"n":3}), json!({"n":4})]);
+    }
+
+    #[test]
+    fn a_located_watch_follows_the_folder_once_it_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let found = dir.path().join("found");
+        let probe = found.clone();
+        let mut w =
+            TranscriptWatch::located(Box::new(move || probe.is_dir().then(|| probe.clone())));
+        assert!(w.new_records().is_empty());
+        // File times come from a coarse clock (a few ms behind `SystemTime::now`).
+        std::thread::sleep(Duration::from_millis(50));
+        std::fs::create_dir(&found).unwrap();
+        std::fs::write(found.join("a.jsonl"), "{\"n\":1}\n").unwrap();
+        std::thread::sleep(LOCATE_EVERY);
+        assert_eq!(w.new_records(), vec![json!({"n":1})]);
     }
 
     #[test]

@@ -152,6 +152,8 @@ pub enum Verb {
     Verify,
     /// `remove`.
     Remove,
+    /// `rename`.
+    Rename,
     /// `live-runtime`.
     LiveRuntime,
     /// `stop`.
@@ -189,13 +191,14 @@ pub enum Verb {
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 22] = [
+    pub const ALL: [Verb; 23] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
         Verb::List,
         Verb::Verify,
         Verb::Remove,
+        Verb::Rename,
         Verb::LiveRuntime,
         Verb::Stop,
         Verb::Start,

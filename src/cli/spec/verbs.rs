@@ -58,8 +58,11 @@ pub mod flags {
     pub const JSON: FlagSpec = boolean("json", "print one JSON document on stdout, for scripts");
     /// `--all`.
     pub const ALL: FlagSpec = boolean("all", "act on every peer instead of one");
-    /// `--force` (remove).
-    pub const FORCE: FlagSpec = boolean("force", "go ahead even when the peer is live");
+    /// `--force` (remove, rename).
+    pub const FORCE: FlagSpec = boolean(
+        "force",
+        "go ahead even when the peer is live (its sessions are ended)",
+    );
     /// `--runtime <rt>` of create and init.
     pub const PEER_RUNTIME: FlagSpec = valued(
         "runtime",
@@ -178,6 +181,10 @@ pub mod args {
     pub const PEER: PosSpec = required("peer", Complete::Peer);
     /// `[runtime]` after `<peer>`.
     pub const RUNTIME: PosSpec = optional("runtime", Complete::Runtime);
+    /// `<old>` (rename).
+    pub const OLD: PosSpec = required("old", Complete::Peer);
+    /// `<new>` (rename).
+    pub const NEW: PosSpec = required("new", Complete::Text);
     /// `<rt>` (add-runtime, default-runtime).
     pub const RT: PosSpec = required("rt", Complete::Runtime);
     /// `[args]...` (echo-agent): every word after the verb.
@@ -341,6 +348,22 @@ pub static VERBS: &[VerbSpec] = &[
             and lifecycle markers. The folder is kept. A live peer is refused without --force; removing \
             an unknown peer does nothing and succeeds.",
         positionals: &[args::PEER],
+        flags: &[FORCE],
+        rules: &[],
+        hidden: false,
+        group: Group::Peers,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Rename),
+        name: "rename",
+        signature: "rename <old> <new> [--force]",
+        summary: "rename a peer by renaming its folder",
+        description: "A peer is named after its folder: move the folder to <new> beside it, move its \
+            Claude Code history with it, and update the profile and the registry (and each runtime's \
+            setup). A live peer is refused without --force, which ends its sessions first; a taken or \
+            invalid name, or a folder <new> that exists, is refused. Undone when a step fails.",
+        positionals: &[args::OLD, args::NEW],
         flags: &[FORCE],
         rules: &[],
         hidden: false,

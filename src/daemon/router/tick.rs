@@ -44,6 +44,15 @@ impl Router {
         }
         self.drain_all();
         self.storms.prune(self.now.at, self.cfg.storm);
+        let limits = crate::session::panelog::PaneLimits::current();
+        let deleted = crate::session::panelog::enforce_budget(&self.paths.pane_logs_dir(), &limits);
+        if !deleted.is_empty() {
+            self.lifecycle(
+                Event::new("panelog")
+                    .field("action", "budget")
+                    .field("deleted", deleted.join(",")),
+            );
+        }
         if self.cfg.supervise_verbose {
             self.lifecycle(
                 Event::new("supervise")
