@@ -18,6 +18,7 @@ mod codex;
 mod demo;
 mod ephemeral;
 mod failure;
+mod install;
 mod lifecycle;
 mod lifecycle_verbs;
 mod mcp;

@@ -180,6 +180,8 @@ pub enum Verb {
     Daemon,
     /// `status`.
     Status,
+    /// `install`.
+    Install,
     /// `demo`.
     Demo,
     /// `echo-agent`.
@@ -189,7 +191,7 @@ pub enum Verb {
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 22] = [
+    pub const ALL: [Verb; 23] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
@@ -210,6 +212,7 @@ impl Verb {
         Verb::DefaultRuntime,
         Verb::Daemon,
         Verb::Status,
+        Verb::Install,
         Verb::Demo,
         Verb::EchoAgent,
     ];
