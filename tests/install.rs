@@ -241,3 +241,95 @@ fn the_launchd_plist_parses_with_plistlib_and_has_the_spec_keys() {
     );
     assert_eq!(v["com.iapeer.managed"], true);
 }
+
+/// `scripts/install.sh` with a temp HOME and the binary under test: the binary, man page and
+/// completions land where each tool looks; a second run with a different binary keeps the
+/// first as `iapeer.prev`; `man -w iapeer` finds the page through PATH alone (MANPATH unset).
+#[test]
+fn install_script_puts_binary_man_page_and_completions_in_place() {
+    let env = TestEnv::new();
+    let home = &env.home;
+    let local_bin = home.join(".local/bin");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install.sh");
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", local_bin.display());
+    let run = |from: &Path| {
+        let out = Command::new("bash")
+            .arg(&script)
+            .env("HOME", home)
+            .env("IAPEER_ROOT", &env.root)
+            .env("IAPEER_INSTALL_FROM", from)
+            .env("PATH", &path)
+            .env_remove("IAPEER_BIN_DIR")
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("IAPEER_SYSTEMD_DIR")
+            .output()
+            .expect("run scripts/install.sh");
+        assert!(out.status.success(), "install.sh: {}", describe(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let first = run(&bin());
+    let installed = local_bin.join("iapeer");
+    assert_eq!(
+        std::fs::read(&installed).unwrap(),
+        std::fs::read(bin()).unwrap()
+    );
+    assert!(!local_bin.join("iapeer.prev").exists(), "{first}");
+    for (file, what) in [
+        (".local/share/man/man1/iapeer.1", "man"),
+        (
+            ".local/share/bash-completion/completions/iapeer",
+            "completions-bash",
+        ),
+        (".local/share/zsh/site-functions/_iapeer", "completions-zsh"),
+        (".config/fish/completions/iapeer.fish", "completions-fish"),
+    ] {
+        let want = env.ok(&["--generate", what]);
+        let got = std::fs::read_to_string(home.join(file)).unwrap_or_default();
+        assert!(
+            !want.is_empty() && got == want,
+            "{file} is not `iapeer --generate {what}`"
+        );
+    }
+    assert!(env.root.join("docs/iapeer/README.md").exists(), "{first}");
+    assert!(
+        first.contains("doctrine:"),
+        "install.sh did not run `iapeer install`:\n{first}"
+    );
+
+    // A second run with another build: the first binary becomes iapeer.prev.
+    let newer = env.dir.path().join("iapeer-newer");
+    let mut bytes = std::fs::read(bin()).unwrap();
+    bytes.extend_from_slice(b"\n# another build\n");
+    std::fs::write(&newer, &bytes).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&newer, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let second = run(&newer);
+    assert_eq!(std::fs::read(&installed).unwrap(), bytes, "{second}");
+    assert_eq!(
+        std::fs::read(local_bin.join("iapeer.prev")).unwrap(),
+        std::fs::read(bin()).unwrap(),
+        "{second}"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(&local_bin)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "iapeer" && n != "iapeer.prev")
+        .collect();
+    assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+
+    let man = Command::new("man")
+        .args(["-w", "iapeer"])
+        .env("HOME", home)
+        .env("PATH", &path)
+        .env_remove("MANPATH")
+        .output()
+        .expect("run man");
+    assert!(man.status.success(), "man -w iapeer: {}", describe(&man));
+    assert_eq!(
+        String::from_utf8_lossy(&man.stdout).trim(),
+        home.join(".local/share/man/man1/iapeer.1")
+            .display()
+            .to_string()
+    );
+}
