@@ -22,7 +22,7 @@ pub mod eventlog;
 pub(crate) mod fsutil;
 #[cfg(test)]
 mod golden;
-pub mod host;
+pub(crate) mod host;
 pub(crate) mod launch_env;
 pub(crate) mod markers;
 pub(crate) mod names;

@@ -1,6 +1,7 @@
 //! `iapeer install`, the reference docs and `scripts/install.sh` (spec 08 §1): the docs the
 //! system prompt points to exist after a plain daemon start; the systemd unit passes the real
-//! `systemd-analyze verify`; the launchd plist parses with Python's `plistlib`; a second install
+//! `systemd-analyze verify` (the plist's check with Python's `plistlib` is a unit test of
+//! `host::service`); a second install
 //! changes nothing; a unit that is not ours is left alone; the script puts the binary, man page
 //! and completions in place. No service manager runs here, and install never loads anything.
 
@@ -31,10 +32,6 @@ fn mtimes(dir: &Path) -> BTreeMap<PathBuf, SystemTime> {
         }
     }
     out
-}
-
-fn python() -> String {
-    std::env::var("IAPEER_TEST_PYTHON").unwrap_or_else(|_| "/usr/bin/python3".into())
 }
 
 /// The system prompt of a session names `<root>/docs/` and `iapeer/README.md`; after a plain
@@ -187,59 +184,6 @@ fn install_without_a_service_manager_says_how_to_run_the_daemon() {
         std::fs::read_to_string(env.root.join("IAPEER.md")).unwrap(),
         "my rules\n"
     );
-}
-
-/// The launchd plist (generated on Linux too) parses with Python's real `plistlib` and has
-/// the keys spec 08 §1 lists.
-#[test]
-fn the_launchd_plist_parses_with_plistlib_and_has_the_spec_keys() {
-    use iapeer::host::service::{launchd_plist, ServiceSpec};
-    let env = TestEnv::new();
-    let spec = ServiceSpec {
-        bin: PathBuf::from("/Users/u/.local/bin/iapeer"),
-        home: PathBuf::from("/Users/u"),
-        path: "/Users/u/.local/bin:/usr/bin:/bin".into(),
-        root: Some("/Users/u/team & co".into()),
-        port: Some("9000".into()),
-        logs_dir: PathBuf::from("/Users/u/team & co/logs/iapeer"),
-    };
-    let file = env.dir.path().join("com.agfpd.iapeer.plist");
-    std::fs::write(&file, launchd_plist(&spec)).unwrap();
-    let out = Command::new(python())
-        .args([
-            "-c",
-            "import json, plistlib, sys; print(json.dumps(plistlib.load(open(sys.argv[1], 'rb'))))",
-        ])
-        .arg(&file)
-        .output()
-        .expect("run python");
-    assert!(out.status.success(), "plistlib: {}", describe(&out));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["Label"], "com.agfpd.iapeer");
-    assert_eq!(
-        v["ProgramArguments"],
-        serde_json::json!(["/Users/u/.local/bin/iapeer", "daemon"])
-    );
-    assert_eq!(v["RunAtLoad"], true);
-    assert_eq!(v["KeepAlive"], serde_json::json!({"SuccessfulExit": false}));
-    assert_eq!(v["WorkingDirectory"], "/Users/u");
-    assert_eq!(
-        v["EnvironmentVariables"],
-        serde_json::json!({
-            "PATH": "/Users/u/.local/bin:/usr/bin:/bin",
-            "IAPEER_ROOT": "/Users/u/team & co",
-            "IAPEER_PORT": "9000",
-        })
-    );
-    assert_eq!(
-        v["StandardOutPath"],
-        "/Users/u/team & co/logs/iapeer/daemon-stdout.log"
-    );
-    assert_eq!(
-        v["StandardErrorPath"],
-        "/Users/u/team & co/logs/iapeer/daemon-stderr.log"
-    );
-    assert_eq!(v["com.iapeer.managed"], true);
 }
 
 /// `scripts/install.sh` with a temp HOME and the binary under test: the binary, man page and

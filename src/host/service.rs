@@ -319,4 +319,62 @@ mod tests {
         assert_eq!(choose("linux", true, false), Some(Manager::Systemd));
         assert_eq!(choose("linux", false, false), None);
     }
+
+    /// The launchd plist (generated on Linux too) parses with Python's real `plistlib` and has
+    /// the keys spec 08 §1 lists.
+    #[test]
+    fn the_launchd_plist_parses_with_plistlib_and_has_the_spec_keys() {
+        let tmp = tempfile::tempdir().unwrap();
+        let spec = ServiceSpec {
+            bin: PathBuf::from("/Users/u/.local/bin/iapeer"),
+            home: PathBuf::from("/Users/u"),
+            path: "/Users/u/.local/bin:/usr/bin:/bin".into(),
+            root: Some("/Users/u/team & co".into()),
+            port: Some("9000".into()),
+            logs_dir: PathBuf::from("/Users/u/team & co/logs/iapeer"),
+        };
+        let file = tmp.path().join("com.agfpd.iapeer.plist");
+        std::fs::write(&file, launchd_plist(&spec)).unwrap();
+        let out = std::process::Command::new(
+            std::env::var("IAPEER_TEST_PYTHON").unwrap_or_else(|_| "/usr/bin/python3".into()),
+        )
+        .args([
+            "-c",
+            "import json, plistlib, sys; print(json.dumps(plistlib.load(open(sys.argv[1], 'rb'))))",
+        ])
+        .arg(&file)
+        .output()
+        .expect("run python");
+        assert!(
+            out.status.success(),
+            "plistlib: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["Label"], "com.agfpd.iapeer");
+        assert_eq!(
+            v["ProgramArguments"],
+            serde_json::json!(["/Users/u/.local/bin/iapeer", "daemon"])
+        );
+        assert_eq!(v["RunAtLoad"], true);
+        assert_eq!(v["KeepAlive"], serde_json::json!({"SuccessfulExit": false}));
+        assert_eq!(v["WorkingDirectory"], "/Users/u");
+        assert_eq!(
+            v["EnvironmentVariables"],
+            serde_json::json!({
+                "PATH": "/Users/u/.local/bin:/usr/bin:/bin",
+                "IAPEER_ROOT": "/Users/u/team & co",
+                "IAPEER_PORT": "9000",
+            })
+        );
+        assert_eq!(
+            v["StandardOutPath"],
+            "/Users/u/team & co/logs/iapeer/daemon-stdout.log"
+        );
+        assert_eq!(
+            v["StandardErrorPath"],
+            "/Users/u/team & co/logs/iapeer/daemon-stderr.log"
+        );
+        assert_eq!(v["com.iapeer.managed"], true);
+    }
 }
