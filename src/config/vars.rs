@@ -499,6 +499,10 @@ pub const NOT_KNOBS: &[(&str, &str)] = &[
     ),
     ("PATH", "inherited: where claude and codex are looked up"),
     (
+        "IAPEER_TEST_PYTHON",
+        "test-only: the Python that checks the launchd plist with plistlib (default /usr/bin/python3)",
+    ),
+    (
         "IAPEER_MCP_URL",
         "test hook: the MCP URL of the echo agent, instead of router.json",
     ),
