@@ -30,7 +30,7 @@ data="${XDG_DATA_HOME:-$HOME/.local/share}"
 config="${XDG_CONFIG_HOME:-$HOME/.config}"
 dest="$bin_dir/iapeer"
 
-# Write stdin-less content atomically: a temp name in the target folder, then rename.
+# Write stdin to <target> atomically: a temp name in the target folder, then rename.
 put() { # put <target> <mode>  (content on stdin)
     local target="$1" mode="$2" tmp
     mkdir -p "$(dirname "$target")"
@@ -61,6 +61,10 @@ echo "man page: $data/man/man1/iapeer.1"
 "$dest" --generate completions-zsh | put "$data/zsh/site-functions/_iapeer" 644
 "$dest" --generate completions-fish | put "$config/fish/completions/iapeer.fish" 644
 echo "completions: bash, zsh, fish"
+case " ${FPATH//:/ } " in
+    *" $data/zsh/site-functions "*) ;;
+    *) [[ "${SHELL:-}" == */zsh ]] && echo "note: for zsh, add $data/zsh/site-functions to fpath before compinit" ;;
+esac
 
 case ":$PATH:" in
     *":$bin_dir:"*) ;;
