@@ -61,10 +61,9 @@ echo "man page: $data/man/man1/iapeer.1"
 "$dest" --generate completions-zsh | put "$data/zsh/site-functions/_iapeer" 644
 "$dest" --generate completions-fish | put "$config/fish/completions/iapeer.fish" 644
 echo "completions: bash, zsh, fish"
-case " ${FPATH//:/ } " in
-    *" $data/zsh/site-functions "*) ;;
-    *) [[ "${SHELL:-}" == */zsh ]] && echo "note: for zsh, add $data/zsh/site-functions to fpath before compinit" ;;
-esac
+if [[ "${SHELL:-}" == */zsh ]]; then
+    echo "note: zsh loads $data/zsh/site-functions/_iapeer once that folder is in fpath (before compinit)"
+fi
 
 case ":$PATH:" in
     *":$bin_dir:"*) ;;
