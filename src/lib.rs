@@ -22,6 +22,7 @@ pub mod eventlog;
 pub(crate) mod fsutil;
 #[cfg(test)]
 mod golden;
+pub(crate) mod host;
 pub(crate) mod launch_env;
 pub(crate) mod markers;
 pub(crate) mod names;

@@ -19,6 +19,7 @@ mod codex;
 mod demo;
 mod ephemeral;
 mod failure;
+mod install;
 mod lifecycle;
 mod lifecycle_verbs;
 mod mcp;

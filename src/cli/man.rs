@@ -30,6 +30,19 @@ const FILES: &[(&str, &str)] = &[
     ),
     ("~/.iapeer/docs/", "reference docs, one folder per package"),
     (
+        "~/.iapeer/docs/iapeer/README.md",
+        "the guide for agents (how to reach peers, what they receive), written by install and at \
+         every daemon start, with PROTOCOL.md and ENVIRONMENT.md",
+    ),
+    (
+        "~/.config/systemd/user/iapeer.service",
+        "the systemd user unit written by install (Linux)",
+    ),
+    (
+        "~/Library/LaunchAgents/com.agfpd.iapeer.plist",
+        "the launchd agent written by install (macOS)",
+    ),
+    (
         "~/.iapeer/state/iapeer/router.sock",
         "the daemon's control socket",
     ),

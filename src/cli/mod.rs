@@ -7,6 +7,7 @@ pub mod client;
 pub mod completions;
 pub mod demo;
 pub mod help;
+pub mod install;
 pub mod lifecycle;
 pub mod man;
 pub mod parse;
@@ -179,6 +180,7 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
         Verb::AddRuntime => peers::add_runtime(inv),
         Verb::DefaultRuntime => peers::default_runtime(inv),
         Verb::Status => status::run(inv),
+        Verb::Install => install::run(inv),
         Verb::Daemon => run_daemon(),
         Verb::Demo => demo::run(inv),
         Verb::EchoAgent => match crate::echo_agent::run(&inv.positionals) {

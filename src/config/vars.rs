@@ -54,6 +54,8 @@ pub enum Part {
     /// Set by the daemon in a session's environment (spec 04 §1, spec 01 §6); read by the CLI
     /// and the echo agent running inside it.
     Session,
+    /// `iapeer install` and `scripts/install.sh` (spec 08 §1).
+    Install,
 }
 
 /// One environment variable iapeer reads.
@@ -446,6 +448,39 @@ pub const IAPEER_TOKEN: EnvVar = var(
     "set by the daemon in a session: the token that authenticates its MCP calls",
 );
 
+/// `IAPEER_SYSTEMD_DIR`: where `install` writes the systemd user unit.
+pub const IAPEER_SYSTEMD_DIR: EnvVar = var(
+    "IAPEER_SYSTEMD_DIR",
+    Kind::Text,
+    Part::Install,
+    "the folder iapeer install writes iapeer.service to (default ~/.config/systemd/user); \
+     setting it also picks systemd where no systemd manager is detected",
+);
+/// `IAPEER_LAUNCHAGENTS_DIR`: where `install` writes the launchd plist.
+pub const IAPEER_LAUNCHAGENTS_DIR: EnvVar = var(
+    "IAPEER_LAUNCHAGENTS_DIR",
+    Kind::Text,
+    Part::Install,
+    "the folder iapeer install writes com.agfpd.iapeer.plist to on macOS (default \
+     ~/Library/LaunchAgents)",
+);
+/// `IAPEER_BIN_DIR`: where `scripts/install.sh` puts the binary.
+pub const IAPEER_BIN_DIR: EnvVar = var(
+    "IAPEER_BIN_DIR",
+    Kind::Text,
+    Part::Install,
+    "the folder scripts/install.sh puts the iapeer binary in, keeping the previous one as \
+     iapeer.prev (default ~/.local/bin)",
+);
+/// `IAPEER_INSTALL_FROM`: the binary `scripts/install.sh` installs instead of building one.
+pub const IAPEER_INSTALL_FROM: EnvVar = var(
+    "IAPEER_INSTALL_FROM",
+    Kind::Text,
+    Part::Install,
+    "a built iapeer binary for scripts/install.sh to install (default: it runs cargo build \
+     --release and installs target/release/iapeer)",
+);
+
 /// Every environment variable iapeer reads, in the order the man page lists them.
 pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_ROOT,
@@ -488,6 +523,10 @@ pub const ENV_VARS: &[EnvVar] = &[
     PEER_RUNTIME,
     PEER_IDENTITY,
     IAPEER_TOKEN,
+    IAPEER_SYSTEMD_DIR,
+    IAPEER_LAUNCHAGENTS_DIR,
+    IAPEER_BIN_DIR,
+    IAPEER_INSTALL_FROM,
 ];
 
 /// Variables iapeer reads that are not knobs of its own, with the reason (not documented as
@@ -506,6 +545,10 @@ pub const NOT_KNOBS: &[(&str, &str)] = &[
     (
         "CLAUDE_CODE_PROJECT_DIR_NAME",
         "Claude Code's own: with CLAUDE_CONFIG_DIR it names the project folder iapeer reads",
+    ),
+    (
+        "IAPEER_TEST_PYTHON",
+        "test-only: the Python that checks the launchd plist with plistlib (default /usr/bin/python3)",
     ),
     (
         "IAPEER_MCP_URL",
@@ -554,6 +597,7 @@ pub fn render_markdown() -> String {
             Part::PaneLog => "pane logs",
             Part::Runtime => "runtimes",
             Part::Session => "session (set by the daemon)",
+            Part::Install => "install",
         };
         out.push_str(&format!(
             "| `{}` | {part} | {} |\n",

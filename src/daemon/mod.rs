@@ -186,6 +186,14 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
         ensure_dir(&dir).map_err(io_err(format!("cannot create {}", dir.display())))?;
     }
     init_logging(paths);
+    // The reference docs the system prompt points to (spec 08 §1); a failure is not fatal.
+    match crate::host::docs::sync(paths) {
+        Ok(written) if !written.is_empty() => {
+            log::info!("reference docs: {} file(s) written", written.len())
+        }
+        Ok(_) => {}
+        Err(e) => log::warn!("cannot write the reference docs: {e}"),
+    }
     let fatal = Fatal::new();
     guard::install_panic_hook(fatal.clone(), ROUTER_THREAD);
     test_hooks::init();

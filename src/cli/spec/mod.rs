@@ -182,6 +182,8 @@ pub enum Verb {
     Daemon,
     /// `status`.
     Status,
+    /// `install`.
+    Install,
     /// `demo`.
     Demo,
     /// `echo-agent`.
@@ -191,7 +193,7 @@ pub enum Verb {
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 23] = [
+    pub const ALL: [Verb; 24] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
@@ -213,6 +215,7 @@ impl Verb {
         Verb::DefaultRuntime,
         Verb::Daemon,
         Verb::Status,
+        Verb::Install,
         Verb::Demo,
         Verb::EchoAgent,
     ];

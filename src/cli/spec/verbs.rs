@@ -576,6 +576,26 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Install),
+        name: "install",
+        signature: "install",
+        summary: "set up the root, the reference docs and the service file, starting nothing",
+        description: "Create the root's folders, the host doctrine <root>/IAPEER.md when it is absent (never \
+            overwritten), the reference docs in <root>/docs/iapeer/, and the service definition: a systemd \
+            user unit (~/.config/systemd/user/iapeer.service, or in $IAPEER_SYSTEMD_DIR) where a systemd \
+            user manager runs, a launchd agent (~/Library/LaunchAgents/com.agfpd.iapeer.plist, or in \
+            $IAPEER_LAUNCHAGENTS_DIR) on macOS. The service runs this binary with the verb daemon; it is \
+            written only when its bytes change, never over a file that lacks iapeer's ownership mark, \
+            and never loaded: install prints the command that loads it. Without a service manager it \
+            says how to run the daemon by hand. Running it again changes nothing.",
+        positionals: &[],
+        flags: &[],
+        rules: &[],
+        hidden: false,
+        group: Group::Host,
+        passthrough: false,
+    },
+    VerbSpec {
         id: VerbId::Run(Verb::Demo),
         name: "demo",
         signature: "demo [--keep]",

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Install iapeer for this user (spec 08 §1): the binary in $IAPEER_BIN_DIR (default
+# ~/.local/bin), keeping the previous one as iapeer.prev; the man page where `man iapeer`
+# finds it; completions for bash, zsh and fish; then `iapeer install` (root, docs, service
+# file — nothing is started).
+#
+#   scripts/install.sh                                  # builds with cargo build --release
+#   IAPEER_INSTALL_FROM=target/debug/iapeer scripts/install.sh   # installs that binary
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [[ -z "${HOME:-}" ]]; then
+    echo "install.sh: HOME is not set; set it to your home folder and run again" >&2
+    exit 1
+fi
+
+src="${IAPEER_INSTALL_FROM:-}"
+if [[ -z "$src" ]]; then
+    echo "== cargo build --release"
+    cargo build --release
+    src="target/release/iapeer"
+fi
+if [[ ! -x "$src" ]]; then
+    echo "install.sh: $src is not an executable file; build it or point IAPEER_INSTALL_FROM at one" >&2
+    exit 1
+fi
+
+bin_dir="${IAPEER_BIN_DIR:-$HOME/.local/bin}"
+data="${XDG_DATA_HOME:-$HOME/.local/share}"
+config="${XDG_CONFIG_HOME:-$HOME/.config}"
+dest="$bin_dir/iapeer"
+
+# Write stdin to <target> atomically: a temp name in the target folder, then rename.
+put() { # put <target> <mode>  (content on stdin)
+    local target="$1" mode="$2" tmp
+    mkdir -p "$(dirname "$target")"
+    tmp="$(dirname "$target")/.$(basename "$target").tmp-$$"
+    cat >"$tmp"
+    chmod "$mode" "$tmp"
+    mv -f "$tmp" "$target"
+}
+
+mkdir -p "$bin_dir"
+if [[ -e "$dest" ]]; then
+    if cmp -s "$src" "$dest"; then
+        echo "binary: $dest (unchanged)"
+    else
+        # Keep one level of rollback: a hard link (or copy) of the current binary.
+        ln -f "$dest" "$bin_dir/iapeer.prev" 2>/dev/null || cp -f "$dest" "$bin_dir/iapeer.prev"
+        put "$dest" 755 <"$src"
+        echo "binary: $dest (replaced; the previous one is $bin_dir/iapeer.prev)"
+    fi
+else
+    put "$dest" 755 <"$src"
+    echo "binary: $dest (installed)"
+fi
+
+"$dest" --generate man | put "$data/man/man1/iapeer.1" 644
+echo "man page: $data/man/man1/iapeer.1"
+"$dest" --generate completions-bash | put "$data/bash-completion/completions/iapeer" 644
+"$dest" --generate completions-zsh | put "$data/zsh/site-functions/_iapeer" 644
+"$dest" --generate completions-fish | put "$config/fish/completions/iapeer.fish" 644
+echo "completions: bash, zsh, fish"
+if [[ "${SHELL:-}" == */zsh ]]; then
+    echo "note: zsh loads $data/zsh/site-functions/_iapeer once that folder is in fpath (before compinit)"
+fi
+
+case ":$PATH:" in
+    *":$bin_dir:"*) ;;
+    *) echo "note: $bin_dir is not on your PATH; add it so that \`iapeer\` and \`man iapeer\` are found" ;;
+esac
+
+"$dest" install

@@ -1,0 +1,68 @@
+//! `iapeer install` (spec 08 §1): runs [`crate::host::install`] and reports each step in one
+//! line; a service file that is not ours is refused with what to do.
+
+use super::parse::Invocation;
+use super::{paths, print, CliError, CliResult};
+use crate::host::install::{install, InstallEnv, ServiceOutcome};
+use crate::host::service::{WriteDecision, OWNERSHIP_MARK};
+
+/// Run `install`. Exit 1 when a step fails or the service file belongs to someone else (the
+/// other steps are done first).
+pub fn run(_inv: &Invocation) -> CliResult {
+    let paths = paths()?;
+    let env = InstallEnv::from_process(&paths).map_err(CliError::Failed)?;
+    let report = install(&paths, &env).map_err(CliError::Failed)?;
+    let mut out = format!("root: {} (ready)\n", paths.root().display());
+    out.push_str(&format!(
+        "doctrine: {} ({})\n",
+        paths.host_doctrine().display(),
+        if report.doctrine_created {
+            "created"
+        } else {
+            "kept"
+        }
+    ));
+    out.push_str(&format!(
+        "docs: {}/ ({})\n",
+        crate::host::docs::dir(&paths).display(),
+        match report.docs_written.len() {
+            0 => "up to date".to_string(),
+            n => format!("{n} written"),
+        }
+    ));
+    match &report.service {
+        ServiceOutcome::Written {
+            manager,
+            file,
+            decision,
+        } => {
+            let what = match decision {
+                WriteDecision::Create => "written",
+                WriteDecision::Update => "updated",
+                _ => "unchanged",
+            };
+            out.push_str(&format!(
+                "service: {} {} ({what}, not loaded)\n  load it with: {}\n",
+                manager.name(),
+                file.display(),
+                manager.load_hint(file)
+            ));
+        }
+        ServiceOutcome::NoManager => {
+            out.push_str(&format!(
+                "service: none (no service manager available: this is not macOS and no systemd user \
+                 manager runs)\n  run the daemon by hand, e.g. in tmux or screen: {} daemon\n",
+                env.spec.bin.display()
+            ));
+        }
+        ServiceOutcome::Foreign { file, .. } => {
+            print(&out)?;
+            return Err(CliError::Failed(format!(
+                "{} exists and was not written by iapeer (it has no {OWNERSHIP_MARK} mark), so it \
+                 was left alone; move it aside or delete it, then run `iapeer install` again",
+                file.display()
+            )));
+        }
+    }
+    print(&out)
+}

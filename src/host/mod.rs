@@ -1,0 +1,6 @@
+//! Host integration (spec 08 §1): the reference docs embedded in the binary, the service
+//! definitions for systemd and launchd, and `iapeer install`, which lays them down.
+
+pub mod docs;
+pub mod install;
+pub mod service;
