@@ -17,6 +17,7 @@ mod cli;
 mod codex;
 mod demo;
 mod failure;
+mod fairness;
 mod http;
 mod lifecycle;
 mod lifecycle_verbs;

@@ -26,6 +26,26 @@ pub const WAKER: Token = Token(1);
 pub const SIGNALS: Token = Token(2);
 const FIRST_CONN: usize = 16;
 
+/// Requests one connection may have with the router at once (issue 12 item 3: fairness). Its
+/// further lines wait in its buffer, and its socket is not read past [`READ_HIGH_WATER`], until
+/// answers come back; so a client pipelining thousands of requests has at most this many ahead
+/// of another client's request in the router's queue, and clients are served in turn.
+pub const MAX_PENDING_PER_CONN: usize = 4;
+/// Buffered input (bytes) past which a connection's socket is not read while it has a complete
+/// line waiting.
+const READ_HIGH_WATER: usize = 64 * 1024;
+
+/// Whether a connection with `pending` requests at the router may hand it another.
+pub fn may_dispatch(pending: usize) -> bool {
+    pending < MAX_PENDING_PER_CONN
+}
+
+/// Whether to stop reading a connection's socket for now: enough is buffered and at least one
+/// whole line is waiting (a partial line is read on, up to the line limit).
+fn buffer_full(rbuf: &[u8]) -> bool {
+    rbuf.len() >= READ_HIGH_WATER && rbuf.contains(&b'\n')
+}
+
 struct Conn {
     stream: UnixStream,
     rbuf: Vec<u8>,
@@ -38,6 +58,8 @@ struct Conn {
     close_after_flush: bool,
     /// Requests handed to the router and not yet given their final line.
     pending: usize,
+    /// Reading stopped at [`READ_HIGH_WATER`]; the socket may hold more.
+    unread: bool,
 }
 
 /// The control loop state.
@@ -156,6 +178,7 @@ impl Control {
                                 handoff: None,
                                 close_after_flush: false,
                                 pending: 0,
+                                unread: false,
                             },
                         );
                     }
@@ -176,7 +199,12 @@ impl Control {
         };
         let mut buf = [0u8; 16 * 1024];
         let mut closed = false;
+        conn.unread = false;
         loop {
+            if buffer_full(&conn.rbuf) {
+                conn.unread = true;
+                break;
+            }
             match conn.stream.read(&mut buf) {
                 Ok(0) => {
                     closed = true;
@@ -202,7 +230,7 @@ impl Control {
             let Some(conn) = self.conns.get_mut(&t) else {
                 return;
             };
-            if conn.attaching || conn.close_after_flush {
+            if conn.attaching || conn.close_after_flush || !may_dispatch(conn.pending) {
                 return;
             }
             let Some(nl) = conn.rbuf.iter().position(|b| *b == b'\n') else {
@@ -284,6 +312,14 @@ impl Control {
             }
             self.flush(t);
             self.process_lines(t);
+            // Lines were waiting for answers; read on what their socket still holds.
+            if self
+                .conns
+                .get(&t)
+                .is_some_and(|c| c.unread && !buffer_full(&c.rbuf))
+            {
+                self.read(t);
+            }
         }
     }
 
@@ -393,5 +429,23 @@ fn peer_uid(stream: &UnixStream) -> Option<u32> {
         nix::unistd::getpeereid(stream.as_fd())
             .ok()
             .map(|(uid, _)| uid.as_raw())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_has_a_few_requests_at_the_router_and_a_bounded_buffer() {
+        assert!(may_dispatch(0));
+        assert!(may_dispatch(MAX_PENDING_PER_CONN - 1));
+        assert!(!may_dispatch(MAX_PENDING_PER_CONN));
+        assert!(!buffer_full(b"{\"op\":\"ping\"}\n"));
+        let mut lines = b"{\"op\":\"ping\"}\n".repeat(READ_HIGH_WATER / 14 + 1);
+        assert!(buffer_full(&lines));
+        // A long partial line is read on (the 1 MiB line limit applies to it).
+        lines.retain(|b| *b != b'\n');
+        assert!(!buffer_full(&lines));
     }
 }
