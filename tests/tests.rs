@@ -16,6 +16,7 @@ mod claude;
 mod cli;
 mod codex;
 mod demo;
+mod echo_input;
 mod failure;
 mod fairness;
 mod http;
