@@ -318,6 +318,27 @@ fn a_huge_attaching_terminal_is_clamped() {
     term.type_bytes(b"\x1d");
     assert_eq!(term.wait(&env).code(), Some(0), "{}", term.text());
     assert_eq!(env.status_of("bob", "echo"), "live");
+    let daemon = env.daemon.as_ref().unwrap().id();
+    let status = std::fs::read_to_string(format!("/proc/{daemon}/status")).unwrap();
+    let kib = |field: &str| -> u64 {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field))
+            .and_then(|v| {
+                v.trim_start_matches(':')
+                    .trim()
+                    .trim_end_matches(" kB")
+                    .parse()
+                    .ok()
+            })
+            .unwrap()
+    };
+    eprintln!(
+        "daemon after a 2000×2000 attach: peak {} KiB, resident {} KiB",
+        kib("VmHWM"),
+        kib("VmRSS")
+    );
+    assert!(kib("VmHWM") < 200 * 1024, "peak {} KiB", kib("VmHWM"));
 }
 
 #[test]
