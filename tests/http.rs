@@ -300,3 +300,32 @@ fn a_256_mb_header_line_is_refused_without_the_memory() {
     );
     assert_eq!(mcp_ping(port).0, Some(200));
 }
+
+/// Issue 12 item 2: a dead HTTP listener makes `status` say NOT healthy (exit 1) although the
+/// control socket still answers. The listener is killed by a test hook that panics the
+/// acceptor thread at its first connection.
+#[test]
+fn status_notices_a_dead_mcp_endpoint() {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_TEST_HOOK", "http-accept-panic:any");
+    env.start_daemon();
+    let port = env.port();
+    assert_eq!(mcp_ping(port).0, None, "the hook ends the acceptor");
+    env.wait_until(
+        "the acceptor's panic is logged",
+        Duration::from_secs(10),
+        |e| e.log("daemon").contains("http-accept-panic"),
+    );
+    let (stdout, _) = env.fails(&["status"], 1);
+    assert!(
+        stdout.contains(&format!(
+            "daemon: NOT healthy (the MCP endpoint http://127.0.0.1:{port}/mcp does not answer"
+        )),
+        "{stdout}"
+    );
+    let out = env.run(&["status", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["healthy"], false, "{doc}");
+    // The control socket itself still answers.
+    assert_eq!(env.control(r#"{"op":"ping"}"#)["ok"], true);
+}

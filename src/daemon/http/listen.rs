@@ -235,6 +235,7 @@ impl Acceptor {
 
     /// Hold a new connection, making room (or refusing it) at the limit.
     fn take(&mut self, mut stream: TcpStream) {
+        crate::daemon::test_hooks::on_http_accept(self.shared.port);
         let held = self.conns.len() + self.shared.in_flight.load(Ordering::SeqCst);
         if held >= self.limit && !self.evict_oldest() {
             answer_now(&stream, &Reply::busy(), false);
