@@ -28,10 +28,15 @@ struct Terminal {
 
 impl Terminal {
     fn spawn(cmd: Command) -> Terminal {
+        Terminal::spawn_sized(cmd, ROWS, COLS)
+    }
+
+    /// [`Terminal::spawn`] on a pty of `rows` × `cols`.
+    fn spawn_sized(cmd: Command, rows: u16, cols: u16) -> Terminal {
         let mut cmd = cmd;
         let ws = nix::pty::Winsize {
-            ws_row: ROWS,
-            ws_col: COLS,
+            ws_row: rows,
+            ws_col: cols,
             ws_xpixel: 0,
             ws_ypixel: 0,
         };
@@ -290,6 +295,50 @@ fn attach_shows_the_screen_forwards_keys_and_detaches() {
         1,
         "attaching to a live session wakes nothing"
     );
+}
+
+/// Issue 12 item 3: the resize frame is a peer's choice; a 2000 × 2000 terminal is clamped to
+/// what a terminal can be (500 × 1000) before the child's pty and the screen model take it.
+#[test]
+fn a_huge_attaching_terminal_is_clamped() {
+    let env = alice_and_bob();
+    wake_bob(&env);
+    let bob_pid: u32 = bob_wakes(&env)[0]["pid"].parse().unwrap();
+    let mut term = Terminal::spawn_sized(env.cmd(&["attach", "bob"]), 2000, 2000);
+    env.wait_until(
+        "list shows bob attached",
+        Duration::from_secs(10),
+        bob_attached,
+    );
+    env.wait_until(
+        "bob's pty has the clamped size",
+        Duration::from_secs(10),
+        |_| pty_size_of(bob_pid) == Some((500, 1000)),
+    );
+    term.type_bytes(b"\x1d");
+    assert_eq!(term.wait(&env).code(), Some(0), "{}", term.text());
+    assert_eq!(env.status_of("bob", "echo"), "live");
+    let daemon = env.daemon.as_ref().unwrap().id();
+    let status = std::fs::read_to_string(format!("/proc/{daemon}/status")).unwrap();
+    let kib = |field: &str| -> u64 {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field))
+            .and_then(|v| {
+                v.trim_start_matches(':')
+                    .trim()
+                    .trim_end_matches(" kB")
+                    .parse()
+                    .ok()
+            })
+            .unwrap()
+    };
+    eprintln!(
+        "daemon after a 2000×2000 attach: peak {} KiB, resident {} KiB",
+        kib("VmHWM"),
+        kib("VmRSS")
+    );
+    assert!(kib("VmHWM") < 200 * 1024, "peak {} KiB", kib("VmHWM"));
 }
 
 #[test]

@@ -262,11 +262,21 @@ fn transport_error_paths() {
     let big = vec![b' '; (1 << 20) + 1];
     let r = exchange(port, &raw("POST", "/mcp", &[h, ct], &big));
     assert_eq!(r.status, 413);
-    // ... or chunked, with no length declared.
+    // A chunked body is refused from the head (501, "send a Content-Length"): the server reads
+    // bodies by their declared length only, so their size is known before any is read.
     let mut chunked = format!("POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n", big.len()).into_bytes();
     chunked.extend_from_slice(&big);
     chunked.extend_from_slice(b"\r\n0\r\n\r\n");
-    assert_eq!(exchange(port, &chunked).status, 413);
+    let r = exchange(port, &chunked);
+    assert_eq!(r.status, 501);
+    assert!(
+        r.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("Content-Length"),
+        "{:?}",
+        r.json()
+    );
 
     for method in ["GET", "DELETE"] {
         let r = exchange(port, &raw(method, "/mcp", &[h], b""));
@@ -591,13 +601,9 @@ fn absurd_content_length_does_not_take_the_daemon_down() {
         r.json(),
         json!({"error":"request body too large (limit 1048576 bytes)"})
     );
-    // The daemon logs the abandonment after the point where tiny_http used to abort.
-    env.wait_until("the abandonment is logged", Duration::from_secs(10), |e| {
-        e.log("daemon").contains("abandoned its connection")
-    });
     assert_daemon_answers(&env);
     let pid = env.daemon.as_ref().unwrap().id();
-    // The client is told not to reuse the abandoned connection.
+    // The client is told the connection ends with the answer.
     assert!(
         r.headers
             .iter()

@@ -39,6 +39,52 @@ fn daemon_status(paths: &Paths) -> Option<DaemonState> {
     rx.recv_timeout(Duration::from_millis(2500)).ok().flatten()
 }
 
+/// Whether the daemon's loopback HTTP server answers (spec 08 §1: a daemon whose MCP endpoint
+/// is dead is not healthy, whatever its control socket says): connect to `127.0.0.1:<port>`,
+/// send `GET /mcp` and wait for an HTTP status line, all within `timeout`. Any status counts
+/// (405, or 401 behind a bearer). `Err` says what failed.
+pub fn http_answers(port: u16, timeout: Duration) -> Result<(), String> {
+    use std::io::{Read, Write};
+    let deadline = std::time::Instant::now() + timeout;
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut s = std::net::TcpStream::connect_timeout(&addr, timeout)
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    let left = || {
+        deadline
+            .saturating_duration_since(std::time::Instant::now())
+            .max(Duration::from_millis(1))
+    };
+    let _ = s.set_write_timeout(Some(left()));
+    s.write_all(
+        format!("GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n")
+            .as_bytes(),
+    )
+    .map_err(|e| format!("cannot send a request: {e}"))?;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 64];
+    while got.len() < 9 {
+        let _ = s.set_read_timeout(Some(left()));
+        match s.read(&mut buf) {
+            Ok(0) => return Err("closed without an answer".into()),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => return Err(format!("no answer within {} ms ({e})", timeout.as_millis())),
+        }
+    }
+    if got.starts_with(b"HTTP/1.") {
+        Ok(())
+    } else {
+        Err("the answer is not HTTP".into())
+    }
+}
+
+/// The port of an MCP URL `http://127.0.0.1:<port>/mcp`.
+fn port_of(tcp: &str) -> Option<u16> {
+    tcp.strip_prefix("http://127.0.0.1:")?
+        .strip_suffix("/mcp")?
+        .parse()
+        .ok()
+}
+
 /// Counts of runtimes by state across all peers: (live, asleep, stopped, parked).
 pub fn summarize(rows: &[PeerRow]) -> (usize, usize, usize, usize) {
     let mut c = (0, 0, 0, 0);
@@ -112,7 +158,15 @@ pub fn run(inv: &Invocation) -> CliResult {
         |_| 0,
     );
     let (l, a, s, p) = summarize(&rows);
-    let healthy = answer.is_some();
+    // The control socket answered; the MCP endpoint must answer too.
+    let http = match answer.as_ref().map(|a| &a.status) {
+        Some(Answer::Ok(st)) => port_of(&st.tcp)
+            .ok_or_else(|| format!("unexpected MCP URL {}", st.tcp))
+            .and_then(|port| http_answers(port, Duration::from_millis(1500)))
+            .map_err(|why| format!("the MCP endpoint {} does not answer: {why}", st.tcp)),
+        _ => Ok(()),
+    };
+    let healthy = answer.is_some() && http.is_ok();
     if inv.flag(flags::JSON) {
         let doc = StatusDoc {
             version: env!("CARGO_PKG_VERSION"),
@@ -130,6 +184,10 @@ pub fn run(inv: &Invocation) -> CliResult {
         print(&format!("{}\n", json_line(&doc)))?;
     } else {
         let daemon = match answer.as_ref().map(|a| &a.status) {
+            Some(Answer::Ok(_)) if http.is_err() => format!(
+                "daemon: NOT healthy ({})",
+                http.as_ref().err().map_or("", String::as_str)
+            ),
             Some(Answer::Ok(st)) => format!("daemon: healthy @ {} + {}", st.tcp, st.sock),
             Some(Answer::Failed(_)) => "daemon: healthy @ ? + ?".to_string(),
             None => "daemon: NOT healthy (socket not accepting connections)".to_string(),
@@ -146,5 +204,38 @@ pub fn run(inv: &Invocation) -> CliResult {
         Ok(())
     } else {
         Err(CliError::Exit(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_http_probe_needs_an_answer_not_just_a_connection() {
+        // Bound and listening, but nobody accepts: the kernel completes the handshake.
+        let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = dead.local_addr().unwrap().port();
+        let err = http_answers(port, Duration::from_millis(300)).unwrap_err();
+        assert!(err.starts_with("no answer within 300 ms"), "{err}");
+        drop(dead);
+        assert!(http_answers(port, Duration::from_millis(300))
+            .unwrap_err()
+            .starts_with("cannot connect"));
+
+        let live = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = live.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            let (mut s, _) = live.accept().unwrap();
+            let mut buf = [0u8; 256];
+            let _ = s.read(&mut buf);
+            s.write_all(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n")
+                .unwrap();
+        });
+        assert_eq!(http_answers(port, Duration::from_secs(5)), Ok(()));
+        server.join().unwrap();
+        assert_eq!(port_of("http://127.0.0.1:8765/mcp"), Some(8765));
+        assert_eq!(port_of("http://localhost:8765/mcp"), None);
     }
 }

@@ -556,7 +556,7 @@ pub const NOT_KNOBS: &[(&str, &str)] = &[
     ),
     (
         "IAPEER_TEST_HOOK",
-        "test-only: inject a failure into the daemon (`router-panic-on-send:<personality>` or `prep-panic-on-send:<personality>`, see daemon::test_hooks); never set in production",
+        "test-only: inject a failure into the daemon (`router-panic-on-send:<personality>`, `prep-panic-on-send:<personality>` or `http-accept-panic:<port|any>`, see daemon::test_hooks); never set in production",
     ),
     (
         "IAPEER_BLESS",

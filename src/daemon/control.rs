@@ -28,6 +28,26 @@ pub const WAKER: Token = Token(1);
 pub const SIGNALS: Token = Token(2);
 const FIRST_CONN: usize = 16;
 
+/// Requests one connection may have with the router at once (issue 12 item 3: fairness). Its
+/// further lines wait in its buffer, and its socket is not read past [`READ_HIGH_WATER`], until
+/// answers come back; so a client pipelining thousands of requests has at most this many ahead
+/// of another client's request in the router's queue, and clients are served in turn.
+pub const MAX_PENDING_PER_CONN: usize = 4;
+/// Buffered input (bytes) past which a connection's socket is not read while it has a complete
+/// line waiting.
+const READ_HIGH_WATER: usize = 64 * 1024;
+
+/// Whether a connection with `pending` requests at the router may hand it another.
+pub fn may_dispatch(pending: usize) -> bool {
+    pending < MAX_PENDING_PER_CONN
+}
+
+/// Whether to stop reading a connection's socket for now: enough is buffered and at least one
+/// whole line is waiting (a partial line is read on, up to the line limit).
+fn buffer_full(rbuf: &[u8]) -> bool {
+    rbuf.len() >= READ_HIGH_WATER && rbuf.contains(&b'\n')
+}
+
 struct Conn {
     stream: UnixStream,
     rbuf: Vec<u8>,
@@ -46,6 +66,8 @@ struct Conn {
     /// Set once the client is gone (closed or hung up), read by the router through
     /// [`ReplyTo::abandoned`] so it does not begin work nobody waits for.
     gone: Arc<AtomicBool>,
+    /// Reading stopped at [`READ_HIGH_WATER`]; the socket may hold more.
+    unread: bool,
 }
 
 /// The control loop state.
@@ -209,6 +231,7 @@ impl Control {
                                 pending: 0,
                                 read_closed: false,
                                 gone: Arc::new(AtomicBool::new(false)),
+                                unread: false,
                             },
                         );
                     }
@@ -229,7 +252,12 @@ impl Control {
         };
         let mut buf = [0u8; 16 * 1024];
         let mut closed = false;
+        conn.unread = false;
         loop {
+            if buffer_full(&conn.rbuf) {
+                conn.unread = true;
+                break;
+            }
             match conn.stream.read(&mut buf) {
                 Ok(0) => {
                     closed = true;
@@ -260,10 +288,15 @@ impl Control {
     }
 
     /// Close a connection whose client stopped sending once it is owed nothing: no request
-    /// waiting for the router, nothing left to write, no attach hand-off under way.
+    /// waiting for the router or held back by the per-connection cap, nothing left to write,
+    /// no attach hand-off under way.
     fn close_if_done(&mut self, t: Token) {
         if self.conns.get(&t).is_some_and(|c| {
-            c.read_closed && c.pending == 0 && c.wbuf.is_empty() && c.handoff.is_none()
+            c.read_closed
+                && c.pending == 0
+                && c.wbuf.is_empty()
+                && c.handoff.is_none()
+                && !c.rbuf.contains(&b'\n')
         }) {
             self.close(t);
         }
@@ -274,7 +307,7 @@ impl Control {
             let Some(conn) = self.conns.get_mut(&t) else {
                 return;
             };
-            if conn.attaching || conn.close_after_flush {
+            if conn.attaching || conn.close_after_flush || !may_dispatch(conn.pending) {
                 return;
             }
             let Some(nl) = conn.rbuf.iter().position(|b| *b == b'\n') else {
@@ -360,6 +393,14 @@ impl Control {
             }
             self.flush(t);
             self.process_lines(t);
+            // Lines were waiting for answers; read on what their socket still holds.
+            if self
+                .conns
+                .get(&t)
+                .is_some_and(|c| c.unread && !buffer_full(&c.rbuf))
+            {
+                self.read(t);
+            }
         }
     }
 
@@ -471,5 +512,23 @@ fn peer_uid(stream: &UnixStream) -> Option<u32> {
         nix::unistd::getpeereid(stream.as_fd())
             .ok()
             .map(|(uid, _)| uid.as_raw())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_has_a_few_requests_at_the_router_and_a_bounded_buffer() {
+        assert!(may_dispatch(0));
+        assert!(may_dispatch(MAX_PENDING_PER_CONN - 1));
+        assert!(!may_dispatch(MAX_PENDING_PER_CONN));
+        assert!(!buffer_full(b"{\"op\":\"ping\"}\n"));
+        let mut lines = b"{\"op\":\"ping\"}\n".repeat(READ_HIGH_WATER / 14 + 1);
+        assert!(buffer_full(&lines));
+        // A long partial line is read on (the 1 MiB line limit applies to it).
+        lines.retain(|b| *b != b'\n');
+        assert!(!buffer_full(&lines));
     }
 }

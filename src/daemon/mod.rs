@@ -121,6 +121,21 @@ pub fn socket_answers(path: &std::path::Path, timeout: Duration) -> bool {
     rx.recv_timeout(timeout).unwrap_or(false)
 }
 
+/// Raise the soft `RLIMIT_NOFILE` to the hard limit (issue 12 item 2: at the systemd default
+/// of 1024 a local client could exhaust the daemon's fds). Logged; a failure only warns. Child
+/// sessions inherit the raised limit.
+fn raise_fd_limit() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, hard)) if soft < hard => match setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+            Ok(()) => log::info!("open file limit raised from {soft} to {hard}"),
+            Err(e) => log::warn!("cannot raise the open file limit from {soft} to {hard}: {e}"),
+        },
+        Ok((soft, _)) => log::info!("open file limit {soft} (already the hard limit)"),
+        Err(e) => log::warn!("cannot read the open file limit: {e}"),
+    }
+}
+
 fn init_logging(paths: &Paths) {
     use simplelog::{
         ColorChoice, CombinedLogger, ConfigBuilder, LevelFilter, SharedLogger, TermLogger,
@@ -201,6 +216,7 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
     for w in warnings {
         log::warn!("{w}");
     }
+    raise_fd_limit();
     let sock = paths.socket();
     // Single instance: a lock held for the daemon's life, plus the spec's socket probe.
     let lock_path = paths.state_dir().join("daemon.lock");

@@ -8,6 +8,9 @@
 //!   to `<personality>` (from the CLI or MCP), with the sender waiting for its answer.
 //! - `prep-panic-on-send:<personality>`: the send-preparation worker panics while preparing
 //!   a send to `<personality>`.
+//! - `http-accept-panic:<port>`: the HTTP acceptor thread panics when it accepts a connection
+//!   while listening on `<port>` (`any` for every port), leaving the MCP endpoint dead while
+//!   the control socket still answers.
 
 use std::sync::OnceLock;
 
@@ -22,6 +25,9 @@ pub enum Hook {
     RouterPanicOnSend(String),
     /// Panic on the send-prep worker preparing a send to this personality.
     PrepPanicOnSend(String),
+    /// Panic on the HTTP acceptor thread at its next accepted connection (on this port, or
+    /// `any`).
+    HttpAcceptPanic(String),
 }
 
 static HOOK: OnceLock<Option<Hook>> = OnceLock::new();
@@ -48,6 +54,7 @@ pub fn parse(value: &str) -> Option<Hook> {
         _ if p.is_empty() => None,
         "router-panic-on-send" => Some(Hook::RouterPanicOnSend(p)),
         "prep-panic-on-send" => Some(Hook::PrepPanicOnSend(p)),
+        "http-accept-panic" => Some(Hook::HttpAcceptPanic(p)),
         _ => None,
     }
 }
@@ -71,6 +78,15 @@ pub fn on_prepare(to: &str) {
     }
 }
 
+/// Called by the HTTP acceptor for each accepted connection: panics if the hook asks for it.
+pub fn on_http_accept(port: u16) {
+    if let Some(Some(Hook::HttpAcceptPanic(p))) = HOOK.get() {
+        if p == "any" || *p == port.to_string() {
+            panic!("test hook {ENV}=http-accept-panic:{p}");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,6 +101,10 @@ mod tests {
             parse("prep-panic-on-send:dave"),
             Some(Hook::PrepPanicOnSend("dave".into()))
         );
+        assert_eq!(
+            parse("http-accept-panic:any"),
+            Some(Hook::HttpAcceptPanic("any".into()))
+        );
         assert_eq!(parse("router-panic-on-send:"), None);
         assert_eq!(parse("something-else"), None);
     }
@@ -93,5 +113,6 @@ mod tests {
     fn without_init_nothing_fires() {
         on_router_send("carol");
         on_prepare("carol");
+        on_http_accept(1);
     }
 }

@@ -158,6 +158,9 @@ enum Segment {
     Pasted { text: String, label: String },
 }
 
+/// Most characters the prompt line shows of the composer (the session is 220 columns wide).
+pub const DISPLAY_MAX: usize = 200;
+
 /// The composer: typed text and pastes, in order. Pastes are shown as
 /// `[Pasted text #k +n lines]`, never raw.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -210,15 +213,31 @@ impl Composer {
         }
     }
 
-    /// What the prompt line shows after `❯ `.
+    /// What the prompt line shows after `❯ `: the composer's display text, or, beyond
+    /// [`DISPLAY_MAX`] characters, `…` and its last `DISPLAY_MAX - 1` (issue 12 item 3: a
+    /// redraw costs the same whatever the composer holds, so typing a 2 MB line stays linear).
+    /// Built from the end, in time proportional to what it shows.
     pub fn display(&self) -> String {
-        self.segments
-            .iter()
-            .map(|s| match s {
+        let mut tail: Vec<char> = Vec::new();
+        let mut cut = false;
+        'segments: for seg in self.segments.iter().rev() {
+            let shown = match seg {
                 Segment::Typed(t) => t.as_str(),
                 Segment::Pasted { label, .. } => label.as_str(),
-            })
-            .collect()
+            };
+            for c in shown.chars().rev() {
+                if tail.len() == DISPLAY_MAX {
+                    cut = true;
+                    break 'segments;
+                }
+                tail.push(c);
+            }
+        }
+        if cut {
+            tail.truncate(DISPLAY_MAX - 1);
+            tail.push('…');
+        }
+        tail.iter().rev().collect()
     }
 
     /// The full text that a submit sends (pastes expanded).
@@ -333,6 +352,22 @@ mod tests {
         assert!(!c.backspace());
         c.insert_paste("x".into());
         assert_eq!(c.display(), "[Pasted text #1 +0 lines]");
+    }
+
+    #[test]
+    fn a_long_composer_shows_its_tail() {
+        let mut c = Composer::new();
+        for _ in 0..DISPLAY_MAX {
+            c.insert_char('a');
+        }
+        assert_eq!(c.display(), "a".repeat(DISPLAY_MAX));
+        c.insert_char('b');
+        let shown = c.display();
+        assert_eq!(shown.chars().count(), DISPLAY_MAX);
+        assert!(shown.starts_with('…') && shown.ends_with("ab"), "{shown}");
+        c.insert_paste("x\ny".into());
+        assert!(c.display().ends_with("ab[Pasted text #1 +1 lines]"));
+        assert_eq!(c.text().len(), DISPLAY_MAX + 1 + 3);
     }
 
     #[test]

@@ -110,6 +110,18 @@ pub fn run(args: &[String]) -> i32 {
 }
 
 /// A reply the agent is waiting for.
+/// What a key did to the screen.
+enum Step {
+    /// Quit with this exit code.
+    Exit(i32),
+    /// The composer changed: redraw the prompt line.
+    Redraw,
+    /// The key's handler drew the screen, composer included.
+    Drawn,
+    /// Nothing to redraw.
+    Nothing,
+}
+
 struct InFlight {
     id: u64,
     to: String,
@@ -181,10 +193,19 @@ impl App {
                 term::Input::Idle => self.parser.flush(),
                 term::Input::Closed => return 0,
             };
+            // One redraw per read, not per key: a long paste-less line arrives as thousands of
+            // keys per read.
+            let mut redraw = false;
             for key in keys {
-                if let Some(code) = self.on_key(key) {
-                    return code;
+                match self.on_key(key) {
+                    Step::Exit(code) => return code,
+                    Step::Redraw => redraw = true,
+                    Step::Drawn => redraw = false,
+                    Step::Nothing => {}
                 }
+            }
+            if redraw {
+                self.show(&[]);
             }
             while let Ok(done) = self.done.try_recv() {
                 self.on_done(done);
@@ -198,7 +219,8 @@ impl App {
         term::write_out(frame.as_bytes());
     }
 
-    fn on_key(&mut self, key: Key) -> Option<i32> {
+    /// Apply one key. The caller redraws the prompt once per read when a key asked for it.
+    fn on_key(&mut self, key: Key) -> Step {
         match key {
             Key::Char(c) => self.composer.insert_char(c),
             Key::Paste(text) => self.composer.insert_paste(text),
@@ -208,30 +230,35 @@ impl App {
             Key::Enter => {
                 let text = self.composer.take();
                 self.submit(&text);
-                return None;
+                return Step::Drawn;
             }
             Key::Escape => {
                 if !self.in_flight.is_empty() {
                     self.interrupt();
                 }
-                return None;
+                return Step::Nothing;
             }
             // Ctrl-C: interrupt a reply, else clear the composer, else quit.
             Key::CtrlC => {
                 if !self.in_flight.is_empty() {
                     self.interrupt();
-                    return None;
+                    return Step::Nothing;
                 }
                 if self.composer.is_empty() {
-                    return Some(0);
+                    return Step::Exit(0);
                 }
                 self.composer = Composer::new();
             }
             // Ctrl-D: quit on an empty composer.
-            Key::CtrlD => return self.composer.is_empty().then_some(0),
+            Key::CtrlD => {
+                return if self.composer.is_empty() {
+                    Step::Exit(0)
+                } else {
+                    Step::Nothing
+                }
+            }
         }
-        self.show(&[]);
-        None
+        Step::Redraw
     }
 
     fn submit(&mut self, text: &str) {

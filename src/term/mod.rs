@@ -14,4 +14,4 @@ pub mod screen;
 
 pub use keys::{bracketed_paste, encode_keys, paste_text};
 pub use screen::Screen;
-pub use screen::{SESSION_COLS, SESSION_ROWS};
+pub use screen::{clamp_size, SESSION_COLS, SESSION_ROWS};

@@ -565,7 +565,7 @@ pub static VERBS: &[VerbSpec] = &[
         name: "status",
         signature: "status [--json]",
         summary: "show the health of the daemon and a summary of the peers",
-        description: "Show the version, whether the daemon answers on its socket, the service state, how \
+        description: "Show the version, whether the daemon answers on its socket and on its MCP endpoint, the service state, how \
             many peers are live, asleep or stopped, and the memory provider. Exits 1 when the daemon is \
             not healthy.",
         positionals: &[],

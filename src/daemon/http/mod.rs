@@ -20,34 +20,49 @@
 //! `tiny_http` thread; details there). Every path that lets go of a `Request` goes through
 //! `respond`, so no request is ever dropped unanswered by this module.
 
-pub mod abandon;
+//! Loopback HTTP (spec 02 §3): a server on `127.0.0.1:<port>` serving MCP at `/mcp`
+//! (spec 02 §4); `/fleet` is reserved for the fleet API (part 10) and answers 404 for now.
+//!
+//! Threads: one acceptor thread ([`listen`]) owns the listening socket and reads every
+//! connection's head and body on a `mio::Poll`, with size limits ([`head`]), deadlines and a
+//! connection limit, and answers everything but a complete `/mcp` request itself. A complete
+//! `/mcp` request goes to a fresh request thread ([`serve_job`]; the backend may block for
+//! minutes while a sleeping agent wakes), which answers and closes the connection. At most
+//! `max_in_flight` request threads run at once; beyond that the acceptor answers 503.
+//!
+//! `tiny_http` prints the answers ([`Reply::to_http`]); it no longer reads requests: its
+//! 0.12 reader has no deadlines or header limits, deadlocks a thread on a request line above
+//! HTTP/1.1, would abort the process draining an absurd `Content-Length`, and its accept loop
+//! ends for good on the first `EMFILE` (issue 12 item 2; docs/ARCHITECTURE.md "Loopback
+//! HTTP"). Every connection gets `Connection: close` and one answer.
+
 pub mod gate;
+pub mod head;
+pub mod listen;
 pub mod reply;
 
 #[cfg(test)]
 mod tests;
 
-use std::io::{self, Read};
-use std::net::{Ipv4Addr, TcpListener};
+use std::io::{self, Write};
+use std::net::{Ipv4Addr, Shutdown, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{unbounded, Receiver, Sender};
-use tiny_http::{Header, Request, Response, Server};
-
 use crate::daemon::mcp::{self, Backend};
-use gate::{Head, Route};
+use listen::{Acceptor, Job};
 use reply::Reply;
-
-pub use gate::MCP_BODY_LIMIT;
 
 /// Default cap on requests served at once.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
 
 /// How long [`HttpServerHandle::shutdown`] waits for in-flight requests to finish.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
+/// How long a request thread may spend writing its answer to a client that does not read.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Server settings. `Debug` hides the bearer.
 #[derive(Clone, PartialEq, Eq)]
@@ -95,17 +110,17 @@ struct Shared {
 /// A running server. Dropping it shuts it down.
 pub struct HttpServerHandle {
     shared: Arc<Shared>,
-    server: Arc<Server>,
+    waker: mio::Waker,
     acceptor: Option<JoinHandle<()>>,
 }
 
-/// Bind `127.0.0.1:<cfg.port>` and start serving.
+/// Bind `127.0.0.1:<cfg.port>` and start serving, holding at most
+/// [`listen::conn_limit`] connections for the process's current soft `RLIMIT_NOFILE`.
 ///
 /// Errors: the bind error (port in use, permission) or a failure to start the acceptor thread.
 pub fn start(cfg: HttpConfig, backend: Arc<dyn Backend>) -> io::Result<HttpServerHandle> {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, cfg.port))?;
     let port = listener.local_addr()?.port();
-    let server = Arc::new(Server::from_listener(listener, None).map_err(io::Error::other)?);
     let shared = Arc::new(Shared {
         port,
         bearer: cfg.bearer.filter(|b| !b.is_empty()),
@@ -114,20 +129,17 @@ pub fn start(cfg: HttpConfig, backend: Arc<dyn Backend>) -> io::Result<HttpServe
         stopping: AtomicBool::new(false),
         backend,
     });
-    let (reject_tx, reject_rx) = unbounded();
-    thread::Builder::new()
-        .name("http-reject".into())
-        .spawn(move || reject_loop(reject_rx))?;
-    let acceptor = {
-        let (shared, server) = (Arc::clone(&shared), Arc::clone(&server));
-        thread::Builder::new()
-            .name("http-accept".into())
-            .spawn(move || accept_loop(&server, &shared, reject_tx))?
-    };
-    log::info!("http: listening on 127.0.0.1:{port}");
+    let nofile = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .map_or(1024, |(soft, _)| soft);
+    let limit = listen::conn_limit(nofile);
+    let (acceptor, waker) = Acceptor::new(listener, limit, Arc::clone(&shared))?;
+    let acceptor = thread::Builder::new()
+        .name("http-accept".into())
+        .spawn(move || acceptor.run())?;
+    log::info!("http: listening on 127.0.0.1:{port} (at most {limit} connections)");
     Ok(HttpServerHandle {
         shared,
-        server,
+        waker,
         acceptor: Some(acceptor),
     })
 }
@@ -138,14 +150,16 @@ impl HttpServerHandle {
         self.shared.port
     }
 
-    /// Stop accepting, join the acceptor, then wait up to 3 s for in-flight requests to
-    /// finish. Idempotent. The listening socket closes when the handle is dropped.
+    /// Stop accepting (the listening socket closes as the acceptor ends), then wait up to 3 s
+    /// for in-flight requests to finish. Idempotent.
     pub fn shutdown(&mut self) {
         let Some(acceptor) = self.acceptor.take() else {
             return;
         };
         self.shared.stopping.store(true, Ordering::SeqCst);
-        self.server.unblock();
+        if let Err(e) = self.waker.wake() {
+            log::error!("http: cannot wake the acceptor to stop it: {e}");
+        }
         if acceptor.join().is_err() {
             log::error!("http: the acceptor thread panicked");
         }
@@ -162,46 +176,33 @@ impl Drop for HttpServerHandle {
     }
 }
 
-fn accept_loop(server: &Server, shared: &Arc<Shared>, reject: Sender<Request>) {
-    loop {
-        let request = match server.recv() {
-            Ok(request) => request,
-            Err(e) => {
-                if !shared.stopping.load(Ordering::SeqCst) {
-                    log::error!("http: listener stopped: {e}");
-                }
-                return;
+/// Serve a complete `/mcp` request on a request thread of its own. `Err` gives the job back
+/// when `max_in_flight` threads already run or no thread can be started (the caller answers
+/// 503).
+fn serve_job(shared: &Arc<Shared>, job: Box<Job>) -> Result<(), Box<Job>> {
+    if shared.in_flight.fetch_add(1, Ordering::SeqCst) >= shared.max_in_flight {
+        shared.in_flight.fetch_sub(1, Ordering::SeqCst);
+        return Err(job);
+    }
+    let guard = InFlight(Arc::clone(shared));
+    // The job travels through a one-slot channel so that it can be taken back if the thread
+    // cannot be started.
+    let (handoff, pickup) = crossbeam_channel::bounded(1);
+    let take_back = pickup.clone();
+    // Cannot fail: the channel is empty and both receivers are alive.
+    let _ = handoff.send(job);
+    let spawned = thread::Builder::new()
+        .name("http-request".into())
+        .spawn(move || {
+            if let Ok(job) = pickup.recv() {
+                serve(job, &guard.0);
             }
-        };
-        if shared.stopping.load(Ordering::SeqCst) {
-            respond(request, Reply::busy());
-            return;
-        }
-        if shared.in_flight.fetch_add(1, Ordering::SeqCst) >= shared.max_in_flight {
-            shared.in_flight.fetch_sub(1, Ordering::SeqCst);
-            // The rejecter only ends when this sender is dropped, so sending cannot fail.
-            let _ = reject.send(request);
-            continue;
-        }
-        // The request travels through a one-slot channel so that it can be taken back (and
-        // answered 503) if the thread cannot be started, instead of being dropped unanswered.
-        let (handoff, pickup) = crossbeam_channel::bounded(1);
-        let take_back = pickup.clone();
-        // Cannot fail: the channel is empty and both receivers are alive.
-        let _ = handoff.send(request);
-        let guard = InFlight(Arc::clone(shared));
-        let spawned = thread::Builder::new()
-            .name("http-request".into())
-            .spawn(move || {
-                if let Ok(request) = pickup.recv() {
-                    serve(request, &guard.0);
-                }
-            });
-        if let Err(e) = spawned {
+        });
+    match spawned {
+        Ok(_) => Ok(()),
+        Err(e) => {
             log::error!("http: cannot start a request thread: {e}");
-            if let Ok(request) = take_back.try_recv() {
-                let _ = reject.send(request);
-            }
+            take_back.try_recv().map_or(Ok(()), Err)
         }
     }
 }
@@ -215,92 +216,24 @@ impl Drop for InFlight {
     }
 }
 
-fn reject_loop(requests: Receiver<Request>) {
-    for request in requests {
-        respond(request, Reply::busy());
-    }
-}
-
-/// Serve one request: gate, route, answer.
-fn serve(mut request: Request, shared: &Shared) {
-    let headers: Vec<(String, String)> = request
-        .headers()
-        .iter()
-        .map(|h| {
-            let name = h.field.as_str().as_str().to_ascii_lowercase();
-            (name, h.value.as_str().to_owned())
-        })
-        .collect();
-    let method = request.method().as_str().to_owned();
-    let target = request.url().to_owned();
-    let head = Head {
-        target: &target,
-        headers: &headers,
-        content_length: request.body_length(),
-    };
-    let reply = match gate::admit(&head, shared.port, shared.bearer.as_deref()) {
-        Err(reply) => reply,
-        Ok(admitted) => match admitted.route {
-            Route::Mcp => serve_mcp(&mut request, &method, &headers, admitted.creds, shared)
-                .unwrap_or_else(|reply| reply),
-            // The fleet API (part 10) is not served yet.
-            Route::Fleet | Route::NotFound => Reply::not_found(),
-        },
-    };
-    log::debug!("http: {method} {target} -> {}", reply.status);
-    respond(request, reply);
-}
-
-/// `/mcp`: method and content type, body, then the MCP handler.
-fn serve_mcp(
-    request: &mut Request,
-    method: &str,
-    headers: &[(String, String)],
-    creds: mcp::CallerCreds,
-    shared: &Shared,
-) -> Result<Reply, Reply> {
-    gate::mcp_precheck(method, headers)?;
-    let body = read_body(request, MCP_BODY_LIMIT)?;
-    let accept = gate::first(headers, "accept");
-    Ok(mcp::handle(&body, accept, creds, shared.backend.as_ref()).into())
-}
-
-/// Read the body, at most `limit` bytes (413 beyond, even when no length was declared).
-fn read_body(request: &mut Request, limit: usize) -> Result<Vec<u8>, Reply> {
-    let capacity = request.body_length().unwrap_or(0).min(limit);
-    let mut body = Vec::with_capacity(capacity);
-    let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
-    match request.as_reader().take(cap).read_to_end(&mut body) {
-        Ok(_) if body.len() > limit => Err(Reply::too_large(limit)),
-        Ok(_) => Ok(body),
-        Err(e) => {
-            log::debug!("http: body read failed: {e}");
-            Err(Reply::unreadable_body())
-        }
-    }
-}
-
-/// Send `reply` and let go of `request`. Requests declaring a body too large for `tiny_http`
-/// to drain safely are answered and abandoned instead (see [`abandon`]).
-fn respond(request: Request, reply: Reply) {
-    if abandon::must_abandon(request.body_length()) {
-        abandon::answer_and_abandon(request, &reply);
-        return;
-    }
-    let mut response = Response::from_data(reply.body)
-        .with_status_code(reply.status)
-        .with_chunked_threshold(usize::MAX);
-    let headers = reply
-        .content_type
-        .map(|ct| ("content-type", ct))
-        .into_iter()
-        .chain(reply.headers);
-    for (name, value) in headers {
-        if let Ok(h) = Header::from_bytes(name.as_bytes(), value.as_bytes()) {
-            response.add_header(h);
-        }
-    }
-    if let Err(e) = request.respond(response) {
+/// Answer one `/mcp` request and close its connection.
+fn serve(job: Box<Job>, shared: &Shared) {
+    let Job {
+        stream,
+        head,
+        admitted,
+        body,
+    } = *job;
+    let accept = gate::first(&head.headers, "accept");
+    let reply: Reply = mcp::handle(&body, accept, admitted.creds, shared.backend.as_ref()).into();
+    log::debug!("http: {} {} -> {}", head.method, head.target, reply.status);
+    let bytes = reply.to_http(false);
+    let sent = stream
+        .set_nonblocking(false)
+        .and_then(|()| stream.set_write_timeout(Some(WRITE_TIMEOUT)))
+        .and_then(|()| (&stream).write_all(&bytes));
+    if let Err(e) = sent {
         log::debug!("http: could not send the response: {e}");
     }
+    let _ = stream.shutdown(Shutdown::Both);
 }

@@ -2,6 +2,7 @@
 //! and body, independent of `tiny_http` so that decisions stay pure and testable.
 
 use serde_json::json;
+use tiny_http::{HTTPVersion, Header, Response};
 
 use crate::daemon::mcp::{McpResponse, JSON};
 
@@ -84,9 +85,44 @@ impl Reply {
         )
     }
 
-    /// 400 when the body could not be read.
-    pub fn unreadable_body() -> Reply {
-        Reply::error(400, "could not read the request body")
+    /// 408 when the head or the body did not arrive in time.
+    pub fn timeout() -> Reply {
+        Reply::error(
+            408,
+            "request timeout: the request did not arrive in time; send it whole and promptly",
+        )
+    }
+
+    /// The answer as HTTP/1.1 bytes, printed by `tiny_http` (status line, `Date`, `Server`,
+    /// `Content-Length`, our headers, the body unless `head_only`), plus `Connection: close`
+    /// right after the status line: the server closes every connection after one answer, and
+    /// `tiny_http`'s `Response` refuses to carry a `Connection` header itself.
+    pub fn to_http(&self, head_only: bool) -> Vec<u8> {
+        let mut response = Response::from_data(self.body.clone())
+            .with_status_code(self.status)
+            .with_chunked_threshold(usize::MAX);
+        let headers = self
+            .content_type
+            .map(|ct| ("content-type", ct))
+            .into_iter()
+            .chain(self.headers.iter().copied());
+        for (name, value) in headers {
+            if let Ok(h) = Header::from_bytes(name.as_bytes(), value.as_bytes()) {
+                response.add_header(h);
+            }
+        }
+        let mut out = Vec::with_capacity(self.body.len() + 256);
+        // Writing to a Vec cannot fail.
+        let _ = response.raw_print(&mut out, HTTPVersion(1, 1), &[], head_only, None);
+        let status_line_end = out
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .map_or(out.len(), |i| i + 2);
+        out.splice(
+            status_line_end..status_line_end,
+            b"Connection: close\r\n".iter().copied(),
+        );
+        out
     }
 }
 

@@ -73,7 +73,10 @@ impl Session {
         }
     }
 
+    /// Give the child's pty and the screen model the client's size, bounded by
+    /// [`crate::term::clamp_size`] (a peer chooses these numbers).
     pub(super) fn resize(&mut self, rows: u16, cols: u16) {
+        let (rows, cols) = crate::term::clamp_size(rows, cols);
         if let Io::Pty(m) = &self.io {
             let fd: std::os::fd::OwnedFd = match m.try_clone() {
                 Ok(f) => f.into(),

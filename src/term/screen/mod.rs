@@ -14,6 +14,19 @@ use super::responder::{self, Scanner};
 pub const SESSION_ROWS: u16 = 50;
 /// Columns of a session's pty and screen.
 pub const SESSION_COLS: u16 = 220;
+/// Largest rows an attached client may give a session (issue 12: the attach resize frame
+/// carries any u16; a 2000 × 2000 request cost the daemon 434 MB). 500 rows × 1000 columns is
+/// more than a 8K display shows at a readable font size.
+pub const MAX_ROWS: u16 = 500;
+/// Largest columns an attached client may give a session (see [`MAX_ROWS`]).
+pub const MAX_COLS: u16 = 1000;
+
+/// A client's requested terminal size `(rows, cols)` bounded to what a terminal can be:
+/// each at least 1 and at most [`MAX_ROWS`] × [`MAX_COLS`].
+pub fn clamp_size(rows: u16, cols: u16) -> (u16, u16) {
+    (rows.clamp(1, MAX_ROWS), cols.clamp(1, MAX_COLS))
+}
+
 /// Scrollback lines kept by the model (replayed to attaching clients).
 pub const SCROLLBACK_LINES: usize = 2000;
 

@@ -221,3 +221,11 @@ fn fixture_snapshot_reproduces_the_busy_screen() {
     assert_eq!(client.cursor(), s.cursor());
     assert_eq!(client.composer_text("❯"), s.composer_text("❯"));
 }
+
+#[test]
+fn client_sizes_are_clamped_to_what_a_terminal_can_be() {
+    assert_eq!(clamp_size(40, 120), (40, 120));
+    assert_eq!(clamp_size(2000, 2000), (MAX_ROWS, MAX_COLS));
+    assert_eq!(clamp_size(u16::MAX, 0), (MAX_ROWS, 1));
+    assert_eq!(clamp_size(0, u16::MAX), (1, MAX_COLS));
+}
