@@ -19,7 +19,7 @@ fn codex_bin() -> String {
 /// A world with a codex peer `cx` and an echo peer `ea`, the stand-in, and a daemon. The
 /// user's Codex config names the stand-in as its model provider (as a user with a custom
 /// provider would); iapeer adds its own blocks at `create`.
-fn world() -> (TestEnv, OpenAiStandIn) {
+pub(crate) fn world() -> (TestEnv, OpenAiStandIn) {
     let mut env = TestEnv::new();
     env.set("IAPEER_CODEX_BIN", &codex_bin());
     let codex_home = env.home.join(".codex");

@@ -12,6 +12,7 @@
 mod common;
 
 mod attach;
+mod busy;
 mod claude;
 mod cli;
 mod codex;

@@ -16,7 +16,17 @@ use crate::registry::Registry;
 pub fn describe_result(result: &SendResult) -> String {
     let p = &result.delivered_to.personality;
     let rt = &result.delivered_to.runtime;
-    if result.woke {
+    if result.queued == Some(true) {
+        match result.queued_by {
+            Some(crate::protocol::QueuedBy::Runtime) => {
+                format!("queued for {p} ({rt}) behind its running turn")
+            }
+            Some(crate::protocol::QueuedBy::Composer) => {
+                format!("queued for {p} ({rt}) until its composer is free")
+            }
+            _ => format!("queued for {p} ({rt})"),
+        }
+    } else if result.woke {
         format!("delivered to {p} ({rt}), woke")
     } else {
         format!("delivered to {p} ({rt})")
@@ -200,9 +210,19 @@ mod tests {
             },
             woke: false,
             ts: None,
+            queued: None,
+            queued_by: None,
+            queue_depth: None,
         };
         assert_eq!(describe_result(&r), "delivered to bob (echo)");
         r.woke = true;
         assert_eq!(describe_result(&r), "delivered to bob (echo), woke");
+        r.woke = false;
+        r.queued = Some(true);
+        r.queued_by = Some(crate::protocol::QueuedBy::Runtime);
+        assert_eq!(
+            describe_result(&r),
+            "queued for bob (echo) behind its running turn"
+        );
     }
 }

@@ -285,6 +285,47 @@ pub struct SendResult {
     pub woke: bool,
     /// The envelope timestamp (RFC 3339, local offset); `null` only if the envelope had none.
     pub ts: Option<String>,
+    /// The message was accepted into a queue rather than handed to the model (spec 03 §1 step
+    /// 9); absent when not queued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued: Option<bool>,
+    /// Which queue holds it; absent when not queued.
+    #[serde(default, rename = "queuedBy", skip_serializing_if = "Option::is_none")]
+    pub queued_by: Option<QueuedBy>,
+    /// Messages waiting in that queue, this one included, when iapeer knows it; absent
+    /// otherwise (a runtime's own queue is not counted).
+    #[serde(
+        default,
+        rename = "queueDepth",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub queue_depth: Option<u64>,
+}
+
+/// Which queue holds a queued message (spec 03 §1 step 9, spec 05 §6–7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QueuedBy {
+    /// The agent runtime's own input queue: pasted while the agent was mid-turn, it reaches
+    /// the model when the running turn ends (Claude Code's `queue-operation` records). The
+    /// daemon follows it: a `delivery-followup` line in `delivery.log` when it reaches the
+    /// model, a failure notice from `iapeer` to the sender when it is removed instead.
+    Runtime,
+    /// The daemon's composer queue: a human's draft is in the composer (spec 05 §7).
+    Composer,
+    /// An ephemeral worker's durable task queue (spec 05 §6).
+    Ephemeral,
+}
+
+impl QueuedBy {
+    /// The spelling in JSON and in `delivery.log` (`qkind=`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueuedBy::Runtime => "runtime",
+            QueuedBy::Composer => "composer",
+            QueuedBy::Ephemeral => "ephemeral",
+        }
+    }
 }
 
 /// `send` → `{"ok":true,"result":<SendResult>}`.

@@ -113,6 +113,21 @@ pub enum EventKind {
         /// `Ok(())` = confirmed; `Err(reason)` otherwise.
         result: Result<(), String>,
     },
+    /// Instead of [`EventKind::Delivered`]: the runtime put the message into its own input
+    /// queue behind a running turn (accepted, not yet with the model). A
+    /// [`EventKind::QueueOutcome`] with the same id follows.
+    RuntimeQueued {
+        /// The delivery id.
+        id: u64,
+    },
+    /// The fate of a [`EventKind::RuntimeQueued`] message: `Ok(())` = it reached the model;
+    /// `Err(reason)` = removed from the runtime's queue, or the session ended first.
+    QueueOutcome {
+        /// The delivery id.
+        id: u64,
+        /// Reached the model, or why not.
+        result: Result<(), String>,
+    },
     /// Outcome of a [`SessionCmd::Compact`].
     Compacted {
         /// The request id.

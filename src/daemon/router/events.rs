@@ -7,7 +7,7 @@ use super::{logged, Router};
 use crate::daemon::route::Refusal;
 use crate::eventlog::Event;
 use crate::names::Identity;
-use crate::protocol::{Code, CompactReply, Progress, Reply};
+use crate::protocol::{Code, CompactReply, Progress, QueuedBy, Reply};
 use crate::runtime::RuntimeKind;
 use crate::session::handle::{EventKind, SessionEvent};
 
@@ -63,7 +63,13 @@ impl Router {
                     );
                 }
             }
-            EventKind::Delivered { id, result } => self.on_delivered(&identity, id, result),
+            EventKind::Delivered { id, result } => {
+                self.on_delivered(&identity, id, result.map(|()| None))
+            }
+            EventKind::RuntimeQueued { id } => {
+                self.on_delivered(&identity, id, Ok(Some(QueuedBy::Runtime)))
+            }
+            EventKind::QueueOutcome { id, result } => self.on_queue_outcome(id, result),
             EventKind::Status(status) => self.on_status(&identity, status),
             EventKind::Compacted { id, result } => self.on_compacted(&identity, id, result),
             EventKind::Attached(n) => {
@@ -135,11 +141,13 @@ impl Router {
         self.pump(identity);
     }
 
+    /// A delivery's answer from the session: accepted (`Ok(None)`), accepted into a queue
+    /// (`Ok(Some(by))`), or failed.
     pub(crate) fn on_delivered(
         &mut self,
         identity: &Identity,
         id: u64,
-        result: Result<(), String>,
+        result: Result<Option<QueuedBy>, String>,
     ) {
         let Some(ep) = self.queues.endpoints.get_mut(identity) else {
             return;
@@ -169,7 +177,7 @@ impl Router {
             .and_then(|s| s.state.boot_failure().map(str::to_string));
         let p = &job.prepared;
         match (result, stopped) {
-            (Ok(()), _) => {
+            (Ok(queued), _) => {
                 let now = self.now.ms;
                 if let Some(s) = self.live.sessions.get_mut(identity) {
                     s.last_delivery_ms = Some(now);
@@ -185,7 +193,10 @@ impl Router {
                         );
                     }
                 }
-                self.send_delivered(job);
+                if queued == Some(QueuedBy::Runtime) {
+                    self.follow(&job);
+                }
+                self.send_delivered(job, queued);
             }
             // The operator stopped the peer while this message waited for it: say so, not
             // how the ended process exited.

@@ -7,6 +7,7 @@ mod always_on;
 mod decide;
 mod endpoint;
 mod events;
+mod followup;
 mod launch;
 mod now;
 mod ops;

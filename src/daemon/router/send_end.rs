@@ -7,20 +7,22 @@ use super::Router;
 use crate::daemon::route::{Caller, Refusal, SendInput};
 use crate::eventlog::Event;
 use crate::names::Identity;
-use crate::protocol::{DeliveredTo, SendReply, SendResult};
+use crate::protocol::{DeliveredTo, QueuedBy, SendReply, SendResult};
 
 fn caller_label(input: &SendInput) -> String {
     match &input.caller {
         Caller::Cli(from) => from.clone(),
         Caller::Mcp { header, .. } => header.clone().unwrap_or_else(|| "-".into()),
+        Caller::Daemon => "iapeer".into(),
     }
 }
 
 impl Router {
     /// A send delivered: its delivery.log line and the sender's typed answer, built from
     /// the prepared message the queued send holds.
-    pub(crate) fn send_delivered(&mut self, job: QueuedSend) {
-        let ev = delivery_event(&job, Some(&job.prepared.endpoint), None, self.now);
+    /// `queued` names the queue that accepted it, if it did not go to the model at once.
+    pub(crate) fn send_delivered(&mut self, job: QueuedSend, queued: Option<QueuedBy>) {
+        let ev = delivery_event(&job, Some(&job.prepared.endpoint), None, queued, self.now);
         self.delivery_log.append(&ev);
         let p = &job.prepared;
         let result = SendResult {
@@ -31,6 +33,9 @@ impl Router {
             },
             woke: job.woke,
             ts: p.envelope.ts.clone(),
+            queued: queued.map(|_| true),
+            queued_by: queued,
+            queue_depth: None,
         };
         job.reply.finish(SendReply { result });
     }
@@ -39,7 +44,7 @@ impl Router {
     /// line and the refusal to the sender.
     pub(crate) fn finish_send(&mut self, job: SendRecord, r: Refusal) {
         let via = job.prepared.as_ref().map(|p| &p.endpoint);
-        let ev = delivery_event(&job, via, Some(&r), self.now);
+        let ev = delivery_event(&job, via, Some(&r), None, self.now);
         self.delivery_log.append(&ev);
         job.reply.finish(r);
     }
@@ -52,6 +57,7 @@ fn delivery_event<P>(
     job: &SendJob<P>,
     via: Option<&Identity>,
     refusal: Option<&Refusal>,
+    queued: Option<QueuedBy>,
     now: Now,
 ) -> Event {
     let ms = now.since(job.started).as_millis();
@@ -66,6 +72,9 @@ fn delivery_event<P>(
         ev = ev
             .field("via", endpoint)
             .field("woke", if job.woke { "true" } else { "false" });
+    }
+    if let Some(by) = queued {
+        ev = ev.field("queued", "true").field("qkind", by.as_str());
     }
     ev = ev
         .field("ms", ms.to_string())
@@ -130,7 +139,7 @@ mod tests {
             ms: 0,
         };
         let via = Identity::new("claude", "bob").unwrap();
-        let ev = delivery_event(&j, Some(&via), None, now);
+        let ev = delivery_event(&j, Some(&via), None, None, now);
         assert_eq!(
             fields(&ev),
             [
@@ -162,7 +171,7 @@ mod tests {
             code: Code::NotRegistered,
             error: "peer \"bob\" is not in the iapeer peers index; message NOT delivered".into(),
         };
-        let ev = delivery_event(&j, None, Some(&r), now);
+        let ev = delivery_event(&j, None, Some(&r), None, now);
         assert_eq!(
             fields(&ev),
             [

@@ -26,7 +26,7 @@ use nix::sys::signal::Signal;
 use super::boot::{Boot, BootAction};
 use super::clients::{Client, ClientInput};
 use super::compact::{ActiveCompact, CompactStep};
-use super::deliver::{ActiveDelivery, Step};
+use super::deliver::{ActiveDelivery, QueueFollower, Step};
 use super::handle::{
     Cause, Delivery, EventKind, SessionCmd, SessionEvent, SessionHandle, SessionStatus,
 };
@@ -217,6 +217,8 @@ struct Session {
     state: State,
     delivery: Option<ActiveDelivery>,
     queued: VecDeque<Delivery>,
+    /// Messages the runtime queued behind a running turn, followed until their fate is known.
+    followers: Vec<QueueFollower>,
     compact: Option<ActiveCompact>,
     clients: HashMap<Token, Client>,
     next_client: usize,
@@ -294,6 +296,7 @@ impl Session {
             state,
             delivery: None,
             queued,
+            followers: Vec::new(),
             compact: None,
             clients: HashMap::new(),
             next_client: FIRST_CLIENT,
@@ -381,6 +384,9 @@ impl Session {
             );
         }
         consider(self.delivery.as_ref().and_then(|d| d.next_deadline()));
+        for f in &self.followers {
+            consider(Some(f.next_deadline()));
+        }
         consider(self.compact.as_ref().and_then(|c| c.next_deadline()));
         consider(self.kill.map(|(_, at)| at));
         next

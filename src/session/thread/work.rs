@@ -105,6 +105,40 @@ impl Session {
                 }
                 self.next_delivery();
             }
+            Step::Queued => {
+                if let Some(d) = self.delivery.take() {
+                    self.emit(EventKind::RuntimeQueued { id: d.id });
+                    self.followers.push(d.into_follower(Instant::now()));
+                }
+                self.next_delivery();
+            }
+        }
+    }
+
+    /// Check the messages the runtime queued; report each whose fate is known.
+    pub(super) fn poll_followers(&mut self, now: Instant) {
+        let mut i = 0;
+        while i < self.followers.len() {
+            let screen = &self.screen;
+            match self.followers[i].poll(now, || screen.text()) {
+                Some(result) => {
+                    let f = self.followers.swap_remove(i);
+                    self.emit(EventKind::QueueOutcome { id: f.id, result });
+                }
+                None => i += 1,
+            }
+        }
+    }
+
+    /// The session is over: one last look at each runtime-queued message (it may have reached
+    /// the model just before the end), then fail the rest with `reason`.
+    pub(super) fn end_followers(&mut self, reason: &str) {
+        for mut f in std::mem::take(&mut self.followers) {
+            let screen = &self.screen;
+            let result = f
+                .poll(f.next_deadline(), || screen.text())
+                .unwrap_or_else(|| Err(reason.to_string()));
+            self.emit(EventKind::QueueOutcome { id: f.id, result });
         }
     }
 
@@ -134,6 +168,7 @@ impl Session {
             let step = d.poll(now, || adapter.activity_ms(&cwd), || screen.text());
             self.apply(step);
         }
+        self.poll_followers(now);
         if let Some(c) = self.compact.as_mut() {
             match c.poll(now, &self.screen.text()) {
                 CompactStep::Wait => {}
