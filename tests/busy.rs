@@ -326,3 +326,53 @@ fn codex_mid_turn_messages_are_queued_followed_and_never_duplicated() {
         );
     }
 }
+
+/// Esc during the running turn does not drop a queued message: Claude Code 2.1.332 ends the
+/// turn, dequeues the message and submits it (recorded here: `enqueue`, then `dequeue` half a
+/// second after the interrupt, then its `user` record). The follow-up says `delivered` and
+/// nobody is told otherwise.
+#[test]
+fn claude_interrupt_submits_the_queued_message() {
+    let (env, api) = crate::claude::world(&[]);
+    api.script(|req| {
+        if last_user_text(req).contains("BUSY") {
+            Reply::Hold(Duration::from_secs(60), "late".into())
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    env.ok(&["new", "ea"]);
+    wake_claude(&env);
+    env.ok(&[
+        "send",
+        "cb",
+        "--from",
+        "echo-ea",
+        "--message",
+        "BUSY forever",
+    ]);
+    env.wait_until("claude is mid-turn", Duration::from_secs(30), |e| {
+        e.screen("claude-cb").contains("esc to interrupt")
+    });
+    let (ok, v, _) = send_json(&env, "cb", "MID-TURN");
+    assert!(ok && v["queued"] == true, "{v}\n{}", env.diagnostics());
+    env.ok(&["interrupt", "cb"]);
+    env.wait_until("the follow-up line", Duration::from_secs(30), |e| {
+        e.count_events("delivery", "delivery-followup", &[]) > 0
+    });
+    let follow = env.events("delivery", "delivery-followup");
+    assert_eq!(f(&follow[0], "outcome"), "delivered", "{follow:?}");
+    env.wait_until("the model gets it", Duration::from_secs(30), |_| {
+        api.main_requests()
+            .iter()
+            .any(|r| last_user_text(r).contains("<msg>MID-TURN</msg>"))
+    });
+    let recs = records(&env.home.join(".claude/projects"));
+    let ops: Vec<&str> = recs
+        .iter()
+        .filter(|r| r["type"] == "queue-operation")
+        .filter_map(|r| r["operation"].as_str())
+        .collect();
+    assert_eq!(ops, ["enqueue", "dequeue"]);
+    assert!(!env.pane("echo-ea").contains("from iapeer"));
+}
