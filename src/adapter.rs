@@ -177,6 +177,17 @@ pub trait Adapter: Send + Sync {
     fn prompt_glyph(&self) -> Option<&'static str> {
         None
     }
+    /// The draft in the composer, if any: text someone typed or left there (not a placeholder
+    /// or suggestion), which a delivery must never be submitted with (spec 05 §7). The default
+    /// reads the row that starts with [`Adapter::prompt_glyph`]: typed text is neither dim nor
+    /// coloured (recorded for Claude Code 2.1.332 in
+    /// `tests/fixtures/claude-2.1.332/composer-draft-dark.raw`).
+    fn composer_draft(&self, screen: &Screen) -> Option<String> {
+        self.prompt_glyph()
+            .and_then(|g| screen.composer_text(g))
+            .filter(|c| c.typed && !c.text.is_empty())
+            .map(|c| c.text)
+    }
     /// How long the ready screen must stay ready before input is accepted.
     fn ready_settle(&self) -> Duration {
         Duration::ZERO

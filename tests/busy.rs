@@ -12,7 +12,7 @@ use serde_json::Value;
 use std::time::{Duration, Instant};
 
 /// Every `*.jsonl` record under `dir` (recursively).
-fn records(dir: &std::path::Path) -> Vec<Value> {
+pub(crate) fn records(dir: &std::path::Path) -> Vec<Value> {
     let mut out = Vec::new();
     let Ok(rd) = std::fs::read_dir(dir) else {
         return out;
@@ -59,7 +59,7 @@ fn send_json(env: &TestEnv, to: &str, message: &str) -> (bool, Value, Duration) 
 /// paste (seen here with two Claude boots on a loaded 2-core machine; not this issue's
 /// subject): such a wake reports "no confirmation" though the session is up, so this setup
 /// step waits for the answer instead of trusting the exit status.
-fn wake_claude(env: &TestEnv) {
+pub(crate) fn wake_claude(env: &TestEnv) {
     let out = env.run(&["send", "cb", "--from", "echo-ea", "--message", "hello"]);
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
@@ -253,16 +253,18 @@ fn claude_queued_message_lost_with_its_session_is_reported_to_the_sender() {
                 && pane.contains("NOT delivered")
         },
     );
-    assert!(env.has_event(
-        "delivery",
-        "delivery",
-        &[
-            ("path", "daemon"),
-            ("caller", "iapeer"),
-            ("to", "ea"),
-            ("ok", "true")
-        ]
-    ));
+    env.wait_until("the notice's delivery line", Duration::from_secs(30), |e| {
+        e.has_event(
+            "delivery",
+            "delivery",
+            &[
+                ("path", "daemon"),
+                ("caller", "iapeer"),
+                ("to", "ea"),
+                ("ok", "true"),
+            ],
+        )
+    });
 }
 
 /// Codex 0.171 takes a message pasted mid-turn into the running turn at its next step

@@ -16,6 +16,7 @@ mod busy;
 mod claude;
 mod cli;
 mod codex;
+mod composer;
 mod demo;
 mod failure;
 mod lifecycle;

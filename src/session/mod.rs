@@ -8,6 +8,7 @@ pub mod env;
 pub mod frame;
 pub mod groups;
 pub mod handle;
+pub mod hold;
 pub mod panelog;
 pub mod spawn;
 pub mod thread;

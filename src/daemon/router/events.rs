@@ -66,9 +66,7 @@ impl Router {
             EventKind::Delivered { id, result } => {
                 self.on_delivered(&identity, id, result.map(|()| None))
             }
-            EventKind::RuntimeQueued { id } => {
-                self.on_delivered(&identity, id, Ok(Some(QueuedBy::Runtime)))
-            }
+            EventKind::Queued { id, by } => self.on_delivered(&identity, id, Ok(Some(by))),
             EventKind::QueueOutcome { id, result } => self.on_queue_outcome(id, result),
             EventKind::Status(status) => self.on_status(&identity, status),
             EventKind::Compacted { id, result } => self.on_compacted(&identity, id, result),
@@ -193,8 +191,8 @@ impl Router {
                         );
                     }
                 }
-                if queued == Some(QueuedBy::Runtime) {
-                    self.follow(&job);
+                if let Some(by) = queued {
+                    self.follow(&job, by);
                 }
                 self.send_delivered(job, queued);
             }

@@ -1,8 +1,10 @@
-//! Following a message an agent runtime queued behind a running turn (spec 03 §1 step 9,
-//! issue 7): the sender was answered `queued` (`queuedBy: "runtime"`); when the message
-//! reaches the model `delivery.log` gets a `delivery-followup` line, and when it is removed
-//! instead or the session ends first, the line says so and the original sender is told by a
-//! message from `iapeer` (spec 05 §7's failure notice), unless its session is asleep.
+//! Following a queued message (spec 03 §1 step 9, spec 05 §7, issue 7): one the agent runtime
+//! queued behind a running turn (`queuedBy: "runtime"`), or one the session holds while the
+//! composer holds a draft (`queuedBy: "composer"`). The sender was answered `queued`; when the
+//! message reaches the model `delivery.log` gets a `delivery-followup` line, and when it is
+//! lost instead (removed, held past the limit, the session ended) the line says so and the
+//! original sender is told by a message from `iapeer` (spec 05 §7's failure notice), unless
+//! its session is asleep.
 
 use std::time::Instant;
 
@@ -13,6 +15,7 @@ use crate::daemon::reply::ReplyTo;
 use crate::daemon::route::{Caller, SendInput};
 use crate::eventlog::Event;
 use crate::names::Identity;
+use crate::protocol::QueuedBy;
 
 /// What the router keeps of a runtime-queued send until its fate is known.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,14 +32,16 @@ pub struct Followed {
     pub started: Instant,
     /// The message body's first characters, for the notice.
     pub preview: String,
+    /// Which queue holds it.
+    pub by: QueuedBy,
 }
 
 /// Body characters quoted in a failure notice.
 const PREVIEW_CHARS: usize = 80;
 
 impl Followed {
-    /// The record of `job`, just answered as runtime-queued.
-    pub fn of(job: &QueuedSend) -> Followed {
+    /// The record of `job`, just answered as queued by `by`.
+    pub fn of(job: &QueuedSend, by: QueuedBy) -> Followed {
         let p = &job.prepared;
         let preview: String = p.envelope.body.chars().take(PREVIEW_CHARS).collect();
         Followed {
@@ -46,24 +51,27 @@ impl Followed {
             ts: p.envelope.ts.clone(),
             started: job.started,
             preview,
+            by,
         }
     }
 }
 
 /// The `delivery.log` line for a followed message's fate (pure): `ev=delivery-followup
-/// caller=<rt-p> to=<p> via=<rt-p> qkind=runtime outcome=delivered|removed|session-ended
-/// ms=<since the send arrived> [topic=] [err=]`.
+/// caller=<rt-p> to=<p> via=<rt-p> qkind=runtime|composer
+/// outcome=delivered|removed|held-too-long|session-ended ms=<since the send arrived> [topic=]
+/// [err=]`.
 pub fn followup_event(f: &Followed, result: &Result<(), String>, now: Now) -> Event {
     let outcome = match result {
         Ok(()) => "delivered",
         Err(e) if e.contains("session ended") => "session-ended",
+        Err(_) if f.by == QueuedBy::Composer => "held-too-long",
         Err(_) => "removed",
     };
     let ev = Event::new("delivery-followup")
         .field("caller", &f.caller)
         .field("to", &f.endpoint.personality)
         .field("via", &f.endpoint)
-        .field("qkind", "runtime")
+        .field("qkind", f.by.as_str())
         .field("outcome", outcome)
         .field("ok", if result.is_ok() { "true" } else { "false" })
         .field("ms", now.since(f.started).as_millis().to_string())
@@ -80,8 +88,12 @@ pub fn failure_notice(f: &Followed, reason: &str) -> String {
         f.ts.as_deref()
             .map(|ts| format!(" sent at {ts}"))
             .unwrap_or_default();
+    let held = match f.by {
+        QueuedBy::Composer => "held while its composer held a draft",
+        _ => "queued behind its running turn",
+    };
     format!(
-        "Your message to {} ({}){when} (\"{}{}\") was queued behind its running turn but NOT delivered: {reason}. Send it again if it still matters.",
+        "Your message to {} ({}){when} (\"{}{}\") was {held} but NOT delivered: {reason}. Send it again if it still matters.",
         f.endpoint.personality,
         f.endpoint.runtime,
         f.preview,
@@ -90,9 +102,9 @@ pub fn failure_notice(f: &Followed, reason: &str) -> String {
 }
 
 impl Router {
-    /// Remember a send just answered as runtime-queued.
-    pub(crate) fn follow(&mut self, job: &QueuedSend) {
-        self.queues.followed.insert(job.id, Followed::of(job));
+    /// Remember a send just answered as queued by `by`.
+    pub(crate) fn follow(&mut self, job: &QueuedSend, by: QueuedBy) {
+        self.queues.followed.insert(job.id, Followed::of(job, by));
     }
 
     /// A runtime-queued message's fate: its follow-up line, and the notice on failure.
@@ -146,6 +158,7 @@ mod tests {
             ts: Some("2026-11-30T10:00:03+00:00".into()),
             started: Instant::now(),
             preview: "MID-TURN".into(),
+            by: QueuedBy::Runtime,
         }
     }
 
@@ -190,6 +203,17 @@ mod tests {
             now,
         );
         assert!(fields(&ended).contains(&("outcome".into(), "session-ended".into())));
+        let composer = Followed {
+            by: QueuedBy::Composer,
+            ..f
+        };
+        let held = fields(&followup_event(
+            &composer,
+            &Err("the composer held a draft for 120 s".into()),
+            now,
+        ));
+        assert!(held.contains(&("qkind".into(), "composer".into())));
+        assert!(held.contains(&("outcome".into(), "held-too-long".into())));
     }
 
     #[test]

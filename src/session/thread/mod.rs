@@ -219,6 +219,10 @@ struct Session {
     queued: VecDeque<Delivery>,
     /// Messages the runtime queued behind a running turn, followed until their fate is known.
     followers: Vec<QueueFollower>,
+    /// A delivery waiting for the composer to be free (spec 05 §7).
+    held: Option<super::hold::Held>,
+    /// Deliveries already answered as queued: their end is a `QueueOutcome`, not `Delivered`.
+    answered_queued: std::collections::HashSet<u64>,
     compact: Option<ActiveCompact>,
     clients: HashMap<Token, Client>,
     next_client: usize,
@@ -297,6 +301,8 @@ impl Session {
             delivery: None,
             queued,
             followers: Vec::new(),
+            held: None,
+            answered_queued: std::collections::HashSet::new(),
             compact: None,
             clients: HashMap::new(),
             next_client: FIRST_CLIENT,
@@ -387,6 +393,7 @@ impl Session {
         for f in &self.followers {
             consider(Some(f.next_deadline()));
         }
+        consider(self.held.as_ref().map(|h| h.next_check));
         consider(self.compact.as_ref().and_then(|c| c.next_deadline()));
         consider(self.kill.map(|(_, at)| at));
         next
