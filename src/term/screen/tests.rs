@@ -222,12 +222,18 @@ fn fixture_snapshot_reproduces_the_busy_screen() {
     assert_eq!(client.composer_text("❯"), s.composer_text("❯"));
 }
 
-/// Issue 7 item 2: a draft typed by an attached human into Claude Code 2.1.332 (recorded with
-/// its default dark theme, `tests/fixtures/claude-2.1.332/composer-draft-dark.raw`) is typed
-/// text; the ready screen's empty composer before it is not.
+/// Issue 7 item 2: a draft typed by an attached human into Claude Code 2.1.332 (recorded in
+/// its dark, light and dark-ansi themes, `tests/fixtures/claude-2.1.332/composer-draft-*.raw`)
+/// is typed text; the ready screen's empty composer before it is not.
 #[test]
 fn fixture_claude_composer_draft() {
-    let bytes = fixture("composer-draft-dark.raw");
+    for theme in ["dark", "light", "dark-ansi"] {
+        claude_composer_draft_in(&format!("composer-draft-{theme}.raw"));
+    }
+}
+
+fn claude_composer_draft_in(name: &str) {
+    let bytes = fixture(name);
     let at = bytes
         .windows(b"unfinished".len())
         .rposition(|w| w == b"unfinished")
@@ -235,11 +241,11 @@ fn fixture_claude_composer_draft() {
     let mut s = Screen::new(SESSION_ROWS, SESSION_COLS);
     s.feed(&bytes[..at.saturating_sub(40)], true);
     let c = s.composer_text("❯").expect("composer");
-    assert!(!c.typed, "before typing: {c:?}");
+    assert!(!c.typed, "{name}: before typing: {c:?}");
     s.feed(&bytes[at.saturating_sub(40)..], true);
     let c = s.composer_text("❯").expect("composer");
-    assert_eq!(c.text, "my unfinished draft");
-    assert!(c.typed);
+    assert_eq!(c.text, "my unfinished draft", "{name}");
+    assert!(c.typed, "{name}");
 }
 
 /// Issue 7: while messages wait in Claude Code 2.1.332's queue its empty composer shows the
