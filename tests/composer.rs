@@ -82,3 +82,69 @@ fn claude_draft_in_the_composer_holds_the_message_until_the_composer_is_free() {
         &[("to", "cb"), ("queued", "true"), ("qkind", "composer")]
     ));
 }
+
+/// The same with Codex 0.171: the draft holds the message, clearing it lets the message in
+/// alone.
+#[test]
+fn codex_draft_in_the_composer_holds_the_message_until_the_composer_is_free() {
+    use common::openai::{input_text, Reply as OReply};
+    let (env, api) = crate::codex::world();
+    api.script(|_| OReply::Text("ok".into()));
+    env.ok(&["send", "cx", "--from", "echo-ea", "--message", "echo: wake"]);
+    let mut term = crate::attach::Terminal::spawn(env.cmd(&["attach", "cx"]));
+    env.wait_until(
+        "the attached terminal shows codex",
+        Duration::from_secs(30),
+        |_| term.screen().contains("Ask Codex"),
+    );
+    term.type_bytes(b"my unfinished draft");
+    env.wait_until("the draft is on screen", Duration::from_secs(30), |_| {
+        term.screen().contains("my unfinished draft")
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let out = env.run(&[
+        "send",
+        "cx",
+        "--from",
+        "echo-ea",
+        "--message",
+        "hello there",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert!(
+        out.status.success() && v["queued"] == true && v["queuedBy"] == "composer",
+        "{}\n{}",
+        common::describe(&out),
+        env.diagnostics()
+    );
+    let sent = |api: &common::openai::OpenAiStandIn, needle: &str| {
+        api.recorded()
+            .iter()
+            .any(|r| input_text(r).contains(needle))
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !sent(&api, "<msg>hello there</msg>"),
+        "went in with the draft"
+    );
+    term.type_bytes(&[0x7f; 19]);
+    env.wait_until(
+        "the held message is delivered and followed",
+        Duration::from_secs(30),
+        |e| {
+            e.has_event(
+                "delivery",
+                "delivery-followup",
+                &[("qkind", "composer"), ("outcome", "delivered")],
+            )
+        },
+    );
+    env.wait_until("the model gets it", Duration::from_secs(30), |_| {
+        sent(&api, "<msg>hello there</msg>")
+    });
+    assert!(
+        !sent(&api, "my unfinished draft"),
+        "the draft was submitted"
+    );
+}

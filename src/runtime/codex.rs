@@ -617,6 +617,34 @@ mod tests {
         assert!(started < at);
     }
 
+    /// Issue 7 item 2: a draft typed by an attached human into Codex 0.171 (recorded:
+    /// `tests/fixtures/codex-0.171.0/composer-draft.raw`) is a draft; the placeholder of the
+    /// empty composer before it ("Ask Codex to do anything") is not.
+    #[test]
+    fn fixture_composer_draft() {
+        let path = format!(
+            "{}/tests/fixtures/codex-0.171.0/composer-draft.raw",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let bytes = std::fs::read(path).unwrap();
+        let at = bytes
+            .windows(b"unfinished".len())
+            .position(|w| w == b"unfinished")
+            .expect("the typed draft");
+        let codex = Codex {
+            program: "/bin/codex".into(),
+        };
+        let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+        screen.feed(&bytes[..at.saturating_sub(40)], true);
+        assert!(screen.text().contains("Ask Codex to do anything"));
+        assert_eq!(codex.composer_draft(&screen), None);
+        screen.feed(&bytes[at.saturating_sub(40)..], true);
+        assert_eq!(
+            codex.composer_draft(&screen).as_deref(),
+            Some("my unfinished draft")
+        );
+    }
+
     /// Rows cut with `…` match a line's start; a composer row ends the preview.
     #[test]
     fn pending_preview_rules() {
