@@ -89,11 +89,38 @@ pub enum BootStep {
     Fail(String),
 }
 
+/// Where one delivery stands, as the runtime shows it (spec 04 §1 table, spec 03 §1 step 9).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acceptance {
+    /// No sign of the message yet.
+    Pending,
+    /// The runtime submitted it to the model (e.g. a `user` transcript record holds it).
+    Accepted,
+    /// The runtime put it into its own input queue behind a running turn (Claude Code's
+    /// `queue-operation` `enqueue` record); it reaches the model when that turn ends.
+    Queued,
+    /// The runtime removed it from its queue without submitting it; the text says why.
+    Removed(String),
+}
+
 /// Decides whether one delivery has been accepted by the runtime (spec 04 §1 table).
 pub trait Confirm: Send {
     /// `output` is everything the child printed since the delivery started (capped).
     /// Returns true once the delivery is confirmed.
     fn confirmed(&mut self, output: &[u8]) -> bool;
+
+    /// The full answer for runtimes with an input queue: called instead of
+    /// [`Confirm::confirmed`] while delivering, and again (with no new output) while
+    /// following a [`Acceptance::Queued`] message until it is accepted or removed. `screen`
+    /// is the session's current screen text (Codex shows its queue only there). The default
+    /// knows no queue: confirmed or pending.
+    fn acceptance(&mut self, output: &[u8], _screen: &str) -> Acceptance {
+        if self.confirmed(output) {
+            Acceptance::Accepted
+        } else {
+            Acceptance::Pending
+        }
+    }
 }
 
 /// How a compaction ended; defined with the protocol, whose `compact` reply carries it.
@@ -149,6 +176,17 @@ pub trait Adapter: Send + Sync {
     /// runtimes with a composer.
     fn prompt_glyph(&self) -> Option<&'static str> {
         None
+    }
+    /// The draft in the composer, if any: text someone typed or left there (not a placeholder
+    /// or suggestion), which a delivery must never be submitted with (spec 05 §7). The default
+    /// reads the row that starts with [`Adapter::prompt_glyph`]: typed text is neither dim nor
+    /// coloured (recorded for Claude Code 2.1.332 in
+    /// `tests/fixtures/claude-2.1.332/composer-draft-dark.raw`).
+    fn composer_draft(&self, screen: &Screen) -> Option<String> {
+        self.prompt_glyph()
+            .and_then(|g| screen.composer_text(g))
+            .filter(|c| c.typed && !c.text.is_empty())
+            .map(|c| c.text)
     }
     /// How long the ready screen must stay ready before input is accepted.
     fn ready_settle(&self) -> Duration {

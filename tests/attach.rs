@@ -19,7 +19,7 @@ const DETACHED: &str = "detached — session still running";
 
 /// A CLI process whose stdin, stdout and stderr are the slave of a pty, as its controlling
 /// terminal; everything it prints is collected from the master.
-struct Terminal {
+pub(crate) struct Terminal {
     child: Child,
     master: File,
     output: Arc<Mutex<Vec<u8>>>,
@@ -27,7 +27,7 @@ struct Terminal {
 }
 
 impl Terminal {
-    fn spawn(cmd: Command) -> Terminal {
+    pub(crate) fn spawn(cmd: Command) -> Terminal {
         Terminal::spawn_sized(cmd, ROWS, COLS)
     }
 
@@ -85,13 +85,13 @@ impl Terminal {
     }
 
     /// What the terminal shows now, rendered by a terminal emulator of the pty's size.
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         let mut parser = vt100::Parser::new(ROWS, COLS, 0);
         parser.process(&self.output.lock().unwrap());
         parser.screen().contents()
     }
 
-    fn type_bytes(&mut self, bytes: &[u8]) {
+    pub(crate) fn type_bytes(&mut self, bytes: &[u8]) {
         self.master.write_all(bytes).expect("write to the pty");
     }
 

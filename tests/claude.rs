@@ -17,7 +17,7 @@ fn claude_bin() -> String {
 }
 
 /// A world with a claude peer `cb` and an echo peer `ea`, the stand-in, and a daemon.
-fn world(extra_daemon_env: &[(&str, &str)]) -> (TestEnv, AnthropicStandIn) {
+pub(crate) fn world(extra_daemon_env: &[(&str, &str)]) -> (TestEnv, AnthropicStandIn) {
     world_with(extra_daemon_env, true)
 }
 

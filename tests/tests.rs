@@ -13,9 +13,11 @@ mod common;
 
 mod answers;
 mod attach;
+mod busy;
 mod claude;
 mod cli;
 mod codex;
+mod composer;
 mod demo;
 mod echo_input;
 mod ephemeral;

@@ -33,7 +33,12 @@ pub enum Caller {
         /// `IAPEER_MCP_AUTH`.
         auth: McpAuth,
     },
+    /// The daemon itself (sender `iapeer`), for its failure notices (spec 05 §7).
+    Daemon,
 }
+
+/// The sender name of messages the daemon writes itself (spec 05 §7).
+pub const DAEMON_SENDER: &str = "iapeer";
 
 /// One send as it arrived.
 #[derive(Debug, Clone, PartialEq)]
@@ -148,6 +153,12 @@ pub fn resolve_caller<'r>(
     registry: &'r Registry,
 ) -> Result<(Identity, &'r RegistryPeer), Refusal> {
     let (text, token_check) = match caller {
+        Caller::Daemon => {
+            return Err(refuse(
+                Code::Internal,
+                "the daemon's own messages have no registry entry",
+            ))
+        }
         Caller::Cli(from) => (Some(from.as_str()), None),
         Caller::Mcp {
             header,
@@ -169,6 +180,7 @@ pub fn resolve_caller<'r>(
                 Code::InvalidArgument,
                 format!("invalid sender \"{from}\" — expected \"<runtime>-<personality>\""),
             ),
+            Caller::Daemon => refuse(Code::Internal, "the daemon has no sender identity"),
         })?;
     let peer = registry.find(&identity.personality).ok_or_else(|| {
         refuse(
@@ -252,7 +264,18 @@ pub fn resolve_target<'r>(
 pub fn prepare(paths: &Paths, input: &SendInput, ts: String) -> Result<Prepared, Refusal> {
     crate::daemon::test_hooks::on_prepare(&input.to);
     let registry = Registry::load(paths).map_err(|e| refuse(Code::Internal, e.to_string()))?;
-    let (caller, caller_peer) = resolve_caller(&input.caller, &registry)?;
+    let daemon_peer;
+    let (caller, caller_peer) = match input.caller {
+        Caller::Daemon => {
+            daemon_peer = daemon_sender(paths);
+            let id = Identity {
+                runtime: "daemon".into(),
+                personality: DAEMON_SENDER.into(),
+            };
+            (id, &daemon_peer)
+        }
+        _ => resolve_caller(&input.caller, &registry)?,
+    };
     let topic = validate(input)?;
     let (target, endpoint) = resolve_target(input, &caller, caller_peer, &registry)?;
     if Markers::new(paths, &endpoint).is_set(crate::markers::Flag::Stopped) {
@@ -281,6 +304,20 @@ pub fn prepare(paths: &Paths, input: &SendInput, ts: String) -> Result<Prepared,
         envelope,
         ephemeral,
     })
+}
+
+/// The registry-like entry of the daemon as a sender: personality `iapeer`, runtime
+/// `daemon`, artificial, no interfaces (so it cannot write to a Telegram endpoint).
+fn daemon_sender(paths: &Paths) -> RegistryPeer {
+    RegistryPeer {
+        personality: DAEMON_SENDER.into(),
+        default_runtime: "daemon".into(),
+        runtimes: vec!["daemon".into()],
+        description: String::new(),
+        intelligence: "artificial".into(),
+        cwd: paths.root().to_path_buf(),
+        interfaces: None,
+    }
 }
 
 /// The refusal for a send whose preparation panicked (`panic` is the panic message): code

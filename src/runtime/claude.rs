@@ -9,8 +9,8 @@ use super::claude_paths;
 use super::claude_screen::{self, ClaudeScreen};
 use super::transcript::{jsonl_files, record_contains, TranscriptWatch};
 use super::{
-    Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, GateState, GateWatch, LaunchCommand,
-    LaunchCtx, RuntimeKind, WakeMode,
+    Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, GateState, GateWatch,
+    LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
 };
 use crate::term::{encode_keys, Screen};
 
@@ -180,7 +180,7 @@ impl Adapter for Claude {
         Box::new(TranscriptConfirm {
             watch: watch(cwd),
             text: text.to_string(),
-            seen: false,
+            state: Acceptance::Pending,
         })
     }
 
@@ -315,28 +315,74 @@ pub fn compact_outcome(
     None
 }
 
-/// Confirmed when a new transcript record holds the pasted text.
+/// Confirmed when a new transcript record holds the pasted text; follows it through Claude
+/// Code's input queue when it was pasted mid-turn.
 struct TranscriptConfirm {
     watch: Option<TranscriptWatch>,
     text: String,
-    seen: bool,
+    /// Where the message stands so far (never goes back to `Pending`).
+    state: Acceptance,
 }
 
 impl Confirm for TranscriptConfirm {
-    fn confirmed(&mut self, _output: &[u8]) -> bool {
-        if self.seen {
-            return true;
-        }
-        if let Some(w) = self.watch.as_mut() {
-            // Only a submitted user turn counts: Claude Code also saves drafts of the composer
-            // (`last-prompt` records), which would hold the text before Enter took effect.
-            self.seen = w
-                .new_records()
-                .iter()
-                .any(|r| r["type"] == "user" && record_contains(r, &self.text));
-        }
-        self.seen
+    fn confirmed(&mut self, output: &[u8]) -> bool {
+        self.acceptance(output, "") == Acceptance::Accepted
     }
+
+    fn acceptance(&mut self, _output: &[u8], _screen: &str) -> Acceptance {
+        if matches!(self.state, Acceptance::Pending | Acceptance::Queued) {
+            if let Some(w) = self.watch.as_mut() {
+                let records = w.new_records();
+                self.state = acceptance_from_records(&records, &self.text, self.state.clone());
+            }
+        }
+        self.state.clone()
+    }
+}
+
+/// What newly appended transcript records say about one pasted `text`, given where it
+/// stood before (`Pending` or `Queued`); pure. Recorded from Claude Code 2.1.332
+/// (`tests/fixtures/claude-2.1.332/mid-turn-queue.jsonl`):
+/// - a `user` record holding the text: submitted to the model (`Accepted`). Only a submitted
+///   user turn counts: Claude Code also saves drafts of the composer (`last-prompt`
+///   records), which hold the text before Enter took effect. A queued message reaches the
+///   model as such a record with `promptSource: "queued"`.
+/// - `{"type":"queue-operation","operation":"enqueue","content":<text>}`: pasted mid-turn,
+///   held in Claude Code's queue (`Queued`). Its `dequeue` record carries no content; the
+///   `user` record that follows is what proves the model got it.
+/// - `{"type":"queue-operation","operation":"remove","content":<text>,"reason":…}`: taken
+///   out of the queue unsent (`Removed`); a hook's drop (`reason: "dropped_by_hook"`) has no
+///   content, so it counts for a message known to be queued (a false failure is preferred
+///   over a silent loss, spec 03 §1).
+pub fn acceptance_from_records(
+    records: &[serde_json::Value],
+    text: &str,
+    before: Acceptance,
+) -> Acceptance {
+    let mut state = before;
+    for r in records {
+        let op = r["operation"].as_str();
+        match r["type"].as_str() {
+            Some("user") if record_contains(r, text) => return Acceptance::Accepted,
+            Some("queue-operation") if op == Some("enqueue") && record_contains(r, text) => {
+                state = Acceptance::Queued;
+            }
+            Some("queue-operation") if op == Some("remove") => {
+                let ours = match r.get("content") {
+                    Some(_) => record_contains(r, text),
+                    None => state == Acceptance::Queued,
+                };
+                if ours {
+                    let reason = r["reason"].as_str().unwrap_or("no reason given");
+                    return Acceptance::Removed(format!(
+                        "Claude Code removed it from its input queue ({reason})"
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    state
 }
 
 #[cfg(test)]
@@ -476,5 +522,75 @@ mod tests {
         );
         assert!(api_retry_line("✢ API error · retrying in 2s · attempt 2/10").is_some());
         assert_eq!(api_retry_line("we discussed the attempt 5/10 plan"), None);
+    }
+
+    /// Issue 7: Claude Code 2.1.332's own records of a message pasted mid-turn (recorded
+    /// by iapeer: `tests/fixtures/claude-2.1.332/mid-turn-queue.jsonl`): `enqueue` → queued;
+    /// the later `user` record (`promptSource: "queued"`) → accepted.
+    #[test]
+    fn fixture_mid_turn_queue_records() {
+        let text = "<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"23:22:25\" topic=\"t\">\nReply via send_to_peer.\n<msg>MID-TURN</msg>\n</iap>";
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/claude-2.1.332/mid-turn-queue.jsonl");
+        let records: Vec<serde_json::Value> = std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let enq = records
+            .iter()
+            .position(|r| r["operation"] == "enqueue")
+            .unwrap();
+        let user = records
+            .iter()
+            .position(|r| r["promptSource"] == "queued")
+            .unwrap();
+        assert!(enq < user);
+        // Everything up to the enqueue (the running turn's records): queued.
+        assert_eq!(
+            acceptance_from_records(&records[..=enq], text, Acceptance::Pending),
+            Acceptance::Queued
+        );
+        // The dequeue record carries no content: still queued until the user record.
+        assert_eq!(
+            acceptance_from_records(&records[enq + 1..user], text, Acceptance::Queued),
+            Acceptance::Queued
+        );
+        assert_eq!(
+            acceptance_from_records(&records[enq + 1..], text, Acceptance::Queued),
+            Acceptance::Accepted
+        );
+        // Another message's records say nothing about this one.
+        let other = text.replace("MID-TURN", "OTHER");
+        assert_eq!(
+            acceptance_from_records(&records, &other, Acceptance::Pending),
+            Acceptance::Pending
+        );
+    }
+
+    /// The `remove` record shape of the shipped 2.1.332 bundle (its queue's `g("remove",
+    /// content, reason, …)`): with content for Esc/cancel, without for a hook's drop.
+    #[test]
+    fn removed_from_the_queue() {
+        use serde_json::json;
+        let text = "<iap from=\"ea\">\n<msg>x</msg>\n</iap>";
+        let removed = json!({"type":"queue-operation","operation":"remove","content":text,"reason":"cleared_on_cancel"});
+        assert_eq!(
+            acceptance_from_records(&[removed], text, Acceptance::Queued),
+            Acceptance::Removed(
+                "Claude Code removed it from its input queue (cleared_on_cancel)".into()
+            )
+        );
+        let hook =
+            json!({"type":"queue-operation","operation":"remove","reason":"dropped_by_hook"});
+        assert_eq!(
+            acceptance_from_records(std::slice::from_ref(&hook), text, Acceptance::Pending),
+            Acceptance::Pending,
+            "a content-less removal is ours only when ours is queued"
+        );
+        assert!(matches!(
+            acceptance_from_records(&[hook], text, Acceptance::Queued),
+            Acceptance::Removed(_)
+        ));
     }
 }

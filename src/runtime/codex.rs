@@ -19,8 +19,8 @@ use super::codex_setup::codex_home;
 use super::dialog;
 use super::transcript::{jsonl_files, record_contains, TranscriptWatch};
 use super::{
-    Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, GateState, GateWatch, LaunchCommand,
-    LaunchCtx, RuntimeKind, WakeMode,
+    Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, GateState, GateWatch,
+    LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
 };
 use crate::term::{encode_keys, Screen};
 
@@ -341,7 +341,7 @@ impl Adapter for Codex {
         Box::new(SessionFileConfirm {
             watch: Watch::start(cwd),
             text: text.to_string(),
-            seen: false,
+            state: Acceptance::Pending,
         })
     }
 
@@ -384,20 +384,87 @@ impl Adapter for Codex {
 struct SessionFileConfirm {
     watch: Watch,
     text: String,
-    seen: bool,
+    /// Where the message stands so far (never goes back to `Pending`).
+    state: Acceptance,
 }
 
 impl Confirm for SessionFileConfirm {
-    fn confirmed(&mut self, _output: &[u8]) -> bool {
-        if !self.seen {
-            self.seen = self
-                .watch
-                .new_records()
-                .iter()
-                .any(|r| is_user_record(r) && record_contains(r, &self.text));
-        }
-        self.seen
+    fn confirmed(&mut self, output: &[u8]) -> bool {
+        self.acceptance(output, "") == Acceptance::Accepted
     }
+
+    /// Codex 0.171 writes a message pasted mid-turn to its session file only when it joins
+    /// the running turn (after the model's current answer), and shows it meanwhile under
+    /// "Messages to be submitted after next tool call" above the composer (recorded in
+    /// `tests/fixtures/codex-0.171.0/mid-turn-steer.*`): that screen is its queue.
+    fn acceptance(&mut self, _output: &[u8], screen: &str) -> Acceptance {
+        if self.state == Acceptance::Accepted {
+            return Acceptance::Accepted;
+        }
+        if self
+            .watch
+            .new_records()
+            .iter()
+            .any(|r| is_user_record(r) && record_contains(r, &self.text))
+        {
+            self.state = Acceptance::Accepted;
+        } else if self.state == Acceptance::Pending && pending_input_shows(screen, &self.text) {
+            self.state = Acceptance::Queued;
+        }
+        self.state.clone()
+    }
+}
+
+/// Headers of the pending-input preview Codex 0.171 draws above its composer while a turn
+/// runs: messages that join the running turn at its next step, steers retried at the turn's
+/// end, and follow-ups queued with Tab (its `pending_input_preview.rs`).
+pub const PENDING_HEADERS: [&str; 3] = [
+    "Messages to be submitted after next tool call",
+    "Messages to be submitted at end of turn",
+    "Queued follow-up inputs",
+];
+
+/// Rows of one pending entry compared with the text's first lines (Codex previews three).
+const PENDING_PREVIEW_LINES: usize = 3;
+
+/// Whether the screen's pending-input preview holds `text` (pure): below one of
+/// [`PENDING_HEADERS`] and above the composer, an entry (`↳` then indented rows) whose rows
+/// are the text's first lines, a row cut with `…` matching a line's start.
+pub fn pending_input_shows(screen: &str, text: &str) -> bool {
+    let want: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take(PENDING_PREVIEW_LINES)
+        .collect();
+    if want.is_empty() {
+        return false;
+    }
+    let rows: Vec<&str> = screen.lines().map(str::trim).collect();
+    let Some(start) = rows
+        .iter()
+        .rposition(|r| PENDING_HEADERS.iter().any(|h| r.contains(h)))
+    else {
+        return false;
+    };
+    let block: Vec<&str> = rows[start + 1..]
+        .iter()
+        .take_while(|r| !r.starts_with(MARKER))
+        .copied()
+        .collect();
+    let same = |row: &str, line: &str| {
+        row == line
+            || row
+                .strip_suffix('…')
+                .is_some_and(|cut| !cut.is_empty() && line.starts_with(cut.trim_end()))
+    };
+    block.iter().enumerate().any(|(i, row)| {
+        let Some(first) = row.strip_prefix('↳') else {
+            return false;
+        };
+        let mut entry = vec![first.trim()];
+        entry.extend(block[i + 1..].iter().take(want.len() - 1).copied());
+        entry.len() == want.len() && entry.iter().zip(&want).all(|(r, l)| same(r, l))
+    })
 }
 
 /// Passes on the model's first record; fails early when Codex reports its stream failing.
@@ -552,6 +619,92 @@ mod tests {
             Some("stream disconnected · Reconnecting... 2/5".into())
         );
         assert_eq!(stream_error_line("Reconnecting... 1/5"), None);
+    }
+
+    /// Issue 7: Codex 0.171 shows a message pasted mid-turn under "Messages to be submitted
+    /// after next tool call" and writes it to the session file only when it joins the running
+    /// turn (recorded: `tests/fixtures/codex-0.171.0/mid-turn-steer.{raw,jsonl}`).
+    #[test]
+    fn fixture_mid_turn_steer_is_queued_then_accepted() {
+        let dir = format!(
+            "{}/tests/fixtures/codex-0.171.0",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = "<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"23:37:55\">\nReply via send_to_peer.\n<msg>MID-TURN</msg>\n</iap>";
+        let bytes = std::fs::read(format!("{dir}/mid-turn-steer.raw")).unwrap();
+        let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+        let mut shown = Vec::new();
+        for part in bytes.chunks(64) {
+            screen.feed(part, true);
+            let now = pending_input_shows(&screen.text(), text);
+            if shown.last() != Some(&now) {
+                shown.push(now);
+            }
+        }
+        assert_eq!(shown, [false, true, false], "shown, then submitted");
+        let other = text.replace("MID-TURN", "OTHER");
+        let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+        let mut ever = false;
+        for part in bytes.chunks(64) {
+            screen.feed(part, true);
+            ever |= pending_input_shows(&screen.text(), &other);
+        }
+        assert!(!ever, "another message is not ours");
+
+        let records: Vec<Value> = std::fs::read_to_string(format!("{dir}/mid-turn-steer.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let user = |r: &Value| is_user_record(r) && record_contains(r, text);
+        let at = records.iter().position(user).expect("the steer's record");
+        // It joined the same turn: no new task_started between the held turn's and it.
+        let started = records
+            .iter()
+            .rposition(|r| r["payload"]["type"] == "task_started")
+            .unwrap();
+        assert!(started < at);
+    }
+
+    /// Issue 7 item 2: a draft typed by an attached human into Codex 0.171 (recorded:
+    /// `tests/fixtures/codex-0.171.0/composer-draft.raw`) is a draft; the placeholder of the
+    /// empty composer before it ("Ask Codex to do anything") is not.
+    #[test]
+    fn fixture_composer_draft() {
+        let path = format!(
+            "{}/tests/fixtures/codex-0.171.0/composer-draft.raw",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let bytes = std::fs::read(path).unwrap();
+        let at = bytes
+            .windows(b"unfinished".len())
+            .position(|w| w == b"unfinished")
+            .expect("the typed draft");
+        let codex = Codex {
+            program: "/bin/codex".into(),
+        };
+        let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+        screen.feed(&bytes[..at.saturating_sub(40)], true);
+        assert!(screen.text().contains("Ask Codex to do anything"));
+        assert_eq!(codex.composer_draft(&screen), None);
+        screen.feed(&bytes[at.saturating_sub(40)..], true);
+        assert_eq!(
+            codex.composer_draft(&screen).as_deref(),
+            Some("my unfinished draft")
+        );
+    }
+
+    /// Rows cut with `…` match a line's start; a composer row ends the preview.
+    #[test]
+    fn pending_preview_rules() {
+        let text =
+            "<iap from=\"a\" ts=\"1\">\nReply via send_to_peer.\n<msg>a long body</msg>\n</iap>";
+        let screen = "• Working (3s • esc to interrupt)\n• Messages to be submitted after next tool call (press esc to interrupt and send immediately)\n  ↳ <iap from=\"a\" ts=\"1\">\n    Reply via send_to_peer.\n    <msg>a long…\n› Ask Codex to do anything";
+        assert!(pending_input_shows(screen, text));
+        let after_composer =
+            "• Messages to be submitted after next tool call\n› <iap from=\"a\" ts=\"1\">";
+        assert!(!pending_input_shows(after_composer, text));
+        assert!(!pending_input_shows("no preview at all", text));
     }
 
     /// Replay the recorded boot in chunks: the trust dialog is answered with Enter (the cursor

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use super::handle::Delivery;
-use crate::adapter::{Confirm, GateState, GateWatch};
+use crate::adapter::{Acceptance, Confirm, GateState, GateWatch};
 
 /// Wait after a complete paste before Enter. Codex treats an Enter that arrives within
 /// ~120 ms of fast input as part of the paste; 300 ms clears that with margin.
@@ -49,6 +49,10 @@ pub enum Step {
     Write(Vec<u8>),
     /// The delivery is over.
     Done(Result<(), String>),
+    /// The runtime put the message into its own input queue behind a running turn: the
+    /// sender is answered `queued`, and the session follows it with
+    /// [`ActiveDelivery::into_follower`] until it reaches the model or is removed.
+    Queued,
 }
 
 /// A delivery in progress.
@@ -164,8 +168,11 @@ impl ActiveDelivery {
                 next_poll,
             } => {
                 if now >= next_poll || now >= deadline {
-                    if self.confirmer.confirmed(&self.output) {
-                        return self.confirmed(now);
+                    match self.confirmer.acceptance(&self.output, &screen()) {
+                        Acceptance::Accepted => return self.confirmed(now),
+                        Acceptance::Queued => return Step::Queued,
+                        Acceptance::Removed(why) => return Step::Done(Err(why)),
+                        Acceptance::Pending => {}
                     }
                     if now >= deadline {
                         return Step::Done(Err(format!(
@@ -232,6 +239,15 @@ impl ActiveDelivery {
         }
     }
 
+    /// The follower of a delivery that ended in [`Step::Queued`]: it keeps the confirmer.
+    pub fn into_follower(self, now: Instant) -> QueueFollower {
+        QueueFollower {
+            id: self.id,
+            confirmer: self.confirmer,
+            next_poll: now + CONFIRM_POLL,
+        }
+    }
+
     /// When [`ActiveDelivery::poll`] next needs to run, if it is waiting on time.
     pub fn next_deadline(&self) -> Option<Instant> {
         match self.phase {
@@ -287,6 +303,41 @@ pub fn cancel_span((start, end): (u64, u64), written: u64) -> Taken {
         }
     } else {
         Taken::Written
+    }
+}
+
+/// A message the runtime queued behind a running turn, followed until it reaches the model
+/// (`Ok`) or is removed from the runtime's queue (`Err(reason)`). No time limit: a turn may
+/// run for hours; the session's end fails it (spec 03 §1 step 9, issue 7).
+pub struct QueueFollower {
+    /// The router's delivery id.
+    pub id: u64,
+    confirmer: Box<dyn Confirm>,
+    next_poll: Instant,
+}
+
+impl QueueFollower {
+    /// Check again when due (`screen` reads the screen text); `Some` once the message's
+    /// fate is known.
+    pub fn poll(
+        &mut self,
+        now: Instant,
+        screen: impl FnOnce() -> String,
+    ) -> Option<Result<(), String>> {
+        if now < self.next_poll {
+            return None;
+        }
+        self.next_poll = now + CONFIRM_POLL;
+        match self.confirmer.acceptance(&[], &screen()) {
+            Acceptance::Accepted => Some(Ok(())),
+            Acceptance::Removed(why) => Some(Err(why)),
+            Acceptance::Pending | Acceptance::Queued => None,
+        }
+    }
+
+    /// When [`QueueFollower::poll`] next needs to run.
+    pub fn next_deadline(&self) -> Instant {
+        self.next_poll
     }
 }
 
@@ -504,6 +555,65 @@ mod tests {
                 || "Connection refused (ECONNREFUSED) · retrying".into()
             ),
             Step::Done(Err("saw ECONNREFUSED".into()))
+        );
+    }
+
+    /// A confirmer that answers from a script, one answer per call (last one repeats).
+    struct Script(Vec<Acceptance>);
+    impl Confirm for Script {
+        fn confirmed(&mut self, _: &[u8]) -> bool {
+            unreachable!("acceptance is asked")
+        }
+        fn acceptance(&mut self, _: &[u8], _: &str) -> Acceptance {
+            if self.0.len() > 1 {
+                self.0.remove(0)
+            } else {
+                self.0[0].clone()
+            }
+        }
+    }
+
+    /// Issue 7: a message the runtime queued ends the delivery at once as queued (no more
+    /// Enter, no "no confirmation" failure); the follower then reports its fate.
+    #[test]
+    fn runtime_queue_ends_the_delivery_and_is_followed() {
+        let t0 = Instant::now();
+        let script = Script(vec![
+            Acceptance::Pending,
+            Acceptance::Queued,
+            Acceptance::Queued,
+            Acceptance::Accepted,
+        ]);
+        let (mut d, _) = ActiveDelivery::start(&delivery(None), true, Box::new(script), None, None);
+        d.on_written(t0);
+        let t1 = t0 + SETTLE;
+        assert_eq!(
+            d.poll(t1, || None, String::new),
+            Step::Write(b"\r".to_vec())
+        );
+        assert_eq!(d.poll(t1, || None, String::new), Step::Wait, "pending");
+        assert_eq!(
+            d.poll(t1 + CONFIRM_POLL, || None, String::new),
+            Step::Queued
+        );
+        let mut f = d.into_follower(t1 + CONFIRM_POLL);
+        assert_eq!(f.id, 7);
+        assert_eq!(f.poll(t1 + CONFIRM_POLL, String::new), None, "not due yet");
+        assert_eq!(
+            f.poll(t1 + CONFIRM_POLL * 2, String::new),
+            None,
+            "still queued"
+        );
+        assert_eq!(f.poll(t1 + CONFIRM_POLL * 3, String::new), Some(Ok(())));
+
+        let removed = Script(vec![Acceptance::Removed("gone (cleared_on_cancel)".into())]);
+        let (mut d, _) =
+            ActiveDelivery::start(&delivery(None), true, Box::new(removed), None, None);
+        d.on_written(t0);
+        d.poll(t1, || None, String::new);
+        assert_eq!(
+            d.poll(t1 + CONFIRM_POLL, || None, String::new),
+            Step::Done(Err("gone (cleared_on_cancel)".into()))
         );
     }
 

@@ -126,6 +126,25 @@ pub enum EventKind {
         /// `Ok(())` = confirmed; `Err(reason)` otherwise.
         result: Result<(), String>,
     },
+    /// Instead of [`EventKind::Delivered`]: the message was accepted into a queue — the
+    /// runtime's own, behind a running turn (`Runtime`), or the session's composer hold while
+    /// the composer holds a draft (`Composer`, spec 05 §7). A [`EventKind::QueueOutcome`] with
+    /// the same id follows.
+    Queued {
+        /// The delivery id.
+        id: u64,
+        /// Which queue holds it.
+        by: crate::protocol::QueuedBy,
+    },
+    /// The fate of a [`EventKind::Queued`] message: `Ok(())` = it reached the model;
+    /// `Err(reason)` = removed from the runtime's queue, held past the composer limit, or the
+    /// session ended first.
+    QueueOutcome {
+        /// The delivery id.
+        id: u64,
+        /// Reached the model, or why not.
+        result: Result<(), String>,
+    },
     /// Outcome of a [`SessionCmd::Compact`].
     Compacted {
         /// The request id.

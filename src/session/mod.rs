@@ -9,6 +9,7 @@ pub mod failure_line;
 pub mod frame;
 pub mod groups;
 pub mod handle;
+pub mod hold;
 pub mod panelog;
 pub mod spawn;
 pub mod thread;

@@ -7,7 +7,7 @@ use super::{logged, Router};
 use crate::daemon::route::Refusal;
 use crate::eventlog::Event;
 use crate::names::Identity;
-use crate::protocol::{Code, CompactReply, Progress, Reply};
+use crate::protocol::{Code, CompactReply, Progress, QueuedBy, Reply};
 use crate::runtime::RuntimeKind;
 use crate::session::handle::{EventKind, SessionEvent};
 
@@ -63,7 +63,11 @@ impl Router {
                     );
                 }
             }
-            EventKind::Delivered { id, result } => self.on_delivered(&identity, id, result),
+            EventKind::Delivered { id, result } => {
+                self.on_delivered(&identity, id, result.map(|()| None))
+            }
+            EventKind::Queued { id, by } => self.on_delivered(&identity, id, Ok(Some(by))),
+            EventKind::QueueOutcome { id, result } => self.on_queue_outcome(id, result),
             EventKind::Status(status) => self.on_status(&identity, status),
             EventKind::Compacted { id, result } => self.on_compacted(&identity, id, result),
             EventKind::Attached(n) => {
@@ -135,11 +139,13 @@ impl Router {
         self.pump(identity);
     }
 
+    /// A delivery's answer from the session: accepted (`Ok(None)`), accepted into a queue
+    /// (`Ok(Some(by))`), or failed.
     pub(crate) fn on_delivered(
         &mut self,
         identity: &Identity,
         id: u64,
-        result: Result<(), String>,
+        result: Result<Option<QueuedBy>, String>,
     ) {
         let Some(ep) = self.queues.endpoints.get_mut(identity) else {
             return;
@@ -176,7 +182,7 @@ impl Router {
             .and_then(|s| s.state.boot_failure().map(str::to_string));
         let p = &job.prepared;
         match (result, stopped) {
-            (Ok(()), _) => {
+            (Ok(queued), _) => {
                 let now = self.now.ms;
                 if let Some(s) = self.live.sessions.get_mut(identity) {
                     s.last_delivery_ms = Some(now);
@@ -192,7 +198,10 @@ impl Router {
                         );
                     }
                 }
-                self.send_delivered(job);
+                if let Some(by) = queued {
+                    self.follow(&job, by);
+                }
+                self.send_delivered(job, queued);
             }
             // The operator stopped the peer while this message waited for it: say so, not
             // how the ended process exited.

@@ -9,6 +9,7 @@ mod decide;
 mod endpoint;
 mod ephemeral;
 mod events;
+mod followup;
 mod launch;
 mod now;
 mod ops;

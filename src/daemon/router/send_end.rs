@@ -13,13 +13,19 @@ fn caller_label(input: &SendInput) -> String {
     match &input.caller {
         Caller::Cli(from) => from.clone(),
         Caller::Mcp { header, .. } => header.clone().unwrap_or_else(|| "-".into()),
+        Caller::Daemon => "iapeer".into(),
     }
 }
 
 impl Router {
     /// A send delivered: its delivery.log line and the sender's typed answer, built from
     /// the prepared message the queued send holds.
-    pub(crate) fn send_delivered(&mut self, job: QueuedSend) {
+    /// `queued` names the queue that took it when it did not go to the model at once (the
+    /// runtime's own queue behind a running turn, or the composer hold): answered `queued`.
+    pub(crate) fn send_delivered(&mut self, job: QueuedSend, queued: Option<QueuedBy>) {
+        if let Some(by) = queued {
+            return self.send_queued(job, by, None);
+        }
         let ev = delivery_event(&job, Some(&job.prepared.endpoint), None, None, self.now);
         self.delivery_log.append(&ev);
         self.drained_done(&job, &job.prepared.endpoint, true);

@@ -200,6 +200,9 @@ pub(crate) struct Queues {
     pub endpoints: HashMap<Identity, Endpoint>,
     /// Sends being prepared, by job id.
     pub preparing: HashMap<u64, PendingSend>,
+    /// Sends an agent runtime queued behind a running turn, by job (= delivery) id, until
+    /// their fate is known (spec 03 §1 step 9).
+    pub followed: HashMap<u64, super::followup::Followed>,
 }
 
 /// Restart state of the always-on (router runtime) identities (spec 05 §8).

@@ -93,14 +93,8 @@ impl Session {
         }
         // Never type a command into someone's draft (a human's, or a message an interrupt
         // put back into the composer).
-        let draft = self
-            .cfg
-            .adapter
-            .prompt_glyph()
-            .and_then(|g| self.screen.composer_text(g))
-            .filter(|c| c.typed);
-        if let Some(d) = draft {
-            let shown: String = d.text.chars().take(40).collect();
+        if let Some(d) = self.cfg.adapter.composer_draft(&self.screen) {
+            let shown: String = d.chars().take(40).collect();
             return refuse(
                 self,
                 &format!("the composer holds a draft (\"{shown}…\") — clear it, then compact"),

@@ -26,7 +26,7 @@ use nix::sys::signal::Signal;
 use super::boot::{Boot, BootAction};
 use super::clients::{Client, ClientInput};
 use super::compact::{ActiveCompact, CompactStep};
-use super::deliver::{cancel_span, ActiveDelivery, Step, Taken};
+use super::deliver::{cancel_span, ActiveDelivery, QueueFollower, Step, Taken};
 use super::handle::{
     Cause, Delivery, EventKind, SessionCmd, SessionEvent, SessionHandle, SessionStatus,
 };
@@ -223,6 +223,12 @@ struct Session {
     state: State,
     delivery: Option<ActiveDelivery>,
     queued: VecDeque<Delivery>,
+    /// Messages the runtime queued behind a running turn, followed until their fate is known.
+    followers: Vec<QueueFollower>,
+    /// A delivery waiting for the composer to be free (spec 05 §7).
+    held: Option<super::hold::Held>,
+    /// Deliveries already answered as queued: their end is a `QueueOutcome`, not `Delivered`.
+    answered_queued: std::collections::HashSet<u64>,
     compact: Option<ActiveCompact>,
     clients: HashMap<Token, Client>,
     next_client: usize,
@@ -305,6 +311,9 @@ impl Session {
             state,
             delivery: None,
             queued,
+            followers: Vec::new(),
+            held: None,
+            answered_queued: std::collections::HashSet::new(),
             compact: None,
             clients: HashMap::new(),
             next_client: FIRST_CLIENT,
@@ -393,6 +402,10 @@ impl Session {
             );
         }
         consider(self.delivery.as_ref().and_then(|d| d.next_deadline()));
+        for f in &self.followers {
+            consider(Some(f.next_deadline()));
+        }
+        consider(self.held.as_ref().map(|h| h.next_check));
         consider(self.compact.as_ref().and_then(|c| c.next_deadline()));
         consider(self.kill.map(|(_, at)| at));
         next

@@ -70,12 +70,85 @@ impl Session {
     }
 
     pub(super) fn next_delivery(&mut self) {
-        if self.delivery.is_some() || self.kill.is_some() || !matches!(self.state, State::Ready) {
+        if self.delivery.is_some()
+            || self.held.is_some()
+            || self.kill.is_some()
+            || !matches!(self.state, State::Ready)
+        {
             return;
         }
         let Some(d) = self.queued.pop_front() else {
             return;
         };
+        // Never paste after someone's draft (spec 05 §7). A wake's first message meets a
+        // fresh composer and is not held.
+        let pty = matches!(self.io, Io::Pty(_));
+        if pty && d.ready_gate.is_none() {
+            if let Some(draft) = self.cfg.adapter.composer_draft(&self.screen) {
+                log::info!(
+                    "{}: the composer holds a draft ({} chars); delivery {} waits for it",
+                    self.cfg.identity,
+                    draft.chars().count(),
+                    d.id
+                );
+                self.emit(EventKind::Queued {
+                    id: d.id,
+                    by: crate::protocol::QueuedBy::Composer,
+                });
+                self.answered_queued.insert(d.id);
+                let now = Instant::now();
+                self.held = Some(super::super::hold::Held {
+                    delivery: d,
+                    since: now,
+                    next_check: now + super::super::hold::RECHECK,
+                });
+                return;
+            }
+        }
+        self.start_delivery(d);
+    }
+
+    /// A held delivery's turn: deliver once the composer is free, fail past the limit.
+    pub(super) fn check_held(&mut self, now: Instant) {
+        use super::super::hold::{hold_step, HoldStep, LIMIT, RECHECK};
+        let Some(h) = self.held.as_mut() else {
+            return;
+        };
+        if now < h.next_check {
+            return;
+        }
+        let draft = self.cfg.adapter.composer_draft(&self.screen);
+        match hold_step(draft.as_deref(), h.since, now, LIMIT) {
+            HoldStep::Wait => h.next_check = now + RECHECK,
+            HoldStep::Deliver => {
+                if let Some(h) = self.held.take() {
+                    self.start_delivery(h.delivery);
+                }
+            }
+            HoldStep::GiveUp(reason) => {
+                if let Some(h) = self.held.take() {
+                    self.answered_queued.remove(&h.delivery.id);
+                    self.emit(EventKind::QueueOutcome {
+                        id: h.delivery.id,
+                        result: Err(reason),
+                    });
+                }
+                self.next_delivery();
+            }
+        }
+    }
+
+    /// The end of delivery `id`: its `Delivered` answer, or — when its sender was already
+    /// answered `queued` — its `QueueOutcome`.
+    fn finish_delivery(&mut self, id: u64, result: Result<(), String>) {
+        if self.answered_queued.remove(&id) {
+            self.emit(EventKind::QueueOutcome { id, result });
+        } else {
+            self.emit(EventKind::Delivered { id, result });
+        }
+    }
+
+    fn start_delivery(&mut self, d: Delivery) {
         if d.ready_gate.is_some() {
             self.emit(EventKind::Phase("delivering".into()));
         }
@@ -102,25 +175,63 @@ impl Session {
             Step::Write(bytes) => self.write_child(&bytes),
             Step::Done(result) => {
                 if let Some(d) = self.delivery.take() {
-                    self.emit(EventKind::Delivered { id: d.id, result });
+                    self.finish_delivery(d.id, result);
+                }
+                self.next_delivery();
+            }
+            Step::Queued => {
+                if let Some(d) = self.delivery.take() {
+                    // A held message's sender already has its `queued` answer; its follower
+                    // reports the outcome either way.
+                    if !self.answered_queued.remove(&d.id) {
+                        self.emit(EventKind::Queued {
+                            id: d.id,
+                            by: crate::protocol::QueuedBy::Runtime,
+                        });
+                    }
+                    self.followers.push(d.into_follower(Instant::now()));
                 }
                 self.next_delivery();
             }
         }
     }
 
+    /// Check the messages the runtime queued; report each whose fate is known.
+    pub(super) fn poll_followers(&mut self, now: Instant) {
+        let mut i = 0;
+        while i < self.followers.len() {
+            let screen = &self.screen;
+            match self.followers[i].poll(now, || screen.text()) {
+                Some(result) => {
+                    let f = self.followers.swap_remove(i);
+                    self.emit(EventKind::QueueOutcome { id: f.id, result });
+                }
+                None => i += 1,
+            }
+        }
+    }
+
+    /// The session is over: one last look at each runtime-queued message (it may have reached
+    /// the model just before the end), then fail the rest with `reason`.
+    pub(super) fn end_followers(&mut self, reason: &str) {
+        for mut f in std::mem::take(&mut self.followers) {
+            let screen = &self.screen;
+            let result = f
+                .poll(f.next_deadline(), || screen.text())
+                .unwrap_or_else(|| Err(reason.to_string()));
+            self.emit(EventKind::QueueOutcome { id: f.id, result });
+        }
+    }
+
     pub(super) fn fail_deliveries(&mut self, reason: &str) {
         if let Some(d) = self.delivery.take() {
-            self.emit(EventKind::Delivered {
-                id: d.id,
-                result: Err(reason.to_string()),
-            });
+            self.finish_delivery(d.id, Err(reason.to_string()));
+        }
+        if let Some(h) = self.held.take() {
+            self.finish_delivery(h.delivery.id, Err(reason.to_string()));
         }
         while let Some(d) = self.queued.pop_front() {
-            self.emit(EventKind::Delivered {
-                id: d.id,
-                result: Err(reason.to_string()),
-            });
+            self.finish_delivery(d.id, Err(reason.to_string()));
         }
     }
 
@@ -135,6 +246,8 @@ impl Session {
             let step = d.poll(now, || adapter.activity_ms(&cwd), || screen.text());
             self.apply(step);
         }
+        self.poll_followers(now);
+        self.check_held(now);
         if let Some(c) = self.compact.as_mut() {
             match c.poll(now, &self.screen.text()) {
                 CompactStep::Wait => {}

@@ -203,7 +203,10 @@ impl Screen {
             }
             text.push_str(if contents.is_empty() { " " } else { contents });
             let visible = contents.chars().any(|c| !c.is_whitespace());
-            if visible && !cell.dim() && cell.fgcolor() == vt100::Color::Default {
+            // The TUI's own drawn cursor is an inverse cell: over a placeholder's first letter
+            // it has the default colour, yet nobody typed it.
+            if visible && !cell.dim() && !cell.inverse() && cell.fgcolor() == vt100::Color::Default
+            {
                 typed = true;
             }
         }

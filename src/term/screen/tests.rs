@@ -229,3 +229,48 @@ fn client_sizes_are_clamped_to_what_a_terminal_can_be() {
     assert_eq!(clamp_size(u16::MAX, 0), (MAX_ROWS, 1));
     assert_eq!(clamp_size(0, u16::MAX), (1, MAX_COLS));
 }
+
+/// Issue 7 item 2: a draft typed by an attached human into Claude Code 2.1.332 (recorded in
+/// its dark, light and dark-ansi themes, `tests/fixtures/claude-2.1.332/composer-draft-*.raw`)
+/// is typed text; the ready screen's empty composer before it is not.
+#[test]
+fn fixture_claude_composer_draft() {
+    for theme in ["dark", "light", "dark-ansi"] {
+        claude_composer_draft_in(&format!("composer-draft-{theme}.raw"));
+    }
+}
+
+fn claude_composer_draft_in(name: &str) {
+    let bytes = fixture(name);
+    let at = bytes
+        .windows(b"unfinished".len())
+        .rposition(|w| w == b"unfinished")
+        .expect("the typed draft");
+    let mut s = Screen::new(SESSION_ROWS, SESSION_COLS);
+    s.feed(&bytes[..at.saturating_sub(40)], true);
+    let c = s.composer_text("❯").expect("composer");
+    assert!(!c.typed, "{name}: before typing: {c:?}");
+    s.feed(&bytes[at.saturating_sub(40)..], true);
+    let c = s.composer_text("❯").expect("composer");
+    assert_eq!(c.text, "my unfinished draft", "{name}");
+    assert!(c.typed, "{name}");
+}
+
+/// Issue 7: while messages wait in Claude Code 2.1.332's queue its empty composer shows the
+/// placeholder "Press up to edit queued messages", dim, with the drawn cursor (an inverse,
+/// default-colour cell) over its first letter: a placeholder, not a draft (recorded in
+/// `tests/fixtures/claude-2.1.332/mid-turn-queue.raw`).
+#[test]
+fn fixture_claude_queued_placeholder_is_not_a_draft() {
+    let bytes = fixture("mid-turn-queue.raw");
+    // The screen a moment after the paste (its words are drawn with cursor moves between).
+    let paste = bytes
+        .windows(b"MID-TURN".len())
+        .position(|w| w == b"MID-TURN")
+        .expect("the paste");
+    let mut s = Screen::new(SESSION_ROWS, SESSION_COLS);
+    s.feed(&bytes[..paste + 3000], true);
+    let c = s.composer_text("❯").expect("composer");
+    assert_eq!(c.text, "Press up to edit queued messages");
+    assert!(!c.typed, "{c:?}");
+}

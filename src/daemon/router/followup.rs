@@ -1,0 +1,227 @@
+//! Following a queued message (spec 03 §1 step 9, spec 05 §7, issue 7): one the agent runtime
+//! queued behind a running turn (`queuedBy: "runtime"`), or one the session holds while the
+//! composer holds a draft (`queuedBy: "composer"`). The sender was answered `queued`; when the
+//! message reaches the model `delivery.log` gets a `delivery-followup` line, and when it is
+//! lost instead (removed, held past the limit, the session ended) the line says so and the
+//! original sender is told by a message from `iapeer` (spec 05 §7's failure notice), unless
+//! its session is asleep.
+
+use std::time::Instant;
+
+use super::endpoint::QueuedSend;
+use super::now::Now;
+use super::Router;
+use crate::daemon::reply::ReplyTo;
+use crate::daemon::route::{Caller, SendInput};
+use crate::eventlog::Event;
+use crate::names::Identity;
+use crate::protocol::QueuedBy;
+
+/// What the router keeps of a runtime-queued send until its fate is known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Followed {
+    /// The sender (`<runtime>-<personality>`), who gets the failure notice.
+    pub caller: Identity,
+    /// The endpoint whose runtime holds the message.
+    pub endpoint: Identity,
+    /// The send's topic (trimmed, not empty).
+    pub topic: Option<String>,
+    /// The envelope's `ts`, so the sender can tell which message failed.
+    pub ts: Option<String>,
+    /// When the send arrived.
+    pub started: Instant,
+    /// The message body's first characters, for the notice.
+    pub preview: String,
+    /// Which queue holds it.
+    pub by: QueuedBy,
+}
+
+/// Body characters quoted in a failure notice.
+const PREVIEW_CHARS: usize = 80;
+
+impl Followed {
+    /// The record of `job`, just answered as queued by `by`.
+    pub fn of(job: &QueuedSend, by: QueuedBy) -> Followed {
+        let p = &job.prepared;
+        let preview: String = p.envelope.body.chars().take(PREVIEW_CHARS).collect();
+        Followed {
+            caller: p.caller.clone(),
+            endpoint: p.endpoint.clone(),
+            topic: p.envelope.topic.clone(),
+            ts: p.envelope.ts.clone(),
+            started: job.started,
+            preview,
+            by,
+        }
+    }
+}
+
+/// The `delivery.log` line for a followed message's fate (pure): `ev=delivery-followup
+/// caller=<rt-p> to=<p> via=<rt-p> qkind=runtime|composer
+/// outcome=delivered|removed|held-too-long|session-ended ms=<since the send arrived> [topic=]
+/// [err=]`.
+pub fn followup_event(f: &Followed, result: &Result<(), String>, now: Now) -> Event {
+    let outcome = match result {
+        Ok(()) => "delivered",
+        Err(e) if e.contains("session ended") => "session-ended",
+        Err(_) if f.by == QueuedBy::Composer => "held-too-long",
+        Err(_) => "removed",
+    };
+    let ev = Event::new("delivery-followup")
+        .field("caller", &f.caller)
+        .field("to", &f.endpoint.personality)
+        .field("via", &f.endpoint)
+        .field("qkind", f.by.as_str())
+        .field("outcome", outcome)
+        .field("ok", if result.is_ok() { "true" } else { "false" })
+        .field("ms", now.since(f.started).as_millis().to_string())
+        .opt("topic", f.topic.as_deref());
+    match result {
+        Ok(()) => ev,
+        Err(e) => ev.field("err", e),
+    }
+}
+
+/// The failure notice's body (pure): which message, why, and what to do.
+pub fn failure_notice(f: &Followed, reason: &str) -> String {
+    let when =
+        f.ts.as_deref()
+            .map(|ts| format!(" sent at {ts}"))
+            .unwrap_or_default();
+    let held = match f.by {
+        QueuedBy::Composer => "held while its composer held a draft",
+        _ => "queued behind its running turn",
+    };
+    format!(
+        "Your message to {} ({}){when} (\"{}{}\") was {held} but NOT delivered: {reason}. Send it again if it still matters.",
+        f.endpoint.personality,
+        f.endpoint.runtime,
+        f.preview,
+        if f.preview.chars().count() >= PREVIEW_CHARS { "…" } else { "" },
+    )
+}
+
+impl Router {
+    /// Remember a send just answered as queued by `by`.
+    pub(crate) fn follow(&mut self, job: &QueuedSend, by: QueuedBy) {
+        self.queues.followed.insert(job.id, Followed::of(job, by));
+    }
+
+    /// A runtime-queued message's fate: its follow-up line, and the notice on failure.
+    pub(crate) fn on_queue_outcome(&mut self, id: u64, result: Result<(), String>) {
+        let Some(f) = self.queues.followed.remove(&id) else {
+            return;
+        };
+        self.delivery_log
+            .append(&followup_event(&f, &result, self.now));
+        let Err(reason) = result else {
+            return;
+        };
+        if !self.live.sessions.contains_key(&f.caller) {
+            // Never woken for this (spec 05 §7); the follow-up line is the record.
+            self.lifecycle(
+                Event::new("failure-notice")
+                    .field("to", &f.caller)
+                    .field("sent", "false")
+                    .field("why", "the sender is not live"),
+            );
+            return;
+        }
+        let input = SendInput {
+            path: "daemon",
+            caller: Caller::Daemon,
+            to: f.caller.personality.clone(),
+            runtime: Some(f.caller.runtime.clone()),
+            message: failure_notice(&f, &reason),
+            topic: Some(f.topic.clone().unwrap_or_else(|| "delivery-failed".into())),
+            attachments: Vec::new(),
+        };
+        self.lifecycle(
+            Event::new("failure-notice")
+                .field("to", &f.caller)
+                .field("sent", "true"),
+        );
+        self.begin_send(input, ReplyTo::discard(), None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn followed() -> Followed {
+        Followed {
+            caller: Identity::new("echo", "alpha").unwrap(),
+            endpoint: Identity::new("claude", "busy").unwrap(),
+            topic: Some("t".into()),
+            ts: Some("2026-11-30T10:00:03+00:00".into()),
+            started: Instant::now(),
+            preview: "MID-TURN".into(),
+            by: QueuedBy::Runtime,
+        }
+    }
+
+    fn fields(ev: &Event) -> Vec<(String, String)> {
+        ev.fields().to_vec()
+    }
+
+    #[test]
+    fn followup_lines_name_the_outcome() {
+        let f = followed();
+        let now = Now {
+            at: f.started + Duration::from_millis(9000),
+            ms: 0,
+        };
+        let ok = fields(&followup_event(&f, &Ok(()), now));
+        let want = [
+            ("ev", "delivery-followup"),
+            ("caller", "echo-alpha"),
+            ("to", "busy"),
+            ("via", "claude-busy"),
+            ("qkind", "runtime"),
+            ("outcome", "delivered"),
+            ("ok", "true"),
+            ("ms", "9000"),
+            ("topic", "t"),
+        ];
+        assert_eq!(
+            ok,
+            want.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<Vec<_>>()
+        );
+        let removed = followup_event(
+            &f,
+            &Err("Claude Code removed it from its input queue (cleared_on_cancel)".into()),
+            now,
+        );
+        assert!(fields(&removed).contains(&("outcome".into(), "removed".into())));
+        let ended = followup_event(
+            &f,
+            &Err("the session ended before the queued message reached the model".into()),
+            now,
+        );
+        assert!(fields(&ended).contains(&("outcome".into(), "session-ended".into())));
+        let composer = Followed {
+            by: QueuedBy::Composer,
+            ..f
+        };
+        let held = fields(&followup_event(
+            &composer,
+            &Err("the composer held a draft for 120 s".into()),
+            now,
+        ));
+        assert!(held.contains(&("qkind".into(), "composer".into())));
+        assert!(held.contains(&("outcome".into(), "held-too-long".into())));
+    }
+
+    #[test]
+    fn notice_says_which_message_why_and_what_to_do() {
+        let n = failure_notice(&followed(), "the session ended");
+        assert_eq!(
+            n,
+            "Your message to busy (claude) sent at 2026-11-30T10:00:03+00:00 (\"MID-TURN\") was queued behind its running turn but NOT delivered: the session ended. Send it again if it still matters."
+        );
+    }
+}

@@ -1,0 +1,72 @@
+//! The composer hold (spec 05 §7, issue 7 item 2): a delivery that finds text in the agent's
+//! composer — typed by an attached human, or left there any other way — is never pasted
+//! after it (the runtime would submit both as one turn). It waits in the session, the sender
+//! answered `queued` (`queuedBy: "composer"`), re-checked every [`RECHECK`], and goes in once
+//! the composer is free. Whether anyone is attached makes no difference: iapeer never types
+//! over, cuts or submits text it did not put there. Past [`LIMIT`] the message fails and its
+//! sender is told (spec 05 §7 says "force-delivered after 120 s"; that would submit the draft
+//! with it, which this item forbids, so it fails instead).
+
+use std::time::{Duration, Instant};
+
+/// How often a held delivery re-checks the composer.
+pub const RECHECK: Duration = Duration::from_millis(500);
+/// How long a delivery is held at most.
+pub const LIMIT: Duration = Duration::from_secs(120);
+
+/// What to do with a held delivery now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HoldStep {
+    /// The composer is free: deliver.
+    Deliver,
+    /// Still a draft: check again at [`RECHECK`].
+    Wait,
+    /// Held for [`LIMIT`]: fail with this reason.
+    GiveUp(String),
+}
+
+/// The decision for a delivery held since `since` (pure): `draft` is the composer's draft now.
+pub fn hold_step(draft: Option<&str>, since: Instant, now: Instant, limit: Duration) -> HoldStep {
+    match draft {
+        None => HoldStep::Deliver,
+        Some(_) if now.saturating_duration_since(since) >= limit => HoldStep::GiveUp(format!(
+            "the composer held a draft for {} s (it is never submitted with a message) — clear or send the draft, then resend",
+            limit.as_secs()
+        )),
+        Some(_) => HoldStep::Wait,
+    }
+}
+
+/// A delivery waiting for the composer.
+pub struct Held {
+    /// The delivery.
+    pub delivery: super::handle::Delivery,
+    /// When it started waiting.
+    pub since: Instant,
+    /// When to check again.
+    pub next_check: Instant,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn held_until_free_or_the_limit() {
+        let t0 = Instant::now();
+        assert_eq!(hold_step(None, t0, t0, LIMIT), HoldStep::Deliver);
+        assert_eq!(
+            hold_step(Some("my draft"), t0, t0 + Duration::from_secs(119), LIMIT),
+            HoldStep::Wait
+        );
+        match hold_step(Some("my draft"), t0, t0 + LIMIT, LIMIT) {
+            HoldStep::GiveUp(why) => assert!(why.contains("held a draft for 120 s"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            hold_step(None, t0, t0 + LIMIT * 2, LIMIT),
+            HoldStep::Deliver,
+            "a free composer always delivers"
+        );
+    }
+}

@@ -1,0 +1,150 @@
+//! Text in an agent's composer is never submitted together with a message (issue 7 item 2,
+//! spec 05 §7): real Claude Code against the model stand-in, a real attached terminal.
+
+use crate::common;
+
+use common::anthropic::{last_user_text, Reply};
+use serde_json::Value;
+use std::time::Duration;
+
+/// A human attached to a live claude peer types a draft without Enter; a message sent 2 s
+/// later waits (`queued`, `queuedBy: "composer"`) instead of being submitted glued to the
+/// draft; once the human clears the draft it goes in alone, and `delivery.log` follows it.
+#[test]
+fn claude_draft_in_the_composer_holds_the_message_until_the_composer_is_free() {
+    let (env, api) = crate::claude::world(&[]);
+    api.script(|_| Reply::Text("ok".into()));
+    crate::busy::wake_claude(&env);
+    let mut term = crate::attach::Terminal::spawn(env.cmd(&["attach", "cb"]));
+    env.wait_until(
+        "the attached terminal shows claude",
+        Duration::from_secs(30),
+        |_| term.screen().contains("bypass permissions"),
+    );
+    term.type_bytes(b"my unfinished draft");
+    env.wait_until("the draft is on screen", Duration::from_secs(30), |_| {
+        term.screen().contains("my unfinished draft")
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let out = env.run(&[
+        "send",
+        "cb",
+        "--from",
+        "echo-ea",
+        "--message",
+        "hello there",
+        "--topic",
+        "t",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert!(
+        out.status.success() && v["queued"] == true && v["queuedBy"] == "composer",
+        "{}\n{}",
+        common::describe(&out),
+        env.diagnostics()
+    );
+    let glued = |api: &common::anthropic::AnthropicStandIn| {
+        api.main_requests()
+            .iter()
+            .any(|r| last_user_text(r).contains("my unfinished draft"))
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(!glued(&api), "the draft was submitted");
+    assert!(
+        !api.main_requests()
+            .iter()
+            .any(|r| last_user_text(r).contains("<msg>hello there</msg>")),
+        "the message went in while the draft was there"
+    );
+    // The human clears the draft: the message goes in alone.
+    term.type_bytes(&[0x7f; 19]);
+    env.wait_until(
+        "the held message is delivered and followed",
+        Duration::from_secs(30),
+        |e| {
+            e.has_event(
+                "delivery",
+                "delivery-followup",
+                &[("qkind", "composer"), ("outcome", "delivered")],
+            )
+        },
+    );
+    env.wait_until("the model gets it", Duration::from_secs(30), |_| {
+        api.main_requests()
+            .iter()
+            .any(|r| last_user_text(r).contains("<msg>hello there</msg>"))
+    });
+    assert!(!glued(&api), "the draft was submitted");
+    assert!(env.has_event(
+        "delivery",
+        "delivery",
+        &[("to", "cb"), ("queued", "true"), ("qkind", "composer")]
+    ));
+}
+
+/// The same with Codex 0.171: the draft holds the message, clearing it lets the message in
+/// alone.
+#[test]
+fn codex_draft_in_the_composer_holds_the_message_until_the_composer_is_free() {
+    use common::openai::{input_text, Reply as OReply};
+    let (env, api) = crate::codex::world();
+    api.script(|_| OReply::Text("ok".into()));
+    env.ok(&["send", "cx", "--from", "echo-ea", "--message", "echo: wake"]);
+    let mut term = crate::attach::Terminal::spawn(env.cmd(&["attach", "cx"]));
+    env.wait_until(
+        "the attached terminal shows codex",
+        Duration::from_secs(30),
+        |_| term.screen().contains("Ask Codex"),
+    );
+    term.type_bytes(b"my unfinished draft");
+    env.wait_until("the draft is on screen", Duration::from_secs(30), |_| {
+        term.screen().contains("my unfinished draft")
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let out = env.run(&[
+        "send",
+        "cx",
+        "--from",
+        "echo-ea",
+        "--message",
+        "hello there",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert!(
+        out.status.success() && v["queued"] == true && v["queuedBy"] == "composer",
+        "{}\n{}",
+        common::describe(&out),
+        env.diagnostics()
+    );
+    let sent = |api: &common::openai::OpenAiStandIn, needle: &str| {
+        api.recorded()
+            .iter()
+            .any(|r| input_text(r).contains(needle))
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !sent(&api, "<msg>hello there</msg>"),
+        "went in with the draft"
+    );
+    term.type_bytes(&[0x7f; 19]);
+    env.wait_until(
+        "the held message is delivered and followed",
+        Duration::from_secs(30),
+        |e| {
+            e.has_event(
+                "delivery",
+                "delivery-followup",
+                &[("qkind", "composer"), ("outcome", "delivered")],
+            )
+        },
+    );
+    env.wait_until("the model gets it", Duration::from_secs(30), |_| {
+        sent(&api, "<msg>hello there</msg>")
+    });
+    assert!(
+        !sent(&api, "my unfinished draft"),
+        "the draft was submitted"
+    );
+}
