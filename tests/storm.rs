@@ -44,11 +44,12 @@ fn a_runaway_exchange_is_paused_and_a_human_lifts_the_pause() {
     let path = env.root.join("runtimes/bot/runtime.json");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, manifest.to_string()).unwrap();
-    // The human's console takes messages and answers none.
+    // The human's console keeps what it gets and answers nothing.
+    let inbox = env.dir.path().join("owner-inbox.log");
     let console = serde_json::json!({
         "runtime": "console",
         "version": "0.0.1",
-        "run": {"command": "/bin/sh", "args": ["-c", "cat >/dev/null"]},
+        "run": {"command": "/bin/sh", "args": ["-c", "cat >> \"$0\"", inbox]},
     });
     let path = env.root.join("runtimes/console/runtime.json");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -94,6 +95,15 @@ fn a_runaway_exchange_is_paused_and_a_human_lifts_the_pause() {
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(ok_between(&env), at_pause, "{}", env.diagnostics());
     eprintln!("ping-pong paused after {took:?} and {at_pause} deliveries");
+    // The human was told, by a message from iapeer on topic `storm`.
+    env.wait_until(
+        "the human hears of the pause",
+        Duration::from_secs(10),
+        |_| common::read(&inbox).contains("iapeer paused messages between"),
+    );
+    let told = common::read(&inbox);
+    assert!(told.contains("from-personality=\"iapeer\""), "{told}");
+    assert!(told.contains("topic=\"storm\""), "{told}");
     // A send between them is refused with the code `paused`.
     let out = env.run(&[
         "send",

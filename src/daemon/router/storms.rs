@@ -3,7 +3,8 @@
 //! peer it goes to.
 
 use super::Router;
-use crate::daemon::route::{Prepared, Refusal};
+use crate::daemon::reply::ReplyTo;
+use crate::daemon::route::{Caller, Prepared, Refusal, SendInput};
 use crate::daemon::storm::Verdict;
 use crate::eventlog::Event;
 use crate::names::Intelligence;
@@ -54,6 +55,7 @@ impl Router {
                     .field("window", format!("{}s", limits.window.as_secs()))
                     .field("pause", format!("{}s", limits.pause.as_secs())),
             );
+            self.tell_humans_of_storm(from, to);
         }
         Some(Refusal {
             code: Code::Paused,
@@ -65,5 +67,46 @@ impl Router {
                 limits.window.as_secs()
             ),
         })
+    }
+
+    /// Tell every human peer (intelligence natural) that `a` and `b` were paused, by a
+    /// message from `iapeer` on topic `storm`; with no human peer, the daemon.log warning is
+    /// the operator's notice.
+    fn tell_humans_of_storm(&mut self, a: &str, b: &str) {
+        let humans: Vec<String> = crate::registry::Registry::load(&self.paths)
+            .map(|r| {
+                r.peers
+                    .iter()
+                    .filter(|p| p.nature() == Intelligence::Natural)
+                    .map(|p| p.personality.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let limits = self.cfg.storm;
+        let message = format!(
+            "iapeer paused messages between \"{a}\" and \"{b}\": they sent {} messages each way \
+             within {} s, which looks like a runaway exchange. The pause ends in {} s; a message \
+             from you to either of them lifts it now.",
+            limits.limit,
+            limits.window.as_secs(),
+            limits.pause.as_secs()
+        );
+        for human in humans {
+            self.lifecycle(
+                Event::new("storm")
+                    .field("action", "notice")
+                    .field("to", &human),
+            );
+            let input = SendInput {
+                path: "daemon",
+                caller: Caller::Daemon,
+                to: human,
+                runtime: None,
+                message: message.clone(),
+                topic: Some("storm".into()),
+                attachments: Vec::new(),
+            };
+            self.begin_send(input, ReplyTo::discard(), None);
+        }
     }
 }
