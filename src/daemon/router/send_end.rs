@@ -19,28 +19,17 @@ fn caller_label(input: &SendInput) -> String {
 
 impl Router {
     /// A send delivered: its delivery.log line and the sender's typed answer, built from
-    /// the prepared message the queued send holds.
-    /// `queued` names the queue that took it when it did not go to the model at once (the
-    /// runtime's own queue behind a running turn, or the composer hold): answered `queued`.
+    /// the prepared message the queued send holds. `queued` names the queue that took it
+    /// when it did not go to the model at once (the runtime's own queue behind a running
+    /// turn, or the composer hold): answered `queued`.
     pub(crate) fn send_delivered(&mut self, job: QueuedSend, queued: Option<QueuedBy>) {
-        if let Some(by) = queued {
-            return self.send_queued(job, by, None);
+        match queued {
+            Some(by) => self.send_queued(job, by, None),
+            None => {
+                self.drained_done(&job, &job.prepared.endpoint, true);
+                self.send_accepted(job, None);
+            }
         }
-        let ev = delivery_event(&job, Some(&job.prepared.endpoint), None, None, self.now);
-        self.delivery_log.append(&ev);
-        self.drained_done(&job, &job.prepared.endpoint, true);
-        let p = &job.prepared;
-        let result = SendResult {
-            ok: true,
-            delivered_to: DeliveredTo {
-                personality: p.endpoint.personality.clone(),
-                runtime: p.endpoint.runtime.clone(),
-            },
-            woke: job.woke,
-            ts: p.envelope.ts.clone(),
-            queued: None,
-        };
-        job.reply.finish(SendReply { result });
     }
 
     /// A send accepted into a queue (`by`, holding `depth` messages) rather than delivered:
@@ -51,24 +40,24 @@ impl Router {
             queued_by: by,
             queue_depth: depth,
         };
-        let ev = delivery_event(
-            &job,
-            Some(&job.prepared.endpoint),
-            Some(&queued),
-            None,
-            self.now,
-        );
-        self.delivery_log.append(&ev);
+        self.send_accepted(job, Some(queued));
+    }
+
+    /// The delivery.log line and the typed answer of a send delivered (`queued` none) or
+    /// queued.
+    fn send_accepted(&mut self, job: QueuedSend, queued: Option<Queued>) {
         let p = &job.prepared;
+        let ev = delivery_event(&job, Some(&p.endpoint), queued.as_ref(), None, self.now);
+        self.delivery_log.append(&ev);
         let result = SendResult {
             ok: true,
             delivered_to: DeliveredTo {
                 personality: p.endpoint.personality.clone(),
                 runtime: p.endpoint.runtime.clone(),
             },
-            woke: false,
+            woke: job.woke,
             ts: p.envelope.ts.clone(),
-            queued: Some(queued),
+            queued,
         };
         job.reply.finish(SendReply { result });
     }
