@@ -148,3 +148,55 @@ fn codex_draft_in_the_composer_holds_the_message_until_the_composer_is_free() {
         "the draft was submitted"
     );
 }
+
+/// `IAPEER_COMPOSER_QUEUE_TIMEOUT_MS` (spec 05 §7): a draft left in an echo agent's composer
+/// holds a message for that long; then the message fails (`outcome=held-too-long`) and is
+/// never typed after the draft — the draft stays as the human left it.
+#[test]
+fn a_draft_left_past_the_composer_timeout_fails_the_message_and_keeps_the_draft() {
+    let mut env = common::TestEnv::new();
+    env.set("IAPEER_COMPOSER_QUEUE_TIMEOUT_MS", "1500");
+    env.create_echo("alice");
+    env.create_echo("bob");
+    env.start_daemon();
+    env.ok(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "echo: wake",
+    ]);
+    let mut term = crate::attach::Terminal::spawn(env.cmd(&["attach", "bob"]));
+    env.wait_until(
+        "the attached terminal shows bob",
+        Duration::from_secs(30),
+        |_| term.screen().contains("❯"),
+    );
+    term.type_bytes(b"half a thought");
+    env.wait_until("the draft is on screen", Duration::from_secs(30), |_| {
+        term.screen().contains("half a thought")
+    });
+    let out = env.ok(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "echo: later",
+    ]);
+    assert!(out.starts_with("queued for bob (echo) — composer"), "{out}");
+    env.wait_until("the hold gives up", Duration::from_secs(30), |e| {
+        e.has_event(
+            "delivery",
+            "delivery-followup",
+            &[("qkind", "composer"), ("outcome", "held-too-long")],
+        )
+    });
+    assert!(
+        !env.pane("echo-bob").contains("echo: later"),
+        "{}",
+        env.diagnostics()
+    );
+    assert!(term.screen().contains("half a thought"));
+}

@@ -47,6 +47,8 @@ pub struct Config {
     /// How long a send waits for its answer unless it asks otherwise
     /// (`IAPEER_SEND_TIMEOUT_MS`).
     pub send_timeout: Duration,
+    /// How long a message waits for a free composer (`IAPEER_COMPOSER_QUEUE_TIMEOUT_MS`).
+    pub composer_hold: Duration,
     /// Supervise tick period (`IAPEER_TICK_SECS`).
     pub tick: Duration,
     /// Log routine tick decisions (`IAPEER_SUPERVISE_LOG_VERBOSE=1`).
@@ -75,6 +77,7 @@ impl Default for Config {
             crashloop_window: vars::IAPEER_CRASHLOOP_WINDOW_SECS.default_duration(),
             liveness_grace: vars::IAP_HOST_LIVENESS_GRACE_MS.default_duration(),
             send_timeout: vars::IAPEER_SEND_TIMEOUT_MS.default_duration(),
+            composer_hold: vars::IAPEER_COMPOSER_QUEUE_TIMEOUT_MS.default_duration(),
             tick: vars::IAPEER_TICK_SECS.default_duration(),
             supervise_verbose: false,
             revive_grace: vars::IAP_ALWAYS_ON_REVIVE_GRACE_MS.default_duration(),
@@ -127,6 +130,7 @@ impl Config {
             crashloop_window: duration(w, &vars::IAPEER_CRASHLOOP_WINDOW_SECS),
             liveness_grace: duration(w, &vars::IAP_HOST_LIVENESS_GRACE_MS),
             send_timeout: duration(w, &vars::IAPEER_SEND_TIMEOUT_MS),
+            composer_hold: duration(w, &vars::IAPEER_COMPOSER_QUEUE_TIMEOUT_MS),
             tick: duration(w, &vars::IAPEER_TICK_SECS),
             supervise_verbose: vars::IAPEER_SUPERVISE_LOG_VERBOSE
                 .parse_switch(raw(&vars::IAPEER_SUPERVISE_LOG_VERBOSE).as_deref()),

@@ -285,6 +285,15 @@ pub const IAPEER_SEND_TIMEOUT_MS: EnvVar = var(
      taken out of the peer's queue (default {default}: covers a full agent wake); iapeer send \
      --timeout overrides it per send",
 );
+/// `IAPEER_COMPOSER_QUEUE_TIMEOUT_MS`: how long a message waits for a free composer.
+pub const IAPEER_COMPOSER_QUEUE_TIMEOUT_MS: EnvVar = var(
+    "IAPEER_COMPOSER_QUEUE_TIMEOUT_MS",
+    Kind::Millis(120_000),
+    Part::Config,
+    "milliseconds a message waits while the agent's composer holds a draft (spec 05 §7); past \
+     it the message fails and its sender is told — the draft is never submitted with it \
+     (default {default})",
+);
 /// `IAPEER_TICK_SECS`: the supervision tick period.
 pub const IAPEER_TICK_SECS: EnvVar = var(
     "IAPEER_TICK_SECS",
@@ -500,6 +509,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_CRASHLOOP_WINDOW_SECS,
     IAP_HOST_LIVENESS_GRACE_MS,
     IAPEER_SEND_TIMEOUT_MS,
+    IAPEER_COMPOSER_QUEUE_TIMEOUT_MS,
     IAPEER_TICK_SECS,
     IAPEER_CLAUDE_BIN,
     IAPEER_CODEX_BIN,

@@ -3,7 +3,8 @@
 //! after it (the runtime would submit both as one turn). It waits in the session, the sender
 //! answered `queued` (`queuedBy: "composer"`), re-checked every [`RECHECK`], and goes in once
 //! the composer is free. Whether anyone is attached makes no difference: iapeer never types
-//! over, cuts or submits text it did not put there. Past [`LIMIT`] the message fails and its
+//! over, cuts or submits text it did not put there. Past its limit
+//! (`IAPEER_COMPOSER_QUEUE_TIMEOUT_MS`, 120 s) the message fails and its
 //! sender is told (spec 05 §7 says "force-delivered after 120 s"; that would submit the draft
 //! with it, which this item forbids, so it fails instead).
 
@@ -11,8 +12,6 @@ use std::time::{Duration, Instant};
 
 /// How often a held delivery re-checks the composer.
 pub const RECHECK: Duration = Duration::from_millis(500);
-/// How long a delivery is held at most.
-pub const LIMIT: Duration = Duration::from_secs(120);
 
 /// What to do with a held delivery now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,7 +20,7 @@ pub enum HoldStep {
     Deliver,
     /// Still a draft: check again at [`RECHECK`].
     Wait,
-    /// Held for [`LIMIT`]: fail with this reason.
+    /// Held past the limit: fail with this reason.
     GiveUp(String),
 }
 
@@ -50,6 +49,8 @@ pub struct Held {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const LIMIT: Duration = Duration::from_secs(120);
 
     #[test]
     fn held_until_free_or_the_limit() {

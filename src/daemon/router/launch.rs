@@ -499,6 +499,7 @@ fn start_session(
         exits_log: paths.exits_log(),
         boot_deadline: cfg.boot_deadline,
         first: plan.first.clone(),
+        composer_hold: cfg.composer_hold,
     };
     thread::start(scfg, &spec, session_tx.clone()).map_err(|e| {
         offline(

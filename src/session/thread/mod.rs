@@ -74,6 +74,8 @@ pub struct SessionConfig {
     pub boot_deadline: Duration,
     /// The first message of a wake, delivered once ready.
     pub first: Option<Delivery>,
+    /// How long a delivery waits for a free composer ([`crate::session::hold`]).
+    pub composer_hold: Duration,
 }
 
 /// Spawn the child for `spec` and start its session thread. Returns the handle and the pid.

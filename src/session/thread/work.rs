@@ -110,7 +110,7 @@ impl Session {
 
     /// A held delivery's turn: deliver once the composer is free, fail past the limit.
     pub(super) fn check_held(&mut self, now: Instant) {
-        use super::super::hold::{hold_step, HoldStep, LIMIT, RECHECK};
+        use super::super::hold::{hold_step, HoldStep, RECHECK};
         let Some(h) = self.held.as_mut() else {
             return;
         };
@@ -118,7 +118,7 @@ impl Session {
             return;
         }
         let draft = self.cfg.adapter.composer_draft(&self.screen);
-        match hold_step(draft.as_deref(), h.since, now, LIMIT) {
+        match hold_step(draft.as_deref(), h.since, now, self.cfg.composer_hold) {
             HoldStep::Wait => h.next_check = now + RECHECK,
             HoldStep::Deliver => {
                 if let Some(h) = self.held.take() {
