@@ -287,3 +287,74 @@ fn an_agents_send_to_peer_to_a_stuck_peer_is_answered_at_the_deadline() {
     );
     env.stop_daemon();
 }
+
+/// The same over MCP: an agent's `send_to_peer` queued behind a stuck message whose HTTP
+/// client hangs up is dropped before it begins, logged, and never written to the peer.
+#[test]
+fn an_mcp_send_whose_client_hung_up_is_not_begun() {
+    use std::io::Write;
+    let mut env = TestEnv::new();
+    let log = env.dir.path().join("stuck-stdin.log");
+    install_stuck_runtime(&env, 8, &log);
+    env.create_echo("alice");
+    env.set("IAPEER_MCP_AUTH", "header");
+    env.start_daemon();
+    env.ok(&[
+        "create",
+        "stuck",
+        "--runtime",
+        "stuck",
+        "--intelligence",
+        "absent",
+    ]);
+    env.wait_until("stuck-stuck starts", Duration::from_secs(20), |e| {
+        e.status_of("stuck", "stuck") == "live"
+    });
+    assert_eq!(send(&env, 0, &[]).0, Some(0));
+    let big = std::thread::scope(|s| {
+        let big = s.spawn(|| send(&env, 1, &["--timeout", "60"]));
+        std::thread::sleep(Duration::from_millis(1500));
+        // An agent's call queues behind it; its HTTP client gives up after a second.
+        let body = serde_json::json!({
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "send_to_peer", "arguments": {
+                "personality": "stuck", "message": "MCP-gave-up"}}
+        })
+        .to_string();
+        let mut conn = std::net::TcpStream::connect(("127.0.0.1", env.port())).unwrap();
+        write!(
+            conn,
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nX-IAPeer-Identity: echo-alice\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            env.port(),
+            body.len()
+        )
+        .unwrap();
+        std::thread::sleep(Duration::from_millis(1000));
+        drop(conn);
+        big.join().unwrap()
+    });
+    assert_eq!(big.0, Some(0), "{}\n{}", big.1, env.diagnostics());
+    env.wait_until(
+        "the abandoned MCP send is logged",
+        Duration::from_secs(10),
+        |e| {
+            e.events("delivery", "delivery").iter().any(|d| {
+                d["path"] == "mcp" && d["ok"] == "false" && d["err"].contains("stopped waiting")
+            })
+        },
+    );
+    env.wait_until(
+        "the program reads its input",
+        Duration::from_secs(30),
+        |_| common::read(&log).matches("</iap>").count() >= 2,
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        !common::read(&log).contains("MCP-gave-up"),
+        "{}",
+        env.diagnostics()
+    );
+    env.stop_daemon();
+}

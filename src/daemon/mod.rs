@@ -15,6 +15,7 @@ pub mod test_hooks;
 
 use std::io::{self, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -82,12 +83,35 @@ impl Backend for RouterBackend {
         creds: CallerCreds,
         args: SendArgs,
     ) -> Result<crate::protocol::SendResult, String> {
-        let (reply, rx) = ReplyTo::channel();
+        self.send_to_peer_watched(creds, args, &|| false)
+    }
+
+    fn send_to_peer_watched(
+        &self,
+        creds: CallerCreds,
+        args: SendArgs,
+        client_gone: &(dyn Fn() -> bool + Sync),
+    ) -> Result<crate::protocol::SendResult, String> {
+        let gone = Arc::new(AtomicBool::new(false));
+        let (reply, rx) = ReplyTo::channel_watched(gone.clone());
         self.tx
             .send(RouterMsg::Mcp { creds, args, reply })
             .map_err(|_| self.gone())?;
         loop {
-            match rx.recv() {
+            let got = match rx.recv_timeout(CLIENT_CHECK) {
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                    if !gone.load(Ordering::Relaxed) && client_gone() {
+                        // The router drops what it has not begun for this caller and still
+                        // answers (and logs) it; that answer is awaited here as usual.
+                        log::info!("mcp: a send_to_peer caller hung up; its send is abandoned");
+                        gone.store(true, Ordering::Relaxed);
+                    }
+                    continue;
+                }
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => Err(()),
+                Ok(msg) => Ok(msg),
+            };
+            match got {
                 Ok((_, ReplyMsg::Final(r))) | Ok((_, ReplyMsg::Attach(r, _))) => {
                     return match r {
                         Reply::Send(sent) => Ok(sent.result),
@@ -99,7 +123,7 @@ impl Backend for RouterBackend {
                     };
                 }
                 Ok((_, ReplyMsg::Progress(_))) => continue,
-                Err(_) => return Err(self.gone()),
+                Err(()) => return Err(self.gone()),
             }
         }
     }
@@ -169,6 +193,9 @@ fn init_logging(paths: &Paths) {
 
 /// The name of the router thread (the panic hook records a panic on it as fatal).
 const ROUTER_THREAD: &str = "router";
+/// How often an MCP request thread waiting for its send checks that its client is still
+/// connected.
+const CLIENT_CHECK: Duration = Duration::from_millis(250);
 /// How long a normal shutdown waits for the router to end the sessions (they get SIGKILL
 /// 3 s after SIGTERM; the router gives up on them after 5 s) and to return.
 const ROUTER_SHUTDOWN: Duration = Duration::from_secs(10);

@@ -56,6 +56,14 @@ impl ReplyTo {
             .is_some_and(|g| g.load(Ordering::Relaxed))
     }
 
+    /// A private channel for a blocking requester that tells through `gone` when it stops
+    /// waiting (an HTTP worker whose client hung up).
+    pub fn channel_watched(gone: Arc<AtomicBool>) -> (ReplyTo, Receiver<(u64, ReplyMsg)>) {
+        let (mut reply, rx) = ReplyTo::channel();
+        reply.gone = Some(gone);
+        (reply, rx)
+    }
+
     /// A private channel for a blocking requester (an HTTP worker).
     pub fn channel() -> (ReplyTo, Receiver<(u64, ReplyMsg)>) {
         let (tx, rx) = crossbeam_channel::unbounded();

@@ -225,7 +225,11 @@ fn serve(job: Box<Job>, shared: &Shared) {
         body,
     } = *job;
     let accept = gate::first(&head.headers, "accept");
-    let reply: Reply = mcp::handle(&body, accept, admitted.creds, shared.backend.as_ref()).into();
+    let watched = Watched {
+        inner: shared.backend.as_ref(),
+        stream: &stream,
+    };
+    let reply: Reply = mcp::handle(&body, accept, admitted.creds, &watched).into();
     log::debug!("http: {} {} -> {}", head.method, head.target, reply.status);
     let bytes = reply.to_http(false);
     let sent = stream
@@ -236,4 +240,39 @@ fn serve(job: Box<Job>, shared: &Shared) {
         log::debug!("http: could not send the response: {e}");
     }
     let _ = stream.shutdown(Shutdown::Both);
+}
+
+/// The backend as one request thread sees it: a send is abandoned once the request's client
+/// hangs up (issue 7 item 4: work not begun for a caller that gave up is not begun).
+struct Watched<'a> {
+    inner: &'a dyn Backend,
+    /// The request's connection, still nonblocking while the answer is prepared.
+    stream: &'a std::net::TcpStream,
+}
+
+impl Backend for Watched<'_> {
+    fn send_to_peer(
+        &self,
+        creds: mcp::CallerCreds,
+        args: mcp::SendArgs,
+    ) -> Result<crate::protocol::SendResult, String> {
+        let stream = self.stream;
+        self.inner
+            .send_to_peer_watched(creds, args, &|| client_gone(stream))
+    }
+
+    fn tools_listed(&self, creds: &mcp::CallerCreds) {
+        self.inner.tools_listed(creds);
+    }
+}
+
+/// Whether the client of a nonblocking connection whose request was read in full has hung
+/// up: end of stream or an error (a waiting client sends nothing more).
+fn client_gone(stream: &std::net::TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    match stream.peek(&mut byte) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() != io::ErrorKind::WouldBlock && e.kind() != io::ErrorKind::Interrupted,
+    }
 }

@@ -54,6 +54,19 @@ pub trait Backend: Send + Sync {
         args: SendArgs,
     ) -> Result<crate::protocol::SendResult, String>;
 
+    /// [`Backend::send_to_peer`] for a caller that may hang up: `client_gone` tells whether
+    /// the caller's connection has closed, so work not begun for it is not begun (issue 7
+    /// item 4). By default the caller is assumed to wait.
+    fn send_to_peer_watched(
+        &self,
+        creds: CallerCreds,
+        args: SendArgs,
+        client_gone: &(dyn Fn() -> bool + Sync),
+    ) -> Result<crate::protocol::SendResult, String> {
+        let _ = client_gone;
+        self.send_to_peer(creds, args)
+    }
+
     /// A client listed the tools: its MCP connection is up (sessions wait for this before
     /// their first message, so the agent's first turn already has `send_to_peer`).
     fn tools_listed(&self, _creds: &CallerCreds) {}
