@@ -368,6 +368,56 @@ fn attach_resumes_an_asleep_peer_with_a_transcript() {
 }
 
 #[test]
+fn attach_says_how_to_detach_and_ctrl_bracket_cancels_the_wait_for_a_boot() {
+    let env = alice_and_bob();
+    wake_bob(&env);
+    env.ok(&["stop", "bob"]);
+    env.wait_until("bob's session ended", Duration::from_secs(10), |e| {
+        e.log("exits").contains("identity=echo-bob")
+    });
+    env.ok(&["start", "bob"]);
+    // Resumed, bob never draws its prompt: the attach waits for a boot that does not end.
+    env.launch_env("bob", "echo", "PEER_START_ARGS=--no-prompt\n");
+    let mut term = Terminal::spawn(env.cmd(&["attach", "bob"]));
+    term.wait_for(
+        &env,
+        "attaching to bob — press Ctrl-] to detach (the session keeps running)",
+    );
+    env.wait_until("bob is booting again", Duration::from_secs(10), |e| {
+        bob_wakes(e).len() == 2
+    });
+    let pid: u32 = bob_wakes(&env)[1]["pid"].parse().unwrap();
+    let ended = |e: &TestEnv| {
+        e.events("lifecycle", "session-end")
+            .iter()
+            .filter(|e| e["identity"] == "echo-bob")
+            .count()
+    };
+    let ended_before = ended(&env);
+    term.type_bytes(&[0x1d]);
+    let t0 = Instant::now();
+    let status = term.wait(&env);
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "the cancel took {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(status.code(), Some(0), "{}", term.text());
+    assert!(
+        term.text().contains(
+            "attach cancelled — bob goes on waking; attach later with: iapeer attach bob"
+        ),
+        "{}",
+        term.text()
+    );
+    // The agent was left alone: still running, no session end, not stopped.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(alive(pid), "bob's process survived the cancel");
+    assert_eq!(ended(&env), ended_before, "{}", env.diagnostics());
+    assert_ne!(env.status_of("bob", "echo"), "stopped");
+}
+
+#[test]
 fn attach_to_a_peer_that_never_ran_fails_loudly() {
     let env = alice_and_bob();
     let mut term = Terminal::spawn(env.cmd(&["attach", "bob"]));

@@ -1,5 +1,6 @@
 //! The attach client (spec 04 §1 "Attach"): raw terminal, resize frames, stdin as data
-//! frames, screen bytes to stdout; Ctrl-] detaches.
+//! frames, screen bytes to stdout; Ctrl-] detaches. The terminal is raw from the start, so
+//! Ctrl-] (or Ctrl-C) also cancels while the daemon is still waking the peer.
 
 use std::io::{self, Read, Write};
 use std::os::fd::AsFd;
@@ -13,18 +14,63 @@ use crate::session::frame::{self, Deframer, Frame};
 /// The detach key: Ctrl-] (0x1d).
 pub const DETACH: u8 = 0x1d;
 
+/// Ctrl-C (0x03) as a raw terminal delivers it.
+const INTERRUPT: u8 = 0x03;
+
+/// The line printed on stderr before the terminal is handed over.
+pub fn detach_hint(peer: &str) -> String {
+    format!("attaching to {peer} — press Ctrl-] to detach (the session keeps running)")
+}
+
+/// What keys typed while the daemon still wakes the peer mean.
+#[derive(Debug, PartialEq, Eq)]
+pub enum WaitKeys {
+    /// Ctrl-] or Ctrl-C: give up the attach; the peer goes on booting.
+    Cancel,
+    /// Anything else: typed ahead, sent to the session once attached.
+    TypeAhead,
+}
+
+/// Classify a chunk of keys typed during the wait for a boot. Ctrl-C cancels too: before the
+/// session's screen is shown it is the reflex for "stop waiting", and sending it on to the
+/// agent once attached could end the agent.
+pub fn wait_keys(chunk: &[u8]) -> WaitKeys {
+    if chunk.iter().any(|b| *b == DETACH || *b == INTERRUPT) {
+        WaitKeys::Cancel
+    } else {
+        WaitKeys::TypeAhead
+    }
+}
+
+/// Keys typed on this terminal: one thread reads stdin for the whole attach (the wait for a
+/// boot, then the session) and sends each chunk; the channel closes at end of input.
+pub fn keys() -> crossbeam_channel::Receiver<Vec<u8>> {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        let mut stdin = io::stdin();
+        while let Ok(n) = stdin.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
 /// Undo what a TUI may have left on the terminal: alternate screen, bracketed paste, mouse
 /// modes, hidden cursor, scroll region.
 pub const RESTORE: &str =
     "\x1b[?1049l\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?25h\x1b[r";
 
 /// Restores the saved terminal mode when dropped.
-struct RawGuard {
+pub struct RawGuard {
     saved: Option<Termios>,
 }
 
 impl RawGuard {
-    fn enter() -> RawGuard {
+    /// Put stdin's terminal in raw mode (nothing happens when it is not a terminal).
+    pub fn enter() -> RawGuard {
         let stdin = io::stdin();
         let saved = termios::tcgetattr(stdin.as_fd()).ok();
         if let Some(s) = &saved {
@@ -69,12 +115,18 @@ fn send_frame(w: &Mutex<UnixStream>, f: &Frame) -> io::Result<()> {
         .write_all(&bytes)
 }
 
-/// Run the attach stream on `stream` until detach or session end.
+/// Run the attach stream on `stream` until detach or session end: `keys` from [`keys`],
+/// `typed_ahead` what was typed during the wait, `guard` the raw mode (restored before the
+/// closing note).
 ///
 /// Errors: the terminal or socket failed.
-pub fn run(stream: UnixStream) -> io::Result<()> {
+pub fn run(
+    stream: UnixStream,
+    keys: crossbeam_channel::Receiver<Vec<u8>>,
+    typed_ahead: Vec<u8>,
+    guard: RawGuard,
+) -> io::Result<()> {
     let writer = Arc::new(Mutex::new(stream.try_clone()?));
-    let guard = RawGuard::enter();
     let (rows, cols) = terminal_size().unwrap_or((24, 80));
     send_frame(&writer, &Frame::Resize { cols, rows })?;
 
@@ -97,25 +149,17 @@ pub fn run(stream: UnixStream) -> io::Result<()> {
     let w = writer.clone();
     let stdin_done = done_tx.clone();
     std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        let mut stdin = io::stdin();
-        loop {
-            match stdin.read(&mut buf) {
-                Ok(0) | Err(_) => {
-                    let _ = stdin_done.send("detached — session still running");
-                    return;
-                }
-                Ok(n) => {
-                    if buf[..n].contains(&DETACH) {
-                        let _ = stdin_done.send("detached — session still running");
-                        return;
-                    }
-                    if send_frame(&w, &Frame::Data(buf[..n].to_vec())).is_err() {
-                        return;
-                    }
-                }
+        let ahead = (!typed_ahead.is_empty()).then_some(typed_ahead);
+        for chunk in ahead.into_iter().chain(keys.iter()) {
+            if chunk.contains(&DETACH) {
+                break;
+            }
+            if send_frame(&w, &Frame::Data(chunk)).is_err() {
+                return;
             }
         }
+        // Ctrl-] or the end of input.
+        let _ = stdin_done.send("detached — session still running");
     });
 
     // socket → stdout.
@@ -152,4 +196,23 @@ pub fn run(stream: UnixStream) -> io::Result<()> {
     let _ = writeln!(out, "\r\n{why}");
     let _ = writer.lock().map(|s| s.shutdown(std::net::Shutdown::Both));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ctrl_bracket_or_ctrl_c_cancels_a_wait_other_keys_are_typed_ahead() {
+        assert_eq!(wait_keys(b"\x1d"), WaitKeys::Cancel);
+        assert_eq!(wait_keys(b"ab\x03"), WaitKeys::Cancel);
+        assert_eq!(wait_keys(b"hello\r"), WaitKeys::TypeAhead);
+        assert_eq!(wait_keys(b"\x1b[A"), WaitKeys::TypeAhead);
+    }
+
+    #[test]
+    fn the_hint_names_the_key_and_the_peer() {
+        let h = detach_hint("bob");
+        assert!(h.contains("bob") && h.contains("Ctrl-]"), "{h}");
+    }
 }

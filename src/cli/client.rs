@@ -137,6 +137,14 @@ impl Client {
         result
     }
 
+    /// A second handle on the socket: shutting it down ends a wait in [`Client::request`]
+    /// from another thread (how `attach` cancels while a peer boots).
+    ///
+    /// Errors: the descriptor could not be duplicated.
+    pub fn stream_handle(&self) -> io::Result<UnixStream> {
+        self.reader.get_ref().try_clone()
+    }
+
     /// The socket, for the attach stream that follows a successful `attach`.
     pub fn into_stream(self) -> UnixStream {
         self.reader.into_inner()

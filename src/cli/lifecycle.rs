@@ -109,13 +109,62 @@ pub fn attach(inv: &Invocation) -> CliResult {
     connect_and_attach(&req, peer)
 }
 
+/// Ask the daemon to wake and attach, with the terminal raw from the start: Ctrl-] (or
+/// Ctrl-C) during the wait cancels the attach and leaves the peer booting; other keys are
+/// typed ahead into the session.
 fn connect_and_attach(req: &Request, what: &str) -> CliResult {
+    use super::attach::{self, WaitKeys};
     let paths = paths()?;
     let mut client = Client::connect(&paths)?;
-    let answer =
-        client.request_with_indicator::<WakeReply>(req, &format!("attaching to {what}"))?;
-    succeeded(answer)?;
-    super::attach::run(client.into_stream()).map_err(|e| CliError::Failed(e.to_string()))
+    let cancel_handle = client
+        .stream_handle()
+        .map_err(|e| CliError::Failed(format!("cannot use the daemon's socket: {e}")))?;
+    eprintln!("{}", attach::detach_hint(what));
+    let guard = attach::RawGuard::enter();
+    let keys = attach::keys();
+    let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+    let (req, label) = (req.clone(), format!("attaching to {what}"));
+    std::thread::spawn(move || {
+        let answer = client.request_with_indicator::<WakeReply>(&req, &label);
+        let _ = done_tx.send((answer, client));
+    });
+    let mut typed_ahead = Vec::new();
+    let mut cancelled = false;
+    let (answer, client) = loop {
+        crossbeam_channel::select! {
+            recv(done_rx) -> r => break r.map_err(|_| CliError::Failed("the attach request ended without an answer".into()))?,
+            recv(keys) -> k => match k {
+                Ok(chunk) if !cancelled => match attach::wait_keys(&chunk) {
+                    WaitKeys::Cancel => {
+                        cancelled = true;
+                        let _ = cancel_handle.shutdown(std::net::Shutdown::Both);
+                    }
+                    WaitKeys::TypeAhead => typed_ahead.extend_from_slice(&chunk),
+                },
+                Ok(_) => {}
+                // End of input: wait for the answer alone.
+                Err(_) => {
+                    let r = done_rx.recv().map_err(|_| CliError::Failed("the attach request ended without an answer".into()))?;
+                    break r;
+                }
+            },
+        }
+    };
+    if cancelled {
+        drop(guard);
+        eprintln!(
+            "attach cancelled — {what} goes on waking; attach later with: iapeer attach {what}"
+        );
+        return Ok(());
+    }
+    let reply = answer.map_err(CliError::from);
+    let reply = reply.and_then(succeeded);
+    if let Err(e) = reply {
+        drop(guard);
+        return Err(e);
+    }
+    attach::run(client.into_stream(), keys, typed_ahead, guard)
+        .map_err(|e| CliError::Failed(e.to_string()))
 }
 
 /// `iapeer <runtime>` in a peer's folder: a fresh session of that peer on `runtime`, then

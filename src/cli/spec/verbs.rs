@@ -419,7 +419,9 @@ pub static VERBS: &[VerbSpec] = &[
         signature: "attach <peer> [runtime]",
         summary: "connect this terminal to a peer's live session",
         description: "Connect this terminal to the peer's session, resuming the conversation first when \
-            the peer is asleep (and failing when there is nothing to resume).",
+            the peer is asleep (and failing when there is nothing to resume). Ctrl-] detaches and \
+            leaves the session running; while the peer is still waking, Ctrl-] or Ctrl-C cancels \
+            the attach and the peer goes on waking.",
         positionals: PEER_AND_RUNTIME,
         flags: &[],
         rules: &[],
