@@ -8,6 +8,13 @@ pub const PERSONALITY_PATTERN: &str = "^[a-z][a-z0-9-]{0,31}$";
 /// The runtime pattern, as shown in error messages.
 pub const RUNTIME_PATTERN: &str = "^[a-z][a-z0-9]{0,31}$";
 
+/// What a valid personality is, in words (for people; [`PERSONALITY_PATTERN`] is for schemas).
+pub const PERSONALITY_RULE: &str =
+    "a peer name is 1 to 32 lowercase letters, digits and dashes, starting with a letter";
+/// What a valid runtime name is, in words.
+pub const RUNTIME_RULE: &str =
+    "a runtime name is 1 to 32 lowercase letters and digits, starting with a letter";
+
 /// True when `s` matches `^[a-z][a-z0-9-]{0,31}$`.
 pub fn is_valid_personality(s: &str) -> bool {
     let b = s.as_bytes();

@@ -206,12 +206,19 @@ fn every_validation_error_has_its_exact_text() {
         full.extend_from_slice(&from);
         refused(&env, &full, want);
     };
-    let non_empty = "send_to_peer requires non-empty \"personality\" and \"message\"";
-    send(&["bob", "--message", ""], non_empty);
-    send(&["", "--message", "hi"], non_empty);
+    // The CLI words these three itself (tests/guide.rs has the texts); the daemon's texts
+    // for agents are checked in src/daemon/mcp/tests.rs and src/daemon/route.rs.
+    send(
+        &["bob", "--message", ""],
+        "the message is empty — give its text with --message \"...\" (or --message-file <path>)",
+    );
+    send(
+        &["", "--message", "hi"],
+        "the peer name is empty — name one of the peers iapeer list shows",
+    );
     send(
         &["Bob", "--message", "hi"],
-        "invalid personality \"Bob\" — must match ^[a-z][a-z0-9-]{0,31}$",
+        "\"Bob\" is not a peer name: a peer name is 1 to 32 lowercase letters, digits and dashes, starting with a letter — did you mean \"bob\"?",
     );
     send(
         &["bob", "--runtime", "my-rt", "--message", "hi"],

@@ -23,6 +23,7 @@ mod echo_input;
 mod ephemeral;
 mod failure;
 mod fairness;
+mod guide;
 mod http;
 mod install;
 mod lifecycle;

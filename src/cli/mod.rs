@@ -16,6 +16,7 @@ pub mod send;
 pub mod sender;
 pub mod spec;
 pub mod status;
+pub mod suggest;
 pub mod verify;
 pub mod view;
 

@@ -7,8 +7,10 @@ use super::client::Client;
 use super::parse::Invocation;
 use super::sender::{resolve_sender, Caller};
 use super::spec::{args, flags};
+use super::suggest;
 use super::{json_line, paths, print, usage, CliError, CliResult};
 use crate::daemon::route::MAX_MESSAGE_CHARS;
+use crate::names::{is_valid_personality, normalize, PERSONALITY_RULE};
 use crate::protocol::{Answer, Code, Reply, Request, SendReply, SendResult, MAX_LINE};
 use crate::registry::Registry;
 
@@ -98,6 +100,10 @@ pub fn run(inv: &Invocation) -> CliResult {
         .ok_or_else(|| usage(inv, "missing <target>"))?
         .to_string();
     let message = read_message(inv)?;
+    let json_out = inv.flag(flags::JSON);
+    // Checked here only to word the daemon's refusal for a person (the daemon still sees
+    // the attempt and logs it, spec 03).
+    let problem = local_problem(&target, &message);
     let paths = paths()?;
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::Failed(format!("cannot read the current folder: {e}")))?;
@@ -148,7 +154,6 @@ pub fn run(inv: &Invocation) -> CliResult {
         attachments,
         timeout_ms,
     };
-    let json_out = inv.flag(flags::JSON);
     let encoded = serde_json::to_string(&req).map_or(usize::MAX, |line| line.len());
     if encoded >= MAX_LINE {
         // Too big for one protocol line (escaping can grow a body): refuse it here.
@@ -172,13 +177,52 @@ pub fn run(inv: &Invocation) -> CliResult {
     match answer {
         Answer::Ok(SendReply { result }) if json_out => print(&format!("{}\n", json_line(&result))),
         Answer::Ok(SendReply { result }) => print(&format!("{}\n", describe_result(&result))),
-        Answer::Failed(f) => {
+        Answer::Failed(mut f) => {
+            if let (Code::InvalidArgument, Some(p)) = (f.code, &problem) {
+                f.error = p.clone();
+            }
+            if f.code == Code::NotRegistered && f.error.starts_with(&format!("peer \"{target}\"")) {
+                // A typo of a registered name: say which one.
+                if let Ok(reg) = Registry::load(&paths) {
+                    f.error.push_str(&suggest::hint(
+                        &target,
+                        reg.peers.iter().map(|p| p.personality.as_str()),
+                    ));
+                }
+            }
             if json_out {
                 print(&format!("{}\n", json_line(&Reply::from(f.clone()))))?;
             }
             Err(CliError::Failed(f.error))
         }
     }
+}
+
+/// What is wrong with a send's target or message, in the CLI's words: the daemon refuses the
+/// same sends with texts that name the MCP tool's fields (spec 03), which the CLI replaces
+/// with these. `None` when fine.
+pub fn local_problem(target: &str, message: &str) -> Option<String> {
+    if target.is_empty() {
+        return Some("the peer name is empty — name one of the peers iapeer list shows".into());
+    }
+    if !is_valid_personality(target) {
+        let n = normalize(target);
+        let example = if is_valid_personality(&n) {
+            format!(" — did you mean \"{n}\"?")
+        } else {
+            String::new()
+        };
+        return Some(format!(
+            "\"{target}\" is not a peer name: {PERSONALITY_RULE}{example}"
+        ));
+    }
+    if message.is_empty() {
+        return Some(
+            "the message is empty — give its text with --message \"...\" (or --message-file <path>)"
+                .into(),
+        );
+    }
+    None
 }
 
 /// `--timeout <seconds>` in milliseconds: a finite number above 0 (fractions allowed, at

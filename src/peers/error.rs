@@ -110,8 +110,9 @@ impl fmt::Display for PeerError {
         match self {
             PeerError::InvalidName(name) => write!(
                 f,
-                "invalid name \"{name}\" — must match {}",
-                names::PERSONALITY_PATTERN
+                "invalid name \"{name}\" — {}{}",
+                names::PERSONALITY_RULE,
+                suggest_normalized(name)
             ),
             PeerError::NameNotReachable { name, canonical } => write!(
                 f,
@@ -144,8 +145,8 @@ impl fmt::Display for PeerError {
             PeerError::Rename(why) => write!(f, "{why}"),
             PeerError::InvalidRuntime(rt) => write!(
                 f,
-                "invalid runtime \"{rt}\" — must match {}",
-                names::RUNTIME_PATTERN
+                "invalid runtime \"{rt}\" — {}",
+                names::RUNTIME_RULE
             ),
             PeerError::Runtime(e) => write!(f, "{e}"),
             PeerError::NoAgentRuntime => f.write_str(
@@ -183,5 +184,15 @@ impl std::error::Error for PeerError {
             PeerError::Registry(e) => Some(e),
             _ => None,
         }
+    }
+}
+
+/// ` (for example "<normalized>")` when normalizing `name` gives a valid name, else nothing.
+fn suggest_normalized(name: &str) -> String {
+    let n = names::normalize(name);
+    if names::is_valid_personality(&n) && n != name {
+        format!(" (for example \"{n}\")")
+    } else {
+        String::new()
     }
 }

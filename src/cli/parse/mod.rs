@@ -15,8 +15,9 @@ use lexopt::Arg;
 use super::completions::Shell;
 use super::spec::{
     find_verb, FlagSpec, PosSpec, Rule, Verb, VerbId, VerbSpec, GENERAL_SIGNATURE,
-    RUNTIME_SHORTCUT, SHORTCUT_RUNTIMES,
+    RUNTIME_SHORTCUT, SHORTCUT_RUNTIMES, VERBS,
 };
+use super::suggest;
 
 /// The exit status of a usage error (spec 07).
 pub const EXIT_USAGE: i32 = 2;
@@ -41,10 +42,23 @@ impl fmt::Display for UsageError {
             UsageError::Bad { what, signature } => {
                 write!(f, "iapeer: {what} — usage: iapeer {signature}")
             }
-            UsageError::UnknownVerb(verb) => write!(
-                f,
-                "iapeer: unknown verb \"{verb}\" — run iapeer help for the list of verbs"
-            ),
+            UsageError::UnknownVerb(verb) => {
+                let known = VERBS
+                    .iter()
+                    .filter(|v| !v.hidden)
+                    .map(|v| v.name)
+                    .chain(SHORTCUT_RUNTIMES.iter().copied());
+                match suggest::closest(verb, known) {
+                    Some(meant) => write!(
+                        f,
+                        "iapeer: unknown verb \"{verb}\" — did you mean \"{meant}\"? (iapeer help lists the verbs)"
+                    ),
+                    None => write!(
+                        f,
+                        "iapeer: unknown verb \"{verb}\" — run iapeer help for the list of verbs"
+                    ),
+                }
+            }
         }
     }
 }
@@ -333,7 +347,16 @@ fn parse_verb(p: &mut lexopt::Parser, spec: &'static VerbSpec, st: &mut Status) 
             Arg::Short(c) => spec.flag_by_short(c),
         };
         let Some(flag) = flag else {
-            let what = format!("unknown flag {}", show(&arg));
+            let meant = match arg {
+                Arg::Long(long) => {
+                    suggest::closest(long, spec.flags.iter().map(|f| f.long).chain(["help"]))
+                }
+                _ => None,
+            };
+            let what = match meant {
+                Some(m) => format!("unknown flag {} (did you mean --{m}?)", show(&arg)),
+                None => format!("unknown flag {}", show(&arg)),
+            };
             let _ = p.optional_value();
             st.fail(sig, what);
             continue;
@@ -408,6 +431,12 @@ fn check_rules(inv: &Invocation) -> Result<(), String> {
             let repeats = spec.positionals.last().is_some_and(|p| p.repeat);
             if !repeats {
                 if let Some(extra) = inv.positionals.get(spec.positionals.len()) {
+                    // `iapeer send bob "hi"`: the text goes in --message.
+                    if spec.flag("message").is_some() && !inv.given_long("message") {
+                        return Err(format!(
+                            "unexpected argument \"{extra}\" — the text of a message goes in --message: --message \"{extra}\""
+                        ));
+                    }
                     return Err(format!("unexpected argument \"{extra}\""));
                 }
             }

@@ -108,11 +108,11 @@ fn usage_errors_are_one_targeted_line() {
         ),
         (
             &["send", "bob", "--message", "x", "--frob"],
-            format!("iapeer: unknown flag --frob — usage: iapeer {SEND_SIG}"),
+            format!("iapeer: unknown flag --frob (did you mean --from?) — usage: iapeer {SEND_SIG}"),
         ),
         (
-            &["send", "bob", "--message", "x", "--frob=1"],
-            format!("iapeer: unknown flag --frob — usage: iapeer {SEND_SIG}"),
+            &["send", "bob", "--message", "x", "--frobnicate=1"],
+            format!("iapeer: unknown flag --frobnicate — usage: iapeer {SEND_SIG}"),
         ),
         (
             &["send", "bob", "--message", "x", "--json=yes"],
