@@ -91,6 +91,11 @@ impl Terminal {
         parser.screen().contents()
     }
 
+    /// The pid of the process on the terminal.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub(crate) fn type_bytes(&mut self, bytes: &[u8]) {
         self.master.write_all(bytes).expect("write to the pty");
     }

@@ -13,6 +13,7 @@ mod common;
 
 mod answers;
 mod attach;
+mod background;
 mod busy;
 mod claude;
 mod cli;

@@ -3,6 +3,7 @@
 //! (including idempotent no-ops), 1 the operation failed or was refused, 2 usage error.
 
 pub mod attach;
+pub mod background;
 pub mod client;
 pub mod completions;
 pub mod demo;
@@ -182,7 +183,9 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
         Verb::DefaultRuntime => peers::default_runtime(inv),
         Verb::Status => status::run(inv),
         Verb::Install => install::run(inv),
+        Verb::Daemon if inv.flag(spec::flags::DETACH) => background::detach(),
         Verb::Daemon => run_daemon(),
+        Verb::Shutdown => background::shutdown(),
         Verb::Demo => demo::run(inv),
         Verb::EchoAgent => match crate::echo_agent::run(&inv.positionals) {
             0 => Ok(()),

@@ -180,6 +180,8 @@ pub enum Verb {
     DefaultRuntime,
     /// `daemon`.
     Daemon,
+    /// `shutdown`.
+    Shutdown,
     /// `status`.
     Status,
     /// `install`.
@@ -193,7 +195,7 @@ pub enum Verb {
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 24] = [
+    pub const ALL: [Verb; 25] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
@@ -214,6 +216,7 @@ impl Verb {
         Verb::AddRuntime,
         Verb::DefaultRuntime,
         Verb::Daemon,
+        Verb::Shutdown,
         Verb::Status,
         Verb::Install,
         Verb::Demo,

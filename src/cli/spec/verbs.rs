@@ -159,6 +159,11 @@ pub mod flags {
         "foreground",
         "stay in this terminal (always the case; accepted for scripts)",
     );
+    /// `--detach` (daemon).
+    pub const DETACH: FlagSpec = boolean(
+        "detach",
+        "run in the background (output to log files) and return once it answers",
+    );
     /// `--keep` (demo).
     pub const KEEP: FlagSpec = boolean("keep", "keep the temporary root and print its path");
 }
@@ -198,8 +203,8 @@ pub mod args {
 
 use args::{ARGS, FOLDER, NAME, RT, RUNTIME, TARGET, VERB};
 use flags::{
-    ALL, ATTACHMENT, DESCRIPTION, FIX, FORCE, FOREGROUND, FROM, INTELLIGENCE, JSON, KEEP, MESSAGE,
-    MESSAGE_FILE, NO_BOOTSTRAP, PATH, PEER_RUNTIME, SEND_RUNTIME, SEND_TIMEOUT, TOPIC,
+    ALL, ATTACHMENT, DESCRIPTION, DETACH, FIX, FORCE, FOREGROUND, FROM, INTELLIGENCE, JSON, KEEP,
+    MESSAGE, MESSAGE_FILE, NO_BOOTSTRAP, PATH, PEER_RUNTIME, SEND_RUNTIME, SEND_TIMEOUT, TOPIC,
 };
 
 const PEER_AND_RUNTIME: &[PosSpec] = &[args::PEER, RUNTIME];
@@ -549,14 +554,33 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Daemon),
         name: "daemon",
-        signature: "daemon [--foreground]",
-        summary: "run the daemon in this terminal",
+        signature: "daemon [--foreground] [--detach]",
+        summary: "run the daemon in this terminal (or in the background with --detach)",
         description: "Run the iapeer daemon until it is told to stop. It owns every agent session, answers \
             the CLI on the control socket and agents over loopback HTTP, keeps always-on peers running and \
-            puts idle agents to sleep. It never forks, so launchd, systemd, containers and tests run it \
-            as is. When it stops, every session ends, and live agents resume on their next message.",
+            puts idle agents to sleep. It never forks by itself, so launchd, systemd, containers and tests \
+            run it as is. Where no service manager runs, --detach starts it in the background in a \
+            session of its own (closing the terminal does not end it), with its output in \
+            <root>/logs/iapeer/daemon-stdout.log and daemon-stderr.log next to daemon.log, and returns \
+            once it answers; one daemon at a time. When it stops, every session ends, and live agents \
+            resume on their next message.",
         positionals: &[],
-        flags: &[FOREGROUND],
+        flags: &[FOREGROUND, DETACH],
+        rules: &[],
+        hidden: false,
+        group: Group::Host,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Shutdown),
+        name: "shutdown",
+        signature: "shutdown",
+        summary: "stop the running daemon and wait until it is gone",
+        description: "Stop the daemon that answers on the control socket (however it was started) and \
+            return once it is gone: every session ends, and live agents resume on their next message. \
+            With no daemon running it says so and succeeds.",
+        positionals: &[],
+        flags: &[],
         rules: &[],
         hidden: false,
         group: Group::Host,
