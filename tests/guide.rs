@@ -115,3 +115,17 @@ fn an_empty_message_or_peer_is_refused_without_internal_names() {
         .unwrap()
         .starts_with("the message is empty"));
 }
+
+#[test]
+fn lifecycle_verbs_name_the_registered_peer_meant() {
+    let env = alice_bob_carol();
+    let (_, err) = env.fails(&["stop", "Carol"], 1);
+    assert_eq!(
+        err.trim(),
+        "iapeer stop: peer \"Carol\" is not in the iapeer peers index — did you mean \"carol\"?"
+    );
+    let (_, err) = env.fails(&["start", "carl"], 1);
+    assert!(err.trim().ends_with("did you mean \"carol\"?"), "{err}");
+    let (_, err) = env.fails(&["stop", "zed"], 1);
+    assert!(!err.contains("did you mean"), "{err}");
+}

@@ -10,12 +10,19 @@ use super::parse::Invocation;
 use super::spec::{args, flags};
 use super::{paths, print, usage, CliError, CliResult};
 use crate::protocol::{
-    Answer, CompactOutcome, CompactReply, Failure, IdentityReply, InterruptReply, LiveRuntimeReply,
-    NewReply, Request, StartReply, StopReply, WakeReply,
+    Answer, Code, CompactOutcome, CompactReply, Failure, IdentityReply, InterruptReply,
+    LiveRuntimeReply, NewReply, Request, StartReply, StopReply, WakeReply,
 };
 
 fn failed(f: Failure) -> CliError {
-    let error = f.error;
+    let mut error = f.error;
+    if f.code == Code::NotRegistered {
+        // A typo of a registered name: say which one.
+        if let (Some(name), Ok(paths)) = (super::suggest::refused_peer(&error), paths()) {
+            let hint = super::suggest::peer_hint(&paths, name);
+            error.push_str(&hint);
+        }
+    }
     if error.ends_with("no transcript to resume") || error.ends_with("no codex session to resume") {
         return CliError::Failed(format!(
             "{error} — start a fresh session with: iapeer new <peer>"

@@ -181,14 +181,9 @@ pub fn run(inv: &Invocation) -> CliResult {
             if let (Code::InvalidArgument, Some(p)) = (f.code, &problem) {
                 f.error = p.clone();
             }
-            if f.code == Code::NotRegistered && f.error.starts_with(&format!("peer \"{target}\"")) {
+            if f.code == Code::NotRegistered && suggest::refused_peer(&f.error) == Some(&target) {
                 // A typo of a registered name: say which one.
-                if let Ok(reg) = Registry::load(&paths) {
-                    f.error.push_str(&suggest::hint(
-                        &target,
-                        reg.peers.iter().map(|p| p.personality.as_str()),
-                    ));
-                }
+                f.error.push_str(&suggest::peer_hint(&paths, &target));
             }
             if json_out {
                 print(&format!("{}\n", json_line(&Reply::from(f.clone()))))?;

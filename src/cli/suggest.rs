@@ -67,6 +67,21 @@ pub fn hint<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> St
         .unwrap_or_default()
 }
 
+/// The peer name a daemon's `not-registered` refusal is about: the first quoted word of
+/// `peer "<name>" is not …`.
+pub fn refused_peer(error: &str) -> Option<&str> {
+    let rest = error.strip_prefix("peer \"")?;
+    rest.split('"').next().filter(|n| !n.is_empty())
+}
+
+/// [`hint`] over the registered peers of `paths` (nothing when the registry cannot be read).
+pub fn peer_hint(paths: &crate::paths::Paths, name: &str) -> String {
+    match crate::registry::Registry::load(paths) {
+        Ok(reg) => hint(name, reg.peers.iter().map(|p| p.personality.as_str())),
+        Err(_) => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,6 +110,16 @@ mod tests {
         // between start and status.
         assert_eq!(closest("stat", ["start", "state"]), None);
         assert_eq!(closest("x", ["send"]), None);
+    }
+
+    #[test]
+    fn the_refused_peer_is_the_first_quoted_name() {
+        assert_eq!(
+            refused_peer("peer \"carl\" is not in the iapeer peers index"),
+            Some("carl")
+        );
+        assert_eq!(refused_peer("unknown caller \"zed\""), None);
+        assert_eq!(refused_peer("peer \"\" is not"), None);
     }
 
     #[test]
