@@ -423,6 +423,26 @@ fn attach_says_how_to_detach_and_ctrl_bracket_cancels_the_wait_for_a_boot() {
 }
 
 #[test]
+fn keys_typed_while_the_peer_boots_reach_the_session_once_attached() {
+    let env = alice_and_bob();
+    wake_bob(&env);
+    env.ok(&["stop", "bob"]);
+    env.wait_until("bob's session ended", Duration::from_secs(10), |e| {
+        e.log("exits").contains("identity=echo-bob")
+    });
+    env.ok(&["start", "bob"]);
+    // Resumed, bob takes 2 s before it draws anything.
+    env.launch_env("bob", "echo", "PEER_START_ARGS=--boot-delay-ms 2000\n");
+    let mut term = Terminal::spawn(env.cmd(&["attach", "bob"]));
+    term.wait_for(&env, "press Ctrl-] to detach");
+    term.type_bytes(b"typed ahead\r");
+    term.wait_for(&env, "you: typed ahead");
+    assert_eq!(bob_wakes(&env).len(), 2, "the keys did not cancel the wake");
+    term.type_bytes(&[0x1d]);
+    assert_eq!(term.wait(&env).code(), Some(0), "{}", term.text());
+}
+
+#[test]
 fn attach_to_a_peer_that_never_ran_fails_loudly() {
     let env = alice_and_bob();
     let mut term = Terminal::spawn(env.cmd(&["attach", "bob"]));

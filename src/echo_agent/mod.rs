@@ -50,6 +50,8 @@ pub struct Options {
     pub no_prompt: bool,
     /// `--reply-delay-ms N`: wait N ms before each reply (busy-state tests).
     pub reply_delay_ms: u64,
+    /// `--boot-delay-ms N`: wait N ms before drawing anything (tests of waits for a boot).
+    pub boot_delay_ms: u64,
     /// `--system-prompt-file PATH`: the system prompt iapeer composed (spec 06); the echo
     /// agent has no model, so it only reports the file's size, proving it was passed.
     pub system_prompt_file: Option<PathBuf>,
@@ -57,8 +59,8 @@ pub struct Options {
 
 /// Parse the words after `echo-agent`.
 ///
-/// Errors: unknown flags, or a missing / non-numeric `--reply-delay-ms` value (text for the
-/// user).
+/// Errors: unknown flags, or a missing / non-numeric `--reply-delay-ms` or `--boot-delay-ms`
+/// value (text for the user).
 pub fn parse_options(args: &[String]) -> Result<Options, String> {
     use lexopt::prelude::*;
     let mut opts = Options::default();
@@ -70,6 +72,13 @@ pub fn parse_options(args: &[String]) -> Result<Options, String> {
             Long("no-prompt") => opts.no_prompt = true,
             Long("system-prompt-file") => {
                 opts.system_prompt_file = Some(parser.value().map_err(|e| e.to_string())?.into());
+            }
+            Long("boot-delay-ms") => {
+                opts.boot_delay_ms = parser
+                    .value()
+                    .map_err(|e| e.to_string())?
+                    .parse()
+                    .map_err(|e: lexopt::Error| e.to_string())?;
             }
             Long("reply-delay-ms") => {
                 opts.reply_delay_ms = parser
@@ -105,6 +114,7 @@ pub fn run(args: &[String]) -> i32 {
             eprintln!("iapeer echo-agent: cannot watch signal {sig}: {e}");
         }
     }
+    std::thread::sleep(Duration::from_millis(opts.boot_delay_ms));
     let _raw = term::RawMode::enter();
     App::new(opts).run(&stop)
 }

@@ -294,13 +294,16 @@ fn fail_boot_and_bad_arguments_exit_at_once() {
             "--resume".into(),
             "--no-prompt".into(),
             "--reply-delay-ms".into(),
-            "250".into()
+            "250".into(),
+            "--boot-delay-ms".into(),
+            "40".into()
         ]),
         Ok(super::Options {
             resume: true,
             fail_boot: false,
             no_prompt: true,
             reply_delay_ms: 250,
+            boot_delay_ms: 40,
             system_prompt_file: None,
         })
     );
