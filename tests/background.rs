@@ -123,3 +123,16 @@ fn a_detached_daemon_survives_the_terminal_hanging_up_and_shutdown_ends_it() {
     let out = env.ok(&["shutdown"]);
     assert!(out.starts_with("no daemon is running"), "{out}");
 }
+
+#[test]
+fn foreground_and_detach_together_is_a_usage_error() {
+    let env = TestEnv::new();
+    let (_, err) = env.fails(&["daemon", "--foreground", "--detach"], 2);
+    assert!(
+        err.starts_with(
+            "iapeer: --foreground and --detach cannot be used together — usage: iapeer daemon"
+        ),
+        "{err}"
+    );
+    assert!(!env.socket().exists());
+}

@@ -183,6 +183,9 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
         Verb::DefaultRuntime => peers::default_runtime(inv),
         Verb::Status => status::run(inv),
         Verb::Install => install::run(inv),
+        Verb::Daemon if inv.flag(spec::flags::DETACH) && inv.flag(spec::flags::FOREGROUND) => Err(
+            usage(inv, "--foreground and --detach cannot be used together"),
+        ),
         Verb::Daemon if inv.flag(spec::flags::DETACH) => background::detach(),
         Verb::Daemon => run_daemon(),
         Verb::Shutdown => background::shutdown(),
