@@ -3,7 +3,7 @@
 # nothing leaks or is lost: see scripts/soak/soak.py for the load and the checks.
 #
 #   scripts/soak.sh [seconds]   default 1800 (30 minutes); warm-up min(120, seconds/10)
-#   scripts/soak.sh --smoke     a 50 s run with a 15 s warm-up (not part of CI)
+#   scripts/soak.sh --smoke     a 40 s run with a 10 s warm-up (not part of CI)
 #
 # Never touches the real ~/.iapeer: a temp HOME and IAPEER_ROOT, port 0 on 127.0.0.1, and
 # every process it starts is ended by pid. Knobs: SOAK_KEEP=1 keeps the temp folder,
@@ -23,7 +23,7 @@ command -v python3 >/dev/null 2>&1 || {
 SECS=1800
 WARM=""
 case "${1:-}" in
-  --smoke) SECS=50; WARM=15 ;;
+  --smoke) SECS=40; WARM=10 ;;
   "") ;;
   *[!0-9]*) echo "usage: scripts/soak.sh [seconds | --smoke]" >&2; exit 2 ;;
   *) SECS=$1 ;;

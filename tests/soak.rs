@@ -28,7 +28,7 @@ fn soak_checks_flag_hangs_mismatched_log_lines_and_growth() {
 }
 
 #[test]
-#[ignore = "a 50 s soak of the real daemon; run by hand"]
+#[ignore = "a 40 s soak of the real daemon; run by hand"]
 fn soak_smoke_passes_its_checks() {
     let out = Command::new("scripts/soak.sh")
         .arg("--smoke")

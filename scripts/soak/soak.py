@@ -7,6 +7,8 @@ sleeps come from a short IAPEER_IDLE_SECS), attach/detach through a pty, bad HTT
 slow heads, oversized declared bodies, HTTP/2.0 request lines), control-socket garbage, and
 kill -9 of echo agent processes the daemon started for this soak (by pid, after checking they
 descend from our daemon).
+The storm guard is lifted (IAPEER_STORM_LIMIT) so sends are real deliveries, and
+delivery.log is not rotated during the run (its rotated copies are read anyway).
 
 Checks (exit 1 when one fails):
   * the daemon is still running and answers a ping;
@@ -58,7 +60,13 @@ class Soak:
         self.warmup = warmup
         self.w = World(binary, keep=os.environ.get("SOAK_KEEP") == "1", prefix="iapeer-soak.")
         self.w.env.update({"IAPEER_IDLE_SECS": os.environ.get("SOAK_IDLE_SECS", "6"),
-                           "IAPEER_TICK_SECS": "1"})
+                           "IAPEER_TICK_SECS": "1",
+                           # Not a storm test: every pair exchanges far more than the guard's
+                           # 20 a minute, and its instant refusals would turn the load into a
+                           # busy loop of refusals.
+                           "IAPEER_STORM_LIMIT": "1000000",
+                           # Keep every delivery line for the check (no rotation away).
+                           "IAPEER_DELIVERY_LOG_MAX_BYTES": str(1 << 30)})
         self.stop = threading.Event()
         self.paused = threading.Event()
         self.lock = threading.Lock()
@@ -120,6 +128,7 @@ class Soak:
                             code=f"exit {p.returncode}: {p.stdout[:200]} {p.stderr[:200]}")
                 continue
             self.record(topic=topic, path="cli", **outcome_of(v))
+            self.stop.wait(random.uniform(0, 0.2))
 
     def mcp_sender(self):
         while self.gate():
@@ -176,6 +185,7 @@ class Soak:
                 self.record(topic=topic, path="mcp", outcome="error", code=text[:200])
                 continue
             self.record(topic=topic, path="mcp", **outcome_of(v))
+            self.stop.wait(random.uniform(0, 0.2))
 
     def waker(self):
         while self.gate():
@@ -441,19 +451,21 @@ def consistency_failures(sends, lines):
 
 
 def delivery_lines(path):
-    """topic -> list of ok values of its `ev=delivery` lines."""
+    """topic -> list of ok values of its `ev=delivery` lines in `path` and its rotated
+    copies (`path.1` … `path.9`)."""
     out = {}
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if " ev=delivery " not in line:
-                    continue
-                t = re.search(r" topic=(soak-\d+)", line)
-                ok = re.search(r" ok=(\w+)", line)
-                if t and ok:
-                    out.setdefault(t.group(1), []).append(ok.group(1))
-    except OSError:
-        pass
+    for p in [path] + [f"{path}.{i}" for i in range(1, 10)]:
+        try:
+            with open(p, encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    if " ev=delivery " not in line:
+                        continue
+                    t = re.search(r" topic=(soak-\d+)", line)
+                    ok = re.search(r" ok=(\w+)", line)
+                    if t and ok:
+                        out.setdefault(t.group(1), []).append(ok.group(1))
+        except OSError:
+            pass
     return out
 
 

@@ -28,6 +28,16 @@ class Checks(unittest.TestCase):
         finally:
             os.unlink(f.name)
 
+    def test_delivery_lines_reads_rotated_copies(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "delivery.log")
+            with open(path + ".1", "w") as f:
+                f.write("ts=1 ev=delivery path=cli to=b ok=true topic=soak-1\n")
+            with open(path, "w") as f:
+                f.write("ts=2 ev=delivery path=cli to=b ok=false topic=soak-2\n")
+            self.assertEqual(soak.delivery_lines(path),
+                             {"soak-1": ["true"], "soak-2": ["false"]})
+
     def test_consistency_needs_the_matching_ok_value(self):
         lines = {"soak-1": ["true"], "soak-2": ["true"]}
         sends = [{"topic": "soak-1", "path": "cli", "outcome": "delivered"},
