@@ -179,10 +179,10 @@ class Soak:
                 text = "\n".join(l[5:].lstrip() for l in text.splitlines()
                                  if l.startswith("data:"))
             try:
-                res = json.loads(text)["result"]
-                v = res.get("structuredContent") or json.loads(res["content"][0]["text"])
+                v = mcp_answer(json.loads(text)["result"])
             except (ValueError, KeyError, IndexError, TypeError):
                 self.record(topic=topic, path="mcp", outcome="error", code=text[:200])
+                self.stop.wait(random.uniform(0, 0.2))
                 continue
             self.record(topic=topic, path="mcp", **outcome_of(v))
             self.stop.wait(random.uniform(0, 0.2))
@@ -410,6 +410,16 @@ class Soak:
             return 1
         print("all checks passed")
         return 0
+
+
+def mcp_answer(res):
+    """A tools/call result -> the send answer: structuredContent when present; a tool error
+    (isError, a sentence in content[0].text) is a refusal with code "tool-error"."""
+    if res.get("structuredContent"):
+        return res["structuredContent"]
+    if res.get("isError"):
+        return {"ok": False, "code": "tool-error", "error": res["content"][0]["text"]}
+    return json.loads(res["content"][0]["text"])
 
 
 def outcome_of(v):

@@ -16,6 +16,12 @@ class Checks(unittest.TestCase):
         self.assertEqual(soak.outcome_of({"ok": False, "code": "stopped"}),
                          {"outcome": "refused", "code": "stopped"})
 
+    def test_an_mcp_tool_error_is_a_refusal(self):
+        res = {"content": [{"type": "text", "text": "peer \"p2\" offline"}], "isError": True}
+        self.assertEqual(soak.outcome_of(soak.mcp_answer(res))["outcome"], "refused")
+        ok = {"content": [{"type": "text", "text": "{}"}], "structuredContent": {"ok": True}}
+        self.assertEqual(soak.outcome_of(soak.mcp_answer(ok))["outcome"], "delivered")
+
     def test_delivery_lines_groups_ok_values_by_soak_topic(self):
         with tempfile.NamedTemporaryFile("w", delete=False) as f:
             f.write("ts=1 ev=delivery path=cli caller=echo-a to=b ok=true topic=soak-1 len=2\n"
