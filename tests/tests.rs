@@ -39,6 +39,7 @@ mod send;
 mod send_deadline;
 mod send_rules;
 mod session_env;
+mod soak;
 mod storm;
 mod wake_failure;
 
