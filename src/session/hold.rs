@@ -13,6 +13,22 @@ use std::time::{Duration, Instant};
 /// How often a held delivery re-checks the composer.
 pub const RECHECK: Duration = Duration::from_millis(500);
 
+/// How long after iapeer's own previous paste a composer that still shows text is taken for
+/// that paste's residue, not a draft: a runtime that queues a message mid-turn (Claude Code
+/// 2.1.332 writes its `queue-operation` record first) may redraw its composer a moment
+/// later. Within it the next delivery waits silently, re-checking every [`RESIDUE_RECHECK`];
+/// text still there afterwards is a draft and the sender is answered `queued`.
+pub const RESIDUE: Duration = Duration::from_millis(1500);
+
+/// How often a delivery waiting out [`RESIDUE`] re-checks the composer.
+pub const RESIDUE_RECHECK: Duration = Duration::from_millis(50);
+
+/// Whether text in the composer at `now` may still be iapeer's own paste (pure):
+/// `last_paste_end` is when iapeer's previous delivery into this session ended.
+pub fn may_be_residue(last_paste_end: Option<Instant>, now: Instant) -> bool {
+    last_paste_end.is_some_and(|t| now.saturating_duration_since(t) < RESIDUE)
+}
+
 /// What to do with a held delivery now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HoldStep {
@@ -44,6 +60,9 @@ pub struct Held {
     pub since: Instant,
     /// When to check again.
     pub next_check: Instant,
+    /// Whether its sender has been answered `queued` (`queuedBy: "composer"`); false while
+    /// the text may still be iapeer's own paste ([`may_be_residue`]).
+    pub answered: bool,
 }
 
 #[cfg(test)]
@@ -69,5 +88,14 @@ mod tests {
             HoldStep::Deliver,
             "a free composer always delivers"
         );
+    }
+
+    #[test]
+    fn residue_only_just_after_our_own_paste() {
+        let t0 = Instant::now();
+        assert!(!may_be_residue(None, t0), "no paste yet: a draft is a draft");
+        assert!(may_be_residue(Some(t0), t0));
+        assert!(may_be_residue(Some(t0), t0 + RESIDUE - Duration::from_millis(1)));
+        assert!(!may_be_residue(Some(t0), t0 + RESIDUE));
     }
 }

@@ -229,6 +229,9 @@ struct Session {
     followers: Vec<QueueFollower>,
     /// A delivery waiting for the composer to be free (spec 05 §7).
     held: Option<super::hold::Held>,
+    /// When iapeer's previous delivery into this session ended (its paste may still show in
+    /// the composer for a moment: [`super::hold::may_be_residue`]).
+    last_paste_end: Option<Instant>,
     /// Deliveries already answered as queued: their end is a `QueueOutcome`, not `Delivered`.
     answered_queued: std::collections::HashSet<u64>,
     compact: Option<ActiveCompact>,
@@ -315,6 +318,7 @@ impl Session {
             queued,
             followers: Vec::new(),
             held: None,
+            last_paste_end: None,
             answered_queued: std::collections::HashSet::new(),
             compact: None,
             clients: HashMap::new(),

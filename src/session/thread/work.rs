@@ -85,22 +85,17 @@ impl Session {
         let pty = matches!(self.io, Io::Pty(_));
         if pty && d.ready_gate.is_none() {
             if let Some(draft) = self.cfg.adapter.composer_draft(&self.screen) {
-                log::info!(
-                    "{}: the composer holds a draft ({} chars); delivery {} waits for it",
-                    self.cfg.identity,
-                    draft.chars().count(),
-                    d.id
-                );
-                self.emit(EventKind::Queued {
-                    id: d.id,
-                    by: crate::protocol::QueuedBy::Composer,
-                });
-                self.answered_queued.insert(d.id);
+                use super::super::hold::{may_be_residue, Held, RECHECK, RESIDUE_RECHECK};
                 let now = Instant::now();
-                self.held = Some(super::super::hold::Held {
+                let residue = may_be_residue(self.last_paste_end, now);
+                if !residue {
+                    self.answer_held(d.id, draft.chars().count());
+                }
+                self.held = Some(Held {
                     delivery: d,
                     since: now,
-                    next_check: now + super::super::hold::RECHECK,
+                    next_check: now + if residue { RESIDUE_RECHECK } else { RECHECK },
+                    answered: !residue,
                 });
                 return;
             }
@@ -108,10 +103,23 @@ impl Session {
         self.start_delivery(d);
     }
 
+    /// Tell delivery `id`'s sender that it waits behind a draft of `chars` characters.
+    fn answer_held(&mut self, id: u64, chars: usize) {
+        log::info!(
+            "{}: the composer holds a draft ({chars} chars); delivery {id} waits for it",
+            self.cfg.identity
+        );
+        self.emit(EventKind::Queued {
+            id,
+            by: crate::protocol::QueuedBy::Composer,
+        });
+        self.answered_queued.insert(id);
+    }
+
     /// A held delivery's turn: deliver once the composer is free, fail past the limit.
     pub(super) fn check_held(&mut self, now: Instant) {
-        use super::super::hold::{hold_step, HoldStep, RECHECK};
-        let Some(h) = self.held.as_mut() else {
+        use super::super::hold::{hold_step, may_be_residue, HoldStep, RECHECK, RESIDUE_RECHECK};
+        let Some(h) = self.held.as_ref() else {
             return;
         };
         if now < h.next_check {
@@ -119,7 +127,17 @@ impl Session {
         }
         let draft = self.cfg.adapter.composer_draft(&self.screen);
         match hold_step(draft.as_deref(), h.since, now, self.cfg.composer_hold) {
-            HoldStep::Wait => h.next_check = now + RECHECK,
+            HoldStep::Wait => {
+                let residue = may_be_residue(self.last_paste_end, now);
+                let (id, answered) = (h.delivery.id, h.answered);
+                if !residue && !answered {
+                    self.answer_held(id, draft.map_or(0, |t| t.chars().count()));
+                }
+                if let Some(h) = self.held.as_mut() {
+                    h.answered |= !residue;
+                    h.next_check = now + if residue { RESIDUE_RECHECK } else { RECHECK };
+                }
+            }
             HoldStep::Deliver => {
                 if let Some(h) = self.held.take() {
                     self.start_delivery(h.delivery);
@@ -127,11 +145,7 @@ impl Session {
             }
             HoldStep::GiveUp(reason) => {
                 if let Some(h) = self.held.take() {
-                    self.answered_queued.remove(&h.delivery.id);
-                    self.emit(EventKind::QueueOutcome {
-                        id: h.delivery.id,
-                        result: Err(reason),
-                    });
+                    self.finish_delivery(h.delivery.id, Err(reason));
                 }
                 self.next_delivery();
             }
@@ -175,12 +189,14 @@ impl Session {
             Step::Write(bytes) => self.write_child(&bytes),
             Step::Done(result) => {
                 if let Some(d) = self.delivery.take() {
+                    self.last_paste_end = Some(Instant::now());
                     self.finish_delivery(d.id, result);
                 }
                 self.next_delivery();
             }
             Step::Queued => {
                 if let Some(d) = self.delivery.take() {
+                    self.last_paste_end = Some(Instant::now());
                     // A held message's sender already has its `queued` answer; its follower
                     // reports the outcome either way.
                     if !self.answered_queued.remove(&d.id) {
