@@ -36,8 +36,6 @@ pub const FAIL_BOOT_EXIT: i32 = 3;
 const USAGE_EXIT: i32 = 2;
 /// How long input must stay quiet before a lone ESC counts as the Escape key, in ms.
 const ESC_SETTLE_MS: u16 = 50;
-/// Poll period of the main loop (bounds the latency of reply results and signals), in ms.
-const TICK_MS: u16 = 100;
 
 /// Command-line options of `iapeer echo-agent`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -108,15 +106,31 @@ pub fn run(args: &[String]) -> i32 {
         eprintln!("iapeer echo-agent: failing at boot on purpose (--fail-boot)");
         return FAIL_BOOT_EXIT;
     }
+    let wake = match term::Wake::new() {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("iapeer echo-agent: cannot create its wake pipe: {e}");
+            return 1;
+        }
+    };
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
-        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(&stop)) {
+        let watched = signal_hook::flag::register(sig, Arc::clone(&stop)).and_then(|_| {
+            signal_hook::low_level::pipe::register(sig, wake.raw_sender()?).map(|_| ())
+        });
+        if let Err(e) = watched {
             eprintln!("iapeer echo-agent: cannot watch signal {sig}: {e}");
         }
     }
     std::thread::sleep(Duration::from_millis(opts.boot_delay_ms));
     let _raw = term::RawMode::enter();
-    App::new(opts).run(&stop)
+    match App::new(opts, &wake) {
+        Ok(app) => app.run(&stop, &wake),
+        Err(e) => {
+            eprintln!("iapeer echo-agent: cannot start its reply worker: {e}");
+            1
+        }
+    }
 }
 
 /// A reply the agent is waiting for.
@@ -153,9 +167,9 @@ struct App {
 }
 
 impl App {
-    fn new(opts: Options) -> App {
-        let (jobs, done) = reply::spawn();
-        App {
+    fn new(opts: Options, wake: &term::Wake) -> std::io::Result<App> {
+        let (jobs, done) = reply::spawn(wake.sender()?);
+        Ok(App {
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
             screen: Screen::new(!opts.no_prompt),
             opts,
@@ -165,10 +179,10 @@ impl App {
             done,
             in_flight: Vec::new(),
             next_id: 1,
-        }
+        })
     }
 
-    fn run(mut self, stop: &AtomicBool) -> i32 {
+    fn run(mut self, stop: &AtomicBool, wake: &term::Wake) -> i32 {
         let identity = std::env::var("PEER_IDENTITY").unwrap_or_else(|_| "no identity".into());
         let mut lines = vec![format!(
             "iapeer echo agent — demo stand-in runtime ({identity})"
@@ -193,14 +207,12 @@ impl App {
             if stop.load(Ordering::SeqCst) {
                 return 0;
             }
-            let wait = if self.parser.escape_pending() {
-                ESC_SETTLE_MS
-            } else {
-                TICK_MS
-            };
-            let keys = match term::read_in(&mut buf, wait) {
+            // Event-driven: no timeout unless a lone ESC waits to be told from a sequence.
+            let wait = self.parser.escape_pending().then_some(ESC_SETTLE_MS);
+            let keys = match term::read_in(&mut buf, wake, wait) {
                 term::Input::Data(n) => self.parser.feed(&buf[..n]),
                 term::Input::Idle => self.parser.flush(),
+                term::Input::Woken => Vec::new(),
                 term::Input::Closed => return 0,
             };
             // One redraw per read, not per key: a long paste-less line arrives as thousands of

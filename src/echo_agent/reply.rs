@@ -51,8 +51,9 @@ pub fn echo_message(body: &str) -> String {
         .collect()
 }
 
-/// Start the worker; it ends when the job sender is dropped.
-pub fn spawn() -> (Sender<Job>, Receiver<Done>) {
+/// Start the worker; it ends when the job sender is dropped. `wake` ends the main loop's
+/// wait each time a [`Done`] is sent.
+pub fn spawn(wake: super::term::WakeSender) -> (Sender<Job>, Receiver<Done>) {
     let (job_tx, job_rx) = crossbeam_channel::unbounded::<Job>();
     let (done_tx, done_rx) = crossbeam_channel::unbounded();
     std::thread::spawn(move || {
@@ -73,6 +74,7 @@ pub fn spawn() -> (Sender<Job>, Receiver<Done>) {
             if done_tx.send(Done { id: job.id, result }).is_err() {
                 return;
             }
+            wake.wake();
         }
     });
     (job_tx, done_rx)

@@ -3,7 +3,9 @@
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::termios::{self, SetArg, Termios};
+use std::io::{Read, Write};
 use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
 
 const PASTE_ON: &[u8] = b"\x1b[?2004h";
 const PASTE_OFF: &[u8] = b"\x1b[?2004l";
@@ -57,6 +59,55 @@ pub fn write_out(bytes: &[u8]) {
     }
 }
 
+/// A self-pipe that ends a wait on stdin (issue 13 item 4: the idle agent sleeps in `poll`
+/// with no timeout): written by the reply worker when a reply is done, and by SIGTERM/SIGHUP.
+pub struct Wake {
+    rx: UnixStream,
+    tx: UnixStream,
+}
+
+/// The write end of a [`Wake`], for another thread.
+pub struct WakeSender(UnixStream);
+
+impl WakeSender {
+    /// End the main loop's current wait (a full pipe already has a wake pending).
+    pub fn wake(&self) {
+        let _ = (&self.0).write(&[1]);
+    }
+}
+
+impl Wake {
+    /// A non-blocking socket pair.
+    ///
+    /// Errors: the pair cannot be created (out of fds).
+    pub fn new() -> std::io::Result<Wake> {
+        let (rx, tx) = UnixStream::pair()?;
+        rx.set_nonblocking(true)?;
+        tx.set_nonblocking(true)?;
+        Ok(Wake { rx, tx })
+    }
+
+    /// Another write end (for a thread, or for a signal handler with `into_raw_fd`).
+    ///
+    /// Errors: the fd cannot be duplicated.
+    pub fn sender(&self) -> std::io::Result<WakeSender> {
+        Ok(WakeSender(self.tx.try_clone()?))
+    }
+
+    /// A duplicate of the write end as a socket, for `signal_hook`'s pipe registration.
+    ///
+    /// Errors: the fd cannot be duplicated.
+    pub fn raw_sender(&self) -> std::io::Result<UnixStream> {
+        self.tx.try_clone()
+    }
+
+    /// Read away pending wakes.
+    fn drain(&self) {
+        let mut buf = [0u8; 64];
+        while matches!((&self.rx).read(&mut buf), Ok(n) if n > 0) {}
+    }
+}
+
 /// What one wait on stdin produced.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Input {
@@ -64,20 +115,31 @@ pub enum Input {
     Data(usize),
     /// Nothing arrived within the timeout (or a signal interrupted the wait).
     Idle,
+    /// The [`Wake`] was written: something other than input needs attention.
+    Woken,
     /// End of input: EOF, hang-up or a read error.
     Closed,
 }
 
-/// Wait up to `timeout_ms` for stdin and read what is there.
-pub fn read_in(buf: &mut [u8], timeout_ms: u16) -> Input {
+/// Wait for stdin or `wake`, at most `timeout_ms` (`None` = no limit), and read what is
+/// there. Input wins over a wake; a wake is drained when reported.
+pub fn read_in(buf: &mut [u8], wake: &Wake, timeout_ms: Option<u16>) -> Input {
     let stdin = std::io::stdin();
-    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
-    match poll(&mut fds, PollTimeout::from(timeout_ms)) {
+    let mut fds = [
+        PollFd::new(stdin.as_fd(), PollFlags::POLLIN),
+        PollFd::new(wake.rx.as_fd(), PollFlags::POLLIN),
+    ];
+    let timeout = timeout_ms.map_or(PollTimeout::NONE, PollTimeout::from);
+    match poll(&mut fds, timeout) {
         Ok(0) | Err(Errno::EINTR) => return Input::Idle,
         Ok(_) => {}
         Err(_) => return Input::Closed,
     }
     let ready = fds[0].revents().unwrap_or(PollFlags::empty());
+    if ready.is_empty() {
+        wake.drain();
+        return Input::Woken;
+    }
     if !ready.contains(PollFlags::POLLIN) {
         return Input::Closed;
     }

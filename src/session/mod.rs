@@ -11,5 +11,6 @@ pub mod groups;
 pub mod handle;
 pub mod hold;
 pub mod panelog;
+pub mod reap;
 pub mod spawn;
 pub mod thread;

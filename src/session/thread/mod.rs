@@ -14,7 +14,7 @@ use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, ExitStatus};
+use std::process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,6 +31,7 @@ use super::handle::{
     Cause, Delivery, EventKind, SessionCmd, SessionEvent, SessionHandle, SessionStatus,
 };
 use super::panelog::PaneLog;
+use super::reap::Reaper;
 use super::spawn::{self, SpawnSpec};
 use crate::adapter::{Adapter, RuntimeKind};
 use crate::eventlog::{Event, EventLog};
@@ -54,6 +55,7 @@ const CHILD_OUT: Token = Token(0);
 const CHILD_ERR: Token = Token(1);
 const CHILD_IN: Token = Token(2);
 const WAKER: Token = Token(3);
+const CHILD_EXIT: Token = Token(4);
 const FIRST_CLIENT: usize = 16;
 
 /// Everything a session thread needs besides the child.
@@ -108,8 +110,7 @@ pub fn start(
     let pid = child.id();
     super::groups::register(pid);
     let (cmd_tx, cmd_rx) = crossbeam_channel::unbounded();
-    let (exit_tx, exit_rx) = crossbeam_channel::bounded(1);
-    spawn_waiter(child, exit_tx, waker.clone())?;
+    let reaper = Reaper::start(child, poll.registry(), CHILD_EXIT, waker.clone())?;
     let handle = SessionHandle { tx: cmd_tx, waker };
     let name = format!("session-{}", cfg.identity);
     let session_id = cfg.session;
@@ -117,7 +118,7 @@ pub fn start(
     std::thread::Builder::new().name(name).spawn(move || {
         let events_for_setup = events.clone();
         let run = std::panic::AssertUnwindSafe(move || {
-            match Session::new(cfg, poll, io, pid, cmd_rx, exit_rx, events) {
+            match Session::new(cfg, poll, io, pid, cmd_rx, reaper, events) {
                 Ok(mut s) => s.run(),
                 Err(e) => {
                     // The child is already running: end it, and tell the router so the
@@ -171,23 +172,6 @@ fn setup_failed(session: u64, err: &io::Error) -> [SessionEvent; 2] {
     ]
 }
 
-/// One waiter thread per child (no `waitpid(-1)`): reaps it and wakes the session.
-fn spawn_waiter(
-    mut child: Child,
-    tx: Sender<io::Result<ExitStatus>>,
-    waker: Arc<Waker>,
-) -> io::Result<()> {
-    std::thread::Builder::new()
-        .name("session-waiter".into())
-        .spawn(move || {
-            let status = child.wait();
-            super::groups::unregister(child.id());
-            let _ = tx.send(status);
-            let _ = waker.wake();
-        })?;
-    Ok(())
-}
-
 enum Io {
     Pty(File),
     Pipes {
@@ -209,7 +193,7 @@ struct Session {
     pid: u32,
     started: Instant,
     cmd_rx: Receiver<SessionCmd>,
-    exit_rx: Receiver<io::Result<ExitStatus>>,
+    reaper: Reaper,
     events: Sender<SessionEvent>,
     screen: Screen,
     /// Last output kept for router runtimes (they have no screen model worth reading).
@@ -256,7 +240,7 @@ impl Session {
         io: Io,
         pid: u32,
         cmd_rx: Receiver<SessionCmd>,
-        exit_rx: Receiver<io::Result<ExitStatus>>,
+        reaper: Reaper,
         events: Sender<SessionEvent>,
     ) -> io::Result<Session> {
         let reg = poll.registry();
@@ -304,7 +288,7 @@ impl Session {
             pid,
             started: now,
             cmd_rx,
-            exit_rx,
+            reaper,
             events,
             screen: Screen::new(ROWS, COLS),
             pipe_tail: VecDeque::new(),
@@ -372,6 +356,7 @@ impl Session {
                     CHILD_ERR => self.read_child(true),
                     CHILD_IN => self.flush_child(),
                     WAKER => self.drain_commands(),
+                    CHILD_EXIT => {} // the reaper is asked below
                     t => self.client_event(t, ev.is_readable(), ev.is_writable()),
                 }
             }
@@ -379,7 +364,7 @@ impl Session {
             self.drain_commands();
             self.on_time(Instant::now());
             if self.exit.is_none() {
-                if let Ok(status) = self.exit_rx.try_recv() {
+                if let Some(status) = self.reaper.try_exit() {
                     self.exit = Some(status);
                 }
             }

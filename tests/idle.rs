@@ -1,0 +1,130 @@
+//! Idle means idle (issue 13 item 4): the daemon keeps at most one thread per live session
+//! plus a fixed number, and an idle echo agent sleeps until input arrives instead of waking
+//! every 100 ms. Measured on the real daemon and real echo agents from /proc (Linux only).
+
+use crate::common;
+
+use common::TestEnv;
+use std::time::Duration;
+
+/// Threads of process `pid` right now.
+fn threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// Context switches (voluntary + involuntary) of every thread of `pid` so far: each is a
+/// wakeup of a sleeping thread or a preemption.
+fn switches(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .map(|t| {
+            let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+            status
+                .lines()
+                .filter(|l| l.contains("ctxt_switches"))
+                .filter_map(|l| l.split_whitespace().last()?.parse::<u64>().ok())
+                .sum::<u64>()
+        })
+        .sum()
+}
+
+/// The children of `parent` whose command line contains `needle`.
+fn children(parent: u32, needle: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // Fields after the parenthesised command name: state, ppid, ...
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if ppid == Some(parent) && String::from_utf8_lossy(&cmdline).contains(needle) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Wait until the daemon's thread count stops changing (send and launch helpers end).
+fn settled_threads(pid: u32) -> usize {
+    let mut last = threads(pid);
+    for _ in 0..50 {
+        std::thread::sleep(Duration::from_millis(200));
+        let now = threads(pid);
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+    last
+}
+
+#[test]
+fn live_sessions_cost_at_most_one_thread_each_and_idle_agents_sleep() {
+    const PEERS: usize = 6;
+    let mut env = TestEnv::new();
+    env.create_echo("sender");
+    for i in 0..PEERS {
+        env.create_echo(&format!("p{i}"));
+    }
+    env.start_daemon();
+    let daemon = env.daemon.as_ref().expect("daemon").id();
+    let base = settled_threads(daemon);
+
+    for i in 0..PEERS {
+        env.ok(&[
+            "send",
+            &format!("p{i}"),
+            "--from",
+            "echo-sender",
+            "--message",
+            "echo: hello",
+        ]);
+    }
+    let live = settled_threads(daemon);
+    eprintln!("daemon threads: {base} with no session, {live} with {PEERS} live sessions");
+    assert!(
+        live <= base + PEERS,
+        "{PEERS} live sessions took {} threads (base {base}, live {live})",
+        live - base
+    );
+
+    // Idle echo agents: no timer wakeups. A 100 ms tick would be ~20 switches in 2 s.
+    let agents = children(daemon, "echo-agent");
+    assert_eq!(agents.len(), PEERS, "{agents:?}\n{}", env.diagnostics());
+    std::thread::sleep(Duration::from_millis(500));
+    let before: Vec<u64> = agents.iter().map(|&p| switches(p)).collect();
+    std::thread::sleep(Duration::from_secs(2));
+    for (pid, b) in agents.iter().zip(before) {
+        let woke = switches(*pid) - b;
+        eprintln!("idle echo agent {pid}: {woke} context switches in 2 s");
+        assert!(woke <= 2, "idle echo agent {pid} woke {woke} times in 2 s");
+    }
+
+    // They still answer at once: input ends the wait.
+    env.ok(&[
+        "send",
+        "p0",
+        "--from",
+        "echo-sender",
+        "--message",
+        "still awake?",
+    ]);
+    env.wait_until("the echo reply", Duration::from_secs(20), |e| {
+        e.pane("echo-sender").contains("echo: still awake?")
+    });
+
+    // Stopping the sessions gives their threads back.
+    env.ok(&["stop", "--all"]);
+    let after = settled_threads(daemon);
+    assert!(after <= base, "threads after stop: {after}, base {base}");
+}
