@@ -54,14 +54,19 @@ fn children(parent: u32, needle: &str) -> Vec<u32> {
     out
 }
 
-/// Wait until the daemon's thread count stops changing (send and launch helpers end).
-fn settled_threads(pid: u32) -> usize {
+/// The daemon's thread count once it is down to `want` or has stayed put for 3 s: launch
+/// helpers end with their launch, send-preparation workers 2 s after their last job.
+fn settled_threads(pid: u32, want: usize) -> usize {
     let mut last = threads(pid);
-    for _ in 0..50 {
+    let mut same_since = std::time::Instant::now();
+    for _ in 0..100 {
+        if last <= want || same_since.elapsed() > Duration::from_secs(3) {
+            return last;
+        }
         std::thread::sleep(Duration::from_millis(200));
         let now = threads(pid);
-        if now == last {
-            return now;
+        if now != last {
+            same_since = std::time::Instant::now();
         }
         last = now;
     }
@@ -78,7 +83,7 @@ fn live_sessions_cost_at_most_one_thread_each_and_idle_agents_sleep() {
     }
     env.start_daemon();
     let daemon = env.daemon.as_ref().expect("daemon").id();
-    let base = settled_threads(daemon);
+    let base = settled_threads(daemon, 0);
 
     for i in 0..PEERS {
         env.ok(&[
@@ -90,7 +95,7 @@ fn live_sessions_cost_at_most_one_thread_each_and_idle_agents_sleep() {
             "echo: hello",
         ]);
     }
-    let live = settled_threads(daemon);
+    let live = settled_threads(daemon, base + PEERS);
     eprintln!("daemon threads: {base} with no session, {live} with {PEERS} live sessions");
     assert!(
         live <= base + PEERS,
@@ -125,6 +130,6 @@ fn live_sessions_cost_at_most_one_thread_each_and_idle_agents_sleep() {
 
     // Stopping the sessions gives their threads back.
     env.ok(&["stop", "--all"]);
-    let after = settled_threads(daemon);
+    let after = settled_threads(daemon, base);
     assert!(after <= base, "threads after stop: {after}, base {base}");
 }

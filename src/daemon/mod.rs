@@ -7,6 +7,7 @@ pub mod guard;
 pub mod http;
 pub mod lifecycle;
 pub mod mcp;
+pub mod pool;
 pub mod reply;
 pub mod route;
 pub mod router;
@@ -15,7 +16,7 @@ pub mod test_hooks;
 
 use std::io::{self, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,8 +29,8 @@ use crate::fsutil::{ensure_dir, write_json_atomic, MODE_PRIVATE};
 use crate::paths::Paths;
 use crate::protocol::Reply;
 use guard::Fatal;
-use mcp::{Backend, CallerCreds, SendArgs};
-use reply::{ReplyMsg, ReplyTo};
+use mcp::{Backend, CallerCreds, SendArgs, SendDone};
+use reply::ReplyTo;
 use router::{DaemonInfo, Router, RouterMsg};
 
 /// Why the daemon could not start.
@@ -61,8 +62,8 @@ fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> DaemonError {
     move |e| DaemonError::Io(what, e)
 }
 
-/// Routes MCP `send_to_peer` calls to the router and waits for the answer (HTTP workers
-/// may block; the router never does).
+/// Routes MCP `send_to_peer` calls to the router; the final answer comes back through a
+/// callback ([`ReplyTo::on_final`]), so no thread waits for it.
 struct RouterBackend {
     tx: Sender<RouterMsg>,
     fatal: Fatal,
@@ -83,48 +84,27 @@ impl Backend for RouterBackend {
         creds: CallerCreds,
         args: SendArgs,
     ) -> Result<crate::protocol::SendResult, String> {
-        self.send_to_peer_watched(creds, args, &|| false)
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.submit(
+            creds,
+            args,
+            Arc::new(AtomicBool::new(false)),
+            Box::new(move |outcome| {
+                let _ = tx.send(outcome);
+            }),
+        );
+        rx.recv().unwrap_or_else(|_| Err(self.gone()))
     }
 
-    fn send_to_peer_watched(
-        &self,
-        creds: CallerCreds,
-        args: SendArgs,
-        client_gone: &(dyn Fn() -> bool + Sync),
-    ) -> Result<crate::protocol::SendResult, String> {
-        let gone = Arc::new(AtomicBool::new(false));
-        let (reply, rx) = ReplyTo::channel_watched(gone.clone());
-        self.tx
-            .send(RouterMsg::Mcp { creds, args, reply })
-            .map_err(|_| self.gone())?;
-        loop {
-            let got = match rx.recv_timeout(CLIENT_CHECK) {
-                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                    if !gone.load(Ordering::Relaxed) && client_gone() {
-                        // The router drops what it has not begun for this caller and still
-                        // answers (and logs) it; that answer is awaited here as usual.
-                        log::info!("mcp: a send_to_peer caller hung up; its send is abandoned");
-                        gone.store(true, Ordering::Relaxed);
-                    }
-                    continue;
-                }
-                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => Err(()),
-                Ok(msg) => Ok(msg),
-            };
-            match got {
-                Ok((_, ReplyMsg::Final(r))) | Ok((_, ReplyMsg::Attach(r, _))) => {
-                    return match r {
-                        Reply::Send(sent) => Ok(sent.result),
-                        Reply::Failed(f) => Err(f.error),
-                        other => {
-                            log::error!("a send was answered with {other:?}");
-                            Err("internal error: not a send result".to_string())
-                        }
-                    };
-                }
-                Ok((_, ReplyMsg::Progress(_))) => continue,
-                Err(()) => return Err(self.gone()),
-            }
+    fn submit(&self, creds: CallerCreds, args: SendArgs, gone: Arc<AtomicBool>, done: SendDone) {
+        let reply = ReplyTo::on_final(gone, move |r| done(send_outcome(r)));
+        if let Err(crossbeam_channel::SendError(RouterMsg::Mcp { reply, .. })) =
+            self.tx.send(RouterMsg::Mcp { creds, args, reply })
+        {
+            reply.finish(crate::protocol::Failure::new(
+                crate::protocol::Code::ShuttingDown,
+                self.gone(),
+            ));
         }
     }
 
@@ -132,6 +112,18 @@ impl Backend for RouterBackend {
         let _ = self.tx.send(RouterMsg::ToolsListed {
             creds: creds.clone(),
         });
+    }
+}
+
+/// A send's final reply as MCP sees it: the result, or the failure's text.
+fn send_outcome(r: Reply) -> crate::daemon::mcp::SendOutcome {
+    match r {
+        Reply::Send(sent) => Ok(sent.result),
+        Reply::Failed(f) => Err(f.error),
+        other => {
+            log::error!("a send was answered with {other:?}");
+            Err("internal error: not a send result".to_string())
+        }
     }
 }
 
@@ -193,9 +185,6 @@ fn init_logging(paths: &Paths) {
 
 /// The name of the router thread (the panic hook records a panic on it as fatal).
 const ROUTER_THREAD: &str = "router";
-/// How often an MCP request thread waiting for its send checks that its client is still
-/// connected.
-const CLIENT_CHECK: Duration = Duration::from_millis(250);
 /// How long a normal shutdown waits for the router to end the sessions (they get SIGKILL
 /// 3 s after SIGTERM; the router gives up on them after 5 s) and to return.
 const ROUTER_SHUTDOWN: Duration = Duration::from_secs(10);

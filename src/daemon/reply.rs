@@ -1,7 +1,8 @@
 //! How the router answers a request: progress lines, one final line, or (for `attach`) a
 //! final line plus the session to hand the connection to. Control-socket replies go to the
-//! main loop (tagged with the connection id, then its poll is woken); HTTP workers wait on
-//! their own channel.
+//! main loop (tagged with the connection id, then its poll is woken); an MCP send's final
+//! answer goes to a callback that hands it to the HTTP acceptor ([`ReplyTo::on_final`]);
+//! blocking requesters wait on a channel of their own.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -21,14 +22,51 @@ pub enum ReplyMsg {
     Attach(Reply, SessionHandle),
 }
 
+/// The callback of [`ReplyTo::on_final`].
+type FinalFn = Box<dyn FnOnce(Reply) + Send>;
+
 /// Where a request's answers go.
 #[derive(Clone)]
 pub struct ReplyTo {
-    conn: u64,
-    tx: Sender<(u64, ReplyMsg)>,
-    waker: Option<Arc<mio::Waker>>,
+    sink: Sink,
     /// Set by the control loop once the requester's connection is gone.
     gone: Option<Arc<AtomicBool>>,
+}
+
+#[derive(Clone)]
+enum Sink {
+    /// Tagged with `conn` into a channel, then `waker` (if any) is woken.
+    Channel {
+        conn: u64,
+        tx: Sender<(u64, ReplyMsg)>,
+        waker: Option<Arc<mio::Waker>>,
+    },
+    /// The final answer to a callback, called once on the router thread; progress is dropped.
+    Final(Arc<FinalOnce>),
+}
+
+/// A callback run at most once: with the final reply, or — when every [`ReplyTo`] holding it
+/// is dropped unanswered (the router failed or ended without answering) — with a failure, so
+/// a requester without a thread of its own is never left waiting.
+struct FinalOnce(std::sync::Mutex<Option<FinalFn>>);
+
+impl FinalOnce {
+    fn call(&self, reply: Reply) {
+        let taken = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(f) = taken {
+            f(reply);
+        }
+    }
+}
+
+impl Drop for FinalOnce {
+    fn drop(&mut self) {
+        self.call(Reply::failure(
+            crate::protocol::Code::ShuttingDown,
+            "the daemon dropped the request without answering it (it is ending); send again \
+             once `iapeer status` says healthy",
+        ));
+    }
 }
 
 impl ReplyTo {
@@ -41,9 +79,25 @@ impl ReplyTo {
         gone: Arc<AtomicBool>,
     ) -> ReplyTo {
         ReplyTo {
-            conn,
-            tx,
-            waker: Some(waker),
+            sink: Sink::Channel {
+                conn,
+                tx,
+                waker: Some(waker),
+            },
+            gone: Some(gone),
+        }
+    }
+
+    /// Answers for a requester that waits for the final one only, without a thread: `done`
+    /// runs once, on the router thread (so it must be quick: hand the reply on and return),
+    /// with the final reply (an `attach` answer's session is dropped). `gone` is set by the
+    /// requester when it stops waiting. If the request is dropped without an answer (the
+    /// router failed or is ending), `done` gets a `shutting-down` failure instead.
+    pub fn on_final(gone: Arc<AtomicBool>, done: impl FnOnce(Reply) + Send + 'static) -> ReplyTo {
+        ReplyTo {
+            sink: Sink::Final(Arc::new(FinalOnce(std::sync::Mutex::new(Some(Box::new(
+                done,
+            )))))),
             gone: Some(gone),
         }
     }
@@ -56,22 +110,16 @@ impl ReplyTo {
             .is_some_and(|g| g.load(Ordering::Relaxed))
     }
 
-    /// A private channel for a blocking requester that tells through `gone` when it stops
-    /// waiting (an HTTP worker whose client hung up).
-    pub fn channel_watched(gone: Arc<AtomicBool>) -> (ReplyTo, Receiver<(u64, ReplyMsg)>) {
-        let (mut reply, rx) = ReplyTo::channel();
-        reply.gone = Some(gone);
-        (reply, rx)
-    }
-
-    /// A private channel for a blocking requester (an HTTP worker).
+    /// A private channel for a blocking requester.
     pub fn channel() -> (ReplyTo, Receiver<(u64, ReplyMsg)>) {
         let (tx, rx) = crossbeam_channel::unbounded();
         (
             ReplyTo {
-                conn: 0,
-                tx,
-                waker: None,
+                sink: Sink::Channel {
+                    conn: 0,
+                    tx,
+                    waker: None,
+                },
                 gone: None,
             },
             rx,
@@ -79,11 +127,19 @@ impl ReplyTo {
     }
 
     fn send(&self, msg: ReplyMsg) {
-        // A requester that went away is not an error: its answer is simply dropped.
-        if self.tx.send((self.conn, msg)).is_ok() {
-            if let Some(w) = &self.waker {
-                let _ = w.wake();
+        match &self.sink {
+            Sink::Channel { conn, tx, waker } => {
+                // A requester that went away is not an error: its answer is simply dropped.
+                if tx.send((*conn, msg)).is_ok() {
+                    if let Some(w) = waker {
+                        let _ = w.wake();
+                    }
+                }
             }
+            Sink::Final(done) => match msg {
+                ReplyMsg::Progress(_) => {}
+                ReplyMsg::Final(r) | ReplyMsg::Attach(r, _) => done.call(r),
+            },
         }
     }
 
@@ -106,5 +162,48 @@ impl ReplyTo {
     /// Send the final line and hand the connection to `session`.
     pub fn attach(self, r: impl Into<Reply>, session: SessionHandle) {
         self.send(ReplyMsg::Attach(r.into(), session));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Code;
+
+    fn recorder() -> (ReplyTo, Receiver<Reply>) {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let reply = ReplyTo::on_final(Arc::new(AtomicBool::new(false)), move |r| {
+            let _ = tx.send(r);
+        });
+        (reply, rx)
+    }
+
+    #[test]
+    fn a_final_callback_runs_once_with_the_final_reply() {
+        let (reply, rx) = recorder();
+        let copy = reply.clone();
+        reply.progress(Progress {
+            progress: "booting".into(),
+            identity: "echo-bob".into(),
+            elapsed_ms: 5,
+        });
+        copy.finish(Reply::failure(Code::Offline, "first"));
+        drop(reply);
+        let got: Vec<Reply> = rx.try_iter().collect();
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(matches!(&got[0], Reply::Failed(f) if f.error == "first"));
+    }
+
+    #[test]
+    fn a_request_dropped_unanswered_still_reaches_its_callback() {
+        let (reply, rx) = recorder();
+        let copy = reply.clone();
+        drop(reply);
+        assert!(rx.try_recv().is_err(), "a clone is still held");
+        drop(copy);
+        match rx.try_recv() {
+            Ok(Reply::Failed(f)) => assert_eq!(f.code, Code::ShuttingDown),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -5,14 +5,19 @@
 //! Per connection, in order: the head within [`HEAD_TIMEOUT`] of the accept and
 //! [`MAX_HEAD_BYTES`](super::head::MAX_HEAD_BYTES) (parsed by [`super::head`]); the gate
 //! ([`super::gate`]); the body within [`BODY_TIMEOUT`] of the head, never more than the route's
-//! limit. A complete `/mcp` request is handed to a request thread ([`super::serve_job`]); every
-//! other outcome is answered from here with a small nonblocking write, then the connection
-//! lingers (input discarded, at most [`LINGER`] and [`LINGER_BYTES`]) so that the answer is
-//! not lost to a reset, and is closed.
+//! limit. A complete `/mcp` request is begun with [`mcp::start`]: answered at once, or its
+//! `send_to_peer` calls are routed with [`Backend::submit`](crate::daemon::mcp::Backend::submit)
+//! and the connection waits (no deadline of its own: the router's send deadline ends every
+//! send) until their outcomes come back on this thread's channel, which wakes the poll.
+//! Answers are written without blocking (at most [`WRITE_TIMEOUT`] for a client that does not
+//! read); then the connection lingers (input discarded, at most [`LINGER`] and
+//! [`LINGER_BYTES`]) so that the answer is not lost to a reset, and is closed. A client that
+//! hangs up while its sends are routed has them abandoned (work not begun is not begun).
 //!
-//! Bounds: at most `limit` connections (this thread's plus the request threads'; see
-//! [`conn_limit`]). A new connection over it evicts the oldest one still being read (answered
-//! 503); when every connection is with a request thread, the newcomer is answered 503.
+//! Bounds: at most `limit` connections ([`conn_limit`]) and `max_in_flight` waiting requests.
+//! A new connection over the limit evicts the oldest one still being read (answered 503);
+//! when every connection is waiting or being answered, the newcomer is answered 503, as is a
+//! request over `max_in_flight` (both with `Retry-After`).
 //! `accept` failing for want of fds (`EMFILE`, `ENFILE`) evicts the oldest connection, or, with
 //! none, spends a reserve fd to accept and answer 503, and retries; the loop never ends on an
 //! accept error.
@@ -21,17 +26,19 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crossbeam_channel::{Receiver, Sender};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 
 use super::gate::{self, Admitted, Head, Route};
 use super::head::{self, RequestHead, MAX_HEAD_BYTES};
 use super::reply::Reply;
-use super::Shared;
+use super::{Shared, SHUTDOWN_GRACE};
+use crate::daemon::mcp::{self, SendOutcome, Started};
 
 /// The head must be complete this long after the accept.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
@@ -41,6 +48,8 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 pub const LINGER: Duration = Duration::from_secs(1);
 /// Most bytes discarded while lingering.
 pub const LINGER_BYTES: usize = 1024 * 1024;
+/// How long a client may take to read its answer.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often deadlines are checked, and how soon a failed `accept` is retried.
 const TICK: Duration = Duration::from_millis(100);
 
@@ -56,18 +65,6 @@ pub fn conn_limit(nofile: u64) -> usize {
     usize::try_from((nofile / 4).clamp(16, 4096)).unwrap_or(4096)
 }
 
-/// A complete, admitted `/mcp` request, with its connection.
-pub struct Job {
-    /// The client's connection (nonblocking, as accepted).
-    pub stream: std::net::TcpStream,
-    /// The parsed head.
-    pub head: RequestHead,
-    /// What the gate let through (route, caller credentials).
-    pub admitted: Admitted,
-    /// The body, exactly `Content-Length` bytes.
-    pub body: Vec<u8>,
-}
-
 enum Stage {
     /// Reading the head; `scanned` bytes were searched for its end already.
     Head { scanned: usize },
@@ -78,9 +75,33 @@ enum Stage {
         at: usize,
         len: usize,
     },
+    /// Waiting for the outcomes of routed sends (one slot each, in order), then `pending`
+    /// builds the answer. `gone` is raised when the client hangs up.
+    Calling {
+        pending: Box<mcp::Pending>,
+        outcomes: Vec<Option<SendOutcome>>,
+        gone: Arc<AtomicBool>,
+    },
+    /// Writing the answer: `at` bytes of `out` are written.
+    Writing { out: Vec<u8>, at: usize },
     /// Answered; discarding input until EOF, the deadline or [`LINGER_BYTES`].
     Linger { discarded: usize },
 }
+
+impl Stage {
+    /// Still being read (head or body): such a connection may be evicted or timed out 408.
+    fn reading(&self) -> bool {
+        matches!(self, Stage::Head { .. } | Stage::Body { .. })
+    }
+
+    /// Holding a request the server accepted (waiting or being answered): never evicted.
+    fn serving(&self) -> bool {
+        matches!(self, Stage::Calling { .. } | Stage::Writing { .. })
+    }
+}
+
+/// The outcome of send `usize` of the request on connection `Token`.
+type Outcome = (Token, usize, SendOutcome);
 
 struct Conn {
     stream: TcpStream,
@@ -109,6 +130,13 @@ pub(super) struct Acceptor {
     limit: usize,
     last_fd_warning: Option<Instant>,
     shared: Arc<Shared>,
+    waker: Arc<mio::Waker>,
+    outcomes_tx: Sender<Outcome>,
+    outcomes: Receiver<Outcome>,
+    /// Connections in [`Stage::Calling`].
+    calling: usize,
+    /// Set once stopping: answer what is in flight until then, accept nothing.
+    stop_by: Option<Instant>,
 }
 
 impl Acceptor {
@@ -118,13 +146,14 @@ impl Acceptor {
         listener: std::net::TcpListener,
         limit: usize,
         shared: Arc<Shared>,
-    ) -> io::Result<(Acceptor, mio::Waker)> {
+    ) -> io::Result<(Acceptor, Arc<mio::Waker>)> {
         listener.set_nonblocking(true)?;
         let poll = Poll::new()?;
         let mut listener = TcpListener::from_std(listener);
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)?;
-        let waker = mio::Waker::new(poll.registry(), WAKER)?;
+        let waker = Arc::new(mio::Waker::new(poll.registry(), WAKER)?);
+        let (outcomes_tx, outcomes) = crossbeam_channel::unbounded();
         Ok((
             Acceptor {
                 poll,
@@ -136,18 +165,28 @@ impl Acceptor {
                 limit: limit.max(1),
                 last_fd_warning: None,
                 shared,
+                waker: Arc::clone(&waker),
+                outcomes_tx,
+                outcomes,
+                calling: 0,
+                stop_by: None,
             },
             waker,
         ))
     }
 
-    /// Serve until `shared.stopping` is set and the waker woken. Poll errors other than
-    /// `EINTR` are retried after a pause; nothing a client does ends the loop.
+    /// Serve until `shared.stopping` is set and the waker woken; then answer the requests
+    /// whose sends are in flight for at most [`SHUTDOWN_GRACE`] and return. Poll errors other
+    /// than `EINTR` are retried after a pause; nothing a client does ends the loop.
     pub(super) fn run(mut self) {
         let mut events = Events::with_capacity(256);
         let mut next_sweep = Instant::now() + TICK;
         loop {
-            let timeout = if self.conns.is_empty() && self.retry_accept.is_none() {
+            if self.shared.stopping.load(Ordering::SeqCst) && self.stopping_done() {
+                return;
+            }
+            let idle = self.conns.is_empty() && self.retry_accept.is_none();
+            let timeout = if idle && self.stop_by.is_none() {
                 None
             } else {
                 Some(next_sweep.saturating_duration_since(Instant::now()))
@@ -158,16 +197,25 @@ impl Acceptor {
                     std::thread::sleep(TICK);
                 }
             }
-            if self.shared.stopping.load(Ordering::SeqCst) {
+            if self.shared.stopping.load(Ordering::SeqCst) && self.stopping_done() {
                 return;
             }
             for ev in events.iter() {
                 match ev.token() {
                     LISTENER => self.accept_all(),
-                    WAKER => {}
-                    t => self.on_readable(t),
+                    WAKER => self.take_outcomes(),
+                    t => {
+                        if ev.is_writable() {
+                            self.flush(t);
+                        }
+                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                            self.on_readable(t);
+                        }
+                    }
                 }
             }
+            // Outcomes may arrive without a wake if the waker raced with a previous poll.
+            self.take_outcomes();
             let now = Instant::now();
             if self.retry_accept.is_some_and(|at| now >= at) {
                 self.accept_all();
@@ -179,8 +227,32 @@ impl Acceptor {
         }
     }
 
+    /// Called while stopping: the first time, stop accepting and drop connections not being
+    /// served. True once nothing is in flight or the grace is over.
+    fn stopping_done(&mut self) -> bool {
+        let now = Instant::now();
+        if self.stop_by.is_none() {
+            self.stop_by = Some(now + SHUTDOWN_GRACE);
+            self.retry_accept = None;
+            let _ = self.poll.registry().deregister(&mut self.listener);
+            let idle: Vec<Token> = self
+                .conns
+                .iter()
+                .filter(|(_, c)| !c.stage.serving())
+                .map(|(t, _)| *t)
+                .collect();
+            for t in idle {
+                self.remove(t);
+            }
+        }
+        self.conns.values().all(|c| !c.stage.serving()) || self.stop_by.is_some_and(|by| now >= by)
+    }
+
     fn accept_all(&mut self) {
         self.retry_accept = None;
+        if self.stop_by.is_some() {
+            return;
+        }
         loop {
             match self.listener.accept() {
                 Ok((stream, _)) => self.take(stream),
@@ -236,8 +308,7 @@ impl Acceptor {
     /// Hold a new connection, making room (or refusing it) at the limit.
     fn take(&mut self, mut stream: TcpStream) {
         crate::daemon::test_hooks::on_http_accept(self.shared.port);
-        let held = self.conns.len() + self.shared.in_flight.load(Ordering::SeqCst);
-        if held >= self.limit && !self.evict_oldest() {
+        if self.conns.len() >= self.limit && !self.evict_oldest() {
             answer_now(&stream, &Reply::busy(), false);
             return;
         }
@@ -264,12 +335,13 @@ impl Acceptor {
         );
     }
 
-    /// Answer 503 to the connection held longest (lingering ones first) and close it. False
-    /// when this thread holds none.
+    /// Answer 503 to the connection held longest (lingering ones first) and close it; never
+    /// one whose request is being served. False when there is none to let go.
     fn evict_oldest(&mut self) -> bool {
         let victim = self
             .conns
             .iter()
+            .filter(|(_, c)| !c.stage.serving())
             .min_by_key(|(_, c)| (!matches!(c.stage, Stage::Linger { .. }), c.opened))
             .map(|(t, _)| *t);
         let Some(t) = victim else {
@@ -283,26 +355,170 @@ impl Acceptor {
         true
     }
 
+    /// Let a connection go. One waiting for its sends has them abandoned.
     fn remove(&mut self, t: Token) -> Option<Conn> {
         let mut c = self.conns.remove(&t)?;
         let _ = self.poll.registry().deregister(&mut c.stream);
+        if let Stage::Calling { gone, .. } = &c.stage {
+            self.calling -= 1;
+            if !gone.swap(true, Ordering::Relaxed) {
+                log::info!("mcp: a send_to_peer caller hung up; its send is abandoned");
+            }
+        }
         Some(c)
     }
 
-    /// Close connections past their deadline; one still being read is answered 408.
+    /// Close connections past their deadline; one still being read is answered 408. Waiting
+    /// requests have no deadline here (every send ends by the router's send deadline).
     fn sweep(&mut self, now: Instant) {
         let expired: Vec<Token> = self
             .conns
             .iter()
-            .filter(|(_, c)| now >= c.deadline)
+            .filter(|(_, c)| !matches!(c.stage, Stage::Calling { .. }) && now >= c.deadline)
             .map(|(t, _)| *t)
             .collect();
         for t in expired {
             if let Some(c) = self.remove(t) {
-                if !matches!(c.stage, Stage::Linger { .. }) {
+                if c.stage.reading() {
                     answer_now(&c.stream, &Reply::timeout(), false);
                 }
             }
+        }
+    }
+
+    /// Begin a complete `/mcp` request: answer it, or route its sends and wait.
+    fn dispatch(&mut self, t: Token) {
+        let Some(c) = self.conns.get_mut(&t) else {
+            return;
+        };
+        let Stage::Body {
+            head, admitted, at, ..
+        } = std::mem::replace(&mut c.stage, Stage::Linger { discarded: 0 })
+        else {
+            return;
+        };
+        let body = &c.buf[at..];
+        let accept = gate::first(&head.headers, "accept");
+        let backend = Arc::clone(&self.shared.backend);
+        let (pending, sends) = match mcp::start(body, accept, &admitted.creds, backend.as_ref()) {
+            Started::Done(answer) => {
+                log::debug!("http: {} {} -> {}", head.method, head.target, answer.status);
+                return self.answer(t, &Reply::from(answer));
+            }
+            Started::Sends(pending, sends) => (pending, sends),
+        };
+        if self.calling >= self.shared.max_in_flight {
+            return self.answer(t, &Reply::busy());
+        }
+        let gone = Arc::new(AtomicBool::new(false));
+        c.buf = Vec::new();
+        c.stage = Stage::Calling {
+            pending: Box::new(pending),
+            outcomes: (0..sends.len()).map(|_| None).collect(),
+            gone: Arc::clone(&gone),
+        };
+        self.calling += 1;
+        for (i, args) in sends.into_iter().enumerate() {
+            let tx = self.outcomes_tx.clone();
+            let waker = Arc::clone(&self.waker);
+            let done = Box::new(move |outcome| {
+                if tx.send((t, i, outcome)).is_ok() {
+                    let _ = waker.wake();
+                }
+            });
+            backend.submit(admitted.creds.clone(), args, Arc::clone(&gone), done);
+        }
+    }
+
+    /// Take the outcomes that came back; answer each request whose sends are all done.
+    fn take_outcomes(&mut self) {
+        while let Ok((t, i, outcome)) = self.outcomes.try_recv() {
+            // The connection may be gone (its client hung up): the outcome is dropped.
+            let Some(c) = self.conns.get_mut(&t) else {
+                continue;
+            };
+            let Stage::Calling { outcomes, .. } = &mut c.stage else {
+                continue;
+            };
+            if let Some(slot) = outcomes.get_mut(i) {
+                *slot = Some(outcome);
+            }
+            if outcomes.iter().any(Option::is_none) {
+                continue;
+            }
+            let Stage::Calling {
+                pending, outcomes, ..
+            } = std::mem::replace(&mut c.stage, Stage::Linger { discarded: 0 })
+            else {
+                continue;
+            };
+            self.calling -= 1;
+            let answer = pending.finish(outcomes.into_iter().flatten().collect());
+            self.answer(t, &Reply::from(answer));
+        }
+    }
+
+    /// Start writing `reply` to connection `t` (then it lingers and closes).
+    fn answer(&mut self, t: Token, reply: &Reply) {
+        let Some(c) = self.conns.get_mut(&t) else {
+            return;
+        };
+        c.stage = Stage::Writing {
+            out: reply.to_http(false),
+            at: 0,
+        };
+        c.deadline = Instant::now() + WRITE_TIMEOUT;
+        self.flush(t);
+    }
+
+    /// Write what connection `t` can take of its answer; once all is written, shut the
+    /// writing side and linger.
+    fn flush(&mut self, t: Token) {
+        let Some(c) = self.conns.get_mut(&t) else {
+            return;
+        };
+        let Stage::Writing { out, at } = &mut c.stage else {
+            return;
+        };
+        loop {
+            match c.stream.write(&out[*at..]) {
+                Ok(0) => break,
+                Ok(n) => {
+                    *at += n;
+                    if *at == out.len() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let both = Interest::READABLE | Interest::WRITABLE;
+                    if self
+                        .poll
+                        .registry()
+                        .reregister(&mut c.stream, t, both)
+                        .is_err()
+                    {
+                        self.remove(t);
+                    }
+                    return;
+                }
+                Err(_) => break,
+            }
+        }
+        let complete = matches!(&c.stage, Stage::Writing { out, at } if *at == out.len());
+        if !complete || c.stream.shutdown(Shutdown::Write).is_err() {
+            self.remove(t);
+            return;
+        }
+        let _ = self
+            .poll
+            .registry()
+            .reregister(&mut c.stream, t, Interest::READABLE);
+        c.stage = Stage::Linger { discarded: 0 };
+        c.deadline = Instant::now() + LINGER;
+        // Input may already be waiting; edge-triggered polls will not say so again.
+        if matches!(read_conn(c, &self.shared), Next::Close) {
+            self.remove(t);
         }
     }
 
@@ -333,32 +549,7 @@ impl Acceptor {
                     self.remove(t);
                 }
             }
-            Next::Dispatch => {
-                let Some(c) = self.remove(t) else {
-                    return;
-                };
-                let Stage::Body {
-                    head,
-                    admitted,
-                    at,
-                    len,
-                } = c.stage
-                else {
-                    return;
-                };
-                let mut buf = c.buf;
-                buf.truncate(at + len);
-                let body = buf.split_off(at);
-                let job = Box::new(Job {
-                    stream: c.stream.into(),
-                    head: *head,
-                    admitted,
-                    body,
-                });
-                if let Err(job) = super::serve_job(&self.shared, job) {
-                    answer_now(&job.stream, &Reply::busy(), false);
-                }
-            }
+            Next::Dispatch => self.dispatch(t),
         }
     }
 }
@@ -370,7 +561,7 @@ fn read_conn(c: &mut Conn, shared: &Shared) -> Next {
         let want = match &c.stage {
             Stage::Head { .. } => chunk.len().min(MAX_HEAD_BYTES + 1 - c.buf.len()),
             Stage::Body { at, len, .. } => chunk.len().min(at + len - c.buf.len()),
-            Stage::Linger { .. } => chunk.len(),
+            Stage::Calling { .. } | Stage::Writing { .. } | Stage::Linger { .. } => chunk.len(),
         };
         let n = match c.stream.read(&mut chunk[..want]) {
             Ok(0) => return Next::Close,
@@ -387,6 +578,8 @@ fn read_conn(c: &mut Conn, shared: &Shared) -> Next {
                 }
                 continue;
             }
+            // Nothing more is expected before the answer: discarded.
+            Stage::Calling { .. } | Stage::Writing { .. } => continue,
             Stage::Head { scanned } => {
                 c.buf.extend_from_slice(&chunk[..n]);
                 let Some(end) = head::head_end(&c.buf, *scanned) else {

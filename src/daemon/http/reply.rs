@@ -79,10 +79,12 @@ impl Reply {
 
     /// 503 when too many requests are already being served.
     pub fn busy() -> Reply {
-        Reply::error(
+        let mut r = Reply::error(
             503,
             "server busy: too many requests in flight; retry shortly",
-        )
+        );
+        r.headers.push(("retry-after", "1"));
+        r
     }
 
     /// 408 when the head or the body did not arrive in time.

@@ -12,6 +12,9 @@ pub mod tool;
 #[cfg(test)]
 mod tests;
 
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
 use serde_json::Value;
 
 #[cfg(test)]
@@ -43,8 +46,14 @@ pub struct CallerCreds {
     pub session_token: Option<String>,
 }
 
-/// The router, as seen from MCP. Implementations may block (a wake can take minutes); the HTTP
-/// layer calls it from a request thread.
+/// The outcome of one routed send: the result object of spec 03 §1, or the tool error's text.
+pub type SendOutcome = Result<crate::protocol::SendResult, String>;
+
+/// Where [`Backend::submit`] delivers a send's outcome.
+pub type SendDone = Box<dyn FnOnce(SendOutcome) + Send>;
+
+/// The router, as seen from MCP. [`Backend::send_to_peer`] may block (a wake can take
+/// minutes); the HTTP layer uses [`Backend::submit`], which must not.
 pub trait Backend: Send + Sync {
     /// Authenticate the caller and route the message.
     /// `Ok` = the result object of spec 03 §1; `Err` = the text of the tool error.
@@ -54,17 +63,14 @@ pub trait Backend: Send + Sync {
         args: SendArgs,
     ) -> Result<crate::protocol::SendResult, String>;
 
-    /// [`Backend::send_to_peer`] for a caller that may hang up: `client_gone` tells whether
-    /// the caller's connection has closed, so work not begun for it is not begun (issue 7
-    /// item 4). By default the caller is assumed to wait.
-    fn send_to_peer_watched(
-        &self,
-        creds: CallerCreds,
-        args: SendArgs,
-        client_gone: &(dyn Fn() -> bool + Sync),
-    ) -> Result<crate::protocol::SendResult, String> {
-        let _ = client_gone;
-        self.send_to_peer(creds, args)
+    /// Route a send without waiting for it (issue 13 item 3: no thread per waiting call):
+    /// `done` gets the outcome once, later, on another thread, and must return quickly.
+    /// `gone` is set by the caller once its client has hung up, so work not begun for it is
+    /// not begun (issue 7 item 4). The default blocks in [`Backend::send_to_peer`] (for
+    /// backends whose sends are quick).
+    fn submit(&self, creds: CallerCreds, args: SendArgs, gone: Arc<AtomicBool>, done: SendDone) {
+        let _ = gone;
+        done(self.send_to_peer(creds, args));
     }
 
     /// A client listed the tools: its MCP connection is up (sessions wait for this before
@@ -88,27 +94,74 @@ pub const JSON: &str = "application/json";
 /// Content type of an SSE answer.
 pub const EVENT_STREAM: &str = "text/event-stream";
 
-/// Handle one `POST /mcp` body (spec 02 §4).
+/// Handle one `POST /mcp` body (spec 02 §4), blocking on the backend for its sends (the
+/// reference behaviour [`start`] splits up; used by tests).
 ///
 /// `accept` is the request's `Accept` header: JSON is used when it is absent or lists
 /// `application/json` (or `*/*`, `application/*`), else the answer is one SSE event.
 /// Malformed JSON → 400 with error -32700; a single invalid request → 400 with -32600;
 /// notifications and client responses → 202 with an empty body; a batch → an array of the
 /// answers to its requests (202 when there are none).
+#[cfg(test)]
 pub fn handle(
     body: &[u8],
     accept: Option<&str>,
     creds: CallerCreds,
     backend: &dyn Backend,
 ) -> McpResponse {
-    let (status, reply) = rpc::process(body, &creds, backend);
+    respond(rpc::process(body, &creds, backend), wants_json(accept))
+}
+
+/// A POST body whose answer waits for routed sends ([`start`]).
+#[derive(Debug)]
+pub struct Pending {
+    plan: rpc::Plan,
+    json: bool,
+}
+
+/// What [`start`] made of a POST body.
+#[derive(Debug)]
+pub enum Started {
+    /// The answer, complete.
+    Done(McpResponse),
+    /// The sends to route (each through [`Backend::submit`]) and the answer they complete.
+    Sends(Pending, Vec<SendArgs>),
+}
+
+/// Begin one `POST /mcp` body without blocking: everything but its `send_to_peer` calls is
+/// answered now (see [`handle`] for the shapes). With sends, the caller routes them and
+/// passes their outcomes, in order, to [`Pending::finish`].
+pub fn start(
+    body: &[u8],
+    accept: Option<&str>,
+    creds: &CallerCreds,
+    backend: &dyn Backend,
+) -> Started {
+    let mut plan = rpc::plan(body, creds, backend);
+    let sends = plan.take_sends();
+    let json = wants_json(accept);
+    if sends.is_empty() {
+        Started::Done(respond(plan.finish(Vec::new()), json))
+    } else {
+        Started::Sends(Pending { plan, json }, sends)
+    }
+}
+
+impl Pending {
+    /// The complete answer, given each send's outcome in the order [`start`] listed them.
+    pub fn finish(self, outcomes: Vec<SendOutcome>) -> McpResponse {
+        respond(self.plan.finish(outcomes), self.json)
+    }
+}
+
+fn respond((status, reply): (u16, Option<Value>), json: bool) -> McpResponse {
     match reply {
         None => McpResponse {
             status: 202,
             content_type: None,
             body: Vec::new(),
         },
-        Some(value) => encode(status, &value, wants_json(accept)),
+        Some(value) => encode(status, &value, json),
     }
 }
 

@@ -3,8 +3,10 @@
 
 use serde_json::{json, Value};
 
-use super::tool::{call_tool, tool_listing, INSTRUCTIONS, SUPPORTED_PROTOCOL_VERSIONS};
-use super::{Backend, CallerCreds};
+use super::tool::{
+    call_result, prepare_call, tool_listing, INSTRUCTIONS, SUPPORTED_PROTOCOL_VERSIONS,
+};
+use super::{Backend, CallerCreds, SendArgs};
 
 /// JSON-RPC error codes we use.
 const PARSE_ERROR: i64 = -32700;
@@ -84,17 +86,30 @@ fn success(id: &Value, result: Value) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "result": result })
 }
 
-/// Answer one message; `None` when it needs no answer.
-fn answer(v: &Value, creds: &CallerCreds, backend: &dyn Backend) -> Option<Value> {
+/// One answer of a request body: ready now, or the answer to a send still being routed.
+#[derive(Debug)]
+enum Slot {
+    Ready(Value),
+    /// `tools/call` request `id` waits for the outcome of the plan's next send.
+    Send(Value),
+}
+
+/// Answer one message; `None` when it needs no answer. Sends go to `sends`.
+fn answer(
+    v: &Value,
+    creds: &CallerCreds,
+    backend: &dyn Backend,
+    sends: &mut Vec<SendArgs>,
+) -> Option<Slot> {
     match classify(v) {
         Message::NoReply => None,
-        Message::Invalid { id, why } => Some(error(
+        Message::Invalid { id, why } => Some(Slot::Ready(error(
             id,
             INVALID_REQUEST,
             &format!("invalid request: {why}"),
-        )),
+        ))),
         Message::Request { id, method, params } => {
-            Some(dispatch(id, method, params, creds, backend))
+            Some(dispatch(id, method, params, creds, backend, sends))
         }
     }
 }
@@ -105,8 +120,9 @@ fn dispatch(
     params: Option<&Value>,
     creds: &CallerCreds,
     backend: &dyn Backend,
-) -> Value {
-    match method {
+    sends: &mut Vec<SendArgs>,
+) -> Slot {
+    Slot::Ready(match method {
         "initialize" => success(id, initialize_result(params)),
         "ping" => success(id, json!({})),
         "tools/list" => {
@@ -123,7 +139,13 @@ fn dispatch(
                 ),
                 Some(name) => {
                     let arguments = params.and_then(|p| p.get("arguments"));
-                    success(id, call_tool(name, arguments, creds.clone(), backend))
+                    match prepare_call(name, arguments) {
+                        Err(answer) => success(id, answer),
+                        Ok(args) => {
+                            sends.push(args);
+                            return Slot::Send(id.clone());
+                        }
+                    }
                 }
             }
         }
@@ -132,7 +154,7 @@ fn dispatch(
             METHOD_NOT_FOUND,
             &format!("method not found: {other}"),
         ),
-    }
+    })
 }
 
 /// The `initialize` result: echo a supported `protocolVersion`, else offer the newest.
@@ -152,37 +174,84 @@ fn initialize_result(params: Option<&Value>) -> Value {
     })
 }
 
-/// Process a whole POST body. Returns the HTTP status and the JSON to send (`None` = 202).
-pub(super) fn process(
-    body: &[u8],
-    creds: &CallerCreds,
-    backend: &dyn Backend,
-) -> (u16, Option<Value>) {
+/// A whole POST body, answered as far as it can be without routing a send: the sends to
+/// route ([`Plan::sends`]) and where their outcomes go ([`Plan::finish`]).
+#[derive(Debug)]
+pub(super) struct Plan {
+    status: u16,
+    batch: bool,
+    slots: Vec<Slot>,
+    sends: Vec<SendArgs>,
+}
+
+impl Plan {
+    /// The sends to route, in order (taken: a second call returns none).
+    pub(super) fn take_sends(&mut self) -> Vec<SendArgs> {
+        std::mem::take(&mut self.sends)
+    }
+
+    /// The HTTP status and the JSON to send (`None` = 202), given the outcome of each send
+    /// in the order [`Plan::take_sends`] returned them. A missing outcome reads as an error.
+    pub(super) fn finish(
+        self,
+        outcomes: Vec<Result<crate::protocol::SendResult, String>>,
+    ) -> (u16, Option<Value>) {
+        let mut outcomes = outcomes.into_iter();
+        let mut answers: Vec<Value> = self
+            .slots
+            .into_iter()
+            .map(|slot| match slot {
+                Slot::Ready(v) => v,
+                Slot::Send(id) => {
+                    let outcome = outcomes
+                        .next()
+                        .unwrap_or_else(|| Err("internal error: the send was not answered".into()));
+                    success(&id, call_result(outcome))
+                }
+            })
+            .collect();
+        if answers.is_empty() {
+            return (202, None);
+        }
+        if self.batch {
+            (self.status, Some(Value::Array(answers)))
+        } else {
+            (self.status, answers.pop())
+        }
+    }
+}
+
+/// Plan a whole POST body (see [`Plan`]); `backend` is told when the tools are listed.
+pub(super) fn plan(body: &[u8], creds: &CallerCreds, backend: &dyn Backend) -> Plan {
+    let ready = |status, v| Plan {
+        status,
+        batch: false,
+        slots: vec![Slot::Ready(v)],
+        sends: Vec::new(),
+    };
     let parsed: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
         Err(e) => {
             let text = format!("parse error: {e}");
-            return (400, Some(error(Value::Null, PARSE_ERROR, &text)));
+            return ready(400, error(Value::Null, PARSE_ERROR, &text));
         }
     };
+    let mut sends = Vec::new();
     match &parsed {
-        Value::Array(items) if items.is_empty() => (
+        Value::Array(items) if items.is_empty() => ready(
             400,
-            Some(error(
-                Value::Null,
-                INVALID_REQUEST,
-                "invalid request: empty batch",
-            )),
+            error(Value::Null, INVALID_REQUEST, "invalid request: empty batch"),
         ),
         Value::Array(items) => {
-            let answers: Vec<Value> = items
+            let slots = items
                 .iter()
-                .filter_map(|item| answer(item, creds, backend))
+                .filter_map(|item| answer(item, creds, backend, &mut sends))
                 .collect();
-            if answers.is_empty() {
-                (202, None)
-            } else {
-                (200, Some(Value::Array(answers)))
+            Plan {
+                status: 200,
+                batch: true,
+                slots,
+                sends,
             }
         }
         single => {
@@ -190,10 +259,31 @@ pub(super) fn process(
                 Message::Invalid { .. } => 400,
                 _ => 200,
             };
-            match answer(single, creds, backend) {
-                None => (202, None),
-                Some(v) => (status, Some(v)),
+            Plan {
+                status,
+                batch: false,
+                slots: answer(single, creds, backend, &mut sends)
+                    .into_iter()
+                    .collect(),
+                sends,
             }
         }
     }
+}
+
+/// Process a whole POST body, blocking on the backend for each send (tests). Returns the HTTP status
+/// and the JSON to send (`None` = 202).
+#[cfg(test)]
+pub(super) fn process(
+    body: &[u8],
+    creds: &CallerCreds,
+    backend: &dyn Backend,
+) -> (u16, Option<Value>) {
+    let mut plan = plan(body, creds, backend);
+    let outcomes = plan
+        .take_sends()
+        .into_iter()
+        .map(|args| backend.send_to_peer(creds.clone(), args))
+        .collect();
+    plan.finish(outcomes)
 }

@@ -9,7 +9,7 @@ use std::fmt;
 
 use serde_json::{json, Map, Value};
 
-use super::{Backend, CallerCreds, SendArgs};
+use super::SendArgs;
 use crate::names::{PERSONALITY_PATTERN, RUNTIME_PATTERN};
 
 /// The one tool we expose.
@@ -189,23 +189,20 @@ fn optional_string(
     }
 }
 
-/// Run one `tools/call` and build its MCP result: the success shape
+/// Check one `tools/call` up to the routing: the send to make, or (`Err`) the tool result to
+/// answer at once (unknown tool, bad arguments: the tool-error shape).
+pub fn prepare_call(name: &str, arguments: Option<&Value>) -> Result<SendArgs, Value> {
+    if name != TOOL_NAME {
+        return Err(tool_error(&format!("unknown tool: {name}")));
+    }
+    extract_send_args(arguments).map_err(|e| tool_error(&e.to_string()))
+}
+
+/// The MCP result of a routed send: the success shape
 /// `{"content":[{"type":"text","text":<pretty JSON>}],"structuredContent":<result>}` or the
 /// tool-error shape `{"isError":true,"content":[{"type":"text","text":<error>}]}`.
-pub fn call_tool(
-    name: &str,
-    arguments: Option<&Value>,
-    creds: CallerCreds,
-    backend: &dyn Backend,
-) -> Value {
-    if name != TOOL_NAME {
-        return tool_error(&format!("unknown tool: {name}"));
-    }
-    let args = match extract_send_args(arguments) {
-        Ok(args) => args,
-        Err(e) => return tool_error(&e.to_string()),
-    };
-    match backend.send_to_peer(creds, args) {
+pub fn call_result(outcome: Result<crate::protocol::SendResult, String>) -> Value {
+    match outcome {
         Ok(result) => {
             let result = serde_json::to_value(&result).unwrap_or_default();
             let text = serde_json::to_string_pretty(&result).unwrap_or_else(|_| result.to_string());

@@ -156,8 +156,8 @@ pub struct Endpoint {
 }
 
 impl Router {
-    /// Start a send: its preparation (registry, validation, attachment copies) runs on a
-    /// worker thread and comes back as [`RouterMsg::Prepared`]. `timeout` is how long the
+    /// Start a send: its preparation (registry, validation, attachment copies) runs on the
+    /// preparation pool and comes back as [`RouterMsg::Prepared`]. `timeout` is how long the
     /// sender waits (`None`: `IAPEER_SEND_TIMEOUT_MS`); its deadline is armed here.
     pub(crate) fn begin_send(
         &mut self,
@@ -187,19 +187,16 @@ impl Router {
                 timed_out: false,
             },
         );
-        let spawned = std::thread::Builder::new()
-            .name("send-prep".into())
-            .spawn(move || {
-                let ts = crate::clock::envelope_ts(&crate::clock::now_local());
-                // A panic here must still answer the sender (the panic hook logs it).
-                let result =
-                    crate::daemon::guard::catch(|| route::prepare(&paths, &input_for_job, ts))
-                        .unwrap_or_else(|panic| Err(route::prep_panicked(&panic)));
-                let _ = tx.send(RouterMsg::Prepared {
-                    job: id,
-                    result: Box::new(result),
-                });
+        let spawned = self.prep.run(move || {
+            let ts = crate::clock::envelope_ts(&crate::clock::now_local());
+            // A panic here must still answer the sender (the panic hook logs it).
+            let result = crate::daemon::guard::catch(|| route::prepare(&paths, &input_for_job, ts))
+                .unwrap_or_else(|panic| Err(route::prep_panicked(&panic)));
+            let _ = tx.send(RouterMsg::Prepared {
+                job: id,
+                result: Box::new(result),
             });
+        });
         if let Err(e) = spawned {
             if let Some(job) = self.queues.preparing.remove(&id) {
                 self.finish_send(

@@ -187,7 +187,12 @@ pub struct Router {
     pub(crate) now: Now,
     /// Message counts of non-human pairs, and the paused ones.
     pub(crate) storms: crate::daemon::storm::StormGuard,
+    /// Workers that prepare sends (registry reads, attachment copies) off the router thread.
+    pub(crate) prep: crate::daemon::pool::Pool,
 }
+
+/// Most threads preparing sends at once (a burst of sends queues behind them).
+const PREP_WORKERS: usize = 4;
 
 impl Router {
     /// Build the router. `tx` must be the sender of the channel `run` will receive on.
@@ -216,6 +221,7 @@ impl Router {
             delivery_log,
             now: Now::read(),
             storms: Default::default(),
+            prep: crate::daemon::pool::Pool::new("send-prep", PREP_WORKERS),
         }
     }
 

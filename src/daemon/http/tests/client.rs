@@ -53,8 +53,33 @@ impl Backend for Rec {
     }
 }
 
+/// [`Rec`] as the router behaves: [`Backend::submit`] returns at once and the outcome comes
+/// later from another thread (here one per call, as the test's stand-in for the router).
+struct Threaded(Arc<Rec>);
+
+impl Backend for Threaded {
+    fn send_to_peer(
+        &self,
+        creds: CallerCreds,
+        args: SendArgs,
+    ) -> Result<crate::protocol::SendResult, String> {
+        self.0.send_to_peer(creds, args)
+    }
+
+    fn submit(
+        &self,
+        creds: CallerCreds,
+        args: SendArgs,
+        _gone: Arc<std::sync::atomic::AtomicBool>,
+        done: crate::daemon::mcp::SendDone,
+    ) {
+        let rec = Arc::clone(&self.0);
+        thread::spawn(move || done(rec.send_to_peer(creds, args)));
+    }
+}
+
 pub fn server_with(cfg: HttpConfig, rec: &Arc<Rec>) -> HttpServerHandle {
-    let backend: Arc<dyn Backend> = rec.clone();
+    let backend: Arc<dyn Backend> = Arc::new(Threaded(Arc::clone(rec)));
     start(cfg, backend).unwrap()
 }
 

@@ -316,8 +316,11 @@ fn fifty_concurrent_slow_calls_are_all_answered() {
     srv.shutdown();
 }
 
+/// Over `max_in_flight` waiting requests a send is answered 503 with `Retry-After`; a
+/// request that waits for nothing is still answered; shutdown answers the request in flight
+/// (within its grace) and closes the port.
 #[test]
-fn over_the_cap_is_503_and_shutdown_closes_the_port() {
+fn over_the_cap_is_503_and_shutdown_answers_what_is_in_flight() {
     let rec = Rec::new(600, None);
     let mut srv = server_with(
         HttpConfig {
@@ -333,17 +336,20 @@ fn over_the_cap_is_503_and_shutdown_closes_the_port() {
         thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(rec.entered.load(Ordering::SeqCst), 1);
-    let r = mcp_post(port, &[], &json!({"jsonrpc":"2.0","id":2,"method":"ping"}));
+    let r = mcp_post(port, &[], &send_call(2, "carol"));
     assert_eq!(r.status, 503);
-    assert_eq!(slow.join().unwrap().status, 200);
+    assert_eq!(r.header("retry-after"), Some("1"), "{:?}", r.headers);
+    let r = mcp_post(port, &[], &json!({"jsonrpc":"2.0","id":3,"method":"ping"}));
+    assert_eq!(r.status, 200, "a ping waits for no send");
     srv.shutdown();
-    drop(srv);
-    // tiny_http closes its listener from its own thread, shortly after the drop.
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while TcpStream::connect(("127.0.0.1", port)).is_ok() && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(20));
-    }
-    assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the port is closed once shutdown returns"
+    );
+    let answered = slow.join().unwrap();
+    assert_eq!(answered.status, 200);
+    assert_eq!(answered.json()["result"]["structuredContent"]["ok"], true);
+    assert_eq!(rec.calls().len(), 1, "the refused send was never routed");
 }
 
 /// An absurd declared body is refused from the head (tiny_http 0.12 aborted the process
