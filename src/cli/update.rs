@@ -73,15 +73,21 @@ pub fn how_to_restart(loaded: Option<Manager>, daemon_runs: bool) -> Restart {
 }
 
 /// Restart the daemon on the installed binary and verify its health; prints what it did.
-/// `verb` names the command in the advice (`update` advises `iapeer rollback`).
+/// `advice` ends a failure message (`update` advises `iapeer rollback`). With
+/// `start_if_stopped` (rollback, which follows a failed update) a daemon that is not running
+/// is started with `daemon --detach`.
 fn restart_and_verify(
     paths: &Paths,
     layout: &Layout,
     side: &ServiceSide,
     advice: &str,
+    start_if_stopped: bool,
 ) -> CliResult {
     let old = health::ping(paths).map(|p| p.pid);
-    let how = how_to_restart(side.loaded, old.is_some());
+    let how = match how_to_restart(side.loaded, old.is_some()) {
+        Restart::NotRunning if start_if_stopped => Restart::Detached,
+        how => how,
+    };
     match how {
         Restart::NotRunning => {
             return print(
@@ -97,15 +103,23 @@ fn restart_and_verify(
         }
         Restart::Detached => {
             background::stop(paths)?;
-            background::start_detached(paths, &layout.bin())?;
+            if let Err(e) = background::start_detached(paths, &layout.bin()) {
+                let why = match e {
+                    CliError::Failed(m) => m,
+                    other => return Err(other),
+                };
+                eprintln!("iapeer: the daemon did not start again: {why}{advice}");
+                return Err(CliError::Exit(1));
+            }
         }
     }
     match health::wait_healthy(paths, old) {
         Ok(pong) => print(&format!(
-            "daemon: restarted {}, healthy (pid {}, iapeer {})\n",
-            match how {
-                Restart::Service(m) => format!("by {}", m.name()),
-                _ => "with `iapeer daemon --detach`".to_string(),
+            "daemon: {}, healthy (pid {}, iapeer {})\n",
+            match (how, old) {
+                (Restart::Service(m), _) => format!("restarted by {}", m.name()),
+                (_, Some(_)) => "restarted with `iapeer daemon --detach`".to_string(),
+                (_, None) => "started with `iapeer daemon --detach`".to_string(),
             },
             pong.pid,
             pong.version
@@ -277,7 +291,7 @@ pub fn update(inv: &Invocation) -> CliResult {
     for p in regenerate(&layout) {
         eprintln!("iapeer update: {p}");
     }
-    restart_and_verify(&paths, &layout, &side, ROLLBACK_ADVICE)
+    restart_and_verify(&paths, &layout, &side, ROLLBACK_ADVICE, false)
 }
 
 /// Run `iapeer rollback`.
@@ -299,6 +313,7 @@ pub fn rollback(_inv: &Invocation) -> CliResult {
         &layout,
         &side,
         " — there is no older binary to go back to; see the daemon's logs",
+        true,
     )
 }
 
