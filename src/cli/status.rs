@@ -291,6 +291,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_service_line_names_the_manager_and_whether_it_is_loaded() {
+        let r = |manager, loaded, detail: &str| ServiceReport {
+            manager,
+            loaded,
+            detail: detail.into(),
+        };
+        assert_eq!(
+            r(Some(Manager::Systemd), true, "enabled, active").line(),
+            "service: systemd loaded (enabled, active)"
+        );
+        assert_eq!(
+            r(Some(Manager::Launchd), false, "launchctl does not know it").line(),
+            "service: launchd not loaded (launchctl does not know it)"
+        );
+        assert_eq!(r(None, false, "why").line(), "service: none (why)");
+    }
+
+    #[test]
     fn the_http_probe_needs_an_answer_not_just_a_connection() {
         // Bound and listening, but nobody accepts: the kernel completes the handshake.
         let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
