@@ -62,15 +62,16 @@ impl Drop for StopAtEnd<'_> {
     }
 }
 
-/// A stand-in for `systemctl` behind the seam: appends each command line to `calls` and
-/// keeps "enabled" as a file beside it.
+/// A stand-in for `systemctl` behind the seam: appends each command line to `calls`, keeps
+/// "enabled" as a file beside it, and starts (`enable --now`, `restart`) the program the
+/// unit's `ExecStart=` names, as `<program> daemon --detach`.
 struct FakeSystemctl {
     script: PathBuf,
     calls: PathBuf,
 }
 
 impl FakeSystemctl {
-    fn new(dir: &Path) -> FakeSystemctl {
+    fn new(dir: &Path, unit: &Path) -> FakeSystemctl {
         std::fs::create_dir_all(dir).unwrap();
         let calls = dir.join("calls");
         let enabled = dir.join("enabled");
@@ -81,9 +82,11 @@ impl FakeSystemctl {
             format!(
                 r#"#!/bin/sh
 echo "$*" >> "{calls}"
+start() {{ exe=$(sed -n 's/^ExecStart=\(.*\) daemon$/\1/p' "{unit}"); exec "$exe" daemon --detach >/dev/null; }}
 case "$*" in
   "systemctl --user daemon-reload") exit 0 ;;
-  "systemctl --user enable --now iapeer") touch "{enabled}"; exec "{iapeer}" daemon --detach >/dev/null ;;
+  "systemctl --user enable --now iapeer") touch "{enabled}"; start ;;
+  "systemctl --user restart iapeer") "{iapeer}" shutdown >/dev/null; start ;;
   "systemctl --user disable --now iapeer") rm -f "{enabled}"; exec "{iapeer}" shutdown >/dev/null ;;
   "systemctl --user is-enabled iapeer") if [ -e "{enabled}" ]; then echo enabled; else echo disabled; exit 1; fi ;;
   "systemctl --user is-active iapeer") if [ -e "{enabled}" ]; then echo active; else echo inactive; exit 3; fi ;;
@@ -92,7 +95,8 @@ esac
 "#,
                 calls = calls.display(),
                 enabled = enabled.display(),
-                iapeer = iapeer.display()
+                iapeer = iapeer.display(),
+                unit = unit.display()
             ),
         )
         .unwrap();
@@ -112,8 +116,8 @@ esac
 /// The world of a systemd user manager behind the seam: the unit folder and the fake.
 fn with_fake_systemd(env: &mut TestEnv) -> (PathBuf, FakeSystemctl) {
     // Outside env.dir's root and home, so that snapshots of them do not see its files.
-    let fake = FakeSystemctl::new(&env.dir.path().join("fake"));
     let sd = env.dir.path().join("systemd-user");
+    let fake = FakeSystemctl::new(&env.dir.path().join("fake"), &sd.join("iapeer.service"));
     env.set("IAPEER_SYSTEMD_DIR", sd.to_str().unwrap());
     env.set("IAPEER_SERVICE_CTL", fake.script.to_str().unwrap());
     (sd, fake)
@@ -264,12 +268,15 @@ fn onboard_on_a_terminal_asks_and_a_typed_yes_goes_ahead() {
 
 /// Through the seam (no service manager runs here): onboard writes the unit, runs
 /// `daemon-reload` and `enable --now iapeer`, waits for health; status reports the service
-/// loaded from `is-enabled`/`is-active`; a second onboard loads nothing; uninstall disables it
-/// and removes the unit; status then says not loaded and exits 1.
+/// loaded from `is-enabled`/`is-active`; a second onboard loads nothing; update points the
+/// unit at the installed binary and restarts the service (rollback restarts it again);
+/// uninstall disables it and removes the unit; status then says not loaded and exits 1.
 #[test]
-fn onboard_status_and_uninstall_drive_systemd_through_the_seam() {
+fn onboard_status_update_and_uninstall_drive_systemd_through_the_seam() {
     let mut env = TestEnv::new();
     let (sd, fake) = with_fake_systemd(&mut env);
+    let bin_dir = installed(&mut env);
+    let (newer, _) = newer_build(&env);
     let _stop = StopAtEnd(&env);
     let out = env.ok(&["onboard", "--accept-risk"]);
     let unit = sd.join("iapeer.service");
@@ -317,6 +324,51 @@ fn onboard_status_and_uninstall_drive_systemd_through_the_seam() {
         "{:?}",
         fake.calls()
     );
+
+    // The unit names the binary that ran onboard (the build under test); update makes it
+    // name the installed one and restarts through systemd.
+    let first = daemon_pid(&env);
+    let n = fake.calls().len();
+    let out = env.ok(&["update", newer.to_str().unwrap()]);
+    let installed_bin = bin_dir.join("iapeer");
+    assert_eq!(
+        fake.calls()[n..]
+            .iter()
+            .filter(|c| !c.contains(" is-"))
+            .collect::<Vec<_>>(),
+        [
+            "systemctl --user daemon-reload",
+            "systemctl --user restart iapeer"
+        ],
+        "{out}"
+    );
+    assert!(
+        common::read(&unit)
+            .lines()
+            .any(|l| l == format!("ExecStart={} daemon", installed_bin.display())),
+        "{}",
+        common::read(&unit)
+    );
+    let second = daemon_pid(&env);
+    assert!(
+        second != first
+            && out.contains(&format!(
+                "daemon: restarted by systemd, healthy (pid {second}"
+            )),
+        "{out}"
+    );
+    assert_eq!(exe_of(second), installed_bin);
+    let n = fake.calls().len();
+    let out = env.ok(&["rollback"]);
+    assert_eq!(
+        fake.calls()[n..]
+            .iter()
+            .filter(|c| !c.contains(" is-"))
+            .collect::<Vec<_>>(),
+        ["systemctl --user restart iapeer"],
+        "{out}"
+    );
+    assert!(daemon_pid(&env) != second, "{out}");
 
     let n = fake.calls().len();
     let out = env.ok(&["uninstall", "--yes"]);

@@ -142,20 +142,12 @@ pub fn plan(env: &OnboardEnv) -> Vec<Step> {
             if loaded && !changed {
                 steps.push(Step::AlreadyLoaded { manager });
             } else {
-                let mut commands = Vec::new();
-                if loaded {
+                let commands = if loaded {
                     // A changed definition replaces the loaded one.
-                    match manager {
-                        Manager::Systemd => {}
-                        Manager::Launchd => {
-                            commands.extend(control::unload_commands(manager, env.uid))
-                        }
-                    }
-                }
-                commands.extend(control::load_commands(manager, file, env.uid));
-                if loaded && manager == Manager::Systemd {
-                    commands.extend(control::restart_commands(manager, env.uid));
-                }
+                    control::restart_with(manager, file, env.uid, true)
+                } else {
+                    control::load_commands(manager, file, env.uid)
+                };
                 steps.push(Step::LoadService { manager, commands });
             }
         }

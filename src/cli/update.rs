@@ -12,8 +12,8 @@ use super::{background, health, paths, print, CliError, CliResult};
 use crate::fsutil::{self, MODE_SHARED};
 use crate::host::binary::{self, Layout};
 use crate::host::control::{self, ServiceCtl};
-use crate::host::install::InstallEnv;
-use crate::host::service::Manager;
+use crate::host::install::{self, InstallEnv, ServiceOutcome};
+use crate::host::service::{Manager, WriteDecision};
 use crate::paths::Paths;
 use crate::protocol::{ListReply, Request, SessionInfo};
 
@@ -27,6 +27,8 @@ pub(super) struct ServiceSide {
     pub file: Option<(Manager, PathBuf)>,
     /// The manager that has the service loaded now.
     pub loaded: Option<Manager>,
+    /// What install would write (the service's command and environment).
+    pub env: InstallEnv,
 }
 
 impl ServiceSide {
@@ -46,6 +48,7 @@ impl ServiceSide {
             uid,
             file,
             loaded,
+            env,
         })
     }
 }
@@ -95,8 +98,14 @@ fn restart_and_verify(
             )
         }
         Restart::Service(m) => {
+            let changed = point_service_at(layout, side)?;
+            let file = side
+                .file
+                .as_ref()
+                .map(|(_, f)| f.clone())
+                .unwrap_or_default();
             side.ctl
-                .run_all(&control::restart_commands(m, side.uid))
+                .run_all(&control::restart_with(m, &file, side.uid, changed))
                 .map_err(|e| {
                     CliError::Failed(format!("cannot restart the service: {e}{advice}"))
                 })?;
@@ -128,6 +137,39 @@ fn restart_and_verify(
             eprintln!("iapeer: the daemon is NOT healthy after the restart: {e}{advice}");
             Err(CliError::Exit(1))
         }
+    }
+}
+
+/// Make the loaded service's definition run the installed binary (it names the binary that
+/// ran `install` or `onboard`, which may be a build folder): rewritten only when the bytes
+/// change and only when it is ours. Returns whether it changed.
+fn point_service_at(layout: &Layout, side: &ServiceSide) -> Result<bool, CliError> {
+    let Some((manager, file)) = &side.file else {
+        return Ok(false);
+    };
+    let mut spec = side.env.spec.clone();
+    spec.bin = layout.bin();
+    let dir = file.parent().unwrap_or(file);
+    match install::write_service(*manager, dir, &spec).map_err(CliError::Failed)? {
+        ServiceOutcome::Written {
+            decision: WriteDecision::Create | WriteDecision::Update,
+            ..
+        } => {
+            print(&format!(
+                "service: {} now runs {}\n",
+                file.display(),
+                spec.bin.display()
+            ))?;
+            Ok(true)
+        }
+        ServiceOutcome::Foreign { .. } => {
+            eprintln!(
+                "iapeer: {} was not written by iapeer: it is restarted as it is, and runs whatever it names",
+                file.display()
+            );
+            Ok(false)
+        }
+        _ => Ok(false),
     }
 }
 

@@ -127,6 +127,25 @@ pub fn restart_commands(manager: Manager, uid: u32) -> Vec<Vec<String>> {
     }
 }
 
+/// The commands that restart a loaded service, first making the manager read its definition
+/// again when it `changed` on disk: systemd `daemon-reload` then `restart`; launchd `bootout`
+/// then `bootstrap` (launchd reads a plist only when it is bootstrapped), else `kickstart -k`.
+pub fn restart_with(manager: Manager, file: &Path, uid: u32, changed: bool) -> Vec<Vec<String>> {
+    match (manager, changed) {
+        (_, false) => restart_commands(manager, uid),
+        (Manager::Systemd, true) => {
+            let mut c = vec![words(&["systemctl", "--user", "daemon-reload"])];
+            c.extend(restart_commands(manager, uid));
+            c
+        }
+        (Manager::Launchd, true) => {
+            let mut c = unload_commands(manager, uid);
+            c.extend(load_commands(manager, file, uid));
+            c
+        }
+    }
+}
+
 /// The command that stops the service and unloads it (before its file is removed):
 /// `systemctl --user disable --now iapeer` or `launchctl bootout gui/<uid>/com.agfpd.iapeer`.
 pub fn unload_commands(manager: Manager, uid: u32) -> Vec<Vec<String>> {
@@ -260,6 +279,24 @@ mod tests {
         assert_eq!(
             line(restart_commands(Manager::Systemd, 501)),
             ["systemctl --user restart iapeer"]
+        );
+        assert_eq!(
+            line(restart_with(Manager::Systemd, plist, 501, true)),
+            [
+                "systemctl --user daemon-reload",
+                "systemctl --user restart iapeer"
+            ]
+        );
+        assert_eq!(
+            line(restart_with(Manager::Launchd, plist, 501, true)),
+            [
+                "launchctl bootout gui/501/com.agfpd.iapeer",
+                "launchctl bootstrap gui/501 /Users/u/Library/LaunchAgents/com.agfpd.iapeer.plist"
+            ]
+        );
+        assert_eq!(
+            restart_with(Manager::Launchd, plist, 501, false),
+            restart_commands(Manager::Launchd, 501)
         );
         assert_eq!(
             line(unload_commands(Manager::Systemd, 501)),
