@@ -304,7 +304,12 @@ pub fn run(inv: &Invocation) -> CliResult {
                 used = "detached";
             }
             Step::WaitHealthy => {
-                let pong = health::wait_healthy(&paths, None).map_err(CliError::Failed)?;
+                let pong = health::wait_healthy(&paths, None).map_err(|e| {
+                    CliError::Failed(match install_env.manager.filter(|_| used != "detached") {
+                        Some(m) => format!("{e}; the service: {}", service_log_hint(m, &paths)),
+                        None => e,
+                    })
+                })?;
                 print(&format!(
                     "daemon: healthy (pid {}, iapeer {}) @ {}\n",
                     pong.pid,
