@@ -272,7 +272,8 @@ pub fn run(inv: &Invocation) -> CliResult {
         }
         return print(&out);
     }
-    let mut used = "none";
+    // The plan uses the service manager when one is available, else `daemon --detach`.
+    let manager = env.service.as_ref().map(|(m, _, _)| *m);
     for step in &steps {
         match step {
             Step::PrepareRoot { .. } => {
@@ -282,7 +283,6 @@ pub fn run(inv: &Invocation) -> CliResult {
                 let dir = file.parent().unwrap_or(file);
                 install::write_service(*manager, dir, &install_env.spec)
                     .map_err(CliError::Failed)?;
-                used = manager.name();
             }
             Step::StopOutsideDaemon { .. } => {
                 background::stop(&paths)?;
@@ -301,11 +301,10 @@ pub fn run(inv: &Invocation) -> CliResult {
                 let exe = std::env::current_exe()
                     .map_err(|e| CliError::Failed(format!("cannot find the iapeer binary: {e}")))?;
                 background::start_detached(&paths, &exe)?;
-                used = "detached";
             }
             Step::WaitHealthy => {
                 let pong = health::wait_healthy(&paths, None).map_err(|e| {
-                    CliError::Failed(match install_env.manager.filter(|_| used != "detached") {
+                    CliError::Failed(match manager {
                         Some(m) => format!("{e}; the service: {}", service_log_hint(m, &paths)),
                         None => e,
                     })
@@ -322,14 +321,17 @@ pub fn run(inv: &Invocation) -> CliResult {
             print(&format!("{}\n", done_line(step)))?;
         }
     }
-    print(&match used {
-        "detached" | "none" => format!(
+    print(&match manager {
+        None => format!(
             "service: none — no service manager runs here, so the daemon runs as `iapeer daemon --detach`: \
              it survives closing this terminal, not a reboot or logout; stop it with `iapeer shutdown`, \
              logs in {}\n",
             paths.logs_dir().display()
         ),
-        m => format!("service: {m} — the service manager runs the daemon and starts it at login\n"),
+        Some(m) => format!(
+            "service: {} — the service manager runs the daemon and starts it at login\n",
+            m.name()
+        ),
     })
 }
 
