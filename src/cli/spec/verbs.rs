@@ -634,8 +634,9 @@ pub static VERBS: &[VerbSpec] = &[
             user manager runs, a launchd agent (~/Library/LaunchAgents/com.agfpd.iapeer.plist, or in \
             $IAPEER_LAUNCHAGENTS_DIR) on macOS. The service runs this binary with the verb daemon; it is \
             written only when its bytes change, never over a file that lacks iapeer's ownership mark, \
-            and never loaded: install prints the command that loads it. Without a service manager it \
-            says how to run the daemon by hand. Running it again changes nothing.",
+            and never loaded: iapeer onboard loads it (install also prints the command that does). \
+            Without a service manager it says so; iapeer onboard then runs the daemon with daemon \
+            --detach. Running it again changes nothing.",
         positionals: &[],
         flags: &[],
         rules: &[],
