@@ -39,6 +39,7 @@ mod router_runtime;
 mod send;
 mod send_deadline;
 mod send_rules;
+mod service;
 mod session_env;
 mod soak;
 mod storm;

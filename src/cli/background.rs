@@ -12,11 +12,9 @@ use std::time::{Duration, Instant};
 
 use fs2::FileExt;
 
-use super::client::Client;
 use super::{paths, print, CliError, CliResult};
 use crate::fsutil::{ensure_dir, MODE_PRIVATE};
 use crate::paths::Paths;
-use crate::protocol::{Pong, Request};
 
 /// How long `daemon --detach` waits for the new daemon to answer a ping.
 const START_WAIT: Duration = Duration::from_secs(30);
@@ -34,12 +32,7 @@ pub fn std_logs(paths: &Paths) -> (PathBuf, PathBuf) {
 
 /// The pid of the daemon answering on the control socket, if one does.
 fn running_pid(paths: &Paths) -> Option<u32> {
-    let mut c = Client::connect(paths).ok()?;
-    c.request::<Pong>(&Request::Ping, |_| {})
-        .ok()?
-        .into_result()
-        .ok()
-        .map(|p| p.pid)
+    super::health::ping(paths).map(|p| p.pid)
 }
 
 /// True while a daemon holds the single-instance lock (`<state>/daemon.lock`): the kernel
@@ -72,8 +65,24 @@ fn append_log(path: &Path) -> Result<std::fs::File, CliError> {
 /// `daemon --detach`: start the daemon in the background and return once it answers.
 pub fn detach() -> CliResult {
     let paths = paths()?;
+    let exe = std::env::current_exe()
+        .map_err(|e| CliError::Failed(format!("cannot find the iapeer binary: {e}")))?;
+    let pid = start_detached(&paths, &exe)?;
+    print(&format!(
+        "daemon running in the background (pid {pid}) — log: {}, its output: {}; stop it with: iapeer shutdown\n",
+        paths.daemon_log().display(),
+        std_logs(&paths).1.display()
+    ))
+}
+
+/// Start `<exe> daemon` in the background, in a session of its own, its output appended to
+/// [`std_logs`], and return its pid once it answers `ping`.
+///
+/// Errors: a daemon already runs, the logs cannot be opened, or the daemon exits or stays
+/// silent at start (with the last line of its stderr and where to look).
+pub fn start_detached(paths: &Paths, exe: &Path) -> Result<u32, CliError> {
     let sock = paths.socket();
-    if let Some(pid) = running_pid(&paths) {
+    if let Some(pid) = running_pid(paths) {
         return Err(CliError::Failed(format!(
             "a daemon is already running (pid {pid}, on {}) — stop it first with: iapeer shutdown",
             sock.display()
@@ -82,9 +91,7 @@ pub fn detach() -> CliResult {
     ensure_dir(&paths.logs_dir()).map_err(|e| {
         CliError::Failed(format!("cannot create {}: {e}", paths.logs_dir().display()))
     })?;
-    let (out_path, err_path) = std_logs(&paths);
-    let exe = std::env::current_exe()
-        .map_err(|e| CliError::Failed(format!("cannot find the iapeer binary: {e}")))?;
+    let (out_path, err_path) = std_logs(paths);
     let mut cmd = Command::new(exe);
     cmd.arg("daemon")
         .stdin(Stdio::null())
@@ -104,12 +111,8 @@ pub fn detach() -> CliResult {
         .map_err(|e| CliError::Failed(format!("cannot start the daemon: {e}")))?;
     let start = Instant::now();
     loop {
-        if let Some(pid) = running_pid(&paths) {
-            return print(&format!(
-                "daemon running in the background (pid {pid}) — log: {}, its output: {}; stop it with: iapeer shutdown\n",
-                paths.daemon_log().display(),
-                err_path.display()
-            ));
+        if let Some(pid) = running_pid(paths) {
+            return Ok(pid);
         }
         if let Ok(Some(status)) = child.try_wait() {
             let tail = std::fs::read_to_string(&err_path).unwrap_or_default();
@@ -136,17 +139,28 @@ pub fn detach() -> CliResult {
 /// their next message) and return once it is gone.
 pub fn shutdown() -> CliResult {
     let paths = paths()?;
-    let Some(pid) = running_pid(&paths) else {
-        return print(&format!(
+    match stop(&paths)? {
+        Some(pid) => print(&format!("daemon stopped (pid {pid}); its sessions ended\n")),
+        None => print(&format!(
             "no daemon is running (nothing answers on {})\n",
             paths.socket().display()
-        ));
+        )),
+    }
+}
+
+/// Stop the daemon answering on the control socket and wait until it is gone. Returns its
+/// pid, or `None` when none was running.
+///
+/// Errors: it cannot be signalled, or is still there after 30 s (with what to do).
+pub fn stop(paths: &Paths) -> Result<Option<u32>, CliError> {
+    let Some(pid) = running_pid(paths) else {
+        return Ok(None);
     };
     let target = nix::unistd::Pid::from_raw(pid as i32);
     nix::sys::signal::kill(target, nix::sys::signal::Signal::SIGTERM)
         .map_err(|e| CliError::Failed(format!("cannot signal the daemon (pid {pid}): {e}")))?;
     let start = Instant::now();
-    while lock_held(&paths) || running_pid(&paths) == Some(pid) {
+    while lock_held(paths) || running_pid(paths) == Some(pid) {
         if start.elapsed() > STOP_WAIT {
             return Err(CliError::Failed(format!(
                 "the daemon (pid {pid}) did not stop within {} s — see {}; end it with: kill -KILL {pid}",
@@ -156,5 +170,5 @@ pub fn shutdown() -> CliResult {
         }
         std::thread::sleep(POLL);
     }
-    print(&format!("daemon stopped (pid {pid}); its sessions ended\n"))
+    Ok(Some(pid))
 }

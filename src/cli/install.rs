@@ -42,7 +42,7 @@ pub fn run(_inv: &Invocation) -> CliResult {
                 _ => "unchanged",
             };
             out.push_str(&format!(
-                "service: {} {} ({what}, not loaded)\n  load it with: {}\n",
+                "service: {} {} ({what}, not loaded)\n  load it with: iapeer onboard (or by hand: {})\n",
                 manager.name(),
                 file.display(),
                 manager.load_hint(file)
@@ -51,7 +51,7 @@ pub fn run(_inv: &Invocation) -> CliResult {
         ServiceOutcome::NoManager => {
             out.push_str(&format!(
                 "service: none (no service manager available: this is not macOS and no systemd user \
-                 manager runs)\n  run the daemon by hand, e.g. in tmux or screen: {} daemon\n",
+                 manager runs)\n  start it with: iapeer onboard (it runs {} daemon --detach)\n",
                 env.spec.bin.display()
             ));
         }

@@ -6,11 +6,14 @@ pub mod attach;
 pub mod background;
 pub mod client;
 pub mod completions;
+pub mod confirm;
 pub mod demo;
+pub mod health;
 pub mod help;
 pub mod install;
 pub mod lifecycle;
 pub mod man;
+pub mod onboard;
 pub mod parse;
 pub mod peers;
 pub mod send;
@@ -18,6 +21,8 @@ pub mod sender;
 pub mod spec;
 pub mod status;
 pub mod suggest;
+pub mod uninstall;
+pub mod update;
 pub mod verify;
 pub mod view;
 
@@ -183,6 +188,10 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
         Verb::DefaultRuntime => peers::default_runtime(inv),
         Verb::Status => status::run(inv),
         Verb::Install => install::run(inv),
+        Verb::Onboard => onboard::run(inv),
+        Verb::Update => update::update(inv),
+        Verb::Rollback => update::rollback(inv),
+        Verb::Uninstall => uninstall::run(inv),
         Verb::Daemon if inv.flag(spec::flags::DETACH) && inv.flag(spec::flags::FOREGROUND) => Err(
             usage(inv, "--foreground and --detach cannot be used together"),
         ),

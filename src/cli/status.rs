@@ -11,6 +11,9 @@ use super::parse::Invocation;
 use super::spec::flags;
 use super::view::{build_rows, LiveState, PeerRow};
 use super::{json_line, paths, print, CliError, CliResult};
+use crate::host::control::ServiceCtl;
+use crate::host::install::InstallEnv;
+use crate::host::service::Manager;
 use crate::markers::{Flag, Markers};
 use crate::paths::Paths;
 use crate::protocol::{Answer, ListReply, Pong, Request, StatusReply};
@@ -116,8 +119,76 @@ struct StatusDoc<'a> {
     healthy: bool,
     /// The daemon's `status` reply as it came (`null` when unhealthy).
     daemon: Option<&'a Answer<StatusReply>>,
+    /// `systemd`, `launchd` or `none`.
     service: &'static str,
+    /// Whether the service manager has the service loaded.
+    service_loaded: bool,
+    /// What the service manager said (or why it was not asked).
+    service_detail: &'a str,
     peers: PeerCounts,
+}
+
+/// The service part of `status`: the manager, whether it has the service loaded, and what
+/// it said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceReport {
+    /// The available manager (`None`: no service manager here).
+    pub manager: Option<Manager>,
+    /// Loaded by the manager.
+    pub loaded: bool,
+    /// The manager's words, or why it was not asked.
+    pub detail: String,
+}
+
+impl ServiceReport {
+    /// The `service:` line.
+    pub fn line(&self) -> String {
+        match self.manager {
+            None => format!("service: none ({})", self.detail),
+            Some(m) => format!(
+                "service: {} {} ({})",
+                m.name(),
+                if self.loaded { "loaded" } else { "not loaded" },
+                self.detail
+            ),
+        }
+    }
+}
+
+/// Ask the service manager (through the seam) about the service; not asked when its file is
+/// missing.
+fn service_report(paths: &Paths) -> ServiceReport {
+    let none = |detail: String| ServiceReport {
+        manager: None,
+        loaded: false,
+        detail,
+    };
+    let env = match InstallEnv::from_process(paths) {
+        Ok(env) => env,
+        Err(e) => return none(e),
+    };
+    let Some((manager, file)) = env.service_file() else {
+        return none(
+            "no service manager here; iapeer onboard runs the daemon with iapeer daemon --detach"
+                .into(),
+        );
+    };
+    if !file.exists() {
+        return ServiceReport {
+            manager: Some(manager),
+            loaded: false,
+            detail: format!(
+                "no service file at {}; iapeer onboard writes and loads it",
+                file.display()
+            ),
+        };
+    }
+    let state = ServiceCtl::from_env().state(manager, nix::unistd::getuid().as_raw());
+    ServiceReport {
+        manager: Some(manager),
+        loaded: state.loaded,
+        detail: state.detail,
+    }
 }
 
 fn memory_line(paths: &Paths) -> String {
@@ -167,12 +238,15 @@ pub fn run(inv: &Invocation) -> CliResult {
         _ => Ok(()),
     };
     let healthy = answer.is_some() && http.is_ok();
+    let service = service_report(&paths);
     if inv.flag(flags::JSON) {
         let doc = StatusDoc {
             version: env!("CARGO_PKG_VERSION"),
             healthy,
             daemon: answer.as_ref().map(|a| &a.status),
-            service: "none",
+            service: service.manager.map_or("none", Manager::name),
+            service_loaded: service.loaded,
+            service_detail: &service.detail,
             peers: PeerCounts {
                 count: rows.len(),
                 live: l,
@@ -193,10 +267,15 @@ pub fn run(inv: &Invocation) -> CliResult {
             None => "daemon: NOT healthy (socket not accepting connections)".to_string(),
         };
         print(&format!(
-            "iapeer {}\n{daemon}\nservice: none (run in the foreground with: iapeer daemon)\npeers: {} ({l} live, {a} asleep, {s} stopped{})\n{}\n",
+            "iapeer {}\n{daemon}\n{}\npeers: {} ({l} live, {a} asleep, {s} stopped{})\n{}\n",
             env!("CARGO_PKG_VERSION"),
+            service.line(),
             rows.len(),
-            if p > 0 { format!(", {p} parked") } else { String::new() },
+            if p > 0 {
+                format!(", {p} parked")
+            } else {
+                String::new()
+            },
             memory_line(&paths)
         ))?;
     }
@@ -210,6 +289,24 @@ pub fn run(inv: &Invocation) -> CliResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_service_line_names_the_manager_and_whether_it_is_loaded() {
+        let r = |manager, loaded, detail: &str| ServiceReport {
+            manager,
+            loaded,
+            detail: detail.into(),
+        };
+        assert_eq!(
+            r(Some(Manager::Systemd), true, "enabled, active").line(),
+            "service: systemd loaded (enabled, active)"
+        );
+        assert_eq!(
+            r(Some(Manager::Launchd), false, "launchctl does not know it").line(),
+            "service: launchd not loaded (launchctl does not know it)"
+        );
+        assert_eq!(r(None, false, "why").line(), "service: none (why)");
+    }
 
     #[test]
     fn the_http_probe_needs_an_answer_not_just_a_connection() {

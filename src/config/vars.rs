@@ -479,7 +479,7 @@ pub const IAPEER_BIN_DIR: EnvVar = var(
     Kind::Text,
     Part::Install,
     "the folder scripts/install.sh puts the iapeer binary in, keeping the previous one as \
-     iapeer.prev (default ~/.local/bin)",
+     iapeer.prev (default ~/.local/bin); update, rollback and uninstall act there",
 );
 /// `IAPEER_INSTALL_FROM`: the binary `scripts/install.sh` installs instead of building one.
 pub const IAPEER_INSTALL_FROM: EnvVar = var(
@@ -567,6 +567,18 @@ pub const NOT_KNOBS: &[(&str, &str)] = &[
     (
         "IAPEER_TEST_HOOK",
         "test-only: inject a failure into the daemon (`router-panic-on-send:<personality>`, `prep-panic-on-send:<personality>` or `http-accept-panic:<port|any>`, see daemon::test_hooks); never set in production",
+    ),
+    (
+        "XDG_DATA_HOME",
+        "inherited: where scripts/install.sh put the man page and the bash and zsh completions (default ~/.local/share), which uninstall removes",
+    ),
+    (
+        "XDG_CONFIG_HOME",
+        "inherited: where scripts/install.sh put the fish completions (default ~/.config), which uninstall removes",
+    ),
+    (
+        "IAPEER_SERVICE_CTL",
+        "test seam: a program run instead of systemctl/launchctl, with the real program's name as its first argument (tests, where no service manager runs); never set in production",
     ),
     (
         "IAPEER_BLESS",

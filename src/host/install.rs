@@ -111,6 +111,23 @@ pub struct Report {
 ///
 /// Errors: an I/O failure, as a sentence naming the path.
 pub fn install(paths: &Paths, env: &InstallEnv) -> Result<Report, String> {
+    let (doctrine_created, docs_written) = prepare_root(paths)?;
+    let service = match (env.manager, &env.service_dir) {
+        (Some(manager), Some(dir)) => write_service(manager, dir, &env.spec)?,
+        _ => ServiceOutcome::NoManager,
+    };
+    Ok(Report {
+        doctrine_created,
+        docs_written,
+        service,
+    })
+}
+
+/// The root's part of install: its folders, the doctrine stub when absent and the reference
+/// docs. Returns whether the doctrine was created and the docs written.
+///
+/// Errors: an I/O failure, as a sentence naming the path.
+pub fn prepare_root(paths: &Paths) -> Result<(bool, Vec<PathBuf>), String> {
     for dir in [
         paths.root().to_path_buf(),
         paths.state_dir(),
@@ -131,18 +148,34 @@ pub fn install(paths: &Paths, env: &InstallEnv) -> Result<Report, String> {
             docs::dir(paths).display()
         )
     })?;
-    let service = match (env.manager, &env.service_dir) {
-        (Some(manager), Some(dir)) => write_service(manager, dir, &env.spec)?,
-        _ => ServiceOutcome::NoManager,
-    };
-    Ok(Report {
-        doctrine_created,
-        docs_written,
-        service,
-    })
+    Ok((doctrine_created, docs_written))
 }
 
-fn write_service(
+impl InstallEnv {
+    /// The service definition's path, when a service manager is available.
+    pub fn service_file(&self) -> Option<(Manager, PathBuf)> {
+        Some((
+            self.manager?,
+            self.service_dir.as_ref()?.join(self.manager?.file_name()),
+        ))
+    }
+
+    /// What writing the definition would do now ([`service::decide`] on the file's bytes).
+    pub fn service_decision(&self) -> Option<WriteDecision> {
+        let (manager, file) = self.service_file()?;
+        let existing = std::fs::read(&file).ok();
+        Some(service::decide(
+            existing.as_deref(),
+            manager.render(&self.spec).as_bytes(),
+        ))
+    }
+}
+
+/// Write the service definition for `manager` into `dir` (created when missing) when
+/// [`service::decide`] says so.
+///
+/// Errors: an I/O failure, as a sentence naming the path.
+pub fn write_service(
     manager: Manager,
     dir: &Path,
     spec: &ServiceSpec,

@@ -186,6 +186,14 @@ pub enum Verb {
     Status,
     /// `install`.
     Install,
+    /// `onboard`.
+    Onboard,
+    /// `update`.
+    Update,
+    /// `rollback`.
+    Rollback,
+    /// `uninstall`.
+    Uninstall,
     /// `demo`.
     Demo,
     /// `echo-agent`.
@@ -195,7 +203,7 @@ pub enum Verb {
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 25] = [
+    pub const ALL: [Verb; 29] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
@@ -219,6 +227,10 @@ impl Verb {
         Verb::Shutdown,
         Verb::Status,
         Verb::Install,
+        Verb::Onboard,
+        Verb::Update,
+        Verb::Rollback,
+        Verb::Uninstall,
         Verb::Demo,
         Verb::EchoAgent,
     ];

@@ -166,6 +166,25 @@ pub mod flags {
     );
     /// `--keep` (demo).
     pub const KEEP: FlagSpec = boolean("keep", "keep the temporary root and print its path");
+    /// `--dry-run` (onboard, uninstall).
+    pub const DRY_RUN: FlagSpec = boolean("dry-run", "print every planned step and change nothing");
+    /// `--accept-risk` (onboard).
+    pub const ACCEPT_RISK: FlagSpec = boolean(
+        "accept-risk",
+        "agree that agents run with permission prompts bypassed (instead of typing yes)",
+    );
+    /// `--force` (update).
+    pub const UPDATE_FORCE: FlagSpec = boolean(
+        "force",
+        "restart even while an agent is mid-turn (its conversation resumes by topic)",
+    );
+    /// `--yes` (uninstall).
+    pub const YES: FlagSpec = boolean("yes", "do not ask (needed when stdin is not a terminal)");
+    /// `--purge` (uninstall).
+    pub const PURGE: FlagSpec = boolean(
+        "purge",
+        "also delete the root: every peer folder, log and message",
+    );
 }
 
 /// Every positional argument of the table as a named row: handlers pass these to
@@ -192,6 +211,8 @@ pub mod args {
     pub const NEW: PosSpec = required("new", Complete::Text);
     /// `<rt>` (add-runtime, default-runtime).
     pub const RT: PosSpec = required("rt", Complete::Runtime);
+    /// `[path-or-version]` (update).
+    pub const PATH_OR_VERSION: PosSpec = optional("path-or-version", Complete::Path);
     /// `[args]...` (echo-agent): every word after the verb.
     pub const ARGS: PosSpec = PosSpec {
         name: "args",
@@ -203,8 +224,9 @@ pub mod args {
 
 use args::{ARGS, FOLDER, NAME, RT, RUNTIME, TARGET, VERB};
 use flags::{
-    ALL, ATTACHMENT, DESCRIPTION, DETACH, FIX, FORCE, FOREGROUND, FROM, INTELLIGENCE, JSON, KEEP,
-    MESSAGE, MESSAGE_FILE, NO_BOOTSTRAP, PATH, PEER_RUNTIME, SEND_RUNTIME, SEND_TIMEOUT, TOPIC,
+    ACCEPT_RISK, ALL, ATTACHMENT, DESCRIPTION, DETACH, DRY_RUN, FIX, FORCE, FOREGROUND, FROM,
+    INTELLIGENCE, JSON, KEEP, MESSAGE, MESSAGE_FILE, NO_BOOTSTRAP, PATH, PEER_RUNTIME, PURGE,
+    SEND_RUNTIME, SEND_TIMEOUT, TOPIC, UPDATE_FORCE, YES,
 };
 
 const PEER_AND_RUNTIME: &[PosSpec] = &[args::PEER, RUNTIME];
@@ -612,10 +634,87 @@ pub static VERBS: &[VerbSpec] = &[
             user manager runs, a launchd agent (~/Library/LaunchAgents/com.agfpd.iapeer.plist, or in \
             $IAPEER_LAUNCHAGENTS_DIR) on macOS. The service runs this binary with the verb daemon; it is \
             written only when its bytes change, never over a file that lacks iapeer's ownership mark, \
-            and never loaded: install prints the command that loads it. Without a service manager it \
-            says how to run the daemon by hand. Running it again changes nothing.",
+            and never loaded: iapeer onboard loads it (install also prints the command that does). \
+            Without a service manager it says so; iapeer onboard then runs the daemon with daemon \
+            --detach. Running it again changes nothing.",
         positionals: &[],
         flags: &[],
+        rules: &[],
+        hidden: false,
+        group: Group::Host,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Onboard),
+        name: "onboard",
+        signature: "onboard [--dry-run] [--accept-risk]",
+        summary: "set iapeer up to run as a service and wait until the daemon is healthy",
+        description: "Explain the risk (agents run with their permission prompts bypassed) and go on only \
+            with --accept-risk or a yes typed on the terminal; without a terminal and without the flag \
+            it exits 2. Then: prepare the root as install does, write the service file (a systemd user \
+            unit or a launchd agent, never over a file iapeer did not write), load it (systemctl --user \
+            daemon-reload and enable --now iapeer, or launchctl bootstrap) and wait until the daemon \
+            answers ping twice in a row within 15 s. Where no service manager runs (containers, CI) it \
+            starts iapeer daemon --detach instead and says so; iapeer shutdown stops it. A daemon \
+            already running outside a service manager is stopped first so that the service runs it. \
+            The later steps of onboarding (your own human peer, the notifier, Telegram, memory) are \
+            listed as not available yet. With --dry-run it prints every step and changes nothing.",
+        positionals: &[],
+        flags: &[DRY_RUN, ACCEPT_RISK],
+        rules: &[],
+        hidden: false,
+        group: Group::Host,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Update),
+        name: "update",
+        signature: "update [path-or-version] [--force]",
+        summary: "install a newer iapeer build and restart the daemon on it",
+        description: "Install the iapeer binary at the given path (a local build, e.g. target/release/iapeer) \
+            as $IAPEER_BIN_DIR/iapeer (default ~/.local/bin), atomically, keeping the current one as \
+            iapeer.prev; then restart the daemon (through the service manager when the service is \
+            loaded, else iapeer shutdown and iapeer daemon --detach) and wait until it is healthy. It \
+            lists the live agent sessions first and refuses while any is mid-turn (as the daemon saw \
+            it at its last supervise tick, every IAPEER_TICK_SECS), unless --force. A loaded \
+            service's file is first made to run the installed binary (only when iapeer wrote it). \
+            Exits 1 and advises iapeer rollback when the new daemon is not healthy. Installing a \
+            published version from the package registry is not available yet: build it and give its \
+            path.",
+        positionals: &[args::PATH_OR_VERSION],
+        flags: &[UPDATE_FORCE],
+        rules: &[],
+        hidden: false,
+        group: Group::Host,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Rollback),
+        name: "rollback",
+        signature: "rollback",
+        summary: "go back to the previous binary and restart the daemon on it",
+        description: "Put $IAPEER_BIN_DIR/iapeer.prev back as iapeer, restart the daemon as update does \
+            and wait until it is healthy (exit 1 when it is not). One level only: iapeer.prev is gone \
+            afterwards.",
+        positionals: &[],
+        flags: &[],
+        rules: &[],
+        hidden: false,
+        group: Group::Host,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Uninstall),
+        name: "uninstall",
+        signature: "uninstall [--dry-run] [--yes] [--purge]",
+        summary: "remove what install put on this machine",
+        description: "Stop the daemon (unloading the service), then remove exactly what install created: \
+            the binary and iapeer.prev in $IAPEER_BIN_DIR, the man page, the bash, zsh and fish \
+            completions, and the service file when iapeer wrote it. The root (peers, logs, messages) \
+            is kept unless --purge. Asks on a terminal; without one it needs --yes (else exit 2). \
+            With --dry-run it prints what it would remove and changes nothing.",
+        positionals: &[],
+        flags: &[DRY_RUN, YES, PURGE],
         rules: &[],
         hidden: false,
         group: Group::Host,

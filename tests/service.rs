@@ -1,0 +1,631 @@
+//! Running iapeer as a service (issue 8 item 2, spec 08 §1): `onboard` (risk gate,
+//! `--dry-run`, the service manager or `daemon --detach`, the health wait), the `status`
+//! service line, `update` / `rollback` with the mid-turn refusal and the health check, and
+//! `uninstall` removing exactly what install created.
+//!
+//! No service manager runs on this machine (nor in CI or containers): the tests that need
+//! one replace `systemctl` through the seam, `IAPEER_SERVICE_CTL`, with a script that records
+//! its command lines and does what systemd would do to the daemon (`enable --now` starts
+//! `iapeer daemon --detach`, `disable --now` stops it).
+
+use crate::common;
+
+use crate::attach::Terminal;
+use common::{alive, bin, describe, TestEnv};
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Every entry under `dir` (recursively): folders as `None`, files with (size, mtime).
+fn tree(dir: &Path) -> BTreeMap<PathBuf, Option<(u64, SystemTime)>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd {
+            let p = e.unwrap().path();
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            if meta.is_dir() {
+                out.insert(p.clone(), None);
+                stack.push(p);
+            } else {
+                out.insert(p, Some((meta.len(), meta.modified().unwrap())));
+            }
+        }
+    }
+    out
+}
+
+/// The files (not folders) under `dir`, with their bytes.
+fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    tree(dir)
+        .into_iter()
+        .filter(|(_, v)| v.is_some())
+        .map(|(p, _)| {
+            let bytes = std::fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect()
+}
+
+/// Runs `iapeer shutdown` in this world when dropped: a failed assertion must not leak a
+/// detached daemon.
+struct StopAtEnd<'a>(&'a TestEnv);
+
+impl Drop for StopAtEnd<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.run(&["shutdown"]);
+    }
+}
+
+/// A stand-in for `systemctl` behind the seam: appends each command line to `calls`, keeps
+/// "enabled" as a file beside it, and starts (`enable --now`, `restart`) the program the
+/// unit's `ExecStart=` names, as `<program> daemon --detach`.
+struct FakeSystemctl {
+    script: PathBuf,
+    calls: PathBuf,
+}
+
+impl FakeSystemctl {
+    fn new(dir: &Path, unit: &Path) -> FakeSystemctl {
+        std::fs::create_dir_all(dir).unwrap();
+        let calls = dir.join("calls");
+        let enabled = dir.join("enabled");
+        let script = dir.join("fake-systemctl");
+        let iapeer = bin();
+        std::fs::write(
+            &script,
+            format!(
+                r#"#!/bin/sh
+echo "$*" >> "{calls}"
+start() {{ exe=$(sed -n 's/^ExecStart=\(.*\) daemon$/\1/p' "{unit}"); exec "$exe" daemon --detach >/dev/null; }}
+case "$*" in
+  "systemctl --user daemon-reload") exit 0 ;;
+  "systemctl --user enable --now iapeer") touch "{enabled}"; start ;;
+  "systemctl --user restart iapeer") "{iapeer}" shutdown >/dev/null; start ;;
+  "systemctl --user disable --now iapeer") rm -f "{enabled}"; exec "{iapeer}" shutdown >/dev/null ;;
+  "systemctl --user is-enabled iapeer") if [ -e "{enabled}" ]; then echo enabled; else echo disabled; exit 1; fi ;;
+  "systemctl --user is-active iapeer") if [ -e "{enabled}" ]; then echo active; else echo inactive; exit 3; fi ;;
+  *) echo "fake systemctl: unexpected $*" >&2; exit 1 ;;
+esac
+"#,
+                calls = calls.display(),
+                enabled = enabled.display(),
+                iapeer = iapeer.display(),
+                unit = unit.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        FakeSystemctl { script, calls }
+    }
+
+    /// The command lines run so far.
+    fn calls(&self) -> Vec<String> {
+        common::read(&self.calls)
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+}
+
+/// The world of a systemd user manager behind the seam: the unit folder and the fake.
+fn with_fake_systemd(env: &mut TestEnv) -> (PathBuf, FakeSystemctl) {
+    // Outside env.dir's root and home, so that snapshots of them do not see its files.
+    let sd = env.dir.path().join("systemd-user");
+    let fake = FakeSystemctl::new(&env.dir.path().join("fake"), &sd.join("iapeer.service"));
+    env.set("IAPEER_SYSTEMD_DIR", sd.to_str().unwrap());
+    env.set("IAPEER_SERVICE_CTL", fake.script.to_str().unwrap());
+    (sd, fake)
+}
+
+#[test]
+fn onboard_dry_run_prints_every_step_and_changes_nothing() {
+    // Without a service manager.
+    let env = TestEnv::new();
+    let before = tree(env.dir.path());
+    let out = env.ok(&["onboard", "--dry-run"]);
+    assert_eq!(
+        tree(env.dir.path()),
+        before,
+        "--dry-run changed files:\n{out}"
+    );
+    assert!(out.contains("permission prompts are bypassed"), "{out}");
+    for step in [
+        "1. prepare the root",
+        "2. no service manager runs here: start the daemon in the background with `iapeer daemon --detach`",
+        "3. wait until the daemon is healthy (2 answered pings in a row within 15 s)",
+        "4. later: create your own human peer",
+    ] {
+        assert!(out.contains(step), "missing {step:?} in:\n{out}");
+    }
+    assert!(!env.socket().exists());
+
+    // With systemd behind the seam: the unit would be written and loaded; nothing is run.
+    let mut env = TestEnv::new();
+    let (sd, fake) = with_fake_systemd(&mut env);
+    let before = tree(env.dir.path());
+    let out = env.ok(&["onboard", "--dry-run"]);
+    let mut after = tree(env.dir.path());
+    after.remove(&fake.calls);
+    assert_eq!(after, before, "--dry-run changed files:\n{out}");
+    assert!(
+        out.contains(&format!(
+            "2. write the systemd service file {}",
+            sd.join("iapeer.service").display()
+        )) && out.contains(
+            "3. load the systemd service and start the daemon: systemctl --user daemon-reload && systemctl --user enable --now iapeer"
+        ),
+        "{out}"
+    );
+    assert_eq!(fake.calls(), Vec::<String>::new(), "dry-run ran systemctl");
+}
+
+#[test]
+fn onboard_without_a_terminal_needs_accept_risk() {
+    let env = TestEnv::new();
+    let (out, err) = env.fails(&["onboard"], 2);
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("permission prompts are bypassed") && err.contains("pass --accept-risk"),
+        "{err}"
+    );
+    assert!(
+        !env.root.exists(),
+        "onboard changed something before the gate"
+    );
+    assert!(!env.socket().exists());
+}
+
+/// A shell on a real pty, with this world's environment, running `line` and then staying.
+fn shell_on_pty(env: &TestEnv, line: &str) -> Terminal {
+    let inner = env.cmd(&[]);
+    let mut sh = Command::new("sh");
+    sh.args(["-c", &format!("{line}; sleep 60")]);
+    for (k, v) in inner.get_envs() {
+        match v {
+            Some(v) => sh.env(k, v),
+            None => sh.env_remove(k),
+        };
+    }
+    sh.current_dir(inner.get_current_dir().unwrap());
+    Terminal::spawn(sh)
+}
+
+fn wait_screen(env: &TestEnv, term: &Terminal, needle: &str) {
+    let start = Instant::now();
+    while !term.screen().contains(needle) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the terminal never showed {needle:?}; screen:\n{}\n{}",
+            term.screen(),
+            env.diagnostics()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Issue 8's "must show": `onboard --accept-risk` typed in a terminal reaches a healthy
+/// daemon (here `daemon --detach`: no service manager runs), which survives the terminal
+/// closing (SIGHUP to the shell's session, the pty gone).
+#[test]
+fn onboard_reaches_a_healthy_daemon_that_survives_the_terminal_closing() {
+    let env = TestEnv::new();
+    let _stop = StopAtEnd(&env);
+    let term = shell_on_pty(
+        &env,
+        &format!("\"{}\" onboard --accept-risk", bin().display()),
+    );
+    wait_screen(&env, &term, "service: none");
+    let screen = term.screen();
+    assert!(
+        screen.contains("started the daemon in the background with `iapeer daemon --detach`")
+            && screen.contains("iapeer shutdown")
+            && screen.contains("daemon: healthy (pid"),
+        "onboard says which way it used and how to stop it:\n{screen}"
+    );
+    let pid = daemon_pid(&env);
+
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(term.pid() as i32),
+        nix::sys::signal::Signal::SIGHUP,
+    );
+    drop(term);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(alive(pid), "the daemon died with the terminal");
+    let out = env.ok(&["status"]);
+    assert!(
+        out.contains("daemon: healthy @") && out.contains("service: none (no service manager here"),
+        "{out}"
+    );
+    assert!(env.root.join("docs/iapeer/README.md").exists());
+}
+
+/// On a terminal without the flag, the risk is explained and a typed "yes" goes ahead.
+#[test]
+fn onboard_on_a_terminal_asks_and_a_typed_yes_goes_ahead() {
+    let env = TestEnv::new();
+    let _stop = StopAtEnd(&env);
+    let mut term = shell_on_pty(&env, &format!("\"{}\" onboard", bin().display()));
+    wait_screen(&env, &term, "Go ahead? [yes/no]");
+    assert!(
+        term.screen().contains("permission prompts are bypassed"),
+        "{}",
+        term.screen()
+    );
+    assert!(
+        !env.socket().exists(),
+        "changed something before the answer"
+    );
+    term.type_bytes(b"yes\r");
+    wait_screen(&env, &term, "service: none");
+    env.ok(&["status"]);
+}
+
+/// Through the seam (no service manager runs here): onboard writes the unit, runs
+/// `daemon-reload` and `enable --now iapeer`, waits for health; status reports the service
+/// loaded from `is-enabled`/`is-active`; a second onboard loads nothing; update points the
+/// unit at the installed binary and restarts the service (rollback restarts it again);
+/// uninstall disables it and removes the unit; status then says not loaded and exits 1.
+#[test]
+fn onboard_status_update_and_uninstall_drive_systemd_through_the_seam() {
+    let mut env = TestEnv::new();
+    let (sd, fake) = with_fake_systemd(&mut env);
+    let bin_dir = installed(&mut env);
+    let (newer, _) = newer_build(&env);
+    let _stop = StopAtEnd(&env);
+    let out = env.ok(&["onboard", "--accept-risk"]);
+    let unit = sd.join("iapeer.service");
+    assert_eq!(
+        fake.calls(),
+        [
+            "systemctl --user daemon-reload",
+            "systemctl --user enable --now iapeer"
+        ],
+        "{out}"
+    );
+    assert!(
+        common::read(&unit).starts_with("# com.iapeer.managed"),
+        "{out}"
+    );
+    assert!(
+        out.contains("daemon: healthy (pid")
+            && out.contains("service: systemd — the service manager runs the daemon"),
+        "{out}"
+    );
+
+    let out = env.ok(&["status"]);
+    assert!(
+        out.contains("service: systemd loaded (enabled, active)"),
+        "{out}"
+    );
+    let doc: serde_json::Value = serde_json::from_str(&env.ok(&["status", "--json"])).unwrap();
+    assert_eq!(
+        (&doc["service"], &doc["service_loaded"]),
+        (&serde_json::json!("systemd"), &serde_json::json!(true)),
+        "{doc}"
+    );
+    assert!(fake
+        .calls()
+        .contains(&"systemctl --user is-active iapeer".to_string()));
+
+    let n = fake.calls().len();
+    let out = env.ok(&["onboard", "--accept-risk"]);
+    assert!(
+        out.contains("the systemd service is loaded already"),
+        "{out}"
+    );
+    assert!(
+        !fake.calls()[n..].iter().any(|c| c.contains("enable --now")),
+        "{:?}",
+        fake.calls()
+    );
+
+    // The unit names the binary that ran onboard (the build under test); update makes it
+    // name the installed one and restarts through systemd.
+    let first = daemon_pid(&env);
+    let n = fake.calls().len();
+    let out = env.ok(&["update", newer.to_str().unwrap()]);
+    let installed_bin = bin_dir.join("iapeer");
+    assert_eq!(
+        fake.calls()[n..]
+            .iter()
+            .filter(|c| !c.contains(" is-"))
+            .collect::<Vec<_>>(),
+        [
+            "systemctl --user daemon-reload",
+            "systemctl --user restart iapeer"
+        ],
+        "{out}"
+    );
+    assert!(
+        common::read(&unit)
+            .lines()
+            .any(|l| l == format!("ExecStart={} daemon", installed_bin.display())),
+        "{}",
+        common::read(&unit)
+    );
+    let second = daemon_pid(&env);
+    assert!(
+        second != first
+            && out.contains(&format!(
+                "daemon: restarted by systemd, healthy (pid {second}"
+            )),
+        "{out}"
+    );
+    assert_eq!(exe_of(second), installed_bin);
+    let n = fake.calls().len();
+    let out = env.ok(&["rollback"]);
+    assert_eq!(
+        fake.calls()[n..]
+            .iter()
+            .filter(|c| !c.contains(" is-"))
+            .collect::<Vec<_>>(),
+        ["systemctl --user restart iapeer"],
+        "{out}"
+    );
+    assert!(daemon_pid(&env) != second, "{out}");
+
+    let n = fake.calls().len();
+    let out = env.ok(&["uninstall", "--yes"]);
+    assert_eq!(
+        fake.calls()[n..]
+            .iter()
+            .filter(|c| !c.contains(" is-"))
+            .collect::<Vec<_>>(),
+        [
+            "systemctl --user disable --now iapeer",
+            "systemctl --user daemon-reload"
+        ],
+        "{out}"
+    );
+    assert!(!unit.exists(), "{out}");
+    assert!(!env.socket().exists(), "the daemon is gone: {out}");
+    let (out, _) = env.fails(&["status"], 1);
+    assert!(
+        out.contains("service: systemd not loaded (no service file at"),
+        "{out}"
+    );
+    assert!(env.root.exists(), "the root is kept without --purge");
+}
+
+/// The installed binary in `<dir>/bin`, a copy of the binary under test.
+fn installed(env: &mut TestEnv) -> PathBuf {
+    let bin_dir = env.dir.path().join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    std::fs::copy(bin(), bin_dir.join("iapeer")).unwrap();
+    env.set("IAPEER_BIN_DIR", bin_dir.to_str().unwrap());
+    bin_dir
+}
+
+/// Another build: the binary under test with bytes appended (it runs the same).
+fn newer_build(env: &TestEnv) -> (PathBuf, Vec<u8>) {
+    let newer = env.dir.path().join("iapeer-newer");
+    let mut bytes = std::fs::read(bin()).unwrap();
+    bytes.extend_from_slice(b"\n# another build\n");
+    std::fs::write(&newer, &bytes).unwrap();
+    std::fs::set_permissions(&newer, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (newer, bytes)
+}
+
+/// The pid `status --json` reports for the daemon.
+fn daemon_pid(env: &TestEnv) -> u32 {
+    let doc: serde_json::Value = serde_json::from_str(&env.ok(&["status", "--json"])).unwrap();
+    doc["daemon"]["pid"].as_u64().expect("a healthy daemon") as u32
+}
+
+/// The program a process runs.
+fn exe_of(pid: u32) -> PathBuf {
+    std::fs::read_link(format!("/proc/{pid}/exe")).unwrap()
+}
+
+#[test]
+fn update_refuses_mid_turn_then_force_restarts_on_the_new_binary_and_rollback_goes_back() {
+    let mut env = TestEnv::new();
+    let bin_dir = installed(&mut env);
+    let (newer, new_bytes) = newer_build(&env);
+    let old_bytes = std::fs::read(bin()).unwrap();
+    env.create_echo("alice");
+    env.create_echo("bob");
+    env.launch_env("bob", "echo", "PEER_START_ARGS=--reply-delay-ms 15000\n");
+    // The daemon's busy flag (list's `busy`) is the session state of the last supervise
+    // tick: tick every second.
+    env.set("IAPEER_TICK_SECS", "1");
+    let _stop = StopAtEnd(&env);
+    env.ok(&["daemon", "--detach"]);
+    let first = daemon_pid(&env);
+
+    // bob is mid-turn: replying, for 15 s.
+    env.ok(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "please answer",
+    ]);
+    env.wait_until("bob is mid-turn", Duration::from_secs(20), |e| {
+        e.control(r#"{"op":"list"}"#)["sessions"]
+            .as_array()
+            .is_some_and(|s| {
+                s.iter()
+                    .any(|s| s["identity"] == "echo-bob" && s["busy"] == true)
+            })
+    });
+    let (out, err) = env.fails(&["update", newer.to_str().unwrap()], 1);
+    assert!(out.contains("echo-bob (mid-turn)"), "{out}");
+    assert!(
+        err.contains("not updated: an agent is mid-turn (echo-bob)") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(bin_dir.join("iapeer")).unwrap(), old_bytes);
+    assert!(!bin_dir.join("iapeer.prev").exists());
+    assert_eq!(daemon_pid(&env), first, "the daemon was not restarted");
+
+    let out = env.ok(&["update", newer.to_str().unwrap(), "--force"]);
+    assert_eq!(
+        std::fs::read(bin_dir.join("iapeer")).unwrap(),
+        new_bytes,
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read(bin_dir.join("iapeer.prev")).unwrap(),
+        old_bytes
+    );
+    let second = daemon_pid(&env);
+    assert!(
+        out.contains(&format!(
+            "daemon: restarted with `iapeer daemon --detach`, healthy (pid {second}"
+        )),
+        "{out}"
+    );
+    assert!(second != first && !alive(first), "{out}");
+    assert_eq!(
+        exe_of(second),
+        bin_dir.join("iapeer"),
+        "runs the installed binary"
+    );
+
+    // The same build again: nothing to do.
+    let out = env.ok(&["update", newer.to_str().unwrap()]);
+    assert!(out.contains("nothing to do"), "{out}");
+    assert_eq!(daemon_pid(&env), second);
+
+    let out = env.ok(&["rollback"]);
+    assert_eq!(
+        std::fs::read(bin_dir.join("iapeer")).unwrap(),
+        old_bytes,
+        "{out}"
+    );
+    assert!(!bin_dir.join("iapeer.prev").exists());
+    let third = daemon_pid(&env);
+    assert!(third != second && out.contains("healthy (pid"), "{out}");
+    // The daemon works: a message still wakes and reaches a peer.
+    env.ok(&[
+        "send",
+        "alice",
+        "--from",
+        "echo-bob",
+        "--message",
+        "echo: back",
+    ]);
+    let (_, err) = env.fails(&["rollback"], 1);
+    assert!(err.contains("no previous binary"), "{err}");
+}
+
+/// A build that cannot run the daemon: update exits 1 and advises rollback, which brings a
+/// healthy daemon back. A version instead of a path is refused with what to do.
+#[test]
+fn update_to_a_broken_build_advises_rollback_and_rollback_heals() {
+    let mut env = TestEnv::new();
+    let bin_dir = installed(&mut env);
+    let broken = env.dir.path().join("iapeer-broken");
+    std::fs::write(
+        &broken,
+        "#!/bin/sh\ncase \"$1\" in --version) echo 'iapeer 9.9.9' ;; *) echo 'broken build' >&2; exit 1 ;; esac\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&broken, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (_, err) = env.fails(&["update", "0.2.0"], 1);
+    assert!(
+        err.contains("from the package registry (cargo) is not available")
+            && err.contains("iapeer update target/release/iapeer"),
+        "{err}"
+    );
+    let _stop = StopAtEnd(&env);
+    env.ok(&["daemon", "--detach"]);
+    let (out, err) = env.fails(&["update", broken.to_str().unwrap()], 1);
+    assert!(out.contains("is now iapeer 9.9.9"), "{out}");
+    assert!(
+        err.contains("broken build") && err.contains("iapeer rollback"),
+        "{err}"
+    );
+    env.fails(&["status"], 1);
+    let out = env.ok(&["rollback"]);
+    assert!(out.contains("healthy (pid"), "{out}");
+    assert_eq!(
+        std::fs::read(bin_dir.join("iapeer")).unwrap(),
+        std::fs::read(bin()).unwrap()
+    );
+    env.ok(&["status"]);
+}
+
+/// `scripts/install.sh` then `uninstall`: without a terminal and without --yes it exits 2;
+/// --dry-run lists and changes nothing; --yes leaves the home exactly as before install
+/// (files the user had there are kept), keeps the root; --purge deletes the root.
+#[test]
+fn uninstall_removes_exactly_what_install_created() {
+    let mut env = TestEnv::new();
+    let (sd, _fake) = with_fake_systemd(&mut env);
+    env.set("IAPEER_BIN_DIR", "");
+    env.set("XDG_DATA_HOME", "");
+    env.set("XDG_CONFIG_HOME", "");
+    let home = env.home.clone();
+    // The user's own files next to where install puts its own.
+    for (p, text) in [
+        (".local/bin/other-tool", "#!/bin/sh\n"),
+        (".local/share/man/man1/other.1", ".TH OTHER 1\n"),
+        (".config/fish/completions/other.fish", "complete -c other\n"),
+    ] {
+        let p = home.join(p);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let before = files(&home);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .env("HOME", &home)
+        .env("IAPEER_ROOT", &env.root)
+        .env("IAPEER_INSTALL_FROM", bin())
+        .env("IAPEER_SYSTEMD_DIR", &sd)
+        .env(
+            "PATH",
+            format!("{}:/usr/bin:/bin", home.join(".local/bin").display()),
+        )
+        .env_remove("IAPEER_BIN_DIR")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CONFIG_HOME")
+        .output()
+        .expect("run scripts/install.sh");
+    assert!(out.status.success(), "install.sh: {}", describe(&out));
+    let installed = files(&home);
+    assert!(
+        installed.len() >= before.len() + 5,
+        "{:?}",
+        installed.keys()
+    );
+    assert!(sd.join("iapeer.service").exists());
+
+    let (_, err) = env.fails(&["uninstall"], 2);
+    assert!(err.contains("pass --yes"), "{err}");
+    let out = env.ok(&["uninstall", "--dry-run"]);
+    assert!(
+        out.contains(&format!(
+            "remove {}",
+            home.join(".local/bin/iapeer").display()
+        )) && out.contains(&format!("remove {}", sd.join("iapeer.service").display()))
+            && out.contains("keep the root"),
+        "{out}"
+    );
+    assert_eq!(files(&home), installed, "--dry-run removed files");
+
+    let out = env.ok(&["uninstall", "--yes"]);
+    assert_eq!(
+        files(&home),
+        before,
+        "uninstall left or removed other files:\n{out}"
+    );
+    assert!(files(&sd).is_empty(), "{out}");
+    assert!(
+        env.root.join("IAPEER.md").exists(),
+        "the root is kept: {out}"
+    );
+    let out = env.ok(&["uninstall", "--yes", "--purge"]);
+    assert!(!env.root.exists(), "{out}");
+    assert_eq!(files(&home), before);
+}
