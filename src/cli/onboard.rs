@@ -189,11 +189,7 @@ pub fn describe(step: &Step) -> String {
         Step::LoadService { manager, commands } => format!(
             "load the {} service and start the daemon: {}",
             manager.name(),
-            commands
-                .iter()
-                .map(|c| c.join(" "))
-                .collect::<Vec<_>>()
-                .join(" && ")
+            crate::host::control::as_line(commands)
         ),
         Step::AlreadyLoaded { manager } => {
             format!("the {} service is loaded already: nothing to load", manager.name())

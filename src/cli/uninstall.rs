@@ -102,11 +102,7 @@ pub fn describe(step: &Removal) -> String {
         Removal::Unload { manager, commands } => format!(
             "stop the daemon and unload the {} service: {}",
             manager.name(),
-            commands
-                .iter()
-                .map(|c| c.join(" "))
-                .collect::<Vec<_>>()
-                .join(" && ")
+            crate::host::control::as_line(commands)
         ),
         Removal::StopDaemon { pid } => format!("stop the daemon (pid {pid})"),
         Removal::Remove(p) => format!("remove {}", p.display()),

@@ -95,6 +95,15 @@ fn launchd_target(uid: u32) -> String {
     format!("gui/{uid}/{LAUNCHD_LABEL}")
 }
 
+/// Commands as one shell-like line for people: `a b && c d`.
+pub fn as_line(commands: &[Vec<String>]) -> String {
+    commands
+        .iter()
+        .map(|c| c.join(" "))
+        .collect::<Vec<_>>()
+        .join(" && ")
+}
+
 /// The commands that load the written definition and start the daemon: `systemctl --user
 /// daemon-reload` and `systemctl --user enable --now iapeer`, or `launchctl bootstrap
 /// gui/<uid> <plist>`.
