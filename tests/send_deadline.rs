@@ -63,14 +63,17 @@ fn send(env: &TestEnv, n: usize, extra: &[&str]) -> (Option<i32>, String, Durati
     )
 }
 
-#[test]
-fn a_send_to_a_router_peer_that_stopped_reading_is_answered_at_its_deadline() {
+/// A daemon with echo peer `alice` and a live router peer `stuck` on the runtime of
+/// [`install_stuck_runtime`] (holding for `hold_secs`, logging to the returned path), with
+/// the extra `vars` set.
+fn stuck_world(hold_secs: u32, vars: &[(&str, &str)]) -> (TestEnv, std::path::PathBuf) {
     let mut env = TestEnv::new();
     let log = env.dir.path().join("stuck-stdin.log");
-    // Long enough for every send below to meet its deadline first.
-    install_stuck_runtime(&env, 25, &log);
+    install_stuck_runtime(&env, hold_secs, &log);
     env.create_echo("alice");
-    env.set("IAPEER_SEND_TIMEOUT_MS", "2000");
+    for (k, v) in vars {
+        env.set(k, v);
+    }
     env.start_daemon();
     env.ok(&[
         "create",
@@ -83,6 +86,13 @@ fn a_send_to_a_router_peer_that_stopped_reading_is_answered_at_its_deadline() {
     env.wait_until("stuck-stuck starts", Duration::from_secs(20), |e| {
         e.status_of("stuck", "stuck") == "live"
     });
+    (env, log)
+}
+
+#[test]
+fn a_send_to_a_router_peer_that_stopped_reading_is_answered_at_its_deadline() {
+    // Long enough for every send below to meet its deadline first.
+    let (mut env, log) = stuck_world(25, &[("IAPEER_SEND_TIMEOUT_MS", "2000")]);
 
     // Linux's pipe holds 16 pages of 4 KiB: message 0 takes one, message 1 needs 16 and
     // stops mid-envelope; messages 2 and 3 find it full.
@@ -184,22 +194,7 @@ fn a_send_to_a_router_peer_that_stopped_reading_is_answered_at_its_deadline() {
 
 #[test]
 fn a_send_whose_sender_gave_up_is_not_begun() {
-    let mut env = TestEnv::new();
-    let log = env.dir.path().join("stuck-stdin.log");
-    install_stuck_runtime(&env, 10, &log);
-    env.create_echo("alice");
-    env.start_daemon();
-    env.ok(&[
-        "create",
-        "stuck",
-        "--runtime",
-        "stuck",
-        "--intelligence",
-        "absent",
-    ]);
-    env.wait_until("stuck-stuck starts", Duration::from_secs(20), |e| {
-        e.status_of("stuck", "stuck") == "live"
-    });
+    let (mut env, log) = stuck_world(10, &[]);
     assert_eq!(send(&env, 0, &[]).0, Some(0));
     // Message 1 fills the pipe mid-envelope and waits (its sender too, up to 60 s) …
     let big = std::thread::scope(|s| {
@@ -250,24 +245,13 @@ fn a_send_whose_sender_gave_up_is_not_begun() {
 
 #[test]
 fn an_agents_send_to_peer_to_a_stuck_peer_is_answered_at_the_deadline() {
-    let mut env = TestEnv::new();
-    let log = env.dir.path().join("stuck-stdin.log");
-    install_stuck_runtime(&env, 30, &log);
-    env.create_echo("alice");
-    env.set("IAPEER_SEND_TIMEOUT_MS", "2000")
-        .set("IAPEER_MCP_AUTH", "header");
-    env.start_daemon();
-    env.ok(&[
-        "create",
-        "stuck",
-        "--runtime",
-        "stuck",
-        "--intelligence",
-        "absent",
-    ]);
-    env.wait_until("stuck-stuck starts", Duration::from_secs(20), |e| {
-        e.status_of("stuck", "stuck") == "live"
-    });
+    let (mut env, _log) = stuck_world(
+        30,
+        &[
+            ("IAPEER_SEND_TIMEOUT_MS", "2000"),
+            ("IAPEER_MCP_AUTH", "header"),
+        ],
+    );
     assert_eq!(send(&env, 0, &[]).0, Some(0));
     assert_eq!(send(&env, 1, &[]).0, Some(1), "the pipe is full");
     let t = Instant::now();
@@ -293,23 +277,7 @@ fn an_agents_send_to_peer_to_a_stuck_peer_is_answered_at_the_deadline() {
 #[test]
 fn an_mcp_send_whose_client_hung_up_is_not_begun() {
     use std::io::Write;
-    let mut env = TestEnv::new();
-    let log = env.dir.path().join("stuck-stdin.log");
-    install_stuck_runtime(&env, 8, &log);
-    env.create_echo("alice");
-    env.set("IAPEER_MCP_AUTH", "header");
-    env.start_daemon();
-    env.ok(&[
-        "create",
-        "stuck",
-        "--runtime",
-        "stuck",
-        "--intelligence",
-        "absent",
-    ]);
-    env.wait_until("stuck-stuck starts", Duration::from_secs(20), |e| {
-        e.status_of("stuck", "stuck") == "live"
-    });
+    let (mut env, log) = stuck_world(8, &[("IAPEER_MCP_AUTH", "header")]);
     assert_eq!(send(&env, 0, &[]).0, Some(0));
     let big = std::thread::scope(|s| {
         let big = s.spawn(|| send(&env, 1, &["--timeout", "60"]));

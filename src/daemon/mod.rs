@@ -72,10 +72,15 @@ struct RouterBackend {
 impl RouterBackend {
     /// Why the router cannot answer: its failure, or else an ordinary shutdown.
     fn gone(&self) -> String {
-        self.fatal
-            .sentence()
-            .unwrap_or_else(|| "the daemon is shutting down".to_string())
+        gone_reason(&self.fatal)
     }
+}
+
+/// Why the router cannot answer: its failure, or else an ordinary shutdown.
+fn gone_reason(fatal: &Fatal) -> String {
+    fatal
+        .sentence()
+        .unwrap_or_else(|| "the daemon is shutting down".to_string())
 }
 
 impl Backend for RouterBackend {
@@ -97,7 +102,14 @@ impl Backend for RouterBackend {
     }
 
     fn submit(&self, creds: CallerCreds, args: SendArgs, gone: Arc<AtomicBool>, done: SendDone) {
-        let reply = ReplyTo::on_final(gone, move |r| done(send_outcome(r)));
+        let fatal = self.fatal.clone();
+        let reply = ReplyTo::on_final(gone, move |r| {
+            done(match r {
+                Some(r) => send_outcome(r),
+                // Dropped unanswered: the router failed (its reason) or is ending.
+                None => Err(gone_reason(&fatal)),
+            })
+        });
         if let Err(crossbeam_channel::SendError(RouterMsg::Mcp { reply, .. })) =
             self.tx.send(RouterMsg::Mcp { creds, args, reply })
         {

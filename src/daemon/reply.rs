@@ -22,8 +22,9 @@ pub enum ReplyMsg {
     Attach(Reply, SessionHandle),
 }
 
-/// The callback of [`ReplyTo::on_final`].
-type FinalFn = Box<dyn FnOnce(Reply) + Send>;
+/// The callback of [`ReplyTo::on_final`]: the final reply, or `None` when the request was
+/// dropped without one.
+type FinalFn = Box<dyn FnOnce(Option<Reply>) + Send>;
 
 /// Where a request's answers go.
 #[derive(Clone)]
@@ -45,13 +46,13 @@ enum Sink {
     Final(Arc<FinalOnce>),
 }
 
-/// A callback run at most once: with the final reply, or — when every [`ReplyTo`] holding it
-/// is dropped unanswered (the router failed or ended without answering) — with a failure, so
-/// a requester without a thread of its own is never left waiting.
+/// A callback run exactly once: with the final reply, or with `None` when every
+/// [`ReplyTo`] holding it is dropped unanswered (the router failed or ended without
+/// answering), so a requester without a thread of its own is never left waiting.
 struct FinalOnce(std::sync::Mutex<Option<FinalFn>>);
 
 impl FinalOnce {
-    fn call(&self, reply: Reply) {
+    fn call(&self, reply: Option<Reply>) {
         let taken = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(f) = taken {
             f(reply);
@@ -61,11 +62,7 @@ impl FinalOnce {
 
 impl Drop for FinalOnce {
     fn drop(&mut self) {
-        self.call(Reply::failure(
-            crate::protocol::Code::ShuttingDown,
-            "the daemon dropped the request without answering it (it is ending); send again \
-             once `iapeer status` says healthy",
-        ));
+        self.call(None);
     }
 }
 
@@ -92,8 +89,11 @@ impl ReplyTo {
     /// runs once, on the router thread (so it must be quick: hand the reply on and return),
     /// with the final reply (an `attach` answer's session is dropped). `gone` is set by the
     /// requester when it stops waiting. If the request is dropped without an answer (the
-    /// router failed or is ending), `done` gets a `shutting-down` failure instead.
-    pub fn on_final(gone: Arc<AtomicBool>, done: impl FnOnce(Reply) + Send + 'static) -> ReplyTo {
+    /// router failed or is ending), `done` gets `None`.
+    pub fn on_final(
+        gone: Arc<AtomicBool>,
+        done: impl FnOnce(Option<Reply>) + Send + 'static,
+    ) -> ReplyTo {
         ReplyTo {
             sink: Sink::Final(Arc::new(FinalOnce(std::sync::Mutex::new(Some(Box::new(
                 done,
@@ -138,7 +138,7 @@ impl ReplyTo {
             }
             Sink::Final(done) => match msg {
                 ReplyMsg::Progress(_) => {}
-                ReplyMsg::Final(r) | ReplyMsg::Attach(r, _) => done.call(r),
+                ReplyMsg::Final(r) | ReplyMsg::Attach(r, _) => done.call(Some(r)),
             },
         }
     }
@@ -170,7 +170,7 @@ mod tests {
     use super::*;
     use crate::protocol::Code;
 
-    fn recorder() -> (ReplyTo, Receiver<Reply>) {
+    fn recorder() -> (ReplyTo, Receiver<Option<Reply>>) {
         let (tx, rx) = crossbeam_channel::unbounded();
         let reply = ReplyTo::on_final(Arc::new(AtomicBool::new(false)), move |r| {
             let _ = tx.send(r);
@@ -189,9 +189,9 @@ mod tests {
         });
         copy.finish(Reply::failure(Code::Offline, "first"));
         drop(reply);
-        let got: Vec<Reply> = rx.try_iter().collect();
+        let got: Vec<Option<Reply>> = rx.try_iter().collect();
         assert_eq!(got.len(), 1, "{got:?}");
-        assert!(matches!(&got[0], Reply::Failed(f) if f.error == "first"));
+        assert!(matches!(&got[0], Some(Reply::Failed(f)) if f.error == "first"));
     }
 
     #[test]
@@ -201,9 +201,6 @@ mod tests {
         drop(reply);
         assert!(rx.try_recv().is_err(), "a clone is still held");
         drop(copy);
-        match rx.try_recv() {
-            Ok(Reply::Failed(f)) => assert_eq!(f.code, Code::ShuttingDown),
-            other => panic!("{other:?}"),
-        }
+        assert!(matches!(rx.try_recv(), Ok(None)), "told it was dropped");
     }
 }
