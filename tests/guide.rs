@@ -5,6 +5,7 @@
 use crate::common;
 
 use common::TestEnv;
+use iapeer::verb_table::{flags, Complete, Rule, VerbSpec, VERBS};
 
 fn alice_bob_carol() -> TestEnv {
     let mut env = TestEnv::new();
@@ -128,4 +129,113 @@ fn lifecycle_verbs_name_the_registered_peer_meant() {
     assert!(err.trim().ends_with("did you mean \"carol\"?"), "{err}");
     let (_, err) = env.fails(&["stop", "zed"], 1);
     assert!(!err.contains("did you mean"), "{err}");
+}
+
+/// The command line of `verb` built from the table, with made-up values for what it requires
+/// (`nobody` for names, `hi` for text) and `--json`.
+fn json_args(v: &VerbSpec) -> Vec<String> {
+    let mut args = vec![v.name.to_string()];
+    for p in v.positionals.iter().filter(|p| p.required) {
+        let _ = p;
+        args.push("nobody".into());
+    }
+    for rule in v.rules {
+        if let Rule::ExactlyOne(set) = rule {
+            let f = set.iter().find(|f| f.value.is_some()).unwrap_or(&set[0]);
+            args.push(format!("--{}", f.long));
+            if f.value.is_some() {
+                args.push(if f.long == "peer" { "nobody" } else { "hi" }.into());
+            }
+        }
+    }
+    if v.flags.contains(&flags::FROM) {
+        args.extend(["--from".into(), "echo-alice".into()]);
+    }
+    args.push("--json".into());
+    args
+}
+
+/// Every verb of the table that takes `--json` (new verbs are covered as they are added).
+fn json_verbs() -> Vec<&'static VerbSpec> {
+    VERBS
+        .iter()
+        .filter(|v| v.flags.contains(&flags::JSON))
+        .collect()
+}
+
+/// The failure document of a `--json` run: exactly one line on stdout, the control protocol's
+/// failure shape `{"ok":false,"code":…,"error":…}` (verify's failure is its report).
+fn json_failure(env: &TestEnv, args: &[String]) -> serde_json::Value {
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = env.run(&argv);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !out.status.success(),
+        "`iapeer {}` should fail: {stdout}",
+        args.join(" ")
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "`iapeer {}`: one JSON line on stdout, got {stdout:?} (stderr {})",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(lines[0])
+        .unwrap_or_else(|e| panic!("`iapeer {}`: {e}: {stdout}", args.join(" ")));
+    assert_eq!(v["ok"], false, "`iapeer {}`: {v}", args.join(" "));
+    if args[0] != "verify" {
+        assert!(
+            v["code"].is_string() && v["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "`iapeer {}`: {v}",
+            args.join(" ")
+        );
+    }
+    v
+}
+
+#[test]
+fn every_verb_with_json_prints_its_failure_as_json() {
+    let verbs = json_verbs();
+    assert!(verbs.len() >= 15, "{}", verbs.len());
+    // A root that cannot be used: every verb fails, locally or for want of a daemon.
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.root.parent().unwrap()).unwrap();
+    let _ = std::fs::remove_dir_all(&env.root);
+    std::fs::write(&env.root, "not a folder").unwrap();
+    for v in &verbs {
+        json_failure(&env, &json_args(v));
+    }
+    // A usage error is a failure document too (code invalid-argument, exit 2).
+    for v in &verbs {
+        let mut args = json_args(v);
+        args.push("--no-such-flag".into());
+        let doc = json_failure(&env, &args);
+        assert_eq!(doc["code"], "invalid-argument", "{doc}");
+    }
+    // With a daemon and a peer name nobody registered: the daemon's code is kept.
+    let env = alice_bob_carol();
+    let mut codes = Vec::new();
+    for v in &verbs {
+        let args = json_args(v);
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        if env.run(&argv).status.success() {
+            continue; // list, status, an idempotent remove of nobody…
+        }
+        let doc = json_failure(&env, &args);
+        codes.push(format!(
+            "{} {}",
+            v.name,
+            doc["code"].as_str().unwrap_or("-")
+        ));
+        let names_a_peer = v
+            .positionals
+            .first()
+            .is_some_and(|p| p.complete == Complete::Peer);
+        if names_a_peer {
+            assert_eq!(doc["code"], "not-registered", "{}: {doc}", v.name);
+        }
+    }
+    assert!(codes.len() >= 10, "{codes:?}");
 }

@@ -11,7 +11,7 @@ use super::suggest;
 use super::{json_line, paths, print, usage, CliError, CliResult};
 use crate::daemon::route::MAX_MESSAGE_CHARS;
 use crate::names::{is_valid_personality, normalize, PERSONALITY_RULE};
-use crate::protocol::{Answer, Code, Reply, Request, SendReply, SendResult, MAX_LINE};
+use crate::protocol::{Answer, Code, Request, SendReply, SendResult, MAX_LINE};
 use crate::registry::Registry;
 
 /// The human line for a successful send result.
@@ -161,17 +161,7 @@ pub fn run(inv: &Invocation) -> CliResult {
             "message exceeds {MAX_MESSAGE_CHARS} char limit (got {n})"
         )));
     }
-    let mut client = match Client::connect(&paths) {
-        Ok(c) => c,
-        Err(e) => {
-            if json_out {
-                // Scripts reading --json get a failure object even when the daemon is down.
-                let failure = Reply::failure(Code::Offline, e.to_string());
-                print(&format!("{}\n", json_line(&failure)))?;
-            }
-            return Err(e.into());
-        }
-    };
+    let mut client = Client::connect(&paths)?;
     let answer: Answer<SendReply> =
         client.request_with_indicator(&req, &format!("sending to {target}"))?;
     match answer {
@@ -185,10 +175,7 @@ pub fn run(inv: &Invocation) -> CliResult {
                 // A typo of a registered name: say which one.
                 f.error.push_str(&suggest::peer_hint(&paths, &target));
             }
-            if json_out {
-                print(&format!("{}\n", json_line(&Reply::from(f.clone()))))?;
-            }
-            Err(CliError::Failed(f.error))
+            Err(CliError::Refused(f))
         }
     }
 }

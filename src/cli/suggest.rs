@@ -82,6 +82,18 @@ pub fn peer_hint(paths: &crate::paths::Paths, name: &str) -> String {
     }
 }
 
+/// The CLI's refusal of a peer name the registry does not hold (code `not-registered`, as the
+/// daemon's), with the registered name meant when there is one.
+pub fn not_registered(paths: &crate::paths::Paths, name: &str) -> super::CliError {
+    super::CliError::Refused(crate::protocol::Failure::new(
+        crate::protocol::Code::NotRegistered,
+        format!(
+            "peer \"{name}\" is not in the iapeer peers index{}",
+            peer_hint(paths, name)
+        ),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -347,13 +347,13 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Remove),
         name: "remove",
-        signature: "remove <peer> [--force]",
+        signature: "remove <peer> [--force] [--json]",
         summary: "unregister a peer, keeping its folder",
         description: "Drop the peer from the registry, end its sessions, and delete its attachment inbox \
             and lifecycle markers. The folder is kept. A live peer is refused without --force; removing \
             an unknown peer does nothing and succeeds.",
         positionals: &[args::PEER],
-        flags: &[FORCE],
+        flags: &[FORCE, JSON],
         rules: &[],
         hidden: false,
         group: Group::Peers,
@@ -362,14 +362,14 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Rename),
         name: "rename",
-        signature: "rename <old> <new> [--force]",
+        signature: "rename <old> <new> [--force] [--json]",
         summary: "rename a peer by renaming its folder",
         description: "A peer is named after its folder: move the folder to <new> beside it, move its \
             Claude Code history with it, and update the profile and the registry (and each runtime's \
             setup). A live peer is refused without --force, which ends its sessions first; a taken or \
             invalid name, or a folder <new> that exists, is refused. Undone when a step fails.",
         positionals: &[args::OLD, args::NEW],
-        flags: &[FORCE],
+        flags: &[FORCE, JSON],
         rules: &[],
         hidden: false,
         group: Group::Peers,
@@ -378,12 +378,12 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::LiveRuntime),
         name: "live-runtime",
-        signature: "live-runtime <peer>",
+        signature: "live-runtime <peer> [--json]",
         summary: "print the runtime a peer is live on",
         description: "Print the runtime the peer is live on (the most recently active one when several \
             are). Exits 1 with nothing on stdout when none is live.",
         positionals: &[args::PEER],
-        flags: &[],
+        flags: &[JSON],
         rules: &[],
         hidden: false,
         group: Group::Peers,
@@ -392,13 +392,13 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Stop),
         name: "stop",
-        signature: "stop (<peer> [runtime] | --all)",
+        signature: "stop (<peer> [runtime] | --all) [--json]",
         summary: "end a peer's sessions and refuse messages until started",
         description: "Mark the peer stopped on a runtime (or every peer with --all) and end its session. A \
             stopped peer is never woken and messages to it are refused; an always-on peer is not \
             restarted. Without a runtime: every runtime the peer declares. Idempotent.",
         positionals: PEER_AND_RUNTIME,
-        flags: &[ALL],
+        flags: &[ALL, JSON],
         rules: &[Rule::ReplacesPositionals(ALL)],
         hidden: false,
         group: Group::Lifecycle,
@@ -407,12 +407,12 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Start),
         name: "start",
-        signature: "start (<peer> [runtime] | --all)",
+        signature: "start (<peer> [runtime] | --all) [--json]",
         summary: "clear the stop mark of a peer",
         description: "Clear the stop mark of the peer on a runtime (or of every peer with --all). Agents \
             are not started: they wake on their next message. Always-on peers start at once.",
         positionals: PEER_AND_RUNTIME,
-        flags: &[ALL],
+        flags: &[ALL, JSON],
         rules: &[Rule::ReplacesPositionals(ALL)],
         hidden: false,
         group: Group::Lifecycle,
@@ -437,13 +437,13 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::New),
         name: "new",
-        signature: "new <peer> [runtime]",
+        signature: "new <peer> [runtime] [--json]",
         summary: "restart a peer with a fresh session now",
         description: "End the peer's session if any, forget its crash history and bring up a fresh \
             session with no message; returns once the new session is ready. Always-on peers are \
             restarted and un-parked.",
         positionals: PEER_AND_RUNTIME,
-        flags: &[],
+        flags: &[JSON],
         rules: &[],
         hidden: false,
         group: Group::Lifecycle,
@@ -452,13 +452,13 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Refresh),
         name: "refresh",
-        signature: "refresh (<peer> [runtime] | --all)",
+        signature: "refresh (<peer> [runtime] | --all) [--json]",
         summary: "make the next wake start a fresh conversation",
         description: "Mark the peer so that its next natural wake starts a fresh conversation (re-reading \
             its doctrine) instead of resuming. Nothing is ended or woken now. Router runtimes are \
             skipped.",
         positionals: PEER_AND_RUNTIME,
-        flags: &[ALL],
+        flags: &[ALL, JSON],
         rules: &[Rule::ReplacesPositionals(ALL)],
         hidden: false,
         group: Group::Lifecycle,
@@ -467,12 +467,12 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Interrupt),
         name: "interrupt",
-        signature: "interrupt <peer> [runtime]",
+        signature: "interrupt <peer> [runtime] [--json]",
         summary: "interrupt the turn a live agent is running",
         description: "Send the runtime's interrupt key (Escape) to the peer's live session. Refused for \
             router runtimes and for peers that are not live.",
         positionals: PEER_AND_RUNTIME,
-        flags: &[],
+        flags: &[JSON],
         rules: &[],
         hidden: false,
         group: Group::Lifecycle,
@@ -496,12 +496,12 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::SelfFresh),
         name: "self-fresh",
-        signature: "self-fresh",
+        signature: "self-fresh [--json]",
         summary: "from inside a session: restart yourself fresh",
         description: "For an agent's own use (needs PEER_IDENTITY): end this session; a fresh one is \
             brought up right after.",
         positionals: &[],
-        flags: &[],
+        flags: &[JSON],
         rules: &[],
         hidden: false,
         group: Group::Lifecycle,
@@ -510,13 +510,13 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::SelfDone),
         name: "self-done",
-        signature: "self-done",
+        signature: "self-done [--json]",
         summary: "from inside an ephemeral worker: finish without replying",
         description: "For an ephemeral worker's own use (needs PEER_IDENTITY): arm the quiet wind-down \
             without sending anything. For a peer that is not ephemeral the mark is inert, and a \
             note says so.",
         positionals: &[],
-        flags: &[],
+        flags: &[JSON],
         rules: &[],
         hidden: false,
         group: Group::Lifecycle,
@@ -525,13 +525,13 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::AddRuntime),
         name: "add-runtime",
-        signature: "add-runtime <rt> (--peer <p> | --all)",
+        signature: "add-runtime <rt> (--peer <p> | --all) [--json]",
         summary: "declare another agent runtime for a peer",
         description: "Declare another agent runtime for the peer (or every peer) and do that runtime's \
             setup (MCP configuration, folder trust). The default runtime never changes. \
             Idempotent.",
         positionals: &[RT],
-        flags: &[flags::PEER, ALL],
+        flags: &[flags::PEER, ALL, JSON],
         rules: &[Rule::ExactlyOne(&[flags::PEER, ALL])],
         hidden: false,
         group: Group::Peers,
@@ -540,12 +540,12 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::DefaultRuntime),
         name: "default-runtime",
-        signature: "default-runtime <rt> (--peer <p> | --all)",
+        signature: "default-runtime <rt> (--peer <p> | --all) [--json]",
         summary: "switch a peer's primary runtime",
         description: "Make a declared runtime the peer's default (or every peer's): where messages route \
             by default and what comes up first. Refused for a peer that does not declare it.",
         positionals: &[RT],
-        flags: &[flags::PEER, ALL],
+        flags: &[flags::PEER, ALL, JSON],
         rules: &[Rule::ExactlyOne(&[flags::PEER, ALL])],
         hidden: false,
         group: Group::Peers,
