@@ -239,3 +239,190 @@ fn every_verb_with_json_prints_its_failure_as_json() {
     }
     assert!(codes.len() >= 10, "{codes:?}");
 }
+
+/// The `iapeer …` commands a refusal suggests: each one after `with: `, `first: `,
+/// `instead: `, `(` or a backquote, up to `)`, `;`, a backquote, ` or ` or the end of the line.
+fn suggested(err: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for lead in ["with: ", "first: ", "instead: ", "(", "`"] {
+        let mut rest = err;
+        while let Some(i) = rest.find(&format!("{lead}iapeer ")) {
+            let cmd = &rest[i + lead.len()..];
+            let end = [")", ";", "`", " or ", "\n"]
+                .iter()
+                .filter_map(|stop| cmd.find(stop))
+                .min()
+                .unwrap_or(cmd.len());
+            out.push(cmd[..end].trim().to_string());
+            rest = &cmd[end..];
+        }
+    }
+    out
+}
+
+/// Run the one command `err` suggests (placeholders filled from `fill`) and require exit 0.
+fn follow(env: &TestEnv, err: &str, fill: &[(&str, &str)], extra_env: &[(&str, &str)]) {
+    let cmds = suggested(err);
+    assert_eq!(cmds.len(), 1, "one suggested command in {err:?}: {cmds:?}");
+    let mut cmd = cmds[0].clone();
+    for (from, to) in fill {
+        cmd = cmd.replace(from, to);
+    }
+    assert!(!cmd.contains('<'), "an unfilled placeholder in {cmd:?}");
+    let words: Vec<&str> = cmd.split_whitespace().skip(1).collect();
+    let mut c = env.cmd(&words);
+    for (k, v) in extra_env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "the hint `{cmd}` (from {err:?}) fails: {}",
+        common::describe(&out)
+    );
+}
+
+#[test]
+fn suggested_commands_run() {
+    assert_eq!(
+        suggested("x — stop it first (iapeer stop bob) or pass --force"),
+        ["iapeer stop bob"]
+    );
+    let mut env = TestEnv::new();
+    env.start_daemon();
+    // No peers yet: list says how to make one.
+    let out = env.ok(&["list"]);
+    follow(&env, &out, &[("<name>", "alice"), ("<rt>", "echo")], &[]);
+    for p in ["bob", "carol"] {
+        env.create_echo(p);
+    }
+    // A router runtime: installed from its runtime.json.
+    let manifest = serde_json::json!({"runtime": "bot", "run": {"command": "/bin/cat"}});
+    let path = env.root.join("runtimes/bot/runtime.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, manifest.to_string()).unwrap();
+
+    // default-runtime of an agent runtime the peer lacks: add it first.
+    let claude = env.dir.path().join("claude");
+    std::fs::write(&claude, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let claude_env = [("IAPEER_CLAUDE_BIN", claude.to_str().unwrap())];
+    let out = env
+        .cmd(&["default-runtime", "claude", "--peer", "alice"])
+        .env("IAPEER_CLAUDE_BIN", &claude)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+    follow(
+        &env,
+        &String::from_utf8_lossy(&out.stderr),
+        &[],
+        &claude_env,
+    );
+    let out = env
+        .cmd(&["default-runtime", "claude", "--peer", "alice"])
+        .env("IAPEER_CLAUDE_BIN", &claude)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::describe(&out));
+
+    // default-runtime of a router runtime: a peer is created on it instead.
+    let (_, err) = env.fails(&["default-runtime", "bot", "--peer", "bob"], 1);
+    follow(&env, &err, &[("<name>", "bot")], &[]);
+
+    // default-runtime of a runtime that is not installed: no command that would refuse.
+    let (_, err) = env.fails(&["default-runtime", "relay", "--peer", "bob"], 1);
+    assert!(
+        !err.contains("add-runtime relay") && err.contains("not installed"),
+        "{err}"
+    );
+
+    // A live peer is stopped first, then removed.
+    env.ok(&["new", "carol"]);
+    let (_, err) = env.fails(&["remove", "carol"], 1);
+    follow(&env, &err, &[], &[]);
+    env.ok(&["remove", "carol"]);
+
+    // A mistyped verb points to help.
+    let (_, err) = env.fails(&["frobnicate"], 2);
+    assert!(err.contains("iapeer help"), "{err}");
+    env.ok(&["help"]);
+
+    // A second daemon: the running one is stopped with shutdown.
+    let (_, err) = env.fails(&["daemon", "--detach"], 1);
+    follow(&env, &err, &[], &[]);
+}
+
+#[test]
+fn no_refusal_shows_a_pattern_or_a_tool_name() {
+    let env = alice_bob_carol();
+    let long_topic = "a".repeat(300);
+    type Case<'a> = (Vec<&'a str>, Option<(&'a str, &'a str)>);
+    let cases: Vec<Case> = vec![
+        (
+            vec!["send", "bob", "--message", "hi", "--from", "echo-Bad"],
+            None,
+        ),
+        (
+            vec!["send", "bob", "--message", "hi", "--from", "Echo-alice"],
+            None,
+        ),
+        (
+            vec![
+                "send",
+                "bob",
+                "--message",
+                "hi",
+                "--from",
+                "echo-alice",
+                "--runtime",
+                "Bad",
+            ],
+            None,
+        ),
+        (
+            vec!["send", "bob", "--message", "hi"],
+            Some(("PEER_IDENTITY", "echo-Bad")),
+        ),
+        (vec!["self-fresh"], Some(("PEER_IDENTITY", "echo-Bad"))),
+        (
+            vec!["send", "Bob", "--message", "hi", "--from", "echo-alice"],
+            None,
+        ),
+        (
+            vec!["send", "bob", "--message", "", "--from", "echo-alice"],
+            None,
+        ),
+        (
+            vec![
+                "send",
+                "bob",
+                "--message",
+                "hi",
+                "--from",
+                "echo-alice",
+                "--topic",
+                &long_topic,
+            ],
+            None,
+        ),
+        (vec!["create", "Bad_Name", "--runtime", "echo"], None),
+        (vec!["rename", "bob", "Bad_x"], None),
+    ];
+    for (args, var) in cases {
+        let mut c = env.cmd(&args);
+        if let Some((k, v)) = var {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        for internal in ["send_to_peer", "^[", "]{0,31}", "$\"", "\"personality\""] {
+            assert!(
+                !err.contains(internal),
+                "{args:?} shows {internal:?}: {err}"
+            );
+        }
+        assert!(err.starts_with("iapeer"), "{err}");
+    }
+}

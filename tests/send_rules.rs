@@ -222,7 +222,7 @@ fn every_validation_error_has_its_exact_text() {
     );
     send(
         &["bob", "--runtime", "my-rt", "--message", "hi"],
-        "invalid runtime \"my-rt\"",
+        "--runtime \"my-rt\" is not a runtime name: a runtime name is 1 to 32 lowercase letters and digits, starting with a letter",
     );
     // Counted in Unicode scalar values: 16001 two-byte characters.
     let long = "é".repeat(16_001);

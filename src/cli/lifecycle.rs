@@ -24,7 +24,9 @@ fn failed(f: Failure) -> CliError {
         }
     }
     if error.ends_with("no transcript to resume") || error.ends_with("no codex session to resume") {
-        error.push_str(" — start a fresh session with: iapeer new <peer>");
+        let peer = super::suggest::refused_peer(&error).unwrap_or("<peer>");
+        let hint = format!(" — start a fresh session with: iapeer new {peer}");
+        error.push_str(&hint);
     }
     CliError::Refused(Failure {
         code: f.code,

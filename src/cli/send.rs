@@ -10,7 +10,9 @@ use super::spec::{args, flags};
 use super::suggest;
 use super::{json_line, paths, print, usage, CliError, CliResult};
 use crate::daemon::route::MAX_MESSAGE_CHARS;
-use crate::names::{is_valid_personality, normalize, PERSONALITY_RULE};
+use crate::names::{
+    is_valid_personality, is_valid_runtime, normalize, PERSONALITY_RULE, RUNTIME_RULE,
+};
 use crate::protocol::{Answer, Code, Request, SendReply, SendResult, MAX_LINE};
 use crate::registry::Registry;
 
@@ -103,7 +105,7 @@ pub fn run(inv: &Invocation) -> CliResult {
     let json_out = inv.flag(flags::JSON);
     // Checked here only to word the daemon's refusal for a person (the daemon still sees
     // the attempt and logs it, spec 03).
-    let problem = local_problem(&target, &message);
+    let problem = local_problem(&target, &message, inv.value(flags::SEND_RUNTIME));
     let paths = paths()?;
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::Failed(format!("cannot read the current folder: {e}")))?;
@@ -183,7 +185,7 @@ pub fn run(inv: &Invocation) -> CliResult {
 /// What is wrong with a send's target or message, in the CLI's words: the daemon refuses the
 /// same sends with texts that name the MCP tool's fields (spec 03), which the CLI replaces
 /// with these. `None` when fine.
-pub fn local_problem(target: &str, message: &str) -> Option<String> {
+pub fn local_problem(target: &str, message: &str, runtime: Option<&str>) -> Option<String> {
     if target.is_empty() {
         return Some("the peer name is empty — name one of the peers iapeer list shows".into());
     }
@@ -196,6 +198,11 @@ pub fn local_problem(target: &str, message: &str) -> Option<String> {
         };
         return Some(format!(
             "\"{target}\" is not a peer name: {PERSONALITY_RULE}{example}"
+        ));
+    }
+    if let Some(rt) = runtime.filter(|rt| !is_valid_runtime(rt)) {
+        return Some(format!(
+            "--runtime \"{rt}\" is not a runtime name: {RUNTIME_RULE}"
         ));
     }
     if message.is_empty() {
