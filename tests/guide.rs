@@ -426,3 +426,54 @@ fn no_refusal_shows_a_pattern_or_a_tool_name() {
         assert!(err.starts_with("iapeer"), "{err}");
     }
 }
+
+/// A send that wakes bob, whose echo agent takes 2 s to draw anything.
+fn slow_bob() -> TestEnv {
+    let env = alice_bob_carol();
+    env.launch_env("bob", "echo", "PEER_START_ARGS=--boot-delay-ms 2000\n");
+    env
+}
+
+const SEND_BOB: [&str; 6] = ["send", "bob", "--message", "hi", "--from", "echo-alice"];
+
+#[test]
+fn a_waking_send_shows_what_it_waits_for_on_a_terminal_only() {
+    let env = slow_bob();
+    let mut term = crate::attach::Terminal::spawn(env.cmd(&SEND_BOB));
+    term.wait_for(&env, "sending to bob — booting");
+    let status = term.wait(&env);
+    assert_eq!(status.code(), Some(0), "{}", term.text());
+    let text = term.text();
+    // One updating line: each redraw returns to the start of the line and clears it, and the
+    // line is cleared before the answer.
+    let redraws = text.matches("\r\x1b[2K").count();
+    assert!(redraws >= 3, "{text:?}");
+    assert!(!text.contains("\nsending to bob"), "{text:?}");
+    let screen = term.screen();
+    assert!(
+        screen.trim().starts_with("delivered") && !screen.contains("sending to bob"),
+        "{screen}"
+    );
+
+    // Without a terminal: nothing but the answer.
+    let env = slow_bob();
+    let out = env.run(&SEND_BOB);
+    assert!(out.status.success(), "{}", common::describe(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("delivered"));
+
+    // With --json on a terminal: the document alone.
+    let env = slow_bob();
+    let mut args = SEND_BOB.to_vec();
+    args.push("--json");
+    let mut term = crate::attach::Terminal::spawn(env.cmd(&args));
+    let status = term.wait(&env);
+    assert_eq!(status.code(), Some(0), "{}", term.text());
+    let text = term.text();
+    assert!(
+        !text.contains("sending to") && !text.contains('\x1b'),
+        "{text:?}"
+    );
+    let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(v["ok"], true, "{v}");
+}

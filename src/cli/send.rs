@@ -164,8 +164,12 @@ pub fn run(inv: &Invocation) -> CliResult {
         )));
     }
     let mut client = Client::connect(&paths)?;
-    let answer: Answer<SendReply> =
-        client.request_with_indicator(&req, &format!("sending to {target}"))?;
+    // The one updating progress line is for a person at a terminal, never for a script.
+    let answer: Answer<SendReply> = if json_out {
+        client.request(&req, |_| {})?
+    } else {
+        client.request_with_indicator(&req, &format!("sending to {target}"))?
+    };
     match answer {
         Answer::Ok(SendReply { result }) if json_out => print(&format!("{}\n", json_line(&result))),
         Answer::Ok(SendReply { result }) => print(&format!("{}\n", describe_result(&result))),
