@@ -477,3 +477,105 @@ fn a_waking_send_shows_what_it_waits_for_on_a_terminal_only() {
     let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
     assert_eq!(v["ok"], true, "{v}");
 }
+
+/// Run `scripts/install.sh` into `env`'s temp HOME with the binary under test; returns the
+/// PATH a user of that HOME has (`~/.local/bin` first).
+fn install_into_home(env: &TestEnv) -> String {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install.sh");
+    let path = format!(
+        "{}:/usr/local/bin:/usr/bin:/bin",
+        env.home.join(".local/bin").display()
+    );
+    let out = std::process::Command::new("bash")
+        .arg(&script)
+        .env("HOME", &env.home)
+        .env("IAPEER_ROOT", &env.root)
+        .env("IAPEER_INSTALL_FROM", common::bin())
+        .env("PATH", &path)
+        .env_remove("IAPEER_BIN_DIR")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("IAPEER_SYSTEMD_DIR")
+        .output()
+        .expect("run scripts/install.sh");
+    assert!(
+        out.status.success(),
+        "install.sh: {}",
+        common::describe(&out)
+    );
+    path
+}
+
+/// Must show (issue 8): after `scripts/install.sh`, `man iapeer` shows the page with MANPATH
+/// unset (man-db finds `~/.local/share/man` from `~/.local/bin` on PATH). `scripts/test.sh`
+/// installs man-db when `man` is missing.
+#[test]
+fn after_install_man_iapeer_shows_the_page() {
+    let env = TestEnv::new();
+    let path = install_into_home(&env);
+    let out = std::process::Command::new("man")
+        .arg("iapeer")
+        .env("HOME", &env.home)
+        .env("PATH", &path)
+        .env("MANPAGER", "cat")
+        .env("PAGER", "cat")
+        .env("MANWIDTH", "80")
+        .env_remove("MANPATH")
+        .output()
+        .expect("`man` is needed (scripts/test.sh installs man-db)");
+    assert!(
+        out.status.success(),
+        "man iapeer: {}",
+        common::describe(&out)
+    );
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        page.starts_with("IAPEER(1)") && page.contains("NAME") && page.contains("iapeer send"),
+        "{page}"
+    );
+}
+
+/// Must show (issue 8): bash completes verbs and the registry's peer names with the script
+/// install.sh put in place, typed with Tab on a real pty running `bash --norc`.
+#[test]
+fn after_install_bash_completes_verbs_and_peer_names_on_a_terminal() {
+    let env = alice_bob_carol();
+    let path = install_into_home(&env);
+    let script = env
+        .home
+        .join(".local/share/bash-completion/completions/iapeer");
+    let mut bash = std::process::Command::new("bash");
+    bash.args(["--norc", "--noprofile", "-i"])
+        .env("HOME", &env.home)
+        .env("IAPEER_ROOT", &env.root)
+        .env("PATH", &path)
+        .env("PS1", "$ ")
+        .env("TERM", "xterm")
+        .env("INPUTRC", "/dev/null");
+    let mut term = crate::attach::Terminal::spawn(bash);
+    term.type_bytes(format!("source {}\n", script.display()).as_bytes());
+    term.type_bytes(b"echo sourced-$((6*7))\n");
+    term.wait_for(&env, "sourced-42");
+    // A unique verb prefix completes in place (Ctrl-A then `echo ` prints the line).
+    term.type_bytes(b"iapeer shutd\t\x01echo \n");
+    term.wait_for(&env, "iapeer shutdown");
+    // Two verbs share a prefix: a double Tab lists them.
+    term.type_bytes(b"iapeer sta\t\t");
+    term.wait_for(&env, "start");
+    term.wait_for(&env, "status");
+    term.type_bytes(b"\x15");
+    // Peer names come from the registry: a prefix completes, a double Tab lists them all.
+    term.type_bytes(b"iapeer stop car\t\x01echo \n");
+    term.wait_for(&env, "iapeer stop carol");
+    term.type_bytes(b"iapeer send \t\t");
+    term.wait_for(&env, "alice");
+    let screen = term.screen();
+    assert!(
+        screen
+            .lines()
+            .any(|l| l.contains("alice") && l.contains("bob") && l.contains("carol")),
+        "{screen}"
+    );
+    term.type_bytes(b"\x15exit\n");
+    let _ = term.wait(&env);
+}

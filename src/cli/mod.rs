@@ -194,6 +194,7 @@ fn run(cmd: Command) -> (String, CliResult) {
             print(&format!("iapeer {}\n", env!("CARGO_PKG_VERSION"))),
         ),
         Command::Generate(Generate::Man) => ("generate".into(), print(&man::render_man())),
+        Command::Generate(Generate::PeerNames) => ("generate".into(), print(&peer_names())),
         Command::Generate(Generate::Completions(shell)) => {
             ("generate".into(), print(&completions::render(shell)))
         }
@@ -208,6 +209,22 @@ fn run(cmd: Command) -> (String, CliResult) {
             (name, run_verb(verb, &inv))
         }
     }
+}
+
+/// The registered peers' names, one a line, for shell completion: nothing (and no error)
+/// when the root or the registry cannot be read, since a tab must never print an error.
+fn peer_names() -> String {
+    let Ok(paths) = Paths::from_env() else {
+        return String::new();
+    };
+    let Ok(registry) = crate::registry::Registry::load(&paths) else {
+        return String::new();
+    };
+    registry
+        .peers
+        .iter()
+        .map(|p| format!("{}\n", p.personality))
+        .collect()
 }
 
 /// Run one verb of the table. The `match` is exhaustive: a [`Verb`] without a handler does
