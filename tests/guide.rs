@@ -579,3 +579,80 @@ fn after_install_bash_completes_verbs_and_peer_names_on_a_terminal() {
     term.type_bytes(b"\x15exit\n");
     let _ = term.wait(&env);
 }
+
+/// Install router runtime `rt` whose `run` command is `program` (which may not exist).
+fn install_router(env: &TestEnv, rt: &str, program: &std::path::Path) {
+    let manifest = serde_json::json!({"runtime": rt, "run": {"command": program}});
+    let path = env.root.join(format!("runtimes/{rt}/runtime.json"));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, manifest.to_string()).unwrap();
+}
+
+#[test]
+fn a_router_peer_whose_program_is_missing_is_reported_by_create_list_and_send() {
+    let env = alice_bob_carol();
+    let program = env.dir.path().join("pager-bot");
+    install_router(&env, "pager", &program);
+    let out = env
+        .cmd(&["create", "ops", "--runtime", "pager"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let why = format!(
+        "the program of runtime pager, {}, is not found",
+        program.display()
+    );
+    assert!(
+        err.contains(&format!("warning: ops cannot start on pager: {why}")),
+        "{err}"
+    );
+    assert!(!err.contains("starts when"), "{err}");
+
+    let list = env.ok(&["list"]);
+    assert!(list.contains("!pager*"), "{list}");
+    assert!(
+        list.contains(&format!("! ops: cannot start on pager: {why}")),
+        "{list}"
+    );
+    let rows = env.list();
+    let ops = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["personality"] == "ops")
+        .unwrap();
+    assert_eq!(ops["runtimes"][0]["status"], "missing", "{ops}");
+    assert!(ops["runtimes"][0]["problem"]
+        .as_str()
+        .unwrap()
+        .starts_with(&why));
+
+    let (_, err) = env.fails(
+        &[
+            "send",
+            "ops",
+            "--message",
+            "hi",
+            "--from",
+            "echo-alice",
+            "--timeout",
+            "3",
+        ],
+        1,
+    );
+    assert!(err.contains(&format!("it cannot start: {why}")), "{err}");
+
+    // Once the program is there, the peer is no longer reported.
+    std::fs::write(&program, "#!/bin/sh\nexec cat >/dev/null\n").unwrap();
+    std::fs::set_permissions(
+        &program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let list = env.ok(&["list"]);
+    assert!(
+        !list.contains("!pager") && !list.contains("cannot start"),
+        "{list}"
+    );
+}

@@ -68,10 +68,21 @@ pub fn init(inv: &Invocation) -> CliResult {
     report(inv, "initialized", &born.peer)
 }
 
-/// Start a new always-on peer in a running daemon, unless `--no-bootstrap`.
+/// Start a new always-on peer in a running daemon, unless `--no-bootstrap`. A router runtime
+/// whose program is missing is said first (the peer is made, but cannot start until then).
 fn bootstrap(inv: &Invocation, paths: &Paths, born: &Initialized) {
+    let mut missing = Vec::new();
+    for rt in &born.peer.runtimes {
+        if let Some(why) = runtime::router::missing_program(paths, rt, &born.peer.cwd) {
+            eprintln!(
+                "warning: {} cannot start on {rt}: {why}",
+                born.peer.personality
+            );
+            missing.push(rt);
+        }
+    }
     if let Some(rt) = &born.always_on {
-        if !inv.flag(flags::NO_BOOTSTRAP) {
+        if !inv.flag(flags::NO_BOOTSTRAP) && !missing.contains(&rt) {
             start_always_on(paths, &born.peer.personality, rt);
         }
     }

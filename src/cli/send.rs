@@ -177,6 +177,17 @@ pub fn run(inv: &Invocation) -> CliResult {
             if let (Code::InvalidArgument, Some(p)) = (f.code, &problem) {
                 f.error = p.clone();
             }
+            if matches!(f.code, Code::Offline | Code::Timeout) {
+                // A router runtime that cannot start at all: say why instead of "retry".
+                if let Some(why) =
+                    missing_program_of(&paths, &target, inv.value(flags::SEND_RUNTIME))
+                {
+                    f.error = format!(
+                        "{} — it cannot start: {why}",
+                        f.error.trim_end_matches(" — retry")
+                    );
+                }
+            }
             if f.code == Code::NotRegistered && suggest::refused_peer(&f.error) == Some(&target) {
                 // A typo of a registered name: say which one.
                 f.error.push_str(&suggest::peer_hint(&paths, &target));
@@ -216,6 +227,19 @@ pub fn local_problem(target: &str, message: &str, runtime: Option<&str>) -> Opti
         );
     }
     None
+}
+
+/// Why `target`'s runtime (`runtime`, else its default) cannot start because its program is
+/// missing; `None` when it can, or when the target is unknown.
+fn missing_program_of(
+    paths: &crate::paths::Paths,
+    target: &str,
+    runtime: Option<&str>,
+) -> Option<String> {
+    let registry = Registry::load(paths).ok()?;
+    let peer = registry.find(target)?;
+    let rt = runtime.unwrap_or(&peer.default_runtime);
+    crate::runtime::router::missing_program(paths, rt, &peer.cwd)
 }
 
 /// `--timeout <seconds>` in milliseconds: a finite number above 0 (fractions allowed, at

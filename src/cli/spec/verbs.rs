@@ -317,8 +317,9 @@ pub static VERBS: &[VerbSpec] = &[
         name: "list",
         signature: "list [--json]",
         summary: "show every peer with its runtimes and their state",
-        description: "Show one row per peer: its name, its runtimes with their state (live, asleep, stopped \
-            or parked) and the default one marked, whether a terminal is attached, queue depth, last \
+        description: "Show one row per peer: its name, its runtimes with their state (live, asleep, stopped, \
+            parked, or missing: a router runtime whose program is not there, with the reason on a line \
+            of its own) and the default one marked, whether a terminal is attached, queue depth, last \
             activity and description. Works when the daemon is down; then every agent shows asleep.",
         positionals: &[],
         flags: &[JSON],
