@@ -656,3 +656,57 @@ fn a_router_peer_whose_program_is_missing_is_reported_by_create_list_and_send() 
         "{list}"
     );
 }
+
+/// The README's worked example of a router runtime: the `sh` block after its marker, as it is
+/// written (so the document and this test cannot drift).
+fn readme_example() -> String {
+    let readme = include_str!("../README.md");
+    let marker = "<!-- example: router runtime (tests/guide.rs runs this block as it is) -->\n";
+    let after = &readme[readme.find(marker).expect("the README's example marker") + marker.len()..];
+    let body = after
+        .strip_prefix("```sh\n")
+        .expect("a sh block after the marker");
+    body[..body.find("\n```\n").expect("the end of the block") + 1].to_string()
+}
+
+#[test]
+fn the_readme_router_runtime_example_runs_as_written() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.start_daemon();
+    let block = readme_example();
+    assert!(block.contains("runtime.json") && block.contains("--intelligence natural"));
+    // A user's shell: iapeer on PATH, HOME and IAPEER_ROOT in temp folders.
+    let bin_dir = common::bin().parent().unwrap().to_path_buf();
+    // The same environment as the CLI under test gets, in a shell.
+    let template = env.cmd(&[]);
+    let mut sh = std::process::Command::new("sh");
+    sh.args(["-e", "-c", &block]);
+    for (k, v) in template.get_envs() {
+        match v {
+            Some(v) => sh.env(k, v),
+            None => sh.env_remove(k),
+        };
+    }
+    sh.env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()))
+        .current_dir(env.dir.path());
+    let out = sh.output().unwrap();
+    assert!(
+        out.status.success(),
+        "the README example failed: {}\n{}",
+        common::describe(&out),
+        env.diagnostics()
+    );
+    let mailbox = env.peer_dir("you").join("mailbox.txt");
+    env.wait_until(
+        "alice's message and the echo of the human's answer reach the mailbox",
+        std::time::Duration::from_secs(20),
+        |_| {
+            let text = common::read(&mailbox);
+            text.contains("from alice: the build is green\n")
+                && text.contains("from alice: echo: thanks\n")
+        },
+    );
+    let list = env.ok(&["list"]);
+    assert!(list.contains("●mailbox*"), "{list}");
+}
