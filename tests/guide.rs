@@ -710,3 +710,39 @@ fn the_readme_router_runtime_example_runs_as_written() {
     let list = env.ok(&["list"]);
     assert!(list.contains("●mailbox*"), "{list}");
 }
+
+#[test]
+fn every_verb_that_takes_a_peer_name_suggests_the_registered_one() {
+    let env = alice_bob_carol();
+    let out = env.ok(&["remove", "Bob"]);
+    assert!(out.trim().ends_with("did you mean \"bob\"?"), "{out}");
+    let (_, err) = env.fails(
+        &["send", "bob", "--message", "hi", "--from", "echo-alcie"],
+        1,
+    );
+    assert!(err.trim().ends_with("did you mean \"alice\"?"), "{err}");
+    for args in [
+        vec!["live-runtime", "Bob"],
+        vec!["rename", "Bob", "robert"],
+        vec!["refresh", "Bob"],
+        vec!["add-runtime", "echo", "--peer", "Bob"],
+        vec!["default-runtime", "echo", "--peer", "Bob"],
+        vec!["new", "Bob"],
+        vec!["interrupt", "Bob"],
+        vec!["compact", "Bob"],
+    ] {
+        let (_, err) = env.fails(&args, 1);
+        assert!(
+            err.trim().ends_with("did you mean \"bob\"?"),
+            "{args:?}: {err}"
+        );
+    }
+    // Not live is still exit 1 with nothing said (for scripts).
+    let out = env.run(&["live-runtime", "bob"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        out.stdout.is_empty() && out.stderr.is_empty(),
+        "{}",
+        common::describe(&out)
+    );
+}

@@ -97,7 +97,8 @@ pub fn live_runtime(inv: &Invocation) -> CliResult {
     };
     match Client::connect(&paths)?.request::<LiveRuntimeReply>(&req, |_| {})? {
         Answer::Ok(r) => done(inv, &r, &format!("{}\n", r.runtime)),
-        Answer::Failed(f) if inv.flag(flags::JSON) => Err(failed(f)),
+        // Not live: exit 1 and nothing more (for scripts); an unknown name is said.
+        Answer::Failed(f) if inv.flag(flags::JSON) || f.code != Code::NotLive => Err(failed(f)),
         Answer::Failed(_) => Err(CliError::Exit(1)),
     }
 }

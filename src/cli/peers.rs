@@ -146,7 +146,10 @@ pub fn remove(inv: &Invocation) -> CliResult {
         return done(
             inv,
             &serde_json::json!({ "removed": false }),
-            &format!("peer \"{name}\" is not registered — nothing to remove\n"),
+            &format!(
+                "peer \"{name}\" is not registered — nothing to remove{}\n",
+                super::suggest::peer_hint(&paths, name)
+            ),
         );
     };
     if super::view::live_state(&paths).is_some() {

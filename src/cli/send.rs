@@ -188,6 +188,11 @@ pub fn run(inv: &Invocation) -> CliResult {
                     );
                 }
             }
+            if let Some(caller) = unknown_caller(&f) {
+                // A typo in --from (or PEER_IDENTITY): the registered name meant.
+                let hint = suggest::peer_hint(&paths, caller);
+                f.error.push_str(&hint);
+            }
             if f.code == Code::NotRegistered && suggest::refused_peer(&f.error) == Some(&target) {
                 // A typo of a registered name: say which one.
                 f.error.push_str(&suggest::peer_hint(&paths, &target));
@@ -227,6 +232,16 @@ pub fn local_problem(target: &str, message: &str, runtime: Option<&str>) -> Opti
         );
     }
     None
+}
+
+/// The sender's name in the daemon's refusal of an unknown caller (`unknown caller "<name>"
+/// — not registered`), if `f` is one.
+fn unknown_caller(f: &crate::protocol::Failure) -> Option<&str> {
+    if f.code != Code::NotRegistered {
+        return None;
+    }
+    let rest = f.error.strip_prefix("unknown caller \"")?;
+    rest.split('"').next().filter(|n| !n.is_empty())
 }
 
 /// Why `target`'s runtime (`runtime`, else its default) cannot start because its program is
