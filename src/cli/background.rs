@@ -134,13 +134,17 @@ pub fn detach() -> CliResult {
 
 /// `shutdown`: stop the running daemon (SIGTERM: its sessions end, live agents resume on
 /// their next message) and return once it is gone.
-pub fn shutdown() -> CliResult {
+pub fn shutdown(inv: &super::parse::Invocation) -> CliResult {
     let paths = paths()?;
     let Some(pid) = running_pid(&paths) else {
-        return print(&format!(
-            "no daemon is running (nothing answers on {})\n",
-            paths.socket().display()
-        ));
+        return super::done(
+            inv,
+            &serde_json::json!({ "stopped": null }),
+            &format!(
+                "no daemon is running (nothing answers on {})\n",
+                paths.socket().display()
+            ),
+        );
     };
     let target = nix::unistd::Pid::from_raw(pid as i32);
     nix::sys::signal::kill(target, nix::sys::signal::Signal::SIGTERM)
@@ -156,5 +160,9 @@ pub fn shutdown() -> CliResult {
         }
         std::thread::sleep(POLL);
     }
-    print(&format!("daemon stopped (pid {pid}); its sessions ended\n"))
+    super::done(
+        inv,
+        &serde_json::json!({ "stopped": pid }),
+        &format!("daemon stopped (pid {pid}); its sessions ended\n"),
+    )
 }

@@ -257,7 +257,7 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
         ),
         Verb::Daemon if inv.flag(spec::flags::DETACH) => background::detach(),
         Verb::Daemon => run_daemon(),
-        Verb::Shutdown => background::shutdown(),
+        Verb::Shutdown => background::shutdown(inv),
         Verb::Demo => demo::run(inv),
         Verb::EchoAgent => match crate::echo_agent::run(&inv.positionals) {
             0 => Ok(()),

@@ -575,13 +575,13 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Shutdown),
         name: "shutdown",
-        signature: "shutdown",
+        signature: "shutdown [--json]",
         summary: "stop the running daemon and wait until it is gone",
         description: "Stop the daemon that answers on the control socket (however it was started) and \
             return once it is gone: every session ends, and live agents resume on their next message. \
             With no daemon running it says so and succeeds.",
         positionals: &[],
-        flags: &[],
+        flags: &[JSON],
         rules: &[],
         hidden: false,
         group: Group::Host,
@@ -605,7 +605,7 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Install),
         name: "install",
-        signature: "install",
+        signature: "install [--json]",
         summary: "set up the root, the reference docs and the service file, starting nothing",
         description: "Create the root's folders, the host doctrine <root>/IAPEER.md when it is absent (never \
             overwritten), the reference docs in <root>/docs/iapeer/, and the service definition: a systemd \
@@ -616,7 +616,7 @@ pub static VERBS: &[VerbSpec] = &[
             and never loaded: install prints the command that loads it. Without a service manager it \
             says how to run the daemon by hand. Running it again changes nothing.",
         positionals: &[],
-        flags: &[],
+        flags: &[JSON],
         rules: &[],
         hidden: false,
         group: Group::Host,
