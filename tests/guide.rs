@@ -259,11 +259,11 @@ fn every_verb_with_json_prints_its_failure_as_json() {
     assert!(codes.len() >= 10, "{codes:?}");
 }
 
-/// The `iapeer …` commands a refusal suggests: each one after `with: `, `first: `,
-/// `instead: `, `(` or a backquote, up to `)`, `;`, a backquote, ` or ` or the end of the line.
+/// The `iapeer …` commands a refusal suggests: each one after `: `,
+/// `(` or a backquote, up to `)`, `;`, a backquote, ` or ` or the end of the line.
 fn suggested(err: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for lead in ["with: ", "first: ", "instead: ", "(", "`"] {
+    for lead in [": ", "(", "`"] {
         let mut rest = err;
         while let Some(i) = rest.find(&format!("{lead}iapeer ")) {
             let cmd = &rest[i + lead.len()..];
@@ -361,6 +361,15 @@ fn suggested_commands_run() {
     let (_, err) = env.fails(&["remove", "carol"], 1);
     follow(&env, &err, &[], &[]);
     env.ok(&["remove", "carol"]);
+
+    // A stopped peer refuses messages with the command that starts it.
+    env.ok(&["stop", "bob"]);
+    let (_, err) = env.fails(
+        &["send", "bob", "--message", "hi", "--from", "echo-alice"],
+        1,
+    );
+    follow(&env, &err, &[], &[]);
+    env.ok(&["send", "bob", "--message", "hi", "--from", "echo-alice"]);
 
     // A mistyped verb points to help.
     let (_, err) = env.fails(&["frobnicate"], 2);

@@ -263,7 +263,7 @@ fn new_wakes_fresh_replaces_a_live_session_forces_past_a_crash_loop_and_refuses_
     let (_, err) = env.fails(&["new", "alice"], 1);
     assert_eq!(
         err.trim(),
-        "iapeer new: \"alice\" (echo) is stopped and not accepting messages; start it to resume"
+        "iapeer new: \"alice\" (echo) is stopped and not accepting messages; start it to resume: iapeer start alice"
     );
     assert!(wakes(&env, "echo-alice").is_empty());
     assert_eq!(env.status_of("alice", "echo"), "stopped");

@@ -66,7 +66,7 @@ fn a_stopped_peer_refuses_messages_until_it_is_started() {
     refused(
         &env,
         &["bob", "--from", "echo-alice", "--message", "are you there?"],
-        "\"bob\" (echo) is stopped and not accepting messages; start it to resume",
+        "\"bob\" (echo) is stopped and not accepting messages; start it to resume: iapeer start bob",
     );
     // Nothing was launched: no session, no pane output, no second wake.
     assert_eq!(env.status_of("bob", "echo"), "stopped");

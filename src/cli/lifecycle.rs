@@ -15,7 +15,7 @@ use crate::protocol::{
 };
 
 fn failed(f: Failure) -> CliError {
-    let mut error = f.error;
+    let mut error = super::suggest::with_start_command(&f.error);
     if f.code == Code::NotRegistered {
         // A typo of a registered name: say which one.
         if let (Some(name), Ok(paths)) = (super::suggest::refused_peer(&error), paths()) {

@@ -188,6 +188,7 @@ pub fn run(inv: &Invocation) -> CliResult {
                     );
                 }
             }
+            f.error = suggest::with_start_command(&f.error);
             if let Some(caller) = unknown_caller(&f) {
                 // A typo in --from (or PEER_IDENTITY): the registered name meant.
                 let hint = suggest::peer_hint(&paths, caller);
