@@ -371,6 +371,12 @@ fn suggested_commands_run() {
     follow(&env, &err, &[], &[]);
     env.ok(&["send", "bob", "--message", "hi", "--from", "echo-alice"]);
 
+    // A corrupt registry: verify --fix rebuilds it from the profiles.
+    std::fs::write(env.root.join("peers-profiles.json"), "{garbage").unwrap();
+    let (_, err) = env.fails(&["list"], 1);
+    follow(&env, &err, &[], &[]);
+    assert!(env.ok(&["list"]).contains("alice"));
+
     // A mistyped verb points to help.
     let (_, err) = env.fails(&["frobnicate"], 2);
     assert!(err.contains("iapeer help"), "{err}");

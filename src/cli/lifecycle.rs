@@ -192,7 +192,7 @@ pub fn runtime_shortcut(runtime: &str, _inv: &Invocation) -> CliResult {
         Some(p) => p.personality.clone(),
         None => {
             return Err(CliError::Failed(format!(
-                "{} is not inside a peer's folder — run iapeer init here first (or cd into a peer's folder)",
+                "{} is not inside a peer's folder — run `iapeer init` here first (or cd into a peer's folder)",
                 cwd.display()
             )))
         }
