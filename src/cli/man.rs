@@ -199,7 +199,9 @@ const DESCRIPTION: &[&str] = &[
     "Each verb takes its positionals and flags in any order. Flags take --key value or --key=value \
      (the second form keeps the value exactly, even when it starts with a dash); --help or -h anywhere \
      prints help for the verb and runs nothing; -- ends the flags. Results go to stdout, errors to \
-     stderr as one line; --json gives one JSON document for scripts.",
+     stderr as one line; --json gives one JSON document on stdout for scripts, and a failure as \
+     {\"ok\":false,\"code\":...,\"error\":...} with the codes of the control protocol (failed for the \
+     CLI's own refusals). The bash completion offers verbs, flags and the registered peer names.",
 ];
 
 fn verb_item(out: &mut String, v: &VerbSpec) {
