@@ -20,5 +20,18 @@ scripts/setup-agents.sh
 export IAPEER_TEST_CLAUDE_BIN="$PWD/.cache/agents/node_modules/.bin/claude"
 export IAPEER_TEST_CODEX_BIN="$PWD/.cache/agents/node_modules/.bin/codex"
 
+echo "== man (man-db), for the test that \`man iapeer\` finds the installed page"
+if ! command -v man >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1; then
+        sudo_if_needed=""
+        [[ "$(id -u)" -eq 0 ]] || sudo_if_needed="sudo"
+        $sudo_if_needed apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo_if_needed apt-get install -y -qq --no-install-recommends man-db
+    else
+        echo "test.sh: \`man\` is missing and there is no apt-get here; install man-db by hand" >&2
+        exit 1
+    fi
+fi
+
 echo "== cargo test"
 cargo test --all-targets

@@ -4,8 +4,8 @@
 //! The product specification lives outside this crate; doc comments name the part and section
 //! (`spec 03 §2`) each item implements.
 //!
-//! Only what is used outside the crate is public: [`main`] (the binary), [`paths`] and
-//! [`eventlog`] (the integration tests); everything else is `pub(crate)`, so rustc reports dead
+//! Only what is used outside the crate is public: [`main`] (the binary), [`paths`],
+//! [`eventlog`] and [`verb_table`] (the integration tests); everything else is `pub(crate)`, so rustc reports dead
 //! code. Module layout: see "House style" in `docs/ARCHITECTURE.md`.
 
 // One module layout: a module with submodules is `foo/mod.rs` (docs/ARCHITECTURE.md).
@@ -38,3 +38,6 @@ pub(crate) mod term;
 
 /// The `iapeer` command line (the binary's whole body; see `src/main.rs`).
 pub use cli::main;
+
+/// The verb and flag table (spec 07), read by the integration tests that loop over every verb.
+pub use cli::spec as verb_table;

@@ -94,11 +94,10 @@ impl fmt::Display for IdentityError {
                     "invalid identity \"{s}\" — expected \"<runtime>-<personality>\""
                 )
             }
-            IdentityError::Runtime(s) => write!(f, "invalid runtime \"{s}\""),
-            IdentityError::Personality(s) => write!(
-                f,
-                "invalid personality \"{s}\" — must match {PERSONALITY_PATTERN}"
-            ),
+            IdentityError::Runtime(s) => write!(f, "invalid runtime \"{s}\" — {RUNTIME_RULE}"),
+            IdentityError::Personality(s) => {
+                write!(f, "invalid personality \"{s}\" — {PERSONALITY_RULE}")
+            }
         }
     }
 }

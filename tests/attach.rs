@@ -80,7 +80,7 @@ impl Terminal {
     }
 
     /// Everything printed so far, as text.
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.output.lock().unwrap()).into_owned()
     }
 
@@ -108,7 +108,7 @@ impl Terminal {
     }
 
     /// Wait (bounded) for the process to exit and return its status.
-    fn wait(&mut self, env: &TestEnv) -> ExitStatus {
+    pub(crate) fn wait(&mut self, env: &TestEnv) -> ExitStatus {
         let start = Instant::now();
         while self.running() {
             if start.elapsed() > Duration::from_secs(20) {
@@ -126,7 +126,7 @@ impl Terminal {
     }
 
     /// Wait until the terminal shows `needle` (or the raw output has it).
-    fn wait_for(&mut self, env: &TestEnv, needle: &str) {
+    pub(crate) fn wait_for(&mut self, env: &TestEnv, needle: &str) {
         let start = Instant::now();
         while !(self.screen().contains(needle) || self.text().contains(needle)) {
             if start.elapsed() > Duration::from_secs(20)

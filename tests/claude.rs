@@ -379,7 +379,7 @@ fn failures_are_reported_with_their_reason() {
         .map(|o| ((), String::from_utf8_lossy(&o.stderr).into_owned()))
         .unwrap();
     assert!(
-        err.contains("claude is not installed — install Claude Code or pass --runtime"),
+        err.contains("claude is not installed — install Claude Code (the claude command on PATH, or IAPEER_CLAUDE_BIN set to it) or choose another runtime"),
         "{err}"
     );
 }

@@ -263,7 +263,7 @@ fn new_wakes_fresh_replaces_a_live_session_forces_past_a_crash_loop_and_refuses_
     let (_, err) = env.fails(&["new", "alice"], 1);
     assert_eq!(
         err.trim(),
-        "iapeer new: \"alice\" (echo) is stopped and not accepting messages; start it to resume"
+        "iapeer new: \"alice\" (echo) is stopped and not accepting messages; start it to resume: iapeer start alice"
     );
     assert!(wakes(&env, "echo-alice").is_empty());
     assert_eq!(env.status_of("alice", "echo"), "stopped");
@@ -749,7 +749,7 @@ fn codex_trust_is_added_by_create_and_removed_by_remove_keeping_the_users_config
     assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
     assert_eq!(
         stderr(&out).trim(),
-        "iapeer create: codex is not installed — install the Codex CLI or pass --runtime"
+        "iapeer create: codex is not installed — install the Codex CLI (the codex command on PATH, or IAPEER_CODEX_BIN set to it) or choose another runtime"
     );
     assert!(!env.peer_dir("cz").exists(), "no folder is left behind");
     // Nor when no agent runtime is installed and none is named.

@@ -468,7 +468,7 @@ fn rename_moves_the_folder_history_profile_and_registry_and_refuses_what_it_must
     let (_, err) = env.fails(&["rename", "bob", "Not_Valid", "--force"], 1);
     assert!(err.contains("Not_Valid"), "{err}");
     let (_, err) = env.fails(&["rename", "nobody", "carol"], 1);
-    assert!(err.contains("not registered"), "{err}");
+    assert!(err.contains("is not in the iapeer peers index"), "{err}");
     assert!(bob.is_dir(), "nothing moved on a refusal");
 
     let out = env.ok(&["rename", "bob", "carol", "--force"]);

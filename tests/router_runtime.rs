@@ -278,7 +278,7 @@ fn a_router_runtime_gets_wire_envelopes_replies_and_is_kept_always_on() {
     );
     assert_eq!(
         err.trim(),
-        "iapeer send: \"bot\" (bot) is stopped and not accepting messages; start it to resume"
+        "iapeer send: \"bot\" (bot) is stopped and not accepting messages; start it to resume: iapeer start bot"
     );
 
     // Started: running again at once.

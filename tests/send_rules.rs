@@ -66,7 +66,7 @@ fn a_stopped_peer_refuses_messages_until_it_is_started() {
     refused(
         &env,
         &["bob", "--from", "echo-alice", "--message", "are you there?"],
-        "\"bob\" (echo) is stopped and not accepting messages; start it to resume",
+        "\"bob\" (echo) is stopped and not accepting messages; start it to resume: iapeer start bob",
     );
     // Nothing was launched: no session, no pane output, no second wake.
     assert_eq!(env.status_of("bob", "echo"), "stopped");
@@ -222,7 +222,7 @@ fn every_validation_error_has_its_exact_text() {
     );
     send(
         &["bob", "--runtime", "my-rt", "--message", "hi"],
-        "invalid runtime \"my-rt\"",
+        "--runtime \"my-rt\" is not a runtime name: a runtime name is 1 to 32 lowercase letters and digits, starting with a letter",
     );
     // Counted in Unicode scalar values: 16001 two-byte characters.
     let long = "é".repeat(16_001);

@@ -137,14 +137,22 @@ pub fn start_detached(paths: &Paths, exe: &Path) -> Result<u32, CliError> {
 
 /// `shutdown`: stop the running daemon (SIGTERM: its sessions end, live agents resume on
 /// their next message) and return once it is gone.
-pub fn shutdown() -> CliResult {
+pub fn shutdown(inv: &super::parse::Invocation) -> CliResult {
     let paths = paths()?;
     match stop(&paths)? {
-        Some(pid) => print(&format!("daemon stopped (pid {pid}); its sessions ended\n")),
-        None => print(&format!(
-            "no daemon is running (nothing answers on {})\n",
-            paths.socket().display()
-        )),
+        Some(pid) => super::done(
+            inv,
+            &serde_json::json!({ "stopped": pid }),
+            &format!("daemon stopped (pid {pid}); its sessions ended\n"),
+        ),
+        None => super::done(
+            inv,
+            &serde_json::json!({ "stopped": null }),
+            &format!(
+                "no daemon is running (nothing answers on {})\n",
+                paths.socket().display()
+            ),
+        ),
     }
 }
 

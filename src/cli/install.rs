@@ -2,13 +2,13 @@
 //! line; a service file that is not ours is refused with what to do.
 
 use super::parse::Invocation;
-use super::{paths, print, CliError, CliResult};
+use super::{done, paths, print, CliError, CliResult};
 use crate::host::install::{install, InstallEnv, ServiceOutcome};
 use crate::host::service::{WriteDecision, OWNERSHIP_MARK};
 
 /// Run `install`. Exit 1 when a step fails or the service file belongs to someone else (the
 /// other steps are done first).
-pub fn run(_inv: &Invocation) -> CliResult {
+pub fn run(inv: &Invocation) -> CliResult {
     let paths = paths()?;
     let env = InstallEnv::from_process(&paths).map_err(CliError::Failed)?;
     let report = install(&paths, &env).map_err(CliError::Failed)?;
@@ -30,6 +30,7 @@ pub fn run(_inv: &Invocation) -> CliResult {
             n => format!("{n} written"),
         }
     ));
+    let mut service = serde_json::Value::Null;
     match &report.service {
         ServiceOutcome::Written {
             manager,
@@ -41,6 +42,12 @@ pub fn run(_inv: &Invocation) -> CliResult {
                 WriteDecision::Update => "updated",
                 _ => "unchanged",
             };
+            service = serde_json::json!({
+                "manager": manager.name(),
+                "file": file,
+                "state": what,
+                "load": manager.load_hint(file),
+            });
             out.push_str(&format!(
                 "service: {} {} ({what}, not loaded)\n  load it with: iapeer onboard (or by hand: {})\n",
                 manager.name(),
@@ -56,7 +63,9 @@ pub fn run(_inv: &Invocation) -> CliResult {
             ));
         }
         ServiceOutcome::Foreign { file, .. } => {
-            print(&out)?;
+            if !super::wants_json(inv) {
+                print(&out)?;
+            }
             return Err(CliError::Failed(format!(
                 "{} exists and was not written by iapeer (it has no {OWNERSHIP_MARK} mark), so it \
                  was left alone; move it aside or delete it, then run `iapeer install` again",
@@ -64,5 +73,11 @@ pub fn run(_inv: &Invocation) -> CliResult {
             )));
         }
     }
-    print(&out)
+    let doc = serde_json::json!({
+        "root": paths.root(),
+        "doctrine": if report.doctrine_created { "created" } else { "kept" },
+        "docs_written": report.docs_written,
+        "service": service,
+    });
+    done(inv, &doc, &out)
 }

@@ -8,14 +8,14 @@ use serde::de::DeserializeOwned;
 use super::client::Client;
 use super::parse::Invocation;
 use super::spec::{args, flags};
-use super::{paths, print, usage, CliError, CliResult};
+use super::{done, paths, print, usage, CliError, CliResult};
 use crate::protocol::{
     Answer, Code, CompactOutcome, CompactReply, Failure, IdentityReply, InterruptReply,
     LiveRuntimeReply, NewReply, Request, StartReply, StopReply, WakeReply,
 };
 
 fn failed(f: Failure) -> CliError {
-    let mut error = f.error;
+    let mut error = super::suggest::with_start_command(&f.error);
     if f.code == Code::NotRegistered {
         // A typo of a registered name: say which one.
         if let (Some(name), Ok(paths)) = (super::suggest::refused_peer(&error), paths()) {
@@ -24,11 +24,14 @@ fn failed(f: Failure) -> CliError {
         }
     }
     if error.ends_with("no transcript to resume") || error.ends_with("no codex session to resume") {
-        return CliError::Failed(format!(
-            "{error} — start a fresh session with: iapeer new <peer>"
-        ));
+        let peer = super::suggest::refused_peer(&error).unwrap_or("<peer>");
+        let hint = format!(" — start a fresh session with: iapeer new {peer}");
+        error.push_str(&hint);
     }
-    CliError::Failed(error)
+    CliError::Refused(Failure {
+        code: f.code,
+        error,
+    })
 }
 
 /// The success of `answer`, or its failure as the CLI's error.
@@ -54,34 +57,33 @@ pub fn stop_start(inv: &Invocation, stop: bool) -> CliResult {
             ids.join(", ")
         }
     };
-    let text = if stop {
+    if stop {
         let req = Request::Stop {
             personality,
             runtime,
             all,
         };
-        let StopReply { stopped, ended } = succeeded(client.request(&req, |_| {})?)?;
-        let mut s = format!("stopped {}", nothing_or(&stopped));
-        if !ended.is_empty() {
-            s.push_str(&format!(" (ended {})", ended.join(", ")));
+        let reply: StopReply = succeeded(client.request(&req, |_| {})?)?;
+        let mut s = format!("stopped {}", nothing_or(&reply.stopped));
+        if !reply.ended.is_empty() {
+            s.push_str(&format!(" (ended {})", reply.ended.join(", ")));
         }
-        s
+        done(inv, &reply, &format!("{s}\n"))
     } else {
         let req = Request::Start {
             personality,
             runtime,
             all,
         };
-        let StartReply { cleared, started } = succeeded(client.request(&req, |_| {})?)?;
-        let mut s = format!("started {}", nothing_or(&cleared));
-        if !started.is_empty() {
-            s.push_str(&format!(" (running now: {})", started.join(", ")));
-        } else if !cleared.is_empty() {
+        let reply: StartReply = succeeded(client.request(&req, |_| {})?)?;
+        let mut s = format!("started {}", nothing_or(&reply.cleared));
+        if !reply.started.is_empty() {
+            s.push_str(&format!(" (running now: {})", reply.started.join(", ")));
+        } else if !reply.cleared.is_empty() {
             s.push_str(" — agents wake on their next message");
         }
-        s
-    };
-    print(&format!("{text}\n"))
+        done(inv, &reply, &format!("{s}\n"))
+    }
 }
 
 /// `live-runtime <peer>`: the runtime the peer is live on; exit 1 with empty stdout if none.
@@ -94,7 +96,9 @@ pub fn live_runtime(inv: &Invocation) -> CliResult {
         personality: peer.to_string(),
     };
     match Client::connect(&paths)?.request::<LiveRuntimeReply>(&req, |_| {})? {
-        Answer::Ok(r) => print(&format!("{}\n", r.runtime)),
+        Answer::Ok(r) => done(inv, &r, &format!("{}\n", r.runtime)),
+        // Not live: exit 1 and nothing more (for scripts); an unknown name is said.
+        Answer::Failed(f) if inv.flag(flags::JSON) || f.code != Code::NotLive => Err(failed(f)),
         Answer::Failed(_) => Err(CliError::Exit(1)),
     }
 }
@@ -188,7 +192,7 @@ pub fn runtime_shortcut(runtime: &str, _inv: &Invocation) -> CliResult {
         Some(p) => p.personality.clone(),
         None => {
             return Err(CliError::Failed(format!(
-                "{} is not inside a peer's folder — run iapeer init here first (or cd into a peer's folder)",
+                "{} is not inside a peer's folder — run `iapeer init` here first (or cd into a peer's folder)",
                 cwd.display()
             )))
         }
@@ -210,10 +214,20 @@ pub fn runtime_shortcut(runtime: &str, _inv: &Invocation) -> CliResult {
     ))
 }
 
-/// Send `req` with a progress indicator and return its success.
-fn daemon_op<T: DeserializeOwned>(req: &Request, what: &str) -> Result<T, CliError> {
+/// Send `req` with a progress indicator (none with `--json`) and return its success.
+fn daemon_op<T: DeserializeOwned>(
+    inv: &Invocation,
+    req: &Request,
+    what: &str,
+) -> Result<T, CliError> {
     let paths = paths()?;
-    succeeded(Client::connect(&paths)?.request_with_indicator(req, what)?)
+    let mut client = Client::connect(&paths)?;
+    let answer = if super::wants_json(inv) {
+        client.request(req, |_| {})?
+    } else {
+        client.request_with_indicator(req, what)?
+    };
+    succeeded(answer)
 }
 
 /// `new <peer> [runtime]`: a fresh session now; exit 0 once it is ready.
@@ -225,15 +239,19 @@ pub fn new(inv: &Invocation) -> CliResult {
         personality: peer.to_string(),
         runtime: inv.positional(args::RUNTIME).map(String::from),
     };
-    let answer: NewReply = daemon_op(&req, &format!("restarting {peer}"))?;
-    print(&format!(
-        "{} restarted fresh{}\n",
-        answer.identity(),
-        answer
-            .pid()
-            .map(|p| format!(" (pid {p})"))
-            .unwrap_or_default()
-    ))
+    let answer: NewReply = daemon_op(inv, &req, &format!("restarting {peer}"))?;
+    done(
+        inv,
+        &answer,
+        &format!(
+            "{} restarted fresh{}\n",
+            answer.identity(),
+            answer
+                .pid()
+                .map(|p| format!(" (pid {p})"))
+                .unwrap_or_default()
+        ),
+    )
 }
 
 /// `interrupt <peer> [runtime]`.
@@ -245,8 +263,8 @@ pub fn interrupt(inv: &Invocation) -> CliResult {
         personality: peer.to_string(),
         runtime: inv.positional(args::RUNTIME).map(String::from),
     };
-    let answer: InterruptReply = daemon_op(&req, &format!("interrupting {peer}"))?;
-    print(&format!("interrupted {}\n", answer.identity))
+    let answer: InterruptReply = daemon_op(inv, &req, &format!("interrupting {peer}"))?;
+    done(inv, &answer, &format!("interrupted {}\n", answer.identity))
 }
 
 /// `compact <peer> [runtime] [--json]`.
@@ -258,10 +276,7 @@ pub fn compact(inv: &Invocation) -> CliResult {
         personality: peer.to_string(),
         runtime: inv.positional(args::RUNTIME).map(String::from),
     };
-    let answer: CompactReply = daemon_op(&req, &format!("compacting {peer}"))?;
-    if inv.flag(flags::JSON) {
-        return print(&format!("{}\n", super::json_line(&Answer::Ok(answer))));
-    }
+    let answer: CompactReply = daemon_op(inv, &req, &format!("compacting {peer}"))?;
     let resumed = if answer.resumed {
         " (resumed first)"
     } else {
@@ -273,7 +288,7 @@ pub fn compact(inv: &Invocation) -> CliResult {
         }
         CompactOutcome::Compacted => format!("{}: compacted{resumed}", answer.identity),
     };
-    print(&format!("{line}\n"))
+    done(inv, &answer, &format!("{line}\n"))
 }
 
 /// The caller's own identity for `self-*` verbs.
@@ -288,17 +303,21 @@ fn own_identity() -> Result<crate::names::Identity, CliError> {
 }
 
 /// `self-fresh`: end own session; a fresh one comes up right after.
-pub fn self_fresh(_inv: &Invocation) -> CliResult {
+pub fn self_fresh(inv: &Invocation) -> CliResult {
     let me = own_identity()?;
     let req = Request::SelfFresh {
         identity: me.to_string(),
     };
-    let answer: IdentityReply = daemon_op(&req, "restarting")?;
-    print(&format!("{}: a fresh session follows\n", answer.identity))
+    let answer: IdentityReply = daemon_op(inv, &req, "restarting")?;
+    done(
+        inv,
+        &answer,
+        &format!("{}: a fresh session follows\n", answer.identity),
+    )
 }
 
 /// `self-done`: arm the ephemeral quiet wind-down without sending anything.
-pub fn self_done(_inv: &Invocation) -> CliResult {
+pub fn self_done(inv: &Invocation) -> CliResult {
     let me = own_identity()?;
     let paths = paths()?;
     let markers = crate::markers::Markers::new(&paths, &me);
@@ -311,13 +330,22 @@ pub fn self_done(_inv: &Invocation) -> CliResult {
         .find(&me.personality)
         .and_then(|p| crate::profile::Profile::read(&p.cwd).ok().flatten())
         .is_some_and(|p| p.is_ephemeral());
+    let doc = serde_json::json!({ "identity": me.to_string(), "ephemeral": ephemeral });
     if ephemeral {
-        print(&format!("{me}: done; the session winds down once quiet\n"))
+        done(
+            inv,
+            &doc,
+            &format!("{me}: done; the session winds down once quiet\n"),
+        )
     } else {
-        print(&format!(
-            "{me}: noted — {} is not an ephemeral peer, so the mark changes nothing\n",
-            me.personality
-        ))
+        done(
+            inv,
+            &doc,
+            &format!(
+                "{me}: noted — {} is not an ephemeral peer, so the mark changes nothing\n",
+                me.personality
+            ),
+        )
     }
 }
 
@@ -332,9 +360,9 @@ pub fn refresh(inv: &Invocation) -> CliResult {
         let p = inv
             .positional(args::PEER)
             .ok_or_else(|| usage(inv, "name a peer or pass --all"))?;
-        vec![registry.find(p).ok_or_else(|| {
-            CliError::Failed(format!("peer \"{p}\" is not in the iapeer peers index"))
-        })?]
+        vec![registry
+            .find(p)
+            .ok_or_else(|| super::suggest::not_registered(&paths, p))?]
     };
     let mut marked = Vec::new();
     for peer in peers {
@@ -362,11 +390,17 @@ pub fn refresh(inv: &Invocation) -> CliResult {
             marked.push(id.to_string());
         }
     }
+    let doc = serde_json::json!({ "marked": marked });
     if marked.is_empty() {
-        return print("nothing to refresh (router runtimes are skipped)\n");
+        return done(
+            inv,
+            &doc,
+            "nothing to refresh (router runtimes are skipped)\n",
+        );
     }
-    print(&format!(
-        "the next wake starts fresh: {}\n",
-        marked.join(", ")
-    ))
+    done(
+        inv,
+        &doc,
+        &format!("the next wake starts fresh: {}\n", marked.join(", ")),
+    )
 }

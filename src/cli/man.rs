@@ -106,6 +106,15 @@ pub fn render_man() -> String {
             verb_item(&mut out, v);
         }
     }
+    out.push_str(".SH RUNTIME PACKAGES\n");
+    for para in RUNTIME_PACKAGES {
+        let _ = write!(out, ".PP\n{}\n", prose(para));
+    }
+    out.push_str(".PP\n.nf\n.RS 4\n");
+    for line in readme_block(README, EXAMPLE_MARKER).lines() {
+        let _ = writeln!(out, "{}", code(line));
+    }
+    out.push_str(".RE\n.fi\n");
     out.push_str(".SH ENVIRONMENT\n");
     for e in ENV_VARS {
         let _ = write!(
@@ -135,6 +144,49 @@ pub fn render_man() -> String {
     out
 }
 
+/// RUNTIME PACKAGES paragraphs: how humans and services join (the README says the same at
+/// more length); the worked example after them is the README's, so the two cannot drift.
+const RUNTIME_PACKAGES: &[&str] = &[
+    "A human or a service joins through a router runtime: a program iapeer starts for the peer, on \
+     pipes, and keeps running. A runtime is installed when ~/.iapeer/runtimes/<rt>/runtime.json \
+     exists, written by a runtime package or by hand, with the keys runtime (its name, equal to the \
+     folder name: 1 to 32 lowercase letters and digits, starting with a letter), version (optional) \
+     and run, {\"command\": ..., \"args\": [...]} (optional; without it iapeer runs \
+     $<RT>_RUNTIME_BIN, else <rt>-runtime from PATH, with the argument run). Other keys are ignored.",
+    "A peer made with create --runtime <rt> is always on: the daemon starts the program in the \
+     peer's folder, restarts it when it exits (back-off 1 s to 60 s; five deaths within a minute \
+     park it until start) and ends it on stop. Its environment has PEER_IDENTITY, \
+     PEER_PERSONALITY, PEER_RUNTIME, IAPEER_ROOT and the peer's launch.env. Each message arrives \
+     on its stdin as a wire envelope: a line <iap from-personality=... from-runtime=... \
+     from-intelligence=... ts=... topic=...>, the line Reply via send_to_peer., an <attachments> \
+     line when there are any, the body as <message><![CDATA[...]]></message>, then </iap>; it \
+     counts as delivered once written. The program answers with iapeer send, as PEER_IDENTITY. \
+     create warns, and list shows a runtime as missing, when the program cannot be found.",
+    "--intelligence natural makes the peer a human (the program carries messages to the person: a \
+     chat bot, a pager, a file they read); absent a service with no intelligence. A worked example, \
+     a human reached through a file (it needs the daemon and a peer alice on echo):",
+];
+
+/// The README, whose worked example of a router runtime the man page shows.
+const README: &str = include_str!("../../README.md");
+
+/// The line before that example's `sh` block in the README.
+pub const EXAMPLE_MARKER: &str =
+    "<!-- example: router runtime (tests/guide.rs runs this block as it is) -->";
+
+/// The body of the ```` ```sh ```` block right after the line `marker` in `markdown`, each
+/// line ending with a newline; empty when there is none.
+pub fn readme_block(markdown: &str, marker: &str) -> String {
+    let Some(at) = markdown.find(&format!("{marker}\n```sh\n")) else {
+        return String::new();
+    };
+    let body = &markdown[at + marker.len() + "\n```sh\n".len()..];
+    match body.find("\n```\n") {
+        Some(end) => body[..=end].to_string(),
+        None => String::new(),
+    }
+}
+
 /// DESCRIPTION paragraphs, in our own words.
 const DESCRIPTION: &[&str] = &[
     "iapeer keeps a team of participants on one host reachable by message. Every participant is a \
@@ -147,7 +199,9 @@ const DESCRIPTION: &[&str] = &[
     "Each verb takes its positionals and flags in any order. Flags take --key value or --key=value \
      (the second form keeps the value exactly, even when it starts with a dash); --help or -h anywhere \
      prints help for the verb and runs nothing; -- ends the flags. Results go to stdout, errors to \
-     stderr as one line; --json gives one JSON document for scripts.",
+     stderr as one line; --json gives one JSON document on stdout for scripts, and a failure as \
+     {\"ok\":false,\"code\":...,\"error\":...} with the codes of the control protocol (failed for the \
+     CLI's own refusals). The bash completion offers verbs, flags and the registered peer names.",
 ];
 
 fn verb_item(out: &mut String, v: &VerbSpec) {
@@ -239,6 +293,7 @@ mod tests {
             "SYNOPSIS",
             "DESCRIPTION",
             "VERBS",
+            "RUNTIME PACKAGES",
             "ENVIRONMENT",
             "FILES",
         ] {
@@ -288,6 +343,7 @@ mod tests {
             if line.starts_with('.') {
                 let ok = [
                     ".\\\"", ".TH ", ".SH ", ".SS ", ".TP", ".PP", ".RS", ".RE", ".br", ".nh",
+                    ".nf", ".fi",
                 ];
                 assert!(
                     ok.iter().any(|m| line.starts_with(m)),
@@ -296,6 +352,22 @@ mod tests {
             }
             assert!(!line.starts_with('\''), "{line}");
         }
+    }
+
+    #[test]
+    fn the_worked_example_is_the_readmes() {
+        let block = readme_block(README, EXAMPLE_MARKER);
+        assert!(
+            block.starts_with("root=") && block.contains("runtime.json"),
+            "{block}"
+        );
+        let page = render_man();
+        for line in block.lines() {
+            assert!(page.contains(&format!("\n{}\n", code(line))), "{line}");
+        }
+        assert_eq!(readme_block("x\n", EXAMPLE_MARKER), "");
+        let md = format!("{EXAMPLE_MARKER}\n```sh\na\nb\n```\nafter\n");
+        assert_eq!(readme_block(&md, EXAMPLE_MARKER), "a\nb\n");
     }
 
     #[test]

@@ -32,14 +32,21 @@ use parse::{Command, Generate, Invocation, UsageError};
 use spec::Verb;
 
 use crate::paths::Paths;
+use crate::protocol::{Answer, Code, Failure};
 
 /// A verb's failure, converted to text and an exit code at the edge.
 #[derive(Debug)]
 pub enum CliError {
     /// Exit 2 with the one-line usage message.
     Usage(UsageError),
-    /// Exit 1 with `iapeer <verb>: <message>`.
+    /// Exit 1 with `iapeer <verb>: <message>` (code `failed` in `--json` output).
     Failed(String),
+    /// Exit 1 with `iapeer <verb>: <error>`; the daemon's failure (or one the CLI words with a
+    /// protocol code), its code kept for `--json` output.
+    Refused(Failure),
+    /// Exit 1 with `iapeer: <message>`: nothing answers on the control socket (code
+    /// `offline` in `--json` output).
+    DaemonDown(String),
     /// Exit with this code; everything was printed already.
     Exit(i32),
 }
@@ -54,10 +61,7 @@ impl From<client::ClientError> for CliError {
     fn from(e: client::ClientError) -> Self {
         match e {
             // Spec 07: this one is printed as `iapeer: the daemon is not running …`.
-            client::ClientError::NotRunning(_) => {
-                eprintln!("iapeer: {e}");
-                CliError::Exit(1)
-            }
+            client::ClientError::NotRunning(_) => CliError::DaemonDown(e.to_string()),
             other => CliError::Failed(other.to_string()),
         }
     }
@@ -82,21 +86,59 @@ pub fn usage(inv: &Invocation, what: impl Into<String>) -> CliError {
 /// Parse the process arguments, run the verb, print errors, return the exit code.
 pub fn main() -> i32 {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let (verb_name, result) = match parse::parse(args) {
-        Err(e) => ("iapeer".to_string(), Err(CliError::Usage(e))),
-        Ok(cmd) => run(cmd),
+    let json_asked = args.iter().any(|a| a == "--json");
+    let (verb_name, json, result) = match parse::parse(args) {
+        Err(e) => ("iapeer".to_string(), json_asked, Err(CliError::Usage(e))),
+        Ok(cmd) => {
+            let json = matches!(&cmd, Command::Run(_, inv) if wants_json(inv));
+            let (name, result) = run(cmd);
+            (name, json, result)
+        }
     };
-    match result {
-        Ok(()) => 0,
-        Err(CliError::Usage(e)) => {
+    let Err(e) = result else { return 0 };
+    if json {
+        if let Some(f) = json_failure(&e) {
+            let _ = print(&format!("{}\n", json_line(&Answer::<()>::Failed(f))));
+        }
+    }
+    match e {
+        CliError::Usage(e) => {
             eprintln!("{e}");
             parse::EXIT_USAGE
         }
-        Err(CliError::Failed(msg)) => {
+        CliError::Failed(msg) => {
             eprintln!("iapeer {verb_name}: {msg}");
             1
         }
-        Err(CliError::Exit(code)) => code,
+        CliError::Refused(f) => {
+            eprintln!("iapeer {verb_name}: {}", f.error);
+            1
+        }
+        CliError::DaemonDown(msg) => {
+            // Spec 07: printed as `iapeer: the daemon is not running …`.
+            eprintln!("iapeer: {msg}");
+            1
+        }
+        CliError::Exit(code) => code,
+    }
+}
+
+/// True when `inv`'s verb has `--json` and it was given.
+fn wants_json(inv: &Invocation) -> bool {
+    inv.verb.flags.contains(&spec::flags::JSON) && inv.flag(spec::flags::JSON)
+}
+
+/// The one `--json` shape of every verb's failure, the control protocol's
+/// `{"ok":false,"code":…,"error":…}` (docs/PROTOCOL.md): a usage error is `invalid-argument`,
+/// a daemon that does not answer `offline`, the CLI's own refusal `failed`, and the daemon's
+/// refusal keeps its code. `None` for [`CliError::Exit`], whose verb printed its document.
+pub fn json_failure(e: &CliError) -> Option<Failure> {
+    match e {
+        CliError::Usage(u) => Some(Failure::new(Code::InvalidArgument, u.to_string())),
+        CliError::Failed(msg) => Some(Failure::new(Code::Failed, msg.clone())),
+        CliError::Refused(f) => Some(f.clone()),
+        CliError::DaemonDown(msg) => Some(Failure::new(Code::Offline, msg.clone())),
+        CliError::Exit(_) => None,
     }
 }
 
@@ -106,6 +148,16 @@ fn print(text: &str) -> CliResult {
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
     Ok(())
+}
+
+/// The verb's result: with `--json` (when the verb has it) one document `{"ok":true, …}` with
+/// the fields of `doc`, else `text` as is.
+fn done(inv: &Invocation, doc: &impl serde::Serialize, text: &str) -> CliResult {
+    if wants_json(inv) {
+        print(&format!("{}\n", json_line(&Answer::Ok(doc))))
+    } else {
+        print(text)
+    }
 }
 
 /// One JSON document for a `--json` output, with its keys in sorted order (as a
@@ -147,6 +199,7 @@ fn run(cmd: Command) -> (String, CliResult) {
             print(&format!("iapeer {}\n", env!("CARGO_PKG_VERSION"))),
         ),
         Command::Generate(Generate::Man) => ("generate".into(), print(&man::render_man())),
+        Command::Generate(Generate::PeerNames) => ("generate".into(), print(&peer_names())),
         Command::Generate(Generate::Completions(shell)) => {
             ("generate".into(), print(&completions::render(shell)))
         }
@@ -161,6 +214,22 @@ fn run(cmd: Command) -> (String, CliResult) {
             (name, run_verb(verb, &inv))
         }
     }
+}
+
+/// The registered peers' names, one a line, for shell completion: nothing (and no error)
+/// when the root or the registry cannot be read, since a tab must never print an error.
+fn peer_names() -> String {
+    let Ok(paths) = Paths::from_env() else {
+        return String::new();
+    };
+    let Ok(registry) = crate::registry::Registry::load(&paths) else {
+        return String::new();
+    };
+    registry
+        .peers
+        .iter()
+        .map(|p| format!("{}\n", p.personality))
+        .collect()
 }
 
 /// Run one verb of the table. The `match` is exhaustive: a [`Verb`] without a handler does
@@ -197,7 +266,7 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
         ),
         Verb::Daemon if inv.flag(spec::flags::DETACH) => background::detach(),
         Verb::Daemon => run_daemon(),
-        Verb::Shutdown => background::shutdown(),
+        Verb::Shutdown => background::shutdown(inv),
         Verb::Demo => demo::run(inv),
         Verb::EchoAgent => match crate::echo_agent::run(&inv.positionals) {
             0 => Ok(()),

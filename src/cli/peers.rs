@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::client::Client;
 use super::parse::Invocation;
 use super::spec::{args, flags};
-use super::{paths, print, usage, CliError, CliResult};
+use super::{done, paths, print, usage, CliError, CliResult};
 use crate::markers::Markers;
 use crate::names::{Identity, Intelligence};
 use crate::paths::{peer, Paths};
@@ -68,10 +68,21 @@ pub fn init(inv: &Invocation) -> CliResult {
     report(inv, "initialized", &born.peer)
 }
 
-/// Start a new always-on peer in a running daemon, unless `--no-bootstrap`.
+/// Start a new always-on peer in a running daemon, unless `--no-bootstrap`. A router runtime
+/// whose program is missing is said first (the peer is made, but cannot start until then).
 fn bootstrap(inv: &Invocation, paths: &Paths, born: &Initialized) {
+    let mut missing = Vec::new();
+    for rt in &born.peer.runtimes {
+        if let Some(why) = runtime::router::missing_program(paths, rt, &born.peer.cwd) {
+            eprintln!(
+                "warning: {} cannot start on {rt}: {why}",
+                born.peer.personality
+            );
+            missing.push(rt);
+        }
+    }
     if let Some(rt) = &born.always_on {
-        if !inv.flag(flags::NO_BOOTSTRAP) {
+        if !inv.flag(flags::NO_BOOTSTRAP) && !missing.contains(&rt) {
             start_always_on(paths, &born.peer.personality, rt);
         }
     }
@@ -132,9 +143,14 @@ pub fn remove(inv: &Invocation) -> CliResult {
     let paths = paths()?;
     let registry = Registry::load(&paths).map_err(fail)?;
     let Some(entry) = registry.find(name).cloned() else {
-        return print(&format!(
-            "peer \"{name}\" is not registered — nothing to remove\n"
-        ));
+        return done(
+            inv,
+            &serde_json::json!({ "removed": false }),
+            &format!(
+                "peer \"{name}\" is not registered — nothing to remove{}\n",
+                super::suggest::peer_hint(&paths, name)
+            ),
+        );
     };
     if super::view::live_state(&paths).is_some() {
         let ids = live_sessions(&paths, name);
@@ -180,10 +196,11 @@ pub fn remove(inv: &Invocation) -> CliResult {
             eprintln!("iapeer remove: cannot set the profile aside ({e}); verify --fix would register the peer again");
         }
     }
-    print(&format!(
-        "removed {name} (folder kept: {})\n",
-        entry.cwd.display()
-    ))
+    done(
+        inv,
+        &serde_json::json!({ "removed": true, "folder": entry.cwd }),
+        &format!("removed {name} (folder kept: {})\n", entry.cwd.display()),
+    )
 }
 
 /// The live sessions of peer `name` (identities), from the running daemon's state file.
@@ -210,7 +227,10 @@ pub fn rename(inv: &Invocation) -> CliResult {
         .ok_or_else(|| usage(inv, "missing <new>"))?;
     let paths = paths()?;
     // Everything that can be refused is refused before a live peer is ended.
-    peers::plan_rename(&paths, old, new).map_err(fail)?;
+    peers::plan_rename(&paths, old, new).map_err(|e| match e {
+        peers::PeerError::NotRegistered(name) => super::suggest::not_registered(&paths, &name),
+        e => fail(e),
+    })?;
     let live = live_sessions(&paths, old);
     if !live.is_empty() {
         if !inv.flag(flags::FORCE) {
@@ -230,19 +250,25 @@ pub fn rename(inv: &Invocation) -> CliResult {
         c.request::<ForgetReply>(&req, |_| {})
             .map_err(|e| fail(format!("could not end the sessions of \"{old}\": {e}")))?;
     }
-    let done = peers::rename_peer(&paths, old, new, bearer()).map_err(fail)?;
-    for w in &done.warnings {
+    let moved = peers::rename_peer(&paths, old, new, bearer()).map_err(fail)?;
+    for w in &moved.warnings {
         eprintln!("iapeer rename: {w}");
     }
-    let history = match &done.history {
+    let history = match &moved.history {
         Some((_, to)) => format!("; Claude Code history moved to {}", to.display()),
         None => String::new(),
     };
-    print(&format!(
+    let doc = serde_json::json!({
+        "from": moved.from,
+        "peer": moved.peer,
+        "history": moved.history.as_ref().map(|(_, to)| to),
+    });
+    let text = format!(
         "renamed {old} to {new}: {} → {}{history}\n",
-        done.from.display(),
-        done.peer.cwd.display()
-    ))
+        moved.from.display(),
+        moved.peer.cwd.display()
+    );
+    done(inv, &doc, &text)
 }
 
 /// The peers a `--peer <p> | --all` verb acts on.
@@ -258,7 +284,7 @@ fn selected_peers(paths: &Paths, inv: &Invocation) -> Result<Vec<RegistryPeer>, 
         .find(p)
         .cloned()
         .map(|e| vec![e])
-        .ok_or_else(|| fail(format!("peer \"{p}\" is not in the iapeer peers index")))
+        .ok_or_else(|| super::suggest::not_registered(paths, p))
 }
 
 fn store(paths: &Paths, profile: &Profile, cwd: &Path) -> Result<(), CliError> {
@@ -283,8 +309,10 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
     }
     let bearer = bearer();
     let mut out = String::new();
+    let mut rows = Vec::new();
     for peer in selected_peers(&paths, inv)? {
         if peer.nature() != Intelligence::Artificial {
+            rows.push(serde_json::json!({ "personality": peer.personality, "outcome": "skipped" }));
             out.push_str(&format!(
                 "{}: skipped (a {} peer cannot run on {rt})\n",
                 peer.personality,
@@ -302,6 +330,8 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
         runtime::setup_peer(rt, &peer.cwd, &peer.personality, bearer).map_err(fail)?;
         peers::write_launch_env_stub(&peer.cwd, rt).map_err(fail)?;
         store(&paths, &profile, &peer.cwd)?;
+        let outcome = if had { "refreshed" } else { "added" };
+        rows.push(serde_json::json!({ "personality": peer.personality, "outcome": outcome }));
         out.push_str(&format!(
             "{}: {rt} {}\n",
             peer.personality,
@@ -312,7 +342,11 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
             }
         ));
     }
-    print(&out)
+    done(
+        inv,
+        &serde_json::json!({ "runtime": rt, "peers": rows }),
+        &out,
+    )
 }
 
 /// `default-runtime <rt> (--peer <p> | --all)`: switch the primary runtime of peers that
@@ -322,23 +356,49 @@ pub fn default_runtime(inv: &Invocation) -> CliResult {
         .positional(args::RT)
         .ok_or_else(|| usage(inv, "missing <rt>"))?;
     let paths = paths()?;
+    let kind = runtime::adapter_for(&paths, rt).map_err(fail)?.kind();
     let mut out = String::new();
-    let mut refused = 0;
+    let mut rows = Vec::new();
+    let mut refusals = Vec::new();
     for peer in selected_peers(&paths, inv)? {
         if !peer.declares(rt) {
-            refused += 1;
-            eprintln!("iapeer default-runtime: peer \"{}\" does not declare runtime \"{rt}\" — add it first: iapeer add-runtime {rt} --peer {}", peer.personality, peer.personality);
+            let refusal = undeclared_default(&peer.personality, rt, kind);
+            eprintln!("iapeer default-runtime: {refusal}");
+            refusals.push(refusal);
             continue;
         }
         let profile =
             Profile::update(&peer.cwd, |p| p.default_runtime = rt.to_string()).map_err(fail)?;
         store(&paths, &profile, &peer.cwd)?;
+        rows.push(peer.personality.clone());
         out.push_str(&format!("{}: default runtime {rt}\n", peer.personality));
     }
+    if refusals.is_empty() {
+        return done(
+            inv,
+            &serde_json::json!({ "runtime": rt, "peers": rows }),
+            &out,
+        );
+    }
     print(&out)?;
-    if refused > 0 {
-        Err(CliError::Exit(1))
-    } else {
-        Ok(())
+    if super::wants_json(inv) {
+        // Printed on stderr already; the --json document carries them once more.
+        return Err(CliError::Failed(refusals.join("; ")));
+    }
+    Err(CliError::Exit(1))
+}
+
+/// Why `default-runtime <rt>` is refused for a peer that does not declare `rt`, with the step
+/// that works for this kind of runtime: an agent runtime is added first; a router runtime
+/// cannot be added to an existing peer, so a peer is created on it.
+fn undeclared_default(peer: &str, rt: &str, kind: RuntimeKind) -> String {
+    match kind {
+        RuntimeKind::Agent => format!(
+            "peer \"{peer}\" does not declare runtime \"{rt}\" — add it first: iapeer add-runtime {rt} --peer {peer}"
+        ),
+        _ => format!(
+            "peer \"{peer}\" does not declare runtime \"{rt}\", and {rt} is a router runtime, which is \
+             not added to an existing peer — create a peer on it instead: iapeer create <name> --runtime {rt}"
+        ),
     }
 }

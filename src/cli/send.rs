@@ -10,8 +10,10 @@ use super::spec::{args, flags};
 use super::suggest;
 use super::{json_line, paths, print, usage, CliError, CliResult};
 use crate::daemon::route::MAX_MESSAGE_CHARS;
-use crate::names::{is_valid_personality, normalize, PERSONALITY_RULE};
-use crate::protocol::{Answer, Code, Reply, Request, SendReply, SendResult, MAX_LINE};
+use crate::names::{
+    is_valid_personality, is_valid_runtime, normalize, PERSONALITY_RULE, RUNTIME_RULE,
+};
+use crate::protocol::{Answer, Code, Request, SendReply, SendResult, MAX_LINE};
 use crate::registry::Registry;
 
 /// The human line for a successful send result.
@@ -103,7 +105,7 @@ pub fn run(inv: &Invocation) -> CliResult {
     let json_out = inv.flag(flags::JSON);
     // Checked here only to word the daemon's refusal for a person (the daemon still sees
     // the attempt and logs it, spec 03).
-    let problem = local_problem(&target, &message);
+    let problem = local_problem(&target, &message, inv.value(flags::SEND_RUNTIME));
     let paths = paths()?;
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::Failed(format!("cannot read the current folder: {e}")))?;
@@ -161,19 +163,13 @@ pub fn run(inv: &Invocation) -> CliResult {
             "message exceeds {MAX_MESSAGE_CHARS} char limit (got {n})"
         )));
     }
-    let mut client = match Client::connect(&paths) {
-        Ok(c) => c,
-        Err(e) => {
-            if json_out {
-                // Scripts reading --json get a failure object even when the daemon is down.
-                let failure = Reply::failure(Code::Offline, e.to_string());
-                print(&format!("{}\n", json_line(&failure)))?;
-            }
-            return Err(e.into());
-        }
+    let mut client = Client::connect(&paths)?;
+    // The one updating progress line is for a person at a terminal, never for a script.
+    let answer: Answer<SendReply> = if json_out {
+        client.request(&req, |_| {})?
+    } else {
+        client.request_with_indicator(&req, &format!("sending to {target}"))?
     };
-    let answer: Answer<SendReply> =
-        client.request_with_indicator(&req, &format!("sending to {target}"))?;
     match answer {
         Answer::Ok(SendReply { result }) if json_out => print(&format!("{}\n", json_line(&result))),
         Answer::Ok(SendReply { result }) => print(&format!("{}\n", describe_result(&result))),
@@ -181,14 +177,28 @@ pub fn run(inv: &Invocation) -> CliResult {
             if let (Code::InvalidArgument, Some(p)) = (f.code, &problem) {
                 f.error = p.clone();
             }
+            if matches!(f.code, Code::Offline | Code::Timeout) {
+                // A router runtime that cannot start at all: say why instead of "retry".
+                if let Some(why) =
+                    missing_program_of(&paths, &target, inv.value(flags::SEND_RUNTIME))
+                {
+                    f.error = format!(
+                        "{} — it cannot start: {why}",
+                        f.error.trim_end_matches(" — retry")
+                    );
+                }
+            }
+            f.error = suggest::with_start_command(&f.error);
+            if let Some(caller) = unknown_caller(&f) {
+                // A typo in --from (or PEER_IDENTITY): the registered name meant.
+                let hint = suggest::peer_hint(&paths, caller);
+                f.error.push_str(&hint);
+            }
             if f.code == Code::NotRegistered && suggest::refused_peer(&f.error) == Some(&target) {
                 // A typo of a registered name: say which one.
                 f.error.push_str(&suggest::peer_hint(&paths, &target));
             }
-            if json_out {
-                print(&format!("{}\n", json_line(&Reply::from(f.clone()))))?;
-            }
-            Err(CliError::Failed(f.error))
+            Err(CliError::Refused(f))
         }
     }
 }
@@ -196,7 +206,7 @@ pub fn run(inv: &Invocation) -> CliResult {
 /// What is wrong with a send's target or message, in the CLI's words: the daemon refuses the
 /// same sends with texts that name the MCP tool's fields (spec 03), which the CLI replaces
 /// with these. `None` when fine.
-pub fn local_problem(target: &str, message: &str) -> Option<String> {
+pub fn local_problem(target: &str, message: &str, runtime: Option<&str>) -> Option<String> {
     if target.is_empty() {
         return Some("the peer name is empty — name one of the peers iapeer list shows".into());
     }
@@ -211,6 +221,11 @@ pub fn local_problem(target: &str, message: &str) -> Option<String> {
             "\"{target}\" is not a peer name: {PERSONALITY_RULE}{example}"
         ));
     }
+    if let Some(rt) = runtime.filter(|rt| !is_valid_runtime(rt)) {
+        return Some(format!(
+            "--runtime \"{rt}\" is not a runtime name: {RUNTIME_RULE}"
+        ));
+    }
     if message.is_empty() {
         return Some(
             "the message is empty — give its text with --message \"...\" (or --message-file <path>)"
@@ -218,6 +233,29 @@ pub fn local_problem(target: &str, message: &str) -> Option<String> {
         );
     }
     None
+}
+
+/// The sender's name in the daemon's refusal of an unknown caller (`unknown caller "<name>"
+/// — not registered`), if `f` is one.
+fn unknown_caller(f: &crate::protocol::Failure) -> Option<&str> {
+    if f.code != Code::NotRegistered {
+        return None;
+    }
+    let rest = f.error.strip_prefix("unknown caller \"")?;
+    rest.split('"').next().filter(|n| !n.is_empty())
+}
+
+/// Why `target`'s runtime (`runtime`, else its default) cannot start because its program is
+/// missing; `None` when it can, or when the target is unknown.
+fn missing_program_of(
+    paths: &crate::paths::Paths,
+    target: &str,
+    runtime: Option<&str>,
+) -> Option<String> {
+    let registry = Registry::load(paths).ok()?;
+    let peer = registry.find(target)?;
+    let rt = runtime.unwrap_or(&peer.default_runtime);
+    crate::runtime::router::missing_program(paths, rt, &peer.cwd)
 }
 
 /// `--timeout <seconds>` in milliseconds: a finite number above 0 (fractions allowed, at

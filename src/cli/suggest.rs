@@ -74,12 +74,39 @@ pub fn refused_peer(error: &str) -> Option<&str> {
     rest.split('"').next().filter(|n| !n.is_empty())
 }
 
+/// The daemon's refusal of a stopped endpoint (`"<peer>" (<rt>) is stopped and not accepting
+/// messages; start it to resume`) with the command that starts it appended; other texts as
+/// they are.
+pub fn with_start_command(error: &str) -> String {
+    let stopped = error.ends_with("is stopped and not accepting messages; start it to resume");
+    let peer = error
+        .strip_prefix('"')
+        .and_then(|rest| rest.split('"').next())
+        .filter(|p| !p.is_empty());
+    match (stopped, peer) {
+        (true, Some(peer)) => format!("{error}: iapeer start {peer}"),
+        _ => error.to_string(),
+    }
+}
+
 /// [`hint`] over the registered peers of `paths` (nothing when the registry cannot be read).
 pub fn peer_hint(paths: &crate::paths::Paths, name: &str) -> String {
     match crate::registry::Registry::load(paths) {
         Ok(reg) => hint(name, reg.peers.iter().map(|p| p.personality.as_str())),
         Err(_) => String::new(),
     }
+}
+
+/// The CLI's refusal of a peer name the registry does not hold (code `not-registered`, as the
+/// daemon's), with the registered name meant when there is one.
+pub fn not_registered(paths: &crate::paths::Paths, name: &str) -> super::CliError {
+    super::CliError::Refused(crate::protocol::Failure::new(
+        crate::protocol::Code::NotRegistered,
+        format!(
+            "peer \"{name}\" is not in the iapeer peers index{}",
+            peer_hint(paths, name)
+        ),
+    ))
 }
 
 #[cfg(test)]
@@ -120,6 +147,20 @@ mod tests {
         );
         assert_eq!(refused_peer("unknown caller \"zed\""), None);
         assert_eq!(refused_peer("peer \"\" is not"), None);
+    }
+
+    #[test]
+    fn a_stopped_refusal_names_the_start_command() {
+        assert_eq!(
+            with_start_command(
+                "\"bob\" (echo) is stopped and not accepting messages; start it to resume"
+            ),
+            "\"bob\" (echo) is stopped and not accepting messages; start it to resume: iapeer start bob"
+        );
+        assert_eq!(
+            with_start_command("peer \"bob\" is not live"),
+            "peer \"bob\" is not live"
+        );
     }
 
     #[test]

@@ -45,8 +45,12 @@ impl LiveState {
 pub struct RuntimeRow {
     /// The runtime.
     pub runtime: String,
-    /// `live`, `asleep`, `stopped` or `parked`.
+    /// `live`, `asleep`, `stopped`, `parked` or `missing` (a router runtime whose program is
+    /// not there: it cannot start).
     pub status: String,
+    /// Why it cannot start, with what to do (only present for `missing`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
     /// A terminal is attached (only present when true).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub attached: bool,
@@ -117,6 +121,7 @@ pub fn build_rows(
                     RuntimeRow {
                         runtime: rt.clone(),
                         status: status.to_string(),
+                        problem: None,
                         attached,
                         queue_depth: ephemeral.then(|| queue_depth(&id)),
                     }
@@ -136,11 +141,31 @@ pub fn build_rows(
         .collect()
 }
 
+/// Mark `missing` (with the reason) every runtime of `rows` that is not running and not
+/// stopped, for which `missing(runtime, cwd)` says why its program cannot start: such a peer
+/// is not asleep, it cannot wake.
+pub fn mark_missing(
+    rows: &mut [PeerRow],
+    missing: impl Fn(&str, &std::path::Path) -> Option<String>,
+) {
+    for row in rows {
+        for rt in &mut row.runtimes {
+            if matches!(rt.status.as_str(), "asleep" | "parked") {
+                if let Some(why) = missing(&rt.runtime, &row.cwd) {
+                    rt.status = "missing".into();
+                    rt.problem = Some(why);
+                }
+            }
+        }
+    }
+}
+
 fn glyph(status: &str) -> &'static str {
     match status {
         "live" => "●",
         "stopped" => "✕",
         "parked" => "◌",
+        "missing" => "!",
         _ => "○",
     }
 }
@@ -244,7 +269,7 @@ pub fn list(inv: &Invocation) -> CliResult {
     let live = live_state(&paths);
     let up = live.is_some();
     let live = live.unwrap_or_default();
-    let rows = build_rows(
+    let mut rows = build_rows(
         &registry,
         &live,
         |id| Markers::parse(&paths, id).is_ok_and(|m| m.is_set(Flag::Stopped)),
@@ -256,6 +281,9 @@ pub fn list(inv: &Invocation) -> CliResult {
         },
         |id| Markers::parse(&paths, id).map_or(0, |m| m.task_queue().depth()),
     );
+    mark_missing(&mut rows, |rt, cwd| {
+        crate::runtime::router::missing_program(&paths, rt, cwd)
+    });
     if inv.flag(flags::JSON) {
         return print(&format!("{}\n", json_line(&rows)));
     }
@@ -273,8 +301,18 @@ pub fn list(inv: &Invocation) -> CliResult {
             "{header}no peers yet — create one with: iapeer create <name> --runtime <rt>\n"
         ));
     }
+    let mut problems = String::new();
+    for row in &rows {
+        for rt in row.runtimes.iter().filter(|r| r.problem.is_some()) {
+            let why = rt.problem.as_deref().unwrap_or_default();
+            problems.push_str(&format!(
+                "! {}: cannot start on {}: {why}\n",
+                row.personality, rt.runtime
+            ));
+        }
+    }
     print(&format!(
-        "{header}{}",
+        "{header}{}{problems}",
         render_table(&rows, crate::clock::now_ms(), width)
     ))
 }
@@ -283,6 +321,41 @@ pub fn list(inv: &Invocation) -> CliResult {
 mod tests {
     use super::*;
     use crate::registry::RegistryPeer;
+
+    #[test]
+    fn a_runtime_that_cannot_start_is_missing_not_asleep() {
+        let live = LiveState {
+            sessions: HashMap::new(),
+            parked: vec!["claude-alice".into()],
+        };
+        let mut rows = build_rows(&reg(), &live, |id| id == "echo-alice", |_| None, |_| 0);
+        let all = rows.clone();
+        mark_missing(&mut rows, |_, _| Some("gone".into()));
+        for (row, before) in rows.iter().zip(&all) {
+            for (rt, was) in row.runtimes.iter().zip(&before.runtimes) {
+                match was.status.as_str() {
+                    "asleep" | "parked" => {
+                        assert_eq!(
+                            (rt.status.as_str(), rt.problem.as_deref()),
+                            ("missing", Some("gone"))
+                        )
+                    }
+                    _ => assert_eq!(rt, was, "live and stopped are kept"),
+                }
+            }
+        }
+        assert!(rows
+            .iter()
+            .flat_map(|r| &r.runtimes)
+            .any(|r| r.status == "missing"));
+        assert!(rows
+            .iter()
+            .flat_map(|r| &r.runtimes)
+            .any(|r| r.status == "stopped"));
+        let mut rows = all.clone();
+        mark_missing(&mut rows, |_, _| None);
+        assert_eq!(rows, all);
+    }
 
     fn reg() -> Registry {
         Registry {
@@ -354,6 +427,7 @@ mod tests {
         let rt = |runtime: &str, status: &str, attached| RuntimeRow {
             runtime: runtime.into(),
             status: status.into(),
+            problem: None,
             attached,
             queue_depth: None,
         };

@@ -247,8 +247,9 @@ pub fn resolve_target<'r>(
         return Err(refuse(
             Code::InvalidArgument,
             format!(
-                "telegram policy: sender \"{}\" has no telegram face (connect one with iapeer connect telegram {}); message NOT delivered",
-                caller.personality, caller.personality
+                "telegram policy: sender \"{}\" has no telegram face (give it one: \"interfaces\": {{\"telegram\": {{\"bot_username\": \"<bot>\"}}}} in {}, then iapeer verify --fix); message NOT delivered",
+                caller.personality,
+                crate::paths::peer::profile(&caller_peer.cwd).display()
             ),
         ));
     }

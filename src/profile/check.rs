@@ -55,8 +55,8 @@ fn problems(folder_name: Result<String, ProfileError>, raw: &Profile) -> Vec<Str
     }
     for rt in raw.runtimes.iter().filter(|r| !names::is_valid_runtime(r)) {
         out.push(format!(
-            "runtime \"{rt}\" is not a valid runtime name (must match {})",
-            names::RUNTIME_PATTERN
+            "runtime \"{rt}\" is not a valid runtime name ({})",
+            names::RUNTIME_RULE
         ));
     }
     if raw.default_runtime.is_empty() {

@@ -82,9 +82,9 @@ impl fmt::Display for ProfileError {
             ProfileError::FolderName { cwd, normalized } => write!(
                 f,
                 "folder {} does not give a valid peer name (it normalizes to \"{normalized}\"; \
-                 names must match {}) — rename the folder",
+                 {}) — rename the folder",
                 cwd.display(),
-                names::PERSONALITY_PATTERN
+                names::PERSONALITY_RULE
             ),
             ProfileError::NoRuntime { path } => write!(
                 f,

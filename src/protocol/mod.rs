@@ -38,6 +38,10 @@ pub enum Code {
     ShuttingDown,
     /// Messages between the two peers are paused: their exchange ran away (a storm).
     Paused,
+    /// The CLI could not do what was asked on its own side (a refused name, a runtime that
+    /// is not installed, a file it cannot read); only in the CLI's `--json` output, never
+    /// from the daemon.
+    Failed,
     /// Anything else.
     Internal,
 }

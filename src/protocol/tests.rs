@@ -89,7 +89,7 @@ fn every_code_in_the_protocol_doc_table_is_a_code() {
             serde_json::from_value(json!(code)).unwrap_or_else(|e| panic!("{code}: {e}"))
         })
         .collect();
-    assert_eq!(codes.len(), 12, "{codes:?}");
+    assert_eq!(codes.len(), 13, "{codes:?}");
     assert_eq!(value(&Code::NotRegistered), json!("not-registered"));
 }
 

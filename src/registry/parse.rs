@@ -98,9 +98,9 @@ pub(super) fn validate(registry: &Registry) -> Result<(), String> {
     for p in &registry.peers {
         if !names::is_valid_personality(&p.personality) {
             return Err(format!(
-                "invalid personality \"{}\" (must match {})",
+                "invalid personality \"{}\" ({})",
                 p.personality,
-                names::PERSONALITY_PATTERN
+                names::PERSONALITY_RULE
             ));
         }
         if !seen.insert(p.personality.as_str()) {

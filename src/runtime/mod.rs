@@ -72,13 +72,13 @@ pub fn adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, Run
             .map(|c| Arc::new(c) as Arc<dyn Adapter>)
             .ok_or(RuntimeError::AgentMissing(
                 "claude",
-                "install Claude Code or pass --runtime",
+                "install Claude Code (the claude command on PATH, or IAPEER_CLAUDE_BIN set to it) or choose another runtime",
             )),
         "codex" => codex::Codex::find()
             .map(|c| Arc::new(c) as Arc<dyn Adapter>)
             .ok_or(RuntimeError::AgentMissing(
                 "codex",
-                "install the Codex CLI or pass --runtime",
+                "install the Codex CLI (the codex command on PATH, or IAPEER_CODEX_BIN set to it) or choose another runtime",
             )),
         _ => {
             let manifest = manifest::Manifest::load(paths, runtime)?

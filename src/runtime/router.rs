@@ -1,8 +1,9 @@
 //! Router runtimes (spec 04 §2 "Router runtimes"): installed packages such as telegram and
 //! notifier, run on pipes and kept always on. They read wire-form envelopes on stdin.
 
-use std::ffi::OsString;
-use std::path::Path;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
 use super::manifest::Manifest;
 use super::{Adapter, Confirm, LaunchCommand, LaunchCtx, RuntimeKind, WrittenIsConfirmed};
@@ -24,6 +25,68 @@ pub fn bin_override_var(runtime: &str) -> String {
     format!("{}_RUNTIME_BIN", runtime.to_ascii_uppercase())
 }
 
+/// The program a router runtime runs and its arguments (before the launch env's start args):
+/// the manifest's `run`, else `$<RT>_RUNTIME_BIN` (from this process's environment) or
+/// `<rt>-runtime`, with the argument `run`.
+fn program_and_args(manifest: &Manifest) -> (OsString, Vec<OsString>) {
+    let rt = &manifest.runtime;
+    match &manifest.run {
+        Some(run) => (
+            run.command.clone().into(),
+            run.args.iter().map(OsString::from).collect(),
+        ),
+        None => {
+            let bin = std::env::var_os(bin_override_var(rt))
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| format!("{rt}-runtime").into());
+            (bin, vec!["run".into()])
+        }
+    }
+}
+
+/// Where `program` is found when started in `cwd` with `path_var` as PATH: a name with a
+/// slash is that file (relative to `cwd`), a bare name the first executable of that name in
+/// `path_var`. `None` when there is no such executable file. Pure but for reading the disk.
+pub fn find_program(program: &OsStr, cwd: &Path, path_var: Option<&OsStr>) -> Option<PathBuf> {
+    let p = Path::new(program);
+    if program.as_bytes().contains(&b'/') {
+        let full = cwd.join(p);
+        return super::claude::is_executable(&full).then_some(full);
+    }
+    std::env::split_paths(path_var?)
+        .map(|d| d.join(p))
+        .find(|c| super::claude::is_executable(c))
+}
+
+/// Why the router runtime `runtime` cannot start for a peer in `cwd` because its program is
+/// not there (looked up with this process's PATH, as the daemon of the same user does), with
+/// what to do; `None` when the program is found, or when `runtime` is not an installed router
+/// runtime (agent runtimes and bad manifests are reported elsewhere).
+pub fn missing_program(paths: &crate::paths::Paths, runtime: &str, cwd: &Path) -> Option<String> {
+    let manifest = Manifest::load(paths, runtime).ok()??;
+    let (program, _) = program_and_args(&manifest);
+    let path_var = std::env::var_os("PATH");
+    if find_program(&program, cwd, path_var.as_deref()).is_some() {
+        return None;
+    }
+    let how = if manifest.run.is_some() {
+        format!(
+            "install it, or fix \"run\" in {}",
+            paths.runtime_manifest(runtime).display()
+        )
+    } else {
+        format!(
+            "install it on PATH, set {} to it, or give {} a \"run\" command",
+            bin_override_var(runtime),
+            paths.runtime_manifest(runtime).display()
+        )
+    };
+    Some(format!(
+        "the program of runtime {runtime}, {}, is not found — {how}",
+        program.to_string_lossy()
+    ))
+}
+
 impl Adapter for RouterRuntime {
     fn name(&self) -> &str {
         &self.manifest.runtime
@@ -34,19 +97,7 @@ impl Adapter for RouterRuntime {
     }
 
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String> {
-        let rt = &self.manifest.runtime;
-        let (program, mut args): (OsString, Vec<OsString>) = match &self.manifest.run {
-            Some(run) => (
-                run.command.clone().into(),
-                run.args.iter().map(OsString::from).collect(),
-            ),
-            None => {
-                let bin = std::env::var_os(bin_override_var(rt))
-                    .filter(|v| !v.is_empty())
-                    .unwrap_or_else(|| format!("{rt}-runtime").into());
-                (bin, vec!["run".into()])
-            }
-        };
+        let (program, mut args) = program_and_args(&self.manifest);
         args.extend(ctx.launch_env.start_args.iter().map(OsString::from));
         Ok(LaunchCommand {
             program,
@@ -114,5 +165,71 @@ mod tests {
         assert_eq!(cmd.program, OsString::from("zzqbot-runtime"));
         assert_eq!(cmd.args, vec![OsString::from("run")]);
         assert_eq!(bin_override_var("notifier"), "NOTIFIER_RUNTIME_BIN");
+    }
+
+    #[test]
+    fn a_program_is_found_by_path_with_a_slash_else_on_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let exe = bin.join("bot");
+        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&exe, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let plain = bin.join("notes");
+        std::fs::write(&plain, "not executable").unwrap();
+        let path = std::env::join_paths(["/nonexistent", bin.to_str().unwrap()]).unwrap();
+        let find = |p: &str, cwd: &Path| find_program(OsStr::new(p), cwd, Some(&path));
+        assert_eq!(find("bot", Path::new("/")), Some(exe.clone()));
+        assert_eq!(find("notes", Path::new("/")), None, "not executable");
+        assert_eq!(find("nope", Path::new("/")), None);
+        assert_eq!(
+            find(exe.to_str().unwrap(), Path::new("/")),
+            Some(exe.clone())
+        );
+        assert_eq!(
+            find("bin/bot", dir.path()),
+            Some(exe.clone()),
+            "relative to cwd"
+        );
+        assert_eq!(find("./bot", dir.path()), None);
+        assert_eq!(find_program(OsStr::new("bot"), Path::new("/"), None), None);
+    }
+
+    #[test]
+    fn a_missing_program_is_named_with_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        let write = |rt: &str, json: &str| {
+            let p = paths.runtime_manifest(rt);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, json).unwrap();
+        };
+        write(
+            "pager",
+            r#"{"runtime":"pager","run":{"command":"/nonexistent/pager"}}"#,
+        );
+        write(
+            "shell",
+            r#"{"runtime":"shell","run":{"command":"/bin/sh"}}"#,
+        );
+        let cwd = dir.path();
+        let why = missing_program(&paths, "pager", cwd).unwrap();
+        assert!(
+            why.starts_with("the program of runtime pager, /nonexistent/pager, is not found")
+                && why.contains("fix \"run\" in"),
+            "{why}"
+        );
+        assert_eq!(missing_program(&paths, "shell", cwd), None);
+        assert_eq!(
+            missing_program(&paths, "echo", cwd),
+            None,
+            "not a router runtime"
+        );
+        assert_eq!(
+            missing_program(&paths, "absent", cwd),
+            None,
+            "not installed"
+        );
     }
 }

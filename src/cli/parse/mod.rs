@@ -72,15 +72,19 @@ pub enum Generate {
     Man,
     /// `completions-bash|zsh|fish`: a completion script.
     Completions(Shell),
+    /// `peer-names`: the registered peers' names, one a line (what the completion scripts
+    /// offer for a peer; nothing when the registry cannot be read).
+    PeerNames,
 }
 
 impl Generate {
     /// Every accepted value of `--generate`, with its meaning.
-    pub const ALL: [(&'static str, Generate); 4] = [
+    pub const ALL: [(&'static str, Generate); 5] = [
         ("man", Generate::Man),
         ("completions-bash", Generate::Completions(Shell::Bash)),
         ("completions-zsh", Generate::Completions(Shell::Zsh)),
         ("completions-fish", Generate::Completions(Shell::Fish)),
+        ("peer-names", Generate::PeerNames),
     ];
 
     /// The value named `s`, or `None`.

@@ -132,16 +132,16 @@ fn usage_errors_are_one_targeted_line() {
         ),
         (
             &["stop"],
-            "iapeer: missing <peer> (or --all) — usage: iapeer stop (<peer> [runtime] | --all)".into(),
+            "iapeer: missing <peer> (or --all) — usage: iapeer stop (<peer> [runtime] | --all) [--json]".into(),
         ),
         (
             &["stop", "bob", "--all"],
-            "iapeer: unexpected argument \"bob\" with --all — usage: iapeer stop (<peer> [runtime] | --all)"
+            "iapeer: unexpected argument \"bob\" with --all — usage: iapeer stop (<peer> [runtime] | --all) [--json]"
                 .into(),
         ),
         (
             &["stop", "bob", "claude", "x"],
-            "iapeer: unexpected argument \"x\" — usage: iapeer stop (<peer> [runtime] | --all)".into(),
+            "iapeer: unexpected argument \"x\" — usage: iapeer stop (<peer> [runtime] | --all) [--json]".into(),
         ),
         (
             &["help", "send", "list"],
@@ -157,7 +157,7 @@ fn usage_errors_are_one_targeted_line() {
         ),
         (
             &["live-runtime"],
-            "iapeer: missing <peer> — usage: iapeer live-runtime <peer>".into(),
+            "iapeer: missing <peer> — usage: iapeer live-runtime <peer> [--json]".into(),
         ),
     ];
     for (words, want) in cases {

@@ -19,8 +19,8 @@ pub enum Complete {
     Text,
     /// A file or folder name: the shell's file completion.
     Path,
-    /// The name of a registered peer. Not offered yet (the list lives in the registry, which a
-    /// static script cannot read).
+    /// The name of a registered peer: the bash script asks `iapeer --generate peer-names`
+    /// for the registry's names at each tab (zsh and fish do not offer them yet).
     Peer,
     /// A runtime name. Not offered yet (installed router runtimes vary by host).
     Runtime,
@@ -314,7 +314,7 @@ pub const GENERATE_FLAG: FlagSpec = FlagSpec {
     value: Some("<what>"),
     complete: Complete::Text,
     repeatable: false,
-    help: "print the man page or a completion script (man, completions-bash, completions-zsh, completions-fish)",
+    help: "print the man page, a completion script or the peer names completions offer (man, completions-bash, completions-zsh, completions-fish, peer-names)",
 };
 
 /// Flags accepted before any verb and shown in the general help.

@@ -339,8 +339,9 @@ pub static VERBS: &[VerbSpec] = &[
         name: "list",
         signature: "list [--json]",
         summary: "show every peer with its runtimes and their state",
-        description: "Show one row per peer: its name, its runtimes with their state (live, asleep, stopped \
-            or parked) and the default one marked, whether a terminal is attached, queue depth, last \
+        description: "Show one row per peer: its name, its runtimes with their state (live, asleep, stopped, \
+            parked, or missing: a router runtime whose program is not there, with the reason on a line \
+            of its own) and the default one marked, whether a terminal is attached, queue depth, last \
             activity and description. Works when the daemon is down; then every agent shows asleep.",
         positionals: &[],
         flags: &[JSON],
@@ -369,13 +370,13 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Remove),
         name: "remove",
-        signature: "remove <peer> [--force]",
+        signature: "remove <peer> [--force] [--json]",
         summary: "unregister a peer, keeping its folder",
         description: "Drop the peer from the registry, end its sessions, and delete its attachment inbox \
             and lifecycle markers. The folder is kept. A live peer is refused without --force; removing \
             an unknown peer does nothing and succeeds.",
         positionals: &[args::PEER],
-        flags: &[FORCE],
+        flags: &[FORCE, JSON],
         rules: &[],
         hidden: false,
         group: Group::Peers,
@@ -384,14 +385,14 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Rename),
         name: "rename",
-        signature: "rename <old> <new> [--force]",
+        signature: "rename <old> <new> [--force] [--json]",
         summary: "rename a peer by renaming its folder",
         description: "A peer is named after its folder: move the folder to <new> beside it, move its \
             Claude Code history with it, and update the profile and the registry (and each runtime's \
             setup). A live peer is refused without --force, which ends its sessions first; a taken or \
             invalid name, or a folder <new> that exists, is refused. Undone when a step fails.",
         positionals: &[args::OLD, args::NEW],
-        flags: &[FORCE],
+        flags: &[FORCE, JSON],
         rules: &[],
         hidden: false,
         group: Group::Peers,
@@ -400,12 +401,12 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::LiveRuntime),
         name: "live-runtime",
-        signature: "live-runtime <peer>",
+        signature: "live-runtime <peer> [--json]",
         summary: "print the runtime a peer is live on",
         description: "Print the runtime the peer is live on (the most recently active one when several \
             are). Exits 1 with nothing on stdout when none is live.",
         positionals: &[args::PEER],
-        flags: &[],
+        flags: &[JSON],
         rules: &[],
         hidden: false,
         group: Group::Peers,
@@ -414,13 +415,13 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Stop),
         name: "stop",
-        signature: "stop (<peer> [runtime] | --all)",
+        signature: "stop (<peer> [runtime] | --all) [--json]",
         summary: "end a peer's sessions and refuse messages until started",
         description: "Mark the peer stopped on a runtime (or every peer with --all) and end its session. A \
             stopped peer is never woken and messages to it are refused; an always-on peer is not \
             restarted. Without a runtime: every runtime the peer declares. Idempotent.",
         positionals: PEER_AND_RUNTIME,
-        flags: &[ALL],
+        flags: &[ALL, JSON],
         rules: &[Rule::ReplacesPositionals(ALL)],
         hidden: false,
         group: Group::Lifecycle,
@@ -429,12 +430,12 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Start),
         name: "start",
-        signature: "start (<peer> [runtime] | --all)",
+        signature: "start (<peer> [runtime] | --all) [--json]",
         summary: "clear the stop mark of a peer",
         description: "Clear the stop mark of the peer on a runtime (or of every peer with --all). Agents \
             are not started: they wake on their next message. Always-on peers start at once.",
         positionals: PEER_AND_RUNTIME,
-        flags: &[ALL],
+        flags: &[ALL, JSON],
         rules: &[Rule::ReplacesPositionals(ALL)],
         hidden: false,
         group: Group::Lifecycle,
@@ -459,13 +460,13 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::New),
         name: "new",
-        signature: "new <peer> [runtime]",
+        signature: "new <peer> [runtime] [--json]",
         summary: "restart a peer with a fresh session now",
         description: "End the peer's session if any, forget its crash history and bring up a fresh \
             session with no message; returns once the new session is ready. Always-on peers are \
             restarted and un-parked.",
         positionals: PEER_AND_RUNTIME,
-        flags: &[],
+        flags: &[JSON],
         rules: &[],
         hidden: false,
         group: Group::Lifecycle,
@@ -474,13 +475,13 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Refresh),
         name: "refresh",
-        signature: "refresh (<peer> [runtime] | --all)",
+        signature: "refresh (<peer> [runtime] | --all) [--json]",
         summary: "make the next wake start a fresh conversation",
         description: "Mark the peer so that its next natural wake starts a fresh conversation (re-reading \
             its doctrine) instead of resuming. Nothing is ended or woken now. Router runtimes are \
             skipped.",
         positionals: PEER_AND_RUNTIME,
-        flags: &[ALL],
+        flags: &[ALL, JSON],
         rules: &[Rule::ReplacesPositionals(ALL)],
         hidden: false,
         group: Group::Lifecycle,
@@ -489,12 +490,12 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Interrupt),
         name: "interrupt",
-        signature: "interrupt <peer> [runtime]",
+        signature: "interrupt <peer> [runtime] [--json]",
         summary: "interrupt the turn a live agent is running",
         description: "Send the runtime's interrupt key (Escape) to the peer's live session. Refused for \
             router runtimes and for peers that are not live.",
         positionals: PEER_AND_RUNTIME,
-        flags: &[],
+        flags: &[JSON],
         rules: &[],
         hidden: false,
         group: Group::Lifecycle,
@@ -518,12 +519,12 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::SelfFresh),
         name: "self-fresh",
-        signature: "self-fresh",
+        signature: "self-fresh [--json]",
         summary: "from inside a session: restart yourself fresh",
         description: "For an agent's own use (needs PEER_IDENTITY): end this session; a fresh one is \
             brought up right after.",
         positionals: &[],
-        flags: &[],
+        flags: &[JSON],
         rules: &[],
         hidden: false,
         group: Group::Lifecycle,
@@ -532,13 +533,13 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::SelfDone),
         name: "self-done",
-        signature: "self-done",
+        signature: "self-done [--json]",
         summary: "from inside an ephemeral worker: finish without replying",
         description: "For an ephemeral worker's own use (needs PEER_IDENTITY): arm the quiet wind-down \
             without sending anything. For a peer that is not ephemeral the mark is inert, and a \
             note says so.",
         positionals: &[],
-        flags: &[],
+        flags: &[JSON],
         rules: &[],
         hidden: false,
         group: Group::Lifecycle,
@@ -547,13 +548,13 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::AddRuntime),
         name: "add-runtime",
-        signature: "add-runtime <rt> (--peer <p> | --all)",
+        signature: "add-runtime <rt> (--peer <p> | --all) [--json]",
         summary: "declare another agent runtime for a peer",
         description: "Declare another agent runtime for the peer (or every peer) and do that runtime's \
             setup (MCP configuration, folder trust). The default runtime never changes. \
             Idempotent.",
         positionals: &[RT],
-        flags: &[flags::PEER, ALL],
+        flags: &[flags::PEER, ALL, JSON],
         rules: &[Rule::ExactlyOne(&[flags::PEER, ALL])],
         hidden: false,
         group: Group::Peers,
@@ -562,12 +563,12 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::DefaultRuntime),
         name: "default-runtime",
-        signature: "default-runtime <rt> (--peer <p> | --all)",
+        signature: "default-runtime <rt> (--peer <p> | --all) [--json]",
         summary: "switch a peer's primary runtime",
         description: "Make a declared runtime the peer's default (or every peer's): where messages route \
             by default and what comes up first. Refused for a peer that does not declare it.",
         positionals: &[RT],
-        flags: &[flags::PEER, ALL],
+        flags: &[flags::PEER, ALL, JSON],
         rules: &[Rule::ExactlyOne(&[flags::PEER, ALL])],
         hidden: false,
         group: Group::Peers,
@@ -596,13 +597,13 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Shutdown),
         name: "shutdown",
-        signature: "shutdown",
+        signature: "shutdown [--json]",
         summary: "stop the running daemon and wait until it is gone",
         description: "Stop the daemon that answers on the control socket (however it was started) and \
             return once it is gone: every session ends, and live agents resume on their next message. \
             With no daemon running it says so and succeeds.",
         positionals: &[],
-        flags: &[],
+        flags: &[JSON],
         rules: &[],
         hidden: false,
         group: Group::Host,
@@ -626,7 +627,7 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Install),
         name: "install",
-        signature: "install",
+        signature: "install [--json]",
         summary: "set up the root, the reference docs and the service file, starting nothing",
         description: "Create the root's folders, the host doctrine <root>/IAPEER.md when it is absent (never \
             overwritten), the reference docs in <root>/docs/iapeer/, and the service definition: a systemd \
@@ -638,7 +639,7 @@ pub static VERBS: &[VerbSpec] = &[
             Without a service manager it says so; iapeer onboard then runs the daemon with daemon \
             --detach. Running it again changes nothing.",
         positionals: &[],
-        flags: &[],
+        flags: &[JSON],
         rules: &[],
         hidden: false,
         group: Group::Host,

@@ -77,7 +77,8 @@ impl Router {
     }
 
     pub(crate) fn op_live_runtime(&self, personality: &str) -> Result<Reply, Refusal> {
-        self.live
+        let live = self
+            .live
             .sessions
             .values()
             .filter(|s| s.identity.personality == personality && s.is_ready())
@@ -95,7 +96,17 @@ impl Router {
                     runtime: s.identity.runtime.clone(),
                 }
                 .into()
-            })
-            .ok_or_else(|| refusal(Code::NotLive, format!("peer \"{personality}\" is not live")))
+            });
+        match live {
+            Some(reply) => Ok(reply),
+            // An unknown name is said as such (a typo is not "not live").
+            None => {
+                Self::peer(&self.registry()?, personality)?;
+                Err(refusal(
+                    Code::NotLive,
+                    format!("peer \"{personality}\" is not live"),
+                ))
+            }
+        }
     }
 }

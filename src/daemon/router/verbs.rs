@@ -188,7 +188,7 @@ impl Router {
             .map(|a| a.kind())
             .unwrap_or(RuntimeKind::Router);
         if kind != RuntimeKind::Agent {
-            return Err(refusal(Code::InvalidArgument, format!("self-fresh is for agent sessions; {} is a router runtime (iapeer new restarts it)", ident.runtime)));
+            return Err(refusal(Code::InvalidArgument, format!("self-fresh is for agent sessions; {} is a router runtime (restart it with: iapeer new {} {})", ident.runtime, ident.personality, ident.runtime)));
         }
         logged(self.markers(&ident).set(Flag::NewEager));
         if self.live.end(&ident, Cause::Replaced).is_none() {

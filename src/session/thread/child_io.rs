@@ -148,8 +148,14 @@ impl Session {
             return;
         }
         if let Some(d) = self.delivery.as_mut() {
+            let was_writing = d.is_writing();
             let step = d.on_written(Instant::now());
+            // A pty delivery now waits for the agent to show it took the message.
+            let confirming = was_writing && !d.is_writing() && matches!(step, Step::Wait);
             self.apply(step);
+            if confirming {
+                self.emit(EventKind::Phase("confirming".into()));
+            }
         }
         if let Some(c) = self.compact.as_mut() {
             c.on_written(Instant::now());

@@ -61,7 +61,7 @@ impl Session {
             None => {
                 self.mcp_wait_since = Some(now);
                 self.emit(EventKind::Phase(
-                    "waiting for the agent's MCP connection".into(),
+                    "waiting for the agent's tools (its iapeer MCP server)".into(),
                 ));
                 false
             }
