@@ -8,8 +8,10 @@ pub mod client;
 pub mod completions;
 pub mod demo;
 pub mod help;
+pub mod inbox;
 pub mod install;
 pub mod lifecycle;
+pub mod logs;
 pub mod man;
 pub mod parse;
 pub mod peers;
@@ -150,7 +152,7 @@ fn run(cmd: Command) -> (String, CliResult) {
         }
         Command::Run(verb, inv) => {
             let name = inv.verb.name.to_string();
-            if !matches!(verb, Verb::Daemon | Verb::EchoAgent) {
+            if !matches!(verb, Verb::Daemon | Verb::EchoAgent | Verb::HumanInbox) {
                 init_cli_logging();
             }
             (name, run_verb(verb, &inv))
@@ -191,6 +193,12 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
         Verb::Shutdown => background::shutdown(),
         Verb::Demo => demo::run(inv),
         Verb::EchoAgent => match crate::echo_agent::run(&inv.positionals) {
+            0 => Ok(()),
+            code => Err(CliError::Exit(code)),
+        },
+        Verb::Inbox => inbox::run(inv),
+        Verb::Logs => logs::run(inv),
+        Verb::HumanInbox => match crate::inbox::writer::run() {
             0 => Ok(()),
             code => Err(CliError::Exit(code)),
         },

@@ -190,12 +190,18 @@ pub enum Verb {
     Demo,
     /// `echo-agent`.
     EchoAgent,
+    /// `inbox`.
+    Inbox,
+    /// `logs`.
+    Logs,
+    /// `human-inbox`.
+    HumanInbox,
 }
 
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 25] = [
+    pub const ALL: [Verb; 28] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
@@ -221,6 +227,9 @@ impl Verb {
         Verb::Install,
         Verb::Demo,
         Verb::EchoAgent,
+        Verb::Inbox,
+        Verb::Logs,
+        Verb::HumanInbox,
     ];
 }
 
