@@ -26,6 +26,7 @@ mod failure;
 mod fairness;
 mod guide;
 mod http;
+mod inbox;
 mod install;
 mod lifecycle;
 mod lifecycle_verbs;
