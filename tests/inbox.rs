@@ -9,6 +9,17 @@ use std::io::BufRead;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+/// A `--follow` child, killed when the test ends however it ends (a failed assertion must
+/// not leave it running).
+struct Follower(std::process::Child);
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// alice on the echo stand-in, `you` on the human runtime, the daemon up.
 fn human_and_agent() -> TestEnv {
     let mut env = TestEnv::new();
@@ -227,11 +238,13 @@ fn a_delivered_message_survives_the_daemon_being_killed() {
 #[test]
 fn inbox_follow_picks_up_a_new_message() {
     let env = human_and_agent();
-    let mut child = env
-        .cmd(&["inbox", "--follow", "--json"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut follower = Follower(
+        env.cmd(&["inbox", "--follow", "--json"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let child = &mut follower.0;
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -337,4 +350,81 @@ fn a_message_that_cannot_be_stored_is_not_delivered() {
     let records = inbox_json(&env, &[]);
     assert_eq!(records[0]["body"], "again", "{records:?}");
     assert!(!common::read(&env.paths().inbox("you")).contains("lost?"));
+}
+
+/// `iapeer send` typed on the human's own terminal (stdin a tty, outside any peer's folder)
+/// signs as the host's only human peer: a reply needs no `--from`.
+#[test]
+fn send_on_the_humans_terminal_signs_as_the_human() {
+    let env = human_and_agent();
+    let out = crate::send_rules::on_terminal(env.cmd(&[
+        "send",
+        "alice",
+        "--topic",
+        "plans",
+        "--message",
+        "typed by hand",
+    ]));
+    assert!(out.status.success(), "{}", common::describe(&out));
+    let sent = env.events("delivery", "delivery");
+    let d = sent.iter().find(|d| d["to"] == "alice").unwrap();
+    assert_eq!(d["caller"], "human-you");
+    // alice's echo comes back to the inbox.
+    env.wait_until("the echo is stored", Duration::from_secs(15), |e| {
+        delivered_to_you(e, 1)
+    });
+    assert_eq!(inbox_json(&env, &[])[0]["body"], "echo: typed by hand");
+}
+
+/// `logs --follow` prints entries appended while it waits, and ends cleanly on SIGTERM.
+#[test]
+fn logs_follow_prints_new_entries() {
+    let env = human_and_agent();
+    let mut follower = Follower(
+        env.cmd(&["logs", "you", "--follow", "--json"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let child = &mut follower.0;
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    // What was there already: the human's writer started.
+    let first: serde_json::Value =
+        serde_json::from_str(&rx.recv_timeout(Duration::from_secs(10)).unwrap()).unwrap();
+    assert_eq!(first["identity"], "human-you", "{first}");
+    env.ok(&["send", "you", "--from", "echo-alice", "--message", "ping"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let delivery = loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("--follow printed the delivery");
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if v["ev"] == "delivery" {
+            break v;
+        }
+    };
+    assert_eq!(delivery["to"], "you");
+    assert_eq!(delivery["ok"], "true");
+    common::signal(child.id(), nix::sys::signal::Signal::SIGTERM);
+    let start = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            assert!(s.success(), "{s:?}");
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "--follow did not end"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
