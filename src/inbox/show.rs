@@ -90,7 +90,15 @@ fn choices_hint(humans: &[&RegistryPeer]) -> String {
 ///     the body
 ///     attachment: /root/state/iapeer/attachments/you/<sha>/a.png
 /// ```
+///
+/// Control characters a sender put in the text are shown as visible stand-ins
+/// ([`crate::term::display_text`]), never sent to the terminal.
 pub fn render(r: &Record, unread: bool, tz: &TimeZone, today: jiff::civil::Date) -> String {
+    let out = render_raw(r, unread, tz, today);
+    crate::term::display_text(&out)
+}
+
+fn render_raw(r: &Record, unread: bool, tz: &TimeZone, today: jiff::civil::Date) -> String {
     let mark = if unread { '●' } else { '·' };
     let mut out = format!(
         "{mark} {}  {} ({})",
@@ -127,6 +135,10 @@ pub fn json(r: &Record, unread: bool) -> String {
 
 /// The reply hint under a listing: how `peer` answers the newest message `r`.
 pub fn reply_hint(peer: &str, r: &Record) -> String {
+    crate::term::display_text(&reply_hint_raw(peer, r))
+}
+
+fn reply_hint_raw(peer: &str, r: &Record) -> String {
     let topic = r
         .topic
         .as_deref()

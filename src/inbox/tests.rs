@@ -156,3 +156,23 @@ fn whose_inbox() {
         .unwrap_err()
         .contains("iapeer create <name> --runtime human"));
 }
+
+/// A sender cannot drive the reader's terminal: escape sequences and a bare CR in the text
+/// are shown as stand-ins.
+#[test]
+fn control_characters_never_reach_the_terminal() {
+    let tz = jiff::tz::TimeZone::UTC;
+    let today = jiff::civil::date(2026, 7, 13);
+    let mut r = record(1);
+    r.body = "ok\u{1b}]0;pwned\u{7}\rfake".into();
+    r.topic = Some("t\u{1b}[2J".into());
+    let shown = show::render(&r, true, &tz, today);
+    assert!(
+        !shown
+            .chars()
+            .any(|c| c == '\u{1b}' || c == '\r' || c == '\u{7}'),
+        "{shown:?}"
+    );
+    assert!(shown.contains("ok␛]0;pwned␇␍fake"), "{shown}");
+    assert!(!show::reply_hint("you", &r).contains('\u{1b}'));
+}

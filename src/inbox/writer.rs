@@ -159,3 +159,42 @@ fn find_in_path(name: &str) -> Option<PathBuf> {
             .find(|f| f.is_file())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_notify_knob() {
+        for off in ["0", "off", "OFF", " false ", "no"] {
+            assert!(!notify_enabled(off), "{off}");
+        }
+        for on in ["1", "on", "yes", ""] {
+            assert!(notify_enabled(on), "{on}");
+        }
+    }
+
+    #[test]
+    fn notification_title_and_text() {
+        let mut r = Record {
+            id: "0".into(),
+            received: "t".into(),
+            ts: None,
+            from: "alice".into(),
+            runtime: "echo".into(),
+            intelligence: None,
+            topic: Some("plans".into()),
+            body: format!("{}\nsecond line", "x".repeat(300)),
+            attachments: vec![],
+        };
+        let (title, text) = notification_text(&r);
+        assert_eq!(title, "iapeer: alice (plans)");
+        assert_eq!(text, "x".repeat(200));
+        r.topic = None;
+        assert_eq!(notification_text(&r).0, "iapeer: alice");
+        assert_eq!(
+            applescript_string("say \"hi\" \\"),
+            "\"say \\\"hi\\\" \\\\\""
+        );
+    }
+}

@@ -187,7 +187,14 @@ fn first_line(s: &str) -> &str {
 /// 15:03:05 bob (echo)  slept  idle
 /// 15:10:00 bob (echo)  died  exit status 1 (child-exit)
 /// ```
+///
+/// Control characters and line breaks in logged values are shown as visible stand-ins
+/// ([`crate::term::display_text`]): one entry is always one line.
 pub fn render(e: &Entry, tz: &TimeZone, today: civil::Date) -> String {
+    crate::term::display_text(&render_raw(e, tz, today)).replace('\n', "\u{2424}")
+}
+
+fn render_raw(e: &Entry, tz: &TimeZone, today: civil::Date) -> String {
     let t = crate::clock::local_clock(&e.ts, tz, today);
     let get = |k: &str| e.get(k).unwrap_or("");
     let ident = who(get("identity"));

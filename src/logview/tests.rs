@@ -112,3 +112,22 @@ fn other_days_show_the_date_and_unknown_events_their_fields() {
         "2026-07-12 10:00:00 storm  caller=echo-a to=b action=paused"
     );
 }
+
+#[test]
+fn one_entry_is_one_safe_line() {
+    let e = parse(
+        "ts=2026-07-13T10:00:00.000Z ev=wake-failed identity=echo-a reason=\"boom\\n\u{1b}[2Jmore\" screen=x",
+        Source::Lifecycle,
+    );
+    let line = render(&e[0], &TimeZone::UTC, civil::date(2026, 7, 13));
+    assert_eq!(line, "10:00:00 a (echo)  wake failed: boom");
+    let e = parse(
+        "ts=2026-07-13T10:00:00.000Z ev=storm note=\"a\u{1b}[31mb\"",
+        Source::Lifecycle,
+    );
+    let line = render(&e[0], &TimeZone::UTC, civil::date(2026, 7, 13));
+    assert!(
+        !line.contains('\u{1b}') && line.contains("a␛[31mb"),
+        "{line}"
+    );
+}
