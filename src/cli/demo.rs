@@ -16,6 +16,9 @@ use crate::eventlog::parse_line;
 use crate::fsutil::{ensure_dir, random_hex};
 use crate::paths::Paths;
 
+/// The operator's identity: `you` on the built-in human runtime.
+const OPERATOR: &str = "human-you";
+
 /// Longest the demo waits for any one step.
 const STEP_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -31,6 +34,8 @@ struct Demo {
     deliveries: Tail,
     inbox: Tail,
     inbox_buf: String,
+    /// Records read from the operator's inbox, not printed yet.
+    stored: std::collections::VecDeque<crate::inbox::Record>,
     seen: usize,
 }
 
@@ -86,9 +91,17 @@ impl Demo {
         Ok(text)
     }
 
-    /// Print new delivery lines and messages that reached the operator; return how many
-    /// successful deliveries have been seen in total.
+    /// Print new delivery lines and, under each delivery to the operator, the message it
+    /// stored in the operator's inbox; return how many successful deliveries have been seen
+    /// in total.
     fn pump_logs(&mut self) -> usize {
+        // The inbox first: a record is stored before its delivery is logged.
+        self.inbox_buf
+            .push_str(&String::from_utf8_lossy(&self.inbox.read_new()));
+        // Whole lines only: a record being appended is read on the next pump.
+        let whole = self.inbox_buf.rfind('\n').map_or(0, |i| i + 1);
+        let lines: String = self.inbox_buf.drain(..whole).collect();
+        self.stored.extend(crate::inbox::parse_records(&lines));
         for line in String::from_utf8_lossy(&self.deliveries.read_new()).lines() {
             let f: std::collections::HashMap<String, String> =
                 parse_line(line).into_iter().collect();
@@ -103,6 +116,16 @@ impl Demo {
                     get("via"),
                     get("ms")
                 );
+                if get("via") == OPERATOR {
+                    if let Some(r) = self.stored.pop_front() {
+                        println!(
+                            "  ✉ you got a message from {} ({}): {}",
+                            r.from,
+                            r.runtime,
+                            crate::term::display_text(&r.body)
+                        );
+                    }
+                }
             } else if !get("ev").is_empty() {
                 println!(
                     "  ✗ delivery: {} → {} failed: {}",
@@ -111,17 +134,6 @@ impl Demo {
                     get("err")
                 );
             }
-        }
-        self.inbox_buf
-            .push_str(&String::from_utf8_lossy(&self.inbox.read_new()));
-        // Whole lines only: a record being appended is read on the next pump.
-        let whole = self.inbox_buf.rfind('\n').map_or(0, |i| i + 1);
-        let lines: String = self.inbox_buf.drain(..whole).collect();
-        for r in crate::inbox::parse_records(&lines) {
-            println!(
-                "  ✉ you got a message from {} ({}): {}",
-                r.from, r.runtime, r.body
-            );
         }
         self.seen
     }
@@ -297,6 +309,7 @@ pub fn run(inv: &Invocation) -> CliResult {
                 offset: 0,
             },
             inbox_buf: String::new(),
+            stored: Default::default(),
             seen: 0,
         };
         println!(
@@ -332,7 +345,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         let steps = [
             (
                 "alice is asleep: this message wakes her; her echo comes back to you.",
-                "human-you",
+                OPERATOR,
                 "alice",
                 "Hello Alice, are you there?",
             ),
@@ -344,7 +357,7 @@ pub fn run(inv: &Invocation) -> CliResult {
             ),
             (
                 "alice is live now: no wake this time.",
-                "human-you",
+                OPERATOR,
                 "alice",
                 "Thanks, that is all.",
             ),
