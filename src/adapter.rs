@@ -43,10 +43,7 @@ impl WakeMode {
 
 /// Everything an adapter needs to build a launch command.
 pub struct LaunchCtx<'a> {
-    /// The storage layout. No adapter reads it today; kept (and not removed with the other
-    /// dead code) because its constructor is in `daemon::router::launch`, which the router
-    /// branch is rewriting: remove it after that merges if still unread.
-    #[allow(dead_code)]
+    /// The storage layout (the `human` runtime passes its root to the inbox writer).
     pub paths: &'a Paths,
     /// The peer's working folder.
     pub cwd: &'a Path,

@@ -26,6 +26,21 @@ pub fn log_ts(at: Timestamp) -> String {
     at.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 
+/// A stored time for a person: `HH:MM:SS` when `stamp` (any RFC 3339 time) falls on `today`
+/// in `tz`, else `YYYY-MM-DD HH:MM:SS`; text that is not a time passes through. Used by
+/// `iapeer inbox` and `iapeer logs`.
+pub fn local_clock(stamp: &str, tz: &jiff::tz::TimeZone, today: jiff::civil::Date) -> String {
+    let Ok(t) = stamp.parse::<Timestamp>() else {
+        return stamp.to_string();
+    };
+    let z = t.to_zoned(tz.clone());
+    if z.date() == today {
+        z.strftime("%H:%M:%S").to_string()
+    } else {
+        z.strftime("%Y-%m-%d %H:%M:%S").to_string()
+    }
+}
+
 /// Render an envelope `ts` for the agent form, relative to `now` (spec 03 §2): `HH:MM:SS`
 /// when the stamp falls on the same local calendar day as `now` (in `now`'s time zone), else
 /// `YYYY-MM-DD HH:MM:SS`. A stamp that does not parse passes through unchanged.

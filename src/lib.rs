@@ -23,7 +23,9 @@ pub(crate) mod fsutil;
 #[cfg(test)]
 mod golden;
 pub(crate) mod host;
+pub(crate) mod inbox;
 pub(crate) mod launch_env;
+pub(crate) mod logview;
 pub(crate) mod markers;
 pub(crate) mod names;
 pub mod paths;

@@ -202,11 +202,12 @@ impl fmt::Display for Intelligence {
     }
 }
 
-/// Runtimes that are channels to humans.
+/// Runtimes that are channels to humans: the built-in `human` (a person at a terminal, with
+/// a durable inbox) and the chat and mail packages.
 pub fn is_human_channel(runtime: &str) -> bool {
     matches!(
         runtime,
-        "telegram" | "discord" | "matrix" | "email" | "web" | "voicetalk"
+        "human" | "telegram" | "discord" | "matrix" | "email" | "web" | "voicetalk"
     )
 }
 

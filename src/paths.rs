@@ -134,6 +134,23 @@ impl Paths {
         self.state_dir().join("attachments").join(recipient)
     }
 
+    /// `<root>/state/iapeer/inbox/`: the durable inboxes of peers on the `human` runtime.
+    pub fn inbox_dir(&self) -> PathBuf {
+        self.state_dir().join("inbox")
+    }
+
+    /// `<root>/state/iapeer/inbox/<personality>.jsonl`: one JSON record per message to that
+    /// human peer, append-only (written by `iapeer human-inbox`, read by `iapeer inbox`).
+    pub fn inbox(&self, personality: &str) -> PathBuf {
+        self.inbox_dir().join(format!("{personality}.jsonl"))
+    }
+
+    /// `<root>/state/iapeer/inbox/<personality>.read`: how many records of that inbox have
+    /// been shown (`{"read":<n>}`, written atomically).
+    pub fn inbox_read_mark(&self, personality: &str) -> PathBuf {
+        self.inbox_dir().join(format!("{personality}.read"))
+    }
+
     /// `<root>/state/lifecycle/`: per-identity marker files (spec 01 §7).
     pub fn lifecycle_dir(&self) -> PathBuf {
         self.root.join("state").join("lifecycle")

@@ -28,7 +28,7 @@ fn demo_shows_deliveries_and_a_wake_then_cleans_up() {
         "delivered to alice (echo), woke",
         "delivered to bob (echo), woke",
         "delivered to alice (echo)\n",
-        "✓ delivery: console-you → alice via echo-alice, woke",
+        "✓ delivery: human-you → alice via echo-alice, woke",
         "✓ delivery: echo-alice → bob via echo-bob, woke",
         "✓ delivery: echo-bob → alice via echo-alice",
         "you got a message from alice (echo): echo: Hello Alice, are you there?",

@@ -431,7 +431,7 @@ fn install_cat_runtime(env: &TestEnv, rt: &str) {
 }
 
 /// Run `cmd` with its stdin on a pty (an interactive terminal), collecting stdout and stderr.
-fn on_terminal(mut cmd: std::process::Command) -> std::process::Output {
+pub(crate) fn on_terminal(mut cmd: std::process::Command) -> std::process::Output {
     let pty = nix::pty::openpty(None, None).expect("openpty");
     let out = cmd
         .stdin(std::process::Stdio::from(pty.slave))

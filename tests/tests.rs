@@ -27,6 +27,7 @@ mod fairness;
 mod guide;
 mod http;
 mod idle;
+mod inbox;
 mod install;
 mod lifecycle;
 mod lifecycle_verbs;

@@ -1,7 +1,8 @@
 //! `iapeer demo [--keep]` (spec 07 "Demo"): the main job with no accounts. A private daemon
 //! in a temporary root, two peers on the built-in `echo` stand-in runtime, and an operator
-//! peer (`you`) on a tiny router runtime whose program is `cat`. Messages go both ways — one
-//! to a sleeping peer, so the wake is visible — and every delivery is printed as it happens.
+//! peer (`you`) on the built-in `human` runtime, whose inbox the demo reads. Messages go both
+//! ways — one to a sleeping peer, so the wake is visible — and every delivery is printed as
+//! it happens.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -12,9 +13,11 @@ use super::parse::Invocation;
 use super::spec::flags;
 use super::{CliError, CliResult};
 use crate::eventlog::parse_line;
-use crate::fsutil::{ensure_dir, random_hex, write_json_atomic, MODE_SHARED};
+use crate::fsutil::{ensure_dir, random_hex};
 use crate::paths::Paths;
-use crate::runtime::manifest::{CommandSpec, Manifest};
+
+/// The operator's identity: `you` on the built-in human runtime.
+const OPERATOR: &str = "human-you";
 
 /// Longest the demo waits for any one step.
 const STEP_TIMEOUT: Duration = Duration::from_secs(20);
@@ -30,7 +33,9 @@ struct Demo {
     daemon: Option<Child>,
     deliveries: Tail,
     inbox: Tail,
-    inbox_buf: Vec<u8>,
+    inbox_buf: String,
+    /// Records read from the operator's inbox, not printed yet.
+    stored: std::collections::VecDeque<crate::inbox::Record>,
     seen: usize,
 }
 
@@ -86,9 +91,17 @@ impl Demo {
         Ok(text)
     }
 
-    /// Print new delivery lines and messages that reached the operator; return how many
-    /// successful deliveries have been seen in total.
+    /// Print new delivery lines and, under each delivery to the operator, the message it
+    /// stored in the operator's inbox; return how many successful deliveries have been seen
+    /// in total.
     fn pump_logs(&mut self) -> usize {
+        // The inbox first: a record is stored before its delivery is logged.
+        self.inbox_buf
+            .push_str(&String::from_utf8_lossy(&self.inbox.read_new()));
+        // Whole lines only: a record being appended is read on the next pump.
+        let whole = self.inbox_buf.rfind('\n').map_or(0, |i| i + 1);
+        let lines: String = self.inbox_buf.drain(..whole).collect();
+        self.stored.extend(crate::inbox::parse_records(&lines));
         for line in String::from_utf8_lossy(&self.deliveries.read_new()).lines() {
             let f: std::collections::HashMap<String, String> =
                 parse_line(line).into_iter().collect();
@@ -103,6 +116,16 @@ impl Demo {
                     get("via"),
                     get("ms")
                 );
+                if get("via") == OPERATOR {
+                    if let Some(r) = self.stored.pop_front() {
+                        println!(
+                            "  ✉ you got a message from {} ({}): {}",
+                            r.from,
+                            r.runtime,
+                            crate::term::display_text(&r.body)
+                        );
+                    }
+                }
             } else if !get("ev").is_empty() {
                 println!(
                     "  ✗ delivery: {} → {} failed: {}",
@@ -111,15 +134,6 @@ impl Demo {
                     get("err")
                 );
             }
-        }
-        self.inbox_buf.extend(self.inbox.read_new());
-        let (envelopes, used) = crate::envelope::extract(&self.inbox_buf);
-        self.inbox_buf.drain(..used);
-        for e in envelopes {
-            println!(
-                "  ✉ you got a message from {} ({}): {}",
-                e.from, e.runtime, e.body
-            );
         }
         self.seen
     }
@@ -136,8 +150,7 @@ impl Demo {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        // Give the operator's `cat` a moment to echo what it received into its pane log.
-        std::thread::sleep(Duration::from_millis(150));
+        // A delivery to the operator is logged once its record is in the inbox: no wait.
         self.pump_logs();
         Ok(())
     }
@@ -255,28 +268,12 @@ pub fn run(inv: &Invocation) -> CliResult {
     let started = Instant::now();
     println!("iapeer demo — a private daemon in {}", root.display());
     println!("peers: alice and bob on the built-in echo stand-in agent (no account needed),");
-    println!(
-        "       and you, the operator, on a tiny router runtime that just prints what it gets."
-    );
+    println!("       and you, the operator, on the built-in human runtime (an inbox).");
 
     // Ctrl-C (or SIGTERM) must not leave a daemon or the temporary root behind.
     let daemon_pid = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
     on_interrupt(root.clone(), keep, daemon_pid.clone())?;
     let result = (|| -> CliResult {
-        // The operator's runtime: a router runtime package whose program is `cat`.
-        write_json_atomic(
-            &paths.runtime_manifest("console"),
-            &Manifest {
-                runtime: "console".into(),
-                version: Some("demo".into()),
-                run: Some(CommandSpec {
-                    command: "cat".into(),
-                    args: vec![],
-                }),
-            },
-            MODE_SHARED,
-        )
-        .map_err(fail)?;
         let daemon_log = {
             use std::os::unix::fs::OpenOptionsExt;
             std::fs::OpenOptions::new()
@@ -308,10 +305,11 @@ pub fn run(inv: &Invocation) -> CliResult {
                 offset: 0,
             },
             inbox: Tail {
-                path: paths.pane_log("console-you"),
+                path: paths.inbox("you"),
                 offset: 0,
             },
-            inbox_buf: Vec::new(),
+            inbox_buf: String::new(),
+            stored: Default::default(),
             seen: 0,
         };
         println!(
@@ -339,9 +337,7 @@ pub fn run(inv: &Invocation) -> CliResult {
             "create",
             "you",
             "--runtime",
-            "console",
-            "--intelligence",
-            "natural",
+            "human",
             "--description",
             "The operator of this demo.",
         ])?;
@@ -349,7 +345,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         let steps = [
             (
                 "alice is asleep: this message wakes her; her echo comes back to you.",
-                "console-you",
+                OPERATOR,
                 "alice",
                 "Hello Alice, are you there?",
             ),
@@ -361,7 +357,7 @@ pub fn run(inv: &Invocation) -> CliResult {
             ),
             (
                 "alice is live now: no wake this time.",
-                "console-you",
+                OPERATOR,
                 "alice",
                 "Thanks, that is all.",
             ),
@@ -402,6 +398,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         println!("\nthe demo root is kept: {}", root.display());
         println!("look around:  export IAPEER_ROOT={}", root.display());
         println!("              iapeer daemon &   then   iapeer list   /   iapeer attach alice");
+        println!("              your inbox: iapeer inbox you   —   what happened: iapeer logs");
         println!(
             "              logs: {}/logs/iapeer/delivery.log",
             root.display()

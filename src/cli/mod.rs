@@ -10,8 +10,10 @@ pub mod confirm;
 pub mod demo;
 pub mod health;
 pub mod help;
+pub mod inbox;
 pub mod install;
 pub mod lifecycle;
+pub mod logs;
 pub mod man;
 pub mod onboard;
 pub mod parse;
@@ -208,7 +210,7 @@ fn run(cmd: Command) -> (String, CliResult) {
         }
         Command::Run(verb, inv) => {
             let name = inv.verb.name.to_string();
-            if !matches!(verb, Verb::Daemon | Verb::EchoAgent) {
+            if !matches!(verb, Verb::Daemon | Verb::EchoAgent | Verb::HumanInbox) {
                 init_cli_logging();
             }
             (name, run_verb(verb, &inv))
@@ -269,6 +271,12 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
         Verb::Shutdown => background::shutdown(inv),
         Verb::Demo => demo::run(inv),
         Verb::EchoAgent => match crate::echo_agent::run(&inv.positionals) {
+            0 => Ok(()),
+            code => Err(CliError::Exit(code)),
+        },
+        Verb::Inbox => inbox::run(inv),
+        Verb::Logs => logs::run(inv),
+        Verb::HumanInbox => match crate::inbox::writer::run() {
             0 => Ok(()),
             code => Err(CliError::Exit(code)),
         },

@@ -344,6 +344,16 @@ pub const IAP_ALWAYS_ON_REVIVE_GRACE_MS: EnvVar = var(
     Part::Config,
     "milliseconds a message waits for a restarting always-on peer (default {default})",
 );
+/// `IAPEER_NOTIFY`: desktop notifications for messages to human peers (issue 8 item 3).
+pub const IAPEER_NOTIFY: EnvVar = var(
+    "IAPEER_NOTIFY",
+    Kind::Text,
+    Part::Runtime,
+    "0, off, false or no turns off the desktop notification (notify-send on Linux, osascript \
+     on macOS, when installed) that the human runtime shows for each message stored in a human \
+     peer's inbox; on by default (read by the daemon's human-inbox program, so set it for the \
+     daemon)",
+);
 /// `IAPEER_SUPERVISE_LOG_VERBOSE`: log routine tick decisions.
 pub const IAPEER_SUPERVISE_LOG_VERBOSE: EnvVar = var(
     "IAPEER_SUPERVISE_LOG_VERBOSE",
@@ -518,6 +528,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     RUNTIME_BIN,
     IAP_ALWAYS_ON_REVIVE_GRACE_MS,
     IAPEER_SUPERVISE_LOG_VERBOSE,
+    IAPEER_NOTIFY,
     IAPEER_LOG,
     IAPEER_PANELOG_MAX_BYTES,
     IAPEER_PANELOG_KEEP,

@@ -7,6 +7,7 @@
 
 mod create;
 mod error;
+mod human;
 mod rename;
 mod runtime_choice;
 
@@ -14,5 +15,7 @@ pub use create::{
     check_name, create_peer, init_peer, write_launch_env_stub, InitOptions, Initialized,
 };
 pub use error::PeerError;
+#[allow(unused_imports)] // for `onboard` (issue 8 item 2)
+pub use human::create_human_peer;
 pub use rename::{plan_rename, rename_peer};
 pub use runtime_choice::{choose_runtime, installed_agents};

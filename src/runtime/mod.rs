@@ -12,6 +12,7 @@ pub mod codex;
 pub mod codex_setup;
 pub mod dialog;
 pub mod echo;
+pub mod human;
 pub mod manifest;
 pub mod router;
 pub mod transcript;
@@ -68,6 +69,7 @@ impl std::error::Error for RuntimeError {}
 pub fn adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, RuntimeError> {
     match runtime {
         "echo" => Ok(Arc::new(echo::Echo::from_env())),
+        human::NAME => Ok(Arc::new(human::Human::from_env())),
         "claude" => claude::Claude::find()
             .map(|c| Arc::new(c) as Arc<dyn Adapter>)
             .ok_or(RuntimeError::AgentMissing(

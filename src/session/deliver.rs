@@ -118,9 +118,20 @@ impl ActiveDelivery {
                 until: now + SETTLE,
             };
             Step::Wait
-        } else {
+        } else if self.confirmer.confirmed(&self.output) {
             // Router runtimes: bytes fully written to stdin is the confirmation.
             Step::Done(Ok(()))
+        } else {
+            // A pipe runtime that acknowledges on its output (the `human` inbox writer says
+            // `stored <id>` once the record is on disk): wait for it within the grace. No
+            // Enter is ever written to a pipe.
+            let deadline = now + self.grace;
+            self.phase = Phase::Confirming {
+                deadline,
+                next_enter: deadline,
+                next_poll: now + CONFIRM_POLL,
+            };
+            Step::Wait
         }
     }
 
@@ -186,7 +197,7 @@ impl ActiveDelivery {
                         next_poll: now + CONFIRM_POLL,
                     };
                 }
-                if now >= next_enter {
+                if self.pty && now >= next_enter {
                     if let Phase::Confirming { next_enter, .. } = &mut self.phase {
                         *next_enter = now + ENTER_RETRY;
                     }
@@ -619,9 +630,49 @@ mod tests {
 
     #[test]
     fn pipes_are_confirmed_by_the_write() {
+        let written = crate::runtime::WrittenIsConfirmed;
         let (mut d, bytes) =
-            ActiveDelivery::start(&delivery(None), false, Box::new(Needle(b"x")), None, None);
+            ActiveDelivery::start(&delivery(None), false, Box::new(written), None, None);
         assert_eq!(bytes, b"hello\n");
         assert_eq!(d.on_written(Instant::now()), Step::Done(Ok(())));
+    }
+
+    /// A pipe runtime that acknowledges on its output (the human inbox writer): the
+    /// delivery waits for the acknowledgement, never writes Enter into the pipe, and fails
+    /// at the grace without it.
+    #[test]
+    fn pipes_with_an_ack_wait_for_it_without_enter() {
+        let t0 = Instant::now();
+        let (mut d, _) = ActiveDelivery::start(
+            &delivery(None),
+            false,
+            Box::new(Needle(b"stored")),
+            None,
+            None,
+        );
+        assert_eq!(d.on_written(t0), Step::Wait);
+        for i in 1..=20 {
+            let step = d.poll(t0 + CONFIRM_POLL * i, || None, String::new);
+            assert_eq!(step, Step::Wait, "no Enter into a pipe (poll {i})");
+        }
+        d.on_output(b"stored 1234\n", t0 + CONFIRM_POLL * 21);
+        assert_eq!(
+            d.poll(t0 + CONFIRM_POLL * 21, || None, String::new),
+            Step::Done(Ok(()))
+        );
+
+        let (mut late, _) = ActiveDelivery::start(
+            &delivery(None),
+            false,
+            Box::new(Needle(b"stored")),
+            None,
+            None,
+        );
+        late.on_written(t0);
+        let grace = late.grace;
+        assert!(matches!(
+            late.poll(t0 + grace, || None, String::new),
+            Step::Done(Err(_))
+        ));
     }
 }

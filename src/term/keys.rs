@@ -29,6 +29,13 @@ pub fn paste_text(text: &str) -> Cow<'_, str> {
     Cow::Owned(text.chars().map(stand_in).collect())
 }
 
+/// Text from a message or a log, made safe to print on a person's terminal (`iapeer inbox`,
+/// `iapeer logs`): [`paste_text`]'s stand-ins, and a CR as `␍` too (a bare CR would move the
+/// cursor back and let a sender overwrite what the line shows). LF and TAB stay.
+pub fn display_text(text: &str) -> String {
+    paste_text(text).replace('\r', "\u{240d}")
+}
+
 fn needs_stand_in(c: char) -> bool {
     c.is_control() && !matches!(c, '\n' | '\t' | '\r')
 }

@@ -57,6 +57,8 @@ impl TestEnv {
             .env("IAPEER_ROOT", &self.root)
             .env("IAPEER_PORT", "0")
             .env("IS_SANDBOX", "1")
+            // No desktop notifications from human peers' inboxes in tests.
+            .env("IAPEER_NOTIFY", "0")
             .env_remove("PEER_IDENTITY")
             .env_remove("PEER_PERSONALITY")
             .env_remove("PEER_RUNTIME")

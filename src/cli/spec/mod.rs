@@ -198,12 +198,18 @@ pub enum Verb {
     Demo,
     /// `echo-agent`.
     EchoAgent,
+    /// `inbox`.
+    Inbox,
+    /// `logs`.
+    Logs,
+    /// `human-inbox`.
+    HumanInbox,
 }
 
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 29] = [
+    pub const ALL: [Verb; 32] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
@@ -233,6 +239,9 @@ impl Verb {
         Verb::Uninstall,
         Verb::Demo,
         Verb::EchoAgent,
+        Verb::Inbox,
+        Verb::Logs,
+        Verb::HumanInbox,
     ];
 }
 

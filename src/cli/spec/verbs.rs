@@ -185,6 +185,20 @@ pub mod flags {
         "purge",
         "also delete the root: every peer folder, log and message",
     );
+    /// `--follow` (inbox, logs).
+    pub const FOLLOW: FlagSpec = boolean(
+        "follow",
+        "keep running and print new entries as they come (Ctrl-C ends)",
+    );
+    /// `--all` (inbox).
+    pub const INBOX_ALL: FlagSpec = boolean("all", "show every message, not only the unread ones");
+    /// `--since <dur|time>` (logs).
+    pub const SINCE: FlagSpec = valued(
+        "since",
+        "<dur|time>",
+        Complete::Text,
+        "only entries since this long ago (15m, 2h, 1d) or this time (14:03)",
+    );
 }
 
 /// Every positional argument of the table as a named row: handlers pass these to
@@ -203,6 +217,8 @@ pub mod args {
     pub const FOLDER: PosSpec = optional("folder", Complete::Path);
     /// `<peer>`.
     pub const PEER: PosSpec = required("peer", Complete::Peer);
+    /// `[peer]` (inbox, logs).
+    pub const SOME_PEER: PosSpec = optional("peer", Complete::Peer);
     /// `[runtime]` after `<peer>`.
     pub const RUNTIME: PosSpec = optional("runtime", Complete::Runtime);
     /// `<old>` (rename).
@@ -228,6 +244,7 @@ use flags::{
     INTELLIGENCE, JSON, KEEP, MESSAGE, MESSAGE_FILE, NO_BOOTSTRAP, PATH, PEER_RUNTIME, PURGE,
     SEND_RUNTIME, SEND_TIMEOUT, TOPIC, UPDATE_FORCE, YES,
 };
+use flags::{FOLLOW, INBOX_ALL, SINCE};
 
 const PEER_AND_RUNTIME: &[PosSpec] = &[args::PEER, RUNTIME];
 
@@ -290,6 +307,27 @@ pub static VERBS: &[VerbSpec] = &[
             JSON,
         ],
         rules: &[Rule::ExactlyOne(&[MESSAGE, MESSAGE_FILE])],
+        hidden: false,
+        group: Group::Messaging,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Inbox),
+        name: "inbox",
+        signature: "inbox [peer] [--all] [--follow] [--json]",
+        summary: "show the messages sent to a human peer",
+        description: "Show the messages kept in the inbox of a peer on the human runtime, oldest first \
+            and newest last: time, sender, topic, body and attachments (their inbox copies), unread ones \
+            marked. Shows the unread messages, or every message with --all; what is shown counts as \
+            read. Without [peer] it shows the inbox of the human this terminal speaks as (PEER_IDENTITY, \
+            else the folder's peer, else the host's only human peer); with several humans and none of \
+            these, name one. --follow keeps waiting for new messages until Ctrl-C. --json prints one \
+            JSON object per message and line (the stored record plus \"unread\"). Reply with iapeer send \
+            <sender> --topic <topic> --from human-<peer>. The inbox lives in \
+            state/iapeer/inbox/<peer>.jsonl under the iapeer root, and is kept when nobody reads it.",
+        positionals: &[args::SOME_PEER],
+        flags: &[INBOX_ALL, FOLLOW, JSON],
+        rules: &[],
         hidden: false,
         group: Group::Messaging,
         passthrough: false,
@@ -733,6 +771,41 @@ pub static VERBS: &[VerbSpec] = &[
         flags: &[KEEP],
         rules: &[],
         hidden: false,
+        group: Group::Demo,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Logs),
+        name: "logs",
+        signature: "logs [peer] [--since <dur|time>] [--follow] [--json]",
+        summary: "show deliveries, wakes, sleeps and deaths in time order",
+        description: "Merge the event logs (delivery.log, lifecycle.log and exits.log under logs/iapeer of \
+            the iapeer root, rotated copies included) into one list in time order, one readable line \
+            each: the local time, who, what and the details, e.g. \"14:03:07 alice → bob  delivered  \
+            topic=x (woke)\". [peer] keeps the entries that name that peer; --since keeps the recent \
+            ones; --follow keeps printing new entries until Ctrl-C; --json prints one JSON object per \
+            entry and line. The logfmt files stay the machine-readable source.",
+        positionals: &[args::SOME_PEER],
+        flags: &[SINCE, FOLLOW, JSON],
+        rules: &[],
+        hidden: false,
+        group: Group::Host,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::HumanInbox),
+        name: "human-inbox",
+        signature: "human-inbox",
+        summary: "the program behind the human runtime: stores messages in the inbox",
+        description: "The program the human runtime runs for a human peer: it reads the messages the \
+            daemon writes to its input, appends each to the peer's inbox file, syncs it to disk and \
+            acknowledges it, so a send to a human is answered delivered only once the message is \
+            stored. It is started by the daemon, not by hand. IAPEER_NOTIFY=0 turns off its desktop \
+            notifications (notify-send or osascript, when installed).",
+        positionals: &[],
+        flags: &[],
+        rules: &[],
+        hidden: true,
         group: Group::Demo,
         passthrough: false,
     },

@@ -75,6 +75,10 @@ impl Session {
             self.pipe_tail.extend(chunk);
             let excess = self.pipe_tail.len().saturating_sub(EXIT_TAIL);
             self.pipe_tail.drain(..excess);
+            // A pipe runtime may confirm on its output (the human inbox writer's ack).
+            if let Some(d) = self.delivery.as_mut() {
+                d.on_output(chunk, Instant::now());
+            }
             return;
         }
         let human = self.clients.values().any(|c| c.sized);

@@ -188,9 +188,19 @@ impl Session {
             Step::Wait => {}
             Step::Write(bytes) => self.write_child(&bytes),
             Step::Done(result) => {
+                let failed = result.is_err();
                 if let Some(d) = self.delivery.take() {
                     self.last_paste_end = Some(Instant::now());
                     self.finish_delivery(d.id, result);
+                }
+                if failed && matches!(self.io, Io::Pipes { .. }) {
+                    // A pipe runtime that did not acknowledge (the human inbox writer could
+                    // not store the message in time): its input stream is in an unknown
+                    // state, so end it; the always-on supervisor starts a fresh one and the
+                    // router holds the message for it (spec 05 §8). A write failure means
+                    // the child is gone already.
+                    self.kill(Cause::KilledByDaemon);
+                    return;
                 }
                 self.next_delivery();
             }

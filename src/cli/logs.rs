@@ -1,0 +1,142 @@
+//! `iapeer logs [peer] [--since <dur|time>] [--follow] [--json]` (issue 8 item 4): the event
+//! logs merged in time order, one readable line each ([`crate::logview`]). Reads the files
+//! directly (no daemon needed).
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::parse::Invocation;
+use super::spec::{args, flags};
+use super::{paths, print, usage, CliError, CliResult};
+use crate::logview::{self, Entry, Source};
+use crate::paths::Paths;
+
+/// How often `--follow` looks at the logs again (three `stat`s per period).
+const FOLLOW_POLL: Duration = Duration::from_millis(500);
+/// Rotated copies read besides the live file: `<log>.1` … `<log>.9` (more than the default
+/// five are read when kept).
+const MAX_COPIES: u32 = 9;
+
+/// What to keep and how to print it.
+struct Filter {
+    peer: Option<String>,
+    since: Option<jiff::Timestamp>,
+    json: bool,
+}
+
+impl Filter {
+    fn keeps(&self, e: &Entry) -> bool {
+        logview::is_shown(e)
+            && self.peer.as_deref().is_none_or(|p| logview::mentions(e, p))
+            && self.since.is_none_or(|t| logview::is_since(e, t))
+    }
+
+    fn print(&self, entries: Vec<Entry>) {
+        let tz = jiff::tz::TimeZone::system();
+        let today = jiff::Zoned::now().date();
+        let mut out = String::new();
+        for e in logview::merge(entries).iter().filter(|e| self.keeps(e)) {
+            if self.json {
+                out.push_str(&logview::json(e));
+            } else {
+                out.push_str(&logview::render(e, &tz, today));
+            }
+            out.push('\n');
+        }
+        let _ = print(&out);
+    }
+}
+
+fn sources(paths: &Paths) -> [(Source, PathBuf); 3] {
+    [
+        (Source::Lifecycle, paths.lifecycle_log()),
+        (Source::Delivery, paths.delivery_log()),
+        (Source::Exits, paths.exits_log()),
+    ]
+}
+
+/// Run `iapeer logs`.
+pub fn run(inv: &Invocation) -> CliResult {
+    let paths = paths()?;
+    let tz = jiff::tz::TimeZone::system();
+    let since = inv
+        .value(flags::SINCE)
+        .map(|s| logview::parse_since(s, jiff::Timestamp::now(), &tz))
+        .transpose()
+        .map_err(|e| usage(inv, e))?;
+    let peer = inv.positional(args::SOME_PEER).map(str::to_string);
+    if let Some(p) = &peer {
+        if !crate::names::is_valid_personality(p) {
+            return Err(usage(
+                inv,
+                format!("\"{p}\" is not a peer name (lower-case letters, digits and dashes, starting with a letter)"),
+            ));
+        }
+    }
+    let filter = Filter {
+        peer,
+        since,
+        json: inv.flag(flags::JSON),
+    };
+    let mut entries = Vec::new();
+    let mut offsets = Vec::new();
+    for (source, path) in sources(&paths) {
+        for i in (1..=MAX_COPIES).rev() {
+            let copy = PathBuf::from(format!("{}.{i}", path.display()));
+            if let Ok(text) = std::fs::read_to_string(&copy) {
+                entries.extend(logview::parse(&text, source));
+            }
+        }
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        offsets.push(text.len() as u64);
+        entries.extend(logview::parse(&text, source));
+    }
+    filter.print(entries);
+    if inv.flag(flags::FOLLOW) {
+        follow(&paths, &filter, offsets)?;
+    }
+    Ok(())
+}
+
+/// `--follow`: print entries appended to the live files after `offsets`, until
+/// SIGINT/SIGTERM (exit 0). A file that shrank was rotated: it is read again from its start.
+fn follow(paths: &Paths, filter: &Filter, mut offsets: Vec<u64>) -> CliResult {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())
+            .map_err(|e| CliError::Failed(format!("cannot watch signals: {e}")))?;
+    }
+    let mut partial: Vec<String> = vec![String::new(); 3];
+    while !stop.load(Ordering::SeqCst) {
+        let mut fresh = Vec::new();
+        for (i, (source, path)) in sources(paths).into_iter().enumerate() {
+            let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            if len < offsets[i] {
+                offsets[i] = 0;
+                partial[i].clear();
+            }
+            if len == offsets[i] {
+                continue;
+            }
+            let mut buf = Vec::new();
+            if let Ok(mut f) = std::fs::File::open(&path) {
+                if f.seek(SeekFrom::Start(offsets[i])).is_ok() && f.read_to_end(&mut buf).is_ok() {
+                    offsets[i] += buf.len() as u64;
+                }
+            }
+            partial[i].push_str(&String::from_utf8_lossy(&buf));
+            // Whole lines only; a line being written is completed on the next poll.
+            let whole = partial[i].rfind('\n').map_or(0, |n| n + 1);
+            let lines: String = partial[i].drain(..whole).collect();
+            fresh.extend(logview::parse(&lines, source));
+        }
+        if !fresh.is_empty() {
+            filter.print(fresh);
+        }
+        std::thread::sleep(FOLLOW_POLL);
+    }
+    Ok(())
+}

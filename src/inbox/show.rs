@@ -1,0 +1,162 @@
+//! What `iapeer inbox` decides and prints, as pure functions: whose inbox, and how one record
+//! reads on a terminal or as JSON.
+
+use std::path::Path;
+
+use jiff::tz::TimeZone;
+
+use super::Record;
+use crate::names::Identity;
+use crate::registry::{Registry, RegistryPeer};
+use crate::runtime::human::NAME as HUMAN;
+
+/// The inbox to show. `given` is the `[peer]` argument; otherwise the human this terminal
+/// speaks as, in `iapeer send`'s order: `PEER_IDENTITY` (`env_identity`) when it is a human
+/// identity, the peer whose folder holds `cwd` when it is on the human runtime, else the
+/// registry's only peer on the human runtime.
+///
+/// Errors (user text): the named peer is unknown or not on the human runtime; no human peer;
+/// several and none chosen (the text names them).
+pub fn pick_peer(
+    given: Option<&str>,
+    env_identity: Option<&str>,
+    cwd: &Path,
+    registry: &Registry,
+) -> Result<String, String> {
+    let humans: Vec<&RegistryPeer> = registry.peers.iter().filter(|p| is_human(p)).collect();
+    if let Some(name) = given {
+        return match registry.find(name) {
+            Some(p) if is_human(p) => Ok(p.personality.clone()),
+            Some(p) => Err(format!(
+                "\"{}\" is not on the human runtime (its runtimes: {}), so it has no inbox{}",
+                p.personality,
+                p.runtimes.join(", "),
+                choices_hint(&humans)
+            )),
+            None => Err(format!(
+                "peer \"{name}\" is not registered{}",
+                choices_hint(&humans)
+            )),
+        };
+    }
+    if let Some(id) = env_identity.and_then(|v| Identity::parse(v.trim()).ok()) {
+        if id.runtime == HUMAN && registry.find(&id.personality).is_some() {
+            return Ok(id.personality);
+        }
+    }
+    if let Some(p) = registry.containing(cwd).filter(|p| is_human(p)) {
+        return Ok(p.personality.clone());
+    }
+    match humans.as_slice() {
+        [one] => Ok(one.personality.clone()),
+        [] => Err(
+            "no peer is on the human runtime, so there is no inbox to show — make yours with: \
+             iapeer create <name> --runtime human"
+                .into(),
+        ),
+        several => Err(format!(
+            "several human peers ({}) — name the one to show: iapeer inbox <peer>",
+            names(several)
+        )),
+    }
+}
+
+fn is_human(p: &RegistryPeer) -> bool {
+    p.declares(HUMAN)
+}
+
+fn names(peers: &[&RegistryPeer]) -> String {
+    peers
+        .iter()
+        .map(|p| p.personality.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn choices_hint(humans: &[&RegistryPeer]) -> String {
+    if humans.is_empty() {
+        " — no peer is on the human runtime yet (iapeer create <name> --runtime human)".into()
+    } else {
+        format!(" — human peers: {}", names(humans))
+    }
+}
+
+/// One record as a person reads it: a head line (`●` unread / `·` read, time received,
+/// sender and runtime, topic), the body indented by four spaces, one `attachment:` line per
+/// file. Ends with a newline.
+///
+/// ```text
+/// ● 14:03:07  alice (echo)  topic: plans
+///     the body
+///     attachment: /root/state/iapeer/attachments/you/<sha>/a.png
+/// ```
+///
+/// Control characters a sender put in the text are shown as visible stand-ins
+/// ([`crate::term::display_text`]), never sent to the terminal.
+pub fn render(r: &Record, unread: bool, tz: &TimeZone, today: jiff::civil::Date) -> String {
+    let out = render_raw(r, unread, tz, today);
+    crate::term::display_text(&out)
+}
+
+fn render_raw(r: &Record, unread: bool, tz: &TimeZone, today: jiff::civil::Date) -> String {
+    let mark = if unread { '●' } else { '·' };
+    let mut out = format!(
+        "{mark} {}  {} ({})",
+        crate::clock::local_clock(&r.received, tz, today),
+        r.from,
+        r.runtime
+    );
+    if let Some(t) = &r.topic {
+        out.push_str(&format!("  topic: {t}"));
+    }
+    out.push('\n');
+    for line in r.body.lines() {
+        out.push_str("    ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    if r.body.is_empty() {
+        out.push_str("    \n");
+    }
+    for a in &r.attachments {
+        out.push_str(&format!("    attachment: {a}\n"));
+    }
+    out
+}
+
+/// One record as a `--json` line: the stored record plus `"unread"`.
+pub fn json(r: &Record, unread: bool) -> String {
+    let mut v = serde_json::to_value(r).unwrap_or(serde_json::Value::Null);
+    if let Some(o) = v.as_object_mut() {
+        o.insert("unread".into(), unread.into());
+    }
+    v.to_string()
+}
+
+/// The reply hint under a listing: how `peer` answers the newest message `r`.
+pub fn reply_hint(peer: &str, r: &Record) -> String {
+    crate::term::display_text(&reply_hint_raw(peer, r))
+}
+
+fn reply_hint_raw(peer: &str, r: &Record) -> String {
+    let topic = r
+        .topic
+        .as_deref()
+        .map(|t| format!(" --topic {}", shell_word(t)))
+        .unwrap_or_default();
+    format!(
+        "reply: iapeer send {}{topic} --from {HUMAN}-{peer} --message '…'",
+        r.from
+    )
+}
+
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}

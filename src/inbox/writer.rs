@@ -1,0 +1,200 @@
+//! `iapeer human-inbox`: the program behind the built-in `human` runtime (issue 8 item 3). The
+//! daemon runs it on pipes like any router runtime (spec 04 §1) and writes wire-form envelopes
+//! to its stdin; for each one it appends a [`Record`] to the peer's inbox file, fsyncs, and
+//! only then prints `stored <id>` on stdout — the acknowledgement the daemon waits for before
+//! it answers the sender `delivered`. Then, when enabled, a desktop notification.
+//!
+//! Who it writes for: `PEER_PERSONALITY` (set by the daemon for every session). Where:
+//! `IAPEER_ROOT` (the daemon passes its root).
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use super::{ack_line, append, Record};
+use crate::envelope::{extract, Envelope};
+use crate::paths::Paths;
+
+/// Exit code when the program cannot start (no personality, no root).
+const SETUP_EXIT: i32 = 2;
+/// Exit code when a record cannot be stored: the daemon sees the session die, the delivery
+/// fails (never a false `delivered`), and the always-on supervisor restarts the program.
+const STORE_EXIT: i32 = 1;
+
+/// Run the writer until stdin closes. Returns the process exit code.
+pub fn run() -> i32 {
+    let personality = std::env::var("PEER_PERSONALITY").unwrap_or_default();
+    if !crate::names::is_valid_personality(&personality) {
+        eprintln!("iapeer human-inbox: PEER_PERSONALITY is not set to a peer name — this program is started by the daemon for a peer on the human runtime");
+        return SETUP_EXIT;
+    }
+    let paths = match Paths::from_env() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("iapeer human-inbox: {e}");
+            return SETUP_EXIT;
+        }
+    };
+    let inbox = paths.inbox(&personality);
+    let notify = Notifier::from_env();
+    let mut stdin = std::io::stdin().lock();
+    let mut buf: Vec<u8> = Vec::new();
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        let n = match stdin.read(&mut chunk) {
+            Ok(0) => return 0,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                eprintln!("iapeer human-inbox: reading stdin: {e}");
+                return STORE_EXIT;
+            }
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        let (envelopes, used) = extract(&buf);
+        buf.drain(..used);
+        for env in envelopes {
+            if let Err(code) = store(&inbox, &env, &notify) {
+                return code;
+            }
+        }
+    }
+}
+
+fn store(inbox: &std::path::Path, env: &Envelope, notify: &Notifier) -> Result<(), i32> {
+    let received = crate::clock::log_ts(jiff::Timestamp::now());
+    let record = Record::from_envelope(env, received);
+    if let Err(e) = append(inbox, &record) {
+        eprintln!(
+            "iapeer human-inbox: cannot store a message from {} in {}: {e}",
+            env.from,
+            inbox.display()
+        );
+        return Err(STORE_EXIT);
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{}", ack_line(&record.id));
+    let _ = out.flush();
+    notify.notify(&record);
+    Ok(())
+}
+
+/// Desktop notifications (`notify-send` on Linux, `osascript` on macOS), when the program
+/// exists and `IAPEER_NOTIFY` is not `0`/`off`/`false`/`no`.
+struct Notifier {
+    program: Option<PathBuf>,
+}
+
+impl Notifier {
+    fn from_env() -> Notifier {
+        let enabled = std::env::var("IAPEER_NOTIFY")
+            .map(|v| notify_enabled(&v))
+            .unwrap_or(true);
+        let name = if cfg!(target_os = "macos") {
+            "osascript"
+        } else {
+            "notify-send"
+        };
+        Notifier {
+            program: enabled.then(|| find_in_path(name)).flatten(),
+        }
+    }
+
+    fn notify(&self, r: &Record) {
+        let Some(program) = &self.program else {
+            return;
+        };
+        let (title, text) = notification_text(r);
+        let mut cmd = Command::new(program);
+        if cfg!(target_os = "macos") {
+            cmd.arg("-e").arg(format!(
+                "display notification {} with title {}",
+                applescript_string(&text),
+                applescript_string(&title)
+            ));
+        } else {
+            cmd.arg("--app-name=iapeer").arg(&title).arg(&text);
+        }
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if let Ok(mut child) = cmd.spawn() {
+            // Reaped off the write path: a slow notification daemon never delays the next ack.
+            std::thread::spawn(move || {
+                let _ = child.wait();
+            });
+        }
+    }
+}
+
+/// Whether an `IAPEER_NOTIFY` value turns notifications on (anything but `0`, `off`, `false`,
+/// `no`, case-insensitive).
+pub fn notify_enabled(value: &str) -> bool {
+    !matches!(
+        value.trim().to_ascii_lowercase().as_str(),
+        "0" | "off" | "false" | "no"
+    )
+}
+
+/// Title and text of the notification for `r`: `iapeer: alice (topic)` and the body's first
+/// line, cut to 200 characters.
+pub fn notification_text(r: &Record) -> (String, String) {
+    let title = match &r.topic {
+        Some(t) => format!("iapeer: {} ({t})", r.from),
+        None => format!("iapeer: {}", r.from),
+    };
+    let first = r.body.lines().next().unwrap_or("");
+    let text: String = first.chars().take(200).collect();
+    (title, text)
+}
+
+fn applescript_string(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+fn find_in_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(name))
+            .find(|f| f.is_file())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_notify_knob() {
+        for off in ["0", "off", "OFF", " false ", "no"] {
+            assert!(!notify_enabled(off), "{off}");
+        }
+        for on in ["1", "on", "yes", ""] {
+            assert!(notify_enabled(on), "{on}");
+        }
+    }
+
+    #[test]
+    fn notification_title_and_text() {
+        let mut r = Record {
+            id: "0".into(),
+            received: "t".into(),
+            ts: None,
+            from: "alice".into(),
+            runtime: "echo".into(),
+            intelligence: None,
+            topic: Some("plans".into()),
+            body: format!("{}\nsecond line", "x".repeat(300)),
+            attachments: vec![],
+        };
+        let (title, text) = notification_text(&r);
+        assert_eq!(title, "iapeer: alice (plans)");
+        assert_eq!(text, "x".repeat(200));
+        r.topic = None;
+        assert_eq!(notification_text(&r).0, "iapeer: alice");
+        assert_eq!(
+            applescript_string("say \"hi\" \\"),
+            "\"say \\\"hi\\\" \\\\\""
+        );
+    }
+}

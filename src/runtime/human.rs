@@ -1,0 +1,118 @@
+//! The built-in `human` runtime (issue 8 item 3): a person at a terminal (intelligence
+//! natural). It is hosted like a router runtime — on pipes, always on — and its program is
+//! this very binary, `iapeer human-inbox` ([`crate::inbox::writer`]), which stores every
+//! message in the peer's durable inbox and acknowledges it. A delivery is confirmed only by
+//! that acknowledgement, so `delivered` means the record is on disk (spec 03 §1 "the
+//! promise"); `iapeer inbox` shows it.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use super::{Adapter, Confirm, LaunchCommand, LaunchCtx, RuntimeKind};
+
+/// The runtime's name.
+pub const NAME: &str = "human";
+
+/// The human adapter.
+pub struct Human {
+    program: OsString,
+}
+
+impl Human {
+    /// Use the running executable as the inbox writer.
+    pub fn from_env() -> Human {
+        let program = std::env::current_exe()
+            .map(PathBuf::into_os_string)
+            .unwrap_or_else(|_| OsString::from("iapeer"));
+        Human { program }
+    }
+}
+
+impl Adapter for Human {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn kind(&self) -> RuntimeKind {
+        RuntimeKind::Router
+    }
+
+    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String> {
+        let mut args: Vec<OsString> = vec!["human-inbox".into()];
+        args.extend(ctx.launch_env.start_args.iter().map(OsString::from));
+        Ok(LaunchCommand {
+            program: self.program.clone(),
+            args,
+            // The writer stores under the daemon's root, whatever its environment says.
+            extra_env: vec![(
+                "IAPEER_ROOT".into(),
+                ctx.paths.root().to_string_lossy().into_owned(),
+            )],
+        })
+    }
+
+    fn wants_system_prompt(&self) -> bool {
+        false
+    }
+
+    fn confirmer(&self, _cwd: &Path, text: &str, _agent_ts: Option<&str>) -> Box<dyn Confirm> {
+        Box::new(StoredAck::for_wire(text))
+    }
+}
+
+/// Confirms a delivery once the writer printed `stored <id>` for its envelope.
+pub struct StoredAck {
+    needle: Option<String>,
+}
+
+impl StoredAck {
+    /// The confirmer of the wire-form envelope `text`. Text that does not decode can never be
+    /// stored, so it is never confirmed (the delivery fails at the grace).
+    pub fn for_wire(text: &str) -> StoredAck {
+        let needle = crate::envelope::decode(text)
+            .ok()
+            .map(|env| crate::inbox::ack_line(&crate::inbox::fingerprint(&env)));
+        StoredAck { needle }
+    }
+}
+
+impl Confirm for StoredAck {
+    fn confirmed(&mut self, output: &[u8]) -> bool {
+        let Some(needle) = &self.needle else {
+            return false;
+        };
+        output.windows(needle.len()).any(|w| w == needle.as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelope::{encode_wire, Envelope};
+
+    fn envelope(body: &str) -> Envelope {
+        Envelope {
+            from: "alice".into(),
+            runtime: "echo".into(),
+            intelligence: None,
+            ts: Some("2026-07-14T01:23:45+03:00".into()),
+            topic: Some("plans".into()),
+            attachments: vec![],
+            body: body.into(),
+        }
+    }
+
+    /// The ack of this envelope confirms it; the ack of another (even from the same second)
+    /// does not, and neither does a text that is not an envelope.
+    #[test]
+    fn only_the_ack_of_this_envelope_confirms() {
+        let mine = envelope("hello");
+        let other = envelope("hello again");
+        let mut c = StoredAck::for_wire(&encode_wire(&mine));
+        let other_ack = crate::inbox::ack_line(&crate::inbox::fingerprint(&other));
+        assert!(!c.confirmed(format!("{other_ack}\n").as_bytes()));
+        let ack = crate::inbox::ack_line(&crate::inbox::fingerprint(&mine));
+        assert!(c.confirmed(format!("noise\n{ack}\n").as_bytes()));
+        assert!(!StoredAck::for_wire("not an envelope").confirmed(b"stored x"));
+    }
+}
