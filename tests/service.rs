@@ -139,7 +139,8 @@ fn onboard_dry_run_prints_every_step_and_changes_nothing() {
         "1. prepare the root",
         "2. no service manager runs here: start the daemon in the background with `iapeer daemon --detach`",
         "3. wait until the daemon is healthy (2 answered pings in a row within 15 s)",
-        "4. later: create your own human peer",
+        "4. create your human peer",
+        "5. later: provision the notifier",
     ] {
         assert!(out.contains(step), "missing {step:?} in:\n{out}");
     }
@@ -218,10 +219,14 @@ fn onboard_reaches_a_healthy_daemon_that_survives_the_terminal_closing() {
     let _stop = StopAtEnd(&env);
     let term = shell_on_pty(
         &env,
-        &format!("\"{}\" onboard --accept-risk", bin().display()),
+        &format!("\"{}\" onboard --accept-risk --human ada", bin().display()),
     );
     wait_screen(&env, &term, "service: none");
     let screen = term.screen();
+    assert!(
+        screen.contains("created your human peer ada"),
+        "onboard gives the operator an inbox:\n{screen}"
+    );
     assert!(
         screen.contains("started the daemon in the background with `iapeer daemon --detach`")
             && screen.contains("iapeer shutdown")
@@ -243,6 +248,30 @@ fn onboard_reaches_a_healthy_daemon_that_survives_the_terminal_closing() {
         "{out}"
     );
     assert!(env.root.join("docs/iapeer/README.md").exists());
+
+    // The operator's human peer is live, and what is sent to it waits in its inbox.
+    env.wait_until("human-ada is live", Duration::from_secs(20), |e| {
+        e.status_of("ada", "human") == "live"
+    });
+    env.create_echo("alice");
+    env.ok(&[
+        "send",
+        "ada",
+        "--from",
+        "echo-alice",
+        "--message",
+        "welcome aboard",
+        "--topic",
+        "hello",
+    ]);
+    let inbox = env.ok(&["inbox", "ada"]);
+    assert!(
+        inbox.contains("welcome aboard") && inbox.contains("alice"),
+        "{inbox}"
+    );
+    // A second onboard keeps the human peer it made.
+    let again = env.ok(&["onboard", "--accept-risk", "--dry-run"]);
+    assert!(again.contains("human peer ada exists already"), "{again}");
 }
 
 /// On a terminal without the flag, the risk is explained and a typed "yes" goes ahead.

@@ -2,10 +2,14 @@
 //! the service definition, load it through the service manager (or, where none runs, start
 //! `iapeer daemon --detach`), and wait until the daemon is healthy.
 //!
+//! Then it gives the operator a human peer on the built-in `human` runtime (an inbox for
+//! messages to them: `iapeer inbox`), named by `--human`, else the login name, else `you`,
+//! unless a human peer exists already (issue 8 item 3).
+//!
 //! The steps are decided by a pure function, [`plan`], from what [`OnboardEnv`] found; `run`
-//! prints them (`--dry-run`) or carries them out. Spec 08 §1's later steps (the operator's
-//! human peer, the notifier, Telegram, memory) have their place in the plan as [`Later`]
-//! steps and are reported as not available yet; their flags are not in the verb table.
+//! prints them (`--dry-run`) or carries them out. Spec 08 §1's later steps (the notifier,
+//! Telegram, memory) have their place in the plan as [`Later`] steps and are reported as not
+//! available yet; their flags are not in the verb table.
 
 use std::path::PathBuf;
 
@@ -39,13 +43,27 @@ pub struct OnboardEnv {
     pub daemon_pid: Option<u32>,
     /// The user id (`gui/<uid>` for launchd).
     pub uid: u32,
+    /// The peers on the `human` runtime already registered.
+    pub humans: Vec<String>,
+    /// The operator's human peer to create when there is none ([`operator_name`]).
+    pub operator: String,
+}
+
+/// The operator's peer name: `--human` when given, else the login name when it is a valid
+/// peer name (lowercased), else `you` (pure).
+pub fn operator_name(flag: Option<&str>, login: Option<&str>) -> String {
+    if let Some(name) = flag {
+        return name.to_string();
+    }
+    login
+        .map(str::to_lowercase)
+        .filter(|l| crate::names::is_valid_personality(l))
+        .unwrap_or_else(|| "you".to_string())
 }
 
 /// A step spec 08 §1 lists after the daemon that this version does not have yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Later {
-    /// The operator's own human peer on the human inbox runtime (issue 8 item 3).
-    OperatorHumanPeer,
     /// The built-in notifier's `timer` and `watcher` peers (spec 9).
     Notifier,
     /// The Telegram human peer.
@@ -55,17 +73,11 @@ pub enum Later {
 }
 
 impl Later {
-    /// Every later step, in spec 08 §1's order (the human peer first: it is the operator).
-    pub const ALL: [Later; 4] = [
-        Later::OperatorHumanPeer,
-        Later::Notifier,
-        Later::Telegram,
-        Later::Memory,
-    ];
+    /// Every later step, in spec 08 §1's order.
+    pub const ALL: [Later; 3] = [Later::Notifier, Later::Telegram, Later::Memory];
 
     fn what(self) -> &'static str {
         match self {
-            Later::OperatorHumanPeer => "create your own human peer (an inbox for messages to you)",
             Later::Notifier => "provision the notifier's timer and watcher peers",
             Later::Telegram => "create a human peer reachable over Telegram",
             Later::Memory => "install the default memory provider",
@@ -117,6 +129,16 @@ pub enum Step {
     },
     /// Wait for two answered pings in a row within 15 s.
     WaitHealthy,
+    /// Create the operator's human peer on the `human` runtime and start its inbox writer.
+    CreateHuman {
+        /// Its name.
+        name: String,
+    },
+    /// Human peers exist already: no new one.
+    HumansExist {
+        /// Their names.
+        names: Vec<String>,
+    },
     /// A step of spec 08 §1 that is not available yet.
     Later(Later),
 }
@@ -157,6 +179,15 @@ pub fn plan(env: &OnboardEnv) -> Vec<Step> {
         }),
     }
     steps.push(Step::WaitHealthy);
+    steps.push(if env.humans.is_empty() {
+        Step::CreateHuman {
+            name: env.operator.clone(),
+        }
+    } else {
+        Step::HumansExist {
+            names: env.humans.clone(),
+        }
+    });
     steps.extend(Later::ALL.into_iter().map(Step::Later));
     steps
 }
@@ -206,12 +237,27 @@ pub fn describe(step: &Step) -> String {
             health::NEED_IN_A_ROW,
             health::WITHIN.as_secs()
         ),
+        Step::CreateHuman { name } => format!(
+            "create your human peer {name} on the human runtime: messages to {name} are kept in \
+             an inbox you read with `iapeer inbox` (pick another name with --human)"
+        ),
+        Step::HumansExist { names } => format!(
+            "human peer{} {} exist{} already: no new one (`iapeer inbox` shows messages to you)",
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", "),
+            if names.len() == 1 { "s" } else { "" }
+        ),
         Step::Later(l) => format!("later: {} — not available in this version", l.what()),
     }
 }
 
 /// Gather [`OnboardEnv`] (asks the service manager through the seam when its file exists).
-fn gather(paths: &Paths, install_env: &InstallEnv, ctl: &ServiceCtl) -> OnboardEnv {
+fn gather(
+    paths: &Paths,
+    install_env: &InstallEnv,
+    ctl: &ServiceCtl,
+    human_flag: Option<&str>,
+) -> OnboardEnv {
     let uid = nix::unistd::getuid().as_raw();
     let service = install_env
         .service_file()
@@ -227,6 +273,16 @@ fn gather(paths: &Paths, install_env: &InstallEnv, ctl: &ServiceCtl) -> OnboardE
         state,
         daemon_pid: health::ping(paths).map(|p| p.pid),
         uid,
+        humans: crate::registry::Registry::load(paths)
+            .map(|r| {
+                r.peers
+                    .iter()
+                    .filter(|p| p.declares(crate::runtime::human::NAME))
+                    .map(|p| p.personality.clone())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        operator: operator_name(human_flag, std::env::var("USER").ok().as_deref()),
     }
 }
 
@@ -235,7 +291,11 @@ pub fn run(inv: &Invocation) -> CliResult {
     let paths = paths()?;
     let install_env = InstallEnv::from_process(&paths).map_err(CliError::Failed)?;
     let ctl = ServiceCtl::from_env();
-    let env = gather(&paths, &install_env, &ctl);
+    let human_flag = inv.value(flags::HUMAN);
+    if let Some(name) = human_flag {
+        crate::peers::check_name(name).map_err(|e| usage(inv, format!("--human: {e}")))?;
+    }
+    let env = gather(&paths, &install_env, &ctl, human_flag);
     let steps = plan(&env);
     let dry_run = inv.flag(flags::DRY_RUN);
     match confirm::gate(
@@ -292,7 +352,21 @@ pub fn run(inv: &Invocation) -> CliResult {
                     ))
                 })?;
             }
-            Step::AlreadyLoaded { .. } | Step::KeepRunning { .. } | Step::Later(_) => {}
+            Step::CreateHuman { name } => {
+                let born = crate::peers::create_human_peer(&paths, name, Some("the operator"))
+                    .map_err(|e| {
+                        CliError::Failed(format!(
+                            "could not create your human peer {name}: {e} — pick another name with --human <name>"
+                        ))
+                    })?;
+                if let Some(rt) = &born.always_on {
+                    super::peers::start_always_on(&paths, name, rt);
+                }
+            }
+            Step::AlreadyLoaded { .. }
+            | Step::KeepRunning { .. }
+            | Step::HumansExist { .. }
+            | Step::Later(_) => {}
             Step::StartDetached => {
                 let exe = std::env::current_exe()
                     .map_err(|e| CliError::Failed(format!("cannot find the iapeer binary: {e}")))?;
@@ -335,6 +409,10 @@ pub fn run(inv: &Invocation) -> CliResult {
 fn done_line(step: &Step) -> String {
     match step {
         Step::Later(_) => format!("- {}", describe(step)),
+        Step::CreateHuman { name } => format!(
+            "✓ created your human peer {name}: `iapeer inbox` shows what is sent to you; answer \
+             with `iapeer send <peer> --topic <topic> --message …`"
+        ),
         Step::StartDetached => {
             "✓ started the daemon in the background with `iapeer daemon --detach` \
             (no service manager runs here); stop it with `iapeer shutdown`"
@@ -369,11 +447,13 @@ mod tests {
             state: None,
             daemon_pid: None,
             uid: 501,
+            humans: Vec::new(),
+            operator: "ada".into(),
         }
     }
 
     fn tail() -> Vec<Step> {
-        let mut v = vec![Step::WaitHealthy];
+        let mut v = vec![Step::WaitHealthy, Step::CreateHuman { name: "ada".into() }];
         v.extend(Later::ALL.map(Step::Later));
         v
     }
@@ -474,11 +554,38 @@ mod tests {
 
     #[test]
     fn the_later_steps_say_they_are_not_available() {
-        let text = describe(&Step::Later(Later::OperatorHumanPeer));
-        assert!(
-            text.starts_with("later: create your own human peer"),
-            "{text}"
-        );
+        let text = describe(&Step::Later(Later::Notifier));
+        assert!(text.starts_with("later: provision the notifier"), "{text}");
         assert!(text.ends_with("not available in this version"));
+    }
+
+    #[test]
+    fn the_operator_gets_a_human_peer_unless_one_exists() {
+        let mut e = env(None);
+        let steps = plan(&e);
+        let after_health = steps.iter().skip_while(|s| **s != Step::WaitHealthy).nth(1);
+        assert_eq!(
+            after_health,
+            Some(&Step::CreateHuman { name: "ada".into() })
+        );
+        e.humans = vec!["you".into()];
+        assert!(plan(&e).contains(&Step::HumansExist {
+            names: vec!["you".into()]
+        }));
+        assert!(!plan(&e)
+            .iter()
+            .any(|s| matches!(s, Step::CreateHuman { .. })));
+    }
+
+    #[test]
+    fn the_operator_name_is_the_flag_else_the_login_else_you() {
+        assert_eq!(operator_name(Some("boss"), Some("ada")), "boss");
+        assert_eq!(operator_name(None, Some("Ada")), "ada");
+        assert_eq!(
+            operator_name(None, Some("root user")),
+            "you",
+            "not a peer name"
+        );
+        assert_eq!(operator_name(None, None), "you");
     }
 }

@@ -117,7 +117,7 @@ fn absolute(p: &Path) -> Result<PathBuf, CliError> {
 
 /// Ask a running daemon to start an always-on peer now (quietly skipped when it is down: it
 /// starts with the daemon).
-fn start_always_on(paths: &Paths, name: &str, runtime: &str) {
+pub(crate) fn start_always_on(paths: &Paths, name: &str, runtime: &str) {
     let Ok(mut c) = Client::connect(paths) else {
         eprintln!("note: the daemon is not running; {runtime}-{name} starts when it does");
         return;

@@ -168,6 +168,13 @@ pub mod flags {
     pub const KEEP: FlagSpec = boolean("keep", "keep the temporary root and print its path");
     /// `--dry-run` (onboard, uninstall).
     pub const DRY_RUN: FlagSpec = boolean("dry-run", "print every planned step and change nothing");
+    /// `--human <name>` (onboard).
+    pub const HUMAN: FlagSpec = valued(
+        "human",
+        "<name>",
+        Complete::Text,
+        "the name of your own human peer (default: your login name, else you)",
+    );
     /// `--accept-risk` (onboard).
     pub const ACCEPT_RISK: FlagSpec = boolean(
         "accept-risk",
@@ -244,7 +251,7 @@ use flags::{
     INTELLIGENCE, JSON, KEEP, MESSAGE, MESSAGE_FILE, NO_BOOTSTRAP, PATH, PEER_RUNTIME, PURGE,
     SEND_RUNTIME, SEND_TIMEOUT, TOPIC, UPDATE_FORCE, YES,
 };
-use flags::{FOLLOW, INBOX_ALL, SINCE};
+use flags::{FOLLOW, HUMAN, INBOX_ALL, SINCE};
 
 const PEER_AND_RUNTIME: &[PosSpec] = &[args::PEER, RUNTIME];
 
@@ -686,7 +693,7 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Onboard),
         name: "onboard",
-        signature: "onboard [--dry-run] [--accept-risk]",
+        signature: "onboard [--dry-run] [--accept-risk] [--human <name>]",
         summary: "set iapeer up to run as a service and wait until the daemon is healthy",
         description: "Explain the risk (agents run with their permission prompts bypassed) and go on only \
             with --accept-risk or a yes typed on the terminal; without a terminal and without the flag \
@@ -696,10 +703,12 @@ pub static VERBS: &[VerbSpec] = &[
             answers ping twice in a row within 15 s. Where no service manager runs (containers, CI) it \
             starts iapeer daemon --detach instead and says so; iapeer shutdown stops it. A daemon \
             already running outside a service manager is stopped first so that the service runs it. \
-            The later steps of onboarding (your own human peer, the notifier, Telegram, memory) are \
+            Then, unless a human peer exists already, it creates yours on the built-in human runtime \
+            (named by --human, else your login name, else you): messages to it wait in the inbox that \
+            iapeer inbox shows. The later steps of onboarding (the notifier, Telegram, memory) are \
             listed as not available yet. With --dry-run it prints every step and changes nothing.",
         positionals: &[],
-        flags: &[DRY_RUN, ACCEPT_RISK],
+        flags: &[DRY_RUN, ACCEPT_RISK, HUMAN],
         rules: &[],
         hidden: false,
         group: Group::Host,
