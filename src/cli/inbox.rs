@@ -27,8 +27,12 @@ pub fn run(inv: &Invocation) -> CliResult {
     let registry = Registry::load(&paths).map_err(fail)?;
     let cwd = std::env::current_dir().map_err(fail)?;
     let cwd = cwd.canonicalize().unwrap_or(cwd);
+    let given = inv.positional(args::SOME_PEER);
+    if let Some(name) = given.filter(|n| registry.find(n).is_none()) {
+        return Err(super::suggest::not_registered(&paths, name));
+    }
     let peer = show::pick_peer(
-        inv.positional(args::SOME_PEER),
+        given,
         std::env::var("PEER_IDENTITY").ok().as_deref(),
         &cwd,
         &registry,

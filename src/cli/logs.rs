@@ -50,6 +50,20 @@ impl Filter {
     }
 }
 
+/// A log file's text; `None` when it does not exist (yet).
+///
+/// Errors: it exists but cannot be read (or the root is not a folder), with the path.
+fn read_log(path: &std::path::Path) -> Result<Option<String>, CliError> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(CliError::Failed(format!(
+            "cannot read the log {}: {e}",
+            path.display()
+        ))),
+    }
+}
+
 fn sources(paths: &Paths) -> [(Source, PathBuf); 3] {
     [
         (Source::Lifecycle, paths.lifecycle_log()),
@@ -86,13 +100,23 @@ pub fn run(inv: &Invocation) -> CliResult {
     for (source, path) in sources(&paths) {
         for i in (1..=MAX_COPIES).rev() {
             let copy = PathBuf::from(format!("{}.{i}", path.display()));
-            if let Ok(text) = std::fs::read_to_string(&copy) {
+            if let Some(text) = read_log(&copy)? {
                 entries.extend(logview::parse(&text, source));
             }
         }
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let text = read_log(&path)?.unwrap_or_default();
         offsets.push(text.len() as u64);
         entries.extend(logview::parse(&text, source));
+    }
+    // A name that is neither registered nor in any log is a mistake, not an empty history
+    // (a removed peer's entries stay readable by its name).
+    if let Some(p) = &filter.peer {
+        let registered = crate::registry::Registry::load(&paths)
+            .map(|r| r.find(p).is_some())
+            .unwrap_or(false);
+        if !registered && !entries.iter().any(|e| logview::mentions(e, p)) {
+            return Err(super::suggest::not_registered(&paths, p));
+        }
     }
     filter.print(entries);
     if inv.flag(flags::FOLLOW) {
