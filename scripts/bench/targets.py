@@ -85,8 +85,10 @@ def item2_wake(r, rt, ready_settle_ms):
     if not xs:
         return _not_measured("2", target, "no lifecycle wake/ready lines for the wakes")
     s = summary(xs)
+    cold = "; no warm-up: the first wake of the run, cold" if not r["agents"].get(
+        "warmup", 1) else ""
     return _line(s["median"] <= WAKE_READY_MS, "2", target,
-                 f"at least median {s['median']:.0f} p99 {s['p99']:.0f} ms (n={s['n']}; "
+                 f"at least median {s['median']:.0f} p99 {s['p99']:.0f} ms (n={s['n']}{cold}; "
                  f"lifecycle `ready` -> delivery.log ts + the adapter's {ready_settle_ms} ms "
                  f"ready settle; the wait for the agent's MCP client before `ready` is not "
                  f"logged, so this is a lower bound)")
