@@ -15,11 +15,15 @@ POST /mcp with a unique `topic` and `Connection: close`, and reads the answer. P
   overhead = latency - daemon: what the HTTP server, MCP decoding, preparation and the
              answer add around the delivery (the log's integer ms truncates, so overhead is
              over-stated by < 1 ms; the Python client's own scheduling is in it too).
+after    = the answer read minus the delivery.log line's `ts` (wall clocks, ms resolution):
+             the part of the overhead after the router had the outcome (the HTTP thread's
+             answer and this client's reading of it); the rest is before the router took it.
 The daemon's thread count is sampled every 10 ms during the burst and compared with the count
 at rest.
 """
 
 import asyncio
+import datetime
 import json
 import resource
 import socket
@@ -78,7 +82,7 @@ async def _call(port, headers, body, gate):
         raw = await reader.read(1)
         t_first = now()
         raw += await reader.read(-1)  # the server closes after its answer
-        t1 = now()
+        t1, t1_wall = now(), time.time()
         writer.close()
     except OSError as e:
         return {"latency_ns": now() - t0, "connect_ns": 0, "send_ns": 0, "tail_ns": 0,
@@ -86,7 +90,7 @@ async def _call(port, headers, body, gate):
     status, retry, msg = parse_answer(raw)
     ok = bool(msg and ((msg.get("result") or {}).get("structuredContent") or {}).get("ok"))
     return {"latency_ns": t1 - t_sent, "connect_ns": t_conn - t0, "send_ns": t_sent - t_conn,
-            "tail_ns": t1 - t_first, "status": status, "retry_after": retry, "ok": ok,
+            "tail_ns": t1 - t_first, "t1_wall": t1_wall, "status": status, "retry_after": retry, "ok": ok,
             "error": None if ok else (json.dumps(msg)[:200] if msg else raw[:200].decode(
                 errors="replace"))}
 
@@ -156,6 +160,8 @@ def run(world, identity, token, peers, calls, log):
         line = by_topic.get(f"burst{i}")
         if line is not None and line.get("ok") == "true" and a["ok"]:
             a["daemon_ms"] = float(line["ms"])
+            # The log's ts (ms resolution) is when the router had the outcome.
+            a["after_ms"] = 1000 * (a["t1_wall"] - log_ts(line["ts"]))
     refused = [a for a in answers if a["status"] not in (0, 200) or
                (a["status"] == 200 and not a["ok"])]
     return {
@@ -174,10 +180,17 @@ def run(world, identity, token, peers, calls, log):
         "daemon_ms": [a["daemon_ms"] for a in answers if "daemon_ms" in a],
         "overhead_ms": [a["latency_ns"] / 1e6 - a["daemon_ms"] for a in answers
                         if "daemon_ms" in a],
+        "after_ms": [a["after_ms"] for a in answers if "after_ms" in a],
         "threads_rest": at_rest, "threads_busiest": busiest,
         "thread_samples": sampler.samples, "live_sessions": len(world.sessions()),
         "load": measure_load(),
     }
+
+
+def log_ts(value):
+    """An event log's `ts=` (2026-01-02T03:04:05.678Z) as epoch seconds."""
+    return datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
 
 
 def measure_load():

@@ -153,6 +153,9 @@ def burst_lines(b):
                                 summary(b["daemon_ms"]), 1, f1))
         rows.append(latency_row("  overhead = latency - ms=", summary(b["overhead_ms"]), 1,
                                 f1))
+    if b.get("after_ms"):
+        rows.append(latency_row("    of it after the outcome (answer read - log ts)",
+                                summary(b["after_ms"]), 1, f1, "wall clocks, ms ts"))
     if rows:
         out.append(table(["measure", "n", "median", "p10", "p90", "p99", "mean", "note"],
                          rows, "lrrrrrrl"))
