@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # Benchmark iapeer on this machine: `iapeer send` / MCP tools/call / control ping latency,
-# daemon memory with 0, 10 and 50 live echo peers, idle CPU with 10 live peers over 60 s, a
-# comparison with `tmux send-keys` into a pane running the same echo agent, and the real
-# Claude Code and Codex CLIs (scripts/setup-agents.sh installs them into .cache/agents) with a
-# loopback stand-in model API: `iapeer send` to an asleep peer until `…, woke`, and to a live
-# one, medians of BENCH_AGENT_RUNS cycles each.
+# daemon memory and threads with 0, 10 and 50 live echo peers, idle CPU and wakeups with 10
+# live peers over 60 s, a comparison with tmux (`send-keys`, `paste-buffer` + Enter) into a
+# pane running the same echo agent, a burst of 1 000 concurrent MCP tools/call from 1 000
+# connections to 20 live echo peers (scripts/bench/burst.py), and the real Claude Code and
+# Codex CLIs (scripts/setup-agents.sh installs them into .cache/agents) with a loopback
+# stand-in model API: `iapeer send` to an asleep peer until `…, woke`, and to a live one.
+# It ends with one [PASS]/[MISS] line per target of issue 13 (scripts/bench/targets.py), each
+# with median, p99 and its reference from the same run. A benchmark, not a test: not in CI.
 #
 # Never touches the real ~/.iapeer: temp HOMEs and IAPEER_ROOTs, port 0, and every process it
 # starts is ended by pid. Installs tmux / python3 with apt-get when missing.
 #
-# Knobs: BENCH_RUNS=N (default 200), BENCH_QUICK=1 (20 runs, 0/10 peers, 10 s idle window,
-#        3 agent cycles), BENCH_PINGS, BENCH_IDLE_SECS, BENCH_PEERS="0,10,50",
-#        BENCH_IDLE_PEERS=10, BENCH_AGENTS=claude,codex (0 skips the agent phase),
-#        BENCH_AGENT_RUNS=10, BENCH_OUT=/tmp/file.txt, BENCH_KEEP=1 (keep the temp folders),
-#        BENCH_NO_BUILD=1.
+# Knobs: BENCH_RUNS=N (default 200), BENCH_QUICK=1 (under 2 minutes: 20 runs, 0/10 peers,
+#        10 s idle window, 1 agent cycle per runtime without warm-up; the burst stays 1 000
+#        calls), BENCH_PINGS, BENCH_IDLE_SECS, BENCH_PEERS="0,10,50", BENCH_IDLE_PEERS=10,
+#        BENCH_BURST_CALLS=1000 (0 skips the burst), BENCH_BURST_PEERS=20,
+#        BENCH_AGENTS=claude,codex (0 skips the agent phase), BENCH_AGENT_RUNS=10,
+#        BENCH_OUT=/tmp/file.txt, BENCH_KEEP=1 (keep the temp folders), BENCH_NO_BUILD=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)

@@ -43,10 +43,10 @@ class AgentBench:
     """A private world (own HOME, IAPEER_ROOT, daemon, stand-ins) with a claude peer `cb`, a
     codex peer `cx` and an echo peer `ea` that sends."""
 
-    def __init__(self, binary, repo, runs, runtimes, keep, log):
+    def __init__(self, binary, repo, runs, runtimes, keep, log, warmup=1):
         self.binary, self.repo, self.runs, self.runtimes = binary, repo, runs, runtimes
         self.keep, self.log = keep, log
-        self.warmup = 1
+        self.warmup = warmup
         self.world = None
         self.standins = {}
         self.versions = {}
@@ -211,7 +211,7 @@ class AgentBench:
 
     def run(self):
         """Every runtime's series; returns the results dict (errors are recorded, not lost)."""
-        results = {"runs": self.runs, "versions": self.versions}
+        results = {"runs": self.runs, "warmup": self.warmup, "versions": self.versions}
         try:
             self.setup()
             results["versions"] = self.versions
@@ -253,7 +253,8 @@ def render(res):
     """The AGENTS section of the report (list of lines)."""
     v = res.get("versions", {})
     out = [f"AGENTS (ms; real CLIs — {v.get('claude', '?')}, {v.get('codex', '?')} — with a "
-           f"loopback stand-in model API; {res['runs']} cycles per runtime after 1 warm-up)"]
+           f"loopback stand-in model API; {res['runs']} cycles per runtime after "
+           f"{res.get('warmup', 1)} warm-up)"]
     if "error" in res:
         return out + [f"  not measured: {res['error']}"]
     rows = []

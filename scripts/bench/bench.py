@@ -1,12 +1,14 @@
 """iapeer benchmark (driven by scripts/bench.sh): latency of `iapeer send`, MCP tools/call
 and control `ping`; daemon memory with 0/10/50 live echo peers; idle CPU; a comparison
-with `tmux send-keys` into a pane running the same echo agent; and (agentbench.py) the real
-Claude Code / Codex CLIs woken and messaged through iapeer with a stand-in model API.
+with `tmux send-keys` into a pane running the same echo agent; a burst of concurrent MCP
+calls (burst.py); the real Claude Code / Codex CLIs woken and messaged through iapeer with a
+stand-in model API (agentbench.py); and one PASS/MISS line per issue 13 target (targets.py).
 
 Usage: python3 bench.py <release iapeer binary> <repo root>
 Environment: BENCH_RUNS, BENCH_QUICK=1, BENCH_PINGS, BENCH_IDLE_SECS, BENCH_PEERS (e.g.
 "0,10,50"), BENCH_IDLE_PEERS, BENCH_OUT (table file), BENCH_KEEP=1 (keep the temp folder),
-BENCH_AGENTS ("claude,codex" by default; 0 skips the agent phase), BENCH_AGENT_RUNS.
+BENCH_AGENTS ("claude,codex" by default; 0 skips the agent phase), BENCH_AGENT_RUNS,
+BENCH_BURST_CALLS (1000; 0 skips the burst), BENCH_BURST_PEERS (20).
 """
 
 import datetime
@@ -22,9 +24,11 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import agentbench  # noqa: E402
+import burst  # noqa: E402
 import measure  # noqa: E402
 import procfs  # noqa: E402
 import render  # noqa: E402
+import targets  # noqa: E402
 from world import BenchError, World  # noqa: E402
 
 MS = 1e6
@@ -45,6 +49,20 @@ def settle_ms(repo):
         return int(m.group(1)) if m else 300
     except OSError:
         return 300
+
+
+def ready_settles(repo):
+    """{runtime: ms} of each adapter's `ready_settle` in src/runtime/<rt>.rs (0 if unknown)."""
+    out = {}
+    for rt in ("claude", "codex"):
+        try:
+            with open(os.path.join(repo, f"src/runtime/{rt}.rs")) as f:
+                m = re.search(r"fn ready_settle\(&self\) -> Duration \{[^}]*?"
+                              r"Duration::from_millis\((\d+)\)", f.read())
+            out[rt] = int(m.group(1)) if m else 0
+        except OSError:
+            out[rt] = 0
+    return out
 
 
 def sh(cmd):
@@ -87,7 +105,10 @@ class Bench:
         bad = [x for x in self.agent_rts if x not in agentbench.RUNTIMES]
         if bad:
             raise SystemExit(f"BENCH_AGENTS: unknown runtime(s) {bad}; use claude,codex or 0")
-        self.agent_runs = env_int("BENCH_AGENT_RUNS", 3 if quick else 10)
+        self.agent_runs = env_int("BENCH_AGENT_RUNS", 1 if quick else 10)
+        self.agent_warmup = 0 if quick else 1
+        self.burst_calls = env_int("BENCH_BURST_CALLS", 1000)
+        self.burst_peers = env_int("BENCH_BURST_PEERS", 20)
         self.agent_bench = None
 
     # ----- phase 1: memory and idle CPU --------------------------------------------------
@@ -253,13 +274,35 @@ class Bench:
                       "deliveries": 2 * (warm + runs)}
         w.stop_daemon()
 
-    # ----- phase 3: real agent CLIs ----------------------------------------------------
+    # ----- phase 3: concurrent MCP calls (issue 13 item 3) --------------------------------
+
+    def burst_phase(self):
+        if self.burst_calls <= 0:
+            return
+        w = self.world
+        peers = [f"b{i:02d}" for i in range(1, self.burst_peers + 1)]
+        for n in ["burster"] + peers:
+            w.create_echo(n)
+        w.start_daemon()
+        for n in ["burster"] + peers:
+            w.wake(n)
+        time.sleep(1)  # launch helpers end with their launch
+        token = procfs.environ(w.live_pid("echo-burster"))["IAPEER_TOKEN"]
+        self.phase_load["burst"] = loadavg()
+        self.results["burst"] = b = burst.run(w, "echo-burster", token, peers,
+                                              self.burst_calls, log)
+        log(f"burst: {b['delivered']}/{b['calls']} delivered in {b['wall_ns'] / 1e9:.1f} s, "
+            f"threads {b['threads_rest']} at rest, at most {b['threads_busiest']}")
+        w.stop_daemon()
+
+    # ----- phase 4: real agent CLIs ----------------------------------------------------
 
     def agent_phase(self):
         if not self.agent_rts:
             return
         self.agent_bench = agentbench.AgentBench(self.binary, self.repo, self.agent_runs,
-                                             self.agent_rts, self.world.keep, log)
+                                             self.agent_rts, self.world.keep, log,
+                                             warmup=self.agent_warmup)
         self.phase_load["agents"] = loadavg()
         self.results["agents"] = self.agent_bench.run()
 
@@ -283,11 +326,18 @@ def main():
         f"{b.idle_secs} s with {b.idle_peers} peers; temp folder {b.world.dir}")
     log(f"agent phase: {', '.join(b.agent_rts) or 'skipped (BENCH_AGENTS=0)'}"
         + (f", {b.agent_runs} cycles each" if b.agent_rts else ""))
+    log(f"burst phase: " + (f"{b.burst_calls} concurrent calls to {b.burst_peers} peers"
+                             if b.burst_calls > 0 else "skipped (BENCH_BURST_CALLS=0)"))
+    if b.quick:
+        log("QUICK mode shrinks: 20 latency runs (not 200), 500 pings, peers 0/10 (no 50), "
+            "10 s idle window (not 60), 1 agent cycle per runtime without warm-up (not 1+10); "
+            "the 1 000-call burst runs in full")
     log(f"uptime at start: {up0}")
     ok = False
     try:
         b.resources()
         b.latency()
+        b.burst_phase()
         b.agent_phase()
         ok = True
     except BenchError as e:
@@ -321,10 +371,14 @@ def main():
         f"uptime at end:   {up1}",
         "CAVEAT: 2 shared cores; other builds may run concurrently — see the load averages.",
     ])
+    target_lines = targets.lines(b.results, ready_settles(repo))
     text = (render.render(b.results, b.settle, b.phase_load, header) + "\n\n" +
             render.NOTES.format(settle=b.settle))
     if "agents" in b.results:
         text += agentbench.NOTES + "\n"
+    text += ("\nTARGETS (issue 13; verdict on the median unless p99 is named; "
+             + ("QUICK run: few samples, p99 is rough" if b.quick else "full run")
+             + f"; {elapsed:.0f} s in all)\n" + "\n".join(target_lines))
     out_path = os.environ.get("BENCH_OUT") or f"/tmp/iapeer-bench-{started:%Y%m%d-%H%M%S}.txt"
     with open(out_path, "w") as f:
         f.write(text + "\n")

@@ -121,10 +121,45 @@ def render(results, settle, phase_load, header):
     out.append("load average at phase start: " + ", ".join(
         f"{k} {v}" for k, v in phase_load.items()) +
         f", idle window {i['load']}")
+    if "burst" in r:
+        out.append("")
+        out.extend(burst_lines(r["burst"]))
     if "agents" in r:
         out.append("")
         out.extend(agentbench.render(r["agents"]))
     return "\n".join(out)
+
+
+def burst_lines(b):
+    """The BURST section: concurrent MCP calls (issue 13 item 3)."""
+    out = [f"BURST ({b['calls']} concurrent MCP tools/call send_to_peer, one connection each, "
+           f"to {b['peers']} live echo peers; load {b['load']})",
+           f"  {b['answered']} answered, {b['delivered']} delivered, {b['refused']} refused "
+           f"({b['status_503']} x 503), {b['unanswered']} unanswered, in "
+           f"{b['wall_ns'] / 1e9:.1f} s; daemon threads {b['threads_rest']} at rest, at most "
+           f"{b['threads_busiest']} during the burst"]
+    rows = []
+    if b["latency_ns"]:
+        rows.append(latency_row("call latency (request written .. answer read)",
+                                summary(b["latency_ns"]), MS, f1))
+        rows.append(latency_row("  before it: release .. connected", summary(
+            b["connect_ns"]), MS, f1, "kernel + client"))
+        rows.append(latency_row("  before it: connected .. request written", summary(
+            b["send_ns"]), MS, f1, "client's event loop"))
+        rows.append(latency_row("  first answer byte .. close", summary(b["tail_ns"]), MS,
+                                f1))
+    if b["daemon_ms"]:
+        rows.append(latency_row("  delivery.log ms= (queue wait + delivery)",
+                                summary(b["daemon_ms"]), 1, f1))
+        rows.append(latency_row("  overhead = latency - ms=", summary(b["overhead_ms"]), 1,
+                                f1))
+    if b.get("after_ms"):
+        rows.append(latency_row("    of it after the outcome (answer read - log ts)",
+                                summary(b["after_ms"]), 1, f1, "wall clocks, ms ts"))
+    if rows:
+        out.append(table(["measure", "n", "median", "p10", "p90", "p99", "mean", "note"],
+                         rows, "lrrrrrrl"))
+    return out
 
 
 NOTES = """\
@@ -152,6 +187,15 @@ WHAT EACH MEASURE IS
 - Memory: VmRSS and PSS (smaps_rollup) of the daemon pid (threads share one address
   space), and separately the sum over its echo-agent children (the same binary, so their
   shared text pages are counted once per process in VmRSS and split in PSS).
+- Burst: every call its own TCP connection (asyncio in the bench process, released together),
+  a unique `topic` so its delivery.log line can be found. Call latency runs from the request
+  being written (in the kernel's buffer; the daemon accepts and reads it later) to the answer
+  read; connect and write before it are the client's and the kernel's, reported apart.
+  Overhead = call latency minus that line's `ms=` (the router's time from taking the send to
+  its outcome, including the wait behind the peer's other sends): accept, HTTP, MCP decoding,
+  the trip to the router and the answer back. Integer ms, so overhead is over-stated by
+  < 1 ms; the single-threaded Python client's own lag is in it too. Threads sampled every
+  10 ms from /proc.
 - Idle CPU: utime+stime from /proc/<pid>/stat (clock ticks) and summed task schedstat (ns)
   before/after the window; context switches ~ wakeups.
 """

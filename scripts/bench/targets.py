@@ -1,0 +1,172 @@
+"""The targets of issue 13, each judged against its reference measured in the same run and
+printed as one line: `PASS`/`MISS`, the target, the figures (median and p99) and the
+reference. A target whose measure did not run (or cannot be taken yet) is `MISS` with
+"not measured" and the reason, so a quick look never mistakes a gap for a pass.
+
+Verdicts are on medians unless the target names p99; the p99 is printed beside them.
+"""
+
+from report import summary
+
+MS = 1e6
+
+# Issue 13's limits.
+SEND_VS_TMUX = 1.5          # item 1: live echo send <= 1.5 x tmux paste-buffer + Enter
+MODEL_REQUEST_MS = 150      # item 1: live agent send -> stand-in model request
+WAKE_READY_MS = 300         # item 2: agent ready screen -> delivered
+OVERHEAD_P99_MS = 5         # item 3: daemon overhead per call, p99
+POOL_THREADS = 4            # item 3: the send-preparation pool may grow by this many
+IDLE_CPU_PCT = 0.0005       # item 4: prints as 0.000 %
+IDLE_WAKEUPS_PER_AGENT = 0.1  # item 4: "~0 wakeups" = under one per 10 s per agent
+
+
+def _ms(s, key, div=1):
+    return f"{s[key] / div:.1f}"
+
+
+def _line(ok, item, target, figures):
+    tag = "PASS" if ok else "MISS"
+    return f"[{tag}] {item:<3} {target}: {figures}"
+
+
+def _not_measured(item, target, why):
+    return f"[MISS] {item:<3} {target}: not measured — {why}"
+
+
+def item1_echo(r):
+    target = f"live echo send (whole CLI) <= {SEND_VS_TMUX} x tmux paste-buffer+Enter"
+    if not r.get("cli") or not r.get("tmux_paste"):
+        return _not_measured("1", target, "the latency phase did not run")
+    c, t = summary(r["cli"]), summary(r["tmux_paste"])
+    limit = SEND_VS_TMUX * t["median"]
+    return _line(c["median"] <= limit, "1", target,
+                 f"send median {_ms(c, 'median', MS)} p99 {_ms(c, 'p99', MS)} ms; "
+                 f"reference tmux median {_ms(t, 'median', MS)} p99 {_ms(t, 'p99', MS)} ms "
+                 f"-> limit {limit / MS:.1f} ms (ratio {c['median'] / t['median']:.1f}x)")
+
+
+def _agent(r, rt):
+    """The agent results for `rt`, or the reason there are none."""
+    a = r.get("agents")
+    if a is None:
+        return None, "agent phase skipped (BENCH_AGENTS=0)"
+    if "error" in a:
+        return None, f"agent phase failed: {a['error'][:120]}"
+    x = a.get(rt)
+    if x is None:
+        return None, f"{rt} not selected (BENCH_AGENTS)"
+    if "error" in x:
+        return None, f"{rt} series failed: {x['error'][:120]}"
+    return x, None
+
+
+def item1_agent(r, rt):
+    target = f"live {rt} send -> stand-in model request <= {MODEL_REQUEST_MS} ms"
+    x, why = _agent(r, rt)
+    if x is None:
+        return _not_measured("1", target, why)
+    s = summary([v["model_request_ms"] for v in x["live"]])
+    return _line(s["median"] <= MODEL_REQUEST_MS, "1", target,
+                 f"median {s['median']:.0f} p99 {s['p99']:.0f} ms (n={s['n']})")
+
+
+def item1_correctness():
+    return _not_measured("1", "500 deliveries per runtime, 0 swallowed/merged/false refusals",
+                         "the bench has no correctness mode yet (issue 13 item 1)")
+
+
+def item2_wake(r, rt, ready_settle_ms):
+    target = f"wake {rt}: ready screen -> delivered <= {WAKE_READY_MS} ms"
+    x, why = _agent(r, rt)
+    if x is None:
+        return _not_measured("2", target, why)
+    xs = [v["ready_to_delivered_ms"] + ready_settle_ms for v in x["asleep"]
+          if "ready_to_delivered_ms" in v]
+    if not xs:
+        return _not_measured("2", target, "no lifecycle wake/ready lines for the wakes")
+    s = summary(xs)
+    cold = "; no warm-up: the first wake of the run, cold" if not r["agents"].get(
+        "warmup", 1) else ""
+    return _line(s["median"] <= WAKE_READY_MS, "2", target,
+                 f"at least median {s['median']:.0f} p99 {s['p99']:.0f} ms (n={s['n']}{cold}; "
+                 f"lifecycle `ready` -> delivery.log ts + the adapter's {ready_settle_ms} ms "
+                 f"ready settle; the wait for the agent's MCP client before `ready` is not "
+                 f"logged, so this is a lower bound)")
+
+
+def item3(r):
+    b = r.get("burst")
+    t_all = "1 000 concurrent tools/call to 20 live echo peers: all answered and delivered"
+    t_over = f"daemon overhead per call (latency - delivery.log ms=) p99 < {OVERHEAD_P99_MS} ms"
+    t_thr = f"daemon threads during the burst <= at rest + {POOL_THREADS} (preparation pool)"
+    if b is None:
+        why = "the burst phase was skipped (BENCH_BURST_CALLS=0)"
+        return [_not_measured("3", t, why) for t in (t_all, t_over, t_thr)]
+    if b["calls"] != 1000 or b["peers"] != 20:
+        t_all = (f"{b['calls']} concurrent tools/call to {b['peers']} live echo peers "
+                 "(target is 1 000 to 20): all answered and delivered")
+    out = [_line(b["delivered"] == b["calls"], "3", t_all,
+                 f"{b['answered']}/{b['calls']} answered, {b['delivered']} delivered, "
+                 f"{b['refused']} refused ({b['status_503']} x 503, {b['retry_after']} with "
+                 f"Retry-After), {b['unanswered']} without an answer; burst took "
+                 f"{b['wall_ns'] / 1e9:.1f} s"
+                 + (f"; first failure: {b['first_error']}" if b["first_error"] else ""))]
+    seq = ""
+    calls, dms = r.get("mcp_call") or [], r.get("mcp_daemon_ms") or []
+    if calls and len(calls) == len(dms):
+        q = summary([c / MS - d for c, d in zip(calls, dms)])
+        seq = (f"; one call at a time on a keep-alive connection: median {q['median']:.1f} "
+               f"p99 {q['p99']:.1f} ms")
+    if b["overhead_ms"]:
+        o, lat = summary(b["overhead_ms"]), summary([x / MS for x in b["latency_ns"]])
+        out.append(_line(o["p99"] < OVERHEAD_P99_MS, "3", t_over,
+                         f"overhead median {o['median']:.1f} p99 {o['p99']:.1f} ms (n={o['n']});"
+                         f" reference: call latency median {lat['median']:.0f} p99 "
+                         f"{lat['p99']:.0f} ms, of which delivery.log ms= median "
+                         f"{summary(b['daemon_ms'])['median']:.0f}{seq}"))
+    else:
+        out.append(_not_measured("3", t_over, "no call was delivered with a delivery.log line"))
+    limit = b["threads_rest"] + POOL_THREADS
+    out.append(_line(b["threads_busiest"] <= limit, "3", t_thr,
+                     f"at most {b['threads_busiest']} during the burst "
+                     f"({b['thread_samples']} samples), {b['threads_rest']} at rest with "
+                     f"{b['live_sessions']} live sessions -> limit {limit}"))
+    return out
+
+
+def item4_idle(r):
+    i = r.get("idle")
+    target = "idle echo agents: 0.000 % CPU and ~0 wakeups/s"
+    if i is None:
+        return _not_measured("4", target, "the idle window did not run")
+    a, d = i["agents"], i["daemon"]
+    limit = IDLE_WAKEUPS_PER_AGENT * i["peers"]
+    ok = a["pct_sched"] < IDLE_CPU_PCT and a["ctx_per_s"] <= limit
+    return _line(ok, "4", target,
+                 f"{i['peers']} agents over {i['window_s']:.0f} s: {a['pct_sched']:.3f} % of a "
+                 f"core, {a['ctx_per_s']:.2f} wakeups/s (limit {limit:.1f}); reference daemon "
+                 f"{d['pct_sched']:.3f} %, {d['ctx_per_s']:.2f} wakeups/s")
+
+
+def item4_threads(r):
+    target = "daemon threads <= 1 per live session + a fixed number"
+    mem = {m["live"]: m["daemon_threads"] for m in r.get("memory", [])}
+    if 0 not in mem or len(mem) < 2:
+        return _not_measured("4", target, "needs 0 and at least one other level in BENCH_PEERS")
+    fixed = mem[0]
+    worst = max((mem[n] - fixed) / n for n in mem if n > 0)
+    levels = ", ".join(f"{n} live: {t}" for n, t in sorted(mem.items()))
+    return _line(worst <= 1.0, "4", target,
+                 f"{levels} -> fixed {fixed} (0 live), at most {worst:.2f} per session")
+
+
+def lines(r, ready_settles):
+    """Every target line, in issue order. `r` is the bench's results dict; `ready_settles`
+    maps runtime -> the adapter's ready settle in ms."""
+    out = [item1_echo(r)]
+    out += [item1_agent(r, rt) for rt in ("claude", "codex")]
+    out.append(item1_correctness())
+    out += [item2_wake(r, rt, ready_settles.get(rt, 0)) for rt in ("claude", "codex")]
+    out += item3(r)
+    out += [item4_idle(r), item4_threads(r)]
+    return out
