@@ -154,6 +154,10 @@ pub enum EventKind {
     },
     /// Answer to [`SessionCmd::Probe`].
     Status(SessionStatus),
+    /// The screen started (`true`) or stopped showing the runtime mid-turn
+    /// ([`crate::adapter::Adapter::is_busy`]), so `list` and `update`'s mid-turn check see a
+    /// turn at once, not at the next probe.
+    Busy(bool),
     /// The number of attached interactive clients changed.
     Attached(usize),
     /// The child is gone and its output drained; the thread is ending.

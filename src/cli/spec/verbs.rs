@@ -723,8 +723,8 @@ pub static VERBS: &[VerbSpec] = &[
             as $IAPEER_BIN_DIR/iapeer (default ~/.local/bin), atomically, keeping the current one as \
             iapeer.prev; then restart the daemon (through the service manager when the service is \
             loaded, else iapeer shutdown and iapeer daemon --detach) and wait until it is healthy. It \
-            lists the live agent sessions first and refuses while any is mid-turn (as the daemon saw \
-            it at its last supervise tick, every IAPEER_TICK_SECS), unless --force. A loaded \
+            lists the live agent sessions first and refuses while any is mid-turn (its screen shows a \
+            turn in progress), unless --force. A loaded \
             service's file is first made to run the installed binary (only when iapeer wrote it). \
             Exits 1 and advises iapeer rollback when the new daemon is not healthy. Installing a \
             published version from the package registry is not available yet: build it and give its \

@@ -69,6 +69,12 @@ impl Router {
             EventKind::Queued { id, by } => self.on_delivered(&identity, id, Ok(Some(by))),
             EventKind::QueueOutcome { id, result } => self.on_queue_outcome(id, result),
             EventKind::Status(status) => self.on_status(&identity, status),
+            EventKind::Busy(busy) => {
+                // Only the flag: idle decisions stay with the probe's full answer.
+                if let Some(s) = self.live.sessions.get_mut(&identity) {
+                    s.status.get_or_insert_with(Default::default).busy = busy;
+                }
+            }
             EventKind::Compacted { id, result } => self.on_compacted(&identity, id, result),
             EventKind::Attached(n) => {
                 if let Some(s) = self.live.sessions.get_mut(&identity) {

@@ -102,6 +102,11 @@ impl Session {
             d.on_output(chunk, Instant::now());
         }
         self.evaluate_boot(Instant::now());
+        let busy = self.cfg.adapter.is_busy(&self.screen);
+        if busy != self.busy_shown {
+            self.busy_shown = busy;
+            self.emit(EventKind::Busy(busy));
+        }
     }
 
     pub(super) fn write_child(&mut self, bytes: &[u8]) {

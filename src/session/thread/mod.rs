@@ -216,6 +216,8 @@ struct Session {
     /// When iapeer's previous delivery into this session ended (its paste may still show in
     /// the composer for a moment: [`super::hold::may_be_residue`]).
     last_paste_end: Option<Instant>,
+    /// What the screen last said about a turn in progress (flips are reported).
+    busy_shown: bool,
     /// Deliveries already answered as queued: their end is a `QueueOutcome`, not `Delivered`.
     answered_queued: std::collections::HashSet<u64>,
     compact: Option<ActiveCompact>,
@@ -303,6 +305,7 @@ impl Session {
             followers: Vec::new(),
             held: None,
             last_paste_end: None,
+            busy_shown: false,
             answered_queued: std::collections::HashSet::new(),
             compact: None,
             clients: HashMap::new(),
