@@ -144,6 +144,20 @@ fn claude_peer_wakes_answers_dialogs_sees_its_prompt_and_replies_through_mcp() {
             d["caller"] == "echo-ea" && d["to"] == "cb" && d["ok"] == "true" && d["woke"] == "false"
         })
     });
+    // That echo starts a turn; a message sent during it would be queued by Claude (answered
+    // `queued`, tests/busy.rs), so this one waits for the turn to end: the model has had the
+    // echo, and the screen no longer shows a turn in progress.
+    env.wait_until(
+        "claude's turn on the echo ends",
+        Duration::from_secs(60),
+        |e| {
+            !requests_with(&api, "echo: hi from claude").is_empty()
+                && !e
+                    .screen("claude-cb")
+                    .to_lowercase()
+                    .contains("esc to interrupt")
+        },
+    );
     let out = env.ok(&[
         "send",
         "cb",

@@ -132,6 +132,22 @@ fn codex_peer_wakes_sees_its_prompt_replies_through_mcp_and_takes_a_live_message
             })
         },
     );
+    // That echo starts a turn; a message sent during it would be queued by Codex (answered
+    // `queued`, tests/busy.rs), so this one waits for the turn to end: the model has had the
+    // echo, and the screen no longer shows a turn in progress.
+    env.wait_until(
+        "codex's turn on the echo ends",
+        Duration::from_secs(60),
+        |e| {
+            api.recorded()
+                .iter()
+                .any(|r| last_input_text(r).contains("echo: hi from codex"))
+                && !e
+                    .screen("codex-cx")
+                    .to_lowercase()
+                    .contains("esc to interrupt")
+        },
+    );
     let out = env.ok(&[
         "send",
         "cx",
