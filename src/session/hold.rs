@@ -93,9 +93,15 @@ mod tests {
     #[test]
     fn residue_only_just_after_our_own_paste() {
         let t0 = Instant::now();
-        assert!(!may_be_residue(None, t0), "no paste yet: a draft is a draft");
+        assert!(
+            !may_be_residue(None, t0),
+            "no paste yet: a draft is a draft"
+        );
         assert!(may_be_residue(Some(t0), t0));
-        assert!(may_be_residue(Some(t0), t0 + RESIDUE - Duration::from_millis(1)));
+        assert!(may_be_residue(
+            Some(t0),
+            t0 + RESIDUE - Duration::from_millis(1)
+        ));
         assert!(!may_be_residue(Some(t0), t0 + RESIDUE));
     }
 }
