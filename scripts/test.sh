@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite (the README's test command; .ci/run calls exactly this):
 # format check, clippy with warnings as errors, unit and integration tests — including the
-# official MCP Python SDK as a real client and the demo. Installs what it needs itself.
+# official MCP Python SDK as a real client and the demo — and a short coverage-guided run of
+# every fuzz target (scripts/fuzz.sh). Installs what it needs itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +11,15 @@ cargo fmt --all -- --check
 
 echo "== cargo clippy"
 cargo clippy --all-targets --quiet -- -D warnings
+
+echo "== the fuzz package (tests/fuzz): fmt, clippy, seeds and regressions replayed"
+fuzz_manifest=tests/fuzz/Cargo.toml
+cargo fmt --manifest-path "$fuzz_manifest" -- --check
+CARGO_TARGET_DIR=target/fuzz cargo clippy --manifest-path "$fuzz_manifest" --all-targets --quiet -- -D warnings
+CARGO_TARGET_DIR=target/fuzz cargo test --manifest-path "$fuzz_manifest" --lib --quiet
+
+echo "== a short coverage-guided run of every fuzz target (AFL++; ${IAPEER_FUZZ_SECONDS:=5}s each)"
+scripts/fuzz.sh all "$IAPEER_FUZZ_SECONDS"
 
 echo "== python venv with the official MCP SDK (cached in .cache/venv)"
 scripts/setup-python.sh

@@ -144,8 +144,7 @@ impl Screen {
         text[start..].to_string()
     }
 
-    /// Cursor position as 0-based (row, col).
-    #[cfg(test)]
+    /// Cursor position as 0-based (row, col); the column may equal the width (pending wrap).
     pub fn cursor(&self) -> (u16, u16) {
         self.parser.screen().cursor_position()
     }
