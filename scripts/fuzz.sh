@@ -13,7 +13,8 @@
 # Prints one line per target from AFL++'s fuzzer_stats; exits 1 when any target found a crash or
 # a hang (printing each input and how to reproduce it), 2 on a usage or setup error.
 #
-# Environment: FUZZ_NICE (default 19), FUZZ_TIMEOUT_MS (per-input hang limit, default 3000).
+# Environment: FUZZ_NICE (default 19), FUZZ_TIMEOUT_MS (per-input hang limit, default 3000); AFL++'s
+# own variables pass through (scripts/test.sh sets AFL_FAST_CAL for its short runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -52,6 +53,8 @@ echo "== cargo-afl $CARGO_AFL_VERSION (cached in .cache/fuzz-tools)"
 if ! cargo-afl afl --version 2>/dev/null | grep -q "$CARGO_AFL_VERSION"; then
     nice -n "$nice_level" cargo install --quiet --locked --root "$tools" cargo-afl --version "$CARGO_AFL_VERSION"
 fi
+# Installing cargo-afl also builds AFL++ under $XDG_DATA_HOME; this covers a cargo-afl that was
+# already on PATH.
 if ! compgen -G "$XDG_DATA_HOME/afl.rs/rustc-*/afl.rs-*/afl/bin/afl-fuzz" >/dev/null; then
     echo "== building AFL++ (once)"
     nice -n "$nice_level" cargo afl config --build
@@ -59,6 +62,7 @@ fi
 
 echo "== cargo afl build --release (tests/fuzz)"
 nice -n "$nice_level" cargo afl build --quiet --release --manifest-path "$manifest" --bins
+bin_dir=$CARGO_TARGET_DIR/release
 
 # afl-fuzz on a shared machine: no CPU pinning, no checks of the host's power or core settings
 # (the crash still shows as a crash: the targets abort), plain-line output.
@@ -82,7 +86,7 @@ for t in "${run[@]}"; do
     # TMPDIR: the scratch folders of the `files` target stay inside $out.
     TMPDIR=$out/tmp timeout --kill-after=30 $((seconds + 300)) \
         nice -n "$nice_level" cargo afl fuzz -V "$seconds" -t "${FUZZ_TIMEOUT_MS:-3000}" "${dict[@]}" \
-        -i "$out/in" -o "$out" -- "$CARGO_TARGET_DIR/release/$t" >"$out/afl.log" 2>&1 || {
+        -i "$out/in" -o "$out" -- "$bin_dir/$t" >"$out/afl.log" 2>&1 || {
         echo "fuzz.sh: afl-fuzz stopped with an error on $t; its output ($out/afl.log):" >&2
         tail -20 "$out/afl.log" >&2
         exit 2
@@ -99,7 +103,7 @@ for t in "${run[@]}"; do
             [[ -e $f ]] || continue
             found=1
             echo "FOUND ($kind): $f"
-            echo "  reproduce: $CARGO_TARGET_DIR/release/$t < '$f'"
+            echo "  reproduce: $bin_dir/$t < '$f'"
             echo "  keep as a regression: cp '$f' tests/fixtures/fuzz/$t/<name>, then"
             echo "    cargo test --manifest-path tests/fuzz/Cargo.toml  (replays every seed and regression)"
         done
