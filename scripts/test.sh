@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite (the README's test command; .ci/run calls exactly this):
 # format check, clippy with warnings as errors, unit and integration tests — including the
-# official MCP Python SDK as a real client and the demo. Installs what it needs itself.
+# official MCP Python SDK as a real client and the demo — and a short coverage-guided run of
+# every fuzz target (scripts/fuzz.sh). Installs what it needs itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +33,17 @@ if ! command -v man >/dev/null 2>&1; then
         exit 1
     fi
 fi
+
+echo "== the fuzz package (tests/fuzz): fmt, clippy, seeds and regressions replayed"
+# Same target folder as the main crate (the two lockfiles pin the same versions), so this reuses
+# its compiled dependencies instead of building them again.
+fuzz_manifest=tests/fuzz/Cargo.toml
+cargo fmt --manifest-path "$fuzz_manifest" -- --check
+CARGO_TARGET_DIR="$PWD/target" cargo clippy --manifest-path "$fuzz_manifest" --all-targets --quiet -- -D warnings
+CARGO_TARGET_DIR="$PWD/target" cargo test --manifest-path "$fuzz_manifest" --lib --quiet
+
+echo "== a short coverage-guided run of every fuzz target (AFL++; ${IAPEER_FUZZ_SECONDS:=5}s each)"
+AFL_FAST_CAL=1 scripts/fuzz.sh all "$IAPEER_FUZZ_SECONDS"
 
 echo "== cargo test"
 cargo test --all-targets

@@ -5,8 +5,9 @@
 //! (`spec 03 §2`) each item implements.
 //!
 //! Only what is used outside the crate is public: [`main`] (the binary), [`paths`],
-//! [`eventlog`] and [`verb_table`] (the integration tests); everything else is `pub(crate)`, so rustc reports dead
-//! code. Module layout: see "House style" in `docs/ARCHITECTURE.md`.
+//! [`eventlog`] and [`verb_table`] (the integration tests), [`untrusted`] (the fuzz targets in
+//! `tests/fuzz/`); everything else is `pub(crate)`, so rustc reports dead code. Module layout:
+//! see "House style" in `docs/ARCHITECTURE.md`.
 
 // One module layout: a module with submodules is `foo/mod.rs` (docs/ARCHITECTURE.md).
 #![warn(clippy::self_named_module_files)]
@@ -37,6 +38,7 @@ pub(crate) mod registry;
 pub(crate) mod runtime;
 pub(crate) mod session;
 pub(crate) mod term;
+pub mod untrusted;
 
 /// The `iapeer` command line (the binary's whole body; see `src/main.rs`).
 pub use cli::main;

@@ -346,6 +346,45 @@ fn a_huge_attaching_terminal_is_clamped() {
     assert!(kib("VmHWM") < 200 * 1024, "peak {} KiB", kib("VmHWM"));
 }
 
+/// Issue 12 item 5 (found by the `screen` fuzz target): the screen model panicked (inside
+/// vt100) on the first wrapped line of a one-row terminal, and the attaching client chooses the
+/// rows. The pty and the model get at least 2 × 2; the session goes on.
+#[test]
+fn a_one_row_attaching_terminal_does_not_break_the_session() {
+    let env = alice_and_bob();
+    wake_bob(&env);
+    let bob_pid: u32 = bob_wakes(&env)[0]["pid"].parse().unwrap();
+    let mut term = Terminal::spawn_sized(env.cmd(&["attach", "bob"]), 1, 10);
+    env.wait_until(
+        "bob's pty has the clamped size",
+        Duration::from_secs(10),
+        |_| pty_size_of(bob_pid) == Some((2, 10)),
+    );
+    // The echo agent prints `you: <line>`: far wider than 10 columns, so it wraps.
+    term.type_bytes(b"abcdefghijklmnopqrstuvwxyz\r");
+    env.wait_until("bob printed the typed line", Duration::from_secs(10), |e| {
+        e.pane("echo-bob")
+            .contains("you: abcdefghijklmnopqrstuvwxyz")
+    });
+    term.type_bytes(b"\x1d");
+    assert_eq!(term.wait(&env).code(), Some(0), "{}", term.text());
+    let out = env.ok(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "echo: still here",
+    ]);
+    assert_eq!(
+        out.trim(),
+        "delivered to bob (echo)",
+        "{}",
+        env.diagnostics()
+    );
+    assert_eq!(bob_wakes(&env).len(), 1, "the session never died");
+}
+
 #[test]
 fn attach_resumes_an_asleep_peer_with_a_transcript() {
     let env = alice_and_bob();

@@ -236,6 +236,13 @@ fn every_validation_error_has_its_exact_text() {
         &["bob", "--message", "hi", "--topic", &topic],
         "topic exceeds 200 char limit (got 201)",
     );
+    // 200 characters that escaping makes 1200 bytes: the envelope's open tag would pass the
+    // 1024 bytes every decoder allows (issue 12, found by fuzzing).
+    send(
+        &["bob", "--message", "hi", "--topic", &"\"".repeat(200)],
+        "topic exceeds 800 byte limit once escaped for the envelope (got 1200; each & \" < > \
+         takes 4 to 6 bytes) — shorten it",
+    );
     let file = env.dir.path().join("a.txt");
     std::fs::write(&file, "x").unwrap();
     let file = file.display().to_string();
@@ -265,7 +272,7 @@ fn every_validation_error_has_its_exact_text() {
 
     // Every attempt is one ok=false line; nothing woke and nothing was spooled.
     let lines = env.events("delivery", "delivery");
-    assert_eq!(lines.len(), 10, "{lines:?}");
+    assert_eq!(lines.len(), 11, "{lines:?}");
     assert!(lines.iter().all(|l| l["ok"] == "false"), "{lines:?}");
     assert!(
         lines.iter().any(|l| l["len"] == "16001"),

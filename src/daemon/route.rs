@@ -4,7 +4,7 @@
 //! copies files); the router does the rest.
 
 use crate::config::McpAuth;
-use crate::envelope::Envelope;
+use crate::envelope::{escape_attr, Envelope, MAX_TOPIC_ATTR_BYTES};
 use crate::markers::Markers;
 use crate::names::{is_valid_personality, is_valid_runtime, Identity, PERSONALITY_PATTERN};
 use crate::paths::Paths;
@@ -121,6 +121,13 @@ pub fn validate(input: &SendInput) -> Result<Option<String>, Refusal> {
         if n > MAX_TOPIC_CHARS {
             return Err(bad(format!(
                 "topic exceeds {MAX_TOPIC_CHARS} char limit (got {n})"
+            )));
+        }
+        let escaped = escape_attr(t).len();
+        if escaped > MAX_TOPIC_ATTR_BYTES {
+            return Err(bad(format!(
+                "topic exceeds {MAX_TOPIC_ATTR_BYTES} byte limit once escaped for the envelope \
+                 (got {escaped}; each & \" < > takes 4 to 6 bytes) — shorten it"
             )));
         }
     }
@@ -438,6 +445,14 @@ mod tests {
             ),
             (
                 SendInput {
+                    topic: Some("\"".repeat(200)),
+                    ..input("bob", "x")
+                },
+                "topic exceeds 800 byte limit once escaped for the envelope (got 1200; each & \" < > \
+                 takes 4 to 6 bytes) — shorten it",
+            ),
+            (
+                SendInput {
                     attachments: vec!["/a".into(); 21],
                     ..input("bob", "x")
                 },
@@ -464,6 +479,16 @@ mod tests {
             assert_eq!(e.code, Code::InvalidArgument);
         }
         assert_eq!(validate(&input("bob", &"é".repeat(16_000))).unwrap(), None);
+        let widest = "😀".repeat(200);
+        let t = SendInput {
+            topic: Some(widest.clone()),
+            ..input("bob", "x")
+        };
+        assert_eq!(
+            validate(&t).unwrap(),
+            Some(widest),
+            "200 four-byte chars fit"
+        );
         let t = SendInput {
             topic: Some("  release  ".into()),
             ..input("bob", "x")

@@ -26,6 +26,14 @@ use crate::names::Intelligence;
 /// The instruction line written as line 2 of both forms. Decoders never depend on it.
 pub const INSTRUCTION: &str = "Reply via send_to_peer.";
 
+/// Longest topic attribute value once escaped, in bytes. The open tag must close within 1024
+/// bytes for every decoder (spec 03 §2 "Decoding"), and the rest of the longest open tag the
+/// daemon writes takes 176 bytes (32-byte personality and runtime, `artificial`, a `ts` with
+/// offset, the wire form's long attribute names), so 800 leaves room; 200 characters of up to 4 UTF-8 bytes
+/// each fit, but 200 `"` (6 bytes each escaped) do not — the router refuses such topics
+/// (issue 12: found by the `envelope` fuzz target).
+pub const MAX_TOPIC_ATTR_BYTES: usize = 800;
+
 /// Substrings that force CDATA in the agent form (spec 03 §2): raw text containing any of
 /// them (or a CR) could be mistaken for envelope structure.
 const MACHINERY: &[&str] = &[

@@ -24,6 +24,38 @@ fn moscow(at: &str) -> Zoned {
         .to_zoned(TimeZone::get("Europe/Moscow").unwrap())
 }
 
+/// The longest open tag the daemon writes (longest names, `artificial`, a `ts` with offset, a
+/// topic at the escaped limit) still decodes, in both forms; 200 `"` would not (issue 12,
+/// found by the `envelope` fuzz target: tests/fixtures/fuzz/envelope/topic-of-quotes).
+#[test]
+fn the_longest_producible_open_tag_decodes() {
+    let name = format!("a{}", "b".repeat(31));
+    let mut env = Envelope {
+        from: name.clone(),
+        runtime: name,
+        intelligence: Some(Intelligence::Artificial),
+        ts: Some("2026-07-14T01:23:45-09:30".into()),
+        topic: Some("\"".repeat(MAX_TOPIC_ATTR_BYTES / 6) + "ab"),
+        attachments: vec![],
+        body: "b".into(),
+    };
+    assert_eq!(
+        escape_attr(env.topic.as_deref().unwrap()).len(),
+        MAX_TOPIC_ATTR_BYTES
+    );
+    assert_eq!(decode(&encode_wire(&env)), Ok(env.clone()));
+    let now = moscow("2026-07-14T00:00:00Z");
+    let agent = render_agent(&env, &now);
+    assert!(agent.starts_with("<iap from="), "the agent form is used");
+    assert_eq!(decode(&agent).unwrap().topic, env.topic);
+    env.topic = Some("\"".repeat(200));
+    assert_eq!(
+        decode(&encode_wire(&env)),
+        Err(DecodeError::BadOpenTag),
+        "why the router refuses such a topic"
+    );
+}
+
 #[test]
 fn wire_form_golden() {
     let want = "<iap from-personality=\"boris\" from-runtime=\"claude\" \

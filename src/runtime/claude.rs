@@ -89,6 +89,11 @@ impl Claude {
     pub fn find() -> Option<Claude> {
         resolve_binary().map(|program| Claude { program })
     }
+
+    /// The adapter for the Claude Code binary at `program` (not checked until a launch).
+    pub fn with_program(program: PathBuf) -> Claude {
+        Claude { program }
+    }
 }
 
 fn key(step: super::dialog::DialogStep) -> Vec<u8> {

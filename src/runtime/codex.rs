@@ -213,6 +213,11 @@ impl Codex {
     pub fn find() -> Option<Codex> {
         resolve_binary().map(|program| Codex { program })
     }
+
+    /// The adapter for the Codex CLI binary at `program` (not checked until a launch).
+    pub fn with_program(program: PathBuf) -> Codex {
+        Codex { program }
+    }
 }
 
 /// Codex boot dialogs (spec 04 §2) and the option to choose, by label. Each: every trigger

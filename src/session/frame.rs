@@ -118,7 +118,6 @@ impl Deframer {
     }
 
     /// Number of received bytes not yet decoded into frames.
-    #[cfg(test)]
     pub fn pending(&self) -> usize {
         self.buf.len() - self.start
     }

@@ -94,15 +94,14 @@ pub const JSON: &str = "application/json";
 /// Content type of an SSE answer.
 pub const EVENT_STREAM: &str = "text/event-stream";
 
-/// Handle one `POST /mcp` body (spec 02 §4), blocking on the backend for its sends (the
-/// reference behaviour [`start`] splits up; used by tests).
+/// Handle one `POST /mcp` body (spec 02 §4), blocking on the backend for its sends: the
+/// composition of [`start`] and [`Pending::finish`] (tests and the fuzz targets drive it).
 ///
 /// `accept` is the request's `Accept` header: JSON is used when it is absent or lists
 /// `application/json` (or `*/*`, `application/*`), else the answer is one SSE event.
 /// Malformed JSON → 400 with error -32700; a single invalid request → 400 with -32600;
 /// notifications and client responses → 202 with an empty body; a batch → an array of the
 /// answers to its requests (202 when there are none).
-#[cfg(test)]
 pub fn handle(
     body: &[u8],
     accept: Option<&str>,

@@ -271,9 +271,8 @@ pub(super) fn plan(body: &[u8], creds: &CallerCreds, backend: &dyn Backend) -> P
     }
 }
 
-/// Process a whole POST body, blocking on the backend for each send (tests). Returns the HTTP status
+/// Process a whole POST body, blocking on the backend for each send. Returns the HTTP status
 /// and the JSON to send (`None` = 202).
-#[cfg(test)]
 pub(super) fn process(
     body: &[u8],
     creds: &CallerCreds,

@@ -21,10 +21,21 @@ pub const MAX_ROWS: u16 = 500;
 /// Largest columns an attached client may give a session (see [`MAX_ROWS`]).
 pub const MAX_COLS: u16 = 1000;
 
+/// Fewest rows of a model (and of the pty it mirrors): vt100 0.16.2 panics on a one-row screen
+/// as soon as a line wraps (`Grid::col_wrap` subtracts the scrolled row count from row 0: an
+/// overflow, then an `unwrap` of a missing row). Found by the `screen` fuzz target (issue 12).
+pub const MIN_ROWS: u16 = 2;
+/// Fewest columns, for the same reason: on a one-column screen vt100 0.16.2 computes
+/// `cols - width` for a double-width character (an overflow).
+pub const MIN_COLS: u16 = 2;
+
 /// A client's requested terminal size `(rows, cols)` bounded to what a terminal can be:
-/// each at least 1 and at most [`MAX_ROWS`] × [`MAX_COLS`].
+/// at least [`MIN_ROWS`] × [`MIN_COLS`] and at most [`MAX_ROWS`] × [`MAX_COLS`].
 pub fn clamp_size(rows: u16, cols: u16) -> (u16, u16) {
-    (rows.clamp(1, MAX_ROWS), cols.clamp(1, MAX_COLS))
+    (
+        rows.clamp(MIN_ROWS, MAX_ROWS),
+        cols.clamp(MIN_COLS, MAX_COLS),
+    )
 }
 
 /// Scrollback lines kept by the model (replayed to attaching clients).
@@ -60,11 +71,12 @@ pub struct Screen {
 }
 
 impl Screen {
-    /// A blank screen of `rows` × `cols` cells with [`SCROLLBACK_LINES`] of scrollback.
+    /// A blank screen of `rows` × `cols` cells (at least [`MIN_ROWS`] × [`MIN_COLS`]) with
+    /// [`SCROLLBACK_LINES`] of scrollback.
     /// Sessions use [`SESSION_ROWS`] × [`SESSION_COLS`].
     pub fn new(rows: u16, cols: u16) -> Screen {
         Screen {
-            parser: vt100::Parser::new(rows.max(1), cols.max(1), SCROLLBACK_LINES),
+            parser: vt100::Parser::new(rows.max(MIN_ROWS), cols.max(MIN_COLS), SCROLLBACK_LINES),
             scanner: Scanner::default(),
         }
     }
@@ -112,9 +124,12 @@ impl Screen {
         self.parser.screen().size()
     }
 
-    /// Resize the model (after the child's pty was resized for an attached client).
+    /// Resize the model (after the child's pty was resized for an attached client); at least
+    /// [`MIN_ROWS`] × [`MIN_COLS`].
     pub fn resize(&mut self, rows: u16, cols: u16) {
-        self.parser.screen_mut().set_size(rows.max(1), cols.max(1));
+        self.parser
+            .screen_mut()
+            .set_size(rows.max(MIN_ROWS), cols.max(MIN_COLS));
     }
 
     /// The visible rows as plain text, each right-trimmed; always `size().0` entries.
@@ -144,8 +159,7 @@ impl Screen {
         text[start..].to_string()
     }
 
-    /// Cursor position as 0-based (row, col).
-    #[cfg(test)]
+    /// Cursor position as 0-based (row, col); the column may equal the width (pending wrap).
     pub fn cursor(&self) -> (u16, u16) {
         self.parser.screen().cursor_position()
     }

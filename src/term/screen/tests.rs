@@ -226,8 +226,14 @@ fn fixture_snapshot_reproduces_the_busy_screen() {
 fn client_sizes_are_clamped_to_what_a_terminal_can_be() {
     assert_eq!(clamp_size(40, 120), (40, 120));
     assert_eq!(clamp_size(2000, 2000), (MAX_ROWS, MAX_COLS));
-    assert_eq!(clamp_size(u16::MAX, 0), (MAX_ROWS, 1));
-    assert_eq!(clamp_size(0, u16::MAX), (1, MAX_COLS));
+    assert_eq!(clamp_size(u16::MAX, 0), (MAX_ROWS, MIN_COLS));
+    assert_eq!(clamp_size(0, u16::MAX), (MIN_ROWS, MAX_COLS));
+    assert_eq!(
+        clamp_size(1, 80),
+        (2, 80),
+        "one row would crash the screen model"
+    );
+    assert_eq!(clamp_size(80, 1), (80, 2), "so would one column");
 }
 
 /// Issue 7 item 2: a draft typed by an attached human into Claude Code 2.1.332 (recorded in
@@ -273,4 +279,33 @@ fn fixture_claude_queued_placeholder_is_not_a_draft() {
     let c = s.composer_text("❯").expect("composer");
     assert_eq!(c.text, "Press up to edit queued messages");
     assert!(!c.typed, "{c:?}");
+}
+
+/// A line that wraps on a one-row screen panicked inside vt100 0.16.2 (issue 12, found by the
+/// `screen` fuzz target: tests/fixtures/fuzz/screen/one-row-wrap). A client may ask for one
+/// row; the model and the pty get two.
+#[test]
+fn a_line_that_wraps_on_a_one_row_screen_does_not_panic() {
+    let mut s = Screen::new(1, 10);
+    assert_eq!(s.size(), (MIN_ROWS, 10));
+    s.feed(b"abcdefghijklmnop", true);
+    assert_eq!(
+        s.rows(),
+        vec!["abcdefghij".to_string(), "klmnop".to_string()]
+    );
+    let mut s = Screen::new(30, 10);
+    s.resize(1, 10);
+    assert_eq!(s.size(), (MIN_ROWS, 10));
+    s.feed(b"\x1b[rabcdefghijklmnop", true);
+    assert_eq!(s.rows().len(), usize::from(MIN_ROWS));
+}
+
+/// A double-width character on a one-column screen overflowed inside vt100 0.16.2 (issue 12,
+/// found by the `screen` fuzz target); the model gets two columns.
+#[test]
+fn a_wide_character_on_a_one_column_screen_does_not_panic() {
+    let mut s = Screen::new(5, 1);
+    assert_eq!(s.size(), (5, MIN_COLS));
+    s.feed("漢字ab".as_bytes(), true);
+    assert_eq!(s.rows()[..3], ["漢", "字", "ab"]);
 }
