@@ -213,9 +213,11 @@ struct Session {
     followers: Vec<QueueFollower>,
     /// A delivery waiting for the composer to be free (spec 05 §7).
     held: Option<super::hold::Held>,
-    /// When iapeer's previous delivery into this session ended (its paste may still show in
-    /// the composer for a moment: [`super::hold::may_be_residue`]).
-    last_paste_end: Option<Instant>,
+    /// The paste of the delivery in progress, if any (kept for [`Self::last_paste`]).
+    pasting: Option<super::hold::LastPaste>,
+    /// iapeer's previous paste into this session (it may still show in the composer for a
+    /// moment: [`super::hold::is_residue`]).
+    last_paste: Option<super::hold::LastPaste>,
     /// What the screen last said about a turn in progress (flips are reported).
     busy_shown: bool,
     /// Deliveries already answered as queued: their end is a `QueueOutcome`, not `Delivered`.
@@ -304,7 +306,8 @@ impl Session {
             queued,
             followers: Vec::new(),
             held: None,
-            last_paste_end: None,
+            pasting: None,
+            last_paste: None,
             busy_shown: false,
             answered_queued: std::collections::HashSet::new(),
             compact: None,

@@ -85,9 +85,9 @@ impl Session {
         let pty = matches!(self.io, Io::Pty(_));
         if pty && d.ready_gate.is_none() {
             if let Some(draft) = self.cfg.adapter.composer_draft(&self.screen) {
-                use super::super::hold::{may_be_residue, Held, RECHECK, RESIDUE_RECHECK};
+                use super::super::hold::{is_residue, Held, RECHECK, RESIDUE_RECHECK};
                 let now = Instant::now();
-                let residue = may_be_residue(self.last_paste_end, now);
+                let residue = is_residue(self.last_paste.as_ref(), &draft, now);
                 if !residue {
                     self.answer_held(d.id, draft.chars().count());
                 }
@@ -118,7 +118,7 @@ impl Session {
 
     /// A held delivery's turn: deliver once the composer is free, fail past the limit.
     pub(super) fn check_held(&mut self, now: Instant) {
-        use super::super::hold::{hold_step, may_be_residue, HoldStep, RECHECK, RESIDUE_RECHECK};
+        use super::super::hold::{hold_step, is_residue, HoldStep, RECHECK, RESIDUE_RECHECK};
         let Some(h) = self.held.as_ref() else {
             return;
         };
@@ -128,7 +128,9 @@ impl Session {
         let draft = self.cfg.adapter.composer_draft(&self.screen);
         match hold_step(draft.as_deref(), h.since, now, self.cfg.composer_hold) {
             HoldStep::Wait => {
-                let residue = may_be_residue(self.last_paste_end, now);
+                let residue = draft
+                    .as_deref()
+                    .is_some_and(|t| is_residue(self.last_paste.as_ref(), t, now));
                 let (id, answered) = (h.delivery.id, h.answered);
                 if !residue && !answered {
                     self.answer_held(id, draft.map_or(0, |t| t.chars().count()));
@@ -177,10 +179,19 @@ impl Session {
         let gate = d
             .ready_gate
             .and_then(|_| self.cfg.adapter.gate_watch(&self.cfg.cwd));
+        self.pasting = Some(super::super::hold::LastPaste::new(&d.text, Instant::now()));
         let (active, bytes) = ActiveDelivery::start(&d, pty, confirmer, before, gate);
         self.delivery = Some(active);
         self.delivery_span = Some((self.out_queued, self.out_queued + bytes.len() as u64));
         self.write_child(&bytes);
+    }
+
+    /// The delivery in progress ended now: remember its paste as the last one.
+    fn end_paste(&mut self) {
+        if let Some(mut p) = self.pasting.take() {
+            p.ended = Instant::now();
+            self.last_paste = Some(p);
+        }
     }
 
     pub(super) fn apply(&mut self, step: Step) {
@@ -190,7 +201,7 @@ impl Session {
             Step::Done(result) => {
                 let failed = result.is_err();
                 if let Some(d) = self.delivery.take() {
-                    self.last_paste_end = Some(Instant::now());
+                    self.end_paste();
                     self.finish_delivery(d.id, result);
                 }
                 if failed && matches!(self.io, Io::Pipes { .. }) {
@@ -206,7 +217,7 @@ impl Session {
             }
             Step::Queued => {
                 if let Some(d) = self.delivery.take() {
-                    self.last_paste_end = Some(Instant::now());
+                    self.end_paste();
                     // A held message's sender already has its `queued` answer; its follower
                     // reports the outcome either way.
                     if !self.answered_queued.remove(&d.id) {
