@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::launch_env::LaunchEnv;
 use crate::paths::Paths;
+use crate::session::paste_view::PasteView;
 use crate::term::Screen;
 
 /// How a runtime's sessions are hosted.
@@ -184,6 +185,16 @@ pub trait Adapter: Send + Sync {
             .and_then(|g| screen.composer_text(g))
             .filter(|c| c.typed && !c.text.is_empty())
             .map(|c| c.text)
+    }
+    /// Whether the screen shows the whole of iapeer's paste in the composer, taken and waiting
+    /// for Enter (issue 13 item 1). The default reads the composer row (typed or styled:
+    /// Codex 0.171 draws its `[Pasted Content N chars]` in colour) through
+    /// [`PasteView::shown_in`], whose forms are recorded from Claude Code 2.1.332, Codex 0.171
+    /// and the echo agent.
+    fn paste_shown(&self, screen: &Screen, paste: &PasteView) -> bool {
+        self.prompt_glyph()
+            .and_then(|g| screen.composer_text(g))
+            .is_some_and(|row| paste.shown_in(&row.text))
     }
     /// How long the ready screen must stay ready before input is accepted.
     fn ready_settle(&self) -> Duration {

@@ -20,7 +20,15 @@ pub(crate) fn codex_bin() -> String {
 /// user's Codex config names the stand-in as its model provider (as a user with a custom
 /// provider would); iapeer adds its own blocks at `create`.
 pub(crate) fn world() -> (TestEnv, OpenAiStandIn) {
+    world_with(&[])
+}
+
+/// [`world`] with extra variables in the daemon's environment.
+pub(crate) fn world_with(extra_daemon_env: &[(&str, &str)]) -> (TestEnv, OpenAiStandIn) {
     let mut env = TestEnv::new();
+    for (k, v) in extra_daemon_env {
+        env.set(k, v);
+    }
     env.set("IAPEER_CODEX_BIN", &codex_bin());
     let codex_home = env.home.join(".codex");
     env.set("CODEX_HOME", codex_home.to_str().unwrap());

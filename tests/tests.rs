@@ -19,6 +19,7 @@ mod claude;
 mod cli;
 mod codex;
 mod composer;
+mod correctness;
 mod demo;
 mod echo_input;
 mod ephemeral;

@@ -9,8 +9,10 @@ use std::time::{Duration, Instant};
 use super::handle::Delivery;
 use crate::adapter::{Acceptance, Confirm, GateState, GateWatch};
 
-/// Wait after a complete paste before Enter. Codex treats an Enter that arrives within
-/// ~120 ms of fast input as part of the paste; 300 ms clears that with margin.
+/// The most to wait after a complete paste before Enter, when the screen never shows the paste
+/// taken ([`ActiveDelivery::on_paste_shown`] ends the wait early). Codex treats an Enter that
+/// arrives within ~120 ms of fast unbracketed input as part of it; 300 ms clears that with
+/// margin.
 pub const SETTLE: Duration = Duration::from_millis(300);
 /// While unconfirmed, Enter is re-sent this often (a TUI busy redrawing may drop one).
 pub const ENTER_RETRY: Duration = Duration::from_millis(1500);
@@ -67,6 +69,8 @@ pub struct ActiveDelivery {
     gate: Option<Duration>,
     activity_before: Option<u64>,
     gate_watch: Option<Box<dyn GateWatch>>,
+    /// The screen showed the whole paste while settling.
+    paste_shown: bool,
 }
 
 impl ActiveDelivery {
@@ -98,6 +102,7 @@ impl ActiveDelivery {
                 gate: d.ready_gate,
                 activity_before,
                 gate_watch,
+                paste_shown: false,
             },
             bytes,
         )
@@ -106,6 +111,26 @@ impl ActiveDelivery {
     /// Its bytes are still being written (nothing after the paste has happened yet).
     pub fn is_writing(&self) -> bool {
         self.phase == Phase::Writing
+    }
+
+    /// Its paste is written and Enter has not gone yet.
+    pub fn is_settling(&self) -> bool {
+        matches!(self.phase, Phase::Settling { .. })
+    }
+
+    /// The screen shows that the runtime has taken the whole paste (issue 13 item 1): Enter
+    /// goes at the next [`ActiveDelivery::poll`] instead of at the end of [`SETTLE`].
+    pub fn on_paste_shown(&mut self, now: Instant) {
+        if let Phase::Settling { until } = &mut self.phase {
+            *until = (*until).min(now);
+            self.paste_shown = true;
+        }
+    }
+
+    /// Whether Enter went (or goes) on the screen's sign rather than at the end of
+    /// [`SETTLE`].
+    pub fn paste_was_shown(&self) -> bool {
+        self.paste_shown
     }
 
     /// Everything queued for the child has been written.
@@ -441,6 +466,36 @@ mod tests {
                 String::new
             ),
             Step::Done(Ok(()))
+        );
+    }
+
+    #[test]
+    fn enter_goes_as_soon_as_the_paste_shows() {
+        let t0 = Instant::now();
+        let (mut d, _) =
+            ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None);
+        d.on_paste_shown(t0);
+        assert!(
+            !d.is_settling(),
+            "no signal counts before the paste is written"
+        );
+        d.on_written(t0);
+        assert!(d.is_settling());
+        let shown = t0 + Duration::from_millis(4);
+        assert_eq!(d.next_deadline(), Some(t0 + SETTLE));
+        d.on_paste_shown(shown);
+        assert_eq!(d.next_deadline(), Some(shown));
+        assert_eq!(
+            d.poll(shown, || None, String::new),
+            Step::Write(b"\r".to_vec())
+        );
+        assert!(!d.is_settling());
+        assert!(d.paste_was_shown());
+        d.on_paste_shown(shown + SETTLE);
+        assert_eq!(
+            d.poll(shown + Duration::from_millis(1), || None, String::new),
+            Step::Wait,
+            "a late signal changes nothing once Enter has gone"
         );
     }
 

@@ -10,6 +10,8 @@
 
 use std::time::{Duration, Instant};
 
+use super::paste_view::PasteView;
+
 /// How often a held delivery re-checks the composer.
 pub const RECHECK: Duration = Duration::from_millis(500);
 
@@ -23,52 +25,19 @@ pub const RESIDUE: Duration = Duration::from_secs(10);
 /// How often a delivery waiting out a residue re-checks the composer.
 pub const RESIDUE_RECHECK: Duration = Duration::from_millis(50);
 
-/// The most of a pasted text kept to recognise it in the composer (one composer row is far
-/// shorter).
-const KEPT: usize = 1024;
-
 /// iapeer's previous paste into a session.
 #[derive(Debug, Clone)]
 pub struct LastPaste {
     /// When its delivery ended (confirmed, queued by the runtime, or failed).
     pub ended: Instant,
-    /// The beginning of the pasted text (at most 1 KiB).
-    pub head: String,
-}
-
-impl LastPaste {
-    /// The paste of `text`, ended at `ended`.
-    pub fn new(text: &str, ended: Instant) -> LastPaste {
-        let cut = text.char_indices().nth(KEPT).map_or(text.len(), |(i, _)| i);
-        LastPaste {
-            ended,
-            head: text[..cut].to_string(),
-        }
-    }
+    /// How to recognise it in the composer.
+    pub view: PasteView,
 }
 
 /// Whether the composer's `draft` at `now` is still iapeer's own previous paste (pure):
-/// within [`RESIDUE`] of its end and shown as a paste of its text ([`shows_paste`]).
+/// within [`RESIDUE`] of its end and showing that paste ([`PasteView::shown_in`]).
 pub fn is_residue(last: Option<&LastPaste>, draft: &str, now: Instant) -> bool {
-    last.is_some_and(|p| {
-        now.saturating_duration_since(p.ended) < RESIDUE && shows_paste(draft, &p.head)
-    })
-}
-
-/// Whether `draft` (the composer's row) is how a runtime shows a paste of `pasted` (pure):
-/// a paste placeholder alone (`[Pasted text #3 +3 lines]` in Claude Code 2.1.332 and the
-/// echo agent, `[Pasted Content 1200 chars]` in Codex), or the start of the pasted text itself,
-/// runs of white space compared as one space.
-pub fn shows_paste(draft: &str, pasted: &str) -> bool {
-    let draft = draft.trim();
-    if draft.is_empty() {
-        return false;
-    }
-    if draft.starts_with("[Pasted ") && draft.ends_with(']') && draft.matches('[').count() == 1 {
-        return true;
-    }
-    let squeeze = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-    squeeze(pasted).starts_with(&squeeze(draft))
+    last.is_some_and(|p| now.saturating_duration_since(p.ended) < RESIDUE && p.view.shown_in(draft))
 }
 
 /// What to do with a held delivery now.
@@ -135,8 +104,11 @@ mod tests {
     #[test]
     fn residue_only_our_own_paste_and_only_just_after_it() {
         let t0 = Instant::now();
-        let env = "<iap from=\"ea\" runtime=\"echo\" ts=\"23:22:25\">\n<msg>MID</msg>\n</iap>";
-        let last = LastPaste::new(env, t0);
+        let env = "<iap from=\"ea\" runtime=\"echo\" ts=\"23:22:25\">\n<msg>MID</msg>\n</iap>\n";
+        let last = LastPaste {
+            ended: t0,
+            view: PasteView::of(env),
+        };
         // What the composer row of Claude Code 2.1.332 showed after a paste
         // (tests/fixtures/claude-2.1.332/mid-turn-queue.raw).
         assert!(is_residue(Some(&last), "[Pasted text #3 +3 lines]", t0));
@@ -153,22 +125,8 @@ mod tests {
             !is_residue(None, "[Pasted text #1 +3 lines]", t0),
             "no paste yet: a draft is a draft"
         );
-        for draft in [
-            "my unfinished draft",
-            "hi [Pasted text #1 +2 lines]",
-            "[Pasted text #1] and [Pasted text #2]",
-            "<iap from=\"someone else\"",
-            "",
-        ] {
+        for draft in ["my unfinished draft", "hi [Pasted text #1 +3 lines]", ""] {
             assert!(!is_residue(Some(&last), draft, t0), "{draft:?}");
         }
-    }
-
-    #[test]
-    fn a_long_paste_keeps_only_its_head() {
-        let text = "é".repeat(5000);
-        let p = LastPaste::new(&text, Instant::now());
-        assert_eq!(p.head.chars().count(), 1024);
-        assert!(shows_paste(&"é".repeat(200), &p.head));
     }
 }

@@ -11,6 +11,7 @@ pub mod groups;
 pub mod handle;
 pub mod hold;
 pub mod panelog;
+pub mod paste_view;
 pub mod reap;
 pub mod spawn;
 pub mod thread;

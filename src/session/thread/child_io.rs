@@ -100,6 +100,11 @@ impl Session {
         }
         if let Some(d) = self.delivery.as_mut() {
             d.on_output(chunk, Instant::now());
+            if let Some(paste) = self.pasting.as_ref() {
+                if d.is_settling() && self.cfg.adapter.paste_shown(&self.screen, paste) {
+                    d.on_paste_shown(Instant::now());
+                }
+            }
         }
         self.evaluate_boot(Instant::now());
         let busy = self.cfg.adapter.is_busy(&self.screen);

@@ -179,7 +179,9 @@ impl Session {
         let gate = d
             .ready_gate
             .and_then(|_| self.cfg.adapter.gate_watch(&self.cfg.cwd));
-        self.pasting = Some(super::super::hold::LastPaste::new(&d.text, Instant::now()));
+        self.pasting = Some(super::super::paste_view::PasteView::of(
+            &crate::term::paste_text(&d.text),
+        ));
         let (active, bytes) = ActiveDelivery::start(&d, pty, confirmer, before, gate);
         self.delivery = Some(active);
         self.delivery_span = Some((self.out_queued, self.out_queued + bytes.len() as u64));
@@ -188,9 +190,11 @@ impl Session {
 
     /// The delivery in progress ended now: remember its paste as the last one.
     fn end_paste(&mut self) {
-        if let Some(mut p) = self.pasting.take() {
-            p.ended = Instant::now();
-            self.last_paste = Some(p);
+        if let Some(view) = self.pasting.take() {
+            self.last_paste = Some(super::super::hold::LastPaste {
+                ended: Instant::now(),
+                view,
+            });
         }
     }
 
@@ -280,7 +284,25 @@ impl Session {
             let adapter = self.cfg.adapter.clone();
             let cwd = self.cfg.cwd.clone();
             let screen = &self.screen;
+            let settling = d.is_settling();
             let step = d.poll(now, || adapter.activity_ms(&cwd), || screen.text());
+            if settling
+                && !d.is_settling()
+                && !d.paste_was_shown()
+                && adapter.prompt_glyph().is_some()
+            {
+                // Enter on the fallback clock: worth knowing when it happens (issue 13 item 1).
+                let row = adapter
+                    .prompt_glyph()
+                    .and_then(|g| self.screen.composer_text(g))
+                    .map(|c| c.text.chars().take(60).collect::<String>());
+                log::info!(
+                    "{}: delivery {}: the composer did not show the paste within {} ms (its row: {row:?}); Enter anyway",
+                    self.cfg.identity,
+                    d.id,
+                    super::super::deliver::SETTLE.as_millis()
+                );
+            }
             self.apply(step);
         }
         self.poll_followers(now);

@@ -1,0 +1,292 @@
+//! Consecutive deliveries, Enter on the screen's sign (issue 13 item 1): every message reaches
+//! the agent as exactly one user turn with exactly its body — no swallowed Enter, no two
+//! messages merged, no false "NOT delivered" — on the echo agent, the real Claude Code and the
+//! real Codex against the model stand-ins. Bodies from 1 byte to 16 KB, multi-line, unicode,
+//! sent right after the previous turn ended and after a pause.
+//!
+//! The suite runs a few rounds per runtime; `scripts/bench.sh` runs the same tests with
+//! `IAPEER_CORRECTNESS_N=500` (its correctness mode) and reads the `correctness:` line each
+//! prints.
+
+use crate::common;
+
+use common::anthropic::{AnthropicStandIn, Reply as AReply};
+use common::openai::{OpenAiStandIn, Reply as OReply};
+use common::TestEnv;
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+/// Body sizes in bytes, cycled: around each placeholder threshold of the CLIs (Codex shows a
+/// paste above 1 000 characters as `[Pasted Content N chars]`) up to 16 KB.
+const SIZES: [usize; 10] = [1, 9, 80, 700, 999, 1001, 1500, 4096, 9000, 16384];
+
+/// The echo agent answers every message, and hundreds of exchanges in a minute are this
+/// test's point, not a runaway: the storm guard stays out of it.
+const STORM: (&str, &str) = ("IAPEER_STORM_LIMIT", "1000000");
+
+/// How many deliveries a run makes: `IAPEER_CORRECTNESS_N`, else `default`.
+fn rounds(default: usize) -> usize {
+    std::env::var("IAPEER_CORRECTNESS_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The body of delivery `i`: [`SIZES`]`[i % len]` bytes (at a char boundary, never more),
+/// several lines of mixed scripts, no control character but `\n`, no white space at either
+/// end (the envelope keeps it, but a CLI may trim a turn).
+pub(crate) fn body(i: usize) -> String {
+    let size = SIZES[i % SIZES.len()];
+    let line = |k: usize| format!("{i}.{k} héllo wörld — 漢字 🙂 <b>&amp; \"quoted\" end");
+    let mut text = String::new();
+    let mut k = 0;
+    while text.len() < size {
+        if k > 0 {
+            text.push('\n');
+        }
+        text.push_str(&line(k));
+        k += 1;
+    }
+    let mut cut = size.min(text.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text.truncate(cut);
+    let trimmed = text.trim_end().to_string();
+    if trimmed.is_empty() {
+        "x".to_string()
+    } else {
+        trimmed
+    }
+}
+
+/// The bodies of every envelope in `turns` (one user turn's text each), in order; a turn that
+/// holds no envelope or more than one is reported as an error.
+fn bodies_of(turns: &[String]) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for t in turns {
+        let n = t.matches("<iap ").count();
+        if n != 1 {
+            return Err(format!("a user turn holds {n} envelopes: {t:.300}"));
+        }
+        let env = iapeer::untrusted::decode_envelope(t).map_err(|e| format!("{e:?}: {t:.300}"))?;
+        out.push(env.body);
+    }
+    Ok(out)
+}
+
+/// Compare what the agent got with what was sent; the first difference, if any.
+fn compare(sent: &[String], got: &[String]) -> Result<(), String> {
+    for (i, s) in sent.iter().enumerate() {
+        match got.get(i) {
+            None => return Err(format!("delivery {i} never reached the agent as a turn")),
+            Some(g) if g != s => {
+                return Err(format!(
+                    "turn {i} differs from delivery {i}: sent {} bytes {s:.80?}…, got {} bytes {g:.80?}…",
+                    s.len(),
+                    g.len()
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    if got.len() > sent.len() {
+        return Err(format!("{} turns for {} deliveries", got.len(), sent.len()));
+    }
+    Ok(())
+}
+
+/// Send `n` bodies to `to` one after another, each once the agent shows no turn in progress
+/// (right after a turn ended), every third after a pause as well; check each answer.
+fn drive(env: &TestEnv, to: &str, identity: &str, n: usize) -> Vec<String> {
+    let mut sent = Vec::new();
+    let mut queued = 0;
+    let mut slowest = Duration::ZERO;
+    for i in 0..n {
+        env.wait_until("the agent shows no turn", Duration::from_secs(60), |e| {
+            !e.screen(identity)
+                .to_lowercase()
+                .contains("esc to interrupt")
+        });
+        if i % 3 == 2 {
+            std::thread::sleep(Duration::from_millis(700));
+        }
+        let b = body(i);
+        let t = Instant::now();
+        let out = env.run(&[
+            "send",
+            to,
+            "--from",
+            "echo-ea",
+            "--message",
+            &b,
+            "--topic",
+            "c",
+            "--json",
+        ]);
+        slowest = slowest.max(t.elapsed());
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        assert!(
+            out.status.success() && v["ok"] == true,
+            "delivery {i} ({} bytes) was refused: {}\nscreen:\n{}\n{}",
+            b.len(),
+            common::describe(&out),
+            env.screen(identity),
+            env.diagnostics()
+        );
+        if v["queued"] == true {
+            assert_eq!(v["queuedBy"], "runtime", "{v}");
+            queued += 1;
+        }
+        sent.push(b);
+    }
+    let log = env.log("daemon");
+    let fallback_lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("did not show the paste"))
+        .collect();
+    for l in fallback_lines.iter().take(5) {
+        eprintln!("correctness: {l}");
+    }
+    let fallbacks = fallback_lines.len();
+    eprintln!(
+        "correctness: {identity}: {n} deliveries, {queued} queued by the runtime, \
+         Enter on the settle fallback {fallbacks}, slowest answer {} ms",
+        slowest.as_millis()
+    );
+    sent
+}
+
+/// Wait until `turns()` has `n` user turns with envelopes (the last may still be on its way
+/// to the model), then compare them with `sent`.
+fn check(env: &TestEnv, identity: &str, sent: &[String], turns: impl Fn() -> Vec<String>) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let got = loop {
+        let t = turns();
+        if t.len() >= sent.len() || Instant::now() >= deadline {
+            break t;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let result = bodies_of(&got).and_then(|b| compare(sent, &b));
+    assert!(
+        result.is_ok(),
+        "{identity}: {}\n{}",
+        result.unwrap_err(),
+        env.diagnostics()
+    );
+    eprintln!(
+        "correctness: {identity}: {} deliveries, 0 swallowed, 0 merged, 0 false NOT delivered",
+        sent.len()
+    );
+}
+
+#[test]
+fn echo_consecutive_deliveries_are_each_one_turn() {
+    let mut env = TestEnv::new();
+    env.set(STORM.0, STORM.1);
+    env.create_echo("ea");
+    env.create_echo("eb");
+    env.start_daemon();
+    env.ok(&["send", "eb", "--from", "echo-ea", "--message", "hello"]);
+    let sent = drive(&env, "eb", "echo-eb", rounds(40));
+    let transcript = env.peer_dir("eb").join(".echo-agent/transcript.jsonl");
+    let got: Vec<String> = common::read(&transcript)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["type"] == "user")
+        .map(|r| r["body"].as_str().unwrap_or_default().to_string())
+        .skip(1)
+        .collect();
+    assert!(
+        !env.pane("echo-eb").contains("you: "),
+        "text reached the echo agent outside an envelope\n{}",
+        env.diagnostics()
+    );
+    let r = compare(&sent, &got);
+    assert!(r.is_ok(), "{}\n{}", r.unwrap_err(), env.diagnostics());
+    eprintln!(
+        "correctness: echo-eb: {} deliveries, 0 swallowed, 0 merged",
+        sent.len()
+    );
+}
+
+/// The user turns holding an envelope in the newest main request to Claude's stand-in.
+fn claude_turns(api: &AnthropicStandIn) -> Vec<String> {
+    let main = api.main_requests();
+    let Some(last) = main.last() else {
+        return Vec::new();
+    };
+    last["messages"]
+        .as_array()
+        .map(|m| {
+            m.iter()
+                .filter(|m| m["role"] == "user")
+                .map(|m| common::anthropic::flatten(&m["content"]))
+                .filter(|t| t.contains("<iap "))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn claude_consecutive_deliveries_are_each_one_turn() {
+    let (env, api) = crate::claude::world(&[STORM]);
+    api.script(|_| AReply::Text("ok".into()));
+    crate::busy::wake_claude(&env);
+    let n = rounds(12);
+    let sent = drive(&env, "cb", "claude-cb", n);
+    // The wake's `hello` is the first turn.
+    check(&env, "claude-cb", &sent, || {
+        claude_turns(&api).into_iter().skip(1).collect()
+    });
+}
+
+/// The user turns holding an envelope in the newest main request to Codex's stand-in.
+fn codex_turns(api: &OpenAiStandIn) -> Vec<String> {
+    let reqs: Vec<Value> = api
+        .recorded()
+        .into_iter()
+        .filter(|r| r["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .collect();
+    let Some(last) = reqs.last() else {
+        return Vec::new();
+    };
+    last["input"]
+        .as_array()
+        .map(|m| {
+            m.iter()
+                .filter(|m| m["role"] == "user")
+                .map(common::anthropic::flatten)
+                .filter(|t| t.contains("<iap "))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn codex_consecutive_deliveries_are_each_one_turn() {
+    let (env, api) = crate::codex::world_with(&[STORM]);
+    api.script(|_| OReply::Text("ok".into()));
+    let out = env.run(&["send", "cx", "--from", "echo-ea", "--message", "hello"]);
+    assert!(out.status.success(), "{}", common::describe(&out));
+    let n = rounds(12);
+    let sent = drive(&env, "cx", "codex-cx", n);
+    check(&env, "codex-cx", &sent, || {
+        codex_turns(&api).into_iter().skip(1).collect()
+    });
+}
+
+#[test]
+fn bodies_cover_the_sizes_and_end_without_white_space() {
+    let sizes: Vec<usize> = (0..SIZES.len()).map(|i| body(i).len()).collect();
+    assert_eq!(sizes[0], 1);
+    assert!(sizes[SIZES.len() - 1] > 16_000 && sizes[SIZES.len() - 1] <= 16_384);
+    for i in 0..SIZES.len() {
+        let b = body(i);
+        assert!(b.len() <= SIZES[i].max(1), "{i}: {}", b.len());
+        assert_eq!(b.trim(), b);
+        assert!(!b.chars().any(|c| c.is_control() && c != '\n'));
+    }
+    assert!(body(9).contains('\n') && body(9).contains('漢'));
+}
