@@ -17,7 +17,10 @@
 #        calls), BENCH_PINGS, BENCH_IDLE_SECS, BENCH_PEERS="0,10,50", BENCH_IDLE_PEERS=10,
 #        BENCH_BURST_CALLS=1000 (0 skips the burst), BENCH_BURST_PEERS=20,
 #        BENCH_AGENTS=claude,codex (0 skips the agent phase), BENCH_AGENT_RUNS=10,
-#        BENCH_OUT=/tmp/file.txt, BENCH_KEEP=1 (keep the temp folders), BENCH_NO_BUILD=1.
+#        BENCH_OUT=/tmp/file.txt, BENCH_KEEP=1 (keep the temp folders), BENCH_NO_BUILD=1,
+#        BENCH_CORRECTNESS=N (the correctness mode of issue 13 item 1: N consecutive deliveries
+#        of 1 B-16 KB bodies to echo, the real Claude Code and Codex — tests/correctness.rs with
+#        IAPEER_CORRECTNESS_N=N — before the rest; 500 takes about an hour).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -47,6 +50,20 @@ TARGET_DIR=$(cargo metadata --format-version 1 --no-deps 2>/dev/null |
   echo "$REPO/target")
 BIN="$TARGET_DIR/release/iapeer"
 [ -x "$BIN" ] || { echo "no release binary at $BIN" >&2; exit 1; }
+
+if [ -n "${BENCH_CORRECTNESS:-}" ]; then
+  scripts/setup-agents.sh >/dev/null
+  scripts/setup-python.sh >/dev/null
+  export BENCH_CORRECTNESS_LOG=${BENCH_CORRECTNESS_LOG:-$(mktemp /tmp/iapeer-correctness.XXXXXX)}
+  echo "correctness mode: $BENCH_CORRECTNESS deliveries per runtime (output: $BENCH_CORRECTNESS_LOG)"
+  IAPEER_CORRECTNESS_N=$BENCH_CORRECTNESS \
+    IAPEER_TEST_PYTHON=$REPO/.cache/venv/bin/python \
+    IAPEER_TEST_CLAUDE_BIN=$REPO/.cache/agents/node_modules/.bin/claude \
+    IAPEER_TEST_CODEX_BIN=$REPO/.cache/agents/node_modules/.bin/codex \
+    cargo test --quiet --test integration correctness:: -- --test-threads=1 --nocapture \
+    >"$BENCH_CORRECTNESS_LOG" 2>&1 || true
+  grep '^correctness: [a-z]*-[a-z]*: [0-9]* deliveries, 0' "$BENCH_CORRECTNESS_LOG" || true
+fi
 
 # Python is the parent of every process the bench starts and ends them in its `finally`;
 # exec keeps signals (Ctrl-C) going straight to it.

@@ -137,6 +137,13 @@ class AgentBench:
         if wake and ready:
             sample["boot_ms"] = 1000 * (_ts(ready["ts"]) - _ts(wake["ts"]))
             sample["ready_to_delivered_ms"] = 1000 * (_ts(d["ts"]) - _ts(ready["ts"]))
+            # The `ready` line says how long the ready screen had been up and since when the
+            # agent's MCP client had listed the tools (issue 13 item 2).
+            if "screen_ms" in ready:
+                sample["screen_to_delivered_ms"] = (sample["ready_to_delivered_ms"]
+                                                    + float(ready["screen_ms"]))
+            if "mcp_ms" in ready:
+                sample["mcp_before_ready_ms"] = float(ready["mcp_ms"])
             sample["send_to_wake_ms"] = 1000 * (_ts(wake["ts"]) - t0_wall)
             sample["mode"] = wake.get("mode")
         return sample

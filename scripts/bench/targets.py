@@ -6,6 +6,8 @@ reference. A target whose measure did not run (or cannot be taken yet) is `MISS`
 Verdicts are on medians unless the target names p99; the p99 is printed beside them.
 """
 
+import os
+import re
 from report import summary
 
 MS = 1e6
@@ -70,9 +72,37 @@ def item1_agent(r, rt):
                  f"median {s['median']:.0f} p99 {s['p99']:.0f} ms (n={s['n']})")
 
 
-def item1_correctness():
-    return _not_measured("1", "500 deliveries per runtime, 0 swallowed/merged/false refusals",
-                         "the bench has no correctness mode yet (issue 13 item 1)")
+CORRECTNESS_RUNTIMES = (("echo", "echo-eb"), ("claude", "claude-cb"), ("codex", "codex-cx"))
+
+
+def item1_correctness(log_path):
+    """One line per runtime from the correctness mode's output (tests/correctness.rs run with
+    IAPEER_CORRECTNESS_N; bench.sh writes it to BENCH_CORRECTNESS_LOG)."""
+    if not log_path:
+        return [_not_measured("1", "N deliveries per runtime, 0 swallowed/merged/false refusals",
+                              "run with BENCH_CORRECTNESS=500 for the correctness mode")]
+    try:
+        text = open(log_path, encoding="utf-8", errors="replace").read()
+    except OSError as e:
+        return [_not_measured("1", "correctness mode", f"cannot read {log_path}: {e}")]
+    out = []
+    for rt, ident in CORRECTNESS_RUNTIMES:
+        ok = re.search(rf"correctness: {ident}: (\d+) deliveries, 0 swallowed, 0 merged", text)
+        run = re.search(rf"correctness: {ident}: (\d+) deliveries, (\d+) queued by the runtime, "
+                        rf"Enter on the settle fallback (\d+), slowest answer (\d+) ms", text)
+        target = f"{rt}: consecutive deliveries 1 B-16 KB, 0 swallowed / merged / false refusals"
+        if ok and run:
+            out.append(_line(True, "1", target,
+                             f"{ok.group(1)} deliveries, all one turn with exactly their body; "
+                             f"{run.group(2)} queued by the runtime, Enter on the settle "
+                             f"fallback {run.group(3)}, slowest answer {run.group(4)} ms"))
+        else:
+            failed = re.search(rf"correctness::{rt}_\S+ \.\.\. (\S+)", text)
+            why = (f"the test {failed.group(1)}" if failed else "no result line")
+            first = re.search(r"panicked at .*\n(.*)", text)
+            out.append(_line(False, "1", target,
+                             why + (f": {first.group(1)[:300]}" if first and failed else "")))
+    return out
 
 
 def item2_wake(r, rt, ready_settle_ms):
@@ -80,18 +110,29 @@ def item2_wake(r, rt, ready_settle_ms):
     x, why = _agent(r, rt)
     if x is None:
         return _not_measured("2", target, why)
+    cold = "; no warm-up: the first wake of the run, cold" if not r["agents"].get(
+        "warmup", 1) else ""
+    exact = [v["screen_to_delivered_ms"] for v in x["asleep"] if "screen_to_delivered_ms" in v]
+    if exact:
+        s = summary(exact)
+        parts = summary([v["ready_to_delivered_ms"] for v in x["asleep"]
+                         if "ready_to_delivered_ms" in v])
+        mcp = [v["mcp_before_ready_ms"] for v in x["asleep"] if "mcp_before_ready_ms" in v]
+        mcp_note = (f"; the agent's MCP client listed the tools a median "
+                    f"{summary(mcp)['median']:.0f} ms before `ready`" if mcp else "")
+        return _line(s["median"] <= WAKE_READY_MS, "2", target,
+                     f"median {s['median']:.0f} p99 {s['p99']:.0f} ms (n={s['n']}{cold}; "
+                     f"lifecycle `ready` screen_ms + `ready` -> delivery.log ts, of which "
+                     f"`ready` -> delivered median {parts['median']:.0f} ms{mcp_note})")
     xs = [v["ready_to_delivered_ms"] + ready_settle_ms for v in x["asleep"]
           if "ready_to_delivered_ms" in v]
     if not xs:
         return _not_measured("2", target, "no lifecycle wake/ready lines for the wakes")
     s = summary(xs)
-    cold = "; no warm-up: the first wake of the run, cold" if not r["agents"].get(
-        "warmup", 1) else ""
     return _line(s["median"] <= WAKE_READY_MS, "2", target,
                  f"at least median {s['median']:.0f} p99 {s['p99']:.0f} ms (n={s['n']}{cold}; "
                  f"lifecycle `ready` -> delivery.log ts + the adapter's {ready_settle_ms} ms "
-                 f"ready settle; the wait for the agent's MCP client before `ready` is not "
-                 f"logged, so this is a lower bound)")
+                 f"ready settle: a daemon without `screen_ms` on its `ready` line)")
 
 
 def item3(r):
@@ -165,7 +206,7 @@ def lines(r, ready_settles):
     maps runtime -> the adapter's ready settle in ms."""
     out = [item1_echo(r)]
     out += [item1_agent(r, rt) for rt in ("claude", "codex")]
-    out.append(item1_correctness())
+    out += item1_correctness(os.environ.get("BENCH_CORRECTNESS_LOG"))
     out += [item2_wake(r, rt, ready_settles.get(rt, 0)) for rt in ("claude", "codex")]
     out += item3(r)
     out += [item4_idle(r), item4_threads(r)]

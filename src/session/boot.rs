@@ -92,6 +92,11 @@ impl Boot {
         }
     }
 
+    /// Since when the ready screen has been shown without a break, if it is.
+    pub fn ready_since(&self) -> Option<Instant> {
+        self.ready_since
+    }
+
     /// Decide from the adapter's `step` for the current screen (identified by `screen_hash`).
     pub fn evaluate(&mut self, now: Instant, step: BootStep, screen_hash: u64) -> BootAction {
         if now >= self.deadline {

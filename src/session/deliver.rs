@@ -122,6 +122,9 @@ impl ActiveDelivery {
     /// goes at the next [`ActiveDelivery::poll`] instead of at the end of [`SETTLE`].
     pub fn on_paste_shown(&mut self, now: Instant) {
         if let Phase::Settling { until } = &mut self.phase {
+            if !self.paste_shown {
+                log::debug!("delivery {}: the composer shows the paste", self.id);
+            }
             *until = (*until).min(now);
             self.paste_shown = true;
         }
@@ -139,6 +142,7 @@ impl ActiveDelivery {
             return Step::Wait;
         }
         if self.pty {
+            log::debug!("delivery {}: paste written", self.id);
             self.phase = Phase::Settling {
                 until: now + SETTLE,
             };
@@ -196,6 +200,7 @@ impl ActiveDelivery {
                     next_enter: now + ENTER_RETRY,
                     next_poll: now,
                 };
+                log::debug!("delivery {}: Enter", self.id);
                 Step::Write(b"\r".to_vec())
             }
             Phase::Confirming {
@@ -246,6 +251,7 @@ impl ActiveDelivery {
                     },
                 };
                 if state == GateState::Passed {
+                    log::debug!("delivery {}: ready gate passed", self.id);
                     Step::Done(Ok(()))
                 } else if let GateState::Failed(reason) = state {
                     Step::Done(Err(reason))
@@ -263,6 +269,7 @@ impl ActiveDelivery {
     }
 
     fn confirmed(&mut self, now: Instant) -> Step {
+        log::debug!("delivery {}: accepted by the runtime", self.id);
         match self.gate {
             None => Step::Done(Ok(())),
             Some(gate) => {

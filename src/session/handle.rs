@@ -101,13 +101,24 @@ pub enum SessionCmd {
     Kill(Cause),
 }
 
+/// What the last part of a boot waited for, in milliseconds before `ready` (zero for a
+/// router runtime, which is ready at once).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadyWaits {
+    /// Since the runtime's ready screen was first seen (without a break).
+    pub screen_ms: u64,
+    /// Since the agent's MCP client listed the daemon's tools, when the boot waited for it.
+    pub mcp_ms: Option<u64>,
+}
+
 /// What a session tells the router.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EventKind {
     /// Boot progress for waiting senders (`booting`, `answering dialog: <label>`, …).
     Phase(String),
-    /// The runtime is ready for input (after boot; immediately for router runtimes).
-    Ready,
+    /// The runtime is ready for input (after boot; immediately for router runtimes), with what
+    /// the boot waited for last (logged on the lifecycle `ready` line, issue 13 item 2).
+    Ready(ReadyWaits),
     /// The boot failed; the session is being ended.
     BootFailed {
         /// Timed out or failed, typed (the session ends with [`BootFailure::cause`]).

@@ -27,11 +27,16 @@ impl Router {
         }
         match ev.kind {
             EventKind::Phase(phase) => self.progress_to_waiters(&identity, &phase),
-            EventKind::Ready => {
+            EventKind::Ready(waits) => {
                 if let Some(s) = self.live.sessions.get_mut(&identity) {
                     s.state.ready();
                 }
-                self.lifecycle(Event::new("ready").field("identity", &identity));
+                self.lifecycle(
+                    Event::new("ready")
+                        .field("identity", &identity)
+                        .field("screen_ms", waits.screen_ms.to_string())
+                        .opt("mcp_ms", waits.mcp_ms.map(|m| m.to_string())),
+                );
                 self.pump(&identity);
             }
             EventKind::BootFailed { reason, screen, .. } => {

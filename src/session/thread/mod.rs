@@ -335,7 +335,7 @@ impl Session {
         match self.state {
             State::Booting(_) => self.emit(EventKind::Phase("booting".into())),
             State::Ready => {
-                self.emit(EventKind::Ready);
+                self.emit(EventKind::Ready(Default::default()));
                 self.next_delivery();
             }
         }

@@ -10,7 +10,9 @@ impl Session {
         };
         let step = self.cfg.adapter.boot_step(&self.screen);
         let hash = hash_text(&self.screen.text());
-        match boot.evaluate(now, step, hash) {
+        let action = boot.evaluate(now, step, hash);
+        let ready_since = boot.ready_since();
+        match action {
             BootAction::Wait => {}
             BootAction::Key { bytes, label } => {
                 self.emit(EventKind::Phase(format!("answering dialog: {label}")));
@@ -26,11 +28,18 @@ impl Session {
                         "ready without MCP: the agent's iapeer server did not connect".into(),
                     ));
                 }
+                let since = |t: Option<Instant>| {
+                    t.map(|t| now.saturating_duration_since(t).as_millis() as u64)
+                };
+                let waits = crate::session::handle::ReadyWaits {
+                    screen_ms: since(ready_since).unwrap_or(0),
+                    mcp_ms: since(self.mcp_up_at),
+                };
                 self.state = State::Ready;
                 if let Some((rows, cols)) = self.pending_size.take() {
                     self.resize(rows, cols);
                 }
-                self.emit(EventKind::Ready);
+                self.emit(EventKind::Ready(waits));
                 self.next_delivery();
             }
             BootAction::Failed(failure) => {
