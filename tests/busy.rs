@@ -76,6 +76,16 @@ pub(crate) fn wake_claude(env: &TestEnv) {
     });
 }
 
+/// Wait (60 s at most) until `identity`'s screen shows no turn in progress (Claude Code and
+/// Codex both say "esc to interrupt" during one).
+pub(crate) fn wait_idle(env: &TestEnv, identity: &str) {
+    env.wait_until("the agent shows no turn", Duration::from_secs(60), |e| {
+        !e.screen(identity)
+            .to_lowercase()
+            .contains("esc to interrupt")
+    });
+}
+
 /// Rounds of one held turn with several sends into it; returns (sent, queued) and checks
 /// every answer: exit 0, and either delivered or queued by the runtime.
 fn busy_rounds(
@@ -90,11 +100,7 @@ fn busy_rounds(
     let mut slowest = Duration::ZERO;
     for r in 0..rounds {
         // Each round starts from an idle agent, so its own BUSY message starts a turn.
-        env.wait_until("the agent is idle", Duration::from_secs(60), |e| {
-            !e.screen(identity)
-                .to_lowercase()
-                .contains("esc to interrupt")
-        });
+        wait_idle(env, identity);
         env.ok(&[
             "send",
             to,

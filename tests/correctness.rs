@@ -103,11 +103,7 @@ fn drive(env: &TestEnv, to: &str, identity: &str, n: usize) -> Vec<String> {
     let mut queued = 0;
     let mut slowest = Duration::ZERO;
     for i in 0..n {
-        env.wait_until("the agent shows no turn", Duration::from_secs(60), |e| {
-            !e.screen(identity)
-                .to_lowercase()
-                .contains("esc to interrupt")
-        });
+        crate::busy::wait_idle(env, identity);
         if i % 3 == 2 {
             std::thread::sleep(Duration::from_millis(700));
         }
@@ -211,13 +207,10 @@ fn echo_consecutive_deliveries_are_each_one_turn() {
     );
 }
 
-/// The user turns holding an envelope in the newest main request to Claude's stand-in.
-fn claude_turns(api: &AnthropicStandIn) -> Vec<String> {
-    let main = api.main_requests();
-    let Some(last) = main.last() else {
-        return Vec::new();
-    };
-    last["messages"]
+/// The texts of the user items of `items` (a request's `messages` or `input`) that hold an
+/// envelope.
+fn envelope_turns(items: &Value) -> Vec<String> {
+    items
         .as_array()
         .map(|m| {
             m.iter()
@@ -226,6 +219,14 @@ fn claude_turns(api: &AnthropicStandIn) -> Vec<String> {
                 .filter(|t| t.contains("<iap "))
                 .collect()
         })
+        .unwrap_or_default()
+}
+
+/// The user turns holding an envelope in the newest main request to Claude's stand-in.
+fn claude_turns(api: &AnthropicStandIn) -> Vec<String> {
+    api.main_requests()
+        .last()
+        .map(|r| envelope_turns(&r["messages"]))
         .unwrap_or_default()
 }
 
@@ -242,25 +243,13 @@ fn claude_consecutive_deliveries_are_each_one_turn() {
     });
 }
 
-/// The user turns holding an envelope in the newest main request to Codex's stand-in.
+/// The user turns holding an envelope in the newest main request (one that offers tools) to
+/// Codex's stand-in.
 fn codex_turns(api: &OpenAiStandIn) -> Vec<String> {
-    let reqs: Vec<Value> = api
-        .recorded()
+    api.recorded()
         .into_iter()
-        .filter(|r| r["tools"].as_array().is_some_and(|t| !t.is_empty()))
-        .collect();
-    let Some(last) = reqs.last() else {
-        return Vec::new();
-    };
-    last["input"]
-        .as_array()
-        .map(|m| {
-            m.iter()
-                .filter(|m| m["role"] == "user")
-                .map(common::anthropic::flatten)
-                .filter(|t| t.contains("<iap "))
-                .collect()
-        })
+        .rfind(|r| r["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .map(|r| envelope_turns(&r["input"]))
         .unwrap_or_default()
 }
 
