@@ -213,10 +213,9 @@ fn claude_mid_turn_messages_are_queued_followed_and_never_duplicated() {
     );
 }
 
-/// A queued message whose session ends before it reaches the model: the follow-up line says
-/// so and the (live) sender gets a notice from `iapeer`.
-#[test]
-fn claude_queued_message_lost_with_its_session_is_reported_to_the_sender() {
+/// A claude peer whose turn on `BUSY forever` the stand-in holds for 60 s, and `MID-TURN`
+/// (from a live `ea`: a notice is never a reason to wake it) answered queued by the runtime.
+fn claude_with_a_queued_message() -> (TestEnv, common::anthropic::AnthropicStandIn) {
     let (env, api) = crate::claude::world(&[]);
     api.script(|req| {
         if last_user_text(req).contains("BUSY") {
@@ -242,6 +241,14 @@ fn claude_queued_message_lost_with_its_session_is_reported_to_the_sender() {
     let (ok, v, _) = send_json(&env, "cb", "MID-TURN");
     assert!(ok && v["queued"] == true, "{v}\n{}", env.diagnostics());
     assert_eq!(v["queuedBy"], "runtime");
+    (env, api)
+}
+
+/// A queued message whose session ends before it reaches the model: the follow-up line says
+/// so and the (live) sender gets a notice from `iapeer`.
+#[test]
+fn claude_queued_message_lost_with_its_session_is_reported_to_the_sender() {
+    let (env, _api) = claude_with_a_queued_message();
     env.ok(&["stop", "cb"]);
     env.wait_until("the follow-up line", Duration::from_secs(30), |e| {
         e.has_event(
@@ -341,29 +348,7 @@ fn codex_mid_turn_messages_are_queued_followed_and_never_duplicated() {
 /// nobody is told otherwise.
 #[test]
 fn claude_interrupt_submits_the_queued_message() {
-    let (env, api) = crate::claude::world(&[]);
-    api.script(|req| {
-        if last_user_text(req).contains("BUSY") {
-            Reply::Hold(Duration::from_secs(60), "late".into())
-        } else {
-            Reply::Text("ok".into())
-        }
-    });
-    env.ok(&["new", "ea"]);
-    wake_claude(&env);
-    env.ok(&[
-        "send",
-        "cb",
-        "--from",
-        "echo-ea",
-        "--message",
-        "BUSY forever",
-    ]);
-    env.wait_until("claude is mid-turn", Duration::from_secs(30), |e| {
-        e.screen("claude-cb").contains("esc to interrupt")
-    });
-    let (ok, v, _) = send_json(&env, "cb", "MID-TURN");
-    assert!(ok && v["queued"] == true, "{v}\n{}", env.diagnostics());
+    let (env, api) = claude_with_a_queued_message();
     env.ok(&["interrupt", "cb"]);
     env.wait_until("the follow-up line", Duration::from_secs(30), |e| {
         e.count_events("delivery", "delivery-followup", &[]) > 0
