@@ -7,6 +7,23 @@ use common::anthropic::{last_user_text, Reply};
 use serde_json::Value;
 use std::time::Duration;
 
+/// Attach to `peer` as a human would, wait for its screen (`shows`), type `my unfinished
+/// draft` without Enter and let 2 s pass.
+fn attach_and_draft(env: &common::TestEnv, peer: &str, shows: &str) -> crate::attach::Terminal {
+    let mut term = crate::attach::Terminal::spawn(env.cmd(&["attach", peer]));
+    env.wait_until(
+        "the attached terminal shows the agent",
+        Duration::from_secs(30),
+        |_| term.screen().contains(shows),
+    );
+    term.type_bytes(b"my unfinished draft");
+    env.wait_until("the draft is on screen", Duration::from_secs(30), |_| {
+        term.screen().contains("my unfinished draft")
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    term
+}
+
 /// A human attached to a live claude peer types a draft without Enter; a message sent 2 s
 /// later waits (`queued`, `queuedBy: "composer"`) instead of being submitted glued to the
 /// draft; once the human clears the draft it goes in alone, and `delivery.log` follows it.
@@ -15,17 +32,7 @@ fn claude_draft_in_the_composer_holds_the_message_until_the_composer_is_free() {
     let (env, api) = crate::claude::world(&[]);
     api.script(|_| Reply::Text("ok".into()));
     crate::busy::wake_claude(&env);
-    let mut term = crate::attach::Terminal::spawn(env.cmd(&["attach", "cb"]));
-    env.wait_until(
-        "the attached terminal shows claude",
-        Duration::from_secs(30),
-        |_| term.screen().contains("bypass permissions"),
-    );
-    term.type_bytes(b"my unfinished draft");
-    env.wait_until("the draft is on screen", Duration::from_secs(30), |_| {
-        term.screen().contains("my unfinished draft")
-    });
-    std::thread::sleep(Duration::from_secs(2));
+    let mut term = attach_and_draft(&env, "cb", "bypass permissions");
     let out = env.run(&[
         "send",
         "cb",
@@ -91,17 +98,7 @@ fn codex_draft_in_the_composer_holds_the_message_until_the_composer_is_free() {
     let (env, api) = crate::codex::world();
     api.script(|_| OReply::Text("ok".into()));
     env.ok(&["send", "cx", "--from", "echo-ea", "--message", "echo: wake"]);
-    let mut term = crate::attach::Terminal::spawn(env.cmd(&["attach", "cx"]));
-    env.wait_until(
-        "the attached terminal shows codex",
-        Duration::from_secs(30),
-        |_| term.screen().contains("Ask Codex"),
-    );
-    term.type_bytes(b"my unfinished draft");
-    env.wait_until("the draft is on screen", Duration::from_secs(30), |_| {
-        term.screen().contains("my unfinished draft")
-    });
-    std::thread::sleep(Duration::from_secs(2));
+    let mut term = attach_and_draft(&env, "cx", "Ask Codex");
     let out = env.run(&[
         "send",
         "cx",
