@@ -170,6 +170,12 @@ pub trait Adapter: Send + Sync {
     fn waits_for_mcp(&self, _cwd: &Path) -> bool {
         false
     }
+    /// How long after the agent's MCP client listed the daemon's tools the boot still waits
+    /// (when [`Adapter::waits_for_mcp`]), for a runtime that answers `tools/list` before the
+    /// tool is usable by its next turn. Zero by default.
+    fn mcp_settle(&self) -> Duration {
+        Duration::ZERO
+    }
     /// The glyph that starts the composer row (`❯` for claude and echo, `›` for codex), for
     /// runtimes with a composer.
     fn prompt_glyph(&self) -> Option<&'static str> {

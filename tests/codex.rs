@@ -98,6 +98,12 @@ fn codex_peer_wakes_sees_its_prompt_replies_through_mcp_and_takes_a_live_message
         .iter()
         .find(|r| last_input_text(r).contains("hello codex"))
         .unwrap_or_else(|| panic!("no request with the message\n{}", env.diagnostics()));
+    // Sent without waiting for Codex's MCP client, the first turn still offers the tool.
+    assert!(
+        first["tools"].to_string().contains("send_to_peer"),
+        "the first turn offers send_to_peer: {}",
+        first["tools"]
+    );
     let all = input_text(first);
     assert!(
         all.contains("personality: \"cx\""),

@@ -168,6 +168,13 @@ impl Adapter for Claude {
         Some("❯")
     }
 
+    fn mcp_settle(&self) -> Duration {
+        // Claude Code 2.1.332 answers `tools/list` before the tool joins its next model
+        // request: a message typed in between went to the model without `send_to_peer`
+        // (seen once in CI under load).
+        Duration::from_secs(1)
+    }
+
     fn ready_settle(&self) -> Duration {
         // The composer is drawn a moment before Claude Code reads input.
         Duration::from_millis(500)

@@ -327,6 +327,13 @@ impl Adapter for Codex {
             .is_some_and(|d| d.get("mcp_servers").and_then(|s| s.get("iapeer")).is_some())
     }
 
+    // No `mcp_settle` (issue 13 item 2): Codex 0.171 builds a turn's tools by awaiting each
+    // MCP server's startup, which ends with the listing (openai/codex
+    // `codex-rs/core/src/mcp_connection_manager.rs`, `listed_tools`), so once the iapeer
+    // server has listed its tools the next turn has `send_to_peer`. Input that arrives
+    // before that is held in Codex's own "Queued follow-up inputs" (seen here), which is why
+    // the boot still waits for the listing itself.
+
     fn prompt_glyph(&self) -> Option<&'static str> {
         Some("›")
     }

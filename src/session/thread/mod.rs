@@ -44,10 +44,6 @@ const KILL_GRACE: Duration = Duration::from_secs(3);
 /// A ready screen whose MCP client has not connected after this long goes ahead anyway (the
 /// agent then lacks `send_to_peer` for its first turn; the lifecycle log says so).
 const MCP_GRACE: Duration = Duration::from_secs(20);
-/// Ready waits this long after the agent's MCP client listed the tools: Claude Code 2.1.332
-/// answers `tools/list` before the tool joins the next model request, and a message typed in
-/// between went to the model without `send_to_peer` (seen once in CI under load).
-const MCP_SETTLE: Duration = Duration::from_secs(1);
 /// Bytes of screen text kept in `exits.log` for an unexpected death.
 const EXIT_TAIL: usize = 2048;
 
@@ -395,7 +391,7 @@ impl Session {
             // Only while the settle is ahead: a past deadline would spin the loop until ready.
             consider(
                 self.mcp_up_at
-                    .map(|s| s + MCP_SETTLE)
+                    .map(|s| s + self.cfg.adapter.mcp_settle())
                     .filter(|t| *t > Instant::now()),
             );
         }

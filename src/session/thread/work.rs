@@ -59,9 +59,11 @@ impl Session {
         }
     }
 
-    /// True once the agent's MCP client listed the tools at least [`MCP_SETTLE`] ago.
+    /// True once the agent's MCP client listed the tools at least the adapter's
+    /// [`crate::adapter::Adapter::mcp_settle`] ago.
     fn mcp_settled(&self, now: Instant) -> bool {
-        self.mcp_up_at.is_some_and(|at| now >= at + MCP_SETTLE)
+        self.mcp_up_at
+            .is_some_and(|at| now >= at + self.cfg.adapter.mcp_settle())
     }
 
     /// Start (or check) the wait for the MCP client; true once [`MCP_GRACE`] is over.
