@@ -1,0 +1,252 @@
+//! Moving a team over from the original TypeScript iapeer (issue 11; spec 08 §2–§5, spec 01):
+//! a `~/.iapeer` built exactly as the original writes it — profiles with the legacy `runtime`
+//! mirror, the version-2 registry, a Claude peer's `.mcp.json` that sends only the identity
+//! header, the host Codex config's `[mcp_servers.iapeer]` block naming
+//! `bearer_token_env_var = "IAPEER_BEARER"`, runtime packages' manifests — works once our
+//! daemon is started: each peer's MCP configuration is brought to the current form at its
+//! wake, and messages flow both ways through a real Claude Code and a real Codex.
+
+use crate::common;
+
+use common::anthropic::{self, AnthropicStandIn};
+use common::openai::{self, OpenAiStandIn};
+use common::TestEnv;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn bin(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!("{var} is not set: run scripts/test.sh (it installs the agents)")
+    })
+}
+
+/// Write `text` at `path`, making its folders.
+fn put(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A peer folder as the original's `init` leaves it: the profile (with its legacy `runtime`
+/// mirror), the doctrine template, and the runtime scope folders.
+fn original_peer(root: &Path, name: &str, runtime: &str, description: &str) -> PathBuf {
+    let cwd = root.join("peers").join(name);
+    let profile = json!({
+        "personality": name,
+        "runtime": runtime,
+        "default_runtime": runtime,
+        "runtimes": [runtime],
+        "description": description,
+        "intelligence": "artificial",
+    });
+    put(
+        &cwd.join(".iapeer/peer-profile.json"),
+        &format!("{}\n", serde_json::to_string_pretty(&profile).unwrap()),
+    );
+    put(&cwd.join(".iapeer/IAPEER.md"), "# Peer doctrine\n\n");
+    std::fs::create_dir_all(
+        cwd.join(".iapeer/runtimes")
+            .join(runtime)
+            .join("plugins/iap"),
+    )
+    .unwrap();
+    cwd
+}
+
+/// The registry as the original's single writer leaves it: version 2, sorted, pretty, with
+/// `default_runtime` only.
+fn original_registry(root: &Path, peers: &[(&str, &str, &str, &Path)]) {
+    let peers: Vec<_> = peers
+        .iter()
+        .map(|(name, rt, desc, cwd)| {
+            json!({
+                "personality": name,
+                "default_runtime": rt,
+                "runtimes": [rt],
+                "description": desc,
+                "intelligence": "artificial",
+                "cwd": cwd,
+            })
+        })
+        .collect();
+    put(
+        &root.join("peers-profiles.json"),
+        &format!(
+            "{}\n",
+            serde_json::to_string_pretty(&json!({"version": 2, "peers": peers})).unwrap()
+        ),
+    );
+    put(&root.join("peers-profiles.lock"), "");
+}
+
+/// A team written by the original tool: claude peer `cl`, codex peer `cx`, echo peer `ea`
+/// (ours, the test's messenger), the two runtime packages' manifests, and the host configs.
+/// The daemon is started (the one step the migration needs) with both model stand-ins.
+fn moved_over_world() -> (TestEnv, AnthropicStandIn, OpenAiStandIn) {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_CLAUDE_BIN", &bin("IAPEER_TEST_CLAUDE_BIN"));
+    env.set("IAPEER_CODEX_BIN", &bin("IAPEER_TEST_CODEX_BIN"));
+    let codex_home = env.home.join(".codex");
+    env.set("CODEX_HOME", codex_home.to_str().unwrap());
+    let claude_api = AnthropicStandIn::start();
+    let openai_api = OpenAiStandIn::start();
+    let root = env.root.clone();
+
+    let cl = original_peer(&root, "cl", "claude", "Claude peer of the old team.");
+    let cx = original_peer(&root, "cx", "codex", "Codex peer of the old team.");
+    // The original's `.mcp.json`: only the identity header, the literal daemon URL.
+    put(
+        &cl.join(".mcp.json"),
+        &format!(
+            "{}\n",
+            serde_json::to_string_pretty(&json!({"mcpServers": {
+                "notes": {"command": "notes-server", "args": ["--ro"]},
+                "iapeer": {
+                    "type": "http",
+                    "url": "http://127.0.0.1:8765/mcp",
+                    "headers": {"X-IAPeer-Identity": "${PEER_IDENTITY:-claude-cl}"}
+                }
+            }}))
+            .unwrap()
+        ),
+    );
+    // The host Codex config: the user's provider, then the block the original appends (and
+    // the update-check key it prepends).
+    put(
+        &codex_home.join("config.toml"),
+        &format!(
+            "check_for_update_on_startup = false\n# the user's own settings\nmodel = \"gpt-5.1\"\nmodel_provider = \"standin\"\n\n[model_providers.standin]\nname = \"Stand-in\"\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"STANDIN_API_KEY\"\n\n[mcp_servers.iapeer]\nurl = \"http://127.0.0.1:8765/mcp\"\ndefault_tools_approval_mode = \"approve\"\nbearer_token_env_var = \"IAPEER_BEARER\"\n\n[mcp_servers.iapeer.env_http_headers]\n\"X-IAPeer-Identity\" = \"PEER_IDENTITY\"\n",
+            openai_api.base_url()
+        ),
+    );
+    // Runtime packages' manifests as the packages write them at install (no peer of theirs
+    // is registered here: this world is about the agents).
+    put(
+        &root.join("runtimes/telegram/runtime.json"),
+        "{\n  \"runtime\": \"telegram\",\n  \"version\": \"0.9.3\",\n  \"selfConfig\": {\n    \"command\": \"telegram-runtime\",\n    \"args\": [\"self-config\"]\n  }\n}\n",
+    );
+    put(
+        &root.join("runtimes/notifier/runtime.json"),
+        "{\n  \"runtime\": \"notifier\",\n  \"version\": \"1.4.0\",\n  \"selfConfig\": \"notifier-runtime\",\n  \"peers\": [\n    {\n      \"personality\": \"timer\",\n      \"description\": \"Timers.\"\n    }\n  ]\n}\n",
+    );
+    original_registry(
+        &root,
+        &[
+            ("cl", "claude", "Claude peer of the old team.", &cl),
+            ("cx", "codex", "Codex peer of the old team.", &cx),
+        ],
+    );
+    // What any user who has run Claude Code once has.
+    put(
+        &env.home.join(".claude.json"),
+        "{\"hasCompletedOnboarding\": true}",
+    );
+    // The test's messenger (ours), then the models' keys for the two agents.
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    put(
+        &cl.join(".iapeer/runtimes/claude/launch.env"),
+        &format!(
+            "ANTHROPIC_BASE_URL={}\nANTHROPIC_API_KEY=sk-ant-standin-key\nIS_SANDBOX=1\n",
+            claude_api.url()
+        ),
+    );
+    put(
+        &cx.join(".iapeer/runtimes/codex/launch.env"),
+        "STANDIN_API_KEY=sk-standin-key\n",
+    );
+    env.start_daemon();
+    (env, claude_api, openai_api)
+}
+
+#[test]
+fn a_team_moved_over_from_the_original_tool_sends_both_ways_through_claude_and_codex() {
+    let (env, claude_api, openai_api) = moved_over_world();
+    // Claude: a message from ea → send to cx; a message from cx → finish.
+    claude_api.script(|req| {
+        let text = anthropic::last_user_text(req);
+        if anthropic::has_tool_result(req) {
+            anthropic::Reply::Text("sent".into())
+        } else if text.contains("<iap from=\"ea\"") {
+            anthropic::Reply::ToolUse(
+                "mcp__iapeer__send_to_peer".into(),
+                json!({"personality": "cx", "message": "hello codex, claude here", "topic": "mv"}),
+            )
+        } else {
+            anthropic::Reply::Text("ok".into())
+        }
+    });
+    // Codex: a message from cl → answer cl.
+    openai_api.script(|req| {
+        let last = openai::last_input_text(req);
+        if openai::last_is_tool_output(req) {
+            openai::Reply::Text("sent".into())
+        } else if last.contains("<iap from=\"cl\"") {
+            openai::Reply::Call(
+                "mcp__iapeer".into(),
+                "send_to_peer".into(),
+                json!({"personality": "cl", "message": "hello claude, codex here", "topic": "mv"}),
+            )
+        } else {
+            openai::Reply::Text("ok".into())
+        }
+    });
+    let out = env.ok(&[
+        "send",
+        "cl",
+        "--from",
+        "echo-ea",
+        "--message",
+        "start",
+        "--topic",
+        "mv",
+    ]);
+    assert_eq!(
+        out.trim(),
+        "delivered to cl (claude), woke",
+        "{}",
+        env.diagnostics()
+    );
+    env.wait_until(
+        "claude → codex and codex → claude through MCP",
+        Duration::from_secs(150),
+        |e| {
+            let d = e.events("delivery", "delivery");
+            let sent = |caller: &str, to: &str| {
+                d.iter().any(|x| {
+                    x["caller"] == caller
+                        && x["to"] == to
+                        && x["ok"] == "true"
+                        && x["path"] == "mcp"
+                })
+            };
+            sent("claude-cl", "cx") && sent("codex-cx", "cl")
+        },
+    );
+    // Claude read codex's message.
+    env.wait_until(
+        "codex's words reach claude's model",
+        Duration::from_secs(60),
+        |_| {
+            claude_api
+                .main_requests()
+                .iter()
+                .any(|r| anthropic::last_user_text(r).contains("hello claude, codex here"))
+        },
+    );
+
+    // The configs are in the current form and the user's settings survived.
+    let mcp: serde_json::Value =
+        serde_json::from_str(&common::read(&env.peer_dir("cl").join(".mcp.json"))).unwrap();
+    assert_eq!(
+        mcp["mcpServers"]["iapeer"]["headers"]["Authorization"],
+        "Bearer ${IAPEER_TOKEN}"
+    );
+    assert_eq!(mcp["mcpServers"]["notes"]["args"], json!(["--ro"]));
+    let config = common::read(&env.home.join(".codex/config.toml"));
+    assert!(
+        config.contains("bearer_token_env_var = \"IAPEER_TOKEN\"")
+            && config.contains("[model_providers.standin]")
+            && config.contains("# the user's own settings"),
+        "{config}"
+    );
+}
