@@ -250,3 +250,118 @@ fn a_team_moved_over_from_the_original_tool_sends_both_ways_through_claude_and_c
         "{config}"
     );
 }
+
+/// The call card a notifier-like runtime package writes as its peer's description at
+/// `self-config`: several lines, about 1.3 KB.
+fn call_card() -> String {
+    let mut card = String::from(
+        "Timer service (runtime notifier). Register a timer by sending it a message.\n\nFormat:\n",
+    );
+    for i in 0..24 {
+        card.push_str(&format!(
+            "  line {i:02}: every <duration> | at <HH:MM> | cron <expr> -> <peer>: <text>\n"
+        ));
+    }
+    card
+}
+
+#[test]
+fn verify_warns_about_package_owned_and_hand_named_peers_and_fix_rewrites_neither() {
+    let env = TestEnv::new();
+    let root = env.root.clone();
+    let card = call_card();
+    assert!(
+        card.len() > 1200 && card.lines().count() > 3,
+        "{}",
+        card.len()
+    );
+    // A peer named by hand in a folder of another name, as the original allows.
+    let lab = env.home.join("Peers/Old Lab Agent");
+    put(
+        &lab.join(".iapeer/peer-profile.json"),
+        "{\n  \"personality\": \"labbot\",\n  \"runtime\": \"claude\",\n  \"default_runtime\": \"claude\",\n  \"runtimes\": [\"claude\"],\n  \"description\": \"Lab assistant.\",\n  \"intelligence\": \"artificial\"\n}\n",
+    );
+    // The notifier package's timer after its own self-config: its card, its own key.
+    let timer = root.join("peers/timer");
+    let profile = json!({
+        "personality": "timer",
+        "runtime": "notifier",
+        "default_runtime": "notifier",
+        "runtimes": ["notifier"],
+        "description": card,
+        "intelligence": "absent",
+        "notifier": {"kind": "timer"},
+    });
+    put(
+        &timer.join(".iapeer/peer-profile.json"),
+        &format!("{}\n", serde_json::to_string_pretty(&profile).unwrap()),
+    );
+    // The original's registry keeps the first 450 characters of a description.
+    let cut: String = card.chars().take(450).collect();
+    let peers = json!({"version": 2, "peers": [
+        {"personality": "labbot", "default_runtime": "claude", "runtimes": ["claude"],
+         "description": "Lab assistant.", "intelligence": "artificial", "cwd": lab},
+        {"personality": "timer", "default_runtime": "notifier", "runtimes": ["notifier"],
+         "description": cut, "intelligence": "absent", "cwd": timer},
+    ]});
+    put(
+        &root.join("peers-profiles.json"),
+        &format!("{}\n", serde_json::to_string_pretty(&peers).unwrap()),
+    );
+    let lab_before = common::read(&lab.join(".iapeer/peer-profile.json"));
+    let timer_before = common::read(&timer.join(".iapeer/peer-profile.json"));
+
+    // Warnings, not errors: exit 0.
+    let out = env.ok(&["verify"]);
+    assert!(
+        out.contains("warning: labbot: personality \"labbot\" does not match the folder name \"old-lab-agent\""),
+        "{out}"
+    );
+    assert!(
+        out.contains("warning: timer: description spans several lines"),
+        "{out}"
+    );
+    assert!(out.contains("ok: 2 peer(s), no problems"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(env.ok(&["verify", "--json"]).trim()).unwrap();
+    assert_eq!(v["ok"], true, "{v}");
+    assert!(v["warnings"].as_array().unwrap().len() >= 3, "{v}");
+
+    // --fix repairs nothing that is not broken: both profiles byte for byte, the names kept.
+    let out = env.ok(&["verify", "--fix"]);
+    assert!(!out.contains("fixed labbot"), "{out}");
+    assert!(!out.contains("fixed timer"), "{out}");
+    assert_eq!(
+        common::read(&lab.join(".iapeer/peer-profile.json")),
+        lab_before
+    );
+    assert_eq!(
+        common::read(&timer.join(".iapeer/peer-profile.json")),
+        timer_before
+    );
+    let names: Vec<String> = env
+        .list()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["personality"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["labbot", "timer"], "messages to labbot still route");
+    env.ok(&["verify"]);
+
+    // What is broken is repaired: a profile without default_runtime gets it, nothing else.
+    put(
+        &lab.join(".iapeer/peer-profile.json"),
+        "{\n  \"personality\": \"labbot\",\n  \"runtime\": \"claude\",\n  \"description\": \"Lab assistant.\"\n}\n",
+    );
+    let (out, _) = env.fails(&["verify"], 1);
+    assert!(out.contains("labbot: legacy field \"runtime\""), "{out}");
+    let out = env.ok(&["verify", "--fix"]);
+    assert!(
+        out.contains("fixed labbot: set \"default_runtime\" to \"claude\""),
+        "{out}"
+    );
+    let p: serde_json::Value =
+        serde_json::from_str(&common::read(&lab.join(".iapeer/peer-profile.json"))).unwrap();
+    assert_eq!(p["personality"], "labbot");
+    assert_eq!(p["default_runtime"], "claude");
+}

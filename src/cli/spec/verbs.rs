@@ -150,7 +150,7 @@ pub mod flags {
     /// `--fix` (verify).
     pub const FIX: FlagSpec = boolean(
         "fix",
-        "rewrite the registry from the profiles and re-register orphan peer folders",
+        "rebuild the registry from the profiles; repair only what is broken in a profile",
     );
     /// `--peer <p>` (add-runtime, default-runtime).
     pub const PEER: FlagSpec = valued("peer", "<p>", Complete::Peer, "the peer to change");
@@ -400,8 +400,10 @@ pub static VERBS: &[VerbSpec] = &[
         name: "verify",
         signature: "verify [--json] [--fix]",
         summary: "check the profiles and the registry against each other",
-        description: "Check every peer profile (name matches folder, default runtime declared, known nature, \
-            description length) and the registry against the profiles. Exits 1 while problems remain.",
+        description: "Check every peer profile (valid name, default runtime declared and listed, known nature \
+            allowed on its runtimes) and the registry against the profiles. Exits 1 while problems remain. \
+            What a runtime package or the user chose is a warning and exits 0: a name other than the \
+            folder's, a description of several lines or over 450 characters, the legacy runtime field.",
         positionals: &[],
         flags: &[
             JSON,
