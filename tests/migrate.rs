@@ -365,3 +365,52 @@ fn verify_warns_about_package_owned_and_hand_named_peers_and_fix_rewrites_neithe
     assert_eq!(p["personality"], "labbot");
     assert_eq!(p["default_runtime"], "claude");
 }
+
+/// A writer of the original tool holding its registry lock for `secs` seconds, the way its
+/// `proper-lockfile` does: the directory `peers-profiles.lock.lock`, its mtime refreshed
+/// every second, removed at release. Prints `held` once it has the lock.
+fn original_lock_holder(root: &Path, secs: u32) -> std::process::Child {
+    let python = std::env::var("IAPEER_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = format!(
+        "import os,sys,time\nd={:?}\nos.mkdir(d)\nprint('held',flush=True)\nfor _ in range({secs}):\n    time.sleep(1)\n    os.utime(d)\nos.rmdir(d)\n",
+        root.join("peers-profiles.lock.lock").display().to_string()
+    );
+    let mut child = std::process::Command::new(python)
+        .args(["-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "held");
+    child
+}
+
+#[test]
+fn a_registry_locked_by_the_original_tool_blocks_our_writer_until_released() {
+    let env = TestEnv::new();
+    env.create_echo("first");
+    let mut holder = original_lock_holder(&env.root, 3);
+    let started = std::time::Instant::now();
+    env.create_echo("second");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(2500),
+        "our writer went ahead while the original's lock was held ({waited:?})"
+    );
+    assert!(holder.wait().unwrap().success());
+    let names: Vec<String> = env
+        .list()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["personality"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["first", "second"]);
+    // Ours is released too: the original's writer could take it now.
+    assert!(!env.root.join("peers-profiles.lock.lock").exists());
+}

@@ -25,6 +25,11 @@ const FILES: &[(&str, &str)] = &[
     ),
     ("~/.iapeer/peers-profiles.json", "the registry of peers"),
     (
+        "~/.iapeer/peers-profiles.lock",
+        "the registry writers' lock: an flock on this file, and the directory \
+         peers-profiles.lock.lock that the original TypeScript iapeer's writers also take",
+    ),
+    (
         "~/.iapeer/peers/<name>/",
         "the working folder of a peer made by create",
     ),
@@ -183,7 +188,8 @@ const MOVING_OVER: &[&str] = &[
      config has bearer_token_env_var \"IAPEER_BEARER\" changed to \"IAPEER_TOKEN\" and gets the \
      identity header if it lacks one. Other servers, keys and comments are kept, a file is \
      written only when it changes, and each change is logged. Sessions also export \
-     IAPEER_BEARER, so a Codex config the daemon could not edit still authenticates.",
+     IAPEER_BEARER, so a Codex config the daemon could not edit still authenticates. Registry \
+     writes take both tools' locks, so the original's companion tools may keep writing it.",
 ];
 
 /// The README, whose worked example of a router runtime the man page shows.
