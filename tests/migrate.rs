@@ -414,3 +414,63 @@ fn a_registry_locked_by_the_original_tool_blocks_our_writer_until_released() {
     // Ours is released too: the original's writer could take it now.
     assert!(!env.root.join("peers-profiles.lock.lock").exists());
 }
+
+#[test]
+fn a_send_while_the_daemon_is_down_is_kept_and_delivered_when_it_starts() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("bob");
+    // The original delivered in-process; a script's send must not be lost with ours down.
+    let out = env.ok(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "sent while down",
+        "--topic",
+        "night",
+    ]);
+    assert!(
+        out.starts_with("kept for bob in the outbox (") && out.contains("it delivers"),
+        "{out}"
+    );
+    // A send the daemon will refuse is kept too, then set aside with its reason.
+    env.ok(&[
+        "send",
+        "nobody",
+        "--from",
+        "echo-alice",
+        "--message",
+        "lost?",
+    ]);
+    let outbox = env.root.join("state/iapeer/outbox");
+    assert_eq!(std::fs::read_dir(&outbox).unwrap().count(), 2);
+
+    env.start_daemon();
+    env.wait_until("the kept send reaches bob", Duration::from_secs(30), |e| {
+        e.has_event(
+            "delivery",
+            "delivery",
+            &[("caller", "echo-alice"), ("to", "bob"), ("ok", "true")],
+        )
+    });
+    env.wait_until("bob shows it", Duration::from_secs(20), |e| {
+        e.pane("echo-bob").contains("sent while down")
+    });
+    env.wait_until("the outbox is settled", Duration::from_secs(20), |_| {
+        let names: Vec<String> = std::fs::read_dir(&outbox)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.len() == 2 && names.iter().all(|n| n.contains(".refused"))
+    });
+    let reason = std::fs::read_dir(&outbox)
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().ends_with(".txt"))
+        .map(|e| common::read(&e.path()))
+        .unwrap();
+    assert!(reason.contains("nobody"), "{reason}");
+}

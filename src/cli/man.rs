@@ -25,6 +25,10 @@ const FILES: &[(&str, &str)] = &[
     ),
     ("~/.iapeer/peers-profiles.json", "the registry of peers"),
     (
+        "~/.iapeer/state/iapeer/outbox/",
+        "sends made while the daemon was not running, routed when it starts",
+    ),
+    (
         "~/.iapeer/peers-profiles.lock",
         "the registry writers' lock: an flock on this file, and the directory \
          peers-profiles.lock.lock that the original TypeScript iapeer's writers also take",

@@ -3,7 +3,7 @@
 use std::io::{IsTerminal, Read};
 use std::path::Path;
 
-use super::client::Client;
+use super::client::{Client, ClientError};
 use super::parse::Invocation;
 use super::sender::{resolve_sender, Caller};
 use super::spec::{args, flags};
@@ -13,6 +13,7 @@ use crate::daemon::route::MAX_MESSAGE_CHARS;
 use crate::names::{
     is_valid_personality, is_valid_runtime, normalize, PERSONALITY_RULE, RUNTIME_RULE,
 };
+use crate::paths::Paths;
 use crate::protocol::{Answer, Code, Request, SendReply, SendResult, MAX_LINE};
 use crate::registry::Registry;
 
@@ -163,7 +164,11 @@ pub fn run(inv: &Invocation) -> CliResult {
             "message exceeds {MAX_MESSAGE_CHARS} char limit (got {n})"
         )));
     }
-    let mut client = Client::connect(&paths)?;
+    let mut client = match Client::connect(&paths) {
+        Ok(c) => c,
+        Err(ClientError::NotRunning(_)) => return keep_in_outbox(&paths, &req, &target, json_out),
+        Err(e) => return Err(e.into()),
+    };
     // The one updating progress line is for a person at a terminal, never for a script.
     let answer: Answer<SendReply> = if json_out {
         client.request(&req, |_| {})?
@@ -201,6 +206,32 @@ pub fn run(inv: &Invocation) -> CliResult {
             Err(CliError::Refused(f))
         }
     }
+}
+
+/// The daemon is not running: keep the send in the durable outbox (the daemon routes it when
+/// it starts, [`crate::outbox`]) and say so — never a silent loss (issue 11 item 7). Exit 0:
+/// the message is safe; `--json` prints `{"ok":true,"outbox":<file>,"to":<target>}`.
+///
+/// Errors: the outbox cannot be written (then nothing was kept, and the text says so).
+fn keep_in_outbox(paths: &Paths, req: &Request, target: &str, json_out: bool) -> CliResult {
+    let file = crate::outbox::put(paths, req).map_err(|e| {
+        CliError::Failed(format!(
+            "the daemon is not running and the message could not be kept in {}: {e} — \
+             start the daemon (iapeer daemon) and send again",
+            crate::outbox::dir(paths).display()
+        ))
+    })?;
+    if json_out {
+        return print(&format!(
+            "{}\n",
+            serde_json::json!({"ok": true, "outbox": file, "to": target})
+        ));
+    }
+    print(&format!(
+        "kept for {target} in the outbox ({}): the daemon is not running; it delivers the \
+         message when it starts (iapeer daemon, or iapeer onboard for the service)\n",
+        file.display()
+    ))
 }
 
 /// What is wrong with a send's target or message, in the CLI's words: the daemon refuses the
