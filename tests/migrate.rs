@@ -474,3 +474,26 @@ fn a_send_while_the_daemon_is_down_is_kept_and_delivered_when_it_starts() {
         .unwrap();
     assert!(reason.contains("nobody"), "{reason}");
 }
+
+#[test]
+fn the_answers_companion_packages_parse() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("bob");
+    env.start_daemon();
+    // interrupt on a peer that is not live says `offline`.
+    let (_, err) = env.fails(&["interrupt", "bob"], 1);
+    assert!(err.contains("offline"), "{err}");
+    // list --json has the original's `last_active_runtime`.
+    let rows = env.list();
+    assert!(rows[1].get("last_active_runtime").is_none(), "{rows}");
+    env.ok(&["send", "bob", "--from", "echo-alice", "--message", "hi"]);
+    let rows = env.list();
+    let bob = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["personality"] == "bob")
+        .unwrap();
+    assert_eq!(bob["last_active_runtime"], "echo", "{bob}");
+}

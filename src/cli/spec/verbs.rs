@@ -556,8 +556,9 @@ pub static VERBS: &[VerbSpec] = &[
         signature: "compact <peer> [runtime] [--json]",
         summary: "compact an agent's conversation",
         description: "Ask the peer's runtime to compact its conversation and wait for it to finish. A \
-            peer asleep after an idle sleep is resumed first. \"nothing to compact\" is an honest \
-            outcome, not an error.",
+            peer asleep after an idle sleep is resumed first. Prints <identity>: compacted, or \
+            <identity>: nothing-to-compact (an honest outcome, not an error; the token companion \
+            packages read).",
         positionals: PEER_AND_RUNTIME,
         flags: &[JSON],
         rules: &[],
