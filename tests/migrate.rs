@@ -497,3 +497,39 @@ fn the_answers_companion_packages_parse() {
         .unwrap();
     assert_eq!(bob["last_active_runtime"], "echo", "{bob}");
 }
+
+#[test]
+fn an_old_run_infra_job_gets_a_migration_line_and_does_not_crash_loop() {
+    let env = TestEnv::new();
+    env.create_echo("alice");
+    for args in [
+        ["run-infra", "alice", "telegram"],
+        ["run-infra", "telegram", "alice"],
+    ] {
+        let mut child = env
+            .cmd(&args)
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stderr.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        assert!(
+            line.starts_with("iapeer run-infra: this service job is the original iapeer's")
+                && line.contains("com.iapeer.alice")
+                && !line.contains("unknown verb"),
+            "{line}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "it waits instead of exiting"
+        );
+        common::signal(child.id(), nix::sys::signal::Signal::SIGTERM);
+        child.wait().unwrap();
+    }
+}

@@ -824,6 +824,22 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::RunInfra),
+        name: "run-infra",
+        signature: "run-infra [args]...",
+        summary: "the original iapeer's service entry: says how to move over",
+        description: "Service jobs written by the original TypeScript iapeer run iapeer run-infra with a \
+            peer and its runtime. This daemon runs such peers itself, so the verb prints one line \
+            saying how to remove the old job and then waits without exiting, so the job's service \
+            manager does not restart it in a loop.",
+        positionals: &[ARGS],
+        flags: &[],
+        rules: &[],
+        hidden: true,
+        group: Group::Demo,
+        passthrough: true,
+    },
+    VerbSpec {
         id: VerbId::Run(Verb::EchoAgent),
         name: "echo-agent",
         signature: "echo-agent [args]...",
