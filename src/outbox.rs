@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::fsutil;
 use crate::paths::Paths;
-use crate::protocol::{Answer, Request, SendReply};
+use crate::protocol::{Answer, Line, Request, SendReply};
 
 /// `<root>/state/iapeer/outbox/`.
 pub fn dir(paths: &Paths) -> PathBuf {
@@ -90,14 +90,18 @@ pub fn drain(paths: &Paths) -> Vec<(PathBuf, Drained)> {
                 continue;
             }
         };
-        let answer = crate::cli::client::Client::connect(paths)
-            .and_then(|mut c| c.request::<SendReply>(&req, |_| {}));
-        match answer {
+        match ask(paths, &req) {
             Ok(Answer::Ok(SendReply { result })) => {
                 let _ = std::fs::remove_file(&file);
+                let to = &result.delivered_to;
+                let how = if result.queued.is_some() {
+                    "queued for"
+                } else {
+                    "delivered to"
+                };
                 out.push((
                     file,
-                    Drained::Sent(crate::cli::send::describe_result(&result)),
+                    Drained::Sent(format!("{how} {} ({})", to.personality, to.runtime)),
                 ));
             }
             Ok(Answer::Failed(f)) => {
@@ -114,6 +118,29 @@ pub fn drain(paths: &Paths) -> Vec<(PathBuf, Drained)> {
         }
     }
     out
+}
+
+/// Send `req` on the daemon's control socket and read its final answer (progress lines
+/// skipped). The storage layer speaks the protocol itself: it sits below `cli` and `daemon`.
+///
+/// Errors: the socket cannot be reached, or the connection breaks or answers garbage.
+fn ask(paths: &Paths, req: &Request) -> io::Result<Answer<SendReply>> {
+    use std::io::{BufRead, Write};
+    let stream = std::os::unix::net::UnixStream::connect(paths.socket())?;
+    let mut line = serde_json::to_string(req).map_err(io::Error::other)?;
+    line.push('\n');
+    (&stream).write_all(line.as_bytes())?;
+    let mut reader = io::BufReader::new(stream);
+    loop {
+        let mut buf = String::new();
+        if reader.read_line(&mut buf)? == 0 {
+            return Err(io::Error::other("the daemon closed the connection"));
+        }
+        match Line::<SendReply>::parse(buf.trim_end()).map_err(io::Error::other)? {
+            Line::Progress(_) => continue,
+            Line::Final(answer) => return Ok(answer),
+        }
+    }
 }
 
 /// Rename `file` to `<name>.<suffix>` and write `reason` to `<name>.<suffix>.txt`.
