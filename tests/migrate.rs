@@ -533,3 +533,41 @@ fn an_old_run_infra_job_gets_a_migration_line_and_does_not_crash_loop() {
         child.wait().unwrap();
     }
 }
+
+#[test]
+fn a_send_while_the_daemon_is_down_starts_it_through_an_installed_service() {
+    use crate::service::{installed, with_fake_systemd, StopAtEnd};
+    let mut env = TestEnv::new();
+    let (_sd, fake) = with_fake_systemd(&mut env);
+    installed(&mut env);
+    let _stop = StopAtEnd(&env);
+    env.ok(&["onboard", "--accept-risk"]);
+    env.create_echo("alice");
+    env.create_echo("bob");
+    env.ok(&["shutdown"]);
+    assert!(!env.socket().exists());
+    let out = env.run(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "wake up",
+    ]);
+    assert!(out.status.success(), "{}", common::describe(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "delivered to bob (echo), woke"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("started the daemon through its service (systemctl --user restart iapeer)"),
+        "{}",
+        common::describe(&out)
+    );
+    assert_eq!(
+        fake.calls().last().map(String::as_str),
+        Some("systemctl --user restart iapeer")
+    );
+    assert!(!env.root.join("state/iapeer/outbox").exists());
+}

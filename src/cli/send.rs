@@ -166,7 +166,10 @@ pub fn run(inv: &Invocation) -> CliResult {
     }
     let mut client = match Client::connect(&paths) {
         Ok(c) => c,
-        Err(ClientError::NotRunning(_)) => return keep_in_outbox(&paths, &req, &target, json_out),
+        Err(ClientError::NotRunning(_)) => match start_service(&paths) {
+            Some(c) => c,
+            None => return keep_in_outbox(&paths, &req, &target, json_out),
+        },
         Err(e) => return Err(e.into()),
     };
     // The one updating progress line is for a person at a terminal, never for a script.
@@ -206,6 +209,43 @@ pub fn run(inv: &Invocation) -> CliResult {
             Err(CliError::Refused(f))
         }
     }
+}
+
+/// How long `send` waits for a daemon it started through the service to answer.
+const SERVICE_START_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// The daemon is not running: when its service is installed (`iapeer onboard`), start it
+/// there (load it, or restart it when loaded) and connect once it answers, saying so on
+/// stderr. `None` (then the send goes to the outbox) when no service is installed or it did
+/// not come up within [`SERVICE_START_WAIT`] (issue 11 item 7).
+fn start_service(paths: &Paths) -> Option<Client> {
+    use crate::host::control;
+    let side = super::update::ServiceSide::gather(paths).ok()?;
+    let (manager, file) = side.file.as_ref().filter(|(_, f)| f.exists())?;
+    let cmds = match side.loaded {
+        Some(m) => control::restart_commands(m, side.uid),
+        None => control::load_commands(*manager, file, side.uid),
+    };
+    if let Err(e) = side.ctl.run_all(&cmds) {
+        eprintln!("iapeer send: the daemon is not running and its service did not start: {e}");
+        return None;
+    }
+    let until = std::time::Instant::now() + SERVICE_START_WAIT;
+    while std::time::Instant::now() < until {
+        if let Ok(c) = Client::connect(paths) {
+            eprintln!(
+                "iapeer send: started the daemon through its service ({})",
+                control::as_line(&cmds)
+            );
+            return Some(c);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    eprintln!(
+        "iapeer send: the daemon's service was started but did not answer within {} s",
+        SERVICE_START_WAIT.as_secs()
+    );
+    None
 }
 
 /// The daemon is not running: keep the send in the durable outbox (the daemon routes it when

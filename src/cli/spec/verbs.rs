@@ -301,7 +301,8 @@ pub static VERBS: &[VerbSpec] = &[
             was needed) or queued, and for which runtime. Exits 0 only when it was delivered or queued. \
             A send never waits longer than --timeout (default IAPEER_SEND_TIMEOUT_MS, 300 s): past \
             it the send is refused with code timeout, naming the peer and what the message waited \
-            for, and a message that has not started is taken back. With the daemon not running the \
+            for, and a message that has not started is taken back. With the daemon not running, an \
+            installed service (iapeer onboard) is started and the message sent; without one the \
             message is kept in <root>/state/iapeer/outbox/ (exit 0, the file named) and routed when \
             the daemon starts; one it then refuses is kept beside as .refused with the reason.",
         positionals: &[TARGET],
