@@ -120,6 +120,10 @@ pub fn refresh_peer(
     personality: &str,
     bearer: bool,
 ) -> Result<bool, String> {
+    // Launches run on several launcher threads, and the Codex config is one host-wide file:
+    // its read-modify-write must not interleave (one peer's trust entry would be lost).
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     match runtime {
         "claude" => claude_setup::refresh(cwd, personality, bearer),
         "codex" => codex_setup::refresh(cwd, &default_mcp_url()),
