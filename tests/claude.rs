@@ -294,7 +294,7 @@ fn compact_interrupt_and_new() {
     let out = env.ok(&["compact", "cb"]);
     assert_eq!(
         out.trim(),
-        "claude-cb: nothing to compact",
+        "claude-cb: nothing-to-compact",
         "{}",
         env.diagnostics()
     );

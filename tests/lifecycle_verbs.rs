@@ -357,7 +357,7 @@ fn interrupt_and_compact_on_live_asleep_and_router_peers() {
     let (_, err) = env.fails(&["interrupt", "bob"], 1);
     assert_eq!(
         err.trim(),
-        "iapeer interrupt: peer \"bob\" is not live on echo"
+        "iapeer interrupt: peer \"bob\" is offline on echo (not live): nothing to interrupt"
     );
     assert!(wakes(&env, "echo-bob").is_empty(), "interrupt never wakes");
 

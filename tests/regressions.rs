@@ -179,24 +179,27 @@ fn the_runtime_shortcut_works_from_a_subfolder() {
     });
 }
 
-/// `send --json` printed nothing on stdout when the daemon was down.
+/// `send --json` printed nothing on stdout when the daemon was down. With the outbox (issue 11
+/// item 7) a send is kept and says so on stdout; a verb that needs the daemon still reports
+/// the down daemon there.
 #[test]
 fn send_json_reports_a_down_daemon_on_stdout() {
     let env = TestEnv::new();
     env.create_echo("alice");
     env.create_echo("bob");
-    let (out, err) = env.fails(
-        &[
-            "send",
-            "bob",
-            "--from",
-            "echo-alice",
-            "--message",
-            "hi",
-            "--json",
-        ],
-        1,
-    );
+    let out = env.ok(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "hi",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["ok"], true);
+    assert!(v["outbox"].as_str().unwrap().contains("outbox"), "{v}");
+    let (out, err) = env.fails(&["stop", "bob", "--json"], 1);
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["ok"], false);
     assert!(v["error"]

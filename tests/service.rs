@@ -54,7 +54,7 @@ fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 
 /// Runs `iapeer shutdown` in this world when dropped: a failed assertion must not leak a
 /// detached daemon.
-struct StopAtEnd<'a>(&'a TestEnv);
+pub(crate) struct StopAtEnd<'a>(pub(crate) &'a TestEnv);
 
 impl Drop for StopAtEnd<'_> {
     fn drop(&mut self) {
@@ -65,7 +65,7 @@ impl Drop for StopAtEnd<'_> {
 /// A stand-in for `systemctl` behind the seam: appends each command line to `calls`, keeps
 /// "enabled" as a file beside it, and starts (`enable --now`, `restart`) the program the
 /// unit's `ExecStart=` names, as `<program> daemon --detach`.
-struct FakeSystemctl {
+pub(crate) struct FakeSystemctl {
     script: PathBuf,
     calls: PathBuf,
 }
@@ -105,7 +105,7 @@ esac
     }
 
     /// The command lines run so far.
-    fn calls(&self) -> Vec<String> {
+    pub(crate) fn calls(&self) -> Vec<String> {
         common::read(&self.calls)
             .lines()
             .map(String::from)
@@ -114,7 +114,7 @@ esac
 }
 
 /// The world of a systemd user manager behind the seam: the unit folder and the fake.
-fn with_fake_systemd(env: &mut TestEnv) -> (PathBuf, FakeSystemctl) {
+pub(crate) fn with_fake_systemd(env: &mut TestEnv) -> (PathBuf, FakeSystemctl) {
     // Outside env.dir's root and home, so that snapshots of them do not see its files.
     let sd = env.dir.path().join("systemd-user");
     let fake = FakeSystemctl::new(&env.dir.path().join("fake"), &sd.join("iapeer.service"));
@@ -423,7 +423,7 @@ fn onboard_status_update_and_uninstall_drive_systemd_through_the_seam() {
 }
 
 /// The installed binary in `<dir>/bin`, a copy of the binary under test.
-fn installed(env: &mut TestEnv) -> PathBuf {
+pub(crate) fn installed(env: &mut TestEnv) -> PathBuf {
     let bin_dir = env.dir.path().join("bin");
     std::fs::create_dir_all(&bin_dir).unwrap();
     std::fs::copy(bin(), bin_dir.join("iapeer")).unwrap();

@@ -33,6 +33,7 @@ mod install;
 mod lifecycle;
 mod lifecycle_verbs;
 mod mcp;
+mod migrate;
 mod paste;
 mod paths;
 mod peers;

@@ -284,7 +284,8 @@ pub fn compact(inv: &Invocation) -> CliResult {
     };
     let line = match answer.outcome {
         CompactOutcome::NothingToCompact => {
-            format!("{}: nothing to compact{resumed}", answer.identity)
+            // The token companion packages look for (the original tool's outcome word).
+            format!("{}: nothing-to-compact{resumed}", answer.identity)
         }
         CompactOutcome::Compacted => format!("{}: compacted{resumed}", answer.identity),
     };

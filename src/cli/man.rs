@@ -25,6 +25,15 @@ const FILES: &[(&str, &str)] = &[
     ),
     ("~/.iapeer/peers-profiles.json", "the registry of peers"),
     (
+        "~/.iapeer/state/iapeer/outbox/",
+        "sends made while the daemon was not running, routed when it starts",
+    ),
+    (
+        "~/.iapeer/peers-profiles.lock",
+        "the registry writers' lock: an flock on this file, and the directory \
+         peers-profiles.lock.lock that the original TypeScript iapeer's writers also take",
+    ),
+    (
         "~/.iapeer/peers/<name>/",
         "the working folder of a peer made by create",
     ),
@@ -115,6 +124,10 @@ pub fn render_man() -> String {
         let _ = writeln!(out, "{}", code(line));
     }
     out.push_str(".RE\n.fi\n");
+    out.push_str(".SH MOVING OVER FROM THE ORIGINAL IAPEER\n");
+    for para in MOVING_OVER {
+        let _ = write!(out, ".PP\n{}\n", prose(para));
+    }
     out.push_str(".SH ENVIRONMENT\n");
     for e in ENV_VARS {
         let _ = write!(
@@ -165,6 +178,22 @@ const RUNTIME_PACKAGES: &[&str] = &[
     "--intelligence natural makes the peer a human (the program carries messages to the person: a \
      chat bot, a pager, a file they read); absent a service with no intelligence. A worked example, \
      a human reached through a file (it needs the daemon and a peer alice on echo):",
+];
+
+/// MOVING OVER paragraphs: what a `~/.iapeer` written by the original TypeScript tool needs
+/// (issue 11 item 1; the README says the same).
+const MOVING_OVER: &[&str] = &[
+    "A ~/.iapeer written by the original TypeScript iapeer (its profiles, peers-profiles.json, the \
+     peers' .mcp.json files, the iapeer block in ~/.codex/config.toml, runtime packages' \
+     runtime.json) is read as it is. The one step is to start this daemon (iapeer onboard, or \
+     iapeer daemon). At every wake the daemon brings the waking peer's MCP configuration to the \
+     current form: the iapeer entry of a Claude peer's .mcp.json gets the session-token headers \
+     and is listed in .claude/settings.local.json; the [mcp_servers.iapeer] block of the Codex \
+     config has bearer_token_env_var \"IAPEER_BEARER\" changed to \"IAPEER_TOKEN\" and gets the \
+     identity header if it lacks one. Other servers, keys and comments are kept, a file is \
+     written only when it changes, and each change is logged. Sessions also export \
+     IAPEER_BEARER, so a Codex config the daemon could not edit still authenticates. Registry \
+     writes take both tools' locks, so the original's companion tools may keep writing it.",
 ];
 
 /// The README, whose worked example of a router runtime the man page shows.

@@ -280,7 +280,41 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
             0 => Ok(()),
             code => Err(CliError::Exit(code)),
         },
+        Verb::RunInfra => run_infra(inv),
     }
+}
+
+/// `run-infra <p> <rt>` (either order), the entry of the original tool's always-on service
+/// jobs (issue 11 item 6): one line on stderr saying how to move over, then wait until the
+/// job is removed (exiting would only have the job's service manager restart it in a loop).
+fn run_infra(inv: &Invocation) -> CliResult {
+    let registry = paths()
+        .ok()
+        .and_then(|p| crate::registry::Registry::load(&p).ok())
+        .unwrap_or_default();
+    eprintln!(
+        "iapeer run-infra: {}",
+        run_infra_line(&inv.positionals, &registry)
+    );
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    }
+}
+
+/// The migration line of `run-infra` for its arguments: the peer is whichever argument the
+/// registry knows (the original's jobs put it first or second), the label its job's.
+pub fn run_infra_line(args: &[String], registry: &crate::registry::Registry) -> String {
+    let peer = args
+        .iter()
+        .find(|a| registry.find(a).is_some())
+        .or_else(|| args.first())
+        .map(String::as_str)
+        .unwrap_or("<peer>");
+    format!(
+        "this service job is the original iapeer's; this daemon runs \"{peer}\" itself \
+         (iapeer start {peer}) — remove the job: launchctl bootout gui/$(id -u)/com.iapeer.{peer} \
+         and delete ~/Library/LaunchAgents/com.iapeer.{peer}.plist"
+    )
 }
 
 fn run_daemon() -> CliResult {

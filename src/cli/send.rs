@@ -3,7 +3,7 @@
 use std::io::{IsTerminal, Read};
 use std::path::Path;
 
-use super::client::Client;
+use super::client::{Client, ClientError};
 use super::parse::Invocation;
 use super::sender::{resolve_sender, Caller};
 use super::spec::{args, flags};
@@ -13,6 +13,7 @@ use crate::daemon::route::MAX_MESSAGE_CHARS;
 use crate::names::{
     is_valid_personality, is_valid_runtime, normalize, PERSONALITY_RULE, RUNTIME_RULE,
 };
+use crate::paths::Paths;
 use crate::protocol::{Answer, Code, Request, SendReply, SendResult, MAX_LINE};
 use crate::registry::Registry;
 
@@ -163,7 +164,14 @@ pub fn run(inv: &Invocation) -> CliResult {
             "message exceeds {MAX_MESSAGE_CHARS} char limit (got {n})"
         )));
     }
-    let mut client = Client::connect(&paths)?;
+    let mut client = match Client::connect(&paths) {
+        Ok(c) => c,
+        Err(ClientError::NotRunning(_)) => match start_service(&paths) {
+            Some(c) => c,
+            None => return keep_in_outbox(&paths, &req, &target, json_out),
+        },
+        Err(e) => return Err(e.into()),
+    };
     // The one updating progress line is for a person at a terminal, never for a script.
     let answer: Answer<SendReply> = if json_out {
         client.request(&req, |_| {})?
@@ -201,6 +209,69 @@ pub fn run(inv: &Invocation) -> CliResult {
             Err(CliError::Refused(f))
         }
     }
+}
+
+/// How long `send` waits for a daemon it started through the service to answer.
+const SERVICE_START_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// The daemon is not running: when its service is installed (`iapeer onboard`), start it
+/// there (load it, or restart it when loaded) and connect once it answers, saying so on
+/// stderr. `None` (then the send goes to the outbox) when no service is installed or it did
+/// not come up within [`SERVICE_START_WAIT`] (issue 11 item 7).
+fn start_service(paths: &Paths) -> Option<Client> {
+    use crate::host::control;
+    let side = super::update::ServiceSide::gather(paths).ok()?;
+    let (manager, file) = side.file.as_ref().filter(|(_, f)| f.exists())?;
+    let cmds = match side.loaded {
+        Some(m) => control::restart_commands(m, side.uid),
+        None => control::load_commands(*manager, file, side.uid),
+    };
+    if let Err(e) = side.ctl.run_all(&cmds) {
+        eprintln!("iapeer send: the daemon is not running and its service did not start: {e}");
+        return None;
+    }
+    let until = std::time::Instant::now() + SERVICE_START_WAIT;
+    while std::time::Instant::now() < until {
+        if let Ok(c) = Client::connect(paths) {
+            eprintln!(
+                "iapeer send: started the daemon through its service ({})",
+                control::as_line(&cmds)
+            );
+            return Some(c);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    eprintln!(
+        "iapeer send: the daemon's service was started but did not answer within {} s",
+        SERVICE_START_WAIT.as_secs()
+    );
+    None
+}
+
+/// The daemon is not running: keep the send in the durable outbox (the daemon routes it when
+/// it starts, [`crate::outbox`]) and say so — never a silent loss (issue 11 item 7). Exit 0:
+/// the message is safe; `--json` prints `{"ok":true,"outbox":<file>,"to":<target>}`.
+///
+/// Errors: the outbox cannot be written (then nothing was kept, and the text says so).
+fn keep_in_outbox(paths: &Paths, req: &Request, target: &str, json_out: bool) -> CliResult {
+    let file = crate::outbox::put(paths, req).map_err(|e| {
+        CliError::Failed(format!(
+            "the daemon is not running and the message could not be kept in {}: {e} — \
+             start the daemon (iapeer daemon) and send again",
+            crate::outbox::dir(paths).display()
+        ))
+    })?;
+    if json_out {
+        return print(&format!(
+            "{}\n",
+            serde_json::json!({"ok": true, "outbox": file, "to": target})
+        ));
+    }
+    print(&format!(
+        "kept for {target} in the outbox ({}): the daemon is not running; it delivers the \
+         message when it starts (iapeer daemon, or iapeer onboard for the service)\n",
+        file.display()
+    ))
 }
 
 /// What is wrong with a send's target or message, in the CLI's words: the daemon refuses the

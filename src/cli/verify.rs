@@ -2,7 +2,10 @@
 //! standard and the registry against the profiles; `--fix` rebuilds the registry from the
 //! profiles (the profile wins) without losing peers: the folders the old registry names are
 //! read even from a registry that no longer parses, a damaged registry is backed up first,
-//! and every peer added, kept or dropped is reported.
+//! and every peer added, kept or dropped is reported. What a runtime package or the user
+//! chose (a name other than the folder's, a long description, the original tool's legacy
+//! `runtime` mirror) is a warning, never rewritten; `--fix` repairs in a profile only what is
+//! broken ([`Profile::repair`], issue 11 item 2).
 
 use std::path::{Path, PathBuf};
 
@@ -27,6 +30,13 @@ struct ProblemDoc<'a> {
     problem: &'a str,
 }
 
+/// One warning in the `verify --json` document.
+#[derive(Serialize)]
+struct WarningDoc<'a> {
+    peer: &'a str,
+    warning: &'a str,
+}
+
 /// One change `--fix` made, in the `verify --json` document.
 #[derive(Serialize)]
 struct ChangeDoc<'a> {
@@ -42,6 +52,7 @@ struct VerifyDoc<'a> {
     fixed: bool,
     changes: Vec<ChangeDoc<'a>>,
     problems: Vec<ProblemDoc<'a>>,
+    warnings: Vec<WarningDoc<'a>>,
 }
 
 /// Run `iapeer verify`.
@@ -51,7 +62,7 @@ pub fn run(inv: &Invocation) -> CliResult {
     if inv.flag(flags::FIX) {
         changes = rebuild(&paths)?;
     }
-    let problems = find_problems(&paths);
+    let (problems, warnings) = find_problems(&paths);
     let peers = Registry::load(&paths).map(|r| r.peers.len()).unwrap_or(0);
     if inv.flag(flags::JSON) {
         let doc = VerifyDoc {
@@ -72,12 +83,22 @@ pub fn run(inv: &Invocation) -> CliResult {
                     problem: what,
                 })
                 .collect(),
+            warnings: warnings
+                .iter()
+                .map(|(p, what)| WarningDoc {
+                    peer: p,
+                    warning: what,
+                })
+                .collect(),
         };
         print(&format!("{}\n", json_line(&doc)))?;
     } else {
         let mut out = String::new();
         for (p, what) in &changes {
             out.push_str(&format!("fixed {p}: {what}\n"));
+        }
+        for (p, what) in &warnings {
+            out.push_str(&format!("warning: {p}: {what}\n"));
         }
         if problems.is_empty() {
             out.push_str(&format!(
@@ -151,8 +172,13 @@ fn orphan_candidates(paths: &Paths) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-fn find_problems(paths: &Paths) -> Vec<(String, String)> {
+/// Findings per peer: `(peer, sentence)`.
+type PerPeer = Vec<(String, String)>;
+
+/// The problems (errors) and warnings of the registry and every profile, per peer.
+fn find_problems(paths: &Paths) -> (PerPeer, PerPeer) {
     let mut out = Vec::new();
+    let mut warnings = Vec::new();
     let registry = match Registry::load(paths) {
         Ok(r) => r,
         Err(e) => {
@@ -161,11 +187,27 @@ fn find_problems(paths: &Paths) -> Vec<(String, String)> {
         }
     };
     for entry in &registry.peers {
-        for p in profile::check(&entry.cwd) {
+        let found: profile::Findings = profile::check(&entry.cwd);
+        for p in found.errors {
             out.push((entry.personality.clone(), p));
         }
-        if let Ok(Some(prof)) = Profile::read(&entry.cwd) {
-            if prof.to_registry_peer(&entry.cwd) != *entry {
+        for w in found.warnings {
+            warnings.push((entry.personality.clone(), w));
+        }
+        if let Ok(Some(prof)) = Profile::read_keeping_name(&entry.cwd) {
+            let projected = prof.to_registry_peer(&entry.cwd);
+            let only_description = RegistryPeer {
+                description: entry.description.clone(),
+                ..projected.clone()
+            } == *entry;
+            if projected != *entry && only_description && cut_by_the_original(entry) {
+                warnings.push((
+                    entry.personality.clone(),
+                    "the registry's copy of the description differs from the profile's \
+                     (`iapeer verify --fix` refreshes it)"
+                        .into(),
+                ));
+            } else if projected != *entry {
                 out.push((
                     entry.personality.clone(),
                     "the registry entry differs from the profile (the profile wins)".into(),
@@ -174,10 +216,10 @@ fn find_problems(paths: &Paths) -> Vec<(String, String)> {
         }
     }
     for folder in orphan_candidates(paths) {
-        if let Ok(name) = profile::personality_of(&folder) {
-            if registry.find(&name).is_none() {
+        if let Ok(Some(prof)) = Profile::read_keeping_name(&folder) {
+            if !registry.peers.iter().any(|p| p.cwd == folder) {
                 out.push((
-                    name,
+                    prof.personality,
                     format!(
                         "has a profile in {} but is not registered",
                         folder.display()
@@ -186,7 +228,20 @@ fn find_problems(paths: &Paths) -> Vec<(String, String)> {
             }
         }
     }
-    out
+    (out, warnings)
+}
+
+/// Whether the registry's description of `entry` is a long profile description cut as the
+/// original tool cuts it (its first 450 characters, lines kept): drift of the projection,
+/// not damage, so a warning.
+fn cut_by_the_original(entry: &RegistryPeer) -> bool {
+    let written = std::fs::read_to_string(peer::profile(&entry.cwd))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|v| v.get("description")?.as_str().map(String::from));
+    written.is_some_and(|d| {
+        d.chars().count() > profile::DESCRIPTION_MAX_CHARS && d.starts_with(&entry.description)
+    })
 }
 
 /// Rebuild the registry from the profiles. Returns the changes made, per peer.
@@ -243,7 +298,20 @@ fn rebuild(paths: &Paths) -> Result<Vec<(String, String)>, CliError> {
             ));
             continue;
         }
-        let entry = match Profile::update(&folder, |_| {}) {
+        let label = Profile::read_keeping_name(&folder)
+            .ok()
+            .flatten()
+            .map_or(label, |p| p.personality);
+        match Profile::repair(&folder) {
+            Ok(done) => changes.extend(done.into_iter().map(|d| (label.clone(), d))),
+            Err(e) => changes.push((label.clone(), format!("profile not repaired: {e}"))),
+        }
+        let read = Profile::read_keeping_name(&folder).and_then(|p| {
+            p.ok_or_else(|| crate::profile::ProfileError::NoRuntime {
+                path: peer::profile(&folder),
+            })
+        });
+        let entry = match read {
             Ok(p) => p.to_registry_peer(&folder),
             Err(e) => match old_entry(&folder) {
                 Some(kept) => {

@@ -79,6 +79,25 @@ pub struct PeerRow {
     /// Latest activity of a live session, epoch ms (absent when none is live).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_active_ms: Option<u64>,
+    /// The runtime with the freshest activity, live or from its transcripts (what `attach`
+    /// resumes); the original tool's `list --json` field, read by companion packages.
+    /// Absent when no runtime shows any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_active_runtime: Option<String>,
+}
+
+/// The runtime of the freshest activity among `(runtime, epoch ms)` pairs; the earlier-listed
+/// runtime wins a tie. `None` for no activity at all.
+pub fn freshest(activity: impl IntoIterator<Item = (String, Option<u64>)>) -> Option<String> {
+    let mut best: Option<(String, u64)> = None;
+    for (rt, t) in activity {
+        if let Some(t) = t {
+            if best.as_ref().is_none_or(|(_, b)| t > *b) {
+                best = Some((rt, t));
+            }
+        }
+    }
+    best.map(|(rt, _)| rt)
 }
 
 /// Build the `list --json` rows (spec 07): `{personality, description, intelligence,
@@ -136,6 +155,10 @@ pub fn build_rows(
                 runtimes,
                 wake_policy: policy,
                 last_active_ms: last_active,
+                last_active_runtime: freshest(p.runtimes.iter().map(|rt| {
+                    let id = format!("{rt}-{}", p.personality);
+                    (rt.clone(), live.sessions.get(&id).map(|s| s.last_active_ms))
+                })),
             }
         })
         .collect()
@@ -284,6 +307,15 @@ pub fn list(inv: &Invocation) -> CliResult {
     mark_missing(&mut rows, |rt, cwd| {
         crate::runtime::router::missing_program(&paths, rt, cwd)
     });
+    // Without a live session, the runtime's own transcripts tell which was active last.
+    for row in rows.iter_mut().filter(|r| r.last_active_runtime.is_none()) {
+        row.last_active_runtime = freshest(row.runtimes.iter().map(|r| {
+            let t = crate::runtime::adapter_for(&paths, &r.runtime)
+                .ok()
+                .and_then(|a| a.activity_ms(&row.cwd));
+            (r.runtime.clone(), t)
+        }));
+    }
     if inv.flag(flags::JSON) {
         return print(&format!("{}\n", json_line(&rows)));
     }
@@ -460,5 +492,23 @@ mod tests {
         assert_eq!(age(60_000), "1m");
         assert_eq!(age(7_200_000), "2h");
         assert_eq!(age(172_800_000), "2d");
+    }
+
+    #[test]
+    fn the_freshest_runtime_is_the_last_active_one() {
+        let a = |rt: &str, t: Option<u64>| (rt.to_string(), t);
+        assert_eq!(
+            freshest([a("claude", Some(5)), a("codex", Some(9))]).as_deref(),
+            Some("codex")
+        );
+        assert_eq!(
+            freshest([a("claude", Some(9)), a("codex", Some(9))]).as_deref(),
+            Some("claude")
+        );
+        assert_eq!(
+            freshest([a("claude", None), a("codex", Some(1))]).as_deref(),
+            Some("codex")
+        );
+        assert_eq!(freshest([a("claude", None)]), None);
     }
 }

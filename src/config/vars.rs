@@ -466,6 +466,14 @@ pub const IAPEER_TOKEN: EnvVar = var(
     Part::Session,
     "set by the daemon in a session: the token that authenticates its MCP calls",
 );
+/// `IAPEER_BEARER`: set in a session, for MCP configs written by the original tool.
+pub const IAPEER_BEARER: EnvVar = var(
+    "IAPEER_BEARER",
+    Kind::Text,
+    Part::Session,
+    "set by the daemon in a session: the session token again, under the name the original \
+     TypeScript iapeer's Codex config gives as its bearer_token_env_var",
+);
 
 /// `IAPEER_SYSTEMD_DIR`: where `install` writes the systemd user unit.
 pub const IAPEER_SYSTEMD_DIR: EnvVar = var(
@@ -544,6 +552,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     PEER_RUNTIME,
     PEER_IDENTITY,
     IAPEER_TOKEN,
+    IAPEER_BEARER,
     IAPEER_SYSTEMD_DIR,
     IAPEER_LAUNCHAGENTS_DIR,
     IAPEER_BIN_DIR,

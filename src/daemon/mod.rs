@@ -360,6 +360,8 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
         sock.display(),
         std::process::id()
     );
+    // Sends kept while the daemon was down go out now (issue 11 item 7).
+    crate::outbox::drain_in_background(paths.clone());
     let served = control.run();
 
     // Shutdown, bounded by SHUTDOWN_BOUND: stop accepting, end sessions (marking agents

@@ -7,51 +7,86 @@ use super::{personality_of, Profile, ProfileError};
 use crate::names::{self, Intelligence};
 use crate::paths;
 
-/// Every way the profile in `cwd` departs from the standard, one sentence each; empty when
-/// it conforms. Checked on the file as written (before any in-memory healing):
-/// the file exists and parses; `personality` equals the folder's normalized name (and that
-/// name is valid); no legacy `runtime` field; runtime names are valid; a runtime is declared
-/// and `default_runtime` is listed in `runtimes`; `intelligence` is known (legacy spellings
-/// count as known); `description` is one line of at most 450 chars; the nature is allowed on
-/// every declared runtime ([`Intelligence::allowed_on`]).
-pub fn check(cwd: &Path) -> Vec<String> {
+/// What [`check`] found, one sentence each.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Findings {
+    /// What is broken: `verify` exits 1, `verify --fix` repairs what it can.
+    pub errors: Vec<String>,
+    /// What departs from the standard by someone's choice (a hand-chosen name, a runtime
+    /// package's long description, the original tool's legacy `runtime` mirror): reported,
+    /// never rewritten (issue 11 item 2).
+    pub warnings: Vec<String>,
+}
+
+/// Every way the profile in `cwd` departs from the standard; both lists empty when it
+/// conforms. Checked on the file as written (before any in-memory healing).
+///
+/// Errors: the file is missing or does not parse; no valid name (neither the written
+/// `personality` nor the folder's); a runtime name is invalid; no runtime is declared; the
+/// default runtime is not listed in `runtimes`; `intelligence` is unknown (legacy spellings
+/// count as known); the nature is not allowed on a declared runtime
+/// ([`Intelligence::allowed_on`]).
+///
+/// Warnings: `personality` differs from the folder's normalized name; the legacy `runtime`
+/// field beside `default_runtime`; a description of several lines or over 450 chars (it is
+/// shown clamped to one line).
+pub fn check(cwd: &Path) -> Findings {
     let path = paths::peer::profile(cwd);
+    let error = |e: String| Findings {
+        errors: vec![e],
+        warnings: Vec::new(),
+    };
     let map = match read_object(&path) {
         Ok(Some(map)) => map,
         Ok(None) => {
-            return vec![format!(
+            return error(format!(
                 "no profile at {} — run `iapeer init {}`",
                 path.display(),
                 cwd.display()
-            )]
+            ))
         }
-        Err(e) => return vec![e.to_string()],
+        Err(e) => return error(e.to_string()),
     };
     match from_map(map) {
         Ok(raw) => problems(personality_of(cwd), &raw),
-        Err(reason) => vec![ProfileError::Corrupt { path, reason }.to_string()],
+        Err(reason) => error(ProfileError::Corrupt { path, reason }.to_string()),
     }
 }
 
 /// The checks on an already parsed profile; `folder_name` is `personality_of(cwd)`.
-fn problems(folder_name: Result<String, ProfileError>, raw: &Profile) -> Vec<String> {
+fn problems(folder_name: Result<String, ProfileError>, raw: &Profile) -> Findings {
     let mut out = Vec::new();
+    let mut warn = Vec::new();
+    let written_ok = names::is_valid_personality(&raw.personality);
     match folder_name {
-        Err(e) => out.push(e.to_string()),
+        Err(e) if !written_ok => out.push(e.to_string()),
+        Err(_) => {}
         Ok(name) if raw.personality.is_empty() => {
             out.push(format!("\"personality\" is missing (expected \"{name}\")"))
         }
-        Ok(name) if raw.personality != name => out.push(format!(
-            "personality \"{}\" does not match the folder name (expected \"{name}\")",
+        Ok(name) if !written_ok => out.push(format!(
+            "personality \"{}\" is not a valid name (expected \"{name}\")",
             raw.personality
+        )),
+        Ok(name) if raw.personality != name => warn.push(format!(
+            "personality \"{}\" does not match the folder name \"{name}\" (kept: messages \
+             route to \"{}\")",
+            raw.personality, raw.personality
         )),
         Ok(_) => {}
     }
     if let Some(legacy) = &raw.legacy_runtime {
-        out.push(format!(
-            "legacy field \"runtime\": \"{legacy}\" — `iapeer verify --fix` moves it to \
-             \"default_runtime\""
-        ));
+        if raw.default_runtime.is_empty() {
+            out.push(format!(
+                "legacy field \"runtime\": \"{legacy}\" without \"default_runtime\" — \
+                 `iapeer verify --fix` adds \"default_runtime\""
+            ));
+        } else {
+            warn.push(format!(
+                "legacy field \"runtime\": \"{legacy}\" (the original tool's mirror; \
+                 \"default_runtime\" wins)"
+            ));
+        }
     }
     for rt in raw.runtimes.iter().filter(|r| !names::is_valid_runtime(r)) {
         out.push(format!(
@@ -84,12 +119,14 @@ fn problems(folder_name: Result<String, ProfileError>, raw: &Profile) -> Vec<Str
     };
     if let Some(d) = &raw.description {
         if d.contains(['\n', '\r']) {
-            out.push("description spans several lines (it must be one line)".to_string());
+            warn.push(
+                "description spans several lines (peers see it joined into one line)".to_string(),
+            );
         }
         let n = d.chars().count();
         if n > DESCRIPTION_MAX_CHARS {
-            out.push(format!(
-                "description is {n} chars long (at most {DESCRIPTION_MAX_CHARS})"
+            warn.push(format!(
+                "description is {n} chars long (peers see it cut to {DESCRIPTION_MAX_CHARS})"
             ));
         }
     }
@@ -102,5 +139,8 @@ fn problems(folder_name: Result<String, ProfileError>, raw: &Profile) -> Vec<Str
             ));
         }
     }
-    out
+    Findings {
+        errors: out,
+        warnings: warn,
+    }
 }

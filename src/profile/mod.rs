@@ -25,7 +25,7 @@ use crate::names::{self, Intelligence};
 use crate::paths;
 use crate::registry::RegistryPeer;
 
-pub use check::check;
+pub use check::{check, Findings};
 pub use fields::{clamp_description, DESCRIPTION_MAX_CHARS};
 
 /// Why a profile could not be read or written. Every variant names the file or folder.
@@ -200,6 +200,102 @@ impl Profile {
         };
         profile.settle_runtimes(&path)?;
         Ok(Some(profile))
+    }
+
+    /// [`Profile::read`], except that a valid `personality` is kept as written even when it
+    /// differs from the folder's name (a peer the user or the original tool named by hand,
+    /// e.g. `labbot` in `Peers/Old Lab Agent`; issue 11 item 2). This is the name the registry
+    /// routes by; the folder's name stands in only when the written one is missing or invalid.
+    ///
+    /// Errors: as [`Profile::read`].
+    pub fn read_keeping_name(cwd: &Path) -> Result<Option<Profile>, ProfileError> {
+        let path = paths::peer::profile(cwd);
+        let written = fields::read_object(&path)?
+            .and_then(|m| m.get("personality")?.as_str().map(String::from))
+            .filter(|n| names::is_valid_personality(n));
+        let Some(mut profile) = Profile::read(cwd)? else {
+            return Ok(None);
+        };
+        if let Some(name) = written {
+            profile.personality = name;
+        }
+        if !names::is_valid_personality(&profile.personality) {
+            return Err(ProfileError::FolderName {
+                cwd: cwd.to_path_buf(),
+                normalized: profile.personality,
+            });
+        }
+        Ok(Some(profile))
+    }
+
+    /// Repair in the file only what is broken (`verify --fix`, issue 11 item 2): a missing
+    /// `default_runtime` (taken from the legacy `runtime`, else the first of `runtimes`), a
+    /// default runtime not listed in `runtimes`, a missing or invalid `personality` (the
+    /// folder's name). Everything else, the legacy `runtime` mirror, a hand-chosen name and a
+    /// package's long description included, is left as written. Returns one sentence per
+    /// repair; the file is written (atomically, mode 0600) only when there is one.
+    ///
+    /// Errors: `Io`, `Corrupt` (a file that cannot be parsed is never overwritten).
+    pub fn repair(cwd: &Path) -> Result<Vec<String>, ProfileError> {
+        let path = paths::peer::profile(cwd);
+        let Some(mut map) = fields::read_object(&path)? else {
+            return Ok(Vec::new());
+        };
+        let mut done = Vec::new();
+        let text = |m: &Map<String, Value>, k: &str| {
+            m.get(k)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+        };
+        if text(&map, "personality").is_none_or(|n| !names::is_valid_personality(&n)) {
+            if let Ok(name) = personality_of(cwd) {
+                done.push(format!(
+                    "set \"personality\" to the folder's name \"{name}\""
+                ));
+                map.insert("personality".into(), Value::from(name));
+            }
+        }
+        let runtimes: Vec<String> = map
+            .get("runtimes")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let default = match text(&map, "default_runtime") {
+            Some(d) => Some(d),
+            None => {
+                let from = text(&map, "runtime").or_else(|| runtimes.first().cloned());
+                if let Some(d) = &from {
+                    done.push(format!("set \"default_runtime\" to \"{d}\""));
+                    map.insert("default_runtime".into(), Value::from(d.clone()));
+                }
+                from
+            }
+        };
+        if let Some(d) = default.filter(|d| !runtimes.contains(d)) {
+            if map.get("runtimes").is_none_or(Value::is_array) {
+                let mut list = vec![Value::from(d.clone())];
+                list.extend(runtimes.iter().cloned().map(Value::from));
+                map.insert("runtimes".into(), Value::Array(list));
+                done.push(format!(
+                    "listed the default runtime \"{d}\" in \"runtimes\""
+                ));
+            }
+        }
+        if !done.is_empty() {
+            fsutil::write_json_atomic(&path, &Value::Object(map), fsutil::MODE_PRIVATE).map_err(
+                |source| ProfileError::Io {
+                    path: path.clone(),
+                    action: "write",
+                    source,
+                },
+            )?;
+        }
+        Ok(done)
     }
 
     /// Read-merge-write: read the profile (a blank one when absent), apply `edit`, settle the

@@ -200,7 +200,7 @@ fn check_accepts_a_conforming_profile() {
         p.description = Some("Reviews code.".into());
     })
     .unwrap();
-    assert_eq!(check(&cwd), Vec::<String>::new());
+    assert_eq!(check(&cwd), Findings::default());
 }
 
 #[test]
@@ -214,20 +214,57 @@ fn check_lists_every_violation() {
                 "runtime":"claude","intelligence":"robot","description":"a\nb{long}"}}"#
         ),
     );
-    let problems = check(&cwd);
+    let found = check(&cwd);
     let want = [
-        "does not match the folder name (expected \"bob\")",
-        "legacy field \"runtime\"",
         "\"Bad-RT\" is not a valid runtime name",
         "default runtime \"claude\" is not listed",
         "unknown intelligence \"robot\"",
+    ];
+    assert_eq!(found.errors.len(), want.len(), "{found:#?}");
+    for (got, want) in found.errors.iter().zip(want) {
+        assert!(got.contains(want), "{got:?} should contain {want:?}");
+    }
+    // What someone chose is a warning, not an error (issue 11 item 2).
+    let want = [
+        "\"robert\" does not match the folder name \"bob\"",
+        "legacy field \"runtime\"",
         "several lines",
         "454 chars long",
     ];
-    assert_eq!(problems.len(), want.len(), "{problems:#?}");
-    for (got, want) in problems.iter().zip(want) {
+    assert_eq!(found.warnings.len(), want.len(), "{found:#?}");
+    for (got, want) in found.warnings.iter().zip(want) {
         assert!(got.contains(want), "{got:?} should contain {want:?}");
     }
+}
+
+#[test]
+fn repair_fixes_only_what_is_broken_and_read_keeping_name_keeps_a_chosen_name() {
+    let (_t, cwd) = peer_dir("Old Lab Agent");
+    let card = format!("Timer.\nRegister with:\n{}", "x".repeat(1300));
+    let text = serde_json::json!({
+        "personality": "labbot", "runtime": "claude", "runtimes": ["claude"],
+        "description": card, "notifier": {"k": 1}
+    })
+    .to_string();
+    write_raw(&cwd, &text);
+    assert_eq!(
+        Profile::repair(&cwd).unwrap(),
+        ["set \"default_runtime\" to \"claude\""]
+    );
+    let v: Value = serde_json::from_str(&raw(&cwd)).unwrap();
+    assert_eq!(v["personality"], "labbot");
+    assert_eq!(v["description"], card.as_str());
+    assert_eq!(v["runtime"], "claude");
+    assert_eq!(v["notifier"]["k"], 1);
+    assert_eq!(v["default_runtime"], "claude");
+    let before = raw(&cwd);
+    assert!(Profile::repair(&cwd).unwrap().is_empty());
+    assert_eq!(raw(&cwd), before, "nothing broken: nothing written");
+    let p = Profile::read_keeping_name(&cwd).unwrap().unwrap();
+    assert_eq!(p.personality, "labbot");
+    assert_eq!(p.to_registry_peer(&cwd).personality, "labbot");
+    let found = check(&cwd);
+    assert!(found.errors.is_empty(), "{found:#?}");
 }
 
 #[test]
@@ -238,21 +275,21 @@ fn check_reports_nature_runtime_mismatch_missing_and_corrupt_files() {
         r#"{"personality":"ann","runtimes":["telegram","claude"],"default_runtime":"telegram"}"#,
     );
     assert_eq!(
-        check(&cwd),
+        check(&cwd).errors,
         ["a peer of natural intelligence may not run on \"claude\""]
     );
     write_raw(&cwd, "nope");
-    let c = check(&cwd);
+    let c = check(&cwd).errors;
     assert_eq!(c.len(), 1);
     assert!(c[0].contains("invalid JSON"));
 
     let (_t2, empty) = peer_dir("carl");
-    let c = check(&empty);
+    let c = check(&empty).errors;
     assert_eq!(c.len(), 1);
     assert!(c[0].contains("iapeer init"), "{c:?}");
     write_raw(&empty, "{}");
     assert_eq!(
-        check(&empty),
+        check(&empty).errors,
         [
             "\"personality\" is missing (expected \"carl\")",
             "no runtime declared — set \"default_runtime\" (e.g. \"claude\")"

@@ -1,6 +1,7 @@
 //! Reading and writing `peers-profiles.json` (spec 01 §5): readers never lock and always see
-//! whole files; every writer holds an exclusive `fs2` lock on `peers-profiles.lock` for its
-//! whole read-modify-write.
+//! whole files; every writer holds an exclusive `fs2` lock on `peers-profiles.lock`, then the
+//! original TypeScript tool's lock ([`super::original_lock`]), for its whole
+//! read-modify-write.
 
 use fs2::FileExt;
 use std::fmt;
@@ -9,6 +10,7 @@ use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use super::original_lock::OriginalLock;
 use super::parse::{parse, validate};
 use super::{Registry, REGISTRY_VERSION};
 use crate::fsutil;
@@ -165,8 +167,10 @@ impl Registry {
     }
 }
 
-/// The exclusive writer lock on `peers-profiles.lock`, released on drop.
+/// The exclusive writer lock on `peers-profiles.lock` and the original tool's lock directory
+/// `peers-profiles.lock.lock`, released on drop (the original's first).
 struct RegistryLock {
+    original: Option<OriginalLock>,
     file: File,
 }
 
@@ -190,12 +194,22 @@ impl RegistryLock {
             .open(&path)
             .map_err(io_err)?;
         FileExt::lock_exclusive(&file).map_err(io_err)?;
-        Ok(RegistryLock { file })
+        // Ours first: writers of this build queue on flock without polling the directory.
+        let original = OriginalLock::acquire(&path).map_err(|source| RegistryError::Io {
+            path: super::original_lock::lock_dir(&path),
+            action: "lock",
+            source,
+        })?;
+        Ok(RegistryLock {
+            original: Some(original),
+            file,
+        })
     }
 }
 
 impl Drop for RegistryLock {
     fn drop(&mut self) {
+        drop(self.original.take());
         // Closing the file releases the lock too; unlocking first just makes it prompt.
         let _ = FileExt::unlock(&self.file);
     }

@@ -11,6 +11,7 @@
 //! ```
 
 mod io;
+pub mod original_lock;
 mod parse;
 #[cfg(test)]
 mod tests;

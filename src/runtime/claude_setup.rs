@@ -75,7 +75,14 @@ pub fn setup(cwd: &Path, personality: &str, bearer: bool) -> Result<(), String> 
     servers["iapeer"] = server_entry(personality, bearer);
     write_json_atomic(&mcp_path, &Value::Object(mcp), MODE_SHARED)
         .map_err(|e| format!("cannot write {}: {e}", mcp_path.display()))?;
+    enable_in_settings(cwd)
+}
 
+/// List `iapeer` in `enabledMcpjsonServers` of `<cwd>/.claude/settings.local.json` (other
+/// keys kept), so Claude Code loads the project server without asking.
+///
+/// Errors: the file cannot be read or written (text names it).
+fn enable_in_settings(cwd: &Path) -> Result<(), String> {
     let settings_path = cwd.join(".claude").join("settings.local.json");
     let mut settings = read_object_or_backup(&settings_path)?;
     let enabled = settings
@@ -91,6 +98,82 @@ pub fn setup(cwd: &Path, personality: &str, bearer: bool) -> Result<(), String> 
     }
     write_json_atomic(&settings_path, &Value::Object(settings), MODE_SHARED)
         .map_err(|e| format!("cannot write {}: {e}", settings_path.display()))
+}
+
+/// The `iapeer` entry brought to the current form (spec 08 §2–§5 migration, issue 11 item 1):
+/// `current`'s keys win; every other key of `existing` (a user's `timeout`, say) is kept, and
+/// so are the user's own headers, except the session-token headers iapeer owns
+/// (`Authorization`, `X-IAPeer-Token`), which follow `current`. A non-object `existing`
+/// gives `current`.
+pub fn upgraded_entry(existing: &Value, current: &Value) -> Value {
+    let (Some(old), Some(new)) = (existing.as_object(), current.as_object()) else {
+        return current.clone();
+    };
+    let mut out = old.clone();
+    for (k, v) in new {
+        if k == "headers" {
+            let mut headers = old
+                .get("headers")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            headers.retain(|name, _| {
+                !name.eq_ignore_ascii_case("authorization")
+                    && !name.eq_ignore_ascii_case("x-iapeer-token")
+                    && !name.eq_ignore_ascii_case("x-iapeer-identity")
+            });
+            if let Some(h) = v.as_object() {
+                headers.extend(h.clone());
+            }
+            out.insert(k.clone(), Value::Object(headers));
+        } else {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    Value::Object(out)
+}
+
+/// Bring a peer's existing `iapeer` entry in `<cwd>/.mcp.json` to the current form (the
+/// daemon does this at every wake, so a `.mcp.json` written by the original tool, which
+/// sends only the identity header, gets the session token). Other servers and keys are kept;
+/// the file is written only when it changes, and `enabledMcpjsonServers` is made to list
+/// `iapeer`. A folder without an `iapeer` entry is left alone (the user removed it).
+/// Returns whether anything was written.
+///
+/// Errors: a file that cannot be read or written (text names the file).
+pub fn refresh(cwd: &Path, personality: &str, bearer: bool) -> Result<bool, String> {
+    let mcp_path = cwd.join(".mcp.json");
+    let text = match std::fs::read_to_string(&mcp_path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(format!("cannot read {}: {e}", mcp_path.display())),
+    };
+    let Ok(Value::Object(mut mcp)) = serde_json::from_str::<Value>(&text) else {
+        return Ok(false);
+    };
+    let Some(existing) = mcp.get("mcpServers").and_then(|s| s.get("iapeer")).cloned() else {
+        return Ok(false);
+    };
+    let entry = upgraded_entry(&existing, &server_entry(personality, bearer));
+    let mut changed = false;
+    if entry != existing {
+        mcp["mcpServers"]["iapeer"] = entry;
+        write_json_atomic(&mcp_path, &Value::Object(mcp), MODE_SHARED)
+            .map_err(|e| format!("cannot write {}: {e}", mcp_path.display()))?;
+        changed = true;
+    }
+    let settings_path = cwd.join(".claude").join("settings.local.json");
+    let listed = std::fs::read_to_string(&settings_path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|v| v.get("enabledMcpjsonServers").cloned())
+        .and_then(|v| v.as_array().cloned())
+        .is_some_and(|l| l.iter().any(|v| v == "iapeer"));
+    if !listed {
+        enable_in_settings(cwd)?;
+        changed = true;
+    }
+    Ok(changed)
 }
 
 #[cfg(test)]
@@ -158,5 +241,46 @@ mod tests {
             v["mcpServers"]["iapeer"]["headers"]["X-IAPeer-Token"],
             "${IAPEER_TOKEN}"
         );
+    }
+
+    #[test]
+    fn an_entry_of_the_original_tool_is_upgraded_keeping_the_users_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        // As the original tool writes it: only the identity header, a literal URL.
+        let original = json!({"mcpServers": {
+            "iapeer": {"type": "http", "url": "http://127.0.0.1:8765/mcp", "timeout": 9,
+                       "headers": {"X-IAPeer-Identity": "${PEER_IDENTITY:-claude-bob}", "X-Mine": "1"}},
+            "other": {"command": "x"}}});
+        std::fs::write(dir.path().join(".mcp.json"), original.to_string()).unwrap();
+        assert!(refresh(dir.path(), "bob", false).unwrap());
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join(".mcp.json")).unwrap())
+                .unwrap();
+        let e = &v["mcpServers"]["iapeer"];
+        assert_eq!(e["headers"]["Authorization"], "Bearer ${IAPEER_TOKEN}");
+        assert_eq!(e["headers"]["X-Mine"], "1");
+        assert_eq!(e["timeout"], 9);
+        assert_eq!(e["url"], "http://127.0.0.1:${IAPEER_PORT:-8765}/mcp");
+        assert_eq!(v["mcpServers"]["other"]["command"], "x");
+        // Current now: nothing more to do, nothing written.
+        assert!(!refresh(dir.path(), "bob", false).unwrap());
+        // Bearer mode moves the token to its own header.
+        assert!(refresh(dir.path(), "bob", true).unwrap());
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join(".mcp.json")).unwrap())
+                .unwrap();
+        let h = &v["mcpServers"]["iapeer"]["headers"];
+        assert_eq!(h["X-IAPeer-Token"], "${IAPEER_TOKEN}");
+        assert_eq!(h["Authorization"], "Bearer ${IAPEER_BEARER_TOKEN}");
+    }
+
+    #[test]
+    fn a_folder_without_the_entry_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!refresh(dir.path(), "bob", false).unwrap());
+        assert!(!dir.path().join(".mcp.json").exists());
+        std::fs::write(dir.path().join(".mcp.json"), r#"{"mcpServers":{}}"#).unwrap();
+        assert!(!refresh(dir.path(), "bob", false).unwrap());
+        assert!(!dir.path().join(".claude").exists());
     }
 }

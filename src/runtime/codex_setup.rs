@@ -48,6 +48,47 @@ pub fn ensure_mcp_server(doc: &mut DocumentMut, url: &str) -> bool {
     true
 }
 
+/// The `bearer_token_env_var` the original TypeScript iapeer wrote (its daemon took any
+/// bearer; the variable held a fixed non-secret stand-in).
+const ORIGINAL_BEARER_VAR: &str = "IAPEER_BEARER";
+
+/// Bring an existing `[mcp_servers.iapeer]` block to the current form (issue 11 item 1): a
+/// block written by the original tool names `bearer_token_env_var = "IAPEER_BEARER"`, which
+/// becomes `"IAPEER_TOKEN"` (a variable name the user chose is kept); a missing
+/// `X-IAPeer-Identity` in `env_http_headers` is added. Every other key stays. Without the
+/// block this is [`ensure_mcp_server`]. Returns whether the document changed.
+pub fn upgrade_mcp_server(doc: &mut DocumentMut, url: &str) -> bool {
+    let exists = doc
+        .get("mcp_servers")
+        .and_then(|s| s.get("iapeer"))
+        .is_some();
+    if !exists {
+        return ensure_mcp_server(doc, url);
+    }
+    let Some(server) = doc["mcp_servers"]["iapeer"].as_table_like_mut() else {
+        return false;
+    };
+    let mut changed = false;
+    let bearer = server.get("bearer_token_env_var").and_then(|v| v.as_str());
+    if bearer.is_none_or(|b| b == ORIGINAL_BEARER_VAR) {
+        server.insert("bearer_token_env_var", value("IAPEER_TOKEN"));
+        changed = true;
+    }
+    if server.get("env_http_headers").is_none() {
+        server.insert("env_http_headers", Item::Table(Table::new()));
+    }
+    if let Some(headers) = server
+        .get_mut("env_http_headers")
+        .and_then(|h| h.as_table_like_mut())
+    {
+        if headers.get("X-IAPeer-Identity").is_none() {
+            headers.insert("X-IAPeer-Identity", value("PEER_IDENTITY"));
+            changed = true;
+        }
+    }
+    changed
+}
+
 /// Set top-level `check_for_update_on_startup = false` unless the key exists with any value.
 pub fn ensure_no_update_check(doc: &mut DocumentMut) -> bool {
     if doc.contains_key("check_for_update_on_startup") {
@@ -136,6 +177,21 @@ pub fn setup(cwd: &Path, mcp_url: &str) -> Result<(), String> {
     })
     .map(|_| ())
     .map_err(|e| format!("{e} — fix it, then run the command again"))
+}
+
+/// What the daemon does at every wake of a codex peer: [`setup`]'s edits, with an existing
+/// `[mcp_servers.iapeer]` block brought to the current form ([`upgrade_mcp_server`]).
+/// Returns whether the file changed.
+///
+/// Errors: as [`edit_config`].
+pub fn refresh(cwd: &Path, mcp_url: &str) -> Result<bool, String> {
+    let key = project_key(cwd);
+    edit_config(|doc| {
+        let a = upgrade_mcp_server(doc, mcp_url);
+        let b = ensure_no_update_check(doc);
+        let c = trust(doc, &key);
+        a || b || c
+    })
 }
 
 /// Undo [`setup`]'s folder trust when a codex peer is removed; the MCP server block stays
@@ -238,6 +294,41 @@ mod tests {
         assert_eq!(
             std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777,
             0o644
+        );
+    }
+
+    /// The block exactly as the original tool appends it.
+    const ORIGINAL: &str = "check_for_update_on_startup = false\nmodel = \"o3\"\n\n[mcp_servers.iapeer]\nurl = \"http://127.0.0.1:8765/mcp\"\ndefault_tools_approval_mode = \"approve\"\nbearer_token_env_var = \"IAPEER_BEARER\"\ntool_timeout_sec = 90\n\n[mcp_servers.iapeer.env_http_headers]\n\"X-IAPeer-Identity\" = \"PEER_IDENTITY\"\n";
+
+    #[test]
+    fn the_original_block_is_upgraded_and_the_rest_kept() {
+        let mut doc: DocumentMut = ORIGINAL.parse().unwrap();
+        assert!(upgrade_mcp_server(&mut doc, "http://x"));
+        let out = doc.to_string();
+        assert!(
+            out.contains("bearer_token_env_var = \"IAPEER_TOKEN\""),
+            "{out}"
+        );
+        assert!(out.contains("tool_timeout_sec = 90"), "{out}");
+        assert!(out.contains("url = \"http://127.0.0.1:8765/mcp\""), "{out}");
+        assert!(out.contains("model = \"o3\""), "{out}");
+        assert!(!upgrade_mcp_server(&mut doc, "http://x"));
+        assert_eq!(doc.to_string(), out);
+    }
+
+    #[test]
+    fn a_bearer_variable_the_user_chose_is_kept_and_a_missing_identity_added() {
+        let mut doc: DocumentMut =
+            "[mcp_servers.iapeer]\nurl = \"u\"\nbearer_token_env_var = \"MY_VAR\"\n"
+                .parse()
+                .unwrap();
+        assert!(upgrade_mcp_server(&mut doc, "http://x"));
+        let out = doc.to_string();
+        assert!(out.contains("bearer_token_env_var = \"MY_VAR\""), "{out}");
+        let v: toml_edit::DocumentMut = out.parse().unwrap();
+        assert_eq!(
+            v["mcp_servers"]["iapeer"]["env_http_headers"]["X-IAPeer-Identity"].as_str(),
+            Some("PEER_IDENTITY")
         );
     }
 }

@@ -107,6 +107,30 @@ pub fn setup_peer(
     }
 }
 
+/// Bring a peer's MCP configuration for `runtime` to the current form before it wakes (the
+/// daemon calls this at every launch; issue 11 item 1): a configuration written by the
+/// original TypeScript iapeer, or by an older iapeer, gets the session-token headers, the
+/// user's other settings kept. A no-op for runtimes without one. Returns whether a file
+/// changed.
+///
+/// Errors: a configuration file could not be read or written (text names it).
+pub fn refresh_peer(
+    runtime: &str,
+    cwd: &Path,
+    personality: &str,
+    bearer: bool,
+) -> Result<bool, String> {
+    // Launches run on several launcher threads, and the Codex config is one host-wide file:
+    // its read-modify-write must not interleave (one peer's trust entry would be lost).
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    match runtime {
+        "claude" => claude_setup::refresh(cwd, personality, bearer),
+        "codex" => codex_setup::refresh(cwd, &default_mcp_url()),
+        _ => Ok(false),
+    }
+}
+
 /// The runtime's part of a peer's removal (`remove`), the counterpart of [`setup_peer`]: codex
 /// forgets the folder's trust; other runtimes need nothing undone. The peer's folder and its
 /// project files (e.g. claude's `.mcp.json`) are kept.

@@ -131,6 +131,8 @@ pub fn session_env(input: &EnvInput) -> Vec<(String, String)> {
     env.insert("PEER_RUNTIME".into(), input.identity.runtime.clone());
     env.insert("PEER_IDENTITY".into(), input.identity.to_string());
     env.insert("IAPEER_TOKEN".into(), input.token.to_string());
+    // The variable the original tool's Codex config names as its bearer (issue 11 item 1).
+    env.insert("IAPEER_BEARER".into(), input.token.to_string());
     env.insert("IAPEER_ROOT".into(), input.root.display().to_string());
     env.insert("IAPEER_PORT".into(), input.port.to_string());
     let path = launch_path
@@ -191,6 +193,7 @@ mod tests {
         assert_eq!(get(&env, "PEER_PERSONALITY"), Some("bob"));
         assert_eq!(get(&env, "PEER_RUNTIME"), Some("claude"));
         assert_eq!(get(&env, "IAPEER_TOKEN"), Some("tok"));
+        assert_eq!(get(&env, "IAPEER_BEARER"), Some("tok"));
         assert_eq!(get(&env, "IAPEER_ROOT"), Some("/r"));
         assert_eq!(get(&env, "IAPEER_PORT"), Some("4242"));
         assert_eq!(get(&env, "CLAUDECODE"), None);

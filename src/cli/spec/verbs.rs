@@ -150,7 +150,7 @@ pub mod flags {
     /// `--fix` (verify).
     pub const FIX: FlagSpec = boolean(
         "fix",
-        "rewrite the registry from the profiles and re-register orphan peer folders",
+        "rebuild the registry from the profiles; repair only what is broken in a profile",
     );
     /// `--peer <p>` (add-runtime, default-runtime).
     pub const PEER: FlagSpec = valued("peer", "<p>", Complete::Peer, "the peer to change");
@@ -301,7 +301,10 @@ pub static VERBS: &[VerbSpec] = &[
             was needed) or queued, and for which runtime. Exits 0 only when it was delivered or queued. \
             A send never waits longer than --timeout (default IAPEER_SEND_TIMEOUT_MS, 300 s): past \
             it the send is refused with code timeout, naming the peer and what the message waited \
-            for, and a message that has not started is taken back.",
+            for, and a message that has not started is taken back. With the daemon not running, an \
+            installed service (iapeer onboard) is started and the message sent; without one the \
+            message is kept in <root>/state/iapeer/outbox/ (exit 0, the file named) and routed when \
+            the daemon starts; one it then refuses is kept beside as .refused with the reason.",
         positionals: &[TARGET],
         flags: &[
             MESSAGE,
@@ -400,8 +403,10 @@ pub static VERBS: &[VerbSpec] = &[
         name: "verify",
         signature: "verify [--json] [--fix]",
         summary: "check the profiles and the registry against each other",
-        description: "Check every peer profile (name matches folder, default runtime declared, known nature, \
-            description length) and the registry against the profiles. Exits 1 while problems remain.",
+        description: "Check every peer profile (valid name, default runtime declared and listed, known nature \
+            allowed on its runtimes) and the registry against the profiles. Exits 1 while problems remain. \
+            What a runtime package or the user chose is a warning and exits 0: a name other than the \
+            folder's, a description of several lines or over 450 characters, the legacy runtime field.",
         positionals: &[],
         flags: &[
             JSON,
@@ -552,8 +557,9 @@ pub static VERBS: &[VerbSpec] = &[
         signature: "compact <peer> [runtime] [--json]",
         summary: "compact an agent's conversation",
         description: "Ask the peer's runtime to compact its conversation and wait for it to finish. A \
-            peer asleep after an idle sleep is resumed first. \"nothing to compact\" is an honest \
-            outcome, not an error.",
+            peer asleep after an idle sleep is resumed first. Prints <identity>: compacted, or \
+            <identity>: nothing-to-compact (an honest outcome, not an error; the token companion \
+            packages read).",
         positionals: PEER_AND_RUNTIME,
         flags: &[JSON],
         rules: &[],
@@ -817,6 +823,22 @@ pub static VERBS: &[VerbSpec] = &[
         hidden: true,
         group: Group::Demo,
         passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::RunInfra),
+        name: "run-infra",
+        signature: "run-infra [args]...",
+        summary: "the original iapeer's service entry: says how to move over",
+        description: "Service jobs written by the original TypeScript iapeer run iapeer run-infra with a \
+            peer and its runtime. This daemon runs such peers itself, so the verb prints one line \
+            saying how to remove the old job and then waits without exiting, so the job's service \
+            manager does not restart it in a loop.",
+        positionals: &[ARGS],
+        flags: &[],
+        rules: &[],
+        hidden: true,
+        group: Group::Demo,
+        passthrough: true,
     },
     VerbSpec {
         id: VerbId::Run(Verb::EchoAgent),

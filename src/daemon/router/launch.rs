@@ -396,6 +396,7 @@ pub struct Spawned {
 /// topic list.
 fn run_launch(plan: &LaunchPlan, token: String, env: &LaunchEnv) -> Result<Spawned, Refusal> {
     let ident = &plan.ident;
+    refresh_mcp_config(plan, env.cfg.bearer.is_some());
     let spec = prepare_spawn(plan, &token, &env.paths, env.port)?;
     // The decision is final now: consume the markers it read.
     let markers = Markers::new(&env.paths, ident);
@@ -428,6 +429,21 @@ fn run_launch(plan: &LaunchPlan, token: String, env: &LaunchEnv) -> Result<Spawn
         }
     });
     Ok(Spawned { handle, pid })
+}
+
+/// Bring the peer's MCP configuration to the current form before the child reads it (a team
+/// moved over from the original tool works from its first wake, issue 11 item 1). A change is
+/// logged; a failure is logged and the launch goes on (the agent then lacks `send_to_peer`,
+/// which the log line explains).
+fn refresh_mcp_config(plan: &LaunchPlan, bearer: bool) {
+    let ident = &plan.ident;
+    match crate::runtime::refresh_peer(&ident.runtime, &plan.peer.cwd, &ident.personality, bearer) {
+        Ok(true) => log::info!("{ident}: brought its MCP configuration to the current form"),
+        Ok(false) => {}
+        Err(e) => {
+            log::warn!("{ident}: cannot bring its MCP configuration to the current form: {e}")
+        }
+    }
 }
 
 /// The file work of a launch, which reads no router state: the system prompt (assembled

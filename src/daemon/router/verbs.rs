@@ -110,7 +110,11 @@ impl Router {
         let s = live.ok_or_else(|| {
             refusal(
                 Code::NotLive,
-                format!("peer \"{personality}\" is not live on {}", ident.runtime),
+                // `offline`: the word companion packages look for (as the original said).
+                format!(
+                    "peer \"{personality}\" is offline on {} (not live): nothing to interrupt",
+                    ident.runtime
+                ),
             )
         })?;
         let keys = self

@@ -1,0 +1,234 @@
+//! The durable outbox (issue 11 item 7): `iapeer send` with the daemon down keeps the send
+//! instead of losing it, and the daemon routes what it holds once it is ready.
+//!
+//! Layout: `<root>/state/iapeer/outbox/<ms>-<pid>-<n>.json`, one control-protocol `send`
+//! request per file (written atomically, mode 0600), routed oldest first (names sort by
+//! time). A routed send's file is removed whatever the outcome (the delivery log records it,
+//! as for any send); one the daemon refuses is renamed `<name>.refused` with the reason in
+//! `<name>.refused.txt` beside it, so nothing is lost without a trace. A file that does not
+//! parse is renamed `<name>.unreadable`.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::fsutil;
+use crate::paths::Paths;
+use crate::protocol::{Answer, Line, Request, SendReply};
+
+/// `<root>/state/iapeer/outbox/`.
+pub fn dir(paths: &Paths) -> PathBuf {
+    paths.state_dir().join("outbox")
+}
+
+/// Keep `req` (a `send`) in the outbox. Returns the file written.
+///
+/// Errors: the folder or file cannot be written.
+pub fn put(paths: &Paths, req: &Request) -> io::Result<PathBuf> {
+    static SEQ: AtomicU32 = AtomicU32::new(0);
+    let dir = dir(paths);
+    fsutil::ensure_dir(&dir)?;
+    let name = file_name(
+        crate::clock::now_ms(),
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed),
+    );
+    let path = dir.join(name);
+    fsutil::write_json_atomic(&path, req, fsutil::MODE_PRIVATE)?;
+    Ok(path)
+}
+
+/// The name of an outbox file: zero-padded so names sort by time, then process, then order.
+pub fn file_name(ms: u64, pid: u32, seq: u32) -> String {
+    format!("{ms:015}-{pid:010}-{seq:06}.json")
+}
+
+/// The waiting sends, oldest first.
+pub fn pending(paths: &Paths) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir(paths))
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "json"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// What became of one outbox file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Drained {
+    /// Routed (the `send` answer's human line).
+    Sent(String),
+    /// Refused by the daemon: kept as `.refused` with the reason.
+    Refused(String),
+    /// The file did not parse: kept as `.unreadable`.
+    Unreadable(String),
+}
+
+/// Route every waiting send through the daemon's control socket, oldest first. Stops (the
+/// rest stays for the next start) when the daemon cannot be reached.
+pub fn drain(paths: &Paths) -> Vec<(PathBuf, Drained)> {
+    let mut out = Vec::new();
+    for file in pending(paths) {
+        let req = match std::fs::read_to_string(&file)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str::<Request>(&t).map_err(|e| e.to_string()))
+        {
+            Ok(r @ Request::Send { .. }) => r,
+            Ok(_) => {
+                set_aside(&file, "unreadable", "not a send request");
+                out.push((file, Drained::Unreadable("not a send request".into())));
+                continue;
+            }
+            Err(e) => {
+                set_aside(&file, "unreadable", &e);
+                out.push((file, Drained::Unreadable(e)));
+                continue;
+            }
+        };
+        match ask(paths, &req) {
+            Ok(Answer::Ok(SendReply { result })) => {
+                let _ = std::fs::remove_file(&file);
+                let to = &result.delivered_to;
+                let how = if result.queued.is_some() {
+                    "queued for"
+                } else {
+                    "delivered to"
+                };
+                out.push((
+                    file,
+                    Drained::Sent(format!("{how} {} ({})", to.personality, to.runtime)),
+                ));
+            }
+            Ok(Answer::Failed(f)) => {
+                set_aside(&file, "refused", &f.error);
+                out.push((file, Drained::Refused(f.error)));
+            }
+            Err(e) => {
+                log::warn!(
+                    "outbox: cannot reach the daemon ({e}); {} stays for the next start",
+                    file.display()
+                );
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Send `req` on the daemon's control socket and read its final answer (progress lines
+/// skipped). The storage layer speaks the protocol itself: it sits below `cli` and `daemon`.
+///
+/// Errors: the socket cannot be reached, or the connection breaks or answers garbage.
+fn ask(paths: &Paths, req: &Request) -> io::Result<Answer<SendReply>> {
+    use std::io::{BufRead, Write};
+    let stream = std::os::unix::net::UnixStream::connect(paths.socket())?;
+    let mut line = serde_json::to_string(req).map_err(io::Error::other)?;
+    line.push('\n');
+    (&stream).write_all(line.as_bytes())?;
+    let mut reader = io::BufReader::new(stream);
+    loop {
+        let mut buf = String::new();
+        if reader.read_line(&mut buf)? == 0 {
+            return Err(io::Error::other("the daemon closed the connection"));
+        }
+        match Line::<SendReply>::parse(buf.trim_end()).map_err(io::Error::other)? {
+            Line::Progress(_) => continue,
+            Line::Final(answer) => return Ok(answer),
+        }
+    }
+}
+
+/// Rename `file` to `<name>.<suffix>` and write `reason` to `<name>.<suffix>.txt`.
+fn set_aside(file: &Path, suffix: &str, reason: &str) {
+    let mut kept = file.as_os_str().to_owned();
+    kept.push(format!(".{suffix}"));
+    let kept = PathBuf::from(kept);
+    let _ = std::fs::rename(file, &kept);
+    let mut why = kept.as_os_str().to_owned();
+    why.push(".txt");
+    let _ = fsutil::write_atomic(
+        Path::new(&why),
+        format!("{reason}\n").as_bytes(),
+        fsutil::MODE_PRIVATE,
+    );
+}
+
+/// Start draining on a thread of its own, logging each outcome (the daemon calls this once
+/// its control socket listens).
+pub fn drain_in_background(paths: Paths) {
+    if pending(&paths).is_empty() {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("outbox".into())
+        .spawn(move || {
+            for (file, what) in drain(&paths) {
+                let name = file.file_name().unwrap_or_default().to_string_lossy();
+                match what {
+                    Drained::Sent(line) => log::info!("outbox: {name}: {line}"),
+                    Drained::Refused(why) => {
+                        log::warn!("outbox: {name} refused, kept as {name}.refused: {why}")
+                    }
+                    Drained::Unreadable(why) => {
+                        log::warn!("outbox: {name} unreadable, kept as {name}.unreadable: {why}")
+                    }
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        log::error!("outbox: cannot start the thread that sends what it holds: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_sort_by_time_then_process_then_order() {
+        let a = file_name(999, 77, 5);
+        let b = file_name(1000, 3, 0);
+        let c = file_name(1000, 3, 1);
+        assert!(a < b && b < c, "{a} {b} {c}");
+    }
+
+    #[test]
+    fn a_kept_send_reads_back_and_junk_is_set_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        let req = Request::Send {
+            from: "echo-a".into(),
+            to: "b".into(),
+            runtime: None,
+            message: "hi".into(),
+            topic: Some("t".into()),
+            attachments: Vec::new(),
+            timeout_ms: None,
+        };
+        let f = put(&paths, &req).unwrap();
+        assert_eq!(pending(&paths), vec![f.clone()]);
+        let back: Request = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+        assert_eq!(
+            serde_json::to_value(&back).unwrap(),
+            serde_json::to_value(&req).unwrap()
+        );
+        std::fs::write(&f, "{junk").unwrap();
+        // No daemon: the junk is set aside before any connection is tried.
+        let drained = drain(&paths);
+        assert!(matches!(drained[0].1, Drained::Unreadable(_)));
+        assert!(pending(&paths).is_empty());
+        assert!(
+            dir.path()
+                .join("state/iapeer/outbox")
+                .read_dir()
+                .unwrap()
+                .count()
+                == 2
+        );
+    }
+}
