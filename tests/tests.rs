@@ -32,6 +32,7 @@ mod install;
 mod lifecycle;
 mod lifecycle_verbs;
 mod mcp;
+mod notifier;
 mod paste;
 mod paths;
 mod peers;

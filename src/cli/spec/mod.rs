@@ -204,12 +204,14 @@ pub enum Verb {
     Logs,
     /// `human-inbox`.
     HumanInbox,
+    /// `notifier-run`.
+    NotifierRun,
 }
 
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 32] = [
+    pub const ALL: [Verb; 33] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
@@ -242,6 +244,7 @@ impl Verb {
         Verb::Inbox,
         Verb::Logs,
         Verb::HumanInbox,
+        Verb::NotifierRun,
     ];
 }
 
