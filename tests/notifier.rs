@@ -422,3 +422,67 @@ fn triggers_written_in_the_package_format_are_picked_up_unchanged() {
         p["notifier"]["triggers"][3]
     );
 }
+
+#[test]
+fn a_crash_looping_script_is_stopped_and_a_silent_one_restarted_with_alerts_to_the_owner() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.ok(&["create", "watcher", "--runtime", "notifier"]);
+    env.start_daemon();
+    for call in [
+        json!({"id":"broken","script":"exit 3","target":"self"}),
+        json!({"id":"quiet","script":"sleep 300","target":"self","heartbeatSec":2}),
+    ] {
+        env.ok(&[
+            "send",
+            "watcher",
+            "--from",
+            "echo-alice",
+            "--message",
+            &call.to_string(),
+        ]);
+    }
+    // quiet: no line for 2 s → the owner is alerted, the script's group killed and restarted.
+    env.wait_until("the silence alert", Duration::from_secs(20), |e| {
+        e.pane("echo-alice")
+            .contains("from watcher: [watcher] Your watcher quiet printed nothing for 2s")
+    });
+    let first: u32 = service_events(&env, "watcher", "watch-start")
+        .iter()
+        .find(|s| s["id"] == "quiet")
+        .unwrap()["pid"]
+        .parse()
+        .unwrap();
+    env.wait_until(
+        "quiet restarted, its first group gone",
+        Duration::from_secs(15),
+        |e| {
+            service_events(e, "watcher", "watch-start")
+                .iter()
+                .filter(|s| s["id"] == "quiet")
+                .count()
+                >= 2
+                && group_members(first).is_empty()
+        },
+    );
+    // broken: five quick failures (back-off 1, 2, 4, 8 s) stop it for good, and alice hears.
+    env.wait_until("the crash-loop alert", Duration::from_secs(45), |e| {
+        e.pane("echo-alice")
+            .contains("from watcher: [watcher] Your watcher broken failed 5 times within 60 s")
+    });
+    let starts = |e: &TestEnv| {
+        service_events(e, "watcher", "watch-start")
+            .iter()
+            .filter(|s| s["id"] == "broken")
+            .count()
+    };
+    assert_eq!(starts(&env), 5);
+    assert!(env
+        .events("lifecycle", "watch-stopped")
+        .iter()
+        .any(|e| e["id"] == "broken"));
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(starts(&env), 5, "not started again");
+    // alice's echoes of the alerts get no teaching reply.
+    assert!(service_events(&env, "watcher", "call-rejected").is_empty());
+}

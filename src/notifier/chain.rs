@@ -21,7 +21,7 @@ pub const ATTEMPTS_PER_LINK: usize = 2;
 /// Time between two attempts on the same link.
 pub const RETRY_DELAY: Duration = Duration::from_secs(30);
 /// The variable naming the chain's last link (empty or unset = none).
-pub const FALLBACK_TARGET_VAR: &str = "NOTIFIER_FALLBACK_TARGET";
+pub const FALLBACK_TARGET_VAR: &str = crate::config::vars::NOTIFIER_FALLBACK_TARGET.name;
 
 /// What a signal is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
