@@ -486,3 +486,55 @@ fn a_crash_looping_script_is_stopped_and_a_silent_one_restarted_with_alerts_to_t
     // alice's echoes of the alerts get no teaching reply.
     assert!(service_events(&env, "watcher", "call-rejected").is_empty());
 }
+
+#[test]
+fn spool_files_in_the_package_format_are_redriven_and_lost_ones_listed() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.ok(&["create", "timer", "--runtime", "notifier"]);
+    // Written as @agfpd/notifier-runtime 0.3.x writes them: a pending fire with one failed
+    // attempt, and a dead letter.
+    let dir = spool_dir(&env, "timer");
+    std::fs::create_dir_all(&dir).unwrap();
+    let pending = json!({"v":1,"id":"mio0a1b2-1a2b3c4d","createdAt":"2026-12-01T05:00:00.000Z",
+        "kind":"fire","target":"alice","message":"left over from the package","topic":"pkg",
+        "owner":"alice","chain":["alice"],
+        "attempts":[{"target":"alice","at":"2026-12-01T05:00:01.000Z","error":"wake failed"}],
+        "status":"pending","meta":{"owner":"alice","when":"0 5 * * *"}});
+    let lost = json!({"v":1,"id":"mio0a1b3-5e6f7a8b","createdAt":"2026-12-01T04:00:00.000Z",
+        "kind":"forward","target":"bob","message":"disk full on db-1","owner":"alice",
+        "chain":["bob","alice"],"attempts":[],"status":"lost"});
+    for v in [&pending, &lost] {
+        let path = dir.join(format!("{}.json", v["id"].as_str().unwrap()));
+        std::fs::write(path, serde_json::to_string_pretty(v).unwrap() + "\n").unwrap();
+    }
+    env.start_daemon();
+    env.wait_until(
+        "the pending signal reaches alice",
+        Duration::from_secs(30),
+        |e| {
+            e.pane("echo-alice")
+                .contains("from timer: left over from the package")
+        },
+    );
+    env.wait_until("its spool file is removed", Duration::from_secs(10), |_| {
+        spool_files(&dir).len() == 1
+    });
+    assert_eq!(
+        spool_files(&dir)[0]["status"],
+        "lost",
+        "the dead letter stays"
+    );
+    env.ok(&[
+        "send",
+        "timer",
+        "--from",
+        "echo-alice",
+        "--message",
+        r#"{"cmd":"list"}"#,
+    ]);
+    env.wait_until("list shows the lost signal", Duration::from_secs(20), |e| {
+        let pane = e.pane("echo-alice");
+        pane.contains("Lost signals") && pane.contains("mio0a1b3-5e6f7a8b")
+    });
+}

@@ -279,6 +279,32 @@ mod tests {
     }
 
     #[test]
+    fn lists_show_triggers_and_lost_signals() {
+        let t = build_trigger(
+            Role::Event,
+            match parse_call(
+                r#"{"script":"x","target":"self","heartbeatSec":60,"id":"w1","fallback":"bob"}"#,
+            )
+            .unwrap()
+            {
+                Command::Register(m) => m,
+                other => panic!("{other:?}"),
+            },
+            "alice",
+            &ok,
+        )
+        .unwrap();
+        let text = list_text(Role::Event, &[&t], &["sig-1 — line for bob".into()]);
+        assert_eq!(
+            text,
+            "Your watcher triggers (1):\n• w1 — x → alice (heartbeat 60s; fallback bob)\n\
+             Lost signals (no one could be reached; kept in the spool) (1):\n• sig-1 — line for bob\n\
+             Remove one: {\"cmd\":\"unregister\",\"id\":\"<id>\"}"
+        );
+        assert!(list_text(Role::Time, &[], &[]).starts_with("You have no timer triggers."));
+    }
+
+    #[test]
     fn bodies_parse_into_commands() {
         assert_eq!(parse_call(" help "), Ok(Command::Help));
         assert_eq!(parse_call("?"), Ok(Command::Help));
