@@ -455,22 +455,17 @@ impl Service {
 
     fn fire_due_timers(&mut self) {
         let now = Timestamp::now();
-        let due: Vec<Key> = self
-            .timers
-            .iter()
-            .filter(|(_, s)| {
-                s.next
-                    .is_some_and(|n| n <= now + jiff::SignedDuration::from_millis(1))
-            })
-            .map(|(k, _)| k.clone())
-            .collect();
-        for k in due {
+        let slack = jiff::SignedDuration::from_millis(1);
+        let keys: Vec<Key> = self.timers.keys().cloned().collect();
+        for k in keys {
             let Some(slot) = self.timers.get_mut(&k) else {
                 continue;
             };
-            let sched = slot.next.unwrap_or(now);
-            // At most one fire per tick: the next slot is strictly after now (missed ones skipped).
-            slot.next = slot.when.next_after(now.max(sched), slot.anchor, &self.tz);
+            let (fire, next) = when::tick(&slot.when, slot.anchor, slot.next, now, slack, &self.tz);
+            slot.next = next;
+            let Some(sched) = fire else {
+                continue;
+            };
             if slot.checking {
                 continue;
             }

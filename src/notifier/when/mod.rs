@@ -340,5 +340,23 @@ impl When {
     }
 }
 
+/// One tick of a timer whose next fire is `next`, at `now`: `(fire, next')`. `fire` is the
+/// scheduled instant to fire now (`None` when `next` is still ahead, within `slack`);
+/// `next'` is the slot after it, strictly after `now` — so a trigger fires at most once per
+/// tick, and slots missed while the process slept or was down are skipped, never replayed.
+pub fn tick(
+    when: &When,
+    anchor: Timestamp,
+    next: Option<Timestamp>,
+    now: Timestamp,
+    slack: SignedDuration,
+    tz: &TimeZone,
+) -> (Option<Timestamp>, Option<Timestamp>) {
+    match next {
+        Some(n) if n <= now + slack => (Some(n), when.next_after(now.max(n), anchor, tz)),
+        other => (None, other),
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -259,3 +259,44 @@ fn every_grid_is_anchored_at_arming_and_skips_missed_slots() {
     assert_eq!(t2.duration_since(t1), SignedDuration::from_hours(1));
     assert_eq!(t3.to_zoned(tz).strftime("%H:%M").to_string(), "04:30");
 }
+
+#[test]
+fn a_tick_fires_at_most_once_and_never_replays_missed_slots() {
+    let tz = ny();
+    let w = parse("@every 2s").unwrap();
+    let anchor = ts("2026-06-01T10:00:00Z");
+    let slack = SignedDuration::from_millis(1);
+    let next = w.next_after(anchor, anchor, &tz);
+    // Not yet due.
+    let (fire, n) = tick(&w, anchor, next, ts("2026-06-01T10:00:01Z"), slack, &tz);
+    assert_eq!((fire, n), (None, next));
+    // Due (woken a hair early is still due).
+    let (fire, n) = tick(
+        &w,
+        anchor,
+        next,
+        ts("2026-06-01T10:00:01.9995Z"),
+        slack,
+        &tz,
+    );
+    assert_eq!(fire, Some(ts("2026-06-01T10:00:02Z")));
+    assert_eq!(n, Some(ts("2026-06-01T10:00:04Z")));
+    // Woken an hour late (a suspended laptop): one fire, then the next future slot.
+    let (fire, n) = tick(&w, anchor, n, ts("2026-06-01T11:00:03Z"), slack, &tz);
+    assert_eq!(fire, Some(ts("2026-06-01T10:00:04Z")));
+    assert_eq!(n, Some(ts("2026-06-01T11:00:04Z")));
+    let (fire, _) = tick(&w, anchor, n, ts("2026-06-01T11:00:03Z"), slack, &tz);
+    assert_eq!(fire, None, "the same tick again fires nothing");
+    // Cron the same way: a day missed gives one fire and tomorrow's slot.
+    let c = parse("0 9 * * *").unwrap();
+    let (fire, n) = tick(
+        &c,
+        anchor,
+        Some(ts("2026-06-01T09:00:00-04:00")),
+        ts("2026-06-03T12:00:00-04:00"),
+        slack,
+        &tz,
+    );
+    assert_eq!(fire, Some(ts("2026-06-01T09:00:00-04:00")));
+    assert_eq!(n, Some(ts("2026-06-04T09:00:00-04:00")));
+}
