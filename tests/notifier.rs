@@ -538,3 +538,82 @@ fn spool_files_in_the_package_format_are_redriven_and_lost_ones_listed() {
         pane.contains("Lost signals") && pane.contains("mio0a1b3-5e6f7a8b")
     });
 }
+
+#[test]
+fn a_signal_no_link_accepts_is_lost_and_shown_by_logs_and_list() {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_NOTIFIER_RETRY_MS", "300");
+    env.create_echo("alice");
+    env.ok(&["create", "timer", "--runtime", "notifier"]);
+    // A check that lets one fire through once the test says go.
+    let go = env.dir.path().join("go");
+    let fired = env.dir.path().join("fired");
+    let check = env.dir.path().join("gate.sh");
+    std::fs::write(
+        &check,
+        format!(
+            "#!/bin/sh\ntest -e {} || exit 1\ntest -e {} && exit 1\ntouch {}\nexit 0\n",
+            go.display(),
+            fired.display(),
+            fired.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&check, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    env.start_daemon();
+    let call = json!({"when":"@every 1s","message":"nobody hears this","target":"ghost",
+                      "check": check.to_str().unwrap()});
+    env.ok(&[
+        "send",
+        "timer",
+        "--from",
+        "echo-alice",
+        "--message",
+        &call.to_string(),
+    ]);
+    env.wait_until(
+        "the confirmation reached alice",
+        Duration::from_secs(20),
+        |e| delivered(e, "timer", "alice") >= 1,
+    );
+    // Nobody can take it: ghost does not exist and the owner is stopped.
+    env.ok(&["stop", "alice"]);
+    std::fs::write(&go, "").unwrap();
+    env.wait_until("the signal is lost", Duration::from_secs(30), |e| {
+        !e.events("lifecycle", "notifier-lost").is_empty()
+    });
+    let lost = &env.events("lifecycle", "notifier-lost")[0];
+    assert_eq!(
+        (
+            lost["for"].as_str(),
+            lost["owner"].as_str(),
+            lost["attempts"].as_str()
+        ),
+        ("ghost", "alice", "4")
+    );
+    let sig = lost["sig"].clone();
+    let files = spool_files(&spool_dir(&env, "timer"));
+    assert_eq!(files.len(), 1);
+    assert_eq!(files[0]["status"], "lost");
+    assert_eq!(files[0]["chain"], json!(["ghost", "alice"]));
+    // iapeer logs shows it.
+    let logs = env.ok(&["logs"]);
+    assert!(
+        logs.contains("notifier-lost") && logs.contains(&sig),
+        "{logs}"
+    );
+    // …and so does the owner's next list.
+    env.ok(&["start", "alice"]);
+    env.ok(&[
+        "send",
+        "timer",
+        "--from",
+        "echo-alice",
+        "--message",
+        r#"{"cmd":"list"}"#,
+    ]);
+    env.wait_until("list shows the lost signal", Duration::from_secs(20), |e| {
+        let pane = e.pane("echo-alice");
+        pane.contains("Lost signals") && pane.contains(&sig)
+    });
+}

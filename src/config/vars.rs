@@ -363,6 +363,14 @@ pub const NOTIFIER_FALLBACK_TARGET: EnvVar = var(
      watcher (after the target, the trigger's fallbacks and its owner); unset or empty = none \
      (read by the daemon's notifier-run program, so set it for the daemon)",
 );
+/// `IAPEER_NOTIFIER_RETRY_MS`: time between two attempts on one link of the notifier's chain.
+pub const IAPEER_NOTIFIER_RETRY_MS: EnvVar = var(
+    "IAPEER_NOTIFIER_RETRY_MS",
+    Kind::Millis(30000),
+    Part::Runtime,
+    "milliseconds between the two attempts on one link of the delivery chain of the built-in \
+     timer and watcher (default {default}; read by the daemon's notifier-run program)",
+);
 /// `IAPEER_SUPERVISE_LOG_VERBOSE`: log routine tick decisions.
 pub const IAPEER_SUPERVISE_LOG_VERBOSE: EnvVar = var(
     "IAPEER_SUPERVISE_LOG_VERBOSE",
@@ -539,6 +547,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_SUPERVISE_LOG_VERBOSE,
     IAPEER_NOTIFY,
     NOTIFIER_FALLBACK_TARGET,
+    IAPEER_NOTIFIER_RETRY_MS,
     IAPEER_LOG,
     IAPEER_PANELOG_MAX_BYTES,
     IAPEER_PANELOG_KEEP,

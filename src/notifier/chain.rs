@@ -18,8 +18,17 @@ use serde::{Deserialize, Serialize};
 
 /// Attempts on each link before the next.
 pub const ATTEMPTS_PER_LINK: usize = 2;
-/// Time between two attempts on the same link.
-pub const RETRY_DELAY: Duration = Duration::from_secs(30);
+/// Time between two attempts on the same link (spec 09), unless `IAPEER_NOTIFIER_RETRY_MS`
+/// says otherwise ([`retry_delay`]).
+pub const RETRY_DELAY: Duration = crate::config::vars::IAPEER_NOTIFIER_RETRY_MS.default_duration();
+
+/// The retry delay from `raw` (the value of `IAPEER_NOTIFIER_RETRY_MS`): a positive number of
+/// milliseconds, else [`RETRY_DELAY`].
+pub fn retry_delay(raw: Option<&str>) -> Duration {
+    crate::eventlog::positive_setting(raw)
+        .map(Duration::from_millis)
+        .unwrap_or(RETRY_DELAY)
+}
 /// The variable naming the chain's last link (empty or unset = none).
 pub const FALLBACK_TARGET_VAR: &str = crate::config::vars::NOTIFIER_FALLBACK_TARGET.name;
 
@@ -140,9 +149,9 @@ impl Entry {
         Step::Send { to, text, link }
     }
 
-    /// Record a failed attempt on `to` at `at` and say what follows: a wait before the
-    /// second attempt on the same link, the next link at once, or lost.
-    pub fn failed(&mut self, to: &str, at: String, error: &str) -> Step {
+    /// Record a failed attempt on `to` at `at` and say what follows: a wait of `retry`
+    /// before the second attempt on the same link, the next link at once, or lost.
+    pub fn failed(&mut self, to: &str, at: String, error: &str, retry: Duration) -> Step {
         self.attempts.push(Attempt {
             target: to.to_string(),
             at,
@@ -154,7 +163,7 @@ impl Entry {
             return Step::Lost;
         }
         if n % ATTEMPTS_PER_LINK != 0 {
-            Step::Wait(RETRY_DELAY)
+            Step::Wait(retry)
         } else {
             self.next_send()
         }
@@ -258,11 +267,11 @@ mod tests {
         };
         assert_eq!(send(&e.next_send()), ("alice".into(), 0));
         assert_eq!(
-            e.failed("alice", "t1".into(), "asleep"),
+            e.failed("alice", "t1".into(), "asleep", RETRY_DELAY),
             Step::Wait(RETRY_DELAY)
         );
         assert_eq!(send(&e.next_send()), ("alice".into(), 0));
-        let next = e.failed("alice", "t2".into(), "wake failed");
+        let next = e.failed("alice", "t2".into(), "wake failed", RETRY_DELAY);
         assert_eq!(send(&next), ("bob".into(), 1), "the next link at once");
         let Step::Send { text, .. } = next else {
             unreachable!()
@@ -273,33 +282,47 @@ mod tests {
                 && text.ends_with("The signal:\nstand-up"),
             "{text}"
         );
-        assert_eq!(e.failed("bob", "t3".into(), "x"), Step::Wait(RETRY_DELAY));
+        assert_eq!(
+            e.failed("bob", "t3".into(), "x", RETRY_DELAY),
+            Step::Wait(RETRY_DELAY)
+        );
         assert!(matches!(
-            e.failed("bob", "t4".into(), "x"),
+            e.failed("bob", "t4".into(), "x", RETRY_DELAY),
             Step::Send { link: 2, .. }
         ));
-        assert_eq!(e.failed("carol", "t5".into(), "x"), Step::Wait(RETRY_DELAY));
+        assert_eq!(
+            e.failed("carol", "t5".into(), "x", RETRY_DELAY),
+            Step::Wait(RETRY_DELAY)
+        );
         assert_eq!(e.status, Status::Pending);
-        assert_eq!(e.failed("carol", "t6".into(), "x"), Step::Lost);
+        assert_eq!(e.failed("carol", "t6".into(), "x", RETRY_DELAY), Step::Lost);
         assert_eq!(e.status, Status::Lost);
         assert_eq!(e.attempts.len(), 6);
     }
 
     #[test]
+    fn the_retry_delay_is_30_s_unless_set() {
+        assert_eq!(retry_delay(None), Duration::from_secs(30));
+        assert_eq!(retry_delay(Some("0")), Duration::from_secs(30));
+        assert_eq!(retry_delay(Some("x")), Duration::from_secs(30));
+        assert_eq!(retry_delay(Some("250")), Duration::from_millis(250));
+    }
+
+    #[test]
     fn a_redriven_entry_resumes_at_its_next_attempt() {
         let mut e = entry(build_chain("alice", &[], "carol", ""));
-        e.failed("alice", "t1".into(), "x");
+        e.failed("alice", "t1".into(), "x", RETRY_DELAY);
         // A new process reads the file and asks what is next: alice's second attempt.
         let back: Entry = serde_json::from_str(&serde_json::to_string(&e).unwrap()).unwrap();
         assert!(matches!(back.next_send(), Step::Send { link: 0, .. }));
-        e.failed("alice", "t2".into(), "x");
+        e.failed("alice", "t2".into(), "x", RETRY_DELAY);
         assert!(matches!(e.next_send(), Step::Send { link: 1, .. }));
     }
 
     #[test]
     fn the_spool_shape_matches_the_package() {
         let mut e = entry(vec!["alice".into()]);
-        e.failed("alice", "T".into(), "no");
+        e.failed("alice", "T".into(), "no", RETRY_DELAY);
         assert_eq!(
             serde_json::to_string(&e).unwrap(),
             r#"{"v":1,"id":"mj1-abc","createdAt":"2026-12-01T05:00:00.000Z","kind":"fire","target":"alice","message":"stand-up","topic":"daily","owner":"carol","chain":["alice"],"attempts":[{"target":"alice","at":"T","error":"no"}],"status":"pending"}"#

@@ -200,6 +200,7 @@ struct Service {
     tx: Sender<Ev>,
     spool_dir: PathBuf,
     backstop: String,
+    retry: Duration,
     log: EventLog,
     lifecycle: EventLog,
     timers: BTreeMap<Key, TimerSlot>,
@@ -236,6 +237,11 @@ impl Service {
                 .unwrap_or_default()
                 .trim()
                 .to_string(),
+            retry: chain::retry_delay(
+                std::env::var(crate::config::vars::IAPEER_NOTIFIER_RETRY_MS.name)
+                    .ok()
+                    .as_deref(),
+            ),
             log: EventLog::from_env(log_path, "notifier"),
             lifecycle,
             paths,
@@ -775,9 +781,9 @@ impl Service {
                 );
             }
             Err(e) => {
-                let step = d
-                    .entry
-                    .failed(&to, crate::clock::log_ts(Timestamp::now()), &e);
+                let step =
+                    d.entry
+                        .failed(&to, crate::clock::log_ts(Timestamp::now()), &e, self.retry);
                 let _ = spool::put(&self.spool_dir, &d.entry);
                 self.log.append(
                     &Event::new("deliver-failed")

@@ -108,7 +108,7 @@ mod tests {
             e.id
         );
         put(&d, &e).unwrap();
-        e.failed("alice", "T".into(), "x");
+        e.failed("alice", "T".into(), "x", super::super::chain::RETRY_DELAY);
         put(&d, &e).unwrap();
         std::fs::write(d.join("junk.json"), "{").unwrap();
         let (all, errors) = load(&d);
