@@ -933,7 +933,8 @@ impl Service {
         let text = match cmd {
             Command::Help => format!("{}\n\n{}", self.list_of(&env.from), call::format_text(role)),
             Command::List => self.list_of(&env.from),
-            Command::Unregister(id) => match store::remove(&cwd, &env.from, role, &id) {
+            Command::Unregister(id) => match store::remove(&self.paths, &cwd, &env.from, role, &id)
+            {
                 Ok(true) => {
                     self.rebuild();
                     self.log.append(
@@ -961,7 +962,7 @@ impl Service {
                 let check = move |w: &str| when::check(w, Timestamp::now(), &tz).map(|_| ());
                 match call::build_trigger(role, fields, &env.from, &check) {
                     Err(why) => call::teaching(role, &why),
-                    Ok(t) => match store::upsert(&cwd, &t) {
+                    Ok(t) => match store::upsert(&self.paths, &cwd, &t) {
                         Ok(replaced) => {
                             self.rebuild();
                             self.log.append(

@@ -75,8 +75,26 @@ fn entry_id(entry: &Value, owner: &str) -> Option<(String, Role)> {
     Some((t.id.clone(), t.role()))
 }
 
-/// Edit `owner`'s trigger list in `cwd` with `edit` (read-merge-write).
-fn edit_list<R>(cwd: &Path, edit: impl FnOnce(&mut Vec<Value>) -> R) -> Result<R, String> {
+/// Edit the trigger list of the profile in `cwd` with `edit` (read-merge-write), under an
+/// exclusive lock on `<root>/state/notifier/profiles.lock` so the `timer` and `watcher`
+/// processes never interleave their edits of one profile.
+fn edit_list<R>(
+    paths: &Paths,
+    cwd: &Path,
+    edit: impl FnOnce(&mut Vec<Value>) -> R,
+) -> Result<R, String> {
+    use fs2::FileExt;
+    let dir = paths.root().join("state").join("notifier");
+    crate::fsutil::ensure_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let lock_path = dir.join("profiles.lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    lock.lock_exclusive()
+        .map_err(|e| format!("{}: {e}", lock_path.display()))?;
     let mut result = None;
     crate::profile::Profile::update(cwd, |p| {
         let notifier = p
@@ -103,9 +121,9 @@ fn edit_list<R>(cwd: &Path, edit: impl FnOnce(&mut Vec<Value>) -> R) -> Result<R
 /// true when one was replaced.
 ///
 /// Errors: the profile cannot be read or written (text names it).
-pub fn upsert(cwd: &Path, t: &Trigger) -> Result<bool, String> {
+pub fn upsert(paths: &Paths, cwd: &Path, t: &Trigger) -> Result<bool, String> {
     let value = serde_json::to_value(t).map_err(|e| e.to_string())?;
-    edit_list(cwd, |list| {
+    edit_list(paths, cwd, |list| {
         let at = list
             .iter()
             .position(|e| entry_id(e, &t.owner).is_some_and(|(id, _)| id == t.id));
@@ -126,10 +144,66 @@ pub fn upsert(cwd: &Path, t: &Trigger) -> Result<bool, String> {
 /// there was none (an entry of the other role with that id is left alone).
 ///
 /// Errors: the profile cannot be read or written.
-pub fn remove(cwd: &Path, owner: &str, role: Role, id: &str) -> Result<bool, String> {
-    edit_list(cwd, |list| {
+pub fn remove(
+    paths: &Paths,
+    cwd: &Path,
+    owner: &str,
+    role: Role,
+    id: &str,
+) -> Result<bool, String> {
+    edit_list(paths, cwd, |list| {
         let before = list.len();
         list.retain(|e| entry_id(e, owner) != Some((id.to_string(), role)));
         list.len() != before
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn upsert_replaces_by_id_and_remove_keeps_everything_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path().join("root"));
+        let cwd = dir.path().join("alice");
+        std::fs::create_dir_all(crate::paths::peer::profile(&cwd).parent().unwrap()).unwrap();
+        std::fs::write(
+            crate::paths::peer::profile(&cwd),
+            json!({"personality":"alice","runtimes":["echo"],"default_runtime":"echo",
+                   "zeta":{"kept":1},
+                   "notifier":{"other":"kept","triggers":[
+                       {"role":"event","id":"w","script":"x","target":"alice"},
+                       "not a trigger"]}})
+            .to_string(),
+        )
+        .unwrap();
+        let t = |msg: &str| {
+            trigger::parse_entry(
+                &json!({"role":"time","id":"t1","when":"@every 1m","message":msg,"target":"alice"}),
+                "alice",
+                &|_| Ok(()),
+            )
+            .unwrap()
+        };
+        assert!(!upsert(&paths, &cwd, &t("one")).unwrap(), "added");
+        assert!(upsert(&paths, &cwd, &t("two")).unwrap(), "replaced");
+        assert!(
+            !remove(&paths, &cwd, "alice", Role::Time, "w").unwrap(),
+            "w is a watcher trigger: not removed by the timer"
+        );
+        let v: Value = serde_json::from_str(
+            &std::fs::read_to_string(crate::paths::peer::profile(&cwd)).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(v["zeta"], json!({"kept":1}));
+        assert_eq!(v["notifier"]["other"], "kept");
+        let list = v["notifier"]["triggers"].as_array().unwrap();
+        assert_eq!(list.len(), 3);
+        assert_eq!(list[1], "not a trigger");
+        assert_eq!(list[2]["message"], "two");
+        assert!(remove(&paths, &cwd, "alice", Role::Time, "t1").unwrap());
+        assert!(!remove(&paths, &cwd, "alice", Role::Time, "t1").unwrap());
+    }
 }
