@@ -221,13 +221,16 @@ fn a_watcher_scripts_lines_reach_the_target_and_no_process_outlives_a_stop() {
     assert!(service_events(&env, "watcher", "watch-stderr")
         .iter()
         .any(|e| e["line"] == "oops"));
-    assert_eq!(
-        service_events(&env, "watcher", "sent")
+    let forwards = |e: &TestEnv| {
+        service_events(e, "watcher", "sent")
             .iter()
             .filter(|s| s["kind"] == "forward")
-            .count(),
-        2
-    );
+            .count()
+    };
+    env.wait_until("both forwards logged", Duration::from_secs(10), |e| {
+        forwards(e) >= 2
+    });
+    assert_eq!(forwards(&env), 2);
     let pgid: u32 = service_events(&env, "watcher", "watch-start")[0]["pid"]
         .parse()
         .unwrap();
@@ -432,6 +435,7 @@ fn a_crash_looping_script_is_stopped_and_a_silent_one_restarted_with_alerts_to_t
     for call in [
         json!({"id":"broken","script":"exit 3","target":"self"}),
         json!({"id":"quiet","script":"sleep 300","target":"self","heartbeatSec":2}),
+        json!({"id":"leaver","script":"sleep 300 & sleep 1; exit 0","target":"self"}),
     ] {
         env.ok(&[
             "send",
@@ -464,6 +468,24 @@ fn a_crash_looping_script_is_stopped_and_a_silent_one_restarted_with_alerts_to_t
                 >= 2
                 && group_members(first).is_empty()
         },
+    );
+    // leaver: its shell exits and leaves a child; the child goes with its group, then the
+    // script starts again.
+    let leaver = |e: &TestEnv| -> Vec<u32> {
+        service_events(e, "watcher", "watch-start")
+            .iter()
+            .filter(|s| s["id"] == "leaver")
+            .map(|s| s["pid"].parse().unwrap())
+            .collect()
+    };
+    env.wait_until("leaver started twice", Duration::from_secs(20), |e| {
+        leaver(e).len() >= 2
+    });
+    let first_leaver = leaver(&env)[0];
+    env.wait_until(
+        "the first run's child is gone",
+        Duration::from_secs(10),
+        |_| group_members(first_leaver).is_empty(),
     );
     // broken: five quick failures (back-off 1, 2, 4, 8 s) stop it for good, and alice hears.
     env.wait_until("the crash-loop alert", Duration::from_secs(45), |e| {

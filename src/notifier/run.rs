@@ -620,6 +620,9 @@ impl Service {
                 let Some(run) = slot.run.take() else {
                     return;
                 };
+                // The shell is gone; whatever it left running in its group goes with it, so
+                // a restart never leaves an orphan behind.
+                proc::end_group(run.pgid, false);
                 let started = self.ms(run.started);
                 let ended = self.ms(Instant::now());
                 self.log.append(
