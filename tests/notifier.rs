@@ -639,3 +639,64 @@ fn a_signal_no_link_accepts_is_lost_and_shown_by_logs_and_list() {
         pane.contains("Lost signals") && pane.contains(&sig)
     });
 }
+
+#[test]
+fn replies_carry_the_inbound_topic_and_an_ephemeral_requester_gets_none() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("worker");
+    let path = env
+        .peer_dir("worker")
+        .join(".iapeer")
+        .join("peer-profile.json");
+    let mut p: Value = serde_json::from_str(&common::read(&path)).unwrap();
+    p["wake_policy"] = "ephemeral".into();
+    std::fs::write(&path, serde_json::to_string_pretty(&p).unwrap()).unwrap();
+    env.ok(&["create", "timer", "--runtime", "notifier"]);
+    env.start_daemon();
+    // alice's reply comes back on her topic.
+    env.ok(&[
+        "send",
+        "timer",
+        "--from",
+        "echo-alice",
+        "--topic",
+        "plans",
+        "--message",
+        "help",
+    ]);
+    env.wait_until("the help reply", Duration::from_secs(20), |e| {
+        delivered(e, "timer", "alice") >= 1
+    });
+    let reply = env
+        .events("delivery", "delivery")
+        .into_iter()
+        .find(|d| d["caller"] == "notifier-timer" && d["to"] == "alice")
+        .unwrap();
+    assert_eq!(reply["topic"], "plans");
+    // The ephemeral worker registers (stored in its profile) but no reply would start a worker.
+    let call = json!({"when":"0 3 * * *","message":"nightly","target":"self"});
+    env.ok(&[
+        "send",
+        "timer",
+        "--from",
+        "echo-worker",
+        "--message",
+        &call.to_string(),
+    ]);
+    env.wait_until(
+        "the worker's trigger stored",
+        Duration::from_secs(20),
+        |e| profile(e, "worker")["notifier"]["triggers"].is_array(),
+    );
+    env.wait_until(
+        "the suppressed reply logged",
+        Duration::from_secs(10),
+        |e| {
+            service_events(e, "timer", "reply-suppressed-ephemeral")
+                .iter()
+                .any(|s| s["to"] == "worker")
+        },
+    );
+    assert_eq!(delivered(&env, "timer", "worker"), 0);
+}
