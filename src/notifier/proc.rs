@@ -4,9 +4,10 @@
 //! never blocks on a child.
 
 use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossbeam_channel::Sender;
 use nix::sys::signal::Signal;
@@ -72,11 +73,13 @@ pub fn send(
         .unwrap_or_else(|| format!("iapeer send ended with {}", out.status)))
 }
 
-/// Run a `check` program (no shell, no arguments) in `cwd`, killing it after
-/// [`CHECK_TIMEOUT`]. `Ok` = it exited 0.
+/// Run a `check` program (no shell, no arguments) in `cwd`, killing its process group after
+/// `timeout` (spec 09: 30 s, [`CHECK_TIMEOUT`]). Blocks the calling thread (the service runs
+/// it on a thread of its own); the wait is a channel receive with a deadline, not a poll.
+/// `Ok` = it exited 0.
 ///
 /// Errors: why the fire is skipped (non-zero exit, timeout, cannot run).
-pub fn run_check(program: &str, cwd: &Path) -> Result<(), String> {
+pub fn run_check(program: &str, cwd: &Path, timeout: Duration) -> Result<(), String> {
     let mut child = Command::new(program)
         .current_dir(cwd)
         .stdin(Stdio::null())
@@ -85,23 +88,28 @@ pub fn run_check(program: &str, cwd: &Path) -> Result<(), String> {
         .process_group(0)
         .spawn()
         .map_err(|e| format!("check {program} cannot run: {e}"))?;
-    let deadline = Instant::now() + CHECK_TIMEOUT;
-    loop {
-        match child.try_wait() {
-            Ok(Some(s)) if s.success() => return Ok(()),
-            Ok(Some(s)) => return Err(format!("check {program} ended with {s}")),
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = crate::session::spawn::signal_group(child.id(), Signal::SIGKILL);
-                let _ = child.wait();
-                return Err(format!("check {program} took longer than 30 s"));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-            Err(e) => return Err(format!("check {program}: {e}")),
+    let pgid = child.id();
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = match rx.recv_timeout(timeout) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = crate::session::spawn::signal_group(pgid, Signal::SIGKILL);
+            let _ = rx.recv();
+            return Err(format!(
+                "check {program} took longer than {} s",
+                timeout.as_secs()
+            ));
         }
+    };
+    match status {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => Err(format!("check {program} ended with {s}")),
+        Err(e) => Err(format!("check {program}: {e}")),
     }
 }
-
-use std::os::unix::process::CommandExt;
 
 /// What a running script reports.
 pub enum ScriptEvent {
@@ -199,4 +207,31 @@ pub fn end_group(pgid: u32, now_kill: bool) {
         std::thread::sleep(KILL_GRACE);
         let _ = signal_group(pgid, Signal::SIGKILL);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_check_passes_on_exit_0_and_fails_otherwise_or_after_its_timeout() {
+        let cwd = Path::new("/");
+        assert_eq!(run_check("/bin/true", cwd, CHECK_TIMEOUT), Ok(()));
+        let e = run_check("/bin/false", cwd, CHECK_TIMEOUT).unwrap_err();
+        assert!(e.contains("ended with exit status: 1"), "{e}");
+        let e = run_check("/nonexistent/check", cwd, CHECK_TIMEOUT).unwrap_err();
+        assert!(e.contains("cannot run"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let slow = dir.path().join("slow.sh");
+        std::fs::write(&slow, "#!/bin/sh\nsleep 30\n").unwrap();
+        std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let t = std::time::Instant::now();
+        let e = run_check(slow.to_str().unwrap(), cwd, Duration::from_millis(300)).unwrap_err();
+        assert!(e.contains("took longer than"), "{e}");
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "killed at its timeout"
+        );
+    }
 }

@@ -482,7 +482,7 @@ impl Service {
                     let tx = self.tx.clone();
                     let key = k.clone();
                     std::thread::spawn(move || {
-                        let result = proc::run_check(&program, &cwd);
+                        let result = proc::run_check(&program, &cwd, proc::CHECK_TIMEOUT);
                         let _ = tx.send(Ev::Checked { key, result });
                     });
                 }
