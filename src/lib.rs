@@ -29,6 +29,7 @@ pub(crate) mod launch_env;
 pub(crate) mod logview;
 pub(crate) mod markers;
 pub(crate) mod names;
+pub(crate) mod notifier;
 pub(crate) mod outbox;
 pub mod paths;
 pub(crate) mod peers;

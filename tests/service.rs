@@ -140,7 +140,7 @@ fn onboard_dry_run_prints_every_step_and_changes_nothing() {
         "2. no service manager runs here: start the daemon in the background with `iapeer daemon --detach`",
         "3. wait until the daemon is healthy (2 answered pings in a row within 15 s)",
         "4. create your human peer",
-        "5. later: provision the notifier",
+        "5. create the built-in notifier service peers timer and watcher",
     ] {
         assert!(out.contains(step), "missing {step:?} in:\n{out}");
     }

@@ -34,6 +34,7 @@ mod lifecycle;
 mod lifecycle_verbs;
 mod mcp;
 mod migrate;
+mod notifier;
 mod paste;
 mod paths;
 mod peers;

@@ -210,7 +210,10 @@ fn run(cmd: Command) -> (String, CliResult) {
         }
         Command::Run(verb, inv) => {
             let name = inv.verb.name.to_string();
-            if !matches!(verb, Verb::Daemon | Verb::EchoAgent | Verb::HumanInbox) {
+            if !matches!(
+                verb,
+                Verb::Daemon | Verb::EchoAgent | Verb::HumanInbox | Verb::NotifierRun
+            ) {
                 init_cli_logging();
             }
             (name, run_verb(verb, &inv))
@@ -281,6 +284,10 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
             code => Err(CliError::Exit(code)),
         },
         Verb::RunInfra => run_infra(inv),
+        Verb::NotifierRun => match crate::notifier::run::run() {
+            0 => Ok(()),
+            code => Err(CliError::Exit(code)),
+        },
     }
 }
 

@@ -4,11 +4,12 @@
 //!
 //! Then it gives the operator a human peer on the built-in `human` runtime (an inbox for
 //! messages to them: `iapeer inbox`), named by `--human`, else the login name, else `you`,
-//! unless a human peer exists already (issue 8 item 3).
+//! unless a human peer exists already (issue 8 item 3), and the built-in notifier's service
+//! peers `timer` and `watcher` that do not exist yet (spec 09, issue 9).
 //!
 //! The steps are decided by a pure function, [`plan`], from what [`OnboardEnv`] found; `run`
-//! prints them (`--dry-run`) or carries them out. Spec 08 §1's later steps (the notifier,
-//! Telegram, memory) have their place in the plan as [`Later`] steps and are reported as not
+//! prints them (`--dry-run`) or carries them out. Spec 08 §1's later steps (Telegram,
+//! memory) have their place in the plan as [`Later`] steps and are reported as not
 //! available yet; their flags are not in the verb table.
 
 use std::path::PathBuf;
@@ -47,6 +48,8 @@ pub struct OnboardEnv {
     pub humans: Vec<String>,
     /// The operator's human peer to create when there is none ([`operator_name`]).
     pub operator: String,
+    /// Every registered peer name (to tell which notifier service peers exist).
+    pub peers: Vec<String>,
 }
 
 /// The operator's peer name: `--human` when given, else the login name when it is a valid
@@ -64,8 +67,6 @@ pub fn operator_name(flag: Option<&str>, login: Option<&str>) -> String {
 /// A step spec 08 §1 lists after the daemon that this version does not have yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Later {
-    /// The built-in notifier's `timer` and `watcher` peers (spec 9).
-    Notifier,
     /// The Telegram human peer.
     Telegram,
     /// The default memory provider.
@@ -74,11 +75,10 @@ pub enum Later {
 
 impl Later {
     /// Every later step, in spec 08 §1's order.
-    pub const ALL: [Later; 3] = [Later::Notifier, Later::Telegram, Later::Memory];
+    pub const ALL: [Later; 2] = [Later::Telegram, Later::Memory];
 
     fn what(self) -> &'static str {
         match self {
-            Later::Notifier => "provision the notifier's timer and watcher peers",
             Later::Telegram => "create a human peer reachable over Telegram",
             Later::Memory => "install the default memory provider",
         }
@@ -139,6 +139,13 @@ pub enum Step {
         /// Their names.
         names: Vec<String>,
     },
+    /// Create the built-in notifier's service peers that do not exist yet (spec 09).
+    ProvisionNotifier {
+        /// The names to create (`timer`, `watcher`).
+        missing: Vec<String>,
+    },
+    /// Both notifier service peers exist: nothing to create.
+    NotifierExists,
     /// A step of spec 08 §1 that is not available yet.
     Later(Later),
 }
@@ -187,6 +194,16 @@ pub fn plan(env: &OnboardEnv) -> Vec<Step> {
         Step::HumansExist {
             names: env.humans.clone(),
         }
+    });
+    let missing: Vec<String> = crate::peers::NOTIFIER_PEERS
+        .iter()
+        .filter(|n| !env.peers.iter().any(|p| p == *n))
+        .map(|n| n.to_string())
+        .collect();
+    steps.push(if missing.is_empty() {
+        Step::NotifierExists
+    } else {
+        Step::ProvisionNotifier { missing }
     });
     steps.extend(Later::ALL.into_iter().map(Step::Later));
     steps
@@ -247,6 +264,16 @@ pub fn describe(step: &Step) -> String {
             names.join(", "),
             if names.len() == 1 { "s" } else { "" }
         ),
+        Step::ProvisionNotifier { missing } => format!(
+            "create the built-in notifier service peer{} {} (runtime notifier, always on): agents \
+             message timer to schedule their own check-ins and watcher to run scripts whose lines \
+             reach them",
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join(" and ")
+        ),
+        Step::NotifierExists => {
+            "the notifier service peers timer and watcher exist already: none created".to_string()
+        }
         Step::Later(l) => format!("later: {} — not available in this version", l.what()),
     }
 }
@@ -283,6 +310,9 @@ fn gather(
             })
             .unwrap_or_default(),
         operator: operator_name(human_flag, std::env::var("USER").ok().as_deref()),
+        peers: crate::registry::Registry::load(paths)
+            .map(|r| r.peers.iter().map(|p| p.personality.clone()).collect())
+            .unwrap_or_default(),
     }
 }
 
@@ -363,9 +393,22 @@ pub fn run(inv: &Invocation) -> CliResult {
                     super::peers::start_always_on(&paths, name, rt);
                 }
             }
+            Step::ProvisionNotifier { missing } => {
+                for name in missing {
+                    let born = crate::peers::create_notifier_peer(&paths, name).map_err(|e| {
+                        CliError::Failed(format!(
+                            "could not create the notifier service peer {name}: {e} — remove or rename what holds that name, then run onboard again"
+                        ))
+                    })?;
+                    if let Some(rt) = &born.always_on {
+                        super::peers::start_always_on(&paths, name, rt);
+                    }
+                }
+            }
             Step::AlreadyLoaded { .. }
             | Step::KeepRunning { .. }
             | Step::HumansExist { .. }
+            | Step::NotifierExists
             | Step::Later(_) => {}
             Step::StartDetached => {
                 let exe = std::env::current_exe()
@@ -449,11 +492,18 @@ mod tests {
             uid: 501,
             humans: Vec::new(),
             operator: "ada".into(),
+            peers: Vec::new(),
         }
     }
 
     fn tail() -> Vec<Step> {
-        let mut v = vec![Step::WaitHealthy, Step::CreateHuman { name: "ada".into() }];
+        let mut v = vec![
+            Step::WaitHealthy,
+            Step::CreateHuman { name: "ada".into() },
+            Step::ProvisionNotifier {
+                missing: vec!["timer".into(), "watcher".into()],
+            },
+        ];
         v.extend(Later::ALL.map(Step::Later));
         v
     }
@@ -554,8 +604,8 @@ mod tests {
 
     #[test]
     fn the_later_steps_say_they_are_not_available() {
-        let text = describe(&Step::Later(Later::Notifier));
-        assert!(text.starts_with("later: provision the notifier"), "{text}");
+        let text = describe(&Step::Later(Later::Telegram));
+        assert!(text.starts_with("later: create a human peer"), "{text}");
         assert!(text.ends_with("not available in this version"));
     }
 
@@ -575,6 +625,17 @@ mod tests {
         assert!(!plan(&e)
             .iter()
             .any(|s| matches!(s, Step::CreateHuman { .. })));
+    }
+
+    #[test]
+    fn the_notifier_peers_are_created_unless_they_exist() {
+        let mut e = env(None);
+        e.peers = vec!["timer".into(), "ada".into()];
+        assert!(plan(&e).contains(&Step::ProvisionNotifier {
+            missing: vec!["watcher".into()]
+        }));
+        e.peers.push("watcher".into());
+        assert!(plan(&e).contains(&Step::NotifierExists));
     }
 
     #[test]

@@ -354,6 +354,23 @@ pub const IAPEER_NOTIFY: EnvVar = var(
      peer's inbox; on by default (read by the daemon's human-inbox program, so set it for the \
      daemon)",
 );
+/// `NOTIFIER_FALLBACK_TARGET`: the last link of every notifier delivery chain (spec 09).
+pub const NOTIFIER_FALLBACK_TARGET: EnvVar = var(
+    "NOTIFIER_FALLBACK_TARGET",
+    Kind::Text,
+    Part::Runtime,
+    "a peer name: the last link of the delivery chain of every signal of the built-in timer and \
+     watcher (after the target, the trigger's fallbacks and its owner); unset or empty = none \
+     (read by the daemon's notifier-run program, so set it for the daemon)",
+);
+/// `IAPEER_NOTIFIER_RETRY_MS`: time between two attempts on one link of the notifier's chain.
+pub const IAPEER_NOTIFIER_RETRY_MS: EnvVar = var(
+    "IAPEER_NOTIFIER_RETRY_MS",
+    Kind::Millis(30000),
+    Part::Runtime,
+    "milliseconds between the two attempts on one link of the delivery chain of the built-in \
+     timer and watcher (default {default}; read by the daemon's notifier-run program)",
+);
 /// `IAPEER_SUPERVISE_LOG_VERBOSE`: log routine tick decisions.
 pub const IAPEER_SUPERVISE_LOG_VERBOSE: EnvVar = var(
     "IAPEER_SUPERVISE_LOG_VERBOSE",
@@ -537,6 +554,8 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAP_ALWAYS_ON_REVIVE_GRACE_MS,
     IAPEER_SUPERVISE_LOG_VERBOSE,
     IAPEER_NOTIFY,
+    NOTIFIER_FALLBACK_TARGET,
+    IAPEER_NOTIFIER_RETRY_MS,
     IAPEER_LOG,
     IAPEER_PANELOG_MAX_BYTES,
     IAPEER_PANELOG_KEEP,

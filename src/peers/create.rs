@@ -205,6 +205,11 @@ fn init_folder(paths: &Paths, folder: &Path, opts: &InitOptions) -> Result<Initi
         if let Some(d) = opts.description {
             p.description = Some(d.to_string());
         }
+        if p.description.is_none() && is_builtin_notifier(paths, &runtime) {
+            // A service peer of the built-in notifier: its call card tells agents how to call it.
+            let role = crate::notifier::trigger::Role::of_personality(&name);
+            p.description = Some(crate::notifier::call::call_card(role).to_string());
+        }
         if opts.intelligence.is_some() || p.intelligence.is_none() {
             p.intelligence = Some(nature.as_str().to_string());
         }
@@ -259,6 +264,11 @@ fn raw_personality(folder: &Path) -> Option<String> {
         .as_str()
         .filter(|s| !s.is_empty())
         .map(String::from)
+}
+
+/// True when `runtime` is the built-in `notifier` (no installed package manifest replaces it).
+fn is_builtin_notifier(paths: &Paths, runtime: &str) -> bool {
+    runtime == crate::runtime::notifier::NAME && !paths.runtime_manifest(runtime).exists()
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ mod error;
 mod human;
 mod rename;
 mod runtime_choice;
+mod service;
 
 pub use create::{
     check_name, create_peer, init_peer, write_launch_env_stub, InitOptions, Initialized,
@@ -19,3 +20,4 @@ pub use error::PeerError;
 pub use human::create_human_peer;
 pub use rename::{plan_rename, rename_peer};
 pub use runtime_choice::{choose_runtime, installed_agents};
+pub use service::{create_notifier_peer, NOTIFIER_PEERS};

@@ -14,6 +14,7 @@ pub mod dialog;
 pub mod echo;
 pub mod human;
 pub mod manifest;
+pub mod notifier;
 pub mod router;
 pub mod transcript;
 
@@ -70,6 +71,11 @@ pub fn adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, Run
     match runtime {
         "echo" => Ok(Arc::new(echo::Echo::from_env())),
         human::NAME => Ok(Arc::new(human::Human::from_env())),
+        // An installed package manifest takes precedence over the built-in service.
+        notifier::NAME => Ok(match manifest::Manifest::load(paths, runtime)? {
+            Some(m) => Arc::new(router::RouterRuntime::new(m)),
+            None => Arc::new(notifier::Notifier::from_env()),
+        }),
         "claude" => claude::Claude::find()
             .map(|c| Arc::new(c) as Arc<dyn Adapter>)
             .ok_or(RuntimeError::AgentMissing(

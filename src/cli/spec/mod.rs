@@ -206,12 +206,14 @@ pub enum Verb {
     HumanInbox,
     /// `run-infra`: the original tool's service entry, answered with a migration line.
     RunInfra,
+    /// `notifier-run`.
+    NotifierRun,
 }
 
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 33] = [
+    pub const ALL: [Verb; 34] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
@@ -245,6 +247,7 @@ impl Verb {
         Verb::Logs,
         Verb::HumanInbox,
         Verb::RunInfra,
+        Verb::NotifierRun,
     ];
 }
 

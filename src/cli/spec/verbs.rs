@@ -711,8 +711,11 @@ pub static VERBS: &[VerbSpec] = &[
             already running outside a service manager is stopped first so that the service runs it. \
             Then, unless a human peer exists already, it creates yours on the built-in human runtime \
             (named by --human, else your login name, else you): messages to it wait in the inbox that \
-            iapeer inbox shows. The later steps of onboarding (the notifier, Telegram, memory) are \
-            listed as not available yet. With --dry-run it prints every step and changes nothing.",
+            iapeer inbox shows. It creates the built-in notifier's always-on service peers timer \
+            (agents schedule their own messages) and watcher (scripts whose output lines reach a \
+            peer) unless peers of those names exist, each with its call card as description. The \
+            later steps of onboarding (Telegram, memory) are listed as not available yet. With \
+            --dry-run it prints every step and changes nothing.",
         positionals: &[],
         flags: &[DRY_RUN, ACCEPT_RISK, HUMAN],
         rules: &[],
@@ -839,6 +842,27 @@ pub static VERBS: &[VerbSpec] = &[
         hidden: true,
         group: Group::Demo,
         passthrough: true,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::NotifierRun),
+        name: "notifier-run",
+        signature: "notifier-run",
+        summary: "the program behind the notifier runtime: the timer and watcher services",
+        description: "The program the built-in notifier runtime runs for the service peers timer and \
+            watcher (a peer whose name ends in watcher runs scripts, any other fires timers). It reads \
+            the messages the daemon writes to its input — calls whose body is JSON: register, list, \
+            unregister, help — keeps each caller's triggers under notifier.triggers in the caller's \
+            profile, and sends every timer fire and watcher line with iapeer send, through the chain \
+            target, fallbacks, owner, NOTIFIER_FALLBACK_TARGET (two attempts per link, 30 s apart); \
+            undelivered signals wait in <root>/state/notifier/<peer>/escalation/. Its own log is \
+            <root>/logs/notifier/<peer>.log. It is started by the daemon, not by hand; an installed \
+            runtimes/notifier/runtime.json (the @agfpd/notifier-runtime package) replaces it.",
+        positionals: &[],
+        flags: &[],
+        rules: &[],
+        hidden: true,
+        group: Group::Demo,
+        passthrough: false,
     },
     VerbSpec {
         id: VerbId::Run(Verb::EchoAgent),

@@ -1,0 +1,331 @@
+//! The delivery chain of every signal (spec 09 "Semantics"): target → fallbacks → owner →
+//! `NOTIFIER_FALLBACK_TARGET`, [`ATTEMPTS_PER_LINK`] attempts per link [`RETRY_DELAY`] apart,
+//! as a pure state machine over the spool entry (the entry is the whole state, so a restart
+//! resumes where the last process stopped).
+//!
+//! The spool entry is the `@agfpd/notifier-runtime` 0.3.x shape, one file per signal:
+//!
+//! ```json
+//! {"v":1,"id":"mj1k2x3y-9f8e7d6c","createdAt":"2026-12-01T05:42:27.123Z","kind":"fire",
+//!  "target":"alice","message":"stand-up","topic":"daily","owner":"alice",
+//!  "chain":["alice","bob"],"attempts":[{"target":"alice","at":"…","error":"…"}],
+//!  "status":"pending"}
+//! ```
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Attempts on each link before the next.
+pub const ATTEMPTS_PER_LINK: usize = 2;
+/// Time between two attempts on the same link (spec 09), unless `IAPEER_NOTIFIER_RETRY_MS`
+/// says otherwise ([`retry_delay`]).
+pub const RETRY_DELAY: Duration = crate::config::vars::IAPEER_NOTIFIER_RETRY_MS.default_duration();
+
+/// The retry delay from `raw` (the value of `IAPEER_NOTIFIER_RETRY_MS`): a positive number of
+/// milliseconds, else [`RETRY_DELAY`].
+pub fn retry_delay(raw: Option<&str>) -> Duration {
+    crate::eventlog::positive_setting(raw)
+        .map(Duration::from_millis)
+        .unwrap_or(RETRY_DELAY)
+}
+/// The variable naming the chain's last link (empty or unset = none).
+pub const FALLBACK_TARGET_VAR: &str = crate::config::vars::NOTIFIER_FALLBACK_TARGET.name;
+
+/// What a signal is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// A timer fire.
+    Fire,
+    /// A watcher line.
+    Forward,
+    /// A message to a trigger's owner about its trigger (crash loop, silence).
+    Alert,
+}
+
+/// `pending` until a link accepted it; `lost` when none did (kept for the operator).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Still to be delivered (re-driven at start).
+    Pending,
+    /// No link accepted it.
+    Lost,
+}
+
+/// One failed attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// The peer tried.
+    pub target: String,
+    /// When (UTC, ms, `Z`).
+    pub at: String,
+    /// Why it failed (the send's refusal).
+    pub error: String,
+}
+
+/// A signal on its way: the spool file's content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    /// Format version: 1.
+    pub v: u32,
+    /// The file's name without `.json`.
+    pub id: String,
+    /// When the signal was made (UTC, ms, `Z`).
+    pub created_at: String,
+    /// What it is.
+    pub kind: Kind,
+    /// Whom it is for (the chain's first link).
+    pub target: String,
+    /// The text, verbatim.
+    pub message: String,
+    /// Its topic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic: Option<String>,
+    /// The trigger's owner.
+    pub owner: String,
+    /// Every link, in order, without repeats.
+    pub chain: Vec<String>,
+    /// The failed attempts so far, in order.
+    pub attempts: Vec<Attempt>,
+    /// Pending or lost.
+    pub status: Status,
+    /// Context kept for logs (the trigger id…), opaque.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Value>,
+}
+
+/// The chain of a signal: `target`, `fallbacks`, `owner`, `backstop`, in that order, each
+/// name once, empty names left out.
+pub fn build_chain(target: &str, fallbacks: &[String], owner: &str, backstop: &str) -> Vec<String> {
+    let mut chain: Vec<String> = Vec::new();
+    let all = std::iter::once(target)
+        .chain(fallbacks.iter().map(String::as_str))
+        .chain([owner, backstop]);
+    for name in all {
+        if !name.is_empty() && !chain.iter().any(|c| c == name) {
+            chain.push(name.to_string());
+        }
+    }
+    chain
+}
+
+/// What to do next with a signal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Send `text` to `to` now (`link` counts from 0).
+    Send {
+        /// The peer.
+        to: String,
+        /// The text (the message itself for the target, a wrapped note for a fallback).
+        text: String,
+        /// The link's index.
+        link: usize,
+    },
+    /// Wait this long, then ask again.
+    Wait(Duration),
+    /// No link is left: mark it lost.
+    Lost,
+}
+
+impl Entry {
+    /// The next attempt, from the attempts made so far (a re-driven entry resumes here; an
+    /// entry whose attempts already cover the chain starts it over).
+    pub fn next_send(&self) -> Step {
+        let total = self.chain.len() * ATTEMPTS_PER_LINK;
+        if total == 0 {
+            return Step::Lost;
+        }
+        let n = self.attempts.len() % total;
+        let link = n / ATTEMPTS_PER_LINK;
+        let to = self.chain[link].clone();
+        let text = if link == 0 {
+            self.message.clone()
+        } else {
+            self.wrapped(link)
+        };
+        Step::Send { to, text, link }
+    }
+
+    /// Record a failed attempt on `to` at `at` and say what follows: a wait of `retry`
+    /// before the second attempt on the same link, the next link at once, or lost.
+    pub fn failed(&mut self, to: &str, at: String, error: &str, retry: Duration) -> Step {
+        self.attempts.push(Attempt {
+            target: to.to_string(),
+            at,
+            error: error.to_string(),
+        });
+        let n = self.attempts.len();
+        if n >= self.chain.len() * ATTEMPTS_PER_LINK {
+            self.status = Status::Lost;
+            return Step::Lost;
+        }
+        if n % ATTEMPTS_PER_LINK != 0 {
+            Step::Wait(retry)
+        } else {
+            self.next_send()
+        }
+    }
+
+    /// The note a fallback link gets: whom the signal was for, what failed, then the signal.
+    fn wrapped(&self, link: usize) -> String {
+        let mut tried: Vec<(String, usize, String)> = Vec::new();
+        for a in &self.attempts {
+            match tried.last_mut() {
+                Some((t, n, e)) if *t == a.target => {
+                    *n += 1;
+                    e.clone_from(&a.error);
+                }
+                _ => tried.push((a.target.clone(), 1, a.error.clone())),
+            }
+        }
+        let tried: Vec<String> = tried
+            .iter()
+            .map(|(t, n, e)| format!("{t} ({n} tries, last: {e})"))
+            .collect();
+        format!(
+            "[notifier] A {} for {} could not be delivered, so it comes to you (link {} of {}; owner {}{}). \
+             Tried: {}. Act on it or pass it on to {}. The signal:\n{}",
+            match self.kind {
+                Kind::Fire => "timer signal",
+                Kind::Forward => "watcher line",
+                Kind::Alert => "notifier alert",
+            },
+            self.target,
+            link + 1,
+            self.chain.len(),
+            self.owner,
+            self.topic
+                .as_deref()
+                .map(|t| format!(", topic {t}"))
+                .unwrap_or_default(),
+            tried.join("; "),
+            self.target,
+            self.message
+        )
+    }
+
+    /// One line for lists and logs: `<id> <kind> for <target> (<created>): <message start>`.
+    pub fn summary(&self) -> String {
+        let mut m: String = self.message.chars().take(60).collect();
+        if self.message.chars().count() > 60 {
+            m.push('…');
+        }
+        format!(
+            "{} — {} for {} at {}, tried {}: {m}",
+            self.id,
+            match self.kind {
+                Kind::Fire => "fire",
+                Kind::Forward => "line",
+                Kind::Alert => "alert",
+            },
+            self.target,
+            self.created_at,
+            self.chain.join(" → ")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(chain: Vec<String>) -> Entry {
+        Entry {
+            v: 1,
+            id: "mj1-abc".into(),
+            created_at: "2026-12-01T05:00:00.000Z".into(),
+            kind: Kind::Fire,
+            target: "alice".into(),
+            message: "stand-up".into(),
+            topic: Some("daily".into()),
+            owner: "carol".into(),
+            chain,
+            attempts: vec![],
+            status: Status::Pending,
+            meta: None,
+        }
+    }
+
+    #[test]
+    fn the_chain_is_target_fallbacks_owner_backstop_without_repeats() {
+        assert_eq!(
+            build_chain("alice", &["bob".into(), "alice".into()], "carol", "oncall"),
+            ["alice", "bob", "carol", "oncall"]
+        );
+        assert_eq!(build_chain("carol", &[], "carol", ""), ["carol"]);
+    }
+
+    #[test]
+    fn two_attempts_per_link_30s_apart_then_the_next_link_then_lost() {
+        let mut e = entry(build_chain("alice", &["bob".into()], "carol", ""));
+        let send = |s: &Step| match s {
+            Step::Send { to, link, .. } => (to.clone(), *link),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(send(&e.next_send()), ("alice".into(), 0));
+        assert_eq!(
+            e.failed("alice", "t1".into(), "asleep", RETRY_DELAY),
+            Step::Wait(RETRY_DELAY)
+        );
+        assert_eq!(send(&e.next_send()), ("alice".into(), 0));
+        let next = e.failed("alice", "t2".into(), "wake failed", RETRY_DELAY);
+        assert_eq!(send(&next), ("bob".into(), 1), "the next link at once");
+        let Step::Send { text, .. } = next else {
+            unreachable!()
+        };
+        assert!(
+            text.contains("for alice could not be delivered")
+                && text.contains("alice (2 tries, last: wake failed)")
+                && text.ends_with("The signal:\nstand-up"),
+            "{text}"
+        );
+        assert_eq!(
+            e.failed("bob", "t3".into(), "x", RETRY_DELAY),
+            Step::Wait(RETRY_DELAY)
+        );
+        assert!(matches!(
+            e.failed("bob", "t4".into(), "x", RETRY_DELAY),
+            Step::Send { link: 2, .. }
+        ));
+        assert_eq!(
+            e.failed("carol", "t5".into(), "x", RETRY_DELAY),
+            Step::Wait(RETRY_DELAY)
+        );
+        assert_eq!(e.status, Status::Pending);
+        assert_eq!(e.failed("carol", "t6".into(), "x", RETRY_DELAY), Step::Lost);
+        assert_eq!(e.status, Status::Lost);
+        assert_eq!(e.attempts.len(), 6);
+    }
+
+    #[test]
+    fn the_retry_delay_is_30_s_unless_set() {
+        assert_eq!(retry_delay(None), Duration::from_secs(30));
+        assert_eq!(retry_delay(Some("0")), Duration::from_secs(30));
+        assert_eq!(retry_delay(Some("x")), Duration::from_secs(30));
+        assert_eq!(retry_delay(Some("250")), Duration::from_millis(250));
+    }
+
+    #[test]
+    fn a_redriven_entry_resumes_at_its_next_attempt() {
+        let mut e = entry(build_chain("alice", &[], "carol", ""));
+        e.failed("alice", "t1".into(), "x", RETRY_DELAY);
+        // A new process reads the file and asks what is next: alice's second attempt.
+        let back: Entry = serde_json::from_str(&serde_json::to_string(&e).unwrap()).unwrap();
+        assert!(matches!(back.next_send(), Step::Send { link: 0, .. }));
+        e.failed("alice", "t2".into(), "x", RETRY_DELAY);
+        assert!(matches!(e.next_send(), Step::Send { link: 1, .. }));
+    }
+
+    #[test]
+    fn the_spool_shape_matches_the_package() {
+        let mut e = entry(vec!["alice".into()]);
+        e.failed("alice", "T".into(), "no", RETRY_DELAY);
+        assert_eq!(
+            serde_json::to_string(&e).unwrap(),
+            r#"{"v":1,"id":"mj1-abc","createdAt":"2026-12-01T05:00:00.000Z","kind":"fire","target":"alice","message":"stand-up","topic":"daily","owner":"carol","chain":["alice"],"attempts":[{"target":"alice","at":"T","error":"no"}],"status":"pending"}"#
+        );
+    }
+}

@@ -1,0 +1,237 @@
+//! The child processes of the service: `iapeer send` for every delivery, `check` programs,
+//! and watcher scripts (`/bin/sh -c`, each in its own process group, killed with it). Every
+//! child's outcome comes back as a message on the service's channel, so the service loop
+//! never blocks on a child.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crossbeam_channel::Sender;
+use nix::sys::signal::Signal;
+
+/// How long one `iapeer send` may take (a cold wake takes tens of seconds).
+pub const SEND_TIMEOUT_SECS: u64 = 120;
+/// How long a `check` program may run.
+pub const CHECK_TIMEOUT: Duration = Duration::from_secs(30);
+/// After SIGTERM, a script's group gets SIGKILL this much later.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// Send `text` to `to` as `from` (an identity) with `iapeer send`, blocking. `Ok` = the
+/// send answered delivered or queued (exit 0).
+///
+/// Errors: the send's refusal (its last line of output), or why it could not run.
+pub fn send(
+    exe: &Path,
+    from: &str,
+    to: &str,
+    text: &str,
+    topic: Option<&str>,
+) -> Result<(), String> {
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        "send",
+        to,
+        "--message-file",
+        "-",
+        "--from",
+        from,
+        "--timeout",
+    ])
+    .arg(SEND_TIMEOUT_SECS.to_string());
+    if let Some(t) = topic {
+        cmd.args(["--topic", t]);
+    }
+    let mut child = cmd
+        .env_remove("PEER_IDENTITY")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(text.as_bytes());
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("iapeer send: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let text = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    let text = if text.is_empty() {
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    } else {
+        text
+    };
+    Err(text
+        .lines()
+        .last()
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("iapeer send ended with {}", out.status)))
+}
+
+/// Run a `check` program (no shell, no arguments) in `cwd`, killing its process group after
+/// `timeout` (spec 09: 30 s, [`CHECK_TIMEOUT`]). Blocks the calling thread (the service runs
+/// it on a thread of its own); the wait is a channel receive with a deadline, not a poll.
+/// `Ok` = it exited 0.
+///
+/// Errors: why the fire is skipped (non-zero exit, timeout, cannot run).
+pub fn run_check(program: &str, cwd: &Path, timeout: Duration) -> Result<(), String> {
+    let mut child = Command::new(program)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("check {program} cannot run: {e}"))?;
+    let pgid = child.id();
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = match rx.recv_timeout(timeout) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = crate::session::spawn::signal_group(pgid, Signal::SIGKILL);
+            let _ = rx.recv();
+            return Err(format!(
+                "check {program} took longer than {} s",
+                timeout.as_secs()
+            ));
+        }
+    };
+    match status {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => Err(format!("check {program} ended with {s}")),
+        Err(e) => Err(format!("check {program}: {e}")),
+    }
+}
+
+/// What a running script reports.
+pub enum ScriptEvent {
+    /// One line of stdout (without the newline).
+    Line(String),
+    /// One line of stderr.
+    Stderr(String),
+    /// It ended: how (`exit status 1`, `killed by SIGTERM`…).
+    Exited(String),
+}
+
+/// Start `script` with `/bin/sh -c` in `cwd`, in a new process group; every line and the
+/// exit are sent on `tx` wrapped by `wrap`. Returns the pid (= the group id).
+///
+/// Errors: the shell cannot be started.
+pub fn start_script<E: Send + 'static>(
+    script: &str,
+    cwd: &Path,
+    tx: Sender<E>,
+    wrap: impl Fn(ScriptEvent) -> E + Send + Sync + Clone + 'static,
+) -> Result<u32, String> {
+    let mut child = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot start /bin/sh: {e}"))?;
+    let pid = child.id();
+    if let Some(out) = child.stdout.take() {
+        let (tx, wrap) = (tx.clone(), wrap.clone());
+        std::thread::spawn(move || {
+            read_lines(out, |l| tx.send(wrap(ScriptEvent::Line(l))).is_ok())
+        });
+    }
+    if let Some(err) = child.stderr.take() {
+        let (tx, wrap) = (tx.clone(), wrap.clone());
+        std::thread::spawn(move || {
+            read_lines(err, |l| tx.send(wrap(ScriptEvent::Stderr(l))).is_ok())
+        });
+    }
+    std::thread::spawn(move || {
+        let how = match child.wait() {
+            Ok(s) => describe(s),
+            Err(e) => format!("wait failed: {e}"),
+        };
+        let _ = tx.send(wrap(ScriptEvent::Exited(how)));
+    });
+    Ok(pid)
+}
+
+fn describe(s: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(c), _) => format!("exit status {c}"),
+        (None, Some(sig)) => Signal::try_from(sig)
+            .map(|s| format!("killed by {s}"))
+            .unwrap_or_else(|_| format!("killed by signal {sig}")),
+        _ => "ended".into(),
+    }
+}
+
+fn read_lines(r: impl Read, mut each: impl FnMut(String) -> bool) {
+    let mut r = BufReader::new(r);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match r.read_until(b'\n', &mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                while buf.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+                    buf.pop();
+                }
+                if !each(String::from_utf8_lossy(&buf).into_owned()) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// End a script's process group: SIGTERM now, SIGKILL [`KILL_GRACE`] later (from a helper
+/// thread, so the caller does not wait). `now_kill` sends SIGKILL at once (shutdown).
+pub fn end_group(pgid: u32, now_kill: bool) {
+    use crate::session::spawn::signal_group;
+    if now_kill {
+        let _ = signal_group(pgid, Signal::SIGKILL);
+        return;
+    }
+    let _ = signal_group(pgid, Signal::SIGTERM);
+    std::thread::spawn(move || {
+        std::thread::sleep(KILL_GRACE);
+        let _ = signal_group(pgid, Signal::SIGKILL);
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_check_passes_on_exit_0_and_fails_otherwise_or_after_its_timeout() {
+        let cwd = Path::new("/");
+        assert_eq!(run_check("/bin/true", cwd, CHECK_TIMEOUT), Ok(()));
+        let e = run_check("/bin/false", cwd, CHECK_TIMEOUT).unwrap_err();
+        assert!(e.contains("ended with exit status: 1"), "{e}");
+        let e = run_check("/nonexistent/check", cwd, CHECK_TIMEOUT).unwrap_err();
+        assert!(e.contains("cannot run"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let slow = dir.path().join("slow.sh");
+        std::fs::write(&slow, "#!/bin/sh\nsleep 30\n").unwrap();
+        std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let t = std::time::Instant::now();
+        let e = run_check(slow.to_str().unwrap(), cwd, Duration::from_millis(300)).unwrap_err();
+        assert!(e.contains("took longer than"), "{e}");
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "killed at its timeout"
+        );
+    }
+}

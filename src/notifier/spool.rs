@@ -1,0 +1,129 @@
+//! The spool of undelivered signals (spec 09): one file per signal,
+//! `<root>/state/notifier/<personality>/escalation/<id>.json` ([`super::chain::Entry`],
+//! pretty JSON), written atomically before the first attempt and after every failed one,
+//! removed once a link accepted the signal. `status: "lost"` files stay for the operator.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::chain::Entry;
+use crate::fsutil::{self, MODE_PRIVATE};
+use crate::paths::Paths;
+
+/// The spool folder of one service peer.
+pub fn dir(paths: &Paths, personality: &str) -> PathBuf {
+    paths
+        .root()
+        .join("state")
+        .join("notifier")
+        .join(personality)
+        .join("escalation")
+}
+
+/// A new spool id: milliseconds since the epoch in base 36, a dash, 8 random hex digits
+/// (the package's shape).
+pub fn new_id(now_ms: u64) -> String {
+    let mut b36 = String::new();
+    let mut n = now_ms;
+    loop {
+        let d = (n % 36) as u32;
+        b36.insert(0, char::from_digit(d, 36).unwrap_or('0'));
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut rnd = [0u8; 4];
+    let _ = getrandom::fill(&mut rnd);
+    format!("{b36}-{}", fsutil::hex(&rnd))
+}
+
+/// Write `entry` to `<dir>/<id>.json` atomically (folder 0700, file 0600).
+///
+/// Errors: the file cannot be written.
+pub fn put(dir: &Path, entry: &Entry) -> io::Result<()> {
+    fsutil::ensure_dir(dir)?;
+    fsutil::write_json_atomic(&dir.join(format!("{}.json", entry.id)), entry, MODE_PRIVATE)
+}
+
+/// Remove the file of signal `id` (a missing file is fine).
+///
+/// Errors: the file exists and cannot be removed.
+pub fn remove(dir: &Path, id: &str) -> io::Result<()> {
+    fsutil::remove_if_exists(&dir.join(format!("{id}.json")))
+}
+
+/// Every entry in the folder (pending and lost), oldest first, plus one line per file that
+/// could not be read (skipped). A missing folder is empty.
+pub fn load(dir: &Path) -> (Vec<Entry>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return (out, errors);
+    };
+    for f in rd.flatten() {
+        let p = f.path();
+        if p.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        match std::fs::read_to_string(&p)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str::<Entry>(&t).map_err(|e| e.to_string()))
+        {
+            Ok(e) => out.push(e),
+            Err(e) => errors.push(format!("{}: {e}", p.display())),
+        }
+    }
+    out.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+    (out, errors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::chain::{build_chain, Kind, Status};
+    use super::*;
+
+    #[test]
+    fn entries_round_trip_and_bad_files_are_skipped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path().join("escalation");
+        assert_eq!(load(&d).0, vec![]);
+        let mut e = Entry {
+            v: 1,
+            id: new_id(1_764_567_747_123),
+            created_at: "2026-12-01T05:42:27.123Z".into(),
+            kind: Kind::Forward,
+            target: "alice".into(),
+            message: "line".into(),
+            topic: None,
+            owner: "alice".into(),
+            chain: build_chain("alice", &[], "alice", ""),
+            attempts: vec![],
+            status: Status::Pending,
+            meta: None,
+        };
+        assert!(
+            e.id.starts_with("mimq2rlf-") && e.id.len() == 17,
+            "{}",
+            e.id
+        );
+        put(&d, &e).unwrap();
+        e.failed("alice", "T".into(), "x", super::super::chain::RETRY_DELAY);
+        put(&d, &e).unwrap();
+        std::fs::write(d.join("junk.json"), "{").unwrap();
+        let (all, errors) = load(&d);
+        assert_eq!(all, vec![e.clone()]);
+        assert_eq!(errors.len(), 1);
+        let text = std::fs::read_to_string(d.join(format!("{}.json", e.id))).unwrap();
+        assert!(text.starts_with("{\n  \"v\": 1,") && text.ends_with("}\n"));
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(d.join(format!("{}.json", e.id)))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        remove(&d, &e.id).unwrap();
+        remove(&d, &e.id).unwrap();
+        assert!(load(&d).0.is_empty());
+    }
+}

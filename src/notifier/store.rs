@@ -1,0 +1,209 @@
+//! Reading and writing triggers in the owners' profiles (spec 09 "Storage"): the set of all
+//! triggers of one role is rebuilt from every registered peer's
+//! `<cwd>/.iapeer/peer-profile.json`; a register or unregister edits only the caller's own
+//! profile, read-merge-write ([`crate::profile::Profile::update`]) so every other key, and
+//! every entry this build cannot read, is kept as it was.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::trigger::{self, Role, Trigger};
+use crate::paths::Paths;
+use crate::registry::Registry;
+
+/// The triggers of `role` in every registered profile, and one line per entry or file
+/// skipped (malformed trigger, unreadable profile).
+pub fn load_all(
+    paths: &Paths,
+    role: Role,
+    check_when: &dyn Fn(&str) -> Result<(), String>,
+) -> (Vec<Trigger>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    let registry = match Registry::load(paths) {
+        Ok(r) => r,
+        Err(e) => return (out, vec![format!("the registry cannot be read: {e}")]),
+    };
+    for peer in &registry.peers {
+        match read_raw(&peer.cwd) {
+            Ok(None) => {}
+            Ok(Some(map)) => {
+                let (ok, errs) = trigger::from_profile(&map, &peer.personality, check_when);
+                out.extend(ok.into_iter().filter(|t| t.role() == role));
+                errors.extend(errs);
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    (out, errors)
+}
+
+/// The folder of registered peer `personality`.
+pub fn cwd_of(paths: &Paths, personality: &str) -> Option<PathBuf> {
+    Registry::load(paths)
+        .ok()?
+        .find(personality)
+        .map(|p| p.cwd.clone())
+}
+
+/// True when `personality` is registered with `wake_policy: "ephemeral"` (a reply would
+/// start a new worker). Unknown or unreadable = false.
+pub fn is_ephemeral(paths: &Paths, personality: &str) -> bool {
+    cwd_of(paths, personality)
+        .and_then(|cwd| crate::profile::Profile::read(&cwd).ok().flatten())
+        .is_some_and(|p| p.is_ephemeral())
+}
+
+fn read_raw(cwd: &Path) -> Result<Option<Map<String, Value>>, String> {
+    let path = crate::paths::peer::profile(cwd);
+    let text = crate::fsutil::read_optional(&path)
+        .map_err(|e| format!("{}: cannot be read: {e}", path.display()))?;
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(m)) => Ok(Some(m)),
+        Ok(_) => Err(format!("{}: not a JSON object", path.display())),
+        Err(e) => Err(format!("{}: not JSON: {e}", path.display())),
+    }
+}
+
+/// The id an entry of a profile list has (its `id`, else its content id), when readable.
+fn entry_id(entry: &Value, owner: &str) -> Option<(String, Role)> {
+    let t = trigger::parse_entry(entry, owner, &|_| Ok(())).ok()?;
+    Some((t.id.clone(), t.role()))
+}
+
+/// Edit the trigger list of the profile in `cwd` with `edit` (read-merge-write), under an
+/// exclusive lock on `<root>/state/notifier/profiles.lock` so the `timer` and `watcher`
+/// processes never interleave their edits of one profile.
+fn edit_list<R>(
+    paths: &Paths,
+    cwd: &Path,
+    edit: impl FnOnce(&mut Vec<Value>) -> R,
+) -> Result<R, String> {
+    use fs2::FileExt;
+    let dir = paths.root().join("state").join("notifier");
+    crate::fsutil::ensure_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let lock_path = dir.join("profiles.lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    lock.lock_exclusive()
+        .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    let mut result = None;
+    crate::profile::Profile::update(cwd, |p| {
+        let notifier = p
+            .extra
+            .entry("notifier")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !notifier.is_object() {
+            *notifier = Value::Object(Map::new());
+        }
+        let obj = notifier.as_object_mut().expect("an object");
+        let list = obj
+            .entry("triggers")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if !list.is_array() {
+            *list = Value::Array(Vec::new());
+        }
+        result = Some(edit(list.as_array_mut().expect("an array")));
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(result.expect("the edit ran"))
+}
+
+/// Store `t` in its owner's profile at `cwd`, replacing an entry with the same id. Returns
+/// true when one was replaced.
+///
+/// Errors: the profile cannot be read or written (text names it).
+pub fn upsert(paths: &Paths, cwd: &Path, t: &Trigger) -> Result<bool, String> {
+    let value = serde_json::to_value(t).map_err(|e| e.to_string())?;
+    edit_list(paths, cwd, |list| {
+        let at = list
+            .iter()
+            .position(|e| entry_id(e, &t.owner).is_some_and(|(id, _)| id == t.id));
+        match at {
+            Some(i) => {
+                list[i] = value;
+                true
+            }
+            None => {
+                list.push(value);
+                false
+            }
+        }
+    })
+}
+
+/// Remove `owner`'s trigger `id` of `role` from the profile at `cwd`. Returns false when
+/// there was none (an entry of the other role with that id is left alone).
+///
+/// Errors: the profile cannot be read or written.
+pub fn remove(
+    paths: &Paths,
+    cwd: &Path,
+    owner: &str,
+    role: Role,
+    id: &str,
+) -> Result<bool, String> {
+    edit_list(paths, cwd, |list| {
+        let before = list.len();
+        list.retain(|e| entry_id(e, owner) != Some((id.to_string(), role)));
+        list.len() != before
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn upsert_replaces_by_id_and_remove_keeps_everything_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path().join("root"));
+        let cwd = dir.path().join("alice");
+        std::fs::create_dir_all(crate::paths::peer::profile(&cwd).parent().unwrap()).unwrap();
+        std::fs::write(
+            crate::paths::peer::profile(&cwd),
+            json!({"personality":"alice","runtimes":["echo"],"default_runtime":"echo",
+                   "zeta":{"kept":1},
+                   "notifier":{"other":"kept","triggers":[
+                       {"role":"event","id":"w","script":"x","target":"alice"},
+                       "not a trigger"]}})
+            .to_string(),
+        )
+        .unwrap();
+        let t = |msg: &str| {
+            trigger::parse_entry(
+                &json!({"role":"time","id":"t1","when":"@every 1m","message":msg,"target":"alice"}),
+                "alice",
+                &|_| Ok(()),
+            )
+            .unwrap()
+        };
+        assert!(!upsert(&paths, &cwd, &t("one")).unwrap(), "added");
+        assert!(upsert(&paths, &cwd, &t("two")).unwrap(), "replaced");
+        assert!(
+            !remove(&paths, &cwd, "alice", Role::Time, "w").unwrap(),
+            "w is a watcher trigger: not removed by the timer"
+        );
+        let v: Value = serde_json::from_str(
+            &std::fs::read_to_string(crate::paths::peer::profile(&cwd)).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(v["zeta"], json!({"kept":1}));
+        assert_eq!(v["notifier"]["other"], "kept");
+        let list = v["notifier"]["triggers"].as_array().unwrap();
+        assert_eq!(list.len(), 3);
+        assert_eq!(list[1], "not a trigger");
+        assert_eq!(list[2]["message"], "two");
+        assert!(remove(&paths, &cwd, "alice", Role::Time, "t1").unwrap());
+        assert!(!remove(&paths, &cwd, "alice", Role::Time, "t1").unwrap());
+    }
+}

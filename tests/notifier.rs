@@ -1,0 +1,702 @@
+//! The built-in scheduler and watcher (spec 09, issue 9) with the real daemon: service peers
+//! `timer` and `watcher` on the built-in `notifier` runtime (`iapeer notifier-run`), called
+//! by echo peers over MCP and the CLI; fires, watcher lines, the spool across a `kill -9` of
+//! the daemon, and triggers written in the `@agfpd/notifier-runtime` package's format.
+
+use crate::common;
+
+use common::TestEnv;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Deliveries `notifier-<service>` → `to` that succeeded.
+fn delivered(env: &TestEnv, service: &str, to: &str) -> usize {
+    env.events("delivery", "delivery")
+        .iter()
+        .filter(|d| {
+            d["caller"] == format!("notifier-{service}") && d["to"] == to && d["ok"] == "true"
+        })
+        .count()
+}
+
+/// The service's own log (`<root>/logs/notifier/<peer>.log`), parsed, lines of event `ev`.
+fn service_events(
+    env: &TestEnv,
+    peer: &str,
+    ev: &str,
+) -> Vec<std::collections::HashMap<String, String>> {
+    let path = env
+        .root
+        .join("logs")
+        .join("notifier")
+        .join(format!("{peer}.log"));
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            iapeer::eventlog::parse_line(l)
+                .into_iter()
+                .collect::<std::collections::HashMap<_, _>>()
+        })
+        .filter(|m| m.get("ev").map(String::as_str) == Some(ev))
+        .collect()
+}
+
+fn profile(env: &TestEnv, peer: &str) -> Value {
+    let p = env.peer_dir(peer).join(".iapeer").join("peer-profile.json");
+    serde_json::from_str(&common::read(&p)).unwrap()
+}
+
+fn spool_dir(env: &TestEnv, service: &str) -> PathBuf {
+    env.root
+        .join("state")
+        .join("notifier")
+        .join(service)
+        .join("escalation")
+}
+
+fn spool_files(dir: &Path) -> Vec<Value> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|f| f.path().extension().is_some_and(|e| e == "json"))
+                .map(|f| serde_json::from_str(&common::read(&f.path())).unwrap())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The package's default id: prefix + 12 hex of sha256 over the compact JSON of the fields.
+fn package_id(prefix: &str, fields_json: &str) -> String {
+    let d = Sha256::digest(fields_json.as_bytes());
+    let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{prefix}-{}", &hex[..12])
+}
+
+/// Every live process whose process group is `pgid`.
+fn group_members(pgid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the command name "(…)": state ppid pgrp …
+        let Some(rest) = stat.rsplit_once(") ").map(|(_, r)| r) else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split(' ').collect();
+        // A zombie counts too: nobody reaped it.
+        if f.len() > 2 && f[2] == pgid.to_string() {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn an_echo_peer_registers_an_every_2s_timer_through_mcp_and_gets_three_fires() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.ok(&["create", "timer", "--runtime", "notifier"]);
+    // The registry description is the call card, so every agent sees how to call it.
+    let rows = env.list();
+    let timer = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["personality"] == "timer")
+        .cloned()
+        .unwrap();
+    let card = timer["description"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        card.starts_with("Scheduler.") && card.contains("@every") && card.chars().count() <= 450,
+        "{timer}"
+    );
+    env.start_daemon();
+    let token = crate::mcp::wake_and_token(&env, "alice");
+    let bearer = format!("Bearer {token}");
+    let call =
+        json!({"when":"@every 2s","message":"tick from timer","target":"self","topic":"beat"});
+    let result = crate::mcp::call(
+        env.port(),
+        &[
+            ("X-IAPeer-Identity", "echo-alice"),
+            ("Authorization", &bearer),
+        ],
+        "timer",
+        &call.to_string(),
+    );
+    assert_ne!(result["isError"], true, "{result}\n{}", env.diagnostics());
+    // The trigger is stored in alice's profile, in the package's shape, with the package's id.
+    env.wait_until(
+        "the trigger in alice's profile",
+        Duration::from_secs(15),
+        |e| profile(e, "alice")["notifier"]["triggers"].is_array(),
+    );
+    let stored = profile(&env, "alice")["notifier"]["triggers"][0].clone();
+    let id = package_id(
+        "time",
+        r#"{"when":"@every 2s","message":"tick from timer","target":"alice","topic":"beat"}"#,
+    );
+    assert_eq!(
+        stored,
+        json!({"role":"time","id":id,"owner":"alice","target":"alice","when":"@every 2s",
+               "message":"tick from timer","topic":"beat"})
+    );
+    // A confirmation plus three fires reach alice.
+    env.wait_until(
+        "a confirmation and 3 fires delivered to alice",
+        Duration::from_secs(30),
+        |e| {
+            service_events(e, "timer", "sent")
+                .iter()
+                .filter(|s| s["kind"] == "fire" && s["to"] == "alice")
+                .count()
+                >= 3
+        },
+    );
+    assert!(
+        delivered(&env, "timer", "alice") >= 4,
+        "{}",
+        env.diagnostics()
+    );
+    let pane = env.pane("echo-alice");
+    assert!(pane.contains("from timer: tick from timer"), "{pane}");
+    assert!(
+        pane.contains(&format!("registered timer trigger \"{id}\"")),
+        "{pane}"
+    );
+    // The fires are 2 s apart on the grid armed at registration.
+    let fires: Vec<String> = service_events(&env, "timer", "sent")
+        .iter()
+        .filter(|s| s["kind"] == "fire")
+        .map(|s| s["scheduled"].clone())
+        .collect();
+    let ts: Vec<jiff::Timestamp> = fires.iter().map(|s| s.parse().unwrap()).collect();
+    for w in ts.windows(2) {
+        assert_eq!(
+            w[1].duration_since(w[0]),
+            jiff::SignedDuration::from_secs(2),
+            "{fires:?}"
+        );
+    }
+    // alice's echoes of the fires are recognised and never answered with a teaching reply.
+    assert!(
+        service_events(&env, "timer", "call-rejected").is_empty(),
+        "{}",
+        env.diagnostics()
+    );
+}
+
+#[test]
+fn a_watcher_scripts_lines_reach_the_target_and_no_process_outlives_a_stop() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.ok(&["create", "watcher", "--runtime", "notifier"]);
+    env.start_daemon();
+    let call = json!({"script":"echo first line; echo; echo second line >&1; echo oops >&2; sleep 300 & sleep 300",
+                      "target":"self","topic":"watch"});
+    env.ok(&[
+        "send",
+        "watcher",
+        "--from",
+        "echo-alice",
+        "--message",
+        &call.to_string(),
+    ]);
+    env.wait_until("both lines reach alice", Duration::from_secs(30), |e| {
+        let pane = e.pane("echo-alice");
+        pane.contains("from watcher: first line") && pane.contains("from watcher: second line")
+    });
+    // stderr is only logged; the empty line is no message.
+    assert!(!env.pane("echo-alice").contains("from watcher: oops"));
+    assert!(service_events(&env, "watcher", "watch-stderr")
+        .iter()
+        .any(|e| e["line"] == "oops"));
+    let forwards = |e: &TestEnv| {
+        service_events(e, "watcher", "sent")
+            .iter()
+            .filter(|s| s["kind"] == "forward")
+            .count()
+    };
+    env.wait_until("both forwards logged", Duration::from_secs(10), |e| {
+        forwards(e) >= 2
+    });
+    assert_eq!(forwards(&env), 2);
+    let pgid: u32 = service_events(&env, "watcher", "watch-start")[0]["pid"]
+        .parse()
+        .unwrap();
+    assert!(
+        group_members(pgid).len() >= 2,
+        "the script's group (sh and its sleeps) runs"
+    );
+    env.ok(&["stop", "watcher"]);
+    env.wait_until(
+        "no process of the script's group is left",
+        Duration::from_secs(10),
+        |_| group_members(pgid).is_empty(),
+    );
+    // Started again, the script runs again; a daemon restart leaves nothing behind either.
+    env.ok(&["start", "watcher"]);
+    env.wait_until("the script started again", Duration::from_secs(15), |e| {
+        service_events(e, "watcher", "watch-start").len() >= 2
+    });
+    let pgid2: u32 = service_events(&env, "watcher", "watch-start")[1]["pid"]
+        .parse()
+        .unwrap();
+    env.stop_daemon();
+    env.wait_until(
+        "no process of the second run is left",
+        Duration::from_secs(10),
+        |_| group_members(pgid2).is_empty(),
+    );
+}
+
+#[test]
+fn a_signal_pending_in_the_spool_when_the_daemon_is_killed_is_delivered_after_restart_exactly_once()
+{
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.ok(&["create", "timer", "--runtime", "notifier"]);
+    // A check program that lets exactly one fire through.
+    let flag = env.dir.path().join("fired-once");
+    let check = env.dir.path().join("once.sh");
+    std::fs::write(
+        &check,
+        format!(
+            "#!/bin/sh\ntest -e {0} && exit 1\ntouch {0}\nexit 0\n",
+            flag.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&check, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    env.start_daemon();
+    // "ghost" does not exist yet: the fire cannot be delivered and waits in the spool.
+    let call = json!({"when":"@every 2s","message":"the one signal","target":"ghost",
+                      "check": check.to_str().unwrap()});
+    env.ok(&[
+        "send",
+        "timer",
+        "--from",
+        "echo-alice",
+        "--message",
+        &call.to_string(),
+    ]);
+    let dir = spool_dir(&env, "timer");
+    env.wait_until(
+        "the fire failed once and waits in the spool",
+        Duration::from_secs(20),
+        |_| {
+            spool_files(&dir)
+                .iter()
+                .any(|f| f["attempts"].as_array().is_some_and(|a| a.len() == 1))
+        },
+    );
+    let pending = spool_files(&dir);
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0]["status"], "pending");
+    assert_eq!(pending[0]["kind"], "fire");
+    assert_eq!(pending[0]["chain"], json!(["ghost", "alice"]));
+    let sig = pending[0]["id"].as_str().unwrap().to_string();
+
+    // kill -9: the service sees its input close and ends; the signal stays in the spool.
+    let mut daemon = env.daemon.take().unwrap();
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+    env.create_echo("ghost");
+    env.start_daemon();
+    env.wait_until("the signal reaches ghost", Duration::from_secs(30), |e| {
+        e.pane("echo-ghost").contains("from timer: the one signal")
+    });
+    // Exactly once: give a second delivery time to happen, then count.
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(
+        delivered(&env, "timer", "ghost"),
+        1,
+        "{}",
+        env.diagnostics()
+    );
+    assert_eq!(
+        env.pane("echo-ghost")
+            .matches("from timer: the one signal")
+            .count(),
+        1,
+        "received once"
+    );
+    assert!(spool_files(&dir).is_empty(), "the spool file is removed");
+    assert!(service_events(&env, "timer", "spool-redrive")
+        .iter()
+        .any(|e| e["sig"] == sig));
+    assert_eq!(
+        delivered(&env, "timer", "alice"),
+        1,
+        "only the confirmation"
+    );
+}
+
+#[test]
+fn triggers_written_in_the_package_format_are_picked_up_unchanged() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.ok(&["create", "timer", "--runtime", "notifier"]);
+    // alice's profile as the @agfpd/notifier-runtime package writes it: an entry without id,
+    // one with a single-string fallback, a malformed one, and a watcher entry.
+    let path = env
+        .peer_dir("alice")
+        .join(".iapeer")
+        .join("peer-profile.json");
+    let mut p: Value = serde_json::from_str(&common::read(&path)).unwrap();
+    p["notifier"] = json!({"triggers":[
+        {"role":"time","owner":"alice","target":"alice","when":"@every 2s","message":"from the package"},
+        {"role":"time","id":"nightly","owner":"alice","target":"alice","when":"0 3 * * *","message":"n","fallback":"self"},
+        {"role":"time","owner":"alice","target":"alice","when":"0 0 30 2 *","message":"never"},
+        {"role":"event","owner":"alice","target":"alice","script":"true"}
+    ]});
+    p["somethingElse"] = json!({"kept": true});
+    let text = serde_json::to_string_pretty(&p).unwrap() + "\n";
+    std::fs::write(&path, &text).unwrap();
+    env.start_daemon();
+    env.wait_until(
+        "the package's trigger fires",
+        Duration::from_secs(30),
+        |e| {
+            e.pane("echo-alice")
+                .contains("from timer: from the package")
+        },
+    );
+    // The malformed entry is skipped with a line in the lifecycle log (iapeer logs shows it).
+    assert!(env
+        .events("lifecycle", "notifier-trigger-skipped")
+        .iter()
+        .any(|e| {
+            e["detail"].starts_with("alice[2]:") && e["detail"].contains("can never fire")
+        }));
+    // list shows the package's ids: the content hash for the unnamed entry.
+    env.ok(&[
+        "send",
+        "timer",
+        "--from",
+        "echo-alice",
+        "--message",
+        r#"{"cmd":"list"}"#,
+    ]);
+    let id = package_id(
+        "time",
+        r#"{"when":"@every 2s","message":"from the package","target":"alice"}"#,
+    );
+    env.wait_until("the list reply", Duration::from_secs(20), |e| {
+        let pane = e.pane("echo-alice");
+        pane.contains("Your timer triggers (2):") && pane.contains(&id) && pane.contains("nightly")
+    });
+    // Reading never rewrote the profile.
+    assert_eq!(common::read(&path), text);
+    // Unregistering one keeps every other entry and key as it was.
+    env.ok(&[
+        "send",
+        "timer",
+        "--from",
+        "echo-alice",
+        "--message",
+        &json!({"cmd":"unregister","id":"nightly"}).to_string(),
+    ]);
+    env.wait_until("nightly removed", Duration::from_secs(20), |e| {
+        profile(e, "alice")["notifier"]["triggers"]
+            .as_array()
+            .unwrap()
+            .len()
+            == 3
+    });
+    let after = profile(&env, "alice");
+    assert_eq!(after["somethingElse"], json!({"kept": true}));
+    assert_eq!(
+        after["notifier"]["triggers"][0],
+        p["notifier"]["triggers"][0]
+    );
+    assert_eq!(
+        after["notifier"]["triggers"][2],
+        p["notifier"]["triggers"][3]
+    );
+}
+
+#[test]
+fn a_crash_looping_script_is_stopped_and_a_silent_one_restarted_with_alerts_to_the_owner() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.ok(&["create", "watcher", "--runtime", "notifier"]);
+    env.start_daemon();
+    for call in [
+        json!({"id":"broken","script":"exit 3","target":"self"}),
+        json!({"id":"quiet","script":"sleep 300","target":"self","heartbeatSec":2}),
+        json!({"id":"leaver","script":"sleep 300 & sleep 1; exit 0","target":"self"}),
+    ] {
+        env.ok(&[
+            "send",
+            "watcher",
+            "--from",
+            "echo-alice",
+            "--message",
+            &call.to_string(),
+        ]);
+    }
+    // quiet: no line for 2 s → the owner is alerted, the script's group killed and restarted.
+    env.wait_until("the silence alert", Duration::from_secs(20), |e| {
+        e.pane("echo-alice")
+            .contains("from watcher: [watcher] Your watcher quiet printed nothing for 2s")
+    });
+    let first: u32 = service_events(&env, "watcher", "watch-start")
+        .iter()
+        .find(|s| s["id"] == "quiet")
+        .unwrap()["pid"]
+        .parse()
+        .unwrap();
+    env.wait_until(
+        "quiet restarted, its first group gone",
+        Duration::from_secs(15),
+        |e| {
+            service_events(e, "watcher", "watch-start")
+                .iter()
+                .filter(|s| s["id"] == "quiet")
+                .count()
+                >= 2
+                && group_members(first).is_empty()
+        },
+    );
+    // leaver: its shell exits and leaves a child; the child goes with its group, then the
+    // script starts again.
+    let leaver = |e: &TestEnv| -> Vec<u32> {
+        service_events(e, "watcher", "watch-start")
+            .iter()
+            .filter(|s| s["id"] == "leaver")
+            .map(|s| s["pid"].parse().unwrap())
+            .collect()
+    };
+    env.wait_until("leaver started twice", Duration::from_secs(20), |e| {
+        leaver(e).len() >= 2
+    });
+    let first_leaver = leaver(&env)[0];
+    env.wait_until(
+        "the first run's child is gone",
+        Duration::from_secs(10),
+        |_| group_members(first_leaver).is_empty(),
+    );
+    // broken: five quick failures (back-off 1, 2, 4, 8 s) stop it for good, and alice hears.
+    env.wait_until("the crash-loop alert", Duration::from_secs(45), |e| {
+        e.pane("echo-alice")
+            .contains("from watcher: [watcher] Your watcher broken failed 5 times within 60 s")
+    });
+    let starts = |e: &TestEnv| {
+        service_events(e, "watcher", "watch-start")
+            .iter()
+            .filter(|s| s["id"] == "broken")
+            .count()
+    };
+    assert_eq!(starts(&env), 5);
+    assert!(env
+        .events("lifecycle", "watch-stopped")
+        .iter()
+        .any(|e| e["id"] == "broken"));
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(starts(&env), 5, "not started again");
+    // alice's echoes of the alerts get no teaching reply.
+    assert!(service_events(&env, "watcher", "call-rejected").is_empty());
+}
+
+#[test]
+fn spool_files_in_the_package_format_are_redriven_and_lost_ones_listed() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.ok(&["create", "timer", "--runtime", "notifier"]);
+    // Written as @agfpd/notifier-runtime 0.3.x writes them: a pending fire with one failed
+    // attempt, and a dead letter.
+    let dir = spool_dir(&env, "timer");
+    std::fs::create_dir_all(&dir).unwrap();
+    let pending = json!({"v":1,"id":"mio0a1b2-1a2b3c4d","createdAt":"2026-12-01T05:00:00.000Z",
+        "kind":"fire","target":"alice","message":"left over from the package","topic":"pkg",
+        "owner":"alice","chain":["alice"],
+        "attempts":[{"target":"alice","at":"2026-12-01T05:00:01.000Z","error":"wake failed"}],
+        "status":"pending","meta":{"owner":"alice","when":"0 5 * * *"}});
+    let lost = json!({"v":1,"id":"mio0a1b3-5e6f7a8b","createdAt":"2026-12-01T04:00:00.000Z",
+        "kind":"forward","target":"bob","message":"disk full on db-1","owner":"alice",
+        "chain":["bob","alice"],"attempts":[],"status":"lost"});
+    for v in [&pending, &lost] {
+        let path = dir.join(format!("{}.json", v["id"].as_str().unwrap()));
+        std::fs::write(path, serde_json::to_string_pretty(v).unwrap() + "\n").unwrap();
+    }
+    env.start_daemon();
+    env.wait_until(
+        "the pending signal reaches alice",
+        Duration::from_secs(30),
+        |e| {
+            e.pane("echo-alice")
+                .contains("from timer: left over from the package")
+        },
+    );
+    env.wait_until("its spool file is removed", Duration::from_secs(10), |_| {
+        spool_files(&dir).len() == 1
+    });
+    assert_eq!(
+        spool_files(&dir)[0]["status"],
+        "lost",
+        "the dead letter stays"
+    );
+    env.ok(&[
+        "send",
+        "timer",
+        "--from",
+        "echo-alice",
+        "--message",
+        r#"{"cmd":"list"}"#,
+    ]);
+    env.wait_until("list shows the lost signal", Duration::from_secs(20), |e| {
+        let pane = e.pane("echo-alice");
+        pane.contains("Lost signals") && pane.contains("mio0a1b3-5e6f7a8b")
+    });
+}
+
+#[test]
+fn a_signal_no_link_accepts_is_lost_and_shown_by_logs_and_list() {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_NOTIFIER_RETRY_MS", "300");
+    env.create_echo("alice");
+    env.ok(&["create", "timer", "--runtime", "notifier"]);
+    // A check that lets one fire through once the test says go.
+    let go = env.dir.path().join("go");
+    let fired = env.dir.path().join("fired");
+    let check = env.dir.path().join("gate.sh");
+    std::fs::write(
+        &check,
+        format!(
+            "#!/bin/sh\ntest -e {} || exit 1\ntest -e {} && exit 1\ntouch {}\nexit 0\n",
+            go.display(),
+            fired.display(),
+            fired.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&check, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    env.start_daemon();
+    let call = json!({"when":"@every 1s","message":"nobody hears this","target":"ghost",
+                      "check": check.to_str().unwrap()});
+    env.ok(&[
+        "send",
+        "timer",
+        "--from",
+        "echo-alice",
+        "--message",
+        &call.to_string(),
+    ]);
+    env.wait_until(
+        "the confirmation reached alice",
+        Duration::from_secs(20),
+        |e| delivered(e, "timer", "alice") >= 1,
+    );
+    // Nobody can take it: ghost does not exist and the owner is stopped.
+    env.ok(&["stop", "alice"]);
+    std::fs::write(&go, "").unwrap();
+    env.wait_until("the signal is lost", Duration::from_secs(30), |e| {
+        !e.events("lifecycle", "notifier-lost").is_empty()
+    });
+    let lost = &env.events("lifecycle", "notifier-lost")[0];
+    assert_eq!(
+        (
+            lost["for"].as_str(),
+            lost["owner"].as_str(),
+            lost["attempts"].as_str()
+        ),
+        ("ghost", "alice", "4")
+    );
+    let sig = lost["sig"].clone();
+    let files = spool_files(&spool_dir(&env, "timer"));
+    assert_eq!(files.len(), 1);
+    assert_eq!(files[0]["status"], "lost");
+    assert_eq!(files[0]["chain"], json!(["ghost", "alice"]));
+    // iapeer logs shows it.
+    let logs = env.ok(&["logs"]);
+    assert!(
+        logs.contains("notifier-lost") && logs.contains(&sig),
+        "{logs}"
+    );
+    // …and so does the owner's next list.
+    env.ok(&["start", "alice"]);
+    env.ok(&[
+        "send",
+        "timer",
+        "--from",
+        "echo-alice",
+        "--message",
+        r#"{"cmd":"list"}"#,
+    ]);
+    env.wait_until("list shows the lost signal", Duration::from_secs(20), |e| {
+        let pane = e.pane("echo-alice");
+        pane.contains("Lost signals") && pane.contains(&sig)
+    });
+}
+
+#[test]
+fn replies_carry_the_inbound_topic_and_an_ephemeral_requester_gets_none() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("worker");
+    let path = env
+        .peer_dir("worker")
+        .join(".iapeer")
+        .join("peer-profile.json");
+    let mut p: Value = serde_json::from_str(&common::read(&path)).unwrap();
+    p["wake_policy"] = "ephemeral".into();
+    std::fs::write(&path, serde_json::to_string_pretty(&p).unwrap()).unwrap();
+    env.ok(&["create", "timer", "--runtime", "notifier"]);
+    env.start_daemon();
+    // alice's reply comes back on her topic.
+    env.ok(&[
+        "send",
+        "timer",
+        "--from",
+        "echo-alice",
+        "--topic",
+        "plans",
+        "--message",
+        "help",
+    ]);
+    env.wait_until("the help reply", Duration::from_secs(20), |e| {
+        delivered(e, "timer", "alice") >= 1
+    });
+    let reply = env
+        .events("delivery", "delivery")
+        .into_iter()
+        .find(|d| d["caller"] == "notifier-timer" && d["to"] == "alice")
+        .unwrap();
+    assert_eq!(reply["topic"], "plans");
+    // The ephemeral worker registers (stored in its profile) but no reply would start a worker.
+    let call = json!({"when":"0 3 * * *","message":"nightly","target":"self"});
+    env.ok(&[
+        "send",
+        "timer",
+        "--from",
+        "echo-worker",
+        "--message",
+        &call.to_string(),
+    ]);
+    env.wait_until(
+        "the worker's trigger stored",
+        Duration::from_secs(20),
+        |e| profile(e, "worker")["notifier"]["triggers"].is_array(),
+    );
+    env.wait_until(
+        "the suppressed reply logged",
+        Duration::from_secs(10),
+        |e| {
+            service_events(e, "timer", "reply-suppressed-ephemeral")
+                .iter()
+                .any(|s| s["to"] == "worker")
+        },
+    );
+    assert_eq!(delivered(&env, "timer", "worker"), 0);
+}
