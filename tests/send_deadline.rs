@@ -214,7 +214,10 @@ fn a_send_whose_sender_gave_up_is_not_begun() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(1000));
+        // Time for its send to reach the daemon and queue, even on a loaded machine (under
+        // CI load 1 s was once too short: the CLI was interrupted before it connected). The
+        // program reads again only 10 s after message 0.
+        std::thread::sleep(Duration::from_millis(3000));
         common::signal(quitter.id(), nix::sys::signal::Signal::SIGINT);
         let _ = quitter.wait();
         big.join().unwrap()

@@ -216,6 +216,10 @@ fn live_sessions(paths: &Paths, name: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// How long `rename --force` waits for the peer's sessions to end (the daemon sends SIGKILL
+/// 3 s after SIGTERM).
+const RENAME_END_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// `rename <old> <new> [--force]`: move the peer's folder (and Claude history) to `<new>`,
 /// update profile and registry. A live peer needs `--force`, which ends its sessions first.
 pub fn rename(inv: &Invocation) -> CliResult {
@@ -249,6 +253,20 @@ pub fn rename(inv: &Invocation) -> CliResult {
         };
         c.request::<ForgetReply>(&req, |_| {})
             .map_err(|e| fail(format!("could not end the sessions of \"{old}\": {e}")))?;
+        // The daemon answers once it has asked the sessions to end; their processes may
+        // still write into the folder (an echo agent finishing a reply) until they are gone,
+        // and a write after the move would bring the old folder back.
+        let deadline = std::time::Instant::now() + RENAME_END_WAIT;
+        while !live_sessions(&paths, old).is_empty() {
+            if std::time::Instant::now() >= deadline {
+                return Err(fail(format!(
+                    "the sessions of \"{old}\" did not end within {} s; nothing was moved — \
+                     run iapeer stop {old}, then rename again",
+                    RENAME_END_WAIT.as_secs()
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
     let moved = peers::rename_peer(&paths, old, new, bearer()).map_err(fail)?;
     for w in &moved.warnings {
