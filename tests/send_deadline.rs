@@ -6,6 +6,7 @@
 use crate::common;
 
 use common::TestEnv;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -201,22 +202,35 @@ fn a_send_whose_sender_gave_up_is_not_begun() {
         let big = s.spawn(|| send(&env, 1, &["--timeout", "60"]));
         std::thread::sleep(Duration::from_millis(1500));
         // … the next sender queues behind it and gives up (Ctrl-C).
-        let mut quitter = env
-            .cmd(&[
-                "send",
-                "stuck",
-                "--from",
-                "echo-alice",
-                "--message",
-                "MSG-2-gave-up",
-            ])
+        let mut cmd = env.cmd(&[
+            "send",
+            "stuck",
+            "--from",
+            "echo-alice",
+            "--message",
+            "MSG-2-gave-up",
+        ]);
+        // Ctrl-C ends a CLI that runs as a person runs it. A suite started as a background job
+        // of a non-interactive shell (`.ci/run &`) has SIGINT ignored, and children inherit
+        // that; the quitter gets the default back, as at a terminal.
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                nix::sys::signal::signal(
+                    nix::sys::signal::Signal::SIGINT,
+                    nix::sys::signal::SigHandler::SigDfl,
+                )
+                .map(|_| ())
+                .map_err(std::io::Error::from)
+            });
+        }
+        let mut quitter = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        // Time for its send to reach the daemon and queue, even on a loaded machine (under
-        // CI load 1 s was once too short: the CLI was interrupted before it connected). The
-        // program reads again only 10 s after message 0.
+        // Time for its send to reach the daemon and queue on a loaded machine; the program
+        // reads again only 10 s after message 0.
         std::thread::sleep(Duration::from_millis(3000));
         common::signal(quitter.id(), nix::sys::signal::Signal::SIGINT);
         let _ = quitter.wait();
