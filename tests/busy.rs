@@ -190,13 +190,18 @@ fn claude_mid_turn_messages_are_queued_followed_and_never_duplicated() {
     );
 
     // No duplicates: every message is in exactly one submitted user record of the
-    // transcript, and reached the model.
+    // transcript (or, when Claude Code folded it into a running turn, one `queued_command`
+    // attachment: fixtures/claude-2.1.332/mid-turn-absorbed.jsonl), and reached the model.
     let recs = records(&env.home.join(".claude/projects"));
     for m in &sent {
         let needle = format!("<msg>{m}</msg>");
         let users = recs
             .iter()
-            .filter(|r| r["type"] == "user" && r.to_string().contains(&needle))
+            .filter(|r| {
+                (r["type"] == "user"
+                    || (r["type"] == "attachment" && r["attachment"]["type"] == "queued_command"))
+                    && r.to_string().contains(&needle)
+            })
             .count();
         assert_eq!(users, 1, "{m} is in {users} user records");
         assert!(
@@ -368,4 +373,94 @@ fn claude_interrupt_submits_the_queued_message() {
         .collect();
     assert_eq!(ops, ["enqueue", "dequeue"]);
     assert!(!env.pane("echo-ea").contains("from iapeer"));
+}
+
+/// A message pasted while Claude Code runs a tool is folded into the running turn: the
+/// bundle's queue writes `enqueue`, then `remove` with `reason: "absorbed_mid_turn"` when the
+/// turn's next model request carries it (after the tool result). That is a delivery, not a
+/// loss: the sender is answered ok (delivered, or queued then followed as delivered), the
+/// model gets the message once, and nobody is told it was lost (seen in CI as a false "NOT
+/// delivered" between a claude and a codex peer).
+#[test]
+fn claude_folds_a_message_sent_during_a_tool_call_into_the_running_turn() {
+    use common::anthropic::has_tool_result;
+    let (env, api) = crate::claude::world(&[]);
+    api.script(|req| {
+        if has_tool_result(req) {
+            Reply::Text("tool turn done".into())
+        } else if last_user_text(req).contains("TOOL-TURN") {
+            Reply::ToolUse(
+                "Bash".into(),
+                serde_json::json!({"command": "sleep 6", "description": "wait six seconds"}),
+            )
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    env.ok(&["new", "ea"]);
+    wake_claude(&env);
+    env.ok(&["send", "cb", "--from", "echo-ea", "--message", "TOOL-TURN"]);
+    env.wait_until("the tool runs", Duration::from_secs(30), |e| {
+        e.screen("claude-cb").contains("sleep 6")
+    });
+    let (ok, v, _) = send_json(&env, "cb", "MID-TOOL");
+    assert!(
+        ok && v["ok"] == true,
+        "{v}\n{}\n{}",
+        env.screen("claude-cb"),
+        env.diagnostics()
+    );
+    let needle = "<msg>MID-TOOL</msg>";
+    env.wait_until("the model gets it", Duration::from_secs(60), |_| {
+        api.main_requests()
+            .iter()
+            .any(|r| common::anthropic::flatten(&r["messages"]).contains(needle))
+    });
+    if v["queued"] == true {
+        env.wait_until("the follow-up line", Duration::from_secs(30), |e| {
+            e.count_events("delivery", "delivery-followup", &[]) > 0
+        });
+        let follow = env.events("delivery", "delivery-followup");
+        assert_eq!(f(&follow[0], "outcome"), "delivered", "{follow:?}");
+    }
+    let recs = records(&env.home.join(".claude/projects"));
+    if std::env::var_os("IAPEER_RECORD_ABSORBED").is_some() {
+        let keep: Vec<String> = recs
+            .iter()
+            .filter(|r| {
+                matches!(
+                    r["type"].as_str(),
+                    Some("user" | "assistant" | "queue-operation" | "attachment")
+                )
+            })
+            .map(Value::to_string)
+            .collect();
+        std::fs::write("/tmp/mid-turn-absorbed.jsonl", keep.join("\n") + "\n").unwrap();
+    }
+    let absorbed = recs.iter().any(|r| {
+        r["type"] == "queue-operation"
+            && r["operation"] == "remove"
+            && r["reason"] == "absorbed_mid_turn"
+            && r.to_string().contains(needle)
+    });
+    assert!(
+        absorbed,
+        "Claude Code folded it into the running turn: {:?}",
+        recs.iter()
+            .filter(|r| r["type"] == "queue-operation")
+            .collect::<Vec<_>>()
+    );
+    // The model saw it in the turn that carried the tool result.
+    assert!(
+        api.main_requests()
+            .iter()
+            .any(|r| has_tool_result(r)
+                && common::anthropic::flatten(&r["messages"]).contains(needle)),
+        "folded into the tool turn"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !env.pane("echo-ea").contains("from iapeer"),
+        "no loss notice"
+    );
 }

@@ -352,6 +352,14 @@ impl Confirm for TranscriptConfirm {
     }
 }
 
+/// The `reason` of a `remove` queue record for a message Claude Code folded into the running
+/// turn: pasted while a tool ran, it goes to the model with the turn's next request (after the
+/// tool result) instead of waiting for a turn of its own. Read from the shipped 2.1.332 bundle
+/// (its queue's `consume(…, {reason: "absorbed_mid_turn"})`, which writes the `remove` record
+/// with the command's content) and recorded in `tests/fixtures/claude-2.1.332/mid-turn-absorbed.jsonl`.
+/// The message was delivered: `Accepted`, never `Removed`.
+pub const ABSORBED_MID_TURN: &str = "absorbed_mid_turn";
+
 /// What newly appended transcript records say about one pasted `text`, given where it
 /// stood before (`Pending` or `Queued`); pure. Recorded from Claude Code 2.1.332
 /// (`tests/fixtures/claude-2.1.332/mid-turn-queue.jsonl`):
@@ -365,7 +373,7 @@ impl Confirm for TranscriptConfirm {
 /// - `{"type":"queue-operation","operation":"remove","content":<text>,"reason":…}`: taken
 ///   out of the queue unsent (`Removed`); a hook's drop (`reason: "dropped_by_hook"`) has no
 ///   content, so it counts for a message known to be queued (a false failure is preferred
-///   over a silent loss, spec 03 §1).
+///   over a silent loss, spec 03 §1). One reason is not a loss: [`ABSORBED_MID_TURN`].
 pub fn acceptance_from_records(
     records: &[serde_json::Value],
     text: &str,
@@ -386,6 +394,9 @@ pub fn acceptance_from_records(
                 };
                 if ours {
                     let reason = r["reason"].as_str().unwrap_or("no reason given");
+                    if reason == ABSORBED_MID_TURN {
+                        return Acceptance::Accepted;
+                    }
                     return Acceptance::Removed(format!(
                         "Claude Code removed it from its input queue ({reason})"
                     ));
@@ -577,6 +588,42 @@ mod tests {
         assert_eq!(
             acceptance_from_records(&records, &other, Acceptance::Pending),
             Acceptance::Pending
+        );
+    }
+
+    /// Recorded: a message pasted while a Bash tool ran is folded into the running turn
+    /// (`enqueue`, then `remove` with `absorbed_mid_turn`, then the tool result's `user` record
+    /// and a `queued_command` attachment holding it). Accepted at the `remove`, and from any
+    /// later point too: never reported removed.
+    #[test]
+    fn fixture_mid_turn_absorbed_records() {
+        let records: Vec<serde_json::Value> =
+            include_str!("../../tests/fixtures/claude-2.1.332/mid-turn-absorbed.jsonl")
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+        let enq = records
+            .iter()
+            .position(|r| r["operation"] == "enqueue")
+            .unwrap();
+        let remove = records
+            .iter()
+            .position(|r| r["operation"] == "remove")
+            .unwrap();
+        assert_eq!(records[remove]["reason"], ABSORBED_MID_TURN);
+        let text = records[enq]["content"].as_str().unwrap();
+        assert_eq!(
+            acceptance_from_records(&records[..=enq], text, Acceptance::Pending),
+            Acceptance::Queued
+        );
+        assert_eq!(
+            acceptance_from_records(&records, text, Acceptance::Pending),
+            Acceptance::Accepted
+        );
+        assert_eq!(
+            acceptance_from_records(&records[enq + 1..], text, Acceptance::Queued),
+            Acceptance::Accepted,
+            "a message already answered queued is followed as delivered"
         );
     }
 
