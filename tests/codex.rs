@@ -64,10 +64,12 @@ fn codex_peer_wakes_sees_its_prompt_replies_through_mcp_and_takes_a_live_message
 
     api.script(|req| {
         let last = last_input_text(req);
-        if last_is_tool_output(req) {
-            Reply::Text("sent".into())
-        } else if last.contains("<msg>echo: hi from codex") {
+        // The echo may come folded into the tool turn (it can arrive while the send_to_peer
+        // call still runs: tests/busy.rs), so it is looked for first, anywhere in the input.
+        if input_text(req).contains("<msg>echo: hi from codex") {
             Reply::Text("echo seen".into())
+        } else if last_is_tool_output(req) {
+            Reply::Text("sent".into())
         } else if last.contains("<iap ") && !last.contains("<msg>echo:") {
             Reply::Call(
                 "mcp__iapeer".into(),

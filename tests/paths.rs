@@ -210,6 +210,17 @@ fn claude_peer_in_a_258_character_folder_is_confirmed_and_later_sends_are_delive
     )
     .unwrap();
     let api = AnthropicStandIn::start();
+    // Each message gets its own answer, so the end of its turn can be seen on the screen.
+    api.script(|req| {
+        let text = common::anthropic::last_user_text(req);
+        match ["first", "second", "third"]
+            .iter()
+            .find(|w| text.contains(&format!("{w} message")))
+        {
+            Some(w) => common::anthropic::Reply::Text(format!("answered the {w}")),
+            None => common::anthropic::Reply::Text("ok".into()),
+        }
+    });
     // A peer is named after its folder.
     let folder = folder_of_length(&env.dir.path().join("deep"), 255).join("cb");
     assert_eq!(folder.to_string_lossy().chars().count(), 258);
@@ -264,8 +275,12 @@ fn claude_peer_in_a_258_character_folder_is_confirmed_and_later_sends_are_delive
                 .iter()
                 .any(|r| common::anthropic::last_user_text(r).contains(&msg))
         });
+        // The answer on the screen, then no turn in progress (the request alone is not
+        // enough: under load the screen shows the turn after the request is made).
+        let answered = format!("answered the {word}");
         env.wait_until("the turn is over", Duration::from_secs(60), |e| {
-            !e.screen("claude-cb").contains("esc to interrupt")
+            let s = e.screen("claude-cb");
+            s.contains(&answered) && !s.contains("esc to interrupt")
         });
     }
     // Idle sleep, then the same topic resumes the conversation from the real transcripts.
