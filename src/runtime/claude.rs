@@ -550,11 +550,12 @@ mod tests {
     /// Issue 7: Claude Code 2.1.332's own records of a message pasted mid-turn (recorded
     /// by iapeer: `tests/fixtures/claude-2.1.332/mid-turn-queue.jsonl`): `enqueue` → queued;
     /// the later `user` record (`promptSource: "queued"`) → accepted.
-    #[test]
-    fn fixture_mid_turn_queue_records() {
-        let text = "<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"23:22:25\" topic=\"t\">\nReply via send_to_peer.\n<msg>MID-TURN</msg>\n</iap>";
+    /// The records of a transcript fixture (`tests/fixtures/claude-2.1.332/<name>`) and the
+    /// index of its `enqueue` record.
+    fn recorded(name: &str) -> (Vec<serde_json::Value>, usize) {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/claude-2.1.332/mid-turn-queue.jsonl");
+            .join("tests/fixtures/claude-2.1.332")
+            .join(name);
         let records: Vec<serde_json::Value> = std::fs::read_to_string(path)
             .unwrap()
             .lines()
@@ -564,6 +565,13 @@ mod tests {
             .iter()
             .position(|r| r["operation"] == "enqueue")
             .unwrap();
+        (records, enq)
+    }
+
+    #[test]
+    fn fixture_mid_turn_queue_records() {
+        let text = "<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"23:22:25\" topic=\"t\">\nReply via send_to_peer.\n<msg>MID-TURN</msg>\n</iap>";
+        let (records, enq) = recorded("mid-turn-queue.jsonl");
         let user = records
             .iter()
             .position(|r| r["promptSource"] == "queued")
@@ -597,15 +605,7 @@ mod tests {
     /// later point too: never reported removed.
     #[test]
     fn fixture_mid_turn_absorbed_records() {
-        let records: Vec<serde_json::Value> =
-            include_str!("../../tests/fixtures/claude-2.1.332/mid-turn-absorbed.jsonl")
-                .lines()
-                .map(|l| serde_json::from_str(l).unwrap())
-                .collect();
-        let enq = records
-            .iter()
-            .position(|r| r["operation"] == "enqueue")
-            .unwrap();
+        let (records, enq) = recorded("mid-turn-absorbed.jsonl");
         let remove = records
             .iter()
             .position(|r| r["operation"] == "remove")
