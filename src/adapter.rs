@@ -202,6 +202,12 @@ pub trait Adapter: Send + Sync {
             .and_then(|g| screen.composer_text(g))
             .is_some_and(|row| paste.shown_in(&row.text))
     }
+    /// Whether [`Adapter::paste_shown`] can ever say yes: then Enter waits for its sign (at
+    /// most `session::deliver::PASTE_SIGNAL_WAIT`), else it goes after the fixed
+    /// `session::deliver::SETTLE`. The default: a runtime with a composer row to read.
+    fn has_paste_sign(&self) -> bool {
+        self.prompt_glyph().is_some()
+    }
     /// How long the ready screen must stay ready before input is accepted.
     fn ready_settle(&self) -> Duration {
         Duration::ZERO

@@ -9,11 +9,19 @@ use std::time::{Duration, Instant};
 use super::handle::Delivery;
 use crate::adapter::{Acceptance, Confirm, GateState, GateWatch};
 
-/// The most to wait after a complete paste before Enter, when the screen never shows the paste
-/// taken ([`ActiveDelivery::on_paste_shown`] ends the wait early). Codex treats an Enter that
-/// arrives within ~120 ms of fast unbracketed input as part of it; 300 ms clears that with
-/// margin.
+/// The pause between typed text and Enter where no screen signal is awaited (the typed
+/// `/compact` command, `session::compact`). Codex treats an Enter that arrives within ~120 ms
+/// of fast unbracketed input as part of it; 300 ms clears that with margin.
 pub const SETTLE: Duration = Duration::from_millis(300);
+/// The most to wait after a complete paste for the screen to show it taken
+/// ([`ActiveDelivery::on_paste_shown`]) before Enter goes anyway. Usually the sign comes in
+/// milliseconds; under load Claude Code 2.1.332 has drawn a paste more than 300 ms after it
+/// was written (its composer busy redrawing the queue after an `enqueue`), and the one lost
+/// Enter seen in the mid-turn test runs (`tests/busy.rs`, about 1 run in 10 on a loaded
+/// machine, the message left in the composer and reported NOT delivered) was written blind
+/// at 300 ms. Waiting for the sign costs nothing when it comes; this bound only matters when
+/// it never does.
+pub const PASTE_SIGNAL_WAIT: Duration = Duration::from_millis(1500);
 /// While unconfirmed, Enter is re-sent this often (a TUI busy redrawing may drop one).
 pub const ENTER_RETRY: Duration = Duration::from_millis(1500);
 /// How often confirmation is re-checked when no output arrives (transcripts are files).
@@ -71,6 +79,8 @@ pub struct ActiveDelivery {
     gate_watch: Option<Box<dyn GateWatch>>,
     /// The screen showed the whole paste while settling.
     paste_shown: bool,
+    /// The most to wait for that sign before Enter.
+    enter_wait: Duration,
 }
 
 impl ActiveDelivery {
@@ -103,9 +113,17 @@ impl ActiveDelivery {
                 activity_before,
                 gate_watch,
                 paste_shown: false,
+                enter_wait: PASTE_SIGNAL_WAIT,
             },
             bytes,
         )
+    }
+
+    /// For a runtime whose screen never shows a paste taken (no composer to read): Enter
+    /// goes after the fixed [`SETTLE`] instead of waiting [`PASTE_SIGNAL_WAIT`] for a sign.
+    pub fn without_paste_sign(mut self) -> ActiveDelivery {
+        self.enter_wait = SETTLE;
+        self
     }
 
     /// Its bytes are still being written (nothing after the paste has happened yet).
@@ -119,7 +137,7 @@ impl ActiveDelivery {
     }
 
     /// The screen shows that the runtime has taken the whole paste (issue 13 item 1): Enter
-    /// goes at the next [`ActiveDelivery::poll`] instead of at the end of [`SETTLE`].
+    /// goes at the next [`ActiveDelivery::poll`] instead of at the end of [`PASTE_SIGNAL_WAIT`].
     pub fn on_paste_shown(&mut self, now: Instant) {
         if let Phase::Settling { until } = &mut self.phase {
             if !self.paste_shown {
@@ -131,7 +149,7 @@ impl ActiveDelivery {
     }
 
     /// Whether Enter went (or goes) on the screen's sign rather than at the end of
-    /// [`SETTLE`].
+    /// [`PASTE_SIGNAL_WAIT`].
     pub fn paste_was_shown(&self) -> bool {
         self.paste_shown
     }
@@ -144,7 +162,7 @@ impl ActiveDelivery {
         if self.pty {
             log::debug!("delivery {}: paste written", self.id);
             self.phase = Phase::Settling {
-                until: now + SETTLE,
+                until: now + self.enter_wait,
             };
             Step::Wait
         } else if self.confirmer.confirmed(&self.output) {
@@ -389,6 +407,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn enter_waits_for_the_paste_sign_only_where_one_can_come() {
+        let t0 = Instant::now();
+        let (mut d, _) =
+            ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None);
+        d.on_written(t0);
+        assert_eq!(d.next_deadline(), Some(t0 + PASTE_SIGNAL_WAIT));
+        let (d, _) =
+            ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None);
+        let mut d = d.without_paste_sign();
+        d.on_written(t0);
+        assert_eq!(d.next_deadline(), Some(t0 + SETTLE));
+        assert_eq!(
+            d.poll(t0 + SETTLE, || None, String::new),
+            Step::Write(b"\r".to_vec())
+        );
+    }
+
+    #[test]
     fn a_delivery_is_taken_back_only_before_its_first_byte() {
         // 100 bytes of an earlier message's rest ahead of it, 50 of those written.
         assert_eq!(
@@ -454,21 +490,24 @@ mod tests {
             Step::Wait
         );
         assert_eq!(
-            d.poll(t0 + SETTLE, || None, String::new),
+            d.poll(t0 + PASTE_SIGNAL_WAIT, || None, String::new),
             Step::Write(b"\r".to_vec())
         );
         assert_eq!(
             d.poll(
-                t0 + SETTLE + Duration::from_millis(100),
+                t0 + PASTE_SIGNAL_WAIT + Duration::from_millis(100),
                 || None,
                 String::new
             ),
             Step::Wait
         );
-        d.on_output(b"...ok...", t0 + SETTLE + Duration::from_millis(150));
+        d.on_output(
+            b"...ok...",
+            t0 + PASTE_SIGNAL_WAIT + Duration::from_millis(150),
+        );
         assert_eq!(
             d.poll(
-                t0 + SETTLE + Duration::from_millis(200),
+                t0 + PASTE_SIGNAL_WAIT + Duration::from_millis(200),
                 || None,
                 String::new
             ),
@@ -489,7 +528,7 @@ mod tests {
         d.on_written(t0);
         assert!(d.is_settling());
         let shown = t0 + Duration::from_millis(4);
-        assert_eq!(d.next_deadline(), Some(t0 + SETTLE));
+        assert_eq!(d.next_deadline(), Some(t0 + PASTE_SIGNAL_WAIT));
         d.on_paste_shown(shown);
         assert_eq!(d.next_deadline(), Some(shown));
         assert_eq!(
@@ -498,7 +537,7 @@ mod tests {
         );
         assert!(!d.is_settling());
         assert!(d.paste_was_shown());
-        d.on_paste_shown(shown + SETTLE);
+        d.on_paste_shown(shown + PASTE_SIGNAL_WAIT);
         assert_eq!(
             d.poll(shown + Duration::from_millis(1), || None, String::new),
             Step::Wait,
@@ -512,7 +551,7 @@ mod tests {
         let (mut d, _) =
             ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None);
         d.on_written(t0);
-        let t1 = t0 + SETTLE;
+        let t1 = t0 + PASTE_SIGNAL_WAIT;
         assert_eq!(
             d.poll(t1, || None, String::new),
             Step::Write(b"\r".to_vec())
@@ -534,7 +573,7 @@ mod tests {
         let (mut d, _) =
             ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None);
         d.on_written(t0);
-        let t1 = t0 + SETTLE;
+        let t1 = t0 + PASTE_SIGNAL_WAIT;
         assert_eq!(
             d.poll(t1, || None, String::new),
             Step::Write(b"\r".to_vec())
@@ -556,7 +595,7 @@ mod tests {
         let (mut d, _) =
             ActiveDelivery::start(&delivery(gate), true, Box::new(Always), Some(100), None);
         d.on_written(t0);
-        let t1 = t0 + SETTLE;
+        let t1 = t0 + PASTE_SIGNAL_WAIT;
         assert_eq!(
             d.poll(t1, || Some(100), String::new),
             Step::Write(b"\r".to_vec())
@@ -582,7 +621,7 @@ mod tests {
         let gate = Some(Duration::from_secs(1));
         let (mut d, _) = ActiveDelivery::start(&delivery(gate), true, Box::new(Always), None, None);
         d.on_written(t0);
-        let t1 = t0 + SETTLE;
+        let t1 = t0 + PASTE_SIGNAL_WAIT;
         d.poll(t1, || None, String::new);
         d.poll(t1, || None, String::new);
         assert_eq!(
@@ -614,7 +653,7 @@ mod tests {
             Some(Box::new(FailsOn("ECONNREFUSED"))),
         );
         d.on_written(t0);
-        let t1 = t0 + SETTLE;
+        let t1 = t0 + PASTE_SIGNAL_WAIT;
         d.poll(t1, || Some(5), String::new);
         assert_eq!(
             d.poll(t1, || Some(5), String::new),
@@ -659,7 +698,7 @@ mod tests {
         ]);
         let (mut d, _) = ActiveDelivery::start(&delivery(None), true, Box::new(script), None, None);
         d.on_written(t0);
-        let t1 = t0 + SETTLE;
+        let t1 = t0 + PASTE_SIGNAL_WAIT;
         assert_eq!(
             d.poll(t1, || None, String::new),
             Step::Write(b"\r".to_vec())

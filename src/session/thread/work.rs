@@ -194,7 +194,11 @@ impl Session {
             &crate::term::paste_text(&d.text),
         ));
         let (active, bytes) = ActiveDelivery::start(&d, pty, confirmer, before, gate);
-        self.delivery = Some(active);
+        self.delivery = Some(if self.cfg.adapter.has_paste_sign() {
+            active
+        } else {
+            active.without_paste_sign()
+        });
         self.delivery_span = Some((self.out_queued, self.out_queued + bytes.len() as u64));
         self.write_child(&bytes);
     }
@@ -311,7 +315,7 @@ impl Session {
                     "{}: delivery {}: the composer did not show the paste within {} ms (its row: {row:?}); Enter anyway",
                     self.cfg.identity,
                     d.id,
-                    super::super::deliver::SETTLE.as_millis()
+                    super::super::deliver::PASTE_SIGNAL_WAIT.as_millis()
                 );
             }
             self.apply(step);
