@@ -21,15 +21,19 @@ scripts/setup-agents.sh
 export IAPEER_TEST_CLAUDE_BIN="$PWD/.cache/agents/node_modules/.bin/claude"
 export IAPEER_TEST_CODEX_BIN="$PWD/.cache/agents/node_modules/.bin/codex"
 
-echo "== man (man-db), for the test that \`man iapeer\` finds the installed page"
-if ! command -v man >/dev/null 2>&1; then
+echo "== man (man-db), zsh and fish, for the tests that \`man iapeer\` and each shell's completion work"
+missing=()
+command -v man >/dev/null 2>&1 || missing+=(man-db)
+command -v zsh >/dev/null 2>&1 || missing+=(zsh)
+command -v fish >/dev/null 2>&1 || missing+=(fish)
+if [[ ${#missing[@]} -gt 0 ]]; then
     if command -v apt-get >/dev/null 2>&1; then
         sudo_if_needed=""
         [[ "$(id -u)" -eq 0 ]] || sudo_if_needed="sudo"
         $sudo_if_needed apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive $sudo_if_needed apt-get install -y -qq --no-install-recommends man-db
+        DEBIAN_FRONTEND=noninteractive $sudo_if_needed apt-get install -y -qq --no-install-recommends "${missing[@]}"
     else
-        echo "test.sh: \`man\` is missing and there is no apt-get here; install man-db by hand" >&2
+        echo "test.sh: ${missing[*]} missing and there is no apt-get here; install them by hand" >&2
         exit 1
     fi
 fi

@@ -614,6 +614,73 @@ fn after_install_bash_completes_verbs_and_peer_names_on_a_terminal() {
     let _ = term.wait(&env);
 }
 
+/// zsh, as a user with the installed completion in `fpath` and `compinit` run, on a real pty.
+#[test]
+fn after_install_zsh_completes_verbs_and_peer_names_on_a_terminal() {
+    let env = alice_bob_carol();
+    let path = install_into_home(&env);
+    let dir = env.home.join(".local/share/zsh/site-functions");
+    assert!(dir.join("_iapeer").is_file());
+    let mut zsh = std::process::Command::new("zsh");
+    zsh.args(["-f", "-i"])
+        .env("HOME", &env.home)
+        .env("IAPEER_ROOT", &env.root)
+        .env("PATH", &path)
+        .env("PS1", "$ ")
+        .env("TERM", "xterm");
+    let mut term = crate::attach::Terminal::spawn(zsh);
+    term.type_bytes(
+        format!(
+            "bindkey -e; fpath=({} $fpath); autoload -U compinit; compinit -u; echo loaded-$((6*7))\n",
+            dir.display()
+        )
+        .as_bytes(),
+    );
+    term.wait_for(&env, "loaded-42");
+    // A unique verb prefix completes in place (Ctrl-A then `echo ` prints the line).
+    term.type_bytes(b"iapeer shutd\t\x01echo \n");
+    term.wait_for(&env, "iapeer shutdown");
+    // Peer names come from the registry, for a peer positional and a peer flag.
+    term.type_bytes(b"iapeer stop car\t\x01echo \n");
+    term.wait_for(&env, "iapeer stop carol");
+    term.type_bytes(b"iapeer add-runtime codex --peer al\t\x01echo \n");
+    term.wait_for(&env, "iapeer add-runtime codex --peer alice");
+    term.type_bytes(b"\x15exit\n");
+    let _ = term.wait(&env);
+}
+
+/// fish, with the completion where fish loads it by itself, on a real pty.
+#[test]
+fn after_install_fish_completes_verbs_and_peer_names_on_a_terminal() {
+    let env = alice_bob_carol();
+    let path = install_into_home(&env);
+    assert!(env
+        .home
+        .join(".config/fish/completions/iapeer.fish")
+        .is_file());
+    let mut fish = std::process::Command::new("fish");
+    fish.args(["-i"])
+        .env("HOME", &env.home)
+        .env("IAPEER_ROOT", &env.root)
+        .env("PATH", &path)
+        .env("TERM", "xterm")
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_DATA_HOME");
+    let mut term = crate::attach::Terminal::spawn(fish);
+    term.type_bytes(
+        b"set -g fish_greeting; set -g fish_autosuggestion_enabled 0; echo loaded-(math 6 \\* 7)\n",
+    );
+    term.wait_for(&env, "loaded-42");
+    term.type_bytes(b"iapeer shutd\t\x01echo \n");
+    term.wait_for(&env, "iapeer shutdown");
+    term.type_bytes(b"iapeer stop car\t\x01echo \n");
+    term.wait_for(&env, "iapeer stop carol");
+    term.type_bytes(b"iapeer add-runtime codex --peer al\t\x01echo \n");
+    term.wait_for(&env, "iapeer add-runtime codex --peer alice");
+    term.type_bytes(b"\x15exit\n");
+    let _ = term.wait(&env);
+}
+
 /// Install router runtime `rt` whose `run` command is `program` (which may not exist).
 fn install_router(env: &TestEnv, rt: &str, program: &std::path::Path) {
     let manifest = serde_json::json!({"runtime": rt, "run": {"command": program}});
