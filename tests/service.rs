@@ -139,8 +139,9 @@ fn onboard_dry_run_prints_every_step_and_changes_nothing() {
         "1. prepare the root",
         "2. no service manager runs here: start the daemon in the background with `iapeer daemon --detach`",
         "3. wait until the daemon is healthy (2 answered pings in a row within 15 s)",
-        "4. create your human peer",
-        "5. create the built-in notifier service peers timer and watcher",
+        "4. agent logins: neither claude nor codex is installed",
+        "5. create your human peer",
+        "6. create the built-in notifier service peers timer and watcher",
     ] {
         assert!(out.contains(step), "missing {step:?} in:\n{out}");
     }
@@ -164,6 +165,45 @@ fn onboard_dry_run_prints_every_step_and_changes_nothing() {
         "{out}"
     );
     assert_eq!(fake.calls(), Vec::<String>::new(), "dry-run ran systemctl");
+}
+
+/// Spec 08 §1 step 2 with the real Claude Code and Codex CLIs in a fresh home: neither is
+/// logged in, and onboard says so with what to do; a dry run only says what it would ask
+/// (asking writes the CLIs' own config files); with an API key Claude Code counts as logged in.
+#[test]
+fn onboard_warns_about_agent_clis_that_are_not_logged_in() {
+    let mut env = TestEnv::new();
+    env.set(
+        "IAPEER_CLAUDE_BIN",
+        &std::env::var("IAPEER_TEST_CLAUDE_BIN").expect("IAPEER_TEST_CLAUDE_BIN (scripts/test.sh)"),
+    );
+    env.set("IAPEER_CODEX_BIN", &crate::codex::codex_bin());
+    let out = env.ok(&["onboard", "--dry-run"]);
+    assert!(
+        out.contains("4. check whether claude is logged in ("),
+        "{out}"
+    );
+    assert!(out.contains("check whether codex is logged in ("), "{out}");
+    assert!(
+        !env.home.join(".claude.json").exists(),
+        "a dry run asked claude"
+    );
+
+    let out = env.ok(&["onboard", "--accept-risk"]);
+    assert!(
+        out.contains("- warning: claude (")
+            && out.contains(") is installed but not logged in: agents on it cannot answer until you log in by running `claude` once"),
+        "{out}"
+    );
+    assert!(
+        out.contains("- warning: codex (") && out.contains("log in with `codex login`"),
+        "{out}"
+    );
+    env.ok(&["shutdown"]);
+    env.set("ANTHROPIC_API_KEY", "sk-ant-not-a-real-key");
+    let out = env.ok(&["onboard", "--accept-risk"]);
+    assert!(out.contains("- agent login: claude is logged in"), "{out}");
+    env.ok(&["shutdown"]);
 }
 
 #[test]

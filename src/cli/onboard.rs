@@ -20,6 +20,7 @@ use super::spec::flags;
 use super::{background, health, paths, print, usage, CliError, CliResult};
 use crate::host::control::{self, ServiceCtl, ServiceState};
 use crate::host::install::{self, InstallEnv};
+use crate::host::login::{Agent, Login};
 use crate::host::service::{Manager, WriteDecision};
 use crate::paths::Paths;
 
@@ -50,6 +51,9 @@ pub struct OnboardEnv {
     pub operator: String,
     /// Every registered peer name (to tell which notifier service peers exist).
     pub peers: Vec<String>,
+    /// The agent CLIs found here and what each says of its login (step 2); `None` when not
+    /// asked (a dry run: the CLIs write their own config files when asked).
+    pub logins: Vec<(Agent, Option<Login>)>,
 }
 
 /// The operator's peer name: `--human` when given, else the login name when it is a valid
@@ -146,6 +150,9 @@ pub enum Step {
     },
     /// Both notifier service peers exist: nothing to create.
     NotifierExists,
+    /// Spec 08 §1 step 2: warn about agent CLIs that are installed but not logged in (what
+    /// each said, asked through its own status command: `host::login`).
+    CheckLogins(Vec<(Agent, Option<Login>)>),
     /// A step of spec 08 §1 that is not available yet.
     Later(Later),
 }
@@ -186,6 +193,7 @@ pub fn plan(env: &OnboardEnv) -> Vec<Step> {
         }),
     }
     steps.push(Step::WaitHealthy);
+    steps.push(Step::CheckLogins(env.logins.clone()));
     steps.push(if env.humans.is_empty() {
         Step::CreateHuman {
             name: env.operator.clone(),
@@ -275,7 +283,36 @@ pub fn describe(step: &Step) -> String {
             "the notifier service peers timer and watcher exist already: none created".to_string()
         }
         Step::Later(l) => format!("later: {} — not available in this version", l.what()),
+        Step::CheckLogins(logins) => login_lines(logins).join("\n     "),
     }
+}
+
+/// What step 2 says, a line per agent CLI (pure).
+fn login_lines(logins: &[(Agent, Option<Login>)]) -> Vec<String> {
+    if logins.is_empty() {
+        return vec![
+            "agent logins: neither claude nor codex is installed (agents need one of them)".into(),
+        ];
+    }
+    logins
+        .iter()
+        .map(|(agent, login)| {
+            let ask = format!(
+                "{} {}",
+                agent.bin.display(),
+                crate::host::login::status_args(agent.runtime).join(" ")
+            );
+            match login {
+                None => format!("check whether {} is logged in (`{ask}`)", agent.runtime),
+                Some(Login::In) => format!("agent login: {} is logged in", agent.runtime),
+                Some(Login::Out) => format!("warning: {}", crate::host::login::advice(agent)),
+                Some(Login::Unknown(why)) => format!(
+                    "agent login: could not tell whether {} is logged in ({why}); run `{ask}` to see",
+                    agent.runtime
+                ),
+            }
+        })
+        .collect()
 }
 
 /// Gather [`OnboardEnv`] (asks the service manager through the seam when its file exists).
@@ -284,6 +321,7 @@ fn gather(
     install_env: &InstallEnv,
     ctl: &ServiceCtl,
     human_flag: Option<&str>,
+    dry_run: bool,
 ) -> OnboardEnv {
     let uid = nix::unistd::getuid().as_raw();
     let service = install_env
@@ -313,6 +351,13 @@ fn gather(
         peers: crate::registry::Registry::load(paths)
             .map(|r| r.peers.iter().map(|p| p.personality.clone()).collect())
             .unwrap_or_default(),
+        logins: crate::host::login::installed_agents()
+            .into_iter()
+            .map(|a| {
+                let l = (!dry_run).then(|| crate::host::login::check(&a));
+                (a, l)
+            })
+            .collect(),
     }
 }
 
@@ -325,9 +370,9 @@ pub fn run(inv: &Invocation) -> CliResult {
     if let Some(name) = human_flag {
         crate::peers::check_name(name).map_err(|e| usage(inv, format!("--human: {e}")))?;
     }
-    let env = gather(&paths, &install_env, &ctl, human_flag);
-    let steps = plan(&env);
     let dry_run = inv.flag(flags::DRY_RUN);
+    let env = gather(&paths, &install_env, &ctl, human_flag, dry_run);
+    let steps = plan(&env);
     match confirm::gate(
         inv.flag(flags::ACCEPT_RISK),
         dry_run,
@@ -409,6 +454,7 @@ pub fn run(inv: &Invocation) -> CliResult {
             | Step::KeepRunning { .. }
             | Step::HumansExist { .. }
             | Step::NotifierExists
+            | Step::CheckLogins(_)
             | Step::Later(_) => {}
             Step::StartDetached => {
                 let exe = std::env::current_exe()
@@ -452,6 +498,11 @@ pub fn run(inv: &Invocation) -> CliResult {
 fn done_line(step: &Step) -> String {
     match step {
         Step::Later(_) => format!("- {}", describe(step)),
+        Step::CheckLogins(logins) => login_lines(logins)
+            .into_iter()
+            .map(|l| format!("- {l}"))
+            .collect::<Vec<_>>()
+            .join("\n"),
         Step::CreateHuman { name } => format!(
             "✓ created your human peer {name}: `iapeer inbox` shows what is sent to you; answer \
              with `iapeer send <peer> --topic <topic> --message …`"
@@ -493,12 +544,14 @@ mod tests {
             humans: Vec::new(),
             operator: "ada".into(),
             peers: Vec::new(),
+            logins: Vec::new(),
         }
     }
 
     fn tail() -> Vec<Step> {
         let mut v = vec![
             Step::WaitHealthy,
+            Step::CheckLogins(Vec::new()),
             Step::CreateHuman { name: "ada".into() },
             Step::ProvisionNotifier {
                 missing: vec!["timer".into(), "watcher".into()],
@@ -613,7 +666,8 @@ mod tests {
     fn the_operator_gets_a_human_peer_unless_one_exists() {
         let mut e = env(None);
         let steps = plan(&e);
-        let after_health = steps.iter().skip_while(|s| **s != Step::WaitHealthy).nth(1);
+        // After the daemon and the logins check (spec 08 §1 steps 1, 2).
+        let after_health = steps.iter().skip_while(|s| **s != Step::WaitHealthy).nth(2);
         assert_eq!(
             after_health,
             Some(&Step::CreateHuman { name: "ada".into() })
@@ -648,5 +702,45 @@ mod tests {
             "not a peer name"
         );
         assert_eq!(operator_name(None, None), "you");
+    }
+
+    #[test]
+    fn step_two_warns_about_each_agent_that_is_not_logged_in() {
+        let mut e = env(None);
+        e.logins = vec![
+            (
+                Agent {
+                    runtime: "claude",
+                    bin: PathBuf::from("/b/claude"),
+                },
+                Some(Login::Out),
+            ),
+            (
+                Agent {
+                    runtime: "codex",
+                    bin: PathBuf::from("/b/codex"),
+                },
+                Some(Login::In),
+            ),
+        ];
+        let steps = plan(&e);
+        let at = steps
+            .iter()
+            .position(|s| matches!(s, Step::CheckLogins(_)))
+            .unwrap();
+        assert_eq!(steps[at - 1], Step::WaitHealthy, "right after the daemon");
+        let text = describe(&steps[at]);
+        assert!(
+            text.contains("warning: claude (/b/claude) is installed but not logged in"),
+            "{text}"
+        );
+        assert!(text.contains("codex is logged in"), "{text}");
+        assert!(describe(&Step::CheckLogins(Vec::new())).contains("neither claude nor codex"));
+        e.logins[0].1 = None;
+        assert!(
+            describe(&plan(&e)[at])
+                .contains("check whether claude is logged in (`/b/claude auth status`)"),
+            "a dry run only says what it would ask"
+        );
     }
 }

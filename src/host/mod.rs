@@ -5,4 +5,5 @@ pub mod binary;
 pub mod control;
 pub mod docs;
 pub mod install;
+pub mod login;
 pub mod service;
