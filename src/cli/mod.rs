@@ -18,6 +18,7 @@ pub mod man;
 pub mod onboard;
 pub mod parse;
 pub mod peers;
+pub mod runtimes;
 pub mod send;
 pub mod sender;
 pub mod spec;
@@ -264,6 +265,8 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
         Verb::Install => install::run(inv),
         Verb::Onboard => onboard::run(inv),
         Verb::Update => update::update(inv),
+        Verb::InstallRuntime => runtimes::install_runtime(inv),
+        Verb::UpdateRuntime => runtimes::update_runtime(inv),
         Verb::Rollback => update::rollback(inv),
         Verb::Uninstall => uninstall::run(inv),
         Verb::Daemon if inv.flag(spec::flags::DETACH) && inv.flag(spec::flags::FOREGROUND) => Err(
