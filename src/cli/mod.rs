@@ -197,9 +197,10 @@ fn run(cmd: Command) -> (String, CliResult) {
                 .map_err(CliError::Usage)
                 .and_then(|t| print(&t)),
         ),
+        // The bare x.y.z, as the original printed it (companion packages read it; issue 11).
         Command::Version => (
             "version".into(),
-            print(&format!("iapeer {}\n", env!("CARGO_PKG_VERSION"))),
+            print(&format!("{}\n", env!("CARGO_PKG_VERSION"))),
         ),
         Command::Generate(Generate::Man) => ("generate".into(), print(&man::render_man())),
         Command::Generate(Generate::PeerNames) => ("generate".into(), print(&peer_names())),
