@@ -407,3 +407,106 @@ fn update_runtime_says_already_latest_and_reinstalls_a_newer_version() {
     assert!(manifest.contains(r#""version": "1.1.0""#), "{manifest}");
     answers(&env, "beeper", "pager 1.1.0 got it");
 }
+
+#[test]
+fn a_peer_registered_before_its_runtime_was_installed_comes_up_when_it_is() {
+    let mut env = world();
+    env.create_echo("alice");
+    // A team moved over from the original tool: carol is on runtime bot (configured by the
+    // package's self-config back then), but the package is not installed here yet.
+    let manifest = env.root.join("runtimes/bot/runtime.json");
+    std::fs::create_dir_all(manifest.parent().unwrap()).unwrap();
+    std::fs::write(&manifest, r#"{"runtime": "bot"}"#).unwrap();
+    env.ok(&[
+        "create",
+        "carol",
+        "--runtime",
+        "bot",
+        "--intelligence",
+        "natural",
+    ]);
+    std::fs::remove_dir_all(manifest.parent().unwrap()).unwrap();
+    std::fs::write(
+        env.peer_dir("carol").join(".iapeer/bot-configured"),
+        "user_id=42\n",
+    )
+    .unwrap();
+
+    env.start_daemon();
+    // Not installed: the daemon cannot start her.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(started(&env, "bot-carol"), 0);
+
+    let tgz = Package {
+        runtime: "bot",
+        version: "0.3.0",
+        version_json: r#""0.3.0""#,
+        peers_json: "[]",
+        with_run: true,
+    }
+    .pack(&env, &env.dir.path().join("dist"));
+    let out = env.ok(&["install-runtime", "bot", "--package", tgz.to_str().unwrap()]);
+    assert!(out.contains("bot-carol restarted"), "{out}");
+    // The same daemon, no restart: carol runs and answers.
+    env.wait_until("bot-carol starts", Duration::from_secs(20), |e| {
+        started(e, "bot-carol") >= 1
+    });
+    answers(&env, "carol", "bot 0.3.0 got it");
+}
+
+#[test]
+fn a_runtime_a_package_installs_by_itself_is_picked_up_by_the_running_daemon() {
+    let mut env = world();
+    env.set("IAPEER_TICK_SECS", "1");
+    env.create_echo("alice");
+    let manifest = env.root.join("runtimes/bot/runtime.json");
+    std::fs::create_dir_all(manifest.parent().unwrap()).unwrap();
+    std::fs::write(&manifest, r#"{"runtime": "bot"}"#).unwrap();
+    env.ok(&[
+        "create",
+        "carol",
+        "--runtime",
+        "bot",
+        "--intelligence",
+        "natural",
+    ]);
+    std::fs::remove_dir_all(manifest.parent().unwrap()).unwrap();
+    std::fs::write(
+        env.peer_dir("carol").join(".iapeer/bot-configured"),
+        "user_id=42\n",
+    )
+    .unwrap();
+    env.start_daemon();
+
+    // As `npx -y <package>` does, without iapeer: install, then run the program bare.
+    let tgz = Package {
+        runtime: "bot",
+        version: "0.4.0",
+        version_json: r#""0.4.0""#,
+        peers_json: "[]",
+        with_run: true,
+    }
+    .pack(&env, &env.dir.path().join("dist"));
+    let prefix = env.dir.path().join("npx");
+    let ok = npm(&env)
+        .args(["install", "--prefix"])
+        .arg(&prefix)
+        .arg(&tgz)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let ok = Command::new(prefix.join("node_modules/.bin/bot-runtime"))
+        .env("IAPEER_ROOT", &env.root)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(ok.success() && manifest.is_file());
+
+    env.wait_until(
+        "the daemon starts bot-carol",
+        Duration::from_secs(20),
+        |e| started(e, "bot-carol") >= 1,
+    );
+    assert!(env.has_event("lifecycle", "runtime-installed", &[("runtimes", "bot")]));
+    answers(&env, "carol", "bot 0.4.0 got it");
+}

@@ -6,6 +6,7 @@ use super::client::Client;
 use super::parse::Invocation;
 use super::spec::{args, flags};
 use super::{paths, print, usage, CliError, CliResult};
+use crate::markers::{Flag, Markers};
 use crate::names::is_valid_runtime;
 use crate::paths::Paths;
 use crate::peers::{self, Provisioned, NOTIFIER_PEERS};
@@ -65,7 +66,19 @@ pub fn install_runtime(inv: &Invocation) -> CliResult {
             .unwrap_or_default(),
         paths.runtime_manifest(rt).display()
     ))?;
-    provision_all(&paths, &manifest, !inv.flag(flags::NO_BOOTSTRAP))
+    let start = !inv.flag(flags::NO_BOOTSTRAP);
+    let provisioned = provision_all(&paths, &manifest, start);
+    if start {
+        // Peers registered on this runtime before it was installed (a team moved over from
+        // the original tool) failed to start and may be parked: bring them up now.
+        let declared: Vec<&str> = manifest
+            .peers
+            .iter()
+            .map(|p| p.personality.as_str())
+            .collect();
+        restart_peers(&paths, rt, &declared);
+    }
+    provisioned
 }
 
 /// The spec to install: `--package` (a local path made absolute), else the runtime's known
@@ -175,7 +188,7 @@ fn provision_builtin_notifier(inv: &Invocation, paths: &Paths) -> CliResult {
 pub fn update_runtime(inv: &Invocation) -> CliResult {
     let paths = paths()?;
     let runtimes = if inv.flag(flags::RUNTIMES_ALL) {
-        installed_runtimes(&paths)
+        crate::runtime::manifest::installed(&paths)
     } else {
         vec![runtime_arg(inv)?.to_string()]
     };
@@ -186,19 +199,6 @@ pub fn update_runtime(inv: &Invocation) -> CliResult {
         update_one(inv, &paths, rt)?;
     }
     Ok(())
-}
-
-/// Every runtime with a manifest under `<root>/runtimes/`, sorted.
-fn installed_runtimes(paths: &Paths) -> Vec<String> {
-    let mut found: Vec<String> = std::fs::read_dir(paths.runtimes_dir())
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|rt| is_valid_runtime(rt) && paths.runtime_manifest(rt).is_file())
-        .collect();
-    found.sort();
-    found
 }
 
 fn update_one(inv: &Invocation, paths: &Paths, rt: &str) -> CliResult {
@@ -240,20 +240,26 @@ fn update_one(inv: &Invocation, paths: &Paths, rt: &str) -> CliResult {
     ))?;
     // The restart below brings the peers up on the new package.
     provision_all(paths, &manifest, false)?;
-    restart_peers(paths, rt);
+    restart_peers(paths, rt, &[]);
     Ok(())
 }
 
-/// Ask a running daemon to restart every peer of runtime `rt` on the new package.
-fn restart_peers(paths: &Paths, rt: &str) {
+/// Ask a running daemon to (re)start every peer of runtime `rt` but those in `except` on the
+/// package now installed (`new`: a parked peer is unparked; a stopped one stays stopped).
+fn restart_peers(paths: &Paths, rt: &str, except: &[&str]) {
     let Ok(registry) = Registry::load(paths) else {
         return;
     };
-    for p in registry
-        .peers
-        .iter()
-        .filter(|p| p.runtimes.iter().any(|r| r == rt))
-    {
+    let stopped = |name: &str| {
+        crate::names::Identity::new(rt, name)
+            .is_ok_and(|id| Markers::new(paths, &id).is_set(Flag::Stopped))
+    };
+    let peers = registry.peers.iter().filter(|p| {
+        p.runtimes.iter().any(|r| r == rt)
+            && !except.contains(&p.personality.as_str())
+            && !stopped(&p.personality)
+    });
+    for p in peers {
         let Ok(mut c) = Client::connect(paths) else {
             return;
         };

@@ -144,6 +144,20 @@ impl Manifest {
     }
 }
 
+/// The runtimes installed from packages: every folder under `<root>/runtimes/` with a
+/// valid runtime name that holds a `runtime.json`, sorted. Empty when there is none.
+pub fn installed(paths: &Paths) -> Vec<String> {
+    let mut found: Vec<String> = std::fs::read_dir(paths.runtimes_dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|rt| is_valid_runtime(rt) && paths.runtime_manifest(rt).is_file())
+        .collect();
+    found.sort();
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,5 +215,7 @@ mod tests {
         .unwrap();
         let m = Manifest::load(&paths, "bot").unwrap().unwrap();
         assert_eq!(m.run.unwrap().command, "cat");
+        std::fs::create_dir_all(paths.runtimes_dir().join("claude/plugins")).unwrap();
+        assert_eq!(installed(&paths), vec!["bot".to_string()]);
     }
 }
