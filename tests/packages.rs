@@ -406,6 +406,16 @@ fn update_runtime_says_already_latest_and_reinstalls_a_newer_version() {
     let manifest = common::read(&env.root.join("runtimes/pager/runtime.json"));
     assert!(manifest.contains(r#""version": "1.1.0""#), "{manifest}");
     answers(&env, "beeper", "pager 1.1.0 got it");
+
+    // --npx installs again what it was installed from, though the manifest exists.
+    let out = env.ok(&["install-runtime", "pager", "--npx"]);
+    assert!(
+        out.contains(&format!("installing {} with npm", tgz.display()))
+            && out.contains("runtime pager installed at version 1.1.0"),
+        "{out}"
+    );
+    let out = env.ok(&["install-runtime", "pager"]);
+    assert!(!out.contains("with npm"), "a manifest exists: {out}");
 }
 
 #[test]

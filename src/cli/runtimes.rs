@@ -51,8 +51,8 @@ pub fn install_runtime(inv: &Invocation) -> CliResult {
     if rt == crate::runtime::notifier::NAME && given.is_none() && !installed {
         return provision_builtin_notifier(inv, &paths);
     }
-    if given.is_some() || !installed {
-        let spec = package_spec(rt, given)?;
+    if given.is_some() || !installed || inv.flag(flags::NPX) {
+        let spec = package_spec(&paths, rt, given)?;
         print(&format!("installing {spec} with npm…\n"))?;
         package::install(&paths, rt, &spec).map_err(fail)?;
     }
@@ -81,16 +81,18 @@ pub fn install_runtime(inv: &Invocation) -> CliResult {
     provisioned
 }
 
-/// The spec to install: `--package` (a local path made absolute), else the runtime's known
-/// package.
-fn package_spec(rt: &str, given: Option<&str>) -> Result<String, CliError> {
+/// The spec to install: `--package` (a local path made absolute), else the one it was
+/// installed from, else the runtime's known package.
+fn package_spec(paths: &Paths, rt: &str, given: Option<&str>) -> Result<String, CliError> {
     match given {
         Some(spec) => {
             let cwd = std::env::current_dir()
                 .map_err(|e| fail(format!("cannot read the current folder: {e}")))?;
             Ok(package::absolute_spec(spec, &cwd))
         }
-        None => package::known_package(rt).map(String::from).ok_or_else(|| {
+        None => package::recorded_spec(paths, rt)
+            .or_else(|| package::known_package(rt).map(String::from))
+            .ok_or_else(|| {
             fail(format!(
                 "no package is known for runtime \"{rt}\" — give it with --package <npm package or tarball>"
             ))

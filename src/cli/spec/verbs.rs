@@ -192,6 +192,11 @@ pub mod flags {
         Complete::Path,
         "the npm package to install: a name, name@version or local tarball",
     );
+    /// `--npx` (install-runtime).
+    pub const NPX: FlagSpec = boolean(
+        "npx",
+        "install the package again even when its manifest exists",
+    );
     /// `--force` (update-runtime).
     pub const REINSTALL: FlagSpec = boolean(
         "force",
@@ -265,8 +270,9 @@ pub mod args {
 use args::{ARGS, FOLDER, NAME, RT, RUNTIME, TARGET, VERB};
 use flags::{
     ACCEPT_RISK, ALL, ATTACHMENT, DESCRIPTION, DETACH, DRY_RUN, FIX, FORCE, FOREGROUND, FROM,
-    INTELLIGENCE, JSON, KEEP, MESSAGE, MESSAGE_FILE, NO_BOOTSTRAP, PACKAGE, PATH, PEER_RUNTIME,
-    PURGE, REINSTALL, RUNTIMES_ALL, SEND_RUNTIME, SEND_TIMEOUT, TOPIC, UPDATE_FORCE, YES,
+    INTELLIGENCE, JSON, KEEP, MESSAGE, MESSAGE_FILE, NO_BOOTSTRAP, NPX, PACKAGE, PATH,
+    PEER_RUNTIME, PURGE, REINSTALL, RUNTIMES_ALL, SEND_RUNTIME, SEND_TIMEOUT, TOPIC, UPDATE_FORCE,
+    YES,
 };
 use flags::{FOLLOW, HUMAN, INBOX_ALL, SINCE};
 
@@ -766,14 +772,14 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::InstallRuntime),
         name: "install-runtime",
-        signature: "install-runtime <rt> [--package <spec>] [--no-bootstrap]",
+        signature: "install-runtime <rt> [--package <spec>] [--npx] [--no-bootstrap]",
         summary: "install a runtime package and provision the peers it declares",
         description: "Install the package that provides runtime <rt> with npm into \
             <root>/runtimes/<rt>/package (--package: an npm package name, name@version or a local \
             tarball; known without it: telegram is @agfpd/telegram-runtime, notifier is \
             @agfpd/notifier-runtime) and run its program once without arguments, which writes \
-            <root>/runtimes/<rt>/runtime.json — skipped when that manifest exists and no --package is \
-            given. Then every peer the manifest declares (peers[]) is created with its description, \
+            <root>/runtimes/<rt>/runtime.json — skipped when that manifest exists, unless --package or \
+            --npx is given (--npx alone installs the package it was installed from again). Then every peer the manifest declares (peers[]) is created with its description, \
             intelligence, folder (path) and program (runtimeBin), the package's selfConfig runs in \
             its folder with IAPEER_PEER_PERSONALITY, IAPEER_PEER_CWD, IAPEER_PEER_RUNTIME, \
             IAPEER_PEER_INTELLIGENCE and IAPEER_ROOT set, and a running daemon starts it unless \
@@ -782,7 +788,7 @@ pub static VERBS: &[VerbSpec] = &[
             iapeer create <name> --runtime <rt>. install-runtime notifier without --package and \
             without an installed package provisions the built-in notifier's timer and watcher.",
         positionals: &[RT],
-        flags: &[PACKAGE, NO_BOOTSTRAP],
+        flags: &[PACKAGE, NPX, NO_BOOTSTRAP],
         rules: &[],
         hidden: false,
         group: Group::Host,
