@@ -140,7 +140,8 @@ fn world() -> TestEnv {
         .set("npm_config_cache", cache.to_str().unwrap())
         .set("npm_config_update_notifier", "false")
         .set("npm_config_audit", "false")
-        .set("npm_config_fund", "false");
+        .set("npm_config_fund", "false")
+        .set("npm_config_loglevel", "warn");
     env
 }
 
@@ -225,7 +226,10 @@ fn install_runtime_provisions_the_declared_peers_and_a_running_daemon_starts_the
         "npm installed the package under the runtime's folder"
     );
     assert!(
-        out.contains("peer beeper (pager) created and configured"),
+        out.contains(&format!(
+            "peer beeper (pager) created in {} and configured",
+            env.peer_dir("beeper").display()
+        )),
         "{out}"
     );
 

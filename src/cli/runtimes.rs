@@ -129,15 +129,15 @@ fn provision_all(paths: &Paths, manifest: &Manifest, start: bool) -> CliResult {
             );
         }
         let state = match &configured {
-            SelfConfig::NotDeclared => "created".to_string(),
-            SelfConfig::Configured => "created and configured".to_string(),
+            SelfConfig::NotDeclared => String::new(),
+            SelfConfig::Configured => " and configured".to_string(),
             SelfConfig::Failed(why) => {
                 failed.push(name.clone());
-                format!("created, but its selfConfig failed ({why}); it stays stopped")
+                format!(", but its selfConfig failed ({why}): it stays stopped")
             }
         };
         print(&format!(
-            "peer {name} ({rt}) {state} in {}\n",
+            "peer {name} ({rt}) created in {}{state}\n",
             born.peer.cwd.display()
         ))?;
         let missing = crate::runtime::router::missing_program(paths, rt, &born.peer.cwd);

@@ -60,32 +60,53 @@ pub fn is_local(spec: &str) -> bool {
     spec.starts_with('/') || spec.starts_with("file:")
 }
 
-/// Install `spec` for `runtime` with the real `npm` (a fresh install: an earlier one is
-/// removed first), record the spec, then run the package's program once without arguments
-/// so it writes its manifest (as `npx -y` does). `npm` and the package see `IAPEER_ROOT`.
+/// Install `spec` for `runtime` with the real `npm`, record the spec, then run the package's
+/// program once without arguments so it writes its manifest (as `npx -y` does). `npm` and
+/// the package see `IAPEER_ROOT`. npm installs into a fresh folder beside the install folder,
+/// which replaces the earlier install only once npm succeeded: a failed install leaves the
+/// installed package as it was.
 ///
 /// Errors: npm or the package's program failed or timed out (text has the tail of what they
 /// said and what to do), or the package has no program.
 pub fn install(paths: &Paths, runtime: &str, spec: &str) -> Result<(), String> {
     let dir = install_dir(paths, runtime);
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir)
-            .map_err(|e| format!("cannot clear {}: {e}", dir.display()))?;
+    let staging = dir.with_file_name("package.new");
+    let old = dir.with_file_name("package.old");
+    for leftover in [&staging, &old] {
+        if leftover.exists() {
+            std::fs::remove_dir_all(leftover)
+                .map_err(|e| format!("cannot clear {}: {e}", leftover.display()))?;
+        }
     }
-    crate::fsutil::ensure_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    crate::fsutil::ensure_dir(&staging)
+        .map_err(|e| format!("cannot create {}: {e}", staging.display()))?;
     let mut npm = Command::new("npm");
     npm.args(["install", "--no-audit", "--no-fund", "--no-update-notifier"])
         .arg("--prefix")
-        .arg(&dir)
+        .arg(&staging)
         .arg(spec)
-        .current_dir(&dir)
+        .current_dir(&staging)
         .env("IAPEER_ROOT", paths.root());
-    run_bounded(npm, INSTALL_TIMEOUT).map_err(|e| {
-        format!("npm install {spec} failed: {e} — check the package name (or tarball path) and that npm can reach its registry")
-    })?;
+    if let Err(e) = run_bounded(npm, INSTALL_TIMEOUT) {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(format!(
+            "npm install {spec} failed: {e} — check the package name (or tarball path) and that npm can reach its registry"
+        ));
+    }
     let record = serde_json::json!({ "package": spec }).to_string();
-    crate::fsutil::write_atomic(&dir.join(SOURCE_FILE), record.as_bytes(), 0o644)
+    crate::fsutil::write_atomic(&staging.join(SOURCE_FILE), record.as_bytes(), 0o644)
         .map_err(|e| format!("cannot record the installed package: {e}"))?;
+    let swap = |from: &Path, to: &Path| {
+        std::fs::rename(from, to)
+            .map_err(|e| format!("cannot move {} to {}: {e}", from.display(), to.display()))
+    };
+    if dir.exists() {
+        swap(&dir, &old)?;
+    }
+    swap(&staging, &dir)?;
+    if old.exists() {
+        let _ = std::fs::remove_dir_all(&old);
+    }
     let bin = package_program(&dir, runtime)?;
     let mut cmd = Command::new(&bin);
     cmd.current_dir(&dir)
@@ -269,6 +290,20 @@ mod tests {
         assert_eq!(absolute_spec("@agfpd/bot", dir.path()), "@agfpd/bot");
         assert!(!is_local("@agfpd/bot"));
         assert_eq!(absolute_spec("./missing.tgz", dir.path()), "./missing.tgz");
+    }
+
+    #[test]
+    fn a_failed_npm_install_leaves_the_installed_package_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        let installed = install_dir(&paths, "bot");
+        std::fs::create_dir_all(&installed).unwrap();
+        std::fs::write(installed.join(SOURCE_FILE), r#"{"package":"bot@1.0.0"}"#).unwrap();
+        let missing = dir.path().join("missing.tgz");
+        let err = install(&paths, "bot", missing.to_str().unwrap()).unwrap_err();
+        assert!(err.starts_with("npm install"), "{err}");
+        assert_eq!(recorded_spec(&paths, "bot").as_deref(), Some("bot@1.0.0"));
+        assert!(!installed.with_file_name("package.new").exists());
     }
 
     #[test]
