@@ -10,7 +10,8 @@ const DAEMON_DOWN_TAIL: &str = ") — start it with: iapeer daemon (foreground)"
 #[test]
 fn version_in_every_spelling() {
     let env = TestEnv::new();
-    let want = format!("iapeer {}\n", env!("CARGO_PKG_VERSION"));
+    // The bare x.y.z, as the original printed it: companion packages read it (issue 11).
+    let want = format!("{}\n", env!("CARGO_PKG_VERSION"));
     for args in [&["--version"][..], &["version"], &["-v"]] {
         let out = env.run(args);
         assert!(out.status.success(), "{args:?}: {}", common::describe(&out));

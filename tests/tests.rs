@@ -35,6 +35,7 @@ mod lifecycle_verbs;
 mod mcp;
 mod migrate;
 mod notifier;
+mod packages;
 mod paste;
 mod paths;
 mod peers;

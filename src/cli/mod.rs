@@ -18,6 +18,7 @@ pub mod man;
 pub mod onboard;
 pub mod parse;
 pub mod peers;
+pub mod runtimes;
 pub mod send;
 pub mod sender;
 pub mod spec;
@@ -196,9 +197,10 @@ fn run(cmd: Command) -> (String, CliResult) {
                 .map_err(CliError::Usage)
                 .and_then(|t| print(&t)),
         ),
+        // The bare x.y.z, as the original printed it (companion packages read it; issue 11).
         Command::Version => (
             "version".into(),
-            print(&format!("iapeer {}\n", env!("CARGO_PKG_VERSION"))),
+            print(&format!("{}\n", env!("CARGO_PKG_VERSION"))),
         ),
         Command::Generate(Generate::Man) => ("generate".into(), print(&man::render_man())),
         Command::Generate(Generate::PeerNames) => ("generate".into(), print(&peer_names())),
@@ -264,6 +266,8 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
         Verb::Install => install::run(inv),
         Verb::Onboard => onboard::run(inv),
         Verb::Update => update::update(inv),
+        Verb::InstallRuntime => runtimes::install_runtime(inv),
+        Verb::UpdateRuntime => runtimes::update_runtime(inv),
         Verb::Rollback => update::rollback(inv),
         Verb::Uninstall => uninstall::run(inv),
         Verb::Daemon if inv.flag(spec::flags::DETACH) && inv.flag(spec::flags::FOREGROUND) => Err(

@@ -51,8 +51,9 @@ pub fn create(inv: &Invocation) -> CliResult {
     };
     let born =
         peers::create_peer(&paths, name, folder.as_deref(), &init_options(inv)).map_err(fail)?;
-    bootstrap(inv, &paths, &born);
-    report(inv, "created", &born.peer)
+    let unconfigured = bootstrap(inv, &paths, &born);
+    report(inv, "created", &born.peer)?;
+    unconfigured.map_or(Ok(()), Err)
 }
 
 /// `init [folder]`: turn a folder (default: the current one) into a peer named after it.
@@ -64,13 +65,32 @@ pub fn init(inv: &Invocation) -> CliResult {
             .map_err(|e| fail(format!("cannot read the current folder: {e}")))?,
     };
     let born = peers::init_peer(&paths, &folder, &init_options(inv)).map_err(fail)?;
-    bootstrap(inv, &paths, &born);
-    report(inv, "initialized", &born.peer)
+    let unconfigured = bootstrap(inv, &paths, &born);
+    report(inv, "initialized", &born.peer)?;
+    unconfigured.map_or(Ok(()), Err)
 }
 
-/// Start a new always-on peer in a running daemon, unless `--no-bootstrap`. A router runtime
+/// Run the package's `selfConfig` for a peer born on a package runtime (spec 08 §2), then
+/// start a new always-on peer in a running daemon, unless `--no-bootstrap`. A router runtime
 /// whose program is missing is said first (the peer is made, but cannot start until then).
-fn bootstrap(inv: &Invocation, paths: &Paths, born: &Initialized) {
+/// Returns the failure to exit with when the package could not configure the peer (it is
+/// made, and stays stopped).
+fn bootstrap(inv: &Invocation, paths: &Paths, born: &Initialized) -> Option<CliError> {
+    let mut unconfigured = None;
+    if let Some(rt) = &born.always_on {
+        if let Ok(Some(manifest)) = runtime::manifest::Manifest::load(paths, rt) {
+            if let runtime::package::SelfConfig::Failed(why) =
+                peers::configure(paths, &manifest, &born.peer)
+            {
+                unconfigured = Some(fail(format!(
+                    "the {rt} package could not configure {} ({why}); the peer is created but stays stopped — give the package what it needs (see its self-config), then run iapeer init {} and iapeer start {}",
+                    born.peer.personality,
+                    born.peer.cwd.display(),
+                    born.peer.personality
+                )));
+            }
+        }
+    }
     let mut missing = Vec::new();
     for rt in &born.peer.runtimes {
         if let Some(why) = runtime::router::missing_program(paths, rt, &born.peer.cwd) {
@@ -82,10 +102,11 @@ fn bootstrap(inv: &Invocation, paths: &Paths, born: &Initialized) {
         }
     }
     if let Some(rt) = &born.always_on {
-        if !inv.flag(flags::NO_BOOTSTRAP) && !missing.contains(&rt) {
+        if !inv.flag(flags::NO_BOOTSTRAP) && !missing.contains(&rt) && unconfigured.is_none() {
             start_always_on(paths, &born.peer.personality, rt);
         }
     }
+    unconfigured
 }
 
 fn report(inv: &Invocation, what: &str, p: &RegistryPeer) -> CliResult {

@@ -203,7 +203,7 @@ pub fn resolve_source(
     Err(format!("there is no file at {arg}: {HOW}"))
 }
 
-/// The version line `<bin> --version` prints (`iapeer X.Y.Z`).
+/// The version `<bin> --version` prints, as `iapeer X.Y.Z` ([`version_of`]).
 ///
 /// Errors: it does not run, or prints something else.
 fn probe_version(bin: &Path) -> Result<String, String> {
@@ -213,14 +213,29 @@ fn probe_version(bin: &Path) -> Result<String, String> {
         .output()
         .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
     let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    if out.status.success() && text.starts_with("iapeer ") {
-        Ok(text)
+    if let (true, Some(v)) = (out.status.success(), version_of(&text)) {
+        Ok(format!("iapeer {v}"))
     } else {
         Err(format!(
             "{} is not an iapeer binary (`--version` answered {text:?})",
             bin.display()
         ))
     }
+}
+
+/// The version in an iapeer build's `--version` answer: the bare `X.Y.Z[-pre]` that this
+/// build and the original print, or `iapeer X.Y.Z` as builds before issue 11 did. `None` for
+/// anything else (not an iapeer build).
+pub fn version_of(text: &str) -> Option<&str> {
+    let v = text.trim();
+    let v = v.strip_prefix("iapeer ").unwrap_or(v).trim();
+    let core = v.split(['-', '+']).next().unwrap_or("");
+    let parts: Vec<&str> = core.split('.').collect();
+    let numeric = parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    numeric.then_some(v)
 }
 
 /// The live sessions (empty when no daemon runs).
@@ -362,6 +377,16 @@ pub fn rollback(_inv: &Invocation) -> CliResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_version_answer_is_read_bare_or_with_the_old_prefix() {
+        assert_eq!(version_of("0.4.86\n"), Some("0.4.86"));
+        assert_eq!(version_of("iapeer 0.1.0"), Some("0.1.0"));
+        assert_eq!(version_of("1.2.3-rc.1"), Some("1.2.3-rc.1"));
+        assert_eq!(version_of("2.1.332 (Claude Code)"), None);
+        assert_eq!(version_of("iapeer"), None);
+        assert_eq!(version_of("1.2"), None);
+    }
 
     #[test]
     fn the_source_is_a_file_and_a_version_is_refused_with_what_to_do() {

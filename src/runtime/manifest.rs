@@ -1,7 +1,11 @@
-//! Runtime package manifests `runtimes/<rt>/runtime.json` (spec 08 §2), as far as running a
-//! router runtime needs them. Unknown keys are ignored.
+//! Runtime package manifests `runtimes/<rt>/runtime.json` (spec 08 §2): written by the
+//! package, read here. Every manifest the original tool accepts is accepted: a missing
+//! `runtime` is the folder's name, a `version` that is not a string (a number) is read as its
+//! text, `selfConfig` is a `{command,args}` object or a bare command string. Unknown keys are
+//! ignored.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::path::PathBuf;
 
 use super::RuntimeError;
@@ -18,21 +22,108 @@ pub struct CommandSpec {
     pub args: Vec<String>,
 }
 
-/// The fields of `runtime.json` that iapeer reads.
+/// One peer a package declares (`peers[]`): iapeer creates it at `install-runtime`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Manifest {
-    /// Must equal the folder name.
-    pub runtime: String,
-    /// Package version, when stamped.
+pub struct DeclaredPeer {
+    /// The peer's name (required).
+    pub personality: String,
+    /// `absent`, `natural` or `artificial`; absent = the runtime's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intelligence: Option<String>,
+    /// Its registry description (one line, at most 450 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its folder (absolute); absent = `<root>/peers/<personality>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The program to run for this peer instead of the runtime's (written to the peer's
+    /// `launch.env` as `<RT>_RUNTIME_BIN`).
+    #[serde(
+        default,
+        rename = "runtimeBin",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub runtime_bin: Option<String>,
+}
+
+/// The fields of `runtime.json` that iapeer reads.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Manifest {
+    /// The runtime's name: the folder's name when the file does not say.
+    pub runtime: String,
+    /// Package version, when stamped (a number is kept as its text).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// The per-peer configuration hook, run in the peer's folder at its birth.
+    #[serde(rename = "selfConfig", skip_serializing_if = "Option::is_none")]
+    pub self_config: Option<CommandSpec>,
+    /// The peers the package provides; empty = operator-add mode (`create --runtime <rt>`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub peers: Vec<DeclaredPeer>,
     /// Our addition: how to run the runtime. Absent = `$<RT>_RUNTIME_BIN` or `<rt>-runtime`,
     /// with the argument `run`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub run: Option<CommandSpec>,
 }
 
+/// The file as written, before the lenient fields are read.
+#[derive(Deserialize)]
+struct RawManifest {
+    #[serde(default)]
+    runtime: Option<String>,
+    #[serde(default)]
+    version: Value,
+    #[serde(default, rename = "selfConfig")]
+    self_config: Value,
+    #[serde(default)]
+    peers: Option<Vec<DeclaredPeer>>,
+    #[serde(default)]
+    run: Option<CommandSpec>,
+}
+
 impl Manifest {
+    /// Read manifest text found in the folder of runtime `folder` (pure).
+    ///
+    /// Errors: the text is not JSON of this shape, `runtime` names another runtime, or
+    /// `selfConfig` is neither a command string nor `{command,args}` (text says which).
+    pub fn parse(text: &str, folder: &str) -> Result<Manifest, String> {
+        let raw: RawManifest = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let runtime = raw.runtime.unwrap_or_else(|| folder.to_string());
+        if runtime != folder {
+            return Err(format!(
+                "\"runtime\" is \"{runtime}\", expected \"{folder}\""
+            ));
+        }
+        let version = match raw.version {
+            Value::String(s) if !s.trim().is_empty() => Some(s),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        };
+        let self_config = match raw.self_config {
+            Value::Null => None,
+            Value::String(s) if s.trim().is_empty() => None,
+            Value::String(s) => Some(CommandSpec {
+                command: s,
+                args: Vec::new(),
+            }),
+            v @ Value::Object(_) => Some(serde_json::from_value(v).map_err(|e| {
+                format!("\"selfConfig\" must be a command or {{\"command\", \"args\"}}: {e}")
+            })?),
+            _ => {
+                return Err(
+                    "\"selfConfig\" must be a command or {\"command\", \"args\"}".to_string(),
+                )
+            }
+        };
+        Ok(Manifest {
+            runtime,
+            version,
+            self_config,
+            peers: raw.peers.unwrap_or_default(),
+            run: raw.run,
+        })
+    }
+
     /// Load the manifest of `runtime`. A missing file is `Ok(None)` (not installed).
     ///
     /// Errors: [`RuntimeError::BadManifest`] when the file is unreadable, not JSON of this
@@ -47,21 +138,61 @@ impl Manifest {
             Ok(Some(t)) => t,
             Err(e) => return Err(RuntimeError::BadManifest(path, e.to_string())),
         };
-        let m: Manifest = serde_json::from_str(&text)
-            .map_err(|e| RuntimeError::BadManifest(path.clone(), e.to_string()))?;
-        if m.runtime != runtime {
-            return Err(RuntimeError::BadManifest(
-                path,
-                format!("\"runtime\" is \"{}\", expected \"{runtime}\"", m.runtime),
-            ));
-        }
-        Ok(Some(m))
+        Manifest::parse(&text, runtime)
+            .map(Some)
+            .map_err(|why| RuntimeError::BadManifest(path, why))
     }
+}
+
+/// The runtimes installed from packages: every folder under `<root>/runtimes/` with a
+/// valid runtime name that holds a `runtime.json`, sorted. Empty when there is none.
+pub fn installed(paths: &Paths) -> Vec<String> {
+    let mut found: Vec<String> = std::fs::read_dir(paths.runtimes_dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|rt| is_valid_runtime(rt) && paths.runtime_manifest(rt).is_file())
+        .collect();
+    found.sort();
+    found
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_original_s_lenient_manifests_are_accepted() {
+        // No "runtime": the folder's name. A number as version. A bare selfConfig command.
+        let m = Manifest::parse(
+            r#"{"version":2,"selfConfig":"/opt/bot-config","peers":[{"personality":"pager","runtimeBin":"/opt/pager"}]}"#,
+            "bot",
+        )
+        .unwrap();
+        assert_eq!(m.runtime, "bot");
+        assert_eq!(m.version.as_deref(), Some("2"));
+        assert_eq!(
+            m.self_config,
+            Some(CommandSpec {
+                command: "/opt/bot-config".into(),
+                args: vec![]
+            })
+        );
+        assert_eq!(m.peers[0].personality, "pager");
+        assert_eq!(m.peers[0].runtime_bin.as_deref(), Some("/opt/pager"));
+        let m = Manifest::parse(
+            r#"{"runtime":"bot","version":null,"selfConfig":{"command":"b","args":["self-config"]}}"#,
+            "bot",
+        )
+        .unwrap();
+        assert_eq!(m.version, None);
+        assert_eq!(m.self_config.unwrap().args, vec!["self-config"]);
+        assert!(Manifest::parse(r#"{"selfConfig":3}"#, "bot")
+            .unwrap_err()
+            .contains("selfConfig"));
+        assert!(Manifest::parse(r#"{"peers":[{"intelligence":"absent"}]}"#, "bot").is_err());
+    }
 
     #[test]
     fn missing_invalid_and_valid_manifests() {
@@ -84,5 +215,7 @@ mod tests {
         .unwrap();
         let m = Manifest::load(&paths, "bot").unwrap().unwrap();
         assert_eq!(m.run.unwrap().command, "cat");
+        std::fs::create_dir_all(paths.runtimes_dir().join("claude/plugins")).unwrap();
+        assert_eq!(installed(&paths), vec!["bot".to_string()]);
     }
 }

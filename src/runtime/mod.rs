@@ -15,6 +15,7 @@ pub mod echo;
 pub mod human;
 pub mod manifest;
 pub mod notifier;
+pub mod package;
 pub mod router;
 pub mod transcript;
 
@@ -52,7 +53,7 @@ impl std::fmt::Display for RuntimeError {
         match self {
             RuntimeError::NotInstalled(rt) => write!(
                 f,
-                "runtime \"{rt}\" is not installed — install its package (it provides runtimes/{rt}/runtime.json under the iapeer root) or choose another runtime"
+                "runtime \"{rt}\" is not installed — install its package with iapeer install-runtime {rt} [--package <npm package or tarball>] or choose another runtime"
             ),
             RuntimeError::AgentMissing(rt, hint) => write!(f, "{rt} is not installed — {hint}"),
             RuntimeError::BadManifest(p, why) => {

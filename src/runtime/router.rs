@@ -26,10 +26,15 @@ pub fn bin_override_var(runtime: &str) -> String {
 }
 
 /// The program a router runtime runs and its arguments (before the launch env's start args):
-/// the manifest's `run`, else `$<RT>_RUNTIME_BIN` (from this process's environment) or
-/// `<rt>-runtime`, with the argument `run`.
-fn program_and_args(manifest: &Manifest) -> (OsString, Vec<OsString>) {
+/// `peer_bin` (the peer's `launch.env` `<RT>_RUNTIME_BIN`, written from a package's
+/// `runtimeBin`) with the argument `run`, else the manifest's `run`, else
+/// `$<RT>_RUNTIME_BIN` (from this process's environment) or `<rt>-runtime`, with the
+/// argument `run`.
+fn program_and_args(manifest: &Manifest, peer_bin: Option<&str>) -> (OsString, Vec<OsString>) {
     let rt = &manifest.runtime;
+    if let Some(bin) = peer_bin.filter(|b| !b.is_empty()) {
+        return (bin.into(), vec!["run".into()]);
+    }
     match &manifest.run {
         Some(run) => (
             run.command.clone().into(),
@@ -42,6 +47,16 @@ fn program_and_args(manifest: &Manifest) -> (OsString, Vec<OsString>) {
             (bin, vec!["run".into()])
         }
     }
+}
+
+/// The peer's own program for `runtime`, from its `launch.env` (`<RT>_RUNTIME_BIN`).
+fn peer_bin<'a>(env: &'a crate::launch_env::LaunchEnv, runtime: &str) -> Option<&'a str> {
+    let key = bin_override_var(runtime);
+    env.vars
+        .iter()
+        .rev()
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v.as_str())
 }
 
 /// Where `program` is found when started in `cwd` with `path_var` as PATH: a name with a
@@ -64,7 +79,8 @@ pub fn find_program(program: &OsStr, cwd: &Path, path_var: Option<&OsStr>) -> Op
 /// runtime (agent runtimes and bad manifests are reported elsewhere).
 pub fn missing_program(paths: &crate::paths::Paths, runtime: &str, cwd: &Path) -> Option<String> {
     let manifest = Manifest::load(paths, runtime).ok()??;
-    let (program, _) = program_and_args(&manifest);
+    let env = crate::launch_env::read(cwd, runtime);
+    let (program, _) = program_and_args(&manifest, peer_bin(&env, runtime));
     let path_var = std::env::var_os("PATH");
     if find_program(&program, cwd, path_var.as_deref()).is_some() {
         return None;
@@ -97,7 +113,8 @@ impl Adapter for RouterRuntime {
     }
 
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String> {
-        let (program, mut args) = program_and_args(&self.manifest);
+        let (program, mut args) =
+            program_and_args(&self.manifest, peer_bin(ctx.launch_env, self.name()));
         args.extend(ctx.launch_env.start_args.iter().map(OsString::from));
         Ok(LaunchCommand {
             program,
@@ -124,8 +141,9 @@ mod tests {
 
     #[test]
     fn run_descriptor_wins_and_start_args_come_last() {
-        let m: Manifest = serde_json::from_str(
+        let m = Manifest::parse(
             r#"{"runtime":"bot","run":{"command":"/opt/bot","args":["serve"]}}"#,
+            "bot",
         )
         .unwrap();
         let rt = RouterRuntime::new(m);
@@ -149,7 +167,7 @@ mod tests {
 
     #[test]
     fn default_command_is_rt_runtime_run() {
-        let m: Manifest = serde_json::from_str(r#"{"runtime":"zzqbot"}"#).unwrap();
+        let m = Manifest::parse(r#"{"runtime":"zzqbot"}"#, "zzqbot").unwrap();
         let rt = RouterRuntime::new(m);
         let env = LaunchEnv::default();
         let paths = Paths::at("/r");

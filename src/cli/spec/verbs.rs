@@ -185,6 +185,28 @@ pub mod flags {
         "force",
         "restart even while an agent is mid-turn (its conversation resumes by topic)",
     );
+    /// `--package <spec>` (install-runtime).
+    pub const PACKAGE: FlagSpec = valued(
+        "package",
+        "<spec>",
+        Complete::Path,
+        "the npm package to install: a name, name@version or local tarball",
+    );
+    /// `--npx` (install-runtime).
+    pub const NPX: FlagSpec = boolean(
+        "npx",
+        "install the package again even when its manifest exists",
+    );
+    /// `--force` (update-runtime).
+    pub const REINSTALL: FlagSpec = boolean(
+        "force",
+        "reinstall even when the installed version is the latest",
+    );
+    /// `--all` (update-runtime).
+    pub const RUNTIMES_ALL: FlagSpec = boolean(
+        "all",
+        "update every installed runtime package instead of one",
+    );
     /// `--yes` (uninstall).
     pub const YES: FlagSpec = boolean("yes", "do not ask (needed when stdin is not a terminal)");
     /// `--purge` (uninstall).
@@ -248,8 +270,9 @@ pub mod args {
 use args::{ARGS, FOLDER, NAME, RT, RUNTIME, TARGET, VERB};
 use flags::{
     ACCEPT_RISK, ALL, ATTACHMENT, DESCRIPTION, DETACH, DRY_RUN, FIX, FORCE, FOREGROUND, FROM,
-    INTELLIGENCE, JSON, KEEP, MESSAGE, MESSAGE_FILE, NO_BOOTSTRAP, PATH, PEER_RUNTIME, PURGE,
-    SEND_RUNTIME, SEND_TIMEOUT, TOPIC, UPDATE_FORCE, YES,
+    INTELLIGENCE, JSON, KEEP, MESSAGE, MESSAGE_FILE, NO_BOOTSTRAP, NPX, PACKAGE, PATH,
+    PEER_RUNTIME, PURGE, REINSTALL, RUNTIMES_ALL, SEND_RUNTIME, SEND_TIMEOUT, TOPIC, UPDATE_FORCE,
+    YES,
 };
 use flags::{FOLLOW, HUMAN, INBOX_ALL, SINCE};
 
@@ -276,7 +299,8 @@ pub static VERBS: &[VerbSpec] = &[
         name: "version",
         signature: "version",
         summary: "print the version",
-        description: "Print one line, iapeer followed by its version. The flags --version and -v do the same.",
+        description: "Print one line, the version alone (x.y.z), as the original iapeer printed it: companion \
+            packages read it. The flags --version and -v do the same.",
         positionals: &[],
         flags: &[],
         rules: &[],
@@ -741,6 +765,48 @@ pub static VERBS: &[VerbSpec] = &[
         positionals: &[args::PATH_OR_VERSION],
         flags: &[UPDATE_FORCE],
         rules: &[],
+        hidden: false,
+        group: Group::Host,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::InstallRuntime),
+        name: "install-runtime",
+        signature: "install-runtime <rt> [--package <spec>] [--npx] [--no-bootstrap]",
+        summary: "install a runtime package and provision the peers it declares",
+        description: "Install the package that provides runtime <rt> with npm into \
+            <root>/runtimes/<rt>/package (--package: an npm package name, name@version or a local \
+            tarball; known without it: telegram is @agfpd/telegram-runtime, notifier is \
+            @agfpd/notifier-runtime) and run its program once without arguments, which writes \
+            <root>/runtimes/<rt>/runtime.json — skipped when that manifest exists, unless --package or \
+            --npx is given (--npx alone installs the package it was installed from again). Then every peer the manifest declares (peers[]) is created with its description, \
+            intelligence, folder (path) and program (runtimeBin), the package's selfConfig runs in \
+            its folder with IAPEER_PEER_PERSONALITY, IAPEER_PEER_CWD, IAPEER_PEER_RUNTIME, \
+            IAPEER_PEER_INTELLIGENCE and IAPEER_ROOT set, and a running daemon starts it unless \
+            --no-bootstrap. A peer whose selfConfig fails is created but stays stopped (exit 1; \
+            iapeer start <peer> once configured). A manifest without peers[] is operator-add: \
+            iapeer create <name> --runtime <rt>. install-runtime notifier without --package and \
+            without an installed package provisions the built-in notifier's timer and watcher.",
+        positionals: &[RT],
+        flags: &[PACKAGE, NPX, NO_BOOTSTRAP],
+        rules: &[],
+        hidden: false,
+        group: Group::Host,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::UpdateRuntime),
+        name: "update-runtime",
+        signature: "update-runtime (<rt> | --all) [--force]",
+        summary: "reinstall a runtime package when a newer version exists",
+        description: "Compare the installed manifest's version with the latest version of the package it \
+            was installed from (npm view, 60 s; a local tarball's own version). Equal and no --force: \
+            already-latest, nothing changes. Otherwise reinstall it as install-runtime does, provision \
+            its declared peers again and restart the running peers of that runtime. A manifest \
+            without a version is reinstalled (the version gate is skipped, and said so).",
+        positionals: &[RT],
+        flags: &[RUNTIMES_ALL, REINSTALL],
+        rules: &[Rule::ReplacesPositionals(RUNTIMES_ALL)],
         hidden: false,
         group: Group::Host,
         passthrough: false,

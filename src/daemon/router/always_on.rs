@@ -40,6 +40,27 @@ impl Router {
         }
     }
 
+    /// A runtime package installed since the last look (by `install-runtime`, by the package's
+    /// own `npx` install or by hand) brings its always-on peers up without a daemon restart:
+    /// called at every tick, it starts every always-on peer again when a runtime appeared
+    /// (running, stopped and parked ones are left as they are).
+    pub(crate) fn notice_new_runtimes(&mut self) {
+        let now = crate::runtime::manifest::installed(&self.paths);
+        let seen = std::mem::replace(&mut self.supervisor.runtimes_seen, now);
+        let new: Vec<&String> = self
+            .supervisor
+            .runtimes_seen
+            .iter()
+            .filter(|rt| !seen.contains(rt))
+            .collect();
+        if new.is_empty() {
+            return;
+        }
+        let names: Vec<&str> = new.iter().map(|s| s.as_str()).collect();
+        self.lifecycle(Event::new("runtime-installed").field("runtimes", names.join(",")));
+        self.start_always_on();
+    }
+
     /// True when the supervisor parked this always-on identity after a crash loop (spec 05
     /// §8): it stays down until `start` or `new`.
     pub(crate) fn is_parked(&self, ident: &Identity) -> bool {

@@ -228,6 +228,7 @@ impl Router {
     /// Run until shutdown completes or every sender is gone.
     pub fn run(mut self, rx: Receiver<RouterMsg>, session_rx: Receiver<SessionEvent>) {
         self.now = Now::read();
+        self.supervisor.runtimes_seen = crate::runtime::manifest::installed(&self.paths);
         self.start_always_on();
         loop {
             let timeout = self

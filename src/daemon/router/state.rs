@@ -212,6 +212,8 @@ pub(crate) struct Supervisor {
     pub always_on: HashMap<Identity, AlwaysOn>,
     /// Ephemeral identities whose drained task failed: no new attempt before this time.
     pub drain_retry: HashMap<Identity, Instant>,
+    /// The package runtimes installed at the last look (`runtime::manifest::installed`).
+    pub runtimes_seen: Vec<String>,
 }
 
 /// Deferred work the router schedules for itself, in deadline order.

@@ -42,6 +42,7 @@ impl Router {
                 self.bring_up_new_eager(&ident);
             }
         }
+        self.notice_new_runtimes();
         self.drain_all();
         self.storms.prune(self.now.at, self.cfg.storm);
         let limits = crate::session::panelog::PaneLimits::current();
