@@ -28,6 +28,7 @@ pub(crate) mod inbox;
 pub(crate) mod launch_env;
 pub(crate) mod logview;
 pub(crate) mod markers;
+pub(crate) mod memory;
 pub(crate) mod names;
 pub(crate) mod notifier;
 pub(crate) mod outbox;

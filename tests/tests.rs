@@ -33,6 +33,7 @@ mod install;
 mod lifecycle;
 mod lifecycle_verbs;
 mod mcp;
+mod memory;
 mod migrate;
 mod notifier;
 mod paste;

@@ -15,6 +15,7 @@ pub mod install;
 pub mod lifecycle;
 pub mod logs;
 pub mod man;
+pub mod memory;
 pub mod onboard;
 pub mod parse;
 pub mod peers;
@@ -284,6 +285,8 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
             code => Err(CliError::Exit(code)),
         },
         Verb::RunInfra => run_infra(inv),
+        Verb::NativeMemory => memory::native_memory(inv),
+        Verb::TrustHooks => memory::trust_hooks(inv),
         Verb::NotifierRun => match crate::notifier::run::run() {
             0 => Ok(()),
             code => Err(CliError::Exit(code)),

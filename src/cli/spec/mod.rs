@@ -208,12 +208,16 @@ pub enum Verb {
     RunInfra,
     /// `notifier-run`.
     NotifierRun,
+    /// `native-memory`.
+    NativeMemory,
+    /// `trust-hooks`.
+    TrustHooks,
 }
 
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 34] = [
+    pub const ALL: [Verb; 36] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
@@ -248,6 +252,8 @@ impl Verb {
         Verb::HumanInbox,
         Verb::RunInfra,
         Verb::NotifierRun,
+        Verb::NativeMemory,
+        Verb::TrustHooks,
     ];
 }
 

@@ -199,6 +199,11 @@ pub mod flags {
     );
     /// `--all` (inbox).
     pub const INBOX_ALL: FlagSpec = boolean("all", "show every message, not only the unread ones");
+    /// `--check` (trust-hooks).
+    pub const CHECK: FlagSpec = boolean(
+        "check",
+        "write nothing: say trusted, missing or drift per hook (exit 1 unless all trusted)",
+    );
     /// `--since <dur|time>` (logs).
     pub const SINCE: FlagSpec = valued(
         "since",
@@ -236,6 +241,10 @@ pub mod args {
     pub const RT: PosSpec = required("rt", Complete::Runtime);
     /// `[path-or-version]` (update).
     pub const PATH_OR_VERSION: PosSpec = optional("path-or-version", Complete::Path);
+    /// `<setting>` (native-memory): `off` or `on`.
+    pub const SETTING: PosSpec = required("setting", Complete::Text);
+    /// `<hooks-file>` (trust-hooks).
+    pub const HOOKS_FILE: PosSpec = required("hooks-file", Complete::Path);
     /// `[args]...` (echo-agent): every word after the verb.
     pub const ARGS: PosSpec = PosSpec {
         name: "args",
@@ -626,6 +635,24 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::NativeMemory),
+        name: "native-memory",
+        signature: "native-memory <setting> (--peer <p> | --all) [--json]",
+        summary: "turn an agent runtime's own memory off or back on",
+        description: "With off, turn off the native memory of each agent runtime of the peer (or every \
+            peer): Claude Code's autoMemoryEnabled false in <folder>/.claude/settings.json, Codex's \
+            memories = false under [features] in <folder>/.codex/config.toml, other settings kept. \
+            With on, delete those keys (the runtime's default applies). Prints written, already or \
+            failed per runtime; a file that cannot be read as JSON or TOML is left alone and exits 1. \
+            A memory provider's peers get off at birth.",
+        positionals: &[args::SETTING],
+        flags: &[flags::PEER, ALL, JSON],
+        rules: &[Rule::ExactlyOne(&[flags::PEER, ALL])],
+        hidden: false,
+        group: Group::Peers,
+        passthrough: false,
+    },
+    VerbSpec {
         id: VerbId::Run(Verb::Daemon),
         name: "daemon",
         signature: "daemon [--foreground] [--detach]",
@@ -670,6 +697,25 @@ pub static VERBS: &[VerbSpec] = &[
             not healthy.",
         positionals: &[],
         flags: &[JSON],
+        rules: &[],
+        hidden: false,
+        group: Group::Host,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::TrustHooks),
+        name: "trust-hooks",
+        signature: "trust-hooks <hooks-file> [--check] [--json]",
+        summary: "trust the hooks of a Codex hooks.json so Codex runs them without a review",
+        description: "Record in $CODEX_HOME/config.toml (hooks.state) that every command hook of the \
+            Codex hooks file is trusted, in the format of Codex 0.171.0, so Codex runs them without \
+            asking for a review (a headless session skips untrusted hooks). The first output line \
+            says trusted or already trusted; entries of hooks no longer in the file are dropped. \
+            With --check nothing is written: each hook is reported trusted, missing or drift (changed \
+            since trusted), and the exit code is 1 unless all are trusted. A note says when the \
+            installed Codex is another version.",
+        positionals: &[args::HOOKS_FILE],
+        flags: &[flags::CHECK, JSON],
         rules: &[],
         hidden: false,
         group: Group::Host,
