@@ -13,6 +13,7 @@
 #![warn(clippy::self_named_module_files)]
 
 pub(crate) mod adapter;
+pub(crate) mod child;
 pub(crate) mod cli;
 pub(crate) mod clock;
 pub(crate) mod config;
@@ -34,6 +35,7 @@ pub(crate) mod notifier;
 pub(crate) mod outbox;
 pub mod paths;
 pub(crate) mod peers;
+pub(crate) mod plugins;
 pub(crate) mod profile;
 pub(crate) mod prompt;
 pub(crate) mod protocol;

@@ -39,6 +39,7 @@ mod notifier;
 mod paste;
 mod paths;
 mod peers;
+mod plugins;
 mod regressions;
 mod router_runtime;
 mod send;

@@ -19,6 +19,7 @@ pub mod memory;
 pub mod onboard;
 pub mod parse;
 pub mod peers;
+pub mod plugins;
 pub mod send;
 pub mod sender;
 pub mod spec;
@@ -287,6 +288,7 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
         Verb::RunInfra => run_infra(inv),
         Verb::NativeMemory => memory::native_memory(inv),
         Verb::TrustHooks => memory::trust_hooks(inv),
+        Verb::Enable => plugins::enable(inv),
         Verb::NotifierRun => match crate::notifier::run::run() {
             0 => Ok(()),
             code => Err(CliError::Exit(code)),

@@ -12,14 +12,12 @@
 //!
 //! It never fails the birth or the removal: a failure is logged and said on stderr.
 
-use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::native::{self, LeverState, Setting};
 use super::slot::{read_slot, ProviderCommand};
+use crate::child::{self, Ending};
 use crate::eventlog::{Event, EventLog};
 use crate::paths::Paths;
 
@@ -108,72 +106,26 @@ pub struct Outcome {
 /// The most characters of a command's stderr kept in the event.
 pub const DETAIL_CHARS: usize = 300;
 
-/// Run `program args` in `cwd` with stdin and stdout closed, its stderr kept, and kill its
-/// process group at `deadline`.
+/// Run `program args` in `cwd` (`child::run`: its own process group, killed at `deadline`).
 pub fn run(program: &Path, args: &[String], cwd: &Path, deadline: Duration) -> Outcome {
-    let start = Instant::now();
-    let ms = |start: Instant| start.elapsed().as_millis() as u64;
-    let spawned = Command::new(program)
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn();
-    let mut child = match spawned {
-        Ok(c) => c,
-        Err(e) => {
-            let state = match e.kind() {
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
-                    State::NotExecutable
-                }
-                _ => State::Failed,
-            };
-            return Outcome {
-                state,
-                exit: None,
-                ms: ms(start),
-                detail: format!("cannot run {}: {e}", program.display()),
-            };
-        }
+    let done = child::run(program, args, cwd, &[], deadline);
+    let (state, exit) = match done.ending {
+        Ending::Exited(Some(0)) => (State::Ok, Some(0)),
+        Ending::Exited(code) => (State::Failed, code),
+        Ending::Timeout => (State::Timeout, None),
+        Ending::NotExecutable => (State::NotExecutable, None),
+        Ending::SpawnFailed => (State::Failed, None),
     };
-    // Read stderr on its own thread: a chatty command must not block on a full pipe.
-    let reader = child.stderr.take().map(|mut err| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = err.read_to_end(&mut buf);
-            buf
-        })
-    });
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if start.elapsed() >= deadline => break None,
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(_) => break None,
-        }
-    };
-    if status.is_none() {
-        let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
-        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-        let _ = child.wait();
-    }
-    // A grandchild that kept stderr open would hold the reader: it was killed with the group.
-    let stderr = reader
-        .and_then(|r| r.join().ok())
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default();
-    let (state, exit) = match status {
-        None => (State::Timeout, None),
-        Some(s) if s.success() => (State::Ok, s.code()),
-        Some(s) => (State::Failed, s.code()),
+    let detail = if done.stderr.trim().is_empty() {
+        String::new()
+    } else {
+        tail(done.stderr.trim(), DETAIL_CHARS)
     };
     Outcome {
         state,
         exit,
-        ms: ms(start),
-        detail: tail(stderr.trim(), DETAIL_CHARS),
+        ms: done.ms,
+        detail,
     }
 }
 

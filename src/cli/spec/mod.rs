@@ -212,12 +212,14 @@ pub enum Verb {
     NativeMemory,
     /// `trust-hooks`.
     TrustHooks,
+    /// `enable`.
+    Enable,
 }
 
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 36] = [
+    pub const ALL: [Verb; 37] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
@@ -254,6 +256,7 @@ impl Verb {
         Verb::NotifierRun,
         Verb::NativeMemory,
         Verb::TrustHooks,
+        Verb::Enable,
     ];
 }
 

@@ -204,6 +204,11 @@ pub mod flags {
         "check",
         "write nothing: say trusted, missing or drift per hook (exit 1 unless all trusted)",
     );
+    /// `--no-setup` (enable).
+    pub const NO_SETUP: FlagSpec = boolean(
+        "no-setup",
+        "install only; do not run the plugin's own setup step",
+    );
     /// `--since <dur|time>` (logs).
     pub const SINCE: FlagSpec = valued(
         "since",
@@ -243,6 +248,8 @@ pub mod args {
     pub const PATH_OR_VERSION: PosSpec = optional("path-or-version", Complete::Path);
     /// `<setting>` (native-memory): `off` or `on`.
     pub const SETTING: PosSpec = required("setting", Complete::Text);
+    /// `<plugin>` (enable).
+    pub const PLUGIN: PosSpec = required("plugin", Complete::Text);
     /// `<hooks-file>` (trust-hooks).
     pub const HOOKS_FILE: PosSpec = required("hooks-file", Complete::Path);
     /// `[args]...` (echo-agent): every word after the verb.
@@ -630,6 +637,26 @@ pub static VERBS: &[VerbSpec] = &[
         positionals: &[RT],
         flags: &[flags::PEER, ALL, JSON],
         rules: &[Rule::ExactlyOne(&[flags::PEER, ALL])],
+        hidden: false,
+        group: Group::Peers,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Enable),
+        name: "enable",
+        signature: "enable <plugin> [peer] [--no-setup] [--json]",
+        summary: "install a plugin of the agfpd marketplace for a peer's agent runtimes",
+        description: "For each Claude or Codex runtime of the peer (default: the peer of the current \
+            folder), install <plugin>@agfpd with the runtime's own plugin commands unless its plugin \
+            list already has it for this peer: claude plugin install --scope project in the peer's \
+            folder, codex plugin add (host-wide). A failed install refreshes the marketplace once \
+            and tries again. Then the plugin's setup step, when its iapeer.json declares one, runs in \
+            the plugin's folder with IAPEER_PEER_PERSONALITY and IAPEER_PEER_CWD. Prints already, \
+            installed, runtime-missing (not a failure) or failed per runtime, and the setup's \
+            outcome; exits 1 when an install or the setup failed.",
+        positionals: &[args::PLUGIN, args::SOME_PEER],
+        flags: &[flags::NO_SETUP, JSON],
+        rules: &[],
         hidden: false,
         group: Group::Peers,
         passthrough: false,
