@@ -42,6 +42,7 @@ pub(crate) mod protocol;
 pub(crate) mod registry;
 pub(crate) mod runtime;
 pub(crate) mod session;
+pub(crate) mod telegram;
 pub(crate) mod term;
 pub mod untrusted;
 

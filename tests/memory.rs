@@ -60,7 +60,7 @@ if (verb === "init") {
   const common = ["--cwd", "{cwd}", "--runtime", "{runtime}"];
   const slot = {
     provider: "iapeer-memory", package: "@agfpd/iapeer-memory",
-    version: require("../package.json").version, registeredAt: new Date().toISOString(), heartbeat,
+    version: "1.4.0-test", registeredAt: new Date().toISOString(), heartbeat,
     provision: { command: self, args: ["provision-peer", ...common, "--personality", "{personality}", "--occasion", "{occasion}"] },
     unprovision: { command: self, args: ["unprovision-peer", ...common, "--occasion", "{occasion}"] },
   };
@@ -87,57 +87,16 @@ if (verb === "unprovision-peer" && opt("runtime") === "codex") fs.rmSync(hooks, 
 /// real `npm install` (offline, a private cache) into `<test>/npm`; then run its `init`.
 /// Returns the installed program's path.
 fn install_provider(env: &TestEnv) -> PathBuf {
-    let src = env.dir.path().join("provider-src");
-    put(
-        &src.join("package.json"),
-        &serde_json::to_string_pretty(&json!({
-            "name": "@agfpd/iapeer-memory", "version": "1.4.0-test",
-            "bin": {"iapeer-memory": "bin/iapeer-memory.js"}, "files": ["bin"],
-        }))
-        .unwrap(),
+    let dir = env.dir.path();
+    let src = common::npm::write_package(
+        dir,
+        "provider-src",
+        "@agfpd/iapeer-memory",
+        "1.4.0-test",
+        "iapeer-memory",
+        PROVIDER,
     );
-    let program = src.join("bin/iapeer-memory.js");
-    put(&program, PROVIDER);
-    std::fs::set_permissions(
-        &program,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let cache = env.dir.path().join("npm-cache");
-    let npm = |args: &[&str], cwd: &Path| {
-        let out = Command::new("npm")
-            .args(args)
-            .args([
-                "--cache",
-                cache.to_str().unwrap(),
-                "--offline",
-                "--no-audit",
-                "--no-fund",
-            ])
-            .current_dir(cwd)
-            .env("HOME", &env.home)
-            .output()
-            .expect("npm");
-        assert!(
-            out.status.success(),
-            "npm {args:?}: {}",
-            common::describe(&out)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    };
-    let tarball = npm(&["pack", "--silent"], &src);
-    let prefix = env.dir.path().join("npm");
-    std::fs::create_dir_all(&prefix).unwrap();
-    npm(
-        &[
-            "install",
-            "--prefix",
-            prefix.to_str().unwrap(),
-            src.join(&tarball).to_str().unwrap(),
-        ],
-        &prefix,
-    );
-    let installed = prefix.join("node_modules/.bin/iapeer-memory");
+    let installed = common::npm::pack_and_install(dir, &env.home, &src, "iapeer-memory");
     let out = Command::new(&installed)
         .arg("init")
         .env("IAPEER_ROOT", &env.root)

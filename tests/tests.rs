@@ -49,6 +49,7 @@ mod service;
 mod session_env;
 mod soak;
 mod storm;
+mod telegram;
 mod wake_failure;
 
 /// With `autotests = false` a file in `tests/` that no `mod` line names would never build or

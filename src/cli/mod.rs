@@ -7,6 +7,7 @@ pub mod background;
 pub mod client;
 pub mod completions;
 pub mod confirm;
+pub mod connect;
 pub mod demo;
 pub mod health;
 pub mod help;
@@ -289,6 +290,7 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
         Verb::NativeMemory => memory::native_memory(inv),
         Verb::TrustHooks => memory::trust_hooks(inv),
         Verb::Enable => plugins::enable(inv),
+        Verb::Connect => connect::connect(inv),
         Verb::NotifierRun => match crate::notifier::run::run() {
             0 => Ok(()),
             code => Err(CliError::Exit(code)),

@@ -214,12 +214,14 @@ pub enum Verb {
     TrustHooks,
     /// `enable`.
     Enable,
+    /// `connect`.
+    Connect,
 }
 
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 37] = [
+    pub const ALL: [Verb; 38] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
@@ -257,6 +259,7 @@ impl Verb {
         Verb::NativeMemory,
         Verb::TrustHooks,
         Verb::Enable,
+        Verb::Connect,
     ];
 }
 

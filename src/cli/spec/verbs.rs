@@ -209,6 +209,20 @@ pub mod flags {
         "no-setup",
         "install only; do not run the plugin's own setup step",
     );
+    /// `--token <t>` (connect).
+    pub const TOKEN: FlagSpec = valued(
+        "token",
+        "<t>",
+        Complete::Text,
+        "the bot's token from @BotFather (asked for on a terminal when absent)",
+    );
+    /// `--bot <username>` (connect).
+    pub const BOT: FlagSpec = valued(
+        "bot",
+        "<username>",
+        Complete::Text,
+        "the bot's @username, checked against the token by the package",
+    );
     /// `--since <dur|time>` (logs).
     pub const SINCE: FlagSpec = valued(
         "since",
@@ -248,6 +262,8 @@ pub mod args {
     pub const PATH_OR_VERSION: PosSpec = optional("path-or-version", Complete::Path);
     /// `<setting>` (native-memory): `off` or `on`.
     pub const SETTING: PosSpec = required("setting", Complete::Text);
+    /// `<channel>` (connect): `telegram`.
+    pub const CHANNEL: PosSpec = required("channel", Complete::Text);
     /// `<plugin>` (enable).
     pub const PLUGIN: PosSpec = required("plugin", Complete::Text);
     /// `<hooks-file>` (trust-hooks).
@@ -656,6 +672,24 @@ pub static VERBS: &[VerbSpec] = &[
             outcome; exits 1 when an install or the setup failed.",
         positionals: &[args::PLUGIN, args::SOME_PEER],
         flags: &[flags::NO_SETUP, JSON],
+        rules: &[],
+        hidden: false,
+        group: Group::Peers,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Connect),
+        name: "connect",
+        signature: "connect <channel> <peer> [--token <t>] [--bot <username>] [--json]",
+        summary: "bind a Telegram bot to a peer (channel: telegram)",
+        description: "Bind the bot to the peer through the installed telegram-runtime package: its bot \
+            add (which checks the token with Telegram and that it is the named bot's) and interface \
+            bot verbs; then interfaces.telegram.bot_username goes into the peer's profile and the \
+            registry, and the telegram peers are restarted in a running daemon so they load the \
+            bot. The same token again changes nothing and restarts nothing. The token and the \
+            bot's @username are asked for on a terminal when not given.",
+        positionals: &[args::CHANNEL, args::PEER],
+        flags: &[flags::TOKEN, flags::BOT, JSON],
         rules: &[],
         hidden: false,
         group: Group::Peers,
