@@ -13,6 +13,7 @@
 #![warn(clippy::self_named_module_files)]
 
 pub(crate) mod adapter;
+pub(crate) mod child;
 pub(crate) mod cli;
 pub(crate) mod clock;
 pub(crate) mod config;
@@ -28,17 +29,20 @@ pub(crate) mod inbox;
 pub(crate) mod launch_env;
 pub(crate) mod logview;
 pub(crate) mod markers;
+pub(crate) mod memory;
 pub(crate) mod names;
 pub(crate) mod notifier;
 pub(crate) mod outbox;
 pub mod paths;
 pub(crate) mod peers;
+pub(crate) mod plugins;
 pub(crate) mod profile;
 pub(crate) mod prompt;
 pub(crate) mod protocol;
 pub(crate) mod registry;
 pub(crate) mod runtime;
 pub(crate) mod session;
+pub(crate) mod telegram;
 pub(crate) mod term;
 pub mod untrusted;
 

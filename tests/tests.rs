@@ -33,12 +33,14 @@ mod install;
 mod lifecycle;
 mod lifecycle_verbs;
 mod mcp;
+mod memory;
 mod migrate;
 mod notifier;
 mod packages;
 mod paste;
 mod paths;
 mod peers;
+mod plugins;
 mod regressions;
 mod router_runtime;
 mod send;
@@ -48,6 +50,7 @@ mod service;
 mod session_env;
 mod soak;
 mod storm;
+mod telegram;
 mod wake_failure;
 
 /// With `autotests = false` a file in `tests/` that no `mod` line names would never build or

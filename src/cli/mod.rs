@@ -7,6 +7,7 @@ pub mod background;
 pub mod client;
 pub mod completions;
 pub mod confirm;
+pub mod connect;
 pub mod demo;
 pub mod health;
 pub mod help;
@@ -15,9 +16,11 @@ pub mod install;
 pub mod lifecycle;
 pub mod logs;
 pub mod man;
+pub mod memory;
 pub mod onboard;
 pub mod parse;
 pub mod peers;
+pub mod plugins;
 pub mod runtimes;
 pub mod send;
 pub mod sender;
@@ -288,6 +291,10 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
             code => Err(CliError::Exit(code)),
         },
         Verb::RunInfra => run_infra(inv),
+        Verb::NativeMemory => memory::native_memory(inv),
+        Verb::TrustHooks => memory::trust_hooks(inv),
+        Verb::Enable => plugins::enable(inv),
+        Verb::Connect => connect::connect(inv),
         Verb::NotifierRun => match crate::notifier::run::run() {
             0 => Ok(()),
             code => Err(CliError::Exit(code)),

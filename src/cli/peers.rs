@@ -188,6 +188,8 @@ pub fn remove(inv: &Invocation) -> CliResult {
             let _ = c.request::<ForgetReply>(&req, |_| {});
         }
     }
+    // The memory provider strips its surfaces while the peer's state is still there.
+    crate::memory::provision::at_remove(&paths, &entry.cwd, name, &entry.runtimes);
     Registry::update(&paths, |r| -> Result<bool, RegistryError> {
         Ok(r.remove(name))
     })
@@ -311,7 +313,11 @@ pub fn rename(inv: &Invocation) -> CliResult {
 }
 
 /// The peers a `--peer <p> | --all` verb acts on.
-fn selected_peers(paths: &Paths, inv: &Invocation) -> Result<Vec<RegistryPeer>, CliError> {
+/// The peers `--peer <p>` or `--all` names (the registry entries).
+pub(crate) fn selected_peers(
+    paths: &Paths,
+    inv: &Invocation,
+) -> Result<Vec<RegistryPeer>, CliError> {
     let registry = Registry::load(paths).map_err(fail)?;
     if inv.flag(flags::ALL) {
         return Ok(registry.peers);
@@ -369,6 +375,15 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
         runtime::setup_peer(rt, &peer.cwd, &peer.personality, bearer).map_err(fail)?;
         peers::write_launch_env_stub(&peer.cwd, rt).map_err(fail)?;
         store(&paths, &profile, &peer.cwd)?;
+        if !had {
+            // A runtime's birth (spec 08 §3): the memory provider equips it too.
+            crate::memory::provision::at_birth(
+                &paths,
+                &peer.cwd,
+                &peer.personality,
+                &[rt.to_string()],
+            );
+        }
         let outcome = if had { "refreshed" } else { "added" };
         rows.push(serde_json::json!({ "personality": peer.personality, "outcome": outcome }));
         out.push_str(&format!(

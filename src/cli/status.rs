@@ -1,10 +1,9 @@
 //! `iapeer status` (spec 08 §1 "Health"): daemon health, service, peers summary, memory slot.
 //! Exit 1 iff the daemon is unhealthy.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
-use serde_json::Value;
 
 use super::client::Client;
 use super::parse::Invocation;
@@ -15,6 +14,7 @@ use crate::host::control::ServiceCtl;
 use crate::host::install::InstallEnv;
 use crate::host::service::Manager;
 use crate::markers::{Flag, Markers};
+use crate::memory::{self, slot::Heartbeat};
 use crate::paths::Paths;
 use crate::protocol::{Answer, ListReply, Pong, Request, StatusReply};
 use crate::registry::Registry;
@@ -126,6 +126,21 @@ struct StatusDoc<'a> {
     /// What the service manager said (or why it was not asked).
     service_detail: &'a str,
     peers: PeerCounts,
+    /// The memory slot (spec 08 §3), `null` when empty.
+    memory: Option<MemoryDoc<'a>>,
+}
+
+/// The memory part of `status --json`.
+#[derive(Serialize)]
+struct MemoryDoc<'a> {
+    provider: &'a str,
+    package: &'a str,
+    version: &'a str,
+    /// The heartbeat file, when the provider declares one.
+    heartbeat: Option<&'a std::path::Path>,
+    /// Seconds since the provider's daemon last refreshed it (`null`: none declared, or the
+    /// file is missing — its daemon is not running).
+    heartbeat_age_secs: Option<u64>,
 }
 
 /// The service part of `status`: the manager, whether it has the service loaded, and what
@@ -191,27 +206,6 @@ fn service_report(paths: &Paths) -> ServiceReport {
     }
 }
 
-fn memory_line(paths: &Paths) -> String {
-    let Ok(text) = std::fs::read_to_string(paths.memory_provider()) else {
-        return "memory: none".into();
-    };
-    let Ok(v) = serde_json::from_str::<Value>(&text) else {
-        return "memory: none".into();
-    };
-    let field = |k: &str| v.get(k).and_then(Value::as_str);
-    match (field("provider"), field("version")) {
-        (Some(p), Some(ver)) if !p.is_empty() && !ver.is_empty() => {
-            let hb = field("heartbeat")
-                .and_then(|h| std::fs::metadata(h).ok()?.modified().ok())
-                .and_then(|t| t.elapsed().ok())
-                .map(|d| format!(" (heartbeat {}s ago)", d.as_secs()))
-                .unwrap_or_default();
-            format!("memory: {p} {ver}{hb}")
-        }
-        _ => "memory: none".into(),
-    }
-}
-
 /// Run `iapeer status`.
 pub fn run(inv: &Invocation) -> CliResult {
     let paths = paths()?;
@@ -239,6 +233,11 @@ pub fn run(inv: &Invocation) -> CliResult {
     };
     let healthy = answer.is_some() && http.is_ok();
     let service = service_report(&paths);
+    let slot = crate::memory::slot::read_slot(&paths);
+    let heartbeat = slot
+        .as_ref()
+        .map(|s| Heartbeat::of(s, SystemTime::now()))
+        .unwrap_or(Heartbeat::NotDeclared);
     if inv.flag(flags::JSON) {
         let doc = StatusDoc {
             version: env!("CARGO_PKG_VERSION"),
@@ -254,6 +253,13 @@ pub fn run(inv: &Invocation) -> CliResult {
                 stopped: s,
                 parked: p,
             },
+            memory: slot.as_ref().map(|s| MemoryDoc {
+                provider: &s.provider,
+                package: &s.package,
+                version: &s.version,
+                heartbeat: s.heartbeat.as_deref(),
+                heartbeat_age_secs: heartbeat.age_secs(),
+            }),
         };
         print(&format!("{}\n", json_line(&doc)))?;
     } else {
@@ -276,7 +282,7 @@ pub fn run(inv: &Invocation) -> CliResult {
             } else {
                 String::new()
             },
-            memory_line(&paths)
+            memory::slot::status_line(slot.as_ref(), heartbeat)
         ))?;
     }
     if healthy {

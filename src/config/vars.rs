@@ -371,6 +371,14 @@ pub const IAPEER_NOTIFIER_RETRY_MS: EnvVar = var(
     "milliseconds between the two attempts on one link of the delivery chain of the built-in \
      timer and watcher (default {default}; read by the daemon's notifier-run program)",
 );
+/// `IAPEER_MEMORY_PROVISION_SECS`: how long a memory provider's provision command may run.
+pub const IAPEER_MEMORY_PROVISION_SECS: EnvVar = var(
+    "IAPEER_MEMORY_PROVISION_SECS",
+    Kind::Secs(120),
+    Part::Runtime,
+    "seconds the memory provider's provision or unprovision command may run at a peer's birth \
+     or removal before it is killed and logged as timeout (default {default})",
+);
 /// `IAPEER_SUPERVISE_LOG_VERBOSE`: log routine tick decisions.
 pub const IAPEER_SUPERVISE_LOG_VERBOSE: EnvVar = var(
     "IAPEER_SUPERVISE_LOG_VERBOSE",
@@ -556,6 +564,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_NOTIFY,
     NOTIFIER_FALLBACK_TARGET,
     IAPEER_NOTIFIER_RETRY_MS,
+    IAPEER_MEMORY_PROVISION_SECS,
     IAPEER_LOG,
     IAPEER_PANELOG_MAX_BYTES,
     IAPEER_PANELOG_KEEP,

@@ -230,6 +230,8 @@ fn init_folder(paths: &Paths, folder: &Path, opts: &InitOptions) -> Result<Initi
         r.upsert(stored);
         Ok(())
     })?;
+    // The peer exists: the memory provider equips its agent runtimes (never blocks the birth).
+    crate::memory::provision::at_birth(paths, folder, &name, &profile.runtimes);
     Ok(Initialized {
         peer: entry,
         always_on: (kind == RuntimeKind::Router).then_some(runtime),

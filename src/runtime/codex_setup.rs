@@ -194,14 +194,22 @@ pub fn refresh(cwd: &Path, mcp_url: &str) -> Result<bool, String> {
     })
 }
 
-/// Undo [`setup`]'s folder trust when a codex peer is removed; the MCP server block stays
+/// Undo [`setup`]'s folder trust when a codex peer is removed, with the hook trust recorded
+/// for its `.codex/hooks.json` (`trust-hooks`, spec 08 §3); the MCP server block stays
 /// (other peers use it).
 ///
 /// Errors: as [`edit_config`], saying that the folder's trust entry stays and how to delete
 /// it by hand.
 pub fn teardown(cwd: &Path) -> Result<(), String> {
     let key = project_key(cwd);
-    edit_config(|d| untrust(d, &key)).map(|_| ()).map_err(|e| {
+    let hooks_file = format!("{key}/.codex/hooks.json");
+    edit_config(|d| {
+        let folder = untrust(d, &key);
+        let hooks = crate::memory::hook_trust::forget(d, &hooks_file);
+        folder || hooks
+    })
+    .map(|_| ())
+    .map_err(|e| {
         format!("{e} — the trust entry of {key} stays; delete its [projects] table by hand")
     })
 }

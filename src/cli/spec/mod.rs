@@ -212,12 +212,20 @@ pub enum Verb {
     InstallRuntime,
     /// `update-runtime`.
     UpdateRuntime,
+    /// `native-memory`.
+    NativeMemory,
+    /// `trust-hooks`.
+    TrustHooks,
+    /// `enable`.
+    Enable,
+    /// `connect`.
+    Connect,
 }
 
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 36] = [
+    pub const ALL: [Verb; 40] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
@@ -254,6 +262,10 @@ impl Verb {
         Verb::NotifierRun,
         Verb::InstallRuntime,
         Verb::UpdateRuntime,
+        Verb::NativeMemory,
+        Verb::TrustHooks,
+        Verb::Enable,
+        Verb::Connect,
     ];
 }
 

@@ -221,6 +221,30 @@ pub mod flags {
     );
     /// `--all` (inbox).
     pub const INBOX_ALL: FlagSpec = boolean("all", "show every message, not only the unread ones");
+    /// `--check` (trust-hooks).
+    pub const CHECK: FlagSpec = boolean(
+        "check",
+        "write nothing: say trusted, missing or drift per hook (exit 1 unless all trusted)",
+    );
+    /// `--no-setup` (enable).
+    pub const NO_SETUP: FlagSpec = boolean(
+        "no-setup",
+        "install only; do not run the plugin's own setup step",
+    );
+    /// `--token <t>` (connect).
+    pub const TOKEN: FlagSpec = valued(
+        "token",
+        "<t>",
+        Complete::Text,
+        "the bot's token from @BotFather (asked for on a terminal when absent)",
+    );
+    /// `--bot <username>` (connect).
+    pub const BOT: FlagSpec = valued(
+        "bot",
+        "<username>",
+        Complete::Text,
+        "the bot's @username, checked against the token by the package",
+    );
     /// `--since <dur|time>` (logs).
     pub const SINCE: FlagSpec = valued(
         "since",
@@ -258,6 +282,14 @@ pub mod args {
     pub const RT: PosSpec = required("rt", Complete::Runtime);
     /// `[path-or-version]` (update).
     pub const PATH_OR_VERSION: PosSpec = optional("path-or-version", Complete::Path);
+    /// `<setting>` (native-memory): `off` or `on`.
+    pub const SETTING: PosSpec = required("setting", Complete::Text);
+    /// `<channel>` (connect): `telegram`.
+    pub const CHANNEL: PosSpec = required("channel", Complete::Text);
+    /// `<plugin>` (enable).
+    pub const PLUGIN: PosSpec = required("plugin", Complete::Text);
+    /// `<hooks-file>` (trust-hooks).
+    pub const HOOKS_FILE: PosSpec = required("hooks-file", Complete::Path);
     /// `[args]...` (echo-agent): every word after the verb.
     pub const ARGS: PosSpec = PosSpec {
         name: "args",
@@ -650,6 +682,62 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Enable),
+        name: "enable",
+        signature: "enable <plugin> [peer] [--no-setup] [--json]",
+        summary: "install a plugin of the agfpd marketplace for a peer's agent runtimes",
+        description: "For each Claude or Codex runtime of the peer (default: the peer of the current \
+            folder), install <plugin>@agfpd with the runtime's own plugin commands unless its plugin \
+            list already has it for this peer: claude plugin install --scope project in the peer's \
+            folder, codex plugin add (host-wide). A failed install refreshes the marketplace once \
+            and tries again. Then the plugin's setup step, when its iapeer.json declares one, runs in \
+            the plugin's folder with IAPEER_PEER_PERSONALITY and IAPEER_PEER_CWD. Prints already, \
+            installed, runtime-missing (not a failure) or failed per runtime, and the setup's \
+            outcome; exits 1 when an install or the setup failed.",
+        positionals: &[args::PLUGIN, args::SOME_PEER],
+        flags: &[flags::NO_SETUP, JSON],
+        rules: &[],
+        hidden: false,
+        group: Group::Peers,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Connect),
+        name: "connect",
+        signature: "connect <channel> <peer> [--token <t>] [--bot <username>] [--json]",
+        summary: "bind a Telegram bot to a peer (channel: telegram)",
+        description: "Bind the bot to the peer through the installed telegram-runtime package: its bot \
+            add (which checks the token with Telegram and that it is the named bot's) and interface \
+            bot verbs; then interfaces.telegram.bot_username goes into the peer's profile and the \
+            registry, and the telegram peers are restarted in a running daemon so they load the \
+            bot. The same token again changes nothing and restarts nothing. The token and the \
+            bot's @username are asked for on a terminal when not given.",
+        positionals: &[args::CHANNEL, args::PEER],
+        flags: &[flags::TOKEN, flags::BOT, JSON],
+        rules: &[],
+        hidden: false,
+        group: Group::Peers,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::NativeMemory),
+        name: "native-memory",
+        signature: "native-memory <setting> (--peer <p> | --all) [--json]",
+        summary: "turn an agent runtime's own memory off or back on",
+        description: "With off, turn off the native memory of each agent runtime of the peer (or every \
+            peer): Claude Code's autoMemoryEnabled false in <folder>/.claude/settings.json, Codex's \
+            memories = false under [features] in <folder>/.codex/config.toml, other settings kept. \
+            With on, delete those keys (the runtime's default applies). Prints written, already or \
+            failed per runtime; a file that cannot be read as JSON or TOML is left alone and exits 1. \
+            A memory provider's peers get off at birth.",
+        positionals: &[args::SETTING],
+        flags: &[flags::PEER, ALL, JSON],
+        rules: &[Rule::ExactlyOne(&[flags::PEER, ALL])],
+        hidden: false,
+        group: Group::Peers,
+        passthrough: false,
+    },
+    VerbSpec {
         id: VerbId::Run(Verb::Daemon),
         name: "daemon",
         signature: "daemon [--foreground] [--detach]",
@@ -694,6 +782,25 @@ pub static VERBS: &[VerbSpec] = &[
             not healthy.",
         positionals: &[],
         flags: &[JSON],
+        rules: &[],
+        hidden: false,
+        group: Group::Host,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::TrustHooks),
+        name: "trust-hooks",
+        signature: "trust-hooks <hooks-file> [--check] [--json]",
+        summary: "trust the hooks of a Codex hooks.json so Codex runs them without a review",
+        description: "Record in $CODEX_HOME/config.toml (hooks.state) that every command hook of the \
+            Codex hooks file is trusted, in the format of Codex 0.171.0, so Codex runs them without \
+            asking for a review (a headless session skips untrusted hooks). The first output line \
+            says trusted or already trusted; entries of hooks no longer in the file are dropped. \
+            With --check nothing is written: each hook is reported trusted, missing or drift (changed \
+            since trusted), and the exit code is 1 unless all are trusted. A note says when the \
+            installed Codex is another version.",
+        positionals: &[args::HOOKS_FILE],
+        flags: &[flags::CHECK, JSON],
         rules: &[],
         hidden: false,
         group: Group::Host,

@@ -1,0 +1,140 @@
+//! Running a helper program with a deadline (memory providers, runtime plugin commands): its
+//! own process group, stdin closed, stdout and stderr kept, the whole group killed at the
+//! deadline.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How a helper ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// It exited with this status (`None`: killed by a signal).
+    Exited(Option<i32>),
+    /// Still running at the deadline; its process group was killed.
+    Timeout,
+    /// It could not be started: missing or not executable.
+    NotExecutable,
+    /// It could not be started for another reason.
+    SpawnFailed,
+}
+
+/// One run of a helper.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    /// How it ended.
+    pub ending: Ending,
+    /// How long it ran, in milliseconds.
+    pub ms: u64,
+    /// Its standard output (lossy UTF-8).
+    pub stdout: String,
+    /// Its standard error, or why it could not start.
+    pub stderr: String,
+}
+
+impl Finished {
+    /// True for exit status 0.
+    pub fn ok(&self) -> bool {
+        self.ending == Ending::Exited(Some(0))
+    }
+
+    /// The last `max` characters of stderr (else stdout), trimmed: what to show of a failure.
+    pub fn tail(&self, max: usize) -> String {
+        let text = if self.stderr.trim().is_empty() {
+            self.stdout.trim()
+        } else {
+            self.stderr.trim()
+        };
+        let n = text.chars().count();
+        text.chars().skip(n.saturating_sub(max)).collect()
+    }
+}
+
+/// Run `program args` in `cwd` with `env` added, and kill its process group at `deadline`.
+pub fn run(
+    program: &Path,
+    args: &[String],
+    cwd: &Path,
+    env: &[(&str, &str)],
+    deadline: Duration,
+) -> Finished {
+    let start = Instant::now();
+    let spawned = Command::new(program)
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            let ending = match e.kind() {
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
+                    Ending::NotExecutable
+                }
+                _ => Ending::SpawnFailed,
+            };
+            return Finished {
+                ending,
+                ms: start.elapsed().as_millis() as u64,
+                stdout: String::new(),
+                stderr: format!("cannot run {}: {e}", program.display()),
+            };
+        }
+    };
+    // Read both pipes on their own threads: a chatty helper must not block on a full pipe.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        pipe.map(|mut p| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let _ = p.read_to_end(&mut buf);
+                buf
+            })
+        })
+    };
+    let out = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if start.elapsed() >= deadline => break None,
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(_) => break None,
+        }
+    };
+    if status.is_none() {
+        let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        let _ = child.wait();
+    }
+    // A grandchild holding a pipe open was killed with the group, so the readers end.
+    let text = |h: Option<std::thread::JoinHandle<Vec<u8>>>| {
+        h.and_then(|h| h.join().ok())
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    };
+    Finished {
+        ending: match status {
+            None => Ending::Timeout,
+            Some(s) => Ending::Exited(s.code()),
+        },
+        ms: start.elapsed().as_millis() as u64,
+        stdout: text(out),
+        stderr: text(err),
+    }
+}

@@ -1,0 +1,113 @@
+//! `enable <plugin> [peer]` (spec 08 §4): give a peer a capability plugin of the `agfpd`
+//! marketplace through its agent runtimes' own plugin commands (`plugins`).
+
+use serde_json::json;
+
+use super::parse::Invocation;
+use super::spec::{args, flags};
+use super::{done, paths, usage, CliError, CliResult};
+use crate::plugins::{self, RuntimeOutcome};
+use crate::registry::{Registry, RegistryPeer};
+
+fn fail(e: impl std::fmt::Display) -> CliError {
+    CliError::Failed(e.to_string())
+}
+
+/// The peer named, else the one whose folder is the current directory.
+fn target(inv: &Invocation) -> Result<RegistryPeer, CliError> {
+    let paths = paths()?;
+    let registry = Registry::load(&paths).map_err(fail)?;
+    if let Some(name) = inv.positional(args::SOME_PEER) {
+        return registry
+            .find(name)
+            .cloned()
+            .ok_or_else(|| super::suggest::not_registered(&paths, name));
+    }
+    let here = std::env::current_dir()
+        .and_then(|d| d.canonicalize())
+        .map_err(|e| fail(format!("cannot read the current folder: {e}")))?;
+    registry
+        .peers
+        .iter()
+        .find(|p| p.cwd.canonicalize().is_ok_and(|c| c == here))
+        .cloned()
+        .ok_or_else(|| {
+            fail(format!(
+                "{} is not a peer's folder — name the peer (iapeer enable <plugin> <peer>) or run iapeer init here first",
+                here.display()
+            ))
+        })
+}
+
+/// `enable <plugin> [peer] [--no-setup]`: one line per agent runtime (`already`,
+/// `installed`, `runtime-missing`, `failed`), then the plugin's setup step. Exit 1 when an
+/// install or the setup failed.
+pub fn enable(inv: &Invocation) -> CliResult {
+    let plugin = inv
+        .positional(args::PLUGIN)
+        .ok_or_else(|| usage(inv, "missing <plugin>"))?;
+    let peer = target(inv)?;
+    let runtimes: Vec<&String> = peer
+        .runtimes
+        .iter()
+        .filter(|r| matches!(r.as_str(), "claude" | "codex"))
+        .collect();
+    if runtimes.is_empty() {
+        return Err(fail(format!(
+            "peer \"{}\" has no Claude or Codex runtime (runtimes: {}); plugins are for agents — iapeer add-runtime claude --peer {} first",
+            peer.personality,
+            peer.runtimes.join(", "),
+            peer.personality
+        )));
+    }
+    let mut text = String::new();
+    let mut rows = Vec::new();
+    let mut failed = false;
+    let mut root = None;
+    for rt in runtimes {
+        let (outcome, installed) = plugins::enable_on(rt, plugin, &peer.cwd);
+        let detail = match &outcome {
+            RuntimeOutcome::Failed(why) => {
+                failed = true;
+                Some(why.clone())
+            }
+            _ => None,
+        };
+        text.push_str(&format!(
+            "{} {rt}: {plugin}@{} {}{}\n",
+            peer.personality,
+            plugins::MARKETPLACE,
+            outcome.word(),
+            detail
+                .as_deref()
+                .map(|d| format!(": {d}"))
+                .unwrap_or_default()
+        ));
+        rows.push(
+            json!({ "runtime": rt, "state": outcome.word(), "path": installed, "error": detail }),
+        );
+        root = root.or(installed);
+    }
+    let setup = match (&root, inv.flag(flags::NO_SETUP)) {
+        (_, true) => "skipped".to_string(),
+        (None, false) => "none".to_string(),
+        (Some(root), false) => match plugins::run_setup(root, &peer.personality, &peer.cwd) {
+            None => "none".to_string(),
+            Some(Ok(())) => "ran".to_string(),
+            Some(Err(why)) => {
+                failed = true;
+                format!("failed: {why}")
+            }
+        },
+    };
+    text.push_str(&format!("{} setup: {setup}\n", peer.personality));
+    done(
+        inv,
+        &json!({ "plugin": plugin, "personality": peer.personality, "runtimes": rows, "setup": setup }),
+        &text,
+    )?;
+    if failed {
+        return Err(CliError::Exit(1));
+    }
+    Ok(())
+}

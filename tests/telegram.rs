@@ -1,0 +1,197 @@
+//! Telegram (spec 08 §5, issue 11 item 5): `iapeer connect telegram <peer>` binds a bot
+//! through the installed telegram-runtime package's own verbs. The package here is shaped like
+//! `@agfpd/telegram-runtime` (its `self-install` writes `runtimes/telegram/runtime.json`, `run`
+//! is the always-on bridge, `bot add` keeps credentials in `bots/<username>/.env` and refuses a
+//! token Telegram would not accept, `interface bot` writes the binding into the peer's profile),
+//! installed with the real `npm` from a tarball the test packs.
+
+use crate::common;
+
+use common::TestEnv;
+use serde_json::Value;
+use std::process::Command;
+use std::time::Duration;
+
+const PACKAGE: &str = r#"#!/usr/bin/env node
+const fs = require("fs"), path = require("path");
+const root = process.env.IAPEER_ROOT;
+const home = path.join(root, "runtimes", "telegram");
+fs.mkdirSync(home, { recursive: true });
+const [verb, sub, ...rest] = process.argv.slice(2);
+const opt = (name) => rest[rest.indexOf("--" + name) + 1];
+const self = path.resolve(process.argv[1]);
+if (verb === "self-install") {
+  fs.writeFileSync(path.join(home, "runtime.json"), JSON.stringify({
+    runtime: "telegram", version: "0.10.3-test",
+    selfConfig: { command: self, args: ["self-config"] },
+    run: { command: self, args: ["run"] },
+  }, null, 2) + "\n");
+} else if (verb === "run") {
+  const bots = fs.existsSync(path.join(home, "bots")) ? fs.readdirSync(path.join(home, "bots")) : [];
+  fs.appendFileSync(path.join(home, "starts.log"), `start ${process.pid} bots=${bots.join(",")}\n`);
+  process.stdin.resume();
+  process.stdin.on("end", () => process.exit(0));
+} else if (verb === "bot" && sub === "add") {
+  const username = rest[0], token = opt("token");
+  if (!/^\d+:[A-Za-z0-9_-]+$/.test(token)) {
+    process.stderr.write("Telegram getMe refused the token (401 Unauthorized)\n");
+    process.exit(2);
+  }
+  fs.mkdirSync(path.join(home, "bots", username), { recursive: true });
+  fs.writeFileSync(path.join(home, "bots", username, ".env"), `TELEGRAM_BOT_TOKEN=${token}\nBOT_USERNAME=${username}\n`);
+} else if (verb === "interface" && sub === "bot") {
+  const username = rest[0], peer = opt("peer");
+  const registry = JSON.parse(fs.readFileSync(path.join(root, "peers-profiles.json"), "utf8"));
+  const entry = registry.peers.find((p) => p.personality === peer);
+  if (!entry) { process.stderr.write(`peer ${peer} is not registered\n`); process.exit(3); }
+  const file = path.join(entry.cwd, ".iapeer", "peer-profile.json");
+  const profile = JSON.parse(fs.readFileSync(file, "utf8"));
+  profile.interfaces = profile.interfaces || {};
+  profile.interfaces.telegram = { ...(profile.interfaces.telegram || {}), bot_username: username, bound_by: "telegram-runtime" };
+  fs.writeFileSync(file, JSON.stringify(profile, null, 2) + "\n");
+} else {
+  process.stderr.write(`unknown verb ${verb}\n`);
+  process.exit(64);
+}
+"#;
+
+fn starts(env: &TestEnv) -> Vec<String> {
+    std::fs::read_to_string(env.root.join("runtimes/telegram/starts.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn connect_telegram_binds_a_bot_through_the_package_and_restarts_its_peers() {
+    let mut env = TestEnv::new();
+    let dir = env.dir.path().to_path_buf();
+    let src = common::npm::write_package(
+        &dir,
+        "telegram-src",
+        "@agfpd/telegram-runtime",
+        "0.10.3-test",
+        "telegram-runtime",
+        PACKAGE,
+    );
+    let program = common::npm::pack_and_install(&dir, &env.home, &src, "telegram-runtime");
+    let out = Command::new(&program)
+        .arg("self-install")
+        .env("IAPEER_ROOT", &env.root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::describe(&out));
+
+    env.start_daemon();
+    env.ok(&[
+        "create",
+        "you",
+        "--runtime",
+        "telegram",
+        "--intelligence",
+        "natural",
+    ]);
+    env.wait_until("the bridge started", Duration::from_secs(30), |e| {
+        starts(e).len() == 1
+    });
+    env.create_echo("bob");
+
+    let out = env.ok(&[
+        "connect",
+        "telegram",
+        "bob",
+        "--token",
+        "123:abc",
+        "--bot",
+        "@bob_helper_bot",
+    ]);
+    assert!(
+        out.starts_with("bob: connected to @bob_helper_bot — restarted telegram-you"),
+        "{out}"
+    );
+    let env_file = env.root.join("runtimes/telegram/bots/bob_helper_bot/.env");
+    assert!(std::fs::read_to_string(&env_file)
+        .unwrap()
+        .contains("TELEGRAM_BOT_TOKEN=123:abc"));
+    env.wait_until(
+        "the bridge restarted with the bot",
+        Duration::from_secs(30),
+        |e| starts(e).len() == 2 && starts(e)[1].ends_with("bots=bob_helper_bot"),
+    );
+    let profile: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.peer_dir("bob").join(".iapeer/peer-profile.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        profile["interfaces"]["telegram"]["bot_username"],
+        "bob_helper_bot"
+    );
+    assert_eq!(
+        profile["interfaces"]["telegram"]["bound_by"], "telegram-runtime",
+        "the package's keys kept"
+    );
+    let registry: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.root.join("peers-profiles.json")).unwrap(),
+    )
+    .unwrap();
+    let bob = registry["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["personality"] == "bob")
+        .unwrap();
+    assert_eq!(
+        bob["interfaces"]["telegram"]["bot_username"], "bob_helper_bot",
+        "{bob}"
+    );
+
+    // The same token again: nothing changes, nothing restarts.
+    let out = env.ok(&[
+        "connect",
+        "telegram",
+        "bob",
+        "--token",
+        "123:abc",
+        "--bot",
+        "bob_helper_bot",
+    ]);
+    assert!(
+        out.contains("already connected to @bob_helper_bot"),
+        "{out}"
+    );
+    assert_eq!(starts(&env).len(), 2);
+
+    // A token Telegram refuses: the package's words, nothing bound.
+    let (_, err) = env.fails(
+        &[
+            "connect",
+            "telegram",
+            "bob",
+            "--token",
+            "nope",
+            "--bot",
+            "other_bot",
+        ],
+        1,
+    );
+    assert!(err.contains("getMe refused the token"), "{err}");
+    let (_, err) = env.fails(
+        &[
+            "connect",
+            "telegram",
+            "ghost",
+            "--token",
+            "1:a",
+            "--bot",
+            "ghost_bot",
+        ],
+        1,
+    );
+    assert!(err.contains("not registered"), "{err}");
+    let (_, err) = env.fails(
+        &["connect", "telegram", "bob", "--bot", "bob_helper_bot"],
+        1,
+    );
+    assert!(err.contains("--token"), "{err}");
+}
