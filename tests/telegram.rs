@@ -1,7 +1,7 @@
 //! Telegram (spec 08 §5, issue 11 item 5): `iapeer connect telegram <peer>` binds a bot
 //! through the installed telegram-runtime package's own verbs. The package here is shaped like
-//! `@agfpd/telegram-runtime` (its `self-install` writes `runtimes/telegram/runtime.json`, `run`
-//! is the always-on bridge, `bot add` keeps credentials in `bots/<username>/.env` and refuses a
+//! `@agfpd/telegram-runtime` (its `self-install` writes `runtimes/telegram/runtime.json`,
+//! `self-config` configures a new peer (run by `create`), `run` is the always-on bridge, `bot add` keeps credentials in `bots/<username>/.env` and refuses a
 //! token Telegram would not accept, `interface bot` writes the binding into the peer's profile),
 //! installed with the real `npm` from a tarball the test packs.
 
@@ -26,6 +26,9 @@ if (verb === "self-install") {
     selfConfig: { command: self, args: ["self-config"] },
     run: { command: self, args: ["run"] },
   }, null, 2) + "\n");
+} else if (verb === "self-config") {
+  // The real package asks for the human's Telegram user id here; this one records the call.
+  fs.appendFileSync(path.join(home, "self-config.log"), `${process.env.IAPEER_PEER_PERSONALITY}\n`);
 } else if (verb === "run") {
   const bots = fs.existsSync(path.join(home, "bots")) ? fs.readdirSync(path.join(home, "bots")) : [];
   fs.appendFileSync(path.join(home, "starts.log"), `start ${process.pid} bots=${bots.join(",")}\n`);
@@ -95,6 +98,11 @@ fn connect_telegram_binds_a_bot_through_the_package_and_restarts_its_peers() {
     env.wait_until("the bridge started", Duration::from_secs(30), |e| {
         starts(e).len() == 1
     });
+    assert_eq!(
+        std::fs::read_to_string(env.root.join("runtimes/telegram/self-config.log")).unwrap(),
+        "you\n",
+        "create ran the package's self-config"
+    );
     env.create_echo("bob");
 
     let out = env.ok(&[
