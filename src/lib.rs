@@ -37,6 +37,7 @@ pub(crate) mod profile;
 pub(crate) mod prompt;
 pub(crate) mod protocol;
 pub(crate) mod registry;
+pub(crate) mod roster;
 pub(crate) mod runtime;
 pub(crate) mod session;
 pub(crate) mod term;
