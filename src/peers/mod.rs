@@ -8,6 +8,7 @@
 mod create;
 mod error;
 mod human;
+mod refresh;
 mod rename;
 mod runtime_choice;
 mod service;
@@ -18,6 +19,7 @@ pub use create::{
 pub use error::PeerError;
 #[allow(unused_imports)] // for `onboard` (issue 8 item 2)
 pub use human::create_human_peer;
+pub use refresh::refresh_peer;
 pub use rename::{plan_rename, rename_peer};
 pub use runtime_choice::{choose_runtime, installed_agents};
 pub use service::{create_notifier_peer, NOTIFIER_PEERS};
