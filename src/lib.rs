@@ -19,6 +19,7 @@ pub(crate) mod config;
 pub(crate) mod daemon;
 pub(crate) mod echo_agent;
 pub(crate) mod envelope;
+pub(crate) mod eventbus;
 pub mod eventlog;
 pub(crate) mod fsutil;
 #[cfg(test)]
