@@ -523,3 +523,108 @@ fn every_error_of_the_spec() {
     );
     assert_eq!(a.status, 200);
 }
+
+/// Send `n` refused sends (to a peer that does not exist) over four pipelined control
+/// connections: each writes one `delivery.log` line, so `n` bus events, quickly.
+fn flood(env: &TestEnv, n: usize) {
+    let per = n / 4;
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let sock = env.socket();
+            std::thread::spawn(move || {
+                let s = std::os::unix::net::UnixStream::connect(sock).unwrap();
+                let mut w = s.try_clone().unwrap();
+                let writer = std::thread::spawn(move || {
+                    let line = r#"{"op":"send","from":"echo-alice","to":"nobody","message":"x"}"#;
+                    for _ in 0..per {
+                        w.write_all(line.as_bytes()).unwrap();
+                        w.write_all(b"\n").unwrap();
+                    }
+                });
+                let mut r = BufReader::new(s);
+                for _ in 0..per {
+                    let mut l = String::new();
+                    assert!(r.read_line(&mut l).unwrap() > 0);
+                }
+                writer.join().unwrap();
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+}
+
+/// A client that stops reading is dropped once its queue is full; the router is never held
+/// up by it (the flood completes), and a client that reads keeps its stream.
+#[test]
+fn a_client_that_stops_reading_is_dropped_and_never_slows_the_router() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.start_daemon();
+    let port = env.port();
+    let slow = Stream::open(port, "", &[]);
+    let raw = slow.reader.get_ref().try_clone().unwrap();
+    nix::sys::socket::setsockopt(&raw, nix::sys::socket::sockopt::RcvBuf, &4096).unwrap();
+    let mut quick = Stream::open(port, "", &[]);
+    assert_eq!(quick.next().0, ":connected");
+    // The reading client takes bytes as fast as they come and counts frames afterwards.
+    let mut raw_quick = quick.reader.get_ref().try_clone().unwrap();
+    let reader = std::thread::spawn(move || {
+        // Frames are counted over what was read, keeping a short tail so that a frame split
+        // between two reads is counted once.
+        let needle = b"event: delivery";
+        let mut buf = vec![0u8; 1 << 16];
+        let mut window: Vec<u8> = Vec::new();
+        let mut n = 0;
+        while n < 20_000 {
+            let k = raw_quick
+                .read(&mut buf)
+                .expect("the reading client's stream stays open");
+            assert!(k > 0, "the reading client's stream ended after {n} frames");
+            window.extend_from_slice(&buf[..k]);
+            n += window.windows(needle.len()).filter(|w| w == needle).count();
+            let keep = needle.len() - 1;
+            window.drain(..window.len().saturating_sub(keep));
+        }
+        n
+    });
+    let start = Instant::now();
+    flood(&env, 20_000);
+    let took = start.elapsed();
+    let seen = reader.join().unwrap();
+    assert!(
+        seen >= 20_000,
+        "the reading client got every event ({seen})"
+    );
+    // The slow client: what the kernel buffered, then the end of the stream.
+    let mut rest = Vec::new();
+    let mut s = slow.reader;
+    s.get_mut()
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    s.read_to_end(&mut rest)
+        .expect("the daemon closed the slow stream");
+    let frames = String::from_utf8_lossy(&rest)
+        .matches("event: delivery")
+        .count();
+    assert!(
+        frames < 20_000,
+        "it was dropped before the end ({frames} frames)"
+    );
+    assert!(
+        env.log("daemon").contains("fell behind"),
+        "{}",
+        env.diagnostics()
+    );
+    // The reading client is still served.
+    post(
+        &env,
+        "/fleet/v1/send",
+        json!({"personality": "nobody", "message": "x", "from": "echo-alice"}),
+    );
+    let f = quick.until(|f| f.0 == "delivery");
+    assert_eq!(f.2["to"], "nobody");
+    eprintln!("20000 refused sends in {took:?} with a stuck stream attached");
+    env.stop_daemon();
+}

@@ -703,16 +703,19 @@ impl Acceptor {
         let Stage::Stream(s) = &mut c.stage else {
             return;
         };
+        // The bus let it go: its client fell behind by a whole queue. It reconnects with
+        // `Last-Event-ID` and gets what the ring still holds.
+        if s.sub.dropped.load(Ordering::SeqCst) {
+            log::info!("fleet: an event stream fell behind; closed");
+            self.remove(t);
+            return;
+        }
         loop {
             if s.at == s.out.len() {
                 s.out.clear();
                 s.at = 0;
                 fill(s);
                 if s.out.is_empty() {
-                    if s.sub.dropped.load(Ordering::SeqCst) {
-                        log::info!("fleet: an event stream fell behind; closed");
-                        self.remove(t);
-                    }
                     return;
                 }
             }
