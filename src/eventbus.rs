@@ -35,6 +35,9 @@ pub struct BusEvent {
     pub id: u64,
     /// The line: `ts`, the log it went to, its fields (`ev` first).
     pub entry: Entry,
+    /// The event as its readers send it (an SSE frame), made once by the first of them and
+    /// shared by all: 200 streams cost one encoding per event, not 200.
+    pub rendered: std::sync::OnceLock<Vec<u8>>,
 }
 
 /// A subscriber's end: its queue and the flag raised when the bus dropped it.
@@ -130,7 +133,11 @@ impl Bus {
         let mut st = lock(&self.0.state);
         let id = ts_ms(&entry.ts).max(st.last_id + 1);
         st.last_id = id;
-        let ev = Arc::new(BusEvent { id, entry });
+        let ev = Arc::new(BusEvent {
+            id,
+            entry,
+            rendered: std::sync::OnceLock::new(),
+        });
         if st.ring.len() == RING {
             st.ring.pop_front();
         }

@@ -392,8 +392,5 @@ fn event_streams_do_not_take_the_places_of_mcp_requests() {
     assert!(took < Duration::from_secs(2), "{took:?}");
     let evicted = slow.iter().filter(|s| closed(s)).count();
     assert_eq!(evicted, 0, "no slow client was evicted to make room");
-    assert!(
-        !streams.iter().any(closed),
-        "every stream is still open"
-    );
+    assert!(!streams.iter().any(closed), "every stream is still open");
 }

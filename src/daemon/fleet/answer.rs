@@ -194,6 +194,7 @@ mod tests {
                     ("to".into(), "bob".into()),
                 ],
             },
+            rendered: Default::default(),
         };
         let f = String::from_utf8(sse_frame(&e)).unwrap();
         assert_eq!(

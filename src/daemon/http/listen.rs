@@ -809,7 +809,8 @@ fn fill(s: &mut StreamState) {
 }
 
 fn push_frame(s: &mut StreamState, ev: &BusEvent) {
-    s.out.extend_from_slice(&answer::sse_frame(ev));
+    s.out
+        .extend_from_slice(ev.rendered.get_or_init(|| answer::sse_frame(ev)));
     if s.replay_left > 0 {
         s.replay_left -= 1;
         if s.replay_left == 0 {
