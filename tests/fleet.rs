@@ -632,3 +632,20 @@ fn a_client_that_stops_reading_is_dropped_and_never_slows_the_router() {
     eprintln!("20000 refused sends in {took:?} with a stuck stream attached");
     env.stop_daemon();
 }
+
+/// A quiet stream gets `: hb` every 15 s (spec 10 §1), and keeps its place.
+#[test]
+fn a_quiet_stream_gets_heartbeats() {
+    let mut env = TestEnv::new();
+    env.start_daemon();
+    let mut s = Stream::open(env.port(), "?replay=5", &[]);
+    assert!(s.replay().is_empty(), "nothing happened yet");
+    let start = Instant::now();
+    assert_eq!(s.next().0, ":hb");
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_secs(14) && took < Duration::from_secs(25),
+        "{took:?}"
+    );
+    env.stop_daemon();
+}
