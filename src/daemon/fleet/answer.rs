@@ -69,17 +69,13 @@ pub fn unknown_peer(p: &str) -> Reply {
 ///
 /// Errors: 400 when there is none or several (then `from` must be given).
 pub fn sole_natural(registry: &Registry) -> Result<String, Reply> {
-    let mut humans = registry
-        .peers
-        .iter()
-        .filter(|p| p.nature() == crate::names::Intelligence::Natural);
-    match (humans.next(), humans.next()) {
-        (Some(h), None) => Ok(format!("{}-{}", h.default_runtime, h.personality)),
-        (None, _) => Err(error(
+    match registry.only_natural() {
+        Ok(h) => Ok(format!("{}-{}", h.default_runtime, h.personality)),
+        Err(0) => Err(error(
             400,
             "bad request: no natural (human) peer to send from; pass \"from\": \"<runtime>-<name>\"",
         )),
-        (Some(_), Some(_)) => Err(error(
+        Err(_) => Err(error(
             400,
             "bad request: several natural (human) peers; pass \"from\": \"<runtime>-<name>\"",
         )),
