@@ -234,10 +234,16 @@ impl EventLog {
     /// Append `event` stamped with the current UTC time. Never fails the caller: an error is
     /// reported with `log::warn!` and the event is dropped.
     pub fn append(&self, event: &Event) {
-        let line = format_line(&clock::log_ts(jiff::Timestamp::now()), event);
-        if let Err(e) = self.append_line(&line) {
+        self.append_stamped(event);
+    }
+
+    /// [`EventLog::append`], returning the stamp it wrote (`ts=`, UTC with ms).
+    pub fn append_stamped(&self, event: &Event) -> String {
+        let ts = clock::log_ts(jiff::Timestamp::now());
+        if let Err(e) = self.append_line(&format_line(&ts, event)) {
             log::warn!("{e}");
         }
+        ts
     }
 
     /// Append one already formatted line (a newline is added). Under the lock `<log>.lock`:

@@ -20,6 +20,7 @@ pub(crate) mod config;
 pub(crate) mod daemon;
 pub(crate) mod echo_agent;
 pub(crate) mod envelope;
+pub(crate) mod eventbus;
 pub mod eventlog;
 pub(crate) mod fsutil;
 #[cfg(test)]
@@ -40,6 +41,7 @@ pub(crate) mod profile;
 pub(crate) mod prompt;
 pub(crate) mod protocol;
 pub(crate) mod registry;
+pub(crate) mod roster;
 pub(crate) mod runtime;
 pub(crate) mod session;
 pub(crate) mod telegram;

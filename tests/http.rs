@@ -329,3 +329,68 @@ fn status_notices_a_dead_mcp_endpoint() {
     // The control socket itself still answers.
     assert_eq!(env.control(r#"{"op":"ping"}"#)["ok"], true);
 }
+
+/// Open `GET /fleet/v1/events`; the status of its answer and the stream (left open).
+fn open_event_stream(port: u16) -> (Option<u16>, TcpStream) {
+    let mut s = TcpStream::connect(addr(port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(
+        format!("GET /fleet/v1/events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n").as_bytes(),
+    )
+    .unwrap();
+    let mut head = [0u8; 12];
+    let status = s
+        .read_exact(&mut head)
+        .ok()
+        .and_then(|()| std::str::from_utf8(&head[9..12]).ok()?.parse().ok());
+    (status, s)
+}
+
+/// True once the server closed `s` (what it sent before is read and dropped).
+fn closed(s: &TcpStream) -> bool {
+    s.set_nonblocking(true).unwrap();
+    let mut b = [0u8; 4096];
+    let closed = loop {
+        match (&*s).read(&mut b) {
+            Ok(0) => break true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break false,
+            Err(_) => break true,
+        }
+    };
+    s.set_nonblocking(false).unwrap();
+    closed
+}
+
+/// Fleet event streams have their own cap (spec 10 §1, issue 10 item 1): at nofile 256 the
+/// daemon holds 64 connections and, on top, 32 streams. With the 32 streams open, 63 slow
+/// MCP clients are all still held (no eviction: streams do not take their places) and a
+/// prompt MCP call is answered; the 33rd stream is refused 503.
+#[test]
+fn event_streams_do_not_take_the_places_of_mcp_requests() {
+    let env = daemon_with_nofile(256);
+    let port = env.port();
+    let streams: Vec<TcpStream> = (0..32)
+        .map(|i| {
+            let (status, s) = open_event_stream(port);
+            assert_eq!(status, Some(200), "stream {i}\n{}", env.diagnostics());
+            s
+        })
+        .collect();
+    let (status, _) = open_event_stream(port);
+    assert_eq!(status, Some(503), "over the stream cap");
+    let host = format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n");
+    let slow: Vec<TcpStream> = (0..63)
+        .map(|_| {
+            let mut s = TcpStream::connect(addr(port)).unwrap();
+            s.write_all(host.as_bytes()).unwrap();
+            s
+        })
+        .collect();
+    let (status, took) = mcp_ping(port);
+    assert_eq!(status, Some(200), "{}", env.diagnostics());
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    let evicted = slow.iter().filter(|s| closed(s)).count();
+    assert_eq!(evicted, 0, "no slow client was evicted to make room");
+    assert!(!streams.iter().any(closed), "every stream is still open");
+}

@@ -25,6 +25,7 @@ mod echo_input;
 mod ephemeral;
 mod failure;
 mod fairness;
+mod fleet;
 mod guide;
 mod http;
 mod idle;

@@ -367,29 +367,9 @@ pub fn refresh(inv: &Invocation) -> CliResult {
     };
     let mut marked = Vec::new();
     for peer in peers {
-        let rts: Vec<&String> = match inv.positional(args::RUNTIME) {
-            Some(rt) if peer.declares(rt) => peer.runtimes.iter().filter(|r| *r == rt).collect(),
-            Some(rt) => {
-                return Err(CliError::Failed(format!(
-                    "peer \"{}\" does not declare runtime \"{rt}\"",
-                    peer.personality
-                )))
-            }
-            None => peer.runtimes.iter().collect(),
-        };
-        for rt in rts {
-            let is_agent = crate::runtime::adapter_for(&paths, rt)
-                .is_ok_and(|a| a.kind() == crate::runtime::RuntimeKind::Agent);
-            if !is_agent {
-                continue;
-            }
-            let id = crate::names::Identity::new(rt, &peer.personality)
-                .map_err(|e| CliError::Failed(e.to_string()))?;
-            crate::markers::Markers::new(&paths, &id)
-                .set(crate::markers::Flag::FreshNext)
-                .map_err(|e| CliError::Failed(e.to_string()))?;
-            marked.push(id.to_string());
-        }
+        let ids = crate::peers::refresh_peer(&paths, peer, inv.positional(args::RUNTIME))
+            .map_err(CliError::Failed)?;
+        marked.extend(ids.iter().map(ToString::to_string));
     }
     let doc = serde_json::json!({ "marked": marked });
     if marked.is_empty() {

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use crate::names::{Identity, Intelligence};
+use crate::names::Identity;
 use crate::registry::Registry;
 
 /// The refusal when no rule applies.
@@ -75,13 +75,8 @@ pub fn resolve_sender(
     if let Some(p) = inside {
         return Ok(format!("{}-{}", p.default_runtime, p.personality));
     }
-    let mut owners = registry
-        .peers
-        .iter()
-        .filter(|p| p.nature() == Intelligence::Natural);
-    let owner = match (owners.next(), owners.next()) {
-        (Some(owner), None) => owner,
-        _ => return Err(CANNOT_TELL.to_string()),
+    let Ok(owner) = registry.only_natural() else {
+        return Err(CANNOT_TELL.to_string());
     };
     let owner_id = format!("{}-{}", owner.default_runtime, owner.personality);
     if let Some((name, value)) = caller.peer_vars.first() {

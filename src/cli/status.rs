@@ -8,7 +8,6 @@ use serde::Serialize;
 use super::client::Client;
 use super::parse::Invocation;
 use super::spec::flags;
-use super::view::{build_rows, LiveState, PeerRow};
 use super::{json_line, paths, print, CliError, CliResult};
 use crate::host::control::ServiceCtl;
 use crate::host::install::InstallEnv;
@@ -18,6 +17,7 @@ use crate::memory::{self, slot::Heartbeat};
 use crate::paths::Paths;
 use crate::protocol::{Answer, ListReply, Pong, Request, StatusReply};
 use crate::registry::Registry;
+use crate::roster::{build_rows, LiveState, PeerRow};
 
 /// What a healthy daemon answered to `status` and `list`.
 struct DaemonState {

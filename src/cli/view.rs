@@ -1,187 +1,16 @@
 //! `iapeer list` (spec 07 "Peers"): one row per peer with its runtimes' states. Works without
 //! the daemon (then every agent shows asleep and the header says the daemon is down).
 
-use std::collections::HashMap;
 use std::io::IsTerminal;
-
-use serde::Serialize;
 
 use super::client::Client;
 use super::parse::Invocation;
 use super::spec::flags;
 use super::{json_line, paths, print, CliError, CliResult};
-use crate::markers::{Flag, Markers};
 use crate::paths::Paths;
-use crate::profile::Profile;
-use crate::protocol::{Answer, ListReply, Request, SessionInfo};
+use crate::protocol::{Answer, ListReply, Request};
 use crate::registry::Registry;
-
-/// What the daemon reported about live sessions (`list` op), keyed by identity.
-#[derive(Debug, Default)]
-pub struct LiveState {
-    /// identity → the session of the `list` op.
-    pub sessions: HashMap<String, SessionInfo>,
-    /// Parked always-on identities.
-    pub parked: Vec<String>,
-}
-
-impl LiveState {
-    /// Read it from a `list` reply.
-    pub fn from_reply(r: ListReply) -> LiveState {
-        let sessions = r
-            .sessions
-            .into_iter()
-            .map(|s| (s.identity.clone(), s))
-            .collect();
-        LiveState {
-            sessions,
-            parked: r.parked,
-        }
-    }
-}
-
-/// One runtime of a `list --json` row.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RuntimeRow {
-    /// The runtime.
-    pub runtime: String,
-    /// `live`, `asleep`, `stopped`, `parked` or `missing` (a router runtime whose program is
-    /// not there: it cannot start).
-    pub status: String,
-    /// Why it cannot start, with what to do (only present for `missing`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub problem: Option<String>,
-    /// A terminal is attached (only present when true).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub attached: bool,
-    /// Tasks waiting in an ephemeral peer's queue (only present for ephemeral peers).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub queue_depth: Option<u64>,
-}
-
-/// One peer of `list --json` (spec 07).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PeerRow {
-    /// Peer name.
-    pub personality: String,
-    /// Its description.
-    pub description: String,
-    /// `artificial` or `natural`.
-    pub intelligence: String,
-    /// The default runtime.
-    pub default_runtime: String,
-    /// Its working folder.
-    pub cwd: std::path::PathBuf,
-    /// Each declared runtime's state.
-    pub runtimes: Vec<RuntimeRow>,
-    /// The profile's wake policy (default `warm`).
-    pub wake_policy: String,
-    /// Latest activity of a live session, epoch ms (absent when none is live).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_active_ms: Option<u64>,
-    /// The runtime with the freshest activity, live or from its transcripts (what `attach`
-    /// resumes); the original tool's `list --json` field, read by companion packages.
-    /// Absent when no runtime shows any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_active_runtime: Option<String>,
-}
-
-/// The runtime of the freshest activity among `(runtime, epoch ms)` pairs; the earlier-listed
-/// runtime wins a tie. `None` for no activity at all.
-pub fn freshest(activity: impl IntoIterator<Item = (String, Option<u64>)>) -> Option<String> {
-    let mut best: Option<(String, u64)> = None;
-    for (rt, t) in activity {
-        if let Some(t) = t {
-            if best.as_ref().is_none_or(|(_, b)| t > *b) {
-                best = Some((rt, t));
-            }
-        }
-    }
-    best.map(|(rt, _)| rt)
-}
-
-/// Build the `list --json` rows (spec 07): `{personality, description, intelligence,
-/// default_runtime, cwd, runtimes:[{runtime, status, attached?}], wake_policy, last_active_ms?}`.
-/// `status` is `live`, `asleep`, `stopped` or `parked`; `queue_depth` is present for ephemeral
-/// peers. `stopped(identity)` reads the stop flag; `wake_policy(peer)` reads the profile;
-/// `queue_depth(identity)` counts an ephemeral identity's queued tasks.
-pub fn build_rows(
-    registry: &Registry,
-    live: &LiveState,
-    stopped: impl Fn(&str) -> bool,
-    wake_policy: impl Fn(&crate::registry::RegistryPeer) -> Option<String>,
-    queue_depth: impl Fn(&str) -> u64,
-) -> Vec<PeerRow> {
-    registry
-        .peers
-        .iter()
-        .map(|p| {
-            let policy = wake_policy(p).unwrap_or_else(|| "warm".into());
-            let ephemeral = policy == crate::profile::WAKE_POLICY_EPHEMERAL;
-            let mut last_active: Option<u64> = None;
-            let runtimes: Vec<RuntimeRow> = p
-                .runtimes
-                .iter()
-                .map(|rt| {
-                    let id = format!("{rt}-{}", p.personality);
-                    let mut attached = false;
-                    let status = if let Some(s) = live.sessions.get(&id) {
-                        attached = s.attached > 0;
-                        let t = s.last_active_ms;
-                        last_active = Some(last_active.map_or(t, |x: u64| x.max(t)));
-                        "live"
-                    } else if stopped(&id) {
-                        "stopped"
-                    } else if live.parked.contains(&id) {
-                        "parked"
-                    } else {
-                        "asleep"
-                    };
-                    RuntimeRow {
-                        runtime: rt.clone(),
-                        status: status.to_string(),
-                        problem: None,
-                        attached,
-                        queue_depth: ephemeral.then(|| queue_depth(&id)),
-                    }
-                })
-                .collect();
-            PeerRow {
-                personality: p.personality.clone(),
-                description: p.description.clone(),
-                intelligence: p.intelligence.clone(),
-                default_runtime: p.default_runtime.clone(),
-                cwd: p.cwd.clone(),
-                runtimes,
-                wake_policy: policy,
-                last_active_ms: last_active,
-                last_active_runtime: freshest(p.runtimes.iter().map(|rt| {
-                    let id = format!("{rt}-{}", p.personality);
-                    (rt.clone(), live.sessions.get(&id).map(|s| s.last_active_ms))
-                })),
-            }
-        })
-        .collect()
-}
-
-/// Mark `missing` (with the reason) every runtime of `rows` that is not running and not
-/// stopped, for which `missing(runtime, cwd)` says why its program cannot start: such a peer
-/// is not asleep, it cannot wake.
-pub fn mark_missing(
-    rows: &mut [PeerRow],
-    missing: impl Fn(&str, &std::path::Path) -> Option<String>,
-) {
-    for row in rows {
-        for rt in &mut row.runtimes {
-            if matches!(rt.status.as_str(), "asleep" | "parked") {
-                if let Some(why) = missing(&rt.runtime, &row.cwd) {
-                    rt.status = "missing".into();
-                    rt.problem = Some(why);
-                }
-            }
-        }
-    }
-}
+use crate::roster::{list_rows, LiveState, PeerRow};
 
 fn glyph(status: &str) -> &'static str {
     match status {
@@ -292,30 +121,7 @@ pub fn list(inv: &Invocation) -> CliResult {
     let live = live_state(&paths);
     let up = live.is_some();
     let live = live.unwrap_or_default();
-    let mut rows = build_rows(
-        &registry,
-        &live,
-        |id| Markers::parse(&paths, id).is_ok_and(|m| m.is_set(Flag::Stopped)),
-        |p| {
-            Profile::read(&p.cwd)
-                .ok()
-                .flatten()
-                .and_then(|pr| pr.wake_policy.clone())
-        },
-        |id| Markers::parse(&paths, id).map_or(0, |m| m.task_queue().depth()),
-    );
-    mark_missing(&mut rows, |rt, cwd| {
-        crate::runtime::router::missing_program(&paths, rt, cwd)
-    });
-    // Without a live session, the runtime's own transcripts tell which was active last.
-    for row in rows.iter_mut().filter(|r| r.last_active_runtime.is_none()) {
-        row.last_active_runtime = freshest(row.runtimes.iter().map(|r| {
-            let t = crate::runtime::adapter_for(&paths, &r.runtime)
-                .ok()
-                .and_then(|a| a.activity_ms(&row.cwd));
-            (r.runtime.clone(), t)
-        }));
-    }
+    let rows = list_rows(&paths, &registry, &live);
     if inv.flag(flags::JSON) {
         return print(&format!("{}\n", json_line(&rows)));
     }
@@ -351,8 +157,12 @@ pub fn list(inv: &Invocation) -> CliResult {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
+    use crate::protocol::SessionInfo;
     use crate::registry::RegistryPeer;
+    use crate::roster::{build_rows, mark_missing, RuntimeRow};
 
     #[test]
     fn a_runtime_that_cannot_start_is_missing_not_asleep() {
@@ -492,23 +302,5 @@ mod tests {
         assert_eq!(age(60_000), "1m");
         assert_eq!(age(7_200_000), "2h");
         assert_eq!(age(172_800_000), "2d");
-    }
-
-    #[test]
-    fn the_freshest_runtime_is_the_last_active_one() {
-        let a = |rt: &str, t: Option<u64>| (rt.to_string(), t);
-        assert_eq!(
-            freshest([a("claude", Some(5)), a("codex", Some(9))]).as_deref(),
-            Some("codex")
-        );
-        assert_eq!(
-            freshest([a("claude", Some(9)), a("codex", Some(9))]).as_deref(),
-            Some("claude")
-        );
-        assert_eq!(
-            freshest([a("claude", None), a("codex", Some(1))]).as_deref(),
-            Some("codex")
-        );
-        assert_eq!(freshest([a("claude", None)]), None);
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod attachments;
 pub mod control;
+pub mod fleet;
 pub mod guard;
 pub mod http;
 pub mod lifecycle;
@@ -26,6 +27,7 @@ use serde_json::json;
 
 use crate::config::Config;
 use crate::fsutil::{ensure_dir, write_json_atomic, MODE_PRIVATE};
+use crate::logview::Source;
 use crate::paths::Paths;
 use crate::protocol::Reply;
 use guard::Fatal;
@@ -77,7 +79,7 @@ impl RouterBackend {
 }
 
 /// Why the router cannot answer: its failure, or else an ordinary shutdown.
-fn gone_reason(fatal: &Fatal) -> String {
+pub(crate) fn gone_reason(fatal: &Fatal) -> String {
     fatal
         .sentence()
         .unwrap_or_else(|| "the daemon is shutting down".to_string())
@@ -287,12 +289,33 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
         tx: router_tx.clone(),
         fatal: fatal.clone(),
     });
-    let mut http = http::start(http::HttpConfig::new(cfg.port, cfg.bearer.clone()), backend)
-        .map_err(io_err(format!("cannot listen on 127.0.0.1:{}", cfg.port)))?;
+    // The event bus (spec 10 §1): every event-log line the daemon writes, with history from
+    // the durable logs.
+    let bus = crate::eventbus::Bus::new();
+    bus.seed(&[
+        (Source::Lifecycle, paths.lifecycle_log()),
+        (Source::Delivery, paths.delivery_log()),
+        (Source::Exits, paths.exits_log()),
+    ]);
+    let started_ms = crate::clock::now_ms();
+    let fleet = Arc::new(fleet::Fleet::new(
+        paths.clone(),
+        bus.clone(),
+        router_tx.clone(),
+        fatal.clone(),
+        started_ms,
+    ));
+    let mut http = http::start(
+        http::HttpConfig::new(cfg.port, cfg.bearer.clone()),
+        backend,
+        Some(fleet),
+    )
+    .map_err(io_err(format!("cannot listen on 127.0.0.1:{}", cfg.port)))?;
     let tcp = format!("http://127.0.0.1:{}/mcp", http.port());
+    // `fleet: 1` advertises the fleet API under the same origin (spec 02 §1 step 4).
     write_json_atomic(
         &paths.router_json(),
-        &json!({"sock": sock.display().to_string(), "tcp": tcp, "version": env!("CARGO_PKG_VERSION")}),
+        &json!({"sock": sock.display().to_string(), "tcp": tcp, "version": env!("CARGO_PKG_VERSION"), "fleet": 1}),
         MODE_PRIVATE,
     )
     .map_err(io_err("cannot write router.json"))?;
@@ -321,7 +344,7 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
         tcp: tcp.clone(),
         sock: sock.display().to_string(),
         port: http.port(),
-        started_ms: crate::clock::now_ms(),
+        started_ms,
     };
     let router = Router::new(
         paths.clone(),
@@ -329,6 +352,7 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
         info,
         router_tx.clone(),
         session_tx,
+        bus,
     );
     let router_fatal = fatal.clone();
     let router_thread = std::thread::Builder::new()

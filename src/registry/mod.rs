@@ -118,6 +118,20 @@ impl Registry {
         self.peers.len() != before
     }
 
+    /// The only natural (human) peer: the owner a send speaks for when no sender is named
+    /// (spec 07 `send`, spec 10 §1 `send`). `Err(n)` = there are `n` (0 or ≥ 2) instead.
+    pub fn only_natural(&self) -> Result<&RegistryPeer, usize> {
+        let mut humans = self
+            .peers
+            .iter()
+            .filter(|p| p.nature() == crate::names::Intelligence::Natural);
+        match (humans.next(), humans.next()) {
+            (Some(h), None) => Ok(h),
+            (None, _) => Err(0),
+            (Some(_), Some(_)) => Err(2 + humans.count()),
+        }
+    }
+
     /// The peer whose working folder is `path` or the nearest folder above it (the longest
     /// matching `cwd`, compared by path components; no canonicalization is done here).
     pub fn containing(&self, path: &Path) -> Option<&RegistryPeer> {

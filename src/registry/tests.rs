@@ -292,3 +292,24 @@ fn child_upserts_one_peer() {
     }
     upsert(&Paths::at(&root), peer(&name)).unwrap();
 }
+
+#[test]
+fn the_only_natural_peer_is_the_owner() {
+    let human = |name: &str| RegistryPeer {
+        intelligence: "natural".to_string(),
+        ..peer(name)
+    };
+    let mut r = Registry {
+        version: 2,
+        peers: vec![peer("alice")],
+    };
+    assert_eq!(r.only_natural().map(|p| p.personality.clone()), Err(0));
+    r.upsert(human("you"));
+    assert_eq!(
+        r.only_natural().map(|p| p.personality.clone()),
+        Ok("you".to_string())
+    );
+    r.upsert(human("me"));
+    r.upsert(human("them"));
+    assert_eq!(r.only_natural().map(|p| p.personality.clone()), Err(3));
+}

@@ -119,7 +119,8 @@ fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
         .then(|| &s[prefix.len()..])
 }
 
-fn route_of(path: &str) -> Route {
+/// The route of an origin-form path without query.
+pub fn route_of(path: &str) -> Route {
     if path == "/mcp" {
         Route::Mcp
     } else if path == "/fleet" || path.starts_with("/fleet/") {

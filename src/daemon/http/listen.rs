@@ -38,7 +38,9 @@ use super::gate::{self, Admitted, Head, Route};
 use super::head::{self, RequestHead, MAX_HEAD_BYTES};
 use super::reply::Reply;
 use super::{Shared, SHUTDOWN_GRACE};
+use crate::daemon::fleet::{self, answer, Begun, FleetRequest};
 use crate::daemon::mcp::{self, SendOutcome, Started};
+use crate::eventbus::BusEvent;
 
 /// The head must be complete this long after the accept.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
@@ -61,9 +63,22 @@ const FIRST_CONN: usize = 2;
 
 /// How many connections the server holds at once, from the soft `RLIMIT_NOFILE`: a quarter of
 /// it (the rest is for sessions, logs and the control socket), at least 16 and at most 4096.
+/// Event streams are not counted: they have their own cap ([`stream_limit`]).
 pub fn conn_limit(nofile: u64) -> usize {
     usize::try_from((nofile / 4).clamp(16, 4096)).unwrap_or(4096)
 }
+
+/// How many fleet event streams (`GET /fleet/v1/events`, long-lived) are held at once, on top
+/// of [`conn_limit`]: an eighth of the soft `RLIMIT_NOFILE`, at least 16 and at most 1024. A
+/// stream over it is answered 503; streams never take the places of MCP requests.
+pub fn stream_limit(nofile: u64) -> usize {
+    usize::try_from((nofile / 8).clamp(16, 1024)).unwrap_or(1024)
+}
+
+/// A stream with nothing to send gets a heartbeat comment this often (spec 10 §1).
+pub const HEARTBEAT: Duration = Duration::from_secs(15);
+/// Most bytes of frames taken from a stream's queue before they are written.
+const STREAM_CHUNK: usize = 64 * 1024;
 
 enum Stage {
     /// Reading the head; `scanned` bytes were searched for its end already.
@@ -82,6 +97,15 @@ enum Stage {
         outcomes: Vec<Option<SendOutcome>>,
         gone: Arc<AtomicBool>,
     },
+    /// A fleet request whose answer comes later (on this thread's channel). `gone` is
+    /// raised when the client hangs up.
+    Fleet {
+        gone: Arc<AtomicBool>,
+        head_only: bool,
+    },
+    /// A fleet event stream: frames from `sub` are written as the client takes them; the
+    /// first `replay_left` are the replay, then `: connected`.
+    Stream(Box<StreamState>),
     /// Writing the answer: `at` bytes of `out` are written.
     Writing { out: Vec<u8>, at: usize },
     /// Answered; discarding input until EOF, the deadline or [`LINGER_BYTES`].
@@ -96,12 +120,38 @@ impl Stage {
 
     /// Holding a request the server accepted (waiting or being answered): never evicted.
     fn serving(&self) -> bool {
-        matches!(self, Stage::Calling { .. } | Stage::Writing { .. })
+        matches!(
+            self,
+            Stage::Calling { .. } | Stage::Fleet { .. } | Stage::Writing { .. }
+        )
+    }
+
+    /// Waiting for an answer from elsewhere, or streaming: no deadline here.
+    fn open_ended(&self) -> bool {
+        matches!(
+            self,
+            Stage::Calling { .. } | Stage::Fleet { .. } | Stage::Stream(_)
+        )
     }
 }
 
-/// The outcome of send `usize` of the request on connection `Token`.
-type Outcome = (Token, usize, SendOutcome);
+/// An event stream's state.
+struct StreamState {
+    sub: crate::eventbus::Subscription,
+    /// Replay events still to write before `: connected`.
+    replay_left: usize,
+    out: Vec<u8>,
+    at: usize,
+    next_heartbeat: Instant,
+}
+
+/// What comes back on the acceptor's channel.
+enum Outcome {
+    /// The outcome of send `usize` of the `/mcp` request on connection `Token`.
+    Send(Token, usize, SendOutcome),
+    /// The answer of the fleet request on connection `Token`.
+    Fleet(Token, Reply),
+}
 
 struct Conn {
     stream: TcpStream,
@@ -135,6 +185,10 @@ pub(super) struct Acceptor {
     outcomes: Receiver<Outcome>,
     /// Connections in [`Stage::Calling`].
     calling: usize,
+    /// Connections in [`Stage::Stream`] (not counted against `limit`).
+    streams: usize,
+    /// Most connections in [`Stage::Stream`].
+    stream_limit: usize,
     /// Set once stopping: answer what is in flight until then, accept nothing.
     stop_by: Option<Instant>,
 }
@@ -145,6 +199,7 @@ impl Acceptor {
     pub(super) fn new(
         listener: std::net::TcpListener,
         limit: usize,
+        stream_limit: usize,
         shared: Arc<Shared>,
     ) -> io::Result<(Acceptor, Arc<mio::Waker>)> {
         listener.set_nonblocking(true)?;
@@ -169,6 +224,8 @@ impl Acceptor {
                 outcomes_tx,
                 outcomes,
                 calling: 0,
+                streams: 0,
+                stream_limit: stream_limit.max(1),
                 stop_by: None,
             },
             waker,
@@ -203,7 +260,10 @@ impl Acceptor {
             for ev in events.iter() {
                 match ev.token() {
                     LISTENER => self.accept_all(),
-                    WAKER => self.take_outcomes(),
+                    WAKER => {
+                        self.take_outcomes();
+                        self.pump_streams();
+                    }
                     t => {
                         if ev.is_writable() {
                             self.flush(t);
@@ -308,7 +368,7 @@ impl Acceptor {
     /// Hold a new connection, making room (or refusing it) at the limit.
     fn take(&mut self, mut stream: TcpStream) {
         crate::daemon::test_hooks::on_http_accept(self.shared.port);
-        if self.conns.len() >= self.limit && !self.evict_oldest() {
+        if self.conns.len() - self.streams >= self.limit && !self.evict_oldest() {
             answer_now(&stream, &Reply::busy(), false);
             return;
         }
@@ -359,11 +419,16 @@ impl Acceptor {
     fn remove(&mut self, t: Token) -> Option<Conn> {
         let mut c = self.conns.remove(&t)?;
         let _ = self.poll.registry().deregister(&mut c.stream);
-        if let Stage::Calling { gone, .. } = &c.stage {
-            self.calling -= 1;
-            if !gone.swap(true, Ordering::Relaxed) {
-                log::info!("mcp: a send_to_peer caller hung up; its send is abandoned");
+        match &c.stage {
+            Stage::Calling { gone, .. } => {
+                self.calling -= 1;
+                if !gone.swap(true, Ordering::Relaxed) {
+                    log::info!("mcp: a send_to_peer caller hung up; its send is abandoned");
+                }
             }
+            Stage::Fleet { gone, .. } => gone.store(true, Ordering::Relaxed),
+            Stage::Stream(_) => self.streams -= 1,
+            _ => {}
         }
         Some(c)
     }
@@ -371,10 +436,11 @@ impl Acceptor {
     /// Close connections past their deadline; one still being read is answered 408. Waiting
     /// requests have no deadline here (every send ends by the router's send deadline).
     fn sweep(&mut self, now: Instant) {
+        self.heartbeats(now);
         let expired: Vec<Token> = self
             .conns
             .iter()
-            .filter(|(_, c)| !matches!(c.stage, Stage::Calling { .. }) && now >= c.deadline)
+            .filter(|(_, c)| !c.stage.open_ended() && now >= c.deadline)
             .map(|(t, _)| *t)
             .collect();
         for t in expired {
@@ -386,7 +452,7 @@ impl Acceptor {
         }
     }
 
-    /// Begin a complete `/mcp` request: answer it, or route its sends and wait.
+    /// Begin a complete request: `/mcp` or the fleet API.
     fn dispatch(&mut self, t: Token) {
         let Some(c) = self.conns.get_mut(&t) else {
             return;
@@ -395,6 +461,79 @@ impl Acceptor {
             head, admitted, at, ..
         } = std::mem::replace(&mut c.stage, Stage::Linger { discarded: 0 })
         else {
+            return;
+        };
+        match admitted.route {
+            Route::Fleet => self.dispatch_fleet(t, &head, &admitted, at),
+            Route::Mcp | Route::NotFound => self.dispatch_mcp(t, &head, &admitted, at),
+        }
+    }
+
+    /// Begin a complete fleet request (spec 10 §1): answer it, start its stream, or wait for
+    /// its answer.
+    fn dispatch_fleet(&mut self, t: Token, head: &RequestHead, admitted: &Admitted, at: usize) {
+        let Some(fleet) = self.shared.fleet.clone() else {
+            return self.answer(t, &Reply::not_found());
+        };
+        let Some(c) = self.conns.get_mut(&t) else {
+            return;
+        };
+        let gone = Arc::new(AtomicBool::new(false));
+        let tx = self.outcomes_tx.clone();
+        let waker = Arc::clone(&self.waker);
+        let done: fleet::Done = Box::new(move |reply| {
+            if tx.send(Outcome::Fleet(t, reply)).is_ok() {
+                let _ = waker.wake();
+            }
+        });
+        let req = FleetRequest {
+            method: &head.method,
+            target: &head.target,
+            path: &admitted.path,
+            headers: &head.headers,
+            body: &c.buf[at..],
+        };
+        // Set before `begin`: its answer may come back before it returns.
+        let begun = fleet.begin(&req, Arc::clone(&gone), done);
+        c.buf = Vec::new();
+        log::debug!("http: {} {}", head.method, head.target);
+        let head_only = head.method == "HEAD";
+        match begun {
+            Begun::Done(reply) => self.answer_as(t, &reply, head_only),
+            Begun::Later => c.stage = Stage::Fleet { gone, head_only },
+            Begun::Stream { .. } if head_only => {
+                c.stage = Stage::Writing {
+                    out: answer::SSE_HEAD.to_vec(),
+                    at: 0,
+                };
+                c.deadline = Instant::now() + WRITE_TIMEOUT;
+                self.flush(t);
+            }
+            Begun::Stream { sub, replayed } => {
+                if self.streams >= self.stream_limit {
+                    return self.answer(t, &Reply::busy());
+                }
+                self.streams += 1;
+                c.stage = Stage::Stream(Box::new(StreamState {
+                    sub,
+                    replay_left: replayed,
+                    out: answer::SSE_HEAD.to_vec(),
+                    at: 0,
+                    next_heartbeat: Instant::now() + HEARTBEAT,
+                }));
+                if replayed == 0 {
+                    if let Stage::Stream(s) = &mut c.stage {
+                        s.out.extend_from_slice(answer::SSE_CONNECTED);
+                    }
+                }
+                self.pump(t);
+            }
+        }
+    }
+
+    /// Begin a complete `/mcp` request: answer it, or route its sends and wait.
+    fn dispatch_mcp(&mut self, t: Token, head: &RequestHead, admitted: &Admitted, at: usize) {
+        let Some(c) = self.conns.get_mut(&t) else {
             return;
         };
         let body = &c.buf[at..];
@@ -422,7 +561,7 @@ impl Acceptor {
             let tx = self.outcomes_tx.clone();
             let waker = Arc::clone(&self.waker);
             let done = Box::new(move |outcome| {
-                if tx.send((t, i, outcome)).is_ok() {
+                if tx.send(Outcome::Send(t, i, outcome)).is_ok() {
                     let _ = waker.wake();
                 }
             });
@@ -432,7 +571,18 @@ impl Acceptor {
 
     /// Take the outcomes that came back; answer each request whose sends are all done.
     fn take_outcomes(&mut self) {
-        while let Ok((t, i, outcome)) = self.outcomes.try_recv() {
+        while let Ok(outcome) = self.outcomes.try_recv() {
+            let (t, i, outcome) = match outcome {
+                Outcome::Send(t, i, outcome) => (t, i, outcome),
+                Outcome::Fleet(t, reply) => {
+                    if let Some(Stage::Fleet { head_only, .. }) =
+                        self.conns.get(&t).map(|c| &c.stage)
+                    {
+                        self.answer_as(t, &reply, *head_only);
+                    }
+                    continue;
+                }
+            };
             // The connection may be gone (its client hung up): the outcome is dropped.
             let Some(c) = self.conns.get_mut(&t) else {
                 continue;
@@ -460,11 +610,16 @@ impl Acceptor {
 
     /// Start writing `reply` to connection `t` (then it lingers and closes).
     fn answer(&mut self, t: Token, reply: &Reply) {
+        self.answer_as(t, reply, false);
+    }
+
+    /// [`Acceptor::answer`], without the body for a `HEAD` request (`head_only`).
+    fn answer_as(&mut self, t: Token, reply: &Reply, head_only: bool) {
         let Some(c) = self.conns.get_mut(&t) else {
             return;
         };
         c.stage = Stage::Writing {
-            out: reply.to_http(false),
+            out: reply.to_http(head_only),
             at: 0,
         };
         c.deadline = Instant::now() + WRITE_TIMEOUT;
@@ -477,6 +632,9 @@ impl Acceptor {
         let Some(c) = self.conns.get_mut(&t) else {
             return;
         };
+        if matches!(c.stage, Stage::Stream(_)) {
+            return self.pump(t);
+        }
         let Stage::Writing { out, at } = &mut c.stage else {
             return;
         };
@@ -522,6 +680,91 @@ impl Acceptor {
         }
     }
 
+    /// Write what every stream has queued (called when the bus publishes).
+    fn pump_streams(&mut self) {
+        let streams: Vec<Token> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| matches!(c.stage, Stage::Stream(_)))
+            .map(|(t, _)| *t)
+            .collect();
+        for t in streams {
+            self.pump(t);
+        }
+    }
+
+    /// Move queued events of stream `t` into its buffer once the previous ones are written,
+    /// and write what the client takes. A stream the bus dropped (its client fell behind) or
+    /// whose client is gone is closed.
+    fn pump(&mut self, t: Token) {
+        let Some(c) = self.conns.get_mut(&t) else {
+            return;
+        };
+        let Stage::Stream(s) = &mut c.stage else {
+            return;
+        };
+        // The bus let it go: its client fell behind by a whole queue. It reconnects with
+        // `Last-Event-ID` and gets what the ring still holds.
+        if s.sub.dropped.load(Ordering::SeqCst) {
+            log::info!("fleet: an event stream fell behind; closed");
+            self.remove(t);
+            return;
+        }
+        loop {
+            if s.at == s.out.len() {
+                s.out.clear();
+                s.at = 0;
+                fill(s);
+                if s.out.is_empty() {
+                    return;
+                }
+            }
+            match c.stream.write(&s.out[s.at..]) {
+                Ok(0) => break,
+                Ok(n) => {
+                    s.at += n;
+                    s.next_heartbeat = Instant::now() + HEARTBEAT;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let both = Interest::READABLE | Interest::WRITABLE;
+                    if self
+                        .poll
+                        .registry()
+                        .reregister(&mut c.stream, t, both)
+                        .is_err()
+                    {
+                        self.remove(t);
+                    }
+                    return;
+                }
+                Err(_) => break,
+            }
+        }
+        self.remove(t);
+    }
+
+    /// Queue a heartbeat on every stream idle since [`HEARTBEAT`], and write it.
+    fn heartbeats(&mut self, now: Instant) {
+        let due: Vec<Token> = self
+            .conns
+            .iter_mut()
+            .filter_map(|(t, c)| match &mut c.stage {
+                Stage::Stream(s) if now >= s.next_heartbeat && s.at == s.out.len() => {
+                    s.out.clear();
+                    s.at = 0;
+                    s.out.extend_from_slice(answer::SSE_HEARTBEAT);
+                    s.next_heartbeat = now + HEARTBEAT;
+                    Some(*t)
+                }
+                _ => None,
+            })
+            .collect();
+        for t in due {
+            self.pump(t);
+        }
+    }
+
     fn on_readable(&mut self, t: Token) {
         let next = match self.conns.get_mut(&t) {
             Some(c) => read_conn(c, &self.shared),
@@ -554,6 +797,28 @@ impl Acceptor {
     }
 }
 
+/// Take frames from the stream's queue into its buffer, up to [`STREAM_CHUNK`] bytes, adding
+/// `: connected` after the last replayed one.
+fn fill(s: &mut StreamState) {
+    while s.out.len() < STREAM_CHUNK {
+        let Ok(ev) = s.sub.rx.try_recv() else {
+            return;
+        };
+        push_frame(s, &ev);
+    }
+}
+
+fn push_frame(s: &mut StreamState, ev: &BusEvent) {
+    s.out
+        .extend_from_slice(ev.rendered.get_or_init(|| answer::sse_frame(ev)));
+    if s.replay_left > 0 {
+        s.replay_left -= 1;
+        if s.replay_left == 0 {
+            s.out.extend_from_slice(answer::SSE_CONNECTED);
+        }
+    }
+}
+
 /// Read what the connection has (until `WouldBlock`) and say what comes next.
 fn read_conn(c: &mut Conn, shared: &Shared) -> Next {
     let mut chunk = [0u8; 16 * 1024];
@@ -561,7 +826,11 @@ fn read_conn(c: &mut Conn, shared: &Shared) -> Next {
         let want = match &c.stage {
             Stage::Head { .. } => chunk.len().min(MAX_HEAD_BYTES + 1 - c.buf.len()),
             Stage::Body { at, len, .. } => chunk.len().min(at + len - c.buf.len()),
-            Stage::Calling { .. } | Stage::Writing { .. } | Stage::Linger { .. } => chunk.len(),
+            Stage::Calling { .. }
+            | Stage::Fleet { .. }
+            | Stage::Stream(_)
+            | Stage::Writing { .. }
+            | Stage::Linger { .. } => chunk.len(),
         };
         let n = match c.stream.read(&mut chunk[..want]) {
             Ok(0) => return Next::Close,
@@ -579,7 +848,10 @@ fn read_conn(c: &mut Conn, shared: &Shared) -> Next {
                 continue;
             }
             // Nothing more is expected before the answer: discarded.
-            Stage::Calling { .. } | Stage::Writing { .. } => continue,
+            Stage::Calling { .. }
+            | Stage::Fleet { .. }
+            | Stage::Stream(_)
+            | Stage::Writing { .. } => continue,
             Stage::Head { scanned } => {
                 c.buf.extend_from_slice(&chunk[..n]);
                 let Some(end) = head::head_end(&c.buf, *scanned) else {
@@ -629,14 +901,22 @@ fn admit_head(bytes: &[u8], shared: &Shared) -> Result<(RequestHead, Admitted), 
         headers: &head.headers,
         content_length: head.content_length,
     };
-    let admitted = gate::admit(&gate_head, shared.port, shared.bearer.as_deref())
-        .map_err(|r| (r, head_only))?;
+    let admitted = gate::admit(&gate_head, shared.port, shared.bearer.as_deref()).map_err(|r| {
+        // The fleet API answers every refusal in its own shape (spec 10 §1).
+        let fleet_path = gate::route_of(gate::split_target(&head.target).1) == Route::Fleet;
+        let r = if fleet_path && shared.fleet.is_some() {
+            fleet::route::gate_refusal(r)
+        } else {
+            r
+        };
+        (r, head_only)
+    })?;
     match admitted.route {
         Route::Mcp => {
             gate::mcp_precheck(&head.method, &head.headers).map_err(|r| (r, head_only))?;
             Ok((head, admitted))
         }
-        // The fleet API (part 10) is not served yet.
+        Route::Fleet if shared.fleet.is_some() => Ok((head, admitted)),
         Route::Fleet | Route::NotFound => Err((Reply::not_found(), head_only)),
     }
 }

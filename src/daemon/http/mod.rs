@@ -1,5 +1,6 @@
 //! Loopback HTTP (spec 02 §3): a server on `127.0.0.1:<port>` serving MCP at `/mcp`
-//! (spec 02 §4); `/fleet` is reserved for the fleet API (part 10) and answers 404 for now.
+//! (spec 02 §4) and the fleet API under `/fleet/v1` (spec 10 §1, [`crate::daemon::fleet`];
+//! without one, `/fleet` answers 404).
 //!
 //! Threads: one (issue 13 item 3). The acceptor thread ([`listen`]) owns the listening socket
 //! and every connection on a `mio::Poll`: it reads each head and body with size limits
@@ -31,6 +32,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
+use crate::daemon::fleet::Fleet;
 #[cfg(doc)]
 use crate::daemon::mcp;
 use crate::daemon::mcp::Backend;
@@ -83,6 +85,8 @@ struct Shared {
     max_in_flight: usize,
     stopping: AtomicBool,
     backend: Arc<dyn Backend>,
+    /// The fleet API, when served.
+    fleet: Option<Arc<Fleet>>,
 }
 
 /// A running server. Dropping it shuts it down.
@@ -92,11 +96,16 @@ pub struct HttpServerHandle {
     acceptor: Option<JoinHandle<()>>,
 }
 
-/// Bind `127.0.0.1:<cfg.port>` and start serving, holding at most
-/// [`listen::conn_limit`] connections for the process's current soft `RLIMIT_NOFILE`.
+/// Bind `127.0.0.1:<cfg.port>` and start serving MCP (and the fleet API when `fleet` is
+/// given), holding at most [`listen::conn_limit`] connections plus [`listen::stream_limit`]
+/// fleet event streams for the process's current soft `RLIMIT_NOFILE`.
 ///
 /// Errors: the bind error (port in use, permission) or a failure to start the acceptor thread.
-pub fn start(cfg: HttpConfig, backend: Arc<dyn Backend>) -> io::Result<HttpServerHandle> {
+pub fn start(
+    cfg: HttpConfig,
+    backend: Arc<dyn Backend>,
+    fleet: Option<Arc<Fleet>>,
+) -> io::Result<HttpServerHandle> {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, cfg.port))?;
     let port = listener.local_addr()?.port();
     let shared = Arc::new(Shared {
@@ -105,15 +114,27 @@ pub fn start(cfg: HttpConfig, backend: Arc<dyn Backend>) -> io::Result<HttpServe
         max_in_flight: cfg.max_in_flight.max(1),
         stopping: AtomicBool::new(false),
         backend,
+        fleet,
     });
     let nofile = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
         .map_or(1024, |(soft, _)| soft);
     let limit = listen::conn_limit(nofile);
-    let (acceptor, waker) = Acceptor::new(listener, limit, Arc::clone(&shared))?;
+    let streams = listen::stream_limit(nofile);
+    let (acceptor, waker) = Acceptor::new(listener, limit, streams, Arc::clone(&shared))?;
+    if let Some(f) = &shared.fleet {
+        // Every publish wakes the acceptor, which writes the new event to each stream.
+        let w = Arc::clone(&waker);
+        f.bus().set_notify(move || {
+            let _ = w.wake();
+        });
+    }
     let acceptor = thread::Builder::new()
         .name("http-accept".into())
         .spawn(move || acceptor.run())?;
-    log::info!("http: listening on 127.0.0.1:{port} (at most {limit} connections)");
+    log::info!(
+        "http: listening on 127.0.0.1:{port} (at most {limit} connections and {streams} event \
+         streams)"
+    );
     Ok(HttpServerHandle {
         shared,
         waker,

@@ -18,6 +18,7 @@ use super::{logged, Router, RouterMsg, Sess};
 use crate::config::Config;
 use crate::daemon::lifecycle::{decide_mode, ModeRequest, WakeDecision, WakeFacts};
 use crate::daemon::route::{stopped_refusal, Refusal};
+use crate::eventbus::TappedLog;
 use crate::eventlog::Event;
 use crate::markers::{Flag, Markers, SessionRecord};
 use crate::names::Identity;
@@ -101,6 +102,7 @@ impl Router {
             cfg: self.cfg.clone(),
             port: self.info.port,
             session_tx: self.session_tx.clone(),
+            exits_log: self.exits_log.clone(),
             woke_at_ms: self.now.ms,
         };
         let tx = self.tx.clone();
@@ -379,6 +381,8 @@ struct LaunchEnv {
     cfg: Config,
     port: u16,
     session_tx: Sender<SessionEvent>,
+    /// `exits.log`, tapped into the event bus (the session thread writes it).
+    exits_log: TappedLog,
     /// When the router decided the launch (`woke_at` of the session record).
     woke_at_ms: u64,
 }
@@ -412,7 +416,14 @@ fn run_launch(plan: &LaunchPlan, token: String, env: &LaunchEnv) -> Result<Spawn
     if plan.ephemeral {
         logged(markers.clear(Flag::EphemeralArmed));
     }
-    let (handle, pid) = start_session(plan, spec, &env.paths, &env.cfg, &env.session_tx)?;
+    let (handle, pid) = start_session(
+        plan,
+        spec,
+        &env.paths,
+        &env.cfg,
+        &env.session_tx,
+        &env.exits_log,
+    )?;
     // The child runs now: whatever happens to the record keeping, the router must get the
     // session (a panic here is logged by the hook and the launch still reports it).
     let _ = crate::daemon::guard::catch(|| {
@@ -504,6 +515,7 @@ fn start_session(
     paths: &Paths,
     cfg: &Config,
     session_tx: &Sender<SessionEvent>,
+    exits_log: &TappedLog,
 ) -> Result<(SessionHandle, u32), Refusal> {
     let identity = plan.ident.to_string();
     let scfg = SessionConfig {
@@ -512,7 +524,7 @@ fn start_session(
         cwd: plan.peer.cwd.clone(),
         adapter: plan.adapter.clone(),
         pane_log: paths.pane_log(&identity),
-        exits_log: paths.exits_log(),
+        exits_log: exits_log.clone(),
         boot_deadline: cfg.boot_deadline,
         first: plan.first.clone(),
         composer_hold: cfg.composer_hold,

@@ -32,7 +32,9 @@ use super::mcp::{CallerCreds, SendArgs};
 use super::reply::ReplyTo;
 use super::route::{Caller, Prepared, Refusal, SendInput};
 use crate::config::Config;
+use crate::eventbus::{Bus, TappedLog};
 use crate::eventlog::{Event, EventLog};
+use crate::logview::Source;
 use crate::names::Identity;
 use crate::paths::Paths;
 use crate::protocol::{Code, Pong, Reply, Request};
@@ -180,8 +182,11 @@ pub struct Router {
     pub(crate) tx: Sender<RouterMsg>,
     pub(crate) session_tx: Sender<SessionEvent>,
     pub(crate) shutdown: Option<Sender<()>>,
-    pub(crate) lifecycle_log: EventLog,
-    pub(crate) delivery_log: EventLog,
+    /// `lifecycle.log`, `delivery.log` and `exits.log` (written by session threads), each
+    /// line also published on the daemon's event bus (spec 10 §1).
+    pub(crate) lifecycle_log: TappedLog,
+    pub(crate) delivery_log: TappedLog,
+    pub(crate) exits_log: TappedLog,
     /// The time of the current turn, read once by [`Router::run`] before each message,
     /// session event and timer check; nothing else in the router reads the clock.
     pub(crate) now: Now,
@@ -195,16 +200,22 @@ pub struct Router {
 const PREP_WORKERS: usize = 4;
 
 impl Router {
-    /// Build the router. `tx` must be the sender of the channel `run` will receive on.
+    /// Build the router. `tx` must be the sender of the channel `run` will receive on; every
+    /// event-log line the router and its sessions write is also published on `bus`.
     pub fn new(
         paths: Paths,
         cfg: Config,
         info: DaemonInfo,
         tx: Sender<RouterMsg>,
         session_tx: Sender<SessionEvent>,
+        bus: Bus,
     ) -> Router {
-        let lifecycle_log = EventLog::from_env(paths.lifecycle_log(), "LIFECYCLE");
-        let delivery_log = EventLog::from_env(paths.delivery_log(), "DELIVERY");
+        let tapped = |path, name, source| {
+            TappedLog::new(EventLog::from_env(path, name), source, bus.clone())
+        };
+        let lifecycle_log = tapped(paths.lifecycle_log(), "LIFECYCLE", Source::Lifecycle);
+        let delivery_log = tapped(paths.delivery_log(), "DELIVERY", Source::Delivery);
+        let exits_log = tapped(paths.exits_log(), "EXITS", Source::Exits);
         Router {
             paths,
             cfg,
@@ -219,6 +230,7 @@ impl Router {
             shutdown: None,
             lifecycle_log,
             delivery_log,
+            exits_log,
             now: Now::read(),
             storms: Default::default(),
             prep: crate::daemon::pool::Pool::new("send-prep", PREP_WORKERS),

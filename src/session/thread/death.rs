@@ -47,7 +47,7 @@ impl Session {
         if !cause.expected() {
             ev = ev.field("tail", tail);
         }
-        EventLog::from_env(self.cfg.exits_log.clone(), "EXITS").append(&ev);
+        self.cfg.exits_log.append(&ev);
         self.emit(EventKind::Exited {
             status: code,
             signal,

@@ -34,7 +34,7 @@ use super::panelog::PaneLog;
 use super::reap::Reaper;
 use super::spawn::{self, SpawnSpec};
 use crate::adapter::{Adapter, RuntimeKind};
-use crate::eventlog::{Event, EventLog};
+use crate::eventlog::Event;
 use crate::term::Screen;
 
 // Session pty size, set before the child starts (spec 04 §1): the terminal layer's.
@@ -66,8 +66,8 @@ pub struct SessionConfig {
     pub adapter: Arc<dyn Adapter>,
     /// `logs/lifecycle/<identity>.log`.
     pub pane_log: PathBuf,
-    /// `logs/iapeer/exits.log`.
-    pub exits_log: PathBuf,
+    /// `logs/iapeer/exits.log`, tapped into the daemon's event bus.
+    pub exits_log: crate::eventbus::TappedLog,
     /// Boot → ready deadline.
     pub boot_deadline: Duration,
     /// The first message of a wake, delivered once ready.

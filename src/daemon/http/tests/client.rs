@@ -80,7 +80,7 @@ impl Backend for Threaded {
 
 pub fn server_with(cfg: HttpConfig, rec: &Arc<Rec>) -> HttpServerHandle {
     let backend: Arc<dyn Backend> = Arc::new(Threaded(Arc::clone(rec)));
-    start(cfg, backend).unwrap()
+    start(cfg, backend, None).unwrap()
 }
 
 pub fn server(bearer: Option<&str>, rec: &Arc<Rec>) -> HttpServerHandle {

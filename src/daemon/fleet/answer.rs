@@ -1,0 +1,201 @@
+//! The fleet API's answers as pure functions (spec 10 §1): control replies as HTTP answers,
+//! the `host` object, events as JSON and as Server-Sent Events frames.
+
+use serde_json::{json, Value};
+
+use super::route::{error, ok};
+use crate::daemon::http::reply::Reply;
+use crate::eventbus::BusEvent;
+use crate::protocol::{Code, Failure, Reply as Control};
+use crate::registry::Registry;
+
+/// The HTTP status of a refused control request: 404 for an unknown peer, 400 for a bad
+/// argument, 500 for an internal error, 502 for an operation that failed (stopped, offline,
+/// busy, not live, timeout, paused, shutting down).
+pub fn status_of(code: Code) -> u16 {
+    match code {
+        Code::NotRegistered => 404,
+        Code::InvalidArgument | Code::BadRequest | Code::UnknownOp => 400,
+        Code::Internal => 500,
+        Code::Stopped
+        | Code::Offline
+        | Code::Busy
+        | Code::Timeout
+        | Code::NotLive
+        | Code::ShuttingDown
+        | Code::Paused
+        | Code::Failed => 502,
+    }
+}
+
+/// A refused control request: `{"error":…,"code":…}` with [`status_of`] its code.
+pub fn failure(f: &Failure) -> Reply {
+    ok(
+        status_of(f.code),
+        &json!({ "error": f.error, "code": f.code }),
+    )
+}
+
+/// A verb's answer: the control reply as the CLI's `--json` sees it (`{"ok":true,…}`), or
+/// its failure.
+pub fn verb(r: Control) -> Reply {
+    match r {
+        Control::Failed(f) => failure(&f),
+        other => match serde_json::to_value(&other) {
+            Ok(v) => ok(200, &v),
+            Err(e) => error(500, &format!("internal error: {e}")),
+        },
+    }
+}
+
+/// `send`'s answer: `{"from":…,"result":<result object of spec 03 §1>}`, or the failure.
+pub fn send(from: &str, r: Control) -> Reply {
+    match r {
+        Control::Send(s) => ok(200, &json!({ "from": from, "result": s.result })),
+        Control::Failed(f) => failure(&f),
+        other => error(500, &format!("internal error: send answered {other:?}")),
+    }
+}
+
+/// 404 for a peer the registry does not hold.
+pub fn unknown_peer(p: &str) -> Reply {
+    error(
+        404,
+        &format!("peer \"{p}\" is not in the iapeer peers index (see GET /fleet/v1/snapshot)"),
+    )
+}
+
+/// The default sender of `send`: the only natural peer, as `<default runtime>-<name>`.
+///
+/// Errors: 400 when there is none or several (then `from` must be given).
+pub fn sole_natural(registry: &Registry) -> Result<String, Reply> {
+    match registry.only_natural() {
+        Ok(h) => Ok(format!("{}-{}", h.default_runtime, h.personality)),
+        Err(0) => Err(error(
+            400,
+            "bad request: no natural (human) peer to send from; pass \"from\": \"<runtime>-<name>\"",
+        )),
+        Err(_) => Err(error(
+            400,
+            "bad request: several natural (human) peers; pass \"from\": \"<runtime>-<name>\"",
+        )),
+    }
+}
+
+/// The snapshot's `host`: `{version, pid, startedAt (epoch ms), uptimeSecs, memory:
+/// {rssBytes}}` (`rssBytes` null where the platform does not tell).
+pub fn host(started_ms: u64) -> Value {
+    json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "pid": std::process::id(),
+        "startedAt": started_ms,
+        "uptimeSecs": crate::clock::now_ms().saturating_sub(started_ms) / 1000,
+        "memory": { "rssBytes": rss_bytes() },
+    })
+}
+
+/// Resident set size of this process, bytes (Linux `/proc/self/statm`).
+fn rss_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()?;
+    Some(pages * u64::try_from(page).ok()?)
+}
+
+/// An event as JSON: `{"src":"lifecycle|delivery|exits","ts":…,"ev":…, …fields}` (values are
+/// strings, as in the log) plus `"id"`.
+pub fn event_json(e: &BusEvent) -> Value {
+    let mut o = serde_json::Map::new();
+    o.insert("id".into(), e.id.into());
+    o.insert("src".into(), e.entry.source.as_str().into());
+    o.insert("ts".into(), e.entry.ts.clone().into());
+    for (k, v) in &e.entry.fields {
+        o.insert(k.clone(), v.clone().into());
+    }
+    Value::Object(o)
+}
+
+/// One Server-Sent Events frame: `event: <ev>`, `id: <id>`, `data: <event_json>`, blank line.
+pub fn sse_frame(e: &BusEvent) -> Vec<u8> {
+    let ev = e.entry.ev();
+    let ev = if ev.is_empty() || ev.contains(['\n', '\r']) {
+        "event"
+    } else {
+        ev
+    };
+    format!("event: {ev}\nid: {}\ndata: {}\n\n", e.id, event_json(e)).into_bytes()
+}
+
+/// The head of an event stream: 200, `text/event-stream`, no length (the stream ends when the
+/// connection closes), `Connection: close`.
+pub const SSE_HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n\r\n";
+
+/// The comment sent after the replay, before live events.
+pub const SSE_CONNECTED: &[u8] = b": connected\n\n";
+
+/// The heartbeat comment.
+pub const SSE_HEARTBEAT: &[u8] = b": hb\n\n";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::logview::{Entry, Source};
+    use crate::protocol::{StopReply, WakeReply};
+
+    #[test]
+    fn control_replies_become_http_answers() {
+        let r = verb(Control::Wake(WakeReply {
+            identity: "echo-bob".into(),
+            woke: false,
+            pid: 7,
+        }));
+        assert_eq!(r.status, 200);
+        assert_eq!(
+            String::from_utf8(r.body).unwrap(),
+            "{\"identity\":\"echo-bob\",\"ok\":true,\"pid\":7,\"woke\":false}\n"
+        );
+        assert_eq!(
+            verb(Control::Stop(StopReply {
+                stopped: vec![],
+                ended: vec![]
+            }))
+            .status,
+            200
+        );
+        for (code, status) in [
+            (Code::NotRegistered, 404),
+            (Code::InvalidArgument, 400),
+            (Code::Offline, 502),
+            (Code::NotLive, 502),
+            (Code::Internal, 500),
+        ] {
+            let r = verb(Control::failure(code, "why"));
+            assert_eq!(r.status, status, "{code:?}");
+            let v: Value = serde_json::from_slice(&r.body).unwrap();
+            assert_eq!(v["error"], "why");
+        }
+    }
+
+    #[test]
+    fn frames_carry_event_id_and_data() {
+        let e = BusEvent {
+            id: 42,
+            entry: Entry {
+                ts: "2026-12-01T09:00:00.000Z".into(),
+                source: Source::Delivery,
+                fields: vec![
+                    ("ev".into(), "delivery".into()),
+                    ("to".into(), "bob".into()),
+                ],
+            },
+            rendered: Default::default(),
+        };
+        let f = String::from_utf8(sse_frame(&e)).unwrap();
+        assert_eq!(
+            f,
+            "event: delivery\nid: 42\ndata: {\"ev\":\"delivery\",\"id\":42,\"src\":\"delivery\",\"to\":\"bob\",\"ts\":\"2026-12-01T09:00:00.000Z\"}\n\n"
+        );
+    }
+}

@@ -1,0 +1,378 @@
+//! The fleet API (spec 10 §1): plain HTTP+JSON under `/fleet/v1` on the loopback listener,
+//! for dashboards, scripts and chat bridges. Kept apart from MCP (agents see only
+//! `send_to_peer`); the same gate (Host, Origin, bearer, body size; `daemon::http::gate`)
+//! runs before anything here.
+//!
+//! The acceptor thread calls [`Fleet::begin`] with a complete request. What needs no file or
+//! router is answered at once ([`Begun::Done`]: unknown path, wrong method, bad body);
+//! `events` becomes a stream fed by the event bus ([`Begun::Stream`]); the rest finishes
+//! later through `done` ([`Begun::Later`]): the lifecycle verbs and `send` go to the router
+//! as the control requests the CLI sends (answered through a callback, no thread waits),
+//! and what reads files (snapshot rows, a peer's row, `refresh`, the sender of `send`) runs
+//! on a small worker pool.
+
+pub mod answer;
+pub mod route;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use crossbeam_channel::Sender;
+use serde_json::json;
+
+use super::guard::Fatal;
+use super::http::reply::Reply;
+use super::pool::Pool;
+use super::reply::{ReplyMsg, ReplyTo};
+use super::router::RouterMsg;
+use crate::eventbus::{Bus, Subscription};
+use crate::names::Identity;
+use crate::paths::Paths;
+use crate::protocol::{Code, Failure, Request};
+use crate::registry::Registry;
+use crate::roster::{list_rows, LiveState};
+use route::{Endpoint, SendBody, Verb, VerbBody};
+
+/// Threads reading files for fleet requests at once (more requests wait for one).
+const WORKERS: usize = 4;
+/// Events `GET /fleet/v1/peers/<p>` returns at most.
+pub const PEER_EVENTS: usize = 50;
+
+/// Where a later answer goes (called once, from any thread; must be quick).
+pub type Done = Box<dyn FnOnce(Reply) + Send>;
+
+/// A complete fleet request as the acceptor read it.
+#[derive(Debug, Clone, Copy)]
+pub struct FleetRequest<'a> {
+    /// The method (`GET`, `POST`, …).
+    pub method: &'a str,
+    /// The target as sent (with its query).
+    pub target: &'a str,
+    /// The origin-form path without query.
+    pub path: &'a str,
+    /// (lowercase name, value) in order.
+    pub headers: &'a [(String, String)],
+    /// The body (`Content-Length` bytes).
+    pub body: &'a [u8],
+}
+
+/// What [`Fleet::begin`] made of a request.
+pub enum Begun {
+    /// The answer, now.
+    Done(Reply),
+    /// `GET /fleet/v1/events`: stream the subscription's events; the first `replayed` are
+    /// the replay, after which `: connected` goes out.
+    Stream {
+        /// The subscriber's queue.
+        sub: Subscription,
+        /// How many queued events are replay.
+        replayed: usize,
+    },
+    /// The answer comes later through `done`.
+    Later,
+}
+
+/// What the fleet API reaches: the router, the event bus and the storage.
+pub struct Fleet {
+    paths: Paths,
+    bus: Bus,
+    router: Sender<RouterMsg>,
+    fatal: Fatal,
+    started_ms: u64,
+    pool: Pool,
+}
+
+impl Fleet {
+    /// The fleet API of the daemon whose router listens on `router` and started at
+    /// `started_ms` (epoch ms).
+    pub fn new(
+        paths: Paths,
+        bus: Bus,
+        router: Sender<RouterMsg>,
+        fatal: Fatal,
+        started_ms: u64,
+    ) -> Fleet {
+        Fleet {
+            paths,
+            bus,
+            router,
+            fatal,
+            started_ms,
+            pool: Pool::new("fleet", WORKERS),
+        }
+    }
+
+    /// The event bus (the acceptor wakes on its publishes).
+    pub fn bus(&self) -> &Bus {
+        &self.bus
+    }
+
+    /// Begin serving `req`. `gone` is raised by the acceptor when the client hangs up.
+    pub fn begin(
+        self: &Arc<Self>,
+        req: &FleetRequest<'_>,
+        gone: Arc<AtomicBool>,
+        done: Done,
+    ) -> Begun {
+        let endpoint = match route::route(req.method, req.path) {
+            Ok(e) => e,
+            Err(r) => return Begun::Done(r),
+        };
+        match endpoint {
+            Endpoint::Events => {
+                let replay = match route::replay(req.target) {
+                    Ok(n) => n,
+                    Err(r) => return Begun::Done(r),
+                };
+                let after = crate::daemon::http::gate::first(req.headers, "last-event-id")
+                    .and_then(|v| v.trim().parse::<u64>().ok());
+                let sub = self.bus.subscribe(replay, after);
+                let replayed = sub.rx.len();
+                Begun::Stream { sub, replayed }
+            }
+            Endpoint::Snapshot => self.later(done, |f| f.snapshot()),
+            Endpoint::Peer(p) => self.later(done, move |f| f.peer(&p)),
+            Endpoint::Verb(p, verb) => {
+                let b: VerbBody = match route::body(req.body) {
+                    Ok(b) => b,
+                    Err(r) => return Begun::Done(r),
+                };
+                if verb == Verb::Refresh {
+                    return self.later(done, move |f| f.refresh(&p, b.runtime.as_deref()));
+                }
+                self.ask(control_request(p, verb, b.runtime), gone, move |r| {
+                    done(answer::verb(r))
+                });
+                Begun::Later
+            }
+            Endpoint::Send => {
+                let b: SendBody = match route::body(req.body) {
+                    Ok(b) => b,
+                    Err(r) => return Begun::Done(r),
+                };
+                let fleet = Arc::clone(self);
+                let job = move || match fleet.sender(b.from.as_deref()) {
+                    Err(r) => done(r),
+                    Ok(from) => {
+                        let req = Request::Send {
+                            from: from.clone(),
+                            to: b.personality,
+                            runtime: b.runtime,
+                            message: b.message,
+                            topic: b.topic,
+                            attachments: Vec::new(),
+                            timeout_ms: None,
+                        };
+                        fleet.ask(req, gone, move |r| done(answer::send(&from, r)));
+                    }
+                };
+                self.run(job)
+            }
+        }
+    }
+
+    /// Run `work` on the pool and pass its answer to `done`.
+    fn later(
+        self: &Arc<Self>,
+        done: Done,
+        work: impl FnOnce(&Fleet) -> Reply + Send + 'static,
+    ) -> Begun {
+        let fleet = Arc::clone(self);
+        self.run(move || done(work(&fleet)))
+    }
+
+    fn run(&self, job: impl FnOnce() + Send + 'static) -> Begun {
+        match self.pool.run(job) {
+            Ok(()) => Begun::Later,
+            Err(e) => Begun::Done(route::error(
+                500,
+                &format!("internal error: cannot start a fleet worker: {e}"),
+            )),
+        }
+    }
+
+    /// Send `req` to the router; `then` gets its final reply (on the router thread) or the
+    /// failure of a router that is gone.
+    fn ask(
+        &self,
+        req: Request,
+        gone: Arc<AtomicBool>,
+        then: impl FnOnce(crate::protocol::Reply) + Send + 'static,
+    ) {
+        let fatal = self.fatal.clone();
+        let reply = ReplyTo::on_final(gone, move |r| {
+            then(r.unwrap_or_else(|| {
+                Failure::new(Code::ShuttingDown, super::gone_reason(&fatal)).into()
+            }))
+        });
+        if let Err(crossbeam_channel::SendError(RouterMsg::Control { reply, .. })) =
+            self.router.send(RouterMsg::Control {
+                req: Box::new(req),
+                reply,
+            })
+        {
+            reply.finish(Failure::new(
+                Code::ShuttingDown,
+                super::gone_reason(&self.fatal),
+            ));
+        }
+    }
+
+    /// Ask the router and wait (pool workers only; `list` is answered at once).
+    fn ask_blocking(&self, req: Request) -> crate::protocol::Reply {
+        let (reply, rx) = ReplyTo::channel();
+        if self
+            .router
+            .send(RouterMsg::Control {
+                req: Box::new(req),
+                reply,
+            })
+            .is_err()
+        {
+            return Failure::new(Code::ShuttingDown, super::gone_reason(&self.fatal)).into();
+        }
+        loop {
+            match rx.recv() {
+                Ok((_, ReplyMsg::Final(r))) => return r,
+                Ok(_) => {}
+                Err(_) => {
+                    return Failure::new(Code::ShuttingDown, super::gone_reason(&self.fatal)).into()
+                }
+            }
+        }
+    }
+
+    /// The registry and the rows of `list --json`.
+    fn rows(&self) -> Result<(Registry, Vec<crate::roster::PeerRow>), Reply> {
+        let registry = Registry::load(&self.paths)
+            .map_err(|e| route::error(500, &format!("internal error: {e}")))?;
+        let live = match self.ask_blocking(Request::List) {
+            crate::protocol::Reply::List(l) => LiveState::from_reply(l),
+            crate::protocol::Reply::Failed(f) => return Err(answer::failure(&f)),
+            other => {
+                return Err(route::error(
+                    500,
+                    &format!("internal error: list answered {other:?}"),
+                ))
+            }
+        };
+        let rows = list_rows(&self.paths, &registry, &live);
+        Ok((registry, rows))
+    }
+
+    /// `GET /fleet/v1/snapshot`.
+    fn snapshot(&self) -> Reply {
+        match self.rows() {
+            Ok((_, rows)) => route::ok(
+                200,
+                &json!({
+                    "api": 1,
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "ts": now_ts(),
+                    "host": answer::host(self.started_ms),
+                    "peers": rows,
+                }),
+            ),
+            Err(r) => r,
+        }
+    }
+
+    /// `GET /fleet/v1/peers/<p>`.
+    fn peer(&self, p: &str) -> Reply {
+        let rows = match self.rows() {
+            Ok((_, rows)) => rows,
+            Err(r) => return r,
+        };
+        let Some(row) = rows.into_iter().find(|r| r.personality == p) else {
+            return answer::unknown_peer(p);
+        };
+        let events: Vec<serde_json::Value> = self
+            .bus
+            .recent(PEER_EVENTS, |e| crate::logview::mentions(e, p))
+            .iter()
+            .map(|e| answer::event_json(e))
+            .collect();
+        route::ok(
+            200,
+            &json!({
+                "api": 1,
+                "version": env!("CARGO_PKG_VERSION"),
+                "ts": now_ts(),
+                "peer": row,
+                "events": events,
+            }),
+        )
+    }
+
+    /// `POST /fleet/v1/peers/<p>/refresh`: the CLI's `refresh`.
+    fn refresh(&self, p: &str, runtime: Option<&str>) -> Reply {
+        let registry = match Registry::load(&self.paths) {
+            Ok(r) => r,
+            Err(e) => return route::error(500, &format!("internal error: {e}")),
+        };
+        let Some(peer) = registry.find(p) else {
+            return answer::unknown_peer(p);
+        };
+        if let Some(rt) = runtime.filter(|rt| !peer.declares(rt)) {
+            return route::error(
+                400,
+                &format!("bad request: peer \"{p}\" does not declare runtime \"{rt}\""),
+            );
+        }
+        match crate::peers::refresh_peer(&self.paths, peer, runtime) {
+            Ok(ids) => {
+                let marked: Vec<String> = ids.iter().map(ToString::to_string).collect();
+                route::ok(200, &json!({ "ok": true, "marked": marked }))
+            }
+            Err(e) => route::error(502, &e),
+        }
+    }
+
+    /// The sender of `POST /fleet/v1/send`: `from` when given, else the only natural peer.
+    fn sender(&self, from: Option<&str>) -> Result<String, Reply> {
+        if let Some(f) = from.map(str::trim).filter(|f| !f.is_empty()) {
+            return Identity::parse(f)
+                .map(|i| i.to_string())
+                .map_err(|e| route::error(400, &format!("bad request: from: {e}")));
+        }
+        let registry = Registry::load(&self.paths)
+            .map_err(|e| route::error(500, &format!("internal error: {e}")))?;
+        answer::sole_natural(&registry)
+    }
+}
+
+/// The control request of a verb (all but `refresh`, which is no daemon operation).
+fn control_request(personality: String, verb: Verb, runtime: Option<String>) -> Request {
+    match verb {
+        Verb::Wake | Verb::Refresh => Request::Wake {
+            personality,
+            runtime,
+        },
+        Verb::Stop => Request::Stop {
+            personality: Some(personality),
+            runtime,
+            all: false,
+        },
+        Verb::Start => Request::Start {
+            personality: Some(personality),
+            runtime,
+            all: false,
+        },
+        Verb::New => Request::New {
+            personality,
+            runtime,
+        },
+        Verb::Interrupt => Request::Interrupt {
+            personality,
+            runtime,
+        },
+        Verb::Compact => Request::Compact {
+            personality,
+            runtime,
+        },
+    }
+}
+
+fn now_ts() -> String {
+    crate::clock::log_ts(jiff::Timestamp::now())
+}

@@ -1,0 +1,327 @@
+//! What a fleet API request asks for (spec 10 §1), as pure functions: the endpoint from the
+//! method and path, the request bodies, the `replay` query and the error answers.
+
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::daemon::http::reply::Reply;
+use crate::daemon::mcp::JSON;
+
+/// The prefix every fleet path starts with.
+pub const PREFIX: &str = "/fleet/v1";
+/// Most events `GET /fleet/v1/events?replay=N` replays (larger `N` is clamped).
+pub const MAX_REPLAY: usize = 500;
+
+/// Every endpoint, as the 404 of an unknown path lists them.
+pub const ENDPOINTS: &[&str] = &[
+    "GET /fleet/v1/snapshot",
+    "GET /fleet/v1/peers/<p>",
+    "GET /fleet/v1/events?replay=N",
+    "POST /fleet/v1/peers/<p>/(wake|stop|start|new|refresh|interrupt|compact)",
+    "POST /fleet/v1/send",
+];
+
+/// A lifecycle verb of `POST /fleet/v1/peers/<p>/<verb>`; each is the CLI verb of the same
+/// name (spec 07).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    /// `wake`.
+    Wake,
+    /// `stop`.
+    Stop,
+    /// `start`.
+    Start,
+    /// `new`.
+    New,
+    /// `refresh`.
+    Refresh,
+    /// `interrupt`.
+    Interrupt,
+    /// `compact`.
+    Compact,
+}
+
+impl Verb {
+    fn parse(s: &str) -> Option<Verb> {
+        Some(match s {
+            "wake" => Verb::Wake,
+            "stop" => Verb::Stop,
+            "start" => Verb::Start,
+            "new" => Verb::New,
+            "refresh" => Verb::Refresh,
+            "interrupt" => Verb::Interrupt,
+            "compact" => Verb::Compact,
+            _ => return None,
+        })
+    }
+}
+
+/// An endpoint of the fleet API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `GET /fleet/v1/snapshot`.
+    Snapshot,
+    /// `GET /fleet/v1/peers/<p>`.
+    Peer(String),
+    /// `GET /fleet/v1/events`.
+    Events,
+    /// `POST /fleet/v1/peers/<p>/<verb>`.
+    Verb(String, Verb),
+    /// `POST /fleet/v1/send`.
+    Send,
+}
+
+/// The endpoint of `method` on `path` (origin-form, no query). `HEAD` counts as `GET`.
+///
+/// Errors: 404 listing the endpoints for a path that is none of them; 405 (with `Allow`) for
+/// a known path asked with another method.
+pub fn route(method: &str, path: &str) -> Result<Endpoint, Reply> {
+    let rest = path
+        .strip_prefix(PREFIX)
+        .and_then(|r| r.strip_prefix('/'))
+        .unwrap_or("");
+    let parts: Vec<&str> = rest.split('/').collect();
+    let (endpoint, allow) = match parts.as_slice() {
+        ["snapshot"] => (Endpoint::Snapshot, "GET"),
+        ["events"] => (Endpoint::Events, "GET"),
+        ["send"] => (Endpoint::Send, "POST"),
+        ["peers", p] if !p.is_empty() => (Endpoint::Peer(decode(p)), "GET"),
+        ["peers", p, verb] if !p.is_empty() => match Verb::parse(verb) {
+            Some(v) => (Endpoint::Verb(decode(p), v), "POST"),
+            None => return Err(unknown_path(path)),
+        },
+        _ => return Err(unknown_path(path)),
+    };
+    let method = if method == "HEAD" { "GET" } else { method };
+    if method != allow {
+        let mut r = error(
+            405,
+            &format!("method not allowed: {path} accepts {allow} only"),
+        );
+        r.headers.push(("allow", allow));
+        return Err(r);
+    }
+    Ok(endpoint)
+}
+
+/// Undo `%XX` escapes of a path segment (a peer name is plain ASCII; anything odd is kept as
+/// sent and refused later as an unknown peer).
+fn decode(segment: &str) -> String {
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A fleet error answer: `{"error":"<text>"}` and a newline (spec 10 §1).
+pub fn error(status: u16, text: &str) -> Reply {
+    let mut body = json!({ "error": text }).to_string().into_bytes();
+    body.push(b'\n');
+    Reply {
+        status,
+        content_type: Some(JSON),
+        headers: Vec::new(),
+        body,
+    }
+}
+
+/// A fleet JSON answer: `value` and a newline.
+pub fn ok(status: u16, value: &serde_json::Value) -> Reply {
+    let mut body = value.to_string().into_bytes();
+    body.push(b'\n');
+    Reply {
+        status,
+        content_type: Some(JSON),
+        headers: Vec::new(),
+        body,
+    }
+}
+
+/// The 404 of a path that is no endpoint: names the path and lists the endpoints (also as
+/// `"endpoints"`).
+pub fn unknown_path(path: &str) -> Reply {
+    ok(
+        404,
+        &json!({
+            "error": format!("not found: {path} is not a fleet API endpoint; endpoints: {}", ENDPOINTS.join(", ")),
+            "endpoints": ENDPOINTS,
+        }),
+    )
+}
+
+/// A refusal of the HTTP gate (Host, Origin, bearer, size; spec 02 §3) in the fleet's error
+/// shape: same status and headers, `{"error":…}` body. The bearer's 401 says what to send.
+pub fn gate_refusal(r: Reply) -> Reply {
+    let text = match r.status {
+        401 => "unauthorized: send Authorization: Bearer <IAPEER_BEARER_TOKEN>".to_string(),
+        _ => serde_json::from_slice::<serde_json::Value>(&r.body)
+            .ok()
+            .and_then(|v| v.get("error")?.as_str().map(str::to_string))
+            .unwrap_or_else(|| String::from_utf8_lossy(&r.body).into_owned()),
+    };
+    let mut out = error(r.status, &text);
+    out.headers = r.headers;
+    out
+}
+
+/// The body of a verb: `{runtime?, topic?}` (`topic` is accepted for every verb and used by
+/// none today). An empty body is `{}`.
+#[derive(Debug, Default, Deserialize, PartialEq, Eq)]
+pub struct VerbBody {
+    /// The runtime to act on (default: the CLI verb's rule).
+    #[serde(default)]
+    pub runtime: Option<String>,
+    /// Thread label (unused by the verbs).
+    #[serde(default)]
+    pub topic: Option<String>,
+}
+
+/// The body of `POST /fleet/v1/send`.
+#[derive(Debug, Deserialize, PartialEq, Eq)]
+pub struct SendBody {
+    /// Target peer.
+    pub personality: String,
+    /// The text.
+    pub message: String,
+    /// Forced runtime of the target.
+    #[serde(default)]
+    pub runtime: Option<String>,
+    /// Thread label.
+    #[serde(default)]
+    pub topic: Option<String>,
+    /// Sender identity `<runtime>-<name>`; default: the only natural (human) peer.
+    #[serde(default)]
+    pub from: Option<String>,
+}
+
+/// Parse a JSON request body (`{}` when empty).
+///
+/// Errors: 400 naming what is wrong (not JSON, not an object, a missing or mistyped field).
+pub fn body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Reply> {
+    let bytes = if bytes.iter().all(u8::is_ascii_whitespace) {
+        b"{}".as_slice()
+    } else {
+        bytes
+    };
+    serde_json::from_slice(bytes).map_err(|e| {
+        error(
+            400,
+            &format!("bad request: the body must be a JSON object of this endpoint's shape: {e}"),
+        )
+    })
+}
+
+/// The replay count of `GET /fleet/v1/events?replay=N` from the request target's query:
+/// absent → 0, clamped to [`MAX_REPLAY`].
+///
+/// Errors: 400 when `replay` is not a whole number.
+pub fn replay(target: &str) -> Result<usize, Reply> {
+    let query = target.split_once('?').map_or("", |(_, q)| q);
+    let query = query.split('#').next().unwrap_or("");
+    let Some(value) = query.split('&').find_map(|kv| kv.strip_prefix("replay=")) else {
+        return Ok(0);
+    };
+    value
+        .parse::<u64>()
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX).min(MAX_REPLAY))
+        .map_err(|_| {
+            error(
+                400,
+                &format!(
+                    "bad request: replay must be a whole number 0…{MAX_REPLAY}, got \"{value}\""
+                ),
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_methods_and_unknown_paths() {
+        assert_eq!(route("GET", "/fleet/v1/snapshot"), Ok(Endpoint::Snapshot));
+        assert_eq!(route("HEAD", "/fleet/v1/events"), Ok(Endpoint::Events));
+        assert_eq!(
+            route("GET", "/fleet/v1/peers/bob"),
+            Ok(Endpoint::Peer("bob".into()))
+        );
+        assert_eq!(
+            route("POST", "/fleet/v1/peers/b%6Fb/compact"),
+            Ok(Endpoint::Verb("bob".into(), Verb::Compact))
+        );
+        assert_eq!(route("POST", "/fleet/v1/send"), Ok(Endpoint::Send));
+        let r = route("POST", "/fleet/v1/snapshot").unwrap_err();
+        assert_eq!((r.status, r.headers.clone()), (405, vec![("allow", "GET")]));
+        assert_eq!(route("GET", "/fleet/v1/send").unwrap_err().status, 405);
+        for bad in [
+            "/fleet",
+            "/fleet/v1",
+            "/fleet/v2/snapshot",
+            "/fleet/v1/peers/",
+            "/fleet/v1/peers/bob/dance",
+            "/fleet/v1/snapshot/x",
+        ] {
+            let r = route("GET", bad).unwrap_err();
+            assert_eq!(r.status, 404, "{bad}");
+            let text = String::from_utf8(r.body).unwrap();
+            assert!(
+                text.contains("GET /fleet/v1/snapshot") && text.ends_with('\n'),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn bodies_and_replay() {
+        assert_eq!(body::<VerbBody>(b""), Ok(VerbBody::default()));
+        let v: VerbBody = body(br#"{"runtime":"echo"}"#).unwrap();
+        assert_eq!(v.runtime.as_deref(), Some("echo"));
+        assert_eq!(body::<VerbBody>(b"[1]").unwrap_err().status, 400);
+        assert_eq!(
+            body::<SendBody>(br#"{"message":"x"}"#).unwrap_err().status,
+            400
+        );
+        assert_eq!(replay("/fleet/v1/events"), Ok(0));
+        assert_eq!(replay("/fleet/v1/events?x=1&replay=7"), Ok(7));
+        assert_eq!(
+            replay("/fleet/v1/events?replay=9999999999999"),
+            Ok(MAX_REPLAY)
+        );
+        assert_eq!(
+            replay("/fleet/v1/events?replay=-1").unwrap_err().status,
+            400
+        );
+    }
+
+    #[test]
+    fn gate_refusals_take_the_fleet_shape() {
+        let r = gate_refusal(Reply::unauthorized());
+        assert_eq!(r.status, 401);
+        assert!(r.headers.contains(&("www-authenticate", "Bearer")));
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert!(v["error"].as_str().unwrap().starts_with("unauthorized"));
+        let r = gate_refusal(Reply::forbidden("cross-origin requests are not accepted"));
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(
+            v["error"],
+            "forbidden: cross-origin requests are not accepted"
+        );
+    }
+}

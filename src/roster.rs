@@ -1,0 +1,237 @@
+//! The peer rows of `iapeer list --json` (spec 07 "Peers"), also the rows of the fleet API's
+//! snapshot (spec 10 §1: "one function builds both"): [`list_rows`] builds them from the
+//! registry, the daemon's live sessions and the peers' files.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::markers::{Flag, Markers};
+use crate::paths::Paths;
+use crate::profile::Profile;
+use crate::protocol::{ListReply, SessionInfo};
+use crate::registry::Registry;
+
+/// What the daemon reported about live sessions (`list` op), keyed by identity.
+#[derive(Debug, Default)]
+pub struct LiveState {
+    /// identity → the session of the `list` op.
+    pub sessions: HashMap<String, SessionInfo>,
+    /// Parked always-on identities.
+    pub parked: Vec<String>,
+}
+
+impl LiveState {
+    /// Read it from a `list` reply.
+    pub fn from_reply(r: ListReply) -> LiveState {
+        let sessions = r
+            .sessions
+            .into_iter()
+            .map(|s| (s.identity.clone(), s))
+            .collect();
+        LiveState {
+            sessions,
+            parked: r.parked,
+        }
+    }
+}
+
+/// One runtime of a `list --json` row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuntimeRow {
+    /// The runtime.
+    pub runtime: String,
+    /// `live`, `asleep`, `stopped`, `parked` or `missing` (a router runtime whose program is
+    /// not there: it cannot start).
+    pub status: String,
+    /// Why it cannot start, with what to do (only present for `missing`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    /// A terminal is attached (only present when true).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub attached: bool,
+    /// Tasks waiting in an ephemeral peer's queue (only present for ephemeral peers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_depth: Option<u64>,
+}
+
+/// One peer of `list --json` (spec 07).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PeerRow {
+    /// Peer name.
+    pub personality: String,
+    /// Its description.
+    pub description: String,
+    /// `artificial` or `natural`.
+    pub intelligence: String,
+    /// The default runtime.
+    pub default_runtime: String,
+    /// Its working folder.
+    pub cwd: std::path::PathBuf,
+    /// Each declared runtime's state.
+    pub runtimes: Vec<RuntimeRow>,
+    /// The profile's wake policy (default `warm`).
+    pub wake_policy: String,
+    /// Latest activity of a live session, epoch ms (absent when none is live).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_active_ms: Option<u64>,
+    /// The runtime with the freshest activity, live or from its transcripts (what `attach`
+    /// resumes); the original tool's `list --json` field, read by companion packages.
+    /// Absent when no runtime shows any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_active_runtime: Option<String>,
+}
+
+/// The runtime of the freshest activity among `(runtime, epoch ms)` pairs; the earlier-listed
+/// runtime wins a tie. `None` for no activity at all.
+pub fn freshest(activity: impl IntoIterator<Item = (String, Option<u64>)>) -> Option<String> {
+    let mut best: Option<(String, u64)> = None;
+    for (rt, t) in activity {
+        if let Some(t) = t {
+            if best.as_ref().is_none_or(|(_, b)| t > *b) {
+                best = Some((rt, t));
+            }
+        }
+    }
+    best.map(|(rt, _)| rt)
+}
+
+/// Build the `list --json` rows (spec 07): `{personality, description, intelligence,
+/// default_runtime, cwd, runtimes:[{runtime, status, attached?}], wake_policy, last_active_ms?}`.
+/// `status` is `live`, `asleep`, `stopped` or `parked`; `queue_depth` is present for ephemeral
+/// peers. `stopped(identity)` reads the stop flag; `wake_policy(peer)` reads the profile;
+/// `queue_depth(identity)` counts an ephemeral identity's queued tasks.
+pub fn build_rows(
+    registry: &Registry,
+    live: &LiveState,
+    stopped: impl Fn(&str) -> bool,
+    wake_policy: impl Fn(&crate::registry::RegistryPeer) -> Option<String>,
+    queue_depth: impl Fn(&str) -> u64,
+) -> Vec<PeerRow> {
+    registry
+        .peers
+        .iter()
+        .map(|p| {
+            let policy = wake_policy(p).unwrap_or_else(|| "warm".into());
+            let ephemeral = policy == crate::profile::WAKE_POLICY_EPHEMERAL;
+            let mut last_active: Option<u64> = None;
+            let runtimes: Vec<RuntimeRow> = p
+                .runtimes
+                .iter()
+                .map(|rt| {
+                    let id = format!("{rt}-{}", p.personality);
+                    let mut attached = false;
+                    let status = if let Some(s) = live.sessions.get(&id) {
+                        attached = s.attached > 0;
+                        let t = s.last_active_ms;
+                        last_active = Some(last_active.map_or(t, |x: u64| x.max(t)));
+                        "live"
+                    } else if stopped(&id) {
+                        "stopped"
+                    } else if live.parked.contains(&id) {
+                        "parked"
+                    } else {
+                        "asleep"
+                    };
+                    RuntimeRow {
+                        runtime: rt.clone(),
+                        status: status.to_string(),
+                        problem: None,
+                        attached,
+                        queue_depth: ephemeral.then(|| queue_depth(&id)),
+                    }
+                })
+                .collect();
+            PeerRow {
+                personality: p.personality.clone(),
+                description: p.description.clone(),
+                intelligence: p.intelligence.clone(),
+                default_runtime: p.default_runtime.clone(),
+                cwd: p.cwd.clone(),
+                runtimes,
+                wake_policy: policy,
+                last_active_ms: last_active,
+                last_active_runtime: freshest(p.runtimes.iter().map(|rt| {
+                    let id = format!("{rt}-{}", p.personality);
+                    (rt.clone(), live.sessions.get(&id).map(|s| s.last_active_ms))
+                })),
+            }
+        })
+        .collect()
+}
+
+/// Mark `missing` (with the reason) every runtime of `rows` that is not running and not
+/// stopped, for which `missing(runtime, cwd)` says why its program cannot start: such a peer
+/// is not asleep, it cannot wake.
+pub fn mark_missing(
+    rows: &mut [PeerRow],
+    missing: impl Fn(&str, &std::path::Path) -> Option<String>,
+) {
+    for row in rows {
+        for rt in &mut row.runtimes {
+            if matches!(rt.status.as_str(), "asleep" | "parked") {
+                if let Some(why) = missing(&rt.runtime, &row.cwd) {
+                    rt.status = "missing".into();
+                    rt.problem = Some(why);
+                }
+            }
+        }
+    }
+}
+
+/// The rows of `iapeer list --json` and of `GET /fleet/v1/snapshot`: [`build_rows`] with the
+/// stop flags, wake policies and ephemeral queue depths read from `paths`, runtimes whose
+/// program cannot start marked `missing`, and, for a peer with no live session, the runtime
+/// of its freshest transcript as `last_active_runtime`. Reads files (registry already loaded
+/// by the caller, markers, profiles, transcripts); never fails (an unreadable file counts as
+/// absent).
+pub fn list_rows(paths: &Paths, registry: &Registry, live: &LiveState) -> Vec<PeerRow> {
+    let mut rows = build_rows(
+        registry,
+        live,
+        |id| Markers::parse(paths, id).is_ok_and(|m| m.is_set(Flag::Stopped)),
+        |p| {
+            Profile::read(&p.cwd)
+                .ok()
+                .flatten()
+                .and_then(|pr| pr.wake_policy.clone())
+        },
+        |id| Markers::parse(paths, id).map_or(0, |m| m.task_queue().depth()),
+    );
+    mark_missing(&mut rows, |rt, cwd| {
+        crate::runtime::router::missing_program(paths, rt, cwd)
+    });
+    // Without a live session, the runtime's own transcripts tell which was active last.
+    for row in rows.iter_mut().filter(|r| r.last_active_runtime.is_none()) {
+        row.last_active_runtime = freshest(row.runtimes.iter().map(|r| {
+            let t = crate::runtime::adapter_for(paths, &r.runtime)
+                .ok()
+                .and_then(|a| a.activity_ms(&row.cwd));
+            (r.runtime.clone(), t)
+        }));
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_freshest_runtime_is_the_last_active_one() {
+        let a = |rt: &str, t: Option<u64>| (rt.to_string(), t);
+        assert_eq!(
+            freshest([a("claude", Some(5)), a("codex", Some(9))]).as_deref(),
+            Some("codex")
+        );
+        assert_eq!(
+            freshest([a("claude", Some(9)), a("codex", Some(9))]).as_deref(),
+            Some("claude")
+        );
+        assert_eq!(
+            freshest([a("claude", None), a("codex", Some(1))]).as_deref(),
+            Some("codex")
+        );
+        assert_eq!(freshest([a("claude", None)]), None);
+    }
+}
