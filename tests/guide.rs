@@ -637,16 +637,27 @@ fn after_install_zsh_completes_verbs_and_peer_names_on_a_terminal() {
         .as_bytes(),
     );
     term.wait_for(&env, "loaded-42");
-    // A unique verb prefix completes in place (Ctrl-A then `echo ` prints the line).
-    term.type_bytes(b"iapeer shutd\t\x01echo \n");
-    term.wait_for(&env, "iapeer shutdown");
-    // Peer names come from the registry, for a peer positional and a peer flag.
-    term.type_bytes(b"iapeer stop car\t\x01echo \n");
-    term.wait_for(&env, "iapeer stop carol");
-    term.type_bytes(b"iapeer add-runtime codex --peer al\t\x01echo \n");
-    term.wait_for(&env, "iapeer add-runtime codex --peer alice");
+    completes_verbs_and_peers(&env, term);
+}
+
+/// On a shell whose iapeer completion is loaded (emacs keys): a unique verb prefix completes
+/// in place (Ctrl-A then `echo ` prints the line); peer names come from the registry, for a
+/// peer positional and a peer flag. Exits the shell.
+fn completes_verbs_and_peers(env: &TestEnv, mut term: crate::attach::Terminal) {
+    for (typed, line) in [
+        (&b"iapeer shutd"[..], "iapeer shutdown"),
+        (b"iapeer stop car", "iapeer stop carol"),
+        (
+            b"iapeer add-runtime codex --peer al",
+            "iapeer add-runtime codex --peer alice",
+        ),
+    ] {
+        term.type_bytes(typed);
+        term.type_bytes(b"\t\x01echo \n");
+        term.wait_for(env, line);
+    }
     term.type_bytes(b"\x15exit\n");
-    let _ = term.wait(&env);
+    let _ = term.wait(env);
 }
 
 /// fish, with the completion where fish loads it by itself, on a real pty.
@@ -671,14 +682,7 @@ fn after_install_fish_completes_verbs_and_peer_names_on_a_terminal() {
         b"set -g fish_greeting; set -g fish_autosuggestion_enabled 0; echo loaded-(math 6 \\* 7)\n",
     );
     term.wait_for(&env, "loaded-42");
-    term.type_bytes(b"iapeer shutd\t\x01echo \n");
-    term.wait_for(&env, "iapeer shutdown");
-    term.type_bytes(b"iapeer stop car\t\x01echo \n");
-    term.wait_for(&env, "iapeer stop carol");
-    term.type_bytes(b"iapeer add-runtime codex --peer al\t\x01echo \n");
-    term.wait_for(&env, "iapeer add-runtime codex --peer alice");
-    term.type_bytes(b"\x15exit\n");
-    let _ = term.wait(&env);
+    completes_verbs_and_peers(&env, term);
 }
 
 /// Install router runtime `rt` whose `run` command is `program` (which may not exist).

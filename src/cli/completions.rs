@@ -477,13 +477,9 @@ mod tests {
         assert_eq!(bash_complete(&path, &["iapeer", "--v"]), "--version");
     }
 
-    #[test]
-    fn bash_script_completes_peer_names_where_the_table_takes_a_peer() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("iapeer.bash");
-        std::fs::write(&path, render(Shell::Bash)).unwrap();
-        // A stand-in binary that knows three peers.
-        let fake = dir.path().join("iapeer");
+    /// A stand-in `iapeer` binary in `dir` that knows three peers.
+    fn fake_iapeer(dir: &Path) -> std::path::PathBuf {
+        let fake = dir.join("iapeer");
         std::fs::write(
             &fake,
             "#!/bin/sh\n[ \"$*\" = '--generate peer-names' ] && printf 'alice\\nbob\\ncarol\\n'\n",
@@ -491,6 +487,15 @@ mod tests {
         .unwrap();
         std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
+        fake
+    }
+
+    #[test]
+    fn bash_script_completes_peer_names_where_the_table_takes_a_peer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("iapeer.bash");
+        std::fs::write(&path, render(Shell::Bash)).unwrap();
+        let fake = fake_iapeer(dir.path());
         let bin = fake.to_str().unwrap();
         assert_eq!(bash_complete(&path, &[bin, "stop", ""]), "alice bob carol");
         assert_eq!(bash_complete(&path, &[bin, "send", "b"]), "bob");
@@ -515,15 +520,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let script = dir.path().join("iapeer.fish");
         std::fs::write(&script, render(Shell::Fish)).unwrap();
-        // A stand-in binary that knows three peers, found on PATH as `iapeer`.
-        let fake = dir.path().join("iapeer");
-        std::fs::write(
-            &fake,
-            "#!/bin/sh\n[ \"$*\" = '--generate peer-names' ] && printf 'alice\\nbob\\ncarol\\n'\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
+        // Found on PATH as `iapeer`.
+        fake_iapeer(dir.path());
         let path = format!(
             "{}:{}",
             dir.path().display(),

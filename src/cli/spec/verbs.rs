@@ -840,12 +840,16 @@ pub static VERBS: &[VerbSpec] = &[
             answers ping twice in a row within 15 s. Where no service manager runs (containers, CI) it \
             starts iapeer daemon --detach instead and says so; iapeer shutdown stops it. A daemon \
             already running outside a service manager is stopped first so that the service runs it. \
-            Then, unless a human peer exists already, it creates yours on the built-in human runtime \
+            It warns about the agent CLIs (claude, codex) that are installed but not logged in, \
+            asking each through its own status command (claude auth status, codex login status; not \
+            in a dry run, since asking writes their config files). Then, unless a human peer exists \
+            already, it creates yours on the built-in human runtime \
             (named by --human, else your login name, else you): messages to it wait in the inbox that \
             iapeer inbox shows. It creates the built-in notifier's always-on service peers timer \
             (agents schedule their own messages) and watcher (scripts whose output lines reach a \
             peer) unless peers of those names exist, each with its call card as description. The \
-            later steps of onboarding (Telegram, memory) are listed as not available yet. With \
+            Telegram and memory steps are listed as not available yet (iapeer connect telegram and \
+            the memory slot's verbs do them by hand). With \
             --dry-run it prints every step and changes nothing.",
         positionals: &[],
         flags: &[DRY_RUN, ACCEPT_RISK, HUMAN],
