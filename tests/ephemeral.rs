@@ -18,7 +18,15 @@ const SINK: &str =
 /// the tasks and collects the replies. Ticks every second; an armed worker ends after 1 s of
 /// quiet.
 fn world() -> TestEnv {
+    world_with(&[])
+}
+
+/// [`world`] with more daemon environment (`(name, value)` pairs).
+fn world_with(vars: &[(&str, &str)]) -> TestEnv {
     let mut env = TestEnv::new();
+    for (k, v) in vars {
+        env.set(k, v);
+    }
     // A burst of 50 tasks, each answered by the worker, is 20 messages each way within a
     // minute on a quick machine: the storm guard (tests/storm.rs) would pause the answers, so
     // it is out of the way here (seen in a fresh-clone CI run).
@@ -181,6 +189,48 @@ fn each_task_runs_once_in_its_own_fresh_session() {
     assert!(drained
         .iter()
         .all(|e| e["ok"] == "true" && e["woke"] == "true" && e["caller"] == "sink-sink"));
+}
+
+/// A worker so quick that its reply reaches the router before the launcher thread has
+/// reported the session (forced here by a test hook holding that report for 1.5 s; it
+/// happened by itself on a loaded machine) is still armed by that reply: it winds down after
+/// its quiet time, and the next task runs. Before the fix the reply was not counted, the
+/// worker waited out the 10-minute unarmed idle, and the queue stood still.
+#[test]
+fn a_reply_before_the_launcher_reports_arms_the_wind_down() {
+    let env = world_with(&[("IAPEER_TEST_HOOK", "slow-launch-report:worker")]);
+    for i in 1..=2 {
+        env.ok(&[
+            "send",
+            "worker",
+            "--from",
+            "sink-sink",
+            "--message",
+            &format!("quick-{i}"),
+        ]);
+    }
+    env.wait_until(
+        "both tasks ran and the worker sleeps",
+        Duration::from_secs(40),
+        |e| runs(e).len() == 2 && queue_depth(e) == 0 && e.status_of("worker", "echo") == "asleep",
+    );
+    assert_eq!(
+        env.count_events(
+            "lifecycle",
+            "supervise",
+            &[
+                ("action", "wind-down"),
+                ("identity", "echo-worker"),
+                ("reason", "armed-quiet")
+            ]
+        ),
+        2,
+        "{}",
+        env.diagnostics()
+    );
+    // The hook did what it is for: each reply was routed before its session's wake line.
+    let sink = common::read(&env.dir.path().join("sink.log"));
+    assert!(sink.contains("echo: quick-2"), "{sink}");
 }
 
 /// Spec 05 §6 "a queue survives daemon restarts": `kill -9` of the daemon in the middle of a

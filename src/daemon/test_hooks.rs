@@ -11,8 +11,15 @@
 //! - `http-accept-panic:<port>`: the HTTP acceptor thread panics when it accepts a connection
 //!   while listening on `<port>` (`any` for every port), leaving the MCP endpoint dead while
 //!   the control socket still answers.
+//! - `slow-launch-report:<personality>`: a launcher thread that started a session of
+//!   `<personality>` waits [`SLOW_LAUNCH_REPORT`] before it reports to the router, so the
+//!   session's first events (and its agent's first MCP calls) come before the router has it.
 
 use std::sync::OnceLock;
+use std::time::Duration;
+
+/// How long `slow-launch-report` holds a launcher thread's report.
+pub const SLOW_LAUNCH_REPORT: Duration = Duration::from_millis(1500);
 
 /// The environment variable that turns a hook on (test-only; listed in
 /// [`crate::config::vars::NOT_KNOBS`]).
@@ -28,6 +35,8 @@ pub enum Hook {
     /// Panic on the HTTP acceptor thread at its next accepted connection (on this port, or
     /// `any`).
     HttpAcceptPanic(String),
+    /// Hold the launcher thread's report of a started session of this personality.
+    SlowLaunchReport(String),
 }
 
 static HOOK: OnceLock<Option<Hook>> = OnceLock::new();
@@ -55,6 +64,7 @@ pub fn parse(value: &str) -> Option<Hook> {
         "router-panic-on-send" => Some(Hook::RouterPanicOnSend(p)),
         "prep-panic-on-send" => Some(Hook::PrepPanicOnSend(p)),
         "http-accept-panic" => Some(Hook::HttpAcceptPanic(p)),
+        "slow-launch-report" => Some(Hook::SlowLaunchReport(p)),
         _ => None,
     }
 }
@@ -87,6 +97,16 @@ pub fn on_http_accept(port: u16) {
     }
 }
 
+/// Called by a launcher thread before it reports a started session of `personality`:
+/// waits [`SLOW_LAUNCH_REPORT`] if the hook asks for it.
+pub fn on_launch_report(personality: &str) {
+    if let Some(Some(Hook::SlowLaunchReport(p))) = HOOK.get() {
+        if p == personality {
+            std::thread::sleep(SLOW_LAUNCH_REPORT);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,6 +125,10 @@ mod tests {
             parse("http-accept-panic:any"),
             Some(Hook::HttpAcceptPanic("any".into()))
         );
+        assert_eq!(
+            parse("slow-launch-report:worker"),
+            Some(Hook::SlowLaunchReport("worker".into()))
+        );
         assert_eq!(parse("router-panic-on-send:"), None);
         assert_eq!(parse("something-else"), None);
     }
@@ -114,5 +138,6 @@ mod tests {
         on_router_send("carol");
         on_prepare("carol");
         on_http_accept(1);
+        on_launch_report("carol");
     }
 }

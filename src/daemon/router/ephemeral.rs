@@ -53,10 +53,10 @@ impl Router {
         }
     }
 
-    /// A send from `caller`: when it is a live ephemeral worker, this is its reply, which
-    /// arms its wind-down (spec 05 §6).
+    /// A send from `caller`: when it is an ephemeral worker's session (spawned, or still
+    /// being launched), this is its reply, which arms its wind-down (spec 05 §6).
     pub(crate) fn note_worker_send(&mut self, caller: &Identity) {
-        if self.live.sessions.get(caller).is_some_and(|s| s.ephemeral) {
+        if self.live.is_ephemeral(caller) {
             logged(self.markers(caller).set(Flag::EphemeralArmed));
         }
     }

@@ -117,7 +117,7 @@ impl Router {
         let Err(reason) = result else {
             return;
         };
-        if !self.live.sessions.contains_key(&f.caller) {
+        if !self.live.has(&f.caller) {
             // Never woken for this (spec 05 §7); the follow-up line is the record.
             self.lifecycle(
                 Event::new("failure-notice")

@@ -118,6 +118,9 @@ impl Router {
                             format!("internal error: the launch failed ({panic})"),
                         ))
                     });
+                if result.is_ok() {
+                    crate::daemon::test_hooks::on_launch_report(&for_thread.personality);
+                }
                 let _ = tx.send(RouterMsg::Launched {
                     identity: for_thread,
                     session,

@@ -70,6 +70,16 @@ pub(crate) struct Launching {
 }
 
 impl LiveSessions {
+    /// `identity`'s session, spawned or still being launched, is an ephemeral worker (spec
+    /// 05 §6). A launching one counts: an echo-fast worker answers its first message (which
+    /// its session thread delivers on its own) before the launcher thread has reported.
+    pub fn is_ephemeral(&self, identity: &Identity) -> bool {
+        match self.sessions.get(identity) {
+            Some(s) => s.ephemeral,
+            None => self.launching.get(identity).is_some_and(|l| l.ephemeral),
+        }
+    }
+
     /// `identity` has a session, spawned or being launched.
     pub fn has(&self, identity: &Identity) -> bool {
         self.sessions.contains_key(identity) || self.launching.contains_key(identity)
@@ -252,5 +262,42 @@ impl Timers {
     /// Drop every pending timer.
     pub fn clear(&mut self) {
         self.pending.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launching(session: u64, ephemeral: bool) -> Launching {
+        Launching {
+            session,
+            kind: RuntimeKind::Agent,
+            token: format!("token-{session}"),
+            purpose: LaunchFor::Head,
+            state: SessState::Booting,
+            started: Now::read(),
+            mode: WakeMode::Fresh,
+            decision: None,
+            first_job: Some(1),
+            early_events: Vec::new(),
+            mcp_up: false,
+            ephemeral,
+        }
+    }
+
+    /// The reply of a worker whose launcher has not reported yet still arms its wind-down
+    /// (seen as a stalled ephemeral queue: the reply came before `Launched`).
+    #[test]
+    fn a_launching_worker_is_ephemeral_and_a_stranger_is_not() {
+        let mut live = LiveSessions::default();
+        let worker = Identity::new("echo", "worker").unwrap();
+        let other = Identity::new("echo", "other").unwrap();
+        assert!(!live.is_ephemeral(&worker));
+        live.begin_launch(worker.clone(), launching(7, true));
+        live.begin_launch(other.clone(), launching(8, false));
+        assert!(live.is_ephemeral(&worker));
+        assert!(!live.is_ephemeral(&other));
+        assert!(!live.is_ephemeral(&Identity::new("echo", "nobody").unwrap()));
     }
 }
