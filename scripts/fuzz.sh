@@ -14,7 +14,8 @@
 # a hang (printing each input and how to reproduce it), 2 on a usage or setup error.
 #
 # Environment: FUZZ_NICE (default 19), FUZZ_TIMEOUT_MS (per-input hang limit, default 3000); AFL++'s
-# own variables pass through (scripts/test.sh sets AFL_FAST_CAL for its short runs).
+# own variables pass through, and so does cargo-afl's AFL_OPT_LEVEL (default 3; scripts/test.sh
+# sets AFL_FAST_CAL and AFL_OPT_LEVEL=0 for its short runs, where the build is most of the time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -25,7 +26,7 @@ CARGO_AFL_VERSION=0.18.2
 target=${1:-all}
 seconds=${2:-60}
 if [[ $target == -h || $target == --help ]]; then
-    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
 fi
 if [[ $target == all ]]; then
