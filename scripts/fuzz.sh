@@ -26,7 +26,7 @@ CARGO_AFL_VERSION=0.18.2
 target=${1:-all}
 seconds=${2:-60}
 if [[ $target == -h || $target == --help ]]; then
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
 fi
 if [[ $target == all ]]; then
