@@ -33,6 +33,7 @@ pub(crate) mod markers;
 pub(crate) mod memory;
 pub(crate) mod names;
 pub(crate) mod notifier;
+pub(crate) mod origin;
 pub(crate) mod outbox;
 pub mod paths;
 pub(crate) mod peers;

@@ -37,6 +37,7 @@ mod mcp;
 mod memory;
 mod migrate;
 mod notifier;
+mod origin;
 mod packages;
 mod paste;
 mod paths;

@@ -295,6 +295,7 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
         Verb::TrustHooks => memory::trust_hooks(inv),
         Verb::Enable => plugins::enable(inv),
         Verb::Connect => connect::connect(inv),
+        Verb::ConfirmSend => send::confirm_send(inv),
         Verb::NotifierRun => match crate::notifier::run::run() {
             0 => Ok(()),
             code => Err(CliError::Exit(code)),

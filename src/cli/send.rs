@@ -211,6 +211,39 @@ pub fn run(inv: &Invocation) -> CliResult {
     }
 }
 
+/// `confirm-send <id> [--runtime <rt>]` (spec 10 §2): send a message the origin guard held,
+/// as its sender; inside a session (`PEER_IDENTITY`) only the session's own. Prints what
+/// `send` prints.
+pub fn confirm_send(inv: &Invocation) -> CliResult {
+    let id = inv
+        .positional(args::HOLD_ID)
+        .ok_or_else(|| usage(inv, "missing <id>"))?
+        .trim()
+        .to_string();
+    let caller = std::env::var("PEER_IDENTITY")
+        .ok()
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty());
+    let req = Request::ConfirmSend {
+        id: id.clone(),
+        runtime: inv.value(flags::CONFIRM_RUNTIME).map(String::from),
+        caller,
+    };
+    let json_out = inv.flag(flags::JSON);
+    let paths = paths()?;
+    let mut client = Client::connect(&paths)?;
+    let answer: Answer<SendReply> = if json_out {
+        client.request(&req, |_| {})?
+    } else {
+        client.request_with_indicator(&req, &format!("sending held message {id}"))?
+    };
+    match answer {
+        Answer::Ok(SendReply { result }) if json_out => print(&format!("{}\n", json_line(&result))),
+        Answer::Ok(SendReply { result }) => print(&format!("{}\n", describe_result(&result))),
+        Answer::Failed(f) => Err(CliError::Refused(f)),
+    }
+}
+
 /// How long `send` waits for a daemon it started through the service to answer.
 const SERVICE_START_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
 

@@ -34,6 +34,8 @@ pub struct Config {
     pub ephemeral_unarmed_idle: Duration,
     /// The storm guard (`IAPEER_STORM_LIMIT`, `_WINDOW_SECS`, `_PAUSE_SECS`).
     pub storm: crate::daemon::storm::StormLimits,
+    /// The origin guard (`IAPEER_ORIGIN_GUARD`, `_ARM_TTL_MS`, `IAPEER_ORIGIN_HOLD_TTL_MS`).
+    pub origin: crate::origin::OriginLimits,
     /// Boot → ready deadline (`IAPEER_BOOT_DEADLINE_SECS`).
     pub boot_deadline: Duration,
     /// First message → model activity deadline (`IAPEER_READY_GATE_SECS`).
@@ -70,6 +72,11 @@ impl Default for Config {
                 limit: vars::IAPEER_STORM_LIMIT.default_u64() as usize,
                 window: vars::IAPEER_STORM_WINDOW_SECS.default_duration(),
                 pause: vars::IAPEER_STORM_PAUSE_SECS.default_duration(),
+            },
+            origin: crate::origin::OriginLimits {
+                enabled: true,
+                arm_ttl: vars::IAPEER_ORIGIN_GUARD_ARM_TTL_MS.default_duration(),
+                hold_ttl: vars::IAPEER_ORIGIN_HOLD_TTL_MS.default_duration(),
             },
             boot_deadline: vars::IAPEER_BOOT_DEADLINE_SECS.default_duration(),
             ready_gate: vars::IAPEER_READY_GATE_SECS.default_duration(),
@@ -123,6 +130,11 @@ impl Config {
                     as usize,
                 window: duration(w, &vars::IAPEER_STORM_WINDOW_SECS),
                 pause: duration(w, &vars::IAPEER_STORM_PAUSE_SECS),
+            },
+            origin: crate::origin::OriginLimits {
+                enabled: raw(&vars::IAPEER_ORIGIN_GUARD).as_deref().map(str::trim) != Some("0"),
+                arm_ttl: duration(w, &vars::IAPEER_ORIGIN_GUARD_ARM_TTL_MS),
+                hold_ttl: duration(w, &vars::IAPEER_ORIGIN_HOLD_TTL_MS),
             },
             boot_deadline: duration(w, &vars::IAPEER_BOOT_DEADLINE_SECS),
             ready_gate: duration(w, &vars::IAPEER_READY_GATE_SECS),

@@ -240,6 +240,31 @@ pub const IAPEER_STORM_PAUSE_SECS: EnvVar = var(
     Part::Config,
     "seconds a runaway exchange between two peers stays paused (default {default})",
 );
+/// `IAPEER_ORIGIN_GUARD`: the origin guard (spec 10 §2), on unless `0`.
+pub const IAPEER_ORIGIN_GUARD: EnvVar = var(
+    "IAPEER_ORIGIN_GUARD",
+    Kind::Choice(&["1", "0"]),
+    Part::Config,
+    "0 turns the origin guard off: an agent's message to a human on another channel than the \
+     one the human's unanswered message came from is then delivered instead of held (default \
+     {default})",
+);
+/// `IAPEER_ORIGIN_GUARD_ARM_TTL_MS`: how long a human's unanswered message arms the guard.
+pub const IAPEER_ORIGIN_GUARD_ARM_TTL_MS: EnvVar = var(
+    "IAPEER_ORIGIN_GUARD_ARM_TTL_MS",
+    Kind::Millis(48 * 3600 * 1000),
+    Part::Config,
+    "milliseconds a human's unanswered message keeps the origin guard armed for that agent \
+     (default {default}, 48 h)",
+);
+/// `IAPEER_ORIGIN_HOLD_TTL_MS`: how long a held send waits for `confirm-send`.
+pub const IAPEER_ORIGIN_HOLD_TTL_MS: EnvVar = var(
+    "IAPEER_ORIGIN_HOLD_TTL_MS",
+    Kind::Millis(15 * 60 * 1000),
+    Part::Config,
+    "milliseconds a message held by the origin guard waits for iapeer confirm-send before it \
+     is dropped (default {default}, 15 min)",
+);
 /// `IAPEER_BOOT_DEADLINE_SECS`: boot → ready deadline.
 pub const IAPEER_BOOT_DEADLINE_SECS: EnvVar = var(
     "IAPEER_BOOT_DEADLINE_SECS",
@@ -546,6 +571,9 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_STORM_LIMIT,
     IAPEER_STORM_WINDOW_SECS,
     IAPEER_STORM_PAUSE_SECS,
+    IAPEER_ORIGIN_GUARD,
+    IAPEER_ORIGIN_GUARD_ARM_TTL_MS,
+    IAPEER_ORIGIN_HOLD_TTL_MS,
     IAPEER_BOOT_DEADLINE_SECS,
     IAPEER_READY_GATE_SECS,
     IAPEER_CRASHLOOP_MAX,

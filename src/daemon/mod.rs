@@ -384,6 +384,12 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
         sock.display(),
         std::process::id()
     );
+    // Holds a previous daemon claimed for confirm-send and never finished wait again.
+    for id in crate::origin::recover_claims(paths) {
+        log::info!(
+            "origin guard: held message {id} is pending again (its confirm-send was cut off)"
+        );
+    }
     // Sends kept while the daemon was down go out now (issue 11 item 7).
     crate::outbox::drain_in_background(paths.clone());
     let served = control.run();

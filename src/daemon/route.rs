@@ -6,7 +6,10 @@
 use crate::config::McpAuth;
 use crate::envelope::{escape_attr, Envelope, MAX_TOPIC_ATTR_BYTES};
 use crate::markers::Markers;
-use crate::names::{is_valid_personality, is_valid_runtime, Identity, PERSONALITY_PATTERN};
+use crate::names::{
+    is_valid_personality, is_valid_runtime, Identity, Intelligence, PERSONALITY_PATTERN,
+};
+use crate::origin::{self, OriginLimits};
 use crate::paths::Paths;
 use crate::protocol::Code;
 use crate::registry::{Registry, RegistryPeer};
@@ -43,7 +46,8 @@ pub const DAEMON_SENDER: &str = "iapeer";
 /// One send as it arrived.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SendInput {
-    /// Entry point for `delivery.log`: `cli`, `mcp`, `fleet` or `daemon`.
+    /// Entry point for `delivery.log`: `cli`, `mcp`, `fleet`, `daemon` or `confirm` (a
+    /// held message sent by `confirm-send`).
     pub path: &'static str,
     /// The sender.
     pub caller: Caller,
@@ -269,7 +273,16 @@ pub fn resolve_target<'r>(
 
 /// Steps 1–7 with file access: validate, authenticate, resolve, refuse a stopped endpoint,
 /// spool attachments, stamp `ts` and build the envelope.
-pub fn prepare(paths: &Paths, input: &SendInput, ts: String) -> Result<Prepared, Refusal> {
+///
+/// `guard`: the origin guard's settings when it applies to this send (on, and the send is not
+/// a `confirm-send` of a held message); a send it holds is kept as a hold file and refused
+/// with code `held` (spec 10 §2).
+pub fn prepare(
+    paths: &Paths,
+    input: &SendInput,
+    ts: String,
+    guard: Option<OriginLimits>,
+) -> Result<Prepared, Refusal> {
     crate::daemon::test_hooks::on_prepare(&input.to);
     let registry = Registry::load(paths).map_err(|e| refuse(Code::Internal, e.to_string()))?;
     let daemon_peer;
@@ -292,6 +305,17 @@ pub fn prepare(paths: &Paths, input: &SendInput, ts: String) -> Result<Prepared,
     let attachments =
         crate::daemon::attachments::spool(paths, &target.personality, &input.attachments)
             .map_err(|e| refuse(Code::InvalidArgument, e))?;
+    if let Some(limits) = guard {
+        origin_check(
+            paths,
+            input,
+            (&caller, caller_peer),
+            target,
+            &endpoint,
+            &attachments,
+            limits,
+        )?;
+    }
     let envelope = Envelope {
         from: caller.personality.clone(),
         runtime: caller.runtime.clone(),
@@ -312,6 +336,63 @@ pub fn prepare(paths: &Paths, input: &SendInput, ts: String) -> Result<Prepared,
         envelope,
         ephemeral,
     })
+}
+
+/// The origin guard on one send (spec 10 §2): only an agent writing to a human reads the
+/// pair state; a send [`origin::decide`] holds is kept as a hold file (its attachments
+/// already spooled) and refused with code `held`, naming the hold and the ways on.
+fn origin_check(
+    paths: &Paths,
+    input: &SendInput,
+    (caller, caller_peer): (&Identity, &RegistryPeer),
+    target: &RegistryPeer,
+    endpoint: &Identity,
+    attachments: &[String],
+    limits: OriginLimits,
+) -> Result<(), Refusal> {
+    let (from, to) = (caller_peer.nature(), target.nature());
+    if (from, to) != (Intelligence::Artificial, Intelligence::Natural) {
+        return Ok(());
+    }
+    let now_ms = crate::clock::now_ms();
+    let state = origin::OriginState::load(paths);
+    let verdict = origin::decide(
+        &state,
+        (&caller.personality, from),
+        (&target.personality, to),
+        &endpoint.runtime,
+        now_ms,
+        limits.arm_ttl,
+    );
+    let origin::Verdict::Hold { origin } = verdict else {
+        return Ok(());
+    };
+    let hold = origin::Hold {
+        id: origin::new_id(),
+        from: caller.to_string(),
+        to: target.personality.clone(),
+        runtime: endpoint.runtime.clone(),
+        origin,
+        message: input.message.clone(),
+        topic: input.topic.clone(),
+        attachments: attachments.to_vec(),
+        created_ms: now_ms,
+        expires_ms: now_ms + limits.hold_ttl.as_millis() as u64,
+    };
+    origin::write_hold(paths, &hold).map_err(|e| {
+        refuse(
+            Code::Internal,
+            format!(
+                "the origin guard would hold this message but cannot keep it ({e}); message NOT \
+                 delivered"
+            ),
+        )
+    })?;
+    let expires = crate::clock::now_local()
+        .checked_add(limits.hold_ttl)
+        .map(|z| z.strftime("%H:%M:%S").to_string())
+        .unwrap_or_else(|_| format!("{} min from now", limits.hold_ttl.as_secs() / 60));
+    Err(refuse(Code::Held, hold.refusal_text(&expires)))
 }
 
 /// The registry-like entry of the daemon as a sender: personality `iapeer`, runtime

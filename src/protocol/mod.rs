@@ -38,6 +38,9 @@ pub enum Code {
     ShuttingDown,
     /// Messages between the two peers are paused: their exchange ran away (a storm).
     Paused,
+    /// The origin guard held the message: an agent wrote to a human on another channel
+    /// than the one the human's unanswered message came from (spec 10 §2).
+    Held,
     /// The CLI could not do what was asked on its own side (a refused name, a runtime that
     /// is not installed, a file it cannot read); only in the CLI's `--json` output, never
     /// from the daemon.
@@ -199,6 +202,20 @@ requests! {
     SelfFresh {
         /// The caller's `PEER_IDENTITY`.
         identity: String,
+    },
+    /// Send a message the origin guard held, as its sender, to the runtime it addressed or
+    /// to `runtime` → [`SendReply`] (spec 10 §2). The hold is claimed atomically, deleted
+    /// once the send is accepted and put back when it fails.
+    ConfirmSend {
+        /// The hold id, `og-<8 hex>`.
+        id: String,
+        /// Send on this runtime instead (the origin, to redirect).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        runtime: Option<String>,
+        /// The confirming session's `PEER_IDENTITY`, which may confirm only its own holds;
+        /// absent: the operator, who may confirm any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        caller: Option<String>,
     },
     /// End every session of a peer being removed → [`ForgetReply`].
     Forget {
@@ -628,7 +645,7 @@ impl Reply {
         }
         match op {
             Op::Ping => typed::<Pong>(line),
-            Op::Send => typed::<SendReply>(line),
+            Op::Send | Op::ConfirmSend => typed::<SendReply>(line),
             Op::List => typed::<ListReply>(line),
             Op::Wake | Op::Attach => typed::<WakeReply>(line),
             Op::New => typed::<NewReply>(line),

@@ -89,7 +89,7 @@ fn every_code_in_the_protocol_doc_table_is_a_code() {
             serde_json::from_value(json!(code)).unwrap_or_else(|e| panic!("{code}: {e}"))
         })
         .collect();
-    assert_eq!(codes.len(), 13, "{codes:?}");
+    assert_eq!(codes.len(), 14, "{codes:?}");
     assert_eq!(value(&Code::NotRegistered), json!("not-registered"));
 }
 
@@ -150,6 +150,11 @@ fn every_request() -> Vec<Request> {
         },
         Request::SelfFresh {
             identity: s("claude-bob"),
+        },
+        Request::ConfirmSend {
+            id: s("og-1a2b3c4d"),
+            runtime: Some(s("web")),
+            caller: Some(s("claude-bob")),
         },
         Request::Forget {
             personality: s("bob"),

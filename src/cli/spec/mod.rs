@@ -220,12 +220,14 @@ pub enum Verb {
     Enable,
     /// `connect`.
     Connect,
+    /// `confirm-send`.
+    ConfirmSend,
 }
 
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 40] = [
+    pub const ALL: [Verb; 41] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
@@ -266,6 +268,7 @@ impl Verb {
         Verb::TrustHooks,
         Verb::Enable,
         Verb::Connect,
+        Verb::ConfirmSend,
     ];
 }
 

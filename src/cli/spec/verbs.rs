@@ -117,6 +117,13 @@ pub mod flags {
         Complete::Runtime,
         "deliver to this runtime of the target instead of its default",
     );
+    /// `--runtime <rt>` of confirm-send.
+    pub const CONFIRM_RUNTIME: FlagSpec = valued(
+        "runtime",
+        "<rt>",
+        Complete::Runtime,
+        "send on this runtime instead (the human's origin channel, to redirect)",
+    );
     /// `--topic <t>` (send).
     pub const TOPIC: FlagSpec = valued(
         "topic",
@@ -290,6 +297,8 @@ pub mod args {
     pub const PLUGIN: PosSpec = required("plugin", Complete::Text);
     /// `<hooks-file>` (trust-hooks).
     pub const HOOKS_FILE: PosSpec = required("hooks-file", Complete::Path);
+    /// `<id>` (confirm-send): a hold id, `og-<8 hex>`.
+    pub const HOLD_ID: PosSpec = required("id", Complete::Text);
     /// `[args]...` (echo-agent): every word after the verb.
     pub const ARGS: PosSpec = PosSpec {
         name: "args",
@@ -299,14 +308,14 @@ pub mod args {
     };
 }
 
-use args::{ARGS, FOLDER, NAME, RT, RUNTIME, TARGET, VERB};
+use args::{ARGS, FOLDER, HOLD_ID, NAME, RT, RUNTIME, TARGET, VERB};
 use flags::{
     ACCEPT_RISK, ALL, ATTACHMENT, DESCRIPTION, DETACH, DRY_RUN, FIX, FORCE, FOREGROUND, FROM,
     INTELLIGENCE, JSON, KEEP, MESSAGE, MESSAGE_FILE, NO_BOOTSTRAP, NPX, PACKAGE, PATH,
     PEER_RUNTIME, PURGE, REINSTALL, RUNTIMES_ALL, SEND_RUNTIME, SEND_TIMEOUT, TOPIC, UPDATE_FORCE,
     YES,
 };
-use flags::{FOLLOW, HUMAN, INBOX_ALL, SINCE};
+use flags::{CONFIRM_RUNTIME, FOLLOW, HUMAN, INBOX_ALL, SINCE};
 
 const PEER_AND_RUNTIME: &[PosSpec] = &[args::PEER, RUNTIME];
 
@@ -373,6 +382,27 @@ pub static VERBS: &[VerbSpec] = &[
             JSON,
         ],
         rules: &[Rule::ExactlyOne(&[MESSAGE, MESSAGE_FILE])],
+        hidden: false,
+        group: Group::Messaging,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::ConfirmSend),
+        name: "confirm-send",
+        signature: "confirm-send <id> [--runtime <rt>] [--json]",
+        summary: "send a message the origin guard held",
+        description: "When a human writes to an agent from one channel and the agent, before \
+            answering there, writes to that human on another channel, the origin guard holds the \
+            message (code held) and names its id (og-<8 hex>) and when it expires (15 minutes, \
+            IAPEER_ORIGIN_HOLD_TTL_MS). confirm-send <id> sends it as addressed, as its original \
+            sender; with --runtime <rt> it goes to that runtime of the human instead (the origin \
+            channel, to redirect). Inside a session (PEER_IDENTITY set) only the session's own held \
+            messages can be confirmed; the operator may confirm any. The hold is taken by one \
+            confirm-send only, deleted once the message is delivered or queued and kept when it is \
+            refused. Prints what send prints. IAPEER_ORIGIN_GUARD=0 turns the guard off.",
+        positionals: &[HOLD_ID],
+        flags: &[CONFIRM_RUNTIME, JSON],
+        rules: &[],
         hidden: false,
         group: Group::Messaging,
         passthrough: false,

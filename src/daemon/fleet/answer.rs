@@ -24,6 +24,7 @@ pub fn status_of(code: Code) -> u16 {
         | Code::NotLive
         | Code::ShuttingDown
         | Code::Paused
+        | Code::Held
         | Code::Failed => 502,
     }
 }

@@ -34,6 +34,9 @@ pub struct SendJob<P> {
     pub(crate) kind: RuntimeKind,
     /// For a task drained from an ephemeral queue: its file, removed once it is delivered.
     pub(crate) drained: Option<PathBuf>,
+    /// For a `confirm-send` of a message the origin guard held: its claimed hold, deleted
+    /// once the send is accepted and put back when it fails (spec 10 §2).
+    pub(crate) hold: Option<crate::origin::Claim>,
     /// How long the sender waits (`timeout_ms`, else `IAPEER_SEND_TIMEOUT_MS`); the
     /// deadline is `started + timeout` (a [`super::Timer::SendDeadline`]).
     pub(crate) timeout: Duration,
@@ -66,6 +69,7 @@ impl<P> SendJob<P> {
             woke: self.woke,
             kind: self.kind,
             drained: self.drained,
+            hold: self.hold,
             timeout: self.timeout,
             timed_out: self.timed_out,
         }
@@ -165,9 +169,22 @@ impl Router {
         reply: ReplyTo,
         timeout: Option<Duration>,
     ) {
+        self.begin_send_of(input, reply, timeout, None)
+    }
+
+    /// [`Router::begin_send`] of a held message that `confirm-send` claimed (`hold`): the
+    /// origin guard does not look at it again.
+    pub(crate) fn begin_send_of(
+        &mut self,
+        input: SendInput,
+        reply: ReplyTo,
+        timeout: Option<Duration>,
+        hold: Option<crate::origin::Claim>,
+    ) {
         crate::daemon::test_hooks::on_router_send(&input.to);
         let id = self.next_id();
         let timeout = timeout.unwrap_or(self.cfg.send_timeout);
+        let guard = (self.cfg.origin.enabled && hold.is_none()).then_some(self.cfg.origin);
         self.set_timer(self.now.at + timeout, super::Timer::SendDeadline(id));
         let paths = self.paths.clone();
         let tx = self.tx.clone();
@@ -183,6 +200,7 @@ impl Router {
                 woke: false,
                 kind: RuntimeKind::Agent,
                 drained: None,
+                hold,
                 timeout,
                 timed_out: false,
             },
@@ -190,8 +208,9 @@ impl Router {
         let spawned = self.prep.run(move || {
             let ts = crate::clock::envelope_ts(&crate::clock::now_local());
             // A panic here must still answer the sender (the panic hook logs it).
-            let result = crate::daemon::guard::catch(|| route::prepare(&paths, &input_for_job, ts))
-                .unwrap_or_else(|panic| Err(route::prep_panicked(&panic)));
+            let result =
+                crate::daemon::guard::catch(|| route::prepare(&paths, &input_for_job, ts, guard))
+                    .unwrap_or_else(|panic| Err(route::prep_panicked(&panic)));
             let _ = tx.send(RouterMsg::Prepared {
                 job: id,
                 result: Box::new(result),

@@ -200,6 +200,7 @@ impl Router {
             woke: false,
             kind: RuntimeKind::Agent,
             drained: Some(head.path.clone()),
+            hold: None,
             // Nobody waits for a drained task: no deadline timer; its wake's boot deadline
             // and ready gate bound it.
             timeout: self.cfg.send_timeout,

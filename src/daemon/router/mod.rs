@@ -13,6 +13,7 @@ mod followup;
 mod launch;
 mod now;
 mod ops;
+mod origin;
 mod report;
 mod revive;
 mod send_end;
@@ -395,6 +396,11 @@ impl Router {
                 };
                 self.begin_send(input, reply, timeout_ms.map(Duration::from_millis));
             }
+            Request::ConfirmSend {
+                id,
+                runtime,
+                caller,
+            } => self.op_confirm_send(&id, runtime, caller.as_deref(), reply),
             other => self.on_op(other, reply),
         }
     }

@@ -79,7 +79,9 @@ impl Router {
                 runtime,
             } => return self.op_compact(&personality, runtime.as_deref(), reply),
             Request::SelfFresh { identity } => self.op_self_fresh(&identity),
-            Request::Ping | Request::Send { .. } => unreachable!("handled by on_request"),
+            Request::Ping | Request::Send { .. } | Request::ConfirmSend { .. } => {
+                unreachable!("handled by on_request")
+            }
         };
         match result {
             Ok(v) => reply.finish(v),

@@ -46,6 +46,8 @@ impl Router {
     /// The delivery.log line and the typed answer of a send delivered (`queued` none) or
     /// queued.
     fn send_accepted(&mut self, job: QueuedSend, queued: Option<Queued>) {
+        self.hold_done(&job, true);
+        self.note_origin(&job.prepared);
         let p = &job.prepared;
         let ev = delivery_event(&job, Some(&p.endpoint), queued.as_ref(), None, self.now);
         self.delivery_log.append(&ev);
@@ -71,6 +73,7 @@ impl Router {
         if let Some(endpoint) = via.cloned() {
             self.drained_done(&job, &endpoint, false);
         }
+        self.hold_done(&job, false);
         job.reply.finish(r);
     }
 }
@@ -151,6 +154,7 @@ mod tests {
             woke: true,
             kind: RuntimeKind::Agent,
             drained: None,
+            hold: None,
         }
     }
 

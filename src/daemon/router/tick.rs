@@ -43,6 +43,7 @@ impl Router {
             }
         }
         self.notice_new_runtimes();
+        self.expire_holds();
         self.drain_all();
         self.storms.prune(self.now.at, self.cfg.storm);
         let limits = crate::session::panelog::PaneLimits::current();
