@@ -34,6 +34,12 @@ fn f<'a>(d: &'a std::collections::HashMap<String, String>, k: &str) -> &'a str {
     d.get(k).map(String::as_str).unwrap_or("")
 }
 
+/// The confirmation grace of the rounds of sends into held turns: twenty pastes into a busy
+/// Claude Code or Codex, with another real agent CLI booting beside it on two cores (CI), can take
+/// more than the default 4 s to show in its transcript; what these tests check is how each
+/// message is answered (delivered or queued, and followed), not how fast.
+const BUSY_GRACE: (&str, &str) = ("IAP_HOST_LIVENESS_GRACE_MS", "10000");
+
 /// `iapeer send <to> --json` from echo-ea; the parsed answer (exit status checked by the
 /// caller through `ok`).
 fn send_json(env: &TestEnv, to: &str, message: &str) -> (bool, Value, Duration) {
@@ -141,7 +147,7 @@ fn busy_rounds(
 
 #[test]
 fn claude_mid_turn_messages_are_queued_followed_and_never_duplicated() {
-    let (env, api) = crate::claude::world(&[]);
+    let (env, api) = crate::claude::world(&[BUSY_GRACE]);
     api.script(|req| {
         if last_user_text(req).contains("BUSY") {
             Reply::Hold(Duration::from_secs(8), "held turn done".into())
@@ -291,7 +297,7 @@ fn claude_queued_message_lost_with_its_session_is_reported_to_the_sender() {
 #[test]
 fn codex_mid_turn_messages_are_queued_followed_and_never_duplicated() {
     use common::openai::{input_text, last_input_text, Reply as OReply};
-    let (env, api) = crate::codex::world();
+    let (env, api) = crate::codex::world_with(&[BUSY_GRACE]);
     api.script(|req| {
         if last_input_text(req).contains("BUSY") {
             OReply::Hold(Duration::from_secs(8))
