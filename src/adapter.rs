@@ -229,6 +229,11 @@ pub trait Adapter: Send + Sync {
     fn gate_watch(&self, _cwd: &Path) -> Option<Box<dyn GateWatch>> {
         None
     }
+    /// The model API's refusal of the runtime's latest turn in `cwd`, when its newest
+    /// outcome is one (spec 10 §3: read from structured files, never the screen).
+    fn api_error(&self, _cwd: &Path) -> Option<crate::runtime::api_error::ApiError> {
+        None
+    }
     /// Newest activity time of the runtime for `cwd` (epoch ms), from its transcripts.
     fn activity_ms(&self, _cwd: &Path) -> Option<u64> {
         None

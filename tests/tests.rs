@@ -36,6 +36,7 @@ mod lifecycle_verbs;
 mod mcp;
 mod memory;
 mod migrate;
+mod notices;
 mod notifier;
 mod origin;
 mod packages;

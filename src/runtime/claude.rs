@@ -215,6 +215,14 @@ impl Adapter for Claude {
         claude_paths::transcript_dir(cwd).is_some_and(|d| !jsonl_files(&d).is_empty())
     }
 
+    fn api_error(&self, cwd: &Path) -> Option<super::api_error::ApiError> {
+        let dir = claude_paths::transcript_dir(cwd)?;
+        let newest = jsonl_files(&dir)
+            .into_iter()
+            .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())?;
+        super::api_error::latest_claude_outcome(&super::api_error::tail(&newest, API_ERROR_TAIL))
+    }
+
     fn interrupt_keys(&self) -> Option<Vec<u8>> {
         Some(vec![0x1b])
     }
@@ -359,6 +367,9 @@ impl Confirm for TranscriptConfirm {
 /// with the command's content) and recorded in `tests/fixtures/claude-2.1.332/mid-turn-absorbed.jsonl`.
 /// The message was delivered: `Accepted`, never `Removed`.
 pub const ABSORBED_MID_TURN: &str = "absorbed_mid_turn";
+
+/// How much of the newest transcript's end [`Adapter::api_error`] reads, bytes.
+const API_ERROR_TAIL: u64 = 64 * 1024;
 
 /// What newly appended transcript records say about one pasted `text`, given where it
 /// stood before (`Pending` or `Queued`); pure. Recorded from Claude Code 2.1.332

@@ -4,6 +4,7 @@
 //! The contract itself (the [`Adapter`] trait and its answer types) lives in
 //! [`crate::adapter`] and is re-exported here; screens and keys come from [`crate::term`].
 
+pub mod api_error;
 pub mod claude;
 pub mod claude_paths;
 pub mod claude_screen;

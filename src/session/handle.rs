@@ -196,6 +196,8 @@ pub struct SessionStatus {
     /// Last output byte of the child, attached or not, epoch ms (an ephemeral worker's
     /// "quiet", spec 05 §4).
     pub output_ms: Option<u64>,
+    /// The model API refused the runtime's latest turn (spec 10 §3).
+    pub api_error: Option<crate::runtime::api_error::ApiError>,
 }
 
 /// An event tagged with the session it comes from.

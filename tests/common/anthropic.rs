@@ -259,8 +259,15 @@ fn respond(rq: tiny_http::Request, req: &Value, reply: Reply) {
     let model = req["model"].as_str().unwrap_or("claude-standin");
     let stream = req["stream"] == json!(true);
     if let Reply::Error(code) = reply {
-        let body = json!({"type":"error","error":{"type":"api_error","message":"stand-in error"}})
-            .to_string();
+        // The error types the real API sends with these statuses.
+        let kind = match code {
+            401 => "authentication_error",
+            429 => "rate_limit_error",
+            529 => "overloaded_error",
+            _ => "api_error",
+        };
+        let body =
+            json!({"type":"error","error":{"type":kind,"message":"stand-in error"}}).to_string();
         let _ = rq.respond(
             tiny_http::Response::from_string(body)
                 .with_status_code(code)

@@ -421,6 +421,7 @@ fn status() -> SessionStatus {
         attached: 0,
         attached_output_ms: None,
         output_ms: None,
+        api_error: None,
     }
 }
 

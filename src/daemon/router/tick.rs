@@ -65,6 +65,23 @@ impl Router {
     }
 
     pub(crate) fn on_status(&mut self, identity: &Identity, status: SessionStatus) {
+        let raised = self.live.sessions.get(identity).and_then(|s| {
+            let before = s.status.as_ref().and_then(|st| st.api_error.as_ref());
+            crate::runtime::api_error::newly_raised(before, status.api_error.as_ref()).cloned()
+        });
+        if let Some(e) = raised {
+            // A live agent the model API refuses (spec 10 §3); the board that keeps,
+            // deduplicates and shows these is issue 10 item 2's next step.
+            self.lifecycle(
+                Event::new("notice-raised")
+                    .field("identity", identity)
+                    .field("kind", e.kind.as_str())
+                    .field("error", &e.error_type)
+                    .opt("status", e.status.map(|s| s.to_string()).as_deref())
+                    .field("model", &e.model)
+                    .field("at", &e.at),
+            );
+        }
         let idle = self.cfg.idle;
         let Some(s) = self.live.sessions.get_mut(identity) else {
             return;

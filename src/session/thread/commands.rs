@@ -121,6 +121,11 @@ impl Session {
             attached: self.clients.values().filter(|c| c.sized).count(),
             attached_output_ms: self.attached_output_ms,
             output_ms: self.output_ms,
+            api_error: if pty {
+                self.cfg.adapter.api_error(&self.cfg.cwd)
+            } else {
+                None
+            },
         }
     }
 
