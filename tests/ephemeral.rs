@@ -10,10 +10,6 @@ use common::TestEnv;
 use std::collections::HashMap;
 use std::time::Duration;
 
-/// A router runtime that appends every stdin line to `<dir>/sink.log` (the workers' replies).
-const SINK: &str =
-    "#!/bin/sh\nwhile IFS= read -r line; do printf '%s\\n' \"$line\" >> \"$1\"; done\n";
-
 /// A world with the echo peer `worker` made ephemeral and the router peer `sink` that sends
 /// the tasks and collects the replies. Ticks every second; an armed worker ends after 1 s of
 /// quiet.
@@ -33,16 +29,8 @@ fn world_with(vars: &[(&str, &str)]) -> TestEnv {
     env.set("IAPEER_TICK_SECS", "1")
         .set("IAPEER_EPHEMERAL_QUIET_SECS", "1")
         .set("IAPEER_STORM_LIMIT", "1000000");
-    let script = env.dir.path().join("sink.sh");
-    std::fs::write(&script, SINK).unwrap();
-    let manifest = serde_json::json!({
-        "runtime": "sink",
-        "version": "0.0.1",
-        "run": {"command": "/bin/sh", "args": [script, env.dir.path().join("sink.log")]},
-    });
-    let path = env.root.join("runtimes/sink/runtime.json");
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, manifest.to_string()).unwrap();
+    // The sender, collecting the workers' replies in <dir>/sink.log.
+    env.install_line_sink("sink", &env.dir.path().join("sink.log"));
     env.ok(&["create", "sink", "--runtime", "sink"]);
     env.create_echo("worker");
     let profile = env.peer_dir("worker").join(".iapeer/peer-profile.json");
@@ -83,6 +71,19 @@ fn queue_depth(env: &TestEnv) -> u64 {
     worker["runtimes"][0]["queue_depth"]
         .as_u64()
         .expect("queue_depth")
+}
+
+/// How many times the worker was ended by the armed wind-down (`reason=armed-quiet`).
+fn armed_wind_downs(env: &TestEnv) -> usize {
+    env.count_events(
+        "lifecycle",
+        "supervise",
+        &[
+            ("action", "wind-down"),
+            ("identity", "echo-worker"),
+            ("reason", "armed-quiet"),
+        ],
+    )
 }
 
 fn worker_wakes(env: &TestEnv) -> Vec<HashMap<String, String>> {
@@ -148,20 +149,7 @@ fn each_task_runs_once_in_its_own_fresh_session() {
     }
     let pids: std::collections::HashSet<_> = wakes.iter().map(|w| w["pid"].clone()).collect();
     assert_eq!(pids.len(), 3);
-    assert_eq!(
-        env.count_events(
-            "lifecycle",
-            "supervise",
-            &[
-                ("action", "wind-down"),
-                ("identity", "echo-worker"),
-                ("reason", "armed-quiet")
-            ]
-        ),
-        3,
-        "{}",
-        env.diagnostics()
-    );
+    assert_eq!(armed_wind_downs(&env), 3, "{}", env.diagnostics());
     // The replies reached the sender, in task order.
     let sink = common::read(&env.dir.path().join("sink.log"));
     let order: Vec<usize> = (1..=3)
@@ -214,21 +202,8 @@ fn a_reply_before_the_launcher_reports_arms_the_wind_down() {
         Duration::from_secs(40),
         |e| runs(e).len() == 2 && queue_depth(e) == 0 && e.status_of("worker", "echo") == "asleep",
     );
-    assert_eq!(
-        env.count_events(
-            "lifecycle",
-            "supervise",
-            &[
-                ("action", "wind-down"),
-                ("identity", "echo-worker"),
-                ("reason", "armed-quiet")
-            ]
-        ),
-        2,
-        "{}",
-        env.diagnostics()
-    );
-    // The hook did what it is for: each reply was routed before its session's wake line.
+    assert_eq!(armed_wind_downs(&env), 2, "{}", env.diagnostics());
+    // Both replies reached the sender.
     let sink = common::read(&env.dir.path().join("sink.log"));
     assert!(sink.contains("echo: quick-2"), "{sink}");
 }

@@ -7,8 +7,7 @@ use crate::common;
 
 use common::anthropic::{AnthropicStandIn, Reply};
 use common::TestEnv;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Where the recordings go (the version is the one scripts/setup-agents.sh installs).
 const FIXTURES: &str = "tests/fixtures/claude-2.1.332";
@@ -31,28 +30,7 @@ fn record_claude_api_error_records() {
         api.script(move |_| Reply::Error(status));
         let cwd = env.dir.path().join("w");
         std::fs::create_dir_all(&cwd).unwrap();
-        let mut child = std::process::Command::new(&bin)
-            .args(["-p", "hi"])
-            .current_dir(&cwd)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap())
-            .env("HOME", &env.home)
-            .env("PWD", &cwd)
-            .env("ANTHROPIC_BASE_URL", api.url())
-            .env("ANTHROPIC_API_KEY", "sk-ant-standin-key")
-            .env("CLAUDE_CODE_MAX_RETRIES", "0")
-            .env("IS_SANDBOX", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let start = Instant::now();
-        while child.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(120) {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
+        api.run_claude_print(&bin, &env.home, &cwd, &[("CLAUDE_CODE_MAX_RETRIES", "0")]);
         let errors: Vec<String> = records(&env.home.join(".claude/projects"))
             .into_iter()
             .filter(|r| r["isApiErrorMessage"] == true)

@@ -10,26 +10,14 @@ use common::TestEnv;
 use std::process::Output;
 use std::time::Duration;
 
-/// The `web` channel's process: appends every delivered line to `<dir>/web.log`.
-const WEB: &str =
-    "#!/bin/sh\nwhile IFS= read -r line; do printf '%s\\n' \"$line\" >> \"$1\"; done\n";
-
 /// ann (human + web), the echo agents bot and other, the daemon up with `vars`.
 fn world(vars: &[(&str, &str)]) -> TestEnv {
     let mut env = TestEnv::new();
     for (k, v) in vars {
         env.set(k, v);
     }
-    let script = env.dir.path().join("web.sh");
-    std::fs::write(&script, WEB).unwrap();
-    let manifest = serde_json::json!({
-        "runtime": "web",
-        "version": "0.0.1",
-        "run": {"command": "/bin/sh", "args": [script, env.dir.path().join("web.log")]},
-    });
-    let path = env.root.join("runtimes/web/runtime.json");
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, manifest.to_string()).unwrap();
+    // The web channel: every line delivered to it goes to <dir>/web.log.
+    env.install_line_sink("web", &env.dir.path().join("web.log"));
     env.create_echo("bot");
     env.create_echo("other");
     env.ok(&["create", "ann", "--runtime", "human"]);

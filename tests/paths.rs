@@ -11,8 +11,7 @@ use common::anthropic::AnthropicStandIn;
 use common::TestEnv;
 use serde_json::json;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The Claude tests of this file run one at a time, each with a 20 s confirmation grace: on a
 /// loaded 2-core machine (load average 10–16) Claude Code 2.1.332 had written its
@@ -108,27 +107,7 @@ fn record_claude_project_folders() {
         }
         let projects = env.home.join(".claude/projects");
         let before: Vec<String> = transcripts(&projects);
-        let mut child = std::process::Command::new(claude_bin())
-            .args(["-p", "hi"])
-            .current_dir(cwd)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap())
-            .env("HOME", &env.home)
-            .env("PWD", cwd)
-            .env("ANTHROPIC_BASE_URL", api.url())
-            .env("ANTHROPIC_API_KEY", "sk-ant-standin-key")
-            .env("IS_SANDBOX", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let start = Instant::now();
-        while child.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(90) {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
+        api.run_claude_print(&claude_bin(), &env.home, cwd, &[]);
         let new: Vec<String> = transcripts(&projects)
             .into_iter()
             .filter(|n| !before.contains(n))

@@ -172,16 +172,9 @@ pub fn run(inv: &Invocation) -> CliResult {
         },
         Err(e) => return Err(e.into()),
     };
-    // The one updating progress line is for a person at a terminal, never for a script.
-    let answer: Answer<SendReply> = if json_out {
-        client.request(&req, |_| {})?
-    } else {
-        client.request_with_indicator(&req, &format!("sending to {target}"))?
-    };
-    match answer {
-        Answer::Ok(SendReply { result }) if json_out => print(&format!("{}\n", json_line(&result))),
-        Answer::Ok(SendReply { result }) => print(&format!("{}\n", describe_result(&result))),
-        Answer::Failed(mut f) => {
+    match ask(&mut client, &req, json_out, &format!("sending to {target}"))? {
+        Ok(result) => print_result(&result, json_out),
+        Err(mut f) => {
             if let (Code::InvalidArgument, Some(p)) = (f.code, &problem) {
                 f.error = p.clone();
             }
@@ -232,15 +225,43 @@ pub fn confirm_send(inv: &Invocation) -> CliResult {
     let json_out = inv.flag(flags::JSON);
     let paths = paths()?;
     let mut client = Client::connect(&paths)?;
+    match ask(
+        &mut client,
+        &req,
+        json_out,
+        &format!("sending held message {id}"),
+    )? {
+        Ok(result) => print_result(&result, json_out),
+        Err(f) => Err(CliError::Refused(f)),
+    }
+}
+
+/// Send a send-shaped request and read its answer: the send's result, or the daemon's
+/// refusal. The one updating progress line (`what`) is for a person at a terminal, never for
+/// a script (`json_out`).
+fn ask(
+    client: &mut Client,
+    req: &Request,
+    json_out: bool,
+    what: &str,
+) -> Result<Result<SendResult, crate::protocol::Failure>, CliError> {
     let answer: Answer<SendReply> = if json_out {
-        client.request(&req, |_| {})?
+        client.request(req, |_| {})?
     } else {
-        client.request_with_indicator(&req, &format!("sending held message {id}"))?
+        client.request_with_indicator(req, what)?
     };
-    match answer {
-        Answer::Ok(SendReply { result }) if json_out => print(&format!("{}\n", json_line(&result))),
-        Answer::Ok(SendReply { result }) => print(&format!("{}\n", describe_result(&result))),
-        Answer::Failed(f) => Err(CliError::Refused(f)),
+    Ok(match answer {
+        Answer::Ok(SendReply { result }) => Ok(result),
+        Answer::Failed(f) => Err(f),
+    })
+}
+
+/// Print a send's result: one JSON line, or the human line.
+fn print_result(result: &SendResult, json_out: bool) -> CliResult {
+    if json_out {
+        print(&format!("{}\n", json_line(result)))
+    } else {
+        print(&format!("{}\n", describe_result(result)))
     }
 }
 

@@ -173,6 +173,39 @@ impl Read for HoldReader {
 }
 
 impl AnthropicStandIn {
+    /// Run `<claude_bin> -p hi` in `cwd` against this stand-in with `home` as its HOME, a
+    /// clean environment and `extra` variables, and wait for it (90 s at most; killed then).
+    pub fn run_claude_print(
+        &self,
+        claude_bin: &str,
+        home: &std::path::Path,
+        cwd: &std::path::Path,
+        extra: &[(&str, &str)],
+    ) {
+        let mut child = std::process::Command::new(claude_bin)
+            .args(["-p", "hi"])
+            .current_dir(cwd)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap())
+            .env("HOME", home)
+            .env("PWD", cwd)
+            .env("ANTHROPIC_BASE_URL", self.url())
+            .env("ANTHROPIC_API_KEY", "sk-ant-standin-key")
+            .env("IS_SANDBOX", "1")
+            .envs(extra.iter().copied())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while child.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(90) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
     /// Start on 127.0.0.1 with a script that answers every model request with "ok".
     pub fn start() -> AnthropicStandIn {
         let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind stand-in"));

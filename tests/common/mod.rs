@@ -243,6 +243,25 @@ impl TestEnv {
         std::fs::write(p, text).unwrap();
     }
 
+    /// Install the router runtime `runtime` whose process appends every line delivered to it
+    /// to `log` (a `/bin/sh` loop): a channel or peer whose messages a test reads back.
+    pub fn install_line_sink(&self, runtime: &str, log: &Path) {
+        let script = self.dir.path().join(format!("{runtime}-sink.sh"));
+        std::fs::write(
+            &script,
+            "#!/bin/sh\nwhile IFS= read -r line; do printf '%s\\n' \"$line\" >> \"$1\"; done\n",
+        )
+        .unwrap();
+        let manifest = serde_json::json!({
+            "runtime": runtime,
+            "version": "0.0.1",
+            "run": {"command": "/bin/sh", "args": [script, log]},
+        });
+        let path = self.root.join(format!("runtimes/{runtime}/runtime.json"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, manifest.to_string()).unwrap();
+    }
+
     /// The `list --json` rows.
     pub fn list(&self) -> serde_json::Value {
         serde_json::from_str(&self.ok(&["list", "--json"])).unwrap()
