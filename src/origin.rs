@@ -11,7 +11,9 @@
 //! The pair state is `<root>/state/iapeer/origin/state.json`:
 //! `{"<agent>":{"<human>":{"rt":"web","inboundTs":<ms>,"answeredTs":<ms>?}}}` (personalities,
 //! epoch ms); missing or corrupt reads as empty, which never holds anything. Only the router
-//! thread writes it (on accepted deliveries), atomically. [`decide`] is the pure rule.
+//! thread writes it, atomically: a human's message arms its pair when it is queued (before
+//! the agent can see it), an agent's answer disarms it when accepted. [`decide`] is the pure
+//! rule.
 
 use std::collections::BTreeMap;
 use std::io;

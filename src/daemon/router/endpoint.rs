@@ -263,6 +263,7 @@ impl Router {
                 return self.finish_send(job.holding(Some(prepared)), r);
             }
         };
+        self.note_origin(&prepared, true);
         if job.kind == RuntimeKind::Agent && prepared.ephemeral {
             return self.enqueue_task(job.holding(prepared));
         }

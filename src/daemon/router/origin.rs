@@ -27,9 +27,12 @@ impl Router {
         }
     }
 
-    /// An accepted delivery's effect on the pair state: a human's message to an agent arms
-    /// the guard for that pair; the agent's answer on the same channel disarms it.
-    pub(crate) fn note_origin(&mut self, p: &Prepared) {
+    /// A send's effect on the pair state. `inbound` (called when a prepared send is queued,
+    /// before its delivery begins): a human's message to an agent arms the guard for that
+    /// pair — before the agent can see the message, so its answer, prepared on another
+    /// thread, is judged against it. Otherwise (called when a send is accepted): the agent's
+    /// answer on the human's channel disarms it.
+    pub(crate) fn note_origin(&mut self, p: &Prepared, inbound: bool) {
         if !self.cfg.origin.enabled {
             return;
         }
@@ -39,7 +42,12 @@ impl Router {
         let to = p.target.nature();
         // Only a human ↔ agent pair ever changes the state (no file read otherwise).
         use crate::names::Intelligence::{Artificial, Natural};
-        if !matches!((from, to), (Natural, Artificial) | (Artificial, Natural)) {
+        let wanted = if inbound {
+            (Natural, Artificial)
+        } else {
+            (Artificial, Natural)
+        };
+        if (from, to) != wanted {
             return;
         }
         let state = origin::OriginState::load(&self.paths);

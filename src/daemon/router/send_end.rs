@@ -47,7 +47,7 @@ impl Router {
     /// queued.
     fn send_accepted(&mut self, job: QueuedSend, queued: Option<Queued>) {
         self.hold_done(&job, true);
-        self.note_origin(&job.prepared);
+        self.note_origin(&job.prepared, false);
         let p = &job.prepared;
         let ev = delivery_event(&job, Some(&p.endpoint), queued.as_ref(), None, self.now);
         self.delivery_log.append(&ev);
