@@ -37,10 +37,10 @@ use mio::{Events, Interest, Poll, Token};
 use super::gate::{self, Admitted, Head, Route};
 use super::head::{self, RequestHead, MAX_HEAD_BYTES};
 use super::reply::Reply;
+use super::streams::{Handoff, NewStream};
 use super::{Shared, SHUTDOWN_GRACE};
 use crate::daemon::fleet::{self, answer, Begun, FleetRequest};
 use crate::daemon::mcp::{self, SendOutcome, Started};
-use crate::eventbus::BusEvent;
 
 /// The head must be complete this long after the accept.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
@@ -75,11 +75,6 @@ pub fn stream_limit(nofile: u64) -> usize {
     usize::try_from((nofile / 8).clamp(16, 1024)).unwrap_or(1024)
 }
 
-/// A stream with nothing to send gets a heartbeat comment this often (spec 10 §1).
-pub const HEARTBEAT: Duration = Duration::from_secs(15);
-/// Most bytes of frames taken from a stream's queue before they are written.
-const STREAM_CHUNK: usize = 64 * 1024;
-
 enum Stage {
     /// Reading the head; `scanned` bytes were searched for its end already.
     Head { scanned: usize },
@@ -103,9 +98,6 @@ enum Stage {
         gone: Arc<AtomicBool>,
         head_only: bool,
     },
-    /// A fleet event stream: frames from `sub` are written as the client takes them; the
-    /// first `replay_left` are the replay, then `: connected`.
-    Stream(Box<StreamState>),
     /// Writing the answer: `at` bytes of `out` are written.
     Writing { out: Vec<u8>, at: usize },
     /// Answered; discarding input until EOF, the deadline or [`LINGER_BYTES`].
@@ -126,23 +118,10 @@ impl Stage {
         )
     }
 
-    /// Waiting for an answer from elsewhere, or streaming: no deadline here.
+    /// Waiting for an answer from elsewhere: no deadline here.
     fn open_ended(&self) -> bool {
-        matches!(
-            self,
-            Stage::Calling { .. } | Stage::Fleet { .. } | Stage::Stream(_)
-        )
+        matches!(self, Stage::Calling { .. } | Stage::Fleet { .. })
     }
-}
-
-/// An event stream's state.
-struct StreamState {
-    sub: crate::eventbus::Subscription,
-    /// Replay events still to write before `: connected`.
-    replay_left: usize,
-    out: Vec<u8>,
-    at: usize,
-    next_heartbeat: Instant,
 }
 
 /// What comes back on the acceptor's channel.
@@ -185,10 +164,8 @@ pub(super) struct Acceptor {
     outcomes: Receiver<Outcome>,
     /// Connections in [`Stage::Calling`].
     calling: usize,
-    /// Connections in [`Stage::Stream`] (not counted against `limit`).
-    streams: usize,
-    /// Most connections in [`Stage::Stream`].
-    stream_limit: usize,
+    /// Where admitted event streams go (their own thread, not counted against `limit`).
+    streams: Handoff,
     /// Set once stopping: answer what is in flight until then, accept nothing.
     stop_by: Option<Instant>,
 }
@@ -199,7 +176,7 @@ impl Acceptor {
     pub(super) fn new(
         listener: std::net::TcpListener,
         limit: usize,
-        stream_limit: usize,
+        streams: Handoff,
         shared: Arc<Shared>,
     ) -> io::Result<(Acceptor, Arc<mio::Waker>)> {
         listener.set_nonblocking(true)?;
@@ -224,8 +201,7 @@ impl Acceptor {
                 outcomes_tx,
                 outcomes,
                 calling: 0,
-                streams: 0,
-                stream_limit: stream_limit.max(1),
+                streams,
                 stop_by: None,
             },
             waker,
@@ -260,10 +236,7 @@ impl Acceptor {
             for ev in events.iter() {
                 match ev.token() {
                     LISTENER => self.accept_all(),
-                    WAKER => {
-                        self.take_outcomes();
-                        self.pump_streams();
-                    }
+                    WAKER => self.take_outcomes(),
                     t => {
                         if ev.is_writable() {
                             self.flush(t);
@@ -368,7 +341,7 @@ impl Acceptor {
     /// Hold a new connection, making room (or refusing it) at the limit.
     fn take(&mut self, mut stream: TcpStream) {
         crate::daemon::test_hooks::on_http_accept(self.shared.port);
-        if self.conns.len() - self.streams >= self.limit && !self.evict_oldest() {
+        if self.conns.len() >= self.limit && !self.evict_oldest() {
             answer_now(&stream, &Reply::busy(), false);
             return;
         }
@@ -427,7 +400,6 @@ impl Acceptor {
                 }
             }
             Stage::Fleet { gone, .. } => gone.store(true, Ordering::Relaxed),
-            Stage::Stream(_) => self.streams -= 1,
             _ => {}
         }
         Some(c)
@@ -436,7 +408,6 @@ impl Acceptor {
     /// Close connections past their deadline; one still being read is answered 408. Waiting
     /// requests have no deadline here (every send ends by the router's send deadline).
     fn sweep(&mut self, now: Instant) {
-        self.heartbeats(now);
         let expired: Vec<Token> = self
             .conns
             .iter()
@@ -510,23 +481,19 @@ impl Acceptor {
                 self.flush(t);
             }
             Begun::Stream { sub, replayed } => {
-                if self.streams >= self.stream_limit {
+                if !self.streams.slots.reserve() {
                     return self.answer(t, &Reply::busy());
                 }
-                self.streams += 1;
-                c.stage = Stage::Stream(Box::new(StreamState {
+                // The stream leaves this thread: the streams thread writes it from now on.
+                let Some(mut c) = self.conns.remove(&t) else {
+                    return;
+                };
+                let _ = self.poll.registry().deregister(&mut c.stream);
+                self.streams.hand_over(NewStream {
+                    stream: c.stream,
                     sub,
-                    replay_left: replayed,
-                    out: answer::SSE_HEAD.to_vec(),
-                    at: 0,
-                    next_heartbeat: Instant::now() + HEARTBEAT,
-                }));
-                if replayed == 0 {
-                    if let Stage::Stream(s) = &mut c.stage {
-                        s.out.extend_from_slice(answer::SSE_CONNECTED);
-                    }
-                }
-                self.pump(t);
+                    replayed,
+                });
             }
         }
     }
@@ -632,9 +599,6 @@ impl Acceptor {
         let Some(c) = self.conns.get_mut(&t) else {
             return;
         };
-        if matches!(c.stage, Stage::Stream(_)) {
-            return self.pump(t);
-        }
         let Stage::Writing { out, at } = &mut c.stage else {
             return;
         };
@@ -680,91 +644,6 @@ impl Acceptor {
         }
     }
 
-    /// Write what every stream has queued (called when the bus publishes).
-    fn pump_streams(&mut self) {
-        let streams: Vec<Token> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| matches!(c.stage, Stage::Stream(_)))
-            .map(|(t, _)| *t)
-            .collect();
-        for t in streams {
-            self.pump(t);
-        }
-    }
-
-    /// Move queued events of stream `t` into its buffer once the previous ones are written,
-    /// and write what the client takes. A stream the bus dropped (its client fell behind) or
-    /// whose client is gone is closed.
-    fn pump(&mut self, t: Token) {
-        let Some(c) = self.conns.get_mut(&t) else {
-            return;
-        };
-        let Stage::Stream(s) = &mut c.stage else {
-            return;
-        };
-        // The bus let it go: its client fell behind by a whole queue. It reconnects with
-        // `Last-Event-ID` and gets what the ring still holds.
-        if s.sub.dropped.load(Ordering::SeqCst) {
-            log::info!("fleet: an event stream fell behind; closed");
-            self.remove(t);
-            return;
-        }
-        loop {
-            if s.at == s.out.len() {
-                s.out.clear();
-                s.at = 0;
-                fill(s);
-                if s.out.is_empty() {
-                    return;
-                }
-            }
-            match c.stream.write(&s.out[s.at..]) {
-                Ok(0) => break,
-                Ok(n) => {
-                    s.at += n;
-                    s.next_heartbeat = Instant::now() + HEARTBEAT;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    let both = Interest::READABLE | Interest::WRITABLE;
-                    if self
-                        .poll
-                        .registry()
-                        .reregister(&mut c.stream, t, both)
-                        .is_err()
-                    {
-                        self.remove(t);
-                    }
-                    return;
-                }
-                Err(_) => break,
-            }
-        }
-        self.remove(t);
-    }
-
-    /// Queue a heartbeat on every stream idle since [`HEARTBEAT`], and write it.
-    fn heartbeats(&mut self, now: Instant) {
-        let due: Vec<Token> = self
-            .conns
-            .iter_mut()
-            .filter_map(|(t, c)| match &mut c.stage {
-                Stage::Stream(s) if now >= s.next_heartbeat && s.at == s.out.len() => {
-                    s.out.clear();
-                    s.at = 0;
-                    s.out.extend_from_slice(answer::SSE_HEARTBEAT);
-                    s.next_heartbeat = now + HEARTBEAT;
-                    Some(*t)
-                }
-                _ => None,
-            })
-            .collect();
-        for t in due {
-            self.pump(t);
-        }
-    }
-
     fn on_readable(&mut self, t: Token) {
         let next = match self.conns.get_mut(&t) {
             Some(c) => read_conn(c, &self.shared),
@@ -797,28 +676,6 @@ impl Acceptor {
     }
 }
 
-/// Take frames from the stream's queue into its buffer, up to [`STREAM_CHUNK`] bytes, adding
-/// `: connected` after the last replayed one.
-fn fill(s: &mut StreamState) {
-    while s.out.len() < STREAM_CHUNK {
-        let Ok(ev) = s.sub.rx.try_recv() else {
-            return;
-        };
-        push_frame(s, &ev);
-    }
-}
-
-fn push_frame(s: &mut StreamState, ev: &BusEvent) {
-    s.out
-        .extend_from_slice(ev.rendered.get_or_init(|| answer::sse_frame(ev)));
-    if s.replay_left > 0 {
-        s.replay_left -= 1;
-        if s.replay_left == 0 {
-            s.out.extend_from_slice(answer::SSE_CONNECTED);
-        }
-    }
-}
-
 /// Read what the connection has (until `WouldBlock`) and say what comes next.
 fn read_conn(c: &mut Conn, shared: &Shared) -> Next {
     let mut chunk = [0u8; 16 * 1024];
@@ -828,7 +685,6 @@ fn read_conn(c: &mut Conn, shared: &Shared) -> Next {
             Stage::Body { at, len, .. } => chunk.len().min(at + len - c.buf.len()),
             Stage::Calling { .. }
             | Stage::Fleet { .. }
-            | Stage::Stream(_)
             | Stage::Writing { .. }
             | Stage::Linger { .. } => chunk.len(),
         };
@@ -848,10 +704,7 @@ fn read_conn(c: &mut Conn, shared: &Shared) -> Next {
                 continue;
             }
             // Nothing more is expected before the answer: discarded.
-            Stage::Calling { .. }
-            | Stage::Fleet { .. }
-            | Stage::Stream(_)
-            | Stage::Writing { .. } => continue,
+            Stage::Calling { .. } | Stage::Fleet { .. } | Stage::Writing { .. } => continue,
             Stage::Head { scanned } => {
                 c.buf.extend_from_slice(&chunk[..n]);
                 let Some(end) = head::head_end(&c.buf, *scanned) else {

@@ -2,14 +2,16 @@
 //! (spec 02 §4) and the fleet API under `/fleet/v1` (spec 10 §1, [`crate::daemon::fleet`];
 //! without one, `/fleet` answers 404).
 //!
-//! Threads: one (issue 13 item 3). The acceptor thread ([`listen`]) owns the listening socket
+//! Threads: two. The acceptor thread ([`listen`], issue 13 item 3) owns the listening socket
 //! and every connection on a `mio::Poll`: it reads each head and body with size limits
 //! ([`head`]), deadlines and a connection limit, answers `/mcp` requests through
 //! [`mcp::start`] at once, and routes their `send_to_peer` calls with [`Backend::submit`],
 //! whose outcome comes back on a channel that wakes the poll (a wake can take minutes; the
 //! connection waits, not a thread). At most `max_in_flight` requests wait for sends at once
 //! and at most [`listen::conn_limit`] connections are held; beyond either the answer is 503
-//! with `Retry-After`.
+//! with `Retry-After`. An admitted fleet event stream is handed to the second thread,
+//! [`streams`], which writes every stream as the event bus publishes (issue 10 item 1), so
+//! that hundreds of streams never stand between an MCP request and its answer.
 //!
 //! `tiny_http` prints the answers ([`Reply::to_http`]); it no longer reads requests: its
 //! 0.12 reader has no deadlines or header limits, deadlocks a thread on a request line above
@@ -21,6 +23,7 @@ pub mod gate;
 pub mod head;
 pub mod listen;
 pub mod reply;
+pub mod streams;
 
 #[cfg(test)]
 mod tests;
@@ -94,6 +97,8 @@ pub struct HttpServerHandle {
     shared: Arc<Shared>,
     waker: Arc<mio::Waker>,
     acceptor: Option<JoinHandle<()>>,
+    /// The event streams' thread.
+    streams: streams::StreamWriter,
 }
 
 /// Bind `127.0.0.1:<cfg.port>` and start serving MCP (and the fleet API when `fleet` is
@@ -120,14 +125,13 @@ pub fn start(
         .map_or(1024, |(soft, _)| soft);
     let limit = listen::conn_limit(nofile);
     let streams = listen::stream_limit(nofile);
-    let (acceptor, waker) = Acceptor::new(listener, limit, streams, Arc::clone(&shared))?;
+    let stream_writer = streams::StreamWriter::start(streams)?;
+    let handoff = stream_writer.handoff();
     if let Some(f) = &shared.fleet {
-        // Every publish wakes the acceptor, which writes the new event to each stream.
-        let w = Arc::clone(&waker);
-        f.bus().set_notify(move || {
-            let _ = w.wake();
-        });
+        // Every publish wakes the streams thread, which writes the new event to each stream.
+        f.bus().set_notify(handoff.notify());
     }
+    let (acceptor, waker) = Acceptor::new(listener, limit, handoff, Arc::clone(&shared))?;
     let acceptor = thread::Builder::new()
         .name("http-accept".into())
         .spawn(move || acceptor.run())?;
@@ -139,6 +143,7 @@ pub fn start(
         shared,
         waker,
         acceptor: Some(acceptor),
+        streams: stream_writer,
     })
 }
 
@@ -162,6 +167,7 @@ impl HttpServerHandle {
         if acceptor.join().is_err() {
             log::error!("http: the acceptor thread panicked");
         }
+        self.streams.stop();
     }
 }
 

@@ -1,0 +1,384 @@
+//! Fleet event streams on their own thread (spec 10 §1; issue 10 item 1): once the acceptor
+//! ([`super::listen`]) has admitted `GET /fleet/v1/events`, it hands the connection here and
+//! forgets it. This thread writes each stream's frames as the event bus publishes them and
+//! its client takes them, a heartbeat comment after [`HEARTBEAT`] of silence, and closes a
+//! stream whose client hung up or fell a whole queue behind.
+//!
+//! Why a thread of its own: every publish is written to every stream, and with 200 streams
+//! that is 200 `write`s per event. On the acceptor's thread those writes stood between MCP
+//! requests and their answers (MCP p99 26 ms alone, 70 ms beside 200 streams, measured with
+//! `scripts/bench/fleet.py`); here they cost MCP nothing but a share of the CPU.
+//!
+//! Bounds: at most `limit` streams ([`super::listen::stream_limit`]), counted in
+//! [`StreamSlots`], which the acceptor asks before it hands a stream over (a stream over the
+//! limit is answered 503 there).
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token, Waker};
+
+use crate::daemon::fleet::answer;
+use crate::eventbus::{BusEvent, Subscription};
+
+/// A stream with nothing to send gets a heartbeat comment this often (spec 10 §1).
+pub const HEARTBEAT: Duration = Duration::from_secs(15);
+/// Most bytes of frames taken from a stream's queue before they are written.
+const STREAM_CHUNK: usize = 64 * 1024;
+/// How often heartbeats are due-checked when nothing else wakes the thread.
+const TICK: Duration = Duration::from_millis(250);
+/// Token of the waker (bus publishes, new streams, stop).
+const WAKER: Token = Token(0);
+const FIRST_STREAM: usize = 1;
+
+/// How many streams are held, against their limit; shared by the acceptor (which reserves a
+/// slot before handing a stream over) and this thread (which frees it when the stream ends).
+#[derive(Debug)]
+pub struct StreamSlots {
+    held: AtomicUsize,
+    limit: usize,
+}
+
+impl StreamSlots {
+    /// Slots for at most `limit` streams (at least 1).
+    pub fn new(limit: usize) -> StreamSlots {
+        StreamSlots {
+            held: AtomicUsize::new(0),
+            limit: limit.max(1),
+        }
+    }
+
+    /// Take a slot; false when all `limit` are held.
+    pub fn reserve(&self) -> bool {
+        self.held
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < self.limit).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    fn release(&self) {
+        self.held.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A stream handed over by the acceptor: its connection (already sent nothing), its bus
+/// subscription and how many of the subscription's first events are the replay.
+pub struct NewStream {
+    /// The client's connection, nonblocking, registered with no poll.
+    pub stream: TcpStream,
+    /// Where its events come from.
+    pub sub: Subscription,
+    /// The replay's length: `: connected` follows its last frame (at once when 0).
+    pub replayed: usize,
+}
+
+/// The handle of the streams thread: the acceptor hands streams over through its
+/// [`Handoff`]; [`StreamWriter::stop`] closes every stream and joins the thread.
+pub struct StreamWriter {
+    handoff: Handoff,
+    stopping: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// The acceptor's way to the streams thread: reserve a slot, then hand a stream over.
+#[derive(Clone)]
+pub struct Handoff {
+    tx: Sender<NewStream>,
+    waker: Arc<Waker>,
+    /// The slots the acceptor reserves.
+    pub slots: Arc<StreamSlots>,
+}
+
+impl StreamWriter {
+    /// Start the thread, for at most `limit` streams.
+    ///
+    /// Errors: creating the poll or its waker, or spawning the thread.
+    pub fn start(limit: usize) -> io::Result<StreamWriter> {
+        let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let stopping = Arc::new(AtomicBool::new(false));
+        let slots = Arc::new(StreamSlots::new(limit));
+        let writer = Writer {
+            poll,
+            rx,
+            streams: HashMap::new(),
+            next: FIRST_STREAM,
+            slots: Arc::clone(&slots),
+            stopping: Arc::clone(&stopping),
+        };
+        let thread = thread::Builder::new()
+            .name("http-streams".into())
+            .spawn(move || writer.run())?;
+        Ok(StreamWriter {
+            handoff: Handoff { tx, waker, slots },
+            stopping,
+            thread: Some(thread),
+        })
+    }
+
+    /// The acceptor's way in.
+    pub fn handoff(&self) -> Handoff {
+        self.handoff.clone()
+    }
+
+    /// Close every stream and end the thread. Idempotent.
+    pub fn stop(&mut self) {
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
+        self.stopping.store(true, Ordering::SeqCst);
+        let _ = self.handoff.waker.wake();
+        if thread.join().is_err() {
+            log::error!("http: the event stream thread panicked");
+        }
+    }
+}
+
+impl Handoff {
+    /// A wake for the bus to call after each publish.
+    pub fn notify(&self) -> impl Fn() + Send + Sync + 'static {
+        let w = Arc::clone(&self.waker);
+        move || {
+            let _ = w.wake();
+        }
+    }
+
+    /// Give the thread a stream whose slot was reserved ([`StreamSlots::reserve`]).
+    pub fn hand_over(&self, s: NewStream) {
+        if self.tx.send(s).is_ok() {
+            let _ = self.waker.wake();
+        } else {
+            self.slots.release();
+        }
+    }
+}
+
+impl Drop for StreamWriter {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// One stream's state on the thread.
+struct State {
+    stream: TcpStream,
+    sub: Subscription,
+    /// Replay events still to write before `: connected`.
+    replay_left: usize,
+    out: Vec<u8>,
+    at: usize,
+    next_heartbeat: Instant,
+}
+
+/// The thread's side.
+struct Writer {
+    poll: Poll,
+    rx: Receiver<NewStream>,
+    streams: HashMap<Token, State>,
+    next: usize,
+    slots: Arc<StreamSlots>,
+    stopping: Arc<AtomicBool>,
+}
+
+impl Writer {
+    fn run(mut self) {
+        let mut events = Events::with_capacity(256);
+        loop {
+            let timeout = (!self.streams.is_empty()).then_some(TICK);
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    log::error!("http: stream poll failed: {e}");
+                    thread::sleep(TICK);
+                }
+            }
+            if self.stopping.load(Ordering::SeqCst) {
+                break;
+            }
+            let mut publish = false;
+            for ev in events.iter() {
+                match ev.token() {
+                    WAKER => publish = true,
+                    t => {
+                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                            self.on_readable(t);
+                        }
+                        if ev.is_writable() {
+                            self.pump(t);
+                        }
+                    }
+                }
+            }
+            self.take_new();
+            if publish {
+                let all: Vec<Token> = self.streams.keys().copied().collect();
+                for t in all {
+                    self.pump(t);
+                }
+            }
+            self.heartbeats(Instant::now());
+        }
+        for t in self.streams.keys().copied().collect::<Vec<_>>() {
+            self.remove(t);
+        }
+    }
+
+    /// Register the streams the acceptor handed over and write their head and replay.
+    fn take_new(&mut self) {
+        while let Ok(n) = self.rx.try_recv() {
+            let t = Token(self.next);
+            self.next += 1;
+            let mut out = answer::SSE_HEAD.to_vec();
+            if n.replayed == 0 {
+                out.extend_from_slice(answer::SSE_CONNECTED);
+            }
+            let mut s = State {
+                stream: n.stream,
+                sub: n.sub,
+                replay_left: n.replayed,
+                out,
+                at: 0,
+                next_heartbeat: Instant::now() + HEARTBEAT,
+            };
+            let both = Interest::READABLE | Interest::WRITABLE;
+            if let Err(e) = self.poll.registry().register(&mut s.stream, t, both) {
+                log::warn!("http: cannot watch an event stream: {e}");
+                self.slots.release();
+                continue;
+            }
+            self.streams.insert(t, s);
+            self.pump(t);
+        }
+    }
+
+    /// Input on a stream is discarded; its end (or an error) ends the stream.
+    fn on_readable(&mut self, t: Token) {
+        let Some(s) = self.streams.get_mut(&t) else {
+            return;
+        };
+        let mut chunk = [0u8; 4096];
+        loop {
+            match s.stream.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(_) => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+        self.remove(t);
+    }
+
+    /// Move queued events of stream `t` into its buffer once the previous ones are written,
+    /// and write what the client takes. A stream the bus dropped (its client fell behind) or
+    /// whose client is gone is closed.
+    fn pump(&mut self, t: Token) {
+        let Some(s) = self.streams.get_mut(&t) else {
+            return;
+        };
+        // The bus let it go: its client fell behind by a whole queue. It reconnects with
+        // `Last-Event-ID` and gets what the ring still holds.
+        if s.sub.dropped.load(Ordering::SeqCst) {
+            log::info!("fleet: an event stream fell behind; closed");
+            self.remove(t);
+            return;
+        }
+        loop {
+            if s.at == s.out.len() {
+                s.out.clear();
+                s.at = 0;
+                fill(s);
+                if s.out.is_empty() {
+                    return;
+                }
+            }
+            match s.stream.write(&s.out[s.at..]) {
+                Ok(0) => break,
+                Ok(n) => {
+                    s.at += n;
+                    s.next_heartbeat = Instant::now() + HEARTBEAT;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Edge-triggered: a writable event comes when the client has read.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => break,
+            }
+        }
+        self.remove(t);
+    }
+
+    /// Queue a heartbeat on every stream idle since [`HEARTBEAT`], and write it.
+    fn heartbeats(&mut self, now: Instant) {
+        let due: Vec<Token> = self
+            .streams
+            .iter_mut()
+            .filter_map(|(t, s)| {
+                (now >= s.next_heartbeat && s.at == s.out.len()).then(|| {
+                    s.out.clear();
+                    s.at = 0;
+                    s.out.extend_from_slice(answer::SSE_HEARTBEAT);
+                    s.next_heartbeat = now + HEARTBEAT;
+                    *t
+                })
+            })
+            .collect();
+        for t in due {
+            self.pump(t);
+        }
+    }
+
+    fn remove(&mut self, t: Token) {
+        if let Some(mut s) = self.streams.remove(&t) {
+            let _ = self.poll.registry().deregister(&mut s.stream);
+            self.slots.release();
+        }
+    }
+}
+
+/// Take frames from the stream's queue into its buffer, up to [`STREAM_CHUNK`] bytes, adding
+/// `: connected` after the last replayed one.
+fn fill(s: &mut State) {
+    while s.out.len() < STREAM_CHUNK {
+        let Ok(ev) = s.sub.rx.try_recv() else {
+            return;
+        };
+        push_frame(s, &ev);
+    }
+}
+
+fn push_frame(s: &mut State, ev: &BusEvent) {
+    s.out
+        .extend_from_slice(ev.rendered.get_or_init(|| answer::sse_frame(ev)));
+    if s.replay_left > 0 {
+        s.replay_left -= 1;
+        if s.replay_left == 0 {
+            s.out.extend_from_slice(answer::SSE_CONNECTED);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_stop_at_the_limit_and_come_back() {
+        let slots = StreamSlots::new(2);
+        assert!(slots.reserve());
+        assert!(slots.reserve());
+        assert!(!slots.reserve(), "a third is over the limit");
+        slots.release();
+        assert!(slots.reserve(), "a released slot is taken again");
+        assert!(!slots.reserve());
+        let one = StreamSlots::new(0);
+        assert!(one.reserve(), "the limit is at least 1");
+        assert!(!one.reserve());
+    }
+}
