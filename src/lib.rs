@@ -32,6 +32,7 @@ pub(crate) mod logview;
 pub(crate) mod markers;
 pub(crate) mod memory;
 pub(crate) mod names;
+pub(crate) mod notices;
 pub(crate) mod notifier;
 pub(crate) mod origin;
 pub(crate) mod outbox;

@@ -53,6 +53,10 @@ pub struct RuntimeRow {
     /// Tasks waiting in an ephemeral peer's queue (only present for ephemeral peers).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_depth: Option<u64>,
+    /// The notices in force on this runtime (spec 10 §3: its model API refused it; only
+    /// present when there are some), as `GET /fleet/v1/notices` shows them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<crate::notices::Notice>,
 }
 
 /// One peer of `list --json` (spec 07).
@@ -139,6 +143,7 @@ pub fn build_rows(
                         problem: None,
                         attached,
                         queue_depth: ephemeral.then(|| queue_depth(&id)),
+                        notices: Vec::new(),
                     }
                 })
                 .collect();
@@ -179,6 +184,21 @@ pub fn mark_missing(
     }
 }
 
+/// Put each notice on the runtime row it is about (spec 10 §3); a notice whose peer or
+/// runtime is no longer registered is left out.
+pub fn attach_notices(rows: &mut [PeerRow], notices: Vec<crate::notices::Notice>) {
+    for n in notices {
+        let rt = rows
+            .iter_mut()
+            .filter(|r| r.personality == n.personality)
+            .flat_map(|r| r.runtimes.iter_mut())
+            .find(|rt| rt.runtime == n.runtime);
+        if let Some(rt) = rt {
+            rt.notices.push(n);
+        }
+    }
+}
+
 /// The rows of `iapeer list --json` and of `GET /fleet/v1/snapshot`: [`build_rows`] with the
 /// stop flags, wake policies and ephemeral queue depths read from `paths`, runtimes whose
 /// program cannot start marked `missing`, and, for a peer with no live session, the runtime
@@ -201,6 +221,7 @@ pub fn list_rows(paths: &Paths, registry: &Registry, live: &LiveState) -> Vec<Pe
     mark_missing(&mut rows, |rt, cwd| {
         crate::runtime::router::missing_program(paths, rt, cwd)
     });
+    attach_notices(&mut rows, crate::notices::current(paths));
     // Without a live session, the runtime's own transcripts tell which was active last.
     for row in rows.iter_mut().filter(|r| r.last_active_runtime.is_none()) {
         row.last_active_runtime = freshest(row.runtimes.iter().map(|r| {

@@ -10,14 +10,14 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 /// An answer: status, lowercase headers, body.
-struct Answer {
-    status: u16,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
-    body: Vec<u8>,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Answer {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
     }
@@ -29,7 +29,7 @@ impl Answer {
             .map(|(_, v)| v.as_str())
     }
 
-    fn error(&self) -> String {
+    pub(crate) fn error(&self) -> String {
         self.json()["error"]
             .as_str()
             .unwrap_or_default()
@@ -83,7 +83,7 @@ fn request(port: u16, method: &str, path: &str, extra: &[&str], body: &[u8]) -> 
     }
 }
 
-fn get(env: &TestEnv, path: &str) -> Answer {
+pub(crate) fn get(env: &TestEnv, path: &str) -> Answer {
     request(env.port(), "GET", path, &[], b"")
 }
 

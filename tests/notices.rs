@@ -46,8 +46,9 @@ fn record_claude_api_error_records() {
 }
 
 /// A live Claude Code whose model API answers 429 (no retries): the daemon reads the refusal
-/// from the transcript at its next probe and logs one `notice-raised` line (kind rate-limit,
-/// status 429); later probes of the same refusal, and a turn answered afterwards, raise none.
+/// from the transcript at its next probe, logs one `notice-raised` line (kind rate-limit,
+/// status 429) and puts the notice on the board (`list --json`, `GET /fleet/v1/notices`);
+/// later probes of the same refusal raise none, and a turn answered afterwards clears it.
 #[test]
 fn a_claude_peer_refused_by_its_api_raises_one_notice() {
     use common::anthropic::last_user_text;
@@ -101,6 +102,27 @@ fn a_claude_peer_refused_by_its_api_raises_one_notice() {
     env.watch_ticks(3, "a second notice", |e| {
         e.count_events("lifecycle", "notice-raised", &[]) > 1
     });
+    let id = env.events("lifecycle", "notice-raised")[0]["id"].clone();
+    let on_row = |e: &TestEnv| -> Vec<serde_json::Value> {
+        let rows = e.list();
+        let row = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["personality"] == "cb");
+        row.and_then(|r| r["runtimes"][0]["notices"].as_array().cloned())
+            .unwrap_or_default()
+    };
+    let row = on_row(&env);
+    assert_eq!(row.len(), 1, "{row:?}");
+    assert_eq!(row[0]["id"], id.as_str());
+    assert_eq!(row[0]["kind"], "rate-limit");
+    assert_eq!(row[0]["errorType"], "rate_limit");
+    assert_eq!(row[0]["count"], 1);
+    let board = crate::fleet::get(&env, "/fleet/v1/notices").json();
+    assert_eq!(board["notices"].as_array().unwrap().len(), 1, "{board}");
+    assert_eq!(board["notices"][0]["identity"], "claude-cb");
+
     env.ok(&["send", "cb", "--from", "echo-ea", "--message", "fine now"]);
     env.wait_until("the turn after the refusal", Duration::from_secs(60), |e| {
         api.main_requests()
@@ -111,4 +133,11 @@ fn a_claude_peer_refused_by_its_api_raises_one_notice() {
     env.watch_ticks(3, "a notice for an answered turn", |e| {
         e.count_events("lifecycle", "notice-raised", &[]) > 1
     });
+    let cleared = [("id", id.as_str()), ("reason", "answered")];
+    assert!(
+        env.has_event("lifecycle", "notice-cleared", &cleared),
+        "{}",
+        env.log("lifecycle")
+    );
+    assert!(on_row(&env).is_empty());
 }

@@ -36,6 +36,7 @@ mod lifecycle_verbs;
 mod mcp;
 mod memory;
 mod migrate;
+mod notice_board;
 mod notices;
 mod notifier;
 mod origin;

@@ -128,6 +128,8 @@ struct StatusDoc<'a> {
     peers: PeerCounts,
     /// The memory slot (spec 08 §3), `null` when empty.
     memory: Option<MemoryDoc<'a>>,
+    /// The notices in force (spec 10 §3): live agents their model API refuses.
+    notices: &'a [crate::notices::Notice],
 }
 
 /// The memory part of `status --json`.
@@ -223,6 +225,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         |_| 0,
     );
     let (l, a, s, p) = summarize(&rows);
+    let notices = crate::notices::current(&paths);
     // The control socket answered; the MCP endpoint must answer too.
     let http = match answer.as_ref().map(|a| &a.status) {
         Some(Answer::Ok(st)) => port_of(&st.tcp)
@@ -260,6 +263,7 @@ pub fn run(inv: &Invocation) -> CliResult {
                 heartbeat: s.heartbeat.as_deref(),
                 heartbeat_age_secs: heartbeat.age_secs(),
             }),
+            notices: &notices,
         };
         print(&format!("{}\n", json_line(&doc)))?;
     } else {
@@ -284,6 +288,11 @@ pub fn run(inv: &Invocation) -> CliResult {
             },
             memory::slot::status_line(slot.as_ref(), heartbeat)
         ))?;
+        let mut lines = format!("notices: {}\n", notices.len());
+        for n in &notices {
+            lines.push_str(&format!("  {}\n", crate::notices::describe(n)));
+        }
+        print(&lines)?;
     }
     if healthy {
         Ok(())

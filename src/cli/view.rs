@@ -52,6 +52,13 @@ pub fn render_table(rows: &[PeerRow], now_ms: u64, width: Option<usize>) -> Stri
                     if let Some(n) = x.queue_depth.filter(|n| *n > 0) {
                         s.push_str(&format!("[{n}]"));
                     }
+                    for n in &x.notices {
+                        s.push_str(&format!("({}", n.kind));
+                        if n.count > 1 {
+                            s.push_str(&format!("×{}", n.count));
+                        }
+                        s.push(')');
+                    }
                     s
                 })
                 .collect();
@@ -101,6 +108,17 @@ pub fn render_table(rows: &[PeerRow], now_ms: u64, width: Option<usize>) -> Stri
         }
         out.push_str(line.trim_end());
         out.push('\n');
+    }
+    let notices: Vec<&crate::notices::Notice> = rows
+        .iter()
+        .flat_map(|r| r.runtimes.iter().flat_map(|x| x.notices.iter()))
+        .collect();
+    if !notices.is_empty() {
+        out.push_str("\nNOTICES (its model API refuses a live agent)\n");
+        for n in notices {
+            out.push_str(&crate::notices::describe(n));
+            out.push('\n');
+        }
     }
     out
 }
@@ -272,6 +290,7 @@ mod tests {
             problem: None,
             attached,
             queue_depth: None,
+            notices: Vec::new(),
         };
         assert_eq!(
             rows[0].runtimes,

@@ -36,6 +36,8 @@ pub struct Config {
     pub storm: crate::daemon::storm::StormLimits,
     /// The origin guard (`IAPEER_ORIGIN_GUARD`, `_ARM_TTL_MS`, `IAPEER_ORIGIN_HOLD_TTL_MS`).
     pub origin: crate::origin::OriginLimits,
+    /// The notice board (`IAPEER_NOTICE_TTL_MS`).
+    pub notices: crate::notices::NoticeLimits,
     /// Boot → ready deadline (`IAPEER_BOOT_DEADLINE_SECS`).
     pub boot_deadline: Duration,
     /// First message → model activity deadline (`IAPEER_READY_GATE_SECS`).
@@ -77,6 +79,9 @@ impl Default for Config {
                 enabled: true,
                 arm_ttl: vars::IAPEER_ORIGIN_GUARD_ARM_TTL_MS.default_duration(),
                 hold_ttl: vars::IAPEER_ORIGIN_HOLD_TTL_MS.default_duration(),
+            },
+            notices: crate::notices::NoticeLimits {
+                ttl: vars::IAPEER_NOTICE_TTL_MS.default_duration(),
             },
             boot_deadline: vars::IAPEER_BOOT_DEADLINE_SECS.default_duration(),
             ready_gate: vars::IAPEER_READY_GATE_SECS.default_duration(),
@@ -135,6 +140,9 @@ impl Config {
                 enabled: raw(&vars::IAPEER_ORIGIN_GUARD).as_deref().map(str::trim) != Some("0"),
                 arm_ttl: duration(w, &vars::IAPEER_ORIGIN_GUARD_ARM_TTL_MS),
                 hold_ttl: duration(w, &vars::IAPEER_ORIGIN_HOLD_TTL_MS),
+            },
+            notices: crate::notices::NoticeLimits {
+                ttl: duration(w, &vars::IAPEER_NOTICE_TTL_MS),
             },
             boot_deadline: duration(w, &vars::IAPEER_BOOT_DEADLINE_SECS),
             ready_gate: duration(w, &vars::IAPEER_READY_GATE_SECS),

@@ -265,6 +265,14 @@ pub const IAPEER_ORIGIN_HOLD_TTL_MS: EnvVar = var(
     "milliseconds a message held by the origin guard waits for iapeer confirm-send before it \
      is dropped (default {default}, 15 min)",
 );
+/// `IAPEER_NOTICE_TTL_MS`: how long a notice stays on the board after its last repeat.
+pub const IAPEER_NOTICE_TTL_MS: EnvVar = var(
+    "IAPEER_NOTICE_TTL_MS",
+    Kind::Millis(3600 * 1000),
+    Part::Config,
+    "milliseconds a notice (a live agent its model API refuses: rate limit, overload, expired \
+     login) stays on the board after its last repeat (default {default}, 1 h)",
+);
 /// `IAPEER_BOOT_DEADLINE_SECS`: boot → ready deadline.
 pub const IAPEER_BOOT_DEADLINE_SECS: EnvVar = var(
     "IAPEER_BOOT_DEADLINE_SECS",
@@ -574,6 +582,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_ORIGIN_GUARD,
     IAPEER_ORIGIN_GUARD_ARM_TTL_MS,
     IAPEER_ORIGIN_HOLD_TTL_MS,
+    IAPEER_NOTICE_TTL_MS,
     IAPEER_BOOT_DEADLINE_SECS,
     IAPEER_READY_GATE_SECS,
     IAPEER_CRASHLOOP_MAX,

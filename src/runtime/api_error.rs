@@ -51,6 +51,8 @@ pub struct ApiError {
     pub text: String,
     /// The record's timestamp, as written.
     pub at: String,
+    /// When the limit resets, as the runtime recorded it, if it did (Codex).
+    pub resets_at: Option<String>,
 }
 
 /// The API error a Claude Code transcript record carries, if it is one (pure).
@@ -90,6 +92,7 @@ pub fn from_claude_record(record: &Value) -> Option<ApiError> {
             .to_string(),
         text,
         at: record["timestamp"].as_str().unwrap_or("").to_string(),
+        resets_at: None,
     })
 }
 

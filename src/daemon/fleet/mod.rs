@@ -131,6 +131,8 @@ impl Fleet {
                 Begun::Stream { sub, replayed }
             }
             Endpoint::Snapshot => self.later(done, |f| f.snapshot()),
+            Endpoint::Notices => self.later(done, |f| f.notices()),
+            Endpoint::Notice(id) => self.later(done, move |f| f.notice(&id)),
             Endpoint::Peer(p) => self.later(done, move |f| f.peer(&p)),
             Endpoint::Verb(p, verb) => {
                 let b: VerbBody = match route::body(req.body) {
@@ -271,9 +273,57 @@ impl Fleet {
                     "ts": now_ts(),
                     "host": answer::host(self.started_ms),
                     "peers": rows,
+                    "notices": crate::notices::current(&self.paths),
                 }),
             ),
             Err(r) => r,
+        }
+    }
+
+    /// `GET /fleet/v1/notices`: `{api, version, ts, notices:[notice…]}`, the notices in
+    /// force, oldest first (spec 10 §3).
+    fn notices(&self) -> Reply {
+        route::ok(
+            200,
+            &json!({
+                "api": 1,
+                "version": env!("CARGO_PKG_VERSION"),
+                "ts": now_ts(),
+                "notices": crate::notices::current(&self.paths),
+            }),
+        )
+    }
+
+    /// `GET /fleet/v1/notices/<id>`: `{api, version, ts, notice}`; 404 when no notice in
+    /// force has that id.
+    fn notice(&self, id: &str) -> Reply {
+        let found = crate::notices::current(&self.paths)
+            .into_iter()
+            .find(|n| n.id == id);
+        match found {
+            Some(n) => route::ok(
+                200,
+                &json!({
+                    "api": 1,
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "ts": now_ts(),
+                    "notice": n,
+                }),
+            ),
+            None if !crate::notices::valid_id(id) => route::error(
+                404,
+                &format!(
+                    "no notice {id:?}: a notice id is nt- and 8 hex digits; GET /fleet/v1/notices \
+                     lists them"
+                ),
+            ),
+            None => route::error(
+                404,
+                &format!(
+                    "no notice {id}: it has expired or was cleared (GET /fleet/v1/notices lists \
+                     the notices in force)"
+                ),
+            ),
         }
     }
 

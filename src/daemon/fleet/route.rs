@@ -17,6 +17,8 @@ pub const ENDPOINTS: &[&str] = &[
     "GET /fleet/v1/snapshot",
     "GET /fleet/v1/peers/<p>",
     "GET /fleet/v1/events?replay=N",
+    "GET /fleet/v1/notices",
+    "GET /fleet/v1/notices/<id>",
     "POST /fleet/v1/peers/<p>/(wake|stop|start|new|refresh|interrupt|compact)",
     "POST /fleet/v1/send",
 ];
@@ -65,6 +67,10 @@ pub enum Endpoint {
     Peer(String),
     /// `GET /fleet/v1/events`.
     Events,
+    /// `GET /fleet/v1/notices` (spec 10 §3).
+    Notices,
+    /// `GET /fleet/v1/notices/<id>`.
+    Notice(String),
     /// `POST /fleet/v1/peers/<p>/<verb>`.
     Verb(String, Verb),
     /// `POST /fleet/v1/send`.
@@ -84,6 +90,8 @@ pub fn route(method: &str, path: &str) -> Result<Endpoint, Reply> {
     let (endpoint, allow) = match parts.as_slice() {
         ["snapshot"] => (Endpoint::Snapshot, "GET"),
         ["events"] => (Endpoint::Events, "GET"),
+        ["notices"] => (Endpoint::Notices, "GET"),
+        ["notices", id] if !id.is_empty() => (Endpoint::Notice(decode(id)), "GET"),
         ["send"] => (Endpoint::Send, "POST"),
         ["peers", p] if !p.is_empty() => (Endpoint::Peer(decode(p)), "GET"),
         ["peers", p, verb] if !p.is_empty() => match Verb::parse(verb) {
@@ -258,6 +266,12 @@ mod tests {
     fn endpoints_methods_and_unknown_paths() {
         assert_eq!(route("GET", "/fleet/v1/snapshot"), Ok(Endpoint::Snapshot));
         assert_eq!(route("HEAD", "/fleet/v1/events"), Ok(Endpoint::Events));
+        assert_eq!(route("GET", "/fleet/v1/notices"), Ok(Endpoint::Notices));
+        assert_eq!(
+            route("GET", "/fleet/v1/notices/nt-0123abcd"),
+            Ok(Endpoint::Notice("nt-0123abcd".into()))
+        );
+        assert_eq!(route("POST", "/fleet/v1/notices").unwrap_err().status, 405);
         assert_eq!(
             route("GET", "/fleet/v1/peers/bob"),
             Ok(Endpoint::Peer("bob".into()))

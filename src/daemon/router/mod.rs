@@ -11,6 +11,7 @@ mod ephemeral;
 mod events;
 mod followup;
 mod launch;
+mod notices;
 mod now;
 mod ops;
 mod origin;
@@ -195,6 +196,8 @@ pub struct Router {
     pub(crate) storms: crate::daemon::storm::StormGuard,
     /// Workers that prepare sends (registry reads, attachment copies) off the router thread.
     pub(crate) prep: crate::daemon::pool::Pool,
+    /// The notice board (spec 10 §3), kept in `state/iapeer/notices.json`.
+    pub(crate) notices: crate::notices::Board,
 }
 
 /// Most threads preparing sends at once (a burst of sends queues behind them).
@@ -217,6 +220,7 @@ impl Router {
         let lifecycle_log = tapped(paths.lifecycle_log(), "LIFECYCLE", Source::Lifecycle);
         let delivery_log = tapped(paths.delivery_log(), "DELIVERY", Source::Delivery);
         let exits_log = tapped(paths.exits_log(), "EXITS", Source::Exits);
+        let notices = crate::notices::Board::load(&paths);
         Router {
             paths,
             cfg,
@@ -235,6 +239,7 @@ impl Router {
             now: Now::read(),
             storms: Default::default(),
             prep: crate::daemon::pool::Pool::new("send-prep", PREP_WORKERS),
+            notices,
         }
     }
 

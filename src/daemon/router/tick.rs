@@ -44,6 +44,7 @@ impl Router {
         }
         self.notice_new_runtimes();
         self.expire_holds();
+        self.expire_notices();
         self.drain_all();
         self.storms.prune(self.now.at, self.cfg.storm);
         let limits = crate::session::panelog::PaneLimits::current();
@@ -65,21 +66,19 @@ impl Router {
     }
 
     pub(crate) fn on_status(&mut self, identity: &Identity, status: SessionStatus) {
-        let raised = self.live.sessions.get(identity).and_then(|s| {
+        // A live agent the model API refuses (spec 10 §3): the notice board.
+        let api = self.live.sessions.get(identity).map(|s| {
             let before = s.status.as_ref().and_then(|st| st.api_error.as_ref());
-            crate::runtime::api_error::newly_raised(before, status.api_error.as_ref()).cloned()
+            let raised =
+                crate::runtime::api_error::newly_raised(before, status.api_error.as_ref()).cloned();
+            (raised, s.woke_at_ms)
         });
-        if let Some(e) = raised {
-            // A live agent the model API refuses (spec 10 §3); the board that keeps,
-            // deduplicates and shows these is issue 10 item 2's next step.
-            self.lifecycle(
-                Event::new("notice-raised")
-                    .field("identity", identity)
-                    .field("kind", e.kind.as_str())
-                    .field("error", &e.error_type)
-                    .opt("status", e.status.map(|s| s.to_string()).as_deref())
-                    .field("model", &e.model)
-                    .field("at", &e.at),
+        if let Some((raised, woke_at_ms)) = api {
+            self.note_api_outcome(
+                identity,
+                raised.as_ref(),
+                status.api_error.as_ref(),
+                woke_at_ms,
             );
         }
         let idle = self.cfg.idle;
