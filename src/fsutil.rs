@@ -73,6 +73,15 @@ pub fn write_json_atomic<T: serde::Serialize + ?Sized>(
     write_atomic(path, text.as_bytes(), mode)
 }
 
+/// Read a JSON state file written by [`write_json_atomic`]; missing, unreadable or not JSON
+/// of `T`'s shape reads as `T::default()` (for state where "none" is the safe reading).
+pub fn read_json_or_default<T: serde::de::DeserializeOwned + Default>(path: &Path) -> T {
+    fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
 /// Read a file to a string; a missing file is `Ok(None)`.
 pub fn read_optional(path: &Path) -> io::Result<Option<String>> {
     match fs::read_to_string(path) {

@@ -133,10 +133,7 @@ fn rfc3339(ms: u64) -> String {
 impl Board {
     /// Read the board file; missing or not valid JSON of this shape reads as empty.
     pub fn load(paths: &Paths) -> Board {
-        std::fs::read_to_string(file(paths))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default()
+        crate::fsutil::read_json_or_default(&file(paths))
     }
 
     /// Write the board file atomically (mode 0600).

@@ -59,10 +59,7 @@ pub struct OriginState(pub BTreeMap<String, BTreeMap<String, Pair>>);
 impl OriginState {
     /// Read `state.json`; missing or not valid JSON of this shape reads as empty.
     pub fn load(paths: &Paths) -> OriginState {
-        std::fs::read_to_string(state_file(paths))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default()
+        crate::fsutil::read_json_or_default(&state_file(paths))
     }
 
     /// Write `state.json` atomically (mode 0600).

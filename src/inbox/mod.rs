@@ -152,11 +152,7 @@ pub struct ReadMark {
 impl ReadMark {
     /// The read mark of `personality`; missing or unreadable = nothing read.
     pub fn load(paths: &Paths, personality: &str) -> ReadMark {
-        fsutil::read_optional(&paths.inbox_read_mark(personality))
-            .ok()
-            .flatten()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default()
+        fsutil::read_json_or_default(&paths.inbox_read_mark(personality))
     }
 
     /// Store the mark atomically (temp file, fsync, rename).

@@ -265,17 +265,11 @@ impl Fleet {
     /// `GET /fleet/v1/snapshot`.
     fn snapshot(&self) -> Reply {
         match self.rows() {
-            Ok((_, rows)) => route::ok(
-                200,
-                &json!({
-                    "api": 1,
-                    "version": env!("CARGO_PKG_VERSION"),
-                    "ts": now_ts(),
-                    "host": answer::host(self.started_ms),
-                    "peers": rows,
-                    "notices": crate::notices::current(&self.paths),
-                }),
-            ),
+            Ok((_, rows)) => document(json!({
+                "host": answer::host(self.started_ms),
+                "peers": rows,
+                "notices": crate::notices::current(&self.paths),
+            })),
             Err(r) => r,
         }
     }
@@ -283,15 +277,7 @@ impl Fleet {
     /// `GET /fleet/v1/notices`: `{api, version, ts, notices:[notice…]}`, the notices in
     /// force, oldest first (spec 10 §3).
     fn notices(&self) -> Reply {
-        route::ok(
-            200,
-            &json!({
-                "api": 1,
-                "version": env!("CARGO_PKG_VERSION"),
-                "ts": now_ts(),
-                "notices": crate::notices::current(&self.paths),
-            }),
-        )
+        document(json!({"notices": crate::notices::current(&self.paths)}))
     }
 
     /// `GET /fleet/v1/notices/<id>`: `{api, version, ts, notice}`; 404 when no notice in
@@ -301,15 +287,7 @@ impl Fleet {
             .into_iter()
             .find(|n| n.id == id);
         match found {
-            Some(n) => route::ok(
-                200,
-                &json!({
-                    "api": 1,
-                    "version": env!("CARGO_PKG_VERSION"),
-                    "ts": now_ts(),
-                    "notice": n,
-                }),
-            ),
+            Some(n) => document(json!({"notice": n})),
             None if !crate::notices::valid_id(id) => route::error(
                 404,
                 &format!(
@@ -342,16 +320,7 @@ impl Fleet {
             .iter()
             .map(|e| answer::event_json(e))
             .collect();
-        route::ok(
-            200,
-            &json!({
-                "api": 1,
-                "version": env!("CARGO_PKG_VERSION"),
-                "ts": now_ts(),
-                "peer": row,
-                "events": events,
-            }),
-        )
+        document(json!({ "peer": row, "events": events }))
     }
 
     /// `POST /fleet/v1/peers/<p>/refresh`: the CLI's `refresh`.
@@ -421,6 +390,19 @@ fn control_request(personality: String, verb: Verb, runtime: Option<String>) -> 
             runtime,
         },
     }
+}
+
+/// A 200 answer: `fields` (an object) after `api`, `version` and `ts` (spec 10 §1).
+fn document(fields: serde_json::Value) -> Reply {
+    let mut doc = json!({
+        "api": 1,
+        "version": env!("CARGO_PKG_VERSION"),
+        "ts": now_ts(),
+    });
+    if let (Some(d), serde_json::Value::Object(f)) = (doc.as_object_mut(), fields) {
+        d.extend(f);
+    }
+    route::ok(200, &doc)
 }
 
 fn now_ts() -> String {
