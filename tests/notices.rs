@@ -291,3 +291,92 @@ fn record_codex_api_error_records() {
         );
     }
 }
+
+/// A live Codex whose model API refuses one turn with a plain 429 (a rate limit of the API,
+/// every attempt: Codex retries it with its default settings, then gives the turn up): the
+/// daemon reads the refusal from the rollout's `task_complete` at its next probe and logs one
+/// `notice-raised` line (kind rate-limit, Codex's word `response_too_many_failed_attempts`,
+/// status 429, the turn's model); later probes of the same refusal, and a turn answered
+/// afterwards, raise none. (A refusal carrying Codex's rate-limit headers at 100 % makes the
+/// TUI open its "Approaching rate limits" model-switch prompt, which a delivery would answer:
+/// `tests/fixtures/codex-0.171.0/usage-limit-switch-prompt.raw`; not exercised here.)
+#[test]
+fn a_codex_peer_refused_by_its_api_raises_one_notice() {
+    use common::openai::{input_text, last_input_text};
+    let (env, api) = crate::codex::world_with(&[
+        ("IAPEER_TICK_SECS", "1"),
+        ("IAPEER_SUPERVISE_LOG_VERBOSE", "1"),
+    ]);
+    api.script(move |req| {
+        let last = last_input_text(req);
+        if last.contains("LIMITED") {
+            OReply::error(
+                429,
+                serde_json::json!({"error": {"message": "stand-in: Rate limit reached for requests",
+                    "type": "requests", "code": "rate_limit_exceeded"}}),
+            )
+        } else if last.contains("fine now") {
+            OReply::Text("answered again".into())
+        } else {
+            OReply::Text("awake".into())
+        }
+    });
+    let turn_shown = |needle: &'static str| {
+        move |e: &TestEnv| {
+            let screen = e.screen("codex-cx");
+            screen.contains(needle) && !screen.to_lowercase().contains("esc to interrupt")
+        }
+    };
+    // Wake it with an answered turn first: an answer is no notice.
+    env.ok(&["send", "cx", "--from", "echo-ea", "--message", "echo: wake"]);
+    env.wait_until(
+        "the wake's turn",
+        Duration::from_secs(90),
+        turn_shown("awake"),
+    );
+    env.watch_ticks(2, "a notice for an answered turn", |e| {
+        e.count_events("lifecycle", "notice-raised", &[]) > 0
+    });
+    env.ok(&[
+        "send",
+        "cx",
+        "--from",
+        "echo-ea",
+        "--message",
+        "LIMITED please",
+    ]);
+    let raised = [
+        ("identity", "codex-cx"),
+        ("kind", "rate-limit"),
+        ("error", "response_too_many_failed_attempts"),
+        ("status", "429"),
+        ("model", "gpt-5.1"),
+    ];
+    env.wait_until("the notice", Duration::from_secs(120), |e| {
+        e.has_event("lifecycle", "notice-raised", &raised)
+    });
+    let attempts = api
+        .recorded()
+        .iter()
+        .filter(|r| last_input_text(r).contains("LIMITED"))
+        .count();
+    eprintln!("the refused turn: {attempts} request(s)");
+    env.watch_ticks(3, "a second notice", |e| {
+        e.count_events("lifecycle", "notice-raised", &[]) > 1
+    });
+    env.wait_until(
+        "the refused turn's end on screen",
+        Duration::from_secs(60),
+        turn_shown("429"),
+    );
+    env.ok(&["send", "cx", "--from", "echo-ea", "--message", "fine now"]);
+    env.wait_until("the turn after the refusal", Duration::from_secs(90), |e| {
+        api.recorded()
+            .iter()
+            .any(|r| input_text(r).contains("fine now"))
+            && turn_shown("answered again")(e)
+    });
+    env.watch_ticks(3, "a notice for an answered turn", |e| {
+        e.count_events("lifecycle", "notice-raised", &[]) > 1
+    });
+}
