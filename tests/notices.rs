@@ -141,3 +141,271 @@ fn a_claude_peer_refused_by_its_api_raises_one_notice() {
     );
     assert!(on_row(&env).is_empty());
 }
+
+/// Where the Codex recordings go (the version scripts/setup-agents.sh installs).
+const CODEX_FIXTURES: &str = "tests/fixtures/codex-0.171.0";
+
+use common::openai::Reply as OReply;
+
+/// Every line of every rollout file under `dir`, recursively, as written.
+fn rollout_lines(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(rollout_lines(&p));
+        } else if p.extension().is_some_and(|x| x == "jsonl") {
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            out.extend(text.lines().map(str::to_string));
+        }
+    }
+    out
+}
+
+/// The rollout records a turn's outcome is read from: `turn_context` (the model) and the
+/// `event_msg`s `task_started`, `token_count` (rate limits), `task_complete` (the outcome,
+/// with `error` when refused) and `turn_aborted`.
+fn is_outcome_record(line: &str) -> bool {
+    let Ok(r) = serde_json::from_str::<serde_json::Value>(line) else {
+        return false;
+    };
+    r["type"] == "turn_context"
+        || (r["type"] == "event_msg"
+            && matches!(
+                r["payload"]["type"].as_str(),
+                Some("task_started" | "token_count" | "task_complete" | "turn_aborted")
+            ))
+}
+
+/// Codex's rate-limit headers (`x-codex-primary-*`, `x-codex-secondary-*`): the 5-hour window
+/// full (resetting at `reset`), the weekly one at 40 %; with `reached`, also
+/// `x-codex-rate-limit-reached-type: rate_limit_reached`.
+pub(crate) fn codex_limit_headers(reset: i64, reached: bool) -> Vec<(String, String)> {
+    let mut h: Vec<(String, String)> = [
+        ("x-codex-primary-used-percent", "100".to_string()),
+        ("x-codex-primary-window-minutes", "300".to_string()),
+        ("x-codex-primary-reset-at", reset.to_string()),
+        ("x-codex-secondary-used-percent", "40".to_string()),
+        ("x-codex-secondary-window-minutes", "10080".to_string()),
+        (
+            "x-codex-secondary-reset-at",
+            (reset + 5 * 86_400).to_string(),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    if reached {
+        h.push((
+            "x-codex-rate-limit-reached-type".into(),
+            "rate_limit_reached".into(),
+        ));
+    }
+    h
+}
+
+/// The 429 the ChatGPT backend sends when a plan's usage limit is reached (the body Codex
+/// reads as `usage_limit_reached`), with `headers`.
+pub(crate) fn codex_usage_limit(reset: i64, headers: Vec<(String, String)>) -> OReply {
+    OReply::Error {
+        status: 429,
+        body: serde_json::json!({"error": {"type": "usage_limit_reached",
+            "message": "stand-in: usage limit reached", "plan_type": "plus", "resets_at": reset}}),
+        headers,
+    }
+}
+
+/// Run `codex exec hi` (no retries: `request_max_retries = 0`, `stream_max_retries = 0` in
+/// the provider's block) against a stand-in that answers every model request as the case
+/// says, and keep the turn's outcome records ([`is_outcome_record`]) as
+/// `api-error-<case>.jsonl` (`api-answered.jsonl` for the answered turn).
+#[test]
+#[ignore = "re-records fixtures from the real Codex CLI; run by name with --ignored"]
+fn record_codex_api_error_records() {
+    use common::openai::OpenAiStandIn;
+    use serde_json::json;
+    let bin = crate::codex::codex_bin();
+    let reset = jiff::Timestamp::now().as_second() + 3 * 3600;
+    let cases: Vec<(&str, OReply)> = vec![
+        // A plan's usage limit, with the rate-limit headers and the reached-type flag.
+        (
+            "usage-limit",
+            codex_usage_limit(reset, codex_limit_headers(reset, true)),
+        ),
+        // The same without `x-codex-rate-limit-reached-type`.
+        (
+            "usage-limit-unflagged",
+            codex_usage_limit(reset, codex_limit_headers(reset, false)),
+        ),
+        // The same without any rate-limit header.
+        ("usage-limit-bare", codex_usage_limit(reset, Vec::new())),
+        // A plain API rate limit (not retried here; Codex retries it by default).
+        (
+            "rate-limit",
+            OReply::error(
+                429,
+                json!({"error": {"message": "stand-in: Rate limit reached for requests",
+                    "type": "requests", "code": "rate_limit_exceeded"}}),
+            ),
+        ),
+        (
+            "overloaded",
+            OReply::error(
+                503,
+                json!({"error": {"message": "stand-in: overloaded", "code": "server_is_overloaded"}}),
+            ),
+        ),
+        (
+            "server-error",
+            OReply::error(
+                500,
+                json!({"error": {"message": "stand-in: internal error", "type": "server_error"}}),
+            ),
+        ),
+        (
+            "auth",
+            OReply::error(
+                401,
+                json!({"error": {"message": "stand-in: Incorrect API key provided",
+                    "type": "invalid_request_error", "code": "invalid_api_key"}}),
+            ),
+        ),
+        // An answered turn whose response carries the headers, reached-type flag included.
+        (
+            "answered",
+            OReply::Headed(
+                codex_limit_headers(reset, true),
+                Box::new(OReply::Text("ok".into())),
+            ),
+        ),
+    ];
+    for (name, reply) in cases {
+        let env = TestEnv::new();
+        let api = OpenAiStandIn::start();
+        api.script(move |_| reply.clone());
+        let cwd = env.dir.path().join("w");
+        std::fs::create_dir_all(&cwd).unwrap();
+        api.run_codex_exec(
+            &bin,
+            &env.home,
+            &cwd,
+            "hi",
+            "request_max_retries = 0\nstream_max_retries = 0",
+        );
+        let kept: Vec<String> = rollout_lines(&env.home.join(".codex/sessions"))
+            .into_iter()
+            .filter(|l| is_outcome_record(l))
+            .collect();
+        assert!(
+            kept.iter().any(|l| l.contains("\"task_complete\"")),
+            "{name}: no task_complete record"
+        );
+        let file = if name == "answered" {
+            "api-answered.jsonl".to_string()
+        } else {
+            format!("api-error-{name}.jsonl")
+        };
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(CODEX_FIXTURES)
+            .join(file);
+        std::fs::write(&path, kept.join("\n") + "\n").unwrap();
+        eprintln!(
+            "{name}: {} request(s), {} record(s) → {}",
+            api.recorded().len(),
+            kept.len(),
+            path.display()
+        );
+    }
+}
+
+/// A live Codex whose model API refuses one turn with a plain 429 (a rate limit of the API,
+/// every attempt: Codex retries it with its default settings, then gives the turn up): the
+/// daemon reads the refusal from the rollout's `task_complete` at its next probe and logs one
+/// `notice-raised` line (kind rate-limit, Codex's word `response_too_many_failed_attempts`,
+/// status 429, the turn's model); later probes of the same refusal, and a turn answered
+/// afterwards, raise none. (A refusal carrying Codex's rate-limit headers at 100 % makes the
+/// TUI open its "Approaching rate limits" model-switch prompt, which a delivery would answer:
+/// `tests/fixtures/codex-0.171.0/usage-limit-switch-prompt.raw`; not exercised here.)
+#[test]
+fn a_codex_peer_refused_by_its_api_raises_one_notice() {
+    use common::openai::{input_text, last_input_text};
+    let (env, api) = crate::codex::world_with(&[
+        ("IAPEER_TICK_SECS", "1"),
+        ("IAPEER_SUPERVISE_LOG_VERBOSE", "1"),
+    ]);
+    api.script(move |req| {
+        let last = last_input_text(req);
+        if last.contains("LIMITED") {
+            OReply::error(
+                429,
+                serde_json::json!({"error": {"message": "stand-in: Rate limit reached for requests",
+                    "type": "requests", "code": "rate_limit_exceeded"}}),
+            )
+        } else if last.contains("fine now") {
+            OReply::Text("answered again".into())
+        } else {
+            OReply::Text("awake".into())
+        }
+    });
+    let turn_shown = |needle: &'static str| {
+        move |e: &TestEnv| {
+            let screen = e.screen("codex-cx");
+            screen.contains(needle) && !screen.to_lowercase().contains("esc to interrupt")
+        }
+    };
+    // Wake it with an answered turn first: an answer is no notice.
+    env.ok(&["send", "cx", "--from", "echo-ea", "--message", "echo: wake"]);
+    env.wait_until(
+        "the wake's turn",
+        Duration::from_secs(90),
+        turn_shown("awake"),
+    );
+    env.watch_ticks(2, "a notice for an answered turn", |e| {
+        e.count_events("lifecycle", "notice-raised", &[]) > 0
+    });
+    env.ok(&[
+        "send",
+        "cx",
+        "--from",
+        "echo-ea",
+        "--message",
+        "LIMITED please",
+    ]);
+    let raised = [
+        ("identity", "codex-cx"),
+        ("kind", "rate-limit"),
+        ("error", "response_too_many_failed_attempts"),
+        ("status", "429"),
+        ("model", "gpt-5.1"),
+    ];
+    env.wait_until("the notice", Duration::from_secs(120), |e| {
+        e.has_event("lifecycle", "notice-raised", &raised)
+    });
+    let attempts = api
+        .recorded()
+        .iter()
+        .filter(|r| last_input_text(r).contains("LIMITED"))
+        .count();
+    eprintln!("the refused turn: {attempts} request(s)");
+    env.watch_ticks(3, "a second notice", |e| {
+        e.count_events("lifecycle", "notice-raised", &[]) > 1
+    });
+    env.wait_until(
+        "the refused turn's end on screen",
+        Duration::from_secs(60),
+        turn_shown("429"),
+    );
+    env.ok(&["send", "cx", "--from", "echo-ea", "--message", "fine now"]);
+    env.wait_until("the turn after the refusal", Duration::from_secs(90), |e| {
+        api.recorded()
+            .iter()
+            .any(|r| input_text(r).contains("fine now"))
+            && turn_shown("answered again")(e)
+    });
+    env.watch_ticks(3, "a notice for an answered turn", |e| {
+        e.count_events("lifecycle", "notice-raised", &[]) > 1
+    });
+}

@@ -129,6 +129,308 @@ pub fn tail(path: &std::path::Path, max: u64) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
+/// The API error a Codex rollout record carries, if it is one (pure): an `event_msg`
+/// `task_complete` with an `error` whose `codex_error_info` names the model API.
+///
+/// Codex 0.171.0 ends every turn with `task_complete`; a refused turn's has `error`:
+/// `message` (the text shown) and `codex_error_info`, a name (`usage_limit_exceeded`,
+/// `server_overloaded`, `internal_server_error`, `unauthorized`, …) or a name with the HTTP
+/// status (`{"response_too_many_failed_attempts":{"http_status_code":429}}`,
+/// `{"http_connection_failed":{"http_status_code":401}}`). Recorded from the real CLI against
+/// a stand-in answering a usage-limit 429, a plain 429, 503, 500 and 401 (`tests/notices.rs`,
+/// `tests/fixtures/codex-0.171.0/api-error-*.jsonl`). Errors of Codex's own machinery
+/// (`sandbox_error`, `bad_request`, `thread_rollback_failed`, `other`, …) are not API errors.
+/// The record names no model and no reset time: [`latest_codex_outcome`] adds them from the
+/// turn's other records.
+pub fn from_codex_record(record: &Value) -> Option<ApiError> {
+    let p = &record["payload"];
+    if record["type"] != "event_msg" || p["type"] != "task_complete" {
+        return None;
+    }
+    let error = p["error"].as_object()?;
+    let info = &error.get("codex_error_info")?;
+    // A bare name, or `{name: {http_status_code}}`.
+    let (name, status) = match info {
+        Value::String(name) => (name.clone(), None),
+        Value::Object(o) => {
+            let (name, detail) = o.iter().next()?;
+            let status = detail["http_status_code"]
+                .as_u64()
+                .and_then(|s| u16::try_from(s).ok());
+            (name.clone(), status)
+        }
+        _ => return None,
+    };
+    let kind = codex_kind(&name, status)?;
+    Some(ApiError {
+        kind,
+        error_type: name,
+        status,
+        model: "unknown".into(),
+        text: error
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        at: record["timestamp"].as_str().unwrap_or("").to_string(),
+        resets_at: None,
+    })
+}
+
+/// The kind of a Codex `codex_error_info` (its name and HTTP status), `None` when it is not
+/// the model API's refusal (pure).
+fn codex_kind(name: &str, status: Option<u16>) -> Option<ApiErrorKind> {
+    Some(match (name, status) {
+        ("usage_limit_exceeded", _) | (_, Some(429)) => ApiErrorKind::RateLimit,
+        ("unauthorized", _) | (_, Some(401)) => ApiErrorKind::Auth,
+        ("server_overloaded" | "internal_server_error", _) | (_, Some(500..=599)) => {
+            ApiErrorKind::Overloaded
+        }
+        (
+            "context_window_exceeded"
+            | "cyber_policy"
+            | "http_connection_failed"
+            | "response_stream_connection_failed"
+            | "response_stream_disconnected"
+            | "response_too_many_failed_attempts",
+            _,
+        )
+        | (_, Some(_)) => ApiErrorKind::Other,
+        _ => return None,
+    })
+}
+
+/// Whether a Codex rollout record ends a turn: `task_complete` (answered or refused) or
+/// `turn_aborted` (interrupted).
+fn is_codex_outcome(r: &Value) -> bool {
+    r["type"] == "event_msg"
+        && matches!(
+            r["payload"]["type"].as_str(),
+            Some("task_complete" | "turn_aborted")
+        )
+}
+
+/// The reset time of the fullest window of a `token_count` record's `rate_limits` (the
+/// highest `used_percent`; of equals, the later reset), as Codex wrote it (epoch seconds).
+fn fullest_reset(rate_limits: &Value) -> Option<String> {
+    let windows = ["primary", "secondary"].map(|w| &rate_limits[w]);
+    windows
+        .into_iter()
+        .filter(|w| !w["resets_at"].is_null())
+        .max_by(|a, b| {
+            let used = |w: &Value| w["used_percent"].as_f64().unwrap_or(0.0);
+            used(a)
+                .total_cmp(&used(b))
+                .then(a["resets_at"].as_i64().cmp(&b["resets_at"].as_i64()))
+        })
+        .map(|w| match &w["resets_at"] {
+            Value::String(s) => s.clone(),
+            v => v.to_string(),
+        })
+}
+
+/// The API error of the newest turn outcome in `text` (a rollout's end, JSON lines; a cut
+/// first line is skipped): `None` when that turn was answered, interrupted or failed for
+/// another reason, or there is none (pure). The refused turn's own records (back to its
+/// `task_started`) give the model (`turn_context`) and, for a usage limit, the reset time
+/// (the newest `token_count`'s fullest window).
+pub fn latest_codex_outcome(text: &str) -> Option<ApiError> {
+    let records: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let end = records.iter().rposition(is_codex_outcome)?;
+    let mut e = from_codex_record(&records[end])?;
+    let turn = records[..end]
+        .iter()
+        .rev()
+        .take_while(|r| !(r["type"] == "event_msg" && r["payload"]["type"] == "task_started"));
+    let mut counted = false;
+    for r in turn {
+        if r["type"] == "turn_context" && e.model == "unknown" {
+            if let Some(m) = r["payload"]["model"].as_str() {
+                e.model = m.to_string();
+            }
+        } else if r["type"] == "event_msg" && r["payload"]["type"] == "token_count" && !counted {
+            counted = true;
+            e.resets_at = fullest_reset(&r["payload"]["rate_limits"]);
+        }
+    }
+    Some(e)
+}
+
+#[cfg(test)]
+mod codex_tests {
+    use super::*;
+
+    fn text(name: &str) -> String {
+        let path = format!(
+            "{}/tests/fixtures/codex-0.171.0/{name}.jsonl",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(&path).unwrap()
+    }
+
+    fn outcome(name: &str) -> Value {
+        let t = text(name);
+        let line = t.lines().last().unwrap();
+        serde_json::from_str(line).unwrap()
+    }
+
+    /// The `resets_at` of a fixture's `token_count` window, as written.
+    fn window_reset(name: &str, window: &str) -> String {
+        let t = text(name);
+        let r: Value = t
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|r| r["payload"]["type"] == "token_count")
+            .unwrap();
+        r["payload"]["rate_limits"][window]["resets_at"].to_string()
+    }
+
+    /// The records the real Codex 0.171.0 wrote for each refusal, read by kind with the
+    /// model of the turn and, for a usage limit with rate-limit headers, the fullest window's
+    /// reset.
+    #[test]
+    fn recorded_codex_refusals_are_read_by_kind() {
+        use ApiErrorKind::*;
+        for (name, kind, error_type, status, shown) in [
+            (
+                "usage-limit",
+                RateLimit,
+                "usage_limit_exceeded",
+                None,
+                "usage limit",
+            ),
+            (
+                "usage-limit-unflagged",
+                RateLimit,
+                "usage_limit_exceeded",
+                None,
+                "usage limit",
+            ),
+            (
+                "usage-limit-bare",
+                RateLimit,
+                "usage_limit_exceeded",
+                None,
+                "usage limit",
+            ),
+            (
+                "rate-limit",
+                RateLimit,
+                "response_too_many_failed_attempts",
+                Some(429),
+                "429",
+            ),
+            (
+                "overloaded",
+                Overloaded,
+                "server_overloaded",
+                None,
+                "capacity",
+            ),
+            (
+                "server-error",
+                Overloaded,
+                "internal_server_error",
+                None,
+                "demand",
+            ),
+            ("auth", Auth, "http_connection_failed", Some(401), "401"),
+        ] {
+            let file = format!("api-error-{name}");
+            let e = latest_codex_outcome(&text(&file)).unwrap_or_else(|| panic!("{name}"));
+            assert_eq!(e.kind, kind, "{name}");
+            assert_eq!(e.error_type, error_type, "{name}");
+            assert_eq!(e.status, status, "{name}");
+            assert_eq!(e.model, "gpt-5.1", "{name}");
+            assert!(e.text.contains(shown), "{name}: {}", e.text);
+            assert!(e.at.starts_with("20"), "{name}: {}", e.at);
+            let reset = match name {
+                "usage-limit" | "usage-limit-unflagged" => Some(window_reset(&file, "primary")),
+                _ => None,
+            };
+            assert_eq!(e.resets_at, reset, "{name}");
+            // The record alone: the same refusal, without the turn's model and reset.
+            let alone = from_codex_record(&outcome(&file)).unwrap();
+            assert_eq!((alone.kind, alone.model.as_str()), (kind, "unknown"));
+            assert_eq!(alone.resets_at, None, "{name}");
+        }
+    }
+
+    /// The newest outcome decides: a refusal after an answer is current, an answered or
+    /// interrupted turn after a refusal clears it; a turn under way and cut lines do not
+    /// count. A later answered turn's rate limits (its windows at 100 %, the reached-type
+    /// header sent) are not a refusal.
+    #[test]
+    fn the_newest_codex_outcome_decides() {
+        let refused = text("api-error-usage-limit");
+        let answered = text("api-answered");
+        assert_eq!(latest_codex_outcome(&answered), None);
+        assert!(latest_codex_outcome(&(answered.clone() + &refused)).is_some());
+        assert_eq!(latest_codex_outcome(&(refused.clone() + &answered)), None);
+        let started = answered.lines().next().unwrap();
+        let under_way = format!("{refused}{started}\n");
+        assert!(latest_codex_outcome(&under_way).is_some());
+        let aborted = r#"{"timestamp":"2026-12-01T15:40:00.000Z","type":"event_msg","payload":{"type":"turn_aborted","reason":"interrupted"}}"#;
+        assert_eq!(latest_codex_outcome(&format!("{refused}{aborted}\n")), None);
+        let cut = &refused[refused.len() / 2..];
+        assert_eq!(latest_codex_outcome(&cut[..cut.len() - 10]), None);
+        assert_eq!(latest_codex_outcome(""), None);
+    }
+
+    /// Errors of Codex's own machinery and answered turns are not API errors, whatever
+    /// their text says; an HTTP status alone makes an unknown name one.
+    #[test]
+    fn other_codex_records_are_not_api_errors() {
+        let mut r = outcome("api-error-overloaded");
+        for (info, api) in [
+            (serde_json::json!("sandbox_error"), false),
+            (serde_json::json!("bad_request"), false),
+            (serde_json::json!("other"), false),
+            (serde_json::json!("thread_rollback_failed"), false),
+            (
+                serde_json::json!({"some_new_failure": {"http_status_code": 418}}),
+                true,
+            ),
+            (serde_json::json!("context_window_exceeded"), true),
+        ] {
+            r["payload"]["error"]["codex_error_info"] = info.clone();
+            assert_eq!(from_codex_record(&r).is_some(), api, "{info}");
+        }
+        assert_eq!(from_codex_record(&outcome("api-answered")), None);
+        let mut token_count = outcome("api-error-usage-limit");
+        token_count["payload"]["type"] = "token_count".into();
+        assert_eq!(from_codex_record(&token_count), None);
+    }
+
+    /// The fullest window's reset: the highest use, then the later reset; none without
+    /// windows.
+    #[test]
+    fn the_fullest_window_gives_the_reset() {
+        let w = |p: f64, pr: i64, s: f64, sr: i64| {
+            serde_json::json!({"primary": {"used_percent": p, "resets_at": pr},
+                "secondary": {"used_percent": s, "resets_at": sr}})
+        };
+        assert_eq!(
+            fullest_reset(&w(100.0, 10, 40.0, 20)).as_deref(),
+            Some("10")
+        );
+        assert_eq!(
+            fullest_reset(&w(30.0, 10, 100.0, 20)).as_deref(),
+            Some("20")
+        );
+        assert_eq!(
+            fullest_reset(&w(100.0, 10, 100.0, 20)).as_deref(),
+            Some("20")
+        );
+        let none = serde_json::json!({"primary": null, "secondary": null});
+        assert_eq!(fullest_reset(&none), None);
+        assert_eq!(fullest_reset(&Value::Null), None);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

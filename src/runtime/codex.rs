@@ -203,6 +203,10 @@ pub fn is_compacted_record(r: &Value) -> bool {
         || (r["type"] == "event_msg" && r["payload"]["type"] == "context_compacted")
 }
 
+/// How much of the newest session file's end [`Adapter::api_error`] reads, bytes: a turn's
+/// records (its `turn_context` names the model) with room for large tool outputs.
+const API_ERROR_TAIL: u64 = 256 * 1024;
+
 /// The codex adapter.
 pub struct Codex {
     program: PathBuf,
@@ -375,6 +379,13 @@ impl Adapter for Codex {
 
     fn resumable(&self, cwd: &Path) -> bool {
         sessions_dir().is_some_and(|s| newest_rollout(&s, cwd).is_some())
+    }
+
+    /// The newest turn outcome of `cwd`'s newest session file (the one a live session, new or
+    /// resumed, appends to), read from its end.
+    fn api_error(&self, cwd: &Path) -> Option<super::api_error::ApiError> {
+        let newest = newest_rollout(&sessions_dir()?, cwd)?;
+        super::api_error::latest_codex_outcome(&super::api_error::tail(&newest, API_ERROR_TAIL))
     }
 
     fn interrupt_keys(&self) -> Option<Vec<u8>> {

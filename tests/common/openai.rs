@@ -3,7 +3,9 @@
 //! (the cloud API cannot run here): it records every request and answers from a script,
 //! streaming Server-Sent Events (`response.created`, `response.output_item.added`,
 //! `response.output_text.delta` / `response.function_call_arguments.*`,
-//! `response.output_item.done`, `response.completed`).
+//! `response.output_item.done`, `response.completed`). A reply can instead be an HTTP error
+//! (status, JSON body, headers), and any reply can carry extra headers (Codex reads its rate
+//! limits from `x-codex-*` response headers).
 
 #![allow(dead_code)]
 
@@ -22,6 +24,26 @@ pub enum Reply {
     Call(String, String, Value),
     /// Stream the start, then hold the connection for at most this long.
     Hold(Duration),
+    /// Refuse the request: this HTTP status, this JSON body and these extra headers (e.g.
+    /// Codex's `x-codex-primary-used-percent` rate-limit headers).
+    Error {
+        status: u16,
+        body: Value,
+        headers: Vec<(String, String)>,
+    },
+    /// Answer as the inner reply, with these extra response headers.
+    Headed(Vec<(String, String)>, Box<Reply>),
+}
+
+impl Reply {
+    /// A refusal with `status` and `body` and no extra headers.
+    pub fn error(status: u16, body: Value) -> Reply {
+        Reply::Error {
+            status,
+            body,
+            headers: Vec::new(),
+        }
+    }
 }
 
 type Script = Box<dyn Fn(&Value) -> Reply + Send>;
@@ -85,6 +107,7 @@ fn events(model: &str, reply: &Reply) -> String {
             evs.push(("response.function_call_arguments.done".into(), json!({"type":"response.function_call_arguments.done","item_id":"fc_standin","output_index":0,"arguments":a})));
             fc
         }
+        Reply::Error { .. } | Reply::Headed(..) => unreachable!("answered before streaming"),
         Reply::Hold(_) => {
             return evs
                 .iter()
@@ -148,6 +171,25 @@ impl OpenAiStandIn {
                 reqs.lock().unwrap().push(parsed.clone());
                 let reply = (scr.lock().unwrap())(&parsed);
                 std::thread::spawn(move || {
+                    let (extra, reply) = match reply {
+                        Reply::Headed(h, inner) => (h, *inner),
+                        r => (Vec::new(), r),
+                    };
+                    if let Reply::Error {
+                        status,
+                        body,
+                        headers,
+                    } = reply
+                    {
+                        let mut resp = tiny_http::Response::from_string(body.to_string())
+                            .with_status_code(status)
+                            .with_header(header("content-type", "application/json"));
+                        for (k, v) in extra.iter().chain(&headers) {
+                            resp.add_header(header(k, v));
+                        }
+                        let _ = rq.respond(resp);
+                        return;
+                    }
                     let model = parsed["model"]
                         .as_str()
                         .unwrap_or("gpt-standin")
@@ -162,13 +204,9 @@ impl OpenAiStandIn {
                         pos: 0,
                         hold,
                     };
-                    let resp = tiny_http::Response::new(
-                        200.into(),
-                        vec![header("content-type", "text/event-stream")],
-                        body,
-                        None,
-                        None,
-                    );
+                    let mut headers = vec![header("content-type", "text/event-stream")];
+                    headers.extend(extra.iter().map(|(k, v)| header(k, v)));
+                    let resp = tiny_http::Response::new(200.into(), headers, body, None, None);
                     let _ = rq.respond(resp);
                 });
             }
@@ -185,6 +223,49 @@ impl OpenAiStandIn {
     /// The `base_url` for a Codex model provider.
     pub fn base_url(&self) -> String {
         format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// Run `codex exec <prompt>` (non-interactive) in `cwd` with `home` as `HOME` and
+    /// `home/.codex` as `CODEX_HOME`, whose `config.toml` names this stand-in as the model
+    /// provider with `provider_extra` (TOML lines, e.g. `request_max_retries = 0`) in its
+    /// block; waits for it to end (at most 90 s).
+    pub fn run_codex_exec(
+        &self,
+        codex_bin: &str,
+        home: &std::path::Path,
+        cwd: &std::path::Path,
+        prompt: &str,
+        provider_extra: &str,
+    ) {
+        let codex_home = home.join(".codex");
+        std::fs::create_dir_all(&codex_home).unwrap();
+        std::fs::write(
+            codex_home.join("config.toml"),
+            format!(
+                "model = \"gpt-5.1\"\nmodel_provider = \"standin\"\n\n[model_providers.standin]\nname = \"Stand-in\"\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"STANDIN_API_KEY\"\n{provider_extra}\n",
+                self.base_url()
+            ),
+        )
+        .unwrap();
+        let mut child = std::process::Command::new(codex_bin)
+            .args(["exec", "--skip-git-repo-check", prompt])
+            .current_dir(cwd)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap())
+            .env("HOME", home)
+            .env("CODEX_HOME", &codex_home)
+            .env("STANDIN_API_KEY", "sk-standin-key")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(90) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
     }
 
     /// Replace the answering script.
