@@ -181,6 +181,12 @@ pub trait Adapter: Send + Sync {
     fn prompt_glyph(&self) -> Option<&'static str> {
         None
     }
+    /// A menu a ready session shows over its composer (not a boot dialog), which a delivery
+    /// must not type into, and the key that answers it without changing the peer's settings:
+    /// [`BootStep::Key`], or `None` when there is none. The default: none.
+    fn live_dialog(&self, _screen: &Screen) -> Option<BootStep> {
+        None
+    }
     /// The draft in the composer, if any: text someone typed or left there (not a placeholder
     /// or suggestion), which a delivery must never be submitted with (spec 05 §7). The default
     /// reads the row that starts with [`Adapter::prompt_glyph`]: typed text is neither dim nor

@@ -327,8 +327,8 @@ fn record_codex_api_error_records() {
 /// `notice-raised` line (kind rate-limit, Codex's word `response_too_many_failed_attempts`,
 /// status 429, the turn's model); later probes of the same refusal, and a turn answered
 /// afterwards, raise none. (A refusal carrying Codex's rate-limit headers at 100 % makes the
-/// TUI open its "Approaching rate limits" model-switch prompt, which a delivery would answer:
-/// `tests/fixtures/codex-0.171.0/usage-limit-switch-prompt.raw`; not exercised here.)
+/// TUI open its "Approaching rate limits" model-switch prompt:
+/// `a_codex_usage_limit_menu_is_answered_keep_current_model_before_the_next_delivery`.)
 #[test]
 fn a_codex_peer_refused_by_its_api_raises_one_notice() {
     use common::openai::{input_text, last_input_text};
@@ -408,4 +408,102 @@ fn a_codex_peer_refused_by_its_api_raises_one_notice() {
     env.watch_ticks(3, "a notice for an answered turn", |e| {
         e.count_events("lifecycle", "notice-raised", &[]) > 1
     });
+}
+
+/// A usage-limit refusal carrying Codex's rate-limit headers at 100 % makes the real Codex
+/// 0.171.0 open its "Approaching rate limits" menu, whose first option switches the model. The
+/// next delivery answers the menu "Keep current model" before it pastes: the message is
+/// delivered, reaches the model, and the peer still asks for its own model (never the one the
+/// menu offered). The notice carries the window's reset time.
+#[test]
+fn a_codex_usage_limit_menu_is_answered_keep_current_model_before_the_next_delivery() {
+    use common::openai::{input_text, last_input_text};
+    let (env, api) = crate::codex::world_with(&[
+        ("IAPEER_TICK_SECS", "1"),
+        ("IAPEER_SUPERVISE_LOG_VERBOSE", "1"),
+    ]);
+    let reset = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+        + 3600;
+    api.script(move |req| {
+        let last = last_input_text(req);
+        if last.contains("LIMITED") {
+            codex_usage_limit(reset, codex_limit_headers(reset, true))
+        } else if last.contains("after the menu") {
+            OReply::Text("answered after the menu".into())
+        } else {
+            OReply::Text("awake".into())
+        }
+    });
+    let idle_with = |needle: &'static str| {
+        move |e: &TestEnv| {
+            let screen = e.screen("codex-cx");
+            screen.contains(needle) && !screen.to_lowercase().contains("esc to interrupt")
+        }
+    };
+    env.ok(&["send", "cx", "--from", "echo-ea", "--message", "echo: wake"]);
+    env.wait_until(
+        "the wake's turn",
+        Duration::from_secs(90),
+        idle_with("awake"),
+    );
+    env.ok(&[
+        "send",
+        "cx",
+        "--from",
+        "echo-ea",
+        "--message",
+        "LIMITED please",
+    ]);
+    env.wait_until(
+        "the model-switch menu",
+        Duration::from_secs(90),
+        idle_with("Keep current model"),
+    );
+    env.wait_until("the notice", Duration::from_secs(30), |e| {
+        e.has_event(
+            "lifecycle",
+            "notice-raised",
+            &[("identity", "codex-cx"), ("kind", "rate-limit")],
+        )
+    });
+    let line = &env.events("lifecycle", "notice-raised")[0];
+    assert!(line.contains_key("resets_at"), "{line:?}");
+
+    let out = env.run(&[
+        "send",
+        "cx",
+        "--from",
+        "echo-ea",
+        "--message",
+        "after the menu",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", common::describe(&out));
+    env.wait_until(
+        "the turn after the menu",
+        Duration::from_secs(90),
+        idle_with("answered after the menu"),
+    );
+    let asked: Vec<serde_json::Value> = api
+        .recorded()
+        .into_iter()
+        .filter(|r| input_text(r).contains("after the menu"))
+        .collect();
+    assert!(!asked.is_empty());
+    for r in &asked {
+        assert_eq!(
+            r["model"], "gpt-5.1",
+            "the menu switched the model: {}",
+            r["model"]
+        );
+    }
+    let screen = env.screen("codex-cx");
+    assert!(!screen.contains("Switch to gpt-6-luna"), "{screen}");
+    assert!(
+        screen.contains("gpt-5.1") && !screen.to_lowercase().contains("gpt-6-luna"),
+        "{screen}"
+    );
 }

@@ -241,21 +241,40 @@ const DIALOGS: &[(&str, &[&str], &str)] = &[
     ("hooks", &["Hooks need review"], "Trust all"),
 ];
 
+/// Menus Codex opens over the composer of a running session, and the option that leaves the
+/// peer as it was. Recorded for 0.171.0: a turn refused for a usage limit with the
+/// rate-limit windows at 100 % opens "Approaching rate limits" / "Switch to <model> for lower
+/// credit usage?" (`tests/fixtures/codex-0.171.0/usage-limit-switch-prompt.raw`); its first
+/// option switches the model, so a paste and Enter typed into it would change the peer's model.
+const LIVE_DIALOGS: &[(&str, &[&str], &str)] = &[(
+    "model-switch",
+    &["Approaching rate limits", "Keep current model"],
+    "Keep current model",
+)];
+
+/// The dialog `table` finds on `rows` and the key towards its wanted option (pure):
+/// `Some(Wait)` while the menu is mid-redraw or lacks the option.
+fn dialog_step(rows: &[String], table: &[(&str, &[&str], &str)]) -> Option<BootStep> {
+    let text = rows.join("\n");
+    let (name, _, wanted) = table
+        .iter()
+        .find(|(_, triggers, _)| triggers.iter().all(|t| text.contains(t)))?;
+    Some(match dialog::step_towards_with(rows, MARKER, wanted) {
+        Some(step) => BootStep::Key {
+            bytes: encode_keys(&[step.key_name()], false).unwrap_or_default(),
+            label: format!("{name} ({})", step.key_name()),
+        },
+        None => BootStep::Wait,
+    })
+}
+
 /// What a Codex screen asks for during boot (pure).
 pub fn boot_step_for(rows: &[String]) -> BootStep {
-    let text = rows.join("\n");
-    for (name, triggers, wanted) in DIALOGS {
-        if triggers.iter().all(|t| text.contains(t)) {
-            return match dialog::step_towards_with(rows, MARKER, wanted) {
-                Some(step) => BootStep::Key {
-                    bytes: encode_keys(&[step.key_name()], false).unwrap_or_default(),
-                    label: format!("{name} ({})", step.key_name()),
-                },
-                // The menu is mid-redraw, or it does not offer the label: wait.
-                None => BootStep::Wait,
-            };
-        }
+    // A dialog's menu mid-redraw, or without the label, is waited for.
+    if let Some(step) = dialog_step(rows, DIALOGS) {
+        return step;
     }
+    let text = rows.join("\n");
     // The composer is a `› ` row that is not a menu cursor (a dialog drawn in pieces shows
     // `› 1. Trust and continue` before its question).
     let composer = rows.iter().any(|r| r.starts_with("› "));
@@ -340,6 +359,10 @@ impl Adapter for Codex {
 
     fn prompt_glyph(&self) -> Option<&'static str> {
         Some("›")
+    }
+
+    fn live_dialog(&self, screen: &Screen) -> Option<BootStep> {
+        dialog_step(&screen.rows(), LIVE_DIALOGS)
     }
 
     fn ready_settle(&self) -> Duration {
@@ -715,6 +738,62 @@ mod tests {
             codex.composer_draft(&screen).as_deref(),
             Some("my unfinished draft")
         );
+    }
+
+    /// The model-switch menu a usage-limit refusal opens (recorded from the real 0.171.0, with
+    /// the session's size) is answered towards "Keep current model", never option 1.
+    #[test]
+    fn the_model_switch_menu_is_answered_keep_current_model() {
+        let path = format!(
+            "{}/tests/fixtures/codex-0.171.0/usage-limit-switch-prompt.raw",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let bytes = std::fs::read(path).unwrap();
+        let at = bytes
+            .windows(b"Approaching rate limits".len())
+            .position(|w| w == b"Approaching rate limits")
+            .expect("the menu");
+        let codex = Codex {
+            program: "/bin/codex".into(),
+        };
+        let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+        screen.feed(&bytes[..at.saturating_sub(200)], true);
+        assert_eq!(codex.live_dialog(&screen), None, "no menu yet");
+        let end = bytes[at..]
+            .windows(b"back".len())
+            .position(|w| w == b"back")
+            .map_or(bytes.len(), |p| at + p + 4);
+        screen.feed(&bytes[at.saturating_sub(200)..end], true);
+        assert!(
+            screen.text().contains("Switch to gpt-6-luna"),
+            "{}",
+            screen.text()
+        );
+        match codex.live_dialog(&screen) {
+            Some(BootStep::Key { bytes, label }) => {
+                assert_eq!(label, "model-switch (Down)");
+                assert_eq!(bytes, encode_keys(&["Down"], false).unwrap());
+            }
+            other => panic!("{other:?}"),
+        }
+        // With the cursor on it, Enter; the boot table does not know this menu.
+        let rows: Vec<String> = [
+            "Approaching rate limits",
+            "Switch to gpt-6-luna for lower credit usage?",
+            "  1. Switch to gpt-6-luna",
+            "     Fast and affordable model for easier tasks.",
+            "› 2. Keep current model",
+            "  3. Keep current model (never show again)",
+            "press enter to confirm or esc to go back",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert!(matches!(
+            dialog_step(&rows, LIVE_DIALOGS),
+            Some(BootStep::Key { label, .. }) if label == "model-switch (Enter)"
+        ));
+        assert_eq!(dialog_step(&rows, DIALOGS), None);
     }
 
     /// Rows cut with `…` match a line's start; a composer row ends the preview.

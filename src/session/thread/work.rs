@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// How soon a delivery waiting behind a dialog it answered looks at the screen again.
+const DIALOG_RECHECK: Duration = Duration::from_millis(150);
+
 impl Session {
     pub(super) fn evaluate_boot(&mut self, now: Instant) {
         let State::Booting(boot) = &mut self.state else {
@@ -95,6 +98,17 @@ impl Session {
         // fresh composer and is not held.
         let pty = matches!(self.io, Io::Pty(_));
         if pty && d.ready_gate.is_none() {
+            // A menu over the composer would take the paste and its Enter: answer it first.
+            if self.answer_live_dialog() {
+                let now = Instant::now();
+                self.held = Some(super::super::hold::Held {
+                    delivery: d,
+                    since: now,
+                    next_check: now + DIALOG_RECHECK,
+                    answered: false,
+                });
+                return;
+            }
             if let Some(draft) = self.cfg.adapter.composer_draft(&self.screen) {
                 use super::super::hold::{is_residue, Held, RECHECK, RESIDUE_RECHECK};
                 let now = Instant::now();
@@ -112,6 +126,25 @@ impl Session {
             }
         }
         self.start_delivery(d);
+    }
+
+    /// Write one key towards the safe answer of the menu the runtime shows over its composer
+    /// ([`crate::adapter::Adapter::live_dialog`]); true while such a menu is up.
+    fn answer_live_dialog(&mut self) -> bool {
+        match self.cfg.adapter.live_dialog(&self.screen) {
+            None => false,
+            Some(crate::adapter::BootStep::Key { bytes, label }) => {
+                log::info!(
+                    "{}: a dialog is open over the composer; answering it before delivering: \
+                     {label}",
+                    self.cfg.identity
+                );
+                self.emit(EventKind::Phase(format!("answering dialog: {label}")));
+                self.write_child(&bytes);
+                true
+            }
+            Some(_) => true,
+        }
     }
 
     /// Tell delivery `id`'s sender that it waits behind a draft of `chars` characters.
@@ -136,13 +169,27 @@ impl Session {
         if now < h.next_check {
             return;
         }
+        let (since, id, answered) = (h.since, h.delivery.id, h.answered);
+        if self.answer_live_dialog() {
+            if now.saturating_duration_since(since) < self.cfg.composer_hold {
+                if let Some(h) = self.held.as_mut() {
+                    h.next_check = now + DIALOG_RECHECK;
+                }
+                return;
+            }
+            if let Some(h) = self.held.take() {
+                let reason = "a dialog the agent shows over its input did not close when \
+                              answered; attach to the session to see it (iapeer attach)";
+                self.finish_delivery(h.delivery.id, Err(reason.into()));
+            }
+            return self.next_delivery();
+        }
         let draft = self.cfg.adapter.composer_draft(&self.screen);
-        match hold_step(draft.as_deref(), h.since, now, self.cfg.composer_hold) {
+        match hold_step(draft.as_deref(), since, now, self.cfg.composer_hold) {
             HoldStep::Wait => {
                 let residue = draft
                     .as_deref()
                     .is_some_and(|t| is_residue(self.last_paste.as_ref(), t, now));
-                let (id, answered) = (h.delivery.id, h.answered);
                 if !residue && !answered {
                     self.answer_held(id, draft.map_or(0, |t| t.chars().count()));
                 }
