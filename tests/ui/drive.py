@@ -18,7 +18,11 @@ import traceback
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.common.exceptions import (
+    NoSuchElementException,
+    StaleElementReferenceException,
+    TimeoutException,
+)
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -31,9 +35,13 @@ def step(name):
 
 
 def wait_for(driver, what, cond, timeout=WAIT):
+    """Wait until `cond(driver)` is true. The page redraws its lists as events arrive, so an
+    element read a moment ago may be gone (stale): that counts as "not yet"."""
+    wait = WebDriverWait(driver, timeout, poll_frequency=0.25,
+                         ignored_exceptions=(StaleElementReferenceException, NoSuchElementException))
     try:
-        return WebDriverWait(driver, timeout, poll_frequency=0.25).until(lambda d: cond(d))
-    except Exception as e:
+        return wait.until(lambda d: cond(d))
+    except TimeoutException as e:
         raise AssertionError(f"timed out after {timeout}s waiting for {what}") from e
 
 
@@ -119,11 +127,12 @@ def run(driver, a):
         wait_for(driver, f"the row of {peer}",
                  lambda d, p=peer: d.find_elements(By.CSS_SELECTOR, f'tr[data-peer="{p}"]'))
     wait_for(driver, "you live on human", lambda d: runtime_status(d, "you", "human") == "live")
-    assert runtime_status(driver, "alice", "echo") in ("asleep", "live"), runtime_status(driver, "alice", "echo")
+    wait_for(driver, "alice asleep or live",
+             lambda d: runtime_status(d, "alice", "echo") in ("asleep", "live"))
     wait_for(driver, "the event stream connected",
              lambda d: d.find_element(By.ID, "conn").get_attribute("data-state") == "live")
-    approvals = driver.find_element(By.ID, "approvals").text
-    assert approvals.strip() == "none", approvals
+    wait_for(driver, 'the approvals section saying "none"',
+             lambda d: d.find_element(By.ID, "approvals").text.strip() == "none")
 
     step("select bob, then a message sent with the CLI shows up live (no reload)")
     click(driver, 'tr[data-peer="bob"] td:first-child')
@@ -157,7 +166,8 @@ def run(driver, a):
 
     step("the reply button addresses the sender")
     click(driver, "#inbox li button.reply")
-    assert Select(driver.find_element(By.ID, "to")).first_selected_option.get_attribute("value") == "alice"
+    wait_for(driver, "the reply addressed to alice",
+             lambda d: d.find_element(By.ID, "to").get_attribute("value") == "alice")
 
     step("stop and start alice with the buttons")
     click(driver, 'button[data-verb="stop"][data-peer="alice"]')
