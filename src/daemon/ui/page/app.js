@@ -100,7 +100,15 @@ function renderHost(h) {
   $("host").textContent = "daemon " + h.version + " · pid " + h.pid + " · up " + h.uptimeSecs + " s";
 }
 
+// What the list shows of the rows: a redraw only when it changes (a redraw replaces the
+// buttons, and a click landing on a replaced one would be lost).
+let shownPeers = "";
+
 function renderPeers(peers) {
+  const shown = JSON.stringify(peers.map((p) => [p.personality, p.intelligence, p.description,
+    (p.runtimes || []).map((r) => [r.runtime, r.status, r.problem, r.queue_depth, (r.notices || []).length])]));
+  if (shown === shownPeers) return;
+  shownPeers = shown;
   const tbody = $("peers").tBodies[0];
   tbody.replaceChildren();
   for (const p of peers) {
@@ -244,11 +252,14 @@ function trimBlankEnd(rows) {
 
 // ---- the human's inbox and the compose box ----------------------------------------------
 
+let shownInbox = "";
+
 async function loadInbox() {
   const r = await api("/fleet/v1/inbox");
   const ol = $("inbox");
-  ol.replaceChildren();
   if (!r.ok) {
+    shownInbox = "";
+    ol.replaceChildren();
     state.inbox = null;
     $("inbox-name").textContent = "";
     $("from").textContent = "";
@@ -256,8 +267,12 @@ async function loadInbox() {
     return;
   }
   state.inbox = r.body;
+  const shown = JSON.stringify([r.body.peer, r.body.unread, (r.body.records || []).map((m) => [m.id, m.unread])]);
+  if (shown === shownInbox) return;
+  shownInbox = shown;
   $("inbox-name").textContent = "— " + r.body.peer + " (" + r.body.unread + " unread)";
   $("from").textContent = "as " + r.body.identity;
+  ol.replaceChildren();
   const records = (r.body.records || []).slice().reverse();
   if (!records.length) ol.append(el("li", { class: "none" }, "no messages yet"));
   for (const m of records) {
