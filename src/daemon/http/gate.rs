@@ -302,6 +302,39 @@ mod tests {
     }
 
     #[test]
+    fn the_page_needs_no_bearer_but_mcp_does() {
+        let keys = UiKeys {
+            key: "k".into(),
+            cookie: "c".into(),
+        };
+        let with_cookie = hs(&[("host", "127.0.0.1:1"), ("cookie", "iapeer_ui_1=c")]);
+        let head = |method, target| Head {
+            method,
+            target,
+            headers: &with_cookie,
+            content_length: None,
+        };
+        // `/ui` checks its own secret; the page's fleet GET is admitted by its cookie.
+        let ok = admit(&head("GET", "/ui/"), 1, Some("b"), Some(&keys)).unwrap();
+        assert_eq!(ok.route, Route::Ui);
+        assert!(admit(
+            &head("GET", "/fleet/v1/snapshot"),
+            1,
+            Some("b"),
+            Some(&keys)
+        )
+        .is_ok());
+        // Never MCP; and a page POST without its header is cross-site.
+        let r = admit(&head("POST", "/mcp"), 1, Some("b"), Some(&keys)).unwrap_err();
+        assert_eq!(r.status, 401);
+        let r = admit(&head("POST", "/fleet/v1/send"), 1, Some("b"), Some(&keys)).unwrap_err();
+        assert_eq!(r.status, 403);
+        // Without the page served, the cookie means nothing: the bearer is asked for.
+        let r = admit(&head("GET", "/fleet/v1/snapshot"), 1, Some("b"), None).unwrap_err();
+        assert_eq!(r.status, 401);
+    }
+
+    #[test]
     fn admit_order_and_limits() {
         let h = hs(&[("host", "evil:1")]);
         let head = Head {
