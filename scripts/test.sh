@@ -21,11 +21,14 @@ scripts/setup-agents.sh
 export IAPEER_TEST_CLAUDE_BIN="$PWD/.cache/agents/node_modules/.bin/claude"
 export IAPEER_TEST_CODEX_BIN="$PWD/.cache/agents/node_modules/.bin/codex"
 
-echo "== man (man-db), zsh and fish, for the tests that \`man iapeer\` and each shell's completion work"
+echo "== man (man-db), zsh and fish, for the tests that \`man iapeer\` and each shell's completion work;"
+echo "   chromium and chromium-driver, for the browser test of the operator's page (tests/ui.rs)"
 missing=()
 command -v man >/dev/null 2>&1 || missing+=(man-db)
 command -v zsh >/dev/null 2>&1 || missing+=(zsh)
 command -v fish >/dev/null 2>&1 || missing+=(fish)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 if [[ ${#missing[@]} -gt 0 ]]; then
     if command -v apt-get >/dev/null 2>&1; then
         sudo_if_needed=""

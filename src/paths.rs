@@ -129,6 +129,12 @@ impl Paths {
         self.state_dir().join("router.json")
     }
 
+    /// `<root>/state/iapeer/ui.key`: the web page's secret (`iapeer ui`), written 0600 by the
+    /// daemon at start and removed when it stops.
+    pub fn ui_key(&self) -> PathBuf {
+        self.state_dir().join("ui.key")
+    }
+
     /// `<root>/state/iapeer/attachments/<recipient>/`: a recipient's attachment inbox.
     pub fn attachments_dir(&self, recipient: &str) -> PathBuf {
         self.state_dir().join("attachments").join(recipient)

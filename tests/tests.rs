@@ -55,6 +55,7 @@ mod session_env;
 mod soak;
 mod storm;
 mod telegram;
+mod ui;
 mod wake_failure;
 
 /// With `autotests = false` a file in `tests/` that no `mod` line names would never build or

@@ -27,6 +27,7 @@ pub mod sender;
 pub mod spec;
 pub mod status;
 pub mod suggest;
+pub mod ui;
 pub mod uninstall;
 pub mod update;
 pub mod verify;
@@ -296,6 +297,7 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
         Verb::Enable => plugins::enable(inv),
         Verb::Connect => connect::connect(inv),
         Verb::ConfirmSend => send::confirm_send(inv),
+        Verb::Ui => ui::run(inv),
         Verb::NotifierRun => match crate::notifier::run::run() {
             0 => Ok(()),
             code => Err(CliError::Exit(code)),

@@ -14,6 +14,7 @@ pub mod route;
 pub mod router;
 pub mod storm;
 pub mod test_hooks;
+pub mod ui;
 
 use std::io::{self, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -305,12 +306,18 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
         fatal.clone(),
         started_ms,
     ));
-    let mut http = http::start(
-        http::HttpConfig::new(cfg.port, cfg.bearer.clone()),
-        backend,
-        Some(fleet),
-    )
-    .map_err(io_err(format!("cannot listen on 127.0.0.1:{}", cfg.port)))?;
+    // The web page's secrets (`iapeer ui`): without a random source or a writable key file
+    // the daemon runs without the page, and says so.
+    let mut http_cfg = http::HttpConfig::new(cfg.port, cfg.bearer.clone());
+    match ui::UiKeys::generate().and_then(|k| k.store(&paths.ui_key()).map(|()| k)) {
+        Ok(keys) => http_cfg = http_cfg.with_ui(keys),
+        Err(e) => log::warn!(
+            "ui: the web page is not served: cannot make its key {}: {e}",
+            paths.ui_key().display()
+        ),
+    }
+    let mut http = http::start(http_cfg, backend, Some(fleet))
+        .map_err(io_err(format!("cannot listen on 127.0.0.1:{}", cfg.port)))?;
     let tcp = format!("http://127.0.0.1:{}/mcp", http.port());
     // `fleet: 1` advertises the fleet API under the same origin (spec 02 §1 step 4).
     write_json_atomic(
@@ -429,6 +436,7 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
         http.shutdown()
     });
     let _ = std::fs::remove_file(paths.router_json());
+    let _ = std::fs::remove_file(paths.ui_key());
     drop(lock);
     match failed {
         Some(what) => {

@@ -229,6 +229,15 @@ requests! {
     },
     /// Daemon health and a sessions summary → [`StatusReply`].
     Status,
+    /// The live screen of a peer's session as text → [`ScreenReply`] (`not-live` without a
+    /// session); read-only, for the operator's web page.
+    Screen {
+        /// Peer.
+        personality: String,
+        /// Runtime (default: the control-verb rule).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        runtime: Option<String>,
+    },
 }
 
 /// Parse one request line. Errors are the failure to send back: `bad-request` for malformed
@@ -558,6 +567,19 @@ pub struct StatusReply {
     pub sessions: SessionCounts,
 }
 
+/// `screen` → `{"ok":true,"identity":"echo-bob","rows":["…"],"cursor":[row,col]}`: the
+/// session's screen model (its vt100 screen) as text, one right-trimmed string per row, top
+/// first; the cursor 0-based.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScreenReply {
+    /// The session.
+    pub identity: String,
+    /// The visible rows, top first, each without trailing blanks (as many as the screen has).
+    pub rows: Vec<String>,
+    /// The cursor as 0-based `[row, col]`.
+    pub cursor: [u16; 2],
+}
+
 /// Declares [`Reply`] with one variant per successful reply type, its `From` conversions and
 /// the wire encoding `{"ok":true, …fields}`.
 macro_rules! replies {
@@ -622,6 +644,8 @@ replies! {
     LiveRuntime(LiveRuntimeReply),
     /// `status`.
     Status(StatusReply),
+    /// `screen`.
+    Screen(ScreenReply),
 }
 
 impl Reply {
@@ -657,6 +681,7 @@ impl Reply {
             Op::Forget => typed::<ForgetReply>(line),
             Op::LiveRuntime => typed::<LiveRuntimeReply>(line),
             Op::Status => typed::<StatusReply>(line),
+            Op::Screen => typed::<ScreenReply>(line),
         }
     }
 }

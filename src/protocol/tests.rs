@@ -163,6 +163,10 @@ fn every_request() -> Vec<Request> {
             personality: s("bob"),
         },
         Request::Status,
+        Request::Screen {
+            personality: s("bob"),
+            runtime: Some(s("echo")),
+        },
     ];
     for op in Op::ALL {
         assert!(reqs.iter().any(|r| r.op() == *op), "no {op:?} request");

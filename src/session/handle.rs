@@ -77,6 +77,19 @@ pub struct Delivery {
     pub ready_gate: Option<Duration>,
 }
 
+/// The visible screen as text, for [`SessionCmd::Screen`]: the rows, top first, each
+/// right-trimmed, and the cursor as 0-based (row, col).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScreenText {
+    /// The visible rows.
+    pub rows: Vec<String>,
+    /// The cursor (row, col).
+    pub cursor: (u16, u16),
+}
+
+/// Where a session sends its [`ScreenText`].
+pub type ScreenFn = Box<dyn FnOnce(ScreenText) + Send>;
+
 /// A command from the router to a session thread.
 pub enum SessionCmd {
     /// Deliver one message; answered by [`EventKind::Delivered`].
@@ -95,6 +108,9 @@ pub enum SessionCmd {
     Compact(u64),
     /// The session's MCP client is connected (it listed the tools).
     McpUp,
+    /// Pass the screen model as text to the callback (at once, on the session thread: it
+    /// must be quick).
+    Screen(ScreenFn),
     /// Report a [`EventKind::Status`].
     Probe,
     /// End the session: signal its process group, SIGKILL after 3 s.

@@ -222,12 +222,14 @@ pub enum Verb {
     Connect,
     /// `confirm-send`.
     ConfirmSend,
+    /// `ui`.
+    Ui,
 }
 
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 41] = [
+    pub const ALL: [Verb; 42] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
@@ -269,6 +271,7 @@ impl Verb {
         Verb::Enable,
         Verb::Connect,
         Verb::ConfirmSend,
+        Verb::Ui,
     ];
 }
 

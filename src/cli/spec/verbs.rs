@@ -171,6 +171,11 @@ pub mod flags {
         "detach",
         "run in the background (output to log files) and return once it answers",
     );
+    /// `--print` (ui).
+    pub const PRINT: FlagSpec = boolean(
+        "print",
+        "print the page's link instead of opening it in a browser",
+    );
     /// `--keep` (demo).
     pub const KEEP: FlagSpec = boolean("keep", "keep the temporary root and print its path");
     /// `--dry-run` (onboard, uninstall).
@@ -315,7 +320,7 @@ use flags::{
     PEER_RUNTIME, PURGE, REINSTALL, RUNTIMES_ALL, SEND_RUNTIME, SEND_TIMEOUT, TOPIC, UPDATE_FORCE,
     YES,
 };
-use flags::{CONFIRM_RUNTIME, FOLLOW, HUMAN, INBOX_ALL, SINCE};
+use flags::{CONFIRM_RUNTIME, FOLLOW, HUMAN, INBOX_ALL, PRINT, SINCE};
 
 const PEER_AND_RUNTIME: &[PosSpec] = &[args::PEER, RUNTIME];
 
@@ -812,6 +817,27 @@ pub static VERBS: &[VerbSpec] = &[
             not healthy.",
         positionals: &[],
         flags: &[JSON],
+        rules: &[],
+        hidden: false,
+        group: Group::Host,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Ui),
+        name: "ui",
+        signature: "ui [--print] [--json]",
+        summary: "open the team's page in a browser: peers, deliveries, screens, inbox, send",
+        description: "Open the running daemon's web page in a browser (xdg-open or open, when stdout is \
+            a terminal; otherwise, or with --print, print its link). The page lists every peer with its \
+            state, queue depths and notices, updated live; shows a peer's recent deliveries and a \
+            read-only view of its live screen; shows the human peer's inbox with a box to answer or to \
+            write to any peer; and has buttons for wake, stop, start, new, interrupt and compact. It is \
+            served on the daemon's loopback port and only for the operator: the link carries a key the \
+            daemon makes at every start (kept 0600 in state/iapeer/ui.key under the iapeer root), which \
+            the page trades for a cookie; without it the page answers 401. A link from an earlier \
+            daemon no longer works: run iapeer ui again. --json prints {\"url\", \"opened\"}.",
+        positionals: &[],
+        flags: &[PRINT, JSON],
         rules: &[],
         hidden: false,
         group: Group::Host,

@@ -58,6 +58,19 @@ pub fn send(from: &str, r: Control) -> Reply {
     }
 }
 
+/// `screen`'s answer: `{"api":1,"identity":…,"rows":[…],"cursor":[row,col]}`, or the
+/// failure (`not-live` → 502).
+pub fn screen(r: Control) -> Reply {
+    match r {
+        Control::Screen(s) => ok(
+            200,
+            &json!({ "api": 1, "identity": s.identity, "rows": s.rows, "cursor": s.cursor }),
+        ),
+        Control::Failed(f) => failure(&f),
+        other => error(500, &format!("internal error: screen answered {other:?}")),
+    }
+}
+
 /// 404 for a peer the registry does not hold.
 pub fn unknown_peer(p: &str) -> Reply {
     error(

@@ -37,6 +37,8 @@ use route::{Endpoint, SendBody, Verb, VerbBody};
 const WORKERS: usize = 4;
 /// Events `GET /fleet/v1/peers/<p>` returns at most.
 pub const PEER_EVENTS: usize = 50;
+/// Records `GET /fleet/v1/inbox` returns at most (the newest).
+pub const INBOX_RECORDS: usize = 200;
 
 /// Where a later answer goes (called once, from any thread; must be quick).
 pub type Done = Box<dyn FnOnce(Reply) + Send>;
@@ -134,6 +136,18 @@ impl Fleet {
             Endpoint::Notices => self.later(done, |f| f.notices()),
             Endpoint::Notice(id) => self.later(done, move |f| f.notice(&id)),
             Endpoint::Peer(p) => self.later(done, move |f| f.peer(&p)),
+            Endpoint::Screen(p) => {
+                let req = Request::Screen {
+                    personality: p,
+                    runtime: route::query(req.target, "runtime"),
+                };
+                self.ask(req, gone, move |r| done(answer::screen(r)));
+                Begun::Later
+            }
+            Endpoint::Inbox => {
+                let peer = route::query(req.target, "peer");
+                self.later(done, move |f| f.inbox(peer.as_deref()))
+            }
             Endpoint::Verb(p, verb) => {
                 let b: VerbBody = match route::body(req.body) {
                     Ok(b) => b,
@@ -321,6 +335,62 @@ impl Fleet {
             .map(|e| answer::event_json(e))
             .collect();
         document(json!({ "peer": row, "events": events }))
+    }
+
+    /// `GET /fleet/v1/inbox[?peer=<p>]`: `{api, version, ts, peer, identity, unread,
+    /// records:[record + "unread"]}`, the newest [`INBOX_RECORDS`] records of the human peer's
+    /// inbox (`p`, else the only peer on the human runtime), oldest first, as `iapeer inbox
+    /// --json` prints them. Read marks are left as they are.
+    fn inbox(&self, peer: Option<&str>) -> Reply {
+        let registry = match Registry::load(&self.paths) {
+            Ok(r) => r,
+            Err(e) => return route::error(500, &format!("internal error: {e}")),
+        };
+        if let Some(p) = peer.filter(|p| registry.find(p).is_none()) {
+            return answer::unknown_peer(p);
+        }
+        let name =
+            match crate::inbox::show::pick_peer(peer, None, std::path::Path::new("/"), &registry) {
+                Ok(n) => n,
+                Err(why) => return route::error(400, &format!("bad request: {why}")),
+            };
+        let file = self.paths.inbox(&name);
+        let records = match crate::inbox::read(&file) {
+            Ok(r) => r,
+            Err(e) => {
+                return route::error(
+                    500,
+                    &format!("internal error: cannot read {}: {e}", file.display()),
+                )
+            }
+        };
+        let mark = crate::inbox::ReadMark::load(&self.paths, &name);
+        let unread = (0..records.len()).filter(|&i| mark.is_unread(i)).count();
+        let skip = records.len().saturating_sub(INBOX_RECORDS);
+        let shown: Vec<serde_json::Value> = records
+            .iter()
+            .enumerate()
+            .skip(skip)
+            .map(|(i, r)| {
+                let mut v = serde_json::to_value(r).unwrap_or_default();
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("unread".into(), mark.is_unread(i).into());
+                }
+                v
+            })
+            .collect();
+        route::ok(
+            200,
+            &json!({
+                "api": 1,
+                "version": env!("CARGO_PKG_VERSION"),
+                "ts": now_ts(),
+                "peer": name,
+                "identity": format!("{}-{name}", crate::runtime::human::NAME),
+                "unread": unread,
+                "records": shown,
+            }),
+        )
     }
 
     /// `POST /fleet/v1/peers/<p>/refresh`: the CLI's `refresh`.

@@ -16,6 +16,8 @@ pub const MAX_REPLAY: usize = 500;
 pub const ENDPOINTS: &[&str] = &[
     "GET /fleet/v1/snapshot",
     "GET /fleet/v1/peers/<p>",
+    "GET /fleet/v1/peers/<p>/screen?runtime=<rt>",
+    "GET /fleet/v1/inbox?peer=<p>",
     "GET /fleet/v1/events?replay=N",
     "GET /fleet/v1/notices",
     "GET /fleet/v1/notices/<id>",
@@ -75,6 +77,10 @@ pub enum Endpoint {
     Verb(String, Verb),
     /// `POST /fleet/v1/send`.
     Send,
+    /// `GET /fleet/v1/peers/<p>/screen`: the live screen as text.
+    Screen(String),
+    /// `GET /fleet/v1/inbox`: a human peer's inbox.
+    Inbox,
 }
 
 /// The endpoint of `method` on `path` (origin-form, no query). `HEAD` counts as `GET`.
@@ -94,6 +100,8 @@ pub fn route(method: &str, path: &str) -> Result<Endpoint, Reply> {
         ["notices", id] if !id.is_empty() => (Endpoint::Notice(decode(id)), "GET"),
         ["send"] => (Endpoint::Send, "POST"),
         ["peers", p] if !p.is_empty() => (Endpoint::Peer(decode(p)), "GET"),
+        ["inbox"] => (Endpoint::Inbox, "GET"),
+        ["peers", p, "screen"] if !p.is_empty() => (Endpoint::Screen(decode(p)), "GET"),
         ["peers", p, verb] if !p.is_empty() => match Verb::parse(verb) {
             Some(v) => (Endpoint::Verb(decode(p), v), "POST"),
             None => return Err(unknown_path(path)),
@@ -106,7 +114,7 @@ pub fn route(method: &str, path: &str) -> Result<Endpoint, Reply> {
             405,
             &format!("method not allowed: {path} accepts {allow} only"),
         );
-        r.headers.push(("allow", allow));
+        r.headers.push(("allow", allow.into()));
         return Err(r);
     }
     Ok(endpoint)
@@ -135,6 +143,19 @@ fn decode(segment: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The value of query parameter `name` in the request target (`%XX` undone), if given and
+/// not empty: `query("/x?runtime=echo", "runtime")` → `Some("echo")`.
+pub fn query(target: &str, name: &str) -> Option<String> {
+    let query = target.split_once('?')?.1;
+    let query = query.split('#').next().unwrap_or("");
+    query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| decode(v))
+        .filter(|v| !v.is_empty())
 }
 
 /// A fleet error answer: `{"error":"<text>"}` and a newline (spec 10 §1).
@@ -176,12 +197,17 @@ pub fn unknown_path(path: &str) -> Reply {
 /// A refusal of the HTTP gate (Host, Origin, bearer, size; spec 02 §3) in the fleet's error
 /// shape: same status and headers, `{"error":…}` body. The bearer's 401 says what to send.
 pub fn gate_refusal(r: Reply) -> Reply {
-    let text = match r.status {
-        401 => "unauthorized: send Authorization: Bearer <IAPEER_BEARER_TOKEN>".to_string(),
-        _ => serde_json::from_slice::<serde_json::Value>(&r.body)
-            .ok()
-            .and_then(|v| v.get("error")?.as_str().map(str::to_string))
-            .unwrap_or_else(|| String::from_utf8_lossy(&r.body).into_owned()),
+    let said = serde_json::from_slice::<serde_json::Value>(&r.body)
+        .ok()
+        .and_then(|v| v.get("error")?.as_str().map(str::to_string));
+    let text = match (r.status, said) {
+        (_, Some(text)) => text,
+        (401, None) => {
+            "unauthorized: send Authorization: Bearer <IAPEER_BEARER_TOKEN> (a browser: \
+                        open the page with `iapeer ui`)"
+                .to_string()
+        }
+        (_, None) => String::from_utf8_lossy(&r.body).into_owned(),
     };
     let mut out = error(r.status, &text);
     out.headers = r.headers;
@@ -281,8 +307,29 @@ mod tests {
             Ok(Endpoint::Verb("bob".into(), Verb::Compact))
         );
         assert_eq!(route("POST", "/fleet/v1/send"), Ok(Endpoint::Send));
+        assert_eq!(
+            route("GET", "/fleet/v1/peers/bob/screen"),
+            Ok(Endpoint::Screen("bob".into()))
+        );
+        assert_eq!(
+            route("POST", "/fleet/v1/peers/bob/screen")
+                .unwrap_err()
+                .status,
+            405
+        );
+        assert_eq!(route("GET", "/fleet/v1/inbox"), Ok(Endpoint::Inbox));
+        assert_eq!(
+            query("/x?runtime=echo&y=1", "runtime").as_deref(),
+            Some("echo")
+        );
+        assert_eq!(query("/x?peer=y%6Fu", "peer").as_deref(), Some("you"));
+        assert_eq!(query("/x?runtime=", "runtime"), None);
+        assert_eq!(query("/x", "runtime"), None);
         let r = route("POST", "/fleet/v1/snapshot").unwrap_err();
-        assert_eq!((r.status, r.headers.clone()), (405, vec![("allow", "GET")]));
+        assert_eq!(
+            (r.status, r.headers.clone()),
+            (405, vec![("allow", "GET".into())])
+        );
         assert_eq!(route("GET", "/fleet/v1/send").unwrap_err().status, 405);
         for bad in [
             "/fleet",
@@ -328,7 +375,7 @@ mod tests {
     fn gate_refusals_take_the_fleet_shape() {
         let r = gate_refusal(Reply::unauthorized());
         assert_eq!(r.status, 401);
-        assert!(r.headers.contains(&("www-authenticate", "Bearer")));
+        assert!(r.headers.contains(&("www-authenticate", "Bearer".into())));
         let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
         assert!(v["error"].as_str().unwrap().starts_with("unauthorized"));
         let r = gate_refusal(Reply::forbidden("cross-origin requests are not accepted"));

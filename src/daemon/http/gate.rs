@@ -6,6 +6,7 @@ use sha2::{Digest, Sha256};
 
 use super::reply::Reply;
 use crate::daemon::mcp::CallerCreds;
+use crate::daemon::ui::{self, UiKeys};
 
 /// Body limit of MCP requests (and of anything that is not fleet), bytes.
 pub const MCP_BODY_LIMIT: usize = 1024 * 1024;
@@ -15,6 +16,8 @@ pub const FLEET_BODY_LIMIT: usize = 64 * 1024;
 /// What the gate sees of a request. Header names are lowercase.
 #[derive(Debug, Clone, Copy)]
 pub struct Head<'a> {
+    /// The method (`GET`, `POST`, …).
+    pub method: &'a str,
     /// Request target as sent (origin-form or absolute-form).
     pub target: &'a str,
     /// (lowercase name, value) in the order received.
@@ -30,6 +33,8 @@ pub enum Route {
     Mcp,
     /// `/fleet` and `/fleet/*` (the fleet API, part 10).
     Fleet,
+    /// `/ui` and `/ui/*`: the operator's web page (`iapeer ui`, [`crate::daemon::ui`]).
+    Ui,
     /// Anything else.
     NotFound,
 }
@@ -48,9 +53,17 @@ pub struct Admitted {
 }
 
 /// Run the checks of spec 02 §3 in order: Host (also the authority of an absolute-form
-/// target), Origin, bearer (`bearer` = `IAPEER_BEARER_TOKEN`, non-empty), declared body size.
+/// target), Origin, the web page's checks (`ui`, the daemon's page secrets; see
+/// [`ui::auth::page_request`]), bearer (`bearer` = `IAPEER_BEARER_TOKEN`, non-empty), declared body
+/// size. A fleet request from the page (a valid page cookie) and every `/ui` request need no
+/// bearer: the page cannot send one, and `/ui` checks its own secret.
 /// `Err` is the answer to send instead of serving.
-pub fn admit(head: &Head<'_>, port: u16, bearer: Option<&str>) -> Result<Admitted, Reply> {
+pub fn admit(
+    head: &Head<'_>,
+    port: u16,
+    bearer: Option<&str>,
+    ui: Option<&UiKeys>,
+) -> Result<Admitted, Reply> {
     let (authority, path) = split_target(head.target);
     let hosts_ok = authority.is_none_or(|a| host_allowed(a, port))
         && all(head.headers, "host").all(|h| host_allowed(h, port));
@@ -62,14 +75,21 @@ pub fn admit(head: &Head<'_>, port: u16, bearer: Option<&str>) -> Result<Admitte
     if !all(head.headers, "origin").all(|o| origin_allowed(o, port)) {
         return Err(Reply::forbidden("cross-origin requests are not accepted"));
     }
-    if let Some(expected) = bearer {
+    let route = route_of(path);
+    let page = match (route, ui) {
+        (Route::Ui, _) => true,
+        (Route::Fleet, Some(keys)) => {
+            ui::auth::page_request(head.method, head.headers, port, keys)?
+        }
+        _ => false,
+    };
+    if let Some(expected) = bearer.filter(|_| !page) {
         if !bearer_matches(first(head.headers, "authorization"), expected) {
             return Err(Reply::unauthorized());
         }
     }
-    let route = route_of(path);
     let body_limit = match route {
-        Route::Fleet => FLEET_BODY_LIMIT,
+        Route::Fleet | Route::Ui => FLEET_BODY_LIMIT,
         Route::Mcp | Route::NotFound => MCP_BODY_LIMIT,
     };
     if head.content_length.is_some_and(|n| n > body_limit) {
@@ -125,6 +145,8 @@ pub fn route_of(path: &str) -> Route {
         Route::Mcp
     } else if path == "/fleet" || path.starts_with("/fleet/") {
         Route::Fleet
+    } else if path == "/ui" || path.starts_with("/ui/") {
+        Route::Ui
     } else {
         Route::NotFound
     }
@@ -155,7 +177,12 @@ pub fn bearer_token(value: &str) -> Option<&str> {
 /// Constant-time check that `authorization` carries `Bearer <expected>`: both tokens are hashed
 /// and the digests compared without early exit, so neither content nor length leaks by timing.
 pub fn bearer_matches(authorization: Option<&str>, expected: &str) -> bool {
-    let given = authorization.and_then(bearer_token).unwrap_or("");
+    secret_matches(authorization.and_then(bearer_token).unwrap_or(""), expected)
+}
+
+/// Constant-time check that `given` is the secret `expected` (both hashed, the digests
+/// compared without early exit); an empty `given` never matches.
+pub fn secret_matches(given: &str, expected: &str) -> bool {
     let a = Sha256::digest(given.as_bytes());
     let b = Sha256::digest(expected.as_bytes());
     let diff = a
@@ -275,33 +302,67 @@ mod tests {
     }
 
     #[test]
+    fn the_page_needs_no_bearer_but_mcp_does() {
+        let keys = UiKeys {
+            key: "k".into(),
+            cookie: "c".into(),
+        };
+        let with_cookie = hs(&[("host", "127.0.0.1:1"), ("cookie", "iapeer_ui_1=c")]);
+        let head = |method, target| Head {
+            method,
+            target,
+            headers: &with_cookie,
+            content_length: None,
+        };
+        // `/ui` checks its own secret; the page's fleet GET is admitted by its cookie.
+        let ok = admit(&head("GET", "/ui/"), 1, Some("b"), Some(&keys)).unwrap();
+        assert_eq!(ok.route, Route::Ui);
+        assert!(admit(
+            &head("GET", "/fleet/v1/snapshot"),
+            1,
+            Some("b"),
+            Some(&keys)
+        )
+        .is_ok());
+        // Never MCP; and a page POST without its header is cross-site.
+        let r = admit(&head("POST", "/mcp"), 1, Some("b"), Some(&keys)).unwrap_err();
+        assert_eq!(r.status, 401);
+        let r = admit(&head("POST", "/fleet/v1/send"), 1, Some("b"), Some(&keys)).unwrap_err();
+        assert_eq!(r.status, 403);
+        // Without the page served, the cookie means nothing: the bearer is asked for.
+        let r = admit(&head("GET", "/fleet/v1/snapshot"), 1, Some("b"), None).unwrap_err();
+        assert_eq!(r.status, 401);
+    }
+
+    #[test]
     fn admit_order_and_limits() {
         let h = hs(&[("host", "evil:1")]);
         let head = Head {
+            method: "POST",
             target: "/mcp",
             headers: &h,
             content_length: Some(10 << 20),
         };
         // Host is checked before the bearer and the size.
-        assert_eq!(admit(&head, 1, Some("x")).unwrap_err().status, 403);
+        assert_eq!(admit(&head, 1, Some("x"), None).unwrap_err().status, 403);
         let h = hs(&[("host", "localhost:1")]);
         let head = Head {
             headers: &h,
             ..head
         };
-        assert_eq!(admit(&head, 1, Some("x")).unwrap_err().status, 401);
-        assert_eq!(admit(&head, 1, None).unwrap_err().status, 413);
+        assert_eq!(admit(&head, 1, Some("x"), None).unwrap_err().status, 401);
+        assert_eq!(admit(&head, 1, None, None).unwrap_err().status, 413);
         let head = Head {
             content_length: Some(MCP_BODY_LIMIT),
             ..head
         };
-        let ok = admit(&head, 1, None).unwrap();
+        let ok = admit(&head, 1, None, None).unwrap();
         assert_eq!((ok.route, ok.body_limit), (Route::Mcp, MCP_BODY_LIMIT));
         let head = Head {
             target: "/fleet/v1/send",
             content_length: Some(FLEET_BODY_LIMIT + 1),
             ..head
         };
-        assert_eq!(admit(&head, 1, None).unwrap_err().status, 413);
+        assert_eq!(admit(&head, 1, None, None).unwrap_err().status, 413);
     }
 }

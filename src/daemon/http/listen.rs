@@ -436,6 +436,20 @@ impl Acceptor {
         };
         match admitted.route {
             Route::Fleet => self.dispatch_fleet(t, &head, &admitted, at),
+            Route::Ui => {
+                let reply = match &self.shared.ui {
+                    Some(keys) => crate::daemon::ui::serve(
+                        &head.method,
+                        &head.target,
+                        &admitted.path,
+                        &head.headers,
+                        keys,
+                        self.shared.port,
+                    ),
+                    None => Reply::not_found(),
+                };
+                self.answer_as(t, &reply, head.method == "HEAD");
+            }
             Route::Mcp | Route::NotFound => self.dispatch_mcp(t, &head, &admitted, at),
         }
     }
@@ -750,11 +764,18 @@ fn admit_head(bytes: &[u8], shared: &Shared) -> Result<(RequestHead, Admitted), 
     let head = head::parse(bytes).map_err(|r| (r, false))?;
     let head_only = head.method == "HEAD";
     let gate_head = Head {
+        method: &head.method,
         target: &head.target,
         headers: &head.headers,
         content_length: head.content_length,
     };
-    let admitted = gate::admit(&gate_head, shared.port, shared.bearer.as_deref()).map_err(|r| {
+    let admitted = gate::admit(
+        &gate_head,
+        shared.port,
+        shared.bearer.as_deref(),
+        shared.ui.as_ref(),
+    )
+    .map_err(|r| {
         // The fleet API answers every refusal in its own shape (spec 10 §1).
         let fleet_path = gate::route_of(gate::split_target(&head.target).1) == Route::Fleet;
         let r = if fleet_path && shared.fleet.is_some() {
@@ -770,7 +791,8 @@ fn admit_head(bytes: &[u8], shared: &Shared) -> Result<(RequestHead, Admitted), 
             Ok((head, admitted))
         }
         Route::Fleet if shared.fleet.is_some() => Ok((head, admitted)),
-        Route::Fleet | Route::NotFound => Err((Reply::not_found(), head_only)),
+        Route::Ui if shared.ui.is_some() => Ok((head, admitted)),
+        Route::Fleet | Route::Ui | Route::NotFound => Err((Reply::not_found(), head_only)),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Loopback HTTP (spec 02 §3): a server on `127.0.0.1:<port>` serving MCP at `/mcp`
-//! (spec 02 §4) and the fleet API under `/fleet/v1` (spec 10 §1, [`crate::daemon::fleet`];
-//! without one, `/fleet` answers 404).
+//! (spec 02 §4), the fleet API under `/fleet/v1` (spec 10 §1, [`crate::daemon::fleet`];
+//! without one, `/fleet` answers 404) and the operator's web page under `/ui`
+//! ([`crate::daemon::ui`]; without its secrets, 404).
 //!
 //! Threads: two. The acceptor thread ([`listen`], issue 13 item 3) owns the listening socket
 //! and every connection on a `mio::Poll`: it reads each head and body with size limits
@@ -39,6 +40,7 @@ use crate::daemon::fleet::Fleet;
 #[cfg(doc)]
 use crate::daemon::mcp;
 use crate::daemon::mcp::Backend;
+use crate::daemon::ui::UiKeys;
 use listen::Acceptor;
 
 /// Default cap on `/mcp` requests waiting for their sends at once: as many as the largest
@@ -58,6 +60,8 @@ pub struct HttpConfig {
     pub bearer: Option<String>,
     /// Cap on `/mcp` requests waiting for their sends at once (over it → 503). At least 1.
     pub max_in_flight: usize,
+    /// The web page's secrets (`iapeer ui`); `None`: no page, `/ui` answers 404.
+    pub ui: Option<UiKeys>,
 }
 
 impl HttpConfig {
@@ -67,6 +71,15 @@ impl HttpConfig {
             port,
             bearer,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            ui: None,
+        }
+    }
+
+    /// These settings, serving the web page with `keys`.
+    pub fn with_ui(self, keys: UiKeys) -> HttpConfig {
+        HttpConfig {
+            ui: Some(keys),
+            ..self
         }
     }
 }
@@ -77,6 +90,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("port", &self.port)
             .field("bearer", &self.bearer.as_ref().map(|_| "<set>"))
             .field("max_in_flight", &self.max_in_flight)
+            .field("ui", &self.ui.as_ref().map(|_| "<set>"))
             .finish()
     }
 }
@@ -90,6 +104,8 @@ struct Shared {
     backend: Arc<dyn Backend>,
     /// The fleet API, when served.
     fleet: Option<Arc<Fleet>>,
+    /// The web page's secrets, when the page is served.
+    ui: Option<UiKeys>,
 }
 
 /// A running server. Dropping it shuts it down.
@@ -120,6 +136,7 @@ pub fn start(
         stopping: AtomicBool::new(false),
         backend,
         fleet,
+        ui: cfg.ui,
     });
     let nofile = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
         .map_or(1024, |(soft, _)| soft);

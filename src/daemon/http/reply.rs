@@ -1,6 +1,8 @@
 //! Plain HTTP answers of the loopback server (spec 02 §3): status, content type, extra headers
 //! and body, independent of `tiny_http` so that decisions stay pure and testable.
 
+use std::borrow::Cow;
+
 use serde_json::json;
 use tiny_http::{HTTPVersion, Header, Response};
 
@@ -13,8 +15,8 @@ pub struct Reply {
     pub status: u16,
     /// `Content-Type`, when there is a body.
     pub content_type: Option<&'static str>,
-    /// Extra headers (name, value).
-    pub headers: Vec<(&'static str, &'static str)>,
+    /// Extra headers (lowercase name, value).
+    pub headers: Vec<(&'static str, Cow<'static, str>)>,
     /// The body bytes.
     pub body: Vec<u8>,
 }
@@ -39,7 +41,7 @@ impl Reply {
         Reply {
             status: 401,
             content_type: Some(JSON),
-            headers: vec![("www-authenticate", "Bearer")],
+            headers: vec![("www-authenticate", "Bearer".into())],
             body: UNAUTHORIZED_BODY.as_bytes().to_vec(),
         }
     }
@@ -57,7 +59,7 @@ impl Reply {
     /// 405 for anything but POST on `/mcp` (no server-initiated stream, no session to delete).
     pub fn method_not_allowed() -> Reply {
         let mut r = Reply::error(405, "method not allowed: /mcp accepts POST only");
-        r.headers.push(("allow", "POST"));
+        r.headers.push(("allow", "POST".into()));
         r
     }
 
@@ -83,7 +85,7 @@ impl Reply {
             503,
             "server busy: too many requests in flight; retry shortly",
         );
-        r.headers.push(("retry-after", "1"));
+        r.headers.push(("retry-after", "1".into()));
         r
     }
 
@@ -107,7 +109,7 @@ impl Reply {
             .content_type
             .map(|ct| ("content-type", ct))
             .into_iter()
-            .chain(self.headers.iter().copied());
+            .chain(self.headers.iter().map(|(n, v)| (*n, v.as_ref())));
         for (name, value) in headers {
             if let Ok(h) = Header::from_bytes(name.as_bytes(), value.as_bytes()) {
                 response.add_header(h);

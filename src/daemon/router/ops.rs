@@ -79,6 +79,10 @@ impl Router {
                 runtime,
             } => return self.op_compact(&personality, runtime.as_deref(), reply),
             Request::SelfFresh { identity } => self.op_self_fresh(&identity),
+            Request::Screen {
+                personality,
+                runtime,
+            } => return self.op_screen(&personality, runtime.as_deref(), reply),
             Request::Ping | Request::Send { .. } | Request::ConfirmSend { .. } => {
                 unreachable!("handled by on_request")
             }

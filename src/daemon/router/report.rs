@@ -1,13 +1,51 @@
-//! Read-only views of the router's state (spec 05 §5): `list`, `status`, `live-runtime`.
+//! Read-only views of the router's state (spec 05 §5): `list`, `status`, `live-runtime`,
+//! and a session's screen (`screen`, for the operator's web page).
 
 use super::ops::refusal;
 use super::Router;
+use crate::daemon::reply::ReplyTo;
 use crate::daemon::route::Refusal;
 use crate::protocol::{
-    Code, ListReply, LiveRuntimeReply, Reply, SessionCounts, SessionInfo, StatusReply,
+    Code, ListReply, LiveRuntimeReply, Reply, ScreenReply, SessionCounts, SessionInfo, StatusReply,
 };
+use crate::session::handle::SessionCmd;
 
 impl Router {
+    /// `screen`: ask the peer's session (booting or live) for its screen as text; the session
+    /// thread answers `reply` itself. `not-live` without a session, or when the session's
+    /// thread is gone.
+    pub(crate) fn op_screen(&mut self, personality: &str, runtime: Option<&str>, reply: ReplyTo) {
+        let (ident, _) = match self.control_target(personality, runtime) {
+            Ok(t) => t,
+            Err(r) => return reply.finish(r),
+        };
+        let not_live = || {
+            Reply::failure(
+                Code::NotLive,
+                format!(
+                    "peer \"{personality}\" has no session on {}: nothing to show (wake it with: \
+                     iapeer wake {personality})",
+                    ident.runtime
+                ),
+            )
+        };
+        let Some(s) = self.live.sessions.get(&ident) else {
+            return reply.finish(not_live());
+        };
+        let identity = ident.to_string();
+        let answer = reply.clone();
+        let sent = s.handle.send(SessionCmd::Screen(Box::new(move |screen| {
+            answer.finish(ScreenReply {
+                identity,
+                rows: screen.rows,
+                cursor: [screen.cursor.0, screen.cursor.1],
+            })
+        })));
+        if !sent {
+            reply.finish(not_live());
+        }
+    }
+
     pub(crate) fn op_list(&self) -> ListReply {
         let mut sessions: Vec<SessionInfo> = self
             .live

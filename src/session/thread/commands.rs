@@ -25,6 +25,10 @@ impl Session {
                 }
                 SessionCmd::Compact(id) => self.start_compact(id),
                 SessionCmd::Attach(stream, prebuf) => self.attach(stream, prebuf),
+                SessionCmd::Screen(answer) => answer(ScreenText {
+                    rows: self.screen.rows(),
+                    cursor: self.screen.cursor(),
+                }),
                 SessionCmd::Probe => {
                     let status = self.status();
                     self.emit(EventKind::Status(status));

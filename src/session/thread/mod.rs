@@ -28,7 +28,7 @@ use super::clients::{Client, ClientInput};
 use super::compact::{ActiveCompact, CompactStep};
 use super::deliver::{cancel_span, ActiveDelivery, QueueFollower, Step, Taken};
 use super::handle::{
-    Cause, Delivery, EventKind, SessionCmd, SessionEvent, SessionHandle, SessionStatus,
+    Cause, Delivery, EventKind, ScreenText, SessionCmd, SessionEvent, SessionHandle, SessionStatus,
 };
 use super::panelog::PaneLog;
 use super::reap::Reaper;

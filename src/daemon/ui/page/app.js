@@ -1,0 +1,404 @@
+// The operator's page (iapeer ui): reads and drives the team through the fleet API
+// (/fleet/v1, docs/FLEET.md). No framework, no build step; served by the daemon itself.
+// Every request carries the page's cookie (set by /ui/?k=…) and the X-Iapeer-UI header.
+"use strict";
+
+const VERBS = ["wake", "stop", "start", "new", "interrupt", "compact"];
+const state = {
+  snapshot: null, // the last GET /fleet/v1/snapshot
+  selected: null, // the selected peer's name
+  inbox: null, // the last GET /fleet/v1/inbox (null: no human peer)
+  signedOut: false,
+};
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v;
+    else if (k.startsWith("data-")) e.setAttribute(k, v);
+    else e[k] = v;
+  }
+  for (const c of children) {
+    if (c !== null && c !== undefined) e.append(c);
+  }
+  return e;
+}
+
+// One fleet request: {status, ok, body}. A 401 means this browser is not signed in to the
+// running daemon (its key changes at every start): the page says to run `iapeer ui`.
+async function api(path, options) {
+  const opts = options || {};
+  const headers = { "X-Iapeer-UI": "1" };
+  if (opts.body !== undefined) headers["Content-Type"] = "application/json";
+  let r;
+  try {
+    r = await fetch(path, {
+      method: opts.method || "GET",
+      headers,
+      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+      credentials: "same-origin",
+      cache: "no-store",
+    });
+  } catch (e) {
+    setConn("down", "daemon not answering");
+    return { status: 0, ok: false, body: { error: "the daemon does not answer: " + e } };
+  }
+  let body;
+  try {
+    body = await r.json();
+  } catch (_) {
+    body = { error: r.status + " " + r.statusText };
+  }
+  if (r.status === 401) signedOut(body.error);
+  return { status: r.status, ok: r.ok, body };
+}
+
+function signedOut(why) {
+  if (state.signedOut) return;
+  state.signedOut = true;
+  const b = $("auth");
+  b.textContent = (why || "This page is not signed in to the running daemon.") +
+    " Run `iapeer ui` in a terminal to open it again.";
+  b.hidden = false;
+  setConn("down", "signed out");
+  if (state.events) state.events.close();
+}
+
+function setConn(s, text) {
+  const c = $("conn");
+  c.dataset.state = s;
+  c.textContent = text;
+}
+
+function clock(ts) {
+  if (!ts) return "";
+  const d = new Date(ts);
+  return isNaN(d) ? String(ts) : d.toLocaleTimeString();
+}
+
+function showResult(node, ok, text) {
+  node.className = "result " + (ok ? "ok" : "error");
+  node.textContent = text;
+}
+
+// ---- the peer list -------------------------------------------------------------------
+
+async function loadSnapshot() {
+  const r = await api("/fleet/v1/snapshot");
+  if (!r.ok) return;
+  state.snapshot = r.body;
+  renderHost(r.body.host);
+  renderPeers(r.body.peers || []);
+  renderNotices(r.body.notices || []);
+  renderRecipients(r.body.peers || []);
+}
+
+function renderHost(h) {
+  if (!h) return;
+  $("host").textContent = "daemon " + h.version + " · pid " + h.pid + " · up " + h.uptimeSecs + " s";
+}
+
+// What the list shows of the rows: a redraw only when it changes (a redraw replaces the
+// buttons, and a click landing on a replaced one would be lost).
+let shownPeers = "";
+
+function renderPeers(peers) {
+  const shown = JSON.stringify(peers.map((p) => [p.personality, p.intelligence, p.description,
+    (p.runtimes || []).map((r) => [r.runtime, r.status, r.problem, r.queue_depth, (r.notices || []).length])]));
+  if (shown === shownPeers) return;
+  shownPeers = shown;
+  const tbody = $("peers").tBodies[0];
+  tbody.replaceChildren();
+  for (const p of peers) {
+    const tr = el("tr", { "data-peer": p.personality });
+    if (p.personality === state.selected) tr.classList.add("selected");
+    tr.addEventListener("click", () => select(p.personality));
+    tr.append(el("td", {}, el("strong", {}, p.personality), el("div", { class: "desc" },
+      p.intelligence + (p.description ? " · " + p.description : ""))));
+    const states = el("td", {});
+    let queue = 0;
+    let notices = 0;
+    for (const rt of p.runtimes || []) {
+      const s = el("span", { class: "state", "data-runtime": rt.runtime, "data-status": rt.status,
+        title: rt.problem || "" }, symbol(rt.status) + " " + rt.runtime + " " + rt.status);
+      states.append(s);
+      queue += rt.queue_depth || 0;
+      notices += (rt.notices || []).length;
+    }
+    tr.append(states);
+    tr.append(el("td", { class: "queue" }, queue ? String(queue) : ""));
+    tr.append(el("td", { class: "notices" }, notices ? String(notices) : ""));
+    const actions = el("td", {});
+    for (const verb of VERBS) {
+      const b = el("button", { type: "button", "data-verb": verb, "data-peer": p.personality }, verb);
+      b.addEventListener("click", (ev) => {
+        ev.stopPropagation();
+        lifecycle(p.personality, verb, b);
+      });
+      actions.append(b);
+    }
+    tr.append(actions);
+    tbody.append(tr);
+  }
+}
+
+function symbol(status) {
+  return { live: "●", asleep: "○", stopped: "✕", parked: "◌", booting: "◐", missing: "!" }[status] || "·";
+}
+
+function renderNotices(notices) {
+  const ul = $("notices");
+  ul.replaceChildren();
+  if (!notices.length) {
+    ul.append(el("li", { class: "none" }, "none"));
+    return;
+  }
+  for (const n of notices) {
+    ul.append(el("li", { "data-notice": n.id },
+      el("strong", {}, n.identity), " " + n.kind + " ×" + n.count + " — " + n.text,
+      n.resetsAt ? " (resets " + clock(n.resetsAt) + ")" : ""));
+  }
+}
+
+async function lifecycle(peer, verb, button) {
+  const out = $("action-result");
+  button.disabled = true;
+  showResult(out, true, verb + " " + peer + "…");
+  const r = await api("/fleet/v1/peers/" + encodeURIComponent(peer) + "/" + verb, { method: "POST", body: {} });
+  button.disabled = false;
+  if (r.ok) {
+    showResult(out, true, verb + " " + peer + ": done " + JSON.stringify(r.body));
+  } else {
+    showResult(out, false, verb + " " + peer + " failed: " + (r.body.error || r.status));
+  }
+  refreshSoon();
+}
+
+// ---- one peer: its events and its screen -----------------------------------------------
+
+function select(peer) {
+  state.selected = peer;
+  $("peer-name").textContent = peer;
+  for (const tr of $("peers").tBodies[0].rows) {
+    tr.classList.toggle("selected", tr.dataset.peer === peer);
+  }
+  $("to").value = peer;
+  loadPeer();
+  loadScreen();
+}
+
+async function loadPeer() {
+  const peer = state.selected;
+  if (!peer) return;
+  const r = await api("/fleet/v1/peers/" + encodeURIComponent(peer));
+  if (peer !== state.selected) return;
+  const ol = $("events");
+  ol.replaceChildren();
+  if (!r.ok) {
+    ol.append(el("li", { class: "none" }, r.body.error || "cannot read the peer"));
+    return;
+  }
+  const events = (r.body.events || []).slice().reverse();
+  if (!events.length) ol.append(el("li", { class: "none" }, "none yet"));
+  for (const e of events) ol.append(el("li", { "data-ev": e.ev || "" }, describe(e)));
+}
+
+// One event as a line: time, what, who, and the rest of its fields.
+function describe(e) {
+  const skip = new Set(["id", "src", "ts", "ev"]);
+  let who = "";
+  if (e.ev === "delivery") {
+    who = (e.caller || "?") + " → " + (e.to || "?") + (e.via ? " (" + e.via + ")" : "");
+    ["caller", "to", "via"].forEach((k) => skip.add(k));
+  }
+  const rest = Object.entries(e).filter(([k]) => !skip.has(k)).map(([k, v]) => k + "=" + v).join(" ");
+  return clock(e.ts) + "  " + (e.ev || e.src) + "  " + who + (who ? "  " : "") + rest;
+}
+
+// The runtime whose screen to show: the live one, else the default.
+function screenRuntime(peer) {
+  const row = ((state.snapshot && state.snapshot.peers) || []).find((p) => p.personality === peer);
+  if (!row) return null;
+  const live = (row.runtimes || []).find((r) => r.status === "live" || r.status === "booting");
+  return live ? live.runtime : row.default_runtime;
+}
+
+async function loadScreen() {
+  const peer = state.selected;
+  if (!peer) return;
+  const rt = screenRuntime(peer);
+  const q = rt ? "?runtime=" + encodeURIComponent(rt) : "";
+  const r = await api("/fleet/v1/peers/" + encodeURIComponent(peer) + "/screen" + q);
+  if (peer !== state.selected) return;
+  const pre = $("screen");
+  if (r.ok) {
+    $("screen-id").textContent = r.body.identity;
+    pre.textContent = trimBlankEnd(r.body.rows || []).join("\n");
+    pre.dataset.live = "true";
+  } else {
+    $("screen-id").textContent = rt ? rt + "-" + peer : "";
+    pre.textContent = "(" + (r.body.error || "no screen") + ")";
+    pre.dataset.live = "false";
+  }
+}
+
+function trimBlankEnd(rows) {
+  let n = rows.length;
+  while (n > 0 && rows[n - 1] === "") n -= 1;
+  return rows.slice(0, n);
+}
+
+// ---- the human's inbox and the compose box ----------------------------------------------
+
+let shownInbox = "";
+
+async function loadInbox() {
+  const r = await api("/fleet/v1/inbox");
+  const ol = $("inbox");
+  if (!r.ok) {
+    shownInbox = "";
+    ol.replaceChildren();
+    state.inbox = null;
+    $("inbox-name").textContent = "";
+    $("from").textContent = "";
+    ol.append(el("li", { class: "none" }, r.body.error || "no inbox"));
+    return;
+  }
+  state.inbox = r.body;
+  const shown = JSON.stringify([r.body.peer, r.body.unread, (r.body.records || []).map((m) => [m.id, m.unread])]);
+  if (shown === shownInbox) return;
+  shownInbox = shown;
+  $("inbox-name").textContent = "— " + r.body.peer + " (" + r.body.unread + " unread)";
+  $("from").textContent = "as " + r.body.identity;
+  ol.replaceChildren();
+  const records = (r.body.records || []).slice().reverse();
+  if (!records.length) ol.append(el("li", { class: "none" }, "no messages yet"));
+  for (const m of records) {
+    const reply = el("button", { type: "button", class: "reply" }, "reply");
+    reply.addEventListener("click", () => answer(m));
+    ol.append(el("li", { class: m.unread ? "unread" : "", "data-id": m.id },
+      el("div", { class: "who" }, clock(m.received) + "  " + m.from + " (" + m.runtime + ")" +
+        (m.topic ? "  topic: " + m.topic : "")),
+      el("div", { class: "body" }, m.body),
+      ...(m.attachments || []).map((a) => el("div", { class: "muted" }, "attachment: " + a)),
+      reply));
+  }
+}
+
+function answer(m) {
+  $("to").value = m.from;
+  $("topic").value = m.topic || "";
+  $("message").focus();
+}
+
+function renderRecipients(peers) {
+  const to = $("to");
+  const keep = to.value;
+  to.replaceChildren(...peers.map((p) => el("option", { value: p.personality }, p.personality)));
+  if (keep && peers.some((p) => p.personality === keep)) to.value = keep;
+}
+
+async function send(ev) {
+  ev.preventDefault();
+  const out = $("send-result");
+  const body = { personality: $("to").value, message: $("message").value };
+  const topic = $("topic").value.trim();
+  if (topic) body.topic = topic;
+  if (state.inbox) body.from = state.inbox.identity;
+  if (!body.personality || !body.message.trim()) {
+    showResult(out, false, "choose a peer and write a message");
+    return;
+  }
+  $("send").disabled = true;
+  showResult(out, true, "sending to " + body.personality + "…");
+  const r = await api("/fleet/v1/send", { method: "POST", body });
+  $("send").disabled = false;
+  if (r.ok) {
+    const res = r.body.result || {};
+    const to = res.delivered_to || {};
+    showResult(out, true, (res.queued ? "queued for " : "delivered to ") + to.personality + " (" + to.runtime + ")" +
+      (res.woke ? ", woken" : ""));
+    $("message").value = "";
+  } else {
+    showResult(out, false, "not sent: " + (r.body.error || r.status));
+  }
+  refreshSoon();
+}
+
+// ---- pending approvals (built separately: a clear seam) -----------------------------------
+
+// GET /fleet/v1/approvals. A daemon without approvals answers 404: the section keeps "none".
+async function loadApprovals() {
+  const r = await api("/fleet/v1/approvals");
+  if (r.status === 404 || !r.ok) return;
+  renderApprovals(r.body.approvals || r.body.pending || []);
+}
+
+function renderApprovals(items) {
+  const ul = $("approvals");
+  ul.replaceChildren();
+  if (!items.length) {
+    ul.append(el("li", { class: "none" }, "none"));
+    return;
+  }
+  for (const a of items) {
+    const who = a.identity || a.personality || "";
+    const what = a.summary || a.tool || a.title || "";
+    ul.append(el("li", { "data-id": a.id || "" }, el("strong", {}, a.id || "?"), " " + who + " " + what));
+  }
+}
+
+// ---- live updates -------------------------------------------------------------------------
+
+let refreshTimer = null;
+
+// Refetch what events may have changed, at most every 300 ms.
+function refreshSoon() {
+  if (refreshTimer || state.signedOut) return;
+  refreshTimer = setTimeout(async () => {
+    refreshTimer = null;
+    await loadSnapshot();
+    await Promise.all([loadPeer(), loadScreen(), loadInbox()]);
+  }, 300);
+}
+
+function connectEvents() {
+  const es = new EventSource("/fleet/v1/events");
+  state.events = es;
+  es.onopen = () => setConn("live", "live");
+  es.onmessage = refreshSoon;
+  es.onerror = () => {
+    if (state.signedOut) return;
+    setConn("down", "reconnecting…");
+    // A closed stream (e.g. 401) is not retried by the browser: ask why, then reconnect.
+    if (es.readyState === EventSource.CLOSED) {
+      setTimeout(async () => {
+        const r = await api("/fleet/v1/snapshot");
+        if (r.status !== 401) connectEvents();
+      }, 2000);
+    }
+  };
+  // Every event of the stream has its own type (its `ev`): listen to the known ones and
+  // refresh on each; the snapshot stays the state, events are hints (docs/FLEET.md).
+  for (const type of ["delivery", "delivery-followup", "deliver-attempt", "deliver-failed", "ready",
+    "wake", "wake-failed", "session-end", "session-exit", "stop", "start", "new", "interrupt",
+    "compact", "self-fresh", "always-on", "ephemeral", "notice-raised", "notice-cleared",
+    "origin-hold", "storm", "runtime-installed", "failure-notice", "event"]) {
+    es.addEventListener(type, refreshSoon);
+  }
+}
+
+async function start() {
+  $("compose").addEventListener("submit", send);
+  await loadSnapshot();
+  if (state.signedOut) return;
+  await Promise.all([loadInbox(), loadApprovals()]);
+  connectEvents();
+  // A slow safety net: the screen has no events of its own, and a missed event heals.
+  setInterval(() => { if (state.selected && !state.signedOut) loadScreen(); }, 2000);
+  setInterval(() => refreshSoon(), 15000);
+}
+
+document.addEventListener("DOMContentLoaded", start);

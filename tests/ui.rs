@@ -1,0 +1,290 @@
+//! The operator's web page (`iapeer ui`, issue 10 item 5) against a real daemon: in a real
+//! browser (headless Chromium driven by Selenium, `tests/ui/drive.py`) — the page lists the
+//! peers, shows a delivery made with the CLI live, sends from its box, stops and starts a
+//! peer — and over plain HTTP, every refusal: no key, a wrong key, a stale cookie, a
+//! cross-site POST, and the bearer's relation to the page's cookie.
+
+use crate::common;
+use crate::fleet::{get, request};
+
+use common::TestEnv;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+/// alice and bob on the echo stand-in, `you` on the human runtime, the daemon up.
+fn team(env_vars: &[(&str, &str)]) -> TestEnv {
+    let mut env = TestEnv::new();
+    for (k, v) in env_vars {
+        env.set(k, v);
+    }
+    env.create_echo("alice");
+    env.create_echo("bob");
+    env.ok(&["create", "you", "--runtime", "human"]);
+    env.start_daemon();
+    env.wait_until("the human peer is up", Duration::from_secs(30), |e| {
+        e.status_of("you", "human") == "live"
+    });
+    env
+}
+
+/// The page's link, from `iapeer ui --print` (stdout is not a terminal: nothing is opened).
+fn link(env: &TestEnv) -> String {
+    let out = env.ok(&["ui", "--print"]);
+    let url = out.trim().to_string();
+    assert!(
+        url.starts_with(&format!("http://127.0.0.1:{}/ui/?k=", env.port())),
+        "{out}"
+    );
+    url
+}
+
+/// The cookie (`name=value`) the link's key is traded for.
+fn sign_in(env: &TestEnv) -> String {
+    let url = link(env);
+    let target = &url[url.find("/ui/").unwrap()..];
+    let a = request(env.port(), "GET", target, &[], b"");
+    assert_eq!(a.status, 303, "{}", String::from_utf8_lossy(&a.body));
+    assert_eq!(a.header("location"), Some("/ui/"));
+    let set = a.header("set-cookie").expect("a cookie").to_string();
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict") && set.contains("Path=/"),
+        "{set}"
+    );
+    set.split(';').next().unwrap().to_string()
+}
+
+/// A program on `PATH` by one of `names`.
+fn find_program(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .flat_map(|d| names.iter().map(move |n| d.join(n)))
+        .find(|p| p.is_file())
+}
+
+#[test]
+fn the_page_in_a_real_browser() {
+    let python = std::env::var("IAPEER_TEST_PYTHON").unwrap_or_else(|_| {
+        panic!(
+            "IAPEER_TEST_PYTHON is not set: this test drives the page with Selenium in headless \
+             Chromium. Run scripts/test.sh (it creates .cache/venv with selenium and installs \
+             chromium and chromium-driver), or run scripts/setup-python.sh and set \
+             IAPEER_TEST_PYTHON=$PWD/.cache/venv/bin/python"
+        )
+    });
+    let chromium = find_program(&["chromium", "chromium-browser"]).unwrap_or_else(|| {
+        panic!(
+            "chromium is not installed: this test needs a real browser. Install it with: \
+             apt-get install chromium chromium-driver (scripts/test.sh does)"
+        )
+    });
+    let chromedriver = find_program(&["chromedriver"]).unwrap_or_else(|| {
+        panic!(
+            "chromedriver is not installed: install it with: apt-get install chromium-driver \
+             (scripts/test.sh does)"
+        )
+    });
+    let env = team(&[]);
+    let url = link(&env);
+    let screenshot = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/ui-screenshot.png");
+    let marker = format!("hello-{}", std::process::id());
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/drive.py");
+    // The script runs the CLI itself (a send while the page is open): give it this world.
+    let probe = env.cmd(&[]);
+    let mut cmd = Command::new(&python);
+    cmd.arg(script)
+        .args(["--url", &url])
+        .arg("--bin")
+        .arg(common::bin())
+        .arg("--chromium")
+        .arg(&chromium)
+        .arg("--chromedriver")
+        .arg(&chromedriver)
+        .arg("--screenshot")
+        .arg(&screenshot)
+        .args(["--marker", &marker]);
+    for (k, v) in probe.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let out = cmd
+        .current_dir(env.dir.path())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "the browser script failed:\n{said}\n{}",
+        env.diagnostics()
+    );
+    // What the page did reached the daemon: the page's message is on alice's screen and in
+    // delivery.log as a send from the human; the CLI's message on bob's.
+    let page_msg = format!("{marker}-page");
+    assert!(
+        env.screen("echo-alice").contains(&page_msg),
+        "{}",
+        env.diagnostics()
+    );
+    assert!(
+        env.screen("echo-bob").contains(&format!("{marker}-cli")),
+        "{}",
+        env.diagnostics()
+    );
+    assert!(
+        env.has_event(
+            "delivery",
+            "delivery",
+            &[("caller", "human-you"), ("to", "alice"), ("ok", "true")]
+        ),
+        "{}",
+        env.log("delivery")
+    );
+    assert!(
+        env.has_event("lifecycle", "stop", &[]),
+        "{}",
+        env.log("lifecycle")
+    );
+    assert!(
+        screenshot.is_file(),
+        "no screenshot at {}",
+        screenshot.display()
+    );
+}
+
+#[test]
+fn requests_without_the_secret_or_cookie_are_refused() {
+    let env = team(&[]);
+    let port = env.port();
+    let origin = format!("Origin: http://127.0.0.1:{port}");
+
+    // No key, no cookie: 401 saying what to run; a wrong key: 403.
+    for path in ["/ui/", "/ui/app.js", "/ui/app.css"] {
+        let a = get(&env, path);
+        assert_eq!(a.status, 401, "{path}");
+        assert!(
+            String::from_utf8_lossy(&a.body).contains("iapeer ui"),
+            "{path}"
+        );
+    }
+    let a = get(&env, "/ui/?k=0000");
+    assert_eq!(a.status, 403);
+    assert!(String::from_utf8_lossy(&a.body).contains("iapeer ui"));
+    // Another site's page cannot reach the page at all.
+    let a = request(port, "GET", "/ui/", &["Origin: http://evil.example"], b"");
+    assert_eq!(a.status, 403);
+
+    // Signed in: the page and its script load.
+    let cookie = sign_in(&env);
+    let c = format!("Cookie: {cookie}");
+    let a = request(port, "GET", "/ui/", &[&c], b"");
+    assert_eq!(a.status, 200);
+    assert!(String::from_utf8_lossy(&a.body).contains("/ui/app.js"));
+    assert!(a.header("content-security-policy").is_some());
+
+    // A stale cookie (an earlier daemon's) is refused with what to do.
+    let stale = format!("Cookie: iapeer_ui_{port}=0123");
+    let a = request(port, "GET", "/fleet/v1/snapshot", &[&stale], b"");
+    assert_eq!(a.status, 401);
+    assert!(a.error().contains("iapeer ui"), "{}", a.error());
+
+    // A cross-site POST: the cookie alone, or with the own Origin but without the header, or
+    // the header from another origin: 403, nothing is sent.
+    let body = br#"{"personality":"alice","message":"forged"}"#;
+    for extra in [
+        vec![c.as_str()],
+        vec![c.as_str(), origin.as_str()],
+        vec![c.as_str(), "X-Iapeer-UI: 1"],
+        vec![c.as_str(), "Origin: http://evil.example", "X-Iapeer-UI: 1"],
+    ] {
+        let a = request(port, "POST", "/fleet/v1/send", &extra, body);
+        assert_eq!(a.status, 403, "{extra:?}: {}", a.error());
+    }
+    let a = request(
+        port,
+        "POST",
+        "/fleet/v1/peers/alice/stop",
+        &[&c, &origin],
+        b"{}",
+    );
+    assert_eq!(a.status, 403, "{}", a.error());
+    assert_eq!(env.status_of("alice", "echo"), "asleep");
+    // The header without a cookie is a page that is not signed in: 401.
+    let a = request(port, "GET", "/fleet/v1/snapshot", &["X-Iapeer-UI: 1"], b"");
+    assert_eq!(a.status, 401);
+    // The page's own request passes and is delivered.
+    let ok = [c.as_str(), origin.as_str(), "X-Iapeer-UI: 1"];
+    let a = request(
+        port,
+        "POST",
+        "/fleet/v1/send",
+        &ok,
+        br#"{"personality":"alice","message":"from the page"}"#,
+    );
+    assert_eq!(a.status, 200, "{}", a.error());
+    assert!(!env.log("delivery").contains("forged"));
+    assert_eq!(
+        env.count_events("delivery", "delivery", &[("to", "alice")]),
+        1,
+        "{}",
+        env.log("delivery")
+    );
+
+    // The screen and the inbox endpoints.
+    let a = request(port, "GET", "/fleet/v1/peers/alice/screen", &[], b"");
+    assert_eq!(a.status, 200, "{}", a.error());
+    let v = a.json();
+    assert_eq!(v["identity"], "echo-alice");
+    assert!(v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r.as_str().unwrap().contains("from the page")));
+    let a = get(&env, "/fleet/v1/peers/bob/screen");
+    assert_eq!(a.status, 502);
+    assert!(a.error().contains("iapeer wake bob"), "{}", a.error());
+    let a = get(&env, "/fleet/v1/inbox");
+    assert_eq!(a.status, 200);
+    assert_eq!(a.json()["identity"], "human-you");
+    assert_eq!(get(&env, "/fleet/v1/inbox?peer=alice").status, 400);
+    assert_eq!(get(&env, "/fleet/v1/inbox?peer=zed").status, 404);
+}
+
+#[test]
+fn with_a_bearer_the_cookie_admits_the_page_but_not_mcp() {
+    let env = team(&[("IAPEER_BEARER_TOKEN", "s3cret")]);
+    let port = env.port();
+    assert_eq!(get(&env, "/fleet/v1/snapshot").status, 401);
+    let cookie = format!("Cookie: {}", sign_in(&env));
+    let a = request(port, "GET", "/fleet/v1/snapshot", &[&cookie], b"");
+    assert_eq!(a.status, 200, "{}", a.error());
+    let a = request(
+        port,
+        "GET",
+        "/fleet/v1/snapshot",
+        &["Authorization: Bearer s3cret"],
+        b"",
+    );
+    assert_eq!(a.status, 200);
+    let a = request(
+        port,
+        "POST",
+        "/mcp",
+        &[&cookie, "Content-Type: application/json"],
+        br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+    );
+    assert_eq!(a.status, 401);
+}
+
+#[test]
+fn ui_without_a_daemon_says_so() {
+    let env = TestEnv::new();
+    env.ok(&["create", "you", "--runtime", "human"]);
+    let (_, err) = env.fails(&["ui", "--print"], 1);
+    assert!(err.contains("daemon"), "{err}");
+}
