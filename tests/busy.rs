@@ -11,8 +11,8 @@ use common::TestEnv;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
-/// Every `*.jsonl` record under `dir` (recursively).
-pub(crate) fn records(dir: &std::path::Path) -> Vec<Value> {
+/// Every line of every `*.jsonl` file under `dir` (recursively), as written.
+pub(crate) fn jsonl_lines(dir: &std::path::Path) -> Vec<String> {
     let mut out = Vec::new();
     let Ok(rd) = std::fs::read_dir(dir) else {
         return out;
@@ -20,13 +20,21 @@ pub(crate) fn records(dir: &std::path::Path) -> Vec<Value> {
     for e in rd.flatten() {
         let p = e.path();
         if p.is_dir() {
-            out.extend(records(&p));
+            out.extend(jsonl_lines(&p));
         } else if p.extension().is_some_and(|x| x == "jsonl") {
             let text = std::fs::read_to_string(&p).unwrap_or_default();
-            out.extend(text.lines().filter_map(|l| serde_json::from_str(l).ok()));
+            out.extend(text.lines().map(str::to_string));
         }
     }
     out
+}
+
+/// Every `*.jsonl` record under `dir` (recursively).
+pub(crate) fn records(dir: &std::path::Path) -> Vec<Value> {
+    jsonl_lines(dir)
+        .iter()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
 }
 
 /// A field of a parsed log line ("" when absent).

@@ -99,12 +99,20 @@ fn post(env: &TestEnv, path: &str, body: Value) -> Answer {
 
 /// alice and bob on the echo stand-in, `you` on the human runtime, the daemon up.
 fn team() -> TestEnv {
+    team_with(&[])
+}
+
+/// [`team`] with these daemon environment variables.
+pub(crate) fn team_with(env_vars: &[(&str, &str)]) -> TestEnv {
     let mut env = TestEnv::new();
+    for (k, v) in env_vars {
+        env.set(k, v);
+    }
     env.create_echo("alice");
     env.create_echo("bob");
     env.ok(&["create", "you", "--runtime", "human"]);
     env.start_daemon();
-    env.wait_until("the human peer is up", Duration::from_secs(10), |e| {
+    env.wait_until("the human peer is up", Duration::from_secs(30), |e| {
         e.status_of("you", "human") == "live"
     });
     env

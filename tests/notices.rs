@@ -149,20 +149,7 @@ use common::openai::Reply as OReply;
 
 /// Every line of every rollout file under `dir`, recursively, as written.
 fn rollout_lines(dir: &std::path::Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(rollout_lines(&p));
-        } else if p.extension().is_some_and(|x| x == "jsonl") {
-            let text = std::fs::read_to_string(&p).unwrap_or_default();
-            out.extend(text.lines().map(str::to_string));
-        }
-    }
-    out
+    crate::busy::jsonl_lines(dir)
 }
 
 /// The rollout records a turn's outcome is read from: `turn_context` (the model) and the
@@ -178,6 +165,14 @@ fn is_outcome_record(line: &str) -> bool {
                 r["payload"]["type"].as_str(),
                 Some("task_started" | "token_count" | "task_complete" | "turn_aborted")
             ))
+}
+
+/// A wait condition: the codex-cx screen shows `needle` and no turn is running.
+fn codex_idle_with(needle: &'static str) -> impl Fn(&TestEnv) -> bool {
+    move |e: &TestEnv| {
+        let screen = e.screen("codex-cx");
+        screen.contains(needle) && !screen.to_lowercase().contains("esc to interrupt")
+    }
 }
 
 /// Codex's rate-limit headers (`x-codex-primary-*`, `x-codex-secondary-*`): the 5-hour window
@@ -350,12 +345,7 @@ fn a_codex_peer_refused_by_its_api_raises_one_notice() {
             OReply::Text("awake".into())
         }
     });
-    let turn_shown = |needle: &'static str| {
-        move |e: &TestEnv| {
-            let screen = e.screen("codex-cx");
-            screen.contains(needle) && !screen.to_lowercase().contains("esc to interrupt")
-        }
-    };
+    let turn_shown = codex_idle_with;
     // Wake it with an answered turn first: an answer is no notice.
     env.ok(&["send", "cx", "--from", "echo-ea", "--message", "echo: wake"]);
     env.wait_until(
@@ -437,12 +427,7 @@ fn a_codex_usage_limit_menu_is_answered_keep_current_model_before_the_next_deliv
             OReply::Text("awake".into())
         }
     });
-    let idle_with = |needle: &'static str| {
-        move |e: &TestEnv| {
-            let screen = e.screen("codex-cx");
-            screen.contains(needle) && !screen.to_lowercase().contains("esc to interrupt")
-        }
-    };
+    let idle_with = codex_idle_with;
     env.ok(&["send", "cx", "--from", "echo-ea", "--message", "echo: wake"]);
     env.wait_until(
         "the wake's turn",

@@ -10,22 +10,10 @@ use crate::fleet::{get, request};
 use common::TestEnv;
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::Duration;
 
 /// alice and bob on the echo stand-in, `you` on the human runtime, the daemon up.
 fn team(env_vars: &[(&str, &str)]) -> TestEnv {
-    let mut env = TestEnv::new();
-    for (k, v) in env_vars {
-        env.set(k, v);
-    }
-    env.create_echo("alice");
-    env.create_echo("bob");
-    env.ok(&["create", "you", "--runtime", "human"]);
-    env.start_daemon();
-    env.wait_until("the human peer is up", Duration::from_secs(30), |e| {
-        e.status_of("you", "human") == "live"
-    });
-    env
+    crate::fleet::team_with(env_vars)
 }
 
 /// The page's link, from `iapeer ui --print` (stdout is not a terminal: nothing is opened).
