@@ -110,7 +110,15 @@ impl Adapter for Claude {
     }
 
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String> {
-        let mut args: Vec<OsString> = vec!["--dangerously-skip-permissions".into()];
+        let mut args: Vec<OsString> = match ctx.gated {
+            None => vec!["--dangerously-skip-permissions".into()],
+            Some(timeout) => {
+                let exe = std::env::current_exe().map_err(|e| {
+                    format!("cannot find the iapeer binary for the approval hook: {e}")
+                })?;
+                super::claude_gate::launch_args(&exe, timeout)
+            }
+        };
         match ctx.launch_env.disallowed_tools.as_deref() {
             None => args.extend(["--disallowedTools".into(), DEFAULT_DISALLOWED.into()]),
             Some("") => {}
@@ -439,7 +447,38 @@ mod tests {
             system_prompt: prompt,
             launch_env: env,
             port: 8765,
+            gated: None,
         }
+    }
+
+    #[test]
+    fn a_gated_launch_has_manual_mode_and_the_hook_instead_of_the_bypass() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        let c = Claude {
+            program: "/bin/claude".into(),
+        };
+        let env = LaunchEnv::default();
+        let gated = LaunchCtx {
+            gated: Some(Duration::from_secs(60)),
+            ..ctx(&paths, dir.path(), &env, WakeMode::Fresh, None)
+        };
+        let args: Vec<String> = c
+            .command(&gated)
+            .unwrap()
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            !args.iter().any(|a| a == "--dangerously-skip-permissions"),
+            "{args:?}"
+        );
+        assert_eq!(&args[..2], ["--permission-mode", "manual"]);
+        let settings = &args[args.iter().position(|a| a == "--settings").unwrap() + 1];
+        assert!(settings.contains("PermissionRequest") && settings.contains("approval-request"));
+        // The rest of the default launch stays.
+        assert!(args.windows(2).any(|w| w == ["--add-dir", "/"]), "{args:?}");
     }
 
     #[test]

@@ -222,12 +222,20 @@ pub enum Verb {
     Connect,
     /// `confirm-send`.
     ConfirmSend,
+    /// `approvals`.
+    Approvals,
+    /// `approve`.
+    Approve,
+    /// `deny`.
+    Deny,
+    /// `approval-request` (hidden: a gated Claude Code session's permission hook).
+    ApprovalRequest,
 }
 
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 41] = [
+    pub const ALL: [Verb; 45] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
@@ -269,6 +277,10 @@ impl Verb {
         Verb::Enable,
         Verb::Connect,
         Verb::ConfirmSend,
+        Verb::Approvals,
+        Verb::Approve,
+        Verb::Deny,
+        Verb::ApprovalRequest,
     ];
 }
 

@@ -32,7 +32,8 @@ pub enum ClaudeScreen {
     },
     /// A turn is running (`esc to interrupt`).
     Busy,
-    /// No dialog, the `❯` composer and `bypass permissions on` are on screen.
+    /// No dialog, the `❯` composer and `bypass permissions on` (or, gated, `manual mode on`)
+    /// are on screen.
     Ready,
     /// Nothing recognised (still painting, or between states).
     Booting,
@@ -102,7 +103,9 @@ const ROOT_REFUSED: &str = "cannot be used with root/sudo privileges";
 const CANNOT_CONNECT: &str = "Unable to connect to Anthropic services";
 const LOGIN_PICKER: &[&str] = &["Select login method", "Claude account with subscription"];
 const BUSY: &str = "esc to interrupt";
-const READY: &str = "bypass permissions on";
+/// The status line of a ready composer: the bypass mode, or a gated peer's manual mode
+/// (`⏸ manual mode on`, recorded in `tests/fixtures/claude-2.1.332/approvals/`).
+const READY: &[&str] = &["bypass permissions on", "manual mode on"];
 
 /// Classify a Claude Code screen from its rows.
 ///
@@ -152,7 +155,7 @@ pub fn classify<S: AsRef<str>>(rows: &[S]) -> ClaudeScreen {
     let composer = rows
         .iter()
         .any(|r| r.as_ref().trim_start().starts_with(dialog::CLAUDE_MARKER));
-    if composer && text.contains(READY) {
+    if composer && READY.iter().any(|r| text.contains(r)) {
         return ClaudeScreen::Ready;
     }
     ClaudeScreen::Booting
