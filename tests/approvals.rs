@@ -306,3 +306,120 @@ fn record_claude_permission_request() {
         "the model got the hook's message"
     );
 }
+
+/// The token of a live session, from its child's environment (`IAPEER_TOKEN`).
+fn session_token(pid: u64) -> String {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    environ
+        .split(|b| *b == 0)
+        .filter_map(|kv| std::str::from_utf8(kv).ok())
+        .find_map(|kv| kv.strip_prefix("IAPEER_TOKEN="))
+        .expect("IAPEER_TOKEN in the session's environment")
+        .to_string()
+}
+
+/// A hook's connection: the `approval-request` line sent, the answer not read yet.
+fn hook_ask(env: &TestEnv, token: &str, summary: &str) -> std::os::unix::net::UnixStream {
+    use std::io::Write;
+    let mut s = std::os::unix::net::UnixStream::connect(env.socket()).unwrap();
+    let line = json!({"op":"approval-request","identity":"echo-ea","token":token,"tool":"Bash","summary":summary});
+    s.write_all(format!("{line}\n").as_bytes()).unwrap();
+    s
+}
+
+fn hook_answer(s: std::os::unix::net::UnixStream) -> Value {
+    use std::io::BufRead;
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(s).read_line(&mut line).unwrap();
+    serde_json::from_str(line.trim_end()).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+}
+
+/// The broker without Claude Code: requests as a gated session's hook sends them (with the
+/// live echo session's token), the fleet long poll and approve, a hook that hangs up, and a
+/// daemon that stops while a prompt waits.
+#[test]
+fn the_broker_long_polls_approves_over_http_and_denies_a_gone_hook_and_on_shutdown() {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_APPROVAL_TIMEOUT_MS", "60000");
+    env.create_echo("ea");
+    env.start_daemon();
+    let woke = env.control(r#"{"op":"wake","personality":"ea"}"#);
+    assert_eq!(woke["ok"], true, "{woke}");
+    let token = session_token(woke["pid"].as_u64().unwrap());
+
+    // Only the live session's token may ask.
+    let refused = env.control(
+        &json!({"op":"approval-request","identity":"echo-ea","token":"nope","tool":"Bash","summary":"x"})
+            .to_string(),
+    );
+    assert_eq!(refused["code"], "not-live", "{refused}");
+
+    // A long poll is answered by the new prompt; approve over HTTP answers the hook.
+    let port = env.port();
+    let poll = std::thread::spawn(move || {
+        crate::fleet::request(port, "GET", "/fleet/v1/approvals?wait=30", &[], b"")
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let hook = hook_ask(&env, &token, "make build");
+    let polled = poll.join().unwrap();
+    assert_eq!(polled.status, 200);
+    let list = polled.json();
+    let a = &list["approvals"][0];
+    assert_eq!(a["summary"], "make build", "{list}");
+    assert_eq!(a["identity"], "echo-ea", "{list}");
+    let id = a["id"].as_str().unwrap().to_string();
+    let since = a["created_ms"].as_u64().unwrap();
+    // Nothing newer: a long poll with `since` waits its whole time.
+    let start = std::time::Instant::now();
+    let again = crate::fleet::get(&env, &format!("/fleet/v1/approvals?wait=1&since={since}"));
+    assert!(start.elapsed() >= Duration::from_millis(900));
+    assert_eq!(again.json()["approvals"][0]["id"], id.as_str());
+    let ok = crate::fleet::request(
+        port,
+        "POST",
+        &format!("/fleet/v1/approvals/{id}/approve"),
+        &[],
+        b"",
+    );
+    assert_eq!(ok.status, 200, "{}", String::from_utf8_lossy(&ok.body));
+    assert_eq!(ok.json()["decision"], "approve");
+    let verdict = hook_answer(hook);
+    assert_eq!(verdict, json!({"ok":true,"id":id,"allow":true}));
+    let gone = crate::fleet::request(
+        port,
+        "POST",
+        &format!("/fleet/v1/approvals/{id}/deny"),
+        &[],
+        b"",
+    );
+    assert_eq!(gone.status, 400, "{}", String::from_utf8_lossy(&gone.body));
+
+    // A hook that hangs up is denied within the sweep.
+    let hook = hook_ask(&env, &token, "rm -rf /");
+    env.wait_until("the prompt is pending", Duration::from_secs(10), |env| {
+        env.has_event(
+            "lifecycle",
+            "approval-requested",
+            &[("summary", "rm -rf /")],
+        )
+    });
+    drop(hook);
+    env.wait_until("a gone hook is denied", Duration::from_secs(10), |env| {
+        env.has_event("lifecycle", "approval-denied", &[("by", "disconnected")])
+    });
+    assert!(approvals(&env).is_empty());
+
+    // The daemon stops: the waiting hook is answered deny.
+    let hook = hook_ask(&env, &token, "deploy");
+    env.wait_until("the prompt is pending", Duration::from_secs(10), |env| {
+        env.has_event("lifecycle", "approval-requested", &[("summary", "deploy")])
+    });
+    env.stop_daemon();
+    let verdict = hook_answer(hook);
+    assert_eq!(verdict["allow"], false, "{verdict}");
+    assert!(
+        verdict["reason"].as_str().unwrap().contains("stopping"),
+        "{verdict}"
+    );
+}

@@ -39,7 +39,7 @@ impl Answer {
 
 /// One request with `extra` header lines; the Host header is the daemon's unless `extra`
 /// names one.
-fn request(port: u16, method: &str, path: &str, extra: &[&str], body: &[u8]) -> Answer {
+pub(crate) fn request(port: u16, method: &str, path: &str, extra: &[&str], body: &[u8]) -> Answer {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let mut head = format!("{method} {path} HTTP/1.1\r\n");
