@@ -213,9 +213,38 @@ fn a_gated_claude_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
 
     // Deny: the command does not run and the model is told the reason.
     let id = ask_touch(&env, "denied");
+    // A message sent while the prompt is open waits for it to close: pasted with Enter it
+    // would answer Claude Code's own prompt `Yes`, past the human.
+    let out = env.ok(&[
+        "send",
+        "cb",
+        "--from",
+        "echo-ea",
+        "--message",
+        "meanwhile",
+        "--timeout",
+        "240",
+    ]);
+    assert!(out.contains("queued"), "{out}");
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        approvals(&env).iter().any(|a| a["id"] == id.as_str()),
+        "the prompt was answered from the screen\n{}",
+        env.diagnostics()
+    );
+    assert!(!dir.join("denied").exists(), "the command ran unapproved");
     let out = env.ok(&["deny", &id, "not today"]);
     assert_eq!(out.trim(), format!("denied {id} (claude-cb)"));
     told(&env, &results, "not today");
+    env.wait_until(
+        "the held message reached the model",
+        Duration::from_secs(60),
+        |_| {
+            api.main_requests()
+                .iter()
+                .any(|r| last_user_text(r).contains("<msg>meanwhile</msg>"))
+        },
+    );
     turn_over(&env);
     assert!(!dir.join("denied").exists(), "a denied command ran");
     assert!(env.has_event(

@@ -77,6 +77,9 @@ fn watch(cwd: &Path) -> Option<TranscriptWatch> {
 
 /// How often a watch searches the project folders for a transcript of its folder while the
 /// computed project folder does not exist.
+/// What a delivery held behind an open permission prompt is told it waits for.
+const PERMISSION_PROMPT_OPEN: &str = "(a permission prompt is open: iapeer approvals)";
+
 const SCAN_EVERY: Duration = Duration::from_secs(1);
 
 /// The claude adapter.
@@ -161,7 +164,9 @@ impl Adapter for Claude {
             ClaudeScreen::CannotConnect => BootStep::Fail(CANNOT_CONNECT.into()),
             ClaudeScreen::RootRefused => BootStep::Fail("Claude Code refuses --dangerously-skip-permissions as root — run iapeer as a normal user, or set IS_SANDBOX=1 in the peer's launch.env inside a sandbox".into()),
             ClaudeScreen::Ready => BootStep::Ready,
-            ClaudeScreen::Busy | ClaudeScreen::Booting => BootStep::Wait,
+            ClaudeScreen::PermissionPrompt | ClaudeScreen::Busy | ClaudeScreen::Booting => {
+                BootStep::Wait
+            }
         }
     }
 
@@ -194,6 +199,19 @@ impl Adapter for Claude {
 
     fn is_busy(&self, screen: &Screen) -> bool {
         screen.text().contains("esc to interrupt")
+    }
+
+    fn composer_draft(&self, screen: &Screen) -> Option<String> {
+        // A permission prompt takes the keys: a paste and Enter would answer it `Yes`, past
+        // the human the gated peer's prompts go to (spec 10 §4). It counts as a draft, so a
+        // delivery waits for it to close (`IAPEER_COMPOSER_QUEUE_TIMEOUT_MS`).
+        if claude_screen::classify(&screen.rows()) == ClaudeScreen::PermissionPrompt {
+            return Some(PERMISSION_PROMPT_OPEN.into());
+        }
+        self.prompt_glyph()
+            .and_then(|g| screen.composer_text(g))
+            .filter(|c| c.typed && !c.text.is_empty())
+            .map(|c| c.text)
     }
 
     fn confirmer(&self, cwd: &Path, text: &str, _agent_ts: Option<&str>) -> Box<dyn Confirm> {
@@ -449,6 +467,35 @@ mod tests {
             port: 8765,
             gated: None,
         }
+    }
+
+    #[test]
+    fn nothing_is_pasted_into_an_open_permission_prompt() {
+        let bytes = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/claude-2.1.332/approvals/permission-dialog.raw"
+        ))
+        .unwrap();
+        let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+        screen.feed(&bytes, true);
+        let c = Claude {
+            program: "/bin/claude".into(),
+        };
+        assert_eq!(
+            c.composer_draft(&screen).as_deref(),
+            Some(PERMISSION_PROMPT_OPEN)
+        );
+        assert!(matches!(c.boot_step(&screen), BootStep::Wait));
+        let mut ready = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+        ready.feed(
+            &std::fs::read(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/fixtures/claude-2.1.332/approvals/ready-manual-mode.raw"
+            ))
+            .unwrap(),
+            true,
+        );
+        assert_eq!(c.composer_draft(&ready), None);
     }
 
     #[test]

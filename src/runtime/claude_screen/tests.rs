@@ -271,3 +271,25 @@ fn a_gated_peer_is_ready_in_manual_mode() {
     );
     assert_eq!(classify(&rows), ClaudeScreen::Ready);
 }
+
+#[test]
+fn a_permission_prompt_is_neither_answered_nor_a_composer() {
+    // The pane of a gated session (tests/approvals.rs) while its Bash call waits for a human:
+    // Claude Code draws its own prompt, the `❯` on `1. Yes`, beside the hook.
+    let bytes = fixture("approvals/permission-dialog.raw");
+    let mut screen = Screen::new(SESSION_ROWS, SESSION_COLS);
+    screen.feed(&bytes, true);
+    let rows = screen.rows();
+    let state = classify(&rows);
+    assert_eq!(state, ClaudeScreen::PermissionPrompt, "{rows:#?}");
+    assert_eq!(next_key(&state, &rows), None);
+    // The same words in the conversation without the menu are not a prompt.
+    assert_eq!(
+        classify(&[
+            "● Do you want to proceed? I can do it.",
+            "❯ ",
+            "  ⏸ manual mode on"
+        ]),
+        ClaudeScreen::Ready
+    );
+}
