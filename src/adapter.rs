@@ -56,6 +56,11 @@ pub struct LaunchCtx<'a> {
     pub launch_env: &'a LaunchEnv,
     /// The daemon's loopback HTTP port (for runtimes whose MCP URL cannot expand variables).
     pub port: u16,
+    /// `Some` for a gated peer (`approval_mode: "gated"`, spec 10 §4): launch without the
+    /// permission-bypass flags and send each permission prompt to the daemon's approval
+    /// broker, which answers within this long (`IAPEER_APPROVAL_TIMEOUT_MS`). `None`: the
+    /// default bypass mode.
+    pub gated: Option<std::time::Duration>,
 }
 
 /// Program, arguments and runtime-specific environment of one launch.

@@ -12,6 +12,7 @@
 mod common;
 
 mod answers;
+mod approvals;
 mod attach;
 mod background;
 mod busy;

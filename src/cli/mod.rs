@@ -2,6 +2,7 @@
 //! the man page and completions; one file per verb group runs them. Exit codes: 0 success
 //! (including idempotent no-ops), 1 the operation failed or was refused, 2 usage error.
 
+pub mod approvals;
 pub mod attach;
 pub mod background;
 pub mod client;
@@ -298,6 +299,10 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
         Verb::Connect => connect::connect(inv),
         Verb::ConfirmSend => send::confirm_send(inv),
         Verb::Ui => ui::run(inv),
+        Verb::Approvals => approvals::list(inv),
+        Verb::Approve => approvals::decide(inv, true),
+        Verb::Deny => approvals::decide(inv, false),
+        Verb::ApprovalRequest => approvals::hook(),
         Verb::NotifierRun => match crate::notifier::run::run() {
             0 => Ok(()),
             code => Err(CliError::Exit(code)),

@@ -38,6 +38,9 @@ pub struct Config {
     pub origin: crate::origin::OriginLimits,
     /// The notice board (`IAPEER_NOTICE_TTL_MS`).
     pub notices: crate::notices::NoticeLimits,
+    /// How long a permission prompt waits for a human (`IAPEER_APPROVAL_TIMEOUT_MS`, spec
+    /// 10 §4).
+    pub approval_timeout: Duration,
     /// Boot → ready deadline (`IAPEER_BOOT_DEADLINE_SECS`).
     pub boot_deadline: Duration,
     /// First message → model activity deadline (`IAPEER_READY_GATE_SECS`).
@@ -83,6 +86,7 @@ impl Default for Config {
             notices: crate::notices::NoticeLimits {
                 ttl: vars::IAPEER_NOTICE_TTL_MS.default_duration(),
             },
+            approval_timeout: vars::IAPEER_APPROVAL_TIMEOUT_MS.default_duration(),
             boot_deadline: vars::IAPEER_BOOT_DEADLINE_SECS.default_duration(),
             ready_gate: vars::IAPEER_READY_GATE_SECS.default_duration(),
             crashloop_max: vars::IAPEER_CRASHLOOP_MAX.default_u64() as usize,
@@ -144,6 +148,7 @@ impl Config {
             notices: crate::notices::NoticeLimits {
                 ttl: duration(w, &vars::IAPEER_NOTICE_TTL_MS),
             },
+            approval_timeout: duration(w, &vars::IAPEER_APPROVAL_TIMEOUT_MS),
             boot_deadline: duration(w, &vars::IAPEER_BOOT_DEADLINE_SECS),
             ready_gate: duration(w, &vars::IAPEER_READY_GATE_SECS),
             crashloop_max: crashloop_max as usize,

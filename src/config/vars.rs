@@ -273,6 +273,15 @@ pub const IAPEER_NOTICE_TTL_MS: EnvVar = var(
     "milliseconds a notice (a live agent its model API refuses: rate limit, overload, expired \
      login) stays on the board after its last repeat (default {default}, 1 h)",
 );
+/// `IAPEER_APPROVAL_TIMEOUT_MS`: how long a gated peer's permission prompt waits for a
+/// human's `approve`/`deny` before it is denied (spec 10 §4).
+pub const IAPEER_APPROVAL_TIMEOUT_MS: EnvVar = var(
+    "IAPEER_APPROVAL_TIMEOUT_MS",
+    Kind::Millis(300 * 1000),
+    Part::Config,
+    "milliseconds a gated peer's permission prompt waits for iapeer approve or deny before it \
+     is denied (default {default}, 5 min)",
+);
 /// `IAPEER_BOOT_DEADLINE_SECS`: boot → ready deadline.
 pub const IAPEER_BOOT_DEADLINE_SECS: EnvVar = var(
     "IAPEER_BOOT_DEADLINE_SECS",
@@ -583,6 +592,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_ORIGIN_GUARD_ARM_TTL_MS,
     IAPEER_ORIGIN_HOLD_TTL_MS,
     IAPEER_NOTICE_TTL_MS,
+    IAPEER_APPROVAL_TIMEOUT_MS,
     IAPEER_BOOT_DEADLINE_SECS,
     IAPEER_READY_GATE_SECS,
     IAPEER_CRASHLOOP_MAX,

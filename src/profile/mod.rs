@@ -105,6 +105,9 @@ impl std::error::Error for ProfileError {
     }
 }
 
+/// The value of `approval_mode` that gates a peer's permission prompts (spec 10 §4).
+pub const APPROVAL_MODE_GATED: &str = "gated";
+
 /// The value of `wake_policy` that makes a peer ephemeral (spec 05 §6).
 pub const WAKE_POLICY_EPHEMERAL: &str = "ephemeral";
 
@@ -345,6 +348,13 @@ impl Profile {
             .as_deref()
             .and_then(Intelligence::parse)
             .unwrap_or_else(|| Intelligence::default_for_runtime(&self.default_runtime))
+    }
+
+    /// True for `approval_mode: "gated"`: the peer launches without the runtime's
+    /// permission-bypass flags and its permission prompts go to a human (spec 10 §4). Any
+    /// other value (absent, `"yolo"`, unknown) is the default bypass mode.
+    pub fn is_gated(&self) -> bool {
+        self.approval_mode.as_deref() == Some(APPROVAL_MODE_GATED)
     }
 
     /// True for `wake_policy: "ephemeral"` (one fresh session per task, spec 05 §6).

@@ -238,6 +238,45 @@ requests! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         runtime: Option<String>,
     },
+    /// From a gated session's permission hook (`iapeer approval-request`, spec 10 §4): ask a
+    /// human whether the tool may run → [`ApprovalVerdict`], once a human decides or the
+    /// request is denied (timeout, the session ended, the daemon stopping). The hook's
+    /// connection closing denies it too.
+    ApprovalRequest {
+        /// The session's `PEER_IDENTITY`.
+        identity: String,
+        /// The session's `IAPEER_TOKEN`: it must be the live session's token.
+        token: String,
+        /// The tool (`Bash`, `Write`, …).
+        tool: String,
+        /// What it wants to run (a command, a file path, or the tool input as JSON).
+        summary: String,
+    },
+    /// The permission prompts waiting for a human → [`ApprovalsReply`]. With `wait_ms`, a
+    /// long poll: answered as soon as a prompt asked after `since_ms` is pending, else when
+    /// `wait_ms` has passed (with whatever is pending then).
+    Approvals {
+        /// Wait at most this long for a new prompt, in ms (at most 300 000; absent: answer
+        /// at once).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wait_ms: Option<u64>,
+        /// Count as new only prompts asked after this time, epoch ms (absent: any pending).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        since_ms: Option<u64>,
+    },
+    /// Let a pending prompt's tool run → [`ApprovalDone`].
+    Approve {
+        /// The approval id, `ap-<8 hex>`.
+        id: String,
+    },
+    /// Refuse a pending prompt → [`ApprovalDone`]; `reason` is given to the model.
+    Deny {
+        /// The approval id, `ap-<8 hex>`.
+        id: String,
+        /// Why, for the model (default: `denied by a human`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
 }
 
 /// Parse one request line. Errors are the failure to send back: `bad-request` for malformed
@@ -580,6 +619,58 @@ pub struct ScreenReply {
     pub cursor: [u16; 2],
 }
 
+/// One permission prompt waiting for a human, in an [`ApprovalsReply`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalInfo {
+    /// `ap-<8 hex>`.
+    pub id: String,
+    /// The asking session, `<runtime>-<personality>`.
+    pub identity: String,
+    /// Peer.
+    pub personality: String,
+    /// Runtime.
+    pub runtime: String,
+    /// The tool.
+    pub tool: String,
+    /// What it wants to run.
+    pub summary: String,
+    /// When it was asked, epoch ms.
+    pub created_ms: u64,
+    /// When it is denied unanswered, epoch ms.
+    pub deadline_ms: u64,
+}
+
+/// `approvals` → `{"ok":true,"approvals":[…]}`, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalsReply {
+    /// The pending prompts.
+    pub approvals: Vec<ApprovalInfo>,
+}
+
+/// `approve`/`deny` → `{"ok":true,"id":…,"decision":"approve"|"deny","identity":…}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalDone {
+    /// The approval id.
+    pub id: String,
+    /// `approve` or `deny`.
+    pub decision: String,
+    /// The session that asked.
+    pub identity: String,
+}
+
+/// `approval-request` → `{"ok":true,"id":…,"allow":true}` or
+/// `{"ok":true,"id":…,"allow":false,"reason":…}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalVerdict {
+    /// The approval id the request had.
+    pub id: String,
+    /// The tool may run.
+    pub allow: bool,
+    /// Why not (a human's reason, or `denied: …` for a timeout, a session end, a shutdown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 /// Declares [`Reply`] with one variant per successful reply type, its `From` conversions and
 /// the wire encoding `{"ok":true, …fields}`.
 macro_rules! replies {
@@ -646,6 +737,12 @@ replies! {
     Status(StatusReply),
     /// `screen`.
     Screen(ScreenReply),
+    /// `approvals`.
+    Approvals(ApprovalsReply),
+    /// `approve`, `deny`.
+    ApprovalDone(ApprovalDone),
+    /// `approval-request`.
+    ApprovalVerdict(ApprovalVerdict),
 }
 
 impl Reply {
@@ -682,6 +779,9 @@ impl Reply {
             Op::LiveRuntime => typed::<LiveRuntimeReply>(line),
             Op::Status => typed::<StatusReply>(line),
             Op::Screen => typed::<ScreenReply>(line),
+            Op::Approvals => typed::<ApprovalsReply>(line),
+            Op::Approve | Op::Deny => typed::<ApprovalDone>(line),
+            Op::ApprovalRequest => typed::<ApprovalVerdict>(line),
         }
     }
 }

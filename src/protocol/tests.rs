@@ -167,6 +167,27 @@ fn every_request() -> Vec<Request> {
             personality: s("bob"),
             runtime: Some(s("echo")),
         },
+        Request::ApprovalRequest {
+            identity: s("claude-bob"),
+            token: s("9f0c"),
+            tool: s("Bash"),
+            summary: s("rm -rf build"),
+        },
+        Request::Approvals {
+            wait_ms: Some(30_000),
+            since_ms: Some(1_764_496_800_000),
+        },
+        Request::Approvals {
+            wait_ms: None,
+            since_ms: None,
+        },
+        Request::Approve {
+            id: s("ap-1a2b3c4d"),
+        },
+        Request::Deny {
+            id: s("ap-1a2b3c4d"),
+            reason: Some(s("not on main")),
+        },
     ];
     for op in Op::ALL {
         assert!(reqs.iter().any(|r| r.op() == *op), "no {op:?} request");

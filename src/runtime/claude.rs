@@ -77,6 +77,9 @@ fn watch(cwd: &Path) -> Option<TranscriptWatch> {
 
 /// How often a watch searches the project folders for a transcript of its folder while the
 /// computed project folder does not exist.
+/// What a delivery held behind an open permission prompt is told it waits for.
+const PERMISSION_PROMPT_OPEN: &str = "(a permission prompt is open: iapeer approvals)";
+
 const SCAN_EVERY: Duration = Duration::from_secs(1);
 
 /// The claude adapter.
@@ -110,7 +113,15 @@ impl Adapter for Claude {
     }
 
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String> {
-        let mut args: Vec<OsString> = vec!["--dangerously-skip-permissions".into()];
+        let mut args: Vec<OsString> = match ctx.gated {
+            None => vec!["--dangerously-skip-permissions".into()],
+            Some(timeout) => {
+                let exe = std::env::current_exe().map_err(|e| {
+                    format!("cannot find the iapeer binary for the approval hook: {e}")
+                })?;
+                super::claude_gate::launch_args(&exe, timeout)
+            }
+        };
         match ctx.launch_env.disallowed_tools.as_deref() {
             None => args.extend(["--disallowedTools".into(), DEFAULT_DISALLOWED.into()]),
             Some("") => {}
@@ -153,7 +164,9 @@ impl Adapter for Claude {
             ClaudeScreen::CannotConnect => BootStep::Fail(CANNOT_CONNECT.into()),
             ClaudeScreen::RootRefused => BootStep::Fail("Claude Code refuses --dangerously-skip-permissions as root — run iapeer as a normal user, or set IS_SANDBOX=1 in the peer's launch.env inside a sandbox".into()),
             ClaudeScreen::Ready => BootStep::Ready,
-            ClaudeScreen::Busy | ClaudeScreen::Booting => BootStep::Wait,
+            ClaudeScreen::PermissionPrompt | ClaudeScreen::Busy | ClaudeScreen::Booting => {
+                BootStep::Wait
+            }
         }
     }
 
@@ -186,6 +199,19 @@ impl Adapter for Claude {
 
     fn is_busy(&self, screen: &Screen) -> bool {
         screen.text().contains("esc to interrupt")
+    }
+
+    fn composer_draft(&self, screen: &Screen) -> Option<String> {
+        // A permission prompt takes the keys: a paste and Enter would answer it `Yes`, past
+        // the human the gated peer's prompts go to (spec 10 §4). It counts as a draft, so a
+        // delivery waits for it to close (`IAPEER_COMPOSER_QUEUE_TIMEOUT_MS`).
+        if claude_screen::classify(&screen.rows()) == ClaudeScreen::PermissionPrompt {
+            return Some(PERMISSION_PROMPT_OPEN.into());
+        }
+        self.prompt_glyph()
+            .and_then(|g| screen.composer_text(g))
+            .filter(|c| c.typed && !c.text.is_empty())
+            .map(|c| c.text)
     }
 
     fn confirmer(&self, cwd: &Path, text: &str, _agent_ts: Option<&str>) -> Box<dyn Confirm> {
@@ -439,7 +465,67 @@ mod tests {
             system_prompt: prompt,
             launch_env: env,
             port: 8765,
+            gated: None,
         }
+    }
+
+    #[test]
+    fn nothing_is_pasted_into_an_open_permission_prompt() {
+        let bytes = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/claude-2.1.332/approvals/permission-dialog.raw"
+        ))
+        .unwrap();
+        let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+        screen.feed(&bytes, true);
+        let c = Claude {
+            program: "/bin/claude".into(),
+        };
+        assert_eq!(
+            c.composer_draft(&screen).as_deref(),
+            Some(PERMISSION_PROMPT_OPEN)
+        );
+        assert!(matches!(c.boot_step(&screen), BootStep::Wait));
+        let mut ready = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+        ready.feed(
+            &std::fs::read(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/fixtures/claude-2.1.332/approvals/ready-manual-mode.raw"
+            ))
+            .unwrap(),
+            true,
+        );
+        assert_eq!(c.composer_draft(&ready), None);
+    }
+
+    #[test]
+    fn a_gated_launch_has_manual_mode_and_the_hook_instead_of_the_bypass() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        let c = Claude {
+            program: "/bin/claude".into(),
+        };
+        let env = LaunchEnv::default();
+        let gated = LaunchCtx {
+            gated: Some(Duration::from_secs(60)),
+            ..ctx(&paths, dir.path(), &env, WakeMode::Fresh, None)
+        };
+        let args: Vec<String> = c
+            .command(&gated)
+            .unwrap()
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            !args.iter().any(|a| a == "--dangerously-skip-permissions"),
+            "{args:?}"
+        );
+        assert_eq!(&args[..2], ["--permission-mode", "manual"]);
+        let settings = &args[args.iter().position(|a| a == "--settings").unwrap() + 1];
+        assert!(settings.contains("PermissionRequest") && settings.contains("approval-request"));
+        // The rest of the default launch stays.
+        assert!(args.windows(2).any(|w| w == ["--add-dir", "/"]), "{args:?}");
     }
 
     #[test]

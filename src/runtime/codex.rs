@@ -294,6 +294,12 @@ pub fn boot_step_for(rows: &[String]) -> BootStep {
     }
 }
 
+/// The refusal of a gated Codex launch (spec 10 §4): its permission prompts are not brought
+/// to the approval broker yet, and a gated peer must never run with the bypass flag.
+const GATED_UNSUPPORTED: &str = "approval_mode \"gated\" is supported on the claude runtime \
+    only so far (Codex's permission prompts are not brought to iapeer approvals yet) — remove \
+    approval_mode from the peer's profile, or run it on claude";
+
 impl Adapter for Codex {
     fn name(&self) -> &str {
         "codex"
@@ -304,6 +310,9 @@ impl Adapter for Codex {
     }
 
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String> {
+        if ctx.gated.is_some() {
+            return Err(GATED_UNSUPPORTED.into());
+        }
         let mut args: Vec<OsString> = Vec::new();
         if ctx.mode == WakeMode::Resume {
             if !self.resumable(ctx.cwd) {
@@ -591,6 +600,7 @@ mod tests {
             system_prompt: Some(&prompt),
             launch_env: &env,
             port: 4242,
+            gated: None,
         };
         let args: Vec<String> = c
             .command(&ctx)
@@ -616,6 +626,16 @@ mod tests {
                 "--model",
                 "o3"
             ]
+        );
+        // A gated peer never runs with the bypass flag: refused, saying what to change.
+        let gated = LaunchCtx {
+            gated: Some(std::time::Duration::from_secs(300)),
+            ..ctx
+        };
+        let err = c.command(&gated).unwrap_err();
+        assert!(
+            err.contains("approval_mode") && err.contains("claude"),
+            "{err}"
         );
     }
 

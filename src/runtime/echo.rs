@@ -142,6 +142,7 @@ mod tests {
             system_prompt: None,
             launch_env: &env,
             port: 8765,
+            gated: None,
         };
         assert_eq!(echo.command(&ctx).unwrap_err(), "no transcript to resume");
         std::fs::create_dir_all(dir.path().join(TRANSCRIPT_DIR)).unwrap();

@@ -6,6 +6,7 @@
 
 pub mod api_error;
 pub mod claude;
+pub mod claude_gate;
 pub mod claude_paths;
 pub mod claude_screen;
 pub mod claude_setup;

@@ -159,6 +159,7 @@ mod tests {
             system_prompt: None,
             launch_env: &env,
             port: 8765,
+            gated: None,
         };
         let cmd = rt.command(&ctx).unwrap();
         assert_eq!(cmd.program, OsString::from("/opt/bot"));
@@ -178,6 +179,7 @@ mod tests {
             system_prompt: None,
             launch_env: &env,
             port: 8765,
+            gated: None,
         };
         let cmd = rt.command(&ctx).unwrap();
         assert_eq!(cmd.program, OsString::from("zzqbot-runtime"));

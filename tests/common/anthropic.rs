@@ -115,11 +115,17 @@ fn text_events(text: &str) -> Vec<(&'static str, Value)> {
     ]
 }
 
+/// Tool-use ids handed out so far (each call gets its own, as from the real API: Claude Code
+/// pairs a tool result with its call by id).
+static TOOL_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 fn tool_events(name: &str, input: &Value) -> Vec<(&'static str, Value)> {
+    let n = TOOL_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+    let id = format!("toolu_standin_{n}");
     vec![
         (
             "content_block_start",
-            json!({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_standin_1","name":name,"input":{}}}),
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":id,"name":name,"input":{}}}),
         ),
         (
             "content_block_delta",
@@ -311,7 +317,8 @@ fn respond(rq: tiny_http::Request, req: &Value, reply: Reply) {
     if !stream {
         let content = match &reply {
             Reply::ToolUse(name, input) => {
-                json!([{"type":"tool_use","id":"toolu_standin_1","name":name,"input":input}])
+                let n = TOOL_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                json!([{"type":"tool_use","id":format!("toolu_standin_{n}"),"name":name,"input":input}])
             }
             Reply::Text(t) | Reply::Hold(_, t) => json!([{"type":"text","text":t}]),
             Reply::Error(_) => unreachable!(),

@@ -224,12 +224,20 @@ pub enum Verb {
     ConfirmSend,
     /// `ui`.
     Ui,
+    /// `approvals`.
+    Approvals,
+    /// `approve`.
+    Approve,
+    /// `deny`.
+    Deny,
+    /// `approval-request` (hidden: a gated Claude Code session's permission hook).
+    ApprovalRequest,
 }
 
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 42] = [
+    pub const ALL: [Verb; 46] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
@@ -272,6 +280,10 @@ impl Verb {
         Verb::Connect,
         Verb::ConfirmSend,
         Verb::Ui,
+        Verb::Approvals,
+        Verb::Approve,
+        Verb::Deny,
+        Verb::ApprovalRequest,
     ];
 }
 

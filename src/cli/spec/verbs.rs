@@ -304,6 +304,10 @@ pub mod args {
     pub const HOOKS_FILE: PosSpec = required("hooks-file", Complete::Path);
     /// `<id>` (confirm-send): a hold id, `og-<8 hex>`.
     pub const HOLD_ID: PosSpec = required("id", Complete::Text);
+    /// `<id>` (approve, deny): an approval id, `ap-<8 hex>`.
+    pub const APPROVAL_ID: PosSpec = required("id", Complete::Text);
+    /// `[reason]` (deny): why, for the model.
+    pub const REASON: PosSpec = optional("reason", Complete::Text);
     /// `[args]...` (echo-agent): every word after the verb.
     pub const ARGS: PosSpec = PosSpec {
         name: "args",
@@ -313,7 +317,7 @@ pub mod args {
     };
 }
 
-use args::{ARGS, FOLDER, HOLD_ID, NAME, RT, RUNTIME, TARGET, VERB};
+use args::{APPROVAL_ID, ARGS, FOLDER, HOLD_ID, NAME, REASON, RT, RUNTIME, TARGET, VERB};
 use flags::{
     ACCEPT_RISK, ALL, ATTACHMENT, DESCRIPTION, DETACH, DRY_RUN, FIX, FORCE, FOREGROUND, FROM,
     INTELLIGENCE, JSON, KEEP, MESSAGE, MESSAGE_FILE, NO_BOOTSTRAP, NPX, PACKAGE, PATH,
@@ -409,6 +413,76 @@ pub static VERBS: &[VerbSpec] = &[
         flags: &[CONFIRM_RUNTIME, JSON],
         rules: &[],
         hidden: false,
+        group: Group::Messaging,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Approvals),
+        name: "approvals",
+        signature: "approvals [--json]",
+        summary: "list the permission prompts of gated peers waiting for a human",
+        description: "A peer whose profile says approval_mode \"gated\" runs without the runtime's \
+            permission-bypass flag (Claude Code: --permission-mode manual instead of \
+            --dangerously-skip-permissions), and each permission prompt of its agent waits here for a \
+            human: its id (ap-<8 hex>), the peer, the tool and what it wants to run, and how long it \
+            has left. Answer with iapeer approve <id> or iapeer deny <id> [reason]. A prompt nobody \
+            answers within IAPEER_APPROVAL_TIMEOUT_MS (5 minutes) is denied, and so is every prompt \
+            whose session ends or whose daemon stops. --json prints the daemon's answer, \
+            {\"ok\":true,\"approvals\":[…]}, oldest first.",
+        positionals: &[],
+        flags: &[JSON],
+        rules: &[],
+        hidden: false,
+        group: Group::Messaging,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Approve),
+        name: "approve",
+        signature: "approve <id> [--json]",
+        summary: "let a gated peer's pending tool call run",
+        description: "Answer the permission prompt <id> (from iapeer approvals) with allow: the agent's \
+            tool call runs. Refused when <id> is not pending (answered already, denied when its time \
+            ran out, or unknown).",
+        positionals: &[APPROVAL_ID],
+        flags: &[JSON],
+        rules: &[],
+        hidden: false,
+        group: Group::Messaging,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Deny),
+        name: "deny",
+        signature: "deny <id> [reason] [--json]",
+        summary: "refuse a gated peer's pending tool call",
+        description: "Answer the permission prompt <id> (from iapeer approvals) with deny: the tool call \
+            does not run and the agent is told [reason] (default \"denied by a human\"). Refused when \
+            <id> is not pending.",
+        positionals: &[APPROVAL_ID, REASON],
+        flags: &[JSON],
+        rules: &[],
+        hidden: false,
+        group: Group::Messaging,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::ApprovalRequest),
+        name: "approval-request",
+        signature: "approval-request",
+        summary: "the permission hook of a gated Claude Code peer: asks a human through the daemon",
+        description: "The command a gated Claude Code session runs for its PermissionRequest hook (the \
+            launch installs it with --settings). It reads the hook's JSON on stdin (tool_name, \
+            tool_input), asks the daemon with the session's PEER_IDENTITY and IAPEER_TOKEN, waits \
+            until a human approves or denies (or the request is denied: timeout, session end, \
+            daemon stop) and prints Claude Code's answer (hookSpecificOutput with decision.behavior \
+            allow or deny). Any failure \
+            (no daemon, bad input, a broken connection) prints a deny. It is started by Claude Code, \
+            not by hand.",
+        positionals: &[],
+        flags: &[],
+        rules: &[],
+        hidden: true,
         group: Group::Messaging,
         passthrough: false,
     },

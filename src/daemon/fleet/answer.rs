@@ -49,6 +49,27 @@ pub fn verb(r: Control) -> Reply {
     }
 }
 
+/// `GET /fleet/v1/approvals`: `{api, version, ts, approvals:[…]}` (each as in the control
+/// reply of `approvals`), or the failure; `ts` is the answer's time stamp.
+pub fn approvals(r: Control, ts: &str) -> Reply {
+    match r {
+        Control::Approvals(a) => ok(
+            200,
+            &json!({
+                "api": 1,
+                "version": env!("CARGO_PKG_VERSION"),
+                "ts": ts,
+                "approvals": a.approvals,
+            }),
+        ),
+        Control::Failed(f) => failure(&f),
+        other => error(
+            500,
+            &format!("internal error: approvals answered {other:?}"),
+        ),
+    }
+}
+
 /// `send`'s answer: `{"from":…,"result":<result object of spec 03 §1>}`, or the failure.
 pub fn send(from: &str, r: Control) -> Reply {
     match r {

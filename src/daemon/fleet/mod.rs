@@ -161,6 +161,32 @@ impl Fleet {
                 });
                 Begun::Later
             }
+            Endpoint::Approvals => {
+                let (wait_ms, since_ms) = match route::approvals_query(req.target) {
+                    Ok(q) => q,
+                    Err(r) => return Begun::Done(r),
+                };
+                self.ask(Request::Approvals { wait_ms, since_ms }, gone, move |r| {
+                    done(answer::approvals(r, &now_ts()))
+                });
+                Begun::Later
+            }
+            Endpoint::Decide(id, allow) => {
+                let req = if allow {
+                    Request::Approve { id }
+                } else {
+                    let b: route::DenyBody = match route::body(req.body) {
+                        Ok(b) => b,
+                        Err(r) => return Begun::Done(r),
+                    };
+                    Request::Deny {
+                        id,
+                        reason: b.reason,
+                    }
+                };
+                self.ask(req, gone, move |r| done(answer::verb(r)));
+                Begun::Later
+            }
             Endpoint::Send => {
                 let b: SendBody = match route::body(req.body) {
                     Ok(b) => b,

@@ -23,7 +23,12 @@ pub const ENDPOINTS: &[&str] = &[
     "GET /fleet/v1/notices/<id>",
     "POST /fleet/v1/peers/<p>/(wake|stop|start|new|refresh|interrupt|compact)",
     "POST /fleet/v1/send",
+    "GET /fleet/v1/approvals?wait=S&since=MS",
+    "POST /fleet/v1/approvals/<id>/(approve|deny)",
 ];
+
+/// The longest `wait` of `GET /fleet/v1/approvals`, in seconds (larger is clamped).
+pub const MAX_WAIT_SECS: u64 = 300;
 
 /// A lifecycle verb of `POST /fleet/v1/peers/<p>/<verb>`; each is the CLI verb of the same
 /// name (spec 07).
@@ -81,6 +86,10 @@ pub enum Endpoint {
     Screen(String),
     /// `GET /fleet/v1/inbox`: a human peer's inbox.
     Inbox,
+    /// `GET /fleet/v1/approvals` (spec 10 §4).
+    Approvals,
+    /// `POST /fleet/v1/approvals/<id>/(approve|deny)`: the id and `true` for approve.
+    Decide(String, bool),
 }
 
 /// The endpoint of `method` on `path` (origin-form, no query). `HEAD` counts as `GET`.
@@ -99,6 +108,13 @@ pub fn route(method: &str, path: &str) -> Result<Endpoint, Reply> {
         ["notices"] => (Endpoint::Notices, "GET"),
         ["notices", id] if !id.is_empty() => (Endpoint::Notice(decode(id)), "GET"),
         ["send"] => (Endpoint::Send, "POST"),
+        ["approvals"] => (Endpoint::Approvals, "GET"),
+        ["approvals", id, "approve"] if !id.is_empty() => {
+            (Endpoint::Decide(decode(id), true), "POST")
+        }
+        ["approvals", id, "deny"] if !id.is_empty() => {
+            (Endpoint::Decide(decode(id), false), "POST")
+        }
         ["peers", p] if !p.is_empty() => (Endpoint::Peer(decode(p)), "GET"),
         ["inbox"] => (Endpoint::Inbox, "GET"),
         ["peers", p, "screen"] if !p.is_empty() => (Endpoint::Screen(decode(p)), "GET"),
@@ -284,9 +300,84 @@ pub fn replay(target: &str) -> Result<usize, Reply> {
         })
 }
 
+/// The long poll of `GET /fleet/v1/approvals?wait=S&since=MS`: `wait` in whole seconds
+/// (clamped to [`MAX_WAIT_SECS`]; absent or 0: answer at once) as ms, and `since` in epoch
+/// ms (absent: any pending prompt answers it).
+///
+/// Errors: 400 when either is not a whole number.
+pub fn approvals_query(target: &str) -> Result<(Option<u64>, Option<u64>), Reply> {
+    let query = target.split_once('?').map_or("", |(_, q)| q);
+    let query = query.split('#').next().unwrap_or("");
+    let field = |name: &str| -> Result<Option<u64>, Reply> {
+        let prefix = format!("{name}=");
+        match query
+            .split('&')
+            .find_map(|kv| kv.strip_prefix(prefix.as_str()))
+        {
+            None => Ok(None),
+            Some(v) => v.parse::<u64>().map(Some).map_err(|_| {
+                error(
+                    400,
+                    &format!("bad request: {name} must be a whole number, got \"{v}\""),
+                )
+            }),
+        }
+    };
+    let wait = field("wait")?.map(|s| s.min(MAX_WAIT_SECS) * 1000);
+    Ok((wait, field("since")?))
+}
+
+/// The body of `POST /fleet/v1/approvals/<id>/deny`: `{reason?}` (may be empty).
+#[derive(Debug, Default, Deserialize, PartialEq, Eq)]
+pub struct DenyBody {
+    /// Why, for the model.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn approvals_endpoints_and_their_query() {
+        assert_eq!(route("GET", "/fleet/v1/approvals"), Ok(Endpoint::Approvals));
+        assert_eq!(
+            route("POST", "/fleet/v1/approvals/ap-0123abcd/approve"),
+            Ok(Endpoint::Decide("ap-0123abcd".into(), true))
+        );
+        assert_eq!(
+            route("POST", "/fleet/v1/approvals/ap-0123abcd/deny"),
+            Ok(Endpoint::Decide("ap-0123abcd".into(), false))
+        );
+        assert_eq!(
+            route("GET", "/fleet/v1/approvals/ap-0123abcd/deny")
+                .unwrap_err()
+                .status,
+            405
+        );
+        assert_eq!(
+            route("POST", "/fleet/v1/approvals/x/maybe")
+                .unwrap_err()
+                .status,
+            404
+        );
+        assert_eq!(approvals_query("/fleet/v1/approvals"), Ok((None, None)));
+        assert_eq!(
+            approvals_query("/fleet/v1/approvals?wait=30&since=17"),
+            Ok((Some(30_000), Some(17)))
+        );
+        assert_eq!(
+            approvals_query("/fleet/v1/approvals?wait=9999"),
+            Ok((Some(MAX_WAIT_SECS * 1000), None))
+        );
+        assert_eq!(
+            approvals_query("/fleet/v1/approvals?wait=x")
+                .unwrap_err()
+                .status,
+            400
+        );
+    }
 
     #[test]
     fn endpoints_methods_and_unknown_paths() {

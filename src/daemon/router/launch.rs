@@ -305,6 +305,9 @@ impl Router {
         let profile = Profile::read(&peer.cwd).ok().flatten();
         let ephemeral = adapter.kind() == RuntimeKind::Agent
             && profile.as_ref().is_some_and(|pr| pr.is_ephemeral());
+        let gated = (adapter.kind() == RuntimeKind::Agent
+            && profile.as_ref().is_some_and(Profile::is_gated))
+        .then_some(self.cfg.approval_timeout);
         let decision = (adapter.kind() == RuntimeKind::Agent).then(|| {
             let facts = WakeFacts {
                 fresh_next: markers.is_set(Flag::FreshNext),
@@ -355,6 +358,7 @@ impl Router {
             first,
             first_job,
             ephemeral,
+            gated,
         })
     }
 }
@@ -376,6 +380,9 @@ pub(crate) struct LaunchPlan {
     first_job: Option<u64>,
     /// The peer is an ephemeral worker.
     ephemeral: bool,
+    /// A gated agent (`approval_mode: "gated"`): the approval timeout its launch gives the
+    /// permission hook (spec 10 §4).
+    gated: Option<std::time::Duration>,
 }
 
 /// What the launcher thread needs besides the plan (owned copies of router state).
@@ -490,6 +497,7 @@ fn prepare_spawn(
         system_prompt: prompt_path.as_deref(),
         launch_env: &launch_env,
         port,
+        gated: plan.gated,
     };
     let cmd = plan.adapter.command(&ctx).map_err(|e| offline(p, e))?;
     let home = crate::paths::home_dir();

@@ -4,6 +4,8 @@
 //! operations are started and finished by later events.
 
 mod always_on;
+mod approvals;
+mod broker;
 mod deadline;
 mod decide;
 mod endpoint;
@@ -165,6 +167,9 @@ pub(crate) enum Timer {
     GoneDeadline(u64),
     /// Send `job` reaches its deadline (`deadline.rs`).
     SendDeadline(u64),
+    /// Check pending approvals for their deadline and for a hook that left
+    /// (`approvals.rs`).
+    ApprovalSweep,
 }
 
 /// The router's state.
@@ -198,6 +203,11 @@ pub struct Router {
     pub(crate) prep: crate::daemon::pool::Pool,
     /// The notice board (spec 10 §3), kept in `state/iapeer/notices.json`.
     pub(crate) notices: crate::notices::Board,
+    /// Permission prompts of gated peers waiting for a human (spec 10 §4); in memory only,
+    /// so a restart forgets them and their hooks deny.
+    pub(crate) approvals: broker::Broker<ReplyTo>,
+    /// A [`Timer::ApprovalSweep`] is set.
+    pub(crate) sweep_armed: bool,
 }
 
 /// Most threads preparing sends at once (a burst of sends queues behind them).
@@ -240,6 +250,8 @@ impl Router {
             storms: Default::default(),
             prep: crate::daemon::pool::Pool::new("send-prep", PREP_WORKERS),
             notices,
+            approvals: broker::Broker::default(),
+            sweep_armed: false,
         }
     }
 
@@ -303,6 +315,7 @@ impl Router {
             Timer::Revive { identity, job } => self.revive_expired(&identity, job),
             Timer::GoneDeadline(id) => self.live.expire_gone_waiter(id),
             Timer::SendDeadline(job) => self.send_deadline(job),
+            Timer::ApprovalSweep => self.on_approval_sweep(),
             Timer::ShutdownDeadline => {
                 log::warn!(
                     "shutdown: {} session(s) did not end in time",
@@ -406,6 +419,12 @@ impl Router {
                 runtime,
                 caller,
             } => self.op_confirm_send(&id, runtime, caller.as_deref(), reply),
+            Request::ApprovalRequest {
+                identity,
+                token,
+                tool,
+                summary,
+            } => self.op_approval_request(&identity, &token, tool, summary, reply),
             other => self.on_op(other, reply),
         }
     }
@@ -446,6 +465,7 @@ impl Router {
 
     fn begin_shutdown(&mut self, done: Sender<()>) {
         log::info!("shutdown: ending {} session(s)", self.live.len());
+        self.deny_all_approvals();
         for w in self.live.gone_waiters.drain(..) {
             w.reply.finish(w.answer);
         }

@@ -83,7 +83,17 @@ impl Router {
                 personality,
                 runtime,
             } => return self.op_screen(&personality, runtime.as_deref(), reply),
-            Request::Ping | Request::Send { .. } | Request::ConfirmSend { .. } => {
+            Request::Approvals { wait_ms, since_ms } => {
+                return self.op_approvals_wait(wait_ms, since_ms.unwrap_or(0), reply)
+            }
+            Request::Approve { id } => self.op_decide_approval(&id, true, None).map(Reply::from),
+            Request::Deny { id, reason } => {
+                self.op_decide_approval(&id, false, reason).map(Reply::from)
+            }
+            Request::Ping
+            | Request::Send { .. }
+            | Request::ConfirmSend { .. }
+            | Request::ApprovalRequest { .. } => {
                 unreachable!("handled by on_request")
             }
         };

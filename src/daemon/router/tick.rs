@@ -154,6 +154,7 @@ impl Router {
         let Some(s) = self.live.unregister(identity, session) else {
             return;
         };
+        self.deny_approvals_of(identity);
         self.live.settle_gone_waiters(identity);
         let markers = Markers::new(&self.paths, &s.identity);
         logged(markers.remove_session());

@@ -30,9 +30,14 @@ pub enum ClaudeScreen {
         /// The "not now" option label.
         wanted: &'static str,
     },
+    /// A tool's permission prompt (`Do you want to proceed?` over a menu that offers `No`):
+    /// a gated peer's, answered through the approval broker (spec 10 §4). Never answered
+    /// from the screen, and nothing is pasted while it is open: Enter would choose `Yes`.
+    PermissionPrompt,
     /// A turn is running (`esc to interrupt`).
     Busy,
-    /// No dialog, the `❯` composer and `bypass permissions on` are on screen.
+    /// No dialog, the `❯` composer and `bypass permissions on` (or, gated, `manual mode on`)
+    /// are on screen.
     Ready,
     /// Nothing recognised (still painting, or between states).
     Booting,
@@ -102,11 +107,17 @@ const ROOT_REFUSED: &str = "cannot be used with root/sudo privileges";
 const CANNOT_CONNECT: &str = "Unable to connect to Anthropic services";
 const LOGIN_PICKER: &[&str] = &["Select login method", "Claude account with subscription"];
 const BUSY: &str = "esc to interrupt";
-const READY: &str = "bypass permissions on";
+/// The question of a tool's permission prompt (recorded:
+/// `tests/fixtures/claude-2.1.332/approvals/permission-dialog.raw`).
+const PERMISSION_PROMPT: &str = "Do you want to proceed?";
+/// The status line of a ready composer: the bypass mode, or a gated peer's manual mode
+/// (`⏸ manual mode on`, recorded in `tests/fixtures/claude-2.1.332/approvals/`).
+const READY: &[&str] = &["bypass permissions on", "manual mode on"];
 
 /// Classify a Claude Code screen from its rows.
 ///
-/// Order: root refusal, cannot-connect, login picker, boot dialogs, nags, busy, ready, booting.
+/// Order: root refusal, cannot-connect, login picker, boot dialogs, nags, permission prompt,
+/// busy, ready, booting.
 /// A dialog or nag needs its trigger text (any case) AND a `❯` menu (the bottom-most `❯` block) that
 /// offers its wanted label, so the same words in the conversation never count; a dialog whose
 /// choice is the default needs only some menu.
@@ -146,13 +157,16 @@ pub fn classify<S: AsRef<str>>(rows: &[S]) -> ClaudeScreen {
             return ClaudeScreen::Nag { name, wanted };
         }
     }
+    if text.contains(PERMISSION_PROMPT) && offers(Some("No")) {
+        return ClaudeScreen::PermissionPrompt;
+    }
     if text.contains(BUSY) {
         return ClaudeScreen::Busy;
     }
     let composer = rows
         .iter()
         .any(|r| r.as_ref().trim_start().starts_with(dialog::CLAUDE_MARKER));
-    if composer && text.contains(READY) {
+    if composer && READY.iter().any(|r| text.contains(r)) {
         return ClaudeScreen::Ready;
     }
     ClaudeScreen::Booting

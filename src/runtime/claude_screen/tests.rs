@@ -255,3 +255,41 @@ fn add_dir_dialog_fixture() {
     assert_eq!(cursor_label(&rows).as_deref(), Some("No, exit"));
     assert_eq!(next_key(&state, &rows), Some(DialogStep::Down));
 }
+
+#[test]
+fn a_gated_peer_is_ready_in_manual_mode() {
+    // Claude Code 2.1.332 started with `--permission-mode manual` (a gated peer, spec 10 §4):
+    // the status line says `⏸ manual mode on` where the bypass launch says `bypass
+    // permissions on`.
+    let bytes = fixture("approvals/ready-manual-mode.raw");
+    let mut screen = Screen::new(SESSION_ROWS, SESSION_COLS);
+    screen.feed(&bytes, true);
+    let rows = screen.rows();
+    assert!(
+        rows.iter().any(|r| r.contains("manual mode on")),
+        "{rows:#?}"
+    );
+    assert_eq!(classify(&rows), ClaudeScreen::Ready);
+}
+
+#[test]
+fn a_permission_prompt_is_neither_answered_nor_a_composer() {
+    // The pane of a gated session (tests/approvals.rs) while its Bash call waits for a human:
+    // Claude Code draws its own prompt, the `❯` on `1. Yes`, beside the hook.
+    let bytes = fixture("approvals/permission-dialog.raw");
+    let mut screen = Screen::new(SESSION_ROWS, SESSION_COLS);
+    screen.feed(&bytes, true);
+    let rows = screen.rows();
+    let state = classify(&rows);
+    assert_eq!(state, ClaudeScreen::PermissionPrompt, "{rows:#?}");
+    assert_eq!(next_key(&state, &rows), None);
+    // The same words in the conversation without the menu are not a prompt.
+    assert_eq!(
+        classify(&[
+            "● Do you want to proceed? I can do it.",
+            "❯ ",
+            "  ⏸ manual mode on"
+        ]),
+        ClaudeScreen::Ready
+    );
+}

@@ -1,0 +1,143 @@
+//! `approvals`, `approve`, `deny` and the hidden `approval-request` (spec 10 §4): a human's
+//! side of the approval broker, and the permission hook a gated Claude Code session runs.
+
+use std::io::Read;
+
+use super::client::Client;
+use super::parse::Invocation;
+use super::spec::args;
+use super::{done, paths, print, usage, CliError, CliResult};
+use crate::protocol::{
+    Answer, ApprovalDone, ApprovalInfo, ApprovalVerdict, ApprovalsReply, Request,
+};
+use crate::runtime::claude_gate;
+
+/// The most of the hook's stdin read (a tool input larger than this is denied).
+const MAX_HOOK_INPUT: u64 = 4 * 1024 * 1024;
+
+/// `approvals [--json]`: the pending prompts, one line each, oldest first.
+pub fn list(inv: &Invocation) -> CliResult {
+    let paths = paths()?;
+    match Client::connect(&paths)?.request::<ApprovalsReply>(
+        &Request::Approvals {
+            wait_ms: None,
+            since_ms: None,
+        },
+        |_| {},
+    )? {
+        Answer::Ok(r) => {
+            let now = crate::clock::now_ms();
+            done(inv, &r, &render(&r.approvals, now))
+        }
+        Answer::Failed(f) => Err(CliError::Refused(f)),
+    }
+}
+
+/// The text of `approvals`: a line per prompt, or a line saying there are none.
+fn render(list: &[ApprovalInfo], now_ms: u64) -> String {
+    if list.is_empty() {
+        return "no approvals pending\n".into();
+    }
+    let mut out = String::new();
+    for a in list {
+        let left = a.deadline_ms.saturating_sub(now_ms) / 1000;
+        out.push_str(&format!(
+            "{}  {}  {}: {}  (denied in {}s unless answered)\n",
+            a.id, a.identity, a.tool, a.summary, left
+        ));
+    }
+    out.push_str("answer with: iapeer approve <id>  |  iapeer deny <id> [reason]\n");
+    out
+}
+
+/// `approve <id>` (`allow`) or `deny <id> [reason]`.
+pub fn decide(inv: &Invocation, allow: bool) -> CliResult {
+    let id = inv
+        .positional(args::APPROVAL_ID)
+        .ok_or_else(|| usage(inv, "missing <id>"))?
+        .trim()
+        .to_string();
+    let req = if allow {
+        Request::Approve { id }
+    } else {
+        Request::Deny {
+            id,
+            reason: inv.positional(args::REASON).map(String::from),
+        }
+    };
+    let paths = paths()?;
+    match Client::connect(&paths)?.request::<ApprovalDone>(&req, |_| {})? {
+        Answer::Ok(r) => {
+            let verb = if allow { "approved" } else { "denied" };
+            let text = format!("{verb} {} ({})\n", r.id, r.identity);
+            done(inv, &r, &text)
+        }
+        Answer::Failed(f) => Err(CliError::Refused(f)),
+    }
+}
+
+/// `approval-request`: Claude Code's `PermissionRequest` hook. Always prints an answer and
+/// exits 0: a decision from the daemon, or a deny saying what went wrong.
+pub fn hook() -> CliResult {
+    let answer = match ask_daemon() {
+        Ok(v) => claude_gate::answer(v.allow, v.reason.as_deref().unwrap_or("")),
+        Err(e) => claude_gate::answer(false, &format!("denied: iapeer could not ask a human: {e}")),
+    };
+    print(&format!("{answer}\n"))
+}
+
+fn ask_daemon() -> Result<ApprovalVerdict, String> {
+    let mut text = String::new();
+    std::io::stdin()
+        .take(MAX_HOOK_INPUT)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read the hook input: {e}"))?;
+    let ask = claude_gate::read_ask(&text)?;
+    let var = |k: &str| {
+        std::env::var(k)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| format!("{k} is not set (this hook runs inside an iapeer session)"))
+    };
+    let req = Request::ApprovalRequest {
+        identity: var("PEER_IDENTITY")?,
+        token: var("IAPEER_TOKEN")?,
+        tool: ask.tool,
+        summary: ask.summary,
+    };
+    let paths = crate::paths::Paths::from_env().map_err(|e| e.to_string())?;
+    let mut client = Client::connect(&paths).map_err(|e| e.to_string())?;
+    match client
+        .request::<ApprovalVerdict>(&req, |_| {})
+        .map_err(|e| e.to_string())?
+    {
+        Answer::Ok(v) => Ok(v),
+        Answer::Failed(f) => Err(f.error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_list_says_how_to_answer_and_when_it_is_denied() {
+        assert_eq!(render(&[], 0), "no approvals pending\n");
+        let a = ApprovalInfo {
+            id: "ap-0123abcd".into(),
+            identity: "claude-cb".into(),
+            personality: "cb".into(),
+            runtime: "claude".into(),
+            tool: "Bash".into(),
+            summary: "touch /tmp/x".into(),
+            created_ms: 1_000,
+            deadline_ms: 301_000,
+        };
+        let text = render(&[a], 61_000);
+        assert!(
+            text.starts_with("ap-0123abcd  claude-cb  Bash: touch /tmp/x  (denied in 240s"),
+            "{text}"
+        );
+        assert!(text.contains("iapeer approve <id>"), "{text}");
+    }
+}

@@ -1,0 +1,254 @@
+//! The router's side of the approval broker (spec 10 §4): a gated session's permission hook
+//! asks (`approval-request`, held until decided), a human lists, approves or denies; a
+//! check every [`SWEEP`] while anything is pending denies the requests past their deadline
+//! and those whose hook went away; a session's end and shutdown deny its requests. Each step
+//! logs an `ev=approval-…` line. The state and its rules are [`super::broker`].
+
+use std::time::Duration;
+
+use super::broker::{self, AutoDeny, Pending, Waiter};
+use super::ops::refusal;
+use super::{Router, Timer};
+use crate::daemon::reply::ReplyTo;
+use crate::daemon::route::Refusal;
+use crate::eventlog::Event;
+use crate::names::Identity;
+use crate::protocol::{ApprovalDone, ApprovalInfo, ApprovalVerdict, ApprovalsReply, Code, Reply};
+
+/// How often pending requests are checked for their deadline and for a hook that left.
+pub(crate) const SWEEP: Duration = Duration::from_secs(1);
+
+/// The longest long poll of `approvals` (`wait_ms` is clamped to it).
+pub(crate) const MAX_WAIT: Duration = Duration::from_secs(300);
+
+/// The reason a human's `deny` without one gives the model.
+const DENIED_BY_HUMAN: &str = "denied by a human";
+
+impl Router {
+    /// `approval-request`: hold `reply` until a human decides. Refused when `token` is not
+    /// the live session of `identity`.
+    pub(crate) fn op_approval_request(
+        &mut self,
+        identity: &str,
+        token: &str,
+        tool: String,
+        summary: String,
+        reply: ReplyTo,
+    ) {
+        let Some(ident) = self.live.tokens.get(token).cloned() else {
+            return reply.finish(Reply::from(not_live(identity)));
+        };
+        if ident.to_string() != identity {
+            return reply.finish(Reply::from(not_live(identity)));
+        }
+        let created_ms = self.now.ms;
+        let deadline_ms = created_ms + self.cfg.approval_timeout.as_millis() as u64;
+        let id = self.approvals.free_id(broker::new_id);
+        let ev = Event::new("approval-requested")
+            .field("id", &id)
+            .field("identity", ident.to_string())
+            .field("tool", &tool)
+            .field("summary", &summary)
+            .field(
+                "timeout_ms",
+                self.cfg.approval_timeout.as_millis().to_string(),
+            );
+        self.approvals.open(Pending {
+            id,
+            identity: ident,
+            tool,
+            summary,
+            created_ms,
+            deadline_ms,
+            reply,
+        });
+        self.lifecycle(ev);
+        self.answer_waiters();
+        self.arm_sweep();
+    }
+
+    /// `approvals` with `wait_ms`: answer now when a prompt asked after `since_ms` is
+    /// pending (or without `wait_ms`), else hold the answer until one is or `wait_ms` (at
+    /// most [`MAX_WAIT`]) has passed.
+    pub(crate) fn op_approvals_wait(
+        &mut self,
+        wait_ms: Option<u64>,
+        since_ms: u64,
+        reply: ReplyTo,
+    ) {
+        self.sweep_approvals();
+        match wait_ms.filter(|w| *w > 0) {
+            Some(w) if !self.approvals.has_newer(since_ms) => {
+                let w = w.min(MAX_WAIT.as_millis() as u64);
+                self.approvals.wait(Waiter {
+                    since_ms,
+                    deadline_ms: self.now.ms + w,
+                    reply,
+                });
+                self.arm_sweep();
+            }
+            _ => reply.finish(self.op_approvals()),
+        }
+    }
+
+    /// Arm the sweep timer when it is the first thing to wait for the clock.
+    fn arm_sweep(&mut self) {
+        if !self.sweep_armed && self.approvals.needs_sweep() {
+            self.sweep_armed = true;
+            self.set_timer(self.now.at + SWEEP, Timer::ApprovalSweep);
+        }
+    }
+
+    /// Answer the long polls that are due.
+    fn answer_waiters(&mut self) {
+        let due = self.approvals.due_waiters(self.now.ms, ReplyTo::abandoned);
+        if due.is_empty() {
+            return;
+        }
+        let list = self.op_approvals_now();
+        for w in due {
+            w.reply.finish(list.clone());
+        }
+    }
+
+    /// `approvals`: the pending requests, oldest first.
+    pub(crate) fn op_approvals(&mut self) -> ApprovalsReply {
+        self.sweep_approvals();
+        self.op_approvals_now()
+    }
+
+    fn op_approvals_now(&self) -> ApprovalsReply {
+        ApprovalsReply {
+            approvals: self
+                .approvals
+                .list()
+                .into_iter()
+                .map(|p| ApprovalInfo {
+                    id: p.id.clone(),
+                    identity: p.identity.to_string(),
+                    personality: p.identity.personality.clone(),
+                    runtime: p.identity.runtime.clone(),
+                    tool: p.tool.clone(),
+                    summary: p.summary.clone(),
+                    created_ms: p.created_ms,
+                    deadline_ms: p.deadline_ms,
+                })
+                .collect(),
+        }
+    }
+
+    /// `approve` (`allow`) or `deny`: answer the request `id` and its hook.
+    pub(crate) fn op_decide_approval(
+        &mut self,
+        id: &str,
+        allow: bool,
+        reason: Option<String>,
+    ) -> Result<ApprovalDone, Refusal> {
+        self.sweep_approvals();
+        let verb = if allow { "approve" } else { "deny" };
+        let Some(p) = self.approvals.take(id) else {
+            let shape = if broker::valid_id(id) {
+                "is not pending (answered, denied when its time ran out, or never asked)"
+            } else {
+                "is not an approval id (ap- and 8 hex digits)"
+            };
+            return Err(refusal(
+                Code::InvalidArgument,
+                format!(
+                    "cannot {verb} \"{id}\": it {shape} — iapeer approvals lists the pending ones"
+                ),
+            ));
+        };
+        let reason = (!allow).then(|| {
+            reason
+                .filter(|r| !r.trim().is_empty())
+                .unwrap_or_else(|| DENIED_BY_HUMAN.to_string())
+        });
+        let done = ApprovalDone {
+            id: p.id.clone(),
+            decision: verb.to_string(),
+            identity: p.identity.to_string(),
+        };
+        self.answer_approval(p, allow, reason, if allow { "approved" } else { "denied" });
+        Ok(done)
+    }
+
+    /// The sweep timer: deny what is past its deadline or whose hook left; re-armed while
+    /// anything is pending.
+    pub(crate) fn on_approval_sweep(&mut self) {
+        self.sweep_armed = false;
+        self.sweep_approvals();
+        self.arm_sweep();
+    }
+
+    /// Deny every request of a session that ended.
+    pub(crate) fn deny_approvals_of(&mut self, identity: &Identity) {
+        for p in self.approvals.of_identity(identity) {
+            self.auto_deny(p, AutoDeny::SessionEnded);
+        }
+    }
+
+    /// Deny every request and answer every long poll: the daemon is stopping.
+    pub(crate) fn deny_all_approvals(&mut self) {
+        for p in self.approvals.drain() {
+            self.auto_deny(p, AutoDeny::Shutdown);
+        }
+        let list = self.op_approvals_now();
+        for w in self.approvals.drain_waiters() {
+            w.reply.finish(list.clone());
+        }
+    }
+
+    fn sweep_approvals(&mut self) {
+        for p in self.approvals.abandoned(ReplyTo::abandoned) {
+            self.auto_deny(p, AutoDeny::Disconnected);
+        }
+        for p in self.approvals.expired(self.now.ms) {
+            self.auto_deny(p, AutoDeny::Timeout);
+        }
+        self.answer_waiters();
+    }
+
+    fn auto_deny(&mut self, p: Pending<ReplyTo>, why: AutoDeny) {
+        self.answer_approval(p, false, Some(why.message().to_string()), why.as_str());
+    }
+
+    fn answer_approval(
+        &mut self,
+        p: Pending<ReplyTo>,
+        allow: bool,
+        reason: Option<String>,
+        how: &str,
+    ) {
+        let ev = Event::new(if allow {
+            "approval-approved"
+        } else {
+            "approval-denied"
+        })
+        .field("id", &p.id)
+        .field("identity", p.identity.to_string())
+        .field("tool", &p.tool)
+        .field("by", how)
+        .field(
+            "waited_ms",
+            self.now.ms.saturating_sub(p.created_ms).to_string(),
+        )
+        .opt("reason", reason.as_deref());
+        self.lifecycle(ev);
+        p.reply.finish(ApprovalVerdict {
+            id: p.id,
+            allow,
+            reason,
+        });
+    }
+}
+
+fn not_live(identity: &str) -> Refusal {
+    refusal(
+        Code::NotLive,
+        format!(
+            "\"{identity}\" has no live session with this token — approval-request is run by \
+             a gated session's permission hook, with its PEER_IDENTITY and IAPEER_TOKEN"
+        ),
+    )
+}
