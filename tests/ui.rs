@@ -142,6 +142,7 @@ fn the_page_in_a_real_browser() {
     let token = crate::approvals::session_token(woke["pid"].as_u64().unwrap());
     let approve_cmd = format!("make build-{marker}");
     let deny_cmd = format!("rm -rf build-{marker}");
+    let third_cmd = format!("deploy-{marker}");
     let approved = Hook::ask(&env, &token, &approve_cmd);
     let denied = Hook::ask(&env, &token, &deny_cmd);
     for cmd in [&approve_cmd, &deny_cmd] {
@@ -181,24 +182,35 @@ fn the_page_in_a_real_browser() {
         .arg(&screenshot)
         .args(["--marker", &marker])
         .args(["--approve", &approve_cmd, "--deny", &deny_cmd])
-        .args(["--deny-reason", "not on main"]);
+        .args(["--deny-reason", "not on main", "--third", &third_cmd]);
     for (k, v) in probe.get_envs() {
         match v {
             Some(v) => cmd.env(k, v),
             None => cmd.env_remove(k),
         };
     }
-    let out = cmd
+    // Its steps are read as they come: the third prompt is asked when the page is ready for it.
+    let err_path = env.dir.path().join("drive.stderr");
+    let mut child = cmd
         .current_dir(env.dir.path())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
         .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut said = String::new();
+    let mut third = None;
+    for line in std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap())) {
+        let line = line.unwrap();
+        if line.ends_with("(ask-now)") {
+            third = Some(Hook::ask(&env, &token, &third_cmd));
+        }
+        said.push_str(&line);
+        said.push('\n');
+    }
+    let status = child.wait().unwrap();
+    said.push_str(&common::read(&err_path));
     assert!(
-        out.status.success(),
+        status.success(),
         "the browser script failed:\n{said}\n{}",
         env.diagnostics()
     );
@@ -238,6 +250,13 @@ fn the_page_in_a_real_browser() {
     assert_eq!(
         denied.decision(),
         serde_json::json!({"behavior": "deny", "message": "not on main"})
+    );
+    // The third, asked while the page was open, denied without a reason: the default one.
+    assert_eq!(
+        third
+            .expect("the script never asked for the third prompt")
+            .decision(),
+        serde_json::json!({"behavior": "deny", "message": "denied by a human"})
     );
     assert!(
         env.has_event(

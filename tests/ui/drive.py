@@ -8,11 +8,12 @@ non-zero naming the step that failed. The iapeer CLI runs with the environment i
 
     drive.py --url <link of iapeer ui --print> --bin <iapeer> --chromium <path>
              --chromedriver <path> --screenshot <png> --marker <unique text>
-             --approve <command> --deny <command> --deny-reason <text>
+             --approve <command> --deny <command> --deny-reason <text> --third <command>
 
 Two permission prompts are pending when it starts (asked by alice's session for the Bash
 commands --approve and --deny): the page approves the one and denies the other with the
-reason, typed into the page.
+reason, typed into the page. A third (--third) is asked once the script prints a step
+ending in "(ask-now)"; the page denies it without a reason.
 """
 
 import argparse
@@ -100,6 +101,7 @@ def main():
     ap.add_argument("--approve", required=True)
     ap.add_argument("--deny", required=True)
     ap.add_argument("--deny-reason", required=True)
+    ap.add_argument("--third", required=True)
     a = ap.parse_args()
 
     opts = webdriver.ChromeOptions()
@@ -209,6 +211,19 @@ def run(driver, a):
     wait_for(driver, "deny answered",
              lambda d: f"denied {deny_id} (echo-alice)" in d.find_element(By.ID, "approval-result").text)
     wait_for(driver, 'the approvals section saying "none"',
+             lambda d: d.find_element(By.ID, "approvals").text.strip() == "none")
+
+    # tests/ui.rs asks the third prompt when it reads this line; the event stream brings it
+    # (the page's own periodic refresh is every 15 s).
+    step("a prompt asked while the page is open shows up at once (ask-now)")
+    wait_for(driver, f"the approval for {a.third}", lambda d: approval_id(d, a.third) is not None,
+             timeout=12)
+    third_id = approval_id(driver, a.third)
+    step("Deny without a reason")
+    click(driver, f'#approvals li[data-id="{third_id}"] button.deny')
+    wait_for(driver, "the second deny answered",
+             lambda d: f"denied {third_id} (echo-alice)" in d.find_element(By.ID, "approval-result").text)
+    wait_for(driver, 'the approvals section saying "none" again',
              lambda d: d.find_element(By.ID, "approvals").text.strip() == "none")
     out = cli(a.bin, "approvals", "--json")
     assert '"approvals":[]' in out.replace(" ", ""), out
