@@ -337,7 +337,7 @@ fn record_claude_permission_request() {
 }
 
 /// The token of a live session, from its child's environment (`IAPEER_TOKEN`).
-fn session_token(pid: u64) -> String {
+pub(crate) fn session_token(pid: u64) -> String {
     let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
     environ
         .split(|b| *b == 0)

@@ -1,7 +1,8 @@
 //! The operator's web page (`iapeer ui`, issue 10 item 5) against a real daemon: in a real
 //! browser (headless Chromium driven by Selenium, `tests/ui/drive.py`) — the page lists the
-//! peers, shows a delivery made with the CLI live, sends from its box, stops and starts a
-//! peer — and over plain HTTP, every refusal: no key, a wrong key, a stale cookie, a
+//! peers, shows a delivery made with the CLI live, sends from its box, approves one pending
+//! permission prompt and denies another with a reason, stops and starts a peer — and over
+//! plain HTTP, every refusal: no key, a wrong key, a stale cookie, a
 //! cross-site POST, and the bearer's relation to the page's cookie.
 
 use crate::common;
@@ -9,7 +10,64 @@ use crate::fleet::{get, request};
 
 use common::TestEnv;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A gated session's permission hook (`iapeer approval-request`) asking as alice's live echo
+/// session (its token), as Claude Code would run it: the hook input on stdin, the decision on
+/// stdout once a human answers. Killed if the test ends first.
+struct Hook(Option<Child>);
+
+impl Hook {
+    fn ask(env: &TestEnv, token: &str, command: &str) -> Hook {
+        let input = serde_json::json!({
+            "hook_event_name": "PermissionRequest",
+            "tool_name": "Bash",
+            "tool_input": {"command": command, "description": "Build it"},
+        });
+        let mut child = env
+            .cmd(&["approval-request"])
+            .env("PEER_IDENTITY", "echo-alice")
+            .env("IAPEER_TOKEN", token)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn the hook");
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(input.to_string().as_bytes()).unwrap();
+        drop(stdin);
+        Hook(Some(child))
+    }
+
+    /// The hook's decision (`hookSpecificOutput.decision`), once it has exited.
+    fn decision(mut self) -> serde_json::Value {
+        let out = self.0.take().unwrap().wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_str(text.trim())
+            .unwrap_or_else(|e| panic!("the hook's answer is not JSON ({e}): {text}"));
+        assert_eq!(
+            v["hookSpecificOutput"]["hookEventName"], "PermissionRequest",
+            "{v}"
+        );
+        v["hookSpecificOutput"]["decision"].clone()
+    }
+}
+
+impl Drop for Hook {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
 
 /// alice and bob on the echo stand-in, `you` on the human runtime, the daemon up.
 fn team(env_vars: &[(&str, &str)]) -> TestEnv {
@@ -72,10 +130,42 @@ fn the_page_in_a_real_browser() {
              (scripts/test.sh does)"
         )
     });
-    let env = team(&[]);
+    // The prompts wait for the page well past the script's slowest run.
+    let env = team(&[("IAPEER_APPROVAL_TIMEOUT_MS", "600000")]);
     let url = link(&env);
     let screenshot = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/ui-screenshot.png");
     let marker = format!("hello-{}", std::process::id());
+    // Two permission prompts pending before the page opens, asked by alice's live session:
+    // the page approves the first and denies the second with a reason.
+    let woke = env.control(r#"{"op":"wake","personality":"alice"}"#);
+    assert_eq!(woke["ok"], true, "{woke}");
+    let token = crate::approvals::session_token(woke["pid"].as_u64().unwrap());
+    let approve_cmd = format!("make build-{marker}");
+    let deny_cmd = format!("rm -rf build-{marker}");
+    let third_cmd = format!("deploy-{marker}");
+    let approved = Hook::ask(&env, &token, &approve_cmd);
+    let denied = Hook::ask(&env, &token, &deny_cmd);
+    for cmd in [&approve_cmd, &deny_cmd] {
+        env.wait_until(
+            &format!("the prompt for {cmd} is pending"),
+            Duration::from_secs(30),
+            |env| env.has_event("lifecycle", "approval-requested", &[("summary", cmd)]),
+        );
+    }
+    let pending: serde_json::Value =
+        serde_json::from_str(env.ok(&["approvals", "--json"]).trim()).unwrap();
+    let id_of = |cmd: &str| {
+        pending["approvals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["summary"] == cmd)
+            .unwrap_or_else(|| panic!("no pending approval for {cmd}: {pending}"))["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (approve_id, deny_id) = (id_of(&approve_cmd), id_of(&deny_cmd));
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/drive.py");
     // The script runs the CLI itself (a send while the page is open): give it this world.
     let probe = env.cmd(&[]);
@@ -90,24 +180,37 @@ fn the_page_in_a_real_browser() {
         .arg(&chromedriver)
         .arg("--screenshot")
         .arg(&screenshot)
-        .args(["--marker", &marker]);
+        .args(["--marker", &marker])
+        .args(["--approve", &approve_cmd, "--deny", &deny_cmd])
+        .args(["--deny-reason", "not on main", "--third", &third_cmd]);
     for (k, v) in probe.get_envs() {
         match v {
             Some(v) => cmd.env(k, v),
             None => cmd.env_remove(k),
         };
     }
-    let out = cmd
+    // Its steps are read as they come: the third prompt is asked when the page is ready for it.
+    let err_path = env.dir.path().join("drive.stderr");
+    let mut child = cmd
         .current_dir(env.dir.path())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
         .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut said = String::new();
+    let mut third = None;
+    for line in std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap())) {
+        let line = line.unwrap();
+        if line.ends_with("(ask-now)") {
+            third = Some(Hook::ask(&env, &token, &third_cmd));
+        }
+        said.push_str(&line);
+        said.push('\n');
+    }
+    let status = child.wait().unwrap();
+    said.push_str(&common::read(&err_path));
     assert!(
-        out.status.success(),
+        status.success(),
         "the browser script failed:\n{said}\n{}",
         env.diagnostics()
     );
@@ -135,6 +238,50 @@ fn the_page_in_a_real_browser() {
     );
     assert!(
         env.has_event("lifecycle", "stop", &[]),
+        "{}",
+        env.log("lifecycle")
+    );
+    // The page's Approve let the first hook's tool run, its Deny refused the second with the
+    // reason typed on the page; both decisions are logged as a human's.
+    assert_eq!(
+        approved.decision(),
+        serde_json::json!({"behavior": "allow"})
+    );
+    assert_eq!(
+        denied.decision(),
+        serde_json::json!({"behavior": "deny", "message": "not on main"})
+    );
+    // The third, asked while the page was open, denied without a reason: the default one.
+    assert_eq!(
+        third
+            .expect("the script never asked for the third prompt")
+            .decision(),
+        serde_json::json!({"behavior": "deny", "message": "denied by a human"})
+    );
+    assert!(
+        env.has_event(
+            "lifecycle",
+            "approval-approved",
+            &[
+                ("id", &approve_id),
+                ("identity", "echo-alice"),
+                ("tool", "Bash"),
+                ("by", "approved")
+            ]
+        ),
+        "{}",
+        env.log("lifecycle")
+    );
+    assert!(
+        env.has_event(
+            "lifecycle",
+            "approval-denied",
+            &[
+                ("id", &deny_id),
+                ("by", "denied"),
+                ("reason", "not on main")
+            ]
+        ),
         "{}",
         env.log("lifecycle")
     );

@@ -8,6 +8,12 @@ non-zero naming the step that failed. The iapeer CLI runs with the environment i
 
     drive.py --url <link of iapeer ui --print> --bin <iapeer> --chromium <path>
              --chromedriver <path> --screenshot <png> --marker <unique text>
+             --approve <command> --deny <command> --deny-reason <text> --third <command>
+
+Two permission prompts are pending when it starts (asked by alice's session for the Bash
+commands --approve and --deny): the page approves the one and denies the other with the
+reason, typed into the page. A third (--third) is asked once the script prints a step
+ending in "(ask-now)"; the page denies it without a reason.
 """
 
 import argparse
@@ -69,6 +75,14 @@ def runtime_status(driver, peer, runtime):
     return els[0].get_attribute("data-status") if els else None
 
 
+def approval_id(driver, command):
+    """The id of the pending approval shown for `command`, or None."""
+    for li in driver.find_elements(By.CSS_SELECTOR, "#approvals li.approval"):
+        if li.find_element(By.CSS_SELECTOR, ".summary").text == command:
+            return li.get_attribute("data-id")
+    return None
+
+
 def cli(binary, *args):
     out = subprocess.run([binary, *args], capture_output=True, text=True, timeout=180)
     if out.returncode != 0:
@@ -84,6 +98,10 @@ def main():
     ap.add_argument("--chromedriver", required=True)
     ap.add_argument("--screenshot", required=True)
     ap.add_argument("--marker", required=True)
+    ap.add_argument("--approve", required=True)
+    ap.add_argument("--deny", required=True)
+    ap.add_argument("--deny-reason", required=True)
+    ap.add_argument("--third", required=True)
     a = ap.parse_args()
 
     opts = webdriver.ChromeOptions()
@@ -131,8 +149,18 @@ def run(driver, a):
              lambda d: runtime_status(d, "alice", "echo") in ("asleep", "live"))
     wait_for(driver, "the event stream connected",
              lambda d: d.find_element(By.ID, "conn").get_attribute("data-state") == "live")
-    wait_for(driver, 'the approvals section saying "none"',
-             lambda d: d.find_element(By.ID, "approvals").text.strip() == "none")
+
+    step("the two pending approvals are listed: who asks, the tool, the command, the times")
+    for command in (a.approve, a.deny):
+        wait_for(driver, f"the approval for {command}",
+                 lambda d, c=command: approval_id(d, c) is not None)
+    approve_id = approval_id(driver, a.approve)
+    deny_id = approval_id(driver, a.deny)
+    for aid in (approve_id, deny_id):
+        text = driver.find_element(By.CSS_SELECTOR, f'#approvals li[data-id="{aid}"]').text
+        for part in ("alice", "(echo)", "wants Bash", "asked ", "denied unanswered in ", "Approve",
+                     "Deny"):
+            assert part in text, (part, text)
 
     step("select bob, then a message sent with the CLI shows up live (no reload)")
     click(driver, 'tr[data-peer="bob"] td:first-child')
@@ -168,6 +196,37 @@ def run(driver, a):
     click(driver, "#inbox li button.reply")
     wait_for(driver, "the reply addressed to alice",
              lambda d: d.find_element(By.ID, "to").get_attribute("value") == "alice")
+
+    step("Approve lets the first command run; the list drops it")
+    click(driver, f'#approvals li[data-id="{approve_id}"] button.approve')
+    wait_for(driver, "approve answered",
+             lambda d: f"approved {approve_id} (echo-alice)" in d.find_element(By.ID, "approval-result").text)
+    wait_for(driver, "the approved prompt gone from the list",
+             lambda d: approval_id(d, a.approve) is None and approval_id(d, a.deny) == deny_id)
+
+    step("Deny with a reason refuses the second; the list says none")
+    box = driver.find_element(By.CSS_SELECTOR, f'#approvals li[data-id="{deny_id}"] input.reason')
+    box.send_keys(a.deny_reason)
+    click(driver, f'#approvals li[data-id="{deny_id}"] button.deny')
+    wait_for(driver, "deny answered",
+             lambda d: f"denied {deny_id} (echo-alice)" in d.find_element(By.ID, "approval-result").text)
+    wait_for(driver, 'the approvals section saying "none"',
+             lambda d: d.find_element(By.ID, "approvals").text.strip() == "none")
+
+    # tests/ui.rs asks the third prompt when it reads this line; the event stream brings it
+    # (the page's own periodic refresh is every 15 s).
+    step("a prompt asked while the page is open shows up at once (ask-now)")
+    wait_for(driver, f"the approval for {a.third}", lambda d: approval_id(d, a.third) is not None,
+             timeout=12)
+    third_id = approval_id(driver, a.third)
+    step("Deny without a reason")
+    click(driver, f'#approvals li[data-id="{third_id}"] button.deny')
+    wait_for(driver, "the second deny answered",
+             lambda d: f"denied {third_id} (echo-alice)" in d.find_element(By.ID, "approval-result").text)
+    wait_for(driver, 'the approvals section saying "none" again',
+             lambda d: d.find_element(By.ID, "approvals").text.strip() == "none")
+    out = cli(a.bin, "approvals", "--json")
+    assert '"approvals":[]' in out.replace(" ", ""), out
 
     step("stop and start alice with the buttons")
     click(driver, 'button[data-verb="stop"][data-peer="alice"]')

@@ -327,16 +327,32 @@ async function send(ev) {
   refreshSoon();
 }
 
-// ---- pending approvals (built separately: a clear seam) -----------------------------------
+// ---- pending approvals ----------------------------------------------------------------------
 
-// GET /fleet/v1/approvals. A daemon without approvals answers 404: the section keeps "none".
+// GET /fleet/v1/approvals: the permission prompts of gated peers waiting for a human, oldest
+// first (docs/FLEET.md "Approvals"). The list is redrawn only when its ids change (a redraw
+// would drop a reason being typed and a click on a replaced button); the times tick in place.
+let shownApprovals = "";
+
 async function loadApprovals() {
   const r = await api("/fleet/v1/approvals");
-  if (r.status === 404 || !r.ok) return;
-  renderApprovals(r.body.approvals || r.body.pending || []);
+  if (!r.ok) {
+    if (r.status === 401) return;
+    shownApprovals = "";
+    $("approvals").replaceChildren(el("li", { class: "none" },
+      "cannot read the approvals: " + (r.body.error || r.status)));
+    return;
+  }
+  renderApprovals(r.body.approvals || []);
 }
 
 function renderApprovals(items) {
+  const shown = JSON.stringify(items.map((a) => a.id));
+  if (shown === shownApprovals) {
+    tickApprovals();
+    return;
+  }
+  shownApprovals = shown;
   const ul = $("approvals");
   ul.replaceChildren();
   if (!items.length) {
@@ -344,10 +360,57 @@ function renderApprovals(items) {
     return;
   }
   for (const a of items) {
-    const who = a.identity || a.personality || "";
-    const what = a.summary || a.tool || a.title || "";
-    ul.append(el("li", { "data-id": a.id || "" }, el("strong", {}, a.id || "?"), " " + who + " " + what));
+    const reason = el("input", { type: "text", class: "reason", placeholder: "reason (optional)" });
+    const approve = el("button", { type: "button", class: "approve", "data-decide": "approve" }, "Approve");
+    const deny = el("button", { type: "button", class: "deny", "data-decide": "deny" }, "Deny");
+    approve.addEventListener("click", () => decide(a, true, null, [approve, deny]));
+    deny.addEventListener("click", () => decide(a, false, reason.value.trim(), [approve, deny]));
+    ul.append(el("li", { class: "approval", "data-id": a.id },
+      el("div", {}, el("strong", {}, a.personality), " (" + a.runtime + ") wants ",
+        el("strong", {}, a.tool)),
+      el("pre", { class: "summary" }, a.summary),
+      el("div", { class: "when muted", "data-created": String(a.created_ms),
+        "data-deadline": String(a.deadline_ms) }, ages(a.created_ms, a.deadline_ms)),
+      el("div", { class: "row" }, reason, el("span", {}, approve, deny))));
   }
+}
+
+// "asked 12 s ago · denied unanswered in 4 min 48 s".
+function ages(created, deadline) {
+  const now = Date.now();
+  return "asked " + span(now - created) + " ago · denied unanswered in " + span(deadline - now) +
+    " (at " + clock(deadline) + ")";
+}
+
+function span(ms) {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return s + " s";
+  return Math.floor(s / 60) + " min " + (s % 60) + " s";
+}
+
+function tickApprovals() {
+  for (const w of document.querySelectorAll("#approvals .when")) {
+    w.textContent = ages(Number(w.dataset.created), Number(w.dataset.deadline));
+  }
+}
+
+// POST /fleet/v1/approvals/<id>/(approve|deny), the deny with its reason if one was typed.
+async function decide(a, allow, reason, buttons) {
+  const out = $("approval-result");
+  const verb = allow ? "approve" : "deny";
+  buttons.forEach((b) => { b.disabled = true; });
+  showResult(out, true, verb + " " + a.id + "…");
+  const body = !allow && reason ? { reason } : {};
+  const r = await api("/fleet/v1/approvals/" + encodeURIComponent(a.id) + "/" + verb,
+    { method: "POST", body });
+  buttons.forEach((b) => { b.disabled = false; });
+  if (r.ok) {
+    showResult(out, true, (allow ? "approved " : "denied ") + a.id + " (" + r.body.identity + "): " +
+      a.tool + " " + a.summary);
+  } else {
+    showResult(out, false, verb + " " + a.id + " failed: " + (r.body.error || r.status));
+  }
+  loadApprovals();
 }
 
 // ---- live updates -------------------------------------------------------------------------
@@ -360,7 +423,7 @@ function refreshSoon() {
   refreshTimer = setTimeout(async () => {
     refreshTimer = null;
     await loadSnapshot();
-    await Promise.all([loadPeer(), loadScreen(), loadInbox()]);
+    await Promise.all([loadPeer(), loadScreen(), loadInbox(), loadApprovals()]);
   }, 300);
 }
 
@@ -388,6 +451,13 @@ function connectEvents() {
     "origin-hold", "storm", "runtime-installed", "failure-notice", "event"]) {
     es.addEventListener(type, refreshSoon);
   }
+  // A prompt asked or answered: the approvals at once (the rest may follow).
+  for (const type of ["approval-requested", "approval-approved", "approval-denied"]) {
+    es.addEventListener(type, () => {
+      loadApprovals();
+      refreshSoon();
+    });
+  }
 }
 
 async function start() {
@@ -399,6 +469,7 @@ async function start() {
   // A slow safety net: the screen has no events of its own, and a missed event heals.
   setInterval(() => { if (state.selected && !state.signedOut) loadScreen(); }, 2000);
   setInterval(() => refreshSoon(), 15000);
+  setInterval(tickApprovals, 1000);
 }
 
 document.addEventListener("DOMContentLoaded", start);
