@@ -28,8 +28,11 @@ fn fixtures() -> PathBuf {
 /// approvals time out after `timeout_ms`.
 fn gated_world(timeout_ms: &str) -> (TestEnv, AnthropicStandIn) {
     let mut env = TestEnv::new();
+    // The confirmation grace of the busy tests: a paste into Claude Code beside another
+    // real CLI on two cores can take more than the default 4 s to show in its transcript.
     env.set("IAPEER_CLAUDE_BIN", &claude_bin())
-        .set("IAPEER_APPROVAL_TIMEOUT_MS", timeout_ms);
+        .set("IAPEER_APPROVAL_TIMEOUT_MS", timeout_ms)
+        .set("IAP_HOST_LIVENESS_GRACE_MS", "10000");
     std::fs::write(
         env.home.join(".claude.json"),
         "{\"hasCompletedOnboarding\": true}",
