@@ -27,33 +27,17 @@ fn fixtures() -> PathBuf {
 /// A world with a gated claude peer `cb`, an echo peer `ea`, the stand-in and a daemon whose
 /// approvals time out after `timeout_ms`.
 fn gated_world(timeout_ms: &str) -> (TestEnv, AnthropicStandIn) {
-    let mut env = TestEnv::new();
     // The confirmation grace of the busy tests: a paste into Claude Code beside another
     // real CLI on two cores can take more than the default 4 s to show in its transcript.
-    env.set("IAPEER_CLAUDE_BIN", &claude_bin())
-        .set("IAPEER_APPROVAL_TIMEOUT_MS", timeout_ms)
-        .set("IAP_HOST_LIVENESS_GRACE_MS", "10000");
-    std::fs::write(
-        env.home.join(".claude.json"),
-        "{\"hasCompletedOnboarding\": true}",
-    )
-    .unwrap();
-    let api = AnthropicStandIn::start();
-    env.ok(&["create", "cb", "--runtime", "claude"]);
-    env.ok(&["create", "ea", "--runtime", "echo"]);
+    let (env, api) = crate::claude::world(&[
+        ("IAPEER_APPROVAL_TIMEOUT_MS", timeout_ms),
+        ("IAP_HOST_LIVENESS_GRACE_MS", "10000"),
+    ]);
+    // The profile is read at each launch: marking it before the first wake gates the peer.
     let profile = env.peer_dir("cb").join(".iapeer/peer-profile.json");
     let mut p: Value = serde_json::from_str(&common::read(&profile)).unwrap();
     p["approval_mode"] = "gated".into();
     std::fs::write(&profile, p.to_string()).unwrap();
-    env.launch_env(
-        "cb",
-        "claude",
-        &format!(
-            "ANTHROPIC_BASE_URL={}\nANTHROPIC_API_KEY=sk-ant-standin-key\nIS_SANDBOX=1\n",
-            api.url()
-        ),
-    );
-    env.start_daemon();
     (env, api)
 }
 

@@ -167,6 +167,16 @@ fn is_outcome_record(line: &str) -> bool {
             ))
 }
 
+/// Wake codex-cx with a message its stand-in answers `awake`, and wait for that turn's end.
+fn wake_codex(env: &TestEnv) {
+    env.ok(&["send", "cx", "--from", "echo-ea", "--message", "echo: wake"]);
+    env.wait_until(
+        "the wake's turn",
+        Duration::from_secs(90),
+        codex_idle_with("awake"),
+    );
+}
+
 /// A wait condition: the codex-cx screen shows `needle` and no turn is running.
 fn codex_idle_with(needle: &'static str) -> impl Fn(&TestEnv) -> bool {
     move |e: &TestEnv| {
@@ -347,12 +357,7 @@ fn a_codex_peer_refused_by_its_api_raises_one_notice() {
     });
     let turn_shown = codex_idle_with;
     // Wake it with an answered turn first: an answer is no notice.
-    env.ok(&["send", "cx", "--from", "echo-ea", "--message", "echo: wake"]);
-    env.wait_until(
-        "the wake's turn",
-        Duration::from_secs(90),
-        turn_shown("awake"),
-    );
+    wake_codex(&env);
     env.watch_ticks(2, "a notice for an answered turn", |e| {
         e.count_events("lifecycle", "notice-raised", &[]) > 0
     });
@@ -428,12 +433,7 @@ fn a_codex_usage_limit_menu_is_answered_keep_current_model_before_the_next_deliv
         }
     });
     let idle_with = codex_idle_with;
-    env.ok(&["send", "cx", "--from", "echo-ea", "--message", "echo: wake"]);
-    env.wait_until(
-        "the wake's turn",
-        Duration::from_secs(90),
-        idle_with("awake"),
-    );
+    wake_codex(&env);
     env.ok(&[
         "send",
         "cx",
