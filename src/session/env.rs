@@ -18,6 +18,7 @@ fn is_scrubbed(key: &str) -> bool {
 /// `LINES` would override the session's 220×50 pty in every curses/TUI program), the
 /// terminal program and window, the multiplexer (tmux, screen, zellij) and the login tty.
 /// `TERM` and `COLORTERM` are not here: iapeer sets both for the pty it made.
+/// The colour switches are not here either: see [`COLOUR_SWITCHES`].
 const PARENT_TERMINAL_VARS: [&str; 17] = [
     "COLUMNS",
     "LINES",
@@ -60,6 +61,16 @@ pub fn describes_parent_terminal(key: &str) -> bool {
     PARENT_TERMINAL_VARS.contains(&key)
         || PARENT_TERMINAL_PREFIXES.iter().any(|p| key.starts_with(p))
 }
+
+/// Conventions that turn a program's colours off (or force a level): `NO_COLOR`,
+/// `FORCE_COLOR` (`0` turns colours off in Node's `chalk`/`supports-color`), `CLICOLOR`,
+/// `CLICOLOR_FORCE`. The pty is iapeer's terminal, not the user's, and iapeer reads the
+/// screen by its attributes: a composer placeholder is dim, typed text is not (spec 05 §7).
+/// With `NO_COLOR=1` (which CI runners set) Claude Code 2.1.332 draws its placeholders
+/// ("Press up to edit queued messages") plain, every placeholder read as a draft, and every
+/// message to a busy agent was held as if a human were typing. So these are removed from
+/// the child's environment, inherited or from `launch.env` alike, as `TERM` is always ours.
+pub const COLOUR_SWITCHES: [&str; 4] = ["NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE"];
 
 /// A PATH for children when neither `launch.env` nor the daemon has one.
 pub fn default_path(home: Option<&Path>) -> String {
@@ -105,7 +116,7 @@ pub struct EnvInput<'a> {
 /// Build the child's complete environment: daemon env (minus the hygiene removals) →
 /// `launch.env` extras → identity variables, token, `IAPEER_ROOT`, `IAPEER_PORT` → PATH
 /// (launch.env's, else inherited, else [`default_path`]) → `TERM=xterm-256color`,
-/// `COLORTERM=truecolor` → runtime extras. The removals (`CLAUDE_CODE_*`, `CLAUDECODE` and
+/// `COLORTERM=truecolor`, minus the [`COLOUR_SWITCHES`] → runtime extras. The removals (`CLAUDE_CODE_*`, `CLAUDECODE` and
 /// the variables of [`describes_parent_terminal`]) apply to what the daemon inherited, so a
 /// `launch.env` can still set such a variable deliberately.
 pub fn session_env(input: &EnvInput) -> Vec<(String, String)> {
@@ -141,6 +152,9 @@ pub fn session_env(input: &EnvInput) -> Vec<(String, String)> {
     env.insert("PATH".into(), path);
     env.insert("TERM".into(), "xterm-256color".into());
     env.insert("COLORTERM".into(), "truecolor".into());
+    for k in COLOUR_SWITCHES {
+        env.remove(k);
+    }
     for (k, v) in input.extra {
         env.insert(k.clone(), v.clone());
     }
@@ -290,6 +304,38 @@ mod tests {
         ] {
             assert_eq!(get(&env, k), Some(v), "{k} is not about the terminal");
         }
+    }
+
+    #[test]
+    fn colour_switches_never_reach_the_child() {
+        let id = Identity::parse("claude-a").unwrap();
+        let launch = LaunchEnv {
+            vars: vec![("FORCE_COLOR".into(), "0".into())],
+            ..LaunchEnv::default()
+        };
+        let inherited: Vec<(String, String)> = [
+            ("NO_COLOR", "1"),
+            ("CLICOLOR", "0"),
+            ("CLICOLOR_FORCE", "0"),
+            ("LANG", "C.UTF-8"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .into();
+        let env = session_env(&EnvInput {
+            inherited,
+            launch: &launch,
+            identity: &id,
+            token: "t",
+            root: Path::new("/r"),
+            port: 8765,
+            home: None,
+            extra: &[],
+        });
+        for k in COLOUR_SWITCHES {
+            assert_eq!(get(&env, k), None, "{k} reached the child");
+        }
+        assert_eq!(get(&env, "LANG"), Some("C.UTF-8"));
+        assert_eq!(get(&env, "COLORTERM"), Some("truecolor"));
     }
 
     #[test]
