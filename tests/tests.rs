@@ -15,6 +15,7 @@ mod answers;
 mod approvals;
 mod attach;
 mod background;
+mod boot_dialog;
 mod busy;
 mod claude;
 mod cli;

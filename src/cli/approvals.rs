@@ -58,7 +58,10 @@ pub fn decide(inv: &Invocation, allow: bool) -> CliResult {
         .trim()
         .to_string();
     let req = if allow {
-        Request::Approve { id }
+        Request::Approve {
+            id,
+            option: inv.positional(args::OPTION).map(String::from),
+        }
     } else {
         Request::Deny {
             id,

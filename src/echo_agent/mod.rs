@@ -9,6 +9,7 @@
 //! busy marker) and honours Escape. It keeps a JSONL transcript under `<cwd>/.echo-agent/`
 //! for idle and resume logic.
 
+pub mod boot_menu;
 pub mod input;
 pub mod mcp;
 pub mod reply;
@@ -50,6 +51,9 @@ pub struct Options {
     pub reply_delay_ms: u64,
     /// `--boot-delay-ms N`: wait N ms before drawing anything (tests of waits for a boot).
     pub boot_delay_ms: u64,
+    /// `--boot-menu "QUESTION|OPTION|OPTION…"`: show this menu before the composer and go on
+    /// once an option is chosen (tests of the unknown boot dialog, spec 10 §4).
+    pub boot_menu: Option<String>,
     /// `--system-prompt-file PATH`: the system prompt iapeer composed (spec 06); the echo
     /// agent has no model, so it only reports the file's size, proving it was passed.
     pub system_prompt_file: Option<PathBuf>,
@@ -68,6 +72,12 @@ pub fn parse_options(args: &[String]) -> Result<Options, String> {
             Long("resume") => opts.resume = true,
             Long("fail-boot") => opts.fail_boot = true,
             Long("no-prompt") => opts.no_prompt = true,
+            Long("boot-menu") => {
+                let spec = parser.value().map_err(|e| e.to_string())?;
+                let spec = spec.to_string_lossy().into_owned();
+                boot_menu::BootMenu::parse(&spec)?;
+                opts.boot_menu = Some(spec);
+            }
             Long("system-prompt-file") => {
                 opts.system_prompt_file = Some(parser.value().map_err(|e| e.to_string())?.into());
             }
@@ -124,8 +134,18 @@ pub fn run(args: &[String]) -> i32 {
     }
     std::thread::sleep(Duration::from_millis(opts.boot_delay_ms));
     let _raw = term::RawMode::enter();
+    let chosen = match opts.boot_menu.as_deref().map(boot_menu::BootMenu::parse) {
+        Some(Ok(menu)) => match ask(menu, &stop, &wake) {
+            Some(label) => Some(label),
+            None => return 0,
+        },
+        _ => None,
+    };
     match App::new(opts, &wake) {
-        Ok(app) => app.run(&stop, &wake),
+        Ok(mut app) => {
+            app.chosen = chosen;
+            app.run(&stop, &wake)
+        }
         Err(e) => {
             eprintln!("iapeer echo-agent: cannot start its reply worker: {e}");
             1
@@ -133,7 +153,28 @@ pub fn run(args: &[String]) -> i32 {
     }
 }
 
-/// A reply the agent is waiting for.
+/// Show `menu` until an option is chosen; `None` when told to stop or input ends first.
+fn ask(mut menu: boot_menu::BootMenu, stop: &AtomicBool, wake: &term::Wake) -> Option<String> {
+    term::write_out(menu.frame().as_bytes());
+    let mut buf = [0u8; 256];
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return None;
+        }
+        match term::read_in(&mut buf, wake, None) {
+            term::Input::Data(n) => {
+                if let Some(label) = menu.feed(&buf[..n]) {
+                    term::write_out(b"\x1b[H\x1b[2J");
+                    return Some(label);
+                }
+                term::write_out(menu.frame().as_bytes());
+            }
+            term::Input::Idle | term::Input::Woken => {}
+            term::Input::Closed => return None,
+        }
+    }
+}
+
 /// What a key did to the screen.
 enum Step {
     /// Quit with this exit code.
@@ -164,6 +205,8 @@ struct App {
     done: crossbeam_channel::Receiver<Done>,
     in_flight: Vec<InFlight>,
     next_id: u64,
+    /// The option chosen in the `--boot-menu`, said on the first screen.
+    chosen: Option<String>,
 }
 
 impl App {
@@ -179,6 +222,7 @@ impl App {
             done,
             in_flight: Vec::new(),
             next_id: 1,
+            chosen: None,
         })
     }
 
@@ -192,6 +236,9 @@ impl App {
                 Ok(m) => format!("system prompt: {} bytes from {}", m.len(), p.display()),
                 Err(e) => format!("system prompt {} unreadable: {e}", p.display()),
             });
+        }
+        if let Some(label) = &self.chosen {
+            lines.push(format!("boot menu: {label}"));
         }
         if self.opts.resume {
             lines.push(match transcript::count(&self.cwd) {

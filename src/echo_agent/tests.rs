@@ -296,7 +296,9 @@ fn fail_boot_and_bad_arguments_exit_at_once() {
             "--reply-delay-ms".into(),
             "250".into(),
             "--boot-delay-ms".into(),
-            "40".into()
+            "40".into(),
+            "--boot-menu".into(),
+            "Q?|a|b".into(),
         ]),
         Ok(super::Options {
             resume: true,
@@ -304,9 +306,12 @@ fn fail_boot_and_bad_arguments_exit_at_once() {
             no_prompt: true,
             reply_delay_ms: 250,
             boot_delay_ms: 40,
+            boot_menu: Some("Q?|a|b".into()),
             system_prompt_file: None,
         })
     );
+    let err = super::parse_options(&["--boot-menu".into(), "Q?|only".into()]).unwrap_err();
+    assert!(err.contains("at least two"), "{err}");
 }
 
 /// SIGTERM the child and require a clean exit within the wait.

@@ -268,6 +268,10 @@ requests! {
     Approve {
         /// The approval id, `ap-<8 hex>`.
         id: String,
+        /// For a boot dialog's request (tool `dialog`): the option to choose, by 1-based
+        /// number or label (absent: the dialog's selected one). Refused for a tool prompt.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        option: Option<String>,
     },
     /// Refuse a pending prompt → [`ApprovalDone`]; `reason` is given to the model.
     Deny {

@@ -183,6 +183,11 @@ fn every_request() -> Vec<Request> {
         },
         Request::Approve {
             id: s("ap-1a2b3c4d"),
+            option: None,
+        },
+        Request::Approve {
+            id: s("ap-1a2b3c4d"),
+            option: Some(s("2")),
         },
         Request::Deny {
             id: s("ap-1a2b3c4d"),

@@ -68,6 +68,19 @@ impl Menu {
     }
 }
 
+/// The menu's question: the nearest row above its first option with a letter or digit in
+/// it, trimmed (empty when there is none).
+pub fn question_of<S: AsRef<str>>(rows: &[S], menu: &Menu) -> String {
+    let first = menu.options.first().map_or(0, |o| o.row).min(rows.len());
+    rows[..first]
+        .iter()
+        .map(|r| r.as_ref().trim())
+        .rev()
+        .find(|r| r.chars().any(char::is_alphanumeric))
+        .unwrap_or_default()
+        .to_string()
+}
+
 /// Whether an option `label` is the `wanted` one: equal, or equal followed by a parenthesised
 /// note (`Yes (recommended)` matches `Yes`; `Yes, I accept` does not).
 pub fn label_matches(label: &str, wanted: &str) -> bool {
@@ -300,6 +313,15 @@ mod tests {
         let menu = find_menu(&rows).unwrap();
         assert_eq!(menu.options.len(), 2);
         assert_eq!(menu.options[1].row, 2);
+    }
+
+    #[test]
+    fn the_question_is_the_nearest_text_row_above_the_options() {
+        let rows = ["Welcome", "Send telemetry?", "", "❯ 1. Yes", "  2. No"];
+        let menu = find_menu(&rows).unwrap();
+        assert_eq!(question_of(&rows, &menu), "Send telemetry?");
+        let bare = ["❯ 1. Yes", "  2. No"];
+        assert_eq!(question_of(&bare, &find_menu(&bare).unwrap()), "");
     }
 
     #[test]

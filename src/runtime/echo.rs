@@ -33,9 +33,11 @@ impl Echo {
     }
 }
 
-/// Whether a screen shows the echo agent's composer (a row starting with `❯`).
+/// Whether a screen shows the echo agent's composer: a row starting with `❯` that is not
+/// the marker of a menu (`--boot-menu`).
 fn shows_prompt(screen: &Screen) -> bool {
-    screen.rows().iter().any(|r| r.starts_with('❯'))
+    let rows = screen.rows();
+    rows.iter().any(|r| r.starts_with('❯')) && super::dialog::find_menu_with(&rows, '❯').is_none()
 }
 
 fn busy(screen: &Screen) -> bool {

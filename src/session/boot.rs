@@ -11,6 +11,11 @@ use crate::session::handle::Cause;
 /// (a key can be lost while the TUI is still wiring up its input).
 pub const KEY_RETRY: Duration = Duration::from_secs(2);
 
+/// How long a menu the adapter has no answer for must stay on screen, unchanged, before a
+/// human is asked to answer it (spec 10 §4: an unknown blocking dialog goes to a human
+/// instead of waiting out the boot deadline).
+pub const UNANSWERED_MENU_AFTER: Duration = Duration::from_secs(3);
+
 /// What the session must do now.
 #[derive(Debug, PartialEq)]
 pub enum BootAction {
@@ -75,6 +80,9 @@ pub struct Boot {
     /// A key is due once the gap after the last one is over.
     key_held: bool,
     ready_since: Option<Instant>,
+    /// An unanswered menu on screen: since when, the screen's hash, and whether a human was
+    /// already asked about this screen.
+    menu: Option<(Instant, u64, bool)>,
 }
 
 impl Boot {
@@ -89,7 +97,26 @@ impl Boot {
             last_key: None,
             key_held: false,
             ready_since: None,
+            menu: None,
         }
+    }
+
+    /// Track a menu the adapter did not answer (`shows_menu` for the screen `screen_hash`,
+    /// read while [`Boot::evaluate`] says [`BootAction::Wait`]). True exactly once per
+    /// screen: when the same menu screen has stayed unchanged for [`UNANSWERED_MENU_AFTER`].
+    /// Any other screen starts the count again.
+    pub fn unanswered_menu(&mut self, now: Instant, shows_menu: bool, screen_hash: u64) -> bool {
+        if !shows_menu {
+            self.menu = None;
+            return false;
+        }
+        let (since, _, asked) = match self.menu {
+            Some((since, hash, asked)) if hash == screen_hash => (since, hash, asked),
+            _ => (now, screen_hash, false),
+        };
+        let due = !asked && now >= since + UNANSWERED_MENU_AFTER;
+        self.menu = Some((since, screen_hash, asked || due));
+        due
     }
 
     /// Since when the ready screen has been shown without a break, if it is.
@@ -143,6 +170,9 @@ impl Boot {
         if let Some(since) = self.ready_since {
             next = next.min(since + self.settle);
         }
+        if let Some((since, _, false)) = self.menu {
+            next = next.min(since + UNANSWERED_MENU_AFTER);
+        }
         if let Some((at, _)) = self.last_key {
             next = next.min(at + KEY_RETRY);
             if self.key_held {
@@ -163,6 +193,32 @@ mod tests {
             bytes: b"\r".to_vec(),
             label: "trust".into(),
         }
+    }
+
+    #[test]
+    fn an_unanswered_menu_is_reported_once_after_it_stayed_unchanged() {
+        let t0 = Instant::now();
+        let mut b = Boot::new(t0, Duration::from_secs(240), Duration::ZERO, Duration::ZERO);
+        let after = |ms: u64| t0 + Duration::from_millis(ms);
+        assert!(!b.unanswered_menu(t0, true, 7));
+        assert_eq!(b.next_deadline(), t0 + UNANSWERED_MENU_AFTER);
+        assert!(!b.unanswered_menu(after(2_000), true, 7), "not yet");
+        // The screen changed: the count starts again.
+        assert!(!b.unanswered_menu(after(2_500), true, 8));
+        assert!(
+            !b.unanswered_menu(after(5_000), true, 8),
+            "2.5 s of the new screen"
+        );
+        assert!(b.unanswered_menu(after(5_500), true, 8), "3 s unchanged");
+        assert!(
+            !b.unanswered_menu(after(9_000), true, 8),
+            "asked once per screen"
+        );
+        assert_eq!(b.next_deadline(), t0 + Duration::from_secs(240));
+        // No menu, then the same menu again: a new count, and a new question.
+        assert!(!b.unanswered_menu(after(9_500), false, 9));
+        assert!(!b.unanswered_menu(after(10_000), true, 8));
+        assert!(b.unanswered_menu(after(13_000), true, 8));
     }
 
     #[test]

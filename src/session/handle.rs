@@ -115,6 +115,10 @@ pub enum SessionCmd {
     Probe,
     /// End the session: signal its process group, SIGKILL after 3 s.
     Kill(Cause),
+    /// A human's answer to the menu of an [`EventKind::BootMenu`] (spec 10 §4):
+    /// `Ok(label)` moves the marker to that option and confirms it; `Err(reason)` fails the
+    /// boot now with that reason.
+    AnswerBootMenu(Result<String, String>),
 }
 
 /// What the last part of a boot waited for, in milliseconds before `ready` (zero for a
@@ -145,6 +149,17 @@ pub enum EventKind {
         reason: String,
         /// The last screen text, for `lifecycle.log`.
         screen: String,
+    },
+    /// The boot is stuck on a menu the adapter has no answer for, unchanged for
+    /// [`crate::session::boot::UNANSWERED_MENU_AFTER`]: a human is to choose (spec 10 §4);
+    /// answered by [`SessionCmd::AnswerBootMenu`]. Sent once per such screen.
+    BootMenu {
+        /// The option labels, top to bottom.
+        options: Vec<String>,
+        /// Index into `options` of the one under the menu's marker (the default).
+        cursor: usize,
+        /// The nearest text row above the options (the dialog's question, usually).
+        question: String,
     },
     /// Outcome of a [`SessionCmd::Deliver`].
     Delivered {

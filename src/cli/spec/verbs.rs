@@ -308,6 +308,8 @@ pub mod args {
     pub const APPROVAL_ID: PosSpec = required("id", Complete::Text);
     /// `[reason]` (deny): why, for the model.
     pub const REASON: PosSpec = optional("reason", Complete::Text);
+    /// `[option]` (approve): the option of a boot dialog to choose, by number or label.
+    pub const OPTION: PosSpec = optional("option", Complete::Text);
     /// `[args]...` (echo-agent): every word after the verb.
     pub const ARGS: PosSpec = PosSpec {
         name: "args",
@@ -317,7 +319,7 @@ pub mod args {
     };
 }
 
-use args::{APPROVAL_ID, ARGS, FOLDER, HOLD_ID, NAME, REASON, RT, RUNTIME, TARGET, VERB};
+use args::{APPROVAL_ID, ARGS, FOLDER, HOLD_ID, NAME, OPTION, REASON, RT, RUNTIME, TARGET, VERB};
 use flags::{
     ACCEPT_RISK, ALL, ATTACHMENT, DESCRIPTION, DETACH, DRY_RUN, FIX, FORCE, FOREGROUND, FROM,
     INTELLIGENCE, JSON, KEEP, MESSAGE, MESSAGE_FILE, NO_BOOTSTRAP, NPX, PACKAGE, PATH,
@@ -439,12 +441,15 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Approve),
         name: "approve",
-        signature: "approve <id> [--json]",
+        signature: "approve <id> [option] [--json]",
         summary: "let a gated peer's pending tool call run",
         description: "Answer the permission prompt <id> (from iapeer approvals) with allow: the agent's \
-            tool call runs. Refused when <id> is not pending (answered already, denied when its time \
-            ran out, or unknown).",
-        positionals: &[APPROVAL_ID],
+            tool call runs. For a dialog at boot that iapeer does not know (tool \"dialog\"), approve \
+            chooses [option] (its number or label; default: the option the dialog has selected) and \
+            the boot goes on; deny ends the boot. Refused when <id> is not pending (answered \
+            already, denied when its time ran out, or unknown), or [option] is not one of the \
+            dialog's.",
+        positionals: &[APPROVAL_ID, OPTION],
         flags: &[JSON],
         rules: &[],
         hidden: false,

@@ -173,7 +173,14 @@ impl Fleet {
             }
             Endpoint::Decide(id, allow) => {
                 let req = if allow {
-                    Request::Approve { id }
+                    let b: route::ApproveBody = match route::body(req.body) {
+                        Ok(b) => b,
+                        Err(r) => return Begun::Done(r),
+                    };
+                    Request::Approve {
+                        id,
+                        option: b.option,
+                    }
                 } else {
                     let b: route::DenyBody = match route::body(req.body) {
                         Ok(b) => b,

@@ -335,6 +335,15 @@ pub struct DenyBody {
     pub reason: Option<String>,
 }
 
+/// The body of `POST /fleet/v1/approvals/<id>/approve`: `{option?}` (may be empty): for a
+/// boot dialog's request, the option to choose by number or label.
+#[derive(Debug, Default, Deserialize, PartialEq, Eq)]
+pub struct ApproveBody {
+    /// The option to choose.
+    #[serde(default)]
+    pub option: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,11 @@
 //! check every [`SWEEP`] while anything is pending denies the requests past their deadline
 //! and those whose hook went away; a session's end and shutdown deny its requests. Each step
 //! logs an `ev=approval-…` line. The state and its rules are [`super::broker`].
+//!
+//! A booting session stuck on a menu its adapter has no answer for asks the same way
+//! ([`Router::on_boot_menu`], tool `dialog`): `approve` confirms the menu's default option,
+//! anything else — `deny`, a timeout, shutdown — ends the boot at once with the reason
+//! instead of waiting out the boot deadline (spec 10 §4, default mode).
 
 use std::time::Duration;
 
@@ -14,6 +19,7 @@ use crate::daemon::route::Refusal;
 use crate::eventlog::Event;
 use crate::names::Identity;
 use crate::protocol::{ApprovalDone, ApprovalInfo, ApprovalVerdict, ApprovalsReply, Code, Reply};
+use crate::session::handle::SessionCmd;
 
 /// How often pending requests are checked for their deadline and for a hook that left.
 pub(crate) const SWEEP: Duration = Duration::from_secs(1);
@@ -23,6 +29,34 @@ pub(crate) const MAX_WAIT: Duration = Duration::from_secs(300);
 
 /// The reason a human's `deny` without one gives the model.
 const DENIED_BY_HUMAN: &str = "denied by a human";
+
+/// The `tool` of a boot menu's request.
+pub(crate) const DIALOG_TOOL: &str = "dialog";
+
+/// Who waits for a decision.
+pub(crate) enum Asker {
+    /// A permission hook's held `approval-request` answer.
+    Hook(ReplyTo),
+    /// A booting session showing a menu its adapter does not know: approve confirms
+    /// `default` (the option under the marker).
+    BootMenu {
+        /// The option labels, top to bottom.
+        options: Vec<String>,
+        /// Index of the one chosen on an approve without an option (the dialog's selected).
+        default: usize,
+    },
+}
+
+impl Asker {
+    /// The asker is gone: a hook whose connection closed (a session's end is handled by
+    /// [`Router::deny_approvals_of`]).
+    fn abandoned(&self) -> bool {
+        match self {
+            Asker::Hook(r) => r.abandoned(),
+            Asker::BootMenu { .. } => false,
+        }
+    }
+}
 
 impl Router {
     /// `approval-request`: hold `reply` until a human decides. Refused when `token` is not
@@ -60,11 +94,90 @@ impl Router {
             summary,
             created_ms,
             deadline_ms,
-            reply,
+            reply: Asker::Hook(reply),
         });
         self.lifecycle(ev);
         self.answer_waiters();
         self.arm_sweep();
+    }
+
+    /// A booting session of `identity` shows a menu its adapter does not know
+    /// ([`crate::session::handle::EventKind::BootMenu`]): put it to a human.
+    pub(crate) fn on_boot_menu(
+        &mut self,
+        identity: &Identity,
+        options: Vec<String>,
+        cursor: usize,
+        question: String,
+    ) {
+        let Some(default) = options.get(cursor).cloned() else {
+            return;
+        };
+        let default_index = cursor;
+        let listed: Vec<String> = options
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                let mark = if i == cursor { " (default)" } else { "" };
+                format!("{}. {o}{mark}", i + 1)
+            })
+            .collect();
+        let summary = format!(
+            "a dialog at boot iapeer has no answer for: \"{question}\" — {} — approve chooses \
+             \"{default}\" (or: iapeer approve <id> <number|label>), deny ends the boot",
+            listed.join(" · ")
+        );
+        let created_ms = self.now.ms;
+        let deadline_ms = created_ms + self.cfg.approval_timeout.as_millis() as u64;
+        let id = self.approvals.free_id(broker::new_id);
+        self.lifecycle(
+            Event::new("approval-requested")
+                .field("id", &id)
+                .field("identity", identity.to_string())
+                .field("tool", DIALOG_TOOL)
+                .field("summary", &summary)
+                .field(
+                    "timeout_ms",
+                    self.cfg.approval_timeout.as_millis().to_string(),
+                ),
+        );
+        self.progress_to_waiters(
+            identity,
+            &format!("waiting for a human: iapeer approve {id}"),
+        );
+        self.approvals.open(Pending {
+            id,
+            identity: identity.clone(),
+            tool: DIALOG_TOOL.to_string(),
+            summary,
+            created_ms,
+            deadline_ms,
+            reply: Asker::BootMenu {
+                options,
+                default: default_index,
+            },
+        });
+        self.answer_waiters();
+        self.arm_sweep();
+    }
+
+    /// The session of `identity` became ready: a boot menu still asked about was answered
+    /// on its screen (by someone attached); its request is closed.
+    pub(crate) fn close_boot_menus_of(&mut self, identity: &Identity) {
+        for p in self.approvals.of_identity(identity) {
+            if matches!(p.reply, Asker::BootMenu { .. }) {
+                self.lifecycle(
+                    Event::new("approval-closed")
+                        .field("id", &p.id)
+                        .field("identity", p.identity.to_string())
+                        .field("tool", &p.tool)
+                        .field("reason", "the session went on: answered on its screen"),
+                );
+                self.answer_waiters();
+            } else {
+                self.approvals.open(p);
+            }
+        }
     }
 
     /// `approvals` with `wait_ms`: answer now when a prompt asked after `since_ms` is
@@ -137,16 +250,18 @@ impl Router {
         }
     }
 
-    /// `approve` (`allow`) or `deny`: answer the request `id` and its hook.
+    /// `approve` (`allow`) or `deny`: answer the request `id` and its hook. `option` (approve
+    /// only) picks a boot dialog's option by 1-based number or label.
     pub(crate) fn op_decide_approval(
         &mut self,
         id: &str,
         allow: bool,
         reason: Option<String>,
+        option: Option<String>,
     ) -> Result<ApprovalDone, Refusal> {
         self.sweep_approvals();
         let verb = if allow { "approve" } else { "deny" };
-        let Some(p) = self.approvals.take(id) else {
+        let Some(mut p) = self.approvals.take(id) else {
             let shape = if broker::valid_id(id) {
                 "is not pending (answered, denied when its time ran out, or never asked)"
             } else {
@@ -159,6 +274,26 @@ impl Router {
                 ),
             ));
         };
+        if let Some(wanted) = option.filter(|o| !o.trim().is_empty()) {
+            let chosen = match &p.reply {
+                Asker::BootMenu { options, .. } => choose(options, &wanted),
+                Asker::Hook(_) => Err(format!(
+                    "cannot approve \"{id}\" with an option: it is a tool's permission prompt, \
+                     which is approved or denied as it is"
+                )),
+            };
+            match chosen {
+                Ok(i) => {
+                    if let Asker::BootMenu { default, .. } = &mut p.reply {
+                        *default = i;
+                    }
+                }
+                Err(e) => {
+                    self.approvals.open(p);
+                    return Err(refusal(Code::InvalidArgument, e));
+                }
+            }
+        }
         let reason = (!allow).then(|| {
             reason
                 .filter(|r| !r.trim().is_empty())
@@ -200,7 +335,7 @@ impl Router {
     }
 
     fn sweep_approvals(&mut self) {
-        for p in self.approvals.abandoned(ReplyTo::abandoned) {
+        for p in self.approvals.abandoned(Asker::abandoned) {
             self.auto_deny(p, AutoDeny::Disconnected);
         }
         for p in self.approvals.expired(self.now.ms) {
@@ -209,13 +344,13 @@ impl Router {
         self.answer_waiters();
     }
 
-    fn auto_deny(&mut self, p: Pending<ReplyTo>, why: AutoDeny) {
+    fn auto_deny(&mut self, p: Pending<Asker>, why: AutoDeny) {
         self.answer_approval(p, false, Some(why.message().to_string()), why.as_str());
     }
 
     fn answer_approval(
         &mut self,
-        p: Pending<ReplyTo>,
+        p: Pending<Asker>,
         allow: bool,
         reason: Option<String>,
         how: &str,
@@ -235,12 +370,56 @@ impl Router {
         )
         .opt("reason", reason.as_deref());
         self.lifecycle(ev);
-        p.reply.finish(ApprovalVerdict {
-            id: p.id,
-            allow,
-            reason,
-        });
+        match p.reply {
+            Asker::Hook(reply) => reply.finish(ApprovalVerdict {
+                id: p.id,
+                allow,
+                reason,
+            }),
+            Asker::BootMenu { options, default } => {
+                let answer = if allow {
+                    Ok(options[default].clone())
+                } else {
+                    Err(format!(
+                        "boot stopped at a dialog iapeer does not know ({}): {}",
+                        p.id,
+                        reason.unwrap_or_else(|| DENIED_BY_HUMAN.to_string())
+                    ))
+                };
+                if let Some(s) = self.live.sessions.get(&p.identity) {
+                    s.handle.send(SessionCmd::AnswerBootMenu(answer));
+                }
+            }
+        }
     }
+}
+
+/// The index of `wanted` among a boot dialog's `options`: a 1-based number, or a label
+/// (compared as the dialog reader compares them). Errors: neither, listing the options.
+fn choose(options: &[String], wanted: &str) -> Result<usize, String> {
+    let wanted = wanted.trim();
+    let by_number = wanted
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=options.len()).contains(n))
+        .map(|n| n - 1);
+    by_number
+        .or_else(|| {
+            options
+                .iter()
+                .position(|o| crate::runtime::dialog::label_matches(o, wanted))
+        })
+        .ok_or_else(|| {
+            let listed: Vec<String> = options
+                .iter()
+                .enumerate()
+                .map(|(i, o)| format!("{}. {o}", i + 1))
+                .collect();
+            format!(
+                "\"{wanted}\" is not an option of this dialog — choose one of: {}",
+                listed.join(", ")
+            )
+        })
 }
 
 fn not_live(identity: &str) -> Refusal {
@@ -251,4 +430,29 @@ fn not_live(identity: &str) -> Refusal {
              a gated session's permission hook, with its PEER_IDENTITY and IAPEER_TOKEN"
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::choose;
+
+    #[test]
+    fn a_dialog_option_is_chosen_by_number_or_label() {
+        let options = ["Yes (recommended)".to_string(), "No".to_string()];
+        assert_eq!(choose(&options, "1"), Ok(0));
+        assert_eq!(choose(&options, " 2 "), Ok(1));
+        assert_eq!(choose(&options, "No"), Ok(1));
+        assert_eq!(
+            choose(&options, "Yes"),
+            Ok(0),
+            "a parenthesised note is not needed"
+        );
+        for bad in ["0", "3", "Maybe", "N"] {
+            let err = choose(&options, bad).unwrap_err();
+            assert!(
+                err.contains("choose one of: 1. Yes (recommended), 2. No"),
+                "{bad}: {err}"
+            );
+        }
+    }
 }

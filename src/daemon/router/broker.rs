@@ -79,14 +79,15 @@ pub struct Waiter<R> {
     pub reply: R,
 }
 
-/// The pending prompts by id, and the long polls of their list.
+/// The pending prompts by id (`R`: how each asker is answered), and the long polls of
+/// their list (`W`: how each poller is answered).
 #[derive(Debug)]
-pub struct Broker<R> {
+pub struct Broker<R, W = R> {
     pending: BTreeMap<String, Pending<R>>,
-    waiters: Vec<Waiter<R>>,
+    waiters: Vec<Waiter<W>>,
 }
 
-impl<R> Default for Broker<R> {
+impl<R, W> Default for Broker<R, W> {
     fn default() -> Self {
         Broker {
             pending: BTreeMap::new(),
@@ -95,7 +96,7 @@ impl<R> Default for Broker<R> {
     }
 }
 
-impl<R> Broker<R> {
+impl<R, W> Broker<R, W> {
     /// An id no pending prompt has: the first of `draw`'s ids that is free.
     pub fn free_id(&self, mut draw: impl FnMut() -> String) -> String {
         loop {
@@ -146,14 +147,14 @@ impl<R> Broker<R> {
     }
 
     /// Hold a long poll.
-    pub fn wait(&mut self, w: Waiter<R>) {
+    pub fn wait(&mut self, w: Waiter<W>) {
         self.waiters.push(w);
     }
 
     /// Take out the long polls to answer now: a newer prompt is pending, their deadline is
     /// at or before `now_ms`, or `gone` says their requester left (answered all the same;
     /// the answer is dropped).
-    pub fn due_waiters(&mut self, now_ms: u64, gone: impl Fn(&R) -> bool) -> Vec<Waiter<R>> {
+    pub fn due_waiters(&mut self, now_ms: u64, gone: impl Fn(&W) -> bool) -> Vec<Waiter<W>> {
         let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.waiters)
             .into_iter()
             .partition(|w| w.deadline_ms <= now_ms || gone(&w.reply) || self.has_newer(w.since_ms));
@@ -162,7 +163,7 @@ impl<R> Broker<R> {
     }
 
     /// Take out every long poll (the daemon is stopping).
-    pub fn drain_waiters(&mut self) -> Vec<Waiter<R>> {
+    pub fn drain_waiters(&mut self) -> Vec<Waiter<W>> {
         std::mem::take(&mut self.waiters)
     }
 
@@ -231,7 +232,7 @@ mod tests {
 
     #[test]
     fn open_list_oldest_first_and_take_once() {
-        let mut b = Broker::default();
+        let mut b: Broker<_> = Broker::default();
         assert!(b.open(ask("ap-00000002", "claude-a", 20, 100, 2)));
         assert!(b.open(ask("ap-00000001", "claude-b", 30, 100, 1)));
         let ids: Vec<&str> = b.list().iter().map(|p| p.id.as_str()).collect();
@@ -246,7 +247,7 @@ mod tests {
 
     #[test]
     fn a_deadline_denies_at_its_millisecond_not_before() {
-        let mut b = Broker::default();
+        let mut b: Broker<_> = Broker::default();
         assert!(b.open(ask("ap-00000001", "claude-a", 0, 100, 1)));
         assert!(b.open(ask("ap-00000002", "claude-a", 0, 200, 2)));
         assert!(b.expired(99).is_empty());
@@ -257,7 +258,7 @@ mod tests {
 
     #[test]
     fn departed_requesters_ended_sessions_and_shutdown_all_take_theirs() {
-        let mut b = Broker::default();
+        let mut b: Broker<_> = Broker::default();
         assert!(b.open(ask("ap-00000001", "claude-a", 0, 100, 1)));
         assert!(b.open(ask("ap-00000002", "claude-b", 0, 100, 2)));
         assert!(b.open(ask("ap-00000003", "claude-b", 0, 100, 3)));
@@ -276,7 +277,7 @@ mod tests {
 
     #[test]
     fn a_long_poll_is_answered_by_a_newer_prompt_or_its_deadline() {
-        let mut b = Broker::default();
+        let mut b: Broker<_> = Broker::default();
         assert!(b.open(ask("ap-00000001", "claude-a", 50, 1_000, 1)));
         assert!(b.has_newer(0) && !b.has_newer(50));
         b.wait(Waiter {

@@ -37,8 +37,14 @@ impl Router {
                         .field("screen_ms", waits.screen_ms.to_string())
                         .opt("mcp_ms", waits.mcp_ms.map(|m| m.to_string())),
                 );
+                self.close_boot_menus_of(&identity);
                 self.pump(&identity);
             }
+            EventKind::BootMenu {
+                options,
+                cursor,
+                question,
+            } => self.on_boot_menu(&identity, options, cursor, question),
             EventKind::BootFailed { reason, screen, .. } => {
                 if let Some(s) = self.live.sessions.get_mut(&identity) {
                     s.state.boot_failed(reason.clone());

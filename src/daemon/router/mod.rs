@@ -205,7 +205,7 @@ pub struct Router {
     pub(crate) notices: crate::notices::Board,
     /// Permission prompts of gated peers waiting for a human (spec 10 §4); in memory only,
     /// so a restart forgets them and their hooks deny.
-    pub(crate) approvals: broker::Broker<ReplyTo>,
+    pub(crate) approvals: broker::Broker<approvals::Asker, ReplyTo>,
     /// A [`Timer::ApprovalSweep`] is set.
     pub(crate) sweep_armed: bool,
 }

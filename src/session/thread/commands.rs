@@ -35,6 +35,7 @@ impl Session {
                 }
                 SessionCmd::Kill(cause) => self.kill(cause),
                 SessionCmd::Cancel(id) => self.cancel_delivery(id),
+                SessionCmd::AnswerBootMenu(answer) => self.answer_boot_menu(answer),
             }
         }
     }

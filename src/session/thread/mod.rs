@@ -232,6 +232,9 @@ struct Session {
     mcp_up_at: Option<Instant>,
     /// When the screen first looked ready while the MCP client was still connecting.
     mcp_wait_since: Option<Instant>,
+    /// A human's choice for a boot menu the adapter did not know ([`SessionCmd::AnswerBootMenu`]),
+    /// keyed in until that menu leaves the screen.
+    menu_answer: Option<String>,
 }
 
 impl Session {
@@ -317,6 +320,7 @@ impl Session {
             exit: None,
             mcp_up_at: None,
             mcp_wait_since: None,
+            menu_answer: None,
         })
     }
 

@@ -11,12 +11,51 @@ impl Session {
         let State::Booting(boot) = &mut self.state else {
             return;
         };
-        let step = self.cfg.adapter.boot_step(&self.screen);
+        let rows = self.screen.rows();
+        let marker = self
+            .cfg
+            .adapter
+            .prompt_glyph()
+            .and_then(|g| g.chars().next());
+        let menu = marker.and_then(|m| crate::runtime::dialog::find_menu_with(&rows, m));
+        // A human's choice for a menu the adapter does not know goes first, while it shows.
+        let chosen = self.menu_answer.as_deref().and_then(|label| {
+            let step = crate::runtime::dialog::step_towards_with(&rows, marker?, label)?;
+            Some(crate::adapter::BootStep::Key {
+                bytes: crate::term::encode_keys(&[step.key_name()], false).unwrap_or_default(),
+                label: format!(
+                    "the boot menu as a human chose: {label} ({})",
+                    step.key_name()
+                ),
+            })
+        });
+        if chosen.is_none() {
+            self.menu_answer = None;
+        }
+        let step = chosen.unwrap_or_else(|| self.cfg.adapter.boot_step(&self.screen));
         let hash = hash_text(&self.screen.text());
+        // Only a menu the adapter has no key for counts as unknown: not one whose key is
+        // held for the key gap or sent again after KEY_RETRY (a slow dialog under load).
+        let adapter_waits = matches!(step, crate::adapter::BootStep::Wait);
+        let open = menu.filter(|m| adapter_waits && m.cursor.is_some());
         let action = boot.evaluate(now, step, hash);
+        let ask = boot.unanswered_menu(now, open.is_some(), hash);
         let ready_since = boot.ready_since();
         match action {
-            BootAction::Wait => {}
+            BootAction::Wait => {
+                if let Some(m) = open.filter(|_| ask) {
+                    self.emit(EventKind::Phase(
+                        "waiting for a human to answer a dialog iapeer does not know \
+                         (iapeer approvals)"
+                            .into(),
+                    ));
+                    self.emit(EventKind::BootMenu {
+                        question: crate::runtime::dialog::question_of(&rows, &m),
+                        cursor: m.cursor.unwrap_or(0),
+                        options: m.options.into_iter().map(|o| o.label).collect(),
+                    });
+                }
+            }
             BootAction::Key { bytes, label } => {
                 self.emit(EventKind::Phase(format!("answering dialog: {label}")));
                 self.write_child(&bytes);
@@ -45,20 +84,38 @@ impl Session {
                 self.emit(EventKind::Ready(waits));
                 self.next_delivery();
             }
-            BootAction::Failed(failure) => {
-                let reason = failure.to_string();
-                let screen = self.screen.tail_text(EXIT_TAIL);
-                let cause = failure.cause();
-                self.emit(EventKind::BootFailed {
-                    failure,
-                    reason: with_screen(&reason, &screen, self.screen_width()),
-                    screen,
-                });
-                self.fail_deliveries(&reason);
-                self.kill(cause);
-                // Stop evaluating: the session is ending.
-                self.state = State::Ready;
+            BootAction::Failed(failure) => self.fail_boot(failure),
+        }
+    }
+
+    /// End the boot as failed: tell the router (with the screen), fail the waiting
+    /// deliveries, end the session.
+    fn fail_boot(&mut self, failure: crate::session::boot::BootFailure) {
+        let reason = failure.to_string();
+        let screen = self.screen.tail_text(EXIT_TAIL);
+        let cause = failure.cause();
+        self.emit(EventKind::BootFailed {
+            failure,
+            reason: with_screen(&reason, &screen, self.screen_width()),
+            screen,
+        });
+        self.fail_deliveries(&reason);
+        self.kill(cause);
+        // Stop evaluating: the session is ending.
+        self.state = State::Ready;
+    }
+
+    /// [`SessionCmd::AnswerBootMenu`]: key in the human's choice, or fail the boot.
+    pub(super) fn answer_boot_menu(&mut self, answer: Result<String, String>) {
+        if !matches!(self.state, State::Booting(_)) || self.kill.is_some() {
+            return;
+        }
+        match answer {
+            Ok(label) => {
+                self.menu_answer = Some(label);
+                self.evaluate_boot(Instant::now());
             }
+            Err(reason) => self.fail_boot(crate::session::boot::BootFailure::Failed(reason)),
         }
     }
 
