@@ -219,8 +219,9 @@ pub trait Adapter: Send + Sync {
     fn has_paste_sign(&self) -> bool {
         self.prompt_glyph().is_some()
     }
-    /// How long the ready screen must stay ready before input is accepted.
-    fn ready_settle(&self) -> Duration {
+    /// How long the ready screen must stay ready before input is accepted, for a session in
+    /// `cwd` (a runtime may raise a dialog just after its ready screen in some folders only).
+    fn ready_settle(&self, _cwd: &Path) -> Duration {
         Duration::ZERO
     }
     /// The least time between two boot keys (dialog answers). Some TUIs take keys that come

@@ -188,7 +188,7 @@ impl Adapter for Claude {
         Duration::from_secs(1)
     }
 
-    fn ready_settle(&self) -> Duration {
+    fn ready_settle(&self, _cwd: &Path) -> Duration {
         // The composer is drawn a moment before Claude Code reads input.
         Duration::from_millis(500)
     }

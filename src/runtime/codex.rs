@@ -268,6 +268,11 @@ fn dialog_step(rows: &[String], table: &[(&str, &[&str], &str)]) -> Option<BootS
     })
 }
 
+/// The ready settle in a folder Codex's config trusts (no trust dialog can follow).
+const TRUSTED_READY_SETTLE: Duration = Duration::from_millis(100);
+/// The ready settle in any other folder: the trust dialog may follow the ready screen.
+const UNTRUSTED_READY_SETTLE: Duration = Duration::from_millis(800);
+
 /// What a Codex screen asks for during boot (pure).
 pub fn boot_step_for(rows: &[String]) -> BootStep {
     // A dialog's menu mid-redraw, or without the label, is waited for.
@@ -374,10 +379,17 @@ impl Adapter for Codex {
         dialog_step(&screen.rows(), LIVE_DIALOGS)
     }
 
-    fn ready_settle(&self) -> Duration {
-        // Codex paints its composer first and may raise the folder-trust dialog just after
-        // (recorded fixture); ready must hold this long before input goes in.
-        Duration::from_millis(800)
+    fn ready_settle(&self, cwd: &Path) -> Duration {
+        // Codex paints its composer first and raises the folder-trust dialog just after, in a
+        // folder its config does not trust (recorded: boot-trust-ready-paste-call.raw); ready
+        // must hold that long before input goes in. A peer's folder is trusted at its birth
+        // (codex_setup::setup): there the dialog never comes, and waiting for it was most of
+        // a wake's overhead (issue 13 item 2).
+        if super::codex_setup::is_trusted(cwd) {
+            TRUSTED_READY_SETTLE
+        } else {
+            UNTRUSTED_READY_SETTLE
+        }
     }
 
     fn is_busy(&self, screen: &Screen) -> bool {

@@ -101,6 +101,9 @@ pub fn ensure_no_update_check(doc: &mut DocumentMut) -> bool {
 
 /// Mark `folder` trusted: `[projects."<folder>"] trust_level = "trusted"`.
 pub fn trust(doc: &mut DocumentMut, folder: &str) -> bool {
+    if trusted_in(doc, folder) {
+        return false;
+    }
     let projects = doc.entry("projects").or_insert_with(|| {
         let mut t = Table::new();
         t.set_implicit(true);
@@ -112,11 +115,27 @@ pub fn trust(doc: &mut DocumentMut, folder: &str) -> bool {
     let entry = projects
         .entry(folder)
         .or_insert_with(|| Item::Table(Table::new()));
-    if entry.get("trust_level").and_then(|v| v.as_str()) == Some("trusted") {
-        return false;
-    }
     entry["trust_level"] = value("trusted");
     true
+}
+
+/// Whether the Codex config (`config_path`) marks `cwd` trusted: `[projects."<real path>"]
+/// trust_level = "trusted"`. False when the file is missing or unreadable.
+pub fn is_trusted(cwd: &Path) -> bool {
+    let key = project_key(cwd);
+    config_path()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|t| t.parse::<DocumentMut>().ok())
+        .is_some_and(|d| trusted_in(&d, &key))
+}
+
+/// Whether `doc` marks the folder `key` trusted (pure).
+fn trusted_in(doc: &DocumentMut, key: &str) -> bool {
+    doc.get("projects")
+        .and_then(|p| p.get(key))
+        .and_then(|e| e.get("trust_level"))
+        .and_then(|v| v.as_str())
+        == Some("trusted")
 }
 
 /// Remove the trust entry of `folder` (spec 07 `remove`). Returns whether it changed.
@@ -274,6 +293,21 @@ mod tests {
             doc["mcp_servers"]["iapeer"]["url"].as_str(),
             Some("http://mine")
         );
+    }
+
+    #[test]
+    fn trusted_means_the_trusted_level_for_that_very_folder() {
+        let mut doc: DocumentMut = "[projects.\"/w/eve\"]\ntrust_level = \"untrusted\"\n"
+            .parse()
+            .unwrap();
+        assert!(!trusted_in(&doc, "/w/bob"));
+        assert!(!trusted_in(&doc, "/w/eve"));
+        assert!(trust(&mut doc, "/w/bob"));
+        assert!(trusted_in(&doc, "/w/bob"));
+        assert!(!trust(&mut doc, "/w/bob"), "already trusted: no change");
+        assert!(!trusted_in(&doc, "/w/eve"));
+        assert!(trust(&mut doc, "/w/eve"));
+        assert!(trusted_in(&doc, "/w/eve"));
     }
 
     #[test]

@@ -24,10 +24,13 @@ pub const SETTLE: Duration = Duration::from_millis(300);
 pub const PASTE_SIGNAL_WAIT: Duration = Duration::from_millis(1500);
 /// While unconfirmed, Enter is re-sent this often (a TUI busy redrawing may drop one).
 pub const ENTER_RETRY: Duration = Duration::from_millis(1500);
-/// How often confirmation is re-checked when no output arrives (transcripts are files).
-pub const CONFIRM_POLL: Duration = Duration::from_millis(100);
-/// How often the ready gate re-reads the runtime's activity time.
-pub const GATE_POLL: Duration = Duration::from_millis(250);
+/// How often confirmation is re-checked when no output arrives (transcripts are files; a
+/// check reads only what was appended since the last one). Output from the child checks at
+/// once. At 100 ms the wait for the next check was a visible part of a delivery (issue 13).
+pub const CONFIRM_POLL: Duration = Duration::from_millis(25);
+/// How often the ready gate re-reads the runtime's activity when no output arrives; output
+/// re-reads at once (a turn that starts redraws the screen).
+pub const GATE_POLL: Duration = Duration::from_millis(50);
 /// At most this much output since the paste is kept for confirmation.
 const OUTPUT_CAP: usize = 1 << 20;
 
@@ -182,20 +185,24 @@ impl ActiveDelivery {
         }
     }
 
-    /// Output arrived from the child. While confirming, the next [`ActiveDelivery::poll`]
-    /// checks at once instead of waiting for the next [`CONFIRM_POLL`] tick (an echo
-    /// acknowledgement would otherwise cost up to 100 ms).
+    /// Output arrived from the child. While confirming or at the ready gate, the next
+    /// [`ActiveDelivery::poll`] checks at once instead of waiting for the next
+    /// [`CONFIRM_POLL`] / [`GATE_POLL`] tick.
     pub fn on_output(&mut self, bytes: &[u8], now: Instant) {
         if self.output.len() + bytes.len() <= OUTPUT_CAP {
             self.output.extend_from_slice(bytes);
         }
-        if let Phase::Confirming {
-            next_poll,
-            deadline,
-            ..
-        } = &mut self.phase
-        {
-            *next_poll = (*next_poll).min(now).min(*deadline);
+        match &mut self.phase {
+            Phase::Confirming {
+                next_poll,
+                deadline,
+                ..
+            }
+            | Phase::Gating {
+                next_poll,
+                deadline,
+            } => *next_poll = (*next_poll).min(now).min(*deadline),
+            Phase::Writing | Phase::Settling { .. } => {}
         }
     }
 

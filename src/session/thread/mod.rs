@@ -275,7 +275,7 @@ impl Session {
             RuntimeKind::Agent => State::Booting(Boot::new(
                 now,
                 cfg.boot_deadline,
-                cfg.adapter.ready_settle(),
+                cfg.adapter.ready_settle(&cfg.cwd),
                 cfg.adapter.boot_key_gap(),
             )),
             RuntimeKind::Router => State::Ready,
