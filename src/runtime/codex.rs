@@ -294,12 +294,6 @@ pub fn boot_step_for(rows: &[String]) -> BootStep {
     }
 }
 
-/// The refusal of a gated Codex launch (spec 10 §4): its permission prompts are not brought
-/// to the approval broker yet, and a gated peer must never run with the bypass flag.
-const GATED_UNSUPPORTED: &str = "approval_mode \"gated\" is supported on the claude runtime \
-    only so far (Codex's permission prompts are not brought to iapeer approvals yet) — remove \
-    approval_mode from the peer's profile, or run it on claude";
-
 impl Adapter for Codex {
     fn name(&self) -> &str {
         "codex"
@@ -310,9 +304,6 @@ impl Adapter for Codex {
     }
 
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String> {
-        if ctx.gated.is_some() {
-            return Err(GATED_UNSUPPORTED.into());
-        }
         let mut args: Vec<OsString> = Vec::new();
         if ctx.mode == WakeMode::Resume {
             if !self.resumable(ctx.cwd) {
@@ -339,7 +330,17 @@ impl Adapter for Codex {
             )
             .into(),
         ]);
-        args.push("--dangerously-bypass-approvals-and-sandbox".into());
+        // A gated peer never runs with the bypass flag: its approvals go to a human (spec 10
+        // §4) through the `PermissionRequest` hook.
+        match ctx.gated {
+            None => args.push("--dangerously-bypass-approvals-and-sandbox".into()),
+            Some(timeout) => {
+                let exe = std::env::current_exe().map_err(|e| {
+                    format!("cannot find the iapeer binary for the approval hook: {e}")
+                })?;
+                args.extend(super::codex_gate::launch_args(&exe, timeout));
+            }
+        }
         args.extend(ctx.launch_env.start_args.iter().map(OsString::from));
         Ok(LaunchCommand {
             program: self.program.clone().into_os_string(),
@@ -627,16 +628,30 @@ mod tests {
                 "o3"
             ]
         );
-        // A gated peer never runs with the bypass flag: refused, saying what to change.
+        // A gated peer never runs with the bypass flag: Codex asks on request in a read-only
+        // sandbox, and the approval hook answers.
         let gated = LaunchCtx {
             gated: Some(std::time::Duration::from_secs(300)),
             ..ctx
         };
-        let err = c.command(&gated).unwrap_err();
-        assert!(
-            err.contains("approval_mode") && err.contains("claude"),
-            "{err}"
+        let args: Vec<String> = c
+            .command(&gated)
+            .unwrap()
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(!args.iter().any(|a| a.contains("dangerously")), "{args:?}");
+        let at = args.iter().position(|a| a == "on-request").unwrap();
+        assert_eq!(
+            &args[at - 1..at + 3],
+            &["-a", "on-request", "-s", "read-only"]
         );
+        assert!(
+            args[at + 6].starts_with("hooks=") && args[at + 6].contains("approval-request"),
+            "{args:?}"
+        );
+        assert_eq!(&args[args.len() - 2..], &["--model", "o3"]);
     }
 
     #[test]
