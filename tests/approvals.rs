@@ -459,7 +459,8 @@ fn gated_codex_world(timeout_ms: &str) -> (TestEnv, OpenAiStandIn) {
 
 /// A message `touch <name>` makes the Codex model ask to run `touch <dir>/<name>` with
 /// escalated permissions (outside the read-only sandbox), once per name; each tool output
-/// the model gets is kept in `outputs`, and the turn then ends.
+/// the model gets is kept in `outputs`, and the turn then ends. A message `say hi` makes it
+/// call iapeer's `send_to_peer` to `ea`.
 fn script_codex_touch(api: &OpenAiStandIn, dir: &Path, outputs: Arc<Mutex<Vec<String>>>) {
     let dir = dir.to_path_buf();
     let asked = Mutex::new(Vec::<String>::new());
@@ -471,6 +472,12 @@ fn script_codex_touch(api: &OpenAiStandIn, dir: &Path, outputs: Arc<Mutex<Vec<St
         let last = openai_last_input(req);
         if last_is_tool_output(req) {
             outputs.lock().unwrap().push(last.clone());
+        } else if last.contains("<msg>say hi</msg>") {
+            return OReply::Call(
+                "mcp__iapeer".into(),
+                "send_to_peer".into(),
+                json!({"personality": "ea", "message": "hi from gated"}),
+            );
         }
         let text = common::openai::input_text(req);
         let name = text
@@ -507,8 +514,8 @@ fn codex_told(env: &TestEnv, outputs: &Mutex<Vec<String>>, why: &str) {
 }
 
 #[test]
-fn a_gated_codex_peer_asks_a_human_and_approve_and_deny_decide() {
-    let (env, api) = gated_codex_world("60000");
+fn a_gated_codex_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
+    let (env, api) = gated_codex_world("20000");
     let dir = env.dir.path().join("made");
     std::fs::create_dir_all(&dir).unwrap();
     let outputs = Arc::new(Mutex::new(Vec::new()));
@@ -578,6 +585,27 @@ fn a_gated_codex_peer_asks_a_human_and_approve_and_deny_decide() {
         &[("id", &id), ("by", "denied")]
     ));
     assert!(approvals(&env).is_empty());
+
+    // iapeer's own tool needs no approval: the gated peer still talks to its peers.
+    env.wait_until("the turn is over", Duration::from_secs(60), |env| {
+        !env.screen("codex-cx").contains("esc to interrupt")
+    });
+    env.ok(&["send", "cx", "--from", "echo-ea", "--message", "say hi"]);
+    env.wait_until(
+        "the echo of the gated peer's send_to_peer came back",
+        Duration::from_secs(60),
+        |_| {
+            api.recorded()
+                .iter()
+                .any(|r| common::openai::input_text(r).contains("<msg>echo: hi from gated"))
+        },
+    );
+    assert!(approvals(&env).is_empty());
+    assert!(!env.has_event(
+        "lifecycle",
+        "approval-requested",
+        &[("tool", "mcp__iapeer__send_to_peer")]
+    ));
 }
 
 /// The fixtures of the codex half, recorded from Codex 0.171.0.
@@ -647,6 +675,32 @@ open(raw, "wb").write(out)
 #[test]
 #[ignore = "recorder: writes fixtures"]
 fn record_codex_permission_request() {
+    let deny = r#"{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"recorded"}}}"#;
+    let (input, pane, outputs) = record_codex_hook(deny);
+    std::fs::create_dir_all(codex_fixtures()).unwrap();
+    std::fs::write(codex_fixtures().join("permission-request-exec.json"), input).unwrap();
+    std::fs::write(codex_fixtures().join("hook-pending.raw"), pane).unwrap();
+    assert!(
+        outputs.iter().any(|r| r.contains("recorded")),
+        "the model got the hook's message: {outputs:?}"
+    );
+}
+
+/// Records Codex 0.171.0's own approval dialog, shown when no hook decides (the hook prints
+/// nothing), into `tests/fixtures/codex-0.171.0/approvals/approval-dialog.raw`. Run by name
+/// with `--ignored`.
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_codex_approval_dialog() {
+    let (_, pane, _) = record_codex_hook("");
+    std::fs::create_dir_all(codex_fixtures()).unwrap();
+    std::fs::write(codex_fixtures().join("approval-dialog.raw"), pane).unwrap();
+}
+
+/// Codex in a pty with a hook that saves its input, waits 4 s and prints `answer`: the
+/// input (pretty JSON, machine paths replaced), the raw screen, the tool outputs the model
+/// got.
+fn record_codex_hook(answer: &str) -> (String, String, Vec<String>) {
     let python = std::env::var("IAPEER_TEST_PYTHON").expect("IAPEER_TEST_PYTHON");
     let env = TestEnv::new();
     let api = OpenAiStandIn::start();
@@ -679,7 +733,7 @@ fn record_codex_permission_request() {
     });
     let input = env.dir.path().join("hook-input.json");
     let hook = format!(
-        "cat > '{}.part'; mv '{0}.part' '{0}'; sleep 4; echo '{{\"hookSpecificOutput\":{{\"hookEventName\":\"PermissionRequest\",\"decision\":{{\"behavior\":\"deny\",\"message\":\"recorded\"}}}}}}'",
+        "cat > '{}.part'; mv '{0}.part' '{0}'; sleep 4; printf %s '{answer}'",
         input.display()
     );
     let hooks = format!(
@@ -721,23 +775,14 @@ fn record_codex_permission_request() {
     let tmp = env.dir.path().display().to_string();
     let scrub = |t: String| t.replace(&cwd_s, "/srv/peer1").replace(&tmp, "/tmp/rec");
     let v: Value = serde_json::from_str(&scrub(common::read(&input))).unwrap();
-    std::fs::create_dir_all(codex_fixtures()).unwrap();
-    std::fs::write(
-        codex_fixtures().join("permission-request-exec.json"),
-        serde_json::to_string_pretty(&v).unwrap() + "\n",
-    )
-    .unwrap();
     let pane = String::from_utf8_lossy(&std::fs::read(&raw).unwrap()).into_owned();
-    std::fs::write(codex_fixtures().join("hook-pending.raw"), scrub(pane)).unwrap();
-    assert!(!made.exists(), "denied by the recording hook");
-    assert!(
-        outputs
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|r| r.contains("recorded")),
-        "the model got the hook's message"
-    );
+    assert!(!made.exists(), "ran without an allow");
+    let outputs = outputs.lock().unwrap().clone();
+    (
+        serde_json::to_string_pretty(&v).unwrap() + "\n",
+        scrub(pane),
+        outputs,
+    )
 }
 
 /// `s` as a TOML basic string.

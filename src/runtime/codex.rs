@@ -294,6 +294,26 @@ pub fn boot_step_for(rows: &[String]) -> BootStep {
     }
 }
 
+/// What a delivery sees as the draft while Codex's own approval dialog is open.
+const APPROVAL_DIALOG_OPEN: &str = "(an approval dialog is open: iapeer approvals)";
+
+/// Whether `rows` show Codex's own approval dialog (pure): recorded from 0.171.0
+/// (`tests/fixtures/codex-0.171.0/approvals/approval-dialog.raw`) as `Would you like to run
+/// the following command?`, a menu `› 1. Yes, proceed (y)` … and `Press enter to confirm or
+/// esc to cancel`. A gated peer's hook decides before it would appear; it shows only when no
+/// hook decides (e.g. the hook was stopped by Codex's timeout).
+pub fn approval_dialog_open(rows: &[String]) -> bool {
+    let footer = rows
+        .iter()
+        .any(|r| r.contains("Press enter to confirm or esc to cancel"));
+    let menu = rows.iter().any(|r| {
+        r.strip_prefix("› ")
+            .and_then(|rest| rest.split_once(". "))
+            .is_some_and(|(n, label)| n.parse::<u32>().is_ok() && label.starts_with("Yes"))
+    });
+    footer && menu
+}
+
 impl Adapter for Codex {
     fn name(&self) -> &str {
         "codex"
@@ -373,6 +393,20 @@ impl Adapter for Codex {
 
     fn live_dialog(&self, screen: &Screen) -> Option<BootStep> {
         dialog_step(&screen.rows(), LIVE_DIALOGS)
+    }
+
+    fn composer_draft(&self, screen: &Screen) -> Option<String> {
+        // Codex's approval dialog takes the keys: a paste would answer it (`y` is "Yes,
+        // proceed", Enter confirms the highlighted `1. Yes`), past the human a gated peer's
+        // approvals go to (spec 10 §4). It counts as a draft, so a delivery waits for it to
+        // close (`IAPEER_COMPOSER_QUEUE_TIMEOUT_MS`).
+        if approval_dialog_open(&screen.rows()) {
+            return Some(APPROVAL_DIALOG_OPEN.into());
+        }
+        self.prompt_glyph()
+            .and_then(|g| screen.composer_text(g))
+            .filter(|c| c.typed && !c.text.is_empty())
+            .map(|c| c.text)
     }
 
     fn ready_settle(&self) -> Duration {
@@ -773,6 +807,49 @@ mod tests {
             codex.composer_draft(&screen).as_deref(),
             Some("my unfinished draft")
         );
+    }
+
+    /// Codex's own approval dialog (shown when no hook decides) counts as a draft; while a
+    /// gated peer's hook runs, the screen is busy with an open composer (a paste is a steer of
+    /// the turn, which answers nothing), so nothing is held for it.
+    #[test]
+    fn fixture_approval_dialog_is_a_draft_and_a_running_hook_is_not() {
+        let codex = Codex {
+            program: "/bin/codex".into(),
+        };
+        let dir = format!(
+            "{}/tests/fixtures/codex-0.171.0/approvals",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let bytes = std::fs::read(format!("{dir}/approval-dialog.raw")).unwrap();
+        let mut screen = Screen::new(50, 160);
+        screen.feed(&bytes, true);
+        assert!(screen
+            .text()
+            .contains("Would you like to run the following command?"));
+        assert_eq!(
+            codex.composer_draft(&screen).as_deref(),
+            Some(APPROVAL_DIALOG_OPEN)
+        );
+
+        let bytes = std::fs::read(format!("{dir}/hook-pending.raw")).unwrap();
+        let at = bytes
+            .windows(b"Running hook".len())
+            .position(|w| w == b"Running hook")
+            .expect("the running hook");
+        let mut screen = Screen::new(50, 160);
+        screen.feed(&bytes[..at + 300], true);
+        assert!(screen.text().contains("Running hook"), "{}", screen.text());
+        assert!(codex.is_busy(&screen));
+        assert_eq!(codex.composer_draft(&screen), None);
+        // The boot's folder-trust menu is not an approval dialog.
+        let trust = [
+            "  Do you trust the contents of this directory?".to_string(),
+            "› 1. Yes, continue".to_string(),
+            "  2. No, quit".to_string(),
+            "  Press enter to continue".to_string(),
+        ];
+        assert!(!approval_dialog_open(&trust));
     }
 
     /// The model-switch menu a usage-limit refusal opens (recorded from the real 0.171.0, with

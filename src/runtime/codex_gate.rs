@@ -44,7 +44,9 @@ pub const SESSION_FLAGS_FILE: &str = "/<session-flags>/config.toml";
 const HOOK_MARGIN: Duration = Duration::from_secs(30);
 
 /// iapeer's own MCP server's tools are approved without a prompt: a gated peer still talks
-/// to its peers (as [`super::claude_gate::OWN_TOOL`] is allowed on Claude Code).
+/// to its peers (as [`super::claude_gate::OWN_TOOL`] is allowed on Claude Code). Codex
+/// 0.171.0 does not prompt for `send_to_peer` without it either (seen in
+/// `tests/approvals.rs`); it keeps a future prompt from holding a peer's messages.
 pub const OWN_TOOLS_APPROVED: &str = "mcp_servers.iapeer.default_tools_approval_mode=\"approve\"";
 
 /// The flags a gated launch uses instead of `--dangerously-bypass-approvals-and-sandbox`:
