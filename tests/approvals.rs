@@ -447,9 +447,14 @@ fn the_broker_long_polls_approves_over_http_and_denies_a_gone_hook_and_on_shutdo
 }
 
 /// A world with a gated codex peer `cx`, an echo peer `ea`, the OpenAI stand-in and a daemon
-/// whose approvals time out after `timeout_ms`.
+/// whose approvals time out after `timeout_ms`. The user turned Codex's hooks off in their
+/// config: the gated launch turns them on for its own session.
 fn gated_codex_world(timeout_ms: &str) -> (TestEnv, OpenAiStandIn) {
     let (env, api) = crate::codex::world_with(&[("IAPEER_APPROVAL_TIMEOUT_MS", timeout_ms)]);
+    let config = env.home.join(".codex/config.toml");
+    let text = common::read(&config);
+    assert!(!text.contains("[features]"), "{text}");
+    std::fs::write(&config, format!("{text}\n[features]\nhooks = false\n")).unwrap();
     let profile = env.peer_dir("cx").join(".iapeer/peer-profile.json");
     let mut p: Value = serde_json::from_str(&common::read(&profile)).unwrap();
     p["approval_mode"] = "gated".into();

@@ -682,7 +682,7 @@ mod tests {
             &["-a", "on-request", "-s", "read-only"]
         );
         assert!(
-            args[at + 6].starts_with("hooks=") && args[at + 6].contains("approval-request"),
+            args[at + 8].starts_with("hooks=") && args[at + 8].contains("approval-request"),
             "{args:?}"
         );
         assert_eq!(&args[args.len() - 2..], &["--model", "o3"]);

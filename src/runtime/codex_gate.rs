@@ -50,9 +50,10 @@ const HOOK_MARGIN: Duration = Duration::from_secs(30);
 pub const OWN_TOOLS_APPROVED: &str = "mcp_servers.iapeer.default_tools_approval_mode=\"approve\"";
 
 /// The flags a gated launch uses instead of `--dangerously-bypass-approvals-and-sandbox`:
-/// `-a on-request -s read-only`, iapeer's own tools approved ([`OWN_TOOLS_APPROVED`]), and
-/// `-c hooks={…}` holding a `PermissionRequest` hook that runs `<exe> approval-request` for
-/// every tool (timeout: `timeout` + 30 s, in whole seconds) and its trust.
+/// `-a on-request -s read-only`, iapeer's own tools approved ([`OWN_TOOLS_APPROVED`]),
+/// `--enable hooks` (a stable feature, on by default, which a user's config may turn off),
+/// and `-c hooks={…}` holding a `PermissionRequest` hook that runs `<exe> approval-request`
+/// for every tool (timeout: `timeout` + 30 s, in whole seconds) and its trust.
 pub fn launch_args(exe: &Path, timeout: Duration) -> Vec<OsString> {
     let command = format!("{} {HOOK_VERB}", sh_quote(&exe.to_string_lossy()));
     let secs = (timeout + HOOK_MARGIN).as_secs().max(1);
@@ -63,6 +64,8 @@ pub fn launch_args(exe: &Path, timeout: Duration) -> Vec<OsString> {
         "read-only".into(),
         "-c".into(),
         OWN_TOOLS_APPROVED.into(),
+        "--enable".into(),
+        "hooks".into(),
         "-c".into(),
         hooks_override(&command, secs).into(),
     ]
@@ -159,7 +162,7 @@ mod tests {
     fn launch_args_ask_on_request_in_a_read_only_sandbox_with_a_trusted_hook() {
         let args = launch_args(Path::new("/opt/i p/iapeer"), Duration::from_millis(300_000));
         assert_eq!(
-            &args[..7],
+            &args[..9],
             &[
                 "-a",
                 "on-request",
@@ -167,10 +170,12 @@ mod tests {
                 "read-only",
                 "-c",
                 OWN_TOOLS_APPROVED,
+                "--enable",
+                "hooks",
                 "-c"
             ]
         );
-        let value = args[7].to_str().unwrap();
+        let value = args[9].to_str().unwrap();
         let toml: toml_edit::DocumentMut = value.parse().unwrap();
         let hooks = &toml["hooks"];
         let handler = &hooks["PermissionRequest"][0]["hooks"][0];
