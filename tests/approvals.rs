@@ -464,7 +464,8 @@ fn gated_codex_world(timeout_ms: &str) -> (TestEnv, OpenAiStandIn) {
 
 /// A message `touch <name>` makes the Codex model ask to run `touch <dir>/<name>` with
 /// escalated permissions (outside the read-only sandbox), once per name; each tool output
-/// the model gets is kept in `outputs`, and the turn then ends. A message `say hi` makes it
+/// the model gets is kept in `outputs`, and the turn then ends (a turn whose last input is a
+/// tool output or a message that joined it answers `done`). A message `say hi` makes it
 /// call iapeer's `send_to_peer` to `ea`.
 fn script_codex_touch(api: &OpenAiStandIn, dir: &Path, outputs: Arc<Mutex<Vec<String>>>) {
     let dir = dir.to_path_buf();
@@ -475,9 +476,18 @@ fn script_codex_touch(api: &OpenAiStandIn, dir: &Path, outputs: Arc<Mutex<Vec<St
             return OReply::Text("ok".into());
         }
         let last = openai_last_input(req);
-        if last_is_tool_output(req) {
-            outputs.lock().unwrap().push(last.clone());
-        } else if last.contains("<msg>say hi</msg>") {
+        // Every tool output of the conversation (a message that joined the turn may come
+        // after the last one).
+        for item in req["input"].as_array().into_iter().flatten() {
+            if item["type"] == "function_call_output" {
+                let mut seen = outputs.lock().unwrap();
+                let item = item.to_string();
+                if !seen.contains(&item) {
+                    seen.push(item);
+                }
+            }
+        }
+        if last.contains("<msg>say hi</msg>") {
             return OReply::Call(
                 "mcp__iapeer".into(),
                 "send_to_peer".into(),
@@ -571,18 +581,44 @@ fn a_gated_codex_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
         "approval-approved",
         &[("id", &id), ("by", "approved")]
     ));
-    codex_told(&env, &outputs, "function_call_output");
+    codex_told(&env, &outputs, "Process exited with code 0");
     env.wait_until("the turn is over", Duration::from_secs(60), |env| {
         !env.screen("codex-cx").contains("esc to interrupt")
     });
 
     // Deny: the command does not run and the model is told the reason.
     let id = ask_touch_of(&env, "cx", "denied");
+    // A message sent while the hook waits goes in: Codex keeps its composer open (the
+    // recorded `Running hook` screen), the paste joins the turn and answers nothing.
+    env.ok(&[
+        "send",
+        "cx",
+        "--from",
+        "echo-ea",
+        "--message",
+        "meanwhile",
+        "--timeout",
+        "120",
+    ]);
     std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        approvals(&env).iter().any(|a| a["id"] == id.as_str()),
+        "the prompt was answered from the screen\n{}",
+        env.diagnostics()
+    );
     assert!(!dir.join("denied").exists(), "the command ran unapproved");
     let out = env.ok(&["deny", &id, "not today"]);
     assert_eq!(out.trim(), format!("denied {id} (codex-cx)"));
     codex_told(&env, &outputs, "not today");
+    env.wait_until(
+        "the message sent meanwhile reached the model",
+        Duration::from_secs(60),
+        |_| {
+            api.recorded()
+                .iter()
+                .any(|r| common::openai::input_text(r).contains("<msg>meanwhile</msg>"))
+        },
+    );
     assert!(!dir.join("denied").exists(), "a denied command ran");
     assert!(env.has_event(
         "lifecycle",
