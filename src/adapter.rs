@@ -153,6 +153,15 @@ pub trait GateWatch: Send {
     fn poll(&mut self, screen: &str) -> GateState;
 }
 
+/// The text typed into the composer row that starts with `glyph` (none without a glyph, or
+/// when the row holds only a placeholder): the default reading of [`Adapter::composer_draft`].
+pub fn typed_composer_text(screen: &Screen, glyph: Option<&str>) -> Option<String> {
+    glyph
+        .and_then(|g| screen.composer_text(g))
+        .filter(|c| c.typed && !c.text.is_empty())
+        .map(|c| c.text)
+}
+
 /// One runtime's behaviour. Implementations are stateless and shared.
 pub trait Adapter: Send + Sync {
     /// The runtime name (`echo`, `claude`, …).
@@ -198,10 +207,7 @@ pub trait Adapter: Send + Sync {
     /// coloured (recorded for Claude Code 2.1.332 in
     /// `tests/fixtures/claude-2.1.332/composer-draft-dark.raw`).
     fn composer_draft(&self, screen: &Screen) -> Option<String> {
-        self.prompt_glyph()
-            .and_then(|g| screen.composer_text(g))
-            .filter(|c| c.typed && !c.text.is_empty())
-            .map(|c| c.text)
+        typed_composer_text(screen, self.prompt_glyph())
     }
     /// Whether the screen shows the whole of iapeer's paste in the composer, taken and waiting
     /// for Enter (issue 13 item 1). The default reads the composer row (typed or styled:

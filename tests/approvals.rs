@@ -7,6 +7,7 @@
 use crate::common;
 
 use common::anthropic::{has_tool_result, last_user_text, AnthropicStandIn, Reply};
+use common::openai::{last_is_tool_output, OpenAiStandIn, Reply as OReply};
 use common::TestEnv;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -112,15 +113,20 @@ fn approvals(env: &TestEnv) -> Vec<Value> {
     v["approvals"].as_array().cloned().unwrap_or_default()
 }
 
-/// Send `touch <name>` and wait for its prompt to be pending; its id.
+/// Send `touch <name>` to `cb` and wait for its prompt to be pending; its id.
 fn ask_touch(env: &TestEnv, name: &str) -> String {
+    ask_touch_of(env, "cb", name)
+}
+
+/// Send `touch <name>` to `peer` and wait for its prompt to be pending; its id.
+fn ask_touch_of(env: &TestEnv, peer: &str, name: &str) -> String {
     let before: Vec<String> = approvals(env)
         .iter()
         .filter_map(|a| a["id"].as_str().map(String::from))
         .collect();
     env.ok(&[
         "send",
-        "cb",
+        peer,
         "--from",
         "echo-ea",
         "--message",
@@ -438,4 +444,397 @@ fn the_broker_long_polls_approves_over_http_and_denies_a_gone_hook_and_on_shutdo
         verdict["reason"].as_str().unwrap().contains("stopping"),
         "{verdict}"
     );
+}
+
+/// A world with a gated codex peer `cx`, an echo peer `ea`, the OpenAI stand-in and a daemon
+/// whose approvals time out after `timeout_ms`. The user turned Codex's hooks off in their
+/// config: the gated launch turns them on for its own session.
+fn gated_codex_world(timeout_ms: &str) -> (TestEnv, OpenAiStandIn) {
+    let (env, api) = crate::codex::world_with(&[("IAPEER_APPROVAL_TIMEOUT_MS", timeout_ms)]);
+    let config = env.home.join(".codex/config.toml");
+    let text = common::read(&config);
+    assert!(!text.contains("[features]"), "{text}");
+    std::fs::write(&config, format!("{text}\n[features]\nhooks = false\n")).unwrap();
+    let profile = env.peer_dir("cx").join(".iapeer/peer-profile.json");
+    let mut p: Value = serde_json::from_str(&common::read(&profile)).unwrap();
+    p["approval_mode"] = "gated".into();
+    std::fs::write(&profile, p.to_string()).unwrap();
+    (env, api)
+}
+
+/// A message `touch <name>` makes the Codex model ask to run `touch <dir>/<name>` with
+/// escalated permissions (outside the read-only sandbox), once per name; each tool output
+/// the model gets is kept in `outputs`, and the turn then ends (a turn whose last input is a
+/// tool output or a message that joined it answers `done`). A message `say hi` makes it
+/// call iapeer's `send_to_peer` to `ea`.
+fn script_codex_touch(api: &OpenAiStandIn, dir: &Path, outputs: Arc<Mutex<Vec<String>>>) {
+    let dir = dir.to_path_buf();
+    let asked = Mutex::new(Vec::<String>::new());
+    api.script(move |req| {
+        let tools = req["tools"].as_array().is_some_and(|t| !t.is_empty());
+        if !tools {
+            return OReply::Text("ok".into());
+        }
+        let last = openai_last_input(req);
+        // Every tool output of the conversation (a message that joined the turn may come
+        // after the last one).
+        for item in req["input"].as_array().into_iter().flatten() {
+            if item["type"] == "function_call_output" {
+                let mut seen = outputs.lock().unwrap();
+                let item = item.to_string();
+                if !seen.contains(&item) {
+                    seen.push(item);
+                }
+            }
+        }
+        if last.contains("<msg>say hi</msg>") {
+            return OReply::Call(
+                "mcp__iapeer".into(),
+                "send_to_peer".into(),
+                json!({"personality": "ea", "message": "hi from gated"}),
+            );
+        }
+        let text = common::openai::input_text(req);
+        let name = text
+            .split("<msg>touch ")
+            .skip(1)
+            .filter_map(|r| r.split("</msg>").next())
+            .find(|n| !asked.lock().unwrap().iter().any(|a| a == n))
+            .map(String::from);
+        match name {
+            Some(name) => {
+                asked.lock().unwrap().push(name.clone());
+                codex_shell_call(req, &format!("touch {}", dir.join(&name).display()))
+            }
+            None if last_is_tool_output(req) => OReply::Text("done".into()),
+            None => OReply::Text("ok".into()),
+        }
+    });
+}
+
+/// Wait until a tool output the Codex model got says `why`.
+fn codex_told(env: &TestEnv, outputs: &Mutex<Vec<String>>, why: &str) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(60) {
+        if outputs.lock().unwrap().iter().any(|r| r.contains(why)) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!(
+        "no tool output told the model \"{why}\"; outputs: {:?}\n{}",
+        outputs.lock().unwrap(),
+        env.diagnostics()
+    );
+}
+
+#[test]
+fn a_gated_codex_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
+    let (env, api) = gated_codex_world("20000");
+    let dir = env.dir.path().join("made");
+    std::fs::create_dir_all(&dir).unwrap();
+    let outputs = Arc::new(Mutex::new(Vec::new()));
+    script_codex_touch(&api, &dir, outputs.clone());
+
+    // Approve: the command runs.
+    let id = ask_touch_of(&env, "cx", "approved");
+    let list = approvals(&env);
+    let a = list.iter().find(|a| a["id"] == id.as_str()).unwrap();
+    assert_eq!(a["identity"], "codex-cx", "{a}");
+    assert_eq!(a["runtime"], "codex", "{a}");
+    assert_eq!(a["tool"], "Bash", "{a}");
+    let summary = a["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("touch ") && summary.ends_with("/made/approved"),
+        "{a}"
+    );
+    // The operator's API lists it too.
+    let fleet = crate::fleet::get(&env, "/fleet/v1/approvals");
+    assert_eq!(fleet.status, 200);
+    assert!(
+        fleet.json()["approvals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["id"] == id.as_str()),
+        "{}",
+        fleet.json()
+    );
+    // Launched without the bypass flag: on request, read-only sandbox, with the hook.
+    let list = env.control(r#"{"op":"list"}"#);
+    let pid = list["sessions"][0]["pid"].as_u64().unwrap();
+    let argv = common::read(Path::new(&format!("/proc/{pid}/cmdline"))).replace('\0', " ");
+    assert!(argv.contains("-a on-request -s read-only"), "{argv}");
+    assert!(argv.contains("approval-request"), "{argv}");
+    assert!(!argv.contains("dangerously"), "{argv}");
+    // Nothing was written to the user's Codex config for the hook.
+    let config = common::read(&env.home.join(".codex/config.toml"));
+    assert!(!config.contains("session-flags"), "{config}");
+    assert!(!dir.join("approved").exists(), "the command ran unapproved");
+    let out = env.ok(&["approve", &id]);
+    assert_eq!(out.trim(), format!("approved {id} (codex-cx)"));
+    env.wait_until("the approved command ran", Duration::from_secs(60), |_| {
+        dir.join("approved").exists()
+    });
+    assert!(env.has_event(
+        "lifecycle",
+        "approval-approved",
+        &[("id", &id), ("by", "approved")]
+    ));
+    codex_told(&env, &outputs, "Process exited with code 0");
+    env.wait_until("the turn is over", Duration::from_secs(60), |env| {
+        !env.screen("codex-cx").contains("esc to interrupt")
+    });
+
+    // Deny: the command does not run and the model is told the reason.
+    let id = ask_touch_of(&env, "cx", "denied");
+    // A message sent while the hook waits goes in: Codex keeps its composer open (the
+    // recorded `Running hook` screen), the paste joins the turn and answers nothing.
+    env.ok(&[
+        "send",
+        "cx",
+        "--from",
+        "echo-ea",
+        "--message",
+        "meanwhile",
+        "--timeout",
+        "120",
+    ]);
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        approvals(&env).iter().any(|a| a["id"] == id.as_str()),
+        "the prompt was answered from the screen\n{}",
+        env.diagnostics()
+    );
+    assert!(!dir.join("denied").exists(), "the command ran unapproved");
+    let out = env.ok(&["deny", &id, "not today"]);
+    assert_eq!(out.trim(), format!("denied {id} (codex-cx)"));
+    codex_told(&env, &outputs, "not today");
+    env.wait_until(
+        "the message sent meanwhile reached the model",
+        Duration::from_secs(60),
+        |_| {
+            api.recorded()
+                .iter()
+                .any(|r| common::openai::input_text(r).contains("<msg>meanwhile</msg>"))
+        },
+    );
+    assert!(!dir.join("denied").exists(), "a denied command ran");
+    assert!(env.has_event(
+        "lifecycle",
+        "approval-denied",
+        &[("id", &id), ("by", "denied")]
+    ));
+    assert!(approvals(&env).is_empty());
+
+    // iapeer's own tool needs no approval: the gated peer still talks to its peers.
+    env.wait_until("the turn is over", Duration::from_secs(60), |env| {
+        !env.screen("codex-cx").contains("esc to interrupt")
+    });
+    env.ok(&["send", "cx", "--from", "echo-ea", "--message", "say hi"]);
+    env.wait_until(
+        "the echo of the gated peer's send_to_peer came back",
+        Duration::from_secs(60),
+        |_| {
+            api.recorded()
+                .iter()
+                .any(|r| common::openai::input_text(r).contains("<msg>echo: hi from gated"))
+        },
+    );
+    assert!(approvals(&env).is_empty());
+    assert!(!env.has_event(
+        "lifecycle",
+        "approval-requested",
+        &[("tool", "mcp__iapeer__send_to_peer")]
+    ));
+}
+
+/// The fixtures of the codex half, recorded from Codex 0.171.0.
+fn codex_fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex-0.171.0/approvals")
+}
+
+/// The shell call a Codex model makes to run `command`, by the shell tool the request offers
+/// (`shell_command` takes a string, `exec_command` a `cmd`, `shell` an argv).
+fn codex_shell_call(req: &Value, command: &str) -> OReply {
+    let offered = |n: &str| {
+        req["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == n))
+    };
+    let why = "Create the file";
+    if offered("exec_command") {
+        OReply::Function(
+            "exec_command".into(),
+            json!({ "cmd": command, "sandbox_permissions": "require_escalated", "justification": why }),
+        )
+    } else if offered("shell_command") {
+        OReply::Function(
+            "shell_command".into(),
+            json!({ "command": command, "sandbox_permissions": "require_escalated", "justification": why }),
+        )
+    } else {
+        OReply::Function(
+            "shell".into(),
+            json!({ "command": ["bash", "-lc", command], "sandbox_permissions": "require_escalated", "justification": why }),
+        )
+    }
+}
+
+/// Drives a program in a 160×50 pty (Python's `pty`): argv after `--`; stops it once the
+/// file `argv[1]` exists and 5 s more have passed (or after 90 s), saving the raw output to
+/// `argv[2]`.
+const PTY_DRIVER: &str = r#"
+import os, pty, sys, time, fcntl, termios, struct, signal, select
+done, raw, argv = sys.argv[1], sys.argv[2], sys.argv[4:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(argv[0], argv)
+fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 160, 0, 0))
+out, start, seen = b"", time.time(), None
+while time.time() - start < 90:
+    if seen is None and os.path.exists(done):
+        seen = time.time()
+    if seen is not None and time.time() - seen > 5:
+        break
+    r, _, _ = select.select([fd], [], [], 0.2)
+    if r:
+        try:
+            out += os.read(fd, 65536)
+        except OSError:
+            break
+os.kill(pid, signal.SIGKILL)
+open(raw, "wb").write(out)
+"#;
+
+/// Records what Codex 0.171.0 gives a `PermissionRequest` hook (its stdin) under the gated
+/// launch's approval policy and sandbox (`-a on-request -s read-only`), and its screen while
+/// the hook runs, into `tests/fixtures/codex-0.171.0/approvals/`: the interactive Codex (`codex
+/// exec` forces the `never` policy) in a pty against the stand-in, the model asking to
+/// `touch` a file with escalated permissions, a hook that saves its input, waits 4 s and
+/// denies. Run by name with `--ignored`.
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_codex_permission_request() {
+    let deny = r#"{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"recorded"}}}"#;
+    let (input, pane, outputs) = record_codex_hook(deny);
+    std::fs::create_dir_all(codex_fixtures()).unwrap();
+    std::fs::write(codex_fixtures().join("permission-request-exec.json"), input).unwrap();
+    std::fs::write(codex_fixtures().join("hook-pending.raw"), pane).unwrap();
+    assert!(
+        outputs.iter().any(|r| r.contains("recorded")),
+        "the model got the hook's message: {outputs:?}"
+    );
+}
+
+/// Records Codex 0.171.0's own approval dialog, shown when no hook decides (the hook prints
+/// nothing), into `tests/fixtures/codex-0.171.0/approvals/approval-dialog.raw`. Run by name
+/// with `--ignored`.
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_codex_approval_dialog() {
+    let (_, pane, _) = record_codex_hook("");
+    std::fs::create_dir_all(codex_fixtures()).unwrap();
+    std::fs::write(codex_fixtures().join("approval-dialog.raw"), pane).unwrap();
+}
+
+/// Codex in a pty with a hook that saves its input, waits 4 s and prints `answer`: the
+/// input (pretty JSON, machine paths replaced), the raw screen, the tool outputs the model
+/// got.
+fn record_codex_hook(answer: &str) -> (String, String, Vec<String>) {
+    let python = std::env::var("IAPEER_TEST_PYTHON").expect("IAPEER_TEST_PYTHON");
+    let env = TestEnv::new();
+    let api = OpenAiStandIn::start();
+    let cwd = env.dir.path().join("proj");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let made = cwd.join("made");
+    let codex_home = env.home.join(".codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!(
+            "model = \"gpt-5.1\"\nmodel_provider = \"standin\"\n\n[model_providers.standin]\nname = \"Stand-in\"\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"STANDIN_API_KEY\"\nrequest_max_retries = 0\n\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+            api.base_url(),
+            cwd.display()
+        ),
+    )
+    .unwrap();
+    let outputs = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = outputs.clone();
+    let command = format!("touch {}", made.display());
+    api.script(move |req| {
+        if last_is_tool_output(req) {
+            seen.lock().unwrap().push(openai_last_input(req));
+            OReply::Text("done".into())
+        } else if openai_last_input(req).contains("touch made") {
+            codex_shell_call(req, &command)
+        } else {
+            OReply::Text("ok".into())
+        }
+    });
+    let input = env.dir.path().join("hook-input.json");
+    let hook = format!(
+        "cat > '{}.part'; mv '{0}.part' '{0}'; sleep 4; printf %s '{answer}'",
+        input.display()
+    );
+    let hooks = format!(
+        "hooks.PermissionRequest=[{{hooks=[{{type=\"command\",command={},timeout=60}}]}}]",
+        toml_str(&hook)
+    );
+    let raw = env.dir.path().join("pane.raw");
+    let status = std::process::Command::new(python)
+        .args(["-c", PTY_DRIVER])
+        .arg(&input)
+        .arg(&raw)
+        .arg("--")
+        .arg(crate::codex::codex_bin())
+        .args([
+            "--no-daemon",
+            "--no-alt-screen",
+            "-a",
+            "on-request",
+            "-s",
+            "read-only",
+            "--dangerously-bypass-hook-trust",
+            "-c",
+            &hooks,
+            "<msg>touch made</msg>",
+        ])
+        .current_dir(&cwd)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap())
+        .env("TERM", "xterm-256color")
+        .env("HOME", &env.home)
+        .env("CODEX_HOME", &codex_home)
+        .env("STANDIN_API_KEY", "sk-standin-key")
+        .stdin(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    eprintln!("tool outputs: {:?}", outputs.lock().unwrap());
+    let cwd_s = cwd.display().to_string();
+    let tmp = env.dir.path().display().to_string();
+    let scrub = |t: String| t.replace(&cwd_s, "/srv/peer1").replace(&tmp, "/tmp/rec");
+    let v: Value = serde_json::from_str(&scrub(common::read(&input))).unwrap();
+    let pane = String::from_utf8_lossy(&std::fs::read(&raw).unwrap()).into_owned();
+    assert!(!made.exists(), "ran without an allow");
+    let outputs = outputs.lock().unwrap().clone();
+    (
+        serde_json::to_string_pretty(&v).unwrap() + "\n",
+        scrub(pane),
+        outputs,
+    )
+}
+
+/// `s` as a TOML basic string.
+fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+fn openai_last_input(req: &Value) -> String {
+    req["input"]
+        .as_array()
+        .and_then(|a| a.last())
+        .map(|i| i.to_string())
+        .unwrap_or_default()
 }

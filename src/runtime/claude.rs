@@ -208,10 +208,7 @@ impl Adapter for Claude {
         if claude_screen::classify(&screen.rows()) == ClaudeScreen::PermissionPrompt {
             return Some(PERMISSION_PROMPT_OPEN.into());
         }
-        self.prompt_glyph()
-            .and_then(|g| screen.composer_text(g))
-            .filter(|c| c.typed && !c.text.is_empty())
-            .map(|c| c.text)
+        crate::adapter::typed_composer_text(screen, self.prompt_glyph())
     }
 
     fn confirmer(&self, cwd: &Path, text: &str, _agent_ts: Option<&str>) -> Box<dyn Confirm> {

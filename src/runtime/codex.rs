@@ -299,11 +299,25 @@ pub fn boot_step_for(rows: &[String]) -> BootStep {
     }
 }
 
-/// The refusal of a gated Codex launch (spec 10 §4): its permission prompts are not brought
-/// to the approval broker yet, and a gated peer must never run with the bypass flag.
-const GATED_UNSUPPORTED: &str = "approval_mode \"gated\" is supported on the claude runtime \
-    only so far (Codex's permission prompts are not brought to iapeer approvals yet) — remove \
-    approval_mode from the peer's profile, or run it on claude";
+/// What a delivery sees as the draft while Codex's own approval dialog is open.
+const APPROVAL_DIALOG_OPEN: &str = "(an approval dialog is open: iapeer approvals)";
+
+/// Whether `rows` show Codex's own approval dialog (pure): recorded from 0.171.0
+/// (`tests/fixtures/codex-0.171.0/approvals/approval-dialog.raw`) as `Would you like to run
+/// the following command?`, a menu `› 1. Yes, proceed (y)` … and `Press enter to confirm or
+/// esc to cancel`. A gated peer's hook decides before it would appear; it shows only when no
+/// hook decides (e.g. the hook was stopped by Codex's timeout).
+pub fn approval_dialog_open(rows: &[String]) -> bool {
+    let footer = rows
+        .iter()
+        .any(|r| r.contains("Press enter to confirm or esc to cancel"));
+    let menu = rows.iter().any(|r| {
+        r.strip_prefix("› ")
+            .and_then(|rest| rest.split_once(". "))
+            .is_some_and(|(n, label)| n.parse::<u32>().is_ok() && label.starts_with("Yes"))
+    });
+    footer && menu
+}
 
 impl Adapter for Codex {
     fn name(&self) -> &str {
@@ -315,9 +329,6 @@ impl Adapter for Codex {
     }
 
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String> {
-        if ctx.gated.is_some() {
-            return Err(GATED_UNSUPPORTED.into());
-        }
         let mut args: Vec<OsString> = Vec::new();
         if ctx.mode == WakeMode::Resume {
             if !self.resumable(ctx.cwd) {
@@ -344,7 +355,17 @@ impl Adapter for Codex {
             )
             .into(),
         ]);
-        args.push("--dangerously-bypass-approvals-and-sandbox".into());
+        // A gated peer never runs with the bypass flag: its approvals go to a human (spec 10
+        // §4) through the `PermissionRequest` hook.
+        match ctx.gated {
+            None => args.push("--dangerously-bypass-approvals-and-sandbox".into()),
+            Some(timeout) => {
+                let exe = std::env::current_exe().map_err(|e| {
+                    format!("cannot find the iapeer binary for the approval hook: {e}")
+                })?;
+                args.extend(super::codex_gate::launch_args(&exe, timeout));
+            }
+        }
         args.extend(ctx.launch_env.start_args.iter().map(OsString::from));
         Ok(LaunchCommand {
             program: self.program.clone().into_os_string(),
@@ -377,6 +398,17 @@ impl Adapter for Codex {
 
     fn live_dialog(&self, screen: &Screen) -> Option<BootStep> {
         dialog_step(&screen.rows(), LIVE_DIALOGS)
+    }
+
+    fn composer_draft(&self, screen: &Screen) -> Option<String> {
+        // Codex's approval dialog takes the keys: a paste would answer it (`y` is "Yes,
+        // proceed", Enter confirms the highlighted `1. Yes`), past the human a gated peer's
+        // approvals go to (spec 10 §4). It counts as a draft, so a delivery waits for it to
+        // close (`IAPEER_COMPOSER_QUEUE_TIMEOUT_MS`).
+        if approval_dialog_open(&screen.rows()) {
+            return Some(APPROVAL_DIALOG_OPEN.into());
+        }
+        crate::adapter::typed_composer_text(screen, self.prompt_glyph())
     }
 
     fn ready_settle(&self, cwd: &Path) -> Duration {
@@ -639,16 +671,30 @@ mod tests {
                 "o3"
             ]
         );
-        // A gated peer never runs with the bypass flag: refused, saying what to change.
+        // A gated peer never runs with the bypass flag: Codex asks on request in a read-only
+        // sandbox, and the approval hook answers.
         let gated = LaunchCtx {
             gated: Some(std::time::Duration::from_secs(300)),
             ..ctx
         };
-        let err = c.command(&gated).unwrap_err();
-        assert!(
-            err.contains("approval_mode") && err.contains("claude"),
-            "{err}"
+        let args: Vec<String> = c
+            .command(&gated)
+            .unwrap()
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(!args.iter().any(|a| a.contains("dangerously")), "{args:?}");
+        let at = args.iter().position(|a| a == "on-request").unwrap();
+        assert_eq!(
+            &args[at - 1..at + 3],
+            &["-a", "on-request", "-s", "read-only"]
         );
+        assert!(
+            args[at + 8].starts_with("hooks=") && args[at + 8].contains("approval-request"),
+            "{args:?}"
+        );
+        assert_eq!(&args[args.len() - 2..], &["--model", "o3"]);
     }
 
     #[test]
@@ -770,6 +816,49 @@ mod tests {
             codex.composer_draft(&screen).as_deref(),
             Some("my unfinished draft")
         );
+    }
+
+    /// Codex's own approval dialog (shown when no hook decides) counts as a draft; while a
+    /// gated peer's hook runs, the screen is busy with an open composer (a paste is a steer of
+    /// the turn, which answers nothing), so nothing is held for it.
+    #[test]
+    fn fixture_approval_dialog_is_a_draft_and_a_running_hook_is_not() {
+        let codex = Codex {
+            program: "/bin/codex".into(),
+        };
+        let dir = format!(
+            "{}/tests/fixtures/codex-0.171.0/approvals",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let bytes = std::fs::read(format!("{dir}/approval-dialog.raw")).unwrap();
+        let mut screen = Screen::new(50, 160);
+        screen.feed(&bytes, true);
+        assert!(screen
+            .text()
+            .contains("Would you like to run the following command?"));
+        assert_eq!(
+            codex.composer_draft(&screen).as_deref(),
+            Some(APPROVAL_DIALOG_OPEN)
+        );
+
+        let bytes = std::fs::read(format!("{dir}/hook-pending.raw")).unwrap();
+        let at = bytes
+            .windows(b"Running hook".len())
+            .position(|w| w == b"Running hook")
+            .expect("the running hook");
+        let mut screen = Screen::new(50, 160);
+        screen.feed(&bytes[..at + 300], true);
+        assert!(screen.text().contains("Running hook"), "{}", screen.text());
+        assert!(codex.is_busy(&screen));
+        assert_eq!(codex.composer_draft(&screen), None);
+        // The boot's folder-trust menu is not an approval dialog.
+        let trust = [
+            "  Do you trust the contents of this directory?".to_string(),
+            "› 1. Yes, continue".to_string(),
+            "  2. No, quit".to_string(),
+            "  Press enter to continue".to_string(),
+        ];
+        assert!(!approval_dialog_open(&trust));
     }
 
     /// The model-switch menu a usage-limit refusal opens (recorded from the real 0.171.0, with

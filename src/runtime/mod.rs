@@ -11,6 +11,7 @@ pub mod claude_paths;
 pub mod claude_screen;
 pub mod claude_setup;
 pub mod codex;
+pub mod codex_gate;
 pub mod codex_setup;
 pub mod dialog;
 pub mod echo;

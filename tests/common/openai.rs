@@ -22,6 +22,8 @@ pub enum Reply {
     Text(String),
     /// A call of an MCP tool: namespace (e.g. `mcp__iapeer`), function name, arguments.
     Call(String, String, Value),
+    /// A call of one of Codex's own tools (no namespace): function name, arguments.
+    Function(String, Value),
     /// Stream the start, then hold the connection for at most this long.
     Hold(Duration),
     /// Refuse the request: this HTTP status, this JSON body and these extra headers (e.g.
@@ -93,9 +95,25 @@ fn events(model: &str, reply: &Reply) -> String {
             evs.push(("response.output_text.delta".into(), json!({"type":"response.output_text.delta","item_id":"msg_standin","output_index":0,"content_index":0,"delta":t})));
             json!({"id":"msg_standin","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":t,"annotations":[]}]})
         }
-        Reply::Call(ns, name, args) => {
+        Reply::Call(..) | Reply::Function(..) => {
+            let (ns, name, args) = match reply {
+                Reply::Call(ns, name, args) => (Some(ns), name, args),
+                Reply::Function(name, args) => (None, name, args),
+                _ => unreachable!(),
+            };
             let a = args.to_string();
-            let fc = json!({"type":"function_call","id":"fc_standin","call_id":"call_standin","namespace":ns,"name":name,"arguments":a,"status":"completed"});
+            // Each call its own id: a conversation may hold several.
+            static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let call_id = if n == 0 {
+                "call_standin".to_string()
+            } else {
+                format!("call_standin_{n}")
+            };
+            let mut fc = json!({"type":"function_call","id":"fc_standin","call_id":call_id,"name":name,"arguments":a,"status":"completed"});
+            if let Some(ns) = ns {
+                fc["namespace"] = json!(ns);
+            }
             let mut started = fc.clone();
             started["arguments"] = json!("");
             started["status"] = json!("in_progress");

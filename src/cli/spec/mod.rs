@@ -230,7 +230,7 @@ pub enum Verb {
     Approve,
     /// `deny`.
     Deny,
-    /// `approval-request` (hidden: a gated Claude Code session's permission hook).
+    /// `approval-request` (hidden: a gated Claude Code or Codex session's permission hook).
     ApprovalRequest,
 }
 

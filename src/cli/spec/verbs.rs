@@ -425,7 +425,9 @@ pub static VERBS: &[VerbSpec] = &[
         summary: "list the permission prompts of gated peers waiting for a human",
         description: "A peer whose profile says approval_mode \"gated\" runs without the runtime's \
             permission-bypass flag (Claude Code: --permission-mode manual instead of \
-            --dangerously-skip-permissions), and each permission prompt of its agent waits here for a \
+            --dangerously-skip-permissions; Codex: -a on-request -s read-only instead of \
+            --dangerously-bypass-approvals-and-sandbox), and each permission prompt of its agent \
+            waits here for a \
             human: its id (ap-<8 hex>), the peer, the tool and what it wants to run, and how long it \
             has left. Answer with iapeer approve <id> or iapeer deny <id> [reason]. A prompt nobody \
             answers within IAPEER_APPROVAL_TIMEOUT_MS (5 minutes) is denied, and so is every prompt \
@@ -475,15 +477,15 @@ pub static VERBS: &[VerbSpec] = &[
         id: VerbId::Run(Verb::ApprovalRequest),
         name: "approval-request",
         signature: "approval-request",
-        summary: "the permission hook of a gated Claude Code peer: asks a human through the daemon",
-        description: "The command a gated Claude Code session runs for its PermissionRequest hook (the \
-            launch installs it with --settings). It reads the hook's JSON on stdin (tool_name, \
-            tool_input), asks the daemon with the session's PEER_IDENTITY and IAPEER_TOKEN, waits \
-            until a human approves or denies (or the request is denied: timeout, session end, \
-            daemon stop) and prints Claude Code's answer (hookSpecificOutput with decision.behavior \
-            allow or deny). Any failure \
-            (no daemon, bad input, a broken connection) prints a deny. It is started by Claude Code, \
-            not by hand.",
+        summary: "the permission hook of a gated Claude Code or Codex peer: asks a human through the daemon",
+        description: "The command a gated Claude Code or Codex session runs for its PermissionRequest \
+            hook (the launch installs it: Claude Code with --settings, Codex with -c hooks={…} and \
+            its trust). It reads the hook's JSON on stdin (tool_name, tool_input) in the shape of \
+            the session's PEER_RUNTIME, asks the daemon with the session's PEER_IDENTITY and \
+            IAPEER_TOKEN, waits until a human approves or denies (or the request is denied: \
+            timeout, session end, daemon stop) and prints the runtime's answer (hookSpecificOutput \
+            with decision.behavior allow or deny). Any failure (no daemon, bad input, a broken \
+            connection) prints a deny. It is started by the agent's CLI, not by hand.",
         positionals: &[],
         flags: &[],
         rules: &[],
