@@ -25,8 +25,11 @@ at rest.
 import asyncio
 import datetime
 import json
+import os
 import resource
+import signal
 import socket
+import subprocess
 import threading
 import time
 
@@ -151,8 +154,10 @@ def run(world, identity, token, peers, calls, log):
     sampler = ThreadSampler(dpid)
     log(f"burst: {calls} concurrent tools/call from {calls} connections to {len(peers)} "
         f"live echo peers (daemon threads at rest {at_rest})")
+    perf = start_perf(dpid)
     answers, wall = asyncio.run(_burst(world.port(), identity, token, calls, peers))
     busiest = sampler.stop()
+    stop_perf(perf, log)
     # The log line is written before the answer leaves; read after every answer came.
     by_topic = {f.get("topic"): f for f in measure.events_since(dlog, offset, "delivery")
                 if f.get("path") == "mcp"}
@@ -185,6 +190,26 @@ def run(world, identity, token, peers, calls, log):
         "thread_samples": sampler.samples, "live_sessions": len(world.sessions()),
         "load": measure_load(),
     }
+
+
+def start_perf(pid):
+    """With BENCH_PERF=<file>: `perf record -g` of the daemon during the burst into that
+    file (read it with `perf report -i <file>`), else nothing."""
+    out = os.environ.get("BENCH_PERF")
+    if not out:
+        return None
+    proc = subprocess.Popen(["perf", "record", "-F", "4000", "-g", "-p", str(pid), "-o", out],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)  # perf attaches before the burst is released
+    return proc
+
+
+def stop_perf(proc, log):
+    if proc is None:
+        return
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=30)
+    log(f"burst: perf profile of the daemon in {os.environ['BENCH_PERF']}")
 
 
 def log_ts(value):

@@ -275,7 +275,9 @@ impl Markers {
         }
         let text: String = topics.iter().map(|t| format!("{t}\n")).collect();
         let path = self.path(TOPIC);
-        fsutil::write_atomic(&path, text.as_bytes(), fsutil::MODE_PRIVATE)
+        // Rewritten on every delivery with a new topic, on the router thread: no fsync
+        // (a power failure may cost the newest topics, so a later wake starts fresh).
+        fsutil::replace_atomic(&path, text.as_bytes(), fsutil::MODE_PRIVATE)
             .map_err(|source| write_error(path, source))?;
         Ok(true)
     }
