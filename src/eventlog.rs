@@ -2,17 +2,21 @@
 //!
 //! One event per line, `ts=<UTC ms Z>` first, then the event's fields in the order they were
 //! added. Writers in several processes may share a log: rotation happens under an `fs2` lock
-//! on `<log>.lock`, and each line is one `O_APPEND` write.
+//! on `<log>.lock`, and each line is one `O_APPEND` write. A writer keeps both files open
+//! between lines and opens the log again when its path names another file (rotated by
+//! another writer, or removed).
 
 use crate::clock;
 use crate::fsutil::{self, MODE_PRIVATE};
 use fs2::FileExt;
 use std::borrow::Cow;
 use std::fmt::{self, Display};
+use std::fs::File;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// Default size limit of one log file, in bytes (5 MiB).
 pub const DEFAULT_MAX_BYTES: u64 = 5 * 1024 * 1024;
@@ -169,12 +173,32 @@ impl std::error::Error for EventLogError {
     }
 }
 
-/// An append-only logfmt file with size-based rotation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An append-only logfmt file with size-based rotation. Clones share the open descriptors.
+#[derive(Debug, Clone)]
 pub struct EventLog {
     path: PathBuf,
     max_bytes: u64,
     keep: u32,
+    /// The lock file and the log, kept open between lines (opening both for every line was
+    /// most of the router thread's work in a burst of sends, issue 13 item 3).
+    open: Arc<Mutex<Option<Open>>>,
+}
+
+impl PartialEq for EventLog {
+    fn eq(&self, other: &EventLog) -> bool {
+        (&self.path, self.max_bytes, self.keep) == (&other.path, other.max_bytes, other.keep)
+    }
+}
+
+impl Eq for EventLog {}
+
+/// The descriptors of an [`EventLog`] between lines.
+#[derive(Debug)]
+struct Open {
+    lock: File,
+    /// The log as opened (append), and its (device, inode): when the path names another
+    /// file (rotated by another writer, or deleted), it is opened again.
+    log: Option<(File, (u64, u64))>,
 }
 
 impl EventLog {
@@ -189,6 +213,7 @@ impl EventLog {
                 max_bytes
             },
             keep: if keep == 0 { DEFAULT_KEEP } else { keep },
+            open: Arc::default(),
         }
     }
 
@@ -256,36 +281,79 @@ impl EventLog {
             path: self.path.clone(),
             source,
         };
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fsutil::ensure_dir(dir).map_err(err)?;
-        }
         let mut bytes = Vec::with_capacity(line.len() + 1);
         bytes.extend_from_slice(line.as_bytes());
         bytes.push(b'\n');
 
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(MODE_PRIVATE)
-            .open(self.numbered("lock"))
-            .map_err(err)?;
-        // Held until `lock` is dropped (closing the descriptor releases the flock). The write
-        // is under the lock too, so the size check stays exact with several writers.
-        lock.lock_exclusive().map_err(err)?;
-
-        let size = fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0);
-        if size > 0 && size + bytes.len() as u64 > self.max_bytes {
-            self.rotate().map_err(err)?;
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let result = self.write_locked(&mut open, &bytes);
+        if !matches!(result, Ok(true)) {
+            // Start over from the paths next time: an error (a full disk, …), or the lock
+            // file is gone (its folder was removed) and other writers lock a new one.
+            *open = None;
         }
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(MODE_PRIVATE)
-            .open(&self.path)
-            .map_err(err)?;
-        file.write_all(&bytes).map_err(err)?;
-        Ok(())
+        result.map(|_| ()).map_err(err)
+    }
+
+    /// [`EventLog::append_line`]'s work with the descriptors in `open` (opened as needed).
+    /// Returns whether the descriptors may be kept for the next line.
+    fn write_locked(&self, open: &mut Option<Open>, bytes: &[u8]) -> io::Result<bool> {
+        let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty());
+        if open.is_none() {
+            if let Some(dir) = dir {
+                fsutil::ensure_dir(dir)?;
+            }
+            let lock = OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .mode(MODE_PRIVATE)
+                .open(self.numbered("lock"))?;
+            *open = Some(Open { lock, log: None });
+        }
+        let Some(o) = open.as_mut() else {
+            return Ok(false);
+        };
+        // The write is under the lock too, so the size check stays exact with several
+        // writers (other processes share the log).
+        o.lock.lock_exclusive()?;
+        let written = (|| {
+            let current = match fs::metadata(&self.path) {
+                Ok(m) => Some(m),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                Err(e) => return Err(e),
+            };
+            let size = current.as_ref().map_or(0, |m| m.len());
+            let mut id = current.as_ref().map(|m| (m.dev(), m.ino()));
+            let mut keep = true;
+            if current.is_none() {
+                // Rotated away by another writer, or its folder removed.
+                if let Some(dir) = dir {
+                    fsutil::ensure_dir(dir)?;
+                }
+                keep = self.numbered("lock").exists();
+            }
+            if size > 0 && size + bytes.len() as u64 > self.max_bytes {
+                self.rotate()?;
+                id = None;
+            }
+            if o.log.as_ref().map(|(_, at)| *at) != id || id.is_none() {
+                let file = OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .mode(MODE_PRIVATE)
+                    .open(&self.path)?;
+                let m = file.metadata()?;
+                o.log = Some((file, (m.dev(), m.ino())));
+            }
+            if let Some((file, _)) = o.log.as_mut() {
+                file.write_all(bytes)?;
+            }
+            Ok(keep)
+        })();
+        let unlocked = FileExt::unlock(&o.lock);
+        let keep = written?;
+        unlocked.map(|()| keep)
     }
 
     /// Delete `<log>.<keep>`, shift `<log>.<i>` → `<log>.<i+1>`, rename `<log>` → `<log>.1`.
@@ -418,6 +486,26 @@ ok=false woke=true ms=12 err=\"peer \\\"x\\\" is not in the index\""
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&path), 0o600);
         assert_eq!(mode(path.parent().unwrap()), 0o700);
+    }
+
+    #[test]
+    fn a_log_removed_between_lines_is_made_again_with_its_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("logs/lifecycle.log");
+        let log = EventLog::new(&path, 0, 0);
+        log.append_line("one").unwrap();
+        fs::remove_file(&path).unwrap();
+        log.append_line("two").unwrap();
+        assert_eq!(read(&path), "two\n", "not written to the removed file");
+        fs::remove_dir_all(dir.path().join("logs")).unwrap();
+        log.append_line("three").unwrap();
+        assert_eq!(read(&path), "three\n");
+        log.append_line("four").unwrap();
+        assert_eq!(read(&path), "three\nfour\n");
+        assert!(
+            log.numbered("lock").exists(),
+            "the lock file is made again too"
+        );
     }
 
     #[test]
