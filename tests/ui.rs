@@ -85,6 +85,25 @@ fn link(env: &TestEnv) -> String {
     url
 }
 
+#[test]
+fn a_link_opens_the_page_once_and_iapeer_ui_prints_a_fresh_one() {
+    let env = team(&[]);
+    let first = link(&env);
+    let target = first[first.find("/ui/").unwrap()..].to_string();
+    assert_eq!(request(env.port(), "GET", &target, &[], b"").status, 303);
+    let again = request(env.port(), "GET", &target, &[], b"");
+    assert_eq!(again.status, 403, "a used link opens nothing");
+    assert!(
+        String::from_utf8_lossy(&again.body).contains("used already"),
+        "{}",
+        String::from_utf8_lossy(&again.body)
+    );
+    let second = link(&env);
+    assert_ne!(second, first);
+    let target = &second[second.find("/ui/").unwrap()..];
+    assert_eq!(request(env.port(), "GET", target, &[], b"").status, 303);
+}
+
 /// The cookie (`name=value`) the link's key is traded for.
 fn sign_in(env: &TestEnv) -> String {
     let url = link(env);

@@ -309,7 +309,7 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
     // The web page's secrets (`iapeer ui`): without a random source or a writable key file
     // the daemon runs without the page, and says so.
     let mut http_cfg = http::HttpConfig::new(cfg.port, cfg.bearer.clone());
-    match ui::UiKeys::generate().and_then(|k| k.store(&paths.ui_key()).map(|()| k)) {
+    match ui::UiKeys::generate().and_then(|k| k.store(&paths.ui_key())) {
         Ok(keys) => http_cfg = http_cfg.with_ui(keys),
         Err(e) => log::warn!(
             "ui: the web page is not served: cannot make its key {}: {e}",

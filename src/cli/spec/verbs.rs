@@ -915,8 +915,9 @@ pub static VERBS: &[VerbSpec] = &[
             write to any peer; and has buttons for wake, stop, start, new, interrupt and compact. It is \
             served on the daemon's loopback port and only for the operator: the link carries a key the \
             daemon makes at every start (kept 0600 in state/iapeer/ui.key under the iapeer root), which \
-            the page trades for a cookie; without it the page answers 401. A link from an earlier \
-            daemon no longer works: run iapeer ui again. --json prints {\"url\", \"opened\"}.",
+            the page trades for a cookie; without it the page answers 401. A link opens the page once \
+            (its key is then replaced), and a link from an earlier daemon no longer works: run iapeer \
+            ui again for another. --json prints {\"url\", \"opened\"}.",
         positionals: &[],
         flags: &[PRINT, JSON],
         rules: &[],

@@ -303,10 +303,7 @@ mod tests {
 
     #[test]
     fn the_page_needs_no_bearer_but_mcp_does() {
-        let keys = UiKeys {
-            key: "k".into(),
-            cookie: "c".into(),
-        };
+        let keys = UiKeys::new("k", "c");
         let with_cookie = hs(&[("host", "127.0.0.1:1"), ("cookie", "iapeer_ui_1=c")]);
         let head = |method, target| Head {
             method,

@@ -50,8 +50,8 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 4096;
 /// How long [`HttpServerHandle::shutdown`] keeps answering requests whose sends are in flight.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
-/// Server settings. `Debug` hides the bearer.
-#[derive(Clone, PartialEq, Eq)]
+/// Server settings. `Debug` hides the bearer. Neither `Clone` nor comparable: the page's
+/// link key changes as it is used ([`UiKeys::redeem`]).
 pub struct HttpConfig {
     /// TCP port on 127.0.0.1; 0 = any free port (read it back with [`HttpServerHandle::port`]).
     pub port: u16,

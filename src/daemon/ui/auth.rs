@@ -57,11 +57,6 @@ pub fn key_param(target: &str) -> Option<&str> {
     query.split('&').find_map(|kv| kv.strip_prefix("k="))
 }
 
-/// Whether `given` is the daemon's page key.
-pub fn key_matches(given: &str, keys: &UiKeys) -> bool {
-    secret_matches(given, &keys.key)
-}
-
 /// Whether a fleet request comes from the page, and may go on: a request carrying the page's
 /// cookie or its `X-Iapeer-UI` header is the page's. `Ok(false)`: not the page's (the usual
 /// fleet rules, bearer included, apply); `Ok(true)`: the page's, admitted without a bearer.
@@ -136,10 +131,7 @@ mod tests {
     }
 
     fn keys() -> UiKeys {
-        UiKeys {
-            key: "k1".into(),
-            cookie: "c1".into(),
-        }
+        UiKeys::new("k1", "c1")
     }
 
     #[test]
@@ -153,14 +145,11 @@ mod tests {
         assert_eq!(key_param("/ui/?k=abc"), Some("abc"));
         assert_eq!(key_param("/ui/?x=1&k=abc#f"), Some("abc"));
         assert_eq!(key_param("/ui/"), None);
-        assert!(key_matches("k1", &keys()) && !key_matches("k2", &keys()));
-        assert!(!key_matches(
-            "",
-            &UiKeys {
-                key: String::new(),
-                cookie: "c".into()
-            }
-        ));
+        assert!(!keys().redeem("k2") && keys().redeem("k1"));
+        assert!(
+            !UiKeys::new("", "c").redeem(""),
+            "an empty key never matches"
+        );
         assert_eq!(
             set_cookie(80, &keys()),
             "iapeer_ui_80=c1; HttpOnly; SameSite=Strict; Path=/"

@@ -32,14 +32,18 @@ const APP_CSS: &str = include_str!("page/app.css");
 /// Bytes of each secret (hex in the link and the cookie: twice as many characters).
 const SECRET_BYTES: usize = 32;
 
-/// The page's two secrets, made at daemon start: `key` (in `ui.key` and the link) and
-/// `cookie` (only ever in the cookie). `Debug` hides both.
-#[derive(Clone, PartialEq, Eq)]
+/// The page's two secrets, made at daemon start: the link's key (in `ui.key` and the link)
+/// and `cookie` (only ever in the cookie). The link's key works once: traded for the cookie
+/// ([`UiKeys::redeem`]), it is replaced by a fresh one (stored for the next `iapeer ui`), so
+/// a link left in a browser's history or a shell's scrollback opens nothing. `Debug` hides
+/// both.
 pub struct UiKeys {
     /// The secret `iapeer ui` passes in the link, 64 hex digits.
-    pub key: String,
+    key: std::sync::Mutex<String>,
     /// The cookie's value, 64 hex digits.
     pub cookie: String,
+    /// Where the link's key is kept for `iapeer ui` ([`UiKeys::store`]).
+    file: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for UiKeys {
@@ -53,24 +57,71 @@ impl UiKeys {
     ///
     /// Errors: the OS has no random source (the page is then not served).
     pub fn generate() -> io::Result<UiKeys> {
-        let secret = || -> io::Result<String> {
-            let mut buf = [0u8; SECRET_BYTES];
-            getrandom::fill(&mut buf).map_err(|e| io::Error::other(e.to_string()))?;
-            Ok(fsutil::hex(&buf))
-        };
-        Ok(UiKeys {
-            key: secret()?,
-            cookie: secret()?,
-        })
+        Ok(UiKeys::new(secret()?, secret()?))
     }
 
-    /// Write the key to `path` (`<root>/state/iapeer/ui.key`): one line, mode 0600,
-    /// atomically.
+    /// Keys with these values, not stored anywhere (tests).
+    pub fn new(key: impl Into<String>, cookie: impl Into<String>) -> UiKeys {
+        UiKeys {
+            key: std::sync::Mutex::new(key.into()),
+            cookie: cookie.into(),
+            file: None,
+        }
+    }
+
+    /// Write the link's key to `path` (`<root>/state/iapeer/ui.key`): one line, mode 0600,
+    /// atomically; a key made by [`UiKeys::redeem`] later goes there too.
     ///
     /// Errors: the file cannot be written.
-    pub fn store(&self, path: &Path) -> io::Result<()> {
-        fsutil::write_atomic(path, format!("{}\n", self.key).as_bytes(), MODE_PRIVATE)
+    pub fn store(mut self, path: &Path) -> io::Result<UiKeys> {
+        write_key(path, &self.key())?;
+        self.file = Some(path.to_path_buf());
+        Ok(self)
     }
+
+    /// The link's key now.
+    pub fn key(&self) -> String {
+        self.key.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Trade `given` for the cookie: true when it is the link's key, which is then replaced
+    /// by a fresh one (written to the key file; if that fails, the old key stays and the
+    /// daemon log says why). Compared in constant time.
+    pub fn redeem(&self, given: &str) -> bool {
+        let mut key = self.key.lock().unwrap_or_else(|p| p.into_inner());
+        if !crate::daemon::http::gate::secret_matches(given, &key) {
+            return false;
+        }
+        let fresh = match secret() {
+            Ok(s) => s,
+            Err(e) => {
+                log::warn!("ui: the link's key stays usable: no random source: {e}");
+                return true;
+            }
+        };
+        match self.file.as_deref().map(|f| (f, write_key(f, &fresh))) {
+            Some((f, Err(e))) => {
+                log::warn!(
+                    "ui: the link's key stays usable: cannot write {}: {e}",
+                    f.display()
+                );
+            }
+            _ => *key = fresh,
+        }
+        true
+    }
+}
+
+/// A fresh secret from the operating system's random source, in hex.
+fn secret() -> io::Result<String> {
+    let mut buf = [0u8; SECRET_BYTES];
+    getrandom::fill(&mut buf).map_err(|e| io::Error::other(e.to_string()))?;
+    Ok(fsutil::hex(&buf))
+}
+
+/// Write `key` as the key file's one line, mode 0600, atomically.
+fn write_key(path: &Path, key: &str) -> io::Result<()> {
+    fsutil::write_atomic(path, format!("{key}\n").as_bytes(), MODE_PRIVATE)
 }
 
 /// The page's link for the daemon on `port` with key `key`: `http://127.0.0.1:<port>/ui/?k=<key>`.
@@ -99,11 +150,12 @@ pub fn serve(
     let page = path == "/ui" || path == "/ui/";
     if page {
         if let Some(given) = auth::key_param(target) {
-            if !auth::key_matches(given, keys) {
+            if !keys.redeem(given) {
                 return html(
                     403,
-                    "This link's key is not the running daemon's (a new key is made at every \
-                     daemon start). Run <code>iapeer ui</code> for a fresh link.",
+                    "This link was used already or is not the running daemon's: a link opens \
+                     the page once, and a new key is made at every daemon start. Run \
+                     <code>iapeer ui</code> for a fresh link.",
                 );
             }
             let mut r = answer(303, "text/plain; charset=utf-8", b"signed in; see /ui/\n");
@@ -159,10 +211,7 @@ mod tests {
     use super::*;
 
     fn keys() -> UiKeys {
-        UiKeys {
-            key: "k1".into(),
-            cookie: "c1".into(),
-        }
+        UiKeys::new("k1", "c1")
     }
 
     fn hs(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -194,6 +243,30 @@ mod tests {
     }
 
     #[test]
+    fn a_link_opens_the_page_once_and_the_next_key_is_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("ui.key");
+        let keys = UiKeys::new("k1", "c1").store(&file).unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "k1\n");
+        assert_eq!(
+            serve("GET", "/ui/?k=k1", "/ui/", &[], &keys, 80).status,
+            303
+        );
+        let next = keys.key();
+        assert_eq!(next.len(), 64);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), format!("{next}\n"));
+        let again = serve("GET", "/ui/?k=k1", "/ui/", &[], &keys, 80);
+        assert_eq!(again.status, 403, "the used link");
+        assert!(String::from_utf8_lossy(&again.body).contains("used already"));
+        let target = format!("/ui/?k={next}");
+        assert_eq!(serve("GET", &target, "/ui/", &[], &keys, 80).status, 303);
+        assert_eq!(
+            keys.cookie, "c1",
+            "the cookie stays: pages already open keep working"
+        );
+    }
+
+    #[test]
     fn the_page_needs_the_cookie() {
         for path in ["/ui/", "/ui/app.js", "/ui/app.css"] {
             let r = serve("GET", path, path, &[], &keys(), 80);
@@ -212,8 +285,8 @@ mod tests {
     #[test]
     fn secrets_are_long_and_hidden() {
         let k = UiKeys::generate().unwrap();
-        assert_eq!((k.key.len(), k.cookie.len()), (64, 64));
-        assert_ne!(k.key, k.cookie);
+        assert_eq!((k.key().len(), k.cookie.len()), (64, 64));
+        assert_ne!(k.key(), k.cookie);
         assert_eq!(format!("{k:?}"), "UiKeys(<hidden>)");
         assert_eq!(link(8765, "ab"), "http://127.0.0.1:8765/ui/?k=ab");
     }
