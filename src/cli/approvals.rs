@@ -11,8 +11,7 @@ use super::{done, paths, print, usage, CliError, CliResult};
 use crate::protocol::{
     Answer, ApprovalDone, ApprovalInfo, ApprovalVerdict, ApprovalsReply, Request,
 };
-use crate::runtime::claude_gate::{self, PermissionAsk};
-use crate::runtime::codex_gate;
+use crate::runtime::permission_hook;
 
 /// The most of the hook's stdin read (a tool input larger than this is denied).
 const MAX_HOOK_INPUT: u64 = 4 * 1024 * 1024;
@@ -81,56 +80,26 @@ pub fn decide(inv: &Invocation, allow: bool) -> CliResult {
     }
 }
 
-/// Whose `PermissionRequest` hook this is: the session's `PEER_RUNTIME` (`codex`, else
-/// Claude Code, the first runtime with a gated mode).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Gate {
-    Claude,
-    Codex,
-}
-
-impl Gate {
-    fn of_runtime(runtime: Option<&str>) -> Gate {
-        match runtime {
-            Some("codex") => Gate::Codex,
-            _ => Gate::Claude,
-        }
-    }
-
-    fn read_ask(self, text: &str) -> Result<PermissionAsk, String> {
-        match self {
-            Gate::Claude => claude_gate::read_ask(text),
-            Gate::Codex => codex_gate::read_ask(text),
-        }
-    }
-
-    fn answer(self, allow: bool, message: &str) -> String {
-        match self {
-            Gate::Claude => claude_gate::answer(allow, message),
-            Gate::Codex => codex_gate::answer(allow, message),
-        }
-    }
-}
-
 /// `approval-request`: the `PermissionRequest` hook of a gated Claude Code or Codex session
-/// (by `PEER_RUNTIME`). Always prints an answer in that runtime's shape and exits 0: a
-/// decision from the daemon, or a deny saying what went wrong.
+/// (both recorded with one shape, [`permission_hook`]). Always prints an answer and exits 0:
+/// a decision from the daemon, or a deny saying what went wrong.
 pub fn hook() -> CliResult {
-    let gate = Gate::of_runtime(std::env::var("PEER_RUNTIME").ok().as_deref());
-    let answer = match ask_daemon(gate) {
-        Ok(v) => gate.answer(v.allow, v.reason.as_deref().unwrap_or("")),
-        Err(e) => gate.answer(false, &format!("denied: iapeer could not ask a human: {e}")),
+    let answer = match ask_daemon() {
+        Ok(v) => permission_hook::answer(v.allow, v.reason.as_deref().unwrap_or("")),
+        Err(e) => {
+            permission_hook::answer(false, &format!("denied: iapeer could not ask a human: {e}"))
+        }
     };
     print(&format!("{answer}\n"))
 }
 
-fn ask_daemon(gate: Gate) -> Result<ApprovalVerdict, String> {
+fn ask_daemon() -> Result<ApprovalVerdict, String> {
     let mut text = String::new();
     std::io::stdin()
         .take(MAX_HOOK_INPUT)
         .read_to_string(&mut text)
         .map_err(|e| format!("cannot read the hook input: {e}"))?;
-    let ask = gate.read_ask(&text)?;
+    let ask = permission_hook::read_ask(&text)?;
     let var = |k: &str| {
         std::env::var(k)
             .ok()
@@ -177,25 +146,5 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("iapeer approve <id>"), "{text}");
-    }
-
-    #[test]
-    fn the_hook_speaks_the_sessions_runtime() {
-        assert_eq!(Gate::of_runtime(Some("codex")), Gate::Codex);
-        assert_eq!(Gate::of_runtime(Some("claude")), Gate::Claude);
-        assert_eq!(Gate::of_runtime(None), Gate::Claude);
-        let codex = include_str!(
-            "../../tests/fixtures/codex-0.171.0/approvals/permission-request-exec.json"
-        );
-        let ask = Gate::Codex.read_ask(codex).unwrap();
-        assert_eq!(
-            (ask.tool.as_str(), ask.summary.as_str()),
-            ("Bash", "touch /srv/peer1/made")
-        );
-        let claude = include_str!(
-            "../../tests/fixtures/claude-2.1.332/approvals/permission-request-bash.json"
-        );
-        assert_eq!(Gate::Claude.read_ask(claude).unwrap().tool, "Bash");
-        assert!(Gate::Codex.answer(false, "why").contains("\"why\""));
     }
 }

@@ -29,10 +29,10 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use toml_edit::{Array, InlineTable};
 
-use super::claude_gate::{PermissionAsk, HOOK_VERB, SUMMARY_MAX_CHARS};
+use super::permission_hook::hook_command;
 use crate::memory::hook_trust;
 
 /// The file Codex 0.171.0 names the `-c` layer by in hook keys.
@@ -55,7 +55,7 @@ pub const OWN_TOOLS_APPROVED: &str = "mcp_servers.iapeer.default_tools_approval_
 /// and `-c hooks={…}` holding a `PermissionRequest` hook that runs `<exe> approval-request`
 /// for every tool (timeout: `timeout` + 30 s, in whole seconds) and its trust.
 pub fn launch_args(exe: &Path, timeout: Duration) -> Vec<OsString> {
-    let command = format!("{} {HOOK_VERB}", sh_quote(&exe.to_string_lossy()));
+    let command = hook_command(exe);
     let secs = (timeout + HOOK_MARGIN).as_secs().max(1);
     vec![
         "-a".into(),
@@ -104,54 +104,6 @@ pub fn hooks_override(command: &str, timeout_secs: u64) -> String {
     hooks.insert("state", state.into());
     hooks.fmt();
     format!("hooks={hooks}")
-}
-
-/// `s` as one POSIX shell word (single quotes; a `'` inside becomes `'\''`).
-fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
-/// Read the hook's stdin (a `PermissionRequest` hook input of Codex 0.171.0): the tool
-/// (`Bash`, `NetworkAccess`) and its `tool_input.command` (else the tool input as compact
-/// JSON), at most [`SUMMARY_MAX_CHARS`] characters.
-///
-/// Errors: the text is not a JSON object with a string `tool_name`.
-pub fn read_ask(text: &str) -> Result<PermissionAsk, String> {
-    let v: Value =
-        serde_json::from_str(text).map_err(|e| format!("the hook input is not JSON: {e}"))?;
-    let tool = v["tool_name"]
-        .as_str()
-        .ok_or("the hook input has no string \"tool_name\"")?
-        .to_string();
-    let input = &v["tool_input"];
-    let summary = input["command"]
-        .as_str()
-        .map(str::to_string)
-        .unwrap_or_else(|| input.to_string());
-    Ok(PermissionAsk {
-        tool,
-        summary: clip(&summary, SUMMARY_MAX_CHARS),
-    })
-}
-
-fn clip(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max - 1).collect();
-    out.push('…');
-    out
-}
-
-/// The hook's stdout for a decision: allow, or deny with `message` (which Codex hands to the
-/// model as the command's failure).
-pub fn answer(allow: bool, message: &str) -> String {
-    let mut decision = json!({ "behavior": if allow { "allow" } else { "deny" } });
-    if !allow {
-        decision["message"] = json!(message);
-    }
-    json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}})
-        .to_string()
 }
 
 #[cfg(test)]
@@ -206,41 +158,5 @@ mod tests {
                 .to_string()
         };
         assert_ne!(hash(&a), hash(&b));
-    }
-
-    #[test]
-    fn the_recorded_hook_input_is_read() {
-        let text = include_str!(
-            "../../tests/fixtures/codex-0.171.0/approvals/permission-request-exec.json"
-        );
-        let ask = read_ask(text).unwrap();
-        assert_eq!(ask.tool, "Bash");
-        assert_eq!(ask.summary, "touch /srv/peer1/made");
-    }
-
-    #[test]
-    fn summaries_fall_back_to_the_input_and_are_clipped() {
-        let ask = read_ask(r#"{"tool_name":"NetworkAccess","tool_input":{"n":1}}"#).unwrap();
-        assert_eq!(ask.summary, r#"{"n":1}"#);
-        let long = "y".repeat(900);
-        let ask = read_ask(&json!({"tool_name":"Bash","tool_input":{"command":long}}).to_string())
-            .unwrap();
-        assert_eq!(ask.summary.chars().count(), SUMMARY_MAX_CHARS);
-        assert!(read_ask("{}").is_err());
-        assert!(read_ask("nope").is_err());
-    }
-
-    #[test]
-    fn answers_have_the_shape_codex_reads() {
-        let allow: Value = serde_json::from_str(&answer(true, "")).unwrap();
-        assert_eq!(
-            allow,
-            json!({"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}})
-        );
-        let deny: Value = serde_json::from_str(&answer(false, "no")).unwrap();
-        assert_eq!(
-            deny["hookSpecificOutput"]["decision"],
-            json!({"behavior":"deny","message":"no"})
-        );
     }
 }
