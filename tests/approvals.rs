@@ -83,7 +83,7 @@ fn script_touch(api: &AnthropicStandIn, dir: &Path, results: Arc<Mutex<Vec<Strin
     });
 }
 
-/// Wait until a tool result the model got says `why`.
+/// Wait until a tool result (Claude) or tool output (Codex) the model got says `why`.
 fn told(env: &TestEnv, results: &Mutex<Vec<String>>, why: &str) {
     let start = std::time::Instant::now();
     while start.elapsed() < Duration::from_secs(60) {
@@ -512,22 +512,6 @@ fn script_codex_touch(api: &OpenAiStandIn, dir: &Path, outputs: Arc<Mutex<Vec<St
     });
 }
 
-/// Wait until a tool output the Codex model got says `why`.
-fn codex_told(env: &TestEnv, outputs: &Mutex<Vec<String>>, why: &str) {
-    let start = std::time::Instant::now();
-    while start.elapsed() < Duration::from_secs(60) {
-        if outputs.lock().unwrap().iter().any(|r| r.contains(why)) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!(
-        "no tool output told the model \"{why}\"; outputs: {:?}\n{}",
-        outputs.lock().unwrap(),
-        env.diagnostics()
-    );
-}
-
 #[test]
 fn a_gated_codex_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
     let (env, api) = gated_codex_world("20000");
@@ -581,7 +565,7 @@ fn a_gated_codex_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
         "approval-approved",
         &[("id", &id), ("by", "approved")]
     ));
-    codex_told(&env, &outputs, "Process exited with code 0");
+    told(&env, &outputs, "Process exited with code 0");
     env.wait_until("the turn is over", Duration::from_secs(60), |env| {
         !env.screen("codex-cx").contains("esc to interrupt")
     });
@@ -609,7 +593,7 @@ fn a_gated_codex_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
     assert!(!dir.join("denied").exists(), "the command ran unapproved");
     let out = env.ok(&["deny", &id, "not today"]);
     assert_eq!(out.trim(), format!("denied {id} (codex-cx)"));
-    codex_told(&env, &outputs, "not today");
+    told(&env, &outputs, "not today");
     env.wait_until(
         "the message sent meanwhile reached the model",
         Duration::from_secs(60),

@@ -165,6 +165,35 @@ pub fn session_env(input: &EnvInput) -> Vec<(String, String)> {
 mod tests {
     use super::*;
 
+    /// The environment of `identity`'s child with these `launch.env` variables and these
+    /// inherited from the daemon (no runtime extras).
+    fn env_of(
+        identity: &str,
+        launch: &[(&str, &str)],
+        inherited: &[(&str, &str)],
+    ) -> Vec<(String, String)> {
+        let id = Identity::parse(identity).unwrap();
+        let own = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+            v.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let launch = LaunchEnv {
+            vars: own(launch),
+            ..LaunchEnv::default()
+        };
+        session_env(&EnvInput {
+            inherited: own(inherited),
+            launch: &launch,
+            identity: &id,
+            token: "t",
+            root: Path::new("/r"),
+            port: 8765,
+            home: None,
+            extra: &[],
+        })
+    }
+
     fn get<'a>(env: &'a [(String, String)], k: &str) -> Option<&'a str> {
         env.iter()
             .find(|(key, _)| key == k)
@@ -233,45 +262,32 @@ mod tests {
 
     #[test]
     fn the_daemons_terminal_does_not_leak_but_launch_env_may_set_it() {
-        let id = Identity::parse("echo-a").unwrap();
-        let launch = LaunchEnv {
-            vars: vec![("LINES".into(), "33".into())],
-            ..LaunchEnv::default()
-        };
-        let inherited: Vec<(String, String)> = [
-            ("COLUMNS", "40"),
-            ("LINES", "10"),
-            ("TERM_PROGRAM", "iTerm.app"),
-            ("TERM_PROGRAM_VERSION", "3.5"),
-            ("TERM_SESSION_ID", "w0t0p0"),
-            ("ITERM_SESSION_ID", "w0t0p0:1"),
-            ("KITTY_WINDOW_ID", "3"),
-            ("WT_SESSION", "abc"),
-            ("WINDOWID", "123"),
-            ("VTE_VERSION", "7000"),
-            ("TMUX", "/tmp/t,1,0"),
-            ("TMUX_PANE", "%1"),
-            ("STY", "1.pts"),
-            ("WINDOW", "0"),
-            ("SSH_TTY", "/dev/pts/3"),
-            ("COLORTERM", "24bit"),
-            ("TERM", "screen"),
-            ("HOME", "/home/me"),
-            ("LANG", "C.UTF-8"),
-            ("SSH_CONNECTION", "1 2 3 4"),
-        ]
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .into();
-        let env = session_env(&EnvInput {
-            inherited,
-            launch: &launch,
-            identity: &id,
-            token: "t",
-            root: Path::new("/r"),
-            port: 8765,
-            home: None,
-            extra: &[],
-        });
+        let env = env_of(
+            "echo-a",
+            &[("LINES", "33")],
+            &[
+                ("COLUMNS", "40"),
+                ("LINES", "10"),
+                ("TERM_PROGRAM", "iTerm.app"),
+                ("TERM_PROGRAM_VERSION", "3.5"),
+                ("TERM_SESSION_ID", "w0t0p0"),
+                ("ITERM_SESSION_ID", "w0t0p0:1"),
+                ("KITTY_WINDOW_ID", "3"),
+                ("WT_SESSION", "abc"),
+                ("WINDOWID", "123"),
+                ("VTE_VERSION", "7000"),
+                ("TMUX", "/tmp/t,1,0"),
+                ("TMUX_PANE", "%1"),
+                ("STY", "1.pts"),
+                ("WINDOW", "0"),
+                ("SSH_TTY", "/dev/pts/3"),
+                ("COLORTERM", "24bit"),
+                ("TERM", "screen"),
+                ("HOME", "/home/me"),
+                ("LANG", "C.UTF-8"),
+                ("SSH_CONNECTION", "1 2 3 4"),
+            ],
+        );
         for k in [
             "COLUMNS",
             "TERM_PROGRAM",
@@ -308,29 +324,16 @@ mod tests {
 
     #[test]
     fn colour_switches_never_reach_the_child() {
-        let id = Identity::parse("claude-a").unwrap();
-        let launch = LaunchEnv {
-            vars: vec![("FORCE_COLOR".into(), "0".into())],
-            ..LaunchEnv::default()
-        };
-        let inherited: Vec<(String, String)> = [
-            ("NO_COLOR", "1"),
-            ("CLICOLOR", "0"),
-            ("CLICOLOR_FORCE", "0"),
-            ("LANG", "C.UTF-8"),
-        ]
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .into();
-        let env = session_env(&EnvInput {
-            inherited,
-            launch: &launch,
-            identity: &id,
-            token: "t",
-            root: Path::new("/r"),
-            port: 8765,
-            home: None,
-            extra: &[],
-        });
+        let env = env_of(
+            "claude-a",
+            &[("FORCE_COLOR", "0")],
+            &[
+                ("NO_COLOR", "1"),
+                ("CLICOLOR", "0"),
+                ("CLICOLOR_FORCE", "0"),
+                ("LANG", "C.UTF-8"),
+            ],
+        );
         for k in COLOUR_SWITCHES {
             assert_eq!(get(&env, k), None, "{k} reached the child");
         }
