@@ -150,7 +150,9 @@ pub fn stub(runtime: &str) -> String {
         "#\n\
          # Every other KEY=VALUE becomes an environment variable of the session; a PATH set\n\
          # here replaces the inherited one. PEER_PERSONALITY, PEER_RUNTIME, PEER_IDENTITY and\n\
-         # IAPEER_TOKEN are set by iapeer and cannot be changed here.\n",
+         # IAPEER_TOKEN are set by iapeer and cannot be changed here; TERM, COLORTERM and the\n\
+         # colour switches (NO_COLOR, FORCE_COLOR, CLICOLOR, CLICOLOR_FORCE) neither: iapeer\n\
+         # reads the agent's screen by its colours.\n",
     );
     s.push_str(match runtime {
         "claude" => {
@@ -262,7 +264,9 @@ export
 #
 # Every other KEY=VALUE becomes an environment variable of the session; a PATH set
 # here replaces the inherited one. PEER_PERSONALITY, PEER_RUNTIME, PEER_IDENTITY and
-# IAPEER_TOKEN are set by iapeer and cannot be changed here.
+# IAPEER_TOKEN are set by iapeer and cannot be changed here; TERM, COLORTERM and the
+# colour switches (NO_COLOR, FORCE_COLOR, CLICOLOR, CLICOLOR_FORCE) neither: iapeer
+# reads the agent's screen by its colours.
 #ANTHROPIC_BASE_URL=http://127.0.0.1:8080
 # Claude refuses to skip permission prompts as root unless it is told it runs
 # in a sandbox (only inside a container or VM):

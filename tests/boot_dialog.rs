@@ -14,7 +14,15 @@ use crate::common::{self, TestEnv};
 /// A daemon with alice (a plain echo peer) and bob, whose echo agent asks `Telemetry?`
 /// with the options Yes (the default) and No before its composer.
 fn world() -> TestEnv {
+    world_with(&[])
+}
+
+/// [`world`] with these variables in the daemon's environment.
+fn world_with(vars: &[(&str, &str)]) -> TestEnv {
     let mut env = TestEnv::new();
+    for (k, v) in vars {
+        env.set(k, v);
+    }
     env.create_echo("alice");
     env.create_echo("bob");
     env.launch_env(
@@ -64,6 +72,12 @@ fn the_dialog(env: &TestEnv) -> Value {
         },
     );
     assert_eq!(found["identity"], "echo-bob", "{found}");
+    assert_eq!(
+        found["options"],
+        serde_json::json!(["Yes", "No"]),
+        "{found}"
+    );
+    assert_eq!(found["default_option"], 0, "{found}");
     let summary = found["summary"].as_str().unwrap();
     for part in [
         "Telemetry?",
@@ -153,6 +167,11 @@ fn approve_with_an_option_chooses_it_and_a_wrong_option_is_refused_and_kept() {
     assert_eq!(approvals(&env).len(), 1, "a wrong option keeps the request");
     env.ok(&["approve", &id, "2"]);
     let out = send.wait_with_output().unwrap();
+    assert!(env.has_event(
+        "lifecycle",
+        "approval-approved",
+        &[("id", id.as_str()), ("option", "2. No")]
+    ));
     assert!(out.status.success(), "{}", common::describe(&out));
     let screen = env.screen("echo-bob");
     assert!(screen.contains("boot menu: No"), "{screen}");
@@ -164,4 +183,19 @@ fn approve_with_an_option_chooses_it_and_a_wrong_option_is_refused_and_kept() {
         "{}",
         common::describe(&again)
     );
+}
+
+#[test]
+fn a_human_asked_has_the_approval_timeout_not_the_boot_deadline() {
+    let env = world_with(&[("IAPEER_BOOT_DEADLINE_SECS", "5")]);
+    let t0 = Instant::now();
+    let send = send_to_bob(&env);
+    let id = the_dialog(&env)["id"].as_str().unwrap().to_string();
+    // Past the 5 s boot deadline, the dialog still waits for its human.
+    std::thread::sleep(Duration::from_secs(7).saturating_sub(t0.elapsed()));
+    assert_eq!(approvals(&env).len(), 1, "{}", env.diagnostics());
+    env.ok(&["approve", &id]);
+    let out = send.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", common::describe(&out));
+    assert!(env.screen("echo-bob").contains("boot menu: Yes"));
 }

@@ -47,7 +47,10 @@ fn render(list: &[ApprovalInfo], now_ms: u64) -> String {
             a.id, a.identity, a.tool, a.summary, left
         ));
     }
-    out.push_str("answer with: iapeer approve <id>  |  iapeer deny <id> [reason]\n");
+    out.push_str(
+        "answer with: iapeer approve <id> [option]  |  iapeer deny <id> [reason]  \
+         ([option]: a boot dialog's, by number or label)\n",
+    );
     out
 }
 
@@ -139,6 +142,8 @@ mod tests {
             summary: "touch /tmp/x".into(),
             created_ms: 1_000,
             deadline_ms: 301_000,
+            options: None,
+            default_option: None,
         };
         let text = render(&[a], 61_000);
         assert!(

@@ -642,6 +642,13 @@ pub struct ApprovalInfo {
     pub created_ms: u64,
     /// When it is denied unanswered, epoch ms.
     pub deadline_ms: u64,
+    /// For a boot dialog's request (tool `dialog`): its option labels, top to bottom
+    /// (`approve <id> <number>` counts from 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<String>>,
+    /// For a boot dialog's request: the 0-based index of the option a plain approve chooses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_option: Option<usize>,
 }
 
 /// `approvals` → `{"ok":true,"approvals":[…]}`, oldest first.

@@ -68,6 +68,18 @@ impl Menu {
     }
 }
 
+/// The one key that moves `menu`'s marker to option `index` (by position, so equal labels
+/// are told apart), or Enter once it is there; `None` while the marker is not on exactly
+/// one option (mid-redraw) or `index` is past the options.
+pub fn step_to_index(menu: &Menu, index: usize) -> Option<DialogStep> {
+    let cursor = menu.cursor?;
+    (index < menu.options.len()).then(|| match cursor.cmp(&index) {
+        std::cmp::Ordering::Less => DialogStep::Down,
+        std::cmp::Ordering::Greater => DialogStep::Up,
+        std::cmp::Ordering::Equal => DialogStep::Enter,
+    })
+}
+
 /// The menu's question: the nearest row above its first option with a letter or digit in
 /// it, trimmed (empty when there is none).
 pub fn question_of<S: AsRef<str>>(rows: &[S], menu: &Menu) -> String {
@@ -313,6 +325,16 @@ mod tests {
         let menu = find_menu(&rows).unwrap();
         assert_eq!(menu.options.len(), 2);
         assert_eq!(menu.options[1].row, 2);
+    }
+
+    #[test]
+    fn steps_to_an_index_tell_equal_labels_apart() {
+        let rows = ["Dup?", "  1. A", "❯ 2. A", "  3. B"];
+        let menu = find_menu(&rows).unwrap();
+        assert_eq!(step_to_index(&menu, 0), Some(DialogStep::Up));
+        assert_eq!(step_to_index(&menu, 1), Some(DialogStep::Enter));
+        assert_eq!(step_to_index(&menu, 2), Some(DialogStep::Down));
+        assert_eq!(step_to_index(&menu, 3), None);
     }
 
     #[test]

@@ -101,6 +101,12 @@ impl Boot {
         }
     }
 
+    /// A human is asked to answer a menu: the deadline moves to at least `now + wait`, so
+    /// their answer (or their request's own timeout) decides, not the boot deadline.
+    pub fn wait_for_human(&mut self, now: Instant, wait: Duration) {
+        self.deadline = self.deadline.max(now + wait);
+    }
+
     /// Track a menu the adapter did not answer (`shows_menu` for the screen `screen_hash`,
     /// read while [`Boot::evaluate`] says [`BootAction::Wait`]). True exactly once per
     /// screen: when the same menu screen has stayed unchanged for [`UNANSWERED_MENU_AFTER`].
@@ -219,6 +225,16 @@ mod tests {
         assert!(!b.unanswered_menu(after(9_500), false, 9));
         assert!(!b.unanswered_menu(after(10_000), true, 8));
         assert!(b.unanswered_menu(after(13_000), true, 8));
+        // Asked, the boot waits for the human past its own deadline.
+        b.wait_for_human(after(13_000), Duration::from_secs(300));
+        assert_eq!(
+            b.evaluate(t0 + Duration::from_secs(250), BootStep::Wait, 8),
+            BootAction::Wait
+        );
+        assert!(matches!(
+            b.evaluate(after(313_000), BootStep::Wait, 8),
+            BootAction::Failed(BootFailure::TimedOut { .. })
+        ));
     }
 
     #[test]

@@ -116,9 +116,9 @@ pub enum SessionCmd {
     /// End the session: signal its process group, SIGKILL after 3 s.
     Kill(Cause),
     /// A human's answer to the menu of an [`EventKind::BootMenu`] (spec 10 §4):
-    /// `Ok(label)` moves the marker to that option and confirms it; `Err(reason)` fails the
-    /// boot now with that reason.
-    AnswerBootMenu(Result<String, String>),
+    /// `Ok((index, options))` moves the marker to option `index` of the menu with those
+    /// labels and confirms it; `Err(reason)` fails the boot now with that reason.
+    AnswerBootMenu(Result<(usize, Vec<String>), String>),
 }
 
 /// What the last part of a boot waited for, in milliseconds before `ready` (zero for a

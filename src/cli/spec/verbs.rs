@@ -422,14 +422,16 @@ pub static VERBS: &[VerbSpec] = &[
         id: VerbId::Run(Verb::Approvals),
         name: "approvals",
         signature: "approvals [--json]",
-        summary: "list the permission prompts of gated peers waiting for a human",
+        summary: "list what waits for a human: gated peers' permission prompts, unknown boot dialogs",
         description: "A peer whose profile says approval_mode \"gated\" runs without the runtime's \
             permission-bypass flag (Claude Code: --permission-mode manual instead of \
             --dangerously-skip-permissions; Codex: -a on-request -s read-only instead of \
             --dangerously-bypass-approvals-and-sandbox), and each permission prompt of its agent \
             waits here for a \
             human: its id (ap-<8 hex>), the peer, the tool and what it wants to run, and how long it \
-            has left. Answer with iapeer approve <id> or iapeer deny <id> [reason]. A prompt nobody \
+            has left. A peer stopped at start-up by a dialog iapeer has no answer for (gated or not) \
+            is listed too, with tool \"dialog\", the dialog's question and numbered options. \
+            Answer with iapeer approve <id> [option] or iapeer deny <id> [reason]. A prompt nobody \
             answers within IAPEER_APPROVAL_TIMEOUT_MS (5 minutes) is denied, and so is every prompt \
             whose session ends or whose daemon stops. --json prints the daemon's answer, \
             {\"ok\":true,\"approvals\":[…]}, oldest first.",
@@ -444,7 +446,7 @@ pub static VERBS: &[VerbSpec] = &[
         id: VerbId::Run(Verb::Approve),
         name: "approve",
         signature: "approve <id> [option] [--json]",
-        summary: "let a gated peer's pending tool call run",
+        summary: "let a gated peer's pending tool call run, or answer a boot dialog",
         description: "Answer the permission prompt <id> (from iapeer approvals) with allow: the agent's \
             tool call runs. For a dialog at boot that iapeer does not know (tool \"dialog\"), approve \
             chooses [option] (its number or label; default: the option the dialog has selected) and \
@@ -462,10 +464,11 @@ pub static VERBS: &[VerbSpec] = &[
         id: VerbId::Run(Verb::Deny),
         name: "deny",
         signature: "deny <id> [reason] [--json]",
-        summary: "refuse a gated peer's pending tool call",
+        summary: "refuse a gated peer's pending tool call, or end a boot stopped at a dialog",
         description: "Answer the permission prompt <id> (from iapeer approvals) with deny: the tool call \
-            does not run and the agent is told [reason] (default \"denied by a human\"). Refused when \
-            <id> is not pending.",
+            does not run and the agent is told [reason] (default \"denied by a human\"; quote a reason \
+            of several words). For a boot dialog (tool \"dialog\"), the boot ends at once and the \
+            waiting sender is told [reason]. Refused when <id> is not pending.",
         positionals: &[APPROVAL_ID, REASON],
         flags: &[JSON],
         rules: &[],

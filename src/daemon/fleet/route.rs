@@ -339,9 +339,23 @@ pub struct DenyBody {
 /// boot dialog's request, the option to choose by number or label.
 #[derive(Debug, Default, Deserialize, PartialEq, Eq)]
 pub struct ApproveBody {
-    /// The option to choose.
-    #[serde(default)]
+    /// The option to choose: its number (a JSON number or string) or label.
+    #[serde(default, deserialize_with = "number_or_text")]
     pub option: Option<String>,
+}
+
+/// A JSON string, or a number given as its decimal text.
+fn number_or_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Text(String),
+        Number(u64),
+    }
+    Ok(Option::<Either>::deserialize(d)?.map(|e| match e {
+        Either::Text(t) => t,
+        Either::Number(n) => n.to_string(),
+    }))
 }
 
 #[cfg(test)]

@@ -122,14 +122,14 @@ impl Router {
                 format!("{}. {o}{mark}", i + 1)
             })
             .collect();
+        let id = self.approvals.free_id(broker::new_id);
         let summary = format!(
             "a dialog at boot iapeer has no answer for: \"{question}\" — {} — approve chooses \
-             \"{default}\" (or: iapeer approve <id> <number|label>), deny ends the boot",
+             \"{default}\" (another: iapeer approve {id} <number|label>), deny ends the boot",
             listed.join(" · ")
         );
         let created_ms = self.now.ms;
         let deadline_ms = created_ms + self.cfg.approval_timeout.as_millis() as u64;
-        let id = self.approvals.free_id(broker::new_id);
         self.lifecycle(
             Event::new("approval-requested")
                 .field("id", &id)
@@ -245,6 +245,14 @@ impl Router {
                     summary: p.summary.clone(),
                     created_ms: p.created_ms,
                     deadline_ms: p.deadline_ms,
+                    options: match &p.reply {
+                        Asker::BootMenu { options, .. } => Some(options.clone()),
+                        Asker::Hook(_) => None,
+                    },
+                    default_option: match &p.reply {
+                        Asker::BootMenu { default, .. } => Some(*default),
+                        Asker::Hook(_) => None,
+                    },
                 })
                 .collect(),
         }
@@ -368,7 +376,16 @@ impl Router {
             "waited_ms",
             self.now.ms.saturating_sub(p.created_ms).to_string(),
         )
-        .opt("reason", reason.as_deref());
+        .opt("reason", reason.as_deref())
+        .opt(
+            "option",
+            match &p.reply {
+                Asker::BootMenu { options, default } if allow => {
+                    Some(format!("{}. {}", default + 1, options[*default]))
+                }
+                _ => None,
+            },
+        );
         self.lifecycle(ev);
         match p.reply {
             Asker::Hook(reply) => reply.finish(ApprovalVerdict {
@@ -378,7 +395,7 @@ impl Router {
             }),
             Asker::BootMenu { options, default } => {
                 let answer = if allow {
-                    Ok(options[default].clone())
+                    Ok((default, options))
                 } else {
                     Err(format!(
                         "boot stopped at a dialog iapeer does not know ({}): {}",
@@ -408,6 +425,13 @@ fn choose(options: &[String], wanted: &str) -> Result<usize, String> {
             options
                 .iter()
                 .position(|o| crate::runtime::dialog::label_matches(o, wanted))
+        })
+        .or_else(|| {
+            let lower = wanted.to_lowercase();
+            options.iter().position(|o| {
+                let o = o.to_lowercase();
+                crate::runtime::dialog::label_matches(&o, &lower)
+            })
         })
         .ok_or_else(|| {
             let listed: Vec<String> = options

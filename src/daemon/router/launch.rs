@@ -537,6 +537,7 @@ fn start_session(
         pane_log: paths.pane_log(&identity),
         exits_log: exits_log.clone(),
         boot_deadline: cfg.boot_deadline,
+        human_wait: cfg.approval_timeout,
         first: plan.first.clone(),
         composer_hold: cfg.composer_hold,
     };

@@ -150,6 +150,10 @@ pub fn serve(
     let page = path == "/ui" || path == "/ui/";
     if page {
         if let Some(given) = auth::key_param(target) {
+            // A link checker or a chat's preview asks with HEAD: it must not use up the link.
+            if method == "HEAD" {
+                return answer(200, "text/plain; charset=utf-8", b"");
+            }
             if !keys.redeem(given) {
                 return html(
                     403,
@@ -255,6 +259,10 @@ mod tests {
         let next = keys.key();
         assert_eq!(next.len(), 64);
         assert_eq!(std::fs::read_to_string(&file).unwrap(), format!("{next}\n"));
+        let head = serve("HEAD", &format!("/ui/?k={next}"), "/ui/", &[], &keys, 80);
+        assert_eq!(head.status, 200, "a HEAD");
+        assert_eq!(header(&head, "set-cookie"), None);
+        assert_eq!(keys.key(), next, "a HEAD does not use up the link");
         let again = serve("GET", "/ui/?k=k1", "/ui/", &[], &keys, 80);
         assert_eq!(again.status, 403, "the used link");
         assert!(String::from_utf8_lossy(&again.body).contains("used already"));

@@ -70,6 +70,10 @@ pub struct SessionConfig {
     pub exits_log: crate::eventbus::TappedLog,
     /// Boot → ready deadline.
     pub boot_deadline: Duration,
+    /// How long a human may take to answer a boot menu the adapter does not know
+    /// (`IAPEER_APPROVAL_TIMEOUT_MS`): the boot deadline is moved to at least that far once
+    /// they are asked, so their request, not the boot deadline, decides.
+    pub human_wait: Duration,
     /// The first message of a wake, delivered once ready.
     pub first: Option<Delivery>,
     /// How long a delivery waits for a free composer ([`crate::session::hold`]).
@@ -232,9 +236,9 @@ struct Session {
     mcp_up_at: Option<Instant>,
     /// When the screen first looked ready while the MCP client was still connecting.
     mcp_wait_since: Option<Instant>,
-    /// A human's choice for a boot menu the adapter did not know ([`SessionCmd::AnswerBootMenu`]),
-    /// keyed in until that menu leaves the screen.
-    menu_answer: Option<String>,
+    /// A human's choice for a boot menu the adapter did not know ([`SessionCmd::AnswerBootMenu`]):
+    /// the option's index among that menu's labels, keyed in while that menu shows.
+    menu_answer: Option<(usize, Vec<String>)>,
 }
 
 impl Session {

@@ -18,13 +18,18 @@ impl Session {
             .prompt_glyph()
             .and_then(|g| g.chars().next());
         let menu = marker.and_then(|m| crate::runtime::dialog::find_menu_with(&rows, m));
-        // A human's choice for a menu the adapter does not know goes first, while it shows.
-        let chosen = self.menu_answer.as_deref().and_then(|label| {
-            let step = crate::runtime::dialog::step_towards_with(&rows, marker?, label)?;
+        // A human's choice for a menu the adapter does not know goes first, while that very
+        // menu (the same labels) shows.
+        let chosen = self.menu_answer.as_ref().and_then(|(index, labels)| {
+            let shown = menu.as_ref()?;
+            let same = shown.options.iter().map(|o| &o.label).eq(labels.iter());
+            let step = crate::runtime::dialog::step_to_index(shown, *index).filter(|_| same)?;
             Some(crate::adapter::BootStep::Key {
                 bytes: crate::term::encode_keys(&[step.key_name()], false).unwrap_or_default(),
                 label: format!(
-                    "the boot menu as a human chose: {label} ({})",
+                    "the boot menu as a human chose: {}. {} ({})",
+                    index + 1,
+                    labels[*index],
                     step.key_name()
                 ),
             })
@@ -44,6 +49,7 @@ impl Session {
         match action {
             BootAction::Wait => {
                 if let Some(m) = open.filter(|_| ask) {
+                    boot.wait_for_human(now, self.cfg.human_wait);
                     self.emit(EventKind::Phase(
                         "waiting for a human to answer a dialog iapeer does not know \
                          (iapeer approvals)"
@@ -106,13 +112,13 @@ impl Session {
     }
 
     /// [`SessionCmd::AnswerBootMenu`]: key in the human's choice, or fail the boot.
-    pub(super) fn answer_boot_menu(&mut self, answer: Result<String, String>) {
+    pub(super) fn answer_boot_menu(&mut self, answer: Result<(usize, Vec<String>), String>) {
         if !matches!(self.state, State::Booting(_)) || self.kill.is_some() {
             return;
         }
         match answer {
-            Ok(label) => {
-                self.menu_answer = Some(label);
+            Ok(choice) => {
+                self.menu_answer = Some(choice);
                 self.evaluate_boot(Instant::now());
             }
             Err(reason) => self.fail_boot(crate::session::boot::BootFailure::Failed(reason)),
