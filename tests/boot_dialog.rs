@@ -148,6 +148,22 @@ fn denying_an_unknown_boot_dialog_ends_the_boot_at_once_with_the_reason() {
     env.wait_until("bob's session ended", Duration::from_secs(10), |e| {
         e.log("exits").contains("identity=echo-bob")
     });
+    assert!(
+        env.log("exits").contains("cause=dialog-refused"),
+        "{}",
+        env.log("exits")
+    );
+    // Refusals are no crashes: three more sends are each put to a human again, none is
+    // refused as crash-looping.
+    for _ in 0..3 {
+        let send = send_to_bob(&env);
+        let id = the_dialog(&env)["id"].as_str().unwrap().to_string();
+        env.ok(&["deny", &id]);
+        let out = send.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("a dialog iapeer does not know"), "{err}");
+        assert!(!err.contains("crash-looping"), "{err}");
+    }
     assert!(env.has_event("lifecycle", "wake-failed", &[("identity", "echo-bob")]));
     assert!(approvals(&env).is_empty());
 }

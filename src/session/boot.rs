@@ -47,6 +47,9 @@ pub enum BootFailure {
     /// The runtime showed a failure (e.g. "not logged in"), or the session could not be set
     /// up; the text says which.
     Failed(String),
+    /// A human refused the boot's unknown dialog (or nobody answered in time); the text says
+    /// why. Ends the session with [`Cause::DialogRefused`], which is no crash.
+    Refused(String),
 }
 
 impl BootFailure {
@@ -55,6 +58,7 @@ impl BootFailure {
         match self {
             BootFailure::TimedOut { .. } => Cause::BootTimeout,
             BootFailure::Failed(_) => Cause::KilledByDaemon,
+            BootFailure::Refused(_) => Cause::DialogRefused,
         }
     }
 }
@@ -65,7 +69,7 @@ impl std::fmt::Display for BootFailure {
             BootFailure::TimedOut { limit } => {
                 write!(f, "never became ready within {} s", limit.as_secs())
             }
-            BootFailure::Failed(reason) => f.write_str(reason),
+            BootFailure::Failed(reason) | BootFailure::Refused(reason) => f.write_str(reason),
         }
     }
 }

@@ -27,6 +27,9 @@ pub enum Cause {
     Removed,
     /// An ephemeral worker's wind-down (spec 05 §4): its task is done, or it never replied.
     WindDown,
+    /// A human refused to answer a dialog at boot that iapeer does not know (`iapeer deny`,
+    /// or nobody answered in time): not a crash, so not a death for the crash-loop guard.
+    DialogRefused,
 }
 
 impl Cause {
@@ -42,6 +45,7 @@ impl Cause {
             Cause::Replaced => "replaced",
             Cause::Removed => "removed",
             Cause::WindDown => "wind-down",
+            Cause::DialogRefused => "dialog-refused",
         }
     }
 

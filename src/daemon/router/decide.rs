@@ -147,7 +147,8 @@ pub(crate) fn head_step(head: Head, presence: Presence) -> HeadStep {
 
 /// Whether a session's end counts as a death (crash-loop guard, spec 05 §2 step 5 and
 /// "a session that died during the wake counts as a death"): the child exited on its own,
-/// it missed the boot deadline, or the daemon ended it because its boot failed.
+/// it missed the boot deadline, or the daemon ended it because its boot failed — not when a
+/// human refused its unknown boot dialog ([`Cause::DialogRefused`]).
 pub(crate) fn counts_as_death(cause: Cause, boot_failed: bool) -> bool {
     matches!(cause, Cause::ChildExit | Cause::BootTimeout)
         || (cause == Cause::KilledByDaemon && boot_failed)

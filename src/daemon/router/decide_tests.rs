@@ -397,6 +397,8 @@ fn which_ends_count_as_deaths() {
     ] {
         assert!(!counts_as_death(cause, false), "{cause:?}");
     }
+    // A human who refused a boot's unknown dialog did not see a crash.
+    assert!(!counts_as_death(Cause::DialogRefused, true));
     assert!(after_exit(&exit(AGENT, Cause::BootTimeout)).record_death);
     assert!(!after_exit(&exit(AGENT, Cause::IdleSleep)).record_death);
 }

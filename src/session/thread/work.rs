@@ -121,7 +121,7 @@ impl Session {
                 self.menu_answer = Some(choice);
                 self.evaluate_boot(Instant::now());
             }
-            Err(reason) => self.fail_boot(crate::session::boot::BootFailure::Failed(reason)),
+            Err(reason) => self.fail_boot(crate::session::boot::BootFailure::Refused(reason)),
         }
     }
 
