@@ -201,6 +201,11 @@ fn codex_turn_is_interrupted() {
         "--message",
         "echo: wake up",
     ]);
+    // The wake's own turn ends first: a message sent into it is queued, and Esc would then
+    // end that turn and submit the queued one at once (Codex's "press esc to interrupt and
+    // send immediately") — a new turn, still held. (A wake now takes ~0.4 s: the next send
+    // came while that turn ran.)
+    crate::busy::wait_idle(&env, "codex-cx");
     env.ok(&[
         "send",
         "cx",
