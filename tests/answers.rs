@@ -7,7 +7,6 @@ use crate::common;
 use common::TestEnv;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Install router runtime `name` running `script` (a `/bin/sh` script) and create peer
@@ -134,7 +133,7 @@ fn senders_in_flight_at_sigterm_are_answered_and_logged() {
     });
     let senders: Vec<_> = (0..3)
         .map(|i| {
-            env.cmd(&[
+            env.spawn(&[
                 "send",
                 "deaf",
                 "--from",
@@ -142,10 +141,6 @@ fn senders_in_flight_at_sigterm_are_answered_and_logged() {
                 "--message",
                 &format!("in flight {i}"),
             ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
         })
         .collect();
     // Time for the three to reach the router and be held (they wait 60 s there).

@@ -34,12 +34,17 @@ fn gated_world(timeout_ms: &str) -> (TestEnv, AnthropicStandIn) {
         ("IAPEER_APPROVAL_TIMEOUT_MS", timeout_ms),
         ("IAP_HOST_LIVENESS_GRACE_MS", "10000"),
     ]);
-    // The profile is read at each launch: marking it before the first wake gates the peer.
-    let profile = env.peer_dir("cb").join(".iapeer/peer-profile.json");
+    mark_gated(&env, "cb");
+    (env, api)
+}
+
+/// Set `approval_mode: "gated"` in `peer`'s profile. It is read at each launch: marked
+/// before the first wake, the peer is gated.
+fn mark_gated(env: &TestEnv, peer: &str) {
+    let profile = env.peer_dir(peer).join(".iapeer/peer-profile.json");
     let mut p: Value = serde_json::from_str(&common::read(&profile)).unwrap();
     p["approval_mode"] = "gated".into();
     std::fs::write(&profile, p.to_string()).unwrap();
-    (env, api)
 }
 
 /// A message `touch <name>` makes the model ask for `touch <dir>/<name>` through Bash, once
@@ -455,10 +460,7 @@ fn gated_codex_world(timeout_ms: &str) -> (TestEnv, OpenAiStandIn) {
     let text = common::read(&config);
     assert!(!text.contains("[features]"), "{text}");
     std::fs::write(&config, format!("{text}\n[features]\nhooks = false\n")).unwrap();
-    let profile = env.peer_dir("cx").join(".iapeer/peer-profile.json");
-    let mut p: Value = serde_json::from_str(&common::read(&profile)).unwrap();
-    p["approval_mode"] = "gated".into();
-    std::fs::write(&profile, p.to_string()).unwrap();
+    mark_gated(&env, "cx");
     (env, api)
 }
 

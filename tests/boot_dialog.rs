@@ -4,7 +4,7 @@
 //! the wake goes on), chooses another option by number or label, or denies (the boot ends
 //! at once with the reason).
 
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -36,7 +36,7 @@ fn world_with(vars: &[(&str, &str)]) -> TestEnv {
 
 /// `iapeer send bob` from alice, in the background (the wake waits for the human).
 fn send_to_bob(env: &TestEnv) -> Child {
-    env.cmd(&[
+    env.spawn(&[
         "send",
         "bob",
         "--from",
@@ -44,10 +44,6 @@ fn send_to_bob(env: &TestEnv) -> Child {
         "--message",
         "echo: after the dialog",
     ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("spawn iapeer send")
 }
 
 /// The pending approvals (`approvals --json`).

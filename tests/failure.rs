@@ -6,7 +6,7 @@ use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
 use common::{alive, describe, TestEnv};
@@ -50,11 +50,7 @@ fn mcp_send(port: u16, to: &str) -> std::thread::JoinHandle<String> {
 }
 
 fn send(env: &TestEnv, to: &str, message: &str) -> Child {
-    env.cmd(&["send", to, "--from", "echo-alice", "--message", message])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn iapeer send")
+    env.spawn(&["send", to, "--from", "echo-alice", "--message", message])
 }
 
 #[test]

@@ -7,7 +7,7 @@ use crate::common;
 
 use common::{alive, describe, TestEnv};
 use std::collections::HashMap;
-use std::process::{Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 type Line = HashMap<String, String>;
@@ -390,7 +390,7 @@ fn a_busy_session_is_not_reaped_until_its_reply_is_done() {
 fn concurrent_sends_to_an_asleep_peer_wake_it_once() {
     let env = alice_and_bob(&[]);
     let spawn = |msg: &str| {
-        env.cmd(&[
+        env.spawn(&[
             "send",
             "bob",
             "--from",
@@ -399,10 +399,6 @@ fn concurrent_sends_to_an_asleep_peer_wake_it_once() {
             msg,
             "--json",
         ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn send")
     };
     let (a, b) = (spawn("echo: from a"), spawn("echo: from b"));
     let outs = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()];
@@ -431,12 +427,7 @@ fn concurrent_sends_to_an_asleep_peer_wake_it_once() {
 
 /// Spawn a second `iapeer daemon` on the same root and wait (bounded) for it to exit.
 fn second_daemon(env: &TestEnv) -> Output {
-    let mut child = env
-        .cmd(&["daemon"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn daemon");
+    let mut child = env.spawn(&["daemon"]);
     let start = Instant::now();
     while child.try_wait().unwrap().is_none() {
         if start.elapsed() > Duration::from_secs(15) {
@@ -554,19 +545,14 @@ fn stop_during_a_wake_fails_the_waiting_send_promptly() {
     // The default boot deadline (240 s) would keep the sender waiting; stop must not.
     let env = alice_and_bob(&[]);
     env.launch_env("bob", "echo", "PEER_START_ARGS=--no-prompt\n");
-    let sender = env
-        .cmd(&[
-            "send",
-            "bob",
-            "--from",
-            "echo-alice",
-            "--message",
-            "echo: hi",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let sender = env.spawn(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "echo: hi",
+    ]);
     env.wait_until("bob is booting", Duration::from_secs(10), |e| {
         !bob_wakes(e).is_empty()
     });

@@ -83,6 +83,16 @@ impl TestEnv {
         c
     }
 
+    /// Start the real binary with `args` in the background, stdout and stderr piped (read
+    /// them with `wait_with_output`).
+    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        self.cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn `iapeer {}`: {e}", args.join(" ")))
+    }
+
     /// Run and return the output, whatever the exit code.
     pub fn run(&self, args: &[&str]) -> Output {
         self.cmd(args).output().expect("run iapeer")

@@ -164,19 +164,17 @@ impl Router {
     /// The session of `identity` became ready: a boot menu still asked about was answered
     /// on its screen (by someone attached); its request is closed.
     pub(crate) fn close_boot_menus_of(&mut self, identity: &Identity) {
-        for p in self.approvals.of_identity(identity) {
-            if matches!(p.reply, Asker::BootMenu { .. }) {
-                self.lifecycle(
-                    Event::new("approval-closed")
-                        .field("id", &p.id)
-                        .field("identity", p.identity.to_string())
-                        .field("tool", &p.tool)
-                        .field("reason", "the session went on: answered on its screen"),
-                );
-                self.answer_waiters();
-            } else {
-                self.approvals.open(p);
-            }
+        let menus = self
+            .approvals
+            .take_where(|p| &p.identity == identity && matches!(p.reply, Asker::BootMenu { .. }));
+        for p in menus {
+            self.lifecycle(
+                Event::new("approval-closed")
+                    .field("id", &p.id)
+                    .field("identity", p.identity.to_string())
+                    .field("tool", &p.tool)
+                    .field("reason", "the session went on: answered on its screen"),
+            );
         }
     }
 

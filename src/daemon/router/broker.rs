@@ -187,7 +187,8 @@ impl<R, W> Broker<R, W> {
         std::mem::take(&mut self.pending).into_values().collect()
     }
 
-    fn take_where(&mut self, f: impl Fn(&Pending<R>) -> bool) -> Vec<Pending<R>> {
+    /// Take out every prompt `f` picks.
+    pub fn take_where(&mut self, f: impl Fn(&Pending<R>) -> bool) -> Vec<Pending<R>> {
         let ids: Vec<String> = self
             .pending
             .values()

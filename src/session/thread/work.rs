@@ -6,6 +6,29 @@ use super::*;
 /// How soon a delivery waiting behind a dialog it answered looks at the screen again.
 const DIALOG_RECHECK: Duration = Duration::from_millis(150);
 
+/// The key for a human's choice `index` of the boot menu with `labels`, while that very menu
+/// is `shown`: a marker move or Enter, or a wait while it is mid-redraw; `None` once another
+/// screen (or none) shows.
+fn human_menu_step(
+    shown: Option<&crate::runtime::dialog::Menu>,
+    index: usize,
+    labels: &[String],
+) -> Option<crate::adapter::BootStep> {
+    let shown = shown.filter(|m| m.options.iter().map(|o| &o.label).eq(labels.iter()))?;
+    Some(match crate::runtime::dialog::step_to_index(shown, index) {
+        Some(step) => crate::adapter::BootStep::Key {
+            bytes: crate::term::encode_keys(&[step.key_name()], false).unwrap_or_default(),
+            label: format!(
+                "the boot menu as a human chose: {}. {} ({})",
+                index + 1,
+                labels[index],
+                step.key_name()
+            ),
+        },
+        None => crate::adapter::BootStep::Wait,
+    })
+}
+
 impl Session {
     pub(super) fn evaluate_boot(&mut self, now: Instant) {
         let State::Booting(boot) = &mut self.state else {
@@ -19,29 +42,22 @@ impl Session {
             .and_then(|g| g.chars().next());
         let menu = marker.and_then(|m| crate::runtime::dialog::find_menu_with(&rows, m));
         // A human's choice for a menu the adapter does not know goes first, while that very
-        // menu (the same labels) shows.
-        let chosen = self.menu_answer.as_ref().and_then(|(index, labels)| {
-            let shown = menu.as_ref()?;
-            let same = shown.options.iter().map(|o| &o.label).eq(labels.iter());
-            let step = crate::runtime::dialog::step_to_index(shown, *index).filter(|_| same)?;
-            Some(crate::adapter::BootStep::Key {
-                bytes: crate::term::encode_keys(&[step.key_name()], false).unwrap_or_default(),
-                label: format!(
-                    "the boot menu as a human chose: {}. {} ({})",
-                    index + 1,
-                    labels[*index],
-                    step.key_name()
-                ),
-            })
-        });
-        if chosen.is_none() {
+        // menu (the same labels) shows; mid-redraw (no single marker) it waits. Once the
+        // menu is gone the choice is spent.
+        let chosen = self
+            .menu_answer
+            .as_ref()
+            .and_then(|(index, labels)| human_menu_step(menu.as_ref(), *index, labels));
+        let answering = chosen.is_some();
+        if !answering {
             self.menu_answer = None;
         }
         let step = chosen.unwrap_or_else(|| self.cfg.adapter.boot_step(&self.screen));
         let hash = hash_text(&self.screen.text());
         // Only a menu the adapter has no key for counts as unknown: not one whose key is
-        // held for the key gap or sent again after KEY_RETRY (a slow dialog under load).
-        let adapter_waits = matches!(step, crate::adapter::BootStep::Wait);
+        // held for the key gap or sent again after KEY_RETRY (a slow dialog under load), nor
+        // one a human's answer is being keyed into.
+        let adapter_waits = !answering && matches!(step, crate::adapter::BootStep::Wait);
         let open = menu.filter(|m| adapter_waits && m.cursor.is_some());
         let action = boot.evaluate(now, step, hash);
         let ask = boot.unanswered_menu(now, open.is_some(), hash);
@@ -449,5 +465,36 @@ impl Session {
                 self.kill = Some((cause, now + KILL_GRACE));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_menu_step;
+    use crate::adapter::BootStep;
+    use crate::runtime::dialog::find_menu;
+
+    fn labels(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_human_choice_is_keyed_only_into_its_own_menu() {
+        let rows = ["Q?", "❯ 1. A", "  2. A", "  3. B"];
+        let menu = find_menu(&rows).unwrap();
+        let ours = labels(&["A", "A", "B"]);
+        let key = |step: Option<BootStep>| match step {
+            Some(BootStep::Key { label, .. }) => label,
+            other => format!("{other:?}"),
+        };
+        assert!(key(human_menu_step(Some(&menu), 1, &ours)).ends_with("2. A (Down)"));
+        assert!(key(human_menu_step(Some(&menu), 0, &ours)).ends_with("1. A (Enter)"));
+        // Another menu, or none: the choice is spent.
+        assert_eq!(human_menu_step(Some(&menu), 0, &labels(&["A", "B"])), None);
+        assert_eq!(human_menu_step(None, 0, &ours), None);
+        // Mid-redraw (two markers): wait.
+        let torn = ["Q?", "❯ 1. A", "❯ 2. A", "  3. B"];
+        let menu = find_menu(&torn).unwrap();
+        assert_eq!(human_menu_step(Some(&menu), 1, &ours), Some(BootStep::Wait));
     }
 }
