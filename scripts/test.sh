@@ -7,9 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # What of the environment can change how an agent CLI draws its screen (stop 16 failed on
-# NO_COLOR=1, set by the CI runner): names and values, so a failure elsewhere can be matched.
+# NO_COLOR=1 or CI=true, set by CI runners): names and values, so a failure elsewhere can be matched.
 echo "== environment that reaches the agents' terminals"
-env | grep -E '^(TERM|COLORTERM|NO_COLOR|FORCE_COLOR|CLICOLOR|CLICOLOR_FORCE|CI|LANG|LC_[A-Z]+|TZ|COLUMNS|LINES)=' | sort || true
+env | grep -E '^(TERM|COLORTERM|NO_COLOR|FORCE_COLOR|CLICOLOR|CLICOLOR_FORCE|CI|CONTINUOUS_INTEGRATION|LANG|LC_[A-Z]+|TZ|COLUMNS|LINES)=' | sort || true
 echo "nproc=$(nproc) user=$(id -un)"
 
 echo "== cargo fmt --check"

@@ -151,7 +151,7 @@ pub fn stub(runtime: &str) -> String {
          # Every other KEY=VALUE becomes an environment variable of the session; a PATH set\n\
          # here replaces the inherited one. PEER_PERSONALITY, PEER_RUNTIME, PEER_IDENTITY and\n\
          # IAPEER_TOKEN are set by iapeer and cannot be changed here; TERM, COLORTERM and the\n\
-         # colour switches (NO_COLOR, FORCE_COLOR, CLICOLOR, CLICOLOR_FORCE) neither: iapeer\n\
+         # colour switches (NO_COLOR, FORCE_COLOR, CLICOLOR, CLICOLOR_FORCE, CI) neither: iapeer\n\
          # reads the agent's screen by its colours.\n",
     );
     s.push_str(match runtime {
@@ -265,7 +265,7 @@ export
 # Every other KEY=VALUE becomes an environment variable of the session; a PATH set
 # here replaces the inherited one. PEER_PERSONALITY, PEER_RUNTIME, PEER_IDENTITY and
 # IAPEER_TOKEN are set by iapeer and cannot be changed here; TERM, COLORTERM and the
-# colour switches (NO_COLOR, FORCE_COLOR, CLICOLOR, CLICOLOR_FORCE) neither: iapeer
+# colour switches (NO_COLOR, FORCE_COLOR, CLICOLOR, CLICOLOR_FORCE, CI) neither: iapeer
 # reads the agent's screen by its colours.
 #ANTHROPIC_BASE_URL=http://127.0.0.1:8080
 # Claude refuses to skip permission prompts as root unless it is told it runs

@@ -100,6 +100,20 @@ pub(crate) fn wait_idle(env: &TestEnv, identity: &str) {
     });
 }
 
+/// Wait (60 s at most) until `identity`'s screen shows `answer` (a reply the stand-in gives
+/// only to the turn waited for) and no turn in progress. Unlike [`wait_idle`] alone this
+/// cannot pass in the moment between a delivery and the runtime drawing its busy line.
+pub(crate) fn wait_answered(env: &TestEnv, identity: &str, answer: &str) {
+    env.wait_until(
+        &format!("the turn that answers {answer:?} is over"),
+        Duration::from_secs(60),
+        |e| {
+            let s = e.screen(identity);
+            s.contains(answer) && !s.to_lowercase().contains("esc to interrupt")
+        },
+    );
+}
+
 /// Rounds of one held turn with several sends into it; returns (sent, queued) and checks
 /// every answer: exit 0, and either delivered or queued by the runtime.
 fn busy_rounds(

@@ -652,6 +652,10 @@ pub const NOT_KNOBS: &[(&str, &str)] = &[
         "Claude Code's own: with CLAUDE_CONFIG_DIR it names the project folder iapeer reads",
     ),
     (
+        "NO_COLOR",
+        "inherited, but never passed to an agent, as FORCE_COLOR, CLICOLOR, CLICOLOR_FORCE, CI and CONTINUOUS_INTEGRATION are not: each can make an agent CLI draw without colours, and iapeer tells a composer's dim placeholder from typed text by its colour",
+    ),
+    (
         "IAPEER_TEST_PYTHON",
         "test-only: the Python that checks the launchd plist with plistlib (default /usr/bin/python3)",
     ),

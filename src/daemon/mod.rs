@@ -167,6 +167,22 @@ fn raise_fd_limit() {
     }
 }
 
+/// Name the colour switches of the daemon's environment that its agents will not get
+/// ([`crate::session::env::COLOUR_SWITCHES`]): a screen drawn without colours is the first
+/// thing to suspect when drafts are seen where none were typed.
+fn log_colour_switches() {
+    let set: Vec<String> = crate::session::env::COLOUR_SWITCHES
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| format!("{k}={v}")))
+        .collect();
+    if !set.is_empty() {
+        log::info!(
+            "kept from the agents' terminals (iapeer reads their screens by colour): {}",
+            set.join(" ")
+        );
+    }
+}
+
 fn init_logging(paths: &Paths) {
     use simplelog::{
         ColorChoice, CombinedLogger, ConfigBuilder, LevelFilter, SharedLogger, TermLogger,
@@ -248,6 +264,7 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
         log::warn!("{w}");
     }
     raise_fd_limit();
+    log_colour_switches();
     let sock = paths.socket();
     // Single instance: a lock held for the daemon's life, plus the spec's socket probe.
     let lock_path = paths.state_dir().join("daemon.lock");

@@ -64,13 +64,23 @@ pub fn describes_parent_terminal(key: &str) -> bool {
 
 /// Conventions that turn a program's colours off (or force a level): `NO_COLOR`,
 /// `FORCE_COLOR` (`0` turns colours off in Node's `chalk`/`supports-color`), `CLICOLOR`,
-/// `CLICOLOR_FORCE`. The pty is iapeer's terminal, not the user's, and iapeer reads the
-/// screen by its attributes: a composer placeholder is dim, typed text is not (spec 05 §7).
-/// With `NO_COLOR=1` (which CI runners set) Claude Code 2.1.332 draws its placeholders
-/// ("Press up to edit queued messages") plain, every placeholder read as a draft, and every
-/// message to a busy agent was held as if a human were typing. So these are removed from
-/// the child's environment, inherited or from `launch.env` alike, as `TERM` is always ours.
-pub const COLOUR_SWITCHES: [&str; 4] = ["NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE"];
+/// `CLICOLOR_FORCE`, and the CI markers `CI` and `CONTINUOUS_INTEGRATION` (with `CI` set,
+/// `supports-color` answers "no colours" before it looks at `COLORTERM`). The pty is
+/// iapeer's terminal, not the user's, and iapeer reads the screen by its attributes: a
+/// composer placeholder is dim, typed text is not (spec 05 §7). With `NO_COLOR=1` or
+/// `CI=true` (which CI runners set) Claude Code 2.1.332 draws its placeholders ("Press up to
+/// edit queued messages", "Resend your message to try again") plain, every placeholder was
+/// read as a draft, and every message to a busy agent was held as if a human were typing.
+/// So these are removed from the child's environment, inherited or from `launch.env` alike,
+/// as `TERM` is always ours.
+pub const COLOUR_SWITCHES: [&str; 6] = [
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "CI",
+    "CONTINUOUS_INTEGRATION",
+];
 
 /// A PATH for children when neither `launch.env` nor the daemon has one.
 pub fn default_path(home: Option<&Path>) -> String {
@@ -331,6 +341,8 @@ mod tests {
                 ("NO_COLOR", "1"),
                 ("CLICOLOR", "0"),
                 ("CLICOLOR_FORCE", "0"),
+                ("CI", "true"),
+                ("CONTINUOUS_INTEGRATION", "1"),
                 ("LANG", "C.UTF-8"),
             ],
         );

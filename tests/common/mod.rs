@@ -60,9 +60,10 @@ impl TestEnv {
             .env("IS_SANDBOX", "1")
             // No desktop notifications from human peers' inboxes in tests.
             .env("IAPEER_NOTIFY", "0")
-            // CI runners set it; the daemon must not pass it to the agents, whose dim
+            // CI runners set them; the daemon must not pass them to the agents, whose dim
             // composer placeholders would then read as drafts (session::env::COLOUR_SWITCHES).
             .env("NO_COLOR", "1")
+            .env("CI", "true")
             .env_remove("PEER_IDENTITY")
             .env_remove("PEER_PERSONALITY")
             .env_remove("PEER_RUNTIME")
