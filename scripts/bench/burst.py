@@ -14,7 +14,11 @@ POST /mcp with a unique `topic` and `Connection: close`, and reads the answer. P
              paste, settle, Enter, confirmation);
   overhead = latency - daemon: what the HTTP server, MCP decoding, preparation and the
              answer add around the delivery (the log's integer ms truncates, so overhead is
-             over-stated by < 1 ms; the Python client's own scheduling is in it too).
+             over-stated by < 1 ms; the Python client's own scheduling is in it too);
+  served   = the answer's `Server-Timing: total;dur=` (µs precision): the daemon's own time
+             from having read the whole request to its answer;
+  daemon overhead = served - daemon: the same overhead measured inside the daemon, without
+             the kernel's queues, the wait for this client's bytes and its scheduling.
 after    = the answer read minus the delivery.log line's `ts` (wall clocks, ms resolution):
              the part of the overhead after the router had the outcome (the HTTP thread's
              answer and this client's reading of it); the rest is before the router took it.
@@ -48,13 +52,14 @@ def raise_fd_limit(need):
 
 
 def parse_answer(raw):
-    """(HTTP status, Retry-After header or None, JSON-RPC message or None) of a raw answer."""
+    """(HTTP status, Retry-After header or None, JSON-RPC message or None, the daemon's
+    Server-Timing `total;dur=` in ms or None) of a raw answer."""
     head, _, body = raw.partition(b"\r\n\r\n")
     lines = head.decode(errors="replace").split("\r\n")
     try:
         status = int(lines[0].split()[1])
     except (IndexError, ValueError):
-        return 0, None, None
+        return 0, None, None, None
     headers = {}
     for line in lines[1:]:
         k, _, v = line.partition(":")
@@ -66,7 +71,14 @@ def parse_answer(raw):
         msg = json.loads(text) if text.strip() else None
     except ValueError:
         msg = None
-    return status, headers.get("retry-after"), msg
+    served = None
+    timing = headers.get("server-timing", "")
+    if timing.startswith("total;dur="):
+        try:
+            served = float(timing[len("total;dur="):])
+        except ValueError:
+            pass
+    return status, headers.get("retry-after"), msg, served
 
 
 async def _call(port, headers, body, gate):
@@ -90,10 +102,10 @@ async def _call(port, headers, body, gate):
     except OSError as e:
         return {"latency_ns": now() - t0, "connect_ns": 0, "send_ns": 0, "tail_ns": 0,
                 "status": 0, "error": str(e)}
-    status, retry, msg = parse_answer(raw)
+    status, retry, msg, served = parse_answer(raw)
     ok = bool(msg and ((msg.get("result") or {}).get("structuredContent") or {}).get("ok"))
     return {"latency_ns": t1 - t_sent, "connect_ns": t_conn - t0, "send_ns": t_sent - t_conn,
-            "tail_ns": t1 - t_first, "t1_wall": t1_wall, "status": status, "retry_after": retry, "ok": ok,
+            "tail_ns": t1 - t_first, "t1_wall": t1_wall, "status": status, "retry_after": retry, "ok": ok, "served_ms": served,
             "error": None if ok else (json.dumps(msg)[:200] if msg else raw[:200].decode(
                 errors="replace"))}
 
@@ -185,6 +197,10 @@ def run(world, identity, token, peers, calls, log):
         "daemon_ms": [a["daemon_ms"] for a in answers if "daemon_ms" in a],
         "overhead_ms": [a["latency_ns"] / 1e6 - a["daemon_ms"] for a in answers
                         if "daemon_ms" in a],
+        "served_ms": [a["served_ms"] for a in answers
+                      if "daemon_ms" in a and a.get("served_ms") is not None],
+        "served_overhead_ms": [a["served_ms"] - a["daemon_ms"] for a in answers
+                               if "daemon_ms" in a and a.get("served_ms") is not None],
         "after_ms": [a["after_ms"] for a in answers if "after_ms" in a],
         "threads_rest": at_rest, "threads_busiest": busiest,
         "thread_samples": sampler.samples, "live_sessions": len(world.sessions()),

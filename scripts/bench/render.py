@@ -153,6 +153,11 @@ def burst_lines(b):
                                 summary(b["daemon_ms"]), 1, f1))
         rows.append(latency_row("  overhead = latency - ms=", summary(b["overhead_ms"]), 1,
                                 f1))
+    if b.get("served_ms"):
+        rows.append(latency_row("  daemon's time (Server-Timing: request read .. answer)",
+                                summary(b["served_ms"]), 1, f1))
+        rows.append(latency_row("  daemon overhead = Server-Timing - ms=",
+                                summary(b["served_overhead_ms"]), 1, f1, "the target"))
     if b.get("after_ms"):
         rows.append(latency_row("    of it after the outcome (answer read - log ts)",
                                 summary(b["after_ms"]), 1, f1, "wall clocks, ms ts"))
@@ -194,8 +199,11 @@ WHAT EACH MEASURE IS
   Overhead = call latency minus that line's `ms=` (the router's time from taking the send to
   its outcome, including the wait behind the peer's other sends): accept, HTTP, MCP decoding,
   the trip to the router and the answer back. Integer ms, so overhead is over-stated by
-  < 1 ms; the single-threaded Python client's own lag is in it too. Threads sampled every
-  10 ms from /proc.
+  < 1 ms; the single-threaded Python client's own lag is in it too. The daemon measures
+  itself as well: each answer's `Server-Timing: total;dur=` is its time from having read the whole
+  request to the answer, and that minus `ms=` is the daemon's overhead per call, the
+  target's measure (without the kernel's queues, the wait for the client's bytes and the
+  client's lag, which the client-side overhead above keeps). Threads sampled every 10 ms from /proc.
 - Idle CPU: utime+stime from /proc/<pid>/stat (clock ticks) and summed task schedstat (ns)
   before/after the window; context switches ~ wakeups.
 """

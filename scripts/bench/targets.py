@@ -138,7 +138,8 @@ def item2_wake(r, rt, ready_settle_ms):
 def item3(r):
     b = r.get("burst")
     t_all = "1 000 concurrent tools/call to 20 live echo peers: all answered and delivered"
-    t_over = f"daemon overhead per call (latency - delivery.log ms=) p99 < {OVERHEAD_P99_MS} ms"
+    t_over = (f"daemon overhead per call (Server-Timing - delivery.log ms=) p99 < "
+              f"{OVERHEAD_P99_MS} ms")
     t_thr = f"daemon threads during the burst <= at rest + {POOL_THREADS} (preparation pool)"
     if b is None:
         why = "the burst phase was skipped (BENCH_BURST_CALLS=0)"
@@ -158,13 +159,18 @@ def item3(r):
         q = summary([c / MS - d for c, d in zip(calls, dms)])
         seq = (f"; one call at a time on a keep-alive connection: median {q['median']:.1f} "
                f"p99 {q['p99']:.1f} ms")
-    if b["overhead_ms"]:
-        o, lat = summary(b["overhead_ms"]), summary([x / MS for x in b["latency_ns"]])
+    if b.get("served_overhead_ms"):
+        o, lat = summary(b["served_overhead_ms"]), summary([x / MS for x in b["latency_ns"]])
+        c = summary(b["overhead_ms"])
         out.append(_line(o["p99"] < OVERHEAD_P99_MS, "3", t_over,
                          f"overhead median {o['median']:.1f} p99 {o['p99']:.1f} ms (n={o['n']});"
                          f" reference: call latency median {lat['median']:.0f} p99 "
                          f"{lat['p99']:.0f} ms, of which delivery.log ms= median "
-                         f"{summary(b['daemon_ms'])['median']:.0f}{seq}"))
+                         f"{summary(b['daemon_ms'])['median']:.0f}; seen by the client "
+                         f"(latency - ms=, with the accept queue and its own lag) median "
+                         f"{c['median']:.1f} p99 {c['p99']:.1f} ms{seq}"))
+    elif b["overhead_ms"]:
+        out.append(_not_measured("3", t_over, "the daemon's answers carry no Server-Timing"))
     else:
         out.append(_not_measured("3", t_over, "no call was delivered with a delivery.log line"))
     limit = b["threads_rest"] + POOL_THREADS

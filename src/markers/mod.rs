@@ -268,18 +268,25 @@ impl Markers {
 
     /// Note a delivered topic (spec 05 §3): moved to or added at the end, oldest dropped
     /// past [`TOPICS_KEPT`]. Returns whether the list changed (an empty topic never does).
+    /// (The daemon notes through its router's topic book, which writes with
+    /// [`Markers::write_topics`] once it has caught up.)
+    #[cfg(test)]
     pub fn note_topic(&self, topic: &str) -> Result<bool, MarkerError> {
         let mut topics = self.topics();
         if !note_topic_in(&mut topics, topic) {
             return Ok(false);
         }
+        self.write_topics(&topics)?;
+        Ok(true)
+    }
+
+    /// Replace the topic list with `topics` (oldest first, one per line), atomically. No
+    /// fsync: a power failure may cost the newest topics, so a later wake starts fresh.
+    pub fn write_topics(&self, topics: &[String]) -> Result<(), MarkerError> {
         let text: String = topics.iter().map(|t| format!("{t}\n")).collect();
         let path = self.path(TOPIC);
-        // Rewritten on every delivery with a new topic, on the router thread: no fsync
-        // (a power failure may cost the newest topics, so a later wake starts fresh).
         fsutil::replace_atomic(&path, text.as_bytes(), fsutil::MODE_PRIVATE)
-            .map_err(|source| write_error(path, source))?;
-        Ok(true)
+            .map_err(|source| write_error(path, source))
     }
 
     /// Empty the topic list (a fresh conversation begins).

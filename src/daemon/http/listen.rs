@@ -136,6 +136,9 @@ struct Conn {
     stream: TcpStream,
     buf: Vec<u8>,
     opened: Instant,
+    /// When its request had been read whole (head and body), for the answer's
+    /// `Server-Timing`; `None` until then.
+    read_at: Option<Instant>,
     deadline: Instant,
     stage: Stage,
 }
@@ -362,6 +365,7 @@ impl Acceptor {
                 stream,
                 buf: Vec::new(),
                 opened: now,
+                read_at: None,
                 deadline: now + HEAD_TIMEOUT,
                 stage: Stage::Head { scanned: 0 },
             },
@@ -428,6 +432,7 @@ impl Acceptor {
         let Some(c) = self.conns.get_mut(&t) else {
             return;
         };
+        c.read_at = Some(Instant::now());
         let Stage::Body {
             head, admitted, at, ..
         } = std::mem::replace(&mut c.stage, Stage::Linger { discarded: 0 })
@@ -600,7 +605,7 @@ impl Acceptor {
             return;
         };
         c.stage = Stage::Writing {
-            out: reply.to_http(head_only),
+            out: reply.to_http(head_only, c.read_at.map(|at| at.elapsed())),
             at: 0,
         };
         c.deadline = Instant::now() + WRITE_TIMEOUT;
@@ -799,7 +804,7 @@ fn admit_head(bytes: &[u8], shared: &Shared) -> Result<(RequestHead, Admitted), 
 /// One nonblocking write of a whole small answer; true when all of it was taken. A client
 /// whose socket buffer is full gets nothing more (the caller closes it).
 fn answer_now(stream: &impl AsRawWrite, reply: &Reply, head_only: bool) -> bool {
-    let bytes = reply.to_http(head_only);
+    let bytes = reply.to_http(head_only, None);
     matches!(stream.write_once(&bytes), Ok(n) if n == bytes.len())
 }
 

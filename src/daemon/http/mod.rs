@@ -117,6 +117,39 @@ pub struct HttpServerHandle {
     streams: streams::StreamWriter,
 }
 
+/// Backlog of the listening socket: connections the kernel completes before the acceptor
+/// takes them. The standard library's 128 overflowed when 1 000 agents called at once
+/// (issue 13 item 3): the kernel then dropped their handshakes and each retried a second
+/// later (`release .. connected` p90 1 013 ms in `scripts/bench.sh`). The kernel caps it at
+/// `net.core.somaxconn` (4096 on Linux since 5.4).
+pub const LISTEN_BACKLOG: i32 = 4096;
+
+/// A TCP listener on `127.0.0.1:<port>` (0 = any free port) with [`LISTEN_BACKLOG`], close-on-exec
+/// and `SO_REUSEADDR` (as the standard library's `TcpListener::bind` sets, so a restarted
+/// daemon rebinds a port whose old connections linger in `TIME_WAIT`).
+///
+/// Errors: the socket, bind or listen error (port in use: `AddrInUse`).
+pub fn bind_loopback(port: u16) -> io::Result<TcpListener> {
+    use nix::sys::socket::{
+        bind, listen, setsockopt, socket, sockopt, AddressFamily, Backlog, SockFlag, SockType,
+        SockaddrIn,
+    };
+    let fd = socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    setsockopt(&fd, sockopt::ReuseAddr, &true)?;
+    let [a, b, c, d] = Ipv4Addr::LOCALHOST.octets();
+    bind(
+        std::os::fd::AsRawFd::as_raw_fd(&fd),
+        &SockaddrIn::new(a, b, c, d, port),
+    )?;
+    listen(&fd, Backlog::new(LISTEN_BACKLOG)?)?;
+    Ok(TcpListener::from(fd))
+}
+
 /// Bind `127.0.0.1:<cfg.port>` and start serving MCP (and the fleet API when `fleet` is
 /// given), holding at most [`listen::conn_limit`] connections plus [`listen::stream_limit`]
 /// fleet event streams for the process's current soft `RLIMIT_NOFILE`.
@@ -127,7 +160,7 @@ pub fn start(
     backend: Arc<dyn Backend>,
     fleet: Option<Arc<Fleet>>,
 ) -> io::Result<HttpServerHandle> {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, cfg.port))?;
+    let listener = bind_loopback(cfg.port)?;
     let port = listener.local_addr()?.port();
     let shared = Arc::new(Shared {
         port,

@@ -101,7 +101,11 @@ impl Reply {
     /// `Content-Length`, our headers, the body unless `head_only`), plus `Connection: close`
     /// right after the status line: the server closes every connection after one answer, and
     /// `tiny_http`'s `Response` refuses to carry a `Connection` header itself.
-    pub fn to_http(&self, head_only: bool) -> Vec<u8> {
+    /// `served_in`, when given, is added as `Server-Timing: total;dur=<ms>` (W3C Server
+    /// Timing; milliseconds with µs precision): the daemon's time from having read the whole
+    /// request to this answer, which `scripts/bench.sh` sets against the delivery's own
+    /// time to find the daemon's overhead per call (issue 13 item 3).
+    pub fn to_http(&self, head_only: bool, served_in: Option<std::time::Duration>) -> Vec<u8> {
         let mut response = Response::from_data(self.body.clone())
             .with_status_code(self.status)
             .with_chunked_threshold(usize::MAX);
@@ -126,6 +130,10 @@ impl Reply {
             status_line_end..status_line_end,
             b"Connection: close\r\n".iter().copied(),
         );
+        if let Some(d) = served_in {
+            let line = format!("Server-Timing: total;dur={:.3}\r\n", d.as_secs_f64() * 1e3);
+            out.splice(status_line_end..status_line_end, line.bytes());
+        }
         out
     }
 }

@@ -3,7 +3,7 @@
 
 use super::decide::{boot_failure_fails_head, delivery_failure, DeliveryFailure};
 use super::endpoint::Job;
-use super::{logged, Router};
+use super::Router;
 use crate::daemon::route::Refusal;
 use crate::eventlog::Event;
 use crate::names::Identity;
@@ -206,7 +206,13 @@ impl Router {
                 }
                 if let Some(topic) = p.envelope.topic.clone() {
                     let changed = job.kind == RuntimeKind::Agent
-                        && logged(self.markers(identity).note_topic(&topic)).unwrap_or(false);
+                        && self.topics.note(&self.paths, identity, &topic);
+                    if changed && self.topics.arm() {
+                        self.set_timer(
+                            self.now.at + super::topics::FLUSH_AFTER,
+                            super::Timer::TopicFlush,
+                        );
+                    }
                     if changed {
                         self.lifecycle(
                             Event::new("topic-note")

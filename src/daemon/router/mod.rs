@@ -25,6 +25,7 @@ mod state;
 mod stop;
 mod storms;
 mod tick;
+mod topics;
 mod verbs;
 
 use std::time::{Duration, Instant};
@@ -170,6 +171,8 @@ pub(crate) enum Timer {
     /// Check pending approvals for their deadline and for a hook that left
     /// (`approvals.rs`).
     ApprovalSweep,
+    /// Write the topic lists that deliveries changed (`topics.rs`).
+    TopicFlush,
 }
 
 /// The router's state.
@@ -208,6 +211,8 @@ pub struct Router {
     pub(crate) approvals: broker::Broker<approvals::Asker, ReplyTo>,
     /// A [`Timer::ApprovalSweep`] is set.
     pub(crate) sweep_armed: bool,
+    /// Topic lists noted by deliveries, written once the router has caught up.
+    pub(crate) topics: topics::TopicBook,
 }
 
 /// Most threads preparing sends at once (a burst of sends queues behind them).
@@ -252,6 +257,7 @@ impl Router {
             notices,
             approvals: broker::Broker::default(),
             sweep_armed: false,
+            topics: topics::TopicBook::default(),
         }
     }
 
@@ -272,7 +278,10 @@ impl Router {
                         self.now = Now::read();
                         self.on_msg(m)
                     }
-                    Err(_) => return,
+                    Err(_) => {
+                        self.topics.flush(&self.paths);
+                        return;
+                    }
                 },
                 recv(session_rx) -> ev => {
                     if let Ok(ev) = ev {
@@ -285,6 +294,7 @@ impl Router {
             self.now = Now::read();
             self.fire_timers(self.now.at);
             if self.shutdown.is_some() && self.live.is_empty() {
+                self.topics.flush(&self.paths);
                 if let Some(done) = self.shutdown.take() {
                     let _ = done.send(());
                 }
@@ -316,6 +326,7 @@ impl Router {
             Timer::GoneDeadline(id) => self.live.expire_gone_waiter(id),
             Timer::SendDeadline(job) => self.send_deadline(job),
             Timer::ApprovalSweep => self.on_approval_sweep(),
+            Timer::TopicFlush => self.topics.flush(&self.paths),
             Timer::ShutdownDeadline => {
                 log::warn!(
                     "shutdown: {} session(s) did not end in time",
@@ -354,7 +365,13 @@ impl Router {
             return;
         }
         match msg {
-            RouterMsg::Control { req, reply } => self.on_request(*req, reply),
+            RouterMsg::Control { req, reply } => {
+                // Verbs other than a send may read or move the topic files.
+                if !matches!(*req, Request::Send { .. }) {
+                    self.topics.flush(&self.paths);
+                }
+                self.on_request(*req, reply)
+            }
             RouterMsg::Mcp { creds, args, reply } => {
                 let token_identity = creds
                     .session_token

@@ -449,3 +449,41 @@ fn a_stalled_head_times_out() {
     assert!(started.elapsed() < super::listen::HEAD_TIMEOUT + Duration::from_secs(2));
     srv.shutdown();
 }
+
+/// Issue 13 item 3: a burst of connections finds room in the kernel's accept queue before the
+/// acceptor takes any. With the standard library's backlog of 128 the 130th handshake was
+/// dropped (the client retries a second later); with [`LISTEN_BACKLOG`] all 600 complete at
+/// once. Nothing accepts here, so only the queue holds them.
+#[test]
+fn a_burst_of_connections_is_queued_not_dropped_before_the_acceptor_takes_them() {
+    let listener = bind_loopback(0).unwrap();
+    let addr = listener.local_addr().unwrap();
+    assert!(addr.ip().is_loopback());
+    let mut held = Vec::new();
+    for i in 0..600 {
+        match TcpStream::connect_timeout(&addr, Duration::from_millis(300)) {
+            Ok(s) => held.push(s),
+            Err(e) => panic!("connection {i} was not queued ({e}): the backlog is too small"),
+        }
+    }
+    // The same port cannot be bound twice while it listens.
+    let again = bind_loopback(addr.port()).unwrap_err();
+    assert_eq!(again.kind(), std::io::ErrorKind::AddrInUse, "{again}");
+}
+
+/// Every answer to a request read whole says how long the daemon took over it
+/// (`Server-Timing: total;dur=<ms>`): here a send the backend takes 200 ms over.
+#[test]
+fn the_answer_carries_the_daemon_s_time_in_server_timing() {
+    let rec = Rec::new(200, None);
+    let mut srv = server(None, &rec);
+    let r = mcp_post(srv.port(), &[], &send_call(1, "boris"));
+    assert_eq!(r.status, 200);
+    let timing = r.header("server-timing").expect("a Server-Timing header");
+    let ms: f64 = timing
+        .strip_prefix("total;dur=")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("not total;dur=<ms>: {timing}"));
+    assert!((200.0..2000.0).contains(&ms), "{timing}");
+    srv.shutdown();
+}

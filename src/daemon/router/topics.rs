@@ -1,0 +1,128 @@
+//! The topic lists that deliveries note (spec 05 §3), written when the router has caught up
+//! rather than on every delivery (issue 13 item 3).
+//!
+//! Each delivery with a topic changes its session's list (`<id>.topic`). Rewriting the file
+//! (a new file renamed over the old) on the router thread for each of them took most of the
+//! router's time in a burst of 1 000 calls: ext4 writes the new file's blocks out at the
+//! rename and frees the old one's, on a disk mounted with `discard` synchronously. So a
+//! changed list waits here, and the waiting lists are written [`FLUSH_AFTER`] after the
+//! first change (the router's `TopicFlush` timer), before a launch decides fresh or resume
+//! from the files, before any control request other than a send (`rename`, `remove`,
+//! `new`, … touch the files), and when the router ends. A burst of sends to 20 peers costs
+//! 20 writes per [`FLUSH_AFTER`]. The file keeps its format; the router's own reads go
+//! through [`TopicBook::note`], which starts from the waiting list. What a crash loses is
+//! what the unsynced rename could lose before: the newest topics (a later wake of that
+//! session starts fresh instead of resuming).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::markers::{note_topic_in, Markers};
+use crate::names::Identity;
+use crate::paths::Paths;
+
+/// How long after a list changes the waiting lists are written at the latest.
+pub(crate) const FLUSH_AFTER: Duration = Duration::from_millis(200);
+
+/// Topic lists changed since they were last written, by identity.
+#[derive(Debug, Default)]
+pub(crate) struct TopicBook {
+    waiting: BTreeMap<Identity, Vec<String>>,
+    /// A flush is due (the router's timer is set).
+    armed: bool,
+}
+
+impl TopicBook {
+    /// Note `topic` as delivered to `identity` (spec 05 §3: moved to or added at the end,
+    /// at most 16 kept). The list starts from the waiting one, else the file. True when the
+    /// list changed (an empty topic never changes it); the change waits for [`Self::flush`].
+    pub(crate) fn note(&mut self, paths: &Paths, identity: &Identity, topic: &str) -> bool {
+        let mut list = match self.waiting.get(identity) {
+            Some(list) => list.clone(),
+            None => Markers::new(paths, identity).topics(),
+        };
+        if !note_topic_in(&mut list, topic) {
+            return false;
+        }
+        self.waiting.insert(identity.clone(), list);
+        true
+    }
+
+    /// True when no list waits to be written.
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.waiting.is_empty()
+    }
+
+    /// Mark a flush as due; true when none was (the caller sets the timer).
+    pub(crate) fn arm(&mut self) -> bool {
+        !std::mem::replace(&mut self.armed, true)
+    }
+
+    /// Write every waiting list to its file (atomically); a failure is logged and that list
+    /// is dropped, as a failed write on delivery was before.
+    pub(crate) fn flush(&mut self, paths: &Paths) {
+        self.armed = false;
+        for (identity, list) in std::mem::take(&mut self.waiting) {
+            if let Err(e) = Markers::new(paths, &identity).write_topics(&list) {
+                log::warn!("{e}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ident(s: &str) -> Identity {
+        Identity::parse(s).unwrap()
+    }
+
+    #[test]
+    fn notes_wait_for_the_flush_and_build_on_each_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path().join("root"));
+        let bob = ident("claude-bob");
+        Markers::new(&paths, &bob)
+            .write_topics(&["old".into()])
+            .unwrap();
+        let mut book = TopicBook::default();
+        assert!(book.note(&paths, &bob, "a"));
+        assert!(book.note(&paths, &bob, "b"));
+        assert!(!book.note(&paths, &bob, "b"), "already the most recent");
+        assert!(book.note(&paths, &bob, "old"), "moves to the end");
+        assert!(!book.note(&paths, &bob, " "), "a blank topic is no topic");
+        // Nothing written yet: the file still has what it had.
+        assert_eq!(Markers::new(&paths, &bob).topics(), vec!["old"]);
+        assert!(!book.is_empty());
+        assert!(book.arm(), "the first change sets the timer");
+        assert!(!book.arm(), "one timer at a time");
+        book.flush(&paths);
+        assert!(book.is_empty());
+        assert!(book.arm(), "after a flush the next change sets it again");
+        assert_eq!(Markers::new(&paths, &bob).topics(), vec!["a", "b", "old"]);
+    }
+
+    #[test]
+    fn a_flush_writes_each_identity_s_own_list_and_keeps_sixteen() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path().join("root"));
+        let (bob, ann) = (ident("claude-bob"), ident("codex-ann"));
+        let mut book = TopicBook::default();
+        for i in 0..40 {
+            book.note(&paths, &bob, &format!("t{i}"));
+        }
+        book.note(&paths, &ann, "x");
+        book.flush(&paths);
+        let bobs = Markers::new(&paths, &bob).topics();
+        assert_eq!(bobs.len(), 16);
+        assert_eq!(bobs.first().map(String::as_str), Some("t24"));
+        assert_eq!(bobs.last().map(String::as_str), Some("t39"));
+        assert_eq!(Markers::new(&paths, &ann).topics(), vec!["x"]);
+        // After the flush a note starts from the file again.
+        assert!(book.note(&paths, &ann, "y"));
+        book.flush(&paths);
+        assert_eq!(Markers::new(&paths, &ann).topics(), vec!["x", "y"]);
+    }
+}
