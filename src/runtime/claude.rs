@@ -14,6 +14,16 @@ use super::{
 };
 use crate::term::{encode_keys, Screen};
 
+/// How long after the agent's MCP client listed the daemon's tools a Claude Code boot still
+/// waits before its first message (issue 13 item 2). Claude Code 2.1.332 answers nothing
+/// when the tool joins its state: its MCP connection handler queues the new server's tools
+/// and applies its queue on a 16 ms timer (`rr=16` beside `applyQueuedUpdates` in its
+/// bundle), and a message typed before that went to the model without `send_to_peer` (seen
+/// once in CI under load, with no wait at all). 20 of 20 wakes with no wait, 10 of them
+/// beside three CPU burners, had the tool in their first request; 100 ms is six times the
+/// timer. It was 1 s, most of a wake's overhead.
+pub const MCP_SETTLE: Duration = Duration::from_millis(100);
+
 /// Boot keys are spaced this far apart. Claude Code 2.1.332's startup "Adding a new
 /// directory" dialog takes a key that comes within 700 ms of a key it counted as typing for
 /// more typing (its `kIn = 700` in the shipped bundle): once a first Enter lands as typing,
@@ -182,15 +192,19 @@ impl Adapter for Claude {
     }
 
     fn mcp_settle(&self) -> Duration {
-        // Claude Code 2.1.332 answers `tools/list` before the tool joins its next model
-        // request: a message typed in between went to the model without `send_to_peer`
-        // (seen once in CI under load).
-        Duration::from_secs(1)
+        MCP_SETTLE
     }
 
-    fn ready_settle(&self, _cwd: &Path) -> Duration {
-        // The composer is drawn a moment before Claude Code reads input.
-        Duration::from_millis(500)
+    fn ready_settle(&self, cwd: &Path) -> Duration {
+        // The composer is drawn a moment before Claude Code reads input. A peer whose boot
+        // waits for its iapeer MCP server waits longer than that anyway: Claude Code
+        // connects it only once its ready screen shows (130–330 ms later, measured), and
+        // it sets its input modes (`ESC[?2004h`) before it draws the composer (pane logs).
+        if self.waits_for_mcp(cwd) {
+            Duration::from_millis(100)
+        } else {
+            Duration::from_millis(500)
+        }
     }
 
     fn boot_key_gap(&self) -> Duration {
