@@ -100,16 +100,22 @@ pub(crate) fn wait_idle(env: &TestEnv, identity: &str) {
     });
 }
 
-/// Wait (60 s at most) until `identity`'s screen shows `answer` (a reply the stand-in gives
-/// only to the turn waited for) and no turn in progress. Unlike [`wait_idle`] alone this
-/// cannot pass in the moment between a delivery and the runtime drawing its busy line.
-pub(crate) fn wait_answered(env: &TestEnv, identity: &str, answer: &str) {
+/// Wait (60 s at most) until Codex has ended `turns` turns in all: its session files
+/// (`$CODEX_HOME/sessions/**.jsonl`, `CODEX_HOME` = `<home>/.codex` in these tests) hold that
+/// many `task_complete` events. The screen cannot tell: it shows no busy line in the moment
+/// before Codex draws it, and shows a turn's answer a moment before the turn ends (a send
+/// then is queued behind it, correctly, and answered so).
+pub(crate) fn wait_codex_turns(env: &TestEnv, turns: usize) {
+    let sessions = env.home.join(".codex/sessions");
     env.wait_until(
-        &format!("the turn that answers {answer:?} is over"),
+        &format!("Codex has ended {turns} turn(s)"),
         Duration::from_secs(60),
-        |e| {
-            let s = e.screen(identity);
-            s.contains(answer) && !s.to_lowercase().contains("esc to interrupt")
+        |_| {
+            records(&sessions)
+                .iter()
+                .filter(|r| r["type"] == "event_msg" && r["payload"]["type"] == "task_complete")
+                .count()
+                >= turns
         },
     );
 }

@@ -188,7 +188,7 @@ fn codex_turn_is_interrupted() {
         if last_input_text(req).contains("take your time") {
             Reply::Hold(Duration::from_secs(60))
         } else {
-            Reply::Text("WAKE-ANSWERED".into())
+            Reply::Text("ok".into())
         }
     });
     // Wake it first (the first message of a wake must pass the ready gate), then hold a
@@ -204,9 +204,9 @@ fn codex_turn_is_interrupted() {
     // The wake's own turn ends first: a message sent into it is queued, and Esc would then
     // end that turn and submit the queued one at once (Codex's "press esc to interrupt and
     // send immediately") — a new turn, still held. (A wake now takes ~0.4 s: the next send
-    // came while that turn ran.) Its own answer shows that it has ended, where the mere
-    // absence of the busy line could be the moment before Codex draws it.
-    crate::busy::wait_answered(&env, "codex-cx", "WAKE-ANSWERED");
+    // came while that turn ran.) Codex's own record of the turn's end says so; the screen
+    // cannot (crate::busy::wait_codex_turns).
+    crate::busy::wait_codex_turns(&env, 1);
     env.ok(&[
         "send",
         "cx",
