@@ -13,7 +13,7 @@
 # starts is ended by pid. Installs tmux / python3 with apt-get when missing.
 #
 # Knobs: BENCH_RUNS=N (default 200), BENCH_QUICK=1 (under 2 minutes: 20 runs, 0/10 peers,
-#        10 s idle window, 1 agent cycle per runtime without warm-up; the burst stays 1 000
+#        10 s idle window, 1 warm-up + 3 agent cycles per runtime; the burst stays 1 000
 #        calls), BENCH_PINGS, BENCH_IDLE_SECS, BENCH_PEERS="0,10,50", BENCH_IDLE_PEERS=10,
 #        BENCH_BURST_CALLS=1000 (0 skips the burst), BENCH_BURST_PEERS=20,
 #        BENCH_AGENTS=claude,codex (0 skips the agent phase), BENCH_AGENT_RUNS=10,

@@ -105,8 +105,8 @@ class Bench:
         bad = [x for x in self.agent_rts if x not in agentbench.RUNTIMES]
         if bad:
             raise SystemExit(f"BENCH_AGENTS: unknown runtime(s) {bad}; use claude,codex or 0")
-        self.agent_runs = env_int("BENCH_AGENT_RUNS", 1 if quick else 10)
-        self.agent_warmup = 0 if quick else 1
+        self.agent_runs = env_int("BENCH_AGENT_RUNS", 3 if quick else 10)
+        self.agent_warmup = 1
         self.burst_calls = env_int("BENCH_BURST_CALLS", 1000)
         self.burst_peers = env_int("BENCH_BURST_PEERS", 20)
         self.agent_bench = None
@@ -330,7 +330,7 @@ def main():
                              if b.burst_calls > 0 else "skipped (BENCH_BURST_CALLS=0)"))
     if b.quick:
         log("QUICK mode shrinks: 20 latency runs (not 200), 500 pings, peers 0/10 (no 50), "
-            "10 s idle window (not 60), 1 agent cycle per runtime without warm-up (not 1+10); "
+            "10 s idle window (not 60), 1+3 agent cycles per runtime (not 1+10); "
             "the 1 000-call burst runs in full")
     log(f"uptime at start: {up0}")
     ok = False
