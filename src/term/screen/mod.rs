@@ -68,6 +68,11 @@ pub struct ComposerState {
 pub struct Screen {
     parser: vt100::Parser,
     scanner: Scanner,
+    /// [`Screen::rows`] of the current state, made on first use after each change: a session
+    /// reads them several times per chunk of output (busy line, composer, confirmation), and
+    /// making them walks every cell (in a burst of 1 000 deliveries it was the daemon's
+    /// busiest function).
+    rows_cache: std::cell::OnceCell<Vec<String>>,
 }
 
 impl Screen {
@@ -78,6 +83,7 @@ impl Screen {
         Screen {
             parser: vt100::Parser::new(rows.max(MIN_ROWS), cols.max(MIN_COLS), SCROLLBACK_LINES),
             scanner: Scanner::default(),
+            rows_cache: std::cell::OnceCell::new(),
         }
     }
 
@@ -90,6 +96,7 @@ impl Screen {
     /// terminal is attached and answers), nothing is answered and every byte is forwarded,
     /// including any held back from the previous chunk.
     pub fn feed(&mut self, bytes: &[u8], answer_queries: bool) -> Fed {
+        self.rows_cache.take();
         let mut fed = Fed::default();
         if !answer_queries {
             fed.forward = self.scanner.take_pending();
@@ -127,6 +134,7 @@ impl Screen {
     /// Resize the model (after the child's pty was resized for an attached client); at least
     /// [`MIN_ROWS`] × [`MIN_COLS`].
     pub fn resize(&mut self, rows: u16, cols: u16) {
+        self.rows_cache.take();
         self.parser
             .screen_mut()
             .set_size(rows.max(MIN_ROWS), cols.max(MIN_COLS));
@@ -134,12 +142,16 @@ impl Screen {
 
     /// The visible rows as plain text, each right-trimmed; always `size().0` entries.
     pub fn rows(&self) -> Vec<String> {
-        let (_, cols) = self.size();
-        self.parser
-            .screen()
-            .rows(0, cols)
-            .map(|r| r.trim_end().to_string())
-            .collect()
+        self.rows_cache
+            .get_or_init(|| {
+                let (_, cols) = self.size();
+                self.parser
+                    .screen()
+                    .rows(0, cols)
+                    .map(|r| r.trim_end().to_string())
+                    .collect()
+            })
+            .clone()
     }
 
     /// The visible screen as plain text: [`Screen::rows`] joined by `\n`.

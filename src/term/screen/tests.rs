@@ -148,6 +148,8 @@ fn snapshot_redraws_screen_scrollback_cursor_and_modes() {
     );
     // The history scrolled into the client's scrollback, oldest first.
     client.parser.screen_mut().set_scrollback(usize::MAX);
+    // (Scrolling the model's view from here bypasses `Screen`: drop its rows made before.)
+    client.rows_cache.take();
     assert_eq!(client.parser.screen().scrollback(), 8);
     assert_eq!(client.rows()[0], "line 0");
     let first = client.parser.screen().cell(1, 0).map(|c| c.fgcolor());
@@ -308,4 +310,21 @@ fn a_wide_character_on_a_one_column_screen_does_not_panic() {
     assert_eq!(s.size(), (5, MIN_COLS));
     s.feed("漢字ab".as_bytes(), true);
     assert_eq!(s.rows()[..3], ["漢", "字", "ab"]);
+}
+
+/// `rows` (and what reads them) follow every chunk and resize, though they are made once per
+/// change (`Screen::rows_cache`).
+#[test]
+fn rows_follow_each_chunk_and_resize() {
+    let mut s = Screen::new(24, 80);
+    s.feed(b"first", true);
+    assert_eq!(s.rows()[0], "first");
+    assert_eq!(s.rows()[0], "first");
+    s.feed(b"\r\nsecond", true);
+    assert_eq!(&s.rows()[..2], ["first", "second"]);
+    assert!(s.text().starts_with("first\nsecond"));
+    s.feed(b"\x1b[2J\x1b[H", false);
+    assert_eq!(s.rows()[0], "");
+    s.resize(30, 100);
+    assert_eq!(s.rows().len(), 30);
 }
