@@ -74,6 +74,17 @@ pub struct LaunchCommand {
     pub extra_env: Vec<(String, String)>,
 }
 
+#[cfg(test)]
+impl LaunchCommand {
+    /// The arguments as strings (lossy), for assertions.
+    pub fn arg_strings(&self) -> Vec<String> {
+        self.args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+}
+
 /// What to do with the screen during boot.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BootStep {

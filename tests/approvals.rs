@@ -112,6 +112,19 @@ fn turn_over(env: &TestEnv) {
     });
 }
 
+/// The prompt `id` still waits for a human (nothing answered it from the screen) and its
+/// command has not run; `deny <id> not today` answers `denied <id> (<identity>)`.
+fn deny_the_waiting_prompt(env: &TestEnv, id: &str, dir: &Path, identity: &str) {
+    assert!(
+        approvals(env).iter().any(|a| a["id"] == id),
+        "the prompt was answered from the screen\n{}",
+        env.diagnostics()
+    );
+    assert!(!dir.join("denied").exists(), "the command ran unapproved");
+    let out = env.ok(&["deny", id, "not today"]);
+    assert_eq!(out.trim(), format!("denied {id} ({identity})"));
+}
+
 fn approvals(env: &TestEnv) -> Vec<Value> {
     let out = env.ok(&["approvals", "--json"]);
     let v: Value = serde_json::from_str(out.trim()).unwrap();
@@ -225,14 +238,7 @@ fn a_gated_claude_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
     ]);
     assert!(out.contains("queued"), "{out}");
     std::thread::sleep(Duration::from_secs(3));
-    assert!(
-        approvals(&env).iter().any(|a| a["id"] == id.as_str()),
-        "the prompt was answered from the screen\n{}",
-        env.diagnostics()
-    );
-    assert!(!dir.join("denied").exists(), "the command ran unapproved");
-    let out = env.ok(&["deny", &id, "not today"]);
-    assert_eq!(out.trim(), format!("denied {id} (claude-cb)"));
+    deny_the_waiting_prompt(&env, &id, &dir, "claude-cb");
     told(&env, &results, "not today");
     env.wait_until(
         "the held message reached the model",
@@ -587,14 +593,7 @@ fn a_gated_codex_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
         "120",
     ]);
     std::thread::sleep(Duration::from_secs(2));
-    assert!(
-        approvals(&env).iter().any(|a| a["id"] == id.as_str()),
-        "the prompt was answered from the screen\n{}",
-        env.diagnostics()
-    );
-    assert!(!dir.join("denied").exists(), "the command ran unapproved");
-    let out = env.ok(&["deny", &id, "not today"]);
-    assert_eq!(out.trim(), format!("denied {id} (codex-cx)"));
+    deny_the_waiting_prompt(&env, &id, &dir, "codex-cx");
     told(&env, &outputs, "not today");
     env.wait_until(
         "the message sent meanwhile reached the model",

@@ -521,13 +521,7 @@ mod tests {
             gated: Some(Duration::from_secs(60)),
             ..ctx(&paths, dir.path(), &env, WakeMode::Fresh, None)
         };
-        let args: Vec<String> = c
-            .command(&gated)
-            .unwrap()
-            .args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
+        let args: Vec<String> = c.command(&gated).unwrap().arg_strings();
         assert!(
             !args.iter().any(|a| a == "--dangerously-skip-permissions"),
             "{args:?}"
@@ -560,11 +554,7 @@ mod tests {
                 Some(&prompt),
             ))
             .unwrap();
-        let args: Vec<String> = cmd
-            .args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
+        let args: Vec<String> = cmd.arg_strings();
         assert_eq!(
             args,
             vec![

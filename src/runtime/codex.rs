@@ -646,13 +646,7 @@ mod tests {
             port: 4242,
             gated: None,
         };
-        let args: Vec<String> = c
-            .command(&ctx)
-            .unwrap()
-            .args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
+        let args: Vec<String> = c.command(&ctx).unwrap().arg_strings();
         let cwd = dir.path().display().to_string();
         let instr = format!("model_instructions_file={}", prompt.display());
         assert_eq!(
@@ -677,13 +671,7 @@ mod tests {
             gated: Some(std::time::Duration::from_secs(300)),
             ..ctx
         };
-        let args: Vec<String> = c
-            .command(&gated)
-            .unwrap()
-            .args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
+        let args: Vec<String> = c.command(&gated).unwrap().arg_strings();
         assert!(!args.iter().any(|a| a.contains("dangerously")), "{args:?}");
         let at = args.iter().position(|a| a == "on-request").unwrap();
         assert_eq!(
