@@ -31,12 +31,31 @@ SEND_TIMEOUT = 360  # s; above the daemon's default boot deadline
 RUNTIMES = ("claude", "codex")
 PEER = {"claude": "cb", "codex": "cx"}
 SENDER = "ea"
+TOOL = "send_to_peer"
 
 
 def _ts(value):
     """A log `ts=` (2026-01-02T03:04:05.678Z) as epoch seconds."""
     return datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
         tzinfo=datetime.timezone.utc).timestamp()
+
+
+def declares_tool(body, tool=""):
+    """Whether a model request (JSON text) declares a tool whose name ends with `tool` (any
+    tool when `tool` is empty):
+    Anthropic's `tools[].name` (`mcp__iapeer__send_to_peer`), the Responses API's
+    `tools[].name` (`send_to_peer` in a namespace) or `tools[].function.name`. The envelope
+    itself mentions send_to_peer, so the body's text alone proves nothing."""
+    try:
+        tools = json.loads(body).get("tools") or []
+    except (ValueError, AttributeError):
+        return False
+    names = []
+    for t in tools if isinstance(tools, list) else []:
+        if isinstance(t, dict):
+            names.append(t.get("name") or (t.get("function") or {}).get("name") or "")
+            names += [x.get("name", "") for x in t.get("tools", []) if isinstance(x, dict)]
+    return any(isinstance(n, str) and n.endswith(tool) for n in names)
 
 
 class AgentBench:
@@ -150,10 +169,18 @@ class AgentBench:
 
     def wait_turn(self, rt, tag, sample):
         """Wait until the stand-in saw the message and the agent's screen is idle again."""
-        at = self.standins[rt].wait_for(tag, 120)
-        if at is None:
+        found = self.standins[rt].wait_request(tag, 120)
+        if found is None:
             raise BenchError(f"the {rt} stand-in never got a model request with {tag!r}")
+        at, _ = found
         sample["model_request_ms"] = 1000 * (at - sample["t0_mono"])
+        # A wake that delivers before the agent's MCP client has the tools is fast and
+        # useless: the model could not answer through send_to_peer (issue 13 item 2). The
+        # turn's request is the first with the message that declares tools: Claude Code
+        # sends a small tool-less side request with the message just before it.
+        turn = next((t for _, t in self.standins[rt].requests_with(tag) if declares_tool(t)),
+                    None)
+        sample["has_tool"] = turn is not None and declares_tool(turn, TOOL)
         ident = f"{rt}-{PEER[rt]}"
         deadline, quiet = time.monotonic() + 120, 0
         while time.monotonic() < deadline:

@@ -120,10 +120,16 @@ def item2_wake(r, rt, ready_settle_ms):
         mcp = [v["mcp_before_ready_ms"] for v in x["asleep"] if "mcp_before_ready_ms" in v]
         mcp_note = (f"; the agent's MCP client listed the tools a median "
                     f"{summary(mcp)['median']:.0f} ms before `ready`" if mcp else "")
-        return _line(s["median"] <= WAKE_READY_MS, "2", target,
+        # A wake counts only if the model's first request had the tool to answer with.
+        tooled = [v.get("has_tool") for v in x["asleep"]]
+        without = sum(1 for t in tooled if t is False)
+        tool_note = (f"; {without} of {len(tooled)} first model requests WITHOUT send_to_peer"
+                     if without else f"; send_to_peer in every first model request")
+        return _line(s["median"] <= WAKE_READY_MS and not without, "2", target,
                      f"median {s['median']:.0f} p99 {s['p99']:.0f} ms (n={s['n']}{cold}; "
                      f"lifecycle `ready` screen_ms + `ready` -> delivery.log ts, of which "
-                     f"`ready` -> delivered median {parts['median']:.0f} ms{mcp_note})")
+                     f"`ready` -> delivered median {parts['median']:.0f} ms{mcp_note}"
+                     f"{tool_note})")
     xs = [v["ready_to_delivered_ms"] + ready_settle_ms for v in x["asleep"]
           if "ready_to_delivered_ms" in v]
     if not xs:
