@@ -40,18 +40,41 @@ fn children(parent: u32, needle: &str) -> Vec<u32> {
         let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
-        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        // Fields after the parenthesised command name: state, ppid, ...
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
+        let ppid = stat_field(&e.path().join("stat").to_string_lossy(), 4)
+            .parse::<u32>()
+            .ok();
         let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
         if ppid == Some(parent) && String::from_utf8_lossy(&cmdline).contains(needle) {
             out.push(pid);
         }
     }
     out
+}
+
+/// Field `n` (1-based, as in proc(5)) of a `/proc/.../stat` file; the name (field 2) is in
+/// parentheses and may hold spaces, so fields are counted after it.
+fn stat_field(path: &str, n: usize) -> String {
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(n - 3))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// (thread name, nice value) of every thread of `pid`.
+fn thread_nices(pid: u32) -> Vec<(String, i32)> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .map(|t| {
+            let name = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            let stat = t.path().join("stat");
+            let nice = stat_field(&stat.to_string_lossy(), 19)
+                .parse()
+                .unwrap_or(-99);
+            (name.trim().to_string(), nice)
+        })
+        .collect()
 }
 
 /// The daemon's thread count once it is down to `want` or has stayed put for 3 s: launch
@@ -106,6 +129,35 @@ fn live_sessions_cost_at_most_one_thread_each_and_idle_agents_sleep() {
     // Idle echo agents: no timer wakeups. A 100 ms tick would be ~20 switches in 2 s.
     let agents = children(daemon, "echo-agent");
     assert_eq!(agents.len(), PEERS, "{agents:?}\n{}", env.diagnostics());
+
+    // Session threads yield the CPU to the routing threads (nice +10, src/session/priority.rs);
+    // the agents they host keep the daemon's priority.
+    let nices = thread_nices(daemon);
+    let own = stat_field(&format!("/proc/{daemon}/stat"), 19)
+        .parse::<i32>()
+        .unwrap();
+    let sessions: Vec<_> = nices
+        .iter()
+        .filter(|(n, _)| n.starts_with("session-"))
+        .collect();
+    assert_eq!(sessions.len(), PEERS, "{nices:?}");
+    for (name, nice) in &sessions {
+        assert_eq!(*nice, (own + 10).min(19), "{name}: {nices:?}");
+    }
+    for (name, nice) in nices
+        .iter()
+        .filter(|(n, _)| n == "router" || n == "http-accept")
+    {
+        assert_eq!(*nice, own, "{name}: {nices:?}");
+    }
+    for pid in &agents {
+        let nice = stat_field(&format!("/proc/{pid}/stat"), 19);
+        assert_eq!(
+            nice,
+            own.to_string(),
+            "echo agent {pid} runs at the daemon's priority"
+        );
+    }
     std::thread::sleep(Duration::from_millis(500));
     let before: Vec<u64> = agents.iter().map(|&p| switches(p)).collect();
     std::thread::sleep(Duration::from_secs(2));

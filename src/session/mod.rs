@@ -12,6 +12,7 @@ pub mod handle;
 pub mod hold;
 pub mod panelog;
 pub mod paste_view;
+pub mod priority;
 pub mod reap;
 pub mod spawn;
 pub mod thread;

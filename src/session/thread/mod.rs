@@ -116,6 +116,7 @@ pub fn start(
     let session_id = cfg.session;
     let events_for_panic = events.clone();
     std::thread::Builder::new().name(name).spawn(move || {
+        crate::session::priority::lower_this_thread();
         let events_for_setup = events.clone();
         let run = std::panic::AssertUnwindSafe(move || {
             match Session::new(cfg, poll, io, pid, cmd_rx, reaper, events) {
