@@ -34,6 +34,7 @@ use crossbeam_channel::{Receiver, Sender};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 
+use super::doorbell::Doorbell;
 use super::gate::{self, Admitted, Head, Route};
 use super::head::{self, RequestHead, MAX_HEAD_BYTES};
 use super::reply::Reply;
@@ -162,7 +163,8 @@ pub(super) struct Acceptor {
     limit: usize,
     last_fd_warning: Option<Instant>,
     shared: Arc<Shared>,
-    waker: Arc<mio::Waker>,
+    /// Rung after each outcome is sent (one wake until the loop takes them).
+    bell: Arc<Doorbell>,
     outcomes_tx: Sender<Outcome>,
     outcomes: Receiver<Outcome>,
     /// Connections in [`Stage::Calling`].
@@ -200,7 +202,7 @@ impl Acceptor {
                 limit: limit.max(1),
                 last_fd_warning: None,
                 shared,
-                waker: Arc::clone(&waker),
+                bell: Arc::new(Doorbell::new(Arc::clone(&waker))),
                 outcomes_tx,
                 outcomes,
                 calling: 0,
@@ -470,10 +472,10 @@ impl Acceptor {
         };
         let gone = Arc::new(AtomicBool::new(false));
         let tx = self.outcomes_tx.clone();
-        let waker = Arc::clone(&self.waker);
+        let bell = Arc::clone(&self.bell);
         let done: fleet::Done = Box::new(move |reply| {
             if tx.send(Outcome::Fleet(t, reply)).is_ok() {
-                let _ = waker.wake();
+                bell.ring();
             }
         });
         let req = FleetRequest {
@@ -545,10 +547,10 @@ impl Acceptor {
         self.calling += 1;
         for (i, args) in sends.into_iter().enumerate() {
             let tx = self.outcomes_tx.clone();
-            let waker = Arc::clone(&self.waker);
+            let bell = Arc::clone(&self.bell);
             let done = Box::new(move |outcome| {
                 if tx.send(Outcome::Send(t, i, outcome)).is_ok() {
-                    let _ = waker.wake();
+                    bell.ring();
                 }
             });
             backend.submit(admitted.creds.clone(), args, Arc::clone(&gone), done);
@@ -557,6 +559,7 @@ impl Acceptor {
 
     /// Take the outcomes that came back; answer each request whose sends are all done.
     fn take_outcomes(&mut self) {
+        self.bell.answer();
         while let Ok(outcome) = self.outcomes.try_recv() {
             let (t, i, outcome) = match outcome {
                 Outcome::Send(t, i, outcome) => (t, i, outcome),

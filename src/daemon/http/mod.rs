@@ -20,6 +20,7 @@
 //! ends for good on the first `EMFILE` (issue 12 item 2; docs/ARCHITECTURE.md "Loopback
 //! HTTP"). Every connection gets `Connection: close` and one answer.
 
+pub mod doorbell;
 pub mod gate;
 pub mod head;
 pub mod listen;
