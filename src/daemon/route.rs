@@ -13,6 +13,7 @@ use crate::origin::{self, OriginLimits};
 use crate::paths::Paths;
 use crate::protocol::Code;
 use crate::registry::{Registry, RegistryPeer};
+use crate::runtime::RuntimeKind;
 
 /// Longest message, in Unicode scalar values.
 pub const MAX_MESSAGE_CHARS: usize = 16_000;
@@ -77,6 +78,10 @@ pub struct Prepared {
     /// The target's profile says `wake_policy: "ephemeral"` (spec 03 §1 step 8): the
     /// message goes to its durable task queue, never live.
     pub ephemeral: bool,
+    /// The endpoint runtime's kind, or why its adapter cannot be had (e.g. `claude is not
+    /// installed — …`). Looked up here, on the preparation worker: it may search `PATH` or
+    /// read a runtime manifest, which the router thread should not wait for on every send.
+    pub kind: Result<RuntimeKind, String>,
 }
 
 /// A refused request: the stable code and the exact error text (spec 03 §1 wording for
@@ -329,12 +334,16 @@ pub fn prepare(
         .ok()
         .flatten()
         .is_some_and(|p| p.is_ephemeral());
+    let kind = crate::runtime::adapter_for(paths, &endpoint.runtime)
+        .map(|a| a.kind())
+        .map_err(|e| e.to_string());
     Ok(Prepared {
         caller,
         target: target.clone(),
         endpoint,
         envelope,
         ephemeral,
+        kind,
     })
 }
 

@@ -250,8 +250,8 @@ impl Router {
             );
             return self.finish_send(job.holding(Some(prepared)), r);
         }
-        job.kind = match self.adapter(&prepared.endpoint.runtime) {
-            Ok(a) => a.kind(),
+        job.kind = match &prepared.kind {
+            Ok(kind) => *kind,
             Err(e) => {
                 let r = Refusal {
                     code: Code::Offline,

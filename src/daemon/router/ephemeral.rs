@@ -194,6 +194,7 @@ impl Router {
                 endpoint: identity.clone(),
                 envelope,
                 ephemeral: true,
+                kind: Ok(RuntimeKind::Agent),
             },
             reply: ReplyTo::discard(),
             started: self.now.at,
