@@ -84,7 +84,7 @@ impl Router {
         }
         self.supervisor.always_on.entry(ident.clone()).or_default();
         // The fresh/resume decision reads the topic files, and a fresh launch empties them.
-        self.topics.flush(&self.paths);
+        self.topics.sync(&self.paths);
         let session = self.next_id();
         match self.plan_launch(ident, ModeRequest::Fresh, None, session) {
             Ok(plan) => self.begin_launch(plan, LaunchFor::AlwaysOn),

@@ -59,7 +59,7 @@ impl Router {
             _ => None,
         };
         // The fresh/resume decision reads the topic files, and a fresh launch empties them.
-        self.topics.flush(&self.paths);
+        self.topics.sync(&self.paths);
         let session = self.next_id();
         let plan = self.plan_launch(identity, mode_req, topic, session)?;
         // The head is the launch's now: a message rides it (in flight), a wake waits for it.
