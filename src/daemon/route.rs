@@ -289,7 +289,8 @@ pub fn prepare(
     guard: Option<OriginLimits>,
 ) -> Result<Prepared, Refusal> {
     crate::daemon::test_hooks::on_prepare(&input.to);
-    let registry = Registry::load(paths).map_err(|e| refuse(Code::Internal, e.to_string()))?;
+    let registry =
+        Registry::load_cached(paths).map_err(|e| refuse(Code::Internal, e.to_string()))?;
     let daemon_peer;
     let (caller, caller_peer) = match input.caller {
         Caller::Daemon => {

@@ -10,6 +10,7 @@
 //!                "interfaces": { "telegram": { "bot_username": "boris_bot" } } } ] }
 //! ```
 
+mod cache;
 mod io;
 pub mod original_lock;
 mod parse;
