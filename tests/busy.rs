@@ -102,9 +102,12 @@ pub(crate) fn wait_idle(env: &TestEnv, identity: &str) {
 
 /// Wait (60 s at most) until Codex has ended `turns` turns in all: its session files
 /// (`$CODEX_HOME/sessions/**.jsonl`, `CODEX_HOME` = `<home>/.codex` in these tests) hold that
-/// many `task_complete` events. The screen cannot tell: it shows no busy line in the moment
-/// before Codex draws it, and shows a turn's answer a moment before the turn ends (a send
-/// then is queued behind it, correctly, and answered so).
+/// many `task_complete` events, and then until the `codex-cx` screen has shown no turn for
+/// 300 ms in a row. The screen alone cannot tell: it shows no busy line in the moment before
+/// Codex draws it, and shows a turn's answer a moment before the turn ends (a send then is
+/// queued behind it, correctly, and answered so). Nor can the record alone: Codex writes it
+/// a moment before its screen takes the turn's end in (seen once in CI: a send 22 ms after
+/// the wake's answer, with the record already there, was queued).
 pub(crate) fn wait_codex_turns(env: &TestEnv, turns: usize) {
     let sessions = env.home.join(".codex/sessions");
     env.wait_until(
@@ -118,6 +121,17 @@ pub(crate) fn wait_codex_turns(env: &TestEnv, turns: usize) {
                 >= turns
         },
     );
+    let mut idle_since: Option<Instant> = None;
+    env.wait_until("Codex shows the turn's end", Duration::from_secs(60), |e| {
+        if e.screen("codex-cx")
+            .to_lowercase()
+            .contains("esc to interrupt")
+        {
+            idle_since = None;
+            return false;
+        }
+        idle_since.get_or_insert_with(Instant::now).elapsed() >= Duration::from_millis(300)
+    });
 }
 
 /// Rounds of one held turn with several sends into it; returns (sent, queued) and checks
