@@ -17,6 +17,8 @@
 #        calls), BENCH_PINGS, BENCH_IDLE_SECS, BENCH_PEERS="0,10,50", BENCH_IDLE_PEERS=10,
 #        BENCH_BURST_CALLS=1000 (0 skips the burst), BENCH_BURST_PEERS=20,
 #        BENCH_AGENTS=claude,codex (0 skips the agent phase), BENCH_AGENT_RUNS=10,
+#        BENCH_MODEL_DELAY_MS=0 (the stand-in model thinks this long before each answer: what
+#        of a wake waits on the model; a real model's first answer takes seconds),
 #        BENCH_PERF=/tmp/burst.perf (perf record of the daemon during the burst),
 #        BENCH_OUT=/tmp/file.txt, BENCH_KEEP=1 (keep the temp folders), BENCH_NO_BUILD=1,
 #        BENCH_CORRECTNESS=N (the correctness mode of issue 13 item 1: N consecutive deliveries

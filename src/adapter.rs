@@ -250,6 +250,13 @@ pub trait Adapter: Send + Sync {
     fn is_busy(&self, _screen: &Screen) -> bool {
         false
     }
+    /// Whether the screen shows that a message submitted from an idle composer started a
+    /// turn: busy, and the composer empty again. Only a wake's first message is confirmed
+    /// by it (`session::deliver::ActiveDelivery::on_turn_shown`); `false` for runtimes
+    /// whose screens were not recorded for it (their transcript or output confirms).
+    fn turn_started(&self, _screen: &Screen) -> bool {
+        false
+    }
     /// Start confirming one delivery of `text` (exactly what is pasted) into a session whose
     /// working folder is `cwd`; `agent_ts` is the envelope's agent-form `ts`.
     fn confirmer(&self, cwd: &Path, text: &str, agent_ts: Option<&str>) -> Box<dyn Confirm>;

@@ -90,6 +90,20 @@ pub(crate) fn wake_claude(env: &TestEnv) {
     });
 }
 
+/// Wait (30 s at most) until the live echo peer `sender` shows a message from `iapeer` about
+/// its message to `to` (`<personality> (<runtime>)`) that says `phrase`.
+pub(crate) fn told_by_iapeer(env: &TestEnv, sender: &str, to: &str, phrase: &str) {
+    let about = format!("from iapeer: Your message to {to}");
+    env.wait_until(
+        "the sender is told by iapeer",
+        Duration::from_secs(30),
+        |e| {
+            let pane = e.pane(sender);
+            pane.contains(&about) && pane.contains(phrase)
+        },
+    );
+}
+
 /// Wait (60 s at most) until `identity`'s screen shows no turn in progress (Claude Code and
 /// Codex both say "esc to interrupt" during one).
 pub(crate) fn wait_idle(env: &TestEnv, identity: &str) {
@@ -310,15 +324,7 @@ fn claude_queued_message_lost_with_its_session_is_reported_to_the_sender() {
             &[("outcome", "session-ended"), ("ok", "false")],
         )
     });
-    env.wait_until(
-        "the sender is told by iapeer",
-        Duration::from_secs(30),
-        |e| {
-            let pane = e.pane("echo-ea");
-            pane.contains("from iapeer: Your message to cb (claude)")
-                && pane.contains("NOT delivered")
-        },
-    );
+    told_by_iapeer(&env, "echo-ea", "cb (claude)", "NOT delivered");
     env.wait_until("the notice's delivery line", Duration::from_secs(30), |e| {
         e.has_event(
             "delivery",

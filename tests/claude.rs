@@ -93,7 +93,13 @@ fn claude_peer_wakes_answers_dialogs_sees_its_prompt_and_replies_through_mcp() {
         env.diagnostics()
     );
 
-    // The model request carried this peer's system prompt and the agent-form envelope.
+    // The model request carried this peer's system prompt and the agent-form envelope. (The
+    // wake is answered once Claude took the message; its request follows.)
+    env.wait_until(
+        "the model gets the message",
+        Duration::from_secs(60),
+        |_| api.has_main_request_with("hello claude"),
+    );
     let main = api.main_requests();
     let first = main
         .iter()
@@ -383,24 +389,47 @@ fn compact_interrupt_and_new() {
 
 #[test]
 fn failures_are_reported_with_their_reason() {
-    // The stand-in is gone: the wake fails and says why.
+    // The stand-in is gone. The wake still delivers (Claude Code takes the message), and
+    // the ready gate that follows it fails and says why: in lifecycle.log and, by a
+    // message from iapeer, to the live sender (issue 13 item 2: the answer does not wait
+    // for the model).
     let (env, api) = world(&[("IAPEER_BOOT_DEADLINE_SECS", "60")]);
     drop(api);
-    let (_, err) = env.fails(
-        &[
-            "send",
-            "cb",
-            "--from",
-            "echo-ea",
-            "--message",
-            "anyone there?",
-        ],
-        1,
+    env.ok(&["new", "ea"]);
+    let out = env.ok(&[
+        "send",
+        "cb",
+        "--from",
+        "echo-ea",
+        "--message",
+        "anyone there?",
+    ]);
+    assert_eq!(out.trim(), "delivered to cb (claude), woke");
+    env.wait_until(
+        "the failed ready gate in lifecycle.log",
+        Duration::from_secs(90),
+        |e| {
+            e.has_event(
+                "lifecycle",
+                "ready-gate",
+                &[("identity", "claude-cb"), ("ok", "false")],
+            )
+        },
     );
-    assert!(err.contains("offline and wake failed"), "{err}");
+    let gate = env.events("lifecycle", "ready-gate");
+    let err = gate
+        .iter()
+        .find_map(|l| l.get("err").cloned())
+        .unwrap_or_default();
     assert!(
         err.to_lowercase().contains("connect"),
-        "the reason must name the connection problem: {err}"
+        "the reason must name the connection problem: {gate:?}"
+    );
+    crate::busy::told_by_iapeer(&env, "echo-ea", "cb (claude)", "did not start on it");
+    assert_eq!(
+        env.status_of("cb", "claude"),
+        "live",
+        "the session is left running (spec 05 §2 step 10)"
     );
 
     // A wrong binary path is an error at create time, not a hang at wake.

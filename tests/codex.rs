@@ -97,6 +97,12 @@ fn codex_peer_wakes_sees_its_prompt_replies_through_mcp_and_takes_a_live_message
         env.diagnostics()
     );
 
+    // The wake is answered once Codex took the message; its request follows.
+    env.wait_until(
+        "the model gets the message",
+        Duration::from_secs(60),
+        |_| api.has_request_with("hello codex"),
+    );
     let reqs = api.recorded();
     let first = reqs
         .iter()

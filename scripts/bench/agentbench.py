@@ -328,11 +328,13 @@ def render(res):
 
 NOTES = """\
 - AGENTS: one daemon with a claude peer and a codex peer whose model API is a Python
-  stand-in on 127.0.0.1 (answers every model request at once with the text "ok"), and an
-  echo peer `ea` as the sender (`--from echo-ea`). Each cycle: the peer is asleep (no
-  session); `iapeer send` (body `echo: …`) is timed until the CLI prints `…, woke`
-  (spawn, boot, start-up dialogs answered by the adapter, the runtime's ready settle and
-  ready gate, then paste + settle + Enter + confirmation from the transcript); then the turn
+  stand-in on 127.0.0.1 (answers every model request with the text "ok", at once unless
+  BENCH_MODEL_DELAY_MS says otherwise), and an echo peer `ea` as the sender (`--from
+  echo-ea`). Each cycle: the peer is asleep (no session); `iapeer send` (body `echo: …`) is
+  timed until the CLI prints `…, woke` (spawn, boot, start-up dialogs answered by the
+  adapter, the wait for the agent's MCP client, then paste + Enter on the composer's sign +
+  confirmation: the transcript, or for Claude's first message its turn on screen; the ready
+  gate runs after the answer, its outcome in lifecycle.log `ready-gate`); then the turn
   is let finish and a second send to the now LIVE peer is timed until `delivered to …`;
   then `iapeer stop` + `iapeer start` put it back to sleep (wake mode stays `fresh`).
   wake -> ready and ready -> delivery come from lifecycle.log/delivery.log timestamps;

@@ -8,7 +8,7 @@ Usage: python3 bench.py <release iapeer binary> <repo root>
 Environment: BENCH_RUNS, BENCH_QUICK=1, BENCH_PINGS, BENCH_IDLE_SECS, BENCH_PEERS (e.g.
 "0,10,50"), BENCH_IDLE_PEERS, BENCH_OUT (table file), BENCH_KEEP=1 (keep the temp folder),
 BENCH_AGENTS ("claude,codex" by default; 0 skips the agent phase), BENCH_AGENT_RUNS,
-BENCH_BURST_CALLS (1000; 0 skips the burst), BENCH_BURST_PEERS (20).
+BENCH_MODEL_DELAY_MS (the stand-in model's thinking time, standin.py), BENCH_BURST_CALLS (1000; 0 skips the burst), BENCH_BURST_PEERS (20).
 """
 
 import datetime

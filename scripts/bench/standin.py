@@ -17,9 +17,15 @@ import gzip
 import http.server
 import json
 import threading
+import os
 import time
 
 REPLY_TEXT = "ok"
+
+# How long the stand-in model thinks before it answers a model request, seconds
+# (BENCH_MODEL_DELAY_MS; 0 by default): a real model takes seconds, which shows what of a
+# wake waits on the model.
+MODEL_DELAY = float(os.environ.get("BENCH_MODEL_DELAY_MS") or 0) / 1000
 
 
 def _sse(events):
@@ -140,6 +146,8 @@ class StandIn:
                     with standin.cond:
                         standin.model_calls.append((time.monotonic(), text))
                         standin.cond.notify_all()
+                    if MODEL_DELAY:
+                        time.sleep(MODEL_DELAY)
                     ctype, body = standin.reply(req if isinstance(req, dict) else {})
                 else:
                     with standin.cond:

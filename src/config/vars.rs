@@ -294,8 +294,10 @@ pub const IAPEER_READY_GATE_SECS: EnvVar = var(
     "IAPEER_READY_GATE_SECS",
     Kind::Secs(120),
     Part::Config,
-    "seconds between the first message and visible model activity before a wake fails \
-     (default {default})",
+    "seconds after a wake's first message (answered once the agent accepted it) for the \
+     model to show activity; past it, or when the agent shows that its model API does not \
+     answer, lifecycle.log gets ready-gate ok=false and the sender a message from iapeer, \
+     and the session is left running (default {default})",
 );
 /// `IAPEER_CRASHLOOP_MAX`: deaths that trip the crash-loop guard.
 pub const IAPEER_CRASHLOOP_MAX: EnvVar = var(

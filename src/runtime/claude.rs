@@ -215,6 +215,12 @@ impl Adapter for Claude {
         screen.text().contains("esc to interrupt")
     }
 
+    fn turn_started(&self, screen: &Screen) -> bool {
+        // Recorded: `boot-trust-apikey-bypass-ready-paste-busy.raw` (the paste in the
+        // composer, then Enter: the message above, `esc to interrupt`, an empty composer).
+        self.is_busy(screen) && self.composer_draft(screen).is_none()
+    }
+
     fn composer_draft(&self, screen: &Screen) -> Option<String> {
         // A permission prompt takes the keys: a paste and Enter would answer it `Yes`, past
         // the human the gated peer's prompts go to (spec 10 §4). It counts as a draft, so a
@@ -507,6 +513,45 @@ mod tests {
             true,
         );
         assert_eq!(c.composer_draft(&ready), None);
+    }
+
+    /// Issue 13 item 2, replayed from the recorded boot (ready, a paste, Enter, busy): the
+    /// turn shows only once the message left the composer — never while the paste waits in
+    /// it, nor on the ready screen — and then at once.
+    #[test]
+    fn a_turn_shows_only_after_the_paste_left_the_composer() {
+        let bytes = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/claude-2.1.332/boot-trust-apikey-bypass-ready-paste-busy.raw"
+        ))
+        .unwrap();
+        let c = Claude {
+            program: "/bin/claude".into(),
+        };
+        for step in [7, 64, 512] {
+            let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+            let (mut drafted, mut started_at) = (false, None);
+            for (i, chunk) in bytes.chunks(step).enumerate() {
+                screen.feed(chunk, true);
+                let started = c.turn_started(&screen);
+                if c.composer_draft(&screen).is_some() {
+                    drafted = true;
+                    assert!(
+                        !started,
+                        "a turn while the paste waits (chunk {i} of {step})"
+                    );
+                }
+                if started && started_at.is_none() {
+                    assert!(drafted, "a turn before any paste (chunk {i} of {step})");
+                    started_at = Some(i);
+                }
+            }
+            assert!(
+                started_at.is_some(),
+                "the recorded turn shows (chunks of {step})"
+            );
+            assert!(c.turn_started(&screen), "and still shows at the end");
+        }
     }
 
     #[test]

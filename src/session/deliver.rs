@@ -1,6 +1,10 @@
 //! One delivery into a live session, as a state machine driven by the session thread
 //! (spec 04 §1 "Input" and "Delivery confirmation"; spec 05 §2 step 10, the ready gate).
 //!
+//! The ready gate of a wake's first message runs after its sender was answered
+//! ([`GateFollower`]): it waits on the model, not on delivery, and a real model's first
+//! answer takes seconds (issue 13 item 2). Its failure reaches the sender as a notice.
+//!
 //! Pure apart from the confirmer it holds: time and activity readings are passed in, so the
 //! rules are tested with fake clocks.
 
@@ -46,11 +50,6 @@ enum Phase {
         next_enter: Instant,
         next_poll: Instant,
     },
-    /// Confirmed; waiting for the runtime's activity time to advance.
-    Gating {
-        deadline: Instant,
-        next_poll: Instant,
-    },
 }
 
 /// What the session thread must do after a step.
@@ -62,6 +61,9 @@ pub enum Step {
     Write(Vec<u8>),
     /// The delivery is over.
     Done(Result<(), String>),
+    /// The first message of a wake was accepted: its sender is answered `delivered`, and
+    /// the session follows the ready gate with [`ActiveDelivery::into_gate`].
+    Gate,
     /// The runtime put the message into its own input queue behind a running turn: the
     /// sender is answered `queued`, and the session follows it with
     /// [`ActiveDelivery::into_follower`] until it reaches the model or is removed.
@@ -185,35 +187,46 @@ impl ActiveDelivery {
         }
     }
 
-    /// Output arrived from the child. While confirming or at the ready gate, the next
-    /// [`ActiveDelivery::poll`] checks at once instead of waiting for the next
-    /// [`CONFIRM_POLL`] / [`GATE_POLL`] tick.
+    /// Output arrived from the child. While confirming, the next [`ActiveDelivery::poll`]
+    /// checks at once instead of waiting for the next [`CONFIRM_POLL`] tick.
     pub fn on_output(&mut self, bytes: &[u8], now: Instant) {
         if self.output.len() + bytes.len() <= OUTPUT_CAP {
             self.output.extend_from_slice(bytes);
         }
-        match &mut self.phase {
-            Phase::Confirming {
-                next_poll,
-                deadline,
-                ..
-            }
-            | Phase::Gating {
-                next_poll,
-                deadline,
-            } => *next_poll = (*next_poll).min(now).min(*deadline),
-            Phase::Writing | Phase::Settling { .. } => {}
+        if let Phase::Confirming {
+            next_poll,
+            deadline,
+            ..
+        } = &mut self.phase
+        {
+            *next_poll = (*next_poll).min(now).min(*deadline);
         }
     }
 
-    /// Advance by time. `activity` reads the runtime's activity time (epoch ms) and `screen`
-    /// the screen text, both on demand.
-    pub fn poll(
-        &mut self,
-        now: Instant,
-        activity: impl FnOnce() -> Option<u64>,
-        screen: impl FnOnce() -> String,
-    ) -> Step {
+    /// The screen shows a turn of the runtime's own, its composer empty. For a wake's first
+    /// message, after Enter, that is the message accepted: the session was idle at its ready
+    /// screen, so the only turn that can start is this one (issue 13 item 2; Claude Code
+    /// 2.1.332 shows it within milliseconds of Enter but writes its transcript ~250 ms
+    /// later on a new conversation, recorded). Any other delivery ignores it: a live
+    /// session's turn may be someone else's, and only the transcript tells a message queued
+    /// behind it (`Queued`) from one taken.
+    pub fn on_turn_shown(&mut self, now: Instant) -> Step {
+        match self.phase {
+            Phase::Confirming { .. } if self.gate.is_some() => {
+                log::debug!("delivery {}: the screen shows its turn", self.id);
+                self.confirmed(now)
+            }
+            _ => Step::Wait,
+        }
+    }
+
+    /// Whether a turn on the screen would confirm it ([`ActiveDelivery::on_turn_shown`]).
+    pub fn turn_confirms(&self) -> bool {
+        self.gate.is_some() && matches!(self.phase, Phase::Confirming { .. })
+    }
+
+    /// Advance by time. `screen` reads the screen text on demand.
+    pub fn poll(&mut self, now: Instant, screen: impl FnOnce() -> String) -> Step {
         match self.phase {
             Phase::Writing => Step::Wait,
             Phase::Settling { until } => {
@@ -260,50 +273,25 @@ impl ActiveDelivery {
                 }
                 Step::Wait
             }
-            Phase::Gating {
-                deadline,
-                next_poll,
-            } => {
-                if now < next_poll && now < deadline {
-                    return Step::Wait;
-                }
-                let state = match self.gate_watch.as_mut() {
-                    Some(g) => g.poll(&screen()),
-                    None => match (activity(), self.activity_before) {
-                        (Some(now_ms), Some(before)) if now_ms > before => GateState::Passed,
-                        (Some(_), None) => GateState::Passed,
-                        _ => GateState::Pending,
-                    },
-                };
-                if state == GateState::Passed {
-                    log::debug!("delivery {}: ready gate passed", self.id);
-                    Step::Done(Ok(()))
-                } else if let GateState::Failed(reason) = state {
-                    Step::Done(Err(reason))
-                } else if now >= deadline {
-                    Step::Done(Err("model did not process the task".to_string()))
-                } else {
-                    self.phase = Phase::Gating {
-                        deadline,
-                        next_poll: now + GATE_POLL,
-                    };
-                    Step::Wait
-                }
-            }
         }
     }
 
-    fn confirmed(&mut self, now: Instant) -> Step {
+    fn confirmed(&mut self, _now: Instant) -> Step {
         log::debug!("delivery {}: accepted by the runtime", self.id);
         match self.gate {
             None => Step::Done(Ok(())),
-            Some(gate) => {
-                self.phase = Phase::Gating {
-                    deadline: now + gate,
-                    next_poll: now,
-                };
-                Step::Wait
-            }
+            Some(_) => Step::Gate,
+        }
+    }
+
+    /// The ready gate of a delivery that ended in [`Step::Gate`], from `now`.
+    pub fn into_gate(self, now: Instant) -> GateFollower {
+        GateFollower {
+            id: self.id,
+            deadline: now + self.gate.unwrap_or_default(),
+            next_poll: now,
+            activity_before: self.activity_before,
+            watch: self.gate_watch,
         }
     }
 
@@ -326,11 +314,69 @@ impl ActiveDelivery {
                 next_enter,
                 next_poll,
             } => Some(deadline.min(next_enter).min(next_poll)),
-            Phase::Gating {
-                deadline,
-                next_poll,
-            } => Some(deadline.min(next_poll)),
         }
+    }
+}
+
+/// The ready gate of a wake's first message (spec 05 §2 step 10), followed after its sender
+/// was answered: passes when the runtime's own [`GateWatch`] says so (Claude: the model's
+/// first record) or, without one, when the runtime's activity time passes its value from
+/// just before the paste; fails on the watch's early sign (the API retry loop) or at the
+/// deadline with `model did not process the task`.
+pub struct GateFollower {
+    /// The router's delivery id.
+    pub id: u64,
+    deadline: Instant,
+    next_poll: Instant,
+    activity_before: Option<u64>,
+    watch: Option<Box<dyn GateWatch>>,
+}
+
+impl GateFollower {
+    /// Check again when due (`activity` reads the runtime's activity time, epoch ms;
+    /// `screen` the screen text); `Some` once the gate passed (`Ok`) or failed (`Err`).
+    pub fn poll(
+        &mut self,
+        now: Instant,
+        activity: impl FnOnce() -> Option<u64>,
+        screen: impl FnOnce() -> String,
+    ) -> Option<Result<(), String>> {
+        if now < self.next_poll && now < self.deadline {
+            return None;
+        }
+        let state = match self.watch.as_mut() {
+            Some(g) => g.poll(&screen()),
+            None => match (activity(), self.activity_before) {
+                (Some(now_ms), Some(before)) if now_ms > before => GateState::Passed,
+                (Some(_), None) => GateState::Passed,
+                _ => GateState::Pending,
+            },
+        };
+        match state {
+            GateState::Passed => {
+                log::debug!("delivery {}: ready gate passed", self.id);
+                Some(Ok(()))
+            }
+            GateState::Failed(reason) => Some(Err(reason)),
+            GateState::Pending if now >= self.deadline => {
+                Some(Err("model did not process the task".to_string()))
+            }
+            GateState::Pending => {
+                self.next_poll = now + GATE_POLL;
+                None
+            }
+        }
+    }
+
+    /// Output arrived: the next [`GateFollower::poll`] checks at once (a turn that starts
+    /// redraws the screen).
+    pub fn on_output(&mut self, now: Instant) {
+        self.next_poll = self.next_poll.min(now);
+    }
+
+    /// When [`GateFollower::poll`] next needs to run.
+    pub fn next_deadline(&self) -> Instant {
+        self.next_poll.min(self.deadline)
     }
 }
 
@@ -426,7 +472,7 @@ mod tests {
         d.on_written(t0);
         assert_eq!(d.next_deadline(), Some(t0 + SETTLE));
         assert_eq!(
-            d.poll(t0 + SETTLE, || None, String::new),
+            d.poll(t0 + SETTLE, String::new),
             Step::Write(b"\r".to_vec())
         );
     }
@@ -487,23 +533,22 @@ mod tests {
             ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None);
         assert_eq!(bytes, b"\x1b[200~hello\x1b[201~");
         assert_eq!(
-            d.poll(t0, || None, String::new),
+            d.poll(t0, String::new),
             Step::Wait,
             "nothing before the write completes"
         );
         d.on_written(t0);
         assert_eq!(
-            d.poll(t0 + Duration::from_millis(299), || None, String::new),
+            d.poll(t0 + Duration::from_millis(299), String::new),
             Step::Wait
         );
         assert_eq!(
-            d.poll(t0 + PASTE_SIGNAL_WAIT, || None, String::new),
+            d.poll(t0 + PASTE_SIGNAL_WAIT, String::new),
             Step::Write(b"\r".to_vec())
         );
         assert_eq!(
             d.poll(
                 t0 + PASTE_SIGNAL_WAIT + Duration::from_millis(100),
-                || None,
                 String::new
             ),
             Step::Wait
@@ -515,7 +560,6 @@ mod tests {
         assert_eq!(
             d.poll(
                 t0 + PASTE_SIGNAL_WAIT + Duration::from_millis(200),
-                || None,
                 String::new
             ),
             Step::Done(Ok(()))
@@ -538,15 +582,12 @@ mod tests {
         assert_eq!(d.next_deadline(), Some(t0 + PASTE_SIGNAL_WAIT));
         d.on_paste_shown(shown);
         assert_eq!(d.next_deadline(), Some(shown));
-        assert_eq!(
-            d.poll(shown, || None, String::new),
-            Step::Write(b"\r".to_vec())
-        );
+        assert_eq!(d.poll(shown, String::new), Step::Write(b"\r".to_vec()));
         assert!(!d.is_settling());
         assert!(d.paste_was_shown());
         d.on_paste_shown(shown + PASTE_SIGNAL_WAIT);
         assert_eq!(
-            d.poll(shown + Duration::from_millis(1), || None, String::new),
+            d.poll(shown + Duration::from_millis(1), String::new),
             Step::Wait,
             "a late signal changes nothing once Enter has gone"
         );
@@ -559,16 +600,13 @@ mod tests {
             ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None);
         d.on_written(t0);
         let t1 = t0 + PASTE_SIGNAL_WAIT;
-        assert_eq!(
-            d.poll(t1, || None, String::new),
-            Step::Write(b"\r".to_vec())
-        );
-        assert_eq!(d.poll(t1, || None, String::new), Step::Wait);
+        assert_eq!(d.poll(t1, String::new), Step::Write(b"\r".to_vec()));
+        assert_eq!(d.poll(t1, String::new), Step::Wait);
         let t2 = t1 + Duration::from_millis(10);
         d.on_output(b"ok", t2);
         assert_eq!(d.next_deadline(), Some(t2));
         assert_eq!(
-            d.poll(t2, || None, String::new),
+            d.poll(t2, String::new),
             Step::Done(Ok(())),
             "no 100 ms wait"
         );
@@ -581,59 +619,65 @@ mod tests {
             ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None);
         d.on_written(t0);
         let t1 = t0 + PASTE_SIGNAL_WAIT;
+        assert_eq!(d.poll(t1, String::new), Step::Write(b"\r".to_vec()));
         assert_eq!(
-            d.poll(t1, || None, String::new),
+            d.poll(t1 + ENTER_RETRY, String::new),
             Step::Write(b"\r".to_vec())
         );
-        assert_eq!(
-            d.poll(t1 + ENTER_RETRY, || None, String::new),
-            Step::Write(b"\r".to_vec())
-        );
-        match d.poll(t1 + Duration::from_secs(4), || None, String::new) {
+        match d.poll(t1 + Duration::from_secs(4), String::new) {
             Step::Done(Err(e)) => assert!(e.contains("4000 ms"), "{e}"),
             other => panic!("expected failure, got {other:?}"),
         }
     }
 
-    #[test]
-    fn ready_gate_waits_for_activity_to_advance() {
+    /// The first message of a wake: Enter, accepted, and the delivery ends in `Gate` — its
+    /// sender is answered now; the gate is followed on its own.
+    fn gated(
+        gate: Duration,
+        before: Option<u64>,
+        watch: Option<Box<dyn GateWatch>>,
+    ) -> (GateFollower, Instant) {
         let t0 = Instant::now();
-        let gate = Some(Duration::from_secs(2));
         let (mut d, _) =
-            ActiveDelivery::start(&delivery(gate), true, Box::new(Always), Some(100), None);
+            ActiveDelivery::start(&delivery(Some(gate)), true, Box::new(Always), before, watch);
         d.on_written(t0);
         let t1 = t0 + PASTE_SIGNAL_WAIT;
+        assert_eq!(d.poll(t1, String::new), Step::Write(b"\r".to_vec()));
         assert_eq!(
-            d.poll(t1, || Some(100), String::new),
-            Step::Write(b"\r".to_vec())
+            d.poll(t1, String::new),
+            Step::Gate,
+            "accepted: the sender is answered before the gate"
         );
+        (d.into_gate(t1), t1)
+    }
+
+    #[test]
+    fn ready_gate_waits_for_activity_to_advance() {
+        let (mut g, t1) = gated(Duration::from_secs(2), Some(100), None);
+        assert_eq!(g.id, 7);
+        assert_eq!(g.next_deadline(), t1, "checked at once");
+        assert_eq!(g.poll(t1, || Some(100), String::new), None);
+        assert_eq!(g.next_deadline(), t1 + GATE_POLL);
         assert_eq!(
-            d.poll(t1, || Some(100), String::new),
-            Step::Wait,
-            "confirmed, now gating"
+            g.poll(t1 + GATE_POLL / 2, || Some(101), String::new),
+            None,
+            "not due before its poll"
         );
+        g.on_output(t1 + GATE_POLL / 2);
         assert_eq!(
-            d.poll(t1 + GATE_POLL, || Some(100), String::new),
-            Step::Wait
-        );
-        assert_eq!(
-            d.poll(t1 + GATE_POLL * 2, || Some(101), String::new),
-            Step::Done(Ok(()))
+            g.poll(t1 + GATE_POLL / 2, || Some(101), String::new),
+            Some(Ok(())),
+            "output makes it due"
         );
     }
 
     #[test]
     fn ready_gate_times_out() {
-        let t0 = Instant::now();
-        let gate = Some(Duration::from_secs(1));
-        let (mut d, _) = ActiveDelivery::start(&delivery(gate), true, Box::new(Always), None, None);
-        d.on_written(t0);
-        let t1 = t0 + PASTE_SIGNAL_WAIT;
-        d.poll(t1, || None, String::new);
-        d.poll(t1, || None, String::new);
+        let (mut g, t1) = gated(Duration::from_secs(1), None, None);
+        assert_eq!(g.poll(t1, || None, String::new), None);
         assert_eq!(
-            d.poll(t1 + Duration::from_secs(1), || None, String::new),
-            Step::Done(Err("model did not process the task".into()))
+            g.poll(t1 + Duration::from_secs(1), || None, String::new),
+            Some(Err("model did not process the task".into()))
         );
     }
 
@@ -650,31 +694,58 @@ mod tests {
 
     #[test]
     fn a_runtime_gate_can_fail_early_from_the_screen() {
+        let watch: Box<dyn GateWatch> = Box::new(FailsOn("ECONNREFUSED"));
+        let (mut g, t1) = gated(Duration::from_secs(120), Some(1), Some(watch));
+        assert_eq!(
+            g.poll(t1, || Some(5), String::new),
+            None,
+            "activity alone does not pass a runtime gate"
+        );
+        assert_eq!(
+            g.poll(
+                t1 + GATE_POLL,
+                || Some(5),
+                || "Connection refused (ECONNREFUSED) · retrying".into()
+            ),
+            Some(Err("saw ECONNREFUSED".into()))
+        );
+    }
+
+    /// Issue 13 item 2: a turn on the screen after Enter confirms a wake's first message at
+    /// once (its transcript comes later); it confirms nothing before Enter, nor any other
+    /// delivery, whose turn may be someone else's.
+    #[test]
+    fn a_turn_on_the_screen_confirms_only_a_wake_s_first_message_after_enter() {
         let t0 = Instant::now();
         let gate = Some(Duration::from_secs(120));
         let (mut d, _) = ActiveDelivery::start(
             &delivery(gate),
             true,
-            Box::new(Always),
+            Box::new(Needle(b"never")),
             None,
-            Some(Box::new(FailsOn("ECONNREFUSED"))),
+            None,
         );
         d.on_written(t0);
-        let t1 = t0 + PASTE_SIGNAL_WAIT;
-        d.poll(t1, || Some(5), String::new);
+        assert!(!d.turn_confirms());
+        assert_eq!(d.on_turn_shown(t0), Step::Wait, "before Enter");
         assert_eq!(
-            d.poll(t1, || Some(5), String::new),
-            Step::Wait,
-            "activity alone does not pass a runtime gate"
+            d.poll(t0 + PASTE_SIGNAL_WAIT, String::new),
+            Step::Write(b"\r".to_vec())
         );
-        assert_eq!(
-            d.poll(
-                t1 + GATE_POLL,
-                || Some(5),
-                || "Connection refused (ECONNREFUSED) · retrying".into()
-            ),
-            Step::Done(Err("saw ECONNREFUSED".into()))
+        assert!(d.turn_confirms());
+        assert_eq!(d.on_turn_shown(t0 + PASTE_SIGNAL_WAIT), Step::Gate);
+
+        let (mut live, _) = ActiveDelivery::start(
+            &delivery(None),
+            true,
+            Box::new(Needle(b"never")),
+            None,
+            None,
         );
+        live.on_written(t0);
+        live.poll(t0 + PASTE_SIGNAL_WAIT, String::new);
+        assert!(!live.turn_confirms());
+        assert_eq!(live.on_turn_shown(t0 + PASTE_SIGNAL_WAIT), Step::Wait);
     }
 
     /// A confirmer that answers from a script, one answer per call (last one repeats).
@@ -706,15 +777,9 @@ mod tests {
         let (mut d, _) = ActiveDelivery::start(&delivery(None), true, Box::new(script), None, None);
         d.on_written(t0);
         let t1 = t0 + PASTE_SIGNAL_WAIT;
-        assert_eq!(
-            d.poll(t1, || None, String::new),
-            Step::Write(b"\r".to_vec())
-        );
-        assert_eq!(d.poll(t1, || None, String::new), Step::Wait, "pending");
-        assert_eq!(
-            d.poll(t1 + CONFIRM_POLL, || None, String::new),
-            Step::Queued
-        );
+        assert_eq!(d.poll(t1, String::new), Step::Write(b"\r".to_vec()));
+        assert_eq!(d.poll(t1, String::new), Step::Wait, "pending");
+        assert_eq!(d.poll(t1 + CONFIRM_POLL, String::new), Step::Queued);
         let mut f = d.into_follower(t1 + CONFIRM_POLL);
         assert_eq!(f.id, 7);
         assert_eq!(f.poll(t1 + CONFIRM_POLL, String::new), None, "not due yet");
@@ -729,9 +794,9 @@ mod tests {
         let (mut d, _) =
             ActiveDelivery::start(&delivery(None), true, Box::new(removed), None, None);
         d.on_written(t0);
-        d.poll(t1, || None, String::new);
+        d.poll(t1, String::new);
         assert_eq!(
-            d.poll(t1 + CONFIRM_POLL, || None, String::new),
+            d.poll(t1 + CONFIRM_POLL, String::new),
             Step::Done(Err("gone (cleared_on_cancel)".into()))
         );
     }
@@ -760,12 +825,12 @@ mod tests {
         );
         assert_eq!(d.on_written(t0), Step::Wait);
         for i in 1..=20 {
-            let step = d.poll(t0 + CONFIRM_POLL * i, || None, String::new);
+            let step = d.poll(t0 + CONFIRM_POLL * i, String::new);
             assert_eq!(step, Step::Wait, "no Enter into a pipe (poll {i})");
         }
         d.on_output(b"stored 1234\n", t0 + CONFIRM_POLL * 21);
         assert_eq!(
-            d.poll(t0 + CONFIRM_POLL * 21, || None, String::new),
+            d.poll(t0 + CONFIRM_POLL * 21, String::new),
             Step::Done(Ok(()))
         );
 
@@ -779,7 +844,7 @@ mod tests {
         late.on_written(t0);
         let grace = late.grace;
         assert!(matches!(
-            late.poll(t0 + grace, || None, String::new),
+            late.poll(t0 + grace, String::new),
             Step::Done(Err(_))
         ));
     }

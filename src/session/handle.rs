@@ -191,6 +191,15 @@ pub enum EventKind {
         /// Reached the model, or why not.
         result: Result<(), String>,
     },
+    /// The ready gate of a wake's first message (spec 05 §2 step 10), after its
+    /// [`EventKind::Delivered`]: `Ok(())` = the model started on it; `Err(reason)` = it did
+    /// not (the API does not answer, no activity within the gate, the session ended).
+    GateOutcome {
+        /// The delivery id.
+        id: u64,
+        /// Passed, or why not.
+        result: Result<(), String>,
+    },
     /// Outcome of a [`SessionCmd::Compact`].
     Compacted {
         /// The request id.

@@ -288,6 +288,13 @@ impl AnthropicStandIn {
             .filter(|r| r["tools"].as_array().is_some_and(|t| !t.is_empty()))
             .collect()
     }
+
+    /// Whether a main-loop request's last user turn holds `needle`.
+    pub fn has_main_request_with(&self, needle: &str) -> bool {
+        self.main_requests()
+            .iter()
+            .any(|r| last_user_text(r).contains(needle))
+    }
 }
 
 fn header(k: &str, v: &str) -> tiny_http::Header {

@@ -295,6 +295,13 @@ impl OpenAiStandIn {
     pub fn recorded(&self) -> Vec<Value> {
         self.requests.lock().unwrap().clone()
     }
+
+    /// Whether a recorded request's last input text holds `needle`.
+    pub fn has_request_with(&self, needle: &str) -> bool {
+        self.recorded()
+            .iter()
+            .any(|r| last_input_text(r).contains(needle))
+    }
 }
 
 impl Drop for OpenAiStandIn {

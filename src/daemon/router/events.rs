@@ -79,6 +79,7 @@ impl Router {
             }
             EventKind::Queued { id, by } => self.on_delivered(&identity, id, Ok(Some(by))),
             EventKind::QueueOutcome { id, result } => self.on_queue_outcome(id, result),
+            EventKind::GateOutcome { id, result } => self.on_gate_outcome(&identity, id, result),
             EventKind::Status(status) => self.on_status(&identity, status),
             EventKind::Busy(busy) => {
                 // Only the flag: idle decisions stay with the probe's full answer.
@@ -221,8 +222,11 @@ impl Router {
                         );
                     }
                 }
-                if let Some(by) = queued {
-                    self.follow(&job, by);
+                match queued {
+                    Some(by) => self.follow(&job, super::followup::Awaits::Queue(by)),
+                    // The wake's first message: its ready gate runs on (`GateOutcome`).
+                    None if job.woke => self.follow(&job, super::followup::Awaits::ReadyGate),
+                    None => {}
                 }
                 self.send_delivered(job, queued);
             }

@@ -5,6 +5,10 @@
 //! lost instead (removed, held past the limit, the session ended) the line says so and the
 //! original sender is told by a message from `iapeer` (spec 05 §7's failure notice), unless
 //! its session is asleep.
+//!
+//! The first message of a wake is followed the same way through its ready gate (spec 05 §2
+//! step 10), which runs after its sender was answered `delivered … woke` (issue 13 item 2):
+//! `lifecycle.log` gets a `ready-gate` line, and a failed gate a notice to the sender.
 
 use std::time::Instant;
 
@@ -32,16 +36,25 @@ pub struct Followed {
     pub started: Instant,
     /// The message body's first characters, for the notice.
     pub preview: String,
-    /// Which queue holds it.
-    pub by: QueuedBy,
+    /// What it waits for.
+    pub by: Awaits,
+}
+
+/// What a followed send waits for after its sender was answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Awaits {
+    /// Its turn in a queue (`queued` answer): the runtime's, or the composer hold.
+    Queue(QueuedBy),
+    /// The ready gate of the wake it rode (`delivered … woke` answer): the model starting.
+    ReadyGate,
 }
 
 /// Body characters quoted in a failure notice.
 const PREVIEW_CHARS: usize = 80;
 
 impl Followed {
-    /// The record of `job`, just answered as queued by `by`.
-    pub fn of(job: &QueuedSend, by: QueuedBy) -> Followed {
+    /// The record of `job`, just answered; `by`: what it waits for now.
+    pub fn of(job: &QueuedSend, by: Awaits) -> Followed {
         let p = &job.prepared;
         let preview: String = p.envelope.body.chars().take(PREVIEW_CHARS).collect();
         Followed {
@@ -64,14 +77,18 @@ pub fn followup_event(f: &Followed, result: &Result<(), String>, now: Now) -> Ev
     let outcome = match result {
         Ok(()) => "delivered",
         Err(e) if e.contains("session ended") => "session-ended",
-        Err(_) if f.by == QueuedBy::Composer => "held-too-long",
+        Err(_) if f.by == Awaits::Queue(QueuedBy::Composer) => "held-too-long",
         Err(_) => "removed",
+    };
+    let qkind = match f.by {
+        Awaits::Queue(by) => by.as_str(),
+        Awaits::ReadyGate => "ready-gate",
     };
     let ev = Event::new("delivery-followup")
         .field("caller", &f.caller)
         .field("to", &f.endpoint.personality)
         .field("via", &f.endpoint)
-        .field("qkind", f.by.as_str())
+        .field("qkind", qkind)
         .field("outcome", outcome)
         .field("ok", if result.is_ok() { "true" } else { "false" })
         .field("ms", now.since(f.started).as_millis().to_string())
@@ -88,22 +105,32 @@ pub fn failure_notice(f: &Followed, reason: &str) -> String {
         f.ts.as_deref()
             .map(|ts| format!(" sent at {ts}"))
             .unwrap_or_default();
-    let held = match f.by {
-        QueuedBy::Composer => "held while its composer held a draft",
-        _ => "queued behind its running turn",
-    };
-    format!(
-        "Your message to {} ({}){when} (\"{}{}\") was {held} but NOT delivered: {reason}. Send it again if it still matters.",
+    let what = format!(
+        "Your message to {} ({}){when} (\"{}{}\")",
         f.endpoint.personality,
         f.endpoint.runtime,
         f.preview,
-        if f.preview.chars().count() >= PREVIEW_CHARS { "…" } else { "" },
-    )
+        if f.preview.chars().count() >= PREVIEW_CHARS {
+            "…"
+        } else {
+            ""
+        },
+    );
+    let held = match f.by {
+        Awaits::Queue(QueuedBy::Composer) => "held while its composer held a draft",
+        Awaits::Queue(_) => "queued behind its running turn",
+        Awaits::ReadyGate => {
+            return format!(
+                "{what} woke it and reached its input, but its model did not start on it: {reason}. It stays in the agent's conversation; send it again if it still matters once the agent answers.",
+            )
+        }
+    };
+    format!("{what} was {held} but NOT delivered: {reason}. Send it again if it still matters.")
 }
 
 impl Router {
-    /// Remember a send just answered as queued by `by`.
-    pub(crate) fn follow(&mut self, job: &QueuedSend, by: QueuedBy) {
+    /// Remember a send just answered; `by`: what it waits for now.
+    pub(crate) fn follow(&mut self, job: &QueuedSend, by: Awaits) {
         self.queues.followed.insert(job.id, Followed::of(job, by));
     }
 
@@ -114,9 +141,39 @@ impl Router {
         };
         self.delivery_log
             .append(&followup_event(&f, &result, self.now));
-        let Err(reason) = result else {
+        if let Err(reason) = result {
+            self.failure_notice(&f, &reason);
+        }
+    }
+
+    /// The ready gate of a wake's first message passed or failed: its `ready-gate` line in
+    /// `lifecycle.log` (`identity ok ms=<since the send arrived> [err]`), and on failure
+    /// (the session is left running, spec 05 §2 step 10) the notice to the sender.
+    pub(crate) fn on_gate_outcome(
+        &mut self,
+        identity: &Identity,
+        id: u64,
+        result: Result<(), String>,
+    ) {
+        let Some(f) = self.queues.followed.remove(&id) else {
             return;
         };
+        let ev = Event::new("ready-gate")
+            .field("identity", identity)
+            .field("ok", if result.is_ok() { "true" } else { "false" })
+            .field("ms", self.now.since(f.started).as_millis().to_string());
+        match result {
+            Ok(()) => self.lifecycle(ev),
+            Err(reason) => {
+                self.lifecycle(ev.field("err", &reason));
+                self.failure_notice(&f, &reason);
+            }
+        }
+    }
+
+    /// Tell a followed send's sender, by a message from `iapeer`, that it failed for
+    /// `reason` — unless the sender is asleep (never woken for this, spec 05 §7).
+    fn failure_notice(&mut self, f: &Followed, reason: &str) {
         if !self.live.has(&f.caller) {
             // Never woken for this (spec 05 §7); the follow-up line is the record.
             self.lifecycle(
@@ -132,7 +189,7 @@ impl Router {
             caller: Caller::Daemon,
             to: f.caller.personality.clone(),
             runtime: Some(f.caller.runtime.clone()),
-            message: failure_notice(&f, &reason),
+            message: failure_notice(f, reason),
             topic: Some(f.topic.clone().unwrap_or_else(|| "delivery-failed".into())),
             attachments: Vec::new(),
         };
@@ -158,7 +215,7 @@ mod tests {
             ts: Some("2026-11-30T10:00:03+00:00".into()),
             started: Instant::now(),
             preview: "MID-TURN".into(),
-            by: QueuedBy::Runtime,
+            by: Awaits::Queue(QueuedBy::Runtime),
         }
     }
 
@@ -204,7 +261,7 @@ mod tests {
         );
         assert!(fields(&ended).contains(&("outcome".into(), "session-ended".into())));
         let composer = Followed {
-            by: QueuedBy::Composer,
+            by: Awaits::Queue(QueuedBy::Composer),
             ..f
         };
         let held = fields(&followup_event(

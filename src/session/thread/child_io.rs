@@ -98,12 +98,19 @@ impl Session {
                 self.drop_client(t);
             }
         }
+        if let Some(g) = self.gate.as_mut() {
+            g.on_output(Instant::now());
+        }
         if let Some(d) = self.delivery.as_mut() {
             d.on_output(chunk, Instant::now());
             if let Some(paste) = self.pasting.as_ref() {
                 if d.is_settling() && self.cfg.adapter.paste_shown(&self.screen, paste) {
                     d.on_paste_shown(Instant::now());
                 }
+            }
+            if d.turn_confirms() && self.cfg.adapter.turn_started(&self.screen) {
+                let step = d.on_turn_shown(Instant::now());
+                self.apply(step);
             }
         }
         self.evaluate_boot(Instant::now());

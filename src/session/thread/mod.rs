@@ -26,7 +26,7 @@ use nix::sys::signal::Signal;
 use super::boot::{Boot, BootAction};
 use super::clients::{Client, ClientInput};
 use super::compact::{ActiveCompact, CompactStep};
-use super::deliver::{cancel_span, ActiveDelivery, QueueFollower, Step, Taken};
+use super::deliver::{cancel_span, ActiveDelivery, GateFollower, QueueFollower, Step, Taken};
 use super::handle::{
     Cause, Delivery, EventKind, ScreenText, SessionCmd, SessionEvent, SessionHandle, SessionStatus,
 };
@@ -212,6 +212,8 @@ struct Session {
     queued: VecDeque<Delivery>,
     /// Messages the runtime queued behind a running turn, followed until their fate is known.
     followers: Vec<QueueFollower>,
+    /// The ready gate of the wake's first message, followed after its sender was answered.
+    gate: Option<GateFollower>,
     /// A delivery waiting for the composer to be free (spec 05 §7).
     held: Option<super::hold::Held>,
     /// The paste of the delivery in progress, if any: Enter goes once the composer shows it
@@ -310,6 +312,7 @@ impl Session {
             delivery: None,
             queued,
             followers: Vec::new(),
+            gate: None,
             held: None,
             pasting: None,
             last_paste: None,
@@ -408,6 +411,7 @@ impl Session {
         for f in &self.followers {
             consider(Some(f.next_deadline()));
         }
+        consider(self.gate.as_ref().map(|g| g.next_deadline()));
         consider(self.held.as_ref().map(|h| h.next_check));
         consider(self.compact.as_ref().and_then(|c| c.next_deadline()));
         consider(self.kill.map(|(_, at)| at));

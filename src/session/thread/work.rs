@@ -360,6 +360,15 @@ impl Session {
                 }
                 self.next_delivery();
             }
+            Step::Gate => {
+                if let Some(d) = self.delivery.take() {
+                    self.end_paste();
+                    let id = d.id;
+                    self.gate = Some(d.into_gate(Instant::now()));
+                    self.finish_delivery(id, Ok(()));
+                }
+                self.next_delivery();
+            }
             Step::Queued => {
                 if let Some(d) = self.delivery.take() {
                     self.end_paste();
@@ -393,6 +402,33 @@ impl Session {
         }
     }
 
+    /// Follow the ready gate of the wake's first message; report its outcome once known.
+    pub(super) fn poll_gate(&mut self, now: Instant) {
+        let Some(g) = self.gate.as_mut() else {
+            return;
+        };
+        let (adapter, cwd, screen) = (&self.cfg.adapter, &self.cfg.cwd, &self.screen);
+        if let Some(result) = g.poll(now, || adapter.activity_ms(cwd), || screen.text()) {
+            let id = g.id;
+            self.gate = None;
+            self.emit(EventKind::GateOutcome { id, result });
+        }
+    }
+
+    /// The session is over: one last look at the ready gate, then fail it with `reason`.
+    pub(super) fn end_gate(&mut self, reason: &str) {
+        if let Some(g) = self.gate.as_ref() {
+            let at = g.next_deadline();
+            self.poll_gate(at);
+        }
+        if let Some(g) = self.gate.take() {
+            self.emit(EventKind::GateOutcome {
+                id: g.id,
+                result: Err(reason.to_string()),
+            });
+        }
+    }
+
     /// The session is over: one last look at each runtime-queued message (it may have reached
     /// the model just before the end), then fail the rest with `reason`.
     pub(super) fn end_followers(&mut self, reason: &str) {
@@ -423,10 +459,9 @@ impl Session {
         }
         if let Some(d) = self.delivery.as_mut() {
             let adapter = self.cfg.adapter.clone();
-            let cwd = self.cfg.cwd.clone();
             let screen = &self.screen;
             let settling = d.is_settling();
-            let step = d.poll(now, || adapter.activity_ms(&cwd), || screen.text());
+            let step = d.poll(now, || screen.text());
             if settling
                 && !d.is_settling()
                 && !d.paste_was_shown()
@@ -447,6 +482,7 @@ impl Session {
             self.apply(step);
         }
         self.poll_followers(now);
+        self.poll_gate(now);
         self.check_held(now);
         if let Some(c) = self.compact.as_mut() {
             match c.poll(now, &self.screen.text()) {
