@@ -418,6 +418,12 @@ fn concurrent_sends_to_an_asleep_peer_wake_it_once() {
     }
     assert_eq!(woke, 1, "exactly one send woke bob");
     assert_eq!(bob_wakes(&env).len(), 1, "{}", env.diagnostics());
+    // The wake's first message passed its ready gate, after its sender was answered.
+    env.wait_until("the ready gate's line", Duration::from_secs(30), |e| {
+        e.has_event("lifecycle", "ready-gate", &[("ok", "true")])
+    });
+    let gates = events_of(&env, "lifecycle", "ready-gate", "echo-bob");
+    assert_eq!(gates.len(), 1, "one gate, the wake's: {gates:?}");
     let pane = env.pane("echo-bob");
     assert!(
         pane.contains("from alice: echo: from a") && pane.contains("from alice: echo: from b"),

@@ -274,6 +274,18 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_ready_gate_s_notice_says_it_was_delivered_but_not_started() {
+        let f = Followed {
+            by: Awaits::ReadyGate,
+            ..followed()
+        };
+        assert_eq!(
+            failure_notice(&f, "model did not process the task"),
+            "Your message to busy (claude) sent at 2026-11-30T10:00:03+00:00 (\"MID-TURN\") woke it and reached its input, but its model did not start on it: model did not process the task. It stays in the agent's conversation; send it again if it still matters once the agent answers."
+        );
+    }
+
+    #[test]
     fn notice_says_which_message_why_and_what_to_do() {
         let n = failure_notice(&followed(), "the session ended");
         assert_eq!(
