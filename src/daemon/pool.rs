@@ -56,11 +56,7 @@ impl Pool {
         let counts = Arc::clone(&self.counts);
         let spawned = std::thread::Builder::new()
             .name(self.name.into())
-            .spawn(move || {
-                // Its jobs yield the CPU to the routing threads (issue 13 item 3).
-                crate::session::priority::lower_this_thread();
-                work(&rx, &counts)
-            });
+            .spawn(move || work(&rx, &counts));
         match spawned {
             Ok(_) => {
                 c.workers += 1;
@@ -114,24 +110,6 @@ fn work(rx: &Receiver<Job>, counts: &Mutex<Counts>) {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
-
-    /// Workers run at the session threads' lower priority; the caller keeps its own.
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn workers_yield_to_the_routing_threads() {
-        use crate::session::priority::{nice_of, SESSION_NICE};
-        let me = nix::unistd::gettid().as_raw();
-        let before = nice_of(me);
-        let pool = Pool::new("test-pool", 1);
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        pool.run(move || {
-            let _ = tx.send(nice_of(nix::unistd::gettid().as_raw()));
-        })
-        .unwrap();
-        let worker = rx.recv_timeout(Duration::from_secs(10)).unwrap();
-        assert_eq!(worker, (before + SESSION_NICE).min(19));
-        assert_eq!(nice_of(me), before);
-    }
     use std::time::Instant;
 
     #[test]

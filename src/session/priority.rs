@@ -1,6 +1,5 @@
-//! Thread priority inside the daemon (issue 13 item 3): a session thread's screen work, and
-//! the worker pools' jobs (`daemon::pool`: send preparation, topic writes, fleet calls),
-//! yield the CPU to the daemon's routing threads.
+//! Thread priority inside the daemon (issue 13 item 3): a session thread's screen work
+//! yields the CPU to the daemon's routing threads.
 //!
 //! Under load — a burst of sends to many live agents on few cores — the session threads
 //! (each feeding its pane output through the screen model) are most of the daemon's CPU, and
@@ -12,16 +11,12 @@
 //! `scripts/bench.sh` (burst phase, five runs each): overhead median 15–55 ms and p99
 //! 66–139 ms with every thread at nice 0; median 4.5–15 ms and p99 12–49 ms with session
 //! threads at nice 10 (19 was no better); the deliveries' own time (`ms=`) did not grow.
-//! The 4 send-preparation workers then ran beside the router at nice 0 through a burst (each
-//! call is prepared there): with the pools' workers lowered too, four QUICK runs had median
-//! 2.6–3.6 ms and p99 4.5–9.0 ms, six runs before median 2.1–32.5 ms and p99 6.3–42.6 ms.
 //!
 //! Linux only: there `setpriority(PRIO_PROCESS, tid)` sets one thread's nice value. An agent
 //! is spawned before its session thread lowers itself, so it keeps the daemon's priority.
 //! Elsewhere (macOS sets a whole process's priority that way) this does nothing.
 
-/// The nice value of a session thread or pool worker above the daemon's (the routing threads
-/// stay at the daemon's, 0 as a rule).
+/// The nice value of a session thread (the routing threads stay at the daemon's, 0 as a rule).
 pub const SESSION_NICE: i32 = 10;
 
 /// Lower the calling thread's priority to [`SESSION_NICE`] above its nice value (the
@@ -45,26 +40,24 @@ pub fn lower_this_thread() {
         };
         if rc != 0 {
             log::debug!(
-                "thread {tid}: could not lower its priority: {}",
+                "session thread {tid}: could not lower its priority: {}",
                 std::io::Error::last_os_error()
             );
         }
     }
 }
 
-/// The nice value of thread `tid` of this process, from /proc (field 19 of `stat`); for
-/// tests.
-#[cfg(all(test, target_os = "linux"))]
-pub fn nice_of(tid: i32) -> i32 {
-    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
-    // The name (field 2) is in parentheses and may hold spaces: count after it.
-    let after = &stat[stat.rfind(')').unwrap() + 2..];
-    after.split(' ').nth(16).unwrap().parse().unwrap()
-}
-
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+
+    /// The nice value of thread `tid` of this process, from /proc (field 19 of `stat`).
+    fn nice_of(tid: i32) -> i32 {
+        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+        // The name (field 2) is in parentheses and may hold spaces: count after it.
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        after.split(' ').nth(16).unwrap().parse().unwrap()
+    }
 
     #[test]
     fn only_the_calling_thread_is_lowered() {
