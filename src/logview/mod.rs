@@ -80,13 +80,14 @@ pub fn merge(mut entries: Vec<Entry>) -> Vec<Entry> {
 
 /// Whether a person wants to see this entry: deliveries, wakes, sleeps, deaths, starts and
 /// stops and the like; not the routine bookkeeping (tick decisions, topic notes, pane-log
-/// rotation, `ready` after a wake) nor the second record of one session end (an expected end
+/// rotation, `ready` after a wake, a ready gate passed) nor the second record of one session end (an expected end
 /// is shown from `lifecycle.log`, a death from `exits.log`).
 pub fn is_shown(e: &Entry) -> bool {
     match e.ev() {
         "supervise" | "topic-note" | "panelog" | "ready" | "" => false,
         "session-end" => expected_end(e.get("cause").unwrap_or("")),
         "session-exit" => !expected_end(e.get("cause").unwrap_or("")),
+        "ready-gate" => e.get("ok") != Some("true"),
         _ => true,
     }
 }
@@ -233,6 +234,10 @@ fn render_raw(e: &Entry, tz: &TimeZone, today: civil::Date) -> String {
             d
         }
         "wake-failed" => format!("wake failed: {}", first_line(get("reason"))),
+        "ready-gate" => format!(
+            "model did not start on the wake's message: {}",
+            first_line(get("err"))
+        ),
         "session-end" => match get("cause") {
             "idle-sleep" => "slept  idle".into(),
             "wind-down" => "slept  task done (ephemeral wind-down)".into(),

@@ -4,6 +4,8 @@ const LIFECYCLE: &str = "\
 ts=2026-07-13T22:00:00.100Z ev=wake identity=echo-bob mode=fresh cause=message pid=42
 ts=2026-07-13T22:00:01.000Z ev=ready identity=echo-bob
 ts=2026-07-13T22:00:02.000Z ev=topic-note identity=echo-bob topic=x
+ts=2026-07-13T22:00:02.100Z ev=ready-gate identity=echo-bob ok=true ms=2000
+ts=2026-07-13T22:30:00.000Z ev=ready-gate identity=claude-dan ok=false ms=120000 err=\"model did not process the task\"
 ts=2026-07-13T23:00:02.000Z ev=session-end identity=echo-bob pid=42 cause=idle-sleep
 ts=2026-07-13T23:30:00.000Z ev=session-end identity=echo-carol pid=43 cause=child-exit status=1
 ";
@@ -43,6 +45,7 @@ fn merged_in_time_order_and_rendered_one_line_each() {
             "22:00:00 bob (echo)  woke  mode=fresh cause=message",
             "22:00:00 you → alice  failed: peer \"alice\" (echo) is stopped",
             "22:00:01 alice → bob  delivered  topic=x (woke)",
+            "22:30:00 dan (claude)  model did not start on the wake's message: model did not process the task",
             "23:00:02 bob (echo)  slept  idle",
             "23:30:00 carol (echo)  died  exit status 1 (child-exit)",
         ]
