@@ -387,6 +387,44 @@ fn compact_interrupt_and_new() {
     assert!(env.screen("claude-cb").contains("bypass permissions on"));
 }
 
+/// A wake's session stopped while its model is still thinking: the ready gate's line says
+/// the session was ended, and the sender is not told the model failed (it did not).
+#[test]
+fn a_wake_stopped_before_its_model_answered_tells_the_sender_nothing() {
+    let (env, api) = world(&[]);
+    api.script(|_| Reply::Hold(Duration::from_secs(30), "late".into()));
+    env.ok(&["new", "ea"]);
+    let out = env.ok(&["send", "cb", "--from", "echo-ea", "--message", "think"]);
+    assert_eq!(out.trim(), "delivered to cb (claude), woke");
+    env.wait_until("the model has it", Duration::from_secs(30), |_| {
+        api.has_main_request_with("think")
+    });
+    env.ok(&["stop", "cb"]);
+    env.wait_until("the ready gate's line", Duration::from_secs(30), |e| {
+        e.has_event(
+            "lifecycle",
+            "ready-gate",
+            &[("identity", "claude-cb"), ("ok", "false")],
+        )
+    });
+    let gate = env.events("lifecycle", "ready-gate");
+    assert!(
+        gate.iter()
+            .any(|l| l.get("err").is_some_and(|e| e.contains("ended (stop)"))),
+        "{gate:?}"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !env.pane("echo-ea").contains("from iapeer"),
+        "no notice: {}",
+        env.pane("echo-ea")
+    );
+    assert!(
+        !env.has_event("lifecycle", "failure-notice", &[]),
+        "no notice was even tried"
+    );
+}
+
 #[test]
 fn failures_are_reported_with_their_reason() {
     // The stand-in is gone. The wake still delivers (Claude Code takes the message), and

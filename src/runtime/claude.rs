@@ -217,8 +217,20 @@ impl Adapter for Claude {
 
     fn turn_started(&self, screen: &Screen) -> bool {
         // Recorded: `boot-trust-apikey-bypass-ready-paste-busy.raw` (the paste in the
-        // composer, then Enter: the message above, `esc to interrupt`, an empty composer).
-        self.is_busy(screen) && self.composer_draft(screen).is_none()
+        // composer, then Enter: the message above, an empty composer, and `esc to interrupt`
+        // in the status rows below it). Only the rows below the composer count: a resumed
+        // conversation may hold the words anywhere above.
+        let rows = screen.rows();
+        let Some(at) = rows.iter().rposition(|r| {
+            r.trim_start()
+                .starts_with(self.prompt_glyph().unwrap_or("❯"))
+        }) else {
+            return false;
+        };
+        rows[at + 1..]
+            .iter()
+            .any(|r| r.contains("esc to interrupt"))
+            && self.composer_draft(screen).is_none()
     }
 
     fn composer_draft(&self, screen: &Screen) -> Option<String> {
@@ -552,6 +564,15 @@ mod tests {
             );
             assert!(c.turn_started(&screen), "and still shows at the end");
         }
+        // The words in the conversation above an idle composer are not a turn.
+        let mut history = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+        history.feed(
+            b"> press esc to interrupt a turn\r\n\r\n\xe2\x9d\xaf \r\n",
+            true,
+        );
+        assert!(!c.turn_started(&history));
+        history.feed(b"  ... esc to interrupt", true);
+        assert!(c.turn_started(&history), "below the composer it is");
     }
 
     #[test]

@@ -212,7 +212,7 @@ impl ActiveDelivery {
     /// behind it (`Queued`) from one taken.
     pub fn on_turn_shown(&mut self, now: Instant) -> Step {
         match self.phase {
-            Phase::Confirming { .. } if self.gate.is_some() => {
+            Phase::Confirming { .. } if self.turn_confirms() => {
                 log::debug!("delivery {}: the screen shows its turn", self.id);
                 self.confirmed(now)
             }
@@ -220,9 +220,12 @@ impl ActiveDelivery {
         }
     }
 
-    /// Whether a turn on the screen would confirm it ([`ActiveDelivery::on_turn_shown`]).
+    /// Whether a turn on the screen would confirm it ([`ActiveDelivery::on_turn_shown`]): a
+    /// wake's first message after Enter, whose paste the composer showed before it (so an
+    /// empty composer now means the text left it; with Enter on the fallback clock the paste
+    /// may not have been drawn yet).
     pub fn turn_confirms(&self) -> bool {
-        self.gate.is_some() && matches!(self.phase, Phase::Confirming { .. })
+        self.gate.is_some() && self.paste_shown && matches!(self.phase, Phase::Confirming { .. })
     }
 
     /// Advance by time. `screen` reads the screen text on demand.
@@ -366,6 +369,17 @@ impl GateFollower {
                 None
             }
         }
+    }
+
+    /// One last look when the session ends, due or not and whatever the deadline: `Some` when
+    /// the gate passed or failed by its own sign, `None` while it is still pending.
+    pub fn last_look(
+        &mut self,
+        activity: impl FnOnce() -> Option<u64>,
+        screen: impl FnOnce() -> String,
+    ) -> Option<Result<(), String>> {
+        self.deadline = self.deadline.max(self.next_poll + GATE_POLL);
+        self.poll(self.next_poll, activity, screen)
     }
 
     /// Output arrived: the next [`GateFollower::poll`] checks at once (a turn that starts
@@ -681,6 +695,37 @@ mod tests {
         );
     }
 
+    /// At the session's end the gate gets one last look: a pending gate stays pending (the
+    /// end's own reason is reported), even past its deadline; a passed one passes.
+    #[test]
+    fn the_last_look_never_blames_the_deadline() {
+        let past = Instant::now().checked_sub(Duration::from_secs(10)).unwrap();
+        let gate = Some(Duration::from_millis(1));
+        let late = || {
+            let (mut d, _) =
+                ActiveDelivery::start(&delivery(gate), true, Box::new(Always), Some(100), None);
+            d.on_written(past);
+            assert_eq!(
+                d.poll(past + PASTE_SIGNAL_WAIT, String::new),
+                Step::Write(b"\r".to_vec())
+            );
+            assert_eq!(d.poll(past + PASTE_SIGNAL_WAIT, String::new), Step::Gate);
+            d.into_gate(past + PASTE_SIGNAL_WAIT)
+        };
+        let mut g = late();
+        assert_eq!(
+            g.last_look(|| Some(100), String::new),
+            None,
+            "still pending"
+        );
+        assert_eq!(g.last_look(|| Some(101), String::new), Some(Ok(())));
+        assert_eq!(
+            late().poll(Instant::now(), || Some(100), String::new),
+            Some(Err("model did not process the task".into())),
+            "while the session lives, the deadline counts"
+        );
+    }
+
     struct FailsOn(&'static str);
     impl GateWatch for FailsOn {
         fn poll(&mut self, screen: &str) -> GateState {
@@ -712,40 +757,43 @@ mod tests {
     }
 
     /// Issue 13 item 2: a turn on the screen after Enter confirms a wake's first message at
-    /// once (its transcript comes later); it confirms nothing before Enter, nor any other
+    /// once (its transcript comes later) when the composer showed its paste before Enter; it
+    /// confirms nothing before Enter, after an Enter on the fallback clock, nor any other
     /// delivery, whose turn may be someone else's.
     #[test]
     fn a_turn_on_the_screen_confirms_only_a_wake_s_first_message_after_enter() {
         let t0 = Instant::now();
         let gate = Some(Duration::from_secs(120));
-        let (mut d, _) = ActiveDelivery::start(
-            &delivery(gate),
-            true,
-            Box::new(Needle(b"never")),
-            None,
-            None,
-        );
-        d.on_written(t0);
+        let start = |gate| {
+            let (mut d, _) = ActiveDelivery::start(
+                &delivery(gate),
+                true,
+                Box::new(Needle(b"never")),
+                None,
+                None,
+            );
+            d.on_written(t0);
+            d
+        };
+        let mut d = start(gate);
+        d.on_paste_shown(t0);
         assert!(!d.turn_confirms());
         assert_eq!(d.on_turn_shown(t0), Step::Wait, "before Enter");
-        assert_eq!(
-            d.poll(t0 + PASTE_SIGNAL_WAIT, String::new),
-            Step::Write(b"\r".to_vec())
-        );
+        assert_eq!(d.poll(t0, String::new), Step::Write(b"\r".to_vec()));
         assert!(d.turn_confirms());
-        assert_eq!(d.on_turn_shown(t0 + PASTE_SIGNAL_WAIT), Step::Gate);
+        assert_eq!(d.on_turn_shown(t0), Step::Gate);
 
-        let (mut live, _) = ActiveDelivery::start(
-            &delivery(None),
-            true,
-            Box::new(Needle(b"never")),
-            None,
-            None,
-        );
-        live.on_written(t0);
-        live.poll(t0 + PASTE_SIGNAL_WAIT, String::new);
+        let mut blind = start(gate);
+        let late = t0 + PASTE_SIGNAL_WAIT;
+        assert_eq!(blind.poll(late, String::new), Step::Write(b"\r".to_vec()));
+        assert!(!blind.turn_confirms(), "Enter on the fallback clock");
+        assert_eq!(blind.on_turn_shown(late), Step::Wait);
+
+        let mut live = start(None);
+        live.on_paste_shown(t0);
+        live.poll(t0, String::new);
         assert!(!live.turn_confirms());
-        assert_eq!(live.on_turn_shown(t0 + PASTE_SIGNAL_WAIT), Step::Wait);
+        assert_eq!(live.on_turn_shown(t0), Step::Wait);
     }
 
     /// A confirmer that answers from a script, one answer per call (last one repeats).

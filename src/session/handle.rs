@@ -199,6 +199,9 @@ pub enum EventKind {
         id: u64,
         /// Passed, or why not.
         result: Result<(), String>,
+        /// The session was ended on purpose before the gate passed (stop, new, shutdown…):
+        /// logged, nobody told.
+        quiet: bool,
     },
     /// Outcome of a [`SessionCmd::Compact`].
     Compacted {

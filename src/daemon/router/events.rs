@@ -79,7 +79,9 @@ impl Router {
             }
             EventKind::Queued { id, by } => self.on_delivered(&identity, id, Ok(Some(by))),
             EventKind::QueueOutcome { id, result } => self.on_queue_outcome(id, result),
-            EventKind::GateOutcome { id, result } => self.on_gate_outcome(&identity, id, result),
+            EventKind::GateOutcome { id, result, quiet } => {
+                self.on_gate_outcome(&identity, id, result, quiet)
+            }
             EventKind::Status(status) => self.on_status(&identity, status),
             EventKind::Busy(busy) => {
                 // Only the flag: idle decisions stay with the probe's full answer.

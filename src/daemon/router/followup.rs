@@ -148,12 +148,14 @@ impl Router {
 
     /// The ready gate of a wake's first message passed or failed: its `ready-gate` line in
     /// `lifecycle.log` (`identity ok ms=<since the send arrived> [err]`), and on failure
-    /// (the session is left running, spec 05 §2 step 10) the notice to the sender.
+    /// (the session is left running, spec 05 §2 step 10) the notice to the sender — unless
+    /// `quiet`: the session was ended on purpose first.
     pub(crate) fn on_gate_outcome(
         &mut self,
         identity: &Identity,
         id: u64,
         result: Result<(), String>,
+        quiet: bool,
     ) {
         let Some(f) = self.queues.followed.remove(&id) else {
             return;
@@ -166,7 +168,9 @@ impl Router {
             Ok(()) => self.lifecycle(ev),
             Err(reason) => {
                 self.lifecycle(ev.field("err", &reason));
-                self.failure_notice(&f, &reason);
+                if !quiet {
+                    self.failure_notice(&f, &reason);
+                }
             }
         }
     }

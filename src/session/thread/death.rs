@@ -31,7 +31,7 @@ impl Session {
         }
         self.fail_deliveries("the session ended before confirming the message");
         self.end_followers("the session ended before the queued message reached the model");
-        self.end_gate("the session ended before its model processed the task");
+        self.end_gate(cause);
         if let Some(c) = self.compact.take() {
             self.emit(EventKind::Compacted {
                 id: c.id,

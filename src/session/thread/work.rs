@@ -411,22 +411,36 @@ impl Session {
         if let Some(result) = g.poll(now, || adapter.activity_ms(cwd), || screen.text()) {
             let id = g.id;
             self.gate = None;
-            self.emit(EventKind::GateOutcome { id, result });
+            self.emit(EventKind::GateOutcome {
+                id,
+                result,
+                quiet: false,
+            });
         }
     }
 
-    /// The session is over: one last look at the ready gate, then fail it with `reason`.
-    pub(super) fn end_gate(&mut self, reason: &str) {
-        if let Some(g) = self.gate.as_ref() {
-            let at = g.next_deadline();
-            self.poll_gate(at);
-        }
-        if let Some(g) = self.gate.take() {
-            self.emit(EventKind::GateOutcome {
-                id: g.id,
-                result: Err(reason.to_string()),
+    /// The session is over (`cause`): one last look at the ready gate, else it fails. An end
+    /// on purpose (stop, new, shutdown…) is only logged: the sender is not told the model
+    /// failed when someone ended the session.
+    pub(super) fn end_gate(&mut self, cause: Cause) {
+        let Some(mut g) = self.gate.take() else {
+            return;
+        };
+        let (adapter, cwd, screen) = (&self.cfg.adapter, &self.cfg.cwd, &self.screen);
+        let result = g
+            .last_look(|| adapter.activity_ms(cwd), || screen.text())
+            .unwrap_or_else(|| {
+                Err(if cause.expected() {
+                    format!("the session was ended ({}) first", cause.as_str())
+                } else {
+                    "the session ended before its model processed the task".to_string()
+                })
             });
-        }
+        self.emit(EventKind::GateOutcome {
+            id: g.id,
+            result,
+            quiet: cause.expected(),
+        });
     }
 
     /// The session is over: one last look at each runtime-queued message (it may have reached
