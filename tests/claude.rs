@@ -387,32 +387,39 @@ fn compact_interrupt_and_new() {
     assert!(env.screen("claude-cb").contains("bypass permissions on"));
 }
 
+/// Start the echo peer `ea` (a live sender gets notices), then wake `cb` with `message`
+/// from it: the answer comes once Claude took the message.
+fn wake_cb_from_a_live_ea(env: &TestEnv, message: &str) {
+    env.ok(&["new", "ea"]);
+    let out = env.ok(&["send", "cb", "--from", "echo-ea", "--message", message]);
+    assert_eq!(out.trim(), "delivered to cb (claude), woke");
+}
+
+/// Wait (at most `within`) for cb's failed `ready-gate` line; its `err`.
+fn failed_gate_reason(env: &TestEnv, within: Duration) -> String {
+    let failed = [("identity", "claude-cb"), ("ok", "false")];
+    env.wait_until("the failed ready gate in lifecycle.log", within, |e| {
+        e.has_event("lifecycle", "ready-gate", &failed)
+    });
+    env.events("lifecycle", "ready-gate")
+        .iter()
+        .find_map(|l| l.get("err").cloned())
+        .unwrap_or_default()
+}
+
 /// A wake's session stopped while its model is still thinking: the ready gate's line says
 /// the session was ended, and the sender is not told the model failed (it did not).
 #[test]
 fn a_wake_stopped_before_its_model_answered_tells_the_sender_nothing() {
     let (env, api) = world(&[]);
     api.script(|_| Reply::Hold(Duration::from_secs(30), "late".into()));
-    env.ok(&["new", "ea"]);
-    let out = env.ok(&["send", "cb", "--from", "echo-ea", "--message", "think"]);
-    assert_eq!(out.trim(), "delivered to cb (claude), woke");
+    wake_cb_from_a_live_ea(&env, "think");
     env.wait_until("the model has it", Duration::from_secs(30), |_| {
         api.has_main_request_with("think")
     });
     env.ok(&["stop", "cb"]);
-    env.wait_until("the ready gate's line", Duration::from_secs(30), |e| {
-        e.has_event(
-            "lifecycle",
-            "ready-gate",
-            &[("identity", "claude-cb"), ("ok", "false")],
-        )
-    });
-    let gate = env.events("lifecycle", "ready-gate");
-    assert!(
-        gate.iter()
-            .any(|l| l.get("err").is_some_and(|e| e.contains("ended (stop)"))),
-        "{gate:?}"
-    );
+    let err = failed_gate_reason(&env, Duration::from_secs(30));
+    assert!(err.contains("ended (stop)"), "{err}");
     std::thread::sleep(Duration::from_secs(2));
     assert!(
         !env.pane("echo-ea").contains("from iapeer"),
@@ -433,35 +440,11 @@ fn failures_are_reported_with_their_reason() {
     // for the model).
     let (env, api) = world(&[("IAPEER_BOOT_DEADLINE_SECS", "60")]);
     drop(api);
-    env.ok(&["new", "ea"]);
-    let out = env.ok(&[
-        "send",
-        "cb",
-        "--from",
-        "echo-ea",
-        "--message",
-        "anyone there?",
-    ]);
-    assert_eq!(out.trim(), "delivered to cb (claude), woke");
-    env.wait_until(
-        "the failed ready gate in lifecycle.log",
-        Duration::from_secs(90),
-        |e| {
-            e.has_event(
-                "lifecycle",
-                "ready-gate",
-                &[("identity", "claude-cb"), ("ok", "false")],
-            )
-        },
-    );
-    let gate = env.events("lifecycle", "ready-gate");
-    let err = gate
-        .iter()
-        .find_map(|l| l.get("err").cloned())
-        .unwrap_or_default();
+    wake_cb_from_a_live_ea(&env, "anyone there?");
+    let err = failed_gate_reason(&env, Duration::from_secs(90));
     assert!(
         err.to_lowercase().contains("connect"),
-        "the reason must name the connection problem: {gate:?}"
+        "the reason must name the connection problem: {err}"
     );
     crate::busy::told_by_iapeer(&env, "echo-ea", "cb (claude)", "did not start on it");
     assert_eq!(

@@ -210,14 +210,12 @@ impl ActiveDelivery {
     /// later on a new conversation, recorded). Any other delivery ignores it: a live
     /// session's turn may be someone else's, and only the transcript tells a message queued
     /// behind it (`Queued`) from one taken.
-    pub fn on_turn_shown(&mut self, now: Instant) -> Step {
-        match self.phase {
-            Phase::Confirming { .. } if self.turn_confirms() => {
-                log::debug!("delivery {}: the screen shows its turn", self.id);
-                self.confirmed(now)
-            }
-            _ => Step::Wait,
+    pub fn on_turn_shown(&mut self) -> Step {
+        if !self.turn_confirms() {
+            return Step::Wait;
         }
+        log::debug!("delivery {}: the screen shows its turn", self.id);
+        self.confirmed()
     }
 
     /// Whether a turn on the screen would confirm it ([`ActiveDelivery::on_turn_shown`]): a
@@ -251,7 +249,7 @@ impl ActiveDelivery {
             } => {
                 if now >= next_poll || now >= deadline {
                     match self.confirmer.acceptance(&self.output, &screen()) {
-                        Acceptance::Accepted => return self.confirmed(now),
+                        Acceptance::Accepted => return self.confirmed(),
                         Acceptance::Queued => return Step::Queued,
                         Acceptance::Removed(why) => return Step::Done(Err(why)),
                         Acceptance::Pending => {}
@@ -279,7 +277,7 @@ impl ActiveDelivery {
         }
     }
 
-    fn confirmed(&mut self, _now: Instant) -> Step {
+    fn confirmed(&self) -> Step {
         log::debug!("delivery {}: accepted by the runtime", self.id);
         match self.gate {
             None => Step::Done(Ok(())),
@@ -778,22 +776,22 @@ mod tests {
         let mut d = start(gate);
         d.on_paste_shown(t0);
         assert!(!d.turn_confirms());
-        assert_eq!(d.on_turn_shown(t0), Step::Wait, "before Enter");
+        assert_eq!(d.on_turn_shown(), Step::Wait, "before Enter");
         assert_eq!(d.poll(t0, String::new), Step::Write(b"\r".to_vec()));
         assert!(d.turn_confirms());
-        assert_eq!(d.on_turn_shown(t0), Step::Gate);
+        assert_eq!(d.on_turn_shown(), Step::Gate);
 
         let mut blind = start(gate);
         let late = t0 + PASTE_SIGNAL_WAIT;
         assert_eq!(blind.poll(late, String::new), Step::Write(b"\r".to_vec()));
         assert!(!blind.turn_confirms(), "Enter on the fallback clock");
-        assert_eq!(blind.on_turn_shown(late), Step::Wait);
+        assert_eq!(blind.on_turn_shown(), Step::Wait);
 
         let mut live = start(None);
         live.on_paste_shown(t0);
         live.poll(t0, String::new);
         assert!(!live.turn_confirms());
-        assert_eq!(live.on_turn_shown(t0), Step::Wait);
+        assert_eq!(live.on_turn_shown(), Step::Wait);
     }
 
     /// A confirmer that answers from a script, one answer per call (last one repeats).

@@ -109,7 +109,7 @@ impl Session {
                 }
             }
             if d.turn_confirms() && self.cfg.adapter.turn_started(&self.screen) {
-                let step = d.on_turn_shown(Instant::now());
+                let step = d.on_turn_shown();
                 self.apply(step);
             }
         }
