@@ -135,6 +135,11 @@ pub(crate) fn wait_codex_turns(env: &TestEnv, turns: usize) {
                 >= turns
         },
     );
+    wait_codex_screen_idle(env);
+}
+
+/// Wait (60 s at most) until the `codex-cx` screen has shown no turn for 300 ms in a row.
+pub(crate) fn wait_codex_screen_idle(env: &TestEnv) {
     let mut idle_since: Option<Instant> = None;
     env.wait_until("Codex shows the turn's end", Duration::from_secs(60), |e| {
         if e.screen("codex-cx")
