@@ -3,13 +3,18 @@
 SDK (`mcp` package, installed into .cache/venv by scripts/setup-python.sh) speaking
 streamable HTTP to the daemon, the way an agent's MCP client does (spec 02 §4).
 
-It runs initialize -> tools/list -> tools/call send_to_peer and prints one JSON object on
-stdout:
+It connects (the `initialize` handshake, or with --mode auto the SDK's `server/discover`
+probe of MCP 2026-07-28 with its fallback to the handshake), then runs tools/list ->
+tools/call send_to_peer and prints one JSON object on stdout:
 
     {"sdk": "<mcp version>",
+     "protocolVersion": "<the version the connection speaks>",
      "initialize": {"protocolVersion": ..., "serverInfo": ..., "capabilities": ..., ...},
      "tools": [<tool>, ...],
      "call": {"content": [...], "structuredContent": {...}, "isError": false}}
+
+With --mode auto, "initialize" is replaced by "discover": the server/discover result the
+connection adopted (absent when the server is handshake-only).
 
 Arguments (each falls back to an environment variable):
     --url URL          IAPEER_MCP_URL        e.g. http://127.0.0.1:8765/mcp
@@ -21,6 +26,7 @@ Arguments (each falls back to an environment variable):
     --to PERSONALITY   (required)            target of send_to_peer
     --message TEXT     (required)
     --topic TEXT       (optional)
+    --mode MODE        legacy (default: the initialize handshake) or auto (probe first)
 
 Exit status: 0 when all three steps answered (a tool error still counts as an answer and is
 printed), 2 for bad arguments, 1 when the SDK failed (the error goes to stderr).
@@ -44,6 +50,7 @@ def parse_args(argv):
     p.add_argument("--to", required=True)
     p.add_argument("--message", required=True)
     p.add_argument("--topic")
+    p.add_argument("--mode", choices=["legacy", "auto"], default="legacy")
     args = p.parse_args(argv)
     if not args.url:
         p.error("--url (or IAPEER_MCP_URL) is required")
@@ -93,17 +100,24 @@ async def run(args):
     arguments = {"personality": args.to, "message": args.message}
     if args.topic:
         arguments["topic"] = args.topic
+    out = {"sdk": importlib.metadata.version("mcp")}
     async with connect(args.url, headers_for(args)) as (read, write):
         async with ClientSession(read, write) as session:
-            init = await session.initialize()
+            if args.mode == "auto":
+                # The SDK's own connect policy for mode="auto" (what `mcp.Client` runs).
+                from mcp.client._probe import negotiate_auto
+
+                await negotiate_auto(session)
+                if session.discover_result is not None:
+                    out["discover"] = dump(session.discover_result)
+            else:
+                out["initialize"] = dump(await session.initialize())
+            out["protocolVersion"] = session.protocol_version
             tools = await session.list_tools()
             call = await session.call_tool("send_to_peer", arguments)
-    return {
-        "sdk": importlib.metadata.version("mcp"),
-        "initialize": dump(init),
-        "tools": [dump(t) for t in tools.tools],
-        "call": dump(call),
-    }
+    out["tools"] = [dump(t) for t in tools.tools]
+    out["call"] = dump(call)
+    return out
 
 
 def main(argv):

@@ -14,7 +14,7 @@
 
 pub use crate::adapter::{Adapter, BootStep};
 pub use crate::daemon::mcp::{
-    handle as mcp_handle, Backend as McpBackend, CallerCreds, McpResponse, SendArgs,
+    handle as mcp_handle, Backend as McpBackend, CallerCreds, McpHeaders, McpResponse, SendArgs,
 };
 pub use crate::daemon::route::{validate as validate_send, Caller, SendInput};
 pub use crate::envelope::{

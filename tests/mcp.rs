@@ -441,8 +441,10 @@ fn header_mode_trusts_the_identity_header() {
     assert_eq!(text, "unknown caller \"zed\" — not registered");
 }
 
-#[test]
-fn official_python_sdk_as_a_client() {
+/// Run scripts/mcp_client.py (the official MCP Python SDK) as echo-alice against `env`'s
+/// daemon, sending `message` to bob on topic "sdk" after connecting in `mode` (legacy: the
+/// `initialize` handshake; auto: the `server/discover` probe first); its JSON output.
+fn python_sdk_send(env: &TestEnv, token: &str, mode: &str, message: &str) -> Value {
     let python = std::env::var("IAPEER_TEST_PYTHON").unwrap_or_else(|_| {
         panic!(
             "IAPEER_TEST_PYTHON is not set: this test drives the daemon with the official MCP \
@@ -451,28 +453,12 @@ fn official_python_sdk_as_a_client() {
              IAPEER_TEST_PYTHON=$PWD/.cache/venv/bin/python"
         )
     });
-    let env = daemon(&[]);
-    let token = wake_and_token(&env, "alice");
-    assert_eq!(env.status_of("bob", "echo"), "asleep");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/mcp_client.py");
     let out = Command::new(&python)
         .arg(script)
-        .args([
-            "--url",
-            &env.mcp_url(),
-            "--identity",
-            "echo-alice",
-            "--token",
-            &token,
-        ])
-        .args([
-            "--to",
-            "bob",
-            "--message",
-            "hello from the python sdk",
-            "--topic",
-            "sdk",
-        ])
+        .args(["--url", &env.mcp_url(), "--identity", "echo-alice"])
+        .args(["--token", token, "--mode", mode])
+        .args(["--to", "bob", "--message", message, "--topic", "sdk"])
         .env_remove("IAPEER_BEARER_TOKEN")
         .output()
         .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
@@ -482,10 +468,13 @@ fn official_python_sdk_as_a_client() {
         common::describe(&out),
         env.diagnostics()
     );
-    let v: Value = serde_json::from_slice(&out.stdout).expect("the client prints JSON");
+    serde_json::from_slice(&out.stdout).expect("the client prints JSON")
+}
 
-    assert_eq!(v["initialize"]["serverInfo"]["name"], "iapeer");
-    assert_eq!(v["initialize"]["capabilities"]["tools"], json!({}));
+/// The SDK's `send_to_peer` listing and call result, as the daemon must give them in either
+/// protocol era: the spec tool, and `message` delivered to bob's live session (`woke` as
+/// expected), logged as an MCP delivery from echo-alice.
+fn check_sdk_listing_and_delivery(env: &TestEnv, v: &Value, message: &str, woke: bool) {
     let tools = v["tools"].as_array().unwrap();
     assert_eq!(tools.len(), 1, "{}", v["tools"]);
     assert_eq!(tools[0]["name"], "send_to_peer");
@@ -503,7 +492,7 @@ fn official_python_sdk_as_a_client() {
     let sc = &call["structuredContent"];
     assert_eq!(
         (sc["ok"].clone(), sc["woke"].clone()),
-        (json!(true), json!(true)),
+        (json!(true), json!(woke)),
         "{call}"
     );
     assert_eq!(
@@ -512,13 +501,14 @@ fn official_python_sdk_as_a_client() {
     );
     assert!(
         env.pane("echo-bob")
-            .contains("from alice: hello from the python sdk"),
+            .contains(&format!("from alice: {message}")),
         "{}",
         env.diagnostics()
     );
     let d = env.events("delivery", "delivery");
     let line = d
         .iter()
+        .rev()
         .find(|d| d["to"] == "bob")
         .expect("a delivery line");
     assert_eq!(
@@ -528,6 +518,98 @@ fn official_python_sdk_as_a_client() {
     assert_eq!(
         (line["ok"].as_str(), line["topic"].as_str()),
         ("true", "sdk")
+    );
+}
+
+#[test]
+fn official_python_sdk_as_a_client() {
+    let env = daemon(&[]);
+    let token = wake_and_token(&env, "alice");
+    assert_eq!(env.status_of("bob", "echo"), "asleep");
+    let v = python_sdk_send(&env, &token, "legacy", "hello from the python sdk");
+    assert_eq!(v["protocolVersion"], "2025-11-25", "{v}");
+    assert_eq!(v["initialize"]["serverInfo"]["name"], "iapeer");
+    assert_eq!(v["initialize"]["capabilities"]["tools"], json!({}));
+    check_sdk_listing_and_delivery(&env, &v, "hello from the python sdk", true);
+}
+
+/// MCP revision 2026-07-28 (what Claude Code 2.1.332 probes for first): the
+/// official SDK's `mode="auto"` connect finds a modern server in `server/discover`, adopts
+/// 2026-07-28 without the handshake, and lists and calls the tool per request; the SDK
+/// validates every modern result (resultType, the listing's ttlMs and cacheScope).
+#[test]
+fn official_python_sdk_connects_in_the_2026_protocol() {
+    let env = daemon(&[]);
+    let token = wake_and_token(&env, "alice");
+    let v = python_sdk_send(&env, &token, "auto", "hello in the 2026 protocol");
+    // The SDK adopted the modern era from the discover result (it checks every modern
+    // tools/list and tools/call result strictly: resultType, ttlMs, cacheScope).
+    assert_eq!(v["protocolVersion"], "2026-07-28", "{v}");
+    let discover = &v["discover"];
+    assert_eq!(discover["supportedVersions"][0], "2026-07-28", "{discover}");
+    assert!(
+        discover["supportedVersions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2025-11-25")),
+        "{discover}"
+    );
+    assert_eq!(discover["capabilities"]["tools"], json!({}));
+    assert_eq!(
+        discover["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "iapeer"
+    );
+    check_sdk_listing_and_delivery(&env, &v, "hello in the 2026 protocol", true);
+    // A second connection in the same era reaches the now-live session without a wake.
+    let again = python_sdk_send(&env, &token, "auto", "and once more");
+    assert_eq!(again["protocolVersion"], "2026-07-28");
+    check_sdk_listing_and_delivery(&env, &again, "and once more", false);
+
+    // Over the real HTTP path: the discover result as sent, and the modern refusals.
+    let port = env.port();
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    let modern = |method: &str, name: Option<&str>, params: Value| {
+        let mut params = params;
+        params["_meta"] = meta.clone();
+        let body = json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": params});
+        let mut headers = vec![
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", method),
+            ("X-IAPeer-Identity", "echo-alice"),
+        ];
+        headers.extend(name.map(|n| ("Mcp-Name", n)));
+        let bearer = format!("Bearer {token}");
+        headers.push(("Authorization", &bearer));
+        post(port, &headers, &body.to_string())
+    };
+    let r = modern("server/discover", None, json!({}));
+    let d = r.json();
+    assert_eq!(r.status, 200, "{d}");
+    assert_eq!(
+        (
+            &d["result"]["resultType"],
+            &d["result"]["ttlMs"],
+            &d["result"]["cacheScope"]
+        ),
+        (&json!("complete"), &json!(0), &json!("private")),
+        "{d}"
+    );
+    let call = json!({"name": "send_to_peer",
+                      "arguments": {"personality": "bob", "message": "never sent"}});
+    let r = modern("tools/call", Some("other_tool"), call);
+    assert_eq!(
+        (r.status, &r.json()["error"]["code"]),
+        (400, &json!(-32020))
+    );
+    let r = modern("subscriptions/listen", None, json!({}));
+    assert_eq!(
+        (r.status, &r.json()["error"]["code"]),
+        (404, &json!(-32601))
+    );
+    assert!(
+        !env.pane("echo-bob").contains("never sent"),
+        "a refused call was delivered"
     );
 }
 

@@ -525,9 +525,14 @@ impl Acceptor {
             return;
         };
         let body = &c.buf[at..];
-        let accept = gate::first(&head.headers, "accept");
+        let headers = mcp::McpHeaders {
+            accept: gate::first(&head.headers, "accept"),
+            protocol_version: gate::first(&head.headers, "mcp-protocol-version"),
+            method: gate::first(&head.headers, "mcp-method"),
+            name: gate::first(&head.headers, "mcp-name"),
+        };
         let backend = Arc::clone(&self.shared.backend);
-        let (pending, sends) = match mcp::start(body, accept, &admitted.creds, backend.as_ref()) {
+        let (pending, sends) = match mcp::start(body, &headers, &admitted.creds, backend.as_ref()) {
             Started::Done(answer) => {
                 log::debug!("http: {} {} -> {}", head.method, head.target, answer.status);
                 return self.answer(t, &Reply::from(answer));

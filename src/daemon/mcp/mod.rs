@@ -1,11 +1,13 @@
-//! MCP over stateless streamable HTTP (spec 02 §4): JSON-RPC parsing, the four methods we
-//! answer (`initialize`, `ping`, `tools/list`, `tools/call`) and the response encoding
-//! (`application/json` or a one-event `text/event-stream`).
+//! MCP over stateless streamable HTTP (spec 02 §4): JSON-RPC parsing, the methods we answer
+//! (`server/discover`, `initialize`, `ping`, `tools/list`, `tools/call`) in both protocol
+//! eras (`era`: the `initialize` handshake, or revision 2026-07-28's per-request `_meta`),
+//! and the response encoding (`application/json` or a one-event `text/event-stream`).
 //!
 //! Transport checks (Host, Origin, bearer, body size, content type) happen before this module
 //! is reached (see `daemon::http`). Caller authentication and message routing sit behind the
 //! [`Backend`] trait, implemented by the router.
 
+pub mod era;
 mod rpc;
 pub mod tool;
 
@@ -17,6 +19,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub use era::McpHeaders;
 #[cfg(test)]
 use tool::ArgError;
 
@@ -81,7 +84,9 @@ pub trait Backend: Send + Sync {
 /// An HTTP answer produced by [`handle`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpResponse {
-    /// HTTP status: 200, 202 (nothing to answer) or 400 (unparseable / invalid single request).
+    /// HTTP status: 200, 202 (nothing to answer), 400 (unparseable or invalid single request; a
+    /// modern request with an unsupported version or mismatched headers) or 404 (a modern
+    /// request for a method we do not have).
     pub status: u16,
     /// `application/json`, `text/event-stream`, or `None` for an empty 202.
     pub content_type: Option<&'static str>,
@@ -97,18 +102,22 @@ pub const EVENT_STREAM: &str = "text/event-stream";
 /// Handle one `POST /mcp` body (spec 02 §4), blocking on the backend for its sends: the
 /// composition of [`start`] and [`Pending::finish`] (tests and the fuzz targets drive it).
 ///
-/// `accept` is the request's `Accept` header: JSON is used when it is absent or lists
-/// `application/json` (or `*/*`, `application/*`), else the answer is one SSE event.
+/// `headers.accept`: JSON is used when it is absent or lists `application/json` (or `*/*`,
+/// `application/*`), else the answer is one SSE event. The other `headers` are checked
+/// against a modern request's body (see [`era::of_request`]).
 /// Malformed JSON → 400 with error -32700; a single invalid request → 400 with -32600;
 /// notifications and client responses → 202 with an empty body; a batch → an array of the
 /// answers to its requests (202 when there are none).
 pub fn handle(
     body: &[u8],
-    accept: Option<&str>,
+    headers: &McpHeaders<'_>,
     creds: CallerCreds,
     backend: &dyn Backend,
 ) -> McpResponse {
-    respond(rpc::process(body, &creds, backend), wants_json(accept))
+    respond(
+        rpc::process(body, headers, &creds, backend),
+        wants_json(headers.accept),
+    )
 }
 
 /// A POST body whose answer waits for routed sends ([`start`]).
@@ -132,13 +141,13 @@ pub enum Started {
 /// passes their outcomes, in order, to [`Pending::finish`].
 pub fn start(
     body: &[u8],
-    accept: Option<&str>,
+    headers: &McpHeaders<'_>,
     creds: &CallerCreds,
     backend: &dyn Backend,
 ) -> Started {
-    let mut plan = rpc::plan(body, creds, backend);
+    let mut plan = rpc::plan(body, headers, creds, backend);
     let sends = plan.take_sends();
-    let json = wants_json(accept);
+    let json = wants_json(headers.accept);
     if sends.is_empty() {
         Started::Done(respond(plan.finish(Vec::new()), json))
     } else {

@@ -1,10 +1,12 @@
-//! JSON-RPC 2.0 message handling for MCP (spec 02 §4): classify each message, dispatch the
-//! methods we answer, build error objects.
+//! JSON-RPC 2.0 message handling for MCP (spec 02 §4): classify each message, tell its era
+//! (`era`), dispatch the methods we answer, build error objects.
 
 use serde_json::{json, Value};
 
+use super::era::{self, McpHeaders};
 use super::tool::{
-    call_result, prepare_call, tool_listing, INSTRUCTIONS, SUPPORTED_PROTOCOL_VERSIONS,
+    call_result, prepare_call, tool_listing, INSTRUCTIONS, LISTING_TTL_MS,
+    SUPPORTED_PROTOCOL_VERSIONS,
 };
 use super::{Backend, CallerCreds, SendArgs};
 
@@ -12,7 +14,8 @@ use super::{Backend, CallerCreds, SendArgs};
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 const METHOD_NOT_FOUND: i64 = -32601;
-const INVALID_PARAMS: i64 = -32602;
+/// Also what `era` answers for a modern request without its required `_meta` fields.
+pub(super) const INVALID_PARAMS: i64 = -32602;
 
 /// One incoming JSON-RPC message, classified.
 #[derive(Debug, PartialEq)]
@@ -82,7 +85,13 @@ fn error(id: Value, code: i64, message: &str) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
 }
 
-fn success(id: &Value, result: Value) -> Value {
+/// `result` as the answer to request `id`; a modern request's result is marked as one.
+fn success(id: &Value, result: Value, modern: bool) -> Value {
+    let result = if modern {
+        era::modern_result(result)
+    } else {
+        result
+    };
     json!({ "jsonrpc": "2.0", "id": id, "result": result })
 }
 
@@ -90,26 +99,72 @@ fn success(id: &Value, result: Value) -> Value {
 #[derive(Debug)]
 enum Slot {
     Ready(Value),
-    /// `tools/call` request `id` waits for the outcome of the plan's next send.
-    Send(Value),
+    /// `tools/call` request `id` waits for the outcome of the plan's next send; `modern`:
+    /// the request was a modern one (see `era`).
+    Send {
+        id: Value,
+        modern: bool,
+    },
+}
+
+/// One message's answer, and the HTTP status it calls for when it is the whole body.
+#[derive(Debug)]
+struct Answered {
+    slot: Slot,
+    status: u16,
+}
+
+impl Answered {
+    fn ok(v: Value) -> Answered {
+        Answered {
+            slot: Slot::Ready(v),
+            status: 200,
+        }
+    }
+
+    /// JSON-RPC error `e` of a request: 200 in the handshake era, `modern_status` in the
+    /// modern one (its transport gives errors their HTTP status).
+    fn error(e: Value, modern: bool, modern_status: u16) -> Answered {
+        Answered {
+            slot: Slot::Ready(e),
+            status: if modern { modern_status } else { 200 },
+        }
+    }
 }
 
 /// Answer one message; `None` when it needs no answer. Sends go to `sends`.
 fn answer(
     v: &Value,
+    headers: &McpHeaders<'_>,
     creds: &CallerCreds,
     backend: &dyn Backend,
     sends: &mut Vec<SendArgs>,
-) -> Option<Slot> {
+) -> Option<Answered> {
     match classify(v) {
         Message::NoReply => None,
-        Message::Invalid { id, why } => Some(Slot::Ready(error(
-            id,
-            INVALID_REQUEST,
-            &format!("invalid request: {why}"),
-        ))),
+        Message::Invalid { id, why } => Some(Answered {
+            slot: Slot::Ready(error(
+                id,
+                INVALID_REQUEST,
+                &format!("invalid request: {why}"),
+            )),
+            status: 400,
+        }),
         Message::Request { id, method, params } => {
-            Some(dispatch(id, method, params, creds, backend, sends))
+            Some(match era::of_request(method, params, headers) {
+                Err(refusal) => {
+                    let mut e = error(id.clone(), refusal.code, &refusal.message);
+                    if let Some(data) = refusal.data {
+                        e["error"]["data"] = data;
+                    }
+                    Answered::error(e, true, refusal.status)
+                }
+                Ok(version) => {
+                    log::debug!("mcp: {method} ({})", version.unwrap_or("handshake era"));
+                    let modern = version.is_some();
+                    dispatch(id, method, params, modern, creds, backend, sends)
+                }
+            })
         }
     }
 }
@@ -118,42 +173,75 @@ fn dispatch(
     id: &Value,
     method: &str,
     params: Option<&Value>,
+    modern: bool,
     creds: &CallerCreds,
     backend: &dyn Backend,
     sends: &mut Vec<SendArgs>,
-) -> Slot {
-    Slot::Ready(match method {
-        "initialize" => success(id, initialize_result(params)),
-        "ping" => success(id, json!({})),
+) -> Answered {
+    Answered::ok(match method {
+        // Answered in either era: a legacy client may probe with it too.
+        "server/discover" => success(id, discover_result(), true),
+        "initialize" => success(id, initialize_result(params), modern),
+        // 2026-07-28 removed `ping`: a modern one is an unknown method.
+        "ping" if !modern => success(id, json!({}), false),
         "tools/list" => {
             backend.tools_listed(creds);
-            success(id, json!({ "tools": [tool_listing()] }))
+            let mut result = json!({ "tools": [tool_listing()] });
+            if modern {
+                result["ttlMs"] = json!(LISTING_TTL_MS);
+                result["cacheScope"] = json!("private");
+            }
+            success(id, result, modern)
         }
         "tools/call" => {
             let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
             match name {
-                None => error(
-                    id.clone(),
-                    INVALID_PARAMS,
-                    "tools/call needs params.name (a string)",
-                ),
+                None => {
+                    let e = error(
+                        id.clone(),
+                        INVALID_PARAMS,
+                        "tools/call needs params.name (a string)",
+                    );
+                    return Answered::error(e, modern, 400);
+                }
                 Some(name) => {
                     let arguments = params.and_then(|p| p.get("arguments"));
                     match prepare_call(name, arguments) {
-                        Err(answer) => success(id, answer),
+                        Err(answer) => success(id, answer, modern),
                         Ok(args) => {
                             sends.push(args);
-                            return Slot::Send(id.clone());
+                            return Answered {
+                                slot: Slot::Send {
+                                    id: id.clone(),
+                                    modern,
+                                },
+                                status: 200,
+                            };
                         }
                     }
                 }
             }
         }
-        other => error(
-            id.clone(),
-            METHOD_NOT_FOUND,
-            &format!("method not found: {other}"),
-        ),
+        other => {
+            let e = error(
+                id.clone(),
+                METHOD_NOT_FOUND,
+                &format!("method not found: {other}"),
+            );
+            return Answered::error(e, modern, 404);
+        }
+    })
+}
+
+/// The `server/discover` result (2026-07-28): every version we speak, our one capability,
+/// who we are, and the same instructions as `initialize`.
+fn discover_result() -> Value {
+    json!({
+        "supportedVersions": era::all_versions(),
+        "capabilities": { "tools": {} },
+        "instructions": INSTRUCTIONS,
+        "ttlMs": LISTING_TTL_MS,
+        "cacheScope": "private"
     })
 }
 
@@ -169,7 +257,7 @@ fn initialize_result(params: Option<&Value>) -> Value {
     json!({
         "protocolVersion": version,
         "capabilities": { "tools": {} },
-        "serverInfo": { "name": "iapeer", "version": env!("CARGO_PKG_VERSION") },
+        "serverInfo": era::server_info(),
         "instructions": INSTRUCTIONS
     })
 }
@@ -202,11 +290,11 @@ impl Plan {
             .into_iter()
             .map(|slot| match slot {
                 Slot::Ready(v) => v,
-                Slot::Send(id) => {
+                Slot::Send { id, modern } => {
                     let outcome = outcomes
                         .next()
                         .unwrap_or_else(|| Err("internal error: the send was not answered".into()));
-                    success(&id, call_result(outcome))
+                    success(&id, call_result(outcome), modern)
                 }
             })
             .collect();
@@ -222,7 +310,12 @@ impl Plan {
 }
 
 /// Plan a whole POST body (see [`Plan`]); `backend` is told when the tools are listed.
-pub(super) fn plan(body: &[u8], creds: &CallerCreds, backend: &dyn Backend) -> Plan {
+pub(super) fn plan(
+    body: &[u8],
+    headers: &McpHeaders<'_>,
+    creds: &CallerCreds,
+    backend: &dyn Backend,
+) -> Plan {
     let ready = |status, v| Plan {
         status,
         batch: false,
@@ -242,10 +335,20 @@ pub(super) fn plan(body: &[u8], creds: &CallerCreds, backend: &dyn Backend) -> P
             400,
             error(Value::Null, INVALID_REQUEST, "invalid request: empty batch"),
         ),
+        Value::Array(_) if era::names_modern_version(headers) => ready(
+            400,
+            error(
+                Value::Null,
+                INVALID_REQUEST,
+                "invalid request: a 2026-07-28 body is one request, not a batch; send each \
+                 request in its own POST",
+            ),
+        ),
         Value::Array(items) => {
             let slots = items
                 .iter()
-                .filter_map(|item| answer(item, creds, backend, &mut sends))
+                .filter_map(|item| answer(item, headers, creds, backend, &mut sends))
+                .map(|a| a.slot)
                 .collect();
             Plan {
                 status: 200,
@@ -255,16 +358,11 @@ pub(super) fn plan(body: &[u8], creds: &CallerCreds, backend: &dyn Backend) -> P
             }
         }
         single => {
-            let status = match classify(single) {
-                Message::Invalid { .. } => 400,
-                _ => 200,
-            };
+            let answered = answer(single, headers, creds, backend, &mut sends);
             Plan {
-                status,
+                status: answered.as_ref().map_or(200, |a| a.status),
                 batch: false,
-                slots: answer(single, creds, backend, &mut sends)
-                    .into_iter()
-                    .collect(),
+                slots: answered.into_iter().map(|a| a.slot).collect(),
                 sends,
             }
         }
@@ -275,10 +373,11 @@ pub(super) fn plan(body: &[u8], creds: &CallerCreds, backend: &dyn Backend) -> P
 /// and the JSON to send (`None` = 202).
 pub(super) fn process(
     body: &[u8],
+    headers: &McpHeaders<'_>,
     creds: &CallerCreds,
     backend: &dyn Backend,
 ) -> (u16, Option<Value>) {
-    let mut plan = plan(body, creds, backend);
+    let mut plan = plan(body, headers, creds, backend);
     let outcomes = plan
         .take_sends()
         .into_iter()

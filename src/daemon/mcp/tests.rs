@@ -49,7 +49,12 @@ fn creds() -> CallerCreds {
 }
 
 fn run(backend: &Fake, body: Value) -> (u16, Value) {
-    let r = handle(body.to_string().as_bytes(), None, creds(), backend);
+    run_with(backend, body, &McpHeaders::default())
+}
+
+/// `body` answered with `headers`; the answer must be JSON.
+fn run_with(backend: &Fake, body: Value, headers: &McpHeaders<'_>) -> (u16, Value) {
+    let r = handle(body.to_string().as_bytes(), headers, creds(), backend);
     assert_eq!(r.content_type, Some(JSON));
     (r.status, serde_json::from_slice(&r.body).unwrap())
 }
@@ -239,7 +244,7 @@ fn unknown_tool_is_tool_error() {
 #[test]
 fn protocol_errors() {
     let b = Fake::ok();
-    let r = handle(b"{not json", None, creds(), &b);
+    let r = handle(b"{not json", &McpHeaders::default(), creds(), &b);
     let v: Value = serde_json::from_slice(&r.body).unwrap();
     assert_eq!(
         (r.status, v["error"]["code"].clone(), v["id"].clone()),
@@ -288,7 +293,12 @@ fn notifications_and_client_responses_get_202() {
         json!({"jsonrpc":"2.0","id":9,"result":{}}),
         json!([{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}]),
     ] {
-        let r = handle(body.to_string().as_bytes(), None, creds(), &b);
+        let r = handle(
+            body.to_string().as_bytes(),
+            &McpHeaders::default(),
+            creds(),
+            &b,
+        );
         assert_eq!(
             (r.status, r.content_type, r.body.len()),
             (202, None, 0),
@@ -329,7 +339,15 @@ fn batch_answers_requests_only_in_order() {
 fn sse_encoding_when_json_not_accepted() {
     let b = Fake::ok();
     let body = json!({"jsonrpc":"2.0","id":1,"method":"ping"}).to_string();
-    let r = handle(body.as_bytes(), Some("text/event-stream"), creds(), &b);
+    let r = handle(
+        body.as_bytes(),
+        &McpHeaders {
+            accept: Some("text/event-stream"),
+            ..McpHeaders::default()
+        },
+        creds(),
+        &b,
+    );
     assert_eq!(r.content_type, Some(EVENT_STREAM));
     let text = String::from_utf8(r.body).unwrap();
     let data = text
@@ -353,4 +371,132 @@ fn accept_header_choices() {
     assert!(wants_json(Some("*/*")));
     assert!(!wants_json(Some("text/event-stream")));
     assert!(!wants_json(Some("text/html, application/jsonx")));
+}
+
+/// A modern (2026-07-28) request: its version in `_meta`, the headers that mirror the body.
+fn run_modern(backend: &Fake, method: &str, mut params: Value, name: Option<&str>) -> (u16, Value) {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}
+    });
+    let body = json!({"jsonrpc": "2.0", "id": "m1", "method": method, "params": params});
+    let headers = McpHeaders {
+        accept: Some("application/json, text/event-stream"),
+        protocol_version: Some("2026-07-28"),
+        method: Some(method),
+        name,
+    };
+    run_with(backend, body, &headers)
+}
+
+#[test]
+fn server_discover_names_every_version_and_the_tools_capability() {
+    let b = Fake::ok();
+    let (status, v) = run_modern(&b, "server/discover", json!({}), None);
+    assert_eq!(status, 200, "{v}");
+    let r = &v["result"];
+    assert_eq!(r["resultType"], "complete");
+    assert_eq!(r["supportedVersions"][0], "2026-07-28");
+    let versions = r["supportedVersions"].as_array().unwrap();
+    for v in tool::SUPPORTED_PROTOCOL_VERSIONS {
+        assert!(versions.contains(&json!(v)), "{v} missing: {r}");
+    }
+    assert_eq!(r["capabilities"], json!({"tools": {}}));
+    assert_eq!(r["instructions"], tool::INSTRUCTIONS);
+    assert_eq!(
+        r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "iapeer"
+    );
+    assert_eq!(
+        (&r["ttlMs"], &r["cacheScope"]),
+        (&json!(0), &json!("private"))
+    );
+    // A client that probes without `_meta` is answered the same.
+    let (status, legacy) = run(
+        &b,
+        json!({"jsonrpc":"2.0","id":1,"method":"server/discover"}),
+    );
+    assert_eq!((status, &legacy["result"]), (200, r));
+}
+
+#[test]
+fn modern_results_carry_result_type_and_the_listing_its_cache_hints() {
+    let b = Fake::ok();
+    let (status, v) = run_modern(&b, "tools/list", json!({}), None);
+    assert_eq!(status, 200, "{v}");
+    let r = &v["result"];
+    assert_eq!(r["tools"][0]["name"], "send_to_peer");
+    assert_eq!(r["resultType"], "complete");
+    // No client may answer a later tools/list from a cache: it is how a boot learns the
+    // agent's tools are loaded.
+    assert_eq!(
+        (&r["ttlMs"], &r["cacheScope"]),
+        (&json!(0), &json!("private"))
+    );
+
+    let args =
+        json!({"name": "send_to_peer", "arguments": {"personality": "boris", "message": "hi"}});
+    let (status, v) = run_modern(&b, "tools/call", args, Some("send_to_peer"));
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["id"], "m1");
+    assert_eq!(v["result"]["resultType"], "complete");
+    assert_eq!(v["result"]["structuredContent"]["ok"], true);
+    assert_eq!(b.calls().len(), 1);
+
+    // The handshake era's answers are as before: no resultType, no cache hints.
+    let (_, legacy) = run(&b, json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}));
+    let r = legacy["result"].as_object().unwrap();
+    assert!(
+        !r.contains_key("resultType") && !r.contains_key("ttlMs"),
+        "{legacy}"
+    );
+}
+
+#[test]
+fn modern_refusals_use_the_transport_statuses() {
+    let b = Fake::ok();
+    let (status, v) = run_modern(&b, "subscriptions/listen", json!({}), None);
+    assert_eq!((status, &v["error"]["code"]), (404, &json!(-32601)), "{v}");
+    // 2026-07-28 removed ping; the handshake era keeps it.
+    let (status, _) = run_modern(&b, "ping", json!({}), None);
+    assert_eq!(status, 404);
+    let (status, v) = run(&b, json!({"jsonrpc":"2.0","id":1,"method":"ping"}));
+    assert_eq!((status, &v["result"]), (200, &json!({})));
+    // Invalid params are a 400 in the modern transport.
+    let (status, v) = run_modern(&b, "tools/call", json!({}), None);
+    assert_eq!((status, &v["error"]["code"]), (400, &json!(-32602)), "{v}");
+    // A modern body is one request, never a batch.
+    let batch = json!([{"jsonrpc":"2.0","id":1,"method":"tools/list"}]);
+    let headers = McpHeaders {
+        protocol_version: Some("2026-07-28"),
+        method: Some("tools/list"),
+        ..McpHeaders::default()
+    };
+    let (status, v) = run_with(&b, batch, &headers);
+    assert_eq!((status, &v["error"]["code"]), (400, &json!(-32600)), "{v}");
+
+    // Mcp-Name disagrees with the tool called: refused before anything is routed.
+    let args =
+        json!({"name": "send_to_peer", "arguments": {"personality": "boris", "message": "hi"}});
+    let (status, v) = run_modern(&b, "tools/call", args, Some("other"));
+    assert_eq!(
+        (status, &v["error"]["code"]),
+        (400, &json!(era::HEADER_MISMATCH)),
+        "{v}"
+    );
+    assert!(b.calls().is_empty());
+
+    let body = json!({"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{
+        "io.modelcontextprotocol/protocolVersion": "2099-01-01"}}});
+    let headers = McpHeaders {
+        protocol_version: Some("2099-01-01"),
+        method: Some("tools/list"),
+        ..McpHeaders::default()
+    };
+    let (status, v) = run_with(&b, body, &headers);
+    assert_eq!(status, 400);
+    assert_eq!(v["error"]["code"], era::UNSUPPORTED_PROTOCOL_VERSION);
+    assert_eq!(v["error"]["data"]["requested"], "2099-01-01");
+    assert_eq!(v["error"]["data"]["supported"][0], "2026-07-28");
 }

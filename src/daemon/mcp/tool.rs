@@ -15,10 +15,19 @@ use crate::names::{PERSONALITY_PATTERN, RUNTIME_PATTERN};
 /// The one tool we expose.
 pub const TOOL_NAME: &str = "send_to_peer";
 
-/// Protocol versions we speak, newest first; `initialize` echoes the client's when listed here,
-/// else answers the first.
+/// Handshake-era protocol versions we speak, newest first; `initialize` echoes the client's
+/// when listed here, else answers the first.
 pub const SUPPORTED_PROTOCOL_VERSIONS: [&str; 4] =
     ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// Modern (per-request `_meta`) protocol versions we speak, newest first (see `era`).
+pub const MODERN_PROTOCOL_VERSIONS: [&str; 1] = ["2026-07-28"];
+
+/// How long a modern client may keep our `tools/list` and `server/discover` results, in ms
+/// (their `ttlMs`, with `cacheScope: "private"`): none. An agent's `tools/list` is how the
+/// daemon learns that its tools are loaded (a boot waits for it), so no client may answer
+/// it from a cache, least of all one shared between agents.
+pub const LISTING_TTL_MS: u64 = 0;
 
 /// The `instructions` paragraph of `initialize` (no roster: that lives in the system prompt).
 pub const INSTRUCTIONS: &str = "iapeer connects you to the other members of your team \

@@ -298,27 +298,44 @@ fn check_answer(v: &Value) {
     );
 }
 
-/// The MCP handler on an arbitrary POST body (the first byte picks the `Accept` header).
+/// The MCP handler on an arbitrary POST body (the first byte picks the `Accept` header and
+/// the modern MCP headers: none, a modern `tools/call`, a modern `tools/list`, or a legacy
+/// version).
 ///
-/// Invariants: status 200, 202 or 400; 202 has no body; any other body is one JSON answer (or
-/// an array of them for a batch), as JSON or as one SSE event, each with `jsonrpc`, `id` and
-/// exactly one of `result`/`error`; a single request's answer carries its id.
+/// Invariants: status 200, 202, 400 or 404; 202 has no body; any other body is one JSON
+/// answer (or an array of them for a batch), as JSON or as one SSE event, each with
+/// `jsonrpc`, `id` and exactly one of `result`/`error`; a single request's answer carries its
+/// id.
 pub fn mcp(data: &[u8]) {
-    let (accept, body) = match data.split_first() {
-        Some((b, rest)) => (
-            match b % 4 {
-                0 => None,
-                1 => Some("application/json, text/event-stream"),
-                2 => Some("text/event-stream"),
-                _ => Some("*/*;q=0.5"),
-            },
-            rest,
-        ),
-        None => (None, data),
+    let (first, body) = match data.split_first() {
+        Some((b, rest)) => (*b, rest),
+        None => (0, data),
+    };
+    let accept = match first % 4 {
+        0 => None,
+        1 => Some("application/json, text/event-stream"),
+        2 => Some("text/event-stream"),
+        _ => Some("*/*;q=0.5"),
+    };
+    let (protocol_version, method, name) = match first / 4 % 4 {
+        0 => (None, None, None),
+        1 => (Some("2026-07-28"), Some("tools/call"), Some("send_to_peer")),
+        2 => (Some("2026-07-28"), Some("tools/list"), None),
+        _ => (Some("2025-11-25"), None, None),
+    };
+    let headers = u::McpHeaders {
+        accept,
+        protocol_version,
+        method,
+        name,
     };
     let creds = u::CallerCreds::default();
-    let r = u::mcp_handle(body, accept, creds, &Backend);
-    assert!(matches!(r.status, 200 | 202 | 400), "status {}", r.status);
+    let r = u::mcp_handle(body, &headers, creds, &Backend);
+    assert!(
+        matches!(r.status, 200 | 202 | 400 | 404),
+        "status {}",
+        r.status
+    );
     if r.status == 202 {
         assert!(r.body.is_empty() && r.content_type.is_none());
         return;
