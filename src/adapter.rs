@@ -195,9 +195,10 @@ pub trait Adapter: Send + Sync {
     fn waits_for_mcp(&self, _cwd: &Path) -> bool {
         false
     }
-    /// How long after the agent's MCP client listed the daemon's tools the boot still waits
-    /// (when [`Adapter::waits_for_mcp`]), for a runtime that answers `tools/list` before the
-    /// tool is usable by its next turn. Zero by default.
+    /// How long after the agent's MCP client listed the daemon's tools no Enter may go (when
+    /// [`Adapter::waits_for_mcp`]), for a runtime that answers `tools/list` before the tool
+    /// is usable by its next turn: the first message is pasted at the listing and its Enter
+    /// held this long after it. Zero by default.
     fn mcp_settle(&self) -> Duration {
         Duration::ZERO
     }

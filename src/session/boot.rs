@@ -87,6 +87,8 @@ pub struct Boot {
     /// An unanswered menu on screen: since when, the screen's hash, and whether a human was
     /// already asked about this screen.
     menu: Option<(Instant, u64, bool)>,
+    /// When [`Boot::evaluate`] last ran: a moment it already looked at needs no wake-up.
+    last_eval: Option<Instant>,
 }
 
 impl Boot {
@@ -102,6 +104,7 @@ impl Boot {
             key_held: false,
             ready_since: None,
             menu: None,
+            last_eval: None,
         }
     }
 
@@ -136,6 +139,7 @@ impl Boot {
 
     /// Decide from the adapter's `step` for the current screen (identified by `screen_hash`).
     pub fn evaluate(&mut self, now: Instant, step: BootStep, screen_hash: u64) -> BootAction {
+        self.last_eval = Some(now);
         if now >= self.deadline {
             return BootAction::Failed(BootFailure::TimedOut {
                 limit: self.deadline - self.started,
@@ -175,19 +179,28 @@ impl Boot {
     }
 
     /// The next instant at which [`Boot::evaluate`] should run even without new output.
+    /// Moments an evaluation already reached are left out: a ready screen that waits for the
+    /// agent's MCP client, or a key sent long ago, would otherwise give a past instant and
+    /// spin the session's loop until something changed (the screen, the MCP listing and
+    /// commands wake the loop themselves). The boot deadline always counts.
     pub fn next_deadline(&self) -> Instant {
         let mut next = self.deadline;
+        let mut consider = |t: Instant| {
+            if self.last_eval.is_none_or(|e| t > e) {
+                next = next.min(t);
+            }
+        };
         if let Some(since) = self.ready_since {
-            next = next.min(since + self.settle);
+            consider(since + self.settle);
         }
         if let Some((since, _, false)) = self.menu {
-            next = next.min(since + UNANSWERED_MENU_AFTER);
+            consider(since + UNANSWERED_MENU_AFTER);
         }
         if let Some((at, _)) = self.last_key {
-            next = next.min(at + KEY_RETRY);
+            consider(at + KEY_RETRY);
             if self.key_held {
                 // A screen that changed during the key gap gets its key when the gap ends.
-                next = next.min(at + self.key_gap);
+                consider(at + self.key_gap);
             }
         }
         next
@@ -301,6 +314,32 @@ mod tests {
             BootAction::Wait,
             "restarted"
         );
+    }
+
+    #[test]
+    fn moments_already_evaluated_give_no_past_deadline() {
+        let t0 = Instant::now();
+        let limit = Duration::from_secs(240);
+        let settle = Duration::from_millis(500);
+        let mut b = Boot::new(t0, limit, settle, Duration::ZERO);
+        // Ready held past its settle while the session waits for the agent's MCP client:
+        // the next wake-up is the boot deadline, not the settle's end (which would spin).
+        b.evaluate(t0, BootStep::Ready, 1);
+        assert_eq!(
+            b.evaluate(t0 + settle, BootStep::Ready, 1),
+            BootAction::Ready
+        );
+        assert_eq!(b.next_deadline(), t0 + limit);
+        // A key long ago: its retry time, once evaluated, is no deadline either.
+        let key = || BootStep::Key {
+            bytes: b"\r".to_vec(),
+            label: "enter".into(),
+        };
+        let mut b = Boot::new(t0, limit, settle, Duration::ZERO);
+        assert!(matches!(b.evaluate(t0, key(), 1), BootAction::Key { .. }));
+        assert_eq!(b.next_deadline(), t0 + KEY_RETRY);
+        b.evaluate(t0 + KEY_RETRY, BootStep::Wait, 2);
+        assert_eq!(b.next_deadline(), t0 + limit);
     }
 
     #[test]

@@ -86,6 +86,8 @@ pub struct ActiveDelivery {
     paste_shown: bool,
     /// The most to wait for that sign before Enter.
     enter_wait: Duration,
+    /// Enter goes no sooner than this ([`ActiveDelivery::hold_enter_until`]).
+    enter_not_before: Option<Instant>,
 }
 
 impl ActiveDelivery {
@@ -119,6 +121,7 @@ impl ActiveDelivery {
                 gate_watch,
                 paste_shown: false,
                 enter_wait: PASTE_SIGNAL_WAIT,
+                enter_not_before: None,
             },
             bytes,
         )
@@ -129,6 +132,20 @@ impl ActiveDelivery {
     pub fn without_paste_sign(mut self) -> ActiveDelivery {
         self.enter_wait = SETTLE;
         self
+    }
+
+    /// Enter goes no sooner than `at`, whatever the screen shows (issue 13 item 2: a boot's
+    /// first message is pasted as soon as the agent's MCP client listed the tools, and its
+    /// Enter waits out the runtime's MCP settle, so the paste overlaps that wait).
+    pub fn hold_enter_until(mut self, at: Instant) -> ActiveDelivery {
+        self.enter_not_before = Some(at);
+        self
+    }
+
+    /// When Enter may go while settling: the paste's sign (or the end of the wait for it),
+    /// and not before the hold.
+    fn enter_at(&self, until: Instant) -> Instant {
+        self.enter_not_before.map_or(until, |hold| until.max(hold))
     }
 
     /// Its bytes are still being written (nothing after the paste has happened yet).
@@ -231,7 +248,7 @@ impl ActiveDelivery {
         match self.phase {
             Phase::Writing => Step::Wait,
             Phase::Settling { until } => {
-                if now < until {
+                if now < self.enter_at(until) {
                     return Step::Wait;
                 }
                 self.phase = Phase::Confirming {
@@ -309,7 +326,7 @@ impl ActiveDelivery {
     pub fn next_deadline(&self) -> Option<Instant> {
         match self.phase {
             Phase::Writing => None,
-            Phase::Settling { until } => Some(until),
+            Phase::Settling { until } => Some(self.enter_at(until)),
             Phase::Confirming {
                 deadline,
                 next_enter,
@@ -576,6 +593,33 @@ mod tests {
             ),
             Step::Done(Ok(()))
         );
+    }
+
+    #[test]
+    fn a_held_enter_waits_for_its_hold_however_early_the_paste_shows() {
+        let t0 = Instant::now();
+        let hold = t0 + Duration::from_millis(150);
+        let (d, _) =
+            ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None);
+        let mut d = d.hold_enter_until(hold);
+        d.on_written(t0);
+        let shown = t0 + Duration::from_millis(20);
+        d.on_paste_shown(shown);
+        assert_eq!(d.next_deadline(), Some(hold));
+        assert_eq!(d.poll(shown, String::new), Step::Wait);
+        assert_eq!(
+            d.poll(hold - Duration::from_millis(1), String::new),
+            Step::Wait
+        );
+        assert_eq!(d.poll(hold, String::new), Step::Write(b"\r".to_vec()));
+        // A hold already past changes nothing: Enter goes on the paste's sign.
+        let (d, _) =
+            ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None);
+        let mut d = d.hold_enter_until(t0);
+        d.on_written(t0);
+        d.on_paste_shown(shown);
+        assert_eq!(d.next_deadline(), Some(shown));
+        assert_eq!(d.poll(shown, String::new), Step::Write(b"\r".to_vec()));
     }
 
     #[test]

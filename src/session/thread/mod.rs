@@ -400,12 +400,6 @@ impl Session {
         if let State::Booting(b) = &self.state {
             consider(Some(b.next_deadline()));
             consider(self.mcp_wait_since.map(|s| s + MCP_GRACE));
-            // Only while the settle is ahead: a past deadline would spin the loop until ready.
-            consider(
-                self.mcp_up_at
-                    .map(|s| s + self.cfg.adapter.mcp_settle())
-                    .filter(|t| *t > Instant::now()),
-            );
         }
         consider(self.delivery.as_ref().and_then(|d| d.next_deadline()));
         for f in &self.followers {

@@ -82,8 +82,10 @@ impl Session {
                 self.emit(EventKind::Phase(format!("answering dialog: {label}")));
                 self.write_child(&bytes);
             }
+            // Ready once the agent's MCP client listed the tools: the first message is pasted
+            // then, and its Enter waits out the adapter's MCP settle (`start_delivery`).
             BootAction::Ready
-                if !self.mcp_settled(now)
+                if self.mcp_up_at.is_none()
                     && self.cfg.adapter.waits_for_mcp(&self.cfg.cwd)
                     && !self.mcp_grace_over(now) => {}
             BootAction::Ready => {
@@ -141,11 +143,12 @@ impl Session {
         }
     }
 
-    /// True once the agent's MCP client listed the tools at least the adapter's
-    /// [`crate::adapter::Adapter::mcp_settle`] ago.
-    fn mcp_settled(&self, now: Instant) -> bool {
+    /// When the adapter's [`crate::adapter::Adapter::mcp_settle`] after the agent's MCP
+    /// client listed the tools ends, if that is still ahead: no Enter goes before it.
+    fn mcp_settle_end(&self, now: Instant) -> Option<Instant> {
         self.mcp_up_at
-            .is_some_and(|at| now >= at + self.cfg.adapter.mcp_settle())
+            .map(|at| at + self.cfg.adapter.mcp_settle())
+            .filter(|end| *end > now)
     }
 
     /// Start (or check) the wait for the MCP client; true once [`MCP_GRACE`] is over.
@@ -319,12 +322,14 @@ impl Session {
         self.pasting = Some(super::super::paste_view::PasteView::of(
             &crate::term::paste_text(&d.text),
         ));
-        let (active, bytes) = ActiveDelivery::start(&d, pty, confirmer, before, gate);
-        self.delivery = Some(if self.cfg.adapter.has_paste_sign() {
-            active
-        } else {
-            active.without_paste_sign()
-        });
+        let (mut active, bytes) = ActiveDelivery::start(&d, pty, confirmer, before, gate);
+        if !self.cfg.adapter.has_paste_sign() {
+            active = active.without_paste_sign();
+        }
+        if let Some(end) = self.mcp_settle_end(Instant::now()) {
+            active = active.hold_enter_until(end);
+        }
+        self.delivery = Some(active);
         self.delivery_span = Some((self.out_queued, self.out_queued + bytes.len() as u64));
         self.write_child(&bytes);
     }
