@@ -65,7 +65,7 @@ type Notify = Box<dyn Fn() + Send + Sync>;
 #[derive(Default)]
 struct Inner {
     state: Mutex<State>,
-    /// Called after each publish (the HTTP acceptor's waker).
+    /// Called after a publish that a subscriber queued (the event-stream thread's bell).
     notify: Mutex<Option<Notify>>,
 }
 
@@ -93,20 +93,23 @@ impl Bus {
         Bus::default()
     }
 
-    /// Call `f` after every publish from now on (replaces an earlier one). `f` must be quick.
+    /// Call `f` after every publish that reached a subscriber's queue from now on (replaces
+    /// an earlier one): with no subscriber, nobody is woken. `f` must be quick.
     pub fn set_notify(&self, f: impl Fn() + Send + Sync + 'static) {
         *lock(&self.0.notify) = Some(Box::new(f));
     }
 
     /// Publish one line just written to the log `source` with time stamp `ts`.
     pub fn publish(&self, source: Source, ts: &str, event: &Event) {
-        self.publish_entry(Entry {
+        let queued = self.publish_entry(Entry {
             ts: ts.to_string(),
             source,
             fields: event.fields().to_vec(),
         });
-        if let Some(f) = lock(&self.0.notify).as_ref() {
-            f();
+        if queued {
+            if let Some(f) = lock(&self.0.notify).as_ref() {
+                f();
+            }
         }
     }
 
@@ -128,8 +131,9 @@ impl Bus {
     }
 
     /// Number `entry`, keep it in the ring and queue it for every subscriber (dropping those
-    /// whose queue is full or gone). No notification.
-    pub fn publish_entry(&self, entry: Entry) {
+    /// whose queue is full or gone). No notification; returns whether a subscriber has
+    /// something to act on: the event queued, or its drop for falling behind.
+    pub fn publish_entry(&self, entry: Entry) -> bool {
         let mut st = lock(&self.0.state);
         let id = ts_ms(&entry.ts).max(st.last_id + 1);
         st.last_id = id;
@@ -142,15 +146,21 @@ impl Bus {
             st.ring.pop_front();
         }
         st.ring.push_back(Arc::clone(&ev));
+        let mut reached = false;
         st.subs.retain(|s| match s.tx.try_send(Arc::clone(&ev)) {
-            Ok(()) => true,
+            Ok(()) => {
+                reached = true;
+                true
+            }
             Err(TrySendError::Full(_)) => {
+                reached = true;
                 s.dropped.store(true, Ordering::SeqCst);
                 log::info!("fleet: an event-stream client fell {QUEUE} events behind; dropped");
                 false
             }
             Err(TrySendError::Disconnected(_)) => false,
         });
+        reached
     }
 
     /// Join the live stream, first queueing the newest `replay` events (at most [`RING`]) or,
@@ -290,6 +300,36 @@ mod tests {
             "ids after the third: 3, 4, 5"
         );
         assert_eq!(bus.subscribe(10_000, None).rx.len(), 6);
+    }
+
+    /// Issue 13 item 3: a publish nobody subscribed to wakes nobody (every delivery.log line
+    /// used to wake the event-stream thread); a subscriber's event, or its drop, does.
+    #[test]
+    fn only_a_publish_a_subscriber_takes_notifies() {
+        let bus = Bus::new();
+        let wakes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let w = Arc::clone(&wakes);
+        bus.set_notify(move || {
+            w.fetch_add(1, Ordering::SeqCst);
+        });
+        bus.publish(Source::Delivery, TS, &ev(0));
+        assert_eq!(wakes.load(Ordering::SeqCst), 0, "no subscriber: no wake");
+        let sub = bus.subscribe(0, None);
+        for n in 1..=QUEUE as u32 {
+            bus.publish(Source::Delivery, TS, &ev(n));
+        }
+        assert_eq!(wakes.load(Ordering::SeqCst), QUEUE);
+        // The queue is full: this one drops the subscriber, and that too is news to act on.
+        bus.publish(Source::Delivery, TS, &ev(0));
+        assert_eq!(wakes.load(Ordering::SeqCst), QUEUE + 1);
+        assert!(sub.dropped.load(Ordering::SeqCst));
+        bus.publish(Source::Delivery, TS, &ev(0));
+        assert_eq!(
+            wakes.load(Ordering::SeqCst),
+            QUEUE + 1,
+            "dropped: nobody left"
+        );
+        drop(sub);
     }
 
     #[test]

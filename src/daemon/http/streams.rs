@@ -24,6 +24,7 @@ use crossbeam_channel::{Receiver, Sender};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
 
+use super::doorbell::Doorbell;
 use crate::daemon::fleet::answer;
 use crate::eventbus::{BusEvent, Subscription};
 
@@ -92,6 +93,9 @@ pub struct StreamWriter {
 pub struct Handoff {
     tx: Sender<NewStream>,
     waker: Arc<Waker>,
+    /// The bus's way to wake the thread: one wake per pump, however many events a burst
+    /// publishes meanwhile.
+    bell: Arc<Doorbell>,
     /// The slots the acceptor reserves.
     pub slots: Arc<StreamSlots>,
 }
@@ -106,9 +110,11 @@ impl StreamWriter {
         let (tx, rx) = crossbeam_channel::unbounded();
         let stopping = Arc::new(AtomicBool::new(false));
         let slots = Arc::new(StreamSlots::new(limit));
+        let bell = Arc::new(Doorbell::new(Arc::clone(&waker)));
         let writer = Writer {
             poll,
             rx,
+            bell: Arc::clone(&bell),
             streams: HashMap::new(),
             next: FIRST_STREAM,
             slots: Arc::clone(&slots),
@@ -118,7 +124,12 @@ impl StreamWriter {
             .name("http-streams".into())
             .spawn(move || writer.run())?;
         Ok(StreamWriter {
-            handoff: Handoff { tx, waker, slots },
+            handoff: Handoff {
+                tx,
+                waker,
+                bell: Arc::clone(&bell),
+                slots,
+            },
             stopping,
             thread: Some(thread),
         })
@@ -143,12 +154,11 @@ impl StreamWriter {
 }
 
 impl Handoff {
-    /// A wake for the bus to call after each publish.
+    /// A wake for the bus to call after a publish a stream queued: it rings the thread's
+    /// [`Doorbell`], so a burst of events costs one wake until the thread pumps again.
     pub fn notify(&self) -> impl Fn() + Send + Sync + 'static {
-        let w = Arc::clone(&self.waker);
-        move || {
-            let _ = w.wake();
-        }
+        let bell = Arc::clone(&self.bell);
+        move || bell.ring()
     }
 
     /// Give the thread a stream whose slot was reserved ([`StreamSlots::reserve`]).
@@ -182,6 +192,8 @@ struct State {
 struct Writer {
     poll: Poll,
     rx: Receiver<NewStream>,
+    /// Answered before every pump of all streams ([`Handoff::notify`]).
+    bell: Arc<Doorbell>,
     streams: HashMap<Token, State>,
     next: usize,
     slots: Arc<StreamSlots>,
@@ -218,6 +230,8 @@ impl Writer {
             }
             self.take_new();
             if publish {
+                // Before the pumps: an event published after this rings again.
+                self.bell.answer();
                 let all: Vec<Token> = self.streams.keys().copied().collect();
                 for t in all {
                     self.pump(t);
