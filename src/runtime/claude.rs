@@ -161,13 +161,13 @@ impl Adapter for Claude {
 
     fn boot_step(&self, screen: &Screen) -> BootStep {
         let rows = screen.rows();
-        match claude_screen::classify(&rows) {
+        match claude_screen::classify(rows) {
             s @ (ClaudeScreen::Dialog { .. } | ClaudeScreen::Nag { .. }) => {
                 let name = match s {
                     ClaudeScreen::Dialog { name, .. } | ClaudeScreen::Nag { name, .. } => name,
                     _ => "dialog",
                 };
-                match claude_screen::next_key(&s, &rows) {
+                match claude_screen::next_key(&s, rows) {
                     Some(step) => BootStep::Key { bytes: key(step), label: format!("{name} ({})", step.key_name()) },
                     None => BootStep::Wait,
                 }
@@ -239,7 +239,7 @@ impl Adapter for Claude {
         // A permission prompt takes the keys: a paste and Enter would answer it `Yes`, past
         // the human the gated peer's prompts go to (spec 10 §4). It counts as a draft, so a
         // delivery waits for it to close (`IAPEER_COMPOSER_QUEUE_TIMEOUT_MS`).
-        if claude_screen::classify(&screen.rows()) == ClaudeScreen::PermissionPrompt {
+        if claude_screen::classify(screen.rows()) == ClaudeScreen::PermissionPrompt {
             return Some(PERMISSION_PROMPT_OPEN.into());
         }
         crate::adapter::typed_composer_text(screen, self.prompt_glyph())

@@ -375,7 +375,7 @@ impl Adapter for Codex {
     }
 
     fn boot_step(&self, screen: &Screen) -> BootStep {
-        boot_step_for(&screen.rows())
+        boot_step_for(screen.rows())
     }
 
     fn waits_for_mcp(&self, _cwd: &Path) -> bool {
@@ -397,7 +397,7 @@ impl Adapter for Codex {
     }
 
     fn live_dialog(&self, screen: &Screen) -> Option<BootStep> {
-        dialog_step(&screen.rows(), LIVE_DIALOGS)
+        dialog_step(screen.rows(), LIVE_DIALOGS)
     }
 
     fn composer_draft(&self, screen: &Screen) -> Option<String> {
@@ -405,7 +405,7 @@ impl Adapter for Codex {
         // proceed", Enter confirms the highlighted `1. Yes`), past the human a gated peer's
         // approvals go to (spec 10 §4). It counts as a draft, so a delivery waits for it to
         // close (`IAPEER_COMPOSER_QUEUE_TIMEOUT_MS`).
-        if approval_dialog_open(&screen.rows()) {
+        if approval_dialog_open(screen.rows()) {
             return Some(APPROVAL_DIALOG_OPEN.into());
         }
         crate::adapter::typed_composer_text(screen, self.prompt_glyph())
@@ -748,7 +748,7 @@ mod tests {
         let mut shown = Vec::new();
         for part in bytes.chunks(64) {
             screen.feed(part, true);
-            let now = pending_input_shows(&screen.text(), text);
+            let now = pending_input_shows(screen.text(), text);
             if shown.last() != Some(&now) {
                 shown.push(now);
             }
@@ -759,7 +759,7 @@ mod tests {
         let mut ever = false;
         for part in bytes.chunks(64) {
             screen.feed(part, true);
-            ever |= pending_input_shows(&screen.text(), &other);
+            ever |= pending_input_shows(screen.text(), &other);
         }
         assert!(!ever, "another message is not ours");
 
@@ -932,7 +932,7 @@ mod tests {
             let mut seen: Vec<String> = Vec::new();
             for part in bytes.chunks(chunk) {
                 screen.feed(part, true);
-                let label = match boot_step_for(&screen.rows()) {
+                let label = match boot_step_for(screen.rows()) {
                     BootStep::Key { label, .. } => label,
                     BootStep::Ready => "ready".into(),
                     _ => continue,

@@ -244,7 +244,7 @@ impl ActiveDelivery {
     }
 
     /// Advance by time. `screen` reads the screen text on demand.
-    pub fn poll(&mut self, now: Instant, screen: impl FnOnce() -> String) -> Step {
+    pub fn poll<S: AsRef<str>>(&mut self, now: Instant, screen: impl FnOnce() -> S) -> Step {
         match self.phase {
             Phase::Writing => Step::Wait,
             Phase::Settling { until } => {
@@ -265,7 +265,7 @@ impl ActiveDelivery {
                 next_poll,
             } => {
                 if now >= next_poll || now >= deadline {
-                    match self.confirmer.acceptance(&self.output, &screen()) {
+                    match self.confirmer.acceptance(&self.output, screen().as_ref()) {
                         Acceptance::Accepted => return self.confirmed(),
                         Acceptance::Queued => return Step::Queued,
                         Acceptance::Removed(why) => return Step::Done(Err(why)),
@@ -353,17 +353,17 @@ pub struct GateFollower {
 impl GateFollower {
     /// Check again when due (`activity` reads the runtime's activity time, epoch ms;
     /// `screen` the screen text); `Some` once the gate passed (`Ok`) or failed (`Err`).
-    pub fn poll(
+    pub fn poll<S: AsRef<str>>(
         &mut self,
         now: Instant,
         activity: impl FnOnce() -> Option<u64>,
-        screen: impl FnOnce() -> String,
+        screen: impl FnOnce() -> S,
     ) -> Option<Result<(), String>> {
         if now < self.next_poll && now < self.deadline {
             return None;
         }
         let state = match self.watch.as_mut() {
-            Some(g) => g.poll(&screen()),
+            Some(g) => g.poll(screen().as_ref()),
             None => match (activity(), self.activity_before) {
                 (Some(now_ms), Some(before)) if now_ms > before => GateState::Passed,
                 (Some(_), None) => GateState::Passed,
@@ -388,10 +388,10 @@ impl GateFollower {
 
     /// One last look when the session ends, due or not and whatever the deadline: `Some` when
     /// the gate passed or failed by its own sign, `None` while it is still pending.
-    pub fn last_look(
+    pub fn last_look<S: AsRef<str>>(
         &mut self,
         activity: impl FnOnce() -> Option<u64>,
-        screen: impl FnOnce() -> String,
+        screen: impl FnOnce() -> S,
     ) -> Option<Result<(), String>> {
         self.deadline = self.deadline.max(self.next_poll + GATE_POLL);
         self.poll(self.next_poll, activity, screen)
@@ -462,16 +462,16 @@ pub struct QueueFollower {
 impl QueueFollower {
     /// Check again when due (`screen` reads the screen text); `Some` once the message's
     /// fate is known.
-    pub fn poll(
+    pub fn poll<S: AsRef<str>>(
         &mut self,
         now: Instant,
-        screen: impl FnOnce() -> String,
+        screen: impl FnOnce() -> S,
     ) -> Option<Result<(), String>> {
         if now < self.next_poll {
             return None;
         }
         self.next_poll = now + CONFIRM_POLL;
-        match self.confirmer.acceptance(&[], &screen()) {
+        match self.confirmer.acceptance(&[], screen().as_ref()) {
             Acceptance::Accepted => Some(Ok(())),
             Acceptance::Removed(why) => Some(Err(why)),
             Acceptance::Pending | Acceptance::Queued => None,
@@ -792,7 +792,7 @@ mod tests {
             g.poll(
                 t1 + GATE_POLL,
                 || Some(5),
-                || "Connection refused (ECONNREFUSED) · retrying".into()
+                || "Connection refused (ECONNREFUSED) · retrying"
             ),
             Some(Err("saw ECONNREFUSED".into()))
         );

@@ -148,7 +148,7 @@ mod tests {
         let bytes = std::fs::read(&path).unwrap();
         let mut screen = Screen::new(SESSION_ROWS, SESSION_COLS);
         screen.feed(&bytes, true);
-        screen.text()
+        screen.text().to_string()
     }
 
     /// Codex 0.171 resuming a conversation whose model provider was renamed: the screen

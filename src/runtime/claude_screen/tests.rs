@@ -48,14 +48,14 @@ fn replay_boot(step: usize) -> (Vec<ClaudeScreen>, Vec<(&'static str, DialogStep
         if rows == last_rows {
             continue;
         }
-        let state = classify(&rows);
-        if let (ClaudeScreen::Dialog { name, .. }, Some(key)) = (state, next_key(&state, &rows)) {
+        let state = classify(rows);
+        if let (ClaudeScreen::Dialog { name, .. }, Some(key)) = (state, next_key(&state, rows)) {
             push_new(&mut keys, (name, key));
         }
         if state != ClaudeScreen::Booting {
             push_new(&mut states, state);
         }
-        last_rows = rows;
+        last_rows = rows.to_vec();
     }
     (states, keys)
 }
@@ -102,10 +102,10 @@ fn trust_dialog_fixture_alone() {
     let mut screen = Screen::new(SESSION_ROWS, SESSION_COLS);
     screen.feed(&fixture("trust-dialog.raw"), true);
     let rows = screen.rows();
-    let state = classify(&rows);
+    let state = classify(rows);
     assert_eq!(state, trust());
-    assert_eq!(cursor_label(&rows).as_deref(), Some("No, exit"));
-    assert_eq!(next_key(&state, &rows), Some(DialogStep::Down));
+    assert_eq!(cursor_label(rows).as_deref(), Some("No, exit"));
+    assert_eq!(next_key(&state, rows), Some(DialogStep::Down));
 }
 
 const RULE: &str = "──────────────────────";
@@ -244,7 +244,7 @@ fn add_dir_dialog_fixture() {
     let mut screen = Screen::new(SESSION_ROWS, SESSION_COLS);
     screen.feed(&fixture("trust-then-add-dir.raw"), true);
     let rows = screen.rows();
-    let state = classify(&rows);
+    let state = classify(rows);
     assert_eq!(
         state,
         ClaudeScreen::Dialog {
@@ -252,8 +252,8 @@ fn add_dir_dialog_fixture() {
             wanted: Some("Yes, add it")
         }
     );
-    assert_eq!(cursor_label(&rows).as_deref(), Some("No, exit"));
-    assert_eq!(next_key(&state, &rows), Some(DialogStep::Down));
+    assert_eq!(cursor_label(rows).as_deref(), Some("No, exit"));
+    assert_eq!(next_key(&state, rows), Some(DialogStep::Down));
 }
 
 #[test]
@@ -269,7 +269,7 @@ fn a_gated_peer_is_ready_in_manual_mode() {
         rows.iter().any(|r| r.contains("manual mode on")),
         "{rows:#?}"
     );
-    assert_eq!(classify(&rows), ClaudeScreen::Ready);
+    assert_eq!(classify(rows), ClaudeScreen::Ready);
 }
 
 #[test]
@@ -280,9 +280,9 @@ fn a_permission_prompt_is_neither_answered_nor_a_composer() {
     let mut screen = Screen::new(SESSION_ROWS, SESSION_COLS);
     screen.feed(&bytes, true);
     let rows = screen.rows();
-    let state = classify(&rows);
+    let state = classify(rows);
     assert_eq!(state, ClaudeScreen::PermissionPrompt, "{rows:#?}");
-    assert_eq!(next_key(&state, &rows), None);
+    assert_eq!(next_key(&state, rows), None);
     // The same words in the conversation without the menu are not a prompt.
     assert_eq!(
         classify(&[

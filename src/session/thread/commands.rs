@@ -26,7 +26,7 @@ impl Session {
                 SessionCmd::Compact(id) => self.start_compact(id),
                 SessionCmd::Attach(stream, prebuf) => self.attach(stream, prebuf),
                 SessionCmd::Screen(answer) => answer(ScreenText {
-                    rows: self.screen.rows(),
+                    rows: self.screen.rows().to_vec(),
                     cursor: self.screen.cursor(),
                 }),
                 SessionCmd::Probe => {

@@ -40,7 +40,7 @@ impl Session {
             .adapter
             .prompt_glyph()
             .and_then(|g| g.chars().next());
-        let menu = marker.and_then(|m| crate::runtime::dialog::find_menu_with(&rows, m));
+        let menu = marker.and_then(|m| crate::runtime::dialog::find_menu_with(rows, m));
         // A human's choice for a menu the adapter does not know goes first, while that very
         // menu (the same labels) shows; mid-redraw (no single marker) it waits. Once the
         // menu is gone the choice is spent.
@@ -53,7 +53,7 @@ impl Session {
             self.menu_answer = None;
         }
         let step = chosen.unwrap_or_else(|| self.cfg.adapter.boot_step(&self.screen));
-        let hash = hash_text(&self.screen.text());
+        let hash = hash_text(self.screen.text());
         // Only a menu the adapter has no key for counts as unknown: not one whose key is
         // held for the key gap or sent again after KEY_RETRY (a slow dialog under load), nor
         // one a human's answer is being keyed into.
@@ -72,7 +72,7 @@ impl Session {
                             .into(),
                     ));
                     self.emit(EventKind::BootMenu {
-                        question: crate::runtime::dialog::question_of(&rows, &m),
+                        question: crate::runtime::dialog::question_of(rows, &m),
                         cursor: m.cursor.unwrap_or(0),
                         options: m.options.into_iter().map(|o| o.label).collect(),
                     });
@@ -504,7 +504,7 @@ impl Session {
         self.poll_gate(now);
         self.check_held(now);
         if let Some(c) = self.compact.as_mut() {
-            match c.poll(now, &self.screen.text()) {
+            match c.poll(now, self.screen.text()) {
                 CompactStep::Wait => {}
                 CompactStep::Write(bytes) => self.write_child(&bytes),
                 CompactStep::Done(result) => {

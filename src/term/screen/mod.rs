@@ -73,6 +73,9 @@ pub struct Screen {
     /// making them walks every cell (in a burst of 1 000 deliveries it was the daemon's
     /// busiest function).
     rows_cache: std::cell::OnceCell<Vec<String>>,
+    /// [`Screen::text`] of the current state, likewise (the busy line is looked for in it on
+    /// every chunk).
+    text_cache: std::cell::OnceCell<String>,
 }
 
 impl Screen {
@@ -84,6 +87,7 @@ impl Screen {
             parser: vt100::Parser::new(rows.max(MIN_ROWS), cols.max(MIN_COLS), SCROLLBACK_LINES),
             scanner: Scanner::default(),
             rows_cache: std::cell::OnceCell::new(),
+            text_cache: std::cell::OnceCell::new(),
         }
     }
 
@@ -96,7 +100,7 @@ impl Screen {
     /// terminal is attached and answers), nothing is answered and every byte is forwarded,
     /// including any held back from the previous chunk.
     pub fn feed(&mut self, bytes: &[u8], answer_queries: bool) -> Fed {
-        self.rows_cache.take();
+        self.changed();
         let mut fed = Fed::default();
         if !answer_queries {
             fed.forward = self.scanner.take_pending();
@@ -134,29 +138,35 @@ impl Screen {
     /// Resize the model (after the child's pty was resized for an attached client); at least
     /// [`MIN_ROWS`] × [`MIN_COLS`].
     pub fn resize(&mut self, rows: u16, cols: u16) {
-        self.rows_cache.take();
+        self.changed();
         self.parser
             .screen_mut()
             .set_size(rows.max(MIN_ROWS), cols.max(MIN_COLS));
     }
 
-    /// The visible rows as plain text, each right-trimmed; always `size().0` entries.
-    pub fn rows(&self) -> Vec<String> {
-        self.rows_cache
-            .get_or_init(|| {
-                let (_, cols) = self.size();
-                self.parser
-                    .screen()
-                    .rows(0, cols)
-                    .map(|r| r.trim_end().to_string())
-                    .collect()
-            })
-            .clone()
+    /// The state changed: what was made of the old one is dropped.
+    fn changed(&mut self) {
+        self.rows_cache.take();
+        self.text_cache.take();
     }
 
-    /// The visible screen as plain text: [`Screen::rows`] joined by `\n`.
-    pub fn text(&self) -> String {
-        self.rows().join("\n")
+    /// The visible rows as plain text, each right-trimmed; always `size().0` entries. Made
+    /// once per state and borrowed after that.
+    pub fn rows(&self) -> &[String] {
+        self.rows_cache.get_or_init(|| {
+            let (_, cols) = self.size();
+            self.parser
+                .screen()
+                .rows(0, cols)
+                .map(|r| r.trim_end().to_string())
+                .collect()
+        })
+    }
+
+    /// The visible screen as plain text: [`Screen::rows`] joined by `\n`. Made once per
+    /// state and borrowed after that.
+    pub fn text(&self) -> &str {
+        self.text_cache.get_or_init(|| self.rows().join("\n"))
     }
 
     /// The last `max_bytes` bytes (at most) of the screen text with trailing blank lines

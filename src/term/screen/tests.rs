@@ -149,7 +149,7 @@ fn snapshot_redraws_screen_scrollback_cursor_and_modes() {
     // The history scrolled into the client's scrollback, oldest first.
     client.parser.screen_mut().set_scrollback(usize::MAX);
     // (Scrolling the model's view from here bypasses `Screen`: drop its rows made before.)
-    client.rows_cache.take();
+    client.changed();
     assert_eq!(client.parser.screen().scrollback(), 8);
     assert_eq!(client.rows()[0], "line 0");
     let first = client.parser.screen().cell(1, 0).map(|c| c.fgcolor());
@@ -312,8 +312,8 @@ fn a_wide_character_on_a_one_column_screen_does_not_panic() {
     assert_eq!(s.rows()[..3], ["漢", "字", "ab"]);
 }
 
-/// `rows` (and what reads them) follow every chunk and resize, though they are made once per
-/// change (`Screen::rows_cache`).
+/// `rows` and `text` (and what reads them) follow every chunk and resize, though they are
+/// made once per change (`Screen::rows_cache`, `Screen::text_cache`).
 #[test]
 fn rows_follow_each_chunk_and_resize() {
     let mut s = Screen::new(24, 80);
@@ -325,6 +325,12 @@ fn rows_follow_each_chunk_and_resize() {
     assert!(s.text().starts_with("first\nsecond"));
     s.feed(b"\x1b[2J\x1b[H", false);
     assert_eq!(s.rows()[0], "");
+    assert!(
+        s.text().trim().is_empty(),
+        "the text after a clear: {:?}",
+        s.text()
+    );
     s.resize(30, 100);
     assert_eq!(s.rows().len(), 30);
+    assert_eq!(s.text().split('\n').count(), 30);
 }
