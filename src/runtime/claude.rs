@@ -87,11 +87,11 @@ fn watch(cwd: &Path) -> Option<TranscriptWatch> {
     })))
 }
 
-/// How often a watch searches the project folders for a transcript of its folder while the
-/// computed project folder does not exist.
 /// What a delivery held behind an open permission prompt is told it waits for.
 const PERMISSION_PROMPT_OPEN: &str = "(a permission prompt is open: iapeer approvals)";
 
+/// How often a watch searches the project folders for a transcript of its folder while the
+/// computed project folder does not exist.
 const SCAN_EVERY: Duration = Duration::from_secs(1);
 
 /// The claude adapter.
