@@ -65,7 +65,8 @@ type Notify = Box<dyn Fn() + Send + Sync>;
 #[derive(Default)]
 struct Inner {
     state: Mutex<State>,
-    /// Called after a publish that a subscriber queued (the event-stream thread's bell).
+    /// Called after a publish that a subscriber queued or was dropped for (the event-stream
+    /// thread's bell).
     notify: Mutex<Option<Notify>>,
 }
 
@@ -93,8 +94,9 @@ impl Bus {
         Bus::default()
     }
 
-    /// Call `f` after every publish that reached a subscriber's queue from now on (replaces
-    /// an earlier one): with no subscriber, nobody is woken. `f` must be quick.
+    /// Call `f` after every publish that reached a subscriber's queue, or dropped a subscriber
+    /// that fell behind, from now on (replaces an earlier one): with no subscriber, nobody is
+    /// woken. `f` must be quick.
     pub fn set_notify(&self, f: impl Fn() + Send + Sync + 'static) {
         *lock(&self.0.notify) = Some(Box::new(f));
     }

@@ -31,12 +31,13 @@ impl Doorbell {
     }
 
     /// After sending to the loop's channel: wake the loop unless a wake is already pending.
-    /// A failed wake (the loop is gone) is not an error here: there is nobody to answer.
+    /// A failed wake (the loop is gone) is not an error here: there is nobody to answer. The
+    /// bell is not left rung by it, so a later ring tries again.
     pub fn ring(&self) {
         // AcqRel pairs with `answer`'s swap: if this sees `true`, the loop's answer comes
         // later in the flag's order and its drain sees what was sent before this ring.
-        if !self.rung.swap(true, Ordering::AcqRel) {
-            let _ = self.waker.wake();
+        if !self.rung.swap(true, Ordering::AcqRel) && self.waker.wake().is_err() {
+            self.rung.store(false, Ordering::Release);
         }
     }
 

@@ -179,7 +179,8 @@ pub fn start(
     let stream_writer = streams::StreamWriter::start(streams)?;
     let handoff = stream_writer.handoff();
     if let Some(f) = &shared.fleet {
-        // Every publish wakes the streams thread, which writes the new event to each stream.
+        // A publish a stream's subscription took (or a drop for falling behind) rings the
+        // streams thread, which writes the new events to each stream.
         f.bus().set_notify(handoff.notify());
     }
     let (acceptor, waker) = Acceptor::new(listener, limit, handoff, Arc::clone(&shared))?;

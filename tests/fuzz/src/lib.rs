@@ -411,7 +411,7 @@ pub fn screen(data: &[u8]) {
         assert!(size.0 <= u::MAX_ROWS && size.1 <= u::MAX_COLS);
         let texts = s.rows();
         assert_eq!(texts.len(), usize::from(size.0));
-        for row in &texts {
+        for row in texts {
             // A combining mark (width 0) shares the cell of the character before it.
             let cells = row.chars().filter(|c| c.width() != Some(0)).count();
             assert!(
@@ -433,7 +433,7 @@ pub fn screen(data: &[u8]) {
     for a in adapters {
         let _ = a.boot_step(&s);
         let _ = a.is_busy(&s);
-        let _ = a.explain_exit(&text);
+        let _ = a.explain_exit(text);
         if let Some(draft) = a.composer_draft(&s) {
             assert!(
                 !draft.is_empty() && draft.trim() == draft,
@@ -441,8 +441,8 @@ pub fn screen(data: &[u8]) {
             );
         }
     }
-    let _ = u::api_retry_line(&text);
-    let _ = u::stream_error_line(&text);
+    let _ = u::api_retry_line(text);
+    let _ = u::stream_error_line(text);
     let _ = s.tail_text(4096);
     let mut again = u::Screen::new(size.0, size.1);
     again.feed(&s.snapshot(), false);
