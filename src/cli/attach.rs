@@ -80,6 +80,16 @@ impl RawGuard {
         }
         RawGuard { saved }
     }
+
+    /// The end of a line printed on the terminal now: `\r\n` while it is raw (no output
+    /// processing), `\n` when stdin is no terminal.
+    pub fn line_end(&self) -> &'static str {
+        if self.saved.is_some() {
+            "\r\n"
+        } else {
+            "\n"
+        }
+    }
 }
 
 impl Drop for RawGuard {

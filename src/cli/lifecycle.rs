@@ -130,8 +130,10 @@ fn connect_and_attach(req: &Request, what: &str) -> CliResult {
     let cancel_handle = client
         .stream_handle()
         .map_err(|e| CliError::Failed(format!("cannot use the daemon's socket: {e}")))?;
-    eprintln!("{}", attach::detach_hint(what));
+    // Raw before the hint: keys typed once it shows must not meet the line discipline (it
+    // turned a typed-ahead Enter into a line feed the session ignores; seen in CI).
     let guard = attach::RawGuard::enter();
+    eprint!("{}{}", attach::detach_hint(what), guard.line_end());
     let keys = attach::keys();
     let (done_tx, done_rx) = crossbeam_channel::bounded(1);
     let (req, label) = (req.clone(), format!("attaching to {what}"));
