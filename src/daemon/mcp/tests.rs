@@ -390,13 +390,20 @@ fn run_modern(backend: &Fake, method: &str, mut params: Value, name: Option<&str
     run_with(backend, body, &headers)
 }
 
+/// The `result` of a modern request that must succeed: answered 200 and `resultType:
+/// "complete"`, as every modern result is.
+fn modern_result(b: &Fake, method: &str, params: Value, name: Option<&str>) -> Value {
+    let (status, v) = run_modern(b, method, params, name);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["result"]["resultType"], "complete", "{v}");
+    v
+}
+
 #[test]
 fn server_discover_names_every_version_and_the_tools_capability() {
     let b = Fake::ok();
-    let (status, v) = run_modern(&b, "server/discover", json!({}), None);
-    assert_eq!(status, 200, "{v}");
+    let v = modern_result(&b, "server/discover", json!({}), None);
     let r = &v["result"];
-    assert_eq!(r["resultType"], "complete");
     assert_eq!(r["supportedVersions"][0], "2026-07-28");
     let versions = r["supportedVersions"].as_array().unwrap();
     for v in tool::SUPPORTED_PROTOCOL_VERSIONS {
@@ -423,11 +430,9 @@ fn server_discover_names_every_version_and_the_tools_capability() {
 #[test]
 fn modern_results_carry_result_type_and_the_listing_its_cache_hints() {
     let b = Fake::ok();
-    let (status, v) = run_modern(&b, "tools/list", json!({}), None);
-    assert_eq!(status, 200, "{v}");
+    let v = modern_result(&b, "tools/list", json!({}), None);
     let r = &v["result"];
     assert_eq!(r["tools"][0]["name"], "send_to_peer");
-    assert_eq!(r["resultType"], "complete");
     // No client may answer a later tools/list from a cache: it is how a boot learns the
     // agent's tools are loaded.
     assert_eq!(
@@ -437,10 +442,8 @@ fn modern_results_carry_result_type_and_the_listing_its_cache_hints() {
 
     let args =
         json!({"name": "send_to_peer", "arguments": {"personality": "boris", "message": "hi"}});
-    let (status, v) = run_modern(&b, "tools/call", args, Some("send_to_peer"));
-    assert_eq!(status, 200, "{v}");
+    let v = modern_result(&b, "tools/call", args, Some("send_to_peer"));
     assert_eq!(v["id"], "m1");
-    assert_eq!(v["result"]["resultType"], "complete");
     assert_eq!(v["result"]["structuredContent"]["ok"], true);
     assert_eq!(b.calls().len(), 1);
 
