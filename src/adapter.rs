@@ -251,11 +251,12 @@ pub trait Adapter: Send + Sync {
     fn is_busy(&self, _screen: &Screen) -> bool {
         false
     }
-    /// Whether the screen shows that a message submitted from an idle composer started a
-    /// turn: busy, and the composer empty again. Only a wake's first message is confirmed
-    /// by it (`session::deliver::ActiveDelivery::on_turn_shown`); `false` for runtimes
-    /// whose screens were not recorded for it (their transcript or output confirms).
-    fn turn_started(&self, _screen: &Screen) -> bool {
+    /// Whether the screen shows that `paste`, submitted from an idle composer, started a
+    /// turn: the composer empty again, and the runtime busy or the paste drawn as the
+    /// conversation's newest message. Only a wake's first message is confirmed by it
+    /// (`session::deliver::ActiveDelivery::on_turn_shown`); `false` for runtimes whose
+    /// screens were not recorded for it (their transcript or output confirms).
+    fn turn_started(&self, _screen: &Screen, _paste: &PasteView) -> bool {
         false
     }
     /// Start confirming one delivery of `text` (exactly what is pasted) into a session whose

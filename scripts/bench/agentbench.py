@@ -177,10 +177,10 @@ class AgentBench:
         # A wake that delivers before the agent's MCP client has the tools is fast and
         # useless: the model could not answer through send_to_peer (issue 13 item 2). The
         # turn's request is the first with the message that declares tools: Claude Code
-        # sends a small tool-less side request with the message just before it.
-        turn = next((t for _, t in self.standins[rt].requests_with(tag) if declares_tool(t)),
-                    None)
-        sample["has_tool"] = turn is not None and declares_tool(turn, TOOL)
+        # sends a small tool-less side request with the message just before it, and the
+        # turn's own may come after "delivered" (waited for here, not read at once).
+        turn = self.standins[rt].wait_request(tag, 30, accept=declares_tool)
+        sample["has_tool"] = turn is not None and declares_tool(turn[1], TOOL)
         ident = f"{rt}-{PEER[rt]}"
         deadline, quiet = time.monotonic() + 120, 0
         while time.monotonic() < deadline:

@@ -192,24 +192,19 @@ class StandIn:
         found = self.wait_request(needle, timeout)
         return found and found[0]
 
-    def wait_request(self, needle, timeout):
-        """(seconds (monotonic), body text) of the first model request containing needle, or
-        None."""
+    def wait_request(self, needle, timeout, accept=None):
+        """(seconds (monotonic), body text) of the first model request containing needle (and
+        that `accept(body text)` takes, when given), or None."""
         deadline = time.monotonic() + timeout
         with self.cond:
             while True:
                 for at, text in self.model_calls:
-                    if needle in text:
+                    if needle in text and (accept is None or accept(text)):
                         return at, text
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return None
                 self.cond.wait(left)
-
-    def requests_with(self, needle):
-        """Every model request so far whose body contains needle: [(seconds, body text)]."""
-        with self.cond:
-            return [(at, t) for at, t in self.model_calls if needle in t]
 
     def close(self):
         self.server.shutdown()

@@ -12,6 +12,7 @@ use super::{
     Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, GateState, GateWatch,
     LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
 };
+use crate::session::paste_view::PasteView;
 use crate::term::{encode_keys, Screen};
 
 /// How long after the agent's MCP client listed the daemon's tools a Claude Code boot holds
@@ -217,22 +218,33 @@ impl Adapter for Claude {
         screen.text().contains("esc to interrupt")
     }
 
-    fn turn_started(&self, screen: &Screen) -> bool {
+    fn turn_started(&self, screen: &Screen, paste: &PasteView) -> bool {
         // Recorded: `boot-trust-apikey-bypass-ready-paste-busy.raw` (the paste in the
         // composer, then Enter: the message above, an empty composer, and `esc to interrupt`
-        // in the status rows below it). Only the rows below the composer count: a resumed
-        // conversation may hold the words anywhere above.
+        // in the status rows below it) and `wake-instant-turn.raw` (a model that answers at
+        // once: the message above and an empty composer, but the turn ends before any
+        // `esc to interrupt` is drawn). Only the rows below the composer count for the
+        // words, and only the newest message above it for the paste: a resumed
+        // conversation may hold either anywhere further up.
+        let glyph = self.prompt_glyph().unwrap_or("❯");
         let rows = screen.rows();
-        let Some(at) = rows.iter().rposition(|r| {
-            r.trim_start()
-                .starts_with(self.prompt_glyph().unwrap_or("❯"))
-        }) else {
+        let mut prompts = rows
+            .iter()
+            .enumerate()
+            .rev()
+            .filter_map(|(i, r)| r.trim_start().strip_prefix(glyph).map(|rest| (i, rest)));
+        let Some((composer, _)) = prompts.next() else {
             return false;
         };
-        rows[at + 1..]
+        if self.composer_draft(screen).is_some() {
+            return false;
+        }
+        rows[composer + 1..]
             .iter()
             .any(|r| r.contains("esc to interrupt"))
-            && self.composer_draft(screen).is_none()
+            || prompts
+                .next()
+                .is_some_and(|(_, newest)| paste.echoed_in(newest))
     }
 
     fn composer_draft(&self, screen: &Screen) -> Option<String> {
@@ -529,52 +541,116 @@ mod tests {
         assert_eq!(c.composer_draft(&ready), None);
     }
 
+    /// Replays a recorded pane log in chunks of `step` bytes, checking [`Claude::turn_started`]
+    /// for `paste` after each: never while a paste waits in the composer, nor before any was
+    /// drawn. Returns the chunk where it first held and whether it holds at the end.
+    fn replay_turn(fixture: &str, paste: &PasteView, step: usize) -> (Option<usize>, bool) {
+        let bytes = std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/claude-2.1.332")
+                .join(fixture),
+        )
+        .unwrap();
+        let c = Claude {
+            program: "/bin/claude".into(),
+        };
+        let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+        let (mut drafted, mut started_at) = (false, None);
+        for (i, chunk) in bytes.chunks(step).enumerate() {
+            screen.feed(chunk, true);
+            let started = c.turn_started(&screen, paste);
+            if c.composer_draft(&screen).is_some() {
+                drafted = true;
+                assert!(
+                    !started,
+                    "a turn while the paste waits (chunk {i} of {step})"
+                );
+            }
+            if started && started_at.is_none() {
+                assert!(drafted, "a turn before any paste (chunk {i} of {step})");
+                started_at = Some(i);
+            }
+        }
+        (started_at, c.turn_started(&screen, paste))
+    }
+
     /// Issue 13 item 2, replayed from the recorded boot (ready, a paste, Enter, busy): the
     /// turn shows only once the message left the composer — never while the paste waits in
     /// it, nor on the ready screen — and then at once.
     #[test]
     fn a_turn_shows_only_after_the_paste_left_the_composer() {
-        let bytes = std::fs::read(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/claude-2.1.332/boot-trust-apikey-bypass-ready-paste-busy.raw"
-        ))
-        .unwrap();
+        let paste = PasteView::of(
+            "<iap from=\"boris\" runtime=\"claude\">\n<msg>hello from boris</msg>\n</iap>\n",
+        );
+        for step in [7, 64, 512] {
+            let (at, end) = replay_turn(
+                "boot-trust-apikey-bypass-ready-paste-busy.raw",
+                &paste,
+                step,
+            );
+            assert!(at.is_some(), "the recorded turn shows (chunks of {step})");
+            assert!(end, "and still shows at the end");
+        }
+        // The words in the conversation above an idle composer are not a turn.
         let c = Claude {
             program: "/bin/claude".into(),
         };
-        for step in [7, 64, 512] {
-            let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
-            let (mut drafted, mut started_at) = (false, None);
-            for (i, chunk) in bytes.chunks(step).enumerate() {
-                screen.feed(chunk, true);
-                let started = c.turn_started(&screen);
-                if c.composer_draft(&screen).is_some() {
-                    drafted = true;
-                    assert!(
-                        !started,
-                        "a turn while the paste waits (chunk {i} of {step})"
-                    );
-                }
-                if started && started_at.is_none() {
-                    assert!(drafted, "a turn before any paste (chunk {i} of {step})");
-                    started_at = Some(i);
-                }
-            }
-            assert!(
-                started_at.is_some(),
-                "the recorded turn shows (chunks of {step})"
-            );
-            assert!(c.turn_started(&screen), "and still shows at the end");
-        }
-        // The words in the conversation above an idle composer are not a turn.
         let mut history = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
         history.feed(
             b"> press esc to interrupt a turn\r\n\r\n\xe2\x9d\xaf \r\n",
             true,
         );
-        assert!(!c.turn_started(&history));
+        assert!(!c.turn_started(&history, &paste));
         history.feed(b"  ... esc to interrupt", true);
-        assert!(c.turn_started(&history), "below the composer it is");
+        assert!(c.turn_started(&history, &paste), "below the composer it is");
+    }
+
+    /// Issue 13 item 2, replayed from a recorded wake against a model that answers at once
+    /// (the bench's stand-in): Claude Code never draws `esc to interrupt` for that turn, so the
+    /// message drawn as the newest one above an empty composer is what shows it took the
+    /// paste — on the frame right after Enter, before the answer. A later message (the same
+    /// session's next delivery) is not this paste's.
+    #[test]
+    fn an_instant_turn_shows_by_the_message_above_the_composer() {
+        let bytes = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/claude-2.1.332/wake-instant-turn.raw"
+        ))
+        .unwrap();
+        let first =
+            "<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"10:34:40\">\n\
+                     Reply via send_to_peer.\n<msg>echo: bench wake #claude-w03#</msg>\n</iap>";
+        let paste = PasteView::of(first);
+        // The answer row: `●` then `ok` in the default colour.
+        let answer = bytes
+            .windows(b"\x1b[39mok".len())
+            .position(|w| w == b"\x1b[39mok")
+            .expect("the recorded answer");
+        for step in [7, 64, 512] {
+            let (at, end) = replay_turn("wake-instant-turn.raw", &paste, step);
+            let at = at.expect("the recorded turn shows");
+            assert!(
+                at * step < answer,
+                "before the answer is drawn (chunks of {step})"
+            );
+            assert!(!end, "the newest message at the end is the next delivery's");
+        }
+        let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+        for chunk in bytes.chunks(64) {
+            screen.feed(chunk, true);
+            assert!(
+                !screen.text().contains("esc to interrupt"),
+                "no busy words drawn"
+            );
+        }
+        let other = PasteView::of(
+            "<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"10:34:43\">\nx",
+        );
+        let (at, end) = replay_turn("wake-instant-turn.raw", &other, 64);
+        assert!(
+            at.is_some_and(|at| at * 64 > answer) && end,
+            "the second message is known too"
+        );
     }
 
     #[test]

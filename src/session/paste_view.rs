@@ -46,9 +46,30 @@ impl PasteView {
                 None => inner.starts_with("Pasted Content "),
             };
         }
-        let squeeze = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
         squeeze(&self.head).starts_with(&squeeze(row))
     }
+
+    /// Whether `row` (one row of the conversation above the composer, the history glyph cut
+    /// off) shows this paste as a submitted message: the start of its first line, at least
+    /// [`ECHO_MIN`] characters of it (or all of a shorter one), runs of white space compared
+    /// as one space. Claude Code 2.1.332 draws a submitted paste in full above the composer,
+    /// its first line on the glyph's row (`tests/fixtures/claude-2.1.332/wake-instant-turn.raw`).
+    pub fn echoed_in(&self, row: &str) -> bool {
+        let first = squeeze(self.head.split(['\n', '\r']).next().unwrap_or_default());
+        let row = squeeze(row);
+        !row.is_empty()
+            && row.chars().count() >= first.chars().count().min(ECHO_MIN)
+            && first.starts_with(&row)
+    }
+}
+
+/// The least of a first line that [`PasteView::echoed_in`] takes for it (a row of a narrow
+/// terminal shows only the start of a long line).
+const ECHO_MIN: usize = 24;
+
+/// `s` with each run of white space made one space, trimmed.
+fn squeeze(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The inside of a row that is one `[Pasted …]` placeholder and nothing else.
@@ -90,6 +111,29 @@ mod tests {
         let p = PasteView::of(ENVELOPE);
         assert!(p.shown_in("<iap from=\"ea\"  runtime=\"echo\""));
         assert!(p.shown_in(ENVELOPE.lines().next().unwrap()));
+    }
+
+    #[test]
+    fn a_submitted_paste_is_known_by_its_first_line() {
+        let p = PasteView::of(ENVELOPE);
+        let first = ENVELOPE.lines().next().unwrap();
+        assert!(p.echoed_in(first));
+        assert!(
+            p.echoed_in(&format!("  {first}      ")),
+            "the row's padding"
+        );
+        assert!(p.echoed_in(&first[..30]), "cut by a narrow terminal");
+        for row in [
+            "",
+            "<iap from=",
+            "<iap from=\"ea\" runtime=\"codex\" ts=\"23:22:25\">",
+            "<msg>MID</msg>",
+            "[Pasted text #3 +3 lines]",
+        ] {
+            assert!(!p.echoed_in(row), "{row:?}");
+        }
+        let short = PasteView::of("hi\nthere");
+        assert!(short.echoed_in("hi") && !short.echoed_in("there"));
     }
 
     #[test]

@@ -108,7 +108,12 @@ impl Session {
                     d.on_paste_shown(Instant::now());
                 }
             }
-            if d.turn_confirms() && self.cfg.adapter.turn_started(&self.screen) {
+            let turn = d.turn_confirms()
+                && self
+                    .pasting
+                    .as_ref()
+                    .is_some_and(|p| self.cfg.adapter.turn_started(&self.screen, p));
+            if turn {
                 let step = d.on_turn_shown();
                 self.apply(step);
             }
