@@ -8,7 +8,8 @@ Usage: python3 bench.py <release iapeer binary> <repo root>
 Environment: BENCH_RUNS, BENCH_QUICK=1, BENCH_PINGS, BENCH_IDLE_SECS, BENCH_PEERS (e.g.
 "0,10,50"), BENCH_IDLE_PEERS, BENCH_OUT (table file), BENCH_KEEP=1 (keep the temp folder),
 BENCH_AGENTS ("claude,codex" by default; 0 skips the agent phase), BENCH_AGENT_RUNS,
-BENCH_MODEL_DELAY_MS (the stand-in model's thinking time, standin.py), BENCH_BURST_CALLS (1000; 0 skips the burst), BENCH_BURST_PEERS (20).
+BENCH_MODEL_DELAY_MS (the stand-in model's thinking time, standin.py), BENCH_BURST_CALLS (1000; 0 skips the burst), BENCH_BURST_PEERS (20), BENCH_BURSTS (3 bursts, one
+after another; their samples are pooled).
 """
 
 import datetime
@@ -109,6 +110,7 @@ class Bench:
         self.agent_warmup = 1
         self.burst_calls = env_int("BENCH_BURST_CALLS", 1000)
         self.burst_peers = env_int("BENCH_BURST_PEERS", 20)
+        self.bursts = max(1, env_int("BENCH_BURSTS", 3))
         self.agent_bench = None
 
     # ----- phase 1: memory and idle CPU --------------------------------------------------
@@ -289,9 +291,14 @@ class Bench:
         time.sleep(1)  # launch helpers end with their launch
         token = procfs.environ(w.live_pid("echo-burster"))["IAPEER_TOKEN"]
         self.phase_load["burst"] = loadavg()
-        self.results["burst"] = b = burst.run(w, "echo-burster", token, peers,
-                                              self.burst_calls, log)
-        log(f"burst: {b['delivered']}/{b['calls']} delivered in {b['wall_ns'] / 1e9:.1f} s, "
+        rounds = []
+        for k in range(self.bursts):
+            if k:
+                time.sleep(1)  # the peers settle between bursts
+            rounds.append(burst.run(w, "echo-burster", token, peers, self.burst_calls, log,
+                                    tag=f"burst{k}-"))
+        self.results["burst"] = b = burst.merge(rounds)
+        log(f"burst: {b['delivered']}/{b['calls'] * b['rounds']} delivered, the slowest burst in {b['wall_ns'] / 1e9:.1f} s, "
             f"threads {b['threads_rest']} at rest, at most {b['threads_busiest']}")
         w.stop_daemon()
 

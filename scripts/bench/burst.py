@@ -1,7 +1,7 @@
 """The burst phase of the benchmark (issue 13 item 3): N concurrent MCP `tools/call
 send_to_peer` from N connections to M live echo peers, all released at once.
 
-Each call opens its own TCP connection (asyncio, one event loop in this process), writes one
+Each call opens its own TCP connection (one epoll loop in this process), writes one
 POST /mcp with a unique `topic` and `Connection: close`, and reads the answer. Per call:
   connect  = from the release until the TCP handshake completed (kernel and this client:
              not the daemon's, which accepts later; reported, not counted);
@@ -26,11 +26,12 @@ The daemon's thread count is sampled every 10 ms during the burst and compared w
 at rest.
 """
 
-import asyncio
 import datetime
+import errno
 import json
 import os
 import resource
+import select
 import signal
 import socket
 import subprocess
@@ -39,6 +40,7 @@ import time
 
 import measure
 import procfs
+from report import quantile
 
 now = time.perf_counter_ns
 
@@ -81,54 +83,117 @@ def parse_answer(raw):
     return status, headers.get("retry-after"), msg, served
 
 
-async def _call(port, headers, body, gate):
-    await gate.wait()
-    t0 = now()
-    try:
-        # A ready socket (no getaddrinfo in asyncio's thread pool, which would queue).
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setblocking(False)
-        await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
-        t_conn = now()
-        reader, writer = await asyncio.open_connection(sock=sock)
-        writer.write(headers + body)
-        await writer.drain()
-        t_sent = now()
-        raw = await reader.read(1)
-        t_first = now()
-        raw += await reader.read(-1)  # the server closes after its answer
-        t1, t1_wall = now(), time.time()
-        writer.close()
-    except OSError as e:
-        return {"latency_ns": now() - t0, "connect_ns": 0, "send_ns": 0, "tail_ns": 0,
-                "status": 0, "error": str(e)}
-    status, retry, msg, served = parse_answer(raw)
-    ok = bool(msg and ((msg.get("result") or {}).get("structuredContent") or {}).get("ok"))
-    return {"latency_ns": t1 - t_sent, "connect_ns": t_conn - t0, "send_ns": t_sent - t_conn,
-            "tail_ns": t1 - t_first, "t1_wall": t1_wall, "status": status, "retry_after": retry, "ok": ok, "served_ms": served,
-            "error": None if ok else (json.dumps(msg)[:200] if msg else raw[:200].decode(
-                errors="replace"))}
+class _Call:
+    """One call's socket, request bytes and times (ns)."""
+
+    __slots__ = ("sock", "data", "sent", "raw", "t_conn", "t_sent", "t_first", "t1",
+                 "t1_wall", "error")
+
+    def __init__(self, data):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setblocking(False)
+        self.data, self.sent, self.raw = data, 0, bytearray()
+        self.t_conn = self.t_sent = self.t_first = self.t1 = None
+        self.t1_wall, self.error = None, None
 
 
-async def _burst(port, identity, token, calls, peers):
-    gate = asyncio.Event()
-    tasks = []
+def _requests(port, identity, token, calls, peers, tag):
+    """The raw HTTP request of each call (one POST /mcp, `Connection: close`), call i with
+    the topic `<tag><i>`."""
+    out = []
     for i in range(calls):
         body = json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
             "name": "send_to_peer", "arguments": {
                 "personality": peers[i % len(peers)], "message": f"echo: burst {i}",
-                "topic": f"burst{i}"}}}).encode()
+                "topic": f"{tag}{i}"}}}).encode()
         head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
                 "Content-Type: application/json\r\n"
                 "Accept: application/json, text/event-stream\r\n"
                 f"X-IAPeer-Identity: {identity}\r\nAuthorization: Bearer {token}\r\n"
                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
-        tasks.append(asyncio.ensure_future(_call(port, head, body, gate)))
-    await asyncio.sleep(0.2)  # every task is parked at the gate
+        out.append(head + body)
+    return out
+
+
+def _burst(port, identity, token, calls, peers, tag, timeout=120.0):
+    """Release every call at once and drive them all from one epoll loop (no asyncio: its
+    per-call futures and stream objects made this client half of the machine's CPU in the
+    burst window, starving the daemon it measures). Answers are parsed after the last one."""
+    calls_ = [_Call(r) for r in _requests(port, identity, token, calls, peers, tag)]
+    by_fd = {c.sock.fileno(): c for c in calls_}
+    ep = select.epoll(sizehint=calls)
     t0 = now()
-    gate.set()
-    out = await asyncio.gather(*tasks)
-    return out, now() - t0
+    for c in calls_:
+        err = c.sock.connect_ex(("127.0.0.1", port))
+        if err not in (0, errno.EINPROGRESS):
+            c.error, c.t1 = os.strerror(err), now()
+            continue
+        ep.register(c.sock.fileno(), select.EPOLLOUT)
+    left = sum(1 for c in calls_ if c.error is None)
+    deadline = time.monotonic() + timeout
+    while left and time.monotonic() < deadline:
+        for fd, ev in ep.poll(1.0):
+            c = by_fd[fd]
+            t = now()
+            if c.t_sent is None:
+                if c.t_conn is None:
+                    err = c.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                    if err:
+                        c.error, c.t1 = os.strerror(err), t
+                        ep.unregister(fd)
+                        left -= 1
+                        continue
+                    c.t_conn = t
+                try:
+                    c.sent += c.sock.send(c.data[c.sent:])
+                except BlockingIOError:
+                    continue
+                except OSError as e:
+                    c.error, c.t1 = str(e), now()
+                    ep.unregister(fd)
+                    left -= 1
+                    continue
+                if c.sent == len(c.data):
+                    c.t_sent = now()
+                    ep.modify(fd, select.EPOLLIN)
+                continue
+            try:
+                chunk = c.sock.recv(65536)
+            except BlockingIOError:
+                continue
+            except OSError as e:
+                chunk, c.error = b"", str(e)
+            if chunk:
+                if c.t_first is None:
+                    c.t_first = t
+                c.raw += chunk
+                continue
+            # The server closes after its answer.
+            c.t1, c.t1_wall = t, time.time()
+            ep.unregister(fd)
+            left -= 1
+    wall = now() - t0
+    ep.close()
+    out = []
+    for c in calls_:
+        c.sock.close()
+        if c.t1 is None:
+            c.error = c.error or "no answer within the bench's timeout"
+        if c.t_sent is None or c.t1 is None or (c.error and not c.raw):
+            out.append({"latency_ns": (c.t1 or now()) - t0, "connect_ns": 0, "send_ns": 0,
+                        "tail_ns": 0, "status": 0, "error": c.error})
+            continue
+        raw = bytes(c.raw)
+        status, retry, msg, served = parse_answer(raw)
+        ok = bool(msg and ((msg.get("result") or {}).get("structuredContent") or {}).get("ok"))
+        out.append({
+            "latency_ns": c.t1 - c.t_sent, "connect_ns": c.t_conn - t0,
+            "send_ns": c.t_sent - c.t_conn, "tail_ns": c.t1 - (c.t_first or c.t1),
+            "t1_wall": c.t1_wall, "status": status, "retry_after": retry, "ok": ok,
+            "served_ms": served,
+            "error": None if ok else (json.dumps(msg)[:200] if msg else raw[:200].decode(
+                errors="replace"))})
+    return out, wall
 
 
 class ThreadSampler:
@@ -155,9 +220,10 @@ class ThreadSampler:
         return self.most
 
 
-def run(world, identity, token, peers, calls, log):
-    """Fire `calls` concurrent calls at `peers` (personalities, all live) as `identity`.
-    Returns the raw results for render.burst_lines (ns and ms as in the module doc)."""
+def run(world, identity, token, peers, calls, log, tag="burst"):
+    """Fire `calls` concurrent calls at `peers` (personalities, all live) as `identity`, with
+    topics `<tag><i>` (unique per burst). Returns the raw results for render.burst_lines
+    (ns and ms as in the module doc)."""
     raise_fd_limit(calls + 256)
     dpid = world.daemon.pid
     dlog = world.log_path("delivery")
@@ -167,18 +233,22 @@ def run(world, identity, token, peers, calls, log):
     log(f"burst: {calls} concurrent tools/call from {calls} connections to {len(peers)} "
         f"live echo peers (daemon threads at rest {at_rest})")
     perf = start_perf(dpid)
-    answers, wall = asyncio.run(_burst(world.port(), identity, token, calls, peers))
+    cpu0 = time.process_time()
+    answers, wall = _burst(world.port(), identity, token, calls, peers, tag)
+    client_cpu = time.process_time() - cpu0
     busiest = sampler.stop()
     stop_perf(perf, log)
     # The log line is written before the answer leaves; read after every answer came.
     by_topic = {f.get("topic"): f for f in measure.events_since(dlog, offset, "delivery")
                 if f.get("path") == "mcp"}
     for i, a in enumerate(answers):
-        line = by_topic.get(f"burst{i}")
+        line = by_topic.get(f"{tag}{i}")
         if line is not None and line.get("ok") == "true" and a["ok"]:
             a["daemon_ms"] = float(line["ms"])
             # The log's ts (ms resolution) is when the router had the outcome.
             a["after_ms"] = 1000 * (a["t1_wall"] - log_ts(line["ts"]))
+    served_overhead = [a["served_ms"] - a["daemon_ms"] for a in answers
+                       if "daemon_ms" in a and a.get("served_ms") is not None]
     refused = [a for a in answers if a["status"] not in (0, 200) or
                (a["status"] == 200 and not a["ok"])]
     return {
@@ -199,13 +269,35 @@ def run(world, identity, token, peers, calls, log):
                         if "daemon_ms" in a],
         "served_ms": [a["served_ms"] for a in answers
                       if "daemon_ms" in a and a.get("served_ms") is not None],
-        "served_overhead_ms": [a["served_ms"] - a["daemon_ms"] for a in answers
-                               if "daemon_ms" in a and a.get("served_ms") is not None],
+        "served_overhead_ms": served_overhead,
         "after_ms": [a["after_ms"] for a in answers if "after_ms" in a],
         "threads_rest": at_rest, "threads_busiest": busiest,
         "thread_samples": sampler.samples, "live_sessions": len(world.sessions()),
-        "load": measure_load(),
+        "load": measure_load(), "client_cpu_ms": 1000 * client_cpu, "rounds": 1,
+        "round_p99_ms": [quantile(served_overhead, 0.99)] if served_overhead else [],
     }
+
+
+SUMMED = ("answered", "delivered", "refused", "status_503", "retry_after", "unanswered",
+          "thread_samples", "client_cpu_ms", "rounds")
+POOLED = ("latency_ns", "connect_ns", "send_ns", "tail_ns", "daemon_ms", "overhead_ms",
+          "served_ms", "served_overhead_ms", "after_ms", "round_p99_ms")
+
+
+def merge(rounds):
+    """One result of several bursts of the same size (run one after another): counts summed,
+    samples pooled (so a p99 is over every call of every burst), the slowest burst's wall
+    time, the most threads seen, and each burst's own p99 of the daemon overhead."""
+    out = dict(rounds[-1])
+    for k in SUMMED:
+        out[k] = sum(r[k] for r in rounds)
+    for k in POOLED:
+        out[k] = [x for r in rounds for x in r[k]]
+    out["wall_ns"] = max(r["wall_ns"] for r in rounds)
+    out["threads_rest"] = min(r["threads_rest"] for r in rounds)
+    out["threads_busiest"] = max(r["threads_busiest"] for r in rounds)
+    out["first_error"] = next((r["first_error"] for r in rounds if r["first_error"]), None)
+    return out
 
 
 def start_perf(pid):

@@ -132,12 +132,14 @@ def render(results, settle, phase_load, header):
 
 def burst_lines(b):
     """The BURST section: concurrent MCP calls (issue 13 item 3)."""
-    out = [f"BURST ({b['calls']} concurrent MCP tools/call send_to_peer, one connection each, "
-           f"to {b['peers']} live echo peers; load {b['load']})",
+    rounds = b.get("rounds", 1)
+    out = [f"BURST ({rounds} x {b['calls']} concurrent MCP tools/call send_to_peer, one "
+           f"connection each, to {b['peers']} live echo peers; load {b['load']})",
            f"  {b['answered']} answered, {b['delivered']} delivered, {b['refused']} refused "
-           f"({b['status_503']} x 503), {b['unanswered']} unanswered, in "
+           f"({b['status_503']} x 503), {b['unanswered']} unanswered, the slowest burst in "
            f"{b['wall_ns'] / 1e9:.1f} s; daemon threads {b['threads_rest']} at rest, at most "
-           f"{b['threads_busiest']} during the burst"]
+           f"{b['threads_busiest']} during a burst; the client's own CPU "
+           f"{b.get('client_cpu_ms', 0) / rounds:.0f} ms per burst"]
     rows = []
     if b["latency_ns"]:
         rows.append(latency_row("call latency (request written .. answer read)",
@@ -192,10 +194,13 @@ WHAT EACH MEASURE IS
 - Memory: VmRSS and PSS (smaps_rollup) of the daemon pid (threads share one address
   space), and separately the sum over its echo-agent children (the same binary, so their
   shared text pages are counted once per process in VmRSS and split in PSS).
-- Burst: every call its own TCP connection (asyncio in the bench process, released together),
-  a unique `topic` so its delivery.log line can be found. Call latency runs from the request
-  being written (in the kernel's buffer; the daemon accepts and reads it later) to the answer
-  read; connect and write before it are the client's and the kernel's, reported apart.
+- Burst: every call its own TCP connection (one epoll loop in the bench process, released
+  together; asyncio's per-call objects cost twice the CPU on the 2 cores the daemon needs),
+  a unique `topic` so its delivery.log line can be found. BENCH_BURSTS bursts (3) run one
+  after another and their samples are pooled; the target line gives each burst's p99 too.
+  Call latency runs from the request being written (in the kernel's buffer; the daemon
+  accepts and reads it later) to the answer read; connect and write before it are the
+  client's and the kernel's, reported apart.
   Overhead = call latency minus that line's `ms=` (the router's time from taking the send to
   its outcome, including the wait behind the peer's other sends): accept, HTTP, MCP decoding,
   the trip to the router and the answer back. Integer ms, so overhead is over-stated by
