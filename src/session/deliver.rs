@@ -223,8 +223,8 @@ impl ActiveDelivery {
     /// The screen shows a turn of the runtime's own, its composer empty. For a wake's first
     /// message, after Enter, that is the message accepted: the session was idle at its ready
     /// screen, so the only turn that can start is this one (issue 13 item 2; Claude Code
-    /// 2.1.332 shows it within milliseconds of Enter but writes its transcript ~250 ms
-    /// later on a new conversation, recorded). Any other delivery ignores it: a live
+    /// 2.1.332 draws it 90–280 ms after Enter but writes a new conversation's transcript
+    /// ~250–380 ms after, measured). Any other delivery ignores it: a live
     /// session's turn may be someone else's, and only the transcript tells a message queued
     /// behind it (`Queued`) from one taken.
     pub fn on_turn_shown(&mut self) -> Step {
