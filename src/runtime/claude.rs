@@ -27,6 +27,10 @@ use crate::term::{encode_keys, Screen};
 /// (1 s before issue 13, most of a wake's overhead).
 pub const MCP_SETTLE: Duration = Duration::from_millis(150);
 
+/// What Claude Code 2.1.332 draws under a message it queued behind a running turn
+/// (`Queued · ctrl+enter to send now`, `tests/fixtures/claude-2.1.332/mid-turn-queue.raw`).
+const QUEUED_ROW: &str = "Queued ·";
+
 /// Boot keys are spaced this far apart. Claude Code 2.1.332's startup "Adding a new
 /// directory" dialog takes a key that comes within 700 ms of a key it counted as typing for
 /// more typing (its `kIn = 700` in the shipped bundle): once a first Enter lands as typing,
@@ -236,15 +240,27 @@ impl Adapter for Claude {
         let Some((composer, _)) = prompts.next() else {
             return false;
         };
-        if self.composer_draft(screen).is_some() {
+        // An empty composer is one row between two rules; a glyph row without them is a
+        // frame drawn halfway or a dialog's option.
+        let rule = |i: usize| rows.get(i).is_some_and(|r| r.trim_start().starts_with('─'));
+        if composer == 0
+            || !rule(composer - 1)
+            || !rule(composer + 1)
+            || self.composer_draft(screen).is_some()
+        {
+            return false;
+        }
+        let newest = prompts.next();
+        // A message queued behind a turn is drawn above the composer too, a `Queued ·` row
+        // under it (`mid-turn-queue.raw`): not taken yet.
+        let since = newest.map_or(0, |(i, _)| i);
+        if rows[since..composer].iter().any(|r| r.contains(QUEUED_ROW)) {
             return false;
         }
         rows[composer + 1..]
             .iter()
             .any(|r| r.contains("esc to interrupt"))
-            || prompts
-                .next()
-                .is_some_and(|(_, newest)| paste.echoed_in(newest))
+            || newest.is_some_and(|(_, text)| paste.echoed_in(text))
     }
 
     fn composer_draft(&self, screen: &Screen) -> Option<String> {
@@ -596,8 +612,10 @@ mod tests {
             program: "/bin/claude".into(),
         };
         let mut history = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+        let rule = "─".repeat(40);
         history.feed(
-            b"> press esc to interrupt a turn\r\n\r\n\xe2\x9d\xaf \r\n",
+            format!("> press esc to interrupt a turn\r\n\r\n{rule}\r\n\u{276f} \r\n{rule}\r\n")
+                .as_bytes(),
             true,
         );
         assert!(!c.turn_started(&history, &paste));
@@ -651,6 +669,80 @@ mod tests {
             at.is_some_and(|at| at * 64 > answer) && end,
             "the second message is known too"
         );
+    }
+
+    /// A message Claude Code queued behind a running turn is drawn above the composer like
+    /// a submitted one, with a `Queued ·` row under it (replayed from `mid-turn-queue.raw`):
+    /// never a turn of its own while that row shows.
+    #[test]
+    fn a_queued_message_is_not_a_turn() {
+        let bytes = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/claude-2.1.332/mid-turn-queue.raw"
+        ))
+        .unwrap();
+        let paste = PasteView::of(
+            "<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"23:22:25\" topic=\"t\">\nx",
+        );
+        let c = Claude {
+            program: "/bin/claude".into(),
+        };
+        for step in [7, 64, 512] {
+            let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+            let mut queued_frames = 0;
+            for (i, chunk) in bytes.chunks(step).enumerate() {
+                screen.feed(chunk, true);
+                if screen.text().contains(QUEUED_ROW) {
+                    queued_frames += 1;
+                    assert!(
+                        !c.turn_started(&screen, &paste),
+                        "a queued message taken for a turn (chunk {i} of {step})"
+                    );
+                }
+            }
+            assert!(queued_frames > 0, "the recording shows the queued row");
+        }
+    }
+
+    /// On a narrow screen an older message's first line wraps before its `ts`: what is left
+    /// on the glyph's row names only the sender, so it is not this paste's echo.
+    #[test]
+    fn a_wrapped_older_message_from_the_same_sender_is_not_the_echo() {
+        let c = Claude {
+            program: "/bin/claude".into(),
+        };
+        let paste = PasteView::of(
+            "<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"10:00:01\">\nnew",
+        );
+        let rule = "─".repeat(60);
+        let frame = |first: &str| {
+            let mut screen = Screen::new(24, 60);
+            screen.feed(
+                format!("\u{276f} {first}\r\n  ts=\"09:00:00\">\r\n\r\n{rule}\r\n\u{276f} \r\n{rule}\r\n")
+                    .as_bytes(),
+                true,
+            );
+            screen
+        };
+        let older = frame("<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\"");
+        assert!(!c.turn_started(&older, &paste));
+        // The same frame with this paste's whole first line on the row is its echo.
+        let mut ours = Screen::new(24, 80);
+        ours.feed(
+            format!("\u{276f} <iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"10:00:01\">\r\n  new\r\n\r\n{rule}\r\n\u{276f} \r\n{rule}\r\n")
+                .as_bytes(),
+            true,
+        );
+        assert!(c.turn_started(&ours, &paste));
+        // Without the rules around it the lowest glyph row is no composer (a frame drawn
+        // halfway): nothing is taken from it.
+        let mut half = Screen::new(24, 80);
+        half.feed(
+            "\u{276f} <iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"10:00:01\">\r\n\u{276f} \r\n"
+                .as_bytes(),
+            true,
+        );
+        assert!(!c.turn_started(&half, &paste));
     }
 
     #[test]

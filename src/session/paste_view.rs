@@ -50,22 +50,17 @@ impl PasteView {
     }
 
     /// Whether `row` (one row of the conversation above the composer, the history glyph cut
-    /// off) shows this paste as a submitted message: the start of its first line, at least
-    /// [`ECHO_MIN`] characters of it (or all of a shorter one), runs of white space compared
-    /// as one space. Claude Code 2.1.332 draws a submitted paste in full above the composer,
-    /// its first line on the glyph's row (`tests/fixtures/claude-2.1.332/wake-instant-turn.raw`).
+    /// off) shows this paste as a submitted message: the whole of its first line and nothing
+    /// else, runs of white space compared as one space. Claude Code 2.1.332 draws a submitted
+    /// paste in full above the composer, its first line on the glyph's row
+    /// (`tests/fixtures/claude-2.1.332/wake-instant-turn.raw`). A first line cut by a narrow
+    /// terminal is not taken: an envelope's start names only its sender, its `ts` comes
+    /// later, and an older message from the same sender may be the row.
     pub fn echoed_in(&self, row: &str) -> bool {
         let first = squeeze(self.head.split(['\n', '\r']).next().unwrap_or_default());
-        let row = squeeze(row);
-        !row.is_empty()
-            && row.chars().count() >= first.chars().count().min(ECHO_MIN)
-            && first.starts_with(&row)
+        !first.is_empty() && squeeze(row) == first
     }
 }
-
-/// The least of a first line that [`PasteView::echoed_in`] takes for it (a row of a narrow
-/// terminal shows only the start of a long line).
-const ECHO_MIN: usize = 24;
 
 /// `s` with each run of white space made one space, trimmed.
 fn squeeze(s: &str) -> String {
@@ -122,8 +117,9 @@ mod tests {
             p.echoed_in(&format!("  {first}      ")),
             "the row's padding"
         );
-        assert!(p.echoed_in(&first[..30]), "cut by a narrow terminal");
         for row in [
+            &first[..first.len() - 1],
+            &first[..30],
             "",
             "<iap from=",
             "<iap from=\"ea\" runtime=\"codex\" ts=\"23:22:25\">",
@@ -134,6 +130,7 @@ mod tests {
         }
         let short = PasteView::of("hi\nthere");
         assert!(short.echoed_in("hi") && !short.echoed_in("there"));
+        assert!(!PasteView::of("\nhi").echoed_in(""), "an empty first line");
     }
 
     #[test]
