@@ -173,6 +173,15 @@ pub fn typed_composer_text(screen: &Screen, glyph: Option<&str>) -> Option<Strin
         .map(|c| c.text)
 }
 
+/// Whether the composer row (the last row starting with `glyph`, typed or styled) shows the
+/// whole of `paste` ([`PasteView::shown_in`]); `false` without a glyph. The default of
+/// [`Adapter::paste_shown`].
+pub fn composer_shows(screen: &Screen, glyph: Option<&str>, paste: &PasteView) -> bool {
+    glyph
+        .and_then(|g| screen.composer_text(g))
+        .is_some_and(|row| paste.shown_in(&row.text))
+}
+
 /// One runtime's behaviour. Implementations are stateless and shared.
 pub trait Adapter: Send + Sync {
     /// The runtime name (`echo`, `claude`, …).
@@ -227,9 +236,7 @@ pub trait Adapter: Send + Sync {
     /// [`PasteView::shown_in`], whose forms are recorded from Claude Code 2.1.332, Codex 0.171
     /// and the echo agent.
     fn paste_shown(&self, screen: &Screen, paste: &PasteView) -> bool {
-        self.prompt_glyph()
-            .and_then(|g| screen.composer_text(g))
-            .is_some_and(|row| paste.shown_in(&row.text))
+        composer_shows(screen, self.prompt_glyph(), paste)
     }
     /// Whether [`Adapter::paste_shown`] can ever say yes: then Enter waits for its sign (at
     /// most `session::deliver::PASTE_SIGNAL_WAIT`), else it goes after the fixed

@@ -27,6 +27,17 @@ use crate::term::{encode_keys, Screen};
 /// (1 s before issue 13, most of a wake's overhead).
 pub const MCP_SETTLE: Duration = Duration::from_millis(150);
 
+/// The composer row of a Claude Code 2.1.332 screen: the last row starting with `glyph`,
+/// right under a rule (`────`) and, with `closed`, right above one too (an empty or one-row
+/// composer, as every recording shows it). `None` when that row is not framed so (pure).
+pub fn framed_composer(rows: &[String], glyph: &str, closed: bool) -> Option<usize> {
+    let at = rows
+        .iter()
+        .rposition(|r| r.trim_start().starts_with(glyph))?;
+    let rule = |i: usize| rows.get(i).is_some_and(|r| r.trim_start().starts_with('─'));
+    (at > 0 && rule(at - 1) && (!closed || rule(at + 1))).then_some(at)
+}
+
 /// What Claude Code 2.1.332 draws under a message it queued behind a running turn
 /// (`Queued · ctrl+enter to send now`, `tests/fixtures/claude-2.1.332/mid-turn-queue.raw`).
 const QUEUED_ROW: &str = "Queued ·";
@@ -222,6 +233,14 @@ impl Adapter for Claude {
         screen.text().contains("esc to interrupt")
     }
 
+    fn paste_shown(&self, screen: &Screen, paste: &PasteView) -> bool {
+        // Only a composer under its top rule: the lowest glyph row of a frame drawn halfway
+        // may be an older message's first line, which on a narrow screen can read as the
+        // start of this paste.
+        framed_composer(screen.rows(), self.prompt_glyph().unwrap_or("❯"), false).is_some()
+            && crate::adapter::composer_shows(screen, self.prompt_glyph(), paste)
+    }
+
     fn turn_started(&self, screen: &Screen, paste: &PasteView) -> bool {
         // Recorded: `boot-trust-apikey-bypass-ready-paste-busy.raw` (the paste in the
         // composer, then Enter: the message above, an empty composer, and `esc to interrupt`
@@ -232,25 +251,19 @@ impl Adapter for Claude {
         // conversation may hold either anywhere further up.
         let glyph = self.prompt_glyph().unwrap_or("❯");
         let rows = screen.rows();
-        let mut prompts = rows
+        // An empty composer is one row between its two rules; a glyph row without them is a
+        // frame drawn halfway or a dialog's option.
+        let Some(composer) = framed_composer(rows, glyph, true) else {
+            return false;
+        };
+        if self.composer_draft(screen).is_some() {
+            return false;
+        }
+        let newest = rows[..composer]
             .iter()
             .enumerate()
             .rev()
-            .filter_map(|(i, r)| r.trim_start().strip_prefix(glyph).map(|rest| (i, rest)));
-        let Some((composer, _)) = prompts.next() else {
-            return false;
-        };
-        // An empty composer is one row between two rules; a glyph row without them is a
-        // frame drawn halfway or a dialog's option.
-        let rule = |i: usize| rows.get(i).is_some_and(|r| r.trim_start().starts_with('─'));
-        if composer == 0
-            || !rule(composer - 1)
-            || !rule(composer + 1)
-            || self.composer_draft(screen).is_some()
-        {
-            return false;
-        }
-        let newest = prompts.next();
+            .find_map(|(i, r)| r.trim_start().strip_prefix(glyph).map(|rest| (i, rest)));
         // A message queued behind a turn is drawn above the composer too, a `Queued ·` row
         // under it (`mid-turn-queue.raw`): not taken yet.
         let since = newest.map_or(0, |(i, _)| i);
@@ -743,6 +756,61 @@ mod tests {
             true,
         );
         assert!(!c.turn_started(&half, &paste));
+    }
+
+    /// The paste's sign is read only from a composer under its rule: in every recorded frame
+    /// where the composer row shows a paste, that row is framed so (no sign lost), and a
+    /// half-drawn frame whose lowest glyph row is an older message cut short by a narrow
+    /// screen is not taken for the paste.
+    #[test]
+    fn the_paste_sign_is_read_only_from_a_framed_composer() {
+        let c = Claude {
+            program: "/bin/claude".into(),
+        };
+        // Each recording's pastes are envelopes of three line breaks.
+        let paste = PasteView::of("<iap from=\"ea\">\n<msg>x</msg>\n</iap>\n");
+        for fixture in [
+            "boot-trust-apikey-bypass-ready-paste-busy.raw",
+            "mid-turn-queue.raw",
+            "wake-instant-turn.raw",
+        ] {
+            let bytes = std::fs::read(
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/fixtures/claude-2.1.332")
+                    .join(fixture),
+            )
+            .unwrap();
+            for step in [7, 64, 512] {
+                let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+                let (mut shown, mut before) = (0, false);
+                for (i, chunk) in bytes.chunks(step).enumerate() {
+                    screen.feed(chunk, true);
+                    let plain = crate::adapter::composer_shows(&screen, Some("❯"), &paste);
+                    let framed = c.paste_shown(&screen, &paste);
+                    assert!(!framed || plain, "{fixture}, chunk {i} of {step}");
+                    // The frame where a paste first shows is framed: the sign is never late.
+                    // (Later frames may not be: Claude draws the submitted message over the
+                    // composer's top rule while the placeholder is still below it.)
+                    if plain && !before {
+                        assert!(framed, "{fixture}, chunk {i} of {step}");
+                        shown += 1;
+                    }
+                    before = plain;
+                }
+                assert!(shown > 0, "{fixture} shows a paste (chunks of {step})");
+            }
+        }
+        let paste = PasteView::of(
+            "<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"10:00:01\">\nnew",
+        );
+        let mut half = Screen::new(24, 60);
+        half.feed(
+            "\r\n\u{276f} <iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\"\r\n"
+                .as_bytes(),
+            true,
+        );
+        assert!(crate::adapter::composer_shows(&half, Some("❯"), &paste));
+        assert!(!c.paste_shown(&half, &paste));
     }
 
     #[test]
