@@ -30,7 +30,7 @@ pub const MCP_SETTLE: Duration = Duration::from_millis(150);
 /// The composer row of a Claude Code 2.1.332 screen: the last row starting with `glyph`,
 /// right under a rule (`────`) and, with `closed`, right above one too (an empty or one-row
 /// composer, as every recording shows it). `None` when that row is not framed so (pure).
-pub fn framed_composer(rows: &[String], glyph: &str, closed: bool) -> Option<usize> {
+fn framed_composer(rows: &[String], glyph: &str, closed: bool) -> Option<usize> {
     let at = rows
         .iter()
         .rposition(|r| r.trim_start().starts_with(glyph))?;
@@ -543,11 +543,7 @@ mod tests {
 
     #[test]
     fn nothing_is_pasted_into_an_open_permission_prompt() {
-        let bytes = std::fs::read(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/claude-2.1.332/approvals/permission-dialog.raw"
-        ))
-        .unwrap();
+        let bytes = recording("approvals/permission-dialog.raw");
         let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
         screen.feed(&bytes, true);
         let c = Claude {
@@ -559,27 +555,24 @@ mod tests {
         );
         assert!(matches!(c.boot_step(&screen), BootStep::Wait));
         let mut ready = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
-        ready.feed(
-            &std::fs::read(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/fixtures/claude-2.1.332/approvals/ready-manual-mode.raw"
-            ))
-            .unwrap(),
-            true,
-        );
+        ready.feed(&recording("approvals/ready-manual-mode.raw"), true);
         assert_eq!(c.composer_draft(&ready), None);
+    }
+
+    /// The bytes of a recording in `tests/fixtures/claude-2.1.332/` (`name` may hold a
+    /// subfolder).
+    fn recording(name: &str) -> Vec<u8> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/claude-2.1.332")
+            .join(name);
+        std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
     }
 
     /// Replays a recorded pane log in chunks of `step` bytes, checking [`Claude::turn_started`]
     /// for `paste` after each: never while a paste waits in the composer, nor before any was
     /// drawn. Returns the chunk where it first held and whether it holds at the end.
     fn replay_turn(fixture: &str, paste: &PasteView, step: usize) -> (Option<usize>, bool) {
-        let bytes = std::fs::read(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures/claude-2.1.332")
-                .join(fixture),
-        )
-        .unwrap();
+        let bytes = recording(fixture);
         let c = Claude {
             program: "/bin/claude".into(),
         };
@@ -643,11 +636,7 @@ mod tests {
     /// session's next delivery) is not this paste's.
     #[test]
     fn an_instant_turn_shows_by_the_message_above_the_composer() {
-        let bytes = std::fs::read(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/claude-2.1.332/wake-instant-turn.raw"
-        ))
-        .unwrap();
+        let bytes = recording("wake-instant-turn.raw");
         let first =
             "<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"10:34:40\">\n\
                      Reply via send_to_peer.\n<msg>echo: bench wake #claude-w03#</msg>\n</iap>";
@@ -689,11 +678,7 @@ mod tests {
     /// never a turn of its own while that row shows.
     #[test]
     fn a_queued_message_is_not_a_turn() {
-        let bytes = std::fs::read(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/claude-2.1.332/mid-turn-queue.raw"
-        ))
-        .unwrap();
+        let bytes = recording("mid-turn-queue.raw");
         let paste = PasteView::of(
             "<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"23:22:25\" topic=\"t\">\nx",
         );
@@ -774,12 +759,7 @@ mod tests {
             "mid-turn-queue.raw",
             "wake-instant-turn.raw",
         ] {
-            let bytes = std::fs::read(
-                Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("tests/fixtures/claude-2.1.332")
-                    .join(fixture),
-            )
-            .unwrap();
+            let bytes = recording(fixture);
             for step in [7, 64, 512] {
                 let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
                 let (mut shown, mut before) = (0, false);
@@ -955,10 +935,7 @@ mod tests {
     /// The records of a transcript fixture (`tests/fixtures/claude-2.1.332/<name>`) and the
     /// index of its `enqueue` record.
     fn recorded(name: &str) -> (Vec<serde_json::Value>, usize) {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/claude-2.1.332")
-            .join(name);
-        let records: Vec<serde_json::Value> = std::fs::read_to_string(path)
+        let records: Vec<serde_json::Value> = String::from_utf8(recording(name))
             .unwrap()
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
