@@ -46,6 +46,9 @@ pub struct Subscription {
     pub rx: Receiver<Arc<BusEvent>>,
     /// Raised when the bus dropped this subscriber because its queue was full.
     pub dropped: Arc<AtomicBool>,
+    /// How many of the first events in `rx` are the replay (counted under the bus's lock:
+    /// a live event published right after joining is not among them).
+    pub replayed: usize,
 }
 
 struct Sub {
@@ -187,7 +190,11 @@ impl Bus {
             tx,
             dropped: Arc::clone(&dropped),
         });
-        Subscription { rx, dropped }
+        Subscription {
+            rx,
+            dropped,
+            replayed: want,
+        }
     }
 
     /// The newest `n` held events for which `keep` is true, oldest first.
@@ -288,6 +295,7 @@ mod tests {
         }
         let sub = bus.subscribe(2, None);
         bus.publish(Source::Delivery, TS, &ev(5));
+        assert_eq!(sub.replayed, 2, "the live event is not counted as replay");
         let got: Vec<String> = sub
             .rx
             .try_iter()
@@ -302,6 +310,8 @@ mod tests {
             "ids after the third: 3, 4, 5"
         );
         assert_eq!(bus.subscribe(10_000, None).rx.len(), 6);
+        assert_eq!(bus.subscribe(10_000, None).replayed, 6);
+        assert_eq!(bus.subscribe(0, Some(third)).replayed, 3);
     }
 
     /// Issue 13 item 3: a publish nobody subscribed to wakes nobody (every delivery.log line

@@ -62,13 +62,11 @@ pub struct FleetRequest<'a> {
 pub enum Begun {
     /// The answer, now.
     Done(Reply),
-    /// `GET /fleet/v1/events`: stream the subscription's events; the first `replayed` are
-    /// the replay, after which `: connected` goes out.
+    /// `GET /fleet/v1/events`: stream the subscription's events; the first
+    /// [`Subscription::replayed`] are the replay, after which `: connected` goes out.
     Stream {
         /// The subscriber's queue.
         sub: Subscription,
-        /// How many queued events are replay.
-        replayed: usize,
     },
     /// The answer comes later through `done`.
     Later,
@@ -129,8 +127,7 @@ impl Fleet {
                 let after = crate::daemon::http::gate::first(req.headers, "last-event-id")
                     .and_then(|v| v.trim().parse::<u64>().ok());
                 let sub = self.bus.subscribe(replay, after);
-                let replayed = sub.rx.len();
-                Begun::Stream { sub, replayed }
+                Begun::Stream { sub }
             }
             Endpoint::Snapshot => self.later(done, |f| f.snapshot()),
             Endpoint::Notices => self.later(done, |f| f.notices()),

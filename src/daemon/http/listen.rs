@@ -501,7 +501,7 @@ impl Acceptor {
                 c.deadline = Instant::now() + WRITE_TIMEOUT;
                 self.flush(t);
             }
-            Begun::Stream { sub, replayed } => {
+            Begun::Stream { sub } => {
                 if !self.streams.slots.reserve() {
                     return self.answer(t, &Reply::busy());
                 }
@@ -513,7 +513,6 @@ impl Acceptor {
                 self.streams.hand_over(NewStream {
                     stream: c.stream,
                     sub,
-                    replayed,
                 });
             }
         }

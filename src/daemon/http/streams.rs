@@ -69,15 +69,14 @@ impl StreamSlots {
     }
 }
 
-/// A stream handed over by the acceptor: its connection (already sent nothing), its bus
-/// subscription and how many of the subscription's first events are the replay.
+/// A stream handed over by the acceptor: its connection (already sent nothing) and its bus
+/// subscription (whose first [`Subscription::replayed`] events are the replay: `: connected`
+/// follows their last frame, at once when there are none).
 pub struct NewStream {
     /// The client's connection, nonblocking, registered with no poll.
     pub stream: TcpStream,
     /// Where its events come from.
     pub sub: Subscription,
-    /// The replay's length: `: connected` follows its last frame (at once when 0).
-    pub replayed: usize,
 }
 
 /// The handle of the streams thread: the acceptor hands streams over through its
@@ -250,13 +249,13 @@ impl Writer {
             let t = Token(self.next);
             self.next += 1;
             let mut out = answer::SSE_HEAD.to_vec();
-            if n.replayed == 0 {
+            if n.sub.replayed == 0 {
                 out.extend_from_slice(answer::SSE_CONNECTED);
             }
             let mut s = State {
                 stream: n.stream,
+                replay_left: n.sub.replayed,
                 sub: n.sub,
-                replay_left: n.replayed,
                 out,
                 at: 0,
                 next_heartbeat: Instant::now() + HEARTBEAT,
