@@ -21,10 +21,9 @@ pub struct Echo {
 impl Echo {
     /// Use the running executable as the echo agent program.
     pub fn from_env() -> Echo {
-        let program = std::env::current_exe()
-            .map(PathBuf::into_os_string)
-            .unwrap_or_else(|_| OsString::from("iapeer"));
-        Echo { program }
+        Echo {
+            program: super::this_binary(),
+        }
     }
 
     /// `<cwd>/.echo-agent/transcript.jsonl`.

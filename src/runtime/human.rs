@@ -6,7 +6,7 @@
 //! promise"); `iapeer inbox` shows it.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::{Adapter, Confirm, LaunchCommand, LaunchCtx, RuntimeKind};
 
@@ -21,10 +21,9 @@ pub struct Human {
 impl Human {
     /// Use the running executable as the inbox writer.
     pub fn from_env() -> Human {
-        let program = std::env::current_exe()
-            .map(PathBuf::into_os_string)
-            .unwrap_or_else(|_| OsString::from("iapeer"));
-        Human { program }
+        Human {
+            program: super::this_binary(),
+        }
     }
 }
 
@@ -38,17 +37,7 @@ impl Adapter for Human {
     }
 
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String> {
-        let mut args: Vec<OsString> = vec!["human-inbox".into()];
-        args.extend(ctx.launch_env.start_args.iter().map(OsString::from));
-        Ok(LaunchCommand {
-            program: self.program.clone(),
-            args,
-            // The writer stores under the daemon's root, whatever its environment says.
-            extra_env: vec![(
-                "IAPEER_ROOT".into(),
-                ctx.paths.root().to_string_lossy().into_owned(),
-            )],
-        })
+        Ok(super::own_verb_command(&self.program, "human-inbox", ctx))
     }
 
     fn wants_system_prompt(&self) -> bool {

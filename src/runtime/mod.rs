@@ -165,6 +165,30 @@ pub fn default_mcp_url() -> String {
         .unwrap_or_else(|| "http://127.0.0.1:8765/mcp".to_string())
 }
 
+/// This very binary's path: the program of the built-in runtimes (`echo`, `human`,
+/// `notifier`); `iapeer`, looked up on `PATH`, when the OS cannot say.
+pub fn this_binary() -> std::ffi::OsString {
+    std::env::current_exe()
+        .map(PathBuf::into_os_string)
+        .unwrap_or_else(|_| "iapeer".into())
+}
+
+/// The launch of a built-in runtime hosted on pipes whose program is this very binary:
+/// `<program> <verb> <the profile's start args…>`, with `IAPEER_ROOT` set to the daemon's
+/// root (the program reads and stores under it, whatever its own environment says).
+pub fn own_verb_command(program: &std::ffi::OsStr, verb: &str, ctx: &LaunchCtx) -> LaunchCommand {
+    let mut args: Vec<std::ffi::OsString> = vec![verb.into()];
+    args.extend(ctx.launch_env.start_args.iter().map(Into::into));
+    LaunchCommand {
+        program: program.to_owned(),
+        args,
+        extra_env: vec![(
+            "IAPEER_ROOT".into(),
+            ctx.paths.root().to_string_lossy().into_owned(),
+        )],
+    }
+}
+
 /// Whether `runtime` can be used on this host (built in, or installed with a valid manifest).
 pub fn is_installed(paths: &Paths, runtime: &str) -> bool {
     adapter_for(paths, runtime).is_ok()

@@ -5,7 +5,7 @@
 //! precedence: then the package's program runs instead ([`super::adapter_for`]).
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::{Adapter, Confirm, LaunchCommand, LaunchCtx, RuntimeKind, WrittenIsConfirmed};
 
@@ -20,10 +20,9 @@ pub struct Notifier {
 impl Notifier {
     /// Use the running executable as the service program.
     pub fn from_env() -> Notifier {
-        let program = std::env::current_exe()
-            .map(PathBuf::into_os_string)
-            .unwrap_or_else(|_| OsString::from("iapeer"));
-        Notifier { program }
+        Notifier {
+            program: super::this_binary(),
+        }
     }
 }
 
@@ -37,17 +36,7 @@ impl Adapter for Notifier {
     }
 
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String> {
-        let mut args: Vec<OsString> = vec!["notifier-run".into()];
-        args.extend(ctx.launch_env.start_args.iter().map(OsString::from));
-        Ok(LaunchCommand {
-            program: self.program.clone(),
-            args,
-            // The service reads profiles and writes its spool under the daemon's root.
-            extra_env: vec![(
-                "IAPEER_ROOT".into(),
-                ctx.paths.root().to_string_lossy().into_owned(),
-            )],
-        })
+        Ok(super::own_verb_command(&self.program, "notifier-run", ctx))
     }
 
     fn wants_system_prompt(&self) -> bool {
