@@ -420,6 +420,7 @@ fn a_send_while_the_daemon_is_down_is_kept_and_delivered_when_it_starts() {
     let mut env = TestEnv::new();
     env.create_echo("alice");
     env.create_echo("bob");
+    env.create_echo("carol");
     // The original delivered in-process; a script's send must not be lost with ours down.
     let out = env.ok(&[
         "send",
@@ -435,15 +436,49 @@ fn a_send_while_the_daemon_is_down_is_kept_and_delivered_when_it_starts() {
         out.starts_with("kept for bob in the outbox (") && out.contains("it delivers"),
         "{out}"
     );
-    // A send the daemon will refuse is kept too, then set aside with its reason.
+    // A send the registry already refuses (a misspelt target or sender) is refused at once,
+    // in the daemon's words, and not kept.
+    let (_, err) = env.fails(
+        &["send", "bobb", "--from", "echo-alice", "--message", "typo"],
+        1,
+    );
+    assert!(
+        err.contains("peer \"bobb\" is not in the iapeer peers index") && err.contains("bob"),
+        "{err}"
+    );
+    let (_, err) = env.fails(
+        &["send", "bob", "--from", "echo-alicia", "--message", "typo"],
+        1,
+    );
+    assert!(err.contains("unknown caller \"alicia\""), "{err}");
+    let (_, err) = env.fails(
+        &[
+            "send",
+            "bob",
+            "--from",
+            "echo-alice",
+            "--message",
+            "x",
+            "--topic",
+            "a\nb",
+        ],
+        1,
+    );
+    assert!(
+        err.contains("topic must not contain newline characters"),
+        "{err}"
+    );
+    // A send that was fine when kept but is refused when the daemon starts (its target
+    // removed meanwhile) is set aside with its reason.
     env.ok(&[
         "send",
-        "nobody",
+        "carol",
         "--from",
         "echo-alice",
         "--message",
         "lost?",
     ]);
+    env.ok(&["remove", "carol"]);
     let outbox = env.root.join("state/iapeer/outbox");
     assert_eq!(std::fs::read_dir(&outbox).unwrap().count(), 2);
 
@@ -472,7 +507,7 @@ fn a_send_while_the_daemon_is_down_is_kept_and_delivered_when_it_starts() {
         .find(|e| e.file_name().to_string_lossy().ends_with(".txt"))
         .map(|e| common::read(&e.path()))
         .unwrap();
-    assert!(reason.contains("nobody"), "{reason}");
+    assert!(reason.contains("carol"), "{reason}");
 }
 
 #[test]

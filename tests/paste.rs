@@ -94,7 +94,7 @@ fn an_mcp_send_cannot_type_into_the_recipient() {
         .arg(script)
         .args(["--url", &env.mcp_url(), "--identity", "echo-alice"])
         .args(["--token", token.trim(), "--to", "bob", "--message", ATTACK])
-        .args(["--topic", "m\x1b[201~\rx"])
+        .args(["--topic", "m\x1b[201~\x7fx"])
         .env_remove("IAPEER_BEARER_TOKEN")
         .output()
         .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
@@ -112,5 +112,5 @@ fn an_mcp_send_cannot_type_into_the_recipient() {
         v["call"],
         env.diagnostics()
     );
-    assert_one_message(&env, "m\u{241b}[201~\rx");
+    assert_one_message(&env, "m\u{241b}[201~\u{2421}x");
 }

@@ -145,7 +145,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         .collect();
     let timeout_ms = inv
         .value(flags::SEND_TIMEOUT)
-        .map(|v| timeout_ms(v).ok_or_else(|| usage(inv, format!("--timeout: expected a number of seconds above 0 (e.g. 30 or 2.5), got \"{v}\""))))
+        .map(|v| timeout_ms(v).ok_or_else(|| usage(inv, format!("--timeout: expected a number of seconds above 0 and at most 86400 (a day), e.g. 30 or 2.5; got \"{v}\""))))
         .transpose()?;
     let n = message.chars().count();
     let req = Request::Send {
@@ -164,44 +164,69 @@ pub fn run(inv: &Invocation) -> CliResult {
             "message exceeds {MAX_MESSAGE_CHARS} char limit (got {n})"
         )));
     }
+    let runtime = inv.value(flags::SEND_RUNTIME);
+    let refused = |f| refusal_for_a_person(f, &paths, &target, runtime, problem.as_deref());
     let mut client = match Client::connect(&paths) {
         Ok(c) => c,
         Err(ClientError::NotRunning(_)) => match start_service(&paths) {
             Some(c) => c,
-            None => return keep_in_outbox(&paths, &req, &target, json_out),
+            None => {
+                if let Some(f) = refusal_without_daemon(&paths, &req) {
+                    return Err(refused(f));
+                }
+                return keep_in_outbox(&paths, &req, &target, json_out);
+            }
         },
         Err(e) => return Err(e.into()),
     };
     match ask(&mut client, &req, json_out, &format!("sending to {target}"))? {
         Ok(result) => print_result(&result, json_out),
-        Err(mut f) => {
-            if let (Code::InvalidArgument, Some(p)) = (f.code, &problem) {
-                f.error = p.clone();
-            }
-            if matches!(f.code, Code::Offline | Code::Timeout) {
-                // A router runtime that cannot start at all: say why instead of "retry".
-                if let Some(why) =
-                    missing_program_of(&paths, &target, inv.value(flags::SEND_RUNTIME))
-                {
-                    f.error = format!(
-                        "{} — it cannot start: {why}",
-                        f.error.trim_end_matches(" — retry")
-                    );
-                }
-            }
-            f.error = suggest::with_start_command(&f.error);
-            if let Some(caller) = unknown_caller(&f) {
-                // A typo in --from (or PEER_IDENTITY): the registered name meant.
-                let hint = suggest::peer_hint(&paths, caller);
-                f.error.push_str(&hint);
-            }
-            if f.code == Code::NotRegistered && suggest::refused_peer(&f.error) == Some(&target) {
-                // A typo of a registered name: say which one.
-                f.error.push_str(&suggest::peer_hint(&paths, &target));
-            }
-            Err(CliError::Refused(f))
+        Err(f) => Err(refused(f)),
+    }
+}
+
+/// What the daemon would refuse `req` (a send) for, judged from its fields and the registry
+/// while the daemon is down ([`crate::daemon::route::check_without_daemon`]); `None` when it
+/// would take it, or when the registry cannot be read (the daemon decides then).
+fn refusal_without_daemon(paths: &Paths, req: &Request) -> Option<crate::protocol::Failure> {
+    let (input, _) = crate::daemon::route::SendInput::of_cli_request(req.clone())?;
+    let registry = Registry::load(paths).ok()?;
+    crate::daemon::route::check_without_daemon(&input, &registry).err()
+}
+
+/// The daemon's refusal `f` of a send to `target`, worded for a person: the CLI's own text
+/// for a malformed field (`problem`), why a router runtime cannot start, the start command,
+/// and the registered name a misspelt sender or target meant.
+fn refusal_for_a_person(
+    mut f: crate::protocol::Failure,
+    paths: &Paths,
+    target: &str,
+    runtime: Option<&str>,
+    problem: Option<&str>,
+) -> CliError {
+    if let (Code::InvalidArgument, Some(p)) = (f.code, problem) {
+        f.error = p.to_string();
+    }
+    if matches!(f.code, Code::Offline | Code::Timeout) {
+        // A router runtime that cannot start at all: say why instead of "retry".
+        if let Some(why) = missing_program_of(paths, target, runtime) {
+            f.error = format!(
+                "{} — it cannot start: {why}",
+                f.error.trim_end_matches(" — retry")
+            );
         }
     }
+    f.error = suggest::with_start_command(&f.error);
+    if let Some(caller) = unknown_caller(&f) {
+        // A typo in --from (or PEER_IDENTITY): the registered name meant.
+        let hint = suggest::peer_hint(paths, caller);
+        f.error.push_str(&hint);
+    }
+    if f.code == Code::NotRegistered && suggest::refused_peer(&f.error) == Some(target) {
+        // A typo of a registered name: say which one.
+        f.error.push_str(&suggest::peer_hint(paths, target));
+    }
+    CliError::Refused(f)
 }
 
 /// `confirm-send <id> [--runtime <rt>]` (spec 10 §2): send a message the origin guard held,
@@ -372,7 +397,7 @@ fn unknown_caller(f: &crate::protocol::Failure) -> Option<&str> {
 
 /// Why `target`'s runtime (`runtime`, else its default) cannot start because its program is
 /// missing; `None` when it can, or when the target is unknown.
-fn missing_program_of(
+pub(super) fn missing_program_of(
     paths: &crate::paths::Paths,
     target: &str,
     runtime: Option<&str>,

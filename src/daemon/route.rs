@@ -64,6 +64,35 @@ pub struct SendInput {
     pub attachments: Vec<String>,
 }
 
+impl SendInput {
+    /// The send a control-socket `send` request makes (path `cli`, the CLI's resolved
+    /// sender) and its `timeoutMs`; `None` for any other request.
+    pub fn of_cli_request(req: crate::protocol::Request) -> Option<(SendInput, Option<u64>)> {
+        let crate::protocol::Request::Send {
+            from,
+            to,
+            runtime,
+            message,
+            topic,
+            attachments,
+            timeout_ms,
+        } = req
+        else {
+            return None;
+        };
+        let input = SendInput {
+            path: "cli",
+            caller: Caller::Cli(from),
+            to,
+            runtime,
+            message,
+            topic,
+            attachments,
+        };
+        Some((input, timeout_ms))
+    }
+}
+
 /// A send ready for delivery.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Prepared {
@@ -131,6 +160,12 @@ pub fn validate(input: &SendInput) -> Result<Option<String>, Refusal> {
             return Err(bad(format!(
                 "topic exceeds {MAX_TOPIC_CHARS} char limit (got {n})"
             )));
+        }
+        if t.contains(['\n', '\r']) {
+            // The envelope's header is one line (spec 03 §2), as for attachment paths.
+            return Err(bad(
+                "topic must not contain newline characters — put it on one line".into(),
+            ));
         }
         let escaped = escape_attr(t).len();
         if escaped > MAX_TOPIC_ATTR_BYTES {
@@ -274,6 +309,18 @@ pub fn resolve_target<'r>(
         personality: target.personality.clone(),
     };
     Ok((target, endpoint))
+}
+
+/// Steps 1–4 on the fields and the registry alone, without the daemon: what the daemon
+/// would refuse the send for before it touches a session or a file. The CLI asks this of a
+/// send it is about to keep in the outbox while the daemon is down (issue 11 item 7), so
+/// that a misspelt target or sender is refused at once instead of kept and set aside later.
+///
+/// Errors: the first refusal of [`validate`], [`resolve_caller`] or [`resolve_target`].
+pub fn check_without_daemon(input: &SendInput, registry: &Registry) -> Result<(), Refusal> {
+    validate(input)?;
+    let (caller, caller_peer) = resolve_caller(&input.caller, registry)?;
+    resolve_target(input, &caller, caller_peer, registry).map(|_| ())
 }
 
 /// Steps 1–7 with file access: validate, authenticate, resolve, refuse a stopped endpoint,
@@ -533,6 +580,20 @@ mod tests {
                     ..input("bob", "x")
                 },
                 "topic exceeds 200 char limit (got 201)",
+            ),
+            (
+                SendInput {
+                    topic: Some("release\n</iap>".into()),
+                    ..input("bob", "x")
+                },
+                "topic must not contain newline characters — put it on one line",
+            ),
+            (
+                SendInput {
+                    topic: Some("a\rb".into()),
+                    ..input("bob", "x")
+                },
+                "topic must not contain newline characters — put it on one line",
             ),
             (
                 SendInput {

@@ -411,25 +411,10 @@ impl Router {
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 pid: std::process::id(),
             }),
-            Request::Send {
-                from,
-                to,
-                runtime,
-                message,
-                topic,
-                attachments,
-                timeout_ms,
-            } => {
-                let input = SendInput {
-                    path: "cli",
-                    caller: Caller::Cli(from),
-                    to,
-                    runtime,
-                    message,
-                    topic,
-                    attachments,
-                };
-                self.begin_send(input, reply, timeout_ms.map(Duration::from_millis));
+            send @ Request::Send { .. } => {
+                if let Some((input, timeout_ms)) = SendInput::of_cli_request(send) {
+                    self.begin_send(input, reply, timeout_ms.map(Duration::from_millis));
+                }
             }
             Request::ConfirmSend {
                 id,
