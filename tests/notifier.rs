@@ -174,6 +174,7 @@ fn an_echo_peer_registers_an_every_2s_timer_through_mcp_and_gets_three_fires() {
         pane.contains(&format!("registered timer trigger \"{id}\"")),
         "{pane}"
     );
+    assert!(!pane.contains("not a registered peer"), "{pane}");
     // The fires are 2 s apart on the grid armed at registration.
     let fires: Vec<String> = service_events(&env, "timer", "sent")
         .iter()
@@ -290,6 +291,15 @@ fn a_signal_pending_in_the_spool_when_the_daemon_is_killed_is_delivered_after_re
         "--message",
         &call.to_string(),
     ]);
+    // Registered all the same (the peer may come later), with a note that says so.
+    env.wait_until(
+        "the confirmation notes the unregistered target",
+        Duration::from_secs(20),
+        |e| {
+            e.pane("echo-alice")
+                .contains("Note: not a registered peer (yet): \"ghost\"")
+        },
+    );
     let dir = spool_dir(&env, "timer");
     env.wait_until(
         "the fire failed once and waits in the spool",

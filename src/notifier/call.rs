@@ -90,6 +90,22 @@ pub fn teaching(role: Role, what: &str) -> String {
     )
 }
 
+/// What a registration's confirmation adds when peers of the trigger's chain (`missing`,
+/// target and fallbacks in order) are not registered: the trigger stands (spec 09 checks a
+/// call's syntax only, and the peer may be created later), but until then each of its signals
+/// goes on down the chain. Empty when every one is registered.
+pub fn unregistered_note(missing: &[&str]) -> String {
+    if missing.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = missing.iter().map(|n| format!("\"{n}\"")).collect();
+    format!(
+        "\nNote: not a registered peer (yet): {} — until it is, each signal for it goes on \
+         down the chain (fallbacks, then you); iapeer list shows the peers.",
+        names.join(", ")
+    )
+}
+
 /// Parse a message body.
 ///
 /// Errors: what is wrong, for [`teaching`].
@@ -201,6 +217,10 @@ pub fn build_trigger(
         if t.chars().count() > TOPIC_MAX {
             return Err(format!("\"topic\" is longer than {TOPIC_MAX} characters"));
         }
+        if t.contains(['\n', '\r']) {
+            // Every signal would be refused (spec 03 §1: a topic is one line).
+            return Err("\"topic\" holds a line break; a topic is one line".into());
+        }
     }
     fields.insert("role".into(), Value::String(role.as_str().into()));
     fields.remove("owner");
@@ -268,6 +288,35 @@ mod tests {
 
     fn ok(_: &str) -> Result<(), String> {
         Ok(())
+    }
+
+    #[test]
+    fn a_topic_is_one_line() {
+        let call = |topic: &str| {
+            let body = serde_json::json!({"when":"@every 5s","message":"m","target":"self",
+                                          "topic": topic});
+            match parse_call(&body.to_string()).unwrap() {
+                Command::Register(m) => build_trigger(Role::Time, m, "alice", &ok),
+                other => panic!("{other:?}"),
+            }
+        };
+        assert!(call("daily stand-up").is_ok());
+        for bad in ["a\nb", "a\rb"] {
+            assert_eq!(
+                call(bad).unwrap_err(),
+                "\"topic\" holds a line break; a topic is one line"
+            );
+        }
+    }
+
+    #[test]
+    fn only_unregistered_peers_get_a_note() {
+        assert_eq!(unregistered_note(&[]), "");
+        let note = unregistered_note(&["ghost", "later"]);
+        assert!(
+            note.starts_with("\nNote: not a registered peer (yet): \"ghost\", \"later\" — "),
+            "{note}"
+        );
     }
 
     #[test]

@@ -979,7 +979,7 @@ impl Service {
                                 Role::Event => "its script runs now",
                             };
                             format!(
-                                "✓ {} {} trigger \"{}\" → {}{}: {what}.\n\n{}",
+                                "✓ {} {} trigger \"{}\" → {}{}: {what}.{}\n\n{}",
                                 if replaced { "replaced" } else { "registered" },
                                 role.service(),
                                 t.id,
@@ -988,6 +988,11 @@ impl Service {
                                     .as_deref()
                                     .map(|x| format!(" (topic {x})"))
                                     .unwrap_or_default(),
+                                call::unregistered_note(&store::unregistered(
+                                    &self.paths,
+                                    std::iter::once(t.target.as_str())
+                                        .chain(t.fallback.iter().flatten().map(String::as_str))
+                                )),
                                 self.list_of(&env.from)
                             )
                         }

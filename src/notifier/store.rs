@@ -47,6 +47,18 @@ pub fn cwd_of(paths: &Paths, personality: &str) -> Option<PathBuf> {
         .map(|p| p.cwd.clone())
 }
 
+/// Those of `names` that are not registered peers, in order (none when the registry cannot
+/// be read: nothing can be said then).
+pub fn unregistered<'a>(paths: &Paths, names: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let Ok(registry) = Registry::load(paths) else {
+        return Vec::new();
+    };
+    names
+        .into_iter()
+        .filter(|n| registry.find(n).is_none())
+        .collect()
+}
+
 /// True when `personality` is registered with `wake_policy: "ephemeral"` (a reply would
 /// start a new worker). Unknown or unreadable = false.
 pub fn is_ephemeral(paths: &Paths, personality: &str) -> bool {
