@@ -747,6 +747,13 @@ fn a_router_peer_whose_program_is_missing_is_reported_by_create_list_and_send() 
         1,
     );
     assert!(err.contains(&format!("it cannot start: {why}")), "{err}");
+    // `start` does not claim it runs.
+    env.ok(&["stop", "ops"]);
+    let (_, err) = env.fails(&["start", "ops"], 1);
+    assert!(
+        err.contains(&format!("pager-ops cannot start: {why}")),
+        "{err}"
+    );
 
     // Once the program is there, the peer is no longer reported.
     std::fs::write(&program, "#!/bin/sh\nexec cat >/dev/null\n").unwrap();

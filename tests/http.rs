@@ -394,3 +394,40 @@ fn event_streams_do_not_take_the_places_of_mcp_requests() {
     assert_eq!(evicted, 0, "no slow client was evicted to make room");
     assert!(!streams.iter().any(closed), "every stream is still open");
 }
+
+/// A port another program holds: the daemon exits at once with the error and says how to
+/// pick another port (`IAPEER_PORT`, 0 for any free one), and leaves no `router.json`.
+#[test]
+fn a_port_in_use_is_refused_with_the_way_out() {
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port().to_string();
+    let env = TestEnv::new();
+    std::fs::create_dir_all(&env.root).unwrap();
+    let out = env
+        .cmd(&["daemon"])
+        .env("IAPEER_PORT", &port)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run the daemon");
+    assert!(
+        !out.status.success(),
+        "the daemon must not run without its port"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("cannot listen on 127.0.0.1:{port}"))
+            && err.contains("set IAPEER_PORT to a free port, or to 0 for any free one"),
+        "{err}"
+    );
+    assert!(
+        !env.router_json().exists(),
+        "no router.json for a daemon that is not there"
+    );
+    // And `status` says plainly that no daemon runs (exit 1).
+    let (stdout, _) = env.fails(&["status"], 1);
+    assert!(
+        stdout.contains("daemon: not running (nothing answers on its socket) — start it with:"),
+        "{stdout}"
+    );
+}

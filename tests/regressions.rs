@@ -41,6 +41,18 @@ fn verify_fix_keeps_peers_outside_the_root_when_the_registry_is_damaged() {
         })
         .collect();
     assert_eq!(backups.len(), 1, "the damaged registry is kept");
+
+    // A registry that names no folder at all: the peer kept outside cannot be found, and
+    // `--fix` says so and how to bring it back, instead of only "no problems".
+    std::fs::write(&reg, "garbage").unwrap();
+    let out = env.ok(&["verify", "--fix"]);
+    assert!(
+        out.contains("fixed registry: rebuilt from the profiles under")
+            && out.contains("run iapeer init in its folder"),
+        "{out}"
+    );
+    env.ok(&["init", outside.to_str().unwrap()]);
+    assert_eq!(env.list().as_array().unwrap().len(), 2);
 }
 
 /// After `remove`, `verify` reported the kept folder as an unregistered peer and `--fix`

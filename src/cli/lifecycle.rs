@@ -76,6 +76,23 @@ pub fn stop_start(inv: &Invocation, stop: bool) -> CliResult {
             all,
         };
         let reply: StartReply = succeeded(client.request(&req, |_| {})?)?;
+        // A router runtime whose program is missing was launched in vain: say why (exit 1).
+        let cannot: Vec<String> = reply
+            .started
+            .iter()
+            .filter_map(|id| {
+                let ident = crate::names::Identity::parse(id).ok()?;
+                super::send::missing_program_of(&paths, &ident.personality, Some(&ident.runtime))
+                    .map(|why| format!("{id} cannot start: {why}"))
+            })
+            .collect();
+        if !cannot.is_empty() {
+            return Err(CliError::Failed(format!(
+                "cleared the stop flag of {}, but {}",
+                nothing_or(&reply.cleared),
+                cannot.join("; ")
+            )));
+        }
         let mut s = format!("started {}", nothing_or(&reply.cleared));
         if !reply.started.is_empty() {
             s.push_str(&format!(" (running now: {})", reply.started.join(", ")));

@@ -274,7 +274,9 @@ pub fn run(inv: &Invocation) -> CliResult {
             ),
             Some(Answer::Ok(st)) => format!("daemon: healthy @ {} + {}", st.tcp, st.sock),
             Some(Answer::Failed(_)) => "daemon: healthy @ ? + ?".to_string(),
-            None => "daemon: NOT healthy (socket not accepting connections)".to_string(),
+            None => "daemon: not running (nothing answers on its socket) — start it with: \
+                     iapeer daemon (foreground) or iapeer daemon --detach"
+                .to_string(),
         };
         print(&format!(
             "iapeer {}\n{daemon}\n{}\npeers: {} ({l} live, {a} asleep, {s} stopped{})\n{}\n",

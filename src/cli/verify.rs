@@ -250,6 +250,7 @@ fn rebuild(paths: &Paths) -> Result<Vec<(String, String)>, CliError> {
         .map_err(fail)?
         .unwrap_or_default();
     let old = Registry::load(paths).ok();
+    let mut damaged = None;
     if old.is_none() && !text.trim().is_empty() {
         // Keep the damaged file: it may hold what the profiles cannot tell.
         let bak = paths.root().join(format!(
@@ -266,6 +267,7 @@ fn rebuild(paths: &Paths) -> Result<Vec<(String, String)>, CliError> {
             "iapeer verify: the damaged registry was saved as {}",
             bak.display()
         );
+        damaged = Some(bak);
     }
     let old_entry = |cwd: &Path| -> Option<RegistryPeer> {
         old.as_ref()?.peers.iter().find(|p| p.cwd == cwd).cloned()
@@ -350,6 +352,19 @@ fn rebuild(paths: &Paths) -> Result<Vec<(String, String)>, CliError> {
         rebuilt.upsert(entry);
     }
     Registry::replace(paths, rebuilt).map_err(fail)?;
+    if let Some(bak) = damaged {
+        // Folders elsewhere (`create --path`) are known only from the registry itself.
+        changes.push((
+            "registry".into(),
+            format!(
+                "rebuilt from the profiles under {} and the folders the damaged file still \
+                 names ({}); a peer kept elsewhere that is missing now: run iapeer init in its \
+                 folder",
+                paths.peers_dir().display(),
+                bak.display()
+            ),
+        ));
+    }
     Ok(changes)
 }
 

@@ -43,6 +43,8 @@ pub enum DaemonError {
     AlreadyRunning(String),
     /// Setting up failed.
     Io(String, io::Error),
+    /// The loopback HTTP port (`IAPEER_PORT`) could not be had.
+    Listen(u16, io::Error),
     /// A thread the daemon cannot run without failed (the router thread panicked); the
     /// daemon ended its sessions and stopped, so that the service manager restarts it.
     Fatal(String),
@@ -53,6 +55,17 @@ impl std::fmt::Display for DaemonError {
         match self {
             DaemonError::AlreadyRunning(s) => f.write_str(s),
             DaemonError::Io(what, e) => write!(f, "{what}: {e}"),
+            DaemonError::Listen(port, e) => {
+                write!(f, "cannot listen on 127.0.0.1:{port}: {e}")?;
+                if e.kind() == io::ErrorKind::AddrInUse {
+                    write!(
+                        f,
+                        " — another program (or the daemon of another iapeer root) holds the \
+                         port: set IAPEER_PORT to a free port, or to 0 for any free one"
+                    )?;
+                }
+                Ok(())
+            }
             DaemonError::Fatal(what) => write!(f, "{what}; the daemon exited"),
         }
     }
@@ -334,7 +347,7 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
         ),
     }
     let mut http = http::start(http_cfg, backend, Some(fleet))
-        .map_err(io_err(format!("cannot listen on 127.0.0.1:{}", cfg.port)))?;
+        .map_err(|e| DaemonError::Listen(cfg.port, e))?;
     let tcp = format!("http://127.0.0.1:{}/mcp", http.port());
     // `fleet: 1` advertises the fleet API under the same origin (spec 02 §1 step 4).
     write_json_atomic(
