@@ -300,6 +300,19 @@ fn verify_reports_drift_and_fix_rebuilds_the_registry_from_profiles() {
     }
     assert_eq!(registry_text(&env), good_after_edit);
     assert_eq!(env.list().as_array().unwrap().len(), 3);
+
+    // A profile that is not JSON: --fix cannot repair it; it claims no fix for it, names the
+    // problem, and the hint says where such an error is fixed.
+    std::fs::write(profile_path(&env.peer_dir("bob")), "{ not json").unwrap();
+    let (out, _) = env.fails(&["verify"], 1);
+    assert!(out.lines().any(|l| l.starts_with("bob: ")), "{out}");
+    assert!(
+        out.contains("(an error inside a profile is fixed by editing that file)"),
+        "{out}"
+    );
+    let (out, _) = env.fails(&["verify", "--fix"], 1);
+    assert!(!out.contains("not repaired"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("bob: ")), "{out}");
 }
 
 #[test]

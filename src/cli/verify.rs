@@ -114,7 +114,10 @@ pub fn run(inv: &Invocation) -> CliResult {
                 out.push_str(&format!("{p}: {what}\n"));
             }
             if !inv.flag(flags::FIX) {
-                out.push_str("run iapeer verify --fix to rebuild the registry from the profiles\n");
+                out.push_str(
+                    "run iapeer verify --fix to rebuild the registry from the profiles (an error \
+                     inside a profile is fixed by editing that file)\n",
+                );
             }
         }
         print(&out)?;
@@ -306,7 +309,8 @@ fn rebuild(paths: &Paths) -> Result<Vec<(String, String)>, CliError> {
             .map_or(label, |p| p.personality);
         match Profile::repair(&folder) {
             Ok(done) => changes.extend(done.into_iter().map(|d| (label.clone(), d))),
-            Err(e) => changes.push((label.clone(), format!("profile not repaired: {e}"))),
+            // Nothing was fixed: what is still wrong with it is listed below as a problem.
+            Err(e) => log::debug!("verify --fix: {label}: the profile was not repaired: {e}"),
         }
         let read = Profile::read_keeping_name(&folder).and_then(|p| {
             p.ok_or_else(|| crate::profile::ProfileError::NoRuntime {
