@@ -7,7 +7,7 @@ Per runtime, `runs` cycles (after one uncounted warm-up cycle) of:
      prints `delivered to <p> (<rt>), woke` (wake + boot dialogs + ready gate + delivery);
   2. wait until the agent's turn is over (the stand-in got the message, the screen is idle);
   3. the peer is LIVE: time another `iapeer send` until `delivered to <p> (<rt>)`
-     (paste, settle, Enter, confirmation from the agent's transcript); wait for the turn;
+     (paste, Enter on its sign, confirmation from the agent's screen); wait for the turn;
   4. `iapeer stop <p>`, wait until the session and its processes are gone, `iapeer start
      <p>` (clears the stop flag; agents are not started by start), wait for `asleep`.
 Each send also yields the daemon's delivery.log `ms=` and, for wakes, the lifecycle.log
@@ -309,11 +309,11 @@ def render(res):
                              [x["boot_ms"] for x in boots], "log ts, ms resolution"))
             rows.append(_row("  ready -> delivery confirmed",
                              [x["ready_to_delivered_ms"] for x in boots],
-                             "paste, settle, Enter, confirm"))
+                             "paste, MCP settle, Enter, confirm"))
         rows.append(_row("  send -> first model request", [x["model_request_ms"] for x in a],
                          "stand-in saw the message"))
         rows.append(_row(f"{rt}: send -> LIVE peer, CLI until 'delivered'",
-                         [x["wall_ns"] / MS for x in live], "paste, settle, Enter, transcript"))
+                         [x["wall_ns"] / MS for x in live], "paste, Enter on its sign, confirm"))
         rows.append(_row("  daemon delivery.log ms=", [x["daemon_ms"] for x in live]))
         rows.append(_row("  send -> model request", [x["model_request_ms"] for x in live]))
         c = r.get("cold")

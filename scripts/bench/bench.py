@@ -228,8 +228,7 @@ class Bench:
             return (f'<iap from="alice" runtime="echo" ts="{ts}">Reply via send_to_peer.'
                     f"<msg>{body}</msg></iap>"), f"received {ts} from alice"
 
-        log(f"send vs tmux, interleaved: {warm} warm-up + {runs} runs each "
-            f"(~{runs * (self.settle + 150) / 1000:.0f} s)")
+        log(f"send vs tmux, interleaved: {warm} warm-up + {runs} runs each")
         cli, keys, paste = [], [], []
         offset = 0
         self.phase_load["send"] = loadavg()
@@ -372,8 +371,8 @@ def main():
         f"iapeer benchmark — {started:%Y-%m-%d %H:%M:%S} — {mode} run, {elapsed:.0f} s",
         f"commit {commit}; {version}; {platform.platform()}; "
         f"{os.cpu_count()} CPUs ({cpu_model})",
-        f"runs per latency measure: {b.runs} (+{b.warmup} warm-up); settle constant "
-        f"{b.settle} ms (src/session/deliver.rs)",
+        f"runs per latency measure: {b.runs} (+{b.warmup} warm-up); paste settle "
+        f"{b.settle} ms, only when the screen shows no sign (src/session/deliver.rs)",
         f"uptime at start: {up0}",
         f"uptime at end:   {up1}",
         "CAVEAT: 2 shared cores; other builds may run concurrently — see the load averages.",

@@ -28,22 +28,18 @@ def confirmation_split(results, settle):
             "(CONFIRM_POLL in src/session/deliver.rs).")
 
 def render(results, settle, phase_load, header):
-    r, st = results, settle
+    r = results
     out = [header, ""]
     rows = []
     ver = summary(r["version"])
     rows.append(latency_row("iapeer --version (process spawn+exit baseline)", ver, MS, f1))
     cli = summary(r["cli"])
     rows.append(latency_row("iapeer send -> live echo (CLI start..exit)", cli, MS, f1,
-                            f"includes the {st} ms paste settle"))
-    rows.append(latency_row(f"  same minus {st} ms settle", summary(
-        [x - st * MS for x in r["cli"]]), MS, f1, "iapeer's own cost"))
+                            "Enter on the paste's sign"))
     dm = r["cli_daemon_ms"]
     if len(dm) == len(r["cli"]):
         rows.append(latency_row("  daemon delivery.log ms= (arrival..confirmed)",
                                 summary(dm), 1, f1, "integer ms"))
-        rows.append(latency_row(f"  daemon ms= minus {st} ms settle",
-                                summary([x - st for x in dm]), 1, f1))
         rows.append(latency_row("  CLI side = wall - daemon ms (paired)", summary(
             [c / MS - d for c, d in zip(r["cli"], dm)]), 1, f1,
             "spawn, connect, exit"))
@@ -54,8 +50,6 @@ def render(results, settle, phase_load, header):
     conns = r["mcp_connections"]
     rows.append(latency_row("MCP tools/call send_to_peer RTT (keep-alive)", mc, MS, f1,
                             f"{conns} TCP connection(s) for all calls"))
-    rows.append(latency_row(f"  same minus {st} ms settle", summary(
-        [x - st * MS for x in r["mcp_call"]]), MS, f1))
     if r["mcp_daemon_ms"]:
         rows.append(latency_row("  daemon delivery.log ms=", summary(r["mcp_daemon_ms"]),
                                 1, f1))
@@ -76,14 +70,12 @@ def render(results, settle, phase_load, header):
     out.append("")
     out.append(confirmation_split(results, settle))
     out.append("")
-    ratio = cli["median"] / tk["median"]
-    ratio_ns = (cli["median"] - st * MS) / tk["median"]
     out.append("RATIO (medians)")
     out.append(table(["comparison", "ratio"], [
-        ["iapeer send (CLI, confirmed) / tmux send-keys (ack seen)", f2(ratio)],
-        [f"(iapeer send - {st} ms settle) / tmux send-keys", f2(ratio_ns)],
-        [f"(iapeer send - {st} ms settle) / tmux paste-buffer -p",
-         f2((cli["median"] - st * MS) / summary(r["tmux_paste"])["median"])],
+        ["iapeer send (CLI, confirmed) / tmux send-keys (ack seen)",
+         f2(cli["median"] / tk["median"])],
+        ["iapeer send (CLI, confirmed) / tmux paste-buffer -p (ack seen)",
+         f2(cli["median"] / summary(r["tmux_paste"])["median"])],
     ]))
     out.append("")
 
@@ -173,13 +165,14 @@ NOTES = """\
 WHAT EACH MEASURE IS
 - iapeer send: wall time of one whole `iapeer send bob --from echo-alice --message 'echo: …'`
   process (spawn .. exit) to a LIVE echo peer. It returns after the daemon confirmed the
-  delivery: bracketed paste written to the pty, {settle} ms settle, Enter, then the pane
-  output showed `received <ts> from` (the echo agent acknowledged it). The body starts with
+  delivery: bracketed paste written to the pty, Enter as soon as the screen shows the paste
+  (after the {settle} ms settle only when no sign comes), then the pane output showed
+  `received <ts> from` (the echo agent acknowledged it). The body starts with
   `echo:` so the agent never replies (no extra traffic).
 - daemon ms=: the delivery.log field, from the request reaching the router to the answer
-  (integer ms, includes the settle). CLI side = wall - ms (spawn, socket connect, exit).
+  (integer ms). CLI side = wall - ms (spawn, socket connect, exit).
 - MCP tools/call: one POST /mcp `send_to_peer` on a persistent HTTP/1.1 connection with
-  alice's live session token, same target and confirmation as above (includes the settle).
+  alice's live session token, same target and confirmation as above.
 - control ping: `{{"op":"ping"}}` line out, answer line in, on one Unix-socket connection
   (goes through the control loop and the router thread). Times include Python's own cost.
 - tmux send-keys: `tmux send-keys -l <one-line envelope>` then `tmux send-keys Enter`
@@ -190,7 +183,7 @@ WHAT EACH MEASURE IS
   No settle, no retry, no confirmation semantics beyond our own polling; typed characters,
   so the newlines of a real envelope cannot be sent this way (a one-line envelope is used).
 - tmux paste-buffer: same, but set-buffer + paste-buffer -p (bracketed) + send-keys Enter in
-  one chained tmux call: the closest tmux analogue of iapeer's paste, minus the settle.
+  one chained tmux call: the closest tmux analogue of iapeer's paste.
 - Memory: VmRSS and PSS (smaps_rollup) of the daemon pid (threads share one address
   space), and separately the sum over its echo-agent children (the same binary, so their
   shared text pages are counted once per process in VmRSS and split in PSS).
