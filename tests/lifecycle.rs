@@ -528,6 +528,16 @@ fn stop_and_start_one_peer_and_all() {
     assert_eq!(env.status_of("bob", "echo"), "asleep");
     assert_eq!(bob_wakes(&env).len(), 1, "start wakes nothing");
     assert!(!env.marker("echo-bob", ".stopped").exists());
+    // The lifecycle log has one `start` line: a start of a peer that is not stopped changes
+    // nothing and logs nothing.
+    env.ok(&["start", "bob"]);
+    let starts = |e: &TestEnv| {
+        e.events("lifecycle", "start")
+            .iter()
+            .filter(|l| l["identity"] == "echo-bob")
+            .count()
+    };
+    assert_eq!(starts(&env), 1, "{}", env.log("lifecycle"));
 
     // --all: a live bob and an asleep alice.
     assert!(send_ok(&env, "echo: again", None));

@@ -125,17 +125,20 @@ impl Router {
         let mut failed = Vec::new();
         for ident in &targets {
             // A flag that stays would keep the peer stopped: say so rather than "started".
-            if let Err(e) = self.markers(ident).clear(Flag::Stopped) {
-                log::warn!("start {ident}: {e}");
-                failed.push(format!("{ident}: {e}"));
-                continue;
-            }
+            let was_stopped = match self.markers(ident).take(Flag::Stopped) {
+                Ok(was) => was,
+                Err(e) => {
+                    log::warn!("start {ident}: {e}");
+                    failed.push(format!("{ident}: {e}"));
+                    continue;
+                }
+            };
             cleared.push(ident.to_string());
-            self.lifecycle(Event::new("start").field("identity", ident));
             let is_router = self
                 .adapter(&ident.runtime)
                 .map(|a| a.kind() == RuntimeKind::Router)
                 .unwrap_or(false);
+            let mut launched = false;
             if is_router {
                 let st = self.supervisor.always_on.entry(ident.clone()).or_default();
                 st.parked = false;
@@ -143,7 +146,12 @@ impl Router {
                 if !self.live.has(ident) {
                     self.restart_always_on(ident);
                     started.push(ident.to_string());
+                    launched = true;
                 }
+            }
+            // Logged when it changed something: a second `start` of a running peer is not.
+            if was_stopped || launched {
+                self.lifecycle(Event::new("start").field("identity", ident));
             }
         }
         if !failed.is_empty() {
