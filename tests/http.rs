@@ -424,6 +424,7 @@ fn a_port_in_use_is_refused_with_the_way_out() {
         !env.router_json().exists(),
         "no router.json for a daemon that is not there"
     );
+    assert!(!env.socket().exists(), "no control socket either");
     // And `status` says plainly that no daemon runs (exit 1).
     let (stdout, _) = env.fails(&["status"], 1);
     assert!(

@@ -438,34 +438,38 @@ fn a_send_while_the_daemon_is_down_is_kept_and_delivered_when_it_starts() {
     );
     // A send the registry already refuses (a misspelt target or sender) is refused at once,
     // in the daemon's words, and not kept.
-    let (_, err) = env.fails(
-        &["send", "bobb", "--from", "echo-alice", "--message", "typo"],
-        1,
-    );
+    let refused = |args: &[&str]| env.fails(&[&["send"], args].concat(), 1).1;
+    let err = refused(&["bobb", "--from", "echo-alice", "--message", "typo"]);
     assert!(
         err.contains("peer \"bobb\" is not in the iapeer peers index") && err.contains("bob"),
         "{err}"
     );
-    let (_, err) = env.fails(
-        &["send", "bob", "--from", "echo-alicia", "--message", "typo"],
-        1,
-    );
+    let err = refused(&["bob", "--from", "echo-alicia", "--message", "typo"]);
     assert!(err.contains("unknown caller \"alicia\""), "{err}");
-    let (_, err) = env.fails(
-        &[
-            "send",
-            "bob",
-            "--from",
-            "echo-alice",
-            "--message",
-            "x",
-            "--topic",
-            "a\nb",
-        ],
-        1,
-    );
+    let to_bob = |more: &[&str]| {
+        refused(&[&["bob", "--from", "echo-alice", "--message", "x"], more].concat())
+    };
+    let err = to_bob(&["--topic", "a\nb"]);
     assert!(
         err.contains("topic must not contain newline characters"),
+        "{err}"
+    );
+    // So is a send the daemon would refuse before any delivery: to a stopped peer, or with
+    // an attachment that cannot be read.
+    let stopped = env.marker("echo-bob", ".stopped");
+    std::fs::create_dir_all(stopped.parent().unwrap()).unwrap();
+    std::fs::write(&stopped, "").unwrap();
+    let err = to_bob(&[]);
+    assert!(
+        err.contains("is stopped and not accepting messages"),
+        "{err}"
+    );
+    std::fs::remove_file(&stopped).unwrap();
+    let missing = env.dir.path().join("no-such-file.txt");
+    let missing = missing.to_str().unwrap();
+    let err = to_bob(&["--attachment", missing]);
+    assert!(
+        err.contains(&format!("attachment 1 \"{missing}\" could not be copied")),
         "{err}"
     );
     // A send that was fine when kept but is refused when the daemon starts (its target

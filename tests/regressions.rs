@@ -53,6 +53,29 @@ fn verify_fix_keeps_peers_outside_the_root_when_the_registry_is_damaged() {
     );
     env.ok(&["init", outside.to_str().unwrap()]);
     assert_eq!(env.list().as_array().unwrap().len(), 2);
+
+    // A profile that cannot be read while the registry is rebuilt: the peer cannot be
+    // registered, and that is a problem (exit 1), not a "fixed" line over "no problems".
+    std::fs::write(peer::profile(&env.peer_dir("inside")), "{broken").unwrap();
+    std::fs::write(&reg, "garbage").unwrap();
+    let (out, _) = env.fails(&["verify", "--fix"], 1);
+    assert!(out.contains("\ninside: not registered: "), "{out}");
+    assert!(
+        !out.contains("fixed inside") && !out.contains("no problems"),
+        "{out}"
+    );
+}
+
+/// With the registry file gone and the daemon down, a send was refused as from an unknown
+/// caller; it is kept for the daemon (the registry may be rebuilt before it starts).
+#[test]
+fn a_send_while_the_registry_is_missing_is_kept() {
+    let env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("bob");
+    std::fs::remove_file(env.paths().registry()).unwrap();
+    let out = env.ok(&["send", "bob", "--from", "echo-alice", "--message", "x"]);
+    assert!(out.starts_with("kept for bob in the outbox ("), "{out}");
 }
 
 /// After `remove`, `verify` reported the kept folder as an unregistered peer and `--fix`

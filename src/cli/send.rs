@@ -185,13 +185,17 @@ pub fn run(inv: &Invocation) -> CliResult {
     }
 }
 
-/// What the daemon would refuse `req` (a send) for, judged from its fields and the registry
-/// while the daemon is down ([`crate::daemon::route::check_without_daemon`]); `None` when it
-/// would take it, or when the registry cannot be read (the daemon decides then).
+/// What the daemon would refuse `req` (a send) for, judged while it is down
+/// ([`crate::daemon::route::check_without_daemon`]); `None` when it would take it, or when
+/// the registry is missing or cannot be read (the daemon decides then: `verify --fix` may
+/// rebuild it first).
 fn refusal_without_daemon(paths: &Paths, req: &Request) -> Option<crate::protocol::Failure> {
     let (input, _) = crate::daemon::route::SendInput::of_cli_request(req.clone())?;
+    if !paths.registry().is_file() {
+        return None;
+    }
     let registry = Registry::load(paths).ok()?;
-    crate::daemon::route::check_without_daemon(&input, &registry).err()
+    crate::daemon::route::check_without_daemon(paths, &input, &registry).err()
 }
 
 /// The daemon's refusal `f` of a send to `target`, worded for a person: the CLI's own text

@@ -58,11 +58,14 @@ struct VerifyDoc<'a> {
 /// Run `iapeer verify`.
 pub fn run(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let mut changes = Vec::new();
+    let (mut changes, mut left_out) = (Vec::new(), Vec::new());
     if inv.flag(flags::FIX) {
-        changes = rebuild(&paths)?;
+        (changes, left_out) = rebuild(&paths)?;
     }
-    let (problems, warnings) = find_problems(&paths);
+    let (mut problems, warnings) = find_problems(&paths);
+    // A folder the rebuild could not register is out of the registry now, so no check below
+    // sees it: it is a problem all the same.
+    problems.append(&mut left_out);
     let peers = Registry::load(&paths).map(|r| r.peers.len()).unwrap_or(0);
     if inv.flag(flags::JSON) {
         let doc = VerifyDoc {
@@ -247,8 +250,9 @@ fn cut_by_the_original(entry: &RegistryPeer) -> bool {
     })
 }
 
-/// Rebuild the registry from the profiles. Returns the changes made, per peer.
-fn rebuild(paths: &Paths) -> Result<Vec<(String, String)>, CliError> {
+/// Rebuild the registry from the profiles. Returns the changes made, and the folders that
+/// could not be registered (with why), per peer.
+fn rebuild(paths: &Paths) -> Result<(PerPeer, PerPeer), CliError> {
     let text = crate::fsutil::read_optional(&paths.registry())
         .map_err(fail)?
         .unwrap_or_default();
@@ -283,6 +287,7 @@ fn rebuild(paths: &Paths) -> Result<Vec<(String, String)>, CliError> {
     }
     let mut rebuilt = Registry::default();
     let mut changes = Vec::new();
+    let mut left_out = Vec::new();
     for folder in folders {
         let label =
             profile::personality_of(&folder).unwrap_or_else(|_| folder.display().to_string());
@@ -328,7 +333,7 @@ fn rebuild(paths: &Paths) -> Result<Vec<(String, String)>, CliError> {
                     kept
                 }
                 None => {
-                    changes.push((label, format!("not registered: {e}")));
+                    left_out.push((label, format!("not registered: {e}")));
                     continue;
                 }
             },
@@ -369,7 +374,7 @@ fn rebuild(paths: &Paths) -> Result<Vec<(String, String)>, CliError> {
             ),
         ));
     }
-    Ok(changes)
+    Ok((changes, left_out))
 }
 
 #[cfg(test)]

@@ -24,19 +24,32 @@ pub fn spool(paths: &Paths, recipient: &str, sources: &[String]) -> Result<Vec<S
         .map(|(i, src)| {
             copy_one(&inbox, Path::new(src))
                 .map(|p| p.display().to_string())
-                .map_err(|e| format!("attachment {} \"{src}\" could not be copied: {e}", i + 1))
+                .map_err(|e| not_copied(i, src, &e))
         })
         .collect()
 }
 
-/// The inbox copy's file name: the source's basename as the agent will read it in the pasted
-/// envelope (controls as [`crate::term::paste_text`] stand-ins, invalid UTF-8 as `U+FFFD`),
-/// so the path the agent sees is the path on disk.
-fn inbox_name(name: &std::ffi::OsStr) -> String {
-    crate::term::paste_text(&name.to_string_lossy()).into_owned()
+/// Whether every source could be spooled now: a regular file with a name that opens for
+/// reading (nothing is copied). Used for a send kept while the daemon is down, which spools
+/// later.
+///
+/// Errors: the first failure, in [`spool`]'s words.
+pub fn check(sources: &[String]) -> Result<(), String> {
+    for (i, src) in sources.iter().enumerate() {
+        open_source(Path::new(src)).map_err(|e| not_copied(i, src, &e))?;
+    }
+    Ok(())
 }
 
-fn copy_one(inbox: &Path, src: &Path) -> io::Result<PathBuf> {
+/// `attachment N "<src>" could not be copied: <reason>`, N counted from 1 (`i` from 0).
+fn not_copied(i: usize, src: &str, e: &io::Error) -> String {
+    format!("attachment {} \"{src}\" could not be copied: {e}", i + 1)
+}
+
+/// A source opened for reading, with its file name.
+///
+/// Errors: it is missing or unreadable, not a regular file, or has no file name.
+fn open_source(src: &Path) -> io::Result<(File, &std::ffi::OsStr)> {
     let meta = fs::metadata(src)?;
     if !meta.is_file() {
         return Err(io::Error::new(
@@ -47,6 +60,18 @@ fn copy_one(inbox: &Path, src: &Path) -> io::Result<PathBuf> {
     let name = src
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+    Ok((File::open(src)?, name))
+}
+
+/// The inbox copy's file name: the source's basename as the agent will read it in the pasted
+/// envelope (controls as [`crate::term::paste_text`] stand-ins, invalid UTF-8 as `U+FFFD`),
+/// so the path the agent sees is the path on disk.
+fn inbox_name(name: &std::ffi::OsStr) -> String {
+    crate::term::paste_text(&name.to_string_lossy()).into_owned()
+}
+
+fn copy_one(inbox: &Path, src: &Path) -> io::Result<PathBuf> {
+    let (mut input, name) = open_source(src)?;
     ensure_dir(inbox)?;
     let staging = inbox.join(format!(
         ".incoming-{}-{}",
@@ -54,7 +79,6 @@ fn copy_one(inbox: &Path, src: &Path) -> io::Result<PathBuf> {
         random_hex(8)
     ));
     let result = (|| {
-        let mut input = File::open(src)?;
         let mut out = OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -88,6 +112,30 @@ fn copy_one(inbox: &Path, src: &Path) -> io::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn check_says_what_spool_would_refuse_and_copies_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.txt");
+        fs::write(&file, b"x").unwrap();
+        let (file, folder) = (file.display().to_string(), dir.path().display().to_string());
+        assert_eq!(check(std::slice::from_ref(&file)), Ok(()));
+        let missing = dir.path().join("gone").display().to_string();
+        let err = check(&[file.clone(), missing.clone()]).unwrap_err();
+        assert!(
+            err.starts_with(&format!("attachment 2 \"{missing}\" could not be copied: ")),
+            "{err}"
+        );
+        assert_eq!(
+            check(std::slice::from_ref(&folder)).unwrap_err(),
+            format!("attachment 1 \"{folder}\" could not be copied: not a regular file")
+        );
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "nothing copied"
+        );
+    }
 
     #[test]
     fn copies_are_content_addressed_and_survive_the_source() {

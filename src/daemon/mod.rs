@@ -346,8 +346,14 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
             paths.ui_key().display()
         ),
     }
-    let mut http = http::start(http_cfg, backend, Some(fleet))
-        .map_err(|e| DaemonError::Listen(cfg.port, e))?;
+    let mut http = match http::start(http_cfg, backend, Some(fleet)) {
+        Ok(http) => http,
+        Err(e) => {
+            // No daemon: leave no socket that looks like one.
+            let _ = std::fs::remove_file(&sock);
+            return Err(DaemonError::Listen(cfg.port, e));
+        }
+    };
     let tcp = format!("http://127.0.0.1:{}/mcp", http.port());
     // `fleet: 1` advertises the fleet API under the same origin (spec 02 §1 step 4).
     write_json_atomic(

@@ -311,16 +311,26 @@ pub fn resolve_target<'r>(
     Ok((target, endpoint))
 }
 
-/// Steps 1–4 on the fields and the registry alone, without the daemon: what the daemon
-/// would refuse the send for before it touches a session or a file. The CLI asks this of a
-/// send it is about to keep in the outbox while the daemon is down (issue 11 item 7), so
-/// that a misspelt target or sender is refused at once instead of kept and set aside later.
+/// What [`prepare`] would refuse the send for, in its order, without the daemon and without
+/// writing anything: the caller, the fields, the target, a stopped endpoint, an attachment
+/// that cannot be read. The CLI asks this of a send it is about to keep in the outbox while
+/// the daemon is down (issue 11 item 7): such a send would only be set aside when the daemon
+/// starts, so it is refused at once instead.
 ///
-/// Errors: the first refusal of [`validate`], [`resolve_caller`] or [`resolve_target`].
-pub fn check_without_daemon(input: &SendInput, registry: &Registry) -> Result<(), Refusal> {
-    validate(input)?;
+/// Errors: the first refusal, in the daemon's words.
+pub fn check_without_daemon(
+    paths: &Paths,
+    input: &SendInput,
+    registry: &Registry,
+) -> Result<(), Refusal> {
     let (caller, caller_peer) = resolve_caller(&input.caller, registry)?;
-    resolve_target(input, &caller, caller_peer, registry).map(|_| ())
+    validate(input)?;
+    let (_, endpoint) = resolve_target(input, &caller, caller_peer, registry)?;
+    if Markers::new(paths, &endpoint).is_set(crate::markers::Flag::Stopped) {
+        return Err(stopped_refusal(&endpoint));
+    }
+    crate::daemon::attachments::check(&input.attachments)
+        .map_err(|e| refuse(Code::InvalidArgument, e))
 }
 
 /// Steps 1–7 with file access: validate, authenticate, resolve, refuse a stopped endpoint,
