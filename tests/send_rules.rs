@@ -159,12 +159,15 @@ fn unknown_peers_unknown_senders_and_self_are_refused() {
     refused(
         &env,
         &["bob", "--from", "echo-zed", "--message", "hi"],
-        "unknown caller \"zed\" — not registered",
+        "unknown caller \"zed\" — not registered — sign with --from <runtime>-<peer> as a \
+         registered peer (iapeer list shows them)",
     );
     refused(
         &env,
         &["alice", "--from", "echo-alice", "--message", "hi"],
-        "cannot send to self",
+        "cannot send to self — this send is signed as echo-alice (--from, else PEER_IDENTITY, \
+         the peer of this folder, or this terminal's human): name another peer, or sign with \
+         --from",
     );
     // A runtime the target does not declare.
     refused(
@@ -178,7 +181,8 @@ fn unknown_peers_unknown_senders_and_self_are_refused() {
             "--message",
             "hi",
         ],
-        "peer \"bob\" does not declare runtime \"codex\"",
+        "peer \"bob\" does not declare runtime \"codex\" — its runtimes: echo (leave out \
+         --runtime for its default)",
     );
     // Every refusal is logged, and nothing woke.
     let lines = env.events("delivery", "delivery");
@@ -546,11 +550,12 @@ fn the_sender_is_found_by_flag_environment_folder_or_owner() {
         err.starts_with("iapeer send: --from: invalid identity"),
         "{err}"
     );
-    // A declared runtime is required of the caller too.
+    // A declared runtime is required of the caller too; the refusal lists the ones it has.
     refused(
         &env,
         &["bob", "--from", "codex-alice", "--message", "x"],
-        "runtime \"codex\" is not declared for caller \"alice\"",
+        "runtime \"codex\" is not declared for caller \"alice\" — sign with --from \
+         <runtime>-alice, one of: echo",
     );
 
     // Two natural peers: nobody to pick.

@@ -165,7 +165,17 @@ pub fn run(inv: &Invocation) -> CliResult {
         )));
     }
     let runtime = inv.value(flags::SEND_RUNTIME);
-    let refused = |f| refusal_for_a_person(f, &paths, &target, runtime, problem.as_deref());
+    let from = match &req {
+        Request::Send { from, .. } => from.clone(),
+        _ => String::new(),
+    };
+    let refused = |f| {
+        let mut f = refusal_for_a_person(f, &paths, &target, runtime, problem.as_deref());
+        if let CliError::Refused(f) = &mut f {
+            f.error.push_str(&way_out(&f.error, &paths, &from));
+        }
+        f
+    };
     let mut client = match Client::connect(&paths) {
         Ok(c) => c,
         Err(ClientError::NotRunning(_)) => match start_service(&paths) {
@@ -196,6 +206,49 @@ fn refusal_without_daemon(paths: &Paths, req: &Request) -> Option<crate::protoco
     }
     let registry = Registry::load(paths).ok()?;
     crate::daemon::route::check_without_daemon(paths, &input, &registry).err()
+}
+
+/// What to do about the refusals whose spec 03 wording says only what is wrong (the text is
+/// kept as the spec words it; this is appended): a send to oneself names the sender the CLI
+/// signed as; a runtime the target or the sender does not declare lists the ones it does; an
+/// unknown sender with no near name says how to sign. Empty for any other refusal.
+fn way_out(error: &str, paths: &Paths, from: &str) -> String {
+    let registry = Registry::load(paths).unwrap_or_default();
+    let runtimes_of = |name: &str| {
+        registry
+            .find(name)
+            .map(|p| p.runtimes.join(", "))
+            .unwrap_or_default()
+    };
+    let quoted = |s: &str| s.split('"').nth(1).map(str::to_string);
+    if error == "cannot send to self" {
+        return format!(
+            " — this send is signed as {from} (--from, else PEER_IDENTITY, the peer of this \
+             folder, or this terminal's human): name another peer, or sign with --from"
+        );
+    }
+    if error.starts_with("peer \"") && error.contains("\" does not declare runtime \"") {
+        if let Some(peer) = quoted(error) {
+            return format!(
+                " — its runtimes: {} (leave out --runtime for its default)",
+                runtimes_of(&peer)
+            );
+        }
+    }
+    if error.starts_with("runtime \"") && error.contains("\" is not declared for caller \"") {
+        if let Some(caller) = error.split('"').nth(3) {
+            return format!(
+                " — sign with --from <runtime>-{caller}, one of: {}",
+                runtimes_of(caller)
+            );
+        }
+    }
+    if error.starts_with("unknown caller \"") && !error.contains("did you mean") {
+        return " — sign with --from <runtime>-<peer> as a registered peer (iapeer list shows \
+                them)"
+            .into();
+    }
+    String::new()
 }
 
 /// The daemon's refusal `f` of a send to `target`, worded for a person: the CLI's own text

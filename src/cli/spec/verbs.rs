@@ -129,7 +129,7 @@ pub mod flags {
         "topic",
         "<t>",
         Complete::Text,
-        "a short thread label (at most 200 characters)",
+        "a short thread label on one line (at most 200 characters)",
     );
     /// `--timeout <seconds>` (send).
     pub const SEND_TIMEOUT: FlagSpec = valued(
@@ -378,9 +378,12 @@ pub static VERBS: &[VerbSpec] = &[
             A send never waits longer than --timeout (default IAPEER_SEND_TIMEOUT_MS, 300 s): past \
             it the send is refused with code timeout, naming the peer and what the message waited \
             for, and a message that has not started is taken back. With the daemon not running, an \
-            installed service (iapeer onboard) is started and the message sent; without one the \
-            message is kept in <root>/state/iapeer/outbox/ (exit 0, the file named) and routed when \
-            the daemon starts; one it then refuses is kept beside as .refused with the reason.",
+            installed service (iapeer onboard) is started and the message sent; without one a \
+            message the daemon would refuse at once (an unknown peer or sender, a stopped peer, a \
+            topic with a line break, an attachment that cannot be read) is refused now (exit 1), \
+            and any other is kept in <root>/state/iapeer/outbox/ (exit 0, the file named) and \
+            routed when the daemon starts; one it then refuses is kept beside as .refused with the \
+            reason.",
         positionals: &[TARGET],
         flags: &[
             MESSAGE,
