@@ -148,6 +148,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         .map(|v| timeout_ms(v).ok_or_else(|| usage(inv, format!("--timeout: expected a number of seconds above 0 and at most 86400 (a day), e.g. 30 or 2.5; got \"{v}\""))))
         .transpose()?;
     let n = message.chars().count();
+    let signed_as = from.clone();
     let req = Request::Send {
         from,
         to: target.clone(),
@@ -165,16 +166,9 @@ pub fn run(inv: &Invocation) -> CliResult {
         )));
     }
     let runtime = inv.value(flags::SEND_RUNTIME);
-    let from = match &req {
-        Request::Send { from, .. } => from.clone(),
-        _ => String::new(),
-    };
     let refused = |f| {
-        let mut f = refusal_for_a_person(f, &paths, &target, runtime, problem.as_deref());
-        if let CliError::Refused(f) = &mut f {
-            f.error.push_str(&way_out(&f.error, &paths, &from));
-        }
-        f
+        let problem = problem.as_deref();
+        refusal_for_a_person(f, &paths, (&target, runtime), &signed_as, problem)
     };
     let mut client = match Client::connect(&paths) {
         Ok(c) => c,
@@ -213,11 +207,11 @@ fn refusal_without_daemon(paths: &Paths, req: &Request) -> Option<crate::protoco
 /// signed as; a runtime the target or the sender does not declare lists the ones it does; an
 /// unknown sender with no near name says how to sign. Empty for any other refusal.
 fn way_out(error: &str, paths: &Paths, from: &str) -> String {
-    let registry = Registry::load(paths).unwrap_or_default();
+    // Read only for the two refusals that list runtimes.
     let runtimes_of = |name: &str| {
-        registry
-            .find(name)
-            .map(|p| p.runtimes.join(", "))
+        Registry::load(paths)
+            .ok()
+            .and_then(|r| r.find(name).map(|p| p.runtimes.join(", ")))
             .unwrap_or_default()
     };
     let quoted = |s: &str| s.split('"').nth(1).map(str::to_string);
@@ -251,14 +245,15 @@ fn way_out(error: &str, paths: &Paths, from: &str) -> String {
     String::new()
 }
 
-/// The daemon's refusal `f` of a send to `target`, worded for a person: the CLI's own text
-/// for a malformed field (`problem`), why a router runtime cannot start, the start command,
-/// and the registered name a misspelt sender or target meant.
+/// The daemon's refusal `f` of a send to `target` on `runtime` signed as `from`, worded for
+/// a person: the CLI's own text for a malformed field (`problem`), why a router runtime
+/// cannot start, the start command, the registered name a misspelt sender or target meant,
+/// and [`way_out`].
 fn refusal_for_a_person(
     mut f: crate::protocol::Failure,
     paths: &Paths,
-    target: &str,
-    runtime: Option<&str>,
+    (target, runtime): (&str, Option<&str>),
+    from: &str,
     problem: Option<&str>,
 ) -> CliError {
     if let (Code::InvalidArgument, Some(p)) = (f.code, problem) {
@@ -283,6 +278,8 @@ fn refusal_for_a_person(
         // A typo of a registered name: say which one.
         f.error.push_str(&suggest::peer_hint(paths, target));
     }
+    let way_out = way_out(&f.error, paths, from);
+    f.error.push_str(&way_out);
     CliError::Refused(f)
 }
 
