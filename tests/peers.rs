@@ -516,3 +516,62 @@ fn rename_moves_the_folder_history_profile_and_registry_and_refuses_what_it_must
         |e| e.pane("echo-carol").contains("hi carol"),
     );
 }
+
+/// A renamed human keeps its inbox and read mark, runs again under its new name at once (its
+/// inbox writer is always-on, spec 05 §8), and a later peer under the old name starts with an
+/// empty inbox (found by a newcomer walkthrough: the inbox stayed under the old name).
+#[test]
+fn rename_of_a_human_moves_its_inbox_and_starts_it_again() {
+    let mut env = TestEnv::new();
+    env.create_echo("al");
+    env.start_daemon();
+    env.ok(&["create", "frank", "--runtime", "human"]);
+    let send = |to: &str, text: &str| env.ok(&["send", to, "--from", "echo-al", "--message", text]);
+    assert!(send("frank", "important note").contains("delivered to frank"));
+    let out = env.ok(&["inbox", "frank"]);
+    assert!(out.contains("important note"), "{out}");
+
+    env.ok(&["rename", "frank", "frankie", "--force"]);
+    let out = env.ok(&["inbox", "frankie", "--all"]);
+    assert!(out.contains("important note"), "{out}");
+    let out = send("frankie", "after the rename");
+    assert!(out.contains("delivered to frankie"), "{out}");
+    // Only the new message is unread: the read mark moved too.
+    let out = env.ok(&["inbox", "frankie"]);
+    assert!(
+        out.contains("after the rename") && !out.contains("important note"),
+        "{out}"
+    );
+
+    env.ok(&["create", "frank", "--runtime", "human"]);
+    let out = env.ok(&["inbox", "frank", "--all"]);
+    assert!(!out.contains("important note"), "{out}");
+}
+
+/// Every runtime a peer declares must take its intelligence: naming a human runtime with
+/// `--intelligence natural` for an existing echo peer is refused and changes nothing (it used
+/// to say "created" and leave a profile no send accepts).
+#[test]
+fn create_refuses_an_intelligence_that_a_declared_runtime_does_not_take() {
+    let env = TestEnv::new();
+    env.create_echo("alice");
+    let before = common::read(&profile_path(&env.peer_dir("alice")));
+    let (_, err) = env.fails(
+        &[
+            "create",
+            "alice",
+            "--runtime",
+            "human",
+            "--intelligence",
+            "natural",
+        ],
+        1,
+    );
+    assert!(
+        err.contains("a peer of intelligence natural cannot run on echo")
+            && err.contains("its own peer"),
+        "{err}"
+    );
+    assert_eq!(common::read(&profile_path(&env.peer_dir("alice"))), before);
+    env.ok(&["verify"]);
+}

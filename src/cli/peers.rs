@@ -295,6 +295,7 @@ pub fn rename(inv: &Invocation) -> CliResult {
     for w in &moved.warnings {
         eprintln!("iapeer rename: {w}");
     }
+    restart_always_on_after_rename(&paths, &moved.peer);
     let history = match &moved.history {
         Some((_, to)) => format!("; Claude Code history moved to {}", to.display()),
         None => String::new(),
@@ -310,6 +311,26 @@ pub fn rename(inv: &Invocation) -> CliResult {
         moved.peer.cwd.display()
     );
     done(inv, &doc, &text)
+}
+
+/// After a rename, bring the peer's always-on runtimes (a human's inbox writer, a service)
+/// back under the new name: the daemon supervises identities, and the old one is gone
+/// (spec 05 §8). One that was stopped stays stopped (its mark moved with the rename).
+fn restart_always_on_after_rename(paths: &Paths, peer: &RegistryPeer) {
+    if super::view::live_state(paths).is_none() {
+        return; // it starts with the daemon
+    }
+    for rt in &peer.runtimes {
+        let always_on = runtime::adapter_for(paths, rt)
+            .map(|a| a.kind() == RuntimeKind::Router)
+            .unwrap_or(false);
+        let stopped = Identity::new(rt, &peer.personality)
+            .map(|id| Markers::new(paths, &id).is_set(crate::markers::Flag::Stopped))
+            .unwrap_or(true);
+        if always_on && !stopped {
+            start_always_on(paths, &peer.personality, rt);
+        }
+    }
 }
 
 /// The peers a `--peer <p> | --all` verb acts on.

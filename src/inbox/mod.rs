@@ -99,12 +99,17 @@ pub fn ack_line(id: &str) -> String {
 /// `O_APPEND` write, then fsync the file (and the folder when the file was new). Creates the
 /// folder (0700) and the file (0600).
 ///
-/// Errors: any I/O error (nothing was acknowledged then).
+/// The line always starts a line of its own: after a torn last line (a crash mid-write, a
+/// full disk) a newline goes first, so the torn line is the only one lost, never the next
+/// record. A write that fails part-way is cut back off the file before the error returns.
+///
+/// Errors: any I/O error (nothing was acknowledged then, and nothing of it stays).
 pub fn append(path: &Path, record: &Record) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fsutil::ensure_dir(dir)?;
     let existed = path.exists();
     let mut f = OpenOptions::new()
+        .read(true)
         .create(true)
         .append(true)
         .mode(MODE_PRIVATE)
@@ -112,7 +117,7 @@ pub fn append(path: &Path, record: &Record) -> io::Result<()> {
     let mut line = serde_json::to_string(record).map_err(io::Error::other)?;
     line.push('\n');
     f.lock_exclusive()?;
-    let result = f.write_all(line.as_bytes()).and_then(|_| f.sync_data());
+    let result = append_locked(&mut f, &line);
     let _ = FileExt::unlock(&f);
     result?;
     if !existed {
@@ -121,6 +126,27 @@ pub fn append(path: &Path, record: &Record) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// [`append`]'s write, with the file locked: a newline first when the file ends inside a
+/// line, and the file cut back to its old length when the write fails.
+fn append_locked(f: &mut std::fs::File, line: &str) -> io::Result<()> {
+    use std::os::unix::fs::FileExt as _;
+    let len = f.metadata()?.len();
+    let mut last = [b'\n'];
+    if len > 0 {
+        f.read_exact_at(&mut last, len - 1)?;
+    }
+    let bytes = if last[0] == b'\n' {
+        line.to_string()
+    } else {
+        format!("\n{line}")
+    };
+    let written = f.write_all(bytes.as_bytes()).and_then(|_| f.sync_data());
+    if written.is_err() {
+        let _ = f.set_len(len).and_then(|_| f.sync_data());
+    }
+    written
 }
 
 /// Every whole record of an inbox file, oldest first. A missing file is an empty inbox; a

@@ -56,6 +56,14 @@ fn append_then_read_in_order_and_a_torn_line_is_skipped() {
     }
     let got = read(&file).unwrap();
     assert_eq!(got, vec![record(1), record(2)]);
+    // The next record starts a line of its own: only the torn line is lost, not it.
+    append(&file, &record(3)).unwrap();
+    assert_eq!(read(&file).unwrap(), vec![record(1), record(2), record(3)]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.ends_with("}\n") && text.contains("\"torn\n{"),
+        "{text}"
+    );
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);

@@ -181,8 +181,18 @@ fn init_folder(paths: &Paths, folder: &Path, opts: &InitOptions) -> Result<Initi
             .map(|p| p.nature())
             .unwrap_or_else(|| Intelligence::default_for_runtime(&runtime)),
     };
-    if !nature.allowed_on(&runtime) {
-        return Err(PeerError::IntelligenceNotAllowed { nature, runtime });
+    // Every runtime the peer will have must take its nature, not only the one named now
+    // (an echo peer given `--runtime human --intelligence natural` would run on echo as a
+    // natural peer, which no send accepts).
+    let already = existing.iter().flat_map(|p| p.runtimes.iter());
+    if let Some(rt) = std::iter::once(&runtime)
+        .chain(already)
+        .find(|rt| !nature.allowed_on(rt))
+    {
+        return Err(PeerError::IntelligenceNotAllowed {
+            nature,
+            runtime: rt.clone(),
+        });
     }
     if let Some(d) = opts.description {
         if d.contains('\n') || d.chars().count() > DESCRIPTION_MAX_CHARS {

@@ -157,7 +157,12 @@ impl fmt::Display for PeerError {
                 "unknown intelligence \"{i}\" — use artificial, natural or absent"
             ),
             PeerError::IntelligenceNotAllowed { nature, runtime } => {
-                write!(f, "a peer of intelligence {nature} cannot run on {runtime}")
+                write!(
+                    f,
+                    "a peer of intelligence {nature} cannot run on {runtime} — all runtimes of \
+                     a peer share one intelligence (agent runtimes artificial, human channels \
+                     natural or absent, notifier absent): give the other kind its own peer"
+                )
             }
             PeerError::BadDescription => write!(
                 f,

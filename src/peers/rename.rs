@@ -212,12 +212,45 @@ pub fn rename_peer(
             ));
         }
     }
+    warnings.extend(move_human_inbox(paths, old, new));
     Ok(Renamed {
         peer,
         from,
         history,
         warnings,
     })
+}
+
+/// Move the human inbox of `old` (its messages and read mark, spec 01 `inbox/`) to `new`'s
+/// name, so the renamed peer keeps its messages and a later peer named `old` does not get
+/// them. A file already there under the new name (left by a removed peer) is not overwritten:
+/// that is a warning naming both files. Returns the warnings.
+fn move_human_inbox(paths: &Paths, old: &str, new: &str) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for (from, to) in [
+        (paths.inbox(old), paths.inbox(new)),
+        (paths.inbox_read_mark(old), paths.inbox_read_mark(new)),
+    ] {
+        if !from.exists() {
+            continue;
+        }
+        if to.exists() {
+            warnings.push(format!(
+                "{} already exists, so {} was left where it is — merge them by hand",
+                to.display(),
+                from.display()
+            ));
+            continue;
+        }
+        if let Err(e) = std::fs::rename(&from, &to) {
+            warnings.push(format!(
+                "cannot move {} to {}: {e} — move it by hand",
+                from.display(),
+                to.display()
+            ));
+        }
+    }
+    warnings
 }
 
 /// The real path of `cwd`'s parent (symlinks resolved), as Claude Code would see the renamed
