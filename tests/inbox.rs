@@ -339,7 +339,7 @@ fn a_message_that_cannot_be_stored_is_not_delivered() {
     assert!(err.contains("\"you\" (human)"), "{err}");
     let d = env.events("delivery", "delivery");
     assert!(d.iter().all(|e| e["ok"] == "false"), "{d:?}");
-    // Once the inbox can be written again, the restarted writer stores the next message.
+    // Once the inbox can be written again, the writer (still up) stores the next message.
     std::fs::remove_dir(env.paths().inbox("you")).unwrap();
     env.wait_until("the writer is back", Duration::from_secs(30), |e| {
         e.status_of("you", "human") == "live"
@@ -427,4 +427,44 @@ fn logs_follow_prints_new_entries() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// An inbox that cannot be written fails each send at once with the writer's reason (not
+/// "offline … retry"), and the human stays up: six failures in a row park nobody, and the
+/// next send after the problem is gone is delivered (found by a newcomer walkthrough: the
+/// writer used to exit, and five exits parked the operator's own peer).
+#[test]
+fn an_inbox_that_cannot_be_written_fails_the_send_with_why_and_parks_nobody() {
+    let env = human_and_agent();
+    let file = env.paths().inbox("you");
+    std::fs::create_dir_all(&file).unwrap(); // a folder where the file goes: every write fails
+    for i in 0..6 {
+        let (_, err) = env.fails(
+            &[
+                "send",
+                "you",
+                "--from",
+                "echo-alice",
+                "--message",
+                &format!("m{i}"),
+            ],
+            1,
+        );
+        assert!(
+            err.contains("cannot store the message in") && err.contains("you.jsonl"),
+            "send {i}: {err}"
+        );
+        assert!(!err.contains("offline") && !err.contains("parked"), "{err}");
+    }
+    std::fs::remove_dir(&file).unwrap();
+    let out = env.ok(&[
+        "send",
+        "you",
+        "--from",
+        "echo-alice",
+        "--message",
+        "now it fits",
+    ]);
+    assert!(out.contains("delivered to you"), "{out}");
+    assert!(common::read(&file).contains("now it fits"));
 }

@@ -95,6 +95,25 @@ pub fn ack_line(id: &str) -> String {
     format!("stored {id}")
 }
 
+/// The line the writer prints when record `id` could not be stored: `failed <id> <reason>`,
+/// the reason on one line (line breaks become spaces).
+pub fn failure_line(id: &str, reason: &str) -> String {
+    let reason: String = reason
+        .chars()
+        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+        .collect();
+    format!("failed {id} {reason}")
+}
+
+/// The reason of the [`failure_line`] for record `id` in the writer's `output`, if any
+/// (pure).
+pub fn failure_in(output: &[u8], id: &str) -> Option<String> {
+    let prefix = format!("failed {id} ");
+    String::from_utf8_lossy(output)
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix).map(|r| r.trim().to_string()))
+}
+
 /// Append `record` to `path` as one line, under an exclusive lock on the file, with one
 /// `O_APPEND` write, then fsync the file (and the folder when the file was new). Creates the
 /// folder (0700) and the file (0600).

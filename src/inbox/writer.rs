@@ -11,14 +11,14 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use super::{ack_line, append, Record};
+use super::{ack_line, append, failure_line, Record};
 use crate::envelope::{extract, Envelope};
 use crate::paths::Paths;
 
 /// Exit code when the program cannot start (no personality, no root).
 const SETUP_EXIT: i32 = 2;
-/// Exit code when a record cannot be stored: the daemon sees the session die, the delivery
-/// fails (never a false `delivered`), and the always-on supervisor restarts the program.
+/// Exit code when stdin cannot be read: the daemon sees the session die and the always-on
+/// supervisor restarts the program.
 const STORE_EXIT: i32 = 1;
 
 /// Run the writer until stdin closes. Returns the process exit code.
@@ -54,29 +54,36 @@ pub fn run() -> i32 {
         let (envelopes, used) = extract(&buf);
         buf.drain(..used);
         for env in envelopes {
-            if let Err(code) = store(&inbox, &env, &notify) {
-                return code;
-            }
+            store(&inbox, &env, &notify);
         }
     }
 }
 
-fn store(inbox: &std::path::Path, env: &Envelope, notify: &Notifier) -> Result<(), i32> {
+/// Store one message and answer for it on stdout: `stored <id>` once it is on disk, or
+/// `failed <id> <reason>` when it cannot be (a full disk, a file that cannot be written).
+/// The writer goes on either way: the daemon fails that delivery with the reason — never a
+/// false `delivered` — and the next message is tried afresh, so a passing problem parks
+/// nobody.
+fn store(inbox: &std::path::Path, env: &Envelope, notify: &Notifier) {
     let received = crate::clock::log_ts(jiff::Timestamp::now());
     let record = Record::from_envelope(env, received);
-    if let Err(e) = append(inbox, &record) {
-        eprintln!(
-            "iapeer human-inbox: cannot store a message from {} in {}: {e}",
-            env.from,
-            inbox.display()
-        );
-        return Err(STORE_EXIT);
-    }
+    let line = match append(inbox, &record) {
+        Ok(()) => ack_line(&record.id),
+        Err(e) => {
+            let reason = format!(
+                "cannot store the message in {}: {e} — fix that (free space, permissions), then send it again",
+                inbox.display()
+            );
+            eprintln!("iapeer human-inbox: {reason}");
+            failure_line(&record.id, &reason)
+        }
+    };
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{}", ack_line(&record.id));
+    let _ = writeln!(out, "{line}");
     let _ = out.flush();
-    notify.notify(&record);
-    Ok(())
+    if line.starts_with("stored ") {
+        notify.notify(&record);
+    }
 }
 
 /// Desktop notifications (`notify-send` on Linux, `osascript` on macOS), when the program

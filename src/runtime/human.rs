@@ -8,7 +8,7 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use super::{Adapter, Confirm, LaunchCommand, LaunchCtx, RuntimeKind};
+use super::{Acceptance, Adapter, Confirm, LaunchCommand, LaunchCtx, RuntimeKind};
 
 /// The runtime's name.
 pub const NAME: &str = "human";
@@ -49,28 +49,45 @@ impl Adapter for Human {
     }
 }
 
-/// Confirms a delivery once the writer printed `stored <id>` for its envelope.
+/// Confirms a delivery once the writer printed `stored <id>` for its envelope, and fails it
+/// with the writer's reason when it printed `failed <id> <reason>`.
 pub struct StoredAck {
-    needle: Option<String>,
+    /// The record id of the envelope; `None` for text that does not decode.
+    id: Option<String>,
 }
 
 impl StoredAck {
     /// The confirmer of the wire-form envelope `text`. Text that does not decode can never be
     /// stored, so it is never confirmed (the delivery fails at the grace).
     pub fn for_wire(text: &str) -> StoredAck {
-        let needle = crate::envelope::decode(text)
+        let id = crate::envelope::decode(text)
             .ok()
-            .map(|env| crate::inbox::ack_line(&crate::inbox::fingerprint(&env)));
-        StoredAck { needle }
+            .map(|env| crate::inbox::fingerprint(&env));
+        StoredAck { id }
     }
 }
 
 impl Confirm for StoredAck {
     fn confirmed(&mut self, output: &[u8]) -> bool {
-        let Some(needle) = &self.needle else {
+        let Some(id) = &self.id else {
             return false;
         };
+        let needle = crate::inbox::ack_line(id);
         output.windows(needle.len()).any(|w| w == needle.as_bytes())
+    }
+
+    fn acceptance(&mut self, output: &[u8], _screen: &str) -> Acceptance {
+        if self.confirmed(output) {
+            return Acceptance::Accepted;
+        }
+        match self
+            .id
+            .as_deref()
+            .and_then(|id| crate::inbox::failure_in(output, id))
+        {
+            Some(reason) => Acceptance::Removed(reason),
+            None => Acceptance::Pending,
+        }
     }
 }
 
@@ -103,5 +120,25 @@ mod tests {
         let ack = crate::inbox::ack_line(&crate::inbox::fingerprint(&mine));
         assert!(c.confirmed(format!("noise\n{ack}\n").as_bytes()));
         assert!(!StoredAck::for_wire("not an envelope").confirmed(b"stored x"));
+    }
+
+    /// The writer's `failed <id> <reason>` for this envelope fails it with that reason; one
+    /// for another envelope leaves it pending.
+    #[test]
+    fn the_failure_of_this_envelope_fails_it_with_the_reason() {
+        let mine = envelope("hello");
+        let other = envelope("hello again");
+        let mut c = StoredAck::for_wire(&encode_wire(&mine));
+        let id = |e: &Envelope| crate::inbox::fingerprint(e);
+        let theirs = crate::inbox::failure_line(&id(&other), "disk full");
+        assert_eq!(
+            c.acceptance(format!("{theirs}\n").as_bytes(), ""),
+            Acceptance::Pending
+        );
+        let line = crate::inbox::failure_line(&id(&mine), "cannot store it:\nNo space left");
+        assert_eq!(
+            c.acceptance(format!("{theirs}\n{line}\n").as_bytes(), ""),
+            Acceptance::Removed("cannot store it: No space left".into())
+        );
     }
 }

@@ -88,6 +88,9 @@ pub struct ActiveDelivery {
     enter_wait: Duration,
     /// Enter goes no sooner than this ([`ActiveDelivery::hold_enter_until`]).
     enter_not_before: Option<Instant>,
+    /// The runtime said it will not take the message ([`Acceptance::Removed`]), as opposed
+    /// to no answer within the grace.
+    refused: bool,
 }
 
 impl ActiveDelivery {
@@ -122,9 +125,17 @@ impl ActiveDelivery {
                 paste_shown: false,
                 enter_wait: PASTE_SIGNAL_WAIT,
                 enter_not_before: None,
+                refused: false,
             },
             bytes,
         )
+    }
+
+    /// Whether the delivery failed because the runtime answered that it will not take the
+    /// message (the human inbox writer's `failed <id> <reason>`), rather than by silence: the
+    /// runtime's input is then in a known state.
+    pub fn refused_by_runtime(&self) -> bool {
+        self.refused
     }
 
     /// For a runtime whose screen never shows a paste taken (no composer to read): Enter
@@ -268,7 +279,10 @@ impl ActiveDelivery {
                     match self.confirmer.acceptance(&self.output, screen().as_ref()) {
                         Acceptance::Accepted => return self.confirmed(),
                         Acceptance::Queued => return Step::Queued,
-                        Acceptance::Removed(why) => return Step::Done(Err(why)),
+                        Acceptance::Removed(why) => {
+                            self.refused = true;
+                            return Step::Done(Err(why));
+                        }
                         Acceptance::Pending => {}
                     }
                     if now >= deadline {

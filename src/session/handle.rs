@@ -172,6 +172,16 @@ pub enum EventKind {
         /// `Ok(())` = confirmed; `Err(reason)` otherwise.
         result: Result<(), String>,
     },
+    /// Instead of [`EventKind::Delivered`]: the runtime answered that it cannot take
+    /// delivery `id` (the human inbox writer's `failed <id> <reason>`): nothing reached the
+    /// peer and its input is in a known state, so the message fails with `reason` at once
+    /// (no hold for a revive).
+    Refused {
+        /// The delivery id.
+        id: u64,
+        /// The runtime's reason, one line.
+        reason: String,
+    },
     /// Instead of [`EventKind::Delivered`]: the message was accepted into a queue — the
     /// runtime's own, behind a running turn (`Runtime`), or the session's composer hold while
     /// the composer holds a draft (`Composer`, spec 05 §7). A [`EventKind::QueueOutcome`] with

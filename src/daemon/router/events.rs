@@ -77,6 +77,7 @@ impl Router {
             EventKind::Delivered { id, result } => {
                 self.on_delivered(&identity, id, result.map(|()| None))
             }
+            EventKind::Refused { id, reason } => self.on_refused(&identity, id, reason),
             EventKind::Queued { id, by } => self.on_delivered(&identity, id, Ok(Some(by))),
             EventKind::QueueOutcome { id, result } => self.on_queue_outcome(id, result),
             EventKind::GateOutcome { id, result, quiet } => {
@@ -161,6 +162,35 @@ impl Router {
 
     /// A delivery's answer from the session: accepted (`Ok(None)`), accepted into a queue
     /// (`Ok(Some(by))`), or failed.
+    /// The runtime answered that it cannot take delivery `id` (its reason in `reason`):
+    /// the message fails at once with that reason, never held for a revive — the session
+    /// is up and goes on with the next message.
+    pub(crate) fn on_refused(&mut self, identity: &Identity, id: u64, reason: String) {
+        let Some(ep) = self.queues.endpoints.get_mut(identity) else {
+            return;
+        };
+        if ep.inflight != Some(id) {
+            return;
+        }
+        ep.inflight = None;
+        let Some(Job::Send(job)) = ep.queue.pop_front() else {
+            return;
+        };
+        let p = &job.prepared.endpoint;
+        let error = format!(
+            "peer \"{}\" ({}) could not take the message: {reason}; message NOT delivered",
+            p.personality, p.runtime
+        );
+        self.finish_send(
+            job.record(),
+            Refusal {
+                code: Code::Internal,
+                error,
+            },
+        );
+        self.pump(identity);
+    }
+
     pub(crate) fn on_delivered(
         &mut self,
         identity: &Identity,

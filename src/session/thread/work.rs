@@ -349,17 +349,25 @@ impl Session {
             Step::Wait => {}
             Step::Write(bytes) => self.write_child(&bytes),
             Step::Done(result) => {
-                let failed = result.is_err();
+                let mut silent = result.is_err();
                 if let Some(d) = self.delivery.take() {
+                    let refused = d.refused_by_runtime();
+                    silent &= !refused;
                     self.end_paste();
-                    self.finish_delivery(d.id, result);
+                    match result {
+                        Err(reason) if refused && !self.answered_queued.contains(&d.id) => {
+                            self.emit(EventKind::Refused { id: d.id, reason })
+                        }
+                        result => self.finish_delivery(d.id, result),
+                    }
                 }
-                if failed && matches!(self.io, Io::Pipes { .. }) {
+                if silent && matches!(self.io, Io::Pipes { .. }) {
                     // A pipe runtime that did not acknowledge (the human inbox writer could
                     // not store the message in time): its input stream is in an unknown
                     // state, so end it; the always-on supervisor starts a fresh one and the
                     // router holds the message for it (spec 05 §8). A write failure means
-                    // the child is gone already.
+                    // the child is gone already. One that answered it cannot take the
+                    // message (`failed <id> <reason>`) goes on to the next.
                     self.kill(Cause::KilledByDaemon);
                     return;
                 }
