@@ -73,3 +73,65 @@ fn demo_keep_leaves_the_root_and_says_where() {
     // The daemon is stopped: its socket is gone.
     assert!(!kept.socket().exists());
 }
+
+/// A closed terminal (SIGHUP) ends the demo as Ctrl-C does: its daemon is stopped and its
+/// temporary root removed (found by a newcomer walkthrough: both were left behind). The
+/// demo's stderr is closed here, as a vanished terminal's would fail.
+#[test]
+fn demo_hung_up_stops_its_daemon_and_removes_its_root() {
+    let env = TestEnv::new();
+    let tmp = env.dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut child = env
+        .cmd(&["demo"])
+        .env("TMPDIR", &tmp)
+        .env_remove("IAPEER_ROOT")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the demo's daemon runs: its discovery file is there, and it is a child of
+    // the demo (the demo takes about half a second after that on an idle machine).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let children = |pid: u32| -> Vec<i32> {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+            .flat_map(|c| {
+                c.split_whitespace()
+                    .filter_map(|p| p.parse().ok())
+                    .collect::<Vec<i32>>()
+            })
+            .collect()
+    };
+    let daemon_pid = loop {
+        let up = std::fs::read_dir(&tmp)
+            .unwrap()
+            .flatten()
+            .any(|e| Paths::at(e.path()).router_json().is_file());
+        if let Some(&pid) = children(child.id()).first().filter(|_| up) {
+            break pid;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the demo's daemon did not come up"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    common::signal(child.id(), nix::sys::signal::Signal::SIGHUP);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    let pid = nix::unistd::Pid::from_raw(daemon_pid);
+    assert!(
+        nix::sys::signal::kill(pid, None).is_err(),
+        "the demo's daemon {daemon_pid} still runs"
+    );
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "the demo left {left:?} behind");
+}

@@ -322,7 +322,14 @@ fn verbs_act_like_the_cli() {
     let a = verb("wake", json!({}));
     assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
     assert_eq!(a.json()["identity"], "echo-bob");
+    assert_eq!(
+        a.json()["woke"],
+        true,
+        "bob was asleep: this wake started it"
+    );
     assert_eq!(env.status_of("bob", "echo"), "live");
+    let again = verb("wake", json!({}));
+    assert_eq!(again.json()["woke"], false, "already live: nothing to wake");
     let a = verb("interrupt", json!({"runtime": "echo"}));
     assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
     assert_eq!(a.json()["interrupted"], true);

@@ -452,8 +452,9 @@ fn a_second_daemon_on_the_same_root_is_refused() {
     let out = second_daemon(&env);
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     let want = format!(
-        "a daemon is already listening on {}",
-        env.socket().display()
+        "a daemon already runs on the root {} (it holds {})",
+        env.root.display(),
+        env.root.join("state/iapeer/daemon.lock").display()
     );
     assert!(
         String::from_utf8_lossy(&out.stderr).contains(&want),

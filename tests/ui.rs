@@ -401,7 +401,11 @@ fn requests_without_the_secret_or_cookie_are_refused() {
         .any(|r| r.as_str().unwrap().contains("from the page")));
     let a = get(&env, "/fleet/v1/peers/bob/screen");
     assert_eq!(a.status, 502);
-    assert!(a.error().contains("iapeer wake bob"), "{}", a.error());
+    assert!(
+        a.error().contains("POST /fleet/v1/peers/bob/wake"),
+        "{}",
+        a.error()
+    );
     let a = get(&env, "/fleet/v1/inbox");
     assert_eq!(a.status, 200);
     assert_eq!(a.json()["identity"], "human-you");

@@ -219,14 +219,16 @@ fn wait_for_daemon(root: &Path, daemon: &mut Child) -> Result<(), CliError> {
 /// to the signal thread.
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// On SIGINT/SIGTERM: stop the demo's daemon, remove the root (unless `--keep`), exit 130.
+/// On SIGINT, SIGTERM or SIGHUP (its terminal closed): stop the demo's daemon, remove the
+/// root (unless `--keep`), exit 130. What it says goes to stderr only if that still works.
 fn on_interrupt(
     root: PathBuf,
     keep: bool,
     daemon_pid: std::sync::Arc<std::sync::atomic::AtomicU32>,
 ) -> CliResult {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    use std::io::Write;
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
         .map_err(|e| fail(format!("cannot watch signals: {e}")))?;
     std::thread::spawn(move || {
         if signals.forever().next().is_none() {
@@ -246,11 +248,20 @@ fn on_interrupt(
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
+        // A closed terminal fails the write (`eprintln!` would panic before the exit).
+        let mut err = std::io::stderr();
         if keep {
-            eprintln!("\ninterrupted — the demo root is kept: {}", root.display());
+            let _ = writeln!(
+                err,
+                "\ninterrupted — the demo root is kept: {}",
+                root.display()
+            );
         } else {
             let _ = std::fs::remove_dir_all(&root);
-            eprintln!("\ninterrupted — the demo daemon is stopped and its temporary root removed");
+            let _ = writeln!(
+                err,
+                "\ninterrupted — the demo daemon is stopped and its temporary root removed"
+            );
         }
         std::process::exit(130);
     });
@@ -270,7 +281,8 @@ pub fn run(inv: &Invocation) -> CliResult {
     println!("peers: alice and bob on the built-in echo stand-in agent (no account needed),");
     println!("       and you, the operator, on the built-in human runtime (an inbox).");
 
-    // Ctrl-C (or SIGTERM) must not leave a daemon or the temporary root behind.
+    // Ctrl-C (or SIGTERM, or a closed terminal) must not leave a daemon or the temporary
+    // root behind.
     let daemon_pid = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
     on_interrupt(root.clone(), keep, daemon_pid.clone())?;
     let result = (|| -> CliResult {

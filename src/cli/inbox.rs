@@ -100,11 +100,12 @@ impl View {
                 records.len()
             );
         }
-        let newest = &records[records.len() - 1];
+        let hint = show::reply_hint(peer, records)
+            .map(|h| format!("{h}\n"))
+            .unwrap_or_default();
         format!(
-            "inbox of {peer}: {unread} unread of {}\n{}\n",
-            records.len(),
-            show::reply_hint(peer, newest)
+            "inbox of {peer}: {unread} unread of {}\n{hint}",
+            records.len()
         )
     }
 }

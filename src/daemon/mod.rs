@@ -291,9 +291,19 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
             .open(&lock_path)
             .map_err(io_err(format!("cannot open {}", lock_path.display())))?
     };
-    if lock.try_lock_exclusive().is_err() || socket_answers(&sock, Duration::from_millis(500)) {
+    if lock.try_lock_exclusive().is_err() {
+        // The lock is the root's: a daemon with another socket (IAPEER_DAEMON_SOCKET) on
+        // the same root holds it too.
         return Err(DaemonError::AlreadyRunning(format!(
-            "a daemon is already listening on {}",
+            "a daemon already runs on the root {} (it holds {}) — iapeer shutdown stops it, \
+             or give this one another IAPEER_ROOT",
+            paths.root().display(),
+            lock_path.display()
+        )));
+    }
+    if socket_answers(&sock, Duration::from_millis(500)) {
+        return Err(DaemonError::AlreadyRunning(format!(
+            "a daemon is already listening on {} — iapeer shutdown stops it",
             sock.display()
         )));
     }

@@ -43,6 +43,8 @@ pub enum Caller {
 
 /// The sender name of messages the daemon writes itself (spec 05 §7).
 pub const DAEMON_SENDER: &str = "iapeer";
+/// The runtime the daemon's own notices carry in their envelope (`runtime="daemon"`).
+pub const DAEMON_RUNTIME: &str = "daemon";
 
 /// One send as it arrived.
 #[derive(Debug, Clone, PartialEq)]
@@ -353,7 +355,7 @@ pub fn prepare(
         Caller::Daemon => {
             daemon_peer = daemon_sender(paths);
             let id = Identity {
-                runtime: "daemon".into(),
+                runtime: DAEMON_RUNTIME.into(),
                 personality: DAEMON_SENDER.into(),
             };
             (id, &daemon_peer)

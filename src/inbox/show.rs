@@ -133,9 +133,16 @@ pub fn json(r: &Record, unread: bool) -> String {
     v.to_string()
 }
 
-/// The reply hint under a listing: how `peer` answers the newest message `r`.
-pub fn reply_hint(peer: &str, r: &Record) -> String {
-    crate::term::display_text(&reply_hint_raw(peer, r))
+/// The reply hint under a listing: how `peer` answers the newest message of `records` that
+/// has someone to answer. A notice of iapeer itself (runtime `daemon`: a message that could
+/// not be delivered, a paused exchange) has no one behind it, so it gets no hint; `None`
+/// when no record has a sender to answer.
+pub fn reply_hint(peer: &str, records: &[Record]) -> Option<String> {
+    let r = records
+        .iter()
+        .rev()
+        .find(|r| r.runtime != crate::daemon::route::DAEMON_RUNTIME)?;
+    Some(crate::term::display_text(&reply_hint_raw(peer, r)))
 }
 
 fn reply_hint_raw(peer: &str, r: &Record) -> String {

@@ -110,9 +110,21 @@ fn a_record_for_a_person_and_for_json() {
     assert_eq!(v["attachments"][0], "/r/a b.png");
     assert_eq!(v["id"].as_str().unwrap().len(), 16);
     assert_eq!(
-        show::reply_hint("you", &record(1)),
-        "reply: iapeer send alice --topic plans --from human-you --message '…'"
+        show::reply_hint("you", &[record(1)]).as_deref(),
+        Some("reply: iapeer send alice --topic plans --from human-you --message '…'")
     );
+    // iapeer's own notice has no one to answer: the hint names the newest real sender, or
+    // there is none.
+    let notice = Record {
+        from: "iapeer".into(),
+        runtime: "daemon".into(),
+        ..record(2)
+    };
+    assert_eq!(
+        show::reply_hint("you", &[record(1), notice.clone()]).as_deref(),
+        Some("reply: iapeer send alice --topic plans --from human-you --message '…'")
+    );
+    assert_eq!(show::reply_hint("you", &[notice]), None);
 }
 
 #[test]
@@ -182,5 +194,7 @@ fn control_characters_never_reach_the_terminal() {
         "{shown:?}"
     );
     assert!(shown.contains("ok␛]0;pwned␇␍fake"), "{shown}");
-    assert!(!show::reply_hint("you", &r).contains('\u{1b}'));
+    assert!(!show::reply_hint("you", std::slice::from_ref(&r))
+        .unwrap()
+        .contains('\u{1b}'));
 }

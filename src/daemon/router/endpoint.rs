@@ -327,18 +327,19 @@ impl Router {
                     return;
                 }
                 (HeadStep::AnswerLive, Job::Wake(_), Some(s)) => {
-                    let handle = s.handle.clone();
-                    let body = WakeReply {
-                        identity: identity.to_string(),
-                        woke: false,
-                        pid: s.pid,
-                    };
+                    let (handle, pid) = (s.handle.clone(), s.pid);
                     if let Some(Job::Wake(w)) = self
                         .queues
                         .endpoints
                         .get_mut(identity)
                         .and_then(|e| e.queue.pop_front())
                     {
+                        // `woke`: this job had to start the session (it was asleep).
+                        let body = WakeReply {
+                            identity: identity.to_string(),
+                            woke: w.launched,
+                            pid,
+                        };
                         if w.attach {
                             w.reply.attach(body, handle)
                         } else {

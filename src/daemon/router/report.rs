@@ -23,8 +23,8 @@ impl Router {
             Reply::failure(
                 Code::NotLive,
                 format!(
-                    "peer \"{personality}\" has no session on {}: nothing to show (wake it with: \
-                     iapeer wake {personality})",
+                    "peer \"{personality}\" has no session on {}: nothing to show (wake it with \
+                     POST /fleet/v1/peers/{personality}/wake, or send it a message)",
                     ident.runtime
                 ),
             )
