@@ -710,3 +710,58 @@ fn replies_carry_the_inbound_topic_and_an_ephemeral_requester_gets_none() {
     );
     assert_eq!(delivered(&env, "timer", "worker"), 0);
 }
+
+/// A watcher line longer than a signal may be arrives whole, as order-marked parts that each
+/// fit the daemon's limit (found by a newcomer walkthrough: a 16 500-character line was
+/// refused on every link and lost).
+#[test]
+fn a_watcher_line_over_the_limit_arrives_in_parts() {
+    let mut env = TestEnv::new();
+    env.ok(&["create", "you", "--runtime", "human"]);
+    env.ok(&["create", "watcher", "--runtime", "notifier"]);
+    env.start_daemon();
+    let call = json!({"script":"head -c 16500 /dev/zero | tr '\\0' L; echo; sleep 300",
+                      "target":"self","id":"longline"});
+    env.ok(&[
+        "send",
+        "watcher",
+        "--from",
+        "human-you",
+        "--message",
+        &call.to_string(),
+    ]);
+    let bodies = |e: &TestEnv| -> Vec<String> {
+        let inbox = std::fs::read_to_string(e.paths().inbox("you")).unwrap_or_default();
+        inbox
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|r| r["from"] == "watcher")
+            .filter_map(|r| r["body"].as_str().map(str::to_string))
+            .filter(|b| b.starts_with("[part "))
+            .collect()
+    };
+    env.wait_until("both parts reach the inbox", Duration::from_secs(30), |e| {
+        bodies(e).len() >= 2
+    });
+    let mut parts = bodies(&env);
+    parts.sort();
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    let whole: String = parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            p.strip_prefix(&format!("[part {}/2] ", i + 1))
+                .expect("a part marker")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(whole, "L".repeat(16_500));
+    env.ok(&[
+        "send",
+        "watcher",
+        "--from",
+        "human-you",
+        "--message",
+        r#"{"cmd":"unregister","id":"longline"}"#,
+    ]);
+}

@@ -58,8 +58,9 @@ pub fn format_text(role: Role) -> String {
              day-of-week (0-7, 0 and 7 = Sunday; *, n, a-b, */n, a-b/n, lists; no names), e.g. \
              \"0 9 * * 1-5\" = 09:00 on weekdays, \"*/15 * * * *\" = every 15 minutes; or \
              \"@every <n><s|m|h|d>\", e.g. \"@every 90s\", \"@every 1h30m\" (minimum 1s, counted \
-             from registration).\n\
-             - \"message\": the text delivered, verbatim.\n\
+             from when it is armed: registration, and again each time the notifier starts, so \
+             use cron for fixed times of day).\n\
+             - \"message\": the text delivered, verbatim (at most 15000 characters).\n\
              - \"target\": \"self\" (you) or a peer name.\n\
              - \"check\" (optional): the path of a program run with no arguments before each fire; \
              the message is sent only if it exits 0 within 30 s.\n{common}\n\

@@ -29,6 +29,46 @@ pub fn retry_delay(raw: Option<&str>) -> Duration {
         .map(Duration::from_millis)
         .unwrap_or(RETRY_DELAY)
 }
+/// Room kept under the daemon's message limit for the note a fallback link's copy starts
+/// with ([`Entry::wrapped`]: whom it was for, what was tried), in characters.
+const NOTE_ROOM: usize = 1_000;
+/// The longest signal text, in characters: a timer's `message` (refused above it at
+/// registration) and each message a watcher line becomes ([`split_signal`]). With the note it
+/// still fits the daemon's 16 000-character limit, so a fallback's copy is never refused for
+/// its length.
+pub const SIGNAL_MAX_CHARS: usize = crate::daemon::route::MAX_MESSAGE_CHARS - NOTE_ROOM;
+/// The longest error quoted per link in a fallback's note, in characters.
+const NOTE_ERROR_CHARS: usize = 160;
+
+/// A watcher line as the signals it is sent as (pure): the line itself when it fits
+/// [`SIGNAL_MAX_CHARS`], else consecutive parts that do, each starting `[part k/n] `, so a
+/// long log line or stack trace arrives whole in order-marked pieces instead of being refused.
+pub fn split_signal(line: &str) -> Vec<String> {
+    let chars: Vec<char> = line.chars().collect();
+    if chars.len() <= SIGNAL_MAX_CHARS {
+        return vec![line.to_string()];
+    }
+    // `[part 99/99] ` is 14 characters; 40 leaves room for any count.
+    let per = SIGNAL_MAX_CHARS - 40;
+    let parts: Vec<String> = chars.chunks(per).map(|c| c.iter().collect()).collect();
+    let n = parts.len();
+    parts
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| format!("[part {}/{n}] {p}", i + 1))
+        .collect()
+}
+
+/// `text` cut to `max` characters, with `…` when it was longer (pure).
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut t: String = text.chars().take(max.saturating_sub(1)).collect();
+    t.push('…');
+    t
+}
+
 /// The variable naming the chain's last link (empty or unset = none).
 pub const FALLBACK_TARGET_VAR: &str = crate::config::vars::NOTIFIER_FALLBACK_TARGET.name;
 
@@ -181,10 +221,15 @@ impl Entry {
                 _ => tried.push((a.target.clone(), 1, a.error.clone())),
             }
         }
-        let tried: Vec<String> = tried
+        let mut tried: String = tried
             .iter()
-            .map(|(t, n, e)| format!("{t} ({n} tries, last: {e})"))
-            .collect();
+            .map(|(t, n, e)| format!("{t} ({n} tries, last: {})", cut(e, NOTE_ERROR_CHARS)))
+            .collect::<Vec<_>>()
+            .join("; ");
+        if tried.chars().count() > NOTE_ROOM / 2 {
+            // A long chain: its count, so the note keeps within its room.
+            tried = format!("{} links (see the notifier's log)", link);
+        }
         format!(
             "[notifier] A {} for {} could not be delivered, so it comes to you (link {} of {}; owner {}{}). \
              Tried: {}. Act on it or pass it on to {}. The signal:\n{}",
@@ -201,7 +246,7 @@ impl Entry {
                 .as_deref()
                 .map(|t| format!(", topic {t}"))
                 .unwrap_or_default(),
-            tried.join("; "),
+            tried,
             self.target,
             self.message
         )
@@ -298,6 +343,56 @@ mod tests {
         assert_eq!(e.failed("carol", "t6".into(), "x", RETRY_DELAY), Step::Lost);
         assert_eq!(e.status, Status::Lost);
         assert_eq!(e.attempts.len(), 6);
+    }
+
+    /// A fallback's copy of the longest signal, after long errors on many links, still fits
+    /// the daemon's limit (found by a newcomer walkthrough: the note pushed a long timer
+    /// message over it, and the owner's copy was refused).
+    #[test]
+    fn a_fallback_copy_of_the_longest_signal_fits_the_limit() {
+        let chain: Vec<String> = (0..12).map(|i| format!("peer{i}")).collect();
+        let mut e = entry(chain.clone());
+        e.message = "W".repeat(SIGNAL_MAX_CHARS);
+        let long_error = "E".repeat(5_000);
+        let mut sent = Vec::new();
+        for link in &chain[..11] {
+            for _ in 0..ATTEMPTS_PER_LINK {
+                if let Step::Send { text, .. } =
+                    e.failed(link, "T".into(), &long_error, RETRY_DELAY)
+                {
+                    sent.push(text);
+                }
+            }
+        }
+        assert_eq!(sent.len(), 11, "one copy per next link");
+        for text in &sent {
+            let n = text.chars().count();
+            assert!(n <= crate::daemon::route::MAX_MESSAGE_CHARS, "{n}");
+            assert!(text.ends_with(&e.message));
+        }
+        assert!(sent[0].contains(&format!("last: {}…", "E".repeat(NOTE_ERROR_CHARS - 1))));
+        assert!(sent[10].contains("Tried: 11 links (see the notifier's log)"));
+    }
+
+    /// A watcher line over the signal limit goes as order-marked parts that each fit and
+    /// together hold the whole line; one that fits goes as it is.
+    #[test]
+    fn a_long_watcher_line_is_split_into_parts_that_fit() {
+        assert_eq!(split_signal("short"), ["short"]);
+        let exact = "x".repeat(SIGNAL_MAX_CHARS);
+        assert_eq!(split_signal(&exact), vec![exact]);
+        let line: String = (0..40_000)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let parts = split_signal(&line);
+        assert_eq!(parts.len(), 3);
+        let mut whole = String::new();
+        for (i, p) in parts.iter().enumerate() {
+            assert!(p.chars().count() <= SIGNAL_MAX_CHARS);
+            let prefix = format!("[part {}/3] ", i + 1);
+            whole.push_str(p.strip_prefix(&prefix).expect("a part marker"));
+        }
+        assert_eq!(whole, line);
     }
 
     #[test]

@@ -605,8 +605,10 @@ impl Service {
                     run.last_line = Instant::now();
                 }
                 let t = slot.t.clone();
-                let meta = serde_json::json!({"trigger": t.id});
-                self.signal(Kind::Forward, &t, &t.target, line, Some(meta));
+                for part in chain::split_signal(&line) {
+                    let meta = serde_json::json!({"trigger": t.id});
+                    self.signal(Kind::Forward, &t, &t.target, part, Some(meta));
+                }
             }
             ScriptEvent::Stderr(line) => {
                 self.log.append(

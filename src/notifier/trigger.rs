@@ -280,11 +280,19 @@ pub fn parse_entry(
             let when = opt_str(obj, "when")?.ok_or("missing \"when\"")?;
             check_when(&when)?;
             t.when = Some(when);
-            t.message = Some(
-                opt_str(obj, "message")?
-                    .filter(|m| !m.is_empty())
-                    .ok_or("missing non-empty \"message\"")?,
-            );
+            let message = opt_str(obj, "message")?
+                .filter(|m| !m.is_empty())
+                .ok_or("missing non-empty \"message\"")?;
+            let n = message.chars().count();
+            if n > super::chain::SIGNAL_MAX_CHARS {
+                return Err(format!(
+                    "\"message\" is {n} characters; at most {} (the rest of the daemon's \
+                     16000 is kept for the note a fallback's copy starts with) — shorten it, or \
+                     point to a file",
+                    super::chain::SIGNAL_MAX_CHARS
+                ));
+            }
+            t.message = Some(message);
             t.check = match opt_str(obj, "check")? {
                 Some(c) if c.is_empty() => return Err("\"check\" is empty".into()),
                 c => c,
@@ -408,12 +416,19 @@ mod tests {
             {"role":"event","script":"x","target":"a","heartbeatSec":-1},
             {"role":"event","script":"x","target":"a","fallback":[3]},
             "nope",
-            {"role":"event","script":"tail -f x","target":"alice"}
+            {"role":"event","script":"tail -f x","target":"alice"},
+            {"role":"time","when":"@every 1m","target":"alice",
+             "message": "m".repeat(super::super::chain::SIGNAL_MAX_CHARS + 1)}
         ]}});
         let check = |w: &str| super::super::when::parse(w).map(|_| ());
         let (ok, errors) = from_profile(profile.as_object().unwrap(), "alice", &check);
         assert_eq!(ok.len(), 2);
-        assert_eq!(errors.len(), 8, "{errors:#?}");
+        assert_eq!(errors.len(), 9, "{errors:#?}");
+        assert!(
+            errors[8].starts_with("alice[10]: \"message\" is 15001 characters; at most 15000"),
+            "{}",
+            errors[8]
+        );
         assert!(errors[0].starts_with("alice[1]: unknown role \"timer\""));
         assert!(errors[1].starts_with("alice[2]: \"bad\" has 1 fields"));
         assert!(errors[7].starts_with("alice[8]: a trigger must be a JSON object"));
