@@ -537,6 +537,8 @@ fn attach_to_a_router_runtime_is_refused() {
         "{}",
         term.text()
     );
+    // Refused before the terminal is taken over: no detach hint first.
+    assert!(!term.text().contains("Ctrl-]"), "{}", term.text());
     assert_eq!(
         env.status_of("console", "bot"),
         "live",

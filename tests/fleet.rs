@@ -330,6 +330,14 @@ fn verbs_act_like_the_cli() {
     assert_eq!(env.status_of("bob", "echo"), "live");
     let again = verb("wake", json!({}));
     assert_eq!(again.json()["woke"], false, "already live: nothing to wake");
+    // A human's inbox writer runs on pipes: no screen to show, said as such (it was 50
+    // blank rows).
+    let a = get(&env, "/fleet/v1/peers/you/screen");
+    assert_eq!(a.status, 400, "{}", String::from_utf8_lossy(&a.body));
+    assert!(a.json()["error"]
+        .as_str()
+        .unwrap()
+        .contains("it has no screen"));
     let a = verb("interrupt", json!({"runtime": "echo"}));
     assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
     assert_eq!(a.json()["interrupted"], true);

@@ -128,6 +128,7 @@ pub fn attach(inv: &Invocation) -> CliResult {
     if !std::io::stdin().is_terminal() {
         return Err(CliError::Failed("attach needs a terminal on stdin".into()));
     }
+    refuse_attach_to_a_router_peer(peer, inv.positional(args::RUNTIME))?;
     let req = Request::Attach {
         personality: peer.to_string(),
         runtime: inv.positional(args::RUNTIME).map(String::from),
@@ -135,6 +136,29 @@ pub fn attach(inv: &Invocation) -> CliResult {
         no_attach: false,
     };
     connect_and_attach(&req, peer)
+}
+
+/// A peer that has no agent runtime to attach to (a human's inbox, a service) is refused
+/// before the terminal is taken over and the detach hint printed, with the daemon's words.
+/// A peer not in the registry is left to the daemon (which suggests names).
+fn refuse_attach_to_a_router_peer(peer: &str, runtime: Option<&str>) -> CliResult {
+    let paths = paths()?;
+    let Some(entry) = crate::registry::Registry::load(&paths)
+        .ok()
+        .and_then(|r| r.find(peer).cloned())
+    else {
+        return Ok(());
+    };
+    let rt = runtime.unwrap_or(&entry.default_runtime);
+    let router = crate::runtime::adapter_for(&paths, rt)
+        .is_ok_and(|a| a.kind() == crate::runtime::RuntimeKind::Router);
+    if router {
+        return Err(CliError::Failed(format!(
+            "attach needs an agent runtime ({rt} is a router runtime: {peer} has no session \
+             to attach to)"
+        )));
+    }
+    Ok(())
 }
 
 /// Ask the daemon to wake and attach, with the terminal raw from the start: Ctrl-] (or

@@ -388,16 +388,26 @@ fn parse_verb(p: &mut lexopt::Parser, spec: &'static VerbSpec, st: &mut Status) 
 /// The value of the flag just read: attached (`--key=value`, verbatim) or the next word,
 /// unless that word looks like a flag. `Err` holds what is wrong, after the flag's name.
 fn take_value(p: &mut lexopt::Parser) -> Result<String, String> {
+    let mut dashed = None;
     let value = match p.optional_value() {
         Some(v) => Some(v),
-        None => p
-            .raw_args()
-            .ok()
-            .and_then(|mut raw| raw.next_if(|w| !looks_like_flag(w))),
+        None => p.raw_args().ok().and_then(|mut raw| {
+            dashed = raw
+                .peek()
+                .and_then(|w| w.to_str())
+                .filter(|w| w.len() > 1 && w.starts_with('-') && !w.starts_with("--"))
+                .map(str::to_string);
+            raw.next_if(|w| !looks_like_flag(w))
+        }),
     };
-    match value {
-        Some(v) => utf8(v).map_err(|what| format!("value: {what}")),
-        None => Err("needs a value".to_string()),
+    match (value, dashed) {
+        (Some(v), _) => utf8(v).map_err(|what| format!("value: {what}")),
+        // `--since -5m`: a value that starts with a dash reads as a flag.
+        (None, Some(w)) => Err(format!(
+            "needs a value (\"{w}\" starts with a dash, so it reads as a flag; to give it \
+             as the value, join them with =)"
+        )),
+        (None, None) => Err("needs a value".to_string()),
     }
 }
 

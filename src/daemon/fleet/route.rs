@@ -287,8 +287,11 @@ pub fn replay(target: &str) -> Result<usize, Reply> {
     let Some(value) = query.split('&').find_map(|kv| kv.strip_prefix("replay=")) else {
         return Ok(0);
     };
+    // A whole number too big for u64 is clamped like any other big one.
+    let digits = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
     value
         .parse::<u64>()
+        .or(if digits { Ok(u64::MAX) } else { Err(()) })
         .map(|n| usize::try_from(n).unwrap_or(usize::MAX).min(MAX_REPLAY))
         .map_err(|_| {
             error(
@@ -352,7 +355,13 @@ fn number_or_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Strin
         Text(String),
         Number(u64),
     }
-    Ok(Option::<Either>::deserialize(d)?.map(|e| match e {
+    // serde's own words for a mismatch name this private enum: say what fits instead.
+    let either = Option::<Either>::deserialize(d).map_err(|_| {
+        serde::de::Error::custom(
+            "\"option\" must be the option's number (a JSON number or string) or its label",
+        )
+    })?;
+    Ok(either.map(|e| match e {
         Either::Text(t) => t,
         Either::Number(n) => n.to_string(),
     }))
@@ -480,9 +489,24 @@ mod tests {
             Ok(MAX_REPLAY)
         );
         assert_eq!(
+            replay("/fleet/v1/events?replay=99999999999999999999"),
+            Ok(MAX_REPLAY)
+        );
+        assert_eq!(
             replay("/fleet/v1/events?replay=-1").unwrap_err().status,
             400
         );
+        // A wrong `option` says what fits, not the name of serde's helper type.
+        let e = body::<ApproveBody>(br#"{"option":[1]}"#).unwrap_err();
+        let text = String::from_utf8_lossy(&e.body).to_string();
+        assert!(
+            e.status == 400
+                && text.contains("must be the option's number")
+                && !text.contains("Either"),
+            "{text}"
+        );
+        let b: ApproveBody = body(br#"{"option":2}"#).unwrap();
+        assert_eq!(b.option.as_deref(), Some("2"));
     }
 
     #[test]

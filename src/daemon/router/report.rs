@@ -15,10 +15,21 @@ impl Router {
     /// thread answers `reply` itself. `not-live` without a session, or when the session's
     /// thread is gone.
     pub(crate) fn op_screen(&mut self, personality: &str, runtime: Option<&str>, reply: ReplyTo) {
-        let (ident, _) = match self.control_target(personality, runtime) {
+        let (ident, kind) = match self.control_target(personality, runtime) {
             Ok(t) => t,
             Err(r) => return reply.finish(r),
         };
+        if kind == crate::runtime::RuntimeKind::Router {
+            // It runs on pipes: there is no terminal screen, only its logs.
+            return reply.finish(Reply::failure(
+                Code::InvalidArgument,
+                format!(
+                    "peer \"{personality}\" runs on {} (a router runtime, on pipes): it has no \
+                     screen — its output is in logs/lifecycle/{ident}.log",
+                    ident.runtime
+                ),
+            ));
+        }
         let not_live = || {
             Reply::failure(
                 Code::NotLive,

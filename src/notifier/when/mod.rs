@@ -103,7 +103,7 @@ pub fn check(when: &str, now: Timestamp, tz: &TimeZone) -> Result<When, String> 
     if let When::Cron(c) = &parsed {
         if c.next_after(now, tz).is_none() {
             return Err(format!(
-                "the cron expression \"{}\" can never fire (no matching date within 4 years, e.g. February 30)",
+                "the cron expression \"{}\" can never fire (no date matches it within 4 years: check its day of month against its month)",
                 when.trim()
             ));
         }
