@@ -602,10 +602,17 @@ fn stop_during_a_wake_fails_the_waiting_send_promptly() {
     );
 }
 
+/// Spec 12 §5: after kill -9 of the daemon, a new one starts and the sessions are resumable.
+/// The killed daemon could not mark its live agents resume-eligible as a shutdown does; the
+/// next one does it from the `.session` markers that only an end it never saw leaves behind
+/// (`ev=recovered`), so a message on the same topic resumes the conversation.
 #[test]
-fn after_kill_9_of_the_daemon_a_new_one_starts_and_wakes_fresh() {
+fn after_kill_9_of_the_daemon_a_new_one_starts_and_the_topic_resumes() {
     let mut env = alice_and_bob(&[]);
     assert!(send_ok(&env, "echo: hi", Some("t1")));
+    env.wait_until("the topic is noted", Duration::from_secs(15), |e| {
+        std::fs::read_to_string(e.marker("echo-bob", ".topic")).is_ok_and(|t| t.contains("t1"))
+    });
     let pid = bob_pid(&env);
     let mut daemon = env.daemon.take().unwrap();
     daemon.kill().unwrap();
@@ -618,9 +625,18 @@ fn after_kill_9_of_the_daemon_a_new_one_starts_and_wakes_fresh() {
     env.wait_until("bob's orphan is gone", Duration::from_secs(10), |_| {
         !alive(pid)
     });
+    assert!(env.marker("echo-bob", ".session").exists());
     env.start_daemon();
+    env.wait_until(
+        "the new daemon recovered bob",
+        Duration::from_secs(10),
+        |e| !events_of(e, "lifecycle", "recovered", "echo-bob").is_empty(),
+    );
+    let recovered = events_of(&env, "lifecycle", "recovered", "echo-bob");
+    assert_eq!(recovered.len(), 1, "{}", env.diagnostics());
+    assert_eq!(recovered[0]["resumable"], "true");
+    assert!(!env.marker("echo-bob", ".session").exists());
     assert_eq!(env.status_of("bob", "echo"), "asleep");
     assert!(send_ok(&env, "echo: again", Some("t1")));
-    // Not resume-eligible: the session was not put to sleep, it died with the daemon.
-    assert_last_wake(&env, "fresh", "not-idle-reaped");
+    assert_last_wake(&env, "resume", "topic-match");
 }

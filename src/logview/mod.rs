@@ -261,6 +261,10 @@ fn render_raw(e: &Entry, tz: &TimeZone, today: civil::Date) -> String {
         },
         "stop" => "stopped".into(),
         "start" => "started".into(),
+        "recovered" => match get("resumable") {
+            "true" => "ended  with the daemon (killed); resumable on its topic".into(),
+            _ => "ended  with the daemon (killed)".into(),
+        },
         ev => {
             let rest: Vec<String> = e
                 .fields

@@ -52,6 +52,19 @@ fn merged_in_time_order_and_rendered_one_line_each() {
     );
 }
 
+/// A session the previous daemon never saw end reads as ended with it.
+#[test]
+fn a_recovered_session_reads_as_ended_with_the_daemon() {
+    let (tz, today) = utc();
+    let line = "ts=2026-07-13T22:00:00.000Z ev=recovered identity=echo-bob resumable=true\n";
+    let e = &parse(line, Source::Lifecycle)[0];
+    assert!(is_shown(e));
+    assert_eq!(
+        render(e, &tz, today),
+        "22:00:00 bob (echo)  ended  with the daemon (killed); resumable on its topic"
+    );
+}
+
 #[test]
 fn a_peer_filter_keeps_what_names_it() {
     let entries = all();

@@ -261,10 +261,36 @@ impl Router {
         }
     }
 
+    /// Sessions the previous daemon never saw end (it was killed, or the host lost power):
+    /// their `.session` marker is still there, since every exit the daemon sees removes it.
+    /// An agent among them is made resume-eligible, as a shutdown would have made it, so the
+    /// next message on its topic continues its conversation (spec 05 §9's shutdown rule
+    /// applied to a daemon that could not shut down; rule 5's "crash → fresh" is about the
+    /// agent's own end, which removes the marker). Logged as `ev=recovered`.
+    fn recover_sessions_of_a_crash(&mut self) {
+        use crate::markers::{Flag, Markers, SESSION};
+        for ident in crate::markers::identities_with(&self.paths, SESSION) {
+            let markers = Markers::new(&self.paths, &ident);
+            let agent = self
+                .adapter(&ident.runtime)
+                .is_ok_and(|a| a.kind() == RuntimeKind::Agent);
+            if agent {
+                logged(markers.set(Flag::IdleReaped));
+            }
+            logged(markers.remove_session());
+            self.lifecycle(
+                Event::new("recovered")
+                    .field("identity", &ident)
+                    .field("resumable", agent.to_string()),
+            );
+        }
+    }
+
     /// Run until shutdown completes or every sender is gone.
     pub fn run(mut self, rx: Receiver<RouterMsg>, session_rx: Receiver<SessionEvent>) {
         self.now = Now::read();
         self.supervisor.runtimes_seen = crate::runtime::manifest::installed(&self.paths);
+        self.recover_sessions_of_a_crash();
         self.start_always_on();
         loop {
             let timeout = self
