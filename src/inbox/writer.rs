@@ -2,7 +2,8 @@
 //! daemon runs it on pipes like any router runtime (spec 04 §1) and writes wire-form envelopes
 //! to its stdin; for each one it appends a [`Record`] to the peer's inbox file, fsyncs, and
 //! only then prints `stored <id>` on stdout — the acknowledgement the daemon waits for before
-//! it answers the sender `delivered`. Then, when enabled, a desktop notification.
+//! it answers the sender `delivered` — or `failed <id> <reason>` when it cannot store it (the
+//! sender is told the reason at once). Then, when enabled, a desktop notification.
 //!
 //! Who it writes for: `PEER_PERSONALITY` (set by the daemon for every session). Where:
 //! `IAPEER_ROOT` (the daemon passes its root).
