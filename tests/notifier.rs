@@ -765,3 +765,38 @@ fn a_watcher_line_over_the_limit_arrives_in_parts() {
         r#"{"cmd":"unregister","id":"longline"}"#,
     ]);
 }
+
+/// A trigger aimed at the service itself is refused at registration (its signals could only
+/// fail and escalate "cannot send to self" to the owner; found by a newcomer walkthrough).
+#[test]
+fn a_trigger_aimed_at_the_service_itself_is_refused() {
+    let mut env = TestEnv::new();
+    env.ok(&["create", "you", "--runtime", "human"]);
+    env.ok(&["create", "timer", "--runtime", "notifier"]);
+    env.start_daemon();
+    let call = json!({"when":"@every 1m","message":"m","target":"timer","id":"loop"});
+    env.ok(&[
+        "send",
+        "timer",
+        "--from",
+        "human-you",
+        "--message",
+        &call.to_string(),
+    ]);
+    let answer = |e: &TestEnv| -> Option<String> {
+        let inbox = std::fs::read_to_string(e.paths().inbox("you")).unwrap_or_default();
+        inbox
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|r| r["from"] == "timer")
+            .find_map(|r| r["body"].as_str().map(str::to_string))
+    };
+    env.wait_until("the timer answers", Duration::from_secs(30), |e| {
+        answer(e).is_some()
+    });
+    let text = answer(&env).unwrap();
+    assert!(text.contains("\"timer\" is this service itself"), "{text}");
+    assert!(profile(&env, "you")["notifier"]["triggers"]
+        .as_array()
+        .is_none_or(|t| t.is_empty()));
+}

@@ -965,7 +965,18 @@ impl Service {
             Command::Register(fields) => {
                 let tz = self.tz.clone();
                 let check = move |w: &str| when::check(w, Timestamp::now(), &tz).map(|_| ());
-                match call::build_trigger(role, fields, &env.from, &check) {
+                let built = call::build_trigger(role, fields, &env.from, &check).and_then(|t| {
+                    // Its signals would come back to this service, which cannot take them.
+                    if t.target == self.me || t.fallbacks().contains(&self.me) {
+                        return Err(format!(
+                            "\"{}\" is this service itself; signals go to a peer that acts on \
+                             them (\"self\" is you)",
+                            self.me
+                        ));
+                    }
+                    Ok(t)
+                });
+                match built {
                     Err(why) => call::teaching(role, &why),
                     Ok(t) => match store::upsert(&self.paths, &cwd, &t) {
                         Ok(replaced) => {
