@@ -8,6 +8,16 @@ use iapeer::paths::Paths;
 use common::TestEnv;
 use std::time::{Duration, Instant};
 
+/// The demo removed its temporary root from `tmp`.
+fn assert_nothing_left(tmp: &std::path::Path) {
+    let left: Vec<_> = std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "the demo left {left:?} behind");
+}
+
 #[test]
 fn demo_shows_deliveries_and_a_wake_then_cleans_up() {
     let env = TestEnv::new();
@@ -36,12 +46,7 @@ fn demo_shows_deliveries_and_a_wake_then_cleans_up() {
     ] {
         assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
     }
-    let left: Vec<_> = std::fs::read_dir(&tmp)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name())
-        .collect();
-    assert!(left.is_empty(), "the demo left {left:?} behind");
+    assert_nothing_left(&tmp);
 }
 
 #[test]
@@ -128,10 +133,5 @@ fn demo_hung_up_stops_its_daemon_and_removes_its_root() {
         nix::sys::signal::kill(pid, None).is_err(),
         "the demo's daemon {daemon_pid} still runs"
     );
-    let left: Vec<_> = std::fs::read_dir(&tmp)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name())
-        .collect();
-    assert!(left.is_empty(), "the demo left {left:?} behind");
+    assert_nothing_left(&tmp);
 }

@@ -69,6 +69,29 @@ fn spool_files(dir: &Path) -> Vec<Value> {
 }
 
 /// The package's default id: prefix + 12 hex of sha256 over the compact JSON of the fields.
+/// The bodies of the messages from `from` in human `peer`'s inbox, oldest first.
+fn inbox_bodies_from(env: &TestEnv, peer: &str, from: &str) -> Vec<String> {
+    let inbox = std::fs::read_to_string(env.paths().inbox(peer)).unwrap_or_default();
+    inbox
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["from"] == from)
+        .filter_map(|r| r["body"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Send `call` (a JSON body) to the notifier service `service` as `from`.
+fn call_service(env: &TestEnv, service: &str, from: &str, call: &Value) -> String {
+    env.ok(&[
+        "send",
+        service,
+        "--from",
+        from,
+        "--message",
+        &call.to_string(),
+    ])
+}
+
 fn package_id(prefix: &str, fields_json: &str) -> String {
     let d = Sha256::digest(fields_json.as_bytes());
     let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
@@ -722,21 +745,10 @@ fn a_watcher_line_over_the_limit_arrives_in_parts() {
     env.start_daemon();
     let call = json!({"script":"head -c 16500 /dev/zero | tr '\\0' L; echo; sleep 300",
                       "target":"self","id":"longline"});
-    env.ok(&[
-        "send",
-        "watcher",
-        "--from",
-        "human-you",
-        "--message",
-        &call.to_string(),
-    ]);
+    call_service(&env, "watcher", "human-you", &call);
     let bodies = |e: &TestEnv| -> Vec<String> {
-        let inbox = std::fs::read_to_string(e.paths().inbox("you")).unwrap_or_default();
-        inbox
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|r| r["from"] == "watcher")
-            .filter_map(|r| r["body"].as_str().map(str::to_string))
+        inbox_bodies_from(e, "you", "watcher")
+            .into_iter()
             .filter(|b| b.starts_with("[part "))
             .collect()
     };
@@ -756,14 +768,12 @@ fn a_watcher_line_over_the_limit_arrives_in_parts() {
         })
         .collect();
     assert_eq!(whole, "L".repeat(16_500));
-    env.ok(&[
-        "send",
+    call_service(
+        &env,
         "watcher",
-        "--from",
         "human-you",
-        "--message",
-        r#"{"cmd":"unregister","id":"longline"}"#,
-    ]);
+        &json!({"cmd":"unregister","id":"longline"}),
+    );
 }
 
 /// A trigger aimed at the service itself is refused at registration (its signals could only
@@ -775,22 +785,8 @@ fn a_trigger_aimed_at_the_service_itself_is_refused() {
     env.ok(&["create", "timer", "--runtime", "notifier"]);
     env.start_daemon();
     let call = json!({"when":"@every 1m","message":"m","target":"timer","id":"loop"});
-    env.ok(&[
-        "send",
-        "timer",
-        "--from",
-        "human-you",
-        "--message",
-        &call.to_string(),
-    ]);
-    let answer = |e: &TestEnv| -> Option<String> {
-        let inbox = std::fs::read_to_string(e.paths().inbox("you")).unwrap_or_default();
-        inbox
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|r| r["from"] == "timer")
-            .find_map(|r| r["body"].as_str().map(str::to_string))
-    };
+    call_service(&env, "timer", "human-you", &call);
+    let answer = |e: &TestEnv| inbox_bodies_from(e, "you", "timer").into_iter().next();
     env.wait_until("the timer answers", Duration::from_secs(30), |e| {
         answer(e).is_some()
     });

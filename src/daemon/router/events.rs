@@ -123,20 +123,25 @@ impl Router {
         }
     }
 
+    /// The head job of `identity` when `id` is the one in flight there: taken off the queue
+    /// and the endpoint left with nothing in flight. `None` for an answer that is not the
+    /// current one (late, or for a job already finished).
+    fn take_inflight(&mut self, identity: &Identity, id: u64) -> Option<Job> {
+        let ep = self.queues.endpoints.get_mut(identity)?;
+        if ep.inflight != Some(id) {
+            return None;
+        }
+        ep.inflight = None;
+        ep.queue.pop_front()
+    }
+
     pub(crate) fn on_compacted(
         &mut self,
         identity: &Identity,
         id: u64,
         result: Result<crate::runtime::CompactOutcome, String>,
     ) {
-        let Some(ep) = self.queues.endpoints.get_mut(identity) else {
-            return;
-        };
-        if ep.inflight != Some(id) {
-            return;
-        }
-        ep.inflight = None;
-        let Some(Job::Compact(c)) = ep.queue.pop_front() else {
+        let Some(Job::Compact(c)) = self.take_inflight(identity, id) else {
             return;
         };
         let resumed = self.live.sessions.get(identity).is_some_and(|s| {
@@ -160,20 +165,11 @@ impl Router {
         self.pump(identity);
     }
 
-    /// A delivery's answer from the session: accepted (`Ok(None)`), accepted into a queue
-    /// (`Ok(Some(by))`), or failed.
     /// The runtime answered that it cannot take delivery `id` (its reason in `reason`):
     /// the message fails at once with that reason, never held for a revive — the session
     /// is up and goes on with the next message.
     pub(crate) fn on_refused(&mut self, identity: &Identity, id: u64, reason: String) {
-        let Some(ep) = self.queues.endpoints.get_mut(identity) else {
-            return;
-        };
-        if ep.inflight != Some(id) {
-            return;
-        }
-        ep.inflight = None;
-        let Some(Job::Send(job)) = ep.queue.pop_front() else {
+        let Some(Job::Send(job)) = self.take_inflight(identity, id) else {
             return;
         };
         let p = &job.prepared.endpoint;
@@ -191,20 +187,15 @@ impl Router {
         self.pump(identity);
     }
 
+    /// A delivery's answer from the session: accepted (`Ok(None)`), accepted into a queue
+    /// (`Ok(Some(by))`), or failed.
     pub(crate) fn on_delivered(
         &mut self,
         identity: &Identity,
         id: u64,
         result: Result<Option<QueuedBy>, String>,
     ) {
-        let Some(ep) = self.queues.endpoints.get_mut(identity) else {
-            return;
-        };
-        if ep.inflight != Some(id) {
-            return;
-        }
-        ep.inflight = None;
-        let Some(Job::Send(job)) = ep.queue.pop_front() else {
+        let Some(Job::Send(job)) = self.take_inflight(identity, id) else {
             return;
         };
         let job = *job;
