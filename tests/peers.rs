@@ -519,7 +519,8 @@ fn rename_moves_the_folder_history_profile_and_registry_and_refuses_what_it_must
 
 /// A renamed human keeps its inbox and read mark, runs again under its new name at once (its
 /// inbox writer is always-on, spec 05 §8), and a later peer under the old name starts with an
-/// empty inbox (found by a newcomer walkthrough: the inbox stayed under the old name).
+/// empty inbox (found by a newcomer walkthrough: the inbox stayed under the old name); a
+/// removed one's messages are set aside, not handed to the next peer of its name.
 #[test]
 fn rename_of_a_human_moves_its_inbox_and_starts_it_again() {
     let mut env = TestEnv::new();
@@ -546,6 +547,16 @@ fn rename_of_a_human_moves_its_inbox_and_starts_it_again() {
     env.ok(&["create", "frank", "--runtime", "human"]);
     let out = env.ok(&["inbox", "frank", "--all"]);
     assert!(!out.contains("important note"), "{out}");
+
+    // Removed, a human's messages are kept aside: a new frankie starts empty.
+    let out = env.ok(&["remove", "frankie", "--force", "--json"]);
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let kept = PathBuf::from(v["inbox_kept"].as_str().expect("where the inbox went"));
+    assert!(common::read(&kept).contains("important note"));
+    assert!(!env.paths().inbox("frankie").exists());
+    env.ok(&["create", "frankie", "--runtime", "human"]);
+    let out = env.ok(&["inbox", "frankie", "--all"]);
+    assert!(out.contains("no messages yet"), "{out}");
 }
 
 /// Every runtime a peer declares must take its intelligence: naming a human runtime with

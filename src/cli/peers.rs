@@ -155,8 +155,8 @@ pub(crate) fn start_always_on(paths: &Paths, name: &str, runtime: &str) {
     }
 }
 
-/// `remove <peer> [--force]`: drop the registry entry, end its sessions, delete its inbox and
-/// markers; keep the folder.
+/// `remove <peer> [--force]`: drop the registry entry, end its sessions, delete its attachment
+/// inbox and markers, set a human's messages aside; keep the folder.
 pub fn remove(inv: &Invocation) -> CliResult {
     let name = inv
         .positional(args::PEER)
@@ -199,6 +199,7 @@ pub fn remove(inv: &Invocation) -> CliResult {
         std::fs::remove_dir_all(&inbox)
             .map_err(|e| fail(format!("cannot delete {}: {e}", inbox.display())))?;
     }
+    let kept = set_human_inbox_aside(&paths, name);
     for rt in &entry.runtimes {
         if let Err(e) = runtime::teardown_peer(rt, &entry.cwd) {
             eprintln!("iapeer remove: {e}");
@@ -219,11 +220,45 @@ pub fn remove(inv: &Invocation) -> CliResult {
             eprintln!("iapeer remove: cannot set the profile aside ({e}); verify --fix would register the peer again");
         }
     }
+    let kept_note = kept
+        .as_ref()
+        .map(|k| format!("; its inbox kept as {}", k.display()))
+        .unwrap_or_default();
     done(
         inv,
-        &serde_json::json!({ "removed": true, "folder": entry.cwd }),
-        &format!("removed {name} (folder kept: {})\n", entry.cwd.display()),
+        &serde_json::json!({ "removed": true, "folder": entry.cwd, "inbox_kept": kept }),
+        &format!(
+            "removed {name} (folder kept: {}{kept_note})\n",
+            entry.cwd.display()
+        ),
     )
+}
+
+/// A removed human's messages and read mark are kept, under a name no later peer reads
+/// (`<name>.removed-<ms>.jsonl` and `.read`): a new peer given the same name starts with an
+/// empty inbox instead of someone else's messages. Returns where the messages went.
+fn set_human_inbox_aside(paths: &Paths, name: &str) -> Option<PathBuf> {
+    let stamp = crate::clock::now_ms();
+    let aside = |p: PathBuf, ext: &str| p.with_file_name(format!("{name}.removed-{stamp}.{ext}"));
+    let mut kept = None;
+    for (from, ext) in [
+        (paths.inbox(name), "jsonl"),
+        (paths.inbox_read_mark(name), "read"),
+    ] {
+        if !from.exists() {
+            continue;
+        }
+        let to = aside(from.clone(), ext);
+        match std::fs::rename(&from, &to) {
+            Ok(()) if ext == "jsonl" => kept = Some(to),
+            Ok(()) => {}
+            Err(e) => eprintln!(
+                "iapeer remove: cannot set {} aside ({e}); a later peer named {name} would see it",
+                from.display()
+            ),
+        }
+    }
+    kept
 }
 
 /// The live sessions of peer `name` (identities), from the running daemon's state file.

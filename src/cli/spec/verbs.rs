@@ -601,8 +601,9 @@ pub static VERBS: &[VerbSpec] = &[
         signature: "remove <peer> [--force] [--json]",
         summary: "unregister a peer, keeping its folder",
         description: "Drop the peer from the registry, end its sessions, and delete its attachment inbox \
-            and lifecycle markers. The folder is kept. A live peer is refused without --force; removing \
-            an unknown peer does nothing and succeeds.",
+            and lifecycle markers. The folder is kept, and a human's messages too, set aside as \
+            <name>.removed-<ms>.jsonl so a later peer of that name starts with an empty inbox. A live \
+            peer is refused without --force; removing an unknown peer does nothing and succeeds.",
         positionals: &[args::PEER],
         flags: &[FORCE, JSON],
         rules: &[],
