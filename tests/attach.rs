@@ -539,6 +539,19 @@ fn attach_to_a_router_runtime_is_refused() {
     );
     // Refused before the terminal is taken over: no detach hint first.
     assert!(!term.text().contains("Ctrl-]"), "{}", term.text());
+    // So are a name that is not registered and a runtime the peer does not declare.
+    for (args, says) in [
+        (vec!["attach", "consol"], "did you mean \"console\""),
+        (
+            vec!["attach", "console", "echo"],
+            "does not declare runtime \"echo\"",
+        ),
+    ] {
+        let mut term = Terminal::spawn(env.cmd(&args));
+        assert_eq!(term.wait(&env).code(), Some(1), "{}", term.text());
+        assert!(term.text().contains(says), "{}", term.text());
+        assert!(!term.text().contains("Ctrl-]"), "{}", term.text());
+    }
     assert_eq!(
         env.status_of("console", "bot"),
         "live",

@@ -197,3 +197,69 @@ fn a_draft_left_past_the_composer_timeout_fails_the_message_and_keeps_the_draft(
     );
     assert!(term.screen().contains("half a thought"));
 }
+
+/// Every message that comes while a draft holds one is answered at once — `queued`,
+/// composer, with its place in line — instead of its sender waiting, unanswered, for the
+/// draft to go (spec 05 §7 and spec 07's `— composer, depth <n>`; found by a newcomer
+/// walkthrough: the second sender still waited after 40 s). Once the draft is cleared they
+/// all go in, in order, each followed to `outcome=delivered`.
+#[test]
+fn messages_behind_a_draft_are_each_answered_queued_with_their_depth() {
+    let mut env = common::TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("bob");
+    env.start_daemon();
+    env.ok(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "echo: wake",
+    ]);
+    let mut term = crate::attach::Terminal::spawn(env.cmd(&["attach", "bob"]));
+    env.wait_until(
+        "the attached terminal shows bob",
+        Duration::from_secs(30),
+        |_| term.screen().contains("❯"),
+    );
+    term.type_bytes(b"half a thought");
+    env.wait_until("the draft is on screen", Duration::from_secs(30), |_| {
+        term.screen().contains("half a thought")
+    });
+    for n in 1..=3 {
+        let out = env.run(&[
+            "send",
+            "bob",
+            "--from",
+            "echo-alice",
+            "--message",
+            &format!("echo: later {n}"),
+            "--timeout",
+            "10",
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success()
+                && text.starts_with(&format!("queued for bob (echo) — composer, depth {n}")),
+            "message {n}: {}",
+            common::describe(&out)
+        );
+    }
+    term.type_bytes(&[0x7f; 14]);
+    env.wait_until(
+        "all three are delivered and followed",
+        Duration::from_secs(30),
+        |e| {
+            e.events("delivery", "delivery-followup")
+                .iter()
+                .filter(|f| f["qkind"] == "composer" && f["outcome"] == "delivered")
+                .count()
+                == 3
+        },
+    );
+    let pane = env.pane("echo-bob");
+    let at = |m: &str| pane.find(m).unwrap_or_else(|| panic!("{m} not in\n{pane}"));
+    assert!(at("echo: later 1") < at("echo: later 2") && at("echo: later 2") < at("echo: later 3"));
+    assert!(!pane.contains("half a thoughtecho"), "{pane}");
+}

@@ -365,6 +365,16 @@ fn verbs_act_like_the_cli() {
     assert_eq!(a.status, 200);
     assert_eq!(a.json()["stopped"], json!(["echo-bob"]));
     assert_eq!(env.status_of("bob", "echo"), "stopped");
+    // No screen, and the way out names start (a wake is refused for a stopped peer).
+    let a = get(&env, "/fleet/v1/peers/bob/screen");
+    assert!(
+        a.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("it is stopped: POST /fleet/v1/peers/bob/start"),
+        "{}",
+        String::from_utf8_lossy(&a.body)
+    );
     // The operation failed: the peer is stopped (502, with the control code).
     let a = verb("wake", json!({}));
     assert_eq!(a.status, 502, "{}", String::from_utf8_lossy(&a.body));

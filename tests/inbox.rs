@@ -456,6 +456,18 @@ fn an_inbox_that_cannot_be_written_fails_the_send_with_why_and_parks_nobody() {
         );
         assert!(!err.contains("offline") && !err.contains("parked"), "{err}");
     }
+    // Scripts read it as the peer being unable to take messages now, not the daemon's fault.
+    let out = env.run(&[
+        "send",
+        "you",
+        "--from",
+        "echo-alice",
+        "--message",
+        "m",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["code"], "offline", "{v}");
     std::fs::remove_dir(&file).unwrap();
     let out = env.ok(&[
         "send",

@@ -735,39 +735,45 @@ fn replies_carry_the_inbound_topic_and_an_ephemeral_requester_gets_none() {
 }
 
 /// A watcher line longer than a signal may be arrives whole, as order-marked parts that each
-/// fit the daemon's limit (found by a newcomer walkthrough: a 16 500-character line was
-/// refused on every link and lost).
+/// fit the daemon's limit, and a watcher's messages arrive in the order printed (found by
+/// newcomer walkthroughs: a 16 500-character line was refused on every link and lost; lines
+/// made in one millisecond went out in random order).
 #[test]
 fn a_watcher_line_over_the_limit_arrives_in_parts() {
     let mut env = TestEnv::new();
     env.ok(&["create", "you", "--runtime", "human"]);
     env.ok(&["create", "watcher", "--runtime", "notifier"]);
     env.start_daemon();
-    let call = json!({"script":"head -c 16500 /dev/zero | tr '\\0' L; echo; sleep 300",
+    // The long line, then twenty short ones at once: all arrive, in the order printed.
+    let call = json!({"script":"head -c 16500 /dev/zero | tr '\\0' L; echo; \
+                                for i in $(seq 1 20); do echo line$i; done; sleep 300",
                       "target":"self","id":"longline"});
     call_service(&env, "watcher", "human-you", &call);
-    let bodies = |e: &TestEnv| -> Vec<String> {
+    // The script's messages (the registration's confirmation comes from the watcher too).
+    let signals = |e: &TestEnv| -> Vec<String> {
         inbox_bodies_from(e, "you", "watcher")
             .into_iter()
-            .filter(|b| b.starts_with("[part "))
+            .filter(|b| !b.starts_with("✓ registered"))
             .collect()
     };
-    env.wait_until("both parts reach the inbox", Duration::from_secs(30), |e| {
-        bodies(e).len() >= 2
-    });
-    let mut parts = bodies(&env);
-    parts.sort();
-    assert_eq!(parts.len(), 2, "{parts:?}");
-    let whole: String = parts
+    env.wait_until(
+        "every message reaches the inbox",
+        Duration::from_secs(60),
+        |e| signals(e).len() >= 22,
+    );
+    let got = signals(&env);
+    let whole: String = got[..2]
         .iter()
         .enumerate()
         .map(|(i, p)| {
             p.strip_prefix(&format!("[part {}/2] ", i + 1))
-                .expect("a part marker")
+                .unwrap_or_else(|| panic!("part {} in place: {:?}", i + 1, &p[..20]))
                 .to_string()
         })
         .collect();
     assert_eq!(whole, "L".repeat(16_500));
+    let lines: Vec<String> = (1..=20).map(|i| format!("line{i}")).collect();
+    assert_eq!(got[2..], lines[..], "in the order printed");
     call_service(
         &env,
         "watcher",

@@ -484,7 +484,13 @@ fn rename_moves_the_folder_history_profile_and_registry_and_refuses_what_it_must
     assert!(err.contains("is not in the iapeer peers index"), "{err}");
     assert!(bob.is_dir(), "nothing moved on a refusal");
 
+    // A human inbox left under bob's name (by a removed human) is no business of an echo
+    // peer's rename.
+    let stray = env.paths().inbox("bob");
+    std::fs::create_dir_all(stray.parent().unwrap()).unwrap();
+    std::fs::write(&stray, "").unwrap();
     let out = env.ok(&["rename", "bob", "carol", "--force"]);
+    assert!(stray.exists() && !env.paths().inbox("carol").exists());
     let carol = env.peer_dir("carol");
     assert!(out.contains("renamed bob to carol"), "{out}");
     assert!(carol.is_dir() && !bob.exists());

@@ -138,17 +138,25 @@ pub fn attach(inv: &Invocation) -> CliResult {
     connect_and_attach(&req, peer)
 }
 
-/// A peer that has no agent runtime to attach to (a human's inbox, a service) is refused
-/// before the terminal is taken over and the detach hint printed, with the daemon's words.
-/// A peer not in the registry is left to the daemon (which suggests names).
+/// What the daemon would refuse, refused before the terminal is taken over and the detach
+/// hint printed: a peer that is not registered (with the name meant), a runtime it does not
+/// declare, and one with no agent runtime to attach to (a human's inbox, a service), the
+/// last with the daemon's words. An unreadable registry is left to the daemon.
 fn refuse_attach_to_a_router_peer(peer: &str, runtime: Option<&str>) -> CliResult {
     let paths = paths()?;
-    let Some(entry) = crate::registry::Registry::load(&paths)
-        .ok()
-        .and_then(|r| r.find(peer).cloned())
-    else {
+    let Ok(registry) = crate::registry::Registry::load(&paths) else {
         return Ok(());
     };
+    let Some(entry) = registry.find(peer).cloned() else {
+        return Err(super::suggest::not_registered(&paths, peer));
+    };
+    if let Some(rt) = runtime.filter(|rt| !entry.runtimes.iter().any(|d| d == rt)) {
+        return Err(CliError::Failed(format!(
+            "peer \"{peer}\" does not declare runtime \"{rt}\" (it has {}) — attach {peer} \
+             without a runtime for its default",
+            entry.runtimes.join(", ")
+        )));
+    }
     let rt = runtime.unwrap_or(&entry.default_runtime);
     let router = crate::runtime::adapter_for(&paths, rt)
         .is_ok_and(|a| a.kind() == crate::runtime::RuntimeKind::Router);

@@ -415,7 +415,7 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
         if peer.nature() != Intelligence::Artificial {
             rows.push(serde_json::json!({ "personality": peer.personality, "outcome": "skipped" }));
             out.push_str(&format!(
-                "{}: skipped (a {} peer cannot run on {rt})\n",
+                "{}: skipped (a peer of intelligence {} cannot run on {rt})\n",
                 peer.personality,
                 peer.nature()
             ));

@@ -189,6 +189,13 @@ impl Entry {
         Step::Send { to, text, link }
     }
 
+    /// The recipient of the next attempt ([`Entry::next_send`]'s `to`), `None` for an empty
+    /// chain.
+    pub fn next_target(&self) -> Option<&str> {
+        let total = self.chain.len() * ATTEMPTS_PER_LINK;
+        (total > 0).then(|| self.chain[(self.attempts.len() % total) / ATTEMPTS_PER_LINK].as_str())
+    }
+
     /// Record a failed attempt on `to` at `at` and say what follows: a wait of `retry`
     /// before the second attempt on the same link, the next link at once, or lost.
     pub fn failed(&mut self, to: &str, at: String, error: &str, retry: Duration) -> Step {

@@ -708,8 +708,10 @@ impl Service {
         );
     }
 
-    /// Start every delivery that is due and whose recipient has no send in flight (one at a
-    /// time per recipient keeps a watcher's lines in order).
+    /// Start every delivery that is due and whose recipient has no earlier signal still on
+    /// its way, in id order (ids sort in the order they were made, [`spool::new_id`]): one
+    /// send at a time per recipient, and none past an earlier one waiting for its retry,
+    /// keeps a watcher's lines and a long line's parts in order.
     fn pump(&mut self) {
         let now = Instant::now();
         let mut busy: HashSet<String> = self
@@ -727,6 +729,9 @@ impl Service {
                 DState::InFlight(_) => false,
             };
             if !due {
+                if let (DState::Waiting(_), Some(to)) = (&d.state, d.entry.next_target()) {
+                    busy.insert(to.to_string());
+                }
                 continue;
             }
             let Step::Send { to, text, link } = d.entry.next_send() else {

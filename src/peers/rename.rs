@@ -212,7 +212,13 @@ pub fn rename_peer(
             ));
         }
     }
-    warnings.extend(move_human_inbox(paths, old, new));
+    if entry
+        .runtimes
+        .iter()
+        .any(|rt| rt == crate::runtime::human::NAME)
+    {
+        warnings.extend(move_human_inbox(paths, old, new));
+    }
     Ok(Renamed {
         peer,
         from,

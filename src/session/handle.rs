@@ -191,6 +191,9 @@ pub enum EventKind {
         id: u64,
         /// Which queue holds it.
         by: crate::protocol::QueuedBy,
+        /// How many messages that queue holds with it counted, when the session knows
+        /// (the composer hold: the held one and those waiting behind it).
+        depth: Option<u64>,
     },
     /// The fate of a [`EventKind::Queued`] message: `Ok(())` = it reached the model;
     /// `Err(reason)` = removed from the runtime's queue, held past the composer limit, or the

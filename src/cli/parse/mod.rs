@@ -392,11 +392,22 @@ fn take_value(p: &mut lexopt::Parser) -> Result<String, String> {
     let value = match p.optional_value() {
         Some(v) => Some(v),
         None => p.raw_args().ok().and_then(|mut raw| {
+            // A word that starts with a dash but is no flag of ours (`-5m`, `-hi there`,
+            // `-- x`): refused with a hint, and taken, so its letters are not read as flags
+            // (`-hi` would otherwise print the help and exit 0 with nothing sent).
             dashed = raw
                 .peek()
                 .and_then(|w| w.to_str())
-                .filter(|w| w.len() > 1 && w.starts_with('-') && !w.starts_with("--"))
+                .filter(|w| {
+                    w.len() > 1
+                        && w.starts_with('-')
+                        && (!w.starts_with("--") || w.contains(char::is_whitespace))
+                })
                 .map(str::to_string);
+            if dashed.is_some() {
+                raw.next();
+                return None;
+            }
             raw.next_if(|w| !looks_like_flag(w))
         }),
     };

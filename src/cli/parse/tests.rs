@@ -99,6 +99,14 @@ fn usage_errors_are_one_targeted_line() {
             format!("iapeer: --message needs a value — usage: iapeer {SEND_SIG}"),
         ),
         (
+            &["send", "bob", "--message", "-hi there"],
+            format!("iapeer: --message needs a value (\"-hi there\" starts with a dash, so it reads as a flag; to give it as the value, join them with =) — usage: iapeer {SEND_SIG}"),
+        ),
+        (
+            &["send", "bob", "--message", "-- x"],
+            format!("iapeer: --message needs a value (\"-- x\" starts with a dash, so it reads as a flag; to give it as the value, join them with =) — usage: iapeer {SEND_SIG}"),
+        ),
+        (
             &["send", "bob", "--message", "-x"],
             format!("iapeer: --message needs a value (\"-x\" starts with a dash, so it reads as a flag; to give it as the value, join them with =) — usage: iapeer {SEND_SIG}"),
         ),

@@ -78,7 +78,9 @@ impl Router {
                 self.on_delivered(&identity, id, result.map(|()| None))
             }
             EventKind::Refused { id, reason } => self.on_refused(&identity, id, reason),
-            EventKind::Queued { id, by } => self.on_delivered(&identity, id, Ok(Some(by))),
+            EventKind::Queued { id, by, depth } => {
+                self.on_delivered(&identity, id, Ok(Some((by, depth))))
+            }
             EventKind::QueueOutcome { id, result } => self.on_queue_outcome(id, result),
             EventKind::GateOutcome { id, result, quiet } => {
                 self.on_gate_outcome(&identity, id, result, quiet)
@@ -177,10 +179,12 @@ impl Router {
             "peer \"{}\" ({}) could not take the message: {reason}; message NOT delivered",
             p.personality, p.runtime
         );
+        // Not the daemon's own error (500 on the fleet API): the peer cannot take messages
+        // now, as an offline one cannot (502).
         self.finish_send(
             job.record(),
             Refusal {
-                code: Code::Internal,
+                code: Code::Offline,
                 error,
             },
         );
@@ -193,7 +197,7 @@ impl Router {
         &mut self,
         identity: &Identity,
         id: u64,
-        result: Result<Option<QueuedBy>, String>,
+        result: Result<Option<(QueuedBy, Option<u64>)>, String>,
     ) {
         let Some(Job::Send(job)) = self.take_inflight(identity, id) else {
             return;
@@ -246,7 +250,7 @@ impl Router {
                     }
                 }
                 match queued {
-                    Some(by) => self.follow(&job, super::followup::Awaits::Queue(by)),
+                    Some((by, _)) => self.follow(&job, super::followup::Awaits::Queue(by)),
                     // The wake's first message: its ready gate runs on (`GateOutcome`).
                     None if job.woke => self.follow(&job, super::followup::Awaits::ReadyGate),
                     None => {}

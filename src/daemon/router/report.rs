@@ -30,12 +30,20 @@ impl Router {
                 ),
             ));
         }
+        let stopped =
+            crate::markers::Markers::new(&self.paths, &ident).is_set(crate::markers::Flag::Stopped);
         let not_live = || {
+            let way = if stopped {
+                format!("it is stopped: POST /fleet/v1/peers/{personality}/start, then wake it")
+            } else {
+                format!(
+                    "wake it with POST /fleet/v1/peers/{personality}/wake, or send it a message"
+                )
+            };
             Reply::failure(
                 Code::NotLive,
                 format!(
-                    "peer \"{personality}\" has no session on {}: nothing to show (wake it with \
-                     POST /fleet/v1/peers/{personality}/wake, or send it a message)",
+                    "peer \"{personality}\" has no session on {}: nothing to show ({way})",
                     ident.runtime
                 ),
             )

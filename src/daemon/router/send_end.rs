@@ -21,10 +21,14 @@ impl Router {
     /// A send delivered: its delivery.log line and the sender's typed answer, built from
     /// the prepared message the queued send holds. `queued` names the queue that took it
     /// when it did not go to the model at once (the runtime's own queue behind a running
-    /// turn, or the composer hold): answered `queued`.
-    pub(crate) fn send_delivered(&mut self, job: QueuedSend, queued: Option<QueuedBy>) {
+    /// turn, or the composer hold), with its depth when known: answered `queued`.
+    pub(crate) fn send_delivered(
+        &mut self,
+        job: QueuedSend,
+        queued: Option<(QueuedBy, Option<u64>)>,
+    ) {
         match queued {
-            Some(by) => self.send_queued(job, by, None),
+            Some((by, depth)) => self.send_queued(job, by, depth),
             None => {
                 self.drained_done(&job, &job.prepared.endpoint, true);
                 self.send_accepted(job, None);

@@ -15,6 +15,7 @@ impl Session {
                     } else {
                         self.queued.push_back(d);
                         self.next_delivery();
+                        self.answer_those_behind_the_draft();
                     }
                 }
                 SessionCmd::Keys(bytes) => self.write_child(&bytes),

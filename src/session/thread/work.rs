@@ -229,17 +229,48 @@ impl Session {
         }
     }
 
-    /// Tell delivery `id`'s sender that it waits behind a draft of `chars` characters.
+    /// Tell delivery `id`'s sender that it waits behind a draft of `chars` characters, as
+    /// number `depth` of the messages waiting for the composer; then the messages queued
+    /// behind it are answered too ([`Session::answer_those_behind_the_draft`]).
     fn answer_held(&mut self, id: u64, chars: usize) {
         log::info!(
             "{}: the composer holds a draft ({chars} chars); delivery {id} waits for it",
             self.cfg.identity
         );
-        self.emit(EventKind::Queued {
-            id,
-            by: crate::protocol::QueuedBy::Composer,
-        });
-        self.answered_queued.insert(id);
+        if self.answered_queued.insert(id) {
+            self.emit(EventKind::Queued {
+                id,
+                by: crate::protocol::QueuedBy::Composer,
+                depth: Some(1),
+            });
+        }
+        self.answer_those_behind_the_draft();
+    }
+
+    /// While a draft holds a message, every message queued behind it in this session waits
+    /// for the composer too: its sender is answered `queued` (composer, its place in line
+    /// as the depth) at once instead of waiting, unanswered, for the draft to go (spec 05
+    /// §7: each message is held; each sender gets `queued`). Their outcomes follow as the
+    /// held one's does ([`EventKind::QueueOutcome`]).
+    pub(super) fn answer_those_behind_the_draft(&mut self) {
+        if !self.held.as_ref().is_some_and(|h| h.answered) {
+            return;
+        }
+        let waiting: Vec<(u64, u64)> = self
+            .queued
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.id, i as u64 + 2))
+            .filter(|(id, _)| !self.answered_queued.contains(id))
+            .collect();
+        for (id, depth) in waiting {
+            self.answered_queued.insert(id);
+            self.emit(EventKind::Queued {
+                id,
+                by: crate::protocol::QueuedBy::Composer,
+                depth: Some(depth),
+            });
+        }
     }
 
     /// A held delivery's turn: deliver once the composer is free, fail past the limit.
@@ -391,6 +422,7 @@ impl Session {
                         self.emit(EventKind::Queued {
                             id: d.id,
                             by: crate::protocol::QueuedBy::Runtime,
+                            depth: None,
                         });
                     }
                     self.followers.push(d.into_follower(Instant::now()));
