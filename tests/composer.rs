@@ -24,6 +24,37 @@ fn attach_and_draft(env: &common::TestEnv, peer: &str, shows: &str) -> crate::at
     term
 }
 
+/// alice and bob on the echo stand-in, bob live with a human attached who typed `half a
+/// thought` without Enter (the daemon with `vars`).
+fn echo_bob_with_a_draft(vars: &[(&str, &str)]) -> (common::TestEnv, crate::attach::Terminal) {
+    let mut env = common::TestEnv::new();
+    for (k, v) in vars {
+        env.set(k, v);
+    }
+    env.create_echo("alice");
+    env.create_echo("bob");
+    env.start_daemon();
+    env.ok(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "echo: wake",
+    ]);
+    let mut term = crate::attach::Terminal::spawn(env.cmd(&["attach", "bob"]));
+    env.wait_until(
+        "the attached terminal shows bob",
+        Duration::from_secs(30),
+        |_| term.screen().contains("❯"),
+    );
+    term.type_bytes(b"half a thought");
+    env.wait_until("the draft is on screen", Duration::from_secs(30), |_| {
+        term.screen().contains("half a thought")
+    });
+    (env, term)
+}
+
 /// A human attached to a live claude peer types a draft without Enter; a message sent 2 s
 /// later waits (`queued`, `queuedBy: "composer"`) instead of being submitted glued to the
 /// draft; once the human clears the draft it goes in alone, and `delivery.log` follows it.
@@ -151,29 +182,7 @@ fn codex_draft_in_the_composer_holds_the_message_until_the_composer_is_free() {
 /// never typed after the draft — the draft stays as the human left it.
 #[test]
 fn a_draft_left_past_the_composer_timeout_fails_the_message_and_keeps_the_draft() {
-    let mut env = common::TestEnv::new();
-    env.set("IAPEER_COMPOSER_QUEUE_TIMEOUT_MS", "1500");
-    env.create_echo("alice");
-    env.create_echo("bob");
-    env.start_daemon();
-    env.ok(&[
-        "send",
-        "bob",
-        "--from",
-        "echo-alice",
-        "--message",
-        "echo: wake",
-    ]);
-    let mut term = crate::attach::Terminal::spawn(env.cmd(&["attach", "bob"]));
-    env.wait_until(
-        "the attached terminal shows bob",
-        Duration::from_secs(30),
-        |_| term.screen().contains("❯"),
-    );
-    term.type_bytes(b"half a thought");
-    env.wait_until("the draft is on screen", Duration::from_secs(30), |_| {
-        term.screen().contains("half a thought")
-    });
+    let (env, term) = echo_bob_with_a_draft(&[("IAPEER_COMPOSER_QUEUE_TIMEOUT_MS", "1500")]);
     let out = env.ok(&[
         "send",
         "bob",
@@ -205,28 +214,7 @@ fn a_draft_left_past_the_composer_timeout_fails_the_message_and_keeps_the_draft(
 /// all go in, in order, each followed to `outcome=delivered`.
 #[test]
 fn messages_behind_a_draft_are_each_answered_queued_with_their_depth() {
-    let mut env = common::TestEnv::new();
-    env.create_echo("alice");
-    env.create_echo("bob");
-    env.start_daemon();
-    env.ok(&[
-        "send",
-        "bob",
-        "--from",
-        "echo-alice",
-        "--message",
-        "echo: wake",
-    ]);
-    let mut term = crate::attach::Terminal::spawn(env.cmd(&["attach", "bob"]));
-    env.wait_until(
-        "the attached terminal shows bob",
-        Duration::from_secs(30),
-        |_| term.screen().contains("❯"),
-    );
-    term.type_bytes(b"half a thought");
-    env.wait_until("the draft is on screen", Duration::from_secs(30), |_| {
-        term.screen().contains("half a thought")
-    });
+    let (env, mut term) = echo_bob_with_a_draft(&[]);
     for n in 1..=3 {
         let out = env.run(&[
             "send",
