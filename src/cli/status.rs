@@ -279,7 +279,7 @@ pub fn run(inv: &Invocation) -> CliResult {
                 .to_string(),
         };
         print(&format!(
-            "iapeer {}\n{daemon}\n{}\npeers: {} ({l} live, {a} asleep, {s} stopped{})\n{}\n",
+            "iapeer {}\n{daemon}\n{}\npeers: {} (runtimes: {l} live, {a} asleep, {s} stopped{})\n{}\n",
             env!("CARGO_PKG_VERSION"),
             service.line(),
             rows.len(),
