@@ -20,6 +20,54 @@ impl Drop for Follower {
     }
 }
 
+impl Follower {
+    /// `iapeer <args>` (an `inbox` or `logs` with `--follow`) with its stdout lines on a
+    /// channel and its stderr piped.
+    fn spawn(env: &TestEnv, args: &[&str]) -> (Follower, std::sync::mpsc::Receiver<String>) {
+        let mut child = env
+            .cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let _ = tx.send(line);
+            }
+        });
+        (Follower(child), rx)
+    }
+
+    /// Its exit status, within `secs` (`what` names the event that should have ended it).
+    fn wait_exit(&mut self, secs: u64, what: &str) -> std::process::ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(s) = self.0.try_wait().unwrap() {
+                return s;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(secs),
+                "--follow did not end on {what}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Everything it wrote to stderr (once it has ended).
+    fn stderr(&mut self) -> String {
+        let mut said = String::new();
+        if let Some(mut e) = self.0.stderr.take() {
+            std::io::Read::read_to_string(&mut e, &mut said).unwrap();
+        }
+        said
+    }
+}
+
 /// alice on the echo stand-in, `you` on the human runtime, the daemon up.
 fn human_and_agent() -> TestEnv {
     let mut env = TestEnv::new();
@@ -37,6 +85,12 @@ fn human_and_agent() -> TestEnv {
         e.status_of("you", "human") == "live"
     });
     env
+}
+
+/// The next record a `--follow --json` printed, within 10 s (`what` says what it should be).
+fn next_record(rx: &std::sync::mpsc::Receiver<String>, what: &str) -> serde_json::Value {
+    let line = rx.recv_timeout(Duration::from_secs(10)).expect(what);
+    serde_json::from_str(&line).unwrap()
 }
 
 fn inbox_json(env: &TestEnv, args: &[&str]) -> Vec<serde_json::Value> {
@@ -238,23 +292,7 @@ fn a_delivered_message_survives_the_daemon_being_killed() {
 #[test]
 fn inbox_follow_picks_up_a_new_message() {
     let env = human_and_agent();
-    let mut follower = Follower(
-        env.cmd(&["inbox", "--follow", "--json"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let child = &mut follower.0;
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
+    let (mut follower, rx) = Follower::spawn(&env, &["inbox", "--follow", "--json"]);
     env.ok(&[
         "send",
         "you",
@@ -265,28 +303,67 @@ fn inbox_follow_picks_up_a_new_message() {
         "--message",
         "news",
     ]);
-    let line = rx
-        .recv_timeout(Duration::from_secs(10))
-        .expect("--follow printed the new message");
-    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let v = next_record(&rx, "--follow printed the new message");
     assert_eq!(v["body"], "news");
     assert_eq!(v["topic"], "late");
-    common::signal(child.id(), nix::sys::signal::Signal::SIGINT);
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "--follow did not end on SIGINT"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    common::signal(follower.0.id(), nix::sys::signal::Signal::SIGINT);
+    let status = follower.wait_exit(5, "SIGINT");
     assert!(status.success(), "{status:?}");
     assert!(
         env.ok(&["inbox"]).contains("no unread messages"),
         "what --follow printed is read"
+    );
+}
+
+/// `--follow` goes with its peer through a `rename` (the inbox moves with it) and ends with
+/// exit 1 and the reason when the peer is removed; meanwhile a send to the old name says
+/// what became of it (renamed to …, then removed), as does the same send over MCP.
+#[test]
+fn inbox_follow_follows_a_rename_and_ends_at_a_removal() {
+    let env = human_and_agent();
+    let (mut follower, rx) = Follower::spawn(&env, &["inbox", "you", "--follow", "--json"]);
+    env.ok(&["rename", "you", "me", "--force"]);
+    env.wait_until("me is up", Duration::from_secs(10), |e| {
+        e.status_of("me", "human") == "live"
+    });
+    let (_, err) = env.fails(
+        &["send", "you", "--from", "echo-alice", "--message", "lost?"],
+        1,
+    );
+    assert!(
+        err.contains("peer \"you\" is not in the iapeer peers index — it was renamed to \"me\""),
+        "{err}"
+    );
+    env.ok(&[
+        "send",
+        "me",
+        "--from",
+        "echo-alice",
+        "--message",
+        "after the rename",
+    ]);
+    let v = next_record(&rx, "--follow printed the message sent to the new name");
+    assert_eq!(v["body"], "after the rename");
+    env.ok(&["remove", "me", "--force"]);
+    let status = follower.wait_exit(10, "the removal of its peer");
+    assert_eq!(status.code(), Some(1), "{status:?}");
+    let said = follower.stderr();
+    assert!(
+        said.contains("you was renamed to me: following me"),
+        "{said}"
+    );
+    assert!(
+        said.contains("me was removed while followed; its messages were set aside as")
+            && said.contains("me.removed-"),
+        "{said}"
+    );
+    let (_, err) = env.fails(
+        &["send", "you", "--from", "echo-alice", "--message", "x"],
+        1,
+    );
+    assert!(
+        err.contains("peer \"you\" is not in the iapeer peers index — it was removed"),
+        "the trail ends at the removal: {err}"
     );
 }
 
@@ -380,23 +457,7 @@ fn send_on_the_humans_terminal_signs_as_the_human() {
 #[test]
 fn logs_follow_prints_new_entries() {
     let env = human_and_agent();
-    let mut follower = Follower(
-        env.cmd(&["logs", "you", "--follow", "--json"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let child = &mut follower.0;
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
+    let (mut follower, rx) = Follower::spawn(&env, &["logs", "you", "--follow", "--json"]);
     // What was there already: the human's writer started.
     let first: serde_json::Value =
         serde_json::from_str(&rx.recv_timeout(Duration::from_secs(10)).unwrap()).unwrap();
@@ -414,19 +475,9 @@ fn logs_follow_prints_new_entries() {
     };
     assert_eq!(delivery["to"], "you");
     assert_eq!(delivery["ok"], "true");
-    common::signal(child.id(), nix::sys::signal::Signal::SIGTERM);
-    let start = Instant::now();
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            assert!(s.success(), "{s:?}");
-            break;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "--follow did not end"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::signal(follower.0.id(), nix::sys::signal::Signal::SIGTERM);
+    let s = follower.wait_exit(5, "SIGTERM");
+    assert!(s.success(), "{s:?}");
 }
 
 /// An inbox that cannot be written fails each send at once with the writer's reason (not

@@ -11,6 +11,7 @@ use super::spec::{args, flags};
 use super::{paths, print, CliError, CliResult};
 use crate::inbox::{self, show, ReadMark, Record};
 use crate::paths::Paths;
+use crate::peers::former::{self, Fate};
 use crate::registry::Registry;
 
 /// How often `--follow` looks at the inbox file again. Short enough to feel immediate to a
@@ -120,8 +121,10 @@ fn store_mark(paths: &Paths, peer: &str, mark: ReadMark) -> CliResult {
 }
 
 /// `--follow`: print records appended after the first `seen`, each marked read once shown,
-/// until SIGINT/SIGTERM (exit 0).
+/// until SIGINT/SIGTERM (exit 0). A rename of the peer is followed (its inbox moves with
+/// it); its removal ends the follow with exit 1.
 fn follow(paths: &Paths, peer: &str, view: &View, mut seen: usize) -> CliResult {
+    let mut peer = peer.to_string();
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())
@@ -130,21 +133,69 @@ fn follow(paths: &Paths, peer: &str, view: &View, mut seen: usize) -> CliResult 
     if !view.json {
         eprintln!("waiting for messages to {peer} (Ctrl-C ends)");
     }
-    let file = paths.inbox(peer);
+    let mut file = paths.inbox(&peer);
     let mut last_len = None;
     while !stop.load(Ordering::SeqCst) {
         let len = std::fs::metadata(&file).map(|m| m.len()).ok();
+        if len.is_none() {
+            // No file: no message yet, or the name left the registry with its inbox.
+            if let Some(now) = renamed_to(paths, &peer)? {
+                eprintln!("{peer} was renamed to {now}: following {now}");
+                peer = now;
+                file = paths.inbox(&peer);
+                last_len = None;
+                continue;
+            }
+        }
         if len != last_len {
             last_len = len;
             let records = inbox::read(&file).map_err(fail)?;
             if records.len() > seen {
-                let mark = ReadMark::load(paths, peer);
-                view.print_batch(peer, &records, seen, mark);
+                let mark = ReadMark::load(paths, &peer);
+                view.print_batch(&peer, &records, seen, mark);
                 seen = records.len();
-                store_mark(paths, peer, mark.after_showing(seen))?;
+                store_mark(paths, &peer, mark.after_showing(seen))?;
             }
         }
         std::thread::sleep(FOLLOW_POLL);
     }
     Ok(())
+}
+
+/// The followed peer's new name when `peer` was renamed; `None` while it is registered (or
+/// the registry cannot be read: keep waiting). Errors: it was removed, or left the registry
+/// some other way — nothing more will arrive under this name.
+fn renamed_to(paths: &Paths, peer: &str) -> Result<Option<String>, CliError> {
+    let Ok(registry) = Registry::load(paths) else {
+        return Ok(None);
+    };
+    if registry.find(peer).is_some() {
+        return Ok(None);
+    }
+    match former::fate_of(paths, &registry, peer) {
+        Some(Fate::Renamed { now }) => Ok(Some(now)),
+        Some(Fate::Removed) => {
+            let aside = set_aside(paths, peer)
+                .map(|f| format!("; its messages were set aside as {}", f.display()))
+                .unwrap_or_default();
+            Err(fail(format!("{peer} was removed while followed{aside}")))
+        }
+        None => Err(fail(format!(
+            "{peer} is no longer in the iapeer peers index; nothing more will arrive for it"
+        ))),
+    }
+}
+
+/// The newest inbox `remove` set aside for `peer` (`<peer>.removed-<ms>.jsonl`), if any.
+fn set_aside(paths: &Paths, peer: &str) -> Option<std::path::PathBuf> {
+    let prefix = format!("{peer}.removed-");
+    std::fs::read_dir(paths.inbox_dir())
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".jsonl"))
+        })
+        .max()
 }

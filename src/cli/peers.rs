@@ -190,10 +190,20 @@ pub fn remove(inv: &Invocation) -> CliResult {
     }
     // The memory provider strips its surfaces while the peer's state is still there.
     crate::memory::provision::at_remove(&paths, &entry.cwd, name, &entry.runtimes);
-    Registry::update(&paths, |r| -> Result<bool, RegistryError> {
-        Ok(r.remove(name))
+    let noted = Registry::update(&paths, |r| -> Result<std::io::Result<()>, RegistryError> {
+        r.remove(name);
+        // Under the registry's lock: a send to this name can then say it was removed.
+        Ok(crate::peers::former::note(
+            &paths,
+            name,
+            None,
+            crate::clock::now_ms(),
+        ))
     })
     .map_err(fail)?;
+    if let Err(e) = noted {
+        eprintln!("iapeer remove: cannot note the removal ({e}); a send to {name} will not say it was removed");
+    }
     let inbox = paths.attachments_dir(name);
     if inbox.exists() {
         std::fs::remove_dir_all(&inbox)

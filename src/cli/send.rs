@@ -275,8 +275,9 @@ fn refusal_for_a_person(
         f.error.push_str(&hint);
     }
     if f.code == Code::NotRegistered && suggest::refused_peer(&f.error) == Some(target) {
-        // A typo of a registered name: say which one.
-        f.error.push_str(&suggest::peer_hint(paths, target));
+        // A typo of a registered name: say which one (the daemon said what became of a
+        // renamed or removed one).
+        f.error.push_str(&suggest::typo_hint(paths, target));
     }
     let way_out = way_out(&f.error, paths, from);
     f.error.push_str(&way_out);

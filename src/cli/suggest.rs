@@ -89,8 +89,21 @@ pub fn with_start_command(error: &str) -> String {
     }
 }
 
-/// [`hint`] over the registered peers of `paths` (nothing when the registry cannot be read).
+/// What became of `name` when it was renamed or removed (` — it was renamed to "robert"`),
+/// else [`typo_hint`]; nothing when the registry cannot be read.
 pub fn peer_hint(paths: &crate::paths::Paths, name: &str) -> String {
+    match crate::registry::Registry::load(paths) {
+        Ok(reg) => match crate::peers::former::fate_of(paths, &reg, name) {
+            Some(fate) => fate.clause(),
+            None => hint(name, reg.peers.iter().map(|p| p.personality.as_str())),
+        },
+        Err(_) => String::new(),
+    }
+}
+
+/// [`hint`] over the registered peers of `paths` (nothing when the registry cannot be read):
+/// for a daemon refusal that already says what became of the name.
+pub fn typo_hint(paths: &crate::paths::Paths, name: &str) -> String {
     match crate::registry::Registry::load(paths) {
         Ok(reg) => hint(name, reg.peers.iter().map(|p| p.personality.as_str())),
         Err(_) => String::new(),

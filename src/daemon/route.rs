@@ -11,6 +11,7 @@ use crate::names::{
 };
 use crate::origin::{self, OriginLimits};
 use crate::paths::Paths;
+use crate::peers::former::{self, Fate};
 use crate::protocol::Code;
 use crate::registry::{Registry, RegistryPeer};
 use crate::runtime::RuntimeKind;
@@ -264,18 +265,21 @@ pub fn resolve_caller<'r>(
     Ok((identity, peer))
 }
 
-/// Steps 2–4: the target, its endpoint and the Telegram sender policy.
+/// Steps 2–4: the target, its endpoint and the Telegram sender policy. `former` says what
+/// became of a target name that is not registered (renamed or removed), asked only then.
 pub fn resolve_target<'r>(
     input: &SendInput,
     caller: &Identity,
     caller_peer: &RegistryPeer,
     registry: &'r Registry,
+    former: impl FnOnce(&str) -> Option<Fate>,
 ) -> Result<(&'r RegistryPeer, Identity), Refusal> {
     let target = registry.find(&input.to).ok_or_else(|| {
+        let fate = former(&input.to).map(|f| f.clause()).unwrap_or_default();
         refuse(
             Code::NotRegistered,
             format!(
-                "peer \"{}\" is not in the iapeer peers index; message NOT delivered",
+                "peer \"{}\" is not in the iapeer peers index{fate}; message NOT delivered",
                 input.to
             ),
         )
@@ -327,7 +331,9 @@ pub fn check_without_daemon(
 ) -> Result<(), Refusal> {
     let (caller, caller_peer) = resolve_caller(&input.caller, registry)?;
     validate(input)?;
-    let (_, endpoint) = resolve_target(input, &caller, caller_peer, registry)?;
+    let (_, endpoint) = resolve_target(input, &caller, caller_peer, registry, |to| {
+        former::fate_of(paths, registry, to)
+    })?;
     if Markers::new(paths, &endpoint).is_set(crate::markers::Flag::Stopped) {
         return Err(stopped_refusal(&endpoint));
     }
@@ -363,7 +369,9 @@ pub fn prepare(
         _ => resolve_caller(&input.caller, &registry)?,
     };
     let topic = validate(input)?;
-    let (target, endpoint) = resolve_target(input, &caller, caller_peer, &registry)?;
+    let (target, endpoint) = resolve_target(input, &caller, caller_peer, &registry, |to| {
+        former::fate_of(paths, &registry, to)
+    })?;
     if Markers::new(paths, &endpoint).is_set(crate::markers::Flag::Stopped) {
         return Err(stopped_refusal(&endpoint));
     }
@@ -707,8 +715,9 @@ mod tests {
     fn target_resolution_rules() {
         let reg = registry();
         let (alice_id, alice) = resolve_caller(&Caller::Cli("echo-alice".into()), &reg).unwrap();
-        let go =
-            |i: SendInput| resolve_target(&i, &alice_id, alice, &reg).map(|(_, e)| e.to_string());
+        let go = |i: SendInput| {
+            resolve_target(&i, &alice_id, alice, &reg, |_| None).map(|(_, e)| e.to_string())
+        };
         assert_eq!(
             go(input("bob", "x")).unwrap(),
             "echo-bob",
@@ -737,6 +746,22 @@ mod tests {
             "peer \"zed\" is not in the iapeer peers index; message NOT delivered"
         );
         assert_eq!(e.code, Code::NotRegistered);
+        let renamed = resolve_target(&input("zed", "x"), &alice_id, alice, &reg, |to| {
+            assert_eq!(to, "zed", "asked about the target");
+            Some(Fate::Renamed { now: "zoe".into() })
+        })
+        .unwrap_err();
+        assert_eq!(
+            renamed.error,
+            "peer \"zed\" is not in the iapeer peers index — it was renamed to \"zoe\"; message NOT delivered"
+        );
+        assert!(
+            resolve_target(&input("bob", "x"), &alice_id, alice, &reg, |_| panic!(
+                "asked"
+            ))
+            .is_ok(),
+            "a registered target never reads the former names"
+        );
         assert_eq!(
             go(input("alice", "x")).unwrap_err().error,
             "cannot send to self"

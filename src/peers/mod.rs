@@ -7,6 +7,7 @@
 
 mod create;
 mod error;
+pub mod former;
 mod human;
 mod provision;
 mod refresh;

@@ -5,6 +5,7 @@
 //! registry is rolled back when a later one fails. Whether the peer is live is the caller's
 //! business (the CLI asks the daemon).
 
+use std::io;
 use std::path::{Path, PathBuf};
 
 use super::{check_name, PeerError};
@@ -178,14 +179,26 @@ pub fn rename_peer(
     let profile = Profile::update(&to, |_| {}).map_err(|e| undo_all(e.to_string()))?;
     let peer = profile.to_registry_peer(&to);
     let written = peer.clone();
-    Registry::update(paths, |r| -> Result<(), RegistryError> {
+    let noted = Registry::update(paths, |r| -> Result<io::Result<()>, RegistryError> {
         r.remove(old);
         r.upsert(written);
-        Ok(())
+        // Under the registry's lock: a send to the old name can then say where it went.
+        Ok(super::former::note(
+            paths,
+            old,
+            Some(new),
+            crate::clock::now_ms(),
+        ))
     })
     .map_err(|e| undo_all(e.to_string()))?;
 
     let mut warnings = Vec::new();
+    if let Err(e) = noted {
+        warnings.push(format!(
+            "cannot note the old name in {}: {e} (a send to {old} will not say it was renamed)",
+            paths.state_dir().display()
+        ));
+    }
     for rt in &entry.runtimes {
         if let Err(e) = runtime::teardown_peer(rt, &from) {
             warnings.push(e);

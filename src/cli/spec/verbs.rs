@@ -509,7 +509,8 @@ pub static VERBS: &[VerbSpec] = &[
             marked. Shows the unread messages, or every message with --all; what is shown counts as \
             read. Without [peer] it shows the inbox of the human this terminal speaks as (PEER_IDENTITY, \
             else the folder's peer, else the host's only human peer); with several humans and none of \
-            these, name one. --follow keeps waiting for new messages until Ctrl-C. --json prints one \
+            these, name one. --follow keeps waiting for new messages until Ctrl-C, through a rename of the \
+            peer; its removal ends it (exit 1). --json prints one \
             JSON object per message and line (the stored record plus \"unread\"). Reply with iapeer send \
             <sender> --topic <topic> --from human-<peer>. The inbox lives in \
             state/iapeer/inbox/<peer>.jsonl under the iapeer root, and is kept when nobody reads it.",
@@ -603,7 +604,8 @@ pub static VERBS: &[VerbSpec] = &[
         description: "Drop the peer from the registry, end its sessions, and delete its attachment inbox \
             and lifecycle markers. The folder is kept, and a human's messages too, set aside as \
             <name>.removed-<ms>.jsonl so a later peer of that name starts with an empty inbox. A live \
-            peer is refused without --force; removing an unknown peer does nothing and succeeds.",
+            peer is refused without --force; removing an unknown peer does nothing and succeeds. A \
+            later send to the name says it was removed.",
         positionals: &[args::PEER],
         flags: &[FORCE, JSON],
         rules: &[],
@@ -619,7 +621,9 @@ pub static VERBS: &[VerbSpec] = &[
         description: "A peer is named after its folder: move the folder to <new> beside it, move its \
             Claude Code history with it, and update the profile and the registry (and each runtime's \
             setup). A live peer is refused without --force, which ends its sessions first; a taken or \
-            invalid name, or a folder <new> that exists, is refused. Undone when a step fails.",
+            invalid name, or a folder <new> that exists, is refused. Undone when a step fails. A later \
+            send to <old> is refused with the name it was renamed to (the last 64 freed names are \
+            kept in state/iapeer/former-names.json).",
         positionals: &[args::OLD, args::NEW],
         flags: &[FORCE, JSON],
         rules: &[],
