@@ -319,6 +319,9 @@ impl Router {
             }
             self.now = Now::read();
             self.fire_timers(self.now.at);
+            if rx.is_empty() && session_rx.is_empty() {
+                self.topics.caught_up(&self.paths, self.now.at);
+            }
             if self.shutdown.is_some() && self.live.is_empty() {
                 self.topics.flush(&self.paths);
                 if let Some(done) = self.shutdown.take() {

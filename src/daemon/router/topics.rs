@@ -5,11 +5,13 @@
 //! (a new file renamed over the old) on the router thread for each of them took most of the
 //! router's time in a burst of 1 000 calls: ext4 writes the new file's blocks out at the
 //! rename and frees the old one's, on a disk mounted with `discard` synchronously. So a
-//! changed list waits here, and the waiting lists are written [`FLUSH_AFTER`] after the
-//! first change (the router's `TopicFlush` timer), before a launch decides fresh or resume
-//! from the files, before any control request other than a send (`rename`, `remove`,
-//! `new`, … touch the files), and when the router ends. A burst of sends to 20 peers costs
-//! 20 writes per [`FLUSH_AFTER`]. The file keeps its format; the router's own reads go
+//! changed list waits here, and the waiting lists are written when the router has caught up
+//! (both its channels empty) and nothing was written in the last [`FLUSH_AFTER`] — so a
+//! daemon killed right after a lone delivery has its topic on disk — else [`FLUSH_AFTER`]
+//! after the first change (the router's `TopicFlush` timer), before a launch decides fresh
+//! or resume from the files, before any control request other than a send (`rename`,
+//! `remove`, `new`, … touch the files), and when the router ends. A burst of sends to 20
+//! peers costs 20 writes per [`FLUSH_AFTER`]. The file keeps its format; the router's own reads go
 //! through [`TopicBook::note`], which starts from the waiting list. What a crash loses is
 //! what the unsynced rename could lose before: the newest topics (a later wake of that
 //! session starts fresh instead of resuming).
@@ -23,14 +25,15 @@
 //! again (a fresh launch empties them).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::daemon::pool::Pool;
 use crate::markers::{note_topic_in, Markers};
 use crate::names::Identity;
 use crate::paths::Paths;
 
-/// How long after a list changes the waiting lists are written at the latest.
+/// How long after a list changes the waiting lists are written at the latest, while the
+/// router never catches up.
 pub(crate) const FLUSH_AFTER: Duration = Duration::from_millis(200);
 
 /// How long [`TopicBook::sync`] waits for the writer (a hung file system) before it goes on.
@@ -44,6 +47,8 @@ pub(crate) struct TopicBook {
     handed: BTreeMap<Identity, Vec<String>>,
     /// A flush is due (the router's timer is set).
     armed: bool,
+    /// When lists were last handed to the writer.
+    flushed_at: Option<Instant>,
     /// One thread at most, so the writes keep their order.
     writer: Pool,
 }
@@ -54,6 +59,7 @@ impl Default for TopicBook {
             waiting: BTreeMap::new(),
             handed: BTreeMap::new(),
             armed: false,
+            flushed_at: None,
             writer: Pool::new("topic-writer", 1),
         }
     }
@@ -95,6 +101,7 @@ impl TopicBook {
         if self.waiting.is_empty() {
             return;
         }
+        self.flushed_at = Some(Instant::now());
         let batch: Vec<(Identity, Vec<String>)> =
             std::mem::take(&mut self.waiting).into_iter().collect();
         for (identity, list) in &batch {
@@ -105,6 +112,17 @@ impl TopicBook {
         if let Err(e) = self.writer.run(move || write_lists(&p, job)) {
             log::warn!("topic lists: no writer thread ({e}); writing them on the router");
             write_lists(paths, batch);
+        }
+    }
+
+    /// The router has caught up at `now`: [`Self::flush`] when lists wait and nothing was
+    /// handed over in the last [`FLUSH_AFTER`] (else the timer's flush comes soon enough).
+    pub(crate) fn caught_up(&mut self, paths: &Paths, now: Instant) {
+        let recent = self
+            .flushed_at
+            .is_some_and(|t| now.saturating_duration_since(t) < FLUSH_AFTER);
+        if !self.waiting.is_empty() && !recent {
+            self.flush(paths);
         }
     }
 
@@ -169,6 +187,30 @@ mod tests {
         assert!(book.is_empty());
         assert!(book.arm(), "after a flush the next change sets it again");
         assert_eq!(Markers::new(&paths, &bob).topics(), vec!["a", "b", "old"]);
+    }
+
+    #[test]
+    fn catching_up_writes_at_once_unless_a_flush_was_just_handed_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path().join("root"));
+        let bob = ident("claude-bob");
+        let mut book = TopicBook::default();
+        assert!(book.note(&paths, &bob, "a"));
+        book.caught_up(&paths, Instant::now());
+        assert!(
+            book.is_empty(),
+            "the first change after a quiet spell goes at once"
+        );
+        assert!(book.note(&paths, &bob, "b"));
+        book.caught_up(&paths, Instant::now());
+        assert!(
+            !book.is_empty(),
+            "within FLUSH_AFTER of a flush: left to the timer"
+        );
+        book.caught_up(&paths, Instant::now() + FLUSH_AFTER);
+        assert!(book.is_empty(), "FLUSH_AFTER later it goes");
+        book.sync(&paths);
+        assert_eq!(Markers::new(&paths, &bob).topics(), vec!["a", "b"]);
     }
 
     #[test]
