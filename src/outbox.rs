@@ -3,9 +3,11 @@
 //!
 //! Layout: `<root>/state/iapeer/outbox/<ms>-<pid>-<n>.json`, one control-protocol `send`
 //! request per file (written atomically, mode 0600), routed oldest first (names sort by
-//! time). A routed send's file is removed whatever the outcome (the delivery log records it,
-//! as for any send); one the daemon refuses is renamed `<name>.refused` with the reason in
-//! `<name>.refused.txt` beside it, so nothing is lost without a trace. A file that does not
+//! time). A send's attachments are copied beside it into `<name>.files/` and the kept request
+//! names the copies (the sender's files may be gone by the time the daemon starts). A routed
+//! send's file and copies are removed (the delivery log records it, as for any send); one
+//! the daemon refuses is renamed `<name>.refused` with the reason in `<name>.refused.txt`
+//! beside it (its copies stay), so nothing is lost without a trace. A file that does not
 //! parse is renamed `<name>.unreadable`.
 
 use std::io;
@@ -21,9 +23,13 @@ pub fn dir(paths: &Paths) -> PathBuf {
     paths.state_dir().join("outbox")
 }
 
-/// Keep `req` (a `send`) in the outbox. Returns the file written.
+/// Keep `req` (a `send`) in the outbox. Its attachments are copied first into
+/// `<name>.files/<n>/<file name>` (the name the recipient sees is kept) and the kept request
+/// names the copies: a script may delete its files once `send` returns. Returns the file
+/// written.
 ///
-/// Errors: the folder or file cannot be written.
+/// Errors: the folder or file cannot be written, or an attachment cannot be copied (then
+/// nothing is kept).
 pub fn put(paths: &Paths, req: &Request) -> io::Result<PathBuf> {
     static SEQ: AtomicU32 = AtomicU32::new(0);
     let dir = dir(paths);
@@ -34,8 +40,58 @@ pub fn put(paths: &Paths, req: &Request) -> io::Result<PathBuf> {
         SEQ.fetch_add(1, Ordering::Relaxed),
     );
     let path = dir.join(name);
-    fsutil::write_json_atomic(&path, req, fsutil::MODE_PRIVATE)?;
+    let mut kept = req.clone();
+    if let Request::Send { attachments, .. } = &mut kept {
+        if !attachments.is_empty() {
+            let copies = files_dir(&path);
+            match copy_attachments(&copies, attachments) {
+                Ok(names) => *attachments = names,
+                Err(e) => {
+                    let _ = std::fs::remove_dir_all(&copies);
+                    return Err(e);
+                }
+            }
+        }
+    }
+    if let Err(e) = fsutil::write_json_atomic(&path, &kept, fsutil::MODE_PRIVATE) {
+        let _ = std::fs::remove_dir_all(files_dir(&path));
+        return Err(e);
+    }
     Ok(path)
+}
+
+/// `<name>.files/`: the copies of a kept send's attachments.
+fn files_dir(file: &Path) -> PathBuf {
+    let mut d = file.as_os_str().to_owned();
+    d.push(".files");
+    PathBuf::from(d)
+}
+
+/// Copy each attachment to `<into>/<n>/<its file name>`; the copies' paths, in order.
+fn copy_attachments(into: &Path, attachments: &[String]) -> io::Result<Vec<String>> {
+    let mut out = Vec::with_capacity(attachments.len());
+    for (n, a) in attachments.iter().enumerate() {
+        let from = Path::new(a);
+        let name = from.file_name().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("attachment {a:?} names no file"),
+            )
+        })?;
+        let slot = into.join(n.to_string());
+        fsutil::ensure_dir(&slot)?;
+        let to = slot.join(name);
+        std::fs::copy(from, &to)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot copy attachment {a}: {e}")))?;
+        out.push(to.to_string_lossy().into_owned());
+    }
+    Ok(out)
+}
+
+/// Remove a routed send's file and its attachments' copies.
+fn remove_kept(file: &Path) {
+    let _ = std::fs::remove_file(file);
+    let _ = std::fs::remove_dir_all(files_dir(file));
 }
 
 /// The name of an outbox file: zero-padded so names sort by time, then process, then order.
@@ -92,7 +148,7 @@ pub fn drain(paths: &Paths) -> Vec<(PathBuf, Drained)> {
         };
         match ask(paths, &req) {
             Ok(Answer::Ok(SendReply { result })) => {
-                let _ = std::fs::remove_file(&file);
+                remove_kept(&file);
                 let to = &result.delivered_to;
                 let how = if result.queued.is_some() {
                     "queued for"

@@ -514,6 +514,56 @@ fn a_send_while_the_daemon_is_down_is_kept_and_delivered_when_it_starts() {
     assert!(reason.contains("carol"), "{reason}");
 }
 
+/// A kept send carries copies of its attachments (a script may delete its files as soon as
+/// `send` returns); the recipient gets them once the daemon starts, under the same file
+/// name, and the copies go with the routed send. A root where no peer was ever created
+/// refuses the send instead of keeping it where no daemon looks.
+#[test]
+fn a_kept_send_carries_copies_of_its_attachments() {
+    let mut env = TestEnv::new();
+    let (_, err) = env.fails(&["send", "ops", "--from", "echo-ed", "--message", "x"], 1);
+    assert!(
+        err.contains("no peers are registered under") && err.contains("IAPEER_ROOT"),
+        "{err}"
+    );
+    assert!(
+        !env.root.join("state/iapeer/outbox").exists(),
+        "nothing kept in a root without peers"
+    );
+    env.ok(&["create", "ops", "--runtime", "human"]);
+    env.create_echo("ed");
+    let file = env.dir.path().join("report.txt");
+    std::fs::write(&file, "the nightly report").unwrap();
+    let out = env.ok(&[
+        "send",
+        "ops",
+        "--from",
+        "echo-ed",
+        "--message",
+        "report attached",
+        "--attachment",
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.starts_with("kept for ops in the outbox ("), "{out}");
+    std::fs::remove_file(&file).unwrap();
+    let outbox = env.root.join("state/iapeer/outbox");
+    env.start_daemon();
+    env.wait_until("ops has the message", Duration::from_secs(30), |e| {
+        e.ok(&["inbox", "ops", "--all"]).contains("report attached")
+    });
+    let line = env.ok(&["inbox", "ops", "--all", "--json"]);
+    let record: serde_json::Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+    let copy = record["attachments"][0].as_str().unwrap();
+    assert!(copy.ends_with("/report.txt"), "{record}");
+    assert_eq!(
+        common::read(std::path::Path::new(copy)),
+        "the nightly report"
+    );
+    env.wait_until("the outbox is empty", Duration::from_secs(10), |_| {
+        std::fs::read_dir(&outbox).unwrap().count() == 0
+    });
+}
+
 #[test]
 fn the_answers_companion_packages_parse() {
     let mut env = TestEnv::new();
@@ -571,6 +621,40 @@ fn an_old_run_infra_job_gets_a_migration_line_and_does_not_crash_loop() {
         common::signal(child.id(), nix::sys::signal::Signal::SIGTERM);
         child.wait().unwrap();
     }
+}
+
+/// A unit that `install` only wrote (never enabled: `onboard` asks first) is not turned on
+/// by a send: the message waits in the outbox and stderr says why the service was left.
+#[test]
+fn a_send_while_the_daemon_is_down_leaves_a_service_that_is_not_enabled_alone() {
+    use crate::service::{installed, with_fake_systemd};
+    let mut env = TestEnv::new();
+    let (sd, fake) = with_fake_systemd(&mut env);
+    installed(&mut env);
+    env.ok(&["install"]);
+    assert!(sd.join("iapeer.service").exists(), "install wrote the unit");
+    env.create_echo("alice");
+    env.create_echo("bob");
+    let out = env.run(&["send", "bob", "--from", "echo-alice", "--message", "later"]);
+    assert!(out.status.success(), "{}", common::describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("kept for bob in the outbox"),
+        "{}",
+        common::describe(&out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("installed but not enabled"),
+        "{}",
+        common::describe(&out)
+    );
+    let calls = fake.calls();
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.contains("is-enabled") || c.contains("is-active")),
+        "only asked, never changed: {calls:?}"
+    );
+    assert!(!env.socket().exists(), "no daemon was started");
 }
 
 #[test]

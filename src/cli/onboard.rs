@@ -614,6 +614,7 @@ mod tests {
 
         e.state = Some(ServiceState {
             loaded: true,
+            enabled: true,
             detail: "state = running".into(),
         });
         let steps = plan(&e);

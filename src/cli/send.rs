@@ -190,16 +190,39 @@ pub fn run(inv: &Invocation) -> CliResult {
 }
 
 /// What the daemon would refuse `req` (a send) for, judged while it is down
-/// ([`crate::daemon::route::check_without_daemon`]); `None` when it would take it, or when
-/// the registry is missing or cannot be read (the daemon decides then: `verify --fix` may
+/// ([`crate::daemon::route::check_without_daemon`]); a root with neither a registry nor a
+/// peer folder is refused (no peer was ever created there); `None` when it would take it, or
+/// when the registry is lost or cannot be read (the daemon decides then: `verify --fix` may
 /// rebuild it first).
 fn refusal_without_daemon(paths: &Paths, req: &Request) -> Option<crate::protocol::Failure> {
     let (input, _) = crate::daemon::route::SendInput::of_cli_request(req.clone())?;
+    if !paths.registry().exists() && !has_peer_folders(paths) {
+        // No peer was ever created under this root (a cron job with another HOME, an unset
+        // IAPEER_ROOT): no daemon started here would deliver it. (A registry lost beside
+        // peer folders is another matter: `verify --fix` rebuilds it, so the send is kept.)
+        return Some(crate::protocol::Failure::new(
+            crate::protocol::Code::NotRegistered,
+            format!(
+                "no peers are registered under {} (there is no {}) — create them first (iapeer \
+                 create <name>), or point IAPEER_ROOT at the root your peers live in; message NOT \
+                 delivered",
+                crate::paths::tilde(paths.root(), crate::paths::home_dir().as_deref()),
+                paths.registry().display()
+            ),
+        ));
+    }
     if !paths.registry().is_file() {
         return None;
     }
     let registry = Registry::load(paths).ok()?;
     crate::daemon::route::check_without_daemon(paths, &input, &registry).err()
+}
+
+/// Whether `<root>/peers/` holds any folder (a peer created there, registered or not).
+fn has_peer_folders(paths: &Paths) -> bool {
+    std::fs::read_dir(paths.peers_dir())
+        .map(|mut entries| entries.any(|e| e.is_ok_and(|e| e.path().is_dir())))
+        .unwrap_or(false)
 }
 
 /// What to do about the refusals whose spec 03 wording says only what is wrong (the text is
@@ -348,14 +371,23 @@ fn print_result(result: &SendResult, json_out: bool) -> CliResult {
 /// How long `send` waits for a daemon it started through the service to answer.
 const SERVICE_START_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
 
-/// The daemon is not running: when its service is installed (`iapeer onboard`), start it
+/// The daemon is not running: when its service is enabled (`iapeer onboard`), start it
 /// there (load it, or restart it when loaded) and connect once it answers, saying so on
-/// stderr. `None` (then the send goes to the outbox) when no service is installed or it did
-/// not come up within [`SERVICE_START_WAIT`] (issue 11 item 7).
+/// stderr. `None` (then the send goes to the outbox) when no service is installed, when it
+/// is only written (`iapeer install`) or disabled — turning it on is the user's choice — or
+/// when it did not come up within [`SERVICE_START_WAIT`] (issue 11 item 7).
 fn start_service(paths: &Paths) -> Option<Client> {
     use crate::host::control;
     let side = super::update::ServiceSide::gather(paths).ok()?;
     let (manager, file) = side.file.as_ref().filter(|(_, f)| f.exists())?;
+    if side.enabled.is_none() {
+        // Written by `install` but never enabled (`onboard` asks first), or disabled by the
+        // user: not ours to turn on for a send.
+        eprintln!(
+            "iapeer send: the daemon's service is installed but not enabled, so it was not              started (iapeer onboard enables it)"
+        );
+        return None;
+    }
     let cmds = match side.loaded {
         Some(m) => control::restart_commands(m, side.uid),
         None => control::load_commands(*manager, file, side.uid),

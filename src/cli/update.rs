@@ -27,6 +27,8 @@ pub(super) struct ServiceSide {
     pub file: Option<(Manager, PathBuf)>,
     /// The manager that has the service loaded now.
     pub loaded: Option<Manager>,
+    /// The manager the service is enabled in (`iapeer onboard`), running or not.
+    pub enabled: Option<Manager>,
     /// What install would write (the service's command and environment).
     pub env: InstallEnv,
 }
@@ -38,16 +40,18 @@ impl ServiceSide {
         let ctl = ServiceCtl::from_env();
         let uid = nix::unistd::getuid().as_raw();
         let file = env.service_file();
-        let loaded = file
+        let state = file
             .as_ref()
             .filter(|(_, f)| f.exists())
-            .map(|(m, _)| *m)
-            .filter(|m| ctl.state(*m, uid).loaded);
+            .map(|(m, _)| (*m, ctl.state(*m, uid)));
+        let loaded = state.as_ref().filter(|(_, s)| s.loaded).map(|(m, _)| *m);
+        let enabled = state.as_ref().filter(|(_, s)| s.enabled).map(|(m, _)| *m);
         Ok(ServiceSide {
             ctl,
             uid,
             file,
             loaded,
+            enabled,
             env,
         })
     }

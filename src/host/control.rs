@@ -189,6 +189,9 @@ pub fn query_commands(manager: Manager, uid: u32) -> Vec<Vec<String>> {
 pub struct ServiceState {
     /// systemd: enabled and active (or activating); launchd: `launchctl print` knows it.
     pub loaded: bool,
+    /// The user asked for it to run (`iapeer onboard`): systemd `is-enabled` says so (it may
+    /// be stopped); launchd: as `loaded` (a job launchd knows is one it runs).
+    pub enabled: bool,
     /// What the manager said, e.g. `enabled, active` or `state = running`.
     pub detail: String,
 }
@@ -208,12 +211,14 @@ pub fn read_state(manager: Manager, answers: &[Result<CtlOutput, String>]) -> Se
             let active = word(1);
             ServiceState {
                 loaded: enabled && matches!(active.as_str(), "active" | "activating" | "reloading"),
+                enabled,
                 detail: format!("{}, {active}", word(0)),
             }
         }
         Manager::Launchd => match answers.first() {
             Some(Ok(o)) if o.success => ServiceState {
                 loaded: true,
+                enabled: true,
                 detail: o
                     .stdout
                     .lines()
@@ -224,10 +229,12 @@ pub fn read_state(manager: Manager, answers: &[Result<CtlOutput, String>]) -> Se
             },
             Some(Ok(_)) => ServiceState {
                 loaded: false,
+                enabled: false,
                 detail: "launchctl does not know it".into(),
             },
             _ => ServiceState {
                 loaded: false,
+                enabled: false,
                 detail: word(0),
             },
         },
@@ -328,8 +335,11 @@ mod tests {
         assert_eq!(s.detail, "enabled, active");
         let s = read_state(Manager::Systemd, &[fail("disabled"), fail("inactive")]);
         assert!(!s.loaded);
+        assert!(!s.enabled, "a unit only written by install is not enabled");
         assert_eq!(s.detail, "disabled, inactive");
-        assert!(!read_state(Manager::Systemd, &[ok("enabled"), fail("failed")]).loaded);
+        let stopped = read_state(Manager::Systemd, &[ok("enabled"), fail("failed")]);
+        assert!(!stopped.loaded);
+        assert!(stopped.enabled, "enabled and stopped");
         let s = read_state(
             Manager::Systemd,
             &[
@@ -349,6 +359,7 @@ mod tests {
             s,
             ServiceState {
                 loaded: true,
+                enabled: true,
                 detail: "state = running".into()
             }
         );

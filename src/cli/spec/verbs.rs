@@ -378,12 +378,12 @@ pub static VERBS: &[VerbSpec] = &[
             A send never waits longer than --timeout (default IAPEER_SEND_TIMEOUT_MS, 300 s): past \
             it the send is refused with code timeout, naming the peer and what the message waited \
             for, and a message that has not started is taken back. With the daemon not running, an \
-            installed service (iapeer onboard) is started and the message sent; without one a \
+            enabled service (iapeer onboard) is started and the message sent; without one a \
             message the daemon would refuse at once (an unknown peer or sender, a stopped peer, a \
-            topic with a line break, an attachment that cannot be read) is refused now (exit 1), \
-            and any other is kept in <root>/state/iapeer/outbox/ (exit 0, the file named) and \
-            routed when the daemon starts; one it then refuses is kept beside as .refused with the \
-            reason.",
+            topic with a line break, an attachment that cannot be read, a root with no peers) is \
+            refused now (exit 1), and any other is kept in <root>/state/iapeer/outbox/ with copies \
+            of its attachments (exit 0, the file named) and routed when the daemon starts; one it \
+            then refuses is kept beside as .refused with the reason.",
         positionals: &[TARGET],
         flags: &[
             MESSAGE,
