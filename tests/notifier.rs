@@ -220,6 +220,76 @@ fn an_echo_peer_registers_an_every_2s_timer_through_mcp_and_gets_three_fires() {
     );
 }
 
+/// `rename` of a peer with a timer trigger (stored resolved: `self` as its name), and of a
+/// peer another one's trigger falls back to: every trigger follows the new name, the running
+/// timer reads them again, and the fires reach the renamed peer (they went to the old name,
+/// failed and were lost).
+#[test]
+fn a_renamed_peer_keeps_its_timer_triggers_and_the_fires_reach_it() {
+    let mut env = TestEnv::new();
+    env.ok(&["create", "kay", "--runtime", "human"]);
+    env.ok(&["create", "ann", "--runtime", "human"]);
+    env.ok(&["create", "timer", "--runtime", "notifier"]);
+    env.start_daemon();
+    env.wait_until("the timer is up", Duration::from_secs(15), |e| {
+        e.status_of("timer", "notifier") == "live"
+    });
+    call_service(
+        &env,
+        "timer",
+        "human-kay",
+        &json!({"when":"@every 1s","message":"tick for kay","target":"self","id":"tk"}),
+    );
+    call_service(
+        &env,
+        "timer",
+        "human-ann",
+        &json!({"when":"@every 1s","message":"tock for ann","target":"self","id":"ta",
+                "fallback":"kay"}),
+    );
+    env.wait_until("kay got a tick", Duration::from_secs(15), |e| {
+        inbox_bodies_from(e, "kay", "timer")
+            .iter()
+            .any(|b| b == "tick for kay")
+    });
+    let out = env.ok(&["rename", "kay", "kai", "--force"]);
+    assert!(
+        out.contains(
+            "timer/watcher triggers naming kay now name kai (in the profiles of ann, kai)"
+        ),
+        "{out}"
+    );
+    let kai = profile(&env, "kai")["notifier"]["triggers"][0].clone();
+    assert_eq!(kai["target"], "kai", "{kai}");
+    assert_eq!(
+        profile(&env, "ann")["notifier"]["triggers"][0]["fallback"],
+        json!(["kai"])
+    );
+    let ticks = |e: &TestEnv| {
+        inbox_bodies_from(e, "kai", "timer")
+            .iter()
+            .filter(|b| *b == "tick for kay")
+            .count()
+    };
+    let before = ticks(&env);
+    env.wait_until(
+        "kai gets fires after the rename",
+        Duration::from_secs(20),
+        |e| ticks(e) >= before + 2,
+    );
+    call_service(&env, "timer", "human-kai", &json!({"cmd":"list"}));
+    env.wait_until("the list names kai", Duration::from_secs(10), |e| {
+        inbox_bodies_from(e, "kai", "timer")
+            .iter()
+            .any(|b| b.contains("tk — @every 1s → kai"))
+    });
+    assert!(
+        service_events(&env, "timer", "notifier-lost").is_empty(),
+        "no fire was lost: {:?}",
+        service_events(&env, "timer", "notifier-lost")
+    );
+}
+
 #[test]
 fn a_watcher_scripts_lines_reach_the_target_and_no_process_outlives_a_stop() {
     let mut env = TestEnv::new();

@@ -341,17 +341,38 @@ pub fn rename(inv: &Invocation) -> CliResult {
         eprintln!("iapeer rename: {w}");
     }
     restart_always_on_after_rename(&paths, &moved.peer);
+    if !moved.triggers_in.is_empty() && super::view::live_state(&paths).is_some() {
+        // The services hold the triggers they read at start: a fresh one reads the new name.
+        for outcome in super::runtimes::restart_runtime_peers(&paths, runtime::notifier::NAME, &[])
+        {
+            match outcome {
+                Ok(identity) => {
+                    eprintln!("note: {identity} restarted to read the renamed triggers")
+                }
+                Err(note) => eprintln!("note: {note}"),
+            }
+        }
+    }
     let history = match &moved.history {
         Some((_, to)) => format!("; Claude Code history moved to {}", to.display()),
         None => String::new(),
+    };
+    let triggers = if moved.triggers_in.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; timer/watcher triggers naming {old} now name {new} (in the profiles of {})",
+            moved.triggers_in.join(", ")
+        )
     };
     let doc = serde_json::json!({
         "from": moved.from,
         "peer": moved.peer,
         "history": moved.history.as_ref().map(|(_, to)| to),
+        "triggers_in": moved.triggers_in,
     });
     let text = format!(
-        "renamed {old} to {new}: {} → {}{history}\n",
+        "renamed {old} to {new}: {} → {}{history}{triggers}\n",
         moved.from.display(),
         moved.peer.cwd.display()
     );

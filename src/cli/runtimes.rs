@@ -247,10 +247,29 @@ fn update_one(inv: &Invocation, paths: &Paths, rt: &str) -> CliResult {
 }
 
 /// Ask a running daemon to (re)start every peer of runtime `rt` but those in `except` on the
-/// package now installed (`new`: a parked peer is unparked; a stopped one stays stopped).
+/// package now installed (`new`: a parked peer is unparked; a stopped one stays stopped),
+/// printing `<rt>-<peer> restarted` for each.
 fn restart_peers(paths: &Paths, rt: &str, except: &[&str]) {
+    for outcome in restart_runtime_peers(paths, rt, except) {
+        match outcome {
+            Ok(identity) => {
+                let _ = print(&format!("{identity} restarted\n"));
+            }
+            Err(note) => eprintln!("note: {note}"),
+        }
+    }
+}
+
+/// Ask a running daemon for a fresh session of every peer of runtime `rt` but those in
+/// `except` and the stopped ones: per peer, its identity when restarted, else why not.
+/// Nothing when the daemon does not answer.
+pub(crate) fn restart_runtime_peers(
+    paths: &Paths,
+    rt: &str,
+    except: &[&str],
+) -> Vec<Result<String, String>> {
     let Ok(registry) = Registry::load(paths) else {
-        return;
+        return Vec::new();
     };
     let stopped = |name: &str| {
         crate::names::Identity::new(rt, name)
@@ -261,25 +280,21 @@ fn restart_peers(paths: &Paths, rt: &str, except: &[&str]) {
             && !except.contains(&p.personality.as_str())
             && !stopped(&p.personality)
     });
+    let mut out = Vec::new();
     for p in peers {
         let Ok(mut c) = Client::connect(paths) else {
-            return;
+            break;
         };
         let req = Request::New {
             personality: p.personality.clone(),
             runtime: Some(rt.to_string()),
         };
-        match c.request::<NewReply>(&req, |_| {}) {
-            Ok(Answer::Ok(_)) => {
-                let _ = print(&format!("{rt}-{} restarted\n", p.personality));
-            }
-            Ok(Answer::Failed(f)) => {
-                eprintln!(
-                    "note: could not restart {rt}-{}: {}",
-                    p.personality, f.error
-                )
-            }
-            Err(e) => eprintln!("note: could not restart {rt}-{}: {e}", p.personality),
-        }
+        let identity = format!("{rt}-{}", p.personality);
+        out.push(match c.request::<NewReply>(&req, |_| {}) {
+            Ok(Answer::Ok(_)) => Ok(identity),
+            Ok(Answer::Failed(f)) => Err(format!("could not restart {identity}: {}", f.error)),
+            Err(e) => Err(format!("could not restart {identity}: {e}")),
+        });
     }
+    out
 }

@@ -216,6 +216,30 @@ impl Entry {
         }
     }
 
+    /// Peer `old` was renamed to `new` (`rename`): every link and the owner that name it name
+    /// `new` (a link already in the chain is not repeated). True when anything changed; the
+    /// attempts made so far are kept as they were.
+    pub fn renamed(&mut self, old: &str, new: &str) -> bool {
+        if !self.chain.iter().any(|c| c == old) && self.target != old && self.owner != old {
+            return false;
+        }
+        if self.target == old {
+            self.target = new.to_string();
+        }
+        if self.owner == old {
+            self.owner = new.to_string();
+        }
+        let mut chain: Vec<String> = Vec::with_capacity(self.chain.len());
+        for link in &self.chain {
+            let link = if link == old { new } else { link.as_str() };
+            if !chain.iter().any(|c| c == link) {
+                chain.push(link.to_string());
+            }
+        }
+        self.chain = chain;
+        true
+    }
+
     /// The note a fallback link gets: whom the signal was for, what failed, then the signal.
     fn wrapped(&self, link: usize) -> String {
         let mut tried: Vec<(String, usize, String)> = Vec::new();
@@ -408,6 +432,25 @@ mod tests {
         assert_eq!(retry_delay(Some("0")), Duration::from_secs(30));
         assert_eq!(retry_delay(Some("x")), Duration::from_secs(30));
         assert_eq!(retry_delay(Some("250")), Duration::from_millis(250));
+    }
+
+    #[test]
+    fn a_renamed_peer_is_renamed_in_the_chain_and_the_owner() {
+        let mut e = entry(vec![]);
+        e.target = "kay".into();
+        e.owner = "kay".into();
+        e.chain = vec!["kay".into(), "ann".into(), "kai".into()];
+        assert!(e.renamed("kay", "kai"));
+        assert_eq!((e.target.as_str(), e.owner.as_str()), ("kai", "kai"));
+        assert_eq!(
+            e.chain,
+            vec!["kai", "ann"],
+            "a link already there is not repeated"
+        );
+        assert!(
+            !e.renamed("zed", "zoe"),
+            "a name it does not hold changes nothing"
+        );
     }
 
     #[test]

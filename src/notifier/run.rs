@@ -791,6 +791,22 @@ impl Service {
                 );
             }
             Err(e) => {
+                if let Some(now) = renamed_to(&self.paths, &to) {
+                    // The peer was renamed (a fire made before its triggers followed): send
+                    // to the new name at once; the refusal is not an attempt of the chain.
+                    if d.entry.renamed(&to, &now) {
+                        let _ = spool::put(&self.spool_dir, &d.entry);
+                        d.state = DState::Ready;
+                        self.log.append(
+                            &self
+                                .ev("retarget")
+                                .field("sig", &sig)
+                                .field("from", &to)
+                                .field("to", &now),
+                        );
+                        return;
+                    }
+                }
                 let step =
                     d.entry
                         .failed(&to, crate::clock::log_ts(Timestamp::now()), &e, self.retry);
@@ -1047,6 +1063,16 @@ fn echoes_ours(recent: &HashMap<String, VecDeque<String>>, from: &str, body: &st
         q.iter()
             .any(|t| t.chars().count() >= 8 && body.contains(t.as_str()))
     })
+}
+
+/// The name peer `name` now has when it was renamed (`rename`, [`crate::peers::former`]) and
+/// is not registered under `name` any more.
+fn renamed_to(paths: &Paths, name: &str) -> Option<String> {
+    let registry = crate::registry::Registry::load(paths).ok()?;
+    match crate::peers::former::fate_of(paths, &registry, name)? {
+        crate::peers::former::Fate::Renamed { now } => Some(now),
+        crate::peers::former::Fate::Removed => None,
+    }
 }
 
 #[cfg(test)]

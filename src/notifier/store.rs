@@ -170,6 +170,75 @@ pub fn remove(
     })
 }
 
+/// After `rename <old> <new>`: every trigger in a registered profile that names `old` — as
+/// its target, a fallback, or a stored owner — names `new` instead (the renamed peer's own
+/// triggers, and other peers' triggers aimed at it). Returns the peers whose profiles
+/// changed; a profile that cannot be read or written is one line of the error list.
+pub fn rename_in_triggers(paths: &Paths, old: &str, new: &str) -> (Vec<String>, Vec<String>) {
+    let (mut changed, mut errors) = (Vec::new(), Vec::new());
+    let registry = match Registry::load(paths) {
+        Ok(r) => r,
+        Err(e) => return (changed, vec![format!("the registry cannot be read: {e}")]),
+    };
+    for peer in &registry.peers {
+        let names_old = match read_raw(&peer.cwd) {
+            Ok(Some(map)) => map
+                .get("notifier")
+                .and_then(|n| n.get("triggers"))
+                .and_then(Value::as_array)
+                .is_some_and(|list| list.iter().any(|e| rename_entry(&mut e.clone(), old, new))),
+            Ok(None) => false,
+            Err(e) => {
+                errors.push(e);
+                false
+            }
+        };
+        if !names_old {
+            continue;
+        }
+        let edited = edit_list(paths, &peer.cwd, |list| {
+            // Every entry is visited (no short cut): each one naming `old` is renamed.
+            list.iter_mut()
+                .map(|e| rename_entry(e, old, new))
+                .filter(|hit| *hit)
+                .count()
+                > 0
+        });
+        match edited {
+            Ok(true) => changed.push(peer.personality.clone()),
+            Ok(false) => {}
+            Err(e) => errors.push(e),
+        }
+    }
+    (changed, errors)
+}
+
+/// Rename `old` to `new` in one stored trigger (`target`, `owner`, `fallback`: one name or
+/// a list); true when it named `old`.
+fn rename_entry(entry: &mut Value, old: &str, new: &str) -> bool {
+    let Some(obj) = entry.as_object_mut() else {
+        return false;
+    };
+    let mut hit = false;
+    let mut swap = |v: &mut Value| {
+        if v.as_str() == Some(old) {
+            *v = Value::String(new.to_string());
+            hit = true;
+        }
+    };
+    for key in ["target", "owner"] {
+        if let Some(v) = obj.get_mut(key) {
+            swap(v);
+        }
+    }
+    match obj.get_mut("fallback") {
+        Some(Value::Array(items)) => items.iter_mut().for_each(&mut swap),
+        Some(one) => swap(one),
+        None => {}
+    }
+    hit
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,5 +286,71 @@ mod tests {
         assert_eq!(list[2]["message"], "two");
         assert!(remove(&paths, &cwd, "alice", Role::Time, "t1").unwrap());
         assert!(!remove(&paths, &cwd, "alice", Role::Time, "t1").unwrap());
+    }
+
+    #[test]
+    fn a_rename_follows_into_every_profile_s_triggers() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path().join("root"));
+        let write = |name: &str, triggers: Value| {
+            let cwd = dir.path().join(name);
+            std::fs::create_dir_all(crate::paths::peer::profile(&cwd).parent().unwrap()).unwrap();
+            std::fs::write(
+                crate::paths::peer::profile(&cwd),
+                json!({"personality":name,"runtimes":["echo"],"default_runtime":"echo",
+                       "notifier":{"triggers":triggers}})
+                .to_string(),
+            )
+            .unwrap();
+            crate::registry::RegistryPeer {
+                personality: name.into(),
+                default_runtime: "echo".into(),
+                runtimes: vec!["echo".into()],
+                description: String::new(),
+                intelligence: "artificial".into(),
+                cwd,
+                interfaces: None,
+            }
+        };
+        let kai = write(
+            "kai",
+            json!([{"role":"time","id":"tk","when":"@every 2s","message":"tick",
+                    "owner":"kay","target":"kay","fallback":["kay","ann"]}]),
+        );
+        let ann = write(
+            "ann",
+            json!([{"role":"event","id":"w","script":"x","owner":"ann","target":"kay",
+                    "fallback":"kay"},
+                   {"role":"event","id":"v","script":"y","owner":"ann","target":"ann"}]),
+        );
+        let bob = write(
+            "bob",
+            json!([{"role":"event","id":"z","script":"x","target":"bob"}]),
+        );
+        let before_bob = std::fs::read(crate::paths::peer::profile(&bob.cwd)).unwrap();
+        Registry::update(&paths, |r| {
+            r.peers = vec![kai.clone(), ann.clone(), bob.clone()];
+            Ok::<_, crate::registry::RegistryError>(())
+        })
+        .unwrap();
+        let (changed, errors) = rename_in_triggers(&paths, "kay", "kai");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(changed, vec!["ann", "kai"]);
+        let triggers = |p: &crate::registry::RegistryPeer| {
+            read_raw(&p.cwd).unwrap().unwrap()["notifier"]["triggers"].clone()
+        };
+        let k = triggers(&kai);
+        assert_eq!(k[0]["owner"], "kai");
+        assert_eq!(k[0]["target"], "kai");
+        assert_eq!(k[0]["fallback"], json!(["kai", "ann"]));
+        let a = triggers(&ann);
+        assert_eq!(a[0]["target"], "kai");
+        assert_eq!(a[0]["fallback"], "kai");
+        assert_eq!(a[1]["target"], "ann", "a trigger not naming kay is kept");
+        assert_eq!(
+            std::fs::read(crate::paths::peer::profile(&bob.cwd)).unwrap(),
+            before_bob,
+            "a profile with nothing to rename is not rewritten"
+        );
     }
 }

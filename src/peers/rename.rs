@@ -1,7 +1,8 @@
 //! `rename <old> <new>` (spec 07 "Peers"): a peer is named after its folder (spec 01 §3), so
 //! renaming it moves its folder to `<parent>/<new>`, moves its Claude Code history folder
 //! with it (so `--continue` still finds its conversation), rewrites the profile and the
-//! registry entry, and redoes each runtime's setup for the new folder. Every step before the
+//! registry entry, redoes each runtime's setup for the new folder, and renames the peer in
+//! every timer/watcher trigger that names it. Every step before the
 //! registry is rolled back when a later one fails. Whether the peer is live is the caller's
 //! business (the CLI asks the daemon).
 
@@ -27,6 +28,9 @@ pub struct Renamed {
     pub history: Option<(PathBuf, PathBuf)>,
     /// Follow-up steps that failed without undoing the rename (each names what to do).
     pub warnings: Vec<String>,
+    /// The peers whose timer/watcher triggers named the old name (now the new one): the
+    /// running services must read them again.
+    pub triggers_in: Vec<String>,
 }
 
 /// The folder a peer named `new` gets when renamed from `old_cwd`: a sibling (pure).
@@ -232,11 +236,20 @@ pub fn rename_peer(
     {
         warnings.extend(move_human_inbox(paths, old, new));
     }
+    // Triggers are stored resolved (`self` as the owner's name), in the owner's profile and
+    // in those of peers aiming at it: they follow the rename.
+    let (triggers_in, errors) = crate::notifier::store::rename_in_triggers(paths, old, new);
+    warnings.extend(errors.into_iter().map(|e| {
+        format!(
+            "timer/watcher triggers naming {old} could not be updated: {e} — register them again"
+        )
+    }));
     Ok(Renamed {
         peer,
         from,
         history,
         warnings,
+        triggers_in,
     })
 }
 
