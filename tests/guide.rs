@@ -785,6 +785,8 @@ fn readme_example() -> String {
 fn the_readme_router_runtime_example_runs_as_written() {
     let mut env = TestEnv::new();
     env.create_echo("alice");
+    // "Run it after the commands above": they made `you` on the human runtime.
+    env.ok(&["create", "you", "--runtime", "human"]);
     env.start_daemon();
     let block = readme_example();
     assert!(block.contains("runtime.json") && block.contains("--intelligence natural"));
@@ -809,7 +811,7 @@ fn the_readme_router_runtime_example_runs_as_written() {
         common::describe(&out),
         env.diagnostics()
     );
-    let mailbox = env.peer_dir("you").join("mailbox.txt");
+    let mailbox = env.peer_dir("pat").join("mailbox.txt");
     env.wait_until(
         "alice's message and the echo of the human's answer reach the mailbox",
         std::time::Duration::from_secs(20),
@@ -821,6 +823,20 @@ fn the_readme_router_runtime_example_runs_as_written() {
     );
     let list = env.ok(&["list"]);
     assert!(list.contains("●mailbox*"), "{list}");
+    // A second create of an existing peer on another runtime adds it, and says the default
+    // stays (it used to say "created").
+    let out = env.ok(&[
+        "create",
+        "you",
+        "--runtime",
+        "mailbox",
+        "--intelligence",
+        "natural",
+    ]);
+    assert!(
+        out.starts_with("peer you already exists: added runtime mailbox (its default stays human"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -361,6 +361,38 @@ fn a_router_peer_created_while_the_daemon_is_down_starts_with_it() {
     assert_eq!(started(&env), 1, "no restart during shutdown");
 }
 
+/// A router peer created with `--no-bootstrap` while the daemon runs is not started, and
+/// nothing will start it: `create` says how to, and a send to it says "start it", not
+/// "retry" (which could never help).
+#[test]
+fn a_router_peer_created_without_bootstrap_is_refused_with_how_to_start_it() {
+    let mut env = TestEnv::new();
+    env.set("IAP_ALWAYS_ON_REVIVE_GRACE_MS", "1000");
+    env.create_echo("alice");
+    env.start_daemon();
+    let out = env.run(&["create", "nob", "--runtime", "human", "--no-bootstrap"]);
+    assert!(out.status.success(), "{}", common::describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("nob was not started (--no-bootstrap): iapeer start nob starts it"),
+        "{}",
+        common::describe(&out)
+    );
+    let (_, err) = env.fails(
+        &["send", "nob", "--from", "echo-alice", "--message", "hi"],
+        1,
+    );
+    assert_eq!(
+        err.trim(),
+        "iapeer send: peer \"nob\" (human) is not running and nothing is starting it — start it: iapeer start nob"
+    );
+    env.ok(&["start", "nob"]);
+    env.wait_until("nob is up", Duration::from_secs(10), |e| {
+        e.status_of("nob", "human") == "live"
+    });
+    env.ok(&["send", "nob", "--from", "echo-alice", "--message", "hi"]);
+}
+
 #[test]
 fn a_router_that_cannot_take_input_never_reports_delivered() {
     let mut env = TestEnv::new();

@@ -49,11 +49,17 @@ pub fn create(inv: &Invocation) -> CliResult {
         Some(p) => Some(absolute(Path::new(p))?),
         None => None,
     };
+    let before = registered(&paths, name);
     let born =
         peers::create_peer(&paths, name, folder.as_deref(), &init_options(inv)).map_err(fail)?;
     let unconfigured = bootstrap(inv, &paths, &born);
-    report(inv, "created", &born.peer)?;
+    report(inv, "created", before.as_ref(), &born.peer)?;
     unconfigured.map_or(Ok(()), Err)
+}
+
+/// The registry entry of `name` now, if any (to tell a second `create`/`init` from a birth).
+fn registered(paths: &Paths, name: &str) -> Option<RegistryPeer> {
+    Registry::load(paths).ok()?.find(name).cloned()
 }
 
 /// `init [folder]`: turn a folder (default: the current one) into a peer named after it.
@@ -64,9 +70,14 @@ pub fn init(inv: &Invocation) -> CliResult {
         None => std::env::current_dir()
             .map_err(|e| fail(format!("cannot read the current folder: {e}")))?,
     };
+    let name = folder
+        .file_name()
+        .map(|n| crate::names::normalize(&n.to_string_lossy()))
+        .unwrap_or_default();
+    let before = registered(&paths, &name);
     let born = peers::init_peer(&paths, &folder, &init_options(inv)).map_err(fail)?;
     let unconfigured = bootstrap(inv, &paths, &born);
-    report(inv, "initialized", &born.peer)?;
+    report(inv, "initialized", before.as_ref(), &born.peer)?;
     unconfigured.map_or(Ok(()), Err)
 }
 
@@ -104,21 +115,57 @@ fn bootstrap(inv: &Invocation, paths: &Paths, born: &Initialized) -> Option<CliE
     if let Some(rt) = &born.always_on {
         if !inv.flag(flags::NO_BOOTSTRAP) && !missing.contains(&rt) && unconfigured.is_none() {
             start_always_on(paths, &born.peer.personality, rt);
+        } else if inv.flag(flags::NO_BOOTSTRAP) && super::view::live_state(paths).is_some() {
+            let name = &born.peer.personality;
+            eprintln!(
+                "note: {name} was not started (--no-bootstrap): iapeer start {name} starts it"
+            );
         }
     }
     unconfigured
 }
 
-fn report(inv: &Invocation, what: &str, p: &RegistryPeer) -> CliResult {
+/// Print the peer `create`/`init` left: `<what> peer <name> in …`, also for one that was
+/// there `before` unchanged (idempotent, spec 07); for one a runtime was added to, that it
+/// was added and that the default stays.
+fn report(
+    inv: &Invocation,
+    what: &str,
+    before: Option<&RegistryPeer>,
+    p: &RegistryPeer,
+) -> CliResult {
     if inv.flag(flags::JSON) {
         return print(&format!(
             "{}\n",
             serde_json::to_value(p).unwrap_or(Value::Null)
         ));
     }
+    let head = match before {
+        None => format!("{what} peer {}", p.personality),
+        Some(old) => {
+            let added: Vec<&str> = p
+                .runtimes
+                .iter()
+                .filter(|r| !old.runtimes.contains(r))
+                .map(String::as_str)
+                .collect();
+            if added.is_empty() {
+                // Idempotent (spec 07): the same line as the first time.
+                format!("{what} peer {}", p.personality)
+            } else {
+                format!(
+                    "peer {} already exists: added runtime {} (its default stays {}; send with \
+                     --runtime {} to reach it there)",
+                    p.personality,
+                    added.join(", "),
+                    p.default_runtime,
+                    added[0]
+                )
+            }
+        }
+    };
     print(&format!(
-        "{what} peer {} in {} — runtimes: {} (default {}), intelligence {}\n",
-        p.personality,
+        "{head} in {} — runtimes: {} (default {}), intelligence {}\n",
         p.cwd.display(),
         p.runtimes.join(", "),
         p.default_runtime,

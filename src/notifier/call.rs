@@ -72,7 +72,8 @@ pub fn format_text(role: Role) -> String {
              - \"script\": a command line run with /bin/sh -c that keeps running; every non-empty \
              line it prints is one message to the target (stderr is only logged). When it exits it \
              is restarted (waiting 1 s, doubling up to 60 s); 5 failures within 60 s stop it and \
-             you are told.\n\
+             you are told. A run that printed a line is no failure: a script that prints and \
+             exits repeats every second.\n\
              - \"target\": \"self\" (you) or a peer name.\n\
              - \"heartbeatSec\" (optional): seconds; when the script prints nothing for that long \
              you are alerted and it is restarted.\n{common}\n\

@@ -22,7 +22,27 @@ impl Router {
         if revive_gives_up(head_matches, usable) {
             let (p, rt) = (&identity.personality, &identity.runtime);
             let ms = self.cfg.revive_grace.as_millis();
-            self.fail_head(identity, Refusal { code: Code::Offline, error: format!("peer \"{p}\" ({rt}) is offline and did not come back within {ms}ms — retry") });
+            // Coming back: a session booting, or a restart due. Else nothing will bring it
+            // (created with --no-bootstrap, or its restarts were given up): "retry" would not
+            // help, starting it does.
+            let coming = self.live.sessions.contains_key(identity)
+                || self
+                    .timers
+                    .any(|t| matches!(t, Timer::Restart(id) if id == identity));
+            let error = if coming {
+                format!(
+                    "peer \"{p}\" ({rt}) is offline and did not come back within {ms}ms — retry"
+                )
+            } else {
+                format!("peer \"{p}\" ({rt}) is not running and nothing is starting it — start it: iapeer start {p}")
+            };
+            self.fail_head(
+                identity,
+                Refusal {
+                    code: Code::Offline,
+                    error,
+                },
+            );
             self.pump(identity);
         }
     }
