@@ -408,7 +408,10 @@ pub fn run(inv: &Invocation) -> CliResult {
     }
     if keep || result.is_err() {
         println!("\nthe demo root is kept: {}", root.display());
-        println!("look around:  export IAPEER_ROOT={}", root.display());
+        println!(
+            "look around:  export IAPEER_ROOT={} IAPEER_PORT=0   (any free port: beside a daemon of yours)",
+            root.display()
+        );
         println!("              iapeer daemon &   then   iapeer list   /   iapeer attach alice");
         println!("              your inbox: iapeer inbox you   —   what happened: iapeer logs");
         println!(

@@ -152,7 +152,7 @@ pub mod flags {
         "path",
         "<folder>",
         Complete::Path,
-        "where to make the peer's folder",
+        "the peer's folder, named as the peer (default <root>/peers/<name>)",
     );
     /// `--fix` (verify).
     pub const FIX: FlagSpec = boolean(
