@@ -186,3 +186,59 @@ fn the_checked_in_man_page_is_current() {
     let (_, err) = env.fails(&["--generate", "pdf"], 2);
     assert!(err.contains("cannot generate \"pdf\""), "{err}");
 }
+
+/// The verbs spec 07 lists that the first builds lacked: `doctor` (status, then verify),
+/// `approval-mode` (spec 10 §4: shown, set, applied from the next session), `update
+/// --foundation-only` (accepted), and `enable telegram <peer>` as `connect telegram <peer>`.
+#[test]
+fn the_spec_07_verbs_doctor_approval_mode_and_the_aliases_work() {
+    let env = TestEnv::new();
+    env.create_echo("alice");
+    // No daemon: doctor prints both reports and fails on the daemon.
+    let out = env.run(&["doctor"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+    assert!(
+        text.contains("not running") && text.contains("ok: 1 peer(s), no problems"),
+        "{text}"
+    );
+    assert_eq!(
+        env.ok(&["approval-mode", "--peer", "alice"]).trim(),
+        "alice: bypass (no Claude or Codex runtime: nothing to gate)"
+    );
+    env.ok(&["approval-mode", "gated", "--peer", "alice"]);
+    let profile: serde_json::Value = serde_json::from_str(&common::read(
+        &env.peer_dir("alice").join(".iapeer/peer-profile.json"),
+    ))
+    .unwrap();
+    assert_eq!(profile["approval_mode"], "gated");
+    let v: serde_json::Value =
+        serde_json::from_str(&env.ok(&["approval-mode", "--all", "--json"])).unwrap();
+    assert_eq!(v["peers"][0]["mode"], "gated", "{v}");
+    env.ok(&["approval-mode", "bypass", "--peer", "alice"]);
+    let profile = common::read(&env.peer_dir("alice").join(".iapeer/peer-profile.json"));
+    assert!(
+        !profile.contains("approval_mode"),
+        "bypass is the default: {profile}"
+    );
+    let (_, err) = env.fails(&["approval-mode", "yolo", "--peer", "alice"], 2);
+    assert!(err.contains("unknown mode \"yolo\""), "{err}");
+    assert!(env.ok(&["help", "update"]).contains("--foundation-only"));
+    let (_, via_enable) = env.fails(
+        &[
+            "enable", "telegram", "alice", "--token", "t", "--bot", "b_bot",
+        ],
+        1,
+    );
+    let (_, via_connect) = env.fails(
+        &[
+            "connect", "telegram", "alice", "--token", "t", "--bot", "b_bot",
+        ],
+        1,
+    );
+    assert!(
+        via_enable.contains("the telegram runtime is not installed"),
+        "{via_enable}"
+    );
+    assert_eq!(via_enable, via_connect, "the alias is the same verb");
+}

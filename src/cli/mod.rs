@@ -93,7 +93,7 @@ pub fn usage(inv: &Invocation, what: impl Into<String>) -> CliError {
 
 /// Parse the process arguments, run the verb, print errors, return the exit code.
 pub fn main() -> i32 {
-    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let args = spec_aliases(std::env::args_os().skip(1).collect());
     let json_asked = args.iter().any(|a| a == "--json");
     let (verb_name, json, result) = match parse::parse(args) {
         Err(e) => ("iapeer".to_string(), json_asked, Err(CliError::Usage(e))),
@@ -244,6 +244,15 @@ fn peer_names() -> String {
         .collect()
 }
 
+/// The spellings spec 07 gives as aliases, rewritten to the verb they stand for:
+/// `enable telegram <peer> …` is `connect telegram <peer> …`.
+fn spec_aliases(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    if args.len() >= 2 && args[0] == "enable" && args[1] == "telegram" {
+        args[0] = "connect".into();
+    }
+    args
+}
+
 /// Run one verb of the table. The `match` is exhaustive: a [`Verb`] without a handler does
 /// not compile.
 fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
@@ -268,6 +277,8 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
         Verb::AddRuntime => peers::add_runtime(inv),
         Verb::DefaultRuntime => peers::default_runtime(inv),
         Verb::Status => status::run(inv),
+        Verb::Doctor => status::doctor(inv),
+        Verb::ApprovalMode => peers::approval_mode(inv),
         Verb::Install => install::run(inv),
         Verb::Onboard => onboard::run(inv),
         Verb::Update => update::update(inv),

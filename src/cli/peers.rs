@@ -154,12 +154,13 @@ fn report(
                 format!("{what} peer {}", p.personality)
             } else {
                 format!(
-                    "peer {} already exists: added runtime {} (its default stays {}; send with \
-                     --runtime {} to reach it there)",
+                    "peer {} already exists: added runtime {} (its default stays {}: iapeer \
+                     default-runtime {} --peer {} makes it the default)",
                     p.personality,
                     added.join(", "),
                     p.default_runtime,
-                    added[0]
+                    added[0],
+                    p.personality
                 )
             }
         }
@@ -574,6 +575,62 @@ pub fn default_runtime(inv: &Invocation) -> CliResult {
         return Err(CliError::Failed(refusals.join("; ")));
     }
     Err(CliError::Exit(1))
+}
+
+/// `approval-mode [gated|bypass] (--peer <p> | --all)` (spec 10 §4): print each selected
+/// peer's approval mode, or set it in the profile (`approval_mode: "gated"`; bypass removes
+/// the key, the default). It applies from the peer's next session.
+pub fn approval_mode(inv: &Invocation) -> CliResult {
+    let gated = match inv.positional(args::MODE) {
+        None => None,
+        Some("gated") => Some(true),
+        Some("bypass") => Some(false),
+        Some(other) => {
+            return Err(usage(
+                inv,
+                format!(
+                "unknown mode \"{other}\": gated (a human answers permission prompts) or bypass"
+            ),
+            ))
+        }
+    };
+    let paths = paths()?;
+    let (mut out, mut rows) = (String::new(), Vec::new());
+    for peer in selected_peers(&paths, inv)? {
+        let profile = match gated {
+            Some(g) => Profile::update(&peer.cwd, |p| {
+                p.approval_mode = g.then(|| crate::profile::APPROVAL_MODE_GATED.to_string())
+            })
+            .map_err(fail)?,
+            None => Profile::read(&peer.cwd).map_err(fail)?.ok_or_else(|| {
+                fail(format!(
+                    "{} has no profile in {} — iapeer verify says what to do",
+                    peer.personality,
+                    peer.cwd.display()
+                ))
+            })?,
+        };
+        let mode = if profile.is_gated() {
+            "gated"
+        } else {
+            "bypass"
+        };
+        let agent = peer
+            .runtimes
+            .iter()
+            .any(|r| matches!(r.as_str(), "claude" | "codex"));
+        let note = match (agent, gated.is_some()) {
+            (false, _) => " (no Claude or Codex runtime: nothing to gate)".to_string(),
+            (true, true) => format!(
+                " — from its next session (iapeer new {} starts one now)",
+                peer.personality
+            ),
+            (true, false) => String::new(),
+        };
+        out.push_str(&format!("{}: {mode}{note}\n", peer.personality));
+        rows.push(serde_json::json!({"peer": peer.personality, "mode": mode}));
+    }
+    done(inv, &serde_json::json!({ "peers": rows }), &out)
 }
 
 /// Why `default-runtime <rt>` is refused for a peer that does not declare `rt`, with the step

@@ -210,6 +210,21 @@ fn service_report(paths: &Paths) -> ServiceReport {
 
 /// Run `iapeer status`.
 pub fn run(inv: &Invocation) -> CliResult {
+    report(inv.flag(flags::JSON))
+}
+
+/// `iapeer doctor`: [`report`], then `verify` (read only); exit 1 when either finds a
+/// problem, after both have printed.
+pub fn doctor(_inv: &Invocation) -> CliResult {
+    let status = report(false);
+    super::print("\n")?;
+    let verify = super::verify::check(false, false);
+    status.and(verify)
+}
+
+/// Print the status report (one JSON document with `json`); `Err` (exit 1) when the daemon
+/// is not healthy.
+fn report(json: bool) -> CliResult {
     let paths = paths()?;
     let answer = daemon_status(&paths);
     let registry = Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
@@ -241,7 +256,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         .as_ref()
         .map(|s| Heartbeat::of(s, SystemTime::now()))
         .unwrap_or(Heartbeat::NotDeclared);
-    if inv.flag(flags::JSON) {
+    if json {
         let doc = StatusDoc {
             version: env!("CARGO_PKG_VERSION"),
             healthy,

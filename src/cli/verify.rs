@@ -57,9 +57,15 @@ struct VerifyDoc<'a> {
 
 /// Run `iapeer verify`.
 pub fn run(inv: &Invocation) -> CliResult {
+    check(inv.flag(flags::FIX), inv.flag(flags::JSON))
+}
+
+/// Verify (and with `fix` rebuild) the registry and profiles, printing the outcome (one
+/// JSON document with `json`); `Err` (exit 1) when a problem is left.
+pub fn check(fix: bool, json: bool) -> CliResult {
     let paths = paths()?;
     let (mut changes, mut left_out) = (Vec::new(), Vec::new());
-    if inv.flag(flags::FIX) {
+    if fix {
         (changes, left_out) = rebuild(&paths)?;
     }
     let (mut problems, warnings) = find_problems(&paths);
@@ -67,11 +73,11 @@ pub fn run(inv: &Invocation) -> CliResult {
     // sees it: it is a problem all the same.
     problems.append(&mut left_out);
     let peers = Registry::load(&paths).map(|r| r.peers.len()).unwrap_or(0);
-    if inv.flag(flags::JSON) {
+    if json {
         let doc = VerifyDoc {
             ok: problems.is_empty(),
             peers,
-            fixed: inv.flag(flags::FIX),
+            fixed: fix,
             changes: changes
                 .iter()
                 .map(|(p, what)| ChangeDoc {
@@ -106,7 +112,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         if problems.is_empty() {
             out.push_str(&format!(
                 "ok: {peers} peer(s), no problems{}\n",
-                if inv.flag(flags::FIX) {
+                if fix {
                     " (registry rebuilt from the profiles)"
                 } else {
                     ""
@@ -116,7 +122,7 @@ pub fn run(inv: &Invocation) -> CliResult {
             for (p, what) in &problems {
                 out.push_str(&format!("{p}: {what}\n"));
             }
-            if !inv.flag(flags::FIX) {
+            if !fix {
                 out.push_str(
                     "run iapeer verify --fix to rebuild the registry from the profiles (an error \
                      inside a profile is fixed by editing that file)\n",

@@ -178,6 +178,10 @@ pub enum Verb {
     AddRuntime,
     /// `default-runtime`.
     DefaultRuntime,
+    /// `approval-mode`.
+    ApprovalMode,
+    /// `doctor`.
+    Doctor,
     /// `daemon`.
     Daemon,
     /// `shutdown`.
@@ -237,7 +241,7 @@ pub enum Verb {
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 46] = [
+    pub const ALL: [Verb; 48] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
@@ -257,6 +261,8 @@ impl Verb {
         Verb::SelfDone,
         Verb::AddRuntime,
         Verb::DefaultRuntime,
+        Verb::ApprovalMode,
+        Verb::Doctor,
         Verb::Daemon,
         Verb::Shutdown,
         Verb::Status,

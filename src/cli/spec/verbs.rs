@@ -197,6 +197,12 @@ pub mod flags {
         "force",
         "restart even while an agent is mid-turn (its conversation resumes by topic)",
     );
+    /// `--foundation-only` (update): accepted as the original tool's flag; iapeer's update
+    /// installs only its own binary anyway.
+    pub const FOUNDATION_ONLY: FlagSpec = boolean(
+        "foundation-only",
+        "only iapeer itself (what update always does)",
+    );
     /// `--package <spec>` (install-runtime).
     pub const PACKAGE: FlagSpec = valued(
         "package",
@@ -308,6 +314,8 @@ pub mod args {
     pub const APPROVAL_ID: PosSpec = required("id", Complete::Text);
     /// `[reason]` (deny): why, for the model.
     pub const REASON: PosSpec = optional("reason", Complete::Text);
+    /// `[mode]` (approval-mode): `gated` or `bypass`.
+    pub const MODE: PosSpec = optional("mode", Complete::Text);
     /// `[option]` (approve): the option of a boot dialog to choose, by number or label.
     pub const OPTION: PosSpec = optional("option", Complete::Text);
     /// `[args]...` (echo-agent): every word after the verb.
@@ -329,6 +337,10 @@ use flags::{
 use flags::{CONFIRM_RUNTIME, FOLLOW, HUMAN, INBOX_ALL, PRINT, SINCE};
 
 const PEER_AND_RUNTIME: &[PosSpec] = &[args::PEER, RUNTIME];
+/// The flags of a verb that acts on one peer or on all of them.
+const PEER_OR_ALL: &[FlagSpec] = &[flags::PEER, ALL, JSON];
+/// Its rule: one of `--peer <p>` and `--all`.
+const ONE_OF_PEER_OR_ALL: &[Rule] = &[Rule::ExactlyOne(&[flags::PEER, ALL])];
 
 /// Every verb, in the order help lists them within a group.
 pub static VERBS: &[VerbSpec] = &[
@@ -788,8 +800,8 @@ pub static VERBS: &[VerbSpec] = &[
             setup (MCP configuration, folder trust). The default runtime never changes. \
             Idempotent.",
         positionals: &[RT],
-        flags: &[flags::PEER, ALL, JSON],
-        rules: &[Rule::ExactlyOne(&[flags::PEER, ALL])],
+        flags: PEER_OR_ALL,
+        rules: ONE_OF_PEER_OR_ALL,
         hidden: false,
         group: Group::Peers,
         passthrough: false,
@@ -802,8 +814,25 @@ pub static VERBS: &[VerbSpec] = &[
         description: "Make a declared runtime the peer's default (or every peer's): where messages route \
             by default and what comes up first. Refused for a peer that does not declare it.",
         positionals: &[RT],
-        flags: &[flags::PEER, ALL, JSON],
-        rules: &[Rule::ExactlyOne(&[flags::PEER, ALL])],
+        flags: PEER_OR_ALL,
+        rules: ONE_OF_PEER_OR_ALL,
+        hidden: false,
+        group: Group::Peers,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::ApprovalMode),
+        name: "approval-mode",
+        signature: "approval-mode [mode] (--peer <p> | --all) [--json]",
+        summary: "show or set whether a peer's permission prompts go to a human",
+        description: "Without [mode], print each peer's approval mode; [mode] is gated or bypass. gated: the peer's Claude or Codex \
+            sessions launch without the permission-bypass flags and every permission prompt waits for a \
+            human (iapeer approvals, approve, deny); bypass (the default): they run with the bypass \
+            flags. Written to the peer's profile (approval_mode); it applies from the peer's next \
+            session (iapeer new <peer> starts one now).",
+        positionals: &[args::MODE],
+        flags: PEER_OR_ALL,
+        rules: ONE_OF_PEER_OR_ALL,
         hidden: false,
         group: Group::Peers,
         passthrough: false,
@@ -858,8 +887,8 @@ pub static VERBS: &[VerbSpec] = &[
             failed per runtime; a file that cannot be read as JSON or TOML is left alone and exits 1. \
             A memory provider's peers get off at birth.",
         positionals: &[args::SETTING],
-        flags: &[flags::PEER, ALL, JSON],
-        rules: &[Rule::ExactlyOne(&[flags::PEER, ALL])],
+        flags: PEER_OR_ALL,
+        rules: ONE_OF_PEER_OR_ALL,
         hidden: false,
         group: Group::Peers,
         passthrough: false,
@@ -909,6 +938,21 @@ pub static VERBS: &[VerbSpec] = &[
             not healthy.",
         positionals: &[],
         flags: &[JSON],
+        rules: &[],
+        hidden: false,
+        group: Group::Host,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Doctor),
+        name: "doctor",
+        signature: "doctor",
+        summary: "check the daemon's health and the peers' files",
+        description: "iapeer status (version, daemon on its socket and MCP endpoint, service, peers, \
+            memory provider), then iapeer verify (registry, profiles, folders: read only; verify --fix \
+            repairs). Exits 1 when either finds a problem; each has --json on its own.",
+        positionals: &[],
+        flags: &[],
         rules: &[],
         hidden: false,
         group: Group::Host,
@@ -1010,7 +1054,7 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Update),
         name: "update",
-        signature: "update [path-or-version] [--force]",
+        signature: "update [path-or-version] [--force] [--foundation-only]",
         summary: "install a newer iapeer build and restart the daemon on it",
         description: "Install the iapeer binary at the given path (a local build, e.g. target/release/iapeer) \
             as $IAPEER_BIN_DIR/iapeer (default ~/.local/bin), atomically, keeping the current one as \
@@ -1021,9 +1065,10 @@ pub static VERBS: &[VerbSpec] = &[
             service's file is first made to run the installed binary (only when iapeer wrote it). \
             Exits 1 and advises iapeer rollback when the new daemon is not healthy. Installing a \
             published version from the package registry is not available yet: build it and give its \
-            path.",
+            path. --foundation-only (the original tool's flag) changes nothing: runtimes are updated \
+            with update-runtime.",
         positionals: &[args::PATH_OR_VERSION],
-        flags: &[UPDATE_FORCE],
+        flags: &[UPDATE_FORCE, flags::FOUNDATION_ONLY],
         rules: &[],
         hidden: false,
         group: Group::Host,
