@@ -78,6 +78,38 @@ fn a_send_while_the_registry_is_missing_is_kept() {
     assert!(out.starts_with("kept for bob in the outbox ("), "{out}");
 }
 
+/// A copied peer folder: `verify` sent the user to `--fix`, which printed "fixed pete:
+/// skipped …" and the same advice again. Now both say it is a copy and the way out, once,
+/// and following it works.
+#[test]
+fn a_copied_peer_folder_is_explained_not_sent_round_in_a_loop() {
+    let env = TestEnv::new();
+    env.create_echo("pete");
+    let copy = env.peer_dir("pete").with_file_name("pete2");
+    let status = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(env.peer_dir("pete"))
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (out, _) = env.fails(&["verify"], 1);
+    assert!(
+        out.contains("holds a copy of the profile of the peer in"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("run iapeer verify --fix"),
+        "--fix cannot decide it: {out}"
+    );
+    let (out, _) = env.fails(&["verify", "--fix"], 1);
+    assert!(!out.contains("fixed pete"), "{out}");
+    assert_eq!(out.matches("holds a copy").count(), 1, "said once: {out}");
+    std::fs::remove_file(copy.join(".iapeer/peer-profile.json")).unwrap();
+    env.ok(&["init", copy.to_str().unwrap(), "--runtime", "echo"]);
+    assert!(env.ok(&["verify"]).contains("ok: 2 peer(s), no problems"));
+}
+
 /// After `remove`, `verify` reported the kept folder as an unregistered peer and `--fix`
 /// brought the removed peer back.
 #[test]

@@ -72,6 +72,9 @@ pub fn check(fix: bool, json: bool) -> CliResult {
     // A folder the rebuild could not register is out of the registry now, so no check below
     // sees it: it is a problem all the same.
     problems.append(&mut left_out);
+    // A copied folder is found by both.
+    let mut seen = std::collections::HashSet::new();
+    problems.retain(|p| seen.insert(p.clone()));
     let peers = Registry::load(&paths).map(|r| r.peers.len()).unwrap_or(0);
     if json {
         let doc = VerifyDoc {
@@ -122,7 +125,7 @@ pub fn check(fix: bool, json: bool) -> CliResult {
             for (p, what) in &problems {
                 out.push_str(&format!("{p}: {what}\n"));
             }
-            if !fix {
+            if !fix && problems.iter().any(|(_, what)| !what.contains(COPIED)) {
                 out.push_str(
                     "run iapeer verify --fix to rebuild the registry from the profiles (an error \
                      inside a profile is fixed by editing that file)\n",
@@ -230,17 +233,35 @@ fn find_problems(paths: &Paths) -> (PerPeer, PerPeer) {
     for folder in orphan_candidates(paths) {
         if let Ok(Some(prof)) = Profile::read_keeping_name(&folder) {
             if !registry.peers.iter().any(|p| p.cwd == folder) {
-                out.push((
-                    prof.personality,
-                    format!(
+                let problem = match registry.find(&prof.personality) {
+                    Some(owner) => copied_profile(&folder, &owner.cwd, &prof.default_runtime),
+                    None => format!(
                         "has a profile in {} but is not registered",
                         folder.display()
                     ),
-                ));
+                };
+                out.push((prof.personality, problem));
             }
         }
     }
     (out, warnings)
+}
+
+/// What every problem [`copied_profile`] describes says: `--fix` cannot decide it.
+const COPIED: &str = "holds a copy of the profile of the peer in";
+
+/// The problem of `folder`, whose profile (default runtime `runtime`) names a peer
+/// registered at `owner` (a copied peer folder): what `--fix` cannot decide, and the two
+/// ways out.
+fn copied_profile(folder: &Path, owner: &Path, runtime: &str) -> String {
+    format!(
+        "{} {COPIED} {} — to make it a peer of its own, delete {} and run iapeer init {} \
+         --runtime {runtime}; or delete that folder",
+        folder.display(),
+        owner.display(),
+        peer::profile(folder).display(),
+        folder.display()
+    )
 }
 
 /// Whether the registry's description of `entry` is a long profile description cut as the
@@ -344,13 +365,11 @@ fn rebuild(paths: &Paths) -> Result<(PerPeer, PerPeer), CliError> {
                 }
             },
         };
-        if rebuilt.find(&entry.personality).is_some() {
-            changes.push((
+        if let Some(owner) = rebuilt.find(&entry.personality) {
+            let runtime = entry.default_runtime.clone();
+            left_out.push((
                 entry.personality.clone(),
-                format!(
-                    "skipped {}: the name is taken by another folder",
-                    folder.display()
-                ),
+                copied_profile(&folder, &owner.cwd, &runtime),
             ));
             continue;
         }
