@@ -557,6 +557,18 @@ fn attach_to_a_router_runtime_is_refused() {
         "live",
         "the refusal leaves it running"
     );
+    // And a stopped agent: start it first (it used to print the detach hint, then refuse).
+    env.create_echo("sleepy");
+    env.ok(&["stop", "sleepy"]);
+    let mut term = Terminal::spawn(env.cmd(&["attach", "sleepy"]));
+    assert_eq!(term.wait(&env).code(), Some(1), "{}", term.text());
+    assert!(
+        term.text()
+            .contains("is stopped — iapeer start sleepy first"),
+        "{}",
+        term.text()
+    );
+    assert!(!term.text().contains("Ctrl-]"), "{}", term.text());
 }
 
 #[test]

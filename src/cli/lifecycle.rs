@@ -140,8 +140,8 @@ pub fn attach(inv: &Invocation) -> CliResult {
 
 /// What the daemon would refuse, refused before the terminal is taken over and the detach
 /// hint printed: a peer that is not registered (with the name meant), a runtime it does not
-/// declare, and one with no agent runtime to attach to (a human's inbox, a service), the
-/// last with the daemon's words. An unreadable registry is left to the daemon.
+/// declare, one with no agent runtime to attach to (a human's inbox, a service), and a
+/// stopped endpoint. An unreadable registry is left to the daemon.
 fn refuse_attach_to_a_router_peer(peer: &str, runtime: Option<&str>) -> CliResult {
     let paths = paths()?;
     let Ok(registry) = crate::registry::Registry::load(&paths) else {
@@ -164,6 +164,14 @@ fn refuse_attach_to_a_router_peer(peer: &str, runtime: Option<&str>) -> CliResul
         return Err(CliError::Failed(format!(
             "attach needs an agent runtime ({rt} is a router runtime: {peer} has no session \
              to attach to)"
+        )));
+    }
+    let stopped = crate::names::Identity::new(rt, peer).is_ok_and(|id| {
+        crate::markers::Markers::new(&paths, &id).is_set(crate::markers::Flag::Stopped)
+    });
+    if stopped {
+        return Err(CliError::Failed(format!(
+            "\"{peer}\" ({rt}) is stopped — iapeer start {peer} first, then attach"
         )));
     }
     Ok(())
