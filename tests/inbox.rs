@@ -222,7 +222,15 @@ fn human_inbox_round_trip_with_an_echo_agent() {
     );
     let (_, err) = env.fails(&["logs", "--since", "soon"], 2);
     assert!(err.contains("--since: \"soon\""), "{err}");
-    assert_eq!(env.ok(&["logs", "--since", "2099-01-01"]), "");
+    let out = env.run(&["logs", "--since", "2099-01-01"]);
+    assert!(out.status.success(), "{}", common::describe(&out));
+    assert!(out.stdout.is_empty(), "{}", common::describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .starts_with("no log entries in that time (logs are in "),
+        "nothing to show is said, on stderr: {}",
+        common::describe(&out)
+    );
 }
 
 /// `delivered` means the record is on disk: the daemon is killed with SIGKILL right after

@@ -34,11 +34,14 @@ impl Filter {
             && self.since.is_none_or(|t| logview::is_since(e, t))
     }
 
-    fn print(&self, entries: Vec<Entry>) {
+    /// Print the entries this filter keeps; returns how many.
+    fn print(&self, entries: Vec<Entry>) -> usize {
         let tz = jiff::tz::TimeZone::system();
         let today = jiff::Zoned::now().date();
         let mut out = String::new();
+        let mut n = 0;
         for e in logview::merge(entries).iter().filter(|e| self.keeps(e)) {
+            n += 1;
             if self.json {
                 out.push_str(&logview::json(e));
             } else {
@@ -47,6 +50,7 @@ impl Filter {
             out.push('\n');
         }
         let _ = print(&out);
+        n
     }
 }
 
@@ -118,7 +122,16 @@ pub fn run(inv: &Invocation) -> CliResult {
             return Err(super::suggest::not_registered(&paths, p));
         }
     }
-    filter.print(entries);
+    let shown = filter.print(entries);
+    if shown == 0 && !filter.json && !inv.flag(flags::FOLLOW) {
+        // Silence would read as a hang or a failure.
+        let what = match (&filter.peer, filter.since.is_some()) {
+            (Some(p), _) => format!("no log entries for {p}"),
+            (None, true) => "no log entries in that time".to_string(),
+            (None, false) => "no log entries yet".to_string(),
+        };
+        eprintln!("{what} (logs are in {})", paths.logs_dir().display());
+    }
     if inv.flag(flags::FOLLOW) {
         follow(&paths, &filter, offsets)?;
     }
@@ -158,7 +171,7 @@ fn follow(paths: &Paths, filter: &Filter, mut offsets: Vec<u64>) -> CliResult {
             fresh.extend(logview::parse(&lines, source));
         }
         if !fresh.is_empty() {
-            filter.print(fresh);
+            let _ = filter.print(fresh);
         }
         std::thread::sleep(FOLLOW_POLL);
     }
