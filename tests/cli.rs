@@ -5,7 +5,8 @@ use crate::common;
 
 use common::TestEnv;
 
-const DAEMON_DOWN_TAIL: &str = ") — start it with: iapeer daemon (foreground)";
+const DAEMON_DOWN_TAIL: &str =
+    ") — start it with: iapeer daemon (foreground) or iapeer onboard (as a service)";
 
 #[test]
 fn version_in_every_spelling() {

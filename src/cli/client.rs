@@ -26,7 +26,7 @@ impl std::fmt::Display for ClientError {
         match self {
             ClientError::NotRunning(sock) => write!(
                 f,
-                "the daemon is not running (no answer on {}) — start it with: iapeer daemon (foreground)",
+                "the daemon is not running (no answer on {}) — start it with: iapeer daemon (foreground) or iapeer onboard (as a service)",
                 sock.display()
             ),
             ClientError::Broken(why) => write!(f, "lost the connection to the daemon: {why}"),

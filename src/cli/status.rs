@@ -290,7 +290,8 @@ fn report(json: bool) -> CliResult {
             Some(Answer::Ok(st)) => format!("daemon: healthy @ {} + {}", st.tcp, st.sock),
             Some(Answer::Failed(_)) => "daemon: healthy @ ? + ?".to_string(),
             None => "daemon: not running (nothing answers on its socket) — start it with: \
-                     iapeer daemon (foreground) or iapeer daemon --detach"
+                     iapeer daemon (foreground), iapeer daemon --detach or iapeer onboard (as a \
+                     service)"
                 .to_string(),
         };
         print(&format!(
