@@ -71,8 +71,8 @@ pub fn format_text(role: Role) -> String {
              Register: {{\"script\":\"<shell command>\",\"target\":\"self\"}}\n\
              - \"script\": a command line run with /bin/sh -c that keeps running; every non-empty \
              line it prints is one message to the target (stderr is only logged). When it exits it \
-             is restarted (waiting 1 s, doubling up to 60 s); 5 failures within 60 s stop it and \
-             you are told.\n\
+             is restarted (waiting 1 s, doubling up to 60 s); 5 failures within 60 s stop it for \
+             good and you are told (list marks it; register it again, same id, to run it again).\n\
              - \"target\": \"self\" (you) or a peer name.\n\
              - \"heartbeatSec\" (optional): seconds; when the script prints nothing for that long \
              you are alerted and it is restarted.\n{common}\n\
@@ -236,7 +236,8 @@ fn quoted(keys: &[&str]) -> String {
         .join(" and ")
 }
 
-/// One line describing a trigger: `• <id> — <when|script> → <target> (extras)`.
+/// One line describing a trigger: `• <id> — <when|script> → <target> (extras)`; a watcher
+/// stopped for good gets a second line saying so and how to run it again.
 pub fn trigger_line(t: &Trigger) -> String {
     let spec = t.when.as_deref().or(t.script.as_deref()).unwrap_or("?");
     let mut extras = Vec::new();
@@ -254,7 +255,19 @@ pub fn trigger_line(t: &Trigger) -> String {
     } else {
         format!(" ({})", extras.join("; "))
     };
-    format!("• {} — {spec} → {}{tail}", t.id, t.target)
+    let stop =
+        match &t.stopped {
+            None => String::new(),
+            Some(s) => {
+                format!(
+            "\n  STOPPED{}{} after 5 quick failures; it does not run until you register it \
+             again with the same id (which clears the stop)",
+            if s.at.is_empty() { String::new() } else { format!(" since {}", s.at) },
+            if s.last.is_empty() { String::new() } else { format!(" (last: {})", s.last) },
+        )
+            }
+        };
+    format!("• {} — {spec} → {}{tail}{stop}", t.id, t.target)
 }
 
 /// The list of `mine` (the caller's triggers of this role) and of the caller's lost signals
@@ -354,6 +367,27 @@ mod tests {
              Remove one: {\"cmd\":\"unregister\",\"id\":\"<id>\"}"
         );
         assert!(list_text(Role::Time, &[], &[]).starts_with("You have no timer triggers."));
+    }
+
+    #[test]
+    fn a_stopped_watcher_is_marked_with_how_to_run_it_again() {
+        let mut t = parse_entry(
+            &serde_json::json!({"role":"event","id":"bad","script":"exit 7","target":"op"}),
+            "op",
+            &ok,
+        )
+        .unwrap();
+        assert_eq!(trigger_line(&t), "• bad — exit 7 → op");
+        t.stopped = Some(super::super::trigger::Stopped {
+            at: "2026-12-01T05:42:27.123Z".into(),
+            last: "exit status 7".into(),
+        });
+        assert_eq!(
+            trigger_line(&t),
+            "• bad — exit 7 → op\n  STOPPED since 2026-12-01T05:42:27.123Z (last: exit status 7) \
+             after 5 quick failures; it does not run until you register it again with the same \
+             id (which clears the stop)"
+        );
     }
 
     #[test]

@@ -381,6 +381,22 @@ impl Service {
         }
         let mut wanted: BTreeMap<Key, Trigger> = BTreeMap::new();
         for t in list {
+            if let Some(stopped) = &t.stopped {
+                // Stopped for good (spec 09): not run again until registered again.
+                if self
+                    .reported
+                    .insert(format!("stopped {} {} {}", t.owner, t.id, stopped.at))
+                {
+                    self.log.append(
+                        &self
+                            .ev("watch-kept-stopped")
+                            .field("owner", &t.owner)
+                            .field("id", &t.id)
+                            .field("since", &stopped.at),
+                    );
+                }
+                continue;
+            }
             wanted.insert((t.owner.clone(), t.id.clone()), t);
         }
         match self.role {
@@ -648,10 +664,12 @@ impl Service {
             Decision::Stop => {
                 slot.restart_at = None;
                 let t = slot.t.clone();
+                let kept = self.keep_stopped(k, &t, how);
                 let text = format!(
-                    "[watcher] Your watcher {} failed 5 times within 60 s (last: {how}) and is stopped. \
-                     Fix the script and register it again (same id replaces it). Script: {}",
+                    "[watcher] Your watcher {} failed 5 times within 60 s (last: {how}) and is stopped{}. \
+                     Fix the script and register it again (same id replaces it and clears the stop). Script: {}",
                     t.id,
+                    if kept { " (it stays stopped across restarts)" } else { "" },
                     t.script.as_deref().unwrap_or("")
                 );
                 let ev = self
@@ -662,6 +680,38 @@ impl Service {
                 self.log.append(&ev);
                 self.lifecycle.append(&ev);
                 self.signal(Kind::Alert, &t, &t.owner, text, None);
+            }
+        }
+    }
+
+    /// Store the stop of watcher `t` with the trigger, so no later start runs it, and drop
+    /// its slot. Returns whether the mark was stored; when it was not (profile unwritable,
+    /// trigger changed meanwhile) the slot stays, idle, and the failure is logged.
+    fn keep_stopped(&mut self, k: &Key, t: &Trigger, how: &str) -> bool {
+        let stopped = super::trigger::Stopped {
+            at: crate::clock::log_ts(Timestamp::now()),
+            last: how.to_string(),
+        };
+        let marked = store::cwd_of(&self.paths, &k.0)
+            .ok_or_else(|| format!("{} is not a registered peer", k.0))
+            .and_then(|cwd| store::mark_stopped(&self.paths, &cwd, t, &stopped));
+        match marked {
+            Ok(true) => {
+                self.watchers.remove(k);
+                self.reported
+                    .insert(format!("stopped {} {} {}", k.0, k.1, stopped.at));
+                true
+            }
+            Ok(false) => false,
+            Err(e) => {
+                self.log.append(
+                    &self
+                        .ev("watch-stop-not-stored")
+                        .field("owner", &k.0)
+                        .field("id", &k.1)
+                        .field("detail", e),
+                );
+                false
             }
         }
     }
