@@ -662,6 +662,28 @@ fn spool_files_in_the_package_format_are_redriven_and_lost_ones_listed() {
         let pane = e.pane("echo-alice");
         pane.contains("Lost signals") && pane.contains("mio0a1b3-5e6f7a8b")
     });
+    // alice has no triggers: the list offers to dismiss the lost signal, not to remove a
+    // trigger (newcomer walkthrough: both hints came with every list, and unregistering a
+    // lost signal's id answered "you have no timer trigger").
+    let pane = env.pane("echo-alice");
+    assert!(
+        pane.contains("Dismiss one (its spool file is deleted)") && !pane.contains("Remove one"),
+        "{pane}"
+    );
+    // Another peer cannot dismiss it; alice can, with unregister and its id.
+    env.create_echo("bob");
+    for (peer, answer, left) in [
+        ("bob", "no timer trigger and no lost signal with id", 1),
+        ("alice", "lost signal \"mio0a1b3-5e6f7a8b\" dismissed", 0),
+    ] {
+        let from = format!("echo-{peer}");
+        let call = json!({"cmd":"unregister","id":"mio0a1b3-5e6f7a8b"});
+        call_service(&env, "timer", &from, &call);
+        env.wait_until(answer, Duration::from_secs(20), |e| {
+            e.pane(&from).contains(answer)
+        });
+        assert_eq!(spool_files(&dir).len(), left, "{peer}");
+    }
 }
 
 #[test]

@@ -43,8 +43,9 @@ pub fn call_card(role: Role) -> &'static str {
 
 /// The format description sent with help and every teaching reply.
 pub fn format_text(role: Role) -> String {
-    let common = "Other calls: {\"cmd\":\"list\"} lists your triggers; {\"cmd\":\"unregister\",\"id\":\"<id>\"} \
-                  removes one; help or ? shows this text.\n\
+    let common = "Other calls: {\"cmd\":\"list\"} lists your triggers (and your lost signals, if any); \
+                  {\"cmd\":\"unregister\",\"id\":\"<id>\"} removes one of your triggers, or dismisses \
+                  one of your lost signals; help or ? shows this text.\n\
                   Optional for every trigger: \"id\" (lowercase letters, digits, dashes; registering an \
                   existing id replaces it; default: a hash of the fields), \"topic\" (at most 200 \
                   characters, set on every message), \"fallback\" (a peer name or a list, \"self\" \
@@ -271,7 +272,9 @@ pub fn trigger_line(t: &Trigger) -> String {
 }
 
 /// The list of `mine` (the caller's triggers of this role) and of the caller's lost signals
-/// (`lost`: one line each), as every reply ends.
+/// (`lost`: one line each, starting with the signal's id), as every reply ends. Each part
+/// that has entries ends with how to remove one of them (`unregister` takes a trigger's id or
+/// a lost signal's); an empty list offers nothing to remove.
 pub fn list_text(role: Role, mine: &[&Trigger], lost: &[String]) -> String {
     let mut out = if mine.is_empty() {
         format!("You have no {} triggers.", role.service())
@@ -281,6 +284,7 @@ pub fn list_text(role: Role, mine: &[&Trigger], lost: &[String]) -> String {
             s.push('\n');
             s.push_str(&trigger_line(t));
         }
+        s.push_str("\nRemove one: {\"cmd\":\"unregister\",\"id\":\"<id>\"}");
         s
     };
     if !lost.is_empty() {
@@ -292,8 +296,10 @@ pub fn list_text(role: Role, mine: &[&Trigger], lost: &[String]) -> String {
             out.push_str("\n• ");
             out.push_str(l);
         }
+        out.push_str(
+            "\nDismiss one (its spool file is deleted): {\"cmd\":\"unregister\",\"id\":\"<signal id>\"}",
+        );
     }
-    out.push_str("\nRemove one: {\"cmd\":\"unregister\",\"id\":\"<id>\"}");
     out
 }
 
@@ -363,10 +369,22 @@ mod tests {
         assert_eq!(
             text,
             "Your watcher triggers (1):\n• w1 — x → alice (heartbeat 60s; fallback bob)\n\
+             Remove one: {\"cmd\":\"unregister\",\"id\":\"<id>\"}\n\
              Lost signals (no one could be reached; kept in the spool) (1):\n• sig-1 — line for bob\n\
-             Remove one: {\"cmd\":\"unregister\",\"id\":\"<id>\"}"
+             Dismiss one (its spool file is deleted): {\"cmd\":\"unregister\",\"id\":\"<signal id>\"}"
         );
-        assert!(list_text(Role::Time, &[], &[]).starts_with("You have no timer triggers."));
+        // Each hint only where there is something it applies to.
+        assert_eq!(
+            list_text(Role::Time, &[], &[]),
+            "You have no timer triggers."
+        );
+        assert_eq!(
+            list_text(Role::Time, &[], &["sig-2 — fire for ghost".into()]),
+            "You have no timer triggers.\n\
+             Lost signals (no one could be reached; kept in the spool) (1):\n• sig-2 — fire for ghost\n\
+             Dismiss one (its spool file is deleted): {\"cmd\":\"unregister\",\"id\":\"<signal id>\"}"
+        );
+        assert!(!list_text(Role::Event, &[&t], &[]).contains("Dismiss"));
     }
 
     #[test]

@@ -1009,12 +1009,33 @@ impl Service {
                         self.list_of(&env.from)
                     )
                 }
-                Ok(false) => format!(
-                    "{}: you have no {} trigger with id \"{id}\"; nothing removed.\n\n{}",
-                    role.service(),
-                    role.service(),
-                    self.list_of(&env.from)
-                ),
+                // Not a trigger: a lost signal's id dismisses that signal.
+                Ok(false) => match spool::dismiss_lost(&self.spool_dir, &env.from, &id) {
+                    Ok(true) => {
+                        self.log.append(
+                            &self
+                                .ev("lost-dismissed")
+                                .field("owner", &env.from)
+                                .field("sig", &id),
+                        );
+                        format!(
+                            "✓ lost signal \"{id}\" dismissed (its spool file is deleted).\n\n{}",
+                            self.list_of(&env.from)
+                        )
+                    }
+                    Ok(false) => format!(
+                        "{}: you have no {} trigger and no lost signal with id \"{id}\"; nothing \
+                         removed.\n\n{}",
+                        role.service(),
+                        role.service(),
+                        self.list_of(&env.from)
+                    ),
+                    Err(e) => format!(
+                        "{}: the lost signal \"{id}\" could not be deleted from {}: {e}",
+                        role.service(),
+                        self.spool_dir.display()
+                    ),
+                },
                 Err(e) => format!("{}: your profile could not be changed: {e}", role.service()),
             },
             Command::Register(fields) => {
