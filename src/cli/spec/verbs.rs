@@ -1063,7 +1063,9 @@ pub static VERBS: &[VerbSpec] = &[
             was installed from (npm view, 60 s; a local tarball's own version). Equal and no --force: \
             already-latest, nothing changes. Otherwise reinstall it as install-runtime does, provision \
             its declared peers again and restart the running peers of that runtime. A manifest \
-            without a version is reinstalled (the version gate is skipped, and said so).",
+            without a version is reinstalled (the version gate is skipped, and said so). With --all, \
+            a runtime written by hand (a runtime.json no package is known for) is skipped with a note, \
+            one that fails does not stop the others, and the exit is 1 only when an update failed.",
         positionals: &[RT],
         flags: &[RUNTIMES_ALL, REINSTALL],
         rules: &[Rule::ReplacesPositionals(RUNTIMES_ALL)],
