@@ -1019,7 +1019,9 @@ pub static VERBS: &[VerbSpec] = &[
             lists the live agent sessions first and refuses while any is mid-turn (its screen shows a \
             turn in progress), unless --force. A loaded \
             service's file is first made to run the installed binary (only when iapeer wrote it). \
-            Exits 1 and advises iapeer rollback when the new daemon is not healthy. Installing a \
+            Exits 1 when the installed binary does not run or the new daemon is not healthy, naming \
+            the command that goes back: $IAPEER_BIN_DIR/iapeer.prev rollback (iapeer itself is the new \
+            binary then). Installing a \
             published version from the package registry is not available yet: build it and give its \
             path.",
         positionals: &[args::PATH_OR_VERSION],
