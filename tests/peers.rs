@@ -592,3 +592,38 @@ fn create_refuses_an_intelligence_that_a_declared_runtime_does_not_take() {
     assert_eq!(common::read(&profile_path(&env.peer_dir("alice"))), before);
     env.ok(&["verify"]);
 }
+
+/// A description another tool wrote into the registry (a newline, an escape sequence) is
+/// shown by `list` as one row with its controls visible, and kept exact by `list --json`
+/// (newcomer walkthrough: a newline split the row, `ESC[2J` cleared the terminal).
+#[test]
+fn list_shows_a_description_as_one_line_with_its_controls_visible() {
+    let env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("bob");
+    let raw = "first line\nsecond \u{1b}[2J line";
+    let mut reg = registry(&env);
+    for p in reg["peers"].as_array_mut().unwrap() {
+        if p["personality"] == "alice" {
+            p["description"] = raw.into();
+        }
+    }
+    std::fs::write(env.paths().registry(), reg.to_string()).unwrap();
+    let out = env.ok(&["list"]);
+    assert!(!out.contains('\u{1b}'), "{out:?}");
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("alice ")).collect();
+    assert_eq!(rows.len(), 1, "{out}");
+    assert!(
+        rows[0].ends_with("first line second \u{241b}[2J line"),
+        "{out}"
+    );
+    assert_eq!(out.lines().filter(|l| l.starts_with("bob ")).count(), 1);
+    let rows = env.list();
+    let described: Vec<&Value> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["description"])
+        .collect();
+    assert_eq!(described, [&Value::from(raw), &Value::from("")]);
+}

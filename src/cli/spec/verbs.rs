@@ -569,7 +569,9 @@ pub static VERBS: &[VerbSpec] = &[
         description: "Show one row per peer: its name, its runtimes with their state (live, asleep, stopped, \
             parked, or missing: a router runtime whose program is not there, with the reason on a line \
             of its own) and the default one marked, whether a terminal is attached, queue depth, last \
-            activity and description. Works when the daemon is down; then every agent shows asleep.",
+            activity and description (on one line: line breaks and tabs as spaces, other control \
+            characters as visible stand-ins such as ␛; --json gives it exactly). Works when the daemon \
+            is down; then every agent shows asleep.",
         positionals: &[],
         flags: &[JSON],
         rules: &[],
