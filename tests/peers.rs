@@ -627,3 +627,31 @@ fn list_shows_a_description_as_one_line_with_its_controls_visible() {
         .collect();
     assert_eq!(described, [&Value::from(raw), &Value::from("")]);
 }
+
+/// `add-runtime` for one named peer that cannot take the runtime is a refusal (exit 1, the
+/// reason and what to do), as `create` refuses the same; with `--all` such a peer is skipped
+/// with a note (newcomer walkthrough: `add-runtime echo --peer you` on a human exited 0 with
+/// outcome "skipped").
+#[test]
+fn add_runtime_refuses_a_named_peer_of_another_intelligence_and_all_skips_it() {
+    let env = TestEnv::new();
+    env.ok(&["create", "you", "--runtime", "human"]);
+    env.create_echo("alice");
+    let before = registry_text(&env);
+    let (out, err) = env.fails(&["add-runtime", "echo", "--peer", "you"], 1);
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("peer \"you\": a peer of intelligence natural cannot run on echo")
+            && err.contains("iapeer create <name> --runtime echo"),
+        "{err}"
+    );
+    assert_eq!(registry_text(&env), before, "nothing changed");
+    let (_, err) = env.fails(&["add-runtime", "echo", "--peer", "you", "--json"], 1);
+    assert!(err.contains("cannot run on echo"), "{err}");
+    let out = env.ok(&["add-runtime", "echo", "--all"]);
+    assert_eq!(
+        out,
+        "alice: echo already declared (setup refreshed)\n\
+         you: skipped (a peer of intelligence natural cannot run on echo)\n",
+    );
+}

@@ -788,7 +788,9 @@ pub static VERBS: &[VerbSpec] = &[
         summary: "declare another agent runtime for a peer",
         description: "Declare another agent runtime for the peer (or every peer) and do that runtime's \
             setup (MCP configuration, folder trust). The default runtime never changes. \
-            Idempotent.",
+            Idempotent. Only a peer of intelligence artificial takes an agent runtime: for a named \
+            peer of another kind (a human) it is refused (exit 1) as create refuses it; --all skips \
+            such peers with a note.",
         positionals: &[RT],
         flags: &[flags::PEER, ALL, JSON],
         rules: &[Rule::ExactlyOne(&[flags::PEER, ALL])],
