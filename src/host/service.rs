@@ -106,11 +106,12 @@ impl ServiceSpec {
 }
 
 /// The systemd user unit for `spec`: `ExecStart=<bin> daemon`, `Restart=on-failure`,
-/// `RestartSec=2`, the environment, and the ownership comment as its first line.
+/// `RestartSec=2`, the environment, and the ownership comment as its first line, followed by
+/// how to take the file over: delete that first line (the mark; [`is_ours`] reads only it).
 pub fn systemd_unit(spec: &ServiceSpec) -> String {
     let mut out = format!(
         "# {OWNERSHIP_MARK}: written by `iapeer install`, which rewrites it when iapeer changes.\n\
-         # To keep your own edits, delete this line; iapeer will then leave the file alone.\n\
+         # To keep your own edits, delete the line above; iapeer will then leave the file alone.\n\
          [Unit]\n\
          Description=iapeer daemon: keeps agents, humans and services reachable by message\n\
          \n\
@@ -307,6 +308,33 @@ mod tests {
         let foreign = "[Service]\nExecStart=/usr/bin/other\n# mentions com.iapeer.managed later\n";
         assert_eq!(
             decide(Some(foreign.as_bytes()), ours.as_bytes()),
+            WriteDecision::Foreign
+        );
+    }
+
+    /// The unit's comment says how to take it over; doing what it says makes the file the
+    /// user's (newcomer walkthrough: it said "delete this line" on the line after the mark,
+    /// and deleting that line left the file iapeer's).
+    #[test]
+    fn deleting_the_line_the_unit_comment_names_takes_the_unit_over() {
+        let unit = systemd_unit(&spec());
+        let lines: Vec<&str> = unit.lines().collect();
+        assert_eq!(
+            lines[1],
+            "# To keep your own edits, delete the line above; iapeer will then leave the file alone."
+        );
+        let without = |n: usize| -> String {
+            let mut l = lines.clone();
+            l.remove(n);
+            l.join("\n") + "\n"
+        };
+        assert!(
+            !is_ours(without(0).as_bytes()),
+            "the line above is the mark"
+        );
+        assert!(is_ours(without(1).as_bytes()));
+        assert_eq!(
+            decide(Some(without(0).as_bytes()), unit.as_bytes()),
             WriteDecision::Foreign
         );
     }

@@ -969,7 +969,9 @@ pub static VERBS: &[VerbSpec] = &[
             user unit (~/.config/systemd/user/iapeer.service, or in $IAPEER_SYSTEMD_DIR) where a systemd \
             user manager runs, a launchd agent (~/Library/LaunchAgents/com.agfpd.iapeer.plist, or in \
             $IAPEER_LAUNCHAGENTS_DIR) on macOS. The service runs this binary with the verb daemon; it is \
-            written only when its bytes change, never over a file that lacks iapeer's ownership mark, \
+            written only when its bytes change, never over a file that lacks iapeer's ownership mark \
+            (the unit's first line, the plist's com.iapeer.managed key: delete it to keep your own \
+            edits; install then says it left your file as it is, and how to get iapeer's version back), \
             and never loaded: iapeer onboard loads it (install also prints the command that does). \
             Without a service manager it says so; iapeer onboard then runs the daemon with daemon \
             --detach. Running it again changes nothing.",
