@@ -950,6 +950,48 @@ impl Service {
         call::list_text(self.role, &refs, &self.lost_of(owner))
     }
 
+    /// `{"cmd":"unregister","id":…}` from `owner` (profile in `cwd`): removes `owner`'s
+    /// trigger `id`, or else dismisses `owner`'s lost signal `id`; the reply.
+    fn unregister(&mut self, cwd: &std::path::Path, owner: &str, id: &str) -> String {
+        let service = self.role.service();
+        let removed = match store::remove(&self.paths, cwd, owner, self.role, id) {
+            Ok(true) => {
+                self.rebuild();
+                self.log.append(
+                    &self
+                        .ev("unregistered")
+                        .field("owner", owner)
+                        .field("id", id),
+                );
+                format!("✓ {service} trigger \"{id}\" removed.")
+            }
+            // Not a trigger: a lost signal's id dismisses that signal.
+            Ok(false) => match spool::dismiss_lost(&self.spool_dir, owner, id) {
+                Ok(true) => {
+                    self.log.append(
+                        &self
+                            .ev("lost-dismissed")
+                            .field("owner", owner)
+                            .field("sig", id),
+                    );
+                    format!("✓ lost signal \"{id}\" dismissed (its spool file is deleted).")
+                }
+                Ok(false) => format!(
+                    "{service}: you have no {service} trigger and no lost signal with id \"{id}\"; \
+                     nothing removed."
+                ),
+                Err(e) => {
+                    return format!(
+                        "{service}: the lost signal \"{id}\" could not be deleted from {}: {e}",
+                        self.spool_dir.display()
+                    )
+                }
+            },
+            Err(e) => return format!("{service}: your profile could not be changed: {e}"),
+        };
+        format!("{removed}\n\n{}", self.list_of(owner))
+    }
+
     fn on_call(&mut self, env: Envelope) {
         if env.from == self.me {
             return;
@@ -993,51 +1035,7 @@ impl Service {
         let text = match cmd {
             Command::Help => format!("{}\n\n{}", self.list_of(&env.from), call::format_text(role)),
             Command::List => self.list_of(&env.from),
-            Command::Unregister(id) => match store::remove(&self.paths, &cwd, &env.from, role, &id)
-            {
-                Ok(true) => {
-                    self.rebuild();
-                    self.log.append(
-                        &self
-                            .ev("unregistered")
-                            .field("owner", &env.from)
-                            .field("id", &id),
-                    );
-                    format!(
-                        "✓ {} trigger \"{id}\" removed.\n\n{}",
-                        role.service(),
-                        self.list_of(&env.from)
-                    )
-                }
-                // Not a trigger: a lost signal's id dismisses that signal.
-                Ok(false) => match spool::dismiss_lost(&self.spool_dir, &env.from, &id) {
-                    Ok(true) => {
-                        self.log.append(
-                            &self
-                                .ev("lost-dismissed")
-                                .field("owner", &env.from)
-                                .field("sig", &id),
-                        );
-                        format!(
-                            "✓ lost signal \"{id}\" dismissed (its spool file is deleted).\n\n{}",
-                            self.list_of(&env.from)
-                        )
-                    }
-                    Ok(false) => format!(
-                        "{}: you have no {} trigger and no lost signal with id \"{id}\"; nothing \
-                         removed.\n\n{}",
-                        role.service(),
-                        role.service(),
-                        self.list_of(&env.from)
-                    ),
-                    Err(e) => format!(
-                        "{}: the lost signal \"{id}\" could not be deleted from {}: {e}",
-                        role.service(),
-                        self.spool_dir.display()
-                    ),
-                },
-                Err(e) => format!("{}: your profile could not be changed: {e}", role.service()),
-            },
+            Command::Unregister(id) => self.unregister(&cwd, &env.from, &id),
             Command::Register(fields) => {
                 let tz = self.tz.clone();
                 let check = move |w: &str| when::check(w, Timestamp::now(), &tz).map(|_| ());
