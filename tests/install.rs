@@ -2,7 +2,7 @@
 //! system prompt points to exist after a plain daemon start; the systemd unit passes the real
 //! `systemd-analyze verify` (the plist's check with Python's `plistlib` is a unit test of
 //! `host::service`); a second install
-//! changes nothing; a unit that is not ours is left alone; the script puts the binary, man page
+//! changes nothing; a unit the user took over (no mark) is left alone; the script puts the binary, man page
 //! and completions in place. No service manager runs here, and install never loads anything.
 
 use crate::common;
@@ -106,16 +106,7 @@ fn install_writes_a_unit_systemd_accepts_and_a_second_install_changes_nothing() 
         text.lines().any(|l| l.starts_with("Environment=\"PATH=")),
         "{text}"
     );
-    let verify = Command::new("/usr/bin/systemd-analyze")
-        .arg("verify")
-        .arg(&unit)
-        .output()
-        .expect("run systemd-analyze (Debian's systemd package)");
-    assert!(
-        verify.status.success() && verify.stderr.is_empty() && verify.stdout.is_empty(),
-        "systemd-analyze verify: {}\n{text}",
-        describe(&verify)
-    );
+    assert_systemd_accepts(&unit);
     for p in [
         env.root.join("IAPEER.md"),
         env.root.join("docs/iapeer/README.md"),
@@ -137,24 +128,65 @@ fn install_writes_a_unit_systemd_accepts_and_a_second_install_changes_nothing() 
     }
 }
 
-/// A unit without the ownership mark is never overwritten: install refuses with what to do,
-/// after the other steps are done.
+/// `systemd-analyze verify` on `unit`: accepted without a word.
+fn assert_systemd_accepts(unit: &Path) {
+    let verify = Command::new("/usr/bin/systemd-analyze")
+        .arg("verify")
+        .arg(unit)
+        .output()
+        .expect("run systemd-analyze (Debian's systemd package)");
+    assert!(
+        verify.status.success() && verify.stderr.is_empty() && verify.stdout.is_empty(),
+        "systemd-analyze verify: {}\n{}",
+        describe(&verify),
+        std::fs::read_to_string(unit).unwrap_or_default()
+    );
+}
+
+/// The unit's comment says how to keep one's own edits; doing exactly that makes the unit the
+/// user's: install leaves it as it is, says so and how to get iapeer's version back, and
+/// exits 0 (newcomer walkthrough: the comment named the wrong line, and a unit without the
+/// mark made every install exit 1, failing scripts/install.sh's last step). A unit the user
+/// wrote from scratch is left alone the same way.
 #[test]
-fn install_leaves_a_foreign_unit_alone_and_says_what_to_do() {
+fn install_leaves_a_unit_the_user_took_over_alone_and_exits_0() {
     let mut env = TestEnv::new();
     let sd = env.dir.path().join("systemd-user");
-    std::fs::create_dir_all(&sd).unwrap();
-    let unit = sd.join("iapeer.service");
-    let mine = "[Service]\nExecStart=/opt/my/iapeer daemon\n";
-    std::fs::write(&unit, mine).unwrap();
     env.set("IAPEER_SYSTEMD_DIR", sd.to_str().unwrap());
-    let (_, err) = env.fails(&["install"], 1);
-    assert_eq!(std::fs::read_to_string(&unit).unwrap(), mine);
+    env.ok(&["install"]);
+    let unit = sd.join("iapeer.service");
+    let written = std::fs::read_to_string(&unit).unwrap();
+    // Follow the comment: delete the line it names, then edit.
+    let lines: Vec<&str> = written.lines().collect();
+    assert_eq!(
+        lines[1],
+        "# To keep your own edits, delete the line above; iapeer will then leave the file alone."
+    );
+    let mut mine: Vec<&str> = lines[1..].to_vec();
+    let at = mine.iter().position(|l| *l == "RestartSec=2").unwrap();
+    mine[at] = "RestartSec=30";
+    let mine = mine.join("\n") + "\n";
+    std::fs::write(&unit, &mine).unwrap();
+    assert_systemd_accepts(&unit);
+    let out = env.ok(&["install"]);
+    assert_eq!(std::fs::read_to_string(&unit).unwrap(), mine, "{out}");
     assert!(
-        err.contains(&unit.display().to_string())
-            && err.contains("not written by iapeer")
-            && err.contains("move it aside or delete it"),
-        "{err}"
+        out.contains(&format!(
+            "service: systemd {} (yours: it has no com.iapeer.managed mark, so install left it as it is)",
+            unit.display()
+        )) && out.contains("to get iapeer's version back: move it aside (or delete it), then run iapeer install"),
+        "{out}"
+    );
+    let doc: serde_json::Value = serde_json::from_str(&env.ok(&["install", "--json"])).unwrap();
+    assert_eq!(doc["service"]["state"], "yours", "{doc}");
+
+    let scratch = "[Service]\nExecStart=/opt/my/iapeer daemon\n";
+    std::fs::write(&unit, scratch).unwrap();
+    let out = env.ok(&["install"]);
+    assert_eq!(std::fs::read_to_string(&unit).unwrap(), scratch);
+    assert!(
+        out.contains("(yours: it has no com.iapeer.managed mark"),
+        "{out}"
     );
     assert!(env.root.join("docs/iapeer/README.md").exists());
 }

@@ -44,6 +44,14 @@ fn service_events(
         .collect()
 }
 
+/// How many times the watcher service started the script of trigger `id`.
+fn watch_starts(env: &TestEnv, id: &str) -> usize {
+    service_events(env, "watcher", "watch-start")
+        .iter()
+        .filter(|s| s["id"] == id)
+        .count()
+}
+
 fn profile(env: &TestEnv, peer: &str) -> Value {
     let p = env.peer_dir(peer).join(".iapeer").join("peer-profile.json");
     serde_json::from_str(&common::read(&p)).unwrap()
@@ -595,12 +603,7 @@ fn a_crash_looping_script_is_stopped_and_a_silent_one_restarted_with_alerts_to_t
         e.pane("echo-alice")
             .contains("from watcher: [watcher] Your watcher broken failed 5 times within 60 s")
     });
-    let starts = |e: &TestEnv| {
-        service_events(e, "watcher", "watch-start")
-            .iter()
-            .filter(|s| s["id"] == "broken")
-            .count()
-    };
+    let starts = |e: &TestEnv| watch_starts(e, "broken");
     assert_eq!(starts(&env), 5);
     assert!(env
         .events("lifecycle", "watch-stopped")
@@ -610,6 +613,73 @@ fn a_crash_looping_script_is_stopped_and_a_silent_one_restarted_with_alerts_to_t
     assert_eq!(starts(&env), 5, "not started again");
     // alice's echoes of the alerts get no teaching reply.
     assert!(service_events(&env, "watcher", "call-rejected").is_empty());
+}
+
+/// Newcomer walkthrough: a watcher stopped after 5 quick failures came back at every start of
+/// the service (`iapeer new watcher`, a daemon restart), ran 5 more times and alerted again,
+/// and `list` showed it as if it ran. The stop is now stored with the trigger: a restart
+/// leaves it stopped, `list` marks it with how to run it again, and registering it again
+/// (same id) clears the stop.
+#[test]
+fn a_watcher_stopped_for_good_stays_stopped_across_a_restart_until_registered_again() {
+    let mut env = TestEnv::new();
+    env.ok(&["create", "op", "--runtime", "human"]);
+    env.ok(&["create", "watcher", "--runtime", "notifier"]);
+    env.start_daemon();
+    let register = |env: &TestEnv, script: &str| {
+        call_service(
+            env,
+            "watcher",
+            "human-op",
+            &json!({"script":script,"target":"self","id":"bad"}),
+        )
+    };
+    register(&env, "exit 7");
+    let alerts = |e: &TestEnv| {
+        inbox_bodies_from(e, "op", "watcher")
+            .iter()
+            .filter(|b| b.starts_with("[watcher] Your watcher bad failed 5 times"))
+            .count()
+    };
+    env.wait_until("the crash-loop alert", Duration::from_secs(45), |e| {
+        alerts(e) == 1
+    });
+    let starts = |e: &TestEnv| watch_starts(e, "bad");
+    assert_eq!(starts(&env), 5);
+    let stored = profile(&env, "op")["notifier"]["triggers"][0].clone();
+    assert_eq!(stored["stopped"]["last"], "exit status 7", "{stored}");
+
+    // A new service process reads the triggers again at its start, before it takes calls:
+    // once it answered a list, it has decided about "bad".
+    env.ok(&["new", "watcher"]);
+    env.wait_until("the new process started", Duration::from_secs(20), |e| {
+        service_events(e, "watcher", "notifier-start").len() == 2
+    });
+    call_service(&env, "watcher", "human-op", &json!({"cmd":"list"}));
+    let listed = |e: &TestEnv| {
+        inbox_bodies_from(e, "op", "watcher")
+            .into_iter()
+            .rfind(|b| b.starts_with("Your watcher triggers (1):"))
+    };
+    env.wait_until("the list reply", Duration::from_secs(20), |e| {
+        listed(e).is_some()
+    });
+    let list = listed(&env).unwrap();
+    assert!(
+        list.contains("• bad — exit 7 → op\n  STOPPED since ")
+            && list.contains("register it again with the same id"),
+        "{list}"
+    );
+    assert_eq!(starts(&env), 5, "not run again by the restart");
+    assert_eq!(alerts(&env), 1, "no second alert");
+
+    // Registered again (fixed): the stop is cleared and the script runs.
+    register(&env, "echo fixed; sleep 300");
+    env.wait_until("the fixed script's line", Duration::from_secs(20), |e| {
+        inbox_bodies_from(e, "op", "watcher").contains(&"fixed".to_string())
+    });
+    let stored = profile(&env, "op")["notifier"]["triggers"][0].clone();
+    assert!(stored.get("stopped").is_none(), "{stored}");
 }
 
 #[test]
@@ -662,6 +732,28 @@ fn spool_files_in_the_package_format_are_redriven_and_lost_ones_listed() {
         let pane = e.pane("echo-alice");
         pane.contains("Lost signals") && pane.contains("mio0a1b3-5e6f7a8b")
     });
+    // alice has no triggers: the list offers to dismiss the lost signal, not to remove a
+    // trigger (newcomer walkthrough: both hints came with every list, and unregistering a
+    // lost signal's id answered "you have no timer trigger").
+    let pane = env.pane("echo-alice");
+    assert!(
+        pane.contains("Dismiss one (its spool file is deleted)") && !pane.contains("Remove one"),
+        "{pane}"
+    );
+    // Another peer cannot dismiss it; alice can, with unregister and its id.
+    env.create_echo("bob");
+    for (peer, answer, left) in [
+        ("bob", "no timer trigger and no lost signal with id", 1),
+        ("alice", "lost signal \"mio0a1b3-5e6f7a8b\" dismissed", 0),
+    ] {
+        let from = format!("echo-{peer}");
+        let call = json!({"cmd":"unregister","id":"mio0a1b3-5e6f7a8b"});
+        call_service(&env, "timer", &from, &call);
+        env.wait_until(answer, Duration::from_secs(20), |e| {
+            e.pane(&from).contains(answer)
+        });
+        assert_eq!(spool_files(&dir).len(), left, "{peer}");
+    }
 }
 
 #[test]

@@ -420,6 +420,43 @@ fn update_runtime_says_already_latest_and_reinstalls_a_newer_version() {
     );
     let out = env.ok(&["install-runtime", "pager"]);
     assert!(!out.contains("with npm"), "a manifest exists: {out}");
+
+    // Runtimes written by hand (a runtime.json, no package) before and after pager: --all
+    // notes them and goes on (newcomer walkthrough: it stopped at the first one with exit 1
+    // and never checked pager).
+    for rt in ["mailbox", "zmail"] {
+        let manifest = env.paths().runtime_manifest(rt);
+        std::fs::create_dir_all(manifest.parent().unwrap()).unwrap();
+        std::fs::write(&manifest, r#"{"run": {"command": "/bin/cat"}}"#).unwrap();
+    }
+    let out = env.ok(&["update-runtime", "--all"]);
+    assert!(
+        out.contains("mailbox: skipped (no package is known for it")
+            && out.contains("pager: already-latest (1.1.0)")
+            && out.contains("zmail: skipped"),
+        "{out}"
+    );
+    // One named runtime written by hand is still refused with what to do.
+    let (_, err) = env.fails(&["update-runtime", "mailbox"], 1);
+    assert!(
+        err.contains("it is not known which package provides \"mailbox\""),
+        "{err}"
+    );
+    // A real failure (pager's tarball is gone) exits 1, after the rest were checked.
+    std::fs::remove_file(&tgz).unwrap();
+    let out = env.run(&["update-runtime", "--all"]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+    assert!(
+        stdout.contains("zmail: skipped")
+            && stderr.contains("iapeer update-runtime: pager: cannot learn the latest version")
+            && stderr.contains("not updated: pager"),
+        "{}",
+        common::describe(&out)
+    );
 }
 
 #[test]

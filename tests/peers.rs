@@ -592,3 +592,66 @@ fn create_refuses_an_intelligence_that_a_declared_runtime_does_not_take() {
     assert_eq!(common::read(&profile_path(&env.peer_dir("alice"))), before);
     env.ok(&["verify"]);
 }
+
+/// A description another tool wrote into the registry (a newline, an escape sequence) is
+/// shown by `list` as one row with its controls visible, and kept exact by `list --json`
+/// (newcomer walkthrough: a newline split the row, `ESC[2J` cleared the terminal).
+#[test]
+fn list_shows_a_description_as_one_line_with_its_controls_visible() {
+    let env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("bob");
+    let raw = "first line\nsecond \u{1b}[2J line";
+    let mut reg = registry(&env);
+    for p in reg["peers"].as_array_mut().unwrap() {
+        if p["personality"] == "alice" {
+            p["description"] = raw.into();
+        }
+    }
+    std::fs::write(env.paths().registry(), reg.to_string()).unwrap();
+    let out = env.ok(&["list"]);
+    assert!(!out.contains('\u{1b}'), "{out:?}");
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("alice ")).collect();
+    assert_eq!(rows.len(), 1, "{out}");
+    assert!(
+        rows[0].ends_with("first line second \u{241b}[2J line"),
+        "{out}"
+    );
+    assert_eq!(out.lines().filter(|l| l.starts_with("bob ")).count(), 1);
+    let rows = env.list();
+    let described: Vec<&Value> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["description"])
+        .collect();
+    assert_eq!(described, [&Value::from(raw), &Value::from("")]);
+}
+
+/// `add-runtime` for one named peer that cannot take the runtime is a refusal (exit 1, the
+/// reason and what to do), as `create` refuses the same; with `--all` such a peer is skipped
+/// with a note (newcomer walkthrough: `add-runtime echo --peer you` on a human exited 0 with
+/// outcome "skipped").
+#[test]
+fn add_runtime_refuses_a_named_peer_of_another_intelligence_and_all_skips_it() {
+    let env = TestEnv::new();
+    env.ok(&["create", "you", "--runtime", "human"]);
+    env.create_echo("alice");
+    let before = registry_text(&env);
+    let (out, err) = env.fails(&["add-runtime", "echo", "--peer", "you"], 1);
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("peer \"you\": a peer of intelligence natural cannot run on echo")
+            && err.contains("iapeer create <name> --runtime echo"),
+        "{err}"
+    );
+    assert_eq!(registry_text(&env), before, "nothing changed");
+    let (_, err) = env.fails(&["add-runtime", "echo", "--peer", "you", "--json"], 1);
+    assert!(err.contains("cannot run on echo"), "{err}");
+    let out = env.ok(&["add-runtime", "echo", "--all"]);
+    assert_eq!(
+        out,
+        "alice: echo already declared (setup refreshed)\n\
+         you: skipped (a peer of intelligence natural cannot run on echo)\n",
+    );
+}

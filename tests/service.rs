@@ -591,29 +591,61 @@ fn update_refuses_mid_turn_then_force_restarts_on_the_new_binary_and_rollback_go
 fn update_to_a_broken_build_advises_rollback_and_rollback_heals() {
     let mut env = TestEnv::new();
     let bin_dir = installed(&mut env);
-    let broken = env.dir.path().join("iapeer-broken");
-    std::fs::write(
-        &broken,
-        "#!/bin/sh\ncase \"$1\" in --version) echo 'iapeer 9.9.9' ;; *) echo 'broken build' >&2; exit 1 ;; esac\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&broken, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let build = |name: &str, case: &str| {
+        let path = env.dir.path().join(name);
+        std::fs::write(&path, format!("#!/bin/sh\ncase {case} esac\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    };
+    let broken = build(
+        "iapeer-broken",
+        "\"$1\" in --version) echo 'iapeer 9.9.9' ;; *) echo 'broken build' >&2; exit 1 ;;",
+    );
     let (_, err) = env.fails(&["update", "0.2.0"], 1);
     assert!(
         err.contains("from the package registry (cargo) is not available")
             && err.contains("iapeer update target/release/iapeer"),
         "{err}"
     );
+    // A build that answers --version where it was built but not once installed: caught
+    // before any restart, with the same advice.
+    let here_only = build(
+        "iapeer-here-only",
+        "\"$0\" in *here-only) echo 'iapeer 9.9.8' ;; *) exit 1 ;;",
+    );
+    let (_, err) = env.fails(&["update", here_only.to_str().unwrap()], 1);
+    let prev = bin_dir.join("iapeer.prev");
+    let advice = format!(
+        "go back to the previous binary with: {} rollback",
+        prev.display()
+    );
+    assert!(
+        err.contains("the installed binary does not run") && err.contains(&advice),
+        "{err}"
+    );
+    // Rollback also starts the daemon (it was not running).
     let _stop = StopAtEnd(&env);
-    env.ok(&["daemon", "--detach"]);
+    let rolled = env.cmd_of(&prev, &["rollback"]).output().unwrap();
+    assert!(rolled.status.success(), "{}", describe(&rolled));
+    assert_eq!(
+        std::fs::read(bin_dir.join("iapeer")).unwrap(),
+        std::fs::read(bin()).unwrap()
+    );
+    env.ok(&["status"]);
+
     let (out, err) = env.fails(&["update", broken.to_str().unwrap()], 1);
     assert!(out.contains("is now iapeer 9.9.9"), "{out}");
+    // `iapeer` is the broken build now: the advice names the previous binary (newcomer
+    // walkthrough: "go back with: iapeer rollback" ran the broken one again).
     assert!(
-        err.contains("broken build") && err.contains("iapeer rollback"),
+        err.contains("broken build") && err.contains(&advice),
         "{err}"
     );
     env.fails(&["status"], 1);
-    let out = env.ok(&["rollback"]);
+    // The command the advice names works.
+    let rolled = env.cmd_of(&prev, &["rollback"]).output().unwrap();
+    assert!(rolled.status.success(), "{}", describe(&rolled));
+    let out = String::from_utf8_lossy(&rolled.stdout);
     assert!(out.contains("healthy (pid"), "{out}");
     assert_eq!(
         std::fs::read(bin_dir.join("iapeer")).unwrap(),

@@ -1,13 +1,15 @@
 //! `iapeer install` (spec 08 §1): runs [`crate::host::install`] and reports each step in one
-//! line; a service file that is not ours is refused with what to do.
+//! line; a service file without iapeer's mark is the user's and is left as it is (said, with
+//! how to get iapeer's version back).
 
 use super::parse::Invocation;
-use super::{done, paths, print, CliError, CliResult};
+use super::{done, paths, CliError, CliResult};
 use crate::host::install::{install, InstallEnv, ServiceOutcome};
 use crate::host::service::{WriteDecision, OWNERSHIP_MARK};
 
-/// Run `install`. Exit 1 when a step fails or the service file belongs to someone else (the
-/// other steps are done first).
+/// Run `install`. Exit 1 when a step fails. A service file without the ownership mark (one
+/// the user took over by deleting the mark, or wrote) is left alone and said so: not a
+/// failure, so `scripts/install.sh` goes through.
 pub fn run(inv: &Invocation) -> CliResult {
     let paths = paths()?;
     let env = InstallEnv::from_process(&paths).map_err(CliError::Failed)?;
@@ -62,15 +64,19 @@ pub fn run(inv: &Invocation) -> CliResult {
                 env.spec.bin.display()
             ));
         }
-        ServiceOutcome::Foreign { file, .. } => {
-            if !super::wants_json(inv) {
-                print(&out)?;
-            }
-            return Err(CliError::Failed(format!(
-                "{} exists and was not written by iapeer (it has no {OWNERSHIP_MARK} mark), so it \
-                 was left alone; move it aside or delete it, then run `iapeer install` again",
-                file.display()
-            )));
+        ServiceOutcome::Foreign { manager, file } => {
+            let back = "to get iapeer's version back: move it aside (or delete it), then run iapeer install";
+            service = serde_json::json!({
+                "manager": manager.name(),
+                "file": file,
+                "state": "yours",
+                "restore": back,
+            });
+            out.push_str(&format!(
+                "service: {} {} (yours: it has no {OWNERSHIP_MARK} mark, so install left it as it is)\n  {back}\n",
+                manager.name(),
+                file.display(),
+            ));
         }
     }
     let doc = serde_json::json!({

@@ -490,8 +490,20 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
     let bearer = bearer();
     let mut out = String::new();
     let mut rows = Vec::new();
+    let all = inv.flag(flags::ALL);
     for peer in selected_peers(&paths, inv)? {
         if peer.nature() != Intelligence::Artificial {
+            if !all {
+                // One named peer: a refusal, as create refuses the same (spec 07).
+                return Err(fail(format!(
+                    "peer \"{}\": {} (e.g. iapeer create <name> --runtime {rt})",
+                    peer.personality,
+                    peers::PeerError::IntelligenceNotAllowed {
+                        nature: peer.nature(),
+                        runtime: rt.to_string(),
+                    }
+                )));
+            }
             rows.push(serde_json::json!({ "personality": peer.personality, "outcome": "skipped" }));
             out.push_str(&format!(
                 "{}: skipped (a peer of intelligence {} cannot run on {rt})\n",

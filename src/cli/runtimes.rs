@@ -197,10 +197,41 @@ pub fn update_runtime(inv: &Invocation) -> CliResult {
     if runtimes.is_empty() {
         return print("no runtime package is installed: nothing to update\n");
     }
-    for rt in &runtimes {
-        update_one(inv, &paths, rt)?;
+    if !inv.flag(flags::RUNTIMES_ALL) {
+        return update_one(inv, &paths, &runtimes[0]);
     }
-    Ok(())
+    // --all: a runtime written by hand has no package to update (a note, not a failure), and
+    // one runtime's failure does not keep the others from being checked.
+    let mut failed = Vec::new();
+    for rt in &runtimes {
+        if package_of(&paths, rt).is_none() {
+            print(&format!(
+                "{rt}: skipped (no package is known for it: its runtime.json was written by hand)\n"
+            ))?;
+            continue;
+        }
+        match update_one(inv, &paths, rt) {
+            Ok(()) => {}
+            Err(CliError::Failed(why)) => {
+                eprintln!("iapeer update-runtime: {rt}: {why}");
+                failed.push(rt.as_str());
+            }
+            Err(other) => return Err(other),
+        }
+    }
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(fail(format!(
+        "not updated: {} (the reasons are above); the other runtimes were checked",
+        failed.join(", ")
+    )))
+}
+
+/// The package `rt` is updated from: the one it was installed from, else the known package
+/// of that runtime name. `None` for a runtime whose manifest was written by hand.
+fn package_of(paths: &Paths, rt: &str) -> Option<String> {
+    package::recorded_spec(paths, rt).or_else(|| package::known_package(rt).map(String::from))
 }
 
 fn update_one(inv: &Invocation, paths: &Paths, rt: &str) -> CliResult {
@@ -209,13 +240,11 @@ fn update_one(inv: &Invocation, paths: &Paths, rt: &str) -> CliResult {
             "runtime \"{rt}\" is not installed from a package — install it with iapeer install-runtime {rt}"
         ))
     })?;
-    let spec = package::recorded_spec(paths, rt)
-        .or_else(|| package::known_package(rt).map(String::from))
-        .ok_or_else(|| {
-            fail(format!(
-                "it is not known which package provides \"{rt}\" — reinstall it with iapeer install-runtime {rt} --package <spec>"
-            ))
-        })?;
+    let spec = package_of(paths, rt).ok_or_else(|| {
+        fail(format!(
+            "it is not known which package provides \"{rt}\" — reinstall it with iapeer install-runtime {rt} --package <spec>"
+        ))
+    })?;
     match (&before.version, inv.flag(flags::REINSTALL)) {
         (Some(have), false) => {
             let latest = package::latest_version(&spec)

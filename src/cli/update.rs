@@ -80,7 +80,7 @@ pub fn how_to_restart(loaded: Option<Manager>, daemon_runs: bool) -> Restart {
 }
 
 /// Restart the daemon on the installed binary and verify its health; prints what it did.
-/// `advice` ends a failure message (`update` advises `iapeer rollback`). With
+/// `advice` ends a failure message (`update` advises a rollback, [`rollback_advice`]). With
 /// `start_if_stopped` (rollback, which follows a failed update) a daemon that is not running
 /// is started with `daemon --detach`.
 fn restart_and_verify(
@@ -305,7 +305,15 @@ fn regenerate(layout: &Layout) -> Vec<String> {
     problems
 }
 
-const ROLLBACK_ADVICE: &str = " — go back to the previous binary with: iapeer rollback";
+/// What ends `update`'s failure messages: how to go back. Not `iapeer rollback`: `iapeer`
+/// is the new binary now, the one that failed, so the advice names the previous binary,
+/// which runs `rollback` itself.
+fn rollback_advice(layout: &Layout) -> String {
+    format!(
+        " — go back to the previous binary with: {} rollback (`iapeer` is the new binary now)",
+        crate::inbox::show::shell_word(&layout.prev().to_string_lossy())
+    )
+}
 
 /// Run `iapeer update`.
 pub fn update(inv: &Invocation) -> CliResult {
@@ -349,10 +357,17 @@ pub fn update(inv: &Invocation) -> CliResult {
         dest.display(),
         layout.prev().display()
     ))?;
+    let advice = rollback_advice(&layout);
+    // The copy that was installed must run too (a copy cut short, a folder mounted noexec):
+    // the daemon is not restarted on a binary that cannot start.
+    if let Err(e) = probe_version(&dest) {
+        eprintln!("iapeer update: the installed binary does not run: {e}; the daemon was not restarted{advice}");
+        return Err(CliError::Exit(1));
+    }
     for p in regenerate(&layout) {
         eprintln!("iapeer update: {p}");
     }
-    restart_and_verify(&paths, &layout, &side, ROLLBACK_ADVICE, false)
+    restart_and_verify(&paths, &layout, &side, &advice, false)
 }
 
 /// Run `iapeer rollback`.
@@ -414,6 +429,18 @@ mod tests {
         assert!(resolve_source(Some("/tmp/nope"), exists)
             .unwrap_err()
             .starts_with("there is no file at /tmp/nope"));
+    }
+
+    #[test]
+    fn the_rollback_advice_names_the_previous_binary_not_the_new_one() {
+        let layout = Layout::new(Path::new("/h"), None, None, None);
+        assert_eq!(
+            rollback_advice(&layout),
+            " — go back to the previous binary with: /h/.local/bin/iapeer.prev rollback \
+             (`iapeer` is the new binary now)"
+        );
+        let odd = Layout::new(Path::new("/h"), Some("/my bins"), None, None);
+        assert!(rollback_advice(&odd).contains(": '/my bins/iapeer.prev' rollback"));
     }
 
     #[test]

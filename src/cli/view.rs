@@ -33,7 +33,9 @@ pub fn age(ms: u64) -> String {
     }
 }
 
-/// Render rows as the text table; descriptions are cut to `width` columns when given.
+/// Render rows as the text table; descriptions are shown as one line with their control
+/// characters made visible ([`crate::term::cell_text`]: a registry entry is not checked for
+/// them) and cut to `width` columns when given.
 pub fn render_table(rows: &[PeerRow], now_ms: u64, width: Option<usize>) -> String {
     let cells: Vec<(String, String, String, String)> = rows
         .iter()
@@ -70,7 +72,7 @@ pub fn render_table(rows: &[PeerRow], now_ms: u64, width: Option<usize>) -> Stri
                 r.personality.clone(),
                 rts.join(" "),
                 active,
-                r.description.clone(),
+                crate::term::cell_text(&r.description),
             )
         })
         .collect();
@@ -263,6 +265,26 @@ mod tests {
         );
         let table = render_table(&rows, 0, None);
         assert!(table.contains("○echo*[3] ○claude"), "{table}");
+    }
+
+    /// A description is not checked for control characters (the registry is written by other
+    /// tools too): the table shows it as one line, its controls visible, and `--json` exact
+    /// (newcomer walkthrough: a newline split a row, `ESC[2J` cleared the screen).
+    #[test]
+    fn descriptions_are_one_line_with_visible_controls_in_the_table_only() {
+        let mut reg = reg();
+        reg.peers[0].description = "line one\nline two \u{1b}[2J\tend".into();
+        let rows = build_rows(&reg, &LiveState::default(), |_| false, |_| None, |_| 0);
+        let table = render_table(&rows, 0, None);
+        assert_eq!(table.lines().count(), 3, "{table}");
+        assert!(
+            table.contains("line one line two \u{241b}[2J end"),
+            "{table}"
+        );
+        assert!(!table.contains('\u{1b}'), "{table}");
+        assert!(
+            json_line(&rows[0]).contains(r#""description":"line one\nline two \u001b[2J\tend""#)
+        );
     }
 
     #[test]

@@ -106,11 +106,12 @@ impl ServiceSpec {
 }
 
 /// The systemd user unit for `spec`: `ExecStart=<bin> daemon`, `Restart=on-failure`,
-/// `RestartSec=2`, the environment, and the ownership comment as its first line.
+/// `RestartSec=2`, the environment, and the ownership comment as its first line, followed by
+/// how to take the file over: delete that first line (the mark; [`is_ours`] reads only it).
 pub fn systemd_unit(spec: &ServiceSpec) -> String {
     let mut out = format!(
         "# {OWNERSHIP_MARK}: written by `iapeer install`, which rewrites it when iapeer changes.\n\
-         # To keep your own edits, delete this line; iapeer will then leave the file alone.\n\
+         # To keep your own edits, delete the line above; iapeer will then leave the file alone.\n\
          [Unit]\n\
          Description=iapeer daemon: keeps agents, humans and services reachable by message\n\
          \n\
@@ -218,14 +219,25 @@ pub fn decide(existing: Option<&[u8]>, new: &[u8]) -> WriteDecision {
     }
 }
 
-/// Whether a definition carries our mark: the unit's comment line `# com.iapeer.managed…`
-/// or the plist key `<key>com.iapeer.managed</key>`.
+/// The start of the unit's second line, how to take the file over (in both wordings iapeer
+/// has written: "delete this line" before, "delete the line above" now).
+const TAKE_OVER_LINE: &str = "# To keep your own edits, delete ";
+
+/// Whether a definition carries our mark: the plist key `<key>com.iapeer.managed</key>`, or
+/// the unit's comment line `# com.iapeer.managed…` still followed by the take-over line. A
+/// unit whose take-over line is gone is the user's too: units before this build told the
+/// user to delete that line (it said "delete this line"), and one who did meant to keep
+/// their edits.
 pub fn is_ours(bytes: &[u8]) -> bool {
     let text = String::from_utf8_lossy(bytes);
-    text.lines().any(|l| {
-        let l = l.trim();
-        l.starts_with(&format!("# {OWNERSHIP_MARK}")) || l == format!("<key>{OWNERSHIP_MARK}</key>")
-    })
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let plist = lines
+        .iter()
+        .any(|l| *l == format!("<key>{OWNERSHIP_MARK}</key>"));
+    let unit = lines.windows(2).any(|w| {
+        w[0].starts_with(&format!("# {OWNERSHIP_MARK}")) && w[1].starts_with(TAKE_OVER_LINE)
+    });
+    plist || unit
 }
 
 #[cfg(test)]
@@ -307,6 +319,40 @@ mod tests {
         let foreign = "[Service]\nExecStart=/usr/bin/other\n# mentions com.iapeer.managed later\n";
         assert_eq!(
             decide(Some(foreign.as_bytes()), ours.as_bytes()),
+            WriteDecision::Foreign
+        );
+    }
+
+    /// The unit's comment says how to take it over; doing what it says makes the file the
+    /// user's (newcomer walkthrough: it said "delete this line" on the line after the mark,
+    /// and deleting that line left the file iapeer's).
+    #[test]
+    fn deleting_the_line_the_unit_comment_names_takes_the_unit_over() {
+        let unit = systemd_unit(&spec());
+        let lines: Vec<&str> = unit.lines().collect();
+        assert_eq!(
+            lines[1],
+            "# To keep your own edits, delete the line above; iapeer will then leave the file alone."
+        );
+        let without = |n: usize| -> String {
+            let mut l = lines.clone();
+            l.remove(n);
+            l.join("\n") + "\n"
+        };
+        assert!(
+            !is_ours(without(0).as_bytes()),
+            "the line above is the mark"
+        );
+        assert!(is_ours(unit.as_bytes()));
+        // A unit written before this build, whose comment said "delete this line" on the
+        // line after the mark: deleting that line (as it said) made it the user's as well.
+        let old = unit.replace("delete the line above;", "delete this line;");
+        assert!(is_ours(old.as_bytes()));
+        let old_lines: Vec<&str> = old.lines().collect();
+        let followed = format!("{}\n{}\n", old_lines[0], old_lines[2..].join("\n"));
+        assert!(!is_ours(followed.as_bytes()));
+        assert_eq!(
+            decide(Some(without(0).as_bytes()), unit.as_bytes()),
             WriteDecision::Foreign
         );
     }

@@ -157,7 +157,10 @@ fn reply_hint_raw(peer: &str, r: &Record) -> String {
     )
 }
 
-fn shell_word(s: &str) -> String {
+/// `s` as one POSIX shell word: as it is when it holds only letters, digits and `-_./:`,
+/// else in single quotes (a `'` inside becomes `'\''`). Also used for a path the CLI tells
+/// the user to run (`update`'s rollback advice).
+pub(crate) fn shell_word(s: &str) -> String {
     if !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./:".contains(c))

@@ -43,8 +43,9 @@ pub fn call_card(role: Role) -> &'static str {
 
 /// The format description sent with help and every teaching reply.
 pub fn format_text(role: Role) -> String {
-    let common = "Other calls: {\"cmd\":\"list\"} lists your triggers; {\"cmd\":\"unregister\",\"id\":\"<id>\"} \
-                  removes one; help or ? shows this text.\n\
+    let common = "Other calls: {\"cmd\":\"list\"} lists your triggers (and your lost signals, if any); \
+                  {\"cmd\":\"unregister\",\"id\":\"<id>\"} removes one of your triggers, or dismisses \
+                  one of your lost signals; help or ? shows this text.\n\
                   Optional for every trigger: \"id\" (lowercase letters, digits, dashes; registering an \
                   existing id replaces it; default: a hash of the fields), \"topic\" (at most 200 \
                   characters, set on every message), \"fallback\" (a peer name or a list, \"self\" \
@@ -71,9 +72,10 @@ pub fn format_text(role: Role) -> String {
              Register: {{\"script\":\"<shell command>\",\"target\":\"self\"}}\n\
              - \"script\": a command line run with /bin/sh -c that keeps running; every non-empty \
              line it prints is one message to the target (stderr is only logged). When it exits it \
-             is restarted (waiting 1 s, doubling up to 60 s); 5 failures within 60 s stop it and \
-             you are told. A run that printed a line is no failure: a script that prints and \
-             exits repeats every second.\n\
+             is restarted (waiting 1 s, doubling up to 60 s); 5 failures within 60 s stop it for \
+             good and you are told (list marks it; register it again, same id, to run it again). A \
+             run that printed a line is no failure: a script that prints and exits repeats every \
+             second.\n\
              - \"target\": \"self\" (you) or a peer name.\n\
              - \"heartbeatSec\" (optional): seconds; when the script prints nothing for that long \
              you are alerted and it is restarted.\n{common}\n\
@@ -237,7 +239,8 @@ fn quoted(keys: &[&str]) -> String {
         .join(" and ")
 }
 
-/// One line describing a trigger: `• <id> — <when|script> → <target> (extras)`.
+/// One line describing a trigger: `• <id> — <when|script> → <target> (extras)`; a watcher
+/// stopped for good gets a second line saying so and how to run it again.
 pub fn trigger_line(t: &Trigger) -> String {
     let spec = t.when.as_deref().or(t.script.as_deref()).unwrap_or("?");
     let mut extras = Vec::new();
@@ -255,11 +258,25 @@ pub fn trigger_line(t: &Trigger) -> String {
     } else {
         format!(" ({})", extras.join("; "))
     };
-    format!("• {} — {spec} → {}{tail}", t.id, t.target)
+    let stop =
+        match &t.stopped {
+            None => String::new(),
+            Some(s) => {
+                format!(
+            "\n  STOPPED{}{} after 5 quick failures; it does not run until you register it \
+             again with the same id (which clears the stop)",
+            if s.at.is_empty() { String::new() } else { format!(" since {}", s.at) },
+            if s.last.is_empty() { String::new() } else { format!(" (last: {})", s.last) },
+        )
+            }
+        };
+    format!("• {} — {spec} → {}{tail}{stop}", t.id, t.target)
 }
 
 /// The list of `mine` (the caller's triggers of this role) and of the caller's lost signals
-/// (`lost`: one line each), as every reply ends.
+/// (`lost`: one line each, starting with the signal's id), as every reply ends. Each part
+/// that has entries ends with how to remove one of them (`unregister` takes a trigger's id or
+/// a lost signal's); an empty list offers nothing to remove.
 pub fn list_text(role: Role, mine: &[&Trigger], lost: &[String]) -> String {
     let mut out = if mine.is_empty() {
         format!("You have no {} triggers.", role.service())
@@ -269,6 +286,7 @@ pub fn list_text(role: Role, mine: &[&Trigger], lost: &[String]) -> String {
             s.push('\n');
             s.push_str(&trigger_line(t));
         }
+        s.push_str("\nRemove one: {\"cmd\":\"unregister\",\"id\":\"<id>\"}");
         s
     };
     if !lost.is_empty() {
@@ -280,8 +298,10 @@ pub fn list_text(role: Role, mine: &[&Trigger], lost: &[String]) -> String {
             out.push_str("\n• ");
             out.push_str(l);
         }
+        out.push_str(
+            "\nDismiss one (its spool file is deleted): {\"cmd\":\"unregister\",\"id\":\"<signal id>\"}",
+        );
     }
-    out.push_str("\nRemove one: {\"cmd\":\"unregister\",\"id\":\"<id>\"}");
     out
 }
 
@@ -351,10 +371,43 @@ mod tests {
         assert_eq!(
             text,
             "Your watcher triggers (1):\n• w1 — x → alice (heartbeat 60s; fallback bob)\n\
+             Remove one: {\"cmd\":\"unregister\",\"id\":\"<id>\"}\n\
              Lost signals (no one could be reached; kept in the spool) (1):\n• sig-1 — line for bob\n\
-             Remove one: {\"cmd\":\"unregister\",\"id\":\"<id>\"}"
+             Dismiss one (its spool file is deleted): {\"cmd\":\"unregister\",\"id\":\"<signal id>\"}"
         );
-        assert!(list_text(Role::Time, &[], &[]).starts_with("You have no timer triggers."));
+        // Each hint only where there is something it applies to.
+        assert_eq!(
+            list_text(Role::Time, &[], &[]),
+            "You have no timer triggers."
+        );
+        assert_eq!(
+            list_text(Role::Time, &[], &["sig-2 — fire for ghost".into()]),
+            "You have no timer triggers.\n\
+             Lost signals (no one could be reached; kept in the spool) (1):\n• sig-2 — fire for ghost\n\
+             Dismiss one (its spool file is deleted): {\"cmd\":\"unregister\",\"id\":\"<signal id>\"}"
+        );
+        assert!(!list_text(Role::Event, &[&t], &[]).contains("Dismiss"));
+    }
+
+    #[test]
+    fn a_stopped_watcher_is_marked_with_how_to_run_it_again() {
+        let mut t = parse_entry(
+            &serde_json::json!({"role":"event","id":"bad","script":"exit 7","target":"op"}),
+            "op",
+            &ok,
+        )
+        .unwrap();
+        assert_eq!(trigger_line(&t), "• bad — exit 7 → op");
+        t.stopped = Some(super::super::trigger::Stopped {
+            at: "2026-12-01T05:42:27.123Z".into(),
+            last: "exit status 7".into(),
+        });
+        assert_eq!(
+            trigger_line(&t),
+            "• bad — exit 7 → op\n  STOPPED since 2026-12-01T05:42:27.123Z (last: exit status 7) \
+             after 5 quick failures; it does not run until you register it again with the same \
+             id (which clears the stop)"
+        );
     }
 
     #[test]

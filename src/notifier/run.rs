@@ -381,6 +381,22 @@ impl Service {
         }
         let mut wanted: BTreeMap<Key, Trigger> = BTreeMap::new();
         for t in list {
+            if let Some(stopped) = &t.stopped {
+                // Stopped for good (spec 09): not run again until registered again.
+                if self
+                    .reported
+                    .insert(format!("stopped {} {} {}", t.owner, t.id, stopped.at))
+                {
+                    self.log.append(
+                        &self
+                            .ev("watch-kept-stopped")
+                            .field("owner", &t.owner)
+                            .field("id", &t.id)
+                            .field("since", &stopped.at),
+                    );
+                }
+                continue;
+            }
             wanted.insert((t.owner.clone(), t.id.clone()), t);
         }
         match self.role {
@@ -648,10 +664,12 @@ impl Service {
             Decision::Stop => {
                 slot.restart_at = None;
                 let t = slot.t.clone();
+                let kept = self.keep_stopped(k, &t, how);
                 let text = format!(
-                    "[watcher] Your watcher {} failed 5 times within 60 s (last: {how}) and is stopped. \
-                     Fix the script and register it again (same id replaces it). Script: {}",
+                    "[watcher] Your watcher {} failed 5 times within 60 s (last: {how}) and is stopped{}. \
+                     Fix the script and register it again (same id replaces it and clears the stop). Script: {}",
                     t.id,
+                    if kept { " (it stays stopped across restarts)" } else { "" },
                     t.script.as_deref().unwrap_or("")
                 );
                 let ev = self
@@ -662,6 +680,38 @@ impl Service {
                 self.log.append(&ev);
                 self.lifecycle.append(&ev);
                 self.signal(Kind::Alert, &t, &t.owner, text, None);
+            }
+        }
+    }
+
+    /// Store the stop of watcher `t` with the trigger, so no later start runs it, and drop
+    /// its slot. Returns whether the mark was stored; when it was not (profile unwritable,
+    /// trigger changed meanwhile) the slot stays, idle, and the failure is logged.
+    fn keep_stopped(&mut self, k: &Key, t: &Trigger, how: &str) -> bool {
+        let stopped = super::trigger::Stopped {
+            at: crate::clock::log_ts(Timestamp::now()),
+            last: how.to_string(),
+        };
+        let marked = store::cwd_of(&self.paths, &k.0)
+            .ok_or_else(|| format!("{} is not a registered peer", k.0))
+            .and_then(|cwd| store::mark_stopped(&self.paths, &cwd, t, &stopped));
+        match marked {
+            Ok(true) => {
+                self.watchers.remove(k);
+                self.reported
+                    .insert(format!("stopped {} {} {}", k.0, k.1, stopped.at));
+                true
+            }
+            Ok(false) => false,
+            Err(e) => {
+                self.log.append(
+                    &self
+                        .ev("watch-stop-not-stored")
+                        .field("owner", &k.0)
+                        .field("id", &k.1)
+                        .field("detail", e),
+                );
+                false
             }
         }
     }
@@ -916,6 +966,48 @@ impl Service {
         call::list_text(self.role, &refs, &self.lost_of(owner))
     }
 
+    /// `{"cmd":"unregister","id":…}` from `owner` (profile in `cwd`): removes `owner`'s
+    /// trigger `id`, or else dismisses `owner`'s lost signal `id`; the reply.
+    fn unregister(&mut self, cwd: &std::path::Path, owner: &str, id: &str) -> String {
+        let service = self.role.service();
+        let removed = match store::remove(&self.paths, cwd, owner, self.role, id) {
+            Ok(true) => {
+                self.rebuild();
+                self.log.append(
+                    &self
+                        .ev("unregistered")
+                        .field("owner", owner)
+                        .field("id", id),
+                );
+                format!("✓ {service} trigger \"{id}\" removed.")
+            }
+            // Not a trigger: a lost signal's id dismisses that signal.
+            Ok(false) => match spool::dismiss_lost(&self.spool_dir, owner, id) {
+                Ok(true) => {
+                    self.log.append(
+                        &self
+                            .ev("lost-dismissed")
+                            .field("owner", owner)
+                            .field("sig", id),
+                    );
+                    format!("✓ lost signal \"{id}\" dismissed (its spool file is deleted).")
+                }
+                Ok(false) => format!(
+                    "{service}: you have no {service} trigger and no lost signal with id \"{id}\"; \
+                     nothing removed."
+                ),
+                Err(e) => {
+                    return format!(
+                        "{service}: the lost signal \"{id}\" could not be deleted from {}: {e}",
+                        self.spool_dir.display()
+                    )
+                }
+            },
+            Err(e) => return format!("{service}: your profile could not be changed: {e}"),
+        };
+        format!("{removed}\n\n{}", self.list_of(owner))
+    }
+
     fn on_call(&mut self, env: Envelope) {
         if env.from == self.me {
             return;
@@ -959,30 +1051,7 @@ impl Service {
         let text = match cmd {
             Command::Help => format!("{}\n\n{}", self.list_of(&env.from), call::format_text(role)),
             Command::List => self.list_of(&env.from),
-            Command::Unregister(id) => match store::remove(&self.paths, &cwd, &env.from, role, &id)
-            {
-                Ok(true) => {
-                    self.rebuild();
-                    self.log.append(
-                        &self
-                            .ev("unregistered")
-                            .field("owner", &env.from)
-                            .field("id", &id),
-                    );
-                    format!(
-                        "✓ {} trigger \"{id}\" removed.\n\n{}",
-                        role.service(),
-                        self.list_of(&env.from)
-                    )
-                }
-                Ok(false) => format!(
-                    "{}: you have no {} trigger with id \"{id}\"; nothing removed.\n\n{}",
-                    role.service(),
-                    role.service(),
-                    self.list_of(&env.from)
-                ),
-                Err(e) => format!("{}: your profile could not be changed: {e}", role.service()),
-            },
+            Command::Unregister(id) => self.unregister(&cwd, &env.from, &id),
             Command::Register(fields) => {
                 let tz = self.tz.clone();
                 let check = move |w: &str| when::check(w, Timestamp::now(), &tz).map(|_| ());

@@ -6,7 +6,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::chain::Entry;
+use super::chain::{Entry, Status};
 use crate::fsutil::{self, MODE_PRIVATE};
 use crate::paths::Paths;
 
@@ -57,6 +57,34 @@ pub fn remove(dir: &Path, id: &str) -> io::Result<()> {
     fsutil::remove_if_exists(&dir.join(format!("{id}.json")))
 }
 
+/// Delete the spool file of `owner`'s lost signal `id` (what `unregister` does with a lost
+/// signal's id). Returns false, touching nothing, when there is no such file, when it is
+/// not lost (still on its way), when it is another peer's, or when `id` is not a spool id
+/// (lowercase letters, digits and dashes: nothing that names a path elsewhere).
+///
+/// Errors: the file cannot be read or removed.
+pub fn dismiss_lost(dir: &Path, owner: &str, id: &str) -> io::Result<bool> {
+    let plain = !id.is_empty()
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if !plain {
+        return Ok(false);
+    }
+    let path = dir.join(format!("{id}.json"));
+    let Some(text) = fsutil::read_optional(&path)? else {
+        return Ok(false);
+    };
+    let Ok(entry) = serde_json::from_str::<Entry>(&text) else {
+        return Ok(false);
+    };
+    if entry.status != Status::Lost || entry.owner != owner || entry.id != id {
+        return Ok(false);
+    }
+    fsutil::remove_if_exists(&path)?;
+    Ok(true)
+}
+
 /// Every entry in the folder (pending and lost), oldest first, plus one line per file that
 /// could not be read (skipped). A missing folder is empty.
 pub fn load(dir: &Path) -> (Vec<Entry>, Vec<String>) {
@@ -84,7 +112,7 @@ pub fn load(dir: &Path) -> (Vec<Entry>, Vec<String>) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::chain::{build_chain, Kind, Status};
+    use super::super::chain::{build_chain, Kind};
     use super::*;
 
     /// Ids made within one millisecond sort in the order they were made (the service sends
@@ -152,5 +180,47 @@ mod tests {
         remove(&d, &e.id).unwrap();
         remove(&d, &e.id).unwrap();
         assert!(load(&d).0.is_empty());
+    }
+
+    #[test]
+    fn only_the_owner_dismisses_a_lost_signal_and_only_a_lost_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path().join("escalation");
+        let entry = |id: &str, status: Status| Entry {
+            v: 1,
+            id: id.into(),
+            created_at: "2026-12-01T05:42:27.123Z".into(),
+            kind: Kind::Fire,
+            target: "ghost".into(),
+            message: "m".into(),
+            topic: None,
+            owner: "alice".into(),
+            chain: build_chain("ghost", &[], "alice", ""),
+            attempts: vec![],
+            status,
+            meta: None,
+        };
+        put(&d, &entry("mio0a1b3-5e6f7a8b", Status::Lost)).unwrap();
+        put(&d, &entry("mio0a1b4-00000000", Status::Pending)).unwrap();
+        assert!(
+            !dismiss_lost(&d, "bob", "mio0a1b3-5e6f7a8b").unwrap(),
+            "not bob's"
+        );
+        assert!(
+            !dismiss_lost(&d, "alice", "mio0a1b4-00000000").unwrap(),
+            "on its way"
+        );
+        assert!(!dismiss_lost(&d, "alice", "../escalation/mio0a1b3-5e6f7a8b").unwrap());
+        assert!(!dismiss_lost(&d, "alice", "nope").unwrap());
+        assert_eq!(load(&d).0.len(), 2);
+        assert!(dismiss_lost(&d, "alice", "mio0a1b3-5e6f7a8b").unwrap());
+        assert!(
+            !dismiss_lost(&d, "alice", "mio0a1b3-5e6f7a8b").unwrap(),
+            "gone"
+        );
+        assert_eq!(
+            load(&d).0,
+            vec![entry("mio0a1b4-00000000", Status::Pending)]
+        );
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::trigger::{self, Role, Trigger};
+use super::trigger::{self, Role, Stopped, Trigger};
 use crate::paths::Paths;
 use crate::registry::Registry;
 
@@ -239,27 +239,66 @@ fn rename_entry(entry: &mut Value, old: &str, new: &str) -> bool {
     hit
 }
 
+/// Mark watcher `t` stopped for good in its owner's profile at `cwd`: the entry that still
+/// reads as `t` (same id, script and every other field) gets `stopped` (spec 09 "stop it for
+/// good": the mark outlives the process, so no restart runs it again), every other key of it
+/// kept. Returns false when no such entry is there any more (removed or replaced meanwhile).
+///
+/// Errors: the profile cannot be read or written.
+pub fn mark_stopped(
+    paths: &Paths,
+    cwd: &Path,
+    t: &Trigger,
+    stopped: &Stopped,
+) -> Result<bool, String> {
+    let mark = serde_json::to_value(stopped).map_err(|e| e.to_string())?;
+    edit_list(paths, cwd, |list| {
+        let same = |e: &Value| {
+            trigger::parse_entry(e, &t.owner, &|_| Ok(())).is_ok_and(|mut found| {
+                found.stopped = t.stopped.clone();
+                found == *t
+            })
+        };
+        match list
+            .iter_mut()
+            .find(|e| same(e))
+            .and_then(Value::as_object_mut)
+        {
+            Some(entry) => {
+                entry.insert("stopped".into(), mark);
+                true
+            }
+            None => false,
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A root in `dir` and the folder of peer `name` holding `profile` as its profile.
+    fn peer_with(dir: &Path, name: &str, profile: &Value) -> (Paths, PathBuf) {
+        let paths = Paths::at(dir.join("root"));
+        let cwd = dir.join(name);
+        std::fs::create_dir_all(crate::paths::peer::profile(&cwd).parent().unwrap()).unwrap();
+        std::fs::write(crate::paths::peer::profile(&cwd), profile.to_string()).unwrap();
+        (paths, cwd)
+    }
+
     #[test]
     fn upsert_replaces_by_id_and_remove_keeps_everything_else() {
         let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path().join("root"));
-        let cwd = dir.path().join("alice");
-        std::fs::create_dir_all(crate::paths::peer::profile(&cwd).parent().unwrap()).unwrap();
-        std::fs::write(
-            crate::paths::peer::profile(&cwd),
-            json!({"personality":"alice","runtimes":["echo"],"default_runtime":"echo",
+        let (paths, cwd) = peer_with(
+            dir.path(),
+            "alice",
+            &json!({"personality":"alice","runtimes":["echo"],"default_runtime":"echo",
                    "zeta":{"kept":1},
                    "notifier":{"other":"kept","triggers":[
                        {"role":"event","id":"w","script":"x","target":"alice"},
-                       "not a trigger"]}})
-            .to_string(),
-        )
-        .unwrap();
+                       "not a trigger"]}}),
+        );
         let t = |msg: &str| {
             trigger::parse_entry(
                 &json!({"role":"time","id":"t1","when":"@every 1m","message":msg,"target":"alice"}),
@@ -352,5 +391,55 @@ mod tests {
             before_bob,
             "a profile with nothing to rename is not rewritten"
         );
+    }
+
+    #[test]
+    fn a_stop_mark_is_added_to_the_same_watcher_only_and_a_new_registration_clears_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (paths, cwd) = peer_with(
+            dir.path(),
+            "op",
+            &json!({"personality":"op","runtimes":["human"],"default_runtime":"human",
+                   "notifier":{"triggers":[
+                       {"role":"event","id":"bad","owner":"op","target":"op","script":"exit 7",
+                        "futureKey":1}]}}),
+        );
+        let read = || -> Value {
+            serde_json::from_str(
+                &std::fs::read_to_string(crate::paths::peer::profile(&cwd)).unwrap(),
+            )
+            .unwrap()
+        };
+        let t = |script: &str| {
+            trigger::parse_entry(
+                &json!({"role":"event","id":"bad","script":script,"target":"op"}),
+                "op",
+                &|_| Ok(()),
+            )
+            .unwrap()
+        };
+        let mark = Stopped {
+            at: "2026-12-01T05:42:27.123Z".into(),
+            last: "exit status 7".into(),
+        };
+        assert!(
+            !mark_stopped(&paths, &cwd, &t("exit 8"), &mark).unwrap(),
+            "another script under that id is not the one that failed"
+        );
+        assert!(mark_stopped(&paths, &cwd, &t("exit 7"), &mark).unwrap());
+        let entry = read()["notifier"]["triggers"][0].clone();
+        assert_eq!(entry["stopped"]["last"], "exit status 7");
+        assert_eq!(entry["futureKey"], 1, "the entry's other keys are kept");
+        let (all, _) = load_in(&cwd);
+        assert_eq!(all[0].stopped, Some(mark));
+        // Registering it again stores it without the mark.
+        assert!(upsert(&paths, &cwd, &t("exit 7")).unwrap());
+        assert!(read()["notifier"]["triggers"][0].get("stopped").is_none());
+    }
+
+    /// The triggers of the profile in `cwd`.
+    fn load_in(cwd: &Path) -> (Vec<Trigger>, Vec<String>) {
+        let map = read_raw(cwd).unwrap().unwrap();
+        trigger::from_profile(&map, "op", &|_| Ok(()))
     }
 }

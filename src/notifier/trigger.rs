@@ -10,7 +10,9 @@
 //! ```
 //!
 //! Keys are written in the order `role id owner target when check message script
-//! heartbeatSec topic fallback`, absent ones left out. An entry without `id` gets
+//! heartbeatSec topic fallback stopped`, absent ones left out. `stopped` is this build's
+//! addition (a watcher stopped for good, [`Stopped`]); an entry without it runs, so entries
+//! the package wrote read as they always did. An entry without `id` gets
 //! [`content_id`]: the role's prefix (`time-`/`event-`) and 12 hex digits of the SHA-256 of
 //! the compact JSON of its semantic fields, in the package's order (time: `when check message
 //! target topic fallback`; event: `script target topic heartbeatSec fallback`; absent fields
@@ -95,6 +97,46 @@ pub struct Trigger {
     /// Who to try after the target, in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<Vec<String>>,
+    /// event: the script was stopped for good (spec 09: 5 quick failures); it is not started
+    /// again until the trigger is registered again, which stores it without this mark.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stopped>,
+}
+
+/// The mark of a watcher stopped for good, stored with its trigger as
+/// `"stopped":{"at":"<UTC, ms, Z>","last":"exit status 7"}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stopped {
+    /// When it was stopped (UTC, ms, `Z`); empty when the mark does not say.
+    #[serde(default)]
+    pub at: String,
+    /// How its last run ended (`exit status 7`); empty when the mark does not say.
+    #[serde(default)]
+    pub last: String,
+}
+
+/// Read a stored `stopped` value: absent, `null` or `false` = not stopped; `true` or an
+/// object = stopped (an object's `at` and `last` kept when they are strings).
+///
+/// Errors: any other value.
+fn parse_stopped(v: Option<&Value>) -> Result<Option<Stopped>, String> {
+    let text = |o: &Map<String, Value>, k: &str| {
+        o.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    match v {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => Ok(None),
+        Some(Value::Bool(true)) => Ok(Some(Stopped::default())),
+        Some(Value::Object(o)) => Ok(Some(Stopped {
+            at: text(o, "at"),
+            last: text(o, "last"),
+        })),
+        Some(other) => Err(format!(
+            "\"stopped\" must be an object like {{\"at\":…,\"last\":…}}, not {other}"
+        )),
+    }
 }
 
 impl Trigger {
@@ -274,6 +316,7 @@ pub fn parse_entry(
         heartbeat_sec: None,
         topic,
         fallback,
+        stopped: None,
     };
     match role {
         Role::Time => {
@@ -313,6 +356,7 @@ pub fn parse_entry(
                     ))
                 }
             };
+            t.stopped = parse_stopped(obj.get("stopped"))?;
         }
     }
     t.id = id.unwrap_or_else(|| content_id(&t));
@@ -434,6 +478,47 @@ mod tests {
         assert!(errors[7].starts_with("alice[8]: a trigger must be a JSON object"));
         let (none, errs) = from_profile(json!({"a":1}).as_object().unwrap(), "a", &check);
         assert!(none.is_empty() && errs.is_empty());
+    }
+
+    /// A watcher's stop mark is read back, written last, and changes neither its id nor an
+    /// entry without it (the package's entries run as before).
+    #[test]
+    fn a_stop_mark_round_trips_and_its_absence_is_running() {
+        let plain = json!({"role":"event","script":"exit 7","target":"op"});
+        let running = parse_entry(&plain, "op", &any_when).unwrap();
+        assert_eq!(running.stopped, None);
+        let mut marked = plain.clone();
+        marked["stopped"] = json!({"at":"2026-12-01T05:42:27.123Z","last":"exit status 7"});
+        let t = parse_entry(&marked, "op", &any_when).unwrap();
+        assert_eq!(
+            t.stopped,
+            Some(Stopped {
+                at: "2026-12-01T05:42:27.123Z".into(),
+                last: "exit status 7".into()
+            })
+        );
+        assert_eq!(t.id, running.id, "the mark is not part of the content id");
+        assert!(serde_json::to_string(&t)
+            .unwrap()
+            .ends_with(r#""stopped":{"at":"2026-12-01T05:42:27.123Z","last":"exit status 7"}}"#));
+        assert!(!serde_json::to_string(&running).unwrap().contains("stopped"));
+        for (v, stopped) in [
+            (json!(true), true),
+            (json!(false), false),
+            (json!(null), false),
+        ] {
+            let mut e = plain.clone();
+            e["stopped"] = v;
+            assert_eq!(
+                parse_entry(&e, "op", &any_when).unwrap().stopped.is_some(),
+                stopped
+            );
+        }
+        let mut bad = plain.clone();
+        bad["stopped"] = json!("yes");
+        assert!(parse_entry(&bad, "op", &any_when)
+            .unwrap_err()
+            .starts_with("\"stopped\" must be an object"));
     }
 
     #[test]

@@ -52,7 +52,13 @@ impl TestEnv {
 
     /// A command running the real binary in this world.
     pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(bin());
+        self.cmd_of(&bin(), args)
+    }
+
+    /// A command running `program` (a copy of the binary, e.g. an installed one) in this
+    /// world, with the environment [`TestEnv::cmd`] gives.
+    pub fn cmd_of(&self, program: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new(program);
         c.args(args)
             .env("HOME", &self.home)
             .env("IAPEER_ROOT", &self.root)

@@ -581,7 +581,9 @@ pub static VERBS: &[VerbSpec] = &[
         description: "Show one row per peer: its name, its runtimes with their state (live, asleep, stopped, \
             parked, or missing: a router runtime whose program is not there, with the reason on a line \
             of its own) and the default one marked, whether a terminal is attached, queue depth, last \
-            activity and description. Works when the daemon is down; then every agent shows asleep.",
+            activity and description (on one line: line breaks and tabs as spaces, other control \
+            characters as visible stand-ins such as ␛; --json gives it exactly). Works when the daemon \
+            is down; then every agent shows asleep.",
         positionals: &[],
         flags: &[JSON],
         rules: &[],
@@ -798,7 +800,9 @@ pub static VERBS: &[VerbSpec] = &[
         summary: "declare another agent runtime for a peer",
         description: "Declare another agent runtime for the peer (or every peer) and do that runtime's \
             setup (MCP configuration, folder trust). The default runtime never changes. \
-            Idempotent.",
+            Idempotent. Only a peer of intelligence artificial takes an agent runtime: for a named \
+            peer of another kind (a human) it is refused (exit 1) as create refuses it; --all skips \
+            such peers with a note.",
         positionals: &[RT],
         flags: PEER_OR_ALL,
         rules: ONE_OF_PEER_OR_ALL,
@@ -1009,7 +1013,9 @@ pub static VERBS: &[VerbSpec] = &[
             user unit (~/.config/systemd/user/iapeer.service, or in $IAPEER_SYSTEMD_DIR) where a systemd \
             user manager runs, a launchd agent (~/Library/LaunchAgents/com.agfpd.iapeer.plist, or in \
             $IAPEER_LAUNCHAGENTS_DIR) on macOS. The service runs this binary with the verb daemon; it is \
-            written only when its bytes change, never over a file that lacks iapeer's ownership mark, \
+            written only when its bytes change, never over a file that lacks iapeer's ownership mark \
+            (the unit's first line, the plist's com.iapeer.managed key: delete it to keep your own \
+            edits; install then says it left your file as it is, and how to get iapeer's version back), \
             and never loaded: iapeer onboard loads it (install also prints the command that does). \
             Without a service manager it says so; iapeer onboard then runs the daemon with daemon \
             --detach. Running it again changes nothing.",
@@ -1063,7 +1069,9 @@ pub static VERBS: &[VerbSpec] = &[
             lists the live agent sessions first and refuses while any is mid-turn (its screen shows a \
             turn in progress), unless --force. A loaded \
             service's file is first made to run the installed binary (only when iapeer wrote it). \
-            Exits 1 and advises iapeer rollback when the new daemon is not healthy. Installing a \
+            Exits 1 when the installed binary does not run or the new daemon is not healthy, naming \
+            the command that goes back: $IAPEER_BIN_DIR/iapeer.prev rollback (iapeer itself is the new \
+            binary then). Installing a \
             published version from the package registry is not available yet: build it and give its \
             path. --foundation-only (the original tool's flag) changes nothing: runtimes are updated \
             with update-runtime.",
@@ -1108,7 +1116,9 @@ pub static VERBS: &[VerbSpec] = &[
             was installed from (npm view, 60 s; a local tarball's own version). Equal and no --force: \
             already-latest, nothing changes. Otherwise reinstall it as install-runtime does, provision \
             its declared peers again and restart the running peers of that runtime. A manifest \
-            without a version is reinstalled (the version gate is skipped, and said so).",
+            without a version is reinstalled (the version gate is skipped, and said so). With --all, \
+            a runtime written by hand (a runtime.json no package is known for) is skipped with a note, \
+            one that fails does not stop the others, and the exit is 1 only when an update failed.",
         positionals: &[RT],
         flags: &[RUNTIMES_ALL, REINSTALL],
         rules: &[Rule::ReplacesPositionals(RUNTIMES_ALL)],
