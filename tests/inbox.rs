@@ -375,6 +375,65 @@ fn inbox_follow_follows_a_rename_and_ends_at_a_removal() {
     );
 }
 
+/// A reader that goes away mid-listing (`| head`) saw almost nothing: nothing is marked
+/// read (every message used to be), and the exit says so. A line cut inside a character
+/// spoils only itself (the whole inbox used to be unreadable).
+#[test]
+fn messages_a_closed_stdout_never_showed_stay_unread() {
+    let env = human_and_agent();
+    let long = "z".repeat(15_000);
+    for i in 1..=5 {
+        env.ok(&[
+            "send",
+            "you",
+            "--from",
+            "echo-alice",
+            "--message",
+            &format!("unread-{i} {long}"),
+        ]);
+    }
+    let mut child = env
+        .cmd(&["inbox", "you"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 10];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("they stay unread"),
+        "{}",
+        common::describe(&out)
+    );
+    assert_eq!(
+        inbox_json(&env, &["you"]).len(),
+        5,
+        "all five are still unread"
+    );
+    // A torn append cut inside "ö", then a good message: both good ones read.
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(env.paths().inbox("you"))
+        .unwrap()
+        .write_all(b"{\"id\":\"x\",\"body\":\"K\xc3")
+        .unwrap();
+    env.ok(&[
+        "send",
+        "you",
+        "--from",
+        "echo-alice",
+        "--message",
+        "after the torn line",
+    ]);
+    let all = inbox_json(&env, &["you", "--all"]);
+    assert_eq!(all.len(), 6, "{all:?}");
+    assert_eq!(all[5]["body"], "after the torn line");
+}
+
 /// Without a name: the only human; with two, a clear refusal naming both; a peer that is
 /// not on the human runtime has no inbox.
 #[test]

@@ -2,6 +2,7 @@
 //! for a human peer. Reads the inbox file directly (no daemon needed); what is shown is
 //! marked read.
 
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,7 +48,7 @@ pub fn run(inv: &Invocation) -> CliResult {
     let records =
         inbox::read(&file).map_err(|e| fail(format!("cannot read {}: {e}", file.display())))?;
     let mark = ReadMark::load(&paths, &peer);
-    let shown = view.print_batch(&peer, &records, 0, mark);
+    let shown = view.print_batch(&peer, &records, 0, mark)?;
     if !view.json && !inv.flag(flags::FOLLOW) {
         print(&view.summary(&peer, &records, mark, shown))?;
     }
@@ -67,7 +68,16 @@ struct View {
 impl View {
     /// Print the records from index `from` on that this view shows (unread ones, or all);
     /// returns how many were printed.
-    fn print_batch(&self, _peer: &str, records: &[Record], from: usize, mark: ReadMark) -> usize {
+    ///
+    /// Errors: stdout is closed or cannot be written (`| head`): nothing may be marked read
+    /// then, so the caller stops before storing the mark.
+    fn print_batch(
+        &self,
+        _peer: &str,
+        records: &[Record],
+        from: usize,
+        mark: ReadMark,
+    ) -> Result<usize, CliError> {
         let tz = jiff::tz::TimeZone::system();
         let today = jiff::Zoned::now().date();
         let mut out = String::new();
@@ -85,8 +95,12 @@ impl View {
                 out.push_str(&show::render(r, unread, &tz, today));
             }
         }
-        let _ = print(&out);
-        n
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(out.as_bytes())
+            .and_then(|()| stdout.flush())
+            .map_err(|e| fail(format!("cannot write the messages ({e}); they stay unread")))?;
+        Ok(n)
     }
 
     /// The closing line of a listing: counts, and how to reply to the newest message.
@@ -152,7 +166,7 @@ fn follow(paths: &Paths, peer: &str, view: &View, mut seen: usize) -> CliResult 
             let records = inbox::read(&file).map_err(fail)?;
             if records.len() > seen {
                 let mark = ReadMark::load(paths, &peer);
-                view.print_batch(&peer, &records, seen, mark);
+                view.print_batch(&peer, &records, seen, mark)?;
                 seen = records.len();
                 store_mark(paths, &peer, mark.after_showing(seen))?;
             }

@@ -169,14 +169,17 @@ fn append_locked(f: &mut std::fs::File, line: &str) -> io::Result<()> {
 }
 
 /// Every whole record of an inbox file, oldest first. A missing file is an empty inbox; a
-/// line that does not parse (a torn last line after a crash, a hand edit) is skipped.
+/// line that does not parse (a torn last line after a crash, a hand edit) is skipped, also
+/// one cut inside a character: bytes that are not UTF-8 spoil only their own line.
 ///
 /// Errors: the file exists but cannot be read.
 pub fn read(path: &Path) -> io::Result<Vec<Record>> {
-    let Some(text) = fsutil::read_optional(path)? else {
-        return Ok(Vec::new());
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
     };
-    Ok(parse_records(&text))
+    Ok(parse_records(&String::from_utf8_lossy(&bytes)))
 }
 
 /// The records of inbox text, skipping lines that are not records (pure).
