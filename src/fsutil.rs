@@ -103,12 +103,47 @@ pub fn read_json_or_default<T: serde::de::DeserializeOwned + Default>(path: &Pat
 }
 
 /// Read a file to a string; a missing file is `Ok(None)`.
+///
+/// Errors: it cannot be read, is not UTF-8, or is not a regular file (a FIFO would block
+/// the reader until someone writes to it; a device never ends).
 pub fn read_optional(path: &Path) -> io::Result<Option<String>> {
+    match regular_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    }
     match fs::read_to_string(path) {
         Ok(s) => Ok(Some(s)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// `Ok` when `path` (symlinks followed) is a regular file, so reading it ends.
+///
+/// Errors: it does not exist (`NotFound`), or is a FIFO, socket, device or folder
+/// (`InvalidInput`, naming what it is).
+pub fn regular_file(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = fs::metadata(path)?.file_type();
+    if t.is_file() {
+        return Ok(());
+    }
+    let what = if t.is_dir() {
+        "a folder"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() || t.is_char_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    };
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("{what}, not a file"),
+    ))
 }
 
 /// Remove a file; a missing file is not an error.

@@ -111,7 +111,8 @@ fn unquote(value: &str) -> &str {
 /// no extras (unreadable is logged as a warning); invalid UTF-8 is replaced.
 pub fn read(cwd: &Path, runtime: &str) -> LaunchEnv {
     let path = paths::peer::launch_env(cwd, runtime);
-    match std::fs::read(&path) {
+    // A FIFO would block the launch until someone writes to it.
+    match crate::fsutil::regular_file(&path).and_then(|()| std::fs::read(&path)) {
         Ok(bytes) => parse(&String::from_utf8_lossy(&bytes)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => LaunchEnv::default(),
         Err(e) => {
@@ -244,6 +245,11 @@ export
         // A folder where the file should be is unreadable: no extras, no error.
         std::fs::create_dir_all(paths::peer::launch_env(tmp.path(), "echo")).unwrap();
         assert_eq!(read(tmp.path(), "echo"), LaunchEnv::default());
+        // So is a FIFO, at once (reading it would wait for a writer for ever).
+        let fifo = paths::peer::launch_env(tmp.path(), "bot");
+        std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert_eq!(read(tmp.path(), "bot"), LaunchEnv::default());
     }
 
     #[test]

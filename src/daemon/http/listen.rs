@@ -436,11 +436,17 @@ impl Acceptor {
         };
         c.read_at = Some(Instant::now());
         let Stage::Body {
-            head, admitted, at, ..
+            head,
+            admitted,
+            at,
+            len,
         } = std::mem::replace(&mut c.stage, Stage::Linger { discarded: 0 })
         else {
             return;
         };
+        // The body is exactly Content-Length bytes: what the head's read took beyond it (a
+        // pipelined request; every answer closes the connection) is not part of it.
+        c.buf.truncate(at + len);
         match admitted.route {
             Route::Fleet => self.dispatch_fleet(t, &head, &admitted, at),
             Route::Ui => {

@@ -287,6 +287,33 @@ fn oversized_body_is_413() {
     srv.shutdown();
 }
 
+/// Two requests in one write (pipelined): the first one's body is exactly its
+/// Content-Length bytes; the rest used to be parsed as part of it (`trailing characters`).
+#[test]
+fn a_body_is_its_content_length_not_what_follows_it() {
+    let rec = Rec::new(0, None);
+    let mut srv = server(None, &rec);
+    let port = srv.port();
+    let host = format!("127.0.0.1:{port}");
+    let ping = r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#;
+    let headers = [
+        ("Host", host.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    let mut both = raw("POST", "/mcp", &headers, ping);
+    both.extend(raw("POST", "/mcp", &headers, ping));
+    let r = exchange(port, &both);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["id"], 7, "{}", String::from_utf8_lossy(&r.body));
+    assert!(
+        r.json().get("error").is_none(),
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
+    srv.shutdown();
+}
+
 #[test]
 fn fifty_concurrent_slow_calls_are_all_answered() {
     let rec = Rec::new(200, None);
