@@ -7,8 +7,10 @@
 //! names the copies (the sender's files may be gone by the time the daemon starts). A routed
 //! send's file and copies are removed (the delivery log records it, as for any send); one
 //! the daemon refuses is renamed `<name>.refused` with the reason in `<name>.refused.txt`
-//! beside it (its copies stay), so nothing is lost without a trace. A file that does not
-//! parse is renamed `<name>.unreadable`.
+//! beside it (its copies stay), so nothing is lost without a trace — only for a refusal
+//! that is final ([`final_refusal`]); one that passes (offline, a failed wake, shutting
+//! down) leaves the file for the next try, every `IAPEER_OUTBOX_RETRY_MS` while the daemon
+//! runs, and at its next start. A file that does not parse is renamed `<name>.unreadable`.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -16,7 +18,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::fsutil;
 use crate::paths::Paths;
-use crate::protocol::{Answer, Line, Request, SendReply};
+use crate::protocol::{Answer, Code, Line, Request, SendReply};
 
 /// `<root>/state/iapeer/outbox/`.
 pub fn dir(paths: &Paths) -> PathBuf {
@@ -119,10 +121,41 @@ pub fn pending(paths: &Paths) -> Vec<PathBuf> {
 pub enum Drained {
     /// Routed (the `send` answer's human line).
     Sent(String),
-    /// Refused by the daemon: kept as `.refused` with the reason.
+    /// Refused by the daemon for good: kept as `.refused` with the reason.
     Refused(String),
+    /// Not delivered for a reason that passes (the peer could not be woken now, the daemon
+    /// is shutting down…): left in the outbox for the next try.
+    Deferred(String),
     /// The file did not parse: kept as `.unreadable`.
     Unreadable(String),
+}
+
+/// Whether a refusal with `code` is final for a kept send (the send itself is wrong, or its
+/// target is gone or stopped by the operator) rather than a state that passes (offline, a
+/// failed wake, busy, timeout, shutting down, a paused storm, an internal error).
+pub fn final_refusal(code: Code) -> bool {
+    matches!(
+        code,
+        Code::NotRegistered
+            | Code::Stopped
+            | Code::InvalidArgument
+            | Code::BadRequest
+            | Code::UnknownOp
+            | Code::Held
+            | Code::Failed
+    )
+}
+
+/// How long the daemon waits before it tries deferred sends again
+/// (`IAPEER_OUTBOX_RETRY_MS`, default 30 s).
+fn retry_after() -> std::time::Duration {
+    std::time::Duration::from_millis(
+        std::env::var("IAPEER_OUTBOX_RETRY_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|ms| *ms > 0)
+            .unwrap_or(30_000),
+    )
 }
 
 /// Route every waiting send through the daemon's control socket, oldest first. Stops (the
@@ -160,9 +193,16 @@ pub fn drain(paths: &Paths) -> Vec<(PathBuf, Drained)> {
                     Drained::Sent(format!("{how} {} ({})", to.personality, to.runtime)),
                 ));
             }
-            Ok(Answer::Failed(f)) => {
+            Ok(Answer::Failed(f)) if final_refusal(f.code) => {
                 set_aside(&file, "refused", &f.error);
                 out.push((file, Drained::Refused(f.error)));
+            }
+            Ok(Answer::Failed(f)) => {
+                let stop = f.code == Code::ShuttingDown;
+                out.push((file, Drained::Deferred(f.error)));
+                if stop {
+                    break; // the rest waits for the next start
+                }
             }
             Err(e) => {
                 log::warn!(
@@ -215,7 +255,8 @@ fn set_aside(file: &Path, suffix: &str, reason: &str) {
 }
 
 /// Start draining on a thread of its own, logging each outcome (the daemon calls this once
-/// its control socket listens).
+/// its control socket listens). Deferred sends are tried again every
+/// `IAPEER_OUTBOX_RETRY_MS` while the daemon runs (each logged the first time only).
 pub fn drain_in_background(paths: Paths) {
     if pending(&paths).is_empty() {
         return;
@@ -223,17 +264,36 @@ pub fn drain_in_background(paths: Paths) {
     let spawned = std::thread::Builder::new()
         .name("outbox".into())
         .spawn(move || {
-            for (file, what) in drain(&paths) {
-                let name = file.file_name().unwrap_or_default().to_string_lossy();
-                match what {
-                    Drained::Sent(line) => log::info!("outbox: {name}: {line}"),
-                    Drained::Refused(why) => {
-                        log::warn!("outbox: {name} refused, kept as {name}.refused: {why}")
-                    }
-                    Drained::Unreadable(why) => {
-                        log::warn!("outbox: {name} unreadable, kept as {name}.unreadable: {why}")
+            let mut told = std::collections::HashSet::new();
+            loop {
+                let mut deferred = 0;
+                for (file, what) in drain(&paths) {
+                    let name = file.file_name().unwrap_or_default().to_string_lossy();
+                    match what {
+                        Drained::Sent(line) => log::info!("outbox: {name}: {line}"),
+                        Drained::Refused(why) => {
+                            log::warn!("outbox: {name} refused, kept as {name}.refused: {why}")
+                        }
+                        Drained::Deferred(why) => {
+                            deferred += 1;
+                            if told.insert(file.clone()) {
+                                log::warn!(
+                                    "outbox: {name} not delivered yet ({why}); kept, tried again every {} s",
+                                    retry_after().as_secs_f32()
+                                );
+                            }
+                        }
+                        Drained::Unreadable(why) => {
+                            log::warn!(
+                                "outbox: {name} unreadable, kept as {name}.unreadable: {why}"
+                            )
+                        }
                     }
                 }
+                if deferred == 0 || pending(&paths).is_empty() {
+                    return;
+                }
+                std::thread::sleep(retry_after());
             }
         });
     if let Err(e) = spawned {

@@ -564,6 +564,49 @@ fn a_kept_send_carries_copies_of_its_attachments() {
     });
 }
 
+/// A kept send refused for a reason that passes (its peer cannot be woken now) stays in the
+/// outbox and is tried again while the daemon runs; it used to be set aside as `.refused`
+/// for good, as if its peer had been removed.
+#[test]
+fn a_kept_send_that_cannot_be_delivered_yet_is_tried_again() {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_OUTBOX_RETRY_MS", "300");
+    env.set("IAPEER_CRASHLOOP_MAX", "1000");
+    env.create_echo("alice");
+    env.create_echo("bob");
+    env.launch_env("bob", "echo", "PEER_START_ARGS=--fail-boot\n");
+    let out = env.ok(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "when you can",
+    ]);
+    assert!(out.starts_with("kept for bob in the outbox ("), "{out}");
+    let outbox = env.root.join("state/iapeer/outbox");
+    env.start_daemon();
+    env.wait_until("a wake of bob failed", Duration::from_secs(30), |e| {
+        e.has_event("delivery", "delivery", &[("to", "bob"), ("ok", "false")])
+    });
+    let names: Vec<String> = std::fs::read_dir(&outbox)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.len() == 1 && names[0].ends_with(".json"),
+        "kept as it was, not refused: {names:?}"
+    );
+    env.launch_env("bob", "echo", "");
+    env.wait_until("bob shows it", Duration::from_secs(30), |e| {
+        e.pane("echo-bob").contains("when you can")
+    });
+    env.wait_until("the outbox is empty", Duration::from_secs(10), |_| {
+        std::fs::read_dir(&outbox).unwrap().count() == 0
+    });
+}
+
 #[test]
 fn the_answers_companion_packages_parse() {
     let mut env = TestEnv::new();
