@@ -361,6 +361,31 @@ fn a_router_peer_created_while_the_daemon_is_down_starts_with_it() {
     assert_eq!(started(&env), 1, "no restart during shutdown");
 }
 
+/// A daemon started over a registry it cannot read starts its always-on peers at the first
+/// tick after `verify --fix` repaired it (it used to leave them down until a restart).
+#[test]
+fn always_on_peers_start_once_a_damaged_registry_is_repaired() {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_TICK_SECS", "1");
+    env.create_echo("alice");
+    env.ok(&["create", "you", "--runtime", "human"]);
+    std::fs::write(env.paths().registry(), "[]").unwrap();
+    env.start_daemon();
+    std::thread::sleep(Duration::from_millis(1500));
+    env.ok(&["verify", "--fix"]);
+    env.wait_until("the human's writer is up", Duration::from_secs(15), |e| {
+        e.status_of("you", "human") == "live"
+    });
+    env.ok(&[
+        "send",
+        "you",
+        "--from",
+        "echo-alice",
+        "--message",
+        "after the fix",
+    ]);
+}
+
 /// A router peer created with `--no-bootstrap` while the daemon runs is not started, and
 /// nothing will start it: `create` says how to, and a send to it says "start it", not
 /// "retry" (which could never help).

@@ -19,10 +19,19 @@ impl Router {
         let registry = match Registry::load(&self.paths) {
             Ok(r) => r,
             Err(e) => {
-                log::error!("cannot start always-on peers: {e}");
+                if !self.supervisor.always_on_unstarted {
+                    log::error!(
+                        "cannot start always-on peers: {e} (tried again at every tick; \
+                         iapeer verify --fix repairs the registry)"
+                    );
+                }
+                self.supervisor.always_on_unstarted = true;
                 return;
             }
         };
+        if std::mem::take(&mut self.supervisor.always_on_unstarted) {
+            log::info!("the registry reads again: starting the always-on peers");
+        }
         for peer in &registry.peers {
             for rt in &peer.runtimes {
                 let is_router = self

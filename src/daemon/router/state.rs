@@ -224,6 +224,9 @@ pub(crate) struct Supervisor {
     pub drain_retry: HashMap<Identity, Instant>,
     /// The package runtimes installed at the last look (`runtime::manifest::installed`).
     pub runtimes_seen: Vec<String>,
+    /// The always-on peers could not be started because the registry could not be read:
+    /// every tick tries again (until `verify --fix` repairs it).
+    pub always_on_unstarted: bool,
 }
 
 /// Deferred work the router schedules for itself, in deadline order.

@@ -42,6 +42,9 @@ impl Router {
                 self.bring_up_new_eager(&ident);
             }
         }
+        if self.supervisor.always_on_unstarted {
+            self.start_always_on();
+        }
         self.notice_new_runtimes();
         self.expire_holds();
         self.expire_notices();
