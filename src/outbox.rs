@@ -154,7 +154,7 @@ fn retry_after() -> std::time::Duration {
             .ok()
             .and_then(|v| v.parse().ok())
             .filter(|ms| *ms > 0)
-            .unwrap_or(30_000),
+            .unwrap_or(crate::config::vars::IAPEER_OUTBOX_RETRY_MS.default_u64()),
     )
 }
 

@@ -415,6 +415,15 @@ pub const IAPEER_NOTIFIER_RETRY_MS: EnvVar = var(
     "milliseconds between the two attempts on one link of the delivery chain of the built-in \
      timer and watcher (default {default}; read by the daemon's notifier-run program)",
 );
+/// `IAPEER_OUTBOX_RETRY_MS`: how often the daemon tries a kept send again that could not be
+/// delivered yet.
+pub const IAPEER_OUTBOX_RETRY_MS: EnvVar = var(
+    "IAPEER_OUTBOX_RETRY_MS",
+    Kind::Millis(30_000),
+    Part::Config,
+    "milliseconds between the daemon's tries of a send kept in the outbox that it could not \
+     deliver yet (its peer could not be woken, the daemon was stopping) (default {default})",
+);
 /// `IAPEER_MEMORY_PROVISION_SECS`: how long a memory provider's provision command may run.
 pub const IAPEER_MEMORY_PROVISION_SECS: EnvVar = var(
     "IAPEER_MEMORY_PROVISION_SECS",
@@ -613,6 +622,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_NOTIFY,
     NOTIFIER_FALLBACK_TARGET,
     IAPEER_NOTIFIER_RETRY_MS,
+    IAPEER_OUTBOX_RETRY_MS,
     IAPEER_MEMORY_PROVISION_SECS,
     IAPEER_LOG,
     IAPEER_PANELOG_MAX_BYTES,
