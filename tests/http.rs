@@ -330,12 +330,14 @@ fn status_notices_a_dead_mcp_endpoint() {
     assert_eq!(env.control(r#"{"op":"ping"}"#)["ok"], true);
 }
 
-/// Open `GET /fleet/v1/events`; the status of its answer and the stream (left open).
-fn open_event_stream(port: u16) -> (Option<u16>, TcpStream) {
+/// Open `GET /fleet/v1/events` with the fleet token (`auth`, its header line); the status of
+/// its answer and the stream (left open).
+fn open_event_stream(port: u16, auth: &str) -> (Option<u16>, TcpStream) {
     let mut s = TcpStream::connect(addr(port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     s.write_all(
-        format!("GET /fleet/v1/events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n").as_bytes(),
+        format!("GET /fleet/v1/events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}\r\n\r\n")
+            .as_bytes(),
     )
     .unwrap();
     let mut head = [0u8; 12];
@@ -370,14 +372,15 @@ fn closed(s: &TcpStream) -> bool {
 fn event_streams_do_not_take_the_places_of_mcp_requests() {
     let env = daemon_with_nofile(256);
     let port = env.port();
+    let auth = env.fleet_auth();
     let streams: Vec<TcpStream> = (0..32)
         .map(|i| {
-            let (status, s) = open_event_stream(port);
+            let (status, s) = open_event_stream(port, &auth);
             assert_eq!(status, Some(200), "stream {i}\n{}", env.diagnostics());
             s
         })
         .collect();
-    let (status, _) = open_event_stream(port);
+    let (status, _) = open_event_stream(port, &auth);
     assert_eq!(status, Some(503), "over the stream cap");
     let host = format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n");
     let slow: Vec<TcpStream> = (0..63)
