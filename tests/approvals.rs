@@ -352,7 +352,11 @@ pub(crate) fn session_token(pid: u64) -> String {
 }
 
 /// A hook's connection: the `approval-request` line sent, the answer not read yet.
-fn hook_ask(env: &TestEnv, token: &str, summary: &str) -> std::os::unix::net::UnixStream {
+pub(crate) fn hook_ask(
+    env: &TestEnv,
+    token: &str,
+    summary: &str,
+) -> std::os::unix::net::UnixStream {
     use std::io::Write;
     let mut s = std::os::unix::net::UnixStream::connect(env.socket()).unwrap();
     let line = json!({"op":"approval-request","identity":"echo-ea","token":token,"tool":"Bash","summary":summary});
@@ -360,7 +364,7 @@ fn hook_ask(env: &TestEnv, token: &str, summary: &str) -> std::os::unix::net::Un
     s
 }
 
-fn hook_answer(s: std::os::unix::net::UnixStream) -> Value {
+pub(crate) fn hook_answer(s: std::os::unix::net::UnixStream) -> Value {
     use std::io::BufRead;
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let mut line = String::new();

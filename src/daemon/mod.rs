@@ -530,6 +530,7 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
     });
     let _ = std::fs::remove_file(paths.router_json());
     let _ = std::fs::remove_file(paths.ui_key());
+    let _ = std::fs::remove_file(paths.ui_open());
     drop(lock);
     match failed {
         Some(what) => {

@@ -7,6 +7,7 @@
 pub mod anthropic;
 pub mod npm;
 pub mod openai;
+pub mod other_user;
 
 use iapeer::paths::{peer, Paths};
 use std::path::{Path, PathBuf};

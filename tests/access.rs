@@ -1,0 +1,785 @@
+//! Nobody else gets in (issue 26 item 1). Every way into a team that another local user could
+//! try, tried as a real second uid (a user `useradd` makes for the test) against the real
+//! daemon, with every folder from `/` down to the root open to everyone, so that only iapeer's
+//! own modes protect what it keeps: the fleet API on every endpoint of its real list with every
+//! method, the files under the root, the control socket, MCP without a session token,
+//! `/proc/<pid>/environ` and every command line, the page and its link. And the fleet token's
+//! life as its owner sees it: made once, kept across restarts, replaced when its file is not
+//! to be trusted.
+//!
+//! Adding a user needs root (CI runs the suite as root); run as anyone else, the second-uid
+//! tests print that they are skipped and why, and check nothing.
+
+use crate::common;
+use crate::fleet::get;
+
+use common::other_user::{open_path_to, OtherUser};
+use common::TestEnv;
+use serde_json::{json, Value};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Every method a client could send.
+const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
+
+/// alice and ea on the echo stand-in, `you` on the human runtime, the daemon up, ea awake;
+/// ea's session token.
+fn team() -> (TestEnv, String) {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_APPROVAL_TIMEOUT_MS", "120000");
+    env.create_echo("alice");
+    env.create_echo("ea");
+    env.ok(&["create", "you", "--runtime", "human"]);
+    env.start_daemon();
+    env.wait_until("the human peer is up", Duration::from_secs(30), |e| {
+        e.status_of("you", "human") == "live"
+    });
+    let woke = env.control(r#"{"op":"wake","personality":"ea"}"#);
+    assert_eq!(woke["ok"], true, "{woke}");
+    let token = crate::approvals::session_token(woke["pid"].as_u64().unwrap());
+    (env, token)
+}
+
+/// An answer as curl printed it (`-i`): status, lowercase header names, body.
+struct Got {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Got {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One request with the real `curl` run by `c` (as the owner, or as the other user), at most
+/// 5 s (an event stream that is let in stays open: its head is what counts).
+fn curl(mut c: Command, method: &str, url: &str, headers: &[&str], body: Option<&str>) -> Got {
+    c.args(["-s", "-i", "--max-time", "5"]);
+    if method == "HEAD" {
+        c.arg("-I");
+    } else {
+        c.args(["-X", method]);
+    }
+    for h in headers {
+        c.args(["-H", h]);
+    }
+    if let Some(b) = body {
+        c.args(["--data-binary", b]);
+    }
+    let out = c.arg(url).output().expect("curl (apt-get install curl)");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("{method} {url}: no answer ({:?}): {text:?}", out.status));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{method} {url}: no status in {head:?}"));
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Got {
+        status,
+        headers,
+        body: body.to_string(),
+    }
+}
+
+/// The concrete paths of one line of the fleet's endpoint list (`"POST
+/// /fleet/v1/peers/<p>/(wake|stop)"`): each placeholder filled (`<p>` with `peer`, `<id>` with
+/// `id`, `<rt>`, `N`, `S`, `MS` with small values) and each `(a|b|…)` alternative taken.
+fn expand(line: &str, peer: &str, id: &str) -> Vec<String> {
+    let path = line.split_once(' ').expect("METHOD /path").1;
+    let path = path
+        .replace("<p>", peer)
+        .replace("<id>", id)
+        .replace("<rt>", "echo")
+        .replace("replay=N", "replay=5")
+        .replace("wait=S", "wait=1")
+        .replace("since=MS", "since=0");
+    assert!(
+        !path.contains('<'),
+        "a placeholder this test does not know: {line}"
+    );
+    match (path.find('('), path.find(')')) {
+        (Some(a), Some(b)) => path[a + 1..b]
+            .split('|')
+            .map(|alt| format!("{}{alt}{}", &path[..a], &path[b + 1..]))
+            .collect(),
+        _ => vec![path],
+    }
+}
+
+/// Every file and folder under `dir` (links not followed; what the running daemon removes
+/// meanwhile, such as an atomic write's temp file, is left out).
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if is_dir(&p) {
+                todo.push(p.clone());
+            }
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// A folder (not a link to one)?
+fn is_dir(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
+}
+
+/// Open every folder under `root`, and `root`, to everyone (0755).
+fn open_every_folder(root: &Path) {
+    for p in walk(root).iter().chain([root.to_path_buf()].iter()) {
+        if is_dir(p) {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+}
+
+/// The processes descended from `pid` (children, their children, …).
+fn descendants(pid: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|p| {
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+            let ppid = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some((p, ppid))
+        })
+        .collect();
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            parents
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(p, _)| *p),
+        );
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// `IAPEER_TOKEN` of process `pid`, if it has one (read as its owner).
+fn session_token_of(pid: u32) -> Option<String> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    environ
+        .split(|b| *b == 0)
+        .filter_map(|kv| std::str::from_utf8(kv).ok())
+        .find_map(|kv| kv.strip_prefix("IAPEER_TOKEN="))
+        .map(str::to_string)
+}
+
+/// The pending approvals the owner sees.
+fn pending(env: &TestEnv) -> Vec<Value> {
+    get(env, "/fleet/v1/approvals").json()["approvals"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// Another user asks every endpoint of the fleet's real list (from its own 404), with every
+/// method, the event stream and a long poll among them, a forged send and an approval of a
+/// pending `rm -rf` prompt included: 401 each, with nothing else, and nothing happens. The
+/// owner, with the token from `state/iapeer/fleet.token`, gets in everywhere, and approves.
+#[test]
+fn another_user_gets_401_from_every_fleet_endpoint_and_the_owner_gets_in_with_the_token_file() {
+    let Some(other) = OtherUser::create(
+        "access::another_user_gets_401_from_every_fleet_endpoint_and_the_owner_gets_in_with_the_token_file",
+    ) else {
+        return;
+    };
+    let (env, ea_token) = team();
+    open_path_to(&env.root);
+    let base = format!("http://127.0.0.1:{}", env.port());
+    let listed = get(&env, "/fleet/v1/nothing").json();
+    let listed: Vec<String> = listed["endpoints"]
+        .as_array()
+        .expect("the fleet's 404 lists its endpoints")
+        .iter()
+        .map(|e| e.as_str().unwrap().to_string())
+        .collect();
+    // ea's gated tool asks to run `rm -rf`; its hook waits for a human.
+    let hook = crate::approvals::hook_ask(&env, &ea_token, "rm -rf /srv/everything");
+    env.wait_until("the prompt is pending", Duration::from_secs(30), |e| {
+        !pending(e).is_empty()
+    });
+    let id = pending(&env)[0]["id"].as_str().unwrap().to_string();
+
+    let mut paths: Vec<String> = listed
+        .iter()
+        .flat_map(|l| expand(l, "alice", &id))
+        .collect();
+    paths.extend(
+        [
+            "/fleet",
+            "/fleet/",
+            "/fleet/v1",
+            "/fleet/v1/nothing",
+            "/fleet/v2/snapshot",
+        ]
+        .map(String::from),
+    );
+    let forged =
+        json!({"personality":"alice","message":"from another user","from":"echo-ea"}).to_string();
+    let deliveries = env.count_events("delivery", "delivery", &[]);
+    let lifecycle = env.log("lifecycle").lines().count();
+    let started = Instant::now();
+    let mut refused = 0;
+    let mut body_401 = None;
+    for p in &paths {
+        for m in METHODS {
+            let url = format!("{base}{p}");
+            let body = (!matches!(m, "GET" | "HEAD")).then_some(forged.as_str());
+            let got = curl(
+                other.command("curl"),
+                m,
+                &url,
+                &["Content-Type: application/json"],
+                body,
+            );
+            assert_eq!(
+                got.status,
+                401,
+                "{m} {p} as uid {}: {}\n{}",
+                other.uid,
+                got.body,
+                env.diagnostics()
+            );
+            assert_eq!(got.header("www-authenticate"), Some("Bearer"), "{m} {p}");
+            if m != "HEAD" {
+                // The same answer everywhere: it tells nothing about what is there.
+                let first = body_401.get_or_insert_with(|| got.body.clone());
+                assert_eq!(&got.body, first, "{m} {p}");
+            }
+            refused += 1;
+        }
+    }
+    let took = started.elapsed();
+    let body_401 = body_401.unwrap();
+    assert!(body_401.contains("state/iapeer/fleet.token"), "{body_401}");
+    assert!(
+        !body_401.contains(&env.root.display().to_string()),
+        "{body_401}"
+    );
+    // A long poll is refused at once, not held.
+    let t = Instant::now();
+    let got = curl(
+        other.command("curl"),
+        "GET",
+        &format!("{base}/fleet/v1/approvals?wait=300"),
+        &[],
+        None,
+    );
+    assert_eq!(got.status, 401);
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    // Nothing happened: no send, no verb, and the prompt still waits for a human.
+    assert_eq!(env.count_events("delivery", "delivery", &[]), deliveries);
+    assert_eq!(
+        env.log("lifecycle").lines().count(),
+        lifecycle,
+        "{}",
+        env.log("lifecycle")
+    );
+    assert_eq!(pending(&env).len(), 1);
+    eprintln!(
+        "as uid {} ({}): {refused} requests ({} paths of the fleet's list and around it × {} \
+         methods) → 401 each, in {took:?}; a 300 s long poll refused in {:?}",
+        other.uid,
+        other.name,
+        paths.len(),
+        METHODS.len(),
+        t.elapsed()
+    );
+
+    // The owner, with the token read from the file, gets in everywhere; `{}` bodies.
+    let auth = env.fleet_auth();
+    let mut admitted = 0;
+    for p in &paths {
+        for m in METHODS {
+            let body = (!matches!(m, "GET" | "HEAD")).then_some("{}");
+            let got = curl(
+                Command::new("curl"),
+                m,
+                &format!("{base}{p}"),
+                &[&auth],
+                body,
+            );
+            assert_ne!(got.status, 401, "{m} {p}: {}", got.body);
+            assert!(got.status != 403, "{m} {p}: {}", got.body);
+            admitted += 1;
+        }
+    }
+    for p in [
+        "/fleet/v1/snapshot",
+        "/fleet/v1/notices",
+        "/fleet/v1/inbox",
+        "/fleet/v1/peers/alice",
+    ] {
+        let got = curl(
+            Command::new("curl"),
+            "GET",
+            &format!("{base}{p}"),
+            &[&auth],
+            None,
+        );
+        assert_eq!(got.status, 200, "{p}: {}", got.body);
+    }
+    // Its `{}` approve in the sweep answered the hook: allow.
+    let verdict = crate::approvals::hook_answer(hook);
+    assert_eq!(verdict["allow"], true, "{verdict}");
+    eprintln!("the owner: {admitted} requests with the token from the file, none refused 401");
+}
+
+/// As another user: no file under the root can be read (but the public reference docs), even
+/// with every folder opened to everyone; the control socket refuses the connection, and with
+/// its mode opened the daemon refuses the uid; `/proc/<pid>/environ` of the daemon and of every
+/// child it started cannot be read; and no process's command line holds any secret (the fleet
+/// token, the page's key, a session token).
+#[test]
+fn another_user_reads_no_file_socket_environment_or_secret_on_a_command_line() {
+    let Some(other) = OtherUser::create(
+        "access::another_user_reads_no_file_socket_environment_or_secret_on_a_command_line",
+    ) else {
+        return;
+    };
+    let (env, _) = team();
+    // Something in every kind of file: an attachment, the human's inbox, pane logs, markers.
+    let attachment = env.dir.path().join("notes.txt");
+    std::fs::write(&attachment, "private notes\n").unwrap();
+    env.ok(&[
+        "send",
+        "alice",
+        "--from",
+        "human-you",
+        "--message",
+        "with notes",
+        "--attachment",
+        attachment.to_str().unwrap(),
+    ]);
+    env.ok(&[
+        "send",
+        "you",
+        "--from",
+        "echo-alice",
+        "--message",
+        "for your eyes only",
+    ]);
+    env.wait_until("the inbox has it", Duration::from_secs(30), |e| {
+        common::read(&e.paths().inbox("you")).contains("for your eyes only")
+    });
+    open_path_to(&env.root);
+    let root = &env.root;
+    // As iapeer makes them, its folders are its user's alone.
+    for p in walk(root).into_iter().filter(|p| is_dir(p)) {
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode & 0o077, 0, "{} is {mode:o}", p.display());
+    }
+    let daemon = env.daemon.as_ref().unwrap().id();
+    let children = descendants(daemon);
+    let mut secrets = vec![
+        env.fleet_token(),
+        common::read(&env.paths().ui_key()).trim().to_string(),
+    ];
+    secrets.extend(children.iter().filter_map(|p| session_token_of(*p)));
+    assert!(
+        secrets.len() >= 4,
+        "the fleet token, the page key, two sessions' tokens"
+    );
+    assert!(secrets.iter().all(|s| s.len() >= 32));
+
+    // The worst case: every folder under the root opened to everyone (a root made by hand,
+    // or by another tool). Each file protects itself.
+    open_every_folder(root);
+    let files: Vec<String> = walk(root)
+        .into_iter()
+        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file()))
+        .map(|p| p.display().to_string())
+        .collect();
+    let args: Vec<&str> = files.iter().map(String::as_str).collect();
+    let out = other.sh(
+        r#"for f do if cat -- "$f" >/dev/null 2>&1; then echo "$f"; fi; done"#,
+        &args,
+    );
+    let readable: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
+    let docs = env.paths().docs_dir().join("iapeer").display().to_string();
+    for f in &readable {
+        assert!(f.starts_with(&docs), "another user can read {f}");
+        let text = common::read(Path::new(f));
+        assert!(!secrets.iter().any(|s| text.contains(s.as_str())), "{f}");
+    }
+    eprintln!(
+        "as uid {}: {} of {} files under the root readable (the public reference docs only)",
+        other.uid,
+        readable.len(),
+        files.len()
+    );
+
+    // The control socket: its mode refuses the connection…
+    let sock = env.socket();
+    let probe = |o: &OtherUser| {
+        o.command("curl")
+            .args(["-s", "--max-time", "5", "--unix-socket"])
+            .arg(&sock)
+            .arg("http://localhost/")
+            .output()
+            .unwrap()
+    };
+    let out = probe(&other);
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "curl could not connect: {out:?}"
+    );
+    // …and with its mode opened, the daemon refuses the uid (peer credentials): no answer.
+    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = probe(&other);
+    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert_ne!(out.status.code(), Some(0), "{out:?}");
+    env.wait_until("the daemon says it refused", Duration::from_secs(10), |e| {
+        e.log("daemon")
+            .contains("refused a control connection from another user")
+    });
+    assert_eq!(
+        env.control(r#"{"op":"ping"}"#)["ok"],
+        true,
+        "the owner still gets in"
+    );
+
+    // /proc: no environment of the daemon or its children; no secret on any command line.
+    assert!(
+        children.len() >= 3,
+        "two echo sessions and the inbox writer: {children:?}"
+    );
+    for pid in [daemon].iter().chain(children.iter()) {
+        let out = other.sh(r#"cat "/proc/$1/environ""#, &[&pid.to_string()]);
+        assert!(!out.status.success(), "pid {pid}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("Permission denied"),
+            "pid {pid}: {out:?}"
+        );
+        let out = other.sh(r#"cat "/proc/$1/cmdline""#, &[&pid.to_string()]);
+        assert!(
+            out.status.success() && !out.stdout.is_empty(),
+            "pid {pid}: {out:?}"
+        );
+    }
+    let out = other.sh("cat /proc/[0-9]*/cmdline 2>/dev/null", &[]);
+    let all = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        all.contains("echo-agent"),
+        "the sessions' command lines were read"
+    );
+    for s in &secrets {
+        assert!(!all.contains(s.as_str()), "a secret on a command line");
+    }
+    eprintln!(
+        "as uid {}: environ of the daemon and {} children refused; {} secrets on no command line",
+        other.uid,
+        children.len(),
+        secrets.len()
+    );
+}
+
+/// MCP needs no fleet token, and without a live session token it acts as nobody: another user
+/// may `initialize` and list the tools (nothing in them is private), but a `tools/call` naming
+/// a live agent, with no token, a wrong one or the fleet's token, is refused and sends nothing.
+#[test]
+fn mcp_without_a_session_token_acts_as_nobody() {
+    let Some(other) = OtherUser::create("access::mcp_without_a_session_token_acts_as_nobody")
+    else {
+        return;
+    };
+    let (env, ea_token) = team();
+    let url = env.mcp_url();
+    let rpc = |c: Command, extra: &[&str], body: Value| -> Value {
+        let mut headers = vec!["Content-Type: application/json", "Accept: application/json"];
+        headers.extend_from_slice(extra);
+        let got = curl(c, "POST", &url, &headers, Some(&body.to_string()));
+        assert_eq!(got.status, 200, "{}", got.body);
+        serde_json::from_str(&got.body).unwrap()
+    };
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}});
+    assert_eq!(
+        rpc(other.command("curl"), &[], init)["result"]["serverInfo"]["name"],
+        "iapeer"
+    );
+    let list = rpc(
+        other.command("curl"),
+        &[],
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}),
+    );
+    assert_eq!(list["result"]["tools"][0]["name"], "send_to_peer");
+    let call = json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"send_to_peer",
+        "arguments":{"personality":"alice","message":"as ea, from another user"}}});
+    let fleet = format!("Authorization: Bearer {}", env.fleet_token());
+    let attempts: [(Command, Vec<&str>); 4] = [
+        (other.command("curl"), vec!["X-IAPeer-Identity: echo-ea"]),
+        (
+            other.command("curl"),
+            vec![
+                "X-IAPeer-Identity: echo-ea",
+                "Authorization: Bearer 00000000000000000000000000000000",
+            ],
+        ),
+        (
+            other.command("curl"),
+            vec!["Authorization: Bearer not-a-token"],
+        ),
+        // Even the fleet's token is no MCP credential.
+        (
+            Command::new("curl"),
+            vec!["X-IAPeer-Identity: echo-ea", fleet.as_str()],
+        ),
+    ];
+    for (c, extra) in attempts {
+        let r = rpc(c, &extra, call.clone());
+        assert_eq!(r["result"]["isError"], true, "{extra:?}: {r}");
+        let text = r["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.contains("session token missing or not valid")
+                || text.contains("x-iapeer-identity"),
+            "{extra:?}: {text}"
+        );
+    }
+    // Each refusal is logged; none was delivered.
+    assert_eq!(
+        env.count_events("delivery", "delivery", &[("to", "alice"), ("ok", "true")]),
+        0,
+        "{}",
+        env.log("delivery")
+    );
+    // ea's own token still works, from its own user.
+    let token = format!("Authorization: Bearer {ea_token}");
+    let r = rpc(
+        Command::new("curl"),
+        &["X-IAPeer-Identity: echo-ea", &token],
+        json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"send_to_peer",
+            "arguments":{"personality":"alice","message":"from ea itself"}}}),
+    );
+    assert_eq!(r["result"]["structuredContent"]["ok"], true, "{r}");
+}
+
+/// `iapeer ui` never puts the page's key on a command line: the opener gets a file only its
+/// user can read, which sends the browser on to the link. Another user watching every
+/// process's command line sees no key, cannot read that file, and cannot open the page.
+#[test]
+fn the_page_link_never_reaches_a_command_line() {
+    let Some(other) = OtherUser::create("access::the_page_link_never_reaches_a_command_line")
+    else {
+        return;
+    };
+    let mut env = TestEnv::new();
+    env.ok(&["create", "you", "--runtime", "human"]);
+    // A stand-in opener: it notes its pid and arguments, then stays (its command line with it).
+    let bin = env.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let seen = env.dir.path().join("opener.seen");
+    let opener = bin.join("xdg-open");
+    std::fs::write(
+        &opener,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$$\" \"$@\" > '{0}.tmp'\nmv '{0}.tmp' '{0}'\nsleep 60\n",
+            seen.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    env.set("PATH", &path);
+    env.start_daemon();
+    open_path_to(&env.root);
+    open_every_folder(&env.root);
+    // `iapeer ui` on a terminal opens the page.
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let status = env
+        .cmd(&["ui"])
+        .stdout(std::process::Stdio::from(pty.slave))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    env.wait_until("the opener ran", Duration::from_secs(10), |_| seen.exists());
+    let noted = common::read(&seen);
+    let mut lines = noted.lines();
+    let pid: u32 = lines.next().unwrap().parse().unwrap();
+    let args: Vec<&str> = lines.collect();
+    let page = env.paths().ui_open();
+    assert_eq!(
+        args,
+        [page.to_str().unwrap()],
+        "the opener gets the page's file only"
+    );
+    let key = common::read(&env.paths().ui_key()).trim().to_string();
+    // Another user reads the opener's command line: no key in it.
+    let out = other.sh(r#"cat "/proc/$1/cmdline""#, &[&pid.to_string()]);
+    let cmdline = String::from_utf8_lossy(&out.stdout).into_owned();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    assert!(cmdline.contains("ui-open.html"), "{cmdline:?}");
+    assert!(
+        !cmdline.contains(&key) && !cmdline.contains("?k="),
+        "{cmdline:?}"
+    );
+    // Nor can it read the page that holds the link.
+    let out = other.sh(r#"cat "$1""#, &[page.to_str().unwrap()]);
+    assert!(!out.status.success(), "{out:?}");
+    assert_eq!(
+        std::fs::metadata(&page).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // The owner's browser follows it to the link, which opens the page once.
+    let html = common::read(&page);
+    let link = format!("http://127.0.0.1:{}/ui/?k={key}", env.port());
+    assert!(html.contains(&format!("url={link}")), "{html}");
+    let got = curl(Command::new("curl"), "GET", &link, &[], None);
+    assert_eq!(got.status, 303, "{}", got.body);
+    // A guess of the key, by the other user: refused.
+    let guess = format!("http://127.0.0.1:{}/ui/?k={}", env.port(), "0".repeat(64));
+    assert_eq!(
+        curl(other.command("curl"), "GET", &guess, &[], None).status,
+        403
+    );
+    env.stop_daemon();
+    assert!(
+        !page.exists(),
+        "the daemon removes the page's file when it stops"
+    );
+}
+
+/// The token is made once (0600), kept across restarts, and replaced — with the reason in
+/// the daemon log — when its file is not to be trusted: readable by others, a link, a FIFO,
+/// another user's. The old token then opens nothing.
+#[test]
+fn the_fleet_token_is_kept_across_restarts_and_replaced_when_its_file_is_not_trusted() {
+    let mut env = TestEnv::new();
+    env.ok(&["create", "you", "--runtime", "human"]);
+    env.start_daemon();
+    let file = env.paths().fleet_token();
+    let mode = |p: &Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777;
+    let first = env.fleet_token();
+    assert_eq!(first.len(), 64, "{first}");
+    assert_eq!(mode(&file), 0o600);
+    assert!(
+        env.log("daemon").contains("made its token"),
+        "{}",
+        env.log("daemon")
+    );
+    let status = |env: &TestEnv, token: &str| {
+        let auth = format!("Authorization: Bearer {token}");
+        crate::fleet::request(env.port(), "GET", "/fleet/v1/snapshot", &[&auth], b"").status
+    };
+    assert_eq!(status(&env, &first), 200);
+
+    // Kept across a restart.
+    env.stop_daemon();
+    env.start_daemon();
+    assert_eq!(env.fleet_token(), first);
+    assert_eq!(status(&env, &first), 200);
+    assert!(env.log("daemon").contains("its token is"));
+
+    // Each untrusted file is replaced at the next start, and the old token opens nothing.
+    let replace = |env: &mut TestEnv, spoil: &dyn Fn(&Path), why: &str| -> String {
+        let before = env.fleet_token();
+        env.stop_daemon();
+        spoil(&file);
+        env.start_daemon();
+        let now = env.fleet_token();
+        assert_ne!(now, before, "{why}");
+        assert_eq!(mode(&file), 0o600, "{why}");
+        assert!(std::fs::symlink_metadata(&file).unwrap().is_file(), "{why}");
+        let log = env.log("daemon");
+        assert!(
+            log.contains("was not trusted") && log.contains(why),
+            "{why}: {log}"
+        );
+        assert_eq!(status(env, &before), 401, "{why}");
+        assert_eq!(status(env, &now), 200, "{why}");
+        now
+    };
+    replace(
+        &mut env,
+        &|f| std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o644)).unwrap(),
+        "its mode 0644",
+    );
+    replace(
+        &mut env,
+        &|f| std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o620)).unwrap(),
+        "its mode 0620",
+    );
+    let elsewhere = env.dir.path().join("planted.token");
+    std::fs::write(&elsewhere, format!("{}\n", "p".repeat(64))).unwrap();
+    std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let planted = elsewhere.clone();
+    replace(
+        &mut env,
+        &move |f| {
+            std::fs::remove_file(f).unwrap();
+            std::os::unix::fs::symlink(&planted, f).unwrap();
+        },
+        "symbolic link",
+    );
+    assert_eq!(
+        common::read(&elsewhere),
+        format!("{}\n", "p".repeat(64)),
+        "not followed"
+    );
+    replace(
+        &mut env,
+        &|f| {
+            std::fs::remove_file(f).unwrap();
+            nix::unistd::mkfifo(f, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        },
+        "a FIFO",
+    );
+    if let Some(other) = OtherUser::create(
+        "the part of access::the_fleet_token_is_kept_across_restarts_and_replaced_when_its_file_is_not_trusted \
+         with a token file of another user",
+    ) {
+        let (uid, gid) = (other.uid, other.gid);
+        replace(
+            &mut env,
+            &move |f| {
+                nix::unistd::chown(
+                    f,
+                    Some(nix::unistd::Uid::from_raw(uid)),
+                    Some(nix::unistd::Gid::from_raw(gid)),
+                )
+                .unwrap()
+            },
+            &format!("belongs to uid {uid}"),
+        );
+    }
+    env.stop_daemon();
+}
