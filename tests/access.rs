@@ -11,7 +11,7 @@
 //! tests print that they are skipped and why, and check nothing.
 
 use crate::common;
-use crate::fleet::get;
+use crate::fleet::{get, Answer};
 
 use common::other_user::{open_path_to, OtherUser};
 use common::TestEnv;
@@ -24,43 +24,20 @@ use std::time::{Duration, Instant};
 /// Every method a client could send.
 const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
 
-/// alice and ea on the echo stand-in, `you` on the human runtime, the daemon up, ea awake;
-/// ea's session token.
+/// The fleet tests' team (alice and bob on the echo stand-in, `you` on the human runtime, the
+/// daemon up) and ea on the echo stand-in, awake; ea's session token.
 fn team() -> (TestEnv, String) {
-    let mut env = TestEnv::new();
-    env.set("IAPEER_APPROVAL_TIMEOUT_MS", "120000");
-    env.create_echo("alice");
+    let env = crate::fleet::team_with(&[("IAPEER_APPROVAL_TIMEOUT_MS", "120000")]);
     env.create_echo("ea");
-    env.ok(&["create", "you", "--runtime", "human"]);
-    env.start_daemon();
-    env.wait_until("the human peer is up", Duration::from_secs(30), |e| {
-        e.status_of("you", "human") == "live"
-    });
     let woke = env.control(r#"{"op":"wake","personality":"ea"}"#);
     assert_eq!(woke["ok"], true, "{woke}");
     let token = crate::approvals::session_token(woke["pid"].as_u64().unwrap());
     (env, token)
 }
 
-/// An answer as curl printed it (`-i`): status, lowercase header names, body.
-struct Got {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Got {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
 /// One request with the real `curl` run by `c` (as the owner, or as the other user), at most
 /// 5 s (an event stream that is let in stays open: its head is what counts).
-fn curl(mut c: Command, method: &str, url: &str, headers: &[&str], body: Option<&str>) -> Got {
+fn curl(mut c: Command, method: &str, url: &str, headers: &[&str], body: Option<&str>) -> Answer {
     c.args(["-s", "-i", "--max-time", "5"]);
     if method == "HEAD" {
         c.arg("-I");
@@ -74,25 +51,13 @@ fn curl(mut c: Command, method: &str, url: &str, headers: &[&str], body: Option<
         c.args(["--data-binary", b]);
     }
     let out = c.arg(url).output().expect("curl (apt-get install curl)");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .unwrap_or_else(|| panic!("{method} {url}: no answer ({:?}): {text:?}", out.status));
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("{method} {url}: no status in {head:?}"));
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    Got {
-        status,
-        headers,
-        body: body.to_string(),
-    }
+    assert!(
+        out.stdout.windows(4).any(|w| w == b"\r\n\r\n"),
+        "{method} {url}: no answer ({:?}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout)
+    );
+    crate::fleet::parse(&out.stdout)
 }
 
 /// The concrete paths of one line of the fleet's endpoint list (`"POST
@@ -212,9 +177,7 @@ fn pending(env: &TestEnv) -> Vec<Value> {
 /// owner, with the token from `state/iapeer/fleet.token`, gets in everywhere, and approves.
 #[test]
 fn another_user_gets_401_from_every_fleet_endpoint_and_the_owner_gets_in_with_the_token_file() {
-    let Some(other) = OtherUser::create(
-        "access::another_user_gets_401_from_every_fleet_endpoint_and_the_owner_gets_in_with_the_token_file",
-    ) else {
+    let Some(other) = OtherUser::create() else {
         return;
     };
     let (env, ea_token) = team();
@@ -271,14 +234,14 @@ fn another_user_gets_401_from_every_fleet_endpoint_and_the_owner_gets_in_with_th
                 401,
                 "{m} {p} as uid {}: {}\n{}",
                 other.uid,
-                got.body,
+                got.text(),
                 env.diagnostics()
             );
             assert_eq!(got.header("www-authenticate"), Some("Bearer"), "{m} {p}");
             if m != "HEAD" {
                 // The same answer everywhere: it tells nothing about what is there.
-                let first = body_401.get_or_insert_with(|| got.body.clone());
-                assert_eq!(&got.body, first, "{m} {p}");
+                let first = body_401.get_or_insert_with(|| got.text());
+                assert_eq!(&got.text(), first, "{m} {p}");
             }
             refused += 1;
         }
@@ -333,8 +296,8 @@ fn another_user_gets_401_from_every_fleet_endpoint_and_the_owner_gets_in_with_th
                 &[&auth],
                 body,
             );
-            assert_ne!(got.status, 401, "{m} {p}: {}", got.body);
-            assert!(got.status != 403, "{m} {p}: {}", got.body);
+            assert_ne!(got.status, 401, "{m} {p}: {}", got.text());
+            assert!(got.status != 403, "{m} {p}: {}", got.text());
             admitted += 1;
         }
     }
@@ -351,7 +314,7 @@ fn another_user_gets_401_from_every_fleet_endpoint_and_the_owner_gets_in_with_th
             &[&auth],
             None,
         );
-        assert_eq!(got.status, 200, "{p}: {}", got.body);
+        assert_eq!(got.status, 200, "{p}: {}", got.text());
     }
     // Its `{}` approve in the sweep answered the hook: allow.
     let verdict = crate::approvals::hook_answer(hook);
@@ -366,9 +329,7 @@ fn another_user_gets_401_from_every_fleet_endpoint_and_the_owner_gets_in_with_th
 /// token, the page's key, a session token).
 #[test]
 fn another_user_reads_no_file_socket_environment_or_secret_on_a_command_line() {
-    let Some(other) = OtherUser::create(
-        "access::another_user_reads_no_file_socket_environment_or_secret_on_a_command_line",
-    ) else {
+    let Some(other) = OtherUser::create() else {
         return;
     };
     let (env, _) = team();
@@ -515,8 +476,7 @@ fn another_user_reads_no_file_socket_environment_or_secret_on_a_command_line() {
 /// a live agent, with no token, a wrong one or the fleet's token, is refused and sends nothing.
 #[test]
 fn mcp_without_a_session_token_acts_as_nobody() {
-    let Some(other) = OtherUser::create("access::mcp_without_a_session_token_acts_as_nobody")
-    else {
+    let Some(other) = OtherUser::create() else {
         return;
     };
     let (env, ea_token) = team();
@@ -525,8 +485,8 @@ fn mcp_without_a_session_token_acts_as_nobody() {
         let mut headers = vec!["Content-Type: application/json", "Accept: application/json"];
         headers.extend_from_slice(extra);
         let got = curl(c, "POST", &url, &headers, Some(&body.to_string()));
-        assert_eq!(got.status, 200, "{}", got.body);
-        serde_json::from_str(&got.body).unwrap()
+        assert_eq!(got.status, 200, "{}", got.text());
+        got.json()
     };
     let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
         "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}});
@@ -595,8 +555,7 @@ fn mcp_without_a_session_token_acts_as_nobody() {
 /// process's command line sees no key, cannot read that file, and cannot open the page.
 #[test]
 fn the_page_link_never_reaches_a_command_line() {
-    let Some(other) = OtherUser::create("access::the_page_link_never_reaches_a_command_line")
-    else {
+    let Some(other) = OtherUser::create() else {
         return;
     };
     let mut env = TestEnv::new();
@@ -664,7 +623,7 @@ fn the_page_link_never_reaches_a_command_line() {
     let link = format!("http://127.0.0.1:{}/ui/?k={key}", env.port());
     assert!(html.contains(&format!("url={link}")), "{html}");
     let got = curl(Command::new("curl"), "GET", &link, &[], None);
-    assert_eq!(got.status, 303, "{}", got.body);
+    assert_eq!(got.status, 303, "{}", got.text());
     // A guess of the key, by the other user: refused.
     let guess = format!("http://127.0.0.1:{}/ui/?k={}", env.port(), "0".repeat(64));
     assert_eq!(
@@ -678,16 +637,54 @@ fn the_page_link_never_reaches_a_command_line() {
     );
 }
 
-/// The token is made once (0600), kept across restarts, and replaced — with the reason in
-/// the daemon log — when its file is not to be trusted: readable by others, a link, a FIFO,
-/// another user's. The old token then opens nothing.
-#[test]
-fn the_fleet_token_is_kept_across_restarts_and_replaced_when_its_file_is_not_trusted() {
+/// The permission bits of `p` (not following a link).
+fn mode(p: &Path) -> u32 {
+    std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+/// The status of `GET /fleet/v1/snapshot` with `token` as the bearer.
+fn snapshot_status(env: &TestEnv, token: &str) -> u16 {
+    let auth = format!("Authorization: Bearer {token}");
+    crate::fleet::request(env.port(), "GET", "/fleet/v1/snapshot", &[&auth], b"").status
+}
+
+/// Stop the daemon, `spoil` its token file, start it again: a new token is in a private
+/// regular file, the daemon log says the old file was not trusted and `why`, and the old
+/// token opens nothing.
+fn replaced_after(env: &mut TestEnv, spoil: &dyn Fn(&Path), why: &str) {
+    let file = env.paths().fleet_token();
+    let before = env.fleet_token();
+    env.stop_daemon();
+    spoil(&file);
+    env.start_daemon();
+    let now = env.fleet_token();
+    assert_ne!(now, before, "{why}");
+    assert_eq!(mode(&file), 0o600, "{why}");
+    assert!(std::fs::symlink_metadata(&file).unwrap().is_file(), "{why}");
+    let log = env.log("daemon");
+    assert!(
+        log.contains("was not trusted") && log.contains(why),
+        "{why}: {log}"
+    );
+    assert_eq!(snapshot_status(env, &before), 401, "{why}");
+    assert_eq!(snapshot_status(env, &now), 200, "{why}");
+}
+
+/// A daemon with one human peer, started.
+fn lone_daemon() -> TestEnv {
     let mut env = TestEnv::new();
     env.ok(&["create", "you", "--runtime", "human"]);
     env.start_daemon();
+    env
+}
+
+/// The token is made once (0600), kept across restarts, and replaced — with the reason in
+/// the daemon log — when its file is not to be trusted: readable or writable by others, a
+/// link (never followed), a FIFO (never waited on). The old token then opens nothing.
+#[test]
+fn the_fleet_token_is_kept_across_restarts_and_replaced_when_its_file_is_not_trusted() {
+    let mut env = lone_daemon();
     let file = env.paths().fleet_token();
-    let mode = |p: &Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777;
     let first = env.fleet_token();
     assert_eq!(first.len(), 64, "{first}");
     assert_eq!(mode(&file), 0o600);
@@ -696,53 +693,29 @@ fn the_fleet_token_is_kept_across_restarts_and_replaced_when_its_file_is_not_tru
         "{}",
         env.log("daemon")
     );
-    let status = |env: &TestEnv, token: &str| {
-        let auth = format!("Authorization: Bearer {token}");
-        crate::fleet::request(env.port(), "GET", "/fleet/v1/snapshot", &[&auth], b"").status
-    };
-    assert_eq!(status(&env, &first), 200);
+    assert_eq!(snapshot_status(&env, &first), 200);
 
     // Kept across a restart.
     env.stop_daemon();
     env.start_daemon();
     assert_eq!(env.fleet_token(), first);
-    assert_eq!(status(&env, &first), 200);
+    assert_eq!(snapshot_status(&env, &first), 200);
     assert!(env.log("daemon").contains("its token is"));
 
-    // Each untrusted file is replaced at the next start, and the old token opens nothing.
-    let replace = |env: &mut TestEnv, spoil: &dyn Fn(&Path), why: &str| -> String {
-        let before = env.fleet_token();
-        env.stop_daemon();
-        spoil(&file);
-        env.start_daemon();
-        let now = env.fleet_token();
-        assert_ne!(now, before, "{why}");
-        assert_eq!(mode(&file), 0o600, "{why}");
-        assert!(std::fs::symlink_metadata(&file).unwrap().is_file(), "{why}");
-        let log = env.log("daemon");
-        assert!(
-            log.contains("was not trusted") && log.contains(why),
-            "{why}: {log}"
+    // Each untrusted file is replaced at the next start.
+    for bits in [0o644, 0o620, 0o604] {
+        replaced_after(
+            &mut env,
+            &|f| std::fs::set_permissions(f, std::fs::Permissions::from_mode(bits)).unwrap(),
+            &format!("its mode {bits:04o}"),
         );
-        assert_eq!(status(env, &before), 401, "{why}");
-        assert_eq!(status(env, &now), 200, "{why}");
-        now
-    };
-    replace(
-        &mut env,
-        &|f| std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o644)).unwrap(),
-        "its mode 0644",
-    );
-    replace(
-        &mut env,
-        &|f| std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o620)).unwrap(),
-        "its mode 0620",
-    );
+    }
     let elsewhere = env.dir.path().join("planted.token");
-    std::fs::write(&elsewhere, format!("{}\n", "p".repeat(64))).unwrap();
+    let planted_text = format!("{}\n", "p".repeat(64));
+    std::fs::write(&elsewhere, &planted_text).unwrap();
     std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o600)).unwrap();
     let planted = elsewhere.clone();
-    replace(
+    replaced_after(
         &mut env,
         &move |f| {
             std::fs::remove_file(f).unwrap();
@@ -750,12 +723,8 @@ fn the_fleet_token_is_kept_across_restarts_and_replaced_when_its_file_is_not_tru
         },
         "symbolic link",
     );
-    assert_eq!(
-        common::read(&elsewhere),
-        format!("{}\n", "p".repeat(64)),
-        "not followed"
-    );
-    replace(
+    assert_eq!(common::read(&elsewhere), planted_text, "not followed");
+    replaced_after(
         &mut env,
         &|f| {
             std::fs::remove_file(f).unwrap();
@@ -763,23 +732,29 @@ fn the_fleet_token_is_kept_across_restarts_and_replaced_when_its_file_is_not_tru
         },
         "a FIFO",
     );
-    if let Some(other) = OtherUser::create(
-        "the part of access::the_fleet_token_is_kept_across_restarts_and_replaced_when_its_file_is_not_trusted \
-         with a token file of another user",
-    ) {
-        let (uid, gid) = (other.uid, other.gid);
-        replace(
-            &mut env,
-            &move |f| {
-                nix::unistd::chown(
-                    f,
-                    Some(nix::unistd::Uid::from_raw(uid)),
-                    Some(nix::unistd::Gid::from_raw(gid)),
-                )
-                .unwrap()
-            },
-            &format!("belongs to uid {uid}"),
-        );
-    }
+    env.stop_daemon();
+}
+
+/// A token file that belongs to another user (here a real one, `useradd`'s) is not the
+/// daemon's: replaced at start.
+#[test]
+fn a_token_file_another_user_owns_is_replaced() {
+    let Some(other) = OtherUser::create() else {
+        return;
+    };
+    let mut env = lone_daemon();
+    let (uid, gid) = (other.uid, other.gid);
+    replaced_after(
+        &mut env,
+        &move |f| {
+            nix::unistd::chown(
+                f,
+                Some(nix::unistd::Uid::from_raw(uid)),
+                Some(nix::unistd::Gid::from_raw(gid)),
+            )
+            .unwrap()
+        },
+        &format!("belongs to uid {uid}"),
+    );
     env.stop_daemon();
 }

@@ -29,6 +29,11 @@ impl Answer {
             .map(|(_, v)| v.as_str())
     }
 
+    /// The body as text.
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
     pub(crate) fn error(&self) -> String {
         self.json()["error"]
             .as_str()
@@ -58,10 +63,15 @@ pub(crate) fn request(port: u16, method: &str, path: &str, extra: &[&str], body:
     let _ = s.write_all(body);
     let mut raw = Vec::new();
     let _ = s.read_to_end(&mut raw);
+    parse(&raw)
+}
+
+/// An HTTP answer as it came over the wire: status line, header lines, blank line, body.
+pub(crate) fn parse(raw: &[u8]) -> Answer {
     let end = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
-        .unwrap_or_else(|| panic!("no head in {:?}", String::from_utf8_lossy(&raw)));
+        .unwrap_or_else(|| panic!("no head in {:?}", String::from_utf8_lossy(raw)));
     let head = String::from_utf8_lossy(&raw[..end]).into_owned();
     let mut lines = head.lines();
     let status = lines

@@ -49,9 +49,14 @@ fn admin(program: &str, args: &[&str]) {
 
 impl OtherUser {
     /// A new unprivileged user with its own group, no home and no login shell; `None` (and a
-    /// line saying the test `test` is skipped, and why) when this process is not root.
-    pub fn create(test: &str) -> Option<OtherUser> {
+    /// line saying that the calling test, named by its thread, is skipped, and why) when this
+    /// process is not root.
+    pub fn create() -> Option<OtherUser> {
         let me = nix::unistd::Uid::effective();
+        let test = std::thread::current()
+            .name()
+            .unwrap_or("this test")
+            .to_string();
         if !me.is_root() {
             eprintln!(
                 "skipped: {test} tries the way in as a real second local user, which only root \
