@@ -333,7 +333,8 @@ fn another_user_reads_no_file_socket_environment_or_secret_on_a_command_line() {
         return;
     };
     let (env, _) = team();
-    // Something in every kind of file: an attachment, the human's inbox, pane logs, markers.
+    // Something in every kind of file: an attachment, the human's inbox, pane logs, markers,
+    // the note of a removed name.
     let attachment = env.dir.path().join("notes.txt");
     std::fs::write(&attachment, "private notes\n").unwrap();
     env.ok(&[
@@ -357,6 +358,8 @@ fn another_user_reads_no_file_socket_environment_or_secret_on_a_command_line() {
     env.wait_until("the inbox has it", Duration::from_secs(30), |e| {
         common::read(&e.paths().inbox("you")).contains("for your eyes only")
     });
+    // A removed peer's name is noted (state/iapeer/former-names.json).
+    env.ok(&["remove", "bob"]);
     open_path_to(&env.root);
     let root = &env.root;
     // As iapeer makes them, its folders are its user's alone.
