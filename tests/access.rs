@@ -334,7 +334,7 @@ fn another_user_reads_no_file_socket_environment_or_secret_on_a_command_line() {
     };
     let (env, _) = team();
     // Something in every kind of file: an attachment, the human's inbox, pane logs, markers,
-    // the note of a removed name.
+    // the note of a removed name, the scheduler's files.
     let attachment = env.dir.path().join("notes.txt");
     std::fs::write(&attachment, "private notes\n").unwrap();
     env.ok(&[
@@ -360,6 +360,14 @@ fn another_user_reads_no_file_socket_environment_or_secret_on_a_command_line() {
     });
     // A removed peer's name is noted (state/iapeer/former-names.json).
     env.ok(&["remove", "bob"]);
+    // The scheduler keeps a trigger for the human (its locks, spool and profile edits).
+    env.ok(&["create", "timer", "--runtime", "notifier"]);
+    let call = json!({"when":"@every 1h","message":"hourly","target":"self"}).to_string();
+    env.ok(&["send", "timer", "--from", "human-you", "--message", &call]);
+    let notifier = env.root.join("state").join("notifier");
+    env.wait_until("the trigger is kept", Duration::from_secs(30), |_| {
+        notifier.join("profiles.lock").exists() && notifier.join("timer").join("run.lock").exists()
+    });
     open_path_to(&env.root);
     let root = &env.root;
     // As iapeer makes them, its folders are its user's alone.
