@@ -195,7 +195,8 @@ pub const IAPEER_MCP_AUTH: EnvVar = var(
     Kind::Choice(&["token", "header"]),
     Part::Config,
     "{default} (default): agents prove their identity with their session token; header: the \
-     identity header is trusted, as the original tool did",
+     identity header is trusted, as the original tool did (then any local process, another \
+     user's included, can send as any agent over MCP)",
 );
 /// `IAPEER_IDLE_SECS`: idleness before an agent is slept.
 pub const IAPEER_IDLE_SECS: EnvVar = var(
