@@ -236,7 +236,7 @@ fn fleet_token(paths: &Paths) -> Option<String> {
     match fleet::token::load_or_make(&path) {
         Ok((token, found)) => {
             match found {
-                Found::Kept => log::info!("fleet API: its token is {file}"),
+                Found::Kept => log::info!("fleet API: its token is in {file} (kept)"),
                 Found::Made => log::info!("fleet API: made its token in {file} (mode 0600)"),
                 Found::Replaced(why) => log::warn!(
                     "fleet API: {file} was not trusted ({why}): made a new token there; clients \
