@@ -941,8 +941,9 @@ pub static VERBS: &[VerbSpec] = &[
         signature: "status [--json]",
         summary: "show the health of the daemon and a summary of the peers",
         description: "Show the version, whether the daemon answers on its socket and on its MCP endpoint, the service state, how \
-            many peers are live, asleep or stopped, and the memory provider. Exits 1 when the daemon is \
-            not healthy.",
+            many peers are live, asleep or stopped, and the memory provider. A daemon thread that panicked and was \
+            restarted (the HTTP acceptor or the event-stream writer) gets a line saying how often, when last and what \
+            happened. Exits 1 when the daemon is not healthy.",
         positionals: &[],
         flags: &[JSON],
         rules: &[],

@@ -110,6 +110,8 @@ pub struct DaemonInfo {
     pub port: u16,
     /// Daemon start time, epoch ms.
     pub started_ms: u64,
+    /// Threads restarted after a panic (the HTTP server's), for `status`.
+    pub restarts: crate::daemon::guard::Restarts,
 }
 
 /// One live session as the router tracks it.
