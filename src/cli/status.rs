@@ -101,7 +101,7 @@ fn restart_line(r: &ThreadRestart) -> String {
         r.thread,
         r.restarts,
         if r.restarts == 1 { "" } else { "s" },
-        r.last
+        crate::visible::line(&r.last)
     )
 }
 
