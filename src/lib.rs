@@ -49,6 +49,7 @@ pub(crate) mod session;
 pub(crate) mod telegram;
 pub(crate) mod term;
 pub mod untrusted;
+pub(crate) mod visible;
 
 /// The `iapeer` command line (the binary's whole body; see `src/main.rs`).
 pub use cli::main;

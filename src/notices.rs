@@ -225,7 +225,9 @@ impl Board {
 }
 
 /// One line for people: `claude-cb: rate-limit (rate_limit, 429) ×2 since
-/// 2026-12-01T15:21:06Z, resets …: <text> [nt-…]` (pure).
+/// 2026-12-01T15:21:06Z, resets …: <text> [nt-…]` (pure). The text is the runtime's (its
+/// transcript, which the agent's program writes): the line shows its control characters as
+/// visible stand-ins ([`crate::visible::line`]).
 pub fn describe(n: &Notice) -> String {
     let mut s = format!("{}: {} ({}", n.identity, n.kind, n.error_type);
     if let Some(st) = n.status {
@@ -244,7 +246,7 @@ pub fn describe(n: &Notice) -> String {
         s.push_str(&format!(": {text}"));
     }
     s.push_str(&format!(" [{}]", n.id));
-    s
+    crate::visible::line(&s).into_owned()
 }
 
 /// `state/iapeer/notices.json`.

@@ -614,7 +614,7 @@ fn list_shows_a_description_as_one_line_with_its_controls_visible() {
     let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("alice ")).collect();
     assert_eq!(rows.len(), 1, "{out}");
     assert!(
-        rows[0].ends_with("first line second \u{241b}[2J line"),
+        rows[0].ends_with("first line\u{2424}second \u{241b}[2J line"),
         "{out}"
     );
     assert_eq!(out.lines().filter(|l| l.starts_with("bob ")).count(), 1);

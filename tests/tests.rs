@@ -59,6 +59,7 @@ mod soak;
 mod storm;
 mod telegram;
 mod ui;
+mod views;
 mod wake_failure;
 
 /// With `autotests = false` a file in `tests/` that no `mod` line names would never build or

@@ -8,66 +8,11 @@
 use crate::common;
 use crate::fleet::{get, request};
 
+use crate::views::Hook;
 use common::TestEnv;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
-
-/// A gated session's permission hook (`iapeer approval-request`) asking as alice's live echo
-/// session (its token), as Claude Code would run it: the hook input on stdin, the decision on
-/// stdout once a human answers. Killed if the test ends first.
-struct Hook(Option<Child>);
-
-impl Hook {
-    fn ask(env: &TestEnv, token: &str, command: &str) -> Hook {
-        let input = serde_json::json!({
-            "hook_event_name": "PermissionRequest",
-            "tool_name": "Bash",
-            "tool_input": {"command": command, "description": "Build it"},
-        });
-        let mut child = env
-            .cmd(&["approval-request"])
-            .env("PEER_IDENTITY", "echo-alice")
-            .env("IAPEER_TOKEN", token)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn the hook");
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(input.to_string().as_bytes()).unwrap();
-        drop(stdin);
-        Hook(Some(child))
-    }
-
-    /// The hook's decision (`hookSpecificOutput.decision`), once it has exited.
-    fn decision(mut self) -> serde_json::Value {
-        let out = self.0.take().unwrap().wait_with_output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{text}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: serde_json::Value = serde_json::from_str(text.trim())
-            .unwrap_or_else(|e| panic!("the hook's answer is not JSON ({e}): {text}"));
-        assert_eq!(
-            v["hookSpecificOutput"]["hookEventName"], "PermissionRequest",
-            "{v}"
-        );
-        v["hookSpecificOutput"]["decision"].clone()
-    }
-}
-
-impl Drop for Hook {
-    fn drop(&mut self) {
-        if let Some(c) = self.0.as_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 /// alice and bob on the echo stand-in, `you` on the human runtime, the daemon up.
 fn team(env_vars: &[(&str, &str)]) -> TestEnv {
@@ -162,8 +107,8 @@ fn the_page_in_a_real_browser() {
     let approve_cmd = format!("make build-{marker}");
     let deny_cmd = format!("rm -rf build-{marker}");
     let third_cmd = format!("deploy-{marker}");
-    let approved = Hook::ask(&env, &token, &approve_cmd);
-    let denied = Hook::ask(&env, &token, &deny_cmd);
+    let approved = Hook::ask(&env, "echo-alice", &token, &approve_cmd);
+    let denied = Hook::ask(&env, "echo-alice", &token, &deny_cmd);
     for cmd in [&approve_cmd, &deny_cmd] {
         env.wait_until(
             &format!("the prompt for {cmd} is pending"),
@@ -221,7 +166,7 @@ fn the_page_in_a_real_browser() {
     for line in std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap())) {
         let line = line.unwrap();
         if line.ends_with("(ask-now)") {
-            third = Some(Hook::ask(&env, &token, &third_cmd));
+            third = Some(Hook::ask(&env, "echo-alice", &token, &third_cmd));
         }
         said.push_str(&line);
         said.push('\n');
@@ -309,6 +254,59 @@ fn the_page_in_a_real_browser() {
         "no screenshot at {}",
         screenshot.display()
     );
+}
+
+/// Text a peer or an agent controls — a description, a notice, a pending approval's command,
+/// a message to the human and its topic, the events logged for them — carrying the payload
+/// family of issue 26 item 4 and an HTML tag with a script: in a real browser the page shows
+/// each as inert visible text (`tests/ui/hostile.py`): no element made from it, no script
+/// run, every control, bidi and separator character as its stand-in.
+#[test]
+fn hostile_text_is_inert_visible_text_in_a_real_browser() {
+    use crate::views::{FAMILY, SHOWN};
+    let python = std::env::var("IAPEER_TEST_PYTHON")
+        .expect("IAPEER_TEST_PYTHON is not set (see the_page_in_a_real_browser)");
+    let chromium = find_program(&["chromium", "chromium-browser"]).expect("chromium");
+    let chromedriver = find_program(&["chromedriver"]).expect("chromedriver");
+    let tag = "<img src=x onerror=\"window.__pwned=1\"><b>bold</b>";
+    let hostile = format!("{tag} {FAMILY}");
+    let mut env = TestEnv::new();
+    env.set("IAPEER_APPROVAL_TIMEOUT_MS", "600000");
+    env.create_echo("alice");
+    env.ok(&["create", "you", "--runtime", "human"]);
+    crate::views::describe_in_registry(&env, "alice", &hostile);
+    crate::views::put_notice(&env, &hostile);
+    env.start_daemon();
+    env.wait_until("the human peer is up", Duration::from_secs(30), |e| {
+        e.status_of("you", "human") == "live"
+    });
+    crate::views::send_to_you(&env, "t\x1b]52;c;cHduZWQ=\x07\u{202e}x", &hostile);
+    let token = crate::views::live_token(&env, "alice");
+    let hook = Hook::ask(&env, "echo-alice", &token, &hostile);
+    env.wait_until("the prompt is pending", Duration::from_secs(30), |env| {
+        env.has_event("lifecycle", "approval-requested", &[("summary", &hostile)])
+    });
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/hostile.py");
+    let out = Command::new(&python)
+        .arg(script)
+        .args(["--url", &link(&env)])
+        .arg("--chromium")
+        .arg(&chromium)
+        .arg("--chromedriver")
+        .arg(&chromedriver)
+        .args(["--shown", &serde_json::json!(SHOWN).to_string()])
+        .args(["--tag", tag])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
+    assert!(
+        out.status.success(),
+        "the browser check failed:\n{}\n{}",
+        common::describe(&out),
+        env.diagnostics()
+    );
+    // The prompt is still the human's to answer.
+    env.ok(&["deny", &crate::views::pending_id(&env), "checked"]);
+    assert_eq!(hook.decision()["behavior"], "deny");
 }
 
 #[test]

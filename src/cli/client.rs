@@ -175,7 +175,9 @@ impl Indicator {
 
     fn update(&mut self, p: Option<&Progress>) {
         if let Some(p) = p {
-            self.phase = p.progress.clone();
+            // A phase may quote the agent's screen (a dialog's label): one line, controls
+            // visible.
+            self.phase = crate::visible::line(&p.progress).into_owned();
         }
         // Only show once the wait is noticeable.
         if self.started.elapsed() < Duration::from_millis(400) {

@@ -122,7 +122,7 @@ impl Demo {
                             "  ✉ you got a message from {} ({}): {}",
                             r.from,
                             r.runtime,
-                            crate::term::display_text(&r.body)
+                            crate::visible::text(&r.body)
                         );
                     }
                 }
@@ -131,7 +131,7 @@ impl Demo {
                     "  ✗ delivery: {} → {} failed: {}",
                     get("caller"),
                     get("to"),
-                    get("err")
+                    crate::visible::line(get("err"))
                 );
             }
         }

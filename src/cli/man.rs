@@ -239,7 +239,12 @@ const DESCRIPTION: &[&str] = &[
      prints help for the verb and runs nothing; -- ends the flags. Results go to stdout, errors to \
      stderr as one line; --json gives one JSON document on stdout for scripts, and a failure as \
      {\"ok\":false,\"code\":...,\"error\":...} with the codes of the control protocol (failed for the \
-     CLI's own refusals). The bash completion offers verbs, flags and the registered peer names.",
+     CLI's own refusals). Text a peer or an agent wrote (a message, a topic, a description, a \
+     command, a logged value) is shown with its control characters as visible stand-ins (␛ for \
+     ESC, ␍ for CR, <U+009B> for a C1 control, <U+202E> for a bidi control), never sent to the \
+     terminal; in --json output the C0 and C1 controls, DEL, the bidi controls and U+2028/U+2029 \
+     are escaped as \\uXXXX (the parsed value is exact). The bash completion offers verbs, flags \
+     and the registered peer names.",
 ];
 
 fn verb_item(out: &mut String, v: &VerbSpec) {

@@ -114,12 +114,14 @@ pub fn main() -> i32 {
             eprintln!("{e}");
             parse::EXIT_USAGE
         }
+        // A failure may quote what a peer or agent wrote (a topic, a file name, a command):
+        // shown with its control characters visible.
         CliError::Failed(msg) => {
-            eprintln!("iapeer {verb_name}: {msg}");
+            eprintln!("iapeer {verb_name}: {}", crate::visible::text(&msg));
             1
         }
         CliError::Refused(f) => {
-            eprintln!("iapeer {verb_name}: {}", f.error);
+            eprintln!("iapeer {verb_name}: {}", crate::visible::text(&f.error));
             1
         }
         CliError::DaemonDown(msg) => {
@@ -169,10 +171,11 @@ fn done(inv: &Invocation, doc: &impl serde::Serialize, text: &str) -> CliResult 
 }
 
 /// One JSON document for a `--json` output, with its keys in sorted order (as a
-/// `serde_json::Value` prints them), without the trailing newline.
+/// `serde_json::Value` prints them), without the trailing newline; control, bidi and
+/// separator characters in its strings escaped ([`crate::visible::json`]).
 fn json_line(v: &impl serde::Serialize) -> String {
     serde_json::to_value(v)
-        .map(|v| v.to_string())
+        .map(|v| crate::visible::json(&v))
         .unwrap_or_else(|e| format!("{{\"ok\":false,\"code\":\"internal\",\"error\":\"{e}\"}}"))
 }
 

@@ -3,8 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
 use super::client::Client;
 use super::parse::Invocation;
 use super::spec::{args, flags};
@@ -135,10 +133,7 @@ fn report(
     p: &RegistryPeer,
 ) -> CliResult {
     if inv.flag(flags::JSON) {
-        return print(&format!(
-            "{}\n",
-            serde_json::to_value(p).unwrap_or(Value::Null)
-        ));
+        return print(&format!("{}\n", super::json_line(p)));
     }
     let head = match before {
         None => format!("{what} peer {}", p.personality),

@@ -15,7 +15,7 @@ use crate::host::service::Manager;
 use crate::markers::{Flag, Markers};
 use crate::memory::{self, slot::Heartbeat};
 use crate::paths::Paths;
-use crate::protocol::{Answer, ListReply, Pong, Request, StatusReply};
+use crate::protocol::{Answer, ListReply, Pong, Request, StatusReply, ThreadRestart};
 use crate::registry::Registry;
 use crate::roster::{build_rows, LiveState, PeerRow};
 
@@ -86,6 +86,23 @@ fn port_of(tcp: &str) -> Option<u16> {
         .strip_suffix("/mcp")?
         .parse()
         .ok()
+}
+
+/// The line for a daemon thread restarted after a panic (issue 26 item 9): which, how often,
+/// when last and what happened, e.g. `daemon: the http-accept thread panicked and was
+/// restarted 1 time, last at 2026-12-01T09:00:00.000Z: panicked at src/x.rs:1:2 (boom)`.
+fn restart_line(r: &ThreadRestart) -> String {
+    let when = i64::try_from(r.last_ms)
+        .ok()
+        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+        .map_or_else(|| format!("{} ms", r.last_ms), crate::clock::log_ts);
+    format!(
+        "daemon: the {} thread panicked and was restarted {} time{}, last at {when}: {}",
+        r.thread,
+        r.restarts,
+        if r.restarts == 1 { "" } else { "s" },
+        crate::visible::line(&r.last)
+    )
 }
 
 /// Counts of runtimes by state across all peers: (live, asleep, stopped, parked).
@@ -294,6 +311,13 @@ fn report(json: bool) -> CliResult {
                      service)"
                 .to_string(),
         };
+        let daemon = match answer.as_ref().map(|a| &a.status) {
+            Some(Answer::Ok(st)) => std::iter::once(daemon)
+                .chain(st.restarts.iter().map(restart_line))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => daemon,
+        };
         print(&format!(
             "iapeer {}\n{daemon}\n{}\npeers: {} (runtimes: {l} live, {a} asleep, {s} stopped{})\n{}\n",
             env!("CARGO_PKG_VERSION"),
@@ -339,6 +363,23 @@ mod tests {
             "service: launchd not loaded (launchctl does not know it)"
         );
         assert_eq!(r(None, false, "why").line(), "service: none (why)");
+    }
+
+    #[test]
+    fn a_restarted_thread_is_told_with_what_and_when() {
+        let r = ThreadRestart {
+            thread: "http-accept".into(),
+            restarts: 1,
+            last_ms: 1_764_579_600_123,
+            last: "panicked at src/x.rs:1:2 (boom)".into(),
+        };
+        assert_eq!(
+            restart_line(&r),
+            "daemon: the http-accept thread panicked and was restarted 1 time, last at \
+             2025-12-01T09:00:00.123Z: panicked at src/x.rs:1:2 (boom)"
+        );
+        let again = ThreadRestart { restarts: 3, ..r };
+        assert!(restart_line(&again).contains("restarted 3 times, last at"));
     }
 
     #[test]

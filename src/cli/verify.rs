@@ -105,11 +105,21 @@ pub fn check(fix: bool, json: bool) -> CliResult {
         };
         print(&format!("{}\n", json_line(&doc)))?;
     } else {
+        // A finding quotes what a profile or the registry holds (a name, a description, a
+        // folder), which other tools write: each is one line with its controls visible.
+        let show = |p: &str, what: &str| {
+            (
+                crate::visible::line(p).into_owned(),
+                crate::visible::line(what).into_owned(),
+            )
+        };
         let mut out = String::new();
         for (p, what) in &changes {
+            let (p, what) = show(p, what);
             out.push_str(&format!("fixed {p}: {what}\n"));
         }
         for (p, what) in &warnings {
+            let (p, what) = show(p, what);
             out.push_str(&format!("warning: {p}: {what}\n"));
         }
         if problems.is_empty() {
@@ -123,6 +133,7 @@ pub fn check(fix: bool, json: bool) -> CliResult {
             ));
         } else {
             for (p, what) in &problems {
+                let (p, what) = show(p, what);
                 out.push_str(&format!("{p}: {what}\n"));
             }
             if !fix && problems.iter().any(|(_, what)| !what.contains(COPIED)) {

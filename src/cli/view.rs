@@ -33,9 +33,9 @@ pub fn age(ms: u64) -> String {
     }
 }
 
-/// Render rows as the text table; descriptions are shown as one line with their control
-/// characters made visible ([`crate::term::cell_text`]: a registry entry is not checked for
-/// them) and cut to `width` columns when given.
+/// Render rows as the text table; descriptions are cut to `width` columns when given. Every
+/// cell is a one-line field with its control characters visible ([`crate::visible::line`]: a
+/// registry entry is not checked for them, other tools write it too).
 pub fn render_table(rows: &[PeerRow], now_ms: u64, width: Option<usize>) -> String {
     let cells: Vec<(String, String, String, String)> = rows
         .iter()
@@ -70,9 +70,9 @@ pub fn render_table(rows: &[PeerRow], now_ms: u64, width: Option<usize>) -> Stri
                 .unwrap_or_else(|| "-".into());
             (
                 r.personality.clone(),
-                rts.join(" "),
+                crate::visible::line(&rts.join(" ")).into_owned(),
                 active,
-                crate::term::cell_text(&r.description),
+                crate::visible::line(&r.description).into_owned(),
             )
         })
         .collect();
@@ -164,8 +164,10 @@ pub fn list(inv: &Invocation) -> CliResult {
         for rt in row.runtimes.iter().filter(|r| r.problem.is_some()) {
             let why = rt.problem.as_deref().unwrap_or_default();
             problems.push_str(&format!(
-                "! {}: cannot start on {}: {why}\n",
-                row.personality, rt.runtime
+                "! {}: cannot start on {}: {}\n",
+                row.personality,
+                crate::visible::line(&rt.runtime),
+                crate::visible::line(why)
             ));
         }
     }
@@ -278,7 +280,7 @@ mod tests {
         let table = render_table(&rows, 0, None);
         assert_eq!(table.lines().count(), 3, "{table}");
         assert!(
-            table.contains("line one line two \u{241b}[2J end"),
+            table.contains("line one\u{2424}line two \u{241b}[2J\u{2409}end"),
             "{table}"
         );
         assert!(!table.contains('\u{1b}'), "{table}");

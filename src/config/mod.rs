@@ -62,6 +62,8 @@ pub struct Config {
     pub supervise_verbose: bool,
     /// Grace for an always-on peer that is restarting (`IAP_ALWAYS_ON_REVIVE_GRACE_MS`).
     pub revive_grace: Duration,
+    /// Cap on held fleet long polls, and on event streams (`IAPEER_FLEET_HOLD_MAX`).
+    pub fleet_hold_max: usize,
 }
 
 impl Default for Config {
@@ -97,6 +99,7 @@ impl Default for Config {
             tick: vars::IAPEER_TICK_SECS.default_duration(),
             supervise_verbose: false,
             revive_grace: vars::IAP_ALWAYS_ON_REVIVE_GRACE_MS.default_duration(),
+            fleet_hold_max: vars::IAPEER_FLEET_HOLD_MAX.default_u64() as usize,
         }
     }
 }
@@ -160,6 +163,10 @@ impl Config {
             supervise_verbose: vars::IAPEER_SUPERVISE_LOG_VERBOSE
                 .parse_switch(raw(&vars::IAPEER_SUPERVISE_LOG_VERBOSE).as_deref()),
             revive_grace: duration(w, &vars::IAP_ALWAYS_ON_REVIVE_GRACE_MS),
+            fleet_hold_max: vars::IAPEER_FLEET_HOLD_MAX
+                .parse_u64(raw(&vars::IAPEER_FLEET_HOLD_MAX).as_deref(), w)
+                .try_into()
+                .unwrap_or(usize::MAX),
         };
         match raw(&vars::IAPEER_MCP_AUTH).as_deref() {
             None | Some("") | Some("token") => {}

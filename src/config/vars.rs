@@ -287,6 +287,18 @@ pub const IAPEER_APPROVAL_TIMEOUT_MS: EnvVar = var(
     "milliseconds a gated peer's permission prompt waits for iapeer approve or deny before it \
      is denied (default {default}, 5 min)",
 );
+/// `IAPEER_FLEET_HOLD_MAX`: the cap on held fleet long polls, and on event streams
+/// (`daemon::http::listen::hold_limit`, issue 26 item 3).
+pub const IAPEER_FLEET_HOLD_MAX: EnvVar = var(
+    "IAPEER_FLEET_HOLD_MAX",
+    Kind::Count(1024),
+    Part::Config,
+    "the most fleet long polls (GET /fleet/v1/approvals?wait=S) held at once, and the most \
+     event streams (GET /fleet/v1/events): each an eighth of the daemon's soft RLIMIT_NOFILE, \
+     at least 16, at most this (default {default}); when one is full its oldest is answered \
+     early (a long poll gets its answer, a stream ends) to make room, and neither ever takes \
+     the places of MCP requests (a quarter of RLIMIT_NOFILE)",
+);
 /// `IAPEER_BOOT_DEADLINE_SECS`: boot → ready deadline.
 pub const IAPEER_BOOT_DEADLINE_SECS: EnvVar = var(
     "IAPEER_BOOT_DEADLINE_SECS",
@@ -609,6 +621,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_ORIGIN_HOLD_TTL_MS,
     IAPEER_NOTICE_TTL_MS,
     IAPEER_APPROVAL_TIMEOUT_MS,
+    IAPEER_FLEET_HOLD_MAX,
     IAPEER_BOOT_DEADLINE_SECS,
     IAPEER_READY_GATE_SECS,
     IAPEER_CRASHLOOP_MAX,
@@ -682,7 +695,7 @@ pub const NOT_KNOBS: &[(&str, &str)] = &[
     ),
     (
         "IAPEER_TEST_HOOK",
-        "test-only: inject a failure into the daemon (`router-panic-on-send:<personality>`, `prep-panic-on-send:<personality>` or `http-accept-panic:<port|any>`, see daemon::test_hooks); never set in production",
+        "test-only: inject a failure into the daemon (`router-panic-on-send:<personality>`, `prep-panic-on-send:<personality>`, `http-accept-panic:<port|any>`, `http-accept-panic-once:<port|any>` or `http-streams-panic-once:<port|any>`, see daemon::test_hooks); never set in production",
     ),
     (
         "XDG_DATA_HOME",

@@ -1,13 +1,21 @@
 //! Failure containment for the daemon's threads (spec 02 §1): a panic hook that logs every
 //! panic with its thread, location and message; [`catch`] to turn a panic into a value; the
 //! record of a fatal failure ([`Fatal`]) that the control loop and the HTTP workers answer
-//! with; and [`finish_by`] to wait for a piece of shutdown work with a deadline.
+//! with; [`serve_restarting`] to start a thread's loop again after a panic, recorded in
+//! [`Restarts`] for `status`; and [`finish_by`] to wait for a piece of shutdown work with a
+//! deadline.
 
+use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
-use crate::protocol::{Code, Failure};
+use crate::protocol::{Code, Failure, ThreadRestart};
+
+thread_local! {
+    /// What the hook saw of this thread's last panic: `panicked at <location> (<message>)`.
+    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
 
 /// Log every panic (`thread '<name>' panicked at <file:line:col>: <message>`) to the
 /// daemon's log, on whatever thread it happens, and record a panic on the thread called
@@ -25,6 +33,9 @@ pub fn install_panic_hook(fatal: Fatal, fatal_thread: &'static str) {
             .unwrap_or_else(|| "an unknown location".into());
         let message = payload_text(info.payload());
         log::error!("thread '{name}' panicked at {location}: {message}");
+        let _ = LAST_PANIC.try_with(|last| {
+            *last.borrow_mut() = Some(format!("panicked at {location} ({message})"));
+        });
         // The default hook's backtrace, kept: printed when RUST_BACKTRACE asks for one.
         let trace = std::backtrace::Backtrace::capture();
         if trace.status() == std::backtrace::BacktraceStatus::Captured {
@@ -89,6 +100,85 @@ impl Fatal {
     }
 }
 
+/// The threads started again after a panic, with what happened to each (shared by those
+/// threads and the router, which answers `status` with it). Clones share the record.
+#[derive(Debug, Clone, Default)]
+pub struct Restarts(Arc<Mutex<Vec<ThreadRestart>>>);
+
+impl Restarts {
+    /// A record with nothing in it yet.
+    pub fn new() -> Restarts {
+        Restarts::default()
+    }
+
+    /// Record that `thread` panicked (`what`, at `at_ms` epoch ms) and is restarted; returns
+    /// how many times it has been.
+    pub fn record(&self, thread: &str, what: String, at_ms: u64) -> u64 {
+        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = match all.iter().position(|r| r.thread == thread) {
+            Some(i) => &mut all[i],
+            None => {
+                all.push(ThreadRestart {
+                    thread: thread.to_string(),
+                    restarts: 0,
+                    last_ms: 0,
+                    last: String::new(),
+                });
+                let last = all.len() - 1;
+                &mut all[last]
+            }
+        };
+        entry.restarts += 1;
+        entry.last_ms = at_ms;
+        entry.last = what;
+        entry.restarts
+    }
+
+    /// Every restarted thread, in the order of their first restart.
+    pub fn list(&self) -> Vec<ThreadRestart> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// The shortest time between two starts of one thread's loop by [`serve_restarting`]: a
+/// panic that comes back at once costs a restart a second, not a spinning thread.
+pub const RESTART_PAUSE: Duration = Duration::from_secs(1);
+
+/// Run `serve(state)` until it returns. When it panics instead, the panic is recorded in
+/// `restarts` under the current thread's name (what and when, for `status`) and logged,
+/// `recover(state)` lets go of whatever the panic may have left half done, and `serve` runs
+/// again (at most once per [`RESTART_PAUSE`]). For threads whose loop owns nothing the
+/// daemon cannot lose (the HTTP acceptor and event-stream threads: their connections), so
+/// that a panic costs those connections, never the port (issue 26 item 9).
+pub fn serve_restarting<S>(
+    state: &mut S,
+    restarts: &Restarts,
+    mut serve: impl FnMut(&mut S),
+    mut recover: impl FnMut(&mut S),
+) {
+    let thread = std::thread::current()
+        .name()
+        .unwrap_or("unnamed")
+        .to_string();
+    let mut last_start: Option<Instant> = None;
+    loop {
+        let message = match catch(|| serve(state)) {
+            Ok(()) => return,
+            Err(message) => message,
+        };
+        let what = LAST_PANIC
+            .with(|last| last.borrow_mut().take())
+            .unwrap_or_else(|| format!("panicked ({message})"));
+        let n = restarts.record(&thread, what.clone(), crate::clock::now_ms());
+        log::error!("the {thread} thread {what}; restarting it (restart {n})");
+        recover(state);
+        if let Some(at) = last_start {
+            std::thread::sleep(RESTART_PAUSE.saturating_sub(at.elapsed()));
+        }
+        last_start = Some(Instant::now());
+    }
+}
+
 /// Run `work` on its own thread and wait for it until `deadline`. Returns false (and logs
 /// that `what` did not finish) when the deadline passed first; the work then carries on
 /// unobserved and ends with the process.
@@ -150,6 +240,47 @@ mod tests {
         assert_eq!(
             failure.error,
             "internal error: the router thread panicked: x; the daemon is exiting"
+        );
+    }
+
+    /// A loop that panics twice is recorded and started again each time, after `recover`;
+    /// it returns once `serve` does.
+    #[test]
+    fn a_panicking_loop_is_recorded_and_served_again() {
+        let restarts = Restarts::new();
+        let mut state = (0u32, 0u32); // (serves, recovers)
+        let started = Instant::now();
+        std::thread::Builder::new()
+            .name("looping".into())
+            .spawn({
+                let restarts = restarts.clone();
+                move || {
+                    serve_restarting(
+                        &mut state,
+                        &restarts,
+                        |s| {
+                            s.0 += 1;
+                            if s.0 < 3 {
+                                panic!("boom {}", s.0);
+                            }
+                        },
+                        |s| s.1 += 1,
+                    );
+                    assert_eq!(state, (3, 2));
+                }
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        let list = restarts.list();
+        assert_eq!(list.len(), 1);
+        assert_eq!(list[0].thread, "looping");
+        assert_eq!(list[0].restarts, 2);
+        assert_eq!(list[0].last, "panicked (boom 2)");
+        assert!(list[0].last_ms > 0);
+        assert!(
+            started.elapsed() >= RESTART_PAUSE,
+            "the second restart waited"
         );
     }
 

@@ -393,8 +393,13 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
     };
     // The web page's secrets (`iapeer ui`): without a random source or a writable key file
     // the daemon runs without the page, and says so.
-    let mut http_cfg =
-        http::HttpConfig::new(cfg.port, cfg.bearer.clone()).with_fleet_token(fleet_token.clone());
+    let restarts = guard::Restarts::new();
+    let mut http_cfg = http::HttpConfig {
+        hold_max: cfg.fleet_hold_max,
+        restarts: restarts.clone(),
+        ..http::HttpConfig::new(cfg.port, cfg.bearer.clone())
+    }
+    .with_fleet_token(fleet_token.clone());
     match ui::UiKeys::generate().and_then(|k| k.store(&paths.ui_key())) {
         Ok(keys) => http_cfg = http_cfg.with_ui(keys),
         Err(e) => log::warn!(
@@ -444,6 +449,7 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
         sock: sock.display().to_string(),
         port: http.port(),
         started_ms,
+        restarts,
         fleet_secret: cfg.bearer.clone().or(fleet_token),
     };
     let router = Router::new(

@@ -9,12 +9,18 @@
 //! - `prep-panic-on-send:<personality>`: the send-preparation worker panics while preparing
 //!   a send to `<personality>`.
 //! - `http-accept-panic:<port>`: the HTTP acceptor thread panics when it accepts a connection
-//!   while listening on `<port>` (`any` for every port), leaving the MCP endpoint dead while
-//!   the control socket still answers.
+//!   while listening on `<port>` (`any` for every port): every connection meets the panic,
+//!   so the MCP endpoint stays dead (the thread is restarted each time) while the control
+//!   socket still answers.
+//! - `http-accept-panic-once:<port>`: the same, at the first accepted connection only; the
+//!   restarted thread serves the next ones.
+//! - `http-streams-panic-once:<port>`: the event-stream thread panics when it takes its first
+//!   stream (on `<port>`, or `any`); the restarted thread serves the next ones.
 //! - `slow-launch-report:<personality>`: a launcher thread that started a session of
 //!   `<personality>` waits [`SLOW_LAUNCH_REPORT`] before it reports to the router, so the
 //!   session's first events (and its agent's first MCP calls) come before the router has it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -35,11 +41,19 @@ pub enum Hook {
     /// Panic on the HTTP acceptor thread at its next accepted connection (on this port, or
     /// `any`).
     HttpAcceptPanic(String),
+    /// Panic on the HTTP acceptor thread at the first accepted connection (on this port, or
+    /// `any`).
+    HttpAcceptPanicOnce(String),
+    /// Panic on the event-stream thread when it takes its first stream (on this port, or
+    /// `any`).
+    HttpStreamsPanicOnce(String),
     /// Hold the launcher thread's report of a started session of this personality.
     SlowLaunchReport(String),
 }
 
 static HOOK: OnceLock<Option<Hook>> = OnceLock::new();
+/// Raised when a `…-once` hook has fired.
+static FIRED: AtomicBool = AtomicBool::new(false);
 
 /// Read [`ENV`] once (daemon start). An unknown value is logged and ignored.
 pub fn init() {
@@ -64,6 +78,8 @@ pub fn parse(value: &str) -> Option<Hook> {
         "router-panic-on-send" => Some(Hook::RouterPanicOnSend(p)),
         "prep-panic-on-send" => Some(Hook::PrepPanicOnSend(p)),
         "http-accept-panic" => Some(Hook::HttpAcceptPanic(p)),
+        "http-accept-panic-once" => Some(Hook::HttpAcceptPanicOnce(p)),
+        "http-streams-panic-once" => Some(Hook::HttpStreamsPanicOnce(p)),
         "slow-launch-report" => Some(Hook::SlowLaunchReport(p)),
         _ => None,
     }
@@ -90,11 +106,35 @@ pub fn on_prepare(to: &str) {
 
 /// Called by the HTTP acceptor for each accepted connection: panics if the hook asks for it.
 pub fn on_http_accept(port: u16) {
-    if let Some(Some(Hook::HttpAcceptPanic(p))) = HOOK.get() {
-        if p == "any" || *p == port.to_string() {
-            panic!("test hook {ENV}=http-accept-panic:{p}");
+    match HOOK.get() {
+        Some(Some(Hook::HttpAcceptPanic(p))) if on_port(p, port) => {
+            panic!("test hook {ENV}=http-accept-panic:{p}")
+        }
+        Some(Some(Hook::HttpAcceptPanicOnce(p))) if on_port(p, port) && first_time() => {
+            panic!("test hook {ENV}=http-accept-panic-once:{p}")
+        }
+        _ => {}
+    }
+}
+
+/// Called by the event-stream thread for each stream it takes: panics if the hook asks for
+/// it.
+pub fn on_http_stream(port: u16) {
+    if let Some(Some(Hook::HttpStreamsPanicOnce(p))) = HOOK.get() {
+        if on_port(p, port) && first_time() {
+            panic!("test hook {ENV}=http-streams-panic-once:{p}");
         }
     }
+}
+
+/// A hook's `<port>` value matches `port` (or is `any`).
+fn on_port(value: &str, port: u16) -> bool {
+    value == "any" || value == port.to_string()
+}
+
+/// True the first time only (for the `…-once` hooks).
+fn first_time() -> bool {
+    !FIRED.swap(true, Ordering::SeqCst)
 }
 
 /// Called by a launcher thread before it reports a started session of `personality`:
@@ -126,6 +166,14 @@ mod tests {
             Some(Hook::HttpAcceptPanic("any".into()))
         );
         assert_eq!(
+            parse("http-accept-panic-once:8765"),
+            Some(Hook::HttpAcceptPanicOnce("8765".into()))
+        );
+        assert_eq!(
+            parse("http-streams-panic-once:any"),
+            Some(Hook::HttpStreamsPanicOnce("any".into()))
+        );
+        assert_eq!(
             parse("slow-launch-report:worker"),
             Some(Hook::SlowLaunchReport("worker".into()))
         );
@@ -138,6 +186,7 @@ mod tests {
         on_router_send("carol");
         on_prepare("carol");
         on_http_accept(1);
+        on_http_stream(1);
         on_launch_report("carol");
     }
 }

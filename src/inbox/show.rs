@@ -91,46 +91,45 @@ fn choices_hint(humans: &[&RegistryPeer]) -> String {
 ///     attachment: /root/state/iapeer/attachments/you/<sha>/a.png
 /// ```
 ///
-/// Control characters a sender put in the text are shown as visible stand-ins
-/// ([`crate::term::display_text`]), never sent to the terminal.
+/// What a sender wrote is shown with its control characters as visible stand-ins, never
+/// sent to the terminal ([`crate::visible`]): the head's fields and each attachment are
+/// one-line fields ([`crate::visible::line`]); the body keeps its line breaks (LF, or CR LF)
+/// and tabs, every line indented, and a CR anywhere else is `␍` ([`crate::visible::text`]).
 pub fn render(r: &Record, unread: bool, tz: &TimeZone, today: jiff::civil::Date) -> String {
-    let out = render_raw(r, unread, tz, today);
-    crate::term::display_text(&out)
-}
-
-fn render_raw(r: &Record, unread: bool, tz: &TimeZone, today: jiff::civil::Date) -> String {
+    use crate::visible::{line, text};
     let mark = if unread { '●' } else { '·' };
     let mut out = format!(
         "{mark} {}  {} ({})",
-        crate::clock::local_clock(&r.received, tz, today),
-        r.from,
-        r.runtime
+        line(&crate::clock::local_clock(&r.received, tz, today)),
+        line(&r.from),
+        line(&r.runtime)
     );
     if let Some(t) = &r.topic {
-        out.push_str(&format!("  topic: {t}"));
+        out.push_str(&format!("  topic: {}", line(t)));
     }
     out.push('\n');
-    for line in r.body.lines() {
+    for l in r.body.lines() {
         out.push_str("    ");
-        out.push_str(line);
+        out.push_str(&text(l));
         out.push('\n');
     }
     if r.body.is_empty() {
         out.push_str("    \n");
     }
     for a in &r.attachments {
-        out.push_str(&format!("    attachment: {a}\n"));
+        out.push_str(&format!("    attachment: {}\n", line(a)));
     }
     out
 }
 
-/// One record as a `--json` line: the stored record plus `"unread"`.
+/// One record as a `--json` line: the stored record plus `"unread"` (written by
+/// [`crate::visible::json`]).
 pub fn json(r: &Record, unread: bool) -> String {
     let mut v = serde_json::to_value(r).unwrap_or(serde_json::Value::Null);
     if let Some(o) = v.as_object_mut() {
         o.insert("unread".into(), unread.into());
     }
-    v.to_string()
+    crate::visible::json(&v)
 }
 
 /// The reply hint under a listing: how `peer` answers the newest message of `records` that
@@ -142,7 +141,7 @@ pub fn reply_hint(peer: &str, records: &[Record]) -> Option<String> {
         .iter()
         .rev()
         .find(|r| r.runtime != crate::daemon::route::DAEMON_RUNTIME)?;
-    Some(crate::term::display_text(&reply_hint_raw(peer, r)))
+    Some(crate::visible::line(&reply_hint_raw(peer, r)).into_owned())
 }
 
 fn reply_hint_raw(peer: &str, r: &Record) -> String {

@@ -121,7 +121,12 @@ impl Notifier {
                 applescript_string(&title)
             ));
         } else {
-            cmd.arg("--app-name=iapeer").arg(&title).arg(&text);
+            // `--` ends the options: a title or text starting with `-` is text, not an option
+            // (notify-send parses its arguments with GLib's GOption, which honours `--`).
+            cmd.arg("--app-name=iapeer")
+                .arg("--")
+                .arg(&title)
+                .arg(&text);
         }
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -145,7 +150,8 @@ pub fn notify_enabled(value: &str) -> bool {
 }
 
 /// Title and text of the notification for `r`: `iapeer: alice (topic)` and the body's first
-/// line, cut to 200 characters.
+/// line, cut to 200 characters, both one-line fields with their control characters as
+/// visible stand-ins ([`crate::visible::line`]).
 pub fn notification_text(r: &Record) -> (String, String) {
     let title = match &r.topic {
         Some(t) => format!("iapeer: {} ({t})", r.from),
@@ -153,7 +159,10 @@ pub fn notification_text(r: &Record) -> (String, String) {
     };
     let first = r.body.lines().next().unwrap_or("");
     let text: String = first.chars().take(200).collect();
-    (title, text)
+    (
+        crate::visible::line(&title).into_owned(),
+        crate::visible::line(&text).into_owned(),
+    )
 }
 
 fn applescript_string(s: &str) -> String {
@@ -200,6 +209,16 @@ mod tests {
         assert_eq!(text, "x".repeat(200));
         r.topic = None;
         assert_eq!(notification_text(&r).0, "iapeer: alice");
+        // What the sender wrote is one line of text, its controls visible.
+        r.topic = Some("t\u{1b}]52;c;aGk=\u{7}\u{202e}".into());
+        r.body = "\u{9b}2J\rx\tz\nnext".into();
+        assert_eq!(
+            notification_text(&r),
+            (
+                "iapeer: alice (t␛]52;c;aGk=␇<U+202E>)".to_string(),
+                "<U+009B>2J␍x␉z".to_string()
+            )
+        );
         assert_eq!(
             applescript_string("say \"hi\" \\"),
             "\"say \\\"hi\\\" \\\\\""

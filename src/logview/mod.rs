@@ -189,10 +189,11 @@ fn first_line(s: &str) -> &str {
 /// 15:10:00 bob (echo)  died  exit status 1 (child-exit)
 /// ```
 ///
-/// Control characters and line breaks in logged values are shown as visible stand-ins
-/// ([`crate::term::display_text`]): one entry is always one line.
+/// A logged value is a one-line field ([`crate::visible::line`]): its control characters,
+/// bidi controls and line breaks are shown as visible stand-ins, so one entry is always one
+/// line and nothing in it acts on the terminal.
 pub fn render(e: &Entry, tz: &TimeZone, today: civil::Date) -> String {
-    crate::term::display_text(&render_raw(e, tz, today)).replace('\n', "\u{2424}")
+    crate::visible::line(&render_raw(e, tz, today)).into_owned()
 }
 
 fn render_raw(e: &Entry, tz: &TimeZone, today: civil::Date) -> String {
@@ -283,7 +284,7 @@ fn render_raw(e: &Entry, tz: &TimeZone, today: civil::Date) -> String {
 }
 
 /// One entry as a `--json` line: `{"ts":…,"log":"delivery","ev":…, <every field>}` (values
-/// are strings, as in the log).
+/// are strings, as in the log; written by [`crate::visible::json`]).
 pub fn json(e: &Entry) -> String {
     let mut o = serde_json::Map::new();
     o.insert("ts".into(), e.ts.clone().into());
@@ -291,7 +292,7 @@ pub fn json(e: &Entry) -> String {
     for (k, v) in &e.fields {
         o.insert(k.clone(), v.clone().into());
     }
-    serde_json::Value::Object(o).to_string()
+    crate::visible::json(&serde_json::Value::Object(o))
 }
 
 #[cfg(test)]

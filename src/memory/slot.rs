@@ -138,7 +138,8 @@ pub fn status_line(slot: Option<&MemorySlot>, heartbeat: Heartbeat) -> String {
         ),
         Heartbeat::Age(d) => format!(" (heartbeat {}s ago)", d.as_secs()),
     };
-    format!("memory: {} {}{hb}", slot.provider, slot.version)
+    // The provider's file is written by its package: its words are shown, never acted on.
+    crate::visible::line(&format!("memory: {} {}{hb}", slot.provider, slot.version)).into_owned()
 }
 
 #[cfg(test)]

@@ -591,7 +591,22 @@ pub struct SessionCounts {
     pub booting: usize,
 }
 
-/// `status` → `{"ok":true,"version","pid","started_ms","uptime_s","tcp","sock","sessions"}`.
+/// A daemon thread that panicked and was started again, in a [`StatusReply`] (issue 26
+/// item 9): the HTTP acceptor (`http-accept`) or the event-stream writer (`http-streams`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadRestart {
+    /// The thread's name.
+    pub thread: String,
+    /// How many times it panicked and was restarted since the daemon started.
+    pub restarts: u64,
+    /// When it last panicked, epoch ms.
+    pub last_ms: u64,
+    /// What happened the last time: `panicked at <file:line:col> (<message>)`.
+    pub last: String,
+}
+
+/// `status` → `{"ok":true,"version","pid","started_ms","uptime_s","tcp","sock","sessions"}`,
+/// plus `"restarts":[…]` once a thread was restarted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatusReply {
     /// The daemon's version.
@@ -608,6 +623,9 @@ pub struct StatusReply {
     pub sock: String,
     /// Session counts.
     pub sessions: SessionCounts,
+    /// Threads that panicked and were restarted (absent when none was).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restarts: Vec<ThreadRestart>,
 }
 
 /// `screen` → `{"ok":true,"identity":"echo-bob","rows":["…"],"cursor":[row,col]}`: the

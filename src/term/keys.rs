@@ -29,20 +29,6 @@ pub fn paste_text(text: &str) -> Cow<'_, str> {
     Cow::Owned(text.chars().map(stand_in).collect())
 }
 
-/// Text from a message or a log, made safe to print on a person's terminal (`iapeer inbox`,
-/// `iapeer logs`): [`paste_text`]'s stand-ins, and a CR as `␍` too (a bare CR would move the
-/// cursor back and let a sender overwrite what the line shows). LF and TAB stay.
-pub fn display_text(text: &str) -> String {
-    paste_text(text).replace('\r', "\u{240d}")
-}
-
-/// Text for one cell of a table on a person's terminal (`iapeer list`'s description):
-/// [`display_text`]'s stand-ins, and LF and TAB as spaces, so a cell is one line and its
-/// columns stay where they are.
-pub fn cell_text(text: &str) -> String {
-    display_text(text).replace(['\n', '\t'], " ")
-}
-
 fn needs_stand_in(c: char) -> bool {
     c.is_control() && !matches!(c, '\n' | '\t' | '\r')
 }
@@ -152,15 +138,6 @@ mod tests {
         );
         assert_eq!(paste_text("tab\tlf\ncr\r ü ␛"), "tab\tlf\ncr\r ü ␛");
         assert!(matches!(paste_text("plain"), Cow::Borrowed(_)));
-    }
-
-    #[test]
-    fn a_table_cell_is_one_line_with_visible_controls() {
-        assert_eq!(
-            cell_text("two\nlines\tand \u{1b}[2J\r\u{7}"),
-            "two lines and \u{241b}[2J\u{240d}\u{2407}"
-        );
-        assert_eq!(cell_text("plain ü"), "plain ü");
     }
 
     proptest::proptest! {

@@ -12,6 +12,6 @@ pub mod keys;
 pub mod responder;
 pub mod screen;
 
-pub use keys::{bracketed_paste, cell_text, display_text, encode_keys, paste_text};
+pub use keys::{bracketed_paste, encode_keys, paste_text};
 pub use screen::Screen;
 pub use screen::{clamp_size, SESSION_COLS, SESSION_ROWS};

@@ -90,6 +90,33 @@ def cli(binary, *args):
     return out.stdout
 
 
+def drive(chromium, chromedriver, steps, failed_png=None):
+    """Open a headless Chromium through `chromedriver` and run `steps(driver)`; the exit code:
+    0, or 1 after printing the failure and the page's text (and saving `failed_png`)."""
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1400,1300", "--no-first-run", "--disable-extensions"):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(executable_path=chromedriver), options=opts)
+    driver.set_page_load_timeout(WAIT)
+    try:
+        steps(driver)
+    except Exception:
+        traceback.print_exc()
+        try:
+            if failed_png:
+                driver.save_screenshot(failed_png)
+            print("drive: page text at the failure:\n" + driver.find_element(By.TAG_NAME, "body").text)
+        except Exception:
+            pass
+        return 1
+    finally:
+        driver.quit()
+    print("drive: ok", flush=True)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--url", required=True)
@@ -103,28 +130,8 @@ def main():
     ap.add_argument("--deny-reason", required=True)
     ap.add_argument("--third", required=True)
     a = ap.parse_args()
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = a.chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1400,1300", "--no-first-run", "--disable-extensions"):
-        opts.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(executable_path=a.chromedriver), options=opts)
-    driver.set_page_load_timeout(WAIT)
-    try:
-        run(driver, a)
-    except Exception:
-        traceback.print_exc()
-        try:
-            driver.save_screenshot(a.screenshot.replace(".png", "-failed.png"))
-            print("drive: page text at the failure:\n" + driver.find_element(By.TAG_NAME, "body").text)
-        except Exception:
-            pass
-        return 1
-    finally:
-        driver.quit()
-    print("drive: ok", flush=True)
-    return 0
+    return drive(a.chromium, a.chromedriver, lambda d: run(d, a),
+                 a.screenshot.replace(".png", "-failed.png"))
 
 
 def run(driver, a):

@@ -444,7 +444,9 @@ pub static VERBS: &[VerbSpec] = &[
             --dangerously-bypass-approvals-and-sandbox), and each permission prompt of its agent \
             waits here for a \
             human: its id (ap-<8 hex>), the peer, the tool and what it wants to run, and how long it \
-            has left. A peer stopped at start-up by a dialog iapeer has no answer for (gated or not) \
+            has left, one line per prompt with the command's control characters as visible \
+            stand-ins (␍ for CR, ␛ for ESC, ␤ for a line break, <U+009B> for a C1 control), so \
+            nothing in it can rewrite the line. A peer stopped at start-up by a dialog iapeer has no answer for (gated or not) \
             is listed too, with tool \"dialog\", the dialog's question and numbered options. \
             Answer with iapeer approve <id> [option] or iapeer deny <id> [reason]. A prompt nobody \
             answers within IAPEER_APPROVAL_TIMEOUT_MS (5 minutes) is denied, and so is every prompt \
@@ -518,7 +520,8 @@ pub static VERBS: &[VerbSpec] = &[
         summary: "show the messages sent to a human peer",
         description: "Show the messages kept in the inbox of a peer on the human runtime, oldest first \
             and newest last: time, sender, topic, body and attachments (their inbox copies), unread ones \
-            marked. Shows the unread messages, or every message with --all; what is shown counts as \
+            marked; the body keeps its line breaks, and every other control character a sender wrote \
+            shows as a visible stand-in (␛ for ESC, ␍ for a lone CR, <U+202E> for a bidi control). Shows the unread messages, or every message with --all; what is shown counts as \
             read. Without [peer] it shows the inbox of the human this terminal speaks as (PEER_IDENTITY, \
             else the folder's peer, else the host's only human peer); with several humans and none of \
             these, name one. --follow keeps waiting for new messages until Ctrl-C, through a rename of the \
@@ -581,9 +584,9 @@ pub static VERBS: &[VerbSpec] = &[
         description: "Show one row per peer: its name, its runtimes with their state (live, asleep, stopped, \
             parked, or missing: a router runtime whose program is not there, with the reason on a line \
             of its own) and the default one marked, whether a terminal is attached, queue depth, last \
-            activity and description (on one line: line breaks and tabs as spaces, other control \
-            characters as visible stand-ins such as ␛; --json gives it exactly). Works when the daemon \
-            is down; then every agent shows asleep.",
+            activity and description (on one line, its control characters as visible stand-ins: ␛ for \
+            ESC, ␤ for a line break, <U+202E> for a bidi control; --json gives it exactly). Works when \
+            the daemon is down; then every agent shows asleep.",
         positionals: &[],
         flags: &[JSON],
         rules: &[],
@@ -938,8 +941,9 @@ pub static VERBS: &[VerbSpec] = &[
         signature: "status [--json]",
         summary: "show the health of the daemon and a summary of the peers",
         description: "Show the version, whether the daemon answers on its socket and on its MCP endpoint, the service state, how \
-            many peers are live, asleep or stopped, and the memory provider. Exits 1 when the daemon is \
-            not healthy.",
+            many peers are live, asleep or stopped, and the memory provider. A daemon thread that panicked and was \
+            restarted (the HTTP acceptor or the event-stream writer) gets a line saying how often, when last and what \
+            happened. Exits 1 when the daemon is not healthy.",
         positionals: &[],
         flags: &[JSON],
         rules: &[],
@@ -1183,7 +1187,8 @@ pub static VERBS: &[VerbSpec] = &[
         description: "Merge the event logs (delivery.log, lifecycle.log and exits.log under logs/iapeer of \
             the iapeer root, rotated copies included) into one list in time order, one readable line \
             each: the local time, who, what and the details, e.g. \"14:03:07 alice → bob  delivered  \
-            topic=x (woke)\". [peer] keeps the entries that name that peer; --since keeps the recent \
+            topic=x (woke)\"; a control character in a logged value shows as a visible stand-in (␛, \
+            ␤ for a line break). [peer] keeps the entries that name that peer; --since keeps the recent \
             ones; --follow keeps printing new entries until Ctrl-C; --json prints one JSON object per \
             entry and line. The logfmt files stay the machine-readable source.",
         positionals: &[args::SOME_PEER],

@@ -152,7 +152,8 @@ pub fn event_json(e: &BusEvent) -> Value {
     Value::Object(o)
 }
 
-/// One Server-Sent Events frame: `event: <ev>`, `id: <id>`, `data: <event_json>`, blank line.
+/// One Server-Sent Events frame: `event: <ev>`, `id: <id>`, `data: <event_json>` (written by
+/// [`crate::visible::json`]), blank line.
 pub fn sse_frame(e: &BusEvent) -> Vec<u8> {
     let ev = e.entry.ev();
     let ev = if ev.is_empty() || ev.contains(['\n', '\r']) {
@@ -160,7 +161,8 @@ pub fn sse_frame(e: &BusEvent) -> Vec<u8> {
     } else {
         ev
     };
-    format!("event: {ev}\nid: {}\ndata: {}\n\n", e.id, event_json(e)).into_bytes()
+    let data = crate::visible::json(&event_json(e));
+    format!("event: {ev}\nid: {}\ndata: {data}\n\n", e.id).into_bytes()
 }
 
 /// The head of an event stream: 200, `text/event-stream`, no length (the stream ends when the
@@ -231,6 +233,39 @@ mod tests {
         assert_eq!(
             f,
             "event: delivery\nid: 42\ndata: {\"ev\":\"delivery\",\"id\":42,\"src\":\"delivery\",\"to\":\"bob\",\"ts\":\"2026-12-01T09:00:00.000Z\"}\n\n"
+        );
+    }
+
+    /// A logged value with C1, bidi and separator characters travels escaped (issue 26 item
+    /// 4); the frame's data parses back to it.
+    #[test]
+    fn frames_and_answers_carry_no_raw_control() {
+        let topic = "t\u{9b}2J\u{202e}x\u{2028}\u{1b}]52;c;aGk=\u{7}";
+        let e = BusEvent {
+            id: 1,
+            entry: Entry {
+                ts: "2026-12-01T09:00:00.000Z".into(),
+                source: Source::Delivery,
+                fields: vec![
+                    ("ev".into(), "delivery".into()),
+                    ("topic".into(), topic.into()),
+                ],
+            },
+            rendered: Default::default(),
+        };
+        let f = String::from_utf8(sse_frame(&e)).unwrap();
+        assert!(
+            f.contains(r"t\u009b2J\u202ex\u2028\u001b]52;c;aGk=\u0007"),
+            "{f}"
+        );
+        let data = f.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
+        assert_eq!(serde_json::from_str::<Value>(data).unwrap()["topic"], topic);
+        let r = failure(&Failure::new(Code::Failed, format!("no {topic}")));
+        let body = String::from_utf8(r.body).unwrap();
+        assert!(!body.contains(['\u{9b}', '\u{202e}', '\u{2028}']), "{body}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&body).unwrap()["error"],
+            format!("no {topic}")
         );
     }
 }

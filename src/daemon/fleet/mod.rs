@@ -6,8 +6,10 @@
 //!
 //! The acceptor thread calls [`Fleet::begin`] with a complete request. What needs no file or
 //! router is answered at once ([`Begun::Done`]: unknown path, wrong method, bad body);
-//! `events` becomes a stream fed by the event bus ([`Begun::Stream`]); the rest finishes
-//! later through `done` ([`Begun::Later`]): the lifecycle verbs and `send` go to the router
+//! `events` becomes a stream fed by the event bus ([`Begun::Stream`]); a long poll of the
+//! approvals ([`Begun::Held`]) finishes later, or sooner when the acceptor's long-poll budget
+//! wants its place; the rest finishes later through `done` ([`Begun::Later`]): the lifecycle
+//! verbs and `send` go to the router
 //! as the control requests the CLI sends (answered through a callback, no thread waits),
 //! and what reads files (snapshot rows, a peer's row, `refresh`, the sender of `send`) runs
 //! on a small worker pool.
@@ -45,6 +47,11 @@ pub const INBOX_RECORDS: usize = 200;
 /// Where a later answer goes (called once, from any thread; must be quick).
 pub type Done = Box<dyn FnOnce(Reply) + Send>;
 
+/// Asks for a held long poll's answer now, without waiting (called at most once, on the
+/// acceptor's thread): the answer goes to the `Done` given, and the `gone` flag given is
+/// raised if its client hangs up meanwhile.
+pub type Early = Box<dyn FnOnce(Arc<AtomicBool>, Done) + Send>;
+
 /// A complete fleet request as the acceptor read it.
 #[derive(Debug, Clone, Copy)]
 pub struct FleetRequest<'a> {
@@ -72,6 +79,13 @@ pub enum Begun {
     },
     /// The answer comes later through `done`.
     Later,
+    /// A long poll (`GET /fleet/v1/approvals?wait=S`, S > 0): the answer comes through
+    /// `done` when there is news or after S seconds. `early` gets the answer the long poll
+    /// would have had with nothing new, at once (its client gets its normal answer early).
+    Held {
+        /// Ask for the answer now.
+        early: Early,
+    },
 }
 
 /// What the fleet API reaches: the router, the event bus and the storage.
@@ -165,10 +179,14 @@ impl Fleet {
                     Ok(q) => q,
                     Err(r) => return Begun::Done(r),
                 };
-                self.ask(Request::Approvals { wait_ms, since_ms }, gone, move |r| {
-                    done(answer::approvals(r, &now_ts()))
-                });
-                Begun::Later
+                self.approvals(wait_ms, since_ms, gone, done);
+                if wait_ms.is_none_or(|w| w == 0) {
+                    return Begun::Later;
+                }
+                let fleet = Arc::clone(self);
+                Begun::Held {
+                    early: Box::new(move |gone, done| fleet.approvals(None, since_ms, gone, done)),
+                }
             }
             Endpoint::Decide(id, allow) => {
                 let req = if allow {
@@ -217,6 +235,20 @@ impl Fleet {
                 self.run(job)
             }
         }
+    }
+
+    /// `GET /fleet/v1/approvals`: ask the router for the list (held up to `wait_ms` for a
+    /// prompt newer than `since_ms`) and pass its answer to `done`.
+    fn approvals(
+        &self,
+        wait_ms: Option<u64>,
+        since_ms: Option<u64>,
+        gone: Arc<AtomicBool>,
+        done: Done,
+    ) {
+        self.ask(Request::Approvals { wait_ms, since_ms }, gone, move |r| {
+            done(answer::approvals(r, &now_ts()))
+        });
     }
 
     /// Run `work` on the pool and pass its answer to `done`.

@@ -174,9 +174,10 @@ pub fn query(target: &str, name: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// A fleet error answer: `{"error":"<text>"}` and a newline (spec 10 §1).
+/// A fleet error answer: `{"error":"<text>"}` and a newline (spec 10 §1), written by
+/// [`crate::visible::json`] like every fleet answer.
 pub fn error(status: u16, text: &str) -> Reply {
-    let mut body = json!({ "error": text }).to_string().into_bytes();
+    let mut body = crate::visible::json(&json!({ "error": text })).into_bytes();
     body.push(b'\n');
     Reply {
         status,
@@ -186,9 +187,10 @@ pub fn error(status: u16, text: &str) -> Reply {
     }
 }
 
-/// A fleet JSON answer: `value` and a newline.
+/// A fleet JSON answer: `value` and a newline. The text holds no raw control, bidi or
+/// separator character: [`crate::visible::json`] escapes them (the parsed value is exact).
 pub fn ok(status: u16, value: &serde_json::Value) -> Reply {
-    let mut body = value.to_string().into_bytes();
+    let mut body = crate::visible::json(value).into_bytes();
     body.push(b'\n');
     Reply {
         status,

@@ -18,9 +18,19 @@
 //! A new connection over the limit evicts the oldest one still being read (answered 503);
 //! when every connection is waiting or being answered, the newcomer is answered 503, as is a
 //! request over `max_in_flight` (both with `Retry-After`).
+//! Fleet long polls ([`Begun::Held`]) are not counted against `limit`: they have a budget of
+//! their own ([`hold_limit`], issue 26 item 3), and when it is full the oldest long poll is
+//! answered early (its normal answer, asked for again without waiting) to make room, so
+//! however many are held, MCP requests keep their places. Event streams, handed to
+//! [`super::streams`], have the same rule there.
 //! `accept` failing for want of fds (`EMFILE`, `ENFILE`) evicts the oldest connection, or, with
 //! none, spends a reserve fd to accept and answer 503, and retries; the loop never ends on an
 //! accept error.
+//!
+//! Failure: a panic on this thread drops the connections it held (their clients see them
+//! close; sends they were waiting for are abandoned) and the loop starts again on the same
+//! listening socket ([`crate::daemon::guard::serve_restarting`]; `status` reports it), so the
+//! port never stays dead (issue 26 item 9).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -40,7 +50,7 @@ use super::head::{self, RequestHead, MAX_HEAD_BYTES};
 use super::reply::Reply;
 use super::streams::{Handoff, NewStream};
 use super::{Shared, SHUTDOWN_GRACE};
-use crate::daemon::fleet::{self, answer, Begun, FleetRequest};
+use crate::daemon::fleet::{self, answer, Begun, Early, FleetRequest};
 use crate::daemon::mcp::{self, SendOutcome, Started};
 
 /// The head must be complete this long after the accept.
@@ -69,11 +79,17 @@ pub fn conn_limit(nofile: u64) -> usize {
     usize::try_from((nofile / 4).clamp(16, 4096)).unwrap_or(4096)
 }
 
-/// How many fleet event streams (`GET /fleet/v1/events`, long-lived) are held at once, on top
-/// of [`conn_limit`]: an eighth of the soft `RLIMIT_NOFILE`, at least 16 and at most 1024. A
-/// stream over it is answered 503; streams never take the places of MCP requests.
-pub fn stream_limit(nofile: u64) -> usize {
-    usize::try_from((nofile / 8).clamp(16, 1024)).unwrap_or(1024)
+/// How many fleet long polls (`GET /fleet/v1/approvals?wait=S`), and as many fleet event
+/// streams (`GET /fleet/v1/events`), are held at once, each on top of [`conn_limit`]: an
+/// eighth of the soft `RLIMIT_NOFILE`, at least 16, at most `max` (`IAPEER_FLEET_HOLD_MAX`,
+/// default 1 024). With the connections' quarter that leaves at least half of the fds (of a
+/// limit of 256 or more) to the sessions, logs and the control socket. When a kind's budget is full, its oldest is
+/// answered early to make room for a new one: neither ever takes the places of MCP requests.
+pub fn hold_limit(nofile: u64, max: usize) -> usize {
+    usize::try_from(nofile / 8)
+        .unwrap_or(usize::MAX)
+        .max(16)
+        .min(max.max(1))
 }
 
 enum Stage {
@@ -94,10 +110,12 @@ enum Stage {
         gone: Arc<AtomicBool>,
     },
     /// A fleet request whose answer comes later (on this thread's channel). `gone` is
-    /// raised when the client hangs up.
+    /// raised when the client hangs up. A held long poll has `early` (and counts against the
+    /// long-poll budget) until it is answered or asked to answer early.
     Fleet {
         gone: Arc<AtomicBool>,
         head_only: bool,
+        early: Option<Early>,
     },
     /// Writing the answer: `at` bytes of `out` are written.
     Writing { out: Vec<u8>, at: usize },
@@ -169,6 +187,11 @@ pub(super) struct Acceptor {
     outcomes: Receiver<Outcome>,
     /// Connections in [`Stage::Calling`].
     calling: usize,
+    /// Held long polls: connections in [`Stage::Fleet`] with `early`; not counted against
+    /// `limit`.
+    polls: usize,
+    /// The long-poll budget ([`hold_limit`]).
+    poll_limit: usize,
     /// Where admitted event streams go (their own thread, not counted against `limit`).
     streams: Handoff,
     /// Set once stopping: answer what is in flight until then, accept nothing.
@@ -180,7 +203,7 @@ impl Acceptor {
     /// after setting `shared.stopping` to end the loop).
     pub(super) fn new(
         listener: std::net::TcpListener,
-        limit: usize,
+        (limit, poll_limit): (usize, usize),
         streams: Handoff,
         shared: Arc<Shared>,
     ) -> io::Result<(Acceptor, Arc<mio::Waker>)> {
@@ -206,6 +229,8 @@ impl Acceptor {
                 outcomes_tx,
                 outcomes,
                 calling: 0,
+                polls: 0,
+                poll_limit: poll_limit.max(1),
                 streams,
                 stop_by: None,
             },
@@ -216,7 +241,7 @@ impl Acceptor {
     /// Serve until `shared.stopping` is set and the waker woken; then answer the requests
     /// whose sends are in flight for at most [`SHUTDOWN_GRACE`] and return. Poll errors other
     /// than `EINTR` are retried after a pause; nothing a client does ends the loop.
-    pub(super) fn run(mut self) {
+    pub(super) fn serve(&mut self) {
         let mut events = Events::with_capacity(256);
         let mut next_sweep = Instant::now() + TICK;
         loop {
@@ -263,6 +288,24 @@ impl Acceptor {
                 next_sweep = now + TICK;
             }
         }
+    }
+
+    /// After a panic in [`Acceptor::serve`]: let go of every connection (whatever the panic
+    /// left half done goes with them; sends they waited for are abandoned) and accept again
+    /// at once (connections may wait in the backlog with no new event to say so).
+    pub(super) fn recover(&mut self) {
+        for (_, mut c) in self.conns.drain() {
+            let _ = self.poll.registry().deregister(&mut c.stream);
+            if let Stage::Calling { gone, .. } | Stage::Fleet { gone, .. } = &c.stage {
+                gone.store(true, Ordering::Relaxed);
+            }
+        }
+        self.calling = 0;
+        self.polls = 0;
+        if self.reserve.is_none() {
+            self.reserve = File::open("/dev/null").ok();
+        }
+        self.retry_accept = Some(Instant::now());
     }
 
     /// Called while stopping: the first time, stop accepting and drop connections not being
@@ -346,7 +389,7 @@ impl Acceptor {
     /// Hold a new connection, making room (or refusing it) at the limit.
     fn take(&mut self, mut stream: TcpStream) {
         crate::daemon::test_hooks::on_http_accept(self.shared.port);
-        if self.conns.len() >= self.limit && !self.evict_oldest() {
+        if self.conns.len() - self.polls >= self.limit && !self.evict_oldest() {
             answer_now(&stream, &Reply::busy(), false);
             return;
         }
@@ -405,10 +448,56 @@ impl Acceptor {
                     log::info!("mcp: a send_to_peer caller hung up; its send is abandoned");
                 }
             }
-            Stage::Fleet { gone, .. } => gone.store(true, Ordering::Relaxed),
+            Stage::Fleet { gone, early, .. } => {
+                gone.store(true, Ordering::Relaxed);
+                if early.is_some() {
+                    self.polls -= 1;
+                }
+            }
             _ => {}
         }
         Some(c)
+    }
+
+    /// The long-poll budget is full: answer the oldest held long poll now. Its held ask is
+    /// let go (`gone`; the router drops it at its next look) and its answer is asked for again
+    /// without waiting; it no longer counts against the budget.
+    fn answer_oldest_poll(&mut self) {
+        let oldest = self
+            .conns
+            .iter()
+            .filter(|(_, c)| matches!(c.stage, Stage::Fleet { early: Some(_), .. }))
+            .map(|(t, _)| *t)
+            .min();
+        let Some(t) = oldest else {
+            return;
+        };
+        let done = self.fleet_done(t);
+        let Some(Conn {
+            stage: Stage::Fleet { gone, early, .. },
+            ..
+        }) = self.conns.get_mut(&t)
+        else {
+            return;
+        };
+        let Some(early) = early.take() else {
+            return;
+        };
+        self.polls -= 1;
+        gone.store(true, Ordering::Relaxed);
+        *gone = Arc::new(AtomicBool::new(false));
+        early(Arc::clone(gone), done);
+    }
+
+    /// Where the answer of the fleet request on connection `t` goes: this thread's channel.
+    fn fleet_done(&self, t: Token) -> fleet::Done {
+        let tx = self.outcomes_tx.clone();
+        let bell = Arc::clone(&self.bell);
+        Box::new(move |reply| {
+            if tx.send(Outcome::Fleet(t, reply)).is_ok() {
+                bell.ring();
+            }
+        })
     }
 
     /// Close connections past their deadline; one still being read is answered 408. Waiting
@@ -473,17 +562,11 @@ impl Acceptor {
         let Some(fleet) = self.shared.fleet.clone() else {
             return self.answer(t, &Reply::not_found());
         };
+        let done = self.fleet_done(t);
         let Some(c) = self.conns.get_mut(&t) else {
             return;
         };
         let gone = Arc::new(AtomicBool::new(false));
-        let tx = self.outcomes_tx.clone();
-        let bell = Arc::clone(&self.bell);
-        let done: fleet::Done = Box::new(move |reply| {
-            if tx.send(Outcome::Fleet(t, reply)).is_ok() {
-                bell.ring();
-            }
-        });
         let req = FleetRequest {
             method: &head.method,
             target: &head.target,
@@ -498,7 +581,26 @@ impl Acceptor {
         let head_only = head.method == "HEAD";
         match begun {
             Begun::Done(reply) => self.answer_as(t, &reply, head_only),
-            Begun::Later => c.stage = Stage::Fleet { gone, head_only },
+            Begun::Later => {
+                c.stage = Stage::Fleet {
+                    gone,
+                    head_only,
+                    early: None,
+                }
+            }
+            Begun::Held { early } => {
+                if self.polls >= self.poll_limit {
+                    self.answer_oldest_poll();
+                }
+                if let Some(c) = self.conns.get_mut(&t) {
+                    c.stage = Stage::Fleet {
+                        gone,
+                        head_only,
+                        early: Some(early),
+                    };
+                    self.polls += 1;
+                }
+            }
             Begun::Stream { .. } if head_only => {
                 c.stage = Stage::Writing {
                     out: answer::SSE_HEAD.to_vec(),
@@ -508,9 +610,8 @@ impl Acceptor {
                 self.flush(t);
             }
             Begun::Stream { sub } => {
-                if !self.streams.slots.reserve() {
-                    return self.answer(t, &Reply::busy());
-                }
+                // Without a slot (all are held) the streams thread ends its oldest stream.
+                let slot = self.streams.slots.reserve();
                 // The stream leaves this thread: the streams thread writes it from now on.
                 let Some(mut c) = self.conns.remove(&t) else {
                     return;
@@ -519,6 +620,7 @@ impl Acceptor {
                 self.streams.hand_over(NewStream {
                     stream: c.stream,
                     sub,
+                    slot,
                 });
             }
         }
@@ -574,10 +676,15 @@ impl Acceptor {
             let (t, i, outcome) = match outcome {
                 Outcome::Send(t, i, outcome) => (t, i, outcome),
                 Outcome::Fleet(t, reply) => {
-                    if let Some(Stage::Fleet { head_only, .. }) =
-                        self.conns.get(&t).map(|c| &c.stage)
+                    if let Some(Stage::Fleet {
+                        head_only, early, ..
+                    }) = self.conns.get(&t).map(|c| &c.stage)
                     {
-                        self.answer_as(t, &reply, *head_only);
+                        let head_only = *head_only;
+                        if early.is_some() {
+                            self.polls -= 1;
+                        }
+                        self.answer_as(t, &reply, head_only);
                     }
                     continue;
                 }
@@ -858,6 +965,16 @@ mod tests {
         assert_eq!(conn_limit(1024), 256);
         assert_eq!(conn_limit(20), 16);
         assert_eq!(conn_limit(1 << 20), 4096);
+        assert_eq!(hold_limit(1024, 1024), 128);
+        assert_eq!(hold_limit(20, 1024), 16);
+        assert_eq!(hold_limit(1 << 20, 1024), 1024);
+        assert_eq!(hold_limit(1 << 20, 5000), 5000);
+        assert_eq!(hold_limit(1024, 4), 4, "the knob may go under 16");
+        assert_eq!(hold_limit(1024, 0), 1);
+        // Connections and both budgets leave at least half of the fds to everything else.
+        for nofile in [256, 1024, 4096, 65536] {
+            assert!(conn_limit(nofile) + 2 * hold_limit(nofile, 1024) <= nofile as usize / 2);
+        }
         assert!(out_of_fds(&io::Error::from_raw_os_error(nix::libc::EMFILE)));
         assert!(!out_of_fds(&io::Error::from_raw_os_error(
             nix::libc::ECONNABORTED

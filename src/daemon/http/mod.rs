@@ -13,7 +13,13 @@
 //! and at most [`listen::conn_limit`] connections are held; beyond either the answer is 503
 //! with `Retry-After`. An admitted fleet event stream is handed to the second thread,
 //! [`streams`], which writes every stream as the event bus publishes (issue 10 item 1), so
-//! that hundreds of streams never stand between an MCP request and its answer.
+//! that hundreds of streams never stand between an MCP request and its answer. Fleet long
+//! polls and event streams are not counted against the connection limit: each kind has a
+//! budget of its own ([`listen::hold_limit`]) whose oldest is answered early when it is full
+//! (issue 26 item 3).
+//!
+//! A panic on either thread costs the connections it held, never the port: the thread's loop
+//! starts again and [`HttpConfig::restarts`] records it for `status` (issue 26 item 9).
 //!
 //! `tiny_http` prints the answers ([`Reply::to_http`]); it no longer reads requests: its
 //! 0.12 reader has no deadlines or header limits, deadlocks a thread on a request line above
@@ -39,6 +45,7 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use crate::daemon::fleet::Fleet;
+use crate::daemon::guard::{self, Restarts};
 #[cfg(doc)]
 use crate::daemon::mcp;
 use crate::daemon::mcp::Backend;
@@ -69,6 +76,11 @@ pub struct HttpConfig {
     pub max_in_flight: usize,
     /// The web page's secrets (`iapeer ui`); `None`: no page, `/ui` answers 404.
     pub ui: Option<UiKeys>,
+    /// `IAPEER_FLEET_HOLD_MAX`: the most fleet long polls, and event streams, held at once
+    /// whatever the fd limit ([`listen::hold_limit`]).
+    pub hold_max: usize,
+    /// Where a panic of the server's threads (restarted) is recorded, for `status`.
+    pub restarts: Restarts,
 }
 
 impl HttpConfig {
@@ -80,6 +92,8 @@ impl HttpConfig {
             fleet_token: None,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             ui: None,
+            hold_max: crate::config::vars::IAPEER_FLEET_HOLD_MAX.default_u64() as usize,
+            restarts: Restarts::new(),
         }
     }
 
@@ -108,6 +122,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("fleet_token", &self.fleet_token.as_ref().map(|_| "<set>"))
             .field("max_in_flight", &self.max_in_flight)
             .field("ui", &self.ui.as_ref().map(|_| "<set>"))
+            .field("hold_max", &self.hold_max)
             .finish()
     }
 }
@@ -170,8 +185,9 @@ pub fn bind_loopback(port: u16) -> io::Result<TcpListener> {
 }
 
 /// Bind `127.0.0.1:<cfg.port>` and start serving MCP (and the fleet API when `fleet` is
-/// given), holding at most [`listen::conn_limit`] connections plus [`listen::stream_limit`]
-/// fleet event streams for the process's current soft `RLIMIT_NOFILE`.
+/// given), holding at most [`listen::conn_limit`] connections plus [`listen::hold_limit`]
+/// fleet long polls and as many event streams for the process's current soft
+/// `RLIMIT_NOFILE`.
 ///
 /// Errors: the bind error (port in use, permission) or a failure to start the acceptor thread.
 pub fn start(
@@ -194,21 +210,25 @@ pub fn start(
     let nofile = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
         .map_or(1024, |(soft, _)| soft);
     let limit = listen::conn_limit(nofile);
-    let streams = listen::stream_limit(nofile);
-    let stream_writer = streams::StreamWriter::start(streams)?;
+    let hold = listen::hold_limit(nofile, cfg.hold_max);
+    let stream_writer = streams::StreamWriter::start(hold, port, cfg.restarts.clone())?;
     let handoff = stream_writer.handoff();
     if let Some(f) = &shared.fleet {
         // A publish a stream's subscription took (or a drop for falling behind) rings the
         // streams thread, which writes the new events to each stream.
         f.bus().set_notify(handoff.notify());
     }
-    let (acceptor, waker) = Acceptor::new(listener, limit, handoff, Arc::clone(&shared))?;
+    let (mut acceptor, waker) =
+        Acceptor::new(listener, (limit, hold), handoff, Arc::clone(&shared))?;
+    let restarts = cfg.restarts;
     let acceptor = thread::Builder::new()
         .name("http-accept".into())
-        .spawn(move || acceptor.run())?;
+        .spawn(move || {
+            guard::serve_restarting(&mut acceptor, &restarts, Acceptor::serve, Acceptor::recover)
+        })?;
     log::info!(
-        "http: listening on 127.0.0.1:{port} (at most {limit} connections and {streams} event \
-         streams)"
+        "http: listening on 127.0.0.1:{port} (at most {limit} connections, and {hold} fleet \
+         long polls and {hold} event streams)"
     );
     Ok(HttpServerHandle {
         shared,

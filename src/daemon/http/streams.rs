@@ -9,11 +9,18 @@
 //! requests and their answers (MCP p99 26 ms alone, 70 ms beside 200 streams, measured with
 //! `scripts/bench/fleet.py`); here they cost MCP nothing but a share of the CPU.
 //!
-//! Bounds: at most `limit` streams ([`super::listen::stream_limit`]), counted in
-//! [`StreamSlots`], which the acceptor asks before it hands a stream over (a stream over the
-//! limit is answered 503 there).
+//! Bounds (issue 26 item 3): at most `limit` streams ([`super::listen::hold_limit`]), counted
+//! in [`StreamSlots`]. The acceptor reserves a slot before it hands a stream over; when all
+//! are held it hands the stream over without one, and this thread ends its oldest stream
+//! cleanly (a last comment at a frame boundary, then the end of the stream: its client
+//! reconnects with `Last-Event-ID`) and gives the newcomer that slot. A client's hang-up
+//! (EOF, `HUP` or an error in this thread's poll) ends its stream at once, and with it the
+//! stream's bus subscription and queue.
+//!
+//! Failure: a panic on this thread ends the streams it held and the loop starts again
+//! ([`guard::serve_restarting`]; `status` reports it), so new streams are still served.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -26,6 +33,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::doorbell::Doorbell;
 use crate::daemon::fleet::answer;
+use crate::daemon::guard::{self, Restarts};
 use crate::eventbus::{BusEvent, Subscription};
 
 /// A stream with nothing to send gets a heartbeat comment this often (spec 10 §1).
@@ -38,8 +46,12 @@ const TICK: Duration = Duration::from_millis(250);
 const WAKER: Token = Token(0);
 const FIRST_STREAM: usize = 1;
 
+/// The last comment of a stream ended to make room for a newer one.
+const OVER_BUDGET: &[u8] =
+    b": closed to make room for a newer stream; reconnect with Last-Event-ID\n\n";
+
 /// How many streams are held, against their limit; shared by the acceptor (which reserves a
-/// slot before handing a stream over) and this thread (which frees it when the stream ends).
+/// slot before handing a stream over) and this thread (whose streams hold their [`Slot`]s).
 #[derive(Debug)]
 pub struct StreamSlots {
     held: AtomicUsize,
@@ -48,35 +60,58 @@ pub struct StreamSlots {
 
 impl StreamSlots {
     /// Slots for at most `limit` streams (at least 1).
-    pub fn new(limit: usize) -> StreamSlots {
-        StreamSlots {
+    pub fn new(limit: usize) -> Arc<StreamSlots> {
+        Arc::new(StreamSlots {
             held: AtomicUsize::new(0),
             limit: limit.max(1),
-        }
+        })
     }
 
-    /// Take a slot; false when all `limit` are held.
-    pub fn reserve(&self) -> bool {
+    /// Take a slot; `None` when all `limit` are held.
+    pub fn reserve(self: &Arc<Self>) -> Option<Slot> {
         self.held
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
                 (n < self.limit).then_some(n + 1)
             })
-            .is_ok()
+            .ok()
+            .map(|_| Slot(Arc::clone(self)))
     }
 
-    fn release(&self) {
-        self.held.fetch_sub(1, Ordering::SeqCst);
+    /// Take a slot over the limit (a newcomer for which no stream could be ended).
+    fn force(self: &Arc<Self>) -> Slot {
+        self.held.fetch_add(1, Ordering::SeqCst);
+        Slot(Arc::clone(self))
+    }
+
+    /// Slots held now.
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        self.held.load(Ordering::SeqCst)
     }
 }
 
-/// A stream handed over by the acceptor: its connection (already sent nothing) and its bus
+/// One held stream's place in [`StreamSlots`], given back when dropped (whichever way the
+/// stream ends, a panic's unwinding included).
+#[derive(Debug)]
+pub struct Slot(Arc<StreamSlots>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.held.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A stream handed over by the acceptor: its connection (already sent nothing), its bus
 /// subscription (whose first [`Subscription::replayed`] events are the replay: `: connected`
-/// follows their last frame, at once when there are none).
+/// follows their last frame, at once when there are none) and its slot.
 pub struct NewStream {
     /// The client's connection, nonblocking, registered with no poll.
     pub stream: TcpStream,
     /// Where its events come from.
     pub sub: Subscription,
+    /// Its place among the held streams; `None` when all were held: the thread ends its
+    /// oldest stream and gives this one that slot.
+    pub slot: Option<Slot>,
 }
 
 /// The handle of the streams thread: the acceptor hands streams over through its
@@ -100,28 +135,33 @@ pub struct Handoff {
 }
 
 impl StreamWriter {
-    /// Start the thread, for at most `limit` streams.
+    /// Start the thread, for at most `limit` streams of the server on `port`; a panic on it
+    /// is recorded in `restarts` and the thread's loop starts again.
     ///
     /// Errors: creating the poll or its waker, or spawning the thread.
-    pub fn start(limit: usize) -> io::Result<StreamWriter> {
+    pub fn start(limit: usize, port: u16, restarts: Restarts) -> io::Result<StreamWriter> {
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let (tx, rx) = crossbeam_channel::unbounded();
         let stopping = Arc::new(AtomicBool::new(false));
-        let slots = Arc::new(StreamSlots::new(limit));
+        let slots = StreamSlots::new(limit);
         let bell = Arc::new(Doorbell::new(Arc::clone(&waker)));
-        let writer = Writer {
+        let mut writer = Writer {
             poll,
             rx,
             bell: Arc::clone(&bell),
-            streams: HashMap::new(),
+            streams: BTreeMap::new(),
             next: FIRST_STREAM,
             slots: Arc::clone(&slots),
             stopping: Arc::clone(&stopping),
+            port,
         };
         let thread = thread::Builder::new()
             .name("http-streams".into())
-            .spawn(move || writer.run())?;
+            .spawn(move || {
+                guard::serve_restarting(&mut writer, &restarts, Writer::serve, Writer::close_all);
+                writer.close_all();
+            })?;
         Ok(StreamWriter {
             handoff: Handoff {
                 tx,
@@ -160,12 +200,11 @@ impl Handoff {
         move || bell.ring()
     }
 
-    /// Give the thread a stream whose slot was reserved ([`StreamSlots::reserve`]).
+    /// Give the thread a stream (with the slot [`StreamSlots::reserve`] gave, or none when
+    /// all were held).
     pub fn hand_over(&self, s: NewStream) {
         if self.tx.send(s).is_ok() {
             let _ = self.waker.wake();
-        } else {
-            self.slots.release();
         }
     }
 }
@@ -180,6 +219,7 @@ impl Drop for StreamWriter {
 struct State {
     stream: TcpStream,
     sub: Subscription,
+    slot: Slot,
     /// Replay events still to write before `: connected`.
     replay_left: usize,
     out: Vec<u8>,
@@ -193,14 +233,18 @@ struct Writer {
     rx: Receiver<NewStream>,
     /// Answered before every pump of all streams ([`Handoff::notify`]).
     bell: Arc<Doorbell>,
-    streams: HashMap<Token, State>,
+    /// By token: tokens only grow, so the first is the oldest stream.
+    streams: BTreeMap<Token, State>,
     next: usize,
     slots: Arc<StreamSlots>,
     stopping: Arc<AtomicBool>,
+    /// The server's port (for the test hook).
+    port: u16,
 }
 
 impl Writer {
-    fn run(mut self) {
+    /// Serve the streams until stopped.
+    fn serve(&mut self) {
         let mut events = Events::with_capacity(256);
         loop {
             let timeout = (!self.streams.is_empty()).then_some(TICK);
@@ -238,6 +282,10 @@ impl Writer {
             }
             self.heartbeats(Instant::now());
         }
+    }
+
+    /// Close every stream (stopping, or after a panic: whatever it left half done goes).
+    fn close_all(&mut self) {
         for t in self.streams.keys().copied().collect::<Vec<_>>() {
             self.remove(t);
         }
@@ -246,6 +294,11 @@ impl Writer {
     /// Register the streams the acceptor handed over and write their head and replay.
     fn take_new(&mut self) {
         while let Ok(n) = self.rx.try_recv() {
+            crate::daemon::test_hooks::on_http_stream(self.port);
+            let slot = match n.slot {
+                Some(slot) => slot,
+                None => self.end_oldest().unwrap_or_else(|| self.slots.force()),
+            };
             let t = Token(self.next);
             self.next += 1;
             let mut out = answer::SSE_HEAD.to_vec();
@@ -256,6 +309,7 @@ impl Writer {
                 stream: n.stream,
                 replay_left: n.sub.replayed,
                 sub: n.sub,
+                slot,
                 out,
                 at: 0,
                 next_heartbeat: Instant::now() + HEARTBEAT,
@@ -263,7 +317,6 @@ impl Writer {
             let both = Interest::READABLE | Interest::WRITABLE;
             if let Err(e) = self.poll.registry().register(&mut s.stream, t, both) {
                 log::warn!("http: cannot watch an event stream: {e}");
-                self.slots.release();
                 continue;
             }
             self.streams.insert(t, s);
@@ -347,11 +400,33 @@ impl Writer {
         }
     }
 
-    fn remove(&mut self, t: Token) {
-        if let Some(mut s) = self.streams.remove(&t) {
-            let _ = self.poll.registry().deregister(&mut s.stream);
-            self.slots.release();
+    /// End the oldest stream cleanly to make room for a newer one, and give back its slot
+    /// (`None` when no stream is held here). What it still had to write is written when its
+    /// client takes it at once, then [`OVER_BUDGET`] at a frame boundary; then its writing
+    /// side is shut (the client reads the end of the stream, not a reset).
+    fn end_oldest(&mut self) -> Option<Slot> {
+        let (&t, _) = self.streams.first_key_value()?;
+        let mut s = self.remove(t)?;
+        let mut rest = s.out.split_off(s.at);
+        rest.extend_from_slice(OVER_BUDGET);
+        let mut at = 0;
+        while at < rest.len() {
+            match s.stream.write(&rest[at..]) {
+                Ok(0) => break,
+                Ok(n) => at += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
         }
+        let _ = s.stream.shutdown(std::net::Shutdown::Write);
+        log::info!("fleet: the oldest event stream was ended to make room for a new one");
+        Some(s.slot)
+    }
+
+    fn remove(&mut self, t: Token) -> Option<State> {
+        let mut s = self.streams.remove(&t)?;
+        let _ = self.poll.registry().deregister(&mut s.stream);
+        Some(s)
     }
 }
 
@@ -384,14 +459,18 @@ mod tests {
     #[test]
     fn slots_stop_at_the_limit_and_come_back() {
         let slots = StreamSlots::new(2);
-        assert!(slots.reserve());
-        assert!(slots.reserve());
-        assert!(!slots.reserve(), "a third is over the limit");
-        slots.release();
-        assert!(slots.reserve(), "a released slot is taken again");
-        assert!(!slots.reserve());
+        let a = slots.reserve().expect("first");
+        let _b = slots.reserve().expect("second");
+        assert!(slots.reserve().is_none(), "a third is over the limit");
+        drop(a);
+        let _c = slots.reserve().expect("a released slot is taken again");
+        assert!(slots.reserve().is_none());
+        let over = slots.force();
+        assert_eq!(slots.held(), 3, "forced over the limit");
+        drop(over);
+        assert_eq!(slots.held(), 2);
         let one = StreamSlots::new(0);
-        assert!(one.reserve(), "the limit is at least 1");
-        assert!(!one.reserve());
+        let _d = one.reserve().expect("the limit is at least 1");
+        assert!(one.reserve().is_none());
     }
 }

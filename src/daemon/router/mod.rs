@@ -110,6 +110,8 @@ pub struct DaemonInfo {
     pub port: u16,
     /// Daemon start time, epoch ms.
     pub started_ms: u64,
+    /// Threads restarted after a panic (the HTTP server's), for `status`.
+    pub restarts: crate::daemon::guard::Restarts,
     /// The fleet API's secret (`IAPEER_BEARER_TOKEN` when set, else the fleet token), handed
     /// to the router-runtime packages that call the fleet API
     /// ([`crate::runtime::router::handed_bearer`]). `None`: the daemon has none.
@@ -123,6 +125,7 @@ impl std::fmt::Debug for DaemonInfo {
             .field("sock", &self.sock)
             .field("port", &self.port)
             .field("started_ms", &self.started_ms)
+            .field("restarts", &self.restarts)
             .field("fleet_secret", &self.fleet_secret.as_ref().map(|_| "<set>"))
             .finish()
     }

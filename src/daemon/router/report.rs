@@ -130,6 +130,7 @@ impl Router {
             tcp: self.info.tcp.clone(),
             sock: self.info.sock.clone(),
             sessions: SessionCounts { live, booting },
+            restarts: self.info.restarts.list(),
         }
     }
 

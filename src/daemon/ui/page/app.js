@@ -13,6 +13,26 @@ const state = {
 
 const $ = (id) => document.getElementById(id);
 
+// What a peer or an agent wrote (a description, a message, a command, a logged value) is put
+// on the page as text (never HTML) through `visible`, the page's copy of src/visible.rs: a C0
+// control as its control picture (ESC ␛, CR ␍, BEL ␇, NUL ␀; in one-line text TAB ␉ and a
+// line break ␤), DEL ␡, a C1 control, a bidi control (U+202A–U+202E, U+2066–U+2069, U+200E,
+// U+200F, U+061C) or U+2028/U+2029 as <U+XXXX>, so nothing reorders or hides what is shown.
+// `lines`: a multi-line text (a message body, a command) keeps its line breaks and tabs.
+const ACTS = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
+
+function visible(value, lines) {
+  const s = value === null || value === undefined ? "" : String(value);
+  return s.replace(ACTS, (c) => {
+    const n = c.charCodeAt(0);
+    if (lines && (c === "\n" || c === "\t")) return c;
+    if (c === "\n") return "\u2424";
+    if (n < 0x20) return String.fromCharCode(0x2400 + n);
+    if (n === 0x7f) return "\u2421";
+    return "<U+" + n.toString(16).toUpperCase().padStart(4, "0") + ">";
+  });
+}
+
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -59,7 +79,7 @@ function signedOut(why) {
   if (state.signedOut) return;
   state.signedOut = true;
   const b = $("auth");
-  b.textContent = (why || "This page is not signed in to the running daemon.") +
+  b.textContent = visible(why || "This page is not signed in to the running daemon.") +
     " Run `iapeer ui` in a terminal to open it again.";
   b.hidden = false;
   setConn("down", "signed out");
@@ -78,9 +98,11 @@ function clock(ts) {
   return isNaN(d) ? String(ts) : d.toLocaleTimeString();
 }
 
+// A result line: its text may quote what a peer wrote (an error, a command), so it is shown
+// through `visible`, one line.
 function showResult(node, ok, text) {
   node.className = "result " + (ok ? "ok" : "error");
-  node.textContent = text;
+  node.textContent = visible(text);
 }
 
 // ---- the peer list -------------------------------------------------------------------
@@ -116,13 +138,13 @@ function renderPeers(peers) {
     if (p.personality === state.selected) tr.classList.add("selected");
     tr.addEventListener("click", () => select(p.personality));
     tr.append(el("td", {}, el("strong", {}, p.personality), el("div", { class: "desc" },
-      p.intelligence + (p.description ? " · " + p.description : ""))));
+      visible(p.intelligence + (p.description ? " · " + p.description : "")))));
     const states = el("td", {});
     let queue = 0;
     let notices = 0;
     for (const rt of p.runtimes || []) {
       const s = el("span", { class: "state", "data-runtime": rt.runtime, "data-status": rt.status,
-        title: rt.problem || "" }, symbol(rt.status) + " " + rt.runtime + " " + rt.status);
+        title: visible(rt.problem) }, visible(symbol(rt.status) + " " + rt.runtime + " " + rt.status));
       states.append(s);
       queue += rt.queue_depth || 0;
       notices += (rt.notices || []).length;
@@ -157,8 +179,8 @@ function renderNotices(notices) {
   }
   for (const n of notices) {
     ul.append(el("li", { "data-notice": n.id },
-      el("strong", {}, n.identity), " " + n.kind + " ×" + n.count + " — " + n.text,
-      n.resetsAt ? " (resets " + clock(n.resetsAt) + ")" : ""));
+      el("strong", {}, visible(n.identity)), visible(" " + n.kind + " ×" + n.count + " — " + n.text),
+      n.resetsAt ? visible(" (resets " + clock(n.resetsAt) + ")") : ""));
   }
 }
 
@@ -197,7 +219,7 @@ async function loadPeer() {
   const ol = $("events");
   ol.replaceChildren();
   if (!r.ok) {
-    ol.append(el("li", { class: "none" }, r.body.error || "cannot read the peer"));
+    ol.append(el("li", { class: "none" }, visible(r.body.error || "cannot read the peer")));
     return;
   }
   const events = (r.body.events || []).slice().reverse();
@@ -214,7 +236,7 @@ function describe(e) {
     ["caller", "to", "via"].forEach((k) => skip.add(k));
   }
   const rest = Object.entries(e).filter(([k]) => !skip.has(k)).map(([k, v]) => k + "=" + v).join(" ");
-  return clock(e.ts) + "  " + (e.ev || e.src) + "  " + who + (who ? "  " : "") + rest;
+  return visible(clock(e.ts) + "  " + (e.ev || e.src) + "  " + who + (who ? "  " : "") + rest);
 }
 
 // The runtime whose screen to show: the live one, else the default.
@@ -234,12 +256,12 @@ async function loadScreen() {
   if (peer !== state.selected) return;
   const pre = $("screen");
   if (r.ok) {
-    $("screen-id").textContent = r.body.identity;
-    pre.textContent = trimBlankEnd(r.body.rows || []).join("\n");
+    $("screen-id").textContent = visible(r.body.identity);
+    pre.textContent = trimBlankEnd(r.body.rows || []).map((row) => visible(row)).join("\n");
     pre.dataset.live = "true";
   } else {
     $("screen-id").textContent = rt ? rt + "-" + peer : "";
-    pre.textContent = "(" + (r.body.error || "no screen") + ")";
+    pre.textContent = visible("(" + (r.body.error || "no screen") + ")");
     pre.dataset.live = "false";
   }
 }
@@ -263,15 +285,15 @@ async function loadInbox() {
     state.inbox = null;
     $("inbox-name").textContent = "";
     $("from").textContent = "";
-    ol.append(el("li", { class: "none" }, r.body.error || "no inbox"));
+    ol.append(el("li", { class: "none" }, visible(r.body.error || "no inbox")));
     return;
   }
   state.inbox = r.body;
   const shown = JSON.stringify([r.body.peer, r.body.unread, (r.body.records || []).map((m) => [m.id, m.unread])]);
   if (shown === shownInbox) return;
   shownInbox = shown;
-  $("inbox-name").textContent = "— " + r.body.peer + " (" + r.body.unread + " unread)";
-  $("from").textContent = "as " + r.body.identity;
+  $("inbox-name").textContent = visible("— " + r.body.peer + " (" + r.body.unread + " unread)");
+  $("from").textContent = visible("as " + r.body.identity);
   ol.replaceChildren();
   const records = (r.body.records || []).slice().reverse();
   if (!records.length) ol.append(el("li", { class: "none" }, "no messages yet"));
@@ -279,10 +301,11 @@ async function loadInbox() {
     const reply = el("button", { type: "button", class: "reply" }, "reply");
     reply.addEventListener("click", () => answer(m));
     ol.append(el("li", { class: m.unread ? "unread" : "", "data-id": m.id },
-      el("div", { class: "who" }, clock(m.received) + "  " + m.from + " (" + m.runtime + ")" +
-        (m.topic ? "  topic: " + m.topic : "")),
-      el("div", { class: "body" }, m.body),
-      ...(m.attachments || []).map((a) => el("div", { class: "muted" }, "attachment: " + a)),
+      el("div", { class: "who" }, visible(clock(m.received) + "  " + m.from + " (" + m.runtime + ")" +
+        (m.topic ? "  topic: " + m.topic : ""))),
+      // A CR LF line break is a line break, as `iapeer inbox` shows it; a CR alone is ␍.
+      el("div", { class: "body" }, visible((m.body || "").replace(/\r\n/g, "\n"), true)),
+      ...(m.attachments || []).map((a) => el("div", { class: "muted" }, visible("attachment: " + a))),
       reply));
   }
 }
@@ -340,7 +363,7 @@ async function loadApprovals() {
     if (r.status === 401) return;
     shownApprovals = "";
     $("approvals").replaceChildren(el("li", { class: "none" },
-      "cannot read the approvals: " + (r.body.error || r.status)));
+      visible("cannot read the approvals: " + (r.body.error || r.status))));
     return;
   }
   renderApprovals(r.body.approvals || []);
@@ -366,9 +389,9 @@ function renderApprovals(items) {
     approve.addEventListener("click", () => decide(a, true, null, [approve, deny]));
     deny.addEventListener("click", () => decide(a, false, reason.value.trim(), [approve, deny]));
     ul.append(el("li", { class: "approval", "data-id": a.id },
-      el("div", {}, el("strong", {}, a.personality), " (" + a.runtime + ") wants ",
-        el("strong", {}, a.tool)),
-      el("pre", { class: "summary" }, a.summary),
+      el("div", {}, el("strong", {}, visible(a.personality)), visible(" (" + a.runtime + ") wants "),
+        el("strong", {}, visible(a.tool))),
+      el("pre", { class: "summary" }, visible(a.summary, true)),
       el("div", { class: "when muted", "data-created": String(a.created_ms),
         "data-deadline": String(a.deadline_ms) }, ages(a.created_ms, a.deadline_ms)),
       el("div", { class: "row" }, reason, el("span", {}, approve, deny))));
