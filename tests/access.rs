@@ -347,16 +347,17 @@ fn another_user_reads_no_file_socket_environment_or_secret_on_a_command_line() {
         "--attachment",
         attachment.to_str().unwrap(),
     ]);
-    env.ok(&[
+    let private = [
         "send",
         "you",
         "--from",
         "echo-alice",
         "--message",
-        "for your eyes only",
-    ]);
+        "eyes-only",
+    ];
+    env.ok(&private);
     env.wait_until("the inbox has it", Duration::from_secs(30), |e| {
-        common::read(&e.paths().inbox("you")).contains("for your eyes only")
+        common::read(&e.paths().inbox("you")).contains("eyes-only")
     });
     // A removed peer's name is noted (state/iapeer/former-names.json).
     env.ok(&["remove", "bob"]);
