@@ -26,10 +26,13 @@ echo "== the real agent CLIs from npm (cached in .cache/agents)"
 scripts/setup-agents.sh
 export IAPEER_TEST_CLAUDE_BIN="$PWD/.cache/agents/node_modules/.bin/claude"
 export IAPEER_TEST_CODEX_BIN="$PWD/.cache/agents/node_modules/.bin/codex"
+export IAPEER_TEST_BUN="$PWD/.cache/agents/node_modules/.bin/bun"
 
 echo "== man (man-db), zsh and fish, for the tests that \`man iapeer\` and each shell's completion work;"
-echo "   chromium and chromium-driver, for the browser test of the operator's page (tests/ui.rs)"
+echo "   chromium and chromium-driver, for the browser test of the operator's page (tests/ui.rs);"
+echo "   curl, the other local user's client in tests/access.rs"
 missing=()
+command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v man >/dev/null 2>&1 || missing+=(man-db)
 command -v zsh >/dev/null 2>&1 || missing+=(zsh)
 command -v fish >/dev/null 2>&1 || missing+=(fish)

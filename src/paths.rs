@@ -135,6 +135,21 @@ impl Paths {
         self.state_dir().join("ui.key")
     }
 
+    /// `<root>/state/iapeer/ui-open.html`: the page that `iapeer ui` hands the browser opener
+    /// (0600), redirecting to the link, so the link's key is never on a command line where
+    /// `ps` shows it to every user.
+    pub fn ui_open(&self) -> PathBuf {
+        self.state_dir().join("ui-open.html")
+    }
+
+    /// `<root>/state/iapeer/fleet.token`: the secret the fleet API asks for (issue 26 item 1;
+    /// `Authorization: Bearer <it>`), one line, written 0600 by the daemon at its first start
+    /// and kept across restarts (`daemon::fleet::token`). Unused while `IAPEER_BEARER_TOKEN` is
+    /// set.
+    pub fn fleet_token(&self) -> PathBuf {
+        self.state_dir().join("fleet.token")
+    }
+
     /// `<root>/state/iapeer/attachments/<recipient>/`: a recipient's attachment inbox.
     pub fn attachments_dir(&self, recipient: &str) -> PathBuf {
         self.state_dir().join("attachments").join(recipient)

@@ -352,7 +352,11 @@ pub(crate) fn session_token(pid: u64) -> String {
 }
 
 /// A hook's connection: the `approval-request` line sent, the answer not read yet.
-fn hook_ask(env: &TestEnv, token: &str, summary: &str) -> std::os::unix::net::UnixStream {
+pub(crate) fn hook_ask(
+    env: &TestEnv,
+    token: &str,
+    summary: &str,
+) -> std::os::unix::net::UnixStream {
     use std::io::Write;
     let mut s = std::os::unix::net::UnixStream::connect(env.socket()).unwrap();
     let line = json!({"op":"approval-request","identity":"echo-ea","token":token,"tool":"Bash","summary":summary});
@@ -360,7 +364,7 @@ fn hook_ask(env: &TestEnv, token: &str, summary: &str) -> std::os::unix::net::Un
     s
 }
 
-fn hook_answer(s: std::os::unix::net::UnixStream) -> Value {
+pub(crate) fn hook_answer(s: std::os::unix::net::UnixStream) -> Value {
     use std::io::BufRead;
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let mut line = String::new();
@@ -390,8 +394,9 @@ fn the_broker_long_polls_approves_over_http_and_denies_a_gone_hook_and_on_shutdo
 
     // A long poll is answered by the new prompt; approve over HTTP answers the hook.
     let port = env.port();
+    let auth = env.fleet_auth();
     let poll = std::thread::spawn(move || {
-        crate::fleet::request(port, "GET", "/fleet/v1/approvals?wait=30", &[], b"")
+        crate::fleet::request(port, "GET", "/fleet/v1/approvals?wait=30", &[&auth], b"")
     });
     std::thread::sleep(Duration::from_millis(500));
     let hook = hook_ask(&env, &token, "make build");
@@ -408,8 +413,8 @@ fn the_broker_long_polls_approves_over_http_and_denies_a_gone_hook_and_on_shutdo
     let again = crate::fleet::get(&env, &format!("/fleet/v1/approvals?wait=1&since={since}"));
     assert!(start.elapsed() >= Duration::from_millis(900));
     assert_eq!(again.json()["approvals"][0]["id"], id.as_str());
-    let ok = crate::fleet::request(
-        port,
+    let ok = crate::fleet::owner_request(
+        &env,
         "POST",
         &format!("/fleet/v1/approvals/{id}/approve"),
         &[],
@@ -419,8 +424,8 @@ fn the_broker_long_polls_approves_over_http_and_denies_a_gone_hook_and_on_shutdo
     assert_eq!(ok.json()["decision"], "approve");
     let verdict = hook_answer(hook);
     assert_eq!(verdict, json!({"ok":true,"id":id,"allow":true}));
-    let gone = crate::fleet::request(
-        port,
+    let gone = crate::fleet::owner_request(
+        &env,
         "POST",
         &format!("/fleet/v1/approvals/{id}/deny"),
         &[],

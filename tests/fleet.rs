@@ -29,6 +29,11 @@ impl Answer {
             .map(|(_, v)| v.as_str())
     }
 
+    /// The body as text.
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
     pub(crate) fn error(&self) -> String {
         self.json()["error"]
             .as_str()
@@ -58,10 +63,15 @@ pub(crate) fn request(port: u16, method: &str, path: &str, extra: &[&str], body:
     let _ = s.write_all(body);
     let mut raw = Vec::new();
     let _ = s.read_to_end(&mut raw);
+    parse(&raw)
+}
+
+/// An HTTP answer as it came over the wire: status line, header lines, blank line, body.
+pub(crate) fn parse(raw: &[u8]) -> Answer {
     let end = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
-        .unwrap_or_else(|| panic!("no head in {:?}", String::from_utf8_lossy(&raw)));
+        .unwrap_or_else(|| panic!("no head in {:?}", String::from_utf8_lossy(raw)));
     let head = String::from_utf8_lossy(&raw[..end]).into_owned();
     let mut lines = head.lines();
     let status = lines
@@ -83,13 +93,29 @@ pub(crate) fn request(port: u16, method: &str, path: &str, extra: &[&str], body:
     }
 }
 
-pub(crate) fn get(env: &TestEnv, path: &str) -> Answer {
-    request(env.port(), "GET", path, &[], b"")
+/// [`request`] as the owner's script sends it: with the fleet token read from its file.
+pub(crate) fn owner_request(
+    env: &TestEnv,
+    method: &str,
+    path: &str,
+    extra: &[&str],
+    body: &[u8],
+) -> Answer {
+    let auth = env.fleet_auth();
+    let mut headers = vec![auth.as_str()];
+    headers.extend_from_slice(extra);
+    request(env.port(), method, path, &headers, body)
 }
 
-fn post(env: &TestEnv, path: &str, body: Value) -> Answer {
-    request(
-        env.port(),
+/// `GET path` with the fleet token.
+pub(crate) fn get(env: &TestEnv, path: &str) -> Answer {
+    owner_request(env, "GET", path, &[], b"")
+}
+
+/// `POST path` with a JSON body and the fleet token.
+pub(crate) fn post(env: &TestEnv, path: &str, body: Value) -> Answer {
+    owner_request(
+        env,
         "POST",
         path,
         &["Content-Type: application/json"],
@@ -136,11 +162,15 @@ struct Stream {
 type Frame = (String, u64, Value);
 
 impl Stream {
-    fn open(port: u16, query: &str, extra: &[&str]) -> Stream {
+    /// Open the stream as the owner's script does, with the fleet token.
+    fn open(env: &TestEnv, query: &str, extra: &[&str]) -> Stream {
+        let port = env.port();
         let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        let mut head =
-            format!("GET /fleet/v1/events{query} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n");
+        let mut head = format!(
+            "GET /fleet/v1/events{query} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{}\r\n",
+            env.fleet_auth()
+        );
         for h in extra {
             head.push_str(h);
             head.push_str("\r\n");
@@ -246,7 +276,7 @@ fn snapshot_rows_are_the_list_json_rows() {
         .collect();
     assert_eq!(names, ["alice", "bob", "you"]);
     // HEAD is GET without the body.
-    let h = request(env.port(), "HEAD", "/fleet/v1/snapshot", &[], b"");
+    let h = owner_request(&env, "HEAD", "/fleet/v1/snapshot", &[], b"");
     assert_eq!((h.status, h.body.len()), (200, 0));
 }
 
@@ -255,8 +285,7 @@ fn snapshot_rows_are_the_list_json_rows() {
 #[test]
 fn send_peer_and_events() {
     let env = team();
-    let port = env.port();
-    let mut stream = Stream::open(port, "?replay=3", &[]);
+    let mut stream = Stream::open(&env, "?replay=3", &[]);
     let replay = stream.replay();
     assert!(replay.len() <= 3, "{replay:?}");
     let a = post(
@@ -300,7 +329,7 @@ fn send_peer_and_events() {
     assert!(events.iter().all(|e| e.to_string().contains("alice")));
 
     // A reconnect with Last-Event-ID gets what came after that id, then goes live.
-    let mut again = Stream::open(port, "", &[&format!("Last-Event-ID: {}", delivery.1)]);
+    let mut again = Stream::open(&env, "", &[&format!("Last-Event-ID: {}", delivery.1)]);
     let missed = again.replay();
     assert!(
         missed.iter().any(|f| f.1 == echo.1),
@@ -308,7 +337,7 @@ fn send_peer_and_events() {
     );
     assert!(missed.iter().all(|f| f.1 > delivery.1));
     // replay=N replays the newest N (here: more than happened, clamped to what is held).
-    let mut all = Stream::open(port, "?replay=100000", &[]);
+    let mut all = Stream::open(&env, "?replay=100000", &[]);
     let held = all.replay();
     assert!(held.len() >= 4 && held.len() <= 500, "{}", held.len());
     assert!(held.windows(2).all(|w| w[0].1 < w[1].1), "ids increase");
@@ -404,7 +433,7 @@ fn every_error_of_the_spec() {
         assert!(a.error().contains(says), "{:?} lacks {says:?}", a.error());
     };
     // 400 malformed: not JSON, wrong shape, bad replay, bad sender.
-    let a = request(port, "POST", "/fleet/v1/send", &[], b"{not json");
+    let a = owner_request(&env, "POST", "/fleet/v1/send", &[], b"{not json");
     check(&a, 400, "bad request");
     check(
         &post(&env, "/fleet/v1/send", json!({"message": "x"})),
@@ -493,7 +522,7 @@ fn every_error_of_the_spec() {
         "nobody",
     );
     // 405 wrong method, with Allow.
-    let a = request(port, "POST", "/fleet/v1/snapshot", &[], b"");
+    let a = owner_request(&env, "POST", "/fleet/v1/snapshot", &[], b"");
     check(&a, 405, "GET only");
     assert_eq!(a.header("allow"), Some("GET"));
     check(&get(&env, "/fleet/v1/peers/bob/wake"), 405, "POST only");
@@ -501,7 +530,7 @@ fn every_error_of_the_spec() {
     // 413 over 64 KiB.
     let big = json!({"personality": "bob", "message": "x".repeat(70_000)}).to_string();
     check(
-        &request(port, "POST", "/fleet/v1/send", &[], big.as_bytes()),
+        &owner_request(&env, "POST", "/fleet/v1/send", &[], big.as_bytes()),
         413,
         "too large",
     );
@@ -528,7 +557,23 @@ fn every_error_of_the_spec() {
         400,
         "several natural",
     );
-    // 401: with IAPEER_BEARER_TOKEN set every request needs it.
+    // 401: without the fleet token, or with a wrong one; the answer says where it is.
+    let a = request(port, "GET", "/fleet/v1/snapshot", &[], b"");
+    check(&a, 401, "state/iapeer/fleet.token");
+    assert_eq!(a.header("www-authenticate"), Some("Bearer"));
+    check(
+        &request(
+            port,
+            "POST",
+            "/fleet/v1/send",
+            &["Authorization: Bearer wrong"],
+            b"{}",
+        ),
+        401,
+        "unauthorized",
+    );
+    // With IAPEER_BEARER_TOKEN set every request needs it, and the file's token is no use.
+    let file_token = env.fleet_auth();
     env.stop_daemon();
     env.set("IAPEER_BEARER_TOKEN", "s3cret");
     env.start_daemon();
@@ -536,6 +581,11 @@ fn every_error_of_the_spec() {
     let a = request(port, "GET", "/fleet/v1/snapshot", &[], b"");
     check(&a, 401, "Authorization: Bearer");
     assert_eq!(a.header("www-authenticate"), Some("Bearer"));
+    check(
+        &request(port, "GET", "/fleet/v1/snapshot", &[&file_token], b""),
+        401,
+        "IAPEER_BEARER_TOKEN",
+    );
     check(
         &request(
             port,
@@ -595,11 +645,10 @@ fn a_client_that_stops_reading_is_dropped_and_never_slows_the_router() {
     let mut env = TestEnv::new();
     env.create_echo("alice");
     env.start_daemon();
-    let port = env.port();
-    let slow = Stream::open(port, "", &[]);
+    let slow = Stream::open(&env, "", &[]);
     let raw = slow.reader.get_ref().try_clone().unwrap();
     nix::sys::socket::setsockopt(&raw, nix::sys::socket::sockopt::RcvBuf, &4096).unwrap();
-    let mut quick = Stream::open(port, "", &[]);
+    let mut quick = Stream::open(&env, "", &[]);
     assert_eq!(quick.next().0, ":connected");
     // The reading client takes bytes as fast as they come and counts frames afterwards.
     let mut raw_quick = quick.reader.get_ref().try_clone().unwrap();
@@ -671,7 +720,7 @@ fn a_client_that_stops_reading_is_dropped_and_never_slows_the_router() {
 fn a_quiet_stream_gets_heartbeats() {
     let mut env = TestEnv::new();
     env.start_daemon();
-    let mut s = Stream::open(env.port(), "?replay=5", &[]);
+    let mut s = Stream::open(&env, "?replay=5", &[]);
     assert!(s.replay().is_empty(), "nothing happened yet");
     let start = Instant::now();
     assert_eq!(s.next().0, ":hb");

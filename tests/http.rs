@@ -433,12 +433,14 @@ fn a_panic_of_the_event_stream_thread_restarts_it_and_status_says_so() {
     assert!(env.stop_daemon().is_some_and(|s| s.success()));
 }
 
-/// Open `GET /fleet/v1/events`; the status of its answer and the stream (left open).
-fn open_event_stream(port: u16) -> (Option<u16>, TcpStream) {
+/// Open `GET /fleet/v1/events` with the fleet token (`auth`, its header line); the status of
+/// its answer and the stream (left open).
+fn open_event_stream(port: u16, auth: &str) -> (Option<u16>, TcpStream) {
     let mut s = TcpStream::connect(addr(port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     s.write_all(
-        format!("GET /fleet/v1/events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n").as_bytes(),
+        format!("GET /fleet/v1/events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}\r\n\r\n")
+            .as_bytes(),
     )
     .unwrap();
     let mut head = [0u8; 12];
@@ -473,16 +475,17 @@ fn closed(s: &TcpStream) -> bool {
 fn event_streams_do_not_take_the_places_of_mcp_requests() {
     let env = daemon_with_nofile(256);
     let port = env.port();
+    let auth = env.fleet_auth();
     let streams: Vec<TcpStream> = (0..32)
         .map(|i| {
-            let (status, s) = open_event_stream(port);
+            let (status, s) = open_event_stream(port, &auth);
             assert_eq!(status, Some(200), "stream {i}\n{}", env.diagnostics());
             s
         })
         .collect();
     // Over the stream budget the newcomer is served and the oldest stream is ended cleanly
     // (issue 26 item 3): its client reads the end of the stream, not a reset.
-    let (status, newest) = open_event_stream(port);
+    let (status, newest) = open_event_stream(port, &auth);
     assert_eq!(
         status,
         Some(200),

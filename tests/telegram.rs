@@ -203,3 +203,143 @@ fn connect_telegram_binds_a_bot_through_the_package_and_restarts_its_peers() {
     );
     assert!(err.contains("--token"), "{err}");
 }
+
+/// bun, the telegram package's own runtime: `IAPEER_TEST_BUN` (scripts/setup-agents.sh installs
+/// it, scripts/test.sh exports it).
+fn bun() -> String {
+    std::env::var("IAPEER_TEST_BUN").unwrap_or_else(|_| {
+        panic!(
+            "IAPEER_TEST_BUN is not set: this test runs @agfpd/telegram-runtime's own fleet client \
+             with bun; run scripts/test.sh (it installs bun with scripts/setup-agents.sh), or set \
+             IAPEER_TEST_BUN=$PWD/.cache/agents/node_modules/.bin/bun after running that script"
+        )
+    })
+}
+
+/// A telegram runtime's program made of the package's real fleet client
+/// (`tests/fixtures/telegram-runtime-0.28.1/`, `FIXTURE` below): it resolves the daemon from
+/// `router.json` as the package does, probes the approvals and notices surfaces, lists both,
+/// opens the event stream with its `FleetFace` and reconciles, writes what it learned to
+/// `$IAPEER_TEST_FLEET_OUT` (with the bearer it found in its environment), then reads its input
+/// until it ends, as a router runtime does.
+const FLEET_DRIVER: &str = r#"
+import { renameSync, writeFileSync } from 'fs'
+import { APPROVALS_PATH, NOTICES_PATH, fleetAvailable, listApprovals, listNotices, probeSurface, resolveFleetBase } from 'FIXTURE/src/fleetClient.ts'
+import { FleetFace } from 'FIXTURE/src/fleetFace.ts'
+
+const out = process.env.IAPEER_TEST_FLEET_OUT as string
+const base = resolveFleetBase()
+const result: Record<string, unknown> = {
+  bearer: process.env.IAPEER_BEARER_TOKEN ?? null,
+  available: fleetAvailable(),
+  approvals: await probeSurface(base, APPROVALS_PATH),
+  notices: await probeSurface(base, NOTICES_PATH),
+}
+const count = async (what: string, list: () => Promise<unknown[]>) => {
+  try { result[what] = (await list()).length } catch (e) { result[what] = String(e) }
+}
+await count('pending', () => listApprovals(base))
+await count('board', () => listNotices(base))
+const log: string[] = []
+const face = new FleetFace({
+  base,
+  approval: { onRequest() {}, onResolved() {} },
+  notice: { onNotice() {} },
+  log: (evt: string) => { log.push(evt) },
+  reconcileIntervalMs: 0,
+})
+face.start()
+while (!log.some((e) => e === 'fleet.face.connected' || e === 'fleet.face.stream.error')) {
+  await new Promise((r) => setTimeout(r, 20))
+}
+await face.reconcile()
+face.stop()
+result.face = log
+writeFileSync(`${out}.tmp`, JSON.stringify(result))
+renameSync(`${out}.tmp`, out)
+process.stdin.on('end', () => process.exit(0))
+process.stdin.resume()
+"#;
+
+/// The telegram runtime reaches the fleet API with the token the daemon hands it (issue 26
+/// item 1): `@agfpd/telegram-runtime`'s own client code, run with bun as the program of a
+/// telegram peer the daemon starts, finds `IAPEER_BEARER_TOKEN` = the fleet token in its
+/// environment, and its probes, lists and event stream are let in. The same client without
+/// the token (a process the daemon did not start) is refused at every step.
+#[test]
+fn the_telegram_runtime_reaches_the_fleet_api_with_the_token_it_is_handed() {
+    let bun = bun();
+    let mut env = TestEnv::new();
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/telegram-runtime-0.28.1");
+    let driver = env.dir.path().join("fleet-driver.ts");
+    std::fs::write(
+        &driver,
+        FLEET_DRIVER.replace("FIXTURE", fixture.to_str().unwrap()),
+    )
+    .unwrap();
+    let manifest = env.paths().runtime_manifest("telegram");
+    std::fs::create_dir_all(manifest.parent().unwrap()).unwrap();
+    let run = serde_json::json!({"runtime": "telegram",
+        "run": {"command": bun, "args": [driver.to_str().unwrap()]}});
+    std::fs::write(&manifest, run.to_string()).unwrap();
+    let out = env.dir.path().join("fleet-client.json");
+    env.set("IAPEER_TEST_FLEET_OUT", out.to_str().unwrap());
+    env.ok(&[
+        "create",
+        "you",
+        "--runtime",
+        "telegram",
+        "--intelligence",
+        "natural",
+        "--no-bootstrap",
+    ]);
+    env.start_daemon();
+    env.wait_until(
+        "the telegram runtime reported",
+        Duration::from_secs(60),
+        |_| out.exists(),
+    );
+    let seen: Value = serde_json::from_str(&common::read(&out)).unwrap();
+    assert_eq!(seen["bearer"], env.fleet_token().as_str(), "{seen}");
+    assert_eq!(seen["available"], true, "{seen}");
+    assert_eq!(seen["approvals"], "live", "{seen}");
+    assert_eq!(seen["notices"], "live", "{seen}");
+    assert_eq!(seen["pending"], 0, "{seen}");
+    assert_eq!(seen["board"], 0, "{seen}");
+    let face: Vec<&str> = seen["face"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    assert!(face.contains(&"fleet.face.connected"), "{face:?}");
+    assert!(!face.iter().any(|e| e.ends_with(".error")), "{face:?}");
+
+    // Without the token: every step refused (the surfaces look absent, the stream fails).
+    let bare = env.dir.path().join("fleet-client-bare.json");
+    let status = Command::new(&bun)
+        .arg(&driver)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap())
+        .env("HOME", &env.home)
+        .env("IAPEER_ROOT", &env.root)
+        .env("IAPEER_TEST_FLEET_OUT", &bare)
+        .stdin(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let seen: Value = serde_json::from_str(&common::read(&bare)).unwrap();
+    assert_eq!(seen["bearer"], Value::Null);
+    assert_eq!(seen["approvals"], "absent", "{seen}");
+    assert!(seen["pending"].as_str().unwrap().contains("401"), "{seen}");
+    assert!(
+        seen["face"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e == "fleet.face.stream.error"),
+        "{seen}"
+    );
+    env.stop_daemon();
+}

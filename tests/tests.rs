@@ -11,6 +11,7 @@
 
 mod common;
 
+mod access;
 mod answers;
 mod approvals;
 mod attach;

@@ -317,14 +317,14 @@ fn requests_without_the_secret_or_cookie_are_refused() {
 
     // No key, no cookie: 401 saying what to run; a wrong key: 403.
     for path in ["/ui/", "/ui/app.js", "/ui/app.css"] {
-        let a = get(&env, path);
+        let a = request(port, "GET", path, &[], b"");
         assert_eq!(a.status, 401, "{path}");
         assert!(
             String::from_utf8_lossy(&a.body).contains("iapeer ui"),
             "{path}"
         );
     }
-    let a = get(&env, "/ui/?k=0000");
+    let a = request(port, "GET", "/ui/?k=0000", &[], b"");
     assert_eq!(a.status, 403);
     assert!(String::from_utf8_lossy(&a.body).contains("iapeer ui"));
     // Another site's page cannot reach the page at all.
@@ -388,7 +388,7 @@ fn requests_without_the_secret_or_cookie_are_refused() {
     );
 
     // The screen and the inbox endpoints.
-    let a = request(port, "GET", "/fleet/v1/peers/alice/screen", &[], b"");
+    let a = get(&env, "/fleet/v1/peers/alice/screen");
     assert_eq!(a.status, 200, "{}", a.error());
     let v = a.json();
     assert_eq!(v["identity"], "echo-alice");
@@ -415,7 +415,10 @@ fn requests_without_the_secret_or_cookie_are_refused() {
 fn with_a_bearer_the_cookie_admits_the_page_but_not_mcp() {
     let env = team(&[("IAPEER_BEARER_TOKEN", "s3cret")]);
     let port = env.port();
-    assert_eq!(get(&env, "/fleet/v1/snapshot").status, 401);
+    assert_eq!(
+        request(port, "GET", "/fleet/v1/snapshot", &[], b"").status,
+        401
+    );
     let cookie = format!("Cookie: {}", sign_in(&env));
     let a = request(port, "GET", "/fleet/v1/snapshot", &[&cookie], b"");
     assert_eq!(a.status, 200, "{}", a.error());

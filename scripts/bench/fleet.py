@@ -56,9 +56,10 @@ def ts_ms(ts):
     return datetime.datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp() * 1000
 
 
-def open_stream(port, query=""):
+def open_stream(port, token, query=""):
     s = socket.create_connection(("127.0.0.1", port))
-    s.sendall(f"GET /fleet/v1/events{query} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+    s.sendall(f"GET /fleet/v1/events{query} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+              f"Authorization: Bearer {token}\r\n\r\n".encode())
     return s
 
 
@@ -166,7 +167,8 @@ def main():
         # 1. delivery -> event latency
         print(f"latency: {a.events} deliveries to a live echo peer, one event client …",
               flush=True)
-        col = Collector([open_stream(port)])
+        token = world.fleet_token()
+        col = Collector([open_stream(port, token)])
         col.start()
         time.sleep(0.5)
         answered = {}
@@ -213,7 +215,7 @@ def main():
         p0, s0 = mcp_loop("without streams")
         print(line("ping", p0))
         print(line("send_to_peer", s0))
-        socks = [open_stream(port, "?replay=50") for _ in range(a.clients)]
+        socks = [open_stream(port, token, "?replay=50") for _ in range(a.clients)]
         many = Collector(socks, record_first=False)
         many.start()
         p1, s1 = mcp_loop(f"with {a.clients} event streams held")

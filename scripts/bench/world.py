@@ -69,6 +69,11 @@ class World:
     def router_json(self):
         return os.path.join(self.root, "state/iapeer/router.json")
 
+    def fleet_token(self):
+        """The fleet API's token, read as a script of the same user reads it."""
+        with open(os.path.join(self.root, "state/iapeer/fleet.token")) as f:
+            return f.read().strip()
+
     def log_path(self, name):
         return os.path.join(self.root, "logs/iapeer", f"{name}.log")
 

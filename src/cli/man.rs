@@ -56,6 +56,15 @@ const FILES: &[(&str, &str)] = &[
         "the daemon's control socket",
     ),
     (
+        "~/.iapeer/state/iapeer/fleet.token",
+        "the token the fleet API asks for (Authorization: Bearer $(cat ~/.iapeer/state/iapeer/fleet.token)); \
+         made 0600 at the daemon's first start and kept; unused while IAPEER_BEARER_TOKEN is set",
+    ),
+    (
+        "~/.iapeer/state/iapeer/ui.key",
+        "the key of the page's next link (iapeer ui), 0600, made at every daemon start",
+    ),
+    (
         "~/.iapeer/state/lifecycle/<identity>.system-prompt.md",
         "the system prompt of a session, rebuilt at every start",
     ),

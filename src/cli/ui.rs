@@ -1,6 +1,12 @@
 //! `iapeer ui [--print] [--json]` (issue 10 item 5): the link to the running daemon's web page
 //! (`/ui/?k=<key>`, [`crate::daemon::ui`]), opened in a browser when stdout is a terminal and
 //! an opener (`xdg-open`, `open`) is installed, else printed.
+//!
+//! The opener never gets the link itself: every user can read a process's command line
+//! (`ps`, `/proc/<pid>/cmdline`), and another user who read the key there first would trade
+//! it for the page's cookie. It gets a file only this user can read,
+//! `<root>/state/iapeer/ui-open.html` (0600), that sends the browser on to the link (as
+//! Jupyter opens its token links).
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -12,6 +18,7 @@ use super::client::Client;
 use super::parse::Invocation;
 use super::spec::flags;
 use super::{done, paths, CliError, CliResult};
+use crate::fsutil::MODE_PRIVATE;
 use crate::protocol::{Answer, Request, StatusReply};
 
 /// Programs that open a link in the desktop's browser, tried in order.
@@ -35,7 +42,7 @@ pub fn run(inv: &Invocation) -> CliResult {
     let key = read_key(&key_file)?;
     let url = crate::daemon::ui::link(port, &key);
     let wants_open = !inv.flag(flags::PRINT) && std::io::stdout().is_terminal();
-    let opened = wants_open && open(&url);
+    let opened = wants_open && open(&paths.ui_open(), &url);
     let text = if opened {
         format!("opened the team's page in your browser: {url}\n")
     } else {
@@ -82,19 +89,34 @@ fn read_key(file: &Path) -> Result<String, CliError> {
     }
 }
 
-/// Open `url` with the first opener on `PATH`; true when one was started. It runs on its
-/// own (stdio closed); its outcome is the desktop's.
-fn open(url: &str) -> bool {
+/// Open `url` with the first opener on `PATH` through the redirect page `page` ([`redirect`],
+/// written 0600); true when one was started. It runs on its own (stdio closed); its outcome is
+/// the desktop's. Without an opener, or when the page cannot be written, nothing is started.
+fn open(page: &Path, url: &str) -> bool {
     let Some(opener) = OPENERS.iter().find_map(|o| on_path(o)) else {
         return false;
     };
+    if let Err(e) = crate::fsutil::write_atomic(page, redirect(url).as_bytes(), MODE_PRIVATE) {
+        eprintln!("iapeer ui: cannot write {}: {e}", page.display());
+        return false;
+    }
     Command::new(opener)
-        .arg(url)
+        .arg(page)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .is_ok()
+}
+
+/// A page that sends the browser on to `url` at once (a link to follow by hand too), with no
+/// referrer. `url` is the daemon's link: ASCII letters, digits and `:/.?=`, nothing to escape.
+fn redirect(url: &str) -> String {
+    format!(
+        "<!doctype html>\n<meta charset=utf-8>\n<meta name=referrer content=no-referrer>\n\
+         <meta http-equiv=refresh content=\"0;url={url}\">\n<title>iapeer</title>\n\
+         <p><a href=\"{url}\">Open the team's page</a></p>\n"
+    )
 }
 
 /// The executable `name` in a folder of `PATH`, if any.
@@ -116,6 +138,18 @@ mod tests {
         assert_eq!(port_of("http://127.0.0.1:8765/mcp"), Some(8765));
         assert_eq!(port_of("http://127.0.0.1/mcp"), None);
         assert_eq!(port_of("nonsense"), None);
+    }
+
+    #[test]
+    fn the_redirect_page_sends_the_browser_to_the_link() {
+        let page = redirect("http://127.0.0.1:8765/ui/?k=abc");
+        assert!(
+            page.contains(
+                r#"<meta http-equiv=refresh content="0;url=http://127.0.0.1:8765/ui/?k=abc">"#
+            ),
+            "{page}"
+        );
+        assert!(page.contains("no-referrer"), "{page}");
     }
 
     #[test]

@@ -178,12 +178,16 @@ pub const IAPEER_DAEMON_SOCKET: EnvVar = var(
     Part::Paths,
     "the control socket (default <root>/state/iapeer/router.sock)",
 );
-/// `IAPEER_BEARER_TOKEN`: a bearer every HTTP request must carry.
+/// `IAPEER_BEARER_TOKEN`: a bearer every HTTP request must carry (in place of the fleet token).
 pub const IAPEER_BEARER_TOKEN: EnvVar = var(
     "IAPEER_BEARER_TOKEN",
     Kind::Text,
     Part::Config,
-    "when set, every HTTP request must carry this bearer token",
+    "when set, every HTTP request (MCP too: agents' configs then send it, and their session \
+     token in X-IAPeer-Token) must carry this bearer, and the fleet API takes it instead of \
+     state/iapeer/fleet.token; unset, only fleet requests need a bearer, that file's token. \
+     Sessions never inherit it: the daemon hands it to the telegram runtime and, in this mode, \
+     to agents",
 );
 /// `IAPEER_MCP_AUTH`: how MCP callers are authenticated.
 pub const IAPEER_MCP_AUTH: EnvVar = var(
@@ -191,7 +195,8 @@ pub const IAPEER_MCP_AUTH: EnvVar = var(
     Kind::Choice(&["token", "header"]),
     Part::Config,
     "{default} (default): agents prove their identity with their session token; header: the \
-     identity header is trusted, as the original tool did",
+     identity header is trusted, as the original tool did (then any local process, another \
+     user's included, can send as any agent over MCP)",
 );
 /// `IAPEER_IDLE_SECS`: idleness before an agent is slept.
 pub const IAPEER_IDLE_SECS: EnvVar = var(

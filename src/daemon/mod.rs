@@ -227,6 +227,40 @@ fn init_logging(paths: &Paths) {
     let _ = CombinedLogger::init(loggers);
 }
 
+/// The fleet token for this start ([`fleet::token::load_or_make`]), each outcome logged; `None`
+/// when none can be made (no random source): the fleet API then answers only the page.
+fn fleet_token(paths: &Paths) -> Option<String> {
+    use fleet::token::Found;
+    let path = paths.fleet_token();
+    let file = path.display();
+    match fleet::token::load_or_make(&path) {
+        Ok((token, found)) => {
+            match found {
+                Found::Kept => log::info!("fleet API: its token is in {file} (kept)"),
+                Found::Made => log::info!("fleet API: made its token in {file} (mode 0600)"),
+                Found::Replaced(why) => log::warn!(
+                    "fleet API: {file} was not trusted ({why}): made a new token there; clients \
+                     that read the old one must read it again"
+                ),
+                Found::Unsaved(why, e) => log::error!(
+                    "fleet API: cannot write its token to {file} ({e}){}: scripts cannot read \
+                     it, only the page (iapeer ui) and the packages the daemon starts have it \
+                     until that file can be written and the daemon restarts",
+                    why.map(|w| format!("; the file there was not trusted: {w}"))
+                        .unwrap_or_default()
+                ),
+            }
+            Some(token)
+        }
+        Err(e) => {
+            log::error!(
+                "fleet API: no token can be made ({e}): it answers only the page (iapeer ui)"
+            );
+            None
+        }
+    }
+}
+
 /// The name of the router thread (the panic hook records a panic on it as fatal).
 const ROUTER_THREAD: &str = "router";
 /// How long a normal shutdown waits for the router to end the sessions (they get SIGKILL
@@ -346,6 +380,17 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
         fatal.clone(),
         started_ms,
     ));
+    // The fleet API's secret: IAPEER_BEARER_TOKEN when set, else the fleet token.
+    let fleet_token = match &cfg.bearer {
+        Some(_) => {
+            log::info!(
+                "fleet API: IAPEER_BEARER_TOKEN is set and gates it ({} is not used)",
+                paths.fleet_token().display()
+            );
+            None
+        }
+        None => fleet_token(paths),
+    };
     // The web page's secrets (`iapeer ui`): without a random source or a writable key file
     // the daemon runs without the page, and says so.
     let restarts = guard::Restarts::new();
@@ -353,7 +398,8 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
         hold_max: cfg.fleet_hold_max,
         restarts: restarts.clone(),
         ..http::HttpConfig::new(cfg.port, cfg.bearer.clone())
-    };
+    }
+    .with_fleet_token(fleet_token.clone());
     match ui::UiKeys::generate().and_then(|k| k.store(&paths.ui_key())) {
         Ok(keys) => http_cfg = http_cfg.with_ui(keys),
         Err(e) => log::warn!(
@@ -404,6 +450,7 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
         port: http.port(),
         started_ms,
         restarts,
+        fleet_secret: cfg.bearer.clone().or(fleet_token),
     };
     let router = Router::new(
         paths.clone(),
@@ -489,6 +536,7 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
     });
     let _ = std::fs::remove_file(paths.router_json());
     let _ = std::fs::remove_file(paths.ui_key());
+    let _ = std::fs::remove_file(paths.ui_open());
     drop(lock);
     match failed {
         Some(what) => {

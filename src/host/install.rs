@@ -207,7 +207,8 @@ fn create_if_absent(path: &Path, bytes: &[u8]) -> io::Result<bool> {
         return Ok(false);
     }
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    fsutil::write_atomic(&tmp, bytes, MODE_SHARED)?;
+    // The host doctrine is the user's to fill in: no other user reads it.
+    fsutil::write_atomic(&tmp, bytes, fsutil::MODE_PRIVATE)?;
     let linked = std::fs::hard_link(&tmp, path);
     let _ = std::fs::remove_file(&tmp);
     match linked {
@@ -226,6 +227,11 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let p = tmp.path().join("IAPEER.md");
         assert!(create_if_absent(&p, b"stub").unwrap());
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
         std::fs::write(&p, "mine").unwrap();
         assert!(!create_if_absent(&p, b"stub").unwrap());
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "mine");

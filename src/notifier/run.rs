@@ -90,10 +90,13 @@ pub fn run() -> i32 {
         return SETUP_EXIT;
     }
     let lock_path = spool_dir.parent().unwrap_or(&spool_dir).join("run.lock");
+    use std::os::unix::fs::OpenOptionsExt;
     let lock = match std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
+        // Its user's alone: another user who could open it could hold the lock for ever.
+        .mode(crate::fsutil::MODE_PRIVATE)
         .open(&lock_path)
     {
         Ok(f) => f,

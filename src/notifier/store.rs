@@ -96,6 +96,7 @@ fn edit_list<R>(
     edit: impl FnOnce(&mut Vec<Value>) -> R,
 ) -> Result<R, String> {
     use fs2::FileExt;
+    use std::os::unix::fs::OpenOptionsExt;
     let dir = paths.root().join("state").join("notifier");
     crate::fsutil::ensure_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let lock_path = dir.join("profiles.lock");
@@ -103,6 +104,8 @@ fn edit_list<R>(
         .create(true)
         .truncate(false)
         .write(true)
+        // Its user's alone: another user who could open it could hold the lock for ever.
+        .mode(crate::fsutil::MODE_PRIVATE)
         .open(&lock_path)
         .map_err(|e| format!("{}: {e}", lock_path.display()))?;
     lock.lock_exclusive()

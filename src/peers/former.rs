@@ -81,8 +81,12 @@ pub fn note(paths: &Paths, name: &str, renamed_to: Option<&str>, at_ms: u64) -> 
     });
     let drop = names.len().saturating_sub(KEEP);
     names.drain(..drop);
-    std::fs::create_dir_all(paths.state_dir())?;
-    crate::fsutil::write_json_atomic(&file(paths), &Book { version: 1, names }, 0o644)
+    // A state file (spec 01 §1: 0600); missing folders are made 0700.
+    crate::fsutil::write_json_atomic(
+        &file(paths),
+        &Book { version: 1, names },
+        crate::fsutil::MODE_PRIVATE,
+    )
 }
 
 /// What became of `name` (pure): follow its renames, each later than the one before, to a
@@ -175,6 +179,11 @@ mod tests {
         let paths = Paths::at(dir.path().join("root"));
         assert!(load(&paths).is_empty(), "no file reads as empty");
         note(&paths, "bob", Some("robert"), 1).unwrap();
+        // A state file, its user's alone, in folders made private.
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&file(&paths)), 0o600);
+        assert_eq!(mode(&paths.state_dir()), 0o700);
         note(&paths, "bob", None, 2).unwrap();
         assert_eq!(load(&paths), vec![removed("bob", 2)]);
         for i in 0..(KEEP as u64 + 5) {

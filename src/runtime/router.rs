@@ -20,6 +20,32 @@ impl RouterRuntime {
     }
 }
 
+/// The router runtimes known to call the fleet API (spec 10 §1) with `IAPEER_BEARER_TOKEN`
+/// from their environment as its bearer: `@agfpd/telegram-runtime` (0.28.1: `src/fleetClient.ts`
+/// and `src/fleetFace.ts`, its approvals and notices faces). A package of your own reads the
+/// token from `<root>/state/iapeer/fleet.token` instead.
+pub const FLEET_CLIENTS: [&str; 1] = ["telegram"];
+
+/// What a session of `runtime` (of `kind`) gets as `IAPEER_BEARER_TOKEN` (issue 26 item 1):
+/// a fleet client ([`FLEET_CLIENTS`], on a router runtime) gets `fleet_secret`, the fleet API's
+/// secret (`IAPEER_BEARER_TOKEN` when the daemon has one, else the fleet token); an agent gets
+/// `user_bearer`, the daemon's `IAPEER_BEARER_TOKEN` when set, which its MCP configuration
+/// sends on every MCP request (spec 02 §4: that bearer gates every request); nothing else gets
+/// anything. An agent never gets the fleet token: its own session token is all it needs.
+/// Pure.
+pub fn handed_bearer<'a>(
+    kind: RuntimeKind,
+    runtime: &str,
+    user_bearer: Option<&'a str>,
+    fleet_secret: Option<&'a str>,
+) -> Option<&'a str> {
+    match kind {
+        RuntimeKind::Router if FLEET_CLIENTS.contains(&runtime) => fleet_secret,
+        RuntimeKind::Router => None,
+        RuntimeKind::Agent => user_bearer,
+    }
+}
+
 /// `$<RT>_RUNTIME_BIN`, e.g. `NOTIFIER_RUNTIME_BIN` for `notifier`.
 pub fn bin_override_var(runtime: &str) -> String {
     format!("{}_RUNTIME_BIN", runtime.to_ascii_uppercase())
@@ -135,6 +161,22 @@ impl Adapter for RouterRuntime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fleet_secret_goes_to_fleet_clients_and_no_agent() {
+        use RuntimeKind::{Agent, Router};
+        let (user, fleet) = (Some("user"), Some("fleet"));
+        assert_eq!(handed_bearer(Router, "telegram", None, fleet), fleet);
+        assert_eq!(handed_bearer(Router, "telegram", user, user), user);
+        for rt in ["human", "notifier", "mailbox"] {
+            assert_eq!(handed_bearer(Router, rt, None, fleet), None, "{rt}");
+            assert_eq!(handed_bearer(Router, rt, user, user), None, "{rt}");
+        }
+        for rt in ["claude", "codex", "echo"] {
+            assert_eq!(handed_bearer(Agent, rt, None, fleet), None, "{rt}");
+            assert_eq!(handed_bearer(Agent, rt, user, user), user, "{rt}");
+        }
+    }
     use crate::launch_env::LaunchEnv;
     use crate::paths::Paths;
     use crate::runtime::WakeMode;

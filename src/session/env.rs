@@ -8,11 +8,20 @@ use crate::launch_env::LaunchEnv;
 use crate::names::Identity;
 
 /// Variables removed from every session: a Claude started from inside another Claude would
-/// behave as its sub-session (no transcript of its own); and everything that describes the
-/// terminal or terminal session the daemon was started from ([`describes_parent_terminal`]).
+/// behave as its sub-session (no transcript of its own); everything that describes the
+/// terminal or terminal session the daemon was started from ([`describes_parent_terminal`]);
+/// and the daemon's own [`BEARER_VAR`], a secret a session gets only when the launch hands it
+/// one ([`EnvInput::bearer`]).
 fn is_scrubbed(key: &str) -> bool {
-    key.starts_with("CLAUDE_CODE_") || key == "CLAUDECODE" || describes_parent_terminal(key)
+    key.starts_with("CLAUDE_CODE_")
+        || key == "CLAUDECODE"
+        || key == BEARER_VAR
+        || describes_parent_terminal(key)
 }
+
+/// `IAPEER_BEARER_TOKEN`: the bearer of the daemon's HTTP gate (the daemon reads it from its
+/// own environment; a fleet client such as the telegram runtime sends it).
+pub const BEARER_VAR: &str = "IAPEER_BEARER_TOKEN";
 
 /// Exact names of variables that describe the daemon's own terminal: its size (`COLUMNS`,
 /// `LINES` would override the session's 220×50 pty in every curses/TUI program), the
@@ -112,6 +121,9 @@ pub struct EnvInput<'a> {
     pub identity: &'a Identity,
     /// The session token (`IAPEER_TOKEN`).
     pub token: &'a str,
+    /// What the session gets as `IAPEER_BEARER_TOKEN` (the daemon's own value is never
+    /// inherited): `None`, nothing (unless its `launch.env` sets one).
+    pub bearer: Option<&'a str>,
     /// The storage root, exported as `IAPEER_ROOT` so children reach the same daemon.
     pub root: &'a Path,
     /// The daemon's bound loopback port, exported as `IAPEER_PORT` (agents' MCP configs
@@ -124,7 +136,8 @@ pub struct EnvInput<'a> {
 }
 
 /// Build the child's complete environment: daemon env (minus the hygiene removals) →
-/// `launch.env` extras → identity variables, token, `IAPEER_ROOT`, `IAPEER_PORT` → PATH
+/// `launch.env` extras → identity variables, token, the handed bearer, `IAPEER_ROOT`,
+/// `IAPEER_PORT` → PATH
 /// (launch.env's, else inherited, else [`default_path`]) → `TERM=xterm-256color`,
 /// `COLORTERM=truecolor`, minus the [`COLOUR_SWITCHES`] → runtime extras. The removals (`CLAUDE_CODE_*`, `CLAUDECODE` and
 /// the variables of [`describes_parent_terminal`]) apply to what the daemon inherited, so a
@@ -154,6 +167,9 @@ pub fn session_env(input: &EnvInput) -> Vec<(String, String)> {
     env.insert("IAPEER_TOKEN".into(), input.token.to_string());
     // The variable the original tool's Codex config names as its bearer (issue 11 item 1).
     env.insert("IAPEER_BEARER".into(), input.token.to_string());
+    if let Some(b) = input.bearer {
+        env.insert(BEARER_VAR.into(), b.to_string());
+    }
     env.insert("IAPEER_ROOT".into(), input.root.display().to_string());
     env.insert("IAPEER_PORT".into(), input.port.to_string());
     let path = launch_path
@@ -197,6 +213,7 @@ mod tests {
             launch: &launch,
             identity: &id,
             token: "t",
+            bearer: None,
             root: Path::new("/r"),
             port: 8765,
             home: None,
@@ -235,6 +252,7 @@ mod tests {
             launch: &launch,
             identity: &id,
             token: "tok",
+            bearer: None,
             root: Path::new("/r"),
             port: 4242,
             home: None,
@@ -333,6 +351,38 @@ mod tests {
     }
 
     #[test]
+    fn the_daemons_bearer_is_never_inherited_only_handed() {
+        let id = Identity::parse("echo-a").unwrap();
+        let inherited = vec![(
+            "IAPEER_BEARER_TOKEN".to_string(),
+            "daemon-s3cret".to_string(),
+        )];
+        let mk = |launch: &LaunchEnv, bearer| {
+            session_env(&EnvInput {
+                inherited: inherited.clone(),
+                launch,
+                identity: &id,
+                token: "t",
+                bearer,
+                root: Path::new("/r"),
+                port: 8765,
+                home: None,
+                extra: &[],
+            })
+        };
+        let none = LaunchEnv::default();
+        assert_eq!(get(&mk(&none, None), BEARER_VAR), None);
+        assert_eq!(get(&mk(&none, Some("fleet")), BEARER_VAR), Some("fleet"));
+        // A launch.env may set one on purpose; a handed one wins over it.
+        let own = LaunchEnv {
+            vars: vec![(BEARER_VAR.into(), "mine".into())],
+            ..LaunchEnv::default()
+        };
+        assert_eq!(get(&mk(&own, None), BEARER_VAR), Some("mine"));
+        assert_eq!(get(&mk(&own, Some("fleet")), BEARER_VAR), Some("fleet"));
+    }
+
+    #[test]
     fn colour_switches_never_reach_the_child() {
         let env = env_of(
             "claude-a",
@@ -366,6 +416,7 @@ mod tests {
                 launch,
                 identity: &id,
                 token: "t",
+                bearer: None,
                 root: Path::new("/r"),
                 port: 8765,
                 home: Some(Path::new("/home/me")),

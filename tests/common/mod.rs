@@ -7,6 +7,7 @@
 pub mod anthropic;
 pub mod npm;
 pub mod openai;
+pub mod other_user;
 
 use iapeer::paths::{peer, Paths};
 use std::path::{Path, PathBuf};
@@ -188,6 +189,21 @@ impl TestEnv {
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(self.router_json()).unwrap()).unwrap();
         v["tcp"].as_str().unwrap().to_string()
+    }
+
+    /// The fleet API's token, read as a script of the same user reads it
+    /// (`$(cat <root>/state/iapeer/fleet.token)`).
+    pub fn fleet_token(&self) -> String {
+        let file = self.paths().fleet_token();
+        std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("cannot read the fleet token {}: {e}", file.display()))
+            .trim()
+            .to_string()
+    }
+
+    /// The header line that admits a fleet request: `Authorization: Bearer <fleet token>`.
+    pub fn fleet_auth(&self) -> String {
+        format!("Authorization: Bearer {}", self.fleet_token())
     }
 
     /// The loopback port of the daemon's HTTP server.

@@ -980,7 +980,9 @@ pub static VERBS: &[VerbSpec] = &[
             daemon makes at every start (kept 0600 in state/iapeer/ui.key under the iapeer root), which \
             the page trades for a cookie; without it the page answers 401. A link opens the page once \
             (its key is then replaced), and a link from an earlier daemon no longer works: run iapeer \
-            ui again for another. --json prints {\"url\", \"opened\"}.",
+            ui again for another. The browser opener is given state/iapeer/ui-open.html (0600), a page \
+            that leads on to the link, never the link itself: every user can read a command line. \
+            --json prints {\"url\", \"opened\"}.",
         positionals: &[],
         flags: &[PRINT, JSON],
         rules: &[],

@@ -1,7 +1,8 @@
 //! The fleet API (spec 10 §1): plain HTTP+JSON under `/fleet/v1` on the loopback listener,
 //! for dashboards, scripts and chat bridges. Kept apart from MCP (agents see only
-//! `send_to_peer`); the same gate (Host, Origin, bearer, body size; `daemon::http::gate`)
-//! runs before anything here.
+//! `send_to_peer`); the same gate (Host, Origin, body size; `daemon::http::gate`) runs before
+//! anything here, and admits a fleet request only with the fleet's secret ([`token`], or
+//! `IAPEER_BEARER_TOKEN` when set) or the operator's page cookie.
 //!
 //! The acceptor thread calls [`Fleet::begin`] with a complete request. What needs no file or
 //! router is answered at once ([`Begun::Done`]: unknown path, wrong method, bad body);
@@ -15,6 +16,7 @@
 
 pub mod answer;
 pub mod route;
+pub mod token;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

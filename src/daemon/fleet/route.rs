@@ -212,19 +212,22 @@ pub fn unknown_path(path: &str) -> Reply {
     )
 }
 
+/// What the fleet's 401 says: where its owner finds the token, in words that name no path of
+/// this host (whoever asks without it may be another user).
+pub const UNAUTHORIZED: &str = "unauthorized: send Authorization: Bearer <token>, the token \
+     being the line in state/iapeer/fleet.token under the iapeer root (IAPEER_BEARER_TOKEN \
+     instead when the daemon has one); a browser: open the page with `iapeer ui`";
+
 /// A refusal of the HTTP gate (Host, Origin, bearer, size; spec 02 §3) in the fleet's error
-/// shape: same status and headers, `{"error":…}` body. The bearer's 401 says what to send.
+/// shape: same status and headers, `{"error":…}` body. The bearer's 401 says what to send
+/// ([`UNAUTHORIZED`]).
 pub fn gate_refusal(r: Reply) -> Reply {
     let said = serde_json::from_slice::<serde_json::Value>(&r.body)
         .ok()
         .and_then(|v| v.get("error")?.as_str().map(str::to_string));
     let text = match (r.status, said) {
         (_, Some(text)) => text,
-        (401, None) => {
-            "unauthorized: send Authorization: Bearer <IAPEER_BEARER_TOKEN> (a browser: \
-                        open the page with `iapeer ui`)"
-                .to_string()
-        }
+        (401, None) => UNAUTHORIZED.to_string(),
         (_, None) => String::from_utf8_lossy(&r.body).into_owned(),
     };
     let mut out = error(r.status, &text);

@@ -1,6 +1,7 @@
 //! The checks every loopback HTTP request passes before it is served (spec 02 §3), as pure
 //! functions: target normalisation, Host and Origin checks (DNS-rebinding and browser
-//! defence), the optional bearer gate, the body limit, routing, and caller credentials.
+//! defence), the bearer gates (`IAPEER_BEARER_TOKEN` on every request when set, else the fleet
+//! token on every fleet request), the body limit, routing, and caller credentials.
 
 use sha2::{Digest, Sha256};
 
@@ -54,14 +55,16 @@ pub struct Admitted {
 
 /// Run the checks of spec 02 §3 in order: Host (also the authority of an absolute-form
 /// target), Origin, the web page's checks (`ui`, the daemon's page secrets; see
-/// [`ui::auth::page_request`]), bearer (`bearer` = `IAPEER_BEARER_TOKEN`, non-empty), declared body
-/// size. A fleet request from the page (a valid page cookie) and every `/ui` request need no
-/// bearer: the page cannot send one, and `/ui` checks its own secret.
-/// `Err` is the answer to send instead of serving.
+/// [`ui::auth::page_request`]), bearer ([`required_bearer`]: `bearer` = `IAPEER_BEARER_TOKEN`,
+/// non-empty, on every request; without it `fleet_token` on every `/fleet` request, whatever
+/// its path or method), declared body size. A fleet request from the page (a valid page
+/// cookie) and every `/ui` request need no bearer: the page cannot send one, and `/ui` checks
+/// its own secret. `Err` is the answer to send instead of serving.
 pub fn admit(
     head: &Head<'_>,
     port: u16,
     bearer: Option<&str>,
+    fleet_token: Option<&str>,
     ui: Option<&UiKeys>,
 ) -> Result<Admitted, Reply> {
     let (authority, path) = split_target(head.target);
@@ -83,7 +86,9 @@ pub fn admit(
         }
         _ => false,
     };
-    if let Some(expected) = bearer.filter(|_| !page) {
+    if let Some(needed) = required_bearer(route, page, bearer, fleet_token) {
+        // No fleet token (none could be made): nothing matches, the fleet stays closed.
+        let expected = needed.unwrap_or_default();
         if !bearer_matches(first(head.headers, "authorization"), expected) {
             return Err(Reply::unauthorized());
         }
@@ -101,6 +106,26 @@ pub fn admit(
         body_limit,
         creds: creds(head.headers, bearer.is_some()),
     })
+}
+
+/// Which bearer a request on `route` must carry: `None` when none; `Some(None)` when one is
+/// needed but the daemon has none (nothing is admitted). `IAPEER_BEARER_TOKEN` (`bearer`)
+/// gates every request but the page's (`page`: a `/ui` request, or a fleet request with a
+/// valid page cookie); without it the fleet token gates every fleet request but the page's,
+/// and `/mcp` and other paths need none (MCP callers are authenticated by their session
+/// tokens, spec 02 §4). Pure.
+pub fn required_bearer<'a>(
+    route: Route,
+    page: bool,
+    bearer: Option<&'a str>,
+    fleet_token: Option<&'a str>,
+) -> Option<Option<&'a str>> {
+    match (bearer, route) {
+        _ if page => None,
+        (Some(b), _) => Some(Some(b)),
+        (None, Route::Fleet) => Some(fleet_token),
+        (None, Route::Mcp | Route::Ui | Route::NotFound) => None,
+    }
 }
 
 /// Extra checks for `/mcp`: POST only (else 405), `Content-Type: application/json` with
@@ -312,22 +337,30 @@ mod tests {
             content_length: None,
         };
         // `/ui` checks its own secret; the page's fleet GET is admitted by its cookie.
-        let ok = admit(&head("GET", "/ui/"), 1, Some("b"), Some(&keys)).unwrap();
+        let ok = admit(&head("GET", "/ui/"), 1, Some("b"), None, Some(&keys)).unwrap();
         assert_eq!(ok.route, Route::Ui);
         assert!(admit(
             &head("GET", "/fleet/v1/snapshot"),
             1,
             Some("b"),
+            None,
             Some(&keys)
         )
         .is_ok());
         // Never MCP; and a page POST without its header is cross-site.
-        let r = admit(&head("POST", "/mcp"), 1, Some("b"), Some(&keys)).unwrap_err();
+        let r = admit(&head("POST", "/mcp"), 1, Some("b"), None, Some(&keys)).unwrap_err();
         assert_eq!(r.status, 401);
-        let r = admit(&head("POST", "/fleet/v1/send"), 1, Some("b"), Some(&keys)).unwrap_err();
+        let r = admit(
+            &head("POST", "/fleet/v1/send"),
+            1,
+            Some("b"),
+            None,
+            Some(&keys),
+        )
+        .unwrap_err();
         assert_eq!(r.status, 403);
         // Without the page served, the cookie means nothing: the bearer is asked for.
-        let r = admit(&head("GET", "/fleet/v1/snapshot"), 1, Some("b"), None).unwrap_err();
+        let r = admit(&head("GET", "/fleet/v1/snapshot"), 1, Some("b"), None, None).unwrap_err();
         assert_eq!(r.status, 401);
     }
 
@@ -341,25 +374,132 @@ mod tests {
             content_length: Some(10 << 20),
         };
         // Host is checked before the bearer and the size.
-        assert_eq!(admit(&head, 1, Some("x"), None).unwrap_err().status, 403);
+        assert_eq!(
+            admit(&head, 1, Some("x"), None, None).unwrap_err().status,
+            403
+        );
         let h = hs(&[("host", "localhost:1")]);
         let head = Head {
             headers: &h,
             ..head
         };
-        assert_eq!(admit(&head, 1, Some("x"), None).unwrap_err().status, 401);
-        assert_eq!(admit(&head, 1, None, None).unwrap_err().status, 413);
+        assert_eq!(
+            admit(&head, 1, Some("x"), None, None).unwrap_err().status,
+            401
+        );
+        assert_eq!(admit(&head, 1, None, None, None).unwrap_err().status, 413);
         let head = Head {
             content_length: Some(MCP_BODY_LIMIT),
             ..head
         };
-        let ok = admit(&head, 1, None, None).unwrap();
+        let ok = admit(&head, 1, None, None, None).unwrap();
         assert_eq!((ok.route, ok.body_limit), (Route::Mcp, MCP_BODY_LIMIT));
         let head = Head {
             target: "/fleet/v1/send",
             content_length: Some(FLEET_BODY_LIMIT + 1),
             ..head
         };
-        assert_eq!(admit(&head, 1, None, None).unwrap_err().status, 413);
+        // The fleet's token is asked for before the size is judged.
+        assert_eq!(
+            admit(&head, 1, None, Some("f"), None).unwrap_err().status,
+            401
+        );
+        let h = hs(&[("host", "localhost:1"), ("authorization", "Bearer f")]);
+        let head = Head {
+            headers: &h,
+            ..head
+        };
+        assert_eq!(
+            admit(&head, 1, None, Some("f"), None).unwrap_err().status,
+            413
+        );
+    }
+
+    #[test]
+    fn the_fleet_token_gates_every_fleet_request_and_nothing_else() {
+        let plain = hs(&[("host", "127.0.0.1:1")]);
+        let right = hs(&[("host", "127.0.0.1:1"), ("authorization", "Bearer f")]);
+        let wrong = hs(&[("host", "127.0.0.1:1"), ("authorization", "Bearer g")]);
+        let session = hs(&[("host", "127.0.0.1:1"), ("authorization", "Bearer session")]);
+        let status = |method, target, headers: &[(String, String)], token| {
+            let head = Head {
+                method,
+                target,
+                headers,
+                content_length: None,
+            };
+            admit(&head, 1, None, token, None).map_or_else(|r| r.status, |_| 200)
+        };
+        for method in ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"] {
+            for target in [
+                "/fleet",
+                "/fleet/",
+                "/fleet/v1/snapshot",
+                "/fleet/v1/events?replay=5",
+                "/fleet/v1/approvals?wait=300",
+                "/fleet/v1/nothing",
+                "http://127.0.0.1:1/fleet/v1/inbox",
+            ] {
+                assert_eq!(
+                    status(method, target, &plain, Some("f")),
+                    401,
+                    "{method} {target}"
+                );
+                assert_eq!(
+                    status(method, target, &wrong, Some("f")),
+                    401,
+                    "{method} {target}"
+                );
+                assert_eq!(
+                    status(method, target, &right, Some("f")),
+                    200,
+                    "{method} {target}"
+                );
+                // No token could be made: closed to every bearer.
+                assert_eq!(
+                    status(method, target, &right, None),
+                    401,
+                    "{method} {target}"
+                );
+                assert_eq!(
+                    status(method, target, &plain, None),
+                    401,
+                    "{method} {target}"
+                );
+            }
+        }
+        // MCP keeps its session tokens in `Authorization`; other paths need no bearer.
+        let head = Head {
+            method: "POST",
+            target: "/mcp",
+            headers: &session,
+            content_length: None,
+        };
+        let ok = admit(&head, 1, None, Some("f"), None).unwrap();
+        assert_eq!(ok.creds.session_token.as_deref(), Some("session"));
+        assert_eq!(status("GET", "/", &plain, Some("f")), 200);
+        assert_eq!(status("GET", "/ui/", &plain, Some("f")), 200);
+        // IAPEER_BEARER_TOKEN replaces the fleet token (and gates everything).
+        let head = Head {
+            method: "GET",
+            target: "/fleet/v1/snapshot",
+            headers: &right,
+            content_length: None,
+        };
+        assert_eq!(
+            admit(&head, 1, Some("b"), Some("f"), None)
+                .unwrap_err()
+                .status,
+            401
+        );
+        assert_eq!(
+            required_bearer(Route::Mcp, false, Some("b"), Some("f")),
+            Some(Some("b"))
+        );
+        assert_eq!(
+            required_bearer(Route::Fleet, true, Some("b"), Some("f")),
+            None
+        );
+        assert_eq!(required_bearer(Route::Fleet, false, None, None), Some(None));
     }
 }

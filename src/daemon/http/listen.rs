@@ -898,6 +898,7 @@ fn admit_head(bytes: &[u8], shared: &Shared) -> Result<(RequestHead, Admitted), 
         &gate_head,
         shared.port,
         shared.bearer.as_deref(),
+        shared.fleet_token.as_deref(),
         shared.ui.as_ref(),
     )
     .map_err(|r| {

@@ -1,6 +1,7 @@
 //! Loopback HTTP (spec 02 §3): a server on `127.0.0.1:<port>` serving MCP at `/mcp`
-//! (spec 02 §4), the fleet API under `/fleet/v1` (spec 10 §1, [`crate::daemon::fleet`];
-//! without one, `/fleet` answers 404) and the operator's web page under `/ui`
+//! (spec 02 §4), the fleet API under `/fleet/v1` (spec 10 §1, [`crate::daemon::fleet`]; only
+//! for the holders of its token or the page's cookie, 401 for everyone else, whatever the
+//! path; without a fleet, 404 to those) and the operator's web page under `/ui`
 //! ([`crate::daemon::ui`]; without its secrets, 404).
 //!
 //! Threads: two. The acceptor thread ([`listen`], issue 13 item 3) owns the listening socket
@@ -66,6 +67,11 @@ pub struct HttpConfig {
     /// `IAPEER_BEARER_TOKEN`: when set and non-empty, every request must carry
     /// `Authorization: Bearer <it>`. An empty string counts as unset.
     pub bearer: Option<String>,
+    /// The fleet token (`<root>/state/iapeer/fleet.token`, [`crate::daemon::fleet::token`]):
+    /// without `bearer`, every `/fleet` request but the page's must carry
+    /// `Authorization: Bearer <it>`. `None` (none could be made): the fleet answers only the
+    /// page.
+    pub fleet_token: Option<String>,
     /// Cap on `/mcp` requests waiting for their sends at once (over it → 503). At least 1.
     pub max_in_flight: usize,
     /// The web page's secrets (`iapeer ui`); `None`: no page, `/ui` answers 404.
@@ -83,10 +89,19 @@ impl HttpConfig {
         HttpConfig {
             port,
             bearer,
+            fleet_token: None,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             ui: None,
             hold_max: crate::config::vars::IAPEER_FLEET_HOLD_MAX.default_u64() as usize,
             restarts: Restarts::new(),
+        }
+    }
+
+    /// These settings, admitting fleet requests that carry `token` as their bearer.
+    pub fn with_fleet_token(self, token: Option<String>) -> HttpConfig {
+        HttpConfig {
+            fleet_token: token,
+            ..self
         }
     }
 
@@ -104,6 +119,7 @@ impl std::fmt::Debug for HttpConfig {
         f.debug_struct("HttpConfig")
             .field("port", &self.port)
             .field("bearer", &self.bearer.as_ref().map(|_| "<set>"))
+            .field("fleet_token", &self.fleet_token.as_ref().map(|_| "<set>"))
             .field("max_in_flight", &self.max_in_flight)
             .field("ui", &self.ui.as_ref().map(|_| "<set>"))
             .field("hold_max", &self.hold_max)
@@ -115,6 +131,8 @@ impl std::fmt::Debug for HttpConfig {
 struct Shared {
     port: u16,
     bearer: Option<String>,
+    /// The fleet token (see [`HttpConfig::fleet_token`]).
+    fleet_token: Option<String>,
     max_in_flight: usize,
     stopping: AtomicBool,
     backend: Arc<dyn Backend>,
@@ -182,6 +200,7 @@ pub fn start(
     let shared = Arc::new(Shared {
         port,
         bearer: cfg.bearer.filter(|b| !b.is_empty()),
+        fleet_token: cfg.fleet_token.filter(|t| !t.is_empty()),
         max_in_flight: cfg.max_in_flight.max(1),
         stopping: AtomicBool::new(false),
         backend,

@@ -103,6 +103,7 @@ impl Router {
             paths: self.paths.clone(),
             cfg: self.cfg.clone(),
             port: self.info.port,
+            fleet_secret: self.info.fleet_secret.clone(),
             session_tx: self.session_tx.clone(),
             exits_log: self.exits_log.clone(),
             woke_at_ms: self.now.ms,
@@ -392,6 +393,8 @@ struct LaunchEnv {
     paths: Paths,
     cfg: Config,
     port: u16,
+    /// The fleet API's secret ([`super::DaemonInfo::fleet_secret`]).
+    fleet_secret: Option<String>,
     session_tx: Sender<SessionEvent>,
     /// `exits.log`, tapped into the event bus (the session thread writes it).
     exits_log: TappedLog,
@@ -413,7 +416,13 @@ pub struct Spawned {
 fn run_launch(plan: &LaunchPlan, token: String, env: &LaunchEnv) -> Result<Spawned, Refusal> {
     let ident = &plan.ident;
     refresh_mcp_config(plan, env.cfg.bearer.is_some());
-    let spec = prepare_spawn(plan, &token, &env.paths, env.port)?;
+    let bearer = crate::runtime::router::handed_bearer(
+        plan.adapter.kind(),
+        &ident.runtime,
+        env.cfg.bearer.as_deref(),
+        env.fleet_secret.as_deref(),
+    );
+    let spec = prepare_spawn(plan, &token, bearer, &env.paths, env.port)?;
     // The decision is final now: consume the markers it read.
     let markers = Markers::new(&env.paths, ident);
     if let Some(d) = plan.decision {
@@ -471,10 +480,11 @@ fn refresh_mcp_config(plan: &LaunchPlan, bearer: bool) {
 
 /// The file work of a launch, which reads no router state: the system prompt (assembled
 /// and written when the runtime takes one), `launch.env`, the adapter's command and the
-/// child's environment (with its session `token`).
+/// child's environment (with its session `token` and the `bearer` it is handed).
 fn prepare_spawn(
     plan: &LaunchPlan,
     token: &str,
+    bearer: Option<&str>,
     paths: &Paths,
     port: u16,
 ) -> Result<SpawnSpec, Refusal> {
@@ -508,6 +518,7 @@ fn prepare_spawn(
         launch: &launch_env,
         identity: ident,
         token,
+        bearer,
         root: paths.root(),
         port,
         home: home.as_deref(),

@@ -99,8 +99,8 @@ pub enum RouterMsg {
     },
 }
 
-/// Static facts the router reports (`ping`, `status`).
-#[derive(Debug, Clone)]
+/// Static facts the router reports (`ping`, `status`). `Debug` hides the fleet's secret.
+#[derive(Clone)]
 pub struct DaemonInfo {
     /// `http://127.0.0.1:<port>/mcp`.
     pub tcp: String,
@@ -112,6 +112,23 @@ pub struct DaemonInfo {
     pub started_ms: u64,
     /// Threads restarted after a panic (the HTTP server's), for `status`.
     pub restarts: crate::daemon::guard::Restarts,
+    /// The fleet API's secret (`IAPEER_BEARER_TOKEN` when set, else the fleet token), handed
+    /// to the router-runtime packages that call the fleet API
+    /// ([`crate::runtime::router::handed_bearer`]). `None`: the daemon has none.
+    pub fleet_secret: Option<String>,
+}
+
+impl std::fmt::Debug for DaemonInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DaemonInfo")
+            .field("tcp", &self.tcp)
+            .field("sock", &self.sock)
+            .field("port", &self.port)
+            .field("started_ms", &self.started_ms)
+            .field("restarts", &self.restarts)
+            .field("fleet_secret", &self.fleet_secret.as_ref().map(|_| "<set>"))
+            .finish()
+    }
 }
 
 /// One live session as the router tracks it.

@@ -158,13 +158,18 @@ fn content_type_and_method_checks() {
         let r = exchange(port, &raw(method, "/mcp", &[("Host", &host)], ""));
         assert_eq!((r.status, r.header("allow")), (405, Some("POST")));
     }
-    for path in ["/", "/other", "/fleet", "/fleet/v1/send", "/mcpx"] {
+    for path in ["/", "/other", "/mcpx"] {
         let r = exchange(port, &raw("GET", path, &[("Host", &host)], ""));
         assert_eq!(
             (r.status, r.json()),
             (404, json!({"error":"not found"})),
             "{path}"
         );
+    }
+    // `/fleet` asks for its token first, served or not: whoever lacks it learns nothing.
+    for path in ["/fleet", "/fleet/v1/send"] {
+        let r = exchange(port, &raw("GET", path, &[("Host", &host)], ""));
+        assert_eq!(r.status, 401, "{path}");
     }
     assert!(rec.calls().is_empty());
     srv.shutdown();
@@ -281,8 +286,18 @@ fn oversized_body_is_413() {
     );
     let r = exchange(port, head.as_bytes());
     assert_eq!(r.status, 413);
-    let fleet = format!("POST /fleet/v1/send HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", FLEET_BODY_LIMIT + 1);
-    assert_eq!(exchange(port, fleet.as_bytes()).status, 413);
+    srv.shutdown();
+    let mut srv = server_with(
+        HttpConfig::new(0, None).with_fleet_token(Some("f".into())),
+        &rec,
+    );
+    let port = srv.port();
+    let fleet = |auth: &str| {
+        format!("POST /fleet/v1/send HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n", FLEET_BODY_LIMIT + 1)
+    };
+    assert_eq!(exchange(port, fleet("").as_bytes()).status, 401);
+    let with_token = fleet("Authorization: Bearer f\r\n");
+    assert_eq!(exchange(port, with_token.as_bytes()).status, 413);
     assert!(rec.calls().is_empty());
     srv.shutdown();
 }
