@@ -14,6 +14,7 @@ mod common;
 mod answers;
 mod approvals;
 mod attach;
+mod attachments;
 mod background;
 mod boot_dialog;
 mod busy;

@@ -337,12 +337,14 @@ pub fn check_without_daemon(
     if Markers::new(paths, &endpoint).is_set(crate::markers::Flag::Stopped) {
         return Err(stopped_refusal(&endpoint));
     }
-    crate::daemon::attachments::check(&input.attachments)
+    let max_bytes = crate::attachment_source::max_bytes_from_env();
+    crate::daemon::attachments::check(&input.attachments, max_bytes)
         .map_err(|e| refuse(Code::InvalidArgument, e))
 }
 
 /// Steps 1–7 with file access: validate, authenticate, resolve, refuse a stopped endpoint,
-/// spool attachments, stamp `ts` and build the envelope.
+/// spool attachments (within `limits`: their size cap and the send's deadline), stamp `ts`
+/// and build the envelope.
 ///
 /// `guard`: the origin guard's settings when it applies to this send (on, and the send is not
 /// a `confirm-send` of a held message); a send it holds is kept as a hold file and refused
@@ -352,6 +354,7 @@ pub fn prepare(
     input: &SendInput,
     ts: String,
     guard: Option<OriginLimits>,
+    limits: crate::attachment_source::Limits,
 ) -> Result<Prepared, Refusal> {
     crate::daemon::test_hooks::on_prepare(&input.to);
     let registry =
@@ -376,7 +379,7 @@ pub fn prepare(
         return Err(stopped_refusal(&endpoint));
     }
     let attachments =
-        crate::daemon::attachments::spool(paths, &target.personality, &input.attachments)
+        crate::daemon::attachments::spool(paths, &target.personality, &input.attachments, limits)
             .map_err(|e| refuse(Code::InvalidArgument, e))?;
     if let Some(limits) = guard {
         origin_check(

@@ -185,7 +185,12 @@ impl Router {
         let id = self.next_id();
         let timeout = timeout.unwrap_or(self.cfg.send_timeout);
         let guard = (self.cfg.origin.enabled && hold.is_none()).then_some(self.cfg.origin);
-        self.set_timer(self.now.at + timeout, super::Timer::SendDeadline(id));
+        let deadline = self.now.at + timeout;
+        self.set_timer(deadline, super::Timer::SendDeadline(id));
+        let limits = crate::attachment_source::Limits {
+            max_bytes: self.cfg.attachment_max_bytes,
+            deadline,
+        };
         let paths = self.paths.clone();
         let tx = self.tx.clone();
         let input_for_job = input.clone();
@@ -208,9 +213,10 @@ impl Router {
         let spawned = self.prep.run(move || {
             let ts = crate::clock::envelope_ts(&crate::clock::now_local());
             // A panic here must still answer the sender (the panic hook logs it).
-            let result =
-                crate::daemon::guard::catch(|| route::prepare(&paths, &input_for_job, ts, guard))
-                    .unwrap_or_else(|panic| Err(route::prep_panicked(&panic)));
+            let result = crate::daemon::guard::catch(|| {
+                route::prepare(&paths, &input_for_job, ts, guard, limits)
+            })
+            .unwrap_or_else(|panic| Err(route::prep_panicked(&panic)));
             let _ = tx.send(RouterMsg::Prepared {
                 job: id,
                 result: Box::new(result),
