@@ -481,6 +481,11 @@ fn reads_that_never_return_hold_only_their_senders_share_and_status_names_them()
         4,
         "their third sends wait in their own lines"
     );
+    let threads = p["threads"].as_u64().unwrap();
+    assert!(
+        (4..=5).contains(&threads),
+        "4 stuck, at most 1 started for the one send that waited: {p}"
+    );
     // (Its exit code is left alone: under load its HTTP probe may time out.)
     let status = String::from_utf8_lossy(&env.run(&["status"]).stdout).into_owned();
     eprintln!("{status}");

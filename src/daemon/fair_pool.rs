@@ -69,21 +69,19 @@ pub struct JobInfo {
 pub struct Counts {
     /// Threads alive.
     pub threads: usize,
-    /// Threads waiting for work.
-    pub idle: usize,
+    /// Threads that will take a job without being started: idle ones, and ones started
+    /// that have not looked for work yet.
+    pub free: usize,
     /// Running jobs that are stalled.
     pub stalled: usize,
-    /// Some waiting job's sender is under its limit.
-    pub runnable: bool,
+    /// Waiting jobs that could start now (their senders are under their limit).
+    pub runnable: usize,
 }
 
-/// Whether to start one more worker: a job could run, no idle worker would take it, fewer
-/// than `workers` make progress and fewer than `threads` exist.
+/// Whether to start one more worker: more jobs could run than free threads would take,
+/// fewer than `workers` make progress and fewer than `threads` exist.
 pub fn start_worker(c: Counts, l: &Limits) -> bool {
-    c.runnable
-        && c.idle == 0
-        && c.threads.saturating_sub(c.stalled) < l.workers
-        && c.threads < l.threads
+    c.runnable > c.free && c.threads.saturating_sub(c.stalled) < l.workers && c.threads < l.threads
 }
 
 /// Whether a worker that has just finished a job leaves: more than `workers` make progress
@@ -131,6 +129,8 @@ struct State {
     running: HashMap<u64, Running>,
     threads: usize,
     idle: usize,
+    /// Threads started that have not looked for work yet.
+    starting: usize,
 }
 
 impl State {
@@ -148,16 +148,27 @@ impl State {
             .position(|l| self.running_of(&l.sender) < per_sender)
     }
 
+    /// Waiting jobs whose senders are under their limit, counting each sender's room.
+    fn runnable(&self, per_sender: usize) -> usize {
+        self.lines
+            .iter()
+            .map(|l| {
+                let room = per_sender.saturating_sub(self.running_of(&l.sender));
+                l.jobs.len().min(room)
+            })
+            .sum()
+    }
+
     fn counts(&self, now: Instant, l: &Limits) -> Counts {
         Counts {
             threads: self.threads,
-            idle: self.idle,
+            free: self.idle + self.starting,
             stalled: self
                 .running
                 .values()
                 .filter(|r| now.saturating_duration_since(r.since) >= l.stalled_after)
                 .count(),
-            runnable: self.pick(l.per_sender).is_some(),
+            runnable: self.runnable(l.per_sender),
         }
     }
 
@@ -255,9 +266,8 @@ impl FairPool {
             }),
         }
         let c = st.counts(Instant::now(), &l);
-        if c.runnable && c.idle > 0 {
+        if c.runnable > 0 && st.idle > 0 {
             self.shared.work.notify_one();
-            return Ok(());
         }
         if start_worker(c, &l) {
             if let Err(e) = self.spawn(&mut st) {
@@ -298,7 +308,7 @@ impl FairPool {
         let l = self.shared.limits;
         let st = lock(&self.shared.state);
         let c = st.counts(Instant::now(), &l);
-        if !c.runnable || c.idle > 0 || start_worker(c, &l) || c.threads >= l.threads {
+        if c.runnable <= c.free || start_worker(c, &l) || c.threads >= l.threads {
             return None;
         }
         st.running
@@ -336,6 +346,7 @@ impl FairPool {
             .name(self.name.into())
             .spawn(move || work(&shared))?;
         st.threads += 1;
+        st.starting += 1;
         Ok(())
     }
 }
@@ -348,6 +359,7 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
 fn work(shared: &Shared) {
     let l = shared.limits;
     let mut st = lock(&shared.state);
+    st.starting -= 1;
     loop {
         if let Some((id, job)) = st.take(l.per_sender, Instant::now()) {
             drop(st);
@@ -419,24 +431,32 @@ mod tests {
             stalled_after: Duration::from_secs(2),
             threads: 6,
         };
-        let c = |threads, idle, stalled, runnable| Counts {
+        let c = |threads, free, stalled, runnable| Counts {
             threads,
-            idle,
+            free,
             stalled,
             runnable,
         };
-        assert!(start_worker(c(0, 0, 0, true), &l), "first job");
-        assert!(!start_worker(c(0, 0, 0, false), &l), "nothing can run");
-        assert!(!start_worker(c(2, 1, 0, true), &l), "an idle one takes it");
-        assert!(!start_worker(c(4, 0, 0, true), &l), "four make progress");
-        assert!(start_worker(c(4, 0, 1, true), &l), "one stalled: replaced");
-        assert!(!start_worker(c(6, 0, 5, true), &l), "the thread bound");
-        assert!(!leave_after_job(c(4, 0, 0, true), &l));
+        assert!(start_worker(c(0, 0, 0, 1), &l), "first job");
+        assert!(!start_worker(c(0, 0, 0, 0), &l), "nothing can run");
+        assert!(!start_worker(c(2, 1, 0, 1), &l), "a free one takes it");
         assert!(
-            leave_after_job(c(5, 0, 0, true), &l),
+            start_worker(c(2, 1, 0, 2), &l),
+            "one more than the free ones"
+        );
+        assert!(!start_worker(c(4, 0, 0, 1), &l), "four make progress");
+        assert!(start_worker(c(4, 0, 1, 1), &l), "one stalled: replaced");
+        assert!(
+            !start_worker(c(5, 1, 1, 1), &l),
+            "its replacement is on its way"
+        );
+        assert!(!start_worker(c(6, 0, 5, 1), &l), "the thread bound");
+        assert!(!leave_after_job(c(4, 0, 0, 1), &l));
+        assert!(
+            leave_after_job(c(5, 0, 0, 1), &l),
             "a stalled one came back"
         );
-        assert!(!leave_after_job(c(5, 0, 1, true), &l));
+        assert!(!leave_after_job(c(5, 0, 1, 1), &l));
     }
 
     #[test]
@@ -563,6 +583,33 @@ mod tests {
         wait_for("workers over the bound to leave", || {
             pool.load().threads <= l.workers
         });
+    }
+
+    #[test]
+    fn one_waiting_job_gets_one_replacement_however_many_stalled() {
+        let l = Limits {
+            workers: 4,
+            per_sender: 1,
+            stalled_after: Duration::from_millis(200),
+            threads: 16,
+        };
+        let pool = FairPool::new("test-pool", l);
+        let (started, starts) = bounded(16);
+        let mut releases = Vec::new();
+        for (id, tag) in [(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e")] {
+            let (job, release) = blocking(&started, tag);
+            releases.push(release);
+            pool.run(id, info(tag), job).unwrap();
+        }
+        for _ in 0..4 {
+            starts.recv_timeout(Duration::from_secs(5)).unwrap();
+        }
+        let at = pool.next_check().expect("e waits for a stall");
+        std::thread::sleep(at.saturating_duration_since(Instant::now()));
+        assert_eq!(pool.recheck(), None);
+        assert_eq!(starts.recv_timeout(Duration::from_secs(5)).unwrap(), "e");
+        assert_eq!(pool.load().threads, 5, "one replacement, not four");
+        drop(releases);
     }
 
     #[test]
