@@ -13,6 +13,7 @@
 #![warn(clippy::self_named_module_files)]
 
 pub(crate) mod adapter;
+pub(crate) mod attachment_source;
 pub(crate) mod child;
 pub(crate) mod cli;
 pub(crate) mod clock;

@@ -13,6 +13,7 @@
 //! runs, and at its next start. A file that does not parse is renamed `<name>.unreadable`.
 
 use std::io;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -46,7 +47,7 @@ pub fn put(paths: &Paths, req: &Request) -> io::Result<PathBuf> {
     if let Request::Send { attachments, .. } = &mut kept {
         if !attachments.is_empty() {
             let copies = files_dir(&path);
-            match copy_attachments(&copies, attachments) {
+            match copy_attachments(&copies, req, attachments) {
                 Ok(names) => *attachments = names,
                 Err(e) => {
                     let _ = std::fs::remove_dir_all(&copies);
@@ -69,25 +70,60 @@ fn files_dir(file: &Path) -> PathBuf {
     PathBuf::from(d)
 }
 
-/// Copy each attachment to `<into>/<n>/<its file name>`; the copies' paths, in order.
-fn copy_attachments(into: &Path, attachments: &[String]) -> io::Result<Vec<String>> {
+/// Copy each attachment to `<into>/<n>/<its file name>`; the copies' paths, in order. A
+/// source is opened and read as the daemon's spool reads it ([`crate::attachment_source`]:
+/// never blocking on a FIFO, regular files only, under `IAPEER_ATTACHMENT_MAX_BYTES`), until
+/// the send's deadline (its `timeoutMs`, else `IAPEER_SEND_TIMEOUT_MS`, from now).
+///
+/// Errors: `attachment N "<src>" could not be copied: <what was wrong> — <what to do>`.
+fn copy_attachments(into: &Path, req: &Request, attachments: &[String]) -> io::Result<Vec<String>> {
+    use crate::attachment_source::{self as source, Problem};
+    let limits = copy_limits(req);
     let mut out = Vec::with_capacity(attachments.len());
     for (n, a) in attachments.iter().enumerate() {
         let from = Path::new(a);
-        let name = from.file_name().ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("attachment {a:?} names no file"),
-            )
-        })?;
-        let slot = into.join(n.to_string());
-        fsutil::ensure_dir(&slot)?;
-        let to = slot.join(name);
-        std::fs::copy(from, &to)
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot copy attachment {a}: {e}")))?;
+        let copy = |to: &Path| -> Result<(), Problem> {
+            let input = source::open(from, limits.max_bytes)?;
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(fsutil::MODE_PRIVATE)
+                .open(to)
+                .map_err(Problem::WriteFailed)?;
+            source::copy(input, &mut file, limits)?;
+            file.sync_all().map_err(Problem::WriteFailed)
+        };
+        let to = source::name(from).and_then(|name| {
+            let slot = into.join(n.to_string());
+            fsutil::ensure_dir(&slot).map_err(Problem::WriteFailed)?;
+            let to = slot.join(name);
+            copy(&to)?;
+            Ok(to)
+        });
+        let to = to.map_err(|e| io::Error::other(source::refusal(n, a, &e)))?;
         out.push(to.to_string_lossy().into_owned());
     }
     Ok(out)
+}
+
+/// How much of a kept send's attachments may be read, and until when (see
+/// [`copy_attachments`]).
+fn copy_limits(req: &Request) -> crate::attachment_source::Limits {
+    use crate::config::vars::IAPEER_SEND_TIMEOUT_MS;
+    let timeout = match req {
+        Request::Send {
+            timeout_ms: Some(ms),
+            ..
+        } => std::time::Duration::from_millis(*ms),
+        _ => {
+            let raw = std::env::var(IAPEER_SEND_TIMEOUT_MS.name).ok();
+            IAPEER_SEND_TIMEOUT_MS.parse_duration(raw.as_deref(), &mut Vec::new())
+        }
+    };
+    crate::attachment_source::Limits {
+        max_bytes: crate::attachment_source::max_bytes_from_env(),
+        deadline: std::time::Instant::now() + timeout,
+    }
 }
 
 /// Remove a routed send's file and its attachments' copies.
@@ -346,5 +382,47 @@ mod tests {
                 .count()
                 == 2
         );
+    }
+
+    /// A send kept while the daemon is down reads its attachments as the daemon would: a
+    /// source that became a FIFO after the check is refused at once (it used to block the
+    /// CLI in `open` until something wrote the pipe), in the spool's words, and nothing is
+    /// kept.
+    #[test]
+    fn a_kept_send_whose_attachment_is_a_fifo_is_refused_at_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = Paths::at(tmp.path().join("root"));
+        let fifo = tmp.path().join("pipe");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let fifo = fifo.display().to_string();
+        let req = Request::Send {
+            from: "echo-a".into(),
+            to: "b".into(),
+            runtime: None,
+            message: "hi".into(),
+            topic: None,
+            attachments: vec![fifo.clone()],
+            timeout_ms: None,
+        };
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let kept = paths.clone();
+        std::thread::spawn(move || tx.send(put(&kept, &req).map_err(|e| e.to_string())));
+        let err = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("put returned")
+            .unwrap_err();
+        assert_eq!(
+            err,
+            format!(
+                "attachment 1 \"{fifo}\" could not be copied: it is a named pipe (FIFO), not a \
+                 regular file — write what it carries to a regular file and attach that"
+            )
+        );
+        assert!(pending(&paths).is_empty());
+        assert_eq!(dir_entries(&dir(&paths)), 0, "nothing kept, no copies left");
+    }
+
+    fn dir_entries(d: &Path) -> usize {
+        std::fs::read_dir(d).map_or(0, |d| d.count())
     }
 }

@@ -29,8 +29,8 @@ fn daemon(env_vars: &[(&str, &str)]) -> TestEnv {
     env
 }
 
-struct Resp {
-    status: u16,
+pub(crate) struct Resp {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
 }
@@ -42,7 +42,7 @@ impl Resp {
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
     }
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
     }
@@ -106,7 +106,7 @@ fn raw(method: &str, target: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec
 }
 
 /// POST /mcp with the usual headers plus `extra`.
-fn post(port: u16, extra: &[(&str, &str)], body: &str) -> Resp {
+pub(crate) fn post(port: u16, extra: &[(&str, &str)], body: &str) -> Resp {
     let host = format!("127.0.0.1:{port}");
     let mut headers = vec![
         ("Host", host.as_str()),

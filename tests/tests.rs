@@ -15,6 +15,7 @@ mod access;
 mod answers;
 mod approvals;
 mod attach;
+mod attachments;
 mod background;
 mod boot_dialog;
 mod busy;

@@ -15,7 +15,7 @@ use crate::host::service::Manager;
 use crate::markers::{Flag, Markers};
 use crate::memory::{self, slot::Heartbeat};
 use crate::paths::Paths;
-use crate::protocol::{Answer, ListReply, Pong, Request, StatusReply, ThreadRestart};
+use crate::protocol::{Answer, ListReply, Pong, PrepStatus, Request, StatusReply, ThreadRestart};
 use crate::registry::Registry;
 use crate::roster::{build_rows, LiveState, PeerRow};
 
@@ -225,23 +225,100 @@ fn service_report(paths: &Paths) -> ServiceReport {
     }
 }
 
-/// Run `iapeer status`.
-pub fn run(inv: &Invocation) -> CliResult {
-    report(inv.flag(flags::JSON))
+/// How the daemon's send-preparation pool stands (issue 26 item 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrepHealth {
+    /// Nothing stalled.
+    Fine,
+    /// Some preparations stalled; the other senders are still served.
+    Stalled,
+    /// Every thread the pool may have is stalled: no send can be prepared.
+    Blocked,
 }
 
-/// `iapeer doctor`: [`report`], then `verify` (read only); exit 1 when either finds a
-/// problem, after both have printed.
+/// The `send preparation:` lines of `status` and `doctor`, and the pool's health: counts;
+/// when preparations are stalled, which senders, how long, what they read, what is wrong and
+/// what to do.
+pub fn prep_report(p: &PrepStatus) -> (String, PrepHealth) {
+    let counts = format!(
+        "{} running, {} waiting; threads {} of at most {}",
+        p.running, p.waiting, p.threads, p.threads_max
+    );
+    let stalled: usize = p.stalled.iter().map(|s| s.jobs).sum();
+    if stalled == 0 {
+        return (format!("send preparation: {counts}\n"), PrepHealth::Fine);
+    }
+    let after = p.stalled_after_ms.div_ceil(1000);
+    let blocked = stalled >= p.threads_max;
+    let mut out = if blocked {
+        format!(
+            "send preparation: BLOCKED — all {} threads are stalled (running over {after} s): \
+             no send can be prepared until one comes back ({counts})\n",
+            p.threads_max
+        )
+    } else {
+        format!(
+            "send preparation: STALLED — {stalled} preparation(s) running over {after} s \
+             ({counts})\n"
+        )
+    };
+    for s in &p.stalled {
+        let behind = match s.waiting {
+            0 => String::new(),
+            n => format!(", {n} more of its sends waiting behind them"),
+        };
+        let reading = match s.attachments.as_slice() {
+            [] => "reading the registry".to_string(),
+            files => format!("reading {}", files.join(", ")),
+        };
+        out.push_str(&format!(
+            "  {}: {} stalled, the oldest for {} s{behind} — {reading}\n",
+            s.sender,
+            s.jobs,
+            s.oldest_ms / 1000
+        ));
+    }
+    let served = if blocked {
+        "every send waits, and times out, until one comes back".to_string()
+    } else {
+        format!(
+            "their senders' sends wait and time out, other senders are still served ({} more \
+             threads may stall before every send waits)",
+            p.threads_max - stalled
+        )
+    };
+    out.push_str(&format!(
+        "  what is wrong: a read of these files does not return (a FUSE or network file system \
+         that stopped answering?), and a thread in such a read cannot be stopped; {served}\n  \
+         what to do: make that file system answer again, or unmount it (umount -l <its mount \
+         point>); the threads then come back by themselves\n"
+    ));
+    let health = if blocked {
+        PrepHealth::Blocked
+    } else {
+        PrepHealth::Stalled
+    };
+    (out, health)
+}
+
+/// Run `iapeer status`.
+pub fn run(inv: &Invocation) -> CliResult {
+    report(inv.flag(flags::JSON), false)
+}
+
+/// `iapeer doctor`: [`report`] (where stalled send preparations are a problem too), then
+/// `verify` (read only); exit 1 when either finds a problem, after both have printed.
 pub fn doctor(_inv: &Invocation) -> CliResult {
-    let status = report(false);
+    let status = report(false, true);
     super::print("\n")?;
     let verify = super::verify::check(false, false);
     status.and(verify)
 }
 
 /// Print the status report (one JSON document with `json`); `Err` (exit 1) when the daemon
-/// is not healthy.
-fn report(json: bool) -> CliResult {
+/// is not healthy (its send preparation blocked included), or with `stalled_is_a_problem`
+/// when some send preparations are stalled.
+fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
     let paths = paths()?;
     let answer = daemon_status(&paths);
     let registry = Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
@@ -266,7 +343,12 @@ fn report(json: bool) -> CliResult {
             .map_err(|why| format!("the MCP endpoint {} does not answer: {why}", st.tcp)),
         _ => Ok(()),
     };
-    let healthy = answer.is_some() && http.is_ok();
+    let prep = match answer.as_ref().map(|a| &a.status) {
+        Some(Answer::Ok(st)) => Some(prep_report(&st.prep)),
+        _ => None,
+    };
+    let prep_health = prep.as_ref().map_or(PrepHealth::Fine, |(_, h)| *h);
+    let healthy = answer.is_some() && http.is_ok() && prep_health != PrepHealth::Blocked;
     let service = service_report(&paths);
     let slot = crate::memory::slot::read_slot(&paths);
     let heartbeat = slot
@@ -304,6 +386,10 @@ fn report(json: bool) -> CliResult {
                 "daemon: NOT healthy ({})",
                 http.as_ref().err().map_or("", String::as_str)
             ),
+            Some(Answer::Ok(_)) if prep_health == PrepHealth::Blocked => {
+                "daemon: NOT healthy (no send can be prepared: see send preparation below)"
+                    .to_string()
+            }
             Some(Answer::Ok(st)) => format!("daemon: healthy @ {} + {}", st.tcp, st.sock),
             Some(Answer::Failed(_)) => "daemon: healthy @ ? + ?".to_string(),
             None => "daemon: not running (nothing answers on its socket) — start it with: \
@@ -330,13 +416,14 @@ fn report(json: bool) -> CliResult {
             },
             memory::slot::status_line(slot.as_ref(), heartbeat)
         ))?;
-        let mut lines = format!("notices: {}\n", notices.len());
+        let mut lines = prep.map(|(text, _)| text).unwrap_or_default();
+        lines.push_str(&format!("notices: {}\n", notices.len()));
         for n in &notices {
             lines.push_str(&format!("  {}\n", crate::notices::describe(n)));
         }
         print(&lines)?;
     }
-    if healthy {
+    if healthy && !(stalled_is_a_problem && prep_health == PrepHealth::Stalled) {
         Ok(())
     } else {
         Err(CliError::Exit(1))
@@ -380,6 +467,58 @@ mod tests {
         );
         let again = ThreadRestart { restarts: 3, ..r };
         assert!(restart_line(&again).contains("restarted 3 times, last at"));
+    }
+
+    #[test]
+    fn the_prep_lines_say_who_stalled_what_is_wrong_and_what_to_do() {
+        use crate::protocol::StalledPrep;
+        let mut p = PrepStatus {
+            running: 1,
+            waiting: 0,
+            threads: 2,
+            threads_max: 16,
+            stalled_after_ms: 2000,
+            stalled: vec![],
+        };
+        assert_eq!(
+            prep_report(&p),
+            (
+                "send preparation: 1 running, 0 waiting; threads 2 of at most 16\n".to_string(),
+                PrepHealth::Fine
+            )
+        );
+        p.running = 5;
+        p.waiting = 3;
+        p.threads = 6;
+        p.stalled = vec![StalledPrep {
+            sender: "echo-alice".into(),
+            jobs: 2,
+            oldest_ms: 34_500,
+            waiting: 3,
+            attachments: vec!["/mnt/x/a.txt".into()],
+        }];
+        let (text, health) = prep_report(&p);
+        assert_eq!(health, PrepHealth::Stalled);
+        assert_eq!(
+            text,
+            "send preparation: STALLED — 2 preparation(s) running over 2 s (5 running, 3 \
+             waiting; threads 6 of at most 16)\n  echo-alice: 2 stalled, the oldest for 34 s, \
+             3 more of its sends waiting behind them — reading /mnt/x/a.txt\n  what is wrong: \
+             a read of these files does not return (a FUSE or network file system that stopped \
+             answering?), and a thread in such a read cannot be stopped; their senders' sends \
+             wait and time out, other senders are still served (14 more threads may stall \
+             before every send waits)\n  what to do: make that file system answer again, or \
+             unmount it (umount -l <its mount point>); the threads then come back by \
+             themselves\n"
+        );
+        p.stalled[0].jobs = 16;
+        let (text, health) = prep_report(&p);
+        assert_eq!(health, PrepHealth::Blocked);
+        assert!(
+            text.starts_with("send preparation: BLOCKED — all 16 threads are stalled"),
+            "{text}"
+        );
+        assert!(text.contains("every send waits, and times out, until one comes back"));
     }
 
     #[test]

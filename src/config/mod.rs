@@ -54,6 +54,8 @@ pub struct Config {
     /// How long a send waits for its answer unless it asks otherwise
     /// (`IAPEER_SEND_TIMEOUT_MS`).
     pub send_timeout: Duration,
+    /// The largest attachment, bytes (`IAPEER_ATTACHMENT_MAX_BYTES`).
+    pub attachment_max_bytes: u64,
     /// How long a message waits for a free composer (`IAPEER_COMPOSER_QUEUE_TIMEOUT_MS`).
     pub composer_hold: Duration,
     /// Supervise tick period (`IAPEER_TICK_SECS`).
@@ -95,6 +97,7 @@ impl Default for Config {
             crashloop_window: vars::IAPEER_CRASHLOOP_WINDOW_SECS.default_duration(),
             liveness_grace: vars::IAP_HOST_LIVENESS_GRACE_MS.default_duration(),
             send_timeout: vars::IAPEER_SEND_TIMEOUT_MS.default_duration(),
+            attachment_max_bytes: vars::IAPEER_ATTACHMENT_MAX_BYTES.default_u64(),
             composer_hold: vars::IAPEER_COMPOSER_QUEUE_TIMEOUT_MS.default_duration(),
             tick: vars::IAPEER_TICK_SECS.default_duration(),
             supervise_verbose: false,
@@ -158,6 +161,8 @@ impl Config {
             crashloop_window: duration(w, &vars::IAPEER_CRASHLOOP_WINDOW_SECS),
             liveness_grace: duration(w, &vars::IAP_HOST_LIVENESS_GRACE_MS),
             send_timeout: duration(w, &vars::IAPEER_SEND_TIMEOUT_MS),
+            attachment_max_bytes: vars::IAPEER_ATTACHMENT_MAX_BYTES
+                .parse_u64(raw(&vars::IAPEER_ATTACHMENT_MAX_BYTES).as_deref(), w),
             composer_hold: duration(w, &vars::IAPEER_COMPOSER_QUEUE_TIMEOUT_MS),
             tick: duration(w, &vars::IAPEER_TICK_SECS),
             supervise_verbose: vars::IAPEER_SUPERVISE_LOG_VERBOSE

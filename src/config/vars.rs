@@ -346,6 +346,16 @@ pub const IAPEER_SEND_TIMEOUT_MS: EnvVar = var(
      taken out of the peer's queue (default {default}: covers a full agent wake); iapeer send \
      --timeout overrides it per send",
 );
+/// `IAPEER_ATTACHMENT_MAX_BYTES`: the largest attachment (spec 03 §3, issue 26).
+pub const IAPEER_ATTACHMENT_MAX_BYTES: EnvVar = var(
+    "IAPEER_ATTACHMENT_MAX_BYTES",
+    Kind::Bytes(100 * 1024 * 1024),
+    Part::Config,
+    "the largest file a send may attach, in bytes (default {default}, 100 MiB); a larger one \
+     fails the send, naming the attachment and this variable; read by the daemon when it \
+     copies a send's attachments and by iapeer send when it checks or keeps a send while the \
+     daemon is down",
+);
 /// `IAPEER_COMPOSER_QUEUE_TIMEOUT_MS`: how long a message waits for a free composer.
 pub const IAPEER_COMPOSER_QUEUE_TIMEOUT_MS: EnvVar = var(
     "IAPEER_COMPOSER_QUEUE_TIMEOUT_MS",
@@ -628,6 +638,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_CRASHLOOP_WINDOW_SECS,
     IAP_HOST_LIVENESS_GRACE_MS,
     IAPEER_SEND_TIMEOUT_MS,
+    IAPEER_ATTACHMENT_MAX_BYTES,
     IAPEER_COMPOSER_QUEUE_TIMEOUT_MS,
     IAPEER_TICK_SECS,
     IAPEER_CLAUDE_BIN,

@@ -2,65 +2,48 @@
 //! `state/iapeer/attachments/<recipient>/<sha256>/<basename>` before the envelope is built,
 //! so the sender may delete its file as soon as the send returns.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::fs::{self, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
+use crate::attachment_source::{self as source, Limits, Problem};
 use crate::fsutil::{ensure_dir, hex, random_hex, MODE_PRIVATE};
 use crate::paths::Paths;
 
-/// Copy every source into `recipient`'s inbox and return the inbox paths, in order.
+/// Copy every source into `recipient`'s inbox and return the inbox paths, in order. Each
+/// source is opened and read as [`crate::attachment_source`] says (never blocking on a FIFO,
+/// regular files only, under `limits.max_bytes`, read until `limits.deadline`).
 ///
 /// Errors (the whole send fails, nothing is delivered): `attachment N "<src>" could not be
-/// copied: <reason>` with N counted from 1.
-pub fn spool(paths: &Paths, recipient: &str, sources: &[String]) -> Result<Vec<String>, String> {
+/// copied: <what was wrong> — <what to do>` with N counted from 1.
+pub fn spool(
+    paths: &Paths,
+    recipient: &str,
+    sources: &[String],
+    limits: Limits,
+) -> Result<Vec<String>, String> {
     let inbox = paths.attachments_dir(recipient);
     sources
         .iter()
         .enumerate()
         .map(|(i, src)| {
-            copy_one(&inbox, Path::new(src))
+            copy_one(&inbox, Path::new(src), limits)
                 .map(|p| p.display().to_string())
-                .map_err(|e| not_copied(i, src, &e))
+                .map_err(|e| source::refusal(i, src, &e))
         })
         .collect()
 }
 
-/// Whether every source could be spooled now: a regular file with a name that opens for
-/// reading (nothing is copied). Used for a send kept while the daemon is down, which spools
-/// later.
+/// Whether every source could be spooled now: it opens as [`spool`] would open it and is a
+/// regular file under `max_bytes` (nothing is read or copied). Used for a send kept while the
+/// daemon is down, which spools later.
 ///
 /// Errors: the first failure, in [`spool`]'s words.
-pub fn check(sources: &[String]) -> Result<(), String> {
+pub fn check(sources: &[String], max_bytes: u64) -> Result<(), String> {
     for (i, src) in sources.iter().enumerate() {
-        open_source(Path::new(src)).map_err(|e| not_copied(i, src, &e))?;
+        source::open(Path::new(src), max_bytes).map_err(|e| source::refusal(i, src, &e))?;
     }
     Ok(())
-}
-
-/// `attachment N "<src>" could not be copied: <reason>`, N counted from 1 (`i` from 0).
-fn not_copied(i: usize, src: &str, e: &io::Error) -> String {
-    format!("attachment {} \"{src}\" could not be copied: {e}", i + 1)
-}
-
-/// A source opened for reading, with its file name.
-///
-/// Errors: it is missing or unreadable, not a regular file, or has no file name.
-fn open_source(src: &Path) -> io::Result<(File, &std::ffi::OsStr)> {
-    let meta = fs::metadata(src)?;
-    if !meta.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
-    }
-    let name = src
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
-    Ok((File::open(src)?, name))
 }
 
 /// The inbox copy's file name: the source's basename as the agent will read it in the pasted
@@ -70,9 +53,10 @@ fn inbox_name(name: &std::ffi::OsStr) -> String {
     crate::term::paste_text(&name.to_string_lossy()).into_owned()
 }
 
-fn copy_one(inbox: &Path, src: &Path) -> io::Result<PathBuf> {
-    let (mut input, name) = open_source(src)?;
-    ensure_dir(inbox)?;
+fn copy_one(inbox: &Path, src: &Path, limits: Limits) -> Result<PathBuf, Problem> {
+    let name = source::name(src)?;
+    let input = source::open(src, limits.max_bytes)?;
+    ensure_dir(inbox).map_err(Problem::WriteFailed)?;
     let staging = inbox.join(format!(
         ".incoming-{}-{}",
         std::process::id(),
@@ -83,24 +67,14 @@ fn copy_one(inbox: &Path, src: &Path) -> io::Result<PathBuf> {
             .write(true)
             .create_new(true)
             .mode(MODE_PRIVATE)
-            .open(&staging)?;
-        let mut hasher = Sha256::new();
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let n = match input.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            hasher.update(&buf[..n]);
-            out.write_all(&buf[..n])?;
-        }
-        out.sync_all()?;
-        let dir = inbox.join(hex(&hasher.finalize()));
-        ensure_dir(&dir)?;
+            .open(&staging)
+            .map_err(Problem::WriteFailed)?;
+        let sha = source::copy(input, &mut out, limits)?;
+        out.sync_all().map_err(Problem::WriteFailed)?;
+        let dir = inbox.join(hex(&sha));
+        ensure_dir(&dir).map_err(Problem::WriteFailed)?;
         let dest = dir.join(inbox_name(name));
-        fs::rename(&staging, &dest)?;
+        fs::rename(&staging, &dest).map_err(Problem::WriteFailed)?;
         Ok(dest)
     })();
     if result.is_err() {
@@ -112,6 +86,16 @@ fn copy_one(inbox: &Path, src: &Path) -> io::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::{Duration, Instant};
+
+    const MAX: u64 = 1 << 20;
+
+    fn limits() -> Limits {
+        Limits {
+            max_bytes: MAX,
+            deadline: Instant::now() + Duration::from_secs(60),
+        }
+    }
 
     #[test]
     fn check_says_what_spool_would_refuse_and_copies_nothing() {
@@ -119,16 +103,27 @@ mod tests {
         let file = dir.path().join("a.txt");
         fs::write(&file, b"x").unwrap();
         let (file, folder) = (file.display().to_string(), dir.path().display().to_string());
-        assert_eq!(check(std::slice::from_ref(&file)), Ok(()));
+        assert_eq!(check(std::slice::from_ref(&file), MAX), Ok(()));
         let missing = dir.path().join("gone").display().to_string();
-        let err = check(&[file.clone(), missing.clone()]).unwrap_err();
+        let err = check(&[file.clone(), missing.clone()], MAX).unwrap_err();
         assert!(
             err.starts_with(&format!("attachment 2 \"{missing}\" could not be copied: ")),
             "{err}"
         );
         assert_eq!(
-            check(std::slice::from_ref(&folder)).unwrap_err(),
-            format!("attachment 1 \"{folder}\" could not be copied: not a regular file")
+            check(std::slice::from_ref(&folder), MAX).unwrap_err(),
+            format!(
+                "attachment 1 \"{folder}\" could not be copied: it is a folder, not a regular \
+                 file — attach the files in it, or an archive of it (tar, zip)"
+            )
+        );
+        assert_eq!(
+            check(std::slice::from_ref(&file), 0).unwrap_err(),
+            format!(
+                "attachment 1 \"{file}\" could not be copied: it is 1 byte, over the 0-byte \
+                 limit for an attachment — attach a smaller file, or raise \
+                 IAPEER_ATTACHMENT_MAX_BYTES (for the daemon and iapeer send)"
+            )
         );
         assert_eq!(
             fs::read_dir(dir.path()).unwrap().count(),
@@ -143,7 +138,7 @@ mod tests {
         let paths = Paths::at(dir.path().join("root"));
         let src = dir.path().join("report.txt");
         fs::write(&src, b"hello").unwrap();
-        let out = spool(&paths, "bob", &[src.display().to_string()]).unwrap();
+        let out = spool(&paths, "bob", &[src.display().to_string()], limits()).unwrap();
         fs::remove_file(&src).unwrap();
         let p = PathBuf::from(&out[0]);
         assert_eq!(fs::read(&p).unwrap(), b"hello");
@@ -153,14 +148,19 @@ mod tests {
         assert!(p.ends_with("report.txt"));
         // The same content twice lands in the same place; no staging files remain.
         fs::write(&src, b"hello").unwrap();
-        let again = spool(&paths, "bob", &[src.display().to_string()]).unwrap();
+        let again = spool(&paths, "bob", &[src.display().to_string()], limits()).unwrap();
         assert_eq!(again, out);
-        let leftovers: Vec<_> = fs::read_dir(paths.attachments_dir("bob"))
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_string_lossy().starts_with(".incoming"))
-            .collect();
-        assert!(leftovers.is_empty());
+        assert!(staging_files(&paths).is_empty());
+    }
+
+    fn staging_files(paths: &Paths) -> Vec<fs::DirEntry> {
+        fs::read_dir(paths.attachments_dir("bob"))
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter(|e| e.file_name().to_string_lossy().starts_with(".incoming"))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     #[test]
@@ -173,14 +173,30 @@ mod tests {
             &paths,
             "bob",
             &[good.display().to_string(), dir.path().display().to_string()],
+            limits(),
         )
         .unwrap_err();
         assert!(err.starts_with("attachment 2 \""), "{err}");
-        assert!(err.contains("not a regular file"), "{err}");
-        let err = spool(&paths, "bob", &["/nonexistent/x".into()]).unwrap_err();
+        assert!(err.contains("it is a folder, not a regular file"), "{err}");
+        let err = spool(&paths, "bob", &["/nonexistent/x".into()], limits()).unwrap_err();
         assert!(
             err.starts_with("attachment 1 \"/nonexistent/x\" could not be copied:"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_copy_that_fails_midway_leaves_no_staging_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path().join("root"));
+        let src = dir.path().join("data");
+        fs::write(&src, b"some data").unwrap();
+        let past = Limits {
+            max_bytes: MAX,
+            deadline: Instant::now(),
+        };
+        let err = spool(&paths, "bob", &[src.display().to_string()], past).unwrap_err();
+        assert!(err.contains("reading it was not done after"), "{err}");
+        assert!(staging_files(&paths).is_empty());
     }
 }

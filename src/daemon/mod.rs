@@ -3,6 +3,7 @@
 
 pub mod attachments;
 pub mod control;
+pub mod fair_pool;
 pub mod fleet;
 pub mod guard;
 pub mod http;

@@ -42,6 +42,30 @@ pub enum Caller {
     Daemon,
 }
 
+impl Caller {
+    /// Who the send says it is from, before the registry is read: the preparation pool's
+    /// line it waits in ([`crate::daemon::fair_pool`]). The CLI's sender; an MCP caller's
+    /// token identity, else its header (marked unauthenticated when a token was required);
+    /// the daemon's `iapeer`.
+    pub fn claimed(&self) -> String {
+        match self {
+            Caller::Cli(from) => from.clone(),
+            Caller::Mcp {
+                token_identity: Some(id),
+                ..
+            } => id.clone(),
+            Caller::Mcp { header, auth, .. } => {
+                let header = header.as_deref().unwrap_or("(no identity header)");
+                match auth {
+                    McpAuth::Header => header.to_string(),
+                    McpAuth::Token => format!("{header} (no valid session token)"),
+                }
+            }
+            Caller::Daemon => DAEMON_SENDER.to_string(),
+        }
+    }
+}
+
 /// The sender name of messages the daemon writes itself (spec 05 §7).
 pub const DAEMON_SENDER: &str = "iapeer";
 /// The runtime the daemon's own notices carry in their envelope (`runtime="daemon"`).
@@ -337,21 +361,65 @@ pub fn check_without_daemon(
     if Markers::new(paths, &endpoint).is_set(crate::markers::Flag::Stopped) {
         return Err(stopped_refusal(&endpoint));
     }
-    crate::daemon::attachments::check(&input.attachments)
+    let max_bytes = crate::attachment_source::max_bytes_from_env();
+    crate::daemon::attachments::check(&input.attachments, max_bytes)
         .map_err(|e| refuse(Code::InvalidArgument, e))
 }
 
+/// Who settles a send whose preparation is under way: the router, when the send's deadline
+/// comes first ([`PrepTicket::give_up`]: the sender is answered `timeout` at once and the
+/// preparation's result, whenever it comes, is dropped), or the worker, just before it
+/// leaves a trace the sender must hear about ([`PrepTicket::commit`]: a held message's hold
+/// file; the router then waits for its result). Exactly one of the two wins. Clones share it.
+#[derive(Debug, Clone, Default)]
+pub struct PrepTicket(std::sync::Arc<std::sync::atomic::AtomicU8>);
+
+const PREP_OPEN: u8 = 0;
+const PREP_GIVEN_UP: u8 = 1;
+const PREP_COMMITTED: u8 = 2;
+
+impl PrepTicket {
+    /// The router stops waiting: `true` unless the worker committed first.
+    pub fn give_up(&self) -> bool {
+        self.settle(PREP_GIVEN_UP)
+    }
+
+    /// The worker is about to leave a trace: `true` unless the router gave up first.
+    pub fn commit(&self) -> bool {
+        self.settle(PREP_COMMITTED)
+    }
+
+    fn settle(&self, to: u8) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        match self.0.compare_exchange(PREP_OPEN, to, SeqCst, SeqCst) {
+            Ok(_) => true,
+            Err(now) => now == to,
+        }
+    }
+}
+
+/// What bounds one send's preparation.
+#[derive(Debug, Clone)]
+pub struct PrepBounds {
+    /// How much of each attachment may be read, and until when (the send's deadline).
+    pub attachments: crate::attachment_source::Limits,
+    /// Shared with the router (see [`PrepTicket`]).
+    pub ticket: PrepTicket,
+}
+
 /// Steps 1–7 with file access: validate, authenticate, resolve, refuse a stopped endpoint,
-/// spool attachments, stamp `ts` and build the envelope.
+/// spool attachments (within `bounds`), stamp `ts` and build the envelope.
 ///
 /// `guard`: the origin guard's settings when it applies to this send (on, and the send is not
 /// a `confirm-send` of a held message); a send it holds is kept as a hold file and refused
-/// with code `held` (spec 10 §2).
+/// with code `held` (spec 10 §2) — unless the router gave up on the send first (then nothing
+/// is kept and the result is refused `timeout`, which nobody reads).
 pub fn prepare(
     paths: &Paths,
     input: &SendInput,
     ts: String,
     guard: Option<OriginLimits>,
+    bounds: &PrepBounds,
 ) -> Result<Prepared, Refusal> {
     crate::daemon::test_hooks::on_prepare(&input.to);
     let registry =
@@ -375,18 +443,22 @@ pub fn prepare(
     if Markers::new(paths, &endpoint).is_set(crate::markers::Flag::Stopped) {
         return Err(stopped_refusal(&endpoint));
     }
-    let attachments =
-        crate::daemon::attachments::spool(paths, &target.personality, &input.attachments)
-            .map_err(|e| refuse(Code::InvalidArgument, e))?;
+    let attachments = crate::daemon::attachments::spool(
+        paths,
+        &target.personality,
+        &input.attachments,
+        bounds.attachments,
+    )
+    .map_err(|e| refuse(Code::InvalidArgument, e))?;
     if let Some(limits) = guard {
         origin_check(
             paths,
             input,
             (&caller, caller_peer),
-            target,
-            &endpoint,
+            (target, &endpoint),
             &attachments,
             limits,
+            &bounds.ticket,
         )?;
     }
     let envelope = Envelope {
@@ -422,10 +494,10 @@ fn origin_check(
     paths: &Paths,
     input: &SendInput,
     (caller, caller_peer): (&Identity, &RegistryPeer),
-    target: &RegistryPeer,
-    endpoint: &Identity,
+    (target, endpoint): (&RegistryPeer, &Identity),
     attachments: &[String],
     limits: OriginLimits,
+    ticket: &PrepTicket,
 ) -> Result<(), Refusal> {
     let (from, to) = (caller_peer.nature(), target.nature());
     if (from, to) != (Intelligence::Artificial, Intelligence::Natural) {
@@ -444,6 +516,13 @@ fn origin_check(
     let origin::Verdict::Hold { origin } = verdict else {
         return Ok(());
     };
+    if !ticket.commit() {
+        // The sender was already told `timeout`: keep nothing it was not told about.
+        return Err(refuse(
+            Code::Timeout,
+            "the send's deadline passed during its preparation; message NOT delivered",
+        ));
+    }
     let hold = origin::Hold {
         id: origin::new_id(),
         from: caller.to_string(),
@@ -566,6 +645,44 @@ mod tests {
                 },
             ],
         }
+    }
+
+    #[test]
+    fn a_prep_ticket_is_settled_once_by_whoever_comes_first() {
+        let router = PrepTicket::default();
+        let worker = router.clone();
+        assert!(router.give_up(), "the deadline came first");
+        assert!(!worker.commit(), "so nothing is kept");
+        assert!(router.give_up(), "asking again says the same");
+        let router = PrepTicket::default();
+        let worker = router.clone();
+        assert!(worker.commit(), "a hold is being kept");
+        assert!(!router.give_up(), "so the router waits for it");
+    }
+
+    #[test]
+    fn the_line_a_send_waits_in_is_its_claimed_sender() {
+        let mcp = |header: Option<&str>, tok: Option<&str>, auth| Caller::Mcp {
+            header: header.map(String::from),
+            token_identity: tok.map(String::from),
+            auth,
+        };
+        assert_eq!(Caller::Cli("echo-alice".into()).claimed(), "echo-alice");
+        assert_eq!(
+            mcp(Some("echo-bob"), Some("echo-alice"), McpAuth::Token).claimed(),
+            "echo-alice",
+            "the token says who it is"
+        );
+        assert_eq!(
+            mcp(Some("echo-bob"), None, McpAuth::Token).claimed(),
+            "echo-bob (no valid session token)",
+            "not bob's own line"
+        );
+        assert_eq!(
+            mcp(Some("echo-bob"), None, McpAuth::Header).claimed(),
+            "echo-bob"
+        );
+        assert_eq!(Caller::Daemon.claimed(), "iapeer");
     }
 
     #[test]

@@ -605,7 +605,43 @@ pub struct ThreadRestart {
     pub last: String,
 }
 
-/// `status` → `{"ok":true,"version","pid","started_ms","uptime_s","tcp","sock","sessions"}`,
+/// The send-preparation pool in a [`StatusReply`] (issue 26 item 2): the workers that read
+/// the registry and copy attachments for each send, shared fairly between senders
+/// (`daemon::fair_pool`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrepStatus {
+    /// Preparations running now, stalled ones included.
+    pub running: usize,
+    /// Preparations waiting for a worker, in their senders' lines.
+    pub waiting: usize,
+    /// Worker threads alive now (idle and stalled ones included).
+    pub threads: usize,
+    /// The most worker threads there may be, stalled ones included.
+    pub threads_max: usize,
+    /// A preparation running this long (ms) is stalled: it no longer counts against the
+    /// workers, so another is started for the other senders.
+    pub stalled_after_ms: u64,
+    /// Stalled preparations by sender, the longest-stalled first.
+    pub stalled: Vec<StalledPrep>,
+}
+
+/// One sender's stalled preparations in a [`PrepStatus`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StalledPrep {
+    /// The sender, `<runtime>-<personality>` as it asked.
+    pub sender: String,
+    /// Its stalled preparations.
+    pub jobs: usize,
+    /// How long the oldest of them has run, ms.
+    pub oldest_ms: u64,
+    /// Its sends waiting in its line behind them.
+    pub waiting: usize,
+    /// The attachments they read, as the sender gave them (each once).
+    pub attachments: Vec<String>,
+}
+
+/// `status` → `{"ok":true,"version","pid","started_ms","uptime_s","tcp","sock","sessions",
+/// "prep"}`,
 /// plus `"restarts":[…]` once a thread was restarted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatusReply {
@@ -626,6 +662,9 @@ pub struct StatusReply {
     /// Threads that panicked and were restarted (absent when none was).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub restarts: Vec<ThreadRestart>,
+    /// The send-preparation pool (absent from a daemon older than issue 26: empty).
+    #[serde(default)]
+    pub prep: PrepStatus,
 }
 
 /// `screen` → `{"ok":true,"identity":"echo-bob","rows":["…"],"cursor":[row,col]}`: the

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod anthropic;
+pub mod fuse;
 pub mod npm;
 pub mod openai;
 pub mod other_user;

@@ -941,9 +941,12 @@ pub static VERBS: &[VerbSpec] = &[
         signature: "status [--json]",
         summary: "show the health of the daemon and a summary of the peers",
         description: "Show the version, whether the daemon answers on its socket and on its MCP endpoint, the service state, how \
-            many peers are live, asleep or stopped, and the memory provider. A daemon thread that panicked and was \
-            restarted (the HTTP acceptor or the event-stream writer) gets a line saying how often, when last and what \
-            happened. Exits 1 when the daemon is not healthy.",
+            many peers are live, asleep or stopped, the memory provider, and the send preparation: how many \
+            sends are being prepared (their attachments copied) or wait for it, and the preparations stalled \
+            over 2 s (a read of an attachment that does not return) by sender, with what they read and what \
+            to do. A daemon thread that panicked and was restarted (the HTTP acceptor or the event-stream \
+            writer) gets a line saying how often, when last and what happened. Exits 1 when the daemon is not \
+            healthy, or when every send-preparation thread is stalled.",
         positionals: &[],
         flags: &[JSON],
         rules: &[],
@@ -957,8 +960,9 @@ pub static VERBS: &[VerbSpec] = &[
         signature: "doctor",
         summary: "check the daemon's health and the peers' files",
         description: "iapeer status (version, daemon on its socket and MCP endpoint, service, peers, \
-            memory provider), then iapeer verify (registry, profiles, folders: read only; verify --fix \
-            repairs). Exits 1 when either finds a problem; each has --json on its own.",
+            memory provider, send preparation), then iapeer verify (registry, profiles, folders: read only; \
+            verify --fix repairs). Exits 1 when either finds a problem (a stalled send preparation is one); \
+            each has --json on its own.",
         positionals: &[],
         flags: &[],
         rules: &[],

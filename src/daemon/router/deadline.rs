@@ -39,6 +39,44 @@ pub(crate) fn timeout_refusal(to: &Identity, timeout: Duration, cause: &str) -> 
     }
 }
 
+/// The refusal of a send to `to` (its requested `runtime`, if any) whose `timeout` passed
+/// before its preparation had resolved the endpoint.
+pub(crate) fn unprepared_timeout_refusal(
+    to: &str,
+    runtime: Option<&str>,
+    timeout: Duration,
+    cause: &str,
+) -> Refusal {
+    let rt = runtime.map(|r| format!(" ({r})")).unwrap_or_default();
+    Refusal {
+        code: Code::Timeout,
+        error: format!(
+            "peer \"{to}\"{rt} did not take the message within {}: {cause}",
+            spoken(timeout)
+        ),
+    }
+}
+
+/// What a send whose deadline came during its preparation waited for: a worker (`waited`:
+/// its sender's earlier sends held its share of the preparation pool), or its own
+/// preparation, which reads `attachments` files.
+pub(crate) fn prep_cause(waited: bool, attachments: usize) -> String {
+    match (waited, attachments) {
+        (true, _) => "it waited for a preparation worker behind this sender's earlier sends, \
+                      which are still being prepared (iapeer status shows them); message NOT \
+                      delivered"
+            .to_string(),
+        (false, 0) => "its preparation (reading the registry) did not finish — a disk that \
+                       does not answer? (iapeer status shows stalled preparations); message \
+                       NOT delivered"
+            .to_string(),
+        (false, _) => "its preparation (reading its attachments) did not finish — a file \
+                       system that does not answer? (iapeer status shows stalled \
+                       preparations); message NOT delivered"
+            .to_string(),
+    }
+}
+
 /// What a message still in the queue at position `ahead` (0 = the head) waited for.
 pub(crate) fn queued_cause(ahead: usize, waking: bool) -> String {
     match (ahead, waking) {
@@ -57,9 +95,24 @@ pub(crate) fn queued_cause(ahead: usize, waking: bool) -> String {
 impl Router {
     /// Send `id` reached its deadline.
     pub(crate) fn send_deadline(&mut self, id: u64) {
-        // Still being prepared: answered when the preparation returns (`on_prepared`).
         if let Some(job) = self.queues.preparing.get_mut(&id) {
-            job.timed_out = true;
+            // Still waiting for a worker: taken back. Running: given up on, unless it is
+            // keeping a held message (then answered when it returns, `on_prepared`).
+            let waited = self.prep.cancel(id);
+            if !waited && !job.prepared.give_up() {
+                job.timed_out = true;
+                return;
+            }
+            if let Some(job) = self.queues.preparing.remove(&id) {
+                let cause = prep_cause(waited, job.input.attachments.len());
+                let refusal = unprepared_timeout_refusal(
+                    &job.input.to,
+                    job.input.runtime.as_deref(),
+                    job.timeout,
+                    &cause,
+                );
+                self.finish_send(job.unprepared(), refusal);
+            }
             return;
         }
         let found = self.queues.endpoints.iter().find_map(|(ident, ep)| {
@@ -128,5 +181,32 @@ mod tests {
             "it is still starting; message NOT delivered"
         );
         assert!(queued_cause(1, false).starts_with("it is still busy with 1 earlier request "));
+    }
+
+    #[test]
+    fn a_send_timed_out_in_preparation_says_what_it_waited_for() {
+        let r =
+            unprepared_timeout_refusal("bob", None, Duration::from_secs(5), &prep_cause(false, 1));
+        assert_eq!(r.code, Code::Timeout);
+        assert_eq!(
+            r.error,
+            "peer \"bob\" did not take the message within 5 s: its preparation (reading its \
+             attachments) did not finish — a file system that does not answer? (iapeer status \
+             shows stalled preparations); message NOT delivered"
+        );
+        let r = unprepared_timeout_refusal(
+            "bob",
+            Some("echo"),
+            Duration::from_millis(1500),
+            &prep_cause(true, 1),
+        );
+        assert!(
+            r.error.starts_with(
+                "peer \"bob\" (echo) did not take the message within 1500 ms: it waited for a \
+                 preparation worker"
+            ),
+            "{}",
+            r.error
+        );
     }
 }

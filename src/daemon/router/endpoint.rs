@@ -45,8 +45,9 @@ pub struct SendJob<P> {
     pub(crate) timed_out: bool,
 }
 
-/// A send whose preparation runs on the worker thread.
-pub type PendingSend = SendJob<()>;
+/// A send whose preparation runs on a worker thread: it holds the ticket it shares with
+/// that preparation ([`route::PrepTicket`]).
+pub type PendingSend = SendJob<route::PrepTicket>;
 /// A prepared send in an identity's queue.
 pub type QueuedSend = SendJob<Prepared>;
 /// A send being finished (its delivery.log line and answer).
@@ -185,16 +186,29 @@ impl Router {
         let id = self.next_id();
         let timeout = timeout.unwrap_or(self.cfg.send_timeout);
         let guard = (self.cfg.origin.enabled && hold.is_none()).then_some(self.cfg.origin);
-        self.set_timer(self.now.at + timeout, super::Timer::SendDeadline(id));
+        let deadline = self.now.at + timeout;
+        self.set_timer(deadline, super::Timer::SendDeadline(id));
         let paths = self.paths.clone();
         let tx = self.tx.clone();
         let input_for_job = input.clone();
+        let ticket = route::PrepTicket::default();
+        let bounds = route::PrepBounds {
+            attachments: crate::attachment_source::Limits {
+                max_bytes: self.cfg.attachment_max_bytes,
+                deadline,
+            },
+            ticket: ticket.clone(),
+        };
+        let info = crate::daemon::fair_pool::JobInfo {
+            sender: input.caller.claimed(),
+            attachments: input.attachments.clone(),
+        };
         self.queues.preparing.insert(
             id,
             SendJob {
                 id,
                 input,
-                prepared: (),
+                prepared: ticket,
                 reply,
                 started: self.now.at,
                 woke: false,
@@ -205,27 +219,51 @@ impl Router {
                 timed_out: false,
             },
         );
-        let spawned = self.prep.run(move || {
+        let spawned = self.prep.run(id, info, move || {
             let ts = crate::clock::envelope_ts(&crate::clock::now_local());
             // A panic here must still answer the sender (the panic hook logs it).
-            let result =
-                crate::daemon::guard::catch(|| route::prepare(&paths, &input_for_job, ts, guard))
-                    .unwrap_or_else(|panic| Err(route::prep_panicked(&panic)));
+            let result = crate::daemon::guard::catch(|| {
+                route::prepare(&paths, &input_for_job, ts, guard, &bounds)
+            })
+            .unwrap_or_else(|panic| Err(route::prep_panicked(&panic)));
             let _ = tx.send(RouterMsg::Prepared {
                 job: id,
                 result: Box::new(result),
             });
         });
-        if let Err(e) = spawned {
-            if let Some(job) = self.queues.preparing.remove(&id) {
-                self.finish_send(
-                    job.unprepared(),
-                    Refusal {
-                        code: Code::Internal,
-                        error: format!("cannot start a worker thread: {e}"),
-                    },
-                );
+        match spawned {
+            Ok(()) => self.arm_prep_check(),
+            Err(e) => {
+                if let Some(job) = self.queues.preparing.remove(&id) {
+                    self.finish_send(
+                        job.unprepared(),
+                        Refusal {
+                            code: Code::Internal,
+                            error: format!("cannot start a worker thread: {e}"),
+                        },
+                    );
+                }
             }
+        }
+    }
+
+    /// Look at the preparation pool again when one of its jobs turns stalled while another
+    /// waits (its capacity for other senders comes back then, [`crate::daemon::fair_pool`]):
+    /// a [`super::Timer::PrepCheck`] unless one is set.
+    pub(crate) fn arm_prep_check(&mut self) {
+        if self.timers.any(|t| matches!(t, super::Timer::PrepCheck)) {
+            return;
+        }
+        if let Some(at) = self.prep.next_check() {
+            self.set_timer(at, super::Timer::PrepCheck);
+        }
+    }
+
+    /// [`super::Timer::PrepCheck`]: start what the pool now allows, and look again later if
+    /// need be.
+    pub(crate) fn on_prep_check(&mut self) {
+        if let Some(at) = self.prep.recheck() {
+            self.set_timer(at, super::Timer::PrepCheck);
         }
     }
 

@@ -192,6 +192,8 @@ pub(crate) enum Timer {
     ApprovalSweep,
     /// Write the topic lists that deliveries changed (`topics.rs`).
     TopicFlush,
+    /// A preparation may have turned stalled while others wait (`endpoint.rs`).
+    PrepCheck,
 }
 
 /// The router's state.
@@ -221,8 +223,9 @@ pub struct Router {
     pub(crate) now: Now,
     /// Message counts of non-human pairs, and the paused ones.
     pub(crate) storms: crate::daemon::storm::StormGuard,
-    /// Workers that prepare sends (registry reads, attachment copies) off the router thread.
-    pub(crate) prep: crate::daemon::pool::Pool,
+    /// Workers that prepare sends (registry reads, attachment copies) off the router thread,
+    /// shared fairly between senders.
+    pub(crate) prep: crate::daemon::fair_pool::FairPool,
     /// The notice board (spec 10 §3), kept in `state/iapeer/notices.json`.
     pub(crate) notices: crate::notices::Board,
     /// Permission prompts of gated peers waiting for a human (spec 10 §4); in memory only,
@@ -233,9 +236,6 @@ pub struct Router {
     /// Topic lists noted by deliveries, written once the router has caught up.
     pub(crate) topics: topics::TopicBook,
 }
-
-/// Most threads preparing sends at once (a burst of sends queues behind them).
-const PREP_WORKERS: usize = 4;
 
 impl Router {
     /// Build the router. `tx` must be the sender of the channel `run` will receive on; every
@@ -272,7 +272,10 @@ impl Router {
             exits_log,
             now: Now::read(),
             storms: Default::default(),
-            prep: crate::daemon::pool::Pool::new("send-prep", PREP_WORKERS),
+            prep: crate::daemon::fair_pool::FairPool::new(
+                "send-prep",
+                crate::daemon::fair_pool::PREP_LIMITS,
+            ),
             notices,
             approvals: broker::Broker::default(),
             sweep_armed: false,
@@ -375,6 +378,7 @@ impl Router {
             Timer::SendDeadline(job) => self.send_deadline(job),
             Timer::ApprovalSweep => self.on_approval_sweep(),
             Timer::TopicFlush => self.topics.flush(&self.paths),
+            Timer::PrepCheck => self.on_prep_check(),
             Timer::ShutdownDeadline => {
                 log::warn!(
                     "shutdown: {} session(s) did not end in time",
@@ -522,6 +526,8 @@ impl Router {
         // Every send in flight is answered `shutting-down` and gets its delivery.log line.
         let preparing: Vec<_> = self.queues.preparing.drain().map(|(_, j)| j).collect();
         for job in preparing {
+            // One still waiting for a worker never runs.
+            self.prep.cancel(job.id);
             self.finish_send(job.unprepared(), shutting_down());
         }
         let queued: Vec<_> = self.queues.endpoints.drain().collect();

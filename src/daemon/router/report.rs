@@ -3,10 +3,12 @@
 
 use super::ops::refusal;
 use super::Router;
+use crate::daemon::fair_pool::Load;
 use crate::daemon::reply::ReplyTo;
 use crate::daemon::route::Refusal;
 use crate::protocol::{
-    Code, ListReply, LiveRuntimeReply, Reply, ScreenReply, SessionCounts, SessionInfo, StatusReply,
+    Code, ListReply, LiveRuntimeReply, PrepStatus, Reply, ScreenReply, SessionCounts, SessionInfo,
+    StalledPrep, StatusReply,
 };
 use crate::session::handle::SessionCmd;
 
@@ -131,6 +133,7 @@ impl Router {
             sock: self.info.sock.clone(),
             sessions: SessionCounts { live, booting },
             restarts: self.info.restarts.list(),
+            prep: prep_status(&self.prep.load()),
         }
     }
 
@@ -166,5 +169,101 @@ impl Router {
                 ))
             }
         }
+    }
+}
+
+/// The preparation pool as `status` reports it: counts, and the stalled preparations (those
+/// running for `stalled_after` or longer) grouped by sender, the longest-stalled first.
+pub(crate) fn prep_status(load: &Load) -> PrepStatus {
+    let after = load.limits.stalled_after;
+    let mut stalled: Vec<StalledPrep> = Vec::new();
+    // `running` is oldest first, so each sender's first entry is its oldest.
+    for (info, age) in load.running.iter().filter(|(_, age)| *age >= after) {
+        let at = match stalled.iter().position(|s| s.sender == info.sender) {
+            Some(i) => i,
+            None => {
+                stalled.push(StalledPrep {
+                    sender: info.sender.clone(),
+                    jobs: 0,
+                    oldest_ms: age.as_millis() as u64,
+                    waiting: load
+                        .waiting
+                        .iter()
+                        .find(|(s, _)| *s == info.sender)
+                        .map_or(0, |(_, n)| *n),
+                    attachments: Vec::new(),
+                });
+                stalled.len() - 1
+            }
+        };
+        let entry = &mut stalled[at];
+        entry.jobs += 1;
+        for a in &info.attachments {
+            if !entry.attachments.contains(a) {
+                entry.attachments.push(a.clone());
+            }
+        }
+    }
+    PrepStatus {
+        running: load.running.len(),
+        waiting: load.waiting.iter().map(|(_, n)| n).sum(),
+        threads: load.threads,
+        threads_max: load.limits.threads,
+        stalled_after_ms: after.as_millis() as u64,
+        stalled,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::daemon::fair_pool::{JobInfo, PREP_LIMITS};
+    use std::time::Duration;
+
+    #[test]
+    fn stalled_preparations_are_grouped_by_sender_longest_first() {
+        let job = |sender: &str, att: &[&str]| JobInfo {
+            sender: sender.into(),
+            attachments: att.iter().map(|a| a.to_string()).collect(),
+        };
+        let load = Load {
+            limits: PREP_LIMITS,
+            threads: 6,
+            running: vec![
+                (job("echo-carol", &["/mnt/c"]), Duration::from_secs(40)),
+                (job("echo-alice", &["/mnt/a"]), Duration::from_secs(30)),
+                (
+                    job("echo-alice", &["/mnt/a", "/mnt/b"]),
+                    Duration::from_secs(3),
+                ),
+                (job("echo-bob", &[]), Duration::from_millis(5)),
+            ],
+            waiting: vec![("echo-alice".into(), 7), ("echo-dan".into(), 1)],
+        };
+        let p = prep_status(&load);
+        assert_eq!(
+            (p.running, p.waiting, p.threads, p.threads_max),
+            (4, 8, 6, 16)
+        );
+        assert_eq!(p.stalled_after_ms, 2000);
+        assert_eq!(
+            p.stalled,
+            vec![
+                StalledPrep {
+                    sender: "echo-carol".into(),
+                    jobs: 1,
+                    oldest_ms: 40_000,
+                    waiting: 0,
+                    attachments: vec!["/mnt/c".into()],
+                },
+                StalledPrep {
+                    sender: "echo-alice".into(),
+                    jobs: 2,
+                    oldest_ms: 30_000,
+                    waiting: 7,
+                    attachments: vec!["/mnt/a".into(), "/mnt/b".into()],
+                },
+            ]
+        );
     }
 }

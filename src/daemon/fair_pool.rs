@@ -1,0 +1,631 @@
+//! The send-preparation pool (issue 26 item 2): worker threads shared fairly between senders,
+//! so that no sender can hold more than its share of them, and a stalled job (a read that
+//! never returns, see [`crate::attachment_source`]) costs its sender, not the host.
+//!
+//! The rules ([`Limits`]; the router's are [`PREP_LIMITS`]):
+//! - Each job belongs to a sender and waits in that sender's own line. A worker takes the
+//!   front job of the first line, in round-robin order, whose sender runs fewer than
+//!   `per_sender` jobs; a sender at its limit waits, whoever else is waiting goes ahead.
+//! - A job running for `stalled_after` or longer is **stalled**: it no longer counts against
+//!   `workers`, so another worker can be started for the others. It still counts against its
+//!   sender (whose further jobs wait in its line, and are taken back when their sends time
+//!   out, [`FairPool::cancel`]) and against `threads`.
+//! - At most `workers` threads make progress at once, and at most `threads` exist in all,
+//!   stalled ones included: a thread stuck in the kernel cannot be ended, only left, so the
+//!   bound is on how many may be left. When `threads` stalled threads exist, every new job
+//!   waits for one of them to come back.
+//! - As in [`super::pool`]: no thread per job, a worker is started only when a job finds
+//!   none idle, and leaves after [`IDLE_EXIT`] without work; a worker whose stalled job came
+//!   back leaves when more than `workers` make progress.
+//!
+//! Nothing inside the pool watches the clock: the owner asks [`FairPool::next_check`] when a
+//! job may turn stalled while others wait, and calls [`FairPool::recheck`] then (the router
+//! arms a timer). The decisions are pure functions ([`start_worker`], [`leave_after_job`]).
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+pub use super::pool::IDLE_EXIT;
+
+/// The bounds of a [`FairPool`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Threads making progress at once (stalled ones do not count); ≥ 1.
+    pub workers: usize,
+    /// Jobs of one sender running at once, stalled ones included; ≥ 1.
+    pub per_sender: usize,
+    /// A job running this long is stalled.
+    pub stalled_after: Duration,
+    /// Threads in all, stalled ones included; ≥ `workers`.
+    pub threads: usize,
+}
+
+/// The send-preparation pool's bounds: 4 threads making progress (as before issue 26), a
+/// sender at most 2 of them (so one sender alone never takes all four), a preparation
+/// stalled after 2 s (a send's preparation normally takes milliseconds; a slow legitimate copy
+/// called stalled only costs one extra thread), and 16 threads in all: 4 plus up to 12 left
+/// in reads that do not return.
+pub const PREP_LIMITS: Limits = Limits {
+    workers: 4,
+    per_sender: 2,
+    stalled_after: Duration::from_secs(2),
+    threads: 16,
+};
+
+/// What a job is, for the status report: its sender (`<runtime>-<personality>` as it asked)
+/// and the attachments it reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobInfo {
+    /// The sender the job belongs to.
+    pub sender: String,
+    /// The attachment paths the job reads, as the sender gave them.
+    pub attachments: Vec<String>,
+}
+
+/// The pool at one moment, for the decisions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    /// Threads alive.
+    pub threads: usize,
+    /// Threads that will take a job without being started: idle ones, and ones started
+    /// that have not looked for work yet.
+    pub free: usize,
+    /// Running jobs that are stalled.
+    pub stalled: usize,
+    /// Waiting jobs that could start now (their senders are under their limit).
+    pub runnable: usize,
+}
+
+/// Whether to start one more worker: more jobs could run than free threads would take,
+/// fewer than `workers` make progress and fewer than `threads` exist.
+pub fn start_worker(c: Counts, l: &Limits) -> bool {
+    c.runnable > c.free && c.threads.saturating_sub(c.stalled) < l.workers && c.threads < l.threads
+}
+
+/// Whether a worker that has just finished a job leaves: more than `workers` make progress
+/// (a stalled job came back after a replacement was started).
+pub fn leave_after_job(c: Counts, l: &Limits) -> bool {
+    c.threads.saturating_sub(c.stalled) > l.workers
+}
+
+/// The pool at one moment, for the status report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Load {
+    /// Its bounds.
+    pub limits: Limits,
+    /// Threads alive (idle and stalled ones included).
+    pub threads: usize,
+    /// Running jobs and how long each has run, oldest first.
+    pub running: Vec<(JobInfo, Duration)>,
+    /// Waiting jobs per sender, in line order.
+    pub waiting: Vec<(String, usize)>,
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+struct Waiting {
+    id: u64,
+    job: Job,
+    info: JobInfo,
+}
+
+/// One sender's waiting jobs.
+struct Line {
+    sender: String,
+    jobs: VecDeque<Waiting>,
+}
+
+struct Running {
+    info: JobInfo,
+    since: Instant,
+}
+
+#[derive(Default)]
+struct State {
+    /// Senders with waiting jobs, in round-robin order.
+    lines: VecDeque<Line>,
+    running: HashMap<u64, Running>,
+    threads: usize,
+    idle: usize,
+    /// Threads started that have not looked for work yet.
+    starting: usize,
+}
+
+impl State {
+    fn running_of(&self, sender: &str) -> usize {
+        self.running
+            .values()
+            .filter(|r| r.info.sender == sender)
+            .count()
+    }
+
+    /// The line the next job comes from.
+    fn pick(&self, per_sender: usize) -> Option<usize> {
+        self.lines
+            .iter()
+            .position(|l| self.running_of(&l.sender) < per_sender)
+    }
+
+    /// Waiting jobs whose senders are under their limit, counting each sender's room.
+    fn runnable(&self, per_sender: usize) -> usize {
+        self.lines
+            .iter()
+            .map(|l| {
+                let room = per_sender.saturating_sub(self.running_of(&l.sender));
+                l.jobs.len().min(room)
+            })
+            .sum()
+    }
+
+    fn counts(&self, now: Instant, l: &Limits) -> Counts {
+        Counts {
+            threads: self.threads,
+            free: self.idle + self.starting,
+            stalled: self
+                .running
+                .values()
+                .filter(|r| now.saturating_duration_since(r.since) >= l.stalled_after)
+                .count(),
+            runnable: self.runnable(l.per_sender),
+        }
+    }
+
+    /// Take the next job and note it running.
+    fn take(&mut self, per_sender: usize, now: Instant) -> Option<(u64, Job)> {
+        let at = self.pick(per_sender)?;
+        let mut line = self.lines.remove(at)?;
+        let w = line.jobs.pop_front()?;
+        if !line.jobs.is_empty() {
+            // Its next job waits for the other senders' turns.
+            self.lines.push_back(line);
+        }
+        self.running.insert(
+            w.id,
+            Running {
+                info: w.info,
+                since: now,
+            },
+        );
+        Some((w.id, w.job))
+    }
+
+    fn remove_waiting(&mut self, id: u64) -> Option<Waiting> {
+        let at = self
+            .lines
+            .iter()
+            .position(|l| l.jobs.iter().any(|w| w.id == id))?;
+        let line = &mut self.lines[at];
+        let pos = line.jobs.iter().position(|w| w.id == id)?;
+        let w = line.jobs.remove(pos);
+        if line.jobs.is_empty() {
+            self.lines.remove(at);
+        }
+        w
+    }
+}
+
+struct Shared {
+    state: Mutex<State>,
+    work: Condvar,
+    limits: Limits,
+}
+
+/// A pool of named worker threads shared fairly between senders (see the module doc).
+pub struct FairPool {
+    name: &'static str,
+    shared: Arc<Shared>,
+}
+
+impl FairPool {
+    /// A pool with `limits` whose threads are named `name`; none is started yet.
+    pub fn new(name: &'static str, limits: Limits) -> FairPool {
+        let limits = Limits {
+            workers: limits.workers.max(1),
+            per_sender: limits.per_sender.max(1),
+            stalled_after: limits.stalled_after,
+            threads: limits.threads.max(limits.workers.max(1)),
+        };
+        FairPool {
+            name,
+            shared: Arc::new(Shared {
+                state: Mutex::default(),
+                work: Condvar::new(),
+                limits,
+            }),
+        }
+    }
+
+    /// Queue `job` (`id` unique among this pool's jobs) in its sender's line; wake an idle
+    /// worker or start one if the rules allow.
+    ///
+    /// Errors: no worker runs and none could be started (the job is taken back, unrun).
+    pub fn run(
+        &self,
+        id: u64,
+        info: JobInfo,
+        job: impl FnOnce() + Send + 'static,
+    ) -> io::Result<()> {
+        let l = self.shared.limits;
+        let mut st = lock(&self.shared.state);
+        let w = Waiting {
+            id,
+            job: Box::new(job),
+            info,
+        };
+        match st
+            .lines
+            .iter_mut()
+            .find(|line| line.sender == w.info.sender)
+        {
+            Some(line) => line.jobs.push_back(w),
+            None => st.lines.push_back(Line {
+                sender: w.info.sender.clone(),
+                jobs: VecDeque::from([w]),
+            }),
+        }
+        let c = st.counts(Instant::now(), &l);
+        if c.runnable > 0 && st.idle > 0 {
+            self.shared.work.notify_one();
+        }
+        if start_worker(c, &l) {
+            if let Err(e) = self.spawn(&mut st) {
+                if st.threads == 0 {
+                    // Nobody would ever run it: take it back.
+                    st.remove_waiting(id);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Take back job `id` if it is still waiting (it will never run): `true` then; `false`
+    /// when it is running, done, or unknown.
+    pub fn cancel(&self, id: u64) -> bool {
+        lock(&self.shared.state).remove_waiting(id).is_some()
+    }
+
+    /// Start the workers the rules allow now (a running job may have turned stalled since
+    /// the last look); then [`FairPool::next_check`].
+    pub fn recheck(&self) -> Option<Instant> {
+        let l = self.shared.limits;
+        let mut st = lock(&self.shared.state);
+        while start_worker(st.counts(Instant::now(), &l), &l) {
+            if self.spawn(&mut st).is_err() {
+                break;
+            }
+        }
+        drop(st);
+        self.next_check()
+    }
+
+    /// When to [`FairPool::recheck`]: the moment the next running job turns stalled, if a
+    /// waiting job could run then but no worker can start now; `None` when there is nothing
+    /// to wait for (no such job, or `threads` are all alive already).
+    pub fn next_check(&self) -> Option<Instant> {
+        let l = self.shared.limits;
+        let st = lock(&self.shared.state);
+        let c = st.counts(Instant::now(), &l);
+        if c.runnable <= c.free || start_worker(c, &l) || c.threads >= l.threads {
+            return None;
+        }
+        st.running
+            .values()
+            .map(|r| r.since + l.stalled_after)
+            .filter(|at| *at > Instant::now())
+            .min()
+    }
+
+    /// The pool now, for the status report.
+    pub fn load(&self) -> Load {
+        let st = lock(&self.shared.state);
+        let now = Instant::now();
+        let mut running: Vec<(JobInfo, Duration)> = st
+            .running
+            .values()
+            .map(|r| (r.info.clone(), now.saturating_duration_since(r.since)))
+            .collect();
+        running.sort_by_key(|r| std::cmp::Reverse(r.1));
+        Load {
+            limits: self.shared.limits,
+            threads: st.threads,
+            running,
+            waiting: st
+                .lines
+                .iter()
+                .map(|l| (l.sender.clone(), l.jobs.len()))
+                .collect(),
+        }
+    }
+
+    fn spawn(&self, st: &mut State) -> io::Result<()> {
+        let shared = Arc::clone(&self.shared);
+        std::thread::Builder::new()
+            .name(self.name.into())
+            .spawn(move || work(&shared))?;
+        st.threads += 1;
+        st.starting += 1;
+        Ok(())
+    }
+}
+
+fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
+    // The state stays valid if a holder panicked (jobs run outside the lock).
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn work(shared: &Shared) {
+    let l = shared.limits;
+    let mut st = lock(&shared.state);
+    st.starting -= 1;
+    loop {
+        if let Some((id, job)) = st.take(l.per_sender, Instant::now()) {
+            drop(st);
+            // A panicking job must not take the worker's count with it.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+            st = lock(&shared.state);
+            st.running.remove(&id);
+            if leave_after_job(st.counts(Instant::now(), &l), &l) {
+                st.threads -= 1;
+                return;
+            }
+            continue;
+        }
+        st.idle += 1;
+        let (guard, waited) = shared
+            .work
+            .wait_timeout(st, IDLE_EXIT)
+            .unwrap_or_else(|e| e.into_inner());
+        st = guard;
+        st.idle -= 1;
+        if waited.timed_out() && st.pick(l.per_sender).is_none() {
+            st.threads -= 1;
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crossbeam_channel::{bounded, Sender};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn info(sender: &str) -> JobInfo {
+        JobInfo {
+            sender: sender.into(),
+            attachments: vec![],
+        }
+    }
+
+    /// A job that says it started on `started`, then blocks until its release (returned)
+    /// sends or is dropped.
+    fn blocking(
+        started: &Sender<&'static str>,
+        tag: &'static str,
+    ) -> (impl FnOnce() + Send + 'static, Sender<()>) {
+        let started = started.clone();
+        let (release, held) = bounded::<()>(1);
+        let job = move || {
+            let _ = started.send(tag);
+            let _ = held.recv();
+        };
+        (job, release)
+    }
+
+    fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !f() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn the_decisions() {
+        let l = Limits {
+            workers: 4,
+            per_sender: 2,
+            stalled_after: Duration::from_secs(2),
+            threads: 6,
+        };
+        let c = |threads, free, stalled, runnable| Counts {
+            threads,
+            free,
+            stalled,
+            runnable,
+        };
+        assert!(start_worker(c(0, 0, 0, 1), &l), "first job");
+        assert!(!start_worker(c(0, 0, 0, 0), &l), "nothing can run");
+        assert!(!start_worker(c(2, 1, 0, 1), &l), "a free one takes it");
+        assert!(
+            start_worker(c(2, 1, 0, 2), &l),
+            "one more than the free ones"
+        );
+        assert!(!start_worker(c(4, 0, 0, 1), &l), "four make progress");
+        assert!(start_worker(c(4, 0, 1, 1), &l), "one stalled: replaced");
+        assert!(
+            !start_worker(c(5, 1, 1, 1), &l),
+            "its replacement is on its way"
+        );
+        assert!(!start_worker(c(6, 0, 5, 1), &l), "the thread bound");
+        assert!(!leave_after_job(c(4, 0, 0, 1), &l));
+        assert!(
+            leave_after_job(c(5, 0, 0, 1), &l),
+            "a stalled one came back"
+        );
+        assert!(!leave_after_job(c(5, 0, 1, 1), &l));
+    }
+
+    #[test]
+    fn every_job_runs_once_on_at_most_workers_threads_and_idle_workers_leave() {
+        let pool = FairPool::new(
+            "test-pool",
+            Limits {
+                workers: 3,
+                per_sender: 3,
+                stalled_after: Duration::from_secs(60),
+                threads: 8,
+            },
+        );
+        let ran = Arc::new(AtomicUsize::new(0));
+        let mut busiest = 0;
+        for i in 0..200 {
+            let ran = ran.clone();
+            let sender = ["a", "b", "c", "d"][i as usize % 4];
+            pool.run(i, info(sender), move || {
+                std::thread::sleep(Duration::from_millis(2));
+                ran.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+            let load = pool.load();
+            busiest = busiest.max(load.running.len());
+            assert!(load.threads <= 3, "{load:?}");
+        }
+        wait_for("200 jobs", || ran.load(Ordering::SeqCst) == 200);
+        assert!(busiest <= 3);
+        wait_for("idle workers to leave", || pool.load().threads == 0);
+        // And a later job starts one again.
+        let (tx, rx) = bounded(1);
+        pool.run(500, info("a"), move || tx.send(()).unwrap())
+            .unwrap();
+        rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    }
+
+    #[test]
+    fn a_sender_over_its_share_waits_in_its_own_line_and_others_go_ahead() {
+        let pool = FairPool::new(
+            "test-pool",
+            Limits {
+                workers: 4,
+                per_sender: 2,
+                stalled_after: Duration::from_secs(60),
+                threads: 8,
+            },
+        );
+        let (started, starts) = bounded(16);
+        let mut releases = HashMap::new();
+        for (id, tag) in [(1, "a1"), (2, "a2"), (3, "a3"), (4, "a4")] {
+            let (job, release) = blocking(&started, tag);
+            releases.insert(tag, release);
+            pool.run(id, info("alice"), job).unwrap();
+        }
+        let mut first = vec![starts.recv_timeout(Duration::from_secs(5)).unwrap()];
+        first.push(starts.recv_timeout(Duration::from_secs(5)).unwrap());
+        first.sort();
+        assert_eq!(first, ["a1", "a2"]);
+        // Alice's next two wait in her line while hers run; bob's job runs at once.
+        let (job, release) = blocking(&started, "b1");
+        releases.insert("b1", release);
+        pool.run(5, info("bob"), job).unwrap();
+        assert_eq!(starts.recv_timeout(Duration::from_secs(5)).unwrap(), "b1");
+        assert!(starts.recv_timeout(Duration::from_millis(200)).is_err());
+        let load = pool.load();
+        assert_eq!(load.running.len(), 3);
+        assert_eq!(load.waiting, vec![("alice".to_string(), 2)]);
+        // One of alice's ends: her next starts, in order.
+        releases.remove("a1");
+        assert_eq!(starts.recv_timeout(Duration::from_secs(5)).unwrap(), "a3");
+        // A waiting job taken back never runs.
+        assert!(pool.cancel(4));
+        assert!(!pool.cancel(4), "gone");
+        assert!(!pool.cancel(2), "a running job cannot be taken back");
+        releases.clear();
+        assert!(starts.recv_timeout(Duration::from_millis(300)).is_err());
+        wait_for("every job to end", || pool.load().running.is_empty());
+        assert!(pool.load().waiting.is_empty());
+    }
+
+    #[test]
+    fn stalled_jobs_are_replaced_up_to_the_thread_bound() {
+        let l = Limits {
+            workers: 2,
+            per_sender: 1,
+            stalled_after: Duration::from_millis(300),
+            threads: 3,
+        };
+        let pool = FairPool::new("test-pool", l);
+        let (started, starts) = bounded(16);
+        let mut releases = HashMap::new();
+        let mut run = |id, tag: &'static str| {
+            let (job, release) = blocking(&started, tag);
+            releases.insert(tag, release);
+            pool.run(id, info(tag), job).unwrap();
+        };
+        run(1, "a");
+        run(2, "b");
+        for _ in 0..2 {
+            starts.recv_timeout(Duration::from_secs(5)).unwrap();
+        }
+        // Both workers are busy and nothing is stalled yet: c waits, and the pool says when
+        // to look again.
+        run(3, "c");
+        assert!(starts.recv_timeout(Duration::from_millis(100)).is_err());
+        let at = pool.next_check().expect("a check is due");
+        assert!(at <= Instant::now() + l.stalled_after);
+        assert_eq!(pool.recheck(), Some(at), "not stalled yet: nothing started");
+        std::thread::sleep(at.saturating_duration_since(Instant::now()));
+        assert_eq!(pool.recheck(), None, "a replacement started");
+        assert_eq!(starts.recv_timeout(Duration::from_secs(5)).unwrap(), "c");
+        assert_eq!(pool.load().threads, 3);
+        // The bound: d waits however long the three stall.
+        run(4, "d");
+        std::thread::sleep(l.stalled_after * 2);
+        assert_eq!(pool.recheck(), None);
+        assert!(starts.recv_timeout(Duration::from_millis(100)).is_err());
+        assert_eq!(pool.load().threads, 3);
+        // One comes back: d runs on its thread.
+        releases.remove("a");
+        assert_eq!(starts.recv_timeout(Duration::from_secs(5)).unwrap(), "d");
+        releases.clear();
+        wait_for("workers over the bound to leave", || {
+            pool.load().threads <= l.workers
+        });
+    }
+
+    #[test]
+    fn one_waiting_job_gets_one_replacement_however_many_stalled() {
+        let l = Limits {
+            workers: 4,
+            per_sender: 1,
+            stalled_after: Duration::from_millis(200),
+            threads: 16,
+        };
+        let pool = FairPool::new("test-pool", l);
+        let (started, starts) = bounded(16);
+        let mut releases = Vec::new();
+        for (id, tag) in [(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e")] {
+            let (job, release) = blocking(&started, tag);
+            releases.push(release);
+            pool.run(id, info(tag), job).unwrap();
+        }
+        for _ in 0..4 {
+            starts.recv_timeout(Duration::from_secs(5)).unwrap();
+        }
+        let at = pool.next_check().expect("e waits for a stall");
+        std::thread::sleep(at.saturating_duration_since(Instant::now()));
+        assert_eq!(pool.recheck(), None);
+        assert_eq!(starts.recv_timeout(Duration::from_secs(5)).unwrap(), "e");
+        assert_eq!(pool.load().threads, 5, "one replacement, not four");
+        drop(releases);
+    }
+
+    #[test]
+    fn a_panicking_job_does_not_lose_a_worker() {
+        let pool = FairPool::new(
+            "test-pool",
+            Limits {
+                workers: 1,
+                ..PREP_LIMITS
+            },
+        );
+        pool.run(1, info("a"), || panic!("job panics on purpose"))
+            .unwrap();
+        let (tx, rx) = bounded(1);
+        pool.run(2, info("a"), move || tx.send(7).unwrap()).unwrap();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), 7);
+        assert_eq!(pool.load().threads, 1);
+    }
+}
