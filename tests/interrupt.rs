@@ -5,6 +5,7 @@
 
 use crate::common;
 
+use common::anthropic::last_user_text;
 use common::TestEnv;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -89,6 +90,126 @@ fn claude_interrupted(env: &TestEnv, body: &str) {
     env.wait_until("the turn ends", Duration::from_secs(30), |e| {
         !e.screen("claude-cb").contains("esc to interrupt")
     });
+}
+
+/// `iapeer send <peer> --from echo-ea --message <m> --json`: exit 0 and the parsed answer.
+fn send_json(env: &TestEnv, peer: &str, message: &str) -> serde_json::Value {
+    let (ok, v, _) = crate::busy::send_json(env, peer, message);
+    assert!(ok, "{v}\n{}", env.diagnostics());
+    v
+}
+
+/// Wait (30 s at most) for the lifecycle line saying `identity`'s session cleared its
+/// composer of iapeer's own text, `delivered` naming whether that message had been delivered.
+fn composer_cleared(env: &TestEnv, identity: &str, delivered: &str) {
+    env.wait_until(
+        "the session clears iapeer's own text from the composer",
+        Duration::from_secs(30),
+        |e| {
+            e.has_event(
+                "lifecycle",
+                "composer-cleared",
+                &[("identity", identity), ("delivered", delivered)],
+            )
+        },
+    );
+}
+
+/// Issue 26 item 8: a claude peer's long turn is interrupted (`iapeer interrupt`); Claude
+/// Code takes the message out of the conversation and puts it back into its composer. That
+/// is iapeer's own text, not a human's draft: the session clears it (Esc, Esc), the sender
+/// (live) is told its message was interrupted, and the next message is delivered at once
+/// and reaches the model alone. On `main` the next send was answered `queued … composer`
+/// and failed 120 s later.
+#[test]
+fn claude_interrupted_message_is_cleared_its_sender_told_and_the_next_goes_alone() {
+    let (env, api) = crate::busy::claude_holding_busy_turns();
+    claude_interrupted(&env, "BUSY forever\nsecond line");
+    let v = send_json(&env, "cb", "NEXT one");
+    assert!(
+        v["ok"] == true && v["queued"].is_null(),
+        "{v}\n{}\n{}",
+        env.screen("claude-cb"),
+        env.diagnostics()
+    );
+    composer_cleared(&env, "claude-cb", "true");
+    env.wait_until(
+        "the model gets the next one",
+        Duration::from_secs(30),
+        |_| api.has_main_request_with("<msg>NEXT one</msg>"),
+    );
+    let next = api
+        .main_requests()
+        .into_iter()
+        .find(|r| last_user_text(r).contains("<msg>NEXT one</msg>"))
+        .unwrap();
+    let text = last_user_text(&next);
+    assert!(!text.contains("BUSY"), "glued to the old one: {text}");
+    crate::busy::told_by_iapeer(&env, "echo-ea", "cb (claude)", "was interrupted at");
+    let pane = env.pane("echo-ea");
+    assert!(
+        pane.contains("BUSY forever"),
+        "the notice quotes it: {pane}"
+    );
+    assert!(
+        !env.screen("claude-cb").contains("second line</msg>"),
+        "{}",
+        env.screen("claude-cb")
+    );
+}
+
+/// Issue 26 item 5 (c), Claude Code: a paste cut off by its deadline (the agent stopped
+/// reading, 45 KB sent with `--timeout 4`) lands in the composer without its Enter once the
+/// agent reads again. The session clears it, and later messages are delivered at once, each
+/// alone. On `main` every later message was answered `queued … composer` and then failed.
+#[test]
+fn claude_cut_paste_is_cleared_and_later_messages_are_delivered() {
+    let (env, api) = crate::busy::claude_holding_busy_turns();
+    let out = cut_a_paste(&env, "cb");
+    assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+    for n in 1..=2 {
+        let m = format!("LATER {n}");
+        let v = send_json(&env, "cb", &m);
+        assert!(v["queued"].is_null(), "{v}\n{}", env.diagnostics());
+        env.wait_until("the model gets it", Duration::from_secs(30), |_| {
+            api.has_main_request_with(&format!("<msg>{m}</msg>"))
+        });
+        assert!(
+            !api.has_main_request_with("BIG"),
+            "the cut message was submitted"
+        );
+        crate::busy::wait_idle(&env, "claude-cb");
+    }
+    composer_cleared(&env, "claude-cb", "false");
+}
+
+/// Issue 26 item 5 (c), Codex 0.171.0: the rest of the cut paste lands in its composer as
+/// `[Pasted Content 15117 chars]`. The session clears it (Ctrl-C); the next message reaches
+/// the model alone. On `main` the next paste went in glued to it and both were submitted as
+/// one message.
+#[test]
+fn codex_cut_paste_is_cleared_and_the_next_message_goes_alone() {
+    use common::openai::{last_input_text, Reply as OReply};
+    let (env, api) = codex_woken(|_| OReply::Text("ok".into()));
+    let out = cut_a_paste(&env, "cx");
+    assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+    let v = send_json(&env, "cx", "NEXT one");
+    assert!(v["queued"].is_null(), "{v}\n{}", env.diagnostics());
+    env.wait_until("the model gets it", Duration::from_secs(30), |_| {
+        api.recorded()
+            .iter()
+            .any(|r| last_input_text(r).contains("<msg>NEXT one</msg>"))
+    });
+    for r in api.recorded() {
+        let last = last_input_text(&r);
+        assert!(
+            !(last.contains("NEXT one") && last.contains("BIG")),
+            "glued to the cut paste: {}",
+            last.chars().take(300).collect::<String>()
+        );
+    }
+    composer_cleared(&env, "codex-cx", "false");
+    assert_eq!(env.status_of("cx", "codex"), "live");
 }
 
 /// Records for the fixtures (run by name with `--ignored`; daemon of `main`): Claude Code
