@@ -213,7 +213,8 @@ impl Router {
     /// `identity`'s session cleared the text of delivery `id` from its composer (issue 26
     /// items 8 and 5 (c)): a `composer-cleared` line in `lifecycle.log` (`identity id
     /// delivered=true|false`); for a message its sender was told was delivered (the agent's
-    /// runtime gave it back after an interrupt), a notice to that sender.
+    /// runtime gave it back after an interrupt), a notice to that sender (topic: the
+    /// original, or `delivery-failed`).
     pub(crate) fn on_composer_cleared(&mut self, identity: &Identity, id: u64) {
         let recent = &mut self.queues.delivered;
         let delivered = recent
@@ -232,21 +233,18 @@ impl Router {
         );
         if let Some(f) = delivered {
             let at = crate::clock::envelope_ts(&crate::clock::now_local());
-            let topic = f.topic.clone().unwrap_or_else(|| "interrupted".into());
-            self.notice_to_sender(&f, interrupted_notice(&f, &at), topic);
+            self.send_notice(&f, interrupted_notice(&f, &at));
         }
     }
 
     /// Tell a followed send's sender, by a message from `iapeer`, that it failed for
     /// `reason` — unless the sender is asleep (never woken for this, spec 05 §7).
     fn failure_notice(&mut self, f: &Followed, reason: &str) {
-        let topic = f.topic.clone().unwrap_or_else(|| "delivery-failed".into());
-        self.notice_to_sender(f, failure_notice(f, reason), topic);
+        self.send_notice(f, failure_notice(f, reason));
     }
 
-    /// Send `message` from `iapeer` to `f`'s sender under `topic` — unless the sender is
-    /// asleep (never woken for this, spec 05 §7).
-    fn notice_to_sender(&mut self, f: &Followed, message: String, topic: String) {
+    /// Send `message` from `iapeer` to a followed send's sender — unless it is asleep.
+    fn send_notice(&mut self, f: &Followed, message: String) {
         if !self.live.has(&f.caller) {
             // Never woken for this (spec 05 §7); the follow-up line is the record.
             self.lifecycle(
@@ -263,7 +261,7 @@ impl Router {
             to: f.caller.personality.clone(),
             runtime: Some(f.caller.runtime.clone()),
             message,
-            topic: Some(topic),
+            topic: Some(f.topic.clone().unwrap_or_else(|| "delivery-failed".into())),
             attachments: Vec::new(),
         };
         self.lifecycle(
