@@ -25,8 +25,10 @@ pub struct ClearKeys {
     pub again: Option<(&'static str, Vec<u8>)>,
 }
 
-/// How often the screen is looked at while clearing.
+/// How often the screen is looked at while clearing (and while a delivery waits for it).
 pub const POLL: Duration = Duration::from_millis(50);
+/// How often a clearing waiting for a turn to end looks again (a turn may run for minutes).
+pub const BUSY_POLL: Duration = Duration::from_millis(250);
 /// How long the runtime has to show its "again" hint after the first key (Claude Code's
 /// double-press window is 800 ms; the second key must land inside it).
 pub const HINT_WAIT: Duration = Duration::from_millis(500);
@@ -96,7 +98,7 @@ impl Clearing {
         match self.phase {
             Phase::Ready(at) if now < at => ClearStep::Wait,
             Phase::Ready(_) if busy => {
-                self.phase = Phase::Ready(now + POLL);
+                self.phase = Phase::Ready(now + BUSY_POLL);
                 ClearStep::Wait
             }
             Phase::Ready(_) if self.tries >= TRIES => ClearStep::GaveUp,
@@ -158,10 +160,14 @@ mod tests {
         let t0 = Instant::now();
         let mut c = Clearing::new(esc_esc(), t0);
         assert_eq!(c.poll(t0, false, true, ""), ClearStep::Wait);
-        assert_eq!(c.next_deadline(), t0 + POLL);
-        assert_eq!(c.poll(t0 + POLL, false, true, ""), ClearStep::Wait);
+        assert_eq!(c.next_deadline(), t0 + BUSY_POLL);
+        assert_eq!(c.poll(t0 + BUSY_POLL, false, true, ""), ClearStep::Wait);
         assert_eq!(
-            c.poll(t0 + POLL * 2, false, false, ""),
+            c.poll(t0 + BUSY_POLL * 2 - POLL, false, false, ""),
+            ClearStep::Wait
+        );
+        assert_eq!(
+            c.poll(t0 + BUSY_POLL * 2, false, false, ""),
             ClearStep::Write(vec![0x1b])
         );
     }
