@@ -173,6 +173,14 @@ pub fn typed_composer_text(screen: &Screen, glyph: Option<&str>) -> Option<Strin
         .map(|c| c.text)
 }
 
+/// A composer's rows as one text (pure): joined by `\n`, trimmed; `None` when nothing is
+/// left. What [`Adapter::composer_content`] gives.
+pub fn composer_rows_text(rows: impl IntoIterator<Item = String>) -> Option<String> {
+    let text = rows.into_iter().collect::<Vec<_>>().join("\n");
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_string())
+}
+
 /// Whether the composer row (the last row starting with `glyph`, typed or styled) shows the
 /// whole of `paste` ([`PasteView::shown_in`]); `false` without a glyph. The default of
 /// [`Adapter::paste_shown`].
@@ -229,6 +237,27 @@ pub trait Adapter: Send + Sync {
     /// `tests/fixtures/claude-2.1.332/composer-draft-dark.raw`).
     fn composer_draft(&self, screen: &Screen) -> Option<String> {
         typed_composer_text(screen, self.prompt_glyph())
+    }
+    /// Everything the composer holds, its rows joined by `\n` (typed text and paste
+    /// placeholders, not a dim placeholder or suggestion), or `None` when it is empty: what
+    /// [`crate::session::own_text::Tracker::find`] compares with iapeer's own pastes. The
+    /// default: the typed text of the composer row, as [`Adapter::composer_draft`] reads it.
+    fn composer_content(&self, screen: &Screen) -> Option<String> {
+        typed_composer_text(screen, self.prompt_glyph())
+    }
+    /// Whether the runtime puts an interrupted prompt back into its composer (and out of its
+    /// conversation): Claude Code 2.1.332 does, a moment after the turn ends
+    /// (`tests/fixtures/claude-2.1.332/interrupt-restores-prompt.raw`); Codex 0.171.0 keeps it
+    /// in the conversation. After an interrupt a delivery waits for it
+    /// ([`crate::session::own_text::RESTORE_SETTLE`]). The default: no.
+    fn restores_interrupted_prompt(&self) -> bool {
+        false
+    }
+    /// The runtime's own keys that clear its composer ([`crate::session::clear`]), recorded
+    /// from the real CLI; `None` (the default): iapeer never clears it, and its own text
+    /// there holds messages like a draft.
+    fn clear_keys(&self) -> Option<crate::session::clear::ClearKeys> {
+        None
     }
     /// Whether the screen shows the whole of iapeer's paste in the composer, taken and waiting
     /// for Enter (issue 13 item 1). The default reads the composer row (typed or styled:

@@ -50,7 +50,7 @@ const BUSY_GRACE: (&str, &str) = ("IAP_HOST_LIVENESS_GRACE_MS", "10000");
 
 /// `iapeer send <to> --json` from echo-ea; the parsed answer (exit status checked by the
 /// caller through `ok`).
-fn send_json(env: &TestEnv, to: &str, message: &str) -> (bool, Value, Duration) {
+pub(crate) fn send_json(env: &TestEnv, to: &str, message: &str) -> (bool, Value, Duration) {
     let t = Instant::now();
     let out = env.run(&[
         "send",
@@ -293,9 +293,9 @@ fn claude_mid_turn_messages_are_queued_followed_and_never_duplicated() {
     );
 }
 
-/// A claude peer whose turn on `BUSY forever` the stand-in holds for 60 s, and `MID-TURN`
-/// (from a live `ea`: a notice is never a reason to wake it) answered queued by the runtime.
-fn claude_with_a_queued_message() -> (TestEnv, common::anthropic::AnthropicStandIn) {
+/// A claude world whose stand-in holds every turn on a `BUSY` message for 60 s (else answers
+/// `ok`), with `ea` live (a notice is never a reason to wake it) and `cb` woken.
+pub(crate) fn claude_holding_busy_turns() -> (TestEnv, common::anthropic::AnthropicStandIn) {
     let (env, api) = crate::claude::world(&[]);
     api.script(|req| {
         if last_user_text(req).contains("BUSY") {
@@ -304,9 +304,15 @@ fn claude_with_a_queued_message() -> (TestEnv, common::anthropic::AnthropicStand
             Reply::Text("ok".into())
         }
     });
-    // The sender is live (the notice is never a reason to wake it).
     env.ok(&["new", "ea"]);
     wake_claude(&env);
+    (env, api)
+}
+
+/// A claude peer whose turn on `BUSY forever` the stand-in holds for 60 s, and `MID-TURN`
+/// (from a live `ea`) answered queued by the runtime.
+fn claude_with_a_queued_message() -> (TestEnv, common::anthropic::AnthropicStandIn) {
+    let (env, api) = claude_holding_busy_turns();
     env.ok(&[
         "send",
         "cb",

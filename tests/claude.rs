@@ -349,29 +349,27 @@ fn compact_interrupt_and_new() {
     });
     let out = env.ok(&["interrupt", "cb"]);
     assert_eq!(out.trim(), "interrupted claude-cb");
-    // The answer is held for 60 s: only the interrupt ends the turn this soon (Claude Code
-    // then puts the message back into its composer, so compact refuses to type over it).
-    // Wait until the message is back in the composer (the rows between its two rules): right
-    // after the spinner goes it may not be yet, and a compact then typed /compact under it (a
-    // fresh-clone CI run: "compaction did not finish within 290 s").
+    // The answer is held for 60 s: only the interrupt ends the turn this soon. Claude Code
+    // then puts the message back into its composer; that is iapeer's own text, which the
+    // session clears (issue 26 item 8; tests/interrupt.rs), leaving the composer empty.
     env.wait_until(
-        "claude stops the turn and puts the message back",
-        Duration::from_secs(15),
+        "claude stops the turn and the message is cleared",
+        Duration::from_secs(30),
         |e| {
-            let s = e.screen("claude-cb");
-            let lines: Vec<&str> = s.lines().collect();
-            let rules: Vec<usize> = (0..lines.len())
-                .filter(|&i| lines[i].starts_with("────"))
-                .collect();
-            !s.contains("esc to interrupt")
-                && rules.len() >= 2
-                && lines[rules[rules.len() - 2]..rules[rules.len() - 1]]
-                    .iter()
-                    .any(|l| l.contains("<msg>take your time</msg>"))
+            !e.screen("claude-cb").contains("esc to interrupt")
+                && e.has_event(
+                    "lifecycle",
+                    "composer-cleared",
+                    &[("identity", "claude-cb")],
+                )
         },
     );
-    let (_, err) = env.fails(&["compact", "cb"], 1);
-    assert!(err.contains("the composer holds a draft"), "{err}");
+    assert!(
+        !env.screen("claude-cb")
+            .contains("<msg>take your time</msg>"),
+        "{}",
+        env.screen("claude-cb")
+    );
 
     // `new` gives a fresh ready session.
     let before = env.events("lifecycle", "wake").len();

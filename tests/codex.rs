@@ -211,14 +211,13 @@ fn codex_turn_is_interrupted() {
     // came while that turn ran.) Codex's own record of the turn's end says so; the screen
     // cannot (crate::busy::wait_codex_turns).
     crate::busy::wait_codex_turns(&env, 1);
-    env.ok(&[
-        "send",
-        "cx",
-        "--from",
-        "echo-ea",
-        "--message",
-        "take your time",
-    ]);
+    interrupt_a_held_turn(&env, "take your time");
+}
+
+/// Send `body` to cx (a turn the stand-in holds), wait until Codex shows the turn, `iapeer
+/// interrupt` it and wait until the turn stops (only the interrupt ends a held turn so soon).
+pub(crate) fn interrupt_a_held_turn(env: &TestEnv, body: &str) {
+    env.ok(&["send", "cx", "--from", "echo-ea", "--message", body]);
     env.wait_until("codex is mid-turn", Duration::from_secs(30), |e| {
         e.screen("codex-cx")
             .to_lowercase()
@@ -226,7 +225,6 @@ fn codex_turn_is_interrupted() {
     });
     let out = env.ok(&["interrupt", "cx"]);
     assert_eq!(out.trim(), "interrupted codex-cx");
-    // The answer is held for 60 s: only the interrupt ends the turn this soon.
     env.wait_until("codex stops the turn", Duration::from_secs(15), |e| {
         !e.screen("codex-cx")
             .to_lowercase()

@@ -251,3 +251,56 @@ fn messages_behind_a_draft_are_each_answered_queued_with_their_depth() {
     assert!(at("echo: later 1") < at("echo: later 2") && at("echo: later 2") < at("echo: later 3"));
     assert!(!pane.contains("half a thoughtecho"), "{pane}");
 }
+
+/// Issue 26 item 8's other side: iapeer clears only its own text from a composer. A human
+/// who types the first line of a message iapeer delivered earlier (its envelope's header,
+/// sender and time) and goes on with their own words has a draft: it holds the next message
+/// (`queued … composer`), is never cleared, and is not submitted with it.
+#[test]
+fn claude_draft_sharing_a_start_with_an_old_message_is_still_a_draft() {
+    let (env, api) = crate::claude::world(&[]);
+    api.script(|_| Reply::Text("ok".into()));
+    crate::busy::wake_claude(&env);
+    let header = || {
+        crate::busy::records(&env.home.join(".claude/projects"))
+            .iter()
+            .filter(|r| r["type"] == "user")
+            .filter_map(|r| r["message"]["content"].as_str().map(str::to_string))
+            .find(|c| c.contains("<msg>hello</msg>"))
+            .and_then(|c| c.lines().next().map(str::to_string))
+    };
+    env.wait_until(
+        "the delivered message in the transcript",
+        Duration::from_secs(30),
+        |_| header().is_some(),
+    );
+    let header = header().unwrap();
+    assert!(header.starts_with("<iap from=\"ea\""), "{header}");
+    let mut term = crate::attach::Terminal::spawn(env.cmd(&["attach", "cb"]));
+    env.wait_until(
+        "the attached terminal shows the agent",
+        Duration::from_secs(30),
+        |_| term.screen().contains("bypass permissions"),
+    );
+    term.type_bytes(format!("{header} my own words").as_bytes());
+    env.wait_until("the draft is on screen", Duration::from_secs(30), |_| {
+        term.screen().contains("my own words")
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let (ok, v, _) = crate::busy::send_json(&env, "cb", "hello there");
+    assert!(
+        ok && v["queued"] == true && v["queuedBy"] == "composer",
+        "{v}\n{}",
+        env.diagnostics()
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(term.screen().contains("my own words"), "{}", term.screen());
+    assert!(!env.has_event("lifecycle", "composer-cleared", &[]));
+    assert!(
+        !api.main_requests()
+            .iter()
+            .any(|r| last_user_text(r).contains("my own words")
+                || last_user_text(r).contains("<msg>hello there</msg>")),
+        "submitted with the draft or over it"
+    );
+}

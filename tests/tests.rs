@@ -35,6 +35,7 @@ mod http;
 mod idle;
 mod inbox;
 mod install;
+mod interrupt;
 mod lifecycle;
 mod lifecycle_verbs;
 mod mcp;

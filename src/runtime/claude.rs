@@ -38,6 +38,35 @@ fn framed_composer(rows: &[String], glyph: &str, closed: bool) -> Option<usize> 
     (at > 0 && rule(at - 1) && (!closed || rule(at + 1))).then_some(at)
 }
 
+/// The rows `[start, end)` of Claude Code 2.1.332's composer (pure): between its two rules,
+/// the first starting with `glyph` (`interrupt-restores-prompt.raw`: an interrupted prompt
+/// put back, one row per line). A composer taller than the screen has its top rule and glyph
+/// row scrolled off and fills every row above its bottom rule, each indented
+/// (`interrupt-restores-tall-prompt.raw`); rows above a lone rule that are not all so (a
+/// frame drawn halfway, the conversation) are no composer.
+fn composer_rows(rows: &[String], glyph: &str) -> Option<(usize, usize)> {
+    let rule = |r: &String| r.trim_start().starts_with('─');
+    let bottom = rows.iter().rposition(rule)?;
+    match rows[..bottom].iter().rposition(rule) {
+        Some(top) => rows
+            .get(top + 1)
+            .filter(|r| top + 1 < bottom && r.trim_start().starts_with(glyph))
+            .map(|_| (top + 1, bottom)),
+        None => {
+            let continued = |r: &String| {
+                r.is_empty() || (r.starts_with("  ") && !r.trim_start().starts_with('⎿'))
+            };
+            (bottom >= SCROLLED_COMPOSER_ROWS
+                && !rows[0].is_empty()
+                && rows[..bottom].iter().all(continued))
+            .then_some((0, bottom))
+        }
+    }
+}
+
+/// The least rows above its bottom rule a composer scrolled past the screen's top fills.
+const SCROLLED_COMPOSER_ROWS: usize = 10;
+
 /// What Claude Code 2.1.332 draws under a message it queued behind a running turn
 /// (`Queued · ctrl+enter to send now`, `tests/fixtures/claude-2.1.332/mid-turn-queue.raw`).
 const QUEUED_ROW: &str = "Queued ·";
@@ -283,7 +312,34 @@ impl Adapter for Claude {
         if claude_screen::classify(screen.rows()) == ClaudeScreen::PermissionPrompt {
             return Some(PERMISSION_PROMPT_OPEN.into());
         }
-        crate::adapter::typed_composer_text(screen, self.prompt_glyph())
+        self.composer_content(screen)
+    }
+
+    fn composer_content(&self, screen: &Screen) -> Option<String> {
+        let glyph = self.prompt_glyph().unwrap_or("❯");
+        let rows = screen.rows();
+        let (start, end) = composer_rows(rows, glyph)?;
+        crate::adapter::composer_rows_text(rows[start..end].iter().enumerate().map(|(i, row)| {
+            match i {
+                // The glyph row: its typed text only (an empty composer shows a dim hint).
+                0 if row.trim_start().starts_with(glyph) => {
+                    crate::adapter::typed_composer_text(screen, Some(glyph)).unwrap_or_default()
+                }
+                _ => row.trim().to_string(),
+            }
+        }))
+    }
+
+    fn restores_interrupted_prompt(&self) -> bool {
+        true
+    }
+
+    fn clear_keys(&self) -> Option<crate::session::clear::ClearKeys> {
+        // Recorded: `clear-esc-hint.raw`, `clear-esc-cleared.raw`.
+        Some(crate::session::clear::ClearKeys {
+            first: vec![0x1b],
+            again: Some(("esc again to clear", vec![0x1b])),
+        })
     }
 
     fn confirmer(&self, cwd: &Path, text: &str, _agent_ts: Option<&str>) -> Box<dyn Confirm> {
@@ -1030,5 +1086,168 @@ mod tests {
             acceptance_from_records(&[hook], text, Acceptance::Queued),
             Acceptance::Removed(_)
         ));
+    }
+
+    /// A recording replayed on a screen of the session's size.
+    fn screen_of(name: &str) -> Screen {
+        let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+        screen.feed(&recording(name), true);
+        screen
+    }
+
+    /// The envelope iapeer pasted for `body` with the first line `header`.
+    fn envelope(header: &str, body: &str) -> String {
+        format!("{header}\nReply via send_to_peer.\n<msg>{body}</msg>\n</iap>")
+    }
+
+    /// Issue 26 item 8: after `iapeer interrupt` Claude Code 2.1.332 puts the interrupted
+    /// prompt back into its composer, in full, one row per line
+    /// (`interrupt-restores-prompt.raw`): the composer's content is the envelope iapeer
+    /// pasted, which iapeer knows for its own.
+    #[test]
+    fn fixture_an_interrupted_prompt_comes_back_into_the_composer() {
+        use crate::session::own_text::{Own, Tracker};
+        let c = Claude {
+            program: "/bin/claude".into(),
+        };
+        let screen = screen_of("interrupt-restores-prompt.raw");
+        let content = c.composer_content(&screen).expect("the prompt is back");
+        let header = content.lines().next().unwrap();
+        assert!(
+            header.starts_with("<iap from=\"ea\" runtime=\"echo\""),
+            "{content}"
+        );
+        let pasted = envelope(header, "BUSY forever\nsecond line");
+        assert_eq!(content, pasted);
+        assert_eq!(c.composer_draft(&screen), Some(pasted.clone()));
+        let t0 = std::time::Instant::now();
+        let mut own = Tracker::default();
+        own.pasting(5, &pasted, t0);
+        own.ended(5, true, t0);
+        assert_eq!(
+            own.find(&content, t0),
+            Some(Own {
+                id: 5,
+                settled: false
+            })
+        );
+        own.interrupted(t0, c.restores_interrupted_prompt());
+        assert_eq!(
+            own.find(&content, t0),
+            Some(Own {
+                id: 5,
+                settled: true
+            })
+        );
+        let other = envelope(header, "BUSY forever\nanother line");
+        let mut theirs = Tracker::default();
+        theirs.pasting(6, &other, t0);
+        theirs.ended(6, false, t0);
+        assert_eq!(theirs.find(&content, t0), None);
+    }
+
+    /// A prompt taller than the screen comes back with its glyph row scrolled off: the
+    /// composer is every row above its bottom rule (`interrupt-restores-tall-prompt.raw`),
+    /// the end of the message, long enough to be known anywhere in it.
+    #[test]
+    fn fixture_a_tall_interrupted_prompt_shows_its_end() {
+        use crate::session::own_text::Tracker;
+        let c = Claude {
+            program: "/bin/claude".into(),
+        };
+        let screen = screen_of("interrupt-restores-tall-prompt.raw");
+        let content = c.composer_content(&screen).expect("the prompt is back");
+        assert!(!content.contains("<iap "), "{content}");
+        assert!(content.ends_with("BUSY line 59</msg>\n</iap>"), "{content}");
+        let lines: Vec<String> = (0..60).map(|i| format!("BUSY line {i}")).collect();
+        let pasted = envelope(
+            "<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"13:48:40\">",
+            &lines.join("\n"),
+        );
+        let t0 = std::time::Instant::now();
+        let mut own = Tracker::default();
+        own.pasting(8, &pasted, t0);
+        own.ended(8, true, t0);
+        assert_eq!(own.find(&content, t0).map(|o| o.id), Some(8));
+        assert_eq!(
+            c.composer_draft(&screen).as_deref(),
+            Some(content.as_str()),
+            "a scrolled composer is no empty one"
+        );
+    }
+
+    /// Issue 26 item 5 (c): the rest of a paste cut off by its deadline lands in the composer
+    /// without its Enter, shown as a placeholder with the paste's line breaks
+    /// (`cut-paste-in-composer.raw`).
+    #[test]
+    fn fixture_a_cut_paste_sits_in_the_composer_as_a_placeholder() {
+        use crate::session::own_text::Tracker;
+        let c = Claude {
+            program: "/bin/claude".into(),
+        };
+        let screen = screen_of("cut-paste-in-composer.raw");
+        let content = c.composer_content(&screen);
+        assert_eq!(content.as_deref(), Some("[Pasted text #2 +3 lines]"));
+        let pasted = envelope(
+            "<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"13:49:05\">",
+            &format!("BIG {}", "界".repeat(15000)),
+        );
+        let t0 = std::time::Instant::now();
+        let mut own = Tracker::default();
+        own.pasting(3, &pasted, t0);
+        own.cut(3, 100);
+        assert!(own.on_written(100, t0));
+        assert_eq!(
+            own.find(&content.unwrap(), t0).map(|o| o.settled),
+            Some(true)
+        );
+    }
+
+    /// Claude Code 2.1.332 clears its composer on Esc, Esc: the first shows `esc again to
+    /// clear` ([`Adapter::clear_keys`]'s hint), the second empties it
+    /// (`clear-esc-hint.raw`, `clear-esc-cleared.raw`, a human's keys through `iapeer
+    /// attach`).
+    #[test]
+    fn fixture_esc_esc_clears_the_composer() {
+        let c = Claude {
+            program: "/bin/claude".into(),
+        };
+        let keys = c.clear_keys().unwrap();
+        let (hint, again) = keys.again.clone().unwrap();
+        assert_eq!(
+            (keys.first.as_slice(), again.as_slice()),
+            (&[0x1b][..], &[0x1b][..])
+        );
+        let hinted = screen_of("clear-esc-hint.raw");
+        assert!(hinted.text().contains(hint));
+        assert!(c.composer_content(&hinted).unwrap().contains("second line"));
+        let cleared = screen_of("clear-esc-cleared.raw");
+        assert_eq!(c.composer_content(&cleared), None);
+        assert_eq!(c.composer_draft(&cleared), None);
+    }
+
+    /// A human's draft is the composer's content as typed; the empty composer's dim hint and
+    /// a ready screen are no content (`composer-draft-*.raw`, `approvals/ready-manual-mode.raw`).
+    #[test]
+    fn fixture_a_typed_draft_is_the_composer_content() {
+        let c = Claude {
+            program: "/bin/claude".into(),
+        };
+        for theme in ["dark", "light", "dark-ansi"] {
+            let screen = screen_of(&format!("composer-draft-{theme}.raw"));
+            assert_eq!(
+                c.composer_content(&screen).as_deref(),
+                Some("my unfinished draft"),
+                "{theme}"
+            );
+        }
+        assert_eq!(
+            c.composer_content(&screen_of("approvals/ready-manual-mode.raw")),
+            None
+        );
+        assert_eq!(
+            c.composer_content(&screen_of("wake-instant-turn.raw")),
+            None
+        );
     }
 }

@@ -408,7 +408,39 @@ impl Adapter for Codex {
         if approval_dialog_open(screen.rows()) {
             return Some(APPROVAL_DIALOG_OPEN.into());
         }
-        crate::adapter::typed_composer_text(screen, self.prompt_glyph())
+        self.composer_content(screen)
+    }
+
+    fn composer_content(&self, screen: &Screen) -> Option<String> {
+        let rows = screen.rows();
+        let glyph = MARKER.to_string();
+        let start = rows
+            .iter()
+            .rposition(|r| r.trim_start().starts_with(MARKER))?;
+        let end = rows[start..]
+            .iter()
+            .position(|r| r.trim().is_empty())
+            .map_or(rows.len(), |n| start + n);
+        // The glyph row: typed text, or a paste placeholder (drawn in colour,
+        // `cut-paste-in-composer.raw`) — not the dim placeholder of an empty composer. A
+        // composer taller than the screen shows its glyph on its first visible row
+        // (`composer-tall-paste.raw`).
+        let first = screen.composer_text(&glyph).and_then(|c| {
+            let placeholder = crate::session::paste_view::placeholder_size(&c.text).is_some();
+            (c.typed || placeholder).then_some(c.text)
+        });
+        crate::adapter::composer_rows_text(
+            std::iter::once(first.unwrap_or_default())
+                .chain(rows[start + 1..end].iter().map(|r| r.trim().to_string())),
+        )
+    }
+
+    fn clear_keys(&self) -> Option<crate::session::clear::ClearKeys> {
+        // Recorded: Ctrl-C clears a composer holding text (`clear-ctrl-c-cleared.raw`).
+        Some(crate::session::clear::ClearKeys {
+            first: vec![0x03],
+            again: None,
+        })
     }
 
     fn ready_settle(&self, cwd: &Path) -> Duration {
@@ -1004,5 +1036,114 @@ mod tests {
         assert_eq!(rollout_cwd(&f), Some(PathBuf::from("/w/bob")));
         std::fs::write(&f, "{\"type\":\"other\"}\n").unwrap();
         assert_eq!(rollout_cwd(&f), None);
+    }
+
+    /// A recording of `tests/fixtures/codex-0.171.0/` replayed on a screen of the session's
+    /// size.
+    fn screen_of(name: &str) -> Screen {
+        let path = format!(
+            "{}/tests/fixtures/codex-0.171.0/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+        screen.feed(&std::fs::read(path).unwrap(), true);
+        screen
+    }
+
+    fn codex() -> Codex {
+        Codex {
+            program: "/bin/codex".into(),
+        }
+    }
+
+    /// Issue 26 item 5 (c): the rest of a paste cut off by its deadline lands in Codex's
+    /// composer as `[Pasted Content 15117 chars]`, drawn in colour: content of the composer
+    /// (a draft, not an empty composer: the next paste went in glued to it), with the pasted
+    /// text's character count, so iapeer knows it for its own
+    /// (`cut-paste-in-composer.raw`); Ctrl-C clears it (`clear-ctrl-c-cleared.raw`).
+    #[test]
+    fn fixture_a_cut_paste_is_content_and_ctrl_c_clears_it() {
+        use crate::session::own_text::Tracker;
+        let c = codex();
+        let screen = screen_of("cut-paste-in-composer.raw");
+        assert_eq!(
+            c.composer_content(&screen).as_deref(),
+            Some("[Pasted Content 15117 chars]")
+        );
+        assert!(c.composer_draft(&screen).is_some());
+        let pasted = format!(
+            "<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"13:50:01\">\nReply via send_to_peer.\n<msg>BIG {}</msg>\n</iap>",
+            "界".repeat(15000)
+        );
+        assert_eq!(pasted.chars().count(), 15117);
+        let t0 = std::time::Instant::now();
+        let mut own = Tracker::default();
+        own.pasting(2, &pasted, t0);
+        own.cut(2, 10);
+        own.on_written(10, t0);
+        assert_eq!(
+            own.find("[Pasted Content 15117 chars]", t0).map(|o| o.id),
+            Some(2)
+        );
+        assert_eq!(c.clear_keys().unwrap().first, vec![0x03]);
+        let cleared = screen_of("clear-ctrl-c-cleared.raw");
+        assert!(cleared.text().contains("Ask Codex to do anything"));
+        assert_eq!(c.composer_content(&cleared), None);
+    }
+
+    /// Codex 0.171.0 keeps an interrupted prompt in its conversation (`■ Conversation
+    /// interrupted`) and leaves its composer empty (`interrupt-keeps-prompt.raw`; its
+    /// rollout, `interrupt-rollout.jsonl`, has a `turn_aborted` event with reason
+    /// `interrupted`, and the next model request carried the prompt).
+    #[test]
+    fn fixture_an_interrupted_prompt_stays_in_the_conversation() {
+        let screen = screen_of("interrupt-keeps-prompt.raw");
+        assert!(screen.text().contains("Conversation interrupted"));
+        assert_eq!(codex().composer_content(&screen), None);
+        let path = format!(
+            "{}/tests/fixtures/codex-0.171.0/interrupt-rollout.jsonl",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let records: Vec<Value> = std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(records
+            .iter()
+            .any(|r| r["payload"]["type"] == "turn_aborted"
+                && r["payload"]["reason"] == "interrupted"));
+    }
+
+    /// A composer taller than the screen: its glyph on the first row it shows, every row
+    /// down to the blank one above the footer is its content (`composer-tall-paste.raw`, a
+    /// human's paste of 60 lines on a 40-row terminal).
+    #[test]
+    fn fixture_a_tall_composer_is_read_to_its_end() {
+        let content = codex()
+            .composer_content(&screen_of("composer-tall-paste.raw"))
+            .unwrap();
+        let first = content.lines().next().unwrap();
+        assert!(first.starts_with("pasted line "), "{content}");
+        assert!(
+            content.ends_with("pasted line 58\npasted line 59"),
+            "{content}"
+        );
+    }
+
+    /// The typed draft is the composer's content; the empty composer's dim placeholder is
+    /// none (`composer-draft.raw`).
+    #[test]
+    fn fixture_a_typed_draft_is_the_composer_content() {
+        assert_eq!(
+            codex()
+                .composer_content(&screen_of("composer-draft.raw"))
+                .as_deref(),
+            Some("my unfinished draft")
+        );
+        assert_eq!(
+            codex().composer_content(&screen_of("boot-trust-ready-paste-call.raw")),
+            None
+        );
     }
 }

@@ -169,6 +169,11 @@ impl ActiveDelivery {
         matches!(self.phase, Phase::Settling { .. })
     }
 
+    /// Its Enter (or a pipe runtime's line) was written.
+    pub fn enter_written(&self) -> bool {
+        matches!(self.phase, Phase::Confirming { .. })
+    }
+
     /// The screen shows that the runtime has taken the whole paste (issue 13 item 1): Enter
     /// goes at the next [`ActiveDelivery::poll`] instead of at the end of [`PASTE_SIGNAL_WAIT`].
     pub fn on_paste_shown(&mut self, now: Instant) {

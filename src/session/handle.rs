@@ -103,8 +103,11 @@ pub enum SessionCmd {
     /// stop tracking it and answer `Err` too while the rest is still written; past writing,
     /// ignored (its own deadlines end it).
     Cancel(u64),
-    /// Write raw bytes (keys) into the child's input.
-    Keys(Vec<u8>),
+    /// `iapeer interrupt`: write the runtime's interrupt keys, and watch for the interrupted
+    /// message coming back into the composer (Claude Code puts it back there): iapeer's own
+    /// text is cleared ([`crate::session::own_text`]) and reported by
+    /// [`EventKind::ComposerCleared`].
+    Interrupt(Vec<u8>),
     /// Hand over an attach client: the socket (already past the JSON handshake) and any
     /// bytes read from it beyond the request line.
     Attach(UnixStream, Vec<u8>),
@@ -215,6 +218,14 @@ pub enum EventKind {
         /// The session was ended on purpose before the gate passed (stop, new, shutdown…):
         /// logged, nobody told.
         quiet: bool,
+    },
+    /// The composer held the text of delivery `id` — put back by the runtime after an
+    /// interrupt, a paste cut off by its deadline, or one whose Enter never took — and the
+    /// session cleared it with the runtime's own keys (issue 26 items 8 and 5 (c)). A message
+    /// its sender was told was delivered did not stay with the agent.
+    ComposerCleared {
+        /// The delivery id.
+        id: u64,
     },
     /// Outcome of a [`SessionCmd::Compact`].
     Compacted {

@@ -1,6 +1,7 @@
 //! Sessions (spec 04 §1): one live process of one identity, owned by one daemon thread.
 
 pub mod boot;
+pub mod clear;
 pub mod clients;
 pub mod compact;
 pub mod deliver;
@@ -10,6 +11,7 @@ pub mod frame;
 pub mod groups;
 pub mod handle;
 pub mod hold;
+pub mod own_text;
 pub mod panelog;
 pub mod paste_view;
 pub mod priority;

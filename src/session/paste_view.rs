@@ -79,6 +79,32 @@ fn line_count(rest: &str) -> Option<usize> {
     lines.strip_suffix(" lines")?.parse().ok()
 }
 
+/// What a composer row that is one paste placeholder and nothing else says of the paste
+/// (pure): Claude Code 2.1.332's `[Pasted text #k +N lines]` its line breaks, Codex 0.171's
+/// `[Pasted Content N chars]` its characters (Unicode scalar values, counted as pasted:
+/// `tests/fixtures/codex-0.171.0/cut-paste-in-composer.raw` shows 15117 for a 15 117-character
+/// envelope). `None` for any other row.
+pub fn placeholder_size(row: &str) -> Option<PlaceholderSize> {
+    let inner = placeholder(row.trim())?;
+    if let Some(rest) = inner.strip_prefix("Pasted text #") {
+        return Some(PlaceholderSize::Breaks(line_count(rest)));
+    }
+    let chars = inner
+        .strip_prefix("Pasted Content ")?
+        .strip_suffix(" chars")
+        .and_then(|n| n.parse().ok());
+    Some(PlaceholderSize::Chars(chars))
+}
+
+/// The size a paste placeholder gives ([`placeholder_size`]), when it gives one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlaceholderSize {
+    /// Line breaks (`+N lines`).
+    Breaks(Option<usize>),
+    /// Characters (`N chars`).
+    Chars(Option<usize>),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,6 +173,23 @@ mod tests {
             "[Image #1]",
         ] {
             assert!(!p.shown_in(row), "{row:?}");
+        }
+    }
+
+    #[test]
+    fn placeholders_give_their_size() {
+        use PlaceholderSize::*;
+        assert_eq!(
+            placeholder_size(" [Pasted text #2 +3 lines] "),
+            Some(Breaks(Some(3)))
+        );
+        assert_eq!(placeholder_size("[Pasted text #2]"), Some(Breaks(None)));
+        assert_eq!(
+            placeholder_size("[Pasted Content 15117 chars]"),
+            Some(Chars(Some(15117)))
+        );
+        for row in ["", "hi", "[Pasted text #1 +3 lines] more", "[Image #1]"] {
+            assert_eq!(placeholder_size(row), None, "{row:?}");
         }
     }
 

@@ -743,7 +743,10 @@ pub static VERBS: &[VerbSpec] = &[
         signature: "interrupt <peer> [runtime] [--json]",
         summary: "interrupt the turn a live agent is running",
         description: "Send the runtime's interrupt key (Escape) to the peer's live session. Refused for \
-            router runtimes and for peers that are not live.",
+            router runtimes and for peers that are not live. Claude Code puts the interrupted message \
+            back into its composer and out of its conversation: iapeer clears it, the next message \
+            goes in alone, and the message's sender (when live) is told by a message from iapeer \
+            that it was interrupted. Codex keeps an interrupted message in its conversation.",
         positionals: PEER_AND_RUNTIME,
         flags: &[JSON],
         rules: &[],

@@ -92,6 +92,7 @@ impl Router {
                     s.status.get_or_insert_with(Default::default).busy = busy;
                 }
             }
+            EventKind::ComposerCleared { id } => self.on_composer_cleared(&identity, id),
             EventKind::Compacted { id, result } => self.on_compacted(&identity, id, result),
             EventKind::Attached(n) => {
                 if let Some(s) = self.live.sessions.get_mut(&identity) {
@@ -248,6 +249,9 @@ impl Router {
                                 .field("topic", topic),
                         );
                     }
+                }
+                if job.kind == RuntimeKind::Agent {
+                    self.remember_delivered(&job);
                 }
                 match queued {
                     Some((by, _)) => self.follow(&job, super::followup::Awaits::Queue(by)),

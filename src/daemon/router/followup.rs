@@ -47,7 +47,14 @@ pub enum Awaits {
     Queue(QueuedBy),
     /// The ready gate of the wake it rode (`delivered … woke` answer): the model starting.
     ReadyGate,
+    /// Nothing: delivered at once. Kept only among the recently delivered, so that its
+    /// sender can be told when an interrupt gives it back (issue 26 item 8).
+    Nothing,
 }
+
+/// Delivered sends remembered (all endpoints), so that an interrupt that gives one back can
+/// tell its sender ([`Router::on_composer_cleared`]).
+pub const RECENT_DELIVERED: usize = 256;
 
 /// Body characters quoted in a failure notice.
 const PREVIEW_CHARS: usize = 80;
@@ -83,6 +90,7 @@ pub fn followup_event(f: &Followed, result: &Result<(), String>, now: Now) -> Ev
     let qkind = match f.by {
         Awaits::Queue(by) => by.as_str(),
         Awaits::ReadyGate => "ready-gate",
+        Awaits::Nothing => "none",
     };
     let ev = Event::new("delivery-followup")
         .field("caller", &f.caller)
@@ -101,11 +109,39 @@ pub fn followup_event(f: &Followed, result: &Result<(), String>, now: Now) -> Ev
 
 /// The failure notice's body (pure): which message, why, and what to do.
 pub fn failure_notice(f: &Followed, reason: &str) -> String {
+    let what = which_message(f);
+    let held = match f.by {
+        Awaits::Queue(QueuedBy::Composer) => "held while its composer held a draft",
+        Awaits::Queue(_) | Awaits::Nothing => "queued behind its running turn",
+        Awaits::ReadyGate => {
+            return format!(
+                "{what} woke it and reached its input, but its model did not start on it: {reason}. It stays in the agent's conversation; send it again if it still matters once the agent answers.",
+            )
+        }
+    };
+    format!("{what} was {held} but NOT delivered: {reason}. Send it again if it still matters.")
+}
+
+/// The notice for a delivered message whose turn was interrupted at `at` (an envelope
+/// stamp) and whose text the agent's runtime put back into its composer, where iapeer
+/// cleared it (pure; issue 26 item 8): the peer, when it was sent, an excerpt, when it was
+/// interrupted, and that the agent does not have it.
+pub fn interrupted_notice(f: &Followed, at: &str) -> String {
+    format!(
+        "{} was interrupted at {at} before the agent answered it: its runtime took it back out \
+         of the conversation, so the agent does NOT have it (iapeer cleared it from the agent's \
+         input). Send it again if it still matters.",
+        which_message(f)
+    )
+}
+
+/// `Your message to <p> (<runtime>)[ sent at <ts>] ("<preview>[…]")` (pure).
+fn which_message(f: &Followed) -> String {
     let when =
         f.ts.as_deref()
             .map(|ts| format!(" sent at {ts}"))
             .unwrap_or_default();
-    let what = format!(
+    format!(
         "Your message to {} ({}){when} (\"{}{}\")",
         f.endpoint.personality,
         f.endpoint.runtime,
@@ -115,17 +151,7 @@ pub fn failure_notice(f: &Followed, reason: &str) -> String {
         } else {
             ""
         },
-    );
-    let held = match f.by {
-        Awaits::Queue(QueuedBy::Composer) => "held while its composer held a draft",
-        Awaits::Queue(_) => "queued behind its running turn",
-        Awaits::ReadyGate => {
-            return format!(
-                "{what} woke it and reached its input, but its model did not start on it: {reason}. It stays in the agent's conversation; send it again if it still matters once the agent answers.",
-            )
-        }
-    };
-    format!("{what} was {held} but NOT delivered: {reason}. Send it again if it still matters.")
+    )
 }
 
 impl Router {
@@ -175,9 +201,50 @@ impl Router {
         }
     }
 
+    /// Remember a send just delivered (or queued), in case an interrupt gives it back.
+    pub(crate) fn remember_delivered(&mut self, job: &QueuedSend) {
+        let recent = &mut self.queues.delivered;
+        recent.push_back((job.id, Followed::of(job, Awaits::Nothing)));
+        while recent.len() > RECENT_DELIVERED {
+            recent.pop_front();
+        }
+    }
+
+    /// `identity`'s session cleared the text of delivery `id` from its composer (issue 26
+    /// items 8 and 5 (c)): a `composer-cleared` line in `lifecycle.log` (`identity id
+    /// delivered=true|false`); for a message its sender was told was delivered (the agent's
+    /// runtime gave it back after an interrupt), a notice to that sender (topic: the
+    /// original, or `delivery-failed`).
+    pub(crate) fn on_composer_cleared(&mut self, identity: &Identity, id: u64) {
+        let recent = &mut self.queues.delivered;
+        let delivered = recent
+            .iter()
+            .position(|(i, _)| *i == id)
+            .and_then(|at| recent.remove(at))
+            .map(|(_, f)| f);
+        self.lifecycle(
+            Event::new("composer-cleared")
+                .field("identity", identity)
+                .field("id", id.to_string())
+                .field(
+                    "delivered",
+                    if delivered.is_some() { "true" } else { "false" },
+                ),
+        );
+        if let Some(f) = delivered {
+            let at = crate::clock::envelope_ts(&crate::clock::now_local());
+            self.send_notice(&f, interrupted_notice(&f, &at));
+        }
+    }
+
     /// Tell a followed send's sender, by a message from `iapeer`, that it failed for
     /// `reason` — unless the sender is asleep (never woken for this, spec 05 §7).
     fn failure_notice(&mut self, f: &Followed, reason: &str) {
+        self.send_notice(f, failure_notice(f, reason));
+    }
+
+    /// Send `message` from `iapeer` to a followed send's sender — unless it is asleep.
+    fn send_notice(&mut self, f: &Followed, message: String) {
         if !self.live.has(&f.caller) {
             // Never woken for this (spec 05 §7); the follow-up line is the record.
             self.lifecycle(
@@ -193,7 +260,7 @@ impl Router {
             caller: Caller::Daemon,
             to: f.caller.personality.clone(),
             runtime: Some(f.caller.runtime.clone()),
-            message: failure_notice(f, reason),
+            message,
             topic: Some(f.topic.clone().unwrap_or_else(|| "delivery-failed".into())),
             attachments: Vec::new(),
         };
@@ -286,6 +353,22 @@ mod tests {
         assert_eq!(
             failure_notice(&f, "model did not process the task"),
             "Your message to busy (claude) sent at 2026-11-30T10:00:03+00:00 (\"MID-TURN\") woke it and reached its input, but its model did not start on it: model did not process the task. It stays in the agent's conversation; send it again if it still matters once the agent answers."
+        );
+    }
+
+    #[test]
+    fn an_interrupted_message_s_notice_names_the_peer_both_times_and_the_text() {
+        let f = Followed {
+            by: Awaits::Nothing,
+            preview: "x".repeat(PREVIEW_CHARS),
+            ..followed()
+        };
+        assert_eq!(
+            interrupted_notice(&f, "2026-11-30T10:00:09+00:00"),
+            format!(
+                "Your message to busy (claude) sent at 2026-11-30T10:00:03+00:00 (\"{}…\") was interrupted at 2026-11-30T10:00:09+00:00 before the agent answered it: its runtime took it back out of the conversation, so the agent does NOT have it (iapeer cleared it from the agent's input). Send it again if it still matters.",
+                "x".repeat(PREVIEW_CHARS)
+            )
         );
     }
 

@@ -213,6 +213,9 @@ pub(crate) struct Queues {
     /// Sends an agent runtime queued behind a running turn, by job (= delivery) id, until
     /// their fate is known (spec 03 §1 step 9).
     pub followed: HashMap<u64, super::followup::Followed>,
+    /// The last [`super::followup::RECENT_DELIVERED`] sends delivered (or queued), by job id,
+    /// oldest first (issue 26 item 8: a notice when an interrupt gives one back).
+    pub delivered: std::collections::VecDeque<(u64, super::followup::Followed)>,
 }
 
 /// Restart state of the always-on (router runtime) identities (spec 05 §8).

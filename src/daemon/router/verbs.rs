@@ -127,7 +127,7 @@ impl Router {
                     format!("{} does not support control commands", ident.runtime),
                 )
             })?;
-        s.handle.send(SessionCmd::Keys(keys));
+        s.handle.send(SessionCmd::Interrupt(keys));
         self.lifecycle(Event::new("interrupt").field("identity", &ident));
         Ok(InterruptReply {
             identity: ident.to_string(),

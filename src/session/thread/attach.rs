@@ -46,7 +46,10 @@ impl Session {
     pub(super) fn handle_client_input(&mut self, token: Token, input: Vec<ClientInput>) {
         for i in input {
             match i {
-                ClientInput::Data(bytes) => self.write_child(&bytes),
+                ClientInput::Data(bytes) => {
+                    self.own.human_input(Instant::now());
+                    self.write_child(&bytes);
+                }
                 ClientInput::Resize { rows, cols, first } => {
                     // Resize first (once booted), so the snapshot is taken at the client's size
                     // and the TUI's redraw for that size follows it.

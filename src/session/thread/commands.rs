@@ -18,7 +18,11 @@ impl Session {
                         self.answer_those_behind_the_draft();
                     }
                 }
-                SessionCmd::Keys(bytes) => self.write_child(&bytes),
+                SessionCmd::Interrupt(bytes) => {
+                    self.write_child(&bytes);
+                    let restores = self.cfg.adapter.restores_interrupted_prompt();
+                    self.own.interrupted(Instant::now(), restores);
+                }
                 SessionCmd::McpUp => {
                     let now = Instant::now();
                     self.mcp_up_at.get_or_insert(now);
@@ -50,6 +54,20 @@ impl Session {
                 result: Err("the session is not ready for it yet; message NOT delivered".into()),
             });
         }
+        // Held, its sender not answered yet (waiting out iapeer's own text in the composer, a
+        // cut paste's rest, a dialog): nothing of it was written.
+        if self
+            .held
+            .as_ref()
+            .is_some_and(|h| h.delivery.id == id && !h.answered)
+        {
+            self.held = None;
+            self.emit(EventKind::Delivered {
+                id,
+                result: Err("the session is not ready for it yet; message NOT delivered".into()),
+            });
+            return self.next_delivery();
+        }
         let writing = self
             .delivery
             .as_ref()
@@ -61,15 +79,20 @@ impl Session {
             Taken::NotBegun { offset, len } => {
                 self.to_child.drain(offset..offset + len);
                 self.out_queued -= len as u64;
+                self.own.forget(id);
                 "its program is not reading its input (none of the message was written); \
                  message NOT delivered"
                     .to_string()
             }
-            Taken::Partial { written, len } => format!(
-                "its program stopped reading its input after {written} of the message's {len} \
+            Taken::Partial { written, len } => {
+                // Its rest lands in the composer without an Enter: cleared before the next.
+                self.own.cut(id, span.1);
+                format!(
+                    "its program stopped reading its input after {written} of the message's {len} \
                  bytes; the rest stays queued for it, so the message arrives complete only if \
                  it reads again"
-            ),
+                )
+            }
             Taken::Written => return,
         };
         self.delivery = None;
@@ -97,8 +120,17 @@ impl Session {
                 "the session is busy with another delivery or compaction",
             );
         }
-        // Never type a command into someone's draft (a human's, or a message an interrupt
-        // put back into the composer).
+        // iapeer's own text (an interrupted message put back, a cut paste) is cleared first.
+        let now = Instant::now();
+        let own = self.own_text_in_composer(now);
+        if self.waits_for_own_text(own, now) {
+            return refuse(
+                self,
+                "iapeer is clearing a message it pasted (interrupted or cut off) from the \
+                 composer — compact again in a moment",
+            );
+        }
+        // Never type a command into someone's draft.
         if let Some(d) = self.cfg.adapter.composer_draft(&self.screen) {
             let shown: String = d.chars().take(40).collect();
             return refuse(

@@ -6,6 +6,7 @@ mod attach;
 mod child_io;
 mod commands;
 mod death;
+mod own;
 mod work;
 
 use std::collections::{HashMap, VecDeque};
@@ -222,6 +223,10 @@ struct Session {
     /// iapeer's previous paste into this session (it may still show in the composer for a
     /// moment: [`super::hold::is_residue`]).
     last_paste: Option<super::hold::LastPaste>,
+    /// iapeer's recent pastes, to tell its own text in the composer from a draft.
+    own: super::own_text::Tracker,
+    /// The composer being cleared of iapeer's own text, and that text's delivery id.
+    clearing: Option<(super::clear::Clearing, u64)>,
     /// What the screen last said about a turn in progress (flips are reported).
     busy_shown: bool,
     /// Deliveries already answered as queued: their end is a `QueueOutcome`, not `Delivered`.
@@ -316,6 +321,8 @@ impl Session {
             held: None,
             pasting: None,
             last_paste: None,
+            own: Default::default(),
+            clearing: None,
             busy_shown: false,
             answered_queued: std::collections::HashSet::new(),
             compact: None,
@@ -407,6 +414,8 @@ impl Session {
         }
         consider(self.gate.as_ref().map(|g| g.next_deadline()));
         consider(self.held.as_ref().map(|h| h.next_check));
+        consider(self.clearing.as_ref().map(|(c, _)| c.next_deadline()));
+        consider(self.own.next_deadline());
         consider(self.compact.as_ref().and_then(|c| c.next_deadline()));
         consider(self.kill.map(|(_, at)| at));
         next

@@ -191,10 +191,22 @@ impl Session {
                 });
                 return;
             }
+            // iapeer's own text there is no draft: cleared first (issue 26 items 8, 5 (c)).
+            let now = Instant::now();
+            let own = self.own_text_in_composer(now);
+            if self.waits_for_own_text(own, now) {
+                self.held = Some(super::super::hold::Held {
+                    delivery: d,
+                    since: now,
+                    next_check: now + super::super::clear::POLL,
+                    answered: false,
+                });
+                return;
+            }
             if let Some(draft) = self.cfg.adapter.composer_draft(&self.screen) {
                 use super::super::hold::{is_residue, Held, RECHECK, RESIDUE_RECHECK};
-                let now = Instant::now();
-                let residue = is_residue(self.last_paste.as_ref(), &draft, now);
+                let residue = own.is_some_and(|o| !o.settled)
+                    || is_residue(self.last_paste.as_ref(), &draft, now);
                 if !residue {
                     self.answer_held(d.id, draft.chars().count());
                 }
@@ -297,12 +309,20 @@ impl Session {
             }
             return self.next_delivery();
         }
+        let own = self.own_text_in_composer(now);
+        if self.waits_for_own_text(own, now) {
+            if let Some(h) = self.held.as_mut() {
+                h.next_check = now + super::super::clear::POLL;
+            }
+            return;
+        }
         let draft = self.cfg.adapter.composer_draft(&self.screen);
         match hold_step(draft.as_deref(), since, now, self.cfg.composer_hold) {
             HoldStep::Wait => {
-                let residue = draft
-                    .as_deref()
-                    .is_some_and(|t| is_residue(self.last_paste.as_ref(), t, now));
+                let residue = own.is_some_and(|o| !o.settled)
+                    || draft
+                        .as_deref()
+                        .is_some_and(|t| is_residue(self.last_paste.as_ref(), t, now));
                 if !residue && !answered {
                     self.answer_held(id, draft.map_or(0, |t| t.chars().count()));
                 }
@@ -350,9 +370,11 @@ impl Session {
         let gate = d
             .ready_gate
             .and_then(|_| self.cfg.adapter.gate_watch(&self.cfg.cwd));
-        self.pasting = Some(super::super::paste_view::PasteView::of(
-            &crate::term::paste_text(&d.text),
-        ));
+        let pasted = crate::term::paste_text(&d.text);
+        self.pasting = Some(super::super::paste_view::PasteView::of(&pasted));
+        if pty {
+            self.own.pasting(d.id, &pasted, Instant::now());
+        }
         let (mut active, bytes) = ActiveDelivery::start(&d, pty, confirmer, before, gate);
         if !self.cfg.adapter.has_paste_sign() {
             active = active.without_paste_sign();
@@ -365,8 +387,9 @@ impl Session {
         self.write_child(&bytes);
     }
 
-    /// The delivery in progress ended now: remember its paste as the last one.
-    fn end_paste(&mut self) {
+    /// Delivery `d` ended now: remember its paste as the last one.
+    fn end_paste(&mut self, d: &ActiveDelivery) {
+        self.own.ended(d.id, d.enter_written(), Instant::now());
         if let Some(view) = self.pasting.take() {
             self.last_paste = Some(super::super::hold::LastPaste {
                 ended: Instant::now(),
@@ -384,7 +407,7 @@ impl Session {
                 if let Some(d) = self.delivery.take() {
                     let refused = d.refused_by_runtime();
                     silent &= !refused;
-                    self.end_paste();
+                    self.end_paste(&d);
                     match result {
                         Err(reason) if refused && !self.answered_queued.contains(&d.id) => {
                             self.emit(EventKind::Refused { id: d.id, reason })
@@ -406,7 +429,7 @@ impl Session {
             }
             Step::Gate => {
                 if let Some(d) = self.delivery.take() {
-                    self.end_paste();
+                    self.end_paste(&d);
                     let id = d.id;
                     self.gate = Some(d.into_gate(Instant::now()));
                     self.finish_delivery(id, Ok(()));
@@ -415,7 +438,7 @@ impl Session {
             }
             Step::Queued => {
                 if let Some(d) = self.delivery.take() {
-                    self.end_paste();
+                    self.end_paste(&d);
                     // A held message's sender already has its `queued` answer; its follower
                     // reports the outcome either way.
                     if !self.answered_queued.remove(&d.id) {
@@ -542,6 +565,7 @@ impl Session {
         }
         self.poll_followers(now);
         self.poll_gate(now);
+        self.poll_clearing(now);
         self.check_held(now);
         if let Some(c) = self.compact.as_mut() {
             match c.poll(now, self.screen.text()) {
