@@ -1262,8 +1262,8 @@ pub static VERBS: &[VerbSpec] = &[
         signature: "echo-agent [args]...",
         summary: "the stand-in agent program behind the echo runtime",
         description: "The stand-in agent that the echo runtime runs in a pty: it draws a prompt, prints each \
-            message it receives and answers the sender with the same text through the daemon. It is \
-            started by the daemon, not by hand; every word after the verb is passed to it untouched.",
+            message it receives and answers the sender with the same text through the daemon (never \
+            a service's message: sender intelligence absent). It is started by the daemon, not by hand; every word after the verb is passed to it untouched.",
         positionals: &[ARGS],
         flags: &[],
         rules: &[],
