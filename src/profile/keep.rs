@@ -129,15 +129,26 @@ fn object<'a>(members: &Members<'a>, map: &'a Map<String, Value>) -> Vec<(&'a st
 }
 
 /// The elements of `items`: each equal to an old element not yet taken is that element's
-/// text (wherever it was); any other is kept against the old element at its own index, when
-/// that one is not taken (an element edited in place), else printed anew.
+/// text (wherever it was; the old elements are read once, and the search starts after the
+/// last match, so the usual edits — append, remove, change in place — cost one pass); any
+/// other is kept against the old element at its own index, when that one is not taken (an
+/// element edited in place), else printed anew.
 fn array<'a>(olds: &[&'a RawValue], items: &'a [Value]) -> Vec<Out<'a>> {
+    let parsed: Vec<Option<Value>> = olds
+        .iter()
+        .map(|o| serde_json::from_str(o.get()).ok())
+        .collect();
     let mut taken = vec![false; olds.len()];
+    let mut next = 0;
     let mut out: Vec<Option<Out<'a>>> = items
         .iter()
         .map(|item| {
-            let i = (0..olds.len()).find(|&i| !taken[i] && same(olds[i], item))?;
+            let n = olds.len();
+            let i = (0..n)
+                .map(|k| (next + k) % n)
+                .find(|&i| !taken[i] && parsed[i].as_ref() == Some(item))?;
             taken[i] = true;
+            next = i + 1;
             Some(Out::Old(olds[i]))
         })
         .collect();
@@ -233,6 +244,28 @@ mod tests {
             compact,
             r#"{"notifier":{"triggers":[{"id":"a","target":"carol","x":1.50},{"id":"c"},{"id":"d"}],"other":2.0}}"#
         );
+    }
+
+    /// A long list edited at both ends (the first entry removed, one appended) is matched in
+    /// one pass: every kept entry keeps its text.
+    #[test]
+    fn a_long_list_is_matched_in_one_pass() {
+        let items: Vec<String> = (0..20_000).map(|i| format!("{{\"n\":{i}.0}}")).collect();
+        let old = format!("{{\"list\":[{}]}}", items.join(","));
+        let mut new = doc(&old);
+        let list = new["list"].as_array_mut().unwrap();
+        list.remove(0);
+        list.push(serde_json::json!({"n": 1}));
+        let started = std::time::Instant::now();
+        let text = render(Some(&old), &new).unwrap();
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        let compact: String = text.split_whitespace().collect();
+        assert!(
+            compact.starts_with(r#"{"list":[{"n":1.0},{"n":2.0},"#),
+            "{}",
+            &compact[..40]
+        );
+        assert!(compact.ends_with(r#"{"n":19999.0},{"n":1}]}"#));
     }
 
     /// Without an old text (a new file), or with an unreadable one, the document is printed
