@@ -12,7 +12,7 @@ pub const DESCRIPTION_MAX_CHARS: usize = 450;
 
 /// Keys this build owns, in the order they are written (spec 01 §4); never kept in `extra`.
 /// `runtime` is the legacy field (read, never written by `update`; `repair` leaves it).
-pub(super) const KNOWN_KEYS: &[&str] = &[
+pub const KNOWN_KEYS: &[&str] = &[
     "personality",
     "runtimes",
     "default_runtime",

@@ -28,7 +28,7 @@ use crate::paths;
 use crate::registry::RegistryPeer;
 
 pub use check::{check, Findings};
-pub use fields::{clamp_description, DESCRIPTION_MAX_CHARS};
+pub use fields::{clamp_description, DESCRIPTION_MAX_CHARS, KNOWN_KEYS};
 
 /// Why a profile could not be read or written. Every variant names the file or folder.
 #[derive(Debug)]

@@ -465,22 +465,10 @@ fn scratch() -> &'static std::path::Path {
 
 /// The keys of a profile's text that no iapeer code owns, each with its value's text.
 fn unknown_texts(text: &str) -> std::collections::BTreeMap<String, String> {
-    const OWNED: &[&str] = &[
-        "personality",
-        "runtimes",
-        "default_runtime",
-        "runtime",
-        "description",
-        "intelligence",
-        "initial_prompt",
-        "wake_policy",
-        "approval_mode",
-        "interfaces",
-    ];
     let all: std::collections::BTreeMap<String, Box<serde_json::value::RawValue>> =
         serde_json::from_str(text).expect("a profile that reads is an object");
     all.into_iter()
-        .filter(|(k, _)| !OWNED.contains(&k.as_str()))
+        .filter(|(k, _)| !u::PROFILE_KEYS.contains(&k.as_str()))
         .map(|(k, v)| (k, v.get().to_string()))
         .collect()
 }
