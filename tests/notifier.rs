@@ -220,7 +220,18 @@ fn an_echo_peer_registers_an_every_2s_timer_through_mcp_and_gets_three_fires() {
             "{fires:?}"
         );
     }
-    // alice's echoes of the fires are recognised and never answered with a teaching reply.
+    // The echo stand-in answers none of a service's messages (issue 26 item 7): its one
+    // message to the timer is its call, and the timer has nothing to reject.
+    assert_eq!(
+        env.count_events(
+            "delivery",
+            "delivery",
+            &[("caller", "echo-alice"), ("to", "timer")]
+        ),
+        1,
+        "{}",
+        env.diagnostics()
+    );
     assert!(
         service_events(&env, "timer", "call-rejected").is_empty(),
         "{}",

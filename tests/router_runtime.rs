@@ -92,17 +92,18 @@ fn a_router_runtime_gets_wire_envelopes_replies_and_is_kept_always_on() {
     let bot = Bot::install(&env);
     env.start_daemon();
 
-    // Created while the daemon runs: always-on, so it starts at once.
+    // Created while the daemon runs: always-on, so it starts at once. A chat bot, not a
+    // service: the echo agent answers no service (intelligence absent).
     let out = env.ok(&[
         "create",
         "bot",
         "--runtime",
         "bot",
         "--intelligence",
-        "absent",
+        "artificial",
     ]);
     assert!(
-        out.contains("runtimes: bot (default bot), intelligence absent"),
+        out.contains("runtimes: bot (default bot), intelligence artificial"),
         "{out}"
     );
     env.wait_until("bot-bot starts", Duration::from_secs(20), |e| {

@@ -7,15 +7,20 @@ use crate::common;
 use common::TestEnv;
 use std::time::{Duration, Instant};
 
-/// Answers every message with `again` to alice (who answers it with `echo: again`, …).
-const BOT: &str = r#"#!/bin/sh
+/// A router peer's script that answers every message it gets with `message` to `to` (as
+/// itself: the daemon sets its identity).
+fn answering(to: &str, message: &str) -> String {
+    format!(
+        r#"#!/bin/sh
 bin="$1"
 while IFS= read -r line; do
   case "$line" in
-    *'<message><![CDATA['*) "$bin" send alice --message "again" >/dev/null 2>&1 ;;
+    *'<message><![CDATA['*) "$bin" send {to} --message "{message}" >/dev/null 2>&1 ;;
   esac
 done
-"#;
+"#
+    )
+}
 
 fn ok_between(env: &TestEnv) -> usize {
     env.events("delivery", "delivery")
@@ -30,20 +35,28 @@ fn ok_between(env: &TestEnv) -> usize {
         .count()
 }
 
+/// Install router runtime `name` that runs `script` with `/bin/sh`, the iapeer binary its
+/// first argument.
+fn install_script_runtime(env: &TestEnv, name: &str, script: &str) {
+    let path = env.dir.path().join(format!("{name}.sh"));
+    std::fs::write(&path, script).unwrap();
+    let manifest = serde_json::json!({
+        "runtime": name,
+        "version": "0.0.1",
+        "run": {"command": "/bin/sh", "args": [path, common::bin()]},
+    });
+    let at = env.root.join(format!("runtimes/{name}/runtime.json"));
+    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    std::fs::write(at, manifest.to_string()).unwrap();
+}
+
 #[test]
 fn a_runaway_exchange_is_paused_and_a_human_lifts_the_pause() {
     let mut env = TestEnv::new();
     env.set("IAPEER_STORM_LIMIT", "5");
-    let script = env.dir.path().join("bot.sh");
-    std::fs::write(&script, BOT).unwrap();
-    let manifest = serde_json::json!({
-        "runtime": "bot",
-        "version": "0.0.1",
-        "run": {"command": "/bin/sh", "args": [script, common::bin()]},
-    });
-    let path = env.root.join("runtimes/bot/runtime.json");
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, manifest.to_string()).unwrap();
+    // The bot answers every message with `again` to alice (who answers it with `echo:
+    // again`, …).
+    install_script_runtime(&env, "bot", &answering("alice", "again"));
     // The human's console keeps what it gets and answers nothing.
     let inbox = env.dir.path().join("owner-inbox.log");
     let console = serde_json::json!({
@@ -136,4 +149,107 @@ fn a_runaway_exchange_is_paused_and_a_human_lifts_the_pause() {
             ("by", "owner")
         ]
     ));
+}
+
+/// The timer service's own log lines of event `ev`.
+fn timer_events(env: &TestEnv, ev: &str) -> Vec<std::collections::HashMap<String, String>> {
+    let path = env.root.join("logs/notifier/timer.log");
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| iapeer::eventlog::parse_line(l).into_iter().collect())
+        .filter(|m: &std::collections::HashMap<String, String>| {
+            m.get("ev").map(String::as_str) == Some(ev)
+        })
+        .collect()
+}
+
+/// Issue 26 item 7: an agent that answers every message of the real `timer` service loops
+/// with its teaching replies; the guard stops that loop (the agent's messages to the service
+/// are refused) and never the owner's scheduled signals: the timer's fires for the owner are
+/// delivered during the pause.
+#[test]
+fn a_loop_with_a_service_is_paused_and_the_owners_timer_fires_still_arrive() {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_STORM_LIMIT", "5");
+    // The bot answers every message with `thanks` to the timer: with the notifier's teaching
+    // reply to a message that is not a call, an endless exchange.
+    install_script_runtime(&env, "thanker", &answering("timer", "thanks"));
+    env.ok(&["create", "bot", "--runtime", "thanker", "--no-bootstrap"]);
+    env.ok(&["create", "timer", "--runtime", "notifier"]);
+    env.start_daemon();
+    let call = serde_json::json!({"when":"@every 1s","message":"tick","target":"self"});
+    env.ok(&[
+        "send",
+        "timer",
+        "--from",
+        "thanker-bot",
+        "--message",
+        &call.to_string(),
+    ]);
+    env.wait_until(
+        "the storm guard pauses the bot and the timer",
+        Duration::from_secs(60),
+        |e| e.has_event("lifecycle", "storm", &[("action", "paused")]),
+    );
+    let fires = |e: &TestEnv| {
+        timer_events(e, "sent")
+            .iter()
+            .filter(|s| s["kind"] == "fire" && s["to"] == "bot")
+            .count()
+    };
+    let ok_to_timer = |e: &TestEnv| {
+        e.count_events(
+            "delivery",
+            "delivery",
+            &[("caller", "thanker-bot"), ("to", "timer"), ("ok", "true")],
+        )
+    };
+    let at_pause = (fires(&env), ok_to_timer(&env));
+    // The fires go on during the pause: three more reach the owner.
+    env.wait_until(
+        "three timer fires delivered during the pause",
+        Duration::from_secs(20),
+        |e| fires(e) >= at_pause.0 + 3,
+    );
+    // The loop is stopped: the bot's answers to the fires are refused with `paused`, so the
+    // timer gets nothing more from it and sends it no more teaching replies.
+    let refused = env
+        .events("delivery", "delivery")
+        .into_iter()
+        .filter(|d| d["caller"] == "thanker-bot" && d["ok"] == "false")
+        .count();
+    assert!(refused >= 3, "{}", env.diagnostics());
+    let why = env
+        .events("delivery", "delivery")
+        .into_iter()
+        .find(|d| d["caller"] == "thanker-bot" && d["ok"] == "false")
+        .map(|d| d["err"].clone())
+        .unwrap_or_default();
+    assert!(
+        why.starts_with("messages from \"bot\" to \"timer\"") && why.contains("still arrive"),
+        "{why}"
+    );
+    assert!(env.has_event(
+        "lifecycle",
+        "storm",
+        &[("action", "paused"), ("service", "timer")]
+    ));
+    assert!(
+        ok_to_timer(&env) <= at_pause.1 + 1,
+        "{} → {}\n{}",
+        at_pause.1,
+        ok_to_timer(&env),
+        env.diagnostics()
+    );
+    assert!(
+        !env.has_event(
+            "delivery",
+            "delivery",
+            &[("caller", "notifier-timer"), ("ok", "false")]
+        ),
+        "{}",
+        env.diagnostics()
+    );
+    assert!(timer_events(&env, "deliver-failed").is_empty());
 }

@@ -51,6 +51,7 @@ mod paths;
 mod peers;
 mod plugins;
 mod regressions;
+mod rename;
 mod router_runtime;
 mod send;
 mod send_deadline;

@@ -225,8 +225,20 @@ fn run(cmd: Command) -> (String, CliResult) {
                 Verb::Daemon | Verb::EchoAgent | Verb::HumanInbox | Verb::NotifierRun
             ) {
                 init_cli_logging();
+                settle_rename();
             }
             (name, run_verb(verb, &inv))
+        }
+    }
+}
+
+/// A `rename` an earlier process left halfway (killed, or on a full disk) is finished or
+/// undone before any verb looks at the peers (issue 26 item 9); one `stat` when there is
+/// none. What was done is said on stderr.
+fn settle_rename() {
+    if let Ok(paths) = Paths::from_env() {
+        if let Some(r) = crate::peers::rename_journal::recover(&paths) {
+            eprintln!("iapeer: {r}");
         }
     }
 }

@@ -706,7 +706,7 @@ pub const NOT_KNOBS: &[(&str, &str)] = &[
     ),
     (
         "IAPEER_TEST_HOOK",
-        "test-only: inject a failure into the daemon (`router-panic-on-send:<personality>`, `prep-panic-on-send:<personality>`, `http-accept-panic:<port|any>`, `http-accept-panic-once:<port|any>` or `http-streams-panic-once:<port|any>`, see daemon::test_hooks); never set in production",
+        "test-only: inject a failure into the daemon (`router-panic-on-send:<personality>`, `prep-panic-on-send:<personality>`, `http-accept-panic:<port|any>`, `http-accept-panic-once:<port|any>` or `http-streams-panic-once:<port|any>`, see daemon::test_hooks), or kill `iapeer rename` after one of its steps (`rename-kill-after:<step>`, see peers::rename_journal); never set in production",
     ),
     (
         "XDG_DATA_HOME",

@@ -9,8 +9,16 @@
 //! the pause at once (the human has stepped in). A one-way burst (a script sending a hundred
 //! tasks) is not an exchange and is never paused.
 //!
+//! A service (intelligence `absent`: the `timer` and `watcher` services, a webhook) only
+//! answers what it is sent, and its own messages to a peer that is not a service are the
+//! owner's scheduled and watched signals (timer fires, watcher lines, alerts). So in a pair of
+//! a service and a peer that is not one, the pause refuses only the peer's messages to the
+//! service — which stops any loop between them — and never the service's messages to the peer
+//! ([`refusable`]; issue 26 item 7).
+//!
 //! Pure: time is passed in, so the rules are tested with fake clocks.
 
+use crate::names::Intelligence;
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -31,11 +39,14 @@ pub struct StormLimits {
 pub enum Verdict {
     /// Let it through.
     Pass,
-    /// This message made the exchange a storm: refuse it, and the pair is paused until the
-    /// given time (the caller logs and reports the new pause).
+    /// This message made the exchange a storm: the pair is paused until `until` (the caller
+    /// logs and reports the new pause). The message itself is refused unless the guard never
+    /// refuses its direction ([`refusable`]): then `refused` is false and it passes.
     Tripped {
         /// End of the pause.
         until: Instant,
+        /// Whether this message is refused.
+        refused: bool,
     },
     /// The pair is paused (since an earlier message) until the given time: refuse it.
     Paused {
@@ -59,16 +70,33 @@ pub struct StormGuard {
     pairs: HashMap<(String, String), PairLog>,
 }
 
+/// Whether the storm guard may refuse a message from a peer of nature `from` to a peer of
+/// nature `to` (both not human): every message but a service's (`absent`) to a peer that is
+/// not a service, so a pause never silences an owner's timer fires, watcher lines and alerts.
+pub fn refusable(from: Intelligence, to: Intelligence) -> bool {
+    from != Intelligence::Absent || to == Intelligence::Absent
+}
+
 impl StormGuard {
-    /// A message from `from` to `to` (personalities), both not human, at `now`.
-    pub fn note(&mut self, from: &str, to: &str, now: Instant, limits: StormLimits) -> Verdict {
+    /// A message from `from` to `to` (personalities), both not human, at `now`; `refusable`
+    /// is [`refusable`] of their natures. A message the guard may not refuse passes a pause
+    /// (and is not counted while it lasts).
+    pub fn note(
+        &mut self,
+        from: &str,
+        to: &str,
+        refusable: bool,
+        now: Instant,
+        limits: StormLimits,
+    ) -> Verdict {
         if limits.limit == 0 || from == to {
             return Verdict::Pass;
         }
         let (key, upward) = pair_key(from, to);
         let log = self.pairs.entry(key).or_default();
         match log.paused_until {
-            Some(until) if now < until => return Verdict::Paused { until },
+            Some(until) if now < until && refusable => return Verdict::Paused { until },
+            Some(until) if now < until => return Verdict::Pass,
             Some(_) => *log = PairLog::default(),
             None => {}
         }
@@ -85,7 +113,10 @@ impl StormGuard {
         if full(&log.up) && full(&log.down) {
             let until = now + limits.pause;
             log.paused_until = Some(until);
-            return Verdict::Tripped { until };
+            return Verdict::Tripped {
+                until,
+                refused: refusable,
+            };
         }
         Verdict::Pass
     }
@@ -155,26 +186,110 @@ mod tests {
         let t0 = Instant::now();
         let mut t = t0;
         for _ in 0..4 {
-            assert_eq!(g.note("a", "timer", t, LIMITS), Verdict::Pass);
+            assert_eq!(g.note("a", "timer", true, t, LIMITS), Verdict::Pass);
             t += ms(330);
-            assert_eq!(g.note("timer", "a", t, LIMITS), Verdict::Pass);
+            assert_eq!(g.note("timer", "a", true, t, LIMITS), Verdict::Pass);
             t += ms(330);
         }
-        assert_eq!(g.note("a", "timer", t, LIMITS), Verdict::Pass);
+        assert_eq!(g.note("a", "timer", true, t, LIMITS), Verdict::Pass);
         t += ms(330);
         let until = t + LIMITS.pause;
-        assert_eq!(g.note("timer", "a", t, LIMITS), Verdict::Tripped { until });
         assert_eq!(
-            g.note("a", "timer", t + ms(1), LIMITS),
+            g.note("timer", "a", true, t, LIMITS),
+            Verdict::Tripped {
+                until,
+                refused: true
+            }
+        );
+        assert_eq!(
+            g.note("a", "timer", true, t + ms(1), LIMITS),
             Verdict::Paused { until }
         );
         assert_eq!(
-            g.note("timer", "a", until - ms(1), LIMITS),
+            g.note("timer", "a", true, until - ms(1), LIMITS),
             Verdict::Paused { until }
         );
-        assert_eq!(g.note("timer", "a", until, LIMITS), Verdict::Pass);
+        assert_eq!(g.note("timer", "a", true, until, LIMITS), Verdict::Pass);
         // Other pairs are not affected.
-        assert_eq!(g.note("a", "b", t, LIMITS), Verdict::Pass);
+        assert_eq!(g.note("a", "b", true, t, LIMITS), Verdict::Pass);
+    }
+
+    /// Only a service's (absent) messages to a peer that is not a service are beyond the
+    /// guard; between two services, two agents, or an agent and a service the other way, the
+    /// guard may refuse.
+    #[test]
+    fn only_a_services_message_to_a_non_service_is_never_refused() {
+        use Intelligence::{Absent, Artificial};
+        assert!(!refusable(Absent, Artificial));
+        assert!(refusable(Artificial, Absent));
+        assert!(refusable(Artificial, Artificial));
+        assert!(refusable(Absent, Absent));
+    }
+
+    /// An agent that answers every message of the timer service loops with its teaching
+    /// replies. The guard trips on the exchange; for the whole pause the agent's messages to
+    /// the service are refused (the loop stops), while the service's messages to the agent —
+    /// its fires, once a second — all pass, the tripping one included, and are not counted.
+    /// After the pause, counting starts over.
+    #[test]
+    fn a_loop_with_a_service_refuses_only_the_messages_to_the_service() {
+        let mut g = StormGuard::default();
+        let mut t = Instant::now();
+        let to_service = |g: &mut StormGuard, t| g.note("bot", "timer", true, t, LIMITS);
+        let from_service = |g: &mut StormGuard, t| g.note("timer", "bot", false, t, LIMITS);
+        for _ in 0..4 {
+            assert_eq!(to_service(&mut g, t), Verdict::Pass);
+            t += ms(5);
+            assert_eq!(from_service(&mut g, t), Verdict::Pass);
+            t += ms(5);
+        }
+        assert_eq!(to_service(&mut g, t), Verdict::Pass);
+        t += ms(5);
+        let until = t + LIMITS.pause;
+        assert_eq!(
+            from_service(&mut g, t),
+            Verdict::Tripped {
+                until,
+                refused: false
+            },
+            "the tripping teaching reply is let through"
+        );
+        let mut fire = t + ms(1);
+        while fire < until {
+            assert_eq!(
+                from_service(&mut g, fire),
+                Verdict::Pass,
+                "a fire at {fire:?}"
+            );
+            assert_eq!(
+                to_service(&mut g, fire + ms(1)),
+                Verdict::Paused { until },
+                "the agent's answer to it"
+            );
+            fire += Duration::from_secs(1);
+        }
+        assert_eq!(to_service(&mut g, until), Verdict::Pass);
+        assert_eq!(from_service(&mut g, until), Verdict::Pass);
+        // The agent tripping it: its own message is refused.
+        let mut g = StormGuard::default();
+        for _ in 0..5 {
+            from_service(&mut g, t);
+        }
+        for _ in 0..4 {
+            to_service(&mut g, t);
+        }
+        let until = t + LIMITS.pause;
+        assert_eq!(
+            to_service(&mut g, t),
+            Verdict::Tripped {
+                until,
+                refused: true
+            }
+        );
+        assert_eq!(from_service(&mut g, t), Verdict::Pass);
+        // A human writing to the agent lifts the pause.
+        assert_eq!(g.human_stepped_in("bot", t), ["timer"]);
+        assert_eq!(to_service(&mut g, t), Verdict::Pass);
     }
 
     /// A one-way burst is not an exchange: a thousand messages from a script to an agent,
@@ -184,9 +299,9 @@ mod tests {
         let mut g = StormGuard::default();
         let mut t = Instant::now();
         for i in 0..1000 {
-            assert_eq!(g.note("script", "worker", t, LIMITS), Verdict::Pass);
+            assert_eq!(g.note("script", "worker", true, t, LIMITS), Verdict::Pass);
             if i % 300 == 0 {
-                assert_eq!(g.note("worker", "script", t, LIMITS), Verdict::Pass);
+                assert_eq!(g.note("worker", "script", true, t, LIMITS), Verdict::Pass);
             }
             t += ms(10);
         }
@@ -199,9 +314,9 @@ mod tests {
         let mut g = StormGuard::default();
         let mut t = Instant::now();
         for _ in 0..100 {
-            assert_eq!(g.note("a", "b", t, LIMITS), Verdict::Pass);
+            assert_eq!(g.note("a", "b", true, t, LIMITS), Verdict::Pass);
             t += Duration::from_secs(7);
-            assert_eq!(g.note("b", "a", t, LIMITS), Verdict::Pass);
+            assert_eq!(g.note("b", "a", true, t, LIMITS), Verdict::Pass);
             t += Duration::from_secs(7);
         }
     }
@@ -212,21 +327,21 @@ mod tests {
         let mut g = StormGuard::default();
         let t = Instant::now();
         for _ in 0..5 {
-            g.note("a", "b", t, LIMITS);
-            g.note("b", "a", t, LIMITS);
+            g.note("a", "b", true, t, LIMITS);
+            g.note("b", "a", true, t, LIMITS);
         }
         assert!(matches!(
-            g.note("a", "b", t, LIMITS),
+            g.note("a", "b", true, t, LIMITS),
             Verdict::Paused { .. }
         ));
         assert_eq!(g.human_stepped_in("b", t), ["a"]);
         assert_eq!(g.human_stepped_in("b", t), Vec::<String>::new());
-        assert_eq!(g.note("a", "b", t, LIMITS), Verdict::Pass);
+        assert_eq!(g.note("a", "b", true, t, LIMITS), Verdict::Pass);
         let off = StormLimits { limit: 0, ..LIMITS };
         let mut g = StormGuard::default();
         for _ in 0..100 {
-            assert_eq!(g.note("a", "b", t, off), Verdict::Pass);
-            assert_eq!(g.note("b", "a", t, off), Verdict::Pass);
+            assert_eq!(g.note("a", "b", true, t, off), Verdict::Pass);
+            assert_eq!(g.note("b", "a", true, t, off), Verdict::Pass);
         }
     }
 
@@ -235,10 +350,10 @@ mod tests {
     fn prune_keeps_recent_and_paused_pairs() {
         let mut g = StormGuard::default();
         let t = Instant::now();
-        g.note("a", "b", t, LIMITS);
+        g.note("a", "b", true, t, LIMITS);
         for _ in 0..5 {
-            g.note("c", "d", t, LIMITS);
-            g.note("d", "c", t, LIMITS);
+            g.note("c", "d", true, t, LIMITS);
+            g.note("d", "c", true, t, LIMITS);
         }
         g.prune(t + ms(1000), LIMITS);
         assert_eq!(g.len(), 2);

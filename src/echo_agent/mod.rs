@@ -5,8 +5,8 @@
 //! `received <ts> from <from>: <body>` (the daemon's delivery confirmation looks for
 //! `received <ts>`) and one `attachment: <path>` line per attached file, and replies
 //! `echo: <body>` to the sender through the daemon's MCP endpoint — never to a message that
-//! itself starts with `echo:`. While a reply is in flight it shows `esc to interrupt` (the
-//! busy marker) and honours Escape. It keeps a JSONL transcript under `<cwd>/.echo-agent/`
+//! itself starts with `echo:`, nor to a service's (sender intelligence `absent`). While a
+//! reply is in flight it shows `esc to interrupt` (the busy marker) and honours Escape. It keeps a JSONL transcript under `<cwd>/.echo-agent/`
 //! for idle and resume logic.
 
 pub mod boot_menu;
@@ -364,7 +364,7 @@ impl App {
         if let Err(e) = transcript::append(&self.cwd, &Record::received(&env, clock::now_ms())) {
             lines.push(format!("transcript write failed: {e}"));
         }
-        if reply::wants_reply(&env.body) {
+        if reply::wants_reply(&env) {
             let job = Job {
                 id: self.next_id,
                 to: env.from.clone(),

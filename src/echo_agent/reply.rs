@@ -2,6 +2,8 @@
 //! order, so the terminal stays responsive (and Escape works) while a reply is in flight.
 
 use super::mcp::{McpClient, McpError};
+use crate::envelope::Envelope;
+use crate::names::Intelligence;
 use crossbeam_channel::{Receiver, Sender};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -38,9 +40,13 @@ pub struct Done {
     pub result: Result<String, McpError>,
 }
 
-/// True unless the body itself is an echo (`echo:` prefix): echoes are never answered.
-pub fn wants_reply(body: &str) -> bool {
-    !body.starts_with("echo:")
+/// Whether the echo agent answers `env`: not when its body is itself an echo (`echo:`
+/// prefix), and not when its sender is a service — intelligence `absent` in the envelope,
+/// which the daemon stamps from the sender's registry entry (spec 03 §1 step 7): a service's
+/// confirmations, teaching replies and signals are not a conversation, and answering them
+/// would only start an exchange with it (issue 26 item 7).
+pub fn wants_reply(env: &Envelope) -> bool {
+    !env.body.starts_with("echo:") && env.intelligence != Some(Intelligence::Absent)
 }
 
 /// The reply text `echo: <body>`, cut to the daemon's 16000-character limit.
@@ -94,11 +100,31 @@ fn send(client: &mut Option<McpClient>, job: &Job) -> Result<String, McpError> {
 mod tests {
     use super::*;
 
+    fn from(intelligence: Option<Intelligence>, body: &str) -> Envelope {
+        Envelope {
+            from: "timer".into(),
+            runtime: "notifier".into(),
+            intelligence,
+            ts: None,
+            topic: None,
+            attachments: Vec::new(),
+            body: body.into(),
+        }
+    }
+
     #[test]
     fn echo_rules() {
-        assert!(wants_reply("hello"));
-        assert!(wants_reply(" echo: indented"));
-        assert!(!wants_reply("echo: hello"));
+        let agent = |body| from(Some(Intelligence::Artificial), body);
+        assert!(wants_reply(&agent("hello")));
+        assert!(wants_reply(&agent(" echo: indented")));
+        assert!(!wants_reply(&agent("echo: hello")));
+        assert!(wants_reply(&from(Some(Intelligence::Natural), "hi")));
+        assert!(wants_reply(&from(None, "hi")));
+        // A service's message (its confirmation, a fire) is never answered.
+        assert!(!wants_reply(&from(
+            Some(Intelligence::Absent),
+            "✓ registered timer trigger"
+        )));
         assert_eq!(echo_message("hi"), "echo: hi");
         assert_eq!(echo_message(&"é".repeat(16000)).chars().count(), 16000);
     }

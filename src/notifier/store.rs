@@ -87,14 +87,13 @@ fn entry_id(entry: &Value, owner: &str) -> Option<(String, Role)> {
     Some((t.id.clone(), t.role()))
 }
 
-/// Edit the trigger list of the profile in `cwd` with `edit` (read-merge-write), under an
-/// exclusive lock on `<root>/state/notifier/profiles.lock` so the `timer` and `watcher`
-/// processes never interleave their edits of one profile.
-fn edit_list<R>(
-    paths: &Paths,
-    cwd: &Path,
-    edit: impl FnOnce(&mut Vec<Value>) -> R,
-) -> Result<R, String> {
+/// Run `f` holding the exclusive lock on `<root>/state/notifier/profiles.lock` that every
+/// writer of trigger lists holds, so the `timer` and `watcher` processes (and `rename`) never
+/// interleave their edits of one profile. Do not take it again inside `f` (it would wait for
+/// itself).
+///
+/// Errors: the lock file cannot be opened or locked.
+pub fn with_profiles_lock<R>(paths: &Paths, f: impl FnOnce() -> R) -> Result<R, String> {
     use fs2::FileExt;
     use std::os::unix::fs::OpenOptionsExt;
     let dir = paths.root().join("state").join("notifier");
@@ -110,6 +109,20 @@ fn edit_list<R>(
         .map_err(|e| format!("{}: {e}", lock_path.display()))?;
     lock.lock_exclusive()
         .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    Ok(f())
+}
+
+/// Edit the trigger list of the profile in `cwd` with `edit` (read-merge-write), under
+/// [`with_profiles_lock`].
+fn edit_list<R>(
+    paths: &Paths,
+    cwd: &Path,
+    edit: impl FnOnce(&mut Vec<Value>) -> R,
+) -> Result<R, String> {
+    with_profiles_lock(paths, || edit_list_locked(cwd, edit))?
+}
+
+fn edit_list_locked<R>(cwd: &Path, edit: impl FnOnce(&mut Vec<Value>) -> R) -> Result<R, String> {
     let mut result = None;
     crate::profile::Profile::update(cwd, |p| {
         let notifier = p
@@ -173,47 +186,24 @@ pub fn remove(
     })
 }
 
-/// After `rename <old> <new>`: every trigger in a registered profile that names `old` — as
-/// its target, a fallback, or a stored owner — names `new` instead (the renamed peer's own
-/// triggers, and other peers' triggers aimed at it). Returns the peers whose profiles
-/// changed; a profile that cannot be read or written is one line of the error list.
-pub fn rename_in_triggers(paths: &Paths, old: &str, new: &str) -> (Vec<String>, Vec<String>) {
-    let (mut changed, mut errors) = (Vec::new(), Vec::new());
-    let registry = match Registry::load(paths) {
-        Ok(r) => r,
-        Err(e) => return (changed, vec![format!("the registry cannot be read: {e}")]),
+/// After `rename <old> <new>`: every trigger in `extra` (a profile's keys beyond the known
+/// ones, [`crate::profile::Profile::extra`]) that names `old` — as its target, a fallback, or
+/// a stored owner — names `new` instead (the renamed peer's own triggers, and other peers'
+/// triggers aimed at it). True when one named `old`.
+pub fn rename_in(extra: &mut Map<String, Value>, old: &str, new: &str) -> bool {
+    let Some(list) = extra
+        .get_mut("notifier")
+        .and_then(|n| n.get_mut("triggers"))
+        .and_then(Value::as_array_mut)
+    else {
+        return false;
     };
-    for peer in &registry.peers {
-        let names_old = match read_raw(&peer.cwd) {
-            Ok(Some(map)) => map
-                .get("notifier")
-                .and_then(|n| n.get("triggers"))
-                .and_then(Value::as_array)
-                .is_some_and(|list| list.iter().any(|e| rename_entry(&mut e.clone(), old, new))),
-            Ok(None) => false,
-            Err(e) => {
-                errors.push(e);
-                false
-            }
-        };
-        if !names_old {
-            continue;
-        }
-        let edited = edit_list(paths, &peer.cwd, |list| {
-            // Every entry is visited (no short cut): each one naming `old` is renamed.
-            list.iter_mut()
-                .map(|e| rename_entry(e, old, new))
-                .filter(|hit| *hit)
-                .count()
-                > 0
-        });
-        match edited {
-            Ok(true) => changed.push(peer.personality.clone()),
-            Ok(false) => {}
-            Err(e) => errors.push(e),
-        }
-    }
-    (changed, errors)
+    // Every entry is visited (no short cut): each one naming `old` is renamed.
+    list.iter_mut()
+        .map(|e| rename_entry(e, old, new))
+        .filter(|hit| *hit)
+        .count()
+        > 0
 }
 
 /// Rename `old` to `new` in one stored trigger (`target`, `owner`, `fallback`: one name or
@@ -331,69 +321,37 @@ mod tests {
     }
 
     #[test]
-    fn a_rename_follows_into_every_profile_s_triggers() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path().join("root"));
-        let write = |name: &str, triggers: Value| {
-            let cwd = dir.path().join(name);
-            std::fs::create_dir_all(crate::paths::peer::profile(&cwd).parent().unwrap()).unwrap();
-            std::fs::write(
-                crate::paths::peer::profile(&cwd),
-                json!({"personality":name,"runtimes":["echo"],"default_runtime":"echo",
-                       "notifier":{"triggers":triggers}})
-                .to_string(),
-            )
-            .unwrap();
-            crate::registry::RegistryPeer {
-                personality: name.into(),
-                default_runtime: "echo".into(),
-                runtimes: vec!["echo".into()],
-                description: String::new(),
-                intelligence: "artificial".into(),
-                cwd,
-                interfaces: None,
+    fn a_rename_follows_into_every_trigger_naming_the_old_name() {
+        let extra = |triggers: Value| -> Map<String, Value> {
+            match json!({"zeta": 1.0, "notifier": {"triggers": triggers}}) {
+                Value::Object(m) => m,
+                _ => unreachable!(),
             }
         };
-        let kai = write(
-            "kai",
+        let mut kai = extra(
             json!([{"role":"time","id":"tk","when":"@every 2s","message":"tick",
                     "owner":"kay","target":"kay","fallback":["kay","ann"]}]),
         );
-        let ann = write(
-            "ann",
+        assert!(rename_in(&mut kai, "kay", "kai"));
+        let k = &kai["notifier"]["triggers"][0];
+        assert_eq!(k["owner"], "kai");
+        assert_eq!(k["target"], "kai");
+        assert_eq!(k["fallback"], json!(["kai", "ann"]));
+        let mut ann = extra(
             json!([{"role":"event","id":"w","script":"x","owner":"ann","target":"kay",
                     "fallback":"kay"},
                    {"role":"event","id":"v","script":"y","owner":"ann","target":"ann"}]),
         );
-        let bob = write(
-            "bob",
-            json!([{"role":"event","id":"z","script":"x","target":"bob"}]),
-        );
-        let before_bob = std::fs::read(crate::paths::peer::profile(&bob.cwd)).unwrap();
-        Registry::update(&paths, |r| {
-            r.peers = vec![kai.clone(), ann.clone(), bob.clone()];
-            Ok::<_, crate::registry::RegistryError>(())
-        })
-        .unwrap();
-        let (changed, errors) = rename_in_triggers(&paths, "kay", "kai");
-        assert!(errors.is_empty(), "{errors:?}");
-        assert_eq!(changed, vec!["ann", "kai"]);
-        let triggers = |p: &crate::registry::RegistryPeer| {
-            read_raw(&p.cwd).unwrap().unwrap()["notifier"]["triggers"].clone()
-        };
-        let k = triggers(&kai);
-        assert_eq!(k[0]["owner"], "kai");
-        assert_eq!(k[0]["target"], "kai");
-        assert_eq!(k[0]["fallback"], json!(["kai", "ann"]));
-        let a = triggers(&ann);
+        assert!(rename_in(&mut ann, "kay", "kai"));
+        let a = &ann["notifier"]["triggers"];
         assert_eq!(a[0]["target"], "kai");
         assert_eq!(a[0]["fallback"], "kai");
         assert_eq!(a[1]["target"], "ann", "a trigger not naming kay is kept");
-        assert_eq!(
-            std::fs::read(crate::paths::peer::profile(&bob.cwd)).unwrap(),
-            before_bob,
-            "a profile with nothing to rename is not rewritten"
-        );
+        let bob = extra(json!([{"role":"event","id":"z","script":"x","target":"bob"}]));
+        let mut after = bob.clone();
+        assert!(!rename_in(&mut after, "kay", "kai"));
+        assert_eq!(after, bob, "nothing to rename: nothing changed");
+        assert!(!rename_in(&mut Map::new(), "kay", "kai"));
     }
 
     #[test]

@@ -72,6 +72,21 @@ pub fn load(paths: &Paths) -> Vec<FormerName> {
 /// Call it while holding the registry's lock (inside `Registry::update`), so two notes never
 /// race. Errors: the state folder or the file cannot be written.
 pub fn note(paths: &Paths, name: &str, renamed_to: Option<&str>, at_ms: u64) -> io::Result<()> {
+    let text = noted_text(paths, name, renamed_to, at_ms)?;
+    // A state file (spec 01 §1: 0600); missing folders are made 0700.
+    crate::fsutil::write_atomic(&file(paths), text.as_bytes(), crate::fsutil::MODE_PRIVATE)
+}
+
+/// The text [`note`] would write, without writing it (`rename` stages it, so the note and the
+/// registry change together).
+///
+/// Errors: none in practice (serializing the notes).
+pub fn noted_text(
+    paths: &Paths,
+    name: &str,
+    renamed_to: Option<&str>,
+    at_ms: u64,
+) -> io::Result<String> {
     let mut names = load(paths);
     names.retain(|n| n.name != name);
     names.push(FormerName {
@@ -81,12 +96,15 @@ pub fn note(paths: &Paths, name: &str, renamed_to: Option<&str>, at_ms: u64) -> 
     });
     let drop = names.len().saturating_sub(KEEP);
     names.drain(..drop);
-    // A state file (spec 01 §1: 0600); missing folders are made 0700.
-    crate::fsutil::write_json_atomic(
-        &file(paths),
-        &Book { version: 1, names },
-        crate::fsutil::MODE_PRIVATE,
-    )
+    let mut text =
+        serde_json::to_string_pretty(&Book { version: 1, names }).map_err(io::Error::other)?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// The notes file, `<root>/state/iapeer/former-names.json`.
+pub fn path(paths: &Paths) -> std::path::PathBuf {
+    file(paths)
 }
 
 /// What became of `name` (pure): follow its renames, each later than the one before, to a

@@ -12,6 +12,7 @@ mod human;
 mod provision;
 mod refresh;
 mod rename;
+pub mod rename_journal;
 mod runtime_choice;
 mod service;
 

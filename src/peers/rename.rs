@@ -1,21 +1,19 @@
 //! `rename <old> <new>` (spec 07 "Peers"): a peer is named after its folder (spec 01 §3), so
 //! renaming it moves its folder to `<parent>/<new>`, moves its Claude Code history folder
 //! with it (so `--continue` still finds its conversation), rewrites the profile and the
-//! registry entry, redoes each runtime's setup for the new folder, and renames the peer in
-//! every timer/watcher trigger that names it. Every step before the
-//! registry is rolled back when a later one fails. Whether the peer is live is the caller's
-//! business (the CLI asks the daemon).
+//! registry entry, carries its markers (topics, resume and stop flags) to the new identities,
+//! moves its attachment and human inboxes, redoes each runtime's setup for the new folder, and
+//! renames the peer in every timer/watcher trigger that names it. All or nothing, as seen
+//! after any failure or kill: see [`super::rename_journal`]. Whether the peer is live is the
+//! caller's business (the CLI asks the daemon).
 
-use std::io;
 use std::path::{Path, PathBuf};
 
+use super::rename_journal::{self as journal, kill_point, Journal};
 use super::{check_name, PeerError};
-use crate::markers::Markers;
-use crate::names::Identity;
 use crate::paths::Paths;
-use crate::profile::Profile;
 use crate::registry::{Registry, RegistryError, RegistryPeer};
-use crate::runtime::{self, claude_paths};
+use crate::runtime::claude_paths;
 
 /// What [`rename_peer`] did.
 #[derive(Debug)]
@@ -120,130 +118,105 @@ pub fn plan_rename(paths: &Paths, old: &str, new: &str) -> Result<RenamePlan, Pe
     })
 }
 
-/// Rename peer `old` to `new`: see the module doc.
+/// Rename peer `old` to `new`: see the module doc. A rename an earlier process left halfway
+/// is settled first (its outcome is the first warning).
 ///
-/// Errors: those of [`plan_rename`]; a move failed ([`PeerError::Rename`], undone); the
-/// profile or registry cannot be written (undone).
+/// Errors: those of [`plan_rename`]; the journal cannot be written (nothing was changed); a
+/// move, a staged file or the registry failed (a full disk): the rename was undone, or, when
+/// even that failed, is undone by the next `iapeer` command.
 pub fn rename_peer(
     paths: &Paths,
     old: &str,
     new: &str,
     bearer: bool,
 ) -> Result<Renamed, PeerError> {
+    let cannot = |what: String| PeerError::Rename(format!("{what} — nothing was changed"));
+    let _lock = journal::lock(paths).map_err(|e| {
+        cannot(format!(
+            "cannot lock {}: {e}",
+            paths.state_dir().join("rename.lock").display()
+        ))
+    })?;
+    let mut warnings: Vec<String> = journal::recover_locked(paths)
+        .map(|r| r.to_string())
+        .into_iter()
+        .collect();
     let RenamePlan {
         entry,
         from,
         to,
         history,
     } = plan_rename(paths, old, new)?;
+    let registry = Registry::load(paths)?;
+    let journal::StagePlan {
+        staged,
+        triggers_in,
+        warnings: unreadable,
+    } = journal::plan_staged(paths, &registry, old, new, &to);
+    warnings.extend(unreadable);
+    let j = Journal {
+        v: 1,
+        old: old.to_string(),
+        new: new.to_string(),
+        from: from.clone(),
+        to: to.clone(),
+        history: history.clone(),
+        runtimes: entry.runtimes.clone(),
+        bearer,
+        at_ms: crate::clock::now_ms(),
+        staged,
+    };
+    journal::write(paths, &j).map_err(|e| {
+        cannot(format!(
+            "cannot write {}: {e}",
+            journal::path(paths).display()
+        ))
+    })?;
+    kill_point("journal");
+    let undone = |why: String| -> PeerError {
+        match journal::undo(paths, &j) {
+            Ok(()) => PeerError::Rename(format!("{why} — the rename was undone")),
+            Err(e) => PeerError::Rename(format!(
+                "{why}; undoing the rename failed too ({e}) — the next iapeer command undoes it"
+            )),
+        }
+    };
     std::fs::rename(&from, &to).map_err(|e| {
-        PeerError::Rename(format!(
-            "cannot move {} to {}: {e} — nothing was changed",
+        undone(format!(
+            "cannot move {} to {}: {e}",
             from.display(),
             to.display()
         ))
     })?;
-    let undo_folder = || {
-        if let Err(e) = std::fs::rename(&to, &from) {
-            format!(
-                "; moving the folder back failed too ({e}) — move {} back to {} by hand",
-                to.display(),
-                from.display()
-            )
-        } else {
-            String::new()
-        }
-    };
+    kill_point("folder");
     if let Some((h, target)) = &history {
-        if let Err(e) = move_dir(h, target) {
-            let undo = undo_folder();
-            return Err(PeerError::Rename(format!(
-                "cannot move Claude Code's history {} to {}: {e} — the rename was undone{undo}",
+        move_dir(h, target).map_err(|e| {
+            undone(format!(
+                "cannot move Claude Code's history {} to {}: {e}",
                 h.display(),
                 target.display()
-            )));
-        }
+            ))
+        })?;
     }
-    let undo_all = |why: String| -> PeerError {
-        let mut undo = String::new();
-        if let Some((h, target)) = &history {
-            if let Err(e) = move_dir(target, h) {
-                undo.push_str(&format!(
-                    "; moving Claude's history back failed ({e}) — move {} back to {} by hand",
-                    target.display(),
-                    h.display()
-                ));
-            }
-        }
-        undo.push_str(&undo_folder());
-        // The profile names the folder it is in; heal it back.
-        let _ = Profile::update(&from, |_| {});
-        PeerError::Rename(format!("{why} — the rename was undone{undo}"))
-    };
-    let profile = Profile::update(&to, |_| {}).map_err(|e| undo_all(e.to_string()))?;
+    kill_point("history");
+    let profile = journal::stage(paths, &j).map_err(undone)?;
+    kill_point("staged");
     let peer = profile.to_registry_peer(&to);
     let written = peer.clone();
-    let noted = Registry::update(paths, |r| -> Result<io::Result<()>, RegistryError> {
+    Registry::update(paths, |r| -> Result<(), RegistryError> {
         r.remove(old);
         r.upsert(written);
-        // Under the registry's lock: a send to the old name can then say where it went.
-        Ok(super::former::note(
-            paths,
-            old,
-            Some(new),
-            crate::clock::now_ms(),
-        ))
+        Ok(())
     })
-    .map_err(|e| undo_all(e.to_string()))?;
-
-    let mut warnings = Vec::new();
-    if let Err(e) = noted {
-        warnings.push(format!(
-            "cannot note the old name in {}: {e} (a send to {old} will not say it was renamed)",
-            paths.state_dir().display()
-        ));
+    .map_err(|e| undone(e.to_string()))?;
+    kill_point("committed");
+    // Committed: from here the rename is finished, now or by the next `iapeer` command.
+    match journal::finish(paths, &j) {
+        Ok(w) => warnings.extend(w),
+        Err(e) => warnings.push(format!(
+            "{old} is renamed, but finishing it failed: {e} — the next iapeer command finishes it"
+        )),
     }
-    for rt in &entry.runtimes {
-        if let Err(e) = runtime::teardown_peer(rt, &from) {
-            warnings.push(e);
-        }
-        if let Err(e) = runtime::setup_peer(rt, &to, new, bearer) {
-            warnings.push(format!("{e} — run iapeer add-runtime {rt} --peer {new}"));
-        }
-        if let (Ok(id), Ok(to_id)) = (Identity::new(rt, old), Identity::new(rt, new)) {
-            let markers = Markers::new(paths, &id);
-            if let Err(e) = markers.carry_to(&to_id) {
-                warnings.push(e.to_string());
-            }
-            if let Err(e) = markers.remove_all() {
-                warnings.push(e.to_string());
-            }
-        }
-    }
-    let inbox = paths.attachments_dir(old);
-    if inbox.exists() {
-        if let Err(e) = move_dir(&inbox, &paths.attachments_dir(new)) {
-            warnings.push(format!(
-                "cannot move the attachment inbox {}: {e}",
-                inbox.display()
-            ));
-        }
-    }
-    if entry
-        .runtimes
-        .iter()
-        .any(|rt| rt == crate::runtime::human::NAME)
-    {
-        warnings.extend(move_human_inbox(paths, old, new));
-    }
-    // Triggers are stored resolved (`self` as the owner's name), in the owner's profile and
-    // in those of peers aiming at it: they follow the rename.
-    let (triggers_in, errors) = crate::notifier::store::rename_in_triggers(paths, old, new);
-    warnings.extend(errors.into_iter().map(|e| {
-        format!(
-            "timer/watcher triggers naming {old} could not be updated: {e} — register them again"
-        )
-    }));
     Ok(Renamed {
         peer,
         from,
@@ -257,7 +230,7 @@ pub fn rename_peer(
 /// name, so the renamed peer keeps its messages and a later peer named `old` does not get
 /// them. A file already there under the new name (left by a removed peer) is not overwritten:
 /// that is a warning naming both files. Returns the warnings.
-fn move_human_inbox(paths: &Paths, old: &str, new: &str) -> Vec<String> {
+pub(super) fn move_human_inbox(paths: &Paths, old: &str, new: &str) -> Vec<String> {
     let mut warnings = Vec::new();
     for (from, to) in [
         (paths.inbox(old), paths.inbox(new)),

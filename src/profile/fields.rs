@@ -10,9 +10,9 @@ use crate::fsutil;
 /// Longest description kept, in chars (spec 01 §4).
 pub const DESCRIPTION_MAX_CHARS: usize = 450;
 
-/// Keys this build owns; never kept in `extra`. `runtime` is the legacy field (read, never
-/// written).
-pub(super) const KNOWN_KEYS: &[&str] = &[
+/// Keys this build owns, in the order they are written (spec 01 §4); never kept in `extra`.
+/// `runtime` is the legacy field (read, never written by `update`; `repair` leaves it).
+pub const KNOWN_KEYS: &[&str] = &[
     "personality",
     "runtimes",
     "default_runtime",
@@ -47,6 +47,16 @@ pub fn clamp_description(text: &str) -> String {
 ///
 /// Errors: `Io` when unreadable, `Corrupt` when not JSON or not an object.
 pub(super) fn read_object(path: &Path) -> Result<Option<Map<String, Value>>, ProfileError> {
+    Ok(read_object_text(path)?.map(|(map, _)| map))
+}
+
+/// A profile object and the text it was read from.
+pub(super) type ObjectText = (Map<String, Value>, String);
+
+/// [`read_object`], with the file's text (a writer keeps the text of what it leaves alone).
+///
+/// Errors: as [`read_object`].
+pub(super) fn read_object_text(path: &Path) -> Result<Option<ObjectText>, ProfileError> {
     let text = fsutil::read_optional(path).map_err(|source| ProfileError::Io {
         path: path.to_path_buf(),
         action: "read",
@@ -55,12 +65,17 @@ pub(super) fn read_object(path: &Path) -> Result<Option<Map<String, Value>>, Pro
     let Some(text) = text else {
         return Ok(None);
     };
+    Ok(Some((parse_object(path, &text)?, text)))
+}
+
+/// Parse `text`, the content of `path`, as a JSON object.
+fn parse_object(path: &Path, text: &str) -> Result<Map<String, Value>, ProfileError> {
     let corrupt = |reason: String| ProfileError::Corrupt {
         path: path.to_path_buf(),
         reason,
     };
-    match serde_json::from_str::<Value>(&text) {
-        Ok(Value::Object(map)) => Ok(Some(map)),
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => Ok(map),
         Ok(other) => Err(corrupt(format!(
             "it holds a JSON {} instead of an object",
             json_kind(&other)

@@ -1,6 +1,7 @@
 //! The peer profile `<cwd>/.iapeer/peer-profile.json` (spec 01 §4): the source of truth
 //! about a peer. Every writer reads, merges and writes the whole file back, keeping every key
-//! it does not know (plugins and runtime packages own those).
+//! it does not know (plugins and runtime packages own those), and every value it did not
+//! change, byte for byte as it was written ([`keep`]).
 //!
 //! ```json
 //! { "personality": "assistant", "runtimes": ["claude", "codex"], "default_runtime": "claude",
@@ -11,6 +12,7 @@
 
 mod check;
 mod fields;
+mod keep;
 #[cfg(test)]
 mod tests;
 
@@ -26,7 +28,7 @@ use crate::paths;
 use crate::registry::RegistryPeer;
 
 pub use check::{check, Findings};
-pub use fields::{clamp_description, DESCRIPTION_MAX_CHARS};
+pub use fields::{clamp_description, DESCRIPTION_MAX_CHARS, KNOWN_KEYS};
 
 /// Why a profile could not be read or written. Every variant names the file or folder.
 #[derive(Debug)]
@@ -111,7 +113,8 @@ pub const APPROVAL_MODE_GATED: &str = "gated";
 /// The value of `wake_policy` that makes a peer ephemeral (spec 05 §6).
 pub const WAKE_POLICY_EPHEMERAL: &str = "ephemeral";
 
-/// A peer profile. Fields are written in this order, then the unknown keys (sorted).
+/// A peer profile. Fields are written in this order, then the unknown keys (in the file's
+/// order, new ones sorted), each unchanged value as the text it had in the file.
 ///
 /// Invariants after [`Profile::read`] and [`Profile::update`]: `personality` is the folder's
 /// normalized name (when that is valid), `default_runtime` is non-empty and listed in
@@ -198,7 +201,7 @@ impl Profile {
     /// type), `NoRuntime` (no runtime named anywhere).
     pub fn read(cwd: &Path) -> Result<Option<Profile>, ProfileError> {
         let path = paths::peer::profile(cwd);
-        let Some(mut profile) = read_lenient(cwd)? else {
+        let Some((mut profile, _)) = read_lenient(cwd)? else {
             return Ok(None);
         };
         profile.settle_runtimes(&path)?;
@@ -241,7 +244,7 @@ impl Profile {
     /// Errors: `Io`, `Corrupt` (a file that cannot be parsed is never overwritten).
     pub fn repair(cwd: &Path) -> Result<Vec<String>, ProfileError> {
         let path = paths::peer::profile(cwd);
-        let Some(mut map) = fields::read_object(&path)? else {
+        let Some((mut map, old)) = fields::read_object_text(&path)? else {
             return Ok(Vec::new());
         };
         let mut done = Vec::new();
@@ -290,13 +293,7 @@ impl Profile {
             }
         }
         if !done.is_empty() {
-            fsutil::write_json_atomic(&path, &Value::Object(map), fsutil::MODE_PRIVATE).map_err(
-                |source| ProfileError::Io {
-                    path: path.clone(),
-                    action: "write",
-                    source,
-                },
-            )?;
+            write(&path, Some(&old), &map)?;
         }
         Ok(done)
     }
@@ -310,9 +307,28 @@ impl Profile {
     /// file is never overwritten when it cannot be parsed), `NoRuntime` (after `edit` no
     /// runtime is named).
     pub fn update(cwd: &Path, edit: impl FnOnce(&mut Profile)) -> Result<Profile, ProfileError> {
+        let rewrite = Profile::rewrite(cwd, edit)?;
+        fsutil::write_atomic(&rewrite.path, rewrite.text.as_bytes(), fsutil::MODE_PRIVATE)
+            .map_err(|source| ProfileError::Io {
+                path: rewrite.path.clone(),
+                action: "write",
+                source,
+            })?;
+        Ok(rewrite.profile)
+    }
+
+    /// What [`Profile::update`] would write, without writing it (a caller that must write
+    /// several files at once stages them first: `rename`).
+    ///
+    /// Errors: as [`Profile::update`], but for the write.
+    pub fn rewrite(cwd: &Path, edit: impl FnOnce(&mut Profile)) -> Result<Rewrite, ProfileError> {
         let path = paths::peer::profile(cwd);
         let name = personality_of(cwd)?;
-        let mut profile = read_lenient(cwd)?.unwrap_or_else(|| Profile::blank(&name));
+        let (read, base) = match read_lenient(cwd)? {
+            Some((p, text)) => (Some(p), Some(text)),
+            None => (None, None),
+        };
+        let mut profile = read.unwrap_or_else(|| Profile::blank(&name));
         edit(&mut profile);
         profile.personality = name;
         profile.settle_runtimes(&path)?;
@@ -321,14 +337,18 @@ impl Profile {
         for key in fields::KNOWN_KEYS {
             profile.extra.remove(*key);
         }
-        fsutil::write_json_atomic(&path, &profile, fsutil::MODE_PRIVATE).map_err(|source| {
-            ProfileError::Io {
-                path: path.clone(),
-                action: "write",
-                source,
-            }
-        })?;
-        Ok(profile)
+        let doc = match serde_json::to_value(&profile) {
+            Ok(Value::Object(map)) => map,
+            Ok(_) => unreachable!("a struct serializes as an object"),
+            Err(e) => return Err(write_error(&path, e)),
+        };
+        let text = keep::render(base.as_deref(), &doc).map_err(|e| write_error(&path, e))?;
+        Ok(Rewrite {
+            profile,
+            text,
+            base,
+            path,
+        })
     }
 
     /// The primary runtime.
@@ -406,10 +426,45 @@ impl Profile {
     }
 }
 
-/// Read and parse the file without requiring a runtime (`update` may be adding one).
-fn read_lenient(cwd: &Path) -> Result<Option<Profile>, ProfileError> {
+/// A profile as [`Profile::update`] would write it ([`Profile::rewrite`]).
+#[derive(Debug, Clone)]
+pub struct Rewrite {
+    /// The profile as it would be written.
+    pub profile: Profile,
+    /// The file's new text.
+    pub text: String,
+    /// The file's text it was made from; `None` when there was no file.
+    pub base: Option<String>,
+    /// The profile file.
+    pub path: PathBuf,
+}
+
+fn write_error(path: &Path, e: serde_json::Error) -> ProfileError {
+    ProfileError::Io {
+        path: path.to_path_buf(),
+        action: "write",
+        source: io::Error::other(e),
+    }
+}
+
+/// Write profile document `doc` to `path` atomically (mode 0600), keeping the text of every
+/// value unchanged since `old` ([`keep::render`]).
+fn write(path: &Path, old: Option<&str>, doc: &Map<String, Value>) -> Result<(), ProfileError> {
+    let text = keep::render(old, doc).map_err(|e| write_error(path, e))?;
+    fsutil::write_atomic(path, text.as_bytes(), fsutil::MODE_PRIVATE).map_err(|source| {
+        ProfileError::Io {
+            path: path.to_path_buf(),
+            action: "write",
+            source,
+        }
+    })
+}
+
+/// Read and parse the file without requiring a runtime (`update` may be adding one); the
+/// profile and the file's text.
+fn read_lenient(cwd: &Path) -> Result<Option<(Profile, String)>, ProfileError> {
     let path = paths::peer::profile(cwd);
-    let Some(map) = fields::read_object(&path)? else {
+    let Some((map, text)) = fields::read_object_text(&path)? else {
         return Ok(None);
     };
     let mut profile =
@@ -418,5 +473,5 @@ fn read_lenient(cwd: &Path) -> Result<Option<Profile>, ProfileError> {
         profile.personality = name;
     }
     profile.description = profile.description.as_deref().map(clamp_description);
-    Ok(Some(profile))
+    Ok(Some((profile, text)))
 }

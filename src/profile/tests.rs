@@ -296,3 +296,94 @@ fn check_reports_nature_runtime_mismatch_missing_and_corrupt_files() {
         ]
     );
 }
+
+mod byte_for_byte {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::value::RawValue;
+    use std::collections::BTreeMap;
+
+    /// JSON value texts in the many spellings another tool may write: numbers serde_json
+    /// would print otherwise (`1.0`, `1e3`, `-0`, integers past `u64`, long fractions),
+    /// strings with escapes, and nested arrays and objects with odd spacing. No whitespace at
+    /// either end (the text of a value is what lies between its first and last byte).
+    fn value_text() -> impl Strategy<Value = String> {
+        let number = "-?(0|[1-9][0-9]{0,24})(\\.[0-9]{1,20})?([eE][+-]?[0-9]{1,2})?";
+        let string = proptest::collection::vec(
+            prop_oneof![
+                "[a-z é]",
+                Just("\\u00e9".to_string()),
+                Just("\\n".to_string()),
+                Just("\\\"".to_string()),
+                Just("\\/".to_string()),
+                Just("\\\\".to_string()),
+                Just("\\ud83d\\ude00".to_string()),
+            ],
+            0..8,
+        )
+        .prop_map(|parts| format!("\"{}\"", parts.concat()));
+        let space = prop_oneof![Just(""), Just(" "), Just("\n    "), Just("\t")];
+        let leaf = prop_oneof![
+            number.prop_map(String::from),
+            string,
+            Just("true".to_string()),
+            Just("null".to_string()),
+        ];
+        leaf.prop_recursive(4, 32, 5, move |inner| {
+            let item = (space.clone(), inner, space.clone());
+            prop_oneof![
+                proptest::collection::vec(item.clone(), 0..5).prop_map(|items| {
+                    let parts: Vec<String> = items
+                        .into_iter()
+                        .map(|(a, v, b)| format!("{a}{v}{b}"))
+                        .collect();
+                    format!("[{}]", parts.join(","))
+                }),
+                proptest::collection::btree_map("[a-z]{1,4}", item, 0..5).prop_map(|members| {
+                    let parts: Vec<String> = members
+                        .into_iter()
+                        .map(|(k, (a, v, b))| format!("{a}\"{k}\"{b}:{a}{v}{b}"))
+                        .collect();
+                    format!("{{{}}}", parts.join(","))
+                }),
+            ]
+        })
+    }
+
+    /// The unknown keys' value texts in a profile file, by key.
+    fn unknown_texts(text: &str) -> BTreeMap<String, String> {
+        let all: BTreeMap<String, Box<RawValue>> = serde_json::from_str(text).unwrap();
+        all.into_iter()
+            .filter(|(k, _)| k.starts_with("x-"))
+            .map(|(k, v)| (k, v.get().to_string()))
+            .collect()
+    }
+
+    proptest! {
+        /// Issue 26 item 9 (spec 01 §4): whatever a writer changes in a profile — a known
+        /// field, a key of its own — every key it does not own keeps its value's text byte for
+        /// byte, and the profile reads back as written.
+        #[test]
+        fn a_rewrite_keeps_every_unknown_value_byte_for_byte(
+            unknown in proptest::collection::btree_map("x-[a-z]{1,6}", value_text(), 1..6),
+            compact in any::<bool>(),
+        ) {
+            let (_t, cwd) = peer_dir("bob");
+            let sep = if compact { "" } else { "\n  " };
+            let mut parts = vec![format!("{sep}\"default_runtime\":\"echo\"")];
+            parts.extend(unknown.iter().map(|(k, v)| format!("{sep}\"{k}\": {v}")));
+            write_raw(&cwd, &format!("{{{}}}", parts.join(",")));
+            let kept = Profile::update(&cwd, |p| {
+                p.description = Some("edited".into());
+                p.extra.insert("plugin-own".into(), serde_json::json!({"n": 1.5}));
+            })
+            .unwrap();
+            let text = raw(&cwd);
+            prop_assert_eq!(unknown_texts(&text), unknown.clone(), "{}", text);
+            prop_assert_eq!(Profile::read(&cwd).unwrap(), Some(kept));
+            // A second writer that changes nothing changes no byte.
+            Profile::update(&cwd, |_| {}).unwrap();
+            prop_assert_eq!(raw(&cwd), text);
+        }
+    }
+}

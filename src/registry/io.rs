@@ -128,6 +128,15 @@ impl Registry {
         Ok(out)
     }
 
+    /// Run `f` holding the registry's writer lock, reading and writing nothing: for a file
+    /// kept in step with the registry (`rename`'s former-names note).
+    ///
+    /// Errors: `Io` when the lock cannot be taken.
+    pub fn with_lock<T>(paths: &Paths, f: impl FnOnce() -> T) -> Result<T, RegistryError> {
+        let _lock = RegistryLock::acquire(paths)?;
+        Ok(f())
+    }
+
     /// Overwrite the registry with `registry` under the lock, without reading the current
     /// file (it may be corrupt): the way `iapeer verify --fix` rebuilds it from profiles.
     ///

@@ -638,7 +638,9 @@ pub static VERBS: &[VerbSpec] = &[
         description: "A peer is named after its folder: move the folder to <new> beside it, move its \
             Claude Code history with it, and update the profile and the registry (and each runtime's \
             setup, and every timer or watcher trigger that names the peer). A live peer is refused without --force, which ends its sessions first; a taken or \
-            invalid name, or a folder <new> that exists, is refused. Undone when a step fails. A later \
+            invalid name, or a folder <new> that exists, is refused. All or nothing: undone when a step \
+            fails (a full disk too); a rename killed halfway is finished or undone by the next \
+            iapeer command or the daemon (state/iapeer/rename.json is its journal). A later \
             send to <old> is refused with the name it was renamed to (the last 64 freed names are \
             kept in state/iapeer/former-names.json).",
         positionals: &[args::OLD, args::NEW],
@@ -1265,8 +1267,8 @@ pub static VERBS: &[VerbSpec] = &[
         signature: "echo-agent [args]...",
         summary: "the stand-in agent program behind the echo runtime",
         description: "The stand-in agent that the echo runtime runs in a pty: it draws a prompt, prints each \
-            message it receives and answers the sender with the same text through the daemon. It is \
-            started by the daemon, not by hand; every word after the verb is passed to it untouched.",
+            message it receives and answers the sender with the same text through the daemon (never \
+            a service's message: sender intelligence absent). It is started by the daemon, not by hand; every word after the verb is passed to it untouched.",
         positionals: &[ARGS],
         flags: &[],
         rules: &[],

@@ -313,6 +313,7 @@ impl Router {
         self.now = Now::read();
         self.supervisor.runtimes_seen = crate::runtime::manifest::installed(&self.paths);
         self.recover_sessions_of_a_crash();
+        self.settle_rename();
         self.start_always_on();
         loop {
             let timeout = self

@@ -42,6 +42,7 @@ impl Router {
                 self.bring_up_new_eager(&ident);
             }
         }
+        self.settle_rename();
         if self.supervisor.always_on_unstarted {
             self.start_always_on();
         }
@@ -65,6 +66,29 @@ impl Router {
                     .field("action", "tick")
                     .field("sessions", self.live.len().to_string()),
             );
+        }
+    }
+
+    /// A `rename` killed halfway is settled at daemon start and at every tick (one `stat`
+    /// when there is none), so the daemon routes by a registry that is all renamed or not at
+    /// all; a finished one brings the peer's always-on runtimes up under the new name.
+    pub(crate) fn settle_rename(&mut self) {
+        let Some(r) = crate::peers::rename_journal::recover(&self.paths) else {
+            return;
+        };
+        log::warn!("rename: {r}");
+        let outcome = match &r {
+            crate::peers::rename_journal::Recovery::Finished { .. } => "finished",
+            crate::peers::rename_journal::Recovery::Undone { .. } => "undone",
+            crate::peers::rename_journal::Recovery::Failed(_) => "failed",
+        };
+        self.lifecycle(
+            Event::new("rename")
+                .field("action", outcome)
+                .field("detail", r.to_string()),
+        );
+        if outcome == "finished" {
+            self.supervisor.always_on_unstarted = true;
         }
     }
 

@@ -463,13 +463,24 @@ fn scratch() -> &'static std::path::Path {
     })
 }
 
+/// The keys of a profile's text that no iapeer code owns, each with its value's text.
+fn unknown_texts(text: &str) -> std::collections::BTreeMap<String, String> {
+    let all: std::collections::BTreeMap<String, Box<serde_json::value::RawValue>> =
+        serde_json::from_str(text).expect("a profile that reads is an object");
+    all.into_iter()
+        .filter(|(k, _)| !u::PROFILE_KEYS.contains(&k.as_str()))
+        .map(|(k, v)| (k, v.get().to_string()))
+        .collect()
+}
+
 /// The registry, profile and runtime manifest readers on an arbitrary file (the first byte
 /// picks which), read from a real file as the daemon does.
 ///
 /// Invariants: a registry that loads can be written (the reader accepts nothing the writer
 /// refuses) and reads back the same; a profile that reads has its default runtime among its
-/// runtimes and a one-line description within the limit, and a no-op update keeps it; a
-/// manifest that loads names its folder's runtime.
+/// runtimes and a one-line description within the limit, a no-op update keeps it, and the
+/// update keeps the text of every key it does not own byte for byte (spec 01 §4); a manifest
+/// that loads names its folder's runtime.
 pub fn files(data: &[u8]) {
     let Some((&which, text)) = data.split_first() else {
         return;
@@ -508,6 +519,12 @@ pub fn files(data: &[u8]) {
                 let kept = u::Profile::update(&cwd, |_| {}).expect("a readable profile updates");
                 let again = u::Profile::read(&cwd).expect("rereads").expect("exists");
                 assert_eq!(again, kept, "an update does not read back");
+                let written = std::fs::read_to_string(&file).expect("rereads");
+                assert_eq!(
+                    unknown_texts(&written),
+                    unknown_texts(std::str::from_utf8(text).expect("a profile that reads")),
+                    "an update changed the text of a key it does not own"
+                );
             }
         }
         _ => {
