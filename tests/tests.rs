@@ -23,6 +23,7 @@ mod claude;
 mod cli;
 mod codex;
 mod composer;
+mod conversations;
 mod correctness;
 mod demo;
 mod echo_input;

@@ -27,8 +27,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use crate::adapter::{
-    Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, GateState, GateWatch,
-    LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
+    Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
+    GateState, GateWatch, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
 };
 use crate::paths::Paths;
 
