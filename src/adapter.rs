@@ -60,6 +60,11 @@ impl WakeMode {
     }
 }
 
+/// Why a resume has nothing to name (a launch's failure reason): the peer's conversation id
+/// was never recorded (a peer of the original tool or of an older iapeer). A resume of "the
+/// folder's newest" could take a person's conversation (issue 32 item 1), so there is none.
+pub const NO_RECORDED_CONVERSATION: &str = "no recorded conversation to resume";
+
 /// Everything an adapter needs to build a launch command.
 pub struct LaunchCtx<'a> {
     /// The storage layout (the `human` runtime passes its root to the inbox writer).

@@ -292,6 +292,92 @@ fn a_codex_resume_by_topic_continues_the_peer_s_conversation_not_a_person_s() {
     );
 }
 
+/// Issue 32 item 1: a person opened the peer's own conversation in their Codex (`codex
+/// resume <id>`, whose background app server keeps it open after they quit); the next
+/// message on the topic resumes it, Codex says "This conversation is open in another app",
+/// and that is what the sender is told (on `main`: "no confirmation within 20000 ms").
+/// With `IAPEER_RECORD_DIR` set, the failed session's pane log is saved as
+/// `$IAPEER_RECORD_DIR/codex/resume-open-in-another-app.raw`.
+#[test]
+fn a_codex_conversation_open_in_another_app_is_what_the_sender_is_told() {
+    let (env, api) =
+        crate::codex::world_with(&[("IAPEER_IDLE_SECS", "3"), ("IAPEER_TICK_SECS", "1")]);
+    let _app_server = CodexAppServer(env.home.join(".codex"));
+    api.script(|_| OReply::Text("noted".into()));
+    env.ok(&[
+        "send",
+        "cx",
+        "--from",
+        "echo-ea",
+        "--message",
+        "remember the number 42",
+        "--topic",
+        "t1",
+    ]);
+    crate::busy::wait_codex_turns(&env, 1);
+    wait_asleep(&env, "codex-cx", "cx", "codex", 1);
+    let id = serde_json::from_str::<serde_json::Value>(&common::read(
+        &env.marker("codex-cx", ".conversation"),
+    ))
+    .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let codex = std::env::var("IAPEER_TEST_CODEX_BIN").unwrap();
+    let codex_home = env.home.join(".codex");
+    let mut term = person(
+        &env,
+        &codex,
+        &["resume", &id],
+        &env.peer_dir("cx"),
+        &[
+            ("CODEX_HOME", codex_home.to_str().unwrap()),
+            ("STANDIN_API_KEY", "sk-standin-key"),
+        ],
+    );
+    term.wait_for(&env, "›");
+    ask(&mut term, PERSON);
+    crate::busy::wait_codex_turns(&env, 2);
+    term.type_bytes(&[0x03]);
+    std::thread::sleep(Duration::from_millis(300));
+    term.type_bytes(&[0x03]);
+    term.wait(&env);
+
+    let pane_log = env.paths().pane_log("codex-cx");
+    let before = std::fs::metadata(&pane_log).map_or(0, |m| m.len() as usize);
+    let (_, err) = env.fails(
+        &[
+            "send",
+            "cx",
+            "--from",
+            "echo-ea",
+            "--message",
+            "what was the number?",
+            "--topic",
+            "t1",
+        ],
+        1,
+    );
+    if let Ok(dir) = std::env::var("IAPEER_RECORD_DIR") {
+        // The failed session's part of the pane log.
+        let dir = Path::new(&dir).join("codex");
+        std::fs::create_dir_all(&dir).unwrap();
+        let pane = std::fs::read(&pane_log).unwrap();
+        std::fs::write(dir.join("resume-open-in-another-app.raw"), &pane[before..]).unwrap();
+    }
+    assert!(
+        err.contains("peer \"cx\" offline and wake failed: ")
+            && err.contains("This conversation is open in another app"),
+        "{err}\n{}",
+        env.diagnostics()
+    );
+    assert_eq!(
+        last_wake(&env, "codex-cx"),
+        ("resume".to_string(), "topic-match".to_string())
+    );
+}
+
 /// The pid of `identity`'s live session (its last `wake` line).
 fn agent_pid(env: &TestEnv, identity: &str) -> u32 {
     env.events("lifecycle", "wake")

@@ -12,6 +12,7 @@ use super::transcript::{jsonl_files, record_contains, TranscriptWatch, TurnProgr
 use super::{
     Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
     GateState, GateWatch, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
+    NO_RECORDED_CONVERSATION,
 };
 use crate::session::paste_view::PasteView;
 use crate::term::{encode_keys, Screen};
@@ -144,11 +145,6 @@ fn watch(cwd: &Path, conversation: Option<&str>) -> Option<TranscriptWatch> {
 fn transcript_name(id: &str) -> String {
     format!("{id}.jsonl")
 }
-
-/// Why a resume has nothing to name: the peer's conversation id was never recorded (a peer
-/// of the original tool or of an older iapeer). A resume of "the folder's newest" could take
-/// a person's conversation (issue 32 item 1), so there is none.
-pub const NO_RECORDED_CONVERSATION: &str = "no recorded conversation to resume";
 
 /// What a delivery held behind an open permission prompt is told it waits for.
 const PERMISSION_PROMPT_OPEN: &str = "(a permission prompt is open: iapeer approvals)";
@@ -1032,6 +1028,71 @@ mod tests {
             .args
             .windows(2)
             .any(|w| w[0] == "--disallowedTools" && w[1] == "Bash,Edit"));
+    }
+
+    /// Issue 32 item 1: a fresh session is started with the conversation id iapeer chose
+    /// (`--session-id`), a resume names the recorded one (`--resume`), and without one there
+    /// is nothing to resume — never `--continue`, which took the folder's newest (a person's).
+    #[test]
+    fn the_conversation_is_chosen_at_a_fresh_start_and_named_by_a_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        let env = LaunchEnv::default();
+        let id = "3f2c1a5e-1111-4222-8333-444455556666";
+        let c = Claude::with_program("/bin/claude".into());
+        assert_eq!(c.conversation_naming(), ConversationNaming::Chosen);
+        let bound = c.for_conversation(id).unwrap();
+        let fresh = bound
+            .command(&ctx(&paths, dir.path(), &env, WakeMode::Fresh, None))
+            .unwrap()
+            .arg_strings();
+        assert!(
+            fresh.windows(2).any(|w| w == ["--session-id", id]),
+            "{fresh:?}"
+        );
+        let resume = ctx(&paths, dir.path(), &env, WakeMode::Resume, None);
+        assert_eq!(c.command(&resume).unwrap_err(), NO_RECORDED_CONVERSATION);
+        // No transcript of it in this folder: refused, and said which.
+        assert!(bound
+            .command(&resume)
+            .unwrap_err()
+            .contains(&format!("conversation {id}")));
+        assert!(!fresh.iter().any(|a| a == "--continue"), "{fresh:?}");
+    }
+
+    /// Issue 32 item 2: a message's turn ends with the records Claude Code 2.1.332 writes
+    /// after it (`mid-turn-queue.jsonl`): `MID-TURN`, queued behind the held turn, is taken
+    /// at its `user` record (after the held turn's end, which is not its own) and ends with
+    /// its own turn's `assistant`/`turn_duration`.
+    #[test]
+    fn fixture_a_queued_message_s_turn_ends_after_it_was_taken() {
+        let (records, enq) = recorded("mid-turn-queue.jsonl");
+        let text = records[enq]["content"].as_str().unwrap().to_string();
+        let user = records
+            .iter()
+            .position(|r| r["promptSource"] == "queued")
+            .unwrap();
+        assert!(
+            records[enq..user].iter().any(is_turn_end),
+            "the held turn ends first"
+        );
+        let takes = |r: &serde_json::Value| {
+            acceptance_from_records(std::slice::from_ref(r), &text, Acceptance::Queued)
+                == Acceptance::Accepted
+        };
+        let mut turn = TurnProgress::default();
+        turn.read(&records[..user], takes, is_turn_end);
+        assert!(!turn.taken && !turn.ended);
+        turn.read(&records[user..=user], takes, is_turn_end);
+        assert!(turn.taken && !turn.ended);
+        turn.read(&records[user + 1..], takes, is_turn_end);
+        assert!(turn.ended);
+        // Every turn of the recording ends so; an API error's record does too.
+        let ends = records.iter().filter(|r| r["type"] == "system").count();
+        assert_eq!(ends, 3);
+        let api_error: serde_json::Value =
+            serde_json::from_slice(&recording("api-error-rate-limit.jsonl")).unwrap();
+        assert!(is_turn_end(&api_error));
     }
 
     #[test]

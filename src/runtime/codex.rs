@@ -425,7 +425,7 @@ impl Adapter for Codex {
             // By its id, never `--last`: the folder's newest may be a person's, open in their
             // Codex (issue 32 item 1).
             let Some(id) = self.conversation.as_deref() else {
-                return Err(super::claude::NO_RECORDED_CONVERSATION.into());
+                return Err(super::NO_RECORDED_CONVERSATION.into());
             };
             if !self.resumable(ctx.cwd) {
                 return Err(format!(
@@ -593,7 +593,7 @@ impl Adapter for Codex {
     }
 
     /// Whether the bound conversation's session file exists (an unbound adapter resumes
-    /// nothing: [`super::claude::NO_RECORDED_CONVERSATION`]).
+    /// nothing: [`super::NO_RECORDED_CONVERSATION`]).
     fn resumable(&self, cwd: &Path) -> bool {
         self.conversation.is_some() && self.own_rollout(cwd).is_some()
     }
@@ -1202,6 +1202,147 @@ mod tests {
 
     fn codex() -> Codex {
         Codex::with_program("/bin/codex".into())
+    }
+
+    /// The lines of a recording in `tests/fixtures/codex-0.171.0/`.
+    fn fixture_lines(name: &str) -> Vec<String> {
+        let path = format!(
+            "{}/tests/fixtures/codex-0.171.0/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| format!("{l}\n"))
+            .collect()
+    }
+
+    /// The conversation id of `rollout-fresh-session.jsonl` (its name and `session_meta`).
+    const RECORDED_ID: &str = "01a24be8-ec5a-7201-8ab7-041564656d45";
+
+    /// Issue 32 item 1: the session's conversation is the session file that holds the
+    /// message iapeer pasted — not the folder's newest, which may be a person's Codex in the
+    /// same folder — and its id is what that file records. The turn that took the message
+    /// ends with that file's `task_complete`, not another's. Replayed from a real Codex
+    /// 0.171.0 session file (`rollout-fresh-session.jsonl`, the TUI asked `hello there`).
+    #[test]
+    fn fixture_the_conversation_is_the_file_holding_the_paste_and_its_turn_ends_there() {
+        use std::io::Write;
+        let lines = fixture_lines("rollout-fresh-session.jsonl");
+        let cwd = Path::new("/tmp/ex/proj");
+        assert_eq!(rollout_cwd_of_line(&lines[0]), cwd);
+        let dir = tempfile::tempdir().unwrap();
+        let sessions = dir.path().join("sessions");
+        let day = sessions.join("2026/12/06");
+        std::fs::create_dir_all(&day).unwrap();
+        let ours = day.join(format!("rollout-2026-12-06T15-11-25-{RECORDED_ID}.jsonl"));
+        let person_id = "01a24beb-9606-7552-adc0-a7acd4c7b76d";
+        let theirs = day.join(format!("rollout-2026-12-06T15-14-20-{person_id}.jsonl"));
+        std::fs::write(&ours, &lines[0]).unwrap();
+        std::fs::write(&theirs, lines[0].replace(RECORDED_ID, person_id)).unwrap();
+        let append = |path: &Path, text: &str| {
+            let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+            f.write_all(text.as_bytes()).unwrap();
+        };
+        let mut confirm = SessionFileConfirm {
+            watch: Watch::over(Some(&sessions), cwd, None),
+            text: "hello there".into(),
+            state: Acceptance::Pending,
+            file: None,
+            turn: TurnProgress::default(),
+        };
+        // The person's turn, newest in the folder, holds other text.
+        append(&theirs, &lines[1..7].concat());
+        append(&theirs, &lines[7].replace("hello there", "the weather"));
+        assert_eq!(confirm.acceptance(&[], ""), Acceptance::Pending);
+        append(&ours, &lines[1..=10].concat());
+        assert_eq!(confirm.acceptance(&[], ""), Acceptance::Accepted);
+        assert_eq!(confirm.conversation().as_deref(), Some(RECORDED_ID));
+        assert!(!confirm.turn_ended());
+        append(&theirs, &lines[11..].concat());
+        assert!(!confirm.turn_ended(), "another conversation's turn ended");
+        append(&ours, &lines[11..].concat());
+        assert!(confirm.turn_ended());
+        assert_eq!(rollout_of(&sessions, RECORDED_ID), Some(ours.clone()));
+        assert_eq!(rollout_of(&sessions, "01a2"), None, "a whole id only");
+        // A watch of the known conversation reads its file only.
+        let mut bound = Watch::over(Some(&sessions), cwd, Some(person_id));
+        append(&ours, &lines[7]);
+        append(&theirs, &lines[13]);
+        let records = bound.new_records();
+        assert_eq!(records.len(), 1);
+        assert!(is_turn_end(&records[0]));
+    }
+
+    fn rollout_cwd_of_line(line: &str) -> PathBuf {
+        let v: Value = serde_json::from_str(line).unwrap();
+        PathBuf::from(v["payload"]["cwd"].as_str().unwrap())
+    }
+
+    /// A resume names the recorded conversation (`codex resume <id>`), never `--last`; with
+    /// none recorded there is nothing to resume.
+    #[test]
+    fn a_resume_names_the_conversation_and_never_the_newest() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        let env = LaunchEnv::default();
+        let ctx = LaunchCtx {
+            paths: &paths,
+            cwd: dir.path(),
+            mode: WakeMode::Resume,
+            system_prompt: None,
+            launch_env: &env,
+            port: 4242,
+            gated: None,
+        };
+        assert_eq!(
+            codex().command(&ctx).unwrap_err(),
+            super::super::NO_RECORDED_CONVERSATION
+        );
+        assert_eq!(codex().conversation_naming(), ConversationNaming::Learned);
+        let bound = codex().for_conversation(RECORDED_ID).unwrap();
+        // Its session file is not there: refused, and said which.
+        assert!(bound
+            .command(&ctx)
+            .unwrap_err()
+            .contains(&format!("conversation {RECORDED_ID}")));
+        let fresh = LaunchCtx {
+            mode: WakeMode::Fresh,
+            ..ctx
+        };
+        let args = bound.command(&fresh).unwrap().arg_strings();
+        assert!(
+            !args.iter().any(|a| a == "resume" || a == "--last"),
+            "{args:?}"
+        );
+    }
+
+    /// Issue 32 item 1: a resume whose conversation another Codex holds shows "This
+    /// conversation is open in another app" instead of a composer, and waits for a key
+    /// (recorded: `resume-open-in-another-app.raw`, a person's `codex resume <id>` of the
+    /// peer's conversation, quit, its app server still running). The boot fails with Codex's
+    /// words, and the screen's most informative line is that one too.
+    #[test]
+    fn fixture_a_conversation_open_in_another_app_fails_the_boot_with_codex_s_words() {
+        let screen = screen_of("resume-open-in-another-app.raw");
+        match codex().boot_step(&screen) {
+            BootStep::Fail(reason) => assert_eq!(
+                reason,
+                "Codex says \"This conversation is open in another app\": another Codex (a \
+                 person's, or its background app server, which outlives the window that \
+                 opened it) holds the peer's conversation — close it there (or end that app \
+                 server), then send again"
+            ),
+            other => panic!("{other:?}\n{}", screen.text()),
+        }
+        let line = crate::session::failure_line::most_informative_line(
+            screen.text(),
+            crate::term::SESSION_COLS as usize,
+        );
+        assert_eq!(
+            line.as_deref(),
+            Some("🔒 This conversation is open in another app r to retry")
+        );
     }
 
     /// Issue 26 item 5 (c): the rest of a paste cut off by its deadline lands in Codex's

@@ -29,6 +29,7 @@ use std::sync::Arc;
 pub use crate::adapter::{
     Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
     GateState, GateWatch, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
+    NO_RECORDED_CONVERSATION,
 };
 use crate::paths::Paths;
 

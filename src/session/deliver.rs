@@ -625,6 +625,31 @@ mod tests {
         }
     }
 
+    /// A confirmer whose turn ends at its `n`th look.
+    struct EndsAt(u32);
+    impl Confirm for EndsAt {
+        fn confirmed(&mut self, _: &[u8]) -> bool {
+            true
+        }
+        fn turn_ended(&mut self) -> bool {
+            self.0 = self.0.saturating_sub(1);
+            self.0 == 0
+        }
+    }
+
+    #[test]
+    fn a_turn_is_looked_at_every_turn_poll_and_once_more_at_the_end() {
+        let t0 = Instant::now();
+        let mut t = TurnFollower::new(3, Box::new(EndsAt(3)), t0);
+        assert!(!t.poll(t0), "first look");
+        assert_eq!(t.next_deadline(), t0 + TURN_POLL);
+        assert!(!t.poll(t0 + TURN_POLL / 2), "not due: no look");
+        assert!(!t.poll(t0 + TURN_POLL), "second look");
+        assert!(t.last_look(), "the last look is taken whenever the session ends");
+        // A runtime that records no turns has none in progress.
+        assert!(TurnFollower::new(4, Box::new(Always), t0).poll(t0));
+    }
+
     struct Needle(&'static [u8]);
     impl Confirm for Needle {
         fn confirmed(&mut self, output: &[u8]) -> bool {
