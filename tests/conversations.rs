@@ -173,6 +173,65 @@ fn a_claude_resume_by_topic_continues_the_peer_s_conversation_not_a_person_s() {
     );
 }
 
+/// Issue 32 item 1, compatibility: a peer whose conversation id was never recorded (made by
+/// the original tool or an older iapeer) is not resumed by "the folder's newest" on its
+/// topic: it starts fresh, and `lifecycle.log` says why.
+#[test]
+fn a_claude_peer_without_a_recorded_conversation_starts_fresh_and_says_why() {
+    let (env, api) = crate::claude::world(&[("IAPEER_IDLE_SECS", "3"), ("IAPEER_TICK_SECS", "1")]);
+    api.script(|_| Reply::Text("noted".into()));
+    env.ok(&[
+        "send",
+        "cb",
+        "--from",
+        "echo-ea",
+        "--message",
+        "remember the number 42",
+        "--topic",
+        "t1",
+    ]);
+    wait_asleep(&env, "claude-cb", "cb", "claude", 1);
+    // As an older iapeer left it: the topics and the resume flag, no conversation id.
+    let _ = std::fs::remove_file(env.marker("claude-cb", ".conversation"));
+    assert!(env.marker("claude-cb", ".idle-reaped").exists());
+
+    let out = env.ok(&[
+        "send",
+        "cb",
+        "--from",
+        "echo-ea",
+        "--message",
+        "what was the number?",
+        "--topic",
+        "t1",
+    ]);
+    assert_eq!(
+        out.trim(),
+        "delivered to cb (claude), woke",
+        "{}",
+        env.diagnostics()
+    );
+    assert_eq!(
+        last_wake(&env, "claude-cb"),
+        ("fresh".to_string(), "no-recorded-conversation".to_string())
+    );
+    env.wait_until(
+        "the request reaches the model",
+        Duration::from_secs(60),
+        |_| api.has_main_request_with("what was the number?"),
+    );
+    let fresh = api
+        .main_requests()
+        .into_iter()
+        .find(|r| last_user_text(r).contains("what was the number?"))
+        .unwrap();
+    assert!(!common::anthropic::flatten(&fresh["messages"]).contains("remember the number 42"));
+    assert!(
+        env.marker("claude-cb", ".conversation").exists(),
+        "a new one is recorded"
+    );
+}
+
 /// The app-server processes a person's Codex left running (it outlives the TUI), ended when
 /// the test ends: only those the test's own `CODEX_HOME` names.
 struct CodexAppServer(std::path::PathBuf);

@@ -645,7 +645,10 @@ mod tests {
         assert_eq!(t.next_deadline(), t0 + TURN_POLL);
         assert!(!t.poll(t0 + TURN_POLL / 2), "not due: no look");
         assert!(!t.poll(t0 + TURN_POLL), "second look");
-        assert!(t.last_look(), "the last look is taken whenever the session ends");
+        assert!(
+            t.last_look(),
+            "the last look is taken whenever the session ends"
+        );
         // A runtime that records no turns has none in progress.
         assert!(TurnFollower::new(4, Box::new(Always), t0).poll(t0));
     }
