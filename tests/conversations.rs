@@ -3,7 +3,8 @@
 //!
 //! - a person who runs the CLI by hand in a peer's folder (same `HOME`) between two messages
 //!   on the peer's topic does not hand the peer their conversation: the resume names the
-//!   peer's own;
+//!   peer's own; a peer with no recorded conversation starts fresh; a conversation another
+//!   Codex holds is what the sender is told;
 //! - an agent killed mid-turn tells the sender of the message it was working on, and the
 //!   follow-up on that topic resumes the conversation; a resumed peer that keeps dying is
 //!   still stopped by the crash-loop guard.
@@ -11,43 +12,134 @@
 use crate::attach::Terminal;
 use crate::common;
 
-use common::anthropic::{last_user_text, Reply};
-use common::openai::{input_text, last_input_text, Reply as OReply};
+use common::anthropic::{last_user_text, AnthropicStandIn, Reply};
+use common::openai::{input_text, last_input_text, OpenAiStandIn, Reply as OReply};
 use common::TestEnv;
+use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 /// What the person asks in their own session.
 const PERSON: &str = "PERSON-QUESTION about the weather";
+/// The first task of the peer's conversation.
+const FIRST: &str = "remember the number 42";
+/// The message on the same topic after the peer slept.
+const NEXT: &str = "what was the number?";
+/// Daemon settings that put an idle agent to sleep within seconds.
+const SLEEPY: &[(&str, &str)] = &[("IAPEER_IDLE_SECS", "3"), ("IAPEER_TICK_SECS", "1")];
 
 /// The last `wake` line of `identity`: (mode, cause).
 fn last_wake(env: &TestEnv, identity: &str) -> (String, String) {
-    let wakes: Vec<_> = env
-        .events("lifecycle", "wake")
-        .into_iter()
-        .filter(|w| w["identity"] == identity)
-        .collect();
+    let wakes = env.events("lifecycle", "wake");
     let w = wakes
-        .last()
+        .iter()
+        .rev()
+        .find(|w| w["identity"] == identity)
         .unwrap_or_else(|| panic!("no wake of {identity}\n{}", env.diagnostics()));
     (w["mode"].clone(), w["cause"].clone())
 }
 
-/// Wait until `identity` was put to sleep `n` times and shows asleep.
-fn wait_asleep(env: &TestEnv, identity: &str, personality: &str, runtime: &str, n: usize) {
+/// The pid of `identity`'s live session (its last `wake` line).
+fn agent_pid(env: &TestEnv, identity: &str) -> u32 {
+    env.events("lifecycle", "wake")
+        .iter()
+        .rev()
+        .find(|w| w["identity"] == identity)
+        .and_then(|w| w["pid"].parse().ok())
+        .unwrap_or_else(|| panic!("no wake of {identity}\n{}", env.diagnostics()))
+}
+
+/// `iapeer send <personality> --from echo-ea --message <message> --topic t1`.
+fn send_t1(env: &TestEnv, personality: &str, message: &str) -> std::process::Output {
+    let args = ["--from", "echo-ea", "--message", message, "--topic", "t1"];
+    env.run(&[&["send", personality][..], &args].concat())
+}
+
+/// [`send_t1`] to `to` (`<personality> (<runtime>)`), which is asleep: the answer must say
+/// it was delivered and woke it.
+fn send_waking(env: &TestEnv, to: &str, message: &str) {
+    let out = send_t1(env, to.split(' ').next().unwrap(), message);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("delivered to {to}, woke"),
+        "{}\n{}",
+        common::describe(&out),
+        env.diagnostics()
+    );
+}
+
+/// [`send_t1`] refused: exit status 1; its error output.
+fn send_refused(env: &TestEnv, personality: &str, message: &str) -> String {
+    let out = send_t1(env, personality, message);
+    assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Wait until `identity` was put to sleep and shows asleep.
+fn wait_asleep(env: &TestEnv, identity: &str) {
+    let (runtime, personality) = identity.split_once('-').unwrap();
     env.wait_until(
         &format!("{identity} is put to sleep"),
         Duration::from_secs(90),
         |e| {
-            e.count_events(
+            e.has_event(
                 "lifecycle",
                 "supervise",
                 &[("identity", identity), ("action", "reaped-idle")],
-            ) >= n
-                && e.status_of(personality, runtime) == "asleep"
+            ) && e.status_of(personality, runtime) == "asleep"
         },
     );
+}
+
+/// The whole history of the first model request (waited for) whose last user input holds
+/// `needle`, as text: Claude's `messages` or Codex's `input`.
+fn history_of_claude(env: &TestEnv, api: &AnthropicStandIn, needle: &str) -> String {
+    let mut found = None;
+    env.wait_until(
+        "the request reaches the model",
+        Duration::from_secs(60),
+        |_| {
+            found = api
+                .main_requests()
+                .into_iter()
+                .find(|r| last_user_text(r).contains(needle));
+            found.is_some()
+        },
+    );
+    common::anthropic::flatten(&found.unwrap()["messages"])
+}
+
+/// [`history_of_claude`] for Codex.
+fn history_of_codex(env: &TestEnv, api: &OpenAiStandIn, needle: &str) -> String {
+    let mut found: Option<Value> = None;
+    env.wait_until(
+        "the request reaches the model",
+        Duration::from_secs(60),
+        |_| {
+            found = api
+                .recorded()
+                .into_iter()
+                .find(|r| last_input_text(r).contains(needle));
+            found.is_some()
+        },
+    );
+    input_text(&found.unwrap())
+}
+
+/// Assert that a request's `history` holds `has` and, when given, lacks `lacks`.
+fn assert_history(env: &TestEnv, history: &str, has: &str, lacks: Option<&str>) {
+    assert!(
+        history.contains(has),
+        "the request lacks the peer's own conversation ({has:?}): {history}\n{}",
+        env.diagnostics()
+    );
+    if let Some(lacks) = lacks {
+        assert!(
+            !history.contains(lacks),
+            "the request carries another conversation ({lacks:?}): {history}"
+        );
+    }
 }
 
 /// A person's own terminal: `program` run by hand in `cwd` with the test's `HOME` and
@@ -78,30 +170,74 @@ fn ask(term: &mut Terminal, text: &str) {
     term.type_bytes(b"\r");
 }
 
+/// A person runs `codex <args>` by hand in cx's folder (Codex's default mode: the shared
+/// background app server), asks [`PERSON`], waits for the answer (Codex's second turn in
+/// this `CODEX_HOME`) and quits with Ctrl-C twice on the empty composer.
+fn person_asks_codex(env: &TestEnv, args: &[&str]) {
+    let codex = std::env::var("IAPEER_TEST_CODEX_BIN").unwrap();
+    let codex_home = env.home.join(".codex");
+    let mut term = person(
+        env,
+        &codex,
+        args,
+        &env.peer_dir("cx"),
+        &[
+            ("CODEX_HOME", codex_home.to_str().unwrap()),
+            ("STANDIN_API_KEY", "sk-standin-key"),
+        ],
+    );
+    term.wait_for(env, "›");
+    ask(&mut term, PERSON);
+    crate::busy::wait_codex_turns(env, 2);
+    term.type_bytes(&[0x03]);
+    std::thread::sleep(Duration::from_millis(300));
+    term.type_bytes(&[0x03]);
+    term.wait(env);
+}
+
+/// The app-server processes a person's Codex left running (it outlives the TUI), ended when
+/// the test ends: only those the test's own `CODEX_HOME` names.
+struct CodexAppServer(std::path::PathBuf);
+
+impl Drop for CodexAppServer {
+    fn drop(&mut self) {
+        for file in ["daemon.pid", "daemon-updater.pid"] {
+            let path = self.0.join("app-server-daemon").join(file);
+            let pid = std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                .and_then(|v| v["pid"].as_u64());
+            if let Some(pid) = pid {
+                let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+                if exe.starts_with(&self.0) {
+                    common::signal(pid as u32, nix::sys::signal::Signal::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
+/// A codex world whose peer `cx` held [`FIRST`] on topic `t1` and is asleep, with the
+/// person's app server ended at the test's end.
+fn codex_asleep_after_first() -> (TestEnv, OpenAiStandIn, CodexAppServer) {
+    let (env, api) = crate::codex::world_with(SLEEPY);
+    let app_server = CodexAppServer(env.home.join(".codex"));
+    api.script(|_| OReply::Text("noted".into()));
+    send_waking(&env, "cx (codex)", FIRST);
+    crate::busy::wait_codex_turns(&env, 1);
+    wait_asleep(&env, "codex-cx");
+    (env, api, app_server)
+}
+
 /// Issue 32 item 1, Claude Code: a person runs `claude` in the peer's folder, asks one
 /// question and quits; the next message on the peer's topic resumes the peer's own
 /// conversation (on `main`, `--continue` took the person's).
 #[test]
 fn a_claude_resume_by_topic_continues_the_peer_s_conversation_not_a_person_s() {
-    let (env, api) = crate::claude::world(&[("IAPEER_IDLE_SECS", "3"), ("IAPEER_TICK_SECS", "1")]);
+    let (env, api) = crate::claude::world(SLEEPY);
     api.script(|_| Reply::Text("noted".into()));
-    let out = env.ok(&[
-        "send",
-        "cb",
-        "--from",
-        "echo-ea",
-        "--message",
-        "remember the number 42",
-        "--topic",
-        "t1",
-    ]);
-    assert_eq!(
-        out.trim(),
-        "delivered to cb (claude), woke",
-        "{}",
-        env.diagnostics()
-    );
-    wait_asleep(&env, "claude-cb", "cb", "claude", 1);
+    send_waking(&env, "cb (claude)", FIRST);
+    wait_asleep(&env, "claude-cb");
 
     // The person: plain `claude` in the peer's folder, with the same HOME and key.
     let claude = std::env::var("IAPEER_TEST_CLAUDE_BIN").unwrap();
@@ -118,11 +254,7 @@ fn a_claude_resume_by_topic_continues_the_peer_s_conversation_not_a_person_s() {
     );
     term.wait_for(&env, "❯");
     ask(&mut term, PERSON);
-    env.wait_until(
-        "the person's question reaches the model",
-        Duration::from_secs(60),
-        |_| api.has_main_request_with(PERSON),
-    );
+    history_of_claude(&env, &api, PERSON);
     env.wait_until(
         "the person sees the answer",
         Duration::from_secs(30),
@@ -131,46 +263,13 @@ fn a_claude_resume_by_topic_continues_the_peer_s_conversation_not_a_person_s() {
     ask(&mut term, "/exit");
     term.wait(&env);
 
-    let out = env.ok(&[
-        "send",
-        "cb",
-        "--from",
-        "echo-ea",
-        "--message",
-        "what was the number?",
-        "--topic",
-        "t1",
-    ]);
-    assert_eq!(
-        out.trim(),
-        "delivered to cb (claude), woke",
-        "{}",
-        env.diagnostics()
-    );
+    send_waking(&env, "cb (claude)", NEXT);
     assert_eq!(
         last_wake(&env, "claude-cb"),
-        ("resume".to_string(), "topic-match".to_string())
+        ("resume".into(), "topic-match".into())
     );
-    env.wait_until(
-        "the resumed request reaches the model",
-        Duration::from_secs(60),
-        |_| api.has_main_request_with("what was the number?"),
-    );
-    let resumed = api
-        .main_requests()
-        .into_iter()
-        .find(|r| last_user_text(r).contains("what was the number?"))
-        .unwrap();
-    let history = common::anthropic::flatten(&resumed["messages"]);
-    assert!(
-        history.contains("remember the number 42"),
-        "the peer's own conversation was not resumed: {history}\n{}",
-        env.diagnostics()
-    );
-    assert!(
-        !history.contains(PERSON),
-        "the peer was handed the person's conversation: {history}"
-    );
+    let history = history_of_claude(&env, &api, NEXT);
+    assert_history(&env, &history, FIRST, Some(PERSON));
 }
 
 /// Issue 32 item 1, compatibility: a peer whose conversation id was never recorded (made by
@@ -178,80 +277,25 @@ fn a_claude_resume_by_topic_continues_the_peer_s_conversation_not_a_person_s() {
 /// topic: it starts fresh, and `lifecycle.log` says why.
 #[test]
 fn a_claude_peer_without_a_recorded_conversation_starts_fresh_and_says_why() {
-    let (env, api) = crate::claude::world(&[("IAPEER_IDLE_SECS", "3"), ("IAPEER_TICK_SECS", "1")]);
+    let (env, api) = crate::claude::world(SLEEPY);
     api.script(|_| Reply::Text("noted".into()));
-    env.ok(&[
-        "send",
-        "cb",
-        "--from",
-        "echo-ea",
-        "--message",
-        "remember the number 42",
-        "--topic",
-        "t1",
-    ]);
-    wait_asleep(&env, "claude-cb", "cb", "claude", 1);
+    send_waking(&env, "cb (claude)", FIRST);
+    wait_asleep(&env, "claude-cb");
     // As an older iapeer left it: the topics and the resume flag, no conversation id.
     let _ = std::fs::remove_file(env.marker("claude-cb", ".conversation"));
     assert!(env.marker("claude-cb", ".idle-reaped").exists());
 
-    let out = env.ok(&[
-        "send",
-        "cb",
-        "--from",
-        "echo-ea",
-        "--message",
-        "what was the number?",
-        "--topic",
-        "t1",
-    ]);
-    assert_eq!(
-        out.trim(),
-        "delivered to cb (claude), woke",
-        "{}",
-        env.diagnostics()
-    );
+    send_waking(&env, "cb (claude)", NEXT);
     assert_eq!(
         last_wake(&env, "claude-cb"),
-        ("fresh".to_string(), "no-recorded-conversation".to_string())
+        ("fresh".into(), "no-recorded-conversation".into())
     );
-    env.wait_until(
-        "the request reaches the model",
-        Duration::from_secs(60),
-        |_| api.has_main_request_with("what was the number?"),
-    );
-    let fresh = api
-        .main_requests()
-        .into_iter()
-        .find(|r| last_user_text(r).contains("what was the number?"))
-        .unwrap();
-    assert!(!common::anthropic::flatten(&fresh["messages"]).contains("remember the number 42"));
+    let history = history_of_claude(&env, &api, NEXT);
+    assert!(!history.contains(FIRST), "{history}");
     assert!(
         env.marker("claude-cb", ".conversation").exists(),
         "a new one is recorded"
     );
-}
-
-/// The app-server processes a person's Codex left running (it outlives the TUI), ended when
-/// the test ends: only those the test's own `CODEX_HOME` names.
-struct CodexAppServer(std::path::PathBuf);
-
-impl Drop for CodexAppServer {
-    fn drop(&mut self) {
-        for file in ["daemon.pid", "daemon-updater.pid"] {
-            let path = self.0.join("app-server-daemon").join(file);
-            let pid = std::fs::read_to_string(&path)
-                .ok()
-                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                .and_then(|v| v["pid"].as_u64());
-            if let Some(pid) = pid {
-                let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
-                if exe.starts_with(&self.0) {
-                    common::signal(pid as u32, nix::sys::signal::Signal::SIGKILL);
-                }
-            }
-        }
-    }
 }
 
 /// Issue 32 item 1, Codex: the same with a person's `codex`, whose background app server
@@ -260,95 +304,16 @@ impl Drop for CodexAppServer {
 /// confirmation within 20000 ms").
 #[test]
 fn a_codex_resume_by_topic_continues_the_peer_s_conversation_not_a_person_s() {
-    let (env, api) =
-        crate::codex::world_with(&[("IAPEER_IDLE_SECS", "3"), ("IAPEER_TICK_SECS", "1")]);
-    let _app_server = CodexAppServer(env.home.join(".codex"));
-    api.script(|_| OReply::Text("noted".into()));
-    let out = env.ok(&[
-        "send",
-        "cx",
-        "--from",
-        "echo-ea",
-        "--message",
-        "remember the number 42",
-        "--topic",
-        "t1",
-    ]);
-    assert_eq!(
-        out.trim(),
-        "delivered to cx (codex), woke",
-        "{}",
-        env.diagnostics()
-    );
-    crate::busy::wait_codex_turns(&env, 1);
-    wait_asleep(&env, "codex-cx", "cx", "codex", 1);
+    let (env, api, _app_server) = codex_asleep_after_first();
+    person_asks_codex(&env, &[]);
 
-    let codex = std::env::var("IAPEER_TEST_CODEX_BIN").unwrap();
-    let codex_home = env.home.join(".codex");
-    let mut term = person(
-        &env,
-        &codex,
-        &[],
-        &env.peer_dir("cx"),
-        &[
-            ("CODEX_HOME", codex_home.to_str().unwrap()),
-            ("STANDIN_API_KEY", "sk-standin-key"),
-        ],
-    );
-    term.wait_for(&env, "›");
-    ask(&mut term, PERSON);
-    env.wait_until(
-        "the person's question reaches the model",
-        Duration::from_secs(60),
-        |_| api.has_request_with(PERSON),
-    );
-    crate::busy::wait_codex_turns(&env, 2);
-    // Quit as a person does: Ctrl-C twice on an empty composer.
-    term.type_bytes(&[0x03]);
-    std::thread::sleep(Duration::from_millis(300));
-    term.type_bytes(&[0x03]);
-    term.wait(&env);
-
-    let out = env.ok(&[
-        "send",
-        "cx",
-        "--from",
-        "echo-ea",
-        "--message",
-        "what was the number?",
-        "--topic",
-        "t1",
-    ]);
-    assert_eq!(
-        out.trim(),
-        "delivered to cx (codex), woke",
-        "{}",
-        env.diagnostics()
-    );
+    send_waking(&env, "cx (codex)", NEXT);
     assert_eq!(
         last_wake(&env, "codex-cx"),
-        ("resume".to_string(), "topic-match".to_string())
+        ("resume".into(), "topic-match".into())
     );
-    env.wait_until(
-        "the resumed request reaches the model",
-        Duration::from_secs(60),
-        |_| api.has_request_with("what was the number?"),
-    );
-    let resumed = api
-        .recorded()
-        .into_iter()
-        .find(|r| last_input_text(r).contains("what was the number?"))
-        .unwrap();
-    let history = input_text(&resumed);
-    assert!(
-        history.contains("remember the number 42"),
-        "the peer's own conversation was not resumed: {history}\n{}",
-        env.diagnostics()
-    );
-    assert!(
-        !history.contains(PERSON),
-        "the peer was handed the person's conversation: {history}"
-    );
+    let history = history_of_codex(&env, &api, NEXT);
+    assert_history(&env, &history, FIRST, Some(PERSON));
 }
 
 /// Issue 32 item 1: a person opened the peer's own conversation in their Codex (`codex
@@ -359,65 +324,14 @@ fn a_codex_resume_by_topic_continues_the_peer_s_conversation_not_a_person_s() {
 /// `$IAPEER_RECORD_DIR/codex/resume-open-in-another-app.raw`.
 #[test]
 fn a_codex_conversation_open_in_another_app_is_what_the_sender_is_told() {
-    let (env, api) =
-        crate::codex::world_with(&[("IAPEER_IDLE_SECS", "3"), ("IAPEER_TICK_SECS", "1")]);
-    let _app_server = CodexAppServer(env.home.join(".codex"));
-    api.script(|_| OReply::Text("noted".into()));
-    env.ok(&[
-        "send",
-        "cx",
-        "--from",
-        "echo-ea",
-        "--message",
-        "remember the number 42",
-        "--topic",
-        "t1",
-    ]);
-    crate::busy::wait_codex_turns(&env, 1);
-    wait_asleep(&env, "codex-cx", "cx", "codex", 1);
-    let id = serde_json::from_str::<serde_json::Value>(&common::read(
-        &env.marker("codex-cx", ".conversation"),
-    ))
-    .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-
-    let codex = std::env::var("IAPEER_TEST_CODEX_BIN").unwrap();
-    let codex_home = env.home.join(".codex");
-    let mut term = person(
-        &env,
-        &codex,
-        &["resume", &id],
-        &env.peer_dir("cx"),
-        &[
-            ("CODEX_HOME", codex_home.to_str().unwrap()),
-            ("STANDIN_API_KEY", "sk-standin-key"),
-        ],
-    );
-    term.wait_for(&env, "›");
-    ask(&mut term, PERSON);
-    crate::busy::wait_codex_turns(&env, 2);
-    term.type_bytes(&[0x03]);
-    std::thread::sleep(Duration::from_millis(300));
-    term.type_bytes(&[0x03]);
-    term.wait(&env);
+    let (env, _api, _app_server) = codex_asleep_after_first();
+    let recorded: Value =
+        serde_json::from_str(&common::read(&env.marker("codex-cx", ".conversation"))).unwrap();
+    person_asks_codex(&env, &["resume", recorded["id"].as_str().unwrap()]);
 
     let pane_log = env.paths().pane_log("codex-cx");
     let before = std::fs::metadata(&pane_log).map_or(0, |m| m.len() as usize);
-    let (_, err) = env.fails(
-        &[
-            "send",
-            "cx",
-            "--from",
-            "echo-ea",
-            "--message",
-            "what was the number?",
-            "--topic",
-            "t1",
-        ],
-        1,
-    );
+    let err = send_refused(&env, "cx", NEXT);
     if let Ok(dir) = std::env::var("IAPEER_RECORD_DIR") {
         // The failed session's part of the pane log.
         let dir = Path::new(&dir).join("codex");
@@ -433,19 +347,33 @@ fn a_codex_conversation_open_in_another_app_is_what_the_sender_is_told() {
     );
     assert_eq!(
         last_wake(&env, "codex-cx"),
-        ("resume".to_string(), "topic-match".to_string())
+        ("resume".into(), "topic-match".into())
     );
 }
 
-/// The pid of `identity`'s live session (its last `wake` line).
-fn agent_pid(env: &TestEnv, identity: &str) -> u32 {
-    env.events("lifecycle", "wake")
-        .iter()
-        .rev()
-        .find(|w| w["identity"] == identity)
-        .and_then(|w| w["pid"].parse().ok())
-        .unwrap_or_else(|| panic!("no wake of {identity}\n{}", env.diagnostics()))
+/// Wait until the model works on [`LONG`] (`working`), 3 s more, then kill `identity`'s
+/// process with SIGKILL; the sender `echo-ea` is told the task was interrupted.
+fn kill_mid_turn_and_see_the_notice(
+    env: &TestEnv,
+    identity: &str,
+    to: &str,
+    working: impl Fn() -> bool,
+) {
+    env.wait_until("the model works on it", Duration::from_secs(60), |_| {
+        working()
+    });
+    std::thread::sleep(Duration::from_secs(3)); // 3 s into the 20 s turn, as the issue has it
+    common::signal(agent_pid(env, identity), nix::sys::signal::Signal::SIGKILL);
+    crate::busy::told_by_iapeer(env, "echo-ea", to, "was interrupted");
+    let pane = env.pane("echo-ea");
+    assert!(pane.contains(LONG), "{pane}");
+    assert!(pane.contains("was killed by SIGKILL"), "{pane}");
 }
+
+/// The task the stand-ins take 20 s over.
+const LONG: &str = "LONG-TASK: write the report";
+/// The follow-up on the same topic.
+const FOLLOW_UP: &str = "did you finish?";
 
 /// Issue 32 item 2, Claude Code: the agent's process killed 3 s into a 20 s turn. The
 /// sender is told the task was interrupted, and the follow-up on the topic resumes the
@@ -453,157 +381,46 @@ fn agent_pid(env: &TestEnv, identity: &str) -> u32 {
 #[test]
 fn a_claude_peer_killed_mid_turn_tells_the_sender_and_its_topic_resumes_the_conversation() {
     let (env, api) = crate::claude::world(&[]);
-    api.script(|req| {
-        if last_user_text(req).contains("LONG-TASK") && !last_user_text(req).contains("did you") {
-            Reply::Hold(Duration::from_secs(20), "report written".into())
-        } else {
-            Reply::Text("ok".into())
-        }
+    api.script(|req| match last_user_text(req).contains(LONG) {
+        true => Reply::Hold(Duration::from_secs(20), "report written".into()),
+        false => Reply::Text("ok".into()),
     });
     env.ok(&["new", "ea"]);
-    let out = env.ok(&[
-        "send",
-        "cb",
-        "--from",
-        "echo-ea",
-        "--message",
-        "LONG-TASK: write the report",
-        "--topic",
-        "t1",
-    ]);
-    assert_eq!(
-        out.trim(),
-        "delivered to cb (claude), woke",
-        "{}",
-        env.diagnostics()
-    );
-    env.wait_until("the model works on it", Duration::from_secs(60), |_| {
-        api.has_main_request_with("LONG-TASK")
+    send_waking(&env, "cb (claude)", LONG);
+    kill_mid_turn_and_see_the_notice(&env, "claude-cb", "cb (claude)", || {
+        api.has_main_request_with(LONG)
     });
-    std::thread::sleep(Duration::from_secs(3)); // 3 s into the held turn, as the issue has it
-    common::signal(
-        agent_pid(&env, "claude-cb"),
-        nix::sys::signal::Signal::SIGKILL,
-    );
 
-    crate::busy::told_by_iapeer(&env, "echo-ea", "cb (claude)", "was interrupted");
-    let pane = env.pane("echo-ea");
-    assert!(pane.contains("LONG-TASK: write the report"), "{pane}");
-    assert!(pane.contains("was killed by SIGKILL"), "{pane}");
-
-    let out = env.ok(&[
-        "send",
-        "cb",
-        "--from",
-        "echo-ea",
-        "--message",
-        "did you finish?",
-        "--topic",
-        "t1",
-    ]);
-    assert_eq!(
-        out.trim(),
-        "delivered to cb (claude), woke",
-        "{}",
-        env.diagnostics()
-    );
+    send_waking(&env, "cb (claude)", FOLLOW_UP);
     assert_eq!(
         last_wake(&env, "claude-cb"),
-        ("resume".to_string(), "topic-match".to_string())
+        ("resume".into(), "topic-match".into())
     );
-    env.wait_until(
-        "the follow-up reaches the model",
-        Duration::from_secs(60),
-        |_| api.has_main_request_with("did you finish?"),
-    );
-    let follow_up = api
-        .main_requests()
-        .into_iter()
-        .find(|r| last_user_text(r).contains("did you finish?"))
-        .unwrap();
-    let history = common::anthropic::flatten(&follow_up["messages"]);
-    assert!(
-        history.contains("LONG-TASK: write the report"),
-        "the follow-up lacks the earlier conversation: {history}\n{}",
-        env.diagnostics()
-    );
+    let history = history_of_claude(&env, &api, FOLLOW_UP);
+    assert_history(&env, &history, LONG, None);
 }
 
 /// Issue 32 item 2, Codex: the same.
 #[test]
 fn a_codex_peer_killed_mid_turn_tells_the_sender_and_its_topic_resumes_the_conversation() {
     let (env, api) = crate::codex::world();
-    api.script(|req| {
-        if last_input_text(req).contains("LONG-TASK") {
-            OReply::Hold(Duration::from_secs(20))
-        } else {
-            OReply::Text("ok".into())
-        }
+    api.script(|req| match last_input_text(req).contains(LONG) {
+        true => OReply::Hold(Duration::from_secs(20)),
+        false => OReply::Text("ok".into()),
     });
     env.ok(&["new", "ea"]);
-    let out = env.ok(&[
-        "send",
-        "cx",
-        "--from",
-        "echo-ea",
-        "--message",
-        "LONG-TASK: write the report",
-        "--topic",
-        "t1",
-    ]);
-    assert_eq!(
-        out.trim(),
-        "delivered to cx (codex), woke",
-        "{}",
-        env.diagnostics()
-    );
-    env.wait_until("the model works on it", Duration::from_secs(60), |_| {
-        api.has_request_with("LONG-TASK")
+    send_waking(&env, "cx (codex)", LONG);
+    kill_mid_turn_and_see_the_notice(&env, "codex-cx", "cx (codex)", || {
+        api.has_request_with(LONG)
     });
-    std::thread::sleep(Duration::from_secs(3)); // 3 s into the held turn
-    common::signal(
-        agent_pid(&env, "codex-cx"),
-        nix::sys::signal::Signal::SIGKILL,
-    );
 
-    crate::busy::told_by_iapeer(&env, "echo-ea", "cx (codex)", "was interrupted");
-
-    let out = env.ok(&[
-        "send",
-        "cx",
-        "--from",
-        "echo-ea",
-        "--message",
-        "did you finish?",
-        "--topic",
-        "t1",
-    ]);
-    assert_eq!(
-        out.trim(),
-        "delivered to cx (codex), woke",
-        "{}",
-        env.diagnostics()
-    );
+    send_waking(&env, "cx (codex)", FOLLOW_UP);
     assert_eq!(
         last_wake(&env, "codex-cx"),
-        ("resume".to_string(), "topic-match".to_string())
+        ("resume".into(), "topic-match".into())
     );
-    env.wait_until(
-        "the follow-up reaches the model",
-        Duration::from_secs(60),
-        |_| api.has_request_with("did you finish?"),
-    );
-    let follow_up = api
-        .recorded()
-        .into_iter()
-        .find(|r| last_input_text(r).contains("did you finish?"))
-        .unwrap();
-    let history = input_text(&follow_up);
-    assert!(
-        history.contains("LONG-TASK: write the report"),
-        "the follow-up lacks the earlier conversation: {history}\n{}",
-        env.diagnostics()
-    );
+    let history = history_of_codex(&env, &api, FOLLOW_UP);
+    assert_history(&env, &history, LONG, None);
 }
 
 /// Issue 32 item 2 and spec 05 §2 step 5: a peer resumed after each death that keeps dying
@@ -611,34 +428,15 @@ fn a_codex_peer_killed_mid_turn_tells_the_sender_and_its_topic_resumes_the_conve
 #[test]
 fn a_resumed_peer_that_keeps_dying_is_refused_as_crash_looping() {
     let mut env = TestEnv::new();
-    env.create_echo("alice");
+    env.create_echo("ea");
     env.create_echo("bob");
     env.start_daemon();
-    let send = |env: &TestEnv| {
-        env.run(&[
-            "send",
-            "bob",
-            "--from",
-            "echo-alice",
-            "--message",
-            "echo: work",
-            "--topic",
-            "t1",
-        ])
-    };
     for n in 1..=3 {
-        let out = send(&env);
-        assert_eq!(
-            String::from_utf8_lossy(&out.stdout).trim(),
-            "delivered to bob (echo), woke",
-            "send {n}: {}\n{}",
-            common::describe(&out),
-            env.diagnostics()
-        );
+        send_waking(&env, "bob (echo)", "echo: work");
         if n > 1 {
             assert_eq!(
                 last_wake(&env, "echo-bob"),
-                ("resume".to_string(), "topic-match".to_string()),
+                ("resume".into(), "topic-match".into()),
                 "wake {n} resumes the conversation the death left"
             );
         }
@@ -654,13 +452,10 @@ fn a_resumed_peer_that_keeps_dying_is_refused_as_crash_looping() {
             ) == n
         });
     }
-    let out = send(&env);
-    assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+    let err = send_refused(&env, "bob", "echo: work");
     assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("crash-looping: 3 deaths in 300s — see exits.log; iapeer new bob to force"),
-        "{}",
-        common::describe(&out)
+        err.contains("crash-looping: 3 deaths in 300s — see exits.log; iapeer new bob to force"),
+        "{err}"
     );
     assert_eq!(
         env.count_events("lifecycle", "wake", &[("identity", "echo-bob")]),

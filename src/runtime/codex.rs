@@ -87,26 +87,26 @@ fn recent_dirs(sessions: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// The working folder a session file belongs to (its `session_meta` first line).
-pub fn rollout_cwd(path: &Path) -> Option<PathBuf> {
+/// The `payload` of a session file's first line when it is `session_meta`.
+fn session_meta(path: &Path) -> Option<Value> {
     use std::io::BufRead;
     let f = std::fs::File::open(path).ok()?;
     let mut line = String::new();
     std::io::BufReader::new(f).read_line(&mut line).ok()?;
-    let v: Value = serde_json::from_str(&line).ok()?;
-    (v["type"] == "session_meta").then(|| v["payload"]["cwd"].as_str().map(PathBuf::from))?
+    let mut v: Value = serde_json::from_str(&line).ok()?;
+    (v["type"] == "session_meta").then(|| v["payload"].take())
+}
+
+/// The working folder a session file belongs to (its `session_meta` first line).
+pub fn rollout_cwd(path: &Path) -> Option<PathBuf> {
+    session_meta(path)?["cwd"].as_str().map(PathBuf::from)
 }
 
 /// The conversation id a session file records (its `session_meta` first line's
 /// `payload.id`; recorded for 0.171.0: the same id names the file, `rollout-<time>-<id>.jsonl`,
 /// and `codex resume <id>` appends to it).
 pub fn rollout_id(path: &Path) -> Option<String> {
-    use std::io::BufRead;
-    let f = std::fs::File::open(path).ok()?;
-    let mut line = String::new();
-    std::io::BufReader::new(f).read_line(&mut line).ok()?;
-    let v: Value = serde_json::from_str(&line).ok()?;
-    (v["type"] == "session_meta").then(|| v["payload"]["id"].as_str().map(String::from))?
+    session_meta(path)?["id"].as_str().map(String::from)
 }
 
 /// Whether `path` is the session file of conversation `id` by its name
@@ -815,6 +815,19 @@ mod tests {
         text.lines().map(String::from).collect()
     }
 
+    /// A fresh launch's context in `cwd` (port 4242, no system prompt, not gated).
+    fn launch_ctx<'a>(paths: &'a Paths, cwd: &'a Path, env: &'a LaunchEnv) -> LaunchCtx<'a> {
+        LaunchCtx {
+            paths,
+            cwd,
+            mode: WakeMode::Fresh,
+            system_prompt: None,
+            launch_env: env,
+            port: 4242,
+            gated: None,
+        }
+    }
+
     #[test]
     fn argv_carries_the_flags_the_prompt_and_the_port() {
         let dir = tempfile::tempdir().unwrap();
@@ -826,13 +839,8 @@ mod tests {
         };
         let prompt = dir.path().join("p.md");
         let ctx = LaunchCtx {
-            paths: &paths,
-            cwd: dir.path(),
-            mode: WakeMode::Fresh,
             system_prompt: Some(&prompt),
-            launch_env: &env,
-            port: 4242,
-            gated: None,
+            ..launch_ctx(&paths, dir.path(), &env)
         };
         let args: Vec<String> = c.command(&ctx).unwrap().arg_strings();
         let cwd = dir.path().display().to_string();
@@ -1287,13 +1295,9 @@ mod tests {
         let paths = Paths::at(dir.path());
         let env = LaunchEnv::default();
         let ctx = LaunchCtx {
-            paths: &paths,
-            cwd: dir.path(),
             mode: WakeMode::Resume,
             system_prompt: None,
-            launch_env: &env,
-            port: 4242,
-            gated: None,
+            ..launch_ctx(&paths, dir.path(), &env)
         };
         assert_eq!(
             codex().command(&ctx).unwrap_err(),
