@@ -325,9 +325,14 @@ fn a_codex_resume_by_topic_continues_the_peer_s_conversation_not_a_person_s() {
 #[test]
 fn a_codex_conversation_open_in_another_app_is_what_the_sender_is_told() {
     let (env, _api, _app_server) = codex_asleep_after_first();
-    let recorded: Value =
-        serde_json::from_str(&common::read(&env.marker("codex-cx", ".conversation"))).unwrap();
-    person_asks_codex(&env, &["resume", recorded["id"].as_str().unwrap()]);
+    // The peer's conversation, as the person finds it: the one session file so far.
+    let metas: Vec<Value> = crate::busy::records(&env.home.join(".codex/sessions"))
+        .into_iter()
+        .filter(|r| r["type"] == "session_meta")
+        .collect();
+    assert_eq!(metas.len(), 1, "{metas:?}");
+    let id = metas[0]["payload"]["id"].as_str().unwrap().to_string();
+    person_asks_codex(&env, &["resume", &id]);
 
     let pane_log = env.paths().pane_log("codex-cx");
     let before = std::fs::metadata(&pane_log).map_or(0, |m| m.len() as usize);
