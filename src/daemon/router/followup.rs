@@ -38,6 +38,8 @@ pub struct Followed {
     pub preview: String,
     /// What it waits for.
     pub by: Awaits,
+    /// Its sender and message id.
+    pub key: crate::msgids::MsgKey,
 }
 
 /// What a followed send waits for after its sender was answered.
@@ -65,6 +67,7 @@ impl Followed {
             started: job.started,
             preview,
             by,
+            key: job.key(),
         }
     }
 }
@@ -80,6 +83,13 @@ pub fn followup_event(f: &Followed, result: &Result<(), String>, now: Now) -> Ev
         Err(_) if f.by == Awaits::Queue(QueuedBy::Composer) => "held-too-long",
         Err(_) => "removed",
     };
+    followup_line(f, outcome, result.as_ref().err(), now)
+}
+
+/// The `delivery.log` line of a followed message with `outcome` (`delivered`, `removed`,
+/// `held-too-long`, `session-ended`, or `unknown`: written to the input, never confirmed)
+/// and, unless delivered, `err`.
+fn followup_line(f: &Followed, outcome: &str, err: Option<&String>, now: Now) -> Event {
     let qkind = match f.by {
         Awaits::Queue(by) => by.as_str(),
         Awaits::ReadyGate => "ready-gate",
@@ -89,14 +99,31 @@ pub fn followup_event(f: &Followed, result: &Result<(), String>, now: Now) -> Ev
         .field("to", &f.endpoint.personality)
         .field("via", &f.endpoint)
         .field("qkind", qkind)
+        .field("id", &f.key.id)
         .field("outcome", outcome)
-        .field("ok", if result.is_ok() { "true" } else { "false" })
+        .field("ok", if err.is_none() { "true" } else { "false" })
         .field("ms", now.since(f.started).as_millis().to_string())
         .opt("topic", f.topic.as_deref());
-    match result {
-        Ok(()) => ev,
-        Err(e) => ev.field("err", e),
+    match err {
+        None => ev,
+        Some(e) => ev.field("err", e),
     }
+}
+
+/// The notice to the sender of a queued message that was written to the peer's input and
+/// never confirmed (pure): it may have arrived, and a retry must reuse its id.
+pub fn unknown_notice(f: &Followed, reason: &str) -> String {
+    let when =
+        f.ts.as_deref()
+            .map(|ts| format!(" sent at {ts}"))
+            .unwrap_or_default();
+    format!(
+        "Your message to {} ({}){when} (\"{}\") was answered queued, then written to its input, \
+         and its arrival was never confirmed: {reason}. Its state is unknown: it may have \
+         arrived. If it still matters, send it again with the same message id {} (send_to_peer's \
+         id): it is never delivered twice.",
+        f.endpoint.personality, f.endpoint.runtime, f.preview, f.key.id
+    )
 }
 
 /// The failure notice's body (pure): which message, why, and what to do.
@@ -141,9 +168,26 @@ impl Router {
         };
         self.delivery_log
             .append(&followup_event(&f, &result, self.now));
+        let known = match result {
+            Ok(()) => super::ids::Known::Accepted,
+            Err(_) => super::ids::Known::NotWritten,
+        };
+        self.note_known(&f.endpoint, &f.key, known);
         if let Err(reason) = result {
             self.failure_notice(&f, &reason);
         }
+    }
+
+    /// A queued message was written to the input and never confirmed: its follow-up line
+    /// (`outcome=unknown`) and the notice that it may have arrived.
+    pub(crate) fn on_queue_unknown(&mut self, id: u64, reason: String) {
+        let Some(f) = self.queues.followed.remove(&id) else {
+            return;
+        };
+        self.delivery_log
+            .append(&followup_line(&f, "unknown", Some(&reason), self.now));
+        let text = unknown_notice(&f, &reason);
+        self.send_notice(&f, text);
     }
 
     /// The ready gate of a wake's first message passed or failed: its `ready-gate` line in
@@ -178,6 +222,11 @@ impl Router {
     /// Tell a followed send's sender, by a message from `iapeer`, that it failed for
     /// `reason` — unless the sender is asleep (never woken for this, spec 05 §7).
     fn failure_notice(&mut self, f: &Followed, reason: &str) {
+        self.send_notice(f, failure_notice(f, reason));
+    }
+
+    /// Send `message` from `iapeer` to a followed send's sender — unless it is asleep.
+    fn send_notice(&mut self, f: &Followed, message: String) {
         if !self.live.has(&f.caller) {
             // Never woken for this (spec 05 §7); the follow-up line is the record.
             self.lifecycle(
@@ -193,9 +242,10 @@ impl Router {
             caller: Caller::Daemon,
             to: f.caller.personality.clone(),
             runtime: Some(f.caller.runtime.clone()),
-            message: failure_notice(f, reason),
+            message,
             topic: Some(f.topic.clone().unwrap_or_else(|| "delivery-failed".into())),
             attachments: Vec::new(),
+            id: None,
         };
         self.lifecycle(
             Event::new("failure-notice")
@@ -220,6 +270,10 @@ mod tests {
             started: Instant::now(),
             preview: "MID-TURN".into(),
             by: Awaits::Queue(QueuedBy::Runtime),
+            key: crate::msgids::MsgKey {
+                from: "echo-alpha".into(),
+                id: "m-7".into(),
+            },
         }
     }
 
@@ -241,6 +295,7 @@ mod tests {
             ("to", "busy"),
             ("via", "claude-busy"),
             ("qkind", "runtime"),
+            ("id", "m-7"),
             ("outcome", "delivered"),
             ("ok", "true"),
             ("ms", "9000"),
