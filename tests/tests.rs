@@ -57,6 +57,7 @@ mod session_env;
 mod soak;
 mod storm;
 mod telegram;
+mod truth;
 mod ui;
 mod wake_failure;
 

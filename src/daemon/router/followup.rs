@@ -99,7 +99,7 @@ fn followup_line(f: &Followed, outcome: &str, err: Option<&String>, now: Now) ->
         .field("to", &f.endpoint.personality)
         .field("via", &f.endpoint)
         .field("qkind", qkind)
-        .field("id", &f.key.id)
+        .field("msgid", &f.key.id)
         .field("outcome", outcome)
         .field("ok", if err.is_none() { "true" } else { "false" })
         .field("ms", now.since(f.started).as_millis().to_string())
@@ -295,7 +295,7 @@ mod tests {
             ("to", "busy"),
             ("via", "claude-busy"),
             ("qkind", "runtime"),
-            ("id", "m-7"),
+            ("msgid", "m-7"),
             ("outcome", "delivered"),
             ("ok", "true"),
             ("ms", "9000"),

@@ -92,6 +92,25 @@ impl Router {
         true
     }
 
+    /// The answer to the head send of `identity` that its session never answered for:
+    /// `state-unknown` when the ledger says its paste had begun (the session records that
+    /// before the first byte), else `otherwise`.
+    pub(crate) fn unanswered(&self, identity: &Identity, otherwise: Refusal) -> Refusal {
+        match self
+            .queues
+            .endpoints
+            .get(identity)
+            .and_then(|e| e.queue.front())
+        {
+            Some(Job::Send(j)) if self.earlier_fate(j) == Some(Fate::Begun) => unknown_refusal(
+                identity,
+                &j.msg_id,
+                "its session ended without answering for it",
+            ),
+            _ => otherwise,
+        }
+    }
+
     /// Record what is now known of the message `key` sent to `to`.
     pub(crate) fn note_known(&self, to: &Identity, key: &MsgKey, known: Known) {
         let to = to.to_string();
@@ -123,7 +142,7 @@ impl Router {
         self.lifecycle(
             Event::new("delivery-unconfirmed")
                 .field("identity", identity)
-                .field("id", &job.msg_id)
+                .field("msgid", &job.msg_id)
                 .field("why", &cause),
         );
         self.finish_send(job.record(), r);

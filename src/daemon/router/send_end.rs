@@ -101,7 +101,8 @@ impl Router {
 }
 
 /// The delivery.log line of a send that ends at `now` (spec 03 §1 step 10, §4: one line for
-/// every attempt, ok or not): its message `id`, `via` and `woke` once an endpoint was chosen (`via`),
+/// every attempt, ok or not): its message id (`msgid`; not `id`, which the fleet event stream's
+/// `data` uses for the event number), `via` and `woke` once an endpoint was chosen (`via`),
 /// `queued=true qkind=… qd=…` when it went to a queue, `err` when refused (`refusal`), the
 /// topic trimmed and only when not empty.
 fn delivery_event<P>(
@@ -118,7 +119,7 @@ fn delivery_event<P>(
         .field("caller", caller_label(input))
         .field("to", &input.to)
         .opt("rt", input.runtime.as_deref())
-        .field("id", &job.msg_id)
+        .field("msgid", &job.msg_id)
         .field("ok", if refusal.is_none() { "true" } else { "false" });
     if let Some(endpoint) = via {
         ev = ev
@@ -208,7 +209,7 @@ mod tests {
                 ("path", "cli"),
                 ("caller", "alice"),
                 ("to", "bob"),
-                ("id", "m-1"),
+                ("msgid", "m-1"),
                 ("ok", "true"),
                 ("via", "claude-bob"),
                 ("woke", "true"),
@@ -241,7 +242,7 @@ mod tests {
                 ("path", "cli"),
                 ("caller", "alice"),
                 ("to", "bob"),
-                ("id", "m-1"),
+                ("msgid", "m-1"),
                 ("ok", "false"),
                 ("ms", "0"),
                 ("len", "5"),

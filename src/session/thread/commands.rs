@@ -75,11 +75,16 @@ impl Session {
                 self.out_queued -= len as u64;
                 self.delivery = None;
                 self.delivery_span = None;
-                let reason = format!(
-                    "its program is not reading its input{} (none of the message was written); \
-                     message NOT delivered",
-                    idle.as_deref().unwrap_or_default()
-                );
+                let reason = match stalled {
+                    Some(d) => format!(
+                        "its program took none of its input for {} (none of the message was \
+                         written; it was taken back)",
+                        spoken(d)
+                    ),
+                    None => "its program is not reading its input (none of the message was \
+                             written); message NOT delivered"
+                        .to_string(),
+                };
                 if stalled.is_some() && !self.answered_queued.contains(&id) {
                     // Taken back whole from a live session: fail it now, never hold it for a
                     // revive (its program is running, it does not read).
