@@ -35,15 +35,44 @@ enum Told {
 /// One `iapeer send` (with `--json`), bounded by `limit`: its exit code, stdout and stderr
 /// (`None` when it had to be killed).
 fn send(env: &TestEnv, args: &[&str], limit: Duration) -> (Option<i32>, String, String) {
+    answer_of(spawn_send(env, args), limit)
+}
+
+/// `iapeer send <to> --from <from> --message <body> [extra…] --json`, bounded by a minute.
+fn send_as(
+    env: &TestEnv,
+    from: &str,
+    to: &str,
+    body: &str,
+    extra: &[&str],
+) -> (Option<i32>, String, String) {
+    let mut args = vec![to, "--from", from, "--message", body];
+    args.extend_from_slice(extra);
+    send(env, &args, Duration::from_secs(60))
+}
+
+/// Like [`send_as`] without `--json`: the human answer on stdout, exit 0 required.
+fn human_send(env: &TestEnv, from: &str, to: &str, body: &str, extra: &[&str]) -> String {
+    let mut args = vec!["send", to, "--from", from, "--message", body];
+    args.extend_from_slice(extra);
+    env.ok(&args)
+}
+
+/// Start one `iapeer send` with `--json`.
+fn spawn_send(env: &TestEnv, args: &[&str]) -> std::process::Child {
     let mut all = vec!["send"];
     all.extend_from_slice(args);
     all.push("--json");
-    let mut child = env
-        .cmd(&all)
+    env.cmd(&all)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn iapeer send");
+        .expect("spawn iapeer send")
+}
+
+/// Wait for a started send, bounded by `limit`: its exit code, stdout and stderr (`None`
+/// when it had to be killed).
+fn answer_of(mut child: std::process::Child, limit: Duration) -> (Option<i32>, String, String) {
     let t = Instant::now();
     while child.try_wait().unwrap().is_none() {
         if t.elapsed() > limit {
@@ -133,19 +162,11 @@ fn a_stopped_recipient_s_sender_is_told_state_unknown_and_the_message_lands_once
     env.create_echo("alice");
     env.create_echo("bob");
     env.start_daemon();
-    env.ok(&[
-        "send",
-        "bob",
-        "--from",
-        "echo-alice",
-        "--message",
-        "echo: wake up",
-    ]);
+    human_send(&env, "echo-alice", "bob", "echo: wake up", &[]);
     let pid = session_pid(&env, "echo-bob");
     signal_group(pid, Signal::SIGSTOP);
     let body = "echo: WHILE-STOPPED";
-    let args = ["bob", "--from", "echo-alice", "--message", body];
-    let (code, out, err) = send(&env, &args, Duration::from_secs(30));
+    let (code, out, err) = send_as(&env, "echo-alice", "bob", body, &[]);
     eprintln!("while stopped: exit {code:?}: {}", err.trim());
     assert_eq!(told(code, &out, &err), Told::Unknown, "{err}");
     assert!(!err.contains("NOT delivered"), "{err}");
@@ -153,8 +174,7 @@ fn a_stopped_recipient_s_sender_is_told_state_unknown_and_the_message_lands_once
     let id = doc["id"].as_str().expect("the answer names the message id");
     assert!(err.contains(&format!("--id {id}")), "{err}");
     // A sender acting on "unknown" retries with the id: nothing is written again.
-    let retry = ["bob", "--from", "echo-alice", "--message", body, "--id", id];
-    let (code, out, err) = send(&env, &retry, Duration::from_secs(30));
+    let (code, out, err) = send_as(&env, "echo-alice", "bob", body, &["--id", id]);
     assert_eq!(told(code, &out, &err), Told::Unknown, "{err}");
     assert!(err.contains("not sent again"), "{err}");
     // An agent is told the same, in words it acts on: retry only with the id.
@@ -176,14 +196,7 @@ fn a_stopped_recipient_s_sender_is_told_state_unknown_and_the_message_lands_once
     env.wait_until("the messages land", Duration::from_secs(30), |e| {
         landed(e, "bob", body) == 1 && landed(e, "bob", mcp_body) == 1
     });
-    env.ok(&[
-        "send",
-        "bob",
-        "--from",
-        "echo-alice",
-        "--message",
-        "echo: AFTER",
-    ]);
+    human_send(&env, "echo-alice", "bob", "echo: AFTER", &[]);
     assert_eq!(landed(&env, "bob", body), 1);
     assert_eq!(landed(&env, "bob", "echo: AFTER"), 1);
     env.stop_daemon();
@@ -219,8 +232,7 @@ fn a_live_peer_that_never_reads_ends_a_send_after_the_stall_not_the_send_timeout
     }
     let timed = |to: &str, body: String| {
         let t = Instant::now();
-        let args = [to, "--from", "echo-alice", "--message", &body];
-        let (code, out, err) = send(&env, &args, Duration::from_secs(60));
+        let (code, out, err) = send_as(&env, "echo-alice", to, &body, &[]);
         let took = t.elapsed();
         eprintln!("to {to}: exit {code:?} in {took:?}: {}", err.trim());
         (told(code, &out, &err), took, err)
@@ -280,45 +292,19 @@ fn a_message_id_is_never_delivered_twice() {
     }
     env.start_daemon();
     let body = "echo: ONCE";
-    let args = [
-        "bob",
-        "--from",
-        "echo-alice",
-        "--message",
-        body,
-        "--id",
-        "job-1",
-    ];
-    let (code, out, err) = send(&env, &args, Duration::from_secs(60));
+    let job1 = ["--id", "job-1"];
+    let (code, out, err) = send_as(&env, "echo-alice", "bob", body, &job1);
     assert_eq!(told(code, &out, &err), Told::Delivered, "{err}");
     let doc: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(doc["id"], "job-1");
     assert!(doc.get("earlier").is_none(), "{doc}");
-    let again = env.ok(&[
-        "send",
-        "bob",
-        "--from",
-        "echo-alice",
-        "--message",
-        body,
-        "--id",
-        "job-1",
-    ]);
+    let again = human_send(&env, "echo-alice", "bob", body, &job1);
     assert_eq!(
         again.trim(),
         "delivered to bob (echo) earlier (message id job-1): not sent again"
     );
     // Another sender's id is not alice's.
-    env.ok(&[
-        "send",
-        "bob",
-        "--from",
-        "echo-carl",
-        "--message",
-        "echo: CARL",
-        "--id",
-        "job-1",
-    ]);
+    human_send(&env, "echo-carl", "bob", "echo: CARL", &job1);
     assert_eq!(landed(&env, "bob", "echo: CARL"), 1);
     // Every delivery.log line names its id; the repeat says it wrote nothing.
     let lines = env.events("delivery", "delivery");
@@ -337,7 +323,7 @@ fn a_message_id_is_never_delivered_twice() {
     daemon.kill().unwrap();
     daemon.wait().unwrap();
     env.start_daemon();
-    let (code, out, err) = send(&env, &args, Duration::from_secs(60));
+    let (code, out, err) = send_as(&env, "echo-alice", "bob", body, &job1);
     assert_eq!(told(code, &out, &err), Told::Delivered, "{err}");
     let doc: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(doc["earlier"], true, "{doc}");
@@ -375,19 +361,8 @@ fn a_message_id_is_never_delivered_twice() {
         crate::mcp::tool_error(&bad).starts_with("invalid message id \"a b\""),
         "{bad}"
     );
-    let (_, err) = env.fails(
-        &[
-            "send",
-            "bob",
-            "--from",
-            "echo-alice",
-            "--message",
-            "x",
-            "--id",
-            "no/slash",
-        ],
-        2,
-    );
+    let (code, _, err) = send_as(&env, "echo-alice", "bob", "x", &["--id", "no/slash"]);
+    assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains("--id \"no/slash\": a message id is 1 to 64"),
         "{err}"
@@ -417,16 +392,7 @@ fn the_outbox_never_delivers_a_kept_send_twice() {
     env.create_echo("bob");
     std::fs::create_dir_all(&env.root).unwrap();
     let body = "echo: KEPT";
-    let out = env.ok(&[
-        "send",
-        "bob",
-        "--from",
-        "echo-alice",
-        "--message",
-        body,
-        "--id",
-        "box-1",
-    ]);
+    let out = human_send(&env, "echo-alice", "bob", body, &["--id", "box-1"]);
     assert!(out.starts_with("kept for bob in the outbox ("), "{out}");
     let kept = outbox_files(&env);
     assert_eq!(kept.len(), 1, "{kept:?}");
@@ -475,9 +441,13 @@ enum Stop {
     Kill,
 }
 
-/// Run one cycle: start the daemon, let `senders` send to the echo recipients back to back,
-/// stop the daemon `after` into the burst, let each sender finish the send it is in (those
-/// started once the daemon is gone are kept in the outbox), and return what each was told.
+/// Sends each sender has under way at once (a burst: the recipients' queues are never empty).
+const BURST: usize = 4;
+
+/// Run one cycle: start the daemon, let `senders` send bursts of [`BURST`] messages to the
+/// echo recipients back to back, stop the daemon `after` into it, let each sender finish the
+/// sends it has under way (those started once the daemon is gone are kept in the outbox),
+/// and return what each was told.
 fn cycle(env: &mut TestEnv, label: &str, stop: Stop, after: Duration, senders: usize) -> Vec<Sent> {
     env.start_daemon();
     let mut daemon = env.daemon.take().unwrap();
@@ -491,23 +461,27 @@ fn cycle(env: &mut TestEnv, label: &str, stop: Stop, after: Duration, senders: u
                 let from = format!("echo-s{s}");
                 let mut n = 0;
                 while !halt.load(Ordering::SeqCst) {
-                    n += 1;
-                    let to = ["bob", "carol"][(n + s) % 2];
-                    let body = format!("echo: {label}-s{s}-{n}");
-                    let id = format!("{label}-s{s}-{n}");
-                    let args = ["--from", &from, "--message", &body, "--id", &id];
-                    let mut all = vec![to];
-                    all.extend_from_slice(&args);
-                    let (code, out, err) = send(env_ref, &all, Duration::from_secs(60));
-                    let t = told(code, &out, &err);
-                    sent.lock().unwrap().push(Sent {
-                        to,
-                        from: from.clone(),
-                        body,
-                        id,
-                        told: t,
-                        said: err.trim().to_string(),
-                    });
+                    let mut burst = Vec::new();
+                    for _ in 0..BURST {
+                        n += 1;
+                        let to = ["bob", "carol"][(n + s) % 2];
+                        let body = format!("echo: {label}-s{s}-{n}");
+                        let id = format!("{label}-s{s}-{n}");
+                        let args = [to, "--from", &from, "--message", &body, "--id", &id];
+                        burst.push((to, body.clone(), id.clone(), spawn_send(env_ref, &args)));
+                    }
+                    for (to, body, id, child) in burst {
+                        let (code, out, err) = answer_of(child, Duration::from_secs(60));
+                        let t = told(code, &out, &err);
+                        sent.lock().unwrap().push(Sent {
+                            to,
+                            from: from.clone(),
+                            body,
+                            id,
+                            told: t,
+                            said: err.trim().to_string(),
+                        });
+                    }
                 }
             });
         }
@@ -592,8 +566,7 @@ fn sigterm_and_kill_cycles_tell_every_sender_the_truth() {
     let mut retried = HashMap::<Told, usize>::new();
     let mut retries = Vec::new();
     for s in all.iter().filter(|s| s.told == Told::Unknown) {
-        let args = [s.to, "--from", &s.from, "--message", &s.body, "--id", &s.id];
-        let (code, out, err) = send(&env, &args, Duration::from_secs(60));
+        let (code, out, err) = send_as(&env, &s.from, s.to, &s.body, &["--id", &s.id]);
         let t = told(code, &out, &err);
         *retried.entry(t).or_default() += 1;
         retries.push(Sent {
