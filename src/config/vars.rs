@@ -338,8 +338,8 @@ pub const IAPEER_SEND_STALL_MS: EnvVar = var(
     "milliseconds a live session's program may take no byte of a message still being written \
      to its input before the send ends: with none of it written the message is taken back and \
      refused (NOT delivered); with part written the rest stays queued for the program and the \
-     sender is told its state is unknown (code state-unknown) (default {default}; \
-     IAPEER_SEND_TIMEOUT_MS still bounds a wake)",
+     sender is told its state is unknown (code state-unknown) (default {default}; 0 turns it \
+     off; IAPEER_SEND_TIMEOUT_MS still bounds a wake)",
 );
 /// `IAPEER_COMPOSER_QUEUE_TIMEOUT_MS`: how long a message waits for a free composer.
 pub const IAPEER_COMPOSER_QUEUE_TIMEOUT_MS: EnvVar = var(

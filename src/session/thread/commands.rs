@@ -68,7 +68,6 @@ impl Session {
         let Some(span) = self.delivery_span.filter(|s| writing && s.id == id) else {
             return;
         };
-        let idle = stalled.map(|d| format!(" (it took none of its input for {})", spoken(d)));
         match span.taken(self.out_written) {
             Taken::NotBegun { offset, len } => {
                 self.to_child.drain(offset..offset + len);
@@ -94,6 +93,8 @@ impl Session {
                 }
             }
             Taken::Partial { written, len } => {
+                let idle =
+                    stalled.map(|d| format!(" (it took none of its input for {})", spoken(d)));
                 self.delivery = None;
                 self.delivery_span = None;
                 self.answered_queued.remove(&id);
@@ -113,8 +114,12 @@ impl Session {
     }
 
     /// When the delivery being written is ended for a child that takes none of its input
-    /// ([`Session::end_writing`]): [`SessionConfig::stall`] after the child last took a byte.
+    /// ([`Session::end_writing`]): [`SessionConfig::stall`] after the child last took a byte
+    /// (never with a stall of 0).
     pub(super) fn stall_at(&self) -> Option<Instant> {
+        if self.cfg.stall.is_zero() {
+            return None;
+        }
         let d = self.delivery.as_ref()?;
         let span = self.delivery_span?;
         (span.id == d.id && d.is_writing() && self.out_written < span.end)
