@@ -118,7 +118,7 @@ impl Paths {
     }
 
     /// `<root>/state/iapeer/message-ids/`: the message ids begun per recipient
-    /// ([`crate::msgids`]).
+    /// (`msgids`).
     pub fn message_ids_dir(&self) -> PathBuf {
         self.state_dir().join("message-ids")
     }

@@ -65,7 +65,7 @@ pub struct SendInput {
     pub topic: Option<String>,
     /// Absolute source paths.
     pub attachments: Vec<String>,
-    /// The sender's message id ([`crate::msgids::valid_id`]); `None`: the router makes one.
+    /// The sender's message id (`msgids::valid_id`); `None`: the router makes one.
     pub id: Option<String>,
 }
 

@@ -128,7 +128,7 @@ requests! {
         /// whatever of it has not started is cancelled.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout_ms: Option<u64>,
-        /// The message id the sender chose ([`crate::msgids::valid_id`]: 1 to 64 ASCII
+        /// The message id the sender chose (`msgids::valid_id`: 1 to 64 ASCII
         /// letters, digits, `.`, `_`, `:`, `-`); absent = the daemon makes one. A recipient
         /// never gets two messages with the same id from the same sender: a send again with
         /// an id already begun is answered with what is known of the first, never written
