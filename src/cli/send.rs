@@ -399,10 +399,23 @@ pub fn confirm_send(inv: &Invocation) -> CliResult {
         &req,
         json_out,
         &format!("sending held message {id}"),
-    )? {
-        Ok(result) => print_result(&result, json_out),
-        Err(f) if f.code == Code::StateUnknown => state_unknown(&f, None, None, json_out),
-        Err(f) => Err(CliError::Refused(f)),
+    ) {
+        Ok(Ok(result)) => print_result(&result, json_out),
+        Ok(Err(f)) if f.code == Code::StateUnknown => state_unknown(&f, None, None, json_out),
+        Ok(Err(f)) => Err(CliError::Refused(f)),
+        // The daemon had the request: it may have sent the held message.
+        Err(ClientError::Unanswered(why)) => {
+            let f = crate::protocol::Failure::new(
+                Code::StateUnknown,
+                format!(
+                    "state unknown: it may have arrived — the connection to the daemon broke \
+                     after the confirmation was sent to it ({why}); the delivery log (iapeer \
+                     logs) says whether held message {id} went out"
+                ),
+            );
+            state_unknown(&f, None, None, json_out)
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
