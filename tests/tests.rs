@@ -61,6 +61,7 @@ mod session_env;
 mod soak;
 mod storm;
 mod telegram;
+mod truth;
 mod ui;
 mod views;
 mod wake_failure;

@@ -27,7 +27,7 @@ use nix::sys::signal::Signal;
 use super::boot::{Boot, BootAction};
 use super::clients::{Client, ClientInput};
 use super::compact::{ActiveCompact, CompactStep};
-use super::deliver::{cancel_span, ActiveDelivery, GateFollower, QueueFollower, Step, Taken};
+use super::deliver::{ActiveDelivery, GateFollower, QueueFollower, Span, Step, Taken};
 use super::handle::{
     Cause, Delivery, EventKind, ScreenText, SessionCmd, SessionEvent, SessionHandle, SessionStatus,
 };
@@ -79,6 +79,13 @@ pub struct SessionConfig {
     pub first: Option<Delivery>,
     /// How long a delivery waits for a free composer ([`crate::session::hold`]).
     pub composer_hold: Duration,
+    /// How long the child may take no byte of a delivery still being written before the
+    /// delivery ends (`IAPEER_SEND_STALL_MS`; issue 26 item 6): taken back whole when none of
+    /// it was written, else answered [`EventKind::Unconfirmed`] with the rest left queued.
+    pub stall: Duration,
+    /// Where message ids are recorded as begun before their first byte ([`crate::msgids`]);
+    /// `None` records nothing.
+    pub ids: Option<Arc<crate::msgids::Ledger>>,
 }
 
 /// Spawn the child for `spec` and start its session thread. Returns the handle and the pid.
@@ -206,8 +213,11 @@ struct Session {
     /// that say how much of the active delivery was written, for [`SessionCmd::Cancel`]).
     out_queued: u64,
     out_written: u64,
-    /// The active delivery's bytes as `[start, end)` offsets of that stream.
-    delivery_span: Option<(u64, u64)>,
+    /// The latest delivery's bytes as offsets of that stream.
+    delivery_span: Option<Span>,
+    /// When the child last took a byte of its pending input (or the latest delivery began):
+    /// a delivery still being written is ended [`SessionConfig::stall`] after it.
+    out_progress_at: Instant,
     state: State,
     delivery: Option<ActiveDelivery>,
     queued: VecDeque<Delivery>,
@@ -313,6 +323,7 @@ impl Session {
             out_queued: 0,
             out_written: 0,
             delivery_span: None,
+            out_progress_at: now,
             state,
             delivery: None,
             queued,
@@ -409,6 +420,7 @@ impl Session {
             consider(self.mcp_wait_since.map(|s| s + MCP_GRACE));
         }
         consider(self.delivery.as_ref().and_then(|d| d.next_deadline()));
+        consider(self.stall_at());
         for f in &self.followers {
             consider(Some(f.next_deadline()));
         }
