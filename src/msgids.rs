@@ -95,6 +95,22 @@ struct Book {
     order: VecDeque<(u64, MsgKey)>,
     /// Lines in the file.
     lines: usize,
+    /// The file as last read or written: (device, inode, length); `None` when there was none.
+    file: Option<(u64, u64, u64)>,
+}
+
+/// The ledger file of `recipient` (`<runtime>-<personality>`) in `dir`
+/// (`<root>/state/iapeer/message-ids/`): `<recipient>.ids`.
+pub fn file_in(dir: &std::path::Path, recipient: &str) -> PathBuf {
+    dir.join(format!("{recipient}.ids"))
+}
+
+/// (device, inode, length) of `path`, `None` when it cannot be read.
+fn file_id(path: &std::path::Path) -> Option<(u64, u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino(), m.len()))
 }
 
 impl Book {
@@ -187,14 +203,24 @@ impl Ledger {
     }
 
     fn file(&self, recipient: &str) -> PathBuf {
-        self.dir.join(format!("{recipient}.ids"))
+        file_in(&self.dir, recipient)
     }
 
-    /// Run `f` on `recipient`'s book, read from its file first if this is the first use.
+    /// Run `f` on `recipient`'s book, read from its file first if this is the first use, or
+    /// again when the file is no longer the one the book was read from or last written to
+    /// (`rename` moves a peer's file to its new name, or a removed peer's file was replaced):
+    /// one `stat` per use.
     fn with_book<T>(&self, recipient: &str, f: impl FnOnce(&mut Book, &Ledger) -> T) -> T {
         let mut books = self.books.lock().unwrap_or_else(|p| p.into_inner());
+        let on_disk = file_id(&self.file(recipient));
+        if books.get(recipient).is_some_and(|b| b.file != on_disk) {
+            books.remove(recipient);
+        }
         let book = books.entry(recipient.to_string()).or_insert_with(|| {
-            let mut book = Book::default();
+            let mut book = Book {
+                file: on_disk,
+                ..Book::default()
+            };
             let now = crate::clock::now_ms();
             match std::fs::read_to_string(self.file(recipient)) {
                 Ok(text) => {
@@ -258,6 +284,7 @@ impl Ledger {
                 fsutil::ensure_dir(&ledger.dir)?;
                 fsutil::write_atomic(&file, book.text().as_bytes(), fsutil::MODE_PRIVATE)?;
                 book.lines = book.fates.len();
+                book.file = file_id(&file);
                 return Ok(());
             }
             fsutil::ensure_dir(&ledger.dir)?;
@@ -268,6 +295,7 @@ impl Ledger {
                 .open(&file)?;
             f.write_all(line(now, change, key).as_bytes())?;
             book.lines += 1;
+            book.file = file_id(&file);
             Ok(())
         })
     }
@@ -322,6 +350,33 @@ mod tests {
         let text = std::fs::read_to_string(dir.path().join("ids/echo-bob.ids")).unwrap();
         assert_eq!(text.lines().count(), 5, "{text}");
         assert!(text.lines().all(|l| parse_line(l).is_some()), "{text}");
+    }
+
+    #[test]
+    fn a_file_moved_under_a_running_ledger_is_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::new(dir.path().to_path_buf());
+        let a = key("echo-ann", "1");
+        ledger.begun("echo-bob", &a).unwrap();
+        ledger.accepted("echo-bob", &a).unwrap();
+        // A book the ledger read before (empty) for the name the file moves to.
+        assert_eq!(ledger.fate("echo-bea", &a), None);
+        // `rename bob bea` while the daemon runs.
+        std::fs::rename(
+            file_in(dir.path(), "echo-bob"),
+            file_in(dir.path(), "echo-bea"),
+        )
+        .unwrap();
+        assert_eq!(ledger.fate("echo-bea", &a), Some(Fate::Accepted));
+        assert_eq!(ledger.fate("echo-bob", &a), None, "moved away");
+        // Written to after the move, the new name's file keeps what it had.
+        ledger.begun("echo-bea", &key("echo-ann", "2")).unwrap();
+        let again = Ledger::new(dir.path().to_path_buf());
+        assert_eq!(again.fate("echo-bea", &a), Some(Fate::Accepted));
+        assert_eq!(
+            again.fate("echo-bea", &key("echo-ann", "2")),
+            Some(Fate::Begun)
+        );
     }
 
     #[test]
