@@ -1,0 +1,344 @@
+//! What a session started ends with it (issue 32 item 5): a process that left the session's
+//! process group (as Codex starts its MCP servers) and one that left its process session and
+//! lost its parent (as Claude Code's `cmd &` does) are both ended at `stop`, at an idle sleep
+//! and at the daemon's shutdown — by the session's cgroup where the machine offers one, by the
+//! daemon as child subreaper otherwise (`IAPEER_TEST_HOOK=contain:subreaper` chooses it here,
+//! where the tests run as root and cgroup v2 is writable) — while processes the user started
+//! outside iapeer, with the same command lines in the same folder, live on. Real processes,
+//! the real daemon, the real echo agent (`--spawn`, a process group of its own).
+
+use crate::common;
+
+use common::{alive, TestEnv};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// Which way the daemon contains its sessions in a test.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub(crate) enum Way {
+    /// Whatever the daemon chooses (a cgroup here: root, cgroup v2, Linux ≥ 5.14).
+    Default,
+    /// The fallback, forced by the test hook.
+    Subreaper,
+}
+
+impl Way {
+    /// The daemon's environment for this way.
+    pub(crate) fn vars(self) -> Vec<(&'static str, &'static str)> {
+        match self {
+            Way::Default => vec![],
+            Way::Subreaper => vec![("IAPEER_TEST_HOOK", "contain:subreaper")],
+        }
+    }
+
+    /// The line `daemon.log` has once the daemon chose.
+    pub(crate) fn logged(self) -> &'static str {
+        match self {
+            Way::Default => "session containment: a cgroup per session",
+            Way::Subreaper => "session containment: the daemon as child subreaper",
+        }
+    }
+}
+
+/// Fields of `/proc/<pid>/stat` after the command name: (state, ppid, pgid, sid).
+pub(crate) fn stat(pid: u32) -> Option<(char, u32, u32, u32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = text.rsplit_once(')')?.1;
+    let mut f = rest.split_whitespace();
+    let state = f.next()?.chars().next()?;
+    let mut num = || f.next()?.parse::<u32>().ok();
+    Some((state, num()?, num()?, num()?))
+}
+
+/// Every live process whose command line is exactly `cmdline` (words joined by spaces), with
+/// its parent.
+pub(crate) fn running(cmdline: &str) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let raw = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let words: Vec<String> = raw
+            .split(|b| *b == 0)
+            .filter(|w| !w.is_empty())
+            .map(|w| String::from_utf8_lossy(w).into_owned())
+            .collect();
+        if words.join(" ") == cmdline && alive(pid) {
+            if let Some((_, ppid, _, _)) = stat(pid) {
+                out.push((pid, ppid));
+            }
+        }
+    }
+    out
+}
+
+/// A pid written to `path` (by a script), once it is there.
+pub(crate) fn pid_in(env: &TestEnv, path: &Path) -> u32 {
+    env.wait_until(
+        &format!("{} is written", path.display()),
+        Duration::from_secs(30),
+        |_| common::read(path).trim().parse::<u32>().is_ok(),
+    );
+    common::read(path).trim().parse().unwrap()
+}
+
+/// Processes the user started themselves, outside iapeer; SIGKILLed when dropped.
+pub(crate) struct Outside(pub Vec<Child>);
+
+impl Outside {
+    /// Start each command line (split on spaces) in `cwd` as the user would from a shell:
+    /// `own_group` puts it in a process group of its own, as a shell with job control does.
+    pub(crate) fn start(cwd: &Path, lines: &[(&str, bool)]) -> Outside {
+        Outside(
+            lines
+                .iter()
+                .map(|(line, own_group)| {
+                    let words: Vec<&str> = line.split(' ').collect();
+                    let mut c = Command::new(words[0]);
+                    c.args(&words[1..])
+                        .current_dir(cwd)
+                        .stdin(Stdio::null())
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null());
+                    if *own_group {
+                        c.process_group(0);
+                    }
+                    c.spawn().unwrap()
+                })
+                .collect(),
+        )
+    }
+
+    pub(crate) fn pids(&self) -> Vec<u32> {
+        self.0.iter().map(|c| c.id()).collect()
+    }
+}
+
+impl Drop for Outside {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Pids a test saw in a session's tree: SIGKILLed when dropped, so a failing test leaves
+/// nothing behind.
+pub(crate) struct Strays(pub Vec<u32>);
+
+impl Drop for Strays {
+    fn drop(&mut self) {
+        for &p in &self.0 {
+            if alive(p) {
+                common::signal(p, nix::sys::signal::Signal::SIGKILL);
+            }
+        }
+    }
+}
+
+/// Wait until every pid of `strays` is gone, then require that no process with one of the
+/// `lines` runs but the user's own (`outside`), alive, and none under PID 1.
+pub(crate) fn assert_ended(env: &TestEnv, strays: &Strays, lines: &[&str], outside: &Outside) {
+    env.wait_until(
+        "the session's tree is gone",
+        Duration::from_secs(20),
+        |_| strays.0.iter().all(|&p| !alive(p)),
+    );
+    let users = outside.pids();
+    for line in lines {
+        for (pid, ppid) in running(line) {
+            assert!(
+                users.contains(&pid),
+                "`{line}` (pid {pid}, parent {ppid}) outlived its session{}\n{}",
+                if ppid == 1 { " under PID 1" } else { "" },
+                env.diagnostics()
+            );
+        }
+    }
+    for pid in users {
+        assert!(
+            alive(pid),
+            "the user's own process {pid} was ended\n{}",
+            env.diagnostics()
+        );
+    }
+}
+
+/// A tree the echo agent starts with `--spawn`: `sleep <group>` in a process group of its
+/// own, and `sleep <setsid>` in a process session of its own whose parent (a `sh -c`) has
+/// exited, so it was re-parented at once. The numbers are the test's own (tests run side by
+/// side).
+struct Tree {
+    dir: PathBuf,
+    group: String,
+    setsid: String,
+}
+
+impl Tree {
+    fn new(env: &TestEnv, base: u32) -> Tree {
+        let tree = Tree {
+            dir: env.dir.path().join("tree"),
+            group: format!("sleep {base}"),
+            setsid: format!("sleep {}", base + 1),
+        };
+        std::fs::create_dir_all(&tree.dir).unwrap();
+        let script = format!(
+            "d='{d}'\n\
+             sh -c 'setsid {setsid} & echo $! > \"$0/setsid.tmp\"; mv \"$0/setsid.tmp\" \"$0/setsid.pid\"' \"$d\"\n\
+             echo $$ > \"$d/group.tmp\"; mv \"$d/group.tmp\" \"$d/group.pid\"\n\
+             exec {group}\n",
+            d = tree.dir.display(),
+            setsid = tree.setsid,
+            group = tree.group,
+        );
+        std::fs::write(tree.dir.join("tree.sh"), script).unwrap();
+        tree
+    }
+
+    /// The launch.env line that makes the echo agent start the tree.
+    fn launch_env(&self) -> String {
+        format!(
+            "PEER_START_ARGS=--spawn {}\n",
+            self.dir.join("tree.sh").display()
+        )
+    }
+
+    /// Both pids once written, checked to have left the agent's group and session.
+    fn pids(&self, env: &TestEnv, agent: u32) -> Strays {
+        let strays = Strays(vec![
+            pid_in(env, &self.dir.join("group.pid")),
+            pid_in(env, &self.dir.join("setsid.pid")),
+        ]);
+        let (_, _, agent_pgid, agent_sid) = stat(agent).expect("the agent runs");
+        let (_, _, pgid, sid) = stat(strays.0[0]).expect("the group child runs");
+        assert!(
+            pgid != agent_pgid && sid == agent_sid,
+            "own group, same session"
+        );
+        let (_, ppid, _, sid) = stat(strays.0[1]).expect("the setsid child runs");
+        assert!(
+            sid != agent_sid && ppid != agent,
+            "own session, re-parented"
+        );
+        strays
+    }
+
+    fn lines(&self) -> [&str; 2] {
+        [&self.group, &self.setsid]
+    }
+
+    /// The same command lines, started by the user in the peer's folder.
+    fn outside(&self, cwd: &Path) -> Outside {
+        let setsid = format!("setsid {}", self.setsid);
+        Outside::start(cwd, &[(&self.group, true), (&setsid, false)])
+    }
+}
+
+/// A world with echo peers alice and bob, bob starting `tree`, the daemon running with
+/// `way` and `vars`; bob woken. Returns bob's pid.
+fn world(way: Way, base: u32, vars: &[(&str, &str)]) -> (TestEnv, Tree, u32) {
+    let mut env = TestEnv::new();
+    for (k, v) in way.vars().into_iter().chain(vars.iter().copied()) {
+        env.set(k, v);
+    }
+    env.create_echo("alice");
+    env.create_echo("bob");
+    let tree = Tree::new(&env, base);
+    env.launch_env("bob", "echo", &tree.launch_env());
+    env.start_daemon();
+    env.wait_until("the daemon chose", Duration::from_secs(10), |e| {
+        e.log("daemon").contains(way.logged())
+    });
+    let out = env.ok(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "echo: hi",
+    ]);
+    assert!(out.contains("woke"), "{out}");
+    let pid = env.events("lifecycle", "wake")
+        .iter()
+        .rev()
+        .find(|w| w["identity"] == "echo-bob")
+        .expect("bob's wake")["pid"]
+        .parse()
+        .unwrap();
+    (env, tree, pid)
+}
+
+/// How a session ends in a test.
+#[derive(Clone, Copy)]
+enum End {
+    Stop,
+    Idle,
+    Shutdown,
+}
+
+fn ends_with_its_session(way: Way, end: End, base: u32) {
+    let vars: &[(&str, &str)] = match end {
+        End::Idle => &[("IAPEER_IDLE_SECS", "2"), ("IAPEER_TICK_SECS", "1")],
+        _ => &[],
+    };
+    let (mut env, tree, bob) = world(way, base, vars);
+    let strays = tree.pids(&env, bob);
+    if way == Way::Subreaper {
+        let daemon = env.daemon.as_ref().unwrap().id();
+        assert_eq!(
+            stat(strays.0[1]).unwrap().1,
+            daemon,
+            "the orphan was re-parented to the daemon, its subreaper"
+        );
+    }
+    let outside = tree.outside(&env.peer_dir("bob"));
+    match end {
+        End::Stop => {
+            env.ok(&["stop", "bob"]);
+        }
+        End::Idle => env.wait_until("bob sleeps", Duration::from_secs(30), |e| {
+            e.events("exits", "session-exit")
+                .iter()
+                .any(|x| x["identity"] == "echo-bob" && x["cause"] == "idle-sleep")
+        }),
+        End::Shutdown => {
+            let status = env.stop_daemon().expect("the daemon ran");
+            assert!(status.success(), "{status:?}");
+        }
+    }
+    assert_ended(&env, &strays, &tree.lines(), &outside);
+}
+
+#[test]
+fn what_a_session_started_ends_at_stop() {
+    ends_with_its_session(Way::Default, End::Stop, 7310);
+}
+
+#[test]
+fn what_a_session_started_ends_at_idle_sleep() {
+    ends_with_its_session(Way::Default, End::Idle, 7320);
+}
+
+#[test]
+fn what_a_session_started_ends_at_daemon_shutdown() {
+    ends_with_its_session(Way::Default, End::Shutdown, 7330);
+}
+
+#[test]
+fn what_a_session_started_ends_at_stop_with_the_subreaper() {
+    ends_with_its_session(Way::Subreaper, End::Stop, 7340);
+}
+
+#[test]
+fn what_a_session_started_ends_at_idle_sleep_with_the_subreaper() {
+    ends_with_its_session(Way::Subreaper, End::Idle, 7350);
+}
+
+#[test]
+fn what_a_session_started_ends_at_daemon_shutdown_with_the_subreaper() {
+    ends_with_its_session(Way::Subreaper, End::Shutdown, 7360);
+}
