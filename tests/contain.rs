@@ -262,7 +262,8 @@ fn world(way: Way, base: u32, vars: &[(&str, &str)]) -> (TestEnv, Tree, u32) {
         "echo: hi",
     ]);
     assert!(out.contains("woke"), "{out}");
-    let pid = env.events("lifecycle", "wake")
+    let pid = env
+        .events("lifecycle", "wake")
         .iter()
         .rev()
         .find(|w| w["identity"] == "echo-bob")
@@ -311,6 +312,23 @@ fn ends_with_its_session(way: Way, end: End, base: u32) {
         }
     }
     assert_ended(&env, &strays, &tree.lines(), &outside);
+    if let Some(daemon) = env.daemon.as_ref().map(|d| d.id()) {
+        env.wait_until(
+            "the daemon reaps what was re-parented to it",
+            Duration::from_secs(10),
+            |_| zombies_of(daemon).is_empty(),
+        );
+    }
+}
+
+/// The children of `parent` that ended and wait to be reaped.
+pub(crate) fn zombies_of(parent: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|&pid| stat(pid).is_some_and(|(state, ppid, _, _)| state == 'Z' && ppid == parent))
+        .collect()
 }
 
 #[test]
@@ -341,4 +359,73 @@ fn what_a_session_started_ends_at_idle_sleep_with_the_subreaper() {
 #[test]
 fn what_a_session_started_ends_at_daemon_shutdown_with_the_subreaper() {
     ends_with_its_session(Way::Subreaper, End::Shutdown, 7360);
+}
+
+/// The folder of session cgroups the daemon logged it uses.
+fn cgroup_base(env: &TestEnv) -> PathBuf {
+    let log = env.log("daemon");
+    let line = log
+        .lines()
+        .rev()
+        .find_map(|l| l.split_once("a cgroup per session, below ").map(|(_, d)| d))
+        .unwrap_or_else(|| panic!("no cgroup in the daemon's log\n{log}"));
+    PathBuf::from(line.trim())
+}
+
+/// The cgroups of sessions in `base` now.
+fn session_cgroups(base: &Path) -> Vec<String> {
+    std::fs::read_dir(base)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A daemon killed with SIGKILL cannot end anything: the agent leaves (its pty hung up) but
+/// what it started in other groups and sessions stays, in its cgroup. The next daemon of the
+/// same root ends it and removes the cgroup before anything else, and leaves the user's own
+/// processes alone.
+#[test]
+fn what_a_crashed_daemons_sessions_left_is_ended_at_the_next_start() {
+    let (mut env, tree, bob) = world(Way::Default, 7370, &[]);
+    let strays = tree.pids(&env, bob);
+    let base = cgroup_base(&env);
+    assert_eq!(
+        session_cgroups(&base).len(),
+        1,
+        "bob's cgroup in {}",
+        base.display()
+    );
+    let outside = tree.outside(&env.peer_dir("bob"));
+    let mut daemon = env.daemon.take().unwrap();
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+    env.wait_until("bob left with the daemon", Duration::from_secs(10), |_| {
+        !alive(bob)
+    });
+    assert!(
+        strays.0.iter().all(|&p| alive(p)),
+        "SIGKILL of the daemon left them"
+    );
+    env.start_daemon();
+    assert_ended(&env, &strays, &tree.lines(), &outside);
+    assert!(
+        env.log("daemon").contains(
+            "ended 2 process(es) the sessions of a previous daemon (it crashed) had left"
+        ),
+        "{}",
+        env.diagnostics()
+    );
+    assert_eq!(cgroup_base(&env), base, "the same folder for the same root");
+    assert!(
+        session_cgroups(&base).is_empty(),
+        "{:?}",
+        session_cgroups(&base)
+    );
+    // A clean shutdown removes the folder itself.
+    env.stop_daemon();
+    assert!(!base.exists(), "{} is left", base.display());
 }
