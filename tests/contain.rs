@@ -98,9 +98,10 @@ impl Outside {
                 .map(|(line, own_group)| {
                     let words: Vec<&str> = line.split(' ').collect();
                     let mut c = Command::new(words[0]);
+                    // stdin stays open while this lives (a stdio server reading it waits).
                     c.args(&words[1..])
                         .current_dir(cwd)
-                        .stdin(Stdio::null())
+                        .stdin(Stdio::piped())
                         .stdout(Stdio::null())
                         .stderr(Stdio::null());
                     if *own_group {
@@ -281,12 +282,47 @@ enum End {
     Shutdown,
 }
 
+impl End {
+    /// The daemon's environment this end needs.
+    fn vars(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            End::Idle => &[("IAPEER_IDLE_SECS", "3"), ("IAPEER_TICK_SECS", "1")],
+            _ => &[],
+        }
+    }
+
+    /// [`End::vars`] and [`Way::vars`].
+    fn with(self, way: Way) -> Vec<(&'static str, &'static str)> {
+        let mut v = self.vars().to_vec();
+        v.extend(way.vars());
+        v
+    }
+
+    /// End the session of `personality` (`identity`) this way, and wait for its end.
+    fn run(self, env: &mut TestEnv, personality: &str, identity: &str) {
+        match self {
+            End::Stop => {
+                env.ok(&["stop", personality]);
+            }
+            End::Idle => env.wait_until(
+                &format!("{identity} sleeps"),
+                Duration::from_secs(60),
+                |e| {
+                    e.events("exits", "session-exit")
+                        .iter()
+                        .any(|x| x["identity"] == identity && x["cause"] == "idle-sleep")
+                },
+            ),
+            End::Shutdown => {
+                let status = env.stop_daemon().expect("the daemon ran");
+                assert!(status.success(), "{status:?}");
+            }
+        }
+    }
+}
+
 fn ends_with_its_session(way: Way, end: End, base: u32) {
-    let vars: &[(&str, &str)] = match end {
-        End::Idle => &[("IAPEER_IDLE_SECS", "2"), ("IAPEER_TICK_SECS", "1")],
-        _ => &[],
-    };
-    let (mut env, tree, bob) = world(way, base, vars);
+    let (mut env, tree, bob) = world(way, base, end.vars());
     let strays = tree.pids(&env, bob);
     if way == Way::Subreaper {
         let daemon = env.daemon.as_ref().unwrap().id();
@@ -297,20 +333,7 @@ fn ends_with_its_session(way: Way, end: End, base: u32) {
         );
     }
     let outside = tree.outside(&env.peer_dir("bob"));
-    match end {
-        End::Stop => {
-            env.ok(&["stop", "bob"]);
-        }
-        End::Idle => env.wait_until("bob sleeps", Duration::from_secs(30), |e| {
-            e.events("exits", "session-exit")
-                .iter()
-                .any(|x| x["identity"] == "echo-bob" && x["cause"] == "idle-sleep")
-        }),
-        End::Shutdown => {
-            let status = env.stop_daemon().expect("the daemon ran");
-            assert!(status.success(), "{status:?}");
-        }
-    }
+    end.run(&mut env, "bob", "echo-bob");
     assert_ended(&env, &strays, &tree.lines(), &outside);
     if let Some(daemon) = env.daemon.as_ref().map(|d| d.id()) {
         env.wait_until(
@@ -428,4 +451,180 @@ fn what_a_crashed_daemons_sessions_left_is_ended_at_the_next_start() {
     // A clean shutdown removes the folder itself.
     env.stop_daemon();
     assert!(!base.exists(), "{} is left", base.display());
+}
+
+/// The pid of the newest wake of `identity`.
+fn woken_pid(env: &TestEnv, identity: &str) -> u32 {
+    env.events("lifecycle", "wake")
+        .iter()
+        .rev()
+        .find(|w| w["identity"] == identity)
+        .unwrap_or_else(|| panic!("no wake of {identity}\n{}", env.diagnostics()))["pid"]
+        .parse()
+        .unwrap()
+}
+
+/// The real Claude Code runs `tail -f <file> &` with its Bash tool (the model stand-in asks
+/// for it; Claude Code refuses a plain `sleep`): it lives in a process session of its own and
+/// its shell is gone at once. Ending the session ends it; the user's own `tail -f <file>`
+/// in the same folder lives on.
+fn claude_background_ends(way: Way, end: End) {
+    use common::anthropic::{has_tool_result, last_user_text, Reply};
+    let (mut env, api) = crate::claude::world(&end.with(way));
+    let pidfile = env.dir.path().join("bg.pid");
+    let followed = env.dir.path().join("followed.txt");
+    std::fs::write(&followed, "").unwrap();
+    let line = format!("tail -f {}", followed.display());
+    let command = format!("{line} >/dev/null 2>&1 & echo $! > {}", pidfile.display());
+    api.script(move |req| {
+        if has_tool_result(req) {
+            Reply::Text("started".into())
+        } else if last_user_text(req).contains("START-BACKGROUND") {
+            Reply::ToolUse(
+                "Bash".into(),
+                serde_json::json!({"command": command, "description": "follow a file in the background"}),
+            )
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    crate::busy::wake_claude(&env);
+    let claude = woken_pid(&env, "claude-cb");
+    env.ok(&[
+        "send",
+        "cb",
+        "--from",
+        "echo-ea",
+        "--message",
+        "START-BACKGROUND",
+    ]);
+    let strays = Strays(vec![pid_in(&env, &pidfile)]);
+    env.wait_until("claude's turn ends", Duration::from_secs(60), |e| {
+        e.screen("claude-cb").contains("started")
+    });
+    let (_, _, _, sid) = stat(strays.0[0]).expect("the background command runs");
+    let (_, _, _, claude_sid) = stat(claude).unwrap();
+    assert_ne!(
+        sid, claude_sid,
+        "Claude Code runs it in a session of its own"
+    );
+    let outside = Outside::start(&env.peer_dir("cb"), &[(&line, true)]);
+    end.run(&mut env, "cb", "claude-cb");
+    assert_ended(&env, &strays, &[&line], &outside);
+}
+
+#[test]
+fn what_claude_code_runs_in_the_background_ends_at_stop() {
+    claude_background_ends(Way::Default, End::Stop);
+}
+
+#[test]
+fn what_claude_code_runs_in_the_background_ends_at_idle_sleep() {
+    claude_background_ends(Way::Default, End::Idle);
+}
+
+#[test]
+fn what_claude_code_runs_in_the_background_ends_at_daemon_shutdown() {
+    claude_background_ends(Way::Default, End::Shutdown);
+}
+
+/// A stdio MCP server (the official Python SDK) that starts a helper in a process session
+/// of its own (as servers that launch a browser or a daemon do), writes both pids to the
+/// file named by its first argument, and serves one tool.
+const MCP_SERVER: &str = r#"import os, subprocess, sys
+helper = subprocess.Popen(["tail", "-f", sys.argv[2]], start_new_session=True,
+    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(f"{os.getpid()} {helper.pid}")
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+from mcp.server.mcpserver import MCPServer
+app = MCPServer("stray")
+
+@app.tool()
+def ping() -> str:
+    return "pong"
+
+app.run()
+"#;
+
+/// The real Codex starts a stdio MCP server of the user's config in a process group of its
+/// own; the server starts a helper in a session of its own. Codex ends its server's group
+/// when it is told to go, but not the helper: ending the session ends both, and the user's
+/// own `tail -f <file>` lives on.
+fn codex_mcp_server_ends(way: Way, end: End) {
+    let python = std::env::var("IAPEER_TEST_PYTHON")
+        .expect("IAPEER_TEST_PYTHON names the Python with the MCP SDK (scripts/test.sh)");
+    let (mut env, api) = crate::codex::world_with(&end.with(way));
+    api.script(|_| common::openai::Reply::Text("ok".into()));
+    let server = env.dir.path().join("stray_server.py");
+    std::fs::write(&server, MCP_SERVER).unwrap();
+    let pidfile = env.dir.path().join("mcp.pid");
+    let followed = env.dir.path().join("followed.txt");
+    std::fs::write(&followed, "").unwrap();
+    let config = env.home.join(".codex/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "\n[mcp_servers.stray]\ncommand = \"{python}\"\nargs = [\"{}\", \"{}\", \"{}\"]\n",
+        server.display(),
+        pidfile.display(),
+        followed.display()
+    ));
+    std::fs::write(&config, text).unwrap();
+    // Delivered, or queued behind the runtime's start-up: either way Codex runs.
+    env.ok(&["send", "cx", "--from", "echo-ea", "--message", "echo: hi"]);
+    let codex = woken_pid(&env, "codex-cx");
+    env.wait_until(
+        "the server writes its pids",
+        Duration::from_secs(30),
+        |_| common::read(&pidfile).split(' ').count() == 2,
+    );
+    let strays = Strays(
+        common::read(&pidfile)
+            .split(' ')
+            .map(|p| p.trim().parse().unwrap())
+            .collect(),
+    );
+    let (_, _, codex_pgid, codex_sid) = stat(codex).unwrap();
+    let (_, _, pgid, _) = stat(strays.0[0]).expect("the MCP server runs");
+    assert_ne!(
+        pgid, codex_pgid,
+        "Codex starts it in a process group of its own"
+    );
+    let (_, _, _, sid) = stat(strays.0[1]).expect("the helper runs");
+    assert_ne!(sid, codex_sid, "the helper runs in a session of its own");
+    let helper = format!("tail -f {}", followed.display());
+    let server_line = format!(
+        "{python} {} {} {}",
+        server.display(),
+        pidfile.display(),
+        followed.display()
+    );
+    let outside = Outside::start(&env.peer_dir("cx"), &[(&helper, true)]);
+    end.run(&mut env, "cx", "codex-cx");
+    assert_ended(&env, &strays, &[&helper, &server_line], &outside);
+}
+
+#[test]
+fn what_codex_and_its_mcp_server_started_ends_at_stop() {
+    codex_mcp_server_ends(Way::Default, End::Stop);
+}
+
+#[test]
+fn what_codex_and_its_mcp_server_started_ends_at_idle_sleep() {
+    codex_mcp_server_ends(Way::Default, End::Idle);
+}
+
+#[test]
+fn what_codex_and_its_mcp_server_started_ends_at_daemon_shutdown() {
+    codex_mcp_server_ends(Way::Default, End::Shutdown);
+}
+
+#[test]
+fn what_claude_code_runs_in_the_background_ends_at_stop_with_the_subreaper() {
+    claude_background_ends(Way::Subreaper, End::Stop);
+}
+
+#[test]
+fn what_codex_and_its_mcp_server_started_ends_at_stop_with_the_subreaper() {
+    codex_mcp_server_ends(Way::Subreaper, End::Stop);
 }
