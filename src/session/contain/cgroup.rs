@@ -269,16 +269,31 @@ fn kill_dir(dir: &Path) -> io::Result<()> {
         .write_all(b"1")
 }
 
-/// Wait until `dir` holds no process, at most until `by`; whether it is empty.
+/// Wait until `dir` holds no process, at most until `by`; whether it is empty. Woken by
+/// the kernel when `cgroup.events` changes (poll `POLLPRI`), looked at every 100 ms anyway.
 pub fn wait_empty(dir: &Path, by: Instant) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::io::{Read, Seek};
+    use std::os::fd::AsFd;
+    let Ok(mut events) = File::open(dir.join("cgroup.events")) else {
+        return true;
+    };
     loop {
-        if !populated(dir) {
+        let mut text = String::new();
+        let read = events
+            .rewind()
+            .and_then(|_| events.read_to_string(&mut text));
+        if read.is_err() || !text.lines().any(|l| l == "populated 1") {
             return true;
         }
-        if Instant::now() >= by {
+        let left = by.saturating_duration_since(Instant::now());
+        if left.is_zero() {
             return false;
         }
-        std::thread::sleep(Duration::from_millis(10));
+        let step = PollTimeout::try_from(left.min(Duration::from_millis(100)))
+            .unwrap_or(PollTimeout::ZERO);
+        let mut fds = [PollFd::new(events.as_fd(), PollFlags::POLLPRI)];
+        let _ = poll(&mut fds, step);
     }
 }
 

@@ -373,3 +373,102 @@ impl Tracked {
         Ok(n)
     }
 }
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// Spawn `program args` (placed in the cgroup at `fd` when given).
+    fn spawn(program: &str, args: &[&str], fd: Option<RawFd>) -> std::process::Child {
+        use std::os::unix::process::CommandExt;
+        let mut c = std::process::Command::new(program);
+        c.args(args);
+        if let Some(fd) = fd {
+            // SAFETY: write(2) only, as in session::spawn.
+            unsafe {
+                c.pre_exec(move || {
+                    nix::libc::write(fd, b"0".as_ptr().cast(), 1);
+                    Ok(())
+                });
+            }
+        }
+        c.spawn().unwrap()
+    }
+
+    /// The cost of each way, for docs/ARCHITECTURE.md "Containment" (run by hand:
+    /// `cargo test --lib contain::tests::costs -- --ignored --nocapture`; needs a writable
+    /// cgroup v2, e.g. root). Medians of `N` runs, in µs.
+    #[test]
+    #[ignore]
+    fn costs() {
+        const N: usize = 100;
+        let median = |mut v: Vec<Duration>| {
+            v.sort();
+            v[v.len() / 2].as_secs_f64() * 1e6
+        };
+        let (base, _) = cgroup::prepare(&format!("iapeer-cost-{}", std::process::id()))
+            .expect("a writable cgroup v2");
+        let mut cost: [Vec<Duration>; 6] = Default::default();
+        for i in 0..N {
+            // A cgroup per session: create; spawn into it (against a plain spawn); end what
+            // is in it (cgroup.kill, until cgroup.events says empty); remove.
+            let t = Instant::now();
+            let g = cgroup::Group::create(&base, &format!("s{i}")).unwrap();
+            cost[0].push(t.elapsed());
+            let t = Instant::now();
+            spawn("true", &[], None).wait().unwrap();
+            cost[1].push(t.elapsed());
+            let t = Instant::now();
+            spawn("true", &[], Some(g.procs_fd())).wait().unwrap();
+            cost[2].push(t.elapsed());
+            let mut child = spawn("sleep", &["100"], Some(g.procs_fd()));
+            assert!(g.holds(child.id()));
+            let t = Instant::now();
+            g.kill().unwrap();
+            assert!(cgroup::wait_empty(
+                g.dir(),
+                Instant::now() + Duration::from_secs(5)
+            ));
+            cost[3].push(t.elapsed());
+            child.wait().unwrap();
+            let t = Instant::now();
+            g.remove().unwrap();
+            cost[4].push(t.elapsed());
+            // For comparison: SIGKILL to a process until it is reaped, without a cgroup.
+            let mut child = spawn("sleep", &["100"], None);
+            let t = Instant::now();
+            child.kill().unwrap();
+            child.wait().unwrap();
+            cost[5].push(t.elapsed());
+        }
+        cgroup::clean(&base.dir, Duration::from_secs(1)).unwrap();
+        // The subreaper: one walk of /proc, and finding a tree in it.
+        let (mut walks, mut finds) = (Vec::new(), Vec::new());
+        let d = procs::Daemon::me();
+        let known = Default::default();
+        for _ in 0..N {
+            let t = Instant::now();
+            let all = procs::walk();
+            walks.push(t.elapsed());
+            let t = Instant::now();
+            let tree = procs::Tree {
+                leader: (1, 1),
+                known: &known,
+                marked: &|_| false,
+            };
+            std::hint::black_box(procs::members(&all, &tree, &d));
+            finds.push(t.elapsed());
+        }
+        let [create, plain, placed, end, remove, kill] = cost.map(median);
+        eprintln!(
+            "cgroup per session: create {create:.0}, spawn+wait of `true` {placed:.0} (without \
+             a cgroup {plain:.0}), cgroup.kill until empty {end:.0} (SIGKILL until reaped \
+             without a cgroup {kill:.0}), remove {remove:.0}; subreaper: /proc walk of {} \
+             processes {:.0}, tree search {:.0} (µs, medians of {N})",
+            procs::walk().len(),
+            median(walks),
+            median(finds)
+        );
+    }
+}
