@@ -254,14 +254,7 @@ fn world(way: Way, base: u32, vars: &[(&str, &str)]) -> (TestEnv, Tree, u32) {
     env.wait_until("the daemon chose", Duration::from_secs(10), |e| {
         e.log("daemon").contains(way.logged())
     });
-    let out = env.ok(&[
-        "send",
-        "bob",
-        "--from",
-        "echo-alice",
-        "--message",
-        "echo: hi",
-    ]);
+    let out = send(&env, "bob", "echo-alice", "echo: hi");
     assert!(out.contains("woke"), "{out}");
     let pid = env
         .events("lifecycle", "wake")
@@ -272,6 +265,11 @@ fn world(way: Way, base: u32, vars: &[(&str, &str)]) -> (TestEnv, Tree, u32) {
         .parse()
         .unwrap();
     (env, tree, pid)
+}
+
+/// `iapeer send <to> --from <from> --message <message>`, required to succeed; its output.
+fn send(env: &TestEnv, to: &str, from: &str, message: &str) -> String {
+    env.ok(&["send", to, "--from", from, "--message", message])
 }
 
 /// How a session ends in a test.
@@ -490,14 +488,7 @@ fn claude_background_ends(way: Way, end: End) {
     });
     crate::busy::wake_claude(&env);
     let claude = woken_pid(&env, "claude-cb");
-    env.ok(&[
-        "send",
-        "cb",
-        "--from",
-        "echo-ea",
-        "--message",
-        "START-BACKGROUND",
-    ]);
+    send(&env, "cb", "echo-ea", "START-BACKGROUND");
     let strays = Strays(vec![pid_in(&env, &pidfile)]);
     env.wait_until("claude's turn ends", Duration::from_secs(60), |e| {
         e.screen("claude-cb").contains("started")
@@ -571,7 +562,7 @@ fn codex_mcp_server_ends(way: Way, end: End) {
     ));
     std::fs::write(&config, text).unwrap();
     // Delivered, or queued behind the runtime's start-up: either way Codex runs.
-    env.ok(&["send", "cx", "--from", "echo-ea", "--message", "echo: hi"]);
+    send(&env, "cx", "echo-ea", "echo: hi");
     let codex = woken_pid(&env, "codex-cx");
     env.wait_until(
         "the server writes its pids",
