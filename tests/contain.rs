@@ -92,6 +92,15 @@ impl Outside {
     /// Start each command line (split on spaces) in `cwd` as the user would from a shell:
     /// `own_group` puts it in a process group of its own, as a shell with job control does.
     pub(crate) fn start(cwd: &Path, lines: &[(&str, bool)]) -> Outside {
+        Outside::start_as(cwd, lines, None)
+    }
+
+    /// [`Outside::start`] as the user `uid_gid`.
+    pub(crate) fn start_as(
+        cwd: &Path,
+        lines: &[(&str, bool)],
+        uid_gid: Option<(u32, u32)>,
+    ) -> Outside {
         Outside(
             lines
                 .iter()
@@ -106,6 +115,9 @@ impl Outside {
                         .stderr(Stdio::null());
                     if *own_group {
                         c.process_group(0);
+                    }
+                    if let Some((uid, gid)) = uid_gid {
+                        c.uid(uid).gid(gid);
                     }
                     c.spawn().unwrap()
                 })
@@ -234,8 +246,13 @@ impl Tree {
 
     /// The same command lines, started by the user in the peer's folder.
     fn outside(&self, cwd: &Path) -> Outside {
+        self.outside_as(cwd, None)
+    }
+
+    /// [`Tree::outside`] as the user `uid_gid`.
+    fn outside_as(&self, cwd: &Path, uid_gid: Option<(u32, u32)>) -> Outside {
         let setsid = format!("setsid {}", self.setsid);
-        Outside::start(cwd, &[(&self.group, true), (&setsid, false)])
+        Outside::start_as(cwd, &[(&self.group, true), (&setsid, false)], uid_gid)
     }
 }
 
@@ -618,4 +635,89 @@ fn what_claude_code_runs_in_the_background_ends_at_stop_with_the_subreaper() {
 #[test]
 fn what_codex_and_its_mcp_server_started_ends_at_stop_with_the_subreaper() {
     codex_mcp_server_ends(Way::Subreaper, End::Stop);
+}
+
+/// Give `dir` and everything below it to `uid`:`gid`.
+fn chown_tree(dir: &Path, uid: u32, gid: u32) {
+    let owner = (
+        Some(nix::unistd::Uid::from_raw(uid)),
+        Some(nix::unistd::Gid::from_raw(gid)),
+    );
+    nix::unistd::chown(dir, owner.0, owner.1).unwrap();
+    if dir.is_dir() && !dir.is_symlink() {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            chown_tree(&e.path(), uid, gid);
+        }
+    }
+}
+
+/// A daemon run by a normal user from a shell sits in a cgroup it cannot write (here the
+/// root's): its probe fails and it contains sessions as child subreaper — for real, without
+/// the test hook — and still ends what a session started, leaving the user's own processes
+/// of the same command lines alone.
+#[test]
+fn a_normal_users_daemon_without_a_cgroup_of_its_own_is_the_subreaper() {
+    let Some(user) = common::other_user::OtherUser::create() else {
+        return;
+    };
+    let as_user = (user.uid, user.gid);
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("bob");
+    let tree = Tree::new(&env, 7390);
+    env.launch_env("bob", "echo", &tree.launch_env());
+    let stderr = env.dir.path().join("daemon-stderr.log");
+    std::fs::write(&stderr, "").unwrap();
+    chown_tree(env.dir.path(), user.uid, user.gid);
+    common::other_user::open_path_to(env.dir.path());
+    let daemon = env
+        .cmd(&["daemon"])
+        .uid(user.uid)
+        .gid(user.gid)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::options().append(true).open(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let daemon_pid = daemon.id();
+    env.daemon = Some(daemon);
+    let run = |args: &[&str]| {
+        let out = env.cmd(args).uid(user.uid).gid(user.gid).output().unwrap();
+        assert!(out.status.success(), "{}", common::describe(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    env.wait_until("the daemon answers", Duration::from_secs(15), |e| {
+        e.router_json().exists()
+    });
+    let log = env.log("daemon");
+    assert!(
+        log.contains(
+            "session containment: the daemon as child subreaper (no cgroup: cannot create"
+        ),
+        "{log}"
+    );
+    assert!(run(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "echo: hi"
+    ])
+    .contains("woke"));
+    let bob = woken_pid(&env, "echo-bob");
+    let strays = tree.pids(&env, bob);
+    assert_eq!(
+        stat(strays.0[1]).unwrap().1,
+        daemon_pid,
+        "the orphan was re-parented to the daemon, its subreaper"
+    );
+    let outside = tree.outside_as(&env.peer_dir("bob"), Some(as_user));
+    run(&["stop", "bob"]);
+    assert_ended(&env, &strays, &tree.lines(), &outside);
+    env.wait_until(
+        "the daemon reaps what was re-parented to it",
+        Duration::from_secs(10),
+        |_| zombies_of(daemon_pid).is_empty(),
+    );
+    env.stop_daemon();
 }

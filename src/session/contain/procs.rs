@@ -195,10 +195,16 @@ pub fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
 /// Send `sig` to `pid` only if, once a pidfd holds it, `still(pid)` says it is still the
 /// process that was chosen (its start time, its cgroup): a pid that ended and was reused by
 /// someone else's process in between is never signalled. Returns whether it was signalled.
+/// Before Linux 5.3 (no pidfd) the check is made just before `kill(2)`.
 pub fn signal_if(pid: u32, sig: Signal, still: impl Fn(u32) -> bool) -> bool {
     use std::os::fd::AsRawFd;
-    let Ok(fd) = pidfd_open(pid) else {
-        return false;
+    let fd = match pidfd_open(pid) {
+        Ok(fd) => fd,
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
+            let target = nix::unistd::Pid::from_raw(pid as i32);
+            return still(pid) && nix::sys::signal::kill(target, sig).is_ok();
+        }
+        Err(_) => return false,
     };
     if !still(pid) {
         return false;
