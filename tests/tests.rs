@@ -23,6 +23,7 @@ mod claude;
 mod cli;
 mod codex;
 mod composer;
+mod contain;
 mod correctness;
 mod demo;
 mod echo_input;

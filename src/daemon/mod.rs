@@ -344,6 +344,8 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
             sock.display()
         )));
     }
+    // With the root's lock held: what a crashed daemon's sessions left is this one's to end.
+    crate::session::contain::init(paths.root(), test_hooks::allows_cgroups());
     let _ = std::fs::remove_file(&sock);
     if let Some(dir) = sock.parent() {
         ensure_dir(dir).map_err(io_err(format!("cannot create {}", dir.display())))?;
@@ -534,6 +536,10 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
     let ended = crate::session::groups::end_all(LEFTOVER_GRACE);
     if ended > 0 {
         log::warn!("shutdown: ended {ended} child process group(s) the router did not");
+    }
+    let strays = crate::session::contain::end_all();
+    if strays > 0 {
+        log::warn!("shutdown: ended {strays} process(es) the sessions had left");
     }
     guard::finish_by(start + SHUTDOWN_BOUND, "the HTTP server", move || {
         http.shutdown()

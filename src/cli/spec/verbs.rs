@@ -933,7 +933,11 @@ pub static VERBS: &[VerbSpec] = &[
             session of its own (closing the terminal does not end it), with its output in \
             <root>/logs/iapeer/daemon-stdout.log and daemon-stderr.log next to daemon.log, and returns \
             once it answers; one daemon at a time. When it stops, every session ends, and live agents \
-            resume on their next message.",
+            resume on their next message. Whatever a session started ends with it (at stop, idle sleep \
+            and shutdown), in whatever process group or session it runs: on Linux each session gets a \
+            cgroup of its own where the daemon can make one (as root, or under the systemd unit install \
+            writes), else the daemon adopts orphans as their child subreaper; on macOS its process group \
+            is ended, as before.",
         positionals: &[],
         flags: &[FOREGROUND, DETACH],
         rules: &[],

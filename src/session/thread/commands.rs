@@ -216,6 +216,9 @@ impl Session {
         }
         let _ = spawn::signal_group(self.pid, Signal::SIGHUP);
         let _ = spawn::signal_group(self.pid, Signal::SIGTERM);
+        if let Some(scope) = &mut self.scope {
+            scope.terminate();
+        }
         self.kill = Some((cause, Instant::now() + KILL_GRACE));
     }
 }

@@ -40,7 +40,8 @@ use crate::term::Screen;
 
 // Session pty size, set before the child starts (spec 04 §1): the terminal layer's.
 use crate::term::{SESSION_COLS as COLS, SESSION_ROWS as ROWS};
-/// After SIGTERM, the process group gets SIGKILL this much later.
+/// After SIGTERM, the process group (and all the session started: [`super::contain`]) gets
+/// SIGKILL this much later.
 const KILL_GRACE: Duration = Duration::from_secs(3);
 /// A ready screen whose MCP client has not connected after this long goes ahead anyway (the
 /// agent then lacks `send_to_peer` for its first turn; the lifecycle log says so).
@@ -98,13 +99,15 @@ pub fn start(
 ) -> io::Result<(SessionHandle, u32)> {
     let poll = Poll::new()?;
     let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+    // Everything the child starts ends with the session (dropping the scope ends it).
+    let mut scope = super::contain::Scope::new(cfg.session, &cfg.identity, &spec.env);
     let (io, child) = match cfg.adapter.kind() {
         RuntimeKind::Agent => {
-            let p = spawn::spawn_pty(spec, ROWS, COLS)?;
+            let p = spawn::spawn_pty(spec, ROWS, COLS, scope.placement())?;
             (Io::Pty(File::from(p.master)), p.child)
         }
         RuntimeKind::Router => {
-            let p = spawn::spawn_pipes(spec)?;
+            let p = spawn::spawn_pipes(spec, scope.placement())?;
             (
                 Io::Pipes {
                     stdin: Some(p.stdin),
@@ -116,7 +119,7 @@ pub fn start(
         }
     };
     let pid = child.id();
-    super::groups::register(pid);
+    scope.started(pid);
     let (cmd_tx, cmd_rx) = crossbeam_channel::unbounded();
     let reaper = Reaper::start(child, poll.registry(), CHILD_EXIT, waker.clone())?;
     let handle = SessionHandle { tx: cmd_tx, waker };
@@ -128,7 +131,10 @@ pub fn start(
         let events_for_setup = events.clone();
         let run = std::panic::AssertUnwindSafe(move || {
             match Session::new(cfg, poll, io, pid, cmd_rx, reaper, events) {
-                Ok(mut s) => s.run(),
+                Ok(mut s) => {
+                    s.scope = Some(scope);
+                    s.run()
+                }
                 Err(e) => {
                     // The child is already running: end it, and tell the router so the
                     // waiting sender gets the reason instead of waiting for ever.
@@ -250,6 +256,9 @@ struct Session {
     output_ms: Option<u64>,
     kill: Option<(Cause, Instant)>,
     exit: Option<io::Result<ExitStatus>>,
+    /// What the child started, wherever it went (ended with the session, at the latest when
+    /// the session is dropped).
+    scope: Option<super::contain::Scope>,
     /// When the agent's MCP client first listed the tools.
     mcp_up_at: Option<Instant>,
     /// When the screen first looked ready while the MCP client was still connecting.
@@ -344,6 +353,7 @@ impl Session {
             output_ms: None,
             kill: None,
             exit: None,
+            scope: None,
             mcp_up_at: None,
             mcp_wait_since: None,
             menu_answer: None,

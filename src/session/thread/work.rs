@@ -624,6 +624,9 @@ impl Session {
         if let Some((cause, at)) = self.kill {
             if now >= at {
                 let _ = spawn::signal_group(self.pid, Signal::SIGKILL);
+                if let Some(scope) = &mut self.scope {
+                    scope.kill();
+                }
                 self.kill = Some((cause, now + KILL_GRACE));
             }
         }
