@@ -11,6 +11,15 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// A duration as people set it: whole seconds as `3 s`, else milliseconds (`1500 ms`).
+pub fn spoken(d: std::time::Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}
+
 /// The current local time in the system time zone.
 pub fn now_local() -> Zoned {
     Zoned::now()

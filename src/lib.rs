@@ -32,6 +32,7 @@ pub(crate) mod launch_env;
 pub(crate) mod logview;
 pub(crate) mod markers;
 pub(crate) mod memory;
+pub(crate) mod msgids;
 pub(crate) mod names;
 pub(crate) mod notices;
 pub(crate) mod notifier;

@@ -11,6 +11,12 @@
 //! that is final ([`final_refusal`]); one that passes (offline, a failed wake, shutting
 //! down) leaves the file for the next try, every `IAPEER_OUTBOX_RETRY_MS` while the daemon
 //! runs, and at its next start. A file that does not parse is renamed `<name>.unreadable`.
+//!
+//! A kept send holds its message id (the `id` of the request `iapeer send` made), so a try
+//! cut off after the daemon took it — killed before it answered — is tried again without
+//! risk: the daemon never writes an id twice to the same peer and answers the repeat with
+//! what it knows. One whose state is unknown (code `state-unknown`: it may have arrived) is
+//! not tried again; it is renamed `<name>.unknown` with the daemon's words beside it.
 
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
@@ -164,6 +170,9 @@ pub enum Drained {
     Deferred(String),
     /// The file did not parse: kept as `.unreadable`.
     Unreadable(String),
+    /// Its state is unknown (it may have arrived; trying again cannot tell more): kept as
+    /// `.unknown` with the daemon's answer.
+    Unknown(String),
 }
 
 /// Whether a refusal with `code` is final for a kept send (the send itself is wrong, or its
@@ -232,6 +241,10 @@ pub fn drain(paths: &Paths) -> Vec<(PathBuf, Drained)> {
             Ok(Answer::Failed(f)) if final_refusal(f.code) => {
                 set_aside(&file, "refused", &f.error);
                 out.push((file, Drained::Refused(f.error)));
+            }
+            Ok(Answer::Failed(f)) if f.code == Code::StateUnknown => {
+                set_aside(&file, "unknown", &f.error);
+                out.push((file, Drained::Unknown(f.error)));
             }
             Ok(Answer::Failed(f)) => {
                 let stop = f.code == Code::ShuttingDown;
@@ -324,6 +337,9 @@ pub fn drain_in_background(paths: Paths) {
                                 "outbox: {name} unreadable, kept as {name}.unreadable: {why}"
                             )
                         }
+                        Drained::Unknown(why) => {
+                            log::warn!("outbox: {name} may have arrived, kept as {name}.unknown: {why}")
+                        }
                     }
                 }
                 if deferred == 0 || pending(&paths).is_empty() {
@@ -361,6 +377,7 @@ mod tests {
             topic: Some("t".into()),
             attachments: Vec::new(),
             timeout_ms: None,
+            id: Some("m-1".into()),
         };
         let f = put(&paths, &req).unwrap();
         assert_eq!(pending(&paths), vec![f.clone()]);
@@ -403,6 +420,7 @@ mod tests {
             topic: None,
             attachments: vec![fifo.clone()],
             timeout_ms: None,
+            id: None,
         };
         let (tx, rx) = crossbeam_channel::bounded(1);
         let kept = paths.clone();

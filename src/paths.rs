@@ -117,6 +117,12 @@ impl Paths {
         self.root.join("state").join("iapeer")
     }
 
+    /// `<root>/state/iapeer/message-ids/`: the message ids begun per recipient
+    /// (`msgids`).
+    pub fn message_ids_dir(&self) -> PathBuf {
+        self.state_dir().join("message-ids")
+    }
+
     /// The control socket: `IAPEER_DAEMON_SOCKET`, else `<root>/state/iapeer/router.sock`.
     pub fn socket(&self) -> PathBuf {
         self.socket_override

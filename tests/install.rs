@@ -94,6 +94,7 @@ fn install_writes_a_unit_systemd_accepts_and_a_second_install_changes_nothing() 
         format!("ExecStart={} daemon", bin().display()),
         "Restart=on-failure".into(),
         "RestartSec=2".into(),
+        "Delegate=yes".into(),
         format!("Environment=\"IAPEER_ROOT={}\"", env.root.display()),
         "Environment=\"IAPEER_PORT=0\"".into(),
     ] {

@@ -119,7 +119,12 @@ pub(crate) fn post(port: u16, extra: &[(&str, &str)], body: &str) -> Resp {
 
 /// `tools/call send_to_peer` with `extra` headers; returns the JSON-RPC `result`.
 pub(crate) fn call(port: u16, extra: &[(&str, &str)], to: &str, message: &str) -> Value {
-    let body = json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"send_to_peer","arguments":{"personality":to,"message":message}}});
+    call_args(port, extra, json!({"personality":to,"message":message}))
+}
+
+/// [`call`] with the tool's whole `arguments` object.
+pub(crate) fn call_args(port: u16, extra: &[(&str, &str)], arguments: Value) -> Value {
+    let body = json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"send_to_peer","arguments":arguments}});
     let r = post(port, extra, &body.to_string());
     assert_eq!(r.status, 200, "{:?}", String::from_utf8_lossy(&r.body));
     let v = r.json();

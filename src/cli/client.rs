@@ -17,8 +17,12 @@ use crate::protocol::{Answer, Line, Progress, Request};
 pub enum ClientError {
     /// Nothing answers on the socket.
     NotRunning(PathBuf),
-    /// The connection broke or the answer was not JSON of the expected shape.
+    /// The connection broke before the request was written whole, or the answer was not
+    /// JSON of the expected shape.
     Broken(String),
+    /// The request was written whole and the connection broke before its final answer: the
+    /// daemon may have acted on it (a send may have arrived).
+    Unanswered(String),
 }
 
 impl std::fmt::Display for ClientError {
@@ -29,7 +33,9 @@ impl std::fmt::Display for ClientError {
                 "the daemon is not running (no answer on {}) — start it with: iapeer daemon (foreground) or iapeer onboard (as a service)",
                 sock.display()
             ),
-            ClientError::Broken(why) => write!(f, "lost the connection to the daemon: {why}"),
+            ClientError::Broken(why) | ClientError::Unanswered(why) => {
+                write!(f, "lost the connection to the daemon: {why}")
+            }
         }
     }
 }
@@ -57,25 +63,28 @@ impl Client {
     /// e.g. [`crate::protocol::StopReply`] for `stop`) or a failure. `progress` sees every
     /// progress line, and `None` whenever a read timeout set by the caller passes.
     ///
-    /// Errors: [`ClientError::Broken`] when the connection breaks or a line does not parse.
+    /// Errors: [`ClientError::Broken`] when the request could not be written whole or a line
+    /// does not parse; [`ClientError::Unanswered`] when the connection breaks after the
+    /// request was written.
     pub fn request<T: DeserializeOwned>(
         &mut self,
         req: &Request,
         mut progress: impl FnMut(Option<&Progress>),
     ) -> Result<Answer<T>, ClientError> {
-        let broken = |e: io::Error| ClientError::Broken(e.to_string());
+        let unwritten = |e: io::Error| ClientError::Broken(e.to_string());
+        let broken = |e: io::Error| ClientError::Unanswered(e.to_string());
         let mut line = serde_json::to_string(req)
             .map_err(|e| ClientError::Broken(format!("cannot encode the request: {e}")))?;
         line.push('\n');
         self.reader
             .get_mut()
             .write_all(line.as_bytes())
-            .map_err(broken)?;
+            .map_err(unwritten)?;
         loop {
             let mut buf = String::new();
             match self.reader.read_line(&mut buf) {
                 Ok(0) => {
-                    return Err(ClientError::Broken(
+                    return Err(ClientError::Unanswered(
                         "the daemon closed the connection".into(),
                     ))
                 }
@@ -103,7 +112,7 @@ impl Client {
                 Err(e) => return Err(broken(e)),
             }
             match Line::<T>::parse(buf.trim_end())
-                .map_err(|e| ClientError::Broken(format!("bad answer: {e}")))?
+                .map_err(|e| ClientError::Unanswered(format!("bad answer: {e}")))?
             {
                 Line::Progress(p) => progress(Some(&p)),
                 Line::Final(answer) => return Ok(answer),
@@ -133,7 +142,7 @@ impl Client {
         self.reader
             .get_mut()
             .set_read_timeout(None)
-            .map_err(|e| ClientError::Broken(e.to_string()))?;
+            .map_err(|e| ClientError::Unanswered(e.to_string()))?;
         result
     }
 

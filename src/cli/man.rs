@@ -153,8 +153,12 @@ pub fn render_man() -> String {
     out.push_str(
         ".SH EXIT STATUS\n.TP\n0\nsuccess, including requests that changed nothing because \
          nothing needed changing\n.TP\n1\nthe operation failed or was refused (peer stopped, \
-         not registered, daemon not running, ...)\n.TP\n2\na usage error: unknown verb, missing \
-         argument, unknown flag\n",
+         not registered, daemon not running, ...)\n.TP\n2\n\
+         a usage error: unknown verb, missing argument, unknown flag\n.TP\n3\nsend and \
+         confirm-send only: the message's state is unknown (code state-unknown) \\[u2014] some of \
+         it reached the peer's input and its arrival was never confirmed, or the connection to \
+         the daemon broke after the request was sent; it may have arrived, and a retry with the \
+         same --id is never delivered twice\n",
     );
     out.push_str(&format!(
         ".SH SEE ALSO\n{}\n",

@@ -17,10 +17,19 @@ use crate::paths::Paths;
 use crate::protocol::{Answer, Code, Request, SendReply, SendResult, MAX_LINE};
 use crate::registry::Registry;
 
+/// `iapeer send`'s (and `confirm-send`'s) exit status when the message's state is unknown
+/// (code `state-unknown`): some of it reached the peer's input and its arrival was never
+/// confirmed, or the connection broke after the request was sent. It may have arrived.
+pub const EXIT_STATE_UNKNOWN: i32 = 3;
+
 /// The human line for a successful send result.
 pub fn describe_result(result: &SendResult) -> String {
     let p = &result.delivered_to.personality;
     let rt = &result.delivered_to.runtime;
+    if result.earlier {
+        let id = result.id.as_deref().unwrap_or("-");
+        return format!("delivered to {p} ({rt}) earlier (message id {id}): not sent again");
+    }
     if let Some(q) = &result.queued {
         let by = q.queued_by.as_str();
         return match q.queue_depth {
@@ -147,6 +156,16 @@ pub fn run(inv: &Invocation) -> CliResult {
         .value(flags::SEND_TIMEOUT)
         .map(|v| timeout_ms(v).ok_or_else(|| usage(inv, format!("--timeout: expected a number of seconds above 0 and at most 86400 (a day), e.g. 30 or 2.5; got \"{v}\""))))
         .transpose()?;
+    let msg_id = match inv.value(flags::SEND_ID) {
+        None => crate::msgids::new_id(),
+        Some(id) if crate::msgids::valid_id(id) => id.to_string(),
+        Some(id) => {
+            return Err(usage(
+                inv,
+                format!("--id \"{id}\": {}", crate::msgids::ID_RULE),
+            ))
+        }
+    };
     let n = message.chars().count();
     let signed_as = from.clone();
     let req = Request::Send {
@@ -157,6 +176,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         topic: inv.value(flags::TOPIC).map(String::from),
         attachments,
         timeout_ms,
+        id: Some(msg_id.clone()),
     };
     let encoded = serde_json::to_string(&req).map_or(usize::MAX, |line| line.len());
     if encoded >= MAX_LINE {
@@ -183,10 +203,56 @@ pub fn run(inv: &Invocation) -> CliResult {
         },
         Err(e) => return Err(e.into()),
     };
-    match ask(&mut client, &req, json_out, &format!("sending to {target}"))? {
-        Ok(result) => print_result(&result, json_out),
-        Err(f) => Err(refused(f)),
+    let retry = format!("iapeer send {target} --id {msg_id} with the same message");
+    match ask(&mut client, &req, json_out, &format!("sending to {target}")) {
+        Ok(Ok(result)) => print_result(&result, json_out),
+        Ok(Err(f)) if f.code == Code::StateUnknown => {
+            state_unknown(&f, Some(&msg_id), Some(&retry), json_out)
+        }
+        Ok(Err(f)) => Err(refused(f)),
+        // Never written whole: the daemon did not get it (it is going away), so the send
+        // is kept for its next start like one made while it is down.
+        Err(ClientError::Broken(why)) => {
+            eprintln!("iapeer send: lost the connection to the daemon before the message was sent ({why})");
+            keep_in_outbox(&paths, &req, &target, json_out)
+        }
+        // Written, then the connection broke: the daemon may have delivered it.
+        Err(ClientError::Unanswered(why)) => {
+            let f = crate::protocol::Failure::new(
+                Code::StateUnknown,
+                format!(
+                    "state unknown: it may have arrived — the connection to the daemon broke \
+                     after the message was sent to it ({why}). Message id {msg_id}: a retry \
+                     with this id is never delivered twice"
+                ),
+            );
+            state_unknown(&f, Some(&msg_id), Some(&retry), json_out)
+        }
+        Err(e) => Err(e.into()),
     }
+}
+
+/// Say that a send's state is unknown (`f`, code `state-unknown`) and exit
+/// [`EXIT_STATE_UNKNOWN`]: `iapeer send: <error>` with the command that retries safely
+/// (`retry`) on stderr; with `--json` the failure document plus the message `id` on stdout.
+fn state_unknown(
+    f: &crate::protocol::Failure,
+    id: Option<&str>,
+    retry: Option<&str>,
+    json_out: bool,
+) -> CliResult {
+    if json_out {
+        let mut doc = serde_json::json!({"ok": false, "code": f.code, "error": f.error});
+        if let Some(id) = id {
+            doc["id"] = serde_json::Value::from(id);
+        }
+        print(&format!("{}\n", json_line(&doc)))?;
+    }
+    match retry {
+        Some(r) => eprintln!("iapeer send: {} — to retry: {r}", f.error),
+        None => eprintln!("iapeer send: {}", f.error),
+    }
+    Err(CliError::Exit(EXIT_STATE_UNKNOWN))
 }
 
 /// What the daemon would refuse `req` (a send) for, judged while it is down
@@ -333,9 +399,23 @@ pub fn confirm_send(inv: &Invocation) -> CliResult {
         &req,
         json_out,
         &format!("sending held message {id}"),
-    )? {
-        Ok(result) => print_result(&result, json_out),
-        Err(f) => Err(CliError::Refused(f)),
+    ) {
+        Ok(Ok(result)) => print_result(&result, json_out),
+        Ok(Err(f)) if f.code == Code::StateUnknown => state_unknown(&f, None, None, json_out),
+        Ok(Err(f)) => Err(CliError::Refused(f)),
+        // The daemon had the request: it may have sent the held message.
+        Err(ClientError::Unanswered(why)) => {
+            let f = crate::protocol::Failure::new(
+                Code::StateUnknown,
+                format!(
+                    "state unknown: it may have arrived — the connection to the daemon broke \
+                     after the confirmation was sent to it ({why}); the delivery log (iapeer \
+                     logs) says whether held message {id} went out"
+                ),
+            );
+            state_unknown(&f, None, None, json_out)
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -347,7 +427,7 @@ fn ask(
     req: &Request,
     json_out: bool,
     what: &str,
-) -> Result<Result<SendResult, crate::protocol::Failure>, CliError> {
+) -> Result<Result<SendResult, crate::protocol::Failure>, ClientError> {
     let answer: Answer<SendReply> = if json_out {
         client.request(req, |_| {})?
     } else {
@@ -558,6 +638,8 @@ mod tests {
             woke: false,
             ts: None,
             queued: None,
+            id: Some("m-1".into()),
+            earlier: false,
         };
         assert_eq!(describe_result(&r), "delivered to bob (echo)");
         r.woke = true;
@@ -570,6 +652,11 @@ mod tests {
         assert_eq!(
             describe_result(&r),
             "queued for bob (echo) — ephemeral, depth 3"
+        );
+        r.earlier = true;
+        assert_eq!(
+            describe_result(&r),
+            "delivered to bob (echo) earlier (message id m-1): not sent again"
         );
     }
 }

@@ -58,6 +58,9 @@ pub struct Config {
     pub attachment_max_bytes: u64,
     /// How long a message waits for a free composer (`IAPEER_COMPOSER_QUEUE_TIMEOUT_MS`).
     pub composer_hold: Duration,
+    /// How long a live session may take no byte of a message being written before the send
+    /// ends (`IAPEER_SEND_STALL_MS`, issue 26 item 6).
+    pub send_stall: Duration,
     /// Supervise tick period (`IAPEER_TICK_SECS`).
     pub tick: Duration,
     /// Log routine tick decisions (`IAPEER_SUPERVISE_LOG_VERBOSE=1`).
@@ -99,6 +102,7 @@ impl Default for Config {
             send_timeout: vars::IAPEER_SEND_TIMEOUT_MS.default_duration(),
             attachment_max_bytes: vars::IAPEER_ATTACHMENT_MAX_BYTES.default_u64(),
             composer_hold: vars::IAPEER_COMPOSER_QUEUE_TIMEOUT_MS.default_duration(),
+            send_stall: vars::IAPEER_SEND_STALL_MS.default_duration(),
             tick: vars::IAPEER_TICK_SECS.default_duration(),
             supervise_verbose: false,
             revive_grace: vars::IAP_ALWAYS_ON_REVIVE_GRACE_MS.default_duration(),
@@ -164,6 +168,7 @@ impl Config {
             attachment_max_bytes: vars::IAPEER_ATTACHMENT_MAX_BYTES
                 .parse_u64(raw(&vars::IAPEER_ATTACHMENT_MAX_BYTES).as_deref(), w),
             composer_hold: duration(w, &vars::IAPEER_COMPOSER_QUEUE_TIMEOUT_MS),
+            send_stall: duration(w, &vars::IAPEER_SEND_STALL_MS),
             tick: duration(w, &vars::IAPEER_TICK_SECS),
             supervise_verbose: vars::IAPEER_SUPERVISE_LOG_VERBOSE
                 .parse_switch(raw(&vars::IAPEER_SUPERVISE_LOG_VERBOSE).as_deref()),

@@ -356,6 +356,18 @@ pub const IAPEER_ATTACHMENT_MAX_BYTES: EnvVar = var(
      copies a send's attachments and by iapeer send when it checks or keeps a send while the \
      daemon is down",
 );
+/// `IAPEER_SEND_STALL_MS`: how long a live session may take no byte of a message (issue 26
+/// item 6).
+pub const IAPEER_SEND_STALL_MS: EnvVar = var(
+    "IAPEER_SEND_STALL_MS",
+    Kind::Millis(10_000),
+    Part::Config,
+    "milliseconds a live session's program may take no byte of a message still being written \
+     to its input before the send ends: with none of it written the message is taken back and \
+     refused (NOT delivered); with part written the rest stays queued for the program and the \
+     sender is told its state is unknown (code state-unknown) (default {default}; 0 turns it \
+     off; IAPEER_SEND_TIMEOUT_MS still bounds a wake)",
+);
 /// `IAPEER_COMPOSER_QUEUE_TIMEOUT_MS`: how long a message waits for a free composer.
 pub const IAPEER_COMPOSER_QUEUE_TIMEOUT_MS: EnvVar = var(
     "IAPEER_COMPOSER_QUEUE_TIMEOUT_MS",
@@ -639,6 +651,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAP_HOST_LIVENESS_GRACE_MS,
     IAPEER_SEND_TIMEOUT_MS,
     IAPEER_ATTACHMENT_MAX_BYTES,
+    IAPEER_SEND_STALL_MS,
     IAPEER_COMPOSER_QUEUE_TIMEOUT_MS,
     IAPEER_TICK_SECS,
     IAPEER_CLAUDE_BIN,

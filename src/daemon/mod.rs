@@ -267,10 +267,12 @@ const ROUTER_THREAD: &str = "router";
 /// How long a normal shutdown waits for the router to end the sessions (they get SIGKILL
 /// 3 s after SIGTERM; the router gives up on them after 5 s) and to return.
 const ROUTER_SHUTDOWN: Duration = Duration::from_secs(10);
-/// How long a normal shutdown keeps writing the final lines of control requests the router
-/// answered `shutting-down` (it answers them at once; this bounds a client that reads slowly).
-/// Part of [`ROUTER_SHUTDOWN`].
-const ANSWER_BOUND: Duration = Duration::from_secs(2);
+/// How long a normal shutdown keeps writing the final lines of control requests: the router
+/// answers those it never began at once (`shutting-down`), and a send a session holds as
+/// that delivery ends — within its 2 s drain, or when its session is ended after it (SIGKILL
+/// 3 s after SIGTERM), or at its 7 s deadline at the latest (`state-unknown`). This also bounds
+/// a client that reads slowly. Part of [`ROUTER_SHUTDOWN`].
+const ANSWER_BOUND: Duration = Duration::from_secs(8);
 /// Children still unreaped after the router is done (or gone) get SIGKILL this long after
 /// SIGTERM.
 const LEFTOVER_GRACE: Duration = Duration::from_secs(1);
@@ -342,6 +344,8 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
             sock.display()
         )));
     }
+    // With the root's lock held: what a crashed daemon's sessions left is this one's to end.
+    crate::session::contain::init(paths.root(), test_hooks::allows_cgroups());
     let _ = std::fs::remove_file(&sock);
     if let Some(dir) = sock.parent() {
         ensure_dir(dir).map_err(io_err(format!("cannot create {}", dir.display())))?;
@@ -516,8 +520,9 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
                 .send(RouterMsg::Shutdown { done: done_tx })
                 .is_ok()
             {
-                // Every request the router held gets its final line (`shutting-down`, and a
-                // delivery.log line for a send) before the connections close.
+                // Every request the router held gets its final line (`shutting-down`, or a
+                // send's own answer once the delivery a session holds ends; a delivery.log
+                // line for each send) before the connections close.
                 control.finish_pending(start + ANSWER_BOUND);
                 let _ = done_rx.recv_timeout(router_by.saturating_duration_since(Instant::now()));
             }
@@ -531,6 +536,10 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
     let ended = crate::session::groups::end_all(LEFTOVER_GRACE);
     if ended > 0 {
         log::warn!("shutdown: ended {ended} child process group(s) the router did not");
+    }
+    let strays = crate::session::contain::end_all();
+    if strays > 0 {
+        log::warn!("shutdown: ended {strays} process(es) the sessions had left");
     }
     guard::finish_by(start + SHUTDOWN_BOUND, "the HTTP server", move || {
         http.shutdown()

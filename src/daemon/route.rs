@@ -89,6 +89,8 @@ pub struct SendInput {
     pub topic: Option<String>,
     /// Absolute source paths.
     pub attachments: Vec<String>,
+    /// The sender's message id (`msgids::valid_id`); `None`: the router makes one.
+    pub id: Option<String>,
 }
 
 impl SendInput {
@@ -103,6 +105,7 @@ impl SendInput {
             topic,
             attachments,
             timeout_ms,
+            id,
         } = req
         else {
             return None;
@@ -115,6 +118,7 @@ impl SendInput {
             message,
             topic,
             attachments,
+            id,
         };
         Some((input, timeout_ms))
     }
@@ -201,6 +205,17 @@ pub fn validate(input: &SendInput) -> Result<Option<String>, Refusal> {
                  (got {escaped}; each & \" < > takes 4 to 6 bytes) — shorten it"
             )));
         }
+    }
+    if input
+        .id
+        .as_deref()
+        .is_some_and(|id| !crate::msgids::valid_id(id))
+    {
+        return Err(bad(format!(
+            "invalid message id \"{}\" — {}",
+            input.id.as_deref().unwrap_or_default(),
+            crate::msgids::ID_RULE
+        )));
     }
     if input.attachments.len() > MAX_ATTACHMENTS {
         return Err(bad(format!(
@@ -617,6 +632,7 @@ mod tests {
             message: message.into(),
             topic: None,
             attachments: vec![],
+            id: None,
         }
     }
 

@@ -19,6 +19,9 @@
 //! - `slow-launch-report:<personality>`: a launcher thread that started a session of
 //!   `<personality>` waits [`SLOW_LAUNCH_REPORT`] before it reports to the router, so the
 //!   session's first events (and its agent's first MCP calls) come before the router has it.
+//! - `contain:subreaper`: the daemon contains its sessions as child subreaper even where it
+//!   could make a cgroup per session (`session::contain`), so the fallback is tested where
+//!   the tests run.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -49,6 +52,8 @@ pub enum Hook {
     HttpStreamsPanicOnce(String),
     /// Hold the launcher thread's report of a started session of this personality.
     SlowLaunchReport(String),
+    /// Contain sessions this way (`subreaper`) whatever the machine offers.
+    Contain(String),
 }
 
 static HOOK: OnceLock<Option<Hook>> = OnceLock::new();
@@ -81,6 +86,7 @@ pub fn parse(value: &str) -> Option<Hook> {
         "http-accept-panic-once" => Some(Hook::HttpAcceptPanicOnce(p)),
         "http-streams-panic-once" => Some(Hook::HttpStreamsPanicOnce(p)),
         "slow-launch-report" => Some(Hook::SlowLaunchReport(p)),
+        "contain" if p == "subreaper" => Some(Hook::Contain(p)),
         _ => None,
     }
 }
@@ -147,6 +153,11 @@ pub fn on_launch_report(personality: &str) {
     }
 }
 
+/// Whether sessions may be contained by cgroups (false when `contain:subreaper` is set).
+pub fn allows_cgroups() -> bool {
+    !matches!(HOOK.get(), Some(Some(Hook::Contain(_))))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,6 +188,11 @@ mod tests {
             parse("slow-launch-report:worker"),
             Some(Hook::SlowLaunchReport("worker".into()))
         );
+        assert_eq!(
+            parse("contain:subreaper"),
+            Some(Hook::Contain("subreaper".into()))
+        );
+        assert_eq!(parse("contain:other"), None);
         assert_eq!(parse("router-panic-on-send:"), None);
         assert_eq!(parse("something-else"), None);
     }

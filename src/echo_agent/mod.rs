@@ -57,6 +57,10 @@ pub struct Options {
     /// `--system-prompt-file PATH`: the system prompt iapeer composed (spec 06); the echo
     /// agent has no model, so it only reports the file's size, proving it was passed.
     pub system_prompt_file: Option<PathBuf>,
+    /// `--spawn SCRIPT`: at start, run `/bin/sh SCRIPT` in a process group of its own (as
+    /// Codex starts its MCP servers), its output discarded, and leave it running (tests of
+    /// what a session started, issue 32 item 5).
+    pub spawn: Option<PathBuf>,
 }
 
 /// Parse the words after `echo-agent`.
@@ -80,6 +84,9 @@ pub fn parse_options(args: &[String]) -> Result<Options, String> {
             }
             Long("system-prompt-file") => {
                 opts.system_prompt_file = Some(parser.value().map_err(|e| e.to_string())?.into());
+            }
+            Long("spawn") => {
+                opts.spawn = Some(parser.value().map_err(|e| e.to_string())?.into());
             }
             Long("boot-delay-ms") => {
                 opts.boot_delay_ms = parser
@@ -132,6 +139,11 @@ pub fn run(args: &[String]) -> i32 {
             eprintln!("iapeer echo-agent: cannot watch signal {sig}: {e}");
         }
     }
+    if let Some(script) = &opts.spawn {
+        if let Err(e) = spawn_script(script) {
+            eprintln!("iapeer echo-agent: cannot run {}: {e}", script.display());
+        }
+    }
     std::thread::sleep(Duration::from_millis(opts.boot_delay_ms));
     let _raw = term::RawMode::enter();
     let chosen = match opts.boot_menu.as_deref().map(boot_menu::BootMenu::parse) {
@@ -151,6 +163,24 @@ pub fn run(args: &[String]) -> i32 {
             1
         }
     }
+}
+
+/// `--spawn`: start `/bin/sh script` in a process group of its own with its output
+/// discarded; a thread reaps it if it ends before the agent does.
+fn spawn_script(script: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    let mut child = std::process::Command::new("/bin/sh")
+        .arg(script)
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    std::thread::Builder::new()
+        .name("spawned-script".into())
+        .spawn(move || child.wait())?;
+    Ok(())
 }
 
 /// Show `menu` until an option is chosen; `None` when told to stop or input ends first.

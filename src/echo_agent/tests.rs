@@ -299,6 +299,8 @@ fn fail_boot_and_bad_arguments_exit_at_once() {
             "40".into(),
             "--boot-menu".into(),
             "Q?|a|b".into(),
+            "--spawn".into(),
+            "/t/tree.sh".into(),
         ]),
         Ok(super::Options {
             resume: true,
@@ -308,6 +310,7 @@ fn fail_boot_and_bad_arguments_exit_at_once() {
             boot_delay_ms: 40,
             boot_menu: Some("Q?|a|b".into()),
             system_prompt_file: None,
+            spawn: Some("/t/tree.sh".into()),
         })
     );
     let err = super::parse_options(&["--boot-menu".into(), "Q?|only".into()]).unwrap_err();

@@ -106,8 +106,10 @@ impl ServiceSpec {
 }
 
 /// The systemd user unit for `spec`: `ExecStart=<bin> daemon`, `Restart=on-failure`,
-/// `RestartSec=2`, the environment, and the ownership comment as its first line, followed by
-/// how to take the file over: delete that first line (the mark; [`is_ours`] reads only it).
+/// `RestartSec=2`, `Delegate=yes` (the daemon makes a cgroup per session below its own:
+/// `session::contain`), the environment, and the ownership comment as its first line,
+/// followed by how to take the file over: delete that first line (the mark; [`is_ours`]
+/// reads only it).
 pub fn systemd_unit(spec: &ServiceSpec) -> String {
     let mut out = format!(
         "# {OWNERSHIP_MARK}: written by `iapeer install`, which rewrites it when iapeer changes.\n\
@@ -119,7 +121,8 @@ pub fn systemd_unit(spec: &ServiceSpec) -> String {
          Type=simple\n\
          ExecStart={} daemon\n\
          Restart=on-failure\n\
-         RestartSec=2\n",
+         RestartSec=2\n\
+         Delegate=yes\n",
         systemd_exec_word(&spec.bin.to_string_lossy())
     );
     for (k, v) in spec.environment() {
@@ -263,6 +266,7 @@ mod tests {
             "ExecStart=/home/u/.local/bin/iapeer daemon",
             "Restart=on-failure",
             "RestartSec=2",
+            "Delegate=yes",
             "Environment=\"PATH=/home/u/.local/bin:/usr/bin:/bin\"",
             "WantedBy=default.target",
         ] {

@@ -11,7 +11,8 @@
 //! - before it, everything is undone ([`undo`]): staged copies deleted, Claude Code's history
 //!   and the folder moved back, the journal deleted;
 //! - after it, everything is finished ([`finish`]): staged copies renamed over their targets,
-//!   the markers (topics, resume, stop and fresh flags, deaths) carried to the new identities,
+//!   the markers (topics, resume, stop and fresh flags, deaths) and the message ids
+//!   ([`crate::msgids`]) carried to the new identities,
 //!   the attachment and human inboxes moved, each runtime's setup redone, the journal deleted.
 //!
 //! Undoing and finishing only rename and delete: they need no free space, so a full disk
@@ -437,6 +438,17 @@ pub fn finish(paths: &Paths, j: &Journal) -> Result<Vec<String>, String> {
             let markers = Markers::new(paths, &id);
             markers.carry_to(&to_id).map_err(|e| e.to_string())?;
             markers.remove_all().map_err(|e| e.to_string())?;
+            // The message ids begun for the peer follow it: a retry sent to its new name is
+            // still never written twice (issue 26 item 5). One left under the new name by a
+            // removed peer is replaced.
+            let (ids, to_ids) = (
+                crate::msgids::file_in(&paths.message_ids_dir(), &id.to_string()),
+                crate::msgids::file_in(&paths.message_ids_dir(), &to_id.to_string()),
+            );
+            if ids.exists() {
+                std::fs::rename(&ids, &to_ids)
+                    .map_err(|e| format!("cannot move the message ids {}: {e}", ids.display()))?;
+            }
         }
     }
     kill_point("markers");

@@ -36,6 +36,10 @@ pub enum Code {
     NotLive,
     /// The daemon is shutting down.
     ShuttingDown,
+    /// A send whose outcome is not known: some of the message reached the peer's input (or
+    /// the request reached the daemon) and its arrival was never confirmed, so it may have
+    /// arrived. A send again with the same message id is never delivered twice.
+    StateUnknown,
     /// Messages between the two peers are paused: their exchange ran away (a storm).
     Paused,
     /// The origin guard held the message: an agent wrote to a human on another channel
@@ -124,6 +128,13 @@ requests! {
         /// whatever of it has not started is cancelled.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout_ms: Option<u64>,
+        /// The message id the sender chose (`msgids::valid_id`: 1 to 64 ASCII
+        /// letters, digits, `.`, `_`, `:`, `-`); absent = the daemon makes one. A recipient
+        /// never gets two messages with the same id from the same sender: a send again with
+        /// an id already begun is answered with what is known of the first, never written
+        /// again.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
     },
     /// Live session states → [`ListReply`].
     List,
@@ -411,6 +422,14 @@ pub struct SendResult {
     /// Set when the message waits in a queue instead of being in the model's input.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub queued: Option<Queued>,
+    /// The message id (the sender's, or the one the daemon made); absent only from a daemon
+    /// older than message ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// `true`: a message with this id from this sender was delivered (or queued) earlier, and
+    /// this send wrote nothing (a retry). Left out when `false`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub earlier: bool,
 }
 
 /// `send` → `{"ok":true,"result":<SendResult>}`.

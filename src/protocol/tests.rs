@@ -89,7 +89,7 @@ fn every_code_in_the_protocol_doc_table_is_a_code() {
             serde_json::from_value(json!(code)).unwrap_or_else(|e| panic!("{code}: {e}"))
         })
         .collect();
-    assert_eq!(codes.len(), 14, "{codes:?}");
+    assert_eq!(codes.len(), 15, "{codes:?}");
     assert_eq!(value(&Code::NotRegistered), json!("not-registered"));
 }
 
@@ -105,6 +105,7 @@ fn every_request() -> Vec<Request> {
             topic: Some(s("t")),
             attachments: vec![s("/a"), s("/b c")],
             timeout_ms: Some(3000),
+            id: Some(s("m-0123456789abcdef")),
         },
         Request::Send {
             from: s("echo-a"),
@@ -114,6 +115,7 @@ fn every_request() -> Vec<Request> {
             topic: None,
             attachments: vec![],
             timeout_ms: None,
+            id: None,
         },
         Request::List,
         Request::Wake {
@@ -232,6 +234,7 @@ fn parses_known_ops_and_defaults() {
             topic: None,
             attachments: vec![],
             timeout_ms: None,
+            id: None,
         }
     );
     let r = parse_request(br#"{"op":"stop","all":true,"personality":null}"#).unwrap();

@@ -466,6 +466,31 @@ pub enum Taken {
     Written,
 }
 
+/// Where one delivery's bytes are in the child's input stream: `[start, end)` as offsets of
+/// every byte ever queued for the child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// The delivery's id.
+    pub id: u64,
+    /// Offset of its first byte.
+    pub start: u64,
+    /// Offset just past its last byte.
+    pub end: u64,
+}
+
+impl Span {
+    /// Where it stands when `written` bytes of the stream have been written ([`cancel_span`]).
+    pub fn taken(&self, written: u64) -> Taken {
+        cancel_span((self.start, self.end), written)
+    }
+
+    /// Whether any byte of delivery `id` has been written once `written` bytes of the stream
+    /// have: from then on it may have reached the peer, and only a confirmation says so.
+    pub fn begun(&self, id: u64, written: u64) -> bool {
+        self.id == id && written > self.start
+    }
+}
+
 /// Where a delivery whose bytes are `[start, end)` of the child's input stream stands when
 /// `written` bytes of that stream have been written (pure; offsets are byte counts since
 /// the session began).
@@ -618,6 +643,23 @@ mod tests {
         assert_eq!(cancel_span((100, 180), 500), Taken::Written);
     }
 
+    #[test]
+    fn a_delivery_has_begun_from_its_first_written_byte() {
+        let s = Span {
+            id: 7,
+            start: 100,
+            end: 180,
+        };
+        assert!(!s.begun(7, 100), "the bytes ahead of it are not its own");
+        assert!(s.begun(7, 101));
+        assert!(s.begun(7, 500));
+        assert!(
+            !s.begun(8, 500),
+            "another delivery's span says nothing of it"
+        );
+        assert_eq!(s.taken(101), cancel_span((100, 180), 101));
+    }
+
     struct Always;
     impl Confirm for Always {
         fn confirmed(&mut self, _: &[u8]) -> bool {
@@ -667,6 +709,7 @@ mod tests {
             agent_ts: None,
             grace: Duration::from_secs(4),
             ready_gate: gate,
+            key: None,
         }
     }
 

@@ -19,8 +19,14 @@ fn live() -> std::sync::MutexGuard<'static, BTreeSet<u32>> {
 }
 
 /// Record a started child; `pgid` is its pid (children lead their own process group).
+/// [`super::spawn`] records each child it starts before it lets go of its spawn lock.
 pub fn register(pgid: u32) {
     live().insert(pgid);
+}
+
+/// Whether `pgid` is a recorded child not yet reaped.
+pub fn is_live(pgid: u32) -> bool {
+    live().contains(&pgid)
 }
 
 /// Forget a child once it has been reaped.

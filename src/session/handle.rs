@@ -79,6 +79,9 @@ pub struct Delivery {
     /// When set, after confirmation wait until the runtime's activity time advances past
     /// its value before the paste, for at most this long (the ready gate, spec 05 §2 step 10).
     pub ready_gate: Option<Duration>,
+    /// The message's sender and id: recorded as begun in the session's
+    /// [`crate::msgids::Ledger`] before the first byte is written (issue 26 item 5).
+    pub key: Option<crate::msgids::MsgKey>,
 }
 
 /// The visible screen as text, for [`SessionCmd::Screen`]: the rows, top first, each
@@ -100,8 +103,8 @@ pub enum SessionCmd {
     Deliver(Delivery),
     /// The sender of delivery `id` stopped waiting: take it back if none of its bytes were
     /// written (answered by an `Err` [`EventKind::Delivered`]); if part of it is written,
-    /// stop tracking it and answer `Err` too while the rest is still written; past writing,
-    /// ignored (its own deadlines end it).
+    /// stop tracking it and answer [`EventKind::Unconfirmed`] while the rest is still
+    /// written; past writing, ignored (its own deadlines end it).
     Cancel(u64),
     /// `iapeer interrupt`: write the runtime's interrupt keys, and watch for the interrupted
     /// message coming back into the composer (Claude Code puts it back there): iapeer's own
@@ -175,10 +178,22 @@ pub enum EventKind {
         /// `Ok(())` = confirmed; `Err(reason)` otherwise.
         result: Result<(), String>,
     },
+    /// Instead of an `Err` [`EventKind::Delivered`] (or [`EventKind::QueueOutcome`]): some of
+    /// delivery `id`'s bytes were written to the child's input and its arrival was never
+    /// confirmed (no confirmation in time, the session ended, the child stopped reading
+    /// mid-message): it may have arrived, so the sender is told the state is unknown and the
+    /// message is never written again (issue 26 item 5).
+    Unconfirmed {
+        /// The delivery id.
+        id: u64,
+        /// What happened, one line (e.g. `no confirmation within 4000 ms`).
+        reason: String,
+    },
     /// Instead of [`EventKind::Delivered`]: the runtime answered that it cannot take
-    /// delivery `id` (the human inbox writer's `failed <id> <reason>`): nothing reached the
-    /// peer and its input is in a known state, so the message fails with `reason` at once
-    /// (no hold for a revive).
+    /// delivery `id` (the human inbox writer's `failed <id> <reason>`), or the child took
+    /// none of it for [`crate::session::thread::SessionConfig::stall`] and it was taken back
+    /// whole: nothing reached the peer and its input is in a known state, so the message
+    /// fails with `reason` at once (no hold for a revive).
     Refused {
         /// The delivery id.
         id: u64,

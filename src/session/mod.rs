@@ -4,6 +4,7 @@ pub mod boot;
 pub mod clear;
 pub mod clients;
 pub mod compact;
+pub mod contain;
 pub mod deliver;
 pub mod env;
 pub mod failure_line;

@@ -122,18 +122,7 @@ impl Drop for Reaper {
 /// `pidfd_open(2)` for a child that has not been reaped (so its pid cannot have been reused).
 #[cfg(target_os = "linux")]
 fn pidfd(child: &Child) -> io::Result<std::os::fd::OwnedFd> {
-    use nix::libc;
-    use std::os::fd::FromRawFd;
-    let pid = libc::pid_t::try_from(child.id())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "pid out of range"))?;
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1; no memory is shared.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let fd = i32::try_from(fd).map_err(|_| io::Error::other("pidfd out of range"))?;
-    // SAFETY: the kernel just returned this fd to us; nothing else owns it.
-    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+    super::contain::procs::pidfd_open(child.id())
 }
 
 /// One waiter thread for `child`: reaps it, records that, and wakes the session.

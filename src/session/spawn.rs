@@ -1,10 +1,12 @@
 //! Spawning a session's child process (spec 04 §1 "Spawning"): in a pty for agent runtimes,
 //! with pipes for router runtimes. Both put the child in its own session and process group
-//! (so the whole group can be signalled) through a minimal async-signal-safe `pre_exec`.
+//! (so the whole group can be signalled), and in its session's cgroup when it has one
+//! ([`super::contain`]), through a minimal async-signal-safe `pre_exec`; the child is
+//! recorded in [`super::groups`] before the spawn lock is let go.
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
@@ -50,8 +52,16 @@ pub struct PipeChild {
 }
 
 /// Held while a pty is opened and its child spawned, so that no other spawn in this process
-/// can inherit the master fd in the short window before close-on-exec is set on it.
+/// can inherit the master fd in the short window before close-on-exec is set on it; and
+/// until the child is recorded in [`super::groups`], so that the subreaper's reaping
+/// ([`super::contain`]) never takes a session's child for an orphan.
 static SPAWN_LOCK: Mutex<()> = Mutex::new(());
+
+/// Hold new spawns back (each child started is recorded in [`super::groups`] by the time
+/// this returns).
+pub fn hold_spawns() -> std::sync::MutexGuard<'static, ()> {
+    SPAWN_LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// Signals whose dispositions the daemon may have changed; reset in the child.
 const RESET_SIGNALS: [Signal; 7] = [
@@ -73,8 +83,14 @@ fn command(spec: &SpawnSpec) -> Command {
     cmd
 }
 
-/// Runs in the child between fork and exec: only async-signal-safe calls.
-fn child_setup(controlling_tty: bool) -> io::Result<()> {
+/// Runs in the child between fork and exec: only async-signal-safe calls. `cgroup` is the
+/// session cgroup's `cgroup.procs`: writing `0` moves the writer into it. A refusal leaves
+/// the child where it is (the session sees that and says so: `contain::Scope::started`).
+fn child_setup(controlling_tty: bool, cgroup: Option<RawFd>) -> io::Result<()> {
+    if let Some(fd) = cgroup {
+        // SAFETY: write(2) is async-signal-safe; fd stays open until exec (close-on-exec).
+        let _ = unsafe { nix::libc::write(fd, b"0".as_ptr().cast(), 1) };
+    }
     // SAFETY: resetting dispositions to the default is async-signal-safe.
     for sig in RESET_SIGNALS {
         unsafe { signal::signal(sig, SigHandler::SigDfl) }.map_err(io::Error::from)?;
@@ -92,17 +108,23 @@ fn child_setup(controlling_tty: bool) -> io::Result<()> {
     Ok(())
 }
 
-/// Start `spec` in a new pty of `rows`×`cols` (the final size: never resized during boot).
+/// Start `spec` in a new pty of `rows`×`cols` (the final size: never resized during boot),
+/// in the cgroup whose `cgroup.procs` is open at `cgroup` when given.
 ///
 /// Errors: opening the pty or spawning (e.g. program not found, cwd missing).
-pub fn spawn_pty(spec: &SpawnSpec, rows: u16, cols: u16) -> io::Result<PtyChild> {
+pub fn spawn_pty(
+    spec: &SpawnSpec,
+    rows: u16,
+    cols: u16,
+    cgroup: Option<RawFd>,
+) -> io::Result<PtyChild> {
     let size = Winsize {
         ws_row: rows,
         ws_col: cols,
         ws_xpixel: 0,
         ws_ypixel: 0,
     };
-    let _guard = SPAWN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let _guard = hold_spawns();
     let pty = open_pty(&size)?;
 
     let mut cmd = command(spec);
@@ -111,9 +133,10 @@ pub fn spawn_pty(spec: &SpawnSpec, rows: u16, cols: u16) -> io::Result<PtyChild>
         .stderr(Stdio::from(pty.slave.try_clone()?));
     // SAFETY: child_setup only makes async-signal-safe calls.
     unsafe {
-        cmd.pre_exec(|| child_setup(true));
+        cmd.pre_exec(move || child_setup(true, cgroup));
     }
     let child = cmd.spawn()?;
+    super::groups::register(child.id());
     // Drop every parent copy of the slave now, or EOF/EIO is never seen on the master.
     drop(cmd);
     drop(pty.slave);
@@ -123,21 +146,24 @@ pub fn spawn_pty(spec: &SpawnSpec, rows: u16, cols: u16) -> io::Result<PtyChild>
     })
 }
 
-/// Start `spec` with piped stdin/stdout/stderr, in its own process group.
+/// Start `spec` with piped stdin/stdout/stderr, in its own process group, in the cgroup
+/// whose `cgroup.procs` is open at `cgroup` when given.
 ///
 /// Errors: spawning failed (program not found, cwd missing, …).
-pub fn spawn_pipes(spec: &SpawnSpec) -> io::Result<PipeChild> {
+pub fn spawn_pipes(spec: &SpawnSpec, cgroup: Option<RawFd>) -> io::Result<PipeChild> {
     let mut cmd = command(spec);
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // SAFETY: child_setup only makes async-signal-safe calls.
     unsafe {
-        cmd.pre_exec(|| child_setup(false));
+        cmd.pre_exec(move || child_setup(false, cgroup));
     }
     let mut child = {
-        let _guard = SPAWN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-        cmd.spawn()?
+        let _guard = hold_spawns();
+        let child = cmd.spawn()?;
+        super::groups::register(child.id());
+        child
     };
     let missing = || io::Error::other("child pipe missing");
     let stdin = child.stdin.take().ok_or_else(missing)?;
@@ -247,6 +273,7 @@ mod tests {
             &spec("stty size; tty -s && echo TTY; echo env=$X_TEST; env | wc -l"),
             50,
             220,
+            None,
         )
         .unwrap();
         let out = read_all(&c.master, Duration::from_secs(5));
@@ -265,14 +292,14 @@ mod tests {
             ws_ypixel: 0,
         };
         let pty = {
-            let _guard = SPAWN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+            let _guard = hold_spawns();
             open_pty(&size).unwrap()
         };
         let slave = termios::tcgetattr(&pty.slave).unwrap();
         assert!(slave.input_flags.contains(InputFlags::IUTF8));
         drop(pty);
 
-        let mut c = spawn_pty(&spec("stty -a"), 24, 80).unwrap();
+        let mut c = spawn_pty(&spec("stty -a"), 24, 80, None).unwrap();
         let out = read_all(&c.master, Duration::from_secs(5));
         c.child.wait().unwrap();
         let words: Vec<&str> = out.split_whitespace().collect();
@@ -282,7 +309,7 @@ mod tests {
 
     #[test]
     fn pipe_ends_are_non_blocking() {
-        let mut c = spawn_pipes(&spec("sleep 30")).unwrap();
+        let mut c = spawn_pipes(&spec("sleep 30"), None).unwrap();
         for fd in [c.stdin.as_fd(), c.stdout.as_fd(), c.stderr.as_fd()] {
             let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL).unwrap());
             assert!(flags.contains(OFlag::O_NONBLOCK));
@@ -293,7 +320,7 @@ mod tests {
 
     #[test]
     fn child_leads_its_own_process_group() {
-        let mut c = spawn_pty(&spec("ps -o pid=,pgid=,sid= -p $$"), 24, 80).unwrap();
+        let mut c = spawn_pty(&spec("ps -o pid=,pgid=,sid= -p $$"), 24, 80, None).unwrap();
         let pid = c.child.id();
         let out = read_all(&c.master, Duration::from_secs(5));
         c.child.wait().unwrap();
@@ -306,7 +333,7 @@ mod tests {
 
     #[test]
     fn group_signal_ends_the_child() {
-        let mut c = spawn_pipes(&spec("sleep 30")).unwrap();
+        let mut c = spawn_pipes(&spec("sleep 30"), None).unwrap();
         signal_group(c.child.id(), Signal::SIGTERM).unwrap();
         let status = c.child.wait().unwrap();
         use std::os::unix::process::ExitStatusExt;
@@ -317,7 +344,7 @@ mod tests {
     fn missing_program_is_an_error() {
         let mut s = spec("true");
         s.program = "/nonexistent/prog".into();
-        assert!(spawn_pty(&s, 24, 80).is_err());
-        assert!(spawn_pipes(&s).is_err());
+        assert!(spawn_pty(&s, 24, 80, None).is_err());
+        assert!(spawn_pipes(&s, None).is_err());
     }
 }

@@ -138,6 +138,13 @@ pub mod flags {
         Complete::Text,
         "answer within this many seconds (default IAPEER_SEND_TIMEOUT_MS)",
     );
+    /// `--id <id>` (send).
+    pub const SEND_ID: FlagSpec = valued(
+        "id",
+        "<id>",
+        Complete::Text,
+        "message id (default: a new one); a retry with it never delivers twice",
+    );
     /// `--attachment <path>`, repeatable (send).
     pub const ATTACHMENT: FlagSpec = FlagSpec {
         long: "attachment",
@@ -331,8 +338,8 @@ use args::{APPROVAL_ID, ARGS, FOLDER, HOLD_ID, NAME, OPTION, REASON, RT, RUNTIME
 use flags::{
     ACCEPT_RISK, ALL, ATTACHMENT, DESCRIPTION, DETACH, DRY_RUN, FIX, FORCE, FOREGROUND, FROM,
     INTELLIGENCE, JSON, KEEP, MESSAGE, MESSAGE_FILE, NO_BOOTSTRAP, NPX, PACKAGE, PATH,
-    PEER_RUNTIME, PURGE, REINSTALL, RUNTIMES_ALL, SEND_RUNTIME, SEND_TIMEOUT, TOPIC, UPDATE_FORCE,
-    YES,
+    PEER_RUNTIME, PURGE, REINSTALL, RUNTIMES_ALL, SEND_ID, SEND_RUNTIME, SEND_TIMEOUT, TOPIC,
+    UPDATE_FORCE, YES,
 };
 use flags::{CONFIRM_RUNTIME, FOLLOW, HUMAN, INBOX_ALL, PRINT, SINCE};
 
@@ -376,7 +383,7 @@ pub static VERBS: &[VerbSpec] = &[
         id: VerbId::Run(Verb::Send),
         name: "send",
         signature: "send <target> (--message <text> | --message-file <path|->) [--from <runtime>-<name>] \
-            [--runtime <rt>] [--topic <t>] [--attachment <path>]... [--timeout <seconds>] [--json]",
+            [--runtime <rt>] [--topic <t>] [--attachment <path>]... [--timeout <seconds>] [--id <id>] [--json]",
         summary: "route one message to a peer, waking it when asleep",
         description: "Route one message to the peer <target>. A sleeping agent is woken first and gets \
             the message once it is ready; a message with a topic resumes the conversation held on that \
@@ -387,6 +394,14 @@ pub static VERBS: &[VerbSpec] = &[
             (stdin a tty) with no PEER_* variable in the environment — the host's only human peer; \
             when none of these applies the message is refused with the --from to pass. Prints whether the message was delivered (and whether a wake \
             was needed) or queued, and for which runtime. Exits 0 only when it was delivered or queued. \
+            Every message carries an id (--id, else a new one; --json shows it): a recipient never \
+            gets two messages with the same id from the same sender, so a retry with the same \
+            --id is never delivered twice — a message delivered earlier is answered \"delivered to \
+            <p> (<rt>) earlier\" (exit 0) and nothing is sent again. When the outcome is not known \
+            — some of the message reached the peer's input and its arrival was never confirmed, \
+            or the connection to the daemon broke after the request was sent — it says \"state \
+            unknown: it may have arrived\" with the message id and exits 3 (code state-unknown); \
+            \"NOT delivered\" (exit 1) is said only when none of it reached the peer. \
             A send never waits longer than --timeout (default IAPEER_SEND_TIMEOUT_MS, 300 s): past \
             it the send is refused with code timeout, naming the peer and what the message waited \
             for, and a message that has not started is taken back. With the daemon not running, an \
@@ -405,6 +420,7 @@ pub static VERBS: &[VerbSpec] = &[
             TOPIC,
             ATTACHMENT,
             SEND_TIMEOUT,
+            SEND_ID,
             JSON,
         ],
         rules: &[Rule::ExactlyOne(&[MESSAGE, MESSAGE_FILE])],
@@ -917,7 +933,11 @@ pub static VERBS: &[VerbSpec] = &[
             session of its own (closing the terminal does not end it), with its output in \
             <root>/logs/iapeer/daemon-stdout.log and daemon-stderr.log next to daemon.log, and returns \
             once it answers; one daemon at a time. When it stops, every session ends, and live agents \
-            resume on their next message.",
+            resume on their next message. Whatever a session started ends with it (at stop, idle sleep \
+            and shutdown), in whatever process group or session it runs: on Linux each session gets a \
+            cgroup of its own where the daemon can make one (as root, or under the systemd unit install \
+            writes), else the daemon adopts orphans as their child subreaper; on macOS its process group \
+            is ended, as before.",
         positionals: &[],
         flags: &[FOREGROUND, DETACH],
         rules: &[],

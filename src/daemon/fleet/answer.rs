@@ -11,7 +11,8 @@ use crate::registry::Registry;
 
 /// The HTTP status of a refused control request: 404 for an unknown peer, 400 for a bad
 /// argument, 500 for an internal error, 502 for an operation that failed (stopped, offline,
-/// busy, not live, timeout, paused, shutting down).
+/// busy, not live, timeout, paused, shutting down) or whose outcome is not known
+/// (`state-unknown`: the body's `code` tells it apart).
 pub fn status_of(code: Code) -> u16 {
     match code {
         Code::NotRegistered => 404,
@@ -23,6 +24,7 @@ pub fn status_of(code: Code) -> u16 {
         | Code::Timeout
         | Code::NotLive
         | Code::ShuttingDown
+        | Code::StateUnknown
         | Code::Paused
         | Code::Held
         | Code::Failed => 502,

@@ -228,6 +228,7 @@ impl Fleet {
                             topic: b.topic,
                             attachments: Vec::new(),
                             timeout_ms: None,
+                            id: b.id,
                         };
                         fleet.ask(req, gone, move |r| done(answer::send(&from, r)));
                     }

@@ -263,6 +263,10 @@ pub struct SendBody {
     /// Sender identity `<runtime>-<name>`; default: the only natural (human) peer.
     #[serde(default)]
     pub from: Option<String>,
+    /// Message id (a retry with the same id is never delivered twice); default: one the
+    /// daemon makes.
+    #[serde(default)]
+    pub id: Option<String>,
 }
 
 /// Parse a JSON request body (`{}` when empty).

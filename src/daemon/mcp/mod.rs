@@ -37,6 +37,8 @@ pub struct SendArgs {
     pub topic: Option<String>,
     /// Attachment paths as sent (the router checks they are absolute).
     pub attachments: Vec<String>,
+    /// The message id as sent (the router checks it); `None`: the router makes one.
+    pub id: Option<String>,
 }
 
 /// What the caller presented to prove who it is (spec 02 §4, "Caller authentication").

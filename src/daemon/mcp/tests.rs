@@ -124,7 +124,9 @@ fn tools_list_has_exactly_the_spec_tool() {
     assert_eq!(p["topic"]["maxLength"], 200);
     assert_eq!(p["attachments"]["maxItems"], 20);
     assert_eq!(p["attachments"]["items"]["type"], "string");
-    assert_eq!(p.as_object().unwrap().len(), 5);
+    // The spec's five, plus the optional message id (issue 26 item 5).
+    assert_eq!(p["id"]["pattern"], "^[A-Za-z0-9._:-]{1,64}$");
+    assert_eq!(p.as_object().unwrap().len(), 6);
     assert_eq!(
         t["annotations"],
         json!({"title":"Send to IAP peer","readOnlyHint":false,"destructiveHint":false,"idempotentHint":false,"openWorldHint":true})
@@ -169,6 +171,7 @@ fn tools_call_success_wraps_result() {
             message: "hi".into(),
             topic: Some("t1".into()),
             attachments: vec!["/tmp/a".into()],
+            id: None,
         }
     );
 }

@@ -48,8 +48,11 @@ copies them before it accepts the message, and the recipient gets the copies. Me
 to you arrive as <iap from=... runtime=... intelligence=... ts=... topic=...> blocks; `ts` is \
 the moment the sender dispatched the message (with a date prefix when it was not today), so \
 compare it with the current time to notice stale messages. The result tells you whether the \
-message reached the peer's live session (delivered), was queued for later, or failed. Do not \
-send empty acknowledgements or thanks: reply only when a reply is needed.";
+message reached the peer's live session (delivered), was queued for later, or failed (NOT \
+delivered: send it again if it matters). An error that starts \"state unknown: it may have \
+arrived\" means the message may well be with the peer: do not send it again as a new message; \
+if it must be retried, call again with the `id` the error names, and it is never delivered \
+twice. Do not send empty acknowledgements or thanks: reply only when a reply is needed.";
 
 /// The full `tools/list` entry for `send_to_peer`.
 pub fn tool_listing() -> Value {
@@ -87,6 +90,11 @@ pub fn tool_listing() -> Value {
                     "items": { "type": "string" },
                     "maxItems": 20,
                     "description": "Optional absolute paths of local files to hand over."
+                },
+                "id": {
+                    "type": "string",
+                    "pattern": ID_PATTERN,
+                    "description": "Optional message id (1-64 letters, digits, . _ : -). A message is never delivered twice with the same id: when a result says the state is unknown, retry with the id it names, never as a new message."
                 }
             }
         },
@@ -133,13 +141,23 @@ impl fmt::Display for ArgError {
             ArgError::UnknownKey(key) => write!(
                 f,
                 "send_to_peer: unknown argument \"{key}\" (allowed: personality, runtime, \
-                 message, topic, attachments)"
+                 message, topic, attachments, id)"
             ),
         }
     }
 }
 
-const KNOWN_KEYS: [&str; 5] = ["personality", "runtime", "message", "topic", "attachments"];
+const KNOWN_KEYS: [&str; 6] = [
+    "personality",
+    "runtime",
+    "message",
+    "topic",
+    "attachments",
+    "id",
+];
+
+/// The schema's pattern of a message id ([`crate::msgids::valid_id`]).
+const ID_PATTERN: &str = "^[A-Za-z0-9._:-]{1,64}$";
 
 /// Turn `tools/call` arguments into [`SendArgs`]. `None` (absent) counts as an empty object.
 /// A JSON `null` counts as absent for every key. An empty `runtime` counts as absent; empty
@@ -163,6 +181,7 @@ pub fn extract_send_args(arguments: Option<&Value>) -> Result<SendArgs, ArgError
     let message = optional_string(obj, "message")?.unwrap_or_default();
     let runtime = optional_string(obj, "runtime")?.filter(|r| !r.is_empty());
     let topic = optional_string(obj, "topic")?;
+    let id = optional_string(obj, "id")?.filter(|i| !i.is_empty());
     let attachments = match obj.get("attachments") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items
@@ -184,6 +203,7 @@ pub fn extract_send_args(arguments: Option<&Value>) -> Result<SendArgs, ArgError
         message,
         topic,
         attachments,
+        id,
     })
 }
 

@@ -58,9 +58,9 @@ impl Router {
             let recent = &mut self.queues.delivered;
             let followed = recent
                 .iter()
-                .position(|(i, _)| i == id)
+                .position(|(i, _, _)| i == id)
                 .and_then(|at| recent.remove(at))
-                .map(|(_, f)| f);
+                .map(|(_, f, _)| f);
             let tell = !cause.expected() && followed.is_some();
             self.lifecycle(
                 Event::new("turn-cut")
@@ -94,6 +94,10 @@ mod tests {
             started: std::time::Instant::now(),
             preview: "build the report".into(),
             by: super::super::followup::Awaits::Queue(QueuedBy::Runtime),
+            key: crate::msgids::MsgKey {
+                from: "echo-ea".into(),
+                id: "m-1".into(),
+            },
         }
     }
 

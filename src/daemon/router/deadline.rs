@@ -18,13 +18,7 @@ use crate::session::handle::SessionCmd;
 const RECHECK: Duration = Duration::from_millis(250);
 
 /// A duration as the sender set it: whole seconds as `3 s`, else milliseconds.
-pub(crate) fn spoken(d: Duration) -> String {
-    if d.subsec_millis() == 0 {
-        format!("{} s", d.as_secs())
-    } else {
-        format!("{} ms", d.as_millis())
-    }
-}
+pub(crate) use crate::clock::spoken;
 
 /// The refusal of a send to `to` whose `timeout` passed, because of `cause`.
 pub(crate) fn timeout_refusal(to: &Identity, timeout: Duration, cause: &str) -> Refusal {

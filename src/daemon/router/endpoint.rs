@@ -43,6 +43,9 @@ pub struct SendJob<P> {
     /// Its deadline passed while the session held it: the session was told to take it back,
     /// and its failure is answered as a timeout.
     pub(crate) timed_out: bool,
+    /// The message id: the sender's (`input.id`), else one the router made
+    /// ([`crate::msgids`]).
+    pub(crate) msg_id: String,
 }
 
 /// A send whose preparation runs on a worker thread: it holds the ticket it shares with
@@ -73,6 +76,7 @@ impl<P> SendJob<P> {
             hold: self.hold,
             timeout: self.timeout,
             timed_out: self.timed_out,
+            msg_id: self.msg_id,
         }
     }
 }
@@ -88,6 +92,14 @@ impl QueuedSend {
     /// Leaving the queue to be finished.
     pub(crate) fn record(self) -> SendRecord {
         self.map_prepared(Some)
+    }
+
+    /// Its sender and id, as the message-id ledger keys it.
+    pub(crate) fn key(&self) -> crate::msgids::MsgKey {
+        crate::msgids::MsgKey {
+            from: self.prepared.caller.to_string(),
+            id: self.msg_id.clone(),
+        }
     }
 }
 
@@ -184,6 +196,7 @@ impl Router {
     ) {
         crate::daemon::test_hooks::on_router_send(&input.to);
         let id = self.next_id();
+        let msg_id = input.id.clone().unwrap_or_else(crate::msgids::new_id);
         let timeout = timeout.unwrap_or(self.cfg.send_timeout);
         let guard = (self.cfg.origin.enabled && hold.is_none()).then_some(self.cfg.origin);
         let deadline = self.now.at + timeout;
@@ -217,6 +230,7 @@ impl Router {
                 hold,
                 timeout,
                 timed_out: false,
+                msg_id,
             },
         );
         let spawned = self.prep.run(id, info, move || {
@@ -303,7 +317,11 @@ impl Router {
         };
         self.note_origin(&prepared, true);
         if job.kind == RuntimeKind::Agent && prepared.ephemeral {
-            return self.enqueue_task(job.holding(prepared));
+            let job = job.holding(prepared);
+            return match self.earlier_fate(&job) {
+                Some(fate) => self.answer_again(job, fate),
+                None => self.enqueue_task(job),
+            };
         }
         self.queues
             .endpoints
@@ -315,8 +333,13 @@ impl Router {
     }
 
     /// Move the head of `identity`'s queue forward as far as it can go now: gather the
-    /// facts, ask [`head_step`], carry out its answer.
+    /// facts, ask [`head_step`], carry out its answer. A send whose id was begun earlier
+    /// there is answered from the message-id ledger instead, never begun again. Nothing
+    /// moves once the daemon is shutting down.
     pub(crate) fn pump(&mut self, identity: &Identity) {
+        if self.shutdown.is_some() {
+            return;
+        }
         loop {
             let Some(ep) = self.queues.endpoints.get(identity) else {
                 return;
@@ -333,6 +356,17 @@ impl Router {
                 self.drop_abandoned_head(identity);
                 continue;
             }
+            if self.head_answered_earlier(identity) {
+                continue;
+            }
+            let Some(head) = self
+                .queues
+                .endpoints
+                .get(identity)
+                .and_then(|e| e.queue.front())
+            else {
+                return;
+            };
             let live = self.live.sessions.get(identity);
             let presence = match live {
                 Some(s) => Presence::Session(s.live()),
@@ -451,7 +485,7 @@ impl Router {
 
     /// The delivery of `job` into a live session.
     fn live_delivery(&self, job: &QueuedSend) -> Delivery {
-        delivery_for(job.id, &job.prepared, job.kind, None, &self.cfg, None)
+        delivery_for(job, None, &self.cfg, None)
     }
 
     /// Fail the queue head with a refusal, writing its log line.
@@ -506,18 +540,18 @@ const ATTACHMENT_GRACE: std::time::Duration = std::time::Duration::from_secs(60)
 /// wake was reported failed). Enter is re-sent meanwhile; the ready gate bounds the wake.
 const FIRST_MESSAGE_GRACE: std::time::Duration = std::time::Duration::from_secs(20);
 
-/// Build the delivery of a prepared send: the agent form for agent runtimes (prefixed with
-/// `initial_prompt` and a blank line for the first message of a fresh session) passed through
-/// [`crate::term::paste_text`] (it is pasted into a pty), the wire form for router runtimes
-/// (written to a pipe, byte for byte).
+/// Build the delivery of a queued send on its endpoint's runtime kind: the agent form for
+/// agent runtimes (prefixed with `initial_prompt` and a blank line for the first message of a
+/// fresh session) passed through [`crate::term::paste_text`] (it is pasted into a pty), the
+/// wire form for router runtimes (written to a pipe, byte for byte). It carries the send's
+/// message key, which the session records as begun before its first byte.
 pub(crate) fn delivery_for(
-    id: u64,
-    p: &Prepared,
-    kind: RuntimeKind,
+    job: &QueuedSend,
     initial_prompt: Option<&str>,
     cfg: &crate::config::Config,
     ready_gate: Option<std::time::Duration>,
 ) -> Delivery {
+    let (id, p, kind, key) = (job.id, &job.prepared, job.kind, Some(job.key()));
     let grace = if !p.envelope.attachments.is_empty() {
         cfg.liveness_grace.max(ATTACHMENT_GRACE)
     } else if ready_gate.is_some() {
@@ -532,6 +566,7 @@ pub(crate) fn delivery_for(
             agent_ts: None,
             grace,
             ready_gate: None,
+            key,
         },
         RuntimeKind::Agent => {
             let now = crate::clock::now_local();
@@ -554,6 +589,7 @@ pub(crate) fn delivery_for(
                 agent_ts,
                 grace,
                 ready_gate,
+                key,
             }
         }
     }

@@ -182,6 +182,7 @@ impl Router {
             message: env.body.clone(),
             topic: head.task.topic.clone().or_else(|| env.topic.clone()),
             attachments: env.attachments.clone(),
+            id: None,
         };
         let mut envelope = env;
         envelope.topic = input.topic.clone();
@@ -206,6 +207,7 @@ impl Router {
             // and ready gate bound it.
             timeout: self.cfg.send_timeout,
             timed_out: false,
+            msg_id: crate::msgids::new_id(),
         })
     }
 }

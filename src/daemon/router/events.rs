@@ -78,6 +78,7 @@ impl Router {
                 self.on_delivered(&identity, id, result.map(|()| None))
             }
             EventKind::Refused { id, reason } => self.on_refused(&identity, id, reason),
+            EventKind::Unconfirmed { id, reason } => self.on_unconfirmed(&identity, id, reason),
             EventKind::Queued { id, by, depth } => {
                 self.on_delivered(&identity, id, Ok(Some((by, depth))))
             }
@@ -146,7 +147,7 @@ impl Router {
     /// The head job of `identity` when `id` is the one in flight there: taken off the queue
     /// and the endpoint left with nothing in flight. `None` for an answer that is not the
     /// current one (late, or for a job already finished).
-    fn take_inflight(&mut self, identity: &Identity, id: u64) -> Option<Job> {
+    pub(super) fn take_inflight(&mut self, identity: &Identity, id: u64) -> Option<Job> {
         let ep = self.queues.endpoints.get_mut(identity)?;
         if ep.inflight != Some(id) {
             return None;
@@ -192,6 +193,7 @@ impl Router {
         let Some(Job::Send(job)) = self.take_inflight(identity, id) else {
             return;
         };
+        self.note_known(identity, &job.key(), super::ids::Known::NotWritten);
         let p = &job.prepared.endpoint;
         let error = format!(
             "peer \"{}\" ({}) could not take the message: {reason}; message NOT delivered",
@@ -206,11 +208,12 @@ impl Router {
                 error,
             },
         );
-        self.pump(identity);
+        self.after_answer(identity);
     }
 
     /// A delivery's answer from the session: accepted (`Ok(None)`), accepted into a queue
-    /// (`Ok(Some(by))`), or failed.
+    /// (`Ok(Some(by))`), or failed with none of it written (a failure after some of it was
+    /// written is [`Router::on_unconfirmed`]).
     pub(crate) fn on_delivered(
         &mut self,
         identity: &Identity,
@@ -221,12 +224,21 @@ impl Router {
             return;
         };
         let job = *job;
+        if result.is_err() {
+            // Not one byte of it reached the peer: its id may be sent again.
+            self.note_known(identity, &job.key(), super::ids::Known::NotWritten);
+        }
         if let (true, Err(reason)) = (job.timed_out, &result) {
             // Its deadline passed and the session gave it back (or failed it): a timeout,
             // never a revive hold or a retry.
             let r = super::deadline::timeout_refusal(identity, job.timeout, reason);
             self.finish_send(job.record(), r);
-            return self.pump(identity);
+            return self.after_answer(identity);
+        }
+        if self.shutdown.is_some() && result.is_err() {
+            // Given back while the daemon stops: nothing of it was written.
+            self.finish_send(job.record(), super::shutting_down());
+            return self.after_answer(identity);
         }
         let stopped = self.live.sessions.get(identity).and_then(|s| {
             (s.state.ending_cause() == Some(crate::session::handle::Cause::Stop))
@@ -268,7 +280,7 @@ impl Router {
                     }
                 }
                 if job.kind == RuntimeKind::Agent {
-                    self.remember_delivered(&job);
+                    self.remember_delivered(&job, false);
                 }
                 match queued {
                     Some((by, _)) => self.follow(&job, super::followup::Awaits::Queue(by)),
@@ -298,6 +310,6 @@ impl Router {
                 self.finish_send(job.record(), Refusal { code, error });
             }
         }
-        self.pump(identity);
+        self.after_answer(identity);
     }
 }

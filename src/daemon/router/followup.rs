@@ -38,6 +38,8 @@ pub struct Followed {
     pub preview: String,
     /// What it waits for.
     pub by: Awaits,
+    /// Its sender and message id.
+    pub key: crate::msgids::MsgKey,
 }
 
 /// What a followed send waits for after its sender was answered.
@@ -72,6 +74,7 @@ impl Followed {
             started: job.started,
             preview,
             by,
+            key: job.key(),
         }
     }
 }
@@ -87,6 +90,13 @@ pub fn followup_event(f: &Followed, result: &Result<(), String>, now: Now) -> Ev
         Err(_) if f.by == Awaits::Queue(QueuedBy::Composer) => "held-too-long",
         Err(_) => "removed",
     };
+    followup_line(f, outcome, result.as_ref().err(), now)
+}
+
+/// The `delivery.log` line of a followed message with `outcome` (`delivered`, `removed`,
+/// `held-too-long`, `session-ended`, or `unknown`: written to the input, never confirmed)
+/// and, unless delivered, `err`.
+fn followup_line(f: &Followed, outcome: &str, err: Option<&String>, now: Now) -> Event {
     let qkind = match f.by {
         Awaits::Queue(by) => by.as_str(),
         Awaits::ReadyGate => "ready-gate",
@@ -97,14 +107,31 @@ pub fn followup_event(f: &Followed, result: &Result<(), String>, now: Now) -> Ev
         .field("to", &f.endpoint.personality)
         .field("via", &f.endpoint)
         .field("qkind", qkind)
+        .field("msgid", &f.key.id)
         .field("outcome", outcome)
-        .field("ok", if result.is_ok() { "true" } else { "false" })
+        .field("ok", if err.is_none() { "true" } else { "false" })
         .field("ms", now.since(f.started).as_millis().to_string())
         .opt("topic", f.topic.as_deref());
-    match result {
-        Ok(()) => ev,
-        Err(e) => ev.field("err", e),
+    match err {
+        None => ev,
+        Some(e) => ev.field("err", e),
     }
+}
+
+/// The notice to the sender of a queued message that was written to the peer's input and
+/// never confirmed (pure): it may have arrived, and a retry must reuse its id.
+pub fn unknown_notice(f: &Followed, reason: &str) -> String {
+    let when =
+        f.ts.as_deref()
+            .map(|ts| format!(" sent at {ts}"))
+            .unwrap_or_default();
+    format!(
+        "Your message to {} ({}){when} (\"{}\") was answered queued, then written to its input, \
+         and its arrival was never confirmed: {reason}. Its state is unknown: it may have \
+         arrived. If it still matters, send it again with the same message id {} (send_to_peer's \
+         id): it is never delivered twice.",
+        f.endpoint.personality, f.endpoint.runtime, f.preview, f.key.id
+    )
 }
 
 /// The failure notice's body (pure): which message, why, and what to do.
@@ -133,6 +160,37 @@ pub fn interrupted_notice(f: &Followed, at: &str) -> String {
          input). Send it again if it still matters.",
         which_message(f)
     )
+}
+
+/// The notice for a message answered `state-unknown` whose written part iapeer later cleared
+/// from the agent's input (a cut paste, issue 26 item 5 (c)) — pure.
+pub fn cut_cleared_notice(f: &Followed, at: &str) -> String {
+    format!(
+        "{} was answered \"state unknown\"; it did NOT arrive: the part that reached the \
+         agent's input was cleared at {at} without being submitted. Send it again if it still \
+         matters (the same message id {} is accepted again).",
+        which_message(f),
+        f.key.id
+    )
+}
+
+/// What the sender of a remembered send was told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Told {
+    /// Delivered (or queued by the runtime).
+    Delivered,
+    /// `state-unknown`: part of it was written, its arrival never confirmed.
+    Unknown,
+}
+
+impl Told {
+    /// `delivered` or `unknown`, for log lines.
+    pub fn word(self) -> &'static str {
+        match self {
+            Told::Delivered => "delivered",
+            Told::Unknown => "unknown",
+        }
+    }
 }
 
 /// `Your message to <p> (<runtime>)[ sent at <ts>] ("<preview>[…]")` (pure).
@@ -167,9 +225,26 @@ impl Router {
         };
         self.delivery_log
             .append(&followup_event(&f, &result, self.now));
+        let known = match result {
+            Ok(()) => super::ids::Known::Accepted,
+            Err(_) => super::ids::Known::NotWritten,
+        };
+        self.note_known(&f.endpoint, &f.key, known);
         if let Err(reason) = result {
             self.failure_notice(&f, &reason);
         }
+    }
+
+    /// A queued message was written to the input and never confirmed: its follow-up line
+    /// (`outcome=unknown`) and the notice that it may have arrived.
+    pub(crate) fn on_queue_unknown(&mut self, id: u64, reason: String) {
+        let Some(f) = self.queues.followed.remove(&id) else {
+            return;
+        };
+        self.delivery_log
+            .append(&followup_line(&f, "unknown", Some(&reason), self.now));
+        let text = unknown_notice(&f, &reason);
+        self.send_notice(&f, text);
     }
 
     /// The ready gate of a wake's first message passed or failed: its `ready-gate` line in
@@ -201,10 +276,17 @@ impl Router {
         }
     }
 
-    /// Remember a send just delivered (or queued), in case an interrupt gives it back.
-    pub(crate) fn remember_delivered(&mut self, job: &QueuedSend) {
+    /// Remember a send just answered delivered (or queued) — or, with `unknown`, answered
+    /// `state-unknown` after part of it was written — in case its text is cleared from the
+    /// composer later (an interrupt gives it back, or the rest of a cut paste lands there).
+    pub(crate) fn remember_delivered(&mut self, job: &QueuedSend, unknown: bool) {
+        let told = if unknown {
+            Told::Unknown
+        } else {
+            Told::Delivered
+        };
         let recent = &mut self.queues.delivered;
-        recent.push_back((job.id, Followed::of(job, Awaits::Nothing)));
+        recent.push_back((job.id, Followed::of(job, Awaits::Nothing), told));
         while recent.len() > RECENT_DELIVERED {
             recent.pop_front();
         }
@@ -212,29 +294,44 @@ impl Router {
 
     /// `identity`'s session cleared the text of delivery `id` from its composer (issue 26
     /// items 8 and 5 (c)): a `composer-cleared` line in `lifecycle.log` (`identity id
-    /// delivered=true|false`); for a message its sender was told was delivered (the agent's
-    /// runtime gave it back after an interrupt), a notice to that sender (topic: the
-    /// original, or `delivery-failed`).
+    /// delivered=true|false`, `told=delivered|unknown` when the send is known). The agent
+    /// does not have that message now, so its id is freed in the ledger (a retry with the same
+    /// id goes out again) and its sender gets a notice (topic: the original, or
+    /// `delivery-failed`): for one told delivered (the runtime gave it back after an
+    /// interrupt) that it was interrupted; for one told `state-unknown` (a cut paste whose
+    /// rest landed in the composer) that it did not arrive after all.
     pub(crate) fn on_composer_cleared(&mut self, identity: &Identity, id: u64) {
         let recent = &mut self.queues.delivered;
-        let delivered = recent
+        let known = recent
             .iter()
-            .position(|(i, _)| *i == id)
+            .position(|(i, _, _)| *i == id)
             .and_then(|at| recent.remove(at))
-            .map(|(_, f)| f);
-        self.lifecycle(
-            Event::new("composer-cleared")
-                .field("identity", identity)
-                .field("id", id.to_string())
-                .field(
-                    "delivered",
-                    if delivered.is_some() { "true" } else { "false" },
-                ),
-        );
-        if let Some(f) = delivered {
-            let at = crate::clock::envelope_ts(&crate::clock::now_local());
-            self.send_notice(&f, interrupted_notice(&f, &at));
+            .map(|(_, f, told)| (f, told));
+        let mut ev = Event::new("composer-cleared")
+            .field("identity", identity)
+            .field("id", id.to_string())
+            .field(
+                "delivered",
+                if matches!(known, Some((_, Told::Delivered))) {
+                    "true"
+                } else {
+                    "false"
+                },
+            );
+        if let Some((_, told)) = &known {
+            ev = ev.field("told", told.word());
         }
+        self.lifecycle(ev);
+        let Some((f, told)) = known else {
+            return;
+        };
+        self.note_known(identity, &f.key, super::ids::Known::NotWritten);
+        let at = crate::clock::envelope_ts(&crate::clock::now_local());
+        let notice = match told {
+            Told::Delivered => interrupted_notice(&f, &at),
+            Told::Unknown => cut_cleared_notice(&f, &at),
+        };
+        self.send_notice(&f, notice);
     }
 
     /// Tell a followed send's sender, by a message from `iapeer`, that it failed for
@@ -263,6 +360,7 @@ impl Router {
             message,
             topic: Some(f.topic.clone().unwrap_or_else(|| "delivery-failed".into())),
             attachments: Vec::new(),
+            id: None,
         };
         self.lifecycle(
             Event::new("failure-notice")
@@ -287,6 +385,10 @@ mod tests {
             started: Instant::now(),
             preview: "MID-TURN".into(),
             by: Awaits::Queue(QueuedBy::Runtime),
+            key: crate::msgids::MsgKey {
+                from: "echo-alpha".into(),
+                id: "m-7".into(),
+            },
         }
     }
 
@@ -308,6 +410,7 @@ mod tests {
             ("to", "busy"),
             ("via", "claude-busy"),
             ("qkind", "runtime"),
+            ("msgid", "m-7"),
             ("outcome", "delivered"),
             ("ok", "true"),
             ("ms", "9000"),

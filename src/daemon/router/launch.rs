@@ -108,6 +108,7 @@ impl Router {
             session_tx: self.session_tx.clone(),
             exits_log: self.exits_log.clone(),
             woke_at_ms: self.now.ms,
+            ids: self.ids.clone(),
         };
         let tx = self.tx.clone();
         let for_thread = ident.clone();
@@ -346,14 +347,8 @@ impl Router {
                     WakeMode::Fresh => profile.as_ref().and_then(|pr| pr.initial_prompt.clone()),
                     WakeMode::Resume => None,
                 };
-                let d = delivery_for(
-                    j.id,
-                    &j.prepared,
-                    RuntimeKind::Agent,
-                    seed.as_deref(),
-                    &self.cfg,
-                    Some(self.cfg.ready_gate),
-                );
+                // Only agents get a first delivery: `j.kind` is `Agent` here.
+                let d = delivery_for(j, seed.as_deref(), &self.cfg, Some(self.cfg.ready_gate));
                 (Some(d), Some(j.id))
             }
             _ => (None, None),
@@ -440,6 +435,8 @@ struct LaunchEnv {
     exits_log: TappedLog,
     /// When the router decided the launch (`woke_at` of the session record).
     woke_at_ms: u64,
+    /// The message-id ledger the session records begun deliveries in.
+    ids: std::sync::Arc<crate::msgids::Ledger>,
 }
 
 /// A started session, as the launcher thread hands it to the router.
@@ -478,15 +475,7 @@ fn run_launch(plan: &LaunchPlan, token: String, env: &LaunchEnv) -> Result<Spawn
     if plan.ephemeral {
         logged(markers.clear(Flag::EphemeralArmed));
     }
-    let (handle, pid) = start_session(
-        plan,
-        adapter,
-        spec,
-        &env.paths,
-        &env.cfg,
-        &env.session_tx,
-        &env.exits_log,
-    )?;
+    let (handle, pid) = start_session(plan, adapter, spec, env)?;
     // The child runs now: whatever happens to the record keeping, the router must get the
     // session (a panic here is logged by the hook and the launch still reports it).
     let _ = crate::daemon::guard::catch(|| {
@@ -585,11 +574,10 @@ fn start_session(
     plan: &LaunchPlan,
     adapter: Arc<dyn Adapter>,
     spec: SpawnSpec,
-    paths: &Paths,
-    cfg: &Config,
-    session_tx: &Sender<SessionEvent>,
-    exits_log: &TappedLog,
+    env: &LaunchEnv,
 ) -> Result<(SessionHandle, u32), Refusal> {
+    let (paths, cfg, session_tx, exits_log) =
+        (&env.paths, &env.cfg, &env.session_tx, &env.exits_log);
     let identity = plan.ident.to_string();
     let scfg = SessionConfig {
         session: plan.session,
@@ -603,6 +591,8 @@ fn start_session(
         human_wait: cfg.approval_timeout,
         first: plan.first.clone(),
         composer_hold: cfg.composer_hold,
+        stall: cfg.send_stall,
+        ids: Some(env.ids.clone()),
     };
     thread::start(scfg, &spec, session_tx.clone()).map_err(|e| {
         offline(

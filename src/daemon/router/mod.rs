@@ -13,6 +13,7 @@ mod endpoint;
 mod ephemeral;
 mod events;
 mod followup;
+mod ids;
 mod launch;
 mod notices;
 mod now;
@@ -184,6 +185,9 @@ pub(crate) enum Timer {
     Restart(Identity),
     /// A send to a restarting always-on peer gives up.
     Revive { identity: Identity, job: u64 },
+    /// Shutdown stops waiting for deliveries in flight to finish (`SHUTDOWN_DRAIN`): those
+    /// still unanswered are cancelled and their sessions ended.
+    ShutdownDrain,
     /// Shutdown gives up waiting for sessions.
     ShutdownDeadline,
     /// A reply waiting for sessions to end is sent anyway.
@@ -238,6 +242,9 @@ pub struct Router {
     pub(crate) sweep_armed: bool,
     /// Topic lists noted by deliveries, written once the router has caught up.
     pub(crate) topics: topics::TopicBook,
+    /// The message ids begun per recipient (shared with the session threads, which record
+    /// each before its first byte).
+    pub(crate) ids: std::sync::Arc<crate::msgids::Ledger>,
 }
 
 impl Router {
@@ -258,6 +265,7 @@ impl Router {
         let delivery_log = tapped(paths.delivery_log(), "DELIVERY", Source::Delivery);
         let exits_log = tapped(paths.exits_log(), "EXITS", Source::Exits);
         let notices = crate::notices::Board::load(&paths);
+        let ids = std::sync::Arc::new(crate::msgids::Ledger::new(paths.message_ids_dir()));
         Router {
             paths,
             cfg,
@@ -283,6 +291,7 @@ impl Router {
             approvals: broker::Broker::default(),
             sweep_armed: false,
             topics: topics::TopicBook::default(),
+            ids,
         }
     }
 
@@ -383,11 +392,30 @@ impl Router {
             Timer::ApprovalSweep => self.on_approval_sweep(),
             Timer::TopicFlush => self.topics.flush(&self.paths),
             Timer::PrepCheck => self.on_prep_check(),
+            Timer::ShutdownDrain => self.drain_over(),
             Timer::ShutdownDeadline => {
                 log::warn!(
                     "shutdown: {} session(s) did not end in time",
                     self.live.len()
                 );
+                // A delivery no session answered for: the daemon handed it over and knows no
+                // more.
+                let left: Vec<_> = self.queues.endpoints.drain().collect();
+                for (ident, ep) in left {
+                    for job in ep.queue {
+                        match job {
+                            endpoint::Job::Send(j) => {
+                                let r = ids::unknown_refusal(
+                                    &ident,
+                                    &j.msg_id,
+                                    "the daemon stopped before the session answered for it",
+                                );
+                                self.finish_send(j.record(), r);
+                            }
+                            other => other.fail(Code::ShuttingDown, SHUTTING_DOWN.into()),
+                        }
+                    }
+                }
                 self.live.sessions.clear();
                 self.live.launching.clear();
             }
@@ -446,6 +474,7 @@ impl Router {
                     message: args.message,
                     topic: args.topic,
                     attachments: args.attachments,
+                    id: args.id,
                 };
                 self.begin_send(input, reply, None);
             }
@@ -527,20 +556,34 @@ impl Router {
         for w in self.live.gone_waiters.drain(..) {
             w.reply.finish(w.answer);
         }
-        // Every send in flight is answered `shutting-down` and gets its delivery.log line.
+        // Every send not begun is answered `shutting-down` (NOT delivered: nothing of it
+        // reached a session) and gets its delivery.log line.
         let preparing: Vec<_> = self.queues.preparing.drain().map(|(_, j)| j).collect();
         for job in preparing {
             // One still waiting for a worker never runs.
             self.prep.cancel(job.id);
             self.finish_send(job.unprepared(), shutting_down());
         }
+        // A send a session holds now is answered by that session: its delivery usually
+        // confirms within milliseconds, so it gets until `SHUTDOWN_DRAIN` before the
+        // session is told to give it back and end (then "NOT delivered" only if none of it
+        // was written, else "state unknown").
         let queued: Vec<_> = self.queues.endpoints.drain().collect();
-        for (_, mut ep) in queued {
+        for (ident, mut ep) in queued {
+            let held = ep.inflight.and_then(|id| match ep.queue.front() {
+                Some(endpoint::Job::Send(j)) if j.id == id => ep.queue.pop_front(),
+                _ => None,
+            });
             for job in ep.queue.drain(..) {
                 match job {
                     endpoint::Job::Send(j) => self.finish_send(j.record(), shutting_down()),
                     other => other.fail(Code::ShuttingDown, SHUTTING_DOWN.into()),
                 }
+            }
+            if let Some(job) = held {
+                let kept = self.queues.endpoints.entry(ident).or_default();
+                kept.inflight = ep.inflight;
+                kept.queue.push_back(job);
             }
         }
         for sess in self.live.sessions.values_mut() {
@@ -550,6 +593,9 @@ impl Router {
                     crate::markers::Markers::new(&self.paths, &sess.identity)
                         .set(crate::markers::Flag::IdleReaped),
                 );
+            }
+            if self.queues.endpoints.contains_key(&sess.identity) {
+                continue; // ended once its delivery is answered, or at the drain's end
             }
             sess.state.end_now(Cause::Shutdown);
             sess.handle
@@ -566,12 +612,57 @@ impl Router {
             l.state.end_now(Cause::Shutdown);
         }
         self.timers.clear();
+        self.set_timer(self.now.at + SHUTDOWN_DRAIN, Timer::ShutdownDrain);
         // Sessions get SIGKILL 3 s after SIGTERM; allow for draining after that.
         self.set_timer(
-            self.now.at + Duration::from_secs(5),
+            self.now.at + SHUTDOWN_DRAIN + Duration::from_secs(5),
             Timer::ShutdownDeadline,
         );
         self.shutdown = Some(done);
+    }
+
+    /// The shutdown's wait for deliveries in flight is over: each session still holding one
+    /// is told to give it back (it answers: taken back, or unconfirmed) and to end.
+    fn drain_over(&mut self) {
+        let holding: Vec<(Identity, u64)> = self
+            .queues
+            .endpoints
+            .iter()
+            .filter_map(|(ident, ep)| Some((ident.clone(), ep.inflight?)))
+            .collect();
+        for (ident, id) in holding {
+            if let Some(s) = self.live.sessions.get_mut(&ident) {
+                s.handle
+                    .send(crate::session::handle::SessionCmd::Cancel(id));
+                s.state.end_now(Cause::Shutdown);
+                s.handle
+                    .send(crate::session::handle::SessionCmd::Kill(Cause::Shutdown));
+            }
+        }
+    }
+
+    /// A send's answer was given: go on with `identity`'s queue — or, while shutting down,
+    /// end its session once it holds no delivery.
+    pub(crate) fn after_answer(&mut self, identity: &Identity) {
+        if self.shutdown.is_none() {
+            return self.pump(identity);
+        }
+        if self
+            .queues
+            .endpoints
+            .get(identity)
+            .is_some_and(|e| e.inflight.is_some())
+        {
+            return;
+        }
+        self.queues.endpoints.remove(identity);
+        if let Some(s) = self.live.sessions.get_mut(identity) {
+            if !s.state.is_ending() {
+                s.state.end_now(Cause::Shutdown);
+                s.handle
+                    .send(crate::session::handle::SessionCmd::Kill(Cause::Shutdown));
+            }
+        }
     }
 
     /// The marker files of an identity.
@@ -584,6 +675,10 @@ impl Router {
         crate::runtime::adapter_for(&self.paths, runtime).map_err(|e| e.to_string())
     }
 }
+
+/// How long a shutdown lets the deliveries sessions hold finish before it ends their sessions
+/// (a delivery usually confirms within milliseconds; an agent's within a second or two).
+const SHUTDOWN_DRAIN: Duration = Duration::from_secs(2);
 
 /// The answer to work the daemon drops because it is stopping.
 const SHUTTING_DOWN: &str =

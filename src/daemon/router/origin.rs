@@ -95,6 +95,7 @@ impl Router {
             message: hold.message,
             topic: hold.topic,
             attachments: hold.attachments,
+            id: None,
         };
         self.begin_send_of(input, reply, None, Some(claim));
     }

@@ -31,9 +31,15 @@ impl Router {
             Some((by, depth)) => self.send_queued(job, by, depth),
             None => {
                 self.drained_done(&job, &job.prepared.endpoint, true);
-                self.send_accepted(job, None);
+                self.send_accepted(job, None, false);
             }
         }
+    }
+
+    /// A send whose id was delivered (or queued) earlier to the same endpoint: answered
+    /// `ok` with `earlier`, nothing written (its delivery.log line says `again=true`).
+    pub(crate) fn send_earlier(&mut self, job: QueuedSend) {
+        self.send_accepted(job, None, true);
     }
 
     /// A send accepted into a queue (`by`, holding `depth` messages) rather than delivered:
@@ -44,16 +50,26 @@ impl Router {
             queued_by: by,
             queue_depth: depth,
         };
-        self.send_accepted(job, Some(queued));
+        self.send_accepted(job, Some(queued), false);
     }
 
     /// The delivery.log line and the typed answer of a send delivered (`queued` none) or
-    /// queued.
-    fn send_accepted(&mut self, job: QueuedSend, queued: Option<Queued>) {
+    /// queued — or, with `earlier`, of one whose id was accepted before (nothing written now).
+    fn send_accepted(&mut self, job: QueuedSend, queued: Option<Queued>, earlier: bool) {
         self.hold_done(&job, true);
-        self.note_origin(&job.prepared, false);
+        if !earlier {
+            self.note_origin(&job.prepared, false);
+            self.note_known(
+                &job.prepared.endpoint,
+                &job.key(),
+                super::ids::Known::Accepted,
+            );
+        }
         let p = &job.prepared;
-        let ev = delivery_event(&job, Some(&p.endpoint), queued.as_ref(), None, self.now);
+        let mut ev = delivery_event(&job, Some(&p.endpoint), queued.as_ref(), None, self.now);
+        if earlier {
+            ev = ev.field("again", "true");
+        }
         self.delivery_log.append(&ev);
         let result = SendResult {
             ok: true,
@@ -61,9 +77,11 @@ impl Router {
                 personality: p.endpoint.personality.clone(),
                 runtime: p.endpoint.runtime.clone(),
             },
-            woke: job.woke,
+            woke: job.woke && !earlier,
             ts: p.envelope.ts.clone(),
             queued,
+            id: Some(job.msg_id.clone()),
+            earlier,
         };
         job.reply.finish(SendReply { result });
     }
@@ -83,7 +101,8 @@ impl Router {
 }
 
 /// The delivery.log line of a send that ends at `now` (spec 03 §1 step 10, §4: one line for
-/// every attempt, ok or not): `via` and `woke` once an endpoint was chosen (`via`),
+/// every attempt, ok or not): its message id (`msgid`; not `id`, which the fleet event stream's
+/// `data` uses for the event number), `via` and `woke` once an endpoint was chosen (`via`),
 /// `queued=true qkind=… qd=…` when it went to a queue, `err` when refused (`refusal`), the
 /// topic trimmed and only when not empty.
 fn delivery_event<P>(
@@ -100,6 +119,7 @@ fn delivery_event<P>(
         .field("caller", caller_label(input))
         .field("to", &input.to)
         .opt("rt", input.runtime.as_deref())
+        .field("msgid", &job.msg_id)
         .field("ok", if refusal.is_none() { "true" } else { "false" });
     if let Some(endpoint) = via {
         ev = ev
@@ -149,12 +169,14 @@ mod tests {
                 message: "héllo".into(),
                 topic: topic.map(String::from),
                 attachments: vec!["/tmp/a".into(); attachments],
+                id: Some("m-1".into()),
             },
             prepared: (),
             reply: ReplyTo::discard(),
             started: Instant::now(),
             timeout: std::time::Duration::from_secs(300),
             timed_out: false,
+            msg_id: "m-1".into(),
             woke: true,
             kind: RuntimeKind::Agent,
             drained: None,
@@ -187,6 +209,7 @@ mod tests {
                 ("path", "cli"),
                 ("caller", "alice"),
                 ("to", "bob"),
+                ("msgid", "m-1"),
                 ("ok", "true"),
                 ("via", "claude-bob"),
                 ("woke", "true"),
@@ -219,6 +242,7 @@ mod tests {
                 ("path", "cli"),
                 ("caller", "alice"),
                 ("to", "bob"),
+                ("msgid", "m-1"),
                 ("ok", "false"),
                 ("ms", "0"),
                 ("len", "5"),

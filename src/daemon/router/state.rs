@@ -216,9 +216,11 @@ pub(crate) struct Queues {
     /// Sends an agent runtime queued behind a running turn, by job (= delivery) id, until
     /// their fate is known (spec 03 §1 step 9).
     pub followed: HashMap<u64, super::followup::Followed>,
-    /// The last [`super::followup::RECENT_DELIVERED`] sends delivered (or queued), by job id,
-    /// oldest first (issue 26 item 8: a notice when an interrupt gives one back).
-    pub delivered: std::collections::VecDeque<(u64, super::followup::Followed)>,
+    /// The last [`super::followup::RECENT_DELIVERED`] sends answered delivered (or queued) or
+    /// `state-unknown`, by job id, oldest first, with what their senders were told (issue 26
+    /// items 8 and 5 (c): a notice when their text is cleared from a composer).
+    pub delivered:
+        std::collections::VecDeque<(u64, super::followup::Followed, super::followup::Told)>,
 }
 
 /// Restart state of the always-on (router runtime) identities (spec 05 §8).

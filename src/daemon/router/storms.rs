@@ -134,6 +134,7 @@ impl Router {
                 message: message.clone(),
                 topic: Some("storm".into()),
                 attachments: Vec::new(),
+                id: None,
             };
             self.begin_send(input, ReplyTo::discard(), None);
         }

@@ -235,15 +235,37 @@ impl Router {
                     .boot_failure()
                     .unwrap_or("the session ended")
                     .to_string();
-                self.fail_head(
+                let refusal = self.unanswered(
                     identity,
                     Refusal {
                         code: Code::Offline,
                         error: format!("peer \"{p}\" offline and wake failed: {reason}"),
                     },
                 );
+                self.fail_head(identity, refusal);
             }
             Inflight::None => {}
+        }
+        if self.shutdown.is_some() {
+            // Nothing more is begun: what its queue still holds is answered now.
+            if let Some(ep) = self.queues.endpoints.remove(identity) {
+                for job in ep.queue {
+                    match job {
+                        super::endpoint::Job::Send(j) => {
+                            let r = match self.earlier_fate(&j) {
+                                Some(crate::msgids::Fate::Begun) => super::ids::unknown_refusal(
+                                    identity,
+                                    &j.msg_id,
+                                    "its session ended without answering for it",
+                                ),
+                                _ => super::shutting_down(),
+                            };
+                            self.finish_send(j.record(), r);
+                        }
+                        other => other.fail(Code::ShuttingDown, super::SHUTTING_DOWN.into()),
+                    }
+                }
+            }
         }
         if plan.back_off {
             let ran = self.now.since(s.started);

@@ -150,27 +150,29 @@ impl Session {
                 Ok(n) => {
                     self.to_child.drain(..n);
                     self.out_written += n as u64;
+                    if n > 0 {
+                        self.out_progress_at = Instant::now();
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     log::warn!("session {}: write to child failed: {e}", self.cfg.identity);
-                    self.to_child.clear();
-                    self.out_written = self.out_queued;
                     failed = Some(e);
                     break;
                 }
             }
         }
         // Bytes that never reached the child confirm nothing: for a router runtime "written"
-        // is the confirmation, so a failed write must fail the delivery, not complete it.
+        // is the confirmation, so a failed write must fail the delivery, not complete it
+        // (and one with bytes already written is unconfirmed: told before the counters are
+        // moved past what was never written).
         if let Some(e) = failed {
             if let Some(d) = self.delivery.take() {
-                self.emit(EventKind::Delivered {
-                    id: d.id,
-                    result: Err(format!("could not write to the session: {e}")),
-                });
+                self.finish_delivery(d.id, Err(format!("could not write to the session: {e}")));
             }
+            self.to_child.clear();
+            self.out_written = self.out_queued;
             return;
         }
         if let Some(d) = self.delivery.as_mut() {

@@ -1,6 +1,7 @@
 //! The session thread's commands from the router.
 
 use super::*;
+use crate::clock::spoken;
 
 impl Session {
     pub(super) fn drain_commands(&mut self) {
@@ -69,40 +70,82 @@ impl Session {
             });
             return self.next_delivery();
         }
+        self.end_writing(id, None);
+    }
+
+    /// End delivery `id` while its bytes are still being written — its sender stopped
+    /// waiting (`stalled` none), or the child took no byte of its input for `stalled`
+    /// ([`SessionConfig::stall`]; issue 26 item 6). Not one byte written: it is taken out of
+    /// the pending output whole, NOT delivered. Part written: the rest stays queued (the
+    /// message arrives whole if the child reads again; cutting it would corrupt the next
+    /// message), answered [`EventKind::Unconfirmed`]. Past writing: nothing to do here.
+    pub(super) fn end_writing(&mut self, id: u64, stalled: Option<Duration>) {
         let writing = self
             .delivery
             .as_ref()
             .is_some_and(|d| d.id == id && d.is_writing());
-        let Some(span) = self.delivery_span.filter(|_| writing) else {
+        let Some(span) = self.delivery_span.filter(|s| writing && s.id == id) else {
             return;
         };
-        let reason = match cancel_span(span, self.out_written) {
+        match span.taken(self.out_written) {
             Taken::NotBegun { offset, len } => {
                 self.to_child.drain(offset..offset + len);
                 self.out_queued -= len as u64;
                 self.own.forget(id);
-                "its program is not reading its input (none of the message was written); \
-                 message NOT delivered"
-                    .to_string()
+                self.delivery = None;
+                self.delivery_span = None;
+                let reason = match stalled {
+                    Some(d) => format!(
+                        "its program took none of its input for {} (none of the message was \
+                         written; it was taken back)",
+                        spoken(d)
+                    ),
+                    None => "its program is not reading its input (none of the message was \
+                             written); message NOT delivered"
+                        .to_string(),
+                };
+                if stalled.is_some() && !self.answered_queued.contains(&id) {
+                    // Taken back whole from a live session: fail it now, never hold it for a
+                    // revive (its program is running, it does not read).
+                    self.emit(EventKind::Refused { id, reason });
+                } else {
+                    self.report_delivery(id, Err(reason));
+                }
             }
             Taken::Partial { written, len } => {
                 // Its rest lands in the composer without an Enter: cleared before the next.
-                self.own.cut(id, span.1);
-                format!(
-                    "its program stopped reading its input after {written} of the message's {len} \
-                 bytes; the rest stays queued for it, so the message arrives complete only if \
-                 it reads again"
-                )
+                self.own.cut(id, span.end);
+                let idle =
+                    stalled.map(|d| format!(" (it took none of its input for {})", spoken(d)));
+                self.delivery = None;
+                self.delivery_span = None;
+                self.answered_queued.remove(&id);
+                self.emit(EventKind::Unconfirmed {
+                    id,
+                    reason: format!(
+                        "its program stopped reading its input after {written} of the message's \
+                         {len} bytes{}; the rest stays queued for it, so the message arrives \
+                         whole if it reads again",
+                        idle.as_deref().unwrap_or_default()
+                    ),
+                });
             }
             Taken::Written => return,
-        };
-        self.delivery = None;
-        self.delivery_span = None;
-        self.emit(EventKind::Delivered {
-            id,
-            result: Err(reason),
-        });
+        }
         self.next_delivery();
+    }
+
+    /// When the delivery being written is ended for a child that takes none of its input
+    /// ([`Session::end_writing`]): [`SessionConfig::stall`] after the child last took a byte
+    /// (never with a stall of 0).
+    pub(super) fn stall_at(&self) -> Option<Instant> {
+        if self.cfg.stall.is_zero() {
+            return None;
+        }
+        let d = self.delivery.as_ref()?;
+        let span = self.delivery_span?;
+        (span.id == d.id && d.is_writing() && self.out_written < span.end)
+            .then(|| self.out_progress_at + self.cfg.stall)
     }
 
     pub(super) fn start_compact(&mut self, id: u64) {
@@ -174,6 +217,9 @@ impl Session {
         }
         let _ = spawn::signal_group(self.pid, Signal::SIGHUP);
         let _ = spawn::signal_group(self.pid, Signal::SIGTERM);
+        if let Some(scope) = &mut self.scope {
+            scope.terminate();
+        }
         self.kill = Some((cause, Instant::now() + KILL_GRACE));
     }
 }

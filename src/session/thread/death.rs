@@ -9,6 +9,10 @@ impl Session {
         if matches!(self.io, Io::Pipes { .. }) {
             self.read_child(true);
         }
+        // What the child started ends before the session is reported gone.
+        if let Some(scope) = &mut self.scope {
+            scope.end();
+        }
         let status = self.exit.take().and_then(|r| r.ok());
         let code = status.and_then(|s| s.code());
         let signal = status

@@ -28,7 +28,7 @@ use nix::sys::signal::Signal;
 use super::boot::{Boot, BootAction};
 use super::clients::{Client, ClientInput};
 use super::compact::{ActiveCompact, CompactStep};
-use super::deliver::{cancel_span, ActiveDelivery, GateFollower, QueueFollower, Step, Taken};
+use super::deliver::{ActiveDelivery, GateFollower, QueueFollower, Span, Step, Taken};
 use super::handle::{
     Cause, Delivery, EventKind, ScreenText, SessionCmd, SessionEvent, SessionHandle, SessionStatus,
 };
@@ -41,7 +41,8 @@ use crate::term::Screen;
 
 // Session pty size, set before the child starts (spec 04 §1): the terminal layer's.
 use crate::term::{SESSION_COLS as COLS, SESSION_ROWS as ROWS};
-/// After SIGTERM, the process group gets SIGKILL this much later.
+/// After SIGTERM, the process group (and all the session started: [`super::contain`]) gets
+/// SIGKILL this much later.
 const KILL_GRACE: Duration = Duration::from_secs(3);
 /// A ready screen whose MCP client has not connected after this long goes ahead anyway (the
 /// agent then lacks `send_to_peer` for its first turn; the lifecycle log says so).
@@ -85,6 +86,13 @@ pub struct SessionConfig {
     pub first: Option<Delivery>,
     /// How long a delivery waits for a free composer ([`crate::session::hold`]).
     pub composer_hold: Duration,
+    /// How long the child may take no byte of a delivery still being written before the
+    /// delivery ends (`IAPEER_SEND_STALL_MS`; issue 26 item 6): taken back whole when none of
+    /// it was written, else answered [`EventKind::Unconfirmed`] with the rest left queued.
+    pub stall: Duration,
+    /// Where message ids are recorded as begun before their first byte ([`crate::msgids`]);
+    /// `None` records nothing.
+    pub ids: Option<Arc<crate::msgids::Ledger>>,
 }
 
 /// Spawn the child for `spec` and start its session thread. Returns the handle and the pid.
@@ -97,13 +105,15 @@ pub fn start(
 ) -> io::Result<(SessionHandle, u32)> {
     let poll = Poll::new()?;
     let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+    // Everything the child starts ends with the session (dropping the scope ends it).
+    let mut scope = super::contain::Scope::new(cfg.session, &cfg.identity, &spec.env);
     let (io, child) = match cfg.adapter.kind() {
         RuntimeKind::Agent => {
-            let p = spawn::spawn_pty(spec, ROWS, COLS)?;
+            let p = spawn::spawn_pty(spec, ROWS, COLS, scope.placement())?;
             (Io::Pty(File::from(p.master)), p.child)
         }
         RuntimeKind::Router => {
-            let p = spawn::spawn_pipes(spec)?;
+            let p = spawn::spawn_pipes(spec, scope.placement())?;
             (
                 Io::Pipes {
                     stdin: Some(p.stdin),
@@ -115,7 +125,7 @@ pub fn start(
         }
     };
     let pid = child.id();
-    super::groups::register(pid);
+    scope.started(pid);
     let (cmd_tx, cmd_rx) = crossbeam_channel::unbounded();
     let reaper = Reaper::start(child, poll.registry(), CHILD_EXIT, waker.clone())?;
     let handle = SessionHandle { tx: cmd_tx, waker };
@@ -127,7 +137,10 @@ pub fn start(
         let events_for_setup = events.clone();
         let run = std::panic::AssertUnwindSafe(move || {
             match Session::new(cfg, poll, io, pid, cmd_rx, reaper, events) {
-                Ok(mut s) => s.run(),
+                Ok(mut s) => {
+                    s.scope = Some(scope);
+                    s.run()
+                }
                 Err(e) => {
                     // The child is already running: end it, and tell the router so the
                     // waiting sender gets the reason instead of waiting for ever.
@@ -212,8 +225,11 @@ struct Session {
     /// that say how much of the active delivery was written, for [`SessionCmd::Cancel`]).
     out_queued: u64,
     out_written: u64,
-    /// The active delivery's bytes as `[start, end)` offsets of that stream.
-    delivery_span: Option<(u64, u64)>,
+    /// The latest delivery's bytes as offsets of that stream.
+    delivery_span: Option<Span>,
+    /// When the child last took a byte of its pending input (or the latest delivery began):
+    /// a delivery still being written is ended [`SessionConfig::stall`] after it.
+    out_progress_at: Instant,
     state: State,
     delivery: Option<ActiveDelivery>,
     queued: VecDeque<Delivery>,
@@ -248,6 +264,9 @@ struct Session {
     output_ms: Option<u64>,
     kill: Option<(Cause, Instant)>,
     exit: Option<io::Result<ExitStatus>>,
+    /// What the child started, wherever it went (ended with the session, at the latest when
+    /// the session is dropped).
+    scope: Option<super::contain::Scope>,
     /// When the agent's MCP client first listed the tools.
     mcp_up_at: Option<Instant>,
     /// When the screen first looked ready while the MCP client was still connecting.
@@ -321,6 +340,7 @@ impl Session {
             out_queued: 0,
             out_written: 0,
             delivery_span: None,
+            out_progress_at: now,
             state,
             delivery: None,
             queued,
@@ -342,6 +362,7 @@ impl Session {
             output_ms: None,
             kill: None,
             exit: None,
+            scope: None,
             mcp_up_at: None,
             mcp_wait_since: None,
             menu_answer: None,
@@ -418,6 +439,7 @@ impl Session {
             consider(self.mcp_wait_since.map(|s| s + MCP_GRACE));
         }
         consider(self.delivery.as_ref().and_then(|d| d.next_deadline()));
+        consider(self.stall_at());
         for f in &self.followers {
             consider(Some(f.next_deadline()));
         }

@@ -345,9 +345,28 @@ impl Session {
         }
     }
 
-    /// The end of delivery `id`: its `Delivered` answer, or — when its sender was already
-    /// answered `queued` — its `QueueOutcome`.
-    fn finish_delivery(&mut self, id: u64, result: Result<(), String>) {
+    /// The end of delivery `id`. A failure after some of its bytes reached the child's input
+    /// is [`EventKind::Unconfirmed`]: it may have arrived (issue 26 item 5). Otherwise
+    /// [`Session::report_delivery`].
+    pub(super) fn finish_delivery(&mut self, id: u64, result: Result<(), String>) {
+        if let Err(reason) = &result {
+            if self
+                .delivery_span
+                .is_some_and(|s| s.begun(id, self.out_written))
+            {
+                self.answered_queued.remove(&id);
+                return self.emit(EventKind::Unconfirmed {
+                    id,
+                    reason: reason.clone(),
+                });
+            }
+        }
+        self.report_delivery(id, result);
+    }
+
+    /// The end of delivery `id` as it is known: its `Delivered` answer, or — when its sender
+    /// was already answered `queued` — its `QueueOutcome`.
+    pub(super) fn report_delivery(&mut self, id: u64, result: Result<(), String>) {
         if self.answered_queued.remove(&id) {
             self.emit(EventKind::QueueOutcome { id, result });
         } else {
@@ -382,8 +401,25 @@ impl Session {
         if let Some(end) = self.mcp_settle_end(Instant::now()) {
             active = active.hold_enter_until(end);
         }
+        // Recorded before the first byte: a daemon killed mid-paste still knows at its next
+        // start that this message may have arrived, and never writes it again.
+        if let (Some(key), Some(ids)) = (&d.key, &self.cfg.ids) {
+            if let Err(e) = ids.begun(&self.cfg.identity, key) {
+                log::warn!(
+                    "{}: cannot record message id {} as begun: {e}; after a daemon restart a \
+                     retry with that id may deliver it again",
+                    self.cfg.identity,
+                    key.id
+                );
+            }
+        }
         self.delivery = Some(active);
-        self.delivery_span = Some((self.out_queued, self.out_queued + bytes.len() as u64));
+        self.delivery_span = Some(Span {
+            id: d.id,
+            start: self.out_queued,
+            end: self.out_queued + bytes.len() as u64,
+        });
+        self.out_progress_at = Instant::now();
         self.write_child(&bytes);
     }
 
@@ -413,6 +449,8 @@ impl Session {
                         Err(reason) if refused && !self.answered_queued.contains(&d.id) => {
                             self.emit(EventKind::Refused { id: d.id, reason })
                         }
+                        // The runtime said it will not take it: known, whatever was written.
+                        result if refused => self.report_delivery(d.id, result),
                         // A wake whose first message went unconfirmed: the screen says why
                         // (issue 32 item 1: Codex's "open in another app").
                         Err(reason) if pty && d.is_wake_first() => {
@@ -566,6 +604,11 @@ impl Session {
         if matches!(self.state, State::Booting(_)) {
             self.evaluate_boot(now);
         }
+        if self.stall_at().is_some_and(|at| now >= at) {
+            if let Some(id) = self.delivery.as_ref().map(|d| d.id) {
+                self.end_writing(id, Some(self.cfg.stall));
+            }
+        }
         if let Some(d) = self.delivery.as_mut() {
             let adapter = self.cfg.adapter.clone();
             let screen = &self.screen;
@@ -609,6 +652,9 @@ impl Session {
         if let Some((cause, at)) = self.kill {
             if now >= at {
                 let _ = spawn::signal_group(self.pid, Signal::SIGKILL);
+                if let Some(scope) = &mut self.scope {
+                    scope.kill();
+                }
                 self.kill = Some((cause, now + KILL_GRACE));
             }
         }

@@ -46,6 +46,7 @@ fn producible(env: &u::Envelope) -> bool {
         message: env.body.clone(),
         topic: env.topic.clone(),
         attachments: env.attachments.clone(),
+        id: None,
     };
     u::is_valid_personality(&env.from)
         && u::is_valid_runtime(&env.runtime)
@@ -283,6 +284,8 @@ impl u::McpBackend for Backend {
             woke: false,
             ts: None,
             queued: None,
+            id: args.id,
+            earlier: false,
         })
     }
 }
