@@ -23,15 +23,19 @@ pub fn how_it_ended(status: Option<i32>, signal: Option<&str>) -> String {
 }
 
 /// The notice to the sender of a message whose turn the agent's death cut off (pure): which
-/// message, that the task was interrupted and how the agent ended, and what carries on.
-pub fn cut_notice(f: &Followed, ended: &str) -> String {
-    let after = match f.topic.as_deref() {
-        Some(topic) => format!(
+/// message, that the task was interrupted and how the agent ended, and what carries on —
+/// the conversation, on the message's topic, when the death left it `resumable`.
+pub fn cut_notice(f: &Followed, ended: &str, resumable: bool) -> String {
+    let after = match (f.topic.as_deref(), resumable) {
+        (Some(topic), true) => format!(
             "Its conversation is kept: the next message on topic \"{topic}\" resumes it, so \
              you can ask it to carry on or send the task again."
         ),
-        None => "The message had no topic, so the agent's next session starts a fresh \
-                 conversation: send the task again if it still matters."
+        (None, true) => "The message had no topic, so the agent's next session starts a fresh \
+                         conversation: send the task again if it still matters."
+            .to_string(),
+        (_, false) => "The agent's next session starts a fresh conversation: send the task \
+                       again if it still matters."
             .to_string(),
     };
     format!(
@@ -42,16 +46,17 @@ pub fn cut_notice(f: &Followed, ended: &str) -> String {
 }
 
 impl Router {
-    /// `identity`'s session ended (`cause`, `status`/`signal`) with the turns of deliveries
-    /// `ids` not ended: a `turn-cut` line in `lifecycle.log` for each, and for an
-    /// unexpected end a notice to each sender still known among the recent deliveries.
+    /// `identity`'s session ended (`cause`, `status`/`signal`; its conversation left
+    /// `resumable` or not) with the turns of deliveries `ids` not ended: a `turn-cut` line in
+    /// `lifecycle.log` for each, and for an unexpected end a notice to each sender still known
+    /// among the recent deliveries.
     pub(crate) fn on_turns_cut(
         &mut self,
         identity: &Identity,
         ids: &[u64],
         cause: Cause,
-        status: Option<i32>,
-        signal: Option<&str>,
+        (status, signal): (Option<i32>, Option<&str>),
+        resumable: bool,
     ) {
         let ended = how_it_ended(status, signal);
         for id in ids {
@@ -74,7 +79,7 @@ impl Router {
                     .field("notice", if tell { "true" } else { "false" }),
             );
             if let (true, Some(f)) = (tell, followed) {
-                self.send_notice(&f, cut_notice(&f, &ended));
+                self.send_notice(&f, cut_notice(&f, &ended, resumable));
             }
         }
     }
@@ -107,13 +112,19 @@ mod tests {
         assert_eq!(how_it_ended(Some(3), None), "exited with status 3");
         assert_eq!(how_it_ended(None, None), "ended");
         assert_eq!(
-            cut_notice(&followed(Some("t1")), "was killed by SIGKILL"),
+            cut_notice(&followed(Some("t1")), "was killed by SIGKILL", true),
             "Your message to cb (claude) sent at 2026-12-06T15:00:03+00:00 (\"build the \
              report\") was interrupted: the agent's process was killed by SIGKILL while it was \
              working on it, before its turn ended. Its conversation is kept: the next message \
              on topic \"t1\" resumes it, so you can ask it to carry on or send the task again."
         );
-        assert!(cut_notice(&followed(None), "exited with status 1")
+        assert!(cut_notice(&followed(None), "exited with status 1", true)
             .ends_with("starts a fresh conversation: send the task again if it still matters."));
+        assert!(
+            cut_notice(&followed(Some("t1")), "exited with status 0", false).ends_with(
+                "The agent's next session starts a fresh conversation: send the task again if it \
+             still matters."
+            )
+        );
     }
 }

@@ -218,7 +218,8 @@ impl Router {
                 .opt("resumable", plan.resume_eligible.then_some("true")),
         );
         if !s.cut.is_empty() {
-            self.on_turns_cut(identity, &s.cut, cause, status, signal.as_deref());
+            let how = (status, signal.as_deref());
+            self.on_turns_cut(identity, &s.cut, cause, how, plan.resume_eligible);
         }
         // A delivery the session never answered: the session reports every delivery it
         // took (and a failed boot) before it exits, so this one never reached the child.
