@@ -356,6 +356,29 @@ fn a_codex_conversation_open_in_another_app_is_what_the_sender_is_told() {
     );
 }
 
+/// Issue 32 item 1: a wake whose first message the runtime does not take, saying why on its
+/// screen (as Codex does for a conversation open in another app once its composer showed),
+/// gives the screen's most informative line with the reason, not only "no confirmation
+/// within … ms" (on `main`, the reason alone).
+#[test]
+fn a_wake_whose_first_message_is_not_taken_says_what_the_screen_says() {
+    let mut env = TestEnv::new();
+    env.create_echo("ea");
+    env.create_echo("bob");
+    env.launch_env("bob", "echo", "PEER_START_ARGS=--refuse-input\n");
+    env.start_daemon();
+    // (A wake's first message has at least 20 s to be confirmed.)
+    let out = send_t1(&env, "bob", "echo: hi");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(" ms (on screen: Error: this session takes no messages (--refuse-input))")
+            && err.contains("no confirmation within "),
+        "{}\n{}",
+        common::describe(&out),
+        env.diagnostics()
+    );
+}
+
 /// Wait until the model works on [`LONG`] (`working`), 3 s more, then kill `identity`'s
 /// process with SIGKILL; the sender `echo-ea` is told the task was interrupted.
 fn kill_mid_turn_and_see_the_notice(
