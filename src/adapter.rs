@@ -243,7 +243,7 @@ pub trait Adapter: Send + Sync {
         ConversationNaming::Folder
     }
     /// This adapter bound to the conversation `id` (issue 32): a launch by it starts that
-    /// conversation fresh ([`ConversationNaming::Chosen`]) or resumes it, and its readers —
+    /// conversation fresh (`ConversationNaming::Chosen`) or resumes it, and its readers —
     /// confirmation, ready gate, activity, API errors, compaction — follow that
     /// conversation's records only, not the folder's newest. `None` (the default) for a
     /// runtime whose conversations are the folder's.

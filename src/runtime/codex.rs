@@ -593,7 +593,7 @@ impl Adapter for Codex {
     }
 
     /// Whether the bound conversation's session file exists (an unbound adapter resumes
-    /// nothing: [`super::NO_RECORDED_CONVERSATION`]).
+    /// nothing: `NO_RECORDED_CONVERSATION`).
     fn resumable(&self, cwd: &Path) -> bool {
         self.conversation.is_some() && self.own_rollout(cwd).is_some()
     }
