@@ -383,7 +383,7 @@ pub(crate) struct LaunchPlan {
     /// The conversation the session starts (a chosen id) or resumes, when its id is known
     /// at launch (issue 32); `None` for a runtime whose id is learned later, or that does
     /// not name its conversations.
-    pub(crate) conversation: Option<String>,
+    conversation: Option<String>,
     /// The fresh/resume decision (agents only).
     decision: Option<WakeDecision>,
     /// The queued message that rides the wake as its first delivery (agents only).
@@ -399,7 +399,7 @@ pub(crate) struct LaunchPlan {
 /// The conversation a launch starts or resumes, when known at launch (pure; issue 32): a
 /// fresh one gets a new id where iapeer chooses it, a resume names the recorded one; a
 /// runtime that learns its ids, or keeps one conversation per folder, has none yet.
-pub(crate) fn launch_conversation(
+fn launch_conversation(
     mode: WakeMode,
     naming: ConversationNaming,
     recorded: Option<String>,
@@ -600,4 +600,35 @@ fn start_session(
             format!("cannot start {}: {e}", spec.program.to_string_lossy()),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_launch_knows_its_conversation_where_the_runtime_lets_it() {
+        use ConversationNaming::{Chosen, Folder, Learned};
+        let recorded = || Some("3f2c1a5e-1111-4222-8333-444455556666".to_string());
+        let chosen = launch_conversation(WakeMode::Fresh, Chosen, recorded()).unwrap();
+        assert!(crate::markers::valid_conversation_id(&chosen));
+        assert_ne!(chosen, recorded().unwrap(), "a fresh start gets a new id");
+        assert_eq!(
+            launch_conversation(WakeMode::Fresh, Learned, recorded()),
+            None
+        );
+        assert_eq!(
+            launch_conversation(WakeMode::Resume, Chosen, recorded()),
+            recorded()
+        );
+        assert_eq!(
+            launch_conversation(WakeMode::Resume, Learned, recorded()),
+            recorded()
+        );
+        assert_eq!(launch_conversation(WakeMode::Resume, Learned, None), None);
+        assert_eq!(
+            launch_conversation(WakeMode::Resume, Folder, recorded()),
+            None
+        );
+    }
 }
