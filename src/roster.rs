@@ -222,11 +222,16 @@ pub fn list_rows(paths: &Paths, registry: &Registry, live: &LiveState) -> Vec<Pe
         crate::runtime::router::missing_program(paths, rt, cwd)
     });
     attach_notices(&mut rows, crate::notices::current(paths));
-    // Without a live session, the runtime's own transcripts tell which was active last.
+    // Without a live session, the runtime's own transcripts tell which was active last: those
+    // of the peer's recorded conversation, not a person's in the same folder (issue 32).
     for row in rows.iter_mut().filter(|r| r.last_active_runtime.is_none()) {
         row.last_active_runtime = freshest(row.runtimes.iter().map(|r| {
+            let recorded = crate::names::Identity::new(&r.runtime, &row.personality)
+                .ok()
+                .and_then(|id| Markers::new(paths, &id).conversation());
             let t = crate::runtime::adapter_for(paths, &r.runtime)
                 .ok()
+                .map(|a| recorded.and_then(|id| a.for_conversation(&id)).unwrap_or(a))
                 .and_then(|a| a.activity_ms(&row.cwd));
             (r.runtime.clone(), t)
         }));

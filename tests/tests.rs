@@ -24,6 +24,7 @@ mod cli;
 mod codex;
 mod composer;
 mod contain;
+mod conversations;
 mod correctness;
 mod demo;
 mod echo_input;

@@ -27,8 +27,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use crate::adapter::{
-    Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, GateState, GateWatch,
-    LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
+    Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
+    GateState, GateWatch, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
+    NO_RECORDED_CONVERSATION,
 };
 use crate::paths::Paths;
 
