@@ -506,14 +506,35 @@ pub fn rename(inv: &Invocation) -> CliResult {
             moved.triggers_in.join(", ")
         )
     };
-    let doc = serde_json::json!({
+    // A worktree peer's folder was moved by git; its branch keeps its name (issue 32 item 8).
+    let worktree = Profile::read(&moved.peer.cwd)
+        .ok()
+        .flatten()
+        .and_then(|p| p.worktree)
+        .map(|record| {
+            let branch = match crate::worktree::state(&moved.peer.cwd, &record) {
+                crate::worktree::State::Known(l) => l.branch,
+                _ => Some(record.branch.clone()),
+            };
+            let repo = crate::worktree::shown_repository(&record.repository);
+            let note = peers::worktree::branch_after_rename(branch.as_deref(), &repo, old, new);
+            (branch, note)
+        });
+    let worktree_note = worktree
+        .as_ref()
+        .map(|(_, note)| format!("; worktree moved with git, {note}"))
+        .unwrap_or_default();
+    let mut doc = serde_json::json!({
         "from": moved.from,
         "peer": moved.peer,
         "history": moved.history.as_ref().map(|(_, to)| to),
         "triggers_in": moved.triggers_in,
     });
+    if let Some((branch, _)) = &worktree {
+        doc["worktree"] = serde_json::json!({ "branch": branch });
+    }
     let text = format!(
-        "renamed {old} to {new}: {} → {}{history}{triggers}\n",
+        "renamed {old} to {new}: {} → {}{history}{triggers}{worktree_note}\n",
         moved.from.display(),
         moved.peer.cwd.display()
     );

@@ -254,6 +254,17 @@ fn decide_checkout(f: &Facts) -> Result<Checkout, PeerError> {
     }
 }
 
+/// Whether `c` is a file iapeer wrote in the peer's folder — its own files (`.iapeer/`, spec
+/// 01 §2) or a runtime's ([`crate::runtime::FOLDER_FILES`]) — untracked: the peer's, not
+/// work, so it goes with the worktree (pure).
+fn written_by_iapeer(c: &Change) -> bool {
+    let own = |f: &str| match f.strip_suffix('/') {
+        Some(dir) => c.path.strip_prefix(dir).is_some_and(|r| r.starts_with('/')),
+        None => c.path == f,
+    };
+    c.untracked() && (own(".iapeer/") || crate::runtime::FOLDER_FILES.iter().any(|f| own(f)))
+}
+
 /// What `remove` does with a worktree peer's folder, decided before anything changes.
 #[derive(Debug)]
 pub enum Removal {
@@ -339,10 +350,7 @@ pub fn plan_removal(
             cwd.display()
         ))
     })?;
-    let work: Vec<&Change> = changes
-        .iter()
-        .filter(|c| !worktree::written_by_iapeer(c))
-        .collect();
+    let work: Vec<&Change> = changes.iter().filter(|c| !written_by_iapeer(c)).collect();
     if !work.is_empty() && !force {
         let branch = listed.branch.as_deref().map_or_else(
             || "its detached HEAD".to_string(),
@@ -377,7 +385,7 @@ pub fn remove_worktree(removal: &Removal, cwd: &Path, force: bool) -> Result<Str
     };
     if !force {
         let own = worktree::changes(cwd).unwrap_or_default();
-        for c in own.iter().filter(|c| worktree::written_by_iapeer(c)) {
+        for c in own.iter().filter(|c| written_by_iapeer(c)) {
             let file = cwd.join(&c.path);
             let _ = fsutil::remove_if_exists(&file);
             if let Some(dir) = file.parent().filter(|d| *d != cwd) {
@@ -431,6 +439,20 @@ pub fn check_movable(from: &Path, record: &WorktreeRecord) -> Result<PathBuf, Pe
             "{} — nothing was changed",
             other.problem(from, record).unwrap_or_default()
         ))),
+    }
+}
+
+/// What `rename` says of a worktree peer's branch, which it does not rename (pure): kept, and
+/// for the default branch of the old name, the command that gives it the new one.
+pub fn branch_after_rename(branch: Option<&str>, repo: &Path, old: &str, new: &str) -> String {
+    match branch {
+        Some(b) if b == default_branch(old) => format!(
+            "its branch {b} is kept (git -C {} branch -m {b} {} renames it)",
+            repo.display(),
+            default_branch(new)
+        ),
+        Some(b) => format!("its branch {b} is kept"),
+        None => "its HEAD is detached".to_string(),
     }
 }
 
@@ -497,6 +519,44 @@ mod tests {
         let two = ["origin/feat".to_string(), "up/feat".to_string()];
         let e = decide_checkout(&facts(true, false, None, &two)).unwrap_err();
         assert!(e.to_string().contains("origin/feat, up/feat"), "{e}");
+    }
+
+    #[test]
+    fn a_rename_keeps_the_branch_and_says_how_to_rename_the_default_one() {
+        let repo = Path::new("/src/app");
+        assert_eq!(
+            branch_after_rename(Some("iapeer/bob"), repo, "bob", "eve"),
+            "its branch iapeer/bob is kept (git -C /src/app branch -m iapeer/bob iapeer/eve renames it)"
+        );
+        assert_eq!(
+            branch_after_rename(Some("feat"), repo, "bob", "eve"),
+            "its branch feat is kept"
+        );
+    }
+
+    #[test]
+    fn only_untracked_files_iapeer_wrote_are_the_peer_s() {
+        let c = |code: &str, path: &str| Change {
+            code: code.into(),
+            path: path.into(),
+        };
+        for own in [
+            ".iapeer/peer-profile.json",
+            ".mcp.json",
+            ".claude/settings.local.json",
+            ".echo-agent/transcript.jsonl",
+        ] {
+            assert!(written_by_iapeer(&c("??", own)), "{own}");
+            assert!(!written_by_iapeer(&c(" M", own)), "tracked {own} is work");
+        }
+        for work in [
+            ".claude/settings.json",
+            ".echo-agentx",
+            "src/.mcp.json",
+            ".iapeerx/a",
+        ] {
+            assert!(!written_by_iapeer(&c("??", work)), "{work}");
+        }
     }
 
     #[test]

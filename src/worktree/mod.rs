@@ -381,15 +381,6 @@ pub fn changes(folder: &Path) -> Result<Vec<Change>, GitError> {
     .map(|out| porcelain::status(&out))
 }
 
-/// The files iapeer writes into a peer's folder (spec 01 §2 `.iapeer/`; Claude's MCP setup):
-/// when untracked they are the peer's, not work, and go with the worktree (pure).
-pub fn written_by_iapeer(c: &Change) -> bool {
-    c.untracked()
-        && (c.path.starts_with(".iapeer/")
-            || c.path == ".mcp.json"
-            || c.path == ".claude/settings.local.json")
-}
-
 /// What git knows of a worktree peer's folder now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum State {
