@@ -67,6 +67,7 @@ mod truth;
 mod ui;
 mod views;
 mod wake_failure;
+mod worktree;
 
 /// With `autotests = false` a file in `tests/` that no `mod` line names would never build or
 /// run; this makes that loud.
