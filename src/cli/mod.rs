@@ -284,6 +284,8 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
         Verb::Attach => lifecycle::attach(inv),
         Verb::LiveRuntime => lifecycle::live_runtime(inv),
         Verb::New => lifecycle::new(inv),
+        Verb::Wake => lifecycle::wake(inv),
+        Verb::Restart => lifecycle::restart(inv),
         Verb::Refresh => lifecycle::refresh(inv),
         Verb::Interrupt => lifecycle::interrupt(inv),
         Verb::Compact => lifecycle::compact(inv),

@@ -160,6 +160,10 @@ pub enum Verb {
     Stop,
     /// `start`.
     Start,
+    /// `wake`.
+    Wake,
+    /// `restart`.
+    Restart,
     /// `attach`.
     Attach,
     /// `new`.
@@ -241,7 +245,7 @@ pub enum Verb {
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 48] = [
+    pub const ALL: [Verb; 50] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
@@ -252,6 +256,8 @@ impl Verb {
         Verb::LiveRuntime,
         Verb::Stop,
         Verb::Start,
+        Verb::Wake,
+        Verb::Restart,
         Verb::Attach,
         Verb::New,
         Verb::Refresh,

@@ -58,6 +58,11 @@ pub mod flags {
     pub const JSON: FlagSpec = boolean("json", "print one JSON document on stdout, for scripts");
     /// `--all`.
     pub const ALL: FlagSpec = boolean("all", "act on every peer instead of one");
+    /// `--everyone` of stop.
+    pub const EVERYONE: FlagSpec = boolean(
+        "everyone",
+        "with --all: stop humans and services (timer, watcher, chat channels) too",
+    );
     /// `--force` (remove, rename).
     pub const FORCE: FlagSpec = boolean(
         "force",
@@ -360,7 +365,7 @@ use flags::{
     PEER_RUNTIME, PURGE, REINSTALL, RUNTIMES_ALL, SEND_ID, SEND_RUNTIME, SEND_TIMEOUT, TOPIC,
     UPDATE_FORCE, YES,
 };
-use flags::{BRANCH, CONFIRM_RUNTIME, FOLLOW, HUMAN, INBOX_ALL, PRINT, SINCE, WORKTREE};
+use flags::{BRANCH, CONFIRM_RUNTIME, EVERYONE, FOLLOW, HUMAN, INBOX_ALL, PRINT, SINCE, WORKTREE};
 
 const PEER_AND_RUNTIME: &[PosSpec] = &[args::PEER, RUNTIME];
 /// The flags of a verb that acts on one peer or on all of them.
@@ -724,13 +729,16 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Stop),
         name: "stop",
-        signature: "stop (<peer> [runtime] | --all) [--json]",
+        signature: "stop (<peer> [runtime] | --all [--everyone]) [--json]",
         summary: "end a peer's sessions and refuse messages until started",
-        description: "Mark the peer stopped on a runtime (or every peer with --all) and end its session. A \
-            stopped peer is never woken and messages to it are refused; an always-on peer is not \
-            restarted. Without a runtime: every runtime the peer declares. Idempotent.",
+        description: "Mark the peer stopped on a runtime (or every agent with --all) and end its \
+            session. A stopped peer is never woken and messages to it are refused; an always-on \
+            peer is not restarted. Without a runtime: every runtime the peer declares. --all \
+            leaves humans and services (the human's inbox, timer, watcher, chat channels) running \
+            so messages to the operator still arrive, and names them; name one to stop it, or add \
+            --everyone. Idempotent.",
         positionals: PEER_AND_RUNTIME,
-        flags: &[ALL, JSON],
+        flags: &[ALL, EVERYONE, JSON],
         rules: &[Rule::ReplacesPositionals(ALL)],
         hidden: false,
         group: Group::Lifecycle,
@@ -746,6 +754,38 @@ pub static VERBS: &[VerbSpec] = &[
         positionals: PEER_AND_RUNTIME,
         flags: &[ALL, JSON],
         rules: &[Rule::ReplacesPositionals(ALL)],
+        hidden: false,
+        group: Group::Lifecycle,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Wake),
+        name: "wake",
+        signature: "wake <peer> [runtime] [--json]",
+        summary: "bring a peer's session up now, without a message",
+        description: "Wake the peer as a message would (resuming or starting fresh by the same rules) \
+            and return once its session is ready; a live peer is left as it is. A stopped peer is \
+            refused: start it first.",
+        positionals: PEER_AND_RUNTIME,
+        flags: &[JSON],
+        rules: &[],
+        hidden: false,
+        group: Group::Lifecycle,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Restart),
+        name: "restart",
+        signature: "restart <peer> [runtime] [--json]",
+        summary: "end a peer's session and bring it up again on its conversation",
+        description: "End the peer's session if it has one and bring it up again, continuing the \
+            conversation iapeer recorded for it (fresh when none was recorded, after refresh, or \
+            for an ephemeral peer); returns once the session is ready and says which. Forgets the \
+            crash history like new; an always-on peer is restarted and un-parked. For a fresh \
+            conversation use new.",
+        positionals: PEER_AND_RUNTIME,
+        flags: &[JSON],
+        rules: &[],
         hidden: false,
         group: Group::Lifecycle,
         passthrough: false,

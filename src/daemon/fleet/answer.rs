@@ -198,7 +198,8 @@ mod tests {
         assert_eq!(
             verb(Control::Stop(StopReply {
                 stopped: vec![],
-                ended: vec![]
+                ended: vec![],
+                kept: vec![],
             }))
             .status,
             200
