@@ -52,6 +52,7 @@ mod paste;
 mod paths;
 mod peers;
 mod plugins;
+mod prompt;
 mod regressions;
 mod rename;
 mod router_runtime;

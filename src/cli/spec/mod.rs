@@ -156,6 +156,8 @@ pub enum Verb {
     Rename,
     /// `live-runtime`.
     LiveRuntime,
+    /// `prompt`.
+    Prompt,
     /// `stop`.
     Stop,
     /// `start`.
@@ -245,7 +247,7 @@ pub enum Verb {
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 50] = [
+    pub const ALL: [Verb; 51] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
@@ -254,6 +256,7 @@ impl Verb {
         Verb::Remove,
         Verb::Rename,
         Verb::LiveRuntime,
+        Verb::Prompt,
         Verb::Stop,
         Verb::Start,
         Verb::Wake,

@@ -207,6 +207,18 @@ pub mod flags {
         "print",
         "print the page's link instead of opening it in a browser",
     );
+    /// `--runtime <rt>` of prompt.
+    pub const PROMPT_RUNTIME: FlagSpec = valued(
+        "runtime",
+        "<rt>",
+        Complete::Runtime,
+        "the prompt for this runtime of the peer (default: its default runtime)",
+    );
+    /// `--raw` (prompt).
+    pub const RAW: FlagSpec = boolean(
+        "raw",
+        "print the prompt alone, exactly as the runtime gets it, without labels",
+    );
     /// `--keep` (demo).
     pub const KEEP: FlagSpec = boolean("keep", "keep the temporary root and print its path");
     /// `--dry-run` (onboard, uninstall).
@@ -365,7 +377,10 @@ use flags::{
     PEER_RUNTIME, PURGE, REINSTALL, RUNTIMES_ALL, SEND_ID, SEND_RUNTIME, SEND_TIMEOUT, TOPIC,
     UPDATE_FORCE, YES,
 };
-use flags::{BRANCH, CONFIRM_RUNTIME, EVERYONE, FOLLOW, HUMAN, INBOX_ALL, PRINT, SINCE, WORKTREE};
+use flags::{
+    BRANCH, CONFIRM_RUNTIME, EVERYONE, FOLLOW, HUMAN, INBOX_ALL, PRINT, PROMPT_RUNTIME, RAW, SINCE,
+    WORKTREE,
+};
 
 const PEER_AND_RUNTIME: &[PosSpec] = &[args::PEER, RUNTIME];
 /// The flags of a verb that acts on one peer or on all of them.
@@ -707,6 +722,24 @@ pub static VERBS: &[VerbSpec] = &[
             worktree git has locked or no longer knows is refused.",
         positionals: &[args::OLD, args::NEW],
         flags: &[FORCE, JSON],
+        rules: &[],
+        hidden: false,
+        group: Group::Peers,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Prompt),
+        name: "prompt",
+        signature: "prompt <peer> [--runtime <rt>] [--raw] [--json]",
+        summary: "show the system prompt a peer's next wake starts with",
+        description: "Print the system prompt iapeer gives the peer's agent at its next wake, in \
+            place of the runtime's own: each layer under a label naming where it comes from (the \
+            identity block, the docs pointer, <root>/IAPEER.md for every agent, \
+            <folder>/.iapeer/IAPEER.md for this peer's role, the team list, the *.md domain files \
+            and fragments), which doctrine files are absent, and files left out (empty, not \
+            UTF-8). --raw prints the prompt alone. Needs no daemon.",
+        positionals: &[args::PEER],
+        flags: &[PROMPT_RUNTIME, RAW, JSON],
         rules: &[],
         hidden: false,
         group: Group::Peers,
