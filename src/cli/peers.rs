@@ -137,7 +137,16 @@ pub fn init(inv: &Invocation) -> CliResult {
     let before = registered(&paths, &name);
     let born = peers::init_peer(&paths, &folder, &init_options(inv)).map_err(fail)?;
     let unconfigured = bootstrap(inv, &paths, &born);
-    report(inv, "initialized", before.as_ref(), &born.peer)?;
+    match before.as_ref().filter(|b| b.cwd != born.peer.cwd) {
+        // A peer folder moved by hand, found again (issue 30 item 6).
+        Some(old) if !inv.flag(flags::JSON) => print(&format!(
+            "moved peer {}: the registry now points to {} (was {})\n",
+            born.peer.personality,
+            born.peer.cwd.display(),
+            old.cwd.display()
+        ))?,
+        _ => report(inv, "initialized", before.as_ref(), &born.peer)?,
+    }
     unconfigured.map_or(Ok(()), Err)
 }
 
