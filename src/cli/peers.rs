@@ -616,7 +616,7 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
     let paths = paths()?;
     let kind = runtime::adapter_for(&paths, rt).map_err(fail)?.kind();
     if kind != RuntimeKind::Agent {
-        return Err(fail(format!("{rt} is a router runtime; add-runtime declares agent runtimes (create a peer with --runtime {rt} instead)")));
+        return Err(fail(format!("{rt} is a human's or a service's runtime; add-runtime declares agent runtimes (create a peer with --runtime {rt} instead)")));
     }
     let bearer = bearer();
     let mut out = String::new();
@@ -785,7 +785,7 @@ fn undeclared_default(peer: &str, rt: &str, kind: RuntimeKind) -> String {
             "peer \"{peer}\" does not declare runtime \"{rt}\" — add it first: iapeer add-runtime {rt} --peer {peer}"
         ),
         _ => format!(
-            "peer \"{peer}\" does not declare runtime \"{rt}\", and {rt} is a router runtime, which is \
+            "peer \"{peer}\" does not declare runtime \"{rt}\", and {rt} is a human's or a service's runtime, which is \
              not added to an existing peer — create a peer on it instead: iapeer create <name> --runtime {rt}"
         ),
     }
