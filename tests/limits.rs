@@ -1,0 +1,357 @@
+//! A turn refused by a rate or usage limit is taken up again (issue 32 item 3): what the real
+//! Claude Code 2.1.332 and Codex 0.171.0 do when their model API answers 429 until they give
+//! the turn up (recorded as fixtures), and iapeer taking the turn up again once the limit
+//! resets, telling the sender both times.
+
+use crate::common;
+
+use common::anthropic::{last_user_text, Reply};
+use common::TestEnv;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Where the recorders write (`IAPEER_RECORD_DIR`, else a folder under /tmp).
+fn record_dir(name: &str) -> PathBuf {
+    let dir = std::env::var_os("IAPEER_RECORD_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp/iapeer-record"))
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn now_secs() -> i64 {
+    jiff::Timestamp::now().as_second()
+}
+
+/// The headers of a Claude recording case.
+fn claude_case_headers(case: &str) -> Vec<(String, String)> {
+    let reset = now_secs()
+        + std::env::var("IAPEER_LIMIT_RESET_SECS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(3600);
+    let rfc = jiff::Timestamp::from_second(reset).unwrap().to_string();
+    let h: Vec<(&str, String)> = match case {
+        "plain" => vec![],
+        "retry-after" => vec![("retry-after", "3".into())],
+        "ratelimit-reset" => vec![
+            ("anthropic-ratelimit-requests-limit", "50".into()),
+            ("anthropic-ratelimit-requests-remaining", "0".into()),
+            ("anthropic-ratelimit-requests-reset", rfc.clone()),
+            ("anthropic-ratelimit-tokens-reset", rfc.clone()),
+            ("anthropic-ratelimit-input-tokens-reset", rfc),
+            ("retry-after", "3".into()),
+        ],
+        "unified" => vec![
+            ("anthropic-ratelimit-unified-status", "rejected".into()),
+            ("anthropic-ratelimit-unified-reset", reset.to_string()),
+            (
+                "anthropic-ratelimit-unified-representative-claim",
+                "five_hour".into(),
+            ),
+            ("anthropic-ratelimit-unified-5h-status", "rejected".into()),
+            ("anthropic-ratelimit-unified-5h-reset", reset.to_string()),
+            ("anthropic-ratelimit-unified-5h-utilization", "1.0".into()),
+        ],
+        other => panic!("unknown case {other}"),
+    };
+    h.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+/// Exploratory recorder: a live claude peer whose stand-in answers the `LIMITED` turn with 429
+/// (`IAPEER_LIMIT_CASE`: `plain`, `retry-after`, `ratelimit-reset`, `unified`) with Claude
+/// Code's default retries, until it gives the turn up; then the stand-in recovers and the
+/// next message's request shows what the conversation kept.
+#[test]
+#[ignore = "re-records fixtures from the real Claude Code; run by name with --ignored"]
+fn record_claude_limit_give_up() {
+    let case = std::env::var("IAPEER_LIMIT_CASE").unwrap_or_else(|_| "plain".into());
+    let dir = record_dir(&format!("claude-{case}"));
+    let (env, api) = crate::claude::world(&[("IAPEER_TICK_SECS", "1")]);
+    let retries = std::env::var("IAPEER_LIMIT_RETRIES")
+        .map(|n| format!("CLAUDE_CODE_MAX_RETRIES={n}\n"))
+        .unwrap_or_default();
+    // A subscription's login (its usage limits come as `anthropic-ratelimit-unified-*`).
+    let auth = if std::env::var("IAPEER_LIMIT_OAUTH").is_ok() {
+        "CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-standin\n"
+    } else {
+        "ANTHROPIC_API_KEY=sk-ant-standin-key\n"
+    };
+    env.launch_env(
+        "cb",
+        "claude",
+        &format!(
+            "ANTHROPIC_BASE_URL={}\n{auth}IS_SANDBOX=1\n{retries}",
+            api.url()
+        ),
+    );
+    let headers = claude_case_headers(&case);
+    let reset_marks: Vec<String> = headers
+        .iter()
+        .filter(|(k, _)| k.ends_with("-reset"))
+        .map(|(_, v)| v.clone())
+        .collect();
+    let limited = Arc::new(AtomicBool::new(true));
+    let times: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    let (l, t) = (limited.clone(), times.clone());
+    api.script(move |req| {
+        let main = req["tools"].as_array().is_some_and(|t| !t.is_empty());
+        if main && last_user_text(req).contains("LIMITED") && l.load(Ordering::SeqCst) {
+            t.lock().unwrap().push(Instant::now());
+            Reply::Headed(headers.clone(), Box::new(Reply::Error(429)))
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    crate::busy::wake_claude(&env);
+    let start = Instant::now();
+    env.ok(&[
+        "send",
+        "cb",
+        "--from",
+        "echo-ea",
+        "--message",
+        "LIMITED task",
+    ]);
+    let projects = env.home.join(".claude/projects");
+    let mut shots = Vec::new();
+    let mut last_shot = Instant::now();
+    env.wait_until("the refusal record", Duration::from_secs(900), |e| {
+        if last_shot.elapsed() > Duration::from_secs(5) {
+            last_shot = Instant::now();
+            shots.push(format!(
+                "--- {:?} ({} requests)\n{}",
+                start.elapsed(),
+                times.lock().unwrap().len(),
+                e.screen("claude-cb")
+            ));
+        }
+        crate::busy::records(&projects)
+            .iter()
+            .any(|r| r["isApiErrorMessage"] == true)
+    });
+    let took = start.elapsed();
+    std::thread::sleep(Duration::from_secs(3));
+    let ts = times.lock().unwrap().clone();
+    let gaps: Vec<String> = ts
+        .windows(2)
+        .map(|w| format!("{:.1}", (w[1] - w[0]).as_secs_f64()))
+        .collect();
+    let summary = format!(
+        "case {case}: gave up after {took:?}, {} request(s), gaps {gaps:?}\n",
+        ts.len()
+    );
+    eprintln!("{summary}");
+    std::fs::write(dir.join("screen-at-give-up.txt"), env.screen("claude-cb")).unwrap();
+    std::fs::write(dir.join("screens-while-retrying.txt"), shots.join("\n")).unwrap();
+    std::fs::write(
+        dir.join("pane.raw"),
+        std::fs::read(env.paths().pane_log("claude-cb")).unwrap_or_default(),
+    )
+    .unwrap();
+    let lines: Vec<String> = crate::busy::jsonl_lines(&projects);
+    std::fs::write(dir.join("transcript.jsonl"), lines.join("\n") + "\n").unwrap();
+    // Recovered: what does the next turn carry?
+    limited.store(false, Ordering::SeqCst);
+    let before = api.main_requests().len();
+    let req = if std::env::var("IAPEER_LIMIT_WAIT_OWN").is_ok() {
+        // Does the runtime take the turn up again by itself?
+        env.wait_until("the runtime's own next request", Duration::from_secs(300), |_| {
+            api.main_requests().len() > before
+        });
+        std::fs::write(dir.join("screen-after-own.txt"), env.screen("claude-cb")).unwrap();
+        api.main_requests().pop().unwrap()
+    } else {
+        env.ok(&["send", "cb", "--from", "echo-ea", "--message", "NEXT one"]);
+        env.wait_until("the next turn", Duration::from_secs(60), |_| {
+            api.has_main_request_with("NEXT one")
+        });
+        api.main_requests()
+            .into_iter()
+            .rfind(|r| last_user_text(r).contains("NEXT one"))
+            .unwrap()
+    };
+    let msgs: Vec<String> = req["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let text = common::anthropic::flatten(&m["content"]);
+            let short: String = text.chars().take(300).collect();
+            format!("{}: {}", m["role"], short.replace('\n', "⏎"))
+        })
+        .collect();
+    std::fs::write(
+        dir.join("next-request.txt"),
+        summary + &msgs.join("\n") + "\n",
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let lines: Vec<String> = crate::busy::jsonl_lines(&projects);
+    std::fs::write(dir.join("transcript-after.jsonl"), lines.join("\n") + "\n").unwrap();
+    // Files anywhere under HOME that hold a reset time the stand-in sent.
+    let mut holders = Vec::new();
+    find_holders(&env.home, &reset_marks, &mut holders);
+    find_holders(&env.root, &reset_marks, &mut holders);
+    eprintln!("files holding a reset time: {holders:?}");
+}
+
+fn find_holders(dir: &Path, marks: &[String], out: &mut Vec<String>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() && !p.is_symlink() {
+            find_holders(&p, marks, out);
+        } else if let Ok(bytes) = std::fs::read(&p) {
+            let text = String::from_utf8_lossy(&bytes);
+            for m in marks {
+                if let Some(at) = text.find(m.as_str()) {
+                    let from = at.saturating_sub(200);
+                    let ctx: String = text[from..].chars().take(300).collect();
+                    out.push(format!("{}: …{ctx}", p.display()));
+                }
+            }
+        }
+    }
+}
+
+/// Exploratory recorder: a live codex peer whose stand-in answers the `LIMITED` turn with a
+/// 429 (`IAPEER_LIMIT_CASE`: `plain`, `retry-after`, `usage-limit`, `usage-limit-bare`) with
+/// Codex's default retries, until it gives the turn up; then the stand-in recovers and the
+/// next message's request shows what the conversation kept.
+#[test]
+#[ignore = "re-records fixtures from the real Codex CLI; run by name with --ignored"]
+fn record_codex_limit_give_up() {
+    use common::openai::{input_text, last_input_text, Reply as OReply};
+    let case = std::env::var("IAPEER_LIMIT_CASE").unwrap_or_else(|_| "plain".into());
+    let dir = record_dir(&format!("codex-{case}"));
+    let (env, api) = crate::codex::world_with(&[("IAPEER_TICK_SECS", "1")]);
+    let reset = now_secs()
+        + std::env::var("IAPEER_LIMIT_RESET_SECS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(3600);
+    let plain = serde_json::json!({"error": {"message": "stand-in: Rate limit reached for requests",
+        "type": "requests", "code": "rate_limit_exceeded"}});
+    let refusal = match case.as_str() {
+        "plain" => OReply::error(429, plain),
+        "retry-after" => OReply::Error {
+            status: 429,
+            body: plain,
+            headers: vec![("retry-after".into(), "3".into())],
+        },
+        "usage-limit" => crate::notices::codex_usage_limit(
+            reset,
+            crate::notices::codex_limit_headers(reset, true),
+        ),
+        "usage-limit-bare" => crate::notices::codex_usage_limit(reset, Vec::new()),
+        other => panic!("unknown case {other}"),
+    };
+    let limited = Arc::new(AtomicBool::new(true));
+    let times: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    let (l, t) = (limited.clone(), times.clone());
+    api.script(move |req| {
+        if last_input_text(req).contains("LIMITED") && l.load(Ordering::SeqCst) {
+            t.lock().unwrap().push(Instant::now());
+            refusal.clone()
+        } else {
+            OReply::Text("ok".into())
+        }
+    });
+    env.ok(&["send", "cx", "--from", "echo-ea", "--message", "hello"]);
+    crate::busy::wait_codex_turns(&env, 1);
+    let start = Instant::now();
+    env.ok(&[
+        "send",
+        "cx",
+        "--from",
+        "echo-ea",
+        "--message",
+        "LIMITED task",
+    ]);
+    let sessions = env.home.join(".codex/sessions");
+    let mut shots = Vec::new();
+    let mut last_shot = Instant::now();
+    env.wait_until("the refused turn's end", Duration::from_secs(900), |e| {
+        if last_shot.elapsed() > Duration::from_secs(5) {
+            last_shot = Instant::now();
+            shots.push(format!(
+                "--- {:?} ({} requests)\n{}",
+                start.elapsed(),
+                times.lock().unwrap().len(),
+                e.screen("codex-cx")
+            ));
+        }
+        crate::busy::records(&sessions)
+            .iter()
+            .filter(|r| r["type"] == "event_msg" && r["payload"]["type"] == "task_complete")
+            .count()
+            >= 2
+    });
+    let took = start.elapsed();
+    std::thread::sleep(Duration::from_secs(3));
+    let ts = times.lock().unwrap().clone();
+    let gaps: Vec<String> = ts
+        .windows(2)
+        .map(|w| format!("{:.1}", (w[1] - w[0]).as_secs_f64()))
+        .collect();
+    let summary = format!(
+        "case {case}: gave up after {took:?}, {} request(s), gaps {gaps:?}\n",
+        ts.len()
+    );
+    eprintln!("{summary}");
+    std::fs::write(dir.join("screen-at-give-up.txt"), env.screen("codex-cx")).unwrap();
+    std::fs::write(dir.join("screens-while-retrying.txt"), shots.join("\n")).unwrap();
+    std::fs::write(
+        dir.join("pane.raw"),
+        std::fs::read(env.paths().pane_log("codex-cx")).unwrap_or_default(),
+    )
+    .unwrap();
+    let lines = crate::busy::jsonl_lines(&sessions);
+    std::fs::write(dir.join("rollout.jsonl"), lines.join("\n") + "\n").unwrap();
+    limited.store(false, Ordering::SeqCst);
+    let before = api.recorded().len();
+    if std::env::var("IAPEER_LIMIT_WAIT_OWN").is_ok() {
+        let until = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < until && api.recorded().len() == before {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        eprintln!(
+            "own requests after the refusal: {}",
+            api.recorded().len() - before
+        );
+    }
+    env.ok(&["send", "cx", "--from", "echo-ea", "--message", "NEXT one"]);
+    env.wait_until("the next turn", Duration::from_secs(90), |_| {
+        api.has_request_with("NEXT one")
+    });
+    let req = api
+        .recorded()
+        .into_iter()
+        .rfind(|r| last_input_text(r).contains("NEXT one"))
+        .unwrap();
+    let items: Vec<String> = req["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let text = input_text(&serde_json::json!({ "input": m }));
+            let short: String = text.chars().take(300).collect();
+            format!("{} {}: {}", m["type"], m["role"], short.replace('\n', "⏎"))
+        })
+        .collect();
+    std::fs::write(
+        dir.join("next-request.txt"),
+        summary + &items.join("\n") + "\n",
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let lines = crate::busy::jsonl_lines(&sessions);
+    std::fs::write(dir.join("rollout-after.jsonl"), lines.join("\n") + "\n").unwrap();
+}
