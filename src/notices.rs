@@ -283,6 +283,7 @@ mod tests {
             text: text.into(),
             at: "2026-12-01T10:00:00.000Z".into(),
             resets_at: None,
+            runtime_resumes: false,
         }
     }
 

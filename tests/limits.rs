@@ -27,13 +27,393 @@ fn now_secs() -> i64 {
     jiff::Timestamp::now().as_second()
 }
 
-/// The headers of a Claude recording case.
-fn claude_case_headers(case: &str) -> Vec<(String, String)> {
-    let reset = now_secs()
-        + std::env::var("IAPEER_LIMIT_RESET_SECS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(3600);
+/// The words of iapeer's prompt to continue (`limits::continue_prompt`).
+const CONTINUE: &str = "please continue where you left off";
+
+/// A refused turn's story in `lifecycle.log`: `ev=limit action=limited` with `plan` and `due`
+/// for `identity`.
+fn planned(env: &TestEnv, identity: &str, plan: &str, due: Option<&str>) {
+    let mut want = vec![
+        ("action", "limited"),
+        ("identity", identity),
+        ("plan", plan),
+    ];
+    if let Some(d) = due {
+        want.push(("due", d));
+    }
+    env.wait_until("the limit's plan", Duration::from_secs(60), |e| {
+        e.has_event("lifecycle", "limit", &want)
+    });
+}
+
+/// The stand-in's script for the Claude tests: the conversation's request whose last user
+/// turn holds `LIMITED` is refused with a 429 and `headers` once (then the API has recovered:
+/// "429 then 200"); everything else is answered `ok`.
+fn claude_refuses_once(api: &common::anthropic::AnthropicStandIn, headers: Vec<(String, String)>) {
+    let refused = AtomicBool::new(false);
+    api.script(move |req| {
+        let main = req["tools"].as_array().is_some_and(|t| !t.is_empty());
+        if main && last_user_text(req).contains("LIMITED") && !refused.swap(true, Ordering::SeqCst)
+        {
+            Reply::Headed(headers.clone(), Box::new(Reply::Error(429)))
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+}
+
+/// A claude world (`ea` live, `cb` woken) whose peer logs in with `auth` (a launch.env line),
+/// with no retries of its own for an API key's 429 (`CLAUDE_CODE_MAX_RETRIES=0`: the runtime's
+/// retrying is not what is tested), and the daemon's extra `vars`.
+fn claude_limited(
+    vars: &[(&str, &str)],
+    auth: &str,
+) -> (TestEnv, common::anthropic::AnthropicStandIn) {
+    let mut all = vec![("IAPEER_TICK_SECS", "1")];
+    all.extend_from_slice(vars);
+    let (env, api) = crate::claude::world(&all);
+    env.launch_env(
+        "cb",
+        "claude",
+        &format!(
+            "ANTHROPIC_BASE_URL={}\n{auth}\nIS_SANDBOX=1\nCLAUDE_CODE_MAX_RETRIES=0\n",
+            api.url()
+        ),
+    );
+    api.script(|_| Reply::Text("ok".into()));
+    env.ok(&["new", "ea"]);
+    crate::busy::wake_claude(&env);
+    (env, api)
+}
+
+/// The conversation's requests after the refusal that carry iapeer's prompt to continue
+/// with the refused message still in them.
+fn claude_continued(api: &common::anthropic::AnthropicStandIn) -> bool {
+    api.main_requests().iter().any(|r| {
+        last_user_text(r).contains(CONTINUE)
+            && common::anthropic::flatten(&r["messages"]).contains("LIMITED task")
+    })
+}
+
+/// A Claude Code peer on an API key refused with a 429 — with no reset header, with
+/// `retry-after`, and with the `anthropic-ratelimit-*-reset` headers (Claude Code records
+/// no reset time for any of them) — is prompted to continue after the back-off; the turn is
+/// answered; its sender is told it was limited, then that iapeer prompted.
+#[test]
+fn claude_rate_limited_turn_is_taken_up_after_the_backoff_and_the_sender_told() {
+    let reset = jiff::Timestamp::from_second(now_secs() + 3)
+        .unwrap()
+        .to_string();
+    for (case, headers) in [
+        ("none", vec![]),
+        (
+            "retry-after",
+            vec![("retry-after".to_string(), "3".to_string())],
+        ),
+        (
+            "ratelimit-reset",
+            vec![
+                ("retry-after".to_string(), "3".to_string()),
+                ("anthropic-ratelimit-requests-remaining".into(), "0".into()),
+                ("anthropic-ratelimit-requests-reset".into(), reset.clone()),
+                ("anthropic-ratelimit-tokens-reset".into(), reset.clone()),
+            ],
+        ),
+    ] {
+        eprintln!("case {case}");
+        let (env, api) = claude_limited(
+            &[("IAPEER_LIMIT_BACKOFF_MS", "4000")],
+            "ANTHROPIC_API_KEY=sk-ant-standin-key",
+        );
+        claude_refuses_once(&api, headers);
+        env.ok(&[
+            "send",
+            "cb",
+            "--from",
+            "echo-ea",
+            "--message",
+            "LIMITED task",
+        ]);
+        planned(&env, "claude-cb", "resume", Some("backoff"));
+        crate::busy::told_by_iapeer(
+            &env,
+            "echo-ea",
+            "cb (claude)",
+            "will prompt the agent to continue",
+        );
+        env.wait_until("the prompt to continue", Duration::from_secs(60), |_| {
+            claude_continued(&api)
+        });
+        env.wait_until("the answered turn", Duration::from_secs(60), |e| {
+            e.has_event(
+                "lifecycle",
+                "limit",
+                &[("action", "answered"), ("by", "iapeer")],
+            )
+        });
+        crate::busy::told_by_iapeer(
+            &env,
+            "echo-ea",
+            "cb (claude)",
+            "iapeer prompted the agent to continue",
+        );
+        assert_eq!(
+            env.count_events("lifecycle", "limit", &[("action", "prompted")]),
+            1,
+            "{case}"
+        );
+    }
+}
+
+/// With `IAPEER_LIMIT_RESUME=0` the refused turn is not taken up (no prompt within several
+/// back-offs) and the sender is told so.
+#[test]
+fn claude_limited_turn_with_the_knob_off_is_not_taken_up_but_the_sender_told() {
+    let (env, api) = claude_limited(
+        &[
+            ("IAPEER_LIMIT_RESUME", "0"),
+            ("IAPEER_LIMIT_BACKOFF_MS", "1000"),
+        ],
+        "ANTHROPIC_API_KEY=sk-ant-standin-key",
+    );
+    claude_refuses_once(&api, vec![]);
+    env.ok(&[
+        "send",
+        "cb",
+        "--from",
+        "echo-ea",
+        "--message",
+        "LIMITED task",
+    ]);
+    planned(&env, "claude-cb", "off", None);
+    crate::busy::told_by_iapeer(
+        &env,
+        "echo-ea",
+        "cb (claude)",
+        "will NOT take the turn up again",
+    );
+    env.watch_ticks(6, "a prompt to continue", |e| {
+        claude_continued(&api) || e.has_event("lifecycle", "limit", &[("action", "prompted")])
+    });
+}
+
+/// A Claude Code peer on a plan (`CLAUDE_CODE_OAUTH_TOKEN`) refused for its usage limit with
+/// the `anthropic-ratelimit-unified-*` headers (resetting in 20 s): Claude Code records the
+/// reset and continues by itself after it (recorded: its own prompt "Your claude.ai usage
+/// limit has reset. Continue the task …", some 50 s after the reset); iapeer plans its own
+/// prompt only as the fallback (`limits::RUNTIME_GRACE` after the reset), sees the turn
+/// answered, does not prompt, and tells the sender both times.
+#[test]
+fn claude_usage_limited_turn_is_taken_up_by_the_runtime_after_the_reset_and_the_sender_told() {
+    let (env, api) = claude_limited(&[], "CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-standin");
+    claude_refuses_once(&api, claude_case_headers("unified", 20));
+    let sent = Instant::now();
+    env.ok(&[
+        "send",
+        "cb",
+        "--from",
+        "echo-ea",
+        "--message",
+        "LIMITED task",
+    ]);
+    planned(&env, "claude-cb", "resume", Some("reset"));
+    crate::busy::told_by_iapeer(
+        &env,
+        "echo-ea",
+        "cb (claude)",
+        "after the reset time its runtime reported",
+    );
+    env.wait_until("the turn taken up again", Duration::from_secs(240), |e| {
+        e.has_event(
+            "lifecycle",
+            "limit",
+            &[("action", "answered"), ("by", "runtime")],
+        )
+    });
+    assert!(
+        sent.elapsed() >= Duration::from_secs(15),
+        "taken up before the reset"
+    );
+    assert!(
+        api.main_requests().iter().any(|r| {
+            last_user_text(r).contains("usage limit has reset")
+                && common::anthropic::flatten(&r["messages"]).contains("LIMITED task")
+        }),
+        "Claude Code's own prompt to continue, with the refused message"
+    );
+    crate::busy::told_by_iapeer(&env, "echo-ea", "cb (claude)", "was taken up again");
+    assert_eq!(
+        env.count_events("lifecycle", "limit", &[("action", "prompted")]),
+        0
+    );
+    assert!(!claude_continued(&api));
+}
+
+/// A codex world (`ea` live, `cx` woken) with the daemon's extra `vars`, whose stand-in
+/// refuses the request that brings `LIMITED` with `refusal` once ("429 then 200") and
+/// answers everything else `ok`.
+fn codex_limited(
+    vars: &[(&str, &str)],
+    refusal: common::openai::Reply,
+) -> (TestEnv, common::openai::OpenAiStandIn) {
+    use common::openai::{last_input_text, Reply as OReply};
+    let mut all = vec![("IAPEER_TICK_SECS", "1")];
+    all.extend_from_slice(vars);
+    let (env, api) = crate::codex::world_with(&all);
+    let refused = AtomicBool::new(false);
+    api.script(move |req| {
+        if last_input_text(req).contains("LIMITED") && !refused.swap(true, Ordering::SeqCst) {
+            refusal.clone()
+        } else {
+            OReply::Text("ok".into())
+        }
+    });
+    env.ok(&["new", "ea"]);
+    env.ok(&["send", "cx", "--from", "echo-ea", "--message", "hello"]);
+    crate::busy::wait_codex_turns(&env, 1);
+    (env, api)
+}
+
+/// Codex's requests that carry iapeer's prompt to continue with the refused message still
+/// in them.
+fn codex_continued(api: &common::openai::OpenAiStandIn) -> bool {
+    use common::openai::{input_text, last_input_text};
+    api.recorded()
+        .iter()
+        .any(|r| last_input_text(r).contains(CONTINUE) && input_text(r).contains("LIMITED task"))
+}
+
+/// A plain 429 (`rate_limit_exceeded`), with or without `retry-after`.
+fn codex_plain_429(retry_after: bool) -> common::openai::Reply {
+    common::openai::Reply::Error {
+        status: 429,
+        body: serde_json::json!({"error": {"message": "stand-in: Rate limit reached for requests",
+            "type": "requests", "code": "rate_limit_exceeded"}}),
+        headers: if retry_after {
+            vec![("retry-after".into(), "1".into())]
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+/// The story of one taken-up Codex turn: planned (`due`), the sender told, iapeer's prompt
+/// with the refused message in the request, the turn answered, the sender told again.
+fn codex_taken_up(env: &TestEnv, api: &common::openai::OpenAiStandIn, due: &str) {
+    env.ok(&[
+        "send",
+        "cx",
+        "--from",
+        "echo-ea",
+        "--message",
+        "LIMITED task",
+    ]);
+    planned(env, "codex-cx", "resume", Some(due));
+    crate::busy::told_by_iapeer(
+        env,
+        "echo-ea",
+        "cx (codex)",
+        "will prompt the agent to continue",
+    );
+    env.wait_until("the prompt to continue", Duration::from_secs(90), |_| {
+        codex_continued(api)
+    });
+    env.wait_until("the answered turn", Duration::from_secs(60), |e| {
+        e.has_event(
+            "lifecycle",
+            "limit",
+            &[("action", "answered"), ("by", "iapeer")],
+        )
+    });
+    crate::busy::told_by_iapeer(
+        env,
+        "echo-ea",
+        "cx (codex)",
+        "iapeer prompted the agent to continue",
+    );
+    assert_eq!(
+        env.count_events("lifecycle", "limit", &[("action", "prompted")]),
+        1
+    );
+}
+
+/// A Codex peer refused with a plain 429 — without and with `retry-after` (Codex records no
+/// reset time for either) — is prompted to continue after the back-off, and its sender told.
+#[test]
+fn codex_rate_limited_turn_is_taken_up_after_the_backoff_and_the_sender_told() {
+    for retry_after in [false, true] {
+        eprintln!("retry-after: {retry_after}");
+        let (env, api) = codex_limited(
+            &[("IAPEER_LIMIT_BACKOFF_MS", "4000")],
+            codex_plain_429(retry_after),
+        );
+        codex_taken_up(&env, &api, "backoff");
+    }
+}
+
+/// A Codex peer refused for its plan's usage limit with the `x-codex-*` rate-limit headers
+/// (the 5-hour window full, resetting in 15 s): Codex records the reset; iapeer prompts the
+/// agent to continue after it (Codex does not continue by itself), and tells the sender.
+/// Without the headers Codex records no reset: the back-off.
+#[test]
+fn codex_usage_limited_turn_is_taken_up_after_the_reset_and_the_sender_told() {
+    let reset = now_secs() + 15;
+    let refusal =
+        crate::notices::codex_usage_limit(reset, crate::notices::codex_limit_headers(reset, true));
+    let (env, api) = codex_limited(&[], refusal);
+    let sent = Instant::now();
+    codex_taken_up(&env, &api, "reset");
+    assert!(
+        sent.elapsed() >= Duration::from_secs(12),
+        "prompted before the reset"
+    );
+    let bare = crate::notices::codex_usage_limit(reset, Vec::new());
+    let (env, api) = codex_limited(&[("IAPEER_LIMIT_BACKOFF_MS", "4000")], bare);
+    codex_taken_up(&env, &api, "backoff");
+}
+
+/// With `IAPEER_LIMIT_RESUME=0` a Codex turn refused for a limit is not taken up, and the
+/// sender is told so.
+#[test]
+fn codex_limited_turn_with_the_knob_off_is_not_taken_up_but_the_sender_told() {
+    let (env, api) = codex_limited(
+        &[
+            ("IAPEER_LIMIT_RESUME", "0"),
+            ("IAPEER_LIMIT_BACKOFF_MS", "1000"),
+        ],
+        codex_plain_429(false),
+    );
+    env.ok(&[
+        "send",
+        "cx",
+        "--from",
+        "echo-ea",
+        "--message",
+        "LIMITED task",
+    ]);
+    planned(&env, "codex-cx", "off", None);
+    crate::busy::told_by_iapeer(
+        &env,
+        "echo-ea",
+        "cx (codex)",
+        "will NOT take the turn up again",
+    );
+    env.watch_ticks(6, "a prompt to continue", |e| {
+        codex_continued(&api) || e.has_event("lifecycle", "limit", &[("action", "prompted")])
+    });
+}
+
+/// `IAPEER_LIMIT_RESET_SECS` (a recorder's reset time from now), else an hour.
+fn reset_in() -> i64 {
+    std::env::var("IAPEER_LIMIT_RESET_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3600)
+}
+
+/// The headers of a Claude case whose limit resets `reset_in` seconds from now.
+fn claude_case_headers(case: &str, reset_in: i64) -> Vec<(String, String)> {
+    let reset = now_secs() + reset_in;
     let rfc = jiff::Timestamp::from_second(reset).unwrap().to_string();
     let h: Vec<(&str, String)> = match case {
         "plain" => vec![],
@@ -89,7 +469,7 @@ fn record_claude_limit_give_up() {
             api.url()
         ),
     );
-    let headers = claude_case_headers(&case);
+    let headers = claude_case_headers(&case, reset_in());
     let reset_marks: Vec<String> = headers
         .iter()
         .filter(|(k, _)| k.ends_with("-reset"))
@@ -160,9 +540,11 @@ fn record_claude_limit_give_up() {
     let before = api.main_requests().len();
     let req = if std::env::var("IAPEER_LIMIT_WAIT_OWN").is_ok() {
         // Does the runtime take the turn up again by itself?
-        env.wait_until("the runtime's own next request", Duration::from_secs(300), |_| {
-            api.main_requests().len() > before
-        });
+        env.wait_until(
+            "the runtime's own next request",
+            Duration::from_secs(300),
+            |_| api.main_requests().len() > before,
+        );
         std::fs::write(dir.join("screen-after-own.txt"), env.screen("claude-cb")).unwrap();
         api.main_requests().pop().unwrap()
     } else {
@@ -232,11 +614,7 @@ fn record_codex_limit_give_up() {
     let case = std::env::var("IAPEER_LIMIT_CASE").unwrap_or_else(|_| "plain".into());
     let dir = record_dir(&format!("codex-{case}"));
     let (env, api) = crate::codex::world_with(&[("IAPEER_TICK_SECS", "1")]);
-    let reset = now_secs()
-        + std::env::var("IAPEER_LIMIT_RESET_SECS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(3600);
+    let reset = now_secs() + reset_in();
     let plain = serde_json::json!({"error": {"message": "stand-in: Rate limit reached for requests",
         "type": "requests", "code": "rate_limit_exceeded"}});
     let refusal = match case.as_str() {

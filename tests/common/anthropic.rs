@@ -383,13 +383,7 @@ fn respond(rq: tiny_http::Request, req: &Value, reply: Reply) {
         header("cache-control", "no-cache"),
     ];
     headers.extend(extra);
-    let resp = tiny_http::Response::new(
-        200.into(),
-        headers,
-        reader,
-        None,
-        None,
-    );
+    let resp = tiny_http::Response::new(200.into(), headers, reader, None, None);
     let _ = rq.respond(resp);
 }
 
