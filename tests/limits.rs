@@ -69,7 +69,10 @@ fn claude_limited(
     vars: &[(&str, &str)],
     auth: &str,
 ) -> (TestEnv, common::anthropic::AnthropicStandIn) {
-    let mut all = vec![("IAPEER_TICK_SECS", "1")];
+    let mut all = vec![
+        ("IAPEER_TICK_SECS", "1"),
+        ("IAPEER_SUPERVISE_LOG_VERBOSE", "1"),
+    ];
     all.extend_from_slice(vars);
     let (env, api) = crate::claude::world(&all);
     env.launch_env(
@@ -257,7 +260,10 @@ fn codex_limited(
     refusal: common::openai::Reply,
 ) -> (TestEnv, common::openai::OpenAiStandIn) {
     use common::openai::{last_input_text, Reply as OReply};
-    let mut all = vec![("IAPEER_TICK_SECS", "1")];
+    let mut all = vec![
+        ("IAPEER_TICK_SECS", "1"),
+        ("IAPEER_SUPERVISE_LOG_VERBOSE", "1"),
+    ];
     all.extend_from_slice(vars);
     let (env, api) = crate::codex::world_with(&all);
     let refused = AtomicBool::new(false);
