@@ -47,19 +47,30 @@ fn planned(env: &TestEnv, identity: &str, plan: &str, due: Option<&str>) {
 }
 
 /// The stand-in's script for the Claude tests: the conversation's request whose last user
-/// turn holds `LIMITED` is refused with a 429 and `headers` once (then the API has recovered:
+/// turn holds `LIMITED` is refused with a 429 and `headers` until the test clears the flag
+/// returned (once the runtime gave the turn up: "429, then 200"); everything else is
+/// answered `ok`.
 /// "429 then 200"); everything else is answered `ok`.
-fn claude_refuses_once(api: &common::anthropic::AnthropicStandIn, headers: Vec<(String, String)>) {
-    let refused = AtomicBool::new(false);
+fn claude_refuses(
+    api: &common::anthropic::AnthropicStandIn,
+    headers: Vec<(String, String)>,
+) -> Arc<AtomicBool> {
+    let limited = Arc::new(AtomicBool::new(true));
+    let l = limited.clone();
     api.script(move |req| {
         let main = req["tools"].as_array().is_some_and(|t| !t.is_empty());
-        if main && last_user_text(req).contains("LIMITED") && !refused.swap(true, Ordering::SeqCst)
-        {
+        if main && last_user_text(req).contains("LIMITED") && l.load(Ordering::SeqCst) {
             Reply::Headed(headers.clone(), Box::new(Reply::Error(429)))
         } else {
             Reply::Text("ok".into())
         }
     });
+    limited
+}
+
+/// The API recovers: the stand-in answers from now on.
+fn recover(limited: &AtomicBool) {
+    limited.store(false, Ordering::SeqCst);
 }
 
 /// A claude world (`ea` live, `cb` woken) whose peer logs in with `auth` (a launch.env line),
@@ -128,7 +139,7 @@ fn claude_rate_limited_turn_is_taken_up_after_the_backoff_and_the_sender_told() 
             &[("IAPEER_LIMIT_BACKOFF_MS", "4000")],
             "ANTHROPIC_API_KEY=sk-ant-standin-key",
         );
-        claude_refuses_once(&api, headers);
+        let limited = claude_refuses(&api, headers);
         env.ok(&[
             "send",
             "cb",
@@ -138,6 +149,7 @@ fn claude_rate_limited_turn_is_taken_up_after_the_backoff_and_the_sender_told() 
             "LIMITED task",
         ]);
         planned(&env, "claude-cb", "resume", Some("backoff"));
+        recover(&limited);
         crate::busy::told_by_iapeer(
             &env,
             "echo-ea",
@@ -179,7 +191,7 @@ fn claude_limited_turn_with_the_knob_off_is_not_taken_up_but_the_sender_told() {
         ],
         "ANTHROPIC_API_KEY=sk-ant-standin-key",
     );
-    claude_refuses_once(&api, vec![]);
+    let limited = claude_refuses(&api, vec![]);
     env.ok(&[
         "send",
         "cb",
@@ -189,6 +201,7 @@ fn claude_limited_turn_with_the_knob_off_is_not_taken_up_but_the_sender_told() {
         "LIMITED task",
     ]);
     planned(&env, "claude-cb", "off", None);
+    recover(&limited);
     crate::busy::told_by_iapeer(
         &env,
         "echo-ea",
@@ -209,7 +222,7 @@ fn claude_limited_turn_with_the_knob_off_is_not_taken_up_but_the_sender_told() {
 #[test]
 fn claude_usage_limited_turn_is_taken_up_by_the_runtime_after_the_reset_and_the_sender_told() {
     let (env, api) = claude_limited(&[], "CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-standin");
-    claude_refuses_once(&api, claude_case_headers("unified", 20));
+    let limited = claude_refuses(&api, claude_case_headers("unified", 20));
     let sent = Instant::now();
     env.ok(&[
         "send",
@@ -220,6 +233,7 @@ fn claude_usage_limited_turn_is_taken_up_by_the_runtime_after_the_reset_and_the_
         "LIMITED task",
     ]);
     planned(&env, "claude-cb", "resume", Some("reset"));
+    recover(&limited);
     crate::busy::told_by_iapeer(
         &env,
         "echo-ea",
@@ -253,12 +267,12 @@ fn claude_usage_limited_turn_is_taken_up_by_the_runtime_after_the_reset_and_the_
 }
 
 /// A codex world (`ea` live, `cx` woken) with the daemon's extra `vars`, whose stand-in
-/// refuses the request that brings `LIMITED` with `refusal` once ("429 then 200") and
-/// answers everything else `ok`.
+/// refuses the requests that bring `LIMITED` with `refusal` until the test clears the flag
+/// returned ("429, then 200") and answers everything else `ok`.
 fn codex_limited(
     vars: &[(&str, &str)],
     refusal: common::openai::Reply,
-) -> (TestEnv, common::openai::OpenAiStandIn) {
+) -> (TestEnv, common::openai::OpenAiStandIn, Arc<AtomicBool>) {
     use common::openai::{last_input_text, Reply as OReply};
     let mut all = vec![
         ("IAPEER_TICK_SECS", "1"),
@@ -266,9 +280,10 @@ fn codex_limited(
     ];
     all.extend_from_slice(vars);
     let (env, api) = crate::codex::world_with(&all);
-    let refused = AtomicBool::new(false);
+    let limited = Arc::new(AtomicBool::new(true));
+    let l = limited.clone();
     api.script(move |req| {
-        if last_input_text(req).contains("LIMITED") && !refused.swap(true, Ordering::SeqCst) {
+        if last_input_text(req).contains("LIMITED") && l.load(Ordering::SeqCst) {
             refusal.clone()
         } else {
             OReply::Text("ok".into())
@@ -277,7 +292,7 @@ fn codex_limited(
     env.ok(&["new", "ea"]);
     env.ok(&["send", "cx", "--from", "echo-ea", "--message", "hello"]);
     crate::busy::wait_codex_turns(&env, 1);
-    (env, api)
+    (env, api, limited)
 }
 
 /// Codex's requests that carry iapeer's prompt to continue with the refused message still
@@ -303,9 +318,14 @@ fn codex_plain_429(retry_after: bool) -> common::openai::Reply {
     }
 }
 
-/// The story of one taken-up Codex turn: planned (`due`), the sender told, iapeer's prompt
+/// The story of one taken-up Codex turn: planned (`due`), the API recovered, the sender told, iapeer's prompt
 /// with the refused message in the request, the turn answered, the sender told again.
-fn codex_taken_up(env: &TestEnv, api: &common::openai::OpenAiStandIn, due: &str) {
+fn codex_taken_up(
+    env: &TestEnv,
+    api: &common::openai::OpenAiStandIn,
+    limited: &AtomicBool,
+    due: &str,
+) {
     env.ok(&[
         "send",
         "cx",
@@ -315,6 +335,7 @@ fn codex_taken_up(env: &TestEnv, api: &common::openai::OpenAiStandIn, due: &str)
         "LIMITED task",
     ]);
     planned(env, "codex-cx", "resume", Some(due));
+    recover(&limited);
     crate::busy::told_by_iapeer(
         env,
         "echo-ea",
@@ -349,11 +370,11 @@ fn codex_taken_up(env: &TestEnv, api: &common::openai::OpenAiStandIn, due: &str)
 fn codex_rate_limited_turn_is_taken_up_after_the_backoff_and_the_sender_told() {
     for retry_after in [false, true] {
         eprintln!("retry-after: {retry_after}");
-        let (env, api) = codex_limited(
+        let (env, api, limited) = codex_limited(
             &[("IAPEER_LIMIT_BACKOFF_MS", "4000")],
             codex_plain_429(retry_after),
         );
-        codex_taken_up(&env, &api, "backoff");
+        codex_taken_up(&env, &api, &limited, "backoff");
     }
 }
 
@@ -366,23 +387,23 @@ fn codex_usage_limited_turn_is_taken_up_after_the_reset_and_the_sender_told() {
     let reset = now_secs() + 15;
     let refusal =
         crate::notices::codex_usage_limit(reset, crate::notices::codex_limit_headers(reset, true));
-    let (env, api) = codex_limited(&[], refusal);
+    let (env, api, limited) = codex_limited(&[], refusal);
     let sent = Instant::now();
-    codex_taken_up(&env, &api, "reset");
+    codex_taken_up(&env, &api, &limited, "reset");
     assert!(
         sent.elapsed() >= Duration::from_secs(12),
         "prompted before the reset"
     );
     let bare = crate::notices::codex_usage_limit(reset, Vec::new());
-    let (env, api) = codex_limited(&[("IAPEER_LIMIT_BACKOFF_MS", "4000")], bare);
-    codex_taken_up(&env, &api, "backoff");
+    let (env, api, limited) = codex_limited(&[("IAPEER_LIMIT_BACKOFF_MS", "4000")], bare);
+    codex_taken_up(&env, &api, &limited, "backoff");
 }
 
 /// With `IAPEER_LIMIT_RESUME=0` a Codex turn refused for a limit is not taken up, and the
 /// sender is told so.
 #[test]
 fn codex_limited_turn_with_the_knob_off_is_not_taken_up_but_the_sender_told() {
-    let (env, api) = codex_limited(
+    let (env, api, limited) = codex_limited(
         &[
             ("IAPEER_LIMIT_RESUME", "0"),
             ("IAPEER_LIMIT_BACKOFF_MS", "1000"),
@@ -398,6 +419,7 @@ fn codex_limited_turn_with_the_knob_off_is_not_taken_up_but_the_sender_told() {
         "LIMITED task",
     ]);
     planned(&env, "codex-cx", "off", None);
+    recover(&limited);
     crate::busy::told_by_iapeer(
         &env,
         "echo-ea",
