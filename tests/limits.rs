@@ -7,21 +7,12 @@ use crate::common;
 
 use common::anthropic::{last_user_text, Reply};
 use common::TestEnv;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Where the recorders write (`IAPEER_RECORD_DIR`, else a folder under /tmp).
-fn record_dir(name: &str) -> PathBuf {
-    let dir = std::env::var_os("IAPEER_RECORD_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/tmp/iapeer-record"))
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use crate::interrupt::record_dir;
 
 fn now_secs() -> i64 {
     jiff::Timestamp::now().as_second()
@@ -140,43 +131,9 @@ fn claude_rate_limited_turn_is_taken_up_after_the_backoff_and_the_sender_told() 
             "ANTHROPIC_API_KEY=sk-ant-standin-key",
         );
         let limited = claude_refuses(&api, headers);
-        env.ok(&[
-            "send",
-            "cb",
-            "--from",
-            "echo-ea",
-            "--message",
-            "LIMITED task",
-        ]);
-        planned(&env, "claude-cb", "resume", Some("backoff"));
-        recover(&limited);
-        crate::busy::told_by_iapeer(
-            &env,
-            "echo-ea",
-            "cb (claude)",
-            "will prompt the agent to continue",
-        );
-        env.wait_until("the prompt to continue", Duration::from_secs(60), |_| {
+        taken_up(&env, ("claude", "cb"), &limited, "backoff", || {
             claude_continued(&api)
         });
-        env.wait_until("the answered turn", Duration::from_secs(60), |e| {
-            e.has_event(
-                "lifecycle",
-                "limit",
-                &[("action", "answered"), ("by", "iapeer")],
-            )
-        });
-        crate::busy::told_by_iapeer(
-            &env,
-            "echo-ea",
-            "cb (claude)",
-            "iapeer prompted the agent to continue",
-        );
-        assert_eq!(
-            env.count_events("lifecycle", "limit", &[("action", "prompted")]),
-            1,
-            "{case}"
-        );
     }
 }
 
@@ -192,25 +149,7 @@ fn claude_limited_turn_with_the_knob_off_is_not_taken_up_but_the_sender_told() {
         "ANTHROPIC_API_KEY=sk-ant-standin-key",
     );
     let limited = claude_refuses(&api, vec![]);
-    env.ok(&[
-        "send",
-        "cb",
-        "--from",
-        "echo-ea",
-        "--message",
-        "LIMITED task",
-    ]);
-    planned(&env, "claude-cb", "off", None);
-    recover(&limited);
-    crate::busy::told_by_iapeer(
-        &env,
-        "echo-ea",
-        "cb (claude)",
-        "will NOT take the turn up again",
-    );
-    env.watch_ticks(6, "a prompt to continue", |e| {
-        claude_continued(&api) || e.has_event("lifecycle", "limit", &[("action", "prompted")])
-    });
+    not_taken_up(&env, "claude", "cb", &limited, || claude_continued(&api));
 }
 
 /// A Claude Code peer on a plan (`CLAUDE_CODE_OAUTH_TOKEN`) refused for its usage limit with
@@ -224,21 +163,13 @@ fn claude_usage_limited_turn_is_taken_up_by_the_runtime_after_the_reset_and_the_
     let (env, api) = claude_limited(&[], "CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-standin");
     let limited = claude_refuses(&api, claude_case_headers("unified", 20));
     let sent = Instant::now();
-    env.ok(&[
-        "send",
-        "cb",
-        "--from",
-        "echo-ea",
-        "--message",
-        "LIMITED task",
-    ]);
-    planned(&env, "claude-cb", "resume", Some("reset"));
-    recover(&limited);
-    crate::busy::told_by_iapeer(
+    let phrase = "after the reset time its runtime reported";
+    refused_and_told(
         &env,
-        "echo-ea",
-        "cb (claude)",
-        "after the reset time its runtime reported",
+        ("claude", "cb"),
+        &limited,
+        ("resume", Some("reset")),
+        phrase,
     );
     env.wait_until("the turn taken up again", Duration::from_secs(240), |e| {
         e.has_event(
@@ -318,32 +249,35 @@ fn codex_plain_429(retry_after: bool) -> common::openai::Reply {
     }
 }
 
-/// The story of one taken-up Codex turn: planned (`due`), the API recovered, the sender told, iapeer's prompt
-/// with the refused message in the request, the turn answered, the sender told again.
-fn codex_taken_up(
+/// A refused turn's first half: `LIMITED task` sent to `runtime`'s peer `peer` from `ea`,
+/// the plan (`plan`, `due`) logged, the API recovered, the sender told with `phrase`.
+fn refused_and_told(
     env: &TestEnv,
-    api: &common::openai::OpenAiStandIn,
+    (runtime, peer): (&str, &str),
+    limited: &AtomicBool,
+    (plan, due): (&str, Option<&str>),
+    phrase: &str,
+) {
+    send_limited(env, peer);
+    planned(env, &format!("{runtime}-{peer}"), plan, due);
+    recover(limited);
+    crate::busy::told_by_iapeer(env, "echo-ea", &format!("{peer} ({runtime})"), phrase);
+}
+
+/// The story of one turn taken up by iapeer: refused and planned (`due`), the sender told,
+/// iapeer's prompt with the refused message in the request (`continued`), the turn
+/// answered, the sender told again; one prompt in all.
+fn taken_up(
+    env: &TestEnv,
+    who: (&str, &str),
     limited: &AtomicBool,
     due: &str,
+    continued: impl Fn() -> bool,
 ) {
-    env.ok(&[
-        "send",
-        "cx",
-        "--from",
-        "echo-ea",
-        "--message",
-        "LIMITED task",
-    ]);
-    planned(env, "codex-cx", "resume", Some(due));
-    recover(&limited);
-    crate::busy::told_by_iapeer(
-        env,
-        "echo-ea",
-        "cx (codex)",
-        "will prompt the agent to continue",
-    );
+    let phrase = "will prompt the agent to continue";
+    refused_and_told(env, who, limited, ("resume", Some(due)), phrase);
     env.wait_until("the prompt to continue", Duration::from_secs(90), |_| {
-        codex_continued(api)
+        continued()
     });
     env.wait_until("the answered turn", Duration::from_secs(60), |e| {
         e.has_event(
@@ -352,12 +286,8 @@ fn codex_taken_up(
             &[("action", "answered"), ("by", "iapeer")],
         )
     });
-    crate::busy::told_by_iapeer(
-        env,
-        "echo-ea",
-        "cx (codex)",
-        "iapeer prompted the agent to continue",
-    );
+    let to = format!("{} ({})", who.1, who.0);
+    crate::busy::told_by_iapeer(env, "echo-ea", &to, "iapeer prompted the agent to continue");
     assert_eq!(
         env.count_events("lifecycle", "limit", &[("action", "prompted")]),
         1
@@ -374,7 +304,9 @@ fn codex_rate_limited_turn_is_taken_up_after_the_backoff_and_the_sender_told() {
             &[("IAPEER_LIMIT_BACKOFF_MS", "4000")],
             codex_plain_429(retry_after),
         );
-        codex_taken_up(&env, &api, &limited, "backoff");
+        taken_up(&env, ("codex", "cx"), &limited, "backoff", || {
+            codex_continued(&api)
+        });
     }
 }
 
@@ -389,14 +321,18 @@ fn codex_usage_limited_turn_is_taken_up_after_the_reset_and_the_sender_told() {
         crate::notices::codex_usage_limit(reset, crate::notices::codex_limit_headers(reset, true));
     let (env, api, limited) = codex_limited(&[], refusal);
     let sent = Instant::now();
-    codex_taken_up(&env, &api, &limited, "reset");
+    taken_up(&env, ("codex", "cx"), &limited, "reset", || {
+        codex_continued(&api)
+    });
     assert!(
         sent.elapsed() >= Duration::from_secs(12),
         "prompted before the reset"
     );
     let bare = crate::notices::codex_usage_limit(reset, Vec::new());
     let (env, api, limited) = codex_limited(&[("IAPEER_LIMIT_BACKOFF_MS", "4000")], bare);
-    codex_taken_up(&env, &api, &limited, "backoff");
+    taken_up(&env, ("codex", "cx"), &limited, "backoff", || {
+        codex_continued(&api)
+    });
 }
 
 /// With `IAPEER_LIMIT_RESUME=0` a Codex turn refused for a limit is not taken up, and the
@@ -410,25 +346,84 @@ fn codex_limited_turn_with_the_knob_off_is_not_taken_up_but_the_sender_told() {
         ],
         codex_plain_429(false),
     );
-    env.ok(&[
-        "send",
-        "cx",
-        "--from",
-        "echo-ea",
-        "--message",
-        "LIMITED task",
-    ]);
-    planned(&env, "codex-cx", "off", None);
-    recover(&limited);
-    crate::busy::told_by_iapeer(
-        &env,
-        "echo-ea",
-        "cx (codex)",
-        "will NOT take the turn up again",
-    );
+    not_taken_up(&env, "codex", "cx", &limited, || codex_continued(&api));
+}
+
+/// The knob off: a turn refused for a limit (`runtime`'s peer `peer`, from `ea`) is planned
+/// `off`, the API recovers, the sender is told it will not be taken up, and for six
+/// supervise ticks (six back-offs) neither iapeer prompts nor `continued` shows a prompt.
+fn not_taken_up(
+    env: &TestEnv,
+    runtime: &str,
+    peer: &str,
+    limited: &AtomicBool,
+    continued: impl Fn() -> bool,
+) {
+    let phrase = "will NOT take the turn up again";
+    refused_and_told(env, (runtime, peer), limited, ("off", None), phrase);
     env.watch_ticks(6, "a prompt to continue", |e| {
-        codex_continued(&api) || e.has_event("lifecycle", "limit", &[("action", "prompted")])
+        continued() || e.has_event("lifecycle", "limit", &[("action", "prompted")])
     });
+}
+
+/// A recorder's middle: send `LIMITED task` to `identity` from `ea`, take its screen every
+/// 5 s until `gave_up` (the runtime recorded giving the turn up), then write the screens and
+/// the pane log to `dir`; returns the summary line (how long, how many refused requests,
+/// the gaps between them, from `times`).
+fn record_give_up(
+    env: &TestEnv,
+    identity: &str,
+    dir: &Path,
+    case: &str,
+    times: &Mutex<Vec<Instant>>,
+    gave_up: impl Fn(&TestEnv) -> bool,
+) -> String {
+    let start = Instant::now();
+    send_limited(env, identity.split_once('-').unwrap().1);
+    let mut shots = Vec::new();
+    let mut last_shot = Instant::now();
+    env.wait_until(
+        "the runtime giving the turn up",
+        Duration::from_secs(900),
+        |e| {
+            if last_shot.elapsed() > Duration::from_secs(5) {
+                last_shot = Instant::now();
+                shots.push(format!(
+                    "--- {:?} ({} requests)\n{}",
+                    start.elapsed(),
+                    times.lock().unwrap().len(),
+                    e.screen(identity)
+                ));
+            }
+            gave_up(e)
+        },
+    );
+    let took = start.elapsed();
+    // The runtime's screen and files settle after the record (a recorder, not a test).
+    std::thread::sleep(Duration::from_secs(3));
+    let ts = times.lock().unwrap().clone();
+    let gaps: Vec<String> = ts
+        .windows(2)
+        .map(|w| format!("{:.1}", (w[1] - w[0]).as_secs_f64()))
+        .collect();
+    let summary = format!(
+        "case {case}: gave up after {took:?}, {} request(s), gaps {gaps:?}\n",
+        ts.len()
+    );
+    eprintln!("{summary}");
+    std::fs::write(dir.join("screen-at-give-up.txt"), env.screen(identity)).unwrap();
+    std::fs::write(dir.join("screens-while-retrying.txt"), shots.join("\n")).unwrap();
+    std::fs::write(
+        dir.join("pane.raw"),
+        std::fs::read(env.paths().pane_log(identity)).unwrap_or_default(),
+    )
+    .unwrap();
+    summary
+}
+
+/// `iapeer send <to> --from echo-ea --message "LIMITED task"`.
+fn send_limited(env: &TestEnv, to: &str) {
+    env.ok(&["send", to, "--from", "echo-ea", "--message", "LIMITED task"]);
 }
 
 /// `IAPEER_LIMIT_RESET_SECS` (a recorder's reset time from now), else an hour.
@@ -516,51 +511,12 @@ fn record_claude_limit_give_up() {
         }
     });
     crate::busy::wake_claude(&env);
-    let start = Instant::now();
-    env.ok(&[
-        "send",
-        "cb",
-        "--from",
-        "echo-ea",
-        "--message",
-        "LIMITED task",
-    ]);
     let projects = env.home.join(".claude/projects");
-    let mut shots = Vec::new();
-    let mut last_shot = Instant::now();
-    env.wait_until("the refusal record", Duration::from_secs(900), |e| {
-        if last_shot.elapsed() > Duration::from_secs(5) {
-            last_shot = Instant::now();
-            shots.push(format!(
-                "--- {:?} ({} requests)\n{}",
-                start.elapsed(),
-                times.lock().unwrap().len(),
-                e.screen("claude-cb")
-            ));
-        }
+    let summary = record_give_up(&env, "claude-cb", &dir, &case, &times, |_| {
         crate::busy::records(&projects)
             .iter()
             .any(|r| r["isApiErrorMessage"] == true)
     });
-    let took = start.elapsed();
-    std::thread::sleep(Duration::from_secs(3));
-    let ts = times.lock().unwrap().clone();
-    let gaps: Vec<String> = ts
-        .windows(2)
-        .map(|w| format!("{:.1}", (w[1] - w[0]).as_secs_f64()))
-        .collect();
-    let summary = format!(
-        "case {case}: gave up after {took:?}, {} request(s), gaps {gaps:?}\n",
-        ts.len()
-    );
-    eprintln!("{summary}");
-    std::fs::write(dir.join("screen-at-give-up.txt"), env.screen("claude-cb")).unwrap();
-    std::fs::write(dir.join("screens-while-retrying.txt"), shots.join("\n")).unwrap();
-    std::fs::write(
-        dir.join("pane.raw"),
-        std::fs::read(env.paths().pane_log("claude-cb")).unwrap_or_default(),
-    )
-    .unwrap();
     let lines: Vec<String> = crate::busy::jsonl_lines(&projects);
     std::fs::write(dir.join("transcript.jsonl"), lines.join("\n") + "\n").unwrap();
     // Recovered: what does the next turn carry?
@@ -672,53 +628,14 @@ fn record_codex_limit_give_up() {
     });
     env.ok(&["send", "cx", "--from", "echo-ea", "--message", "hello"]);
     crate::busy::wait_codex_turns(&env, 1);
-    let start = Instant::now();
-    env.ok(&[
-        "send",
-        "cx",
-        "--from",
-        "echo-ea",
-        "--message",
-        "LIMITED task",
-    ]);
     let sessions = env.home.join(".codex/sessions");
-    let mut shots = Vec::new();
-    let mut last_shot = Instant::now();
-    env.wait_until("the refused turn's end", Duration::from_secs(900), |e| {
-        if last_shot.elapsed() > Duration::from_secs(5) {
-            last_shot = Instant::now();
-            shots.push(format!(
-                "--- {:?} ({} requests)\n{}",
-                start.elapsed(),
-                times.lock().unwrap().len(),
-                e.screen("codex-cx")
-            ));
-        }
+    let summary = record_give_up(&env, "codex-cx", &dir, &case, &times, |_| {
         crate::busy::records(&sessions)
             .iter()
             .filter(|r| r["type"] == "event_msg" && r["payload"]["type"] == "task_complete")
             .count()
             >= 2
     });
-    let took = start.elapsed();
-    std::thread::sleep(Duration::from_secs(3));
-    let ts = times.lock().unwrap().clone();
-    let gaps: Vec<String> = ts
-        .windows(2)
-        .map(|w| format!("{:.1}", (w[1] - w[0]).as_secs_f64()))
-        .collect();
-    let summary = format!(
-        "case {case}: gave up after {took:?}, {} request(s), gaps {gaps:?}\n",
-        ts.len()
-    );
-    eprintln!("{summary}");
-    std::fs::write(dir.join("screen-at-give-up.txt"), env.screen("codex-cx")).unwrap();
-    std::fs::write(dir.join("screens-while-retrying.txt"), shots.join("\n")).unwrap();
-    std::fs::write(
-        dir.join("pane.raw"),
-        std::fs::read(env.paths().pane_log("codex-cx")).unwrap_or_default(),
-    )
-    .unwrap();
     let lines = crate::busy::jsonl_lines(&sessions);
     std::fs::write(dir.join("rollout.jsonl"), lines.join("\n") + "\n").unwrap();
     limited.store(false, Ordering::SeqCst);

@@ -538,6 +538,37 @@ mod tests {
         assert_eq!(newly_raised(Some(&a), None), None);
     }
 
+    /// A plan's usage limit (recorded with the `anthropic-ratelimit-unified-*` headers): the
+    /// refusal carries its reset (`resetsAt`, epoch seconds) and the `system` record after it
+    /// says Claude Code continues by itself; once it did (its own prompt, then an answer),
+    /// the newest outcome is an answer. An API key's 429 carries no reset, whatever headers.
+    #[test]
+    fn recorded_usage_limit_carries_its_reset_and_the_runtime_continues() {
+        let read = |case: &str| {
+            std::fs::read_to_string(format!(
+                "{}/tests/fixtures/claude-2.1.332/limits/{case}/transcript.jsonl",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .unwrap()
+        };
+        let e = latest_claude_outcome(&read("unified")).unwrap();
+        assert_eq!(e.kind, ApiErrorKind::RateLimit);
+        assert_eq!(e.resets_at.as_deref(), Some("1796579417"));
+        assert!(e.runtime_resumes);
+        assert!(e.text.contains("resets"), "{}", e.text);
+        let continued = read("unified-continues");
+        assert!(continued.contains("usage limit has reset"));
+        assert_eq!(latest_claude_outcome(&continued), None);
+        for case in ["plain", "retry-after", "ratelimit-reset"] {
+            let e = latest_claude_outcome(&read(case)).unwrap();
+            assert_eq!(
+                (e.kind, e.resets_at, e.runtime_resumes),
+                (ApiErrorKind::RateLimit, None, false),
+                "{case}"
+            );
+        }
+    }
+
     /// Ordinary records are not API errors, whatever their text says.
     #[test]
     fn other_records_are_not_api_errors() {
