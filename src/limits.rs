@@ -13,7 +13,7 @@
 //! `anthropic-ratelimit-*-reset` headers the API sent (neither runtime records them). Claude
 //! Code says it continues a usage-limited turn by itself at the reset ("set to continue
 //! automatically at …") and does (recorded: its own prompt "Your claude.ai usage limit has
-//! reset. Continue the task …" some 50 s after the reset); iapeer then waits
+//! reset. Continue the task …" 61 s after the reset); iapeer then waits
 //! [`RUNTIME_GRACE`] past the reset before it prompts, and prompts only if no turn was
 //! answered meanwhile.
 //!
@@ -40,8 +40,8 @@ pub struct ResumeLimits {
 pub const RESET_MARGIN: Duration = Duration::from_secs(5);
 
 /// Past the reset before iapeer prompts a runtime that said it continues by itself (Claude
-/// Code 2.1.332 did, 50 s after the reset, in the recording).
-pub const RUNTIME_GRACE: Duration = Duration::from_secs(120);
+/// Code 2.1.332 did, 61 s after the reset, in the recording).
+pub const RUNTIME_GRACE: Duration = Duration::from_secs(180);
 
 /// The longest back-off between prompts without a reset time.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(3600);
@@ -289,7 +289,7 @@ mod tests {
             let p = plan(&e, 0, now, ON);
             if reset {
                 let r = reset_ms(&e).unwrap();
-                let grace = if runtime_first { 120_000 } else { 0 };
+                let grace = if runtime_first { 180_000 } else { 0 };
                 assert_eq!(
                     p,
                     Plan::Resume {

@@ -155,7 +155,7 @@ fn claude_limited_turn_with_the_knob_off_is_not_taken_up_but_the_sender_told() {
 /// A Claude Code peer on a plan (`CLAUDE_CODE_OAUTH_TOKEN`) refused for its usage limit with
 /// the `anthropic-ratelimit-unified-*` headers (resetting in 20 s): Claude Code records the
 /// reset and continues by itself after it (recorded: its own prompt "Your claude.ai usage
-/// limit has reset. Continue the task …", some 50 s after the reset); iapeer plans its own
+/// limit has reset. Continue the task …", 61 s after the reset); iapeer plans its own
 /// prompt only as the fallback (`limits::RUNTIME_GRACE` after the reset), sees the turn
 /// answered, does not prompt, and tells the sender both times.
 #[test]
