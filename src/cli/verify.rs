@@ -57,16 +57,18 @@ struct VerifyDoc<'a> {
 
 /// Run `iapeer verify`.
 pub fn run(inv: &Invocation) -> CliResult {
-    check(inv.flag(flags::FIX), inv.flag(flags::JSON))
+    check(inv.flag(flags::FIX), inv.flag(flags::JSON), false)
 }
 
 /// Verify (and with `fix` rebuild) the registry and profiles, printing the outcome (one
-/// JSON document with `json`); `Err` (exit 1) when a problem is left.
-pub fn check(fix: bool, json: bool) -> CliResult {
+/// JSON document with `json`; for `doctor`, a line that does not read as the whole verdict);
+/// `Err` (exit 1) when a problem is left.
+pub fn check(fix: bool, json: bool, doctor: bool) -> CliResult {
     let paths = paths()?;
     let (mut changes, mut left_out) = (Vec::new(), Vec::new());
     if fix {
         (changes, left_out) = rebuild(&paths)?;
+        changes.extend(repair_worktrees(&paths));
     }
     let (mut problems, warnings) = find_problems(&paths);
     // A folder the rebuild could not register is out of the registry now, so no check below
@@ -122,7 +124,11 @@ pub fn check(fix: bool, json: bool) -> CliResult {
             let (p, what) = show(p, what);
             out.push_str(&format!("warning: {p}: {what}\n"));
         }
-        if problems.is_empty() {
+        if problems.is_empty() && doctor {
+            out.push_str(&format!(
+                "registry and profiles: {peers} peer(s), no problems\n"
+            ));
+        } else if problems.is_empty() {
             out.push_str(&format!(
                 "ok: {peers} peer(s), no problems{}\n",
                 if fix {
@@ -221,6 +227,12 @@ fn find_problems(paths: &Paths) -> (PerPeer, PerPeer) {
             warnings.push((entry.personality.clone(), w));
         }
         if let Ok(Some(prof)) = Profile::read_keeping_name(&entry.cwd) {
+            if let Some(record) = &prof.worktree {
+                let state = crate::worktree::state(&entry.cwd, record);
+                if let Some(problem) = state.problem(&entry.cwd, record) {
+                    out.push((entry.personality.clone(), problem));
+                }
+            }
             let projected = prof.to_registry_peer(&entry.cwd);
             let only_description = RegistryPeer {
                 description: entry.description.clone(),
@@ -256,6 +268,40 @@ fn find_problems(paths: &Paths) -> (PerPeer, PerPeer) {
         }
     }
     (out, warnings)
+}
+
+/// `--fix` for worktree peers (issue 32 item 8): a worktree folder moved without git gets
+/// git's record of it repaired (`git worktree repair`). Returns the changes made; what is
+/// left is reported as a problem by [`find_problems`].
+fn repair_worktrees(paths: &Paths) -> PerPeer {
+    let Ok(registry) = Registry::load(paths) else {
+        return Vec::new();
+    };
+    let mut changes = Vec::new();
+    for entry in &registry.peers {
+        let Some(record) = Profile::read(&entry.cwd)
+            .ok()
+            .flatten()
+            .and_then(|p| p.worktree)
+        else {
+            continue;
+        };
+        if crate::worktree::state(&entry.cwd, &record) != crate::worktree::State::Moved {
+            continue;
+        }
+        let repo = crate::worktree::Repository::at(&record.repository);
+        match repo.repair(&entry.cwd) {
+            Ok(()) => changes.push((
+                entry.personality.clone(),
+                format!(
+                    "repaired git's record of the worktree {} (git worktree repair)",
+                    entry.cwd.display()
+                ),
+            )),
+            Err(e) => log::warn!("verify --fix: {}: {e}", entry.personality),
+        }
+    }
+    changes
 }
 
 /// What every problem [`copied_profile`] describes says: `--fix` cannot decide it.

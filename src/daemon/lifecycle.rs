@@ -15,6 +15,9 @@ pub enum ModeRequest {
     Fresh,
     /// `attach`: resume, or fail when there is nothing to resume.
     Resume,
+    /// `restart`: replace a live session, then continue the conversation iapeer recorded
+    /// (fresh when there is none, or when `refresh` or an ephemeral profile asks for one).
+    Restart,
 }
 
 /// The facts the fresh/resume rules read.
@@ -32,6 +35,11 @@ pub struct WakeFacts {
     pub topic: Option<String>,
     /// The topics of the previous conversation (`.topic`).
     pub topics: Vec<String>,
+    /// The runtime names its conversations ([`crate::adapter::ConversationNaming`]): a resume
+    /// needs [`WakeFacts::conversation`].
+    pub named: bool,
+    /// The previous conversation's recorded id (`.conversation`, issue 32).
+    pub conversation: Option<String>,
 }
 
 /// The outcome of the fresh/resume rules.
@@ -47,8 +55,26 @@ pub struct WakeDecision {
     pub consume_idle_reaped: bool,
 }
 
-/// Spec 05 §2 step 6: the first rule that applies decides.
+/// Spec 05 §2 step 6: the first rule that applies decides. A rule that resumes on its own
+/// (human-facing, topic-match) starts fresh instead when the runtime names its conversations
+/// and none was recorded (a peer of the original tool or of an older iapeer, issue 32): the
+/// folder's newest conversation may be a person's, so it is never taken up (`cause=
+/// no-recorded-conversation`). An explicit resume (`attach`) is left to fail loudly.
 pub fn decide_mode(req: ModeRequest, f: &WakeFacts) -> WakeDecision {
+    let d = by_rules(req, f);
+    let unnamed = f.named && f.conversation.is_none();
+    if d.mode == WakeMode::Resume && req == ModeRequest::Auto && unnamed {
+        return WakeDecision {
+            mode: WakeMode::Fresh,
+            cause: "no-recorded-conversation",
+            ..d
+        };
+    }
+    d
+}
+
+/// Spec 05 §2 step 6's rules as written.
+fn by_rules(req: ModeRequest, f: &WakeFacts) -> WakeDecision {
     let d = |mode, cause, fresh_next, idle| WakeDecision {
         mode,
         cause,
@@ -65,6 +91,7 @@ pub fn decide_mode(req: ModeRequest, f: &WakeFacts) -> WakeDecision {
             )
         }
         ModeRequest::Resume => return d(WakeMode::Resume, "explicit-resume", false, f.idle_reaped),
+        ModeRequest::Restart => return restart_rule(f),
         ModeRequest::Auto => {}
     }
     if f.fresh_next {
@@ -85,6 +112,28 @@ pub fn decide_mode(req: ModeRequest, f: &WakeFacts) -> WakeDecision {
         }
         Some(_) => d(WakeMode::Fresh, "new-topic", false, true),
         None => d(WakeMode::Fresh, "no-topic", false, true),
+    }
+}
+
+/// `restart`'s rule: `refresh` and ephemeral profiles still mean fresh; otherwise the
+/// conversation iapeer recorded is taken up again, and without one (a runtime that does not
+/// name its conversations, or none recorded yet) the peer starts fresh — never the folder's
+/// newest conversation, which may be a person's (issue 32 item 1).
+fn restart_rule(f: &WakeFacts) -> WakeDecision {
+    let (mode, cause, fresh_next) = if f.fresh_next {
+        (WakeMode::Fresh, "fresh-next", true)
+    } else if f.ephemeral {
+        (WakeMode::Fresh, "ephemeral", false)
+    } else if f.named && f.conversation.is_some() {
+        (WakeMode::Resume, "restart", false)
+    } else {
+        (WakeMode::Fresh, "restart-without-conversation", false)
+    };
+    WakeDecision {
+        mode,
+        cause,
+        consume_fresh_next: fresh_next,
+        consume_idle_reaped: f.idle_reaped,
     }
 }
 
@@ -176,6 +225,43 @@ mod tests {
     }
 
     #[test]
+    fn restart_continues_only_the_recorded_conversation() {
+        let restart = |f: &WakeFacts| {
+            let d = decide_mode(ModeRequest::Restart, f);
+            (d.mode, d.cause, d.consume_fresh_next)
+        };
+        let recorded = WakeFacts {
+            named: true,
+            conversation: Some("0b8a5c2e".into()),
+            ..facts()
+        };
+        assert_eq!(restart(&recorded), (WakeMode::Resume, "restart", false));
+        // Not reaped by idle sleep, no topic: a message would start fresh; restart does not.
+        assert!(!recorded.idle_reaped && recorded.topic.is_none());
+        let none = WakeFacts {
+            named: true,
+            ..facts()
+        };
+        assert_eq!(
+            restart(&none),
+            (WakeMode::Fresh, "restart-without-conversation", false)
+        );
+        // A runtime that does not name its conversations: the folder's newest may be a
+        // person's, so fresh.
+        assert_eq!(restart(&facts()).0, WakeMode::Fresh);
+        let refreshed = WakeFacts {
+            fresh_next: true,
+            ..recorded.clone()
+        };
+        assert_eq!(restart(&refreshed), (WakeMode::Fresh, "fresh-next", true));
+        let ephemeral = WakeFacts {
+            ephemeral: true,
+            ..recorded
+        };
+        assert_eq!(restart(&ephemeral).1, "ephemeral");
+    }
+
+    #[test]
     fn fresh_or_resume_rules_in_order() {
         let auto = |f: &WakeFacts| decide_mode(ModeRequest::Auto, f);
         assert_eq!(
@@ -234,6 +320,48 @@ mod tests {
             ..facts()
         });
         assert_eq!((d.mode, d.cause), (WakeMode::Fresh, "no-topic"));
+    }
+
+    #[test]
+    fn a_named_runtime_resumes_only_a_recorded_conversation() {
+        let topic_match = WakeFacts {
+            idle_reaped: true,
+            topic: Some("t1".into()),
+            topics: vec!["t1".into()],
+            named: true,
+            ..facts()
+        };
+        let d = decide_mode(ModeRequest::Auto, &topic_match);
+        assert_eq!(
+            (d.mode, d.cause, d.consume_idle_reaped),
+            (WakeMode::Fresh, "no-recorded-conversation", true)
+        );
+        let recorded = WakeFacts {
+            conversation: Some("3f2c1a5e-1111-4222-8333-444455556666".into()),
+            ..topic_match.clone()
+        };
+        let d = decide_mode(ModeRequest::Auto, &recorded);
+        assert_eq!((d.mode, d.cause), (WakeMode::Resume, "topic-match"));
+        let human = WakeFacts {
+            human_facing: true,
+            topic: None,
+            ..topic_match.clone()
+        };
+        assert_eq!(
+            decide_mode(ModeRequest::Auto, &human).cause,
+            "no-recorded-conversation"
+        );
+        // `attach` asks for a resume: left to fail loudly.
+        assert_eq!(
+            decide_mode(ModeRequest::Resume, &topic_match).mode,
+            WakeMode::Resume
+        );
+        // A runtime whose conversation is the folder's resumes as before.
+        let folder = WakeFacts {
+            named: false,
+            ..topic_match
+        };
+        assert_eq!(decide_mode(ModeRequest::Auto, &folder).cause, "topic-match");
     }
 
     #[test]

@@ -144,16 +144,16 @@ fn usage_errors_are_one_targeted_line() {
         ),
         (
             &["stop"],
-            "iapeer: missing <peer> (or --all) — usage: iapeer stop (<peer> [runtime] | --all) [--json]".into(),
+            "iapeer: missing <peer> (or --all) — usage: iapeer stop (<peer> [runtime] | --all [--everyone]) [--json]".into(),
         ),
         (
             &["stop", "bob", "--all"],
-            "iapeer: unexpected argument \"bob\" with --all — usage: iapeer stop (<peer> [runtime] | --all) [--json]"
+            "iapeer: unexpected argument \"bob\" with --all — usage: iapeer stop (<peer> [runtime] | --all [--everyone]) [--json]"
                 .into(),
         ),
         (
             &["stop", "bob", "claude", "x"],
-            "iapeer: unexpected argument \"x\" — usage: iapeer stop (<peer> [runtime] | --all) [--json]".into(),
+            "iapeer: unexpected argument \"x\" — usage: iapeer stop (<peer> [runtime] | --all [--everyone]) [--json]".into(),
         ),
         (
             &["help", "send", "list"],
@@ -220,7 +220,7 @@ fn values_flags_and_positionals() {
     assert!(inv.flag(flags::JSON) && inv.positionals.is_empty());
     let inv = run(&["remove", "--force", "bob"]);
     assert_eq!(inv.positionals, ["bob"]);
-    assert!(inv.flag(flags::FORCE));
+    assert!(inv.flag(flags::REMOVE_FORCE));
 
     // `--` ends flags.
     let inv = run(&["send", "--message", "hi", "--", "--bob"]);
