@@ -16,7 +16,7 @@ fn raw_pane(env: &TestEnv, identity: &str) -> Vec<u8> {
 }
 
 /// Where the recorders write (`IAPEER_RECORD_DIR`, else a folder under /tmp).
-fn record_dir(name: &str) -> PathBuf {
+pub(crate) fn record_dir(name: &str) -> PathBuf {
     let dir = std::env::var_os("IAPEER_RECORD_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/tmp/iapeer-record"))
