@@ -48,6 +48,7 @@ mod notifier;
 mod origin;
 mod packages;
 mod paste;
+mod paste_transforms;
 mod paths;
 mod peers;
 mod plugins;

@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::claude::{is_executable, which};
 use super::codex_setup::codex_home;
 use super::dialog;
+use super::pasted_form;
 use super::transcript::{jsonl_files, record_contains, TranscriptWatch};
 use super::{
     Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, GateState, GateWatch,
@@ -435,6 +436,10 @@ impl Adapter for Codex {
         )
     }
 
+    fn pasted_form(&self, text: &str) -> String {
+        pasted_form::codex(text)
+    }
+
     fn clear_keys(&self) -> Option<crate::session::clear::ClearKeys> {
         // Recorded: Ctrl-C clears a composer holding text (`clear-ctrl-c-cleared.raw`).
         Some(crate::session::clear::ClearKeys {
@@ -536,7 +541,7 @@ impl Confirm for SessionFileConfirm {
             .watch
             .new_records()
             .iter()
-            .any(|r| is_user_record(r) && record_contains(r, &self.text))
+            .any(|r| is_user_record(r) && record_contains(r, &self.text, pasted_form::codex))
         {
             self.state = Acceptance::Accepted;
         } else if self.state == Acceptance::Pending && pending_input_shows(screen, &self.text) {
@@ -560,8 +565,11 @@ const PENDING_PREVIEW_LINES: usize = 3;
 
 /// Whether the screen's pending-input preview holds `text` (pure): below one of
 /// [`PENDING_HEADERS`] and above the composer, an entry (`↳` then indented rows) whose rows
-/// are the text's first lines, a row cut with `…` matching a line's start.
+/// are the text's first lines, a row cut with `…` matching a line's start; both in Codex's
+/// [`pasted_form::codex`] (its preview drops a TAB: `tests/fixtures/codex-0.171.0/paste/tab-mid-turn.raw`).
 pub fn pending_input_shows(screen: &str, text: &str) -> bool {
+    let text = pasted_form::codex(text);
+    let screen = pasted_form::codex(screen);
     let want: Vec<&str> = text
         .lines()
         .map(str::trim)
@@ -800,7 +808,7 @@ mod tests {
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        let user = |r: &Value| is_user_record(r) && record_contains(r, text);
+        let user = |r: &Value| is_user_record(r) && record_contains(r, text, pasted_form::codex);
         let at = records.iter().position(user).expect("the steer's record");
         // It joined the same turn: no new task_started between the held turn's and it.
         let started = records

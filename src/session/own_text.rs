@@ -116,14 +116,23 @@ fn bare(s: &str) -> String {
 }
 
 impl Tracker {
-    /// Delivery `id` begins to paste `text` (exactly the text between the paste markers).
+    /// Delivery `id` begins to paste `text` (exactly the text between the paste markers), a
+    /// runtime that shows it as it is (the tests' shorthand).
+    #[cfg(test)]
     pub fn pasting(&mut self, id: u64, text: &str, now: Instant) {
+        self.pasting_shown(id, text, text, now);
+    }
+
+    /// Delivery `id` begins to paste `pasted` (exactly the text between the paste markers),
+    /// which the runtime shows as `shown` (its [`crate::adapter::Adapter::pasted_form`], as
+    /// [`Tracker::find`]'s content). A placeholder's counts are the paste's as pasted.
+    pub fn pasting_shown(&mut self, id: u64, pasted: &str, shown: &str, now: Instant) {
         self.recent.push_back(Pasted {
             id,
-            bare: bare(text),
-            head: bare(text.split(['\n', '\r']).next().unwrap_or_default()).len(),
-            breaks: PasteView::of(text).breaks,
-            chars: text.chars().count(),
+            bare: bare(shown),
+            head: bare(shown.split(['\n', '\r']).next().unwrap_or_default()).len(),
+            breaks: PasteView::of(pasted).breaks,
+            chars: pasted.chars().count(),
             began: now,
             entered: false,
             ended: None,
@@ -254,8 +263,9 @@ impl Tracker {
         })
     }
 
-    /// Which of our pastes the composer's `content` (its rows, as the adapter reads them) is,
-    /// newest first; `None` for anything else (a draft).
+    /// Which of our pastes the composer's `content` (its rows, as the adapter reads them, in
+    /// its [`crate::adapter::Adapter::pasted_form`]) is, newest first; `None` for anything else
+    /// (a draft).
     pub fn find(&self, content: &str, now: Instant) -> Option<Own> {
         let content = content.trim();
         if content.is_empty() {
@@ -372,6 +382,33 @@ mod tests {
             t.find("[Pasted text #2 +4 lines]", t0),
             None,
             "a human may have pasted the same size"
+        );
+    }
+
+    /// A runtime that shows a paste changed (Codex's form drops a TAB, Claude Code's makes it
+    /// spaces): its text is known in that form, its placeholder by the counts as pasted.
+    #[test]
+    fn a_paste_shown_changed_is_known_by_its_form_and_counted_as_pasted() {
+        let t0 = Instant::now();
+        let pasted = "<iap from=\"ea\">\n<msg>a\tb\u{2028}c\r\nd</msg>\n</iap>";
+        let shown = crate::runtime::pasted_form::codex(pasted);
+        let mut t = Tracker::default();
+        t.pasting_shown(3, pasted, &shown, t0);
+        t.ended(3, true, t0);
+        let n = pasted.chars().count();
+        assert_eq!(
+            t.find(&format!("[Pasted Content {n} chars]"), t0)
+                .map(|o| o.id),
+            Some(3)
+        );
+        assert_eq!(t.find(&shown, t0).map(|o| o.id), Some(3));
+        let claude = crate::runtime::pasted_form::claude(pasted);
+        let mut c = Tracker::default();
+        c.pasting_shown(4, pasted, &claude, t0);
+        c.ended(4, true, t0);
+        assert_eq!(
+            c.find("[Pasted text #1 +3 lines]", t0).map(|o| o.id),
+            Some(4)
         );
     }
 
