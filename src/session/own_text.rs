@@ -103,9 +103,10 @@ pub struct Tracker {
     /// Look for our own text without a delivery until then.
     watch_until: Option<Instant>,
     cut: Option<Cut>,
-    /// After an interrupt, until the runtime had its chance to put the prompt back: when it
-    /// came, and since when the screen shows no turn.
-    restore: Option<(Instant, Option<Instant>)>,
+    /// After an interrupt, until the turn ended and (`true`: a runtime that puts the prompt
+    /// back) the runtime had its chance to put the prompt back: when it came, and since when
+    /// the screen shows no turn.
+    restore: Option<(Instant, Option<Instant>, bool)>,
 }
 
 /// `s` without white space and control characters.
@@ -205,12 +206,13 @@ impl Tracker {
         self.human_at = Some(now);
     }
 
-    /// `iapeer interrupt` wrote its keys; `restores`: the runtime puts the interrupted prompt
-    /// back into its composer ([`Tracker::waits_for_restore`]).
+    /// `iapeer interrupt` (or a send with `--if-busy interrupt`) wrote its keys; `restores`:
+    /// the runtime puts the interrupted prompt back into its composer
+    /// ([`Tracker::waits_for_restore`]).
     pub fn interrupted(&mut self, now: Instant, restores: bool) {
         self.interrupted_at = Some(now);
         self.watch_until = Some(now + WATCH);
-        self.restore = restores.then_some((now, None));
+        self.restore = Some((now, None, restores));
     }
 
     /// The composer showed iapeer's own text: an interrupted prompt is back, nothing more
@@ -219,12 +221,14 @@ impl Tracker {
         self.restore = None;
     }
 
-    /// Whether the next delivery must wait, after an interrupt, for the runtime to put the
-    /// interrupted prompt back (`busy`: the screen shows a turn; `shown`: the composer holds
-    /// something): until the composer holds something, or it showed no turn for
-    /// [`RESTORE_SETTLE`], or [`RESTORE_LIMIT`] passed. Then the interrupt is forgotten here.
+    /// Whether the next delivery must wait, after an interrupt, for the turn to end and the
+    /// runtime to put the interrupted prompt back (`busy`: the screen shows a turn; `shown`:
+    /// the composer holds something): until the composer holds something, or it showed no
+    /// turn — for [`RESTORE_SETTLE`] when the runtime puts the prompt back, else at once — or
+    /// [`RESTORE_LIMIT`] passed. Then the interrupt is forgotten here. (A paste into a turn
+    /// still ending would be queued behind it, or taken into it.)
     pub fn waits_for_restore(&mut self, now: Instant, busy: bool, shown: bool) -> bool {
-        let Some((since, idle)) = self.restore.as_mut() else {
+        let Some((since, idle, restores)) = self.restore.as_mut() else {
             return false;
         };
         let waits = if shown || now >= *since + RESTORE_LIMIT {
@@ -232,6 +236,8 @@ impl Tracker {
         } else if busy {
             *idle = None;
             true
+        } else if !*restores {
+            false
         } else {
             now < *idle.get_or_insert(now) + RESTORE_SETTLE
         };
@@ -486,9 +492,14 @@ mod tests {
         assert!(!t.waits_for_restore(t0 + RESTORE_LIMIT, true, false));
         t.interrupted(t0, false);
         assert!(
-            !t.waits_for_restore(t0, false, false),
-            "a runtime that keeps the prompt"
+            t.waits_for_restore(t0, true, false),
+            "a runtime that keeps the prompt: the turn still runs"
         );
+        assert!(
+            !t.waits_for_restore(t0 + ms(100), false, false),
+            "a runtime that keeps the prompt: the turn ended"
+        );
+        assert!(!t.waits_for_restore(t0 + ms(200), true, false), "forgotten");
     }
 
     #[test]
