@@ -35,6 +35,7 @@ mod fleet;
 mod guide;
 mod http;
 mod idle;
+mod if_busy;
 mod inbox;
 mod install;
 mod interrupt;
