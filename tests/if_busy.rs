@@ -234,7 +234,6 @@ fn send_to_peer_carries_if_busy() {
 /// interrupted message is told.
 #[test]
 fn claude_interrupt_and_refuse_mid_turn() {
-    use common::anthropic::last_user_text;
     let (env, api) = crate::busy::claude_holding_busy_turns();
     env.ok(&[
         "send",
@@ -260,18 +259,7 @@ fn claude_interrupt_and_refuse_mid_turn() {
     );
     assert_eq!(v["interrupted"], true, "{v}");
     assert!(v["queued"].is_null(), "delivered, not queued: {v}");
-    env.wait_until(
-        "the model gets the next one",
-        Duration::from_secs(30),
-        |_| api.has_main_request_with("<msg>NEXT one</msg>"),
-    );
-    let next = api
-        .main_requests()
-        .into_iter()
-        .find(|r| last_user_text(r).contains("<msg>NEXT one</msg>"))
-        .unwrap();
-    let text = last_user_text(&next);
-    assert!(!text.contains("BUSY"), "glued to the old one: {text}");
+    crate::interrupt::the_model_gets_it_alone(&env, &api, "NEXT one");
     assert!(!api.has_main_request_with("REFUSED one"));
     crate::busy::told_by_iapeer(&env, "echo-ea", "cb (claude)", "was interrupted at");
 }

@@ -10,7 +10,7 @@ use crate::common;
 
 use common::TestEnv;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 /// One recorded case: its name (the fixture's file name and the send's topic) and its body.
@@ -192,6 +192,20 @@ fn assert_delivered(env: &TestEnv, to: &str, identity: &str, name: &str, body: &
     }
 }
 
+/// The message the runtime queued is followed until it reaches the model: its
+/// `delivery-followup` line says delivered, and its sender gets no loss notice.
+fn followed_to_the_model(env: &TestEnv) {
+    env.wait_until(
+        "the follow-up says delivered",
+        Duration::from_secs(60),
+        |e| e.has_event("delivery", "delivery-followup", &[("outcome", "delivered")]),
+    );
+    assert!(
+        !env.pane("echo-ea").contains("from iapeer"),
+        "no loss notice"
+    );
+}
+
 /// Issue 32 item 6: every recorded transformation, sent through the real Claude Code 2.1.332
 /// to a live peer, is answered delivered and reaches the model; the message pasted mid-turn
 /// is answered queued and followed to the model. On `main` a TAB, a zero-width or bidi
@@ -227,15 +241,7 @@ fn claude_every_recorded_transformation_is_delivered() {
         e.screen("claude-cb").contains("esc to interrupt")
     });
     assert_delivered(&env, "cb", "claude-cb", name, body, true);
-    env.wait_until(
-        "the follow-up says delivered",
-        Duration::from_secs(60),
-        |e| e.has_event("delivery", "delivery-followup", &[("outcome", "delivered")]),
-    );
-    assert!(
-        !env.pane("echo-ea").contains("from iapeer"),
-        "no loss notice"
-    );
+    followed_to_the_model(&env);
 }
 
 /// Issue 32 item 6 with the real Codex 0.171.0: every recorded case is answered delivered;
@@ -279,26 +285,36 @@ fn codex_every_recorded_transformation_is_delivered() {
     env.wait_until("the model gets it", Duration::from_secs(60), |_| {
         api.recorded().iter().any(|r| input_text(r).contains(&m))
     });
-    env.wait_until(
-        "the follow-up says delivered",
-        Duration::from_secs(60),
-        |e| e.has_event("delivery", "delivery-followup", &[("outcome", "delivered")]),
-    );
-    assert!(
-        !env.pane("echo-ea").contains("from iapeer"),
-        "no loss notice"
-    );
+    followed_to_the_model(&env);
 }
 
-/// Where the recorders write (`IAPEER_RECORD_DIR`, else a folder under /tmp).
-fn record_dir(name: &str) -> PathBuf {
-    let dir = std::env::var_os("IAPEER_RECORD_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/tmp/iapeer-record"))
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// Write case `name`'s recording (`body` as sent) to `dir`: the runtime (`<name>-<version>`),
+/// what iapeer pasted, what the model got, `seen` (an object: where the runtime keeps it —
+/// transcript, rollout, its queue, its screen) and what `main` answered (`answer`: exit 0 and
+/// the parsed answer).
+fn record_case(
+    dir: &Path,
+    runtime: &str,
+    (name, body): (&str, &str),
+    model: &str,
+    seen: Value,
+    answer: (bool, Value),
+) {
+    let (rt, version) = runtime.split_once('-').unwrap_or((runtime, ""));
+    let mut doc = json!({
+        "runtime": rt,
+        "version": version,
+        "case": name,
+        "body": body,
+        "pasted": pasted(model, name, body),
+        "model": model,
+        "answer_on_main": {"exit_ok": answer.0, "answer": answer.1},
+    });
+    if let (Some(doc), Value::Object(seen)) = (doc.as_object_mut(), seen) {
+        doc.extend(seen);
+    }
+    write_case(dir, name, &doc);
+    eprintln!("{name}: ok={} {}", answer.0, answer.1);
 }
 
 /// One case's recording.
@@ -307,67 +323,14 @@ fn write_case(dir: &Path, name: &str, doc: &Value) {
     std::fs::write(dir.join(format!("{name}.json")), text).unwrap();
 }
 
-/// Records for `tests/fixtures/claude-2.1.332/paste/` (run by name with `--ignored`): every
-/// case sent to a live claude peer, then what the model request and the transcript hold.
-#[test]
-#[ignore]
-fn record_claude_paste_transforms() {
-    use common::anthropic::{last_user_text, Reply};
-    let dir = record_dir("claude-paste");
-    let (env, api) = crate::claude::world(&[("IAP_HOST_LIVENESS_GRACE_MS", "6000")]);
-    api.script(|req| {
-        if last_user_text(req).contains("PT-BUSY") {
-            Reply::Hold(HOLD, "held".into())
-        } else {
-            Reply::Text("ok".into())
-        }
-    });
-    crate::busy::wake_claude(&env);
-    for (name, body) in cases() {
-        crate::busy::wait_idle(&env, "claude-cb");
-        let (ok, answer) = send_case(&env, "cb", name, &body);
-        let m = marker(name);
-        env.wait_until("the model gets it", Duration::from_secs(60), |_| {
-            api.main_requests()
-                .iter()
-                .any(|r| last_user_text(r).contains(&m))
-        });
-        let requests: Vec<Value> = api
-            .main_requests()
-            .into_iter()
-            .map(|r| r["messages"].clone())
-            .collect();
-        let model = holding(&requests, name).unwrap_or_default();
-        let mut transcript = None;
-        env.wait_until("the transcript has it", Duration::from_secs(30), |e| {
-            let recs: Vec<Value> = crate::busy::records(&e.home.join(".claude/projects"))
-                .into_iter()
-                .filter(|r| r["type"] == "user")
-                .collect();
-            transcript = holding(&recs, name);
-            transcript.is_some()
-        });
-        let doc = json!({
-            "runtime": "claude",
-            "version": "2.1.332",
-            "case": name,
-            "body": body,
-            "pasted": pasted(&model, name, &body),
-            "model": model,
-            "transcript": transcript,
-            "answer_on_main": {"exit_ok": ok, "answer": answer},
-        });
-        write_case(&dir, name, &doc);
-        eprintln!("{name}: ok={ok} {answer}");
-    }
-    // Mid-turn: Claude Code holds the message in its queue (an `enqueue` record) first.
-    let (name, body) = MID_TURN;
-    crate::busy::wait_idle(&env, "claude-cb");
-    env.ok(&["send", "cb", "--from", "echo-ea", "--message", BUSY]);
-    env.wait_until("claude is mid-turn", Duration::from_secs(30), |e| {
-        e.screen("claude-cb").contains("esc to interrupt")
-    });
-    let (ok, answer) = send_case(&env, "cb", name, body);
+/// Case `name` as Claude Code passed it on, once the model got it: the string of the model
+/// request holding it, and that of the transcript's `user` record.
+fn claude_observed(
+    env: &TestEnv,
+    api: &common::anthropic::AnthropicStandIn,
+    name: &str,
+) -> (String, Option<String>) {
+    use common::anthropic::last_user_text;
     let m = marker(name);
     env.wait_until("the model gets it", Duration::from_secs(60), |_| {
         api.main_requests()
@@ -389,24 +352,62 @@ fn record_claude_paste_transforms() {
         transcript = holding(&recs, name);
         transcript.is_some()
     });
+    (model, transcript)
+}
+
+/// Records for `tests/fixtures/claude-2.1.332/paste/` (run by name with `--ignored`): every
+/// case sent to a live claude peer, then what the model request and the transcript hold.
+#[test]
+#[ignore]
+fn record_claude_paste_transforms() {
+    use common::anthropic::{last_user_text, Reply};
+    let dir = crate::interrupt::record_dir("claude-paste");
+    let (env, api) = crate::claude::world(&[("IAP_HOST_LIVENESS_GRACE_MS", "6000")]);
+    api.script(|req| {
+        if last_user_text(req).contains("PT-BUSY") {
+            Reply::Hold(HOLD, "held".into())
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    crate::busy::wake_claude(&env);
+    for (name, body) in cases() {
+        crate::busy::wait_idle(&env, "claude-cb");
+        let (ok, answer) = send_case(&env, "cb", name, &body);
+        let (model, transcript) = claude_observed(&env, &api, name);
+        let seen = json!({"transcript": transcript});
+        record_case(
+            &dir,
+            "claude-2.1.332",
+            (name, &body),
+            &model,
+            seen,
+            (ok, answer),
+        );
+    }
+    // Mid-turn: Claude Code holds the message in its queue (an `enqueue` record) first.
+    let (name, body) = MID_TURN;
+    crate::busy::wait_idle(&env, "claude-cb");
+    env.ok(&["send", "cb", "--from", "echo-ea", "--message", BUSY]);
+    env.wait_until("claude is mid-turn", Duration::from_secs(30), |e| {
+        e.screen("claude-cb").contains("esc to interrupt")
+    });
+    let (ok, answer) = send_case(&env, "cb", name, body);
+    let (model, transcript) = claude_observed(&env, &api, name);
     let queued: Vec<Value> = crate::busy::records(&env.home.join(".claude/projects"))
         .into_iter()
         .filter(|r| r["type"] == "queue-operation")
         .collect();
-    let doc = json!({
-        "runtime": "claude",
-        "version": "2.1.332",
-        "case": name,
-        "body": body,
-        "pasted": pasted(&model, name, body),
-        "model": model,
-        "transcript": transcript,
-        "enqueue": holding(&queued, name),
-        "answer_on_main": {"exit_ok": ok, "answer": answer},
-    });
-    write_case(&dir, name, &doc);
-    eprintln!("{name}: ok={ok} {answer}");
-    save_pane(&dir, "session", &env, "claude-cb");
+    let seen = json!({"transcript": transcript, "enqueue": holding(&queued, name)});
+    record_case(
+        &dir,
+        "claude-2.1.332",
+        (name, body),
+        &model,
+        seen,
+        (ok, answer),
+    );
+    crate::interrupt::save_pane(&dir, "session", &env, "claude-cb");
     // Interrupted: Claude Code puts the prompt back into its composer as it shows it.
     crate::busy::wait_idle(&env, "claude-cb");
     let (name, body) = INTERRUPTED;
@@ -422,13 +423,17 @@ fn record_claude_paste_transforms() {
         !s.contains("esc to interrupt") && s.contains("second line")
     });
     std::thread::sleep(Duration::from_secs(1));
-    save_pane(&dir, name, &env, "claude-cb");
+    crate::interrupt::save_pane(&dir, name, &env, "claude-cb");
 }
 
-/// Save `identity`'s pane log as it is now as `<dir>/<name>.raw`.
-fn save_pane(dir: &Path, name: &str, env: &TestEnv, identity: &str) {
-    let raw = std::fs::read(env.paths().pane_log(identity)).unwrap_or_default();
-    std::fs::write(dir.join(format!("{name}.raw")), raw).unwrap();
+/// The string of Codex's session files (its rollout) holding case `name`: the user
+/// message's `response_item`.
+fn codex_rollout(env: &TestEnv, name: &str) -> Option<String> {
+    let recs: Vec<Value> = crate::busy::records(&env.home.join(".codex/sessions"))
+        .into_iter()
+        .filter(|r| r["type"] == "response_item" && r["payload"]["role"] == "user")
+        .collect();
+    holding(&recs, name)
 }
 
 /// Records for `tests/fixtures/codex-0.171.0/paste/` (run by name with `--ignored`): every
@@ -437,7 +442,7 @@ fn save_pane(dir: &Path, name: &str, env: &TestEnv, identity: &str) {
 #[ignore]
 fn record_codex_paste_transforms() {
     use common::openai::{input_text, last_input_text, Reply};
-    let dir = record_dir("codex-paste");
+    let dir = crate::interrupt::record_dir("codex-paste");
     let (env, api) = crate::codex::world_with(&[("IAP_HOST_LIVENESS_GRACE_MS", "6000")]);
     api.script(|req| {
         if last_input_text(req).contains("PT-BUSY") {
@@ -471,24 +476,17 @@ fn record_codex_paste_transforms() {
             })
             .collect();
         let model = holding(&requests, name).unwrap_or_default();
-        let recs: Vec<Value> = crate::busy::records(&env.home.join(".codex/sessions"))
-            .into_iter()
-            .filter(|r| r["type"] == "response_item" && r["payload"]["role"] == "user")
-            .collect();
-        let doc = json!({
-            "runtime": "codex",
-            "version": "0.171.0",
-            "case": name,
-            "body": body,
-            "pasted": pasted(&model, name, &body),
-            "model": model,
-            "rollout": holding(&recs, name),
-            "answer_on_main": {"exit_ok": ok, "answer": answer},
-        });
-        write_case(&dir, name, &doc);
-        eprintln!("{name}: ok={ok} {answer}");
+        let seen = json!({"rollout": codex_rollout(&env, name)});
+        record_case(
+            &dir,
+            "codex-0.171.0",
+            (name, &body),
+            &model,
+            seen,
+            (ok, answer),
+        );
     }
-    save_pane(&dir, "session", &env, "codex-cx");
+    crate::interrupt::save_pane(&dir, "session", &env, "codex-cx");
     // Mid-turn: Codex shows it under its pending-input preview, then writes it when it
     // joins the running turn.
     let (name, body) = MID_TURN;
@@ -500,7 +498,7 @@ fn record_codex_paste_transforms() {
     });
     let (ok, answer) = send_case(&env, "cx", name, body);
     let preview = env.screen("codex-cx");
-    save_pane(&dir, name, &env, "codex-cx");
+    crate::interrupt::save_pane(&dir, name, &env, "codex-cx");
     let m = marker(name);
     env.wait_until("the model gets it", Duration::from_secs(60), |_| {
         api.recorded().iter().any(|r| input_text(r).contains(&m))
@@ -513,21 +511,13 @@ fn record_codex_paste_transforms() {
         .flat_map(|r| r["input"].as_array().cloned().unwrap_or_default())
         .collect();
     let model = holding(&requests, name).unwrap_or_default();
-    let recs: Vec<Value> = crate::busy::records(&env.home.join(".codex/sessions"))
-        .into_iter()
-        .filter(|r| r["type"] == "response_item" && r["payload"]["role"] == "user")
-        .collect();
-    let doc = json!({
-        "runtime": "codex",
-        "version": "0.171.0",
-        "case": name,
-        "body": body,
-        "pasted": pasted(&model, name, body),
-        "model": model,
-        "rollout": holding(&recs, name),
-        "screen_while_queued": preview,
-        "answer_on_main": {"exit_ok": ok, "answer": answer},
-    });
-    write_case(&dir, name, &doc);
-    eprintln!("{name}: ok={ok} {answer}");
+    let seen = json!({"rollout": codex_rollout(&env, name), "screen_while_queued": preview});
+    record_case(
+        &dir,
+        "codex-0.171.0",
+        (name, body),
+        &model,
+        seen,
+        (ok, answer),
+    );
 }

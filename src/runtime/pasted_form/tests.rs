@@ -19,6 +19,19 @@ fn case(runtime: &str, name: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// The session screen (220×50) after the recorded pane log `file` of `runtime`.
+fn screen(runtime: &str, file: &str) -> crate::term::Screen {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(runtime)
+        .join("paste")
+        .join(file);
+    let raw = std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let mut screen = crate::term::Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+    screen.feed(&raw, true);
+    screen
+}
+
 fn field<'a>(v: &'a Value, key: &str) -> &'a str {
     v[key]
         .as_str()
@@ -215,13 +228,7 @@ fn claude_queue_records_hold_the_changed_text() {
 fn claude_an_interrupted_prompt_is_known_in_its_form() {
     use crate::adapter::Adapter;
     use crate::session::own_text::Tracker;
-    let raw = std::fs::read(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/claude-2.1.332/paste/interrupt-restores-tab-prompt.raw"),
-    )
-    .unwrap();
-    let mut screen = crate::term::Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
-    screen.feed(&raw, true);
+    let screen = screen("claude-2.1.332", "interrupt-restores-tab-prompt.raw");
     let c = crate::runtime::claude::Claude::with_program("/bin/claude".into());
     let content = c.composer_content(&screen).expect("the prompt is back");
     let header = content.lines().next().unwrap();
@@ -291,13 +298,7 @@ fn codex_preview_drops_a_tab() {
     codex_case("tab-mid-turn");
     let c = case("codex-0.171.0", "tab-mid-turn");
     let pasted = field(&c, "pasted");
-    let raw = std::fs::read(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/codex-0.171.0/paste/tab-mid-turn.raw"),
-    )
-    .unwrap();
-    let mut screen = crate::term::Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
-    screen.feed(&raw, true);
+    let screen = screen("codex-0.171.0", "tab-mid-turn.raw");
     assert!(screen.text().contains("<msg>PT-tab-mid-turn ab"));
     assert!(crate::runtime::codex::pending_input_shows(
         screen.text(),
