@@ -263,3 +263,51 @@ fn claude_interrupt_and_refuse_mid_turn() {
     assert!(!api.has_main_request_with("REFUSED one"));
     crate::busy::told_by_iapeer(&env, "echo-ea", "cb (claude)", "was interrupted at");
 }
+
+/// With the real Codex 0.171.0 mid-turn (the stand-in holds a `BUSY` turn): `interrupt` stops
+/// the turn with Esc, waits for it to end (Codex keeps the interrupted prompt in its
+/// conversation; pasted before the turn ended, the message would join it or wait in its
+/// queue), and the message is delivered — not queued — as the newest user message of the
+/// next model request.
+#[test]
+fn codex_interrupt_mid_turn() {
+    use common::openai::{last_input_text, Reply};
+    let (env, api) = crate::codex::world();
+    api.script(|req| {
+        if last_input_text(req).contains("BUSY") {
+            Reply::Hold(Duration::from_secs(60))
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    env.ok(&["new", "ea"]);
+    env.ok(&["send", "cx", "--from", "echo-ea", "--message", "echo: wake"]);
+    crate::busy::wait_codex_turns(&env, 1);
+    env.ok(&[
+        "send",
+        "cx",
+        "--from",
+        "echo-ea",
+        "--message",
+        "BUSY forever",
+    ]);
+    env.wait_until("codex is mid-turn", Duration::from_secs(30), |e| {
+        busy(e, "codex-cx")
+    });
+    let (code, v) = send(&env, "cx", "echo-ea", "NEXT one", Some("interrupt"));
+    assert_eq!(
+        code,
+        0,
+        "{v}\n{}\n{}",
+        env.screen("codex-cx"),
+        env.diagnostics()
+    );
+    assert_eq!(v["interrupted"], true, "{v}");
+    assert!(v["queued"].is_null(), "delivered, not queued: {v}");
+    env.wait_until("the model gets it", Duration::from_secs(30), |_| {
+        api.recorded().iter().any(|r| {
+            let last = last_input_text(r);
+            last.contains("<msg>NEXT one</msg>") && !last.contains("BUSY")
+        })
+    });
+}
