@@ -94,6 +94,21 @@ fn twenty_concurrent_creates_leave_every_entry() {
 fn create_refuses_names_taken_or_not_matching_the_folder() {
     let env = TestEnv::new();
     env.create_echo("alice");
+    // Again, the same: idempotent, the same line (spec 07). With another description: said,
+    // with the old one (issue 30 item 6).
+    let again = env.ok(&["create", "alice", "--runtime", "echo"]);
+    assert!(again.starts_with("created peer alice in "), "{again}");
+    let changed = env.ok(&["create", "alice", "--description", "writes the docs"]);
+    assert!(
+        changed.starts_with(
+            "peer alice already exists: description set to \"writes the docs\" (was \"\")"
+        ),
+        "{changed}"
+    );
+    assert_eq!(
+        entry(&registry(&env), "alice")["description"],
+        "writes the docs"
+    );
     let elsewhere = env.dir.path().join("elsewhere/alice");
     let (_, err) = env.fails(
         &[

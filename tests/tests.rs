@@ -54,6 +54,7 @@ mod paste_transforms;
 mod paths;
 mod peers;
 mod plugins;
+mod prompt;
 mod regressions;
 mod rename;
 mod router_runtime;

@@ -206,7 +206,15 @@ fn report(
                 .filter(|r| !old.runtimes.contains(r))
                 .map(String::as_str)
                 .collect();
-            if added.is_empty() {
+            if added.is_empty() && old.description != p.description {
+                // Not silently (issue 30 item 6): an existing peer's description was replaced.
+                format!(
+                    "peer {} already exists: description set to \"{}\" (was \"{}\")",
+                    p.personality,
+                    crate::visible::line(&p.description),
+                    crate::visible::line(&old.description)
+                )
+            } else if added.is_empty() {
                 // Idempotent (spec 07): the same line as the first time.
                 format!("{what} peer {}", p.personality)
             } else {

@@ -71,6 +71,24 @@ impl Router {
     }
 
     pub(crate) fn op_new(&mut self, personality: &str, runtime: Option<&str>, reply: ReplyTo) {
+        self.replace_session(personality, runtime, ModeRequest::Fresh, reply);
+    }
+
+    /// `restart` (issue 30 item 4): as [`Router::op_new`], but the agent comes back on the
+    /// conversation iapeer recorded ([`ModeRequest::Restart`]).
+    pub(crate) fn op_restart(&mut self, personality: &str, runtime: Option<&str>, reply: ReplyTo) {
+        self.replace_session(personality, runtime, ModeRequest::Restart, reply);
+    }
+
+    /// End the identity's session and bring it up again with `mode`, forgetting its crash
+    /// history; an always-on peer is restarted and un-parked.
+    fn replace_session(
+        &mut self,
+        personality: &str,
+        runtime: Option<&str>,
+        mode: ModeRequest,
+        reply: ReplyTo,
+    ) {
         let (ident, kind) = match self.control_target(personality, runtime) {
             Ok(t) => t,
             Err(r) => return reply.finish(r),
@@ -91,7 +109,7 @@ impl Router {
                 restarted: true,
             }));
         }
-        self.queue_wake(&ident, reply, ModeRequest::Fresh, false);
+        self.queue_wake(&ident, reply, mode, false);
     }
 
     pub(crate) fn op_interrupt(
