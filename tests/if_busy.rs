@@ -311,3 +311,32 @@ fn codex_interrupt_mid_turn() {
         })
     });
 }
+
+/// The fleet's `POST /fleet/v1/send` carries `if_busy` too: refused with 502 and code `busy`
+/// while bob is mid-turn, interrupted and delivered with `interrupted` in the result.
+#[test]
+fn the_fleet_send_carries_if_busy() {
+    let env = crate::fleet::team_with(&[]);
+    env.launch_env("bob", "echo", "PEER_START_ARGS=--reply-delay-ms 60000\n");
+    make_bob_busy(&env);
+    let send = |message: &str, choice: &str| {
+        crate::fleet::post(
+            &env,
+            "/fleet/v1/send",
+            json!({"personality": "bob", "message": message, "if_busy": choice}),
+        )
+    };
+    let refused = send("FLEET-REFUSED", "refuse");
+    assert_eq!(
+        refused.status,
+        502,
+        "{}",
+        String::from_utf8_lossy(&refused.body)
+    );
+    assert_eq!(refused.json()["code"], "busy");
+    assert!(!env.pane("echo-bob").contains("FLEET-REFUSED"));
+    let done = send("echo: FLEET-AFTER", "interrupt");
+    assert_eq!(done.status, 200, "{}", String::from_utf8_lossy(&done.body));
+    assert_eq!(done.json()["result"]["interrupted"], true);
+    assert!(env.pane("echo-bob").contains("echo: FLEET-AFTER"));
+}
