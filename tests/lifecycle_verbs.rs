@@ -425,7 +425,7 @@ fn refresh_marks_the_next_wake_fresh_without_touching_the_live_session() {
     let out = env.ok(&["refresh", "bot"]);
     assert_eq!(
         out.trim(),
-        "nothing to refresh (router runtimes are skipped)"
+        "nothing to refresh (humans and services have no conversation to refresh)"
     );
     assert!(!env.marker("bot-bot", ".fresh-next").exists());
     assert_eq!(env.status_of("bot", "bot"), "live");
@@ -635,7 +635,10 @@ fn add_runtime_and_default_runtime_for_one_peer_and_all() {
 
     // A router runtime is never added to an agent peer; an unknown one is not installed.
     let (_, err) = env.fails(&["add-runtime", "bot", "--peer", "cx"], 1);
-    assert!(err.contains("bot is a router runtime"), "{err}");
+    assert!(
+        err.contains("bot is a human's or a service's runtime"),
+        "{err}"
+    );
     let (_, err) = env.fails(&["add-runtime", "nope", "--peer", "cx"], 1);
     assert!(err.contains("runtime \"nope\" is not installed"), "{err}");
     assert_eq!(registry(&env), registry_once);

@@ -103,7 +103,7 @@ pub fn stop_start(inv: &Invocation, stop: bool) -> CliResult {
             .collect();
         if !cannot.is_empty() {
             return Err(CliError::Failed(format!(
-                "cleared the stop flag of {}, but {}",
+                "{} take messages again, but {}",
                 nothing_or(&reply.cleared),
                 cannot.join("; ")
             )));
@@ -177,7 +177,7 @@ fn refuse_attach_to_a_router_peer(peer: &str, runtime: Option<&str>) -> CliResul
         .is_ok_and(|a| a.kind() == crate::runtime::RuntimeKind::Router);
     if router {
         return Err(CliError::Failed(format!(
-            "attach needs an agent runtime ({rt} is a router runtime: {peer} has no session \
+            "attach needs an agent runtime ({rt} is a human's or a service's runtime: {peer} has no session \
              to attach to)"
         )));
     }
@@ -515,7 +515,7 @@ pub fn refresh(inv: &Invocation) -> CliResult {
         return done(
             inv,
             &doc,
-            "nothing to refresh (router runtimes are skipped)\n",
+            "nothing to refresh (humans and services have no conversation to refresh)\n",
         );
     }
     done(

@@ -142,7 +142,9 @@ pub fn check(fix: bool, json: bool, doctor: bool) -> CliResult {
                 let (p, what) = show(p, what);
                 out.push_str(&format!("{p}: {what}\n"));
             }
-            if !fix && problems.iter().any(|(_, what)| !what.contains(COPIED)) {
+            let own_advice =
+                |what: &str| what.contains(COPIED) || what.contains(crate::profile::FOLDER_GONE);
+            if !fix && problems.iter().any(|(_, what)| !own_advice(what)) {
                 out.push_str(
                     "run iapeer verify --fix to rebuild the registry from the profiles (an error \
                      inside a profile is fixed by editing that file)\n",

@@ -798,8 +798,8 @@ pub static VERBS: &[VerbSpec] = &[
         id: VerbId::Run(Verb::Start),
         name: "start",
         signature: "start (<peer> [runtime] | --all) [--json]",
-        summary: "clear the stop mark of a peer",
-        description: "Clear the stop mark of the peer on a runtime (or of every peer with --all). Agents \
+        summary: "let a stopped peer take messages again",
+        description: "Undo stop: the peer on a runtime (or every peer with --all) takes messages again. Agents \
             are not started: they wake on their next message. Always-on peers start at once.",
         positionals: PEER_AND_RUNTIME,
         flags: &[ALL, JSON],
@@ -860,7 +860,7 @@ pub static VERBS: &[VerbSpec] = &[
         id: VerbId::Run(Verb::New),
         name: "new",
         signature: "new <peer> [runtime] [--json]",
-        summary: "restart a peer with a fresh session now",
+        summary: "restart a peer now with a fresh conversation",
         description: "End the peer's session if any, forget its crash history and bring up a fresh \
             session with no message; returns once the new session is ready. Always-on peers are \
             restarted and un-parked.",

@@ -33,7 +33,7 @@ impl Router {
                 Err(refusal(
                     Code::InvalidArgument,
                     format!(
-                        "{} needs an agent runtime ({} is a router runtime)",
+                        "{} needs an agent runtime ({} is a human's or a service's runtime)",
                         if attach { "attach" } else { "this" },
                         ident.runtime
                     ),
@@ -210,7 +210,7 @@ impl Router {
             .map(|a| a.kind())
             .unwrap_or(RuntimeKind::Router);
         if kind != RuntimeKind::Agent {
-            return Err(refusal(Code::InvalidArgument, format!("self-fresh is for agent sessions; {} is a router runtime (restart it with: iapeer new {} {})", ident.runtime, ident.personality, ident.runtime)));
+            return Err(refusal(Code::InvalidArgument, format!("self-fresh is for agent sessions; {} is a human's or a service's runtime (restart it with: iapeer restart {} {})", ident.runtime, ident.personality, ident.runtime)));
         }
         logged(self.markers(&ident).set(Flag::NewEager));
         if self.live.end(&ident, Cause::Replaced).is_none() {
