@@ -19,6 +19,7 @@ pub mod human;
 pub mod manifest;
 pub mod notifier;
 pub mod package;
+pub mod pasted_form;
 pub mod permission_hook;
 pub mod router;
 pub mod transcript;
