@@ -279,6 +279,75 @@ fn notify_stand_in(dir: &std::path::Path) -> std::path::PathBuf {
     bin
 }
 
+/// Issue 26 follow-up: desktop notifications are bounded. With a `notify-send` that hangs, 40
+/// messages to the human start 2 notification processes, not 40 (before: one process and one
+/// thread each); a hung one is ended after 10 s, and the next notification says how many
+/// messages came without one.
+#[test]
+fn a_burst_of_messages_to_a_human_starts_a_bounded_number_of_notifications() {
+    let mut env = TestEnv::new();
+    let bin = env.dir.path().join("notify-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let calls = env.dir.path().join("notify-calls");
+    let script = bin.join("notify-send");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$4\" >> '{}'\nexec sleep 60\n",
+            calls.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    env.set("PATH", &path);
+    env.set("IAPEER_NOTIFY", "1");
+    env.create_echo("alice");
+    env.ok(&["create", "you", "--runtime", "human"]);
+    env.start_daemon();
+    env.wait_until("the human peer is up", Duration::from_secs(30), |e| {
+        e.status_of("you", "human") == "live"
+    });
+    let started = std::time::Instant::now();
+    for i in 0..40 {
+        env.ok(&[
+            "send",
+            "you",
+            "--from",
+            "echo-alice",
+            "--message",
+            &format!("m{i}"),
+        ]);
+    }
+    let shown = || {
+        std::fs::read_to_string(&calls)
+            .unwrap_or_default()
+            .lines()
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    env.wait_until("two notifications", Duration::from_secs(10), |_| {
+        shown().len() == 2
+    });
+    assert!(
+        started.elapsed() < Duration::from_secs(9),
+        "the sends took too long"
+    );
+    assert_eq!(shown(), ["m0", "m1"], "at most two at once");
+    // The hung ones end at their deadline; the next message's notification counts the rest.
+    std::thread::sleep(Duration::from_secs(11).saturating_sub(started.elapsed()));
+    env.ok(&["send", "you", "--from", "echo-alice", "--message", "last"]);
+    env.wait_until("the third notification", Duration::from_secs(10), |_| {
+        shown().len() == 3
+    });
+    assert_eq!(shown()[2], "last (+38 more: iapeer inbox)");
+}
+
 /// A follower (`inbox --follow …`) with its stdout lines on a channel; killed at the end.
 struct Follower(Child);
 

@@ -11,6 +11,9 @@
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use super::{ack_line, append, failure_line, Record};
 use crate::envelope::{extract, Envelope};
@@ -88,9 +91,34 @@ fn store(inbox: &std::path::Path, env: &Envelope, notify: &Notifier) {
 }
 
 /// Desktop notifications (`notify-send` on Linux, `osascript` on macOS), when the program
-/// exists and `IAPEER_NOTIFY` is not `0`/`off`/`false`/`no`.
+/// exists and `IAPEER_NOTIFY` is not `0`/`off`/`false`/`no`. At most
+/// [`NOTIFY_MAX_IN_FLIGHT`] run at once, each ended after [`NOTIFY_DEADLINE`]: a burst of
+/// messages or a notification program that hangs costs a bounded number of processes and
+/// threads (before, one of each per message). Messages that arrive while the slots are
+/// taken raise no notification of their own; the next one that runs says how many more came.
 struct Notifier {
     program: Option<PathBuf>,
+    in_flight: Arc<AtomicUsize>,
+    skipped: Arc<AtomicUsize>,
+}
+
+/// Notifications shown at once, at most.
+pub const NOTIFY_MAX_IN_FLIGHT: usize = 2;
+/// How long a notification program may run before it is ended.
+pub const NOTIFY_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Whether a notification may start with `in_flight` already running (the cap).
+pub fn notify_admitted(in_flight: usize) -> bool {
+    in_flight < NOTIFY_MAX_IN_FLIGHT
+}
+
+/// The text of the notification after `skipped` messages came without their own: the
+/// message's own `text`, and how many more to read with `iapeer inbox`.
+pub fn with_skipped(text: &str, skipped: usize) -> String {
+    match skipped {
+        0 => text.to_string(),
+        n => format!("{text} (+{n} more: iapeer inbox)"),
+    }
 }
 
 impl Notifier {
@@ -105,6 +133,8 @@ impl Notifier {
         };
         Notifier {
             program: enabled.then(|| find_in_path(name)).flatten(),
+            in_flight: Arc::new(AtomicUsize::new(0)),
+            skipped: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -112,7 +142,13 @@ impl Notifier {
         let Some(program) = &self.program else {
             return;
         };
+        if !notify_admitted(self.in_flight.fetch_add(1, Ordering::SeqCst)) {
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            self.skipped.fetch_add(1, Ordering::SeqCst);
+            return;
+        }
         let (title, text) = notification_text(r);
+        let text = with_skipped(&text, self.skipped.swap(0, Ordering::SeqCst));
         let mut cmd = Command::new(program);
         if cfg!(target_os = "macos") {
             cmd.arg("-e").arg(format!(
@@ -131,11 +167,27 @@ impl Notifier {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        if let Ok(mut child) = cmd.spawn() {
-            // Reaped off the write path: a slow notification daemon never delays the next ack.
-            std::thread::spawn(move || {
-                let _ = child.wait();
-            });
+        match cmd.spawn() {
+            Ok(mut child) => {
+                // Reaped off the write path: a slow notification daemon never delays the
+                // next ack; one that hangs is ended at the deadline.
+                let in_flight = Arc::clone(&self.in_flight);
+                std::thread::spawn(move || {
+                    let until = std::time::Instant::now() + NOTIFY_DEADLINE;
+                    while matches!(child.try_wait(), Ok(None)) {
+                        if std::time::Instant::now() >= until {
+                            let _ = child.kill();
+                            let _ = child.wait();
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    in_flight.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+            Err(_) => {
+                self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            }
         }
     }
 }
@@ -180,6 +232,14 @@ fn find_in_path(name: &str) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn notifications_are_capped_and_the_next_one_counts_the_rest() {
+        assert!(notify_admitted(0) && notify_admitted(NOTIFY_MAX_IN_FLIGHT - 1));
+        assert!(!notify_admitted(NOTIFY_MAX_IN_FLIGHT));
+        assert_eq!(with_skipped("hi", 0), "hi");
+        assert_eq!(with_skipped("hi", 38), "hi (+38 more: iapeer inbox)");
+    }
 
     #[test]
     fn the_notify_knob() {
