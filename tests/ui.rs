@@ -264,10 +264,6 @@ fn the_page_in_a_real_browser() {
 #[test]
 fn hostile_text_is_inert_visible_text_in_a_real_browser() {
     use crate::views::{FAMILY, SHOWN};
-    let python = std::env::var("IAPEER_TEST_PYTHON")
-        .expect("IAPEER_TEST_PYTHON is not set (see the_page_in_a_real_browser)");
-    let chromium = find_program(&["chromium", "chromium-browser"]).expect("chromium");
-    let chromedriver = find_program(&["chromedriver"]).expect("chromedriver");
     let tag = "<img src=x onerror=\"window.__pwned=1\"><b>bold</b>";
     let hostile = format!("{tag} {FAMILY}");
     let mut env = TestEnv::new();
@@ -286,18 +282,8 @@ fn hostile_text_is_inert_visible_text_in_a_real_browser() {
     env.wait_until("the prompt is pending", Duration::from_secs(30), |env| {
         env.has_event("lifecycle", "approval-requested", &[("summary", &hostile)])
     });
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/hostile.py");
-    let out = Command::new(&python)
-        .arg(script)
-        .args(["--url", &link(&env)])
-        .arg("--chromium")
-        .arg(&chromium)
-        .arg("--chromedriver")
-        .arg(&chromedriver)
-        .args(["--shown", &serde_json::json!(SHOWN).to_string()])
-        .args(["--tag", tag])
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
+    let shown = serde_json::json!(SHOWN).to_string();
+    let out = page_script(&env, "hostile.py", &["--shown", &shown, "--tag", tag]);
     assert!(
         out.status.success(),
         "the browser check failed:\n{}\n{}",
@@ -309,14 +295,32 @@ fn hostile_text_is_inert_visible_text_in_a_real_browser() {
     assert_eq!(hook.decision()["behavior"], "deny");
 }
 
-/// Issue 30 item 2: with two people on the team, the page shows a picker for whose inbox it
-/// shows and whom it writes as (in a real browser), and the CLI's `send` names the choices.
-#[test]
-fn two_humans_pick_their_inbox_in_a_real_browser() {
+/// Run the Selenium script `tests/ui/<script>` on the page of `env`'s daemon (a fresh link)
+/// in headless Chromium with `args` after `--url`, `--chromium` and `--chromedriver`.
+fn page_script(env: &TestEnv, script: &str, args: &[&str]) -> std::process::Output {
     let python = std::env::var("IAPEER_TEST_PYTHON")
         .expect("IAPEER_TEST_PYTHON is not set (see the_page_in_a_real_browser)");
     let chromium = find_program(&["chromium", "chromium-browser"]).expect("chromium");
     let chromedriver = find_program(&["chromedriver"]).expect("chromedriver");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/ui")
+        .join(script);
+    Command::new(&python)
+        .arg(path)
+        .args(["--url", &link(env)])
+        .arg("--chromium")
+        .arg(&chromium)
+        .arg("--chromedriver")
+        .arg(&chromedriver)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"))
+}
+
+/// Issue 30 item 2: with two people on the team, the page shows a picker for whose inbox it
+/// shows and whom it writes as (in a real browser), and the CLI's `send` names the choices.
+#[test]
+fn two_humans_pick_their_inbox_in_a_real_browser() {
     let mut env = TestEnv::new();
     env.create_echo("alice");
     env.ok(&["create", "you", "--runtime", "human"]);
@@ -332,26 +336,18 @@ fn two_humans_pick_their_inbox_in_a_real_browser() {
     env.ok(&["send", "you", "--from", "echo-alice", "--message", for_you]);
     let reply = format!("thanks from the page {}", std::process::id());
     let screenshot = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/ui-two-humans.png");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/humans.py");
-    let out = Command::new(&python)
-        .arg(script)
-        .args(["--url", &link(&env)])
-        .arg("--chromium")
-        .arg(&chromium)
-        .arg("--chromedriver")
-        .arg(&chromedriver)
-        .args([
-            "--for-ann",
-            for_ann,
-            "--for-you",
-            for_you,
-            "--reply",
-            &reply,
-        ])
-        .arg("--screenshot")
-        .arg(&screenshot)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
+    let shot = screenshot.to_str().unwrap();
+    let args = [
+        "--for-ann",
+        for_ann,
+        "--for-you",
+        for_you,
+        "--reply",
+        &reply,
+        "--screenshot",
+        shot,
+    ];
+    let out = page_script(&env, "humans.py", &args);
     assert!(
         out.status.success(),
         "the browser check failed:\n{}\n{}",

@@ -261,6 +261,11 @@ fn approvals_and_logs_show_a_gated_agents_command_inert() {
 /// A `notify-send` stand-in (there is no desktop notification server here) that records its
 /// arguments, NUL-separated, one invocation per line of `calls`.
 fn notify_stand_in(dir: &std::path::Path) -> std::path::PathBuf {
+    notify_stand_in_then(dir, "")
+}
+
+/// [`notify_stand_in`] that then runs the shell line `then` (e.g. `exec sleep 60`: it hangs).
+fn notify_stand_in_then(dir: &std::path::Path, then: &str) -> std::path::PathBuf {
     let bin = dir.join("notify-bin");
     std::fs::create_dir_all(&bin).unwrap();
     let calls = dir.join("notify-calls");
@@ -268,7 +273,7 @@ fn notify_stand_in(dir: &std::path::Path) -> std::path::PathBuf {
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\0' \"$a\"; done >> '{}'\necho >> '{}'\n",
+            "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\0' \"$a\"; done >> '{}'\necho >> '{}'\n{then}\n",
             calls.display(),
             calls.display()
         ),
@@ -286,20 +291,8 @@ fn notify_stand_in(dir: &std::path::Path) -> std::path::PathBuf {
 #[test]
 fn a_burst_of_messages_to_a_human_starts_a_bounded_number_of_notifications() {
     let mut env = TestEnv::new();
-    let bin = env.dir.path().join("notify-bin");
-    std::fs::create_dir_all(&bin).unwrap();
+    let bin = notify_stand_in_then(env.dir.path(), "exec sleep 60");
     let calls = env.dir.path().join("notify-calls");
-    let script = bin.join("notify-send");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\nprintf '%s\\n' \"$4\" >> '{}'\nexec sleep 60\n",
-            calls.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -324,11 +317,12 @@ fn a_burst_of_messages_to_a_human_starts_a_bounded_number_of_notifications() {
             &format!("m{i}"),
         ]);
     }
+    // The text of each notification: its 4th argument (`--app-name=iapeer -- title text`).
     let shown = || {
         std::fs::read_to_string(&calls)
             .unwrap_or_default()
             .lines()
-            .map(String::from)
+            .map(|l| l.split('\0').nth(3).unwrap_or_default().to_string())
             .collect::<Vec<_>>()
     };
     env.wait_until("two notifications", Duration::from_secs(10), |_| {
