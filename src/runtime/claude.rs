@@ -305,6 +305,10 @@ impl Adapter for Claude {
             || newest.is_some_and(|(_, text)| paste.echoed_in(text))
     }
 
+    fn permission_prompt(&self, screen: &Screen) -> Option<crate::adapter::PermissionPrompt> {
+        claude_screen::permission_prompt(screen.rows())
+    }
+
     fn composer_draft(&self, screen: &Screen) -> Option<String> {
         // A permission prompt takes the keys: a paste and Enter would answer it `Yes`, past
         // the human the gated peer's prompts go to (spec 10 §4). It counts as a draft, so a

@@ -1,0 +1,258 @@
+//! Issue 32 item 4: a permission prompt of an agent in the default bypass mode. Claude Code
+//! 2.1.332 run with `--dangerously-skip-permissions` still asks before a command a project
+//! `permissions.ask` rule names, and when a `PreToolUse` hook answers `ask`.
+
+use crate::common;
+
+use common::anthropic::{has_tool_result, last_user_text, AnthropicStandIn, Reply};
+use common::TestEnv;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Where the recorders write (`IAPEER_RECORD_DIR`, else a folder under /tmp).
+fn record_dir(name: &str) -> PathBuf {
+    let dir = std::env::var_os("IAPEER_RECORD_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp/iapeer-record"))
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The project settings of the peer `cb`: Bash `rm` asks, and a `PreToolUse` hook answers
+/// `ask` for any command holding `hook-asks`.
+fn ask_settings(env: &TestEnv) {
+    let dir = env.peer_dir("cb").join(".claude");
+    std::fs::create_dir_all(&dir).unwrap();
+    let hook = "grep -q hook-asks && echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"ask\",\"permissionDecisionReason\":\"the project hook wants a human\"}}' || true";
+    let settings = json!({
+        "permissions": {"ask": ["Bash(rm:*)", "Write", "Edit", "mcp__iapeer__send_to_peer"]},
+        "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": hook}]}]},
+    });
+    std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+}
+
+/// A message `run <command>` makes the model call Bash with `<command>`, once per message;
+/// each tool result the model gets is kept in `results`, and the turn then ends.
+fn script_run(api: &AnthropicStandIn, results: Arc<Mutex<Vec<String>>>) {
+    let asked = Mutex::new(Vec::<String>::new());
+    api.script(move |req| {
+        if req["tools"].as_array().is_none_or(|t| t.is_empty()) {
+            return Reply::Text("ok".into());
+        }
+        let text = last_user_text(req);
+        let tool_result = has_tool_result(req);
+        if tool_result {
+            results.lock().unwrap().push(text.clone());
+        }
+        let command = text
+            .split("<msg>run ")
+            .skip(1)
+            .filter_map(|r| r.split("</msg>").next())
+            .find(|n| !asked.lock().unwrap().iter().any(|a| a == n))
+            .map(String::from);
+        match command {
+            Some(command) => {
+                asked.lock().unwrap().push(command.clone());
+                if let Some(path) = command.strip_prefix("WRITE ") {
+                    return Reply::ToolUse(
+                        "Write".into(),
+                        json!({"file_path": path, "content": "written\n"}),
+                    );
+                }
+                if let Some(path) = command.strip_prefix("EDIT ") {
+                    return Reply::ToolUse(
+                        "Edit".into(),
+                        json!({"file_path": path, "old_string": "x", "new_string": "edited"}),
+                    );
+                }
+                if command == "MCP" {
+                    return Reply::ToolUse(
+                        "mcp__iapeer__send_to_peer".into(),
+                        json!({"personality": "ea", "message": "hello from the prompt"}),
+                    );
+                }
+                Reply::ToolUse(
+                    "Bash".into(),
+                    json!({"command": command, "description": "Remove the file"}),
+                )
+            }
+            _ if tool_result => Reply::Text("done".into()),
+            _ => Reply::Text("ok".into()),
+        }
+    });
+}
+
+fn send_run(env: &TestEnv, command: &str) -> String {
+    env.ok(&[
+        "send",
+        "cb",
+        "--from",
+        "echo-ea",
+        "--message",
+        &format!("run {command}"),
+        "--timeout",
+        "240",
+    ])
+}
+
+/// Save the pane log as it is now as `<dir>/bypass-<name>.raw`.
+fn save(dir: &Path, name: &str, env: &TestEnv) {
+    let bytes = std::fs::read(env.paths().pane_log("claude-cb")).unwrap_or_default();
+    std::fs::write(dir.join(format!("bypass-{name}.raw")), bytes).unwrap();
+}
+
+/// Wait until a terminal is attached to `cb`.
+fn wait_attached(env: &TestEnv) {
+    env.wait_until("attached", Duration::from_secs(30), |env| attached(env) > 0);
+    std::thread::sleep(Duration::from_millis(500));
+}
+
+/// Terminals attached to `cb`.
+fn attached(env: &TestEnv) -> u64 {
+    let list = env.control(r#"{"op":"list"}"#);
+    list["sessions"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["identity"] == "claude-cb"))
+        .and_then(|s| s["attached"].as_u64())
+        .unwrap_or(0)
+}
+
+/// Close the attached terminal and wait until the session says so.
+fn detach(env: &TestEnv, term: crate::attach::Terminal) {
+    drop(term);
+    env.wait_until("detached", Duration::from_secs(30), |env| {
+        attached(env) == 0
+    });
+}
+
+/// A terminal attached to `cb` at the session's own size (220×50), so the pane log replays
+/// at one size from start to end.
+fn attach_at_session_size(env: &TestEnv) -> crate::attach::Terminal {
+    crate::attach::Terminal::spawn_sized(env.cmd(&["attach", "cb"]), 50, 220)
+}
+
+/// Records Claude Code 2.1.332's permission prompts in bypass mode and what keys answer them
+/// into `$IAPEER_RECORD_DIR/bypass` (run by name with `--ignored`).
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_claude_bypass_prompts() {
+    let out = record_dir("bypass");
+    let (env, api) = crate::claude::world(&[("IAP_HOST_LIVENESS_GRACE_MS", "10000")]);
+    ask_settings(&env);
+    let made = env.dir.path().join("made");
+    std::fs::create_dir_all(&made).unwrap();
+    for f in ["a", "b", "c", "d"] {
+        std::fs::write(made.join(f), "x").unwrap();
+    }
+    let results = Arc::new(Mutex::new(Vec::new()));
+    script_run(&api, results.clone());
+    let prompt_open = |env: &TestEnv| env.screen("claude-cb").contains("Do you want to proceed?");
+
+    // The ask rule; Enter on the first option.
+    let rm_a = format!("rm {}", made.join("a").display());
+    eprintln!("send: {}", send_run(&env, &rm_a));
+    env.wait_until("the prompt", Duration::from_secs(90), prompt_open);
+    std::thread::sleep(Duration::from_secs(2));
+    save(&out, "ask-rule-prompt", &env);
+    eprintln!("=== ask rule:\n{}", env.screen("claude-cb"));
+    let mut term = attach_at_session_size(&env);
+    wait_attached(&env);
+    std::thread::sleep(Duration::from_secs(1));
+    term.type_bytes(b"\r");
+    env.wait_until("the tool ran", Duration::from_secs(60), |_| {
+        !made.join("a").exists()
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    save(&out, "ask-rule-approved", &env);
+    eprintln!("=== approved:\n{}", env.screen("claude-cb"));
+    eprintln!("results: {:?}", results.lock().unwrap());
+    detach(&env, term);
+
+    // A hook that answers ask; Down to `No`, then Enter.
+    let hooked = format!("touch {}", made.join("hook-asks").display());
+    eprintln!("send: {}", send_run(&env, &hooked));
+    env.wait_until("the prompt", Duration::from_secs(90), prompt_open);
+    std::thread::sleep(Duration::from_secs(2));
+    save(&out, "hook-ask-prompt", &env);
+    eprintln!("=== hook ask:\n{}", env.screen("claude-cb"));
+    let mut term = attach_at_session_size(&env);
+    wait_attached(&env);
+    std::thread::sleep(Duration::from_secs(1));
+    term.type_bytes(b"\x1b[B");
+    std::thread::sleep(Duration::from_secs(1));
+    eprintln!("=== after Down:\n{}", env.screen("claude-cb"));
+    term.type_bytes(b"\r");
+    std::thread::sleep(Duration::from_secs(4));
+    save(&out, "hook-ask-denied", &env);
+    eprintln!("=== denied:\n{}", env.screen("claude-cb"));
+    eprintln!("exists: {}", made.join("hook-asks").exists());
+    eprintln!("results: {:?}", results.lock().unwrap());
+    let n = api.main_requests().len();
+    eprintln!(
+        "main requests: {n}; last user: {}",
+        api.main_requests()
+            .last()
+            .map(last_user_text)
+            .unwrap_or_default()
+    );
+    detach(&env, term);
+
+    // Esc on the ask rule.
+    let rm_b = format!("rm {}", made.join("b").display());
+    eprintln!("send: {}", send_run(&env, &rm_b));
+    env.wait_until("the prompt", Duration::from_secs(90), prompt_open);
+    let mut term = attach_at_session_size(&env);
+    wait_attached(&env);
+    std::thread::sleep(Duration::from_secs(1));
+    term.type_bytes(b"\x1b");
+    std::thread::sleep(Duration::from_secs(4));
+    save(&out, "ask-rule-esc", &env);
+    eprintln!("=== esc:\n{}", env.screen("claude-cb"));
+    eprintln!("exists: {}", made.join("b").exists());
+    eprintln!("main requests: {}", api.main_requests().len());
+}
+
+/// Records the prompts of other tools an `ask` rule names (Write, Edit, an MCP tool) into
+/// `$IAPEER_RECORD_DIR/bypass-tools` (run by name with `--ignored`), each answered by Esc.
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_claude_bypass_tool_prompts() {
+    let out = record_dir("bypass-tools");
+    let (env, api) = crate::claude::world(&[("IAP_HOST_LIVENESS_GRACE_MS", "10000")]);
+    ask_settings(&env);
+    let made = env.dir.path().join("made");
+    std::fs::create_dir_all(&made).unwrap();
+    std::fs::write(made.join("e"), "x").unwrap();
+    let results = Arc::new(Mutex::new(Vec::new()));
+    script_run(&api, results.clone());
+    let cases = [
+        ("write", format!("WRITE {}", made.join("w").display())),
+        ("edit", format!("EDIT {}", made.join("e").display())),
+        ("mcp", "MCP".to_string()),
+    ];
+    let mut last_shown = String::new();
+    for (name, command) in cases {
+        eprintln!("send: {}", send_run(&env, &command));
+        env.wait_until("a prompt", Duration::from_secs(90), |env| {
+            let s = env.screen("claude-cb");
+            s.contains("Esc to cancel") && s != last_shown
+        });
+        std::thread::sleep(Duration::from_secs(2));
+        save(&out, &format!("{name}-prompt"), &env);
+        last_shown = env.screen("claude-cb");
+        eprintln!("=== {name}:\n{last_shown}");
+        let mut term = attach_at_session_size(&env);
+        wait_attached(&env);
+        std::thread::sleep(Duration::from_secs(1));
+        term.type_bytes(b"\x1b");
+        env.wait_until("closed", Duration::from_secs(30), |env| {
+            !env.screen("claude-cb").contains("Esc to cancel")
+        });
+        detach(&env, term);
+        last_shown = env.screen("claude-cb");
+    }
+}
