@@ -375,15 +375,21 @@ pub enum QueuedBy {
     Composer,
     /// The ephemeral peer's durable task queue on disk.
     Ephemeral,
+    /// The daemon's composer queue while a tool's permission prompt is open on the agent's
+    /// screen (issue 32 item 4): it waits for a human's approval (or its timeout), which
+    /// [`Queued::waiting_for`] names.
+    Approval,
 }
 
 impl QueuedBy {
-    /// The wire spelling (`runtime`, `composer`, `ephemeral`), also used in `delivery.log`.
+    /// The wire spelling (`runtime`, `composer`, `ephemeral`, `approval`), also used in
+    /// `delivery.log`.
     pub fn as_str(self) -> &'static str {
         match self {
             QueuedBy::Runtime => "runtime",
             QueuedBy::Composer => "composer",
             QueuedBy::Ephemeral => "ephemeral",
+            QueuedBy::Approval => "approval",
         }
     }
 }
@@ -404,6 +410,14 @@ pub struct Queued {
         skip_serializing_if = "Option::is_none"
     )]
     pub queue_depth: Option<u64>,
+    /// What the message waits for, when the queue can say (`queuedBy: "approval"`: `an
+    /// approval: Bash: rm /srv/a (iapeer approve ap-0123abcd | iapeer deny ap-0123abcd)`).
+    #[serde(
+        rename = "waitingFor",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub waiting_for: Option<String>,
 }
 
 /// A delivered (or queued) send (spec 03 §1 step 10); also the MCP tool's structured result:

@@ -7,6 +7,7 @@ mod child_io;
 mod commands;
 mod death;
 mod own;
+mod prompt;
 mod work;
 
 use std::collections::{HashMap, VecDeque};
@@ -87,6 +88,9 @@ pub struct SessionConfig {
     /// Where message ids are recorded as begun before their first byte ([`crate::msgids`]);
     /// `None` records nothing.
     pub ids: Option<Arc<crate::msgids::Ledger>>,
+    /// A gated agent (spec 10 §4): its permission hook puts each prompt to a human, so a
+    /// prompt on its screen is reported as [`EventKind::PromptOpened`] with `hooked`.
+    pub gated: bool,
 }
 
 /// Spawn the child for `spec` and start its session thread. Returns the handle and the pid.
@@ -266,6 +270,8 @@ struct Session {
     /// A human's choice for a boot menu the adapter did not know ([`SessionCmd::AnswerBootMenu`]):
     /// the option's index among that menu's labels, keyed in while that menu shows.
     menu_answer: Option<(usize, Vec<String>)>,
+    /// The permission prompt on the live agent's screen, and the keys of its answer.
+    prompts: super::prompts::Watch,
 }
 
 impl Session {
@@ -357,6 +363,7 @@ impl Session {
             mcp_up_at: None,
             mcp_wait_since: None,
             menu_answer: None,
+            prompts: Default::default(),
         })
     }
 
@@ -440,6 +447,7 @@ impl Session {
         consider(self.own.next_deadline());
         consider(self.compact.as_ref().and_then(|c| c.next_deadline()));
         consider(self.kill.map(|(_, at)| at));
+        consider(self.prompts.next_deadline(self.cfg.adapter.boot_key_gap()));
         next
     }
     // The rest of the session's methods live in the submodules: child_io, work

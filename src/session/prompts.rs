@@ -1,0 +1,300 @@
+//! A tool's permission prompt on a live agent's screen (spec 10 §4, issue 32 item 4), as its
+//! session watches it: when it opens, when it closes, and the keys of a human's answer. Pure:
+//! fed with what the adapter reads on the screen
+//! ([`crate::adapter::Adapter::permission_prompt`]) and the time; the session thread reports
+//! what it returns and writes the keys.
+//!
+//! Each prompt that opens gets a number of its own; an answer names that number, so an
+//! answer meant for one prompt is never keyed into another that looks the same (the same
+//! command asked twice). A prompt counts as closed once the screen has not shown it for
+//! [`CLOSED_AFTER`] (a redraw may hide it for a moment), or at once when it goes after the
+//! answer's Enter. An answer whose keys did not close the prompt within [`ANSWER_LIMIT`]
+//! is given up: the prompt is reported again as a new one, for a human to see.
+
+use std::time::{Duration, Instant};
+
+use crate::adapter::PermissionPrompt;
+use crate::runtime::dialog::DialogStep;
+
+/// A prompt the screen has not shown for this long is closed.
+pub const CLOSED_AFTER: Duration = Duration::from_millis(500);
+
+/// An answer's keys that did not close the prompt within this long are given up.
+pub const ANSWER_LIMIT: Duration = Duration::from_secs(10);
+
+/// A key that did not move the marker is sent again after this long.
+pub const KEY_RETRY: Duration = Duration::from_secs(2);
+
+/// What the session reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Report {
+    /// Prompt number `n` opened.
+    Opened(u64, PermissionPrompt),
+    /// Prompt number `n` closed (answered, here or by someone attached; or its turn ended).
+    Closed(u64),
+}
+
+/// The open prompt.
+#[derive(Debug)]
+struct Open {
+    n: u64,
+    prompt: PermissionPrompt,
+    /// Since when the screen has not shown it.
+    missing_since: Option<Instant>,
+    answer: Option<Answering>,
+}
+
+/// A human's answer being keyed in.
+#[derive(Debug)]
+struct Answering {
+    /// The option chosen.
+    choice: usize,
+    since: Instant,
+    /// The last key and when it went, with the marker's option then.
+    last_key: Option<(Instant, Option<usize>)>,
+    /// Enter went: nothing more is keyed.
+    entered: bool,
+}
+
+/// The session's watch over permission prompts.
+#[derive(Debug, Default)]
+pub struct Watch {
+    open: Option<Open>,
+    last_n: u64,
+}
+
+impl Watch {
+    /// The prompt open now, with its number.
+    pub fn open(&self) -> Option<(u64, &PermissionPrompt)> {
+        self.open.as_ref().map(|o| (o.n, &o.prompt))
+    }
+
+    /// What the screen shows now (`shown`: the adapter's reading) at `now`; returns what to
+    /// report, in order.
+    pub fn look(&mut self, shown: Option<PermissionPrompt>, now: Instant) -> Vec<Report> {
+        let mut out = Vec::new();
+        match (self.open.as_mut(), shown) {
+            (None, None) => {}
+            (None, Some(p)) => out.push(self.begin(p)),
+            (Some(o), Some(p)) if o.prompt.same_as(&p) => {
+                let stuck = o
+                    .answer
+                    .as_ref()
+                    .is_some_and(|a| now.saturating_duration_since(a.since) >= ANSWER_LIMIT);
+                if stuck {
+                    out.push(Report::Closed(o.n));
+                    out.push(self.begin(p));
+                } else {
+                    o.prompt = p;
+                    o.missing_since = None;
+                }
+            }
+            (Some(o), Some(p)) => {
+                out.push(Report::Closed(o.n));
+                out.push(self.begin(p));
+            }
+            (Some(o), None) => {
+                let entered = o.answer.as_ref().is_some_and(|a| a.entered);
+                let since = *o.missing_since.get_or_insert(now);
+                if entered || now.saturating_duration_since(since) >= CLOSED_AFTER {
+                    out.push(Report::Closed(o.n));
+                    self.open = None;
+                }
+            }
+        }
+        out
+    }
+
+    fn begin(&mut self, prompt: PermissionPrompt) -> Report {
+        self.last_n += 1;
+        self.open = Some(Open {
+            n: self.last_n,
+            prompt: prompt.clone(),
+            missing_since: None,
+            answer: None,
+        });
+        Report::Opened(self.last_n, prompt)
+    }
+
+    /// A human chose option `choice` of prompt `n`; false (nothing to key) when that prompt
+    /// is no longer open or has no such option.
+    pub fn answer(&mut self, n: u64, choice: usize, now: Instant) -> bool {
+        match self.open.as_mut() {
+            Some(o) if o.n == n && choice < o.prompt.options.len() => {
+                o.answer = Some(Answering {
+                    choice,
+                    since: now,
+                    last_key: None,
+                    entered: false,
+                });
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The key of the answer to write now, if any: nothing while the prompt is hidden or
+    /// mid-redraw, before `gap` has passed since the last key, or while the last key has
+    /// not moved the marker yet (sent again after [`KEY_RETRY`]).
+    pub fn key(&mut self, now: Instant, gap: Duration) -> Option<DialogStep> {
+        let o = self.open.as_mut()?;
+        let a = o.answer.as_mut()?;
+        if a.entered || o.missing_since.is_some() {
+            return None;
+        }
+        let cursor = o.prompt.cursor?;
+        if let Some((at, from)) = a.last_key {
+            let waited = now.saturating_duration_since(at);
+            if waited < gap || (from == Some(cursor) && waited < KEY_RETRY) {
+                return None;
+            }
+        }
+        let step = match cursor.cmp(&a.choice) {
+            std::cmp::Ordering::Less => DialogStep::Down,
+            std::cmp::Ordering::Greater => DialogStep::Up,
+            std::cmp::Ordering::Equal => DialogStep::Enter,
+        };
+        a.last_key = Some((now, Some(cursor)));
+        a.entered = step == DialogStep::Enter;
+        Some(step)
+    }
+
+    /// When the watch next needs a look without new output (never in the past for long:
+    /// each deadline is one at which [`Watch::look`] or [`Watch::key`] acts): a hidden
+    /// prompt's close, an answer's next key, an answer's limit.
+    pub fn next_deadline(&self, gap: Duration) -> Option<Instant> {
+        let o = self.open.as_ref()?;
+        if let Some(t) = o.missing_since {
+            return Some(t + CLOSED_AFTER);
+        }
+        let a = o.answer.as_ref()?;
+        let limit = a.since + ANSWER_LIMIT;
+        let next_key = match (a.entered, o.prompt.cursor, a.last_key) {
+            (true, _, _) | (_, None, _) => None,
+            (false, Some(_), None) => Some(a.since),
+            (false, Some(c), Some((at, from))) if from == Some(c) => Some(at + gap.max(KEY_RETRY)),
+            (false, Some(_), Some((at, _))) => Some(at + gap),
+        };
+        Some(next_key.map_or(limit, |k| k.min(limit)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prompt(summary: &str, cursor: usize) -> PermissionPrompt {
+        PermissionPrompt {
+            tool: "Bash".into(),
+            summary: summary.into(),
+            reason: String::new(),
+            options: vec!["Yes".into(), "No".into()],
+            approve: 0,
+            deny: 1,
+            cursor: Some(cursor),
+        }
+    }
+
+    const GAP: Duration = Duration::from_millis(800);
+
+    #[test]
+    fn opens_once_survives_a_redraw_and_closes_when_gone() {
+        let t0 = Instant::now();
+        let mut w = Watch::default();
+        assert_eq!(
+            w.look(Some(prompt("rm a", 0)), t0),
+            [Report::Opened(1, prompt("rm a", 0))]
+        );
+        assert!(w.look(Some(prompt("rm a", 0)), t0).is_empty());
+        // Hidden for a moment by a redraw: still open.
+        assert!(w.look(None, t0 + Duration::from_millis(10)).is_empty());
+        assert!(w
+            .look(Some(prompt("rm a", 0)), t0 + Duration::from_millis(20))
+            .is_empty());
+        assert!(w.look(None, t0 + Duration::from_millis(30)).is_empty());
+        assert_eq!(
+            w.next_deadline(GAP),
+            Some(t0 + Duration::from_millis(30) + CLOSED_AFTER)
+        );
+        assert!(w
+            .look(Some(prompt("rm a", 0)), t0 + Duration::from_millis(40))
+            .is_empty());
+        assert_eq!(
+            w.next_deadline(GAP),
+            None,
+            "nothing to do until the screen changes"
+        );
+        assert!(w.look(None, t0 + Duration::from_millis(30)).is_empty());
+        assert_eq!(
+            w.look(None, t0 + Duration::from_millis(30) + CLOSED_AFTER),
+            [Report::Closed(1)]
+        );
+        assert!(w.open().is_none());
+        // Another prompt is another number; one replacing it closes it first.
+        let t1 = t0 + Duration::from_secs(5);
+        assert_eq!(
+            w.look(Some(prompt("rm b", 0)), t1),
+            [Report::Opened(2, prompt("rm b", 0))]
+        );
+        assert_eq!(
+            w.look(Some(prompt("rm c", 0)), t1),
+            [Report::Closed(2), Report::Opened(3, prompt("rm c", 0))]
+        );
+    }
+
+    #[test]
+    fn an_answer_is_keyed_one_step_at_a_time_into_its_own_prompt() {
+        let t0 = Instant::now();
+        let mut w = Watch::default();
+        w.look(Some(prompt("rm a", 0)), t0);
+        assert!(!w.answer(7, 1, t0), "another prompt's number");
+        assert!(!w.answer(1, 5, t0), "no such option");
+        assert_eq!(w.key(t0, GAP), None, "nothing chosen yet");
+        assert!(w.answer(1, 1, t0));
+        assert_eq!(w.next_deadline(GAP), Some(t0));
+        assert_eq!(w.key(t0, GAP), Some(DialogStep::Down));
+        assert_eq!(w.key(t0 + GAP, GAP), None, "the marker has not moved yet");
+        assert_eq!(w.next_deadline(GAP), Some(t0 + KEY_RETRY));
+        // The marker moved: Enter, after the gap.
+        let t1 = t0 + Duration::from_millis(100);
+        w.look(Some(prompt("rm a", 1)), t1);
+        assert_eq!(w.next_deadline(GAP), Some(t0 + GAP));
+        assert_eq!(w.key(t1, GAP), None, "within the gap");
+        assert_eq!(w.key(t0 + GAP, GAP), Some(DialogStep::Enter));
+        assert_eq!(w.key(t0 + GAP * 3, GAP), None, "nothing after Enter");
+        assert_eq!(w.next_deadline(GAP), Some(t0 + ANSWER_LIMIT));
+        // Gone after the Enter: closed at once.
+        assert_eq!(w.look(None, t0 + GAP * 3), [Report::Closed(1)]);
+    }
+
+    #[test]
+    fn a_lost_key_is_sent_again_and_a_stuck_answer_asks_again() {
+        let t0 = Instant::now();
+        let mut w = Watch::default();
+        w.look(Some(prompt("rm a", 0)), t0);
+        assert!(w.answer(1, 1, t0));
+        assert_eq!(w.key(t0, GAP), Some(DialogStep::Down));
+        assert_eq!(w.key(t0 + KEY_RETRY, GAP), Some(DialogStep::Down));
+        // Still open past the limit: closed and asked again as a new prompt.
+        let late = t0 + ANSWER_LIMIT;
+        assert_eq!(
+            w.look(Some(prompt("rm a", 0)), late),
+            [Report::Closed(1), Report::Opened(2, prompt("rm a", 0))]
+        );
+        assert_eq!(w.key(late, GAP), None, "the new prompt has no answer");
+    }
+
+    #[test]
+    fn an_answer_for_a_closed_prompt_is_not_keyed_into_a_look_alike() {
+        let t0 = Instant::now();
+        let mut w = Watch::default();
+        w.look(Some(prompt("rm a", 0)), t0);
+        w.look(None, t0);
+        w.look(None, t0 + CLOSED_AFTER);
+        w.look(Some(prompt("rm a", 0)), t0 + CLOSED_AFTER);
+        assert!(!w.answer(1, 0, t0 + CLOSED_AFTER), "prompt 1 is gone");
+        assert_eq!(w.key(t0 + CLOSED_AFTER, GAP), None);
+        assert!(w.answer(2, 0, t0 + CLOSED_AFTER));
+        assert_eq!(w.key(t0 + CLOSED_AFTER, GAP), Some(DialogStep::Enter));
+    }
+}
