@@ -28,8 +28,26 @@ pub enum RuntimeKind {
 pub enum WakeMode {
     /// A new conversation.
     Fresh,
-    /// Continue the last conversation of this working folder.
+    /// Continue the previous conversation: the one recorded by its id for a runtime that
+    /// names its conversations ([`ConversationNaming`]), else the folder's.
     Resume,
+}
+
+/// How a runtime's conversations get the id a resume names (issue 32 item 1): a resume of
+/// "the folder's newest conversation" (`--continue`, `resume --last`) can take up one a
+/// person held in the peer's folder, so a runtime with several conversations per folder is
+/// resumed only by the id iapeer recorded for the peer's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConversationNaming {
+    /// One conversation per folder that only iapeer's sessions write (the echo agent), or no
+    /// conversation (router runtimes): resumed as the folder's.
+    Folder,
+    /// iapeer chooses the id of a fresh conversation at launch (Claude Code's
+    /// `--session-id <uuid>`).
+    Chosen,
+    /// The runtime chooses it; iapeer learns it from the runtime's records of the session's
+    /// first confirmed delivery ([`Confirm::conversation`]; Codex's session file).
+    Learned,
 }
 
 impl WakeMode {
@@ -41,6 +59,11 @@ impl WakeMode {
         }
     }
 }
+
+/// Why a resume has nothing to name (a launch's failure reason): the peer's conversation id
+/// was never recorded (a peer of the original tool or of an older iapeer). A resume of "the
+/// folder's newest" could take a person's conversation (issue 32 item 1), so there is none.
+pub const NO_RECORDED_CONVERSATION: &str = "no recorded conversation to resume";
 
 /// Everything an adapter needs to build a launch command.
 pub struct LaunchCtx<'a> {
@@ -122,6 +145,21 @@ pub trait Confirm: Send {
     /// `output` is everything the child printed since the delivery started (capped).
     /// Returns true once the delivery is confirmed.
     fn confirmed(&mut self, output: &[u8]) -> bool;
+
+    /// The runtime's id of the conversation whose records confirmed the message, once
+    /// accepted, for a runtime whose ids iapeer learns ([`ConversationNaming::Learned`]).
+    /// The default: none.
+    fn conversation(&self) -> Option<String> {
+        None
+    }
+
+    /// After the message was accepted: whether the turn that took it has ended, read from
+    /// the runtime's records written after the message (issue 32 item 2: a message whose
+    /// turn had not ended when the agent died was cut off). Called again while it says no.
+    /// The default, for a runtime that records no turns: ended.
+    fn turn_ended(&mut self) -> bool {
+        true
+    }
 
     /// The full answer for runtimes with an input queue: called instead of
     /// [`Confirm::confirmed`] while delivering, and again (with no new output) while
@@ -224,7 +262,9 @@ pub fn composer_shows(screen: &Screen, glyph: Option<&str>, paste: &PasteView) -
         .is_some_and(|row| paste.shown_in(&row.text))
 }
 
-/// One runtime's behaviour. Implementations are stateless and shared.
+/// One runtime's behaviour. Implementations are immutable and shared; a runtime that names
+/// its conversations gives a session its own copy bound to the session's conversation
+/// ([`Adapter::for_conversation`]).
 pub trait Adapter: Send + Sync {
     /// The runtime name (`echo`, `claude`, …).
     fn name(&self) -> &str;
@@ -232,6 +272,18 @@ pub trait Adapter: Send + Sync {
     fn kind(&self) -> RuntimeKind;
     /// Build the launch command. Errors are wake failure reasons (e.g. `no transcript to resume`).
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String>;
+    /// How this runtime's conversations get their ids. The default: one per folder.
+    fn conversation_naming(&self) -> ConversationNaming {
+        ConversationNaming::Folder
+    }
+    /// This adapter bound to the conversation `id` (issue 32): a launch by it starts that
+    /// conversation fresh (`ConversationNaming::Chosen`) or resumes it, and its readers —
+    /// confirmation, ready gate, activity, API errors, compaction — follow that
+    /// conversation's records only, not the folder's newest. `None` (the default) for a
+    /// runtime whose conversations are the folder's.
+    fn for_conversation(&self, _id: &str) -> Option<std::sync::Arc<dyn Adapter>> {
+        None
+    }
     /// Whether the runtime receives the composed system prompt (spec 06).
     fn wants_system_prompt(&self) -> bool {
         self.kind() == RuntimeKind::Agent

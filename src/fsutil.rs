@@ -154,6 +154,22 @@ pub fn remove_if_exists(path: &Path) -> io::Result<()> {
     }
 }
 
+/// A random UUID, version 4 (RFC 9562 §5.4), lowercase: `xxxxxxxx-xxxx-4xxx-Yxxx-xxxxxxxxxxxx`
+/// with `Y` one of `8 9 a b`. What a launch hands Claude Code as `--session-id`, which takes
+/// only a valid UUID.
+pub fn random_uuid() -> String {
+    let hex = random_hex(16);
+    let variant = ["8", "9", "a", "b"][usize::from(hex.as_bytes()[16] % 4)];
+    format!(
+        "{}-{}-4{}-{variant}{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[13..16],
+        &hex[17..20],
+        &hex[20..32]
+    )
+}
+
 /// `n` random bytes from the operating system, as lowercase hex (`2n` chars).
 pub fn random_hex(n: usize) -> String {
     let mut buf = vec![0u8; n];
@@ -223,6 +239,22 @@ mod tests {
         assert_eq!(a.len(), 64);
         assert_ne!(a, b);
         assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+    }
+
+    #[test]
+    fn random_uuids_are_version_4_and_differ() {
+        let a = random_uuid();
+        assert_ne!(a, random_uuid());
+        let parts: Vec<&str> = a.split('-').collect();
+        assert_eq!(
+            parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+            [8, 4, 4, 4, 12]
+        );
+        assert!(parts[2].starts_with('4'), "{a}");
+        assert!(parts[3].starts_with(['8', '9', 'a', 'b']), "{a}");
+        assert!(a
+            .bytes()
+            .all(|c| c == b'-' || c.is_ascii_digit() || (b'a'..=b'f').contains(&c)));
     }
 
     #[test]

@@ -52,6 +52,7 @@ pub(crate) mod telegram;
 pub(crate) mod term;
 pub mod untrusted;
 pub(crate) mod visible;
+pub(crate) mod worktree;
 
 /// The `iapeer` command line (the binary's whole body; see `src/main.rs`).
 pub use cli::main;

@@ -84,6 +84,26 @@ pub struct PeerRow {
     /// Absent when no runtime shows any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_active_runtime: Option<String>,
+    /// The git worktree its folder is, when `create --worktree` made it (issue 32 item 8).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeRow>,
+}
+
+/// The `worktree` of a `list --json` row: what git knows of the peer's folder now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorktreeRow {
+    /// The repository, as `git -C` takes it (its main working tree, or the bare repository).
+    pub repository: std::path::PathBuf,
+    /// The branch checked out (absent when HEAD is detached or git does not know the folder).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// The commit checked out (absent when git does not know the folder).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
+    /// What is wrong in a few words (git no longer knows the worktree, the repository is
+    /// gone…; `iapeer verify` says what to do); absent when git knows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 /// The runtime of the freshest activity among `(runtime, epoch ms)` pairs; the earlier-listed
@@ -160,6 +180,7 @@ pub fn build_rows(
                     let id = format!("{rt}-{}", p.personality);
                     (rt.clone(), live.sessions.get(&id).map(|s| s.last_active_ms))
                 })),
+                worktree: None,
             }
         })
         .collect()
@@ -199,6 +220,36 @@ pub fn attach_notices(rows: &mut [PeerRow], notices: Vec<crate::notices::Notice>
     }
 }
 
+/// Give each row of a peer made by `create --worktree` its [`WorktreeRow`] (one `git worktree
+/// list` per repository).
+fn attach_worktrees(rows: &mut [PeerRow]) {
+    let mut listings = HashMap::new();
+    for row in rows {
+        let Some(record) = Profile::read(&row.cwd)
+            .ok()
+            .flatten()
+            .and_then(|p| p.worktree)
+        else {
+            continue;
+        };
+        let listed = listings
+            .entry(record.repository.clone())
+            .or_insert_with(|| crate::worktree::Repository::at(&record.repository).worktrees());
+        let state = crate::worktree::state_in(&row.cwd, &record, listed);
+        let problem = state.summary(&record);
+        let (branch, head) = match state {
+            crate::worktree::State::Known(l) => (l.branch, l.head),
+            _ => (None, None),
+        };
+        row.worktree = Some(WorktreeRow {
+            repository: crate::worktree::shown_repository(&record.repository),
+            branch,
+            head,
+            problem,
+        });
+    }
+}
+
 /// The rows of `iapeer list --json` and of `GET /fleet/v1/snapshot`: [`build_rows`] with the
 /// stop flags, wake policies and ephemeral queue depths read from `paths`, runtimes whose
 /// program cannot start marked `missing`, and, for a peer with no live session, the runtime
@@ -222,11 +273,17 @@ pub fn list_rows(paths: &Paths, registry: &Registry, live: &LiveState) -> Vec<Pe
         crate::runtime::router::missing_program(paths, rt, cwd)
     });
     attach_notices(&mut rows, crate::notices::current(paths));
-    // Without a live session, the runtime's own transcripts tell which was active last.
+    attach_worktrees(&mut rows);
+    // Without a live session, the runtime's own transcripts tell which was active last: those
+    // of the peer's recorded conversation, not a person's in the same folder (issue 32).
     for row in rows.iter_mut().filter(|r| r.last_active_runtime.is_none()) {
         row.last_active_runtime = freshest(row.runtimes.iter().map(|r| {
+            let recorded = crate::names::Identity::new(&r.runtime, &row.personality)
+                .ok()
+                .and_then(|id| Markers::new(paths, &id).conversation());
             let t = crate::runtime::adapter_for(paths, &r.runtime)
                 .ok()
+                .map(|a| recorded.and_then(|id| a.for_conversation(&id)).unwrap_or(a))
                 .and_then(|a| a.activity_ms(&row.cwd));
             (r.runtime.clone(), t)
         }));

@@ -242,7 +242,7 @@ fn idle_sleep_then_topic_resume_with_continue_and_a_new_topic_starts_fresh() {
         ("resume", "topic-match"),
         "{wakes:?}"
     );
-    // --continue: the model sees the earlier turn in the same conversation.
+    // --resume <the recorded id>: the model sees the earlier turn in the same conversation.
     env.wait_until(
         "the resumed request reaches the model",
         Duration::from_secs(30),

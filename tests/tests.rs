@@ -25,6 +25,7 @@ mod cli;
 mod codex;
 mod composer;
 mod contain;
+mod conversations;
 mod correctness;
 mod demo;
 mod echo_input;
@@ -67,6 +68,7 @@ mod truth;
 mod ui;
 mod views;
 mod wake_failure;
+mod worktree;
 
 /// With `autotests = false` a file in `tests/` that no `mod` line names would never build or
 /// run; this makes that loud.

@@ -23,7 +23,11 @@ fn failed(f: Failure) -> CliError {
             error.push_str(&hint);
         }
     }
-    if error.ends_with("no transcript to resume") || error.ends_with("no codex session to resume") {
+    // Nothing to resume: no transcript, no recorded conversation, or its file is gone.
+    let nothing = error.ends_with("no transcript to resume")
+        || error.ends_with(crate::runtime::NO_RECORDED_CONVERSATION)
+        || (error.contains(" of conversation ") && error.ends_with(" to resume"));
+    if nothing {
         let peer = super::suggest::refused_peer(&error).unwrap_or("<peer>");
         let hint = format!(" — start a fresh session with: iapeer new {peer}");
         error.push_str(&hint);

@@ -15,6 +15,7 @@ use crate::profile::Profile;
 use crate::protocol::{Answer, ForgetReply, Request, StartReply};
 use crate::registry::{Registry, RegistryError, RegistryPeer};
 use crate::runtime::{self, RuntimeKind};
+use crate::worktree::Checkout;
 
 fn fail(e: impl std::fmt::Display) -> CliError {
     CliError::Failed(e.to_string())
@@ -47,11 +48,72 @@ pub fn create(inv: &Invocation) -> CliResult {
         Some(p) => Some(absolute(Path::new(p))?),
         None => None,
     };
+    if let Some(repo) = inv.value(flags::WORKTREE) {
+        return create_worktree(
+            inv,
+            &paths,
+            name,
+            folder.as_deref(),
+            &absolute(Path::new(repo))?,
+        );
+    }
+    if inv.value(flags::BRANCH).is_some() {
+        return Err(usage(inv, "--branch goes with --worktree <repo>"));
+    }
     let before = registered(&paths, name);
     let born =
         peers::create_peer(&paths, name, folder.as_deref(), &init_options(inv)).map_err(fail)?;
     let unconfigured = bootstrap(inv, &paths, &born);
     report(inv, "created", before.as_ref(), &born.peer)?;
+    unconfigured.map_or(Ok(()), Err)
+}
+
+/// `create <name> --worktree <repo> [--branch <b>]`: the peer's folder is a new worktree of
+/// the repository (issue 32 item 8); says which branch it got and how.
+fn create_worktree(
+    inv: &Invocation,
+    paths: &Paths,
+    name: &str,
+    folder: Option<&Path>,
+    repo: &Path,
+) -> CliResult {
+    let (born, made) = peers::worktree::create_worktree_peer(
+        paths,
+        name,
+        folder,
+        repo,
+        inv.value(flags::BRANCH),
+        &init_options(inv),
+    )
+    .map_err(fail)?;
+    let unconfigured = bootstrap(inv, paths, &born);
+    let repo = made.repository.display();
+    let how = match &made.checkout {
+        Checkout::NewBranch(b) => match &made.from {
+            Some(c) => format!("on a new branch {b} (made from HEAD, {c})"),
+            None => format!("on a new branch {b} (the repository has no commit yet)"),
+        },
+        Checkout::Existing(b) => format!("on the existing branch {b}"),
+        Checkout::Tracking { name, remote } => {
+            format!("on a new branch {name} tracking {remote} (there was no local {name})")
+        }
+    };
+    if inv.flag(flags::JSON) {
+        let mut doc = serde_json::to_value(&born.peer).map_err(fail)?;
+        doc["worktree"] = serde_json::json!({
+            "repository": made.repository,
+            "branch": made.checkout.branch(),
+            "branch_made": made.checkout.makes_branch(),
+            "from": made.from,
+        });
+        print(&format!("{}\n", super::json_line(&doc)))?;
+    } else {
+        report(inv, "created", None, &born.peer)?;
+        print(&format!(
+            "{} is a worktree of {repo} {how}\n",
+            born.peer.cwd.display()
+        ))?;
+    }
     unconfigured.map_or(Ok(()), Err)
 }
 
@@ -216,15 +278,30 @@ pub fn remove(inv: &Invocation) -> CliResult {
             ),
         );
     };
+    let force = inv.flag(flags::REMOVE_FORCE);
+    // A worktree holding work is refused before anything changes (issue 32 item 8).
+    let worktree = match Profile::read(&entry.cwd)
+        .ok()
+        .flatten()
+        .and_then(|p| p.worktree)
+    {
+        Some(record) => {
+            Some(peers::worktree::plan_removal(&entry.cwd, &record, force).map_err(fail)?)
+        }
+        None => None,
+    };
     if super::view::live_state(&paths).is_some() {
         let ids = live_sessions(&paths, name);
-        if !ids.is_empty() && !inv.flag(flags::FORCE) {
+        if !ids.is_empty() && !force {
             return Err(fail(format!(
                 "peer \"{name}\" is live ({}) — stop it first (iapeer stop {name}) or pass --force",
                 ids.join(", ")
             )));
         }
-        if let Ok(mut c) = Client::connect(&paths) {
+        if worktree.is_some() && !ids.is_empty() {
+            // Its agent must be gone before git deletes the folder it works in.
+            end_sessions(&paths, name, "removed")?;
+        } else if let Ok(mut c) = Client::connect(&paths) {
             let req = Request::Forget {
                 personality: name.to_string(),
             };
@@ -277,14 +354,27 @@ pub fn remove(inv: &Invocation) -> CliResult {
         .as_ref()
         .map(|k| format!("; its inbox kept as {}", k.display()))
         .unwrap_or_default();
-    done(
-        inv,
-        &serde_json::json!({ "removed": true, "folder": entry.cwd, "inbox_kept": kept }),
-        &format!(
-            "removed {name} (folder kept: {}{kept_note})\n",
-            entry.cwd.display()
-        ),
-    )
+    let mut doc = serde_json::json!({ "removed": true, "folder": entry.cwd, "inbox_kept": kept });
+    let Some(removal) = worktree else {
+        return done(
+            inv,
+            &doc,
+            &format!(
+                "removed {name} (folder kept: {}{kept_note})\n",
+                entry.cwd.display()
+            ),
+        );
+    };
+    let outcome = peers::worktree::remove_worktree(&removal, &entry.cwd, force);
+    doc["worktree"] = serde_json::json!({
+        "removed": outcome.is_ok() && removal.removes(),
+        "branch": removal.branch(),
+        "note": outcome.as_ref().map_or_else(ToString::to_string, Clone::clone),
+    });
+    match outcome {
+        Ok(note) => done(inv, &doc, &format!("removed {name} ({note}{kept_note})\n")),
+        Err(e) => Err(fail(format!("removed {name}{kept_note}, but {e}"))),
+    }
 }
 
 /// A removed human's messages and read mark are kept, under a name no later peer reads
@@ -327,9 +417,39 @@ fn live_sessions(paths: &Paths, name: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// How long `rename --force` waits for the peer's sessions to end (the daemon sends SIGKILL
-/// 3 s after SIGTERM).
-const RENAME_END_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+/// How long `rename --force` (and `remove --force` of a worktree peer) waits for the peer's
+/// sessions to end (the daemon sends SIGKILL 3 s after SIGTERM).
+const END_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// End the live sessions of `name` through the daemon and wait until they are gone: the
+/// daemon answers once it has asked them to end, and their processes may still write into
+/// the folder (an echo agent finishing a reply) until then. `what` is what the verb does to
+/// the folder (`moved`, `removed`), for the refusal.
+fn end_sessions(paths: &Paths, name: &str, what: &str) -> Result<(), CliError> {
+    let verb = if what == "moved" { "rename" } else { "remove" };
+    let mut c = Client::connect(paths).map_err(|e| {
+        fail(format!(
+            "peer \"{name}\" is live but the daemon does not answer ({e}) — stop it first"
+        ))
+    })?;
+    let req = Request::Forget {
+        personality: name.to_string(),
+    };
+    c.request::<ForgetReply>(&req, |_| {})
+        .map_err(|e| fail(format!("could not end the sessions of \"{name}\": {e}")))?;
+    let deadline = std::time::Instant::now() + END_WAIT;
+    while !live_sessions(paths, name).is_empty() {
+        if std::time::Instant::now() >= deadline {
+            return Err(fail(format!(
+                "the sessions of \"{name}\" did not end within {} s; nothing was {what} — \
+                 run iapeer stop {name}, then {verb} again",
+                END_WAIT.as_secs()
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Ok(())
+}
 
 /// `rename <old> <new> [--force]`: move the peer's folder (and Claude history) to `<new>`,
 /// update profile and registry. A live peer needs `--force`, which ends its sessions first.
@@ -354,30 +474,8 @@ pub fn rename(inv: &Invocation) -> CliResult {
                 live.join(", ")
             )));
         }
-        let mut c = Client::connect(&paths).map_err(|e| {
-            fail(format!(
-                "peer \"{old}\" is live but the daemon does not answer ({e}) — stop it first"
-            ))
-        })?;
-        let req = Request::Forget {
-            personality: old.to_string(),
-        };
-        c.request::<ForgetReply>(&req, |_| {})
-            .map_err(|e| fail(format!("could not end the sessions of \"{old}\": {e}")))?;
-        // The daemon answers once it has asked the sessions to end; their processes may
-        // still write into the folder (an echo agent finishing a reply) until they are gone,
-        // and a write after the move would bring the old folder back.
-        let deadline = std::time::Instant::now() + RENAME_END_WAIT;
-        while !live_sessions(&paths, old).is_empty() {
-            if std::time::Instant::now() >= deadline {
-                return Err(fail(format!(
-                    "the sessions of \"{old}\" did not end within {} s; nothing was moved — \
-                     run iapeer stop {old}, then rename again",
-                    RENAME_END_WAIT.as_secs()
-                )));
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        // A write after the move would bring the old folder back.
+        end_sessions(&paths, old, "moved")?;
     }
     let moved = peers::rename_peer(&paths, old, new, bearer()).map_err(fail)?;
     for w in &moved.warnings {
@@ -408,14 +506,35 @@ pub fn rename(inv: &Invocation) -> CliResult {
             moved.triggers_in.join(", ")
         )
     };
-    let doc = serde_json::json!({
+    // A worktree peer's folder was moved by git; its branch keeps its name (issue 32 item 8).
+    let worktree = Profile::read(&moved.peer.cwd)
+        .ok()
+        .flatten()
+        .and_then(|p| p.worktree)
+        .map(|record| {
+            let branch = match crate::worktree::state(&moved.peer.cwd, &record) {
+                crate::worktree::State::Known(l) => l.branch,
+                _ => Some(record.branch.clone()),
+            };
+            let repo = crate::worktree::shown_repository(&record.repository);
+            let note = peers::worktree::branch_after_rename(branch.as_deref(), &repo, old, new);
+            (branch, note)
+        });
+    let worktree_note = worktree
+        .as_ref()
+        .map(|(_, note)| format!("; worktree moved with git, {note}"))
+        .unwrap_or_default();
+    let mut doc = serde_json::json!({
         "from": moved.from,
         "peer": moved.peer,
         "history": moved.history.as_ref().map(|(_, to)| to),
         "triggers_in": moved.triggers_in,
     });
+    if let Some((branch, _)) = &worktree {
+        doc["worktree"] = serde_json::json!({ "branch": branch });
+    }
     let text = format!(
-        "renamed {old} to {new}: {} → {}{history}{triggers}\n",
+        "renamed {old} to {new}: {} → {}{history}{triggers}{worktree_note}\n",
         moved.from.display(),
         moved.peer.cwd.display()
     );

@@ -67,6 +67,7 @@ pub fn check(fix: bool, json: bool) -> CliResult {
     let (mut changes, mut left_out) = (Vec::new(), Vec::new());
     if fix {
         (changes, left_out) = rebuild(&paths)?;
+        changes.extend(repair_worktrees(&paths));
     }
     let (mut problems, warnings) = find_problems(&paths);
     // A folder the rebuild could not register is out of the registry now, so no check below
@@ -221,6 +222,12 @@ fn find_problems(paths: &Paths) -> (PerPeer, PerPeer) {
             warnings.push((entry.personality.clone(), w));
         }
         if let Ok(Some(prof)) = Profile::read_keeping_name(&entry.cwd) {
+            if let Some(record) = &prof.worktree {
+                let state = crate::worktree::state(&entry.cwd, record);
+                if let Some(problem) = state.problem(&entry.cwd, record) {
+                    out.push((entry.personality.clone(), problem));
+                }
+            }
             let projected = prof.to_registry_peer(&entry.cwd);
             let only_description = RegistryPeer {
                 description: entry.description.clone(),
@@ -256,6 +263,40 @@ fn find_problems(paths: &Paths) -> (PerPeer, PerPeer) {
         }
     }
     (out, warnings)
+}
+
+/// `--fix` for worktree peers (issue 32 item 8): a worktree folder moved without git gets
+/// git's record of it repaired (`git worktree repair`). Returns the changes made; what is
+/// left is reported as a problem by [`find_problems`].
+fn repair_worktrees(paths: &Paths) -> PerPeer {
+    let Ok(registry) = Registry::load(paths) else {
+        return Vec::new();
+    };
+    let mut changes = Vec::new();
+    for entry in &registry.peers {
+        let Some(record) = Profile::read(&entry.cwd)
+            .ok()
+            .flatten()
+            .and_then(|p| p.worktree)
+        else {
+            continue;
+        };
+        if crate::worktree::state(&entry.cwd, &record) != crate::worktree::State::Moved {
+            continue;
+        }
+        let repo = crate::worktree::Repository::at(&record.repository);
+        match repo.repair(&entry.cwd) {
+            Ok(()) => changes.push((
+                entry.personality.clone(),
+                format!(
+                    "repaired git's record of the worktree {} (git worktree repair)",
+                    entry.cwd.display()
+                ),
+            )),
+            Err(e) => log::warn!("verify --fix: {}: {e}", entry.personality),
+        }
+    }
+    changes
 }
 
 /// What every problem [`copied_profile`] describes says: `--fix` cannot decide it.

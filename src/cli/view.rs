@@ -37,7 +37,7 @@ pub fn age(ms: u64) -> String {
 /// cell is a one-line field with its control characters visible ([`crate::visible::line`]: a
 /// registry entry is not checked for them, other tools write it too).
 pub fn render_table(rows: &[PeerRow], now_ms: u64, width: Option<usize>) -> String {
-    let cells: Vec<(String, String, String, String)> = rows
+    let cells: Vec<(String, String, String, String, String)> = rows
         .iter()
         .map(|r| {
             let rts: Vec<String> = r
@@ -73,9 +73,15 @@ pub fn render_table(rows: &[PeerRow], now_ms: u64, width: Option<usize>) -> Stri
                 crate::visible::line(&rts.join(" ")).into_owned(),
                 active,
                 crate::visible::line(&r.description).into_owned(),
+                r.worktree
+                    .as_ref()
+                    .map(|w| branch_cell(w).into_owned())
+                    .unwrap_or_default(),
             )
         })
         .collect();
+    // The BRANCH column only when a peer's folder is a git worktree (issue 32 item 8).
+    let branches = rows.iter().any(|r| r.worktree.is_some());
     let w0 = cells
         .iter()
         .map(|c| c.0.chars().count())
@@ -89,8 +95,19 @@ pub fn render_table(rows: &[PeerRow], now_ms: u64, width: Option<usize>) -> Stri
         .unwrap_or(0)
         .max(8);
     let w2 = cells.iter().map(|c| c.2.len()).max().unwrap_or(0).max(6);
+    let w3 = cells
+        .iter()
+        .map(|c| c.4.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    let branch_head = if branches {
+        format!("{:w3$}  ", "BRANCH")
+    } else {
+        String::new()
+    };
     let header = format!(
-        "{:w0$}  {:w1$}  {:w2$}  DESCRIPTION",
+        "{:w0$}  {:w1$}  {:w2$}  {branch_head}DESCRIPTION",
         "NAME", "RUNTIMES", "ACTIVE"
     );
     let mut out: String = match width {
@@ -98,8 +115,11 @@ pub fn render_table(rows: &[PeerRow], now_ms: u64, width: Option<usize>) -> Stri
         None => header,
     };
     out.push('\n');
-    for (name, rts, active, desc) in cells {
+    for (name, rts, active, desc, branch) in cells {
         let mut line = format!("{name:w0$}  {rts:w1$}  {active:w2$}  ");
+        if branches {
+            line.push_str(&format!("{branch:w3$}  "));
+        }
         let room = width.map(|w| w.saturating_sub(line.chars().count()));
         match room {
             Some(room) if desc.chars().count() > room => {
@@ -123,6 +143,16 @@ pub fn render_table(rows: &[PeerRow], now_ms: u64, width: Option<usize>) -> Stri
         }
     }
     out
+}
+
+/// The BRANCH cell of a worktree peer: its branch, `(detached)`, or `!` when git does not
+/// know the worktree (the problem is said below the table). Its control characters visible.
+fn branch_cell(w: &crate::roster::WorktreeRow) -> std::borrow::Cow<'_, str> {
+    match (&w.problem, &w.branch) {
+        (Some(_), _) => "!".into(),
+        (None, Some(b)) => crate::visible::line(b),
+        (None, None) => "(detached)".into(),
+    }
 }
 
 /// Ask the daemon for live sessions; `None` when it is not running.
@@ -161,6 +191,13 @@ pub fn list(inv: &Invocation) -> CliResult {
     }
     let mut problems = String::new();
     for row in &rows {
+        if let Some(why) = row.worktree.as_ref().and_then(|w| w.problem.as_deref()) {
+            problems.push_str(&format!(
+                "! {}: worktree: {}\n",
+                row.personality,
+                crate::visible::line(why)
+            ));
+        }
         for rt in row.runtimes.iter().filter(|r| r.problem.is_some()) {
             let why = rt.problem.as_deref().unwrap_or_default();
             problems.push_str(&format!(

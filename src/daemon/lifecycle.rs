@@ -32,6 +32,11 @@ pub struct WakeFacts {
     pub topic: Option<String>,
     /// The topics of the previous conversation (`.topic`).
     pub topics: Vec<String>,
+    /// The runtime names its conversations ([`crate::adapter::ConversationNaming`]): a resume
+    /// needs [`WakeFacts::conversation`].
+    pub named: bool,
+    /// The previous conversation's recorded id (`.conversation`, issue 32).
+    pub conversation: Option<String>,
 }
 
 /// The outcome of the fresh/resume rules.
@@ -47,8 +52,26 @@ pub struct WakeDecision {
     pub consume_idle_reaped: bool,
 }
 
-/// Spec 05 §2 step 6: the first rule that applies decides.
+/// Spec 05 §2 step 6: the first rule that applies decides. A rule that resumes on its own
+/// (human-facing, topic-match) starts fresh instead when the runtime names its conversations
+/// and none was recorded (a peer of the original tool or of an older iapeer, issue 32): the
+/// folder's newest conversation may be a person's, so it is never taken up (`cause=
+/// no-recorded-conversation`). An explicit resume (`attach`) is left to fail loudly.
 pub fn decide_mode(req: ModeRequest, f: &WakeFacts) -> WakeDecision {
+    let d = by_rules(req, f);
+    let unnamed = f.named && f.conversation.is_none();
+    if d.mode == WakeMode::Resume && req == ModeRequest::Auto && unnamed {
+        return WakeDecision {
+            mode: WakeMode::Fresh,
+            cause: "no-recorded-conversation",
+            ..d
+        };
+    }
+    d
+}
+
+/// Spec 05 §2 step 6's rules as written.
+fn by_rules(req: ModeRequest, f: &WakeFacts) -> WakeDecision {
     let d = |mode, cause, fresh_next, idle| WakeDecision {
         mode,
         cause,
@@ -234,6 +257,48 @@ mod tests {
             ..facts()
         });
         assert_eq!((d.mode, d.cause), (WakeMode::Fresh, "no-topic"));
+    }
+
+    #[test]
+    fn a_named_runtime_resumes_only_a_recorded_conversation() {
+        let topic_match = WakeFacts {
+            idle_reaped: true,
+            topic: Some("t1".into()),
+            topics: vec!["t1".into()],
+            named: true,
+            ..facts()
+        };
+        let d = decide_mode(ModeRequest::Auto, &topic_match);
+        assert_eq!(
+            (d.mode, d.cause, d.consume_idle_reaped),
+            (WakeMode::Fresh, "no-recorded-conversation", true)
+        );
+        let recorded = WakeFacts {
+            conversation: Some("3f2c1a5e-1111-4222-8333-444455556666".into()),
+            ..topic_match.clone()
+        };
+        let d = decide_mode(ModeRequest::Auto, &recorded);
+        assert_eq!((d.mode, d.cause), (WakeMode::Resume, "topic-match"));
+        let human = WakeFacts {
+            human_facing: true,
+            topic: None,
+            ..topic_match.clone()
+        };
+        assert_eq!(
+            decide_mode(ModeRequest::Auto, &human).cause,
+            "no-recorded-conversation"
+        );
+        // `attach` asks for a resume: left to fail loudly.
+        assert_eq!(
+            decide_mode(ModeRequest::Resume, &topic_match).mode,
+            WakeMode::Resume
+        );
+        // A runtime whose conversation is the folder's resumes as before.
+        let folder = WakeFacts {
+            named: false,
+            ..topic_match
+        };
+        assert_eq!(decide_mode(ModeRequest::Auto, &folder).cause, "topic-match");
     }
 
     #[test]

@@ -31,6 +31,9 @@ use std::time::Duration;
 use transcript::Record;
 use ui::Screen;
 
+/// What `--refuse-input` shows for each message it does not take.
+pub const REFUSED_INPUT: &str = "Error: this session takes no messages (--refuse-input)";
+
 /// Exit code of `--fail-boot`.
 pub const FAIL_BOOT_EXIT: i32 = 3;
 /// Exit code for bad arguments.
@@ -47,6 +50,10 @@ pub struct Options {
     pub fail_boot: bool,
     /// `--no-prompt`: never draw the prompt (boot-deadline tests).
     pub no_prompt: bool,
+    /// `--refuse-input`: take no message; show [`REFUSED_INPUT`] instead of an
+    /// acknowledgement (tests of a wake whose first message the runtime does not take and
+    /// says why on its screen, as Codex 0.171.0 does for a conversation open elsewhere).
+    pub refuse_input: bool,
     /// `--reply-delay-ms N`: wait N ms before each reply (busy-state tests).
     pub reply_delay_ms: u64,
     /// `--boot-delay-ms N`: wait N ms before drawing anything (tests of waits for a boot).
@@ -76,6 +83,7 @@ pub fn parse_options(args: &[String]) -> Result<Options, String> {
             Long("resume") => opts.resume = true,
             Long("fail-boot") => opts.fail_boot = true,
             Long("no-prompt") => opts.no_prompt = true,
+            Long("refuse-input") => opts.refuse_input = true,
             Long("boot-menu") => {
                 let spec = parser.value().map_err(|e| e.to_string())?;
                 let spec = spec.to_string_lossy().into_owned();
@@ -363,6 +371,10 @@ impl App {
     fn submit(&mut self, text: &str) {
         if text.trim().is_empty() {
             self.show(&[]);
+            return;
+        }
+        if self.opts.refuse_input {
+            self.show(&[REFUSED_INPUT.to_string()]);
             return;
         }
         let env = match envelope::decode(text) {

@@ -301,11 +301,13 @@ fn fail_boot_and_bad_arguments_exit_at_once() {
             "Q?|a|b".into(),
             "--spawn".into(),
             "/t/tree.sh".into(),
+            "--refuse-input".into(),
         ]),
         Ok(super::Options {
             resume: true,
             fail_boot: false,
             no_prompt: true,
+            refuse_input: true,
             reply_delay_ms: 250,
             boot_delay_ms: 40,
             boot_menu: Some("Q?|a|b".into()),

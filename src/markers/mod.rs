@@ -8,6 +8,7 @@
 //! | `<id>.stopped`, `.idle-reaped`, `.fresh-next`, `.new-eager`, `.ephemeral-armed` | empty flags ([`Flag`]) |
 //! | `<id>.deaths` | JSON array of epoch-ms, the last [`DEATHS_KEPT`](lists::DEATHS_KEPT) |
 //! | `<id>.topic` | topics, one per line, most recent last, at most [`TOPICS_KEPT`](lists::TOPICS_KEPT) |
+//! | `<id>.conversation` | [`ConversationRecord`] JSON: the runtime's id of the conversation those topics belong to (issue 32) |
 //! | `<id>.system-prompt.md`, `<id>.queue/` | written by their owners (spec 06, spec 05 §6) |
 //!
 //! Reading never fails: a corrupt `.session` or `.deaths` reads as none (with a warning), so a
@@ -35,6 +36,8 @@ pub const SESSION: &str = ".session";
 pub const DEATHS: &str = ".deaths";
 /// Suffix of the topic list.
 pub const TOPIC: &str = ".topic";
+/// Suffix of the conversation record.
+pub const CONVERSATION: &str = ".conversation";
 /// Suffix of the composed system prompt file.
 #[cfg(test)]
 pub const SYSTEM_PROMPT: &str = ".system-prompt.md";
@@ -98,6 +101,27 @@ pub struct SessionRecord {
     pub woke_at: u64,
     /// The session's child process id.
     pub pid: u32,
+}
+
+/// `<id>.conversation`: the runtime's own id of the conversation the topic list belongs to,
+/// chosen by iapeer at launch (Claude Code's `--session-id`) or learned from the runtime's
+/// records (Codex's session file), so that a resume names it instead of taking the folder's
+/// newest conversation (issue 32 item 1).
+///
+/// `{"id":"3f2c1a5e-1111-4222-8333-444455556666"}`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConversationRecord {
+    /// The id as the runtime spells it (a UUID for both Claude Code and Codex).
+    pub id: String,
+}
+
+/// Whether `id` can be a runtime's conversation id: 1 to 64 ASCII letters, digits and
+/// dashes, starting with a letter or digit (pure). What a launch puts on a command line is
+/// never anything else, nor an option.
+pub fn valid_conversation_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        && id.as_bytes()[0].is_ascii_alphanumeric()
 }
 
 /// A marker could not be written or removed.
@@ -294,10 +318,45 @@ impl Markers {
         self.remove(TOPIC)
     }
 
+    /// The recorded conversation id (`<id>.conversation`); `None` when absent, corrupt or
+    /// not a valid id (logged): such a conversation is not resumed by name.
+    pub fn conversation(&self) -> Option<String> {
+        let record: ConversationRecord = self.read_json(CONVERSATION)?;
+        if valid_conversation_id(&record.id) {
+            Some(record.id)
+        } else {
+            log::warn!(
+                "{}: {:?} is not a conversation id; ignoring it",
+                self.path(CONVERSATION).display(),
+                record.id
+            );
+            None
+        }
+    }
+
+    /// Record `id` as the conversation of the topic list, atomically.
+    pub fn write_conversation(&self, id: &str) -> Result<(), MarkerError> {
+        let path = self.path(CONVERSATION);
+        let record = ConversationRecord { id: id.to_string() };
+        fsutil::write_json_atomic(&path, &record, fsutil::MODE_PRIVATE)
+            .map_err(|source| write_error(path, source))
+    }
+
+    /// Forget the recorded conversation (absent is fine).
+    pub fn clear_conversation(&self) -> Result<(), MarkerError> {
+        self.remove(CONVERSATION)
+    }
+
     /// The markers that carry an identity's memory over a rename (`rename`): the topics and
-    /// the resume, stop and fresh-next flags, and the death ring.
-    pub const CARRIED_ON_RENAME: [&'static str; 5] =
-        [TOPIC, ".idle-reaped", ".stopped", ".fresh-next", DEATHS];
+    /// their conversation, the resume, stop and fresh-next flags, and the death ring.
+    pub const CARRIED_ON_RENAME: [&'static str; 6] = [
+        TOPIC,
+        CONVERSATION,
+        ".idle-reaped",
+        ".stopped",
+        ".fresh-next",
+        DEATHS,
+    ];
 
     /// Move the markers of [`Markers::CARRIED_ON_RENAME`] to identity `to` (replacing its own),
     /// so a renamed peer resumes its conversation; the other markers stay for

@@ -167,6 +167,35 @@ fn topics_dedupe_move_to_end_and_cap() {
 }
 
 #[test]
+fn a_conversation_id_is_recorded_validated_and_forgotten() {
+    let (_t, _p, m) = setup();
+    assert_eq!(m.conversation(), None);
+    m.write_conversation("3f2c1a5e-1111-4222-8333-444455556666")
+        .unwrap();
+    assert_eq!(
+        m.conversation().as_deref(),
+        Some("3f2c1a5e-1111-4222-8333-444455556666")
+    );
+    let on_disk: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(m.path(CONVERSATION)).unwrap()).unwrap();
+    assert_eq!(
+        on_disk,
+        serde_json::json!({"id": "3f2c1a5e-1111-4222-8333-444455556666"})
+    );
+    assert_eq!(mode(&m.path(CONVERSATION)), 0o600);
+    // Whatever is on disk, only an id can reach a command line.
+    for bad in ["", "--continue", "a b", "x;rm", &"a".repeat(65)] {
+        fs::write(m.path(CONVERSATION), format!("{{\"id\":{bad:?}}}")).unwrap();
+        assert_eq!(m.conversation(), None, "{bad:?}");
+    }
+    fs::write(m.path(CONVERSATION), "not json").unwrap();
+    assert_eq!(m.conversation(), None);
+    m.clear_conversation().unwrap();
+    m.clear_conversation().unwrap();
+    assert!(!m.path(CONVERSATION).exists());
+}
+
+#[test]
 fn a_hand_edited_topic_file_is_normalized_on_read() {
     let (_t, _p, m) = setup();
     fs::create_dir_all(m.path("").parent().unwrap()).unwrap();

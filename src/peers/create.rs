@@ -8,7 +8,7 @@ use super::{choose_runtime, installed_agents, PeerError};
 use crate::fsutil::{self, MODE_PRIVATE};
 use crate::names::{self, Intelligence};
 use crate::paths::{peer, Paths};
-use crate::profile::{self, Profile, DESCRIPTION_MAX_CHARS};
+use crate::profile::{self, Profile, WorktreeRecord, DESCRIPTION_MAX_CHARS};
 use crate::registry::{Registry, RegistryError, RegistryPeer};
 use crate::runtime::{self, RuntimeKind};
 
@@ -53,6 +53,33 @@ pub fn create_peer(
     folder: Option<&Path>,
     opts: &InitOptions,
 ) -> Result<Initialized, PeerError> {
+    let folder = new_peer_folder(paths, name, folder, opts)?;
+    let existed = folder.exists();
+    fsutil::ensure_dir(&folder).map_err(|source| PeerError::Io {
+        action: "create",
+        path: folder.clone(),
+        source,
+    })?;
+    let folder = folder.canonicalize().unwrap_or(folder);
+    init_folder(paths, &folder, opts, None).inspect_err(|_| {
+        // A refused create leaves nothing behind: the folder was made for this peer.
+        if !existed {
+            let _ = std::fs::remove_dir_all(&folder);
+        }
+    })
+}
+
+/// The folder `create` makes for the new peer `name` (`folder`, else `<root>/peers/<name>`),
+/// once everything that can be refused before it is made was checked: the name, the folder's
+/// name, the runtime (for a folder that does not exist yet), the name taken by another folder.
+///
+/// Errors: as [`create_peer`] before it makes the folder.
+pub(super) fn new_peer_folder(
+    paths: &Paths,
+    name: &str,
+    folder: Option<&Path>,
+    opts: &InitOptions,
+) -> Result<std::path::PathBuf, PeerError> {
     check_name(name)?;
     let folder = match folder {
         Some(p) => p.to_path_buf(),
@@ -85,19 +112,7 @@ pub fn create_peer(
             });
         }
     }
-    let existed = folder.exists();
-    fsutil::ensure_dir(&folder).map_err(|source| PeerError::Io {
-        action: "create",
-        path: folder.clone(),
-        source,
-    })?;
-    let folder = folder.canonicalize().unwrap_or(folder);
-    init_folder(paths, &folder, opts).inspect_err(|_| {
-        // A refused create leaves nothing behind: the folder was made for this peer.
-        if !existed {
-            let _ = std::fs::remove_dir_all(&folder);
-        }
-    })
+    Ok(folder)
 }
 
 /// Whether `name` can name a new peer at all: it matches the personality pattern and some
@@ -133,10 +148,17 @@ pub fn init_peer(
         return Err(PeerError::NotAFolder(folder.to_path_buf()));
     }
     let folder = folder.canonicalize().unwrap_or(folder.to_path_buf());
-    init_folder(paths, &folder, opts)
+    init_folder(paths, &folder, opts, None)
 }
 
-fn init_folder(paths: &Paths, folder: &Path, opts: &InitOptions) -> Result<Initialized, PeerError> {
+/// Make `folder` (absolute, existing) a peer named after it: `init`'s work. `worktree` is
+/// written into its profile when `create --worktree` made the folder.
+pub(super) fn init_folder(
+    paths: &Paths,
+    folder: &Path,
+    opts: &InitOptions,
+    worktree: Option<&WorktreeRecord>,
+) -> Result<Initialized, PeerError> {
     let name = profile::personality_of(folder)?;
     let removed = peer::removed_profile(folder);
     if !peer::profile(folder).exists() && removed.is_file() {
@@ -222,6 +244,9 @@ fn init_folder(paths: &Paths, folder: &Path, opts: &InitOptions) -> Result<Initi
         }
         if opts.intelligence.is_some() || p.intelligence.is_none() {
             p.intelligence = Some(nature.as_str().to_string());
+        }
+        if let Some(w) = worktree {
+            p.worktree = Some(w.clone());
         }
     })?;
     let doctrine = peer::doctrine(folder);

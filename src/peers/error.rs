@@ -91,6 +91,10 @@ pub enum PeerError {
     /// `rename`: the peer would move onto something that exists, or a move failed (the text
     /// says what, what was rolled back and what to do).
     Rename(String),
+    /// A worktree peer (`create --worktree`, and `remove`/`rename` of one): the repository
+    /// cannot be used, the folder has work that would be lost, or git refused (the text
+    /// quotes git and says what to do).
+    Worktree(String),
 }
 
 impl From<ProfileError> for PeerError {
@@ -142,7 +146,7 @@ impl fmt::Display for PeerError {
                 f,
                 "peer \"{name}\" is not registered — see iapeer list for the peers there are"
             ),
-            PeerError::Rename(why) => write!(f, "{why}"),
+            PeerError::Rename(why) | PeerError::Worktree(why) => write!(f, "{why}"),
             PeerError::InvalidRuntime(rt) => write!(
                 f,
                 "invalid runtime \"{rt}\" — {}",

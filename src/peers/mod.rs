@@ -15,6 +15,7 @@ mod rename;
 pub mod rename_journal;
 mod runtime_choice;
 mod service;
+pub mod worktree;
 
 pub use create::{
     check_name, create_peer, init_peer, write_launch_env_stub, InitOptions, Initialized,

@@ -47,6 +47,8 @@ pub struct RenamePlan {
     to: PathBuf,
     /// Claude Code's history folder and where it goes, when there is one.
     history: Option<(PathBuf, PathBuf)>,
+    /// For a worktree peer, the repository's git directory: git moves the folder.
+    worktree: Option<PathBuf>,
 }
 
 /// Check that `old` can be renamed to `new`, changing nothing (the CLI asks this before it
@@ -93,6 +95,15 @@ pub fn plan_rename(paths: &Paths, old: &str, new: &str) -> Result<RenamePlan, Pe
             to.display()
         )));
     }
+    // A worktree peer's folder is moved by git, which must know it and not have it locked.
+    let worktree = match crate::profile::Profile::read(&from)
+        .ok()
+        .flatten()
+        .and_then(|p| p.worktree)
+    {
+        Some(record) => Some(super::worktree::check_movable(&from, &record)?),
+        None => None,
+    };
     // Claude Code's history folder, found while the old folder still resolves.
     let history = match (
         claude_paths::transcript_dir(&from),
@@ -115,6 +126,7 @@ pub fn plan_rename(paths: &Paths, old: &str, new: &str) -> Result<RenamePlan, Pe
         from,
         to,
         history,
+        worktree,
     })
 }
 
@@ -146,6 +158,7 @@ pub fn rename_peer(
         from,
         to,
         history,
+        worktree,
     } = plan_rename(paths, old, new)?;
     let registry = Registry::load(paths)?;
     let journal::StagePlan {
@@ -165,6 +178,7 @@ pub fn rename_peer(
         bearer,
         at_ms: crate::clock::now_ms(),
         staged,
+        worktree: worktree.clone(),
     };
     journal::write(paths, &j).map_err(|e| {
         cannot(format!(
@@ -181,13 +195,19 @@ pub fn rename_peer(
             )),
         }
     };
-    std::fs::rename(&from, &to).map_err(|e| {
-        undone(format!(
-            "cannot move {} to {}: {e}",
-            from.display(),
-            to.display()
-        ))
-    })?;
+    match &worktree {
+        // git moves the folder and its record of it (issue 32 item 8).
+        Some(git_dir) => crate::worktree::Repository::at(git_dir)
+            .move_worktree(&from, &to)
+            .map_err(|e| undone(format!("git could not move the worktree ({e})"))),
+        None => std::fs::rename(&from, &to).map_err(|e| {
+            undone(format!(
+                "cannot move {} to {}: {e}",
+                from.display(),
+                to.display()
+            ))
+        }),
+    }?;
     kill_point("folder");
     if let Some((h, target)) = &history {
         move_dir(h, target).map_err(|e| {

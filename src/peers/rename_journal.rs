@@ -65,6 +65,12 @@ pub struct Journal {
     pub at_ms: u64,
     /// The files rewritten at the commit.
     pub staged: Vec<Staged>,
+    /// For a worktree peer (issue 32 item 8), the repository's git directory: git moved the
+    /// folder (`git worktree move`), and undoing or finishing the rename ends with `git
+    /// worktree repair` on the folder where it is, so git's record names it whatever step a
+    /// kill cut.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<PathBuf>,
 }
 
 /// One file the rename rewrites: its new text waits beside it until the commit.
@@ -384,8 +390,27 @@ pub fn undo(paths: &Paths, j: &Journal) -> Result<(), String> {
             )
         })?;
     }
+    if let Some(git_dir) = &j.worktree {
+        repair_worktree(git_dir, &j.from);
+    }
     fsutil::remove_if_exists(&path(paths))
         .map_err(|e| format!("cannot delete {}: {e}", path(paths).display()))
+}
+
+/// Make git's record of the worktree `folder` name it again (`git worktree repair`; nothing
+/// to do when it does). A failure is logged, not retried: `iapeer verify` finds such a
+/// worktree and `verify --fix` repairs it.
+fn repair_worktree(git_dir: &Path, folder: &Path) -> Option<String> {
+    let failed = crate::worktree::Repository::at(git_dir)
+        .repair(folder)
+        .err()?;
+    let why = format!(
+        "git's record of the worktree {} may name another folder ({failed}) — iapeer verify \
+         --fix repairs it",
+        folder.display()
+    );
+    log::warn!("rename: {why}");
+    Some(why)
 }
 
 /// Put staged file `s` in place: its copy renamed over the target when the target is still
@@ -472,6 +497,9 @@ pub fn finish(paths: &Paths, j: &Journal) -> Result<Vec<String>, String> {
         warnings.extend(super::rename::move_human_inbox(paths, &j.old, &j.new));
     }
     kill_point("inboxes");
+    if let Some(git_dir) = &j.worktree {
+        warnings.extend(repair_worktree(git_dir, &j.to));
+    }
     for rt in &j.runtimes {
         if let Err(e) = runtime::teardown_peer(rt, &j.from) {
             warnings.push(e);

@@ -23,6 +23,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "wake_policy",
     "approval_mode",
     "interfaces",
+    "worktree",
 ];
 
 /// Make a description one line of at most [`DESCRIPTION_MAX_CHARS`] chars: lines are joined
@@ -103,6 +104,12 @@ pub(super) fn from_map(mut map: Map<String, Value>) -> Result<Profile, String> {
         None | Some(Value::Null) => None,
         Some(Value::Object(m)) => Some(m),
         Some(_) => return Err("\"interfaces\" must be an object".to_string()),
+    };
+    p.worktree = match map.remove("worktree") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(serde_json::from_value(v).map_err(|e| {
+            format!("\"worktree\" must be {{\"repository\": <path>, \"branch\": <name>}} ({e})")
+        })?),
     };
     p.extra = map;
     Ok(p)

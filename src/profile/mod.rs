@@ -113,6 +113,18 @@ pub const APPROVAL_MODE_GATED: &str = "gated";
 /// The value of `wake_policy` that makes a peer ephemeral (spec 05 §6).
 pub const WAKE_POLICY_EPHEMERAL: &str = "ephemeral";
 
+/// `"worktree"` of a profile: the peer's folder is a git worktree that `create --worktree`
+/// made (issue 32 item 8), e.g. `{"repository": "/src/app/.git", "branch": "iapeer/bob"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct WorktreeRecord {
+    /// The repository's git directory (git's common directory, absolute): `<repo>/.git`, or
+    /// the bare repository.
+    pub repository: PathBuf,
+    /// The branch the worktree was made on (without `refs/heads/`); git's listing says
+    /// which one it has now.
+    pub branch: String,
+}
+
 /// A peer profile. Fields are written in this order, then the unknown keys (in the file's
 /// order, new ones sorted), each unchanged value as the text it had in the file.
 ///
@@ -145,6 +157,10 @@ pub struct Profile {
     /// Public routing attributes, projected into the registry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interfaces: Option<Map<String, Value>>,
+    /// Set when `create --worktree` made the folder as a git worktree (issue 32 item 8):
+    /// `remove` and `rename` then remove and move it with git.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeRecord>,
     /// Every key this build does not know, kept as read.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -186,6 +202,7 @@ impl Profile {
             wake_policy: None,
             approval_mode: None,
             interfaces: None,
+            worktree: None,
             extra: Map::new(),
             legacy_runtime: None,
         }

@@ -3,14 +3,16 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::claude_paths;
 use super::claude_screen::{self, ClaudeScreen};
-use super::transcript::{jsonl_files, record_contains, TranscriptWatch};
+use super::transcript::{jsonl_files, record_contains, TranscriptWatch, TurnProgress};
 use super::{
-    Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, GateState, GateWatch,
-    LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
+    Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
+    GateState, GateWatch, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
+    NO_RECORDED_CONVERSATION,
 };
 use crate::session::paste_view::PasteView;
 use crate::term::{encode_keys, Screen};
@@ -114,13 +116,14 @@ pub fn resolve_binary() -> Option<PathBuf> {
 }
 
 /// A watch of the transcripts of `cwd`, wherever Claude Code puts them
-/// ([`claude_paths::transcript_dir`]), found once they exist.
+/// ([`claude_paths::transcript_dir`]), found once they exist: only the conversation
+/// `<id>.jsonl` when the session's conversation is known (issue 32), else every one.
 /// The computed folder is checked on every look; the search by `cwd` (which reads every
 /// project folder) at most every [`SCAN_EVERY`].
-fn watch(cwd: &Path) -> Option<TranscriptWatch> {
+fn watch(cwd: &Path, conversation: Option<&str>) -> Option<TranscriptWatch> {
     let cwd = cwd.to_path_buf();
     let mut scanned: Option<std::time::Instant> = None;
-    Some(TranscriptWatch::located(Box::new(move || {
+    let watch = TranscriptWatch::located(Box::new(move || {
         if let Some(d) = claude_paths::computed_project_dir(&cwd).filter(|d| d.is_dir()) {
             return Some(d);
         }
@@ -129,7 +132,18 @@ fn watch(cwd: &Path) -> Option<TranscriptWatch> {
         }
         scanned = Some(std::time::Instant::now());
         claude_paths::transcript_dir(&cwd)
-    })))
+    }));
+    Some(match conversation {
+        Some(id) => watch.only(transcript_name(id)),
+        None => watch,
+    })
+}
+
+/// The file name of conversation `id`'s transcript in its project folder (`<id>.jsonl`,
+/// recorded: `claude -p … --session-id <uuid>` wrote `projects/<folder>/<uuid>.jsonl`, and
+/// `--resume <uuid>` appended to it).
+fn transcript_name(id: &str) -> String {
+    format!("{id}.jsonl")
 }
 
 /// What a delivery held behind an open permission prompt is told it waits for.
@@ -142,17 +156,29 @@ const SCAN_EVERY: Duration = Duration::from_secs(1);
 /// The claude adapter.
 pub struct Claude {
     program: PathBuf,
+    /// The session's conversation id, when bound ([`Adapter::for_conversation`]).
+    conversation: Option<String>,
 }
 
 impl Claude {
     /// The adapter, when the binary can be found.
     pub fn find() -> Option<Claude> {
-        resolve_binary().map(|program| Claude { program })
+        resolve_binary().map(Claude::with_program)
     }
 
     /// The adapter for the Claude Code binary at `program` (not checked until a launch).
     pub fn with_program(program: PathBuf) -> Claude {
-        Claude { program }
+        Claude {
+            program,
+            conversation: None,
+        }
+    }
+
+    /// The transcript of the bound conversation in `cwd`'s project folder, if it exists.
+    fn own_transcript(&self, cwd: &Path) -> Option<PathBuf> {
+        let id = self.conversation.as_deref()?;
+        let path = claude_paths::transcript_dir(cwd)?.join(transcript_name(id));
+        path.is_file().then_some(path)
     }
 }
 
@@ -167,6 +193,17 @@ impl Adapter for Claude {
 
     fn kind(&self) -> RuntimeKind {
         RuntimeKind::Agent
+    }
+
+    fn conversation_naming(&self) -> ConversationNaming {
+        ConversationNaming::Chosen
+    }
+
+    fn for_conversation(&self, id: &str) -> Option<Arc<dyn Adapter>> {
+        Some(Arc::new(Claude {
+            program: self.program.clone(),
+            conversation: Some(id.to_string()),
+        }))
     }
 
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String> {
@@ -189,11 +226,18 @@ impl Adapter for Claude {
             args.push("--system-prompt-file".into());
             args.push(p.as_os_str().to_owned());
         }
-        if ctx.mode == WakeMode::Resume {
-            if !self.resumable(ctx.cwd) {
-                return Err("no transcript to resume".into());
+        // The conversation by its id, never the folder's newest (`--continue` took up a
+        // person's conversation held in the peer's folder, issue 32 item 1).
+        match (ctx.mode, self.conversation.as_deref()) {
+            (WakeMode::Fresh, Some(id)) => args.extend(["--session-id".into(), id.into()]),
+            (WakeMode::Fresh, None) => {}
+            (WakeMode::Resume, None) => return Err(NO_RECORDED_CONVERSATION.into()),
+            (WakeMode::Resume, Some(id)) => {
+                if !self.resumable(ctx.cwd) {
+                    return Err(format!("no transcript of conversation {id} to resume"));
+                }
+                args.extend(["--resume".into(), id.into()]);
             }
-            args.push("--continue".into());
         }
         args.extend(ctx.launch_env.start_args.iter().map(OsString::from));
         Ok(LaunchCommand {
@@ -348,36 +392,53 @@ impl Adapter for Claude {
 
     fn confirmer(&self, cwd: &Path, text: &str, _agent_ts: Option<&str>) -> Box<dyn Confirm> {
         Box::new(TranscriptConfirm {
-            watch: watch(cwd),
+            watch: watch(cwd, self.conversation.as_deref()),
             text: text.to_string(),
             state: Acceptance::Pending,
+            turn: TurnProgress::default(),
         })
     }
 
     fn gate_watch(&self, cwd: &Path) -> Option<Box<dyn GateWatch>> {
-        Some(Box::new(ClaudeGate { watch: watch(cwd) }))
+        Some(Box::new(ClaudeGate {
+            watch: watch(cwd, self.conversation.as_deref()),
+        }))
     }
 
     fn activity_ms(&self, cwd: &Path) -> Option<u64> {
         let dir = claude_paths::transcript_dir(cwd)?;
-        let mut files = jsonl_files(&dir);
-        if let Ok(entries) = std::fs::read_dir(&dir) {
-            for e in entries.flatten().filter(|e| e.path().is_dir()) {
-                files.extend(jsonl_files(&e.path().join("subagents")));
-            }
+        // A bound session: its own transcript and its subagents' (`<id>/subagents/`).
+        let (mut files, sub_dirs) = match self.conversation.as_deref() {
+            Some(id) => (vec![dir.join(transcript_name(id))], vec![dir.join(id)]),
+            None => (
+                jsonl_files(&dir),
+                std::fs::read_dir(&dir)
+                    .map(|es| {
+                        es.flatten()
+                            .map(|e| e.path())
+                            .filter(|p| p.is_dir())
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            ),
+        };
+        for d in sub_dirs {
+            files.extend(jsonl_files(&d.join("subagents")));
         }
         super::newest_mtime_ms(files.iter().map(PathBuf::as_path))
     }
 
     fn resumable(&self, cwd: &Path) -> bool {
-        claude_paths::transcript_dir(cwd).is_some_and(|d| !jsonl_files(&d).is_empty())
+        self.own_transcript(cwd).is_some()
     }
 
     fn api_error(&self, cwd: &Path) -> Option<super::api_error::ApiError> {
-        let dir = claude_paths::transcript_dir(cwd)?;
-        let newest = jsonl_files(&dir)
-            .into_iter()
-            .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())?;
+        let newest = match self.conversation {
+            Some(_) => self.own_transcript(cwd)?,
+            None => jsonl_files(&claude_paths::transcript_dir(cwd)?)
+                .into_iter()
+                .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())?,
+        };
         super::api_error::latest_claude_outcome(&super::api_error::tail(&newest, API_ERROR_TAIL))
     }
 
@@ -386,7 +447,7 @@ impl Adapter for Claude {
     }
 
     fn compact(&self, cwd: &Path) -> Option<(&'static str, Box<dyn CompactWatch>)> {
-        let watch = watch(cwd);
+        let watch = watch(cwd, self.conversation.as_deref());
         Some((
             "/compact",
             Box::new(ClaudeCompact {
@@ -500,6 +561,30 @@ struct TranscriptConfirm {
     text: String,
     /// Where the message stands so far (never goes back to `Pending`).
     state: Acceptance,
+    /// Where the turn that took it stands.
+    turn: TurnProgress,
+}
+
+impl TranscriptConfirm {
+    /// Read what was appended: the message's acceptance and its turn.
+    fn read(&mut self) {
+        let Some(w) = self.watch.as_mut() else {
+            return;
+        };
+        let records = w.new_records();
+        if matches!(self.state, Acceptance::Pending | Acceptance::Queued) {
+            self.state = acceptance_from_records(&records, &self.text, self.state.clone());
+        }
+        let text = &self.text;
+        self.turn.read(
+            &records,
+            |r| {
+                acceptance_from_records(std::slice::from_ref(r), text, Acceptance::Queued)
+                    == Acceptance::Accepted
+            },
+            is_turn_end,
+        );
+    }
 }
 
 impl Confirm for TranscriptConfirm {
@@ -509,12 +594,36 @@ impl Confirm for TranscriptConfirm {
 
     fn acceptance(&mut self, _output: &[u8], _screen: &str) -> Acceptance {
         if matches!(self.state, Acceptance::Pending | Acceptance::Queued) {
-            if let Some(w) = self.watch.as_mut() {
-                let records = w.new_records();
-                self.state = acceptance_from_records(&records, &self.text, self.state.clone());
-            }
+            self.read();
         }
         self.state.clone()
+    }
+
+    fn turn_ended(&mut self) -> bool {
+        if !self.turn.ended {
+            self.read();
+        }
+        self.turn.ended
+    }
+}
+
+/// Whether a Claude Code 2.1.332 transcript record ends a turn (pure): the `system` record
+/// `turn_duration` it writes after every finished turn
+/// (`tests/fixtures/claude-2.1.332/mid-turn-queue.jsonl`), or an `assistant` record that stops
+/// without asking for a tool (`end_turn`, `stop_sequence`, `max_tokens`, `refusal`) or holds
+/// an API error (`isApiErrorMessage`, `api-error-*.jsonl`). A turn interrupted by Esc writes
+/// neither (`interrupt-transcript.jsonl`); the session counts an interrupt as its end.
+pub fn is_turn_end(r: &serde_json::Value) -> bool {
+    match r["type"].as_str() {
+        Some("system") => r["subtype"] == "turn_duration",
+        Some("assistant") => {
+            r["isApiErrorMessage"] == true
+                || matches!(
+                    r["message"]["stop_reason"].as_str(),
+                    Some("end_turn" | "stop_sequence" | "max_tokens" | "refusal")
+                )
+        }
+        _ => false,
     }
 }
 
@@ -606,9 +715,7 @@ mod tests {
         let bytes = recording("approvals/permission-dialog.raw");
         let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
         screen.feed(&bytes, true);
-        let c = Claude {
-            program: "/bin/claude".into(),
-        };
+        let c = Claude::with_program("/bin/claude".into());
         assert_eq!(
             c.composer_draft(&screen).as_deref(),
             Some(PERMISSION_PROMPT_OPEN)
@@ -633,9 +740,7 @@ mod tests {
     /// drawn. Returns the chunk where it first held and whether it holds at the end.
     fn replay_turn(fixture: &str, paste: &PasteView, step: usize) -> (Option<usize>, bool) {
         let bytes = recording(fixture);
-        let c = Claude {
-            program: "/bin/claude".into(),
-        };
+        let c = Claude::with_program("/bin/claude".into());
         let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
         let (mut drafted, mut started_at) = (false, None);
         for (i, chunk) in bytes.chunks(step).enumerate() {
@@ -674,9 +779,7 @@ mod tests {
             assert!(end, "and still shows at the end");
         }
         // The words in the conversation above an idle composer are not a turn.
-        let c = Claude {
-            program: "/bin/claude".into(),
-        };
+        let c = Claude::with_program("/bin/claude".into());
         let mut history = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
         let rule = "─".repeat(40);
         history.feed(
@@ -742,9 +845,7 @@ mod tests {
         let paste = PasteView::of(
             "<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"23:22:25\" topic=\"t\">\nx",
         );
-        let c = Claude {
-            program: "/bin/claude".into(),
-        };
+        let c = Claude::with_program("/bin/claude".into());
         for step in [7, 64, 512] {
             let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
             let mut queued_frames = 0;
@@ -766,9 +867,7 @@ mod tests {
     /// on the glyph's row names only the sender, so it is not this paste's echo.
     #[test]
     fn a_wrapped_older_message_from_the_same_sender_is_not_the_echo() {
-        let c = Claude {
-            program: "/bin/claude".into(),
-        };
+        let c = Claude::with_program("/bin/claude".into());
         let paste = PasteView::of(
             "<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"10:00:01\">\nnew",
         );
@@ -809,9 +908,7 @@ mod tests {
     /// screen is not taken for the paste.
     #[test]
     fn the_paste_sign_is_read_only_from_a_framed_composer() {
-        let c = Claude {
-            program: "/bin/claude".into(),
-        };
+        let c = Claude::with_program("/bin/claude".into());
         // Each recording's pastes are envelopes of three line breaks.
         let paste = PasteView::of("<iap from=\"ea\">\n<msg>x</msg>\n</iap>\n");
         for fixture in [
@@ -857,9 +954,7 @@ mod tests {
     fn a_gated_launch_has_manual_mode_and_the_hook_instead_of_the_bypass() {
         let dir = tempfile::tempdir().unwrap();
         let paths = Paths::at(dir.path());
-        let c = Claude {
-            program: "/bin/claude".into(),
-        };
+        let c = Claude::with_program("/bin/claude".into());
         let env = LaunchEnv::default();
         let gated = LaunchCtx {
             gated: Some(Duration::from_secs(60)),
@@ -881,9 +976,7 @@ mod tests {
     fn argv_fresh_resume_and_launch_env() {
         let dir = tempfile::tempdir().unwrap();
         let paths = Paths::at(dir.path());
-        let c = Claude {
-            program: "/bin/claude".into(),
-        };
+        let c = Claude::with_program("/bin/claude".into());
         let env = LaunchEnv {
             start_args: vec!["--model".into(), "x".into()],
             ..LaunchEnv::default()
@@ -939,6 +1032,71 @@ mod tests {
             .args
             .windows(2)
             .any(|w| w[0] == "--disallowedTools" && w[1] == "Bash,Edit"));
+    }
+
+    /// Issue 32 item 1: a fresh session is started with the conversation id iapeer chose
+    /// (`--session-id`), a resume names the recorded one (`--resume`), and without one there
+    /// is nothing to resume — never `--continue`, which took the folder's newest (a person's).
+    #[test]
+    fn the_conversation_is_chosen_at_a_fresh_start_and_named_by_a_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        let env = LaunchEnv::default();
+        let id = "3f2c1a5e-1111-4222-8333-444455556666";
+        let c = Claude::with_program("/bin/claude".into());
+        assert_eq!(c.conversation_naming(), ConversationNaming::Chosen);
+        let bound = c.for_conversation(id).unwrap();
+        let fresh = bound
+            .command(&ctx(&paths, dir.path(), &env, WakeMode::Fresh, None))
+            .unwrap()
+            .arg_strings();
+        assert!(
+            fresh.windows(2).any(|w| w == ["--session-id", id]),
+            "{fresh:?}"
+        );
+        let resume = ctx(&paths, dir.path(), &env, WakeMode::Resume, None);
+        assert_eq!(c.command(&resume).unwrap_err(), NO_RECORDED_CONVERSATION);
+        // No transcript of it in this folder: refused, and said which.
+        assert!(bound
+            .command(&resume)
+            .unwrap_err()
+            .contains(&format!("conversation {id}")));
+        assert!(!fresh.iter().any(|a| a == "--continue"), "{fresh:?}");
+    }
+
+    /// Issue 32 item 2: a message's turn ends with the records Claude Code 2.1.332 writes
+    /// after it (`mid-turn-queue.jsonl`): `MID-TURN`, queued behind the held turn, is taken
+    /// at its `user` record (after the held turn's end, which is not its own) and ends with
+    /// its own turn's `assistant`/`turn_duration`.
+    #[test]
+    fn fixture_a_queued_message_s_turn_ends_after_it_was_taken() {
+        let (records, enq) = recorded("mid-turn-queue.jsonl");
+        let text = records[enq]["content"].as_str().unwrap().to_string();
+        let user = records
+            .iter()
+            .position(|r| r["promptSource"] == "queued")
+            .unwrap();
+        assert!(
+            records[enq..user].iter().any(is_turn_end),
+            "the held turn ends first"
+        );
+        let takes = |r: &serde_json::Value| {
+            acceptance_from_records(std::slice::from_ref(r), &text, Acceptance::Queued)
+                == Acceptance::Accepted
+        };
+        let mut turn = TurnProgress::default();
+        turn.read(&records[..user], takes, is_turn_end);
+        assert!(!turn.taken && !turn.ended);
+        turn.read(&records[user..=user], takes, is_turn_end);
+        assert!(turn.taken && !turn.ended);
+        turn.read(&records[user + 1..], takes, is_turn_end);
+        assert!(turn.ended);
+        // Every turn of the recording ends so; an API error's record does too.
+        let ends = records.iter().filter(|r| r["type"] == "system").count();
+        assert_eq!(ends, 3);
+        let api_error: serde_json::Value =
+            serde_json::from_slice(&recording("api-error-rate-limit.jsonl")).unwrap();
+        assert!(is_turn_end(&api_error));
     }
 
     #[test]
@@ -1111,9 +1269,7 @@ mod tests {
     #[test]
     fn fixture_an_interrupted_prompt_comes_back_into_the_composer() {
         use crate::session::own_text::{Own, Tracker};
-        let c = Claude {
-            program: "/bin/claude".into(),
-        };
+        let c = Claude::with_program("/bin/claude".into());
         let screen = screen_of("interrupt-restores-prompt.raw");
         let content = c.composer_content(&screen).expect("the prompt is back");
         let header = content.lines().next().unwrap();
@@ -1156,9 +1312,7 @@ mod tests {
     #[test]
     fn fixture_a_tall_interrupted_prompt_shows_its_end() {
         use crate::session::own_text::Tracker;
-        let c = Claude {
-            program: "/bin/claude".into(),
-        };
+        let c = Claude::with_program("/bin/claude".into());
         let screen = screen_of("interrupt-restores-tall-prompt.raw");
         let content = c.composer_content(&screen).expect("the prompt is back");
         assert!(!content.contains("<iap "), "{content}");
@@ -1186,9 +1340,7 @@ mod tests {
     #[test]
     fn fixture_a_cut_paste_sits_in_the_composer_as_a_placeholder() {
         use crate::session::own_text::Tracker;
-        let c = Claude {
-            program: "/bin/claude".into(),
-        };
+        let c = Claude::with_program("/bin/claude".into());
         let screen = screen_of("cut-paste-in-composer.raw");
         let content = c.composer_content(&screen);
         assert_eq!(content.as_deref(), Some("[Pasted text #2 +3 lines]"));
@@ -1213,9 +1365,7 @@ mod tests {
     /// attach`).
     #[test]
     fn fixture_esc_esc_clears_the_composer() {
-        let c = Claude {
-            program: "/bin/claude".into(),
-        };
+        let c = Claude::with_program("/bin/claude".into());
         let keys = c.clear_keys().unwrap();
         let (hint, again) = keys.again.clone().unwrap();
         assert_eq!(
@@ -1234,9 +1384,7 @@ mod tests {
     /// a ready screen are no content (`composer-draft-*.raw`, `approvals/ready-manual-mode.raw`).
     #[test]
     fn fixture_a_typed_draft_is_the_composer_content() {
-        let c = Claude {
-            program: "/bin/claude".into(),
-        };
+        let c = Claude::with_program("/bin/claude".into());
         for theme in ["dark", "light", "dark-ansi"] {
             let screen = screen_of(&format!("composer-draft-{theme}.raw"));
             assert_eq!(

@@ -10,6 +10,7 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -17,10 +18,10 @@ use serde_json::Value;
 use super::claude::{is_executable, which};
 use super::codex_setup::codex_home;
 use super::dialog;
-use super::transcript::{jsonl_files, record_contains, TranscriptWatch};
+use super::transcript::{jsonl_files, record_contains, TranscriptWatch, TurnProgress};
 use super::{
-    Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, GateState, GateWatch,
-    LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
+    Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
+    GateState, GateWatch, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
 };
 use crate::term::{encode_keys, Screen};
 
@@ -86,14 +87,44 @@ fn recent_dirs(sessions: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// The working folder a session file belongs to (its `session_meta` first line).
-pub fn rollout_cwd(path: &Path) -> Option<PathBuf> {
+/// The `payload` of a session file's first line when it is `session_meta`.
+fn session_meta(path: &Path) -> Option<Value> {
     use std::io::BufRead;
     let f = std::fs::File::open(path).ok()?;
     let mut line = String::new();
     std::io::BufReader::new(f).read_line(&mut line).ok()?;
-    let v: Value = serde_json::from_str(&line).ok()?;
-    (v["type"] == "session_meta").then(|| v["payload"]["cwd"].as_str().map(PathBuf::from))?
+    let mut v: Value = serde_json::from_str(&line).ok()?;
+    (v["type"] == "session_meta").then(|| v["payload"].take())
+}
+
+/// The working folder a session file belongs to (its `session_meta` first line).
+pub fn rollout_cwd(path: &Path) -> Option<PathBuf> {
+    session_meta(path)?["cwd"].as_str().map(PathBuf::from)
+}
+
+/// The conversation id a session file records (its `session_meta` first line's
+/// `payload.id`; recorded for 0.171.0: the same id names the file, `rollout-<time>-<id>.jsonl`,
+/// and `codex resume <id>` appends to it).
+pub fn rollout_id(path: &Path) -> Option<String> {
+    session_meta(path)?["id"].as_str().map(String::from)
+}
+
+/// Whether `path` is the session file of conversation `id` by its name
+/// (`rollout-<time>-<id>.jsonl`).
+fn names_conversation(path: &Path, id: &str) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&format!("-{id}.jsonl")))
+}
+
+/// The session file of conversation `id` under `sessions` (newest day folder first), whose
+/// name and `session_meta` both name it.
+pub fn rollout_of(sessions: &Path, id: &str) -> Option<PathBuf> {
+    day_dirs(sessions).iter().rev().find_map(|d| {
+        jsonl_files(d)
+            .into_iter()
+            .find(|f| names_conversation(f, id) && rollout_id(f).as_deref() == Some(id))
+    })
 }
 
 fn same_folder(a: &Path, b: &Path) -> bool {
@@ -101,8 +132,9 @@ fn same_folder(a: &Path, b: &Path) -> bool {
     canon(a) == canon(b)
 }
 
-/// The newest session file of `cwd` under `sessions` (the one `codex resume --last` appends
-/// to, in the day folder of the day it was created).
+/// The newest session file of `cwd` under `sessions` (the one `codex resume --last` would
+/// append to, in the day folder of the day it was created) — a person's as well as the
+/// peer's: read only while the session's own conversation is not known yet.
 pub fn newest_rollout(sessions: &Path, cwd: &Path) -> Option<PathBuf> {
     day_dirs(sessions).iter().rev().find_map(|d| {
         let mut files = jsonl_files(d);
@@ -129,50 +161,64 @@ fn watch_dirs(sessions: &Path, cwd: &Path) -> Vec<PathBuf> {
 }
 
 /// Watches the session folders of one working folder for appended records, keeping only
-/// records of session files whose `session_meta` names that folder (other codex peers write
-/// to the same day folders).
+/// records of the session's own conversation file when it is known (issue 32), else of
+/// session files whose `session_meta` names that folder (other codex peers write to the same
+/// day folders).
 struct Watch {
     cwd: PathBuf,
+    /// The session's conversation, when known.
+    conversation: Option<String>,
     watches: Vec<TranscriptWatch>,
-    /// Whether each session file seen belongs to `cwd`.
+    /// Whether each session file seen is one this watch keeps.
     ours: std::collections::HashMap<PathBuf, bool>,
 }
 
 impl Watch {
-    fn start(cwd: &Path) -> Watch {
-        Watch::over(sessions_dir().as_deref(), cwd)
+    fn start(cwd: &Path, conversation: Option<&str>) -> Watch {
+        Watch::over(sessions_dir().as_deref(), cwd, conversation)
     }
 
-    /// A watch of `cwd`'s records under the `sessions` folder.
-    fn over(sessions: Option<&Path>, cwd: &Path) -> Watch {
+    /// A watch of `cwd`'s records (or of `conversation`'s) under the `sessions` folder.
+    fn over(sessions: Option<&Path>, cwd: &Path, conversation: Option<&str>) -> Watch {
+        let dirs = |s: &Path| match conversation.and_then(|id| rollout_of(s, id)) {
+            Some(file) => file.parent().map(Path::to_path_buf).into_iter().collect(),
+            None => watch_dirs(s, cwd),
+        };
         Watch {
             cwd: cwd.to_path_buf(),
+            conversation: conversation.map(String::from),
             watches: sessions
-                .map(|s| {
-                    watch_dirs(s, cwd)
-                        .iter()
-                        .map(|d| TranscriptWatch::start(d))
-                        .collect()
-                })
+                .map(|s| dirs(s).iter().map(|d| TranscriptWatch::start(d)).collect())
                 .unwrap_or_default(),
             ours: std::collections::HashMap::new(),
         }
     }
 
     fn new_records(&mut self) -> Vec<Value> {
+        self.new_records_by_file()
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect()
+    }
+
+    /// The records appended to the files this watch keeps, each with its file.
+    fn new_records_by_file(&mut self) -> Vec<(PathBuf, Value)> {
         let mut out = Vec::new();
         for (file, record) in self
             .watches
             .iter_mut()
             .flat_map(|w| w.new_records_by_file())
         {
-            let cwd = &self.cwd;
+            let (cwd, conversation) = (&self.cwd, self.conversation.as_deref());
             let ours = *self
                 .ours
                 .entry(file.clone())
-                .or_insert_with(|| rollout_cwd(&file).is_some_and(|c| same_folder(&c, cwd)));
+                .or_insert_with(|| match conversation {
+                    Some(id) => names_conversation(&file, id),
+                    None => rollout_cwd(&file).is_some_and(|c| same_folder(&c, cwd)),
+                });
             if ours {
-                out.push(record);
+                out.push((file, record));
             }
         }
         out
@@ -197,6 +243,23 @@ pub fn is_model_record(r: &Value) -> bool {
             && matches!(p["type"].as_str(), Some("agent_message" | "task_complete")))
 }
 
+/// Whether a record ends a turn (pure): the `event_msg` `task_complete` Codex 0.171.0 writes
+/// at every turn's end, refused or answered (`api-*.jsonl`), or `turn_aborted` for an
+/// interrupted one (`interrupt-rollout.jsonl`).
+pub fn is_turn_end(r: &Value) -> bool {
+    r["type"] == "event_msg"
+        && matches!(
+            r["payload"]["type"].as_str(),
+            Some("task_complete" | "turn_aborted")
+        )
+}
+
+/// What Codex 0.171.0 draws instead of its composer when the conversation it resumes is held
+/// by another Codex (its app server outlives the TUI that opened it): `🔒 This conversation is
+/// open in another app` over `Close it there and press R to continue here.` (recorded:
+/// `tests/fixtures/codex-0.171.0/resume-open-in-another-app.raw`). It waits for a key.
+pub const OPEN_ELSEWHERE: &str = "This conversation is open in another app";
+
 /// A compaction's completion record.
 pub fn is_compacted_record(r: &Value) -> bool {
     r["type"] == "compacted"
@@ -210,17 +273,32 @@ const API_ERROR_TAIL: u64 = 256 * 1024;
 /// The codex adapter.
 pub struct Codex {
     program: PathBuf,
+    /// The session's conversation id, when bound ([`Adapter::for_conversation`]).
+    conversation: Option<String>,
 }
 
 impl Codex {
     /// The adapter, when the binary can be found.
     pub fn find() -> Option<Codex> {
-        resolve_binary().map(|program| Codex { program })
+        resolve_binary().map(Codex::with_program)
     }
 
     /// The adapter for the Codex CLI binary at `program` (not checked until a launch).
     pub fn with_program(program: PathBuf) -> Codex {
-        Codex { program }
+        Codex {
+            program,
+            conversation: None,
+        }
+    }
+
+    /// The session file this session's records go to: the bound conversation's, else (not
+    /// known yet) the folder's newest.
+    fn own_rollout(&self, cwd: &Path) -> Option<PathBuf> {
+        let sessions = sessions_dir()?;
+        match self.conversation.as_deref() {
+            Some(id) => rollout_of(&sessions, id),
+            None => newest_rollout(&sessions, cwd),
+        }
     }
 }
 
@@ -328,13 +406,33 @@ impl Adapter for Codex {
         RuntimeKind::Agent
     }
 
+    fn conversation_naming(&self) -> ConversationNaming {
+        // No flag chooses a new session's id (0.171.0's `--help`): it is learned from the
+        // session file holding the first confirmed delivery.
+        ConversationNaming::Learned
+    }
+
+    fn for_conversation(&self, id: &str) -> Option<Arc<dyn Adapter>> {
+        Some(Arc::new(Codex {
+            program: self.program.clone(),
+            conversation: Some(id.to_string()),
+        }))
+    }
+
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String> {
         let mut args: Vec<OsString> = Vec::new();
         if ctx.mode == WakeMode::Resume {
+            // By its id, never `--last`: the folder's newest may be a person's, open in their
+            // Codex (issue 32 item 1).
+            let Some(id) = self.conversation.as_deref() else {
+                return Err(super::NO_RECORDED_CONVERSATION.into());
+            };
             if !self.resumable(ctx.cwd) {
-                return Err("no codex session to resume".into());
+                return Err(format!(
+                    "no codex session file of conversation {id} to resume"
+                ));
             }
-            args.extend(["resume".into(), "--last".into()]);
+            args.extend(["resume".into(), id.into()]);
         }
         args.extend([
             "--no-daemon".into(),
@@ -375,7 +473,10 @@ impl Adapter for Codex {
     }
 
     fn boot_step(&self, screen: &Screen) -> BootStep {
-        boot_step_for(screen.rows())
+        match screen.rows().iter().find(|r| r.contains(OPEN_ELSEWHERE)) {
+            Some(row) => BootStep::Fail(open_elsewhere_reason(row)),
+            None => boot_step_for(screen.rows()),
+        }
     }
 
     fn waits_for_mcp(&self, _cwd: &Path) -> bool {
@@ -463,19 +564,25 @@ impl Adapter for Codex {
 
     fn confirmer(&self, cwd: &Path, text: &str, _agent_ts: Option<&str>) -> Box<dyn Confirm> {
         Box::new(SessionFileConfirm {
-            watch: Watch::start(cwd),
+            watch: Watch::start(cwd, self.conversation.as_deref()),
             text: text.to_string(),
             state: Acceptance::Pending,
+            file: None,
+            turn: TurnProgress::default(),
         })
     }
 
     fn gate_watch(&self, cwd: &Path) -> Option<Box<dyn GateWatch>> {
         Some(Box::new(CodexGate {
-            watch: Watch::start(cwd),
+            watch: Watch::start(cwd, self.conversation.as_deref()),
         }))
     }
 
     fn activity_ms(&self, cwd: &Path) -> Option<u64> {
+        if self.conversation.is_some() {
+            let own = self.own_rollout(cwd)?;
+            return super::newest_mtime_ms([own.as_path()]);
+        }
         let sessions = sessions_dir()?;
         let files: Vec<PathBuf> = watch_dirs(&sessions, cwd)
             .iter()
@@ -485,15 +592,17 @@ impl Adapter for Codex {
         super::newest_mtime_ms(files.iter().map(PathBuf::as_path))
     }
 
+    /// Whether the bound conversation's session file exists (an unbound adapter resumes
+    /// nothing: `NO_RECORDED_CONVERSATION`).
     fn resumable(&self, cwd: &Path) -> bool {
-        sessions_dir().is_some_and(|s| newest_rollout(&s, cwd).is_some())
+        self.conversation.is_some() && self.own_rollout(cwd).is_some()
     }
 
-    /// The newest turn outcome of `cwd`'s newest session file (the one a live session, new or
-    /// resumed, appends to), read from its end.
+    /// The newest turn outcome of the session's own session file (the folder's newest while
+    /// it is not known), read from its end.
     fn api_error(&self, cwd: &Path) -> Option<super::api_error::ApiError> {
-        let newest = newest_rollout(&sessions_dir()?, cwd)?;
-        super::api_error::latest_codex_outcome(&super::api_error::tail(&newest, API_ERROR_TAIL))
+        let own = self.own_rollout(cwd)?;
+        super::api_error::latest_codex_outcome(&super::api_error::tail(&own, API_ERROR_TAIL))
     }
 
     fn interrupt_keys(&self) -> Option<Vec<u8>> {
@@ -504,7 +613,7 @@ impl Adapter for Codex {
         Some((
             "/compact",
             Box::new(CodexCompact {
-                watch: Watch::start(cwd),
+                watch: Watch::start(cwd, self.conversation.as_deref()),
             }),
         ))
     }
@@ -517,6 +626,33 @@ struct SessionFileConfirm {
     text: String,
     /// Where the message stands so far (never goes back to `Pending`).
     state: Acceptance,
+    /// The session file whose record accepted it: the session's own (issue 32).
+    file: Option<PathBuf>,
+    /// Where the turn that took it stands.
+    turn: TurnProgress,
+}
+
+impl SessionFileConfirm {
+    /// Read what was appended (to the accepting file only, once known): whether a user record
+    /// holds the message, and the turn that took it.
+    fn read(&mut self) {
+        let mut records = self.watch.new_records_by_file();
+        if let Some(own) = &self.file {
+            records.retain(|(f, _)| f == own);
+        }
+        let text = &self.text;
+        let takes = |r: &Value| is_user_record(r) && record_contains(r, text);
+        if self.file.is_none() {
+            if let Some((f, _)) = records.iter().find(|(_, r)| takes(r)) {
+                self.file = Some(f.clone());
+                self.state = Acceptance::Accepted;
+                let own = f.clone();
+                records.retain(|(f, _)| *f == own);
+            }
+        }
+        let records: Vec<Value> = records.into_iter().map(|(_, r)| r).collect();
+        self.turn.read(&records, takes, is_turn_end);
+    }
 }
 
 impl Confirm for SessionFileConfirm {
@@ -532,18 +668,40 @@ impl Confirm for SessionFileConfirm {
         if self.state == Acceptance::Accepted {
             return Acceptance::Accepted;
         }
-        if self
-            .watch
-            .new_records()
-            .iter()
-            .any(|r| is_user_record(r) && record_contains(r, &self.text))
-        {
-            self.state = Acceptance::Accepted;
-        } else if self.state == Acceptance::Pending && pending_input_shows(screen, &self.text) {
+        self.read();
+        if self.state == Acceptance::Pending && pending_input_shows(screen, &self.text) {
             self.state = Acceptance::Queued;
         }
         self.state.clone()
     }
+
+    /// The id the accepting session file records: the session's own conversation, matched by
+    /// the message iapeer pasted (a person's Codex in the same folder never holds it).
+    fn conversation(&self) -> Option<String> {
+        rollout_id(self.file.as_deref()?)
+    }
+
+    fn turn_ended(&mut self) -> bool {
+        if !self.turn.ended {
+            self.read();
+        }
+        self.turn.ended
+    }
+}
+
+/// The wake failure reason for Codex's "open in another app" screen (its row, `row`): what
+/// Codex says and what to do (pure).
+fn open_elsewhere_reason(row: &str) -> String {
+    let said = row
+        .trim()
+        .trim_start_matches(|c: char| !c.is_ascii_alphanumeric())
+        .trim();
+    let said = said.split("  ").next().unwrap_or(said).trim();
+    format!(
+        "Codex says \"{said}\": another Codex (a person's, or its background app server, which \
+         outlives the window that opened it) holds the peer's conversation — close it there \
+         (or end that app server), then send again"
+    )
 }
 
 /// Headers of the pending-input preview Codex 0.171 draws above its composer while a turn
@@ -657,26 +815,32 @@ mod tests {
         text.lines().map(String::from).collect()
     }
 
+    /// A fresh launch's context in `cwd` (port 4242, no system prompt, not gated).
+    fn launch_ctx<'a>(paths: &'a Paths, cwd: &'a Path, env: &'a LaunchEnv) -> LaunchCtx<'a> {
+        LaunchCtx {
+            paths,
+            cwd,
+            mode: WakeMode::Fresh,
+            system_prompt: None,
+            launch_env: env,
+            port: 4242,
+            gated: None,
+        }
+    }
+
     #[test]
     fn argv_carries_the_flags_the_prompt_and_the_port() {
         let dir = tempfile::tempdir().unwrap();
         let paths = Paths::at(dir.path());
-        let c = Codex {
-            program: "/bin/codex".into(),
-        };
+        let c = Codex::with_program("/bin/codex".into());
         let env = LaunchEnv {
             start_args: vec!["--model".into(), "o3".into()],
             ..LaunchEnv::default()
         };
         let prompt = dir.path().join("p.md");
         let ctx = LaunchCtx {
-            paths: &paths,
-            cwd: dir.path(),
-            mode: WakeMode::Fresh,
             system_prompt: Some(&prompt),
-            launch_env: &env,
-            port: 4242,
-            gated: None,
+            ..launch_ctx(&paths, dir.path(), &env)
         };
         let args: Vec<String> = c.command(&ctx).unwrap().arg_strings();
         let cwd = dir.path().display().to_string();
@@ -824,9 +988,7 @@ mod tests {
             .windows(b"unfinished".len())
             .position(|w| w == b"unfinished")
             .expect("the typed draft");
-        let codex = Codex {
-            program: "/bin/codex".into(),
-        };
+        let codex = Codex::with_program("/bin/codex".into());
         let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
         screen.feed(&bytes[..at.saturating_sub(40)], true);
         assert!(screen.text().contains("Ask Codex to do anything"));
@@ -843,9 +1005,7 @@ mod tests {
     /// the turn, which answers nothing), so nothing is held for it.
     #[test]
     fn fixture_approval_dialog_is_a_draft_and_a_running_hook_is_not() {
-        let codex = Codex {
-            program: "/bin/codex".into(),
-        };
+        let codex = Codex::with_program("/bin/codex".into());
         let dir = format!(
             "{}/tests/fixtures/codex-0.171.0/approvals",
             env!("CARGO_MANIFEST_DIR")
@@ -894,9 +1054,7 @@ mod tests {
             .windows(b"Approaching rate limits".len())
             .position(|w| w == b"Approaching rate limits")
             .expect("the menu");
-        let codex = Codex {
-            program: "/bin/codex".into(),
-        };
+        let codex = Codex::with_program("/bin/codex".into());
         let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
         screen.feed(&bytes[..at.saturating_sub(200)], true);
         assert_eq!(codex.live_dialog(&screen), None, "no menu yet");
@@ -1012,7 +1170,7 @@ mod tests {
             Some(ours.clone())
         );
         assert!(watch_dirs(sessions, Path::new("/w/bob")).contains(&old));
-        let mut w = Watch::over(Some(sessions), Path::new("/w/bob"));
+        let mut w = Watch::over(Some(sessions), Path::new("/w/bob"), None);
         let model = "{\"type\":\"event_msg\",\"payload\":{\"type\":\"agent_message\"}}\n";
         let append = |p: &Path| {
             let mut f = std::fs::OpenOptions::new().append(true).open(p).unwrap();
@@ -1051,9 +1209,144 @@ mod tests {
     }
 
     fn codex() -> Codex {
-        Codex {
-            program: "/bin/codex".into(),
+        Codex::with_program("/bin/codex".into())
+    }
+
+    /// The lines of a recording in `tests/fixtures/codex-0.171.0/`.
+    fn fixture_lines(name: &str) -> Vec<String> {
+        let path = format!(
+            "{}/tests/fixtures/codex-0.171.0/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| format!("{l}\n"))
+            .collect()
+    }
+
+    /// The conversation id of `rollout-fresh-session.jsonl` (its name and `session_meta`).
+    const RECORDED_ID: &str = "01a24be8-ec5a-7201-8ab7-041564656d45";
+
+    /// Issue 32 item 1: the session's conversation is the session file that holds the
+    /// message iapeer pasted — not the folder's newest, which may be a person's Codex in the
+    /// same folder — and its id is what that file records. The turn that took the message
+    /// ends with that file's `task_complete`, not another's. Replayed from a real Codex
+    /// 0.171.0 session file (`rollout-fresh-session.jsonl`, the TUI asked `hello there`).
+    #[test]
+    fn fixture_the_conversation_is_the_file_holding_the_paste_and_its_turn_ends_there() {
+        use std::io::Write;
+        let lines = fixture_lines("rollout-fresh-session.jsonl");
+        let cwd = Path::new("/tmp/ex/proj");
+        assert_eq!(rollout_cwd_of_line(&lines[0]), cwd);
+        let dir = tempfile::tempdir().unwrap();
+        let sessions = dir.path().join("sessions");
+        let day = sessions.join("2026/12/06");
+        std::fs::create_dir_all(&day).unwrap();
+        let ours = day.join(format!("rollout-2026-12-06T15-11-25-{RECORDED_ID}.jsonl"));
+        let person_id = "01a24beb-9606-7552-adc0-a7acd4c7b76d";
+        let theirs = day.join(format!("rollout-2026-12-06T15-14-20-{person_id}.jsonl"));
+        std::fs::write(&ours, &lines[0]).unwrap();
+        std::fs::write(&theirs, lines[0].replace(RECORDED_ID, person_id)).unwrap();
+        let append = |path: &Path, text: &str| {
+            let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+            f.write_all(text.as_bytes()).unwrap();
+        };
+        let mut confirm = SessionFileConfirm {
+            watch: Watch::over(Some(&sessions), cwd, None),
+            text: "hello there".into(),
+            state: Acceptance::Pending,
+            file: None,
+            turn: TurnProgress::default(),
+        };
+        // The person's turn, newest in the folder, holds other text.
+        append(&theirs, &lines[1..7].concat());
+        append(&theirs, &lines[7].replace("hello there", "the weather"));
+        assert_eq!(confirm.acceptance(&[], ""), Acceptance::Pending);
+        append(&ours, &lines[1..=10].concat());
+        assert_eq!(confirm.acceptance(&[], ""), Acceptance::Accepted);
+        assert_eq!(confirm.conversation().as_deref(), Some(RECORDED_ID));
+        assert!(!confirm.turn_ended());
+        append(&theirs, &lines[11..].concat());
+        assert!(!confirm.turn_ended(), "another conversation's turn ended");
+        append(&ours, &lines[11..].concat());
+        assert!(confirm.turn_ended());
+        assert_eq!(rollout_of(&sessions, RECORDED_ID), Some(ours.clone()));
+        assert_eq!(rollout_of(&sessions, "01a2"), None, "a whole id only");
+        // A watch of the known conversation reads its file only.
+        let mut bound = Watch::over(Some(&sessions), cwd, Some(person_id));
+        append(&ours, &lines[7]);
+        append(&theirs, &lines[13]);
+        let records = bound.new_records();
+        assert_eq!(records.len(), 1);
+        assert!(is_turn_end(&records[0]));
+    }
+
+    fn rollout_cwd_of_line(line: &str) -> PathBuf {
+        let v: Value = serde_json::from_str(line).unwrap();
+        PathBuf::from(v["payload"]["cwd"].as_str().unwrap())
+    }
+
+    /// A resume names the recorded conversation (`codex resume <id>`), never `--last`; with
+    /// none recorded there is nothing to resume.
+    #[test]
+    fn a_resume_names_the_conversation_and_never_the_newest() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        let env = LaunchEnv::default();
+        let ctx = LaunchCtx {
+            mode: WakeMode::Resume,
+            system_prompt: None,
+            ..launch_ctx(&paths, dir.path(), &env)
+        };
+        assert_eq!(
+            codex().command(&ctx).unwrap_err(),
+            super::super::NO_RECORDED_CONVERSATION
+        );
+        assert_eq!(codex().conversation_naming(), ConversationNaming::Learned);
+        let bound = codex().for_conversation(RECORDED_ID).unwrap();
+        // Its session file is not there: refused, and said which.
+        assert!(bound
+            .command(&ctx)
+            .unwrap_err()
+            .contains(&format!("conversation {RECORDED_ID}")));
+        let fresh = LaunchCtx {
+            mode: WakeMode::Fresh,
+            ..ctx
+        };
+        let args = bound.command(&fresh).unwrap().arg_strings();
+        assert!(
+            !args.iter().any(|a| a == "resume" || a == "--last"),
+            "{args:?}"
+        );
+    }
+
+    /// Issue 32 item 1: a resume whose conversation another Codex holds shows "This
+    /// conversation is open in another app" instead of a composer, and waits for a key
+    /// (recorded: `resume-open-in-another-app.raw`, a person's `codex resume <id>` of the
+    /// peer's conversation, quit, its app server still running). The boot fails with Codex's
+    /// words, and the screen's most informative line is that one too.
+    #[test]
+    fn fixture_a_conversation_open_in_another_app_fails_the_boot_with_codex_s_words() {
+        let screen = screen_of("resume-open-in-another-app.raw");
+        match codex().boot_step(&screen) {
+            BootStep::Fail(reason) => assert_eq!(
+                reason,
+                "Codex says \"This conversation is open in another app\": another Codex (a \
+                 person's, or its background app server, which outlives the window that \
+                 opened it) holds the peer's conversation — close it there (or end that app \
+                 server), then send again"
+            ),
+            other => panic!("{other:?}\n{}", screen.text()),
         }
+        let line = crate::session::failure_line::most_informative_line(
+            screen.text(),
+            crate::term::SESSION_COLS as usize,
+        );
+        assert_eq!(
+            line.as_deref(),
+            Some("🔒 This conversation is open in another app r to retry")
+        );
     }
 
     /// Issue 26 item 5 (c): the rest of a paste cut off by its deadline lands in Codex's

@@ -27,8 +27,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use crate::adapter::{
-    Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, GateState, GateWatch,
-    LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
+    Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
+    GateState, GateWatch, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
+    NO_RECORDED_CONVERSATION,
 };
 use crate::paths::Paths;
 
@@ -117,6 +118,12 @@ pub fn setup_peer(
         _ => Ok(()),
     }
 }
+
+/// What [`setup_peer`] and the echo agent write in a peer's folder, relative to it (a
+/// trailing `/`: everything in that folder): Claude's MCP configuration and its approval,
+/// the echo agent's transcript. `remove` of a worktree peer counts them as the peer's, not as
+/// work (issue 32 item 8).
+pub const FOLDER_FILES: &[&str] = &[".mcp.json", ".claude/settings.local.json", ".echo-agent/"];
 
 /// Bring a peer's MCP configuration for `runtime` to the current form before it wakes (the
 /// daemon calls this at every launch; issue 11 item 1): a configuration written by the

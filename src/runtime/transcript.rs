@@ -13,11 +13,14 @@ use serde_json::Value;
 /// Finds the folder to follow once it exists (see [`TranscriptWatch::located`]).
 pub type Locate = Box<dyn FnMut() -> Option<PathBuf> + Send>;
 
-/// Follows every `*.jsonl` file directly in one folder from the sizes they had at
-/// [`TranscriptWatch::start`]; files created later are read from their beginning.
+/// Follows every `*.jsonl` file directly in one folder (or only the one named by
+/// [`TranscriptWatch::only`]) from the sizes they had at [`TranscriptWatch::start`]; files
+/// created later are read from their beginning.
 pub struct TranscriptWatch {
     /// The folder, once known.
     dir: Option<PathBuf>,
+    /// The one file name followed, when not every `*.jsonl`.
+    only: Option<std::ffi::OsString>,
     /// Asked again (at most every [`LOCATE_EVERY`]) while `dir` is unknown.
     locate: Option<Locate>,
     last_locate: Option<Instant>,
@@ -50,6 +53,7 @@ impl TranscriptWatch {
             .collect();
         TranscriptWatch {
             dir: Some(dir.to_path_buf()),
+            only: None,
             locate: None,
             last_locate: None,
             started: SystemTime::now(),
@@ -67,6 +71,7 @@ impl TranscriptWatch {
             Some(dir) => TranscriptWatch::start(&dir),
             None => TranscriptWatch {
                 dir: None,
+                only: None,
                 locate: Some(locate),
                 last_locate: Some(Instant::now()),
                 started: SystemTime::now(),
@@ -76,6 +81,25 @@ impl TranscriptWatch {
         }
     }
 
+    /// Follow only the file `name` of the folder (a conversation's own transcript, issue
+    /// 32), from the size it had when the watch started.
+    pub fn only(mut self, name: impl Into<std::ffi::OsString>) -> TranscriptWatch {
+        let name = name.into();
+        self.offsets
+            .retain(|p, _| p.file_name() == Some(name.as_os_str()));
+        self.only = Some(name);
+        self
+    }
+
+    /// The files of `dir` this watch follows.
+    fn files(&self, dir: &Path) -> Vec<PathBuf> {
+        let mut files = jsonl_files(dir);
+        if let Some(name) = &self.only {
+            files.retain(|p| p.file_name() == Some(name.as_os_str()));
+        }
+        files
+    }
+
     /// The followed folder, asking the locator again when it is due.
     fn dir(&mut self) -> Option<PathBuf> {
         if self.dir.is_none() {
@@ -83,7 +107,7 @@ impl TranscriptWatch {
             if let (true, Some(locate)) = (due, self.locate.as_mut()) {
                 self.last_locate = Some(Instant::now());
                 if let Some(dir) = locate() {
-                    for p in jsonl_files(&dir) {
+                    for p in self.files(&dir) {
                         let Ok(m) = std::fs::metadata(&p) else {
                             continue;
                         };
@@ -113,7 +137,7 @@ impl TranscriptWatch {
         let Some(dir) = self.dir() else {
             return out;
         };
-        for path in jsonl_files(&dir) {
+        for path in self.files(&dir) {
             let from = self.offsets.get(&path).copied().unwrap_or(0);
             let Ok(mut f) = File::open(&path) else {
                 continue;
@@ -137,6 +161,40 @@ impl TranscriptWatch {
             }
         }
         out
+    }
+}
+
+/// Where the turn that took one delivered message stands (issue 32 item 2), read from the
+/// runtime's records in the order they were written: `taken` once a record shows the runtime
+/// took the message, `ended` once a record ending a turn follows that one. A turn's end
+/// before the message was taken (the turn it was queued behind) is not its end.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TurnProgress {
+    /// A record shows the message taken into a turn.
+    pub taken: bool,
+    /// A turn's end followed it.
+    pub ended: bool,
+}
+
+impl TurnProgress {
+    /// Read newly appended `records` (pure): `takes` says whether a record shows the message
+    /// taken, `ends` whether it ends a turn.
+    pub fn read(
+        &mut self,
+        records: &[Value],
+        takes: impl Fn(&Value) -> bool,
+        ends: impl Fn(&Value) -> bool,
+    ) {
+        for r in records {
+            if self.ended {
+                return;
+            }
+            if !self.taken {
+                self.taken = takes(r);
+            } else if ends(r) {
+                self.ended = true;
+            }
+        }
     }
 }
 
@@ -204,6 +262,18 @@ mod tests {
     }
 
     #[test]
+    fn a_watch_of_one_file_ignores_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
+        std::fs::write(&a, "{\"n\":1}\n").unwrap();
+        let mut w = TranscriptWatch::start(dir.path()).only("a.jsonl");
+        std::fs::write(&b, "{\"n\":2}\n").unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(&a).unwrap();
+        f.write_all(b"{\"n\":3}\n").unwrap();
+        assert_eq!(w.new_records(), vec![json!({"n":3})]);
+    }
+
+    #[test]
     fn a_located_watch_follows_the_folder_once_it_is_found() {
         let dir = tempfile::tempdir().unwrap();
         let found = dir.path().join("found");
@@ -217,6 +287,31 @@ mod tests {
         std::fs::write(found.join("a.jsonl"), "{\"n\":1}\n").unwrap();
         std::thread::sleep(LOCATE_EVERY);
         assert_eq!(w.new_records(), vec![json!({"n":1})]);
+    }
+
+    #[test]
+    fn a_turn_ends_only_after_the_message_was_taken() {
+        let takes = |r: &Value| r["m"] == "ours";
+        let ends = |r: &Value| r["end"] == true;
+        let mut t = TurnProgress::default();
+        // The end of the turn it was queued behind, then ours taken: not ended.
+        t.read(
+            &[json!({"end":true}), json!({"m":"ours"}), json!({"m":"x"})],
+            takes,
+            ends,
+        );
+        assert_eq!(
+            t,
+            TurnProgress {
+                taken: true,
+                ended: false
+            }
+        );
+        t.read(&[json!({"m":"y"}), json!({"end":true})], takes, ends);
+        assert!(t.ended);
+        let mut both = TurnProgress::default();
+        both.read(&[json!({"m":"ours"}), json!({"end":true})], takes, ends);
+        assert!(both.ended, "taken and ended in one read");
     }
 
     #[test]

@@ -35,6 +35,9 @@ pub const CONFIRM_POLL: Duration = Duration::from_millis(25);
 /// How often the ready gate re-reads the runtime's activity when no output arrives; output
 /// re-reads at once (a turn that starts redraws the screen).
 pub const GATE_POLL: Duration = Duration::from_millis(50);
+/// How often the turn of an accepted message is looked at ([`TurnFollower`]): only its
+/// end is wanted, and only while the session lives.
+pub const TURN_POLL: Duration = Duration::from_secs(1);
 /// At most this much output since the paste is kept for confirmation.
 const OUTPUT_CAP: usize = 1 << 20;
 
@@ -321,15 +324,29 @@ impl ActiveDelivery {
         }
     }
 
-    /// The ready gate of a delivery that ended in [`Step::Gate`], from `now`.
-    pub fn into_gate(self, now: Instant) -> GateFollower {
-        GateFollower {
-            id: self.id,
-            deadline: now + self.gate.unwrap_or_default(),
-            next_poll: now,
-            activity_before: self.activity_before,
-            watch: self.gate_watch,
-        }
+    /// Whether it is a wake's first message (it has a ready gate).
+    pub fn is_wake_first(&self) -> bool {
+        self.gate.is_some()
+    }
+
+    /// The ready gate of a delivery that ended in [`Step::Gate`], from `now`, and the
+    /// follower of its turn.
+    pub fn into_gate(self, now: Instant) -> (GateFollower, TurnFollower) {
+        (
+            GateFollower {
+                id: self.id,
+                deadline: now + self.gate.unwrap_or_default(),
+                next_poll: now,
+                activity_before: self.activity_before,
+                watch: self.gate_watch,
+            },
+            TurnFollower::new(self.id, self.confirmer, now),
+        )
+    }
+
+    /// The follower of the turn of a delivery that ended in `Step::Done(Ok)`.
+    pub fn into_turn(self, now: Instant) -> TurnFollower {
+        TurnFollower::new(self.id, self.confirmer, now)
     }
 
     /// The follower of a delivery that ended in [`Step::Queued`]: it keeps the confirmer.
@@ -526,6 +543,57 @@ impl QueueFollower {
     pub fn next_deadline(&self) -> Instant {
         self.next_poll
     }
+
+    /// The follower of its turn, once [`QueueFollower::poll`] said it reached the model.
+    pub fn into_turn(self, now: Instant) -> TurnFollower {
+        TurnFollower::new(self.id, self.confirmer, now)
+    }
+}
+
+/// A message the runtime took, followed until the turn that took it ends (issue 32 item 2),
+/// as its confirmer reads the runtime's records ([`Confirm::turn_ended`]): a session that
+/// dies first reports the message's turn as cut off, and its sender is told.
+pub struct TurnFollower {
+    /// The router's delivery id.
+    pub id: u64,
+    confirmer: Box<dyn Confirm>,
+    next_poll: Instant,
+}
+
+impl TurnFollower {
+    /// Follow delivery `id`'s turn with the `confirmer` that accepted it, from `now`.
+    pub fn new(id: u64, confirmer: Box<dyn Confirm>, now: Instant) -> TurnFollower {
+        TurnFollower {
+            id,
+            confirmer,
+            next_poll: now,
+        }
+    }
+
+    /// Check again when due (every [`TURN_POLL`]); true once the turn ended.
+    pub fn poll(&mut self, now: Instant) -> bool {
+        if now < self.next_poll {
+            return false;
+        }
+        self.next_poll = now + TURN_POLL;
+        self.confirmer.turn_ended()
+    }
+
+    /// One last look when the session ends, due or not.
+    pub fn last_look(&mut self) -> bool {
+        self.poll(self.next_poll)
+    }
+
+    /// The conversation whose records accepted the message, when the runtime's ids are
+    /// learned ([`Confirm::conversation`]).
+    pub fn conversation(&self) -> Option<String> {
+        self.confirmer.conversation()
+    }
+
+    /// When [`TurnFollower::poll`] next needs to run.
+    pub fn next_deadline(&self) -> Instant {
+        self.next_poll
+    }
 }
 
 #[cfg(test)]
@@ -597,6 +665,34 @@ mod tests {
         fn confirmed(&mut self, _: &[u8]) -> bool {
             true
         }
+    }
+
+    /// A confirmer whose turn ends at its `n`th look.
+    struct EndsAt(u32);
+    impl Confirm for EndsAt {
+        fn confirmed(&mut self, _: &[u8]) -> bool {
+            true
+        }
+        fn turn_ended(&mut self) -> bool {
+            self.0 = self.0.saturating_sub(1);
+            self.0 == 0
+        }
+    }
+
+    #[test]
+    fn a_turn_is_looked_at_every_turn_poll_and_once_more_at_the_end() {
+        let t0 = Instant::now();
+        let mut t = TurnFollower::new(3, Box::new(EndsAt(3)), t0);
+        assert!(!t.poll(t0), "first look");
+        assert_eq!(t.next_deadline(), t0 + TURN_POLL);
+        assert!(!t.poll(t0 + TURN_POLL / 2), "not due: no look");
+        assert!(!t.poll(t0 + TURN_POLL), "second look");
+        assert!(
+            t.last_look(),
+            "the last look is taken whenever the session ends"
+        );
+        // A runtime that records no turns has none in progress.
+        assert!(TurnFollower::new(4, Box::new(Always), t0).poll(t0));
     }
 
     struct Needle(&'static [u8]);
@@ -766,7 +862,7 @@ mod tests {
             Step::Gate,
             "accepted: the sender is answered before the gate"
         );
-        (d.into_gate(t1), t1)
+        (d.into_gate(t1).0, t1)
     }
 
     #[test]
@@ -814,7 +910,7 @@ mod tests {
                 Step::Write(b"\r".to_vec())
             );
             assert_eq!(d.poll(past + PASTE_SIGNAL_WAIT, String::new), Step::Gate);
-            d.into_gate(past + PASTE_SIGNAL_WAIT)
+            d.into_gate(past + PASTE_SIGNAL_WAIT).0
         };
         let mut g = late();
         assert_eq!(

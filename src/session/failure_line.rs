@@ -7,8 +7,11 @@
 /// Longest line handed to a sender, in characters (longer ones end with `…`).
 pub const MAX_CHARS: usize = 300;
 
-/// Words that mark a line as an error report (matched case-insensitively).
-const ERROR_WORDS: [&str; 24] = [
+/// Words that mark a line as an error report (matched case-insensitively). `open in another
+/// app` is Codex 0.171.0's screen for a conversation another Codex holds
+/// (`codex-0.171.0/resume-open-in-another-app.raw`), whose other lines are keys to press.
+const ERROR_WORDS: [&str; 25] = [
+    "open in another app",
     "error",
     "failed",
     "failure",
@@ -130,11 +133,13 @@ pub fn most_informative_line(screen: &str, width: usize) -> Option<String> {
         .enumerate()
         .max_by_key(|(i, l)| (score(l), *i))
         .map(|(_, l)| l)?;
+    // Runs of blanks are one (a TUI spreads a row's parts over the width).
+    let best = best.split_whitespace().collect::<Vec<_>>().join(" ");
     Some(if best.chars().count() > MAX_CHARS {
         let cut: String = best.chars().take(MAX_CHARS - 1).collect();
         format!("{cut}…")
     } else {
-        best.to_string()
+        best
     })
 }
 

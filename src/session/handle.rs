@@ -269,6 +269,22 @@ pub enum EventKind {
         /// The delivery id.
         id: u64,
     },
+    /// The session's conversation id, learned from the runtime's records of its first
+    /// confirmed delivery ([`crate::adapter::ConversationNaming::Learned`], issue 32): the
+    /// router records it with the topics (`.conversation`), and the session's readers follow
+    /// that conversation from now on.
+    Conversation {
+        /// The runtime's id of the conversation.
+        id: String,
+    },
+    /// Sent just before [`EventKind::Exited`]: the deliveries the runtime had taken whose
+    /// turn had not ended by the runtime's own records (issue 32 item 2: an agent that dies
+    /// mid-task), oldest first. A wake's first message among them has its failed
+    /// [`EventKind::GateOutcome`] sent `quiet`.
+    TurnsCut {
+        /// The delivery ids.
+        ids: Vec<u64>,
+    },
     /// Outcome of a [`SessionCmd::Compact`].
     Compacted {
         /// The request id.

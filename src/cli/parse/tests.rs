@@ -220,7 +220,7 @@ fn values_flags_and_positionals() {
     assert!(inv.flag(flags::JSON) && inv.positionals.is_empty());
     let inv = run(&["remove", "--force", "bob"]);
     assert_eq!(inv.positionals, ["bob"]);
-    assert!(inv.flag(flags::FORCE));
+    assert!(inv.flag(flags::REMOVE_FORCE));
 
     // `--` ends flags.
     let inv = run(&["send", "--message", "hi", "--", "--bob"]);

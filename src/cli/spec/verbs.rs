@@ -63,6 +63,11 @@ pub mod flags {
         "force",
         "go ahead even when the peer is live (its sessions are ended)",
     );
+    /// `--force` of remove.
+    pub const REMOVE_FORCE: FlagSpec = boolean(
+        "force",
+        "go ahead when the peer is live (sessions ended) or its worktree holds work (lost)",
+    );
     /// `--runtime <rt>` of create and init.
     pub const PEER_RUNTIME: FlagSpec = valued(
         "runtime",
@@ -160,6 +165,20 @@ pub mod flags {
         "<folder>",
         Complete::Path,
         "the peer's folder, named as the peer (default <root>/peers/<name>)",
+    );
+    /// `--worktree <repo>` (create).
+    pub const WORKTREE: FlagSpec = valued(
+        "worktree",
+        "<repo>",
+        Complete::Path,
+        "make the folder a new git worktree of this repository (branch iapeer/<name>)",
+    );
+    /// `--branch <b>` (create, with --worktree).
+    pub const BRANCH: FlagSpec = valued(
+        "branch",
+        "<b>",
+        Complete::Text,
+        "the worktree's branch: checked out if it exists, else made (with --worktree)",
     );
     /// `--fix` (verify).
     pub const FIX: FlagSpec = boolean(
@@ -341,7 +360,7 @@ use flags::{
     PEER_RUNTIME, PURGE, REINSTALL, RUNTIMES_ALL, SEND_ID, SEND_RUNTIME, SEND_TIMEOUT, TOPIC,
     UPDATE_FORCE, YES,
 };
-use flags::{CONFIRM_RUNTIME, FOLLOW, HUMAN, INBOX_ALL, PRINT, SINCE};
+use flags::{BRANCH, CONFIRM_RUNTIME, FOLLOW, HUMAN, INBOX_ALL, PRINT, SINCE, WORKTREE};
 
 const PEER_AND_RUNTIME: &[PosSpec] = &[args::PEER, RUNTIME];
 /// The flags of a verb that acts on one peer or on all of them.
@@ -555,15 +574,24 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Create),
         name: "create",
-        signature: "create <name> [--runtime <rt>] [--path <folder>] [--description <d>] \
-            [--intelligence <i>] [--no-bootstrap] [--json]",
+        signature: "create <name> [--runtime <rt>] [--path <folder>] [--worktree <repo> [--branch <b>]] \
+            [--description <d>] [--intelligence <i>] [--no-bootstrap] [--json]",
         summary: "make a folder for a new peer and register it",
         description: "Make the working folder of a new peer (--path, else the peers folder of the iapeer \
-            root) and turn it into a peer as init does. The folder's name, normalized, must equal <name>.",
+            root) and turn it into a peer as init does. The folder's name, normalized, must equal <name>. \
+            With --worktree <repo> the folder is a new git worktree of that repository (a folder of its \
+            working tree, or a bare repository), on a new branch iapeer/<name> made from its HEAD (refused \
+            when that branch exists); --branch <b> checks out the branch b instead (refused when another \
+            worktree has it checked out) or, when there is none, makes it: tracking the one remote branch \
+            of that name, else from HEAD — create says which. The peer's own files (.iapeer/) are \
+            ignored by git there. list shows the branch; remove removes the worktree and keeps the branch; \
+            rename moves it with git.",
         positionals: &[NAME],
         flags: &[
             PEER_RUNTIME,
             PATH,
+            WORKTREE,
+            BRANCH,
             DESCRIPTION,
             INTELLIGENCE,
             NO_BOOTSTRAP,
@@ -602,7 +630,10 @@ pub static VERBS: &[VerbSpec] = &[
             of its own) and the default one marked, whether a terminal is attached, queue depth, last \
             activity and description (on one line, its control characters as visible stand-ins: ␛ for \
             ESC, ␤ for a line break, <U+202E> for a bidi control; --json gives it exactly). Works when \
-            the daemon is down; then every agent shows asleep.",
+            the daemon is down; then every agent shows asleep. When a peer's folder is a git worktree \
+            (create --worktree) a BRANCH column shows its branch as git lists it ((detached), or ! with \
+            a line below when git no longer knows the worktree); --json gives it as worktree: \
+            {repository, branch, head, problem}.",
         positionals: &[],
         flags: &[JSON],
         rules: &[],
@@ -618,7 +649,10 @@ pub static VERBS: &[VerbSpec] = &[
         description: "Check every peer profile (valid name, default runtime declared and listed, known nature \
             allowed on its runtimes) and the registry against the profiles. Exits 1 while problems remain. \
             What a runtime package or the user chose is a warning and exits 0: a name other than the \
-            folder's, a description of several lines or over 450 characters, the legacy runtime field.",
+            folder's, a description of several lines or over 450 characters, the legacy runtime field. \
+            A worktree peer (create --worktree) whose worktree git no longer knows is a problem, with \
+            what to do: --fix runs git worktree repair for a folder moved without git; for a worktree \
+            git pruned it prints the git commands that attach the folder again.",
         positionals: &[],
         flags: &[
             JSON,
@@ -633,14 +667,19 @@ pub static VERBS: &[VerbSpec] = &[
         id: VerbId::Run(Verb::Remove),
         name: "remove",
         signature: "remove <peer> [--force] [--json]",
-        summary: "unregister a peer, keeping its folder",
+        summary: "unregister a peer, keeping its folder (or a worktree's branch)",
         description: "Drop the peer from the registry, end its sessions, and delete its attachment inbox \
             and lifecycle markers. The folder is kept, and a human's messages too, set aside as \
             <name>.removed-<ms>.jsonl so a later peer of that name starts with an empty inbox. A live \
             peer is refused without --force; removing an unknown peer does nothing and succeeds. A \
-            later send to the name says it was removed.",
+            later send to the name says it was removed. A peer made with create --worktree has its \
+            worktree removed (git worktree remove; files git ignores go with it) and its branch kept, \
+            with the command that deletes the branch; a worktree holding uncommitted changes or \
+            untracked files is refused, naming them, and --force removes it with them (they are lost; \
+            the branch's commits are kept). A worktree git has locked is refused; one git no longer \
+            knows is kept as a folder.",
         positionals: &[args::PEER],
-        flags: &[FORCE, JSON],
+        flags: &[flags::REMOVE_FORCE, JSON],
         rules: &[],
         hidden: false,
         group: Group::Peers,
@@ -658,7 +697,9 @@ pub static VERBS: &[VerbSpec] = &[
             fails (a full disk too); a rename killed halfway is finished or undone by the next \
             iapeer command or the daemon (state/iapeer/rename.json is its journal). A later \
             send to <old> is refused with the name it was renamed to (the last 64 freed names are \
-            kept in state/iapeer/former-names.json).",
+            kept in state/iapeer/former-names.json). A worktree peer's folder is moved with git \
+            worktree move (uncommitted work moves with it), a step the journal undoes or finishes; a \
+            worktree git has locked or no longer knows is refused.",
         positionals: &[args::OLD, args::NEW],
         flags: &[FORCE, JSON],
         rules: &[],

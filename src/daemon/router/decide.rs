@@ -171,6 +171,10 @@ pub(crate) struct ExitFacts {
     pub stopped: bool,
     /// `.new-eager` is set (from `self-fresh`).
     pub new_eager: bool,
+    /// The child exited by itself with status 0 (a self-close, e.g. `/exit`).
+    pub clean_exit: bool,
+    /// The session held a conversation: it resumed one, or a message was delivered to it.
+    pub had_conversation: bool,
 }
 
 /// What happens to the unanswered in-flight job of an ended session.
@@ -200,9 +204,16 @@ pub(crate) struct ExitPlan {
     pub new_eager: bool,
     /// Move the identity's queue (not during shutdown).
     pub pump: bool,
+    /// Make the conversation resume-eligible (`.idle-reaped`): an agent that died holding
+    /// a conversation (issue 32 item 2) resumes it on the next message on its topic, as
+    /// after an idle sleep; the crash-loop guard still refuses one that keeps dying.
+    pub resume_eligible: bool,
 }
 
 /// The decision after a session ended (spec 05 §4 "dead session", §8, spec 03 §1 step 9).
+/// Spec 05 §2 rule 5 starts fresh after a crash; an agent that dies holding a conversation
+/// (killed, or exited with an error, not a self-close) is resumed on its topic instead
+/// (issue 32 item 2: a crash lost the thread).
 pub(crate) fn after_exit(f: &ExitFacts) -> ExitPlan {
     let router = f.kind == RuntimeKind::Router;
     let inflight = match (f.inflight, router) {
@@ -210,8 +221,15 @@ pub(crate) fn after_exit(f: &ExitFacts) -> ExitPlan {
         (true, true) => Inflight::Requeue,
         (true, false) => Inflight::Fail,
     };
+    let record_death = counts_as_death(f.cause, f.boot_failed);
     ExitPlan {
-        record_death: counts_as_death(f.cause, f.boot_failed),
+        record_death,
+        resume_eligible: !router
+            && record_death
+            && !f.clean_exit
+            && f.had_conversation
+            && !f.shutting_down
+            && !f.stopped,
         inflight,
         back_off: router
             && !f.shutting_down

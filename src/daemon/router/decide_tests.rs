@@ -61,6 +61,8 @@ fn exit(kind: RuntimeKind, cause: Cause) -> ExitFacts {
         shutting_down: false,
         stopped: false,
         new_eager: false,
+        clean_exit: false,
+        had_conversation: false,
     }
 }
 
@@ -401,6 +403,60 @@ fn which_ends_count_as_deaths() {
     assert!(!counts_as_death(Cause::DialogRefused, true));
     assert!(after_exit(&exit(AGENT, Cause::BootTimeout)).record_death);
     assert!(!after_exit(&exit(AGENT, Cause::IdleSleep)).record_death);
+}
+
+/// Issue 32 item 2: an agent that dies holding a conversation is resumed on its topic (its
+/// conversation made resume-eligible), unlike spec 05 §2 rule 5's "crash → fresh"; a
+/// self-close, a session that held none, an end on purpose, a stop or a shutdown are not.
+#[test]
+fn an_agent_that_died_holding_a_conversation_resumes_it() {
+    let died = |cause, f: fn(ExitFacts) -> ExitFacts| {
+        after_exit(&f(ExitFacts {
+            had_conversation: true,
+            ..exit(AGENT, cause)
+        }))
+        .resume_eligible
+    };
+    assert!(died(Cause::ChildExit, |f| f));
+    assert!(
+        died(Cause::KilledByDaemon, |f| ExitFacts {
+            boot_failed: true,
+            ..f
+        }),
+        "a resume that failed at boot stays resumable (the crash-loop guard ends it)"
+    );
+    assert!(died(Cause::BootTimeout, |f| f));
+    assert!(!died(Cause::ChildExit, |f| ExitFacts {
+        clean_exit: true,
+        ..f
+    }));
+    assert!(!died(Cause::ChildExit, |f| ExitFacts {
+        had_conversation: false,
+        ..f
+    }));
+    assert!(!died(Cause::ChildExit, |f| ExitFacts {
+        stopped: true,
+        ..f
+    }));
+    assert!(!died(Cause::ChildExit, |f| ExitFacts {
+        shutting_down: true,
+        ..f
+    }));
+    for cause in [
+        Cause::Stop,
+        Cause::IdleSleep,
+        Cause::Replaced,
+        Cause::Removed,
+    ] {
+        assert!(!died(cause, |f| f), "{cause:?}");
+    }
+    assert!(
+        !after_exit(&ExitFacts {
+            had_conversation: true,
+            ..exit(ROUTER, Cause::ChildExit)
+        })
+        .resume_eligible
+    );
 }
 
 /// Spec 05 §2 step 8 (boot deadline 240 s, enforced in the session thread, see

@@ -98,6 +98,12 @@ impl Router {
                 }
             }
             EventKind::ComposerCleared { id } => self.on_composer_cleared(&identity, id),
+            EventKind::Conversation { id } => self.on_conversation(&identity, &id),
+            EventKind::TurnsCut { ids } => {
+                if let Some(s) = self.live.sessions.get_mut(&identity) {
+                    s.cut = ids;
+                }
+            }
             EventKind::Compacted { id, result } => self.on_compacted(&identity, id, result),
             EventKind::Attached(n) => {
                 if let Some(s) = self.live.sessions.get_mut(&identity) {
@@ -110,6 +116,17 @@ impl Router {
                 cause,
             } => self.on_exited(&identity, ev.session, status, signal, cause),
         }
+    }
+
+    /// `identity`'s session learned its conversation's id (issue 32): recorded with its
+    /// topics (`.conversation`) and logged (`ev=conversation identity id`).
+    fn on_conversation(&mut self, identity: &Identity, id: &str) {
+        super::logged(self.markers(identity).write_conversation(id));
+        self.lifecycle(
+            Event::new("conversation")
+                .field("identity", identity)
+                .field("id", id),
+        );
     }
 
     pub(crate) fn progress_to_waiters(&self, identity: &Identity, phase: &str) {

@@ -199,7 +199,7 @@ impl Told {
 }
 
 /// `Your message to <p> (<runtime>)[ sent at <ts>] ("<preview>[…]")` (pure).
-fn which_message(f: &Followed) -> String {
+pub(super) fn which_message(f: &Followed) -> String {
     let when =
         f.ts.as_deref()
             .map(|ts| format!(" sent at {ts}"))
@@ -346,7 +346,7 @@ impl Router {
     }
 
     /// Send `message` from `iapeer` to a followed send's sender — unless it is asleep.
-    fn send_notice(&mut self, f: &Followed, message: String) {
+    pub(super) fn send_notice(&mut self, f: &Followed, message: String) {
         if !self.live.has(&f.caller) {
             // Never woken for this (spec 05 §7); the follow-up line is the record.
             self.lifecycle(

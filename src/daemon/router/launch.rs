@@ -26,7 +26,7 @@ use crate::paths::Paths;
 use crate::profile::Profile;
 use crate::protocol::Code;
 use crate::registry::{Registry, RegistryPeer};
-use crate::runtime::{Adapter, LaunchCtx, RuntimeKind, WakeMode};
+use crate::runtime::{Adapter, ConversationNaming, LaunchCtx, RuntimeKind, WakeMode};
 use crate::session::env::{session_env, EnvInput};
 use crate::session::handle::{Cause, Delivery, SessionCmd, SessionEvent, SessionHandle};
 use crate::session::spawn::SpawnSpec;
@@ -92,6 +92,7 @@ impl Router {
                 state: SessState::Booting,
                 started: self.now,
                 mode: plan.mode,
+                conversation: plan.conversation.clone(),
                 decision: plan.decision,
                 first_job: plan.first_job,
                 early_events: Vec::new(),
@@ -182,6 +183,7 @@ impl Router {
                 if let Some(d) = l.decision {
                     ev = ev.field("cause", d.cause);
                 }
+                let ev = ev.opt("conversation", l.conversation.as_deref());
                 self.lifecycle(ev.field("pid", spawned.pid.to_string()));
             }
             LaunchFor::AlwaysOn => self.lifecycle(
@@ -208,6 +210,7 @@ impl Router {
             mode: l.mode,
             mcp_up: l.mcp_up,
             ephemeral: l.ephemeral,
+            cut: Vec::new(),
         });
         if l.mcp_up {
             handle.send(SessionCmd::McpUp);
@@ -312,6 +315,8 @@ impl Router {
         let gated = (adapter.kind() == RuntimeKind::Agent
             && profile.as_ref().is_some_and(Profile::is_gated))
         .then_some(self.cfg.approval_timeout);
+        let naming = adapter.conversation_naming();
+        let recorded = markers.conversation();
         let decision = (adapter.kind() == RuntimeKind::Agent).then(|| {
             let facts = WakeFacts {
                 fresh_next: markers.is_set(Flag::FreshNext),
@@ -324,10 +329,13 @@ impl Router {
                         .is_some_and(|i| i.contains_key("telegram")),
                 topic: topic.clone(),
                 topics: markers.topics(),
+                named: naming != ConversationNaming::Folder,
+                conversation: recorded.clone(),
             };
             decide_mode(mode_req, &facts)
         });
         let mode = decision.map(|d| d.mode).unwrap_or(WakeMode::Fresh);
+        let conversation = launch_conversation(mode, naming, recorded);
         let (first, first_job) = match self
             .queues
             .endpoints
@@ -352,6 +360,7 @@ impl Router {
             peer,
             adapter,
             mode,
+            conversation,
             decision,
             first,
             first_job,
@@ -371,6 +380,10 @@ pub(crate) struct LaunchPlan {
     peer: RegistryPeer,
     adapter: Arc<dyn Adapter>,
     mode: WakeMode,
+    /// The conversation the session starts (a chosen id) or resumes, when its id is known
+    /// at launch (issue 32); `None` for a runtime whose id is learned later, or that does
+    /// not name its conversations.
+    conversation: Option<String>,
     /// The fresh/resume decision (agents only).
     decision: Option<WakeDecision>,
     /// The queued message that rides the wake as its first delivery (agents only).
@@ -381,6 +394,33 @@ pub(crate) struct LaunchPlan {
     /// A gated agent (`approval_mode: "gated"`): the approval timeout its launch gives the
     /// permission hook (spec 10 §4).
     gated: Option<std::time::Duration>,
+}
+
+/// The conversation a launch starts or resumes, when known at launch (pure; issue 32): a
+/// fresh one gets a new id where iapeer chooses it, a resume names the recorded one; a
+/// runtime that learns its ids, or keeps one conversation per folder, has none yet.
+fn launch_conversation(
+    mode: WakeMode,
+    naming: ConversationNaming,
+    recorded: Option<String>,
+) -> Option<String> {
+    match (mode, naming) {
+        (_, ConversationNaming::Folder) => None,
+        (WakeMode::Fresh, ConversationNaming::Chosen) => Some(crate::fsutil::random_uuid()),
+        (WakeMode::Fresh, ConversationNaming::Learned) => None,
+        (WakeMode::Resume, _) => recorded,
+    }
+}
+
+impl LaunchPlan {
+    /// The adapter the session uses: bound to its conversation when that is known
+    /// ([`Adapter::for_conversation`]).
+    fn session_adapter(&self) -> Arc<dyn Adapter> {
+        self.conversation
+            .as_deref()
+            .and_then(|id| self.adapter.for_conversation(id))
+            .unwrap_or_else(|| self.adapter.clone())
+    }
 }
 
 /// What the launcher thread needs besides the plan (owned copies of router state).
@@ -419,7 +459,8 @@ fn run_launch(plan: &LaunchPlan, token: String, env: &LaunchEnv) -> Result<Spawn
         env.cfg.bearer.as_deref(),
         env.fleet_secret.as_deref(),
     );
-    let spec = prepare_spawn(plan, &token, bearer, &env.paths, env.port)?;
+    let adapter = plan.session_adapter();
+    let spec = prepare_spawn(plan, &adapter, &token, bearer, &env.paths, env.port)?;
     // The decision is final now: consume the markers it read.
     let markers = Markers::new(&env.paths, ident);
     if let Some(d) = plan.decision {
@@ -434,7 +475,7 @@ fn run_launch(plan: &LaunchPlan, token: String, env: &LaunchEnv) -> Result<Spawn
     if plan.ephemeral {
         logged(markers.clear(Flag::EphemeralArmed));
     }
-    let (handle, pid) = start_session(plan, spec, env)?;
+    let (handle, pid) = start_session(plan, adapter, spec, env)?;
     // The child runs now: whatever happens to the record keeping, the router must get the
     // session (a panic here is logged by the hook and the launch still reports it).
     let _ = crate::daemon::guard::catch(|| {
@@ -448,6 +489,11 @@ fn run_launch(plan: &LaunchPlan, token: String, env: &LaunchEnv) -> Result<Spawn
         }));
         if plan.mode == WakeMode::Fresh && plan.adapter.kind() == RuntimeKind::Agent {
             logged(markers.reset_topics());
+            // The topics' conversation: the one chosen now, or none until it is learned.
+            logged(match plan.conversation.as_deref() {
+                Some(id) => markers.write_conversation(id),
+                None => markers.clear_conversation(),
+            });
         }
     });
     Ok(Spawned { handle, pid })
@@ -473,6 +519,7 @@ fn refresh_mcp_config(plan: &LaunchPlan, bearer: bool) {
 /// child's environment (with its session `token` and the `bearer` it is handed).
 fn prepare_spawn(
     plan: &LaunchPlan,
+    adapter: &Arc<dyn Adapter>,
     token: &str,
     bearer: Option<&str>,
     paths: &Paths,
@@ -480,7 +527,7 @@ fn prepare_spawn(
 ) -> Result<SpawnSpec, Refusal> {
     let (ident, peer) = (&plan.ident, &plan.peer);
     let p = ident.personality.as_str();
-    let prompt_path = if plan.adapter.wants_system_prompt() {
+    let prompt_path = if adapter.wants_system_prompt() {
         let facts = crate::prompt::HostFacts::detect();
         let home = crate::paths::home_dir();
         let text = crate::prompt::assemble(paths, peer, &plan.registry, &facts, home.as_deref());
@@ -501,7 +548,7 @@ fn prepare_spawn(
         port,
         gated: plan.gated,
     };
-    let cmd = plan.adapter.command(&ctx).map_err(|e| offline(p, e))?;
+    let cmd = adapter.command(&ctx).map_err(|e| offline(p, e))?;
     let home = crate::paths::home_dir();
     let env = session_env(&EnvInput {
         inherited: std::env::vars().collect(),
@@ -525,6 +572,7 @@ fn prepare_spawn(
 /// Fork the child and start its session thread (which owns it from here on).
 fn start_session(
     plan: &LaunchPlan,
+    adapter: Arc<dyn Adapter>,
     spec: SpawnSpec,
     env: &LaunchEnv,
 ) -> Result<(SessionHandle, u32), Refusal> {
@@ -535,7 +583,8 @@ fn start_session(
         session: plan.session,
         identity: identity.clone(),
         cwd: plan.peer.cwd.clone(),
-        adapter: plan.adapter.clone(),
+        adapter,
+        conversation: plan.conversation.clone(),
         pane_log: paths.pane_log(&identity),
         exits_log: exits_log.clone(),
         boot_deadline: cfg.boot_deadline,
@@ -552,4 +601,35 @@ fn start_session(
             format!("cannot start {}: {e}", spec.program.to_string_lossy()),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_launch_knows_its_conversation_where_the_runtime_lets_it() {
+        use ConversationNaming::{Chosen, Folder, Learned};
+        let recorded = || Some("3f2c1a5e-1111-4222-8333-444455556666".to_string());
+        let chosen = launch_conversation(WakeMode::Fresh, Chosen, recorded()).unwrap();
+        assert!(crate::markers::valid_conversation_id(&chosen));
+        assert_ne!(chosen, recorded().unwrap(), "a fresh start gets a new id");
+        assert_eq!(
+            launch_conversation(WakeMode::Fresh, Learned, recorded()),
+            None
+        );
+        assert_eq!(
+            launch_conversation(WakeMode::Resume, Chosen, recorded()),
+            recorded()
+        );
+        assert_eq!(
+            launch_conversation(WakeMode::Resume, Learned, recorded()),
+            recorded()
+        );
+        assert_eq!(launch_conversation(WakeMode::Resume, Learned, None), None);
+        assert_eq!(
+            launch_conversation(WakeMode::Resume, Folder, recorded()),
+            None
+        );
+    }
 }

@@ -6,6 +6,7 @@
 mod always_on;
 mod approvals;
 mod broker;
+mod cut;
 mod deadline;
 mod decide;
 mod endpoint;
@@ -152,6 +153,8 @@ pub(crate) struct Sess {
     pub mcp_up: bool,
     /// The peer is an ephemeral worker (spec 05 §6): wound down, never idle-slept.
     pub ephemeral: bool,
+    /// Deliveries whose turn the session reported cut off as it ended (issue 32 item 2).
+    pub cut: Vec<u64>,
 }
 
 impl Sess {

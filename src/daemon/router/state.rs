@@ -57,6 +57,9 @@ pub(crate) struct Launching {
     pub started: Now,
     /// Fresh or resume.
     pub mode: WakeMode,
+    /// The conversation it starts or resumes, when known at launch (`conversation=` of the
+    /// `wake` line; issue 32).
+    pub conversation: Option<String>,
     /// The fresh/resume decision (agents only; `cause=` of the `wake` line).
     pub decision: Option<WakeDecision>,
     /// The queued send that rides the wake as its first message.
@@ -286,6 +289,7 @@ mod tests {
             state: SessState::Booting,
             started: Now::read(),
             mode: WakeMode::Fresh,
+            conversation: None,
             decision: None,
             first_job: Some(1),
             early_events: Vec::new(),

@@ -12,6 +12,7 @@ use crate::eventlog::Event;
 use crate::markers::{Flag, Markers};
 use crate::names::Identity;
 use crate::protocol::Code;
+use crate::runtime::WakeMode;
 use crate::session::handle::{Cause, SessionCmd, SessionStatus};
 
 impl Router {
@@ -198,9 +199,14 @@ impl Router {
             shutting_down: self.shutdown.is_some(),
             stopped: markers.is_set(Flag::Stopped),
             new_eager: markers.is_set(Flag::NewEager),
+            clean_exit: cause == Cause::ChildExit && status == Some(0),
+            had_conversation: s.mode == WakeMode::Resume || s.last_delivery_ms.is_some(),
         });
         if plan.record_death {
             logged(markers.record_death(self.now.ms));
+        }
+        if plan.resume_eligible {
+            logged(markers.set(Flag::IdleReaped));
         }
         self.lifecycle(
             Event::new("session-end")
@@ -208,8 +214,13 @@ impl Router {
                 .field("pid", s.pid.to_string())
                 .field("cause", cause.as_str())
                 .opt("status", status.map(|c| c.to_string()).as_deref())
-                .opt("signal", signal.as_deref()),
+                .opt("signal", signal.as_deref())
+                .opt("resumable", plan.resume_eligible.then_some("true")),
         );
+        if !s.cut.is_empty() {
+            let how = (status, signal.as_deref());
+            self.on_turns_cut(identity, &s.cut, cause, how, plan.resume_eligible);
+        }
         // A delivery the session never answered: the session reports every delivery it
         // took (and a failed boot) before it exits, so this one never reached the child.
         match plan.inflight {

@@ -23,6 +23,7 @@ impl Session {
                     self.write_child(&bytes);
                     let restores = self.cfg.adapter.restores_interrupted_prompt();
                     self.own.interrupted(Instant::now(), restores);
+                    self.turns_interrupted();
                 }
                 SessionCmd::McpUp => {
                     let now = Instant::now();

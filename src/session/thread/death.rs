@@ -36,6 +36,7 @@ impl Session {
         self.fail_deliveries("the session ended before confirming the message");
         self.end_followers("the session ended before the queued message reached the model");
         self.end_gate(cause);
+        self.cut_turns();
         if let Some(c) = self.compact.take() {
             self.emit(EventKind::Compacted {
                 id: c.id,

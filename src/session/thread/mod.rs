@@ -8,6 +8,7 @@ mod commands;
 mod death;
 mod own;
 mod prompt;
+mod turns;
 mod work;
 
 use std::collections::{HashMap, VecDeque};
@@ -65,8 +66,13 @@ pub struct SessionConfig {
     pub identity: String,
     /// The peer's working folder.
     pub cwd: PathBuf,
-    /// The runtime's behaviour.
+    /// The runtime's behaviour (bound to the session's conversation when its id is known:
+    /// [`Adapter::for_conversation`]).
     pub adapter: Arc<dyn Adapter>,
+    /// The session's conversation id when known at launch (chosen or resumed, issue 32);
+    /// `None` until learned for a runtime whose ids iapeer learns
+    /// ([`crate::adapter::ConversationNaming::Learned`]).
+    pub conversation: Option<String>,
     /// `logs/lifecycle/<identity>.log`.
     pub pane_log: PathBuf,
     /// `logs/iapeer/exits.log`, tapped into the daemon's event bus.
@@ -235,6 +241,8 @@ struct Session {
     followers: Vec<QueueFollower>,
     /// The ready gate of the wake's first message, followed after its sender was answered.
     gate: Option<GateFollower>,
+    /// The turns of the messages the runtime took, until each ends (issue 32 item 2).
+    turns: Vec<super::deliver::TurnFollower>,
     /// A delivery waiting for the composer to be free (spec 05 §7).
     held: Option<super::hold::Held>,
     /// The paste of the delivery in progress, if any: Enter goes once the composer shows it
@@ -344,6 +352,7 @@ impl Session {
             queued,
             followers: Vec::new(),
             gate: None,
+            turns: Vec::new(),
             held: None,
             pasting: None,
             last_paste: None,
@@ -442,6 +451,7 @@ impl Session {
             consider(Some(f.next_deadline()));
         }
         consider(self.gate.as_ref().map(|g| g.next_deadline()));
+        consider(self.next_turn_poll());
         consider(self.held.as_ref().map(|h| h.next_check));
         consider(self.clearing.as_ref().map(|(c, _)| c.next_deadline()));
         consider(self.own.next_deadline());

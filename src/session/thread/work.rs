@@ -491,12 +491,24 @@ impl Session {
                     let refused = d.refused_by_runtime();
                     silent &= !refused;
                     self.end_paste(&d);
+                    let pty = matches!(self.io, Io::Pty(_));
                     match result {
                         Err(reason) if refused && !self.answered_queued.contains(&d.id) => {
                             self.emit(EventKind::Refused { id: d.id, reason })
                         }
                         // The runtime said it will not take it: known, whatever was written.
                         result if refused => self.report_delivery(d.id, result),
+                        // A wake whose first message went unconfirmed: the screen says why
+                        // (issue 32 item 1: Codex's "open in another app").
+                        Err(reason) if pty && d.is_wake_first() => {
+                            let screen = self.screen.tail_text(EXIT_TAIL);
+                            let reason = with_screen(&reason, &screen, self.screen_width());
+                            self.finish_delivery(d.id, Err(reason));
+                        }
+                        Ok(()) if pty => {
+                            self.finish_delivery(d.id, Ok(()));
+                            self.follow_turn(d.into_turn(Instant::now()));
+                        }
                         result => self.finish_delivery(d.id, result),
                     }
                 }
@@ -516,8 +528,10 @@ impl Session {
                 if let Some(d) = self.delivery.take() {
                     self.end_paste(&d);
                     let id = d.id;
-                    self.gate = Some(d.into_gate(Instant::now()));
+                    let (gate, turn) = d.into_gate(Instant::now());
+                    self.gate = Some(gate);
                     self.finish_delivery(id, Ok(()));
+                    self.follow_turn(turn);
                 }
                 self.next_delivery();
             }
@@ -548,7 +562,11 @@ impl Session {
             match self.followers[i].poll(now, || screen.text()) {
                 Some(result) => {
                     let f = self.followers.swap_remove(i);
+                    let taken = result.is_ok();
                     self.emit(EventKind::QueueOutcome { id: f.id, result });
+                    if taken {
+                        self.follow_turn(f.into_turn(now));
+                    }
                 }
                 None => i += 1,
             }
@@ -574,7 +592,10 @@ impl Session {
 
     /// The session is over (`cause`): one last look at the ready gate, else it fails. An end
     /// on purpose (stop, new, shutdown…) is only logged: the sender is not told the model
-    /// failed when someone ended the session.
+    /// failed when someone ended the session. Nor when the message's turn is followed: the
+    /// runtime took it, and the end cut its turn off ([`Session::cut_turns`] tells; a model
+    /// that streams a long first answer writes no record before its end, so the gate cannot
+    /// tell "not started" from "cut off").
     pub(super) fn end_gate(&mut self, cause: Cause) {
         let Some(mut g) = self.gate.take() else {
             return;
@@ -589,10 +610,11 @@ impl Session {
                     "the session ended before its model processed the task".to_string()
                 })
             });
+        let cut = self.turns.iter().any(|t| t.id == g.id);
         self.emit(EventKind::GateOutcome {
             id: g.id,
             result,
-            quiet: cause.expected(),
+            quiet: cause.expected() || cut,
         });
     }
 
@@ -604,7 +626,12 @@ impl Session {
             let result = f
                 .poll(f.next_deadline(), || screen.text())
                 .unwrap_or_else(|| Err(reason.to_string()));
+            let taken = result.is_ok();
             self.emit(EventKind::QueueOutcome { id: f.id, result });
+            if taken {
+                // It reached the model just before the end: its turn was cut too.
+                self.follow_turn(f.into_turn(Instant::now()));
+            }
         }
     }
 
@@ -658,6 +685,7 @@ impl Session {
         }
         self.poll_followers(now);
         self.poll_gate(now);
+        self.poll_turns(now);
         self.poll_clearing(now);
         self.check_held(now);
         if let Some(c) = self.compact.as_mut() {
