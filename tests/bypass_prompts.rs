@@ -6,7 +6,7 @@ use crate::common;
 
 use common::anthropic::{has_tool_result, last_user_text, AnthropicStandIn, Reply};
 use common::TestEnv;
-use serde_json::json;
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -133,6 +133,170 @@ fn detach(env: &TestEnv, term: crate::attach::Terminal) {
 /// at one size from start to end.
 fn attach_at_session_size(env: &TestEnv) -> crate::attach::Terminal {
     crate::attach::Terminal::spawn_sized(env.cmd(&["attach", "cb"]), 50, 220)
+}
+
+/// The pending approval requests (`iapeer approvals --json`).
+fn approvals(env: &TestEnv) -> Vec<Value> {
+    let out = env.ok(&["approvals", "--json"]);
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    v["approvals"].as_array().cloned().unwrap_or_default()
+}
+
+/// Wait until a request of `claude-cb` whose summary ends with `/made/<name>` is pending;
+/// the request.
+fn pending_for(env: &TestEnv, name: &str) -> Value {
+    let mut found = Value::Null;
+    let end = format!("/made/{name}");
+    env.wait_until(
+        &format!("an approval request for {name}"),
+        Duration::from_secs(90),
+        |env| {
+            found = approvals(env)
+                .into_iter()
+                .find(|a| a["summary"].as_str().is_some_and(|s| s.ends_with(&end)))
+                .unwrap_or(Value::Null);
+            !found.is_null()
+        },
+    );
+    found
+}
+
+/// Wait until no request is pending and no approval notice is up.
+fn none_pending(env: &TestEnv, what: &str) {
+    env.wait_until(what, Duration::from_secs(60), |env| {
+        approvals(env).is_empty() && !env.ok(&["list"]).contains("(approval)")
+    });
+}
+
+/// Issue 32 item 4: with `--dangerously-skip-permissions` Claude Code 2.1.332 still asks
+/// before a command a project `permissions.ask` rule names, or a `PreToolUse` hook answers
+/// `ask` for. Each such prompt is an approval request: listed by `approvals`, pushed to a
+/// long poll, a notice (`list` shows `(approval)`); `approve` runs the command, `deny`
+/// refuses it, and the prompt answered on the screen by someone attached retires it. A
+/// message sent meanwhile is held and says it waits for that approval.
+#[test]
+fn a_bypass_peer_s_permission_prompt_is_an_approval_request() {
+    let (env, api) = crate::claude::world(&[
+        ("IAPEER_APPROVAL_TIMEOUT_MS", "180000"),
+        ("IAP_HOST_LIVENESS_GRACE_MS", "10000"),
+    ]);
+    ask_settings(&env);
+    let made = env.dir.path().join("made");
+    std::fs::create_dir_all(&made).unwrap();
+    for f in ["a", "c"] {
+        std::fs::write(made.join(f), "x").unwrap();
+    }
+    let results = Arc::new(Mutex::new(Vec::new()));
+    script_run(&api, results.clone());
+    let turn_over = |env: &TestEnv| {
+        env.wait_until("the turn is over", Duration::from_secs(60), |env| {
+            !env.screen("claude-cb").contains("esc to interrupt")
+        });
+    };
+
+    // The ask rule: a long poll (a human's channel) is answered by the request.
+    let port = env.port();
+    let auth = env.fleet_auth();
+    let poll = std::thread::spawn(move || {
+        crate::fleet::request(port, "GET", "/fleet/v1/approvals?wait=120", &[&auth], b"")
+    });
+    send_run(&env, &format!("rm {}", made.join("a").display()));
+    let a = pending_for(&env, "a");
+    let id = a["id"].as_str().unwrap().to_string();
+    assert_eq!(a["identity"], "claude-cb", "{a}");
+    assert_eq!(a["tool"], "Bash", "{a}");
+    assert_eq!(a["options"], json!(["Yes", "No"]), "{a}");
+    let polled = poll.join().unwrap();
+    assert_eq!(polled.status, 200);
+    assert_eq!(polled.json()["approvals"][0]["id"], id.as_str());
+    assert!(env.has_event(
+        "lifecycle",
+        "approval-requested",
+        &[("id", &id), ("source", "screen")]
+    ));
+    // `list` shows the peer waiting for it, with the notice that names it.
+    let list = env.ok(&["list"]);
+    assert!(list.contains("●claude*(approval)"), "{list}");
+    assert!(list.contains(&format!("iapeer approve {id}")), "{list}");
+    let notices = crate::fleet::get(&env, "/fleet/v1/notices").json();
+    assert!(
+        notices
+            .to_string()
+            .contains(&format!("iapeer approve {id}")),
+        "{notices}"
+    );
+    let text = env.ok(&["approvals"]);
+    assert!(text.contains(&id) && text.contains("claude-cb"), "{text}");
+    // A message meanwhile is held, and says what for (not a draft).
+    let out = env.ok(&[
+        "send",
+        "cb",
+        "--from",
+        "echo-ea",
+        "--message",
+        "meanwhile",
+        "--timeout",
+        "240",
+    ]);
+    assert!(
+        out.contains("— approval") && out.contains("waiting for an approval: Bash: rm "),
+        "{out}"
+    );
+    assert!(out.contains(&format!("iapeer approve {id}")), "{out}");
+    assert!(!out.contains("draft"), "{out}");
+    assert!(made.join("a").exists(), "the command ran unapproved");
+    let out = env.ok(&["approve", &id]);
+    assert_eq!(out.trim(), format!("approved {id} (claude-cb)"));
+    env.wait_until("the approved command ran", Duration::from_secs(60), |_| {
+        !made.join("a").exists()
+    });
+    none_pending(&env, "the approved request is gone");
+    env.wait_until(
+        "the held message reached the model",
+        Duration::from_secs(90),
+        |_| {
+            api.main_requests()
+                .iter()
+                .any(|r| last_user_text(r).contains("<msg>meanwhile</msg>"))
+        },
+    );
+    turn_over(&env);
+
+    // A hook that asks; deny: the command does not run.
+    send_run(&env, &format!("touch {}", made.join("hook-asks").display()));
+    let a = pending_for(&env, "hook-asks");
+    let id = a["id"].as_str().unwrap().to_string();
+    let out = env.ok(&["deny", &id]);
+    assert_eq!(out.trim(), format!("denied {id} (claude-cb)"));
+    env.wait_until("the denied prompt closed", Duration::from_secs(60), |env| {
+        env.screen("claude-cb").contains("Interrupted")
+    });
+    none_pending(&env, "the denied request is gone");
+    assert!(
+        !made.join("hook-asks").exists(),
+        "a denied command ran\n{}",
+        env.diagnostics()
+    );
+    assert!(env.has_event(
+        "lifecycle",
+        "approval-denied",
+        &[("id", &id), ("by", "denied")]
+    ));
+    turn_over(&env);
+
+    // Answered on the screen by someone attached: the request is retired.
+    send_run(&env, &format!("rm {}", made.join("c").display()));
+    let a = pending_for(&env, "c");
+    let id = a["id"].as_str().unwrap().to_string();
+    let mut term = attach_at_session_size(&env);
+    wait_attached(&env);
+    term.type_bytes(b"\r");
+    env.wait_until("the command ran", Duration::from_secs(60), |_| {
+        !made.join("c").exists()
+    });
+    none_pending(&env, "the request answered on the screen is gone");
+    assert!(env.has_event("lifecycle", "approval-closed", &[("id", &id)]));
+    detach(&env, term);
 }
 
 /// Records Claude Code 2.1.332's permission prompts in bypass mode and what keys answer them
