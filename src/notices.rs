@@ -255,6 +255,16 @@ impl Board {
         Some(self.notices.remove(at))
     }
 
+    /// Take off every approval notice (pure): at the daemon's start, whose requests were all
+    /// answered deny when the last daemon stopped (or died with it); returns them.
+    pub fn clear_approvals(&mut self) -> Vec<Notice> {
+        let (gone, kept) = std::mem::take(&mut self.notices)
+            .into_iter()
+            .partition(|n| n.kind == APPROVAL_KIND);
+        self.notices = kept;
+        gone
+    }
+
     /// Take off the notices expired at `now_ms`; returns them (pure).
     pub fn expire(&mut self, now_ms: u64) -> Vec<Notice> {
         let (gone, kept) = std::mem::take(&mut self.notices)
@@ -427,8 +437,26 @@ mod tests {
             Some(n.id)
         );
         assert!(b.clear_approval("cb", "claude", "ap-0123abcd").is_none());
-        assert_eq!(b.current(301_000).len(), 1);
-        assert_eq!(b.current(302_000).len(), 0, "it expires with its request");
+        let approvals = |b: &Board| {
+            b.current(0)
+                .iter()
+                .filter(|n| n.kind == APPROVAL_KIND)
+                .count()
+        };
+        assert_eq!(approvals(&b), 1);
+        assert_eq!(
+            b.current(302_000)
+                .iter()
+                .filter(|n| n.kind == APPROVAL_KIND)
+                .count(),
+            0,
+            "it expires with its request"
+        );
+        // A new daemon's start: every approval notice goes, an API notice stays.
+        b.raise("cb", "claude", "claude-cb", &e, 4_000, HOUR);
+        assert_eq!(b.clear_approvals().len(), 1);
+        assert_eq!(approvals(&b), 0);
+        assert_eq!(b.notices.len(), 1);
     }
 
     #[test]

@@ -713,6 +713,9 @@ pub struct ScreenReply {
     pub cursor: [u16; 2],
 }
 
+/// The `tool` of an [`ApprovalInfo`] that is a boot menu's request (spec 10 §4).
+pub const DIALOG_TOOL: &str = "dialog";
+
 /// One permission prompt waiting for a human, in an [`ApprovalsReply`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApprovalInfo {

@@ -41,8 +41,7 @@ pub(crate) const MAX_WAIT: Duration = Duration::from_secs(300);
 /// The reason a human's `deny` without one gives the model.
 const DENIED_BY_HUMAN: &str = "denied by a human";
 
-/// The `tool` of a boot menu's request.
-pub(crate) const DIALOG_TOOL: &str = "dialog";
+pub(crate) use crate::protocol::DIALOG_TOOL;
 
 /// What a held message waits for when the prompt's request is not known yet (a gated
 /// session's hook has not asked yet).
@@ -411,9 +410,19 @@ impl Router {
         };
         if let Some(wanted) = option.filter(|o| !o.trim().is_empty()) {
             let chosen = match &p.reply {
-                Asker::BootMenu { options, .. } | Asker::Screen { options, .. } => {
-                    choose(options, &wanted)
-                }
+                Asker::BootMenu { options, .. } => choose(options, &wanted),
+                // Approving with the prompt's refusal would log a deny as an approve.
+                Asker::Screen { options, deny, .. } => choose(options, &wanted).and_then(|i| {
+                    if i == *deny {
+                        Err(format!(
+                            "option {} ({}) refuses the tool: iapeer deny {id}",
+                            i + 1,
+                            options[i]
+                        ))
+                    } else {
+                        Ok(i)
+                    }
+                }),
                 Asker::Hook(_) => Err(format!(
                     "cannot approve \"{id}\" with an option: it is a tool's permission prompt, \
                      which is approved or denied as it is"
