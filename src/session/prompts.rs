@@ -298,3 +298,70 @@ mod tests {
         assert_eq!(w.key(t0 + CLOSED_AFTER, GAP), Some(DialogStep::Enter));
     }
 }
+
+/// The recorded pane log of Claude Code 2.1.332 in bypass mode, replayed through a screen in
+/// small reads, the watch looking after each one as a session does.
+#[cfg(test)]
+mod recorded {
+    use super::*;
+    use crate::runtime::claude_screen::permission_prompt;
+    use crate::term::{Screen, SESSION_COLS, SESSION_ROWS};
+
+    /// `bypass-ask-rule-esc.raw` holds the whole recording: the ask rule's prompt answered
+    /// Enter on `Yes` by a human attached, the hook's prompt Down then Enter on `No`, and the
+    /// ask rule's prompt again, Esc. Each opens once and closes once, in order, and the marker
+    /// the human moved is read where it is.
+    #[test]
+    fn each_recorded_prompt_opens_once_and_closes_when_answered_on_screen() {
+        let path = format!(
+            "{}/tests/fixtures/claude-2.1.332/approvals/bypass-ask-rule-esc.raw",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
+        let mut screen = Screen::new(SESSION_ROWS, SESSION_COLS);
+        let mut w = Watch::default();
+        let mut t = Instant::now();
+        let mut seen: Vec<(u64, String)> = Vec::new();
+        let mut cursors: Vec<(u64, usize)> = Vec::new();
+        for part in bytes.chunks(64) {
+            screen.feed(part, true);
+            t += Duration::from_millis(5);
+            for r in w.look(permission_prompt(screen.rows()), t) {
+                seen.push(match r {
+                    Report::Opened(n, p) => (n, format!("open {}: {}", p.tool, p.summary)),
+                    Report::Closed(n) => (n, "closed".into()),
+                });
+            }
+            if let Some((n, Some(c))) = w.open().map(|(n, p)| (n, p.cursor)) {
+                if cursors.last() != Some(&(n, c)) {
+                    cursors.push((n, c));
+                }
+            }
+        }
+        seen.extend(w.look(None, t + CLOSED_AFTER).into_iter().map(|r| match r {
+            Report::Closed(n) => (n, "closed".to_string()),
+            other => panic!("{other:?}"),
+        }));
+        let shape: Vec<(u64, String)> = seen
+            .iter()
+            .map(|(n, s)| (*n, s.split("/tmp/").next().unwrap_or_default().to_string()))
+            .collect();
+        let expect = [
+            (1, "open Bash: rm "),
+            (1, "closed"),
+            (2, "open Bash: touch "),
+            (2, "closed"),
+            (3, "open Bash: rm "),
+            (3, "closed"),
+        ];
+        assert_eq!(shape, expect.map(|(n, s)| (n, s.to_string())), "{seen:#?}");
+        assert!(seen[0].1.ends_with("/made/a"), "{seen:?}");
+        assert!(seen[2].1.ends_with("/made/hook-asks"), "{seen:?}");
+        assert!(seen[4].1.ends_with("/made/b"), "{seen:?}");
+        assert_eq!(
+            cursors,
+            [(1, 0), (2, 0), (2, 1), (3, 0)],
+            "the human's Down moved it"
+        );
+    }
+}
