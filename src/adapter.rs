@@ -369,6 +369,12 @@ pub trait Adapter: Send + Sync {
     fn ready_settle(&self, _cwd: &Path) -> Duration {
         Duration::ZERO
     }
+    /// How long a permission prompt ([`Adapter::permission_prompt`]) must have been on the
+    /// screen before a key answers it: a runtime may take a key that comes sooner for stray
+    /// typing and drop it; zero = at once.
+    fn prompt_settle(&self) -> Duration {
+        Duration::ZERO
+    }
     /// The least time between two boot keys (dialog answers). Some TUIs take keys that come
     /// close together for typing rather than for answers; zero = no spacing.
     fn boot_key_gap(&self) -> Duration {

@@ -8,8 +8,12 @@
 //! answer meant for one prompt is never keyed into another that looks the same (the same
 //! command asked twice). A prompt counts as closed once the screen has not shown it for
 //! [`CLOSED_AFTER`] (a redraw may hide it for a moment), or at once when it goes after the
-//! answer's Enter. An answer whose keys did not close the prompt within [`ANSWER_LIMIT`]
-//! is given up: the prompt is reported again as a new one, for a human to see.
+//! answer's Enter. Keys wait until the prompt has been shown for the adapter's
+//! [`crate::adapter::Adapter::prompt_settle`] (a runtime drops keys that come sooner) and
+//! are spaced by its key gap; a key that changed nothing (the marker did not move, the
+//! prompt did not close) is sent again after [`KEY_RETRY`]. An answer whose keys did not
+//! close the prompt within [`ANSWER_LIMIT`] is given up: the prompt is reported again as a
+//! new one, for a human to see.
 
 use std::time::{Duration, Instant};
 
@@ -39,6 +43,8 @@ pub enum Report {
 struct Open {
     n: u64,
     prompt: PermissionPrompt,
+    /// When it was first seen.
+    opened: Instant,
     /// Since when the screen has not shown it.
     missing_since: Option<Instant>,
     answer: Option<Answering>,
@@ -61,9 +67,24 @@ struct Answering {
 pub struct Watch {
     open: Option<Open>,
     last_n: u64,
+    /// The least time between two keys.
+    gap: Duration,
+    /// How long a prompt is shown before its first key.
+    settle: Duration,
 }
 
 impl Watch {
+    /// A watch whose keys are `gap` apart, the first `settle` after its prompt shows (the
+    /// adapter's [`crate::adapter::Adapter::boot_key_gap`] and
+    /// [`crate::adapter::Adapter::prompt_settle`]).
+    pub fn new(gap: Duration, settle: Duration) -> Watch {
+        Watch {
+            gap,
+            settle,
+            ..Watch::default()
+        }
+    }
+
     /// The prompt open now, with its number.
     pub fn open(&self) -> Option<(u64, &PermissionPrompt)> {
         self.open.as_ref().map(|o| (o.n, &o.prompt))
@@ -75,7 +96,7 @@ impl Watch {
         let mut out = Vec::new();
         match (self.open.as_mut(), shown) {
             (None, None) => {}
-            (None, Some(p)) => out.push(self.begin(p)),
+            (None, Some(p)) => out.push(self.begin(p, now)),
             (Some(o), Some(p)) if o.prompt.same_as(&p) => {
                 let stuck = o
                     .answer
@@ -83,7 +104,7 @@ impl Watch {
                     .is_some_and(|a| now.saturating_duration_since(a.since) >= ANSWER_LIMIT);
                 if stuck {
                     out.push(Report::Closed(o.n));
-                    out.push(self.begin(p));
+                    out.push(self.begin(p, now));
                 } else {
                     o.prompt = p;
                     o.missing_since = None;
@@ -91,7 +112,7 @@ impl Watch {
             }
             (Some(o), Some(p)) => {
                 out.push(Report::Closed(o.n));
-                out.push(self.begin(p));
+                out.push(self.begin(p, now));
             }
             (Some(o), None) => {
                 let entered = o.answer.as_ref().is_some_and(|a| a.entered);
@@ -105,11 +126,12 @@ impl Watch {
         out
     }
 
-    fn begin(&mut self, prompt: PermissionPrompt) -> Report {
+    fn begin(&mut self, prompt: PermissionPrompt, now: Instant) -> Report {
         self.last_n += 1;
         self.open = Some(Open {
             n: self.last_n,
             prompt: prompt.clone(),
+            opened: now,
             missing_since: None,
             answer: None,
         });
@@ -134,48 +156,55 @@ impl Watch {
     }
 
     /// The key of the answer to write now, if any: nothing while the prompt is hidden or
-    /// mid-redraw, before `gap` has passed since the last key, or while the last key has
-    /// not moved the marker yet (sent again after [`KEY_RETRY`]).
-    pub fn key(&mut self, now: Instant, gap: Duration) -> Option<DialogStep> {
-        let o = self.open.as_mut()?;
-        let a = o.answer.as_mut()?;
-        if a.entered || o.missing_since.is_some() {
+    /// mid-redraw, before it has been shown for the settle time, before the gap has passed
+    /// since the last key, or while the last key has changed nothing yet (sent again after
+    /// [`KEY_RETRY`]: an arrow that did not move the marker, an Enter that did not close
+    /// the prompt).
+    pub fn key(&mut self, now: Instant) -> Option<DialogStep> {
+        if self.next_key().is_none_or(|at| now < at) {
             return None;
         }
+        let o = self.open.as_mut()?;
+        let a = o.answer.as_mut()?;
         let cursor = o.prompt.cursor?;
-        if let Some((at, from)) = a.last_key {
-            let waited = now.saturating_duration_since(at);
-            if waited < gap || (from == Some(cursor) && waited < KEY_RETRY) {
-                return None;
-            }
-        }
         let step = match cursor.cmp(&a.choice) {
             std::cmp::Ordering::Less => DialogStep::Down,
             std::cmp::Ordering::Greater => DialogStep::Up,
             std::cmp::Ordering::Equal => DialogStep::Enter,
         };
         a.last_key = Some((now, Some(cursor)));
-        a.entered = step == DialogStep::Enter;
+        a.entered |= step == DialogStep::Enter;
         Some(step)
     }
 
-    /// When the watch next needs a look without new output (never in the past for long:
-    /// each deadline is one at which [`Watch::look`] or [`Watch::key`] acts): a hidden
-    /// prompt's close, an answer's next key, an answer's limit.
-    pub fn next_deadline(&self, gap: Duration) -> Option<Instant> {
+    /// When the answer's next key may go (pure over the watch): `None` while there is no
+    /// answer, the prompt is hidden or its marker unread.
+    fn next_key(&self) -> Option<Instant> {
+        let o = self.open.as_ref()?;
+        let a = o.answer.as_ref()?;
+        if o.missing_since.is_some() {
+            return None;
+        }
+        let cursor = o.prompt.cursor?;
+        let settled = (o.opened + self.settle).max(a.since);
+        Some(match a.last_key {
+            None => settled,
+            Some((at, from)) if from == Some(cursor) => at + self.gap.max(KEY_RETRY),
+            Some((at, _)) => at + self.gap,
+        })
+    }
+
+    /// When the watch next needs a look without new output (each deadline is one at which
+    /// [`Watch::look`] or [`Watch::key`] acts): a hidden prompt's close, an answer's next
+    /// key, an answer's limit.
+    pub fn next_deadline(&self) -> Option<Instant> {
         let o = self.open.as_ref()?;
         if let Some(t) = o.missing_since {
             return Some(t + CLOSED_AFTER);
         }
         let a = o.answer.as_ref()?;
         let limit = a.since + ANSWER_LIMIT;
-        let next_key = match (a.entered, o.prompt.cursor, a.last_key) {
-            (true, _, _) | (_, None, _) => None,
-            (false, Some(_), None) => Some(a.since),
-            (false, Some(c), Some((at, from))) if from == Some(c) => Some(at + gap.max(KEY_RETRY)),
-            (false, Some(_), Some((at, _))) => Some(at + gap),
-        };
-        Some(next_key.map_or(limit, |k| k.min(limit)))
+        Some(self.next_key().map_or(limit, |k| k.min(limit)))
     }
 }
 
@@ -196,11 +225,16 @@ mod tests {
     }
 
     const GAP: Duration = Duration::from_millis(800);
+    const SETTLE: Duration = Duration::from_millis(1000);
+
+    fn watch() -> Watch {
+        Watch::new(GAP, SETTLE)
+    }
 
     #[test]
     fn opens_once_survives_a_redraw_and_closes_when_gone() {
         let t0 = Instant::now();
-        let mut w = Watch::default();
+        let mut w = watch();
         assert_eq!(
             w.look(Some(prompt("rm a", 0)), t0),
             [Report::Opened(1, prompt("rm a", 0))]
@@ -213,14 +247,14 @@ mod tests {
             .is_empty());
         assert!(w.look(None, t0 + Duration::from_millis(30)).is_empty());
         assert_eq!(
-            w.next_deadline(GAP),
+            w.next_deadline(),
             Some(t0 + Duration::from_millis(30) + CLOSED_AFTER)
         );
         assert!(w
             .look(Some(prompt("rm a", 0)), t0 + Duration::from_millis(40))
             .is_empty());
         assert_eq!(
-            w.next_deadline(GAP),
+            w.next_deadline(),
             None,
             "nothing to do until the screen changes"
         );
@@ -245,57 +279,84 @@ mod tests {
     #[test]
     fn an_answer_is_keyed_one_step_at_a_time_into_its_own_prompt() {
         let t0 = Instant::now();
-        let mut w = Watch::default();
+        let mut w = watch();
         w.look(Some(prompt("rm a", 0)), t0);
         assert!(!w.answer(7, 1, t0), "another prompt's number");
         assert!(!w.answer(1, 5, t0), "no such option");
-        assert_eq!(w.key(t0, GAP), None, "nothing chosen yet");
+        assert_eq!(w.key(t0 + SETTLE), None, "nothing chosen yet");
         assert!(w.answer(1, 1, t0));
-        assert_eq!(w.next_deadline(GAP), Some(t0));
-        assert_eq!(w.key(t0, GAP), Some(DialogStep::Down));
-        assert_eq!(w.key(t0 + GAP, GAP), None, "the marker has not moved yet");
-        assert_eq!(w.next_deadline(GAP), Some(t0 + KEY_RETRY));
+        // The prompt settles first: a key sooner would be dropped as typing.
+        assert_eq!(w.next_deadline(), Some(t0 + SETTLE));
+        assert_eq!(w.key(t0 + SETTLE / 2), None);
+        let t1 = t0 + SETTLE;
+        assert_eq!(w.key(t1), Some(DialogStep::Down));
+        assert_eq!(w.key(t1 + GAP), None, "the marker has not moved yet");
+        assert_eq!(w.next_deadline(), Some(t1 + KEY_RETRY));
         // The marker moved: Enter, after the gap.
-        let t1 = t0 + Duration::from_millis(100);
-        w.look(Some(prompt("rm a", 1)), t1);
-        assert_eq!(w.next_deadline(GAP), Some(t0 + GAP));
-        assert_eq!(w.key(t1, GAP), None, "within the gap");
-        assert_eq!(w.key(t0 + GAP, GAP), Some(DialogStep::Enter));
-        assert_eq!(w.key(t0 + GAP * 3, GAP), None, "nothing after Enter");
-        assert_eq!(w.next_deadline(GAP), Some(t0 + ANSWER_LIMIT));
+        let t2 = t1 + Duration::from_millis(100);
+        w.look(Some(prompt("rm a", 1)), t2);
+        assert_eq!(w.next_deadline(), Some(t1 + GAP));
+        assert_eq!(w.key(t2), None, "within the gap");
+        assert_eq!(w.key(t1 + GAP), Some(DialogStep::Enter));
+        assert_eq!(
+            w.key(t1 + GAP * 2),
+            None,
+            "an Enter is given time to close it"
+        );
+        assert_eq!(w.next_deadline(), Some(t1 + GAP + KEY_RETRY));
         // Gone after the Enter: closed at once.
-        assert_eq!(w.look(None, t0 + GAP * 3), [Report::Closed(1)]);
+        assert_eq!(w.look(None, t1 + GAP * 2), [Report::Closed(1)]);
+        assert_eq!(w.next_deadline(), None);
+    }
+
+    #[test]
+    fn an_answer_after_the_settle_goes_at_once() {
+        let t0 = Instant::now();
+        let mut w = watch();
+        w.look(Some(prompt("rm a", 0)), t0);
+        let t1 = t0 + Duration::from_secs(30);
+        assert!(w.answer(1, 0, t1));
+        assert_eq!(w.next_deadline(), Some(t1));
+        assert_eq!(w.key(t1), Some(DialogStep::Enter));
     }
 
     #[test]
     fn a_lost_key_is_sent_again_and_a_stuck_answer_asks_again() {
         let t0 = Instant::now();
-        let mut w = Watch::default();
+        let mut w = watch();
         w.look(Some(prompt("rm a", 0)), t0);
         assert!(w.answer(1, 1, t0));
-        assert_eq!(w.key(t0, GAP), Some(DialogStep::Down));
-        assert_eq!(w.key(t0 + KEY_RETRY, GAP), Some(DialogStep::Down));
+        let t1 = t0 + SETTLE;
+        assert_eq!(w.key(t1), Some(DialogStep::Down));
+        assert_eq!(w.key(t1 + KEY_RETRY), Some(DialogStep::Down));
+        // An Enter that did not close the prompt is sent again too.
+        let t2 = t1 + KEY_RETRY + GAP;
+        w.look(Some(prompt("rm a", 1)), t2);
+        assert_eq!(w.key(t2), Some(DialogStep::Enter));
+        assert_eq!(w.key(t2 + GAP), None);
+        assert_eq!(w.key(t2 + KEY_RETRY), Some(DialogStep::Enter));
         // Still open past the limit: closed and asked again as a new prompt.
         let late = t0 + ANSWER_LIMIT;
         assert_eq!(
-            w.look(Some(prompt("rm a", 0)), late),
-            [Report::Closed(1), Report::Opened(2, prompt("rm a", 0))]
+            w.look(Some(prompt("rm a", 1)), late),
+            [Report::Closed(1), Report::Opened(2, prompt("rm a", 1))]
         );
-        assert_eq!(w.key(late, GAP), None, "the new prompt has no answer");
+        assert_eq!(w.key(late + SETTLE), None, "the new prompt has no answer");
     }
 
     #[test]
     fn an_answer_for_a_closed_prompt_is_not_keyed_into_a_look_alike() {
         let t0 = Instant::now();
-        let mut w = Watch::default();
+        let mut w = watch();
         w.look(Some(prompt("rm a", 0)), t0);
         w.look(None, t0);
         w.look(None, t0 + CLOSED_AFTER);
         w.look(Some(prompt("rm a", 0)), t0 + CLOSED_AFTER);
-        assert!(!w.answer(1, 0, t0 + CLOSED_AFTER), "prompt 1 is gone");
-        assert_eq!(w.key(t0 + CLOSED_AFTER, GAP), None);
-        assert!(w.answer(2, 0, t0 + CLOSED_AFTER));
-        assert_eq!(w.key(t0 + CLOSED_AFTER, GAP), Some(DialogStep::Enter));
+        let t1 = t0 + CLOSED_AFTER + SETTLE;
+        assert!(!w.answer(1, 0, t1), "prompt 1 is gone");
+        assert_eq!(w.key(t1), None);
+        assert!(w.answer(2, 0, t1));
+        assert_eq!(w.key(t1), Some(DialogStep::Enter));
     }
 }
 
@@ -319,7 +380,7 @@ mod recorded {
         );
         let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
         let mut screen = Screen::new(SESSION_ROWS, SESSION_COLS);
-        let mut w = Watch::default();
+        let mut w = Watch::new(Duration::from_millis(800), Duration::from_millis(1000));
         let mut t = Instant::now();
         let mut seen: Vec<(u64, String)> = Vec::new();
         let mut cursors: Vec<(u64, usize)> = Vec::new();

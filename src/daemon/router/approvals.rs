@@ -104,28 +104,8 @@ impl Router {
         if ident.to_string() != identity {
             return reply.finish(Reply::from(not_live(identity)));
         }
-        let created_ms = self.now.ms;
-        let deadline_ms = created_ms + self.cfg.approval_timeout.as_millis() as u64;
         let id = self.approvals.free_id(broker::new_id);
-        let ev = Event::new("approval-requested")
-            .field("id", &id)
-            .field("identity", ident.to_string())
-            .field("tool", &tool)
-            .field("summary", &summary)
-            .field(
-                "timeout_ms",
-                self.cfg.approval_timeout.as_millis().to_string(),
-            );
-        self.lifecycle(ev);
-        self.open_approval(Pending {
-            id,
-            identity: ident,
-            tool,
-            summary,
-            created_ms,
-            deadline_ms,
-            reply: Asker::Hook(reply),
-        });
+        self.open_approval(id, ident, tool, summary, Asker::Hook(reply), |ev| ev);
     }
 
     /// A booting session of `identity` shows a menu its adapter does not know
@@ -155,35 +135,14 @@ impl Router {
              \"{default}\" (another: iapeer approve {id} <number|label>), deny ends the boot",
             listed.join(" · ")
         );
-        let created_ms = self.now.ms;
-        let deadline_ms = created_ms + self.cfg.approval_timeout.as_millis() as u64;
-        self.lifecycle(
-            Event::new("approval-requested")
-                .field("id", &id)
-                .field("identity", identity.to_string())
-                .field("tool", DIALOG_TOOL)
-                .field("summary", &summary)
-                .field(
-                    "timeout_ms",
-                    self.cfg.approval_timeout.as_millis().to_string(),
-                ),
-        );
-        self.progress_to_waiters(
-            identity,
-            &format!("waiting for a human: iapeer approve {id}"),
-        );
-        self.open_approval(Pending {
-            id,
-            identity: identity.clone(),
-            tool: DIALOG_TOOL.to_string(),
-            summary,
-            created_ms,
-            deadline_ms,
-            reply: Asker::BootMenu {
-                options,
-                default: default_index,
-            },
-        });
+        let waiting = format!("waiting for a human: iapeer approve {id}");
+        let menu = Asker::BootMenu {
+            options,
+            default: default_index,
+        };
+        let tool = DIALOG_TOOL.to_string();
+        self.open_approval(id, identity.clone(), tool, summary, menu, |ev| ev);
+        self.progress_to_waiters(identity, &waiting);
     }
 
     /// A tool's permission prompt `n` opened on the screen of `identity`'s session
@@ -201,39 +160,25 @@ impl Router {
             return;
         }
         let id = self.approvals.free_id(broker::new_id);
-        let created_ms = self.now.ms;
-        let deadline_ms = created_ms + self.cfg.approval_timeout.as_millis() as u64;
-        self.lifecycle(
-            Event::new("approval-requested")
-                .field("id", &id)
-                .field("identity", identity.to_string())
-                .field("tool", &prompt.tool)
-                .field("summary", &prompt.summary)
-                .field("source", "screen")
-                .opt(
-                    "reason",
-                    (!prompt.reason.is_empty()).then_some(prompt.reason.as_str()),
-                )
-                .field(
-                    "timeout_ms",
-                    self.cfg.approval_timeout.as_millis().to_string(),
-                ),
-        );
-        self.open_approval(Pending {
+        let screen = Asker::Screen {
+            session,
+            n,
+            options: prompt.options,
+            approve: prompt.approve,
+            deny: prompt.deny,
+        };
+        let reason = prompt.reason;
+        self.open_approval(
             id,
-            identity: identity.clone(),
-            tool: prompt.tool,
-            summary: prompt.summary,
-            created_ms,
-            deadline_ms,
-            reply: Asker::Screen {
-                session,
-                n,
-                options: prompt.options,
-                approve: prompt.approve,
-                deny: prompt.deny,
+            identity.clone(),
+            prompt.tool,
+            prompt.summary,
+            screen,
+            |ev| {
+                ev.field("source", "screen")
+                    .opt("reason", (!reason.is_empty()).then_some(reason.as_str()))
             },
-        });
+        );
     }
 
     /// Permission prompt `n` of `identity`'s session `session` is gone from its screen:
@@ -271,8 +216,39 @@ impl Router {
             )
     }
 
-    /// Put a request on the board: pending, and a notice (kind `approval`) for as long.
-    fn open_approval(&mut self, p: Pending<Asker>) {
+    /// Put request `id` of `identity` (its `tool` and `summary`, answered through `reply`)
+    /// on the board: `ev=approval-requested` (with what `more` adds), pending until its
+    /// deadline, and a notice (kind `approval`) for as long.
+    fn open_approval(
+        &mut self,
+        id: String,
+        identity: Identity,
+        tool: String,
+        summary: String,
+        reply: Asker,
+        more: impl FnOnce(Event) -> Event,
+    ) {
+        let created_ms = self.now.ms;
+        let deadline_ms = created_ms + self.cfg.approval_timeout.as_millis() as u64;
+        let ev = Event::new("approval-requested")
+            .field("id", &id)
+            .field("identity", identity.to_string())
+            .field("tool", &tool)
+            .field("summary", &summary)
+            .field(
+                "timeout_ms",
+                self.cfg.approval_timeout.as_millis().to_string(),
+            );
+        self.lifecycle(more(ev));
+        let p = Pending {
+            id,
+            identity,
+            tool,
+            summary,
+            created_ms,
+            deadline_ms,
+            reply,
+        };
         self.raise_approval_notice(&p.identity, &p.id, &p.tool, &p.summary, p.deadline_ms);
         self.approvals.open(p);
         self.answer_waiters();

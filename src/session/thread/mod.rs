@@ -330,6 +330,8 @@ impl Session {
             queued.push_back(first);
         }
         let pane = PaneLog::new(cfg.pane_log.clone());
+        let prompts =
+            super::prompts::Watch::new(cfg.adapter.boot_key_gap(), cfg.adapter.prompt_settle());
         Ok(Session {
             cfg,
             poll,
@@ -372,7 +374,7 @@ impl Session {
             mcp_up_at: None,
             mcp_wait_since: None,
             menu_answer: None,
-            prompts: Default::default(),
+            prompts,
         })
     }
 
@@ -457,7 +459,7 @@ impl Session {
         consider(self.own.next_deadline());
         consider(self.compact.as_ref().and_then(|c| c.next_deadline()));
         consider(self.kill.map(|(_, at)| at));
-        consider(self.prompts.next_deadline(self.cfg.adapter.boot_key_gap()));
+        consider(self.prompts.next_deadline());
         next
     }
     // The rest of the session's methods live in the submodules: child_io, work

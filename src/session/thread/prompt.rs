@@ -51,7 +51,7 @@ impl Session {
                 }
             }
         }
-        if let Some(step) = self.prompts.key(now, self.cfg.adapter.boot_key_gap()) {
+        if let Some(step) = self.prompts.key(now) {
             let bytes = crate::term::encode_keys(&[step.key_name()], false).unwrap_or_default();
             log::info!(
                 "{}: answering the permission prompt: {}",
@@ -78,9 +78,7 @@ impl Session {
 
     /// Whether the watch is due for a look without new output.
     pub(super) fn prompts_due(&self, now: Instant) -> bool {
-        self.prompts
-            .next_deadline(self.cfg.adapter.boot_key_gap())
-            .is_some_and(|at| at <= now)
+        self.prompts.next_deadline().is_some_and(|at| at <= now)
     }
 
     /// What a delivery held now waits for: `Some` (an approval, with its tool and request)
