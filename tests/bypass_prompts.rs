@@ -183,7 +183,7 @@ fn a_bypass_peer_s_permission_prompt_is_an_approval_request() {
     ask_settings(&env);
     let made = env.dir.path().join("made");
     std::fs::create_dir_all(&made).unwrap();
-    for f in ["a", "c"] {
+    for f in ["a", "c", "d"] {
         std::fs::write(made.join(f), "x").unwrap();
     }
     let results = Arc::new(Mutex::new(Vec::new()));
@@ -297,6 +297,19 @@ fn a_bypass_peer_s_permission_prompt_is_an_approval_request() {
     none_pending(&env, "the request answered on the screen is gone");
     assert!(env.has_event("lifecycle", "approval-closed", &[("id", &id)]));
     detach(&env, term);
+    turn_over(&env);
+
+    // Approved the moment it is listed: Claude Code drops a key that comes within 700 ms
+    // of the prompt showing, so the answer waits for the prompt to settle, and lands.
+    send_run(&env, &format!("rm {}", made.join("d").display()));
+    let a = pending_for(&env, "d");
+    env.ok(&["approve", a["id"].as_str().unwrap()]);
+    env.wait_until(
+        "the command approved at once ran",
+        Duration::from_secs(30),
+        |_| !made.join("d").exists(),
+    );
+    none_pending(&env, "the request approved at once is gone");
 }
 
 /// Records Claude Code 2.1.332's permission prompts in bypass mode and what keys answer them
