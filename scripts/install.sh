@@ -65,9 +65,26 @@ if [[ "${SHELL:-}" == */zsh ]]; then
     echo "note: zsh loads $data/zsh/site-functions/_iapeer once that folder is in fpath (before compinit)"
 fi
 
+if [[ "${SHELL:-}" != */zsh && "${SHELL:-}" != */fish ]] \
+    && [[ ! -r /usr/share/bash-completion/bash_completion && ! -r /etc/bash_completion \
+          && ! -r /opt/homebrew/etc/profile.d/bash_completion.sh && ! -r /usr/local/etc/profile.d/bash_completion.sh ]]; then
+    echo "note: bash completion needs the bash-completion package (Debian/Ubuntu: sudo apt install bash-completion; macOS: brew install bash-completion@2)"
+fi
+
 case ":$PATH:" in
     *":$bin_dir:"*) ;;
-    *) echo "note: $bin_dir is not on your PATH; add it so that \`iapeer\` and \`man iapeer\` are found" ;;
+    *)
+        # The exact line for the user's shell (issue 30 item 6): `iapeer` is not found until it
+        # is run, so say also how to reach it before then.
+        case "${SHELL:-}" in
+            */zsh) line="echo 'export PATH=\"$bin_dir:\$PATH\"' >> ~/.zshrc" ;;
+            */fish) line="fish_add_path $bin_dir" ;;
+            *) line="echo 'export PATH=\"$bin_dir:\$PATH\"' >> ~/.bashrc" ;;
+        esac
+        echo "note: $bin_dir is not on your PATH, so \`iapeer\` and \`man iapeer\` are not found yet. Add it with:"
+        echo "    $line"
+        echo "  and open a new shell; until then run it as $dest (e.g. $dest onboard)"
+        ;;
 esac
 
 "$dest" install

@@ -193,16 +193,27 @@ fn the_checked_in_man_page_is_current() {
 /// --foundation-only` (accepted), and `enable telegram <peer>` as `connect telegram <peer>`.
 #[test]
 fn the_spec_07_verbs_doctor_approval_mode_and_the_aliases_work() {
-    let env = TestEnv::new();
+    let mut env = TestEnv::new();
     env.create_echo("alice");
     // No daemon: doctor prints both reports and fails on the daemon.
     let out = env.run(&["doctor"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
     assert!(
-        text.contains("not running") && text.contains("ok: 1 peer(s), no problems"),
+        text.contains("not running")
+            && text.contains("registry and profiles: 1 peer(s), no problems"),
         "{text}"
     );
+    // The verdict is the last line, and with the daemon down it is not "no problems"
+    // (issue 30 item 6).
+    assert_eq!(
+        text.lines().last(),
+        Some("doctor: the daemon has a problem (above)"),
+        "{text}"
+    );
+    env.start_daemon();
+    let text = env.ok(&["doctor"]);
+    assert_eq!(text.lines().last(), Some("doctor: no problems"), "{text}");
     assert_eq!(
         env.ok(&["approval-mode", "--peer", "alice"]).trim(),
         "alice: bypass (no Claude or Codex runtime: nothing to gate)"

@@ -272,6 +272,31 @@ fn a_claude_resume_by_topic_continues_the_peer_s_conversation_not_a_person_s() {
     assert_history(&env, &history, FIRST, Some(PERSON));
 }
 
+/// Issue 30 item 4: `restart` ends a live Claude peer and brings it back on the conversation
+/// iapeer recorded for it: the next message's model request carries the first task.
+#[test]
+fn restart_brings_a_claude_peer_back_on_its_recorded_conversation() {
+    let (env, api) = crate::claude::world(&[]);
+    api.script(|_| Reply::Text("noted".into()));
+    send_waking(&env, "cb (claude)", FIRST);
+    let pid1 = agent_pid(&env, "claude-cb");
+    let out = env.ok(&["restart", "cb"]);
+    let pid2 = agent_pid(&env, "claude-cb");
+    assert_ne!(pid1, pid2, "a new session\n{}", env.diagnostics());
+    assert_eq!(
+        out.trim(),
+        format!("claude-cb restarted on its conversation (pid {pid2})")
+    );
+    assert_eq!(
+        last_wake(&env, "claude-cb"),
+        ("resume".into(), "restart".into())
+    );
+    let out = send_t1(&env, "cb", NEXT);
+    assert!(out.status.success(), "{}", common::describe(&out));
+    let history = history_of_claude(&env, &api, NEXT);
+    assert_history(&env, &history, FIRST, None);
+}
+
 /// Issue 32 item 1, compatibility: a peer whose conversation id was never recorded (made by
 /// the original tool or an older iapeer) is not resumed by "the folder's newest" on its
 /// topic: it starts fresh, and `lifecycle.log` says why.

@@ -540,6 +540,62 @@ fn install_into_home(env: &TestEnv) -> String {
     path
 }
 
+/// Issue 30 item 6: with `~/.local/bin` not on PATH, install.sh prints the exact line that
+/// puts it there for the user's shell, and how to run iapeer until then.
+#[test]
+fn install_without_the_bin_folder_on_path_prints_the_line_to_add() {
+    let env = TestEnv::new();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install.sh");
+    let bin = env.home.join(".local/bin");
+    for (shell, line) in [
+        (
+            "/bin/bash",
+            format!(
+                "    echo 'export PATH=\"{}:$PATH\"' >> ~/.bashrc",
+                bin.display()
+            ),
+        ),
+        (
+            "/usr/bin/zsh",
+            format!(
+                "    echo 'export PATH=\"{}:$PATH\"' >> ~/.zshrc",
+                bin.display()
+            ),
+        ),
+        (
+            "/usr/bin/fish",
+            format!("    fish_add_path {}", bin.display()),
+        ),
+    ] {
+        let out = std::process::Command::new("bash")
+            .arg(&script)
+            .env("HOME", &env.home)
+            .env("IAPEER_ROOT", &env.root)
+            .env("IAPEER_INSTALL_FROM", common::bin())
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("SHELL", shell)
+            .env_remove("IAPEER_BIN_DIR")
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("IAPEER_SYSTEMD_DIR")
+            .output()
+            .expect("run scripts/install.sh");
+        assert!(out.status.success(), "{}", common::describe(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines.contains(&line.as_str()),
+            "{shell}: {line:?} not in:\n{text}"
+        );
+        let until = format!(
+            "  and open a new shell; until then run it as {} (e.g. {} onboard)",
+            bin.join("iapeer").display(),
+            bin.join("iapeer").display()
+        );
+        assert!(lines.contains(&until.as_str()), "{shell}:\n{text}");
+    }
+}
+
 /// Must show (issue 8): after `scripts/install.sh`, `man iapeer` shows the page with MANPATH
 /// unset (man-db finds `~/.local/share/man` from `~/.local/bin` on PATH). `scripts/test.sh`
 /// installs man-db when `man` is missing.

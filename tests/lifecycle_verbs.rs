@@ -278,6 +278,99 @@ fn new_wakes_fresh_replaces_a_live_session_forces_past_a_crash_loop_and_refuses_
     assert!(err.contains("does not declare runtime \"codex\""), "{err}");
 }
 
+/// Issue 30 item 4: `wake` brings a peer up without a message (and leaves a live one alone),
+/// `restart` replaces a live session (fresh for the echo agent, which names no conversation:
+/// never "the folder's newest"), both refuse a stopped peer with the command that starts it;
+/// `stop --all` stops the agents and leaves the human and the services running (messages to
+/// the operator still arrive) unless `--everyone`.
+#[test]
+fn wake_restart_and_stop_all_spare_the_operator() {
+    let env = world_with_bot(&["alice", "bob"], &[]);
+    env.ok(&["create", "you", "--runtime", "human"]);
+    env.wait_until("the human peer is up", Duration::from_secs(30), |e| {
+        e.status_of("you", "human") == "live"
+    });
+
+    // wake: asleep → up, ready on exit 0; again → the same session.
+    assert_eq!(env.status_of("bob", "echo"), "asleep");
+    let out = env.ok(&["wake", "bob"]);
+    let pid1 = last_pid(&env, "echo-bob");
+    assert_eq!(out.trim(), format!("woke echo-bob (pid {pid1})"));
+    assert_eq!(env.status_of("bob", "echo"), "live");
+    let out = env.ok(&["wake", "bob"]);
+    assert_eq!(out.trim(), format!("already live: echo-bob (pid {pid1})"));
+    assert_eq!(wakes(&env, "echo-bob").len(), 1);
+
+    // restart: a new session; the old one ends as `replaced`, no death.
+    let out = env.ok(&["restart", "bob"]);
+    let pid2 = last_pid(&env, "echo-bob");
+    assert_ne!(pid1, pid2);
+    assert_eq!(
+        out.trim(),
+        format!(
+            "echo-bob restarted with a fresh conversation (none recorded to continue) (pid {pid2})"
+        )
+    );
+    assert_last_wake(&env, "echo-bob", "fresh", "restart-without-conversation");
+    assert!(!alive(pid1), "the old session {pid1} is gone");
+    let exits = events_of(&env, "exits", "session-exit", "echo-bob");
+    assert_eq!(exits.last().unwrap()["cause"], "replaced", "{exits:?}");
+    // An asleep peer is simply brought up; --json gives the reply.
+    let out = env.ok(&["restart", "alice", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["identity"], "echo-alice", "{out}");
+    assert_eq!(v["pid"], last_pid(&env, "echo-alice"), "{out}");
+    // An always-on peer is restarted as `new` does.
+    let out = env.ok(&["restart", "bot"]);
+    assert_eq!(out.trim(), "bot-bot restarted");
+
+    // stop --all: the agents only; the human and the service peer are named and kept.
+    let out = env.ok(&["stop", "--all"]);
+    assert!(
+        out.contains("stopped echo-alice, echo-bob")
+            && out.contains("(ended echo-alice, echo-bob)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("left running: bot-bot, human-you (humans and services: stop one by name, or add --everyone)"),
+        "{out}"
+    );
+    assert_eq!(env.status_of("bob", "echo"), "stopped");
+    assert_eq!(env.status_of("you", "human"), "live");
+    assert_eq!(env.status_of("bot", "bot"), "live");
+    // The operator is still reachable.
+    let out = send(&env, "you", "build is green", None);
+    assert!(out.status.success(), "{}", common::describe(&out));
+    // Stopped peers: wake and restart are refused with the command that starts them.
+    for verb in ["wake", "restart"] {
+        let (_, err) = env.fails(&[verb, "bob"], 1);
+        assert_eq!(
+            err.trim(),
+            format!("iapeer {verb}: \"bob\" (echo) is stopped and not accepting messages; start it to resume: iapeer start bob")
+        );
+    }
+    // --everyone goes with --all; with it, humans and services stop too.
+    let (_, err) = env.fails(&["stop", "bob", "--everyone"], 2);
+    assert!(err.contains("--everyone goes with --all"), "{err}");
+    let out = env.ok(&["stop", "--all", "--everyone", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let stopped: Vec<&str> = v["stopped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        stopped,
+        ["echo-alice", "echo-bob", "bot-bot", "human-you"],
+        "{out}"
+    );
+    assert!(v.get("kept").is_none(), "{out}");
+    env.wait_until("the human is stopped", Duration::from_secs(10), |e| {
+        e.status_of("you", "human") == "stopped" && e.status_of("bot", "bot") == "stopped"
+    });
+}
+
 #[test]
 fn refresh_marks_the_next_wake_fresh_without_touching_the_live_session() {
     let env = world_with_bot(
@@ -332,7 +425,7 @@ fn refresh_marks_the_next_wake_fresh_without_touching_the_live_session() {
     let out = env.ok(&["refresh", "bot"]);
     assert_eq!(
         out.trim(),
-        "nothing to refresh (router runtimes are skipped)"
+        "nothing to refresh (humans and services have no conversation to refresh)"
     );
     assert!(!env.marker("bot-bot", ".fresh-next").exists());
     assert_eq!(env.status_of("bot", "bot"), "live");
@@ -542,7 +635,10 @@ fn add_runtime_and_default_runtime_for_one_peer_and_all() {
 
     // A router runtime is never added to an agent peer; an unknown one is not installed.
     let (_, err) = env.fails(&["add-runtime", "bot", "--peer", "cx"], 1);
-    assert!(err.contains("bot is a router runtime"), "{err}");
+    assert!(
+        err.contains("bot is a human's or a service's runtime"),
+        "{err}"
+    );
     let (_, err) = env.fails(&["add-runtime", "nope", "--peer", "cx"], 1);
     assert!(err.contains("runtime \"nope\" is not installed"), "{err}");
     assert_eq!(registry(&env), registry_once);

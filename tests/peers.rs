@@ -94,6 +94,21 @@ fn twenty_concurrent_creates_leave_every_entry() {
 fn create_refuses_names_taken_or_not_matching_the_folder() {
     let env = TestEnv::new();
     env.create_echo("alice");
+    // Again, the same: idempotent, the same line (spec 07). With another description: said,
+    // with the old one (issue 30 item 6).
+    let again = env.ok(&["create", "alice", "--runtime", "echo"]);
+    assert!(again.starts_with("created peer alice in "), "{again}");
+    let changed = env.ok(&["create", "alice", "--description", "writes the docs"]);
+    assert!(
+        changed.starts_with(
+            "peer alice already exists: description set to \"writes the docs\" (was \"\")"
+        ),
+        "{changed}"
+    );
+    assert_eq!(
+        entry(&registry(&env), "alice")["description"],
+        "writes the docs"
+    );
     let elsewhere = env.dir.path().join("elsewhere/alice");
     let (_, err) = env.fails(
         &[
@@ -222,6 +237,72 @@ fn init_names_the_peer_after_its_folder_and_is_idempotent() {
         "{err}"
     );
     assert_eq!(registry_text(&env), reg_before);
+}
+
+/// Issue 30 item 6: a peer folder moved by hand. `verify` says the folder is gone and that
+/// `init` belongs in its new place (not `init <old path>`, nor `--fix`); `init` there
+/// re-points the registry and messages reach the peer in its new folder. A second folder of
+/// the same name while the first still holds the peer stays refused.
+#[test]
+fn init_in_a_folder_moved_by_hand_re_points_the_registry() {
+    let mut env = TestEnv::new();
+    env.create_echo("carl");
+    let old = env.peer_dir("carl");
+    let new = env.dir.path().join("work/carl");
+    std::fs::create_dir_all(new.parent().unwrap()).unwrap();
+
+    // While carl's folder is in place, another folder named carl is refused.
+    let twin = env.dir.path().join("twin/carl");
+    std::fs::create_dir_all(&twin).unwrap();
+    let (_, err) = env.fails(&["init", twin.to_str().unwrap(), "--runtime", "echo"], 1);
+    assert!(err.contains("peer \"carl\" already exists at"), "{err}");
+
+    std::fs::rename(&old, &new).unwrap();
+    let (out, _) = env.fails(&["verify"], 1);
+    assert!(
+        out.contains(&format!(
+            "carl: its folder {} is gone — if you moved it, run `iapeer init` in its new place",
+            old.display()
+        )),
+        "{out}"
+    );
+    assert!(!out.contains("verify --fix"), "{out}");
+    let out = env.cmd(&["init"]).current_dir(&new).output().unwrap();
+    assert!(out.status.success(), "{}", common::describe(&out));
+    let canonical = new.canonicalize().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!(
+            "moved peer carl: the registry now points to {} (was {})",
+            canonical.display(),
+            old.display()
+        )
+    );
+    assert_eq!(
+        entry(&registry(&env), "carl")["cwd"],
+        canonical.display().to_string()
+    );
+    assert_eq!(env.ok(&["verify"]).trim(), "ok: 1 peer(s), no problems");
+    // The twin is still refused: the moved folder holds carl now.
+    let (_, err) = env.fails(&["init", twin.to_str().unwrap(), "--runtime", "echo"], 1);
+    assert!(err.contains("peer \"carl\" already exists at"), "{err}");
+
+    env.create_echo("alice");
+    env.start_daemon();
+    let out = env.ok(&[
+        "send",
+        "carl",
+        "--from",
+        "echo-alice",
+        "--message",
+        "echo: here?",
+    ]);
+    assert!(out.starts_with("delivered to carl (echo)"), "{out}");
+    let pid: u32 = env.events("lifecycle", "wake").last().unwrap()["pid"]
+        .parse()
+        .unwrap();
+    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap();
+    assert_eq!(cwd, canonical, "the session runs in the new folder");
 }
 
 #[test]

@@ -53,6 +53,7 @@ mod paste;
 mod paths;
 mod peers;
 mod plugins;
+mod prompt;
 mod regressions;
 mod rename;
 mod router_runtime;

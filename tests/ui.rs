@@ -309,6 +309,69 @@ fn hostile_text_is_inert_visible_text_in_a_real_browser() {
     assert_eq!(hook.decision()["behavior"], "deny");
 }
 
+/// Issue 30 item 2: with two people on the team, the page shows a picker for whose inbox it
+/// shows and whom it writes as (in a real browser), and the CLI's `send` names the choices.
+#[test]
+fn two_humans_pick_their_inbox_in_a_real_browser() {
+    let python = std::env::var("IAPEER_TEST_PYTHON")
+        .expect("IAPEER_TEST_PYTHON is not set (see the_page_in_a_real_browser)");
+    let chromium = find_program(&["chromium", "chromium-browser"]).expect("chromium");
+    let chromedriver = find_program(&["chromedriver"]).expect("chromedriver");
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.ok(&["create", "you", "--runtime", "human"]);
+    env.ok(&["create", "ann", "--runtime", "human"]);
+    env.start_daemon();
+    for h in ["you", "ann"] {
+        env.wait_until("the human peers are up", Duration::from_secs(30), |e| {
+            e.status_of(h, "human") == "live"
+        });
+    }
+    let (for_ann, for_you) = ("review done, ann", "deploy ready, you");
+    env.ok(&["send", "ann", "--from", "echo-alice", "--message", for_ann]);
+    env.ok(&["send", "you", "--from", "echo-alice", "--message", for_you]);
+    let reply = format!("thanks from the page {}", std::process::id());
+    let screenshot = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/ui-two-humans.png");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/humans.py");
+    let out = Command::new(&python)
+        .arg(script)
+        .args(["--url", &link(&env)])
+        .arg("--chromium")
+        .arg(&chromium)
+        .arg("--chromedriver")
+        .arg(&chromedriver)
+        .args([
+            "--for-ann",
+            for_ann,
+            "--for-you",
+            for_you,
+            "--reply",
+            &reply,
+        ])
+        .arg("--screenshot")
+        .arg(&screenshot)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
+    assert!(
+        out.status.success(),
+        "the browser check failed:\n{}\n{}",
+        common::describe(&out),
+        env.diagnostics()
+    );
+    // The page's message is in ann's inbox, from you.
+    let inbox = env.ok(&["inbox", "ann", "--all", "--json"]);
+    let got: serde_json::Value = inbox
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|m| m["body"] == reply.as_str())
+        .unwrap_or_else(|| panic!("the page's message is not in ann's inbox: {inbox}"));
+    assert_eq!(
+        (&got["from"], &got["runtime"]),
+        (&"you".into(), &"human".into()),
+        "{got}"
+    );
+}
+
 #[test]
 fn requests_without_the_secret_or_cookie_are_refused() {
     let env = team(&[]);

@@ -186,6 +186,7 @@ fn restart_telegram_peers(paths: &Paths, registry: &Registry) -> Vec<String> {
             personality: personality.clone(),
             runtime: runtime.clone(),
             all: false,
+            everyone: false,
         };
         if client.request::<StopReply>(&stop, |_| {}).is_err() {
             continue;

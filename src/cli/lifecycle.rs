@@ -10,7 +10,7 @@ use super::parse::Invocation;
 use super::spec::{args, flags};
 use super::{done, paths, print, usage, CliError, CliResult};
 use crate::protocol::{
-    Answer, Code, CompactOutcome, CompactReply, Failure, IdentityReply, InterruptReply,
+    Answer, Code, CompactOutcome, CompactReply, Failure, IdentityReply, InterruptReply, ListReply,
     LiveRuntimeReply, NewReply, Request, StartReply, StopReply, WakeReply,
 };
 
@@ -61,16 +61,27 @@ pub fn stop_start(inv: &Invocation, stop: bool) -> CliResult {
             ids.join(", ")
         }
     };
+    let everyone = stop && inv.flag(flags::EVERYONE);
+    if everyone && !all {
+        return Err(usage(inv, "--everyone goes with --all"));
+    }
     if stop {
         let req = Request::Stop {
             personality,
             runtime,
             all,
+            everyone,
         };
         let reply: StopReply = succeeded(client.request(&req, |_| {})?)?;
         let mut s = format!("stopped {}", nothing_or(&reply.stopped));
         if !reply.ended.is_empty() {
             s.push_str(&format!(" (ended {})", reply.ended.join(", ")));
+        }
+        if !reply.kept.is_empty() {
+            s.push_str(&format!(
+                "\nleft running: {} (humans and services: stop one by name, or add --everyone)",
+                reply.kept.join(", ")
+            ));
         }
         done(inv, &reply, &format!("{s}\n"))
     } else {
@@ -92,7 +103,7 @@ pub fn stop_start(inv: &Invocation, stop: bool) -> CliResult {
             .collect();
         if !cannot.is_empty() {
             return Err(CliError::Failed(format!(
-                "cleared the stop flag of {}, but {}",
+                "{} take messages again, but {}",
                 nothing_or(&reply.cleared),
                 cannot.join("; ")
             )));
@@ -166,7 +177,7 @@ fn refuse_attach_to_a_router_peer(peer: &str, runtime: Option<&str>) -> CliResul
         .is_ok_and(|a| a.kind() == crate::runtime::RuntimeKind::Router);
     if router {
         return Err(CliError::Failed(format!(
-            "attach needs an agent runtime ({rt} is a router runtime: {peer} has no session \
+            "attach needs an agent runtime ({rt} is a human's or a service's runtime: {peer} has no session \
              to attach to)"
         )));
     }
@@ -317,6 +328,71 @@ pub fn new(inv: &Invocation) -> CliResult {
     )
 }
 
+/// `wake <peer> [runtime]`: the session up now, as a message would bring it; exit 0 once
+/// it is ready (issue 30 item 4).
+pub fn wake(inv: &Invocation) -> CliResult {
+    let peer = inv
+        .positional(args::PEER)
+        .ok_or_else(|| usage(inv, "missing <peer>"))?;
+    let req = Request::Wake {
+        personality: peer.to_string(),
+        runtime: inv.positional(args::RUNTIME).map(String::from),
+    };
+    let answer: WakeReply = daemon_op(inv, &req, &format!("waking {peer}"))?;
+    let what = if answer.woke { "woke" } else { "already live:" };
+    done(
+        inv,
+        &answer,
+        &format!("{what} {} (pid {})\n", answer.identity, answer.pid),
+    )
+}
+
+/// `restart <peer> [runtime]`: end the session and bring it up again on the recorded
+/// conversation; says whether it resumed or started fresh (from `list`'s `mode`).
+pub fn restart(inv: &Invocation) -> CliResult {
+    let peer = inv
+        .positional(args::PEER)
+        .ok_or_else(|| usage(inv, "missing <peer>"))?;
+    let req = Request::Restart {
+        personality: peer.to_string(),
+        runtime: inv.positional(args::RUNTIME).map(String::from),
+    };
+    let answer: NewReply = daemon_op(inv, &req, &format!("restarting {peer}"))?;
+    let how = match answer.pid() {
+        None => String::new(),
+        Some(pid) => {
+            let mode = session_mode(answer.identity());
+            let on = match mode.as_deref() {
+                Some("resume") => " on its conversation",
+                Some("fresh") => " with a fresh conversation (none recorded to continue)",
+                _ => "",
+            };
+            format!("{on} (pid {pid})")
+        }
+    };
+    done(
+        inv,
+        &answer,
+        &format!("{} restarted{how}\n", answer.identity()),
+    )
+}
+
+/// The `mode` (`fresh`/`resume`) of `identity`'s live session per `list`; `None` when it
+/// cannot be asked or is not live.
+fn session_mode(identity: &str) -> Option<String> {
+    let paths = paths().ok()?;
+    let mut client = Client::connect(&paths).ok()?;
+    let list: ListReply = client
+        .request(&Request::List, |_| {})
+        .ok()?
+        .into_result()
+        .ok()?;
+    list.sessions
+        .into_iter()
+        .find(|s| s.identity == identity)
+        .map(|s| s.mode)
+}
+
 /// `interrupt <peer> [runtime]`.
 pub fn interrupt(inv: &Invocation) -> CliResult {
     let peer = inv
@@ -439,7 +515,7 @@ pub fn refresh(inv: &Invocation) -> CliResult {
         return done(
             inv,
             &doc,
-            "nothing to refresh (router runtimes are skipped)\n",
+            "nothing to refresh (humans and services have no conversation to refresh)\n",
         );
     }
     done(

@@ -22,6 +22,7 @@ pub mod onboard;
 pub mod parse;
 pub mod peers;
 pub mod plugins;
+pub mod prompt;
 pub mod runtimes;
 pub mod send;
 pub mod sender;
@@ -283,7 +284,10 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
         Verb::Start => lifecycle::stop_start(inv, false),
         Verb::Attach => lifecycle::attach(inv),
         Verb::LiveRuntime => lifecycle::live_runtime(inv),
+        Verb::Prompt => prompt::run(inv),
         Verb::New => lifecycle::new(inv),
+        Verb::Wake => lifecycle::wake(inv),
+        Verb::Restart => lifecycle::restart(inv),
         Verb::Refresh => lifecycle::refresh(inv),
         Verb::Interrupt => lifecycle::interrupt(inv),
         Verb::Compact => lifecycle::compact(inv),

@@ -137,7 +137,16 @@ pub fn init(inv: &Invocation) -> CliResult {
     let before = registered(&paths, &name);
     let born = peers::init_peer(&paths, &folder, &init_options(inv)).map_err(fail)?;
     let unconfigured = bootstrap(inv, &paths, &born);
-    report(inv, "initialized", before.as_ref(), &born.peer)?;
+    match before.as_ref().filter(|b| b.cwd != born.peer.cwd) {
+        // A peer folder moved by hand, found again (issue 30 item 6).
+        Some(old) if !inv.flag(flags::JSON) => print(&format!(
+            "moved peer {}: the registry now points to {} (was {})\n",
+            born.peer.personality,
+            born.peer.cwd.display(),
+            old.cwd.display()
+        ))?,
+        _ => report(inv, "initialized", before.as_ref(), &born.peer)?,
+    }
     unconfigured.map_or(Ok(()), Err)
 }
 
@@ -206,7 +215,15 @@ fn report(
                 .filter(|r| !old.runtimes.contains(r))
                 .map(String::as_str)
                 .collect();
-            if added.is_empty() {
+            if added.is_empty() && old.description != p.description {
+                // Not silently (issue 30 item 6): an existing peer's description was replaced.
+                format!(
+                    "peer {} already exists: description set to \"{}\" (was \"{}\")",
+                    p.personality,
+                    crate::visible::line(&p.description),
+                    crate::visible::line(&old.description)
+                )
+            } else if added.is_empty() {
                 // Idempotent (spec 07): the same line as the first time.
                 format!("{what} peer {}", p.personality)
             } else {
@@ -599,7 +616,7 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
     let paths = paths()?;
     let kind = runtime::adapter_for(&paths, rt).map_err(fail)?.kind();
     if kind != RuntimeKind::Agent {
-        return Err(fail(format!("{rt} is a router runtime; add-runtime declares agent runtimes (create a peer with --runtime {rt} instead)")));
+        return Err(fail(format!("{rt} is a human's or a service's runtime; add-runtime declares agent runtimes (create a peer with --runtime {rt} instead)")));
     }
     let bearer = bearer();
     let mut out = String::new();
@@ -768,7 +785,7 @@ fn undeclared_default(peer: &str, rt: &str, kind: RuntimeKind) -> String {
             "peer \"{peer}\" does not declare runtime \"{rt}\" — add it first: iapeer add-runtime {rt} --peer {peer}"
         ),
         _ => format!(
-            "peer \"{peer}\" does not declare runtime \"{rt}\", and {rt} is a router runtime, which is \
+            "peer \"{peer}\" does not declare runtime \"{rt}\", and {rt} is a human's or a service's runtime, which is \
              not added to an existing peer — create a peer on it instead: iapeer create <name> --runtime {rt}"
         ),
     }

@@ -75,8 +75,20 @@ pub fn resolve_sender(
     if let Some(p) = inside {
         return Ok(format!("{}-{}", p.default_runtime, p.personality));
     }
-    let Ok(owner) = registry.only_natural() else {
-        return Err(CANNOT_TELL.to_string());
+    let owner = match registry.only_natural() {
+        Ok(owner) => owner,
+        Err(0) => return Err(CANNOT_TELL.to_string()),
+        // Several people on the team (issue 30 item 2): say who they are and how to pick.
+        Err(_) => {
+            let people: Vec<String> = registry
+                .naturals()
+                .map(|p| format!("--from {}-{}", p.default_runtime, p.personality))
+                .collect();
+            return Err(format!(
+                "cannot tell who is sending: this team has several people — say which with {}",
+                people.join(" or ")
+            ));
+        }
     };
     let owner_id = format!("{}-{}", owner.default_runtime, owner.personality);
     if let Some((name, value)) = caller.peer_vars.first() {
@@ -158,6 +170,18 @@ mod tests {
         two.peers.push(peer("owner2", "telegram", "human", "/w/o2"));
         assert_eq!(
             resolve_sender(None, None, Path::new("/tmp"), &two, &tty),
+            Err(
+                "cannot tell who is sending: this team has several people — say which with \
+                 --from telegram-owner or --from telegram-owner2"
+                    .into()
+            )
+        );
+        let none = Registry {
+            version: 2,
+            peers: vec![peer("alice", "echo", "artificial", "/w/alice")],
+        };
+        assert_eq!(
+            resolve_sender(None, None, Path::new("/tmp"), &none, &tty),
             Err(CANNOT_TELL.into())
         );
     }

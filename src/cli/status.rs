@@ -311,7 +311,15 @@ pub fn run(inv: &Invocation) -> CliResult {
 pub fn doctor(_inv: &Invocation) -> CliResult {
     let status = report(false, true);
     super::print("\n")?;
-    let verify = super::verify::check(false, false);
+    let verify = super::verify::check(false, false, true);
+    // The verdict covers both parts (with the daemon down it is not "no problems").
+    let verdict = match (&status, &verify) {
+        (Ok(()), Ok(())) => "doctor: no problems\n",
+        (Err(_), Ok(())) => "doctor: the daemon has a problem (above)\n",
+        (Ok(()), Err(_)) => "doctor: the registry or a profile has a problem (above)\n",
+        (Err(_), Err(_)) => "doctor: the daemon and the registry have problems (above)\n",
+    };
+    super::print(verdict)?;
     status.and(verify)
 }
 

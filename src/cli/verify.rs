@@ -57,12 +57,13 @@ struct VerifyDoc<'a> {
 
 /// Run `iapeer verify`.
 pub fn run(inv: &Invocation) -> CliResult {
-    check(inv.flag(flags::FIX), inv.flag(flags::JSON))
+    check(inv.flag(flags::FIX), inv.flag(flags::JSON), false)
 }
 
 /// Verify (and with `fix` rebuild) the registry and profiles, printing the outcome (one
-/// JSON document with `json`); `Err` (exit 1) when a problem is left.
-pub fn check(fix: bool, json: bool) -> CliResult {
+/// JSON document with `json`; for `doctor`, a line that does not read as the whole verdict);
+/// `Err` (exit 1) when a problem is left.
+pub fn check(fix: bool, json: bool, doctor: bool) -> CliResult {
     let paths = paths()?;
     let (mut changes, mut left_out) = (Vec::new(), Vec::new());
     if fix {
@@ -123,7 +124,11 @@ pub fn check(fix: bool, json: bool) -> CliResult {
             let (p, what) = show(p, what);
             out.push_str(&format!("warning: {p}: {what}\n"));
         }
-        if problems.is_empty() {
+        if problems.is_empty() && doctor {
+            out.push_str(&format!(
+                "registry and profiles: {peers} peer(s), no problems\n"
+            ));
+        } else if problems.is_empty() {
             out.push_str(&format!(
                 "ok: {peers} peer(s), no problems{}\n",
                 if fix {
@@ -137,7 +142,9 @@ pub fn check(fix: bool, json: bool) -> CliResult {
                 let (p, what) = show(p, what);
                 out.push_str(&format!("{p}: {what}\n"));
             }
-            if !fix && problems.iter().any(|(_, what)| !what.contains(COPIED)) {
+            let own_advice =
+                |what: &str| what.contains(COPIED) || what.contains(crate::profile::FOLDER_GONE);
+            if !fix && problems.iter().any(|(_, what)| !own_advice(what)) {
                 out.push_str(
                     "run iapeer verify --fix to rebuild the registry from the profiles (an error \
                      inside a profile is fixed by editing that file)\n",

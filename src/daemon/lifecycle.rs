@@ -15,6 +15,9 @@ pub enum ModeRequest {
     Fresh,
     /// `attach`: resume, or fail when there is nothing to resume.
     Resume,
+    /// `restart`: replace a live session, then continue the conversation iapeer recorded
+    /// (fresh when there is none, or when `refresh` or an ephemeral profile asks for one).
+    Restart,
 }
 
 /// The facts the fresh/resume rules read.
@@ -88,6 +91,7 @@ fn by_rules(req: ModeRequest, f: &WakeFacts) -> WakeDecision {
             )
         }
         ModeRequest::Resume => return d(WakeMode::Resume, "explicit-resume", false, f.idle_reaped),
+        ModeRequest::Restart => return restart_rule(f),
         ModeRequest::Auto => {}
     }
     if f.fresh_next {
@@ -108,6 +112,28 @@ fn by_rules(req: ModeRequest, f: &WakeFacts) -> WakeDecision {
         }
         Some(_) => d(WakeMode::Fresh, "new-topic", false, true),
         None => d(WakeMode::Fresh, "no-topic", false, true),
+    }
+}
+
+/// `restart`'s rule: `refresh` and ephemeral profiles still mean fresh; otherwise the
+/// conversation iapeer recorded is taken up again, and without one (a runtime that does not
+/// name its conversations, or none recorded yet) the peer starts fresh — never the folder's
+/// newest conversation, which may be a person's (issue 32 item 1).
+fn restart_rule(f: &WakeFacts) -> WakeDecision {
+    let (mode, cause, fresh_next) = if f.fresh_next {
+        (WakeMode::Fresh, "fresh-next", true)
+    } else if f.ephemeral {
+        (WakeMode::Fresh, "ephemeral", false)
+    } else if f.named && f.conversation.is_some() {
+        (WakeMode::Resume, "restart", false)
+    } else {
+        (WakeMode::Fresh, "restart-without-conversation", false)
+    };
+    WakeDecision {
+        mode,
+        cause,
+        consume_fresh_next: fresh_next,
+        consume_idle_reaped: f.idle_reaped,
     }
 }
 
@@ -196,6 +222,43 @@ mod tests {
 
     fn facts() -> WakeFacts {
         WakeFacts::default()
+    }
+
+    #[test]
+    fn restart_continues_only_the_recorded_conversation() {
+        let restart = |f: &WakeFacts| {
+            let d = decide_mode(ModeRequest::Restart, f);
+            (d.mode, d.cause, d.consume_fresh_next)
+        };
+        let recorded = WakeFacts {
+            named: true,
+            conversation: Some("0b8a5c2e".into()),
+            ..facts()
+        };
+        assert_eq!(restart(&recorded), (WakeMode::Resume, "restart", false));
+        // Not reaped by idle sleep, no topic: a message would start fresh; restart does not.
+        assert!(!recorded.idle_reaped && recorded.topic.is_none());
+        let none = WakeFacts {
+            named: true,
+            ..facts()
+        };
+        assert_eq!(
+            restart(&none),
+            (WakeMode::Fresh, "restart-without-conversation", false)
+        );
+        // A runtime that does not name its conversations: the folder's newest may be a
+        // person's, so fresh.
+        assert_eq!(restart(&facts()).0, WakeMode::Fresh);
+        let refreshed = WakeFacts {
+            fresh_next: true,
+            ..recorded.clone()
+        };
+        assert_eq!(restart(&refreshed), (WakeMode::Fresh, "fresh-next", true));
+        let ephemeral = WakeFacts {
+            ephemeral: true,
+            ..recorded
+        };
+        assert_eq!(restart(&ephemeral).1, "ephemeral");
     }
 
     #[test]

@@ -178,15 +178,16 @@ pub(super) fn init_folder(
         }
     }
     let registry = Registry::load(paths)?;
+    let existing = Profile::read(folder)?;
     if let Some(other) = registry.find(&name) {
-        if other.cwd != folder {
+        let moved = existing.is_some() && !holds_peer(&other.cwd, &name);
+        if other.cwd != folder && !moved {
             return Err(PeerError::FolderNameTaken {
                 name,
                 at: other.cwd.clone(),
             });
         }
     }
-    let existing = Profile::read(folder)?;
     let runtime = match (opts.runtime, &existing) {
         (None, Some(p)) => p.default_runtime().to_string(),
         (requested, _) => choose_runtime(paths, folder, requested)?,
@@ -271,6 +272,13 @@ pub(super) fn init_folder(
         peer: entry,
         always_on: (kind == RuntimeKind::Router).then_some(runtime),
     })
+}
+
+/// Whether `folder` still holds the peer `name`: its profile is there and names it. A peer
+/// folder moved by hand leaves none behind, so `init` in its new place re-points the
+/// registry (issue 30 item 6) instead of refusing the name as taken.
+fn holds_peer(folder: &Path, name: &str) -> bool {
+    peer::profile(folder).is_file() && profile::personality_of(folder).is_ok_and(|n| n == name)
 }
 
 /// Write the `launch.env` stub of runtime `rt` in `folder` unless the file exists (spec 01

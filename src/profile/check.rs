@@ -18,6 +18,10 @@ pub struct Findings {
     pub warnings: Vec<String>,
 }
 
+/// The words of the finding for a registered folder that no longer exists (`verify` gives
+/// its own advice for it, not `--fix`).
+pub const FOLDER_GONE: &str = "is gone";
+
 /// Every way the profile in `cwd` departs from the standard; both lists empty when it
 /// conforms. Checked on the file as written (before any in-memory healing).
 ///
@@ -38,6 +42,14 @@ pub fn check(cwd: &Path) -> Findings {
     };
     let map = match read_object(&path) {
         Ok(Some(map)) => map,
+        // A folder moved by hand (issue 30 item 6): `init` belongs in its new place.
+        Ok(None) if !cwd.exists() => {
+            return error(format!(
+                "its folder {} {FOLDER_GONE} — if you moved it, run `iapeer init` in its new \
+                 place (the registry follows); if you deleted it, `iapeer remove` the peer",
+                cwd.display()
+            ))
+        }
         Ok(None) => {
             return error(format!(
                 "no profile at {} — run `iapeer init {}`",

@@ -27,7 +27,7 @@ use crate::names::{self, Intelligence};
 use crate::paths;
 use crate::registry::RegistryPeer;
 
-pub use check::{check, Findings};
+pub use check::{check, Findings, FOLDER_GONE};
 pub use fields::{clamp_description, DESCRIPTION_MAX_CHARS, KNOWN_KEYS};
 
 /// Why a profile could not be read or written. Every variant names the file or folder.

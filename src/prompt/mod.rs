@@ -25,6 +25,9 @@ use crate::names::Identity;
 use crate::paths::{self, Paths};
 use crate::registry::{Registry, RegistryPeer};
 
+/// [`Skipped::reason`] of a whitespace-only file (not worth a warning).
+const EMPTY: &str = "empty";
+
 /// Suffix of the prompt file among the per-identity lifecycle markers.
 pub const PROMPT_SUFFIX: &str = ".system-prompt.md";
 
@@ -49,18 +52,142 @@ pub fn assemble(
     facts: &HostFacts,
     home: Option<&Path>,
 ) -> String {
-    let mut sections = vec![identity_block(me, facts), docs_pointer(paths)];
-    for doctrine in [paths.host_doctrine(), paths::peer::doctrine(&me.cwd)] {
-        sections.extend(marked_section(&doctrine, home));
+    let c = compose(paths, me, registry, facts, home);
+    for s in c.skipped.iter().filter(|s| s.reason != EMPTY) {
+        log::warn!("system prompt: skipping {}: {}", s.path.display(), s.reason);
     }
-    sections.extend(known_peers(registry));
-    sections.extend(layer_files(paths.root(), &paths::peer::dir(&me.cwd), home));
-    sections.extend(layer_files(
-        &paths.host_fragments(),
-        &paths::peer::fragments(&me.cwd),
+    c.text()
+}
+
+/// Which of [`assemble`]'s layers a [`Layer`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayerKind {
+    /// 1: the identity block (the registry entry and this host).
+    Identity,
+    /// 2: the pointer to `<root>/docs/`.
+    Docs,
+    /// 3: `<root>/IAPEER.md`, for every agent on the host.
+    HostDoctrine,
+    /// 3: `<peer folder>/.iapeer/IAPEER.md`, the peer's own role.
+    PeerDoctrine,
+    /// 4: the team list from the registry.
+    KnownPeers,
+    /// 5: a `*.md` file of `<root>/` or `<peer folder>/.iapeer/`.
+    Domain,
+    /// 6: a `*.md` file of `<root>/fragments/` or `<peer folder>/.iapeer/fragments/`.
+    Fragment,
+}
+
+impl LayerKind {
+    /// The layer's name in `iapeer prompt`'s labels and `--json` (`peer-doctrine`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LayerKind::Identity => "identity",
+            LayerKind::Docs => "docs",
+            LayerKind::HostDoctrine => "host-doctrine",
+            LayerKind::PeerDoctrine => "peer-doctrine",
+            LayerKind::KnownPeers => "known-peers",
+            LayerKind::Domain => "domain",
+            LayerKind::Fragment => "fragment",
+        }
+    }
+}
+
+/// One section of the prompt: what it is, the file it came from (`None` for the generated
+/// layers) and its text exactly as it goes into the prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layer {
+    /// The layer.
+    pub kind: LayerKind,
+    /// Its file, for layers 3, 5 and 6.
+    pub source: Option<PathBuf>,
+    /// Its text (a file's with its `<!-- path -->` heading), before [`join_sections`].
+    pub text: String,
+}
+
+/// A file of layers 3, 5 or 6 that was found and left out, and why (`empty`, `not UTF-8`,
+/// or the read error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The file.
+    pub path: PathBuf,
+    /// Why it is not in the prompt.
+    pub reason: String,
+}
+
+/// The prompt as its layers, in order, and the files left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Composition {
+    /// The layers with text, in the prompt's order.
+    pub layers: Vec<Layer>,
+    /// Files that exist and were left out.
+    pub skipped: Vec<Skipped>,
+}
+
+impl Composition {
+    /// The prompt text: the layers joined by [`join_sections`] (what [`assemble`] returns).
+    pub fn text(&self) -> String {
+        let sections: Vec<String> = self.layers.iter().map(|l| l.text.clone()).collect();
+        join_sections(&sections)
+    }
+}
+
+/// [`assemble`]'s layers one by one, each with where it came from (for `iapeer prompt`,
+/// issue 30 item 3). Same inputs, same rules.
+pub fn compose(
+    paths: &Paths,
+    me: &RegistryPeer,
+    registry: &Registry,
+    facts: &HostFacts,
+    home: Option<&Path>,
+) -> Composition {
+    let generated = |kind, text| Layer {
+        kind,
+        source: None,
+        text,
+    };
+    let mut c = Composition {
+        layers: vec![
+            generated(LayerKind::Identity, identity_block(me, facts)),
+            generated(LayerKind::Docs, docs_pointer(paths)),
+        ],
+        skipped: Vec::new(),
+    };
+    c.add_file(LayerKind::HostDoctrine, &paths.host_doctrine(), home);
+    c.add_file(
+        LayerKind::PeerDoctrine,
+        &paths::peer::doctrine(&me.cwd),
         home,
-    ));
-    join_sections(&sections)
+    );
+    if let Some(text) = known_peers(registry) {
+        c.layers.push(generated(LayerKind::KnownPeers, text));
+    }
+    for file in layer_files(paths.root(), &paths::peer::dir(&me.cwd)) {
+        c.add_file(LayerKind::Domain, &file, home);
+    }
+    let fragments = layer_files(&paths.host_fragments(), &paths::peer::fragments(&me.cwd));
+    for file in fragments {
+        c.add_file(LayerKind::Fragment, &file, home);
+    }
+    c
+}
+
+impl Composition {
+    /// Add `path` as a `kind` layer, or note why it is left out (nothing when it is absent).
+    fn add_file(&mut self, kind: LayerKind, path: &Path, home: Option<&Path>) {
+        match marked_section(path, home) {
+            Ok(Some(text)) => self.layers.push(Layer {
+                kind,
+                source: Some(path.to_path_buf()),
+                text,
+            }),
+            Ok(None) => {}
+            Err(reason) => self.skipped.push(Skipped {
+                path: path.to_path_buf(),
+                reason,
+            }),
+        }
+    }
 }
 
 /// Write the prompt of `identity` to `<root>/state/lifecycle/<identity>.system-prompt.md`
@@ -176,8 +303,9 @@ fn one_line(s: &str) -> String {
     kept.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Layers 5 and 6: the union of `*.md` names of two folders, sorted; host file first.
-fn layer_files(host_dir: &Path, peer_dir: &Path, home: Option<&Path>) -> Vec<String> {
+/// Layers 5 and 6: the files of the union of `*.md` names of two folders, sorted; host file
+/// first.
+fn layer_files(host_dir: &Path, peer_dir: &Path) -> Vec<PathBuf> {
     let host = md_names(host_dir);
     let peer = md_names(peer_dir);
     let all: BTreeSet<&OsString> = host.iter().chain(peer.iter()).collect();
@@ -185,7 +313,7 @@ fn layer_files(host_dir: &Path, peer_dir: &Path, home: Option<&Path>) -> Vec<Str
     for name in all {
         for (dir, names) in [(host_dir, &host), (peer_dir, &peer)] {
             if names.contains(name) {
-                out.extend(marked_section(&dir.join(name), home));
+                out.push(dir.join(name));
             }
         }
     }
@@ -220,25 +348,22 @@ fn is_layer_file_name(name: &[u8]) -> bool {
         && !name.eq_ignore_ascii_case(b"IAPEER.md")
 }
 
-/// A file as a section headed by its path marker, or `None` when it is missing, empty,
-/// unreadable or not UTF-8 (the last two logged).
-fn marked_section(path: &Path, home: Option<&Path>) -> Option<String> {
+/// A file as a section headed by its path marker; `Ok(None)` when it is missing; `Err` with
+/// the reason when it is empty, unreadable or not UTF-8 ([`assemble`] logs those).
+fn marked_section(path: &Path, home: Option<&Path>) -> Result<Option<String>, String> {
     let text = match fs::read(path) {
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(t) => t,
-            Err(_) => {
-                log::warn!("system prompt: skipping {}: not UTF-8", path.display());
-                return None;
-            }
+            Err(_) => return Err("not UTF-8".into()),
         },
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
-        Err(e) => {
-            log::warn!("system prompt: skipping {}: {e}", path.display());
-            return None;
-        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
     };
     if text.trim().is_empty() {
-        return None;
+        return Err(EMPTY.into());
     }
-    Some(format!("<!-- {} -->\n{text}", paths::tilde(path, home)))
+    Ok(Some(format!(
+        "<!-- {} -->\n{text}",
+        paths::tilde(path, home)
+    )))
 }

@@ -154,9 +154,12 @@ requests! {
         /// One runtime (default: every declared runtime).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         runtime: Option<String>,
-        /// Every peer.
+        /// Every agent peer; humans and services (router runtimes) too with `everyone`.
         #[serde(default)]
         all: bool,
+        /// With `all`: humans and services as well (issue 30 item 4).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        everyone: bool,
     },
     /// Clear the stop flag (always-on peers are started) → [`StartReply`].
     Start {
@@ -187,6 +190,16 @@ requests! {
     /// A fresh session now → [`NewReply`] (agents: once ready; always-on peers: restarted
     /// and un-parked).
     New {
+        /// Peer.
+        personality: String,
+        /// Runtime (default: the control-verb rule).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        runtime: Option<String>,
+    },
+    /// End the peer's session if any and bring it up again on the conversation iapeer
+    /// recorded (fresh without one) → [`NewReply`] (agents: once ready; always-on peers:
+    /// restarted and un-parked), issue 30 item 4.
+    Restart {
         /// Peer.
         personality: String,
         /// Runtime (default: the control-verb rule).
@@ -543,6 +556,9 @@ pub struct StopReply {
     pub stopped: Vec<String>,
     /// Sessions told to end by this request.
     pub ended: Vec<String>,
+    /// `all` without `everyone`: the human and service identities left as they were.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<String>,
 }
 
 /// `start` → `{"ok":true,"cleared":[ids],"started":[ids]}`.
@@ -873,7 +889,7 @@ impl Reply {
             Op::Send | Op::ConfirmSend => typed::<SendReply>(line),
             Op::List => typed::<ListReply>(line),
             Op::Wake | Op::Attach => typed::<WakeReply>(line),
-            Op::New => typed::<NewReply>(line),
+            Op::New | Op::Restart => typed::<NewReply>(line),
             Op::Stop => typed::<StopReply>(line),
             Op::Start => typed::<StartReply>(line),
             Op::Interrupt => typed::<InterruptReply>(line),

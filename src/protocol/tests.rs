@@ -126,6 +126,13 @@ fn every_request() -> Vec<Request> {
             personality: None,
             runtime: None,
             all: true,
+            everyone: false,
+        },
+        Request::Stop {
+            personality: None,
+            runtime: None,
+            all: true,
+            everyone: true,
         },
         Request::Start {
             personality: Some(s("bob")),
@@ -141,6 +148,10 @@ fn every_request() -> Vec<Request> {
         Request::New {
             personality: s("bob"),
             runtime: None,
+        },
+        Request::Restart {
+            personality: s("bob"),
+            runtime: Some(s("claude")),
         },
         Request::Interrupt {
             personality: s("bob"),

@@ -122,15 +122,19 @@ impl Registry {
     /// The only natural (human) peer: the owner a send speaks for when no sender is named
     /// (spec 07 `send`, spec 10 §1 `send`). `Err(n)` = there are `n` (0 or ≥ 2) instead.
     pub fn only_natural(&self) -> Result<&RegistryPeer, usize> {
-        let mut humans = self
-            .peers
-            .iter()
-            .filter(|p| p.nature() == crate::names::Intelligence::Natural);
+        let mut humans = self.naturals();
         match (humans.next(), humans.next()) {
             (Some(h), None) => Ok(h),
             (None, _) => Err(0),
             (Some(_), Some(_)) => Err(2 + humans.count()),
         }
+    }
+
+    /// The natural (human) peers, in registry order: the people a send may speak for.
+    pub fn naturals(&self) -> impl Iterator<Item = &RegistryPeer> {
+        self.peers
+            .iter()
+            .filter(|p| p.nature() == crate::names::Intelligence::Natural)
     }
 
     /// The peer whose working folder is `path` or the nearest folder above it (the longest

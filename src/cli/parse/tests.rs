@@ -144,16 +144,16 @@ fn usage_errors_are_one_targeted_line() {
         ),
         (
             &["stop"],
-            "iapeer: missing <peer> (or --all) — usage: iapeer stop (<peer> [runtime] | --all) [--json]".into(),
+            "iapeer: missing <peer> (or --all) — usage: iapeer stop (<peer> [runtime] | --all [--everyone]) [--json]".into(),
         ),
         (
             &["stop", "bob", "--all"],
-            "iapeer: unexpected argument \"bob\" with --all — usage: iapeer stop (<peer> [runtime] | --all) [--json]"
+            "iapeer: unexpected argument \"bob\" with --all — usage: iapeer stop (<peer> [runtime] | --all [--everyone]) [--json]"
                 .into(),
         ),
         (
             &["stop", "bob", "claude", "x"],
-            "iapeer: unexpected argument \"x\" — usage: iapeer stop (<peer> [runtime] | --all) [--json]".into(),
+            "iapeer: unexpected argument \"x\" — usage: iapeer stop (<peer> [runtime] | --all [--everyone]) [--json]".into(),
         ),
         (
             &["help", "send", "list"],

@@ -156,10 +156,16 @@ pub enum Verb {
     Rename,
     /// `live-runtime`.
     LiveRuntime,
+    /// `prompt`.
+    Prompt,
     /// `stop`.
     Stop,
     /// `start`.
     Start,
+    /// `wake`.
+    Wake,
+    /// `restart`.
+    Restart,
     /// `attach`.
     Attach,
     /// `new`.
@@ -241,7 +247,7 @@ pub enum Verb {
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 48] = [
+    pub const ALL: [Verb; 51] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
@@ -250,8 +256,11 @@ impl Verb {
         Verb::Remove,
         Verb::Rename,
         Verb::LiveRuntime,
+        Verb::Prompt,
         Verb::Stop,
         Verb::Start,
+        Verb::Wake,
+        Verb::Restart,
         Verb::Attach,
         Verb::New,
         Verb::Refresh,

@@ -58,6 +58,11 @@ pub mod flags {
     pub const JSON: FlagSpec = boolean("json", "print one JSON document on stdout, for scripts");
     /// `--all`.
     pub const ALL: FlagSpec = boolean("all", "act on every peer instead of one");
+    /// `--everyone` of stop.
+    pub const EVERYONE: FlagSpec = boolean(
+        "everyone",
+        "with --all: stop humans and services (timer, watcher, chat channels) too",
+    );
     /// `--force` (remove, rename).
     pub const FORCE: FlagSpec = boolean(
         "force",
@@ -201,6 +206,18 @@ pub mod flags {
     pub const PRINT: FlagSpec = boolean(
         "print",
         "print the page's link instead of opening it in a browser",
+    );
+    /// `--runtime <rt>` of prompt.
+    pub const PROMPT_RUNTIME: FlagSpec = valued(
+        "runtime",
+        "<rt>",
+        Complete::Runtime,
+        "the prompt for this runtime of the peer (default: its default runtime)",
+    );
+    /// `--raw` (prompt).
+    pub const RAW: FlagSpec = boolean(
+        "raw",
+        "print the prompt alone, exactly as the runtime gets it, without labels",
     );
     /// `--keep` (demo).
     pub const KEEP: FlagSpec = boolean("keep", "keep the temporary root and print its path");
@@ -360,7 +377,10 @@ use flags::{
     PEER_RUNTIME, PURGE, REINSTALL, RUNTIMES_ALL, SEND_ID, SEND_RUNTIME, SEND_TIMEOUT, TOPIC,
     UPDATE_FORCE, YES,
 };
-use flags::{BRANCH, CONFIRM_RUNTIME, FOLLOW, HUMAN, INBOX_ALL, PRINT, SINCE, WORKTREE};
+use flags::{
+    BRANCH, CONFIRM_RUNTIME, EVERYONE, FOLLOW, HUMAN, INBOX_ALL, PRINT, PROMPT_RUNTIME, RAW, SINCE,
+    WORKTREE,
+};
 
 const PEER_AND_RUNTIME: &[PosSpec] = &[args::PEER, RUNTIME];
 /// The flags of a verb that acts on one peer or on all of them.
@@ -713,6 +733,24 @@ pub static VERBS: &[VerbSpec] = &[
         passthrough: false,
     },
     VerbSpec {
+        id: VerbId::Run(Verb::Prompt),
+        name: "prompt",
+        signature: "prompt <peer> [--runtime <rt>] [--raw] [--json]",
+        summary: "show the system prompt a peer's next wake starts with",
+        description: "Print the system prompt iapeer gives the peer's agent at its next wake, in \
+            place of the runtime's own: each layer under a label naming where it comes from (the \
+            identity block, the docs pointer, <root>/IAPEER.md for every agent, \
+            <folder>/.iapeer/IAPEER.md for this peer's role, the team list, the *.md domain files \
+            and fragments), which doctrine files are absent, and files left out (empty, not \
+            UTF-8). --raw prints the prompt alone. Needs no daemon.",
+        positionals: &[args::PEER],
+        flags: &[PROMPT_RUNTIME, RAW, JSON],
+        rules: &[],
+        hidden: false,
+        group: Group::Peers,
+        passthrough: false,
+    },
+    VerbSpec {
         id: VerbId::Run(Verb::LiveRuntime),
         name: "live-runtime",
         signature: "live-runtime <peer> [--json]",
@@ -729,13 +767,16 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Stop),
         name: "stop",
-        signature: "stop (<peer> [runtime] | --all) [--json]",
+        signature: "stop (<peer> [runtime] | --all [--everyone]) [--json]",
         summary: "end a peer's sessions and refuse messages until started",
-        description: "Mark the peer stopped on a runtime (or every peer with --all) and end its session. A \
-            stopped peer is never woken and messages to it are refused; an always-on peer is not \
-            restarted. Without a runtime: every runtime the peer declares. Idempotent.",
+        description: "Mark the peer stopped on a runtime (or every agent with --all) and end its \
+            session. A stopped peer is never woken and messages to it are refused; an always-on \
+            peer is not restarted. Without a runtime: every runtime the peer declares. --all \
+            leaves humans and services (the human's inbox, timer, watcher, chat channels) running \
+            so messages to the operator still arrive, and names them; name one to stop it, or add \
+            --everyone. Idempotent.",
         positionals: PEER_AND_RUNTIME,
-        flags: &[ALL, JSON],
+        flags: &[ALL, EVERYONE, JSON],
         rules: &[Rule::ReplacesPositionals(ALL)],
         hidden: false,
         group: Group::Lifecycle,
@@ -745,12 +786,44 @@ pub static VERBS: &[VerbSpec] = &[
         id: VerbId::Run(Verb::Start),
         name: "start",
         signature: "start (<peer> [runtime] | --all) [--json]",
-        summary: "clear the stop mark of a peer",
-        description: "Clear the stop mark of the peer on a runtime (or of every peer with --all). Agents \
+        summary: "let a stopped peer take messages again",
+        description: "Undo stop: the peer on a runtime (or every peer with --all) takes messages again. Agents \
             are not started: they wake on their next message. Always-on peers start at once.",
         positionals: PEER_AND_RUNTIME,
         flags: &[ALL, JSON],
         rules: &[Rule::ReplacesPositionals(ALL)],
+        hidden: false,
+        group: Group::Lifecycle,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Wake),
+        name: "wake",
+        signature: "wake <peer> [runtime] [--json]",
+        summary: "bring a peer's session up now, without a message",
+        description: "Wake the peer as a message would (resuming or starting fresh by the same rules) \
+            and return once its session is ready; a live peer is left as it is. A stopped peer is \
+            refused: start it first.",
+        positionals: PEER_AND_RUNTIME,
+        flags: &[JSON],
+        rules: &[],
+        hidden: false,
+        group: Group::Lifecycle,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Restart),
+        name: "restart",
+        signature: "restart <peer> [runtime] [--json]",
+        summary: "end a peer's session and bring it up again on its conversation",
+        description: "End the peer's session if it has one and bring it up again, continuing the \
+            conversation iapeer recorded for it (fresh when none was recorded, after refresh, or \
+            for an ephemeral peer); returns once the session is ready and says which. Forgets the \
+            crash history like new; an always-on peer is restarted and un-parked. For a fresh \
+            conversation use new.",
+        positionals: PEER_AND_RUNTIME,
+        flags: &[JSON],
+        rules: &[],
         hidden: false,
         group: Group::Lifecycle,
         passthrough: false,
@@ -775,7 +848,7 @@ pub static VERBS: &[VerbSpec] = &[
         id: VerbId::Run(Verb::New),
         name: "new",
         signature: "new <peer> [runtime] [--json]",
-        summary: "restart a peer with a fresh session now",
+        summary: "restart a peer now with a fresh conversation",
         description: "End the peer's session if any, forget its crash history and bring up a fresh \
             session with no message; returns once the new session is ready. Always-on peers are \
             restarted and un-parked.",

@@ -112,10 +112,19 @@ pub fn sole_natural(registry: &Registry) -> Result<String, Reply> {
             400,
             "bad request: no natural (human) peer to send from; pass \"from\": \"<runtime>-<name>\"",
         )),
-        Err(_) => Err(error(
-            400,
-            "bad request: several natural (human) peers; pass \"from\": \"<runtime>-<name>\"",
-        )),
+        Err(_) => {
+            let people: Vec<String> = registry
+                .naturals()
+                .map(|p| format!("\"{}-{}\"", p.default_runtime, p.personality))
+                .collect();
+            Err(error(
+                400,
+                &format!(
+                    "bad request: several natural (human) peers; pass \"from\": one of {}",
+                    people.join(", ")
+                ),
+            ))
+        }
     }
 }
 
@@ -198,7 +207,8 @@ mod tests {
         assert_eq!(
             verb(Control::Stop(StopReply {
                 stopped: vec![],
-                ended: vec![]
+                ended: vec![],
+                kept: vec![],
             }))
             .status,
             200

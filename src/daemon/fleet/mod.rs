@@ -506,6 +506,7 @@ fn control_request(personality: String, verb: Verb, runtime: Option<String>) -> 
             personality: Some(personality),
             runtime,
             all: false,
+            everyone: false,
         },
         Verb::Start => Request::Start {
             personality: Some(personality),

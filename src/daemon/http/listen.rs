@@ -918,6 +918,9 @@ fn admit_head(bytes: &[u8], shared: &Shared) -> Result<(RequestHead, Admitted), 
         }
         Route::Fleet if shared.fleet.is_some() => Ok((head, admitted)),
         Route::Ui if shared.ui.is_some() => Ok((head, admitted)),
+        Route::NotFound if gate::split_target(&head.target).1 == "/" => {
+            Err((Reply::front_door(), head_only))
+        }
         Route::Fleet | Route::Ui | Route::NotFound => Err((Reply::not_found(), head_only)),
     }
 }

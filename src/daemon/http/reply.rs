@@ -56,6 +56,16 @@ impl Reply {
         Reply::error(404, "not found")
     }
 
+    /// 404 for `/` that says what the port serves and how to open the page (issue 30 item 6):
+    /// a browser pointed at the daemon's port learns `iapeer ui`.
+    pub fn front_door() -> Reply {
+        Reply::error(
+            404,
+            "not found: this is the iapeer daemon's port (MCP at /mcp, the fleet API at \
+             /fleet/v1); open the operator's page with: iapeer ui",
+        )
+    }
+
     /// 405 for anything but POST on `/mcp` (no server-initiated stream, no session to delete).
     pub fn method_not_allowed() -> Reply {
         let mut r = Reply::error(405, "method not allowed: /mcp accepts POST only");

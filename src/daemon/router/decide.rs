@@ -134,7 +134,7 @@ pub(crate) fn head_step(head: Head, presence: Presence) -> HeadStep {
         ) => NothingToCompact,
         (Head::Compact, Presence::Asleep { .. }) => Launch(ModeRequest::Resume),
         (Head::Wake { mode, launched }, Presence::Session(live)) => {
-            let wants_new = mode == ModeRequest::Fresh && !launched;
+            let wants_new = matches!(mode, ModeRequest::Fresh | ModeRequest::Restart) && !launched;
             match live {
                 Live::Ready if !wants_new => AnswerLive,
                 Live::Ready | Live::Starting if wants_new => Replace,

@@ -241,6 +241,30 @@ fn wake_of_a_live_peer_answers_not_woken() {
     );
 }
 
+/// `restart` (issue 30 item 4): replaces a running session as `new` does, then launches with
+/// its own rule (the recorded conversation, [`crate::daemon::lifecycle::decide_mode`]).
+#[test]
+fn restart_replaces_the_running_session_then_launches_as_restart() {
+    for live in [Live::Ready, Live::Starting] {
+        assert_eq!(
+            head_step(wake(ModeRequest::Restart, false), session(live)),
+            HeadStep::Replace
+        );
+    }
+    assert_eq!(
+        head_step(wake(ModeRequest::Restart, true), session(Live::Ending)),
+        HeadStep::Wait
+    );
+    assert_eq!(
+        head_step(wake(ModeRequest::Restart, false), asleep()),
+        HeadStep::Launch(ModeRequest::Restart)
+    );
+    assert_eq!(
+        head_step(wake(ModeRequest::Restart, true), session(Live::Ready)),
+        HeadStep::AnswerLive
+    );
+}
+
 /// Spec 05 §2 step 6.1 and §5 `new`/`iapeer <runtime>`: an explicit fresh wake replaces a
 /// running session, then launches, then answers once the new session is ready.
 #[test]

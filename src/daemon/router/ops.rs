@@ -28,7 +28,8 @@ impl Router {
                 personality,
                 runtime,
                 all,
-            } => match self.op_stop(personality.as_deref(), runtime.as_deref(), all) {
+                everyone,
+            } => match self.op_stop(personality.as_deref(), runtime.as_deref(), all, everyone) {
                 // Answer once the sessions are gone, so `stop` returning means stopped.
                 Ok((answer, ending)) => return self.reply_when_gone(reply, answer.into(), ending),
                 Err(r) => Err(r),
@@ -70,6 +71,10 @@ impl Router {
                 personality,
                 runtime,
             } => return self.op_new(&personality, runtime.as_deref(), reply),
+            Request::Restart {
+                personality,
+                runtime,
+            } => return self.op_restart(&personality, runtime.as_deref(), reply),
             Request::Interrupt {
                 personality,
                 runtime,

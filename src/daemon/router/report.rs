@@ -26,7 +26,7 @@ impl Router {
             return reply.finish(Reply::failure(
                 Code::InvalidArgument,
                 format!(
-                    "peer \"{personality}\" runs on {} (a router runtime, on pipes): it has no \
+                    "peer \"{personality}\" runs on {} (a human's or a service's runtime, on pipes): it has no \
                      screen — its output is in logs/lifecycle/{ident}.log",
                     ident.runtime
                 ),

@@ -42,8 +42,12 @@ impl Router {
         personality: Option<&str>,
         runtime: Option<&str>,
         all: bool,
+        everyone: bool,
     ) -> Result<(StopReply, Vec<Identity>), Refusal> {
-        let targets = self.targets(personality, runtime, all)?;
+        let (targets, kept): (Vec<Identity>, Vec<Identity>) = self
+            .targets(personality, runtime, all)?
+            .into_iter()
+            .partition(|i| !all || everyone || !self.is_router_runtime(&i.runtime));
         let mut ended = Vec::new();
         let mut ending = Vec::new();
         let mut failed = Vec::new();
@@ -69,7 +73,22 @@ impl Router {
         if !failed.is_empty() {
             return Err(switch_failed("stop", &failed, &stopped));
         }
-        Ok((StopReply { stopped, ended }, ending))
+        let kept = kept.iter().map(Identity::to_string).collect();
+        Ok((
+            StopReply {
+                stopped,
+                ended,
+                kept,
+            },
+            ending,
+        ))
+    }
+
+    /// Whether `runtime` is a human's or a service's (a router runtime, always on), which
+    /// `stop --all` leaves alone unless asked (issue 30 item 4). An unknown runtime is not.
+    fn is_router_runtime(&self, runtime: &str) -> bool {
+        self.adapter(runtime)
+            .is_ok_and(|a| a.kind() == RuntimeKind::Router)
     }
 
     /// Send `answer` once none of `identities` has a session any more (at most

@@ -33,7 +33,7 @@ impl Router {
                 Err(refusal(
                     Code::InvalidArgument,
                     format!(
-                        "{} needs an agent runtime ({} is a router runtime)",
+                        "{} needs an agent runtime ({} is a human's or a service's runtime)",
                         if attach { "attach" } else { "this" },
                         ident.runtime
                     ),
@@ -71,6 +71,24 @@ impl Router {
     }
 
     pub(crate) fn op_new(&mut self, personality: &str, runtime: Option<&str>, reply: ReplyTo) {
+        self.replace_session(personality, runtime, ModeRequest::Fresh, reply);
+    }
+
+    /// `restart` (issue 30 item 4): as [`Router::op_new`], but the agent comes back on the
+    /// conversation iapeer recorded ([`ModeRequest::Restart`]).
+    pub(crate) fn op_restart(&mut self, personality: &str, runtime: Option<&str>, reply: ReplyTo) {
+        self.replace_session(personality, runtime, ModeRequest::Restart, reply);
+    }
+
+    /// End the identity's session and bring it up again with `mode`, forgetting its crash
+    /// history; an always-on peer is restarted and un-parked.
+    fn replace_session(
+        &mut self,
+        personality: &str,
+        runtime: Option<&str>,
+        mode: ModeRequest,
+        reply: ReplyTo,
+    ) {
         let (ident, kind) = match self.control_target(personality, runtime) {
             Ok(t) => t,
             Err(r) => return reply.finish(r),
@@ -91,7 +109,7 @@ impl Router {
                 restarted: true,
             }));
         }
-        self.queue_wake(&ident, reply, ModeRequest::Fresh, false);
+        self.queue_wake(&ident, reply, mode, false);
     }
 
     pub(crate) fn op_interrupt(
@@ -192,7 +210,7 @@ impl Router {
             .map(|a| a.kind())
             .unwrap_or(RuntimeKind::Router);
         if kind != RuntimeKind::Agent {
-            return Err(refusal(Code::InvalidArgument, format!("self-fresh is for agent sessions; {} is a router runtime (restart it with: iapeer new {} {})", ident.runtime, ident.personality, ident.runtime)));
+            return Err(refusal(Code::InvalidArgument, format!("self-fresh is for agent sessions; {} is a human's or a service's runtime (restart it with: iapeer restart {} {})", ident.runtime, ident.personality, ident.runtime)));
         }
         logged(self.markers(&ident).set(Flag::NewEager));
         if self.live.end(&ident, Cause::Replaced).is_none() {

@@ -158,12 +158,22 @@ fn content_type_and_method_checks() {
         let r = exchange(port, &raw(method, "/mcp", &[("Host", &host)], ""));
         assert_eq!((r.status, r.header("allow")), (405, Some("POST")));
     }
-    for path in ["/", "/other", "/mcpx"] {
+    for path in ["/other", "/mcpx"] {
         let r = exchange(port, &raw("GET", path, &[("Host", &host)], ""));
         assert_eq!(
             (r.status, r.json()),
             (404, json!({"error":"not found"})),
             "{path}"
+        );
+    }
+    // The front door says what the port is and how to open the page (issue 30 item 6).
+    for target in ["/", "/?x=1"] {
+        let r = exchange(port, &raw("GET", target, &[("Host", &host)], ""));
+        assert_eq!(r.status, 404, "{target}");
+        let error = r.json()["error"].as_str().unwrap().to_string();
+        assert!(
+            error.ends_with("open the operator's page with: iapeer ui"),
+            "{error}"
         );
     }
     // `/fleet` asks for its token first, served or not: whoever lacks it learns nothing.

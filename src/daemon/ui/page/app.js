@@ -8,6 +8,7 @@ const state = {
   snapshot: null, // the last GET /fleet/v1/snapshot
   selected: null, // the selected peer's name
   inbox: null, // the last GET /fleet/v1/inbox (null: no human peer)
+  human: null, // whose inbox, picked when the team has several people (null: the only one)
   signedOut: false,
 };
 
@@ -115,6 +116,7 @@ async function loadSnapshot() {
   renderPeers(r.body.peers || []);
   renderNotices(r.body.notices || []);
   renderRecipients(r.body.peers || []);
+  renderHumans(r.body.peers || []);
 }
 
 function renderHost(h) {
@@ -276,8 +278,29 @@ function trimBlankEnd(rows) {
 
 let shownInbox = "";
 
+// Several people on the team (several peers on the human runtime): a picker says whose inbox
+// is shown and whom the page writes as; with one person it stays hidden.
+function renderHumans(peers) {
+  const pick = $("human");
+  const humans = peers.filter((p) => (p.runtimes || []).some((r) => r.runtime === "human"))
+    .map((p) => p.personality);
+  if (humans.length < 2) {
+    pick.hidden = true;
+    pick.replaceChildren();
+    state.human = null;
+    return;
+  }
+  if (!humans.includes(state.human)) state.human = humans[0];
+  const shown = Array.from(pick.options).map((o) => o.value);
+  if (JSON.stringify(shown) !== JSON.stringify(humans)) {
+    pick.replaceChildren(...humans.map((h) => el("option", { value: h }, visible(h))));
+  }
+  pick.value = state.human;
+  pick.hidden = false;
+}
+
 async function loadInbox() {
-  const r = await api("/fleet/v1/inbox");
+  const r = await api(state.human ? "/fleet/v1/inbox?peer=" + encodeURIComponent(state.human) : "/fleet/v1/inbox");
   const ol = $("inbox");
   if (!r.ok) {
     shownInbox = "";
@@ -487,6 +510,11 @@ function connectEvents() {
 
 async function start() {
   $("compose").addEventListener("submit", send);
+  $("human").addEventListener("change", () => {
+    state.human = $("human").value;
+    shownInbox = "";
+    loadInbox();
+  });
   await loadSnapshot();
   if (state.signedOut) return;
   await Promise.all([loadInbox(), loadApprovals()]);
