@@ -226,7 +226,13 @@ fn a_bypass_peer_s_permission_prompt_is_an_approval_request() {
         "{notices}"
     );
     let text = env.ok(&["approvals"]);
-    assert!(text.contains(&id) && text.contains("claude-cb"), "{text}");
+    assert!(
+        text.contains(&id) && text.contains("claude-cb") && text.contains("[1. Yes | 2. No]"),
+        "{text}"
+    );
+    // Approving with the option that refuses is refused: that is a deny.
+    let (_, err) = env.fails(&["approve", &id, "No"], 1);
+    assert!(err.contains(&format!("iapeer deny {id}")), "{err}");
     // A message meanwhile is held, and says what for (not a draft).
     let out = env.ok(&[
         "send",
@@ -310,6 +316,36 @@ fn a_bypass_peer_s_permission_prompt_is_an_approval_request() {
         |_| !made.join("d").exists(),
     );
     none_pending(&env, "the request approved at once is gone");
+}
+
+/// A bypass peer's prompt nobody answers is denied when `IAPEER_APPROVAL_TIMEOUT_MS`
+/// passes: `No` is keyed in, the command does not run, and the request is gone.
+#[test]
+fn a_bypass_peer_s_unanswered_prompt_is_denied_at_its_timeout() {
+    let (env, api) = crate::claude::world(&[
+        ("IAPEER_APPROVAL_TIMEOUT_MS", "3000"),
+        ("IAP_HOST_LIVENESS_GRACE_MS", "10000"),
+    ]);
+    ask_settings(&env);
+    let made = env.dir.path().join("made");
+    std::fs::create_dir_all(&made).unwrap();
+    std::fs::write(made.join("e"), "x").unwrap();
+    script_run(&api, Arc::new(Mutex::new(Vec::new())));
+    send_run(&env, &format!("rm {}", made.join("e").display()));
+    let a = pending_for(&env, "e");
+    let id = a["id"].as_str().unwrap().to_string();
+    env.wait_until("the prompt timed out", Duration::from_secs(60), |env| {
+        env.has_event(
+            "lifecycle",
+            "approval-denied",
+            &[("id", &id), ("by", "timeout")],
+        )
+    });
+    env.wait_until("No was keyed in", Duration::from_secs(60), |env| {
+        env.screen("claude-cb").contains("Interrupted")
+    });
+    none_pending(&env, "the timed-out request is gone");
+    assert!(made.join("e").exists(), "a timed-out command ran");
 }
 
 /// Records Claude Code 2.1.332's permission prompts in bypass mode and what keys answer them
