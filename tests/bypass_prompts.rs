@@ -7,20 +7,9 @@ use crate::common;
 use common::anthropic::{has_tool_result, last_user_text, AnthropicStandIn, Reply};
 use common::TestEnv;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// Where the recorders write (`IAPEER_RECORD_DIR`, else a folder under /tmp).
-fn record_dir(name: &str) -> PathBuf {
-    let dir = std::env::var_os("IAPEER_RECORD_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/tmp/iapeer-record"))
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// The project settings of the peer `cb`: Bash `rm` asks, and a `PreToolUse` hook answers
 /// `ask` for any command holding `hook-asks`.
@@ -87,13 +76,18 @@ fn script_run(api: &AnthropicStandIn, results: Arc<Mutex<Vec<String>>>) {
 }
 
 fn send_run(env: &TestEnv, command: &str) -> String {
+    send(env, &format!("run {command}"))
+}
+
+/// Send `message` to `cb` from `echo-ea`; the CLI's answer.
+fn send(env: &TestEnv, message: &str) -> String {
     env.ok(&[
         "send",
         "cb",
         "--from",
         "echo-ea",
         "--message",
-        &format!("run {command}"),
+        message,
         "--timeout",
         "240",
     ])
@@ -101,8 +95,7 @@ fn send_run(env: &TestEnv, command: &str) -> String {
 
 /// Save the pane log as it is now as `<dir>/bypass-<name>.raw`.
 fn save(dir: &Path, name: &str, env: &TestEnv) {
-    let bytes = std::fs::read(env.paths().pane_log("claude-cb")).unwrap_or_default();
-    std::fs::write(dir.join(format!("bypass-{name}.raw")), bytes).unwrap();
+    crate::interrupt::save_pane(dir, &format!("bypass-{name}"), env, "claude-cb");
 }
 
 /// Wait until a terminal is attached to `cb`.
@@ -135,13 +128,6 @@ fn attach_at_session_size(env: &TestEnv) -> crate::attach::Terminal {
     crate::attach::Terminal::spawn_sized(env.cmd(&["attach", "cb"]), 50, 220)
 }
 
-/// The pending approval requests (`iapeer approvals --json`).
-fn approvals(env: &TestEnv) -> Vec<Value> {
-    let out = env.ok(&["approvals", "--json"]);
-    let v: Value = serde_json::from_str(out.trim()).unwrap();
-    v["approvals"].as_array().cloned().unwrap_or_default()
-}
-
 /// Wait until a request of `claude-cb` whose summary ends with `/made/<name>` is pending;
 /// the request.
 fn pending_for(env: &TestEnv, name: &str) -> Value {
@@ -151,7 +137,7 @@ fn pending_for(env: &TestEnv, name: &str) -> Value {
         &format!("an approval request for {name}"),
         Duration::from_secs(90),
         |env| {
-            found = approvals(env)
+            found = crate::approvals::approvals(env)
                 .into_iter()
                 .find(|a| a["summary"].as_str().is_some_and(|s| s.ends_with(&end)))
                 .unwrap_or(Value::Null);
@@ -164,7 +150,7 @@ fn pending_for(env: &TestEnv, name: &str) -> Value {
 /// Wait until no request is pending and no approval notice is up.
 fn none_pending(env: &TestEnv, what: &str) {
     env.wait_until(what, Duration::from_secs(60), |env| {
-        approvals(env).is_empty() && !env.ok(&["list"]).contains("(approval)")
+        crate::approvals::approvals(env).is_empty() && !env.ok(&["list"]).contains("(approval)")
     });
 }
 
@@ -234,16 +220,7 @@ fn a_bypass_peer_s_permission_prompt_is_an_approval_request() {
     let (_, err) = env.fails(&["approve", &id, "No"], 1);
     assert!(err.contains(&format!("iapeer deny {id}")), "{err}");
     // A message meanwhile is held, and says what for (not a draft).
-    let out = env.ok(&[
-        "send",
-        "cb",
-        "--from",
-        "echo-ea",
-        "--message",
-        "meanwhile",
-        "--timeout",
-        "240",
-    ]);
+    let out = send(&env, "meanwhile");
     assert!(
         out.contains("— approval") && out.contains("waiting for an approval: Bash: rm "),
         "{out}"
@@ -353,7 +330,7 @@ fn a_bypass_peer_s_unanswered_prompt_is_denied_at_its_timeout() {
 #[test]
 #[ignore = "recorder: writes fixtures"]
 fn record_claude_bypass_prompts() {
-    let out = record_dir("bypass");
+    let out = crate::interrupt::record_dir("bypass");
     let (env, api) = crate::claude::world(&[("IAP_HOST_LIVENESS_GRACE_MS", "10000")]);
     ask_settings(&env);
     let made = env.dir.path().join("made");
@@ -434,7 +411,7 @@ fn record_claude_bypass_prompts() {
 #[test]
 #[ignore = "recorder: writes fixtures"]
 fn record_claude_bypass_tool_prompts() {
-    let out = record_dir("bypass-tools");
+    let out = crate::interrupt::record_dir("bypass-tools");
     let (env, api) = crate::claude::world(&[("IAP_HOST_LIVENESS_GRACE_MS", "10000")]);
     ask_settings(&env);
     let made = env.dir.path().join("made");

@@ -16,7 +16,7 @@ fn raw_pane(env: &TestEnv, identity: &str) -> Vec<u8> {
 }
 
 /// Where the recorders write (`IAPEER_RECORD_DIR`, else a folder under /tmp).
-fn record_dir(name: &str) -> PathBuf {
+pub(crate) fn record_dir(name: &str) -> PathBuf {
     let dir = std::env::var_os("IAPEER_RECORD_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/tmp/iapeer-record"))
@@ -27,7 +27,7 @@ fn record_dir(name: &str) -> PathBuf {
 }
 
 /// Save the pane log as it is now as `<dir>/<name>.raw`.
-fn save_pane(dir: &Path, name: &str, env: &TestEnv, identity: &str) {
+pub(crate) fn save_pane(dir: &Path, name: &str, env: &TestEnv, identity: &str) {
     std::fs::write(dir.join(format!("{name}.raw")), raw_pane(env, identity)).unwrap();
 }
 
