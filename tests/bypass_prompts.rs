@@ -295,13 +295,17 @@ fn a_bypass_peer_s_permission_prompt_is_an_approval_request() {
     none_pending(&env, "the request approved at once is gone");
 }
 
-/// A bypass peer's prompt nobody answers is denied when `IAPEER_APPROVAL_TIMEOUT_MS`
-/// passes: `No` is keyed in, the command does not run, and the request is gone.
+/// A bypass peer parked on a prompt is mid-turn: never slept for idleness, however long it
+/// waits. A prompt nobody answers is denied when `IAPEER_APPROVAL_TIMEOUT_MS` passes: `No`
+/// is keyed in, the command does not run, and the request is gone.
 #[test]
-fn a_bypass_peer_s_unanswered_prompt_is_denied_at_its_timeout() {
+fn a_bypass_peer_s_unanswered_prompt_keeps_it_awake_then_is_denied_at_its_timeout() {
     let (env, api) = crate::claude::world(&[
-        ("IAPEER_APPROVAL_TIMEOUT_MS", "3000"),
+        ("IAPEER_APPROVAL_TIMEOUT_MS", "12000"),
         ("IAP_HOST_LIVENESS_GRACE_MS", "10000"),
+        ("IAPEER_IDLE_SECS", "2"),
+        ("IAPEER_TICK_SECS", "1"),
+        ("IAPEER_SUPERVISE_LOG_VERBOSE", "1"),
     ]);
     ask_settings(&env);
     let made = env.dir.path().join("made");
@@ -311,6 +315,9 @@ fn a_bypass_peer_s_unanswered_prompt_is_denied_at_its_timeout() {
     send_run(&env, &format!("rm {}", made.join("e").display()));
     let a = pending_for(&env, "e");
     let id = a["id"].as_str().unwrap().to_string();
+    env.watch_ticks(4, "the peer parked on a prompt was slept", |env| {
+        env.status_of("cb", "claude") != "live"
+    });
     env.wait_until("the prompt timed out", Duration::from_secs(60), |env| {
         env.has_event(
             "lifecycle",
@@ -319,9 +326,9 @@ fn a_bypass_peer_s_unanswered_prompt_is_denied_at_its_timeout() {
         )
     });
     env.wait_until("No was keyed in", Duration::from_secs(60), |env| {
-        env.screen("claude-cb").contains("Interrupted")
+        env.pane("claude-cb").contains("Interrupted")
     });
-    none_pending(&env, "the timed-out request is gone");
+    assert!(crate::approvals::approvals(&env).is_empty());
     assert!(made.join("e").exists(), "a timed-out command ran");
 }
 
