@@ -29,6 +29,7 @@ mod golden;
 pub(crate) mod host;
 pub(crate) mod inbox;
 pub(crate) mod launch_env;
+pub(crate) mod limits;
 pub(crate) mod logview;
 pub(crate) mod markers;
 pub(crate) mod memory;

@@ -60,7 +60,8 @@ pub struct Notice {
     pub model: String,
     /// What the runtime showed its user, last time.
     pub text: String,
-    /// When the limit resets, as the runtime recorded it (Codex), if it did.
+    /// When the limit resets, as the runtime recorded it (Codex; Claude Code for a plan's
+    /// usage limit), if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resets_at: Option<String>,
     /// Refusals seen.
@@ -353,6 +354,7 @@ mod tests {
             text: text.into(),
             at: "2026-12-01T10:00:00.000Z".into(),
             resets_at: None,
+            runtime_resumes: false,
         }
     }
 

@@ -343,3 +343,89 @@ fn the_telegram_runtime_reaches_the_fleet_api_with_the_token_it_is_handed() {
     );
     env.stop_daemon();
 }
+
+/// The package's card builders on the real daemon's items (issue 30 item 7): with a pending
+/// approval and a notice in force, `@agfpd/telegram-runtime` 0.28.1's own `listApprovals`,
+/// `getApproval`, `listNotices`, `getNotice`, `buildCardText` and `buildNoticeText` (run with
+/// bun, with the fleet token as the daemon hands it) read them without throwing, and the cards
+/// carry the command, the peer and the runtime's words. An approval answered meanwhile is
+/// `null` ("already handled"), as the package expects from a 404.
+const CARDS_DRIVER: &str = r#"
+import { writeFileSync } from 'fs'
+import { getApproval, getNotice, listApprovals, listNotices, resolveFleetBase } from 'FIXTURE/src/fleetClient.ts'
+import { buildCardText } from 'FIXTURE/src/approvalCard.ts'
+import { buildNoticeText } from 'FIXTURE/src/noticeCard.ts'
+
+const base = resolveFleetBase()
+const out: Record<string, unknown> = {}
+try {
+  const pending = await listApprovals(base)
+  out.listed = pending.map((a) => buildCardText(a))
+  const one = await getApproval(base, pending[0].id)
+  out.one = one ? buildCardText(one) : null
+  out.gone = await getApproval(base, 'ap-00000000')
+  const board = await listNotices(base)
+  out.notices = board.map((n) => buildNoticeText(n, board[0].createdMs))
+  const n = await getNotice(base, board[0].id)
+  out.notice = n ? buildNoticeText(n, n.createdMs) : null
+} catch (e) {
+  out.error = String(e)
+}
+writeFileSync(process.env.IAPEER_TEST_FLEET_OUT as string, JSON.stringify(out))
+"#;
+
+#[test]
+fn the_telegram_cards_read_the_fleet_items() {
+    let bun = bun();
+    let mut env = TestEnv::new();
+    env.set("IAPEER_APPROVAL_TIMEOUT_MS", "600000");
+    env.create_echo("alice");
+    env.ok(&["create", "you", "--runtime", "human"]);
+    crate::views::put_notice(&env, "API Error: Request rejected (429)\nslow down");
+    env.start_daemon();
+    let token = crate::views::live_token(&env, "alice");
+    let command = "make deploy-to-staging";
+    let hook = crate::views::Hook::ask(&env, "echo-alice", &token, command);
+    env.wait_until("the prompt is pending", Duration::from_secs(30), |e| {
+        e.has_event("lifecycle", "approval-requested", &[("summary", command)])
+    });
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/telegram-runtime-0.28.1");
+    let driver = env.dir.path().join("cards-driver.ts");
+    std::fs::write(
+        &driver,
+        CARDS_DRIVER.replace("FIXTURE", fixture.to_str().unwrap()),
+    )
+    .unwrap();
+    let out = env.dir.path().join("cards.json");
+    let status = Command::new(&bun)
+        .arg(&driver)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap())
+        .env("HOME", &env.home)
+        .env("IAPEER_ROOT", &env.root)
+        .env("IAPEER_BEARER_TOKEN", env.fleet_token())
+        .env("IAPEER_TEST_FLEET_OUT", &out)
+        .stdin(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let seen: Value = serde_json::from_str(&common::read(&out)).unwrap();
+    assert!(seen.get("error").is_none(), "{seen}");
+    let card = seen["one"].as_str().unwrap();
+    assert!(card.contains("alice · Bash"), "{card}");
+    assert!(card.contains("echo · tool"), "{card}");
+    assert!(card.contains(command), "{card}");
+    assert_eq!(seen["listed"][0], card, "{seen}");
+    assert_eq!(seen["gone"], Value::Null, "{seen}");
+    let notice = seen["notice"].as_str().unwrap();
+    assert!(notice.contains("<code>rate_limit</code>"), "{notice}");
+    assert!(notice.contains("×2"), "{notice}");
+    assert!(
+        notice.contains("API Error: Request rejected (429)\nslow down"),
+        "{notice}"
+    );
+    assert_eq!(seen["notices"][0], notice, "{seen}");
+    env.ok(&["deny", &crate::views::pending_id(&env), "checked"]);
+    assert_eq!(hook.decision()["behavior"], "deny");
+}

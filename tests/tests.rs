@@ -41,6 +41,7 @@ mod install;
 mod interrupt;
 mod lifecycle;
 mod lifecycle_verbs;
+mod limits;
 mod mcp;
 mod memory;
 mod migrate;

@@ -38,6 +38,8 @@ pub struct Config {
     pub origin: crate::origin::OriginLimits,
     /// The notice board (`IAPEER_NOTICE_TTL_MS`).
     pub notices: crate::notices::NoticeLimits,
+    /// Taking limited turns up again (`IAPEER_LIMIT_RESUME`, `IAPEER_LIMIT_BACKOFF_MS`).
+    pub limits: crate::limits::ResumeLimits,
     /// How long a permission prompt waits for a human (`IAPEER_APPROVAL_TIMEOUT_MS`, spec
     /// 10 §4).
     pub approval_timeout: Duration,
@@ -92,6 +94,10 @@ impl Default for Config {
             },
             notices: crate::notices::NoticeLimits {
                 ttl: vars::IAPEER_NOTICE_TTL_MS.default_duration(),
+            },
+            limits: crate::limits::ResumeLimits {
+                enabled: true,
+                backoff: vars::IAPEER_LIMIT_BACKOFF_MS.default_duration(),
             },
             approval_timeout: vars::IAPEER_APPROVAL_TIMEOUT_MS.default_duration(),
             boot_deadline: vars::IAPEER_BOOT_DEADLINE_SECS.default_duration(),
@@ -157,6 +163,10 @@ impl Config {
             },
             notices: crate::notices::NoticeLimits {
                 ttl: duration(w, &vars::IAPEER_NOTICE_TTL_MS),
+            },
+            limits: crate::limits::ResumeLimits {
+                enabled: raw(&vars::IAPEER_LIMIT_RESUME).as_deref().map(str::trim) != Some("0"),
+                backoff: duration(w, &vars::IAPEER_LIMIT_BACKOFF_MS),
             },
             approval_timeout: duration(w, &vars::IAPEER_APPROVAL_TIMEOUT_MS),
             boot_deadline: duration(w, &vars::IAPEER_BOOT_DEADLINE_SECS),

@@ -278,6 +278,27 @@ pub const IAPEER_NOTICE_TTL_MS: EnvVar = var(
     "milliseconds a notice (a live agent its model API refuses: rate limit, overload, expired \
      login) stays on the board after its last repeat (default {default}, 1 h)",
 );
+/// `IAPEER_LIMIT_RESUME`: take a turn refused by a rate or usage limit up again (issue 32
+/// item 3, [`crate::limits`]), on unless `0`.
+pub const IAPEER_LIMIT_RESUME: EnvVar = var(
+    "IAPEER_LIMIT_RESUME",
+    Kind::Choice(&["1", "0"]),
+    Part::Config,
+    "0 turns off taking up a turn that the agent's model API refused for a rate or usage \
+     limit: without it iapeer prompts the agent to continue at the reset time its runtime \
+     recorded, else after IAPEER_LIMIT_BACKOFF_MS; the sender of the refused message is told \
+     either way (default {default})",
+);
+/// `IAPEER_LIMIT_BACKOFF_MS`: the first wait before a limited turn is taken up again when
+/// the runtime recorded no reset time.
+pub const IAPEER_LIMIT_BACKOFF_MS: EnvVar = var(
+    "IAPEER_LIMIT_BACKOFF_MS",
+    Kind::Millis(300 * 1000),
+    Part::Config,
+    "milliseconds iapeer waits before it prompts an agent whose turn was refused for a rate \
+     limit with no reset time recorded (default {default}, 5 min); doubled for each prompt \
+     refused in a row, at most 1 h; given up after 5",
+);
 /// `IAPEER_APPROVAL_TIMEOUT_MS`: how long a gated peer's permission prompt waits for a
 /// human's `approve`/`deny` before it is denied (spec 10 §4).
 pub const IAPEER_APPROVAL_TIMEOUT_MS: EnvVar = var(
@@ -642,6 +663,8 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_ORIGIN_GUARD_ARM_TTL_MS,
     IAPEER_ORIGIN_HOLD_TTL_MS,
     IAPEER_NOTICE_TTL_MS,
+    IAPEER_LIMIT_RESUME,
+    IAPEER_LIMIT_BACKOFF_MS,
     IAPEER_APPROVAL_TIMEOUT_MS,
     IAPEER_FLEET_HOLD_MAX,
     IAPEER_BOOT_DEADLINE_SECS,

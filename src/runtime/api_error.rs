@@ -51,8 +51,14 @@ pub struct ApiError {
     pub text: String,
     /// The record's timestamp, as written.
     pub at: String,
-    /// When the limit resets, as the runtime recorded it, if it did (Codex).
+    /// When the limit resets, as the runtime recorded it, if it did: epoch seconds as
+    /// written (Codex's fullest window; Claude Code's `apiErrorParams.rate_limit_info.resetsAt`
+    /// for a plan's usage limit).
     pub resets_at: Option<String>,
+    /// The runtime said it takes the refused turn up again by itself at the reset (Claude
+    /// Code 2.1.332 for a plan's usage limit: a `system` record "… set to continue
+    /// automatically at …" after the refusal).
+    pub runtime_resumes: bool,
 }
 
 /// The API error a Claude Code transcript record carries, if it is one (pure).
@@ -92,19 +98,59 @@ pub fn from_claude_record(record: &Value) -> Option<ApiError> {
             .to_string(),
         text,
         at: record["timestamp"].as_str().unwrap_or("").to_string(),
-        resets_at: None,
+        resets_at: claude_reset(record),
+        runtime_resumes: false,
     })
+}
+
+/// The reset time of a Claude Code refusal record, epoch seconds as written: a plan's usage
+/// limit (`apiError: "usage_limit_reached"`) carries it in `apiErrorParams.rate_limit_info`
+/// and `quotaLimits` (`resetsAt`); an API key's 429 carries none, whatever reset headers the
+/// API sent (recorded: `tests/fixtures/claude-2.1.332/limits/`).
+fn claude_reset(record: &Value) -> Option<String> {
+    [
+        &record["apiErrorParams"]["rate_limit_info"]["resetsAt"],
+        &record["quotaLimits"]["resetsAt"],
+    ]
+    .into_iter()
+    .find_map(|v| match v {
+        Value::Number(n) => Some(n.to_string()),
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        _ => None,
+    })
+}
+
+/// Whether a Claude Code record says the refused turn continues by itself at the reset (the
+/// `system` record written just after a usage-limit refusal: "Usage limit reached · set to
+/// continue automatically at 5:50pm").
+fn claude_continues_by_itself(record: &Value) -> bool {
+    record["type"] == "system"
+        && record["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("continue automatically"))
 }
 
 /// The API error of the newest assistant record in `text` (a transcript's end, JSON lines;
 /// a cut first line is skipped): `None` when the newest outcome is an answer, or there is
 /// none (pure).
+///
+/// A refusal followed by Claude Code's word that it continues by itself at the reset is
+/// marked [`ApiError::runtime_resumes`].
 pub fn latest_claude_outcome(text: &str) -> Option<ApiError> {
-    text.lines()
+    let mut resumes = false;
+    for r in text
+        .lines()
         .rev()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|r| r["type"] == "assistant")
-        .and_then(|r| from_claude_record(&r))
+    {
+        if r["type"] == "assistant" {
+            let mut e = from_claude_record(&r)?;
+            e.runtime_resumes = resumes;
+            return Some(e);
+        }
+        resumes |= claude_continues_by_itself(&r);
+    }
+    None
 }
 
 /// The refusal in `now` that `prev` (the previous probe's) did not already report: a new
@@ -174,6 +220,7 @@ pub fn from_codex_record(record: &Value) -> Option<ApiError> {
             .to_string(),
         at: record["timestamp"].as_str().unwrap_or("").to_string(),
         resets_at: None,
+        runtime_resumes: false,
     })
 }
 
@@ -489,6 +536,37 @@ mod tests {
         assert_eq!(newly_raised(Some(&a), Some(&a)), None);
         assert_eq!(newly_raised(Some(&a), Some(&b)), Some(&b));
         assert_eq!(newly_raised(Some(&a), None), None);
+    }
+
+    /// A plan's usage limit (recorded with the `anthropic-ratelimit-unified-*` headers): the
+    /// refusal carries its reset (`resetsAt`, epoch seconds) and the `system` record after it
+    /// says Claude Code continues by itself; once it did (its own prompt, then an answer),
+    /// the newest outcome is an answer. An API key's 429 carries no reset, whatever headers.
+    #[test]
+    fn recorded_usage_limit_carries_its_reset_and_the_runtime_continues() {
+        let read = |case: &str| {
+            std::fs::read_to_string(format!(
+                "{}/tests/fixtures/claude-2.1.332/limits/{case}/transcript.jsonl",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .unwrap()
+        };
+        let e = latest_claude_outcome(&read("unified")).unwrap();
+        assert_eq!(e.kind, ApiErrorKind::RateLimit);
+        assert_eq!(e.resets_at.as_deref(), Some("1796579417"));
+        assert!(e.runtime_resumes);
+        assert!(e.text.contains("resets"), "{}", e.text);
+        let continued = read("unified-continues");
+        assert!(continued.contains("usage limit has reset"));
+        assert_eq!(latest_claude_outcome(&continued), None);
+        for case in ["plain", "retry-after", "ratelimit-reset"] {
+            let e = latest_claude_outcome(&read(case)).unwrap();
+            assert_eq!(
+                (e.kind, e.resets_at, e.runtime_resumes),
+                (ApiErrorKind::RateLimit, None, false),
+                "{case}"
+            );
+        }
     }
 
     /// Ordinary records are not API errors, whatever their text says.

@@ -33,6 +33,9 @@ pub enum Reply {
     Hold(Duration, String),
     /// An HTTP error status with an API error body.
     Error(u16),
+    /// Answer as the inner reply, with these extra response headers (e.g. a 429's
+    /// `retry-after` or `anthropic-ratelimit-*-reset`).
+    Headed(Vec<(String, String)>, Box<Reply>),
 }
 
 type Script = Box<dyn Fn(&Value) -> Reply + Send>;
@@ -304,6 +307,11 @@ fn header(k: &str, v: &str) -> tiny_http::Header {
 fn respond(rq: tiny_http::Request, req: &Value, reply: Reply) {
     let model = req["model"].as_str().unwrap_or("claude-standin");
     let stream = req["stream"] == json!(true);
+    let (extra, reply) = match reply {
+        Reply::Headed(h, inner) => (h, *inner),
+        r => (Vec::new(), r),
+    };
+    let extra: Vec<tiny_http::Header> = extra.iter().map(|(k, v)| header(k, v)).collect();
     if let Reply::Error(code) = reply {
         // The error types the real API sends with these statuses.
         let kind = match code {
@@ -314,11 +322,13 @@ fn respond(rq: tiny_http::Request, req: &Value, reply: Reply) {
         };
         let body =
             json!({"type":"error","error":{"type":kind,"message":"stand-in error"}}).to_string();
-        let _ = rq.respond(
-            tiny_http::Response::from_string(body)
-                .with_status_code(code)
-                .with_header(header("content-type", "application/json")),
-        );
+        let mut resp = tiny_http::Response::from_string(body)
+            .with_status_code(code)
+            .with_header(header("content-type", "application/json"));
+        for h in extra {
+            resp.add_header(h);
+        }
+        let _ = rq.respond(resp);
         return;
     }
     if !stream {
@@ -328,7 +338,7 @@ fn respond(rq: tiny_http::Request, req: &Value, reply: Reply) {
                 json!([{"type":"tool_use","id":format!("toolu_standin_{n}"),"name":name,"input":input}])
             }
             Reply::Text(t) | Reply::Hold(_, t) => json!([{"type":"text","text":t}]),
-            Reply::Error(_) => unreachable!(),
+            Reply::Error(_) | Reply::Headed(..) => unreachable!(),
         };
         let stop = if matches!(reply, Reply::ToolUse(..)) {
             "tool_use"
@@ -336,10 +346,12 @@ fn respond(rq: tiny_http::Request, req: &Value, reply: Reply) {
             "end_turn"
         };
         let body = json!({"id":"msg_standin","type":"message","role":"assistant","model":model,"content":content,"stop_reason":stop,"stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":7}});
-        let _ = rq.respond(
-            tiny_http::Response::from_string(body.to_string())
-                .with_header(header("content-type", "application/json")),
-        );
+        let mut resp = tiny_http::Response::from_string(body.to_string())
+            .with_header(header("content-type", "application/json"));
+        for h in extra {
+            resp.add_header(h);
+        }
+        let _ = rq.respond(resp);
         return;
     }
     let mut events = vec![message_start(model)];
@@ -353,7 +365,7 @@ fn respond(rq: tiny_http::Request, req: &Value, reply: Reply) {
             (sse(&events), String::new())
         }
         Reply::Hold(_, t) => (sse(&events) + ": holding\n\n", sse(&text_events(t))),
-        Reply::Error(_) => unreachable!(),
+        Reply::Error(_) | Reply::Headed(..) => unreachable!(),
     };
     let hold = match reply {
         Reply::Hold(d, _) => d,
@@ -366,16 +378,12 @@ fn respond(rq: tiny_http::Request, req: &Value, reply: Reply) {
         pos: 0,
         held: false,
     };
-    let resp = tiny_http::Response::new(
-        200.into(),
-        vec![
-            header("content-type", "text/event-stream"),
-            header("cache-control", "no-cache"),
-        ],
-        reader,
-        None,
-        None,
-    );
+    let mut headers = vec![
+        header("content-type", "text/event-stream"),
+        header("cache-control", "no-cache"),
+    ];
+    headers.extend(extra);
+    let resp = tiny_http::Response::new(200.into(), headers, reader, None, None);
     let _ = rq.respond(resp);
 }
 

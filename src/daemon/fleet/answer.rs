@@ -53,7 +53,7 @@ pub fn verb(r: Control) -> Reply {
 
 /// `GET /fleet/v1/approvals`: `{api, version, ts, approvals:[…]}` (each as in the control
 /// reply of `approvals`), or the failure; `ts` is the answer's time stamp.
-pub fn approvals(r: Control, ts: &str) -> Reply {
+pub fn approvals(r: Control, ts: &str, people: &[String]) -> Reply {
     match r {
         Control::Approvals(a) => ok(
             200,
@@ -61,9 +61,39 @@ pub fn approvals(r: Control, ts: &str) -> Reply {
                 "api": 1,
                 "version": env!("CARGO_PKG_VERSION"),
                 "ts": ts,
-                "approvals": a.approvals,
+                "approvals": a.approvals.iter().map(|x| super::faces::approval(x, people)).collect::<Vec<_>>(),
             }),
         ),
+        Control::Failed(f) => failure(&f),
+        other => error(
+            500,
+            &format!("internal error: approvals answered {other:?}"),
+        ),
+    }
+}
+
+/// `GET /fleet/v1/approvals/<id>`: `{api, version, ts, approval}` when `id` is pending,
+/// else 404 saying it was answered, expired or never existed.
+pub fn one_approval(r: Control, id: &str, ts: &str, people: &[String]) -> Reply {
+    match r {
+        Control::Approvals(a) => match a.approvals.iter().find(|x| x.id == id) {
+            Some(x) => ok(
+                200,
+                &json!({
+                    "api": 1,
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "ts": ts,
+                    "approval": super::faces::approval(x, people),
+                }),
+            ),
+            None => error(
+                404,
+                &format!(
+                    "no pending approval {id:?}: it was answered or expired, or never asked \
+                     (GET /fleet/v1/approvals lists the pending ones)"
+                ),
+            ),
+        },
         Control::Failed(f) => failure(&f),
         other => error(
             500,

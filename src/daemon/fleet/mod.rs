@@ -15,6 +15,7 @@
 //! on a small worker pool.
 
 pub mod answer;
+pub mod faces;
 pub mod route;
 pub mod token;
 
@@ -188,6 +189,10 @@ impl Fleet {
                     early: Box::new(move |gone, done| fleet.approvals(None, since_ms, gone, done)),
                 }
             }
+            Endpoint::Approval(id) => {
+                self.approval(id, gone, done);
+                Begun::Later
+            }
             Endpoint::Decide(id, allow) => {
                 let req = if allow {
                     let b: route::ApproveBody = match route::body(req.body) {
@@ -247,8 +252,23 @@ impl Fleet {
         gone: Arc<AtomicBool>,
         done: Done,
     ) {
+        let paths = self.paths.clone();
         self.ask(Request::Approvals { wait_ms, since_ms }, gone, move |r| {
-            done(answer::approvals(r, &now_ts()))
+            done(answer::approvals(r, &now_ts(), &people(&paths)))
+        });
+    }
+
+    /// `GET /fleet/v1/approvals/<id>`: `{api, version, ts, approval}` of the pending
+    /// prompt, 404 when none has that id (answered, expired or unknown). The telegram
+    /// package reads a 404 as "already handled" (issue 30 item 7).
+    fn approval(&self, id: String, gone: Arc<AtomicBool>, done: Done) {
+        let paths = self.paths.clone();
+        let req = Request::Approvals {
+            wait_ms: None,
+            since_ms: None,
+        };
+        self.ask(req, gone, move |r| {
+            done(answer::one_approval(r, &id, &now_ts(), &people(&paths)))
         });
     }
 
@@ -347,7 +367,7 @@ impl Fleet {
             Ok((_, rows)) => document(json!({
                 "host": answer::host(self.started_ms),
                 "peers": rows,
-                "notices": crate::notices::current(&self.paths),
+                "notices": faces::notices(&crate::notices::current(&self.paths)),
             })),
             Err(r) => r,
         }
@@ -356,7 +376,7 @@ impl Fleet {
     /// `GET /fleet/v1/notices`: `{api, version, ts, notices:[notice…]}`, the notices in
     /// force, oldest first (spec 10 §3).
     fn notices(&self) -> Reply {
-        document(json!({"notices": crate::notices::current(&self.paths)}))
+        document(json!({"notices": faces::notices(&crate::notices::current(&self.paths))}))
     }
 
     /// `GET /fleet/v1/notices/<id>`: `{api, version, ts, notice}`; 404 when no notice in
@@ -366,7 +386,7 @@ impl Fleet {
             .into_iter()
             .find(|n| n.id == id);
         match found {
-            Some(n) => document(json!({"notice": n})),
+            Some(n) => document(json!({"notice": faces::notice(&n)})),
             None if !crate::notices::valid_id(id) => route::error(
                 404,
                 &format!(
@@ -493,6 +513,14 @@ impl Fleet {
             .map_err(|e| route::error(500, &format!("internal error: {e}")))?;
         answer::sole_natural(&registry)
     }
+}
+
+/// The people who may answer an approval (the natural peers, by name), for the companion
+/// packages' `approvers`; empty when the registry cannot be read.
+fn people(paths: &crate::paths::Paths) -> Vec<String> {
+    Registry::load(paths)
+        .map(|r| r.naturals().map(|p| p.personality.clone()).collect())
+        .unwrap_or_default()
 }
 
 /// The control request of a verb (all but `refresh`, which is no daemon operation).

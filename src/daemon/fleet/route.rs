@@ -88,6 +88,8 @@ pub enum Endpoint {
     Inbox,
     /// `GET /fleet/v1/approvals` (spec 10 §4).
     Approvals,
+    /// `GET /fleet/v1/approvals/<id>`: one pending prompt.
+    Approval(String),
     /// `POST /fleet/v1/approvals/<id>/(approve|deny)`: the id and `true` for approve.
     Decide(String, bool),
 }
@@ -109,6 +111,7 @@ pub fn route(method: &str, path: &str) -> Result<Endpoint, Reply> {
         ["notices", id] if !id.is_empty() => (Endpoint::Notice(decode(id)), "GET"),
         ["send"] => (Endpoint::Send, "POST"),
         ["approvals"] => (Endpoint::Approvals, "GET"),
+        ["approvals", id] if !id.is_empty() => (Endpoint::Approval(decode(id)), "GET"),
         ["approvals", id, "approve"] if !id.is_empty() => {
             (Endpoint::Decide(decode(id), true), "POST")
         }

@@ -15,6 +15,7 @@ mod events;
 mod followup;
 mod ids;
 mod launch;
+mod limits;
 mod notices;
 mod now;
 mod ops;
@@ -201,6 +202,8 @@ pub(crate) enum Timer {
     TopicFlush,
     /// A preparation may have turned stalled while others wait (`endpoint.rs`).
     PrepCheck,
+    /// A turn refused for a limit is due to be taken up again (`limits.rs`).
+    LimitResume(Identity),
 }
 
 /// The router's state.
@@ -245,6 +248,9 @@ pub struct Router {
     /// The message ids begun per recipient (shared with the session threads, which record
     /// each before its first byte).
     pub(crate) ids: std::sync::Arc<crate::msgids::Ledger>,
+    /// Turns refused for a rate or usage limit that iapeer will take up again (issue 32
+    /// item 3); in memory only.
+    pub(crate) limited: std::collections::HashMap<Identity, limits::Limited>,
 }
 
 impl Router {
@@ -298,6 +304,7 @@ impl Router {
             sweep_armed: false,
             topics: topics::TopicBook::default(),
             ids,
+            limited: Default::default(),
         }
     }
 
@@ -398,6 +405,7 @@ impl Router {
             Timer::ApprovalSweep => self.on_approval_sweep(),
             Timer::TopicFlush => self.topics.flush(&self.paths),
             Timer::PrepCheck => self.on_prep_check(),
+            Timer::LimitResume(identity) => self.limit_resume_due(&identity),
             Timer::ShutdownDrain => self.drain_over(),
             Timer::ShutdownDeadline => {
                 log::warn!(

@@ -13,7 +13,8 @@ impl Router {
     /// What one status probe of `identity` read: `raised`, a refusal the previous probe had
     /// not seen; `outcome`, the newest outcome in its files (`None`: an answer, or nothing
     /// yet). A refusal older than the session (`woke_at_ms`) is an old transcript's, not
-    /// this session's, and raises nothing.
+    /// this session's, and raises nothing. A new refusal for a limit is planned to be taken
+    /// up again, and an answer ends a limited turn (`limits.rs`, issue 32 item 3).
     pub(crate) fn note_api_outcome(
         &mut self,
         identity: &Identity,
@@ -27,9 +28,13 @@ impl Router {
             if !cleared.is_empty() {
                 self.notices_changed(&cleared, "answered");
             }
+            self.limit_answered(identity);
             return;
         }
         let Some(e) = raised.filter(|e| notices::of_this_session(&e.at, woke_at_ms)) else {
+            if let Some(e) = outcome {
+                self.limit_seen(identity, e);
+            }
             return;
         };
         let r = self.notices.raise(
@@ -53,6 +58,9 @@ impl Router {
                 .opt("resets_at", e.resets_at.as_deref())
                 .field("at", &e.at),
         );
+        if e.kind == crate::runtime::api_error::ApiErrorKind::RateLimit {
+            self.on_limited(identity, e);
+        }
     }
 
     /// A pending approval request `approval` of `identity` (its `tool`, `summary`) is a
