@@ -344,6 +344,14 @@ pub trait Adapter: Send + Sync {
     fn restores_interrupted_prompt(&self) -> bool {
         false
     }
+    /// The form in which this runtime shows a pasted `text` wherever iapeer reads it back
+    /// (its transcript, its model request, its screen): [`crate::runtime::pasted_form`],
+    /// recorded from the real CLI (issue 32 item 6). Pure and idempotent; everything that
+    /// looks for a paste compares in it (the confirmers, the composer's paste sign, iapeer's
+    /// own text in a composer). The default: the text as pasted.
+    fn pasted_form(&self, text: &str) -> String {
+        text.to_string()
+    }
     /// The runtime's own keys that clear its composer ([`crate::session::clear`]), recorded
     /// from the real CLI; `None` (the default): iapeer never clears it, and its own text
     /// there holds messages like a draft.

@@ -10,6 +10,7 @@ use crate::clock;
 use crate::fsutil::{self, MODE_PRIVATE};
 use fs2::FileExt;
 use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::fmt::{self, Display};
 use std::fs::File;
 use std::fs::{self, OpenOptions};
@@ -65,13 +66,27 @@ impl Event {
 
 /// Quote one logfmt value (spec 11 §1): empty → `""`; a value with whitespace, `"`, `=` or a
 /// control character → double-quoted with `\` → `\\`, `"` → `\"`, newline → `\n`; else bare.
+/// Beyond the spec, every other character that would act on a terminal showing the file
+/// (`tail -f`: ESC, CR, a C1 control, DEL, a bidi control, U+2028/U+2029; TAB excepted) is
+/// written `\uXXXX`, so a peer's topic cannot drive the operator's terminal through a log
+/// (issue 26 follow-up); [`parse_line`] gives the value back exactly.
 pub fn quote_value(value: &str) -> Cow<'_, str> {
+    quote(value, true)
+}
+
+/// [`quote_value`] for a reader's view (`iapeer logs`): the characters it would escape as
+/// `\uXXXX` are left as they are, for [`crate::visible::line`] to show as stand-ins.
+pub fn quote_shown(value: &str) -> Cow<'_, str> {
+    quote(value, false)
+}
+
+fn quote(value: &str, escape_acting: bool) -> Cow<'_, str> {
     if value.is_empty() {
         return Cow::Borrowed("\"\"");
     }
-    let needs = value
-        .chars()
-        .any(|c| c.is_whitespace() || c == '"' || c == '=' || c.is_control());
+    let needs = value.chars().any(|c| {
+        c.is_whitespace() || c == '"' || c == '=' || c.is_control() || crate::visible::acts(c)
+    });
     if !needs {
         return Cow::Borrowed(value);
     }
@@ -82,6 +97,10 @@ pub fn quote_value(value: &str) -> Cow<'_, str> {
             '\\' => out.push_str("\\\\"),
             '"' => out.push_str("\\\""),
             '\n' => out.push_str("\\n"),
+            '\t' => out.push('\t'),
+            c if escape_acting && crate::visible::acts(c) => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
             c => out.push(c),
         }
     }
@@ -100,6 +119,26 @@ pub fn format_line(ts: &str, event: &Event) -> String {
         line.push_str(&quote_value(value));
     }
     line
+}
+
+/// What a `\uXXXX` escape whose `\u` was just read stands for: the character of the four hex
+/// digits taken from `chars`; anything else is kept as written (`u` and the digits read).
+fn unescape_u(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> String {
+    let mut hex = String::new();
+    while hex.len() < 4 {
+        match chars.peek() {
+            Some(c) if c.is_ascii_hexdigit() => {
+                hex.push(*c);
+                chars.next();
+            }
+            _ => break,
+        }
+    }
+    u32::from_str_radix(&hex, 16)
+        .ok()
+        .filter(|_| hex.len() == 4)
+        .and_then(char::from_u32)
+        .map_or_else(|| format!("u{hex}"), String::from)
 }
 
 /// Parse one logfmt line back into `(key, value)` pairs, undoing [`quote_value`]. Used by
@@ -123,6 +162,7 @@ pub fn parse_line(line: &str) -> Vec<(String, String)> {
                     '"' => break,
                     '\\' => match chars.next() {
                         Some('n') => value.push('\n'),
+                        Some('u') => value.push_str(&unescape_u(&mut chars)),
                         Some(other) => value.push(other),
                         None => break,
                     },
@@ -388,8 +428,16 @@ mod tests {
             .field("caller", "echo-a")
             .field("err", "peer \"x\" said = no\nreally")
             .field("empty", "")
-            .field("path", "a\\b");
+            .field("path", "a\\b")
+            .field(
+                "topic",
+                "T\u{1b}]52;c;ZXZpbA==\u{7}\r\u{9b}\u{202e}\u{2028}\u{0}\t\\u0041",
+            );
         let line = format_line("2026-01-01T00:00:00.000Z", &ev);
+        assert!(
+            !line.chars().any(|c| crate::visible::acts(c) && c != '\t'),
+            "raw controls in {line:?}"
+        );
         let parsed = parse_line(&line);
         let want: Vec<(String, String)> =
             std::iter::once(("ts".to_string(), "2026-01-01T00:00:00.000Z".to_string()))
@@ -415,8 +463,16 @@ mod tests {
             ("say \"hi\"", "\"say \\\"hi\\\"\""),
             ("line\nnext", "\"line\\nnext\""),
             ("back\\slash and space", "\"back\\\\slash and space\""),
-            ("bell\u{7}", "\"bell\u{7}\""),
-            ("cr\r", "\"cr\r\""),
+            // What would act on a terminal showing the file is escaped (issue 26 follow-up).
+            ("bell\u{7}", "\"bell\\u0007\""),
+            ("cr\r", "\"cr\\u000d\""),
+            (
+                "osc\u{1b}]52;c;eA==\u{7}",
+                "\"osc\\u001b]52;c;eA==\\u0007\"",
+            ),
+            ("c1\u{9b}2J", "\"c1\\u009b2J\""),
+            ("rlo\u{202e}x", "\"rlo\\u202ex\""),
+            ("del\u{7f}", "\"del\\u007f\""),
             ("héllo", "héllo"),
             ("nbsp\u{a0}x", "\"nbsp\u{a0}x\""),
         ];

@@ -378,6 +378,7 @@ mod tests {
             attachments: Vec::new(),
             timeout_ms: None,
             id: Some("m-1".into()),
+            if_busy: None,
         };
         let f = put(&paths, &req).unwrap();
         assert_eq!(pending(&paths), vec![f.clone()]);
@@ -421,6 +422,7 @@ mod tests {
             attachments: vec![fifo.clone()],
             timeout_ms: None,
             id: None,
+            if_busy: None,
         };
         let (tx, rx) = crossbeam_channel::bounded(1);
         let kept = paths.clone();

@@ -4,7 +4,7 @@
 //!
 //! | input | from | readers |
 //! | --- | --- | --- |
-//! | envelopes (spec 03 §2) | senders, router runtimes, agent inputs | [`decode_envelope`], [`extract_envelopes`]; written by [`encode_wire`], [`render_agent`] |
+//! | envelopes (spec 03 §2) | senders, router runtimes, agent inputs | [`decode_envelope`], [`extract_envelopes`]; written by [`encode_wire`], [`render_agent`], pasted through [`paste_text`] |
 //! | control lines (spec 02 §1) | any local client of the control socket | [`parse_request`], [`Request`] |
 //! | attach frames (spec 02 §2) | an attached client | [`Deframer`], [`Frame`]; written by [`encode_frame`] |
 //! | MCP bodies (spec 02 §4) | any local HTTP client | [`mcp_handle`] with a [`McpBackend`] |
@@ -32,4 +32,5 @@ pub use crate::runtime::manifest::Manifest;
 pub use crate::session::frame::{
     encode as encode_frame, Deframer, Frame, FrameError, HEADER_LEN, MAX_PAYLOAD,
 };
+pub use crate::term::paste_text;
 pub use crate::term::screen::{clamp_size, Screen, MAX_COLS, MAX_ROWS};

@@ -82,8 +82,9 @@ fn reorders(c: char) -> bool {
     )
 }
 
-/// Whether `c` is shown as a stand-in: a C0 or C1 control, DEL, or one of [`reorders`].
-fn acts(c: char) -> bool {
+/// Whether `c` is shown as a stand-in: a C0 or C1 control, DEL, or one of [`reorders`]
+/// (the event logs escape the same characters, [`crate::eventlog::quote_value`]).
+pub(crate) fn acts(c: char) -> bool {
     matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}') || reorders(c)
 }
 

@@ -131,6 +131,27 @@ fn composer_cleared(env: &TestEnv, identity: &str, delivered: &str) {
     );
 }
 
+/// Wait (30 s at most) until the model gets a request whose last user text holds
+/// `<msg>{body}</msg>`, and check that text carries nothing of the interrupted `BUSY` turn
+/// (it went in alone, not glued to the prompt Claude Code put back).
+pub(crate) fn the_model_gets_it_alone(
+    env: &TestEnv,
+    api: &common::anthropic::AnthropicStandIn,
+    body: &str,
+) {
+    let msg = format!("<msg>{body}</msg>");
+    env.wait_until("the model gets it", Duration::from_secs(30), |_| {
+        api.has_main_request_with(&msg)
+    });
+    let next = api
+        .main_requests()
+        .into_iter()
+        .find(|r| last_user_text(r).contains(&msg))
+        .unwrap();
+    let text = last_user_text(&next);
+    assert!(!text.contains("BUSY"), "glued to the old one: {text}");
+}
+
 /// Issue 26 item 8: a claude peer's long turn is interrupted (`iapeer interrupt`); Claude
 /// Code takes the message out of the conversation and puts it back into its composer. That
 /// is iapeer's own text, not a human's draft: the session clears it (Esc, Esc), the sender
@@ -149,18 +170,7 @@ fn claude_interrupted_message_is_cleared_its_sender_told_and_the_next_goes_alone
         env.diagnostics()
     );
     composer_cleared(&env, "claude-cb", "true");
-    env.wait_until(
-        "the model gets the next one",
-        Duration::from_secs(30),
-        |_| api.has_main_request_with("<msg>NEXT one</msg>"),
-    );
-    let next = api
-        .main_requests()
-        .into_iter()
-        .find(|r| last_user_text(r).contains("<msg>NEXT one</msg>"))
-        .unwrap();
-    let text = last_user_text(&next);
-    assert!(!text.contains("BUSY"), "glued to the old one: {text}");
+    the_model_gets_it_alone(&env, &api, "NEXT one");
     crate::busy::told_by_iapeer(&env, "echo-ea", "cb (claude)", "was interrupted at");
     let pane = env.pane("echo-ea");
     assert!(

@@ -327,3 +327,72 @@ fn initial_prompt_prefixes_only_a_fresh_sessions_first_message() {
         "{screen}"
     );
 }
+
+/// Issue 26 follow-up: the daemon's binary replaced under it (an install, `update`, a rebuild:
+/// a new file renamed over the old one) left it unable to start any built-in session — it
+/// ran `<path> (deleted)`. Now the file at the path is run; with none there, the daemon's own
+/// image.
+#[test]
+fn a_daemon_whose_binary_was_replaced_still_starts_sessions() {
+    let mut env = TestEnv::new();
+    for p in ["alice", "bob", "carol"] {
+        env.create_echo(p);
+    }
+    let dir = env.dir.path().join("bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let installed = dir.join("iapeer");
+    std::fs::copy(common::bin(), &installed).unwrap();
+    let probe = env.cmd(&[]);
+    let mut daemon = std::process::Command::new(&installed);
+    daemon.arg("daemon");
+    for (k, v) in probe.get_envs() {
+        match v {
+            Some(v) => daemon.env(k, v),
+            None => daemon.env_remove(k),
+        };
+    }
+    let log = std::fs::File::create(env.dir.path().join("daemon-stderr.log")).unwrap();
+    env.daemon = Some(
+        daemon
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    );
+    env.wait_until("the daemon answers", Duration::from_secs(15), |e| {
+        std::os::unix::net::UnixStream::connect(e.socket()).is_ok()
+    });
+    // Replaced by a new file at the same path.
+    let fresh = dir.join("iapeer.new");
+    std::fs::copy(common::bin(), &fresh).unwrap();
+    std::fs::rename(&fresh, &installed).unwrap();
+    let out = env.ok(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "echo: after",
+    ]);
+    assert!(
+        out.starts_with("delivered to bob (echo)"),
+        "{out}{}",
+        env.diagnostics()
+    );
+    // Gone altogether: the daemon's own image starts the session.
+    std::fs::remove_file(&installed).unwrap();
+    let out = env.ok(&[
+        "send",
+        "carol",
+        "--from",
+        "echo-alice",
+        "--message",
+        "echo: gone",
+    ]);
+    assert!(
+        out.starts_with("delivered to carol (echo)"),
+        "{out}{}",
+        env.diagnostics()
+    );
+    env.stop_daemon();
+}

@@ -14,7 +14,7 @@ use crate::names::{
     is_valid_personality, is_valid_runtime, normalize, PERSONALITY_RULE, RUNTIME_RULE,
 };
 use crate::paths::Paths;
-use crate::protocol::{Answer, Code, Request, SendReply, SendResult, MAX_LINE};
+use crate::protocol::{Answer, Code, IfBusy, Request, SendReply, SendResult, MAX_LINE};
 use crate::registry::Registry;
 
 /// `iapeer send`'s (and `confirm-send`'s) exit status when the message's state is unknown
@@ -42,7 +42,9 @@ pub fn describe_result(result: &SendResult) -> String {
             None => line,
         };
     }
-    if result.woke {
+    if result.interrupted {
+        format!("delivered to {p} ({rt}), interrupted its turn")
+    } else if result.woke {
         format!("delivered to {p} ({rt}), woke")
     } else {
         format!("delivered to {p} ({rt})")
@@ -171,6 +173,17 @@ pub fn run(inv: &Invocation) -> CliResult {
             ))
         }
     };
+    let if_busy = inv
+        .value(flags::IF_BUSY)
+        .map(|v| {
+            IfBusy::parse(v).ok_or_else(|| {
+                usage(
+                    inv,
+                    format!("--if-busy: expected queue, interrupt or refuse; got \"{v}\""),
+                )
+            })
+        })
+        .transpose()?;
     let n = message.chars().count();
     let signed_as = from.clone();
     let req = Request::Send {
@@ -182,6 +195,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         attachments,
         timeout_ms,
         id: Some(msg_id.clone()),
+        if_busy,
     };
     let encoded = serde_json::to_string(&req).map_or(usize::MAX, |line| line.len());
     if encoded >= MAX_LINE {
@@ -645,8 +659,15 @@ mod tests {
             queued: None,
             id: Some("m-1".into()),
             earlier: false,
+            interrupted: false,
         };
         assert_eq!(describe_result(&r), "delivered to bob (echo)");
+        r.interrupted = true;
+        assert_eq!(
+            describe_result(&r),
+            "delivered to bob (echo), interrupted its turn"
+        );
+        r.interrupted = false;
         r.woke = true;
         assert_eq!(describe_result(&r), "delivered to bob (echo), woke");
         r.queued = Some(crate::protocol::Queued {

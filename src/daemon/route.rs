@@ -91,6 +91,8 @@ pub struct SendInput {
     pub attachments: Vec<String>,
     /// The sender's message id (`msgids::valid_id`); `None`: the router makes one.
     pub id: Option<String>,
+    /// What to do when the peer's agent is mid-turn at delivery (issue 32 item 7).
+    pub if_busy: crate::protocol::IfBusy,
 }
 
 impl SendInput {
@@ -106,6 +108,7 @@ impl SendInput {
             attachments,
             timeout_ms,
             id,
+            if_busy,
         } = req
         else {
             return None;
@@ -119,6 +122,7 @@ impl SendInput {
             topic,
             attachments,
             id,
+            if_busy: if_busy.unwrap_or_default(),
         };
         Some((input, timeout_ms))
     }
@@ -633,6 +637,7 @@ mod tests {
             topic: None,
             attachments: vec![],
             id: None,
+            if_busy: Default::default(),
         }
     }
 

@@ -271,7 +271,7 @@ fn render_raw(e: &Entry, tz: &TimeZone, today: civil::Date) -> String {
                 .fields
                 .iter()
                 .filter(|(k, _)| k != "ev" && k != "identity")
-                .map(|(k, v)| format!("{k}={}", crate::eventlog::quote_value(first_line(v))))
+                .map(|(k, v)| format!("{k}={}", crate::eventlog::quote_shown(first_line(v))))
                 .collect();
             format!("{ev}  {}", rest.join(" ")).trim_end().to_string()
         }

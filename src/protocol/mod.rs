@@ -24,7 +24,8 @@ pub enum Code {
     Offline,
     /// A field failed validation.
     InvalidArgument,
-    /// The request conflicts with work in progress.
+    /// The request conflicts with work in progress: a compaction that could not run, or a
+    /// send with [`IfBusy::Refuse`] to an agent mid-turn.
     Busy,
     /// Something did not finish in time.
     Timeout,
@@ -135,6 +136,10 @@ requests! {
         /// again.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         id: Option<String>,
+        /// What to do when the peer's agent is mid-turn at delivery (issue 32 item 7):
+        /// [`IfBusy`]; absent = `queue`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        if_busy: Option<IfBusy>,
     },
     /// Live session states → [`ListReply`].
     List,
@@ -407,6 +412,43 @@ impl QueuedBy {
     }
 }
 
+/// What a send does when the peer's agent is mid-turn when its message's turn to be
+/// delivered comes (issue 32 item 7; busy as the session's screen shows it, the `busy` of
+/// [`SessionInfo`]); kebab-case on the wire. Not about a peer asleep or waking: such a
+/// message is delivered as usual.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IfBusy {
+    /// Paste it anyway (the default, as before): the runtime queues it behind its turn
+    /// (answered `queued`, `queuedBy: "runtime"`) or takes it into the turn (delivered).
+    #[default]
+    Queue,
+    /// Interrupt the turn with the runtime's own keys (as `iapeer interrupt`), then deliver
+    /// it; the answer says `interrupted: true`.
+    Interrupt,
+    /// Refuse it, code `busy`, NOT delivered.
+    Refuse,
+}
+
+impl IfBusy {
+    /// Every choice, in the order the help lists them.
+    pub const ALL: [IfBusy; 3] = [IfBusy::Queue, IfBusy::Interrupt, IfBusy::Refuse];
+
+    /// The wire spelling (`queue`, `interrupt`, `refuse`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IfBusy::Queue => "queue",
+            IfBusy::Interrupt => "interrupt",
+            IfBusy::Refuse => "refuse",
+        }
+    }
+
+    /// The choice spelled `s` (exactly, as on the wire); `None` for anything else.
+    pub fn parse(s: &str) -> Option<IfBusy> {
+        IfBusy::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
 /// The queue fields of a [`SendResult`], present only when the message was queued:
 /// `"queued":true,"queuedBy":"ephemeral","queueDepth":3`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -457,6 +499,10 @@ pub struct SendResult {
     /// this send wrote nothing (a retry). Left out when `false`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub earlier: bool,
+    /// `true`: the peer's agent was mid-turn and the sender chose [`IfBusy::Interrupt`], so
+    /// its turn was interrupted before this message went in. Left out when `false`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 /// `send` → `{"ok":true,"result":<SendResult>}`.

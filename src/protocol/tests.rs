@@ -106,6 +106,7 @@ fn every_request() -> Vec<Request> {
             attachments: vec![s("/a"), s("/b c")],
             timeout_ms: Some(3000),
             id: Some(s("m-0123456789abcdef")),
+            if_busy: Some(IfBusy::Interrupt),
         },
         Request::Send {
             from: s("echo-a"),
@@ -116,6 +117,7 @@ fn every_request() -> Vec<Request> {
             attachments: vec![],
             timeout_ms: None,
             id: None,
+            if_busy: None,
         },
         Request::List,
         Request::Wake {
@@ -246,6 +248,7 @@ fn parses_known_ops_and_defaults() {
             attachments: vec![],
             timeout_ms: None,
             id: None,
+            if_busy: None,
         }
     );
     let r = parse_request(br#"{"op":"stop","all":true,"personality":null}"#).unwrap();

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::claude_paths;
 use super::claude_screen::{self, ClaudeScreen};
+use super::pasted_form;
 use super::transcript::{jsonl_files, record_contains, TranscriptWatch, TurnProgress};
 use super::{
     Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
@@ -393,6 +394,10 @@ impl Adapter for Claude {
         true
     }
 
+    fn pasted_form(&self, text: &str) -> String {
+        pasted_form::claude(text)
+    }
+
     fn clear_keys(&self) -> Option<crate::session::clear::ClearKeys> {
         // Recorded: `clear-esc-hint.raw`, `clear-esc-cleared.raw`.
         Some(crate::session::clear::ClearKeys {
@@ -672,13 +677,17 @@ pub fn acceptance_from_records(
     for r in records {
         let op = r["operation"].as_str();
         match r["type"].as_str() {
-            Some("user") if record_contains(r, text) => return Acceptance::Accepted,
-            Some("queue-operation") if op == Some("enqueue") && record_contains(r, text) => {
+            Some("user") if record_contains(r, text, pasted_form::claude) => {
+                return Acceptance::Accepted
+            }
+            Some("queue-operation")
+                if op == Some("enqueue") && record_contains(r, text, pasted_form::claude) =>
+            {
                 state = Acceptance::Queued;
             }
             Some("queue-operation") if op == Some("remove") => {
                 let ours = match r.get("content") {
-                    Some(_) => record_contains(r, text),
+                    Some(_) => record_contains(r, text, pasted_form::claude),
                     None => state == Acceptance::Queued,
                 };
                 if ours {

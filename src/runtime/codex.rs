@@ -18,6 +18,7 @@ use serde_json::Value;
 use super::claude::{is_executable, which};
 use super::codex_setup::codex_home;
 use super::dialog;
+use super::pasted_form;
 use super::transcript::{jsonl_files, record_contains, TranscriptWatch, TurnProgress};
 use super::{
     Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
@@ -536,6 +537,10 @@ impl Adapter for Codex {
         )
     }
 
+    fn pasted_form(&self, text: &str) -> String {
+        pasted_form::codex(text)
+    }
+
     fn clear_keys(&self) -> Option<crate::session::clear::ClearKeys> {
         // Recorded: Ctrl-C clears a composer holding text (`clear-ctrl-c-cleared.raw`).
         Some(crate::session::clear::ClearKeys {
@@ -641,7 +646,7 @@ impl SessionFileConfirm {
             records.retain(|(f, _)| f == own);
         }
         let text = &self.text;
-        let takes = |r: &Value| is_user_record(r) && record_contains(r, text);
+        let takes = |r: &Value| is_user_record(r) && record_contains(r, text, pasted_form::codex);
         if self.file.is_none() {
             if let Some((f, _)) = records.iter().find(|(_, r)| takes(r)) {
                 self.file = Some(f.clone());
@@ -718,8 +723,11 @@ const PENDING_PREVIEW_LINES: usize = 3;
 
 /// Whether the screen's pending-input preview holds `text` (pure): below one of
 /// [`PENDING_HEADERS`] and above the composer, an entry (`↳` then indented rows) whose rows
-/// are the text's first lines, a row cut with `…` matching a line's start.
+/// are the text's first lines, a row cut with `…` matching a line's start; both in Codex's
+/// [`pasted_form::codex`] (its preview drops a TAB: `tests/fixtures/codex-0.171.0/paste/tab-mid-turn.raw`).
 pub fn pending_input_shows(screen: &str, text: &str) -> bool {
+    let text = pasted_form::codex(text);
+    let screen = pasted_form::codex(screen);
     let want: Vec<&str> = text
         .lines()
         .map(str::trim)
@@ -964,7 +972,7 @@ mod tests {
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        let user = |r: &Value| is_user_record(r) && record_contains(r, text);
+        let user = |r: &Value| is_user_record(r) && record_contains(r, text, pasted_form::codex);
         let at = records.iter().position(user).expect("the steer's record");
         // It joined the same turn: no new task_started between the held turn's and it.
         let started = records

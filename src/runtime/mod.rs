@@ -19,6 +19,7 @@ pub mod human;
 pub mod manifest;
 pub mod notifier;
 pub mod package;
+pub mod pasted_form;
 pub mod permission_hook;
 pub mod router;
 pub mod transcript;
@@ -174,10 +175,34 @@ pub fn default_mcp_url() -> String {
 
 /// This very binary's path: the program of the built-in runtimes (`echo`, `human`,
 /// `notifier`); `iapeer`, looked up on `PATH`, when the OS cannot say.
+///
+/// A binary replaced under the running daemon (an install, `update`, a rebuild) is reported
+/// by Linux as `<path> (deleted)`: the file now at `<path>` is used (the same install, newer),
+/// and when nothing is there any more, the daemon's own image through `/proc/self/exe`
+/// (issue 26 follow-up: before, no built-in session could start after a rebuild).
 pub fn this_binary() -> std::ffi::OsString {
-    std::env::current_exe()
-        .map(PathBuf::into_os_string)
-        .unwrap_or_else(|_| "iapeer".into())
+    match std::env::current_exe() {
+        Ok(p) => running_binary(p, |c| c.is_file()).into_os_string(),
+        Err(_) => "iapeer".into(),
+    }
+}
+
+/// [`this_binary`]'s rule for the path the OS gives (`exists` tells whether a path holds a
+/// file): a path that does not end in ` (deleted)` as it is; else that path without the
+/// suffix when a file is there, else `/proc/self/exe`.
+fn running_binary(reported: PathBuf, exists: impl Fn(&std::path::Path) -> bool) -> PathBuf {
+    let Some(live) = reported
+        .to_str()
+        .and_then(|s| s.strip_suffix(" (deleted)"))
+        .map(PathBuf::from)
+    else {
+        return reported;
+    };
+    if exists(&live) {
+        live
+    } else {
+        PathBuf::from("/proc/self/exe")
+    }
 }
 
 /// The launch of a built-in runtime hosted on pipes whose program is this very binary:
@@ -209,4 +234,28 @@ pub fn newest_mtime_ms<'a>(files: impl IntoIterator<Item = &'a Path>) -> Option<
         .filter_map(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| d.as_millis() as u64)
         .max()
+}
+
+#[cfg(test)]
+mod this_binary_tests {
+    use super::running_binary;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn a_replaced_binary_is_found_at_its_path_else_through_proc() {
+        let p = |s: &str| PathBuf::from(s);
+        let there = |c: &Path| c == Path::new("/opt/bin/iapeer");
+        assert_eq!(
+            running_binary(p("/opt/bin/iapeer"), there),
+            p("/opt/bin/iapeer")
+        );
+        assert_eq!(
+            running_binary(p("/opt/bin/iapeer (deleted)"), there),
+            p("/opt/bin/iapeer")
+        );
+        assert_eq!(
+            running_binary(p("/gone/iapeer (deleted)"), there),
+            p("/proc/self/exe")
+        );
+    }
 }

@@ -214,12 +214,13 @@ pub fn strings(v: &Value) -> Vec<&str> {
 }
 
 /// Whether a record holds the delivered `text` (spec 04 §1 confirmation table): some string
-/// value contains it, line breaks compared as LF on both sides (CRLF and a lone CR are one
-/// line break each: Claude Code 2.1.332 and Codex 0.171.0 record a pasted lone CR as LF). With attachments, the text before
-/// `<attachments>` and the text after `</attachments>` must both be in the same string (a
-/// runtime may rewrite the attachment lines).
-pub fn record_contains(record: &Value, text: &str) -> bool {
-    let text = lf_breaks(text);
+/// value contains it, both compared in the runtime's `form` ([`super::pasted_form`]: what the
+/// runtime makes of pasted text — line breaks as LF for both, a TAB as four spaces for Claude
+/// Code, …). With attachments, the text before `<attachments>` and the text after
+/// `</attachments>` must both be in the same string (a runtime may rewrite the attachment
+/// lines).
+pub fn record_contains(record: &Value, text: &str, form: fn(&str) -> String) -> bool {
+    let text = form(text);
     let parts: Vec<String> = match (text.find("<attachments>"), text.find("</attachments>")) {
         (Some(a), Some(b)) if a < b => vec![
             text[..a].to_string(),
@@ -228,14 +229,9 @@ pub fn record_contains(record: &Value, text: &str) -> bool {
         _ => vec![text],
     };
     strings(record).iter().any(|s| {
-        let s = lf_breaks(s);
+        let s = form(s);
         parts.iter().all(|p| s.contains(p.as_str()))
     })
-}
-
-/// `text` with every CRLF and every lone CR as LF.
-fn lf_breaks(text: &str) -> String {
-    text.replace("\r\n", "\n").replace('\r', "\n")
 }
 
 #[cfg(test)]
@@ -316,6 +312,8 @@ mod tests {
 
     #[test]
     fn containment_rules() {
+        let record_contains =
+            |r: &Value, t: &str| record_contains(r, t, super::super::pasted_form::claude);
         let env = "<iap from=\"a\">\nReply via send_to_peer.\n<msg>hi\r\nthere</msg>\n</iap>";
         let rec = json!({"type":"user","message":{"content":"\n\n<pasted_content id=\"1\">\n<iap from=\"a\">\nReply via send_to_peer.\n<msg>hi\nthere</msg>\n</iap>\n</pasted_content id=\"1\">\n"}});
         assert!(record_contains(&rec, env));

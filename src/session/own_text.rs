@@ -103,9 +103,10 @@ pub struct Tracker {
     /// Look for our own text without a delivery until then.
     watch_until: Option<Instant>,
     cut: Option<Cut>,
-    /// After an interrupt, until the runtime had its chance to put the prompt back: when it
-    /// came, and since when the screen shows no turn.
-    restore: Option<(Instant, Option<Instant>)>,
+    /// After an interrupt, until the turn ended and (`true`: a runtime that puts the prompt
+    /// back) the runtime had its chance to put the prompt back: when it came, and since when
+    /// the screen shows no turn.
+    restore: Option<(Instant, Option<Instant>, bool)>,
 }
 
 /// `s` without white space and control characters.
@@ -116,14 +117,23 @@ fn bare(s: &str) -> String {
 }
 
 impl Tracker {
-    /// Delivery `id` begins to paste `text` (exactly the text between the paste markers).
+    /// Delivery `id` begins to paste `text` (exactly the text between the paste markers), a
+    /// runtime that shows it as it is (the tests' shorthand).
+    #[cfg(test)]
     pub fn pasting(&mut self, id: u64, text: &str, now: Instant) {
+        self.pasting_shown(id, text, text, now);
+    }
+
+    /// Delivery `id` begins to paste `pasted` (exactly the text between the paste markers),
+    /// which the runtime shows as `shown` (its [`crate::adapter::Adapter::pasted_form`], as
+    /// [`Tracker::find`]'s content). A placeholder's counts are the paste's as pasted.
+    pub fn pasting_shown(&mut self, id: u64, pasted: &str, shown: &str, now: Instant) {
         self.recent.push_back(Pasted {
             id,
-            bare: bare(text),
-            head: bare(text.split(['\n', '\r']).next().unwrap_or_default()).len(),
-            breaks: PasteView::of(text).breaks,
-            chars: text.chars().count(),
+            bare: bare(shown),
+            head: bare(shown.split(['\n', '\r']).next().unwrap_or_default()).len(),
+            breaks: PasteView::of(pasted).breaks,
+            chars: pasted.chars().count(),
             began: now,
             entered: false,
             ended: None,
@@ -196,12 +206,13 @@ impl Tracker {
         self.human_at = Some(now);
     }
 
-    /// `iapeer interrupt` wrote its keys; `restores`: the runtime puts the interrupted prompt
-    /// back into its composer ([`Tracker::waits_for_restore`]).
+    /// `iapeer interrupt` (or a send with `--if-busy interrupt`) wrote its keys; `restores`:
+    /// the runtime puts the interrupted prompt back into its composer
+    /// ([`Tracker::waits_for_restore`]).
     pub fn interrupted(&mut self, now: Instant, restores: bool) {
         self.interrupted_at = Some(now);
         self.watch_until = Some(now + WATCH);
-        self.restore = restores.then_some((now, None));
+        self.restore = Some((now, None, restores));
     }
 
     /// The composer showed iapeer's own text: an interrupted prompt is back, nothing more
@@ -210,12 +221,14 @@ impl Tracker {
         self.restore = None;
     }
 
-    /// Whether the next delivery must wait, after an interrupt, for the runtime to put the
-    /// interrupted prompt back (`busy`: the screen shows a turn; `shown`: the composer holds
-    /// something): until the composer holds something, or it showed no turn for
-    /// [`RESTORE_SETTLE`], or [`RESTORE_LIMIT`] passed. Then the interrupt is forgotten here.
+    /// Whether the next delivery must wait, after an interrupt, for the turn to end and the
+    /// runtime to put the interrupted prompt back (`busy`: the screen shows a turn; `shown`:
+    /// the composer holds something): until the composer holds something, or it showed no
+    /// turn — for [`RESTORE_SETTLE`] when the runtime puts the prompt back, else at once — or
+    /// [`RESTORE_LIMIT`] passed. Then the interrupt is forgotten here. (A paste into a turn
+    /// still ending would be queued behind it, or taken into it.)
     pub fn waits_for_restore(&mut self, now: Instant, busy: bool, shown: bool) -> bool {
-        let Some((since, idle)) = self.restore.as_mut() else {
+        let Some((since, idle, restores)) = self.restore.as_mut() else {
             return false;
         };
         let waits = if shown || now >= *since + RESTORE_LIMIT {
@@ -223,6 +236,8 @@ impl Tracker {
         } else if busy {
             *idle = None;
             true
+        } else if !*restores {
+            false
         } else {
             now < *idle.get_or_insert(now) + RESTORE_SETTLE
         };
@@ -254,8 +269,9 @@ impl Tracker {
         })
     }
 
-    /// Which of our pastes the composer's `content` (its rows, as the adapter reads them) is,
-    /// newest first; `None` for anything else (a draft).
+    /// Which of our pastes the composer's `content` (its rows, as the adapter reads them, in
+    /// its [`crate::adapter::Adapter::pasted_form`]) is, newest first; `None` for anything else
+    /// (a draft).
     pub fn find(&self, content: &str, now: Instant) -> Option<Own> {
         let content = content.trim();
         if content.is_empty() {
@@ -375,6 +391,33 @@ mod tests {
         );
     }
 
+    /// A runtime that shows a paste changed (Codex's form drops a TAB, Claude Code's makes it
+    /// spaces): its text is known in that form, its placeholder by the counts as pasted.
+    #[test]
+    fn a_paste_shown_changed_is_known_by_its_form_and_counted_as_pasted() {
+        let t0 = Instant::now();
+        let pasted = "<iap from=\"ea\">\n<msg>a\tb\u{2028}c\r\nd</msg>\n</iap>";
+        let shown = crate::runtime::pasted_form::codex(pasted);
+        let mut t = Tracker::default();
+        t.pasting_shown(3, pasted, &shown, t0);
+        t.ended(3, true, t0);
+        let n = pasted.chars().count();
+        assert_eq!(
+            t.find(&format!("[Pasted Content {n} chars]"), t0)
+                .map(|o| o.id),
+            Some(3)
+        );
+        assert_eq!(t.find(&shown, t0).map(|o| o.id), Some(3));
+        let claude = crate::runtime::pasted_form::claude(pasted);
+        let mut c = Tracker::default();
+        c.pasting_shown(4, pasted, &claude, t0);
+        c.ended(4, true, t0);
+        assert_eq!(
+            c.find("[Pasted text #1 +3 lines]", t0).map(|o| o.id),
+            Some(4)
+        );
+    }
+
     #[test]
     fn settled_after_the_residue_window_an_interrupt_or_without_enter() {
         let t0 = Instant::now();
@@ -449,9 +492,14 @@ mod tests {
         assert!(!t.waits_for_restore(t0 + RESTORE_LIMIT, true, false));
         t.interrupted(t0, false);
         assert!(
-            !t.waits_for_restore(t0, false, false),
-            "a runtime that keeps the prompt"
+            t.waits_for_restore(t0, true, false),
+            "a runtime that keeps the prompt: the turn still runs"
         );
+        assert!(
+            !t.waits_for_restore(t0 + ms(100), false, false),
+            "a runtime that keeps the prompt: the turn ended"
+        );
+        assert!(!t.waits_for_restore(t0 + ms(200), true, false), "forgotten");
     }
 
     #[test]

@@ -32,6 +32,16 @@ impl PasteView {
         }
     }
 
+    /// The view of a paste of `pasted` that the runtime shows as `shown` (its
+    /// [`crate::adapter::Adapter::pasted_form`]): the text as shown, the line breaks as
+    /// pasted (what a placeholder counts).
+    pub fn shown(pasted: &str, shown: &str) -> PasteView {
+        PasteView {
+            breaks: PasteView::of(pasted).breaks,
+            ..PasteView::of(shown)
+        }
+    }
+
     /// Whether `row` (the composer's row, typed text only) shows this whole paste and nothing
     /// else: a placeholder alone whose line count, when it has one, is this paste's, or the
     /// start of the text itself (runs of white space compared as one space).

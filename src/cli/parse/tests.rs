@@ -22,7 +22,7 @@ fn err(words: &[&str]) -> String {
 }
 
 const SEND_SIG: &str = "send <target> (--message <text> | --message-file <path|->) \
-    [--from <runtime>-<name>] [--runtime <rt>] [--topic <t>] [--attachment <path>]... [--timeout <seconds>] [--id <id>] [--json]";
+    [--from <runtime>-<name>] [--runtime <rt>] [--topic <t>] [--attachment <path>]... [--timeout <seconds>] [--id <id>] [--if-busy <choice>] [--json]";
 
 #[test]
 fn help_version_and_generate() {

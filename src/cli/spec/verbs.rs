@@ -155,6 +155,13 @@ pub mod flags {
         Complete::Text,
         "message id (default: a new one); a retry with it never delivers twice",
     );
+    /// `--if-busy <choice>` (send): `queue`, `interrupt` or `refuse`.
+    pub const IF_BUSY: FlagSpec = valued(
+        "if-busy",
+        "<choice>",
+        Complete::Text,
+        "the agent is mid-turn: queue (default), interrupt it first, or refuse",
+    );
     /// `--attachment <path>`, repeatable (send).
     pub const ATTACHMENT: FlagSpec = FlagSpec {
         long: "attachment",
@@ -371,6 +378,7 @@ pub mod args {
 }
 
 use args::{APPROVAL_ID, ARGS, FOLDER, HOLD_ID, NAME, OPTION, REASON, RT, RUNTIME, TARGET, VERB};
+use flags::IF_BUSY;
 use flags::{
     ACCEPT_RISK, ALL, ATTACHMENT, DESCRIPTION, DETACH, DRY_RUN, FIX, FORCE, FOREGROUND, FROM,
     INTELLIGENCE, JSON, KEEP, MESSAGE, MESSAGE_FILE, NO_BOOTSTRAP, NPX, PACKAGE, PATH,
@@ -422,7 +430,8 @@ pub static VERBS: &[VerbSpec] = &[
         id: VerbId::Run(Verb::Send),
         name: "send",
         signature: "send <target> (--message <text> | --message-file <path|->) [--from <runtime>-<name>] \
-            [--runtime <rt>] [--topic <t>] [--attachment <path>]... [--timeout <seconds>] [--id <id>] [--json]",
+            [--runtime <rt>] [--topic <t>] [--attachment <path>]... [--timeout <seconds>] [--id <id>] \
+            [--if-busy <choice>] [--json]",
         summary: "route one message to a peer, waking it when asleep",
         description: "Route one message to the peer <target>. A sleeping agent is woken first and gets \
             the message once it is ready; a message with a topic resumes the conversation held on that \
@@ -441,6 +450,13 @@ pub static VERBS: &[VerbSpec] = &[
             or the connection to the daemon broke after the request was sent — it says \"state \
             unknown: it may have arrived\" with the message id and exits 3 (code state-unknown); \
             \"NOT delivered\" (exit 1) is said only when none of it reached the peer. \
+            --if-busy says what to do when the peer's agent is mid-turn (busy, as list shows it) \
+            when the message's turn to go in comes: queue (the default) pastes it anyway, and its \
+            runtime queues it behind the turn (\"queued … runtime\") or takes it in; interrupt \
+            stops the turn with the runtime's own keys, as iapeer interrupt does (the sender of \
+            the interrupted message, if live, is told), then delivers it (\"…, interrupted its \
+            turn\"; --json: \"interrupted\":true); refuse sends nothing and fails with code busy \
+            (exit 1). An agent asleep or idle gets the message as usual whatever the choice. \
             A send never waits longer than --timeout (default IAPEER_SEND_TIMEOUT_MS, 300 s): past \
             it the send is refused with code timeout, naming the peer and what the message waited \
             for, and a message that has not started is taken back. With the daemon not running, an \
@@ -460,6 +476,7 @@ pub static VERBS: &[VerbSpec] = &[
             ATTACHMENT,
             SEND_TIMEOUT,
             SEND_ID,
+            IF_BUSY,
             JSON,
         ],
         rules: &[Rule::ExactlyOne(&[MESSAGE, MESSAGE_FILE])],

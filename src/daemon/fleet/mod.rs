@@ -234,6 +234,7 @@ impl Fleet {
                             attachments: Vec::new(),
                             timeout_ms: None,
                             id: b.id,
+                            if_busy: b.if_busy,
                         };
                         fleet.ask(req, gone, move |r| done(answer::send(&from, r)));
                     }

@@ -270,6 +270,10 @@ pub struct SendBody {
     /// daemon makes.
     #[serde(default)]
     pub id: Option<String>,
+    /// What to do when the target's agent is mid-turn (`queue`, `interrupt`, `refuse`;
+    /// default `queue`): [`crate::protocol::IfBusy`].
+    #[serde(default)]
+    pub if_busy: Option<crate::protocol::IfBusy>,
 }
 
 /// Parse a JSON request body (`{}` when empty).

@@ -39,6 +39,8 @@ pub struct SendArgs {
     pub attachments: Vec<String>,
     /// The message id as sent (the router checks it); `None`: the router makes one.
     pub id: Option<String>,
+    /// `if_busy` as sent (`queue` when absent): what to do when the peer is mid-turn.
+    pub if_busy: crate::protocol::IfBusy,
 }
 
 /// What the caller presented to prove who it is (spec 02 §4, "Caller authentication").

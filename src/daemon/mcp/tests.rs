@@ -126,7 +126,12 @@ fn tools_list_has_exactly_the_spec_tool() {
     assert_eq!(p["attachments"]["items"]["type"], "string");
     // The spec's five, plus the optional message id (issue 26 item 5).
     assert_eq!(p["id"]["pattern"], "^[A-Za-z0-9._:-]{1,64}$");
-    assert_eq!(p.as_object().unwrap().len(), 6);
+    // And the optional busy choice (issue 32 item 7).
+    assert_eq!(
+        p["if_busy"]["enum"],
+        json!(["queue", "interrupt", "refuse"])
+    );
+    assert_eq!(p.as_object().unwrap().len(), 7);
     assert_eq!(
         t["annotations"],
         json!({"title":"Send to IAP peer","readOnlyHint":false,"destructiveHint":false,"idempotentHint":false,"openWorldHint":true})
@@ -172,6 +177,7 @@ fn tools_call_success_wraps_result() {
             topic: Some("t1".into()),
             attachments: vec!["/tmp/a".into()],
             id: None,
+            if_busy: crate::protocol::IfBusy::Queue,
         }
     );
 }
@@ -211,6 +217,14 @@ fn argument_shape_errors_are_tool_errors_without_backend_call() {
             ArgError::UnknownKey("color".into()).to_string(),
         ),
         (json!("text"), ArgError::NotAnObject.to_string()),
+        (
+            json!({"personality":"bob","message":"hi","if_busy":"wait"}),
+            "send_to_peer: \"if_busy\" must be \"queue\", \"interrupt\" or \"refuse\" (got \"wait\"); leave it out to queue".to_owned(),
+        ),
+        (
+            json!({"personality":"bob","message":"hi","if_busy":true}),
+            ArgError::BadIfBusy("true".into()).to_string(),
+        ),
     ];
     for (args, expected) in cases {
         assert_eq!(
@@ -505,4 +519,33 @@ fn modern_refusals_use_the_transport_statuses() {
     assert_eq!(v["error"]["code"], era::UNSUPPORTED_PROTOCOL_VERSION);
     assert_eq!(v["error"]["data"]["requested"], "2099-01-01");
     assert_eq!(v["error"]["data"]["supported"][0], "2026-07-28");
+}
+
+/// Issue 32 item 7: `if_busy` is optional (absent or null: queue) and carries each choice.
+#[test]
+fn if_busy_is_optional_and_carries_each_choice() {
+    use crate::protocol::IfBusy;
+    let b = Fake::ok();
+    call(&b, json!({"personality":"bob","message":"hi"}));
+    call(
+        &b,
+        json!({"personality":"bob","message":"hi","if_busy":null}),
+    );
+    for choice in ["queue", "interrupt", "refuse"] {
+        call(
+            &b,
+            json!({"personality":"bob","message":"hi","if_busy":choice}),
+        );
+    }
+    let got: Vec<IfBusy> = b.calls().iter().map(|c| c.1.if_busy).collect();
+    assert_eq!(
+        got,
+        [
+            IfBusy::Queue,
+            IfBusy::Queue,
+            IfBusy::Queue,
+            IfBusy::Interrupt,
+            IfBusy::Refuse
+        ]
+    );
 }

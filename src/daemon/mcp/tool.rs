@@ -52,7 +52,8 @@ message reached the peer's live session (delivered), was queued for later, or fa
 delivered: send it again if it matters). An error that starts \"state unknown: it may have \
 arrived\" means the message may well be with the peer: do not send it again as a new message; \
 if it must be retried, call again with the `id` the error names, and it is never delivered \
-twice. Do not send empty acknowledgements or thanks: reply only when a reply is needed.";
+twice. `if_busy` says what to do when the peer is in the middle of a turn: queue (default), \
+interrupt it, or refuse. Do not send empty acknowledgements or thanks: reply only when a reply is needed.";
 
 /// The full `tools/list` entry for `send_to_peer`.
 pub fn tool_listing() -> Value {
@@ -95,6 +96,11 @@ pub fn tool_listing() -> Value {
                     "type": "string",
                     "pattern": ID_PATTERN,
                     "description": "Optional message id (1-64 letters, digits, . _ : -). A message is never delivered twice with the same id: when a result says the state is unknown, retry with the id it names, never as a new message."
+                },
+                "if_busy": {
+                    "type": "string",
+                    "enum": ["queue", "interrupt", "refuse"],
+                    "description": "Optional: what to do when the peer is in the middle of a turn. queue (the default): it gets the message as it can (its runtime may queue it behind the turn; the result says queued). interrupt: its turn is stopped first, then it gets the message (the result says interrupted). refuse: the message is NOT delivered and the error says the peer is busy."
                 }
             }
         },
@@ -123,6 +129,8 @@ pub enum ArgError {
     BadAttachments,
     /// A key the schema does not declare.
     UnknownKey(String),
+    /// `if_busy` not one of its choices (what it was).
+    BadIfBusy(String),
 }
 
 impl fmt::Display for ArgError {
@@ -141,19 +149,25 @@ impl fmt::Display for ArgError {
             ArgError::UnknownKey(key) => write!(
                 f,
                 "send_to_peer: unknown argument \"{key}\" (allowed: personality, runtime, \
-                 message, topic, attachments, id)"
+                 message, topic, attachments, id, if_busy)"
+            ),
+            ArgError::BadIfBusy(v) => write!(
+                f,
+                "send_to_peer: \"if_busy\" must be \"queue\", \"interrupt\" or \"refuse\" \
+                 (got {v}); leave it out to queue"
             ),
         }
     }
 }
 
-const KNOWN_KEYS: [&str; 6] = [
+const KNOWN_KEYS: [&str; 7] = [
     "personality",
     "runtime",
     "message",
     "topic",
     "attachments",
     "id",
+    "if_busy",
 ];
 
 /// The schema's pattern of a message id ([`crate::msgids::valid_id`]).
@@ -182,6 +196,12 @@ pub fn extract_send_args(arguments: Option<&Value>) -> Result<SendArgs, ArgError
     let runtime = optional_string(obj, "runtime")?.filter(|r| !r.is_empty());
     let topic = optional_string(obj, "topic")?;
     let id = optional_string(obj, "id")?.filter(|i| !i.is_empty());
+    let if_busy = match obj.get("if_busy") {
+        None | Some(Value::Null) => crate::protocol::IfBusy::default(),
+        Some(Value::String(v)) => crate::protocol::IfBusy::parse(v)
+            .ok_or_else(|| ArgError::BadIfBusy(Value::String(v.clone()).to_string()))?,
+        Some(other) => return Err(ArgError::BadIfBusy(other.to_string())),
+    };
     let attachments = match obj.get("attachments") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items
@@ -204,6 +224,7 @@ pub fn extract_send_args(arguments: Option<&Value>) -> Result<SendArgs, ArgError
         topic,
         attachments,
         id,
+        if_busy,
     })
 }
 

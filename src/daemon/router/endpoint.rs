@@ -46,6 +46,9 @@ pub struct SendJob<P> {
     /// The message id: the sender's (`input.id`), else one the router made
     /// ([`crate::msgids`]).
     pub(crate) msg_id: String,
+    /// Its agent was mid-turn and its sender chose `interrupt`: the turn was interrupted
+    /// before it went in ([`super::if_busy`]).
+    pub(crate) interrupted: bool,
 }
 
 /// A send whose preparation runs on a worker thread: it holds the ticket it shares with
@@ -77,6 +80,7 @@ impl<P> SendJob<P> {
             timeout: self.timeout,
             timed_out: self.timed_out,
             msg_id: self.msg_id,
+            interrupted: self.interrupted,
         }
     }
 }
@@ -231,6 +235,7 @@ impl Router {
                 timeout,
                 timed_out: false,
                 msg_id,
+                interrupted: false,
             },
         );
         let spawned = self.prep.run(id, info, move || {
@@ -357,6 +362,9 @@ impl Router {
                 continue;
             }
             if self.head_answered_earlier(identity) {
+                continue;
+            }
+            if !self.apply_if_busy(identity) {
                 continue;
             }
             let Some(head) = self

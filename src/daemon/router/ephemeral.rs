@@ -183,6 +183,7 @@ impl Router {
             topic: head.task.topic.clone().or_else(|| env.topic.clone()),
             attachments: env.attachments.clone(),
             id: None,
+            if_busy: Default::default(),
         };
         let mut envelope = env;
         envelope.topic = input.topic.clone();
@@ -208,6 +209,7 @@ impl Router {
             timeout: self.cfg.send_timeout,
             timed_out: false,
             msg_id: crate::msgids::new_id(),
+            interrupted: false,
         })
     }
 }

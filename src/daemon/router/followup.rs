@@ -366,6 +366,7 @@ impl Router {
             topic: Some(f.topic.clone().unwrap_or_else(|| "delivery-failed".into())),
             attachments: Vec::new(),
             id: None,
+            if_busy: Default::default(),
         };
         self.lifecycle(
             Event::new("failure-notice")

@@ -160,6 +160,7 @@ impl Router {
             topic: l.followed.topic.clone(),
             attachments: Vec::new(),
             id: None,
+            if_busy: Default::default(),
         };
         self.begin_send(input, ReplyTo::discard(), None);
         let text = limits::resumed_notice(&which_message(&l.followed), now, false);

@@ -14,6 +14,7 @@ mod ephemeral;
 mod events;
 mod followup;
 mod ids;
+mod if_busy;
 mod launch;
 mod limits;
 mod notices;
@@ -489,6 +490,7 @@ impl Router {
                     topic: args.topic,
                     attachments: args.attachments,
                     id: args.id,
+                    if_busy: args.if_busy,
                 };
                 self.begin_send(input, reply, None);
             }

@@ -96,6 +96,7 @@ impl Router {
             topic: hold.topic,
             attachments: hold.attachments,
             id: None,
+            if_busy: Default::default(),
         };
         self.begin_send_of(input, reply, None, Some(claim));
     }

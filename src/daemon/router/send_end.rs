@@ -85,6 +85,7 @@ impl Router {
             queued,
             id: Some(job.msg_id.clone()),
             earlier,
+            interrupted: job.interrupted && !earlier,
         };
         job.reply.finish(SendReply { result });
     }
@@ -135,6 +136,12 @@ fn delivery_event<P>(
             .field("qkind", q.queued_by.as_str())
             .opt("qd", q.queue_depth.map(|d| d.to_string()).as_deref());
     }
+    if input.if_busy != crate::protocol::IfBusy::Queue {
+        ev = ev.field("ifbusy", input.if_busy.as_str());
+    }
+    if job.interrupted {
+        ev = ev.field("interrupted", "true");
+    }
     ev = ev
         .field("ms", ms.to_string())
         .field("len", input.message.chars().count().to_string());
@@ -173,6 +180,7 @@ mod tests {
                 topic: topic.map(String::from),
                 attachments: vec!["/tmp/a".into(); attachments],
                 id: Some("m-1".into()),
+                if_busy: Default::default(),
             },
             prepared: (),
             reply: ReplyTo::discard(),
@@ -180,6 +188,7 @@ mod tests {
             timeout: std::time::Duration::from_secs(300),
             timed_out: false,
             msg_id: "m-1".into(),
+            interrupted: false,
             woke: true,
             kind: RuntimeKind::Agent,
             drained: None,

@@ -135,6 +135,7 @@ impl Router {
                 topic: Some("storm".into()),
                 attachments: Vec::new(),
                 id: None,
+                if_busy: Default::default(),
             };
             self.begin_send(input, ReplyTo::discard(), None);
         }

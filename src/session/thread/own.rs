@@ -12,7 +12,7 @@ impl Session {
     /// Which of iapeer's own pastes the composer holds now, if that is what it holds.
     pub(super) fn own_text_in_composer(&self, now: Instant) -> Option<Own> {
         let content = self.cfg.adapter.composer_content(&self.screen)?;
-        self.own.find(&content, now)
+        self.own.find(&self.cfg.adapter.pasted_form(&content), now)
     }
 
     /// Whether the next delivery must wait for iapeer's own text: the composer is being
@@ -71,7 +71,8 @@ impl Session {
         let id = *id;
         let content = self.cfg.adapter.composer_content(&self.screen);
         if let Some(text) = &content {
-            if self.own.find(text, now).is_none_or(|o| o.id != id) {
+            let text = self.cfg.adapter.pasted_form(text);
+            if self.own.find(&text, now).is_none_or(|o| o.id != id) {
                 log::info!(
                     "{}: the composer changed while iapeer cleared its own text (delivery {id}); \
                      left alone",

@@ -223,7 +223,11 @@ impl Session {
             if let Some(draft) = self.cfg.adapter.composer_draft(&self.screen) {
                 use super::super::hold::{is_residue, Held, RECHECK, RESIDUE_RECHECK};
                 let residue = own.is_some_and(|o| !o.settled)
-                    || is_residue(self.last_paste.as_ref(), &draft, now);
+                    || is_residue(
+                        self.last_paste.as_ref(),
+                        &self.cfg.adapter.pasted_form(&draft),
+                        now,
+                    );
                 if !residue {
                     let why = format!(
                         "the composer holds a draft ({} chars)",
@@ -365,9 +369,10 @@ impl Session {
         match hold_step(draft.as_deref(), since, now, self.cfg.composer_hold) {
             HoldStep::Wait => {
                 let residue = own.is_some_and(|o| !o.settled)
-                    || draft
-                        .as_deref()
-                        .is_some_and(|t| is_residue(self.last_paste.as_ref(), t, now));
+                    || draft.as_deref().is_some_and(|t| {
+                        let t = self.cfg.adapter.pasted_form(t);
+                        is_residue(self.last_paste.as_ref(), &t, now)
+                    });
                 if !residue && !answered {
                     let chars = draft.map_or(0, |t| t.chars().count());
                     let why = format!("the composer holds a draft ({chars} chars)");
@@ -436,10 +441,13 @@ impl Session {
         let gate = d
             .ready_gate
             .and_then(|_| self.cfg.adapter.gate_watch(&self.cfg.cwd));
+        // Known on screen and in the composer as the runtime shows it (a TAB as spaces, …).
         let pasted = crate::term::paste_text(&d.text);
-        self.pasting = Some(super::super::paste_view::PasteView::of(&pasted));
+        let shown = self.cfg.adapter.pasted_form(&pasted);
+        self.pasting = Some(super::super::paste_view::PasteView::shown(&pasted, &shown));
         if pty {
-            self.own.pasting(d.id, &pasted, Instant::now());
+            self.own
+                .pasting_shown(d.id, &pasted, &shown, Instant::now());
         }
         let (mut active, bytes) = ActiveDelivery::start(&d, pty, confirmer, before, gate);
         if !self.cfg.adapter.has_paste_sign() {

@@ -47,6 +47,7 @@ fn producible(env: &u::Envelope) -> bool {
         topic: env.topic.clone(),
         attachments: env.attachments.clone(),
         id: None,
+        if_busy: Default::default(),
     };
     u::is_valid_personality(&env.from)
         && u::is_valid_runtime(&env.runtime)
@@ -286,6 +287,7 @@ impl u::McpBackend for Backend {
             queued: None,
             id: args.id,
             earlier: false,
+            interrupted: false,
         })
     }
 }
