@@ -202,6 +202,40 @@ pub trait GateWatch: Send {
     fn poll(&mut self, screen: &str) -> GateState;
 }
 
+/// A tool's permission prompt on an agent's screen (spec 10 §4, issue 32 item 4): what it
+/// asks and the menu that answers it, read by [`Adapter::permission_prompt`]. In the default
+/// bypass mode Claude Code 2.1.332 still asks for a command a project `permissions.ask` rule
+/// names or a `PreToolUse` hook answers `ask` for (recorded in
+/// `tests/fixtures/claude-2.1.332/approvals/bypass-*.raw`); iapeer puts each such prompt to a
+/// human through the approval broker and keys in the answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermissionPrompt {
+    /// The tool in the runtime's own terms (`Bash`, `Write`, `Edit`, `MCP tool`, or the
+    /// prompt's title when it is not a recorded one).
+    pub tool: String,
+    /// What it wants to do, one line: the command, the file, the MCP tool and its arguments.
+    pub summary: String,
+    /// Why the runtime asks, when the prompt says (`Rule Bash(rm:*) from shared project
+    /// settings says to ask.`); empty when it does not.
+    pub reason: String,
+    /// The menu's option labels, top to bottom (`Yes`, …, `No`).
+    pub options: Vec<String>,
+    /// Index into `options` of the one that lets the tool run this once.
+    pub approve: usize,
+    /// Index into `options` of the one that refuses it.
+    pub deny: usize,
+    /// Index of the option under the marker; `None` mid-redraw.
+    pub cursor: Option<usize>,
+}
+
+impl PermissionPrompt {
+    /// Whether `other` is the same prompt (the same tool, request and menu), wherever its
+    /// marker is.
+    pub fn same_as(&self, other: &PermissionPrompt) -> bool {
+        self.tool == other.tool && self.summary == other.summary && self.options == other.options
+    }
+}
+
 /// The text typed into the composer row that starts with `glyph` (none without a glyph, or
 /// when the row holds only a placeholder): the default reading of [`Adapter::composer_draft`].
 pub fn typed_composer_text(screen: &Screen, glyph: Option<&str>) -> Option<String> {
@@ -282,6 +316,11 @@ pub trait Adapter: Send + Sync {
     fn live_dialog(&self, _screen: &Screen) -> Option<BootStep> {
         None
     }
+    /// A tool's permission prompt the screen shows, if any ([`PermissionPrompt`]): recorded
+    /// from the real CLI; `None` (the default) for a runtime that shows none.
+    fn permission_prompt(&self, _screen: &Screen) -> Option<PermissionPrompt> {
+        None
+    }
     /// The draft in the composer, if any: text someone typed or left there (not a placeholder
     /// or suggestion), which a delivery must never be submitted with (spec 05 §7). The default
     /// reads the row that starts with [`Adapter::prompt_glyph`]: typed text is neither dim nor
@@ -336,6 +375,12 @@ pub trait Adapter: Send + Sync {
     /// How long the ready screen must stay ready before input is accepted, for a session in
     /// `cwd` (a runtime may raise a dialog just after its ready screen in some folders only).
     fn ready_settle(&self, _cwd: &Path) -> Duration {
+        Duration::ZERO
+    }
+    /// How long a permission prompt ([`Adapter::permission_prompt`]) must have been on the
+    /// screen before a key answers it: a runtime may take a key that comes sooner for stray
+    /// typing and drop it; zero = at once.
+    fn prompt_settle(&self) -> Duration {
         Duration::ZERO
     }
     /// The least time between two boot keys (dialog answers). Some TUIs take keys that come

@@ -89,6 +89,11 @@ impl Notice {
     }
 }
 
+/// The `kind` of a notice that a live agent waits for a human's approval (spec 10 §4, issue
+/// 32 item 4): raised with each pending approval request, cleared with it; its `errorType`
+/// is the request's tool, `model` empty.
+pub const APPROVAL_KIND: &str = "approval";
+
 /// The notices in force, oldest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Board {
@@ -197,6 +202,70 @@ impl Board {
         }
     }
 
+    /// Record that `identity` waits for the approval request `approval` (its `tool` and
+    /// `summary`) until `deadline_ms`, at `now_ms`: a notice of kind [`APPROVAL_KIND`] whose
+    /// id is its own (pure). It expires with the request.
+    #[allow(clippy::too_many_arguments)]
+    pub fn raise_approval(
+        &mut self,
+        personality: &str,
+        runtime: &str,
+        identity: &str,
+        approval: &str,
+        tool: &str,
+        summary: &str,
+        now_ms: u64,
+        deadline_ms: u64,
+    ) -> Notice {
+        let now = rfc3339(now_ms);
+        let n = Notice {
+            id: id_of(&key(personality, runtime, APPROVAL_KIND, approval, "")),
+            personality: personality.to_string(),
+            runtime: runtime.to_string(),
+            identity: identity.to_string(),
+            kind: APPROVAL_KIND.to_string(),
+            error_type: tool.to_string(),
+            status: None,
+            model: String::new(),
+            text: format!(
+                "waits for a human's approval: {tool}: {summary} — iapeer approve {approval} | \
+                 iapeer deny {approval}"
+            ),
+            resets_at: None,
+            count: 1,
+            first_at: now.clone(),
+            last_at: now,
+            expires_at: rfc3339(deadline_ms),
+            expires_ms: deadline_ms,
+        };
+        self.notices.retain(|o| o.id != n.id);
+        self.notices.push(n.clone());
+        n
+    }
+
+    /// Take off the approval notice of request `approval` of `identity` (answered, closed or
+    /// denied); returns it (pure).
+    pub fn clear_approval(
+        &mut self,
+        personality: &str,
+        runtime: &str,
+        approval: &str,
+    ) -> Option<Notice> {
+        let id = id_of(&key(personality, runtime, APPROVAL_KIND, approval, ""));
+        let at = self.notices.iter().position(|n| n.id == id)?;
+        Some(self.notices.remove(at))
+    }
+
+    /// Take off every approval notice (pure): at the daemon's start, whose requests were all
+    /// answered deny when the last daemon stopped (or died with it); returns them.
+    pub fn clear_approvals(&mut self) -> Vec<Notice> {
+        let (gone, kept) = std::mem::take(&mut self.notices)
+            .into_iter()
+            .partition(|n| n.kind == APPROVAL_KIND);
+        self.notices = kept;
+        gone
+    }
+
     /// Take off the notices expired at `now_ms`; returns them (pure).
     pub fn expire(&mut self, now_ms: u64) -> Vec<Notice> {
         let (gone, kept) = std::mem::take(&mut self.notices)
@@ -207,10 +276,11 @@ impl Board {
     }
 
     /// Take off every notice of `identity` (its session answered again); returns them (pure).
+    /// An approval's notice stays: it goes with its request.
     pub fn clear(&mut self, identity: &str) -> Vec<Notice> {
         let (gone, kept) = std::mem::take(&mut self.notices)
             .into_iter()
-            .partition(|n| n.identity == identity);
+            .partition(|n| n.identity == identity && n.kind != APPROVAL_KIND);
         self.notices = kept;
         gone
     }
@@ -324,6 +394,71 @@ mod tests {
         assert_eq!(b.notices.len(), 4);
         let ids: std::collections::HashSet<_> = b.notices.iter().map(|n| &n.id).collect();
         assert_eq!(ids.len(), 4);
+    }
+
+    #[test]
+    fn an_approval_is_a_notice_of_its_own_until_its_request_ends() {
+        let mut b = Board::default();
+        let n = b.raise_approval(
+            "cb",
+            "claude",
+            "claude-cb",
+            "ap-0123abcd",
+            "Bash",
+            "rm a",
+            1_000,
+            301_000,
+        );
+        assert_eq!(n.kind, APPROVAL_KIND);
+        assert!(valid_id(&n.id), "{}", n.id);
+        assert_eq!(n.expires_ms, 301_000);
+        assert!(
+            n.text.contains("Bash: rm a") && n.text.contains("iapeer approve ap-0123abcd"),
+            "{}",
+            n.text
+        );
+        let other = b.raise_approval(
+            "cb",
+            "claude",
+            "claude-cb",
+            "ap-0123abce",
+            "Bash",
+            "rm a",
+            2_000,
+            302_000,
+        );
+        assert_ne!(other.id, n.id, "each request its own id");
+        // The model answering again clears its API notices, not the approvals.
+        let e = refusal(ApiErrorKind::RateLimit, "rate_limit", "slow down");
+        b.raise("cb", "claude", "claude-cb", &e, 3_000, HOUR);
+        assert_eq!(b.clear("claude-cb").len(), 1);
+        assert_eq!(b.notices.len(), 2);
+        assert_eq!(
+            b.clear_approval("cb", "claude", "ap-0123abcd")
+                .map(|n| n.id),
+            Some(n.id)
+        );
+        assert!(b.clear_approval("cb", "claude", "ap-0123abcd").is_none());
+        let approvals = |b: &Board| {
+            b.current(0)
+                .iter()
+                .filter(|n| n.kind == APPROVAL_KIND)
+                .count()
+        };
+        assert_eq!(approvals(&b), 1);
+        assert_eq!(
+            b.current(302_000)
+                .iter()
+                .filter(|n| n.kind == APPROVAL_KIND)
+                .count(),
+            0,
+            "it expires with its request"
+        );
+        // A new daemon's start: every approval notice goes, an API notice stays.
+        b.raise("cb", "claude", "claude-cb", &e, 4_000, HOUR);
+        assert_eq!(b.clear_approvals().len(), 1);
+        assert_eq!(approvals(&b), 0);
+        assert_eq!(b.notices.len(), 1);
     }
 
     #[test]

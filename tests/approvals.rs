@@ -125,7 +125,8 @@ fn deny_the_waiting_prompt(env: &TestEnv, id: &str, dir: &Path, identity: &str) 
     assert_eq!(out.trim(), format!("denied {id} ({identity})"));
 }
 
-fn approvals(env: &TestEnv) -> Vec<Value> {
+/// The pending approval requests (`iapeer approvals --json`).
+pub(crate) fn approvals(env: &TestEnv) -> Vec<Value> {
     let out = env.ok(&["approvals", "--json"]);
     let v: Value = serde_json::from_str(out.trim()).unwrap();
     v["approvals"].as_array().cloned().unwrap_or_default()

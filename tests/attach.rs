@@ -32,7 +32,7 @@ impl Terminal {
     }
 
     /// [`Terminal::spawn`] on a pty of `rows` × `cols`.
-    fn spawn_sized(cmd: Command, rows: u16, cols: u16) -> Terminal {
+    pub(crate) fn spawn_sized(cmd: Command, rows: u16, cols: u16) -> Terminal {
         let mut cmd = cmd;
         let ws = nix::pty::Winsize {
             ws_row: rows,

@@ -19,6 +19,7 @@ mod attachments;
 mod background;
 mod boot_dialog;
 mod busy;
+mod bypass_prompts;
 mod claude;
 mod cli;
 mod codex;

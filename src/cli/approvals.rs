@@ -9,7 +9,7 @@ use super::parse::Invocation;
 use super::spec::args;
 use super::{done, paths, print, usage, CliError, CliResult};
 use crate::protocol::{
-    Answer, ApprovalDone, ApprovalInfo, ApprovalVerdict, ApprovalsReply, Request,
+    Answer, ApprovalDone, ApprovalInfo, ApprovalVerdict, ApprovalsReply, Request, DIALOG_TOOL,
 };
 use crate::runtime::permission_hook;
 
@@ -46,8 +46,20 @@ fn render(list: &[ApprovalInfo], now_ms: u64) -> String {
     let mut out = String::new();
     for a in list {
         let left = a.deadline_ms.saturating_sub(now_ms) / 1000;
+        // A screen prompt's menu (a boot dialog's summary names its options already).
+        let menu = match &a.options {
+            Some(o) if a.tool != DIALOG_TOOL => {
+                let listed: Vec<String> = o
+                    .iter()
+                    .enumerate()
+                    .map(|(i, o)| format!("{}. {o}", i + 1))
+                    .collect();
+                format!("  [{}]", line(&listed.join(" | ")))
+            }
+            _ => String::new(),
+        };
         out.push_str(&format!(
-            "{}  {}  {}: {}  (denied in {}s unless answered)\n",
+            "{}  {}  {}: {}{menu}  (denied in {}s unless answered)\n",
             line(&a.id),
             line(&a.identity),
             line(&a.tool),
@@ -57,7 +69,7 @@ fn render(list: &[ApprovalInfo], now_ms: u64) -> String {
     }
     out.push_str(
         "answer with: iapeer approve <id> [option]  |  iapeer deny <id> [reason]  \
-         ([option]: a boot dialog's, by number or label)\n",
+         ([option]: one of a boot dialog's or a prompt's options, by number or label)\n",
     );
     out
 }
@@ -157,12 +169,25 @@ mod tests {
             options: None,
             default_option: None,
         };
-        let text = render(&[a], 61_000);
+        let text = render(std::slice::from_ref(&a), 61_000);
         assert!(
             text.starts_with("ap-0123abcd  claude-cb  Bash: touch /tmp/x  (denied in 240s"),
             "{text}"
         );
         assert!(text.contains("iapeer approve <id>"), "{text}");
+        // A prompt read from the screen shows its menu.
+        let screen = ApprovalInfo {
+            options: Some(vec!["Yes".into(), "No".into()]),
+            default_option: Some(0),
+            ..a
+        };
+        let text = render(&[screen], 61_000);
+        assert!(
+            text.starts_with(
+                "ap-0123abcd  claude-cb  Bash: touch /tmp/x  [1. Yes | 2. No]  (denied"
+            ),
+            "{text}"
+        );
     }
 
     /// Issue 26 item 4: `curl …|sh #\r\e[2Kls -la` showed as `ls -la`; OSC 52 and 8-bit

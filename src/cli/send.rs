@@ -32,9 +32,14 @@ pub fn describe_result(result: &SendResult) -> String {
     }
     if let Some(q) = &result.queued {
         let by = q.queued_by.as_str();
-        return match q.queue_depth {
+        let line = match q.queue_depth {
             Some(n) => format!("queued for {p} ({rt}) — {by}, depth {n}"),
             None => format!("queued for {p} ({rt}) — {by}"),
+        };
+        return match &q.waiting_for {
+            // The agent's screen, so its control characters are shown, not run.
+            Some(w) => format!("{line}: waiting for {}", crate::visible::line(w)),
+            None => line,
         };
     }
     if result.interrupted {
@@ -669,10 +674,21 @@ mod tests {
             queued: true,
             queued_by: crate::protocol::QueuedBy::Ephemeral,
             queue_depth: Some(3),
+            waiting_for: None,
         });
         assert_eq!(
             describe_result(&r),
             "queued for bob (echo) — ephemeral, depth 3"
+        );
+        r.queued = Some(crate::protocol::Queued {
+            queued: true,
+            queued_by: crate::protocol::QueuedBy::Approval,
+            queue_depth: Some(1),
+            waiting_for: Some("an approval: Bash: rm a\u{1b}[2J".into()),
+        });
+        assert_eq!(
+            describe_result(&r),
+            "queued for bob (echo) — approval, depth 1: waiting for an approval: Bash: rm a␛[2J"
         );
         r.earlier = true;
         assert_eq!(

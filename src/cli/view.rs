@@ -136,7 +136,9 @@ pub fn render_table(rows: &[PeerRow], now_ms: u64, width: Option<usize>) -> Stri
         .flat_map(|r| r.runtimes.iter().flat_map(|x| x.notices.iter()))
         .collect();
     if !notices.is_empty() {
-        out.push_str("\nNOTICES (its model API refuses a live agent)\n");
+        out.push_str(
+            "\nNOTICES (its model API refuses a live agent, or it waits for a human's approval)\n",
+        );
         for n in notices {
             out.push_str(&crate::notices::describe(n));
             out.push('\n');

@@ -393,15 +393,21 @@ pub enum QueuedBy {
     Composer,
     /// The ephemeral peer's durable task queue on disk.
     Ephemeral,
+    /// The daemon's composer queue while a tool's permission prompt is open on the agent's
+    /// screen (issue 32 item 4): it waits for a human's approval (or its timeout), which
+    /// [`Queued::waiting_for`] names.
+    Approval,
 }
 
 impl QueuedBy {
-    /// The wire spelling (`runtime`, `composer`, `ephemeral`), also used in `delivery.log`.
+    /// The wire spelling (`runtime`, `composer`, `ephemeral`, `approval`), also used in
+    /// `delivery.log`.
     pub fn as_str(self) -> &'static str {
         match self {
             QueuedBy::Runtime => "runtime",
             QueuedBy::Composer => "composer",
             QueuedBy::Ephemeral => "ephemeral",
+            QueuedBy::Approval => "approval",
         }
     }
 }
@@ -459,6 +465,14 @@ pub struct Queued {
         skip_serializing_if = "Option::is_none"
     )]
     pub queue_depth: Option<u64>,
+    /// What the message waits for, when the queue can say (`queuedBy: "approval"`: `an
+    /// approval: Bash: rm /srv/a (iapeer approve ap-0123abcd | iapeer deny ap-0123abcd)`).
+    #[serde(
+        rename = "waitingFor",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub waiting_for: Option<String>,
 }
 
 /// A delivered (or queued) send (spec 03 §1 step 10); also the MCP tool's structured result:
@@ -760,6 +774,9 @@ pub struct ScreenReply {
     /// The cursor as 0-based `[row, col]`.
     pub cursor: [u16; 2],
 }
+
+/// The `tool` of an [`ApprovalInfo`] that is a boot menu's request (spec 10 §4).
+pub const DIALOG_TOOL: &str = "dialog";
 
 /// One permission prompt waiting for a human, in an [`ApprovalsReply`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -82,6 +82,13 @@ const QUEUED_ROW: &str = "Queued ·";
 /// `tests/fixtures/claude-2.1.332/add-dir-held-loop.txt`).
 pub const BOOT_KEY_GAP: Duration = Duration::from_millis(800);
 
+/// A permission prompt's keys wait this long after it shows. Claude Code 2.1.332 drops a
+/// key whose run of keys (keys less than 700 ms apart) began within 700 ms of the prompt's
+/// first frame, as stray typing (its menu guard in the shipped bundle: `Q < eT(H) + 700`,
+/// `eT` the frame's `firstFrame.writtenAt`); an approve keyed 49 ms after the prompt showed
+/// was dropped, and one keyed later taken (tests/bypass_prompts.rs).
+pub const PROMPT_SETTLE: Duration = Duration::from_millis(1000);
+
 /// The reason given when Claude Code shows its login picker.
 pub const NOT_LOGGED_IN: &str = "Claude Code is not logged in — run claude once and log in";
 /// The reason given when Claude Code cannot reach its API.
@@ -303,6 +310,10 @@ impl Adapter for Claude {
         BOOT_KEY_GAP
     }
 
+    fn prompt_settle(&self) -> Duration {
+        PROMPT_SETTLE
+    }
+
     fn is_busy(&self, screen: &Screen) -> bool {
         screen.text().contains("esc to interrupt")
     }
@@ -348,6 +359,10 @@ impl Adapter for Claude {
             .iter()
             .any(|r| r.contains("esc to interrupt"))
             || newest.is_some_and(|(_, text)| paste.echoed_in(text))
+    }
+
+    fn permission_prompt(&self, screen: &Screen) -> Option<crate::adapter::PermissionPrompt> {
+        claude_screen::permission_prompt(screen.rows())
     }
 
     fn composer_draft(&self, screen: &Screen) -> Option<String> {

@@ -129,6 +129,15 @@ pub enum SessionCmd {
     /// `Ok((index, options))` moves the marker to option `index` of the menu with those
     /// labels and confirms it; `Err(reason)` fails the boot now with that reason.
     AnswerBootMenu(Result<(usize, Vec<String>), String>),
+    /// A human's answer to permission prompt `n` of an [`EventKind::PromptOpened`] (spec 10
+    /// §4, issue 32 item 4): key in option `choice` of that prompt's menu while it is open
+    /// ([`crate::session::prompts`]); ignored once it has closed.
+    AnswerPrompt {
+        /// The prompt's number.
+        n: u64,
+        /// The option chosen (the prompt's `approve` or `deny`, or another by a human).
+        choice: usize,
+    },
 }
 
 /// What the last part of a boot waited for, in milliseconds before `ready` (zero for a
@@ -170,6 +179,24 @@ pub enum EventKind {
         cursor: usize,
         /// The nearest text row above the options (the dialog's question, usually).
         question: String,
+    },
+    /// A tool's permission prompt opened on the live agent's screen (spec 10 §4, issue 32
+    /// item 4; [`crate::session::prompts`]). `hooked`: the session is gated, so its
+    /// permission hook asks the same question through the approval broker; otherwise the
+    /// router asks a human and answers with [`SessionCmd::AnswerPrompt`].
+    PromptOpened {
+        /// The prompt's number in this session.
+        n: u64,
+        /// What it asks.
+        prompt: crate::adapter::PermissionPrompt,
+        /// A permission hook asks it too (a gated session).
+        hooked: bool,
+    },
+    /// Permission prompt `n` is gone from the screen: answered (by iapeer's keys or
+    /// someone attached), or its turn ended.
+    PromptClosed {
+        /// The prompt's number.
+        n: u64,
     },
     /// Outcome of a [`SessionCmd::Deliver`].
     Delivered {

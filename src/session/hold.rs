@@ -63,6 +63,28 @@ pub fn hold_step(draft: Option<&str>, since: Instant, now: Instant, limit: Durat
     }
 }
 
+/// What a delivery held behind a tool's permission prompt waits for (pure; issue 32 item
+/// 4): `an approval: <tool>: <request>`. The prompt takes the keys — a paste's Enter would
+/// answer it `Yes` — so the message waits until a human (or the approval's timeout) answers.
+pub fn awaited_approval(tool: &str, summary: &str) -> String {
+    format!("an approval: {tool}: {summary}")
+}
+
+/// The decision for a delivery held since `since` behind the permission prompt that asks
+/// `awaited` ([`awaited_approval`]) (pure): wait, or past `limit` fail with a reason that
+/// says what it waited for. The approval itself is denied when its own timeout passes, which
+/// closes the prompt well before `limit` (the composer hold's limit plus that timeout).
+pub fn approval_step(awaited: &str, since: Instant, now: Instant, limit: Duration) -> HoldStep {
+    if now.saturating_duration_since(since) < limit {
+        return HoldStep::Wait;
+    }
+    HoldStep::GiveUp(format!(
+        "waited {} s for {awaited} — its permission prompt is still open on the agent's \
+         screen; answer it (iapeer approvals, or attach), then resend",
+        limit.as_secs()
+    ))
+}
+
 /// A delivery waiting for the composer.
 pub struct Held {
     /// The delivery.
@@ -99,6 +121,27 @@ mod tests {
             HoldStep::Deliver,
             "a free composer always delivers"
         );
+    }
+
+    #[test]
+    fn held_behind_a_prompt_it_says_what_it_waits_for() {
+        let t0 = Instant::now();
+        let awaited = awaited_approval("Bash", "rm /srv/a");
+        assert_eq!(awaited, "an approval: Bash: rm /srv/a");
+        assert_eq!(
+            approval_step(&awaited, t0, t0 + LIMIT - Duration::from_millis(1), LIMIT),
+            HoldStep::Wait
+        );
+        match approval_step(&awaited, t0, t0 + LIMIT, LIMIT) {
+            HoldStep::GiveUp(why) => {
+                assert!(
+                    why.starts_with("waited 120 s for an approval: Bash: rm /srv/a"),
+                    "{why}"
+                );
+                assert!(!why.contains("draft"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod own_text;
 pub mod panelog;
 pub mod paste_view;
 pub mod priority;
+pub mod prompts;
 pub mod reap;
 pub mod spawn;
 pub mod thread;

@@ -509,7 +509,7 @@ pub static VERBS: &[VerbSpec] = &[
         id: VerbId::Run(Verb::Approvals),
         name: "approvals",
         signature: "approvals [--json]",
-        summary: "list what waits for a human: gated peers' permission prompts, unknown boot dialogs",
+        summary: "list what waits for a human: agents' permission prompts, unknown boot dialogs",
         description: "A peer whose profile says approval_mode \"gated\" runs without the runtime's \
             permission-bypass flag (Claude Code: --permission-mode manual instead of \
             --dangerously-skip-permissions; Codex: -a on-request -s read-only instead of \
@@ -520,7 +520,10 @@ pub static VERBS: &[VerbSpec] = &[
             stand-ins (␍ for CR, ␛ for ESC, ␤ for a line break, <U+009B> for a C1 control), so \
             nothing in it can rewrite the line. A peer stopped at start-up by a dialog iapeer has no answer for (gated or not) \
             is listed too, with tool \"dialog\", the dialog's question and numbered options. \
-            Answer with iapeer approve <id> [option] or iapeer deny <id> [reason]. A prompt nobody \
+            So is any other permission prompt on a live agent's screen (Claude Code asks even with \
+            --dangerously-skip-permissions for a command a project permissions.ask rule names or a \
+            PreToolUse hook answers ask for), with its menu ([1. Yes | 2. No]); meanwhile list \
+            shows the peer (approval) and messages to it wait. Answer with iapeer approve <id> [option] or iapeer deny <id> [reason]. A prompt nobody \
             answers within IAPEER_APPROVAL_TIMEOUT_MS (5 minutes) is denied, and so is every prompt \
             whose session ends or whose daemon stops. --json prints the daemon's answer, \
             {\"ok\":true,\"approvals\":[…]}, oldest first.",
@@ -539,9 +542,10 @@ pub static VERBS: &[VerbSpec] = &[
         description: "Answer the permission prompt <id> (from iapeer approvals) with allow: the agent's \
             tool call runs. For a dialog at boot that iapeer does not know (tool \"dialog\"), approve \
             chooses [option] (its number or label; default: the option the dialog has selected) and \
-            the boot goes on; deny ends the boot. Refused when <id> is not pending (answered \
-            already, denied when its time ran out, or unknown), or [option] is not one of the \
-            dialog's.",
+            the boot goes on; deny ends the boot. For a prompt read from an agent's screen, approve \
+            chooses its Yes, or [option] (not the one that refuses). Refused when <id> is not \
+            pending (answered already, denied when its time ran out, or unknown), or [option] is \
+            not one of the menu's.",
         positionals: &[APPROVAL_ID, OPTION],
         flags: &[JSON],
         rules: &[],
@@ -557,7 +561,8 @@ pub static VERBS: &[VerbSpec] = &[
         description: "Answer the permission prompt <id> (from iapeer approvals) with deny: the tool call \
             does not run and the agent is told [reason] (default \"denied by a human\"; quote a reason \
             of several words). For a boot dialog (tool \"dialog\"), the boot ends at once and the \
-            waiting sender is told [reason]. Refused when <id> is not pending.",
+            waiting sender is told [reason]. For a prompt read from an agent's screen, its No is \
+            chosen: the turn ends, and [reason] is only logged. Refused when <id> is not pending.",
         positionals: &[APPROVAL_ID, REASON],
         flags: &[JSON],
         rules: &[],

@@ -8,6 +8,17 @@
 //! ([`Router::on_boot_menu`], tool `dialog`): `approve` confirms the menu's default option,
 //! anything else — `deny`, a timeout, shutdown — ends the boot at once with the reason
 //! instead of waiting out the boot deadline (spec 10 §4, default mode).
+//!
+//! So does a tool's permission prompt on a live agent's screen in the default bypass mode
+//! ([`Router::on_prompt_opened`], issue 32 item 4): Claude Code still asks for a command a
+//! project `permissions.ask` rule names or a hook answers `ask` for. `approve` keys in its
+//! `Yes` (or the option named), `deny` and every automatic deny its `No`, with the
+//! runtime's own keys ([`SessionCmd::AnswerPrompt`]); a prompt that closes on its screen
+//! first (someone attached answered it, the turn ended) closes its request. A gated
+//! session's prompt is its hook's to ask, never asked twice.
+//!
+//! Every pending request is also a notice (spec 10 §3, kind `approval`): `list` marks the
+//! peer `(approval)`, and the notice goes with the request.
 
 use std::time::Duration;
 
@@ -30,8 +41,12 @@ pub(crate) const MAX_WAIT: Duration = Duration::from_secs(300);
 /// The reason a human's `deny` without one gives the model.
 const DENIED_BY_HUMAN: &str = "denied by a human";
 
-/// The `tool` of a boot menu's request.
-pub(crate) const DIALOG_TOOL: &str = "dialog";
+pub(crate) use crate::protocol::DIALOG_TOOL;
+
+/// What a held message waits for when the prompt's request is not known yet (a gated
+/// session's hook has not asked yet).
+const SOME_APPROVAL: &str =
+    "an approval of a permission prompt on the agent's screen (iapeer approvals)";
 
 /// Who waits for a decision.
 pub(crate) enum Asker {
@@ -45,6 +60,20 @@ pub(crate) enum Asker {
         /// Index of the one chosen on an approve without an option (the dialog's selected).
         default: usize,
     },
+    /// A tool's permission prompt on a live session's screen: approve keys in option
+    /// `approve` (or the one named), deny option `deny`.
+    Screen {
+        /// The session it is on.
+        session: u64,
+        /// The prompt's number in that session.
+        n: u64,
+        /// The option labels, top to bottom.
+        options: Vec<String>,
+        /// The option that lets the tool run once (or the one a human named).
+        approve: usize,
+        /// The option that refuses it.
+        deny: usize,
+    },
 }
 
 impl Asker {
@@ -53,7 +82,7 @@ impl Asker {
     fn abandoned(&self) -> bool {
         match self {
             Asker::Hook(r) => r.abandoned(),
-            Asker::BootMenu { .. } => false,
+            Asker::BootMenu { .. } | Asker::Screen { .. } => false,
         }
     }
 }
@@ -75,30 +104,8 @@ impl Router {
         if ident.to_string() != identity {
             return reply.finish(Reply::from(not_live(identity)));
         }
-        let created_ms = self.now.ms;
-        let deadline_ms = created_ms + self.cfg.approval_timeout.as_millis() as u64;
         let id = self.approvals.free_id(broker::new_id);
-        let ev = Event::new("approval-requested")
-            .field("id", &id)
-            .field("identity", ident.to_string())
-            .field("tool", &tool)
-            .field("summary", &summary)
-            .field(
-                "timeout_ms",
-                self.cfg.approval_timeout.as_millis().to_string(),
-            );
-        self.approvals.open(Pending {
-            id,
-            identity: ident,
-            tool,
-            summary,
-            created_ms,
-            deadline_ms,
-            reply: Asker::Hook(reply),
-        });
-        self.lifecycle(ev);
-        self.answer_waiters();
-        self.arm_sweep();
+        self.open_approval(id, ident, tool, summary, Asker::Hook(reply), |ev| ev);
     }
 
     /// A booting session of `identity` shows a menu its adapter does not know
@@ -128,37 +135,137 @@ impl Router {
              \"{default}\" (another: iapeer approve {id} <number|label>), deny ends the boot",
             listed.join(" · ")
         );
+        let waiting = format!("waiting for a human: iapeer approve {id}");
+        let menu = Asker::BootMenu {
+            options,
+            default: default_index,
+        };
+        let tool = DIALOG_TOOL.to_string();
+        self.open_approval(id, identity.clone(), tool, summary, menu, |ev| ev);
+        self.progress_to_waiters(identity, &waiting);
+    }
+
+    /// A tool's permission prompt `n` opened on the screen of `identity`'s session
+    /// `session` ([`crate::session::handle::EventKind::PromptOpened`]): put it to a human,
+    /// unless the session is gated (`hooked`: its hook asks the same question).
+    pub(crate) fn on_prompt_opened(
+        &mut self,
+        identity: &Identity,
+        session: u64,
+        n: u64,
+        prompt: crate::adapter::PermissionPrompt,
+        hooked: bool,
+    ) {
+        if hooked {
+            return;
+        }
+        let id = self.approvals.free_id(broker::new_id);
+        let screen = Asker::Screen {
+            session,
+            n,
+            options: prompt.options,
+            approve: prompt.approve,
+            deny: prompt.deny,
+        };
+        let reason = prompt.reason;
+        self.open_approval(
+            id,
+            identity.clone(),
+            prompt.tool,
+            prompt.summary,
+            screen,
+            |ev| {
+                ev.field("source", "screen")
+                    .opt("reason", (!reason.is_empty()).then_some(reason.as_str()))
+            },
+        );
+    }
+
+    /// Permission prompt `n` of `identity`'s session `session` is gone from its screen:
+    /// a request still pending for it was answered there (or its turn ended), and is closed.
+    pub(crate) fn on_prompt_closed(&mut self, identity: &Identity, session: u64, n: u64) {
+        let gone = self.approvals.take_where(|p| {
+            &p.identity == identity
+                && matches!(p.reply, Asker::Screen { session: s, n: m, .. } if s == session && m == n)
+        });
+        for p in gone {
+            self.close_approval(
+                &p,
+                "the prompt closed on its screen: answered there, or its turn ended",
+            );
+        }
+    }
+
+    /// What a message held behind a permission prompt of `identity` waits for: the
+    /// newest pending request of that session, with the verbs that answer it.
+    pub(crate) fn awaited_approval(&self, identity: &Identity) -> String {
+        self.approvals
+            .list()
+            .into_iter()
+            .rev()
+            .find(|p| &p.identity == identity && p.tool != DIALOG_TOOL)
+            .map_or_else(
+                || SOME_APPROVAL.to_string(),
+                |p| {
+                    format!(
+                        "{} (iapeer approve {id} | iapeer deny {id})",
+                        crate::session::hold::awaited_approval(&p.tool, &p.summary),
+                        id = p.id
+                    )
+                },
+            )
+    }
+
+    /// Put request `id` of `identity` (its `tool` and `summary`, answered through `reply`)
+    /// on the board: `ev=approval-requested` (with what `more` adds), pending until its
+    /// deadline, and a notice (kind `approval`) for as long.
+    fn open_approval(
+        &mut self,
+        id: String,
+        identity: Identity,
+        tool: String,
+        summary: String,
+        reply: Asker,
+        more: impl FnOnce(Event) -> Event,
+    ) {
         let created_ms = self.now.ms;
         let deadline_ms = created_ms + self.cfg.approval_timeout.as_millis() as u64;
-        self.lifecycle(
-            Event::new("approval-requested")
-                .field("id", &id)
-                .field("identity", identity.to_string())
-                .field("tool", DIALOG_TOOL)
-                .field("summary", &summary)
-                .field(
-                    "timeout_ms",
-                    self.cfg.approval_timeout.as_millis().to_string(),
-                ),
-        );
-        self.progress_to_waiters(
-            identity,
-            &format!("waiting for a human: iapeer approve {id}"),
-        );
-        self.approvals.open(Pending {
+        let ev = Event::new("approval-requested")
+            .field("id", &id)
+            .field("identity", identity.to_string())
+            .field("tool", &tool)
+            .field("summary", &summary)
+            .field(
+                "timeout_ms",
+                self.cfg.approval_timeout.as_millis().to_string(),
+            );
+        self.lifecycle(more(ev));
+        let p = Pending {
             id,
-            identity: identity.clone(),
-            tool: DIALOG_TOOL.to_string(),
+            identity,
+            tool,
             summary,
             created_ms,
             deadline_ms,
-            reply: Asker::BootMenu {
-                options,
-                default: default_index,
-            },
-        });
+            reply,
+        };
+        self.raise_approval_notice(&p.identity, &p.id, &p.tool, &p.summary, p.deadline_ms);
+        self.approvals.open(p);
         self.answer_waiters();
         self.arm_sweep();
+    }
+
+    /// A request taken off the board without an answer (its prompt went away): logged,
+    /// and its notice cleared.
+    fn close_approval(&mut self, p: &Pending<Asker>, reason: &str) {
+        self.lifecycle(
+            Event::new("approval-closed")
+                .field("id", &p.id)
+                .field("identity", p.identity.to_string())
+                .field("tool", &p.tool)
+                .field("reason", reason),
+        );
+        self.clear_approval_notice(&p.identity, &p.id);
     }
 
     /// The session of `identity` became ready: a boot menu still asked about was answered
@@ -168,13 +275,7 @@ impl Router {
             .approvals
             .take_where(|p| &p.identity == identity && matches!(p.reply, Asker::BootMenu { .. }));
         for p in menus {
-            self.lifecycle(
-                Event::new("approval-closed")
-                    .field("id", &p.id)
-                    .field("identity", p.identity.to_string())
-                    .field("tool", &p.tool)
-                    .field("reason", "the session went on: answered on its screen"),
-            );
+            self.close_approval(&p, "the session went on: answered on its screen");
         }
     }
 
@@ -244,11 +345,14 @@ impl Router {
                     created_ms: p.created_ms,
                     deadline_ms: p.deadline_ms,
                     options: match &p.reply {
-                        Asker::BootMenu { options, .. } => Some(options.clone()),
+                        Asker::BootMenu { options, .. } | Asker::Screen { options, .. } => {
+                            Some(options.clone())
+                        }
                         Asker::Hook(_) => None,
                     },
                     default_option: match &p.reply {
                         Asker::BootMenu { default, .. } => Some(*default),
+                        Asker::Screen { approve, .. } => Some(*approve),
                         Asker::Hook(_) => None,
                     },
                 })
@@ -283,17 +387,29 @@ impl Router {
         if let Some(wanted) = option.filter(|o| !o.trim().is_empty()) {
             let chosen = match &p.reply {
                 Asker::BootMenu { options, .. } => choose(options, &wanted),
+                // Approving with the prompt's refusal would log a deny as an approve.
+                Asker::Screen { options, deny, .. } => choose(options, &wanted).and_then(|i| {
+                    if i == *deny {
+                        Err(format!(
+                            "option {} ({}) refuses the tool: iapeer deny {id}",
+                            i + 1,
+                            options[i]
+                        ))
+                    } else {
+                        Ok(i)
+                    }
+                }),
                 Asker::Hook(_) => Err(format!(
                     "cannot approve \"{id}\" with an option: it is a tool's permission prompt, \
                      which is approved or denied as it is"
                 )),
             };
             match chosen {
-                Ok(i) => {
-                    if let Asker::BootMenu { default, .. } = &mut p.reply {
-                        *default = i;
-                    }
-                }
+                Ok(i) => match &mut p.reply {
+                    Asker::BootMenu { default, .. } => *default = i,
+                    Asker::Screen { approve, .. } => *approve = i,
+                    Asker::Hook(_) => {}
+                },
                 Err(e) => {
                     self.approvals.open(p);
                     return Err(refusal(Code::InvalidArgument, e));
@@ -378,13 +494,20 @@ impl Router {
         .opt(
             "option",
             match &p.reply {
-                Asker::BootMenu { options, default } if allow => {
-                    Some(format!("{}. {}", default + 1, options[*default]))
+                Asker::BootMenu {
+                    options,
+                    default: chosen,
                 }
+                | Asker::Screen {
+                    options,
+                    approve: chosen,
+                    ..
+                } if allow => Some(format!("{}. {}", chosen + 1, options[*chosen])),
                 _ => None,
             },
         );
         self.lifecycle(ev);
+        self.clear_approval_notice(&p.identity, &p.id);
         match p.reply {
             Asker::Hook(reply) => reply.finish(ApprovalVerdict {
                 id: p.id,
@@ -403,6 +526,23 @@ impl Router {
                 };
                 if let Some(s) = self.live.sessions.get(&p.identity) {
                     s.handle.send(SessionCmd::AnswerBootMenu(answer));
+                }
+            }
+            Asker::Screen {
+                session,
+                n,
+                approve,
+                deny,
+                ..
+            } => {
+                let choice = if allow { approve } else { deny };
+                if let Some(s) = self
+                    .live
+                    .sessions
+                    .get(&p.identity)
+                    .filter(|s| s.id == session)
+                {
+                    s.handle.send(SessionCmd::AnswerPrompt { n, choice });
                 }
             }
         }

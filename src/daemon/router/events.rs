@@ -45,6 +45,10 @@ impl Router {
                 cursor,
                 question,
             } => self.on_boot_menu(&identity, options, cursor, question),
+            EventKind::PromptOpened { n, prompt, hooked } => {
+                self.on_prompt_opened(&identity, ev.session, n, prompt, hooked)
+            }
+            EventKind::PromptClosed { n } => self.on_prompt_closed(&identity, ev.session, n),
             EventKind::BootFailed { reason, screen, .. } => {
                 if let Some(s) = self.live.sessions.get_mut(&identity) {
                     s.state.boot_failed(reason.clone());

@@ -87,7 +87,9 @@ pub fn followup_event(f: &Followed, result: &Result<(), String>, now: Now) -> Ev
     let outcome = match result {
         Ok(()) => "delivered",
         Err(e) if e.contains("session ended") => "session-ended",
-        Err(_) if f.by == Awaits::Queue(QueuedBy::Composer) => "held-too-long",
+        Err(_) if matches!(f.by, Awaits::Queue(QueuedBy::Composer | QueuedBy::Approval)) => {
+            "held-too-long"
+        }
         Err(_) => "removed",
     };
     followup_line(f, outcome, result.as_ref().err(), now)
@@ -139,6 +141,9 @@ pub fn failure_notice(f: &Followed, reason: &str) -> String {
     let what = which_message(f);
     let held = match f.by {
         Awaits::Queue(QueuedBy::Composer) => "held while its composer held a draft",
+        Awaits::Queue(QueuedBy::Approval) => {
+            "held while the agent waited for a human's approval of a permission prompt"
+        }
         Awaits::Queue(_) | Awaits::Nothing => "queued behind its running turn",
         Awaits::ReadyGate => {
             return format!(

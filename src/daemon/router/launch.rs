@@ -593,6 +593,7 @@ fn start_session(
         composer_hold: cfg.composer_hold,
         stall: cfg.send_stall,
         ids: Some(env.ids.clone()),
+        gated: plan.gated.is_some(),
     };
     thread::start(scfg, &spec, session_tx.clone()).map_err(|e| {
         offline(

@@ -271,7 +271,13 @@ impl Router {
         let lifecycle_log = tapped(paths.lifecycle_log(), "LIFECYCLE", Source::Lifecycle);
         let delivery_log = tapped(paths.delivery_log(), "DELIVERY", Source::Delivery);
         let exits_log = tapped(paths.exits_log(), "EXITS", Source::Exits);
-        let notices = crate::notices::Board::load(&paths);
+        let mut notices = crate::notices::Board::load(&paths);
+        // The approval board is in memory only: the last daemon's requests are gone.
+        if !notices.clear_approvals().is_empty() {
+            if let Err(e) = notices.save(&paths) {
+                log::warn!("notices: cannot drop the last daemon's approvals: {e}");
+            }
+        }
         let ids = std::sync::Arc::new(crate::msgids::Ledger::new(paths.message_ids_dir()));
         Router {
             paths,

@@ -63,6 +63,48 @@ impl Router {
         }
     }
 
+    /// A pending approval request `approval` of `identity` (its `tool`, `summary`) is a
+    /// notice until `deadline_ms` or until it ends ([`Router::clear_approval_notice`]).
+    pub(crate) fn raise_approval_notice(
+        &mut self,
+        identity: &Identity,
+        approval: &str,
+        tool: &str,
+        summary: &str,
+        deadline_ms: u64,
+    ) {
+        let n = self.notices.raise_approval(
+            &identity.personality,
+            &identity.runtime,
+            &identity.to_string(),
+            approval,
+            tool,
+            summary,
+            self.now.ms,
+            deadline_ms,
+        );
+        self.save_notices();
+        self.lifecycle(
+            Event::new("notice-raised")
+                .field("id", &n.id)
+                .field("identity", identity.to_string())
+                .field("kind", &n.kind)
+                .field("approval", approval)
+                .field("tool", tool)
+                .field("count", n.count.to_string()),
+        );
+    }
+
+    /// The approval request `approval` ended: its notice goes.
+    pub(crate) fn clear_approval_notice(&mut self, identity: &Identity, approval: &str) {
+        if let Some(n) =
+            self.notices
+                .clear_approval(&identity.personality, &identity.runtime, approval)
+        {
+            self.notices_changed(&[n], "approval-ended");
+        }
+    }
+
     /// The tick: notices past their time go.
     pub(crate) fn expire_notices(&mut self) {
         let gone = self.notices.expire(self.now.ms);

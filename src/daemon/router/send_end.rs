@@ -45,10 +45,13 @@ impl Router {
     /// A send accepted into a queue (`by`, holding `depth` messages) rather than delivered:
     /// its delivery.log line (`queued=true qkind=… qd=…`) and the sender's `queued` answer.
     pub(crate) fn send_queued(&mut self, job: QueuedSend, by: QueuedBy, depth: Option<u64>) {
+        let waiting_for =
+            (by == QueuedBy::Approval).then(|| self.awaited_approval(&job.prepared.endpoint));
         let queued = Queued {
             queued: true,
             queued_by: by,
             queue_depth: depth,
+            waiting_for,
         };
         self.send_accepted(job, Some(queued), false);
     }

@@ -5,6 +5,9 @@
 
 use super::dialog::{self, DialogStep};
 
+mod prompt;
+pub use prompt::permission_prompt;
+
 /// What the screen shows, most urgent first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClaudeScreen {
@@ -30,9 +33,10 @@ pub enum ClaudeScreen {
         /// The "not now" option label.
         wanted: &'static str,
     },
-    /// A tool's permission prompt (`Do you want to proceed?` over a menu that offers `No`):
-    /// a gated peer's, answered through the approval broker (spec 10 §4). Never answered
-    /// from the screen, and nothing is pasted while it is open: Enter would choose `Yes`.
+    /// A tool's permission prompt ([`permission_prompt`]): put to a human through the
+    /// approval broker (spec 10 §4) — a gated peer's by its hook, a bypass peer's from the
+    /// screen. Never answered by the adapter, and nothing is pasted while it is open: Enter
+    /// would choose `Yes`.
     PermissionPrompt,
     /// A turn is running (`esc to interrupt`).
     Busy,
@@ -107,9 +111,6 @@ const ROOT_REFUSED: &str = "cannot be used with root/sudo privileges";
 const CANNOT_CONNECT: &str = "Unable to connect to Anthropic services";
 const LOGIN_PICKER: &[&str] = &["Select login method", "Claude account with subscription"];
 const BUSY: &str = "esc to interrupt";
-/// The question of a tool's permission prompt (recorded:
-/// `tests/fixtures/claude-2.1.332/approvals/permission-dialog.raw`).
-const PERMISSION_PROMPT: &str = "Do you want to proceed?";
 /// The status line of a ready composer: the bypass mode, or a gated peer's manual mode
 /// (`⏸ manual mode on`, recorded in `tests/fixtures/claude-2.1.332/approvals/`).
 const READY: &[&str] = &["bypass permissions on", "manual mode on"];
@@ -157,7 +158,7 @@ pub fn classify<S: AsRef<str>>(rows: &[S]) -> ClaudeScreen {
             return ClaudeScreen::Nag { name, wanted };
         }
     }
-    if text.contains(PERMISSION_PROMPT) && offers(Some("No")) {
+    if permission_prompt(rows).is_some() {
         return ClaudeScreen::PermissionPrompt;
     }
     if text.contains(BUSY) {

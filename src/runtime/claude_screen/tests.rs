@@ -293,3 +293,134 @@ fn a_permission_prompt_is_neither_answered_nor_a_composer() {
         ClaudeScreen::Ready
     );
 }
+
+/// The screen at the end of a recorded pane log (`approvals/<name>`), at the session size.
+fn final_rows(name: &str) -> Vec<String> {
+    let mut screen = Screen::new(SESSION_ROWS, SESSION_COLS);
+    screen.feed(&fixture(&format!("approvals/{name}")), true);
+    screen.rows().to_vec()
+}
+
+#[test]
+fn a_bypass_ask_rule_prompt_is_read_whole() {
+    let rows = final_rows("bypass-ask-rule-prompt.raw");
+    let p = permission_prompt(&rows).unwrap_or_else(|| panic!("{rows:#?}"));
+    assert_eq!(p.tool, "Bash");
+    assert!(
+        p.summary.starts_with("rm /tmp/") && p.summary.ends_with("/made/a"),
+        "{p:?}"
+    );
+    assert_eq!(
+        p.reason,
+        "Rule Bash(rm:*) from shared project settings says to ask."
+    );
+    assert_eq!(p.options, ["Yes", "No"]);
+    assert_eq!((p.approve, p.deny, p.cursor), (0, 1, Some(0)));
+    assert_eq!(classify(&rows), ClaudeScreen::PermissionPrompt);
+}
+
+#[test]
+fn a_hook_that_asks_brings_up_the_same_prompt_with_its_reason() {
+    let rows = final_rows("bypass-hook-ask-prompt.raw");
+    let p = permission_prompt(&rows).unwrap_or_else(|| panic!("{rows:#?}"));
+    assert_eq!(p.tool, "Bash");
+    assert!(p.summary.starts_with("touch /tmp/"), "{p:?}");
+    assert!(p.summary.ends_with("/made/hook-asks"), "{p:?}");
+    assert_eq!(
+        p.reason,
+        "Hook PreToolUse:Bash requires confirmation for this command: the project hook wants a \
+         human [settings]"
+    );
+    assert_eq!((p.approve, p.deny), (0, 1));
+}
+
+#[test]
+fn write_edit_and_mcp_prompts_name_their_tool_and_request() {
+    let cases = [
+        ("bypass-write-prompt.raw", "Write", "../../../made/w"),
+        ("bypass-edit-prompt.raw", "Edit", "../../../made/e"),
+        (
+            "bypass-mcp-prompt.raw",
+            "MCP tool",
+            "iapeer — Send to IAP peer Tool: (MCP) message: \"hello from the prompt\" \
+             personality: \"ea\"",
+        ),
+    ];
+    for (name, tool, summary) in cases {
+        let rows = final_rows(name);
+        let p = permission_prompt(&rows).unwrap_or_else(|| panic!("{name}: {rows:#?}"));
+        assert_eq!(
+            (p.tool.as_str(), p.summary.as_str()),
+            (tool, summary),
+            "{name}"
+        );
+        assert_eq!(p.options[p.approve], "Yes", "{name}");
+        assert_eq!(p.options[p.deny], "No", "{name}");
+    }
+    let mcp = permission_prompt(&final_rows("bypass-mcp-prompt.raw")).unwrap();
+    assert_eq!(mcp.options.len(), 3, "{mcp:?}");
+    assert_eq!(mcp.deny, 2);
+    assert_eq!(
+        mcp.reason,
+        "Rule mcp__iapeer__send_to_peer from shared project settings says to ask."
+    );
+}
+
+#[test]
+fn a_gated_prompt_is_read_too_and_an_answered_one_is_gone() {
+    let gated = final_rows("permission-dialog.raw");
+    let p = permission_prompt(&gated).unwrap_or_else(|| panic!("{gated:#?}"));
+    assert_eq!(p.tool, "Bash");
+    assert!(p.summary.starts_with("touch "), "{p:?}");
+    assert_eq!((p.approve, p.deny, p.options.len()), (0, 3, 4));
+    for closed in [
+        "bypass-ask-rule-approved.raw",
+        "bypass-hook-ask-denied.raw",
+        "bypass-ask-rule-esc.raw",
+        "ready-manual-mode.raw",
+    ] {
+        let rows = final_rows(closed);
+        assert_eq!(permission_prompt(&rows), None, "{closed}: {rows:#?}");
+    }
+    // The words without the frame's menu and footer are no prompt; nor is a boot dialog.
+    assert_eq!(
+        permission_prompt(&[
+            "● Do you want to proceed? I can do it.",
+            "❯ 1. Yes",
+            "  2. No",
+        ]),
+        None
+    );
+    assert_eq!(
+        permission_prompt(&[
+            "Do you want to use this API key?",
+            "",
+            "❯ 1. Yes",
+            "  2. No (recommended)",
+            "",
+            "Enter to confirm · Esc to cancel",
+        ]),
+        None
+    );
+}
+
+/// The keys that answer a prompt, replayed from the recordings: Enter on `Yes` ran the
+/// command (`bypass-ask-rule-approved.raw`); Down, then Enter on `No` refused it and ended
+/// the turn (`bypass-hook-ask-denied.raw`: `Interrupted · What should Claude do instead?`).
+#[test]
+fn the_recorded_answers_move_to_their_option_then_enter() {
+    let p = permission_prompt(&final_rows("bypass-hook-ask-prompt.raw")).unwrap();
+    let menu = dialog::find_menu(&final_rows("bypass-hook-ask-prompt.raw")).unwrap();
+    assert_eq!(
+        dialog::step_to_index(&menu, p.approve),
+        Some(DialogStep::Enter)
+    );
+    assert_eq!(dialog::step_to_index(&menu, p.deny), Some(DialogStep::Down));
+    let denied = final_rows("bypass-hook-ask-denied.raw").join("\n");
+    assert!(
+        denied.contains("Interrupted · What should Claude do instead?"),
+        "{denied}"
+    );
+    let approved = final_rows("bypass-ask-rule-approved.raw").join("\n");
+    assert!(approved.contains("Done"), "{approved}");
+}

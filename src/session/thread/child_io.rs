@@ -119,6 +119,7 @@ impl Session {
             }
         }
         self.evaluate_boot(Instant::now());
+        self.watch_prompts(Instant::now());
         let busy = self.cfg.adapter.is_busy(&self.screen);
         if busy != self.busy_shown {
             self.busy_shown = busy;

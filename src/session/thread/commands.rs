@@ -43,6 +43,7 @@ impl Session {
                 SessionCmd::Kill(cause) => self.kill(cause),
                 SessionCmd::Cancel(id) => self.cancel_delivery(id),
                 SessionCmd::AnswerBootMenu(answer) => self.answer_boot_menu(answer),
+                SessionCmd::AnswerPrompt { n, choice } => self.answer_prompt(n, choice),
             }
         }
     }
@@ -199,7 +200,9 @@ impl Session {
         let pty = matches!(self.io, Io::Pty(_));
         SessionStatus {
             activity_ms: self.cfg.adapter.activity_ms(&self.cfg.cwd),
-            busy: pty && self.cfg.adapter.is_busy(&self.screen),
+            // A turn parked on a permission prompt is mid-turn too (its status line no longer
+            // says so): never idle.
+            busy: pty && (self.cfg.adapter.is_busy(&self.screen) || self.prompts.open().is_some()),
             attached: self.clients.values().filter(|c| c.sized).count(),
             attached_output_ms: self.attached_output_ms,
             output_ms: self.output_ms,

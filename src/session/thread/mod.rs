@@ -7,6 +7,7 @@ mod child_io;
 mod commands;
 mod death;
 mod own;
+mod prompt;
 mod turns;
 mod work;
 
@@ -93,6 +94,9 @@ pub struct SessionConfig {
     /// Where message ids are recorded as begun before their first byte ([`crate::msgids`]);
     /// `None` records nothing.
     pub ids: Option<Arc<crate::msgids::Ledger>>,
+    /// A gated agent (spec 10 §4): its permission hook puts each prompt to a human, so a
+    /// prompt on its screen is reported as [`EventKind::PromptOpened`] with `hooked`.
+    pub gated: bool,
 }
 
 /// Spawn the child for `spec` and start its session thread. Returns the handle and the pid.
@@ -274,6 +278,8 @@ struct Session {
     /// A human's choice for a boot menu the adapter did not know ([`SessionCmd::AnswerBootMenu`]):
     /// the option's index among that menu's labels, keyed in while that menu shows.
     menu_answer: Option<(usize, Vec<String>)>,
+    /// The permission prompt on the live agent's screen, and the keys of its answer.
+    prompts: super::prompts::Watch,
 }
 
 impl Session {
@@ -324,6 +330,8 @@ impl Session {
             queued.push_back(first);
         }
         let pane = PaneLog::new(cfg.pane_log.clone());
+        let prompts =
+            super::prompts::Watch::new(cfg.adapter.boot_key_gap(), cfg.adapter.prompt_settle());
         Ok(Session {
             cfg,
             poll,
@@ -366,6 +374,7 @@ impl Session {
             mcp_up_at: None,
             mcp_wait_since: None,
             menu_answer: None,
+            prompts,
         })
     }
 
@@ -450,6 +459,7 @@ impl Session {
         consider(self.own.next_deadline());
         consider(self.compact.as_ref().and_then(|c| c.next_deadline()));
         consider(self.kill.map(|(_, at)| at));
+        consider(self.prompts.next_deadline());
         next
     }
     // The rest of the session's methods live in the submodules: child_io, work

@@ -180,6 +180,23 @@ impl Session {
         // fresh composer and is not held.
         let pty = matches!(self.io, Io::Pty(_));
         if pty && d.ready_gate.is_none() {
+            // A permission prompt takes the keys (its Enter would answer it `Yes`): the
+            // message waits for a human's answer (issue 32 item 4).
+            if let Some(awaited) = self.awaited_prompt() {
+                let now = Instant::now();
+                self.answer_held(
+                    d.id,
+                    &format!("a permission prompt is open, waiting for {awaited}"),
+                    crate::protocol::QueuedBy::Approval,
+                );
+                self.held = Some(super::super::hold::Held {
+                    delivery: d,
+                    since: now,
+                    next_check: now + super::super::hold::RECHECK,
+                    answered: true,
+                });
+                return;
+            }
             // A menu over the composer would take the paste and its Enter: answer it first.
             if self.answer_live_dialog() {
                 let now = Instant::now();
@@ -212,7 +229,11 @@ impl Session {
                         now,
                     );
                 if !residue {
-                    self.answer_held(d.id, draft.chars().count());
+                    let why = format!(
+                        "the composer holds a draft ({} chars)",
+                        draft.chars().count()
+                    );
+                    self.answer_held(d.id, &why, crate::protocol::QueuedBy::Composer);
                 }
                 self.held = Some(Held {
                     delivery: d,
@@ -245,18 +266,16 @@ impl Session {
         }
     }
 
-    /// Tell delivery `id`'s sender that it waits behind a draft of `chars` characters, as
-    /// number `depth` of the messages waiting for the composer; then the messages queued
-    /// behind it are answered too ([`Session::answer_those_behind_the_draft`]).
-    fn answer_held(&mut self, id: u64, chars: usize) {
-        log::info!(
-            "{}: the composer holds a draft ({chars} chars); delivery {id} waits for it",
-            self.cfg.identity
-        );
+    /// Tell delivery `id`'s sender that it waits (`why`, for the log) in the session's hold
+    /// (`by`: behind a draft, or a permission prompt), as the first of the messages waiting
+    /// there; then the messages queued behind it are answered too
+    /// ([`Session::answer_those_behind_the_draft`]).
+    fn answer_held(&mut self, id: u64, why: &str, by: crate::protocol::QueuedBy) {
+        log::info!("{}: {why}; delivery {id} waits for it", self.cfg.identity);
         if self.answered_queued.insert(id) {
             self.emit(EventKind::Queued {
                 id,
-                by: crate::protocol::QueuedBy::Composer,
+                by,
                 depth: Some(1),
             });
         }
@@ -279,11 +298,16 @@ impl Session {
             .map(|(i, d)| (d.id, i as u64 + 2))
             .filter(|(id, _)| !self.answered_queued.contains(id))
             .collect();
+        let by = if self.awaited_prompt().is_some() {
+            crate::protocol::QueuedBy::Approval
+        } else {
+            crate::protocol::QueuedBy::Composer
+        };
         for (id, depth) in waiting {
             self.answered_queued.insert(id);
             self.emit(EventKind::Queued {
                 id,
-                by: crate::protocol::QueuedBy::Composer,
+                by,
                 depth: Some(depth),
             });
         }
@@ -299,6 +323,27 @@ impl Session {
             return;
         }
         let (since, id, answered) = (h.since, h.delivery.id, h.answered);
+        if let Some(awaited) = self.awaited_prompt() {
+            // Bounded by the approval's own timeout, which denies and closes the prompt.
+            let limit = self.cfg.composer_hold + self.cfg.human_wait;
+            if let HoldStep::GiveUp(reason) =
+                super::super::hold::approval_step(&awaited, since, now, limit)
+            {
+                if let Some(h) = self.held.take() {
+                    self.finish_delivery(h.delivery.id, Err(reason));
+                }
+                return self.next_delivery();
+            }
+            if !answered {
+                let why = format!("a permission prompt is open, waiting for {awaited}");
+                self.answer_held(id, &why, crate::protocol::QueuedBy::Approval);
+            }
+            if let Some(h) = self.held.as_mut() {
+                h.answered = true;
+                h.next_check = now + RECHECK;
+            }
+            return;
+        }
         if self.answer_live_dialog() {
             if now.saturating_duration_since(since) < self.cfg.composer_hold {
                 if let Some(h) = self.held.as_mut() {
@@ -329,7 +374,9 @@ impl Session {
                         is_residue(self.last_paste.as_ref(), &t, now)
                     });
                 if !residue && !answered {
-                    self.answer_held(id, draft.map_or(0, |t| t.chars().count()));
+                    let chars = draft.map_or(0, |t| t.chars().count());
+                    let why = format!("the composer holds a draft ({chars} chars)");
+                    self.answer_held(id, &why, crate::protocol::QueuedBy::Composer);
                 }
                 if let Some(h) = self.held.as_mut() {
                     h.answered |= !residue;
@@ -611,6 +658,9 @@ impl Session {
     pub(super) fn on_time(&mut self, now: Instant) {
         if matches!(self.state, State::Booting(_)) {
             self.evaluate_boot(now);
+        }
+        if self.prompts_due(now) {
+            self.watch_prompts(now);
         }
         if self.stall_at().is_some_and(|at| now >= at) {
             if let Some(id) = self.delivery.as_ref().map(|d| d.id) {

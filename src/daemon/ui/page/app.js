@@ -375,7 +375,7 @@ async function send(ev) {
 
 // ---- pending approvals ----------------------------------------------------------------------
 
-// GET /fleet/v1/approvals: the permission prompts of gated peers waiting for a human, oldest
+// GET /fleet/v1/approvals: the permission prompts waiting for a human, oldest
 // first (docs/FLEET.md "Approvals"). The list is redrawn only when its ids change (a redraw
 // would drop a reason being typed and a click on a replaced button); the times tick in place.
 let shownApprovals = "";
@@ -497,8 +497,10 @@ function connectEvents() {
     "origin-hold", "storm", "runtime-installed", "failure-notice", "event"]) {
     es.addEventListener(type, refreshSoon);
   }
-  // A prompt asked or answered: the approvals at once (the rest may follow).
-  for (const type of ["approval-requested", "approval-approved", "approval-denied"]) {
+  // A prompt asked, answered or closed on its screen: the approvals at once (the rest may
+  // follow).
+  for (const type of ["approval-requested", "approval-approved", "approval-denied",
+    "approval-closed"]) {
     es.addEventListener(type, () => {
       loadApprovals();
       refreshSoon();

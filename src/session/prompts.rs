@@ -1,0 +1,428 @@
+//! A tool's permission prompt on a live agent's screen (spec 10 §4, issue 32 item 4), as its
+//! session watches it: when it opens, when it closes, and the keys of a human's answer. Pure:
+//! fed with what the adapter reads on the screen
+//! ([`crate::adapter::Adapter::permission_prompt`]) and the time; the session thread reports
+//! what it returns and writes the keys.
+//!
+//! Each prompt that opens gets a number of its own; an answer names that number, so an
+//! answer meant for one prompt is never keyed into another that looks the same (the same
+//! command asked twice). A prompt counts as closed once the screen has not shown it for
+//! [`CLOSED_AFTER`] (a redraw may hide it for a moment), or at once when it goes after the
+//! answer's Enter. Keys wait until the prompt has been shown for the adapter's
+//! [`crate::adapter::Adapter::prompt_settle`] (a runtime drops keys that come sooner) and
+//! are spaced by its key gap; a key that changed nothing (the marker did not move, the
+//! prompt did not close) is sent again after [`KEY_RETRY`]. An answer whose keys did not
+//! close the prompt within [`ANSWER_LIMIT`] is given up: the prompt is reported again as a
+//! new one, for a human to see.
+
+use std::time::{Duration, Instant};
+
+use crate::adapter::PermissionPrompt;
+use crate::runtime::dialog::DialogStep;
+
+/// A prompt the screen has not shown for this long is closed.
+pub const CLOSED_AFTER: Duration = Duration::from_millis(500);
+
+/// An answer's keys that did not close the prompt within this long are given up.
+pub const ANSWER_LIMIT: Duration = Duration::from_secs(10);
+
+/// A key that did not move the marker is sent again after this long.
+pub const KEY_RETRY: Duration = Duration::from_secs(2);
+
+/// What the session reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Report {
+    /// Prompt number `n` opened.
+    Opened(u64, PermissionPrompt),
+    /// Prompt number `n` closed (answered, here or by someone attached; or its turn ended).
+    Closed(u64),
+}
+
+/// The open prompt.
+#[derive(Debug)]
+struct Open {
+    n: u64,
+    prompt: PermissionPrompt,
+    /// When it was first seen.
+    opened: Instant,
+    /// Since when the screen has not shown it.
+    missing_since: Option<Instant>,
+    answer: Option<Answering>,
+}
+
+/// A human's answer being keyed in.
+#[derive(Debug)]
+struct Answering {
+    /// The option chosen.
+    choice: usize,
+    since: Instant,
+    /// The last key and when it went, with the marker's option then.
+    last_key: Option<(Instant, Option<usize>)>,
+    /// Enter went: nothing more is keyed.
+    entered: bool,
+}
+
+/// The session's watch over permission prompts.
+#[derive(Debug, Default)]
+pub struct Watch {
+    open: Option<Open>,
+    last_n: u64,
+    /// The least time between two keys.
+    gap: Duration,
+    /// How long a prompt is shown before its first key.
+    settle: Duration,
+}
+
+impl Watch {
+    /// A watch whose keys are `gap` apart, the first `settle` after its prompt shows (the
+    /// adapter's [`crate::adapter::Adapter::boot_key_gap`] and
+    /// [`crate::adapter::Adapter::prompt_settle`]).
+    pub fn new(gap: Duration, settle: Duration) -> Watch {
+        Watch {
+            gap,
+            settle,
+            ..Watch::default()
+        }
+    }
+
+    /// The prompt open now, with its number.
+    pub fn open(&self) -> Option<(u64, &PermissionPrompt)> {
+        self.open.as_ref().map(|o| (o.n, &o.prompt))
+    }
+
+    /// What the screen shows now (`shown`: the adapter's reading) at `now`; returns what to
+    /// report, in order.
+    pub fn look(&mut self, shown: Option<PermissionPrompt>, now: Instant) -> Vec<Report> {
+        let mut out = Vec::new();
+        match (self.open.as_mut(), shown) {
+            (None, None) => {}
+            (None, Some(p)) => out.push(self.begin(p, now)),
+            (Some(o), Some(p)) if o.prompt.same_as(&p) => {
+                let stuck = o
+                    .answer
+                    .as_ref()
+                    .is_some_and(|a| now.saturating_duration_since(a.since) >= ANSWER_LIMIT);
+                if stuck {
+                    out.push(Report::Closed(o.n));
+                    out.push(self.begin(p, now));
+                } else {
+                    o.prompt = p;
+                    o.missing_since = None;
+                }
+            }
+            (Some(o), Some(p)) => {
+                out.push(Report::Closed(o.n));
+                out.push(self.begin(p, now));
+            }
+            (Some(o), None) => {
+                let entered = o.answer.as_ref().is_some_and(|a| a.entered);
+                let since = *o.missing_since.get_or_insert(now);
+                if entered || now.saturating_duration_since(since) >= CLOSED_AFTER {
+                    out.push(Report::Closed(o.n));
+                    self.open = None;
+                }
+            }
+        }
+        out
+    }
+
+    fn begin(&mut self, prompt: PermissionPrompt, now: Instant) -> Report {
+        self.last_n += 1;
+        self.open = Some(Open {
+            n: self.last_n,
+            prompt: prompt.clone(),
+            opened: now,
+            missing_since: None,
+            answer: None,
+        });
+        Report::Opened(self.last_n, prompt)
+    }
+
+    /// A human chose option `choice` of prompt `n`; false (nothing to key) when that prompt
+    /// is no longer open or has no such option.
+    pub fn answer(&mut self, n: u64, choice: usize, now: Instant) -> bool {
+        match self.open.as_mut() {
+            Some(o) if o.n == n && choice < o.prompt.options.len() => {
+                o.answer = Some(Answering {
+                    choice,
+                    since: now,
+                    last_key: None,
+                    entered: false,
+                });
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The key of the answer to write now, if any: nothing while the prompt is hidden or
+    /// mid-redraw, before it has been shown for the settle time, before the gap has passed
+    /// since the last key, or while the last key has changed nothing yet (sent again after
+    /// [`KEY_RETRY`]: an arrow that did not move the marker, an Enter that did not close
+    /// the prompt).
+    pub fn key(&mut self, now: Instant) -> Option<DialogStep> {
+        if self.next_key().is_none_or(|at| now < at) {
+            return None;
+        }
+        let o = self.open.as_mut()?;
+        let a = o.answer.as_mut()?;
+        let cursor = o.prompt.cursor?;
+        let step = match cursor.cmp(&a.choice) {
+            std::cmp::Ordering::Less => DialogStep::Down,
+            std::cmp::Ordering::Greater => DialogStep::Up,
+            std::cmp::Ordering::Equal => DialogStep::Enter,
+        };
+        a.last_key = Some((now, Some(cursor)));
+        a.entered |= step == DialogStep::Enter;
+        Some(step)
+    }
+
+    /// When the answer's next key may go (pure over the watch): `None` while there is no
+    /// answer, the prompt is hidden or its marker unread.
+    fn next_key(&self) -> Option<Instant> {
+        let o = self.open.as_ref()?;
+        let a = o.answer.as_ref()?;
+        if o.missing_since.is_some() {
+            return None;
+        }
+        let cursor = o.prompt.cursor?;
+        let settled = (o.opened + self.settle).max(a.since);
+        Some(match a.last_key {
+            None => settled,
+            Some((at, from)) if from == Some(cursor) => at + self.gap.max(KEY_RETRY),
+            Some((at, _)) => at + self.gap,
+        })
+    }
+
+    /// When the watch next needs a look without new output (each deadline is one at which
+    /// [`Watch::look`] or [`Watch::key`] acts): a hidden prompt's close, an answer's next
+    /// key, an answer's limit.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let o = self.open.as_ref()?;
+        if let Some(t) = o.missing_since {
+            return Some(t + CLOSED_AFTER);
+        }
+        let a = o.answer.as_ref()?;
+        let limit = a.since + ANSWER_LIMIT;
+        Some(self.next_key().map_or(limit, |k| k.min(limit)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prompt(summary: &str, cursor: usize) -> PermissionPrompt {
+        PermissionPrompt {
+            tool: "Bash".into(),
+            summary: summary.into(),
+            reason: String::new(),
+            options: vec!["Yes".into(), "No".into()],
+            approve: 0,
+            deny: 1,
+            cursor: Some(cursor),
+        }
+    }
+
+    const GAP: Duration = Duration::from_millis(800);
+    const SETTLE: Duration = Duration::from_millis(1000);
+
+    fn watch() -> Watch {
+        Watch::new(GAP, SETTLE)
+    }
+
+    #[test]
+    fn opens_once_survives_a_redraw_and_closes_when_gone() {
+        let t0 = Instant::now();
+        let mut w = watch();
+        assert_eq!(
+            w.look(Some(prompt("rm a", 0)), t0),
+            [Report::Opened(1, prompt("rm a", 0))]
+        );
+        assert!(w.look(Some(prompt("rm a", 0)), t0).is_empty());
+        // Hidden for a moment by a redraw: still open.
+        assert!(w.look(None, t0 + Duration::from_millis(10)).is_empty());
+        assert!(w
+            .look(Some(prompt("rm a", 0)), t0 + Duration::from_millis(20))
+            .is_empty());
+        assert!(w.look(None, t0 + Duration::from_millis(30)).is_empty());
+        assert_eq!(
+            w.next_deadline(),
+            Some(t0 + Duration::from_millis(30) + CLOSED_AFTER)
+        );
+        assert!(w
+            .look(Some(prompt("rm a", 0)), t0 + Duration::from_millis(40))
+            .is_empty());
+        assert_eq!(
+            w.next_deadline(),
+            None,
+            "nothing to do until the screen changes"
+        );
+        assert!(w.look(None, t0 + Duration::from_millis(30)).is_empty());
+        assert_eq!(
+            w.look(None, t0 + Duration::from_millis(30) + CLOSED_AFTER),
+            [Report::Closed(1)]
+        );
+        assert!(w.open().is_none());
+        // Another prompt is another number; one replacing it closes it first.
+        let t1 = t0 + Duration::from_secs(5);
+        assert_eq!(
+            w.look(Some(prompt("rm b", 0)), t1),
+            [Report::Opened(2, prompt("rm b", 0))]
+        );
+        assert_eq!(
+            w.look(Some(prompt("rm c", 0)), t1),
+            [Report::Closed(2), Report::Opened(3, prompt("rm c", 0))]
+        );
+    }
+
+    #[test]
+    fn an_answer_is_keyed_one_step_at_a_time_into_its_own_prompt() {
+        let t0 = Instant::now();
+        let mut w = watch();
+        w.look(Some(prompt("rm a", 0)), t0);
+        assert!(!w.answer(7, 1, t0), "another prompt's number");
+        assert!(!w.answer(1, 5, t0), "no such option");
+        assert_eq!(w.key(t0 + SETTLE), None, "nothing chosen yet");
+        assert!(w.answer(1, 1, t0));
+        // The prompt settles first: a key sooner would be dropped as typing.
+        assert_eq!(w.next_deadline(), Some(t0 + SETTLE));
+        assert_eq!(w.key(t0 + SETTLE / 2), None);
+        let t1 = t0 + SETTLE;
+        assert_eq!(w.key(t1), Some(DialogStep::Down));
+        assert_eq!(w.key(t1 + GAP), None, "the marker has not moved yet");
+        assert_eq!(w.next_deadline(), Some(t1 + KEY_RETRY));
+        // The marker moved: Enter, after the gap.
+        let t2 = t1 + Duration::from_millis(100);
+        w.look(Some(prompt("rm a", 1)), t2);
+        assert_eq!(w.next_deadline(), Some(t1 + GAP));
+        assert_eq!(w.key(t2), None, "within the gap");
+        assert_eq!(w.key(t1 + GAP), Some(DialogStep::Enter));
+        assert_eq!(
+            w.key(t1 + GAP * 2),
+            None,
+            "an Enter is given time to close it"
+        );
+        assert_eq!(w.next_deadline(), Some(t1 + GAP + KEY_RETRY));
+        // Gone after the Enter: closed at once.
+        assert_eq!(w.look(None, t1 + GAP * 2), [Report::Closed(1)]);
+        assert_eq!(w.next_deadline(), None);
+    }
+
+    #[test]
+    fn an_answer_after_the_settle_goes_at_once() {
+        let t0 = Instant::now();
+        let mut w = watch();
+        w.look(Some(prompt("rm a", 0)), t0);
+        let t1 = t0 + Duration::from_secs(30);
+        assert!(w.answer(1, 0, t1));
+        assert_eq!(w.next_deadline(), Some(t1));
+        assert_eq!(w.key(t1), Some(DialogStep::Enter));
+    }
+
+    #[test]
+    fn a_lost_key_is_sent_again_and_a_stuck_answer_asks_again() {
+        let t0 = Instant::now();
+        let mut w = watch();
+        w.look(Some(prompt("rm a", 0)), t0);
+        assert!(w.answer(1, 1, t0));
+        let t1 = t0 + SETTLE;
+        assert_eq!(w.key(t1), Some(DialogStep::Down));
+        assert_eq!(w.key(t1 + KEY_RETRY), Some(DialogStep::Down));
+        // An Enter that did not close the prompt is sent again too.
+        let t2 = t1 + KEY_RETRY + GAP;
+        w.look(Some(prompt("rm a", 1)), t2);
+        assert_eq!(w.key(t2), Some(DialogStep::Enter));
+        assert_eq!(w.key(t2 + GAP), None);
+        assert_eq!(w.key(t2 + KEY_RETRY), Some(DialogStep::Enter));
+        // Still open past the limit: closed and asked again as a new prompt.
+        let late = t0 + ANSWER_LIMIT;
+        assert_eq!(
+            w.look(Some(prompt("rm a", 1)), late),
+            [Report::Closed(1), Report::Opened(2, prompt("rm a", 1))]
+        );
+        assert_eq!(w.key(late + SETTLE), None, "the new prompt has no answer");
+    }
+
+    #[test]
+    fn an_answer_for_a_closed_prompt_is_not_keyed_into_a_look_alike() {
+        let t0 = Instant::now();
+        let mut w = watch();
+        w.look(Some(prompt("rm a", 0)), t0);
+        w.look(None, t0);
+        w.look(None, t0 + CLOSED_AFTER);
+        w.look(Some(prompt("rm a", 0)), t0 + CLOSED_AFTER);
+        let t1 = t0 + CLOSED_AFTER + SETTLE;
+        assert!(!w.answer(1, 0, t1), "prompt 1 is gone");
+        assert_eq!(w.key(t1), None);
+        assert!(w.answer(2, 0, t1));
+        assert_eq!(w.key(t1), Some(DialogStep::Enter));
+    }
+}
+
+/// The recorded pane log of Claude Code 2.1.332 in bypass mode, replayed through a screen in
+/// small reads, the watch looking after each one as a session does.
+#[cfg(test)]
+mod recorded {
+    use super::*;
+    use crate::runtime::claude_screen::permission_prompt;
+    use crate::term::{Screen, SESSION_COLS, SESSION_ROWS};
+
+    /// `bypass-ask-rule-esc.raw` holds the whole recording: the ask rule's prompt answered
+    /// Enter on `Yes` by a human attached, the hook's prompt Down then Enter on `No`, and the
+    /// ask rule's prompt again, Esc. Each opens once and closes once, in order, and the marker
+    /// the human moved is read where it is.
+    #[test]
+    fn each_recorded_prompt_opens_once_and_closes_when_answered_on_screen() {
+        let path = format!(
+            "{}/tests/fixtures/claude-2.1.332/approvals/bypass-ask-rule-esc.raw",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
+        let mut screen = Screen::new(SESSION_ROWS, SESSION_COLS);
+        let mut w = Watch::new(Duration::from_millis(800), Duration::from_millis(1000));
+        let mut t = Instant::now();
+        let mut seen: Vec<(u64, String)> = Vec::new();
+        let mut cursors: Vec<(u64, usize)> = Vec::new();
+        for part in bytes.chunks(64) {
+            screen.feed(part, true);
+            t += Duration::from_millis(5);
+            for r in w.look(permission_prompt(screen.rows()), t) {
+                seen.push(match r {
+                    Report::Opened(n, p) => (n, format!("open {}: {}", p.tool, p.summary)),
+                    Report::Closed(n) => (n, "closed".into()),
+                });
+            }
+            if let Some((n, Some(c))) = w.open().map(|(n, p)| (n, p.cursor)) {
+                if cursors.last() != Some(&(n, c)) {
+                    cursors.push((n, c));
+                }
+            }
+        }
+        seen.extend(w.look(None, t + CLOSED_AFTER).into_iter().map(|r| match r {
+            Report::Closed(n) => (n, "closed".to_string()),
+            other => panic!("{other:?}"),
+        }));
+        let shape: Vec<(u64, String)> = seen
+            .iter()
+            .map(|(n, s)| (*n, s.split("/tmp/").next().unwrap_or_default().to_string()))
+            .collect();
+        let expect = [
+            (1, "open Bash: rm "),
+            (1, "closed"),
+            (2, "open Bash: touch "),
+            (2, "closed"),
+            (3, "open Bash: rm "),
+            (3, "closed"),
+        ];
+        assert_eq!(shape, expect.map(|(n, s)| (n, s.to_string())), "{seen:#?}");
+        assert!(seen[0].1.ends_with("/made/a"), "{seen:?}");
+        assert!(seen[2].1.ends_with("/made/hook-asks"), "{seen:?}");
+        assert!(seen[4].1.ends_with("/made/b"), "{seen:?}");
+        assert_eq!(
+            cursors,
+            [(1, 0), (2, 0), (2, 1), (3, 0)],
+            "the human's Down moved it"
+        );
+    }
+}

@@ -1,0 +1,91 @@
+//! The session thread's side of a tool's permission prompt on a live agent's screen (spec 10
+//! §4, issue 32 item 4; [`crate::session::prompts`]): each one that opens or closes is
+//! reported to the router, which asks a human; the answer comes back as
+//! [`SessionCmd::AnswerPrompt`] and is keyed in one key at a time, spaced by the adapter's
+//! key gap. While a prompt is open no delivery is pasted (its Enter would answer it), and
+//! the session counts as mid-turn.
+
+use super::*;
+use crate::session::prompts::Report;
+
+impl Session {
+    /// Read the screen for a permission prompt (a live agent on a pty only), report what
+    /// opened or closed, and write the next key of an answer being keyed in.
+    pub(super) fn watch_prompts(&mut self, now: Instant) {
+        if !matches!(self.state, State::Ready)
+            || !matches!(self.io, Io::Pty(_))
+            || self.kill.is_some()
+        {
+            return;
+        }
+        let shown = self.cfg.adapter.permission_prompt(&self.screen);
+        for report in self.prompts.look(shown, now) {
+            match report {
+                Report::Opened(n, prompt) => {
+                    log::info!(
+                        "{}: permission prompt {n} open: {}: {}{}",
+                        self.cfg.identity,
+                        prompt.tool,
+                        crate::visible::line(&prompt.summary),
+                        if self.cfg.gated {
+                            " (its permission hook asks a human)"
+                        } else {
+                            ""
+                        }
+                    );
+                    self.emit(EventKind::PromptOpened {
+                        n,
+                        prompt,
+                        hooked: self.cfg.gated,
+                    });
+                }
+                Report::Closed(n) => {
+                    log::info!("{}: permission prompt {n} closed", self.cfg.identity);
+                    self.emit(EventKind::PromptClosed { n });
+                    // A message held behind it goes on now; the composer's own hold limit
+                    // counts from here.
+                    if let Some(h) = self.held.as_mut() {
+                        h.next_check = now;
+                        h.since = now;
+                    }
+                }
+            }
+        }
+        if let Some(step) = self.prompts.key(now) {
+            let bytes = crate::term::encode_keys(&[step.key_name()], false).unwrap_or_default();
+            log::info!(
+                "{}: answering the permission prompt: {}",
+                self.cfg.identity,
+                step.key_name()
+            );
+            self.write_child(&bytes);
+        }
+    }
+
+    /// [`SessionCmd::AnswerPrompt`]: key in option `choice` of prompt `n`, if it is still
+    /// open.
+    pub(super) fn answer_prompt(&mut self, n: u64, choice: usize) {
+        let now = Instant::now();
+        if !self.prompts.answer(n, choice, now) {
+            log::info!(
+                "{}: permission prompt {n} closed before its answer came; nothing keyed",
+                self.cfg.identity
+            );
+            return;
+        }
+        self.watch_prompts(now);
+    }
+
+    /// Whether the watch is due for a look without new output.
+    pub(super) fn prompts_due(&self, now: Instant) -> bool {
+        self.prompts.next_deadline().is_some_and(|at| at <= now)
+    }
+
+    /// What a delivery held now waits for: `Some` (an approval, with its tool and request)
+    /// while a permission prompt is open.
+    pub(super) fn awaited_prompt(&self) -> Option<String> {
+        self.prompts
+            .open()
+            .map(|(_, p)| crate::session::hold::awaited_approval(&p.tool, &p.summary))
+    }
+}
