@@ -172,6 +172,7 @@ fn bootstrap(inv: &Invocation, paths: &Paths, born: &Initialized) -> Option<CliE
             missing.push(rt);
         }
     }
+    warn_of_agents_the_daemon_cannot_find(paths, &born.peer);
     if let Some(rt) = &born.always_on {
         if !inv.flag(flags::NO_BOOTSTRAP) && !missing.contains(&rt) && unconfigured.is_none() {
             start_always_on(paths, &born.peer.personality, rt);
@@ -183,6 +184,31 @@ fn bootstrap(inv: &Invocation, paths: &Paths, born: &Initialized) -> Option<CliE
         }
     }
     unconfigured
+}
+
+/// Say on stderr which of `peer`'s agent runtimes the running daemon cannot find the program
+/// of, and where it looked (issue 30 item 1): the peer is made (the CLI found the program),
+/// but it cannot wake until the daemon finds it too. Nothing when no daemon answers.
+fn warn_of_agents_the_daemon_cannot_find(paths: &Paths, peer: &RegistryPeer) {
+    let agents = runtime::agent_program::RUNTIMES;
+    if !peer.runtimes.iter().any(|rt| agents.contains(&rt.as_str())) {
+        return;
+    }
+    let Some(views) = super::status::daemon_agents(paths) else {
+        return;
+    };
+    for v in views
+        .iter()
+        .filter(|v| v.path.is_none() && peer.declares(&v.runtime))
+    {
+        eprintln!(
+            "warning: {} cannot wake on {}: the running daemon cannot find its program — looked at, in order: {} — {}",
+            peer.personality,
+            v.runtime,
+            v.looked.join("; "),
+            runtime::agent_program::what_to_do(&v.runtime)
+        );
+    }
 }
 
 /// Print the peer `create`/`init` left: `<what> peer <name> in …`, also for one that was

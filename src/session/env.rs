@@ -187,6 +187,18 @@ pub fn session_env(input: &EnvInput) -> Vec<(String, String)> {
     env.into_iter().collect()
 }
 
+/// Put `dir` first on the `PATH` of a child's environment `env` (as built by
+/// [`session_env`]; a `PATH` is added when there is none). Used for an agent CLI found outside
+/// the daemon's `PATH`, whose `#!/usr/bin/env node` needs the `node` next to it.
+pub fn put_first_on_path(env: &mut Vec<(String, String)>, dir: &Path) {
+    let dir = dir.display().to_string();
+    match env.iter_mut().find(|(k, _)| k == "PATH") {
+        Some((_, v)) if v.is_empty() => *v = dir,
+        Some((_, v)) => *v = format!("{dir}:{v}"),
+        None => env.push(("PATH".into(), dir)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
