@@ -44,15 +44,19 @@ fn install_claude(dir: &Path) -> PathBuf {
     at
 }
 
-/// `iapeer create cb --runtime claude` from a shell whose PATH has `dir` first (the user put
-/// the new CLI on PATH), then the peer's stand-in settings.
-fn create_claude_peer(env: &TestEnv, api: &AnthropicStandIn, dir: &Path) -> std::process::Output {
+/// `iapeer create <name> --runtime claude` from a shell whose PATH has `dir` first (the user
+/// put the new CLI on PATH).
+fn create_from_a_shell_with(env: &TestEnv, name: &str, dir: &Path) -> std::process::Output {
     let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap());
-    let out = env
-        .cmd(&["create", "cb", "--runtime", "claude"])
+    env.cmd(&["create", name, "--runtime", "claude"])
         .env("PATH", path)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// [`create_from_a_shell_with`] `cb`, then the peer's stand-in settings.
+fn create_claude_peer(env: &TestEnv, api: &AnthropicStandIn, dir: &Path) -> std::process::Output {
+    let out = create_from_a_shell_with(env, "cb", dir);
     env.launch_env(
         "cb",
         "claude",
@@ -191,7 +195,7 @@ fn claude_the_daemon_cannot_find_is_refused_naming_every_place_it_looked_at() {
         assert!(err.contains(&place), "{place:?} missing from: {err}");
     }
     assert!(
-        err.contains("claude is not installed where the daemon can find it — looked at, in order: IAPEER_CLAUDE_BIN (not set); the daemon's PATH ("),
+        err.contains("claude is not installed — looked at, in order: IAPEER_CLAUDE_BIN (not set); the daemon's PATH ("),
         "{err}"
     );
 
@@ -220,12 +224,7 @@ fn claude_the_daemon_cannot_find_is_refused_naming_every_place_it_looked_at() {
         "{out}"
     );
     // create, with a daemon running, says that the daemon cannot find what the CLI found.
-    let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap());
-    let out = env
-        .cmd(&["create", "cc", "--runtime", "claude"])
-        .env("PATH", path)
-        .output()
-        .unwrap();
+    let out = create_from_a_shell_with(&env, "cc", &dir);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success()

@@ -459,7 +459,7 @@ fn failures_are_reported_with_their_reason() {
         .map(|o| ((), String::from_utf8_lossy(&o.stderr).into_owned()))
         .unwrap();
     assert!(
-        err.contains("claude is not installed — install Claude Code (the claude command on PATH, or IAPEER_CLAUDE_BIN set to it) or choose another runtime"),
+        err.contains("claude is not installed — looked at, in order: IAPEER_CLAUDE_BIN=/nonexistent/claude (not an executable file) — install Claude Code so that one of these finds it (or set IAPEER_CLAUDE_BIN to the program in the daemon's environment and restart it), or choose another runtime"),
         "{err}"
     );
 }

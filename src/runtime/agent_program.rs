@@ -57,7 +57,7 @@ impl Lookup {
             return None;
         }
         Some(format!(
-            "{} is not installed where the daemon can find it — looked at, in order: {} — {}, or choose another runtime",
+            "{} is not installed — looked at, in order: {} — {}, or choose another runtime",
             self.runtime,
             self.looked.join("; "),
             what_to_do(&self.runtime)
@@ -441,7 +441,7 @@ mod tests {
             ]
         );
         let why = r.refusal().unwrap();
-        assert!(why.starts_with("claude is not installed where the daemon can find it — looked at, in order: IAPEER_CLAUDE_BIN (not set); the daemon's PATH (/usr/bin:/bin); "), "{why}");
+        assert!(why.starts_with("claude is not installed — looked at, in order: IAPEER_CLAUDE_BIN (not set); the daemon's PATH (/usr/bin:/bin); "), "{why}");
         assert!(why.contains("install Claude Code"), "{why}");
         let r = run(
             None,

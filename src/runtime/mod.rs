@@ -48,7 +48,8 @@ impl Confirm for WrittenIsConfirmed {
 pub enum RuntimeError {
     /// Not built in and no `runtimes/<rt>/runtime.json`.
     NotInstalled(String),
-    /// A built-in agent runtime whose program is not installed: (runtime, what to do).
+    /// A built-in agent runtime whose program is not found: why, naming every place looked
+    /// at ([`agent_program::Lookup::refusal`]).
     AgentMissing(String),
     /// The manifest exists but is invalid.
     BadManifest(PathBuf, String),
