@@ -533,6 +533,52 @@ mod tests {
     use super::*;
 
     #[test]
+    fn agent_programs_the_daemon_cannot_find_are_problems_only_when_declared() {
+        let found = AgentProgram {
+            runtime: "claude".into(),
+            path: Some("/h/.local/bin/claude".into()),
+            looked: vec![],
+        };
+        let missing = AgentProgram {
+            runtime: "codex".into(),
+            path: None,
+            looked: vec!["IAPEER_CODEX_BIN (not set)".into(), "/usr/local/bin".into()],
+        };
+        let agents = [found, missing];
+        assert_eq!(
+            agent_lines(&agents),
+            "agent programs, as the daemon finds them:\n  claude: /h/.local/bin/claude\n  codex: \
+             not found — looked at, in order: IAPEER_CODEX_BIN (not set); /usr/local/bin\n"
+        );
+        assert_eq!(agent_lines(&[]), "");
+        let peer = |name: &str, rts: &[&str]| crate::registry::RegistryPeer {
+            personality: name.into(),
+            default_runtime: rts[0].into(),
+            runtimes: rts.iter().map(|r| r.to_string()).collect(),
+            description: String::new(),
+            intelligence: "artificial".into(),
+            cwd: "/w".into(),
+            interfaces: None,
+        };
+        let mut registry = Registry {
+            peers: vec![peer("a", &["claude"]), peer("b", &["echo"])],
+            ..Registry::default()
+        };
+        assert!(missing_agent_problems(&registry, &agents).is_empty());
+        registry.peers.push(peer("c", &["claude", "codex"]));
+        registry.peers.push(peer("d", &["codex"]));
+        assert_eq!(
+            missing_agent_problems(&registry, &agents),
+            [
+                "problem: c, d declare runtime codex but the daemon cannot find its program — \
+              looked at, in order: IAPEER_CODEX_BIN (not set); /usr/local/bin — install the \
+              Codex CLI so that one of these finds it (or set IAPEER_CODEX_BIN to the program \
+              in the daemon's environment and restart it)"
+            ]
+        );
+    }
+
+    #[test]
     fn the_service_line_names_the_manager_and_whether_it_is_loaded() {
         let r = |manager, loaded, detail: &str| ServiceReport {
             manager,

@@ -203,6 +203,22 @@ pub fn put_first_on_path(env: &mut Vec<(String, String)>, dir: &Path) {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_folder_is_put_first_on_the_childs_path() {
+        let mut env = vec![
+            ("A".to_string(), "1".to_string()),
+            ("PATH".into(), "/usr/bin:/bin".into()),
+        ];
+        put_first_on_path(&mut env, Path::new("/h/.npm-global/bin"));
+        assert_eq!(env[1].1, "/h/.npm-global/bin:/usr/bin:/bin");
+        let mut env = vec![("PATH".to_string(), String::new())];
+        put_first_on_path(&mut env, Path::new("/x"));
+        assert_eq!(env, [("PATH".to_string(), "/x".to_string())]);
+        let mut env = vec![];
+        put_first_on_path(&mut env, Path::new("/x"));
+        assert_eq!(env, [("PATH".to_string(), "/x".to_string())]);
+    }
+
     /// The environment of `identity`'s child with these `launch.env` variables and these
     /// inherited from the daemon (no runtime extras).
     fn env_of(
