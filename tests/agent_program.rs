@@ -150,6 +150,14 @@ fn claude_installed_after_the_daemon_started_on_the_login_shells_path_is_found()
         status.contains(&format!("  claude: {}\n", claude.display())),
         "{status}"
     );
+    // What the daemon finds counts for create, although this shell's own login shell (sh,
+    // which reads no ~/.bash_profile) does not find it.
+    let out = env
+        .cmd(&["create", "cd", "--runtime", "claude"])
+        .env("SHELL", "/bin/sh")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::describe(&out));
     env.stop_daemon();
     let _ = std::fs::remove_dir_all(&agent_bin);
 }
@@ -223,13 +231,14 @@ fn claude_the_daemon_cannot_find_is_refused_naming_every_place_it_looked_at() {
         out.contains("problem: cb declares runtime claude but the daemon cannot find its program — looked at, in order: IAPEER_CLAUDE_BIN (not set); the daemon's PATH ("),
         "{out}"
     );
-    // create, with a daemon running, says that the daemon cannot find what the CLI found.
+    // create, with a daemon running, judges with its view: what only the CLI finds is refused.
     let out = create_from_a_shell_with(&env, "cc", &dir);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        out.status.success()
-            && err.contains("warning: cc cannot wake on claude: the running daemon cannot find its program — looked at, in order: IAPEER_CLAUDE_BIN (not set); "),
+        out.status.code() == Some(1)
+            && err.contains("iapeer create: claude is not installed where the running daemon can find it — looked at, in order: IAPEER_CLAUDE_BIN (not set); the daemon's PATH ("),
         "{}",
         common::describe(&out)
     );
+    assert!(!env.peer_dir("cc").exists(), "no folder is left behind");
 }

@@ -44,6 +44,7 @@ pub fn create(inv: &Invocation) -> CliResult {
     // The name is judged before anything else, as it always was.
     peers::check_name(name).map_err(fail)?;
     let paths = paths()?;
+    judge_agents_as_the_daemon(&paths);
     let folder = match inv.value(flags::PATH) {
         Some(p) => Some(absolute(Path::new(p))?),
         None => None,
@@ -122,9 +123,19 @@ fn registered(paths: &Paths, name: &str) -> Option<RegistryPeer> {
     Registry::load(paths).ok()?.find(name).cloned()
 }
 
+/// Judge agent runtimes with the running daemon's view of their programs, when a daemon
+/// answers (issue 30 item 1: the daemon wakes the peer, so what it finds is what counts);
+/// else with this process's own lookup, which looks at the same places.
+fn judge_agents_as_the_daemon(paths: &Paths) {
+    if let Some(views) = super::status::daemon_agents(paths) {
+        runtime::agent_program::adopt(views);
+    }
+}
+
 /// `init [folder]`: turn a folder (default: the current one) into a peer named after it.
 pub fn init(inv: &Invocation) -> CliResult {
     let paths = paths()?;
+    judge_agents_as_the_daemon(&paths);
     let folder = match inv.positional(args::FOLDER) {
         Some(f) => absolute(Path::new(f))?,
         None => std::env::current_dir()
@@ -172,7 +183,6 @@ fn bootstrap(inv: &Invocation, paths: &Paths, born: &Initialized) -> Option<CliE
             missing.push(rt);
         }
     }
-    warn_of_agents_the_daemon_cannot_find(paths, &born.peer);
     if let Some(rt) = &born.always_on {
         if !inv.flag(flags::NO_BOOTSTRAP) && !missing.contains(&rt) && unconfigured.is_none() {
             start_always_on(paths, &born.peer.personality, rt);
@@ -184,31 +194,6 @@ fn bootstrap(inv: &Invocation, paths: &Paths, born: &Initialized) -> Option<CliE
         }
     }
     unconfigured
-}
-
-/// Say on stderr which of `peer`'s agent runtimes the running daemon cannot find the program
-/// of, and where it looked (issue 30 item 1): the peer is made (the CLI found the program),
-/// but it cannot wake until the daemon finds it too. Nothing when no daemon answers.
-fn warn_of_agents_the_daemon_cannot_find(paths: &Paths, peer: &RegistryPeer) {
-    let agents = runtime::agent_program::RUNTIMES;
-    if !peer.runtimes.iter().any(|rt| agents.contains(&rt.as_str())) {
-        return;
-    }
-    let Some(views) = super::status::daemon_agents(paths) else {
-        return;
-    };
-    for v in views
-        .iter()
-        .filter(|v| v.path.is_none() && peer.declares(&v.runtime))
-    {
-        eprintln!(
-            "warning: {} cannot wake on {}: the running daemon cannot find its program — looked at, in order: {} — {}",
-            peer.personality,
-            v.runtime,
-            v.looked.join("; "),
-            runtime::agent_program::what_to_do(&v.runtime)
-        );
-    }
 }
 
 /// Print the peer `create`/`init` left: `<what> peer <name> in …`, also for one that was
@@ -631,6 +616,7 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
         .positional(args::RT)
         .ok_or_else(|| usage(inv, "missing <rt>"))?;
     let paths = paths()?;
+    judge_agents_as_the_daemon(&paths);
     let kind = runtime::adapter_for(&paths, rt).map_err(fail)?.kind();
     if kind != RuntimeKind::Agent {
         return Err(fail(format!("{rt} is a router runtime; add-runtime declares agent runtimes (create a peer with --runtime {rt} instead)")));

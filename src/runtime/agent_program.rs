@@ -47,6 +47,8 @@ pub struct Lookup {
     pub path_first: Option<PathBuf>,
     /// Every place looked at, in order, each as `<place>: <what it holds>`.
     pub looked: Vec<String>,
+    /// The running daemon looked, not this process ([`adopt`]).
+    pub by_daemon: bool,
 }
 
 impl Lookup {
@@ -57,8 +59,13 @@ impl Lookup {
             return None;
         }
         Some(format!(
-            "{} is not installed — looked at, in order: {} — {}, or choose another runtime",
+            "{} is not installed{} — looked at, in order: {} — {}, or choose another runtime",
             self.runtime,
+            if self.by_daemon {
+                " where the running daemon can find it"
+            } else {
+                ""
+            },
             self.looked.join("; "),
             what_to_do(&self.runtime)
         ))
@@ -134,6 +141,7 @@ pub fn decide(inp: &Inputs) -> Lookup {
         program: None,
         path_first: None,
         looked: Vec::new(),
+        by_daemon: false,
     };
     let var = bin_var(rt);
     if let Some(p) = inp.explicit {
@@ -229,9 +237,41 @@ fn npm_prefix(npmrc: &str, home: &Path) -> Option<PathBuf> {
     }
 }
 
+/// The running daemon's view, once [`adopt`]ed.
+static ADOPTED: std::sync::OnceLock<Vec<crate::protocol::AgentProgram>> =
+    std::sync::OnceLock::new();
+
+/// Judge with the running daemon's view (its `status` reply's `agents`) instead of this
+/// process's from now on: the CLI's `create`, `init` and `add-runtime` do, so a peer is made
+/// on an agent runtime exactly when the daemon that wakes it finds the program (issue 30
+/// item 1). The first call wins.
+pub fn adopt(views: Vec<crate::protocol::AgentProgram>) {
+    let _ = ADOPTED.set(views);
+}
+
+impl Lookup {
+    /// The lookup a daemon's `status` reply gave.
+    fn from_view(v: &crate::protocol::AgentProgram) -> Lookup {
+        Lookup {
+            runtime: v.runtime.clone(),
+            program: v.path.as_ref().map(PathBuf::from),
+            path_first: None,
+            looked: v.looked.clone(),
+            by_daemon: true,
+        }
+    }
+}
+
 /// Look `runtime`'s program up now, with this process's environment (blocks up to
-/// [`LOGIN_SHELL_TIMEOUT`] when the login shell must be asked).
+/// [`LOGIN_SHELL_TIMEOUT`] when the login shell must be asked), or as the daemon found it
+/// once its view is [`adopt`]ed.
 pub fn locate(runtime: &str) -> Lookup {
+    if let Some(v) = ADOPTED
+        .get()
+        .and_then(|views| views.iter().find(|v| v.runtime == runtime))
+    {
+        return Lookup::from_view(v);
+    }
     let explicit = std::env::var_os(bin_var(runtime)).filter(|v| !v.is_empty());
     let own_path = std::env::var_os("PATH");
     let home = crate::paths::home_dir();
@@ -458,6 +498,21 @@ mod tests {
                 "the login shell's PATH (/bin/zsh -l did not answer within 2s)",
             ]
         );
+    }
+
+    #[test]
+    fn the_daemons_view_says_the_daemon_looked() {
+        let v = crate::protocol::AgentProgram {
+            runtime: "codex".into(),
+            path: None,
+            looked: vec!["IAPEER_CODEX_BIN (not set)".into()],
+        };
+        let why = Lookup::from_view(&v).refusal().unwrap();
+        assert!(
+            why.starts_with("codex is not installed where the running daemon can find it — looked at, in order: IAPEER_CODEX_BIN (not set) — install the Codex CLI"),
+            "{why}"
+        );
+        assert_eq!(Lookup::from_view(&v).view(), v);
     }
 
     #[test]
