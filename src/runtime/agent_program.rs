@@ -32,6 +32,9 @@ pub const LOGIN_SHELL_TIMEOUT: Duration = Duration::from_secs(2);
 /// installed into a folder already on it is found at once: only the folder list is kept).
 pub const LOGIN_PATH_TTL: Duration = Duration::from_secs(30);
 
+/// How long a login shell that answered may take to end before its group is killed.
+const REAP_GRACE: Duration = Duration::from_millis(500);
+
 /// The line the login shell prints its `PATH` after (its profile may print too).
 const MARK: &str = "IAPEER-LOGIN-PATH=";
 
@@ -341,7 +344,10 @@ fn login_path() -> Result<(String, OsString), String> {
 }
 
 /// Run `shell -l -c` printing `PATH` after [`MARK`], with stdin from `/dev/null`, in its own
-/// process group (killed whole after [`LOGIN_SHELL_TIMEOUT`]).
+/// process group. Its answer counts as soon as the marked line is whole (a process the profile
+/// left holding the pipe is not waited for); the group is killed when the shell has not
+/// answered within [`LOGIN_SHELL_TIMEOUT`], or still runs [`REAP_GRACE`] after answering.
+/// (Unlike `crate::child`, which keeps the whole output, this never waits for the pipe's end.)
 fn ask_login_shell(shell: &Path) -> Result<OsString, String> {
     use std::io::Read;
     use std::os::unix::process::CommandExt;
@@ -361,32 +367,48 @@ fn ask_login_shell(shell: &Path) -> Result<OsString, String> {
     let mut stdout = child.stdout.take().expect("piped stdout");
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::spawn(move || {
-        let mut out = Vec::new();
-        let _ = stdout.read_to_end(&mut out);
-        let _ = tx.send(out);
+        let (mut out, mut chunk) = (Vec::new(), [0u8; 4096]);
+        loop {
+            match stdout.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&chunk[..n]),
+            }
+            if let Some(p) = printed_path(&out) {
+                let _ = tx.send(Some(p));
+                return;
+            }
+        }
+        let _ = tx.send(printed_path(&out));
     });
-    let out = rx.recv_timeout(LOGIN_SHELL_TIMEOUT);
-    if out.is_err() {
+    let answer = rx.recv_timeout(LOGIN_SHELL_TIMEOUT);
+    let grace = Instant::now() + REAP_GRACE;
+    while answer.is_ok() && Instant::now() < grace && matches!(child.try_wait(), Ok(None)) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if matches!(child.try_wait(), Ok(None)) {
         let _ = nix::sys::signal::killpg(
             nix::unistd::Pid::from_raw(child.id() as i32),
             nix::sys::signal::Signal::SIGKILL,
         );
     }
     let _ = child.wait();
-    let out = out.map_err(|_| {
-        format!(
+    match answer {
+        Ok(Some(p)) => Ok(p),
+        Ok(None) => Err(format!("{} -l printed no PATH", shell.display())),
+        Err(_) => Err(format!(
             "{} -l did not answer within {}s",
             shell.display(),
             LOGIN_SHELL_TIMEOUT.as_secs()
-        )
-    })?;
-    printed_path(&out).ok_or_else(|| format!("{} -l printed no PATH", shell.display()))
+        )),
+    }
 }
 
-/// The `PATH` a login shell printed after [`MARK`] (its last such line), pure.
+/// The `PATH` a login shell printed after [`MARK`] (its last such whole line), pure.
 fn printed_path(out: &[u8]) -> Option<OsString> {
     use std::os::unix::ffi::OsStrExt;
-    out.split(|b| *b == b'\n')
+    let whole = &out[..out.iter().rposition(|b| *b == b'\n')?];
+    whole
+        .split(|b| *b == b'\n')
         .rev()
         .find_map(|l| l.strip_prefix(MARK.as_bytes()))
         .filter(|p| !p.is_empty())
@@ -540,6 +562,11 @@ mod tests {
         assert_eq!(printed_path(out), Some(OsString::from("/a:/b")));
         assert_eq!(printed_path(b"nothing\n"), None);
         assert_eq!(printed_path(b"IAPEER-LOGIN-PATH=\n"), None);
+        assert_eq!(
+            printed_path(b"IAPEER-LOGIN-PATH=/a:/par"),
+            None,
+            "not whole yet"
+        );
     }
 
     #[test]
@@ -557,28 +584,60 @@ mod tests {
         assert_eq!(npm_prefix("", h), None);
     }
 
-    #[test]
-    fn a_real_login_shell_prints_its_profile_path() {
-        let home = std::env::temp_dir().join(format!("iapeer-login-{}", std::process::id()));
+    /// A login shell (bash run with its HOME in a temp folder) whose `~/.bash_profile` is
+    /// `profile`; the folder to remove after.
+    fn shell_with_profile(tag: &str, profile: &str) -> (PathBuf, PathBuf) {
+        use std::os::unix::fs::PermissionsExt;
+        let home = std::env::temp_dir().join(format!("iapeer-login-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&home).unwrap();
-        std::fs::write(
-            home.join(".bash_profile"),
-            "echo hello from the profile\nexport PATH=\"/from/profile:$PATH\"\n",
-        )
-        .unwrap();
-        // ask_login_shell inherits this process's HOME: run it through a bash whose HOME is set.
+        std::fs::write(home.join(".bash_profile"), profile).unwrap();
+        // ask_login_shell passes this process's HOME on: the wrapper sets the temp one.
         let shell = home.join("sh");
         std::fs::write(
             &shell,
             format!("#!/bin/sh\nHOME={} exec bash \"$@\"\n", home.display()),
         )
         .unwrap();
-        use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&shell, std::fs::Permissions::from_mode(0o755)).unwrap();
+        (shell, home)
+    }
+
+    #[test]
+    fn a_real_login_shell_prints_its_profile_path() {
+        let (shell, home) = shell_with_profile(
+            "talks",
+            "echo hello from the profile\nexport PATH=\"/from/profile:$PATH\"\n",
+        );
         let path = ask_login_shell(&shell).unwrap();
         assert!(
             path.to_string_lossy().starts_with("/from/profile:"),
             "{path:?}"
+        );
+        let _ = std::fs::remove_dir_all(&home);
+    }
+
+    #[test]
+    fn a_profile_that_leaves_a_process_on_the_pipe_or_hangs_does_not_hold_the_lookup() {
+        // A job the profile leaves running keeps the pipe open: the answer still counts at once.
+        let (shell, home) = shell_with_profile("job", "sleep 30 &\nexport PATH=/job:$PATH\n");
+        let t = Instant::now();
+        let path = ask_login_shell(&shell).unwrap();
+        assert!(path.to_string_lossy().starts_with("/job:"), "{path:?}");
+        assert!(
+            t.elapsed() < Duration::from_millis(1500),
+            "{:?}",
+            t.elapsed()
+        );
+        let _ = std::fs::remove_dir_all(&home);
+        // A profile that never ends is cut off at the timeout.
+        let (shell, home) = shell_with_profile("hang", "sleep 30\n");
+        let t = Instant::now();
+        let why = ask_login_shell(&shell).unwrap_err();
+        assert!(why.ends_with("-l did not answer within 2s"), "{why}");
+        assert!(
+            t.elapsed() < LOGIN_SHELL_TIMEOUT + Duration::from_secs(1),
+            "{:?}",
+            t.elapsed()
         );
         let _ = std::fs::remove_dir_all(&home);
     }
