@@ -16,15 +16,12 @@ fn real_claude() -> PathBuf {
     }))
 }
 
-/// A world whose daemon and commands know no `IAPEER_CLAUDE_BIN`, whose login shell is bash
-/// (with `profile` as `~/.bash_profile`, when given), with an echo peer `ea` and the stand-in.
-fn world(profile: Option<&str>) -> (TestEnv, AnthropicStandIn) {
+/// A world whose daemon and commands know no `IAPEER_CLAUDE_BIN`, whose login shell is bash,
+/// with an echo peer `ea` and the stand-in.
+fn world() -> (TestEnv, AnthropicStandIn) {
     let mut env = TestEnv::new();
     env.set("IAPEER_CLAUDE_BIN", "");
     env.set("SHELL", "/bin/bash");
-    if let Some(p) = profile {
-        std::fs::write(env.home.join(".bash_profile"), p).unwrap();
-    }
     std::fs::write(
         env.home.join(".claude.json"),
         "{\"hasCompletedOnboarding\": true}",
@@ -121,12 +118,16 @@ fn assert_woke(env: &TestEnv, out: &std::process::Output) {
 
 #[test]
 fn claude_installed_after_the_daemon_started_on_the_login_shells_path_is_found() {
-    let agent_bin = std::env::temp_dir().join(format!("iapeer-agent-bin-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&agent_bin);
-    let (mut env, api) = world(Some(&format!(
-        "echo a profile that talks\nexport PATH=\"{}:$PATH\"\n",
-        agent_bin.display()
-    )));
+    let (mut env, api) = world();
+    let agent_bin = env.dir.path().join("agent-bin");
+    std::fs::write(
+        env.home.join(".bash_profile"),
+        format!(
+            "echo a profile that talks\nexport PATH=\"{}:$PATH\"\n",
+            agent_bin.display()
+        ),
+    )
+    .unwrap();
     env.start_daemon();
     // Installed now, reachable only through the login shell's PATH (the daemon's PATH
     // predates it).
@@ -158,13 +159,11 @@ fn claude_installed_after_the_daemon_started_on_the_login_shells_path_is_found()
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", common::describe(&out));
-    env.stop_daemon();
-    let _ = std::fs::remove_dir_all(&agent_bin);
 }
 
 #[test]
 fn claude_installed_after_the_daemon_started_in_an_installers_folder_is_found() {
-    let (mut env, api) = world(None);
+    let (mut env, api) = world();
     env.start_daemon();
     let dir = env.home.join(".npm-global/bin");
     install_claude(&dir);
@@ -181,7 +180,7 @@ fn claude_installed_after_the_daemon_started_in_an_installers_folder_is_found() 
 
 #[test]
 fn claude_the_daemon_cannot_find_is_refused_naming_every_place_it_looked_at() {
-    let (mut env, api) = world(None);
+    let (mut env, api) = world();
     let dir = env.dir.path().join("elsewhere");
     install_claude(&dir);
     // Created while no daemon runs: judged with the CLI's own view (it finds the program).
