@@ -436,7 +436,7 @@ fn failures_are_reported_with_their_reason() {
     // the ready gate that follows it fails and says why: in lifecycle.log and, by a
     // message from iapeer, to the live sender (issue 13 item 2: the answer does not wait
     // for the model).
-    let (env, api) = world(&[("IAPEER_BOOT_DEADLINE_SECS", "60")]);
+    let (mut env, api) = world(&[("IAPEER_BOOT_DEADLINE_SECS", "60")]);
     drop(api);
     wake_cb_from_a_live_ea(&env, "anyone there?");
     let err = failed_gate_reason(&env, Duration::from_secs(90));
@@ -451,7 +451,10 @@ fn failures_are_reported_with_their_reason() {
         "the session is left running (spec 05 §2 step 10)"
     );
 
-    // A wrong binary path is an error at create time, not a hang at wake.
+    // A wrong binary path is an error at create time, not a hang at wake. (With no daemon
+    // running, create judges with its own lookup; a running daemon's view is in
+    // tests/agent_program.rs.)
+    env.stop_daemon();
     let (_, err) = env
         .cmd(&["create", "cc", "--runtime", "claude"])
         .env("IAPEER_CLAUDE_BIN", "/nonexistent/claude")
@@ -459,7 +462,7 @@ fn failures_are_reported_with_their_reason() {
         .map(|o| ((), String::from_utf8_lossy(&o.stderr).into_owned()))
         .unwrap();
     assert!(
-        err.contains("claude is not installed — install Claude Code (the claude command on PATH, or IAPEER_CLAUDE_BIN set to it) or choose another runtime"),
+        err.contains("claude is not installed — looked at, in order: IAPEER_CLAUDE_BIN=/nonexistent/claude (not an executable file) — install Claude Code so that one of these finds it (or set IAPEER_CLAUDE_BIN to the program in the daemon's environment and restart it), or choose another runtime"),
         "{err}"
     );
 }

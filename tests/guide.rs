@@ -308,6 +308,9 @@ fn suggested_commands_run() {
         ["iapeer stop bob"]
     );
     let mut env = TestEnv::new();
+    // The daemon's Claude Code: installed after alice is made (the daemon looks at every use).
+    let claude = env.dir.path().join("claude");
+    env.set("IAPEER_CLAUDE_BIN", claude.to_str().unwrap());
     env.start_daemon();
     // No peers yet: list says how to make one.
     let out = env.ok(&["list"]);
@@ -322,7 +325,6 @@ fn suggested_commands_run() {
     std::fs::write(path, manifest.to_string()).unwrap();
 
     // default-runtime of an agent runtime the peer lacks: add it first.
-    let claude = env.dir.path().join("claude");
     std::fs::write(&claude, "#!/bin/sh\nexit 0\n").unwrap();
     std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let claude_env = [("IAPEER_CLAUDE_BIN", claude.to_str().unwrap())];

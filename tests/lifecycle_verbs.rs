@@ -845,7 +845,7 @@ fn codex_trust_is_added_by_create_and_removed_by_remove_keeping_the_users_config
     assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
     assert_eq!(
         stderr(&out).trim(),
-        "iapeer create: codex is not installed — install the Codex CLI (the codex command on PATH, or IAPEER_CODEX_BIN set to it) or choose another runtime"
+        "iapeer create: codex is not installed — looked at, in order: IAPEER_CODEX_BIN=/nonexistent (not an executable file) — install the Codex CLI so that one of these finds it (or set IAPEER_CODEX_BIN to the program in the daemon's environment and restart it), or choose another runtime"
     );
     assert!(!env.peer_dir("cz").exists(), "no folder is left behind");
     // Nor when no agent runtime is installed and none is named.

@@ -12,6 +12,7 @@
 mod common;
 
 mod access;
+mod agent_program;
 mod answers;
 mod approvals;
 mod attach;

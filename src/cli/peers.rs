@@ -44,6 +44,7 @@ pub fn create(inv: &Invocation) -> CliResult {
     // The name is judged before anything else, as it always was.
     peers::check_name(name).map_err(fail)?;
     let paths = paths()?;
+    judge_agents_as_the_daemon(&paths);
     let folder = match inv.value(flags::PATH) {
         Some(p) => Some(absolute(Path::new(p))?),
         None => None,
@@ -122,9 +123,19 @@ fn registered(paths: &Paths, name: &str) -> Option<RegistryPeer> {
     Registry::load(paths).ok()?.find(name).cloned()
 }
 
+/// Judge agent runtimes with the running daemon's view of their programs, when a daemon
+/// answers (issue 30 item 1: the daemon wakes the peer, so what it finds is what counts);
+/// else with this process's own lookup, which looks at the same places.
+fn judge_agents_as_the_daemon(paths: &Paths) {
+    if let Some(views) = super::status::daemon_agents(paths) {
+        runtime::agent_program::adopt(views);
+    }
+}
+
 /// `init [folder]`: turn a folder (default: the current one) into a peer named after it.
 pub fn init(inv: &Invocation) -> CliResult {
     let paths = paths()?;
+    judge_agents_as_the_daemon(&paths);
     let folder = match inv.positional(args::FOLDER) {
         Some(f) => absolute(Path::new(f))?,
         None => std::env::current_dir()
@@ -614,6 +625,7 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
         .positional(args::RT)
         .ok_or_else(|| usage(inv, "missing <rt>"))?;
     let paths = paths()?;
+    judge_agents_as_the_daemon(&paths);
     let kind = runtime::adapter_for(&paths, rt).map_err(fail)?.kind();
     if kind != RuntimeKind::Agent {
         return Err(fail(format!("{rt} is a human's or a service's runtime; add-runtime declares agent runtimes (create a peer with --runtime {rt} instead)")));

@@ -15,7 +15,9 @@ use crate::host::service::Manager;
 use crate::markers::{Flag, Markers};
 use crate::memory::{self, slot::Heartbeat};
 use crate::paths::Paths;
-use crate::protocol::{Answer, ListReply, Pong, PrepStatus, Request, StatusReply, ThreadRestart};
+use crate::protocol::{
+    AgentProgram, Answer, ListReply, Pong, PrepStatus, Request, StatusReply, ThreadRestart,
+};
 use crate::registry::Registry;
 use crate::roster::{build_rows, LiveState, PeerRow};
 
@@ -37,6 +39,23 @@ fn daemon_status(paths: &Paths) -> Option<DaemonState> {
             let list = c.request(&Request::List, |_| {}).ok()?;
             Some(DaemonState { status, list })
         });
+        let _ = tx.send(answer);
+    });
+    rx.recv_timeout(Duration::from_millis(2500)).ok().flatten()
+}
+
+/// The agent runtimes' programs as the running daemon finds them (issue 30 item 1), or `None`
+/// when no daemon answers `status` within 2.5 s (or it is too old to say).
+pub fn daemon_agents(paths: &Paths) -> Option<Vec<AgentProgram>> {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let p = paths.clone();
+    std::thread::spawn(move || {
+        let answer = Client::connect(&p)
+            .ok()
+            .and_then(|mut c| c.request::<StatusReply>(&Request::Status, |_| {}).ok())
+            .and_then(|a| a.into_result().ok())
+            .map(|st| st.agents)
+            .filter(|a| !a.is_empty());
         let _ = tx.send(answer);
     });
     rx.recv_timeout(Duration::from_millis(2500)).ok().flatten()
@@ -103,6 +122,63 @@ fn restart_line(r: &ThreadRestart) -> String {
         if r.restarts == 1 { "" } else { "s" },
         crate::visible::line(&r.last)
     )
+}
+
+/// The `agents:` lines of `status` and `doctor` (issue 30 item 1): each agent runtime's
+/// program as the daemon finds it, or that it finds none and where it looked, in order.
+/// Empty for a daemon too old to say.
+pub fn agent_lines(agents: &[AgentProgram]) -> String {
+    let mut out = String::new();
+    if agents.is_empty() {
+        return out;
+    }
+    out.push_str(
+        "agent programs, as the daemon finds them:
+",
+    );
+    for a in agents {
+        match &a.path {
+            Some(p) => out.push_str(&format!(
+                "  {}: {p}
+",
+                a.runtime
+            )),
+            None => out.push_str(&format!(
+                "  {}: not found — looked at, in order: {}
+",
+                a.runtime,
+                a.looked.join("; ")
+            )),
+        }
+    }
+    out
+}
+
+/// The problems of agent runtimes some peer declares and the daemon cannot find (issue 30
+/// item 1), one paragraph each: which peers, where the daemon looked, what to do. Pure.
+pub fn missing_agent_problems(registry: &Registry, agents: &[AgentProgram]) -> Vec<String> {
+    agents
+        .iter()
+        .filter(|a| a.path.is_none())
+        .filter_map(|a| {
+            let peers: Vec<&str> = registry
+                .peers
+                .iter()
+                .filter(|p| p.declares(&a.runtime))
+                .map(|p| p.personality.as_str())
+                .collect();
+            (!peers.is_empty()).then(|| {
+                format!(
+                    "problem: {} declare{} runtime {} but the daemon cannot find its program — looked at, in order: {} — {}",
+                    peers.join(", "),
+                    if peers.len() == 1 { "s" } else { "" },
+                    a.runtime,
+                    a.looked.join("; "),
+                    crate::runtime::agent_program::what_to_do(&a.runtime)
+                )
+            })
+        })
+        .collect()
 }
 
 /// Counts of runtimes by state across all peers: (live, asleep, stopped, parked).
@@ -325,7 +401,8 @@ pub fn doctor(_inv: &Invocation) -> CliResult {
 
 /// Print the status report (one JSON document with `json`); `Err` (exit 1) when the daemon
 /// is not healthy (its send preparation blocked included), or with `stalled_is_a_problem`
-/// when some send preparations are stalled.
+/// (doctor) when some send preparations are stalled or an agent runtime a peer declares is
+/// not found by the daemon.
 fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
     let paths = paths()?;
     let answer = daemon_status(&paths);
@@ -356,6 +433,11 @@ fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
         _ => None,
     };
     let prep_health = prep.as_ref().map_or(PrepHealth::Fine, |(_, h)| *h);
+    let agents: &[AgentProgram] = match answer.as_ref().map(|a| &a.status) {
+        Some(Answer::Ok(st)) => &st.agents,
+        _ => &[],
+    };
+    let agent_problems = missing_agent_problems(&registry, agents);
     let healthy = answer.is_some() && http.is_ok() && prep_health != PrepHealth::Blocked;
     let service = service_report(&paths);
     let slot = crate::memory::slot::read_slot(&paths);
@@ -425,13 +507,21 @@ fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
             memory::slot::status_line(slot.as_ref(), heartbeat)
         ))?;
         let mut lines = prep.map(|(text, _)| text).unwrap_or_default();
+        lines.push_str(&agent_lines(agents));
         lines.push_str(&format!("notices: {}\n", notices.len()));
         for n in &notices {
             lines.push_str(&format!("  {}\n", crate::notices::describe(n)));
         }
+        if stalled_is_a_problem {
+            for p in &agent_problems {
+                lines.push_str(&format!("{p}\n"));
+            }
+        }
         print(&lines)?;
     }
-    if healthy && !(stalled_is_a_problem && prep_health == PrepHealth::Stalled) {
+    let problem =
+        stalled_is_a_problem && (prep_health == PrepHealth::Stalled || !agent_problems.is_empty());
+    if healthy && !problem {
         Ok(())
     } else {
         Err(CliError::Exit(1))
@@ -441,6 +531,52 @@ fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn agent_programs_the_daemon_cannot_find_are_problems_only_when_declared() {
+        let found = AgentProgram {
+            runtime: "claude".into(),
+            path: Some("/h/.local/bin/claude".into()),
+            looked: vec![],
+        };
+        let missing = AgentProgram {
+            runtime: "codex".into(),
+            path: None,
+            looked: vec!["IAPEER_CODEX_BIN (not set)".into(), "/usr/local/bin".into()],
+        };
+        let agents = [found, missing];
+        assert_eq!(
+            agent_lines(&agents),
+            "agent programs, as the daemon finds them:\n  claude: /h/.local/bin/claude\n  codex: \
+             not found — looked at, in order: IAPEER_CODEX_BIN (not set); /usr/local/bin\n"
+        );
+        assert_eq!(agent_lines(&[]), "");
+        let peer = |name: &str, rts: &[&str]| crate::registry::RegistryPeer {
+            personality: name.into(),
+            default_runtime: rts[0].into(),
+            runtimes: rts.iter().map(|r| r.to_string()).collect(),
+            description: String::new(),
+            intelligence: "artificial".into(),
+            cwd: "/w".into(),
+            interfaces: None,
+        };
+        let mut registry = Registry {
+            peers: vec![peer("a", &["claude"]), peer("b", &["echo"])],
+            ..Registry::default()
+        };
+        assert!(missing_agent_problems(&registry, &agents).is_empty());
+        registry.peers.push(peer("c", &["claude", "codex"]));
+        registry.peers.push(peer("d", &["codex"]));
+        assert_eq!(
+            missing_agent_problems(&registry, &agents),
+            [
+                "problem: c, d declare runtime codex but the daemon cannot find its program — \
+              looked at, in order: IAPEER_CODEX_BIN (not set); /usr/local/bin — install the \
+              Codex CLI so that one of these finds it (or set IAPEER_CODEX_BIN to the program \
+              in the daemon's environment and restart it)"
+            ]
+        );
+    }
 
     #[test]
     fn the_service_line_names_the_manager_and_whether_it_is_loaded() {

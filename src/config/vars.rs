@@ -410,14 +410,14 @@ pub const IAPEER_CLAUDE_BIN: EnvVar = var(
     "IAPEER_CLAUDE_BIN",
     Kind::Text,
     Part::Runtime,
-    "the Claude Code program (default: claude on PATH, else ~/.local/bin/claude)",
+    "the Claude Code program (default: claude on the daemon's PATH, else on the login shell's PATH, else in an installer's folder such as ~/.local/bin, looked for at every launch)",
 );
 /// `IAPEER_CODEX_BIN`: the Codex CLI program.
 pub const IAPEER_CODEX_BIN: EnvVar = var(
     "IAPEER_CODEX_BIN",
     Kind::Text,
     Part::Runtime,
-    "the Codex CLI program (default: codex on PATH)",
+    "the Codex CLI program (default: codex on the daemon's PATH, else on the login shell's PATH, else in an installer's folder such as ~/.npm-global/bin, looked for at every launch)",
 );
 /// `CODEX_HOME`: Codex's config folder.
 pub const CODEX_HOME: EnvVar = var(
@@ -723,7 +723,14 @@ pub const NOT_KNOBS: &[(&str, &str)] = &[
         "USER",
         "inherited: shown in the host facts of the system prompt",
     ),
-    ("PATH", "inherited: where claude and codex are looked up"),
+    (
+        "PATH",
+        "inherited: where claude and codex are looked up first (then the login shell's PATH and the installers' folders)",
+    ),
+    (
+        "SHELL",
+        "the login shell (else the passwd entry's) whose PATH is read, with -l -c, to find claude and codex",
+    ),
     (
         "CLAUDE_CODE_PROJECT_DIR_NAME",
         "Claude Code's own: with CLAUDE_CONFIG_DIR it names the project folder iapeer reads",

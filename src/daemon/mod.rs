@@ -489,6 +489,9 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
         })
         .map_err(io_err("cannot start the ticker thread"))?;
 
+    // Read the login shell's PATH now, so the first launch or status need not wait for it.
+    crate::runtime::agent_program::prime();
+
     eprintln!("iapeer daemon ready tcp={tcp} sock={}", sock.display());
     log::info!(
         "daemon ready tcp={tcp} sock={} pid={}",

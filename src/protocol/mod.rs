@@ -760,6 +760,24 @@ pub struct StatusReply {
     /// The send-preparation pool (absent from a daemon older than issue 26: empty).
     #[serde(default)]
     pub prep: PrepStatus,
+    /// The agent runtimes' programs as the daemon finds them now (issue 30 item 1; absent
+    /// from an older daemon: empty).
+    #[serde(default)]
+    pub agents: Vec<AgentProgram>,
+}
+
+/// An agent runtime's program as the daemon finds it, in a [`StatusReply`] (issue 30 item 1,
+/// `crate::runtime::agent_program`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentProgram {
+    /// `claude` or `codex`.
+    pub runtime: String,
+    /// The program found; absent when none is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// When none is found: every place looked at, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub looked: Vec<String>,
 }
 
 /// `screen` → `{"ok":true,"identity":"echo-bob","rows":["…"],"cursor":[row,col]}`: the

@@ -97,30 +97,16 @@ pub const CANNOT_CONNECT: &str = "Claude Code says \"Unable to connect to Anthro
 /// The tool disallowed by default (a question dialog would block an unattended agent).
 pub const DEFAULT_DISALLOWED: &str = "AskUserQuestion";
 
-/// Find an executable `name` in the `PATH` of this process.
-pub fn which(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| is_executable(p))
-}
-
 /// Whether `p` is a regular file with an execute bit.
 pub fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// `$IAPEER_CLAUDE_BIN`, else `claude` on PATH, else `~/.local/bin/claude`.
+/// Where claude's program is, as [`super::agent_program::locate`] finds it (`$IAPEER_CLAUDE_BIN`,
+/// PATH, the login shell's PATH, the installers' folders).
 pub fn resolve_binary() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("IAPEER_CLAUDE_BIN").filter(|v| !v.is_empty()) {
-        let p = PathBuf::from(p);
-        return is_executable(&p).then_some(p);
-    }
-    which("claude").or_else(|| {
-        let p = crate::paths::home_dir()?.join(".local/bin/claude");
-        is_executable(&p).then_some(p)
-    })
+    super::agent_program::locate("claude").program
 }
 
 /// A watch of the transcripts of `cwd`, wherever Claude Code puts them

@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::claude::{is_executable, which};
 use super::codex_setup::codex_home;
 use super::dialog;
 use super::pasted_form;
@@ -29,13 +28,10 @@ use crate::term::{encode_keys, Screen};
 /// The composer (and menu cursor) glyph of Codex.
 pub const MARKER: char = '›';
 
-/// `$IAPEER_CODEX_BIN`, else `codex` on PATH.
+/// Where codex's program is, as [`super::agent_program::locate`] finds it (`$IAPEER_CODEX_BIN`,
+/// PATH, the login shell's PATH, the installers' folders).
 pub fn resolve_binary() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("IAPEER_CODEX_BIN").filter(|v| !v.is_empty()) {
-        let p = PathBuf::from(p);
-        return is_executable(&p).then_some(p);
-    }
-    which("codex")
+    super::agent_program::locate("codex").program
 }
 
 /// `<codex home>/sessions`.

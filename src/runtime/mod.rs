@@ -4,6 +4,7 @@
 //! The contract itself (the [`Adapter`] trait and its answer types) lives in
 //! [`crate::adapter`] and is re-exported here; screens and keys come from [`crate::term`].
 
+pub mod agent_program;
 pub mod api_error;
 pub mod claude;
 pub mod claude_gate;
@@ -48,8 +49,9 @@ impl Confirm for WrittenIsConfirmed {
 pub enum RuntimeError {
     /// Not built in and no `runtimes/<rt>/runtime.json`.
     NotInstalled(String),
-    /// A built-in agent runtime whose program is not installed: (runtime, what to do).
-    AgentMissing(&'static str, &'static str),
+    /// A built-in agent runtime whose program is not found: why, naming every place looked
+    /// at ([`agent_program::Lookup::refusal`]).
+    AgentMissing(String),
     /// The manifest exists but is invalid.
     BadManifest(PathBuf, String),
 }
@@ -61,7 +63,7 @@ impl std::fmt::Display for RuntimeError {
                 f,
                 "runtime \"{rt}\" is not installed — install its package with iapeer install-runtime {rt} [--package <npm package or tarball>] or choose another runtime"
             ),
-            RuntimeError::AgentMissing(rt, hint) => write!(f, "{rt} is not installed — {hint}"),
+            RuntimeError::AgentMissing(why) => f.write_str(why),
             RuntimeError::BadManifest(p, why) => {
                 write!(f, "{} is not a valid runtime manifest: {why}", p.display())
             }
@@ -83,18 +85,16 @@ pub fn adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, Run
             Some(m) => Arc::new(router::RouterRuntime::new(m)),
             None => Arc::new(notifier::Notifier::from_env()),
         }),
-        "claude" => claude::Claude::find()
-            .map(|c| Arc::new(c) as Arc<dyn Adapter>)
-            .ok_or(RuntimeError::AgentMissing(
-                "claude",
-                "install Claude Code (the claude command on PATH, or IAPEER_CLAUDE_BIN set to it) or choose another runtime",
-            )),
-        "codex" => codex::Codex::find()
-            .map(|c| Arc::new(c) as Arc<dyn Adapter>)
-            .ok_or(RuntimeError::AgentMissing(
-                "codex",
-                "install the Codex CLI (the codex command on PATH, or IAPEER_CODEX_BIN set to it) or choose another runtime",
-            )),
+        "claude" | "codex" => {
+            let found = agent_program::locate(runtime);
+            match (found.program.clone(), runtime) {
+                (Some(p), "claude") => Ok(Arc::new(claude::Claude::with_program(p))),
+                (Some(p), _) => Ok(Arc::new(codex::Codex::with_program(p))),
+                (None, _) => Err(RuntimeError::AgentMissing(
+                    found.refusal().unwrap_or_default(),
+                )),
+            }
+        }
         _ => {
             let manifest = manifest::Manifest::load(paths, runtime)?
                 .ok_or_else(|| RuntimeError::NotInstalled(runtime.to_string()))?;
@@ -218,6 +218,20 @@ pub fn own_verb_command(program: &std::ffi::OsStr, verb: &str, ctx: &LaunchCtx) 
             "IAPEER_ROOT".into(),
             ctx.paths.root().to_string_lossy().into_owned(),
         )],
+    }
+}
+
+/// The adapter the daemon launches `runtime` with, without looking for an agent runtime's
+/// program (which may block on the login shell, [`agent_program`]): Claude Code's and the
+/// Codex CLI's adapters name their program by its bare name, and the launch finds it off the
+/// router thread ([`agent_program::locate`]). Other runtimes as [`adapter_for`].
+///
+/// Errors: as [`adapter_for`], never for `claude` or `codex`.
+pub fn launch_adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, RuntimeError> {
+    match runtime {
+        "claude" => Ok(Arc::new(claude::Claude::with_program("claude".into()))),
+        "codex" => Ok(Arc::new(codex::Codex::with_program("codex".into()))),
+        _ => adapter_for(paths, runtime),
     }
 }
 

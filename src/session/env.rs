@@ -187,9 +187,37 @@ pub fn session_env(input: &EnvInput) -> Vec<(String, String)> {
     env.into_iter().collect()
 }
 
+/// Put `dir` first on the `PATH` of a child's environment `env` (as built by
+/// [`session_env`]; a `PATH` is added when there is none). Used for an agent CLI found outside
+/// the daemon's `PATH`, whose `#!/usr/bin/env node` needs the `node` next to it.
+pub fn put_first_on_path(env: &mut Vec<(String, String)>, dir: &Path) {
+    let dir = dir.display().to_string();
+    match env.iter_mut().find(|(k, _)| k == "PATH") {
+        Some((_, v)) if v.is_empty() => *v = dir,
+        Some((_, v)) => *v = format!("{dir}:{v}"),
+        None => env.push(("PATH".into(), dir)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_folder_is_put_first_on_the_childs_path() {
+        let mut env = vec![
+            ("A".to_string(), "1".to_string()),
+            ("PATH".into(), "/usr/bin:/bin".into()),
+        ];
+        put_first_on_path(&mut env, Path::new("/h/.npm-global/bin"));
+        assert_eq!(env[1].1, "/h/.npm-global/bin:/usr/bin:/bin");
+        let mut env = vec![("PATH".to_string(), String::new())];
+        put_first_on_path(&mut env, Path::new("/x"));
+        assert_eq!(env, [("PATH".to_string(), "/x".to_string())]);
+        let mut env = vec![];
+        put_first_on_path(&mut env, Path::new("/x"));
+        assert_eq!(env, [("PATH".to_string(), "/x".to_string())]);
+    }
 
     /// The environment of `identity`'s child with these `launch.env` variables and these
     /// inherited from the daemon (no runtime extras).

@@ -1106,8 +1106,9 @@ pub static VERBS: &[VerbSpec] = &[
             sends are being prepared (their attachments copied) or wait for it, and the preparations stalled \
             over 2 s (a read of an attachment that does not return) by sender, with what they read and what \
             to do. A daemon thread that panicked and was restarted (the HTTP acceptor or the event-stream \
-            writer) gets a line saying how often, when last and what happened. Exits 1 when the daemon is not \
-            healthy, or when every send-preparation thread is stalled.",
+            writer) gets a line saying how often, when last and what happened. Then where the daemon finds \
+            each agent CLI (claude, codex) now, or that it finds none and every place it looked at, in \
+            order. Exits 1 when the daemon is not healthy, or when every send-preparation thread is stalled.",
         positionals: &[],
         flags: &[JSON],
         rules: &[],
@@ -1122,8 +1123,9 @@ pub static VERBS: &[VerbSpec] = &[
         summary: "check the daemon's health and the peers' files",
         description: "iapeer status (version, daemon on its socket and MCP endpoint, service, peers, \
             memory provider, send preparation), then iapeer verify (registry, profiles, folders: read only; \
-            verify --fix repairs). Exits 1 when either finds a problem (a stalled send preparation is one); \
-            each has --json on its own.",
+            verify --fix repairs). Exits 1 when either finds a problem (a stalled send preparation is one, and \
+            so is an agent runtime a peer declares whose program the daemon cannot find: the places it \
+            looked at are named); each has --json on its own.",
         positionals: &[],
         flags: &[],
         rules: &[],

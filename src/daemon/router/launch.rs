@@ -548,9 +548,20 @@ fn prepare_spawn(
         port,
         gated: plan.gated,
     };
-    let cmd = adapter.command(&ctx).map_err(|e| offline(p, e))?;
+    let mut cmd = adapter.command(&ctx).map_err(|e| offline(p, e))?;
+    // An agent CLI is looked for at every launch, so one installed after the daemon started
+    // is found (issue 30 item 1).
+    let mut path_first = None;
+    if crate::runtime::agent_program::RUNTIMES.contains(&ident.runtime.as_str()) {
+        let found = crate::runtime::agent_program::locate(&ident.runtime);
+        if let Some(why) = found.refusal() {
+            return Err(offline(p, why));
+        }
+        cmd.program = found.program.unwrap_or_default().into_os_string();
+        path_first = found.path_first;
+    }
     let home = crate::paths::home_dir();
-    let env = session_env(&EnvInput {
+    let mut env = session_env(&EnvInput {
         inherited: std::env::vars().collect(),
         launch: &launch_env,
         identity: ident,
@@ -561,6 +572,9 @@ fn prepare_spawn(
         home: home.as_deref(),
         extra: &cmd.extra_env,
     });
+    if let Some(dir) = path_first {
+        crate::session::env::put_first_on_path(&mut env, &dir);
+    }
     Ok(SpawnSpec {
         program: cmd.program,
         args: cmd.args,

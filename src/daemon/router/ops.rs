@@ -18,11 +18,35 @@ pub(crate) fn refusal(code: Code, error: impl Into<String>) -> Refusal {
     }
 }
 
+/// Answer `reply` with what `work` returns, on a thread of its own (work that may block, which
+/// the router thread must not do). A panic in `work` is logged and answered as `internal`.
+fn spawn_answer(reply: ReplyTo, work: impl FnOnce() -> Reply + Send + 'static) {
+    let spawned = std::thread::Builder::new()
+        .name("answer".into())
+        .spawn(move || match crate::daemon::guard::catch(work) {
+            Ok(r) => reply.finish(r),
+            Err(panic) => {
+                log::error!("answering a request panicked: {panic}");
+                reply.finish(refusal(Code::Internal, panic))
+            }
+        });
+    if let Err(e) = spawned {
+        log::error!("cannot start a thread to answer a request: {e}");
+    }
+}
+
 impl Router {
     pub(crate) fn on_op(&mut self, req: Request, reply: ReplyTo) {
         let result = match req {
             Request::List => Ok(self.op_list().into()),
-            Request::Status => Ok(self.op_status().into()),
+            Request::Status => {
+                // Looking for the agent programs may ask the login shell: not on this thread.
+                let mut status = self.op_status();
+                return spawn_answer(reply, move || {
+                    status.agents = crate::runtime::agent_program::views();
+                    status.into()
+                });
+            }
             Request::LiveRuntime { personality } => self.op_live_runtime(&personality),
             Request::Stop {
                 personality,

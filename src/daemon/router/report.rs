@@ -134,6 +134,8 @@ impl Router {
             sessions: SessionCounts { live, booting },
             restarts: self.info.restarts.list(),
             prep: prep_status(&self.prep.load()),
+            // Filled in off the router thread ([`super::Router::on_op`]).
+            agents: Vec::new(),
         }
     }
 
