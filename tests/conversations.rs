@@ -279,6 +279,10 @@ fn restart_brings_a_claude_peer_back_on_its_recorded_conversation() {
     let (env, api) = crate::claude::world(&[]);
     api.script(|_| Reply::Text("noted".into()));
     send_waking(&env, "cb (claude)", FIRST);
+    // The first turn ends (a restart mid-turn cuts it: that is `conversations`' kill tests).
+    env.wait_until("the first answer is shown", Duration::from_secs(60), |e| {
+        e.screen("claude-cb").contains("noted")
+    });
     let pid1 = agent_pid(&env, "claude-cb");
     let out = env.ok(&["restart", "cb"]);
     let pid2 = agent_pid(&env, "claude-cb");
