@@ -558,7 +558,7 @@ fn the_sender_is_found_by_flag_environment_folder_or_owner() {
          <runtime>-alice, one of: echo",
     );
 
-    // Two natural peers: nobody to pick.
+    // Two natural peers: nobody picked, and the choices named (issue 30 item 2).
     env.ok(&[
         "create",
         "owner2",
@@ -569,7 +569,11 @@ fn the_sender_is_found_by_flag_environment_folder_or_owner() {
         "--no-bootstrap",
     ]);
     let (_, err) = env.fails(&["send", "bob", "--message", "who am I?"], 1);
-    assert_eq!(err.trim(), "iapeer send: cannot tell who is sending: pass --from <runtime>-<name> or run inside a peer's folder");
+    assert_eq!(
+        err.trim(),
+        "iapeer send: cannot tell who is sending: this team has several people — say which \
+         with --from console-owner or --from console-owner2"
+    );
 }
 
 #[test]
