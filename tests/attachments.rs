@@ -9,6 +9,7 @@
 use crate::common;
 use crate::mcp::{post, wake_and_token};
 
+use std::collections::HashMap;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -546,5 +547,171 @@ fn reads_that_never_return_hold_only_their_senders_share_and_status_names_them()
     assert!(
         status.contains("send preparation: 0 running, 0 waiting"),
         "{status}"
+    );
+}
+
+/// Issue 26 follow-up (FAIL A): eight senders whose attachment reads never return, two
+/// sends each (before the fix their 16 preparations took all 16 threads of the one pool, and
+/// every send on the host waited: a plain `iapeer send --timeout 10` failed after 10 s, an
+/// MCP call waited 300 s, `status` said BLOCKED). Now each stalled sender holds only what it
+/// started before its first read stalled, its further sends wait behind its own and are
+/// answered, at their deadline, with that reason; an unrelated send without attachments (CLI
+/// and MCP) and an unrelated send with one are answered within 6 s; `status` names the eight
+/// and says the others are still served.
+#[test]
+fn eight_stalled_senders_leave_unrelated_sends_served() {
+    const STALLERS: usize = 8;
+    let names: Vec<String> = (1..=STALLERS).map(|i| format!("p{i}")).collect();
+    let mut all: Vec<&str> = names.iter().map(String::as_str).collect();
+    all.extend(["bob", "carol", "dave", "dan", "erin"]);
+    let env = world(&all, &[]);
+    let port = env.port();
+    let carol = wake_and_token(&env, "carol");
+    wake_and_token(&env, "dave");
+    wake_and_token(&env, "erin");
+    let mount = StalledMount::mount(&env.dir.path().join("mnt"));
+    let stalled = mount.file();
+
+    let stallers: Vec<(String, std::process::Child)> = names
+        .iter()
+        .flat_map(|n| [n.clone(), n.clone()])
+        .map(|n| {
+            let from = format!("echo-{n}");
+            let child = env.spawn(&[
+                "send",
+                "bob",
+                "--from",
+                &from,
+                "--timeout",
+                "15",
+                "--message",
+                "echo: x",
+                "--attachment",
+                stalled.to_str().unwrap(),
+            ]);
+            (from, child)
+        })
+        .collect();
+    env.wait_until(
+        "every stalling sender to have a preparation stuck in a read",
+        Duration::from_secs(15),
+        |e| prep(e)["stalled"].as_array().map_or(0, Vec::len) == STALLERS,
+    );
+
+    // A plain send from the CLI and from MCP, and a send with a readable attachment.
+    let (took, said) = unrelated_send(&env, "echo-carol", "dave", "echo: plain");
+    eprintln!("unrelated plain send beside {STALLERS} stalled senders: {said} after {took:?}");
+    assert!(
+        took < Duration::from_secs(6) && said.starts_with("delivered to dave"),
+        "the unrelated plain send: {said} after {took:?}\n{}",
+        env.diagnostics()
+    );
+    let started = Instant::now();
+    let r = mcp_send(port, ("echo-carol", &carol), "dave", "echo: mcp", &[]);
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(6) && r["structuredContent"]["ok"] == true,
+        "the unrelated MCP send after {took:?}: {r}"
+    );
+    let good = env.dir.path().join("good.txt");
+    std::fs::write(&good, "readable").unwrap();
+    let (took, out) = timed(
+        &env,
+        &[
+            "send",
+            "erin",
+            "--from",
+            "echo-dan",
+            "--timeout",
+            "5",
+            "--message",
+            "echo: with a file",
+            "--attachment",
+            good.to_str().unwrap(),
+        ],
+    );
+    let out = out.expect("the unrelated attachment send was answered");
+    eprintln!(
+        "unrelated attachment send beside {STALLERS} stalled senders: after {took:?}: {}",
+        common::describe(&out)
+    );
+    assert!(
+        took < Duration::from_secs(6)
+            && String::from_utf8_lossy(&out.stdout).starts_with("delivered to erin"),
+        "the unrelated attachment send after {took:?}: {}",
+        common::describe(&out)
+    );
+
+    // The status is true: eight senders stalled, each with what it started before its
+    // first read stalled (1 or 2, as the sends came), the rest waiting behind them; the
+    // others are served.
+    // Every read begun counts as stalled once it has run 2 s: wait for the status to agree.
+    let running = |p: &Value| -> u64 {
+        p["stalled"].as_array().map_or(0, |a| {
+            a.iter().map(|s| s["jobs"].as_u64().unwrap_or(0)).sum()
+        })
+    };
+    env.wait_until(
+        "every begun read counted stalled",
+        Duration::from_secs(15),
+        |e| running(&prep(e)) == mount.reads() as u64,
+    );
+    let p = prep(&env);
+    let mut behind: HashMap<String, u64> = HashMap::new();
+    let mut stuck = 0;
+    for s in p["stalled"].as_array().unwrap() {
+        let (jobs, waiting) = (s["jobs"].as_u64().unwrap(), s["waiting"].as_u64().unwrap());
+        // Under load a sender's second send may not have reached the pool yet.
+        assert!((1..=2).contains(&jobs) && jobs + waiting <= 2, "{p}");
+        assert_eq!(s["attachments"], json!([stalled]), "{p}");
+        // What runs stays running (a stalled read never returns); every other send of the
+        // sender, arrived by now or later, waits behind it.
+        behind.insert(s["sender"].as_str().unwrap().to_string(), 2 - jobs);
+        stuck += jobs;
+    }
+    assert_eq!(
+        mount.reads() as u64,
+        stuck,
+        "the other sends wait behind their first"
+    );
+    let status = String::from_utf8_lossy(&env.run(&["status"]).stdout).into_owned();
+    for want in [
+        format!("send preparation: STALLED — {stuck} preparation(s) running over 2 s"),
+        format!(
+            "other senders are still served ({} more threads may stall",
+            64 - stuck
+        ),
+    ] {
+        assert!(status.contains(&want), "{want:?} not in:\n{status}");
+    }
+
+    // At their deadline each stalled sender is told what held each of its sends.
+    let ran = "iapeer send: peer \"bob\" did not take the message within 15 s: its preparation \
+               (reading its attachments) did not finish — a file system that does not answer? \
+               (iapeer status shows stalled preparations); message NOT delivered";
+    let waited = "iapeer send: peer \"bob\" did not take the message within 15 s: it waited for \
+                  a preparation worker behind this sender's earlier sends, which are still \
+                  being prepared (iapeer status shows them); message NOT delivered";
+    let mut told: HashMap<String, Vec<String>> = HashMap::new();
+    for (from, child) in stallers {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr).trim_end().to_string();
+        told.entry(from).or_default().push(err);
+    }
+    for (from, texts) in told {
+        let waits = texts.iter().filter(|t| *t == waited).count() as u64;
+        let runs = texts.iter().filter(|t| *t == ran).count() as u64;
+        assert_eq!(
+            (waits, runs),
+            (behind[&from], 2 - behind[&from]),
+            "{from}: {texts:?}"
+        );
+    }
+    drop(mount);
+    env.wait_until(
+        "the stuck threads to come back",
+        Duration::from_secs(15),
+        |e| prep(e)["running"] == 0,
     );
 }

@@ -188,7 +188,7 @@ fn a_panic_while_preparing_a_send_answers_the_sender_and_the_daemon_carries_on()
     );
     assert!(
         env.log("daemon")
-            .contains("thread 'send-prep' panicked at src/daemon/test_hooks.rs"),
+            .contains("thread 'send-prep-plain' panicked at src/daemon/test_hooks.rs"),
         "{}",
         env.log("daemon")
     );

@@ -308,7 +308,8 @@ pub enum PrepHealth {
     Fine,
     /// Some preparations stalled; the other senders are still served.
     Stalled,
-    /// Every thread the pool may have is stalled: no send can be prepared.
+    /// Every thread that reads attachments is stalled: no send with attachments can be
+    /// prepared (sends without attachments have threads of their own).
     Blocked,
 }
 
@@ -325,11 +326,19 @@ pub fn prep_report(p: &PrepStatus) -> (String, PrepHealth) {
         return (format!("send preparation: {counts}\n"), PrepHealth::Fine);
     }
     let after = p.stalled_after_ms.div_ceil(1000);
-    let blocked = stalled >= p.threads_max;
+    // Only the threads that read attachments count against `threads_max`.
+    let reading: usize = p
+        .stalled
+        .iter()
+        .filter(|s| !s.attachments.is_empty())
+        .map(|s| s.jobs)
+        .sum();
+    let blocked = reading >= p.threads_max;
     let mut out = if blocked {
         format!(
-            "send preparation: BLOCKED — all {} threads are stalled (running over {after} s): \
-             no send can be prepared until one comes back ({counts})\n",
+            "send preparation: BLOCKED — all {} threads that read attachments are stalled \
+             (running over {after} s): no send with attachments can be prepared until one comes \
+             back; sends without attachments are still served ({counts})\n",
             p.threads_max
         )
     } else {
@@ -355,12 +364,12 @@ pub fn prep_report(p: &PrepStatus) -> (String, PrepHealth) {
         ));
     }
     let served = if blocked {
-        "every send waits, and times out, until one comes back".to_string()
+        "every send with attachments waits, and times out, until one comes back".to_string()
     } else {
         format!(
             "their senders' sends wait and time out, other senders are still served ({} more \
-             threads may stall before every send waits)",
-            p.threads_max - stalled
+             threads may stall before every send with attachments waits)",
+            p.threads_max - reading
         )
     };
     out.push_str(&format!(
@@ -651,18 +660,35 @@ mod tests {
              a read of these files does not return (a FUSE or network file system that stopped \
              answering?), and a thread in such a read cannot be stopped; their senders' sends \
              wait and time out, other senders are still served (14 more threads may stall \
-             before every send waits)\n  what to do: make that file system answer again, or \
+             before every send with attachments waits)\n  what to do: make that file system answer again, or \
              unmount it (umount -l <its mount point>); the threads then come back by \
              themselves\n"
         );
+        // Stalled registry reads (sends without attachments) do not use those threads.
+        p.stalled[0].jobs = 15;
+        p.stalled.push(StalledPrep {
+            sender: "echo-bob".into(),
+            jobs: 1,
+            oldest_ms: 3_000,
+            waiting: 0,
+            attachments: vec![],
+        });
+        let (text, health) = prep_report(&p);
+        assert_eq!(health, PrepHealth::Stalled);
+        assert!(text.contains("(1 more threads may stall"), "{text}");
+        assert!(text.contains("  echo-bob: 1 stalled, the oldest for 3 s — reading the registry"));
         p.stalled[0].jobs = 16;
         let (text, health) = prep_report(&p);
         assert_eq!(health, PrepHealth::Blocked);
         assert!(
-            text.starts_with("send preparation: BLOCKED — all 16 threads are stalled"),
+            text.starts_with(
+                "send preparation: BLOCKED — all 16 threads that read attachments are stalled \
+                 (running over 2 s): no send with attachments can be prepared until one comes \
+                 back; sends without attachments are still served"
+            ),
             "{text}"
         );
-        assert!(text.contains("every send waits, and times out, until one comes back"));
+        assert!(text.contains("every send with attachments waits, and times out, until one"));
     }
 
     #[test]

@@ -5,11 +5,15 @@
 //! The rules ([`Limits`]; the router's are [`PREP_LIMITS`]):
 //! - Each job belongs to a sender and waits in that sender's own line. A worker takes the
 //!   front job of the first line, in round-robin order, whose sender runs fewer than
-//!   `per_sender` jobs; a sender at its limit waits, whoever else is waiting goes ahead.
+//!   `per_sender` jobs and none of them stalled; a sender at its limit waits, whoever else is
+//!   waiting goes ahead.
 //! - A job running for `stalled_after` or longer is **stalled**: it no longer counts against
 //!   `workers`, so another worker can be started for the others. It still counts against its
-//!   sender (whose further jobs wait in its line, and are taken back when their sends time
-//!   out, [`FairPool::cancel`]) and against `threads`.
+//!   sender (whose further jobs wait in its line until it comes back, and are taken back when
+//!   their sends time out, [`FairPool::cancel`], which says why they waited) and against
+//!   `threads`. So a sender's stalled jobs never take a thread a stalled-free sender could
+//!   have: they hold at most `per_sender` threads each, and the others keep `workers`
+//!   threads making progress until `threads` are stuck in all.
 //! - At most `workers` threads make progress at once, and at most `threads` exist in all,
 //!   stalled ones included: a thread stuck in the kernel cannot be ended, only left, so the
 //!   bound is on how many may be left. When `threads` stalled threads exist, every new job
@@ -42,17 +46,39 @@ pub struct Limits {
     pub threads: usize,
 }
 
-/// The send-preparation pool's bounds: 4 threads making progress (as before issue 26), a
-/// sender at most 2 of them (so one sender alone never takes all four), a preparation
-/// stalled after 2 s (a send's preparation normally takes milliseconds; a slow legitimate copy
-/// called stalled only costs one extra thread), and 16 threads in all: 4 plus up to 12 left
-/// in reads that do not return.
+/// The bounds of the pool that prepares sends with attachments: 4 threads making progress
+/// (as before issue 26), a sender at most 2 of them (so one sender alone never takes all
+/// four), a preparation stalled after 2 s (a send's preparation normally takes milliseconds;
+/// a slow legitimate copy called stalled only costs one extra thread), and 64 threads in
+/// all: 4 plus up to 60 left in reads that do not return, that is 30 senders' shares (a
+/// stuck thread costs its stack's touched pages and one fd).
 pub const PREP_LIMITS: Limits = Limits {
     workers: 4,
     per_sender: 2,
     stalled_after: Duration::from_secs(2),
-    threads: 16,
+    threads: 64,
 };
+
+/// The bounds of the pool that prepares sends without attachments (they read only the
+/// registry and the peers' folders, so they never wait behind a stuck attachment): 4 threads
+/// making progress, 2 per sender, stalled after 2 s, 8 in all.
+pub const PLAIN_PREP_LIMITS: Limits = Limits {
+    workers: 4,
+    per_sender: 2,
+    stalled_after: Duration::from_secs(2),
+    threads: 8,
+};
+
+/// Why a job taken back before it ran ([`FairPool::cancel`]) had waited, as it stood then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waited {
+    /// Behind its own sender's earlier jobs: `per_sender` of them running, or one stalled.
+    OwnJobs,
+    /// Every thread the pool may have (`threads`) was stuck in a stalled job.
+    Full,
+    /// The `workers` were busy with other senders' jobs.
+    Busy,
+}
 
 /// What a job is, for the status report: its sender (`<runtime>-<personality>` as it asked)
 /// and the attachments it reads.
@@ -134,28 +160,31 @@ struct State {
 }
 
 impl State {
-    fn running_of(&self, sender: &str) -> usize {
-        self.running
-            .values()
-            .filter(|r| r.info.sender == sender)
-            .count()
+    /// How many jobs `sender` may start now: none while one of its jobs is stalled, else
+    /// what `per_sender` leaves.
+    fn room_of(&self, sender: &str, now: Instant, l: &Limits) -> usize {
+        let mut running = 0;
+        for r in self.running.values().filter(|r| r.info.sender == sender) {
+            if now.saturating_duration_since(r.since) >= l.stalled_after {
+                return 0;
+            }
+            running += 1;
+        }
+        l.per_sender.saturating_sub(running)
     }
 
     /// The line the next job comes from.
-    fn pick(&self, per_sender: usize) -> Option<usize> {
+    fn pick(&self, now: Instant, l: &Limits) -> Option<usize> {
         self.lines
             .iter()
-            .position(|l| self.running_of(&l.sender) < per_sender)
+            .position(|line| self.room_of(&line.sender, now, l) > 0)
     }
 
-    /// Waiting jobs whose senders are under their limit, counting each sender's room.
-    fn runnable(&self, per_sender: usize) -> usize {
+    /// Waiting jobs whose senders may start them now, counting each sender's room.
+    fn runnable(&self, now: Instant, l: &Limits) -> usize {
         self.lines
             .iter()
-            .map(|l| {
-                let room = per_sender.saturating_sub(self.running_of(&l.sender));
-                l.jobs.len().min(room)
-            })
+            .map(|line| line.jobs.len().min(self.room_of(&line.sender, now, l)))
             .sum()
     }
 
@@ -168,13 +197,13 @@ impl State {
                 .values()
                 .filter(|r| now.saturating_duration_since(r.since) >= l.stalled_after)
                 .count(),
-            runnable: self.runnable(l.per_sender),
+            runnable: self.runnable(now, l),
         }
     }
 
     /// Take the next job and note it running.
-    fn take(&mut self, per_sender: usize, now: Instant) -> Option<(u64, Job)> {
-        let at = self.pick(per_sender)?;
+    fn take(&mut self, now: Instant, l: &Limits) -> Option<(u64, Job)> {
+        let at = self.pick(now, l)?;
         let mut line = self.lines.remove(at)?;
         let w = line.jobs.pop_front()?;
         if !line.jobs.is_empty() {
@@ -281,10 +310,21 @@ impl FairPool {
         Ok(())
     }
 
-    /// Take back job `id` if it is still waiting (it will never run): `true` then; `false`
-    /// when it is running, done, or unknown.
-    pub fn cancel(&self, id: u64) -> bool {
-        lock(&self.shared.state).remove_waiting(id).is_some()
+    /// Take back job `id` if it is still waiting (it will never run): why it waited then;
+    /// `None` when it is running, done, or unknown.
+    pub fn cancel(&self, id: u64) -> Option<Waited> {
+        let l = self.shared.limits;
+        let mut st = lock(&self.shared.state);
+        let w = st.remove_waiting(id)?;
+        let now = Instant::now();
+        let c = st.counts(now, &l);
+        Some(if st.room_of(&w.info.sender, now, &l) == 0 {
+            Waited::OwnJobs
+        } else if c.threads >= l.threads && c.stalled >= l.threads {
+            Waited::Full
+        } else {
+            Waited::Busy
+        })
     }
 
     /// Start the workers the rules allow now (a running job may have turned stalled since
@@ -361,7 +401,7 @@ fn work(shared: &Shared) {
     let mut st = lock(&shared.state);
     st.starting -= 1;
     loop {
-        if let Some((id, job)) = st.take(l.per_sender, Instant::now()) {
+        if let Some((id, job)) = st.take(Instant::now(), &l) {
             drop(st);
             // A panicking job must not take the worker's count with it.
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
@@ -380,7 +420,7 @@ fn work(shared: &Shared) {
             .unwrap_or_else(|e| e.into_inner());
         st = guard;
         st.idle -= 1;
-        if waited.timed_out() && st.pick(l.per_sender).is_none() {
+        if waited.timed_out() && st.pick(Instant::now(), &l).is_none() {
             st.threads -= 1;
             return;
         }
@@ -529,9 +569,9 @@ mod tests {
         releases.remove("a1");
         assert_eq!(starts.recv_timeout(Duration::from_secs(5)).unwrap(), "a3");
         // A waiting job taken back never runs.
-        assert!(pool.cancel(4));
-        assert!(!pool.cancel(4), "gone");
-        assert!(!pool.cancel(2), "a running job cannot be taken back");
+        assert_eq!(pool.cancel(4), Some(Waited::OwnJobs));
+        assert_eq!(pool.cancel(4), None, "gone");
+        assert_eq!(pool.cancel(2), None, "a running job cannot be taken back");
         releases.clear();
         assert!(starts.recv_timeout(Duration::from_millis(300)).is_err());
         wait_for("every job to end", || pool.load().running.is_empty());
@@ -583,6 +623,66 @@ mod tests {
         wait_for("workers over the bound to leave", || {
             pool.load().threads <= l.workers
         });
+    }
+
+    /// Issue 26 follow-up (FAIL A): a sender with a stalled job starts no other, so a
+    /// thread started for the others goes to them, not to the stalled sender's line that
+    /// came first; a job taken back says why it waited.
+    #[test]
+    fn a_sender_with_a_stalled_job_waits_behind_it_and_the_others_go_first() {
+        let l = Limits {
+            workers: 1,
+            per_sender: 2,
+            stalled_after: Duration::from_millis(200),
+            threads: 3,
+        };
+        let pool = FairPool::new("test-pool", l);
+        let (started, starts) = bounded(16);
+        let mut releases = HashMap::new();
+        let run = |id, sender: &str, tag: &'static str| {
+            let (job, release) = blocking(&started, tag);
+            pool.run(id, info(sender), job).unwrap();
+            (tag, release)
+        };
+        let (tag, release) = run(1, "alice", "a1");
+        releases.insert(tag, release);
+        assert_eq!(starts.recv_timeout(Duration::from_secs(5)).unwrap(), "a1");
+        std::thread::sleep(l.stalled_after);
+        // Alice is under her share (1 of 2) but her job is stalled: her next waits, and the
+        // thread started for a waiting job goes to bob although alice's line is first.
+        let (tag, release) = run(2, "alice", "a2");
+        releases.insert(tag, release);
+        let (tag, release) = run(3, "bob", "b1");
+        releases.insert(tag, release);
+        assert_eq!(starts.recv_timeout(Duration::from_secs(5)).unwrap(), "b1");
+        assert!(starts.recv_timeout(Duration::from_millis(100)).is_err());
+        // Bob stalls too: carol gets the last thread.
+        let (tag, release) = run(4, "carol", "c1");
+        releases.insert(tag, release);
+        std::thread::sleep(l.stalled_after);
+        assert_eq!(pool.recheck(), None);
+        assert_eq!(starts.recv_timeout(Duration::from_secs(5)).unwrap(), "c1");
+        // Every thread is stuck: dan waits for the pool, alice's second for her first.
+        let (tag, release) = run(5, "dan", "d1");
+        releases.insert(tag, release);
+        std::thread::sleep(l.stalled_after);
+        assert_eq!(pool.recheck(), None);
+        assert_eq!(pool.load().threads, 3);
+        assert_eq!(pool.cancel(5), Some(Waited::Full));
+        assert_eq!(pool.cancel(2), Some(Waited::OwnJobs));
+        let (tag, release) = run(6, "erin", "e1");
+        releases.insert(tag, release);
+        releases.remove("c1");
+        assert_eq!(starts.recv_timeout(Duration::from_secs(5)).unwrap(), "e1");
+        let (tag, release) = run(7, "frank", "f1");
+        releases.insert(tag, release);
+        assert_eq!(
+            pool.cancel(7),
+            Some(Waited::Busy),
+            "erin's is running, not stalled"
+        );
+        releases.clear();
+        wait_for("every job to end", || pool.load().running.is_empty());
     }
 
     #[test]

@@ -705,13 +705,15 @@ pub struct ThreadRestart {
 /// (`daemon::fair_pool`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PrepStatus {
-    /// Preparations running now, stalled ones included.
+    /// Preparations running now, stalled ones included (both pools: sends with attachments
+    /// and sends without).
     pub running: usize,
     /// Preparations waiting for a worker, in their senders' lines.
     pub waiting: usize,
-    /// Worker threads alive now (idle and stalled ones included).
+    /// Worker threads alive now (idle and stalled ones included) in the pool for sends
+    /// with attachments.
     pub threads: usize,
-    /// The most worker threads there may be, stalled ones included.
+    /// The most worker threads there may be in that pool, stalled ones included.
     pub threads_max: usize,
     /// A preparation running this long (ms) is stalled: it no longer counts against the
     /// workers, so another is started for the other senders.

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::endpoint::Job;
 use super::Router;
+use crate::daemon::fair_pool::Waited;
 use crate::daemon::route::Refusal;
 use crate::names::Identity;
 use crate::protocol::Code;
@@ -51,20 +52,28 @@ pub(crate) fn unprepared_timeout_refusal(
     }
 }
 
-/// What a send whose deadline came during its preparation waited for: a worker (`waited`:
-/// its sender's earlier sends held its share of the preparation pool), or its own
-/// preparation, which reads `attachments` files.
-pub(crate) fn prep_cause(waited: bool, attachments: usize) -> String {
+/// What a send whose deadline came during its preparation waited for: a worker (`waited`,
+/// and why: see [`Waited`]), or its own preparation, which reads `attachments` files.
+pub(crate) fn prep_cause(waited: Option<Waited>, attachments: usize) -> String {
     match (waited, attachments) {
-        (true, _) => "it waited for a preparation worker behind this sender's earlier sends, \
-                      which are still being prepared (iapeer status shows them); message NOT \
-                      delivered"
+        (Some(Waited::OwnJobs), _) => "it waited for a preparation worker behind this \
+                                        sender's earlier sends, which are still being prepared \
+                                        (iapeer status shows them); message NOT delivered"
             .to_string(),
-        (false, 0) => "its preparation (reading the registry) did not finish — a disk that \
+        (Some(Waited::Full), _) => "it waited for a preparation worker, but every thread \
+                                     that reads attachments is stuck in other senders' reads \
+                                     that do not return (iapeer status names them and what to \
+                                     do); message NOT delivered"
+            .to_string(),
+        (Some(Waited::Busy), _) => "it waited for a preparation worker, and all were busy \
+                                     preparing other senders' sends (is the host overloaded?); \
+                                     message NOT delivered"
+            .to_string(),
+        (None, 0) => "its preparation (reading the registry) did not finish — a disk that \
                        does not answer? (iapeer status shows stalled preparations); message \
                        NOT delivered"
             .to_string(),
-        (false, _) => "its preparation (reading its attachments) did not finish — a file \
+        (None, _) => "its preparation (reading its attachments) did not finish — a file \
                        system that does not answer? (iapeer status shows stalled \
                        preparations); message NOT delivered"
             .to_string(),
@@ -92,8 +101,12 @@ impl Router {
         if let Some(job) = self.queues.preparing.get_mut(&id) {
             // Still waiting for a worker: taken back. Running: given up on, unless it is
             // keeping a held message (then answered when it returns, `on_prepared`).
-            let waited = self.prep.cancel(id);
-            if !waited && !job.prepared.give_up() {
+            let pool = match job.input.attachments.is_empty() {
+                true => &self.prep_plain,
+                false => &self.prep,
+            };
+            let waited = pool.cancel(id);
+            if waited.is_none() && !job.prepared.give_up() {
                 job.timed_out = true;
                 return;
             }
@@ -180,7 +193,7 @@ mod tests {
     #[test]
     fn a_send_timed_out_in_preparation_says_what_it_waited_for() {
         let r =
-            unprepared_timeout_refusal("bob", None, Duration::from_secs(5), &prep_cause(false, 1));
+            unprepared_timeout_refusal("bob", None, Duration::from_secs(5), &prep_cause(None, 1));
         assert_eq!(r.code, Code::Timeout);
         assert_eq!(
             r.error,
@@ -192,7 +205,7 @@ mod tests {
             "bob",
             Some("echo"),
             Duration::from_millis(1500),
-            &prep_cause(true, 1),
+            &prep_cause(Some(Waited::OwnJobs), 1),
         );
         assert!(
             r.error.starts_with(

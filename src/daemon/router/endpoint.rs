@@ -177,8 +177,9 @@ pub struct Endpoint {
 }
 
 impl Router {
-    /// Start a send: its preparation (registry, validation, attachment copies) runs on the
-    /// preparation pool and comes back as [`RouterMsg::Prepared`]. `timeout` is how long the
+    /// Start a send: its preparation (registry, validation, attachment copies) runs on a
+    /// preparation pool (the one for sends with attachments, or the one for sends without,
+    /// [`Router::prep_pool`]) and comes back as [`RouterMsg::Prepared`]. `timeout` is how long the
     /// sender waits (`None`: `IAPEER_SEND_TIMEOUT_MS`); its deadline is armed here.
     pub(crate) fn begin_send(
         &mut self,
@@ -238,7 +239,8 @@ impl Router {
                 interrupted: false,
             },
         );
-        let spawned = self.prep.run(id, info, move || {
+        let pool = self.prep_pool(info.attachments.is_empty());
+        let spawned = pool.run(id, info, move || {
             let ts = crate::clock::envelope_ts(&crate::clock::now_local());
             // A panic here must still answer the sender (the panic hook logs it).
             let result = crate::daemon::guard::catch(|| {
@@ -266,22 +268,34 @@ impl Router {
         }
     }
 
-    /// Look at the preparation pool again when one of its jobs turns stalled while another
-    /// waits (its capacity for other senders comes back then, [`crate::daemon::fair_pool`]):
-    /// a [`super::Timer::PrepCheck`] unless one is set.
+    /// The pool that prepares a send: sends without attachments (`plain`) have their own,
+    /// so they never wait behind a read of someone's attachment that does not return.
+    pub(crate) fn prep_pool(&self, plain: bool) -> &crate::daemon::fair_pool::FairPool {
+        if plain {
+            &self.prep_plain
+        } else {
+            &self.prep
+        }
+    }
+
+    /// Look at the preparation pools again when one of their jobs turns stalled while
+    /// another waits (its capacity for other senders comes back then,
+    /// [`crate::daemon::fair_pool`]): a [`super::Timer::PrepCheck`] unless one is set.
     pub(crate) fn arm_prep_check(&mut self) {
         if self.timers.any(|t| matches!(t, super::Timer::PrepCheck)) {
             return;
         }
-        if let Some(at) = self.prep.next_check() {
+        let next = [self.prep.next_check(), self.prep_plain.next_check()];
+        if let Some(at) = next.into_iter().flatten().min() {
             self.set_timer(at, super::Timer::PrepCheck);
         }
     }
 
-    /// [`super::Timer::PrepCheck`]: start what the pool now allows, and look again later if
+    /// [`super::Timer::PrepCheck`]: start what the pools now allow, and look again later if
     /// need be.
     pub(crate) fn on_prep_check(&mut self) {
-        if let Some(at) = self.prep.recheck() {
+        let next = [self.prep.recheck(), self.prep_plain.recheck()];
+        if let Some(at) = next.into_iter().flatten().min() {
             self.set_timer(at, super::Timer::PrepCheck);
         }
     }

@@ -234,9 +234,12 @@ pub struct Router {
     pub(crate) now: Now,
     /// Message counts of non-human pairs, and the paused ones.
     pub(crate) storms: crate::daemon::storm::StormGuard,
-    /// Workers that prepare sends (registry reads, attachment copies) off the router thread,
-    /// shared fairly between senders.
+    /// Workers that prepare sends with attachments (registry reads, attachment copies) off
+    /// the router thread, shared fairly between senders.
     pub(crate) prep: crate::daemon::fair_pool::FairPool,
+    /// Workers that prepare sends without attachments, so that these never wait behind a
+    /// stuck attachment read.
+    pub(crate) prep_plain: crate::daemon::fair_pool::FairPool,
     /// The notice board (spec 10 §3), kept in `state/iapeer/notices.json`.
     pub(crate) notices: crate::notices::Board,
     /// Permission prompts of gated peers waiting for a human (spec 10 §4); in memory only,
@@ -299,6 +302,10 @@ impl Router {
             prep: crate::daemon::fair_pool::FairPool::new(
                 "send-prep",
                 crate::daemon::fair_pool::PREP_LIMITS,
+            ),
+            prep_plain: crate::daemon::fair_pool::FairPool::new(
+                "send-prep-plain",
+                crate::daemon::fair_pool::PLAIN_PREP_LIMITS,
             ),
             notices,
             approvals: broker::Broker::default(),
@@ -577,7 +584,8 @@ impl Router {
         let preparing: Vec<_> = self.queues.preparing.drain().map(|(_, j)| j).collect();
         for job in preparing {
             // One still waiting for a worker never runs.
-            self.prep.cancel(job.id);
+            self.prep_pool(job.input.attachments.is_empty())
+                .cancel(job.id);
             self.finish_send(job.unprepared(), shutting_down());
         }
         // A send a session holds now is answered by that session: its delivery usually

@@ -133,7 +133,7 @@ impl Router {
             sock: self.info.sock.clone(),
             sessions: SessionCounts { live, booting },
             restarts: self.info.restarts.list(),
-            prep: prep_status(&self.prep.load()),
+            prep: prep_status(&self.prep.load(), &self.prep_plain.load()),
             // Filled in off the router thread ([`super::Router::on_op`]).
             agents: Vec::new(),
         }
@@ -174,9 +174,30 @@ impl Router {
     }
 }
 
-/// The preparation pool as `status` reports it: counts, and the stalled preparations (those
-/// running for `stalled_after` or longer) grouped by sender, the longest-stalled first.
-pub(crate) fn prep_status(load: &Load) -> PrepStatus {
+/// The preparation pools as `status` reports them: counts (running and waiting of both; the
+/// threads of the pool for sends with attachments, `load`), and the stalled preparations
+/// (those running for `stalled_after` or longer) grouped by sender, the longest-stalled
+/// first; those of the pool for sends without attachments (`plain`) after them, as their own
+/// entries (their `attachments` are empty).
+pub(crate) fn prep_status(load: &Load, plain: &Load) -> PrepStatus {
+    let mut stalled = stalled_by_sender(load);
+    stalled.extend(stalled_by_sender(plain));
+    PrepStatus {
+        running: load.running.len() + plain.running.len(),
+        waiting: [load, plain]
+            .iter()
+            .flat_map(|l| &l.waiting)
+            .map(|(_, n)| n)
+            .sum(),
+        threads: load.threads,
+        threads_max: load.limits.threads,
+        stalled_after_ms: load.limits.stalled_after.as_millis() as u64,
+        stalled,
+    }
+}
+
+/// One pool's stalled preparations grouped by sender, the longest-stalled first.
+fn stalled_by_sender(load: &Load) -> Vec<StalledPrep> {
     let after = load.limits.stalled_after;
     let mut stalled: Vec<StalledPrep> = Vec::new();
     // `running` is oldest first, so each sender's first entry is its oldest.
@@ -206,20 +227,13 @@ pub(crate) fn prep_status(load: &Load) -> PrepStatus {
             }
         }
     }
-    PrepStatus {
-        running: load.running.len(),
-        waiting: load.waiting.iter().map(|(_, n)| n).sum(),
-        threads: load.threads,
-        threads_max: load.limits.threads,
-        stalled_after_ms: after.as_millis() as u64,
-        stalled,
-    }
+    stalled
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::daemon::fair_pool::{JobInfo, PREP_LIMITS};
+    use crate::daemon::fair_pool::{JobInfo, PLAIN_PREP_LIMITS, PREP_LIMITS};
     use std::time::Duration;
 
     #[test]
@@ -242,10 +256,19 @@ mod tests {
             ],
             waiting: vec![("echo-alice".into(), 7), ("echo-dan".into(), 1)],
         };
-        let p = prep_status(&load);
+        let plain = Load {
+            limits: PLAIN_PREP_LIMITS,
+            threads: 2,
+            running: vec![
+                (job("echo-erin", &[]), Duration::from_secs(9)),
+                (job("echo-dan", &[]), Duration::from_millis(5)),
+            ],
+            waiting: vec![("echo-erin".into(), 1)],
+        };
+        let p = prep_status(&load, &plain);
         assert_eq!(
             (p.running, p.waiting, p.threads, p.threads_max),
-            (4, 8, 6, 16)
+            (6, 9, 6, 64)
         );
         assert_eq!(p.stalled_after_ms, 2000);
         assert_eq!(
@@ -264,6 +287,13 @@ mod tests {
                     oldest_ms: 30_000,
                     waiting: 7,
                     attachments: vec!["/mnt/a".into(), "/mnt/b".into()],
+                },
+                StalledPrep {
+                    sender: "echo-erin".into(),
+                    jobs: 1,
+                    oldest_ms: 9_000,
+                    waiting: 1,
+                    attachments: vec![],
                 },
             ]
         );
