@@ -767,3 +767,97 @@ fn a_port_in_use_is_refused_with_the_way_out() {
         "{stdout}"
     );
 }
+
+/// What another local user runs in the slowloris tests: for `$2` seconds, connections to
+/// port `$1` that each send a partial head and are held, the oldest closed beyond `$3`;
+/// prints how many it opened.
+const SLOWLORIS: &str = r#"
+import collections, socket, sys, time
+port, until, keep = int(sys.argv[1]), time.time() + float(sys.argv[2]), int(sys.argv[3])
+head = ("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % port).encode()
+held, opened = collections.deque(), 0
+while time.time() < until:
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=1)
+        s.sendall(head)
+        held.append(s)
+        opened += 1
+    except OSError:
+        pass
+    while len(held) > keep:
+        held.popleft().close()
+print(opened)
+"#;
+
+/// Issue 26 follow-up (FAIL B): another local user, with no token, holds ~1 000 slowloris
+/// connections (4 processes, the oldest closed as they go) against a daemon at nofile 1024
+/// while the owner's client asks MCP from 4 threads: every ask is answered 200 (before, the
+/// other user's partial heads counted against the owner's connection limit and about 1 in 100
+/// of the owner's asks was evicted with 503). The other user's connections are closed before
+/// anything of them is read, and the daemon says so in its log.
+#[test]
+fn another_users_slowloris_takes_no_place_of_the_owners_mcp_calls() {
+    let Some(other) = common::other_user::OtherUser::create() else {
+        return;
+    };
+    let env = daemon_with_nofile(1024);
+    let port = env.port();
+    const SECONDS: u64 = 12;
+    let attackers: Vec<_> = (0..4)
+        .map(|_| {
+            other
+                .command("python3")
+                .args(["-c", SLOWLORIS, &port.to_string(), &SECONDS.to_string()])
+                .arg("250")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("python3 as the other user")
+        })
+        .collect();
+    let until = Instant::now() + Duration::from_secs(SECONDS);
+    let askers: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut answers = Vec::new();
+                while Instant::now() < until {
+                    answers.push(mcp_ping(port));
+                }
+                answers
+            })
+        })
+        .collect();
+    let answers: Vec<(Option<u16>, Duration)> =
+        askers.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    let opened: u64 = attackers
+        .into_iter()
+        .map(|a| {
+            let out = a.wait_with_output().unwrap();
+            assert!(out.status.success(), "{}", common::describe(&out));
+            String::from_utf8_lossy(&out.stdout)
+                .trim()
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    let refused: Vec<_> = answers.iter().filter(|(s, _)| *s != Some(200)).collect();
+    let slowest = answers.iter().map(|(_, t)| *t).max().unwrap();
+    eprintln!(
+        "uid {} opened {opened} slowloris connections in {SECONDS} s; the owner's {} MCP asks: \
+         {} not answered 200, the slowest in {slowest:?}",
+        other.uid,
+        answers.len(),
+        refused.len()
+    );
+    assert!(opened >= 1000, "the attack was real: {opened} connections");
+    assert!(answers.len() >= 100, "{} asks", answers.len());
+    assert!(refused.is_empty(), "{refused:?}\n{}", env.diagnostics());
+    let log = std::fs::read_to_string(env.dir.path().join("daemon-stderr.log")).unwrap();
+    assert!(
+        log.contains(&format!(
+            "its client socket belongs to uid {}, and this daemon serves only uid",
+            other.uid
+        )),
+        "{log}"
+    );
+}

@@ -2,6 +2,10 @@
 //! owns the listening socket and every connection until its request is complete, on a
 //! `mio::Poll`, so a client that sends slowly costs one fd and a buffer, never a thread.
 //!
+//! Only the daemon's own uid is served (Linux, [`super::peer_uid`]): a connection whose
+//! client socket belongs to another user is closed at its accept, before anything of it is
+//! read, so it never counts against the limits below.
+//!
 //! Per connection, in order: the head within [`HEAD_TIMEOUT`] of the accept and
 //! [`MAX_HEAD_BYTES`](super::head::MAX_HEAD_BYTES) (parsed by [`super::head`]); the gate
 //! ([`super::gate`]); the body within [`BODY_TIMEOUT`] of the head, never more than the route's
@@ -196,6 +200,65 @@ pub(super) struct Acceptor {
     streams: Handoff,
     /// Set once stopping: answer what is in flight until then, accept nothing.
     stop_by: Option<Instant>,
+    /// Who may connect ([`Owner`]).
+    owner: Owner,
+}
+
+/// Only the daemon's own uid may connect (Linux: [`super::peer_uid`]); another user's
+/// connection is closed before anything of it is read, so it takes no place of the owner's.
+struct Owner {
+    uid: u32,
+    /// The lookup; `Err` (Linux) when it could not be opened: every connection is refused.
+    #[cfg(target_os = "linux")]
+    uids: Result<super::peer_uid::PeerUids, String>,
+    /// When a refusal was last logged (at most one line per 10 s).
+    logged: Option<Instant>,
+}
+
+impl Owner {
+    fn new() -> Owner {
+        Owner {
+            uid: nix::unistd::getuid().as_raw(),
+            #[cfg(target_os = "linux")]
+            uids: super::peer_uid::PeerUids::new().map_err(|e| e.to_string()),
+            logged: None,
+        }
+    }
+
+    /// Whether the connection from `client` (accepted as `stream`) is the owner's; a
+    /// refusal is logged (rate-limited) with the uid.
+    #[cfg(target_os = "linux")]
+    fn lets_in(&mut self, stream: &TcpStream, client: std::net::SocketAddr) -> bool {
+        let found = match (&mut self.uids, stream.local_addr()) {
+            (Ok(uids), Ok(server)) => uids.lookup(client, server).map_err(|e| e.to_string()),
+            (Err(e), _) => Err(format!("the uid lookup could not be opened: {e}")),
+            (_, Err(e)) => Err(e.to_string()),
+        };
+        let why = match found {
+            Ok(uid) if super::peer_uid::admitted(uid, self.uid) => return true,
+            Ok(Some(uid)) => format!("its client socket belongs to uid {uid}"),
+            Ok(None) => "its client socket is gone".to_string(),
+            Err(e) => format!("its client's uid cannot be known ({e})"),
+        };
+        let now = Instant::now();
+        if self
+            .logged
+            .is_none_or(|t| now.duration_since(t) > Duration::from_secs(10))
+        {
+            self.logged = Some(now);
+            log::warn!(
+                "http: closed a connection from {client}: {why}, and this daemon serves only \
+                 uid {} (further refusals are not logged for 10 s)",
+                self.uid
+            );
+        }
+        false
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn lets_in(&mut self, _stream: &TcpStream, _client: std::net::SocketAddr) -> bool {
+        true
+    }
 }
 
 impl Acceptor {
@@ -233,6 +296,7 @@ impl Acceptor {
                 poll_limit: poll_limit.max(1),
                 streams,
                 stop_by: None,
+                owner: Owner::new(),
             },
             waker,
         ))
@@ -336,7 +400,11 @@ impl Acceptor {
         }
         loop {
             match self.listener.accept() {
-                Ok((stream, _)) => self.take(stream),
+                Ok((stream, client)) => {
+                    if self.owner.lets_in(&stream, client) {
+                        self.take(stream);
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e)
                     if matches!(
