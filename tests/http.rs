@@ -861,3 +861,48 @@ fn another_users_slowloris_takes_no_place_of_the_owners_mcp_calls() {
         "{log}"
     );
 }
+
+/// Issue 26 follow-up (FAIL B): the owner's 600 fleet long polls opened at once at nofile
+/// 1024 (limit 256 connections, 128 held polls) while MCP is asked: none is answered 503
+/// (before, the polls whose heads had not been read yet counted against the connection limit
+/// and 41–132 of them were evicted with 503). Each is held or answered early (200), and
+/// every MCP ask is answered 200.
+#[test]
+fn the_owners_600_long_polls_at_nofile_1024_get_no_503() {
+    const POLLS: usize = 600;
+    let env = daemon_with_nofile(1024);
+    let port = env.port();
+    let auth = env.fleet_auth();
+    let request = format!(
+        "GET /fleet/v1/approvals?wait=300 HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}\r\n\r\n"
+    );
+    let start = std::sync::Arc::new(std::sync::Barrier::new(POLLS));
+    let polls: Vec<_> = (0..POLLS)
+        .map(|_| {
+            let (request, start) = (request.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                // None: still held when the test stops waiting (15 s).
+                exchange(port, request.as_bytes(), Duration::from_secs(15))
+            })
+        })
+        .collect();
+    let pings: Vec<_> = (0..50).map(|_| mcp_ping(port)).collect();
+    let statuses: Vec<Option<u16>> = polls.into_iter().map(|t| t.join().unwrap()).collect();
+    let answered = statuses.iter().filter(|s| **s == Some(200)).count();
+    let held = statuses.iter().filter(|s| s.is_none()).count();
+    let other: Vec<_> = statuses
+        .iter()
+        .filter(|s| !matches!(s, None | Some(200)))
+        .collect();
+    eprintln!(
+        "{POLLS} long polls at nofile 1024: {answered} answered early (200), {held} held, \
+         others: {other:?}"
+    );
+    assert!(other.is_empty(), "{other:?}\n{}", env.diagnostics());
+    assert_eq!(answered + held, POLLS);
+    assert!(held <= 128, "the long-poll budget: {held} held");
+    for (status, took) in pings {
+        assert_eq!(status, Some(200), "an MCP ask after {took:?}");
+    }
+}

@@ -19,7 +19,10 @@
 //! hangs up while its sends are routed has them abandoned (work not begun is not begun).
 //!
 //! Bounds: at most `limit` connections ([`conn_limit`]) and `max_in_flight` waiting requests.
-//! A new connection over the limit evicts the oldest one still being read (answered 503);
+//! At the limit the connections accepted since the last poll are read first; then a new
+//! connection evicts the oldest one still being read (answered 503) when that one has sent
+//! part of a head, or nothing for [`EVICT_AFTER`] ([`make_room`]), else it waits in the
+//! listen backlog a moment (a burst of prompt clients is never answered 503 for its number);
 //! when every connection is waiting or being answered, the newcomer is answered 503, as is a
 //! request over `max_in_flight` (both with `Retry-After`).
 //! Fleet long polls ([`Begun::Held`]) are not counted against `limit`: they have a budget of
@@ -94,6 +97,55 @@ pub fn hold_limit(nofile: u64, max: usize) -> usize {
         .unwrap_or(usize::MAX)
         .max(16)
         .min(max.max(1))
+}
+
+/// How long a connection that has sent nothing yet is left to begin its request before a
+/// newcomer may evict it: in a burst of hundreds of connections (long polls among them) a
+/// client may be accepted before it has written its request, and is then only slow to be
+/// scheduled; newcomers wait in the listen backlog meanwhile instead of evicting it with 503.
+/// One that has sent part of a head and stopped (slowloris) may be evicted at once.
+pub const EVICT_AFTER: Duration = Duration::from_secs(1);
+
+/// The connection a newcomer would evict: answered and lingering, or still being read since
+/// `opened`.
+#[derive(Debug, Clone, Copy)]
+pub struct Unserved {
+    /// Answered already (lingering): evicted without a word.
+    pub answered: bool,
+    /// Some of its request has been read (and it is not complete).
+    pub heard: bool,
+    /// When it was accepted.
+    pub opened: Instant,
+}
+
+/// What to do before accepting the next connection of the backlog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Room {
+    /// Under the limit: take it.
+    Free,
+    /// Let the oldest unserved connection go (503 unless it was answered), then take it.
+    Evict,
+    /// Leave it in the backlog: the connection that would go has sent nothing yet and was
+    /// accepted less than [`EVICT_AFTER`] ago; look again shortly.
+    Later,
+    /// Every connection is being served (waiting for its answer or being answered): answer
+    /// it 503 with `Retry-After`.
+    Refuse,
+}
+
+/// [`Room`] for a server that is `full` (at its connection limit) whose oldest unserved
+/// connection is `oldest`, at `now`.
+pub fn make_room(full: bool, oldest: Option<Unserved>, now: Instant) -> Room {
+    match oldest {
+        _ if !full => Room::Free,
+        None => Room::Refuse,
+        Some(o)
+            if o.answered || o.heard || now.saturating_duration_since(o.opened) >= EVICT_AFTER =>
+        {
+            Room::Evict
+        }
+        Some(_) => Room::Later,
+    }
 }
 
 enum Stage {
@@ -202,6 +254,8 @@ pub(super) struct Acceptor {
     stop_by: Option<Instant>,
     /// Who may connect ([`Owner`]).
     owner: Owner,
+    /// Connections accepted since the last poll, not read yet ([`Acceptor::accept_all`]).
+    unread: Vec<Token>,
 }
 
 /// Only the daemon's own uid may connect (Linux: [`super::peer_uid`]); another user's
@@ -297,6 +351,7 @@ impl Acceptor {
                 streams,
                 stop_by: None,
                 owner: Owner::new(),
+                unread: Vec::new(),
             },
             waker,
         ))
@@ -327,6 +382,7 @@ impl Acceptor {
             if self.shared.stopping.load(Ordering::SeqCst) && self.stopping_done() {
                 return;
             }
+            self.unread.clear();
             for ev in events.iter() {
                 match ev.token() {
                     LISTENER => self.accept_all(),
@@ -399,9 +455,36 @@ impl Acceptor {
             return;
         }
         loop {
+            // At the limit: read what was accepted since the last poll (in a burst their
+            // heads are often there already: a long poll is then held apart, a quick request
+            // answered), then make room, or leave the backlog to the kernel for now.
+            if self.conns.len() - self.polls >= self.limit {
+                for t in std::mem::take(&mut self.unread) {
+                    self.on_readable(t);
+                }
+            }
+            let full = self.conns.len() - self.polls >= self.limit;
+            let oldest = self.oldest_unserved();
+            let refuse = match make_room(full, oldest.map(|(_, o)| o), Instant::now()) {
+                Room::Free => false,
+                Room::Evict => {
+                    self.evict_oldest();
+                    false
+                }
+                Room::Later => {
+                    self.retry_accept = Some(Instant::now() + TICK.min(EVICT_AFTER));
+                    return;
+                }
+                Room::Refuse => true,
+            };
             match self.listener.accept() {
                 Ok((stream, client)) => {
-                    if self.owner.lets_in(&stream, client) {
+                    if !self.owner.lets_in(&stream, client) {
+                        continue;
+                    }
+                    if refuse {
+                        answer_now(&stream, &Reply::busy(), false);
+                    } else {
                         self.take(stream);
                     }
                 }
@@ -457,10 +540,6 @@ impl Acceptor {
     /// Hold a new connection, making room (or refusing it) at the limit.
     fn take(&mut self, mut stream: TcpStream) {
         crate::daemon::test_hooks::on_http_accept(self.shared.port);
-        if self.conns.len() - self.polls >= self.limit && !self.evict_oldest() {
-            answer_now(&stream, &Reply::busy(), false);
-            return;
-        }
         let token = Token(self.next);
         self.next += 1;
         if let Err(e) = self
@@ -483,18 +562,29 @@ impl Acceptor {
                 stage: Stage::Head { scanned: 0 },
             },
         );
+        self.unread.push(token);
+    }
+
+    /// The connection [`Acceptor::evict_oldest`] would let go, and what it is.
+    fn oldest_unserved(&self) -> Option<(Token, Unserved)> {
+        self.conns
+            .iter()
+            .filter(|(_, c)| !c.stage.serving())
+            .min_by_key(|(_, c)| (!matches!(c.stage, Stage::Linger { .. }), c.opened))
+            .map(|(t, c)| {
+                let o = Unserved {
+                    answered: matches!(c.stage, Stage::Linger { .. }),
+                    heard: !c.buf.is_empty(),
+                    opened: c.opened,
+                };
+                (*t, o)
+            })
     }
 
     /// Answer 503 to the connection held longest (lingering ones first) and close it; never
     /// one whose request is being served. False when there is none to let go.
     fn evict_oldest(&mut self) -> bool {
-        let victim = self
-            .conns
-            .iter()
-            .filter(|(_, c)| !c.stage.serving())
-            .min_by_key(|(_, c)| (!matches!(c.stage, Stage::Linger { .. }), c.opened))
-            .map(|(t, _)| *t);
-        let Some(t) = victim else {
+        let Some((t, _)) = self.oldest_unserved() else {
             return false;
         };
         if let Some(c) = self.remove(t) {
@@ -1030,6 +1120,36 @@ fn out_of_fds(e: &io::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_newcomer_evicts_only_a_stale_or_answered_connection() {
+        let now = Instant::now();
+        let read = |age: Duration| Unserved {
+            answered: false,
+            heard: false,
+            opened: now.checked_sub(age).unwrap(),
+        };
+        let young = EVICT_AFTER / 3;
+        assert_eq!(make_room(false, Some(read(young)), now), Room::Free);
+        assert_eq!(make_room(true, None, now), Room::Refuse, "all are served");
+        assert_eq!(
+            make_room(true, Some(read(young)), now),
+            Room::Later,
+            "a head not read yet, of a burst, is not evicted: the newcomer waits in the backlog"
+        );
+        assert_eq!(make_room(true, Some(read(EVICT_AFTER)), now), Room::Evict);
+        let slowloris = Unserved {
+            heard: true,
+            ..read(young)
+        };
+        assert_eq!(make_room(true, Some(slowloris), now), Room::Evict);
+        let answered = Unserved {
+            answered: true,
+            heard: false,
+            opened: now,
+        };
+        assert_eq!(make_room(true, Some(answered), now), Room::Evict);
+    }
 
     #[test]
     fn the_connection_limit_follows_the_fd_limit() {
