@@ -60,22 +60,23 @@ fn curl(mut c: Command, method: &str, url: &str, headers: &[&str], body: Option<
     crate::fleet::parse(&out.stdout)
 }
 
-/// One request with the real `curl` as another user (`c`), which the daemon must shut out
-/// (issue 26 follow-up): its connection is closed before anything of it is read, so there is
-/// no HTTP answer at all (curl: 52 empty reply, or 56 reset when its request was still in
-/// the socket).
-fn shut_out(mut c: Command, method: &str, url: &str, body: Option<&str>) {
-    c.args(["-s", "--max-time", "5", "-X", method]);
-    if let Some(b) = body {
-        c.args(["-H", "Content-Type: application/json", "--data-binary", b]);
-    }
-    let out = c.arg(url).output().expect("curl (apt-get install curl)");
-    assert!(
-        out.stdout.is_empty() && matches!(out.status.code(), Some(52 | 56)),
-        "{method} {url} as another user: {:?}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout)
+/// One request with the real `curl` as another user (`c`), which the daemon must shut out:
+/// since the issue 26 follow-up its connection is answered the fleet's 401 before anything
+/// of it is read, whatever the path, method or body. Returns the body (empty for `HEAD`).
+fn shut_out(c: Command, method: &str, url: &str, body: Option<&str>) -> String {
+    let got = curl(c, method, url, &["Content-Type: application/json"], body);
+    assert_eq!(
+        got.status,
+        401,
+        "{method} {url} as another user: {}",
+        got.text()
     );
+    assert_eq!(
+        got.header("www-authenticate"),
+        Some("Bearer"),
+        "{method} {url}"
+    );
+    got.text()
 }
 
 /// The concrete paths of one line of the fleet's endpoint list (`"POST
@@ -191,10 +192,10 @@ fn pending(env: &TestEnv) -> Vec<Value> {
 
 /// Another user asks every endpoint of the fleet's real list (from its own 404), with every
 /// method, the event stream and a long poll among them, a forged send and an approval of a
-/// pending `rm -rf` prompt included: each connection is closed before anything of it is
-/// read (no answer at all; since the issue 26 follow-up, before it was 401), and nothing
-/// happens. The owner without the token gets 401 naming the token file; with the token from
-/// `state/iapeer/fleet.token` it gets in everywhere, and approves.
+/// pending `rm -rf` prompt included: 401 each, before anything of it is read (the kernel
+/// names the client socket's owner), the same answer the owner gets without the token, and
+/// nothing happens. The owner without the token gets 401 naming the token file; with the
+/// token from `state/iapeer/fleet.token` it gets in everywhere, and approves.
 #[test]
 fn another_user_gets_401_from_every_fleet_endpoint_and_the_owner_gets_in_with_the_token_file() {
     let Some(other) = OtherUser::create() else {
@@ -237,11 +238,17 @@ fn another_user_gets_401_from_every_fleet_endpoint_and_the_owner_gets_in_with_th
     let lifecycle = env.log("lifecycle").lines().count();
     let started = Instant::now();
     let mut refused = 0;
+    let mut stranger_401: Option<String> = None;
     for p in &paths {
         for m in METHODS {
             let url = format!("{base}{p}");
             let body = (!matches!(m, "GET" | "HEAD")).then_some(forged.as_str());
-            shut_out(other.command("curl"), m, &url, body);
+            let said = shut_out(other.command("curl"), m, &url, body);
+            if m != "HEAD" {
+                // The same answer everywhere: it tells nothing about what is there.
+                let first = stranger_401.get_or_insert_with(|| said.clone());
+                assert_eq!(&said, first, "{m} {p}");
+            }
             refused += 1;
         }
     }
@@ -272,6 +279,11 @@ fn another_user_gets_401_from_every_fleet_endpoint_and_the_owner_gets_in_with_th
         assert_eq!(&got.text(), first, "GET {p}");
     }
     let body_401 = body_401.unwrap();
+    assert_eq!(
+        stranger_401.as_ref(),
+        Some(&body_401),
+        "another user's 401 is the fleet's"
+    );
     assert!(body_401.contains("state/iapeer/fleet.token"), "{body_401}");
     assert!(
         !body_401.contains(&env.root.display().to_string()),
@@ -288,7 +300,7 @@ fn another_user_gets_401_from_every_fleet_endpoint_and_the_owner_gets_in_with_th
     assert_eq!(pending(&env).len(), 1);
     eprintln!(
         "as uid {} ({}): {refused} requests ({} paths of the fleet's list and around it × {} \
-         methods) → each connection closed unread, in {took:?}; a 300 s long poll in {:?}",
+         methods) → 401 each, unread, in {took:?}; a 300 s long poll refused in {:?}",
         other.uid,
         other.name,
         paths.len(),
@@ -497,7 +509,7 @@ fn another_user_reads_no_file_socket_environment_or_secret_on_a_command_line() {
 }
 
 /// MCP needs no fleet token, and without a live session token it acts as nobody: another user
-/// is shut out (its connection closed unread); the owner's client may `initialize` and list
+/// is shut out (401 before anything is read); the owner's client may `initialize` and list
 /// the tools, but a `tools/call` naming a live agent, with no token, a wrong one or the
 /// fleet's token, is refused and sends nothing.
 #[test]

@@ -793,8 +793,8 @@ print(opened)
 /// connections (4 processes, the oldest closed as they go) against a daemon at nofile 1024
 /// while the owner's client asks MCP from 4 threads: every ask is answered 200 (before, the
 /// other user's partial heads counted against the owner's connection limit and about 1 in 100
-/// of the owner's asks was evicted with 503). The other user's connections are closed before
-/// anything of them is read, and the daemon says so in its log.
+/// of the owner's asks was evicted with 503). The other user's connections are answered 401
+/// before anything of them is read, and the daemon says so in its log.
 #[test]
 fn another_users_slowloris_takes_no_place_of_the_owners_mcp_calls() {
     let Some(other) = common::other_user::OtherUser::create() else {
@@ -855,7 +855,7 @@ fn another_users_slowloris_takes_no_place_of_the_owners_mcp_calls() {
     let log = std::fs::read_to_string(env.dir.path().join("daemon-stderr.log")).unwrap();
     assert!(
         log.contains(&format!(
-            "its client socket belongs to uid {}, and this daemon serves only uid",
+            "unread: its client socket belongs to uid {}, and this daemon serves only uid",
             other.uid
         )),
         "{log}"

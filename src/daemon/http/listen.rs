@@ -3,8 +3,9 @@
 //! `mio::Poll`, so a client that sends slowly costs one fd and a buffer, never a thread.
 //!
 //! Only the daemon's own uid is served (Linux, [`super::peer_uid`]): a connection whose
-//! client socket belongs to another user is closed at its accept, before anything of it is
-//! read, so it never counts against the limits below.
+//! client socket belongs to another user is answered the fleet's 401 at its accept, before
+//! anything of it is read, and only lingers (first let go when room is needed), so it never
+//! takes the place of one of the owner's.
 //!
 //! Per connection, in order: the head within [`HEAD_TIMEOUT`] of the accept and
 //! [`MAX_HEAD_BYTES`](super::head::MAX_HEAD_BYTES) (parsed by [`super::head`]); the gate
@@ -23,8 +24,8 @@
 //! connection evicts the oldest one still being read (answered 503) when that one has sent
 //! part of a head, or nothing for [`EVICT_AFTER`] ([`make_room`]), else it waits in the
 //! listen backlog a moment (a burst of prompt clients is never answered 503 for its number);
-//! when every connection is waiting or being answered, the newcomer is answered 503, as is a
-//! request over `max_in_flight` (both with `Retry-After`).
+//! when every connection has been waiting or being answered for [`REFUSE_AFTER`], the
+//! newcomer is answered 503, as is a request over `max_in_flight` (both with `Retry-After`).
 //! Fleet long polls ([`Begun::Held`]) are not counted against `limit`: they have a budget of
 //! their own ([`hold_limit`], issue 26 item 3), and when it is full the oldest long poll is
 //! answered early (its normal answer, asked for again without waiting) to make room, so
@@ -106,6 +107,12 @@ pub fn hold_limit(nofile: u64, max: usize) -> usize {
 /// One that has sent part of a head and stopped (slowloris) may be evicted at once.
 pub const EVICT_AFTER: Duration = Duration::from_secs(1);
 
+/// How long newcomers wait in the listen backlog while every held connection is being
+/// served (nothing to evict) before they are answered 503: long enough for a burst of
+/// answers already on their way (long polls answered early, the router's replies under
+/// load) to free places, short enough that a server full of long calls says so promptly.
+pub const REFUSE_AFTER: Duration = Duration::from_secs(2);
+
 /// The connection a newcomer would evict: answered and lingering, or still being read since
 /// `opened`.
 #[derive(Debug, Clone, Copy)]
@@ -128,17 +135,26 @@ pub enum Room {
     /// Leave it in the backlog: the connection that would go has sent nothing yet and was
     /// accepted less than [`EVICT_AFTER`] ago; look again shortly.
     Later,
-    /// Every connection is being served (waiting for its answer or being answered): answer
-    /// it 503 with `Retry-After`.
+    /// Every connection has been served (waiting for its answer or being answered) for
+    /// [`REFUSE_AFTER`]: answer it 503 with `Retry-After`.
     Refuse,
 }
 
 /// [`Room`] for a server that is `full` (at its connection limit) whose oldest unserved
-/// connection is `oldest`, at `now`.
-pub fn make_room(full: bool, oldest: Option<Unserved>, now: Instant) -> Room {
+/// connection is `oldest`, at `now`; `served_since` is since when it has been full with every
+/// connection served (`None`: not so before this look).
+pub fn make_room(
+    full: bool,
+    oldest: Option<Unserved>,
+    served_since: Option<Instant>,
+    now: Instant,
+) -> Room {
     match oldest {
         _ if !full => Room::Free,
-        None => Room::Refuse,
+        None if served_since.is_some_and(|t| now.saturating_duration_since(t) >= REFUSE_AFTER) => {
+            Room::Refuse
+        }
+        None => Room::Later,
         Some(o)
             if o.answered || o.heard || now.saturating_duration_since(o.opened) >= EVICT_AFTER =>
         {
@@ -234,6 +250,8 @@ pub(super) struct Acceptor {
     next: usize,
     reserve: Option<File>,
     retry_accept: Option<Instant>,
+    /// Since when the table has been full with every connection served ([`make_room`]).
+    served_since: Option<Instant>,
     limit: usize,
     last_fd_warning: Option<Instant>,
     shared: Arc<Shared>,
@@ -258,11 +276,14 @@ pub(super) struct Acceptor {
     unread: Vec<Token>,
 }
 
-/// Only the daemon's own uid may connect (Linux: [`super::peer_uid`]); another user's
-/// connection is closed before anything of it is read, so it takes no place of the owner's.
+/// Only the daemon's own uid is served (Linux: [`super::peer_uid`]); another user's
+/// connection is answered 401 before anything of it is read ([`Acceptor::turn_away`]), so it
+/// takes no place of the owner's.
 struct Owner {
     uid: u32,
-    /// The lookup; `Err` (Linux) when it could not be opened: every connection is refused.
+    /// The lookup; `Err` (Linux) when it could not be opened (a sandbox without netlink):
+    /// said once at start, and every connection is let in (the fleet token and the MCP
+    /// session tokens still apply).
     #[cfg(target_os = "linux")]
     uids: Result<super::peer_uid::PeerUids, String>,
     /// When a refusal was last logged (at most one line per 10 s).
@@ -271,10 +292,20 @@ struct Owner {
 
 impl Owner {
     fn new() -> Owner {
+        #[cfg(target_os = "linux")]
+        let uids = super::peer_uid::PeerUids::new().map_err(|e| e.to_string());
+        #[cfg(target_os = "linux")]
+        if let Err(e) = &uids {
+            log::warn!(
+                "http: the owner of a connection cannot be looked up here (sock_diag: {e}); \
+                 other local users' connections are let in and refused by the fleet token \
+                 and the MCP session tokens only"
+            );
+        }
         Owner {
             uid: nix::unistd::getuid().as_raw(),
             #[cfg(target_os = "linux")]
-            uids: super::peer_uid::PeerUids::new().map_err(|e| e.to_string()),
+            uids,
             logged: None,
         }
     }
@@ -285,7 +316,7 @@ impl Owner {
     fn lets_in(&mut self, stream: &TcpStream, client: std::net::SocketAddr) -> bool {
         let found = match (&mut self.uids, stream.local_addr()) {
             (Ok(uids), Ok(server)) => uids.lookup(client, server).map_err(|e| e.to_string()),
-            (Err(e), _) => Err(format!("the uid lookup could not be opened: {e}")),
+            (Err(_), _) => return true,
             (_, Err(e)) => Err(e.to_string()),
         };
         let why = match found {
@@ -301,8 +332,8 @@ impl Owner {
         {
             self.logged = Some(now);
             log::warn!(
-                "http: closed a connection from {client}: {why}, and this daemon serves only \
-                 uid {} (further refusals are not logged for 10 s)",
+                "http: answered 401 to a connection from {client} unread: {why}, and this \
+                 daemon serves only uid {} (further refusals are not logged for 10 s)",
                 self.uid
             );
         }
@@ -339,6 +370,7 @@ impl Acceptor {
                 next: FIRST_CONN,
                 reserve: File::open("/dev/null").ok(),
                 retry_accept: None,
+                served_since: None,
                 limit: limit.max(1),
                 last_fd_warning: None,
                 shared,
@@ -464,8 +496,13 @@ impl Acceptor {
                 }
             }
             let full = self.conns.len() - self.polls >= self.limit;
-            let oldest = self.oldest_unserved();
-            let refuse = match make_room(full, oldest.map(|(_, o)| o), Instant::now()) {
+            let oldest = self.oldest_unserved().map(|(_, o)| o);
+            let now = Instant::now();
+            self.served_since = match (full, oldest) {
+                (true, None) => Some(self.served_since.unwrap_or(now)),
+                _ => None,
+            };
+            let refuse = match make_room(full, oldest, self.served_since, now) {
                 Room::Free => false,
                 Room::Evict => {
                     self.evict_oldest();
@@ -480,6 +517,7 @@ impl Acceptor {
             match self.listener.accept() {
                 Ok((stream, client)) => {
                     if !self.owner.lets_in(&stream, client) {
+                        self.turn_away(stream, refuse);
                         continue;
                     }
                     if refuse {
@@ -537,9 +575,39 @@ impl Acceptor {
         }
     }
 
-    /// Hold a new connection, making room (or refusing it) at the limit.
-    fn take(&mut self, mut stream: TcpStream) {
+    /// Answer another user's connection 401 (the fleet's, the same as for a missing token)
+    /// without reading anything of it, then linger like any answered connection so the
+    /// answer is not lost to a reset (not when the table is `full`: then it is closed, and a
+    /// lingering connection is the first let go for a newcomer anyway).
+    fn turn_away(&mut self, stream: TcpStream, full: bool) {
+        let refusal = fleet::route::gate_refusal(Reply::unauthorized());
+        if !answer_now(&stream, &refusal, false)
+            || stream.shutdown(Shutdown::Write).is_err()
+            || full
+        {
+            return;
+        }
+        if let Some(t) = self.hold(stream, Stage::Linger { discarded: 0 }, LINGER) {
+            // Its request may be waiting already; edge-triggered polls will not say so again.
+            if let Some(c) = self.conns.get_mut(&t) {
+                if matches!(read_conn(c, &self.shared), Next::Close) {
+                    self.remove(t);
+                }
+            }
+        }
+    }
+
+    /// Hold a new connection, to be read from its head.
+    fn take(&mut self, stream: TcpStream) {
         crate::daemon::test_hooks::on_http_accept(self.shared.port);
+        if let Some(t) = self.hold(stream, Stage::Head { scanned: 0 }, HEAD_TIMEOUT) {
+            self.unread.push(t);
+        }
+    }
+
+    /// Watch `stream` as a new connection at `stage`, due within `due`; `None` when it
+    /// cannot be watched (it is closed).
+    fn hold(&mut self, mut stream: TcpStream, stage: Stage, due: Duration) -> Option<Token> {
         let token = Token(self.next);
         self.next += 1;
         if let Err(e) = self
@@ -548,7 +616,7 @@ impl Acceptor {
             .register(&mut stream, token, Interest::READABLE)
         {
             log::warn!("http: cannot watch a connection: {e}");
-            return;
+            return None;
         }
         let now = Instant::now();
         self.conns.insert(
@@ -558,11 +626,11 @@ impl Acceptor {
                 buf: Vec::new(),
                 opened: now,
                 read_at: None,
-                deadline: now + HEAD_TIMEOUT,
-                stage: Stage::Head { scanned: 0 },
+                deadline: now + due,
+                stage,
             },
         );
-        self.unread.push(token);
+        Some(token)
     }
 
     /// The connection [`Acceptor::evict_oldest`] would let go, and what it is.
@@ -1130,25 +1198,38 @@ mod tests {
             opened: now.checked_sub(age).unwrap(),
         };
         let young = EVICT_AFTER / 3;
-        assert_eq!(make_room(false, Some(read(young)), now), Room::Free);
-        assert_eq!(make_room(true, None, now), Room::Refuse, "all are served");
+        assert_eq!(make_room(false, Some(read(young)), None, now), Room::Free);
         assert_eq!(
-            make_room(true, Some(read(young)), now),
+            make_room(true, None, Some(now), now),
+            Room::Later,
+            "all are served, just now: answers on their way may free places"
+        );
+        let long_ago = now.checked_sub(REFUSE_AFTER).unwrap();
+        assert_eq!(
+            make_room(true, None, Some(long_ago), now),
+            Room::Refuse,
+            "all have been served for REFUSE_AFTER"
+        );
+        assert_eq!(
+            make_room(true, Some(read(young)), None, now),
             Room::Later,
             "a head not read yet, of a burst, is not evicted: the newcomer waits in the backlog"
         );
-        assert_eq!(make_room(true, Some(read(EVICT_AFTER)), now), Room::Evict);
+        assert_eq!(
+            make_room(true, Some(read(EVICT_AFTER)), None, now),
+            Room::Evict
+        );
         let slowloris = Unserved {
             heard: true,
             ..read(young)
         };
-        assert_eq!(make_room(true, Some(slowloris), now), Room::Evict);
+        assert_eq!(make_room(true, Some(slowloris), None, now), Room::Evict);
         let answered = Unserved {
             answered: true,
             heard: false,
             opened: now,
         };
-        assert_eq!(make_room(true, Some(answered), now), Room::Evict);
+        assert_eq!(make_room(true, Some(answered), None, now), Room::Evict);
     }
 
     #[test]

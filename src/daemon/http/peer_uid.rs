@@ -2,7 +2,7 @@
 //! HTTP acceptor lets in only connections whose client socket belongs to the daemon's own
 //! uid, so another local user (root included, unless the daemon runs as root) cannot take
 //! the capacity of the owner's agents, CLI, page and packages, which all run as the owner.
-//! Such a connection is closed before anything of it is read.
+//! Such a connection is answered 401 before anything of it is read.
 //!
 //! How (Linux): the client's socket is a socket of this host, in this network namespace,
 //! whose local address is the connection's client address and whose remote address is ours.
