@@ -60,6 +60,25 @@ fn curl(mut c: Command, method: &str, url: &str, headers: &[&str], body: Option<
     crate::fleet::parse(&out.stdout)
 }
 
+/// One request with the real `curl` as another user (`c`), which the daemon must shut out:
+/// since the issue 26 follow-up its connection is answered the fleet's 401 before anything
+/// of it is read, whatever the path, method or body. Returns the body (empty for `HEAD`).
+fn shut_out(c: Command, method: &str, url: &str, body: Option<&str>) -> String {
+    let got = curl(c, method, url, &["Content-Type: application/json"], body);
+    assert_eq!(
+        got.status,
+        401,
+        "{method} {url} as another user: {}",
+        got.text()
+    );
+    assert_eq!(
+        got.header("www-authenticate"),
+        Some("Bearer"),
+        "{method} {url}"
+    );
+    got.text()
+}
+
 /// The concrete paths of one line of the fleet's endpoint list (`"POST
 /// /fleet/v1/peers/<p>/(wake|stop)"`): each placeholder filled (`<p>` with `peer`, `<id>` with
 /// `id`, `<rt>`, `N`, `S`, `MS` with small values) and each `(a|b|…)` alternative taken.
@@ -173,8 +192,10 @@ fn pending(env: &TestEnv) -> Vec<Value> {
 
 /// Another user asks every endpoint of the fleet's real list (from its own 404), with every
 /// method, the event stream and a long poll among them, a forged send and an approval of a
-/// pending `rm -rf` prompt included: 401 each, with nothing else, and nothing happens. The
-/// owner, with the token from `state/iapeer/fleet.token`, gets in everywhere, and approves.
+/// pending `rm -rf` prompt included: 401 each, before anything of it is read (the kernel
+/// names the client socket's owner), the same answer the owner gets without the token, and
+/// nothing happens. The owner without the token gets 401 naming the token file; with the
+/// token from `state/iapeer/fleet.token` it gets in everywhere, and approves.
 #[test]
 fn another_user_gets_401_from_every_fleet_endpoint_and_the_owner_gets_in_with_the_token_file() {
     let Some(other) = OtherUser::create() else {
@@ -217,53 +238,57 @@ fn another_user_gets_401_from_every_fleet_endpoint_and_the_owner_gets_in_with_th
     let lifecycle = env.log("lifecycle").lines().count();
     let started = Instant::now();
     let mut refused = 0;
-    let mut body_401 = None;
+    let mut stranger_401: Option<String> = None;
     for p in &paths {
         for m in METHODS {
             let url = format!("{base}{p}");
             let body = (!matches!(m, "GET" | "HEAD")).then_some(forged.as_str());
-            let got = curl(
-                other.command("curl"),
-                m,
-                &url,
-                &["Content-Type: application/json"],
-                body,
-            );
-            assert_eq!(
-                got.status,
-                401,
-                "{m} {p} as uid {}: {}\n{}",
-                other.uid,
-                got.text(),
-                env.diagnostics()
-            );
-            assert_eq!(got.header("www-authenticate"), Some("Bearer"), "{m} {p}");
+            let said = shut_out(other.command("curl"), m, &url, body);
             if m != "HEAD" {
                 // The same answer everywhere: it tells nothing about what is there.
-                let first = body_401.get_or_insert_with(|| got.text());
-                assert_eq!(&got.text(), first, "{m} {p}");
+                let first = stranger_401.get_or_insert_with(|| said.clone());
+                assert_eq!(&said, first, "{m} {p}");
             }
             refused += 1;
         }
     }
     let took = started.elapsed();
+    // A long poll is shut out at once, not held.
+    let t = Instant::now();
+    shut_out(
+        other.command("curl"),
+        "GET",
+        &format!("{base}/fleet/v1/approvals?wait=300"),
+        None,
+    );
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    // The owner without the token: 401, the same answer everywhere (it tells nothing about
+    // what is there), naming the token file but not the root.
+    let mut body_401 = None;
+    for p in &paths {
+        let got = curl(
+            Command::new("curl"),
+            "GET",
+            &format!("{base}{p}"),
+            &[],
+            None,
+        );
+        assert_eq!(got.status, 401, "GET {p}: {}", got.text());
+        assert_eq!(got.header("www-authenticate"), Some("Bearer"), "GET {p}");
+        let first = body_401.get_or_insert_with(|| got.text());
+        assert_eq!(&got.text(), first, "GET {p}");
+    }
     let body_401 = body_401.unwrap();
+    assert_eq!(
+        stranger_401.as_ref(),
+        Some(&body_401),
+        "another user's 401 is the fleet's"
+    );
     assert!(body_401.contains("state/iapeer/fleet.token"), "{body_401}");
     assert!(
         !body_401.contains(&env.root.display().to_string()),
         "{body_401}"
     );
-    // A long poll is refused at once, not held.
-    let t = Instant::now();
-    let got = curl(
-        other.command("curl"),
-        "GET",
-        &format!("{base}/fleet/v1/approvals?wait=300"),
-        &[],
-        None,
-    );
-    assert_eq!(got.status, 401);
-    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
     // Nothing happened: no send, no verb, and the prompt still waits for a human.
     assert_eq!(env.count_events("delivery", "delivery", &[]), deliveries);
     assert_eq!(
@@ -275,7 +300,7 @@ fn another_user_gets_401_from_every_fleet_endpoint_and_the_owner_gets_in_with_th
     assert_eq!(pending(&env).len(), 1);
     eprintln!(
         "as uid {} ({}): {refused} requests ({} paths of the fleet's list and around it × {} \
-         methods) → 401 each, in {took:?}; a 300 s long poll refused in {:?}",
+         methods) → 401 each, unread, in {took:?}; a 300 s long poll refused in {:?}",
         other.uid,
         other.name,
         paths.len(),
@@ -484,8 +509,9 @@ fn another_user_reads_no_file_socket_environment_or_secret_on_a_command_line() {
 }
 
 /// MCP needs no fleet token, and without a live session token it acts as nobody: another user
-/// may `initialize` and list the tools (nothing in them is private), but a `tools/call` naming
-/// a live agent, with no token, a wrong one or the fleet's token, is refused and sends nothing.
+/// is shut out (401 before anything is read); the owner's client may `initialize` and list
+/// the tools, but a `tools/call` naming a live agent, with no token, a wrong one or the
+/// fleet's token, is refused and sends nothing.
 #[test]
 fn mcp_without_a_session_token_acts_as_nobody() {
     let Some(other) = OtherUser::create() else {
@@ -502,30 +528,33 @@ fn mcp_without_a_session_token_acts_as_nobody() {
     };
     let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
         "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}});
+    // Another user is shut out of MCP altogether (issue 26 follow-up).
+    shut_out(other.command("curl"), "POST", &url, Some(&init.to_string()));
     assert_eq!(
-        rpc(other.command("curl"), &[], init)["result"]["serverInfo"]["name"],
+        rpc(Command::new("curl"), &[], init)["result"]["serverInfo"]["name"],
         "iapeer"
     );
     let list = rpc(
-        other.command("curl"),
+        Command::new("curl"),
         &[],
         json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}),
     );
     assert_eq!(list["result"]["tools"][0]["name"], "send_to_peer");
     let call = json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"send_to_peer",
-        "arguments":{"personality":"alice","message":"as ea, from another user"}}});
+        "arguments":{"personality":"alice","message":"as ea, without its token"}}});
+    shut_out(other.command("curl"), "POST", &url, Some(&call.to_string()));
     let fleet = format!("Authorization: Bearer {}", env.fleet_token());
     let attempts: [(Command, Vec<&str>); 4] = [
-        (other.command("curl"), vec!["X-IAPeer-Identity: echo-ea"]),
+        (Command::new("curl"), vec!["X-IAPeer-Identity: echo-ea"]),
         (
-            other.command("curl"),
+            Command::new("curl"),
             vec![
                 "X-IAPeer-Identity: echo-ea",
                 "Authorization: Bearer 00000000000000000000000000000000",
             ],
         ),
         (
-            other.command("curl"),
+            Command::new("curl"),
             vec!["Authorization: Bearer not-a-token"],
         ),
         // Even the fleet's token is no MCP credential.
@@ -638,8 +667,9 @@ fn the_page_link_never_reaches_a_command_line() {
     assert_eq!(got.status, 303, "{}", got.text());
     // A guess of the key, by the other user: refused.
     let guess = format!("http://127.0.0.1:{}/ui/?k={}", env.port(), "0".repeat(64));
+    shut_out(other.command("curl"), "GET", &guess, None);
     assert_eq!(
-        curl(other.command("curl"), "GET", &guess, &[], None).status,
+        curl(Command::new("curl"), "GET", &guess, &[], None).status,
         403
     );
     env.stop_daemon();

@@ -2,6 +2,11 @@
 //! owns the listening socket and every connection until its request is complete, on a
 //! `mio::Poll`, so a client that sends slowly costs one fd and a buffer, never a thread.
 //!
+//! Only the daemon's own uid is served (Linux, [`super::peer_uid`]): a connection whose
+//! client socket belongs to another user is answered the fleet's 401 at its accept, before
+//! anything of it is read, and only lingers (first let go when room is needed), so it never
+//! takes the place of one of the owner's.
+//!
 //! Per connection, in order: the head within [`HEAD_TIMEOUT`] of the accept and
 //! [`MAX_HEAD_BYTES`](super::head::MAX_HEAD_BYTES) (parsed by [`super::head`]); the gate
 //! ([`super::gate`]); the body within [`BODY_TIMEOUT`] of the head, never more than the route's
@@ -15,9 +20,12 @@
 //! hangs up while its sends are routed has them abandoned (work not begun is not begun).
 //!
 //! Bounds: at most `limit` connections ([`conn_limit`]) and `max_in_flight` waiting requests.
-//! A new connection over the limit evicts the oldest one still being read (answered 503);
-//! when every connection is waiting or being answered, the newcomer is answered 503, as is a
-//! request over `max_in_flight` (both with `Retry-After`).
+//! At the limit the connections accepted since the last poll are read first; then a new
+//! connection evicts the oldest one still being read (answered 503) when that one has sent
+//! part of a head, or nothing for [`EVICT_AFTER`] ([`make_room`]), else it waits in the
+//! listen backlog a moment (a burst of prompt clients is never answered 503 for its number);
+//! when every connection has been waiting or being answered for [`REFUSE_AFTER`], the
+//! newcomer is answered 503, as is a request over `max_in_flight` (both with `Retry-After`).
 //! Fleet long polls ([`Begun::Held`]) are not counted against `limit`: they have a budget of
 //! their own ([`hold_limit`], issue 26 item 3), and when it is full the oldest long poll is
 //! answered early (its normal answer, asked for again without waiting) to make room, so
@@ -90,6 +98,70 @@ pub fn hold_limit(nofile: u64, max: usize) -> usize {
         .unwrap_or(usize::MAX)
         .max(16)
         .min(max.max(1))
+}
+
+/// How long a connection that has sent nothing yet is left to begin its request before a
+/// newcomer may evict it: in a burst of hundreds of connections (long polls among them) a
+/// client may be accepted before it has written its request, and is then only slow to be
+/// scheduled; newcomers wait in the listen backlog meanwhile instead of evicting it with 503.
+/// One that has sent part of a head and stopped (slowloris) may be evicted at once.
+pub const EVICT_AFTER: Duration = Duration::from_secs(1);
+
+/// How long newcomers wait in the listen backlog while every held connection is being
+/// served (nothing to evict) before they are answered 503: long enough for a burst of
+/// answers already on their way (long polls answered early, the router's replies under
+/// load) to free places, short enough that a server full of long calls says so promptly.
+pub const REFUSE_AFTER: Duration = Duration::from_secs(2);
+
+/// The connection a newcomer would evict: answered and lingering, or still being read since
+/// `opened`.
+#[derive(Debug, Clone, Copy)]
+pub struct Unserved {
+    /// Answered already (lingering): evicted without a word.
+    pub answered: bool,
+    /// Some of its request has been read (and it is not complete).
+    pub heard: bool,
+    /// When it was accepted.
+    pub opened: Instant,
+}
+
+/// What to do before accepting the next connection of the backlog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Room {
+    /// Under the limit: take it.
+    Free,
+    /// Let the oldest unserved connection go (503 unless it was answered), then take it.
+    Evict,
+    /// Leave it in the backlog: the connection that would go has sent nothing yet and was
+    /// accepted less than [`EVICT_AFTER`] ago; look again shortly.
+    Later,
+    /// Every connection has been served (waiting for its answer or being answered) for
+    /// [`REFUSE_AFTER`]: answer it 503 with `Retry-After`.
+    Refuse,
+}
+
+/// [`Room`] for a server that is `full` (at its connection limit) whose oldest unserved
+/// connection is `oldest`, at `now`; `served_since` is since when it has been full with every
+/// connection served (`None`: not so before this look).
+pub fn make_room(
+    full: bool,
+    oldest: Option<Unserved>,
+    served_since: Option<Instant>,
+    now: Instant,
+) -> Room {
+    match oldest {
+        _ if !full => Room::Free,
+        None if served_since.is_some_and(|t| now.saturating_duration_since(t) >= REFUSE_AFTER) => {
+            Room::Refuse
+        }
+        None => Room::Later,
+        Some(o)
+            if o.answered || o.heard || now.saturating_duration_since(o.opened) >= EVICT_AFTER =>
+        {
+            Room::Evict
+        }
+        Some(_) => Room::Later,
+    }
 }
 
 enum Stage {
@@ -178,6 +250,8 @@ pub(super) struct Acceptor {
     next: usize,
     reserve: Option<File>,
     retry_accept: Option<Instant>,
+    /// Since when the table has been full with every connection served ([`make_room`]).
+    served_since: Option<Instant>,
     limit: usize,
     last_fd_warning: Option<Instant>,
     shared: Arc<Shared>,
@@ -196,6 +270,80 @@ pub(super) struct Acceptor {
     streams: Handoff,
     /// Set once stopping: answer what is in flight until then, accept nothing.
     stop_by: Option<Instant>,
+    /// Who may connect ([`Owner`]).
+    owner: Owner,
+    /// Connections accepted since the last poll, not read yet ([`Acceptor::accept_all`]).
+    unread: Vec<Token>,
+}
+
+/// Only the daemon's own uid is served (Linux: [`super::peer_uid`]); another user's
+/// connection is answered 401 before anything of it is read ([`Acceptor::turn_away`]), so it
+/// takes no place of the owner's.
+struct Owner {
+    uid: u32,
+    /// The lookup; `Err` (Linux) when it could not be opened (a sandbox without netlink):
+    /// said once at start, and every connection is let in (the fleet token and the MCP
+    /// session tokens still apply).
+    #[cfg(target_os = "linux")]
+    uids: Result<super::peer_uid::PeerUids, String>,
+    /// When a refusal was last logged (at most one line per 10 s).
+    logged: Option<Instant>,
+}
+
+impl Owner {
+    fn new() -> Owner {
+        #[cfg(target_os = "linux")]
+        let uids = super::peer_uid::PeerUids::new().map_err(|e| e.to_string());
+        #[cfg(target_os = "linux")]
+        if let Err(e) = &uids {
+            log::warn!(
+                "http: the owner of a connection cannot be looked up here (sock_diag: {e}); \
+                 other local users' connections are let in and refused by the fleet token \
+                 and the MCP session tokens only"
+            );
+        }
+        Owner {
+            uid: nix::unistd::getuid().as_raw(),
+            #[cfg(target_os = "linux")]
+            uids,
+            logged: None,
+        }
+    }
+
+    /// Whether the connection from `client` (accepted as `stream`) is the owner's; a
+    /// refusal is logged (rate-limited) with the uid.
+    #[cfg(target_os = "linux")]
+    fn lets_in(&mut self, stream: &TcpStream, client: std::net::SocketAddr) -> bool {
+        let found = match (&mut self.uids, stream.local_addr()) {
+            (Ok(uids), Ok(server)) => uids.lookup(client, server).map_err(|e| e.to_string()),
+            (Err(_), _) => return true,
+            (_, Err(e)) => Err(e.to_string()),
+        };
+        let why = match found {
+            Ok(uid) if super::peer_uid::admitted(uid, self.uid) => return true,
+            Ok(Some(uid)) => format!("its client socket belongs to uid {uid}"),
+            Ok(None) => "its client socket is gone".to_string(),
+            Err(e) => format!("its client's uid cannot be known ({e})"),
+        };
+        let now = Instant::now();
+        if self
+            .logged
+            .is_none_or(|t| now.duration_since(t) > Duration::from_secs(10))
+        {
+            self.logged = Some(now);
+            log::warn!(
+                "http: answered 401 to a connection from {client} unread: {why}, and this \
+                 daemon serves only uid {} (further refusals are not logged for 10 s)",
+                self.uid
+            );
+        }
+        false
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn lets_in(&mut self, _stream: &TcpStream, _client: std::net::SocketAddr) -> bool {
+        true
+    }
 }
 
 impl Acceptor {
@@ -222,6 +370,7 @@ impl Acceptor {
                 next: FIRST_CONN,
                 reserve: File::open("/dev/null").ok(),
                 retry_accept: None,
+                served_since: None,
                 limit: limit.max(1),
                 last_fd_warning: None,
                 shared,
@@ -233,6 +382,8 @@ impl Acceptor {
                 poll_limit: poll_limit.max(1),
                 streams,
                 stop_by: None,
+                owner: Owner::new(),
+                unread: Vec::new(),
             },
             waker,
         ))
@@ -263,6 +414,7 @@ impl Acceptor {
             if self.shared.stopping.load(Ordering::SeqCst) && self.stopping_done() {
                 return;
             }
+            self.unread.clear();
             for ev in events.iter() {
                 match ev.token() {
                     LISTENER => self.accept_all(),
@@ -335,8 +487,45 @@ impl Acceptor {
             return;
         }
         loop {
+            // At the limit: read what was accepted since the last poll (in a burst their
+            // heads are often there already: a long poll is then held apart, a quick request
+            // answered), then make room, or leave the backlog to the kernel for now.
+            if self.conns.len() - self.polls >= self.limit {
+                for t in std::mem::take(&mut self.unread) {
+                    self.on_readable(t);
+                }
+            }
+            let full = self.conns.len() - self.polls >= self.limit;
+            let oldest = self.oldest_unserved().map(|(_, o)| o);
+            let now = Instant::now();
+            self.served_since = match (full, oldest) {
+                (true, None) => Some(self.served_since.unwrap_or(now)),
+                _ => None,
+            };
+            let refuse = match make_room(full, oldest, self.served_since, now) {
+                Room::Free => false,
+                Room::Evict => {
+                    self.evict_oldest();
+                    false
+                }
+                Room::Later => {
+                    self.retry_accept = Some(Instant::now() + TICK.min(EVICT_AFTER));
+                    return;
+                }
+                Room::Refuse => true,
+            };
             match self.listener.accept() {
-                Ok((stream, _)) => self.take(stream),
+                Ok((stream, client)) => {
+                    if !self.owner.lets_in(&stream, client) {
+                        self.turn_away(stream, refuse);
+                        continue;
+                    }
+                    if refuse {
+                        answer_now(&stream, &Reply::busy(), false);
+                    } else {
+                        self.take(stream);
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e)
                     if matches!(
@@ -386,13 +575,39 @@ impl Acceptor {
         }
     }
 
-    /// Hold a new connection, making room (or refusing it) at the limit.
-    fn take(&mut self, mut stream: TcpStream) {
-        crate::daemon::test_hooks::on_http_accept(self.shared.port);
-        if self.conns.len() - self.polls >= self.limit && !self.evict_oldest() {
-            answer_now(&stream, &Reply::busy(), false);
+    /// Answer another user's connection 401 (the fleet's, the same as for a missing token)
+    /// without reading anything of it, then linger like any answered connection so the
+    /// answer is not lost to a reset (not when the table is `full`: then it is closed, and a
+    /// lingering connection is the first let go for a newcomer anyway).
+    fn turn_away(&mut self, stream: TcpStream, full: bool) {
+        let refusal = fleet::route::gate_refusal(Reply::unauthorized());
+        if !answer_now(&stream, &refusal, false)
+            || stream.shutdown(Shutdown::Write).is_err()
+            || full
+        {
             return;
         }
+        if let Some(t) = self.hold(stream, Stage::Linger { discarded: 0 }, LINGER) {
+            // Its request may be waiting already; edge-triggered polls will not say so again.
+            if let Some(c) = self.conns.get_mut(&t) {
+                if matches!(read_conn(c, &self.shared), Next::Close) {
+                    self.remove(t);
+                }
+            }
+        }
+    }
+
+    /// Hold a new connection, to be read from its head.
+    fn take(&mut self, stream: TcpStream) {
+        crate::daemon::test_hooks::on_http_accept(self.shared.port);
+        if let Some(t) = self.hold(stream, Stage::Head { scanned: 0 }, HEAD_TIMEOUT) {
+            self.unread.push(t);
+        }
+    }
+
+    /// Watch `stream` as a new connection at `stage`, due within `due`; `None` when it
+    /// cannot be watched (it is closed).
+    fn hold(&mut self, mut stream: TcpStream, stage: Stage, due: Duration) -> Option<Token> {
         let token = Token(self.next);
         self.next += 1;
         if let Err(e) = self
@@ -401,7 +616,7 @@ impl Acceptor {
             .register(&mut stream, token, Interest::READABLE)
         {
             log::warn!("http: cannot watch a connection: {e}");
-            return;
+            return None;
         }
         let now = Instant::now();
         self.conns.insert(
@@ -411,22 +626,33 @@ impl Acceptor {
                 buf: Vec::new(),
                 opened: now,
                 read_at: None,
-                deadline: now + HEAD_TIMEOUT,
-                stage: Stage::Head { scanned: 0 },
+                deadline: now + due,
+                stage,
             },
         );
+        Some(token)
+    }
+
+    /// The connection [`Acceptor::evict_oldest`] would let go, and what it is.
+    fn oldest_unserved(&self) -> Option<(Token, Unserved)> {
+        self.conns
+            .iter()
+            .filter(|(_, c)| !c.stage.serving())
+            .min_by_key(|(_, c)| (!matches!(c.stage, Stage::Linger { .. }), c.opened))
+            .map(|(t, c)| {
+                let o = Unserved {
+                    answered: matches!(c.stage, Stage::Linger { .. }),
+                    heard: !c.buf.is_empty(),
+                    opened: c.opened,
+                };
+                (*t, o)
+            })
     }
 
     /// Answer 503 to the connection held longest (lingering ones first) and close it; never
     /// one whose request is being served. False when there is none to let go.
     fn evict_oldest(&mut self) -> bool {
-        let victim = self
-            .conns
-            .iter()
-            .filter(|(_, c)| !c.stage.serving())
-            .min_by_key(|(_, c)| (!matches!(c.stage, Stage::Linger { .. }), c.opened))
-            .map(|(t, _)| *t);
-        let Some(t) = victim else {
+        let Some((t, _)) = self.oldest_unserved() else {
             return false;
         };
         if let Some(c) = self.remove(t) {
@@ -962,6 +1188,49 @@ fn out_of_fds(e: &io::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_newcomer_evicts_only_a_stale_or_answered_connection() {
+        let now = Instant::now();
+        let read = |age: Duration| Unserved {
+            answered: false,
+            heard: false,
+            opened: now.checked_sub(age).unwrap(),
+        };
+        let young = EVICT_AFTER / 3;
+        assert_eq!(make_room(false, Some(read(young)), None, now), Room::Free);
+        assert_eq!(
+            make_room(true, None, Some(now), now),
+            Room::Later,
+            "all are served, just now: answers on their way may free places"
+        );
+        let long_ago = now.checked_sub(REFUSE_AFTER).unwrap();
+        assert_eq!(
+            make_room(true, None, Some(long_ago), now),
+            Room::Refuse,
+            "all have been served for REFUSE_AFTER"
+        );
+        assert_eq!(
+            make_room(true, Some(read(young)), None, now),
+            Room::Later,
+            "a head not read yet, of a burst, is not evicted: the newcomer waits in the backlog"
+        );
+        assert_eq!(
+            make_room(true, Some(read(EVICT_AFTER)), None, now),
+            Room::Evict
+        );
+        let slowloris = Unserved {
+            heard: true,
+            ..read(young)
+        };
+        assert_eq!(make_room(true, Some(slowloris), None, now), Room::Evict);
+        let answered = Unserved {
+            answered: true,
+            heard: false,
+            opened: now,
+        };
+        assert_eq!(make_room(true, Some(answered), None, now), Room::Evict);
+    }
 
     #[test]
     fn the_connection_limit_follows_the_fd_limit() {

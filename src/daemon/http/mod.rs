@@ -31,6 +31,8 @@ pub mod doorbell;
 pub mod gate;
 pub mod head;
 pub mod listen;
+#[cfg(target_os = "linux")]
+pub mod peer_uid;
 pub mod reply;
 pub mod streams;
 
