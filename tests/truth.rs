@@ -202,6 +202,78 @@ fn a_stopped_recipient_s_sender_is_told_state_unknown_and_the_message_lands_once
     env.stop_daemon();
 }
 
+/// Issue 26 items 5 (c) and 6, from the attacker re-run (FAIL C): a 64 KB message to a
+/// stopped (SIGSTOP) echo agent is cut at the stall (state unknown, its rest left queued).
+/// The next send, held behind that rest, ends after the same stall, NOT delivered — before,
+/// it waited out its whole send timeout. Once the agent runs again the rest lands in its
+/// composer without an Enter; iapeer clears it with the runtime's own key, and the next
+/// message is delivered alone — before, it was held behind the cut paste as behind a draft.
+#[test]
+fn a_cut_paste_into_a_stopped_agent_fails_the_next_send_at_the_stall_and_is_cleared_after() {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_SEND_STALL_MS", "3000");
+    env.set("IAPEER_SEND_TIMEOUT_MS", "60000");
+    env.create_echo("alice");
+    env.create_echo("bob");
+    env.start_daemon();
+    human_send(&env, "echo-alice", "bob", "echo: wake up", &[]);
+    let pid = session_pid(&env, "echo-bob");
+    signal_group(pid, Signal::SIGSTOP);
+    let stall = Duration::from_secs(3);
+    let big = format!("echo: BIG\n{}", "\u{1F600}".repeat(15_900));
+    let t = Instant::now();
+    let (code, out, err) = send_as(&env, "echo-alice", "bob", &big, &[]);
+    eprintln!(
+        "the big send: exit {code:?} in {:?}: {}",
+        t.elapsed(),
+        err.trim()
+    );
+    assert_eq!(told(code, &out, &err), Told::Unknown, "{err}");
+    assert!(
+        err.contains("its program stopped reading its input after "),
+        "a cut paste: {err}"
+    );
+    let t = Instant::now();
+    let (code, out, err) = send_as(&env, "echo-alice", "bob", "echo: BEHIND", &[]);
+    let took = t.elapsed();
+    eprintln!(
+        "the send behind it: exit {code:?} in {took:?}: {}",
+        err.trim()
+    );
+    assert_eq!(told(code, &out, &err), Told::NotDelivered, "{err}");
+    assert!(
+        err.contains("the rest of an earlier message, cut off, still waits to be read"),
+        "{err}"
+    );
+    assert!(took < stall + Duration::from_secs(5), "{took:?}");
+    signal_group(pid, Signal::SIGCONT);
+    let t = Instant::now();
+    let (code, out, err) = send_as(&env, "echo-alice", "bob", "echo: AFTER", &[]);
+    eprintln!(
+        "after it resumed: exit {code:?} in {:?}: {}",
+        t.elapsed(),
+        err.trim()
+    );
+    assert_eq!(told(code, &out, &err), Told::Delivered, "{err}");
+    let doc: Value = serde_json::from_str(out.trim()).unwrap();
+    assert!(
+        doc.get("queued").is_none(),
+        "not held as behind a draft: {doc}"
+    );
+    env.wait_until("the message lands", Duration::from_secs(15), |e| {
+        landed(e, "bob", "echo: AFTER") == 1
+    });
+    assert_eq!(
+        landed(&env, "bob", &big),
+        0,
+        "the cut paste was cleared, never sent"
+    );
+    assert_eq!(landed(&env, "bob", "echo: BEHIND"), 0);
+    let log = std::fs::read_to_string(env.dir.path().join("daemon-stderr.log")).unwrap();
+    assert!(log.contains("cleared iapeer's own text"), "{log}");
+    env.stop_daemon();
+}
+
 /// Install router runtime `deaf`: its program never reads its stdin.
 fn install_deaf_runtime(env: &TestEnv) {
     let manifest = json!({

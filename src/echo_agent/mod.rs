@@ -339,11 +339,17 @@ impl App {
                 self.submit(&text);
                 return Step::Drawn;
             }
+            // Esc: interrupt a reply, else clear the composer (iapeer clears a cut paste of
+            // its own with it: `Adapter::clear_keys`).
             Key::Escape => {
                 if !self.in_flight.is_empty() {
                     self.interrupt();
+                    return Step::Nothing;
                 }
-                return Step::Nothing;
+                if self.composer.is_empty() {
+                    return Step::Nothing;
+                }
+                self.composer = Composer::new();
             }
             // Ctrl-C: interrupt a reply, else clear the composer, else quit.
             Key::CtrlC => {

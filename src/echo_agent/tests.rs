@@ -200,6 +200,16 @@ fn echo_agent_in_a_pty_replies_over_mcp() {
     // 2. Typed text with a correction is not an envelope.
     master.write_all(b"hellp\x7fo\r").unwrap();
     screen.expect("you: hello");
+    // 2b. Esc clears the composer (how iapeer clears a cut paste of its own): what is typed
+    // next is sent alone.
+    master
+        .write_all(b"\x1b[200~cut\nrest\x1b[201~draft")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    master.write_all(b"\x1b").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    master.write_all(b"after\r").unwrap();
+    screen.expect("you: after");
 
     // 3. An echo is acknowledged but never answered.
     paste(&mut master, &envelope("01:23:46", "echo: ping"));

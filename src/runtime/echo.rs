@@ -106,6 +106,15 @@ impl Adapter for Echo {
         Echo::transcript(cwd).is_file()
     }
 
+    fn clear_keys(&self) -> Option<crate::session::clear::ClearKeys> {
+        // Our own program: Esc clears a composer that holds something and does nothing on an
+        // empty one (`echo_agent::App::on_key`); no second press.
+        Some(crate::session::clear::ClearKeys {
+            first: vec![0x1b],
+            again: None,
+        })
+    }
+
     fn interrupt_keys(&self) -> Option<Vec<u8>> {
         Some(vec![0x1b])
     }

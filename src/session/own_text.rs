@@ -187,6 +187,11 @@ impl Tracker {
         true
     }
 
+    /// A cut paste's rest is still to be written (its program has not read it yet).
+    pub fn cut_unwritten(&self) -> bool {
+        self.cut.as_ref().is_some_and(|c| c.written.is_none())
+    }
+
     /// Whether the next delivery must wait for a cut paste: its rest is not written yet, or
     /// was written less than [`CUT_SETTLE`] ago and the composer (`shown`: it holds
     /// something) does not show it yet. Once it need not, the cut is forgotten.

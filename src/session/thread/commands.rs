@@ -105,10 +105,8 @@ impl Session {
                              written); message NOT delivered"
                         .to_string(),
                 };
-                if stalled.is_some() && !self.answered_queued.contains(&id) {
-                    // Taken back whole from a live session: fail it now, never hold it for a
-                    // revive (its program is running, it does not read).
-                    self.emit(EventKind::Refused { id, reason });
+                if stalled.is_some() {
+                    self.refuse_unread(id, reason);
                 } else {
                     self.report_delivery(id, Err(reason));
                 }
@@ -134,6 +132,26 @@ impl Session {
             Taken::Written => return,
         }
         self.next_delivery();
+    }
+
+    /// Fail delivery `id`, none of it written, because its live session's program takes
+    /// none of its input (`reason`): at once, never held for a revive (its program runs, it
+    /// does not read) — unless its sender was answered `queued`, whose outcome follows.
+    pub(super) fn refuse_unread(&mut self, id: u64, reason: String) {
+        if self.answered_queued.contains(&id) {
+            self.report_delivery(id, Err(reason));
+        } else {
+            self.emit(EventKind::Refused { id, reason });
+        }
+    }
+
+    /// A cut paste's rest has waited [`SessionConfig::stall`] for the child to read any of
+    /// it (issue 26 items 5 (c) and 6): a delivery held behind it fails then, not at its
+    /// send deadline (never with a stall of 0).
+    pub(super) fn cut_rest_stalled(&self, now: Instant) -> bool {
+        !self.cfg.stall.is_zero()
+            && self.own.cut_unwritten()
+            && now >= self.out_progress_at + self.cfg.stall
     }
 
     /// When the delivery being written is ended for a child that takes none of its input

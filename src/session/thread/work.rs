@@ -358,6 +358,18 @@ impl Session {
             }
             return self.next_delivery();
         }
+        if self.cut_rest_stalled(now) {
+            if let Some(h) = self.held.take() {
+                let reason = format!(
+                    "its program took none of its input for {}: the rest of an earlier \
+                     message, cut off, still waits to be read (none of this message was \
+                     written)",
+                    crate::clock::spoken(self.cfg.stall)
+                );
+                self.refuse_unread(h.delivery.id, reason);
+            }
+            return self.next_delivery();
+        }
         let own = self.own_text_in_composer(now);
         if self.waits_for_own_text(own, now) {
             if let Some(h) = self.held.as_mut() {
