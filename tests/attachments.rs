@@ -592,10 +592,11 @@ fn eight_stalled_senders_leave_unrelated_sends_served() {
             (from, child)
         })
         .collect();
-    env.wait_until(
+    env.wait_seen(
         "every stalling sender to have a preparation stuck in a read",
         Duration::from_secs(15),
-        |e| prep(e)["stalled"].as_array().map_or(0, Vec::len) == STALLERS,
+        prep,
+        |p| p["stalled"].as_array().map_or(0, Vec::len) == STALLERS,
     );
 
     // A plain send from the CLI and from MCP, and a send with a readable attachment.
@@ -651,12 +652,13 @@ fn eight_stalled_senders_leave_unrelated_sends_served() {
             a.iter().map(|s| s["jobs"].as_u64().unwrap_or(0)).sum()
         })
     };
-    env.wait_until(
+    let seen = env.wait_seen(
         "every begun read counted stalled",
         Duration::from_secs(15),
-        |e| running(&prep(e)) == mount.reads() as u64,
+        |e| json!({"prep": prep(e), "reads": mount.reads()}),
+        |s| Some(running(&s["prep"])) == s["reads"].as_u64(),
     );
-    let p = prep(&env);
+    let p = &seen["prep"];
     let mut behind: HashMap<String, u64> = HashMap::new();
     let mut stuck = 0;
     for s in p["stalled"].as_array().unwrap() {
@@ -709,9 +711,10 @@ fn eight_stalled_senders_leave_unrelated_sends_served() {
         );
     }
     drop(mount);
-    env.wait_until(
+    env.wait_seen(
         "the stuck threads to come back",
         Duration::from_secs(15),
-        |e| prep(e)["running"] == 0,
+        prep,
+        |p| p["running"] == 0,
     );
 }

@@ -24,7 +24,8 @@
 //!
 //! Nothing inside the pool watches the clock: the owner asks [`FairPool::next_check`] when a
 //! job may turn stalled while others wait, and calls [`FairPool::recheck`] then (the router
-//! arms a timer). The decisions are pure functions ([`start_worker`], [`leave_after_job`]).
+//! arms a timer). The decisions are pure functions ([`start_worker`], [`leave_after_job`],
+//! [`check_at`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -114,6 +115,32 @@ pub fn start_worker(c: Counts, l: &Limits) -> bool {
 /// (a stalled job came back after a replacement was started).
 pub fn leave_after_job(c: Counts, l: &Limits) -> bool {
     c.threads.saturating_sub(c.stalled) > l.workers
+}
+
+/// When the owner should look again ([`FairPool::next_check`]), `now`, given the start times
+/// of the running jobs (`since`): the moment the next of them turns stalled, if more jobs
+/// could run than free threads will take and no worker can start now; `None` when there is
+/// nothing to wait for. A free thread (`c.free`: idle, or started and not yet looking for
+/// work) is about to take a job that starts at `now` at the earliest, so `now +
+/// stalled_after` counts too: without it, a check made right after starting workers whose
+/// jobs have not begun yet saw only stalled jobs, returned `None`, and nothing ever started
+/// a worker for the senders still waiting once those jobs stalled in turn.
+pub fn check_at(
+    c: Counts,
+    l: &Limits,
+    now: Instant,
+    since: impl IntoIterator<Item = Instant>,
+) -> Option<Instant> {
+    if c.runnable <= c.free || start_worker(c, l) || c.threads >= l.threads {
+        return None;
+    }
+    let about_to_start = (c.free > 0).then_some(now);
+    since
+        .into_iter()
+        .chain(about_to_start)
+        .map(|s| s + l.stalled_after)
+        .filter(|at| *at > now)
+        .min()
 }
 
 /// The pool at one moment, for the status report.
@@ -341,21 +368,20 @@ impl FairPool {
         self.next_check()
     }
 
-    /// When to [`FairPool::recheck`]: the moment the next running job turns stalled, if a
-    /// waiting job could run then but no worker can start now; `None` when there is nothing
-    /// to wait for (no such job, or `threads` are all alive already).
+    /// When to [`FairPool::recheck`]: the moment the next running job (or one a free thread
+    /// is about to take) turns stalled, if a waiting job could run then but no worker can
+    /// start now; `None` when there is nothing to wait for (no such job, or `threads` are all
+    /// alive already). See [`check_at`].
     pub fn next_check(&self) -> Option<Instant> {
         let l = self.shared.limits;
         let st = lock(&self.shared.state);
-        let c = st.counts(Instant::now(), &l);
-        if c.runnable <= c.free || start_worker(c, &l) || c.threads >= l.threads {
-            return None;
-        }
-        st.running
-            .values()
-            .map(|r| r.since + l.stalled_after)
-            .filter(|at| *at > Instant::now())
-            .min()
+        let now = Instant::now();
+        check_at(
+            st.counts(now, &l),
+            &l,
+            now,
+            st.running.values().map(|r| r.since),
+        )
     }
 
     /// The pool now, for the status report.
@@ -497,6 +523,56 @@ mod tests {
             "a stalled one came back"
         );
         assert!(!leave_after_job(c(5, 0, 1, 1), &l));
+    }
+
+    /// The flake of `eight_stalled_senders_leave_unrelated_sends_served` under load: the
+    /// router's check right after a recheck started four workers, before any of them had
+    /// taken its job, saw only stalled jobs and set no timer; when those four stalled in
+    /// turn, nothing started a worker for the senders still waiting, and their sends timed
+    /// out "waiting for a worker, all busy" with 60 threads to spare.
+    #[test]
+    fn a_check_is_due_when_the_jobs_free_threads_are_about_to_take_may_stall() {
+        let l = PREP_LIMITS;
+        // Later than the real now, so that the times before it exist on any clock.
+        let now = Instant::now() + Duration::from_secs(10);
+        let old = now - Duration::from_secs(5);
+        let c = |threads, free, stalled, runnable| Counts {
+            threads,
+            free,
+            stalled,
+            runnable,
+        };
+        assert_eq!(
+            check_at(c(8, 4, 4, 8), &l, now, [old; 4]),
+            Some(now + l.stalled_after),
+            "4 stalled, 4 started that took nothing yet, 8 waiting"
+        );
+        let soon = now - Duration::from_millis(1500);
+        assert_eq!(
+            check_at(c(8, 1, 4, 8), &l, now, [old, old, old, old, soon, now, now]),
+            Some(soon + l.stalled_after),
+            "the earliest"
+        );
+        assert_eq!(
+            check_at(
+                c(8, 0, 4, 8),
+                &l,
+                now,
+                [old, old, old, old, now, now, now, now]
+            ),
+            Some(now + l.stalled_after)
+        );
+        assert_eq!(check_at(c(8, 4, 4, 4), &l, now, [old; 4]), None, "served");
+        assert_eq!(
+            check_at(c(4, 0, 4, 1), &l, now, [old; 4]),
+            None,
+            "a worker starts now"
+        );
+        assert_eq!(
+            check_at(c(64, 0, 64, 1), &l, now, [old; 64]),
+            None,
+            "the thread bound"
+        );
     }
 
     #[test]

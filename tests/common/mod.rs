@@ -332,6 +332,32 @@ impl TestEnv {
         );
     }
 
+    /// [`TestEnv::wait_until`] for a condition on what `probe` shows (a status, counts):
+    /// poll `probe` every 50 ms until `ok` holds of it and return it; on `timeout`, panic
+    /// with the last one seen as well as the diagnostics.
+    pub fn wait_seen(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut probe: impl FnMut(&TestEnv) -> serde_json::Value,
+        mut ok: impl FnMut(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        let start = Instant::now();
+        loop {
+            let seen = probe(self);
+            if ok(&seen) {
+                return seen;
+            }
+            if start.elapsed() >= timeout {
+                panic!(
+                    "timed out after {timeout:?} waiting for: {what}\nlast seen: {seen}\n{}",
+                    self.diagnostics()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// The positive signal for "X does not happen while the daemon keeps supervising": wait
     /// until the supervise tick has run `n` more times, requiring `happened` to stay false at
     /// every poll. Needs `IAPEER_SUPERVISE_LOG_VERBOSE=1` (one `ev=supervise action=tick` line
