@@ -150,21 +150,32 @@ fn signal_group(pid: i32, sig: Signal) {
     nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), sig).expect("signal the group");
 }
 
-/// Issue 26 item 5 (b): a recipient stopped (SIGSTOP) mid-delivery holds the pasted message
-/// in its pty's input; it lands when the recipient resumes. Its sender must not be told "NOT
-/// delivered": the answer is "state unknown" (exit 3), and a retry with the same id is not
-/// written again, so the message lands exactly once.
-#[test]
-fn a_stopped_recipient_s_sender_is_told_state_unknown_and_the_message_lands_once() {
+/// Echo agents alice and bob under a daemon with `vars`, bob woken and then stopped
+/// (SIGSTOP to its session's process group): the env and bob's session pid.
+fn bob_stopped(vars: &[(&str, &str)]) -> (TestEnv, i32) {
     let mut env = TestEnv::new();
-    env.set("IAP_HOST_LIVENESS_GRACE_MS", "1500");
-    env.set("IAPEER_MCP_AUTH", "header");
+    for (k, v) in vars {
+        env.set(k, v);
+    }
     env.create_echo("alice");
     env.create_echo("bob");
     env.start_daemon();
     human_send(&env, "echo-alice", "bob", "echo: wake up", &[]);
     let pid = session_pid(&env, "echo-bob");
     signal_group(pid, Signal::SIGSTOP);
+    (env, pid)
+}
+
+/// Issue 26 item 5 (b): a recipient stopped (SIGSTOP) mid-delivery holds the pasted message
+/// in its pty's input; it lands when the recipient resumes. Its sender must not be told "NOT
+/// delivered": the answer is "state unknown" (exit 3), and a retry with the same id is not
+/// written again, so the message lands exactly once.
+#[test]
+fn a_stopped_recipient_s_sender_is_told_state_unknown_and_the_message_lands_once() {
+    let (mut env, pid) = bob_stopped(&[
+        ("IAP_HOST_LIVENESS_GRACE_MS", "1500"),
+        ("IAPEER_MCP_AUTH", "header"),
+    ]);
     let body = "echo: WHILE-STOPPED";
     let (code, out, err) = send_as(&env, "echo-alice", "bob", body, &[]);
     eprintln!("while stopped: exit {code:?}: {}", err.trim());
@@ -210,15 +221,10 @@ fn a_stopped_recipient_s_sender_is_told_state_unknown_and_the_message_lands_once
 /// message is delivered alone — before, it was held behind the cut paste as behind a draft.
 #[test]
 fn a_cut_paste_into_a_stopped_agent_fails_the_next_send_at_the_stall_and_is_cleared_after() {
-    let mut env = TestEnv::new();
-    env.set("IAPEER_SEND_STALL_MS", "3000");
-    env.set("IAPEER_SEND_TIMEOUT_MS", "60000");
-    env.create_echo("alice");
-    env.create_echo("bob");
-    env.start_daemon();
-    human_send(&env, "echo-alice", "bob", "echo: wake up", &[]);
-    let pid = session_pid(&env, "echo-bob");
-    signal_group(pid, Signal::SIGSTOP);
+    let (mut env, pid) = bob_stopped(&[
+        ("IAPEER_SEND_STALL_MS", "3000"),
+        ("IAPEER_SEND_TIMEOUT_MS", "60000"),
+    ]);
     let stall = Duration::from_secs(3);
     let big = format!("echo: BIG\n{}", "\u{1F600}".repeat(15_900));
     let t = Instant::now();
