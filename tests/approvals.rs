@@ -49,13 +49,34 @@ fn mark_gated(env: &TestEnv, peer: &str) {
 
 /// A message `touch <name>` makes the model ask for `touch <dir>/<name>` through Bash, once
 /// per name; the tool's result (the model's next request) is kept in `results`, and the turn
-/// then ends. A message that arrives mid-turn comes folded into the tool-result request
-/// (Claude Code's own queue), so a new name is looked for first.
+/// then ends.
 fn script_touch(api: &AnthropicStandIn, dir: &Path, results: Arc<Mutex<Vec<String>>>) {
     let dir = dir.to_path_buf();
+    script_tool_per_message(api, "touch ", results, move |name| {
+        Reply::ToolUse(
+            "Bash".into(),
+            json!({
+                "command": format!("touch {}", dir.join(name).display()),
+                "description": "Create the file",
+            }),
+        )
+    });
+}
+
+/// A message `<verb><arg>` (e.g. `touch a`) makes the model call the tool `tool(arg)`
+/// answers, once per argument; each tool result the model gets (its next request) is kept
+/// in `results`, and the turn then ends. A message that arrives mid-turn comes folded into
+/// the tool-result request (Claude Code's own queue), so a new argument is looked for first.
+/// Side requests (no tools: titles, summaries) are answered `ok`.
+pub(crate) fn script_tool_per_message(
+    api: &AnthropicStandIn,
+    verb: &'static str,
+    results: Arc<Mutex<Vec<String>>>,
+    tool: impl Fn(&str) -> Reply + Send + 'static,
+) {
     let asked = Mutex::new(Vec::<String>::new());
+    let open = format!("<msg>{verb}");
     api.script(move |req| {
-        // Side requests (no tools: titles, summaries) never ask for a tool.
         if req["tools"].as_array().is_none_or(|t| t.is_empty()) {
             return Reply::Text("ok".into());
         }
@@ -64,26 +85,20 @@ fn script_touch(api: &AnthropicStandIn, dir: &Path, results: Arc<Mutex<Vec<Strin
         if tool_result {
             results.lock().unwrap().push(text.clone());
         }
-        // Claude Code folds consecutive user turns into one: every name in it counts.
-        let name = text
-            .split("<msg>touch ")
+        // Claude Code folds consecutive user turns into one: every argument in it counts.
+        let arg = text
+            .split(open.as_str())
             .skip(1)
             .filter_map(|r| r.split("</msg>").next())
             .find(|n| !asked.lock().unwrap().iter().any(|a| a == n))
             .map(String::from);
-        match name {
-            Some(name) => {
-                asked.lock().unwrap().push(name.clone());
-                Reply::ToolUse(
-                    "Bash".into(),
-                    json!({
-                        "command": format!("touch {}", dir.join(&name).display()),
-                        "description": "Create the file",
-                    }),
-                )
+        match arg {
+            Some(arg) => {
+                asked.lock().unwrap().push(arg.clone());
+                tool(&arg)
             }
-            _ if tool_result => Reply::Text("done".into()),
-            _ => Reply::Text("ok".into()),
+            None if tool_result => Reply::Text("done".into()),
+            None => Reply::Text("ok".into()),
         }
     });
 }

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::anthropic::{has_tool_result, last_user_text, AnthropicStandIn, Reply};
+use common::anthropic::{last_user_text, AnthropicStandIn, Reply};
 use common::TestEnv;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -27,51 +27,29 @@ fn ask_settings(env: &TestEnv) {
 /// A message `run <command>` makes the model call Bash with `<command>`, once per message;
 /// each tool result the model gets is kept in `results`, and the turn then ends.
 fn script_run(api: &AnthropicStandIn, results: Arc<Mutex<Vec<String>>>) {
-    let asked = Mutex::new(Vec::<String>::new());
-    api.script(move |req| {
-        if req["tools"].as_array().is_none_or(|t| t.is_empty()) {
-            return Reply::Text("ok".into());
+    crate::approvals::script_tool_per_message(api, "run ", results, |command| {
+        if let Some(path) = command.strip_prefix("WRITE ") {
+            return Reply::ToolUse(
+                "Write".into(),
+                json!({"file_path": path, "content": "written\n"}),
+            );
         }
-        let text = last_user_text(req);
-        let tool_result = has_tool_result(req);
-        if tool_result {
-            results.lock().unwrap().push(text.clone());
+        if let Some(path) = command.strip_prefix("EDIT ") {
+            return Reply::ToolUse(
+                "Edit".into(),
+                json!({"file_path": path, "old_string": "x", "new_string": "edited"}),
+            );
         }
-        let command = text
-            .split("<msg>run ")
-            .skip(1)
-            .filter_map(|r| r.split("</msg>").next())
-            .find(|n| !asked.lock().unwrap().iter().any(|a| a == n))
-            .map(String::from);
-        match command {
-            Some(command) => {
-                asked.lock().unwrap().push(command.clone());
-                if let Some(path) = command.strip_prefix("WRITE ") {
-                    return Reply::ToolUse(
-                        "Write".into(),
-                        json!({"file_path": path, "content": "written\n"}),
-                    );
-                }
-                if let Some(path) = command.strip_prefix("EDIT ") {
-                    return Reply::ToolUse(
-                        "Edit".into(),
-                        json!({"file_path": path, "old_string": "x", "new_string": "edited"}),
-                    );
-                }
-                if command == "MCP" {
-                    return Reply::ToolUse(
-                        "mcp__iapeer__send_to_peer".into(),
-                        json!({"personality": "ea", "message": "hello from the prompt"}),
-                    );
-                }
-                Reply::ToolUse(
-                    "Bash".into(),
-                    json!({"command": command, "description": "Remove the file"}),
-                )
-            }
-            _ if tool_result => Reply::Text("done".into()),
-            _ => Reply::Text("ok".into()),
+        if command == "MCP" {
+            return Reply::ToolUse(
+                "mcp__iapeer__send_to_peer".into(),
+                json!({"personality": "ea", "message": "hello from the prompt"}),
+            );
         }
+        Reply::ToolUse(
+            "Bash".into(),
+            json!({"command": command, "description": "Remove the file"}),
+        )
     });
 }
 
