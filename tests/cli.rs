@@ -11,8 +11,8 @@ const DAEMON_DOWN_TAIL: &str =
 #[test]
 fn version_in_every_spelling() {
     let env = TestEnv::new();
-    // The bare x.y.z, as the original printed it: companion packages read it (issue 11).
-    let want = format!("{}\n", env!("CARGO_PKG_VERSION"));
+    // Spec 07: `iapeer x.y.z` (a bare number was a friction, issue 30 item 6).
+    let want = format!("iapeer {}\n", env!("CARGO_PKG_VERSION"));
     for args in [&["--version"][..], &["version"], &["-v"]] {
         let out = env.run(args);
         assert!(out.status.success(), "{args:?}: {}", common::describe(&out));

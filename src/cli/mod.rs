@@ -206,10 +206,11 @@ fn run(cmd: Command) -> (String, CliResult) {
                 .map_err(CliError::Usage)
                 .and_then(|t| print(&t)),
         ),
-        // The bare x.y.z, as the original printed it (companion packages read it; issue 11).
+        // Spec 07: `iapeer x.y.z` (issue 30 item 6; no companion package reads the bare
+        // number, and `update` reads either form: `update::version_of`).
         Command::Version => (
             "version".into(),
-            print(&format!("{}\n", env!("CARGO_PKG_VERSION"))),
+            print(&format!("iapeer {}\n", env!("CARGO_PKG_VERSION"))),
         ),
         Command::Generate(Generate::Man) => ("generate".into(), print(&man::render_man())),
         Command::Generate(Generate::PeerNames) => ("generate".into(), print(&peer_names())),

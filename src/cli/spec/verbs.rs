@@ -417,8 +417,8 @@ pub static VERBS: &[VerbSpec] = &[
         name: "version",
         signature: "version",
         summary: "print the version",
-        description: "Print one line, the version alone (x.y.z), as the original iapeer printed it: companion \
-            packages read it. The flags --version and -v do the same.",
+        description: "Print one line, iapeer and the version (iapeer x.y.z). The flags --version and -v \
+            do the same.",
         positionals: &[],
         flags: &[],
         rules: &[],
