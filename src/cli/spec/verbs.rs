@@ -1321,8 +1321,10 @@ pub static VERBS: &[VerbSpec] = &[
         summary: "remove what install put on this machine",
         description: "Stop the daemon (unloading the service), then remove exactly what install created: \
             the binary and iapeer.prev in $IAPEER_BIN_DIR, the man page, the bash, zsh and fish \
-            completions, and the service file when iapeer wrote it. The root (peers, logs, messages) \
-            is kept unless --purge. Asks on a terminal; without one it needs --yes (else exit 2). \
+            completions, and the service file when iapeer wrote it; and take out of \
+            $CODEX_HOME/config.toml the [mcp_servers.iapeer] block and the \
+            check_for_update_on_startup setting that codex peers added (the user's other settings \
+            and comments stay). The root (peers, logs, messages) is kept unless --purge. Asks on a terminal; without one it needs --yes (else exit 2). \
             With --dry-run it prints what it would remove and changes nothing.",
         positionals: &[],
         flags: &[DRY_RUN, YES, PURGE],
