@@ -211,9 +211,70 @@ fn the_spec_07_verbs_doctor_approval_mode_and_the_aliases_work() {
         Some("doctor: the daemon has a problem (above)"),
         "{text}"
     );
+    // doctor --json: the same checks, one document, the same exit code (issue 30 item 6).
+    let out = env.run(&["doctor", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let check = |doc: &serde_json::Value, name: &str| {
+        doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no check {name}: {doc}"))
+    };
+    assert_eq!(doc["ok"], false, "{doc}");
+    let daemon = check(&doc, "daemon");
+    assert_eq!(daemon["level"], "fail", "{doc}");
+    assert!(
+        daemon["message"].as_str().unwrap().contains("not running")
+            && daemon["fix"].as_str().unwrap().contains("iapeer daemon --detach"),
+        "{doc}"
+    );
+    assert_eq!(check(&doc, "registry")["level"], "ok", "{doc}");
+    assert_eq!(check(&doc, "outbox")["message"], "empty", "{doc}");
+    for c in doc["checks"].as_array().unwrap() {
+        assert!(
+            ["ok", "warn", "fail"].contains(&c["level"].as_str().unwrap())
+                && c["message"].is_string()
+                && (c["fix"].is_null() || c["fix"].is_string()),
+            "{c}"
+        );
+    }
     env.start_daemon();
     let text = env.ok(&["doctor"]);
     assert_eq!(text.lines().last(), Some("doctor: no problems"), "{text}");
+    let doc: serde_json::Value = serde_json::from_str(&env.ok(&["doctor", "--json"])).unwrap();
+    assert_eq!(doc["ok"], true, "{doc}");
+    assert_eq!(doc["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(check(&doc, "daemon")["level"], "ok", "{doc}");
+    assert!(check(&doc, "daemon")["fix"].is_null(), "{doc}");
+    assert_eq!(check(&doc, "send-preparation")["level"], "ok", "{doc}");
+    assert!(
+        check(&doc, "peers")["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("1 peer(s)"),
+        "{doc}"
+    );
+    // A profile problem fails its check, with what to do.
+    let profile_file = env.peer_dir("alice").join(".iapeer/peer-profile.json");
+    let profile = common::read(&profile_file);
+    std::fs::write(&profile_file, "{ not json").unwrap();
+    let out = env.run(&["doctor", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let alice = check(&doc, "profile:alice");
+    assert_eq!(alice["level"], "fail", "{doc}");
+    assert!(alice["fix"].as_str().unwrap().contains("iapeer verify --fix"), "{doc}");
+    let text = String::from_utf8_lossy(&env.run(&["doctor"]).stdout).into_owned();
+    assert_eq!(
+        text.lines().last(),
+        Some("doctor: the registry or a profile has a problem (above)"),
+        "{text}"
+    );
+    std::fs::write(&profile_file, profile).unwrap();
     assert_eq!(
         env.ok(&["approval-mode", "--peer", "alice"]).trim(),
         "alice: bypass (no Claude or Codex runtime: nothing to gate)"

@@ -1119,15 +1119,19 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Doctor),
         name: "doctor",
-        signature: "doctor",
+        signature: "doctor [--json]",
         summary: "check the daemon's health and the peers' files",
         description: "iapeer status (version, daemon on its socket and MCP endpoint, service, peers, \
-            memory provider, send preparation), then iapeer verify (registry, profiles, folders: read only; \
+            memory provider, send preparation, outbox), then iapeer verify (registry, profiles, folders: read only; \
             verify --fix repairs). Exits 1 when either finds a problem (a stalled send preparation is one, and \
             so is an agent runtime a peer declares whose program the daemon cannot find: the places it \
-            looked at are named); each has --json on its own.",
+            looked at are named); the last line is the verdict. With --json, one document \
+            {\"ok\", \"version\", \"checks\"} where each check has a name (daemon, daemon-thread:<thread>, \
+            service, peers, memory, send-preparation, agent-program:<runtime>, notice, outbox, \
+            registry, profile:<peer>), a level (ok, warn or fail), a message and what to do (fix, \
+            null when nothing is); the exit code is the same, 1 when a check fails.",
         positionals: &[],
-        flags: &[],
+        flags: &[JSON],
         rules: &[],
         hidden: false,
         group: Group::Host,
