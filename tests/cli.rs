@@ -315,3 +315,58 @@ fn the_spec_07_verbs_doctor_approval_mode_and_the_aliases_work() {
     );
     assert_eq!(via_enable, via_connect, "the alias is the same verb");
 }
+
+/// Bash completion, with the real binary and the script it generates, sourced in a real bash
+/// (issue 30 item 6): peer names, identities and runtimes where a verb takes them, read from
+/// the registry and the runtimes folder with the daemon down.
+#[test]
+fn bash_completes_peers_identities_and_runtimes_with_the_daemon_down() {
+    let env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("bob");
+    env.install_line_sink("pager", &env.dir.path().join("pager.log"));
+    env.ok(&["create", "pg", "--runtime", "pager", "--no-bootstrap"]);
+    let script = env.dir.path().join("iapeer.bash");
+    std::fs::write(&script, env.ok(&["--generate", "completions-bash"])).unwrap();
+    let complete = |words: &[&str]| -> String {
+        let quoted: Vec<String> = std::iter::once(common::bin().display().to_string())
+            .chain(words.iter().map(|w| w.to_string()))
+            .map(|w| format!("'{w}'"))
+            .collect();
+        let line = format!(
+            "source {}; COMP_WORDS=({}); COMP_CWORD={}; _iapeer; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display(),
+            quoted.join(" "),
+            words.len()
+        );
+        let out = std::process::Command::new("bash")
+            .args(["--norc", "--noprofile", "-c", &line])
+            .env("HOME", &env.home)
+            .env("IAPEER_ROOT", &env.root)
+            .output()
+            .expect("bash");
+        assert!(out.status.success(), "{}", common::describe(&out));
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(complete(&["send", ""]), "alice bob pg");
+    assert_eq!(
+        complete(&["send", "bob", "--from", ""]),
+        "echo-alice echo-bob pager-pg"
+    );
+    assert_eq!(complete(&["send", "bob", "--from", "p"]), "pager-pg");
+    assert_eq!(
+        complete(&["send", "bob", "--runtime", ""]),
+        "claude codex echo human notifier pager"
+    );
+    assert_eq!(complete(&["create", "carol", "--runtime", "p"]), "pager");
+    for verb in ["wake", "stop", "restart", "attach", "logs"] {
+        assert_eq!(complete(&[verb, "a"]), "alice", "{verb}");
+    }
+    assert_eq!(complete(&["stop", "bob", "e"]), "echo", "the runtime after the peer");
+    assert_eq!(complete(&["stop", "bob", "echo", ""]), "", "nothing after the runtime");
+    // A new peer's name is free text.
+    assert_eq!(complete(&["create", ""]), "");
+}
