@@ -448,8 +448,14 @@ mod tests {
         let aside = set_aside(&paths);
         assert_eq!(aside.len(), 1, "{aside:?}");
         assert_eq!(aside[0].kind, "unreadable");
-        assert!(aside[0].file.to_string_lossy().ends_with(".json.unreadable"));
-        assert!(aside[0].reason.contains("key must be a string"), "{aside:?}");
+        assert!(aside[0]
+            .file
+            .to_string_lossy()
+            .ends_with(".json.unreadable"));
+        assert!(
+            aside[0].reason.contains("key must be a string"),
+            "{aside:?}"
+        );
         assert!(set_aside(&Paths::at(dir.path().join("none"))).is_empty());
     }
 

@@ -229,7 +229,10 @@ fn the_spec_07_verbs_doctor_approval_mode_and_the_aliases_work() {
     assert_eq!(daemon["level"], "fail", "{doc}");
     assert!(
         daemon["message"].as_str().unwrap().contains("not running")
-            && daemon["fix"].as_str().unwrap().contains("iapeer daemon --detach"),
+            && daemon["fix"]
+                .as_str()
+                .unwrap()
+                .contains("iapeer daemon --detach"),
         "{doc}"
     );
     assert_eq!(check(&doc, "registry")["level"], "ok", "{doc}");
@@ -267,7 +270,13 @@ fn the_spec_07_verbs_doctor_approval_mode_and_the_aliases_work() {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let alice = check(&doc, "profile:alice");
     assert_eq!(alice["level"], "fail", "{doc}");
-    assert!(alice["fix"].as_str().unwrap().contains("iapeer verify --fix"), "{doc}");
+    assert!(
+        alice["fix"]
+            .as_str()
+            .unwrap()
+            .contains("iapeer verify --fix"),
+        "{doc}"
+    );
     let text = String::from_utf8_lossy(&env.run(&["doctor"]).stdout).into_owned();
     assert_eq!(
         text.lines().last(),
@@ -365,8 +374,16 @@ fn bash_completes_peers_identities_and_runtimes_with_the_daemon_down() {
     for verb in ["wake", "stop", "restart", "attach", "logs"] {
         assert_eq!(complete(&[verb, "a"]), "alice", "{verb}");
     }
-    assert_eq!(complete(&["stop", "bob", "e"]), "echo", "the runtime after the peer");
-    assert_eq!(complete(&["stop", "bob", "echo", ""]), "", "nothing after the runtime");
+    assert_eq!(
+        complete(&["stop", "bob", "e"]),
+        "echo",
+        "the runtime after the peer"
+    );
+    assert_eq!(
+        complete(&["stop", "bob", "echo", ""]),
+        "",
+        "nothing after the runtime"
+    );
     // A new peer's name is free text.
     assert_eq!(complete(&["create", ""]), "");
 }

@@ -532,10 +532,12 @@ fn a_send_while_the_daemon_is_down_is_kept_and_delivered_when_it_starts() {
             "{verb}: {text}"
         );
     }
-    let status: serde_json::Value =
-        serde_json::from_str(&env.ok(&["status", "--json"])).unwrap();
+    let status: serde_json::Value = serde_json::from_str(&env.ok(&["status", "--json"])).unwrap();
     assert_eq!(status["outbox"]["waiting"], 0, "{status}");
-    assert_eq!(status["outbox"]["set_aside"][0]["kind"], "refused", "{status}");
+    assert_eq!(
+        status["outbox"]["set_aside"][0]["kind"], "refused",
+        "{status}"
+    );
     let doctor: serde_json::Value =
         serde_json::from_slice(&env.run(&["doctor", "--json"]).stdout).unwrap();
     let check = doctor["checks"]

@@ -573,7 +573,9 @@ fn gather(paths: &Paths) -> Result<Health, CliError> {
         None => Ok(()),
     };
     let prep = status.map(|st| prep_report(&st.prep));
-    let blocked = prep.as_ref().is_some_and(|(_, h)| *h == PrepHealth::Blocked);
+    let blocked = prep
+        .as_ref()
+        .is_some_and(|(_, h)| *h == PrepHealth::Blocked);
     let healthy = answer.is_some() && http.is_ok() && !blocked;
     let slot = crate::memory::slot::read_slot(paths);
     let heartbeat = slot
@@ -695,7 +697,10 @@ fn doctor_checks(h: &Health, verify: &super::verify::Findings) -> Vec<Check> {
             level: Level::Warn,
             ..memory
         }
-        .fix(format!("start the memory provider's daemon (see {} status)", slot.provider)),
+        .fix(format!(
+            "start the memory provider's daemon (see {} status)",
+            slot.provider
+        )),
         _ => memory,
     });
     if let Some((text, health)) = &h.prep {
@@ -860,7 +865,11 @@ fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
             },
             memory::slot::status_line(slot.as_ref(), heartbeat)
         ))?;
-        let mut lines = h.prep.as_ref().map(|(text, _)| text.clone()).unwrap_or_default();
+        let mut lines = h
+            .prep
+            .as_ref()
+            .map(|(text, _)| text.clone())
+            .unwrap_or_default();
         lines.push_str(&agent_lines(agents));
         lines.push_str(&format!("notices: {}\n", notices.len()));
         for n in notices {
@@ -954,7 +963,11 @@ mod tests {
         let text = outbox_lines(
             0,
             &[
-                aside("1.json.refused", "refused", "peer \"carol\" is not registered"),
+                aside(
+                    "1.json.refused",
+                    "refused",
+                    "peer \"carol\" is not registered",
+                ),
                 aside("2.json.unknown", "unknown", "cut\x1b[31m off"),
             ],
             dir,

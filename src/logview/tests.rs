@@ -56,7 +56,8 @@ fn merged_in_time_order_and_rendered_one_line_each() {
 #[test]
 fn a_wake_says_why_in_the_users_words() {
     let (tz, today) = utc();
-    let line = "ts=2026-07-13T22:00:00.000Z ev=wake identity=echo-bob mode=fresh cause=not-idle-reaped\n";
+    let line =
+        "ts=2026-07-13T22:00:00.000Z ev=wake identity=echo-bob mode=fresh cause=not-idle-reaped\n";
     let e = &parse(line, Source::Lifecycle)[0];
     let shown = render(e, &tz, today);
     assert_eq!(
@@ -64,7 +65,10 @@ fn a_wake_says_why_in_the_users_words() {
         "22:00:00 bob (echo)  woke  fresh conversation: its last session did not end by going \
          to sleep when idle (first start, crash or stop)"
     );
-    assert!(!shown.contains("cause=") && !shown.contains("reaped"), "{shown}");
+    assert!(
+        !shown.contains("cause=") && !shown.contains("reaped"),
+        "{shown}"
+    );
 }
 
 /// A session the previous daemon never saw end reads as ended with it.

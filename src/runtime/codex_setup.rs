@@ -173,13 +173,21 @@ fn remove_root_key(doc: &mut DocumentMut, key: &str) {
         .skip(1)
         .find(|k| doc.get(k).is_some_and(|i| i.is_value()));
     if let Some(mut next) = next_value.and_then(|k| doc.as_table_mut().key_mut(k)) {
-        let own = next.leaf_decor().prefix().and_then(|p| p.as_str()).unwrap_or("");
+        let own = next
+            .leaf_decor()
+            .prefix()
+            .and_then(|p| p.as_str())
+            .unwrap_or("");
         let joined = format!("{prefix}{own}");
         next.leaf_decor_mut().set_prefix(joined);
         return;
     }
     if let Some(table) = first_table(doc.as_table_mut()) {
-        let own = table.decor().prefix().and_then(|p| p.as_str()).unwrap_or("");
+        let own = table
+            .decor()
+            .prefix()
+            .and_then(|p| p.as_str())
+            .unwrap_or("");
         let joined = format!("{prefix}{own}");
         table.decor_mut().set_prefix(joined);
     }
@@ -413,7 +421,11 @@ mod tests {
         let set_up = doc.to_string();
         assert!(set_up.contains(&format!("check_for_update_on_startup = false # {MARK}")));
         assert!(remove_setup(&mut doc));
-        assert_eq!(doc.to_string(), user, "the user's text comes back byte for byte");
+        assert_eq!(
+            doc.to_string(),
+            user,
+            "the user's text comes back byte for byte"
+        );
         assert!(!remove_setup(&mut doc), "nothing left to take out");
         // Alone in the file: nothing of it stays.
         let mut doc = DocumentMut::new();

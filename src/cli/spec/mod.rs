@@ -5,8 +5,10 @@
 //! Adding a verb is one entry in [`VERBS`]; a flag used by several verbs with the same meaning
 //! is one `const` shared by their entries.
 
+mod examples;
 mod verbs;
 
+pub use examples::examples_of;
 pub use verbs::{args, flags, RUNTIME_SHORTCUT, VERBS};
 
 /// What the shell completions offer for a flag's value or a positional (ripgrep's
