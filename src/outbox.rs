@@ -145,12 +145,22 @@ pub fn file_name(ms: u64, pid: u32, seq: u32) -> String {
 
 /// The waiting sends, oldest first.
 pub fn pending(paths: &Paths) -> Vec<PathBuf> {
+    files_ending(paths, &["json"])
+}
+
+/// The outbox's files whose extension is one of `extensions`, sorted (oldest first); none
+/// when the folder is missing.
+fn files_ending(paths: &Paths, extensions: &[&str]) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir(paths))
         .map(|entries| {
             entries
                 .flatten()
                 .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "json"))
+                .filter(|p| {
+                    p.extension()
+                        .and_then(|e| e.to_str())
+                        .is_some_and(|e| extensions.contains(&e))
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -176,31 +186,25 @@ const SET_ASIDE: [&str; 3] = ["refused", "unknown", "unreadable"];
 /// first; nothing when the outbox folder is missing. `status` and `doctor` show them (issue
 /// 30 item 6): until then they were only in the daemon's log.
 pub fn set_aside(paths: &Paths) -> Vec<SetAside> {
-    let mut found: Vec<SetAside> = std::fs::read_dir(dir(paths))
-        .map(|entries| {
-            entries
-                .flatten()
-                .map(|e| e.path())
-                .filter_map(|file| {
-                    let kind = file.extension()?.to_str()?.to_string();
-                    SET_ASIDE.contains(&kind.as_str()).then_some((file, kind))
-                })
-                .map(|(file, kind)| {
-                    let mut why = file.as_os_str().to_owned();
-                    why.push(".txt");
-                    let reason = std::fs::read_to_string(&why)
-                        .unwrap_or_default()
-                        .lines()
-                        .next()
-                        .unwrap_or("")
-                        .to_string();
-                    SetAside { file, kind, reason }
-                })
-                .collect()
+    files_ending(paths, &SET_ASIDE)
+        .into_iter()
+        .map(|file| {
+            let kind = file
+                .extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or("")
+                .to_string();
+            let mut why = file.as_os_str().to_owned();
+            why.push(".txt");
+            let reason = std::fs::read_to_string(&why)
+                .unwrap_or_default()
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string();
+            SetAside { file, kind, reason }
         })
-        .unwrap_or_default();
-    found.sort_by(|a, b| a.file.cmp(&b.file));
-    found
+        .collect()
 }
 
 /// What became of one outbox file.

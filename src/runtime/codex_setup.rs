@@ -173,24 +173,17 @@ fn remove_root_key(doc: &mut DocumentMut, key: &str) {
         .skip(1)
         .find(|k| doc.get(k).is_some_and(|i| i.is_value()));
     if let Some(mut next) = next_value.and_then(|k| doc.as_table_mut().key_mut(k)) {
-        let own = next
-            .leaf_decor()
-            .prefix()
-            .and_then(|p| p.as_str())
-            .unwrap_or("");
-        let joined = format!("{prefix}{own}");
-        next.leaf_decor_mut().set_prefix(joined);
-        return;
+        prepend(next.leaf_decor_mut(), &prefix);
+    } else if let Some(table) = first_table(doc.as_table_mut()) {
+        prepend(table.decor_mut(), &prefix);
     }
-    if let Some(table) = first_table(doc.as_table_mut()) {
-        let own = table
-            .decor()
-            .prefix()
-            .and_then(|p| p.as_str())
-            .unwrap_or("");
-        let joined = format!("{prefix}{own}");
-        table.decor_mut().set_prefix(joined);
-    }
+}
+
+/// Put `text` before what `decor` already has in front of its item.
+fn prepend(decor: &mut toml_edit::Decor, text: &str) {
+    let own = decor.prefix().and_then(|p| p.as_str()).unwrap_or("");
+    let joined = format!("{text}{own}");
+    decor.set_prefix(joined);
 }
 
 /// The table under `t` whose header comes first in the text (implicit tables have none).
