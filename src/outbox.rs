@@ -145,17 +145,66 @@ pub fn file_name(ms: u64, pid: u32, seq: u32) -> String {
 
 /// The waiting sends, oldest first.
 pub fn pending(paths: &Paths) -> Vec<PathBuf> {
+    files_ending(paths, &["json"])
+}
+
+/// The outbox's files whose extension is one of `extensions`, sorted (oldest first); none
+/// when the folder is missing.
+fn files_ending(paths: &Paths, extensions: &[&str]) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir(paths))
         .map(|entries| {
             entries
                 .flatten()
                 .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "json"))
+                .filter(|p| {
+                    p.extension()
+                        .and_then(|e| e.to_str())
+                        .is_some_and(|e| extensions.contains(&e))
+                })
                 .collect()
         })
         .unwrap_or_default();
     files.sort();
     files
+}
+
+/// A kept send the daemon will not try again, found beside the outbox's waiting sends.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SetAside {
+    /// The kept request, `<name>.refused`, `<name>.unknown` or `<name>.unreadable`.
+    pub file: PathBuf,
+    /// `refused`, `unknown` or `unreadable`.
+    pub kind: String,
+    /// Its reason, the first line of `<file>.txt` (empty when that is missing).
+    pub reason: String,
+}
+
+/// The suffixes [`drain`] sets a send aside with.
+const SET_ASIDE: [&str; 3] = ["refused", "unknown", "unreadable"];
+
+/// The sends [`drain`] set aside (refused for good, of unknown state, unreadable), oldest
+/// first; nothing when the outbox folder is missing. `status` and `doctor` show them (issue
+/// 30 item 6): until then they were only in the daemon's log.
+pub fn set_aside(paths: &Paths) -> Vec<SetAside> {
+    files_ending(paths, &SET_ASIDE)
+        .into_iter()
+        .map(|file| {
+            let kind = file
+                .extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or("")
+                .to_string();
+            let mut why = file.as_os_str().to_owned();
+            why.push(".txt");
+            let reason = std::fs::read_to_string(&why)
+                .unwrap_or_default()
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string();
+            SetAside { file, kind, reason }
+        })
+        .collect()
 }
 
 /// What became of one outbox file.
@@ -214,12 +263,12 @@ pub fn drain(paths: &Paths) -> Vec<(PathBuf, Drained)> {
         {
             Ok(r @ Request::Send { .. }) => r,
             Ok(_) => {
-                set_aside(&file, "unreadable", "not a send request");
+                put_aside(&file, "unreadable", "not a send request");
                 out.push((file, Drained::Unreadable("not a send request".into())));
                 continue;
             }
             Err(e) => {
-                set_aside(&file, "unreadable", &e);
+                put_aside(&file, "unreadable", &e);
                 out.push((file, Drained::Unreadable(e)));
                 continue;
             }
@@ -239,11 +288,11 @@ pub fn drain(paths: &Paths) -> Vec<(PathBuf, Drained)> {
                 ));
             }
             Ok(Answer::Failed(f)) if final_refusal(f.code) => {
-                set_aside(&file, "refused", &f.error);
+                put_aside(&file, "refused", &f.error);
                 out.push((file, Drained::Refused(f.error)));
             }
             Ok(Answer::Failed(f)) if f.code == Code::StateUnknown => {
-                set_aside(&file, "unknown", &f.error);
+                put_aside(&file, "unknown", &f.error);
                 out.push((file, Drained::Unknown(f.error)));
             }
             Ok(Answer::Failed(f)) => {
@@ -289,7 +338,7 @@ fn ask(paths: &Paths, req: &Request) -> io::Result<Answer<SendReply>> {
 }
 
 /// Rename `file` to `<name>.<suffix>` and write `reason` to `<name>.<suffix>.txt`.
-fn set_aside(file: &Path, suffix: &str, reason: &str) {
+fn put_aside(file: &Path, suffix: &str, reason: &str) {
     let mut kept = file.as_os_str().to_owned();
     kept.push(format!(".{suffix}"));
     let kept = PathBuf::from(kept);
@@ -400,6 +449,18 @@ mod tests {
                 .count()
                 == 2
         );
+        let aside = set_aside(&paths);
+        assert_eq!(aside.len(), 1, "{aside:?}");
+        assert_eq!(aside[0].kind, "unreadable");
+        assert!(aside[0]
+            .file
+            .to_string_lossy()
+            .ends_with(".json.unreadable"));
+        assert!(
+            aside[0].reason.contains("key must be a string"),
+            "{aside:?}"
+        );
+        assert!(set_aside(&Paths::at(dir.path().join("none"))).is_empty());
     }
 
     /// A send kept while the daemon is down reads its attachments as the daemon would: a

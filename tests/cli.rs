@@ -11,8 +11,8 @@ const DAEMON_DOWN_TAIL: &str =
 #[test]
 fn version_in_every_spelling() {
     let env = TestEnv::new();
-    // The bare x.y.z, as the original printed it: companion packages read it (issue 11).
-    let want = format!("{}\n", env!("CARGO_PKG_VERSION"));
+    // Spec 07: `iapeer x.y.z` (a bare number was a friction, issue 30 item 6).
+    let want = format!("iapeer {}\n", env!("CARGO_PKG_VERSION"));
     for args in [&["--version"][..], &["version"], &["-v"]] {
         let out = env.run(args);
         assert!(out.status.success(), "{args:?}: {}", common::describe(&out));
@@ -211,9 +211,79 @@ fn the_spec_07_verbs_doctor_approval_mode_and_the_aliases_work() {
         Some("doctor: the daemon has a problem (above)"),
         "{text}"
     );
+    // doctor --json: the same checks, one document, the same exit code (issue 30 item 6).
+    let out = env.run(&["doctor", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let check = |doc: &serde_json::Value, name: &str| {
+        doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no check {name}: {doc}"))
+    };
+    assert_eq!(doc["ok"], false, "{doc}");
+    let daemon = check(&doc, "daemon");
+    assert_eq!(daemon["level"], "fail", "{doc}");
+    assert!(
+        daemon["message"].as_str().unwrap().contains("not running")
+            && daemon["fix"]
+                .as_str()
+                .unwrap()
+                .contains("iapeer daemon --detach"),
+        "{doc}"
+    );
+    assert_eq!(check(&doc, "registry")["level"], "ok", "{doc}");
+    assert_eq!(check(&doc, "outbox")["message"], "empty", "{doc}");
+    for c in doc["checks"].as_array().unwrap() {
+        assert!(
+            ["ok", "warn", "fail"].contains(&c["level"].as_str().unwrap())
+                && c["message"].is_string()
+                && (c["fix"].is_null() || c["fix"].is_string()),
+            "{c}"
+        );
+    }
     env.start_daemon();
     let text = env.ok(&["doctor"]);
     assert_eq!(text.lines().last(), Some("doctor: no problems"), "{text}");
+    let doc: serde_json::Value = serde_json::from_str(&env.ok(&["doctor", "--json"])).unwrap();
+    assert_eq!(doc["ok"], true, "{doc}");
+    assert_eq!(doc["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(check(&doc, "daemon")["level"], "ok", "{doc}");
+    assert!(check(&doc, "daemon")["fix"].is_null(), "{doc}");
+    assert_eq!(check(&doc, "send-preparation")["level"], "ok", "{doc}");
+    assert!(
+        check(&doc, "peers")["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("1 peer(s)"),
+        "{doc}"
+    );
+    // A profile problem fails its check, with what to do.
+    let profile_file = env.peer_dir("alice").join(".iapeer/peer-profile.json");
+    let profile = common::read(&profile_file);
+    std::fs::write(&profile_file, "{ not json").unwrap();
+    let out = env.run(&["doctor", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let alice = check(&doc, "profile:alice");
+    assert_eq!(alice["level"], "fail", "{doc}");
+    assert!(
+        alice["fix"]
+            .as_str()
+            .unwrap()
+            .contains("iapeer verify --fix"),
+        "{doc}"
+    );
+    let text = String::from_utf8_lossy(&env.run(&["doctor"]).stdout).into_owned();
+    assert_eq!(
+        text.lines().last(),
+        Some("doctor: the registry or a profile has a problem (above)"),
+        "{text}"
+    );
+    std::fs::write(&profile_file, profile).unwrap();
     assert_eq!(
         env.ok(&["approval-mode", "--peer", "alice"]).trim(),
         "alice: bypass (no Claude or Codex runtime: nothing to gate)"
@@ -253,4 +323,67 @@ fn the_spec_07_verbs_doctor_approval_mode_and_the_aliases_work() {
         "{via_enable}"
     );
     assert_eq!(via_enable, via_connect, "the alias is the same verb");
+}
+
+/// Bash completion, with the real binary and the script it generates, sourced in a real bash
+/// (issue 30 item 6): peer names, identities and runtimes where a verb takes them, read from
+/// the registry and the runtimes folder with the daemon down.
+#[test]
+fn bash_completes_peers_identities_and_runtimes_with_the_daemon_down() {
+    let env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("bob");
+    env.install_line_sink("pager", &env.dir.path().join("pager.log"));
+    env.ok(&["create", "pg", "--runtime", "pager", "--no-bootstrap"]);
+    let script = env.dir.path().join("iapeer.bash");
+    std::fs::write(&script, env.ok(&["--generate", "completions-bash"])).unwrap();
+    let complete = |words: &[&str]| -> String {
+        let quoted: Vec<String> = std::iter::once(common::bin().display().to_string())
+            .chain(words.iter().map(|w| w.to_string()))
+            .map(|w| format!("'{w}'"))
+            .collect();
+        let line = format!(
+            "source {}; COMP_WORDS=({}); COMP_CWORD={}; _iapeer; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display(),
+            quoted.join(" "),
+            words.len()
+        );
+        let out = std::process::Command::new("bash")
+            .args(["--norc", "--noprofile", "-c", &line])
+            .env("HOME", &env.home)
+            .env("IAPEER_ROOT", &env.root)
+            .output()
+            .expect("bash");
+        assert!(out.status.success(), "{}", common::describe(&out));
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(complete(&["send", ""]), "alice bob pg");
+    assert_eq!(
+        complete(&["send", "bob", "--from", ""]),
+        "echo-alice echo-bob pager-pg"
+    );
+    assert_eq!(complete(&["send", "bob", "--from", "p"]), "pager-pg");
+    assert_eq!(
+        complete(&["send", "bob", "--runtime", ""]),
+        "claude codex echo human notifier pager"
+    );
+    assert_eq!(complete(&["create", "carol", "--runtime", "p"]), "pager");
+    for verb in ["wake", "stop", "restart", "attach", "logs"] {
+        assert_eq!(complete(&[verb, "a"]), "alice", "{verb}");
+    }
+    assert_eq!(
+        complete(&["stop", "bob", "e"]),
+        "echo",
+        "the runtime after the peer"
+    );
+    assert_eq!(
+        complete(&["stop", "bob", "echo", ""]),
+        "",
+        "nothing after the runtime"
+    );
+    // A new peer's name is free text.
+    assert_eq!(complete(&["create", ""]), "");
 }

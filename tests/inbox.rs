@@ -188,7 +188,7 @@ fn human_inbox_round_trip_with_an_echo_agent() {
         logs.find(needle)
             .unwrap_or_else(|| panic!("missing {needle:?} in:\n{logs}"))
     };
-    let woke = pos("alice (echo)  woke  mode=fresh");
+    let woke = pos("alice (echo)  woke  fresh conversation: ");
     let first = pos("you → alice  delivered  topic=plans (woke)");
     let answer = pos("alice → you  delivered  topic=plans");
     let second = pos("you → alice  delivered  topic=plans\n");

@@ -753,7 +753,8 @@ fn codex_trust_is_added_by_create_and_removed_by_remove_keeping_the_users_config
     assert_eq!(
         added_lines(USER_CONFIG, &created),
         [
-            "check_for_update_on_startup = false".to_string(),
+            "check_for_update_on_startup = false # added by iapeer; iapeer uninstall removes it"
+                .to_string(),
             "[mcp_servers.iapeer]".into(),
             "url = \"http://127.0.0.1:8765/mcp\"".into(),
             "default_tools_approval_mode = \"approve\"".into(),
@@ -766,7 +767,7 @@ fn codex_trust_is_added_by_create_and_removed_by_remove_keeping_the_users_config
         "{created}"
     );
     assert!(created.starts_with(
-        "# my codex settings\nmodel = \"o3\"   # favourite\ncheck_for_update_on_startup = false\n"
+        "# my codex settings\nmodel = \"o3\"   # favourite\ncheck_for_update_on_startup = false # added by iapeer; iapeer uninstall removes it\n"
     ));
 
     // Again: nothing changes.

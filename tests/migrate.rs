@@ -512,6 +512,47 @@ fn a_send_while_the_daemon_is_down_is_kept_and_delivered_when_it_starts() {
         .map(|e| common::read(&e.path()))
         .unwrap();
     assert!(reason.contains("carol"), "{reason}");
+    // status and doctor say so, with the reason, where it is and what to do (issue 30 item
+    // 6: it used to be only in the daemon's log).
+    let refused = std::fs::read_dir(&outbox)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.ends_with(".refused"))
+        .unwrap();
+    for verb in ["status", "doctor"] {
+        let text = String::from_utf8_lossy(&env.run(&[verb]).stdout).into_owned();
+        assert!(
+            text.contains(&format!(
+                "outbox: 1 kept send(s) NOT delivered and not tried again (in {}):",
+                outbox.display()
+            )) && text.contains(&format!("  {refused}: refused: "))
+                && text.contains("carol")
+                && text.contains("what to do: read each reason; once its cause is fixed, send the message again with iapeer send"),
+            "{verb}: {text}"
+        );
+    }
+    let status: serde_json::Value = serde_json::from_str(&env.ok(&["status", "--json"])).unwrap();
+    assert_eq!(status["outbox"]["waiting"], 0, "{status}");
+    assert_eq!(
+        status["outbox"]["set_aside"][0]["kind"], "refused",
+        "{status}"
+    );
+    let doctor: serde_json::Value =
+        serde_json::from_slice(&env.run(&["doctor", "--json"]).stdout).unwrap();
+    let check = doctor["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "outbox")
+        .cloned()
+        .unwrap();
+    assert_eq!(check["level"], "warn", "{doctor}");
+    assert!(
+        check["message"].as_str().unwrap().contains(&refused)
+            && check["fix"].as_str().unwrap().contains("iapeer send"),
+        "{doctor}"
+    );
 }
 
 /// A kept send carries copies of its attachments (a script may delete its files as soon as

@@ -656,7 +656,14 @@ fn update_to_a_broken_build_advises_rollback_and_rollback_heals() {
 
 /// `scripts/install.sh` then `uninstall`: without a terminal and without --yes it exits 2;
 /// --dry-run lists and changes nothing; --yes leaves the home exactly as before install
-/// (files the user had there are kept), keeps the root; --purge deletes the root.
+/// (files the user had there are kept; Codex's config.toml loses the MCP server block and
+/// update setting a codex peer's creation added, and keeps the user's comments and settings
+/// around them), keeps the root; --purge deletes the root.
+/// A user's Codex config: comments, a root setting, tables before and after where iapeer
+/// puts its own.
+const CODEX_USER_CONFIG: &str = "# my Codex settings\nmodel = \"o3\" # favourite\n\n\
+    [mcp_servers.other]\ncommand = \"other-server\"\n\n# keep this one\n[profiles.fast]\nmodel = \"o4-mini\"\n";
+
 #[test]
 fn uninstall_removes_exactly_what_install_created() {
     let mut env = TestEnv::new();
@@ -670,6 +677,7 @@ fn uninstall_removes_exactly_what_install_created() {
         (".local/bin/other-tool", "#!/bin/sh\n"),
         (".local/share/man/man1/other.1", ".TH OTHER 1\n"),
         (".config/fish/completions/other.fish", "complete -c other\n"),
+        (".codex/config.toml", CODEX_USER_CONFIG),
     ] {
         let p = home.join(p);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -700,6 +708,22 @@ fn uninstall_removes_exactly_what_install_created() {
         installed.keys()
     );
     assert!(sd.join("iapeer.service").exists());
+    // A codex peer's creation adds iapeer's MCP server, the update setting and its folder's
+    // trust to Codex's config (the fake codex only makes the runtime "installed").
+    let codex = home.join("fake-codex");
+    std::fs::write(&codex, "#!/bin/sh\nexit 1\n").unwrap();
+    std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
+    env.set("IAPEER_CODEX_BIN", codex.to_str().unwrap());
+    env.set("CODEX_HOME", home.join(".codex").to_str().unwrap());
+    env.ok(&["create", "cx", "--runtime", "codex", "--no-bootstrap"]);
+    let config = home.join(".codex/config.toml");
+    let set_up = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        set_up.contains("[mcp_servers.iapeer]") && set_up.contains("check_for_update_on_startup"),
+        "{set_up}"
+    );
+    std::fs::remove_file(&codex).unwrap();
+    let installed = files(&home);
 
     let (_, err) = env.fails(&["uninstall"], 2);
     assert!(err.contains("pass --yes"), "{err}");
@@ -714,7 +738,22 @@ fn uninstall_removes_exactly_what_install_created() {
     );
     assert_eq!(files(&home), installed, "--dry-run removed files");
 
+    assert!(
+        out.contains(&format!(
+            "take iapeer's MCP server block and update setting out of {}",
+            config.display()
+        )),
+        "{out}"
+    );
     let out = env.ok(&["uninstall", "--yes"]);
+    // The peer's folder stays (the root is kept), and with it its trust entry.
+    let left = std::fs::read_to_string(&config).unwrap();
+    let trust = format!(
+        "\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+        env.root.join("peers/cx").canonicalize().unwrap().display()
+    );
+    assert_eq!(left, format!("{CODEX_USER_CONFIG}{trust}"), "{out}");
+    std::fs::write(&config, CODEX_USER_CONFIG).unwrap();
     assert_eq!(
         files(&home),
         before,

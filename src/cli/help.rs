@@ -62,6 +62,20 @@ fn verb_help(v: &VerbSpec) -> String {
     flags.push(HELP_FLAG);
     out.push_str("\nFlags:\n");
     out.push_str(&flag_rows(&flags));
+    out.push_str(&examples(v));
+    out
+}
+
+/// The `Examples:` rows of a verb's help (nothing when it has none).
+fn examples(v: &VerbSpec) -> String {
+    let examples = super::spec::examples_of(v.name);
+    if examples.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nExamples:\n");
+    for e in examples {
+        let _ = writeln!(out, "  iapeer {e}");
+    }
     out
 }
 
@@ -151,6 +165,9 @@ mod tests {
                 .all(|l| l.starts_with("usage:") || l.chars().count() <= 100));
         }
         let send = render_help(Some("send")).unwrap();
+        assert!(send.contains(
+            "\nExamples:\n  iapeer send bob --message \"the build is green\"  # from you"
+        ));
         assert!(send.contains("--attachment <path>"));
         assert!(send.contains("(repeatable)"));
         let claude = render_help(Some("codex")).unwrap();

@@ -206,13 +206,16 @@ fn run(cmd: Command) -> (String, CliResult) {
                 .map_err(CliError::Usage)
                 .and_then(|t| print(&t)),
         ),
-        // The bare x.y.z, as the original printed it (companion packages read it; issue 11).
+        // Spec 07: `iapeer x.y.z` (issue 30 item 6; no companion package reads the bare
+        // number, and `update` reads either form: `update::version_of`).
         Command::Version => (
             "version".into(),
-            print(&format!("{}\n", env!("CARGO_PKG_VERSION"))),
+            print(&format!("iapeer {}\n", env!("CARGO_PKG_VERSION"))),
         ),
         Command::Generate(Generate::Man) => ("generate".into(), print(&man::render_man())),
         Command::Generate(Generate::PeerNames) => ("generate".into(), print(&peer_names())),
+        Command::Generate(Generate::Runtimes) => ("generate".into(), print(&runtime_names())),
+        Command::Generate(Generate::Identities) => ("generate".into(), print(&identities())),
         Command::Generate(Generate::Completions(shell)) => {
             ("generate".into(), print(&completions::render(shell)))
         }
@@ -244,13 +247,18 @@ fn settle_rename() {
     }
 }
 
+/// The registry for shell completion, `None` when the root or the registry cannot be read
+/// (a tab must never print an error).
+fn completion_registry() -> Option<(Paths, crate::registry::Registry)> {
+    let paths = Paths::from_env().ok()?;
+    let registry = crate::registry::Registry::load(&paths).ok()?;
+    Some((paths, registry))
+}
+
 /// The registered peers' names, one a line, for shell completion: nothing (and no error)
-/// when the root or the registry cannot be read, since a tab must never print an error.
+/// when the root or the registry cannot be read.
 fn peer_names() -> String {
-    let Ok(paths) = Paths::from_env() else {
-        return String::new();
-    };
-    let Ok(registry) = crate::registry::Registry::load(&paths) else {
+    let Some((_, registry)) = completion_registry() else {
         return String::new();
     };
     registry
@@ -258,6 +266,50 @@ fn peer_names() -> String {
         .iter()
         .map(|p| format!("{}\n", p.personality))
         .collect()
+}
+
+/// Every identity the registry declares (`<runtime>-<peer>`, spec 03), one a line, for shell
+/// completion (`--from`); nothing when the registry cannot be read.
+fn identities() -> String {
+    let Some((_, registry)) = completion_registry() else {
+        return String::new();
+    };
+    registry
+        .peers
+        .iter()
+        .flat_map(|p| {
+            p.runtimes
+                .iter()
+                .map(move |rt| format!("{rt}-{}\n", p.personality))
+        })
+        .collect()
+}
+
+/// The runtimes a peer may name here, sorted, one a line, for shell completion: the built-in
+/// ones, every folder of `<root>/runtimes/` with a `runtime.json`, and any runtime a peer
+/// declares. Files only (no program lookup, no daemon), so a tab stays fast.
+fn runtime_names() -> String {
+    let mut names: Vec<String> = spec::SHORTCUT_RUNTIMES
+        .iter()
+        .copied()
+        .chain([crate::runtime::human::NAME, crate::runtime::notifier::NAME])
+        .map(String::from)
+        .collect();
+    if let Ok(paths) = Paths::from_env() {
+        if let Ok(dir) = std::fs::read_dir(paths.runtimes_dir()) {
+            names.extend(
+                dir.flatten()
+                    .filter(|e| e.path().join("runtime.json").is_file())
+                    .filter_map(|e| e.file_name().to_str().map(String::from)),
+            );
+        }
+    }
+    if let Some((_, registry)) = completion_registry() {
+        names.extend(registry.peers.iter().flat_map(|p| p.runtimes.clone()));
+    }
+    names.sort();
+    names.dedup();
+    names.iter().map(|n| format!("{n}\n")).collect()
 }
 
 /// The spellings spec 07 gives as aliases, rewritten to the verb they stand for:

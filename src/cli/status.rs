@@ -1,6 +1,7 @@
 //! `iapeer status` (spec 08 §1 "Health"): daemon health, service, peers summary, memory slot.
 //! Exit 1 iff the daemon is unhealthy.
 
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
@@ -223,6 +224,18 @@ struct StatusDoc<'a> {
     memory: Option<MemoryDoc<'a>>,
     /// The notices in force (spec 10 §3): live agents their model API refuses.
     notices: &'a [crate::notices::Notice],
+    /// The outbox: sends kept while the daemon was down (issue 11 item 7).
+    outbox: OutboxDoc<'a>,
+}
+
+/// The outbox part of `status --json`.
+#[derive(Serialize)]
+struct OutboxDoc<'a> {
+    /// Sends waiting for the daemon.
+    waiting: usize,
+    /// Sends the daemon will not try again: `{file, kind, reason}` (kind `refused`,
+    /// `unknown` or `unreadable`).
+    set_aside: &'a [crate::outbox::SetAside],
 }
 
 /// The memory part of `status --json`.
@@ -313,6 +326,10 @@ pub enum PrepHealth {
     Blocked,
 }
 
+/// What to do about stalled send preparations.
+const PREP_FIX: &str = "make that file system answer again, or unmount it (umount -l <its mount \
+    point>); the threads then come back by themselves";
+
 /// The `send preparation:` lines of `status` and `doctor`, and the pool's health: counts;
 /// when preparations are stalled, which senders, how long, what they read, what is wrong and
 /// what to do.
@@ -375,8 +392,7 @@ pub fn prep_report(p: &PrepStatus) -> (String, PrepHealth) {
     out.push_str(&format!(
         "  what is wrong: a read of these files does not return (a FUSE or network file system \
          that stopped answering?), and a thread in such a read cannot be stopped; {served}\n  \
-         what to do: make that file system answer again, or unmount it (umount -l <its mount \
-         point>); the threads then come back by themselves\n"
+         what to do: {PREP_FIX}\n"
     ));
     let health = if blocked {
         PrepHealth::Blocked
@@ -392,8 +408,12 @@ pub fn run(inv: &Invocation) -> CliResult {
 }
 
 /// `iapeer doctor`: [`report`] (where stalled send preparations are a problem too), then
-/// `verify` (read only); exit 1 when either finds a problem, after both have printed.
-pub fn doctor(_inv: &Invocation) -> CliResult {
+/// `verify` (read only); exit 1 when either finds a problem, after both have printed. With
+/// `--json`, one document of the same checks ([`doctor_checks`]) and the same exit code.
+pub fn doctor(inv: &Invocation) -> CliResult {
+    if inv.flag(flags::JSON) {
+        return doctor_json();
+    }
     let status = report(false, true);
     super::print("\n")?;
     let verify = super::verify::check(false, false, true);
@@ -408,14 +428,127 @@ pub fn doctor(_inv: &Invocation) -> CliResult {
     status.and(verify)
 }
 
-/// Print the status report (one JSON document with `json`); `Err` (exit 1) when the daemon
-/// is not healthy (its send preparation blocked included), or with `stalled_is_a_problem`
-/// (doctor) when some send preparations are stalled or an agent runtime a peer declares is
-/// not found by the daemon.
-fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
+/// How one check of `doctor --json` came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Nothing to do.
+    Ok,
+    /// Worth a look; not a problem (the exit code stays 0).
+    Warn,
+    /// A problem: `doctor` exits 1.
+    Fail,
+}
+
+/// One check of `doctor --json` (issue 30 item 6): what was checked, how it came out, what
+/// was found (the text form's words) and, when something is to be done, what.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// What was checked: `daemon`, `service`, `peers`, `memory`, `send-preparation`,
+    /// `agent-program:<runtime>`, `notice`, `outbox`, `registry`, `profile:<peer>`,
+    /// `daemon-thread:<thread>`.
+    pub name: String,
+    /// How it came out.
+    pub level: Level,
+    /// What was found.
+    pub message: String,
+    /// What to do (`null` when nothing is).
+    pub fix: Option<String>,
+}
+
+impl Check {
+    fn new(name: impl Into<String>, level: Level, message: impl Into<String>) -> Check {
+        Check {
+            name: name.into(),
+            level,
+            message: message.into(),
+            fix: None,
+        }
+    }
+
+    fn fix(mut self, fix: impl Into<String>) -> Check {
+        self.fix = Some(fix.into());
+        self
+    }
+}
+
+/// The `doctor --json` document.
+#[derive(Serialize)]
+struct DoctorDoc<'a> {
+    /// False when a check failed (then the exit code is 1).
+    ok: bool,
+    version: &'static str,
+    checks: &'a [Check],
+}
+
+/// `doctor --json`: every check as [`doctor_checks`] makes it, exit 1 when one failed.
+fn doctor_json() -> CliResult {
     let paths = paths()?;
-    let answer = daemon_status(&paths);
-    let registry = Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
+    let health = gather(&paths)?;
+    let findings = super::verify::findings(&paths, Vec::new());
+    let checks = doctor_checks(&health, &findings);
+    let ok = checks.iter().all(|c| c.level != Level::Fail);
+    print(&format!(
+        "{}\n",
+        json_line(&DoctorDoc {
+            ok,
+            version: env!("CARGO_PKG_VERSION"),
+            checks: &checks,
+        })
+    ))?;
+    if ok {
+        Ok(())
+    } else {
+        Err(CliError::Exit(1))
+    }
+}
+
+/// What to do when the daemon does not run.
+const START_DAEMON: &str =
+    "start it with: iapeer daemon (foreground), iapeer daemon --detach or iapeer onboard (as a \
+     service)";
+
+/// Everything `status` and `doctor` look at, gathered once.
+struct Health {
+    answer: Option<DaemonState>,
+    registry: Registry,
+    rows: Vec<PeerRow>,
+    notices: Vec<crate::notices::Notice>,
+    /// The MCP endpoint answers (`Ok` too when the daemon does not run).
+    http: Result<(), String>,
+    prep: Option<(String, PrepHealth)>,
+    healthy: bool,
+    service: ServiceReport,
+    slot: Option<crate::memory::slot::MemorySlot>,
+    heartbeat: Heartbeat,
+    /// Sends waiting in the outbox.
+    outbox_waiting: usize,
+    /// Sends the outbox set aside.
+    outbox_aside: Vec<crate::outbox::SetAside>,
+    outbox_dir: std::path::PathBuf,
+}
+
+impl Health {
+    fn status(&self) -> Option<&StatusReply> {
+        match self.answer.as_ref().map(|a| &a.status) {
+            Some(Answer::Ok(st)) => Some(st),
+            _ => None,
+        }
+    }
+
+    fn agents(&self) -> &[AgentProgram] {
+        self.status().map_or(&[], |st| &st.agents)
+    }
+
+    fn prep_health(&self) -> PrepHealth {
+        self.prep.as_ref().map_or(PrepHealth::Fine, |(_, h)| *h)
+    }
+}
+
+/// Ask the daemon, the service manager and the files what `status` shows.
+fn gather(paths: &Paths) -> Result<Health, CliError> {
+    let answer = daemon_status(paths);
+    let registry = Registry::load(paths).map_err(|e| CliError::Failed(e.to_string()))?;
     let live = match answer.as_ref().map(|a| &a.list) {
         Some(Answer::Ok(list)) => LiveState::from_reply(list.clone()),
         _ => LiveState::default(),
@@ -423,47 +556,263 @@ fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
     let rows = build_rows(
         &registry,
         &live,
-        |id| Markers::parse(&paths, id).is_ok_and(|m| m.is_set(Flag::Stopped)),
+        |id| Markers::parse(paths, id).is_ok_and(|m| m.is_set(Flag::Stopped)),
         |_| None,
         |_| 0,
     );
-    let (l, a, s, p) = summarize(&rows);
-    let notices = crate::notices::current(&paths);
+    let status = match answer.as_ref().map(|a| &a.status) {
+        Some(Answer::Ok(st)) => Some(st),
+        _ => None,
+    };
     // The control socket answered; the MCP endpoint must answer too.
-    let http = match answer.as_ref().map(|a| &a.status) {
-        Some(Answer::Ok(st)) => port_of(&st.tcp)
+    let http = match status {
+        Some(st) => port_of(&st.tcp)
             .ok_or_else(|| format!("unexpected MCP URL {}", st.tcp))
             .and_then(|port| http_answers(port, Duration::from_millis(1500)))
             .map_err(|why| format!("the MCP endpoint {} does not answer: {why}", st.tcp)),
-        _ => Ok(()),
+        None => Ok(()),
     };
-    let prep = match answer.as_ref().map(|a| &a.status) {
-        Some(Answer::Ok(st)) => Some(prep_report(&st.prep)),
-        _ => None,
-    };
-    let prep_health = prep.as_ref().map_or(PrepHealth::Fine, |(_, h)| *h);
-    let agents: &[AgentProgram] = match answer.as_ref().map(|a| &a.status) {
-        Some(Answer::Ok(st)) => &st.agents,
-        _ => &[],
-    };
-    let agent_problems = missing_agent_problems(&registry, agents);
-    let healthy = answer.is_some() && http.is_ok() && prep_health != PrepHealth::Blocked;
-    let service = service_report(&paths);
-    let slot = crate::memory::slot::read_slot(&paths);
+    let prep = status.map(|st| prep_report(&st.prep));
+    let blocked = prep
+        .as_ref()
+        .is_some_and(|(_, h)| *h == PrepHealth::Blocked);
+    let healthy = answer.is_some() && http.is_ok() && !blocked;
+    let slot = crate::memory::slot::read_slot(paths);
     let heartbeat = slot
         .as_ref()
         .map(|s| Heartbeat::of(s, SystemTime::now()))
         .unwrap_or(Heartbeat::NotDeclared);
+    Ok(Health {
+        notices: crate::notices::current(paths),
+        service: service_report(paths),
+        outbox_waiting: crate::outbox::pending(paths).len(),
+        outbox_aside: crate::outbox::set_aside(paths),
+        outbox_dir: crate::outbox::dir(paths),
+        answer,
+        registry,
+        rows,
+        http,
+        prep,
+        healthy,
+        slot,
+        heartbeat,
+    })
+}
+
+/// What to do about a send the outbox set aside.
+const OUTBOX_FIX: &str = "read each reason; once its cause is fixed, send the message again with \
+    iapeer send (the file holds the request, its text included), then delete the file and its \
+    .txt";
+
+/// The `outbox:` lines of `status` and `doctor` (issue 30 item 6): nothing when no send waits
+/// and none was set aside; else how many wait for the daemon, and each send the daemon will
+/// not try again (refused for good, of unknown state, unreadable) with its reason, where it
+/// is and what to do. Pure.
+pub fn outbox_lines(waiting: usize, aside: &[crate::outbox::SetAside], dir: &Path) -> String {
+    let mut out = String::new();
+    if waiting > 0 {
+        out.push_str(&format!(
+            "outbox: {waiting} send(s) kept while the daemon was down, waiting for it\n"
+        ));
+    }
+    if aside.is_empty() {
+        return out;
+    }
+    out.push_str(&format!(
+        "outbox: {} kept send(s) NOT delivered and not tried again (in {}):\n",
+        aside.len(),
+        dir.display()
+    ));
+    for a in aside {
+        let name = a.file.file_name().unwrap_or_default().to_string_lossy();
+        let what = match a.kind.as_str() {
+            "unknown" => "state unknown, it may have arrived",
+            "unreadable" => "unreadable",
+            _ => "refused",
+        };
+        out.push_str(&format!(
+            "  {}: {what}: {}\n",
+            crate::visible::line(&name),
+            crate::visible::line(&a.reason)
+        ));
+    }
+    out.push_str(&format!("  what to do: {OUTBOX_FIX}\n"));
+    out
+}
+
+/// The checks of `doctor --json`, in the text form's order, with the same verdict: a check
+/// fails exactly where the text form calls it a problem (exit 1). Pure.
+fn doctor_checks(h: &Health, verify: &super::verify::Findings) -> Vec<Check> {
+    let mut checks = Vec::new();
+    checks.push(match (h.status(), &h.http) {
+        (Some(_), Err(why)) => Check::new("daemon", Level::Fail, format!("NOT healthy: {why}"))
+            .fix("restart it: iapeer shutdown, then iapeer daemon --detach (or iapeer onboard)"),
+        (Some(st), Ok(())) => Check::new(
+            "daemon",
+            Level::Ok,
+            format!("healthy @ {} + {}", st.tcp, st.sock),
+        ),
+        (None, _) if h.answer.is_some() => Check::new("daemon", Level::Ok, "healthy"),
+        (None, _) => Check::new(
+            "daemon",
+            Level::Fail,
+            "not running (nothing answers on its socket)",
+        )
+        .fix(START_DAEMON),
+    });
+    if let Some(st) = h.status() {
+        for r in &st.restarts {
+            checks.push(Check::new(
+                format!("daemon-thread:{}", r.thread),
+                Level::Warn,
+                restart_line(r),
+            ));
+        }
+    }
+    let line = h.service.line();
+    let service = Check::new("service", Level::Ok, line.trim_start_matches("service: "));
+    // Without a service manager there is nothing to load (the line says how the daemon runs).
+    checks.push(if h.service.loaded || h.service.manager.is_none() {
+        service
+    } else {
+        Check {
+            level: Level::Warn,
+            ..service
+        }
+        .fix("iapeer onboard writes and loads the service (the daemon then starts at login)")
+    });
+    let (l, a, s, p) = summarize(&h.rows);
+    checks.push(Check::new(
+        "peers",
+        Level::Ok,
+        format!(
+            "{} peer(s); runtimes: {l} live, {a} asleep, {s} stopped, {p} parked",
+            h.rows.len()
+        ),
+    ));
+    let line = memory::slot::status_line(h.slot.as_ref(), h.heartbeat);
+    let memory = Check::new("memory", Level::Ok, line.trim_start_matches("memory: "));
+    checks.push(match (&h.slot, h.heartbeat) {
+        (Some(slot), Heartbeat::Missing) => Check {
+            level: Level::Warn,
+            ..memory
+        }
+        .fix(format!(
+            "start the memory provider's daemon (see {} status)",
+            slot.provider
+        )),
+        _ => memory,
+    });
+    if let Some((text, health)) = &h.prep {
+        let message = text
+            .split("\n  what to do:")
+            .next()
+            .unwrap_or("")
+            .trim_end()
+            .trim_start_matches("send preparation: ");
+        checks.push(match health {
+            PrepHealth::Fine => Check::new("send-preparation", Level::Ok, message),
+            _ => Check::new("send-preparation", Level::Fail, message).fix(PREP_FIX),
+        });
+    }
+    let problems = missing_agent_problems(&h.registry, h.agents());
+    for agent in h.agents() {
+        let name = format!("agent-program:{}", agent.runtime);
+        checks.push(match &agent.path {
+            Some(path) => Check::new(name, Level::Ok, path.clone()),
+            None => {
+                let declared = h.registry.peers.iter().any(|p| p.declares(&agent.runtime));
+                let problem = problems
+                    .iter()
+                    .find(|p| p.contains(&format!(" runtime {} ", agent.runtime)));
+                match (declared, problem) {
+                    (true, Some(problem)) => Check::new(
+                        name,
+                        Level::Fail,
+                        problem.trim_start_matches("problem: ").to_string(),
+                    )
+                    .fix(crate::runtime::agent_program::what_to_do(&agent.runtime)),
+                    _ => Check::new(
+                        name,
+                        Level::Ok,
+                        format!(
+                            "not found (no peer declares it) — looked at, in order: {}",
+                            agent.looked.join("; ")
+                        ),
+                    ),
+                }
+            }
+        });
+    }
+    for n in &h.notices {
+        checks.push(Check::new(
+            "notice",
+            Level::Warn,
+            crate::notices::describe(n),
+        ));
+    }
+    let outbox = outbox_lines(h.outbox_waiting, &h.outbox_aside, &h.outbox_dir);
+    let outbox = outbox
+        .split("\n  what to do:")
+        .next()
+        .unwrap_or("")
+        .trim_end()
+        .trim_start_matches("outbox: ");
+    checks.push(if !h.outbox_aside.is_empty() {
+        Check::new("outbox", Level::Warn, outbox).fix(OUTBOX_FIX)
+    } else if h.outbox_waiting > 0 {
+        Check::new("outbox", Level::Ok, outbox)
+    } else {
+        Check::new("outbox", Level::Ok, "empty")
+    });
+    if verify.problems.is_empty() {
+        checks.push(Check::new(
+            "registry",
+            Level::Ok,
+            format!("{} peer(s), no problems", verify.peers),
+        ));
+    }
+    for (peer, what) in &verify.problems {
+        let check = Check::new(format!("profile:{peer}"), Level::Fail, what.clone());
+        checks.push(if super::verify::has_own_advice(what) {
+            check
+        } else {
+            check.fix(super::verify::FIX_ADVICE)
+        });
+    }
+    for (peer, what) in &verify.warnings {
+        checks.push(Check::new(
+            format!("profile:{peer}"),
+            Level::Warn,
+            what.clone(),
+        ));
+    }
+    checks
+}
+
+/// Print the status report (one JSON document with `json`); `Err` (exit 1) when the daemon
+/// is not healthy (its send preparation blocked included), or with `stalled_is_a_problem`
+/// (doctor) when some send preparations are stalled or an agent runtime a peer declares is
+/// not found by the daemon.
+fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
+    let paths = paths()?;
+    let h = gather(&paths)?;
+    let (l, a, s, p) = summarize(&h.rows);
+    let agents = h.agents();
+    let agent_problems = missing_agent_problems(&h.registry, agents);
+    let prep_health = h.prep_health();
+    let (answer, service, slot, heartbeat, notices) =
+        (&h.answer, &h.service, &h.slot, h.heartbeat, &h.notices);
     if json {
         let doc = StatusDoc {
             version: env!("CARGO_PKG_VERSION"),
-            healthy,
+            healthy: h.healthy,
             daemon: answer.as_ref().map(|a| &a.status),
             service: service.manager.map_or("none", Manager::name),
             service_loaded: service.loaded,
             service_detail: &service.detail,
             peers: PeerCounts {
-                count: rows.len(),
+                count: h.rows.len(),
                 live: l,
                 asleep: a,
                 stopped: s,
@@ -476,14 +825,18 @@ fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
                 heartbeat: s.heartbeat.as_deref(),
                 heartbeat_age_secs: heartbeat.age_secs(),
             }),
-            notices: &notices,
+            notices,
+            outbox: OutboxDoc {
+                waiting: h.outbox_waiting,
+                set_aside: &h.outbox_aside,
+            },
         };
         print(&format!("{}\n", json_line(&doc)))?;
     } else {
         let daemon = match answer.as_ref().map(|a| &a.status) {
-            Some(Answer::Ok(_)) if http.is_err() => format!(
+            Some(Answer::Ok(_)) if h.http.is_err() => format!(
                 "daemon: NOT healthy ({})",
-                http.as_ref().err().map_or("", String::as_str)
+                h.http.as_ref().err().map_or("", String::as_str)
             ),
             Some(Answer::Ok(_)) if prep_health == PrepHealth::Blocked => {
                 "daemon: NOT healthy (no send can be prepared: see send preparation below)"
@@ -491,13 +844,10 @@ fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
             }
             Some(Answer::Ok(st)) => format!("daemon: healthy @ {} + {}", st.tcp, st.sock),
             Some(Answer::Failed(_)) => "daemon: healthy @ ? + ?".to_string(),
-            None => "daemon: not running (nothing answers on its socket) — start it with: \
-                     iapeer daemon (foreground), iapeer daemon --detach or iapeer onboard (as a \
-                     service)"
-                .to_string(),
+            None => format!("daemon: not running (nothing answers on its socket) — {START_DAEMON}"),
         };
-        let daemon = match answer.as_ref().map(|a| &a.status) {
-            Some(Answer::Ok(st)) => std::iter::once(daemon)
+        let daemon = match h.status() {
+            Some(st) => std::iter::once(daemon)
                 .chain(st.restarts.iter().map(restart_line))
                 .collect::<Vec<_>>()
                 .join("\n"),
@@ -507,7 +857,7 @@ fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
             "iapeer {}\n{daemon}\n{}\npeers: {} (runtimes: {l} live, {a} asleep, {s} stopped{})\n{}\n",
             env!("CARGO_PKG_VERSION"),
             service.line(),
-            rows.len(),
+            h.rows.len(),
             if p > 0 {
                 format!(", {p} parked")
             } else {
@@ -515,12 +865,21 @@ fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
             },
             memory::slot::status_line(slot.as_ref(), heartbeat)
         ))?;
-        let mut lines = prep.map(|(text, _)| text).unwrap_or_default();
+        let mut lines = h
+            .prep
+            .as_ref()
+            .map(|(text, _)| text.clone())
+            .unwrap_or_default();
         lines.push_str(&agent_lines(agents));
         lines.push_str(&format!("notices: {}\n", notices.len()));
-        for n in &notices {
+        for n in notices {
             lines.push_str(&format!("  {}\n", crate::notices::describe(n)));
         }
+        lines.push_str(&outbox_lines(
+            h.outbox_waiting,
+            &h.outbox_aside,
+            &h.outbox_dir,
+        ));
         if stalled_is_a_problem {
             for p in &agent_problems {
                 lines.push_str(&format!("{p}\n"));
@@ -530,7 +889,7 @@ fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
     }
     let problem =
         stalled_is_a_problem && (prep_health == PrepHealth::Stalled || !agent_problems.is_empty());
-    if healthy && !problem {
+    if h.healthy && !problem {
         Ok(())
     } else {
         Err(CliError::Exit(1))
@@ -584,6 +943,43 @@ mod tests {
               Codex CLI so that one of these finds it (or set IAPEER_CODEX_BIN to the program \
               in the daemon's environment and restart it)"
             ]
+        );
+    }
+
+    #[test]
+    fn the_outbox_lines_say_what_waits_what_was_set_aside_and_what_to_do() {
+        use crate::outbox::SetAside;
+        let dir = Path::new("/r/state/iapeer/outbox");
+        assert_eq!(outbox_lines(0, &[], dir), "");
+        assert_eq!(
+            outbox_lines(2, &[], dir),
+            "outbox: 2 send(s) kept while the daemon was down, waiting for it\n"
+        );
+        let aside = |name: &str, kind: &str, reason: &str| SetAside {
+            file: dir.join(name),
+            kind: kind.into(),
+            reason: reason.into(),
+        };
+        let text = outbox_lines(
+            0,
+            &[
+                aside(
+                    "1.json.refused",
+                    "refused",
+                    "peer \"carol\" is not registered",
+                ),
+                aside("2.json.unknown", "unknown", "cut\x1b[31m off"),
+            ],
+            dir,
+        );
+        assert_eq!(
+            text,
+            format!(
+                "outbox: 2 kept send(s) NOT delivered and not tried again (in \
+                 /r/state/iapeer/outbox):\n  1.json.refused: refused: peer \"carol\" is not \
+                 registered\n  2.json.unknown: state unknown, it may have arrived: cut␛[31m \
+                 off\n  what to do: {OUTBOX_FIX}\n"
+            )
         );
     }
 

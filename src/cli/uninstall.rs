@@ -1,7 +1,8 @@
 //! `iapeer uninstall` (spec 08 §1): stop the daemon (unloading the service), then remove
 //! exactly what install created — the binary and `iapeer.prev`, the man page, the
-//! completions, the service file when it carries iapeer's ownership mark — and the root only
-//! with `--purge`. The steps come from a pure function, [`plan`].
+//! completions, the service file when it carries iapeer's ownership mark — and what codex
+//! peers added to Codex's `config.toml` (the iapeer MCP server block and the update setting,
+//! issue 30 item 6), and the root only with `--purge`. The steps come from a pure function, [`plan`].
 
 use std::path::PathBuf;
 
@@ -25,6 +26,9 @@ pub struct UninstallEnv {
     pub loaded: Option<Manager>,
     /// A daemon answering now.
     pub daemon_pid: Option<u32>,
+    /// Codex's `config.toml` when it holds iapeer's MCP server block or update setting
+    /// ([`crate::runtime::codex_setup::has_setup`]).
+    pub codex_config: Option<PathBuf>,
     /// The root, when it exists.
     pub root: Option<PathBuf>,
     /// `--purge`.
@@ -54,6 +58,8 @@ pub enum Removal {
     KeepForeign(PathBuf),
     /// Tell systemd its unit is gone.
     Reload(Vec<String>),
+    /// Take iapeer's MCP server block and update setting out of Codex's `config.toml`.
+    CodexConfig(PathBuf),
     /// Delete the root (`--purge`).
     RemoveRoot(PathBuf),
     /// Keep the root.
@@ -86,6 +92,9 @@ pub fn plan(env: &UninstallEnv) -> Vec<Removal> {
         Some((_, file, false)) => steps.push(Removal::KeepForeign(file.clone())),
         None => {}
     }
+    if let Some(config) = &env.codex_config {
+        steps.push(Removal::CodexConfig(config.clone()));
+    }
     if let Some(root) = &env.root {
         steps.push(if env.purge {
             Removal::RemoveRoot(root.clone())
@@ -112,6 +121,10 @@ pub fn describe(step: &Removal) -> String {
             service::OWNERSHIP_MARK
         ),
         Removal::Reload(c) => format!("tell systemd: {}", c.join(" ")),
+        Removal::CodexConfig(p) => format!(
+            "take iapeer's MCP server block and update setting out of {} (the rest stays)",
+            p.display()
+        ),
         Removal::RemoveRoot(p) => format!(
             "delete the root {} with every peer folder, log and message (--purge)",
             p.display()
@@ -136,6 +149,8 @@ pub fn run(inv: &Invocation) -> CliResult {
         }),
         loaded: side.loaded,
         daemon_pid: health::ping(&paths).map(|p| p.pid),
+        codex_config: crate::runtime::codex_setup::config_path()
+            .filter(|p| crate::runtime::codex_setup::has_setup(p)),
         root: Some(paths.root().to_path_buf()).filter(|r| r.exists()),
         purge: inv.flag(flags::PURGE),
         uid: side.uid,
@@ -187,6 +202,9 @@ pub fn run(inv: &Invocation) -> CliResult {
                     }
                 })
                 .map_err(|e| format!("cannot remove {}: {e}", p.display())),
+            Removal::CodexConfig(p) => {
+                crate::runtime::codex_setup::remove_setup_from(p).map(|_| ())
+            }
             Removal::RemoveRoot(p) => std::fs::remove_dir_all(p)
                 .map_err(|e| format!("cannot delete {}: {e}", p.display())),
             Removal::KeepForeign(_) | Removal::KeepRoot(_) => Ok(()),
@@ -223,6 +241,7 @@ mod tests {
             )),
             loaded: Some(Manager::Systemd),
             daemon_pid: Some(9),
+            codex_config: None,
             root: Some(PathBuf::from("/h/.iapeer")),
             purge: false,
             uid: 1000,
@@ -263,5 +282,12 @@ mod tests {
         );
         e.daemon_pid = None;
         assert!(matches!(plan(&e)[0], Removal::Remove(_)));
+        // Codex's config is edited before the root goes.
+        e.codex_config = Some(PathBuf::from("/h/.codex/config.toml"));
+        let steps = plan(&e);
+        assert_eq!(
+            describe(&steps[steps.len() - 2]),
+            "take iapeer's MCP server block and update setting out of /h/.codex/config.toml (the rest stays)"
+        );
     }
 }

@@ -227,8 +227,8 @@ fn probe_version(bin: &Path) -> Result<String, String> {
     }
 }
 
-/// The version in an iapeer build's `--version` answer: the bare `X.Y.Z[-pre]` that this
-/// build and the original print, or `iapeer X.Y.Z` as builds before issue 11 did. `None` for
+/// The version in an iapeer build's `--version` answer: `iapeer X.Y.Z[-pre]` as this build
+/// prints it (spec 07), or the bare `X.Y.Z` the original and the builds of issues 11–30 printed. `None` for
 /// anything else (not an iapeer build).
 pub fn version_of(text: &str) -> Option<&str> {
     let v = text.trim();

@@ -70,14 +70,11 @@ pub fn check(fix: bool, json: bool, doctor: bool) -> CliResult {
         (changes, left_out) = rebuild(&paths)?;
         changes.extend(repair_worktrees(&paths));
     }
-    let (mut problems, warnings) = find_problems(&paths);
-    // A folder the rebuild could not register is out of the registry now, so no check below
-    // sees it: it is a problem all the same.
-    problems.append(&mut left_out);
-    // A copied folder is found by both.
-    let mut seen = std::collections::HashSet::new();
-    problems.retain(|p| seen.insert(p.clone()));
-    let peers = Registry::load(&paths).map(|r| r.peers.len()).unwrap_or(0);
+    let Findings {
+        problems,
+        warnings,
+        peers,
+    } = findings(&paths, left_out);
     if json {
         let doc = VerifyDoc {
             ok: problems.is_empty(),
@@ -142,13 +139,8 @@ pub fn check(fix: bool, json: bool, doctor: bool) -> CliResult {
                 let (p, what) = show(p, what);
                 out.push_str(&format!("{p}: {what}\n"));
             }
-            let own_advice =
-                |what: &str| what.contains(COPIED) || what.contains(crate::profile::FOLDER_GONE);
-            if !fix && problems.iter().any(|(_, what)| !own_advice(what)) {
-                out.push_str(
-                    "run iapeer verify --fix to rebuild the registry from the profiles (an error \
-                     inside a profile is fixed by editing that file)\n",
-                );
+            if !fix && problems.iter().any(|(_, what)| !has_own_advice(what)) {
+                out.push_str(&format!("run {FIX_ADVICE}\n"));
             }
         }
         print(&out)?;
@@ -157,6 +149,42 @@ pub fn check(fix: bool, json: bool, doctor: bool) -> CliResult {
         Ok(())
     } else {
         Err(CliError::Exit(1))
+    }
+}
+
+/// What to do about a problem that does not say it itself (after "run ").
+pub const FIX_ADVICE: &str = "iapeer verify --fix to rebuild the registry from the profiles (an \
+    error inside a profile is fixed by editing that file)";
+
+/// Whether a problem's own words say what to do (a copied or moved folder), so that
+/// [`FIX_ADVICE`] does not apply to it.
+pub fn has_own_advice(what: &str) -> bool {
+    what.contains(COPIED) || what.contains(crate::profile::FOLDER_GONE)
+}
+
+/// What `verify` finds without changing anything (`doctor --json` reads it too): the
+/// problems and warnings as (peer, what) pairs, and how many peers the registry has.
+pub struct Findings {
+    /// Each problem once (a copied folder is found by two checks).
+    pub problems: Vec<(String, String)>,
+    /// What a package or the user chose that is not the standard's.
+    pub warnings: Vec<(String, String)>,
+    /// The registry's peers (0 when it does not load).
+    pub peers: usize,
+}
+
+/// The [`Findings`] of the registry and profiles under `paths`, with `left_out` (folders a
+/// rebuild could not register: out of the registry now, so no check sees them) as problems.
+pub fn findings(paths: &Paths, mut left_out: Vec<(String, String)>) -> Findings {
+    let (mut problems, warnings) = find_problems(paths);
+    problems.append(&mut left_out);
+    let mut seen = std::collections::HashSet::new();
+    problems.retain(|p| seen.insert(p.clone()));
+    let peers = Registry::load(paths).map(|r| r.peers.len()).unwrap_or(0);
+    Findings {
+        problems,
+        warnings,
+        peers,
     }
 }
 

@@ -180,13 +180,50 @@ fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
+/// Why a wake started fresh or resumed, in the user's words: the `cause` field of a `wake`
+/// line (`daemon::lifecycle::decide_mode`'s rule) as `logs` shows it (issue 30 item 6: it
+/// showed `cause=not-idle-reaped`); an unknown cause as it is. `logs --json` keeps the field.
+fn wake_cause(cause: &str) -> &str {
+    match cause {
+        "explicit-fresh" => "asked for (iapeer new)",
+        "explicit-resume" => "asked for (iapeer attach)",
+        "fresh-next" => "iapeer refresh asked for it",
+        "ephemeral" => "an ephemeral peer starts fresh every time",
+        "not-idle-reaped" => {
+            "its last session did not end by going to sleep when idle (first start, crash or stop)"
+        }
+        "human-facing" => "a human-facing peer keeps its conversation",
+        "topic-match" => "the message's topic is one this conversation had",
+        "new-topic" => "the message's topic is new to its last conversation",
+        "no-topic" => "the message has no topic",
+        "restart" => "iapeer restart takes up the conversation it recorded",
+        "restart-without-conversation" => "iapeer restart found no conversation recorded",
+        "no-recorded-conversation" => {
+            "no conversation of its own was recorded (the folder's newest may be a person's)"
+        }
+        other => other,
+    }
+}
+
+/// Why a session died, in the user's words (the `cause` of an `exits.log` line); an unknown
+/// cause as it is.
+fn exit_cause(cause: &str) -> &str {
+    match cause {
+        "child-exit" => "its program exited",
+        "killed-by-daemon" => "ended by the daemon",
+        "boot-timeout" => "it did not come up in time",
+        "dialog-refused" => "it stopped at a dialog iapeer does not answer",
+        other => other,
+    }
+}
+
 /// One entry as a person reads it (no newline), times local (`HH:MM:SS` today):
 ///
 /// ```text
 /// 14:03:07 alice → bob  delivered  topic=x (woke)
-/// 14:03:05 bob (echo)  woke  mode=fresh cause=message
+/// 14:03:05 bob (echo)  woke  fresh conversation: the message has no topic
 /// 15:03:05 bob (echo)  slept  idle
-/// 15:10:00 bob (echo)  died  exit status 1 (child-exit)
+/// 15:10:00 bob (echo)  died  exit status 1 (its program exited)
 /// ```
 ///
 /// A logged value is a one-line field ([`crate::visible::line`]): its control characters,
@@ -228,11 +265,15 @@ fn render_raw(e: &Entry, tz: &TimeZone, today: civil::Date) -> String {
             return format!("{t} {line}");
         }
         "wake" => {
-            let mut d = format!("woke  mode={}", get("mode"));
-            if let Some(c) = e.get("cause") {
-                d.push_str(&format!(" cause={c}"));
+            let mode = match get("mode") {
+                "fresh" => "fresh conversation",
+                "resume" => "conversation resumed",
+                other => other,
+            };
+            match e.get("cause") {
+                Some(c) => format!("woke  {mode}: {}", wake_cause(c)),
+                None => format!("woke  {mode}"),
             }
-            d
         }
         "wake-failed" => format!("wake failed: {}", first_line(get("reason"))),
         "ready-gate" => format!(
@@ -254,7 +295,7 @@ fn render_raw(e: &Entry, tz: &TimeZone, today: civil::Date) -> String {
                 (None, Some(st)) if !st.is_empty() => format!("exit status {st}"),
                 _ => "exited".into(),
             };
-            format!("died  {how} ({})", get("cause"))
+            format!("died  {how} ({})", exit_cause(get("cause")))
         }
         "always-on" => match e.get("err") {
             Some(err) => format!("always-on {}: {}", get("action"), first_line(err)),

@@ -42,13 +42,32 @@ fn merged_in_time_order_and_rendered_one_line_each() {
     assert_eq!(
         lines,
         [
-            "22:00:00 bob (echo)  woke  mode=fresh cause=message",
+            "22:00:00 bob (echo)  woke  fresh conversation: message",
             "22:00:00 you → alice  failed: peer \"alice\" (echo) is stopped",
             "22:00:01 alice → bob  delivered  topic=x (woke)",
             "22:30:00 dan (claude)  model did not start on the wake's message: model did not process the task",
             "23:00:02 bob (echo)  slept  idle",
-            "23:30:00 carol (echo)  died  exit status 1 (child-exit)",
+            "23:30:00 carol (echo)  died  exit status 1 (its program exited)",
         ]
+    );
+}
+
+/// A wake's rule reads in the user's words, not the daemon's (issue 30 item 6).
+#[test]
+fn a_wake_says_why_in_the_users_words() {
+    let (tz, today) = utc();
+    let line =
+        "ts=2026-07-13T22:00:00.000Z ev=wake identity=echo-bob mode=fresh cause=not-idle-reaped\n";
+    let e = &parse(line, Source::Lifecycle)[0];
+    let shown = render(e, &tz, today);
+    assert_eq!(
+        shown,
+        "22:00:00 bob (echo)  woke  fresh conversation: its last session did not end by going \
+         to sleep when idle (first start, crash or stop)"
+    );
+    assert!(
+        !shown.contains("cause=") && !shown.contains("reaped"),
+        "{shown}"
     );
 }
 

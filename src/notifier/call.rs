@@ -264,7 +264,7 @@ pub fn trigger_line(t: &Trigger) -> String {
             Some(s) => {
                 format!(
             "\n  STOPPED{}{} after 5 quick failures; it does not run until you register it \
-             again with the same id (which clears the stop)",
+             again with the same id (which lets it run again)",
             if s.at.is_empty() { String::new() } else { format!(" since {}", s.at) },
             if s.last.is_empty() { String::new() } else { format!(" (last: {})", s.last) },
         )
@@ -406,7 +406,7 @@ mod tests {
             trigger_line(&t),
             "• bad — exit 7 → op\n  STOPPED since 2026-12-01T05:42:27.123Z (last: exit status 7) \
              after 5 quick failures; it does not run until you register it again with the same \
-             id (which clears the stop)"
+             id (which lets it run again)"
         );
     }
 

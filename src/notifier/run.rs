@@ -670,7 +670,7 @@ impl Service {
                 let kept = self.keep_stopped(k, &t, how);
                 let text = format!(
                     "[watcher] Your watcher {} failed 5 times within 60 s (last: {how}) and is stopped{}. \
-                     Fix the script and register it again (same id replaces it and clears the stop). Script: {}",
+                     Fix the script and register it again (the same id replaces it and lets it run again). Script: {}",
                     t.id,
                     if kept { " (it stays stopped across restarts)" } else { "" },
                     t.script.as_deref().unwrap_or("")

@@ -89,14 +89,138 @@ pub fn upgrade_mcp_server(doc: &mut DocumentMut, url: &str) -> bool {
     changed
 }
 
-/// Set top-level `check_for_update_on_startup = false` unless the key exists with any value.
+/// The comment after a setting iapeer adds that would otherwise look like the user's
+/// (`check_for_update_on_startup = false # <MARK>`): how `uninstall` knows it is iapeer's.
+pub const MARK: &str = "added by iapeer; iapeer uninstall removes it";
+
+/// The top-level key that turns off Codex's update check at start.
+const UPDATE_CHECK: &str = "check_for_update_on_startup";
+
+/// Set top-level `check_for_update_on_startup = false # <MARK>` unless the key exists with
+/// any value.
 pub fn ensure_no_update_check(doc: &mut DocumentMut) -> bool {
-    if doc.contains_key("check_for_update_on_startup") {
+    if doc.contains_key(UPDATE_CHECK) {
         return false;
     }
+    let mut off = toml_edit::Value::from(false);
+    off.decor_mut().set_suffix(format!(" # {MARK}"));
     // Top-level keys must come before the first table; toml_edit places new root values there.
-    doc["check_for_update_on_startup"] = value(false);
+    doc[UPDATE_CHECK] = Item::Value(off);
     true
+}
+
+/// Whether `[mcp_servers.iapeer]` in `doc` is iapeer's: its `bearer_token_env_var` is
+/// `IAPEER_TOKEN` (this tool's) or `IAPEER_BEARER` (the original's).
+fn is_iapeer_server(doc: &DocumentMut) -> bool {
+    let var = doc
+        .get("mcp_servers")
+        .and_then(|s| s.get("iapeer"))
+        .and_then(|b| b.get("bearer_token_env_var"))
+        .and_then(|v| v.as_str());
+    matches!(var, Some("IAPEER_TOKEN") | Some(ORIGINAL_BEARER_VAR))
+}
+
+/// Take out what [`setup`] added for every peer (`uninstall`, spec 08 §1; issue 30 item 6),
+/// leaving the user's comments and settings as they are: `[mcp_servers.iapeer]` when it is
+/// iapeer's ([`is_iapeer_server`]; a block of another kind is the user's), an `mcp_servers`
+/// table left empty that iapeer made implicitly, and `check_for_update_on_startup = false`
+/// when it carries [`MARK`] or, as builds before the mark wrote it, stands without a comment
+/// beside iapeer's block. Folder trust entries stay with the peers (`remove` takes them out).
+/// Returns whether the document changed.
+pub fn remove_setup(doc: &mut DocumentMut) -> bool {
+    let ours = is_iapeer_server(doc);
+    let marked = doc
+        .get(UPDATE_CHECK)
+        .and_then(|i| i.as_value())
+        .filter(|v| v.as_bool() == Some(false))
+        .map(|v| v.decor().suffix().and_then(|s| s.as_str()).unwrap_or(""))
+        .is_some_and(|comment| {
+            let comment = comment.trim().trim_start_matches('#').trim();
+            comment == MARK || (ours && comment.is_empty())
+        });
+    if marked {
+        remove_root_key(doc, UPDATE_CHECK);
+    }
+    if ours {
+        if let Some(servers) = doc.get_mut("mcp_servers").and_then(|s| s.as_table_mut()) {
+            servers.remove("iapeer");
+            if servers.is_empty() && servers.is_implicit() {
+                doc.remove("mcp_servers");
+            }
+        }
+    }
+    marked || ours
+}
+
+/// Remove the root key `key`, handing the comment lines above it (the user's, e.g. at the top
+/// of the file) to what follows it: the next root key, else the first table.
+fn remove_root_key(doc: &mut DocumentMut, key: &str) {
+    let prefix = doc
+        .as_table()
+        .key(key)
+        .and_then(|k| k.leaf_decor().prefix())
+        .and_then(|p| p.as_str())
+        .unwrap_or("")
+        .to_string();
+    let names: Vec<String> = doc.iter().map(|(k, _)| k.to_string()).collect();
+    doc.remove(key);
+    if prefix.trim().is_empty() {
+        return;
+    }
+    let next_value = names
+        .iter()
+        .skip_while(|k| *k != key)
+        .skip(1)
+        .find(|k| doc.get(k).is_some_and(|i| i.is_value()));
+    if let Some(mut next) = next_value.and_then(|k| doc.as_table_mut().key_mut(k)) {
+        prepend(next.leaf_decor_mut(), &prefix);
+    } else if let Some(table) = first_table(doc.as_table_mut()) {
+        prepend(table.decor_mut(), &prefix);
+    }
+}
+
+/// Put `text` before what `decor` already has in front of its item.
+fn prepend(decor: &mut toml_edit::Decor, text: &str) {
+    let own = decor.prefix().and_then(|p| p.as_str()).unwrap_or("");
+    let joined = format!("{text}{own}");
+    decor.set_prefix(joined);
+}
+
+/// The table under `t` whose header comes first in the text (implicit tables have none).
+fn first_table(t: &mut Table) -> Option<&mut Table> {
+    let mut best: Option<&mut Table> = None;
+    for (_, item) in t.iter_mut() {
+        let Some(child) = item.as_table_mut() else {
+            continue;
+        };
+        let candidate = if child.position().is_some() {
+            Some(child)
+        } else {
+            first_table(child)
+        };
+        if let Some(c) = candidate {
+            if best.as_ref().is_none_or(|b| c.position() < b.position()) {
+                best = Some(c);
+            }
+        }
+    }
+    best
+}
+
+/// Whether the Codex config at `path` holds something [`remove_setup`] would take out (false
+/// when it is missing or not TOML).
+pub fn has_setup(path: &Path) -> bool {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| t.parse::<DocumentMut>().ok())
+        .is_some_and(|mut d| remove_setup(&mut d))
+}
+
+/// [`remove_setup`] on the Codex config at `path`, written atomically when it changed.
+///
+/// Errors: as [`edit_config`].
+pub fn remove_setup_from(path: &Path) -> Result<bool, String> {
+    edit_file(path, remove_setup)
 }
 
 /// Mark `folder` trusted: `[projects."<folder>"] trust_level = "trusted"`.
@@ -279,6 +403,62 @@ mod tests {
         let root_pos = once.find("check_for_update_on_startup").unwrap();
         let table_pos = once.find('[').unwrap();
         assert!(root_pos < table_pos, "{once}");
+    }
+
+    #[test]
+    fn remove_setup_takes_out_exactly_what_setup_added() {
+        let user = format!("{USER}\n[projects.\"/w/eve\"]\ntrust_level = \"trusted\"\n");
+        let mut doc: DocumentMut = user.parse().unwrap();
+        assert!(ensure_mcp_server(&mut doc, "http://127.0.0.1:8765/mcp"));
+        assert!(ensure_no_update_check(&mut doc));
+        let set_up = doc.to_string();
+        assert!(set_up.contains(&format!("check_for_update_on_startup = false # {MARK}")));
+        assert!(remove_setup(&mut doc));
+        assert_eq!(
+            doc.to_string(),
+            user,
+            "the user's text comes back byte for byte"
+        );
+        assert!(!remove_setup(&mut doc), "nothing left to take out");
+        // Alone in the file: nothing of it stays.
+        let mut doc = DocumentMut::new();
+        ensure_mcp_server(&mut doc, "http://127.0.0.1:8765/mcp");
+        ensure_no_update_check(&mut doc);
+        assert!(remove_setup(&mut doc));
+        assert_eq!(doc.to_string().trim(), "");
+    }
+
+    #[test]
+    fn remove_setup_keeps_the_users_own_values() {
+        // The user's own update setting (a comment of theirs, or true) and an iapeer block of
+        // their own making (another token variable) stay.
+        for text in [
+            "check_for_update_on_startup = false # I want no updates\n",
+            "check_for_update_on_startup = true\n",
+            "check_for_update_on_startup = false\n",
+            "[mcp_servers.iapeer]\nurl = \"http://mine\"\nbearer_token_env_var = \"MY_VAR\"\n",
+            "[mcp_servers]\n",
+        ] {
+            let mut doc: DocumentMut = text.parse().unwrap();
+            assert!(!remove_setup(&mut doc), "{text}");
+            assert_eq!(doc.to_string(), text);
+        }
+        // A block the original tool wrote, with the bare key older builds wrote beside it.
+        let old = "# mine\ncheck_for_update_on_startup = false\nmodel = \"o3\"\n\n[mcp_servers.iapeer]\nurl = \"http://127.0.0.1:8765/mcp\"\nbearer_token_env_var = \"IAPEER_BEARER\"\n\n[mcp_servers.other]\ncommand = \"x\"\n";
+        let mut doc: DocumentMut = old.parse().unwrap();
+        assert!(remove_setup(&mut doc));
+        assert_eq!(
+            doc.to_string(),
+            "# mine\nmodel = \"o3\"\n\n[mcp_servers.other]\ncommand = \"x\"\n"
+        );
+        // The comments above the key go to the first table when no root key follows.
+        let old = "# mine\ncheck_for_update_on_startup = false # added by iapeer; iapeer uninstall removes it\n\n[mcp_servers.other]\ncommand = \"x\"\n";
+        let mut doc: DocumentMut = old.parse().unwrap();
+        assert!(remove_setup(&mut doc));
+        assert_eq!(
+            doc.to_string(),
+            "# mine\n\n[mcp_servers.other]\ncommand = \"x\"\n"
+        );
     }
 
     #[test]

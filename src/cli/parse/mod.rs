@@ -75,16 +75,23 @@ pub enum Generate {
     /// `peer-names`: the registered peers' names, one a line (what the completion scripts
     /// offer for a peer; nothing when the registry cannot be read).
     PeerNames,
+    /// `runtimes`: the runtimes a peer may use here, one a line: the built-in ones, the
+    /// installed packages' (`<root>/runtimes/<rt>/runtime.json`) and any a peer declares.
+    Runtimes,
+    /// `identities`: every `<runtime>-<peer>` the registry declares, one a line.
+    Identities,
 }
 
 impl Generate {
     /// Every accepted value of `--generate`, with its meaning.
-    pub const ALL: [(&'static str, Generate); 5] = [
+    pub const ALL: [(&'static str, Generate); 7] = [
         ("man", Generate::Man),
         ("completions-bash", Generate::Completions(Shell::Bash)),
         ("completions-zsh", Generate::Completions(Shell::Zsh)),
         ("completions-fish", Generate::Completions(Shell::Fish)),
         ("peer-names", Generate::PeerNames),
+        ("runtimes", Generate::Runtimes),
+        ("identities", Generate::Identities),
     ];
 
     /// The value named `s`, or `None`.

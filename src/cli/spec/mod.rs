@@ -5,8 +5,10 @@
 //! Adding a verb is one entry in [`VERBS`]; a flag used by several verbs with the same meaning
 //! is one `const` shared by their entries.
 
+mod examples;
 mod verbs;
 
+pub use examples::examples_of;
 pub use verbs::{args, flags, RUNTIME_SHORTCUT, VERBS};
 
 /// What the shell completions offer for a flag's value or a positional (ripgrep's
@@ -22,9 +24,11 @@ pub enum Complete {
     /// The name of a registered peer: the bash script asks `iapeer --generate peer-names`
     /// for the registry's names at each tab (zsh and fish do not offer them yet).
     Peer,
-    /// A runtime name. Not offered yet (installed router runtimes vary by host).
+    /// A runtime name: the bash script asks `iapeer --generate runtimes` (built-in and
+    /// installed runtimes) at each tab.
     Runtime,
-    /// A sending identity, `<runtime>-<name>`. Not offered yet.
+    /// A sending identity, `<runtime>-<name>`: the bash script asks `iapeer --generate
+    /// identities` (the registry's) at each tab.
     Identity,
     /// A peer's nature (artificial, natural, absent). Not offered yet.
     Intelligence,
@@ -380,7 +384,7 @@ pub const GENERATE_FLAG: FlagSpec = FlagSpec {
     value: Some("<what>"),
     complete: Complete::Text,
     repeatable: false,
-    help: "print the man page, a completion script or the peer names completions offer (man, completions-bash, completions-zsh, completions-fish, peer-names)",
+    help: "print the man page, a completion script or the words completions offer (man, completions-bash, completions-zsh, completions-fish, peer-names, runtimes, identities)",
 };
 
 /// Flags accepted before any verb and shown in the general help.

@@ -417,8 +417,8 @@ pub static VERBS: &[VerbSpec] = &[
         name: "version",
         signature: "version",
         summary: "print the version",
-        description: "Print one line, the version alone (x.y.z), as the original iapeer printed it: companion \
-            packages read it. The flags --version and -v do the same.",
+        description: "Print one line, iapeer and the version (iapeer x.y.z). The flags --version and -v \
+            do the same.",
         positionals: &[],
         flags: &[],
         rules: &[],
@@ -1119,15 +1119,19 @@ pub static VERBS: &[VerbSpec] = &[
     VerbSpec {
         id: VerbId::Run(Verb::Doctor),
         name: "doctor",
-        signature: "doctor",
+        signature: "doctor [--json]",
         summary: "check the daemon's health and the peers' files",
         description: "iapeer status (version, daemon on its socket and MCP endpoint, service, peers, \
-            memory provider, send preparation), then iapeer verify (registry, profiles, folders: read only; \
+            memory provider, send preparation, outbox), then iapeer verify (registry, profiles, folders: read only; \
             verify --fix repairs). Exits 1 when either finds a problem (a stalled send preparation is one, and \
             so is an agent runtime a peer declares whose program the daemon cannot find: the places it \
-            looked at are named); each has --json on its own.",
+            looked at are named); the last line is the verdict. With --json, one document \
+            {\"ok\", \"version\", \"checks\"} where each check has a name (daemon, daemon-thread:<thread>, \
+            service, peers, memory, send-preparation, agent-program:<runtime>, notice, outbox, \
+            registry, profile:<peer>), a level (ok, warn or fail), a message and what to do (fix, \
+            null when nothing is); the exit code is the same, 1 when a check fails.",
         positionals: &[],
-        flags: &[],
+        flags: &[JSON],
         rules: &[],
         hidden: false,
         group: Group::Host,
@@ -1321,8 +1325,10 @@ pub static VERBS: &[VerbSpec] = &[
         summary: "remove what install put on this machine",
         description: "Stop the daemon (unloading the service), then remove exactly what install created: \
             the binary and iapeer.prev in $IAPEER_BIN_DIR, the man page, the bash, zsh and fish \
-            completions, and the service file when iapeer wrote it. The root (peers, logs, messages) \
-            is kept unless --purge. Asks on a terminal; without one it needs --yes (else exit 2). \
+            completions, and the service file when iapeer wrote it; and take out of \
+            $CODEX_HOME/config.toml the [mcp_servers.iapeer] block and the \
+            check_for_update_on_startup setting that codex peers added (the user's other settings \
+            and comments stay). The root (peers, logs, messages) is kept unless --purge. Asks on a terminal; without one it needs --yes (else exit 2). \
             With --dry-run it prints what it would remove and changes nothing.",
         positionals: &[],
         flags: &[DRY_RUN, YES, PURGE],
