@@ -240,7 +240,22 @@ fn find_problems(paths: &Paths) -> (PerPeer, PerPeer) {
                 description: entry.description.clone(),
                 ..projected.clone()
             } == *entry;
-            if projected != *entry && only_description && cut_by_the_original(entry) {
+            let legacy_term = RegistryPeer {
+                intelligence: entry.intelligence.clone(),
+                ..projected.clone()
+            } == *entry
+                && crate::names::Intelligence::parse(&entry.intelligence)
+                    .is_some_and(|n| n.as_str() == projected.intelligence);
+            if projected != *entry && legacy_term {
+                warnings.push((
+                    entry.personality.clone(),
+                    format!(
+                        "the registry writes the legacy intelligence \"{}\" (`iapeer verify \
+                         --fix` writes \"{}\")",
+                        entry.intelligence, projected.intelligence
+                    ),
+                ));
+            } else if projected != *entry && only_description && cut_by_the_original(entry) {
                 warnings.push((
                     entry.personality.clone(),
                     "the registry's copy of the description differs from the profile's \
