@@ -5,7 +5,8 @@
 //! and every peer added, kept or dropped is reported. What a runtime package or the user
 //! chose (a name other than the folder's, a long description, the original tool's legacy
 //! `runtime` mirror) is a warning, never rewritten; `--fix` repairs in a profile only what is
-//! broken ([`Profile::repair`], issue 11 item 2).
+//! broken ([`Profile::repair`], issue 11 item 2). `--fix` also takes the original tool's
+//! approval hook out of each peer folder ([`crate::runtime::original_hook`], issue 30 item 7).
 
 use std::path::{Path, PathBuf};
 
@@ -413,6 +414,19 @@ fn rebuild(paths: &Paths) -> Result<(PerPeer, PerPeer), CliError> {
             .ok()
             .flatten()
             .map_or(label, |p| p.personality);
+        match crate::runtime::original_hook::remove(&folder) {
+            Ok(files) => changes.extend(files.iter().map(|f| {
+                (
+                    label.clone(),
+                    format!(
+                        "removed the original tool's approval hook from {} (iapeer gives a \
+                         gated session its own at launch)",
+                        f.display()
+                    ),
+                )
+            })),
+            Err(e) => log::warn!("verify --fix: {label}: {e}"),
+        }
         match Profile::repair(&folder) {
             Ok(done) => changes.extend(done.into_iter().map(|d| (label.clone(), d))),
             // Nothing was fixed: what is still wrong with it is listed below as a problem.
