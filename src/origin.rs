@@ -587,11 +587,17 @@ mod tests {
         );
         let (got, c) = claim(&paths, &h.id, Some("claude-bot"), 5_000, TTL).unwrap();
         assert_eq!(got, h);
-        assert_eq!(claim(&paths, &h.id, None, 5_000, TTL), Err(ClaimError::Unknown));
+        assert_eq!(
+            claim(&paths, &h.id, None, 5_000, TTL),
+            Err(ClaimError::Unknown)
+        );
         release(&c).unwrap();
         let (_, c) = claim(&paths, &h.id, None, 5_000, TTL).unwrap();
         finish(&c).unwrap();
-        assert_eq!(claim(&paths, &h.id, None, 5_000, TTL), Err(ClaimError::Unknown));
+        assert_eq!(
+            claim(&paths, &h.id, None, 5_000, TTL),
+            Err(ClaimError::Unknown)
+        );
         let old = hold(&paths, "claude-bot", 10_000);
         assert_eq!(
             claim(&paths, &old.id, None, 10_000, TTL),

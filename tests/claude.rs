@@ -303,7 +303,9 @@ fn compact_interrupt_and_new() {
     let (out, err) = env.fails(&["compact", "cb"], 1);
     assert_eq!(out, "", "{}", env.diagnostics());
     assert!(
-        err.starts_with("iapeer compact: claude-cb: nothing-to-compact — its conversation is fresh"),
+        err.starts_with(
+            "iapeer compact: claude-cb: nothing-to-compact — its conversation is fresh"
+        ),
         "{err}\n{}",
         env.diagnostics()
     );

@@ -294,6 +294,10 @@ fn a_hold_the_original_tool_made_is_confirmed_after_the_move() {
     assert!(env.has_event(
         "lifecycle",
         "origin-hold",
-        &[("action", "confirmed"), ("id", "og-1a2b3c4d"), ("from", "echo-bot")]
+        &[
+            ("action", "confirmed"),
+            ("id", "og-1a2b3c4d"),
+            ("from", "echo-bot")
+        ]
     ));
 }

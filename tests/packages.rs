@@ -389,12 +389,8 @@ fn installing_the_notifier_package_replaces_the_built_in_notifier_without_a_rest
         with_run: true,
     }
     .pack(&env, &env.dir.path().join("dist"));
-    let out = env.ok(&[
-        "install-runtime",
-        "notifier",
-        "--package",
-        tgz.to_str().unwrap(),
-    ]);
+    let package = tgz.to_str().unwrap();
+    let out = env.ok(&["install-runtime", "notifier", "--package", package]);
     assert!(
         out.contains("notifier-timer restarted") && out.contains("notifier-watcher restarted"),
         "{out}"
