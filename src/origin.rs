@@ -195,6 +195,55 @@ impl Hold {
     }
 }
 
+/// A held send as the original TypeScript iapeer writes it (`HeldSend` of its
+/// `src/transport/originGuard.ts`, kept as `pending/<id>.json`; recorded in
+/// `tests/fixtures/iapeer-original-0.4.97/`): `{id, caller, personality, runtime?, message,
+/// topic?, attachments?, originRt, originTs, intendedRt, createdMs}` — the sender's address
+/// in `caller`, the human in `personality`, the channel it was addressed to in
+/// `intendedRt`, and no expiry (it applies its pending TTL to `createdMs` when the hold is
+/// claimed). Read so that a hold made before the move can still be confirmed.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct OriginalHold {
+    id: String,
+    caller: String,
+    personality: String,
+    message: String,
+    #[serde(default)]
+    topic: Option<String>,
+    #[serde(default)]
+    attachments: Vec<String>,
+    origin_rt: String,
+    intended_rt: String,
+    created_ms: u64,
+}
+
+/// Read a pending hold file: iapeer's [`Hold`], else the original tool's shape, whose expiry
+/// is its `createdMs` plus `hold_ttl` (as the original computes it).
+///
+/// Errors: the text is neither (the error says what iapeer's own shape lacks).
+pub fn read_hold(text: &str, hold_ttl: Duration) -> Result<Hold, serde_json::Error> {
+    let ours = match serde_json::from_str::<Hold>(text) {
+        Ok(h) => return Ok(h),
+        Err(e) => e,
+    };
+    let o: OriginalHold = serde_json::from_str(text).map_err(|_| ours)?;
+    Ok(Hold {
+        id: o.id,
+        from: o.caller,
+        to: o.personality,
+        runtime: o.intended_rt,
+        origin: o.origin_rt,
+        message: o.message,
+        topic: o.topic,
+        attachments: o.attachments,
+        created_ms: o.created_ms,
+        expires_ms: o
+            .created_ms
+            .saturating_add(hold_ttl.as_millis().try_into().unwrap_or(u64::MAX)),
+    })
+}
+
 /// `<root>/state/iapeer/origin/`.
 pub fn dir(paths: &Paths) -> PathBuf {
     paths.state_dir().join("origin")
@@ -266,13 +315,15 @@ pub struct Claim {
 }
 
 /// Claim hold `id` for `caller` (`None`: the operator, who may confirm any hold; `Some`: a
-/// session's identity, which may confirm only its own) at `now_ms`. The rename is the
-/// claim: of two concurrent claims exactly one succeeds.
+/// session's identity, which may confirm only its own) at `now_ms` (`hold_ttl`: the expiry
+/// of a hold the original tool wrote, [`read_hold`]). The rename is the claim: of two
+/// concurrent claims exactly one succeeds.
 pub fn claim(
     paths: &Paths,
     id: &str,
     caller: Option<&str>,
     now_ms: u64,
+    hold_ttl: Duration,
 ) -> Result<(Hold, Claim), ClaimError> {
     if !valid_id(id) {
         return Err(ClaimError::Unknown);
@@ -283,7 +334,7 @@ pub fn claim(
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(ClaimError::Unknown),
         Err(e) => return Err(ClaimError::Io(e.to_string())),
     };
-    let hold: Hold = serde_json::from_str(&text)
+    let hold = read_hold(&text, hold_ttl)
         .map_err(|e| ClaimError::Io(format!("{}: {e}", pending.display())))?;
     if let Some(me) = caller {
         if me != hold.from {
@@ -302,9 +353,16 @@ pub fn claim(
     }
 }
 
-/// Put a claimed hold back as pending (its delivery failed).
+/// Put a claimed hold back as pending (its delivery failed): `<id>.claimed`, or the
+/// original tool's `<id>.json.claimed`, becomes `<id>.json` again.
 pub fn release(claim: &Claim) -> io::Result<()> {
-    std::fs::rename(&claim.path, claim.path.with_extension("json"))
+    let back = claim.path.with_extension("");
+    let back = if back.extension().is_some_and(|x| x == "json") {
+        back
+    } else {
+        back.with_extension("json")
+    };
+    std::fs::rename(&claim.path, back)
 }
 
 /// Delete a claimed hold (it was delivered).
@@ -312,9 +370,9 @@ pub fn finish(claim: &Claim) -> io::Result<()> {
     std::fs::remove_file(&claim.path)
 }
 
-/// Remove the pending holds that expired by `now_ms` (and unreadable ones older than the
-/// hold TTL by their file time); returns the ids removed.
-pub fn expire(paths: &Paths, now_ms: u64) -> Vec<String> {
+/// Remove the pending holds that expired by `now_ms` (`hold_ttl`: the expiry of a hold the
+/// original tool wrote, [`read_hold`]); returns the ids removed.
+pub fn expire(paths: &Paths, now_ms: u64, hold_ttl: Duration) -> Vec<String> {
     let Ok(rd) = std::fs::read_dir(pending_dir(paths)) else {
         return Vec::new();
     };
@@ -326,7 +384,7 @@ pub fn expire(paths: &Paths, now_ms: u64) -> Vec<String> {
         }
         let expired = std::fs::read_to_string(&path)
             .ok()
-            .and_then(|t| serde_json::from_str::<Hold>(&t).ok())
+            .and_then(|t| read_hold(&t, hold_ttl).ok())
             .is_some_and(|h| now_ms >= h.expires_ms);
         if expired && std::fs::remove_file(&path).is_ok() {
             gone.push(stem(&path));
@@ -355,10 +413,14 @@ pub fn recover_claims(paths: &Paths) -> Vec<String> {
     back
 }
 
+/// The hold id a pending or claimed file is named for (`og-….json`, `og-….claimed`, the
+/// original's `og-….json.claimed`).
 fn stem(path: &Path) -> String {
-    path.file_stem()
+    let name = path
+        .file_name()
         .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    name.split('.').next().unwrap_or_default().to_string()
 }
 
 #[cfg(test)]
@@ -366,6 +428,8 @@ mod tests {
     use super::*;
 
     const H: Duration = Duration::from_secs(48 * 3600);
+    /// The hold TTL the tests claim with (applies only to the original tool's holds).
+    const TTL: Duration = Duration::from_secs(15 * 60);
     const NAT: Intelligence = Intelligence::Natural;
     const ART: Intelligence = Intelligence::Artificial;
     const ABS: Intelligence = Intelligence::Absent;
@@ -516,39 +580,77 @@ mod tests {
         let paths = Paths::at(dir.path());
         let h = hold(&paths, "claude-bot", 10_000);
         assert_eq!(
-            claim(&paths, &h.id, Some("codex-other"), 5_000),
+            claim(&paths, &h.id, Some("codex-other"), 5_000, TTL),
             Err(ClaimError::NotYours {
                 owner: "claude-bot".into()
             })
         );
-        let (got, c) = claim(&paths, &h.id, Some("claude-bot"), 5_000).unwrap();
+        let (got, c) = claim(&paths, &h.id, Some("claude-bot"), 5_000, TTL).unwrap();
         assert_eq!(got, h);
-        assert_eq!(claim(&paths, &h.id, None, 5_000), Err(ClaimError::Unknown));
+        assert_eq!(
+            claim(&paths, &h.id, None, 5_000, TTL),
+            Err(ClaimError::Unknown)
+        );
         release(&c).unwrap();
-        let (_, c) = claim(&paths, &h.id, None, 5_000).unwrap();
+        let (_, c) = claim(&paths, &h.id, None, 5_000, TTL).unwrap();
         finish(&c).unwrap();
-        assert_eq!(claim(&paths, &h.id, None, 5_000), Err(ClaimError::Unknown));
+        assert_eq!(
+            claim(&paths, &h.id, None, 5_000, TTL),
+            Err(ClaimError::Unknown)
+        );
         let old = hold(&paths, "claude-bot", 10_000);
         assert_eq!(
-            claim(&paths, &old.id, None, 10_000),
+            claim(&paths, &old.id, None, 10_000, TTL),
             Err(ClaimError::Expired)
         );
         assert!(!pending_file(&paths, &old.id).exists());
         // A claim left by a daemon that died mid-send is pending again after a restart.
         let crashed = hold(&paths, "claude-bot", 10_000);
-        let (_, _left) = claim(&paths, &crashed.id, None, 5_000).unwrap();
+        let (_, _left) = claim(&paths, &crashed.id, None, 5_000, TTL).unwrap();
         assert_eq!(recover_claims(&paths), vec![crashed.id.clone()]);
-        assert!(claim(&paths, &crashed.id, None, 5_000).is_ok());
+        assert!(claim(&paths, &crashed.id, None, 5_000, TTL).is_ok());
         let (a, b) = (
             hold(&paths, "claude-bot", 10_000),
             hold(&paths, "claude-bot", 20_000),
         );
-        assert_eq!(expire(&paths, 15_000), vec![a.id.clone()]);
+        assert_eq!(expire(&paths, 15_000, TTL), vec![a.id.clone()]);
         assert!(pending_file(&paths, &b.id).exists());
         assert_eq!(
-            claim(&paths, "og-../../etc", None, 0),
+            claim(&paths, "og-../../etc", None, 0, TTL),
             Err(ClaimError::Unknown)
         );
+    }
+
+    /// A hold the original TypeScript iapeer wrote (its exact file, recorded from its
+    /// source) is read as a hold: sender, human, channels, body, and an expiry of its
+    /// `createdMs` plus the hold TTL; its claimed file (`<id>.json.claimed`) is put back
+    /// as `<id>.json` after a crash (issue 30 item 7).
+    #[test]
+    fn the_original_tools_holds_are_read_and_recovered() {
+        let text = include_str!(
+            "../tests/fixtures/iapeer-original-95c837e/origin/pending/og-1a2b3c4d.json"
+        );
+        let h = read_hold(text, TTL).unwrap();
+        assert_eq!(h.id, "og-1a2b3c4d");
+        assert_eq!(h.from, "echo-bot");
+        assert_eq!(h.to, "ann");
+        assert_eq!((h.runtime.as_str(), h.origin.as_str()), ("human", "web"));
+        assert_eq!(h.message, "from the original");
+        assert_eq!(h.topic.as_deref(), Some("release"));
+        assert_eq!(h.created_ms, 1_784_102_283_000);
+        assert_eq!(h.expires_ms, 1_784_102_283_000 + 900_000);
+        let err = read_hold(r#"{"id":"og-1a2b3c4d"}"#, TTL).unwrap_err();
+        assert!(err.to_string().contains("missing field"), "{err}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        std::fs::create_dir_all(pending_dir(&paths)).unwrap();
+        let claimed = pending_dir(&paths).join("og-1a2b3c4d.json.claimed");
+        std::fs::write(&claimed, text).unwrap();
+        assert_eq!(recover_claims(&paths), vec!["og-1a2b3c4d".to_string()]);
+        assert!(pending_file(&paths, "og-1a2b3c4d").is_file());
+        let (got, _) = claim(&paths, "og-1a2b3c4d", Some("echo-bot"), h.created_ms, TTL).unwrap();
+        assert_eq!(got, h);
     }
 
     /// Missing or corrupt state reads as empty (never holds); a saved state reads back.

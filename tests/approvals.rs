@@ -292,6 +292,49 @@ fn a_gated_claude_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
     ));
 }
 
+/// A gated peer moved over from the original tool: its `.claude/settings.json` still holds
+/// the hook the original wrote (`<bin> approval-hook`, its `src/approval/install.ts`), a verb
+/// iapeer lacks (exit 2: Claude Code reads it as a deny, so every tool call was refused). At
+/// the wake that group is taken out, the user's other settings kept: the prompt reaches a
+/// human once, and approve runs the command (issue 30 item 7).
+#[test]
+fn a_gated_peer_moved_over_from_the_original_runs_what_a_human_approves() {
+    let (env, api) = gated_world("60000");
+    let settings = env.peer_dir("cb").join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let original = json!({
+        "hooks": {"PermissionRequest": [{"hooks": [{
+            "type": "command",
+            "command": format!("{} approval-hook", common::bin().display()),
+            "timeout": 900,
+        }]}]},
+        "permissions": {"allow": ["mcp__iapeer__send_to_peer"]},
+    });
+    std::fs::write(
+        &settings,
+        format!("{}\n", serde_json::to_string_pretty(&original).unwrap()),
+    )
+    .unwrap();
+    let dir = env.dir.path().join("made");
+    std::fs::create_dir_all(&dir).unwrap();
+    let results = Arc::new(Mutex::new(Vec::new()));
+    script_touch(&api, &dir, results.clone());
+
+    let id = ask_touch(&env, "approved");
+    let kept: Value = serde_json::from_str(&common::read(&settings)).unwrap();
+    assert_eq!(
+        kept,
+        json!({"permissions": {"allow": ["mcp__iapeer__send_to_peer"]}}),
+        "only the original's hook is taken out"
+    );
+    assert_eq!(approvals(&env).len(), 1, "the human is asked once");
+    env.ok(&["approve", &id]);
+    env.wait_until("the approved command ran", Duration::from_secs(60), |_| {
+        dir.join("approved").exists()
+    });
+    told(&env, &results, "Bash completed");
+}
+
 /// Records what Claude Code 2.1.332 gives a `PermissionRequest` hook (its stdin) and the
 /// gated ready screen into `tests/fixtures/claude-2.1.332/approvals/`. Run by name with
 /// `--ignored`.

@@ -296,14 +296,17 @@ fn compact_interrupt_and_new() {
             Reply::Text("ok".into())
         }
     });
-    // A fresh session with no conversation has nothing to compact (an honest outcome).
+    // A fresh session with no conversation has nothing to compact: refused with exit 1, as
+    // the original tool refused it (its callers read the exit status; issue 30 item 7).
     let out = env.ok(&["new", "cb"]);
     assert!(out.contains("claude-cb restarted fresh"), "{out}");
-    let out = env.ok(&["compact", "cb"]);
-    assert_eq!(
-        out.trim(),
-        "claude-cb: nothing-to-compact",
-        "{}",
+    let (out, err) = env.fails(&["compact", "cb"], 1);
+    assert_eq!(out, "", "{}", env.diagnostics());
+    assert!(
+        err.starts_with(
+            "iapeer compact: claude-cb: nothing-to-compact — its conversation is fresh"
+        ),
+        "{err}\n{}",
         env.diagnostics()
     );
 

@@ -366,6 +366,74 @@ fn verify_warns_about_package_owned_and_hand_named_peers_and_fix_rewrites_neithe
     assert_eq!(p["default_runtime"], "claude");
 }
 
+/// The owner as the original tool knew a human (issue 30 item 7): a peer on a channel
+/// runtime (`telegram`; the original has no `human` runtime), written with the legacy
+/// intelligence `human` its live fleet still carries (its `src/core/constants.ts` reads
+/// `human` as `natural` and does not rewrite it), in its profile and in its registry.
+fn original_human(env: &TestEnv) -> PathBuf {
+    let cwd = env.root.join("peers/arthur");
+    let profile = json!({
+        "personality": "arthur",
+        "runtime": "telegram",
+        "default_runtime": "telegram",
+        "runtimes": ["telegram"],
+        "description": "The owner.",
+        "intelligence": "human",
+        "interfaces": {"telegram": {"bot_username": "arthur_bot"}},
+    });
+    put(
+        &cwd.join(".iapeer/peer-profile.json"),
+        &format!("{}\n", serde_json::to_string_pretty(&profile).unwrap()),
+    );
+    let peers = json!({"version": 2, "peers": [
+        {"personality": "arthur", "default_runtime": "telegram", "runtimes": ["telegram"],
+         "description": "The owner.", "intelligence": "human", "cwd": cwd,
+         "interfaces": {"telegram": {"bot_username": "arthur_bot"}}},
+    ]});
+    put(
+        &env.root.join("peers-profiles.json"),
+        &format!("{}\n", serde_json::to_string_pretty(&peers).unwrap()),
+    );
+    cwd
+}
+
+/// `onboard` on a team moved over from the original: its human (a Telegram peer, no
+/// `human` runtime) is the operator's human, and no second one is planned.
+#[test]
+fn onboard_on_a_moved_team_recognises_its_human() {
+    let mut env = TestEnv::new();
+    env.set("USER", "zed");
+    original_human(&env);
+    let out = env.ok(&["onboard", "--accept-risk", "--dry-run"]);
+    assert!(out.contains("human peer arthur exists already"), "{out}");
+    assert!(!out.contains("create your human peer"), "{out}");
+}
+
+/// `verify --fix` writes the current term into the registry (`natural`, not the legacy
+/// `human`) and keeps the profile as written; before the fix, `verify` says so as a warning.
+#[test]
+fn verify_fix_writes_the_current_intelligence_into_the_registry() {
+    let env = TestEnv::new();
+    let cwd = original_human(&env);
+    let before = common::read(&cwd.join(".iapeer/peer-profile.json"));
+    let out = env.ok(&["verify"]);
+    assert!(
+        out.contains("warning: arthur: the registry writes the legacy intelligence \"human\""),
+        "{out}"
+    );
+    env.ok(&["verify", "--fix"]);
+    let reg: serde_json::Value =
+        serde_json::from_str(&common::read(&env.root.join("peers-profiles.json"))).unwrap();
+    assert_eq!(reg["peers"][0]["intelligence"], "natural", "{reg}");
+    assert_eq!(
+        common::read(&cwd.join(".iapeer/peer-profile.json")),
+        before,
+        "the profile keeps what was written"
+    );
+    let out = env.ok(&["verify"]);
+    assert!(!out.contains("legacy intelligence"), "{out}");
+}
+
 /// A writer of the original tool holding its registry lock for `secs` seconds, the way its
 /// `proper-lockfile` does: the directory `peers-profiles.lock.lock`, its mtime refreshed
 /// every second, removed at release. Prints `held` once it has the lock.

@@ -258,3 +258,46 @@ fn with_the_guard_off_the_answer_goes_where_it_was_addressed() {
     });
     assert!(hold_ids(&env).is_empty());
 }
+
+/// A hold the original TypeScript iapeer made (its file shape, recorded from its source in
+/// `tests/fixtures/iapeer-original-95c837e/`), held 20 minutes ago under its own TTL
+/// variable `IAPEER_ORIGIN_GUARD_PENDING_TTL_MS` (1 h here): after the move, a human's
+/// `confirm-send --runtime web` delivers it there as its sender (issue 30 item 7).
+#[test]
+fn a_hold_the_original_tool_made_is_confirmed_after_the_move() {
+    let env = world(&[("IAPEER_ORIGIN_GUARD_PENDING_TTL_MS", "3600000")]);
+    let recorded = common::read(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/iapeer-original-95c837e/origin/pending/og-1a2b3c4d.json"),
+    );
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let created = now_ms - 20 * 60 * 1000;
+    let text = recorded.replace(
+        "\"createdMs\": 1784102283000",
+        &format!("\"createdMs\": {created}"),
+    );
+    assert_ne!(text, recorded, "the fixture has its createdMs");
+    std::fs::create_dir_all(pending(&env)).unwrap();
+    std::fs::write(pending(&env).join("og-1a2b3c4d.json"), text).unwrap();
+
+    let out = confirm(&env, None, &["og-1a2b3c4d", "--runtime", "web"]);
+    assert!(out.status.success(), "{}", common::describe(&out));
+    env.wait_until(
+        "the held message reached the web channel",
+        Duration::from_secs(20),
+        |e| web_log(e).contains("from the original"),
+    );
+    assert!(hold_ids(&env).is_empty());
+    assert!(env.has_event(
+        "lifecycle",
+        "origin-hold",
+        &[
+            ("action", "confirmed"),
+            ("id", "og-1a2b3c4d"),
+            ("from", "echo-bot")
+        ]
+    ));
+}

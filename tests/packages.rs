@@ -366,6 +366,43 @@ fn install_runtime_notifier_without_a_package_provisions_the_built_in_timer_and_
     );
 }
 
+/// The built-in notifier runs timer and watcher; installing the notifier package (shaped
+/// like `@agfpd/notifier-runtime` 0.3.4: its manifest declares `timer` and `watcher`,
+/// intelligence absent, and a `selfConfig`) brings both up on the package's program at once,
+/// with the same daemon (issue 30 item 7).
+#[test]
+fn installing_the_notifier_package_replaces_the_built_in_notifier_without_a_restart() {
+    let mut env = world();
+    env.create_echo("alice");
+    env.start_daemon();
+    let daemon = env.daemon.as_ref().unwrap().id();
+    env.ok(&["install-runtime", "notifier"]);
+    env.wait_until("timer and watcher start", Duration::from_secs(20), |e| {
+        started(e, "notifier-timer") >= 1 && started(e, "notifier-watcher") >= 1
+    });
+    let tgz = Package {
+        runtime: "notifier",
+        version: "0.3.4",
+        version_json: r#""0.3.4""#,
+        peers_json: r#"[{"personality": "timer", "intelligence": "absent", "runtimeBin": "$self"},
+            {"personality": "watcher", "intelligence": "absent", "runtimeBin": "$self"}]"#,
+        with_run: true,
+    }
+    .pack(&env, &env.dir.path().join("dist"));
+    let package = tgz.to_str().unwrap();
+    let out = env.ok(&["install-runtime", "notifier", "--package", package]);
+    assert!(
+        out.contains("notifier-timer restarted") && out.contains("notifier-watcher restarted"),
+        "{out}"
+    );
+    answers(&env, "timer", "notifier 0.3.4 got it");
+    answers(&env, "watcher", "notifier 0.3.4 got it");
+    assert!(
+        common::alive(daemon) && env.daemon.as_ref().unwrap().id() == daemon,
+        "the same daemon"
+    );
+}
+
 #[test]
 fn update_runtime_says_already_latest_and_reinstalls_a_newer_version() {
     let mut env = world();

@@ -421,14 +421,20 @@ pub fn compact(inv: &Invocation) -> CliResult {
     } else {
         ""
     };
-    let line = match answer.outcome {
-        CompactOutcome::NothingToCompact => {
-            // The token companion packages look for (the original tool's outcome word).
-            format!("{}: nothing-to-compact{resumed}", answer.identity)
-        }
-        CompactOutcome::Compacted => format!("{}: compacted{resumed}", answer.identity),
-    };
-    done(inv, &answer, &format!("{line}\n"))
+    match answer.outcome {
+        // A refusal (exit 1), as the original tool's `compact` answers it: its callers read
+        // the exit status; the line keeps its outcome word `nothing-to-compact`.
+        CompactOutcome::NothingToCompact => Err(CliError::Failed(format!(
+            "{}: nothing-to-compact{resumed} — its conversation is fresh, there is nothing to \
+             compact yet",
+            answer.identity
+        ))),
+        CompactOutcome::Compacted => done(
+            inv,
+            &answer,
+            &format!("{}: compacted{resumed}\n", answer.identity),
+        ),
+    }
 }
 
 /// The caller's own identity for `self-*` verbs.

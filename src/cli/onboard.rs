@@ -4,7 +4,7 @@
 //!
 //! Then it gives the operator a human peer on the built-in `human` runtime (an inbox for
 //! messages to them: `iapeer inbox`), named by `--human`, else the login name, else `you`,
-//! unless a human peer exists already (issue 8 item 3), and the built-in notifier's service
+//! unless a human peer (any natural peer, issue 30 item 7) exists already (issue 8 item 3), and the built-in notifier's service
 //! peers `timer` and `watcher` that do not exist yet (spec 09, issue 9).
 //!
 //! The steps are decided by a pure function, [`plan`], from what [`OnboardEnv`] found; `run`
@@ -45,7 +45,7 @@ pub struct OnboardEnv {
     pub daemon_pid: Option<u32>,
     /// The user id (`gui/<uid>` for launchd).
     pub uid: u32,
-    /// The peers on the `human` runtime already registered.
+    /// The human peers already registered (intelligence natural, on any runtime).
     pub humans: Vec<String>,
     /// The operator's human peer to create when there is none ([`operator_name`]).
     pub operator: String,
@@ -267,7 +267,8 @@ pub fn describe(step: &Step) -> String {
              an inbox you read with `iapeer inbox` (pick another name with --human)"
         ),
         Step::HumansExist { names } => format!(
-            "human peer{} {} exist{} already: no new one (`iapeer inbox` shows messages to you)",
+            "human peer{} {} exist{} already: no new one (messages to you reach them; `iapeer \
+             inbox` shows those kept in a human inbox)",
             if names.len() == 1 { "" } else { "s" },
             names.join(", "),
             if names.len() == 1 { "s" } else { "" }
@@ -342,7 +343,9 @@ fn gather(
             .map(|r| {
                 r.peers
                     .iter()
-                    .filter(|p| p.declares(crate::runtime::human::NAME))
+                    // A team moved over from the original tool has its humans on channel
+                    // runtimes (it has no `human` runtime): any natural peer counts.
+                    .filter(|p| p.nature() == crate::names::Intelligence::Natural)
                     .map(|p| p.personality.clone())
                     .collect()
             })

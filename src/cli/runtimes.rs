@@ -51,7 +51,10 @@ pub fn install_runtime(inv: &Invocation) -> CliResult {
     if rt == crate::runtime::notifier::NAME && given.is_none() && !installed {
         return provision_builtin_notifier(inv, &paths);
     }
-    if given.is_some() || !installed || inv.flag(flags::NPX) {
+    // The peers on this runtime before the install: they run the program it had until now.
+    let before = runtime_peers(&paths, rt);
+    let fetched = given.is_some() || !installed || inv.flag(flags::NPX);
+    if fetched {
         let spec = package_spec(&paths, rt, given)?;
         print(&format!("installing {spec} with npm…\n"))?;
         package::install(&paths, rt, &spec).map_err(fail)?;
@@ -70,15 +73,33 @@ pub fn install_runtime(inv: &Invocation) -> CliResult {
     let provisioned = provision_all(&paths, &manifest, start);
     if start {
         // Peers registered on this runtime before it was installed (a team moved over from
-        // the original tool) failed to start and may be parked: bring them up now.
-        let declared: Vec<&str> = manifest
+        // the original tool) failed to start and may be parked, and the ones the package
+        // declares may be running the program the runtime had (the built-in notifier's
+        // timer and watcher): bring them up on the package now. Those it created were just
+        // started.
+        let started: Vec<&str> = manifest
             .peers
             .iter()
             .map(|p| p.personality.as_str())
+            .filter(|p| !fetched || !before.iter().any(|b| b == p))
             .collect();
-        restart_peers(&paths, rt, &declared);
+        restart_peers(&paths, rt, &started);
     }
     provisioned
+}
+
+/// The names of the peers registered on runtime `rt` (none when the registry cannot be
+/// read).
+fn runtime_peers(paths: &Paths, rt: &str) -> Vec<String> {
+    Registry::load(paths)
+        .map(|r| {
+            r.peers
+                .iter()
+                .filter(|p| p.declares(rt))
+                .map(|p| p.personality.clone())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The spec to install: `--package` (a local path made absolute), else the one it was

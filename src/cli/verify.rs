@@ -5,7 +5,8 @@
 //! and every peer added, kept or dropped is reported. What a runtime package or the user
 //! chose (a name other than the folder's, a long description, the original tool's legacy
 //! `runtime` mirror) is a warning, never rewritten; `--fix` repairs in a profile only what is
-//! broken ([`Profile::repair`], issue 11 item 2).
+//! broken ([`Profile::repair`], issue 11 item 2). `--fix` also takes the original tool's
+//! approval hook out of each peer folder ([`crate::runtime::original_hook`], issue 30 item 7).
 
 use std::path::{Path, PathBuf};
 
@@ -268,7 +269,22 @@ fn find_problems(paths: &Paths) -> (PerPeer, PerPeer) {
                 description: entry.description.clone(),
                 ..projected.clone()
             } == *entry;
-            if projected != *entry && only_description && cut_by_the_original(entry) {
+            let legacy_term = RegistryPeer {
+                intelligence: entry.intelligence.clone(),
+                ..projected.clone()
+            } == *entry
+                && crate::names::Intelligence::parse(&entry.intelligence)
+                    .is_some_and(|n| n.as_str() == projected.intelligence);
+            if projected != *entry && legacy_term {
+                warnings.push((
+                    entry.personality.clone(),
+                    format!(
+                        "the registry writes the legacy intelligence \"{}\" (`iapeer verify \
+                         --fix` writes \"{}\")",
+                        entry.intelligence, projected.intelligence
+                    ),
+                ));
+            } else if projected != *entry && only_description && cut_by_the_original(entry) {
                 warnings.push((
                     entry.personality.clone(),
                     "the registry's copy of the description differs from the profile's \
@@ -426,6 +442,19 @@ fn rebuild(paths: &Paths) -> Result<(PerPeer, PerPeer), CliError> {
             .ok()
             .flatten()
             .map_or(label, |p| p.personality);
+        match crate::runtime::original_hook::remove(&folder) {
+            Ok(files) => changes.extend(files.iter().map(|f| {
+                (
+                    label.clone(),
+                    format!(
+                        "removed the original tool's approval hook from {} (iapeer gives a \
+                         gated session its own at launch)",
+                        f.display()
+                    ),
+                )
+            })),
+            Err(e) => log::warn!("verify --fix: {label}: {e}"),
+        }
         match Profile::repair(&folder) {
             Ok(done) => changes.extend(done.into_iter().map(|d| (label.clone(), d))),
             // Nothing was fixed: what is still wrong with it is listed below as a problem.

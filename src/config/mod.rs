@@ -159,7 +159,11 @@ impl Config {
             origin: crate::origin::OriginLimits {
                 enabled: raw(&vars::IAPEER_ORIGIN_GUARD).as_deref().map(str::trim) != Some("0"),
                 arm_ttl: duration(w, &vars::IAPEER_ORIGIN_GUARD_ARM_TTL_MS),
-                hold_ttl: duration(w, &vars::IAPEER_ORIGIN_HOLD_TTL_MS),
+                // The original tool's name is read when ours is not set.
+                hold_ttl: match raw(&vars::IAPEER_ORIGIN_HOLD_TTL_MS) {
+                    None => duration(w, &vars::IAPEER_ORIGIN_GUARD_PENDING_TTL_MS),
+                    Some(_) => duration(w, &vars::IAPEER_ORIGIN_HOLD_TTL_MS),
+                },
             },
             notices: crate::notices::NoticeLimits {
                 ttl: duration(w, &vars::IAPEER_NOTICE_TTL_MS),
@@ -234,6 +238,18 @@ mod tests {
         assert_eq!(c.crashloop_max, 3);
         assert_eq!(c.mcp_auth, McpAuth::Header);
         assert_eq!(w.len(), 2, "{w:?}");
+    }
+
+    /// The original tool's name of the hold TTL is read; ours wins when both are set.
+    #[test]
+    fn the_original_name_of_the_hold_ttl_is_read() {
+        let (c, _) = cfg(&[("IAPEER_ORIGIN_GUARD_PENDING_TTL_MS", "60000")]);
+        assert_eq!(c.origin.hold_ttl, Duration::from_secs(60));
+        let (c, _) = cfg(&[
+            ("IAPEER_ORIGIN_GUARD_PENDING_TTL_MS", "60000"),
+            ("IAPEER_ORIGIN_HOLD_TTL_MS", "120000"),
+        ]);
+        assert_eq!(c.origin.hold_ttl, Duration::from_secs(120));
     }
 
     #[test]

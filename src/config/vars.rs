@@ -270,6 +270,15 @@ pub const IAPEER_ORIGIN_HOLD_TTL_MS: EnvVar = var(
     "milliseconds a message held by the origin guard waits for iapeer confirm-send before it \
      is dropped (default {default}, 15 min)",
 );
+/// `IAPEER_ORIGIN_GUARD_PENDING_TTL_MS`: the original tool's name for
+/// [`IAPEER_ORIGIN_HOLD_TTL_MS`], read when that one is not set (issue 30 item 7).
+pub const IAPEER_ORIGIN_GUARD_PENDING_TTL_MS: EnvVar = var(
+    "IAPEER_ORIGIN_GUARD_PENDING_TTL_MS",
+    Kind::Millis(15 * 60 * 1000),
+    Part::Config,
+    "the original tool's name for IAPEER_ORIGIN_HOLD_TTL_MS, read when that one is not set \
+     (default {default}, 15 min)",
+);
 /// `IAPEER_NOTICE_TTL_MS`: how long a notice stays on the board after its last repeat.
 pub const IAPEER_NOTICE_TTL_MS: EnvVar = var(
     "IAPEER_NOTICE_TTL_MS",
@@ -662,6 +671,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_ORIGIN_GUARD,
     IAPEER_ORIGIN_GUARD_ARM_TTL_MS,
     IAPEER_ORIGIN_HOLD_TTL_MS,
+    IAPEER_ORIGIN_GUARD_PENDING_TTL_MS,
     IAPEER_NOTICE_TTL_MS,
     IAPEER_LIMIT_RESUME,
     IAPEER_LIMIT_BACKOFF_MS,

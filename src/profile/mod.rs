@@ -400,17 +400,20 @@ impl Profile {
     }
 
     /// The registry projection of this profile for a peer living in `cwd` (spec 01 §5).
-    /// `intelligence` is copied as written, or the default nature's name when absent.
+    /// `intelligence` is the current term (`artificial`/`natural`/`absent`): a legacy
+    /// spelling the profile keeps (`human`, `scripted`, written by the original tool) is
+    /// projected as what it means, an absent one as the default nature's name, and an
+    /// unknown one is copied as written (`verify` reports it).
     pub fn to_registry_peer(&self, cwd: &Path) -> RegistryPeer {
         RegistryPeer {
             personality: self.personality.clone(),
             default_runtime: self.default_runtime.clone(),
             runtimes: self.runtimes.clone(),
             description: self.description.clone().unwrap_or_default(),
-            intelligence: self
-                .intelligence
-                .clone()
-                .unwrap_or_else(|| self.nature().as_str().to_string()),
+            intelligence: match self.intelligence.as_deref() {
+                Some(written) if Intelligence::parse(written).is_none() => written.to_string(),
+                _ => self.nature().as_str().to_string(),
+            },
             cwd: cwd.to_path_buf(),
             interfaces: self.interfaces.clone(),
         }

@@ -188,7 +188,12 @@ fn nature_ephemerality_and_registry_projection() {
     q.default_runtime = "claude".into();
     q.intelligence = Some("human".into());
     assert_eq!(q.nature(), Intelligence::Natural);
-    assert_eq!(q.to_registry_peer(&cwd).intelligence, "human");
+    // The original tool's legacy spelling is projected as the current term (issue 30 item 7).
+    assert_eq!(q.to_registry_peer(&cwd).intelligence, "natural");
+    q.intelligence = Some("scripted".into());
+    assert_eq!(q.to_registry_peer(&cwd).intelligence, "absent");
+    q.intelligence = Some("robot".into());
+    assert_eq!(q.to_registry_peer(&cwd).intelligence, "robot");
     assert!(!q.is_ephemeral());
 }
 

@@ -19,6 +19,7 @@ pub mod echo;
 pub mod human;
 pub mod manifest;
 pub mod notifier;
+pub mod original_hook;
 pub mod package;
 pub mod pasted_form;
 pub mod permission_hook;
@@ -129,7 +130,8 @@ pub const FOLDER_FILES: &[&str] = &[".mcp.json", ".claude/settings.local.json", 
 /// Bring a peer's MCP configuration for `runtime` to the current form before it wakes (the
 /// daemon calls this at every launch; issue 11 item 1): a configuration written by the
 /// original TypeScript iapeer, or by an older iapeer, gets the session-token headers, the
-/// user's other settings kept. A no-op for runtimes without one. Returns whether a file
+/// user's other settings kept; the original's approval hook in the folder's hook files is
+/// taken out ([`original_hook`]). A no-op for runtimes without one. Returns whether a file
 /// changed.
 ///
 /// Errors: a configuration file could not be read or written (text names it).
@@ -143,11 +145,16 @@ pub fn refresh_peer(
     // its read-modify-write must not interleave (one peer's trust entry would be lost).
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    match runtime {
+    let config = match runtime {
         "claude" => claude_setup::refresh(cwd, personality, bearer),
         "codex" => codex_setup::refresh(cwd, &default_mcp_url()),
         _ => Ok(false),
-    }
+    }?;
+    let hooks = match runtime {
+        "claude" | "codex" => !original_hook::remove(cwd)?.is_empty(),
+        _ => false,
+    };
+    Ok(config || hooks)
 }
 
 /// The runtime's part of a peer's removal (`remove`), the counterpart of [`setup_peer`]: codex

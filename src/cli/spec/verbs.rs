@@ -914,9 +914,9 @@ pub static VERBS: &[VerbSpec] = &[
         signature: "compact <peer> [runtime] [--json]",
         summary: "compact an agent's conversation",
         description: "Ask the peer's runtime to compact its conversation and wait for it to finish. A \
-            peer asleep after an idle sleep is resumed first. Prints <identity>: compacted, or \
-            <identity>: nothing-to-compact (an honest outcome, not an error; the token companion \
-            packages read).",
+            peer asleep after an idle sleep is resumed first. Prints <identity>: compacted; a \
+            conversation that is fresh is refused with exit 1 and <identity>: nothing-to-compact \
+            (as the original tool did: its callers read the exit status and that word).",
         positionals: PEER_AND_RUNTIME,
         flags: &[JSON],
         rules: &[],

@@ -75,7 +75,13 @@ impl Router {
         caller: Option<&str>,
         reply: ReplyTo,
     ) {
-        let (hold, claim) = match origin::claim(&self.paths, id, caller, self.now.ms) {
+        let (hold, claim) = match origin::claim(
+            &self.paths,
+            id,
+            caller,
+            self.now.ms,
+            self.cfg.origin.hold_ttl,
+        ) {
             Ok(c) => c,
             Err(e) => return reply.finish(claim_refusal(id, e)),
         };
@@ -103,7 +109,7 @@ impl Router {
 
     /// Drop the holds whose time ran out (the tick), each with a lifecycle line.
     pub(crate) fn expire_holds(&mut self) {
-        for id in origin::expire(&self.paths, self.now.ms) {
+        for id in origin::expire(&self.paths, self.now.ms, self.cfg.origin.hold_ttl) {
             self.lifecycle(
                 Event::new("origin-hold")
                     .field("action", "expired")
