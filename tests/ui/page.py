@@ -22,9 +22,8 @@ import sys
 import time
 
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select
 
-from drive import cli, click, drive, runtime_status, step, text_of, wait_for
+from drive import cli, click, drive, runtime_status, send_from_page, step, text_of, wait_for
 
 # How soon a peer made with the CLI must be on the open page: the event stream brings it
 # (the page's fallback poll is every 15 s).
@@ -107,12 +106,7 @@ def run(driver, a):
     appears_within(driver, "dave's row gone", lambda d: not row_exists(d, "dave"), LIVE_WITHIN)
 
     step("a send from the page; alice's events read as iapeer logs prints them")
-    Select(driver.find_element(By.ID, "to")).select_by_value("alice")
-    box = driver.find_element(By.ID, "message")
-    box.clear()
-    box.send_keys(a.marker)
-    click(driver, "#send")
-    wait_for(driver, "the send's answer", lambda d: "delivered to alice" in text_of(d, "#send-result"))
+    send_from_page(driver, "alice", a.marker)
     click(driver, 'tr[data-peer="alice"] td:first-child')
     wait_for(driver, "the page's delivery in alice's events",
              lambda d: "you → alice  delivered" in text_of(d, "#events li[data-ev='delivery']"))
