@@ -42,9 +42,11 @@ pub struct RuntimeRow {
     /// The runtime.
     pub runtime: String,
     /// `live`, `asleep`, `stopped`, `parked` or `missing` (a router runtime whose program is
-    /// not there: it cannot start).
+    /// not there: it cannot start; in the fleet API's rows also an agent runtime the daemon
+    /// cannot start, [`add_daemon_view`], where `parked` also names a crash-looping agent).
     pub status: String,
-    /// Why it cannot start, with what to do (only present for `missing`).
+    /// Why it cannot start, with what to do (only present for `missing`, and for an agent
+    /// `parked` by the crash-loop guard).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
     /// A terminal is attached (only present when true).
@@ -57,6 +59,11 @@ pub struct RuntimeRow {
     /// present when there are some), as `GET /fleet/v1/notices` shows them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notices: Vec<crate::notices::Notice>,
+    /// The verbs of `POST /fleet/v1/peers/<p>/<verb>` that work on this runtime in its state
+    /// ([`actions`]); only in the fleet API's rows ([`add_daemon_view`]), absent from `list
+    /// --json`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actions: Option<Vec<&'static str>>,
 }
 
 /// One peer of `list --json` (spec 07).
@@ -164,6 +171,7 @@ pub fn build_rows(
                         attached,
                         queue_depth: ephemeral.then(|| queue_depth(&id)),
                         notices: Vec::new(),
+                        actions: None,
                     }
                 })
                 .collect();
@@ -201,6 +209,107 @@ pub fn mark_missing(
                     rt.problem = Some(why);
                 }
             }
+        }
+    }
+}
+
+/// What a runtime's adapter can do, for [`actions`]: its kind and whether it has interrupt
+/// keys and a compact command ([`crate::adapter::Adapter::interrupt_keys`],
+/// [`crate::adapter::Adapter::compact`]), the same answers the router's `interrupt` and
+/// `compact` go by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Abilities {
+    /// Agent (pty, woken on demand) or router (always on: a human's inbox, a service).
+    pub kind: crate::adapter::RuntimeKind,
+    /// `interrupt` works on a live session.
+    pub interrupt: bool,
+    /// `compact` works on a live session.
+    pub compact: bool,
+}
+
+impl Abilities {
+    /// The abilities of `adapter`.
+    pub fn of(adapter: &dyn crate::adapter::Adapter) -> Abilities {
+        Abilities {
+            kind: adapter.kind(),
+            interrupt: adapter.interrupt_keys().is_some(),
+            compact: adapter.compact(std::path::Path::new("/")).is_some(),
+        }
+    }
+}
+
+/// The verbs of `POST /fleet/v1/peers/<p>/<verb>` that work on a runtime with `abilities` in
+/// state `status` (a `list --json` status), in the order a person reaches for them; the
+/// router refuses the others (`wake`, `interrupt` and `compact` of a human's or a service's
+/// runtime, `interrupt` of a session that is not live, a `start` of what is not stopped…).
+/// An agent: live → `interrupt`, `compact` (each when it has them), `restart`, `new`,
+/// `stop`; asleep → `wake`, `new`, `stop`; parked (crash-looping) → `restart`, `new`,
+/// `stop`. A router runtime (always on): `restart`, `stop` while not stopped. Stopped →
+/// `start`; missing (it cannot start) → none. Pure.
+pub fn actions(abilities: Abilities, status: &str) -> Vec<&'static str> {
+    use crate::adapter::RuntimeKind;
+    match (abilities.kind, status) {
+        (_, "stopped") => vec!["start"],
+        (_, "missing") => vec![],
+        (RuntimeKind::Router, _) => vec!["restart", "stop"],
+        (RuntimeKind::Agent, "live") => {
+            let mut v = Vec::new();
+            if abilities.interrupt {
+                v.push("interrupt");
+            }
+            if abilities.compact {
+                v.push("compact");
+            }
+            v.extend(["restart", "new", "stop"]);
+            v
+        }
+        (RuntimeKind::Agent, "parked") => vec!["restart", "new", "stop"],
+        (RuntimeKind::Agent, _) => vec!["wake", "new", "stop"],
+    }
+}
+
+/// What only the daemon knows of its rows, added for the fleet API (issue 30 item 5): a
+/// runtime that is not running and cannot start — `abilities(runtime)` fails (the daemon
+/// cannot find an agent's program, a router runtime is not installed or its manifest is
+/// broken: the text says why and what to do), or its peer's folder is gone — becomes
+/// `missing` with that `problem`; an agent runtime `crash_loop(identity)` names as refused by
+/// the crash-loop guard becomes `parked` with its reason; then every runtime gets its
+/// [`actions`] (none for one whose adapter cannot be made).
+pub fn add_daemon_view(
+    rows: &mut [PeerRow],
+    abilities: impl Fn(&str) -> Result<Abilities, String>,
+    crash_loop: impl Fn(&str) -> Option<String>,
+) {
+    // One look per runtime (an agent's is a search for its program).
+    let mut known: HashMap<String, Result<Abilities, String>> = HashMap::new();
+    for rt in rows.iter().flat_map(|r| &r.runtimes) {
+        if !known.contains_key(&rt.runtime) {
+            known.insert(rt.runtime.clone(), abilities(&rt.runtime));
+        }
+    }
+    let abilities = |rt: &str| known.get(rt).cloned().unwrap_or_else(|| abilities(rt));
+    mark_missing(rows, |rt, cwd| {
+        if !cwd.is_dir() {
+            return Some(format!(
+                "its working folder {} does not exist — restore it, or run iapeer init in the \
+                 new folder",
+                cwd.display()
+            ));
+        }
+        abilities(rt).err()
+    });
+    for row in rows {
+        for rt in &mut row.runtimes {
+            let able = abilities(&rt.runtime).ok();
+            if rt.status == "asleep"
+                && able.is_some_and(|a| a.kind == crate::adapter::RuntimeKind::Agent)
+            {
+                if let Some(why) = crash_loop(&format!("{}-{}", rt.runtime, row.personality)) {
+                    rt.status = "parked".into();
+                    rt.problem = Some(why);
+                }
+            }
+            rt.actions = Some(able.map_or_else(Vec::new, |a| actions(a, &rt.status)));
         }
     }
 }
@@ -294,6 +403,113 @@ pub fn list_rows(paths: &Paths, registry: &Registry, live: &LiveState) -> Vec<Pe
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::adapter::RuntimeKind;
+
+    const ECHO: Abilities = Abilities {
+        kind: RuntimeKind::Agent,
+        interrupt: true,
+        compact: false,
+    };
+    const CLAUDE: Abilities = Abilities {
+        kind: RuntimeKind::Agent,
+        interrupt: true,
+        compact: true,
+    };
+    const SERVICE: Abilities = Abilities {
+        kind: RuntimeKind::Router,
+        interrupt: false,
+        compact: false,
+    };
+
+    /// Issue 30 item 5: only what works on the runtime's kind, in its state.
+    #[test]
+    fn each_kind_offers_only_the_verbs_that_work_on_it() {
+        assert_eq!(
+            actions(CLAUDE, "live"),
+            ["interrupt", "compact", "restart", "new", "stop"]
+        );
+        assert_eq!(
+            actions(ECHO, "live"),
+            ["interrupt", "restart", "new", "stop"]
+        );
+        assert_eq!(actions(ECHO, "asleep"), ["wake", "new", "stop"]);
+        assert_eq!(actions(ECHO, "parked"), ["restart", "new", "stop"]);
+        assert_eq!(actions(ECHO, "stopped"), ["start"]);
+        assert!(actions(CLAUDE, "missing").is_empty());
+        for status in ["live", "asleep", "parked"] {
+            assert_eq!(actions(SERVICE, status), ["restart", "stop"], "{status}");
+        }
+        assert_eq!(actions(SERVICE, "stopped"), ["start"]);
+    }
+
+    fn row(personality: &str, cwd: &std::path::Path, runtimes: &[(&str, &str)]) -> PeerRow {
+        PeerRow {
+            personality: personality.into(),
+            description: String::new(),
+            intelligence: "artificial".into(),
+            default_runtime: runtimes[0].0.into(),
+            cwd: cwd.to_path_buf(),
+            runtimes: runtimes
+                .iter()
+                .map(|(rt, status)| RuntimeRow {
+                    runtime: rt.to_string(),
+                    status: status.to_string(),
+                    problem: None,
+                    attached: false,
+                    queue_depth: None,
+                    notices: Vec::new(),
+                    actions: None,
+                })
+                .collect(),
+            wake_policy: "warm".into(),
+            last_active_ms: None,
+            last_active_runtime: None,
+            worktree: None,
+        }
+    }
+
+    /// A peer the daemon cannot start is said so on its row: its agent's program not found,
+    /// its folder gone, its agent crash-looping; a running session is left as it is.
+    #[test]
+    fn what_the_daemon_cannot_start_is_missing_or_parked_with_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let here = dir.path();
+        let mut rows = vec![
+            row("a", here, &[("claude", "asleep"), ("echo", "asleep")]),
+            row("b", here, &[("claude", "live")]),
+            row("gone", &here.join("nope"), &[("echo", "asleep")]),
+            row("you", here, &[("human", "live")]),
+        ];
+        let abilities = |rt: &str| match rt {
+            "claude" => Err("claude is not installed — looked at, in order: …".to_string()),
+            "echo" => Ok(ECHO),
+            _ => Ok(SERVICE),
+        };
+        add_daemon_view(&mut rows, abilities, |id| {
+            (id == "echo-a").then(|| "crash-looping: …".to_string())
+        });
+        let view = |r: &RuntimeRow| {
+            (
+                r.status.clone(),
+                r.problem.clone().unwrap_or_default(),
+                r.actions.clone().unwrap(),
+            )
+        };
+        let a: Vec<_> = rows[0].runtimes.iter().map(view).collect();
+        assert_eq!(a[0].0, "missing");
+        assert!(a[0].1.starts_with("claude is not installed"), "{a:?}");
+        assert!(a[0].2.is_empty());
+        assert_eq!(a[1].0, "parked");
+        assert_eq!(a[1].1, "crash-looping: …");
+        assert_eq!(a[1].2, ["restart", "new", "stop"]);
+        let b = view(&rows[1].runtimes[0]);
+        assert_eq!((b.0.as_str(), b.2.len()), ("live", 0), "live stays live");
+        let gone = view(&rows[2].runtimes[0]);
+        assert_eq!(gone.0, "missing");
+        assert!(gone.1.contains("does not exist"), "{gone:?}");
+        assert_eq!(view(&rows[3].runtimes[0]).2, ["restart", "stop"]);
+    }
 
     #[test]
     fn the_freshest_runtime_is_the_last_active_one() {

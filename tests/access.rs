@@ -29,6 +29,10 @@ const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OP
 fn team() -> (TestEnv, String) {
     let env = crate::fleet::team_with(&[("IAPEER_APPROVAL_TIMEOUT_MS", "120000")]);
     env.create_echo("ea");
+    // The daemon logs the new peer (`ev=peers`, within 500 ms): before a test counts lines.
+    env.wait_until("ea on the event stream", Duration::from_secs(10), |e| {
+        e.has_event("lifecycle", "peers", &[("added", "ea")])
+    });
     let woke = env.control(r#"{"op":"wake","personality":"ea"}"#);
     assert_eq!(woke["ok"], true, "{woke}");
     let token = crate::approvals::session_token(woke["pid"].as_u64().unwrap());

@@ -295,9 +295,31 @@ fn hostile_text_is_inert_visible_text_in_a_real_browser() {
     assert_eq!(hook.decision()["behavior"], "deny");
 }
 
+/// [`page_script`] with the test world's environment (HOME, IAPEER_ROOT…), for a script that
+/// runs the CLI itself.
+fn page_script_in(env: &TestEnv, script: &str, args: &[&str]) -> std::process::Output {
+    let mut cmd = page_command(env, script, args);
+    for (k, v) in env.cmd(&[]).get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    cmd.current_dir(env.dir.path())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run the script {script}: {e}"))
+}
+
 /// Run the Selenium script `tests/ui/<script>` on the page of `env`'s daemon (a fresh link)
 /// in headless Chromium with `args` after `--url`, `--chromium` and `--chromedriver`.
 fn page_script(env: &TestEnv, script: &str, args: &[&str]) -> std::process::Output {
+    page_command(env, script, args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run the script {script}: {e}"))
+}
+
+/// The command of [`page_script`].
+fn page_command(env: &TestEnv, script: &str, args: &[&str]) -> Command {
     let python = std::env::var("IAPEER_TEST_PYTHON")
         .expect("IAPEER_TEST_PYTHON is not set (see the_page_in_a_real_browser)");
     let chromium = find_program(&["chromium", "chromium-browser"]).expect("chromium");
@@ -305,16 +327,15 @@ fn page_script(env: &TestEnv, script: &str, args: &[&str]) -> std::process::Outp
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/ui")
         .join(script);
-    Command::new(&python)
-        .arg(path)
+    let mut cmd = Command::new(&python);
+    cmd.arg(path)
         .args(["--url", &link(env)])
         .arg("--chromium")
         .arg(&chromium)
         .arg("--chromedriver")
         .arg(&chromedriver)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"))
+        .args(args);
+    cmd
 }
 
 /// Issue 30 item 2: with two people on the team, the page shows a picker for whose inbox it
@@ -365,6 +386,102 @@ fn two_humans_pick_their_inbox_in_a_real_browser() {
         (&got["from"], &got["runtime"]),
         (&"you".into(), &"human".into()),
         "{got}"
+    );
+}
+
+/// Issue 30 item 5, in a real browser (`tests/ui/page.py`): each row offers only the verbs
+/// that work on its runtime (a human's and a service's no wake or compact; an echo agent's
+/// wake, then interrupt, which work); a peer the daemon cannot start (its agent's program is
+/// not found) says why on its row; a peer created, renamed and removed with the CLI shows on
+/// the open page within 3 s; the events read as `iapeer logs` prints them (24-hour times); a
+/// send from the page is logged `path=ui`; at 390x844 nothing is wider than the screen and
+/// the buttons work. Screenshots: `<temp>/shots/{wide,narrow}.png`, copied to
+/// `target/ui-shots/`.
+#[test]
+fn the_page_offers_what_works_follows_the_team_and_fits_a_phone() {
+    let mut env = TestEnv::new();
+    // cb is made while a claude program is there; the daemon then finds none.
+    let stub = env.dir.path().join("claude-stub");
+    std::fs::write(&stub, "#!/bin/sh\nexit 0\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
+    env.set("IAPEER_CLAUDE_BIN", stub.to_str().unwrap());
+    env.ok(&["create", "cb", "--runtime", "claude"]);
+    let gone = env.dir.path().join("no-claude-here/claude");
+    env.set("IAPEER_CLAUDE_BIN", gone.to_str().unwrap());
+    env.create_echo("alice");
+    env.ok(&["create", "you", "--runtime", "human"]);
+    env.ok(&["create", "timer", "--runtime", "notifier"]);
+    env.start_daemon();
+    for (p, rt) in [("you", "human"), ("timer", "notifier")] {
+        env.wait_until(
+            "the human and the service are up",
+            Duration::from_secs(30),
+            |e| e.status_of(p, rt) == "live",
+        );
+    }
+    let shots = env.dir.path().join("shots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let marker = format!("from-the-page-{}", std::process::id());
+    let bin = common::bin();
+    let args = [
+        "--bin",
+        bin.to_str().unwrap(),
+        "--shots",
+        shots.to_str().unwrap(),
+        "--marker",
+        &marker,
+    ];
+    let out = page_script_in(&env, "page.py", &args);
+    let said = common::describe(&out);
+    println!("{said}");
+    assert!(
+        out.status.success(),
+        "the browser check failed:\n{said}\n{}",
+        env.diagnostics()
+    );
+    let kept = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/ui-shots");
+    std::fs::create_dir_all(&kept).unwrap();
+    for name in ["wide.png", "narrow.png"] {
+        let shot = shots.join(name);
+        assert!(shot.is_file(), "no screenshot at {}", shot.display());
+        std::fs::copy(&shot, kept.join(name)).unwrap();
+        println!(
+            "screenshot: {} (kept as {})",
+            shot.display(),
+            kept.join(name).display()
+        );
+    }
+    // The page's send is the page's in delivery.log; the team's changes are on the stream.
+    assert!(
+        env.has_event(
+            "delivery",
+            "delivery",
+            &[
+                ("path", "ui"),
+                ("caller", "human-you"),
+                ("to", "alice"),
+                ("ok", "true")
+            ]
+        ),
+        "{}",
+        env.log("delivery")
+    );
+    // Changes within one look of the registry (500 ms) come as one event: a rename and a
+    // remove made quickly may read as carol removed.
+    let peers = env.events("lifecycle", "peers");
+    assert!(
+        peers
+            .iter()
+            .any(|e| e.get("added").map(String::as_str) == Some("carol"))
+            && peers.iter().any(|e| e.contains_key("removed")),
+        "{}",
+        env.log("lifecycle")
+    );
+    assert!(
+        env.has_event("lifecycle", "interrupt", &[("identity", "echo-alice")]),
+        "{}",
+        env.log("lifecycle")
     );
 }
 

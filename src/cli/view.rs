@@ -354,6 +354,7 @@ mod tests {
             attached,
             queue_depth: None,
             notices: Vec::new(),
+            actions: None,
         };
         assert_eq!(
             rows[0].runtimes,

@@ -9,6 +9,7 @@ pub mod guard;
 pub mod http;
 pub mod lifecycle;
 pub mod mcp;
+pub mod peers_watch;
 pub mod pool;
 pub mod reply;
 pub mod route;
@@ -489,6 +490,11 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
         })
         .map_err(io_err("cannot start the ticker thread"))?;
 
+    // The team's changes on the event stream (a peer created, renamed, removed).
+    let peers_watch_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    peers_watch::spawn(paths.clone(), router_tx.clone(), peers_watch_stop.clone())
+        .map_err(io_err("cannot start the peers-watch thread"))?;
+
     // Read the login shell's PATH now, so the first launch or status need not wait for it.
     crate::runtime::agent_program::prime();
 
@@ -507,6 +513,7 @@ pub fn run(paths: &Paths) -> Result<(), DaemonError> {
     // Sends kept while the daemon was down go out now (issue 11 item 7).
     crate::outbox::drain_in_background(paths.clone());
     let served = control.run();
+    peers_watch_stop.store(true, std::sync::atomic::Ordering::Relaxed);
 
     // Shutdown, bounded by SHUTDOWN_BOUND: stop accepting, end sessions (marking agents
     // resume-eligible), clean up. After a router failure the router's sessions are gone:

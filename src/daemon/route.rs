@@ -74,8 +74,9 @@ pub const DAEMON_RUNTIME: &str = "daemon";
 /// One send as it arrived.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SendInput {
-    /// Entry point for `delivery.log`: `cli`, `mcp`, `fleet`, `daemon` or `confirm` (a
-    /// held message sent by `confirm-send`).
+    /// Entry point for `delivery.log`: `cli`, `mcp`, `fleet` (the fleet API's `send`), `ui`
+    /// (the operator's page's, issue 30 item 5), `daemon` or `confirm` (a held message sent
+    /// by `confirm-send`).
     pub path: &'static str,
     /// The sender.
     pub caller: Caller,

@@ -68,6 +68,17 @@ def text_of(driver, css):
     return "\n".join(e.text for e in els)
 
 
+def send_from_page(driver, to, message):
+    """Write `message` to `to` in the compose box, send it and wait for "delivered to <to>"."""
+    Select(driver.find_element(By.ID, "to")).select_by_value(to)
+    box = driver.find_element(By.ID, "message")
+    box.clear()
+    box.send_keys(message)
+    click(driver, "#send")
+    wait_for(driver, "the send's answer",
+             lambda d: f"delivered to {to}" in d.find_element(By.ID, "send-result").text)
+
+
 def runtime_status(driver, peer, runtime):
     els = driver.find_elements(
         By.CSS_SELECTOR, f'tr[data-peer="{peer}"] .state[data-runtime="{runtime}"]'

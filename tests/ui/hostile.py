@@ -88,7 +88,9 @@ def run(driver, a, shown):
     click(driver, 'tr[data-peer="alice"] td:first-child')
     wait_for(driver, "the approval-requested event",
              lambda d: d.find_elements(By.CSS_SELECTOR, "#events li[data-ev='approval-requested']"))
-    check_place(driver, "event", "#events li[data-ev='approval-requested']", shown, a.tag)
+    # As `iapeer logs` prints it: the logged value quoted, its `"` written `\"`.
+    check_place(driver, "event", "#events li[data-ev='approval-requested']", shown,
+                a.tag.replace('"', '\\"'))
 
     step("no script from the text ran")
     assert driver.title == "iapeer — the team", driver.title

@@ -19,7 +19,7 @@ import sys
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
-from drive import click, drive, step, text_of, wait_for
+from drive import drive, send_from_page, step, text_of, wait_for
 
 
 def inbox_text(driver):
@@ -58,12 +58,7 @@ def run(driver, a):
     wait_for(driver, "the sender", lambda d: text_of(d, "#from") == "as human-you")
 
     step("a message from the page goes as you")
-    Select(driver.find_element(By.ID, "to")).select_by_value("ann")
-    box = driver.find_element(By.ID, "message")
-    box.clear()
-    box.send_keys(a.reply)
-    click(driver, "#send")
-    wait_for(driver, "the send's result", lambda d: "delivered to ann" in text_of(d, "#send-result"))
+    send_from_page(driver, "ann", a.reply)
     driver.save_screenshot(a.screenshot)
 
 

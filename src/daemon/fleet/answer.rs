@@ -181,14 +181,29 @@ fn rss_bytes() -> Option<u64> {
 }
 
 /// An event as JSON: `{"src":"lifecycle|delivery|exits","ts":…,"ev":…, …fields}` (values are
-/// strings, as in the log) plus `"id"`.
+/// strings, as in the log) plus `"id"` and, for an event `iapeer logs` shows, `"text"`: the
+/// line it prints for it, times in the daemon's local time zone, 24-hour
+/// ([`crate::logview::render`]: `14:03:07 alice → bob  delivered (woke)`).
 pub fn event_json(e: &BusEvent) -> Value {
+    let tz = jiff::tz::TimeZone::system();
+    let today = jiff::Timestamp::now().to_zoned(tz.clone()).date();
+    event_json_at(e, &tz, today)
+}
+
+/// [`event_json`] with `text` rendered in `tz` on `today`. Pure.
+pub fn event_json_at(e: &BusEvent, tz: &jiff::tz::TimeZone, today: jiff::civil::Date) -> Value {
     let mut o = serde_json::Map::new();
     o.insert("id".into(), e.id.into());
     o.insert("src".into(), e.entry.source.as_str().into());
     o.insert("ts".into(), e.entry.ts.clone().into());
     for (k, v) in &e.entry.fields {
         o.insert(k.clone(), v.clone().into());
+    }
+    if crate::logview::is_shown(&e.entry) {
+        o.insert(
+            "text".into(),
+            crate::logview::render(&e.entry, tz, today).into(),
+        );
     }
     Value::Object(o)
 }
@@ -272,10 +287,58 @@ mod tests {
             rendered: Default::default(),
         };
         let f = String::from_utf8(sse_frame(&e)).unwrap();
-        assert_eq!(
-            f,
-            "event: delivery\nid: 42\ndata: {\"ev\":\"delivery\",\"id\":42,\"src\":\"delivery\",\"to\":\"bob\",\"ts\":\"2026-12-01T09:00:00.000Z\"}\n\n"
+        let data = f
+            .strip_prefix("event: delivery\nid: 42\ndata: ")
+            .and_then(|d| d.strip_suffix("\n\n"))
+            .unwrap_or_else(|| panic!("{f}"));
+        let mut v: Value = serde_json::from_str(data).unwrap();
+        assert!(
+            v["text"].as_str().unwrap().ends_with(" → bob  failed: "),
+            "{v}"
         );
+        v.as_object_mut().unwrap().remove("text");
+        assert_eq!(
+            v,
+            json!({"ev":"delivery","id":42,"src":"delivery","to":"bob","ts":"2026-12-01T09:00:00.000Z"})
+        );
+    }
+
+    /// Issue 30 item 5: an event carries the line `iapeer logs` prints for it (24-hour, the
+    /// date when not today); one `logs` hides (`ready`) carries none.
+    #[test]
+    fn an_event_carries_the_line_iapeer_logs_prints() {
+        let event = |fields: &[(&str, &str)]| BusEvent {
+            id: 7,
+            entry: Entry {
+                ts: "2026-12-01T21:05:09.000Z".into(),
+                source: Source::Delivery,
+                fields: fields
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            },
+            rendered: Default::default(),
+        };
+        let utc = jiff::tz::TimeZone::UTC;
+        let today = jiff::civil::date(2026, 12, 1);
+        let delivered = event(&[
+            ("ev", "delivery"),
+            ("path", "ui"),
+            ("caller", "human-you"),
+            ("to", "alice"),
+            ("ok", "true"),
+            ("woke", "true"),
+        ]);
+        let v = event_json_at(&delivered, &utc, today);
+        assert_eq!(v["text"], "21:05:09 you → alice  delivered (woke)");
+        assert_eq!(v["path"], "ui", "the logged fields stay");
+        let v = event_json_at(&delivered, &utc, jiff::civil::date(2026, 12, 2));
+        assert_eq!(
+            v["text"],
+            "2026-12-01 21:05:09 you → alice  delivered (woke)"
+        );
+        let ready = event(&[("ev", "ready"), ("identity", "echo-alice")]);
+        assert!(event_json_at(&ready, &utc, today).get("text").is_none());
     }
 
     /// A logged value with C1, bidi and separator characters travels escaped (issue 26 item

@@ -29,7 +29,9 @@ use super::guard::Fatal;
 use super::http::reply::Reply;
 use super::pool::Pool;
 use super::reply::{ReplyMsg, ReplyTo};
+use super::route::{Caller, SendInput};
 use super::router::RouterMsg;
+use super::ui::auth::UI_HEADER;
 use crate::eventbus::{Bus, Subscription};
 use crate::names::Identity;
 use crate::paths::Paths;
@@ -221,22 +223,37 @@ impl Fleet {
                     Ok(b) => b,
                     Err(r) => return Begun::Done(r),
                 };
+                // The page's requests carry its header (the gate admitted them only with its
+                // cookie): its sends are logged `path=ui`, a script's `path=fleet`.
+                let path = if crate::daemon::http::gate::first(req.headers, UI_HEADER).is_some() {
+                    "ui"
+                } else {
+                    "fleet"
+                };
                 let fleet = Arc::clone(self);
                 let job = move || match fleet.sender(b.from.as_deref()) {
                     Err(r) => done(r),
                     Ok(from) => {
-                        let req = Request::Send {
-                            from: from.clone(),
+                        // The CLI's send (`SendInput::of_cli_request`) with its own path.
+                        let input = SendInput {
+                            path,
+                            caller: Caller::Cli(from.clone()),
                             to: b.personality,
                             runtime: b.runtime,
                             message: b.message,
                             topic: b.topic,
                             attachments: Vec::new(),
-                            timeout_ms: None,
                             id: b.id,
-                            if_busy: b.if_busy,
+                            if_busy: b.if_busy.unwrap_or_default(),
                         };
-                        fleet.ask(req, gone, move |r| done(answer::send(&from, r)));
+                        fleet.post(
+                            |reply| RouterMsg::Send {
+                                input: Box::new(input),
+                                reply,
+                            },
+                            gone,
+                            move |r| done(answer::send(&from, r)),
+                        );
                     }
                 };
                 self.run(job)
@@ -301,17 +318,27 @@ impl Fleet {
         gone: Arc<AtomicBool>,
         then: impl FnOnce(crate::protocol::Reply) + Send + 'static,
     ) {
+        let req = Box::new(req);
+        self.post(|reply| RouterMsg::Control { req, reply }, gone, then);
+    }
+
+    /// Send the router the message `msg` makes of a reply; `then` gets its final reply (on
+    /// the router thread) or the failure of a router that is gone.
+    fn post(
+        &self,
+        msg: impl FnOnce(ReplyTo) -> RouterMsg,
+        gone: Arc<AtomicBool>,
+        then: impl FnOnce(crate::protocol::Reply) + Send + 'static,
+    ) {
         let fatal = self.fatal.clone();
         let reply = ReplyTo::on_final(gone, move |r| {
             then(r.unwrap_or_else(|| {
                 Failure::new(Code::ShuttingDown, super::gone_reason(&fatal)).into()
             }))
         });
-        if let Err(crossbeam_channel::SendError(RouterMsg::Control { reply, .. })) =
-            self.router.send(RouterMsg::Control {
-                req: Box::new(req),
-                reply,
-            })
+        if let Err(crossbeam_channel::SendError(
+            RouterMsg::Control { reply, .. } | RouterMsg::Send { reply, .. },
+        )) = self.router.send(msg(reply))
         {
             reply.finish(Failure::new(
                 Code::ShuttingDown,
@@ -358,7 +385,19 @@ impl Fleet {
                 ))
             }
         };
-        let rows = list_rows(&self.paths, &registry, &live);
+        let mut rows = list_rows(&self.paths, &registry, &live);
+        let paths = &self.paths;
+        let (cfg, _) = crate::config::Config::from_env();
+        let now_ms = crate::clock::now_ms();
+        crate::roster::add_daemon_view(
+            &mut rows,
+            |rt| {
+                crate::runtime::adapter_for(paths, rt)
+                    .map(|a| crate::roster::Abilities::of(a.as_ref()))
+                    .map_err(|e| e.to_string())
+            },
+            |id| crash_loop(paths, id, now_ms, &cfg),
+        );
         Ok((registry, rows))
     }
 
@@ -414,11 +453,13 @@ impl Fleet {
         let Some(row) = rows.into_iter().find(|r| r.personality == p) else {
             return answer::unknown_peer(p);
         };
+        let tz = jiff::tz::TimeZone::system();
+        let today = jiff::Timestamp::now().to_zoned(tz.clone()).date();
         let events: Vec<serde_json::Value> = self
             .bus
             .recent(PEER_EVENTS, |e| crate::logview::mentions(e, p))
             .iter()
-            .map(|e| answer::event_json(e))
+            .map(|e| answer::event_json_at(e, &tz, today))
             .collect();
         document(json!({ "peer": row, "events": events }))
     }
@@ -524,6 +565,28 @@ fn people(paths: &crate::paths::Paths) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Why the crash-loop guard refuses to wake `identity` (an agent's; the router's rule,
+/// `daemon::router::decide::crash_looping`), or `None`.
+fn crash_loop(
+    paths: &Paths,
+    identity: &str,
+    now_ms: u64,
+    cfg: &crate::config::Config,
+) -> Option<String> {
+    let id = Identity::parse(identity).ok()?;
+    let deaths = crate::markers::Markers::new(paths, &id).deaths();
+    let window_ms = u64::try_from(cfg.crashloop_window.as_millis()).unwrap_or(u64::MAX);
+    crate::markers::crash_looping(&deaths, now_ms, cfg.crashloop_max, window_ms).then(|| {
+        format!(
+            "crash-looping: it died {} times within {} s and is not woken until those deaths \
+             are older — see iapeer logs {p} and its pane log; restart or new starts it now",
+            cfg.crashloop_max,
+            cfg.crashloop_window.as_secs(),
+            p = id.personality
+        )
+    })
+}
+
 /// The control request of a verb (all but `refresh`, which is no daemon operation).
 fn control_request(personality: String, verb: Verb, runtime: Option<String>) -> Request {
     match verb {
@@ -543,6 +606,10 @@ fn control_request(personality: String, verb: Verb, runtime: Option<String>) -> 
             all: false,
         },
         Verb::New => Request::New {
+            personality,
+            runtime,
+        },
+        Verb::Restart => Request::Restart {
             personality,
             runtime,
         },

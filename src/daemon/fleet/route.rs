@@ -21,7 +21,7 @@ pub const ENDPOINTS: &[&str] = &[
     "GET /fleet/v1/events?replay=N",
     "GET /fleet/v1/notices",
     "GET /fleet/v1/notices/<id>",
-    "POST /fleet/v1/peers/<p>/(wake|stop|start|new|refresh|interrupt|compact)",
+    "POST /fleet/v1/peers/<p>/(wake|stop|start|new|restart|refresh|interrupt|compact)",
     "POST /fleet/v1/send",
     "GET /fleet/v1/approvals?wait=S&since=MS",
     "POST /fleet/v1/approvals/<id>/(approve|deny)",
@@ -42,6 +42,8 @@ pub enum Verb {
     Start,
     /// `new`.
     New,
+    /// `restart` (issue 30 item 4).
+    Restart,
     /// `refresh`.
     Refresh,
     /// `interrupt`.
@@ -57,6 +59,7 @@ impl Verb {
             "stop" => Verb::Stop,
             "start" => Verb::Start,
             "new" => Verb::New,
+            "restart" => Verb::Restart,
             "refresh" => Verb::Refresh,
             "interrupt" => Verb::Interrupt,
             "compact" => Verb::Compact,

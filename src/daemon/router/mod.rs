@@ -96,6 +96,17 @@ pub enum RouterMsg {
     },
     /// The supervise tick.
     Tick,
+    /// A send of the fleet API (`POST /fleet/v1/send`): the control request's send with its
+    /// own `path` (`fleet`, or `ui` from the operator's page).
+    Send {
+        /// The send, as [`SendInput::of_cli_request`] makes it, its path set.
+        input: Box<SendInput>,
+        /// Where to answer.
+        reply: ReplyTo,
+    },
+    /// A lifecycle event another daemon thread saw (the team changed: `ev=peers`,
+    /// [`crate::daemon::peers_watch`]): logged.
+    Lifecycle(crate::eventlog::Event),
     /// End every session and report on `done` when they are gone.
     Shutdown {
         /// Signalled when shutdown work is complete.
@@ -453,7 +464,9 @@ impl Router {
                 ))
             };
             match msg {
-                RouterMsg::Control { reply, .. } | RouterMsg::Mcp { reply, .. } => refuse(reply),
+                RouterMsg::Control { reply, .. }
+                | RouterMsg::Mcp { reply, .. }
+                | RouterMsg::Send { reply, .. } => refuse(reply),
                 // Normally answered by `begin_shutdown` already; logged like any send.
                 RouterMsg::Prepared { job, .. } => {
                     if let Some(j) = self.queues.preparing.remove(&job) {
@@ -466,7 +479,10 @@ impl Router {
                     session,
                     result,
                 } => self.on_launched(&identity, session, *result),
-                RouterMsg::Tick | RouterMsg::Shutdown { .. } | RouterMsg::ToolsListed { .. } => {}
+                RouterMsg::Tick
+                | RouterMsg::Shutdown { .. }
+                | RouterMsg::ToolsListed { .. }
+                | RouterMsg::Lifecycle(_) => {}
             }
             return;
         }
@@ -501,6 +517,7 @@ impl Router {
                 };
                 self.begin_send(input, reply, None);
             }
+            RouterMsg::Send { input, reply } => self.begin_send(*input, reply, None),
             RouterMsg::Prepared { job, result } => self.on_prepared(job, *result),
             RouterMsg::ToolsListed { creds } => self.on_tools_listed(&creds),
             RouterMsg::Launched {
@@ -509,6 +526,7 @@ impl Router {
                 result,
             } => self.on_launched(&identity, session, *result),
             RouterMsg::Tick => self.on_tick(),
+            RouterMsg::Lifecycle(ev) => self.lifecycle(ev),
             RouterMsg::Shutdown { done } => self.begin_shutdown(done),
         }
     }

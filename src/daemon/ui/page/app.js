@@ -3,7 +3,6 @@
 // Every request carries the page's cookie (set by /ui/?k=…) and the X-Iapeer-UI header.
 "use strict";
 
-const VERBS = ["wake", "stop", "start", "new", "interrupt", "compact"];
 const state = {
   snapshot: null, // the last GET /fleet/v1/snapshot
   selected: null, // the selected peer's name
@@ -93,10 +92,17 @@ function setConn(s, text) {
   c.textContent = text;
 }
 
+// A time as `iapeer logs` and `iapeer inbox` show one: 24-hour `HH:MM:SS` today, else
+// `YYYY-MM-DD HH:MM:SS` (this browser's time zone).
 function clock(ts) {
   if (!ts) return "";
   const d = new Date(ts);
-  return isNaN(d) ? String(ts) : d.toLocaleTimeString();
+  if (isNaN(d)) return String(ts);
+  const two = (n) => String(n).padStart(2, "0");
+  const time = two(d.getHours()) + ":" + two(d.getMinutes()) + ":" + two(d.getSeconds());
+  const now = new Date();
+  if (d.toDateString() === now.toDateString()) return time;
+  return d.getFullYear() + "-" + two(d.getMonth() + 1) + "-" + two(d.getDate()) + " " + time;
 }
 
 // A result line: its text may quote what a peer wrote (an error, a command), so it is shown
@@ -128,9 +134,13 @@ function renderHost(h) {
 // buttons, and a click landing on a replaced one would be lost).
 let shownPeers = "";
 
+// Each runtime's buttons are the verbs the daemon says work on it in its state (`actions` of
+// the snapshot's rows, docs/FLEET.md): none of them is decided here. A runtime the daemon
+// cannot start says why (`problem`) under the row.
 function renderPeers(peers) {
   const shown = JSON.stringify(peers.map((p) => [p.personality, p.intelligence, p.description,
-    (p.runtimes || []).map((r) => [r.runtime, r.status, r.problem, r.queue_depth, (r.notices || []).length])]));
+    (p.runtimes || []).map((r) => [r.runtime, r.status, r.problem, r.queue_depth, (r.notices || []).length,
+      r.actions])]));
   if (shown === shownPeers) return;
   shownPeers = shown;
   const tbody = $("peers").tBodies[0];
@@ -141,27 +151,38 @@ function renderPeers(peers) {
     tr.addEventListener("click", () => select(p.personality));
     tr.append(el("td", {}, el("strong", {}, p.personality), el("div", { class: "desc" },
       visible(p.intelligence + (p.description ? " · " + p.description : "")))));
-    const states = el("td", {});
+    const states = el("td", { class: "states" });
     let queue = 0;
     let notices = 0;
-    for (const rt of p.runtimes || []) {
-      const s = el("span", { class: "state", "data-runtime": rt.runtime, "data-status": rt.status,
-        title: visible(rt.problem) }, visible(symbol(rt.status) + " " + rt.runtime + " " + rt.status));
+    const runtimes = p.runtimes || [];
+    for (const rt of runtimes) {
+      const s = el("span", { class: "state", "data-runtime": rt.runtime, "data-status": rt.status },
+        visible(symbol(rt.status) + " " + rt.runtime + " " + rt.status));
       states.append(s);
       queue += rt.queue_depth || 0;
       notices += (rt.notices || []).length;
     }
+    for (const rt of runtimes.filter((r) => r.problem)) {
+      states.append(el("div", { class: "problem", "data-runtime": rt.runtime },
+        visible((runtimes.length > 1 ? rt.runtime + ": " : "") + rt.problem)));
+    }
     tr.append(states);
-    tr.append(el("td", { class: "queue" }, queue ? String(queue) : ""));
-    tr.append(el("td", { class: "notices" }, notices ? String(notices) : ""));
-    const actions = el("td", {});
-    for (const verb of VERBS) {
-      const b = el("button", { type: "button", "data-verb": verb, "data-peer": p.personality }, verb);
-      b.addEventListener("click", (ev) => {
-        ev.stopPropagation();
-        lifecycle(p.personality, verb, b);
-      });
-      actions.append(b);
+    tr.append(el("td", { class: "queue", "data-label": "queue" }, queue ? String(queue) : ""));
+    tr.append(el("td", { class: "notices", "data-label": "notices" }, notices ? String(notices) : ""));
+    const actions = el("td", { class: "actions" });
+    for (const rt of runtimes.filter((r) => (r.actions || []).length)) {
+      const group = el("span", { class: "verbs", "data-runtime": rt.runtime });
+      if (runtimes.length > 1) group.append(el("span", { class: "muted" }, visible(rt.runtime + ":")));
+      for (const verb of rt.actions) {
+        const b = el("button", { type: "button", "data-verb": verb, "data-peer": p.personality,
+          "data-runtime": rt.runtime }, verb);
+        b.addEventListener("click", (ev) => {
+          ev.stopPropagation();
+          lifecycle(p.personality, rt.runtime, verb, b);
+        });
+        group.append(b);
+      }
+      actions.append(group);
     }
     tr.append(actions);
     tbody.append(tr);
@@ -186,11 +207,12 @@ function renderNotices(notices) {
   }
 }
 
-async function lifecycle(peer, verb, button) {
+async function lifecycle(peer, runtime, verb, button) {
   const out = $("action-result");
   button.disabled = true;
   showResult(out, true, verb + " " + peer + "…");
-  const r = await api("/fleet/v1/peers/" + encodeURIComponent(peer) + "/" + verb, { method: "POST", body: {} });
+  const r = await api("/fleet/v1/peers/" + encodeURIComponent(peer) + "/" + verb,
+    { method: "POST", body: { runtime } });
   button.disabled = false;
   if (r.ok) {
     showResult(out, true, verb + " " + peer + ": done " + JSON.stringify(r.body));
@@ -224,21 +246,11 @@ async function loadPeer() {
     ol.append(el("li", { class: "none" }, visible(r.body.error || "cannot read the peer")));
     return;
   }
-  const events = (r.body.events || []).slice().reverse();
+  // Each as `iapeer logs` prints it (its `text`, made by the daemon); what `logs` hides
+  // (routine bookkeeping) has none and is left out.
+  const events = (r.body.events || []).filter((e) => e.text).reverse();
   if (!events.length) ol.append(el("li", { class: "none" }, "none yet"));
-  for (const e of events) ol.append(el("li", { "data-ev": e.ev || "" }, describe(e)));
-}
-
-// One event as a line: time, what, who, and the rest of its fields.
-function describe(e) {
-  const skip = new Set(["id", "src", "ts", "ev"]);
-  let who = "";
-  if (e.ev === "delivery") {
-    who = (e.caller || "?") + " → " + (e.to || "?") + (e.via ? " (" + e.via + ")" : "");
-    ["caller", "to", "via"].forEach((k) => skip.add(k));
-  }
-  const rest = Object.entries(e).filter(([k]) => !skip.has(k)).map(([k, v]) => k + "=" + v).join(" ");
-  return visible(clock(e.ts) + "  " + (e.ev || e.src) + "  " + who + (who ? "  " : "") + rest);
+  for (const e of events) ol.append(el("li", { "data-ev": e.ev || "" }, visible(e.text)));
 }
 
 // The runtime whose screen to show: the live one, else the default.
@@ -494,7 +506,8 @@ function connectEvents() {
   for (const type of ["delivery", "delivery-followup", "deliver-attempt", "deliver-failed", "ready",
     "wake", "wake-failed", "session-end", "session-exit", "stop", "start", "new", "interrupt",
     "compact", "self-fresh", "always-on", "ephemeral", "notice-raised", "notice-cleared",
-    "origin-hold", "storm", "runtime-installed", "failure-notice", "event"]) {
+    "origin-hold", "storm", "runtime-installed", "failure-notice", "event", "peers", "rename",
+    "recovered", "limit", "ready-gate", "delivery-unconfirmed", "busy-refused"]) {
     es.addEventListener(type, refreshSoon);
   }
   // A prompt asked, answered or closed on its screen: the approvals at once (the rest may
