@@ -615,9 +615,13 @@ fn a_team_of_two(a: &Account, readme: &Readme, cleanup: &Cleanup) {
     assert!(out.contains("echo-bob"), "{out}");
     assert_eq!(env.status_of("bob", "echo"), "live", "{out}");
     let woken = pid_in(&out);
-    // The echo runtime names no conversation, so restart says it starts fresh.
+    // "(echo records none: fresh)": the echo runtime's conversation is its folder's, and
+    // restart takes up only a conversation iapeer recorded.
     let out = a.ok(&readme.line_with("iapeer restart bob", "# end bob"));
-    assert!(out.starts_with("echo-bob restarted"), "{out}");
+    assert!(
+        out.starts_with("echo-bob restarted with a fresh conversation (none recorded to continue)"),
+        "{out}"
+    );
     let restarted = pid_in(&out);
     assert!(restarted != woken && alive(restarted), "{out}");
     a.gone(woken, "bob's session before restart");
@@ -853,6 +857,12 @@ fn humans(a: &Account, readme: &Readme, cleanup: &Cleanup) {
     assert!(
         !out.contains("welcome ann"),
         "ada's inbox shows ann's mail:\n{out}"
+    );
+    // "shown = read": a second look shows nothing new.
+    let out = a.ok("iapeer inbox ann");
+    assert_eq!(
+        out.trim(),
+        "inbox of ann: no unread messages (2 in all — iapeer inbox --all shows them)"
     );
 }
 
