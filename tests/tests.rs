@@ -58,6 +58,7 @@ mod paths;
 mod peers;
 mod plugins;
 mod prompt;
+mod readme_walk;
 mod regressions;
 mod rename;
 mod router_runtime;
