@@ -110,6 +110,7 @@ function clock(ts) {
 function showResult(node, ok, text) {
   node.className = "result " + (ok ? "ok" : "error");
   node.textContent = visible(text);
+  node.title = "";
 }
 
 // ---- the peer list -------------------------------------------------------------------
@@ -215,7 +216,9 @@ async function lifecycle(peer, runtime, verb, button) {
     { method: "POST", body: { runtime } });
   button.disabled = false;
   if (r.ok) {
-    showResult(out, true, verb + " " + peer + ": done " + JSON.stringify(r.body));
+    // The reply's fields (pids, what was cleared…) stay one hover away, not in the line.
+    showResult(out, true, verb + " " + peer + ": done");
+    out.title = visible(JSON.stringify(r.body));
   } else {
     showResult(out, false, verb + " " + peer + " failed: " + (r.body.error || r.status));
   }
