@@ -239,6 +239,12 @@ fn a_cut_paste_into_a_stopped_agent_fails_the_next_send_at_the_stall_and_is_clea
         err.contains("its program stopped reading its input after "),
         "a cut paste: {err}"
     );
+    // The answer promises no arrival that iapeer's own clearing prevents (attack27).
+    assert!(
+        err.contains("the rest lands in its composer without an Enter and iapeer clears it, so the message does not arrive")
+            && !err.contains("arrives whole if it reads again"),
+        "{err}"
+    );
     let t = Instant::now();
     let (code, out, err) = send_as(&env, "echo-alice", "bob", "echo: BEHIND", &[]);
     let took = t.elapsed();

@@ -50,6 +50,28 @@ pub const RESTORE_SETTLE: Duration = Duration::from_secs(1);
 /// The most a delivery waits after an interrupt for the turn to end ([`RESTORE_SETTLE`]).
 pub const RESTORE_LIMIT: Duration = Duration::from_secs(10);
 
+/// What becomes of the rest of a paste cut off while written (it stays queued for the
+/// program's input), in the words its sender is told: through pipes (`pty` false) it is
+/// read whole; on a pty it lands in the composer without an Enter, where iapeer clears it
+/// when the runtime has keys for that (`clears`), else it waits there for someone's Enter.
+/// Pure.
+pub fn cut_rest_fate(pty: bool, clears: bool) -> &'static str {
+    match (pty, clears) {
+        (false, _) => {
+            "the rest stays queued for it, so the message arrives whole if it reads again"
+        }
+        (true, true) => {
+            "when its program reads again, the rest lands in its composer without an Enter and \
+             iapeer clears it, so the message does not arrive (unless a person attached to the \
+             session sends it first): send it again with the same id"
+        }
+        (true, false) => {
+            "when its program reads again, the rest lands in its composer without an Enter, so \
+             the message arrives only if someone at the session presses Enter"
+        }
+    }
+}
+
 /// One paste of iapeer into the session.
 #[derive(Debug)]
 struct Pasted {
@@ -437,6 +459,15 @@ mod tests {
         assert_eq!(t.find(ENV, t0), None, "still being pasted");
         t.ended(2, false, t0);
         assert!(own(&t, t0).settled, "no Enter ever went");
+    }
+
+    #[test]
+    fn a_cut_paste_s_sender_is_told_what_becomes_of_its_rest() {
+        assert!(cut_rest_fate(false, true).contains("arrives whole if it reads again"));
+        let cleared = cut_rest_fate(true, true);
+        assert!(cleared.contains("iapeer clears it") && cleared.contains("does not arrive"));
+        assert!(!cleared.contains("arrives whole"));
+        assert!(cut_rest_fate(true, false).contains("only if someone at the session presses Enter"));
     }
 
     #[test]

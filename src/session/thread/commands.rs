@@ -119,12 +119,15 @@ impl Session {
                 self.delivery = None;
                 self.delivery_span = None;
                 self.answered_queued.remove(&id);
+                let fate = crate::session::own_text::cut_rest_fate(
+                    matches!(self.io, Io::Pty(_)),
+                    self.cfg.adapter.clear_keys().is_some(),
+                );
                 self.emit(EventKind::Unconfirmed {
                     id,
                     reason: format!(
                         "its program stopped reading its input after {written} of the message's \
-                         {len} bytes{}; the rest stays queued for it, so the message arrives \
-                         whole if it reads again",
+                         {len} bytes{}; {fate}",
                         idle.as_deref().unwrap_or_default()
                     ),
                 });
