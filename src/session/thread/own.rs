@@ -51,7 +51,8 @@ impl Session {
     pub(super) fn poll_clearing(&mut self, now: Instant) {
         if self.own.on_written(self.out_written, now) {
             log::info!(
-                "{}: the rest of a cut paste is written; it is cleared from the composer",
+                "{}: the rest of a cut paste is written; iapeer clears it from the composer once it \
+                 shows there alone (a person's typing beside it is left alone)",
                 self.cfg.identity
             );
         }
