@@ -718,3 +718,61 @@ fn eight_stalled_senders_leave_unrelated_sends_served() {
         |p| p["running"] == 0,
     );
 }
+
+/// Attacker re-check of issue 26 (attack27): when every one of the 64 threads that read
+/// attachments is stuck (here 64 senders, each with a read that never returns), sends
+/// without attachments are still prepared and delivered on their own pool, and the `send
+/// preparation` line says so; but the daemon line above it said `daemon: NOT healthy (no
+/// send can be prepared: …)`, which is not true. The status must not say that no send can
+/// be prepared while sends are being prepared and delivered.
+#[test]
+fn a_blocked_attachment_pool_is_not_reported_as_no_send_can_be_prepared() {
+    const STALLERS: usize = 64;
+    let names: Vec<String> = (1..=STALLERS).map(|i| format!("p{i}")).collect();
+    let mut all: Vec<&str> = names.iter().map(String::as_str).collect();
+    all.extend(["bob", "carol", "dave"]);
+    let env = world(&all, &[]);
+    wake_and_token(&env, "dave");
+    let mount = StalledMount::mount(&env.dir.path().join("mnt"));
+    let stalled = mount.file();
+    let stallers: Vec<std::process::Child> = names
+        .iter()
+        .map(|n| {
+            env.spawn(&[
+                "send",
+                "bob",
+                "--from",
+                &format!("echo-{n}"),
+                "--timeout",
+                "240",
+                "--message",
+                "echo: x",
+                "--attachment",
+                stalled.to_str().unwrap(),
+            ])
+        })
+        .collect();
+    env.wait_seen(
+        "all 64 attachment threads stuck in reads",
+        Duration::from_secs(120),
+        prep,
+        |p| p["threads"] == 64 && p["stalled"].as_array().map_or(0, Vec::len) == STALLERS,
+    );
+    let (took, said) = unrelated_send(&env, "echo-carol", "dave", "echo: plain");
+    eprintln!("a plain send beside a blocked attachment pool: {said} after {took:?}");
+    assert!(
+        said.starts_with("delivered to dave"),
+        "sends without attachments are prepared: {said}"
+    );
+    let status = String::from_utf8_lossy(&env.run(&["status"]).stdout).into_owned();
+    eprintln!("{status}");
+    assert!(status.contains("send preparation: BLOCKED"), "{status}");
+    assert!(
+        !status.contains("no send can be prepared"),
+        "a plain send was just prepared and delivered, yet status says:\n{status}"
+    );
+    drop(mount);
+    for mut child in stallers {
+        let _ = child.wait();
+    }
+}
