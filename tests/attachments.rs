@@ -776,3 +776,55 @@ fn a_blocked_attachment_pool_is_not_reported_as_no_send_can_be_prepared() {
         let _ = child.wait();
     }
 }
+
+/// Attacker re-check of issue 26 (attack27): sends without attachments have their own pool
+/// (8 threads, 2 per sender), but their preparation reads the target's folder (its
+/// profile). A peer whose folder is on a file system that stopped answering (a hung NFS
+/// or FUSE mount — or one its own agent mounted over its folder; here its profile is a link
+/// to a file whose reads never return) takes that whole pool once four senders have sent
+/// it two messages each: every other send without attachments on the host then waits out
+/// its timeout (`--timeout 5`: refused after 5 s; an MCP call: 300 s), while `status` says
+/// the others are still served. An unrelated plain send must still be answered within 6 s.
+#[test]
+fn a_peer_whose_folder_stops_answering_does_not_stall_every_plain_send() {
+    let env = world(&["bob", "carol", "dave", "p1", "p2", "p3", "p4"], &[]);
+    wake_and_token(&env, "dave");
+    let mount = StalledMount::mount(&env.dir.path().join("mnt"));
+    let profile = env.root.join("peers/bob/.iapeer/peer-profile.json");
+    assert!(profile.is_file(), "{}", profile.display());
+    std::fs::remove_file(&profile).unwrap();
+    std::os::unix::fs::symlink(mount.file(), &profile).unwrap();
+    let senders: Vec<std::process::Child> = ["p1", "p2", "p3", "p4"]
+        .iter()
+        .flat_map(|p| [p, p])
+        .map(|p| {
+            env.spawn(&[
+                "send",
+                "bob",
+                "--from",
+                &format!("echo-{p}"),
+                "--timeout",
+                "30",
+                "--message",
+                "echo: to bob",
+            ])
+        })
+        .collect();
+    env.wait_until(
+        "the sends to bob stuck in reads of its folder",
+        Duration::from_secs(30),
+        |_| mount.reads() >= 8,
+    );
+    let (took, said) = unrelated_send(&env, "echo-carol", "dave", "echo: unrelated");
+    eprintln!("an unrelated plain send beside bob's stuck folder: {said} after {took:?}");
+    let status = String::from_utf8_lossy(&env.run(&["status"]).stdout).into_owned();
+    eprintln!("{status}");
+    assert!(
+        took < Duration::from_secs(6) && said.starts_with("delivered to dave"),
+        "the unrelated plain send: {said} after {took:?}"
+    );
+    drop(mount);
+    for mut child in senders {
+        let _ = child.wait();
+    }
+}
