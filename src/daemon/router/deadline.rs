@@ -205,8 +205,12 @@ mod tests {
 
     #[test]
     fn a_send_timed_out_in_preparation_says_what_it_waited_for() {
-        let r =
-            unprepared_timeout_refusal("bob", None, Duration::from_secs(5), &prep_cause(None, 1, "bob"));
+        let r = unprepared_timeout_refusal(
+            "bob",
+            None,
+            Duration::from_secs(5),
+            &prep_cause(None, 1, "bob"),
+        );
         assert_eq!(r.code, Code::Timeout);
         assert_eq!(
             r.error,
