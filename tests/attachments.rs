@@ -810,11 +810,20 @@ fn a_peer_whose_folder_stops_answering_does_not_stall_every_plain_send() {
             ])
         })
         .collect();
-    env.wait_until(
-        "the sends to bob stuck in reads of its folder",
+    // The plain pool's lines are the targets: bob's share (2) is stuck in reads of its
+    // folder, its 6 other sends wait behind them, whoever sent them.
+    env.wait_seen(
+        "bob's share of the plain pool stuck in reads of its folder, the rest behind it",
         Duration::from_secs(30),
-        |_| mount.reads() >= 8,
+        prep,
+        |p| {
+            p["stalled"].as_array().is_some_and(|s| {
+                s.iter()
+                    .any(|e| e["peer"] == "bob" && e["jobs"] == 2 && e["waiting"] == 6)
+            })
+        },
     );
+    assert_eq!(mount.reads(), 2, "only bob's share reads its folder");
     let (took, said) = unrelated_send(&env, "echo-carol", "dave", "echo: unrelated");
     eprintln!("an unrelated plain send beside bob's stuck folder: {said} after {took:?}");
     let status = String::from_utf8_lossy(&env.run(&["status"]).stdout).into_owned();
@@ -822,6 +831,24 @@ fn a_peer_whose_folder_stops_answering_does_not_stall_every_plain_send() {
     assert!(
         took < Duration::from_secs(6) && said.starts_with("delivered to dave"),
         "the unrelated plain send: {said} after {took:?}"
+    );
+    // Status names the stuck folder's peer, for how long, and what to do.
+    assert!(
+        status.contains("send preparation: STALLED")
+            && status.contains("  to bob: 2 stalled, the oldest for ")
+            && status.contains(
+                "6 more sends to it waiting behind them — reading the folder of peer \"bob\""
+            )
+            && status.contains("sends to other peers are still served")
+            && status.contains("what to do: make that file system answer again"),
+        "{status}"
+    );
+    // A send to bob with a short timeout is answered with the true reason.
+    let (_, to_bob) = unrelated_send(&env, "echo-carol", "bob", "echo: to bob");
+    assert!(
+        to_bob.contains("behind earlier sends to peer \"bob\", whose preparation (reading its folder) did not finish")
+            && !to_bob.contains("attachments"),
+        "{to_bob}"
     );
     drop(mount);
     for mut child in senders {
