@@ -718,3 +718,140 @@ fn eight_stalled_senders_leave_unrelated_sends_served() {
         |p| p["running"] == 0,
     );
 }
+
+/// Attacker re-check of issue 26 (attack27): when every one of the 64 threads that read
+/// attachments is stuck (here 64 senders, each with a read that never returns), sends
+/// without attachments are still prepared and delivered on their own pool, and the `send
+/// preparation` line says so; but the daemon line above it said `daemon: NOT healthy (no
+/// send can be prepared: …)`, which is not true. The status must not say that no send can
+/// be prepared while sends are being prepared and delivered.
+#[test]
+fn a_blocked_attachment_pool_is_not_reported_as_no_send_can_be_prepared() {
+    const STALLERS: usize = 64;
+    let names: Vec<String> = (1..=STALLERS).map(|i| format!("p{i}")).collect();
+    let mut all: Vec<&str> = names.iter().map(String::as_str).collect();
+    all.extend(["bob", "carol", "dave"]);
+    let env = world(&all, &[]);
+    wake_and_token(&env, "dave");
+    let mount = StalledMount::mount(&env.dir.path().join("mnt"));
+    let stalled = mount.file();
+    let stallers: Vec<std::process::Child> = names
+        .iter()
+        .map(|n| {
+            env.spawn(&[
+                "send",
+                "bob",
+                "--from",
+                &format!("echo-{n}"),
+                "--timeout",
+                "240",
+                "--message",
+                "echo: x",
+                "--attachment",
+                stalled.to_str().unwrap(),
+            ])
+        })
+        .collect();
+    env.wait_seen(
+        "all 64 attachment threads stuck in reads",
+        Duration::from_secs(120),
+        prep,
+        |p| p["threads"] == 64 && p["stalled"].as_array().map_or(0, Vec::len) == STALLERS,
+    );
+    let (took, said) = unrelated_send(&env, "echo-carol", "dave", "echo: plain");
+    eprintln!("a plain send beside a blocked attachment pool: {said} after {took:?}");
+    assert!(
+        said.starts_with("delivered to dave"),
+        "sends without attachments are prepared: {said}"
+    );
+    let status = String::from_utf8_lossy(&env.run(&["status"]).stdout).into_owned();
+    eprintln!("{status}");
+    assert!(status.contains("send preparation: BLOCKED"), "{status}");
+    assert!(
+        !status.contains("no send can be prepared"),
+        "a plain send was just prepared and delivered, yet status says:\n{status}"
+    );
+    drop(mount);
+    for mut child in stallers {
+        let _ = child.wait();
+    }
+}
+
+/// Attacker re-check of issue 26 (attack27): sends without attachments have their own pool
+/// (8 threads, 2 per sender), but their preparation reads the target's folder (its
+/// profile). A peer whose folder is on a file system that stopped answering (a hung NFS
+/// or FUSE mount — or one its own agent mounted over its folder; here its profile is a link
+/// to a file whose reads never return) takes that whole pool once four senders have sent
+/// it two messages each: every other send without attachments on the host then waits out
+/// its timeout (`--timeout 5`: refused after 5 s; an MCP call: 300 s), while `status` says
+/// the others are still served. An unrelated plain send must still be answered within 6 s.
+#[test]
+fn a_peer_whose_folder_stops_answering_does_not_stall_every_plain_send() {
+    let env = world(&["bob", "carol", "dave", "p1", "p2", "p3", "p4"], &[]);
+    wake_and_token(&env, "dave");
+    let mount = StalledMount::mount(&env.dir.path().join("mnt"));
+    let profile = env.root.join("peers/bob/.iapeer/peer-profile.json");
+    assert!(profile.is_file(), "{}", profile.display());
+    std::fs::remove_file(&profile).unwrap();
+    std::os::unix::fs::symlink(mount.file(), &profile).unwrap();
+    let senders: Vec<std::process::Child> = ["p1", "p2", "p3", "p4"]
+        .iter()
+        .flat_map(|p| [p, p])
+        .map(|p| {
+            env.spawn(&[
+                "send",
+                "bob",
+                "--from",
+                &format!("echo-{p}"),
+                "--timeout",
+                "30",
+                "--message",
+                "echo: to bob",
+            ])
+        })
+        .collect();
+    // The plain pool's lines are the targets: bob's share (2) is stuck in reads of its
+    // folder, its 6 other sends wait behind them, whoever sent them.
+    env.wait_seen(
+        "bob's share of the plain pool stuck in reads of its folder, the rest behind it",
+        Duration::from_secs(30),
+        prep,
+        |p| {
+            p["stalled"].as_array().is_some_and(|s| {
+                s.iter()
+                    .any(|e| e["peer"] == "bob" && e["jobs"] == 2 && e["waiting"] == 6)
+            })
+        },
+    );
+    assert_eq!(mount.reads(), 2, "only bob's share reads its folder");
+    let (took, said) = unrelated_send(&env, "echo-carol", "dave", "echo: unrelated");
+    eprintln!("an unrelated plain send beside bob's stuck folder: {said} after {took:?}");
+    let status = String::from_utf8_lossy(&env.run(&["status"]).stdout).into_owned();
+    eprintln!("{status}");
+    assert!(
+        took < Duration::from_secs(6) && said.starts_with("delivered to dave"),
+        "the unrelated plain send: {said} after {took:?}"
+    );
+    // Status names the stuck folder's peer, for how long, and what to do.
+    assert!(
+        status.contains("send preparation: STALLED")
+            && status.contains("  to bob: 2 stalled, the oldest for ")
+            && status.contains(
+                "6 more sends to it waiting behind them — reading the folder of peer \"bob\""
+            )
+            && status.contains("sends to other peers are still served")
+            && status.contains("what to do: make that file system answer again"),
+        "{status}"
+    );
+    // A send to bob with a short timeout is answered with the true reason.
+    let (_, to_bob) = unrelated_send(&env, "echo-carol", "bob", "echo: to bob");
+    assert!(
+        to_bob.contains("behind earlier sends to peer \"bob\", whose preparation (reading its folder) did not finish")
+            && !to_bob.contains("attachments"),
+        "{to_bob}"
+    );
+    drop(mount);
+    for mut child in senders {
+        let _ = child.wait();
+    }
+}

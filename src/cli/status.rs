@@ -314,28 +314,64 @@ fn service_report(paths: &Paths) -> ServiceReport {
     }
 }
 
-/// How the daemon's send-preparation pool stands (issue 26 item 2).
+/// How the daemon's send-preparation pools stand (issue 26 item 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PrepHealth {
     /// Nothing stalled.
     Fine,
-    /// Some preparations stalled; the other senders are still served.
+    /// Some preparations stalled; the other senders (for sends without attachments: the
+    /// sends to other peers) are still served.
     Stalled,
-    /// Every thread that reads attachments is stalled: no send with attachments can be
-    /// prepared (sends without attachments have threads of their own).
-    Blocked,
+    /// Every thread of a pool is stalled: sends with attachments (`attachments`) and/or sends
+    /// without (`plain`) cannot be prepared.
+    Blocked {
+        /// The pool for sends with attachments is blocked.
+        attachments: bool,
+        /// The pool for sends without attachments is blocked.
+        plain: bool,
+    },
+}
+
+impl PrepHealth {
+    /// What the `daemon:` line says when a pool is blocked; `None` when none is.
+    pub fn blocked_line(self) -> Option<&'static str> {
+        match self {
+            PrepHealth::Blocked {
+                attachments: true,
+                plain: true,
+            } => Some("no send can be prepared: see send preparation below"),
+            PrepHealth::Blocked {
+                attachments: true, ..
+            } => Some(
+                "sends with attachments cannot be prepared: see send preparation below; sends \
+                 without attachments are served",
+            ),
+            PrepHealth::Blocked { .. } => Some(
+                "sends without attachments cannot be prepared: see send preparation below; \
+                 sends with attachments are served",
+            ),
+            _ => None,
+        }
+    }
 }
 
 /// What to do about stalled send preparations.
 const PREP_FIX: &str = "make that file system answer again, or unmount it (umount -l <its mount \
     point>); the threads then come back by themselves";
 
-/// The `send preparation:` lines of `status` and `doctor`, and the pool's health: counts;
-/// when preparations are stalled, which senders, how long, what they read, what is wrong and
-/// what to do.
+/// The `send preparation:` lines of `status` and `doctor`, and the pools' health: counts;
+/// when preparations are stalled, which senders (for sends without attachments: which
+/// peers' folders), how long, what they read, what is wrong and what to do.
 pub fn prep_report(p: &PrepStatus) -> (String, PrepHealth) {
+    let plain_threads = match p.plain_threads_max {
+        0 => String::new(),
+        max => format!(
+            "; threads for sends without attachments {} of at most {max}",
+            p.plain_threads
+        ),
+    };
     let counts = format!(
-        "{} running, {} waiting; threads {} of at most {}",
+        "{} running, {} waiting; threads {} of at most {}{plain_threads}",
         p.running, p.waiting, p.threads, p.threads_max
     );
     let stalled: usize = p.stalled.iter().map(|s| s.jobs).sum();
@@ -343,35 +379,56 @@ pub fn prep_report(p: &PrepStatus) -> (String, PrepHealth) {
         return (format!("send preparation: {counts}\n"), PrepHealth::Fine);
     }
     let after = p.stalled_after_ms.div_ceil(1000);
-    // Only the threads that read attachments count against `threads_max`.
-    let reading: usize = p
-        .stalled
-        .iter()
-        .filter(|s| !s.attachments.is_empty())
-        .map(|s| s.jobs)
-        .sum();
-    let blocked = reading >= p.threads_max;
-    let mut out = if blocked {
-        format!(
+    let sum = |attached: bool| -> usize {
+        p.stalled
+            .iter()
+            .filter(|s| s.attachments.is_empty() != attached)
+            .map(|s| s.jobs)
+            .sum()
+    };
+    // Each pool's own stalled threads count against its own bound.
+    let (reading, folders) = (sum(true), sum(false));
+    let blocked_att = reading >= p.threads_max;
+    let blocked_plain = p.plain_threads_max > 0 && folders >= p.plain_threads_max;
+    let mut out = String::new();
+    if blocked_att {
+        out.push_str(&format!(
             "send preparation: BLOCKED — all {} threads that read attachments are stalled \
              (running over {after} s): no send with attachments can be prepared until one comes \
-             back; sends without attachments are still served ({counts})\n",
-            p.threads_max
-        )
+             back; sends without attachments are {} ({counts})\n",
+            p.threads_max,
+            if blocked_plain {
+                "blocked too"
+            } else {
+                "still served"
+            }
+        ));
+    } else if blocked_plain {
+        out.push_str(&format!(
+            "send preparation: BLOCKED — all {} threads that prepare sends without attachments \
+             are stalled reading peers' folders (running over {after} s): no send without \
+             attachments can be prepared until one comes back; sends with attachments are still \
+             served ({counts})\n",
+            p.plain_threads_max
+        ));
     } else {
-        format!(
+        out.push_str(&format!(
             "send preparation: STALLED — {stalled} preparation(s) running over {after} s \
              ({counts})\n"
-        )
-    };
+        ));
+    }
     for s in &p.stalled {
+        let (behind, reading) = match (s.attachments.as_slice(), s.peer.as_str()) {
+            ([], "") => (" of its sends", "reading the registry".to_string()),
+            ([], peer) => (
+                " sends to it",
+                format!("reading the folder of peer \"{peer}\" (its profile)"),
+            ),
+            (files, _) => (" of its sends", format!("reading {}", files.join(", "))),
+        };
         let behind = match s.waiting {
             0 => String::new(),
-            n => format!(", {n} more of its sends waiting behind them"),
-        };
-        let reading = match s.attachments.as_slice() {
-            [] => "reading the registry".to_string(),
-            files => format!("reading {}", files.join(", ")),
+            n => format!(", {n} more{behind} waiting behind them"),
         };
         out.push_str(&format!(
             "  {}: {} stalled, the oldest for {} s{behind} — {reading}\n",
@@ -380,22 +437,48 @@ pub fn prep_report(p: &PrepStatus) -> (String, PrepHealth) {
             s.oldest_ms / 1000
         ));
     }
-    let served = if blocked {
-        "every send with attachments waits, and times out, until one comes back".to_string()
-    } else {
-        format!(
-            "their senders' sends wait and time out, other senders are still served ({} more \
-             threads may stall before every send with attachments waits)",
-            p.threads_max - reading
-        )
-    };
+    let mut wrong = Vec::new();
+    if reading > 0 {
+        wrong.push(if blocked_att {
+            "a read of these files does not return (a FUSE or network file system that stopped \
+             answering?), and a thread in such a read cannot be stopped; every send with \
+             attachments waits, and times out, until one comes back"
+                .to_string()
+        } else {
+            format!(
+                "a read of these files does not return (a FUSE or network file system that \
+                 stopped answering?), and a thread in such a read cannot be stopped; their \
+                 senders' sends wait and time out, other senders are still served ({} more \
+                 threads may stall before every send with attachments waits)",
+                p.threads_max - reading
+            )
+        });
+    }
+    if folders > 0 {
+        let left = p.plain_threads_max.saturating_sub(folders);
+        wrong.push(if blocked_plain {
+            "a read of these peers' folders does not return (a FUSE or network file system \
+             that stopped answering?), and a thread in such a read cannot be stopped; every \
+             send without attachments waits, and times out, until one comes back"
+                .to_string()
+        } else {
+            format!(
+                "a read of these peers' folders does not return (a FUSE or network file system \
+                 that stopped answering?), and a thread in such a read cannot be stopped; the \
+                 sends to these peers wait and time out, sends to other peers are still served \
+                 ({left} more threads may stall before every send without attachments waits)"
+            )
+        });
+    }
     out.push_str(&format!(
-        "  what is wrong: a read of these files does not return (a FUSE or network file system \
-         that stopped answering?), and a thread in such a read cannot be stopped; {served}\n  \
-         what to do: {PREP_FIX}\n"
+        "  what is wrong: {}\n  what to do: {PREP_FIX}\n",
+        wrong.join("; and ")
     ));
-    let health = if blocked {
-        PrepHealth::Blocked
+    let health = if blocked_att || blocked_plain {
+        PrepHealth::Blocked {
+            attachments: blocked_att,
+            plain: blocked_plain,
+        }
     } else {
         PrepHealth::Stalled
     };
@@ -575,7 +658,7 @@ fn gather(paths: &Paths) -> Result<Health, CliError> {
     let prep = status.map(|st| prep_report(&st.prep));
     let blocked = prep
         .as_ref()
-        .is_some_and(|(_, h)| *h == PrepHealth::Blocked);
+        .is_some_and(|(_, h)| h.blocked_line().is_some());
     let healthy = answer.is_some() && http.is_ok() && !blocked;
     let slot = crate::memory::slot::read_slot(paths);
     let heartbeat = slot
@@ -838,10 +921,10 @@ fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
                 "daemon: NOT healthy ({})",
                 h.http.as_ref().err().map_or("", String::as_str)
             ),
-            Some(Answer::Ok(_)) if prep_health == PrepHealth::Blocked => {
-                "daemon: NOT healthy (no send can be prepared: see send preparation below)"
-                    .to_string()
-            }
+            Some(Answer::Ok(_)) if prep_health.blocked_line().is_some() => format!(
+                "daemon: NOT healthy ({})",
+                prep_health.blocked_line().unwrap_or_default()
+            ),
             Some(Answer::Ok(st)) => format!("daemon: healthy @ {} + {}", st.tcp, st.sock),
             Some(Answer::Failed(_)) => "daemon: healthy @ ? + ?".to_string(),
             None => format!("daemon: not running (nothing answers on its socket) — {START_DAEMON}"),
@@ -1026,6 +1109,8 @@ mod tests {
             waiting: 0,
             threads: 2,
             threads_max: 16,
+            plain_threads: 0,
+            plain_threads_max: 0,
             stalled_after_ms: 2000,
             stalled: vec![],
         };
@@ -1045,6 +1130,7 @@ mod tests {
             oldest_ms: 34_500,
             waiting: 3,
             attachments: vec!["/mnt/x/a.txt".into()],
+            peer: String::new(),
         }];
         let (text, health) = prep_report(&p);
         assert_eq!(health, PrepHealth::Stalled);
@@ -1068,6 +1154,7 @@ mod tests {
             oldest_ms: 3_000,
             waiting: 0,
             attachments: vec![],
+            peer: String::new(),
         });
         let (text, health) = prep_report(&p);
         assert_eq!(health, PrepHealth::Stalled);
@@ -1075,7 +1162,20 @@ mod tests {
         assert!(text.contains("  echo-bob: 1 stalled, the oldest for 3 s — reading the registry"));
         p.stalled[0].jobs = 16;
         let (text, health) = prep_report(&p);
-        assert_eq!(health, PrepHealth::Blocked);
+        assert_eq!(
+            health,
+            PrepHealth::Blocked {
+                attachments: true,
+                plain: false
+            }
+        );
+        assert_eq!(
+            health.blocked_line(),
+            Some(
+                "sends with attachments cannot be prepared: see send preparation below; sends \
+                 without attachments are served"
+            )
+        );
         assert!(
             text.starts_with(
                 "send preparation: BLOCKED — all 16 threads that read attachments are stalled \
@@ -1085,6 +1185,78 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("every send with attachments waits, and times out, until one"));
+    }
+
+    #[test]
+    fn a_stalled_plain_preparation_names_the_peer_whose_folder_does_not_answer() {
+        use crate::protocol::StalledPrep;
+        let to_bob = StalledPrep {
+            sender: "to bob".into(),
+            jobs: 2,
+            oldest_ms: 12_300,
+            waiting: 6,
+            attachments: vec![],
+            peer: "bob".into(),
+        };
+        let mut p = PrepStatus {
+            running: 2,
+            waiting: 6,
+            threads: 0,
+            threads_max: 64,
+            plain_threads: 4,
+            plain_threads_max: 64,
+            stalled_after_ms: 2000,
+            stalled: vec![to_bob.clone()],
+        };
+        let (text, health) = prep_report(&p);
+        assert_eq!(health, PrepHealth::Stalled);
+        assert_eq!(health.blocked_line(), None);
+        assert_eq!(
+            text,
+            "send preparation: STALLED — 2 preparation(s) running over 2 s (2 running, 6 \
+             waiting; threads 0 of at most 64; threads for sends without attachments 4 of at \
+             most 64)\n  to bob: 2 stalled, the oldest for 12 s, 6 more sends to it waiting \
+             behind them — reading the folder of peer \"bob\" (its profile)\n  what is wrong: \
+             a read of these peers' folders does not return (a FUSE or network file system \
+             that stopped answering?), and a thread in such a read cannot be stopped; the \
+             sends to these peers wait and time out, sends to other peers are still served (62 \
+             more threads may stall before every send without attachments waits)\n  what to \
+             do: make that file system answer again, or unmount it (umount -l <its mount \
+             point>); the threads then come back by themselves\n"
+        );
+        // 32 stuck peers take every thread: no plain send can be prepared, and it says so.
+        p.stalled = (0..32)
+            .map(|i| StalledPrep {
+                sender: format!("to p{i}"),
+                peer: format!("p{i}"),
+                ..to_bob.clone()
+            })
+            .collect();
+        let (text, health) = prep_report(&p);
+        assert_eq!(
+            health,
+            PrepHealth::Blocked {
+                attachments: false,
+                plain: true
+            }
+        );
+        assert!(text.starts_with(
+            "send preparation: BLOCKED — all 64 threads that prepare sends without attachments \
+             are stalled"
+        ));
+        assert!(text.contains("every send without attachments waits, and times out"));
+        assert!(health
+            .blocked_line()
+            .unwrap()
+            .starts_with("sends without attachments cannot be prepared"));
+        assert_eq!(
+            PrepHealth::Blocked {
+                attachments: true,
+                plain: true
+            }
+            .blocked_line(),
+            Some("no send can be prepared: see send preparation below")
+        );
     }
 
     #[test]

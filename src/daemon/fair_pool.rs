@@ -26,6 +26,11 @@
 //! job may turn stalled while others wait, and calls [`FairPool::recheck`] then (the router
 //! arms a timer). The decisions are pure functions ([`start_worker`], [`leave_after_job`],
 //! [`check_at`]).
+//!
+//! The "sender" of a job is whatever can stall it: in the pool for sends with attachments
+//! ([`PREP_LIMITS`]) the sender (it names the files read); in the pool for sends without
+//! ([`PLAIN_PREP_LIMITS`]) the target, whose folder is the only thing read outside the
+//! iapeer root ([`target_line`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -60,15 +65,32 @@ pub const PREP_LIMITS: Limits = Limits {
     threads: 64,
 };
 
-/// The bounds of the pool that prepares sends without attachments (they read only the
-/// registry and the peers' folders, so they never wait behind a stuck attachment): 4 threads
-/// making progress, 2 per sender, stalled after 2 s, 8 in all.
+/// The bounds of the pool that prepares sends without attachments (they never wait behind a
+/// stuck attachment). Its lines are the **targets** ([`target_line`]), not the senders: such
+/// a preparation reads only the registry (under the iapeer root, which every send needs)
+/// and the target's folder (its profile, `crate::profile::Profile::read`), which can be
+/// anywhere (a network mount that stopped answering). So the sends to one peer whose folder
+/// does not answer hold at most 2 threads (one stalled: none more started for it, the rest
+/// wait in its line and are answered at their deadline), whoever sends them; sends to the
+/// other peers go ahead. 4 threads making progress, stalled after 2 s, 64 in all: 4 plus up
+/// to 60 left in such reads, that is 30 stuck peers' shares (as [`PREP_LIMITS`]).
 pub const PLAIN_PREP_LIMITS: Limits = Limits {
     workers: 4,
     per_sender: 2,
     stalled_after: Duration::from_secs(2),
-    threads: 8,
+    threads: 64,
 };
+
+/// The line (a [`JobInfo::sender`]) of a send without attachments to peer `to` (as the
+/// sender gave it) in the pool of [`PLAIN_PREP_LIMITS`]: `to <peer>`.
+pub fn target_line(to: &str) -> String {
+    format!("to {to}")
+}
+
+/// The peer of a line made by [`target_line`]; `None` for a sender's line.
+pub fn line_target(line: &str) -> Option<&str> {
+    line.strip_prefix("to ")
+}
 
 /// Why a job taken back before it ran ([`FairPool::cancel`]) had waited, as it stood then.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,11 +103,13 @@ pub enum Waited {
     Busy,
 }
 
-/// What a job is, for the status report: its sender (`<runtime>-<personality>` as it asked)
-/// and the attachments it reads.
+/// What a job is, for the status report: the line it waits in (its sender,
+/// `<runtime>-<personality>` as it asked; in the pool for sends without attachments its
+/// target, [`target_line`]) and the attachments it reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobInfo {
-    /// The sender the job belongs to.
+    /// Whose share the job takes: the sender it belongs to, or [`target_line`] (the rules
+    /// below say "sender" for either).
     pub sender: String,
     /// The attachment paths the job reads, as the sender gave them.
     pub attachments: Vec<String>,

@@ -715,6 +715,13 @@ pub struct PrepStatus {
     pub threads: usize,
     /// The most worker threads there may be in that pool, stalled ones included.
     pub threads_max: usize,
+    /// Worker threads alive now in the pool for sends without attachments (absent from an
+    /// older daemon: 0).
+    #[serde(default)]
+    pub plain_threads: usize,
+    /// The most worker threads there may be in that pool (absent from an older daemon: 0).
+    #[serde(default)]
+    pub plain_threads_max: usize,
     /// A preparation running this long (ms) is stalled: it no longer counts against the
     /// workers, so another is started for the other senders.
     pub stalled_after_ms: u64,
@@ -722,7 +729,8 @@ pub struct PrepStatus {
     pub stalled: Vec<StalledPrep>,
 }
 
-/// One sender's stalled preparations in a [`PrepStatus`].
+/// One sender's (for sends without attachments: one target's) stalled preparations in a
+/// [`PrepStatus`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StalledPrep {
     /// The sender, `<runtime>-<personality>` as it asked.
@@ -735,6 +743,11 @@ pub struct StalledPrep {
     pub waiting: usize,
     /// The attachments they read, as the sender gave them (each once).
     pub attachments: Vec<String>,
+    /// For sends without attachments: the peer (as the senders gave it) whose folder their
+    /// preparation reads; their line is the peer's, so `sender` is then `to <peer>` (absent
+    /// for sends with attachments and from an older daemon).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub peer: String,
 }
 
 /// `status` → `{"ok":true,"version","pid","started_ms","uptime_s","tcp","sock","sessions",

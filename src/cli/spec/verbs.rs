@@ -1104,11 +1104,12 @@ pub static VERBS: &[VerbSpec] = &[
         description: "Show the version, whether the daemon answers on its socket and on its MCP endpoint, the service state, how \
             many peers are live, asleep or stopped, the memory provider, and the send preparation: how many \
             sends are being prepared (their attachments copied) or wait for it, and the preparations stalled \
-            over 2 s (a read of an attachment that does not return) by sender, with what they read and what \
-            to do. A daemon thread that panicked and was restarted (the HTTP acceptor or the event-stream \
+            over 2 s by sender (a read of an attachment that does not return) or, for sends without \
+            attachments, by the peer whose folder does not answer, with what they read, for how long and \
+            what to do. A daemon thread that panicked and was restarted (the HTTP acceptor or the event-stream \
             writer) gets a line saying how often, when last and what happened. Then where the daemon finds \
             each agent CLI (claude, codex) now, or that it finds none and every place it looked at, in \
-            order. Exits 1 when the daemon is not healthy, or when every send-preparation thread is stalled.",
+            order. Exits 1 when the daemon is not healthy, or when every thread of a send-preparation pool is stalled (the daemon line then says which sends cannot be prepared: with attachments, without, or none).",
         positionals: &[],
         flags: &[JSON],
         rules: &[],

@@ -52,13 +52,25 @@ pub(crate) fn unprepared_timeout_refusal(
     }
 }
 
-/// What a send whose deadline came during its preparation waited for: a worker (`waited`,
-/// and why: see [`Waited`]), or its own preparation, which reads `attachments` files.
-pub(crate) fn prep_cause(waited: Option<Waited>, attachments: usize) -> String {
+/// What a send to `to` whose deadline came during its preparation waited for: a worker
+/// (`waited`, and why: see [`Waited`]), or its own preparation, which reads `attachments`
+/// files; one without attachments reads the registry and `to`'s folder (its pool's lines are
+/// the targets, `fair_pool::PLAIN_PREP_LIMITS`).
+pub(crate) fn prep_cause(waited: Option<Waited>, attachments: usize, to: &str) -> String {
     match (waited, attachments) {
+        (Some(Waited::OwnJobs), 0) => format!(
+            "it waited for a preparation worker behind earlier sends to peer \"{to}\", whose \
+             preparation (reading its folder) did not finish — a file system that does not \
+             answer? (iapeer status shows them and what to do); message NOT delivered"
+        ),
         (Some(Waited::OwnJobs), _) => "it waited for a preparation worker behind this \
                                         sender's earlier sends, which are still being prepared \
                                         (iapeer status shows them); message NOT delivered"
+            .to_string(),
+        (Some(Waited::Full), 0) => "it waited for a preparation worker, but every thread \
+                                     that prepares sends without attachments is stuck reading \
+                                     other peers' folders that do not answer (iapeer status \
+                                     names them and what to do); message NOT delivered"
             .to_string(),
         (Some(Waited::Full), _) => "it waited for a preparation worker, but every thread \
                                      that reads attachments is stuck in other senders' reads \
@@ -66,13 +78,14 @@ pub(crate) fn prep_cause(waited: Option<Waited>, attachments: usize) -> String {
                                      do); message NOT delivered"
             .to_string(),
         (Some(Waited::Busy), _) => "it waited for a preparation worker, and all were busy \
-                                     preparing other senders' sends (is the host overloaded?); \
-                                     message NOT delivered"
+                                     preparing other sends (is the host overloaded?); message \
+                                     NOT delivered"
             .to_string(),
-        (None, 0) => "its preparation (reading the registry) did not finish — a disk that \
-                       does not answer? (iapeer status shows stalled preparations); message \
-                       NOT delivered"
-            .to_string(),
+        (None, 0) => format!(
+            "its preparation (reading the registry and the folder of peer \"{to}\") did not \
+             finish — a file system that does not answer? (iapeer status shows stalled \
+             preparations); message NOT delivered"
+        ),
         (None, _) => "its preparation (reading its attachments) did not finish — a file \
                        system that does not answer? (iapeer status shows stalled \
                        preparations); message NOT delivered"
@@ -111,7 +124,7 @@ impl Router {
                 return;
             }
             if let Some(job) = self.queues.preparing.remove(&id) {
-                let cause = prep_cause(waited, job.input.attachments.len());
+                let cause = prep_cause(waited, job.input.attachments.len(), &job.input.to);
                 let refusal = unprepared_timeout_refusal(
                     &job.input.to,
                     job.input.runtime.as_deref(),
@@ -192,8 +205,12 @@ mod tests {
 
     #[test]
     fn a_send_timed_out_in_preparation_says_what_it_waited_for() {
-        let r =
-            unprepared_timeout_refusal("bob", None, Duration::from_secs(5), &prep_cause(None, 1));
+        let r = unprepared_timeout_refusal(
+            "bob",
+            None,
+            Duration::from_secs(5),
+            &prep_cause(None, 1, "bob"),
+        );
         assert_eq!(r.code, Code::Timeout);
         assert_eq!(
             r.error,
@@ -205,7 +222,7 @@ mod tests {
             "bob",
             Some("echo"),
             Duration::from_millis(1500),
-            &prep_cause(Some(Waited::OwnJobs), 1),
+            &prep_cause(Some(Waited::OwnJobs), 1, "bob"),
         );
         assert!(
             r.error.starts_with(
@@ -215,5 +232,18 @@ mod tests {
             "{}",
             r.error
         );
+        // A send without attachments names the peer whose folder it reads, not attachments.
+        for waited in [None, Some(Waited::OwnJobs), Some(Waited::Full)] {
+            let cause = prep_cause(waited, 0, "bob");
+            assert!(!cause.contains("reading its attachments"), "{cause}");
+            assert!(!cause.contains("other senders"), "{cause}");
+            assert!(cause.contains("folder"), "{cause}");
+        }
+        assert!(prep_cause(None, 0, "bob").starts_with(
+            "its preparation (reading the registry and the folder of peer \"bob\") did not \
+             finish — a file system that does not answer?"
+        ));
+        assert!(prep_cause(Some(Waited::OwnJobs), 0, "bob")
+            .contains("behind earlier sends to peer \"bob\""));
     }
 }

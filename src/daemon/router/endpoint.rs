@@ -217,8 +217,13 @@ impl Router {
             },
             ticket: ticket.clone(),
         };
+        // The line is what can stall the preparation: the sender's files for a send with
+        // attachments, the target's folder for one without (`fair_pool::PLAIN_PREP_LIMITS`).
         let info = crate::daemon::fair_pool::JobInfo {
-            sender: input.caller.claimed(),
+            sender: match input.attachments.is_empty() {
+                true => crate::daemon::fair_pool::target_line(&input.to),
+                false => input.caller.claimed(),
+            },
             attachments: input.attachments.clone(),
         };
         self.queues.preparing.insert(
@@ -269,7 +274,8 @@ impl Router {
     }
 
     /// The pool that prepares a send: sends without attachments (`plain`) have their own,
-    /// so they never wait behind a read of someone's attachment that does not return.
+    /// so they never wait behind a read of someone's attachment that does not return; its
+    /// lines are the targets, so a peer whose folder does not answer holds only its share.
     pub(crate) fn prep_pool(&self, plain: bool) -> &crate::daemon::fair_pool::FairPool {
         if plain {
             &self.prep_plain

@@ -175,10 +175,10 @@ impl Router {
 }
 
 /// The preparation pools as `status` reports them: counts (running and waiting of both; the
-/// threads of the pool for sends with attachments, `load`), and the stalled preparations
-/// (those running for `stalled_after` or longer) grouped by sender, the longest-stalled
-/// first; those of the pool for sends without attachments (`plain`) after them, as their own
-/// entries (their `attachments` are empty).
+/// threads of each), and the stalled preparations (those running for `stalled_after` or
+/// longer) grouped by line, the longest-stalled first; those of the pool for sends without
+/// attachments (`plain`, whose lines are the targets) after them, as their own entries
+/// (their `attachments` are empty, their `peer` the target whose folder they read).
 pub(crate) fn prep_status(load: &Load, plain: &Load) -> PrepStatus {
     let mut stalled = stalled_by_sender(load);
     stalled.extend(stalled_by_sender(plain));
@@ -191,6 +191,8 @@ pub(crate) fn prep_status(load: &Load, plain: &Load) -> PrepStatus {
             .sum(),
         threads: load.threads,
         threads_max: load.limits.threads,
+        plain_threads: plain.threads,
+        plain_threads_max: plain.limits.threads,
         stalled_after_ms: load.limits.stalled_after.as_millis() as u64,
         stalled,
     }
@@ -215,6 +217,10 @@ fn stalled_by_sender(load: &Load) -> Vec<StalledPrep> {
                         .find(|(s, _)| *s == info.sender)
                         .map_or(0, |(_, n)| *n),
                     attachments: Vec::new(),
+                    peer: crate::daemon::fair_pool::line_target(&info.sender)
+                        .filter(|_| info.attachments.is_empty())
+                        .unwrap_or_default()
+                        .to_string(),
                 });
                 stalled.len() - 1
             }
@@ -260,16 +266,17 @@ mod tests {
             limits: PLAIN_PREP_LIMITS,
             threads: 2,
             running: vec![
-                (job("echo-erin", &[]), Duration::from_secs(9)),
-                (job("echo-dan", &[]), Duration::from_millis(5)),
+                (job("to erin", &[]), Duration::from_secs(9)),
+                (job("to dan", &[]), Duration::from_millis(5)),
             ],
-            waiting: vec![("echo-erin".into(), 1)],
+            waiting: vec![("to erin".into(), 1)],
         };
         let p = prep_status(&load, &plain);
         assert_eq!(
             (p.running, p.waiting, p.threads, p.threads_max),
             (6, 9, 6, 64)
         );
+        assert_eq!((p.plain_threads, p.plain_threads_max), (2, 64));
         assert_eq!(p.stalled_after_ms, 2000);
         assert_eq!(
             p.stalled,
@@ -280,6 +287,7 @@ mod tests {
                     oldest_ms: 40_000,
                     waiting: 0,
                     attachments: vec!["/mnt/c".into()],
+                    peer: String::new(),
                 },
                 StalledPrep {
                     sender: "echo-alice".into(),
@@ -287,13 +295,15 @@ mod tests {
                     oldest_ms: 30_000,
                     waiting: 7,
                     attachments: vec!["/mnt/a".into(), "/mnt/b".into()],
+                    peer: String::new(),
                 },
                 StalledPrep {
-                    sender: "echo-erin".into(),
+                    sender: "to erin".into(),
                     jobs: 1,
                     oldest_ms: 9_000,
                     waiting: 1,
                     attachments: vec![],
+                    peer: "erin".into(),
                 },
             ]
         );
