@@ -141,10 +141,13 @@ pub fn leave_after_job(c: Counts, l: &Limits) -> bool {
     c.threads.saturating_sub(c.stalled) > l.workers
 }
 
+/// How soon the owner looks again when a worker is due but could not be started.
+pub const SPAWN_RETRY: Duration = Duration::from_millis(250);
+
 /// When the owner should look again ([`FairPool::next_check`]), `now`, given the start times
 /// of the running jobs (`since`): the moment the next of them turns stalled, if more jobs
-/// could run than free threads will take and no worker can start now; `None` when there is
-/// nothing to wait for. A free thread (`c.free`: idle, or started and not yet looking for
+/// could run than free threads will take and no worker can start now; [`SPAWN_RETRY`] from
+/// `now` when a worker is due but was not started; `None` when there is nothing to wait for. A free thread (`c.free`: idle, or started and not yet looking for
 /// work) is about to take a job that starts at `now` at the earliest, so `now +
 /// stalled_after` counts too: without it, a check made right after starting workers whose
 /// jobs have not begun yet saw only stalled jobs, returned `None`, and nothing ever started
@@ -155,8 +158,13 @@ pub fn check_at(
     now: Instant,
     since: impl IntoIterator<Item = Instant>,
 ) -> Option<Instant> {
-    if c.runnable <= c.free || start_worker(c, l) || c.threads >= l.threads {
+    if c.runnable <= c.free || c.threads >= l.threads {
         return None;
+    }
+    if start_worker(c, l) {
+        // A worker is due and none was started (starting one failed): try again shortly,
+        // never "nothing to wait for", which would leave the waiting jobs for good.
+        return Some(now + SPAWN_RETRY);
     }
     let about_to_start = (c.free > 0).then_some(now);
     since
@@ -349,13 +357,16 @@ impl FairPool {
         if c.runnable > 0 && st.idle > 0 {
             self.shared.work.notify_one();
         }
-        if start_worker(c, &l) {
+        // Every worker the rules allow, not one: a burst queued while the running jobs
+        // stalled needs up to `workers` at once, and nothing else would start them.
+        while start_worker(st.counts(Instant::now(), &l), &l) {
             if let Err(e) = self.spawn(&mut st) {
                 if st.threads == 0 {
                     // Nobody would ever run it: take it back.
                     st.remove_waiting(id);
                     return Err(e);
                 }
+                break;
             }
         }
         Ok(())
@@ -513,6 +524,51 @@ mod tests {
         }
     }
 
+    /// Jobs queued while the running ones made progress wait; once those stall, the next job
+    /// queued starts every worker the rules allow, not one (the 64-sender ramp stopped at 17
+    /// threads with 47 sends waiting when each queued job started at most one).
+    #[test]
+    fn a_job_queued_after_the_running_ones_stalled_starts_every_worker_due() {
+        let l = Limits {
+            workers: 4,
+            per_sender: 1,
+            stalled_after: Duration::from_millis(100),
+            threads: 16,
+        };
+        let pool = FairPool::new("ramp-test", l);
+        let (started, seen) = crossbeam_channel::unbounded();
+        let mut releases = Vec::new();
+        let tags = ["a", "b", "c", "d", "e", "f", "g", "h"];
+        for (i, tag) in tags.iter().enumerate().take(4) {
+            let (job, release) = blocking(&started, tag);
+            pool.run(i as u64, info(tag), job).unwrap();
+            releases.push(release);
+        }
+        for _ in 0..4 {
+            seen.recv_timeout(Duration::from_secs(5))
+                .expect("the first four start");
+        }
+        // Queued while four make progress: they wait.
+        for (i, tag) in tags.iter().enumerate().skip(4).take(3) {
+            let (job, release) = blocking(&started, tag);
+            pool.run(i as u64, info(tag), job).unwrap();
+            releases.push(release);
+        }
+        assert!(seen.recv_timeout(Duration::from_millis(50)).is_err());
+        std::thread::sleep(l.stalled_after + Duration::from_millis(50));
+        let (job, release) = blocking(&started, "h");
+        pool.run(7, info("h"), job).unwrap();
+        releases.push(release);
+        let mut late: Vec<&str> = (0..4)
+            .map(|_| {
+                seen.recv_timeout(Duration::from_secs(5))
+                    .expect("every due worker starts")
+            })
+            .collect();
+        late.sort_unstable();
+        assert_eq!(late, ["e", "f", "g", "h"]);
+    }
+
     #[test]
     fn the_decisions() {
         let l = Limits {
@@ -589,8 +645,8 @@ mod tests {
         assert_eq!(check_at(c(8, 4, 4, 4), &l, now, [old; 4]), None, "served");
         assert_eq!(
             check_at(c(4, 0, 4, 1), &l, now, [old; 4]),
-            None,
-            "a worker starts now"
+            Some(now + SPAWN_RETRY),
+            "a worker is due and was not started: look again shortly, never give up"
         );
         assert_eq!(
             check_at(c(64, 0, 64, 1), &l, now, [old; 64]),
