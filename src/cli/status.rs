@@ -65,7 +65,9 @@ pub fn daemon_agents(paths: &Paths) -> Option<Vec<AgentProgram>> {
 /// Whether the daemon's loopback HTTP server answers (spec 08 §1: a daemon whose MCP endpoint
 /// is dead is not healthy, whatever its control socket says): connect to `127.0.0.1:<port>`,
 /// send `GET /mcp` and wait for an HTTP status line, all within `timeout`. Any status counts
-/// (405, or 401 behind a bearer). `Err` says what failed.
+/// (405, or 401 behind a bearer) but 503, which it answers when every connection it may hold
+/// is being served: then no agent's call gets in either. `Err` says what failed
+/// ([`HTTP_FULL`] first for a 503).
 pub fn http_answers(port: u16, timeout: Duration) -> Result<(), String> {
     use std::io::{Read, Write};
     let deadline = std::time::Instant::now() + timeout;
@@ -85,7 +87,7 @@ pub fn http_answers(port: u16, timeout: Duration) -> Result<(), String> {
     .map_err(|e| format!("cannot send a request: {e}"))?;
     let mut got = Vec::new();
     let mut buf = [0u8; 64];
-    while got.len() < 9 {
+    while got.len() < 12 {
         let _ = s.set_read_timeout(Some(left()));
         match s.read(&mut buf) {
             Ok(0) => return Err("closed without an answer".into()),
@@ -93,12 +95,20 @@ pub fn http_answers(port: u16, timeout: Duration) -> Result<(), String> {
             Err(e) => return Err(format!("no answer within {} ms ({e})", timeout.as_millis())),
         }
     }
-    if got.starts_with(b"HTTP/1.") {
-        Ok(())
-    } else {
-        Err("the answer is not HTTP".into())
+    if !got.starts_with(b"HTTP/1.") {
+        return Err("the answer is not HTTP".into());
     }
+    if got[9..12] == *b"503" {
+        return Err(format!(
+            "{HTTP_FULL}: every connection it may hold is being served — raise the daemon's \
+             open-file limit (LimitNOFILE= in its service, ulimit -n) to let it hold more"
+        ));
+    }
+    Ok(())
 }
+
+/// How [`http_answers`]'s refusal of a full server begins.
+pub const HTTP_FULL: &str = "it answers 503 (busy)";
 
 /// The port of an MCP URL `http://127.0.0.1:<port>/mcp`.
 fn port_of(tcp: &str) -> Option<u16> {
@@ -652,7 +662,10 @@ fn gather(paths: &Paths) -> Result<Health, CliError> {
         Some(st) => port_of(&st.tcp)
             .ok_or_else(|| format!("unexpected MCP URL {}", st.tcp))
             .and_then(|port| http_answers(port, Duration::from_millis(1500)))
-            .map_err(|why| format!("the MCP endpoint {} does not answer: {why}", st.tcp)),
+            .map_err(|why| match why.starts_with(HTTP_FULL) {
+                true => format!("the MCP endpoint {} is full: {why}", st.tcp),
+                false => format!("the MCP endpoint {} does not answer: {why}", st.tcp),
+            }),
         None => Ok(()),
     };
     let prep = status.map(|st| prep_report(&st.prep));
@@ -1282,6 +1295,24 @@ mod tests {
                 .unwrap();
         });
         assert_eq!(http_answers(port, Duration::from_secs(5)), Ok(()));
+        server.join().unwrap();
+
+        // A full server answers 503 to everyone: not healthy.
+        let full = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = full.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            let (mut s, _) = full.accept().unwrap();
+            let mut buf = [0u8; 256];
+            let _ = s.read(&mut buf);
+            s.write_all(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n\r\n")
+                .unwrap();
+        });
+        let err = http_answers(port, Duration::from_secs(5)).unwrap_err();
+        assert!(
+            err.starts_with(HTTP_FULL) && err.contains("LimitNOFILE"),
+            "{err}"
+        );
         server.join().unwrap();
         assert_eq!(port_of("http://127.0.0.1:8765/mcp"), Some(8765));
         assert_eq!(port_of("http://localhost:8765/mcp"), None);
