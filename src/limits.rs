@@ -25,16 +25,8 @@
 
 use std::time::Duration;
 
+use crate::config::limits::ResumeLimits;
 use crate::runtime::api_error::ApiError;
-
-/// The knobs (`IAPEER_LIMIT_RESUME`, `IAPEER_LIMIT_BACKOFF_MS`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ResumeLimits {
-    /// Take limited turns up again (`IAPEER_LIMIT_RESUME`, on unless `0`).
-    pub enabled: bool,
-    /// The first wait when no reset time was recorded (`IAPEER_LIMIT_BACKOFF_MS`, 5 min).
-    pub backoff: Duration,
-}
 
 /// Past a recorded reset time before iapeer prompts: the limit's own clock and ours differ.
 pub const RESET_MARGIN: Duration = Duration::from_secs(5);

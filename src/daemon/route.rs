@@ -3,13 +3,14 @@
 //! attachments and build the envelope. Runs on a worker thread (it reads the registry and
 //! copies files); the router does the rest.
 
+use crate::config::limits::OriginLimits;
 use crate::config::McpAuth;
 use crate::envelope::{escape_attr, Envelope, MAX_TOPIC_ATTR_BYTES};
 use crate::markers::Markers;
 use crate::names::{
     is_valid_personality, is_valid_runtime, Identity, Intelligence, PERSONALITY_PATTERN,
 };
-use crate::origin::{self, OriginLimits};
+use crate::origin;
 use crate::paths::Paths;
 use crate::peers::former::{self, Fate};
 use crate::protocol::Code;
