@@ -13,7 +13,10 @@
 
 use std::time::Duration;
 
-use crate::eventlog::{DEFAULT_KEEP, DEFAULT_MAX_BYTES};
+/// An event log's default size limit of one file, in bytes (5 MiB).
+pub const DEFAULT_MAX_BYTES: u64 = 5 * 1024 * 1024;
+/// An event log's default number of rotated copies kept (`<log>.1` … `<log>.5`).
+pub const DEFAULT_KEEP: u32 = 5;
 
 /// What a variable holds, with its default where iapeer has one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
