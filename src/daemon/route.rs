@@ -13,12 +13,10 @@ use crate::names::{
 use crate::origin;
 use crate::paths::Paths;
 use crate::peers::former::{self, Fate};
-use crate::protocol::Code;
+use crate::protocol::{Code, DAEMON_RUNTIME, MAX_MESSAGE_CHARS};
 use crate::registry::{Registry, RegistryPeer};
 use crate::runtime::RuntimeKind;
 
-/// Longest message, in Unicode scalar values.
-pub const MAX_MESSAGE_CHARS: usize = 16_000;
 /// Longest topic after trimming, in Unicode scalar values.
 pub const MAX_TOPIC_CHARS: usize = 200;
 /// Most attachments per message.
@@ -69,8 +67,6 @@ impl Caller {
 
 /// The sender name of messages the daemon writes itself (spec 05 §7).
 pub const DAEMON_SENDER: &str = "iapeer";
-/// The runtime the daemon's own notices carry in their envelope (`runtime="daemon"`).
-pub const DAEMON_RUNTIME: &str = "daemon";
 
 /// One send as it arrived.
 #[derive(Debug, Clone, PartialEq)]

@@ -140,7 +140,7 @@ pub fn reply_hint(peer: &str, records: &[Record]) -> Option<String> {
     let r = records
         .iter()
         .rev()
-        .find(|r| r.runtime != crate::daemon::route::DAEMON_RUNTIME)?;
+        .find(|r| r.runtime != crate::protocol::DAEMON_RUNTIME)?;
     Some(crate::visible::line(&reply_hint_raw(peer, r)).into_owned())
 }
 
