@@ -25,8 +25,8 @@
 
 use std::time::Duration;
 
+use crate::adapter::ApiError;
 use crate::config::limits::ResumeLimits;
-use crate::runtime::api_error::ApiError;
 
 /// Past a recorded reset time before iapeer prompts: the limit's own clock and ours differ.
 pub const RESET_MARGIN: Duration = Duration::from_secs(5);
@@ -269,11 +269,7 @@ mod tests {
             ),
         ] {
             let e = fixture_outcome(case);
-            assert_eq!(
-                e.kind,
-                crate::runtime::api_error::ApiErrorKind::RateLimit,
-                "{case}"
-            );
+            assert_eq!(e.kind, crate::adapter::ApiErrorKind::RateLimit, "{case}");
             assert_eq!(e.runtime_resumes, runtime_first, "{case}");
             // Planned at the refusal's own time.
             let at: jiff::Timestamp = e.at.parse().unwrap();

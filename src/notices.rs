@@ -18,9 +18,9 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::adapter::ApiError;
 use crate::config::limits::NoticeLimits;
 use crate::paths::Paths;
-use crate::runtime::api_error::ApiError;
 
 /// One notice: a peer's runtime refused by its model API, `count` times since `firstAt`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -328,7 +328,7 @@ pub fn of_this_session(at: &str, woke_at_ms: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::api_error::ApiErrorKind;
+    use crate::adapter::ApiErrorKind;
     use std::time::Duration;
 
     fn refusal(kind: ApiErrorKind, error: &str, text: &str) -> ApiError {

@@ -434,7 +434,7 @@ impl Adapter for Claude {
         self.own_transcript(cwd).is_some()
     }
 
-    fn api_error(&self, cwd: &Path) -> Option<super::api_error::ApiError> {
+    fn api_error(&self, cwd: &Path) -> Option<crate::adapter::ApiError> {
         let newest = match self.conversation {
             Some(_) => self.own_transcript(cwd)?,
             None => jsonl_files(&claude_paths::transcript_dir(cwd)?)

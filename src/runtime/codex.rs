@@ -601,7 +601,7 @@ impl Adapter for Codex {
 
     /// The newest turn outcome of the session's own session file (the folder's newest while
     /// it is not known), read from its end.
-    fn api_error(&self, cwd: &Path) -> Option<super::api_error::ApiError> {
+    fn api_error(&self, cwd: &Path) -> Option<crate::adapter::ApiError> {
         let own = self.own_rollout(cwd)?;
         super::api_error::latest_codex_outcome(&super::api_error::tail(&own, API_ERROR_TAIL))
     }
