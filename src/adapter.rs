@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::launch_env::LaunchEnv;
 use crate::paths::Paths;
-use crate::session::paste_view::PasteView;
+use crate::term::paste_view::PasteView;
 use crate::term::Screen;
 
 /// How a runtime's sessions are hosted.

@@ -15,7 +15,7 @@ use super::{
     GateState, GateWatch, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
     NO_RECORDED_CONVERSATION,
 };
-use crate::session::paste_view::PasteView;
+use crate::term::paste_view::PasteView;
 use crate::term::{encode_keys, Screen};
 
 /// How long after the agent's MCP client listed the daemon's tools a Claude Code boot holds

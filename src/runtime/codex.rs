@@ -524,7 +524,7 @@ impl Adapter for Codex {
         // composer taller than the screen shows its glyph on its first visible row
         // (`composer-tall-paste.raw`).
         let first = screen.composer_text(&glyph).and_then(|c| {
-            let placeholder = crate::session::paste_view::placeholder_size(&c.text).is_some();
+            let placeholder = crate::term::paste_view::placeholder_size(&c.text).is_some();
             (c.typed || placeholder).then_some(c.text)
         });
         crate::adapter::composer_rows_text(

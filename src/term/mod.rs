@@ -7,8 +7,10 @@
 //! - [`responder`]: recognising terminal capability queries in that output and the answers the
 //!   daemon gives in place of a terminal.
 //! - [`keys`]: encoding input: bracketed paste and tmux-like key names.
+//! - [`paste_view`]: how a runtime's composer shows a paste, recognised on the screen.
 
 pub mod keys;
+pub mod paste_view;
 pub mod responder;
 pub mod screen;
 

@@ -456,7 +456,7 @@ impl Session {
         // Known on screen and in the composer as the runtime shows it (a TAB as spaces, …).
         let pasted = crate::term::paste_text(&d.text);
         let shown = self.cfg.adapter.pasted_form(&pasted);
-        self.pasting = Some(super::super::paste_view::PasteView::shown(&pasted, &shown));
+        self.pasting = Some(crate::term::paste_view::PasteView::shown(&pasted, &shown));
         if pty {
             self.own
                 .pasting_shown(d.id, &pasted, &shown, Instant::now());
