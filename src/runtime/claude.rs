@@ -176,7 +176,7 @@ impl Claude {
     }
 }
 
-fn key(step: super::dialog::DialogStep) -> Vec<u8> {
+fn key(step: crate::term::menu::DialogStep) -> Vec<u8> {
     encode_keys(&[step.key_name()], false).unwrap_or_default()
 }
 

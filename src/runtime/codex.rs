@@ -16,13 +16,13 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::codex_setup::codex_home;
-use super::dialog;
 use super::pasted_form;
 use super::transcript::{jsonl_files, record_contains, TranscriptWatch, TurnProgress};
 use super::{
     Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
     GateState, GateWatch, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
 };
+use crate::term::menu as dialog;
 use crate::term::{encode_keys, Screen};
 
 /// The composer (and menu cursor) glyph of Codex.

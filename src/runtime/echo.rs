@@ -36,7 +36,8 @@ impl Echo {
 /// the marker of a menu (`--boot-menu`).
 fn shows_prompt(screen: &Screen) -> bool {
     let rows = screen.rows();
-    rows.iter().any(|r| r.starts_with('❯')) && super::dialog::find_menu_with(rows, '❯').is_none()
+    rows.iter().any(|r| r.starts_with('❯'))
+        && crate::term::menu::find_menu_with(rows, '❯').is_none()
 }
 
 fn busy(screen: &Screen) -> bool {
