@@ -12,8 +12,8 @@ use crate::names::{
 };
 use crate::origin;
 use crate::paths::Paths;
-use crate::peers::former::{self, Fate};
 use crate::protocol::{Code, DAEMON_RUNTIME, MAX_MESSAGE_CHARS};
+use crate::registry::former::{self, Fate};
 use crate::registry::{Registry, RegistryPeer};
 use crate::runtime::RuntimeKind;
 

@@ -29,13 +29,13 @@ use fs2::FileExt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::former;
 use crate::fsutil;
 use crate::markers::Markers;
 use crate::names::Identity;
 use crate::notifier::store;
 use crate::paths::{self, Paths};
 use crate::profile::Profile;
+use crate::registry::former;
 use crate::registry::Registry;
 use crate::runtime;
 
