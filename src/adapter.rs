@@ -313,6 +313,15 @@ pub struct ApiError {
     pub runtime_resumes: bool,
 }
 
+/// How a runtime clears its composer ([`Adapter::clear_keys`]; `session::clear` presses them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClearKeys {
+    /// The first key.
+    pub first: Vec<u8>,
+    /// When the runtime asks for a second press: the text it shows then, and the key.
+    pub again: Option<(&'static str, Vec<u8>)>,
+}
+
 /// One runtime's behaviour. Implementations are immutable and shared; a runtime that names
 /// its conversations gives a session its own copy bound to the session's conversation
 /// ([`Adapter::for_conversation`]).
@@ -403,10 +412,10 @@ pub trait Adapter: Send + Sync {
     fn pasted_form(&self, text: &str) -> String {
         text.to_string()
     }
-    /// The runtime's own keys that clear its composer ([`crate::session::clear`]), recorded
+    /// The runtime's own keys that clear its composer (`session::clear` presses them), recorded
     /// from the real CLI; `None` (the default): iapeer never clears it, and its own text
     /// there holds messages like a draft.
-    fn clear_keys(&self) -> Option<crate::session::clear::ClearKeys> {
+    fn clear_keys(&self) -> Option<ClearKeys> {
         None
     }
     /// Whether the screen shows the whole of iapeer's paste in the composer, taken and waiting

@@ -384,9 +384,9 @@ impl Adapter for Claude {
         pasted_form::claude(text)
     }
 
-    fn clear_keys(&self) -> Option<crate::session::clear::ClearKeys> {
+    fn clear_keys(&self) -> Option<crate::adapter::ClearKeys> {
         // Recorded: `clear-esc-hint.raw`, `clear-esc-cleared.raw`.
-        Some(crate::session::clear::ClearKeys {
+        Some(crate::adapter::ClearKeys {
             first: vec![0x1b],
             again: Some(("esc again to clear", vec![0x1b])),
         })

@@ -537,9 +537,9 @@ impl Adapter for Codex {
         pasted_form::codex(text)
     }
 
-    fn clear_keys(&self) -> Option<crate::session::clear::ClearKeys> {
+    fn clear_keys(&self) -> Option<crate::adapter::ClearKeys> {
         // Recorded: Ctrl-C clears a composer holding text (`clear-ctrl-c-cleared.raw`).
-        Some(crate::session::clear::ClearKeys {
+        Some(crate::adapter::ClearKeys {
             first: vec![0x03],
             again: None,
         })

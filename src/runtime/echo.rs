@@ -107,10 +107,10 @@ impl Adapter for Echo {
         Echo::transcript(cwd).is_file()
     }
 
-    fn clear_keys(&self) -> Option<crate::session::clear::ClearKeys> {
+    fn clear_keys(&self) -> Option<crate::adapter::ClearKeys> {
         // Our own program: Esc clears a composer that holds something and does nothing on an
         // empty one (`echo_agent::App::on_key`); no second press.
-        Some(crate::session::clear::ClearKeys {
+        Some(crate::adapter::ClearKeys {
             first: vec![0x1b],
             again: None,
         })
