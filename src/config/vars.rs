@@ -724,6 +724,10 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_INSTALL_FROM,
 ];
 
+/// The variable that turns a test hook on (test-only, a row of `NOT_KNOBS`): read by
+/// `daemon::test_hooks` and by `peers::rename_journal`'s kill points.
+pub const TEST_HOOK: &str = "IAPEER_TEST_HOOK";
+
 /// Variables iapeer reads that are not knobs of its own, with the reason (not documented as
 /// knobs): inherited from the login environment, or set only by tests.
 #[cfg(test)]

@@ -105,7 +105,7 @@ pub const KILL_HOOK: &str = "rename-kill-after:";
 
 /// The test hook: die here when asked to (see [`KILL_HOOK`]).
 pub fn kill_point(step: &str) {
-    let asked = std::env::var(crate::daemon::test_hooks::ENV)
+    let asked = std::env::var(crate::config::vars::TEST_HOOK)
         .ok()
         .and_then(|v| v.strip_prefix(KILL_HOOK).map(|s| s == step))
         .unwrap_or(false);
