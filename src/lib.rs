@@ -28,6 +28,8 @@ pub(crate) mod fsutil;
 mod golden;
 pub(crate) mod host;
 pub(crate) mod inbox;
+#[cfg(test)]
+mod layers_tests;
 pub(crate) mod launch_env;
 pub(crate) mod limits;
 pub(crate) mod logview;
