@@ -83,7 +83,10 @@ fn mask(text: &str) -> String {
     let mut i = 0;
     while i < b.len() {
         if b[i..].starts_with(b"//") {
-            let end = b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |n| i + n);
+            let end = b[i..]
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(b.len(), |n| i + n);
             blank(&mut out, i, end);
             i = end;
         } else if b[i..].starts_with(b"/*") {
@@ -210,8 +213,7 @@ fn references(code: &str, depth: usize) -> Vec<(usize, String, String)> {
     while let Some(n) = code[from..].find("crate::") {
         let at = from + n;
         from = at + "crate::".len();
-        if at > 0 && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_' || b[at - 1] == b'$')
-        {
+        if at > 0 && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_' || b[at - 1] == b'$') {
             continue;
         }
         let rest = &code[from..];
@@ -246,8 +248,11 @@ fn references(code: &str, depth: usize) -> Vec<(usize, String, String)> {
                 found.push((line_of(at), ident(entry.trim_start()), written.clone()));
             }
         } else {
-            let name = ident(rest);
-            found.push((line_of(at), name.clone(), format!("crate::{name}")));
+            let path: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            found.push((line_of(at), ident(rest), format!("crate::{path}")));
         }
     }
     // `super::super::x` from deep enough reaches the crate root too.
@@ -256,8 +261,7 @@ fn references(code: &str, depth: usize) -> Vec<(usize, String, String)> {
     while let Some(n) = code[from..].find(&chain) {
         let at = from + n;
         from = at + chain.len();
-        if at > 0 && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_' || b[at - 1] == b':')
-        {
+        if at > 0 && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_' || b[at - 1] == b':') {
             continue;
         }
         let name = ident(&code[from..]);
@@ -372,17 +376,22 @@ fn upward_edges() -> Vec<Upward> {
 #[test]
 fn imports_go_down_the_layers() {
     let up = upward_edges();
-    let floor = |m: &str| floor_of(m).map_or("no floor".to_string(), |f| format!("floor {f}"));
+    let floor = |m: &str| floor_of(m).map_or("on no floor".to_string(), |f| format!("floor {f}"));
     let lines: Vec<String> = up
         .iter()
         .map(|u| {
             format!(
-                "{}: `{}` ({}) uses `{}` ({}) through `{}`",
+                "{}: `{}` ({}) uses `{}` ({}, {}) through `{}`",
                 u.at,
                 u.from,
                 floor(&u.from),
                 u.to,
                 floor(&u.to),
+                match (floor_of(&u.from), floor_of(&u.to)) {
+                    (Some(a), Some(b)) if a == b => "the same floor",
+                    (Some(_), Some(_)) => "above",
+                    _ => "not in LAYERS",
+                },
                 u.written
             )
         })
@@ -409,13 +418,19 @@ fn every_module_is_on_one_floor() {
         *seen.entry(m).or_default() += 1;
     }
     let twice: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
-    assert!(twice.is_empty(), "on more than one floor of LAYERS: {twice:?}");
+    assert!(
+        twice.is_empty(),
+        "on more than one floor of LAYERS: {twice:?}"
+    );
     let production: Vec<&str> = modules
         .iter()
         .filter(|(_, t)| !t)
         .map(|(n, _)| n.as_str())
         .collect();
-    let missing: Vec<_> = production.iter().filter(|m| !seen.contains_key(*m)).collect();
+    let missing: Vec<_> = production
+        .iter()
+        .filter(|m| !seen.contains_key(*m))
+        .collect();
     assert!(
         missing.is_empty(),
         "modules declared in src/lib.rs but on no floor of LAYERS (src/layers_tests.rs): \
@@ -430,7 +445,12 @@ fn every_module_is_on_one_floor() {
     // Every file and folder of src/ is a declared module.
     let mut entries: Vec<String> = fs::read_dir(src())
         .expect("src/")
-        .map(|e| e.expect("src/ entry").file_name().to_string_lossy().into_owned())
+        .map(|e| {
+            e.expect("src/ entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
         .filter(|n| n != "lib.rs" && n != "main.rs")
         .map(|n| n.trim_end_matches(".rs").to_string())
         .collect();
@@ -439,14 +459,18 @@ fn every_module_is_on_one_floor() {
         .iter()
         .filter(|e| !modules.iter().any(|(n, _)| n == *e))
         .collect();
-    assert!(undeclared.is_empty(), "in src/ but not declared in src/lib.rs: {undeclared:?}");
+    assert!(
+        undeclared.is_empty(),
+        "in src/ but not declared in src/lib.rs: {undeclared:?}"
+    );
 }
 
 /// `docs/ARCHITECTURE.md` quotes [`LAYERS`] as it is.
 #[test]
 fn architecture_doc_quotes_the_layers() {
-    let doc = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ARCHITECTURE.md"))
-        .expect("docs/ARCHITECTURE.md");
+    let doc =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ARCHITECTURE.md"))
+            .expect("docs/ARCHITECTURE.md");
     let table = quoted();
     assert!(
         doc.contains(&format!("```text\n{table}```\n")),
@@ -475,7 +499,10 @@ fn h() { super::super::epsilon::e(); crate::zeta::z() }
         .map(|(l, m, _)| (l, m))
         .collect();
     let names: Vec<&str> = found.iter().map(|(_, m)| m.as_str()).collect();
-    assert_eq!(names, ["alpha", "beta", "gamma", "delta", "zeta", "epsilon"]);
+    assert_eq!(
+        names,
+        ["alpha", "beta", "gamma", "delta", "zeta", "epsilon"]
+    );
     assert_eq!(found[0].0, 2);
     assert_eq!(found[3].0, 6);
 }
