@@ -252,7 +252,13 @@ fn references(code: &str, depth: usize) -> Vec<(usize, String, String)> {
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
                 .collect();
-            found.push((line_of(at), ident(rest), format!("crate::{path}")));
+            // `crate::a::{B, C}`: the group as written, up to its closing brace.
+            let group = if path.ends_with("::") {
+                rest[path.len()..].split_inclusive('}').next().unwrap_or("")
+            } else {
+                ""
+            };
+            found.push((line_of(at), ident(rest), format!("crate::{path}{group}")));
         }
     }
     // `super::super::x` from deep enough reaches the crate root too.
