@@ -18,6 +18,11 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --all-targets --quiet -- -D warnings
 
+echo "== cargo doc (our crate only; a broken or private link is an error) and the doc tests"
+# `cargo test --all-targets` below leaves doc tests out, so they run here.
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
+cargo test --doc --quiet
+
 echo "== python venv with the official MCP SDK (cached in .cache/venv)"
 scripts/setup-python.sh
 export IAPEER_TEST_PYTHON="$PWD/.cache/venv/bin/python"
