@@ -76,10 +76,9 @@ fn a_router_panic_answers_waiting_senders_ends_sessions_and_exits_non_zero() {
         .and_then(|e| e["pid"].parse().ok())
         .expect("bob's pid");
     assert!(alive(bob_pid));
-    // An MCP caller waits behind it (no positive signal for "queued": a short pause makes it
-    // likely; if it arrives after the panic it must get the same answer).
+    // An MCP caller waits behind it: its send has reached the router (test event).
     let mcp = mcp_send(env.port(), "bob");
-    std::thread::sleep(Duration::from_millis(300));
+    env.wait_hook("router-send:bob", 2);
 
     // The send to carol makes the router thread panic.
     let t0 = Instant::now();

@@ -521,8 +521,8 @@ fn a_peer_registered_before_its_runtime_was_installed_comes_up_when_it_is() {
     .unwrap();
 
     env.start_daemon();
-    // Not installed: the daemon cannot start her.
-    std::thread::sleep(Duration::from_millis(500));
+    // Not installed: the daemon cannot start her (the router is past its start-up starts).
+    env.router_settled();
     assert_eq!(started(&env, "bot-carol"), 0);
 
     let tgz = Package {

@@ -372,7 +372,8 @@ fn always_on_peers_start_once_a_damaged_registry_is_repaired() {
     env.ok(&["create", "you", "--runtime", "human"]);
     std::fs::write(env.paths().registry(), "[]").unwrap();
     env.start_daemon();
-    std::thread::sleep(Duration::from_millis(1500));
+    // A tick has run over the damaged registry (and started nobody).
+    env.wait_hook("tick-done", 1);
     env.ok(&["verify", "--fix"]);
     env.wait_until("the human's writer is up", Duration::from_secs(15), |e| {
         e.status_of("you", "human") == "live"

@@ -759,7 +759,11 @@ pub const NOT_KNOBS: &[(&str, &str)] = &[
     ),
     (
         "IAPEER_TEST_HOOK",
-        "test-only: inject a failure into the daemon (`router-panic-on-send:<personality>`, `prep-panic-on-send:<personality>`, `http-accept-panic:<port|any>`, `http-accept-panic-once:<port|any>` or `http-streams-panic-once:<port|any>`, see daemon::test_hooks), or kill `iapeer rename` after one of its steps (`rename-kill-after:<step>`, see peers::rename_journal); never set in production",
+        "test-only: inject a failure into the daemon (`router-panic-on-send:<personality>`, `prep-panic-on-send:<personality>`, `http-accept-panic:<port|any>`, `http-accept-panic-once:<port|any>` or `http-streams-panic-once:<port|any>`, see daemon::test_hooks), or kill `iapeer rename` after one of its steps (`rename-kill-after:<step>`, see peers::rename_journal); read only by a debug build or one with the `test-hooks` cargo feature, so a release build ignores it",
+    ),
+    (
+        "IAPEER_TEST_EVENTS",
+        "test-only: a file the daemon appends its test events to, one per line (`router-idle`, `tick-done`, `router-send:<personality>`, see daemon::test_hooks), so a test waits for an event instead of sleeping; read only by a debug build or one with the `test-hooks` cargo feature, so a release build ignores it",
     ),
     (
         "XDG_DATA_HOME",

@@ -66,6 +66,8 @@ impl TestEnv {
             .env("IAPEER_ROOT", &self.root)
             .env("IAPEER_PORT", "0")
             .env("IS_SANDBOX", "1")
+            // The daemon's test events (daemon::test_hooks::emit), for hook_count and friends.
+            .env("IAPEER_TEST_EVENTS", self.hook_events_path())
             // No desktop notifications from human peers' inboxes in tests.
             .env("IAPEER_NOTIFY", "0")
             // CI runners set them; the daemon must not pass them to the agents, whose dim
@@ -356,6 +358,42 @@ impl TestEnv {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// The file every daemon of this world appends its test events to (`IAPEER_TEST_EVENTS`).
+    pub fn hook_events_path(&self) -> PathBuf {
+        self.dir.path().join("test-events.log")
+    }
+
+    /// How many times the daemon has reported `event` (`router-idle`, `tick-done`,
+    /// `router-send:<personality>`; daemon::test_hooks).
+    pub fn hook_count(&self, event: &str) -> usize {
+        std::fs::read_to_string(self.hook_events_path())
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| *l == event)
+            .count()
+    }
+
+    /// Wait until the daemon has reported `event` `n` times in all.
+    pub fn wait_hook(&self, event: &str, n: usize) {
+        self.wait_until(
+            &format!("{n} test events {event:?}"),
+            Duration::from_secs(30),
+            |e| e.hook_count(event) >= n,
+        );
+    }
+
+    /// The positive signal for "nothing more follows from what the daemon has been told":
+    /// the router has handled everything sent to it before this call (a `list` answered in
+    /// order behind it) and then found no message and no session event waiting
+    /// (`router-idle` reported after a second `list`). What a session thread or an agent does
+    /// later on its own is not covered: the router has not heard of it yet.
+    pub fn router_settled(&self) {
+        self.ok(&["list"]);
+        let after_first = self.hook_count("router-idle");
+        self.ok(&["list"]);
+        self.wait_hook("router-idle", after_first + 1);
     }
 
     /// The positive signal for "X does not happen while the daemon keeps supervising": wait
