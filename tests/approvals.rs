@@ -105,12 +105,10 @@ pub(crate) fn script_tool_per_message(
 
 /// Wait until a tool result (Claude) or tool output (Codex) the model got says `why`.
 fn told(env: &TestEnv, results: &Mutex<Vec<String>>, why: &str) {
-    let start = std::time::Instant::now();
-    while start.elapsed() < Duration::from_secs(60) {
-        if results.lock().unwrap().iter().any(|r| r.contains(why)) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
+    if common::poll(Duration::from_secs(60), || {
+        results.lock().unwrap().iter().any(|r| r.contains(why))
+    }) {
+        return;
     }
     panic!(
         "no tool result told the model \"{why}\"; results: {:?}\n{}",

@@ -479,6 +479,31 @@ pub fn describe(out: &Output) -> String {
     )
 }
 
+/// Poll `done` every 20 ms until it is true (true) or `timeout` has passed (false): the
+/// suite's one loop for a condition outside a [`TestEnv`] (a child, a terminal, a stand-in).
+pub fn poll(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    loop {
+        if done() {
+            return true;
+        }
+        if start.elapsed() >= timeout {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `child`'s exit status once it has exited, or `None` while it still runs after `limit`.
+pub fn exit_within(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let mut status = None;
+    poll(limit, || {
+        status = child.try_wait().expect("try_wait");
+        status.is_some()
+    });
+    status
+}
+
 /// Whether a process is alive.
 pub fn alive(pid: u32) -> bool {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok()
