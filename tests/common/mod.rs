@@ -238,6 +238,27 @@ impl TestEnv {
             .into_owned()
     }
 
+    /// Wait until the pane log of `identity` has not grown for a second (at most 30 s): the
+    /// program has finished drawing, as a recorder saves it. A program's screen gives no
+    /// other sign that it is done, so a still second is the measure.
+    pub fn pane_settled(&self, identity: &str) {
+        let quiet = Duration::from_secs(1);
+        let len =
+            |e: &TestEnv| std::fs::metadata(e.paths().pane_log(identity)).map_or(0, |m| m.len());
+        let (mut last, mut since) = (len(self), Instant::now());
+        self.wait_until(
+            &format!("{identity}'s screen stays still for {quiet:?}"),
+            Duration::from_secs(30),
+            |e| {
+                let now = len(e);
+                if now != last {
+                    (last, since) = (now, Instant::now());
+                }
+                since.elapsed() >= quiet
+            },
+        );
+    }
+
     /// The current screen of an identity's session, replayed from its pane log through a
     /// terminal model at the session size (220×50; valid while nobody attached and resized it).
     pub fn screen(&self, identity: &str) -> String {
