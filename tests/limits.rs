@@ -641,10 +641,7 @@ fn record_codex_limit_give_up() {
     limited.store(false, Ordering::SeqCst);
     let before = api.recorded().len();
     if std::env::var("IAPEER_LIMIT_WAIT_OWN").is_ok() {
-        let until = Instant::now() + Duration::from_secs(120);
-        while Instant::now() < until && api.recorded().len() == before {
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        common::poll(Duration::from_secs(120), || api.recorded().len() != before);
         eprintln!(
             "own requests after the refusal: {}",
             api.recorded().len() - before

@@ -417,6 +417,17 @@ impl TestEnv {
         self.wait_hook("router-idle", after_first + 1);
     }
 
+    /// Require `cond` to stay false for `window`, polled: for what must not happen within a
+    /// time the daemon is given (a back-off, a restart delay), where no event says "it will
+    /// not"; the window is the thing tested.
+    pub fn stays_false(&self, what: &str, window: Duration, cond: impl Fn(&TestEnv) -> bool) {
+        let start = Instant::now();
+        while start.elapsed() < window {
+            assert!(!cond(self), "{what} happened\n{}", self.diagnostics());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// The positive signal for "X does not happen while the daemon keeps supervising": wait
     /// until the supervise tick has run `n` more times, requiring `happened` to stay false at
     /// every poll. Needs `IAPEER_SUPERVISE_LOG_VERBOSE=1` (one `ev=supervise action=tick` line
