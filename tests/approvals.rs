@@ -251,6 +251,8 @@ fn a_gated_claude_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
         "240",
     ]);
     assert!(out.contains("queued"), "{out}");
+    // Time is the test: the held message is re-checked while the prompt is open and must not go
+    // in during these seconds (pasted with Enter it would answer the prompt).
     std::thread::sleep(Duration::from_secs(3));
     deny_the_waiting_prompt(&env, &id, &dir, "claude-cb");
     told(&env, &results, "not today");
@@ -455,6 +457,8 @@ fn the_broker_long_polls_approves_over_http_and_denies_a_gone_hook_and_on_shutdo
     let poll = std::thread::spawn(move || {
         crate::fleet::request(port, "GET", "/fleet/v1/approvals?wait=30", &[&auth], b"")
     });
+    // Time: the long poll is parked before the hook asks (no event says a fleet request waits;
+    // one that came late would get the prompt at once, and the wait path would go untested).
     std::thread::sleep(Duration::from_millis(500));
     let hook = hook_ask(&env, &token, "make build");
     let polled = poll.join().unwrap();
@@ -654,6 +658,8 @@ fn a_gated_codex_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
         "--timeout",
         "120",
     ]);
+    // Time: the paste lands in Codex's open composer while the hook waits (Codex's own screen
+    // is the only witness).
     std::thread::sleep(Duration::from_secs(2));
     deny_the_waiting_prompt(&env, &id, &dir, "codex-cx");
     told(&env, &outputs, "not today");

@@ -463,6 +463,8 @@ fn attach_says_how_to_detach_and_ctrl_bracket_cancels_the_wait_for_a_boot() {
         term.text()
     );
     // The agent was left alone: still running, no session end, not stopped.
+    // Time is the test: a window in which a wrong end of the session would show (nothing
+    // reports that it will not).
     std::thread::sleep(Duration::from_millis(500));
     assert!(alive(pid), "bob's process survived the cancel");
     assert_eq!(ended(&env), ended_before, "{}", env.diagnostics());

@@ -94,6 +94,7 @@ fn a_detached_daemon_survives_the_terminal_hanging_up_and_shutdown_ends_it() {
         nix::sys::signal::Signal::SIGHUP,
     );
     drop(term);
+    // Time: the hang-up reaches the daemon on the kernel's schedule; a window for it to die in.
     std::thread::sleep(Duration::from_millis(500));
     assert!(alive(pid), "the daemon survived the hang-up");
     assert!(alive(bob), "and so did bob's session");

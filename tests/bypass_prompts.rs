@@ -79,6 +79,7 @@ fn save(dir: &Path, name: &str, env: &TestEnv) {
 /// Wait until a terminal is attached to `cb`.
 fn wait_attached(env: &TestEnv) {
     env.wait_until("attached", Duration::from_secs(30), |env| attached(env) > 0);
+    // Time, as recorded: the attached client draws its first frame before keys are typed.
     std::thread::sleep(Duration::from_millis(500));
 }
 

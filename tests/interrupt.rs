@@ -101,6 +101,8 @@ fn claude_interrupted(env: &TestEnv, body: &str) {
     env.wait_until("claude is mid-turn", Duration::from_secs(30), |e| {
         e.screen("claude-cb").contains("esc to interrupt")
     });
+    // Time, as recorded: the interrupt lands a second into the turn (the spinner never stands
+    // still to wait for).
     std::thread::sleep(Duration::from_secs(1));
     env.ok(&["interrupt", "cb"]);
     env.wait_until("the turn ends", Duration::from_secs(30), |e| {

@@ -556,6 +556,8 @@ fn record_claude_limit_give_up() {
         summary + &msgs.join("\n") + "\n",
     )
     .unwrap();
+    // As above: the runtime's screen and files settle after the record (a recorder, not a
+    // test).
     std::thread::sleep(Duration::from_secs(3));
     let lines: Vec<String> = crate::busy::jsonl_lines(&projects);
     std::fs::write(dir.join("transcript-after.jsonl"), lines.join("\n") + "\n").unwrap();
@@ -671,6 +673,8 @@ fn record_codex_limit_give_up() {
         summary + &items.join("\n") + "\n",
     )
     .unwrap();
+    // As above: the runtime's screen and files settle after the record (a recorder, not a
+    // test).
     std::thread::sleep(Duration::from_secs(3));
     let lines = crate::busy::jsonl_lines(&sessions);
     std::fs::write(dir.join("rollout-after.jsonl"), lines.join("\n") + "\n").unwrap();

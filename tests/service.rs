@@ -276,6 +276,7 @@ fn onboard_reaches_a_healthy_daemon_that_survives_the_terminal_closing() {
         nix::sys::signal::Signal::SIGHUP,
     );
     drop(term);
+    // Time: the hang-up reaches the daemon on the kernel's schedule; a window for it to die in.
     std::thread::sleep(Duration::from_millis(500));
     assert!(alive(pid), "the daemon died with the terminal");
     let out = env.ok(&["status"]);
