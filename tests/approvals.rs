@@ -457,9 +457,9 @@ fn the_broker_long_polls_approves_over_http_and_denies_a_gone_hook_and_on_shutdo
     let poll = std::thread::spawn(move || {
         crate::fleet::request(port, "GET", "/fleet/v1/approvals?wait=30", &[&auth], b"")
     });
-    // Time: the long poll is parked before the hook asks (no event says a fleet request waits;
-    // one that came late would get the prompt at once, and the wait path would go untested).
-    std::thread::sleep(Duration::from_millis(500));
+    // The long poll is parked before the hook asks (one that came late would get the prompt
+    // at once, and the wait path would go untested).
+    env.wait_hook("approvals-wait", 1);
     let hook = hook_ask(&env, &token, "make build");
     let polled = poll.join().unwrap();
     assert_eq!(polled.status, 200);

@@ -30,7 +30,7 @@
 //! appends one line per event to `<file>`, so a test waits for "the daemon reached point X"
 //! instead of sleeping: `router-idle` (the router has handled every message and session event
 //! it had), `tick-done` (a supervise tick ended), `router-send:<personality>` (a send reached
-//! the router).
+//! the router), `approvals-wait` (a long poll of `approvals` is parked).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;

@@ -387,7 +387,7 @@ impl TestEnv {
     }
 
     /// How many times the daemon has reported `event` (`router-idle`, `tick-done`,
-    /// `router-send:<personality>`; daemon::test_hooks).
+    /// `router-send:<personality>`, `approvals-wait`; daemon::test_hooks).
     pub fn hook_count(&self, event: &str) -> usize {
         std::fs::read_to_string(self.hook_events_path())
             .unwrap_or_default()
