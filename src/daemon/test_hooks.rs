@@ -121,7 +121,7 @@ fn init_events() {
 
 /// Report that the daemon reached `event` (one line in the events file; nothing without
 /// one). A write error is ignored: a test that waits for the line then fails on its deadline.
-pub fn emit(event: &str) {
+pub fn emit(event: impl std::fmt::Display) {
     if let Some(Some(f)) = EVENTS.get() {
         use std::io::Write as _;
         let mut f = f.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -149,7 +149,7 @@ pub fn parse(value: &str) -> Option<Hook> {
 
 /// Called by the router when a send to `to` arrives: panics if the hook asks for it.
 pub fn on_router_send(to: &str) {
-    emit(&format!("router-send:{to}"));
+    emit(format_args!("router-send:{to}"));
     if let Some(Some(Hook::RouterPanicOnSend(p))) = HOOK.get() {
         if p == to {
             panic!("test hook {ENV}=router-panic-on-send:{to}");
@@ -259,9 +259,18 @@ mod tests {
     #[cfg(not(any(debug_assertions, feature = "test-hooks")))]
     #[test]
     fn a_build_without_the_hooks_ignores_the_variable() {
+        let events = std::env::temp_dir().join(format!("iapeer-events-{}", std::process::id()));
         std::env::set_var(ENV, "contain:subreaper");
+        std::env::set_var(EVENTS_ENV, &events);
         init();
         assert_eq!(HOOK.get(), Some(&None), "the hook was read");
+        assert!(
+            matches!(EVENTS.get(), Some(None)),
+            "the events file was opened"
+        );
+        emit("router-idle");
+        assert!(!events.exists(), "an event was written");
+        std::env::remove_var(EVENTS_ENV);
         assert!(allows_cgroups());
         std::env::set_var(ENV, "router-panic-on-send:carol");
         on_router_send("carol");
