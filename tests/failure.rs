@@ -180,7 +180,8 @@ fn a_panic_while_preparing_a_send_answers_the_sender_and_the_daemon_carries_on()
         &env,
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    // An internal error exits 255, apart from refusals (issue 29 item 6).
+    assert_eq!(out.status.code(), Some(255), "{}", describe(&out));
     assert!(
         stderr.contains("internal error: preparing the send failed (test hook"),
         "{}",

@@ -19,7 +19,7 @@ use crate::registry::{Registry, RegistryError, RegistryPeer};
 use crate::telegram;
 
 fn fail(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(e.to_string())
+    CliError::failed(e.to_string())
 }
 
 /// Deadline of one package verb (`bot add` asks Telegram), in seconds.

@@ -23,7 +23,7 @@ const OPERATOR: &str = "human-you";
 const STEP_TIMEOUT: Duration = Duration::from_secs(20);
 
 fn fail(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(e.to_string())
+    CliError::failed(e.to_string())
 }
 
 /// The running demo: its root, its daemon, and the log readers.

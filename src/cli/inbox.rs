@@ -20,7 +20,7 @@ use crate::registry::Registry;
 const FOLLOW_POLL: Duration = Duration::from_millis(300);
 
 fn fail(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(e.to_string())
+    CliError::failed(e.to_string())
 }
 
 /// Run `iapeer inbox`.
@@ -39,7 +39,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         &cwd,
         &registry,
     )
-    .map_err(CliError::Failed)?;
+    .map_err(CliError::failed)?;
     let view = View {
         json: inv.flag(flags::JSON),
         all: inv.flag(flags::INBOX_ALL),

@@ -158,7 +158,10 @@ pub fn render_man() -> String {
          confirm-send only: the message's state is unknown (code state-unknown) \\[u2014] some of \
          it reached the peer's input and its arrival was never confirmed, or the connection to \
          the daemon broke after the request was sent; it may have arrived, and a retry with the \
-         same --id is never delivered twice\n",
+         same --id is never delivered twice\n.TP\n255\nan internal error (code internal): the \
+         daemon or the CLI failed on its own side \\[u2014] a panic, or a file of its own it could \
+         not write \\[u2014] rather than because of the request; the message says what, and a \
+         panic's hint says how to report it\n",
     );
     out.push_str(&format!(
         ".SH SEE ALSO\n{}\n",
@@ -241,9 +244,11 @@ const DESCRIPTION: &[&str] = &[
     "Each verb takes its positionals and flags in any order. Flags take --key value or --key=value \
      (the second form keeps the value exactly, even when it starts with a dash); --help or -h anywhere \
      prints help for the verb and runs nothing; -- ends the flags. Results go to stdout, errors to \
-     stderr as one line; --json gives one JSON document on stdout for scripts, and a failure as \
-     {\"ok\":false,\"code\":...,\"error\":...} with the codes of the control protocol (failed for the \
-     CLI's own refusals). Text a peer or an agent wrote (a message, a topic, a description, a \
+     stderr: iapeer <verb>: <what happened>, then a line \"  caused by: ...\" for each cause the \
+     message does not already say and a line \"  hint: ...\" for each thing to do; --json gives one \
+     JSON document on stdout for scripts, and a failure as {\"ok\":false,\"code\":...,\"error\":...} \
+     with the codes of the control protocol (failed for the CLI's own refusals, internal for a \
+     defect) and the hints at the end of error, after dashes. Text a peer or an agent wrote (a message, a topic, a description, a \
      command, a logged value) is shown with its control characters as visible stand-ins (␛ for \
      ESC, ␍ for CR, <U+009B> for a C1 control, <U+202E> for a bidi control), never sent to the \
      terminal; in --json output the C0 and C1 controls, DEL, the bidi controls and U+2028/U+2029 \

@@ -15,7 +15,7 @@ use crate::memory::native::{self, LeverState, Setting};
 use crate::runtime::codex_setup;
 
 fn fail(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(e.to_string())
+    CliError::failed(e.to_string())
 }
 
 /// `native-memory <off|on> (--peer <p> | --all)`: flip each agent runtime's own memory in

@@ -18,7 +18,7 @@ use crate::runtime::{self, RuntimeKind};
 use crate::worktree::Checkout;
 
 fn fail(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(e.to_string())
+    CliError::failed(e.to_string())
 }
 
 /// Whether agent MCP entries carry the bearer token (`IAPEER_BEARER_TOKEN` set and not empty).
@@ -727,7 +727,7 @@ pub fn default_runtime(inv: &Invocation) -> CliResult {
     print(&out)?;
     if super::wants_json(inv) {
         // Printed on stderr already; the --json document carries them once more.
-        return Err(CliError::Failed(refusals.join("; ")));
+        return Err(CliError::failed(refusals.join("; ")));
     }
     Err(CliError::Exit(1))
 }

@@ -10,7 +10,7 @@ use crate::plugins::{self, RuntimeOutcome};
 use crate::registry::{Registry, RegistryPeer};
 
 fn fail(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(e.to_string())
+    CliError::failed(e.to_string())
 }
 
 /// The peer named, else the one whose folder is the current directory.

@@ -19,17 +19,17 @@ pub fn run(inv: &Invocation) -> CliResult {
         .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
     let paths = paths()?;
-    let registry = Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
+    let registry = Registry::load(&paths).map_err(|e| CliError::failed(e.to_string()))?;
     let peer = registry
         .find(name)
         .ok_or_else(|| super::suggest::not_registered(&paths, name))?;
     let runtime = runtime_of(peer, inv.value(flags::PROMPT_RUNTIME))?;
     let identity =
-        Identity::new(&runtime, &peer.personality).map_err(|e| CliError::Failed(e.to_string()))?;
+        Identity::new(&runtime, &peer.personality).map_err(|e| CliError::failed(e.to_string()))?;
     let adapter = crate::runtime::adapter_for(&paths, &runtime)
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+        .map_err(|e| CliError::failed(e.to_string()))?;
     if !adapter.wants_system_prompt() {
-        return Err(CliError::Failed(format!(
+        return Err(CliError::failed(format!(
             "{identity} gets no system prompt from iapeer: only agent runtimes do (a human's \
              or a service's program is not a model)"
         )));
@@ -68,7 +68,7 @@ fn runtime_of(peer: &RegistryPeer, asked: Option<&str>) -> Result<String, CliErr
     match asked {
         None => Ok(peer.default_runtime.clone()),
         Some(rt) if peer.declares(rt) => Ok(rt.to_string()),
-        Some(rt) => Err(CliError::Failed(format!(
+        Some(rt) => Err(CliError::failed(format!(
             "peer \"{}\" does not declare runtime \"{rt}\" (its runtimes: {}) — add it with: \
              iapeer add-runtime {rt} --peer {}",
             peer.personality,

@@ -16,7 +16,7 @@ use crate::runtime::manifest::Manifest;
 use crate::runtime::package::{self, SelfConfig};
 
 fn fail(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(e.to_string())
+    CliError::failed(e.to_string())
 }
 
 /// The runtime named on the command line, checked.

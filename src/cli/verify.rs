@@ -21,7 +21,7 @@ use crate::profile::{self, Profile};
 use crate::registry::{Registry, RegistryPeer};
 
 fn fail(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(e.to_string())
+    CliError::failed(e.to_string())
 }
 
 /// One problem in the `verify --json` document.

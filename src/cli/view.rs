@@ -169,7 +169,7 @@ pub fn live_state(paths: &Paths) -> Option<LiveState> {
 /// Run `iapeer list`.
 pub fn list(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let registry = Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
+    let registry = Registry::load(&paths).map_err(|e| CliError::failed(e.to_string()))?;
     let live = live_state(&paths);
     let up = live.is_some();
     let live = live.unwrap_or_default();
