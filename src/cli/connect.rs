@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::client::Client;
+use super::error::fail;
 use super::parse::Invocation;
 use super::spec::{args, flags};
 use super::{done, paths, usage, CliError, CliResult};
@@ -17,10 +18,6 @@ use crate::profile::Profile;
 use crate::protocol::{Request, StartReply, StopReply};
 use crate::registry::{Registry, RegistryError, RegistryPeer};
 use crate::telegram;
-
-fn fail(e: impl std::fmt::Display) -> CliError {
-    CliError::failed(e.to_string())
-}
 
 /// Deadline of one package verb (`bot add` asks Telegram), in seconds.
 const PACKAGE_SECS: u64 = 60;
@@ -40,7 +37,7 @@ pub fn connect(inv: &Invocation) -> CliResult {
         .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
     let paths = paths()?;
-    let registry = Registry::load(&paths).map_err(fail)?;
+    let registry = Registry::load(&paths)?;
     let peer = registry.find(name).cloned().ok_or_else(|| {
         fail(format!(
             "peer \"{name}\" is not registered — create it first (iapeer create {name})"
@@ -156,15 +153,13 @@ fn record_binding(paths: &Paths, peer: &RegistryPeer, bot: &str) -> Result<Regis
             *tg = Value::Object(Map::new());
         }
         tg["bot_username"] = Value::String(bot.to_string());
-    })
-    .map_err(fail)?;
+    })?;
     let entry = profile.to_registry_peer(&peer.cwd);
     let stored = entry.clone();
     Registry::update(paths, |r| -> Result<(), RegistryError> {
         r.upsert(stored);
         Ok(())
-    })
-    .map_err(fail)?;
+    })?;
     Ok(entry)
 }
 

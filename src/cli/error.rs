@@ -26,6 +26,9 @@ use std::fmt;
 
 use super::client::ClientError;
 use super::parse::UsageError;
+use crate::daemon::DaemonError;
+use crate::markers::MarkerError;
+use crate::names::IdentityError;
 use crate::paths::PathsError;
 use crate::peers::PeerError;
 use crate::profile::ProfileError;
@@ -330,6 +333,43 @@ impl From<PeerError> for CliError {
         let hint = peer_hint(&e);
         Failed::hinted(Code::Failed, e, hint).into()
     }
+}
+
+impl From<IdentityError> for CliError {
+    fn from(e: IdentityError) -> Self {
+        Failed::hinted(Code::Failed, e, None).into()
+    }
+}
+
+impl From<MarkerError> for CliError {
+    fn from(e: MarkerError) -> Self {
+        Failed::hinted(Code::Failed, e, None).into()
+    }
+}
+
+/// What to do when the daemon's HTTP port is taken.
+const FREE_PORT: &str = "another program (or the daemon of another iapeer root) holds the port: \
+     set IAPEER_PORT to a free port, or to 0 for any free one";
+
+/// `iapeer daemon`'s failure: a thread it cannot run without failed (code `internal`, exit
+/// [`EXIT_INTERNAL`]), or it could not start (code `failed`).
+impl From<DaemonError> for CliError {
+    fn from(e: DaemonError) -> Self {
+        match e {
+            DaemonError::Fatal(_) => Failed::hinted(Code::Internal, e, None).into(),
+            DaemonError::Listen(..) => {
+                Failed::hinted(Code::Failed, e, Some(FREE_PORT.into())).into()
+            }
+            _ => Failed::hinted(Code::Failed, e, None).into(),
+        }
+    }
+}
+
+/// The CLI's own refusal (code `failed`) whose message is `e`'s text, for an error without a
+/// `From` impl here: a library function that still returns a `String`, or an
+/// [`std::io::Error`] a caller does not word.
+pub fn fail(e: impl fmt::Display) -> CliError {
+    CliError::failed(e.to_string())
 }
 
 #[cfg(test)]

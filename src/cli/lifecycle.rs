@@ -248,8 +248,7 @@ fn connect_and_attach(req: &Request, what: &str) -> CliResult {
         drop(guard);
         return Err(e);
     }
-    attach::run(client.into_stream(), keys, typed_ahead, guard)
-        .map_err(|e| CliError::failed(e.to_string()))
+    attach::run(client.into_stream(), keys, typed_ahead, guard).map_err(super::error::fail)
 }
 
 /// `iapeer <runtime>` in a peer's folder: a fresh session of that peer on `runtime`, then
@@ -260,8 +259,7 @@ pub fn runtime_shortcut(runtime: &str, _inv: &Invocation) -> CliResult {
     let cwd = cwd.canonicalize().unwrap_or(cwd);
     let paths = paths()?;
     // The peer whose folder holds the current directory (a subfolder works too).
-    let registry =
-        crate::registry::Registry::load(&paths).map_err(|e| CliError::failed(e.to_string()))?;
+    let registry = crate::registry::Registry::load(&paths)?;
     let name = match registry.containing(&cwd) {
         Some(p) => p.personality.clone(),
         None => {
@@ -467,11 +465,8 @@ pub fn self_done(inv: &Invocation) -> CliResult {
     let me = own_identity()?;
     let paths = paths()?;
     let markers = crate::markers::Markers::new(&paths, &me);
-    markers
-        .set(crate::markers::Flag::EphemeralArmed)
-        .map_err(|e| CliError::failed(e.to_string()))?;
-    let registry =
-        crate::registry::Registry::load(&paths).map_err(|e| CliError::failed(e.to_string()))?;
+    markers.set(crate::markers::Flag::EphemeralArmed)?;
+    let registry = crate::registry::Registry::load(&paths)?;
     let ephemeral = registry
         .find(&me.personality)
         .and_then(|p| crate::profile::Profile::read(&p.cwd).ok().flatten())
@@ -498,8 +493,7 @@ pub fn self_done(inv: &Invocation) -> CliResult {
 /// `refresh (<peer> [runtime] | --all)`: the next natural wake starts fresh.
 pub fn refresh(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let registry =
-        crate::registry::Registry::load(&paths).map_err(|e| CliError::failed(e.to_string()))?;
+    let registry = crate::registry::Registry::load(&paths)?;
     let peers: Vec<&crate::registry::RegistryPeer> = if inv.flag(flags::ALL) {
         registry.peers.iter().collect()
     } else {

@@ -6,6 +6,7 @@ use std::path::Path;
 use serde_json::json;
 use toml_edit::DocumentMut;
 
+use super::error::fail;
 use super::parse::Invocation;
 use super::peers::selected_peers;
 use super::spec::{args, flags};
@@ -13,10 +14,6 @@ use super::{done, paths, usage, CliError, CliResult};
 use crate::memory::hook_trust::{self, TrustState, RECORDED_CODEX_VERSION};
 use crate::memory::native::{self, LeverState, Setting};
 use crate::runtime::codex_setup;
-
-fn fail(e: impl std::fmt::Display) -> CliError {
-    CliError::failed(e.to_string())
-}
 
 /// `native-memory <off|on> (--peer <p> | --all)`: flip each agent runtime's own memory in
 /// the peers' folders; one line per lever (`written`, `already`, `failed`). Exit 1 when a

@@ -385,5 +385,5 @@ pub fn run_infra_line(args: &[String], registry: &crate::registry::Registry) -> 
 
 fn run_daemon() -> CliResult {
     let paths = paths()?;
-    crate::daemon::run(&paths).map_err(|e| CliError::failed(e.to_string()))
+    crate::daemon::run(&paths).map_err(CliError::from)
 }

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::client::Client;
+use super::error::fail;
 use super::parse::Invocation;
 use super::spec::{args, flags};
 use super::{done, paths, print, usage, CliError, CliResult};
@@ -16,10 +17,6 @@ use crate::protocol::{Answer, ForgetReply, Request, StartReply};
 use crate::registry::{Registry, RegistryError, RegistryPeer};
 use crate::runtime::{self, RuntimeKind};
 use crate::worktree::Checkout;
-
-fn fail(e: impl std::fmt::Display) -> CliError {
-    CliError::failed(e.to_string())
-}
 
 /// Whether agent MCP entries carry the bearer token (`IAPEER_BEARER_TOKEN` set and not empty).
 fn bearer() -> bool {
@@ -42,7 +39,7 @@ pub fn create(inv: &Invocation) -> CliResult {
         .positional(args::NAME)
         .ok_or_else(|| usage(inv, "missing <name>"))?;
     // The name is judged before anything else, as it always was.
-    peers::check_name(name).map_err(fail)?;
+    peers::check_name(name)?;
     let paths = paths()?;
     judge_agents_as_the_daemon(&paths);
     let folder = match inv.value(flags::PATH) {
@@ -62,8 +59,7 @@ pub fn create(inv: &Invocation) -> CliResult {
         return Err(usage(inv, "--branch goes with --worktree <repo>"));
     }
     let before = registered(&paths, name);
-    let born =
-        peers::create_peer(&paths, name, folder.as_deref(), &init_options(inv)).map_err(fail)?;
+    let born = peers::create_peer(&paths, name, folder.as_deref(), &init_options(inv))?;
     let unconfigured = bootstrap(inv, &paths, &born);
     report(inv, "created", before.as_ref(), &born.peer)?;
     unconfigured.map_or(Ok(()), Err)
@@ -85,8 +81,7 @@ fn create_worktree(
         repo,
         inv.value(flags::BRANCH),
         &init_options(inv),
-    )
-    .map_err(fail)?;
+    )?;
     let unconfigured = bootstrap(inv, paths, &born);
     let repo = made.repository.display();
     let how = match &made.checkout {
@@ -146,7 +141,7 @@ pub fn init(inv: &Invocation) -> CliResult {
         .map(|n| crate::names::normalize(&n.to_string_lossy()))
         .unwrap_or_default();
     let before = registered(&paths, &name);
-    let born = peers::init_peer(&paths, &folder, &init_options(inv)).map_err(fail)?;
+    let born = peers::init_peer(&paths, &folder, &init_options(inv))?;
     let unconfigured = bootstrap(inv, &paths, &born);
     match before.as_ref().filter(|b| b.cwd != born.peer.cwd) {
         // A peer folder moved by hand, found again (issue 30 item 6).
@@ -295,7 +290,7 @@ pub fn remove(inv: &Invocation) -> CliResult {
         .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
     let paths = paths()?;
-    let registry = Registry::load(&paths).map_err(fail)?;
+    let registry = Registry::load(&paths)?;
     let Some(entry) = registry.find(name).cloned() else {
         return done(
             inv,
@@ -313,9 +308,7 @@ pub fn remove(inv: &Invocation) -> CliResult {
         .flatten()
         .and_then(|p| p.worktree)
     {
-        Some(record) => {
-            Some(peers::worktree::plan_removal(&entry.cwd, &record, force).map_err(fail)?)
-        }
+        Some(record) => Some(peers::worktree::plan_removal(&entry.cwd, &record, force)?),
         None => None,
     };
     if super::view::live_state(&paths).is_some() {
@@ -347,8 +340,7 @@ pub fn remove(inv: &Invocation) -> CliResult {
             None,
             crate::clock::now_ms(),
         ))
-    })
-    .map_err(fail)?;
+    })?;
     if let Err(e) = noted {
         eprintln!("iapeer remove: cannot note the removal ({e}); a send to {name} will not say it was removed");
     }
@@ -505,7 +497,7 @@ pub fn rename(inv: &Invocation) -> CliResult {
         // A write after the move would bring the old folder back.
         end_sessions(&paths, old, "moved")?;
     }
-    let moved = peers::rename_peer(&paths, old, new, bearer()).map_err(fail)?;
+    let moved = peers::rename_peer(&paths, old, new, bearer())?;
     for w in &moved.warnings {
         eprintln!("iapeer rename: {w}");
     }
@@ -595,7 +587,7 @@ pub(crate) fn selected_peers(
     paths: &Paths,
     inv: &Invocation,
 ) -> Result<Vec<RegistryPeer>, CliError> {
-    let registry = Registry::load(paths).map_err(fail)?;
+    let registry = Registry::load(paths)?;
     if inv.flag(flags::ALL) {
         return Ok(registry.peers);
     }
@@ -615,7 +607,7 @@ fn store(paths: &Paths, profile: &Profile, cwd: &Path) -> Result<(), CliError> {
         r.upsert(entry);
         Ok(())
     })
-    .map_err(fail)
+    .map_err(CliError::from)
 }
 
 /// `add-runtime <rt> (--peer <p> | --all)`: declare another agent runtime and do its setup;
@@ -626,7 +618,7 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
         .ok_or_else(|| usage(inv, "missing <rt>"))?;
     let paths = paths()?;
     judge_agents_as_the_daemon(&paths);
-    let kind = runtime::adapter_for(&paths, rt).map_err(fail)?.kind();
+    let kind = runtime::adapter_for(&paths, rt)?.kind();
     if kind != RuntimeKind::Agent {
         return Err(fail(format!("{rt} is a human's or a service's runtime; add-runtime declares agent runtimes (create a peer with --runtime {rt} instead)")));
     }
@@ -660,10 +652,9 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
             if !p.declares(rt) {
                 p.runtimes.push(rt.to_string());
             }
-        })
-        .map_err(fail)?;
+        })?;
         runtime::setup_peer(rt, &peer.cwd, &peer.personality, bearer).map_err(fail)?;
-        peers::write_launch_env_stub(&peer.cwd, rt).map_err(fail)?;
+        peers::write_launch_env_stub(&peer.cwd, rt)?;
         store(&paths, &profile, &peer.cwd)?;
         if !had {
             // A runtime's birth (spec 08 §3): the memory provider equips it too.
@@ -700,7 +691,7 @@ pub fn default_runtime(inv: &Invocation) -> CliResult {
         .positional(args::RT)
         .ok_or_else(|| usage(inv, "missing <rt>"))?;
     let paths = paths()?;
-    let kind = runtime::adapter_for(&paths, rt).map_err(fail)?.kind();
+    let kind = runtime::adapter_for(&paths, rt)?.kind();
     let mut out = String::new();
     let mut rows = Vec::new();
     let mut refusals = Vec::new();
@@ -711,8 +702,7 @@ pub fn default_runtime(inv: &Invocation) -> CliResult {
             refusals.push(refusal);
             continue;
         }
-        let profile =
-            Profile::update(&peer.cwd, |p| p.default_runtime = rt.to_string()).map_err(fail)?;
+        let profile = Profile::update(&peer.cwd, |p| p.default_runtime = rt.to_string())?;
         store(&paths, &profile, &peer.cwd)?;
         rows.push(peer.personality.clone());
         out.push_str(&format!("{}: default runtime {rt}\n", peer.personality));
@@ -755,9 +745,8 @@ pub fn approval_mode(inv: &Invocation) -> CliResult {
         let profile = match gated {
             Some(g) => Profile::update(&peer.cwd, |p| {
                 p.approval_mode = g.then(|| crate::profile::APPROVAL_MODE_GATED.to_string())
-            })
-            .map_err(fail)?,
-            None => Profile::read(&peer.cwd).map_err(fail)?.ok_or_else(|| {
+            })?,
+            None => Profile::read(&peer.cwd)?.ok_or_else(|| {
                 fail(format!(
                     "{} has no profile in {} — iapeer verify says what to do",
                     peer.personality,

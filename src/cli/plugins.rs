@@ -3,20 +3,17 @@
 
 use serde_json::json;
 
+use super::error::fail;
 use super::parse::Invocation;
 use super::spec::{args, flags};
 use super::{done, paths, usage, CliError, CliResult};
 use crate::plugins::{self, RuntimeOutcome};
 use crate::registry::{Registry, RegistryPeer};
 
-fn fail(e: impl std::fmt::Display) -> CliError {
-    CliError::failed(e.to_string())
-}
-
 /// The peer named, else the one whose folder is the current directory.
 fn target(inv: &Invocation) -> Result<RegistryPeer, CliError> {
     let paths = paths()?;
-    let registry = Registry::load(&paths).map_err(fail)?;
+    let registry = Registry::load(&paths)?;
     if let Some(name) = inv.positional(args::SOME_PEER) {
         return registry
             .find(name)

@@ -19,15 +19,13 @@ pub fn run(inv: &Invocation) -> CliResult {
         .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
     let paths = paths()?;
-    let registry = Registry::load(&paths).map_err(|e| CliError::failed(e.to_string()))?;
+    let registry = Registry::load(&paths)?;
     let peer = registry
         .find(name)
         .ok_or_else(|| super::suggest::not_registered(&paths, name))?;
     let runtime = runtime_of(peer, inv.value(flags::PROMPT_RUNTIME))?;
-    let identity =
-        Identity::new(&runtime, &peer.personality).map_err(|e| CliError::failed(e.to_string()))?;
-    let adapter = crate::runtime::adapter_for(&paths, &runtime)
-        .map_err(|e| CliError::failed(e.to_string()))?;
+    let identity = Identity::new(&runtime, &peer.personality)?;
+    let adapter = crate::runtime::adapter_for(&paths, &runtime)?;
     if !adapter.wants_system_prompt() {
         return Err(CliError::failed(format!(
             "{identity} gets no system prompt from iapeer: only agent runtimes do (a human's \

@@ -126,7 +126,7 @@ pub fn run(inv: &Invocation) -> CliResult {
     let needs_registry = inv.value(flags::FROM).is_none()
         && std::env::var("PEER_IDENTITY").map_or(true, |v| v.trim().is_empty());
     let registry = if needs_registry {
-        Registry::load(&paths).map_err(|e| CliError::failed(e.to_string()))?
+        Registry::load(&paths)?
     } else {
         Registry::default()
     };
