@@ -135,6 +135,14 @@ pub fn start_detached(paths: &Paths, exe: &Path) -> Result<u32, CliError> {
     }
 }
 
+/// `shutdown --json`: `{"ok":true,"stopped":<pid>}`, or `"stopped":null` when no daemon
+/// was running.
+#[derive(Debug, serde::Serialize)]
+pub struct ShutdownDoc {
+    /// The stopped daemon's process id.
+    pub stopped: Option<u32>,
+}
+
 /// `shutdown`: stop the running daemon (SIGTERM: its sessions end, live agents resume on
 /// their next message) and return once it is gone.
 pub fn shutdown(inv: &super::parse::Invocation) -> CliResult {
@@ -142,12 +150,12 @@ pub fn shutdown(inv: &super::parse::Invocation) -> CliResult {
     match stop(&paths)? {
         Some(pid) => super::done(
             inv,
-            &serde_json::json!({ "stopped": pid }),
+            &ShutdownDoc { stopped: Some(pid) },
             &format!("daemon stopped (pid {pid}); its sessions ended\n"),
         ),
         None => super::done(
             inv,
-            &serde_json::json!({ "stopped": null }),
+            &ShutdownDoc { stopped: None },
             &format!(
                 "no daemon is running (nothing answers on {})\n",
                 paths.socket().display()

@@ -435,4 +435,87 @@ mod tests {
         assert_eq!(prose("(-h) a — b"), "(\\-h) a \\[u2014] b");
         assert_eq!(prose("end."), "end.");
     }
+
+    /// The keys of a `--json` document, nested objects' too, in order of appearance.
+    fn keys(doc: &serde_json::Value, out: &mut Vec<String>) {
+        if let Some(map) = doc.as_object() {
+            for (k, v) in map {
+                out.push(k.clone());
+                keys(v, out);
+            }
+        }
+    }
+
+    /// Each `--json` document type beside its verb (issue 29 item 6) has every field named
+    /// in that verb's description, which the man page prints; `ok`, `code` and `error`
+    /// are the protocol's, described once in the general rules.
+    #[test]
+    fn json_documents_have_their_fields_in_the_man_page() {
+        use crate::cli::{background, peers, send, ui};
+        use std::path::Path;
+        let value = |d: serde_json::Result<serde_json::Value>| d.unwrap();
+        let docs: Vec<(&str, serde_json::Value)> = vec![
+            (
+                "ui",
+                value(serde_json::to_value(ui::UiDoc {
+                    url: "http://127.0.0.1:1/".into(),
+                    opened: false,
+                })),
+            ),
+            (
+                "shutdown",
+                value(serde_json::to_value(background::ShutdownDoc {
+                    stopped: Some(7),
+                })),
+            ),
+            (
+                "remove",
+                value(serde_json::to_value(peers::RemovedDoc {
+                    removed: true,
+                    folder: Some("/p/bob".into()),
+                    inbox_kept: Some(None),
+                    worktree: Some(peers::RemovedWorktree {
+                        removed: true,
+                        branch: Some("iapeer/bob".into()),
+                        note: "n".into(),
+                    }),
+                })),
+            ),
+            (
+                "send",
+                value(serde_json::to_value(send::KeptDoc {
+                    ok: true,
+                    outbox: Path::new("/o/1.json"),
+                    to: "bob",
+                })),
+            ),
+            (
+                "send",
+                value(serde_json::to_value(send::StateUnknownDoc {
+                    ok: false,
+                    code: crate::protocol::Code::StateUnknown,
+                    error: "e",
+                    id: Some("m1"),
+                })),
+            ),
+        ];
+        let general = DESCRIPTION.concat();
+        for (verb, doc) in docs {
+            let described = crate::cli::spec::find_verb(verb).unwrap().description;
+            let mut names = Vec::new();
+            keys(&doc, &mut names);
+            assert!(!names.is_empty(), "{verb}: {doc}");
+            for key in names {
+                let text = if matches!(key.as_str(), "ok" | "code" | "error") {
+                    &general
+                } else {
+                    described
+                };
+                assert!(
+                    text.contains(&format!("\"{key}\"")),
+                    "{verb} --json has \"{key}\", which its man page description does not name"
+                );
+            }
+        }
+    }
 }

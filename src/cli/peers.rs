@@ -283,6 +283,35 @@ pub(crate) fn start_always_on(paths: &Paths, name: &str, runtime: &str) {
     }
 }
 
+/// `remove --json`: `{"ok":true,"removed":false}` for a name that is not registered, else
+/// `"removed":true` with the kept `"folder"`, `"inbox_kept"` (the file a human's messages were
+/// set aside in, or null) and, for a worktree peer, `"worktree"`.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct RemovedDoc {
+    /// Whether a peer was removed.
+    pub removed: bool,
+    /// The peer's folder, kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub folder: Option<PathBuf>,
+    /// Where a human's messages were set aside (`null` when there were none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inbox_kept: Option<Option<PathBuf>>,
+    /// A worktree peer's worktree.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<RemovedWorktree>,
+}
+
+/// `remove --json`'s `"worktree"`: `{"removed", "branch", "note"}`.
+#[derive(Debug, serde::Serialize)]
+pub struct RemovedWorktree {
+    /// Whether git removed the worktree.
+    pub removed: bool,
+    /// The branch it was on, kept.
+    pub branch: Option<String>,
+    /// What became of it, in words.
+    pub note: String,
+}
+
 /// `remove <peer> [--force]`: drop the registry entry, end its sessions, delete its attachment
 /// inbox and markers, set a human's messages aside; keep the folder.
 pub fn remove(inv: &Invocation) -> CliResult {
@@ -294,7 +323,7 @@ pub fn remove(inv: &Invocation) -> CliResult {
     let Some(entry) = registry.find(name).cloned() else {
         return done(
             inv,
-            &serde_json::json!({ "removed": false }),
+            &RemovedDoc::default(),
             &format!(
                 "peer \"{name}\" is not registered — nothing to remove{}\n",
                 super::suggest::peer_hint(&paths, name)
@@ -374,7 +403,12 @@ pub fn remove(inv: &Invocation) -> CliResult {
         .as_ref()
         .map(|k| format!("; its inbox kept as {}", k.display()))
         .unwrap_or_default();
-    let mut doc = serde_json::json!({ "removed": true, "folder": entry.cwd, "inbox_kept": kept });
+    let mut doc = RemovedDoc {
+        removed: true,
+        folder: Some(entry.cwd.clone()),
+        inbox_kept: Some(kept.clone()),
+        worktree: None,
+    };
     let Some(removal) = worktree else {
         return done(
             inv,
@@ -386,10 +420,12 @@ pub fn remove(inv: &Invocation) -> CliResult {
         );
     };
     let outcome = peers::worktree::remove_worktree(&removal, &entry.cwd, force);
-    doc["worktree"] = serde_json::json!({
-        "removed": outcome.is_ok() && removal.removes(),
-        "branch": removal.branch(),
-        "note": outcome.as_ref().map_or_else(ToString::to_string, Clone::clone),
+    doc.worktree = Some(RemovedWorktree {
+        removed: outcome.is_ok() && removal.removes(),
+        branch: removal.branch().map(String::from),
+        note: outcome
+            .as_ref()
+            .map_or_else(ToString::to_string, Clone::clone),
     });
     match outcome {
         Ok(note) => done(inv, &doc, &format!("removed {name} ({note}{kept_note})\n")),

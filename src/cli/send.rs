@@ -247,6 +247,33 @@ pub fn run(inv: &Invocation) -> CliResult {
     }
 }
 
+/// `send --json` when the message's state is unknown (exit [`EXIT_STATE_UNKNOWN`]): the
+/// failure document with the message id, `{"ok":false,"code":"state-unknown","error":…,"id":…}`.
+#[derive(Debug, serde::Serialize)]
+pub struct StateUnknownDoc<'a> {
+    /// Always `false`.
+    pub ok: bool,
+    /// `state-unknown`.
+    pub code: Code,
+    /// What happened.
+    pub error: &'a str,
+    /// The message id a retry passes as `--id` (absent when none is known).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<&'a str>,
+}
+
+/// `send --json` with the daemon not running and the message kept:
+/// `{"ok":true,"outbox":<file>,"to":<target>}`.
+#[derive(Debug, serde::Serialize)]
+pub struct KeptDoc<'a> {
+    /// Always `true`.
+    pub ok: bool,
+    /// The outbox file the message is kept in.
+    pub outbox: &'a Path,
+    /// The target peer.
+    pub to: &'a str,
+}
+
 /// Say that a send's state is unknown (`f`, code `state-unknown`) and exit
 /// [`EXIT_STATE_UNKNOWN`]: `iapeer send: <error>` with the command that retries safely
 /// (`retry`) on stderr; with `--json` the failure document plus the message `id` on stdout.
@@ -257,10 +284,12 @@ fn state_unknown(
     json_out: bool,
 ) -> CliResult {
     if json_out {
-        let mut doc = serde_json::json!({"ok": false, "code": f.code, "error": f.error});
-        if let Some(id) = id {
-            doc["id"] = serde_json::Value::from(id);
-        }
+        let doc = StateUnknownDoc {
+            ok: false,
+            code: f.code,
+            error: &f.error,
+            id,
+        };
         print(&format!("{}\n", json_line(&doc)))?;
     }
     match retry {
@@ -523,10 +552,12 @@ fn keep_in_outbox(paths: &Paths, req: &Request, target: &str, json_out: bool) ->
         ))
     })?;
     if json_out {
-        return print(&format!(
-            "{}\n",
-            serde_json::json!({"ok": true, "outbox": file, "to": target})
-        ));
+        let doc = KeptDoc {
+            ok: true,
+            outbox: &file,
+            to: target,
+        };
+        return print(&format!("{}\n", json_line(&doc)));
     }
     print(&format!(
         "kept for {target} in the outbox ({}): the daemon is not running; it delivers the \

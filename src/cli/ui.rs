@@ -12,8 +12,6 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use serde_json::json;
-
 use super::client::Client;
 use super::parse::Invocation;
 use super::spec::flags;
@@ -54,7 +52,16 @@ pub fn run(inv: &Invocation) -> CliResult {
         }
         format!("{url}\n")
     };
-    done(inv, &json!({ "url": url, "opened": opened }), &text)
+    done(inv, &UiDoc { url, opened }, &text)
+}
+
+/// `ui --json`: `{"ok":true,"url":…,"opened":…}` (the man page names the fields).
+#[derive(Debug, serde::Serialize)]
+pub struct UiDoc {
+    /// The page's link, with its key.
+    pub url: String,
+    /// Whether a browser was asked to open it.
+    pub opened: bool,
 }
 
 /// The port of the daemon's MCP address `http://127.0.0.1:<port>/mcp`.

@@ -448,7 +448,8 @@ pub static VERBS: &[VerbSpec] = &[
             <p> (<rt>) earlier\" (exit 0) and nothing is sent again. When the outcome is not known \
             — some of the message reached the peer's input and its arrival was never confirmed, \
             or the connection to the daemon broke after the request was sent — it says \"state \
-            unknown: it may have arrived\" with the message id and exits 3 (code state-unknown); \
+            unknown: it may have arrived\" with the message id and exits 3 (code state-unknown; \
+            --json: the failure with the message's \"id\"); \
             \"NOT delivered\" (exit 1) is said only when none of it reached the peer. \
             --if-busy says what to do when the peer's agent is mid-turn (busy, as list shows it) \
             when the message's turn to go in comes: queue (the default) pastes it anyway, and its \
@@ -464,7 +465,7 @@ pub static VERBS: &[VerbSpec] = &[
             message the daemon would refuse at once (an unknown peer or sender, a stopped peer, a \
             topic with a line break, an attachment that cannot be read, a root with no peers) is \
             refused now (exit 1), and any other is kept in <root>/state/iapeer/outbox/ with copies \
-            of its attachments (exit 0, the file named) and routed when the daemon starts; one it \
+            of its attachments (exit 0, the file named; --json: {\"outbox\": <file>, \"to\": <peer>}) and routed when the daemon starts; one it \
             then refuses is kept beside as .refused with the reason.",
         positionals: &[TARGET],
         flags: &[
@@ -719,7 +720,10 @@ pub static VERBS: &[VerbSpec] = &[
             with the command that deletes the branch; a worktree holding uncommitted changes or \
             untracked files is refused, naming them, and --force removes it with them (they are lost; \
             the branch's commits are kept). A worktree git has locked is refused; one git no longer \
-            knows is kept as a folder.",
+            knows is kept as a folder. --json prints {\"removed\": false} for a name that is not \
+            registered, else \"removed\": true with the kept \"folder\", \"inbox_kept\" (where a \
+            human's messages were set aside, or null) and, for a worktree peer, \"worktree\": \
+            {\"removed\", \"branch\", \"note\"}.",
         positionals: &[args::PEER],
         flags: &[flags::REMOVE_FORCE, JSON],
         rules: &[],
@@ -1088,7 +1092,8 @@ pub static VERBS: &[VerbSpec] = &[
         summary: "stop the running daemon and wait until it is gone",
         description: "Stop the daemon that answers on the control socket (however it was started) and \
             return once it is gone: every session ends, and live agents resume on their next message. \
-            With no daemon running it says so and succeeds.",
+            With no daemon running it says so and succeeds. --json prints {\"stopped\": <pid>}, \
+            null when none was running.",
         positionals: &[],
         flags: &[JSON],
         rules: &[],
