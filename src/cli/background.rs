@@ -83,10 +83,13 @@ pub fn detach() -> CliResult {
 pub fn start_detached(paths: &Paths, exe: &Path) -> Result<u32, CliError> {
     let sock = paths.socket();
     if let Some(pid) = running_pid(paths) {
-        return Err(CliError::failed(format!(
-            "a daemon is already running (pid {pid}, on {}) — stop it first with: iapeer shutdown",
-            sock.display()
-        )));
+        return Err(CliError::hinted(
+            format!(
+                "a daemon is already running (pid {pid}, on {})",
+                sock.display()
+            ),
+            "stop it first with: iapeer shutdown",
+        ));
     }
     ensure_dir(&paths.logs_dir()).map_err(|e| {
         CliError::failed(format!("cannot create {}: {e}", paths.logs_dir().display()))

@@ -39,17 +39,25 @@ pub fn connect(inv: &Invocation) -> CliResult {
     let paths = paths()?;
     let registry = Registry::load(&paths)?;
     let peer = registry.find(name).cloned().ok_or_else(|| {
-        fail(format!(
-            "peer \"{name}\" is not registered — create it first (iapeer create {name})"
-        ))
+        CliError::hinted(
+            format!("peer \"{name}\" is not registered"),
+            format!("create it first (iapeer create {name})"),
+        )
     })?;
     let program = telegram::package_program(&paths).ok_or_else(|| {
-        fail("the telegram runtime is not installed (no runtimes/telegram/runtime.json) — install @agfpd/telegram-runtime first (iapeer install-runtime telegram)")
+        CliError::hinted(
+            "the telegram runtime is not installed (no runtimes/telegram/runtime.json)",
+            "install @agfpd/telegram-runtime first (iapeer install-runtime telegram)",
+        )
     })?;
     let token = match inv.value(flags::TOKEN) {
         Some(t) if !t.trim().is_empty() => t.trim().to_string(),
-        _ => ask("bot token (message @BotFather, /newbot, copy the token): ")
-            .ok_or_else(|| fail("no --token and no terminal to ask on — pass --token <bot-token> (create one: message @BotFather, /newbot)"))?,
+        _ => ask("bot token (message @BotFather, /newbot, copy the token): ").ok_or_else(|| {
+            CliError::hinted(
+                "no --token and no terminal to ask on",
+                "pass --token <bot-token> (create one: message @BotFather, /newbot)",
+            )
+        })?,
     };
     let bot_raw = match inv.value(flags::BOT) {
         Some(b) => b.to_string(),

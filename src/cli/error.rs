@@ -167,6 +167,13 @@ impl CliError {
         CliError::Failed(Failed::new(Code::Failed, message))
     }
 
+    /// The CLI's own refusal (code `failed`): `message`, then what to do as a hint line.
+    pub fn hinted(message: impl Into<String>, hint: impl Into<String>) -> CliError {
+        let mut f = Failed::new(Code::Failed, message);
+        f.hints.push(hint.into());
+        CliError::Failed(f)
+    }
+
     /// The exit code: [`EXIT_INTERNAL`] for code `internal`, 2 for a usage error, 1 for
     /// any other failure, the given code for [`CliError::Exit`].
     pub fn exit_code(&self) -> i32 {

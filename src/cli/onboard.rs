@@ -433,9 +433,10 @@ pub fn run(inv: &Invocation) -> CliResult {
             Step::CreateHuman { name } => {
                 let born = crate::peers::create_human_peer(&paths, name, Some("the operator"))
                     .map_err(|e| {
-                        CliError::failed(format!(
-                            "could not create your human peer {name}: {e} — pick another name with --human <name>"
-                        ))
+                        CliError::hinted(
+                            format!("could not create your human peer {name}: {e}"),
+                            "pick another name with --human <name>",
+                        )
                     })?;
                 if let Some(rt) = &born.always_on {
                     super::peers::start_always_on(&paths, name, rt);
@@ -444,9 +445,10 @@ pub fn run(inv: &Invocation) -> CliResult {
             Step::ProvisionNotifier { missing } => {
                 for name in missing {
                     let born = crate::peers::create_notifier_peer(&paths, name).map_err(|e| {
-                        CliError::failed(format!(
-                            "could not create the notifier service peer {name}: {e} — remove or rename what holds that name, then run onboard again"
-                        ))
+                        CliError::hinted(
+                            format!("could not create the notifier service peer {name}: {e}"),
+                            "remove or rename what holds that name, then run onboard again",
+                        )
                     })?;
                     if let Some(rt) = &born.always_on {
                         super::peers::start_always_on(&paths, name, rt);

@@ -343,10 +343,10 @@ pub fn remove(inv: &Invocation) -> CliResult {
     if super::view::live_state(&paths).is_some() {
         let ids = live_sessions(&paths, name);
         if !ids.is_empty() && !force {
-            return Err(fail(format!(
-                "peer \"{name}\" is live ({}) — stop it first (iapeer stop {name}) or pass --force",
-                ids.join(", ")
-            )));
+            return Err(CliError::hinted(
+                format!("peer \"{name}\" is live ({})", ids.join(", ")),
+                format!("stop it first (iapeer stop {name}) or pass --force"),
+            ));
         }
         if worktree.is_some() && !ids.is_empty() {
             // Its agent must be gone before git deletes the folder it works in.
@@ -484,9 +484,10 @@ const END_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
 fn end_sessions(paths: &Paths, name: &str, what: &str) -> Result<(), CliError> {
     let verb = if what == "moved" { "rename" } else { "remove" };
     let mut c = Client::connect(paths).map_err(|e| {
-        fail(format!(
-            "peer \"{name}\" is live but the daemon does not answer ({e}) — stop it first"
-        ))
+        CliError::hinted(
+            format!("peer \"{name}\" is live but the daemon does not answer ({e})"),
+            "stop it first",
+        )
     })?;
     let req = Request::Forget {
         personality: name.to_string(),
@@ -525,10 +526,10 @@ pub fn rename(inv: &Invocation) -> CliResult {
     let live = live_sessions(&paths, old);
     if !live.is_empty() {
         if !inv.flag(flags::FORCE) {
-            return Err(fail(format!(
-                "peer \"{old}\" is live ({}) — stop it first (iapeer stop {old}) or pass --force",
-                live.join(", ")
-            )));
+            return Err(CliError::hinted(
+                format!("peer \"{old}\" is live ({})", live.join(", ")),
+                format!("stop it first (iapeer stop {old}) or pass --force"),
+            ));
         }
         // A write after the move would bring the old folder back.
         end_sessions(&paths, old, "moved")?;

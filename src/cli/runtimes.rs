@@ -111,10 +111,11 @@ fn package_spec(paths: &Paths, rt: &str, given: Option<&str>) -> Result<String, 
         None => package::recorded_spec(paths, rt)
             .or_else(|| package::known_package(rt).map(String::from))
             .ok_or_else(|| {
-            fail(format!(
-                "no package is known for runtime \"{rt}\" — give it with --package <npm package or tarball>"
-            ))
-        }),
+                CliError::hinted(
+                    format!("no package is known for runtime \"{rt}\""),
+                    "give it with --package <npm package or tarball>",
+                )
+            }),
     }
 }
 
@@ -254,14 +255,16 @@ fn package_of(paths: &Paths, rt: &str) -> Option<String> {
 
 fn update_one(inv: &Invocation, paths: &Paths, rt: &str) -> CliResult {
     let before = Manifest::load(paths, rt)?.ok_or_else(|| {
-        fail(format!(
-            "runtime \"{rt}\" is not installed from a package — install it with iapeer install-runtime {rt}"
-        ))
+        CliError::hinted(
+            format!("runtime \"{rt}\" is not installed from a package"),
+            format!("install it with iapeer install-runtime {rt}"),
+        )
     })?;
     let spec = package_of(paths, rt).ok_or_else(|| {
-        fail(format!(
-            "it is not known which package provides \"{rt}\" — reinstall it with iapeer install-runtime {rt} --package <spec>"
-        ))
+        CliError::hinted(
+            format!("it is not known which package provides \"{rt}\""),
+            format!("reinstall it with iapeer install-runtime {rt} --package <spec>"),
+        )
     })?;
     match (&before.version, inv.flag(flags::REINSTALL)) {
         (Some(have), false) => {

@@ -545,11 +545,13 @@ fn start_service(paths: &Paths) -> Option<Client> {
 /// Errors: the outbox cannot be written (then nothing was kept, and the text says so).
 fn keep_in_outbox(paths: &Paths, req: &Request, target: &str, json_out: bool) -> CliResult {
     let file = crate::outbox::put(paths, req).map_err(|e| {
-        CliError::failed(format!(
-            "the daemon is not running and the message could not be kept in {}: {e} — \
-             start the daemon (iapeer daemon) and send again",
-            crate::outbox::dir(paths).display()
-        ))
+        CliError::hinted(
+            format!(
+                "the daemon is not running and the message could not be kept in {}: {e}",
+                crate::outbox::dir(paths).display()
+            ),
+            "start the daemon (iapeer daemon) and send again",
+        )
     })?;
     if json_out {
         let doc = KeptDoc {
