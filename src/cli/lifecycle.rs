@@ -471,7 +471,10 @@ pub fn self_done(inv: &Invocation) -> CliResult {
         .find(&me.personality)
         .and_then(|p| crate::profile::Profile::read(&p.cwd).ok().flatten())
         .is_some_and(|p| p.is_ephemeral());
-    let doc = serde_json::json!({ "identity": me.to_string(), "ephemeral": ephemeral });
+    let doc = SelfDoneDoc {
+        identity: me.to_string(),
+        ephemeral,
+    };
     if ephemeral {
         done(
             inv,
@@ -488,6 +491,22 @@ pub fn self_done(inv: &Invocation) -> CliResult {
             ),
         )
     }
+}
+
+/// `self-done --json`: `{"identity":<runtime>-<peer>,"ephemeral":…}`.
+#[derive(Debug, serde::Serialize)]
+pub struct SelfDoneDoc {
+    /// The calling session's identity.
+    pub identity: String,
+    /// Whether the peer is ephemeral (only then does the mark end the session).
+    pub ephemeral: bool,
+}
+
+/// `refresh --json`: `{"marked":[<identity>…]}`, the sessions whose next wake starts fresh.
+#[derive(Debug, serde::Serialize)]
+pub struct RefreshDoc {
+    /// The identities marked.
+    pub marked: Vec<String>,
 }
 
 /// `refresh (<peer> [runtime] | --all)`: the next natural wake starts fresh.
@@ -510,7 +529,8 @@ pub fn refresh(inv: &Invocation) -> CliResult {
             .map_err(CliError::failed)?;
         marked.extend(ids.iter().map(ToString::to_string));
     }
-    let doc = serde_json::json!({ "marked": marked });
+    let doc = RefreshDoc { marked };
+    let marked = &doc.marked;
     if marked.is_empty() {
         return done(
             inv,

@@ -95,13 +95,15 @@ fn create_worktree(
         }
     };
     if inv.flag(flags::JSON) {
-        let mut doc = serde_json::to_value(&born.peer).map_err(fail)?;
-        doc["worktree"] = serde_json::json!({
-            "repository": made.repository,
-            "branch": made.checkout.branch(),
-            "branch_made": made.checkout.makes_branch(),
-            "from": made.from,
-        });
+        let doc = CreatedWorktreeDoc {
+            peer: &born.peer,
+            worktree: CreatedWorktree {
+                repository: &made.repository,
+                branch: made.checkout.branch(),
+                branch_made: made.checkout.makes_branch(),
+                from: made.from.as_deref(),
+            },
+        };
         print(&format!("{}\n", super::json_line(&doc)))?;
     } else {
         report(inv, "created", None, &born.peer)?;
@@ -508,6 +510,55 @@ fn end_sessions(paths: &Paths, name: &str, what: &str) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `rename --json`: the old `"from"` folder, the registry entry as written (`"peer"`), the
+/// moved Claude Code `"history"` folder (or null), the peers whose triggers named the old
+/// name (`"triggers_in"`) and, for a worktree peer, `"worktree": {"branch"}`.
+#[derive(Debug, serde::Serialize)]
+pub struct RenamedDoc<'a> {
+    /// The folder before the move.
+    pub from: &'a Path,
+    /// The registry entry as written.
+    pub peer: &'a RegistryPeer,
+    /// Where the Claude Code history folder went, if one moved.
+    pub history: Option<&'a Path>,
+    /// The peers whose timer/watcher triggers named the old name.
+    pub triggers_in: &'a [String],
+    /// A worktree peer's branch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<RenamedWorktree<'a>>,
+}
+
+/// `rename --json`'s `"worktree"`.
+#[derive(Debug, serde::Serialize)]
+pub struct RenamedWorktree<'a> {
+    /// The worktree's branch, if git names one.
+    pub branch: Option<&'a str>,
+}
+
+/// `create --worktree --json`: the registry entry's fields (as `create --json` prints them)
+/// and `"worktree": {"repository", "branch", "branch_made", "from"}`.
+#[derive(Debug, serde::Serialize)]
+pub struct CreatedWorktreeDoc<'a> {
+    /// The registry entry, its fields at the top level.
+    #[serde(flatten)]
+    pub peer: &'a RegistryPeer,
+    /// The worktree made.
+    pub worktree: CreatedWorktree<'a>,
+}
+
+/// `create --worktree --json`'s `"worktree"`.
+#[derive(Debug, serde::Serialize)]
+pub struct CreatedWorktree<'a> {
+    /// The repository's git directory.
+    pub repository: &'a Path,
+    /// The branch checked out.
+    pub branch: &'a str,
+    /// Whether the branch was made for it.
+    pub branch_made: bool,
+    /// The start point a new branch was made from, if any.
+    pub from: Option<&'a str>,
+}
+
 /// `rename <old> <new> [--force]`: move the peer's folder (and Claude history) to `<new>`,
 /// update profile and registry. A live peer needs `--force`, which ends its sessions first.
 pub fn rename(inv: &Invocation) -> CliResult {
@@ -581,15 +632,15 @@ pub fn rename(inv: &Invocation) -> CliResult {
         .as_ref()
         .map(|(_, note)| format!("; worktree moved with git, {note}"))
         .unwrap_or_default();
-    let mut doc = serde_json::json!({
-        "from": moved.from,
-        "peer": moved.peer,
-        "history": moved.history.as_ref().map(|(_, to)| to),
-        "triggers_in": moved.triggers_in,
-    });
-    if let Some((branch, _)) = &worktree {
-        doc["worktree"] = serde_json::json!({ "branch": branch });
-    }
+    let doc = RenamedDoc {
+        from: &moved.from,
+        peer: &moved.peer,
+        history: moved.history.as_ref().map(|(_, to)| to.as_path()),
+        triggers_in: &moved.triggers_in,
+        worktree: worktree.as_ref().map(|(branch, _)| RenamedWorktree {
+            branch: branch.as_deref(),
+        }),
+    };
     let text = format!(
         "renamed {old} to {new}: {} → {}{history}{triggers}{worktree_note}\n",
         moved.from.display(),
@@ -647,6 +698,42 @@ fn store(paths: &Paths, profile: &Profile, cwd: &Path) -> Result<(), CliError> {
     .map_err(CliError::from)
 }
 
+/// `add-runtime --json` and `default-runtime --json`: `{"runtime":<rt>,"peers":[…]}`, each
+/// peer an [`AddedRow`] (add-runtime) or its name (default-runtime).
+#[derive(Debug, serde::Serialize)]
+pub struct RuntimeDoc<'a, Row> {
+    /// The runtime named.
+    pub runtime: &'a str,
+    /// What became of each selected peer.
+    pub peers: Vec<Row>,
+}
+
+/// One peer of `add-runtime --json`.
+#[derive(Debug, serde::Serialize)]
+pub struct AddedRow {
+    /// The peer.
+    pub personality: String,
+    /// `added`, `refreshed` (already declared: setup done again) or `skipped` (a peer of
+    /// another intelligence, with --all).
+    pub outcome: &'static str,
+}
+
+/// `approval-mode --json`: `{"peers":[{"peer","mode"}…]}`.
+#[derive(Debug, serde::Serialize)]
+pub struct ModesDoc {
+    /// Each selected peer's mode.
+    pub peers: Vec<ModeRow>,
+}
+
+/// One peer of `approval-mode --json`.
+#[derive(Debug, serde::Serialize)]
+pub struct ModeRow {
+    /// The peer.
+    pub peer: String,
+    /// `gated` or `bypass`.
+    pub mode: &'static str,
+}
+
 /// `add-runtime <rt> (--peer <p> | --all)`: declare another agent runtime and do its setup;
 /// the default runtime never changes.
 pub fn add_runtime(inv: &Invocation) -> CliResult {
@@ -676,7 +763,10 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
                     }
                 )));
             }
-            rows.push(serde_json::json!({ "personality": peer.personality, "outcome": "skipped" }));
+            rows.push(AddedRow {
+                personality: peer.personality.clone(),
+                outcome: "skipped",
+            });
             out.push_str(&format!(
                 "{}: skipped (a peer of intelligence {} cannot run on {rt})\n",
                 peer.personality,
@@ -703,7 +793,10 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
             );
         }
         let outcome = if had { "refreshed" } else { "added" };
-        rows.push(serde_json::json!({ "personality": peer.personality, "outcome": outcome }));
+        rows.push(AddedRow {
+            personality: peer.personality.clone(),
+            outcome,
+        });
         out.push_str(&format!(
             "{}: {rt} {}\n",
             peer.personality,
@@ -716,7 +809,10 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
     }
     done(
         inv,
-        &serde_json::json!({ "runtime": rt, "peers": rows }),
+        &RuntimeDoc {
+            runtime: rt,
+            peers: rows,
+        },
         &out,
     )
 }
@@ -747,7 +843,10 @@ pub fn default_runtime(inv: &Invocation) -> CliResult {
     if refusals.is_empty() {
         return done(
             inv,
-            &serde_json::json!({ "runtime": rt, "peers": rows }),
+            &RuntimeDoc {
+                runtime: rt,
+                peers: rows,
+            },
             &out,
         );
     }
@@ -809,9 +908,12 @@ pub fn approval_mode(inv: &Invocation) -> CliResult {
             (true, false) => String::new(),
         };
         out.push_str(&format!("{}: {mode}{note}\n", peer.personality));
-        rows.push(serde_json::json!({"peer": peer.personality, "mode": mode}));
+        rows.push(ModeRow {
+            peer: peer.personality.clone(),
+            mode,
+        });
     }
-    done(inv, &serde_json::json!({ "peers": rows }), &out)
+    done(inv, &ModesDoc { peers: rows }, &out)
 }
 
 /// Why `default-runtime <rt>` is refused for a peer that does not declare `rt`, with the step
