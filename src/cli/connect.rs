@@ -5,7 +5,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::time::Duration;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::client::Client;
 use super::error::fail;
@@ -105,10 +105,30 @@ pub fn connect(inv: &Invocation) -> CliResult {
     };
     done(
         inv,
-        &json!({ "peer": name, "bot_username": bot, "changed": !unchanged,
-                 "restarted": restarted, "interfaces": entry.interfaces }),
+        &ConnectedDoc {
+            peer: name,
+            bot_username: &bot,
+            changed: !unchanged,
+            restarted: &restarted,
+            interfaces: &entry.interfaces,
+        },
         &text,
     )
+}
+
+/// `connect telegram --json`: `{"peer","bot_username","changed","restarted","interfaces"}`.
+#[derive(Debug, serde::Serialize)]
+pub struct ConnectedDoc<'a> {
+    /// The human peer.
+    pub peer: &'a str,
+    /// The bot's @username, without the @.
+    pub bot_username: &'a str,
+    /// Whether the token or the binding changed (else nothing was restarted).
+    pub changed: bool,
+    /// The telegram sessions restarted to load the bot.
+    pub restarted: &'a [String],
+    /// The peer's interfaces as the registry holds them now.
+    pub interfaces: &'a Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// A line typed on the terminal, when stdin is one.

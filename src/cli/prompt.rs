@@ -3,8 +3,6 @@
 //! so a user can see what their agent is told and where to change it. Needs no daemon: the
 //! prompt is a pure function of the files, the registry and the host ([`crate::prompt`]).
 
-use serde_json::json;
-
 use super::parse::Invocation;
 use super::spec::{args, flags};
 use super::{done, paths, print, usage, CliError, CliResult};
@@ -44,21 +42,66 @@ pub fn run(inv: &Invocation) -> CliResult {
     if inv.flag(flags::RAW) {
         return print(&c.text());
     }
-    let doc = json!({
-        "identity": identity.to_string(),
-        "file": written,
-        "layers": c.layers.iter().map(|l| json!({
-            "layer": l.kind.as_str(),
-            "source": l.source,
-            "text": l.text,
-        })).collect::<Vec<_>>(),
-        "skipped": c.skipped.iter().map(|s| json!({
-            "path": s.path, "reason": s.reason,
-        })).collect::<Vec<_>>(),
-        "prompt": c.text(),
-    });
+    let doc = PromptDoc {
+        identity: identity.to_string(),
+        file: &written,
+        layers: c
+            .layers
+            .iter()
+            .map(|l| LayerRow {
+                layer: l.kind.as_str(),
+                source: l.source.as_deref(),
+                text: &l.text,
+            })
+            .collect(),
+        skipped: c
+            .skipped
+            .iter()
+            .map(|s| SkippedRow {
+                path: &s.path,
+                reason: &s.reason,
+            })
+            .collect(),
+        prompt: c.text(),
+    };
     let text = labelled(&c, &paths, peer, &identity, &written, home.as_deref());
     done(inv, &doc, &text)
+}
+
+/// `prompt --json`: `{"identity","file","layers":[{"layer","source","text"}…],
+/// "skipped":[{"path","reason"}…],"prompt"}`.
+#[derive(Debug, serde::Serialize)]
+pub struct PromptDoc<'a> {
+    /// The session's identity.
+    pub identity: String,
+    /// The file the composed prompt is written to at launch.
+    pub file: &'a std::path::Path,
+    /// The layers, in order.
+    pub layers: Vec<LayerRow<'a>>,
+    /// The files left out, with why.
+    pub skipped: Vec<SkippedRow<'a>>,
+    /// The composed prompt.
+    pub prompt: String,
+}
+
+/// A file `prompt --json` left out.
+#[derive(Debug, serde::Serialize)]
+pub struct SkippedRow<'a> {
+    /// The file.
+    pub path: &'a std::path::Path,
+    /// Why: `empty`, `not UTF-8`, or the read error.
+    pub reason: &'a str,
+}
+
+/// One layer of `prompt --json`.
+#[derive(Debug, serde::Serialize)]
+pub struct LayerRow<'a> {
+    /// The layer's kind.
+    pub layer: &'static str,
+    /// The file it came from, if any.
+    pub source: Option<&'a std::path::Path>,
+    /// Its text.
+    pub text: &'a str,
 }
 
 /// The runtime asked for (it must be one the peer declares), else the peer's default.
