@@ -1,11 +1,11 @@
 //! A verb's failure as the user sees it (spec 07 "General rules", issue 29 item 6): one
 //! message, the causes behind it, then what to do as `hint:` lines; an exit code by kind.
 //!
-//! One `From` impl per library error picks the message, the hints and the `--json` code, so
-//! a verb writes `?` and the wording lives here. A library error's `Display` is a whole
-//! sentence (the daemon sends the same text to its clients), often `<what happened> — <what
-//! to do>`: the `From` impl names the "what to do" part, which becomes a hint line when the
-//! sentence ends with it ([`Failed::hinted`]). The `--json` failure keeps the whole sentence
+//! One [`LibraryError`] impl per library error picks the hint and the `--json` code, and one
+//! `From` turns any of them into a [`CliError`], so a verb writes `?` and the wording lives
+//! here. A library error's `Display` is a whole sentence (the daemon sends the same text to
+//! its clients), often `<what happened> — <what to do>`: the impl names the "what to do"
+//! part, which becomes a hint line when the sentence ends with it ([`Failed::hinted`]). The `--json` failure keeps the whole sentence
 //! in `error`, so its text is the one the wire carries.
 //!
 //! Printed by [`super::main`]:
@@ -231,143 +231,135 @@ impl From<UsageError> for CliError {
     }
 }
 
+/// A library error as the CLI says it: its sentence (`Display`) is the message, and this
+/// picks the hint the sentence ends with and the `--json` code. One impl per library error;
+/// the one `From` below turns any of them into a [`CliError`], so a verb writes `?`.
+pub trait LibraryError: Error + Send + Sync + Sized + 'static {
+    /// The "what to do" part the sentence ends with (after ` — `), if any.
+    fn hint(&self) -> Option<String> {
+        None
+    }
+
+    /// The `--json` code: [`Code::Failed`] unless said otherwise.
+    fn code(&self) -> Code {
+        Code::Failed
+    }
+}
+
+impl<E: LibraryError> From<E> for CliError {
+    fn from(e: E) -> Self {
+        let (code, hint) = (e.code(), e.hint());
+        Failed::hinted(code, e, hint).into()
+    }
+}
+
 /// What to do when nothing answers on the control socket.
 pub const START_THE_DAEMON: &str =
     "start it with: iapeer daemon (foreground) or iapeer onboard (as a service)";
 
-impl From<ClientError> for CliError {
-    fn from(e: ClientError) -> Self {
-        match e {
-            // Spec 07: this one is printed as `iapeer: the daemon is not running …`.
-            ClientError::NotRunning(_) => {
-                Failed::hinted(Code::Offline, e, Some(START_THE_DAEMON.into())).into()
+/// Spec 07: a daemon that does not answer is printed as `iapeer: the daemon is not running …`
+/// (code `offline`).
+impl LibraryError for ClientError {
+    fn hint(&self) -> Option<String> {
+        matches!(self, ClientError::NotRunning(_)).then(|| START_THE_DAEMON.into())
+    }
+
+    fn code(&self) -> Code {
+        match self {
+            ClientError::NotRunning(_) => Code::Offline,
+            _ => Code::Failed,
+        }
+    }
+}
+
+impl LibraryError for PathsError {}
+
+impl LibraryError for IdentityError {}
+
+impl LibraryError for MarkerError {}
+
+impl LibraryError for RegistryError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            RegistryError::Corrupt { .. } => {
+                Some("run `iapeer verify --fix` to rebuild it from the peer profiles".into())
             }
-            other => Failed::hinted(Code::Failed, other, None).into(),
+            _ => None,
         }
     }
 }
 
-impl From<PathsError> for CliError {
-    fn from(e: PathsError) -> Self {
-        Failed::hinted(Code::Failed, e, None).into()
-    }
-}
-
-/// The "what to do" part of a registry error's sentence.
-fn registry_hint(e: &RegistryError) -> Option<String> {
-    match e {
-        RegistryError::Corrupt { .. } => {
-            Some("run `iapeer verify --fix` to rebuild it from the peer profiles".into())
+impl LibraryError for ProfileError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            ProfileError::Corrupt { .. } => Some(
+                "the file must be a valid JSON object; fix it by hand (run `iapeer verify` to \
+                 check it)"
+                    .into(),
+            ),
+            ProfileError::FolderName { .. } => Some("rename the folder".into()),
+            ProfileError::NoRuntime { .. } => Some(
+                "set \"default_runtime\" (e.g. \"claude\") in it, or run `iapeer init` in that \
+                 folder"
+                    .into(),
+            ),
+            _ => None,
         }
-        _ => None,
     }
 }
 
-impl From<RegistryError> for CliError {
-    fn from(e: RegistryError) -> Self {
-        let hint = registry_hint(&e);
-        Failed::hinted(Code::Failed, e, hint).into()
-    }
-}
-
-/// The "what to do" part of a profile error's sentence.
-fn profile_hint(e: &ProfileError) -> Option<String> {
-    match e {
-        ProfileError::Corrupt { .. } => Some(
-            "the file must be a valid JSON object; fix it by hand (run `iapeer verify` to check it)"
-                .into(),
-        ),
-        ProfileError::FolderName { .. } => Some("rename the folder".into()),
-        ProfileError::NoRuntime { .. } => Some(
-            "set \"default_runtime\" (e.g. \"claude\") in it, or run `iapeer init` in that folder"
-                .into(),
-        ),
-        _ => None,
-    }
-}
-
-impl From<ProfileError> for CliError {
-    fn from(e: ProfileError) -> Self {
-        let hint = profile_hint(&e);
-        Failed::hinted(Code::Failed, e, hint).into()
-    }
-}
-
-/// The "what to do" part of a runtime error's sentence.
-fn runtime_hint(e: &RuntimeError) -> Option<String> {
-    match e {
-        RuntimeError::NotInstalled(rt) => Some(format!(
-            "install its package with iapeer install-runtime {rt} [--package <npm package or \
-             tarball>] or choose another runtime"
-        )),
-        _ => None,
-    }
-}
-
-impl From<RuntimeError> for CliError {
-    fn from(e: RuntimeError) -> Self {
-        let hint = runtime_hint(&e);
-        Failed::hinted(Code::Failed, e, hint).into()
-    }
-}
-
-/// The "what to do" part of a peer error's sentence.
-fn peer_hint(e: &PeerError) -> Option<String> {
-    match e {
-        PeerError::NameNotReachable { canonical, .. } => Some(format!("choose {canonical}")),
-        PeerError::FolderNameTaken { .. } => {
-            Some("two peers can never share a name; rename this folder".into())
+impl LibraryError for RuntimeError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            RuntimeError::NotInstalled(rt) => Some(format!(
+                "install its package with iapeer install-runtime {rt} [--package <npm package or \
+                 tarball>] or choose another runtime"
+            )),
+            _ => None,
         }
-        PeerError::HoldsOtherPeer { .. } => Some(
-            "a peer is named after its folder; move that peer with iapeer rename, or init \
-             another folder"
-                .into(),
-        ),
-        PeerError::NotRegistered(_) => Some("see iapeer list for the peers there are".into()),
-        PeerError::NoAgentRuntime => {
-            Some("install one, or pass --runtime echo for the built-in demo stand-in".into())
+    }
+}
+
+impl LibraryError for PeerError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            PeerError::NameNotReachable { canonical, .. } => Some(format!("choose {canonical}")),
+            PeerError::FolderNameTaken { .. } => {
+                Some("two peers can never share a name; rename this folder".into())
+            }
+            PeerError::HoldsOtherPeer { .. } => Some(
+                "a peer is named after its folder; move that peer with iapeer rename, or init \
+                 another folder"
+                    .into(),
+            ),
+            PeerError::NotRegistered(_) => Some("see iapeer list for the peers there are".into()),
+            PeerError::NoAgentRuntime => {
+                Some("install one, or pass --runtime echo for the built-in demo stand-in".into())
+            }
+            PeerError::UnknownIntelligence(_) => Some("use artificial, natural or absent".into()),
+            PeerError::Runtime(e) => e.hint(),
+            PeerError::Profile(e) => e.hint(),
+            PeerError::Registry(e) => e.hint(),
+            _ => None,
         }
-        PeerError::UnknownIntelligence(_) => Some("use artificial, natural or absent".into()),
-        PeerError::Runtime(e) => runtime_hint(e),
-        PeerError::Profile(e) => profile_hint(e),
-        PeerError::Registry(e) => registry_hint(e),
-        _ => None,
     }
 }
-
-impl From<PeerError> for CliError {
-    fn from(e: PeerError) -> Self {
-        let hint = peer_hint(&e);
-        Failed::hinted(Code::Failed, e, hint).into()
-    }
-}
-
-impl From<IdentityError> for CliError {
-    fn from(e: IdentityError) -> Self {
-        Failed::hinted(Code::Failed, e, None).into()
-    }
-}
-
-impl From<MarkerError> for CliError {
-    fn from(e: MarkerError) -> Self {
-        Failed::hinted(Code::Failed, e, None).into()
-    }
-}
-
-/// What to do when the daemon's HTTP port is taken.
-const FREE_PORT: &str = "another program (or the daemon of another iapeer root) holds the port: \
-     set IAPEER_PORT to a free port, or to 0 for any free one";
 
 /// `iapeer daemon`'s failure: a thread it cannot run without failed (code `internal`, exit
 /// [`EXIT_INTERNAL`]), or it could not start (code `failed`).
-impl From<DaemonError> for CliError {
-    fn from(e: DaemonError) -> Self {
-        match e {
-            DaemonError::Fatal(_) => Failed::hinted(Code::Internal, e, None).into(),
-            DaemonError::Listen(..) => {
-                Failed::hinted(Code::Failed, e, Some(FREE_PORT.into())).into()
-            }
-            _ => Failed::hinted(Code::Failed, e, None).into(),
+impl LibraryError for DaemonError {
+    fn hint(&self) -> Option<String> {
+        matches!(self, DaemonError::Listen(..)).then(|| {
+            "another program (or the daemon of another iapeer root) holds the port: set \
+             IAPEER_PORT to a free port, or to 0 for any free one"
+                .into()
+        })
+    }
+
+    fn code(&self) -> Code {
+        match self {
+            DaemonError::Fatal(_) => Code::Internal,
+            _ => Code::Failed,
         }
     }
 }
@@ -498,6 +490,19 @@ mod tests {
             f.lines("list"),
             ["iapeer list: cannot read the peer registry /r/p.json: disk full"]
         );
+    }
+
+    /// `iapeer daemon` whose router thread panicked is an internal error; a port in use says
+    /// what to do on its own line.
+    #[test]
+    fn daemon_failures_pick_their_code_and_hint() {
+        let fatal: CliError = DaemonError::Fatal("the router thread panicked".into()).into();
+        assert_eq!(fatal.exit_code(), EXIT_INTERNAL);
+        let taken = io::Error::from(io::ErrorKind::AddrInUse);
+        let lines = CliError::from(DaemonError::Listen(7, taken)).lines("daemon");
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].starts_with("iapeer daemon: cannot listen on 127.0.0.1:7: "));
+        assert!(lines[1].starts_with("  hint: another program"), "{lines:?}");
     }
 
     #[test]
