@@ -22,7 +22,6 @@ const KNOWN_LONG: &[(&str, &str)] = &[
     ("src/cli/onboard.rs", "run"),
     ("src/cli/status.rs", "prep_report"),
     ("src/daemon/router/tick.rs", "on_exited"),
-    ("src/daemon/router/launch.rs", "plan_launch"),
     ("src/peers/create.rs", "init_folder"),
     ("src/cli/peers.rs", "remove"),
     ("src/cli/view.rs", "render_table"),
