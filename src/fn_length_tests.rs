@@ -25,7 +25,6 @@ const KNOWN_LONG: &[(&str, &str)] = &[
     ("src/peers/create.rs", "init_folder"),
     ("src/cli/peers.rs", "remove"),
     ("src/cli/view.rs", "render_table"),
-    ("src/peers/rename.rs", "rename_peer"),
     ("src/daemon/router/events.rs", "on_session_event"),
     ("src/cli/status.rs", "report"),
     ("src/notifier/run.rs", "on_call"),
