@@ -22,9 +22,7 @@ const KNOWN_LONG: &[(&str, &str)] = &[
     ("src/cli/status.rs", "prep_report"),
     ("src/cli/peers.rs", "remove"),
     ("src/cli/view.rs", "render_table"),
-    ("src/daemon/router/events.rs", "on_session_event"),
     ("src/cli/status.rs", "report"),
-    ("src/notifier/run.rs", "on_call"),
 ];
 
 /// One function with a body.
