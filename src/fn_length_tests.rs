@@ -16,7 +16,6 @@ const MAX_LINES: usize = 100;
 const KNOWN_LONG: &[(&str, &str)] = &[
     ("src/cli/status.rs", "doctor_checks"),
     ("src/cli/send.rs", "run"),
-    ("src/cli/verify.rs", "rebuild"),
     ("src/cli/onboard.rs", "run"),
     ("src/cli/status.rs", "prep_report"),
     ("src/cli/peers.rs", "remove"),
