@@ -18,7 +18,6 @@ const KNOWN_LONG: &[(&str, &str)] = &[
     ("src/cli/send.rs", "run"),
     ("src/cli/onboard.rs", "run"),
     ("src/cli/status.rs", "prep_report"),
-    ("src/cli/peers.rs", "remove"),
     ("src/cli/status.rs", "report"),
 ];
 
