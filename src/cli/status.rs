@@ -736,11 +736,9 @@ pub fn outbox_lines(waiting: usize, aside: &[crate::outbox::SetAside], dir: &Pat
     out
 }
 
-/// The checks of `doctor --json`, in the text form's order, with the same verdict: a check
-/// fails exactly where the text form calls it a problem (exit 1). Pure.
-fn doctor_checks(h: &Health, verify: &super::verify::Findings) -> Vec<Check> {
-    let mut checks = Vec::new();
-    checks.push(match (h.status(), &h.http) {
+/// The `daemon` check: healthy with its addresses, not healthy (why), or not running.
+fn daemon_check(h: &Health) -> Check {
+    match (h.status(), &h.http) {
         (Some(_), Err(why)) => Check::new("daemon", Level::Fail, format!("NOT healthy: {why}"))
             .fix("restart it: iapeer shutdown, then iapeer daemon --detach (or iapeer onboard)"),
         (Some(st), Ok(())) => Check::new(
@@ -755,7 +753,68 @@ fn doctor_checks(h: &Health, verify: &super::verify::Findings) -> Vec<Check> {
             "not running (nothing answers on its socket)",
         )
         .fix(START_DAEMON),
-    });
+    }
+}
+
+/// One `agent-program:<runtime>` check per agent runtime: where its program is, or why not
+/// finding it fails (a peer declares it) or does not.
+fn agent_program_checks(h: &Health) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let problems = missing_agent_problems(&h.registry, h.agents());
+    for agent in h.agents() {
+        let name = format!("agent-program:{}", agent.runtime);
+        checks.push(match &agent.path {
+            Some(path) => Check::new(name, Level::Ok, path.clone()),
+            None => {
+                let declared = h.registry.peers.iter().any(|p| p.declares(&agent.runtime));
+                let problem = problems
+                    .iter()
+                    .find(|p| p.contains(&format!(" runtime {} ", agent.runtime)));
+                match (declared, problem) {
+                    (true, Some(problem)) => Check::new(
+                        name,
+                        Level::Fail,
+                        problem.trim_start_matches("problem: ").to_string(),
+                    )
+                    .fix(crate::runtime::agent_program::what_to_do(&agent.runtime)),
+                    _ => Check::new(
+                        name,
+                        Level::Ok,
+                        format!(
+                            "not found (no peer declares it) — looked at, in order: {}",
+                            agent.looked.join("; ")
+                        ),
+                    ),
+                }
+            }
+        });
+    }
+    checks
+}
+
+/// The `outbox` check: sends set aside warn, waiting ones are fine, or it is empty.
+fn outbox_check(h: &Health) -> Check {
+    let outbox = outbox_lines(h.outbox_waiting, &h.outbox_aside, &h.outbox_dir);
+    let outbox = outbox
+        .split("\n  what to do:")
+        .next()
+        .unwrap_or("")
+        .trim_end()
+        .trim_start_matches("outbox: ");
+    if !h.outbox_aside.is_empty() {
+        Check::new("outbox", Level::Warn, outbox).fix(OUTBOX_FIX)
+    } else if h.outbox_waiting > 0 {
+        Check::new("outbox", Level::Ok, outbox)
+    } else {
+        Check::new("outbox", Level::Ok, "empty")
+    }
+}
+
+/// The checks of `doctor --json`, in the text form's order, with the same verdict: a check
+/// fails exactly where the text form calls it a problem (exit 1). Pure.
+fn doctor_checks(h: &Health, verify: &super::verify::Findings) -> Vec<Check> {
+    let mut checks = Vec::new();
+    checks.push(daemon_check(h));
     if let Some(st) = h.status() {
         for r in &st.restarts {
             checks.push(Check::new(
@@ -811,35 +870,7 @@ fn doctor_checks(h: &Health, verify: &super::verify::Findings) -> Vec<Check> {
             _ => Check::new("send-preparation", Level::Fail, message).fix(PREP_FIX),
         });
     }
-    let problems = missing_agent_problems(&h.registry, h.agents());
-    for agent in h.agents() {
-        let name = format!("agent-program:{}", agent.runtime);
-        checks.push(match &agent.path {
-            Some(path) => Check::new(name, Level::Ok, path.clone()),
-            None => {
-                let declared = h.registry.peers.iter().any(|p| p.declares(&agent.runtime));
-                let problem = problems
-                    .iter()
-                    .find(|p| p.contains(&format!(" runtime {} ", agent.runtime)));
-                match (declared, problem) {
-                    (true, Some(problem)) => Check::new(
-                        name,
-                        Level::Fail,
-                        problem.trim_start_matches("problem: ").to_string(),
-                    )
-                    .fix(crate::runtime::agent_program::what_to_do(&agent.runtime)),
-                    _ => Check::new(
-                        name,
-                        Level::Ok,
-                        format!(
-                            "not found (no peer declares it) — looked at, in order: {}",
-                            agent.looked.join("; ")
-                        ),
-                    ),
-                }
-            }
-        });
-    }
+    checks.extend(agent_program_checks(h));
     for n in &h.notices {
         checks.push(Check::new(
             "notice",
@@ -847,20 +878,7 @@ fn doctor_checks(h: &Health, verify: &super::verify::Findings) -> Vec<Check> {
             crate::notices::describe(n),
         ));
     }
-    let outbox = outbox_lines(h.outbox_waiting, &h.outbox_aside, &h.outbox_dir);
-    let outbox = outbox
-        .split("\n  what to do:")
-        .next()
-        .unwrap_or("")
-        .trim_end()
-        .trim_start_matches("outbox: ");
-    checks.push(if !h.outbox_aside.is_empty() {
-        Check::new("outbox", Level::Warn, outbox).fix(OUTBOX_FIX)
-    } else if h.outbox_waiting > 0 {
-        Check::new("outbox", Level::Ok, outbox)
-    } else {
-        Check::new("outbox", Level::Ok, "empty")
-    });
+    checks.push(outbox_check(h));
     if verify.problems.is_empty() {
         checks.push(Check::new(
             "registry",
