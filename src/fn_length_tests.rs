@@ -16,8 +16,6 @@ const MAX_LINES: usize = 100;
 const KNOWN_LONG: &[(&str, &str)] = &[
     ("src/cli/send.rs", "run"),
     ("src/cli/onboard.rs", "run"),
-    ("src/cli/status.rs", "prep_report"),
-    ("src/cli/status.rs", "report"),
 ];
 
 /// One function with a body.

@@ -369,6 +369,72 @@ impl PrepHealth {
 const PREP_FIX: &str = "make that file system answer again, or unmount it (umount -l <its mount \
     point>); the threads then come back by themselves";
 
+/// One `  <sender>: …` line of a stalled sender: how many and how long, what waits behind
+/// them, what they read.
+fn stalled_line(s: &crate::protocol::StalledPrep) -> String {
+    let (behind, reading) = match (s.attachments.as_slice(), s.peer.as_str()) {
+        ([], "") => (" of its sends", "reading the registry".to_string()),
+        ([], peer) => (
+            " sends to it",
+            format!("reading the folder of peer \"{peer}\" (its profile)"),
+        ),
+        (files, _) => (" of its sends", format!("reading {}", files.join(", "))),
+    };
+    let behind = match s.waiting {
+        0 => String::new(),
+        n => format!(", {n} more{behind} waiting behind them"),
+    };
+    format!(
+        "  {}: {} stalled, the oldest for {} s{behind} — {reading}\n",
+        s.sender,
+        s.jobs,
+        s.oldest_ms / 1000
+    )
+}
+
+/// The `what is wrong` parts of stalled preparations, for the attachment pool and the pool
+/// for sends without attachments: each `(stalled threads, all of them stalled)`.
+fn what_is_wrong(
+    p: &PrepStatus,
+    (reading, blocked_att): (usize, bool),
+    (folders, blocked_plain): (usize, bool),
+) -> Vec<String> {
+    let mut wrong = Vec::new();
+    if reading > 0 {
+        wrong.push(if blocked_att {
+            "a read of these files does not return (a FUSE or network file system that stopped \
+             answering?), and a thread in such a read cannot be stopped; every send with \
+             attachments waits, and times out, until one comes back"
+                .to_string()
+        } else {
+            format!(
+                "a read of these files does not return (a FUSE or network file system that \
+                 stopped answering?), and a thread in such a read cannot be stopped; their \
+                 senders' sends wait and time out, other senders are still served ({} more \
+                 threads may stall before every send with attachments waits)",
+                p.threads_max - reading
+            )
+        });
+    }
+    if folders > 0 {
+        let left = p.plain_threads_max.saturating_sub(folders);
+        wrong.push(if blocked_plain {
+            "a read of these peers' folders does not return (a FUSE or network file system \
+             that stopped answering?), and a thread in such a read cannot be stopped; every \
+             send without attachments waits, and times out, until one comes back"
+                .to_string()
+        } else {
+            format!(
+                "a read of these peers' folders does not return (a FUSE or network file system \
+                 that stopped answering?), and a thread in such a read cannot be stopped; the \
+                 sends to these peers wait and time out, sends to other peers are still served \
+                 ({left} more threads may stall before every send without attachments waits)"
+            )
+        });
+    }
+    wrong
+}
+
 /// The `send preparation:` lines of `status` and `doctor`, and the pools' health: counts;
 /// when preparations are stalled, which senders (for sends without attachments: which
 /// peers' folders), how long, what they read, what is wrong and what to do.
@@ -428,58 +494,9 @@ pub fn prep_report(p: &PrepStatus) -> (String, PrepHealth) {
         ));
     }
     for s in &p.stalled {
-        let (behind, reading) = match (s.attachments.as_slice(), s.peer.as_str()) {
-            ([], "") => (" of its sends", "reading the registry".to_string()),
-            ([], peer) => (
-                " sends to it",
-                format!("reading the folder of peer \"{peer}\" (its profile)"),
-            ),
-            (files, _) => (" of its sends", format!("reading {}", files.join(", "))),
-        };
-        let behind = match s.waiting {
-            0 => String::new(),
-            n => format!(", {n} more{behind} waiting behind them"),
-        };
-        out.push_str(&format!(
-            "  {}: {} stalled, the oldest for {} s{behind} — {reading}\n",
-            s.sender,
-            s.jobs,
-            s.oldest_ms / 1000
-        ));
+        out.push_str(&stalled_line(s));
     }
-    let mut wrong = Vec::new();
-    if reading > 0 {
-        wrong.push(if blocked_att {
-            "a read of these files does not return (a FUSE or network file system that stopped \
-             answering?), and a thread in such a read cannot be stopped; every send with \
-             attachments waits, and times out, until one comes back"
-                .to_string()
-        } else {
-            format!(
-                "a read of these files does not return (a FUSE or network file system that \
-                 stopped answering?), and a thread in such a read cannot be stopped; their \
-                 senders' sends wait and time out, other senders are still served ({} more \
-                 threads may stall before every send with attachments waits)",
-                p.threads_max - reading
-            )
-        });
-    }
-    if folders > 0 {
-        let left = p.plain_threads_max.saturating_sub(folders);
-        wrong.push(if blocked_plain {
-            "a read of these peers' folders does not return (a FUSE or network file system \
-             that stopped answering?), and a thread in such a read cannot be stopped; every \
-             send without attachments waits, and times out, until one comes back"
-                .to_string()
-        } else {
-            format!(
-                "a read of these peers' folders does not return (a FUSE or network file system \
-                 that stopped answering?), and a thread in such a read cannot be stopped; the \
-                 sends to these peers wait and time out, sends to other peers are still served \
-                 ({left} more threads may stall before every send without attachments waits)"
-            )
-        });
-    }
+    let wrong = what_is_wrong(p, (reading, blocked_att), (folders, blocked_plain));
     out.push_str(&format!(
         "  what is wrong: {}\n  what to do: {PREP_FIX}\n",
         wrong.join("; and ")
@@ -904,6 +921,31 @@ fn doctor_checks(h: &Health, verify: &super::verify::Findings) -> Vec<Check> {
     checks
 }
 
+/// The `daemon:` line of `status` (healthy, not healthy and why, not running), then one line
+/// per daemon thread that was restarted.
+fn daemon_lines(h: &Health, prep_health: &PrepHealth) -> String {
+    let daemon = match h.answer.as_ref().map(|a| &a.status) {
+        Some(Answer::Ok(_)) if h.http.is_err() => format!(
+            "daemon: NOT healthy ({})",
+            h.http.as_ref().err().map_or("", String::as_str)
+        ),
+        Some(Answer::Ok(_)) if prep_health.blocked_line().is_some() => format!(
+            "daemon: NOT healthy ({})",
+            prep_health.blocked_line().unwrap_or_default()
+        ),
+        Some(Answer::Ok(st)) => format!("daemon: healthy @ {} + {}", st.tcp, st.sock),
+        Some(Answer::Failed(_)) => "daemon: healthy @ ? + ?".to_string(),
+        None => format!("daemon: not running (nothing answers on its socket) — {START_DAEMON}"),
+    };
+    match h.status() {
+        Some(st) => std::iter::once(daemon)
+            .chain(st.restarts.iter().map(restart_line))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => daemon,
+    }
+}
+
 /// Print the status report (one JSON document with `json`); `Err` (exit 1) when the daemon
 /// is not healthy (its send preparation blocked included), or with `stalled_is_a_problem`
 /// (doctor) when some send preparations are stalled or an agent runtime a peer declares is
@@ -947,26 +989,7 @@ fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
         };
         print(&format!("{}\n", json_line(&doc)))?;
     } else {
-        let daemon = match answer.as_ref().map(|a| &a.status) {
-            Some(Answer::Ok(_)) if h.http.is_err() => format!(
-                "daemon: NOT healthy ({})",
-                h.http.as_ref().err().map_or("", String::as_str)
-            ),
-            Some(Answer::Ok(_)) if prep_health.blocked_line().is_some() => format!(
-                "daemon: NOT healthy ({})",
-                prep_health.blocked_line().unwrap_or_default()
-            ),
-            Some(Answer::Ok(st)) => format!("daemon: healthy @ {} + {}", st.tcp, st.sock),
-            Some(Answer::Failed(_)) => "daemon: healthy @ ? + ?".to_string(),
-            None => format!("daemon: not running (nothing answers on its socket) — {START_DAEMON}"),
-        };
-        let daemon = match h.status() {
-            Some(st) => std::iter::once(daemon)
-                .chain(st.restarts.iter().map(restart_line))
-                .collect::<Vec<_>>()
-                .join("\n"),
-            _ => daemon,
-        };
+        let daemon = daemon_lines(&h, &prep_health);
         print(&format!(
             "iapeer {}\n{daemon}\n{}\npeers: {} (runtimes: {l} live, {a} asleep, {s} stopped{})\n{}\n",
             env!("CARGO_PKG_VERSION"),
