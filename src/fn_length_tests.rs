@@ -278,10 +278,11 @@ fn production_fns() -> Vec<FnSpan> {
         .into_iter()
         .filter(|(path, _)| {
             let stem = path.file_stem().unwrap().to_string_lossy();
-            !(stem == "tests" || stem.ends_with("_tests"))
-                && !test_files
-                    .iter()
-                    .any(|t| path == t || (t.is_dir() && path.starts_with(t)))
+            let test_file = stem == "tests" || stem.ends_with("_tests");
+            let test_module = test_files
+                .iter()
+                .any(|t| path == t || (t.is_dir() && path.starts_with(t)));
+            !(test_file || test_module)
         })
         .flat_map(|(_, fns)| fns)
         .collect();

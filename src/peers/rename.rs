@@ -196,7 +196,7 @@ pub fn rename_peer(
         }
     };
     for (point, step) in APPLY {
-        step(&j).map_err(&undone)?;
+        step(&j, &undone)?;
         kill_point(point);
     }
     let profile = journal::stage(paths, &j).map_err(&undone)?;
@@ -226,34 +226,41 @@ pub fn rename_peer(
     })
 }
 
+/// A move of a rename once its journal is written: done, or the rename undone (`undone`
+/// words the failure and undoes it).
+type Step = fn(&Journal, &dyn Fn(String) -> PeerError) -> Result<(), PeerError>;
+
 /// The moves of a rename once its journal is written, in order, each with the kill point
-/// after it; a failure (its text) undoes the rename. Then the profile is staged and the
-/// registry written (the commit).
-const APPLY: [(&str, fn(&Journal) -> Result<(), String>); 2] =
-    [("folder", move_folder), ("history", move_history)];
+/// after it. Then the profile is staged and the registry written (the commit).
+const APPLY: [(&str, Step); 2] = [("folder", move_folder), ("history", move_history)];
 
 /// The peer's folder to its new place: git moves a worktree's folder and its record of it
 /// (issue 32 item 8).
-fn move_folder(j: &Journal) -> Result<(), String> {
+fn move_folder(j: &Journal, undone: &dyn Fn(String) -> PeerError) -> Result<(), PeerError> {
     let (from, to) = (&j.from, &j.to);
     match &j.worktree {
         Some(git_dir) => crate::worktree::Repository::at(git_dir)
             .move_worktree(from, to)
-            .map_err(|e| format!("git could not move the worktree ({e})")),
-        None => std::fs::rename(from, to)
-            .map_err(|e| format!("cannot move {} to {}: {e}", from.display(), to.display())),
+            .map_err(|e| undone(format!("git could not move the worktree ({e})"))),
+        None => std::fs::rename(from, to).map_err(|e| {
+            undone(format!(
+                "cannot move {} to {}: {e}",
+                from.display(),
+                to.display()
+            ))
+        }),
     }
 }
 
 /// Claude Code's history folder, when there is one, beside the new folder's name.
-fn move_history(j: &Journal) -> Result<(), String> {
+fn move_history(j: &Journal, undone: &dyn Fn(String) -> PeerError) -> Result<(), PeerError> {
     match &j.history {
         Some((h, target)) => move_dir(h, target).map_err(|e| {
-            format!(
+            undone(format!(
                 "cannot move Claude Code's history {} to {}: {e}",
                 h.display(),
                 target.display()
-            )
+            ))
         }),
         None => Ok(()),
     }
