@@ -349,30 +349,21 @@ pub fn run(inv: &Invocation) -> CliResult {
 /// The demo's script on a running daemon: three peers created, three messages with their
 /// echoes waited for, the list shown, the daemon stopped and its logs shown.
 fn play(demo: &mut Demo, started: Instant) -> CliResult {
-    demo.run(&[
-        "create",
-        "alice",
-        "--runtime",
-        "echo",
-        "--description",
-        "Demo agent: echoes every message back to its sender.",
-    ])?;
-    demo.run(&[
-        "create",
-        "bob",
-        "--runtime",
-        "echo",
-        "--description",
-        "Demo agent: echoes every message back to its sender.",
-    ])?;
-    demo.run(&[
-        "create",
-        "you",
-        "--runtime",
-        "human",
-        "--description",
-        "The operator of this demo.",
-    ])?;
+    const ECHOES: &str = "Demo agent: echoes every message back to its sender.";
+    for (name, runtime, description) in [
+        ("alice", "echo", ECHOES),
+        ("bob", "echo", ECHOES),
+        ("you", "human", "The operator of this demo."),
+    ] {
+        demo.run(&[
+            "create",
+            name,
+            "--runtime",
+            runtime,
+            "--description",
+            description,
+        ])?;
+    }
 
     let steps = [
         (
