@@ -23,6 +23,8 @@ pub(crate) mod echo_agent;
 pub(crate) mod envelope;
 pub(crate) mod eventbus;
 pub mod eventlog;
+#[cfg(test)]
+mod fn_length_tests;
 pub(crate) mod fsutil;
 #[cfg(test)]
 mod golden;

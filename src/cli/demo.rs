@@ -326,75 +326,7 @@ pub fn run(inv: &Invocation) -> CliResult {
             demo.daemon.as_ref().map_or(0, |d| d.id())
         );
 
-        demo.run(&[
-            "create",
-            "alice",
-            "--runtime",
-            "echo",
-            "--description",
-            "Demo agent: echoes every message back to its sender.",
-        ])?;
-        demo.run(&[
-            "create",
-            "bob",
-            "--runtime",
-            "echo",
-            "--description",
-            "Demo agent: echoes every message back to its sender.",
-        ])?;
-        demo.run(&[
-            "create",
-            "you",
-            "--runtime",
-            "human",
-            "--description",
-            "The operator of this demo.",
-        ])?;
-
-        let steps = [
-            (
-                "alice is asleep: this message wakes her; her echo comes back to you.",
-                OPERATOR,
-                "alice",
-                "Hello Alice, are you there?",
-            ),
-            (
-                "alice writes to bob, who is asleep too; bob's echo goes back to alice.",
-                "echo-alice",
-                "bob",
-                "Hi Bob, this is Alice.",
-            ),
-            (
-                "alice is live now: no wake this time.",
-                OPERATOR,
-                "alice",
-                "Thanks, that is all.",
-            ),
-        ];
-        for (i, (comment, from, to, message)) in steps.into_iter().enumerate() {
-            println!("\n# {comment}");
-            demo.run(&[
-                "send",
-                to,
-                "--from",
-                from,
-                "--topic",
-                "demo",
-                "--message",
-                message,
-            ])?;
-            // Each message and the echo it provokes: two deliveries per step.
-            demo.wait_deliveries(2 * (i + 1))?;
-        }
-
-        demo.run(&["list"])?;
-        demo.stop_daemon();
-        demo.pump_logs();
-        println!(
-            "\nall stopped after {:.1} s",
-            started.elapsed().as_secs_f64()
-        );
-        Ok(())
+        play(&mut demo, started)
     })();
 
     if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
@@ -404,19 +336,89 @@ pub fn run(inv: &Invocation) -> CliResult {
         }
     }
     if keep || result.is_err() {
-        println!("\nthe demo root is kept: {}", root.display());
-        println!(
-            "look around:  export IAPEER_ROOT={} IAPEER_PORT=0   (any free port: beside a daemon of yours)",
-            root.display()
-        );
-        println!("              iapeer daemon &   then   iapeer list   /   iapeer attach alice");
-        println!("              your inbox: iapeer inbox you   —   what happened: iapeer logs");
-        println!(
-            "              logs: {}/logs/iapeer/delivery.log",
-            root.display()
-        );
+        print_kept(&root);
     } else {
         let _ = std::fs::remove_dir_all(&root);
     }
     result
+}
+
+/// The demo's script on a running daemon: three peers created, three messages with their
+/// echoes waited for, the list shown, the daemon stopped and its logs shown.
+fn play(demo: &mut Demo, started: Instant) -> CliResult {
+    const ECHOES: &str = "Demo agent: echoes every message back to its sender.";
+    for (name, runtime, description) in [
+        ("alice", "echo", ECHOES),
+        ("bob", "echo", ECHOES),
+        ("you", "human", "The operator of this demo."),
+    ] {
+        demo.run(&[
+            "create",
+            name,
+            "--runtime",
+            runtime,
+            "--description",
+            description,
+        ])?;
+    }
+
+    let steps = [
+        (
+            "alice is asleep: this message wakes her; her echo comes back to you.",
+            OPERATOR,
+            "alice",
+            "Hello Alice, are you there?",
+        ),
+        (
+            "alice writes to bob, who is asleep too; bob's echo goes back to alice.",
+            "echo-alice",
+            "bob",
+            "Hi Bob, this is Alice.",
+        ),
+        (
+            "alice is live now: no wake this time.",
+            OPERATOR,
+            "alice",
+            "Thanks, that is all.",
+        ),
+    ];
+    for (i, (comment, from, to, message)) in steps.into_iter().enumerate() {
+        println!("\n# {comment}");
+        demo.run(&[
+            "send",
+            to,
+            "--from",
+            from,
+            "--topic",
+            "demo",
+            "--message",
+            message,
+        ])?;
+        // Each message and the echo it provokes: two deliveries per step.
+        demo.wait_deliveries(2 * (i + 1))?;
+    }
+
+    demo.run(&["list"])?;
+    demo.stop_daemon();
+    demo.pump_logs();
+    println!(
+        "\nall stopped after {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Where the kept demo root is and how to look around in it.
+fn print_kept(root: &Path) {
+    println!("\nthe demo root is kept: {}", root.display());
+    println!(
+        "look around:  export IAPEER_ROOT={} IAPEER_PORT=0   (any free port: beside a daemon of yours)",
+        root.display()
+    );
+    println!("              iapeer daemon &   then   iapeer list   /   iapeer attach alice");
+    println!("              your inbox: iapeer inbox you   —   what happened: iapeer logs");
+    println!(
+        "              logs: {}/logs/iapeer/delivery.log",
+        root.display()
+    );
 }

@@ -364,18 +364,10 @@ fn gather(
     }
 }
 
-/// Run `iapeer onboard`.
-pub fn run(inv: &Invocation) -> CliResult {
-    let paths = paths()?;
-    let install_env = InstallEnv::from_process(&paths).map_err(CliError::failed)?;
-    let ctl = ServiceCtl::from_env();
-    let human_flag = inv.value(flags::HUMAN);
-    if let Some(name) = human_flag {
-        crate::peers::check_name(name).map_err(|e| usage(inv, format!("--human: {e}")))?;
-    }
-    let dry_run = inv.flag(flags::DRY_RUN);
-    let env = gather(&paths, &install_env, &ctl, human_flag, dry_run);
-    let steps = plan(&env);
+/// Ask for the owner's consent to the risk (or take `--accept-risk`); `--dry-run` needs none.
+///
+/// Errors: not confirmed at the terminal; no terminal to ask on and no `--accept-risk`.
+fn consent(inv: &Invocation, dry_run: bool) -> Result<(), CliError> {
     match confirm::gate(
         inv.flag(flags::ACCEPT_RISK),
         dry_run,
@@ -398,6 +390,39 @@ pub fn run(inv: &Invocation) -> CliResult {
             ));
         }
     }
+    Ok(())
+}
+
+/// The closing `service:` line: the service manager that runs the daemon, or how it runs
+/// without one.
+fn service_line(manager: Option<Manager>, paths: &Paths) -> String {
+    match manager {
+        None => format!(
+            "service: none — no service manager runs here, so the daemon runs as `iapeer daemon --detach`: \
+             it survives closing this terminal, not a reboot or logout; stop it with `iapeer shutdown`, \
+             logs in {}\n",
+            paths.logs_dir().display()
+        ),
+        Some(m) => format!(
+            "service: {} — the service manager runs the daemon and starts it at login\n",
+            m.name()
+        ),
+    }
+}
+
+/// Run `iapeer onboard`.
+pub fn run(inv: &Invocation) -> CliResult {
+    let paths = paths()?;
+    let install_env = InstallEnv::from_process(&paths).map_err(CliError::failed)?;
+    let ctl = ServiceCtl::from_env();
+    let human_flag = inv.value(flags::HUMAN);
+    if let Some(name) = human_flag {
+        crate::peers::check_name(name).map_err(|e| usage(inv, format!("--human: {e}")))?;
+    }
+    let dry_run = inv.flag(flags::DRY_RUN);
+    let env = gather(&paths, &install_env, &ctl, human_flag, dry_run);
+    let steps = plan(&env);
+    consent(inv, dry_run)?;
     if dry_run {
         let mut out =
             format!("{RISK}\n\niapeer onboard --dry-run: nothing is changed. The steps:\n");
@@ -485,18 +510,7 @@ pub fn run(inv: &Invocation) -> CliResult {
             print(&format!("{}\n", done_line(step)))?;
         }
     }
-    print(&match manager {
-        None => format!(
-            "service: none — no service manager runs here, so the daemon runs as `iapeer daemon --detach`: \
-             it survives closing this terminal, not a reboot or logout; stop it with `iapeer shutdown`, \
-             logs in {}\n",
-            paths.logs_dir().display()
-        ),
-        Some(m) => format!(
-            "service: {} — the service manager runs the daemon and starts it at login\n",
-            m.name()
-        ),
-    })
+    print(&service_line(manager, &paths))
 }
 
 /// The line printed after a step is done.

@@ -381,26 +381,7 @@ pub fn remove(inv: &Invocation) -> CliResult {
             .map_err(|e| fail(format!("cannot delete {}: {e}", inbox.display())))?;
     }
     let kept = set_human_inbox_aside(&paths, name);
-    for rt in &entry.runtimes {
-        if let Err(e) = runtime::teardown_peer(rt, &entry.cwd) {
-            eprintln!("iapeer remove: {e}");
-        }
-    }
-    for rt in &entry.runtimes {
-        if let Ok(id) = Identity::new(rt, name) {
-            if let Err(e) = Markers::new(&paths, &id).remove_all() {
-                eprintln!("iapeer remove: {e}");
-            }
-        }
-    }
-    // Keep the profile, out of the way: `verify --fix` must not bring the peer back, and
-    // `init` in this folder restores it.
-    let profile_path = peer::profile(&entry.cwd);
-    if profile_path.is_file() {
-        if let Err(e) = std::fs::rename(&profile_path, peer::removed_profile(&entry.cwd)) {
-            eprintln!("iapeer remove: cannot set the profile aside ({e}); verify --fix would register the peer again");
-        }
-    }
+    undo_peer_setup(&paths, name, &entry);
     let kept_note = kept
         .as_ref()
         .map(|k| format!("; its inbox kept as {}", k.display()))
@@ -432,6 +413,32 @@ pub fn remove(inv: &Invocation) -> CliResult {
     match outcome {
         Ok(note) => done(inv, &doc, &format!("removed {name} ({note}{kept_note})\n")),
         Err(e) => Err(fail(format!("removed {name}{kept_note}, but {e}"))),
+    }
+}
+
+/// What `remove` undoes in a removed peer's folder and state: each runtime's setup, the
+/// markers of each of its identities, and its profile, set aside as
+/// `peer-profile.removed.json`. A failure is said on stderr and the rest goes on.
+fn undo_peer_setup(paths: &Paths, name: &str, entry: &RegistryPeer) {
+    for rt in &entry.runtimes {
+        if let Err(e) = runtime::teardown_peer(rt, &entry.cwd) {
+            eprintln!("iapeer remove: {e}");
+        }
+    }
+    for rt in &entry.runtimes {
+        if let Ok(id) = Identity::new(rt, name) {
+            if let Err(e) = Markers::new(paths, &id).remove_all() {
+                eprintln!("iapeer remove: {e}");
+            }
+        }
+    }
+    // Keep the profile, out of the way: `verify --fix` must not bring the peer back, and
+    // `init` in this folder restores it.
+    let profile_path = peer::profile(&entry.cwd);
+    if profile_path.is_file() {
+        if let Err(e) = std::fs::rename(&profile_path, peer::removed_profile(&entry.cwd)) {
+            eprintln!("iapeer remove: cannot set the profile aside ({e}); verify --fix would register the peer again");
+        }
     }
 }
 

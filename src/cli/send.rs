@@ -108,32 +108,13 @@ fn read_message(inv: &Invocation) -> Result<String, CliError> {
     }
 }
 
-/// Run `iapeer send`.
-pub fn run(inv: &Invocation) -> CliResult {
-    let target = inv
-        .positional(args::TARGET)
-        .ok_or_else(|| usage(inv, "missing <target>"))?
-        .to_string();
-    let message = read_message(inv)?;
-    let json_out = inv.flag(flags::JSON);
-    // Checked here only to word the daemon's refusal for a person (the daemon still sees
-    // the attempt and logs it, spec 03).
-    let problem = local_problem(&target, &message, inv.value(flags::SEND_RUNTIME));
-    let paths = paths()?;
-    let cwd = std::env::current_dir()
-        .map_err(|e| CliError::failed(format!("cannot read the current folder: {e}")))?;
-    let cwd = cwd.canonicalize().unwrap_or(cwd);
-    let needs_registry = inv.value(flags::FROM).is_none()
-        && std::env::var("PEER_IDENTITY").map_or(true, |v| v.trim().is_empty());
-    let registry = if needs_registry {
-        Registry::load(&paths)?
-    } else {
-        Registry::default()
-    };
+/// Who runs this `send`: the owner at a terminal (stdin is a tty, or, when stdin carries
+/// the message, stderr is) and what the environment says.
+fn caller_here(inv: &Invocation) -> Caller {
     // The owner's terminal: stdin is a tty, or (when stdin carries the message) stderr is.
     let interactive = std::io::stdin().is_terminal()
         || (inv.value(flags::MESSAGE_FILE) == Some("-") && std::io::stderr().is_terminal());
-    let caller = Caller::from_env(
+    Caller::from_env(
         interactive,
         std::env::vars_os().map(|(k, v)| {
             (
@@ -141,20 +122,13 @@ pub fn run(inv: &Invocation) -> CliResult {
                 v.to_string_lossy().into_owned(),
             )
         }),
-    );
-    let from = resolve_sender(
-        inv.value(flags::FROM),
-        std::env::var("PEER_IDENTITY").ok().as_deref(),
-        &cwd,
-        &registry,
-        &caller,
     )
-    .map_err(CliError::failed)?;
-    let attachments: Vec<String> = inv
-        .values(flags::ATTACHMENT)
-        .iter()
-        .map(|a| absolute(&cwd, a))
-        .collect();
+}
+
+/// `--timeout` (ms), `--id` (a new id when not given) and `--if-busy`, checked.
+///
+/// Errors: a usage error that names the flag, what it takes and what it got.
+fn send_options(inv: &Invocation) -> Result<(Option<u64>, String, Option<IfBusy>), CliError> {
     let timeout_ms = inv
         .value(flags::SEND_TIMEOUT)
         .map(|v| timeout_ms(v).ok_or_else(|| usage(inv, format!("--timeout: expected a number of seconds above 0 and at most 86400 (a day), e.g. 30 or 2.5; got \"{v}\""))))
@@ -180,6 +154,46 @@ pub fn run(inv: &Invocation) -> CliResult {
             })
         })
         .transpose()?;
+    Ok((timeout_ms, msg_id, if_busy))
+}
+
+/// Run `iapeer send`.
+pub fn run(inv: &Invocation) -> CliResult {
+    let target = inv
+        .positional(args::TARGET)
+        .ok_or_else(|| usage(inv, "missing <target>"))?
+        .to_string();
+    let message = read_message(inv)?;
+    let json_out = inv.flag(flags::JSON);
+    // Checked here only to word the daemon's refusal for a person (the daemon still sees
+    // the attempt and logs it, spec 03).
+    let problem = local_problem(&target, &message, inv.value(flags::SEND_RUNTIME));
+    let paths = paths()?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::failed(format!("cannot read the current folder: {e}")))?;
+    let cwd = cwd.canonicalize().unwrap_or(cwd);
+    let needs_registry = inv.value(flags::FROM).is_none()
+        && std::env::var("PEER_IDENTITY").map_or(true, |v| v.trim().is_empty());
+    let registry = if needs_registry {
+        Registry::load(&paths)?
+    } else {
+        Registry::default()
+    };
+    let caller = caller_here(inv);
+    let from = resolve_sender(
+        inv.value(flags::FROM),
+        std::env::var("PEER_IDENTITY").ok().as_deref(),
+        &cwd,
+        &registry,
+        &caller,
+    )
+    .map_err(CliError::failed)?;
+    let attachments: Vec<String> = inv
+        .values(flags::ATTACHMENT)
+        .iter()
+        .map(|a| absolute(&cwd, a))
+        .collect();
+    let (timeout_ms, msg_id, if_busy) = send_options(inv)?;
     let n = message.chars().count();
     let signed_as = from.clone();
     let req = Request::Send {
@@ -233,18 +247,24 @@ pub fn run(inv: &Invocation) -> CliResult {
         }
         // Written, then the connection broke: the daemon may have delivered it.
         Err(ClientError::Unanswered(why)) => {
-            let f = crate::protocol::Failure::new(
-                Code::StateUnknown,
-                format!(
-                    "state unknown: it may have arrived — the connection to the daemon broke \
-                     after the message was sent to it ({why}). Message id {msg_id}: a retry \
-                     with this id is never delivered twice"
-                ),
-            );
+            let f = unanswered(&why, &msg_id);
             state_unknown(&f, Some(&msg_id), Some(&retry), json_out)
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// The failure of a send written whole to the daemon whose connection then broke (`why`):
+/// `state-unknown`, it may have arrived; a retry with `msg_id` is never delivered twice.
+fn unanswered(why: &str, msg_id: &str) -> crate::protocol::Failure {
+    crate::protocol::Failure::new(
+        Code::StateUnknown,
+        format!(
+            "state unknown: it may have arrived — the connection to the daemon broke \
+             after the message was sent to it ({why}). Message id {msg_id}: a retry \
+             with this id is never delivered twice"
+        ),
+    )
 }
 
 /// `send --json` when the message's state is unknown (exit [`EXIT_STATE_UNKNOWN`]): the

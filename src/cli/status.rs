@@ -369,6 +369,72 @@ impl PrepHealth {
 const PREP_FIX: &str = "make that file system answer again, or unmount it (umount -l <its mount \
     point>); the threads then come back by themselves";
 
+/// One `  <sender>: …` line of a stalled sender: how many and how long, what waits behind
+/// them, what they read.
+fn stalled_line(s: &crate::protocol::StalledPrep) -> String {
+    let (behind, reading) = match (s.attachments.as_slice(), s.peer.as_str()) {
+        ([], "") => (" of its sends", "reading the registry".to_string()),
+        ([], peer) => (
+            " sends to it",
+            format!("reading the folder of peer \"{peer}\" (its profile)"),
+        ),
+        (files, _) => (" of its sends", format!("reading {}", files.join(", "))),
+    };
+    let behind = match s.waiting {
+        0 => String::new(),
+        n => format!(", {n} more{behind} waiting behind them"),
+    };
+    format!(
+        "  {}: {} stalled, the oldest for {} s{behind} — {reading}\n",
+        s.sender,
+        s.jobs,
+        s.oldest_ms / 1000
+    )
+}
+
+/// The `what is wrong` parts of stalled preparations, for the attachment pool and the pool
+/// for sends without attachments: each `(stalled threads, all of them stalled)`.
+fn what_is_wrong(
+    p: &PrepStatus,
+    (reading, blocked_att): (usize, bool),
+    (folders, blocked_plain): (usize, bool),
+) -> Vec<String> {
+    let mut wrong = Vec::new();
+    if reading > 0 {
+        wrong.push(if blocked_att {
+            "a read of these files does not return (a FUSE or network file system that stopped \
+             answering?), and a thread in such a read cannot be stopped; every send with \
+             attachments waits, and times out, until one comes back"
+                .to_string()
+        } else {
+            format!(
+                "a read of these files does not return (a FUSE or network file system that \
+                 stopped answering?), and a thread in such a read cannot be stopped; their \
+                 senders' sends wait and time out, other senders are still served ({} more \
+                 threads may stall before every send with attachments waits)",
+                p.threads_max - reading
+            )
+        });
+    }
+    if folders > 0 {
+        let left = p.plain_threads_max.saturating_sub(folders);
+        wrong.push(if blocked_plain {
+            "a read of these peers' folders does not return (a FUSE or network file system \
+             that stopped answering?), and a thread in such a read cannot be stopped; every \
+             send without attachments waits, and times out, until one comes back"
+                .to_string()
+        } else {
+            format!(
+                "a read of these peers' folders does not return (a FUSE or network file system \
+                 that stopped answering?), and a thread in such a read cannot be stopped; the \
+                 sends to these peers wait and time out, sends to other peers are still served \
+                 ({left} more threads may stall before every send without attachments waits)"
+            )
+        });
+    }
+    wrong
+}
+
 /// The `send preparation:` lines of `status` and `doctor`, and the pools' health: counts;
 /// when preparations are stalled, which senders (for sends without attachments: which
 /// peers' folders), how long, what they read, what is wrong and what to do.
@@ -428,58 +494,9 @@ pub fn prep_report(p: &PrepStatus) -> (String, PrepHealth) {
         ));
     }
     for s in &p.stalled {
-        let (behind, reading) = match (s.attachments.as_slice(), s.peer.as_str()) {
-            ([], "") => (" of its sends", "reading the registry".to_string()),
-            ([], peer) => (
-                " sends to it",
-                format!("reading the folder of peer \"{peer}\" (its profile)"),
-            ),
-            (files, _) => (" of its sends", format!("reading {}", files.join(", "))),
-        };
-        let behind = match s.waiting {
-            0 => String::new(),
-            n => format!(", {n} more{behind} waiting behind them"),
-        };
-        out.push_str(&format!(
-            "  {}: {} stalled, the oldest for {} s{behind} — {reading}\n",
-            s.sender,
-            s.jobs,
-            s.oldest_ms / 1000
-        ));
+        out.push_str(&stalled_line(s));
     }
-    let mut wrong = Vec::new();
-    if reading > 0 {
-        wrong.push(if blocked_att {
-            "a read of these files does not return (a FUSE or network file system that stopped \
-             answering?), and a thread in such a read cannot be stopped; every send with \
-             attachments waits, and times out, until one comes back"
-                .to_string()
-        } else {
-            format!(
-                "a read of these files does not return (a FUSE or network file system that \
-                 stopped answering?), and a thread in such a read cannot be stopped; their \
-                 senders' sends wait and time out, other senders are still served ({} more \
-                 threads may stall before every send with attachments waits)",
-                p.threads_max - reading
-            )
-        });
-    }
-    if folders > 0 {
-        let left = p.plain_threads_max.saturating_sub(folders);
-        wrong.push(if blocked_plain {
-            "a read of these peers' folders does not return (a FUSE or network file system \
-             that stopped answering?), and a thread in such a read cannot be stopped; every \
-             send without attachments waits, and times out, until one comes back"
-                .to_string()
-        } else {
-            format!(
-                "a read of these peers' folders does not return (a FUSE or network file system \
-                 that stopped answering?), and a thread in such a read cannot be stopped; the \
-                 sends to these peers wait and time out, sends to other peers are still served \
-                 ({left} more threads may stall before every send without attachments waits)"
-            )
-        });
-    }
+    let wrong = what_is_wrong(p, (reading, blocked_att), (folders, blocked_plain));
     out.push_str(&format!(
         "  what is wrong: {}\n  what to do: {PREP_FIX}\n",
         wrong.join("; and ")
@@ -736,11 +753,9 @@ pub fn outbox_lines(waiting: usize, aside: &[crate::outbox::SetAside], dir: &Pat
     out
 }
 
-/// The checks of `doctor --json`, in the text form's order, with the same verdict: a check
-/// fails exactly where the text form calls it a problem (exit 1). Pure.
-fn doctor_checks(h: &Health, verify: &super::verify::Findings) -> Vec<Check> {
-    let mut checks = Vec::new();
-    checks.push(match (h.status(), &h.http) {
+/// The `daemon` check: healthy with its addresses, not healthy (why), or not running.
+fn daemon_check(h: &Health) -> Check {
+    match (h.status(), &h.http) {
         (Some(_), Err(why)) => Check::new("daemon", Level::Fail, format!("NOT healthy: {why}"))
             .fix("restart it: iapeer shutdown, then iapeer daemon --detach (or iapeer onboard)"),
         (Some(st), Ok(())) => Check::new(
@@ -755,7 +770,68 @@ fn doctor_checks(h: &Health, verify: &super::verify::Findings) -> Vec<Check> {
             "not running (nothing answers on its socket)",
         )
         .fix(START_DAEMON),
-    });
+    }
+}
+
+/// One `agent-program:<runtime>` check per agent runtime: where its program is, or why not
+/// finding it fails (a peer declares it) or does not.
+fn agent_program_checks(h: &Health) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let problems = missing_agent_problems(&h.registry, h.agents());
+    for agent in h.agents() {
+        let name = format!("agent-program:{}", agent.runtime);
+        checks.push(match &agent.path {
+            Some(path) => Check::new(name, Level::Ok, path.clone()),
+            None => {
+                let declared = h.registry.peers.iter().any(|p| p.declares(&agent.runtime));
+                let problem = problems
+                    .iter()
+                    .find(|p| p.contains(&format!(" runtime {} ", agent.runtime)));
+                match (declared, problem) {
+                    (true, Some(problem)) => Check::new(
+                        name,
+                        Level::Fail,
+                        problem.trim_start_matches("problem: ").to_string(),
+                    )
+                    .fix(crate::runtime::agent_program::what_to_do(&agent.runtime)),
+                    _ => Check::new(
+                        name,
+                        Level::Ok,
+                        format!(
+                            "not found (no peer declares it) — looked at, in order: {}",
+                            agent.looked.join("; ")
+                        ),
+                    ),
+                }
+            }
+        });
+    }
+    checks
+}
+
+/// The `outbox` check: sends set aside warn, waiting ones are fine, or it is empty.
+fn outbox_check(h: &Health) -> Check {
+    let outbox = outbox_lines(h.outbox_waiting, &h.outbox_aside, &h.outbox_dir);
+    let outbox = outbox
+        .split("\n  what to do:")
+        .next()
+        .unwrap_or("")
+        .trim_end()
+        .trim_start_matches("outbox: ");
+    if !h.outbox_aside.is_empty() {
+        Check::new("outbox", Level::Warn, outbox).fix(OUTBOX_FIX)
+    } else if h.outbox_waiting > 0 {
+        Check::new("outbox", Level::Ok, outbox)
+    } else {
+        Check::new("outbox", Level::Ok, "empty")
+    }
+}
+
+/// The checks of `doctor --json`, in the text form's order, with the same verdict: a check
+/// fails exactly where the text form calls it a problem (exit 1). Pure.
+fn doctor_checks(h: &Health, verify: &super::verify::Findings) -> Vec<Check> {
+    let mut checks = Vec::new();
+    checks.push(daemon_check(h));
     if let Some(st) = h.status() {
         for r in &st.restarts {
             checks.push(Check::new(
@@ -811,35 +887,7 @@ fn doctor_checks(h: &Health, verify: &super::verify::Findings) -> Vec<Check> {
             _ => Check::new("send-preparation", Level::Fail, message).fix(PREP_FIX),
         });
     }
-    let problems = missing_agent_problems(&h.registry, h.agents());
-    for agent in h.agents() {
-        let name = format!("agent-program:{}", agent.runtime);
-        checks.push(match &agent.path {
-            Some(path) => Check::new(name, Level::Ok, path.clone()),
-            None => {
-                let declared = h.registry.peers.iter().any(|p| p.declares(&agent.runtime));
-                let problem = problems
-                    .iter()
-                    .find(|p| p.contains(&format!(" runtime {} ", agent.runtime)));
-                match (declared, problem) {
-                    (true, Some(problem)) => Check::new(
-                        name,
-                        Level::Fail,
-                        problem.trim_start_matches("problem: ").to_string(),
-                    )
-                    .fix(crate::runtime::agent_program::what_to_do(&agent.runtime)),
-                    _ => Check::new(
-                        name,
-                        Level::Ok,
-                        format!(
-                            "not found (no peer declares it) — looked at, in order: {}",
-                            agent.looked.join("; ")
-                        ),
-                    ),
-                }
-            }
-        });
-    }
+    checks.extend(agent_program_checks(h));
     for n in &h.notices {
         checks.push(Check::new(
             "notice",
@@ -847,20 +895,7 @@ fn doctor_checks(h: &Health, verify: &super::verify::Findings) -> Vec<Check> {
             crate::notices::describe(n),
         ));
     }
-    let outbox = outbox_lines(h.outbox_waiting, &h.outbox_aside, &h.outbox_dir);
-    let outbox = outbox
-        .split("\n  what to do:")
-        .next()
-        .unwrap_or("")
-        .trim_end()
-        .trim_start_matches("outbox: ");
-    checks.push(if !h.outbox_aside.is_empty() {
-        Check::new("outbox", Level::Warn, outbox).fix(OUTBOX_FIX)
-    } else if h.outbox_waiting > 0 {
-        Check::new("outbox", Level::Ok, outbox)
-    } else {
-        Check::new("outbox", Level::Ok, "empty")
-    });
+    checks.push(outbox_check(h));
     if verify.problems.is_empty() {
         checks.push(Check::new(
             "registry",
@@ -884,6 +919,31 @@ fn doctor_checks(h: &Health, verify: &super::verify::Findings) -> Vec<Check> {
         ));
     }
     checks
+}
+
+/// The `daemon:` line of `status` (healthy, not healthy and why, not running), then one line
+/// per daemon thread that was restarted.
+fn daemon_lines(h: &Health, prep_health: &PrepHealth) -> String {
+    let daemon = match h.answer.as_ref().map(|a| &a.status) {
+        Some(Answer::Ok(_)) if h.http.is_err() => format!(
+            "daemon: NOT healthy ({})",
+            h.http.as_ref().err().map_or("", String::as_str)
+        ),
+        Some(Answer::Ok(_)) if prep_health.blocked_line().is_some() => format!(
+            "daemon: NOT healthy ({})",
+            prep_health.blocked_line().unwrap_or_default()
+        ),
+        Some(Answer::Ok(st)) => format!("daemon: healthy @ {} + {}", st.tcp, st.sock),
+        Some(Answer::Failed(_)) => "daemon: healthy @ ? + ?".to_string(),
+        None => format!("daemon: not running (nothing answers on its socket) — {START_DAEMON}"),
+    };
+    match h.status() {
+        Some(st) => std::iter::once(daemon)
+            .chain(st.restarts.iter().map(restart_line))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => daemon,
+    }
 }
 
 /// Print the status report (one JSON document with `json`); `Err` (exit 1) when the daemon
@@ -929,26 +989,7 @@ fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
         };
         print(&format!("{}\n", json_line(&doc)))?;
     } else {
-        let daemon = match answer.as_ref().map(|a| &a.status) {
-            Some(Answer::Ok(_)) if h.http.is_err() => format!(
-                "daemon: NOT healthy ({})",
-                h.http.as_ref().err().map_or("", String::as_str)
-            ),
-            Some(Answer::Ok(_)) if prep_health.blocked_line().is_some() => format!(
-                "daemon: NOT healthy ({})",
-                prep_health.blocked_line().unwrap_or_default()
-            ),
-            Some(Answer::Ok(st)) => format!("daemon: healthy @ {} + {}", st.tcp, st.sock),
-            Some(Answer::Failed(_)) => "daemon: healthy @ ? + ?".to_string(),
-            None => format!("daemon: not running (nothing answers on its socket) — {START_DAEMON}"),
-        };
-        let daemon = match h.status() {
-            Some(st) => std::iter::once(daemon)
-                .chain(st.restarts.iter().map(restart_line))
-                .collect::<Vec<_>>()
-                .join("\n"),
-            _ => daemon,
-        };
+        let daemon = daemon_lines(&h, &prep_health);
         print(&format!(
             "iapeer {}\n{daemon}\n{}\npeers: {} (runtimes: {l} live, {a} asleep, {s} stopped{})\n{}\n",
             env!("CARGO_PKG_VERSION"),

@@ -377,6 +377,64 @@ fn cut_by_the_original(entry: &RegistryPeer) -> bool {
     })
 }
 
+/// Keep a damaged registry file beside it (`peers-profiles.json.corrupt-<ms>.bak`): it may
+/// hold what the profiles cannot tell. Returns the copy's path.
+fn back_up_damaged(paths: &Paths) -> Result<PathBuf, CliError> {
+    let bak = paths.root().join(format!(
+        "peers-profiles.json.corrupt-{}.bak",
+        crate::clock::now_ms()
+    ));
+    std::fs::copy(paths.registry(), &bak).map_err(|e| {
+        fail(format!(
+            "cannot back up the damaged registry to {}: {e}",
+            bak.display()
+        ))
+    })?;
+    eprintln!(
+        "iapeer verify: the damaged registry was saved as {}",
+        bak.display()
+    );
+    Ok(bak)
+}
+
+/// `verify --fix`'s repairs of one peer folder (`label` names it): the original tool's
+/// approval hook removed, the profile repaired. Returns what was changed; a failure is logged
+/// (what is still wrong is listed as a problem).
+fn repair_folder(folder: &Path, label: &str) -> PerPeer {
+    let mut changes = Vec::new();
+    match crate::runtime::original_hook::remove(folder) {
+        Ok(files) => changes.extend(files.iter().map(|f| {
+            (
+                label.to_string(),
+                format!(
+                    "removed the original tool's approval hook from {} (iapeer gives a \
+                     gated session its own at launch)",
+                    f.display()
+                ),
+            )
+        })),
+        Err(e) => log::warn!("verify --fix: {label}: {e}"),
+    }
+    match Profile::repair(folder) {
+        Ok(done) => changes.extend(done.into_iter().map(|d| (label.to_string(), d))),
+        // Nothing was fixed: what is still wrong with it is listed below as a problem.
+        Err(e) => log::debug!("verify --fix: {label}: the profile was not repaired: {e}"),
+    }
+    changes
+}
+
+/// The folders a rebuilt registry is made from: those the registry file (`text`, even
+/// damaged) names, then the folders with a live profile under `<root>/peers/` it does not.
+fn folders_to_register(paths: &Paths, text: &str) -> Vec<PathBuf> {
+    let mut folders = registry_folders(text);
+    for f in orphan_candidates(paths) {
+        if !folders.contains(&f) {
+            folders.push(f);
+        }
+    }
+    folders
+}
+
 /// Rebuild the registry from the profiles. Returns the changes made, and the folders that
 /// could not be registered (with why), per peer.
 fn rebuild(paths: &Paths) -> Result<(PerPeer, PerPeer), CliError> {
@@ -384,34 +442,14 @@ fn rebuild(paths: &Paths) -> Result<(PerPeer, PerPeer), CliError> {
         .map_err(fail)?
         .unwrap_or_default();
     let old = Registry::load(paths).ok();
-    let mut damaged = None;
-    if old.is_none() && !text.trim().is_empty() {
-        // Keep the damaged file: it may hold what the profiles cannot tell.
-        let bak = paths.root().join(format!(
-            "peers-profiles.json.corrupt-{}.bak",
-            crate::clock::now_ms()
-        ));
-        std::fs::copy(paths.registry(), &bak).map_err(|e| {
-            fail(format!(
-                "cannot back up the damaged registry to {}: {e}",
-                bak.display()
-            ))
-        })?;
-        eprintln!(
-            "iapeer verify: the damaged registry was saved as {}",
-            bak.display()
-        );
-        damaged = Some(bak);
-    }
+    let damaged = match old {
+        None if !text.trim().is_empty() => Some(back_up_damaged(paths)?),
+        _ => None,
+    };
     let old_entry = |cwd: &Path| -> Option<RegistryPeer> {
         old.as_ref()?.peers.iter().find(|p| p.cwd == cwd).cloned()
     };
-    let mut folders = registry_folders(&text);
-    for f in orphan_candidates(paths) {
-        if !folders.contains(&f) {
-            folders.push(f);
-        }
-    }
+    let folders = folders_to_register(paths, &text);
     let mut rebuilt = Registry::default();
     let mut changes = Vec::new();
     let mut left_out = Vec::new();
@@ -439,24 +477,7 @@ fn rebuild(paths: &Paths) -> Result<(PerPeer, PerPeer), CliError> {
             .ok()
             .flatten()
             .map_or(label, |p| p.personality);
-        match crate::runtime::original_hook::remove(&folder) {
-            Ok(files) => changes.extend(files.iter().map(|f| {
-                (
-                    label.clone(),
-                    format!(
-                        "removed the original tool's approval hook from {} (iapeer gives a \
-                         gated session its own at launch)",
-                        f.display()
-                    ),
-                )
-            })),
-            Err(e) => log::warn!("verify --fix: {label}: {e}"),
-        }
-        match Profile::repair(&folder) {
-            Ok(done) => changes.extend(done.into_iter().map(|d| (label.clone(), d))),
-            // Nothing was fixed: what is still wrong with it is listed below as a problem.
-            Err(e) => log::debug!("verify --fix: {label}: the profile was not repaired: {e}"),
-        }
+        changes.extend(repair_folder(&folder, &label));
         let read = Profile::read_keeping_name(&folder).and_then(|p| {
             p.ok_or_else(|| crate::profile::ProfileError::NoRuntime {
                 path: peer::profile(&folder),

@@ -43,26 +43,7 @@ pub fn render_table(rows: &[PeerRow], now_ms: u64, width: Option<usize>) -> Stri
             let rts: Vec<String> = r
                 .runtimes
                 .iter()
-                .map(|x| {
-                    let mut s = format!("{}{}", glyph(&x.status), x.runtime);
-                    if x.runtime == r.default_runtime {
-                        s.push('*');
-                    }
-                    if x.attached {
-                        s.push('@');
-                    }
-                    if let Some(n) = x.queue_depth.filter(|n| *n > 0) {
-                        s.push_str(&format!("[{n}]"));
-                    }
-                    for n in &x.notices {
-                        s.push_str(&format!("({}", n.kind));
-                        if n.count > 1 {
-                            s.push_str(&format!("×{}", n.count));
-                        }
-                        s.push(')');
-                    }
-                    s
-                })
+                .map(|x| runtime_cell(x, &r.default_runtime))
                 .collect();
             let active = r
                 .last_active_ms
@@ -145,6 +126,29 @@ pub fn render_table(rows: &[PeerRow], now_ms: u64, width: Option<usize>) -> Stri
         }
     }
     out
+}
+
+/// One runtime in the RUNTIMES cell: its status glyph and name, `*` for the default runtime,
+/// `@` when attached, `[n]` queued messages, `(kind×count)` per notice.
+fn runtime_cell(x: &crate::roster::RuntimeRow, default_runtime: &str) -> String {
+    let mut s = format!("{}{}", glyph(&x.status), x.runtime);
+    if x.runtime == default_runtime {
+        s.push('*');
+    }
+    if x.attached {
+        s.push('@');
+    }
+    if let Some(n) = x.queue_depth.filter(|n| *n > 0) {
+        s.push_str(&format!("[{n}]"));
+    }
+    for n in &x.notices {
+        s.push_str(&format!("({}", n.kind));
+        if n.count > 1 {
+            s.push_str(&format!("×{}", n.count));
+        }
+        s.push(')');
+    }
+    s
 }
 
 /// The BRANCH cell of a worktree peer: its branch, `(detached)`, or `!` when git does not

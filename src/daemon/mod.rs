@@ -284,288 +284,423 @@ const LEFTOVER_GRACE: Duration = Duration::from_secs(1);
 const SHUTDOWN_BOUND: Duration = Duration::from_secs(15);
 
 /// Run the daemon in the foreground until SIGTERM/SIGINT/SIGHUP (spec 02 §1), or until the
-/// router thread fails. Shutdown takes at most [`SHUTDOWN_BOUND`].
+/// router thread fails: [`Daemon::start`], [`Running::serve`], [`Running::shutdown`].
+/// Shutdown takes at most [`SHUTDOWN_BOUND`].
 ///
 /// Errors: another daemon already serves this root; the socket, port or state folder cannot
 /// be set up; [`DaemonError::Fatal`] when the router thread panicked (the panic, with its
 /// location, is in `daemon.log`; sessions were ended; the caller exits non-zero).
 pub fn run(paths: &Paths) -> Result<(), DaemonError> {
-    for dir in [
-        paths.root().to_path_buf(),
-        paths.state_dir(),
-        paths.logs_dir(),
-        paths.lifecycle_dir(),
-    ] {
-        ensure_dir(&dir).map_err(io_err(format!("cannot create {}", dir.display())))?;
-    }
-    init_logging(paths);
-    // The reference docs the system prompt points to (spec 08 §1); a failure is not fatal.
-    match crate::host::docs::sync(paths) {
-        Ok(written) if !written.is_empty() => {
-            log::info!("reference docs: {} file(s) written", written.len())
-        }
-        Ok(_) => {}
-        Err(e) => log::warn!("cannot write the reference docs: {e}"),
-    }
-    let fatal = Fatal::new();
-    guard::install_panic_hook(fatal.clone(), ROUTER_THREAD);
-    test_hooks::init();
-    let (cfg, warnings) = Config::from_env();
-    for w in warnings {
-        log::warn!("{w}");
-    }
-    raise_fd_limit();
-    log_colour_switches();
-    let sock = paths.socket();
-    // Single instance: a lock held for the daemon's life, plus the spec's socket probe.
-    let lock_path = paths.state_dir().join("daemon.lock");
-    let lock = {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(MODE_PRIVATE)
-            .open(&lock_path)
-            .map_err(io_err(format!("cannot open {}", lock_path.display())))?
-    };
-    if lock.try_lock_exclusive().is_err() {
-        // The lock is the root's: a daemon with another socket (IAPEER_DAEMON_SOCKET) on
-        // the same root holds it too.
-        return Err(DaemonError::AlreadyRunning(format!(
-            "a daemon already runs on the root {} (it holds {}) — iapeer shutdown stops it, \
-             or give this one another IAPEER_ROOT",
-            paths.root().display(),
-            lock_path.display()
-        )));
-    }
-    if socket_answers(&sock, Duration::from_millis(500)) {
-        return Err(DaemonError::AlreadyRunning(format!(
-            "a daemon is already listening on {} — iapeer shutdown stops it",
-            sock.display()
-        )));
-    }
-    // With the root's lock held: what a crashed daemon's sessions left is this one's to end.
-    crate::session::contain::init(paths.root(), test_hooks::allows_cgroups());
-    let _ = std::fs::remove_file(&sock);
-    if let Some(dir) = sock.parent() {
-        ensure_dir(dir).map_err(io_err(format!("cannot create {}", dir.display())))?;
-    }
-    let listener = UnixListener::bind(&sock).map_err(|e| {
-        // A Unix socket path has a small limit (about 100 bytes).
-        let hint = if sock.as_os_str().len() > 100 {
-            " — the path is too long for a Unix socket: set IAPEER_DAEMON_SOCKET to a shorter one"
-        } else {
-            ""
+    let mut running = Daemon::start(paths)?;
+    let served = running.serve();
+    running.shutdown(served)
+}
+
+/// Starting a daemon: the steps of [`Daemon::start`], in their order.
+pub struct Daemon;
+
+/// A started daemon: its threads run, its socket and port listen, `router.json` is written.
+pub struct Running {
+    paths: Paths,
+    sock: std::path::PathBuf,
+    /// The root's single-instance lock, held until the end of [`Running::shutdown`].
+    lock: std::fs::File,
+    control: control::Control,
+    router_tx: Sender<RouterMsg>,
+    router_thread: std::thread::JoinHandle<()>,
+    http: http::HttpServerHandle,
+    fatal: Fatal,
+    peers_watch_stop: Arc<AtomicBool>,
+}
+
+/// What [`Daemon::start`]'s steps share: the configuration, the failure record, the router's
+/// channel and the start time (ms since the epoch).
+struct Wiring {
+    cfg: Config,
+    fatal: Fatal,
+    router_tx: Sender<RouterMsg>,
+    started_ms: u64,
+}
+
+impl Daemon {
+    /// Start the daemon on `paths`' root: folders and logs, the single-instance lock and the
+    /// control socket, the event bus, the HTTP server (MCP, fleet API, page), `router.json`,
+    /// the signal pipe and control loop, the router, ticker and peers-watch threads; then
+    /// say "daemon ready" on stderr and in `daemon.log`.
+    ///
+    /// Errors: those of [`run`] before serving.
+    pub fn start(paths: &Paths) -> Result<Running, DaemonError> {
+        let (cfg, fatal) = Self::prepare(paths)?;
+        let (lock, listener) = Self::claim(paths)?;
+        let sock = paths.socket();
+        let (router_tx, router_rx) = crossbeam_channel::unbounded();
+        // The event bus (spec 10 §1): every event-log line the daemon writes, with history
+        // from the durable logs.
+        let bus = crate::eventbus::Bus::new();
+        bus.seed(&[
+            (Source::Lifecycle, paths.lifecycle_log()),
+            (Source::Delivery, paths.delivery_log()),
+            (Source::Exits, paths.exits_log()),
+        ]);
+        let wiring = Wiring {
+            cfg,
+            fatal,
+            router_tx,
+            started_ms: crate::clock::now_ms(),
         };
-        DaemonError::Io(format!("cannot listen on {}{hint}", sock.display()), e)
-    })?;
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(MODE_PRIVATE))
-        .map_err(io_err(format!("cannot set the mode of {}", sock.display())))?;
-
-    let (router_tx, router_rx) = crossbeam_channel::unbounded();
-    let (session_tx, session_rx) = crossbeam_channel::unbounded();
-    let backend: Arc<dyn Backend> = Arc::new(RouterBackend {
-        tx: router_tx.clone(),
-        fatal: fatal.clone(),
-    });
-    // The event bus (spec 10 §1): every event-log line the daemon writes, with history from
-    // the durable logs.
-    let bus = crate::eventbus::Bus::new();
-    bus.seed(&[
-        (Source::Lifecycle, paths.lifecycle_log()),
-        (Source::Delivery, paths.delivery_log()),
-        (Source::Exits, paths.exits_log()),
-    ]);
-    let started_ms = crate::clock::now_ms();
-    let fleet = Arc::new(fleet::Fleet::new(
-        paths.clone(),
-        bus.clone(),
-        router_tx.clone(),
-        fatal.clone(),
-        started_ms,
-    ));
-    // The fleet API's secret: IAPEER_BEARER_TOKEN when set, else the fleet token.
-    let fleet_token = match &cfg.bearer {
-        Some(_) => {
-            log::info!(
-                "fleet API: IAPEER_BEARER_TOKEN is set and gates it ({} is not used)",
-                paths.fleet_token().display()
-            );
-            None
-        }
-        None => fleet_token(paths),
-    };
-    // The web page's secrets (`iapeer ui`): without a random source or a writable key file
-    // the daemon runs without the page, and says so.
-    let restarts = guard::Restarts::new();
-    let mut http_cfg = http::HttpConfig {
-        hold_max: cfg.fleet_hold_max,
-        restarts: restarts.clone(),
-        ..http::HttpConfig::new(cfg.port, cfg.bearer.clone())
+        let (http, info) = Self::start_http(paths, &wiring, &bus)?;
+        let tcp = info.tcp.clone();
+        let (sig_read, router_failed) = Self::signal_pipe()?;
+        let control = control::Control::new(
+            listener,
+            sig_read,
+            wiring.router_tx.clone(),
+            wiring.fatal.clone(),
+        )
+        .map_err(io_err("cannot start the control loop"))?;
+        let router_thread =
+            Self::spawn_router(paths, &wiring, router_rx, info, bus, router_failed)?;
+        let Wiring {
+            cfg,
+            fatal,
+            router_tx,
+            ..
+        } = wiring;
+        let tick_tx = router_tx.clone();
+        let tick = cfg.tick;
+        std::thread::Builder::new()
+            .name("ticker".into())
+            .spawn(move || loop {
+                std::thread::sleep(tick);
+                if tick_tx.send(RouterMsg::Tick).is_err() {
+                    return;
+                }
+            })
+            .map_err(io_err("cannot start the ticker thread"))?;
+        // The team's changes on the event stream (a peer created, renamed, removed).
+        let peers_watch_stop = Arc::new(AtomicBool::new(false));
+        peers_watch::spawn(paths.clone(), router_tx.clone(), peers_watch_stop.clone())
+            .map_err(io_err("cannot start the peers-watch thread"))?;
+        // Read the login shell's PATH now, so the first launch or status need not wait for it.
+        crate::runtime::agent_program::prime();
+        eprintln!("iapeer daemon ready tcp={tcp} sock={}", sock.display());
+        log::info!(
+            "daemon ready tcp={tcp} sock={} pid={}",
+            sock.display(),
+            std::process::id()
+        );
+        Ok(Running {
+            paths: paths.clone(),
+            sock,
+            lock,
+            control,
+            router_tx,
+            router_thread,
+            http,
+            fatal,
+            peers_watch_stop,
+        })
     }
-    .with_fleet_token(fleet_token.clone());
-    match ui::UiKeys::generate().and_then(|k| k.store(&paths.ui_key())) {
-        Ok(keys) => http_cfg = http_cfg.with_ui(keys),
-        Err(e) => log::warn!(
-            "ui: the web page is not served: cannot make its key {}: {e}",
-            paths.ui_key().display()
-        ),
-    }
-    let mut http = match http::start(http_cfg, backend, Some(fleet)) {
-        Ok(http) => http,
-        Err(e) => {
-            // No daemon: leave no socket that looks like one.
-            let _ = std::fs::remove_file(&sock);
-            return Err(DaemonError::Listen(cfg.port, e));
-        }
-    };
-    let tcp = format!("http://127.0.0.1:{}/mcp", http.port());
-    // `fleet: 1` advertises the fleet API under the same origin (spec 02 §1 step 4).
-    write_json_atomic(
-        &paths.router_json(),
-        &json!({"sock": sock.display().to_string(), "tcp": tcp, "version": env!("CARGO_PKG_VERSION"), "fleet": 1}),
-        MODE_PRIVATE,
-    )
-    .map_err(io_err("cannot write router.json"))?;
 
-    let (sig_read, sig_write) =
-        UnixStream::pair().map_err(io_err("cannot create the signal pipe"))?;
-    for sig in [
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGHUP,
-    ] {
-        let w = sig_write
+    /// The root's folders, logging, the reference docs, the panic hook, test hooks, the
+    /// configuration (its warnings logged), the fd limit and the colour switches.
+    fn prepare(paths: &Paths) -> Result<(Config, Fatal), DaemonError> {
+        for dir in [
+            paths.root().to_path_buf(),
+            paths.state_dir(),
+            paths.logs_dir(),
+            paths.lifecycle_dir(),
+        ] {
+            ensure_dir(&dir).map_err(io_err(format!("cannot create {}", dir.display())))?;
+        }
+        init_logging(paths);
+        // The reference docs the system prompt points to (spec 08 §1); a failure is not fatal.
+        match crate::host::docs::sync(paths) {
+            Ok(written) if !written.is_empty() => {
+                log::info!("reference docs: {} file(s) written", written.len())
+            }
+            Ok(_) => {}
+            Err(e) => log::warn!("cannot write the reference docs: {e}"),
+        }
+        let fatal = Fatal::new();
+        guard::install_panic_hook(fatal.clone(), ROUTER_THREAD);
+        test_hooks::init();
+        let (cfg, warnings) = Config::from_env();
+        for w in warnings {
+            log::warn!("{w}");
+        }
+        raise_fd_limit();
+        log_colour_switches();
+        Ok((cfg, fatal))
+    }
+
+    /// Single instance: a lock held for the daemon's life, plus the spec's socket probe; then
+    /// the control socket, listening, mode 0600.
+    fn claim(paths: &Paths) -> Result<(std::fs::File, UnixListener), DaemonError> {
+        let sock = paths.socket();
+        let lock_path = paths.state_dir().join("daemon.lock");
+        let lock = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .mode(MODE_PRIVATE)
+                .open(&lock_path)
+                .map_err(io_err(format!("cannot open {}", lock_path.display())))?
+        };
+        if lock.try_lock_exclusive().is_err() {
+            // The lock is the root's: a daemon with another socket (IAPEER_DAEMON_SOCKET) on
+            // the same root holds it too.
+            return Err(DaemonError::AlreadyRunning(format!(
+                "a daemon already runs on the root {} (it holds {}) — iapeer shutdown stops it, \
+                 or give this one another IAPEER_ROOT",
+                paths.root().display(),
+                lock_path.display()
+            )));
+        }
+        if socket_answers(&sock, Duration::from_millis(500)) {
+            return Err(DaemonError::AlreadyRunning(format!(
+                "a daemon is already listening on {} — iapeer shutdown stops it",
+                sock.display()
+            )));
+        }
+        // With the root's lock held: what a crashed daemon's sessions left is this one's to end.
+        crate::session::contain::init(paths.root(), test_hooks::allows_cgroups());
+        let _ = std::fs::remove_file(&sock);
+        if let Some(dir) = sock.parent() {
+            ensure_dir(dir).map_err(io_err(format!("cannot create {}", dir.display())))?;
+        }
+        let listener = UnixListener::bind(&sock).map_err(|e| {
+            // A Unix socket path has a small limit (about 100 bytes).
+            let hint = if sock.as_os_str().len() > 100 {
+                " — the path is too long for a Unix socket: set IAPEER_DAEMON_SOCKET to a shorter one"
+            } else {
+                ""
+            };
+            DaemonError::Io(format!("cannot listen on {}{hint}", sock.display()), e)
+        })?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(MODE_PRIVATE))
+            .map_err(io_err(format!("cannot set the mode of {}", sock.display())))?;
+        Ok((lock, listener))
+    }
+
+    /// The HTTP server (MCP, the fleet API with its token, the page with its keys) and
+    /// `router.json`; what the router is told about them.
+    fn start_http(
+        paths: &Paths,
+        w: &Wiring,
+        bus: &crate::eventbus::Bus,
+    ) -> Result<(http::HttpServerHandle, DaemonInfo), DaemonError> {
+        let (cfg, sock) = (&w.cfg, paths.socket());
+        let backend: Arc<dyn Backend> = Arc::new(RouterBackend {
+            tx: w.router_tx.clone(),
+            fatal: w.fatal.clone(),
+        });
+        let fleet = Arc::new(fleet::Fleet::new(
+            paths.clone(),
+            bus.clone(),
+            w.router_tx.clone(),
+            w.fatal.clone(),
+            w.started_ms,
+        ));
+        // The fleet API's secret: IAPEER_BEARER_TOKEN when set, else the fleet token.
+        let fleet_token = match &cfg.bearer {
+            Some(_) => {
+                log::info!(
+                    "fleet API: IAPEER_BEARER_TOKEN is set and gates it ({} is not used)",
+                    paths.fleet_token().display()
+                );
+                None
+            }
+            None => fleet_token(paths),
+        };
+        // The web page's secrets (`iapeer ui`): without a random source or a writable key file
+        // the daemon runs without the page, and says so.
+        let restarts = guard::Restarts::new();
+        let mut http_cfg = http::HttpConfig {
+            hold_max: cfg.fleet_hold_max,
+            restarts: restarts.clone(),
+            ..http::HttpConfig::new(cfg.port, cfg.bearer.clone())
+        }
+        .with_fleet_token(fleet_token.clone());
+        match ui::UiKeys::generate().and_then(|k| k.store(&paths.ui_key())) {
+            Ok(keys) => http_cfg = http_cfg.with_ui(keys),
+            Err(e) => log::warn!(
+                "ui: the web page is not served: cannot make its key {}: {e}",
+                paths.ui_key().display()
+            ),
+        }
+        let http = match http::start(http_cfg, backend, Some(fleet)) {
+            Ok(http) => http,
+            Err(e) => {
+                // No daemon: leave no socket that looks like one.
+                let _ = std::fs::remove_file(&sock);
+                return Err(DaemonError::Listen(cfg.port, e));
+            }
+        };
+        let tcp = format!("http://127.0.0.1:{}/mcp", http.port());
+        // `fleet: 1` advertises the fleet API under the same origin (spec 02 §1 step 4).
+        write_json_atomic(
+            &paths.router_json(),
+            &json!({"sock": sock.display().to_string(), "tcp": tcp, "version": env!("CARGO_PKG_VERSION"), "fleet": 1}),
+            MODE_PRIVATE,
+        )
+        .map_err(io_err("cannot write router.json"))?;
+        let info = DaemonInfo {
+            tcp,
+            sock: sock.display().to_string(),
+            port: http.port(),
+            started_ms: w.started_ms,
+            restarts,
+            fleet_secret: cfg.bearer.clone().or(fleet_token),
+        };
+        Ok((http, info))
+    }
+
+    /// The signal pipe: SIGTERM, SIGINT and SIGHUP write to it, and so does the router thread
+    /// when it fails (the second end returned), so the control loop stops.
+    fn signal_pipe() -> Result<(UnixStream, UnixStream), DaemonError> {
+        let (sig_read, sig_write) =
+            UnixStream::pair().map_err(io_err("cannot create the signal pipe"))?;
+        for sig in [
+            signal_hook::consts::SIGTERM,
+            signal_hook::consts::SIGINT,
+            signal_hook::consts::SIGHUP,
+        ] {
+            let w = sig_write
+                .try_clone()
+                .map_err(io_err("cannot create the signal pipe"))?;
+            signal_hook::low_level::pipe::register(sig, w)
+                .map_err(io_err("cannot install signal handlers"))?;
+        }
+        let router_failed = sig_write
             .try_clone()
             .map_err(io_err("cannot create the signal pipe"))?;
-        signal_hook::low_level::pipe::register(sig, w)
-            .map_err(io_err("cannot install signal handlers"))?;
+        Ok((sig_read, router_failed))
     }
-    // The router thread writes here when it fails, so the control loop stops.
-    let mut router_failed = sig_write
-        .try_clone()
-        .map_err(io_err("cannot create the signal pipe"))?;
-    let mut control = control::Control::new(listener, sig_read, router_tx.clone(), fatal.clone())
-        .map_err(io_err("cannot start the control loop"))?;
 
-    let info = DaemonInfo {
-        tcp: tcp.clone(),
-        sock: sock.display().to_string(),
-        port: http.port(),
-        started_ms,
-        restarts,
-        fleet_secret: cfg.bearer.clone().or(fleet_token),
-    };
-    let router = Router::new(
-        paths.clone(),
-        cfg.clone(),
-        info,
-        router_tx.clone(),
-        session_tx,
-        bus,
-    );
-    let router_fatal = fatal.clone();
-    let router_thread = std::thread::Builder::new()
-        .name(ROUTER_THREAD.into())
-        .spawn(move || {
-            // Unwinding drops the router's state, and with it every waiting requester's
-            // reply channel; the hook has recorded the failure before that, so they read it.
-            if let Err(panic) = guard::catch(move || router.run(router_rx, session_rx)) {
-                router_fatal.set(format!("the router thread panicked ({panic})"));
-                let _ = router_failed.write_all(b"!");
-            }
-        })
-        .map_err(io_err("cannot start the router thread"))?;
-    let tick_tx = router_tx.clone();
-    let tick = cfg.tick;
-    std::thread::Builder::new()
-        .name("ticker".into())
-        .spawn(move || loop {
-            std::thread::sleep(tick);
-            if tick_tx.send(RouterMsg::Tick).is_err() {
-                return;
-            }
-        })
-        .map_err(io_err("cannot start the ticker thread"))?;
-
-    // The team's changes on the event stream (a peer created, renamed, removed).
-    let peers_watch_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    peers_watch::spawn(paths.clone(), router_tx.clone(), peers_watch_stop.clone())
-        .map_err(io_err("cannot start the peers-watch thread"))?;
-
-    // Read the login shell's PATH now, so the first launch or status need not wait for it.
-    crate::runtime::agent_program::prime();
-
-    eprintln!("iapeer daemon ready tcp={tcp} sock={}", sock.display());
-    log::info!(
-        "daemon ready tcp={tcp} sock={} pid={}",
-        sock.display(),
-        std::process::id()
-    );
-    // Holds a previous daemon claimed for confirm-send and never finished wait again.
-    for id in crate::origin::recover_claims(paths) {
-        log::info!(
-            "origin guard: held message {id} is pending again (its confirm-send was cut off)"
+    /// The router thread; a panic on it is recorded in `fatal` and written to `router_failed`.
+    fn spawn_router(
+        paths: &Paths,
+        w: &Wiring,
+        router_rx: crossbeam_channel::Receiver<RouterMsg>,
+        info: DaemonInfo,
+        bus: crate::eventbus::Bus,
+        mut router_failed: UnixStream,
+    ) -> Result<std::thread::JoinHandle<()>, DaemonError> {
+        let (session_tx, session_rx) = crossbeam_channel::unbounded();
+        let router = Router::new(
+            paths.clone(),
+            w.cfg.clone(),
+            info,
+            w.router_tx.clone(),
+            session_tx,
+            bus,
         );
+        let router_fatal = w.fatal.clone();
+        std::thread::Builder::new()
+            .name(ROUTER_THREAD.into())
+            .spawn(move || {
+                // Unwinding drops the router's state, and with it every waiting requester's
+                // reply channel; the hook has recorded the failure before that, so they read it.
+                if let Err(panic) = guard::catch(move || router.run(router_rx, session_rx)) {
+                    router_fatal.set(format!("the router thread panicked ({panic})"));
+                    let _ = router_failed.write_all(b"!");
+                }
+            })
+            .map_err(io_err("cannot start the router thread"))
     }
-    // Sends kept while the daemon was down go out now (issue 11 item 7).
-    crate::outbox::drain_in_background(paths.clone());
-    let served = control.run();
-    peers_watch_stop.store(true, std::sync::atomic::Ordering::Relaxed);
+}
 
-    // Shutdown, bounded by SHUTDOWN_BOUND: stop accepting, end sessions (marking agents
-    // resume-eligible), clean up. After a router failure the router's sessions are gone:
-    // their children are ended by process group instead.
-    let _ = std::fs::remove_file(&sock);
-    let start = Instant::now();
-    let failed = fatal.get().map(str::to_string);
-    let router_by = start + ROUTER_SHUTDOWN;
-    match &failed {
-        Some(what) => log::error!("{what}: ending the sessions and exiting"),
-        None => {
-            let (done_tx, done_rx) = crossbeam_channel::bounded(1);
-            if router_tx
-                .send(RouterMsg::Shutdown { done: done_tx })
-                .is_ok()
-            {
-                // Every request the router held gets its final line (`shutting-down`, or a
-                // send's own answer once the delivery a session holds ends; a delivery.log
-                // line for each send) before the connections close.
-                control.finish_pending(start + ANSWER_BOUND);
-                let _ = done_rx.recv_timeout(router_by.saturating_duration_since(Instant::now()));
+impl Running {
+    /// Serve until a signal or the router's failure stops the control loop: claims a previous
+    /// daemon left are pending again, the outbox drains, then the control loop runs.
+    ///
+    /// Errors: the control loop's own failure (passed to [`Running::shutdown`]).
+    pub fn serve(&mut self) -> io::Result<()> {
+        // Holds a previous daemon claimed for confirm-send and never finished wait again.
+        for id in crate::origin::recover_claims(&self.paths) {
+            log::info!(
+                "origin guard: held message {id} is pending again (its confirm-send was cut off)"
+            );
+        }
+        // Sends kept while the daemon was down go out now (issue 11 item 7).
+        crate::outbox::drain_in_background(self.paths.clone());
+        let served = self.control.run();
+        self.peers_watch_stop
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        served
+    }
+
+    /// Shut down, bounded by [`SHUTDOWN_BOUND`] from now: stop accepting, end sessions
+    /// (marking agents resume-eligible), clean up. After a router failure the router's
+    /// sessions are gone: their children are ended by process group instead.
+    ///
+    /// Errors: [`DaemonError::Fatal`] after a router failure; else `served`'s error.
+    pub fn shutdown(self, served: io::Result<()>) -> Result<(), DaemonError> {
+        let Running {
+            paths,
+            sock,
+            lock,
+            mut control,
+            router_tx,
+            router_thread,
+            mut http,
+            fatal,
+            ..
+        } = self;
+        let _ = std::fs::remove_file(&sock);
+        let start = Instant::now();
+        let failed = fatal.get().map(str::to_string);
+        let router_by = start + ROUTER_SHUTDOWN;
+        match &failed {
+            Some(what) => log::error!("{what}: ending the sessions and exiting"),
+            None => {
+                let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+                if router_tx
+                    .send(RouterMsg::Shutdown { done: done_tx })
+                    .is_ok()
+                {
+                    // Every request the router held gets its final line (`shutting-down`, or
+                    // a send's own answer once the delivery a session holds ends; a
+                    // delivery.log line for each send) before the connections close.
+                    control.finish_pending(start + ANSWER_BOUND);
+                    let _ =
+                        done_rx.recv_timeout(router_by.saturating_duration_since(Instant::now()));
+                }
             }
         }
-    }
-    drop(control);
-    drop(router_tx);
-    guard::finish_by(router_by, "the router thread", move || {
-        let _ = router_thread.join();
-    });
-    let ended = crate::session::groups::end_all(LEFTOVER_GRACE);
-    if ended > 0 {
-        log::warn!("shutdown: ended {ended} child process group(s) the router did not");
-    }
-    let strays = crate::session::contain::end_all();
-    if strays > 0 {
-        log::warn!("shutdown: ended {strays} process(es) the sessions had left");
-    }
-    guard::finish_by(start + SHUTDOWN_BOUND, "the HTTP server", move || {
-        http.shutdown()
-    });
-    let _ = std::fs::remove_file(paths.router_json());
-    let _ = std::fs::remove_file(paths.ui_key());
-    let _ = std::fs::remove_file(paths.ui_open());
-    drop(lock);
-    match failed {
-        Some(what) => {
-            log::error!("daemon stopped after a failure: {what}");
-            Err(DaemonError::Fatal(what))
+        drop(control);
+        drop(router_tx);
+        guard::finish_by(router_by, "the router thread", move || {
+            let _ = router_thread.join();
+        });
+        let ended = crate::session::groups::end_all(LEFTOVER_GRACE);
+        if ended > 0 {
+            log::warn!("shutdown: ended {ended} child process group(s) the router did not");
         }
-        None => {
-            log::info!("daemon stopped");
-            served.map_err(io_err("control loop failed"))
+        let strays = crate::session::contain::end_all();
+        if strays > 0 {
+            log::warn!("shutdown: ended {strays} process(es) the sessions had left");
+        }
+        guard::finish_by(start + SHUTDOWN_BOUND, "the HTTP server", move || {
+            http.shutdown()
+        });
+        let _ = std::fs::remove_file(paths.router_json());
+        let _ = std::fs::remove_file(paths.ui_key());
+        let _ = std::fs::remove_file(paths.ui_open());
+        drop(lock);
+        match failed {
+            Some(what) => {
+                log::error!("daemon stopped after a failure: {what}");
+                Err(DaemonError::Fatal(what))
+            }
+            None => {
+                log::info!("daemon stopped");
+                served.map_err(io_err("control loop failed"))
+            }
         }
     }
 }

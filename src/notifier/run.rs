@@ -1011,6 +1011,39 @@ impl Service {
         format!("{removed}\n\n{}", self.list_of(owner))
     }
 
+    /// A trigger stored for `owner` (`replaced` one of the same id): the triggers rebuilt,
+    /// the event logged, and the reply that says what was registered and lists them.
+    fn registered(&mut self, t: &Trigger, replaced: bool, owner: &str) -> String {
+        self.rebuild();
+        self.log.append(
+            &self
+                .ev(if replaced { "replaced" } else { "registered" })
+                .field("owner", &t.owner)
+                .field("id", &t.id),
+        );
+        let what = match self.role {
+            Role::Time => "it fires on schedule",
+            Role::Event => "its script runs now",
+        };
+        format!(
+            "✓ {} {} trigger \"{}\" → {}{}: {what}.{}\n\n{}",
+            if replaced { "replaced" } else { "registered" },
+            self.role.service(),
+            t.id,
+            t.target,
+            t.topic
+                .as_deref()
+                .map(|x| format!(" (topic {x})"))
+                .unwrap_or_default(),
+            call::unregistered_note(&store::unregistered(
+                &self.paths,
+                std::iter::once(t.target.as_str())
+                    .chain(t.fallback.iter().flatten().map(String::as_str))
+            )),
+            self.list_of(owner)
+        )
+    }
+
     fn on_call(&mut self, env: Envelope) {
         if env.from == self.me {
             return;
@@ -1072,36 +1105,7 @@ impl Service {
                 match built {
                     Err(why) => call::teaching(role, &why),
                     Ok(t) => match store::upsert(&self.paths, &cwd, &t) {
-                        Ok(replaced) => {
-                            self.rebuild();
-                            self.log.append(
-                                &self
-                                    .ev(if replaced { "replaced" } else { "registered" })
-                                    .field("owner", &t.owner)
-                                    .field("id", &t.id),
-                            );
-                            let what = match role {
-                                Role::Time => "it fires on schedule",
-                                Role::Event => "its script runs now",
-                            };
-                            format!(
-                                "✓ {} {} trigger \"{}\" → {}{}: {what}.{}\n\n{}",
-                                if replaced { "replaced" } else { "registered" },
-                                role.service(),
-                                t.id,
-                                t.target,
-                                t.topic
-                                    .as_deref()
-                                    .map(|x| format!(" (topic {x})"))
-                                    .unwrap_or_default(),
-                                call::unregistered_note(&store::unregistered(
-                                    &self.paths,
-                                    std::iter::once(t.target.as_str())
-                                        .chain(t.fallback.iter().flatten().map(String::as_str))
-                                )),
-                                self.list_of(&env.from)
-                            )
-                        }
+                        Ok(replaced) => self.registered(&t, replaced, &env.from),
                         Err(e) => format!(
                             "{}: your profile could not be written, nothing registered: {e}",
                             role.service()

@@ -195,28 +195,7 @@ pub(super) fn init_folder(
     let kind = runtime::adapter_for(paths, &runtime)
         .map_err(PeerError::Runtime)?
         .kind();
-    let nature = match opts.intelligence {
-        Some(i) => {
-            Intelligence::parse(i).ok_or_else(|| PeerError::UnknownIntelligence(i.to_string()))?
-        }
-        None => existing
-            .as_ref()
-            .map(|p| p.nature())
-            .unwrap_or_else(|| Intelligence::default_for_runtime(&runtime)),
-    };
-    // Every runtime the peer will have must take its nature, not only the one named now
-    // (an echo peer given `--runtime human --intelligence natural` would run on echo as a
-    // natural peer, which no send accepts).
-    let already = existing.iter().flat_map(|p| p.runtimes.iter());
-    if let Some(rt) = std::iter::once(&runtime)
-        .chain(already)
-        .find(|rt| !nature.allowed_on(rt))
-    {
-        return Err(PeerError::IntelligenceNotAllowed {
-            nature,
-            runtime: rt.clone(),
-        });
-    }
+    let nature = nature_of(opts.intelligence, existing.as_ref(), &runtime)?;
     if let Some(d) = opts.description {
         if d.contains('\n') || d.chars().count() > DESCRIPTION_MAX_CHARS {
             return Err(PeerError::BadDescription);
@@ -250,16 +229,7 @@ pub(super) fn init_folder(
             p.worktree = Some(w.clone());
         }
     })?;
-    let doctrine = peer::doctrine(folder);
-    if !doctrine.exists() {
-        write_private(&doctrine, DOCTRINE_STUB)?;
-    }
-    for rt in &profile.runtimes {
-        write_launch_env_stub(folder, rt)?;
-    }
-    for rt in &profile.runtimes {
-        runtime::setup_peer(rt, folder, &name, opts.bearer).map_err(PeerError::Setup)?;
-    }
+    equip_folder(folder, &name, &profile.runtimes, opts.bearer)?;
     let entry = profile.to_registry_peer(folder);
     let stored = entry.clone();
     Registry::update(paths, |r| -> Result<(), RegistryError> {
@@ -272,6 +242,63 @@ pub(super) fn init_folder(
         peer: entry,
         always_on: (kind == RuntimeKind::Router).then_some(runtime),
     })
+}
+
+/// The nature a peer gets (`intelligence` asked for, else the profile's, else the runtime's
+/// default), checked against every runtime it will have: `runtime` and those `existing`
+/// declares.
+///
+/// Errors: [`PeerError::UnknownIntelligence`], [`PeerError::IntelligenceNotAllowed`].
+fn nature_of(
+    intelligence: Option<&str>,
+    existing: Option<&Profile>,
+    runtime: &str,
+) -> Result<Intelligence, PeerError> {
+    let nature = match intelligence {
+        Some(i) => {
+            Intelligence::parse(i).ok_or_else(|| PeerError::UnknownIntelligence(i.to_string()))?
+        }
+        None => existing
+            .map(|p| p.nature())
+            .unwrap_or_else(|| Intelligence::default_for_runtime(runtime)),
+    };
+    // Every runtime the peer will have must take its nature, not only the one named now
+    // (an echo peer given `--runtime human --intelligence natural` would run on echo as a
+    // natural peer, which no send accepts).
+    let already = existing
+        .iter()
+        .flat_map(|p| p.runtimes.iter().map(String::as_str));
+    if let Some(rt) = std::iter::once(runtime)
+        .chain(already)
+        .find(|rt| !nature.allowed_on(rt))
+    {
+        return Err(PeerError::IntelligenceNotAllowed {
+            nature,
+            runtime: rt.to_string(),
+        });
+    }
+    Ok(nature)
+}
+
+/// The files a peer's folder gets at `init` (the doctrine stub when missing, a `launch.env`
+/// stub per runtime) and each runtime's setup of it.
+fn equip_folder(
+    folder: &Path,
+    name: &str,
+    runtimes: &[String],
+    bearer: bool,
+) -> Result<(), PeerError> {
+    let doctrine = peer::doctrine(folder);
+    if !doctrine.exists() {
+        write_private(&doctrine, DOCTRINE_STUB)?;
+    }
+    for rt in runtimes {
+        write_launch_env_stub(folder, rt)?;
+    }
+    for rt in runtimes {
+        runtime::setup_peer(rt, folder, name, bearer).map_err(PeerError::Setup)?;
+    }
+    Ok(())
 }
 
 /// Whether `folder` still holds the peer `name`: its profile is there and names it. A peer

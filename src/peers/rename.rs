@@ -195,31 +195,11 @@ pub fn rename_peer(
             )),
         }
     };
-    match &worktree {
-        // git moves the folder and its record of it (issue 32 item 8).
-        Some(git_dir) => crate::worktree::Repository::at(git_dir)
-            .move_worktree(&from, &to)
-            .map_err(|e| undone(format!("git could not move the worktree ({e})"))),
-        None => std::fs::rename(&from, &to).map_err(|e| {
-            undone(format!(
-                "cannot move {} to {}: {e}",
-                from.display(),
-                to.display()
-            ))
-        }),
-    }?;
-    kill_point("folder");
-    if let Some((h, target)) = &history {
-        move_dir(h, target).map_err(|e| {
-            undone(format!(
-                "cannot move Claude Code's history {} to {}: {e}",
-                h.display(),
-                target.display()
-            ))
-        })?;
+    for (point, step) in APPLY {
+        step(&j, &undone)?;
+        kill_point(point);
     }
-    kill_point("history");
-    let profile = journal::stage(paths, &j).map_err(undone)?;
+    let profile = journal::stage(paths, &j).map_err(&undone)?;
     kill_point("staged");
     let peer = profile.to_registry_peer(&to);
     let written = peer.clone();
@@ -244,6 +224,46 @@ pub fn rename_peer(
         warnings,
         triggers_in,
     })
+}
+
+/// A move of a rename once its journal is written: done, or the rename undone (`undone`
+/// words the failure and undoes it).
+type Step = fn(&Journal, &dyn Fn(String) -> PeerError) -> Result<(), PeerError>;
+
+/// The moves of a rename once its journal is written, in order, each with the kill point
+/// after it. Then the profile is staged and the registry written (the commit).
+const APPLY: [(&str, Step); 2] = [("folder", move_folder), ("history", move_history)];
+
+/// The peer's folder to its new place: git moves a worktree's folder and its record of it
+/// (issue 32 item 8).
+fn move_folder(j: &Journal, undone: &dyn Fn(String) -> PeerError) -> Result<(), PeerError> {
+    let (from, to) = (&j.from, &j.to);
+    match &j.worktree {
+        Some(git_dir) => crate::worktree::Repository::at(git_dir)
+            .move_worktree(from, to)
+            .map_err(|e| undone(format!("git could not move the worktree ({e})"))),
+        None => std::fs::rename(from, to).map_err(|e| {
+            undone(format!(
+                "cannot move {} to {}: {e}",
+                from.display(),
+                to.display()
+            ))
+        }),
+    }
+}
+
+/// Claude Code's history folder, when there is one, beside the new folder's name.
+fn move_history(j: &Journal, undone: &dyn Fn(String) -> PeerError) -> Result<(), PeerError> {
+    match &j.history {
+        Some((h, target)) => move_dir(h, target).map_err(|e| {
+            undone(format!(
+                "cannot move Claude Code's history {} to {}: {e}",
+                h.display(),
+                target.display()
+            ))
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Move the human inbox of `old` (its messages and read mark, spec 01 `inbox/`) to `new`'s

@@ -138,16 +138,7 @@ impl Fleet {
             Err(r) => return Begun::Done(r),
         };
         match endpoint {
-            Endpoint::Events => {
-                let replay = match route::replay(req.target) {
-                    Ok(n) => n,
-                    Err(r) => return Begun::Done(r),
-                };
-                let after = crate::daemon::http::gate::first(req.headers, "last-event-id")
-                    .and_then(|v| v.trim().parse::<u64>().ok());
-                let sub = self.bus.subscribe(replay, after);
-                Begun::Stream { sub }
-            }
+            Endpoint::Events => self.subscribe(req),
             Endpoint::Snapshot => self.later(done, |f| f.snapshot()),
             Endpoint::Notices => self.later(done, |f| f.notices()),
             Endpoint::Notice(id) => self.later(done, move |f| f.notice(&id)),
@@ -177,88 +168,127 @@ impl Fleet {
                 });
                 Begun::Later
             }
-            Endpoint::Approvals => {
-                let (wait_ms, since_ms) = match route::approvals_query(req.target) {
-                    Ok(q) => q,
-                    Err(r) => return Begun::Done(r),
-                };
-                self.approvals(wait_ms, since_ms, gone, done);
-                if wait_ms.is_none_or(|w| w == 0) {
-                    return Begun::Later;
-                }
-                let fleet = Arc::clone(self);
-                Begun::Held {
-                    early: Box::new(move |gone, done| fleet.approvals(None, since_ms, gone, done)),
-                }
-            }
+            Endpoint::Approvals => self.begin_approvals(req, gone, done),
             Endpoint::Approval(id) => {
                 self.approval(id, gone, done);
                 Begun::Later
             }
-            Endpoint::Decide(id, allow) => {
-                let req = if allow {
-                    let b: route::ApproveBody = match route::body(req.body) {
-                        Ok(b) => b,
-                        Err(r) => return Begun::Done(r),
-                    };
-                    Request::Approve {
-                        id,
-                        option: b.option,
-                    }
-                } else {
-                    let b: route::DenyBody = match route::body(req.body) {
-                        Ok(b) => b,
-                        Err(r) => return Begun::Done(r),
-                    };
-                    Request::Deny {
-                        id,
-                        reason: b.reason,
-                    }
-                };
-                self.ask(req, gone, move |r| done(answer::verb(r)));
-                Begun::Later
-            }
-            Endpoint::Send => {
-                let b: SendBody = match route::body(req.body) {
-                    Ok(b) => b,
-                    Err(r) => return Begun::Done(r),
-                };
-                // The page's requests carry its header (the gate admitted them only with its
-                // cookie): its sends are logged `path=ui`, a script's `path=fleet`.
-                let path = if crate::daemon::http::gate::first(req.headers, UI_HEADER).is_some() {
-                    "ui"
-                } else {
-                    "fleet"
-                };
-                let fleet = Arc::clone(self);
-                let job = move || match fleet.sender(b.from.as_deref()) {
-                    Err(r) => done(r),
-                    Ok(from) => {
-                        // The CLI's send (`SendInput::of_cli_request`) with its own path.
-                        let input = SendInput {
-                            path,
-                            caller: Caller::Cli(from.clone()),
-                            to: b.personality,
-                            runtime: b.runtime,
-                            message: b.message,
-                            topic: b.topic,
-                            attachments: Vec::new(),
-                            id: b.id,
-                            if_busy: b.if_busy.unwrap_or_default(),
-                        };
-                        fleet.post(
-                            |reply| RouterMsg::Send {
-                                input: Box::new(input),
-                                reply,
-                            },
-                            gone,
-                            move |r| done(answer::send(&from, r)),
-                        );
-                    }
-                };
-                self.run(job)
-            }
+            Endpoint::Decide(id, allow) => self.begin_decide(id, allow, req, gone, done),
+            Endpoint::Send => self.begin_send(req, gone, done),
         }
+    }
+
+    /// `GET /fleet/v1/events`: a subscription to the event bus, replaying what the query and
+    /// `Last-Event-ID` ask for.
+    fn subscribe(&self, req: &FleetRequest<'_>) -> Begun {
+        let replay = match route::replay(req.target) {
+            Ok(n) => n,
+            Err(r) => return Begun::Done(r),
+        };
+        let after = crate::daemon::http::gate::first(req.headers, "last-event-id")
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        let sub = self.bus.subscribe(replay, after);
+        Begun::Stream { sub }
+    }
+
+    /// `GET /fleet/v1/approvals`: answered now, or held up to the query's `wait_ms`.
+    fn begin_approvals(
+        self: &Arc<Self>,
+        req: &FleetRequest<'_>,
+        gone: Arc<AtomicBool>,
+        done: Done,
+    ) -> Begun {
+        let (wait_ms, since_ms) = match route::approvals_query(req.target) {
+            Ok(q) => q,
+            Err(r) => return Begun::Done(r),
+        };
+        self.approvals(wait_ms, since_ms, gone, done);
+        if wait_ms.is_none_or(|w| w == 0) {
+            return Begun::Later;
+        }
+        let fleet = Arc::clone(self);
+        Begun::Held {
+            early: Box::new(move |gone, done| fleet.approvals(None, since_ms, gone, done)),
+        }
+    }
+
+    /// `POST /fleet/v1/approvals/<id>/(approve|deny)`: the decision goes to the router.
+    fn begin_decide(
+        &self,
+        id: String,
+        allow: bool,
+        req: &FleetRequest<'_>,
+        gone: Arc<AtomicBool>,
+        done: Done,
+    ) -> Begun {
+        let req = if allow {
+            let b: route::ApproveBody = match route::body(req.body) {
+                Ok(b) => b,
+                Err(r) => return Begun::Done(r),
+            };
+            Request::Approve {
+                id,
+                option: b.option,
+            }
+        } else {
+            let b: route::DenyBody = match route::body(req.body) {
+                Ok(b) => b,
+                Err(r) => return Begun::Done(r),
+            };
+            Request::Deny {
+                id,
+                reason: b.reason,
+            }
+        };
+        self.ask(req, gone, move |r| done(answer::verb(r)));
+        Begun::Later
+    }
+
+    /// `POST /fleet/v1/send`: the sender resolved on a worker, then the CLI's send.
+    fn begin_send(
+        self: &Arc<Self>,
+        req: &FleetRequest<'_>,
+        gone: Arc<AtomicBool>,
+        done: Done,
+    ) -> Begun {
+        let b: SendBody = match route::body(req.body) {
+            Ok(b) => b,
+            Err(r) => return Begun::Done(r),
+        };
+        // The page's requests carry its header (the gate admitted them only with its
+        // cookie): its sends are logged `path=ui`, a script's `path=fleet`.
+        let path = if crate::daemon::http::gate::first(req.headers, UI_HEADER).is_some() {
+            "ui"
+        } else {
+            "fleet"
+        };
+        let fleet = Arc::clone(self);
+        let job = move || match fleet.sender(b.from.as_deref()) {
+            Err(r) => done(r),
+            Ok(from) => {
+                // The CLI's send (`SendInput::of_cli_request`) with its own path.
+                let input = SendInput {
+                    path,
+                    caller: Caller::Cli(from.clone()),
+                    to: b.personality,
+                    runtime: b.runtime,
+                    message: b.message,
+                    topic: b.topic,
+                    attachments: Vec::new(),
+                    id: b.id,
+                    if_busy: b.if_busy.unwrap_or_default(),
+                };
+                fleet.post(
+                    |reply| RouterMsg::Send {
+                        input: Box::new(input),
+                        reply,
+                    },
+                    gone,
+                    move |r| done(answer::send(&from, r)),
+                );
+            }
+        };
+        self.run(job)
     }
 
     /// `GET /fleet/v1/approvals`: ask the router for the list (held up to `wait_ms` for a

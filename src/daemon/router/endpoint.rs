@@ -365,142 +365,198 @@ impl Router {
         if self.shutdown.is_some() {
             return;
         }
-        loop {
-            let Some(ep) = self.queues.endpoints.get(identity) else {
-                return;
-            };
-            if ep.inflight.is_some() {
-                return;
+        while self.pump_once(identity) == Pump::Again {}
+    }
+
+    /// One turn of [`Router::pump`]: what settles the head before any decision, then
+    /// [`head_step`]'s answer carried out by the method for that step.
+    fn pump_once(&mut self, identity: &Identity) -> Pump {
+        let Some(ep) = self.queues.endpoints.get(identity) else {
+            return Pump::Done;
+        };
+        if ep.inflight.is_some() {
+            return Pump::Done;
+        }
+        let Some(head) = ep.queue.front() else {
+            self.queues.endpoints.remove(identity);
+            return Pump::Done;
+        };
+        if head.abandoned() {
+            // Its requester gave up (Ctrl-C): nothing was begun for it, begin nothing.
+            self.drop_abandoned_head(identity);
+            return Pump::Again;
+        }
+        if self.head_answered_earlier(identity) || !self.apply_if_busy(identity) {
+            return Pump::Again;
+        }
+        let Some(head) = self.head_of(identity) else {
+            return Pump::Done;
+        };
+        match head_step(head.view(), self.presence(identity)) {
+            HeadStep::Deliver => self.deliver_head(identity),
+            HeadStep::StartCompact => self.start_compact(identity),
+            HeadStep::AnswerLive => self.answer_wake(identity),
+            HeadStep::Replace => self.replace_then_launch(identity),
+            HeadStep::Wait => Pump::Done,
+            HeadStep::HoldForRevive => self.hold_head_for_revive(identity),
+            HeadStep::Launch(mode) => self.launch_head(identity, mode),
+            HeadStep::RefuseStopped => {
+                self.fail_head(identity, route::stopped_refusal(identity));
+                Pump::Again
             }
-            let Some(head) = ep.queue.front() else {
-                self.queues.endpoints.remove(identity);
-                return;
-            };
-            if head.abandoned() {
-                // Its requester gave up (Ctrl-C): nothing was begun for it, begin nothing.
-                self.drop_abandoned_head(identity);
-                continue;
+            HeadStep::RefuseParked => {
+                self.fail_head(identity, route::parked_refusal(identity));
+                Pump::Again
             }
-            if self.head_answered_earlier(identity) {
-                continue;
+            HeadStep::NothingToCompact => self.answer_nothing_to_compact(identity),
+        }
+    }
+
+    fn head_of(&self, identity: &Identity) -> Option<&Job> {
+        self.queues
+            .endpoints
+            .get(identity)
+            .and_then(|e| e.queue.front())
+    }
+
+    /// Where `identity` is, for [`head_step`]: its live session's state, launching, parked,
+    /// or asleep (markers read from disk only then).
+    fn presence(&self, identity: &Identity) -> Presence {
+        if let Some(s) = self.live.sessions.get(identity) {
+            return Presence::Session(s.live());
+        }
+        if self.live.launching.contains_key(identity) {
+            return Presence::Launching;
+        }
+        let m = self.markers(identity);
+        let stopped = m.is_set(Flag::Stopped);
+        if !stopped && self.is_parked(identity) {
+            Presence::Parked
+        } else {
+            Presence::Asleep {
+                stopped,
+                resumable: m.is_set(Flag::IdleReaped),
             }
-            if !self.apply_if_busy(identity) {
-                continue;
+        }
+    }
+
+    /// [`HeadStep::Deliver`]: the head send goes to the live session and is in flight.
+    fn deliver_head(&mut self, identity: &Identity) -> Pump {
+        let (Some(Job::Send(job)), Some(s)) =
+            (self.head_of(identity), self.live.sessions.get(identity))
+        else {
+            return Pump::Done; // a step that does not fit the head (cannot happen)
+        };
+        let delivery = self.live_delivery(job);
+        let id = job.id;
+        s.handle.send(SessionCmd::Deliver(delivery));
+        self.set_inflight(identity, id);
+        Pump::Done
+    }
+
+    /// [`HeadStep::StartCompact`]: the compact command goes to the live session and is in
+    /// flight.
+    fn start_compact(&mut self, identity: &Identity) -> Pump {
+        let (Some(Job::Compact(c)), Some(s)) =
+            (self.head_of(identity), self.live.sessions.get(identity))
+        else {
+            return Pump::Done;
+        };
+        let id = c.id;
+        s.handle.send(SessionCmd::Compact(id));
+        self.set_inflight(identity, id);
+        Pump::Done
+    }
+
+    /// [`HeadStep::AnswerLive`]: the head wake is answered (or attached) from the live
+    /// session, and the queue goes on.
+    fn answer_wake(&mut self, identity: &Identity) -> Pump {
+        let (Some(Job::Wake(_)), Some(s)) =
+            (self.head_of(identity), self.live.sessions.get(identity))
+        else {
+            return Pump::Done;
+        };
+        let (handle, pid) = (s.handle.clone(), s.pid);
+        if let Some(Job::Wake(w)) = self
+            .queues
+            .endpoints
+            .get_mut(identity)
+            .and_then(|e| e.queue.pop_front())
+        {
+            // `woke`: this job had to start the session (it was asleep).
+            let body = WakeReply {
+                identity: identity.to_string(),
+                woke: w.launched,
+                pid,
+            };
+            if w.attach {
+                w.reply.attach(body, handle)
+            } else {
+                w.reply.finish(body)
             }
-            let Some(head) = self
-                .queues
-                .endpoints
-                .get(identity)
-                .and_then(|e| e.queue.front())
-            else {
-                return;
-            };
-            let live = self.live.sessions.get(identity);
-            let presence = match live {
-                Some(s) => Presence::Session(s.live()),
-                None if self.live.launching.contains_key(identity) => Presence::Launching,
-                None => {
-                    let m = self.markers(identity);
-                    let stopped = m.is_set(Flag::Stopped);
-                    if !stopped && self.is_parked(identity) {
-                        Presence::Parked
-                    } else {
-                        Presence::Asleep {
-                            stopped,
-                            resumable: m.is_set(Flag::IdleReaped),
-                        }
-                    }
-                }
-            };
-            match (head_step(head.view(), presence), head, live) {
-                (HeadStep::Deliver, Job::Send(job), Some(s)) => {
-                    let delivery = self.live_delivery(job);
-                    let id = job.id;
-                    s.handle.send(SessionCmd::Deliver(delivery));
-                    self.set_inflight(identity, id);
-                    return;
-                }
-                (HeadStep::StartCompact, Job::Compact(c), Some(s)) => {
-                    let id = c.id;
-                    s.handle.send(SessionCmd::Compact(id));
-                    self.set_inflight(identity, id);
-                    return;
-                }
-                (HeadStep::AnswerLive, Job::Wake(_), Some(s)) => {
-                    let (handle, pid) = (s.handle.clone(), s.pid);
-                    if let Some(Job::Wake(w)) = self
-                        .queues
-                        .endpoints
-                        .get_mut(identity)
-                        .and_then(|e| e.queue.pop_front())
-                    {
-                        // `woke`: this job had to start the session (it was asleep).
-                        let body = WakeReply {
-                            identity: identity.to_string(),
-                            woke: w.launched,
-                            pid,
-                        };
-                        if w.attach {
-                            w.reply.attach(body, handle)
-                        } else {
-                            w.reply.finish(body)
-                        }
-                    }
-                    continue;
-                }
-                (HeadStep::Replace, Job::Wake(_), Some(_)) => {
-                    if let Some(Job::Wake(w)) = self
-                        .queues
-                        .endpoints
-                        .get_mut(identity)
-                        .and_then(|e| e.queue.front_mut())
-                    {
-                        w.launched = true;
-                    }
-                    if let Some(s) = self.live.sessions.get_mut(identity) {
-                        s.handle.send(SessionCmd::Kill(Cause::Replaced));
-                        s.state.end(Cause::Replaced);
-                    }
-                    return;
-                }
-                (HeadStep::HoldForRevive, Job::Send(job), _) => {
-                    let (id, started) = (job.id, job.started);
-                    self.ensure_revive_timer(identity, id, started);
-                    return;
-                }
-                (HeadStep::RefuseParked, _, _) => {
-                    self.fail_head(identity, route::parked_refusal(identity));
-                    continue;
-                }
-                (HeadStep::RefuseStopped, _, _) => {
-                    self.fail_head(identity, route::stopped_refusal(identity));
-                    continue;
-                }
-                (HeadStep::NothingToCompact, _, _) => {
-                    // Never started, crashed or ended on purpose: no conversation to compact.
-                    if let Some(Job::Compact(c)) = self
-                        .queues
-                        .endpoints
-                        .get_mut(identity)
-                        .and_then(|e| e.queue.pop_front())
-                    {
-                        c.reply.finish(CompactReply {
-                            identity: identity.to_string(),
-                            outcome: CompactOutcome::NothingToCompact,
-                            resumed: false,
-                        });
-                    }
-                    continue;
-                }
-                (HeadStep::Launch(mode), _, _) => {
-                    if let Err(refusal) = self.launch_for_head(identity, mode) {
-                        self.fail_head(identity, refusal);
-                        continue;
-                    }
-                    return;
-                }
-                // Wait, or a step that does not fit the head (cannot happen).
-                _ => return,
+        }
+        Pump::Again
+    }
+
+    /// [`HeadStep::Replace`]: the old session is told to end; the head wake launches the
+    /// new one when it has.
+    fn replace_then_launch(&mut self, identity: &Identity) -> Pump {
+        if !matches!(self.head_of(identity), Some(Job::Wake(_)))
+            || !self.live.sessions.contains_key(identity)
+        {
+            return Pump::Done;
+        }
+        if let Some(Job::Wake(w)) = self
+            .queues
+            .endpoints
+            .get_mut(identity)
+            .and_then(|e| e.queue.front_mut())
+        {
+            w.launched = true;
+        }
+        if let Some(s) = self.live.sessions.get_mut(identity) {
+            s.handle.send(SessionCmd::Kill(Cause::Replaced));
+            s.state.end(Cause::Replaced);
+        }
+        Pump::Done
+    }
+
+    /// [`HeadStep::HoldForRevive`]: the head send waits for the always-on peer's revive.
+    fn hold_head_for_revive(&mut self, identity: &Identity) -> Pump {
+        let Some(Job::Send(job)) = self.head_of(identity) else {
+            return Pump::Done;
+        };
+        let (id, started) = (job.id, job.started);
+        self.ensure_revive_timer(identity, id, started);
+        Pump::Done
+    }
+
+    /// [`HeadStep::NothingToCompact`]: no conversation to compact (never started, crashed or
+    /// ended on purpose): the head is answered so, and the queue goes on.
+    fn answer_nothing_to_compact(&mut self, identity: &Identity) -> Pump {
+        if let Some(Job::Compact(c)) = self
+            .queues
+            .endpoints
+            .get_mut(identity)
+            .and_then(|e| e.queue.pop_front())
+        {
+            c.reply.finish(CompactReply {
+                identity: identity.to_string(),
+                outcome: CompactOutcome::NothingToCompact,
+                resumed: false,
+            });
+        }
+        Pump::Again
+    }
+
+    /// [`HeadStep::Launch`]: a session is launched for the head; a refusal fails the head and
+    /// the queue goes on.
+    fn launch_head(&mut self, identity: &Identity, mode: ModeRequest) -> Pump {
+        match self.launch_for_head(identity, mode) {
+            Ok(()) => Pump::Done,
+            Err(refusal) => {
+                self.fail_head(identity, refusal);
+                Pump::Again
             }
         }
     }
@@ -621,4 +677,12 @@ pub(crate) fn delivery_for(
             }
         }
     }
+}
+
+/// After one turn of [`Router::pump`]: look at the head again, or stop until something
+/// changes (a delivery in flight, a launch, a wait, an empty queue).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pump {
+    Again,
+    Done,
 }

@@ -27,19 +27,7 @@ impl Router {
         }
         match ev.kind {
             EventKind::Phase(phase) => self.progress_to_waiters(&identity, &phase),
-            EventKind::Ready(waits) => {
-                if let Some(s) = self.live.sessions.get_mut(&identity) {
-                    s.state.ready();
-                }
-                self.lifecycle(
-                    Event::new("ready")
-                        .field("identity", &identity)
-                        .field("screen_ms", waits.screen_ms.to_string())
-                        .opt("mcp_ms", waits.mcp_ms.map(|m| m.to_string())),
-                );
-                self.close_boot_menus_of(&identity);
-                self.pump(&identity);
-            }
+            EventKind::Ready(waits) => self.on_ready(&identity, waits),
             EventKind::BootMenu {
                 options,
                 cursor,
@@ -116,6 +104,22 @@ impl Router {
                 cause,
             } => self.on_exited(&identity, ev.session, status, signal, cause),
         }
+    }
+
+    /// `identity`'s session is ready: logged with how long it waited for its screen and its
+    /// MCP client, its boot menus closed, its queue moved.
+    fn on_ready(&mut self, identity: &Identity, waits: crate::session::handle::ReadyWaits) {
+        if let Some(s) = self.live.sessions.get_mut(identity) {
+            s.state.ready();
+        }
+        self.lifecycle(
+            Event::new("ready")
+                .field("identity", identity)
+                .field("screen_ms", waits.screen_ms.to_string())
+                .opt("mcp_ms", waits.mcp_ms.map(|m| m.to_string())),
+        );
+        self.close_boot_menus_of(identity);
+        self.pump(identity);
     }
 
     /// `identity`'s session learned its conversation's id (issue 32): recorded with its

@@ -10,13 +10,14 @@ use std::sync::Arc;
 
 use crossbeam_channel::Sender;
 
-use super::decide::{crash_looping, launched, LaunchFor, LaunchedFacts, LaunchedStep};
+use super::decide::{launched, LaunchFor, LaunchedFacts, LaunchedStep};
 use super::endpoint::{delivery_for, Job};
+use super::launch_plan::{self, LaunchFacts};
 use super::sess_state::SessState;
 use super::state::Launching;
 use super::{logged, Router, RouterMsg, Sess};
 use crate::config::Config;
-use crate::daemon::lifecycle::{decide_mode, ModeRequest, WakeDecision, WakeFacts};
+use crate::daemon::lifecycle::{ModeRequest, WakeDecision};
 use crate::daemon::route::{stopped_refusal, Refusal};
 use crate::eventbus::TappedLog;
 use crate::eventlog::Event;
@@ -246,8 +247,9 @@ impl Router {
         }
     }
 
-    /// The router's part of a launch: the checks (registered, declared, allowed, adapter,
-    /// not stopped, folder, crash loop), the fresh/resume decision and the first delivery.
+    /// The router's part of a launch: [`Router::launch_facts`] reads what the decision needs,
+    /// the pure [`launch_plan::plan`] decides (the checks, fresh/resume, the first delivery),
+    /// and the plan is assembled with the first delivery rendered.
     pub(crate) fn plan_launch(
         &self,
         ident: &Identity,
@@ -257,116 +259,91 @@ impl Router {
     ) -> Result<LaunchPlan, Refusal> {
         let p = ident.personality.as_str();
         let registry = Registry::load(&self.paths).map_err(|e| offline(p, e))?;
-        let peer = registry.find(p).cloned().ok_or_else(|| Refusal {
-            code: Code::NotRegistered,
-            error: format!("peer \"{p}\" is not in the iapeer peers index"),
-        })?;
-        if !peer.declares(&ident.runtime) {
-            return Err(Refusal {
-                code: Code::InvalidArgument,
-                error: format!(
-                    "peer \"{p}\" does not declare runtime \"{}\"",
-                    ident.runtime
-                ),
-            });
-        }
-        let nature = peer.nature();
-        if !nature.allowed_on(&ident.runtime) {
-            return Err(Refusal {
-                code: Code::InvalidArgument,
-                error: format!(
-                    "a peer of intelligence {nature} cannot run on {} — fix \"intelligence\" in {} (iapeer verify shows it)",
-                    ident.runtime,
-                    crate::paths::peer::profile(&peer.cwd).display()
-                ),
-            });
-        }
-        let adapter = self.adapter(&ident.runtime).map_err(|e| offline(p, e))?;
-        let markers = Markers::new(&self.paths, ident);
-        if markers.is_set(Flag::Stopped) {
-            return Err(stopped_refusal(ident));
-        }
-        if !peer.cwd.is_dir() {
-            return Err(offline(
-                p,
-                format!("working folder {} does not exist", peer.cwd.display()),
-            ));
-        }
-        let deaths = markers.deaths();
-        if crash_looping(
-            adapter.kind(),
-            &deaths,
-            self.now,
-            self.cfg.crashloop_max,
-            self.cfg.crashloop_window,
-        ) {
-            return Err(offline(
-                p,
-                format!(
-                    "crash-looping: {} deaths in {}s — see exits.log; iapeer new {p} to force",
-                    self.cfg.crashloop_max,
-                    self.cfg.crashloop_window.as_secs()
-                ),
-            ));
-        }
-        let profile = Profile::read(&peer.cwd).ok().flatten();
-        let ephemeral = adapter.kind() == RuntimeKind::Agent
-            && profile.as_ref().is_some_and(|pr| pr.is_ephemeral());
-        let gated = (adapter.kind() == RuntimeKind::Agent
-            && profile.as_ref().is_some_and(Profile::is_gated))
-        .then_some(self.cfg.approval_timeout);
-        let naming = adapter.conversation_naming();
-        let recorded = markers.conversation();
-        let decision = (adapter.kind() == RuntimeKind::Agent).then(|| {
-            let facts = WakeFacts {
-                fresh_next: markers.is_set(Flag::FreshNext),
-                ephemeral,
-                idle_reaped: markers.is_set(Flag::IdleReaped),
-                human_facing: peer.telegram_bot().is_some()
-                    || peer
-                        .interfaces
-                        .as_ref()
-                        .is_some_and(|i| i.contains_key("telegram")),
-                topic: topic.clone(),
-                topics: markers.topics(),
-                named: naming != ConversationNaming::Folder,
-                conversation: recorded.clone(),
-            };
-            decide_mode(mode_req, &facts)
-        });
-        let mode = decision.map(|d| d.mode).unwrap_or(WakeMode::Fresh);
-        let conversation = launch_conversation(mode, naming, recorded);
-        let (first, first_job) = match self
-            .queues
-            .endpoints
-            .get(ident)
-            .and_then(|e| e.queue.front())
-        {
-            Some(Job::Send(j)) if adapter.kind() == RuntimeKind::Agent => {
-                let seed = match mode {
-                    WakeMode::Fresh => profile.as_ref().and_then(|pr| pr.initial_prompt.clone()),
-                    WakeMode::Resume => None,
-                };
+        let adapter = self.adapter(&ident.runtime);
+        let facts = self.launch_facts(ident, mode_req, topic, &registry, &adapter);
+        let choice = launch_plan::plan(&facts, &self.cfg, self.now)?;
+        let adapter = adapter.map_err(|e| offline(p, e))?;
+        let conversation =
+            launch_conversation(choice.mode, adapter.conversation_naming(), facts.recorded);
+        let first = choice.first.and_then(|(id, seed)| {
+            match self
+                .queues
+                .endpoints
+                .get(ident)
+                .and_then(|e| e.queue.front())
+            {
                 // Only agents get a first delivery: `j.kind` is `Agent` here.
-                let d = delivery_for(j, seed.as_deref(), &self.cfg, Some(self.cfg.ready_gate));
-                (Some(d), Some(j.id))
+                Some(Job::Send(j)) if j.id == id => Some(delivery_for(
+                    j,
+                    seed.as_deref(),
+                    &self.cfg,
+                    Some(self.cfg.ready_gate),
+                )),
+                _ => None,
             }
-            _ => (None, None),
-        };
+        });
         Ok(LaunchPlan {
             ident: ident.clone(),
             session,
             registry,
-            peer,
+            peer: facts
+                .peer
+                .ok_or_else(|| offline(p, "not in the peers index"))?,
             adapter,
-            mode,
+            mode: choice.mode,
             conversation,
-            decision,
+            decision: choice.decision,
+            first_job: first.as_ref().map(|d| d.id),
             first,
-            first_job,
-            ephemeral,
-            gated,
+            ephemeral: choice.ephemeral,
+            gated: choice.gated,
         })
+    }
+
+    /// What [`launch_plan::plan`] reads about launching `ident`: its registry entry, its
+    /// adapter's kind, its markers, its folder and profile, the queue head.
+    fn launch_facts(
+        &self,
+        ident: &Identity,
+        mode_req: ModeRequest,
+        topic: Option<String>,
+        registry: &Registry,
+        adapter: &Result<Arc<dyn Adapter>, String>,
+    ) -> LaunchFacts {
+        let peer = registry.find(&ident.personality).cloned();
+        let markers = Markers::new(&self.paths, ident);
+        let profile = peer
+            .as_ref()
+            .and_then(|peer| Profile::read(&peer.cwd).ok().flatten());
+        LaunchFacts {
+            ident: ident.clone(),
+            mode_req,
+            topic,
+            runtime: adapter
+                .as_ref()
+                .map(|a| (a.kind(), a.conversation_naming()))
+                .map_err(Clone::clone),
+            stopped: markers.is_set(Flag::Stopped),
+            fresh_next: markers.is_set(Flag::FreshNext),
+            idle_reaped: markers.is_set(Flag::IdleReaped),
+            deaths_ms: markers.deaths(),
+            topics: markers.topics(),
+            recorded: markers.conversation(),
+            folder_exists: peer.as_ref().is_some_and(|peer| peer.cwd.is_dir()),
+            ephemeral: profile.as_ref().is_some_and(Profile::is_ephemeral),
+            gated: profile.as_ref().is_some_and(Profile::is_gated),
+            initial_prompt: profile.and_then(|pr| pr.initial_prompt),
+            head_send: match self
+                .queues
+                .endpoints
+                .get(ident)
+                .and_then(|e| e.queue.front())
+            {
+                Some(Job::Send(j)) => Some(j.id),
+                _ => None,
+            },
+            peer,
+        }
     }
 }
 

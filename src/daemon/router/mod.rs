@@ -16,6 +16,7 @@ mod followup;
 mod ids;
 mod if_busy;
 mod launch;
+mod launch_plan;
 mod limits;
 mod notices;
 mod now;

@@ -222,9 +222,46 @@ impl Router {
             let how = (status, signal.as_deref());
             self.on_turns_cut(identity, &s.cut, cause, how, plan.resume_eligible);
         }
+        self.settle_inflight_after_exit(identity, &s, plan.inflight);
+        if self.shutdown.is_some() {
+            self.answer_queue_at_shutdown(identity);
+        }
+        if plan.back_off {
+            let ran = self.now.since(s.started);
+            self.back_off(&s.identity, ran, true);
+        }
+        if plan.restart_if_asked {
+            let again = self
+                .supervisor
+                .always_on
+                .get_mut(&s.identity)
+                .is_some_and(|st| std::mem::take(&mut st.restart_on_exit));
+            if again {
+                self.restart_always_on(&s.identity);
+            }
+        }
+        if plan.new_eager {
+            self.bring_up_new_eager(identity);
+        }
+        if plan.pump {
+            self.pump(identity);
+            if s.ephemeral {
+                self.drain(identity);
+            }
+        }
+    }
+
+    /// The in-flight delivery of a session that ended: requeued or failed as
+    /// [`after_exit`] said.
+    fn settle_inflight_after_exit(
+        &mut self,
+        identity: &Identity,
+        s: &super::Sess,
+        inflight: Inflight,
+    ) {
         // A delivery the session never answered: the session reports every delivery it
         // took (and a failed boot) before it exits, so this one never reached the child.
-        match plan.inflight {
+        match inflight {
             Inflight::Requeue => {
                 if let Some(ep) = self.queues.endpoints.get_mut(identity) {
                     ep.inflight = None;
@@ -248,48 +285,27 @@ impl Router {
             }
             Inflight::None => {}
         }
-        if self.shutdown.is_some() {
-            // Nothing more is begun: what its queue still holds is answered now.
-            if let Some(ep) = self.queues.endpoints.remove(identity) {
-                for job in ep.queue {
-                    match job {
-                        super::endpoint::Job::Send(j) => {
-                            let r = match self.earlier_fate(&j) {
-                                Some(crate::msgids::Fate::Begun) => super::ids::unknown_refusal(
-                                    identity,
-                                    &j.msg_id,
-                                    "its session ended without answering for it",
-                                ),
-                                _ => super::shutting_down(),
-                            };
-                            self.finish_send(j.record(), r);
-                        }
-                        other => other.fail(Code::ShuttingDown, super::SHUTTING_DOWN.into()),
+    }
+
+    /// During a shutdown, once a session ended: nothing more is begun, so what its queue
+    /// still holds is answered now.
+    fn answer_queue_at_shutdown(&mut self, identity: &Identity) {
+        if let Some(ep) = self.queues.endpoints.remove(identity) {
+            for job in ep.queue {
+                match job {
+                    super::endpoint::Job::Send(j) => {
+                        let r = match self.earlier_fate(&j) {
+                            Some(crate::msgids::Fate::Begun) => super::ids::unknown_refusal(
+                                identity,
+                                &j.msg_id,
+                                "its session ended without answering for it",
+                            ),
+                            _ => super::shutting_down(),
+                        };
+                        self.finish_send(j.record(), r);
                     }
+                    other => other.fail(Code::ShuttingDown, super::SHUTTING_DOWN.into()),
                 }
-            }
-        }
-        if plan.back_off {
-            let ran = self.now.since(s.started);
-            self.back_off(&s.identity, ran, true);
-        }
-        if plan.restart_if_asked {
-            let again = self
-                .supervisor
-                .always_on
-                .get_mut(&s.identity)
-                .is_some_and(|st| std::mem::take(&mut st.restart_on_exit));
-            if again {
-                self.restart_always_on(&s.identity);
-            }
-        }
-        if plan.new_eager {
-            self.bring_up_new_eager(identity);
-        }
-        if plan.pump {
-            self.pump(identity);
-            if s.ephemeral {
-                self.drain(identity);
             }
         }
     }
