@@ -455,29 +455,22 @@ pub fn run(inv: &Invocation) -> CliResult {
                     ))
                 })?;
             }
-            Step::CreateHuman { name } => {
-                let born = crate::peers::create_human_peer(&paths, name, Some("the operator"))
-                    .map_err(|e| {
-                        CliError::hinted(
-                            format!("could not create your human peer {name}: {e}"),
-                            "pick another name with --human <name>",
-                        )
-                    })?;
-                if let Some(rt) = &born.always_on {
-                    super::peers::start_always_on(&paths, name, rt);
-                }
-            }
+            Step::CreateHuman { name } => started(
+                &paths,
+                name,
+                crate::peers::create_human_peer(&paths, name, Some("the operator")),
+                "your human peer",
+                "pick another name with --human <name>",
+            )?,
             Step::ProvisionNotifier { missing } => {
                 for name in missing {
-                    let born = crate::peers::create_notifier_peer(&paths, name).map_err(|e| {
-                        CliError::hinted(
-                            format!("could not create the notifier service peer {name}: {e}"),
-                            "remove or rename what holds that name, then run onboard again",
-                        )
-                    })?;
-                    if let Some(rt) = &born.always_on {
-                        super::peers::start_always_on(&paths, name, rt);
-                    }
+                    started(
+                        &paths,
+                        name,
+                        crate::peers::create_notifier_peer(&paths, name),
+                        "the notifier service peer",
+                        "remove or rename what holds that name, then run onboard again",
+                    )?;
                 }
             }
             Step::AlreadyLoaded { .. }
@@ -511,6 +504,23 @@ pub fn run(inv: &Invocation) -> CliResult {
         }
     }
     print(&service_line(manager, &paths))
+}
+
+/// A peer `onboard` created (`born`), started when it is always on; a refusal names it
+/// (`what`: "could not create <what> <name>: …") with `hint`.
+fn started(
+    paths: &Paths,
+    name: &str,
+    born: Result<crate::peers::Initialized, crate::peers::PeerError>,
+    what: &str,
+    hint: &str,
+) -> CliResult {
+    let born =
+        born.map_err(|e| CliError::hinted(format!("could not create {what} {name}: {e}"), hint))?;
+    if let Some(rt) = &born.always_on {
+        super::peers::start_always_on(paths, name, rt);
+    }
+    Ok(())
 }
 
 /// The line printed after a step is done.
