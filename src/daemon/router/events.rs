@@ -10,6 +10,7 @@ use crate::names::Identity;
 use crate::protocol::{Code, CompactReply, Progress, QueuedBy, Reply};
 use crate::runtime::RuntimeKind;
 use crate::session::handle::{EventKind, SessionEvent};
+use crate::session::outcome;
 
 impl Router {
     /// A session reported something.
@@ -49,7 +50,12 @@ impl Router {
                 self.on_prompt_opened(&identity, ev.session, n, prompt, hooked)
             }
             EventKind::PromptClosed { n } => self.on_prompt_closed(&identity, ev.session, n),
-            EventKind::BootFailed { reason, screen, .. } => {
+            EventKind::BootFailed {
+                failure,
+                screen,
+                width,
+            } => {
+                let reason = outcome::boot_failed_reason(&failure, &screen, width);
                 if let Some(s) = self.live.sessions.get_mut(&identity) {
                     s.state.boot_failed(reason.clone());
                 }
@@ -164,7 +170,7 @@ impl Router {
         &mut self,
         identity: &Identity,
         id: u64,
-        result: Result<crate::runtime::CompactOutcome, String>,
+        result: Result<crate::runtime::CompactOutcome, outcome::CompactFailure>,
     ) {
         let Some(Job::Compact(c)) = self.take_inflight(identity, id) else {
             return;
@@ -185,7 +191,7 @@ impl Router {
                     resumed,
                 });
             }
-            Err(e) => c.reply.finish(Reply::failure(Code::Busy, e)),
+            Err(e) => c.reply.finish(Reply::failure(Code::Busy, e.to_string())),
         }
         self.pump(identity);
     }
@@ -222,7 +228,7 @@ impl Router {
         &mut self,
         identity: &Identity,
         id: u64,
-        result: Result<Option<(QueuedBy, Option<u64>)>, String>,
+        result: Result<Option<(QueuedBy, Option<u64>)>, outcome::DeliveryFailure>,
     ) {
         let Some(Job::Send(job)) = self.take_inflight(identity, id) else {
             return;
@@ -235,7 +241,7 @@ impl Router {
         if let (true, Err(reason)) = (job.timed_out, &result) {
             // Its deadline passed and the session gave it back (or failed it): a timeout,
             // never a revive hold or a retry.
-            let r = super::deadline::timeout_refusal(identity, job.timeout, reason);
+            let r = super::deadline::timeout_refusal(identity, job.timeout, &reason.to_string());
             self.finish_send(job.record(), r);
             return self.after_answer(identity);
         }
@@ -305,7 +311,7 @@ impl Router {
                 let error = if woke {
                     format!(
                         "peer \"{pers}\" offline and wake failed: {}",
-                        boot_failure.unwrap_or(reason)
+                        boot_failure.unwrap_or_else(|| reason.to_string())
                     )
                 } else {
                     format!("peer \"{pers}\" ({rt}) is listed live but did not accept the message ({reason}); message NOT delivered")
