@@ -140,17 +140,22 @@ impl Router {
             return;
         };
         if let Some(job) = ep.queue.front() {
-            let (reply, started) = match job {
-                Job::Send(j) => (&j.reply, Some(j.started)),
-                Job::Wake(w) => (&w.reply, Some(w.started)),
-                Job::Compact(c) => (&c.reply, None),
+            let started = match job {
+                Job::Send(j) => Some(j.started),
+                Job::Wake(w) => Some(w.started),
+                Job::Compact(_) => None,
             };
             let ms = started.map_or(0, |s| self.now.since(s).as_millis() as u64);
-            reply.progress(Progress {
+            let p = Progress {
                 progress: phase.to_string(),
                 identity: identity.to_string(),
                 elapsed_ms: ms,
-            });
+            };
+            match job {
+                Job::Send(j) => j.reply.progress(p),
+                Job::Wake(w) => w.reply.progress(p),
+                Job::Compact(c) => c.reply.progress(p),
+            }
         }
     }
 

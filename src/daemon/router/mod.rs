@@ -38,7 +38,7 @@ use crossbeam_channel::{select, Receiver, Sender};
 
 use super::lifecycle::Backoff;
 use super::mcp::{CallerCreds, SendArgs};
-use super::reply::ReplyTo;
+use super::reply::{ReplyTo, SendReplyTo};
 use super::route::{Caller, Prepared, Refusal, SendInput};
 use crate::config::Config;
 use crate::eventbus::{Bus, TappedLog};
@@ -46,7 +46,7 @@ use crate::eventlog::{Event, EventLog};
 use crate::logview::Source;
 use crate::names::Identity;
 use crate::paths::Paths;
-use crate::protocol::{Code, Pong, Reply, Request};
+use crate::protocol::{Code, Failure, Pong, Request};
 use crate::runtime::{Adapter, RuntimeKind, WakeMode};
 use crate::session::handle::{Cause, SessionEvent, SessionHandle, SessionStatus};
 use decide::Live;
@@ -70,8 +70,8 @@ pub enum RouterMsg {
         creds: CallerCreds,
         /// Tool arguments.
         args: SendArgs,
-        /// Where to answer.
-        reply: ReplyTo,
+        /// Where to answer: the send's outcome, its failure's code included.
+        reply: SendReplyTo,
     },
     /// An MCP client listed the tools (its connection is up).
     ToolsListed {
@@ -457,16 +457,12 @@ impl Router {
 
     fn on_msg(&mut self, msg: RouterMsg) {
         if self.shutdown.is_some() {
-            let refuse = |reply: ReplyTo| {
-                reply.finish(Reply::failure(
-                    Code::ShuttingDown,
-                    "the daemon is shutting down",
-                ))
-            };
+            let refusal = || Failure::new(Code::ShuttingDown, "the daemon is shutting down");
             match msg {
-                RouterMsg::Control { reply, .. }
-                | RouterMsg::Mcp { reply, .. }
-                | RouterMsg::Send { reply, .. } => refuse(reply),
+                RouterMsg::Control { reply, .. } | RouterMsg::Send { reply, .. } => {
+                    reply.finish(refusal())
+                }
+                RouterMsg::Mcp { reply, .. } => reply.finish(Err(refusal())),
                 // Normally answered by `begin_shutdown` already; logged like any send.
                 RouterMsg::Prepared { job, .. } => {
                     if let Some(j) = self.queues.preparing.remove(&job) {
