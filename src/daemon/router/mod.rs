@@ -484,8 +484,9 @@ impl Router {
         }
         match msg {
             RouterMsg::Control { req, reply } => {
-                // Verbs other than a send may read or move the topic files.
-                if !matches!(*req, Request::Send { .. }) {
+                // Verbs other than a send (and the CLI's version check) may read or move the
+                // topic files.
+                if !matches!(*req, Request::Send { .. } | Request::Ping) {
                     self.topics.flush(&self.paths);
                 }
                 self.on_request(*req, reply)
@@ -530,7 +531,7 @@ impl Router {
     fn on_request(&mut self, req: Request, reply: ReplyTo) {
         match req {
             Request::Ping => reply.finish(Pong {
-                version: env!("CARGO_PKG_VERSION").to_string(),
+                version: crate::daemon::test_hooks::version().to_string(),
                 pid: std::process::id(),
             }),
             send @ Request::Send { .. } => {
