@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde::de::DeserializeOwned;
 
 use crate::paths::Paths;
-use crate::protocol::{Answer, Line, Progress, Request};
+use crate::protocol::{call, Answer, Call, Line, Progress, Request};
 
 /// Why a request did not produce a final answer.
 #[derive(Debug)]
@@ -95,7 +95,7 @@ impl Client {
     /// Errors: [`ClientError::NotRunning`] when nothing listens there.
     pub fn connect(paths: &Paths) -> Result<Client, ClientError> {
         let mut c = Client::connect_unchecked(paths)?;
-        let pong = c.request::<crate::protocol::Pong>(&Request::Ping, |_| {});
+        let pong = c.request(&call::Ping {}, |_| {});
         c.mismatch = match pong {
             Ok(Answer::Ok(p)) => VersionMismatch::of(&p.version),
             // Refused (the daemon is shutting down) or unreadable: the request itself tells.
@@ -138,19 +138,19 @@ impl Client {
         }
     }
 
-    /// Send `req` and wait for the final reply, read as `T` (the success type of `req`'s op,
-    /// e.g. [`crate::protocol::StopReply`] for `stop`) or a failure. `progress` sees every
+    /// Send `req` and wait for the final reply, read as its op's success type
+    /// ([`Call::Reply`], e.g. [`crate::protocol::StopReply`] for `stop`) or a failure. `progress` sees every
     /// progress line, and `None` whenever a read timeout set by the caller passes.
     ///
     /// Errors: [`ClientError::Broken`] when the request could not be written whole or a line
     /// does not parse; [`ClientError::Unanswered`] when the connection breaks after the
     /// request was written.
-    pub fn request<T: DeserializeOwned>(
+    pub fn request<C: Call>(
         &mut self,
-        req: &Request,
+        req: &C,
         progress: impl FnMut(Option<&Progress>),
-    ) -> Result<Answer<T>, ClientError> {
-        let answer = self.exchange(req, progress);
+    ) -> Result<Answer<C::Reply>, ClientError> {
+        let answer = self.exchange(&req.clone().into(), progress);
         self.checked(answer)
     }
 
@@ -211,11 +211,11 @@ impl Client {
 
     /// Like [`Client::request`], showing progress as a one-line indicator on stderr when it
     /// is a terminal (never otherwise).
-    pub fn request_with_indicator<T: DeserializeOwned>(
+    pub fn request_with_indicator<C: Call>(
         &mut self,
-        req: &Request,
+        req: &C,
         what: &str,
-    ) -> Result<Answer<T>, ClientError> {
+    ) -> Result<Answer<C::Reply>, ClientError> {
         if !io::stderr().is_terminal() {
             return self.request(req, |_| {});
         }
@@ -332,7 +332,7 @@ mod tests {
         let unknown =
             "{\"ok\":false,\"code\":\"unknown-op\",\"error\":\"unknown op \\\"fly\\\"\"}\n";
         let mut c = answered(unknown, Some(old.clone()));
-        match c.request::<crate::protocol::Pong>(&Request::Ping, |_| {}) {
+        match c.request(&call::Ping {}, |_| {}) {
             Err(ClientError::VersionMismatch(m)) => {
                 assert_eq!(m, old);
                 assert!(m.to_string().starts_with(
@@ -344,14 +344,14 @@ mod tests {
         // The same versions: the daemon's own answer.
         let mut c = answered(unknown, None);
         assert!(matches!(
-            c.request::<crate::protocol::Pong>(&Request::Ping, |_| {}),
+            c.request(&call::Ping {}, |_| {}),
             Ok(Answer::Failed(f)) if f.code == crate::protocol::Code::UnknownOp
         ));
         // Another failure is the daemon's, whatever the versions.
         let offline = "{\"ok\":false,\"code\":\"offline\",\"error\":\"x\"}\n";
         let mut c = answered(offline, Some(old));
         assert!(matches!(
-            c.request::<crate::protocol::Pong>(&Request::Ping, |_| {}),
+            c.request(&call::Ping {}, |_| {}),
             Ok(Answer::Failed(f)) if f.code == crate::protocol::Code::Offline
         ));
     }
