@@ -711,8 +711,11 @@ impl Router {
 
     /// The adapter for a runtime, or the reason it cannot be used. An agent runtime's program
     /// is not looked for here (that may block): the launch finds it (issue 30 item 1).
-    pub(crate) fn adapter(&self, runtime: &str) -> Result<std::sync::Arc<dyn Adapter>, String> {
-        crate::runtime::launch_adapter_for(&self.paths, runtime).map_err(|e| e.to_string())
+    pub(crate) fn adapter(
+        &self,
+        runtime: &str,
+    ) -> Result<std::sync::Arc<dyn Adapter>, crate::runtime::RuntimeError> {
+        crate::runtime::launch_adapter_for(&self.paths, runtime)
     }
 }
 
