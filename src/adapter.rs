@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::launch_env::LaunchEnv;
 use crate::paths::Paths;
-use crate::session::paste_view::PasteView;
+use crate::term::paste_view::PasteView;
 use crate::term::Screen;
 
 /// How a runtime's sessions are hosted.
@@ -262,6 +262,66 @@ pub fn composer_shows(screen: &Screen, glyph: Option<&str>, paste: &PasteView) -
         .is_some_and(|row| paste.shown_in(&row.text))
 }
 
+/// What kind of refusal by a runtime's model API, as an operator acts on it (spec 10 §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiErrorKind {
+    /// Too many requests or a usage limit reached: wait for the reset.
+    RateLimit,
+    /// The API is overloaded (or another server-side failure): usually passes.
+    Overloaded,
+    /// The login expired or the key is wrong: a human must log in again.
+    Auth,
+    /// Any other refusal the runtime marks as an API error.
+    Other,
+}
+
+impl ApiErrorKind {
+    /// The logfmt / JSON word: `rate-limit`, `overloaded`, `auth`, `api-error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApiErrorKind::RateLimit => "rate-limit",
+            ApiErrorKind::Overloaded => "overloaded",
+            ApiErrorKind::Auth => "auth",
+            ApiErrorKind::Other => "api-error",
+        }
+    }
+}
+
+/// One refused turn, as a runtime's file records it ([`Adapter::api_error`]; the runtimes'
+/// readers are in `runtime::api_error`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// The kind.
+    pub kind: ApiErrorKind,
+    /// The runtime's own word for it (Claude's `error`, e.g. `rate_limit`).
+    pub error_type: String,
+    /// The HTTP status, when recorded.
+    pub status: Option<u16>,
+    /// The model named by the record (`<synthetic>` for Claude's error records).
+    pub model: String,
+    /// The text the runtime showed the user.
+    pub text: String,
+    /// The record's timestamp, as written.
+    pub at: String,
+    /// When the limit resets, as the runtime recorded it, if it did: epoch seconds as
+    /// written (Codex's fullest window; Claude Code's `apiErrorParams.rate_limit_info.resetsAt`
+    /// for a plan's usage limit).
+    pub resets_at: Option<String>,
+    /// The runtime said it takes the refused turn up again by itself at the reset (Claude
+    /// Code 2.1.332 for a plan's usage limit: a `system` record "… set to continue
+    /// automatically at …" after the refusal).
+    pub runtime_resumes: bool,
+}
+
+/// How a runtime clears its composer ([`Adapter::clear_keys`]; `session::clear` presses them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClearKeys {
+    /// The first key.
+    pub first: Vec<u8>,
+    /// When the runtime asks for a second press: the text it shows then, and the key.
+    pub again: Option<(&'static str, Vec<u8>)>,
+}
+
 /// One runtime's behaviour. Implementations are immutable and shared; a runtime that names
 /// its conversations gives a session its own copy bound to the session's conversation
 /// ([`Adapter::for_conversation`]).
@@ -352,10 +412,10 @@ pub trait Adapter: Send + Sync {
     fn pasted_form(&self, text: &str) -> String {
         text.to_string()
     }
-    /// The runtime's own keys that clear its composer ([`crate::session::clear`]), recorded
+    /// The runtime's own keys that clear its composer (`session::clear` presses them), recorded
     /// from the real CLI; `None` (the default): iapeer never clears it, and its own text
     /// there holds messages like a draft.
-    fn clear_keys(&self) -> Option<crate::session::clear::ClearKeys> {
+    fn clear_keys(&self) -> Option<ClearKeys> {
         None
     }
     /// Whether the screen shows the whole of iapeer's paste in the composer, taken and waiting
@@ -410,7 +470,7 @@ pub trait Adapter: Send + Sync {
     }
     /// The model API's refusal of the runtime's latest turn in `cwd`, when its newest
     /// outcome is one (spec 10 §3: read from structured files, never the screen).
-    fn api_error(&self, _cwd: &Path) -> Option<crate::runtime::api_error::ApiError> {
+    fn api_error(&self, _cwd: &Path) -> Option<ApiError> {
         None
     }
     /// Newest activity time of the runtime for `cwd` (epoch ms), from its transcripts.

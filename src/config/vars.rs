@@ -13,7 +13,10 @@
 
 use std::time::Duration;
 
-use crate::eventlog::{DEFAULT_KEEP, DEFAULT_MAX_BYTES};
+/// An event log's default size limit of one file, in bytes (5 MiB).
+pub const DEFAULT_MAX_BYTES: u64 = 5 * 1024 * 1024;
+/// An event log's default number of rotated copies kept (`<log>.1` … `<log>.5`).
+pub const DEFAULT_KEEP: u32 = 5;
 
 /// What a variable holds, with its default where iapeer has one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -720,6 +723,10 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_BIN_DIR,
     IAPEER_INSTALL_FROM,
 ];
+
+/// The variable that turns a test hook on (test-only, a row of `NOT_KNOBS`): read by
+/// `daemon::test_hooks` and by `peers::rename_journal`'s kill points.
+pub const TEST_HOOK: &str = "IAPEER_TEST_HOOK";
 
 /// Variables iapeer reads that are not knobs of its own, with the reason (not documented as
 /// knobs): inherited from the login environment, or set only by tests.

@@ -34,7 +34,7 @@ pub const SLOW_LAUNCH_REPORT: Duration = Duration::from_millis(1500);
 
 /// The environment variable that turns a hook on (test-only; listed in
 /// [`crate::config::vars::NOT_KNOBS`]).
-pub const ENV: &str = "IAPEER_TEST_HOOK";
+pub use crate::config::vars::TEST_HOOK as ENV;
 
 /// An injected failure.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,9 +6,8 @@ use std::path::Path;
 use jiff::tz::TimeZone;
 
 use super::Record;
-use crate::names::Identity;
+use crate::names::{Identity, HUMAN_RUNTIME as HUMAN};
 use crate::registry::{Registry, RegistryPeer};
-use crate::runtime::human::NAME as HUMAN;
 
 /// The inbox to show. `given` is the `[peer]` argument; otherwise the human this terminal
 /// speaks as, in `iapeer send`'s order: `PEER_IDENTITY` (`env_identity`) when it is a human
@@ -140,7 +139,7 @@ pub fn reply_hint(peer: &str, records: &[Record]) -> Option<String> {
     let r = records
         .iter()
         .rev()
-        .find(|r| r.runtime != crate::daemon::route::DAEMON_RUNTIME)?;
+        .find(|r| r.runtime != crate::protocol::DAEMON_RUNTIME)?;
     Some(crate::visible::line(&reply_hint_raw(peer, r)).into_owned())
 }
 

@@ -12,6 +12,12 @@ use serde_json::Value;
 /// Longest accepted request line (1 MiB, without the `\n`); longer is a protocol error.
 pub const MAX_LINE: usize = 1 << 20;
 
+/// Longest message, in Unicode scalar values.
+pub const MAX_MESSAGE_CHARS: usize = 16_000;
+
+/// The runtime the daemon's own notices carry in their envelope (`runtime="daemon"`).
+pub const DAEMON_RUNTIME: &str = "daemon";
+
 /// Stable failure tokens (`"code"`), spelled in kebab-case on the wire (`not-registered`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

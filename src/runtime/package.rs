@@ -255,7 +255,7 @@ fn run_bounded(mut cmd: Command, timeout: Duration) -> Result<String, String> {
         Ok(Ok(out)) => out,
         Ok(Err(e)) => return Err(e.to_string()),
         Err(_) => {
-            let _ = crate::session::spawn::signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
+            let _ = crate::child::signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
             return Err(format!("still running after {} s", timeout.as_secs()));
         }
     };

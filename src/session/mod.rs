@@ -15,7 +15,6 @@ pub mod hold;
 pub mod outcome;
 pub mod own_text;
 pub mod panelog;
-pub mod paste_view;
 pub mod priority;
 pub mod prompts;
 pub mod reap;

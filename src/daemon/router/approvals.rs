@@ -562,13 +562,13 @@ fn choose(options: &[String], wanted: &str) -> Result<usize, String> {
         .or_else(|| {
             options
                 .iter()
-                .position(|o| crate::runtime::dialog::label_matches(o, wanted))
+                .position(|o| crate::term::menu::label_matches(o, wanted))
         })
         .or_else(|| {
             let lower = wanted.to_lowercase();
             options.iter().position(|o| {
                 let o = o.to_lowercase();
-                crate::runtime::dialog::label_matches(&o, &lower)
+                crate::term::menu::label_matches(&o, &lower)
             })
         })
         .ok_or_else(|| {
