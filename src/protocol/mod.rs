@@ -136,7 +136,7 @@ macro_rules! requests {
             use super::*;
 
             $(
-                $(#[doc = $doc])*
+                #[doc = concat!("The `", stringify!($variant), "` request, as a [`Call`].")]
                 #[derive(Debug, Clone, PartialEq, Deserialize)]
                 pub struct $variant { $($( $(#[$fmeta])* pub $field: $ty ),*)? }
 
