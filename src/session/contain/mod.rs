@@ -64,7 +64,7 @@ fn choose(root: &Path, cgroups: bool) -> Way {
     let tried = if cgroups {
         cgroup::prepare(&base_name(root))
     } else {
-        Err("a test hook chose the subreaper".to_string())
+        Err(cgroup::Unavailable::TestHook)
     };
     match tried {
         Ok((base, left)) => {
