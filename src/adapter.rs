@@ -376,7 +376,7 @@ pub trait Adapter: Send + Sync {
     fn live_dialog(&self, _screen: &Screen) -> Option<BootStep> {
         None
     }
-    /// A tool's permission prompt the screen shows, if any ([`PermissionPrompt`]): recorded
+    /// A tool's permission prompt the screen shows, if any (`PermissionPrompt`): recorded
     /// from the real CLI; `None` (the default) for a runtime that shows none.
     fn permission_prompt(&self, _screen: &Screen) -> Option<PermissionPrompt> {
         None
@@ -391,7 +391,7 @@ pub trait Adapter: Send + Sync {
     }
     /// Everything the composer holds, its rows joined by `\n` (typed text and paste
     /// placeholders, not a dim placeholder or suggestion), or `None` when it is empty: what
-    /// [`crate::session::own_text::Tracker::find`] compares with iapeer's own pastes. The
+    /// `crate::session::own_text::Tracker::find` compares with iapeer's own pastes. The
     /// default: the typed text of the composer row, as [`Adapter::composer_draft`] reads it.
     fn composer_content(&self, screen: &Screen) -> Option<String> {
         typed_composer_text(screen, self.prompt_glyph())
@@ -400,12 +400,12 @@ pub trait Adapter: Send + Sync {
     /// conversation): Claude Code 2.1.332 does, a moment after the turn ends
     /// (`tests/fixtures/claude-2.1.332/interrupt-restores-prompt.raw`); Codex 0.171.0 keeps it
     /// in the conversation. After an interrupt a delivery waits for it
-    /// ([`crate::session::own_text::RESTORE_SETTLE`]). The default: no.
+    /// (`crate::session::own_text::RESTORE_SETTLE`). The default: no.
     fn restores_interrupted_prompt(&self) -> bool {
         false
     }
     /// The form in which this runtime shows a pasted `text` wherever iapeer reads it back
-    /// (its transcript, its model request, its screen): [`crate::runtime::pasted_form`],
+    /// (its transcript, its model request, its screen): `crate::runtime::pasted_form`,
     /// recorded from the real CLI (issue 32 item 6). Pure and idempotent; everything that
     /// looks for a paste compares in it (the confirmers, the composer's paste sign, iapeer's
     /// own text in a composer). The default: the text as pasted.
@@ -421,7 +421,7 @@ pub trait Adapter: Send + Sync {
     /// Whether the screen shows the whole of iapeer's paste in the composer, taken and waiting
     /// for Enter (issue 13 item 1). The default reads the composer row (typed or styled:
     /// Codex 0.171 draws its `[Pasted Content N chars]` in colour) through
-    /// [`PasteView::shown_in`], whose forms are recorded from Claude Code 2.1.332, Codex 0.171
+    /// `PasteView::shown_in`, whose forms are recorded from Claude Code 2.1.332, Codex 0.171
     /// and the echo agent.
     fn paste_shown(&self, screen: &Screen, paste: &PasteView) -> bool {
         composer_shows(screen, self.prompt_glyph(), paste)

@@ -71,7 +71,7 @@ pub fn quote_value(value: &str) -> Cow<'_, str> {
 }
 
 /// [`quote_value`] for a reader's view (`iapeer logs`): the characters it would escape as
-/// `\uXXXX` are left as they are, for [`crate::visible::line`] to show as stand-ins.
+/// `\uXXXX` are left as they are, for `crate::visible::line` to show as stand-ins.
 pub fn quote_shown(value: &str) -> Cow<'_, str> {
     quote(value, false)
 }

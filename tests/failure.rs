@@ -13,12 +13,8 @@ use common::{alive, describe, TestEnv};
 
 /// Wait for `child` at most `limit`; kill it and fail the test if it is still running.
 fn output_within(mut child: Child, limit: Duration, what: &str, env: &TestEnv) -> Output {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if let Ok(Some(_)) = child.try_wait() {
-            return child.wait_with_output().expect("output");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    if common::exit_within(&mut child, limit).is_some() {
+        return child.wait_with_output().expect("output");
     }
     let _ = child.kill();
     let out = child.wait_with_output().expect("output");
@@ -76,10 +72,9 @@ fn a_router_panic_answers_waiting_senders_ends_sessions_and_exits_non_zero() {
         .and_then(|e| e["pid"].parse().ok())
         .expect("bob's pid");
     assert!(alive(bob_pid));
-    // An MCP caller waits behind it (no positive signal for "queued": a short pause makes it
-    // likely; if it arrives after the panic it must get the same answer).
+    // An MCP caller waits behind it: its send has reached the router (test event).
     let mcp = mcp_send(env.port(), "bob");
-    std::thread::sleep(Duration::from_millis(300));
+    env.wait_hook("router-send:bob", 2);
 
     // The send to carol makes the router thread panic.
     let t0 = Instant::now();
@@ -94,7 +89,7 @@ fn a_router_panic_answers_waiting_senders_ends_sessions_and_exits_non_zero() {
     for (what, out) in [("trigger", &trigger), ("blocked", &waiting)] {
         let stderr = String::from_utf8_lossy(&out.stderr);
         eprintln!("{what} send: {:?}, stderr: {}", out.status, stderr.trim());
-        assert!(!out.status.success(), "{what}: {}", describe(out));
+        assert_eq!(out.status.code(), Some(255), "{what}: {}", describe(out));
         assert!(
             stderr.contains("internal error: the router thread panicked")
                 && stderr.contains("the daemon is exiting"),
@@ -113,21 +108,17 @@ fn a_router_panic_answers_waiting_senders_ends_sessions_and_exits_non_zero() {
 
     // The daemon exits non-zero within 5 s of the panic.
     let mut daemon = env.daemon.take().expect("daemon");
-    let status = loop {
-        if let Some(status) = daemon.try_wait().expect("try_wait") {
-            break status;
-        }
-        if t0.elapsed() > Duration::from_secs(5) {
-            let _ = daemon.kill();
-            panic!(
-                "the daemon still runs 5 s after the panic\n{}",
-                env.diagnostics()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let Some(status) = common::exit_within(&mut daemon, Duration::from_secs(5)) else {
+        let _ = daemon.kill();
+        panic!(
+            "the daemon still runs 5 s after the panic\n{}",
+            env.diagnostics()
+        );
     };
     let exited = t0.elapsed();
     assert!(!status.success(), "daemon exit: {status:?}");
+    // A thread the daemon cannot run without failed: an internal error (issue 29 item 6).
+    assert_eq!(status.code(), Some(255), "daemon exit: {status:?}");
     eprintln!("senders answered after {answered:?}, daemon exited after {exited:?}");
 
     let log = env.log("daemon");
@@ -180,7 +171,8 @@ fn a_panic_while_preparing_a_send_answers_the_sender_and_the_daemon_carries_on()
         &env,
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    // An internal error exits 255, apart from refusals (issue 29 item 6).
+    assert_eq!(out.status.code(), Some(255), "{}", describe(&out));
     assert!(
         stderr.contains("internal error: preparing the send failed (test hook"),
         "{}",

@@ -43,7 +43,7 @@ pub enum Caller {
 
 impl Caller {
     /// Who the send says it is from, before the registry is read: the preparation pool's
-    /// line it waits in ([`crate::daemon::fair_pool`]). The CLI's sender; an MCP caller's
+    /// line it waits in (`crate::daemon::fair_pool`). The CLI's sender; an MCP caller's
     /// token identity, else its header (marked unauthenticated when a token was required);
     /// the daemon's `iapeer`.
     pub fn claimed(&self) -> String {

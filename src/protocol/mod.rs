@@ -171,9 +171,9 @@ pub trait Call: Clone + Into<Request> {
 }
 
 requests! {
-    /// Health check → [`Pong`].
+    /// Health check → `Pong`.
     Ping => Pong,
-    /// Route one message (spec 03 §1) → [`SendReply`].
+    /// Route one message (spec 03 §1) → `SendReply`.
     Send {
         /// Sender identity `<runtime>-<personality>`.
         from: String,
@@ -203,13 +203,13 @@ requests! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         id: Option<String>,
         /// What to do when the peer's agent is mid-turn at delivery (issue 32 item 7):
-        /// [`IfBusy`]; absent = `queue`.
+        /// `IfBusy`; absent = `queue`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         if_busy: Option<IfBusy>,
     } => SendReply,
-    /// Live session states → [`ListReply`].
+    /// Live session states → `ListReply`.
     List => ListReply,
-    /// Wake a peer without a message → [`WakeReply`] once ready.
+    /// Wake a peer without a message → `WakeReply` once ready.
     Wake {
         /// Peer.
         personality: String,
@@ -217,7 +217,7 @@ requests! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         runtime: Option<String>,
     } => WakeReply,
-    /// Set the stop flag and end sessions → [`StopReply`] once they are gone.
+    /// Set the stop flag and end sessions → `StopReply` once they are gone.
     Stop {
         /// Peer (absent with `all`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -232,7 +232,7 @@ requests! {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         everyone: bool,
     } => StopReply,
-    /// Clear the stop flag (always-on peers are started) → [`StartReply`].
+    /// Clear the stop flag (always-on peers are started) → `StartReply`.
     Start {
         /// Peer (absent with `all`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -244,7 +244,7 @@ requests! {
         #[serde(default)]
         all: bool,
     } => StartReply,
-    /// Attach a terminal → [`WakeReply`]; after it the connection carries frames.
+    /// Attach a terminal → `WakeReply`; after it the connection carries frames.
     Attach {
         /// Peer.
         personality: String,
@@ -258,7 +258,7 @@ requests! {
         #[serde(default)]
         no_attach: bool,
     } => WakeReply,
-    /// A fresh session now → [`NewReply`] (agents: once ready; always-on peers: restarted
+    /// A fresh session now → `NewReply` (agents: once ready; always-on peers: restarted
     /// and un-parked).
     New {
         /// Peer.
@@ -268,7 +268,7 @@ requests! {
         runtime: Option<String>,
     } => NewReply,
     /// End the peer's session if any and bring it up again on the conversation iapeer
-    /// recorded (fresh without one) → [`NewReply`] (agents: once ready; always-on peers:
+    /// recorded (fresh without one) → `NewReply` (agents: once ready; always-on peers:
     /// restarted and un-parked), issue 30 item 4.
     Restart {
         /// Peer.
@@ -277,7 +277,7 @@ requests! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         runtime: Option<String>,
     } => NewReply,
-    /// Send the runtime's interrupt keys to the live session → [`InterruptReply`].
+    /// Send the runtime's interrupt keys to the live session → `InterruptReply`.
     Interrupt {
         /// Peer.
         personality: String,
@@ -285,7 +285,7 @@ requests! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         runtime: Option<String>,
     } => InterruptReply,
-    /// Compact the conversation → [`CompactReply`].
+    /// Compact the conversation → `CompactReply`.
     Compact {
         /// Peer.
         personality: String,
@@ -293,13 +293,13 @@ requests! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         runtime: Option<String>,
     } => CompactReply,
-    /// From inside a session: end it and bring up a fresh one → [`IdentityReply`].
+    /// From inside a session: end it and bring up a fresh one → `IdentityReply`.
     SelfFresh {
         /// The caller's `PEER_IDENTITY`.
         identity: String,
     } => IdentityReply,
     /// Send a message the origin guard held, as its sender, to the runtime it addressed or
-    /// to `runtime` → [`SendReply`] (spec 10 §2). The hold is claimed atomically, deleted
+    /// to `runtime` → `SendReply` (spec 10 §2). The hold is claimed atomically, deleted
     /// once the send is accepted and put back when it fails.
     ConfirmSend {
         /// The hold id, `og-<8 hex>`.
@@ -312,19 +312,19 @@ requests! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         caller: Option<String>,
     } => SendReply,
-    /// End every session of a peer being removed → [`ForgetReply`].
+    /// End every session of a peer being removed → `ForgetReply`.
     Forget {
         /// Peer.
         personality: String,
     } => ForgetReply,
-    /// The runtime a peer is live on → [`LiveRuntimeReply`] (or `not-live`).
+    /// The runtime a peer is live on → `LiveRuntimeReply` (or `not-live`).
     LiveRuntime {
         /// Peer.
         personality: String,
     } => LiveRuntimeReply,
-    /// Daemon health and a sessions summary → [`StatusReply`].
+    /// Daemon health and a sessions summary → `StatusReply`.
     Status => StatusReply,
-    /// The live screen of a peer's session as text → [`ScreenReply`] (`not-live` without a
+    /// The live screen of a peer's session as text → `ScreenReply` (`not-live` without a
     /// session); read-only, for the operator's web page.
     Screen {
         /// Peer.
@@ -334,7 +334,7 @@ requests! {
         runtime: Option<String>,
     } => ScreenReply,
     /// From a gated session's permission hook (`iapeer approval-request`, spec 10 §4): ask a
-    /// human whether the tool may run → [`ApprovalVerdict`], once a human decides or the
+    /// human whether the tool may run → `ApprovalVerdict`, once a human decides or the
     /// request is denied (timeout, the session ended, the daemon stopping). The hook's
     /// connection closing denies it too.
     ApprovalRequest {
@@ -347,7 +347,7 @@ requests! {
         /// What it wants to run (a command, a file path, or the tool input as JSON).
         summary: String,
     } => ApprovalVerdict,
-    /// The permission prompts waiting for a human → [`ApprovalsReply`]. With `wait_ms`, a
+    /// The permission prompts waiting for a human → `ApprovalsReply`. With `wait_ms`, a
     /// long poll: answered as soon as a prompt asked after `since_ms` is pending, else when
     /// `wait_ms` has passed (with whatever is pending then).
     Approvals {
@@ -359,7 +359,7 @@ requests! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         since_ms: Option<u64>,
     } => ApprovalsReply,
-    /// Let a pending prompt's tool run → [`ApprovalDone`].
+    /// Let a pending prompt's tool run → `ApprovalDone`.
     Approve {
         /// The approval id, `ap-<8 hex>`.
         id: String,
@@ -368,7 +368,7 @@ requests! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         option: Option<String>,
     } => ApprovalDone,
-    /// Refuse a pending prompt → [`ApprovalDone`]; `reason` is given to the model.
+    /// Refuse a pending prompt → `ApprovalDone`; `reason` is given to the model.
     Deny {
         /// The approval id, `ap-<8 hex>`.
         id: String,
@@ -543,7 +543,7 @@ pub struct Queued {
 
 /// A delivered (or queued) send (spec 03 §1 step 10); also the MCP tool's structured result:
 /// `{"ok":true,"delivered_to":{…},"woke":false,"ts":"2026-11-30T10:00:00+00:00"}`, with the
-/// [`Queued`] fields after `ts` when the message waits in a queue.
+/// `Queued` fields after `ts` when the message waits in a queue.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SendResult {
     /// Always `true` (the result object is only produced for a delivery).
@@ -565,7 +565,7 @@ pub struct SendResult {
     /// this send wrote nothing (a retry). Left out when `false`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub earlier: bool,
-    /// `true`: the peer's agent was mid-turn and the sender chose [`IfBusy::Interrupt`], so
+    /// `true`: the peer's agent was mid-turn and the sender chose `IfBusy::Interrupt`, so
     /// its turn was interrupted before this message went in. Left out when `false`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,

@@ -298,6 +298,7 @@ impl Router {
                     reply,
                 });
                 self.arm_sweep();
+                crate::daemon::test_hooks::emit("approvals-wait");
             }
             _ => reply.finish(self.op_approvals()),
         }
