@@ -31,7 +31,7 @@ pub enum Code {
     /// A field failed validation.
     InvalidArgument,
     /// The request conflicts with work in progress: a compaction that could not run, or a
-    /// send with [`IfBusy::Refuse`] to an agent mid-turn.
+    /// send with `IfBusy::Refuse` to an agent mid-turn.
     Busy,
     /// Something did not finish in time.
     Timeout,
