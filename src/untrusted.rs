@@ -23,7 +23,7 @@ pub use crate::envelope::{
 pub use crate::names::{is_valid_personality, is_valid_runtime, Intelligence};
 pub use crate::paths::Paths;
 pub use crate::profile::{Profile, DESCRIPTION_MAX_CHARS, KNOWN_KEYS as PROFILE_KEYS};
-pub use crate::protocol::{parse_request, DeliveredTo, Failure, Request, SendResult};
+pub use crate::protocol::{parse_request, Code, DeliveredTo, Failure, Request, SendResult};
 pub use crate::registry::Registry;
 pub use crate::runtime::claude::{api_retry_line, Claude};
 pub use crate::runtime::codex::{stream_error_line, Codex};

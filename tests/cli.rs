@@ -397,3 +397,27 @@ fn bash_completes_peers_identities_and_runtimes_with_the_daemon_down() {
     // A new peer's name is free text.
     assert_eq!(complete(&["create", ""]), "");
 }
+
+/// A daemon of another build (`IAPEER_TEST_HOOK=daemon-version:…` makes the real daemon
+/// report another version to the CLI's `ping` at connect): the CLI says which versions run
+/// and what to do, on stderr, and still works; `shutdown` (the way out) works too.
+#[test]
+fn a_daemon_of_another_version_is_named_with_what_to_do() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.set("IAPEER_TEST_HOOK", "daemon-version:0.0.1");
+    env.start_daemon();
+    let out = env.run(&["list"]);
+    assert!(out.status.success(), "{}", common::describe(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("alice"));
+    let want = format!(
+        "warning: the daemon runs iapeer 0.0.1, this CLI is iapeer {}: restart the daemon on \
+         this build (iapeer shutdown, then iapeer daemon --detach;",
+        env!("CARGO_PKG_VERSION")
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with(&want), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let out = env.run(&["shutdown"]);
+    assert!(out.status.success(), "{}", common::describe(&out));
+}

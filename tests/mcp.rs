@@ -446,6 +446,30 @@ fn header_mode_trusts_the_identity_header() {
     assert_eq!(text, "unknown caller \"zed\" — not registered");
 }
 
+/// A routed send's failure reaches the MCP caller with its code, as the control socket gives
+/// it (`structuredContent: {"ok":false,"code":…,"error":…}`), the text unchanged.
+#[test]
+fn a_send_failure_keeps_its_code() {
+    let env = daemon(&[("IAPEER_MCP_AUTH", "header")]);
+    let result = call(
+        env.port(),
+        &[("X-IAPeer-Identity", "echo-alice")],
+        "carol",
+        "hi",
+    );
+    let text = tool_error(&result);
+    assert_eq!(
+        text,
+        "peer \"carol\" is not in the iapeer peers index; message NOT delivered"
+    );
+    assert_eq!(
+        result["structuredContent"],
+        json!({"ok": false, "code": "not-registered", "error": text}),
+        "{result}\n{}",
+        env.diagnostics()
+    );
+}
+
 /// Run scripts/mcp_client.py (the official MCP Python SDK) as echo-alice against `env`'s
 /// daemon, sending `message` to bob on topic "sdk" after connecting in `mode` (legacy: the
 /// `initialize` handshake; auto: the `server/discover` probe first); its JSON output.

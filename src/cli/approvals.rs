@@ -8,9 +8,7 @@ use super::client::Client;
 use super::parse::Invocation;
 use super::spec::args;
 use super::{done, paths, print, usage, CliError, CliResult};
-use crate::protocol::{
-    Answer, ApprovalDone, ApprovalInfo, ApprovalVerdict, ApprovalsReply, Request, DIALOG_TOOL,
-};
+use crate::protocol::{call, Answer, ApprovalInfo, ApprovalVerdict, DIALOG_TOOL};
 use crate::runtime::permission_hook;
 
 /// The most of the hook's stdin read (a tool input larger than this is denied).
@@ -19,8 +17,8 @@ const MAX_HOOK_INPUT: u64 = 4 * 1024 * 1024;
 /// `approvals [--json]`: the pending prompts, one line each, oldest first.
 pub fn list(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    match Client::connect(&paths)?.request::<ApprovalsReply>(
-        &Request::Approvals {
+    match Client::connect(&paths)?.request(
+        &call::Approvals {
             wait_ms: None,
             since_ms: None,
         },
@@ -81,19 +79,16 @@ pub fn decide(inv: &Invocation, allow: bool) -> CliResult {
         .ok_or_else(|| usage(inv, "missing <id>"))?
         .trim()
         .to_string();
-    let req = if allow {
-        Request::Approve {
-            id,
-            option: inv.positional(args::OPTION).map(String::from),
-        }
-    } else {
-        Request::Deny {
-            id,
-            reason: inv.positional(args::REASON).map(String::from),
-        }
-    };
     let paths = paths()?;
-    match Client::connect(&paths)?.request::<ApprovalDone>(&req, |_| {})? {
+    let mut client = Client::connect(&paths)?;
+    let answer = if allow {
+        let option = inv.positional(args::OPTION).map(String::from);
+        client.request(&call::Approve { id, option }, |_| {})?
+    } else {
+        let reason = inv.positional(args::REASON).map(String::from);
+        client.request(&call::Deny { id, reason }, |_| {})?
+    };
+    match answer {
         Answer::Ok(r) => {
             let verb = if allow { "approved" } else { "denied" };
             let text = format!(
@@ -133,7 +128,7 @@ fn ask_daemon() -> Result<ApprovalVerdict, String> {
             .filter(|v| !v.is_empty())
             .ok_or_else(|| format!("{k} is not set (this hook runs inside an iapeer session)"))
     };
-    let req = Request::ApprovalRequest {
+    let req = call::ApprovalRequest {
         identity: var("PEER_IDENTITY")?,
         token: var("IAPEER_TOKEN")?,
         tool: ask.tool,
@@ -141,10 +136,7 @@ fn ask_daemon() -> Result<ApprovalVerdict, String> {
     };
     let paths = crate::paths::Paths::from_env().map_err(|e| e.to_string())?;
     let mut client = Client::connect(&paths).map_err(|e| e.to_string())?;
-    match client
-        .request::<ApprovalVerdict>(&req, |_| {})
-        .map_err(|e| e.to_string())?
-    {
+    match client.request(&req, |_| {}).map_err(|e| e.to_string())? {
         Answer::Ok(v) => Ok(v),
         Answer::Failed(f) => Err(f.error),
     }

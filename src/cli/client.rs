@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde::de::DeserializeOwned;
 
 use crate::paths::Paths;
-use crate::protocol::{Answer, Line, Progress, Request};
+use crate::protocol::{call, Answer, Call, Line, Progress, Request};
 
 /// Why a request did not produce a final answer.
 #[derive(Debug)]
@@ -23,6 +23,42 @@ pub enum ClientError {
     /// The request was written whole and the connection broke before its final answer: the
     /// daemon may have acted on it (a send may have arrived).
     Unanswered(String),
+    /// The daemon did not understand the request (`bad-request`, `unknown-op`) and runs
+    /// another version of iapeer than this CLI.
+    VersionMismatch(VersionMismatch),
+}
+
+/// The daemon runs iapeer `daemon`, this CLI is `cli` (both `CARGO_PKG_VERSION` strings, as
+/// [`crate::protocol::Pong::version`] carries them). Its `Display` says what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionMismatch {
+    /// The daemon's version.
+    pub daemon: String,
+    /// This CLI's version.
+    pub cli: String,
+}
+
+impl VersionMismatch {
+    /// The mismatch between the daemon's `daemon` version and this CLI's, if they differ.
+    pub fn of(daemon: &str) -> Option<VersionMismatch> {
+        let cli = env!("CARGO_PKG_VERSION");
+        (daemon != cli).then(|| VersionMismatch {
+            daemon: daemon.to_string(),
+            cli: cli.to_string(),
+        })
+    }
+}
+
+impl std::fmt::Display for VersionMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the daemon runs iapeer {}, this CLI is iapeer {}: restart the daemon on this build \
+             (iapeer shutdown, then iapeer daemon --detach; a service started by iapeer onboard: \
+             iapeer update <this binary> installs it and restarts the service)",
+            self.daemon, self.cli
+        )
+    }
 }
 
 impl std::fmt::Display for ClientError {
@@ -36,6 +72,7 @@ impl std::fmt::Display for ClientError {
             ClientError::Broken(why) | ClientError::Unanswered(why) => {
                 write!(f, "lost the connection to the daemon: {why}")
             }
+            ClientError::VersionMismatch(m) => m.fmt(f),
         }
     }
 }
@@ -45,28 +82,80 @@ impl std::error::Error for ClientError {}
 /// A connection to the daemon.
 pub struct Client {
     reader: BufReader<UnixStream>,
+    /// The daemon runs another version than this CLI (learned at connect).
+    mismatch: Option<VersionMismatch>,
 }
 
 impl Client {
-    /// Connect to the control socket of `paths`.
+    /// Connect to the control socket of `paths` and compare the daemon's version with this
+    /// CLI's (a `ping`, after shpool's version header): on a mismatch a warning on stderr says
+    /// what to do, and a request the daemon does not understand fails with
+    /// [`ClientError::VersionMismatch`] instead of its bare `bad-request`.
     ///
     /// Errors: [`ClientError::NotRunning`] when nothing listens there.
     pub fn connect(paths: &Paths) -> Result<Client, ClientError> {
+        let mut c = Client::connect_unchecked(paths)?;
+        let pong = c.request(&call::Ping {}, |_| {});
+        c.mismatch = match pong {
+            Ok(Answer::Ok(p)) => VersionMismatch::of(&p.version),
+            // Refused (the daemon is shutting down) or unreadable: the request itself tells.
+            _ => None,
+        };
+        if let Some(m) = &c.mismatch {
+            eprintln!("warning: {m}");
+        }
+        Ok(c)
+    }
+
+    /// Connect to the control socket of `paths` without comparing versions: for the waits
+    /// of `update` and `rollback`, whose CLI is the build before (or after) the daemon's.
+    ///
+    /// Errors: [`ClientError::NotRunning`] when nothing listens there.
+    pub fn connect_unchecked(paths: &Paths) -> Result<Client, ClientError> {
         let sock = paths.socket();
         let stream = UnixStream::connect(&sock).map_err(|_| ClientError::NotRunning(sock))?;
         Ok(Client {
             reader: BufReader::new(stream),
+            mismatch: None,
         })
     }
 
-    /// Send `req` and wait for the final reply, read as `T` (the success type of `req`'s op,
-    /// e.g. [`crate::protocol::StopReply`] for `stop`) or a failure. `progress` sees every
+    /// `answer` (or the failure to read it), unless the daemon did not understand the request
+    /// and runs another version: then the mismatch.
+    fn checked<T>(&self, answer: Result<Answer<T>, ClientError>) -> Result<Answer<T>, ClientError> {
+        // An answer it could not read is left as it is: the daemon understood the request
+        // and may have acted on it (a send may have arrived).
+        let not_understood = matches!(
+            &answer,
+            Ok(Answer::Failed(f)) if matches!(
+                f.code,
+                crate::protocol::Code::BadRequest | crate::protocol::Code::UnknownOp
+            )
+        );
+        match &self.mismatch {
+            Some(m) if not_understood => Err(ClientError::VersionMismatch(m.clone())),
+            _ => answer,
+        }
+    }
+
+    /// Send `req` and wait for the final reply, read as its op's success type
+    /// ([`Call::Reply`], e.g. [`crate::protocol::StopReply`] for `stop`) or a failure. `progress` sees every
     /// progress line, and `None` whenever a read timeout set by the caller passes.
     ///
     /// Errors: [`ClientError::Broken`] when the request could not be written whole or a line
     /// does not parse; [`ClientError::Unanswered`] when the connection breaks after the
     /// request was written.
-    pub fn request<T: DeserializeOwned>(
+    pub fn request<C: Call>(
+        &mut self,
+        req: &C,
+        progress: impl FnMut(Option<&Progress>),
+    ) -> Result<Answer<C::Reply>, ClientError> {
+        let answer = self.exchange(&req.clone().into(), progress);
+        self.checked(answer)
+    }
+
+    /// One request and its final answer, as read ([`Client::request`]).
+    fn exchange<T: DeserializeOwned>(
         &mut self,
         req: &Request,
         mut progress: impl FnMut(Option<&Progress>),
@@ -122,11 +211,11 @@ impl Client {
 
     /// Like [`Client::request`], showing progress as a one-line indicator on stderr when it
     /// is a terminal (never otherwise).
-    pub fn request_with_indicator<T: DeserializeOwned>(
+    pub fn request_with_indicator<C: Call>(
         &mut self,
-        req: &Request,
+        req: &C,
         what: &str,
-    ) -> Result<Answer<T>, ClientError> {
+    ) -> Result<Answer<C::Reply>, ClientError> {
         if !io::stderr().is_terminal() {
             return self.request(req, |_| {});
         }
@@ -211,5 +300,59 @@ impl Indicator {
             let _ = write!(io::stderr(), "\r\x1b[2K");
             let _ = io::stderr().flush();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client on one end of a socket pair whose other end answers one request with
+    /// `answer` — a stand-in for a daemon of another build, which cannot run here.
+    fn answered(answer: &'static str, mismatch: Option<VersionMismatch>) -> Client {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(theirs);
+            let mut line = String::new();
+            r.read_line(&mut line).unwrap();
+            r.get_mut().write_all(answer.as_bytes()).unwrap();
+        });
+        Client {
+            reader: BufReader::new(ours),
+            mismatch,
+        }
+    }
+
+    #[test]
+    fn a_request_another_version_does_not_understand_names_the_versions() {
+        let old = VersionMismatch {
+            daemon: "0.0.1".into(),
+            cli: "0.1.0".into(),
+        };
+        let unknown =
+            "{\"ok\":false,\"code\":\"unknown-op\",\"error\":\"unknown op \\\"fly\\\"\"}\n";
+        let mut c = answered(unknown, Some(old.clone()));
+        match c.request(&call::Ping {}, |_| {}) {
+            Err(ClientError::VersionMismatch(m)) => {
+                assert_eq!(m, old);
+                assert!(m.to_string().starts_with(
+                    "the daemon runs iapeer 0.0.1, this CLI is iapeer 0.1.0: restart the daemon"
+                ));
+            }
+            other => panic!("{other:?}"),
+        }
+        // The same versions: the daemon's own answer.
+        let mut c = answered(unknown, None);
+        assert!(matches!(
+            c.request(&call::Ping {}, |_| {}),
+            Ok(Answer::Failed(f)) if f.code == crate::protocol::Code::UnknownOp
+        ));
+        // Another failure is the daemon's, whatever the versions.
+        let offline = "{\"ok\":false,\"code\":\"offline\",\"error\":\"x\"}\n";
+        let mut c = answered(offline, Some(old));
+        assert!(matches!(
+            c.request(&call::Ping {}, |_| {}),
+            Ok(Answer::Failed(f)) if f.code == crate::protocol::Code::Offline
+        ));
     }
 }

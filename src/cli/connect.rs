@@ -15,7 +15,7 @@ use super::{done, paths, usage, CliError, CliResult};
 use crate::child;
 use crate::paths::Paths;
 use crate::profile::Profile;
-use crate::protocol::{Request, StartReply, StopReply};
+use crate::protocol::call;
 use crate::registry::{Registry, RegistryError, RegistryPeer};
 use crate::telegram;
 
@@ -205,21 +205,21 @@ fn restart_telegram_peers(paths: &Paths, registry: &Registry) -> Vec<String> {
     {
         let personality = Some(p.personality.clone());
         let runtime = Some(telegram::RUNTIME.to_string());
-        let stop = Request::Stop {
+        let stop = call::Stop {
             personality: personality.clone(),
             runtime: runtime.clone(),
             all: false,
             everyone: false,
         };
-        if client.request::<StopReply>(&stop, |_| {}).is_err() {
+        if client.request(&stop, |_| {}).is_err() {
             continue;
         }
-        let start = Request::Start {
+        let start = call::Start {
             personality,
             runtime,
             all: false,
         };
-        if let Ok(crate::protocol::Answer::Ok(_)) = client.request::<StartReply>(&start, |_| {}) {
+        if let Ok(crate::protocol::Answer::Ok(_)) = client.request(&start, |_| {}) {
             restarted.push(format!("{}-{}", telegram::RUNTIME, p.personality));
         }
     }

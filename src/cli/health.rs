@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::client::Client;
 use crate::paths::Paths;
-use crate::protocol::{Pong, Request};
+use crate::protocol::{call, Pong};
 
 /// Answers in a row that make a daemon healthy after a start or a restart.
 pub const NEED_IN_A_ROW: usize = 2;
@@ -17,11 +17,9 @@ pub const POLL: Duration = Duration::from_millis(400);
 
 /// The daemon's answer to one `ping`, or `None` when nothing (or something else) answers.
 pub fn ping(paths: &Paths) -> Option<Pong> {
-    let mut c = Client::connect(paths).ok()?;
-    c.request::<Pong>(&Request::Ping, |_| {})
-        .ok()?
-        .into_result()
-        .ok()
+    // The CLI that waits may be the build before the daemon's (update) or after (rollback).
+    let mut c = Client::connect_unchecked(paths).ok()?;
+    c.request(&call::Ping {}, |_| {}).ok()?.into_result().ok()
 }
 
 /// Counts answers in a row; a miss, or an answer from another process than the one before,

@@ -3,15 +3,13 @@
 
 use std::io::IsTerminal;
 
-use serde::de::DeserializeOwned;
-
 use super::client::Client;
 use super::parse::Invocation;
 use super::spec::{args, flags};
 use super::{done, paths, print, usage, CliError, CliResult};
 use crate::protocol::{
-    Answer, Code, CompactOutcome, CompactReply, Failure, IdentityReply, InterruptReply, ListReply,
-    LiveRuntimeReply, NewReply, Request, StartReply, StopReply, WakeReply,
+    call, Answer, Call, Code, CompactOutcome, CompactReply, Failure, IdentityReply, InterruptReply,
+    ListReply, NewReply, StartReply, StopReply, WakeReply,
 };
 
 fn failed(f: Failure) -> CliError {
@@ -66,7 +64,7 @@ pub fn stop_start(inv: &Invocation, stop: bool) -> CliResult {
         return Err(usage(inv, "--everyone goes with --all"));
     }
     if stop {
-        let req = Request::Stop {
+        let req = call::Stop {
             personality,
             runtime,
             all,
@@ -85,7 +83,7 @@ pub fn stop_start(inv: &Invocation, stop: bool) -> CliResult {
         }
         done(inv, &reply, &format!("{s}\n"))
     } else {
-        let req = Request::Start {
+        let req = call::Start {
             personality,
             runtime,
             all,
@@ -124,10 +122,10 @@ pub fn live_runtime(inv: &Invocation) -> CliResult {
         .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
     let paths = paths()?;
-    let req = Request::LiveRuntime {
+    let req = call::LiveRuntime {
         personality: peer.to_string(),
     };
-    match Client::connect(&paths)?.request::<LiveRuntimeReply>(&req, |_| {})? {
+    match Client::connect(&paths)?.request(&req, |_| {})? {
         Answer::Ok(r) => done(inv, &r, &format!("{}\n", r.runtime)),
         // Not live: exit 1 and nothing more (for scripts); an unknown name is said.
         Answer::Failed(f) if inv.flag(flags::JSON) || f.code != Code::NotLive => Err(failed(f)),
@@ -144,7 +142,7 @@ pub fn attach(inv: &Invocation) -> CliResult {
         return Err(CliError::failed("attach needs a terminal on stdin"));
     }
     refuse_attach_to_a_router_peer(peer, inv.positional(args::RUNTIME))?;
-    let req = Request::Attach {
+    let req = call::Attach {
         personality: peer.to_string(),
         runtime: inv.positional(args::RUNTIME).map(String::from),
         fresh: false,
@@ -195,7 +193,7 @@ fn refuse_attach_to_a_router_peer(peer: &str, runtime: Option<&str>) -> CliResul
 /// Ask the daemon to wake and attach, with the terminal raw from the start: Ctrl-] (or
 /// Ctrl-C) during the wait cancels the attach and leaves the peer booting; other keys are
 /// typed ahead into the session.
-fn connect_and_attach(req: &Request, what: &str) -> CliResult {
+fn connect_and_attach(req: &call::Attach, what: &str) -> CliResult {
     use super::attach::{self, WaitKeys};
     let paths = paths()?;
     let mut client = Client::connect(&paths)?;
@@ -210,7 +208,7 @@ fn connect_and_attach(req: &Request, what: &str) -> CliResult {
     let (done_tx, done_rx) = crossbeam_channel::bounded(1);
     let (req, label) = (req.clone(), format!("attaching to {what}"));
     std::thread::spawn(move || {
-        let answer = client.request_with_indicator::<WakeReply>(&req, &label);
+        let answer = client.request_with_indicator(&req, &label);
         let _ = done_tx.send((answer, client));
     });
     let mut typed_ahead = Vec::new();
@@ -270,7 +268,7 @@ pub fn runtime_shortcut(runtime: &str, _inv: &Invocation) -> CliResult {
         }
     };
     let tty = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
-    let req = Request::Attach {
+    let req = call::Attach {
         personality: name.clone(),
         runtime: Some(runtime.to_string()),
         fresh: true,
@@ -287,11 +285,7 @@ pub fn runtime_shortcut(runtime: &str, _inv: &Invocation) -> CliResult {
 }
 
 /// Send `req` with a progress indicator (none with `--json`) and return its success.
-fn daemon_op<T: DeserializeOwned>(
-    inv: &Invocation,
-    req: &Request,
-    what: &str,
-) -> Result<T, CliError> {
+fn daemon_op<C: Call>(inv: &Invocation, req: &C, what: &str) -> Result<C::Reply, CliError> {
     let paths = paths()?;
     let mut client = Client::connect(&paths)?;
     let answer = if super::wants_json(inv) {
@@ -307,7 +301,7 @@ pub fn new(inv: &Invocation) -> CliResult {
     let peer = inv
         .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
-    let req = Request::New {
+    let req = call::New {
         personality: peer.to_string(),
         runtime: inv.positional(args::RUNTIME).map(String::from),
     };
@@ -332,7 +326,7 @@ pub fn wake(inv: &Invocation) -> CliResult {
     let peer = inv
         .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
-    let req = Request::Wake {
+    let req = call::Wake {
         personality: peer.to_string(),
         runtime: inv.positional(args::RUNTIME).map(String::from),
     };
@@ -351,7 +345,7 @@ pub fn restart(inv: &Invocation) -> CliResult {
     let peer = inv
         .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
-    let req = Request::Restart {
+    let req = call::Restart {
         personality: peer.to_string(),
         runtime: inv.positional(args::RUNTIME).map(String::from),
     };
@@ -381,7 +375,7 @@ fn session_mode(identity: &str) -> Option<String> {
     let paths = paths().ok()?;
     let mut client = Client::connect(&paths).ok()?;
     let list: ListReply = client
-        .request(&Request::List, |_| {})
+        .request(&call::List {}, |_| {})
         .ok()?
         .into_result()
         .ok()?;
@@ -396,7 +390,7 @@ pub fn interrupt(inv: &Invocation) -> CliResult {
     let peer = inv
         .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
-    let req = Request::Interrupt {
+    let req = call::Interrupt {
         personality: peer.to_string(),
         runtime: inv.positional(args::RUNTIME).map(String::from),
     };
@@ -409,7 +403,7 @@ pub fn compact(inv: &Invocation) -> CliResult {
     let peer = inv
         .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
-    let req = Request::Compact {
+    let req = call::Compact {
         personality: peer.to_string(),
         runtime: inv.positional(args::RUNTIME).map(String::from),
     };
@@ -449,7 +443,7 @@ fn own_identity() -> Result<crate::names::Identity, CliError> {
 /// `self-fresh`: end own session; a fresh one comes up right after.
 pub fn self_fresh(inv: &Invocation) -> CliResult {
     let me = own_identity()?;
-    let req = Request::SelfFresh {
+    let req = call::SelfFresh {
         identity: me.to_string(),
     };
     let answer: IdentityReply = daemon_op(inv, &req, "restarting")?;

@@ -13,7 +13,7 @@ use crate::names::{Identity, Intelligence};
 use crate::paths::{peer, Paths};
 use crate::peers::{self, InitOptions, Initialized};
 use crate::profile::Profile;
-use crate::protocol::{Answer, ForgetReply, Request, StartReply};
+use crate::protocol::{call, Answer};
 use crate::registry::{Registry, RegistryError, RegistryPeer};
 use crate::runtime::{self, RuntimeKind};
 use crate::worktree::Checkout;
@@ -273,12 +273,12 @@ pub(crate) fn start_always_on(paths: &Paths, name: &str, runtime: &str) {
         eprintln!("note: the daemon is not running; {runtime}-{name} starts when it does");
         return;
     };
-    let req = Request::Start {
+    let req = call::Start {
         personality: Some(name.to_string()),
         runtime: Some(runtime.to_string()),
         all: false,
     };
-    match c.request::<StartReply>(&req, |_| {}) {
+    match c.request(&req, |_| {}) {
         Ok(Answer::Ok(_)) => {}
         Ok(Answer::Failed(f)) => eprintln!("note: could not start {runtime}-{name}: {}", f.error),
         Err(e) => eprintln!("note: could not start {runtime}-{name}: {e}"),
@@ -354,10 +354,10 @@ pub fn remove(inv: &Invocation) -> CliResult {
             // Its agent must be gone before git deletes the folder it works in.
             end_sessions(&paths, name, "removed")?;
         } else if let Ok(mut c) = Client::connect(&paths) {
-            let req = Request::Forget {
+            let req = call::Forget {
                 personality: name.to_string(),
             };
-            let _ = c.request::<ForgetReply>(&req, |_| {});
+            let _ = c.request(&req, |_| {});
         }
     }
     // The memory provider strips its surfaces while the peer's state is still there.
@@ -498,10 +498,10 @@ fn end_sessions(paths: &Paths, name: &str, what: &str) -> Result<(), CliError> {
             "stop it first",
         )
     })?;
-    let req = Request::Forget {
+    let req = call::Forget {
         personality: name.to_string(),
     };
-    c.request::<ForgetReply>(&req, |_| {})
+    c.request(&req, |_| {})
         .map_err(|e| fail(format!("could not end the sessions of \"{name}\": {e}")))?;
     let deadline = std::time::Instant::now() + END_WAIT;
     while !live_sessions(paths, name).is_empty() {

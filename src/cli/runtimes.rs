@@ -11,7 +11,7 @@ use crate::markers::{Flag, Markers};
 use crate::names::is_valid_runtime;
 use crate::paths::Paths;
 use crate::peers::{self, Provisioned, NOTIFIER_PEERS};
-use crate::protocol::{Answer, NewReply, Request};
+use crate::protocol::{call, Answer};
 use crate::registry::Registry;
 use crate::runtime::manifest::Manifest;
 use crate::runtime::package::{self, SelfConfig};
@@ -335,12 +335,12 @@ pub(crate) fn restart_runtime_peers(
         let Ok(mut c) = Client::connect(paths) else {
             break;
         };
-        let req = Request::New {
+        let req = call::New {
             personality: p.personality.clone(),
             runtime: Some(rt.to_string()),
         };
         let identity = format!("{rt}-{}", p.personality);
-        out.push(match c.request::<NewReply>(&req, |_| {}) {
+        out.push(match c.request(&req, |_| {}) {
             Ok(Answer::Ok(_)) => Ok(identity),
             Ok(Answer::Failed(f)) => Err(format!("could not restart {identity}: {}", f.error)),
             Err(e) => Err(format!("could not restart {identity}: {e}")),

@@ -14,7 +14,7 @@ use crate::names::{
 };
 use crate::paths::Paths;
 use crate::protocol::MAX_MESSAGE_CHARS;
-use crate::protocol::{Answer, Code, IfBusy, Request, SendReply, SendResult, MAX_LINE};
+use crate::protocol::{call, Answer, Call, Code, IfBusy, Request, SendReply, SendResult, MAX_LINE};
 use crate::registry::Registry;
 
 /// `iapeer send`'s (and `confirm-send`'s) exit status when the message's state is unknown
@@ -196,7 +196,7 @@ pub fn run(inv: &Invocation) -> CliResult {
     let (timeout_ms, msg_id, if_busy) = send_options(inv)?;
     let n = message.chars().count();
     let signed_as = from.clone();
-    let req = Request::Send {
+    let req = call::Send {
         from,
         to: target.clone(),
         runtime: inv.value(flags::SEND_RUNTIME).map(String::from),
@@ -224,10 +224,10 @@ pub fn run(inv: &Invocation) -> CliResult {
         Err(ClientError::NotRunning(_)) => match start_service(&paths) {
             Some(c) => c,
             None => {
-                if let Some(f) = refusal_without_daemon(&paths, &req) {
+                if let Some(f) = refusal_without_daemon(&paths, &req.clone().into()) {
                     return Err(refused(f));
                 }
-                return keep_in_outbox(&paths, &req, &target, json_out);
+                return keep_in_outbox(&paths, &req.clone().into(), &target, json_out);
             }
         },
         Err(e) => return Err(e.into()),
@@ -243,7 +243,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         // is kept for its next start like one made while it is down.
         Err(ClientError::Broken(why)) => {
             eprintln!("iapeer send: lost the connection to the daemon before the message was sent ({why})");
-            keep_in_outbox(&paths, &req, &target, json_out)
+            keep_in_outbox(&paths, &req.clone().into(), &target, json_out)
         }
         // Written, then the connection broke: the daemon may have delivered it.
         Err(ClientError::Unanswered(why)) => {
@@ -450,7 +450,7 @@ pub fn confirm_send(inv: &Invocation) -> CliResult {
         .ok()
         .map(|v| v.trim().to_string())
         .filter(|v| !v.is_empty());
-    let req = Request::ConfirmSend {
+    let req = call::ConfirmSend {
         id: id.clone(),
         runtime: inv.value(flags::CONFIRM_RUNTIME).map(String::from),
         caller,
@@ -488,7 +488,7 @@ pub fn confirm_send(inv: &Invocation) -> CliResult {
 /// a script (`json_out`).
 fn ask(
     client: &mut Client,
-    req: &Request,
+    req: &impl Call<Reply = SendReply>,
     json_out: bool,
     what: &str,
 ) -> Result<Result<SendResult, crate::protocol::Failure>, ClientError> {

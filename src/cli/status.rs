@@ -17,7 +17,7 @@ use crate::markers::{Flag, Markers};
 use crate::memory::{self, slot::Heartbeat};
 use crate::paths::Paths;
 use crate::protocol::{
-    AgentProgram, Answer, ListReply, Pong, PrepStatus, Request, StatusReply, ThreadRestart,
+    call, AgentProgram, Answer, ListReply, PrepStatus, StatusReply, ThreadRestart,
 };
 use crate::registry::Registry;
 use crate::roster::{build_rows, LiveState, PeerRow};
@@ -34,10 +34,10 @@ fn daemon_status(paths: &Paths) -> Option<DaemonState> {
     let p = paths.clone();
     std::thread::spawn(move || {
         let answer = Client::connect(&p).ok().and_then(|mut c| {
-            let ping = c.request::<Pong>(&Request::Ping, |_| {}).ok()?;
+            let ping = c.request(&call::Ping {}, |_| {}).ok()?;
             ping.into_result().ok()?;
-            let status = c.request(&Request::Status, |_| {}).ok()?;
-            let list = c.request(&Request::List, |_| {}).ok()?;
+            let status = c.request(&call::Status {}, |_| {}).ok()?;
+            let list = c.request(&call::List {}, |_| {}).ok()?;
             Some(DaemonState { status, list })
         });
         let _ = tx.send(answer);
@@ -53,7 +53,7 @@ pub fn daemon_agents(paths: &Paths) -> Option<Vec<AgentProgram>> {
     std::thread::spawn(move || {
         let answer = Client::connect(&p)
             .ok()
-            .and_then(|mut c| c.request::<StatusReply>(&Request::Status, |_| {}).ok())
+            .and_then(|mut c| c.request(&call::Status {}, |_| {}).ok())
             .and_then(|a| a.into_result().ok())
             .map(|st| st.agents)
             .filter(|a| !a.is_empty());

@@ -17,7 +17,7 @@ use super::parse::Invocation;
 use super::spec::flags;
 use super::{done, paths, CliError, CliResult};
 use crate::fsutil::MODE_PRIVATE;
-use crate::protocol::{Answer, Request, StatusReply};
+use crate::protocol::{call, Answer};
 
 /// Programs that open a link in the desktop's browser, tried in order.
 const OPENERS: &[&str] = &["xdg-open", "open"];
@@ -25,7 +25,7 @@ const OPENERS: &[&str] = &["xdg-open", "open"];
 /// Run `iapeer ui`.
 pub fn run(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let status = match Client::connect(&paths)?.request::<StatusReply>(&Request::Status, |_| {})? {
+    let status = match Client::connect(&paths)?.request(&call::Status {}, |_| {})? {
         Answer::Ok(s) => s,
         Answer::Failed(f) => return Err(CliError::Refused(f)),
     };

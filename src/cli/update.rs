@@ -15,7 +15,7 @@ use crate::host::control::{self, ServiceCtl};
 use crate::host::install::{self, InstallEnv, ServiceOutcome};
 use crate::host::service::{Manager, WriteDecision};
 use crate::paths::Paths;
-use crate::protocol::{ListReply, Request, SessionInfo};
+use crate::protocol::{call, ListReply, SessionInfo};
 
 /// The service manager and whether it has the service loaded, asked through the seam.
 pub(super) struct ServiceSide {
@@ -248,7 +248,7 @@ fn live_sessions(paths: &Paths) -> Result<Vec<SessionInfo>, CliError> {
         return Ok(Vec::new());
     };
     let list: ListReply = c
-        .request(&Request::List, |_| {})?
+        .request(&call::List {}, |_| {})?
         .into_result()
         .map_err(|e| {
             CliError::failed(format!(

@@ -8,7 +8,7 @@ use super::parse::Invocation;
 use super::spec::flags;
 use super::{json_line, paths, print, CliResult};
 use crate::paths::Paths;
-use crate::protocol::{Answer, ListReply, Request};
+use crate::protocol::{call, Answer};
 use crate::registry::Registry;
 use crate::roster::{list_rows, LiveState, PeerRow};
 
@@ -164,7 +164,7 @@ fn branch_cell(w: &crate::roster::WorktreeRow) -> std::borrow::Cow<'_, str> {
 /// Ask the daemon for live sessions; `None` when it is not running.
 pub fn live_state(paths: &Paths) -> Option<LiveState> {
     let mut c = Client::connect(paths).ok()?;
-    match c.request::<ListReply>(&Request::List, |_| {}).ok()? {
+    match c.request(&call::List {}, |_| {}).ok()? {
         Answer::Ok(list) => Some(LiveState::from_reply(list)),
         Answer::Failed(_) => None,
     }
@@ -346,7 +346,7 @@ mod tests {
             busy: false,
             mode: "fresh".into(),
         };
-        let live = LiveState::from_reply(ListReply {
+        let live = LiveState::from_reply(crate::protocol::ListReply {
             sessions: vec![session],
             parked: vec!["console-bot".into()],
         });

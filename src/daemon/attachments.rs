@@ -10,18 +10,48 @@ use crate::attachment_source::{self as source, Limits, Problem};
 use crate::fsutil::{ensure_dir, hex, random_hex, MODE_PRIVATE};
 use crate::paths::Paths;
 
+/// Why a send's attachment cannot be spooled (the whole send fails, nothing is delivered).
+/// Its `Display`: `attachment N "<src>" could not be copied: <what was wrong> — <what to do>`
+/// ([`source::refusal`]).
+#[derive(Debug)]
+pub struct AttachmentRefusal {
+    /// The attachment's place in the send, from 0.
+    pub index: usize,
+    /// The source path as the sender gave it.
+    pub source: String,
+    /// What was wrong.
+    pub problem: Problem,
+}
+
+impl AttachmentRefusal {
+    fn of(index: usize, source: &str) -> impl FnOnce(Problem) -> AttachmentRefusal + '_ {
+        move |problem| AttachmentRefusal {
+            index,
+            source: source.to_string(),
+            problem,
+        }
+    }
+}
+
+impl std::fmt::Display for AttachmentRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&source::refusal(self.index, &self.source, &self.problem))
+    }
+}
+
+impl std::error::Error for AttachmentRefusal {}
+
 /// Copy every source into `recipient`'s inbox and return the inbox paths, in order. Each
 /// source is opened and read as [`crate::attachment_source`] says (never blocking on a FIFO,
 /// regular files only, under `limits.max_bytes`, read until `limits.deadline`).
 ///
-/// Errors (the whole send fails, nothing is delivered): `attachment N "<src>" could not be
-/// copied: <what was wrong> — <what to do>` with N counted from 1.
+/// Errors: the first [`AttachmentRefusal`] (the whole send fails, nothing is delivered).
 pub fn spool(
     paths: &Paths,
     recipient: &str,
     sources: &[String],
     limits: Limits,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, AttachmentRefusal> {
     let inbox = paths.attachments_dir(recipient);
     sources
         .iter()
@@ -29,7 +59,7 @@ pub fn spool(
         .map(|(i, src)| {
             copy_one(&inbox, Path::new(src), limits)
                 .map(|p| p.display().to_string())
-                .map_err(|e| source::refusal(i, src, &e))
+                .map_err(AttachmentRefusal::of(i, src))
         })
         .collect()
 }
@@ -38,10 +68,10 @@ pub fn spool(
 /// regular file under `max_bytes` (nothing is read or copied). Used for a send kept while the
 /// daemon is down, which spools later.
 ///
-/// Errors: the first failure, in [`spool`]'s words.
-pub fn check(sources: &[String], max_bytes: u64) -> Result<(), String> {
+/// Errors: the first failure, as [`spool`]'s.
+pub fn check(sources: &[String], max_bytes: u64) -> Result<(), AttachmentRefusal> {
     for (i, src) in sources.iter().enumerate() {
-        source::open(Path::new(src), max_bytes).map_err(|e| source::refusal(i, src, &e))?;
+        source::open(Path::new(src), max_bytes).map_err(AttachmentRefusal::of(i, src))?;
     }
     Ok(())
 }
@@ -103,22 +133,28 @@ mod tests {
         let file = dir.path().join("a.txt");
         fs::write(&file, b"x").unwrap();
         let (file, folder) = (file.display().to_string(), dir.path().display().to_string());
-        assert_eq!(check(std::slice::from_ref(&file), MAX), Ok(()));
+        assert!(check(std::slice::from_ref(&file), MAX).is_ok());
         let missing = dir.path().join("gone").display().to_string();
-        let err = check(&[file.clone(), missing.clone()], MAX).unwrap_err();
+        let err = check(&[file.clone(), missing.clone()], MAX)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with(&format!("attachment 2 \"{missing}\" could not be copied: ")),
             "{err}"
         );
         assert_eq!(
-            check(std::slice::from_ref(&folder), MAX).unwrap_err(),
+            check(std::slice::from_ref(&folder), MAX)
+                .unwrap_err()
+                .to_string(),
             format!(
                 "attachment 1 \"{folder}\" could not be copied: it is a folder, not a regular \
                  file — attach the files in it, or an archive of it (tar, zip)"
             )
         );
         assert_eq!(
-            check(std::slice::from_ref(&file), 0).unwrap_err(),
+            check(std::slice::from_ref(&file), 0)
+                .unwrap_err()
+                .to_string(),
             format!(
                 "attachment 1 \"{file}\" could not be copied: it is 1 byte, over the 0-byte \
                  limit for an attachment — attach a smaller file, or raise \
@@ -175,10 +211,13 @@ mod tests {
             &[good.display().to_string(), dir.path().display().to_string()],
             limits(),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(err.starts_with("attachment 2 \""), "{err}");
         assert!(err.contains("it is a folder, not a regular file"), "{err}");
-        let err = spool(&paths, "bob", &["/nonexistent/x".into()], limits()).unwrap_err();
+        let err = spool(&paths, "bob", &["/nonexistent/x".into()], limits())
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with("attachment 1 \"/nonexistent/x\" could not be copied:"),
             "{err}"
@@ -195,7 +234,9 @@ mod tests {
             max_bytes: MAX,
             deadline: Instant::now(),
         };
-        let err = spool(&paths, "bob", &[src.display().to_string()], past).unwrap_err();
+        let err = spool(&paths, "bob", &[src.display().to_string()], past)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("reading it was not done after"), "{err}");
         assert!(staging_files(&paths).is_empty());
     }

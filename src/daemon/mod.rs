@@ -32,10 +32,9 @@ use crate::config::Config;
 use crate::fsutil::{ensure_dir, write_json_atomic, MODE_PRIVATE};
 use crate::logview::Source;
 use crate::paths::Paths;
-use crate::protocol::Reply;
 use guard::Fatal;
 use mcp::{Backend, CallerCreds, SendArgs, SendDone};
-use reply::ReplyTo;
+use reply::SendReplyTo;
 use router::{DaemonInfo, Router, RouterMsg};
 
 /// Why the daemon could not start.
@@ -80,18 +79,24 @@ fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> DaemonError {
     move |e| DaemonError::Io(what, e)
 }
 
-/// Routes MCP `send_to_peer` calls to the router; the final answer comes back through a
-/// callback ([`ReplyTo::on_final`]), so no thread waits for it.
+/// Routes MCP `send_to_peer` calls to the router; the send's outcome comes back through a
+/// callback ([`SendReplyTo::on_outcome`]), so no thread waits for it.
 struct RouterBackend {
     tx: Sender<RouterMsg>,
     fatal: Fatal,
 }
 
 impl RouterBackend {
-    /// Why the router cannot answer: its failure, or else an ordinary shutdown.
-    fn gone(&self) -> String {
-        gone_reason(&self.fatal)
+    /// Why the router cannot answer ([`gone_failure`]).
+    fn gone_failure(&self) -> crate::protocol::Failure {
+        gone_failure(&self.fatal)
     }
+}
+
+/// Why the router cannot answer a send, as its failure (`shutting-down`): the router's
+/// failure, or else an ordinary shutdown.
+fn gone_failure(fatal: &Fatal) -> crate::protocol::Failure {
+    crate::protocol::Failure::new(crate::protocol::Code::ShuttingDown, gone_reason(fatal))
 }
 
 /// Why the router cannot answer: its failure, or else an ordinary shutdown.
@@ -102,11 +107,7 @@ pub(crate) fn gone_reason(fatal: &Fatal) -> String {
 }
 
 impl Backend for RouterBackend {
-    fn send_to_peer(
-        &self,
-        creds: CallerCreds,
-        args: SendArgs,
-    ) -> Result<crate::protocol::SendResult, String> {
+    fn send_to_peer(&self, creds: CallerCreds, args: SendArgs) -> mcp::SendOutcome {
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.submit(
             creds,
@@ -116,25 +117,22 @@ impl Backend for RouterBackend {
                 let _ = tx.send(outcome);
             }),
         );
-        rx.recv().unwrap_or_else(|_| Err(self.gone()))
+        rx.recv().unwrap_or_else(|_| Err(self.gone_failure()))
     }
 
     fn submit(&self, creds: CallerCreds, args: SendArgs, gone: Arc<AtomicBool>, done: SendDone) {
         let fatal = self.fatal.clone();
-        let reply = ReplyTo::on_final(gone, move |r| {
+        let reply = SendReplyTo::on_outcome(gone, move |r| {
             done(match r {
-                Some(r) => send_outcome(r),
+                Some(r) => r.map(|sent| sent.result),
                 // Dropped unanswered: the router failed (its reason) or is ending.
-                None => Err(gone_reason(&fatal)),
+                None => Err(gone_failure(&fatal)),
             })
         });
         if let Err(crossbeam_channel::SendError(RouterMsg::Mcp { reply, .. })) =
             self.tx.send(RouterMsg::Mcp { creds, args, reply })
         {
-            reply.finish(crate::protocol::Failure::new(
-                crate::protocol::Code::ShuttingDown,
-                self.gone(),
-            ));
+            reply.finish(Err(self.gone_failure()));
         }
     }
 
@@ -142,18 +140,6 @@ impl Backend for RouterBackend {
         let _ = self.tx.send(RouterMsg::ToolsListed {
             creds: creds.clone(),
         });
-    }
-}
-
-/// A send's final reply as MCP sees it: the result, or the failure's text.
-fn send_outcome(r: Reply) -> crate::daemon::mcp::SendOutcome {
-    match r {
-        Reply::Send(sent) => Ok(sent.result),
-        Reply::Failed(f) => Err(f.error),
-        other => {
-            log::error!("a send was answered with {other:?}");
-            Err("internal error: not a send result".to_string())
-        }
     }
 }
 

@@ -2,14 +2,16 @@
 //! final line plus the session to hand the connection to. Control-socket replies go to the
 //! main loop (tagged with the connection id, then its poll is woken); an MCP send's final
 //! answer goes to a callback that hands it to the HTTP acceptor ([`ReplyTo::on_final`]);
-//! blocking requesters wait on a channel of their own.
+//! blocking requesters wait on a channel of their own. A send's answers go to a
+//! [`SendReplyTo`]: typed, so a requester that takes only a send's outcome (MCP) gets the
+//! failure whole, its code included.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::protocol::{Progress, Reply};
+use crate::protocol::{Failure, Progress, Reply, SendReply};
 use crate::session::handle::SessionHandle;
 
 /// One message back to a requester.
@@ -22,9 +24,10 @@ pub enum ReplyMsg {
     Attach(Reply, SessionHandle),
 }
 
-/// The callback of [`ReplyTo::on_final`]: the final reply, or `None` when the request was
-/// dropped without one.
-type FinalFn = Box<dyn FnOnce(Option<Reply>) + Send>;
+/// The callback of [`ReplyTo::on_final`] (`T` = [`Reply`]) or [`SendReplyTo::on_outcome`]
+/// (`T` = [`SendOutcome`]): the final answer, or `None` when the request was dropped without
+/// one.
+type FinalFn<T> = Box<dyn FnOnce(Option<T>) + Send>;
 
 /// Where a request's answers go.
 #[derive(Clone)]
@@ -43,16 +46,20 @@ enum Sink {
         waker: Option<Arc<mio::Waker>>,
     },
     /// The final answer to a callback, called once on the router thread; progress is dropped.
-    Final(Arc<FinalOnce>),
+    Final(Arc<FinalOnce<Reply>>),
 }
 
 /// A callback run exactly once: with the final reply, or with `None` when every
 /// [`ReplyTo`] holding it is dropped unanswered (the router failed or ended without
 /// answering), so a requester without a thread of its own is never left waiting.
-struct FinalOnce(std::sync::Mutex<Option<FinalFn>>);
+struct FinalOnce<T>(std::sync::Mutex<Option<FinalFn<T>>>);
 
-impl FinalOnce {
-    fn call(&self, reply: Option<Reply>) {
+impl<T> FinalOnce<T> {
+    fn new(done: impl FnOnce(Option<T>) + Send + 'static) -> Arc<FinalOnce<T>> {
+        Arc::new(FinalOnce(std::sync::Mutex::new(Some(Box::new(done)))))
+    }
+
+    fn call(&self, reply: Option<T>) {
         let taken = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(f) = taken {
             f(reply);
@@ -60,7 +67,7 @@ impl FinalOnce {
     }
 }
 
-impl Drop for FinalOnce {
+impl<T> Drop for FinalOnce<T> {
     fn drop(&mut self) {
         self.call(None);
     }
@@ -95,9 +102,7 @@ impl ReplyTo {
         done: impl FnOnce(Option<Reply>) + Send + 'static,
     ) -> ReplyTo {
         ReplyTo {
-            sink: Sink::Final(Arc::new(FinalOnce(std::sync::Mutex::new(Some(Box::new(
-                done,
-            )))))),
+            sink: Sink::Final(FinalOnce::new(done)),
             gone: Some(gone),
         }
     }
@@ -162,6 +167,72 @@ impl ReplyTo {
     /// Send the final line and hand the connection to `session`.
     pub fn attach(self, r: impl Into<Reply>, session: SessionHandle) {
         self.send(ReplyMsg::Attach(r.into(), session));
+    }
+}
+
+/// A send's outcome: its answer, or the failure with its code (spec 03 §1).
+pub type SendOutcome = Result<SendReply, Failure>;
+
+/// Where a send's answers go: progress lines (a wake's boot), then its [`SendOutcome`].
+/// Either a [`ReplyTo`] (a control connection, the fleet API, nobody), which gets the outcome
+/// as a [`Reply`], or a callback that takes the outcome itself ([`SendReplyTo::on_outcome`]).
+#[derive(Clone)]
+pub struct SendReplyTo(SendSink);
+
+#[derive(Clone)]
+enum SendSink {
+    Reply(ReplyTo),
+    Outcome {
+        done: Arc<FinalOnce<SendOutcome>>,
+        gone: Arc<AtomicBool>,
+    },
+}
+
+impl From<ReplyTo> for SendReplyTo {
+    fn from(reply: ReplyTo) -> SendReplyTo {
+        SendReplyTo(SendSink::Reply(reply))
+    }
+}
+
+impl SendReplyTo {
+    /// Answers for a requester that waits for the send's outcome only, without a thread (as
+    /// [`ReplyTo::on_final`]): `done` runs once, on the router thread, with the outcome, or
+    /// with `None` when the send is dropped unanswered (the router failed or is ending).
+    /// `gone` is set by the requester when it stops waiting.
+    pub fn on_outcome(
+        gone: Arc<AtomicBool>,
+        done: impl FnOnce(Option<SendOutcome>) + Send + 'static,
+    ) -> SendReplyTo {
+        SendReplyTo(SendSink::Outcome {
+            done: FinalOnce::new(done),
+            gone,
+        })
+    }
+
+    /// The requester is known to have stopped waiting ([`ReplyTo::abandoned`]).
+    pub fn abandoned(&self) -> bool {
+        match &self.0 {
+            SendSink::Reply(r) => r.abandoned(),
+            SendSink::Outcome { gone, .. } => gone.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Send a progress line (dropped by an outcome callback).
+    pub fn progress(&self, p: Progress) {
+        if let SendSink::Reply(r) = &self.0 {
+            r.progress(p);
+        }
+    }
+
+    /// Send the outcome.
+    pub fn finish(self, outcome: SendOutcome) {
+        match self.0 {
+            SendSink::Reply(r) => match outcome {
+                Ok(sent) => r.finish(sent),
+                Err(f) => r.finish(f),
+            },
+            SendSink::Outcome { done, .. } => done.call(Some(outcome)),
+        }
     }
 }
 

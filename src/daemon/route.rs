@@ -380,7 +380,7 @@ pub fn check_without_daemon(
     }
     let max_bytes = crate::attachment_source::max_bytes_from_env();
     crate::daemon::attachments::check(&input.attachments, max_bytes)
-        .map_err(|e| refuse(Code::InvalidArgument, e))
+        .map_err(|e| refuse(Code::InvalidArgument, e.to_string()))
 }
 
 /// Who settles a send whose preparation is under way: the router, when the send's deadline
@@ -466,7 +466,7 @@ pub fn prepare(
         &input.attachments,
         bounds.attachments,
     )
-    .map_err(|e| refuse(Code::InvalidArgument, e))?;
+    .map_err(|e| refuse(Code::InvalidArgument, e.to_string()))?;
     if let Some(limits) = guard {
         origin_check(
             paths,

@@ -22,6 +22,8 @@
 //! - `slow-launch-report:<personality>`: a launcher thread that started a session of
 //!   `<personality>` waits [`SLOW_LAUNCH_REPORT`] before it reports to the router, so the
 //!   session's first events (and its agent's first MCP calls) come before the router has it.
+//! - `daemon-version:<version>`: the daemon reports `<version>` as its version in its answer
+//!   to `ping` (the CLI's version check at connect), as a daemon of another build would.
 //! - `contain:subreaper`: the daemon contains its sessions as child subreaper even where it
 //!   could make a cgroup per session (`session::contain`), so the fallback is tested where
 //!   the tests run.
@@ -72,6 +74,8 @@ pub enum Hook {
     SlowLaunchReport(String),
     /// Contain sessions this way (`subreaper`) whatever the machine offers.
     Contain(String),
+    /// Report this version in the answer to `ping`.
+    DaemonVersion(String),
 }
 
 static HOOK: OnceLock<Option<Hook>> = OnceLock::new();
@@ -143,6 +147,7 @@ pub fn parse(value: &str) -> Option<Hook> {
         "http-streams-panic-once" => Some(Hook::HttpStreamsPanicOnce(p)),
         "slow-launch-report" => Some(Hook::SlowLaunchReport(p)),
         "contain" if p == "subreaper" => Some(Hook::Contain(p)),
+        "daemon-version" => Some(Hook::DaemonVersion(p)),
         _ => None,
     }
 }
@@ -210,6 +215,15 @@ pub fn on_launch_report(personality: &str) {
     }
 }
 
+/// The version the daemon reports in its `ping` answer: its own, unless `daemon-version`
+/// says otherwise.
+pub fn version() -> &'static str {
+    match HOOK.get() {
+        Some(Some(Hook::DaemonVersion(v))) => v,
+        _ => env!("CARGO_PKG_VERSION"),
+    }
+}
+
 /// Whether sessions may be contained by cgroups (false when `contain:subreaper` is set).
 pub fn allows_cgroups() -> bool {
     !matches!(HOOK.get(), Some(Some(Hook::Contain(_))))
@@ -250,6 +264,10 @@ mod tests {
             Some(Hook::Contain("subreaper".into()))
         );
         assert_eq!(parse("contain:other"), None);
+        assert_eq!(
+            parse("daemon-version:0.0.1"),
+            Some(Hook::DaemonVersion("0.0.1".into()))
+        );
         assert_eq!(parse("router-panic-on-send:"), None);
         assert_eq!(parse("something-else"), None);
     }

@@ -31,7 +31,7 @@ pub enum Code {
     /// A field failed validation.
     InvalidArgument,
     /// The request conflicts with work in progress: a compaction that could not run, or a
-    /// send with [`IfBusy::Refuse`] to an agent mid-turn.
+    /// send with `IfBusy::Refuse` to an agent mid-turn.
     Busy,
     /// Something did not finish in time.
     Timeout,
@@ -68,7 +68,7 @@ macro_rules! requests {
         $variant:ident $({ $(
             $(#[$fmeta:meta])*
             $field:ident : $ty:ty
-        ),* $(,)? })?
+        ),* $(,)? })? => $reply:ty
     ),* $(,)?) => {
         /// A control request (spec 02 §2). The variant is the `"op"` (kebab-case); field names
         /// are the JSON keys. Absent optional fields are left out when serialized.
@@ -107,12 +107,72 @@ macro_rules! requests {
                 }
             }
         }
+
+        impl Reply {
+            /// Parse the final reply line to a request with op `op` (each op has one reply
+            /// type, declared with it in `requests!`).
+            ///
+            /// Errors: the line is not JSON, or not the shape of `op`'s reply or of a failure.
+            #[cfg(test)]
+            pub fn parse(op: Op, line: &str) -> Result<Reply, serde_json::Error> {
+                fn typed<T: DeserializeOwned + Into<Reply>>(
+                    line: &str,
+                ) -> Result<Reply, serde_json::Error> {
+                    Ok(match serde_json::from_str::<Answer<T>>(line)? {
+                        Answer::Ok(t) => t.into(),
+                        Answer::Failed(f) => Reply::Failed(f),
+                    })
+                }
+                match op {
+                    $(Op::$variant => typed::<$reply>(line)),*
+                }
+            }
+        }
+
+        /// Each op as a type of its own, with the type of its success answer ([`Call`]):
+        /// what the CLI asks with, so a reply type that does not match its request does not
+        /// compile. The fields are the [`Request`] variant's.
+        pub mod call {
+            use super::*;
+
+            $(
+                #[doc = concat!("The `", stringify!($variant), "` request, as a [`Call`].")]
+                #[derive(Debug, Clone, PartialEq, Deserialize)]
+                pub struct $variant { $($( $(#[$fmeta])* pub $field: $ty ),*)? }
+
+                /// Serialized as the request line it makes (with its `"op"`).
+                impl Serialize for $variant {
+                    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                        Request::from(self.clone()).serialize(s)
+                    }
+                }
+
+                impl From<$variant> for Request {
+                    fn from(c: $variant) -> Request {
+                        let $variant { $($($field),*)? } = c;
+                        Request::$variant $({ $($field),* })?
+                    }
+                }
+
+                impl Call for $variant {
+                    type Reply = $reply;
+                }
+            )*
+        }
     };
+}
+
+/// A request of one op ([`call`]) and the type of its success answer, declared together in
+/// `requests!`: `Client::request` (in `cli::client`) takes a `Call` and returns
+/// `Answer<Self::Reply>`.
+pub trait Call: Clone + Into<Request> {
+    /// The success answer's type (`{"ok":true, …}`).
+    type Reply: DeserializeOwned;
 }
 
 requests! {
     /// Health check → `Pong`.
-    Ping,
+    Ping => Pong,
     /// Route one message (spec 03 §1) → `SendReply`.
     Send {
         /// Sender identity `<runtime>-<personality>`.
@@ -146,9 +206,9 @@ requests! {
         /// `IfBusy`; absent = `queue`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         if_busy: Option<IfBusy>,
-    },
+    } => SendReply,
     /// Live session states → `ListReply`.
-    List,
+    List => ListReply,
     /// Wake a peer without a message → `WakeReply` once ready.
     Wake {
         /// Peer.
@@ -156,7 +216,7 @@ requests! {
         /// Runtime (default: the peer's default runtime).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         runtime: Option<String>,
-    },
+    } => WakeReply,
     /// Set the stop flag and end sessions → `StopReply` once they are gone.
     Stop {
         /// Peer (absent with `all`).
@@ -171,7 +231,7 @@ requests! {
         /// With `all`: humans and services as well (issue 30 item 4).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         everyone: bool,
-    },
+    } => StopReply,
     /// Clear the stop flag (always-on peers are started) → `StartReply`.
     Start {
         /// Peer (absent with `all`).
@@ -183,7 +243,7 @@ requests! {
         /// Every peer.
         #[serde(default)]
         all: bool,
-    },
+    } => StartReply,
     /// Attach a terminal → `WakeReply`; after it the connection carries frames.
     Attach {
         /// Peer.
@@ -197,7 +257,7 @@ requests! {
         /// Only bring the session up; do not turn the connection into an attach stream.
         #[serde(default)]
         no_attach: bool,
-    },
+    } => WakeReply,
     /// A fresh session now → `NewReply` (agents: once ready; always-on peers: restarted
     /// and un-parked).
     New {
@@ -206,7 +266,7 @@ requests! {
         /// Runtime (default: the control-verb rule).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         runtime: Option<String>,
-    },
+    } => NewReply,
     /// End the peer's session if any and bring it up again on the conversation iapeer
     /// recorded (fresh without one) → `NewReply` (agents: once ready; always-on peers:
     /// restarted and un-parked), issue 30 item 4.
@@ -216,7 +276,7 @@ requests! {
         /// Runtime (default: the control-verb rule).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         runtime: Option<String>,
-    },
+    } => NewReply,
     /// Send the runtime's interrupt keys to the live session → `InterruptReply`.
     Interrupt {
         /// Peer.
@@ -224,7 +284,7 @@ requests! {
         /// Runtime (default: the control-verb rule).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         runtime: Option<String>,
-    },
+    } => InterruptReply,
     /// Compact the conversation → `CompactReply`.
     Compact {
         /// Peer.
@@ -232,12 +292,12 @@ requests! {
         /// Runtime (default: the control-verb rule).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         runtime: Option<String>,
-    },
+    } => CompactReply,
     /// From inside a session: end it and bring up a fresh one → `IdentityReply`.
     SelfFresh {
         /// The caller's `PEER_IDENTITY`.
         identity: String,
-    },
+    } => IdentityReply,
     /// Send a message the origin guard held, as its sender, to the runtime it addressed or
     /// to `runtime` → `SendReply` (spec 10 §2). The hold is claimed atomically, deleted
     /// once the send is accepted and put back when it fails.
@@ -251,19 +311,19 @@ requests! {
         /// absent: the operator, who may confirm any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         caller: Option<String>,
-    },
+    } => SendReply,
     /// End every session of a peer being removed → `ForgetReply`.
     Forget {
         /// Peer.
         personality: String,
-    },
+    } => ForgetReply,
     /// The runtime a peer is live on → `LiveRuntimeReply` (or `not-live`).
     LiveRuntime {
         /// Peer.
         personality: String,
-    },
+    } => LiveRuntimeReply,
     /// Daemon health and a sessions summary → `StatusReply`.
-    Status,
+    Status => StatusReply,
     /// The live screen of a peer's session as text → `ScreenReply` (`not-live` without a
     /// session); read-only, for the operator's web page.
     Screen {
@@ -272,7 +332,7 @@ requests! {
         /// Runtime (default: the control-verb rule).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         runtime: Option<String>,
-    },
+    } => ScreenReply,
     /// From a gated session's permission hook (`iapeer approval-request`, spec 10 §4): ask a
     /// human whether the tool may run → `ApprovalVerdict`, once a human decides or the
     /// request is denied (timeout, the session ended, the daemon stopping). The hook's
@@ -286,7 +346,7 @@ requests! {
         tool: String,
         /// What it wants to run (a command, a file path, or the tool input as JSON).
         summary: String,
-    },
+    } => ApprovalVerdict,
     /// The permission prompts waiting for a human → `ApprovalsReply`. With `wait_ms`, a
     /// long poll: answered as soon as a prompt asked after `since_ms` is pending, else when
     /// `wait_ms` has passed (with whatever is pending then).
@@ -298,7 +358,7 @@ requests! {
         /// Count as new only prompts asked after this time, epoch ms (absent: any pending).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         since_ms: Option<u64>,
-    },
+    } => ApprovalsReply,
     /// Let a pending prompt's tool run → `ApprovalDone`.
     Approve {
         /// The approval id, `ap-<8 hex>`.
@@ -307,7 +367,7 @@ requests! {
         /// number or label (absent: the dialog's selected one). Refused for a tool prompt.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         option: Option<String>,
-    },
+    } => ApprovalDone,
     /// Refuse a pending prompt → `ApprovalDone`; `reason` is given to the model.
     Deny {
         /// The approval id, `ap-<8 hex>`.
@@ -315,7 +375,7 @@ requests! {
         /// Why, for the model (default: `denied by a human`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
-    },
+    } => ApprovalDone,
 }
 
 /// Parse one request line. Errors are the failure to send back: `bad-request` for malformed
@@ -954,40 +1014,6 @@ impl Reply {
     /// A failure reply.
     pub fn failure(code: Code, error: impl Into<String>) -> Reply {
         Reply::Failed(Failure::new(code, error))
-    }
-
-    /// Parse the final reply line to a request with op `op` (each op has one reply type).
-    ///
-    /// Errors: the line is not JSON, or not the shape of `op`'s reply or of a failure.
-    #[cfg(test)]
-    pub fn parse(op: Op, line: &str) -> Result<Reply, serde_json::Error> {
-        fn typed<T: DeserializeOwned + Into<Reply>>(
-            line: &str,
-        ) -> Result<Reply, serde_json::Error> {
-            Ok(match serde_json::from_str::<Answer<T>>(line)? {
-                Answer::Ok(t) => t.into(),
-                Answer::Failed(f) => Reply::Failed(f),
-            })
-        }
-        match op {
-            Op::Ping => typed::<Pong>(line),
-            Op::Send | Op::ConfirmSend => typed::<SendReply>(line),
-            Op::List => typed::<ListReply>(line),
-            Op::Wake | Op::Attach => typed::<WakeReply>(line),
-            Op::New | Op::Restart => typed::<NewReply>(line),
-            Op::Stop => typed::<StopReply>(line),
-            Op::Start => typed::<StartReply>(line),
-            Op::Interrupt => typed::<InterruptReply>(line),
-            Op::Compact => typed::<CompactReply>(line),
-            Op::SelfFresh => typed::<IdentityReply>(line),
-            Op::Forget => typed::<ForgetReply>(line),
-            Op::LiveRuntime => typed::<LiveRuntimeReply>(line),
-            Op::Status => typed::<StatusReply>(line),
-            Op::Screen => typed::<ScreenReply>(line),
-            Op::Approvals => typed::<ApprovalsReply>(line),
-            Op::Approve | Op::Deny => typed::<ApprovalDone>(line),
-            Op::ApprovalRequest => typed::<ApprovalVerdict>(line),
-        }
     }
 }
 

@@ -317,3 +317,30 @@ fn client_lines_tell_progress_from_the_final_answer() {
     assert!(Line::<ForgetReply>::parse(r#"{"ended":[]}"#).is_err());
     assert!(Line::<ForgetReply>::parse(r#"{"ok":true}"#).is_err());
 }
+
+/// A [`call`] value is the request line of its op, and its answer type is the op's.
+#[test]
+fn a_call_is_its_request_with_its_reply_type() {
+    assert_eq!(
+        serde_json::to_string(&call::Ping {}).unwrap(),
+        r#"{"op":"ping"}"#
+    );
+    let stop = call::Stop {
+        personality: Some("bob".into()),
+        runtime: None,
+        all: false,
+        everyone: false,
+    };
+    assert_eq!(
+        serde_json::to_string(&stop).unwrap(),
+        r#"{"op":"stop","personality":"bob","all":false}"#
+    );
+    fn reply_of<C: Call>(_: &C) -> std::any::TypeId
+    where
+        C::Reply: 'static,
+    {
+        std::any::TypeId::of::<C::Reply>()
+    }
+    assert_eq!(reply_of(&stop), std::any::TypeId::of::<StopReply>());
+    assert_eq!(reply_of(&call::Ping {}), std::any::TypeId::of::<Pong>());
+}

@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use super::deliver::SETTLE;
+use super::outcome::CompactFailure;
 use crate::adapter::{CompactOutcome, CompactWatch};
 
 /// How long a compaction may take (the model summarizes the whole conversation).
@@ -32,7 +33,7 @@ pub enum CompactStep {
     /// Write these bytes.
     Write(Vec<u8>),
     /// Finished.
-    Done(Result<CompactOutcome, String>),
+    Done(Result<CompactOutcome, CompactFailure>),
 }
 
 /// A compaction in progress.
@@ -90,10 +91,9 @@ impl ActiveCompact {
                     return CompactStep::Done(Ok(outcome));
                 }
                 if now >= deadline {
-                    return CompactStep::Done(Err(format!(
-                        "compaction did not finish within {} s",
-                        COMPACT_DEADLINE.as_secs()
-                    )));
+                    return CompactStep::Done(Err(CompactFailure::TimedOut {
+                        limit: COMPACT_DEADLINE,
+                    }));
                 }
                 self.phase = Phase::Waiting {
                     deadline,
@@ -159,7 +159,7 @@ mod tests {
         c.on_written(t0);
         c.poll(t0 + SETTLE, "");
         match c.poll(t0 + SETTLE + COMPACT_DEADLINE, "") {
-            CompactStep::Done(Err(e)) => assert!(e.contains("290 s"), "{e}"),
+            CompactStep::Done(Err(e)) => assert!(e.to_string().contains("290 s"), "{e}"),
             other => panic!("{other:?}"),
         }
     }

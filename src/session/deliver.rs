@@ -11,6 +11,7 @@
 use std::time::{Duration, Instant};
 
 use super::handle::Delivery;
+use super::outcome::{DeliveryFailure, GateFailure};
 use crate::adapter::{Acceptance, Confirm, GateState, GateWatch};
 
 /// The pause between typed text and Enter where no screen signal is awaited (the typed
@@ -63,7 +64,7 @@ pub enum Step {
     /// Write these bytes to the child.
     Write(Vec<u8>),
     /// The delivery is over.
-    Done(Result<(), String>),
+    Done(Result<(), DeliveryFailure>),
     /// The first message of a wake was accepted: its sender is answered `delivered`, and
     /// the session follows the ready gate with [`ActiveDelivery::into_gate`].
     Gate,
@@ -289,15 +290,14 @@ impl ActiveDelivery {
                         Acceptance::Queued => return Step::Queued,
                         Acceptance::Removed(why) => {
                             self.refused = true;
-                            return Step::Done(Err(why));
+                            return Step::Done(Err(DeliveryFailure::RemovedByRuntime(why)));
                         }
                         Acceptance::Pending => {}
                     }
                     if now >= deadline {
-                        return Step::Done(Err(format!(
-                            "no confirmation within {} ms",
-                            self.grace.as_millis()
-                        )));
+                        return Step::Done(Err(DeliveryFailure::NoConfirmation {
+                            within: self.grace,
+                        }));
                     }
                     self.phase = Phase::Confirming {
                         deadline,
@@ -394,7 +394,7 @@ impl GateFollower {
         now: Instant,
         activity: impl FnOnce() -> Option<u64>,
         screen: impl FnOnce() -> S,
-    ) -> Option<Result<(), String>> {
+    ) -> Option<Result<(), GateFailure>> {
         if now < self.next_poll && now < self.deadline {
             return None;
         }
@@ -411,10 +411,8 @@ impl GateFollower {
                 log::debug!("delivery {}: ready gate passed", self.id);
                 Some(Ok(()))
             }
-            GateState::Failed(reason) => Some(Err(reason)),
-            GateState::Pending if now >= self.deadline => {
-                Some(Err("model did not process the task".to_string()))
-            }
+            GateState::Failed(reason) => Some(Err(GateFailure::Refused(reason))),
+            GateState::Pending if now >= self.deadline => Some(Err(GateFailure::ModelIdle)),
             GateState::Pending => {
                 self.next_poll = now + GATE_POLL;
                 None
@@ -428,7 +426,7 @@ impl GateFollower {
         &mut self,
         activity: impl FnOnce() -> Option<u64>,
         screen: impl FnOnce() -> S,
-    ) -> Option<Result<(), String>> {
+    ) -> Option<Result<(), GateFailure>> {
         self.deadline = self.deadline.max(self.next_poll + GATE_POLL);
         self.poll(self.next_poll, activity, screen)
     }
@@ -527,14 +525,14 @@ impl QueueFollower {
         &mut self,
         now: Instant,
         screen: impl FnOnce() -> S,
-    ) -> Option<Result<(), String>> {
+    ) -> Option<Result<(), DeliveryFailure>> {
         if now < self.next_poll {
             return None;
         }
         self.next_poll = now + CONFIRM_POLL;
         match self.confirmer.acceptance(&[], screen().as_ref()) {
             Acceptance::Accepted => Some(Ok(())),
-            Acceptance::Removed(why) => Some(Err(why)),
+            Acceptance::Removed(why) => Some(Err(DeliveryFailure::RemovedByRuntime(why))),
             Acceptance::Pending | Acceptance::Queued => None,
         }
     }
@@ -839,7 +837,7 @@ mod tests {
             Step::Write(b"\r".to_vec())
         );
         match d.poll(t1 + Duration::from_secs(4), String::new) {
-            Step::Done(Err(e)) => assert!(e.contains("4000 ms"), "{e}"),
+            Step::Done(Err(e)) => assert!(e.to_string().contains("4000 ms"), "{e}"),
             other => panic!("expected failure, got {other:?}"),
         }
     }
@@ -891,7 +889,7 @@ mod tests {
         assert_eq!(g.poll(t1, || None, String::new), None);
         assert_eq!(
             g.poll(t1 + Duration::from_secs(1), || None, String::new),
-            Some(Err("model did not process the task".into()))
+            Some(Err(GateFailure::ModelIdle))
         );
     }
 
@@ -921,7 +919,7 @@ mod tests {
         assert_eq!(g.last_look(|| Some(101), String::new), Some(Ok(())));
         assert_eq!(
             late().poll(Instant::now(), || Some(100), String::new),
-            Some(Err("model did not process the task".into())),
+            Some(Err(GateFailure::ModelIdle)),
             "while the session lives, the deadline counts"
         );
     }
@@ -952,7 +950,7 @@ mod tests {
                 || Some(5),
                 || "Connection refused (ECONNREFUSED) · retrying"
             ),
-            Some(Err("saw ECONNREFUSED".into()))
+            Some(Err(GateFailure::Refused("saw ECONNREFUSED".into())))
         );
     }
 
@@ -1045,7 +1043,9 @@ mod tests {
         d.poll(t1, String::new);
         assert_eq!(
             d.poll(t1 + CONFIRM_POLL, String::new),
-            Step::Done(Err("gone (cleared_on_cancel)".into()))
+            Step::Done(Err(DeliveryFailure::RemovedByRuntime(
+                "gone (cleared_on_cancel)".into()
+            )))
         );
     }
 

@@ -164,10 +164,11 @@ pub enum EventKind {
         ///
         /// [`BootFailure::cause`]: crate::session::boot::BootFailure::cause
         failure: crate::session::boot::BootFailure,
-        /// The reason for the waiting sender: the failure's text plus the last screen line.
-        reason: String,
-        /// The last screen text, for `lifecycle.log`.
+        /// The last screen text, for `lifecycle.log`; with the failure, the waiting sender's
+        /// reason ([`crate::session::outcome::boot_failed_reason`]).
         screen: String,
+        /// `screen`'s width in columns (0: a pipe's output, no wrapping).
+        width: usize,
     },
     /// The boot is stuck on a menu the adapter has no answer for, unchanged for
     /// [`crate::session::boot::UNANSWERED_MENU_AFTER`]: a human is to choose (spec 10 §4);
@@ -202,8 +203,8 @@ pub enum EventKind {
     Delivered {
         /// The delivery id.
         id: u64,
-        /// `Ok(())` = confirmed; `Err(reason)` otherwise.
-        result: Result<(), String>,
+        /// `Ok(())` = confirmed; `Err(why)` otherwise.
+        result: Result<(), crate::session::outcome::DeliveryFailure>,
     },
     /// Instead of an `Err` [`EventKind::Delivered`] (or [`EventKind::QueueOutcome`]): some of
     /// delivery `id`'s bytes were written to the child's input and its arrival was never
@@ -247,7 +248,7 @@ pub enum EventKind {
         /// The delivery id.
         id: u64,
         /// Reached the model, or why not.
-        result: Result<(), String>,
+        result: Result<(), crate::session::outcome::DeliveryFailure>,
     },
     /// The ready gate of a wake's first message (spec 05 §2 step 10), after its
     /// [`EventKind::Delivered`]: `Ok(())` = the model started on it; `Err(reason)` = it did
@@ -256,7 +257,7 @@ pub enum EventKind {
         /// The delivery id.
         id: u64,
         /// Passed, or why not.
-        result: Result<(), String>,
+        result: Result<(), crate::session::outcome::GateFailure>,
         /// The session was ended on purpose before the gate passed (stop, new, shutdown…):
         /// logged, nobody told.
         quiet: bool,
@@ -290,7 +291,7 @@ pub enum EventKind {
         /// The request id.
         id: u64,
         /// How it ended, or why it failed.
-        result: Result<crate::adapter::CompactOutcome, String>,
+        result: Result<crate::adapter::CompactOutcome, crate::session::outcome::CompactFailure>,
     },
     /// Answer to [`SessionCmd::Probe`].
     Status(SessionStatus),

@@ -10,6 +10,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::outcome::DeliveryFailure;
 use crate::term::paste_view::PasteView;
 
 /// How often a held delivery re-checks the composer.
@@ -48,17 +49,16 @@ pub enum HoldStep {
     /// Still a draft: check again at [`RECHECK`].
     Wait,
     /// Held past the limit: fail with this reason.
-    GiveUp(String),
+    GiveUp(DeliveryFailure),
 }
 
 /// The decision for a delivery held since `since` (pure): `draft` is the composer's draft now.
 pub fn hold_step(draft: Option<&str>, since: Instant, now: Instant, limit: Duration) -> HoldStep {
     match draft {
         None => HoldStep::Deliver,
-        Some(_) if now.saturating_duration_since(since) >= limit => HoldStep::GiveUp(format!(
-            "the composer held a draft for {} s (it is never submitted with a message) — clear or send the draft, then resend",
-            limit.as_secs()
-        )),
+        Some(_) if now.saturating_duration_since(since) >= limit => {
+            HoldStep::GiveUp(DeliveryFailure::HeldDraft { limit })
+        }
         Some(_) => HoldStep::Wait,
     }
 }
@@ -78,11 +78,10 @@ pub fn approval_step(awaited: &str, since: Instant, now: Instant, limit: Duratio
     if now.saturating_duration_since(since) < limit {
         return HoldStep::Wait;
     }
-    HoldStep::GiveUp(format!(
-        "waited {} s for {awaited} — its permission prompt is still open on the agent's \
-         screen; answer it (iapeer approvals, or attach), then resend",
-        limit.as_secs()
-    ))
+    HoldStep::GiveUp(DeliveryFailure::AwaitedApproval {
+        awaited: awaited.to_string(),
+        limit,
+    })
 }
 
 /// A delivery waiting for the composer.
@@ -113,7 +112,10 @@ mod tests {
             HoldStep::Wait
         );
         match hold_step(Some("my draft"), t0, t0 + LIMIT, LIMIT) {
-            HoldStep::GiveUp(why) => assert!(why.contains("held a draft for 120 s"), "{why}"),
+            HoldStep::GiveUp(why) => {
+                let why = why.to_string();
+                assert!(why.contains("held a draft for 120 s"), "{why}")
+            }
             other => panic!("{other:?}"),
         }
         assert_eq!(
@@ -134,6 +136,7 @@ mod tests {
         );
         match approval_step(&awaited, t0, t0 + LIMIT, LIMIT) {
             HoldStep::GiveUp(why) => {
+                let why = why.to_string();
                 assert!(
                     why.starts_with("waited 120 s for an approval: Bash: rm /srv/a"),
                     "{why}"

@@ -12,6 +12,7 @@ pub mod frame;
 pub mod groups;
 pub mod handle;
 pub mod hold;
+pub mod outcome;
 pub mod own_text;
 pub mod panelog;
 pub mod priority;

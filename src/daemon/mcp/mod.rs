@@ -53,8 +53,9 @@ pub struct CallerCreds {
     pub session_token: Option<String>,
 }
 
-/// The outcome of one routed send: the result object of spec 03 §1, or the tool error's text.
-pub type SendOutcome = Result<crate::protocol::SendResult, String>;
+/// The outcome of one routed send: the result object of spec 03 §1, or the failure (its text
+/// is the tool error's; its code goes with it, as on the control socket).
+pub type SendOutcome = Result<crate::protocol::SendResult, crate::protocol::Failure>;
 
 /// Where [`Backend::submit`] delivers a send's outcome.
 pub type SendDone = Box<dyn FnOnce(SendOutcome) + Send>;
@@ -63,12 +64,8 @@ pub type SendDone = Box<dyn FnOnce(SendOutcome) + Send>;
 /// minutes); the HTTP layer uses [`Backend::submit`], which must not.
 pub trait Backend: Send + Sync {
     /// Authenticate the caller and route the message.
-    /// `Ok` = the result object of spec 03 §1; `Err` = the text of the tool error.
-    fn send_to_peer(
-        &self,
-        creds: CallerCreds,
-        args: SendArgs,
-    ) -> Result<crate::protocol::SendResult, String>;
+    /// `Ok` = the result object of spec 03 §1; `Err` = the failure (the tool error).
+    fn send_to_peer(&self, creds: CallerCreds, args: SendArgs) -> SendOutcome;
 
     /// Route a send without waiting for it (issue 13 item 3: no thread per waiting call):
     /// `done` gets the outcome once, later, on another thread, and must return quickly.

@@ -280,10 +280,7 @@ impl Plan {
 
     /// The HTTP status and the JSON to send (`None` = 202), given the outcome of each send
     /// in the order [`Plan::take_sends`] returned them. A missing outcome reads as an error.
-    pub(super) fn finish(
-        self,
-        outcomes: Vec<Result<crate::protocol::SendResult, String>>,
-    ) -> (u16, Option<Value>) {
+    pub(super) fn finish(self, outcomes: Vec<super::SendOutcome>) -> (u16, Option<Value>) {
         let mut outcomes = outcomes.into_iter();
         let mut answers: Vec<Value> = self
             .slots
@@ -291,9 +288,12 @@ impl Plan {
             .map(|slot| match slot {
                 Slot::Ready(v) => v,
                 Slot::Send { id, modern } => {
-                    let outcome = outcomes
-                        .next()
-                        .unwrap_or_else(|| Err("internal error: the send was not answered".into()));
+                    let outcome = outcomes.next().unwrap_or_else(|| {
+                        Err(crate::protocol::Failure::new(
+                            crate::protocol::Code::Internal,
+                            "internal error: the send was not answered",
+                        ))
+                    });
                     success(&id, call_result(outcome), modern)
                 }
             })

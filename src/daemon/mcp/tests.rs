@@ -7,7 +7,7 @@ use super::*;
 /// Records every call; answers a fixed result or error.
 struct Fake {
     calls: Mutex<Vec<(CallerCreds, SendArgs)>>,
-    answer: Result<crate::protocol::SendResult, String>,
+    answer: crate::daemon::mcp::SendOutcome,
 }
 
 impl Fake {
@@ -22,7 +22,10 @@ impl Fake {
     fn failing(text: &str) -> Fake {
         Fake {
             calls: Mutex::new(Vec::new()),
-            answer: Err(text.to_owned()),
+            answer: Err(crate::protocol::Failure::new(
+                crate::protocol::Code::NotRegistered,
+                text,
+            )),
         }
     }
     fn calls(&self) -> Vec<(CallerCreds, SendArgs)> {
@@ -31,11 +34,7 @@ impl Fake {
 }
 
 impl Backend for Fake {
-    fn send_to_peer(
-        &self,
-        creds: CallerCreds,
-        args: SendArgs,
-    ) -> Result<crate::protocol::SendResult, String> {
+    fn send_to_peer(&self, creds: CallerCreds, args: SendArgs) -> crate::daemon::mcp::SendOutcome {
         self.calls.lock().unwrap().push((creds, args));
         self.answer.clone()
     }

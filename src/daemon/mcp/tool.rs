@@ -250,8 +250,11 @@ pub fn prepare_call(name: &str, arguments: Option<&Value>) -> Result<SendArgs, V
 
 /// The MCP result of a routed send: the success shape
 /// `{"content":[{"type":"text","text":<pretty JSON>}],"structuredContent":<result>}` or the
-/// tool-error shape `{"isError":true,"content":[{"type":"text","text":<error>}]}`.
-pub fn call_result(outcome: Result<crate::protocol::SendResult, String>) -> Value {
+/// tool-error shape `{"isError":true,"content":[{"type":"text","text":<error>}]}` with the
+/// failure as the control socket answers it, `"structuredContent":{"ok":false,"code":…,
+/// "error":…}` (spec 02 §4 names only the text; the code lets an agent tell `timeout` from
+/// `not-registered` without reading it, as a CLI caller can).
+pub fn call_result(outcome: super::SendOutcome) -> Value {
     match outcome {
         Ok(result) => {
             let result = serde_json::to_value(&result).unwrap_or_default();
@@ -261,7 +264,11 @@ pub fn call_result(outcome: Result<crate::protocol::SendResult, String>) -> Valu
                 "structuredContent": result
             })
         }
-        Err(e) => tool_error(&e),
+        Err(f) => json!({
+            "isError": true,
+            "content": [{ "type": "text", "text": f.error }],
+            "structuredContent": { "ok": false, "code": f.code, "error": f.error }
+        }),
     }
 }
 

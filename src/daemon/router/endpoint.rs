@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 use super::decide::{head_step, Head, HeadStep, Presence};
 use super::{Router, RouterMsg};
 use crate::daemon::lifecycle::ModeRequest;
-use crate::daemon::reply::ReplyTo;
+use crate::daemon::reply::{ReplyTo, SendReplyTo};
 use crate::daemon::route::{self, Prepared, Refusal, SendInput};
 use crate::envelope;
 use crate::markers::Flag;
 use crate::names::Identity;
-use crate::protocol::{Code, CompactOutcome, CompactReply, Reply, WakeReply};
+use crate::protocol::{Code, CompactOutcome, CompactReply, Failure, Reply, WakeReply};
 use crate::runtime::RuntimeKind;
 use crate::session::handle::{Cause, Delivery, SessionCmd};
 
@@ -26,7 +26,7 @@ pub struct SendJob<P> {
     pub(crate) id: u64,
     pub(crate) input: SendInput,
     pub(crate) prepared: P,
-    pub(crate) reply: ReplyTo,
+    pub(crate) reply: SendReplyTo,
     pub(crate) started: Instant,
     /// Set when this message rides a wake as its first message.
     pub(crate) woke: bool,
@@ -161,7 +161,7 @@ impl Job {
     /// [`Router::finish_send`]; this is for paths that bypass it, like shutdown).
     pub(crate) fn fail(self, code: Code, error: String) {
         match self {
-            Job::Send(j) => j.reply.finish(Reply::failure(code, &error)),
+            Job::Send(j) => j.reply.finish(Err(Failure::new(code, &error))),
             Job::Wake(w) => w.reply.finish(Reply::failure(code, &error)),
             Job::Compact(c) => c.reply.finish(Reply::failure(code, &error)),
         }
@@ -184,10 +184,10 @@ impl Router {
     pub(crate) fn begin_send(
         &mut self,
         input: SendInput,
-        reply: ReplyTo,
+        reply: impl Into<SendReplyTo>,
         timeout: Option<Duration>,
     ) {
-        self.begin_send_of(input, reply, timeout, None)
+        self.begin_send_of(input, reply.into(), timeout, None)
     }
 
     /// [`Router::begin_send`] of a held message that `confirm-send` claimed (`hold`): the
@@ -195,7 +195,7 @@ impl Router {
     pub(crate) fn begin_send_of(
         &mut self,
         input: SendInput,
-        reply: ReplyTo,
+        reply: SendReplyTo,
         timeout: Option<Duration>,
         hold: Option<crate::origin::Claim>,
     ) {

@@ -198,7 +198,7 @@ impl Router {
                 ephemeral: true,
                 kind: Ok(RuntimeKind::Agent),
             },
-            reply: ReplyTo::discard(),
+            reply: ReplyTo::discard().into(),
             started: self.now.at,
             woke: false,
             kind: RuntimeKind::Agent,

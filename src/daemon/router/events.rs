@@ -10,6 +10,7 @@ use crate::names::Identity;
 use crate::protocol::{Code, CompactReply, Progress, QueuedBy, Reply};
 use crate::runtime::RuntimeKind;
 use crate::session::handle::{EventKind, SessionEvent};
+use crate::session::outcome;
 
 impl Router {
     /// A session reported something.
@@ -37,7 +38,12 @@ impl Router {
                 self.on_prompt_opened(&identity, ev.session, n, prompt, hooked)
             }
             EventKind::PromptClosed { n } => self.on_prompt_closed(&identity, ev.session, n),
-            EventKind::BootFailed { reason, screen, .. } => {
+            EventKind::BootFailed {
+                failure,
+                screen,
+                width,
+            } => {
+                let reason = outcome::boot_failed_reason(&failure, &screen, width);
                 if let Some(s) = self.live.sessions.get_mut(&identity) {
                     s.state.boot_failed(reason.clone());
                 }
@@ -138,17 +144,22 @@ impl Router {
             return;
         };
         if let Some(job) = ep.queue.front() {
-            let (reply, started) = match job {
-                Job::Send(j) => (&j.reply, Some(j.started)),
-                Job::Wake(w) => (&w.reply, Some(w.started)),
-                Job::Compact(c) => (&c.reply, None),
+            let started = match job {
+                Job::Send(j) => Some(j.started),
+                Job::Wake(w) => Some(w.started),
+                Job::Compact(_) => None,
             };
             let ms = started.map_or(0, |s| self.now.since(s).as_millis() as u64);
-            reply.progress(Progress {
+            let p = Progress {
                 progress: phase.to_string(),
                 identity: identity.to_string(),
                 elapsed_ms: ms,
-            });
+            };
+            match job {
+                Job::Send(j) => j.reply.progress(p),
+                Job::Wake(w) => w.reply.progress(p),
+                Job::Compact(c) => c.reply.progress(p),
+            }
         }
     }
 
@@ -168,7 +179,7 @@ impl Router {
         &mut self,
         identity: &Identity,
         id: u64,
-        result: Result<crate::runtime::CompactOutcome, String>,
+        result: Result<crate::runtime::CompactOutcome, outcome::CompactFailure>,
     ) {
         let Some(Job::Compact(c)) = self.take_inflight(identity, id) else {
             return;
@@ -189,7 +200,7 @@ impl Router {
                     resumed,
                 });
             }
-            Err(e) => c.reply.finish(Reply::failure(Code::Busy, e)),
+            Err(e) => c.reply.finish(Reply::failure(Code::Busy, e.to_string())),
         }
         self.pump(identity);
     }
@@ -226,7 +237,7 @@ impl Router {
         &mut self,
         identity: &Identity,
         id: u64,
-        result: Result<Option<(QueuedBy, Option<u64>)>, String>,
+        result: Result<Option<(QueuedBy, Option<u64>)>, outcome::DeliveryFailure>,
     ) {
         let Some(Job::Send(job)) = self.take_inflight(identity, id) else {
             return;
@@ -239,7 +250,7 @@ impl Router {
         if let (true, Err(reason)) = (job.timed_out, &result) {
             // Its deadline passed and the session gave it back (or failed it): a timeout,
             // never a revive hold or a retry.
-            let r = super::deadline::timeout_refusal(identity, job.timeout, reason);
+            let r = super::deadline::timeout_refusal(identity, job.timeout, &reason.to_string());
             self.finish_send(job.record(), r);
             return self.after_answer(identity);
         }
@@ -309,7 +320,7 @@ impl Router {
                 let error = if woke {
                     format!(
                         "peer \"{pers}\" offline and wake failed: {}",
-                        boot_failure.unwrap_or(reason)
+                        boot_failure.unwrap_or_else(|| reason.to_string())
                     )
                 } else {
                     format!("peer \"{pers}\" ({rt}) is listed live but did not accept the message ({reason}); message NOT delivered")

@@ -20,6 +20,7 @@ use crate::daemon::route::{Caller, SendInput};
 use crate::eventlog::Event;
 use crate::names::Identity;
 use crate::protocol::QueuedBy;
+use crate::session::outcome::{DeliveryFailure, GateFailure};
 
 /// What the router keeps of a runtime-queued send until its fate is known.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,16 +84,17 @@ impl Followed {
 /// caller=<rt-p> to=<p> via=<rt-p> qkind=runtime|composer
 /// outcome=delivered|removed|held-too-long|session-ended ms=<since the send arrived> [topic=]
 /// [err=]`.
-pub fn followup_event(f: &Followed, result: &Result<(), String>, now: Now) -> Event {
+pub fn followup_event(f: &Followed, result: &Result<(), DeliveryFailure>, now: Now) -> Event {
     let outcome = match result {
         Ok(()) => "delivered",
-        Err(e) if e.contains("session ended") => "session-ended",
+        Err(e) if e.session_ended() => "session-ended",
         Err(_) if matches!(f.by, Awaits::Queue(QueuedBy::Composer | QueuedBy::Approval)) => {
             "held-too-long"
         }
         Err(_) => "removed",
     };
-    followup_line(f, outcome, result.as_ref().err(), now)
+    let err = result.as_ref().err().map(ToString::to_string);
+    followup_line(f, outcome, err.as_ref(), now)
 }
 
 /// The `delivery.log` line of a followed message with `outcome` (`delivered`, `removed`,
@@ -224,7 +226,7 @@ impl Router {
     }
 
     /// A runtime-queued message's fate: its follow-up line, and the notice on failure.
-    pub(crate) fn on_queue_outcome(&mut self, id: u64, result: Result<(), String>) {
+    pub(crate) fn on_queue_outcome(&mut self, id: u64, result: Result<(), DeliveryFailure>) {
         let Some(f) = self.queues.followed.remove(&id) else {
             return;
         };
@@ -236,7 +238,7 @@ impl Router {
         };
         self.note_known(&f.endpoint, &f.key, known);
         if let Err(reason) = result {
-            self.failure_notice(&f, &reason);
+            self.failure_notice(&f, &reason.to_string());
         }
     }
 
@@ -260,7 +262,7 @@ impl Router {
         &mut self,
         identity: &Identity,
         id: u64,
-        result: Result<(), String>,
+        result: Result<(), GateFailure>,
         quiet: bool,
     ) {
         let Some(f) = self.queues.followed.remove(&id) else {
@@ -273,6 +275,7 @@ impl Router {
         match result {
             Ok(()) => self.lifecycle(ev),
             Err(reason) => {
+                let reason = reason.to_string();
                 self.lifecycle(ev.field("err", &reason));
                 if !quiet {
                     self.failure_notice(&f, &reason);
@@ -430,15 +433,13 @@ mod tests {
         );
         let removed = followup_event(
             &f,
-            &Err("Claude Code removed it from its input queue (cleared_on_cancel)".into()),
+            &Err(DeliveryFailure::RemovedByRuntime(
+                "Claude Code removed it from its input queue (cleared_on_cancel)".into(),
+            )),
             now,
         );
         assert!(fields(&removed).contains(&("outcome".into(), "removed".into())));
-        let ended = followup_event(
-            &f,
-            &Err("the session ended before the queued message reached the model".into()),
-            now,
-        );
+        let ended = followup_event(&f, &Err(DeliveryFailure::QueuedSessionEnded), now);
         assert!(fields(&ended).contains(&("outcome".into(), "session-ended".into())));
         let composer = Followed {
             by: Awaits::Queue(QueuedBy::Composer),
@@ -446,7 +447,9 @@ mod tests {
         };
         let held = fields(&followup_event(
             &composer,
-            &Err("the composer held a draft for 120 s".into()),
+            &Err(DeliveryFailure::HeldDraft {
+                limit: Duration::from_secs(120),
+            }),
             now,
         ));
         assert!(held.contains(&("qkind".into(), "composer".into())));

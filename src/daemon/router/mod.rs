@@ -39,7 +39,7 @@ use crossbeam_channel::{select, Receiver, Sender};
 
 use super::lifecycle::Backoff;
 use super::mcp::{CallerCreds, SendArgs};
-use super::reply::ReplyTo;
+use super::reply::{ReplyTo, SendReplyTo};
 use super::route::{Caller, Prepared, Refusal, SendInput};
 use crate::config::Config;
 use crate::eventbus::{Bus, TappedLog};
@@ -47,7 +47,7 @@ use crate::eventlog::{Event, EventLog};
 use crate::logview::Source;
 use crate::names::Identity;
 use crate::paths::Paths;
-use crate::protocol::{Code, Pong, Reply, Request};
+use crate::protocol::{Code, Failure, Pong, Request};
 use crate::runtime::{Adapter, RuntimeKind, WakeMode};
 use crate::session::handle::{Cause, SessionEvent, SessionHandle, SessionStatus};
 use decide::Live;
@@ -71,8 +71,8 @@ pub enum RouterMsg {
         creds: CallerCreds,
         /// Tool arguments.
         args: SendArgs,
-        /// Where to answer.
-        reply: ReplyTo,
+        /// Where to answer: the send's outcome, its failure's code included.
+        reply: SendReplyTo,
     },
     /// An MCP client listed the tools (its connection is up).
     ToolsListed {
@@ -459,16 +459,12 @@ impl Router {
 
     fn on_msg(&mut self, msg: RouterMsg) {
         if self.shutdown.is_some() {
-            let refuse = |reply: ReplyTo| {
-                reply.finish(Reply::failure(
-                    Code::ShuttingDown,
-                    "the daemon is shutting down",
-                ))
-            };
+            let refusal = || Failure::new(Code::ShuttingDown, "the daemon is shutting down");
             match msg {
-                RouterMsg::Control { reply, .. }
-                | RouterMsg::Mcp { reply, .. }
-                | RouterMsg::Send { reply, .. } => refuse(reply),
+                RouterMsg::Control { reply, .. } | RouterMsg::Send { reply, .. } => {
+                    reply.finish(refusal())
+                }
+                RouterMsg::Mcp { reply, .. } => reply.finish(Err(refusal())),
                 // Normally answered by `begin_shutdown` already; logged like any send.
                 RouterMsg::Prepared { job, .. } => {
                     if let Some(j) = self.queues.preparing.remove(&job) {
@@ -490,8 +486,9 @@ impl Router {
         }
         match msg {
             RouterMsg::Control { req, reply } => {
-                // Verbs other than a send may read or move the topic files.
-                if !matches!(*req, Request::Send { .. }) {
+                // Verbs other than a send (and the CLI's version check) may read or move the
+                // topic files.
+                if !matches!(*req, Request::Send { .. } | Request::Ping) {
                     self.topics.flush(&self.paths);
                 }
                 self.on_request(*req, reply)
@@ -536,7 +533,7 @@ impl Router {
     fn on_request(&mut self, req: Request, reply: ReplyTo) {
         match req {
             Request::Ping => reply.finish(Pong {
-                version: env!("CARGO_PKG_VERSION").to_string(),
+                version: crate::daemon::test_hooks::version().to_string(),
                 pid: std::process::id(),
             }),
             send @ Request::Send { .. } => {
@@ -716,8 +713,11 @@ impl Router {
 
     /// The adapter for a runtime, or the reason it cannot be used. An agent runtime's program
     /// is not looked for here (that may block): the launch finds it (issue 30 item 1).
-    pub(crate) fn adapter(&self, runtime: &str) -> Result<std::sync::Arc<dyn Adapter>, String> {
-        crate::runtime::launch_adapter_for(&self.paths, runtime).map_err(|e| e.to_string())
+    pub(crate) fn adapter(
+        &self,
+        runtime: &str,
+    ) -> Result<std::sync::Arc<dyn Adapter>, crate::runtime::RuntimeError> {
+        crate::runtime::launch_adapter_for(&self.paths, runtime)
     }
 }
 

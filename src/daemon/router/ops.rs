@@ -235,7 +235,7 @@ impl Router {
         let rt = self.control_runtime(peer, runtime)?;
         let kind = self
             .adapter(&rt)
-            .map_err(|e| refusal(Code::Offline, e))?
+            .map_err(|e| refusal(Code::Offline, e.to_string()))?
             .kind();
         Ok((
             Identity {

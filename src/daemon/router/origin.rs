@@ -104,7 +104,7 @@ impl Router {
             id: None,
             if_busy: Default::default(),
         };
-        self.begin_send_of(input, reply, None, Some(claim));
+        self.begin_send_of(input, reply.into(), None, Some(claim));
     }
 
     /// Drop the holds whose time ran out (the tick), each with a lifecycle line.

@@ -87,7 +87,7 @@ impl Router {
             earlier,
             interrupted: job.interrupted && !earlier,
         };
-        job.reply.finish(SendReply { result });
+        job.reply.finish(Ok(SendReply { result }));
     }
 
     /// A send refused (during preparation, in the queue or at delivery): its delivery.log
@@ -100,7 +100,7 @@ impl Router {
             self.drained_done(&job, &endpoint, false);
         }
         self.hold_done(&job, false);
-        job.reply.finish(r);
+        job.reply.finish(Err(r));
     }
 }
 
@@ -183,7 +183,7 @@ mod tests {
                 if_busy: Default::default(),
             },
             prepared: (),
-            reply: ReplyTo::discard(),
+            reply: ReplyTo::discard().into(),
             started: Instant::now(),
             timeout: std::time::Duration::from_secs(300),
             timed_out: false,

@@ -87,26 +87,79 @@ fn child_rel(rel: &str, name: &str) -> String {
     format!("{}/{name}", rel.trim_end_matches('/'))
 }
 
+/// Why the daemon cannot make a cgroup per session here ([`prepare`]); its `Display` is the
+/// text for the log (`session containment: … (no cgroup: <this>)`).
+#[derive(Debug)]
+pub enum Unavailable {
+    /// A test hook (`IAPEER_TEST_HOOK=contain:subreaper`) chose the subreaper.
+    TestHook,
+    /// A file of `/proc/self` could not be read.
+    Proc(&'static str, io::Error),
+    /// No cgroup v2 hierarchy is mounted.
+    NoHierarchy,
+    /// This process is in no cgroup v2.
+    NoOwnCgroup,
+    /// This process's cgroup (`own`) is not under the mount at `point`.
+    NotUnderMount {
+        /// This process's cgroup, as `/proc/self/cgroup` names it.
+        own: String,
+        /// The cgroup v2 mount point.
+        point: PathBuf,
+    },
+    /// What a previous daemon left in `dir` could not be cleaned.
+    Clean(PathBuf, io::Error),
+    /// The folder `dir` could not be created.
+    Create(PathBuf, io::Error),
+    /// A process cannot be moved into a cgroup below `dir`.
+    Probe(PathBuf, io::Error),
+    /// `dir` has no `cgroup.kill` (Linux before 5.14).
+    NoKill(PathBuf),
+}
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unavailable::TestHook => f.write_str("a test hook chose the subreaper"),
+            Unavailable::Proc(file, e) => write!(f, "cannot read {file}: {e}"),
+            Unavailable::NoHierarchy => f.write_str("no cgroup v2 hierarchy is mounted"),
+            Unavailable::NoOwnCgroup => f.write_str("this process is in no cgroup v2"),
+            Unavailable::NotUnderMount { own, point } => write!(
+                f,
+                "its cgroup {own} is not under the mount at {}",
+                point.display()
+            ),
+            Unavailable::Clean(dir, e) => write!(f, "cannot clean {}: {e}", dir.display()),
+            Unavailable::Create(dir, e) => write!(f, "cannot create {}: {e}", dir.display()),
+            Unavailable::Probe(dir, e) => {
+                write!(f, "a process cannot be moved into {}: {e}", dir.display())
+            }
+            Unavailable::NoKill(dir) => write!(
+                f,
+                "{} has no cgroup.kill (Linux before 5.14)",
+                dir.display()
+            ),
+        }
+    }
+}
+
 /// Make the daemon's folder of session cgroups, `name`, in its own cgroup, ending and
 /// removing what a previous daemon of the same root left there (it crashed); then check
 /// that a process can be moved into a cgroup below it (a real fork, so permissions,
 /// delegation and namespaces all have their say). Returns the folder and how many
 /// processes a previous daemon had left.
 ///
-/// Errors (text for the log): no cgroup v2 hierarchy, no permission to create or write
+/// Errors ([`Unavailable`]): no cgroup v2 hierarchy, no permission to create or write
 /// there, no `cgroup.kill` (Linux before 5.14).
-pub fn prepare(name: &str) -> Result<(Base, usize), String> {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
-    let (root, point) = mount_of(&mountinfo).ok_or("no cgroup v2 hierarchy is mounted")?;
-    let cg = std::fs::read_to_string("/proc/self/cgroup")
-        .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
-    let own = own_path(&cg).ok_or("this process is in no cgroup v2")?;
-    let own_dir = folder(&root, &point, &own).ok_or_else(|| {
-        format!(
-            "its cgroup {own} is not under the mount at {}",
-            point.display()
-        )
+pub fn prepare(name: &str) -> Result<(Base, usize), Unavailable> {
+    let read =
+        |file: &'static str| std::fs::read_to_string(file).map_err(|e| Unavailable::Proc(file, e));
+    let mountinfo = read("/proc/self/mountinfo")?;
+    let (root, point) = mount_of(&mountinfo).ok_or(Unavailable::NoHierarchy)?;
+    let cg = read("/proc/self/cgroup")?;
+    let own = own_path(&cg).ok_or(Unavailable::NoOwnCgroup)?;
+    let own_dir = folder(&root, &point, &own).ok_or_else(|| Unavailable::NotUnderMount {
+        own: own.clone(),
+        point: point.clone(),
     })?;
     let base = Base {
         dir: own_dir.join(name),
@@ -114,19 +167,14 @@ pub fn prepare(name: &str) -> Result<(Base, usize), String> {
     };
     let mut left = 0;
     if base.dir.exists() {
-        left = clean(&base.dir, CLEAN_BOUND)
-            .map_err(|e| format!("cannot clean {}: {e}", base.dir.display()))?;
+        left =
+            clean(&base.dir, CLEAN_BOUND).map_err(|e| Unavailable::Clean(base.dir.clone(), e))?;
     }
-    std::fs::create_dir(&base.dir)
-        .map_err(|e| format!("cannot create {}: {e}", base.dir.display()))?;
+    std::fs::create_dir(&base.dir).map_err(|e| Unavailable::Create(base.dir.clone(), e))?;
     let checked = if base.dir.join("cgroup.kill").exists() {
-        probe(&base)
-            .map_err(|e| format!("a process cannot be moved into {}: {e}", base.dir.display()))
+        probe(&base).map_err(|e| Unavailable::Probe(base.dir.clone(), e))
     } else {
-        Err(format!(
-            "{} has no cgroup.kill (Linux before 5.14)",
-            base.dir.display()
-        ))
+        Err(Unavailable::NoKill(base.dir.clone()))
     };
     if let Err(e) = checked {
         let _ = std::fs::remove_dir(&base.dir);

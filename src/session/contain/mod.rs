@@ -64,7 +64,7 @@ fn choose(root: &Path, cgroups: bool) -> Way {
     let tried = if cgroups {
         cgroup::prepare(&base_name(root))
     } else {
-        Err("a test hook chose the subreaper".to_string())
+        Err(cgroup::Unavailable::TestHook)
     };
     match tried {
         Ok((base, left)) => {
@@ -278,25 +278,61 @@ impl Drop for Scope {
     }
 }
 
+/// Why what a session started was not ended cleanly (logged with the session's identity).
+#[derive(Debug)]
+enum EndFailure {
+    /// Writing the session cgroup's `cgroup.kill` failed.
+    #[cfg(target_os = "linux")]
+    Kill(std::io::Error),
+    /// The emptied session cgroup could not be removed.
+    #[cfg(target_os = "linux")]
+    Remove(std::path::PathBuf, std::io::Error),
+    /// `left` of the `n` processes the session started outlived SIGKILL.
+    #[cfg(target_os = "linux")]
+    Survived {
+        /// Still alive.
+        left: usize,
+        /// Known at the end.
+        n: usize,
+    },
+}
+
+impl std::fmt::Display for EndFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            #[cfg(target_os = "linux")]
+            EndFailure::Kill(e) => write!(f, "cannot write cgroup.kill: {e}"),
+            #[cfg(target_os = "linux")]
+            EndFailure::Remove(dir, e) => write!(
+                f,
+                "cannot remove {} ({e}); the daemon's shutdown or next start removes it",
+                dir.display()
+            ),
+            #[cfg(target_os = "linux")]
+            EndFailure::Survived { left, n } => write!(
+                f,
+                "{left} of the {n} process(es) the session started survived SIGKILL"
+            ),
+            #[cfg(not(target_os = "linux"))]
+            _ => Ok(()),
+        }
+    }
+}
+
 /// End a session cgroup's processes and remove it; how many there were.
 #[cfg(target_os = "linux")]
-fn end_group(g: &cgroup::Group) -> Result<usize, String> {
+fn end_group(g: &cgroup::Group) -> Result<usize, EndFailure> {
     use std::time::Instant;
     let n = g.members().len();
     if g.populated() {
         g.signal(nix::sys::signal::Signal::SIGTERM);
         if !cgroup::wait_empty(g.dir(), Instant::now() + STRAY_GRACE) {
-            g.kill()
-                .map_err(|e| format!("cannot write cgroup.kill: {e}"))?;
+            g.kill().map_err(EndFailure::Kill)?;
             cgroup::wait_empty(g.dir(), Instant::now() + STRAY_GRACE);
         }
     }
-    g.remove().map_err(|e| {
-        format!(
-            "cannot remove {} ({e}); the daemon's shutdown or next start removes it",
-            g.dir().display()
-        )
-    })?;
+    g.remove()
+        .map_err(|e| EndFailure::Remove(g.dir().to_path_buf(), e))?;
     Ok(n)
 }
 
@@ -351,7 +387,7 @@ impl Tracked {
         }
     }
 
-    fn end(&mut self) -> Result<usize, String> {
+    fn end(&mut self) -> Result<usize, EndFailure> {
         let n = self.refresh().len();
         if n == 0 {
             return Ok(0);
@@ -366,9 +402,7 @@ impl Tracked {
         }
         let left = self.known.len();
         if left > 0 {
-            return Err(format!(
-                "{left} of the {n} process(es) the session started survived SIGKILL"
-            ));
+            return Err(EndFailure::Survived { left, n });
         }
         Ok(n)
     }

@@ -170,7 +170,7 @@ impl Session {
         // moved past what was never written).
         if let Some(e) = failed {
             if let Some(d) = self.delivery.take() {
-                self.finish_delivery(d.id, Err(format!("could not write to the session: {e}")));
+                self.finish_delivery(d.id, Err(DeliveryFailure::WriteFailed(e.to_string())));
             }
             self.to_child.clear();
             self.out_written = self.out_queued;

@@ -11,7 +11,7 @@ impl Session {
                     if self.kill.is_some() {
                         self.emit(EventKind::Delivered {
                             id: d.id,
-                            result: Err("the session is ending".into()),
+                            result: Err(DeliveryFailure::SessionEnding),
                         });
                     } else {
                         self.queued.push_back(d);
@@ -54,7 +54,7 @@ impl Session {
             self.queued.remove(pos);
             return self.emit(EventKind::Delivered {
                 id,
-                result: Err("the session is not ready for it yet; message NOT delivered".into()),
+                result: Err(DeliveryFailure::NotReadyYet),
             });
         }
         // Held, its sender not answered yet (waiting out iapeer's own text in the composer, a
@@ -67,7 +67,7 @@ impl Session {
             self.held = None;
             self.emit(EventKind::Delivered {
                 id,
-                result: Err("the session is not ready for it yet; message NOT delivered".into()),
+                result: Err(DeliveryFailure::NotReadyYet),
             });
             return self.next_delivery();
         }
@@ -95,20 +95,9 @@ impl Session {
                 self.own.forget(id);
                 self.delivery = None;
                 self.delivery_span = None;
-                let reason = match stalled {
-                    Some(d) => format!(
-                        "its program took none of its input for {} (none of the message was \
-                         written; it was taken back)",
-                        spoken(d)
-                    ),
-                    None => "its program is not reading its input (none of the message was \
-                             written); message NOT delivered"
-                        .to_string(),
-                };
-                if stalled.is_some() {
-                    self.refuse_unread(id, reason);
-                } else {
-                    self.report_delivery(id, Err(reason));
+                match stalled {
+                    Some(idle) => self.refuse_unread(id, DeliveryFailure::Stalled { idle }),
+                    None => self.report_delivery(id, Err(DeliveryFailure::NotReading)),
                 }
             }
             Taken::Partial { written, len } => {
@@ -140,11 +129,14 @@ impl Session {
     /// Fail delivery `id`, none of it written, because its live session's program takes
     /// none of its input (`reason`): at once, never held for a revive (its program runs, it
     /// does not read) — unless its sender was answered `queued`, whose outcome follows.
-    pub(super) fn refuse_unread(&mut self, id: u64, reason: String) {
+    pub(super) fn refuse_unread(&mut self, id: u64, reason: DeliveryFailure) {
         if self.answered_queued.contains(&id) {
             self.report_delivery(id, Err(reason));
         } else {
-            self.emit(EventKind::Refused { id, reason });
+            self.emit(EventKind::Refused {
+                id,
+                reason: reason.to_string(),
+            });
         }
     }
 
@@ -171,43 +163,35 @@ impl Session {
     }
 
     pub(super) fn start_compact(&mut self, id: u64) {
-        let refuse = |s: &Self, why: &str| {
+        let refuse = |s: &Self, why: CompactFailure| {
             s.emit(EventKind::Compacted {
                 id,
-                result: Err(why.to_string()),
+                result: Err(why),
             });
         };
         if self.kill.is_some() || !matches!(self.state, State::Ready) {
-            return refuse(self, "the session is not ready");
+            return refuse(self, CompactFailure::NotReady);
         }
         if self.delivery.is_some() || self.compact.is_some() {
-            return refuse(
-                self,
-                "the session is busy with another delivery or compaction",
-            );
+            return refuse(self, CompactFailure::Busy);
         }
         // iapeer's own text (an interrupted message put back, a cut paste) is cleared first.
         let now = Instant::now();
         let own = self.own_text_in_composer(now);
         if self.waits_for_own_text(own, now) {
-            return refuse(
-                self,
-                "iapeer is clearing a message it pasted (interrupted or cut off) from the \
-                 composer — compact again in a moment",
-            );
+            return refuse(self, CompactFailure::ClearingOwnText);
         }
         // Never type a command into someone's draft.
         if let Some(d) = self.cfg.adapter.composer_draft(&self.screen) {
             let shown: String = d.chars().take(40).collect();
-            return refuse(
-                self,
-                &format!("the composer holds a draft (\"{shown}…\") — clear it, then compact"),
-            );
+            return refuse(self, CompactFailure::Draft { shown });
         }
         match self.cfg.adapter.compact(&self.cfg.cwd) {
             None => refuse(
                 self,
-                &format!("{} does not support compact", self.cfg.adapter.name()),
+                CompactFailure::Unsupported {
+                    runtime: self.cfg.adapter.name().to_string(),
+                },
             ),
             Some((command, watch)) => {
                 let (c, bytes) = ActiveCompact::start(id, command, watch);

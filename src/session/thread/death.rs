@@ -28,19 +28,19 @@ impl Session {
                 .explain_exit(&tail)
                 .unwrap_or_else(|| exit_reason(code, signal.as_deref()));
             self.emit(EventKind::BootFailed {
-                reason: with_screen(&reason, &tail, self.screen_width()),
                 failure: super::super::boot::BootFailure::Failed(reason),
                 screen: tail.clone(),
+                width: self.screen_width(),
             });
         }
-        self.fail_deliveries("the session ended before confirming the message");
-        self.end_followers("the session ended before the queued message reached the model");
+        self.fail_deliveries(DeliveryFailure::SessionEnded);
+        self.end_followers(DeliveryFailure::QueuedSessionEnded);
         self.end_gate(cause);
         self.cut_turns();
         if let Some(c) = self.compact.take() {
             self.emit(EventKind::Compacted {
                 id: c.id,
-                result: Err("the session ended during compaction".into()),
+                result: Err(CompactFailure::SessionEnded),
             });
         }
         let mut ev = Event::new("session-exit")

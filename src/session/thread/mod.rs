@@ -33,6 +33,7 @@ use super::deliver::{ActiveDelivery, GateFollower, QueueFollower, Span, Step, Ta
 use super::handle::{
     Cause, Delivery, EventKind, ScreenText, SessionCmd, SessionEvent, SessionHandle, SessionStatus,
 };
+use super::outcome::{CompactFailure, DeliveryFailure, GateFailure};
 use super::panelog::PaneLog;
 use super::reap::Reaper;
 use super::spawn::{self, SpawnSpec};
@@ -181,9 +182,9 @@ fn setup_failed(session: u64, err: &io::Error) -> [SessionEvent; 2] {
         SessionEvent {
             session,
             kind: EventKind::BootFailed {
-                failure: super::boot::BootFailure::Failed(reason.clone()),
-                reason,
+                failure: super::boot::BootFailure::Failed(reason),
                 screen: String::new(),
+                width: 0,
             },
         },
         SessionEvent {
@@ -477,13 +478,6 @@ fn exit_reason(code: Option<i32>, signal: Option<&str>) -> String {
 /// A boot failure reason plus the screen's most informative line
 /// ([`crate::session::failure_line::most_informative_line`]), for the sender. `width` is the
 /// screen's width in columns (0 for pipes' output).
-fn with_screen(reason: &str, screen: &str, width: usize) -> String {
-    match crate::session::failure_line::most_informative_line(screen, width) {
-        Some(line) if !reason.contains(&line) => format!("{reason} (on screen: {line})"),
-        _ => reason.to_string(),
-    }
-}
-
 fn hash_text(text: &str) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -502,13 +496,14 @@ mod setup_tests {
         assert_eq!(failed.session, 7);
         match failed.kind {
             EventKind::BootFailed {
-                failure, reason, ..
+                failure,
+                screen,
+                width,
             } => {
                 assert_eq!(
-                    reason,
+                    crate::session::outcome::boot_failed_reason(&failure, &screen, width),
                     "the session could not be set up: poll register failed"
                 );
-                assert_eq!(failure.to_string(), reason);
                 assert_eq!(failure.cause(), Cause::KilledByDaemon);
             }
             other => panic!("{other:?}"),

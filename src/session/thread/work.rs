@@ -115,15 +115,14 @@ impl Session {
     /// End the boot as failed: tell the router (with the screen), fail the waiting
     /// deliveries, end the session.
     fn fail_boot(&mut self, failure: crate::session::boot::BootFailure) {
-        let reason = failure.to_string();
         let screen = self.screen.tail_text(EXIT_TAIL);
         let cause = failure.cause();
         self.emit(EventKind::BootFailed {
-            failure,
-            reason: with_screen(&reason, &screen, self.screen_width()),
+            failure: failure.clone(),
             screen,
+            width: self.screen_width(),
         });
-        self.fail_deliveries(&reason);
+        self.fail_deliveries(DeliveryFailure::BootFailed(failure));
         self.kill(cause);
         // Stop evaluating: the session is ending.
         self.state = State::Ready;
@@ -352,21 +351,14 @@ impl Session {
                 return;
             }
             if let Some(h) = self.held.take() {
-                let reason = "a dialog the agent shows over its input did not close when \
-                              answered; attach to the session to see it (iapeer attach)";
-                self.finish_delivery(h.delivery.id, Err(reason.into()));
+                self.finish_delivery(h.delivery.id, Err(DeliveryFailure::DialogOpen));
             }
             return self.next_delivery();
         }
         if self.cut_rest_stalled(now) {
             if let Some(h) = self.held.take() {
-                let reason = format!(
-                    "its program took none of its input for {}: the rest of an earlier \
-                     message, cut off, still waits to be read (none of this message was \
-                     written)",
-                    crate::clock::spoken(self.cfg.stall)
-                );
-                self.refuse_unread(h.delivery.id, reason);
+                let idle = self.cfg.stall;
+                self.refuse_unread(h.delivery.id, DeliveryFailure::StalledBehindCut { idle });
             }
             return self.next_delivery();
         }
@@ -412,7 +404,7 @@ impl Session {
     /// The end of delivery `id`. A failure after some of its bytes reached the child's input
     /// is [`EventKind::Unconfirmed`]: it may have arrived (issue 26 item 5). Otherwise
     /// [`Session::report_delivery`].
-    pub(super) fn finish_delivery(&mut self, id: u64, result: Result<(), String>) {
+    pub(super) fn finish_delivery(&mut self, id: u64, result: Result<(), DeliveryFailure>) {
         if let Err(reason) = &result {
             if self
                 .delivery_span
@@ -421,7 +413,7 @@ impl Session {
                 self.answered_queued.remove(&id);
                 return self.emit(EventKind::Unconfirmed {
                     id,
-                    reason: reason.clone(),
+                    reason: reason.to_string(),
                 });
             }
         }
@@ -430,7 +422,7 @@ impl Session {
 
     /// The end of delivery `id` as it is known: its `Delivered` answer, or — when its sender
     /// was already answered `queued` — its `QueueOutcome`.
-    pub(super) fn report_delivery(&mut self, id: u64, result: Result<(), String>) {
+    pub(super) fn report_delivery(&mut self, id: u64, result: Result<(), DeliveryFailure>) {
         if self.answered_queued.remove(&id) {
             self.emit(EventKind::QueueOutcome { id, result });
         } else {
@@ -513,16 +505,18 @@ impl Session {
                     self.end_paste(&d);
                     let pty = matches!(self.io, Io::Pty(_));
                     match result {
-                        Err(reason) if refused && !self.answered_queued.contains(&d.id) => {
-                            self.emit(EventKind::Refused { id: d.id, reason })
-                        }
+                        Err(reason) if refused && !self.answered_queued.contains(&d.id) => self
+                            .emit(EventKind::Refused {
+                                id: d.id,
+                                reason: reason.to_string(),
+                            }),
                         // The runtime said it will not take it: known, whatever was written.
                         result if refused => self.report_delivery(d.id, result),
                         // A wake whose first message went unconfirmed: the screen says why
                         // (issue 32 item 1: Codex's "open in another app").
                         Err(reason) if pty && d.is_wake_first() => {
                             let screen = self.screen.tail_text(EXIT_TAIL);
-                            let reason = with_screen(&reason, &screen, self.screen_width());
+                            let reason = reason.with_screen(&screen, self.screen_width());
                             self.finish_delivery(d.id, Err(reason));
                         }
                         Ok(()) if pty => {
@@ -625,9 +619,9 @@ impl Session {
             .last_look(|| adapter.activity_ms(cwd), || screen.text())
             .unwrap_or_else(|| {
                 Err(if cause.expected() {
-                    format!("the session was ended ({}) first", cause.as_str())
+                    GateFailure::EndedFirst(cause)
                 } else {
-                    "the session ended before its model processed the task".to_string()
+                    GateFailure::SessionEnded
                 })
             });
         let cut = self.turns.iter().any(|t| t.id == g.id);
@@ -640,12 +634,12 @@ impl Session {
 
     /// The session is over: one last look at each runtime-queued message (it may have reached
     /// the model just before the end), then fail the rest with `reason`.
-    pub(super) fn end_followers(&mut self, reason: &str) {
+    pub(super) fn end_followers(&mut self, reason: DeliveryFailure) {
         for mut f in std::mem::take(&mut self.followers) {
             let screen = &self.screen;
             let result = f
                 .poll(f.next_deadline(), || screen.text())
-                .unwrap_or_else(|| Err(reason.to_string()));
+                .unwrap_or_else(|| Err(reason.clone()));
             let taken = result.is_ok();
             self.emit(EventKind::QueueOutcome { id: f.id, result });
             if taken {
@@ -655,15 +649,15 @@ impl Session {
         }
     }
 
-    pub(super) fn fail_deliveries(&mut self, reason: &str) {
+    pub(super) fn fail_deliveries(&mut self, reason: DeliveryFailure) {
         if let Some(d) = self.delivery.take() {
-            self.finish_delivery(d.id, Err(reason.to_string()));
+            self.finish_delivery(d.id, Err(reason.clone()));
         }
         if let Some(h) = self.held.take() {
-            self.finish_delivery(h.delivery.id, Err(reason.to_string()));
+            self.finish_delivery(h.delivery.id, Err(reason.clone()));
         }
         while let Some(d) = self.queued.pop_front() {
-            self.finish_delivery(d.id, Err(reason.to_string()));
+            self.finish_delivery(d.id, Err(reason.clone()));
         }
     }
 

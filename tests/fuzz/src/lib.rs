@@ -270,11 +270,14 @@ impl u::McpBackend for Backend {
         &self,
         _creds: u::CallerCreds,
         args: u::SendArgs,
-    ) -> Result<u::SendResult, String> {
+    ) -> Result<u::SendResult, u::Failure> {
         assert!(!args.personality.is_empty() && !args.message.is_empty());
         assert_ne!(args.runtime.as_deref(), Some(""));
         if args.message.len().is_multiple_of(2) {
-            return Err("refused by the stand-in router".into());
+            return Err(u::Failure::new(
+                u::Code::Offline,
+                "refused by the stand-in router",
+            ));
         }
         Ok(u::SendResult {
             ok: true,

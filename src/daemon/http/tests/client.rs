@@ -35,17 +35,16 @@ impl Rec {
 }
 
 impl Backend for Rec {
-    fn send_to_peer(
-        &self,
-        creds: CallerCreds,
-        args: SendArgs,
-    ) -> Result<crate::protocol::SendResult, String> {
+    fn send_to_peer(&self, creds: CallerCreds, args: SendArgs) -> crate::daemon::mcp::SendOutcome {
         self.entered.fetch_add(1, Ordering::SeqCst);
         thread::sleep(self.delay);
         let to = args.personality.clone();
         self.calls.lock().unwrap().push((creds, args));
         match &self.fail {
-            Some(e) => Err(e.clone()),
+            Some(e) => Err(crate::protocol::Failure::new(
+                crate::protocol::Code::Offline,
+                e,
+            )),
             None => Ok(serde_json::from_value(
                 json!({"ok": true, "delivered_to": {"personality": to, "runtime": "claude"}, "woke": false, "ts": "2026-07-14T01:23:45+03:00"}),
             ).unwrap()),
@@ -58,11 +57,7 @@ impl Backend for Rec {
 struct Threaded(Arc<Rec>);
 
 impl Backend for Threaded {
-    fn send_to_peer(
-        &self,
-        creds: CallerCreds,
-        args: SendArgs,
-    ) -> Result<crate::protocol::SendResult, String> {
+    fn send_to_peer(&self, creds: CallerCreds, args: SendArgs) -> crate::daemon::mcp::SendOutcome {
         self.0.send_to_peer(creds, args)
     }
 
