@@ -308,7 +308,7 @@ impl Router {
         mode_req: ModeRequest,
         topic: Option<String>,
         registry: &Registry,
-        adapter: &Result<Arc<dyn Adapter>, String>,
+        adapter: &Result<Arc<dyn Adapter>, crate::runtime::RuntimeError>,
     ) -> LaunchFacts {
         let peer = registry.find(&ident.personality).cloned();
         let markers = Markers::new(&self.paths, ident);
@@ -322,7 +322,7 @@ impl Router {
             runtime: adapter
                 .as_ref()
                 .map(|a| (a.kind(), a.conversation_naming()))
-                .map_err(Clone::clone),
+                .map_err(ToString::to_string),
             stopped: markers.is_set(Flag::Stopped),
             fresh_next: markers.is_set(Flag::FreshNext),
             idle_reaped: markers.is_set(Flag::IdleReaped),
