@@ -697,7 +697,9 @@ impl Service {
         };
         let marked = store::cwd_of(&self.paths, &k.0)
             .ok_or_else(|| format!("{} is not a registered peer", k.0))
-            .and_then(|cwd| store::mark_stopped(&self.paths, &cwd, t, &stopped));
+            .and_then(|cwd| {
+                store::mark_stopped(&self.paths, &cwd, t, &stopped).map_err(|e| e.to_string())
+            });
         match marked {
             Ok(true) => {
                 self.watchers.remove(k);
@@ -1033,7 +1035,7 @@ impl Service {
                 } else {
                     self.log
                         .append(&self.ev("call-rejected").field("from", &env.from));
-                    self.reply(&env, call::teaching(role, &why));
+                    self.reply(&env, call::teaching(role, &why.to_string()));
                 }
                 return;
             }
@@ -1061,16 +1063,12 @@ impl Service {
                 let built = call::build_trigger(role, fields, &env.from, &check).and_then(|t| {
                     // Its signals would come back to this service, which cannot take them.
                     if t.target == self.me || t.fallbacks().contains(&self.me) {
-                        return Err(format!(
-                            "\"{}\" is this service itself; signals go to a peer that acts on \
-                             them (\"self\" is you)",
-                            self.me
-                        ));
+                        return Err(call::CallError::TargetIsService(self.me.clone()));
                     }
                     Ok(t)
                 });
                 match built {
-                    Err(why) => call::teaching(role, &why),
+                    Err(why) => call::teaching(role, &why.to_string()),
                     Ok(t) => match store::upsert(&self.paths, &cwd, &t) {
                         Ok(replaced) => {
                             self.rebuild();

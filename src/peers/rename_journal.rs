@@ -456,7 +456,8 @@ pub fn finish(paths: &Paths, j: &Journal) -> Result<Vec<String>, String> {
     // Under the lock of the trigger lists' writers (the timer and watcher services).
     store::with_profiles_lock(paths, || {
         profiles.iter().try_for_each(|s| place(paths, j, s))
-    })??;
+    })
+    .map_err(|e| e.to_string())??;
     kill_point("profiles");
     for rt in &j.runtimes {
         if let (Ok(id), Ok(to_id)) = (Identity::new(rt, &j.old), Identity::new(rt, &j.new)) {
