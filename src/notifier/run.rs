@@ -46,15 +46,15 @@ enum Ev {
     Sent {
         sig: String,
         to: String,
-        result: Result<(), String>,
+        result: Result<(), proc::ProcError>,
     },
     Replied {
         to: String,
-        result: Result<(), String>,
+        result: Result<(), proc::ProcError>,
     },
     Checked {
         key: Key,
-        result: Result<(), String>,
+        result: Result<(), proc::ProcError>,
     },
     Script {
         key: Key,
@@ -567,7 +567,7 @@ impl Service {
                 self.log
                     .append(&self.ev("watch-start-failed").field("detail", &e));
                 let ms = self.ms(now);
-                self.after_exit(k, ms, ms, false, &e);
+                self.after_exit(k, ms, ms, false, &e.to_string());
             }
         }
     }
@@ -820,7 +820,7 @@ impl Service {
         }
     }
 
-    fn on_sent(&mut self, sig: String, to: String, result: Result<(), String>) {
+    fn on_sent(&mut self, sig: String, to: String, result: Result<(), proc::ProcError>) {
         let Some(d) = self.deliveries.get_mut(&sig) else {
             return;
         };
@@ -862,9 +862,12 @@ impl Service {
                         return;
                     }
                 }
-                let step =
-                    d.entry
-                        .failed(&to, crate::clock::log_ts(Timestamp::now()), &e, self.retry);
+                let step = d.entry.failed(
+                    &to,
+                    crate::clock::log_ts(Timestamp::now()),
+                    &e.to_string(),
+                    self.retry,
+                );
                 let _ = spool::put(&self.spool_dir, &d.entry);
                 self.log.append(
                     &Event::new("deliver-failed")
