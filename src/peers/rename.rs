@@ -219,7 +219,7 @@ pub fn rename_peer(
         })?;
     }
     kill_point("history");
-    let profile = journal::stage(paths, &j).map_err(undone)?;
+    let profile = journal::stage(paths, &j).map_err(|e| undone(e.to_string()))?;
     kill_point("staged");
     let peer = profile.to_registry_peer(&to);
     let written = peer.clone();
