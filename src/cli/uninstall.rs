@@ -202,9 +202,9 @@ pub fn run(inv: &Invocation) -> CliResult {
                     }
                 })
                 .map_err(|e| format!("cannot remove {}: {e}", p.display())),
-            Removal::CodexConfig(p) => {
-                crate::runtime::codex_setup::remove_setup_from(p).map(|_| ())
-            }
+            Removal::CodexConfig(p) => crate::runtime::codex_setup::remove_setup_from(p)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
             Removal::RemoveRoot(p) => std::fs::remove_dir_all(p)
                 .map_err(|e| format!("cannot delete {}: {e}", p.display())),
             Removal::KeepForeign(_) | Removal::KeepRoot(_) => Ok(()),

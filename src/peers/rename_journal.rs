@@ -676,7 +676,7 @@ pub fn finish(paths: &Paths, j: &Journal) -> Result<Vec<String>, JournalError> {
     }
     for rt in &j.runtimes {
         if let Err(e) = runtime::teardown_peer(rt, &j.from) {
-            warnings.push(e);
+            warnings.push(e.to_string());
         }
         if let Err(e) = runtime::setup_peer(rt, &j.to, &j.new, j.bearer) {
             warnings.push(format!(
