@@ -12,8 +12,8 @@ use crate::host::service::{WriteDecision, OWNERSHIP_MARK};
 /// failure, so `scripts/install.sh` goes through.
 pub fn run(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let env = InstallEnv::from_process(&paths).map_err(CliError::Failed)?;
-    let report = install(&paths, &env).map_err(CliError::Failed)?;
+    let env = InstallEnv::from_process(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
+    let report = install(&paths, &env).map_err(|e| CliError::Failed(e.to_string()))?;
     let mut out = format!("root: {} (ready)\n", paths.root().display());
     out.push_str(&format!(
         "doctrine: {} ({})\n",

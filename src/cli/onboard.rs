@@ -367,7 +367,8 @@ fn gather(
 /// Run `iapeer onboard`.
 pub fn run(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let install_env = InstallEnv::from_process(&paths).map_err(CliError::Failed)?;
+    let install_env =
+        InstallEnv::from_process(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
     let ctl = ServiceCtl::from_env();
     let human_flag = inv.value(flags::HUMAN);
     if let Some(name) = human_flag {
@@ -411,12 +412,12 @@ pub fn run(inv: &Invocation) -> CliResult {
     for step in &steps {
         match step {
             Step::PrepareRoot { .. } => {
-                install::prepare_root(&paths).map_err(CliError::Failed)?;
+                install::prepare_root(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
             }
             Step::WriteService { manager, file, .. } => {
                 let dir = file.parent().unwrap_or(file);
                 install::write_service(*manager, dir, &install_env.spec)
-                    .map_err(CliError::Failed)?;
+                    .map_err(|e| CliError::Failed(e.to_string()))?;
             }
             Step::StopOutsideDaemon { .. } => {
                 background::stop(&paths)?;

@@ -139,7 +139,7 @@ pub fn describe(step: &Removal) -> String {
 /// Run `iapeer uninstall`.
 pub fn run(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let layout = Layout::from_env().map_err(CliError::Failed)?;
+    let layout = Layout::from_env().map_err(|e| CliError::Failed(e.to_string()))?;
     let side = ServiceSide::gather(&paths)?;
     let env = UninstallEnv {
         files: layout.files().into_iter().filter(|p| p.exists()).collect(),
@@ -186,8 +186,13 @@ pub fn run(inv: &Invocation) -> CliResult {
     let mut problems = Vec::new();
     for step in &steps {
         let result = match step {
-            Removal::Unload { commands, .. } => side.ctl.run_all(commands),
-            Removal::Reload(c) => side.ctl.run_all(std::slice::from_ref(c)),
+            Removal::Unload { commands, .. } => {
+                side.ctl.run_all(commands).map_err(|e| e.to_string())
+            }
+            Removal::Reload(c) => side
+                .ctl
+                .run_all(std::slice::from_ref(c))
+                .map_err(|e| e.to_string()),
             Removal::StopDaemon { .. } => match background::stop(&paths) {
                 Ok(_) => Ok(()),
                 Err(CliError::Failed(m)) => Err(m),

@@ -512,7 +512,7 @@ mod tests {
         std::fs::write(installed.join(SOURCE_FILE), r#"{"package":"bot@1.0.0"}"#).unwrap();
         let missing = dir.path().join("missing.tgz");
         let err = install(&paths, "bot", missing.to_str().unwrap()).unwrap_err();
-        assert!(err.starts_with("npm install"), "{err}");
+        assert!(err.to_string().starts_with("npm install"), "{err}");
         assert_eq!(recorded_spec(&paths, "bot").as_deref(), Some("bot@1.0.0"));
         assert!(!installed.with_file_name("package.new").exists());
     }
