@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 pub use crate::adapter::{
     Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
-    GateState, GateWatch, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
+    GateState, GateWatch, LaunchCommand, LaunchCtx, LaunchError, RuntimeKind, WakeMode,
     NO_RECORDED_CONVERSATION,
 };
 use crate::paths::Paths;
