@@ -39,7 +39,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         &cwd,
         &registry,
     )
-    .map_err(CliError::Failed)?;
+    .map_err(|e| CliError::Failed(e.to_string()))?;
     let view = View {
         json: inv.flag(flags::JSON),
         all: inv.flag(flags::INBOX_ALL),

@@ -513,7 +513,7 @@ pub fn refresh(inv: &Invocation) -> CliResult {
     let mut marked = Vec::new();
     for peer in peers {
         let ids = crate::peers::refresh_peer(&paths, peer, inv.positional(args::RUNTIME))
-            .map_err(CliError::Failed)?;
+            .map_err(|e| CliError::Failed(e.to_string()))?;
         marked.extend(ids.iter().map(ToString::to_string));
     }
     let doc = serde_json::json!({ "marked": marked });

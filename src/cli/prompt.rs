@@ -55,7 +55,7 @@ pub fn run(inv: &Invocation) -> CliResult {
             "text": l.text,
         })).collect::<Vec<_>>(),
         "skipped": c.skipped.iter().map(|s| json!({
-            "path": s.path, "reason": s.reason,
+            "path": s.path, "reason": s.reason.to_string(),
         })).collect::<Vec<_>>(),
         "prompt": c.text(),
     });
