@@ -70,29 +70,29 @@ pub const NO_RECORDED_CONVERSATION: &str = "no recorded conversation to resume";
 #[derive(Debug)]
 pub enum LaunchError {
     /// A resume without a recorded conversation id ([`NO_RECORDED_CONVERSATION`]).
-    NoRecordedConversation,
+    ConversationNotRecorded,
     /// The echo agent has no transcript in the folder to resume.
-    NoEchoTranscript,
+    EchoTranscriptMissing,
     /// Claude Code has no transcript of the conversation (its id) in the folder.
-    NoTranscript(String),
+    TranscriptMissing(String),
     /// Codex has no session file of the conversation (its id).
-    NoCodexSession(String),
+    CodexSessionMissing(String),
     /// The iapeer binary, which a gated peer's approval hook runs, cannot be found.
-    NoHookBinary(std::io::Error),
+    HookBinaryNotFound(std::io::Error),
 }
 
 impl std::fmt::Display for LaunchError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            LaunchError::NoRecordedConversation => f.write_str(NO_RECORDED_CONVERSATION),
-            LaunchError::NoEchoTranscript => f.write_str("no transcript to resume"),
-            LaunchError::NoTranscript(id) => {
+            LaunchError::ConversationNotRecorded => f.write_str(NO_RECORDED_CONVERSATION),
+            LaunchError::EchoTranscriptMissing => f.write_str("no transcript to resume"),
+            LaunchError::TranscriptMissing(id) => {
                 write!(f, "no transcript of conversation {id} to resume")
             }
-            LaunchError::NoCodexSession(id) => {
+            LaunchError::CodexSessionMissing(id) => {
                 write!(f, "no codex session file of conversation {id} to resume")
             }
-            LaunchError::NoHookBinary(e) => {
+            LaunchError::HookBinaryNotFound(e) => {
                 write!(
                     f,
                     "cannot find the iapeer binary for the approval hook: {e}"
@@ -105,7 +105,7 @@ impl std::fmt::Display for LaunchError {
 impl std::error::Error for LaunchError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            LaunchError::NoHookBinary(e) => Some(e),
+            LaunchError::HookBinaryNotFound(e) => Some(e),
             _ => None,
         }
     }

@@ -203,7 +203,7 @@ impl Adapter for Claude {
         let mut args: Vec<OsString> = match ctx.gated {
             None => vec!["--dangerously-skip-permissions".into()],
             Some(timeout) => {
-                let exe = std::env::current_exe().map_err(LaunchError::NoHookBinary)?;
+                let exe = std::env::current_exe().map_err(LaunchError::HookBinaryNotFound)?;
                 super::claude_gate::launch_args(&exe, timeout)
             }
         };
@@ -222,10 +222,10 @@ impl Adapter for Claude {
         match (ctx.mode, self.conversation.as_deref()) {
             (WakeMode::Fresh, Some(id)) => args.extend(["--session-id".into(), id.into()]),
             (WakeMode::Fresh, None) => {}
-            (WakeMode::Resume, None) => return Err(LaunchError::NoRecordedConversation),
+            (WakeMode::Resume, None) => return Err(LaunchError::ConversationNotRecorded),
             (WakeMode::Resume, Some(id)) => {
                 if !self.resumable(ctx.cwd) {
-                    return Err(LaunchError::NoTranscript(id.to_string()));
+                    return Err(LaunchError::TranscriptMissing(id.to_string()));
                 }
                 args.extend(["--resume".into(), id.into()]);
             }

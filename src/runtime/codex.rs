@@ -422,10 +422,10 @@ impl Adapter for Codex {
             // By its id, never `--last`: the folder's newest may be a person's, open in their
             // Codex (issue 32 item 1).
             let Some(id) = self.conversation.as_deref() else {
-                return Err(super::LaunchError::NoRecordedConversation);
+                return Err(super::LaunchError::ConversationNotRecorded);
             };
             if !self.resumable(ctx.cwd) {
-                return Err(super::LaunchError::NoCodexSession(id.to_string()));
+                return Err(super::LaunchError::CodexSessionMissing(id.to_string()));
             }
             args.extend(["resume".into(), id.into()]);
         }
@@ -453,7 +453,8 @@ impl Adapter for Codex {
         match ctx.gated {
             None => args.push("--dangerously-bypass-approvals-and-sandbox".into()),
             Some(timeout) => {
-                let exe = std::env::current_exe().map_err(super::LaunchError::NoHookBinary)?;
+                let exe =
+                    std::env::current_exe().map_err(super::LaunchError::HookBinaryNotFound)?;
                 args.extend(super::codex_gate::launch_args(&exe, timeout));
             }
         }

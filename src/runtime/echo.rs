@@ -56,7 +56,7 @@ impl Adapter for Echo {
         let mut args: Vec<OsString> = vec!["echo-agent".into()];
         if ctx.mode == WakeMode::Resume {
             if !self.resumable(ctx.cwd) {
-                return Err(super::LaunchError::NoEchoTranscript);
+                return Err(super::LaunchError::EchoTranscriptMissing);
             }
             args.push("--resume".into());
         }
