@@ -316,7 +316,7 @@ pub trait Adapter: Send + Sync {
     fn name(&self) -> &str;
     /// Agent (pty) or router (pipes).
     fn kind(&self) -> RuntimeKind;
-    /// Build the launch command. Errors: [`LaunchError`], a wake failure reason (e.g. `no
+    /// Build the launch command. Errors: `LaunchError`, a wake failure reason (e.g. `no
     /// transcript to resume`).
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, LaunchError>;
     /// How this runtime's conversations get their ids. The default: one per folder.

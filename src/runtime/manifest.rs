@@ -130,7 +130,7 @@ impl Manifest {
     /// Read manifest text found in the folder of runtime `folder` (pure).
     ///
     /// Errors: the text is not JSON of this shape, `runtime` names another runtime, or
-    /// `selfConfig` is neither a command string nor `{command,args}` ([`ManifestError`]).
+    /// `selfConfig` is neither a command string nor `{command,args}` (`ManifestError`).
     pub fn parse(text: &str, folder: &str) -> Result<Manifest, ManifestError> {
         let raw: RawManifest = serde_json::from_str(text).map_err(ManifestError::Json)?;
         let runtime = raw.runtime.unwrap_or_else(|| folder.to_string());
