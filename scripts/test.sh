@@ -18,6 +18,17 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --all-targets --quiet -- -D warnings
 
+echo "== cargo doc (our crate only; a broken or private link is an error) and the doc tests"
+# `cargo test --all-targets` below leaves doc tests out, so they run here.
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
+cargo test --doc --quiet
+
+echo "== a build without the test hooks (as a release build) ignores IAPEER_TEST_HOOK"
+# The hooks are compiled in with debug assertions or the test-hooks feature; turning debug
+# assertions off for our crate alone stands for a release build without rebuilding the
+# dependencies (daemon::test_hooks::tests::a_build_without_the_hooks_ignores_the_variable).
+cargo test --lib --quiet --config 'profile.dev.package.iapeer.debug-assertions=false' test_hooks::
+
 echo "== python venv with the official MCP SDK (cached in .cache/venv)"
 scripts/setup-python.sh
 export IAPEER_TEST_PYTHON="$PWD/.cache/venv/bin/python"

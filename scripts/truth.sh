@@ -20,6 +20,7 @@ case "$CYCLES" in
   ''|*[!0-9]*) echo "usage: scripts/truth.sh [cycles]" >&2; exit 2 ;;
 esac
 PROFILE=()
-[ "${TRUTH_PROFILE:-release}" = "release" ] && PROFILE=(--release)
+# A release build has the daemon's test hooks (which the integration tests need) only with the feature.
+[ "${TRUTH_PROFILE:-release}" = "release" ] && PROFILE=(--release --features test-hooks)
 IAPEER_TRUTH_CYCLES=$CYCLES exec cargo test "${PROFILE[@]}" --test integration \
   truth::sigterm_and_kill_cycles_tell_every_sender_the_truth -- --exact --nocapture

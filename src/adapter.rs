@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::launch_env::LaunchEnv;
 use crate::paths::Paths;
-use crate::session::paste_view::PasteView;
+use crate::term::paste_view::PasteView;
 use crate::term::Screen;
 
 /// How a runtime's sessions are hosted.
@@ -308,6 +308,66 @@ pub fn composer_shows(screen: &Screen, glyph: Option<&str>, paste: &PasteView) -
         .is_some_and(|row| paste.shown_in(&row.text))
 }
 
+/// What kind of refusal by a runtime's model API, as an operator acts on it (spec 10 §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiErrorKind {
+    /// Too many requests or a usage limit reached: wait for the reset.
+    RateLimit,
+    /// The API is overloaded (or another server-side failure): usually passes.
+    Overloaded,
+    /// The login expired or the key is wrong: a human must log in again.
+    Auth,
+    /// Any other refusal the runtime marks as an API error.
+    Other,
+}
+
+impl ApiErrorKind {
+    /// The logfmt / JSON word: `rate-limit`, `overloaded`, `auth`, `api-error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApiErrorKind::RateLimit => "rate-limit",
+            ApiErrorKind::Overloaded => "overloaded",
+            ApiErrorKind::Auth => "auth",
+            ApiErrorKind::Other => "api-error",
+        }
+    }
+}
+
+/// One refused turn, as a runtime's file records it ([`Adapter::api_error`]; the runtimes'
+/// readers are in `runtime::api_error`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// The kind.
+    pub kind: ApiErrorKind,
+    /// The runtime's own word for it (Claude's `error`, e.g. `rate_limit`).
+    pub error_type: String,
+    /// The HTTP status, when recorded.
+    pub status: Option<u16>,
+    /// The model named by the record (`<synthetic>` for Claude's error records).
+    pub model: String,
+    /// The text the runtime showed the user.
+    pub text: String,
+    /// The record's timestamp, as written.
+    pub at: String,
+    /// When the limit resets, as the runtime recorded it, if it did: epoch seconds as
+    /// written (Codex's fullest window; Claude Code's `apiErrorParams.rate_limit_info.resetsAt`
+    /// for a plan's usage limit).
+    pub resets_at: Option<String>,
+    /// The runtime said it takes the refused turn up again by itself at the reset (Claude
+    /// Code 2.1.332 for a plan's usage limit: a `system` record "… set to continue
+    /// automatically at …" after the refusal).
+    pub runtime_resumes: bool,
+}
+
+/// How a runtime clears its composer ([`Adapter::clear_keys`]; `session::clear` presses them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClearKeys {
+    /// The first key.
+    pub first: Vec<u8>,
+    /// When the runtime asks for a second press: the text it shows then, and the key.
+    pub again: Option<(&'static str, Vec<u8>)>,
+}
+
 /// One runtime's behaviour. Implementations are immutable and shared; a runtime that names
 /// its conversations gives a session its own copy bound to the session's conversation
 /// ([`Adapter::for_conversation`]).
@@ -363,7 +423,7 @@ pub trait Adapter: Send + Sync {
     fn live_dialog(&self, _screen: &Screen) -> Option<BootStep> {
         None
     }
-    /// A tool's permission prompt the screen shows, if any ([`PermissionPrompt`]): recorded
+    /// A tool's permission prompt the screen shows, if any (`PermissionPrompt`): recorded
     /// from the real CLI; `None` (the default) for a runtime that shows none.
     fn permission_prompt(&self, _screen: &Screen) -> Option<PermissionPrompt> {
         None
@@ -378,7 +438,7 @@ pub trait Adapter: Send + Sync {
     }
     /// Everything the composer holds, its rows joined by `\n` (typed text and paste
     /// placeholders, not a dim placeholder or suggestion), or `None` when it is empty: what
-    /// [`crate::session::own_text::Tracker::find`] compares with iapeer's own pastes. The
+    /// `crate::session::own_text::Tracker::find` compares with iapeer's own pastes. The
     /// default: the typed text of the composer row, as [`Adapter::composer_draft`] reads it.
     fn composer_content(&self, screen: &Screen) -> Option<String> {
         typed_composer_text(screen, self.prompt_glyph())
@@ -387,28 +447,28 @@ pub trait Adapter: Send + Sync {
     /// conversation): Claude Code 2.1.332 does, a moment after the turn ends
     /// (`tests/fixtures/claude-2.1.332/interrupt-restores-prompt.raw`); Codex 0.171.0 keeps it
     /// in the conversation. After an interrupt a delivery waits for it
-    /// ([`crate::session::own_text::RESTORE_SETTLE`]). The default: no.
+    /// (`crate::session::own_text::RESTORE_SETTLE`). The default: no.
     fn restores_interrupted_prompt(&self) -> bool {
         false
     }
     /// The form in which this runtime shows a pasted `text` wherever iapeer reads it back
-    /// (its transcript, its model request, its screen): [`crate::runtime::pasted_form`],
+    /// (its transcript, its model request, its screen): `crate::runtime::pasted_form`,
     /// recorded from the real CLI (issue 32 item 6). Pure and idempotent; everything that
     /// looks for a paste compares in it (the confirmers, the composer's paste sign, iapeer's
     /// own text in a composer). The default: the text as pasted.
     fn pasted_form(&self, text: &str) -> String {
         text.to_string()
     }
-    /// The runtime's own keys that clear its composer ([`crate::session::clear`]), recorded
+    /// The runtime's own keys that clear its composer (`session::clear` presses them), recorded
     /// from the real CLI; `None` (the default): iapeer never clears it, and its own text
     /// there holds messages like a draft.
-    fn clear_keys(&self) -> Option<crate::session::clear::ClearKeys> {
+    fn clear_keys(&self) -> Option<ClearKeys> {
         None
     }
     /// Whether the screen shows the whole of iapeer's paste in the composer, taken and waiting
     /// for Enter (issue 13 item 1). The default reads the composer row (typed or styled:
     /// Codex 0.171 draws its `[Pasted Content N chars]` in colour) through
-    /// [`PasteView::shown_in`], whose forms are recorded from Claude Code 2.1.332, Codex 0.171
+    /// `PasteView::shown_in`, whose forms are recorded from Claude Code 2.1.332, Codex 0.171
     /// and the echo agent.
     fn paste_shown(&self, screen: &Screen, paste: &PasteView) -> bool {
         composer_shows(screen, self.prompt_glyph(), paste)
@@ -457,7 +517,7 @@ pub trait Adapter: Send + Sync {
     }
     /// The model API's refusal of the runtime's latest turn in `cwd`, when its newest
     /// outcome is one (spec 10 §3: read from structured files, never the screen).
-    fn api_error(&self, _cwd: &Path) -> Option<crate::runtime::api_error::ApiError> {
+    fn api_error(&self, _cwd: &Path) -> Option<ApiError> {
         None
     }
     /// Newest activity time of the runtime for `cwd` (epoch ms), from its transcripts.

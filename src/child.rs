@@ -153,3 +153,13 @@ pub fn run_command(mut command: Command, deadline: Duration) -> Finished {
         stderr: text(err),
     }
 }
+
+/// Send `sig` to the whole process group `pgid` (our children lead their own groups).
+/// A group that is already gone is not an error.
+pub fn signal_group(pgid: u32, sig: nix::sys::signal::Signal) -> std::io::Result<()> {
+    let pgid = nix::unistd::Pid::from_raw(pgid as i32);
+    match nix::sys::signal::killpg(pgid, sig) {
+        Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -7,6 +7,7 @@
 //! another writer, or removed).
 
 use crate::clock;
+use crate::config::vars::{DEFAULT_KEEP, DEFAULT_MAX_BYTES};
 use crate::fsutil::{self, MODE_PRIVATE};
 use fs2::FileExt;
 use std::borrow::Cow;
@@ -18,11 +19,6 @@ use std::io::{self, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-
-/// Default size limit of one log file, in bytes (5 MiB).
-pub const DEFAULT_MAX_BYTES: u64 = 5 * 1024 * 1024;
-/// Default number of rotated copies kept (`<log>.1` … `<log>.5`).
-pub const DEFAULT_KEEP: u32 = 5;
 
 /// One event: `ev=<name>` followed by `key=value` fields in the order added.
 ///
@@ -75,7 +71,7 @@ pub fn quote_value(value: &str) -> Cow<'_, str> {
 }
 
 /// [`quote_value`] for a reader's view (`iapeer logs`): the characters it would escape as
-/// `\uXXXX` are left as they are, for [`crate::visible::line`] to show as stand-ins.
+/// `\uXXXX` are left as they are, for `crate::visible::line` to show as stand-ins.
 pub fn quote_shown(value: &str) -> Cow<'_, str> {
     quote(value, false)
 }

@@ -29,6 +29,8 @@ mod golden;
 pub(crate) mod host;
 pub(crate) mod inbox;
 pub(crate) mod launch_env;
+#[cfg(test)]
+mod layers_tests;
 pub(crate) mod limits;
 pub(crate) mod logview;
 pub(crate) mod markers;

@@ -25,16 +25,8 @@
 
 use std::time::Duration;
 
-use crate::runtime::api_error::ApiError;
-
-/// The knobs (`IAPEER_LIMIT_RESUME`, `IAPEER_LIMIT_BACKOFF_MS`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ResumeLimits {
-    /// Take limited turns up again (`IAPEER_LIMIT_RESUME`, on unless `0`).
-    pub enabled: bool,
-    /// The first wait when no reset time was recorded (`IAPEER_LIMIT_BACKOFF_MS`, 5 min).
-    pub backoff: Duration,
-}
+use crate::adapter::ApiError;
+use crate::config::limits::ResumeLimits;
 
 /// Past a recorded reset time before iapeer prompts: the limit's own clock and ours differ.
 pub const RESET_MARGIN: Duration = Duration::from_secs(5);
@@ -277,11 +269,7 @@ mod tests {
             ),
         ] {
             let e = fixture_outcome(case);
-            assert_eq!(
-                e.kind,
-                crate::runtime::api_error::ApiErrorKind::RateLimit,
-                "{case}"
-            );
+            assert_eq!(e.kind, crate::adapter::ApiErrorKind::RateLimit, "{case}");
             assert_eq!(e.runtime_resumes, runtime_first, "{case}");
             // Planned at the refusal's own time.
             let at: jiff::Timestamp = e.at.parse().unwrap();

@@ -202,6 +202,10 @@ impl fmt::Display for Intelligence {
     }
 }
 
+/// The built-in `human` runtime's name (a person at a terminal with a durable inbox;
+/// `runtime::human` hosts it, `inbox` stores its messages).
+pub const HUMAN_RUNTIME: &str = "human";
+
 /// Runtimes that are channels to humans: the built-in `human` (a person at a terminal, with
 /// a durable inbox) and the chat and mail packages.
 pub fn is_human_channel(runtime: &str) -> bool {

@@ -14,28 +14,13 @@
 
 use std::io;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::adapter::ApiError;
+use crate::config::limits::NoticeLimits;
 use crate::paths::Paths;
-use crate::runtime::api_error::ApiError;
-
-/// How long a notice lives after its last repeat.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NoticeLimits {
-    /// `IAPEER_NOTICE_TTL_MS`, default 1 h.
-    pub ttl: Duration,
-}
-
-impl Default for NoticeLimits {
-    fn default() -> Self {
-        NoticeLimits {
-            ttl: Duration::from_secs(3600),
-        }
-    }
-}
 
 /// One notice: a peer's runtime refused by its model API, `count` times since `firstAt`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -343,7 +328,8 @@ pub fn of_this_session(at: &str, woke_at_ms: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::api_error::ApiErrorKind;
+    use crate::adapter::ApiErrorKind;
+    use std::time::Duration;
 
     fn refusal(kind: ApiErrorKind, error: &str, text: &str) -> ApiError {
         ApiError {

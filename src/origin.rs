@@ -25,18 +25,6 @@ use serde::{Deserialize, Serialize};
 use crate::names::Intelligence;
 use crate::paths::Paths;
 
-/// The guard's settings (`IAPEER_ORIGIN_GUARD`, `IAPEER_ORIGIN_GUARD_ARM_TTL_MS`,
-/// `IAPEER_ORIGIN_HOLD_TTL_MS`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OriginLimits {
-    /// The guard is on (`IAPEER_ORIGIN_GUARD=0` turns it off).
-    pub enabled: bool,
-    /// How long an unanswered human message arms the guard (48 h).
-    pub arm_ttl: Duration,
-    /// How long a held send waits for `confirm-send` (15 min).
-    pub hold_ttl: Duration,
-}
-
 /// One human → agent pair: where the human last wrote from, when, and when the agent
 /// answered on that channel.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

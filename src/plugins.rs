@@ -8,9 +8,9 @@
 //!   peer's entry is the `project`-scope one whose `projectPath` is the folder), `claude
 //!   plugin install <p>@agfpd --scope project` in the peer folder, `claude plugin marketplace
 //!   update agfpd` to refresh;
-//! - Codex: `codex plugin list --json` (`installed[]` by `pluginId`), `codex plugin add
-//!   <p>@agfpd` (host-wide; its last line names the installed root), `codex plugin
-//!   marketplace upgrade agfpd` to refresh.
+//! - Codex: `codex plugin list --json` (`installed[]` by `pluginId`),
+//!   `codex plugin add <p>@agfpd` (host-wide; its last line names the installed root),
+//!   `codex plugin marketplace upgrade agfpd` to refresh.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -143,8 +143,8 @@ fn senders_in_flight_at_sigterm_are_answered_and_logged() {
             ])
         })
         .collect();
-    // Time for the three to reach the router and be held (they wait 60 s there).
-    std::thread::sleep(Duration::from_secs(3));
+    // The three have reached the router, which holds them (they would wait 60 s there).
+    env.wait_hook("router-send:deaf", 3);
     env.stop_daemon();
     for s in senders {
         let out = s.wait_with_output().unwrap();

@@ -105,12 +105,10 @@ pub(crate) fn script_tool_per_message(
 
 /// Wait until a tool result (Claude) or tool output (Codex) the model got says `why`.
 fn told(env: &TestEnv, results: &Mutex<Vec<String>>, why: &str) {
-    let start = std::time::Instant::now();
-    while start.elapsed() < Duration::from_secs(60) {
-        if results.lock().unwrap().iter().any(|r| r.contains(why)) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
+    if common::poll(Duration::from_secs(60), || {
+        results.lock().unwrap().iter().any(|r| r.contains(why))
+    }) {
+        return;
     }
     panic!(
         "no tool result told the model \"{why}\"; results: {:?}\n{}",
@@ -253,6 +251,8 @@ fn a_gated_claude_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
         "240",
     ]);
     assert!(out.contains("queued"), "{out}");
+    // Time is the test: the held message is re-checked while the prompt is open and must not go
+    // in during these seconds (pasted with Enter it would answer the prompt).
     std::thread::sleep(Duration::from_secs(3));
     deny_the_waiting_prompt(&env, &id, &dir, "claude-cb");
     told(&env, &results, "not today");
@@ -457,7 +457,9 @@ fn the_broker_long_polls_approves_over_http_and_denies_a_gone_hook_and_on_shutdo
     let poll = std::thread::spawn(move || {
         crate::fleet::request(port, "GET", "/fleet/v1/approvals?wait=30", &[&auth], b"")
     });
-    std::thread::sleep(Duration::from_millis(500));
+    // The long poll is parked before the hook asks (one that came late would get the prompt
+    // at once, and the wait path would go untested).
+    env.wait_hook("approvals-wait", 1);
     let hook = hook_ask(&env, &token, "make build");
     let polled = poll.join().unwrap();
     assert_eq!(polled.status, 200);
@@ -656,6 +658,8 @@ fn a_gated_codex_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
         "--timeout",
         "120",
     ]);
+    // Time: the paste lands in Codex's open composer while the hook waits (Codex's own screen
+    // is the only witness).
     std::thread::sleep(Duration::from_secs(2));
     deny_the_waiting_prompt(&env, &id, &dir, "codex-cx");
     told(&env, &outputs, "not today");

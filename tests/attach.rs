@@ -10,6 +10,7 @@ use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,8 @@ pub(crate) struct Terminal {
     child: Child,
     master: File,
     output: Arc<Mutex<Vec<u8>>>,
+    /// Raised by the reader thread when the pty has nothing more to give.
+    eof: Arc<AtomicBool>,
     status: Option<ExitStatus>,
 }
 
@@ -61,6 +64,8 @@ impl Terminal {
         let master = File::from(pty.master);
         let output = Arc::new(Mutex::new(Vec::new()));
         let (mut reader, sink) = (master.try_clone().unwrap(), output.clone());
+        let eof = Arc::new(AtomicBool::new(false));
+        let at_eof = eof.clone();
         std::thread::spawn(move || {
             let mut buf = [0u8; 8192];
             // Ends with EIO once the child and every slave fd are gone.
@@ -70,11 +75,13 @@ impl Terminal {
                 }
                 sink.lock().unwrap().extend_from_slice(&buf[..n]);
             }
+            at_eof.store(true, Ordering::SeqCst);
         });
         Terminal {
             child,
             master,
             output,
+            eof,
             status: None,
         }
     }
@@ -109,38 +116,39 @@ impl Terminal {
 
     /// Wait (bounded) for the process to exit and return its status.
     pub(crate) fn wait(&mut self, env: &TestEnv) -> ExitStatus {
-        let start = Instant::now();
-        while self.running() {
-            if start.elapsed() > Duration::from_secs(20) {
-                panic!(
-                    "the attached CLI did not exit; it printed:\n{}\n{}",
-                    self.text(),
-                    env.diagnostics()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if !common::poll(Duration::from_secs(20), || !self.running()) {
+            panic!(
+                "the attached CLI did not exit; it printed:\n{}\n{}",
+                self.text(),
+                env.diagnostics()
+            );
         }
-        // Let the reader collect the last bytes.
-        std::thread::sleep(Duration::from_millis(100));
+        // The reader has collected the last bytes (unless something the CLI started still
+        // holds the terminal open: then what came so far).
+        let eof = self.eof.clone();
+        common::poll(Duration::from_secs(2), || eof.load(Ordering::SeqCst));
         self.status.unwrap()
     }
 
     /// Wait until the terminal shows `needle` (or the raw output has it).
     pub(crate) fn wait_for(&mut self, env: &TestEnv, needle: &str) {
         let start = Instant::now();
-        while !(self.screen().contains(needle) || self.text().contains(needle)) {
-            if start.elapsed() > Duration::from_secs(20)
-                || (!self.running() && start.elapsed() > Duration::from_secs(1))
-            {
-                panic!(
-                    "the terminal never showed {needle:?} (exit {:?}); screen:\n{}\nraw:\n{:?}\n{}",
-                    self.status,
-                    self.screen(),
-                    self.text(),
-                    env.diagnostics()
-                );
+        let mut gone = false;
+        let shown = common::poll(Duration::from_secs(20), || {
+            if self.screen().contains(needle) || self.text().contains(needle) {
+                return true;
             }
-            std::thread::sleep(Duration::from_millis(50));
+            gone = !self.running() && start.elapsed() > Duration::from_secs(1);
+            gone
+        });
+        if gone || !shown {
+            panic!(
+                "the terminal never showed {needle:?} (exit {:?}); screen:\n{}\nraw:\n{:?}\n{}",
+                self.status,
+                self.screen(),
+                self.text(),
+                env.diagnostics()
+            );
         }
     }
 }
@@ -455,6 +463,8 @@ fn attach_says_how_to_detach_and_ctrl_bracket_cancels_the_wait_for_a_boot() {
         term.text()
     );
     // The agent was left alone: still running, no session end, not stopped.
+    // Time is the test: a window in which a wrong end of the session would show (nothing
+    // reports that it will not).
     std::thread::sleep(Duration::from_millis(500));
     assert!(alive(pid), "bob's process survived the cancel");
     assert_eq!(ended(&env), ended_before, "{}", env.diagnostics());

@@ -218,11 +218,8 @@ fn mcp_send(
 fn timed(env: &TestEnv, args: &[&str]) -> (Duration, Option<Output>) {
     let started = Instant::now();
     let mut child = env.spawn(args);
-    while started.elapsed() < Duration::from_secs(20) {
-        if child.try_wait().unwrap().is_some() {
-            return (started.elapsed(), Some(child.wait_with_output().unwrap()));
-        }
-        std::thread::sleep(Duration::from_millis(10));
+    if common::exit_within(&mut child, Duration::from_secs(20)).is_some() {
+        return (started.elapsed(), Some(child.wait_with_output().unwrap()));
     }
     let _ = child.kill();
     let _ = child.wait();

@@ -531,6 +531,8 @@ fn claude_folds_a_message_sent_during_a_tool_call_into_the_running_turn() {
                 && common::anthropic::flatten(&r["messages"]).contains(needle)),
         "folded into the tool turn"
     );
+    // Time: the session watches the composer on the screen's timing; a window for a wrong loss
+    // notice to come.
     std::thread::sleep(Duration::from_secs(2));
     assert!(
         !env.pane("echo-ea").contains("from iapeer"),

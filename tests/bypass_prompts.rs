@@ -79,6 +79,7 @@ fn save(dir: &Path, name: &str, env: &TestEnv) {
 /// Wait until a terminal is attached to `cb`.
 fn wait_attached(env: &TestEnv) {
     env.wait_until("attached", Duration::from_secs(30), |env| attached(env) > 0);
+    // Time, as recorded: the attached client draws its first frame before keys are typed.
     std::thread::sleep(Duration::from_millis(500));
 }
 
@@ -331,17 +332,17 @@ fn record_claude_bypass_prompts() {
     let rm_a = format!("rm {}", made.join("a").display());
     eprintln!("send: {}", send_run(&env, &rm_a));
     env.wait_until("the prompt", Duration::from_secs(90), prompt_open);
-    std::thread::sleep(Duration::from_secs(2));
+    env.pane_settled("claude-cb");
     save(&out, "ask-rule-prompt", &env);
     eprintln!("=== ask rule:\n{}", env.screen("claude-cb"));
     let mut term = attach_at_session_size(&env);
     wait_attached(&env);
-    std::thread::sleep(Duration::from_secs(1));
+    env.pane_settled("claude-cb");
     term.type_bytes(b"\r");
     env.wait_until("the tool ran", Duration::from_secs(60), |_| {
         !made.join("a").exists()
     });
-    std::thread::sleep(Duration::from_secs(3));
+    env.pane_settled("claude-cb");
     save(&out, "ask-rule-approved", &env);
     eprintln!("=== approved:\n{}", env.screen("claude-cb"));
     eprintln!("results: {:?}", results.lock().unwrap());
@@ -351,17 +352,17 @@ fn record_claude_bypass_prompts() {
     let hooked = format!("touch {}", made.join("hook-asks").display());
     eprintln!("send: {}", send_run(&env, &hooked));
     env.wait_until("the prompt", Duration::from_secs(90), prompt_open);
-    std::thread::sleep(Duration::from_secs(2));
+    env.pane_settled("claude-cb");
     save(&out, "hook-ask-prompt", &env);
     eprintln!("=== hook ask:\n{}", env.screen("claude-cb"));
     let mut term = attach_at_session_size(&env);
     wait_attached(&env);
-    std::thread::sleep(Duration::from_secs(1));
+    env.pane_settled("claude-cb");
     term.type_bytes(b"\x1b[B");
-    std::thread::sleep(Duration::from_secs(1));
+    env.pane_settled("claude-cb");
     eprintln!("=== after Down:\n{}", env.screen("claude-cb"));
     term.type_bytes(b"\r");
-    std::thread::sleep(Duration::from_secs(4));
+    env.pane_settled("claude-cb");
     save(&out, "hook-ask-denied", &env);
     eprintln!("=== denied:\n{}", env.screen("claude-cb"));
     eprintln!("exists: {}", made.join("hook-asks").exists());
@@ -382,9 +383,9 @@ fn record_claude_bypass_prompts() {
     env.wait_until("the prompt", Duration::from_secs(90), prompt_open);
     let mut term = attach_at_session_size(&env);
     wait_attached(&env);
-    std::thread::sleep(Duration::from_secs(1));
+    env.pane_settled("claude-cb");
     term.type_bytes(b"\x1b");
-    std::thread::sleep(Duration::from_secs(4));
+    env.pane_settled("claude-cb");
     save(&out, "ask-rule-esc", &env);
     eprintln!("=== esc:\n{}", env.screen("claude-cb"));
     eprintln!("exists: {}", made.join("b").exists());
@@ -416,12 +417,14 @@ fn record_claude_bypass_tool_prompts() {
             let s = env.screen("claude-cb");
             s.contains("Esc to cancel") && s != last_shown
         });
-        std::thread::sleep(Duration::from_secs(2));
+        env.pane_settled("claude-cb");
         save(&out, &format!("{name}-prompt"), &env);
         last_shown = env.screen("claude-cb");
         eprintln!("=== {name}:\n{last_shown}");
         let mut term = attach_at_session_size(&env);
         wait_attached(&env);
+        // Time, as recorded: the MCP tool's prompt keeps drawing while a terminal is
+        // attached, so no still second comes to wait for.
         std::thread::sleep(Duration::from_secs(1));
         term.type_bytes(b"\x1b");
         env.wait_until("closed", Duration::from_secs(30), |env| {

@@ -421,7 +421,9 @@ fn a_wake_stopped_before_its_model_answered_tells_the_sender_nothing() {
     env.ok(&["stop", "cb"]);
     let err = failed_gate_reason(&env, Duration::from_secs(30));
     assert!(err.contains("ended (stop)"), "{err}");
-    std::thread::sleep(Duration::from_secs(2));
+    // The router logs a notice it sends (`failure-notice`) with the gate's line; past that,
+    // it has handled everything it had.
+    env.router_settled();
     assert!(
         !env.pane("echo-ea").contains("from iapeer"),
         "no notice: {}",

@@ -20,6 +20,8 @@ fn attach_and_draft(env: &common::TestEnv, peer: &str, shows: &str) -> crate::at
     env.wait_until("the draft is on screen", Duration::from_secs(30), |_| {
         term.screen().contains("my unfinished draft")
     });
+    // Time, as a person pauses: Claude Code takes keys within 700 ms of typing for more typing
+    // (runtime/claude.rs), so the message comes after a pause.
     std::thread::sleep(Duration::from_secs(2));
     term
 }
@@ -87,6 +89,8 @@ fn claude_draft_in_the_composer_holds_the_message_until_the_composer_is_free() {
             .iter()
             .any(|r| last_user_text(r).contains("my unfinished draft"))
     };
+    // Time: a turn the draft would have started shows only as the CLI's model request; a window
+    // for it.
     std::thread::sleep(Duration::from_secs(2));
     assert!(!glued(&api), "the draft was submitted");
     assert!(
@@ -151,6 +155,8 @@ fn codex_draft_in_the_composer_holds_the_message_until_the_composer_is_free() {
             .iter()
             .any(|r| input_text(r).contains(needle))
     };
+    // Time: a turn the draft would have started shows only as the CLI's model request; a window
+    // for it.
     std::thread::sleep(Duration::from_secs(2));
     assert!(
         !sent(&api, "<msg>hello there</msg>"),
@@ -286,6 +292,7 @@ fn claude_draft_sharing_a_start_with_an_old_message_is_still_a_draft() {
     env.wait_until("the draft is on screen", Duration::from_secs(30), |_| {
         term.screen().contains("my own words")
     });
+    // Time, as a person pauses (as in attach_and_draft).
     std::thread::sleep(Duration::from_secs(2));
     let (ok, v, _) = crate::busy::send_json(&env, "cb", "hello there");
     assert!(
@@ -293,6 +300,8 @@ fn claude_draft_sharing_a_start_with_an_old_message_is_still_a_draft() {
         "{v}\n{}",
         env.diagnostics()
     );
+    // Time is the test: the held message re-checks the composer and must not go in while the
+    // draft is there.
     std::thread::sleep(Duration::from_secs(3));
     assert!(term.screen().contains("my own words"), "{}", term.screen());
     assert!(!env.has_event("lifecycle", "composer-cleared", &[]));

@@ -166,6 +166,7 @@ fn person(
 /// Type `text` and Enter the way a person does: the text, a moment, then Enter.
 fn ask(term: &mut Terminal, text: &str) {
     term.type_bytes(text.as_bytes());
+    // Time, as a person types: the text, a pause, then Enter.
     std::thread::sleep(Duration::from_millis(500));
     term.type_bytes(b"\r");
 }
@@ -190,6 +191,7 @@ fn person_asks_codex(env: &TestEnv, args: &[&str]) {
     ask(&mut term, PERSON);
     crate::busy::wait_codex_turns(env, 2);
     term.type_bytes(&[0x03]);
+    // Time, as a person presses Ctrl-C twice.
     std::thread::sleep(Duration::from_millis(300));
     term.type_bytes(&[0x03]);
     term.wait(env);

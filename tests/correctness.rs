@@ -105,6 +105,8 @@ fn drive(env: &TestEnv, to: &str, identity: &str, n: usize) -> Vec<String> {
     for i in 0..n {
         crate::busy::wait_idle(env, identity);
         if i % 3 == 2 {
+            // Time is the pattern: an idle gap before every third send, as between a person's
+            // messages.
             std::thread::sleep(Duration::from_millis(700));
         }
         let b = body(i);
@@ -156,14 +158,11 @@ fn drive(env: &TestEnv, to: &str, identity: &str, n: usize) -> Vec<String> {
 /// Wait until `turns()` has `n` user turns with envelopes (the last may still be on its way
 /// to the model), then compare them with `sent`.
 fn check(env: &TestEnv, identity: &str, sent: &[String], turns: impl Fn() -> Vec<String>) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let got = loop {
-        let t = turns();
-        if t.len() >= sent.len() || Instant::now() >= deadline {
-            break t;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let mut got = Vec::new();
+    common::poll(Duration::from_secs(60), || {
+        got = turns();
+        got.len() >= sent.len()
+    });
     let result = bodies_of(&got).and_then(|b| compare(sent, &b));
     assert!(
         result.is_ok(),

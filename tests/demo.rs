@@ -123,6 +123,7 @@ fn demo_hung_up_stops_its_daemon_and_removes_its_root() {
             Instant::now() < deadline,
             "the demo's daemon did not come up"
         );
+        // Polled tightly: the demo moves on about half a second after its daemon is up.
         std::thread::sleep(Duration::from_millis(1));
     };
     common::signal(child.id(), nix::sys::signal::Signal::SIGHUP);

@@ -61,14 +61,10 @@ fn a_2_mb_line_without_enter_costs_linear_output() {
         });
     }
     let shows = |needle: &str| String::from_utf8_lossy(&tail.lock().unwrap()).contains(needle);
-    let wait = |what: &str, limit: Duration, f: &dyn Fn() -> bool| {
-        let start = Instant::now();
-        while !f() {
-            assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    };
-    wait("the prompt", Duration::from_secs(10), &|| shows("❯ "));
+    assert!(
+        common::poll(Duration::from_secs(10), || shows("❯ ")),
+        "the prompt: not within 10 s"
+    );
     let started = Instant::now();
     let before = total.load(Ordering::SeqCst);
     let writer = {
@@ -84,19 +80,14 @@ fn a_2_mb_line_without_enter_costs_linear_output() {
             let _ = w.write_all(b"\x03done\r");
         })
     };
-    let outcome = (|| {
-        let start = Instant::now();
-        while !shows("you: done") {
-            if start.elapsed() > Duration::from_secs(30) {
-                return Err(format!(
-                    "the agent had not caught up after 30 s ({} bytes of output so far)",
-                    total.load(Ordering::SeqCst) - before
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+    let outcome = if common::poll(Duration::from_secs(30), || shows("you: done")) {
         Ok(())
-    })();
+    } else {
+        Err(format!(
+            "the agent had not caught up after 30 s ({} bytes of output so far)",
+            total.load(Ordering::SeqCst) - before
+        ))
+    };
     let _ = child.kill();
     let _ = child.wait();
     outcome.unwrap();

@@ -13,12 +13,8 @@ use common::{alive, describe, TestEnv};
 
 /// Wait for `child` at most `limit`; kill it and fail the test if it is still running.
 fn output_within(mut child: Child, limit: Duration, what: &str, env: &TestEnv) -> Output {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if let Ok(Some(_)) = child.try_wait() {
-            return child.wait_with_output().expect("output");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    if common::exit_within(&mut child, limit).is_some() {
+        return child.wait_with_output().expect("output");
     }
     let _ = child.kill();
     let out = child.wait_with_output().expect("output");
@@ -76,10 +72,9 @@ fn a_router_panic_answers_waiting_senders_ends_sessions_and_exits_non_zero() {
         .and_then(|e| e["pid"].parse().ok())
         .expect("bob's pid");
     assert!(alive(bob_pid));
-    // An MCP caller waits behind it (no positive signal for "queued": a short pause makes it
-    // likely; if it arrives after the panic it must get the same answer).
+    // An MCP caller waits behind it: its send has reached the router (test event).
     let mcp = mcp_send(env.port(), "bob");
-    std::thread::sleep(Duration::from_millis(300));
+    env.wait_hook("router-send:bob", 2);
 
     // The send to carol makes the router thread panic.
     let t0 = Instant::now();
@@ -113,18 +108,12 @@ fn a_router_panic_answers_waiting_senders_ends_sessions_and_exits_non_zero() {
 
     // The daemon exits non-zero within 5 s of the panic.
     let mut daemon = env.daemon.take().expect("daemon");
-    let status = loop {
-        if let Some(status) = daemon.try_wait().expect("try_wait") {
-            break status;
-        }
-        if t0.elapsed() > Duration::from_secs(5) {
-            let _ = daemon.kill();
-            panic!(
-                "the daemon still runs 5 s after the panic\n{}",
-                env.diagnostics()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let Some(status) = common::exit_within(&mut daemon, Duration::from_secs(5)) else {
+        let _ = daemon.kill();
+        panic!(
+            "the daemon still runs 5 s after the panic\n{}",
+            env.diagnostics()
+        );
     };
     let exited = t0.elapsed();
     assert!(!status.success(), "daemon exit: {status:?}");

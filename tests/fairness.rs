@@ -29,15 +29,16 @@ fn ping(env: &TestEnv) -> Duration {
 /// other connections are answered promptly, and the pipeline gets every answer.
 #[test]
 fn a_pipelining_client_does_not_delay_another_clients_ping() {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Arc;
     let mut env = TestEnv::new();
     env.start_daemon();
     let flood = UnixStream::connect(env.socket()).unwrap();
     let mut writer = flood.try_clone().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
+    let written = Arc::new(AtomicUsize::new(0));
     let feeder = {
-        let stop = Arc::clone(&stop);
+        let (stop, written) = (Arc::clone(&stop), Arc::clone(&written));
         std::thread::spawn(move || {
             let batch = "{\"op\":\"ping\"}\n".repeat(1000);
             let mut sent = 0;
@@ -46,12 +47,18 @@ fn a_pipelining_client_does_not_delay_another_clients_ping() {
                     break;
                 }
                 sent += 1000;
+                written.store(sent, Ordering::SeqCst);
             }
             sent
         })
     };
-    // Let the backlog build up, then ask from other connections while it is served.
-    std::thread::sleep(Duration::from_millis(300));
+    // A backlog is there (a tenth of the flood written), then ask from other connections
+    // while it is served.
+    assert!(
+        common::poll(Duration::from_secs(30), || written.load(Ordering::SeqCst)
+            >= PINGS / 10),
+        "the flood did not start"
+    );
     let mut times: Vec<Duration> = (0..50).map(|_| ping(&env)).collect();
     stop.store(true, Ordering::SeqCst);
     let sent = feeder.join().unwrap();

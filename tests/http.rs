@@ -149,6 +149,7 @@ fn settled_by<T: PartialEq>(read: impl Fn() -> T) -> T {
     let mut last = read();
     let mut stable_since = Instant::now();
     while Instant::now() < deadline {
+        // Stillness is the measure: what is read has stopped changing for 700 ms.
         std::thread::sleep(Duration::from_millis(100));
         let now = read();
         if now != last {

@@ -86,6 +86,7 @@ fn settled_threads(pid: u32, want: usize) -> usize {
         if last <= want || same_since.elapsed() > Duration::from_secs(3) {
             return last;
         }
+        // Stillness is the measure: the thread count has stopped changing for 3 s.
         std::thread::sleep(Duration::from_millis(200));
         let now = threads(pid);
         if now != last {
@@ -158,8 +159,10 @@ fn live_sessions_cost_at_most_one_thread_each_and_idle_agents_sleep() {
             "echo agent {pid} runs at the daemon's priority"
         );
     }
+    // Time: what the agents did at start-up ends before the measure below.
     std::thread::sleep(Duration::from_millis(500));
     let before: Vec<u64> = agents.iter().map(|&p| switches(p)).collect();
+    // Time is the measure: context switches per 2 s of idling.
     std::thread::sleep(Duration::from_secs(2));
     for (pid, b) in agents.iter().zip(before) {
         let woke = switches(*pid) - b;

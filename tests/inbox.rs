@@ -45,17 +45,8 @@ impl Follower {
 
     /// Its exit status, within `secs` (`what` names the event that should have ended it).
     fn wait_exit(&mut self, secs: u64, what: &str) -> std::process::ExitStatus {
-        let start = Instant::now();
-        loop {
-            if let Some(s) = self.0.try_wait().unwrap() {
-                return s;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(secs),
-                "--follow did not end on {what}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        common::exit_within(&mut self.0, Duration::from_secs(secs))
+            .unwrap_or_else(|| panic!("--follow did not end on {what}"))
     }
 
     /// Everything it wrote to stderr (once it has ended).

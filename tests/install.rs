@@ -121,6 +121,7 @@ fn install_writes_a_unit_systemd_accepts_and_a_second_install_changes_nothing() 
     assert!(!env.socket().exists(), "install started a daemon");
 
     let before = (mtimes(&env.root), mtimes(&sd));
+    // Time: a file written again after this would show a later mtime.
     std::thread::sleep(std::time::Duration::from_millis(20));
     let again = env.ok(&["install"]);
     assert_eq!((mtimes(&env.root), mtimes(&sd)), before, "{again}");

@@ -101,6 +101,8 @@ fn claude_interrupted(env: &TestEnv, body: &str) {
     env.wait_until("claude is mid-turn", Duration::from_secs(30), |e| {
         e.screen("claude-cb").contains("esc to interrupt")
     });
+    // Time, as recorded: the interrupt lands a second into the turn (the spinner never stands
+    // still to wait for).
     std::thread::sleep(Duration::from_secs(1));
     env.ok(&["interrupt", "cb"]);
     env.wait_until("the turn ends", Duration::from_secs(30), |e| {
@@ -264,14 +266,14 @@ fn record_claude_interrupt_and_cut() {
     {
         let (env, _api) = crate::busy::claude_holding_busy_turns();
         claude_interrupted(&env, "BUSY forever\nsecond line");
-        std::thread::sleep(Duration::from_secs(2));
+        env.pane_settled("claude-cb");
         save_pane(&dir, "interrupt-restores-prompt", &env, "claude-cb");
         eprintln!("=== restored:\n{}", env.screen("claude-cb"));
         let mut term = crate::attach::Terminal::spawn(env.cmd(&["attach", "cb"]));
         env.wait_until("attached", Duration::from_secs(30), |_| {
             term.screen().contains("second line")
         });
-        std::thread::sleep(Duration::from_secs(1));
+        env.pane_settled("claude-cb");
         term.type_bytes(b"\x1b");
         env.wait_until("the hint", Duration::from_secs(5), |_| {
             term.screen().contains("esc again to clear")
@@ -281,7 +283,7 @@ fn record_claude_interrupt_and_cut() {
         env.wait_until("cleared", Duration::from_secs(5), |_| {
             !term.screen().contains("second line")
         });
-        std::thread::sleep(Duration::from_secs(1));
+        env.pane_settled("claude-cb");
         save_pane(&dir, "clear-esc-cleared", &env, "claude-cb");
         eprintln!("=== cleared:\n{}", term.screen());
         let recs = crate::busy::records(&env.home.join(".claude/projects"));
@@ -303,7 +305,7 @@ fn record_claude_interrupt_and_cut() {
             .collect::<Vec<_>>()
             .join("\n");
         claude_interrupted(&env, &tall);
-        std::thread::sleep(Duration::from_secs(2));
+        env.pane_settled("claude-cb");
         save_pane(&dir, "interrupt-restores-tall-prompt", &env, "claude-cb");
         eprintln!("=== tall:\n{}", env.screen("claude-cb"));
     }
@@ -311,7 +313,7 @@ fn record_claude_interrupt_and_cut() {
         let (env, _api) = crate::busy::claude_holding_busy_turns();
         let out = cut_a_paste(&env, "cb");
         eprintln!("=== the cut send: {}", common::describe(&out));
-        std::thread::sleep(Duration::from_secs(5));
+        env.pane_settled("claude-cb");
         save_pane(&dir, "cut-paste-in-composer", &env, "claude-cb");
         eprintln!("=== cut:\n{}", env.screen("claude-cb"));
     }
@@ -332,7 +334,7 @@ fn record_codex_interrupt_and_cut() {
         }
     });
     crate::codex::interrupt_a_held_turn(&env, "BUSY forever\nsecond line");
-    std::thread::sleep(Duration::from_secs(2));
+    env.pane_settled("codex-cx");
     save_pane(&dir, "interrupt-keeps-prompt", &env, "codex-cx");
     eprintln!("=== interrupted:\n{}", env.screen("codex-cx"));
     let lines = crate::busy::jsonl_lines(&env.home.join(".codex/sessions"));
@@ -352,19 +354,19 @@ fn record_codex_interrupt_and_cut() {
 
     let out = cut_a_paste(&env, "cx");
     eprintln!("=== the cut send: {}", common::describe(&out));
-    std::thread::sleep(Duration::from_secs(5));
+    env.pane_settled("codex-cx");
     save_pane(&dir, "cut-paste-in-composer", &env, "codex-cx");
     eprintln!("=== cut:\n{}", env.screen("codex-cx"));
     let mut term = crate::attach::Terminal::spawn(env.cmd(&["attach", "cx"]));
     env.wait_until("attached", Duration::from_secs(30), |_| {
         term.screen().contains("[Pasted Content")
     });
-    std::thread::sleep(Duration::from_secs(1));
+    env.pane_settled("codex-cx");
     term.type_bytes(b"\x03");
     env.wait_until("cleared", Duration::from_secs(5), |_| {
         !term.screen().contains("[Pasted Content")
     });
-    std::thread::sleep(Duration::from_secs(2));
+    env.pane_settled("codex-cx");
     save_pane(&dir, "clear-ctrl-c-cleared", &env, "codex-cx");
     eprintln!("=== cleared:\n{}", term.screen());
     // A human's paste of 60 short lines: taller than the attached terminal.
@@ -376,7 +378,7 @@ fn record_codex_interrupt_and_cut() {
     env.wait_until("the paste shows", Duration::from_secs(10), |_| {
         term.screen().contains("pasted line 59")
     });
-    std::thread::sleep(Duration::from_secs(1));
+    env.pane_settled("codex-cx");
     save_pane(&dir, "composer-tall-paste", &env, "codex-cx");
     eprintln!("=== tall paste:\n{}", term.screen());
 }

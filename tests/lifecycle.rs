@@ -434,13 +434,9 @@ fn concurrent_sends_to_an_asleep_peer_wake_it_once() {
 /// Spawn a second `iapeer daemon` on the same root and wait (bounded) for it to exit.
 fn second_daemon(env: &TestEnv) -> Output {
     let mut child = env.spawn(&["daemon"]);
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(15) {
-            let _ = child.kill();
-            panic!("the second daemon did not exit\n{}", env.diagnostics());
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    if common::exit_within(&mut child, Duration::from_secs(15)).is_none() {
+        let _ = child.kill();
+        panic!("the second daemon did not exit\n{}", env.diagnostics());
     }
     child.wait_with_output().unwrap()
 }

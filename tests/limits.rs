@@ -556,6 +556,8 @@ fn record_claude_limit_give_up() {
         summary + &msgs.join("\n") + "\n",
     )
     .unwrap();
+    // As above: the runtime's screen and files settle after the record (a recorder, not a
+    // test).
     std::thread::sleep(Duration::from_secs(3));
     let lines: Vec<String> = crate::busy::jsonl_lines(&projects);
     std::fs::write(dir.join("transcript-after.jsonl"), lines.join("\n") + "\n").unwrap();
@@ -641,10 +643,7 @@ fn record_codex_limit_give_up() {
     limited.store(false, Ordering::SeqCst);
     let before = api.recorded().len();
     if std::env::var("IAPEER_LIMIT_WAIT_OWN").is_ok() {
-        let until = Instant::now() + Duration::from_secs(120);
-        while Instant::now() < until && api.recorded().len() == before {
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        common::poll(Duration::from_secs(120), || api.recorded().len() != before);
         eprintln!(
             "own requests after the refusal: {}",
             api.recorded().len() - before
@@ -674,6 +673,8 @@ fn record_codex_limit_give_up() {
         summary + &items.join("\n") + "\n",
     )
     .unwrap();
+    // As above: the runtime's screen and files settle after the record (a recorder, not a
+    // test).
     std::thread::sleep(Duration::from_secs(3));
     let lines = crate::busy::jsonl_lines(&sessions);
     std::fs::write(dir.join("rollout-after.jsonl"), lines.join("\n") + "\n").unwrap();

@@ -643,6 +643,8 @@ fn a_thousand_concurrent_calls_to_twenty_live_peers_are_all_delivered() {
         wake_and_token(&env, &format!("p{p}"));
     }
     // Launch helpers end with their launch.
+    // Time: launch helper threads end on their own after they report; the count below is at
+    // rest.
     std::thread::sleep(Duration::from_millis(500));
     let at_rest = threads(daemon);
 
@@ -653,6 +655,7 @@ fn a_thousand_concurrent_calls_to_twenty_live_peers_are_all_delivered() {
             let mut most = 0;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 most = most.max(threads(daemon));
+                // Time is the measure: the thread count sampled every 20 ms.
                 std::thread::sleep(Duration::from_millis(20));
             }
             most

@@ -359,6 +359,7 @@ fn codex_hook_trust(env: &TestEnv, cwd: &Path) -> Vec<(String, String)> {
         .expect("codex app-server");
     let pid = child.id();
     let watchdog = std::thread::spawn(move || {
+        // A watchdog: a hung app-server is killed after 60 s.
         std::thread::sleep(Duration::from_secs(60));
         common::signal(pid, nix::sys::signal::Signal::SIGKILL);
     });

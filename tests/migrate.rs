@@ -765,6 +765,7 @@ fn an_old_run_infra_job_gets_a_migration_line_and_does_not_crash_loop() {
                 && !line.contains("unknown verb"),
             "{line}"
         );
+        // Time is the test: the job keeps running; a window in which a wrong exit would show.
         std::thread::sleep(Duration::from_millis(500));
         assert!(
             child.try_wait().unwrap().is_none(),

@@ -620,6 +620,7 @@ fn a_crash_looping_script_is_stopped_and_a_silent_one_restarted_with_alerts_to_t
         .events("lifecycle", "watch-stopped")
         .iter()
         .any(|e| e["id"] == "broken"));
+    // Time is the test: a window in which the watcher would wrongly start it again.
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(starts(&env), 5, "not started again");
     // alice's echoes of the alerts get no teaching reply.

@@ -13,7 +13,7 @@ use crate::common;
 use common::TestEnv;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The package's program. `@RT@`, `@VERSION_JSON@` and `@PEERS_JSON@` are filled in when the
 /// package is built; in `@PEERS_JSON@`, `$self` is the program's own installed path.
@@ -155,15 +155,6 @@ fn registry_peer(env: &TestEnv, name: &str) -> serde_json::Value {
         .find(|p| p["personality"] == name)
         .cloned()
         .unwrap_or_else(|| panic!("{name} is not registered: {text}"))
-}
-
-/// Require `cond` to stay false for `window`.
-fn stays_false(env: &TestEnv, what: &str, window: Duration, cond: impl Fn(&TestEnv) -> bool) {
-    let start = Instant::now();
-    while start.elapsed() < window {
-        assert!(!cond(env), "{what} happened\n{}", env.diagnostics());
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 fn started(env: &TestEnv, identity: &str) -> usize {
@@ -329,7 +320,7 @@ fn create_on_a_package_runtime_runs_its_self_config_and_a_failed_one_leaves_the_
     );
     assert_eq!(registry_peer(&env, "dave")["default_runtime"], "bot");
     assert!(env.marker("bot-dave", ".stopped").exists());
-    stays_false(&env, "bot-dave started", Duration::from_secs(2), |e| {
+    env.stays_false("bot-dave started", Duration::from_secs(2), |e| {
         started(e, "bot-dave") > 0
     });
 }
@@ -521,8 +512,8 @@ fn a_peer_registered_before_its_runtime_was_installed_comes_up_when_it_is() {
     .unwrap();
 
     env.start_daemon();
-    // Not installed: the daemon cannot start her.
-    std::thread::sleep(Duration::from_millis(500));
+    // Not installed: the daemon cannot start her (the router is past its start-up starts).
+    env.router_settled();
     assert_eq!(started(&env, "bot-carol"), 0);
 
     let tgz = Package {

@@ -416,13 +416,15 @@ fn record_claude_paste_transforms() {
     env.wait_until("claude is mid-turn", Duration::from_secs(30), |e| {
         e.screen("claude-cb").contains("esc to interrupt")
     });
+    // Time, as recorded: the interrupt lands a second into the turn (the spinner never stands
+    // still to wait for).
     std::thread::sleep(Duration::from_secs(1));
     env.ok(&["interrupt", "cb"]);
     env.wait_until("the prompt is back", Duration::from_secs(30), |e| {
         let s = e.screen("claude-cb");
         !s.contains("esc to interrupt") && s.contains("second line")
     });
-    std::thread::sleep(Duration::from_secs(1));
+    env.pane_settled("claude-cb");
     crate::interrupt::save_pane(&dir, name, &env, "claude-cb");
 }
 

@@ -7,7 +7,7 @@ use crate::common;
 
 use common::TestEnv;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The bot: logs every stdin line, answers each message that is not an echo with
 /// `iapeer send alice --message "got it"` (the echo agent answers "got it" with "echo: got
@@ -56,16 +56,6 @@ impl Bot {
 
     fn stdin_log(&self) -> String {
         common::read(&self.log)
-    }
-}
-
-/// Require `cond` to stay false for `window` (an observation, polled; used to show that
-/// something does NOT happen, e.g. a restart after `stop`).
-fn stays_false(env: &TestEnv, what: &str, window: Duration, cond: impl Fn(&TestEnv) -> bool) {
-    let start = Instant::now();
-    while start.elapsed() < window {
-        assert!(!cond(env), "{what} happened\n{}", env.diagnostics());
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -252,8 +242,7 @@ fn a_router_runtime_gets_wire_envelopes_replies_and_is_kept_always_on() {
         e.status_of("bot", "bot") == "stopped"
     });
     // Longer than the back-off of a second death (2 s).
-    stays_false(
-        &env,
+    env.stays_false(
         "a restart of the stopped bot",
         Duration::from_millis(2500),
         |e| {
@@ -312,8 +301,7 @@ fn a_router_runtime_gets_wire_envelopes_replies_and_is_kept_always_on() {
     env.wait_until("the removed bot ends", Duration::from_secs(15), |_| {
         !common::alive(third_pid)
     });
-    stays_false(
-        &env,
+    env.stays_false(
         "a restart of the removed bot",
         Duration::from_millis(1500),
         |e| started(e) != 3,
@@ -372,7 +360,8 @@ fn always_on_peers_start_once_a_damaged_registry_is_repaired() {
     env.ok(&["create", "you", "--runtime", "human"]);
     std::fs::write(env.paths().registry(), "[]").unwrap();
     env.start_daemon();
-    std::thread::sleep(Duration::from_millis(1500));
+    // A tick has run over the damaged registry (and started nobody).
+    env.wait_hook("tick-done", 1);
     env.ok(&["verify", "--fix"]);
     env.wait_until("the human's writer is up", Duration::from_secs(15), |e| {
         e.status_of("you", "human") == "live"

@@ -44,17 +44,14 @@ fn send(env: &TestEnv, n: usize, extra: &[&str]) -> (Option<i32>, String, Durati
         .spawn()
         .unwrap();
     // Bounded here, so a send that hangs fails this test instead of hanging it.
-    while child.try_wait().unwrap().is_none() {
-        if t.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            let _ = child.wait();
-            return (
-                None,
-                "still waiting after 20 s (killed)".into(),
-                t.elapsed(),
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    if common::exit_within(&mut child, Duration::from_secs(20)).is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+        return (
+            None,
+            "still waiting after 20 s (killed)".into(),
+            t.elapsed(),
+        );
     }
     let out = child.wait_with_output().unwrap();
     (
@@ -156,7 +153,8 @@ fn a_send_to_a_router_peer_that_stopped_reading_is_answered_at_its_deadline() {
     // A message queued behind one the session holds meets its deadline in the queue.
     let (held, queued) = std::thread::scope(|sc| {
         let held = sc.spawn(|| send(&env, 4, &["--timeout", "3"]));
-        std::thread::sleep(Duration::from_millis(500));
+        // Send 4 has reached the router (after sends 0 to 3), which gave it to the session.
+        env.wait_hook("router-send:stuck", 5);
         let queued = send(&env, 5, &["--timeout", "1"]);
         (held.join().unwrap(), queued)
     });
@@ -208,7 +206,7 @@ fn a_send_whose_sender_gave_up_is_not_begun() {
     // Message 1 fills the pipe mid-envelope and waits (its sender too, up to 60 s) …
     let big = std::thread::scope(|s| {
         let big = s.spawn(|| send(&env, 1, &["--timeout", "60"]));
-        std::thread::sleep(Duration::from_millis(1500));
+        env.wait_hook("router-send:stuck", 2);
         // … the next sender queues behind it and gives up (Ctrl-C).
         let mut cmd = env.cmd(&[
             "send",
@@ -237,9 +235,9 @@ fn a_send_whose_sender_gave_up_is_not_begun() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        // Time for its send to reach the daemon and queue on a loaded machine; the program
-        // reads again only 10 s after message 0.
-        std::thread::sleep(Duration::from_millis(3000));
+        // Its send has reached the router and queued (the program reads again only 10 s
+        // after message 0).
+        env.wait_hook("router-send:stuck", 3);
         common::signal(quitter.id(), nix::sys::signal::Signal::SIGINT);
         let _ = quitter.wait();
         big.join().unwrap()
@@ -261,10 +259,15 @@ fn a_send_whose_sender_gave_up_is_not_begun() {
                 .any(|d| d["ok"] == "false" && d["err"].contains("the sender stopped waiting"))
         },
     );
-    std::thread::sleep(Duration::from_millis(500));
+    // A later message arrives after anything queued before it: had the abandoned one been
+    // begun, it would be in the input before this one.
+    assert_eq!(send(&env, 3, &[]).0, Some(0));
+    env.wait_until("message 3 is read", Duration::from_secs(30), |_| {
+        common::read(&log).contains("MSG-3-")
+    });
     let seen = common::read(&log);
     assert!(!seen.contains("MSG-2-gave-up"), "{}", env.diagnostics());
-    assert_eq!(seen.matches("<iap ").count(), 2);
+    assert_eq!(seen.matches("<iap ").count(), 3);
     env.stop_daemon();
 }
 
@@ -310,8 +313,8 @@ fn an_mcp_send_whose_client_hung_up_is_not_begun() {
     assert_eq!(send(&env, 0, &[]).0, Some(0));
     let big = std::thread::scope(|s| {
         let big = s.spawn(|| send(&env, 1, &["--timeout", "60"]));
-        std::thread::sleep(Duration::from_millis(1500));
-        // An agent's call queues behind it; its HTTP client gives up after a second.
+        env.wait_hook("router-send:stuck", 2);
+        // An agent's call queues behind it; its HTTP client gives up once it has.
         let body = serde_json::json!({
             "jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "send_to_peer", "arguments": {
@@ -328,7 +331,7 @@ fn an_mcp_send_whose_client_hung_up_is_not_begun() {
             body.len()
         )
         .unwrap();
-        std::thread::sleep(Duration::from_millis(1000));
+        env.wait_hook("router-send:stuck", 3);
         drop(conn);
         big.join().unwrap()
     });
@@ -347,7 +350,11 @@ fn an_mcp_send_whose_client_hung_up_is_not_begun() {
         Duration::from_secs(30),
         |_| common::read(&log).matches("</iap>").count() >= 2,
     );
-    std::thread::sleep(Duration::from_millis(500));
+    // A later message arrives after anything queued before it (as above).
+    assert_eq!(send(&env, 3, &[]).0, Some(0));
+    env.wait_until("message 3 is read", Duration::from_secs(30), |_| {
+        common::read(&log).contains("MSG-3-")
+    });
     assert!(
         !common::read(&log).contains("MCP-gave-up"),
         "{}",

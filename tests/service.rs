@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 /// Every entry under `dir` (recursively): folders as `None`, files with (size, mtime).
 fn tree(dir: &Path) -> BTreeMap<PathBuf, Option<(u64, SystemTime)>> {
@@ -238,16 +238,12 @@ fn shell_on_pty(env: &TestEnv, line: &str) -> Terminal {
 }
 
 fn wait_screen(env: &TestEnv, term: &Terminal, needle: &str) {
-    let start = Instant::now();
-    while !term.screen().contains(needle) {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "the terminal never showed {needle:?}; screen:\n{}\n{}",
-            term.screen(),
-            env.diagnostics()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    assert!(
+        common::poll(Duration::from_secs(30), || term.screen().contains(needle)),
+        "the terminal never showed {needle:?}; screen:\n{}\n{}",
+        term.screen(),
+        env.diagnostics()
+    );
 }
 
 /// Issue 8's "must show": `onboard --accept-risk` typed in a terminal reaches a healthy
@@ -280,6 +276,7 @@ fn onboard_reaches_a_healthy_daemon_that_survives_the_terminal_closing() {
         nix::sys::signal::Signal::SIGHUP,
     );
     drop(term);
+    // Time: the hang-up reaches the daemon on the kernel's schedule; a window for it to die in.
     std::thread::sleep(Duration::from_millis(500));
     assert!(alive(pid), "the daemon died with the terminal");
     let out = env.ok(&["status"]);

@@ -9,6 +9,15 @@
 
 #![warn(clippy::self_named_module_files)]
 
+// The daemon under test (`CARGO_BIN_EXE_iapeer`, built with this crate's profile and features)
+// needs its test hooks (src/daemon/test_hooks.rs): a debug build has them, a release build only
+// with the `test-hooks` feature.
+#[cfg(not(any(debug_assertions, feature = "test-hooks")))]
+compile_error!(
+    "the integration tests need the daemon's test hooks, which a release build lacks: \
+     run `cargo test` (a debug build) or `cargo test --release --features test-hooks`"
+);
+
 mod common;
 
 mod access;

@@ -73,18 +73,14 @@ fn spawn_send(env: &TestEnv, args: &[&str]) -> std::process::Child {
 /// Wait for a started send, bounded by `limit`: its exit code, stdout and stderr (`None`
 /// when it had to be killed).
 fn answer_of(mut child: std::process::Child, limit: Duration) -> (Option<i32>, String, String) {
-    let t = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if t.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            return (
-                None,
-                String::from_utf8_lossy(&out.stdout).into_owned(),
-                format!("still waiting after {limit:?} (killed)"),
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
+    if common::exit_within(&mut child, limit).is_none() {
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        return (
+            None,
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            format!("still waiting after {limit:?} (killed)"),
+        );
     }
     let out = child.wait_with_output().unwrap();
     (
@@ -569,19 +565,16 @@ fn cycle(env: &mut TestEnv, label: &str, stop: Stop, after: Duration, senders: u
                 }
             });
         }
+        // Time is the test: the daemon is stopped at a chosen moment of the burst.
         std::thread::sleep(after);
         match stop {
             Stop::Term => common::signal(daemon.id(), Signal::SIGTERM),
             Stop::Kill => daemon.kill().unwrap(),
         }
-        let t = Instant::now();
-        while daemon.try_wait().unwrap().is_none() {
-            assert!(
-                t.elapsed() < Duration::from_secs(30),
-                "the daemon did not stop"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        assert!(
+            common::exit_within(&mut daemon, Duration::from_secs(30)).is_some(),
+            "the daemon did not stop"
+        );
         halt.store(true, Ordering::SeqCst);
     });
     // A killed daemon's children end on their own when their pty closes (none is left over

@@ -12,7 +12,7 @@ use super::spec::{args, flags};
 use super::{paths, print, CliError, CliResult};
 use crate::inbox::{self, show, ReadMark, Record};
 use crate::paths::Paths;
-use crate::peers::former::{self, Fate};
+use crate::registry::former::{self, Fate};
 use crate::registry::Registry;
 
 /// How often `--follow` looks at the inbox file again. Short enough to feel immediate to a

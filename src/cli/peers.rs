@@ -341,7 +341,7 @@ pub fn remove(inv: &Invocation) -> CliResult {
     let noted = Registry::update(&paths, |r| -> Result<std::io::Result<()>, RegistryError> {
         r.remove(name);
         // Under the registry's lock: a send to this name can then say it was removed.
-        Ok(crate::peers::former::note(
+        Ok(crate::registry::former::note(
             &paths,
             name,
             None,

@@ -9,11 +9,11 @@ use super::sender::{resolve_sender, Caller};
 use super::spec::{args, flags};
 use super::suggest;
 use super::{json_line, paths, print, usage, CliError, CliResult};
-use crate::daemon::route::MAX_MESSAGE_CHARS;
 use crate::names::{
     is_valid_personality, is_valid_runtime, normalize, PERSONALITY_RULE, RUNTIME_RULE,
 };
 use crate::paths::Paths;
+use crate::protocol::MAX_MESSAGE_CHARS;
 use crate::protocol::{Answer, Code, IfBusy, Request, SendReply, SendResult, MAX_LINE};
 use crate::registry::Registry;
 

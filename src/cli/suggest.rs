@@ -93,7 +93,7 @@ pub fn with_start_command(error: &str) -> String {
 /// else [`typo_hint`]; nothing when the registry cannot be read.
 pub fn peer_hint(paths: &crate::paths::Paths, name: &str) -> String {
     match crate::registry::Registry::load(paths) {
-        Ok(reg) => match crate::peers::former::fate_of(paths, &reg, name) {
+        Ok(reg) => match crate::registry::former::fate_of(paths, &reg, name) {
             Some(fate) => fate.clause(),
             None => hint(name, reg.peers.iter().map(|p| p.personality.as_str())),
         },

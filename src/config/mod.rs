@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+pub mod limits;
 pub mod vars;
 
 /// How `tools/call` callers are authenticated (spec 02 §4, `IAPEER_MCP_AUTH`).
@@ -33,13 +34,13 @@ pub struct Config {
     /// (`IAPEER_EPHEMERAL_UNARMED_IDLE_SECS`).
     pub ephemeral_unarmed_idle: Duration,
     /// The storm guard (`IAPEER_STORM_LIMIT`, `_WINDOW_SECS`, `_PAUSE_SECS`).
-    pub storm: crate::daemon::storm::StormLimits,
+    pub storm: limits::StormLimits,
     /// The origin guard (`IAPEER_ORIGIN_GUARD`, `_ARM_TTL_MS`, `IAPEER_ORIGIN_HOLD_TTL_MS`).
-    pub origin: crate::origin::OriginLimits,
+    pub origin: limits::OriginLimits,
     /// The notice board (`IAPEER_NOTICE_TTL_MS`).
-    pub notices: crate::notices::NoticeLimits,
+    pub notices: limits::NoticeLimits,
     /// Taking limited turns up again (`IAPEER_LIMIT_RESUME`, `IAPEER_LIMIT_BACKOFF_MS`).
-    pub limits: crate::limits::ResumeLimits,
+    pub limits: limits::ResumeLimits,
     /// How long a permission prompt waits for a human (`IAPEER_APPROVAL_TIMEOUT_MS`, spec
     /// 10 §4).
     pub approval_timeout: Duration,
@@ -82,20 +83,20 @@ impl Default for Config {
             idle: vars::IAPEER_IDLE_SECS.default_duration(),
             ephemeral_quiet: vars::IAPEER_EPHEMERAL_QUIET_SECS.default_duration(),
             ephemeral_unarmed_idle: vars::IAPEER_EPHEMERAL_UNARMED_IDLE_SECS.default_duration(),
-            storm: crate::daemon::storm::StormLimits {
+            storm: limits::StormLimits {
                 limit: vars::IAPEER_STORM_LIMIT.default_u64() as usize,
                 window: vars::IAPEER_STORM_WINDOW_SECS.default_duration(),
                 pause: vars::IAPEER_STORM_PAUSE_SECS.default_duration(),
             },
-            origin: crate::origin::OriginLimits {
+            origin: limits::OriginLimits {
                 enabled: true,
                 arm_ttl: vars::IAPEER_ORIGIN_GUARD_ARM_TTL_MS.default_duration(),
                 hold_ttl: vars::IAPEER_ORIGIN_HOLD_TTL_MS.default_duration(),
             },
-            notices: crate::notices::NoticeLimits {
+            notices: limits::NoticeLimits {
                 ttl: vars::IAPEER_NOTICE_TTL_MS.default_duration(),
             },
-            limits: crate::limits::ResumeLimits {
+            limits: limits::ResumeLimits {
                 enabled: true,
                 backoff: vars::IAPEER_LIMIT_BACKOFF_MS.default_duration(),
             },
@@ -149,14 +150,14 @@ impl Config {
             idle: duration(w, &vars::IAPEER_IDLE_SECS),
             ephemeral_quiet: duration(w, &vars::IAPEER_EPHEMERAL_QUIET_SECS),
             ephemeral_unarmed_idle: duration(w, &vars::IAPEER_EPHEMERAL_UNARMED_IDLE_SECS),
-            storm: crate::daemon::storm::StormLimits {
+            storm: limits::StormLimits {
                 limit: vars::IAPEER_STORM_LIMIT
                     .parse_u64(raw(&vars::IAPEER_STORM_LIMIT).as_deref(), w)
                     as usize,
                 window: duration(w, &vars::IAPEER_STORM_WINDOW_SECS),
                 pause: duration(w, &vars::IAPEER_STORM_PAUSE_SECS),
             },
-            origin: crate::origin::OriginLimits {
+            origin: limits::OriginLimits {
                 enabled: raw(&vars::IAPEER_ORIGIN_GUARD).as_deref().map(str::trim) != Some("0"),
                 arm_ttl: duration(w, &vars::IAPEER_ORIGIN_GUARD_ARM_TTL_MS),
                 // The original tool's name is read when ours is not set.
@@ -165,10 +166,10 @@ impl Config {
                     Some(_) => duration(w, &vars::IAPEER_ORIGIN_HOLD_TTL_MS),
                 },
             },
-            notices: crate::notices::NoticeLimits {
+            notices: limits::NoticeLimits {
                 ttl: duration(w, &vars::IAPEER_NOTICE_TTL_MS),
             },
-            limits: crate::limits::ResumeLimits {
+            limits: limits::ResumeLimits {
                 enabled: raw(&vars::IAPEER_LIMIT_RESUME).as_deref().map(str::trim) != Some("0"),
                 backoff: duration(w, &vars::IAPEER_LIMIT_BACKOFF_MS),
             },

@@ -13,7 +13,10 @@
 
 use std::time::Duration;
 
-use crate::eventlog::{DEFAULT_KEEP, DEFAULT_MAX_BYTES};
+/// An event log's default size limit of one file, in bytes (5 MiB).
+pub const DEFAULT_MAX_BYTES: u64 = 5 * 1024 * 1024;
+/// An event log's default number of rotated copies kept (`<log>.1` … `<log>.5`).
+pub const DEFAULT_KEEP: u32 = 5;
 
 /// What a variable holds, with its default where iapeer has one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -721,6 +724,15 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_INSTALL_FROM,
 ];
 
+/// The variable that turns a test hook on (test-only, a row of `NOT_KNOBS`): read by
+/// `daemon::test_hooks` and by `peers::rename_journal`'s kill points.
+pub const TEST_HOOK: &str = "IAPEER_TEST_HOOK";
+
+/// Whether this build has the test hooks: a debug build (`debug_assertions`, as every plain
+/// `cargo test` is) or the `test-hooks` feature. False in a release build without the feature:
+/// nothing reads [`TEST_HOOK`] then. `daemon::test_hooks::COMPILED_IN` is this value.
+pub const TEST_HOOKS_COMPILED_IN: bool = cfg!(any(debug_assertions, feature = "test-hooks"));
+
 /// Variables iapeer reads that are not knobs of its own, with the reason (not documented as
 /// knobs): inherited from the login environment, or set only by tests.
 #[cfg(test)]
@@ -759,7 +771,11 @@ pub const NOT_KNOBS: &[(&str, &str)] = &[
     ),
     (
         "IAPEER_TEST_HOOK",
-        "test-only: inject a failure into the daemon (`router-panic-on-send:<personality>`, `prep-panic-on-send:<personality>`, `http-accept-panic:<port|any>`, `http-accept-panic-once:<port|any>` or `http-streams-panic-once:<port|any>`, see daemon::test_hooks), or kill `iapeer rename` after one of its steps (`rename-kill-after:<step>`, see peers::rename_journal); never set in production",
+        "test-only: inject a failure into the daemon (`router-panic-on-send:<personality>`, `prep-panic-on-send:<personality>`, `http-accept-panic:<port|any>`, `http-accept-panic-once:<port|any>` or `http-streams-panic-once:<port|any>`, see daemon::test_hooks), or kill `iapeer rename` after one of its steps (`rename-kill-after:<step>`, see peers::rename_journal); read only by a debug build or one with the `test-hooks` cargo feature, so a release build ignores it",
+    ),
+    (
+        "IAPEER_TEST_EVENTS",
+        "test-only: a file the daemon appends its test events to, one per line (`router-idle`, `tick-done`, `router-send:<personality>`, `approvals-wait`, see daemon::test_hooks), so a test waits for an event instead of sleeping; read only by a debug build or one with the `test-hooks` cargo feature, so a release build ignores it",
     ),
     (
         "XDG_DATA_HOME",

@@ -3,21 +3,20 @@
 //! attachments and build the envelope. Runs on a worker thread (it reads the registry and
 //! copies files); the router does the rest.
 
+use crate::config::limits::OriginLimits;
 use crate::config::McpAuth;
 use crate::envelope::{escape_attr, Envelope, MAX_TOPIC_ATTR_BYTES};
 use crate::markers::Markers;
 use crate::names::{
     is_valid_personality, is_valid_runtime, Identity, Intelligence, PERSONALITY_PATTERN,
 };
-use crate::origin::{self, OriginLimits};
+use crate::origin;
 use crate::paths::Paths;
-use crate::peers::former::{self, Fate};
-use crate::protocol::Code;
+use crate::protocol::{Code, DAEMON_RUNTIME, MAX_MESSAGE_CHARS};
+use crate::registry::former::{self, Fate};
 use crate::registry::{Registry, RegistryPeer};
 use crate::runtime::RuntimeKind;
 
-/// Longest message, in Unicode scalar values.
-pub const MAX_MESSAGE_CHARS: usize = 16_000;
 /// Longest topic after trimming, in Unicode scalar values.
 pub const MAX_TOPIC_CHARS: usize = 200;
 /// Most attachments per message.
@@ -44,7 +43,7 @@ pub enum Caller {
 
 impl Caller {
     /// Who the send says it is from, before the registry is read: the preparation pool's
-    /// line it waits in ([`crate::daemon::fair_pool`]). The CLI's sender; an MCP caller's
+    /// line it waits in (`crate::daemon::fair_pool`). The CLI's sender; an MCP caller's
     /// token identity, else its header (marked unauthenticated when a token was required);
     /// the daemon's `iapeer`.
     pub fn claimed(&self) -> String {
@@ -68,8 +67,6 @@ impl Caller {
 
 /// The sender name of messages the daemon writes itself (spec 05 §7).
 pub const DAEMON_SENDER: &str = "iapeer";
-/// The runtime the daemon's own notices carry in their envelope (`runtime="daemon"`).
-pub const DAEMON_RUNTIME: &str = "daemon";
 
 /// One send as it arrived.
 #[derive(Debug, Clone, PartialEq)]

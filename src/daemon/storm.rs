@@ -18,21 +18,10 @@
 //!
 //! Pure: time is passed in, so the rules are tested with fake clocks.
 
+use crate::config::limits::StormLimits;
 use crate::names::Intelligence;
 use std::collections::{HashMap, VecDeque};
-use std::time::{Duration, Instant};
-
-/// The storm guard's limits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StormLimits {
-    /// Messages in each direction within `window` that make an exchange a storm; 0 turns the
-    /// guard off.
-    pub limit: usize,
-    /// The sliding window.
-    pub window: Duration,
-    /// How long a storm's pair stays paused.
-    pub pause: Duration,
-}
+use std::time::Instant;
 
 /// What the guard says about one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,6 +155,7 @@ fn pair_key(from: &str, to: &str) -> ((String, String), bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     const LIMITS: StormLimits = StormLimits {
         limit: 5,

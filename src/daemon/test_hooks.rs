@@ -1,5 +1,8 @@
 //! Test hooks: failures a test can inject into a real daemon to check that they are
-//! contained (after shpool's `libshpool/src/test_hooks.rs`). **Test-only.** Off unless
+//! contained (after shpool's `libshpool/src/test_hooks.rs`). **Test-only.** Compiled in only
+//! where [`COMPILED_IN`]: a debug build (every plain `cargo test`) or the `test-hooks` cargo
+//! feature; a release build without the feature never reads `IAPEER_TEST_HOOK`, so no
+//! environment variable can make a shipped daemon panic. Where compiled in, off unless
 //! `IAPEER_TEST_HOOK` is set when the daemon starts; the variable is read once, by [`init`],
 //! and a daemon started without it never looks at it again.
 //!
@@ -22,17 +25,32 @@
 //! - `contain:subreaper`: the daemon contains its sessions as child subreaper even where it
 //!   could make a cgroup per session (`session::contain`), so the fallback is tested where
 //!   the tests run.
+//!
+//! Events (shpool's `emit`): with `IAPEER_TEST_EVENTS=<file>` set when the daemon starts, it
+//! appends one line per event to `<file>`, so a test waits for "the daemon reached point X"
+//! instead of sleeping: `router-idle` (the router has handled every message and session event
+//! it had), `tick-done` (a supervise tick ended), `router-send:<personality>` (a send reached
+//! the router), `approvals-wait` (a long poll of `approvals` is parked).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
+
+/// Whether this build has the hooks: a debug build (`debug_assertions`, as every plain
+/// `cargo test` is) or the `test-hooks` feature. False in a release build without the
+/// feature: [`init`] then reads nothing and every hook below does nothing.
+pub const COMPILED_IN: bool = crate::config::vars::TEST_HOOKS_COMPILED_IN;
 
 /// How long `slow-launch-report` holds a launcher thread's report.
 pub const SLOW_LAUNCH_REPORT: Duration = Duration::from_millis(1500);
 
 /// The environment variable that turns a hook on (test-only; listed in
 /// [`crate::config::vars::NOT_KNOBS`]).
-pub const ENV: &str = "IAPEER_TEST_HOOK";
+pub use crate::config::vars::TEST_HOOK as ENV;
+
+/// The environment variable naming the file events are appended to (test-only; listed in
+/// [`crate::config::vars::NOT_KNOBS`]).
+pub const EVENTS_ENV: &str = "IAPEER_TEST_EVENTS";
 
 /// An injected failure.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,13 +75,19 @@ pub enum Hook {
 }
 
 static HOOK: OnceLock<Option<Hook>> = OnceLock::new();
+/// The events file, open for appending (set by [`init`] from [`EVENTS_ENV`]).
+static EVENTS: OnceLock<Option<std::sync::Mutex<std::fs::File>>> = OnceLock::new();
 /// Raised when a `…-once` hook has fired.
 static FIRED: AtomicBool = AtomicBool::new(false);
 
-/// Read [`ENV`] once (daemon start). An unknown value is logged and ignored.
+/// Read [`ENV`] once (daemon start). An unknown value is logged and ignored; a build
+/// without the hooks ([`COMPILED_IN`] false) does not read it.
 pub fn init() {
     HOOK.get_or_init(|| {
-        let value = std::env::var("IAPEER_TEST_HOOK").ok()?;
+        if !COMPILED_IN {
+            return None;
+        }
+        let value = std::env::var(ENV).ok()?;
         let hook = parse(&value);
         match &hook {
             Some(h) => log::warn!("{ENV} is set: test hook {h:?} is active"),
@@ -71,6 +95,38 @@ pub fn init() {
         }
         hook
     });
+    init_events();
+}
+
+/// Open [`EVENTS_ENV`]'s file once (daemon start), if set and this build has the hooks.
+fn init_events() {
+    EVENTS.get_or_init(|| {
+        if !COMPILED_IN {
+            return None;
+        }
+        let path = std::env::var_os(EVENTS_ENV)?;
+        match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+        {
+            Ok(f) => Some(std::sync::Mutex::new(f)),
+            Err(e) => {
+                log::warn!("{EVENTS_ENV}={path:?}: cannot open it ({e}); no events");
+                None
+            }
+        }
+    });
+}
+
+/// Report that the daemon reached `event` (one line in the events file; nothing without
+/// one). A write error is ignored: a test that waits for the line then fails on its deadline.
+pub fn emit(event: impl std::fmt::Display) {
+    if let Some(Some(f)) = EVENTS.get() {
+        use std::io::Write as _;
+        let mut f = f.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _ = f.write_all(format!("{event}\n").as_bytes());
+    }
 }
 
 /// Parse a hook value (`router-panic-on-send:<personality>`,
@@ -93,6 +149,7 @@ pub fn parse(value: &str) -> Option<Hook> {
 
 /// Called by the router when a send to `to` arrives: panics if the hook asks for it.
 pub fn on_router_send(to: &str) {
+    emit(format_args!("router-send:{to}"));
     if let Some(Some(Hook::RouterPanicOnSend(p))) = HOOK.get() {
         if p == to {
             panic!("test hook {ENV}=router-panic-on-send:{to}");
@@ -195,6 +252,31 @@ mod tests {
         assert_eq!(parse("contain:other"), None);
         assert_eq!(parse("router-panic-on-send:"), None);
         assert_eq!(parse("something-else"), None);
+    }
+
+    /// Run by `cargo test --release --lib test_hooks` (or with the `iapeer` package's
+    /// `debug-assertions` off, as scripts/test.sh does): what a shipped daemon does.
+    #[cfg(not(any(debug_assertions, feature = "test-hooks")))]
+    #[test]
+    fn a_build_without_the_hooks_ignores_the_variable() {
+        let events = std::env::temp_dir().join(format!("iapeer-events-{}", std::process::id()));
+        std::env::set_var(ENV, "contain:subreaper");
+        std::env::set_var(EVENTS_ENV, &events);
+        init();
+        assert_eq!(HOOK.get(), Some(&None), "the hook was read");
+        assert!(
+            matches!(EVENTS.get(), Some(None)),
+            "the events file was opened"
+        );
+        emit("router-idle");
+        assert!(!events.exists(), "an event was written");
+        std::env::remove_var(EVENTS_ENV);
+        assert!(allows_cgroups());
+        std::env::set_var(ENV, "router-panic-on-send:carol");
+        on_router_send("carol");
+        std::env::set_var(ENV, "rename-kill-after:journal");
+        crate::peers::rename_journal::kill_point("journal");
+        std::env::remove_var(ENV);
     }
 
     #[test]

@@ -115,7 +115,7 @@ mod tests {
         m.feed(b"\x1b[B");
         let mut screen = crate::term::Screen::new(10, 60);
         screen.feed(m.frame().as_bytes(), false);
-        let menu = crate::runtime::dialog::find_menu_with(screen.rows(), '❯').unwrap();
+        let menu = crate::term::menu::find_menu_with(screen.rows(), '❯').unwrap();
         let labels: Vec<&str> = menu.options.iter().map(|o| o.label.as_str()).collect();
         assert_eq!(labels, ["Yes", "No"]);
         assert_eq!(menu.cursor, Some(1));

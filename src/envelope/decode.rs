@@ -61,7 +61,7 @@ impl std::error::Error for DecodeError {}
 /// empty topic is `None`; empty attachments are no attachments. Text around the envelope is
 /// ignored.
 ///
-/// Errors: see [`DecodeError`].
+/// Errors: see `DecodeError`.
 pub fn decode(text: &str) -> Result<Envelope, DecodeError> {
     let start = scan::find(text.as_bytes(), OPEN, 0).ok_or(DecodeError::NoEnvelope)?;
     decode_at(text, start).map(|(env, _)| env)

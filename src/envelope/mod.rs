@@ -102,7 +102,7 @@ pub fn encode_wire(env: &Envelope) -> String {
 }
 
 /// Render the agent form (spec 03 §2) for delivery into an agent session at `now`: short
-/// attribute names, `ts` through [`clock::render_agent_ts`], `<msg>`, and body/attachments raw
+/// attribute names, `ts` through `clock::render_agent_ts`, `<msg>`, and body/attachments raw
 /// unless they contain envelope machinery or a CR (then CDATA as on the wire).
 ///
 /// Deterministic for a given `(env, now)` (delivery confirmation searches for this text).

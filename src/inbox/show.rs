@@ -6,9 +6,8 @@ use std::path::Path;
 use jiff::tz::TimeZone;
 
 use super::Record;
-use crate::names::Identity;
+use crate::names::{Identity, HUMAN_RUNTIME as HUMAN};
 use crate::registry::{Registry, RegistryPeer};
-use crate::runtime::human::NAME as HUMAN;
 
 /// Why [`pick_peer`] found no inbox to show. `Display` is the user text (it names the human
 /// peers to choose from).
@@ -187,7 +186,7 @@ pub fn reply_hint(peer: &str, records: &[Record]) -> Option<String> {
     let r = records
         .iter()
         .rev()
-        .find(|r| r.runtime != crate::daemon::route::DAEMON_RUNTIME)?;
+        .find(|r| r.runtime != crate::protocol::DAEMON_RUNTIME)?;
     Some(crate::visible::line(&reply_hint_raw(peer, r)).into_owned())
 }
 

@@ -36,7 +36,7 @@ const NOTE_ROOM: usize = 1_000;
 /// registration) and each message a watcher line becomes ([`split_signal`]). With the note it
 /// still fits the daemon's 16 000-character limit, so a fallback's copy is never refused for
 /// its length.
-pub const SIGNAL_MAX_CHARS: usize = crate::daemon::route::MAX_MESSAGE_CHARS - NOTE_ROOM;
+pub const SIGNAL_MAX_CHARS: usize = crate::protocol::MAX_MESSAGE_CHARS - NOTE_ROOM;
 /// The longest error quoted per link in a fallback's note, in characters.
 const NOTE_ERROR_CHARS: usize = 160;
 
@@ -398,7 +398,7 @@ mod tests {
         assert_eq!(sent.len(), 11, "one copy per next link");
         for text in &sent {
             let n = text.chars().count();
-            assert!(n <= crate::daemon::route::MAX_MESSAGE_CHARS, "{n}");
+            assert!(n <= crate::protocol::MAX_MESSAGE_CHARS, "{n}");
             assert!(text.ends_with(&e.message));
         }
         assert!(sent[0].contains(&format!("last: {}…", "E".repeat(NOTE_ERROR_CHARS - 1))));

@@ -184,7 +184,7 @@ pub fn run_check(program: &str, cwd: &Path, timeout: Duration) -> Result<(), Pro
     let status = match rx.recv_timeout(timeout) {
         Ok(s) => s,
         Err(_) => {
-            let _ = crate::session::spawn::signal_group(pgid, Signal::SIGKILL);
+            let _ = crate::child::signal_group(pgid, Signal::SIGKILL);
             let _ = rx.recv();
             return Err(ProcError::CheckTimeout {
                 program: program.to_string(),
@@ -291,7 +291,7 @@ fn read_lines(r: impl Read, mut each: impl FnMut(String) -> bool) {
 /// End a script's process group: SIGTERM now, SIGKILL [`KILL_GRACE`] later (from a helper
 /// thread, so the caller does not wait). `now_kill` sends SIGKILL at once (shutdown).
 pub fn end_group(pgid: u32, now_kill: bool) {
-    use crate::session::spawn::signal_group;
+    use crate::child::signal_group;
     if now_kill {
         let _ = signal_group(pgid, Signal::SIGKILL);
         return;

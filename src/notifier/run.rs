@@ -1138,13 +1138,13 @@ fn echoes_ours(recent: &HashMap<String, VecDeque<String>>, from: &str, body: &st
     })
 }
 
-/// The name peer `name` now has when it was renamed (`rename`, [`crate::peers::former`]) and
+/// The name peer `name` now has when it was renamed (`rename`, [`crate::registry::former`]) and
 /// is not registered under `name` any more.
 fn renamed_to(paths: &Paths, name: &str) -> Option<String> {
     let registry = crate::registry::Registry::load(paths).ok()?;
-    match crate::peers::former::fate_of(paths, &registry, name)? {
-        crate::peers::former::Fate::Renamed { now } => Some(now),
-        crate::peers::former::Fate::Removed => None,
+    match crate::registry::former::fate_of(paths, &registry, name)? {
+        crate::registry::former::Fate::Renamed { now } => Some(now),
+        crate::registry::former::Fate::Removed => None,
     }
 }
 

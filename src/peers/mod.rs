@@ -7,7 +7,6 @@
 
 mod create;
 mod error;
-pub mod former;
 mod human;
 mod provision;
 mod refresh;

@@ -29,13 +29,13 @@ use fs2::FileExt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::former;
 use crate::fsutil;
 use crate::markers::Markers;
 use crate::names::Identity;
 use crate::notifier::store;
 use crate::paths::{self, Paths};
 use crate::profile::Profile;
+use crate::registry::former;
 use crate::registry::Registry;
 use crate::runtime;
 
@@ -281,9 +281,13 @@ pub enum StagedKind {
 /// `profiles`, `markers`, `inboxes` (in [`finish`]).
 pub const KILL_HOOK: &str = "rename-kill-after:";
 
-/// The test hook: die here when asked to (see [`KILL_HOOK`]).
+/// The test hook: die here when asked to (see [`KILL_HOOK`]); never in a build without the
+/// test hooks (`crate::config::vars::TEST_HOOKS_COMPILED_IN`).
 pub fn kill_point(step: &str) {
-    let asked = std::env::var(crate::daemon::test_hooks::ENV)
+    if !crate::config::vars::TEST_HOOKS_COMPILED_IN {
+        return;
+    }
+    let asked = std::env::var(crate::config::vars::TEST_HOOK)
         .ok()
         .and_then(|v| v.strip_prefix(KILL_HOOK).map(|s| s == step))
         .unwrap_or(false);

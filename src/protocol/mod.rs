@@ -12,6 +12,12 @@ use serde_json::Value;
 /// Longest accepted request line (1 MiB, without the `\n`); longer is a protocol error.
 pub const MAX_LINE: usize = 1 << 20;
 
+/// Longest message, in Unicode scalar values.
+pub const MAX_MESSAGE_CHARS: usize = 16_000;
+
+/// The runtime the daemon's own notices carry in their envelope (`runtime="daemon"`).
+pub const DAEMON_RUNTIME: &str = "daemon";
+
 /// Stable failure tokens (`"code"`), spelled in kebab-case on the wire (`not-registered`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -105,9 +111,9 @@ macro_rules! requests {
 }
 
 requests! {
-    /// Health check → [`Pong`].
+    /// Health check → `Pong`.
     Ping,
-    /// Route one message (spec 03 §1) → [`SendReply`].
+    /// Route one message (spec 03 §1) → `SendReply`.
     Send {
         /// Sender identity `<runtime>-<personality>`.
         from: String,
@@ -137,13 +143,13 @@ requests! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         id: Option<String>,
         /// What to do when the peer's agent is mid-turn at delivery (issue 32 item 7):
-        /// [`IfBusy`]; absent = `queue`.
+        /// `IfBusy`; absent = `queue`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         if_busy: Option<IfBusy>,
     },
-    /// Live session states → [`ListReply`].
+    /// Live session states → `ListReply`.
     List,
-    /// Wake a peer without a message → [`WakeReply`] once ready.
+    /// Wake a peer without a message → `WakeReply` once ready.
     Wake {
         /// Peer.
         personality: String,
@@ -151,7 +157,7 @@ requests! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         runtime: Option<String>,
     },
-    /// Set the stop flag and end sessions → [`StopReply`] once they are gone.
+    /// Set the stop flag and end sessions → `StopReply` once they are gone.
     Stop {
         /// Peer (absent with `all`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -166,7 +172,7 @@ requests! {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         everyone: bool,
     },
-    /// Clear the stop flag (always-on peers are started) → [`StartReply`].
+    /// Clear the stop flag (always-on peers are started) → `StartReply`.
     Start {
         /// Peer (absent with `all`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -178,7 +184,7 @@ requests! {
         #[serde(default)]
         all: bool,
     },
-    /// Attach a terminal → [`WakeReply`]; after it the connection carries frames.
+    /// Attach a terminal → `WakeReply`; after it the connection carries frames.
     Attach {
         /// Peer.
         personality: String,
@@ -192,7 +198,7 @@ requests! {
         #[serde(default)]
         no_attach: bool,
     },
-    /// A fresh session now → [`NewReply`] (agents: once ready; always-on peers: restarted
+    /// A fresh session now → `NewReply` (agents: once ready; always-on peers: restarted
     /// and un-parked).
     New {
         /// Peer.
@@ -202,7 +208,7 @@ requests! {
         runtime: Option<String>,
     },
     /// End the peer's session if any and bring it up again on the conversation iapeer
-    /// recorded (fresh without one) → [`NewReply`] (agents: once ready; always-on peers:
+    /// recorded (fresh without one) → `NewReply` (agents: once ready; always-on peers:
     /// restarted and un-parked), issue 30 item 4.
     Restart {
         /// Peer.
@@ -211,7 +217,7 @@ requests! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         runtime: Option<String>,
     },
-    /// Send the runtime's interrupt keys to the live session → [`InterruptReply`].
+    /// Send the runtime's interrupt keys to the live session → `InterruptReply`.
     Interrupt {
         /// Peer.
         personality: String,
@@ -219,7 +225,7 @@ requests! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         runtime: Option<String>,
     },
-    /// Compact the conversation → [`CompactReply`].
+    /// Compact the conversation → `CompactReply`.
     Compact {
         /// Peer.
         personality: String,
@@ -227,13 +233,13 @@ requests! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         runtime: Option<String>,
     },
-    /// From inside a session: end it and bring up a fresh one → [`IdentityReply`].
+    /// From inside a session: end it and bring up a fresh one → `IdentityReply`.
     SelfFresh {
         /// The caller's `PEER_IDENTITY`.
         identity: String,
     },
     /// Send a message the origin guard held, as its sender, to the runtime it addressed or
-    /// to `runtime` → [`SendReply`] (spec 10 §2). The hold is claimed atomically, deleted
+    /// to `runtime` → `SendReply` (spec 10 §2). The hold is claimed atomically, deleted
     /// once the send is accepted and put back when it fails.
     ConfirmSend {
         /// The hold id, `og-<8 hex>`.
@@ -246,19 +252,19 @@ requests! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         caller: Option<String>,
     },
-    /// End every session of a peer being removed → [`ForgetReply`].
+    /// End every session of a peer being removed → `ForgetReply`.
     Forget {
         /// Peer.
         personality: String,
     },
-    /// The runtime a peer is live on → [`LiveRuntimeReply`] (or `not-live`).
+    /// The runtime a peer is live on → `LiveRuntimeReply` (or `not-live`).
     LiveRuntime {
         /// Peer.
         personality: String,
     },
-    /// Daemon health and a sessions summary → [`StatusReply`].
+    /// Daemon health and a sessions summary → `StatusReply`.
     Status,
-    /// The live screen of a peer's session as text → [`ScreenReply`] (`not-live` without a
+    /// The live screen of a peer's session as text → `ScreenReply` (`not-live` without a
     /// session); read-only, for the operator's web page.
     Screen {
         /// Peer.
@@ -268,7 +274,7 @@ requests! {
         runtime: Option<String>,
     },
     /// From a gated session's permission hook (`iapeer approval-request`, spec 10 §4): ask a
-    /// human whether the tool may run → [`ApprovalVerdict`], once a human decides or the
+    /// human whether the tool may run → `ApprovalVerdict`, once a human decides or the
     /// request is denied (timeout, the session ended, the daemon stopping). The hook's
     /// connection closing denies it too.
     ApprovalRequest {
@@ -281,7 +287,7 @@ requests! {
         /// What it wants to run (a command, a file path, or the tool input as JSON).
         summary: String,
     },
-    /// The permission prompts waiting for a human → [`ApprovalsReply`]. With `wait_ms`, a
+    /// The permission prompts waiting for a human → `ApprovalsReply`. With `wait_ms`, a
     /// long poll: answered as soon as a prompt asked after `since_ms` is pending, else when
     /// `wait_ms` has passed (with whatever is pending then).
     Approvals {
@@ -293,7 +299,7 @@ requests! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         since_ms: Option<u64>,
     },
-    /// Let a pending prompt's tool run → [`ApprovalDone`].
+    /// Let a pending prompt's tool run → `ApprovalDone`.
     Approve {
         /// The approval id, `ap-<8 hex>`.
         id: String,
@@ -302,7 +308,7 @@ requests! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         option: Option<String>,
     },
-    /// Refuse a pending prompt → [`ApprovalDone`]; `reason` is given to the model.
+    /// Refuse a pending prompt → `ApprovalDone`; `reason` is given to the model.
     Deny {
         /// The approval id, `ap-<8 hex>`.
         id: String,
@@ -477,7 +483,7 @@ pub struct Queued {
 
 /// A delivered (or queued) send (spec 03 §1 step 10); also the MCP tool's structured result:
 /// `{"ok":true,"delivered_to":{…},"woke":false,"ts":"2026-11-30T10:00:00+00:00"}`, with the
-/// [`Queued`] fields after `ts` when the message waits in a queue.
+/// `Queued` fields after `ts` when the message waits in a queue.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SendResult {
     /// Always `true` (the result object is only produced for a delivery).
@@ -499,7 +505,7 @@ pub struct SendResult {
     /// this send wrote nothing (a retry). Left out when `false`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub earlier: bool,
-    /// `true`: the peer's agent was mid-turn and the sender chose [`IfBusy::Interrupt`], so
+    /// `true`: the peer's agent was mid-turn and the sender chose `IfBusy::Interrupt`, so
     /// its turn was interrupted before this message went in. Left out when `false`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,

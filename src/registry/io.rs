@@ -78,7 +78,7 @@ impl std::error::Error for RegistryError {
 
 impl Registry {
     /// Read `<root>/peers-profiles.json` without locking. A missing file is an empty
-    /// registry; a `version` newer than [`REGISTRY_VERSION`] is logged as a warning and the
+    /// registry; a `version` newer than `REGISTRY_VERSION` is logged as a warning and the
     /// known fields are read.
     ///
     /// Errors: `Io` when unreadable; `Corrupt` for invalid JSON, a non-object, a peer
@@ -112,7 +112,7 @@ impl Registry {
     /// the result (version 2, peers sorted by personality, pretty JSON, mode 0600), unlock.
     /// When `edit` fails nothing is written and its error is returned.
     ///
-    /// Errors: `edit`'s error; any [`RegistryError`] (lock, corrupt file, write, or
+    /// Errors: `edit`'s error; any `RegistryError` (lock, corrupt file, write, or
     /// `Refused` when the edited registry breaks the format), converted with `From`.
     pub fn update<T, E>(
         paths: &Paths,

@@ -11,6 +11,7 @@
 //! ```
 
 mod cache;
+pub mod former;
 mod io;
 pub mod original_lock;
 mod parse;

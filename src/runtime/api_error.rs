@@ -11,55 +11,7 @@
 
 use serde_json::Value;
 
-/// What kind of refusal, as an operator acts on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ApiErrorKind {
-    /// Too many requests or a usage limit reached: wait for the reset.
-    RateLimit,
-    /// The API is overloaded (or another server-side failure): usually passes.
-    Overloaded,
-    /// The login expired or the key is wrong: a human must log in again.
-    Auth,
-    /// Any other refusal the runtime marks as an API error.
-    Other,
-}
-
-impl ApiErrorKind {
-    /// The logfmt / JSON word: `rate-limit`, `overloaded`, `auth`, `api-error`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApiErrorKind::RateLimit => "rate-limit",
-            ApiErrorKind::Overloaded => "overloaded",
-            ApiErrorKind::Auth => "auth",
-            ApiErrorKind::Other => "api-error",
-        }
-    }
-}
-
-/// One refused turn, as a runtime's file records it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiError {
-    /// The kind.
-    pub kind: ApiErrorKind,
-    /// The runtime's own word for it (Claude's `error`, e.g. `rate_limit`).
-    pub error_type: String,
-    /// The HTTP status, when recorded.
-    pub status: Option<u16>,
-    /// The model named by the record (`<synthetic>` for Claude's error records).
-    pub model: String,
-    /// The text the runtime showed the user.
-    pub text: String,
-    /// The record's timestamp, as written.
-    pub at: String,
-    /// When the limit resets, as the runtime recorded it, if it did: epoch seconds as
-    /// written (Codex's fullest window; Claude Code's `apiErrorParams.rate_limit_info.resetsAt`
-    /// for a plan's usage limit).
-    pub resets_at: Option<String>,
-    /// The runtime said it takes the refused turn up again by itself at the reset (Claude
-    /// Code 2.1.332 for a plan's usage limit: a `system` record "… set to continue
-    /// automatically at …" after the refusal).
-    pub runtime_resumes: bool,
-}
+use crate::adapter::{ApiError, ApiErrorKind};
 
 /// The API error a Claude Code transcript record carries, if it is one (pure).
 pub fn from_claude_record(record: &Value) -> Option<ApiError> {

@@ -14,7 +14,7 @@ use super::{
     Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
     GateState, GateWatch, LaunchCommand, LaunchCtx, LaunchError, RuntimeKind, WakeMode,
 };
-use crate::session::paste_view::PasteView;
+use crate::term::paste_view::PasteView;
 use crate::term::{encode_keys, Screen};
 
 /// How long after the agent's MCP client listed the daemon's tools a Claude Code boot holds
@@ -175,7 +175,7 @@ impl Claude {
     }
 }
 
-fn key(step: super::dialog::DialogStep) -> Vec<u8> {
+fn key(step: crate::term::menu::DialogStep) -> Vec<u8> {
     encode_keys(&[step.key_name()], false).unwrap_or_default()
 }
 
@@ -381,9 +381,9 @@ impl Adapter for Claude {
         pasted_form::claude(text)
     }
 
-    fn clear_keys(&self) -> Option<crate::session::clear::ClearKeys> {
+    fn clear_keys(&self) -> Option<crate::adapter::ClearKeys> {
         // Recorded: `clear-esc-hint.raw`, `clear-esc-cleared.raw`.
-        Some(crate::session::clear::ClearKeys {
+        Some(crate::adapter::ClearKeys {
             first: vec![0x1b],
             again: Some(("esc again to clear", vec![0x1b])),
         })
@@ -431,7 +431,7 @@ impl Adapter for Claude {
         self.own_transcript(cwd).is_some()
     }
 
-    fn api_error(&self, cwd: &Path) -> Option<super::api_error::ApiError> {
+    fn api_error(&self, cwd: &Path) -> Option<crate::adapter::ApiError> {
         let newest = match self.conversation {
             Some(_) => self.own_transcript(cwd)?,
             None => jsonl_files(&claude_paths::transcript_dir(cwd)?)

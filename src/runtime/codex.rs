@@ -16,13 +16,13 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::codex_setup::codex_home;
-use super::dialog;
 use super::pasted_form;
 use super::transcript::{jsonl_files, record_contains, TranscriptWatch, TurnProgress};
 use super::{
     Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
     GateState, GateWatch, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
 };
+use crate::term::menu as dialog;
 use crate::term::{encode_keys, Screen};
 
 /// The composer (and menu cursor) glyph of Codex.
@@ -521,7 +521,7 @@ impl Adapter for Codex {
         // composer taller than the screen shows its glyph on its first visible row
         // (`composer-tall-paste.raw`).
         let first = screen.composer_text(&glyph).and_then(|c| {
-            let placeholder = crate::session::paste_view::placeholder_size(&c.text).is_some();
+            let placeholder = crate::term::paste_view::placeholder_size(&c.text).is_some();
             (c.typed || placeholder).then_some(c.text)
         });
         crate::adapter::composer_rows_text(
@@ -534,9 +534,9 @@ impl Adapter for Codex {
         pasted_form::codex(text)
     }
 
-    fn clear_keys(&self) -> Option<crate::session::clear::ClearKeys> {
+    fn clear_keys(&self) -> Option<crate::adapter::ClearKeys> {
         // Recorded: Ctrl-C clears a composer holding text (`clear-ctrl-c-cleared.raw`).
-        Some(crate::session::clear::ClearKeys {
+        Some(crate::adapter::ClearKeys {
             first: vec![0x03],
             again: None,
         })
@@ -598,7 +598,7 @@ impl Adapter for Codex {
 
     /// The newest turn outcome of the session's own session file (the folder's newest while
     /// it is not known), read from its end.
-    fn api_error(&self, cwd: &Path) -> Option<super::api_error::ApiError> {
+    fn api_error(&self, cwd: &Path) -> Option<crate::adapter::ApiError> {
         let own = self.own_rollout(cwd)?;
         super::api_error::latest_codex_outcome(&super::api_error::tail(&own, API_ERROR_TAIL))
     }

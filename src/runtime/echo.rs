@@ -36,7 +36,8 @@ impl Echo {
 /// the marker of a menu (`--boot-menu`).
 fn shows_prompt(screen: &Screen) -> bool {
     let rows = screen.rows();
-    rows.iter().any(|r| r.starts_with('❯')) && super::dialog::find_menu_with(rows, '❯').is_none()
+    rows.iter().any(|r| r.starts_with('❯'))
+        && crate::term::menu::find_menu_with(rows, '❯').is_none()
 }
 
 fn busy(screen: &Screen) -> bool {
@@ -106,10 +107,10 @@ impl Adapter for Echo {
         Echo::transcript(cwd).is_file()
     }
 
-    fn clear_keys(&self) -> Option<crate::session::clear::ClearKeys> {
+    fn clear_keys(&self) -> Option<crate::adapter::ClearKeys> {
         // Our own program: Esc clears a composer that holds something and does nothing on an
         // empty one (`echo_agent::App::on_key`); no second press.
-        Some(crate::session::clear::ClearKeys {
+        Some(crate::adapter::ClearKeys {
             first: vec![0x1b],
             again: None,
         })

@@ -11,7 +11,7 @@ use std::path::Path;
 use super::{Acceptance, Adapter, Confirm, LaunchCommand, LaunchCtx, RuntimeKind};
 
 /// The runtime's name.
-pub const NAME: &str = "human";
+pub use crate::names::HUMAN_RUNTIME as NAME;
 
 /// The human adapter.
 pub struct Human {

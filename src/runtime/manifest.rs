@@ -168,7 +168,7 @@ impl Manifest {
 
     /// Load the manifest of `runtime`. A missing file is `Ok(None)` (not installed).
     ///
-    /// Errors: [`RuntimeError::BadManifest`] when the file is unreadable, not JSON of this
+    /// Errors: `RuntimeError::BadManifest` when the file is unreadable, not JSON of this
     /// shape, or names another runtime.
     pub fn load(paths: &Paths, runtime: &str) -> Result<Option<Manifest>, RuntimeError> {
         if !is_valid_runtime(runtime) {

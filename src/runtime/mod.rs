@@ -14,7 +14,6 @@ pub mod claude_setup;
 pub mod codex;
 pub mod codex_gate;
 pub mod codex_setup;
-pub mod dialog;
 pub mod echo;
 pub mod human;
 pub mod manifest;

@@ -463,7 +463,7 @@ fn run_bounded(mut cmd: Command, timeout: Duration) -> Result<String, RunError> 
         Ok(Ok(out)) => out,
         Ok(Err(e)) => return Err(RunError::Wait(e)),
         Err(_) => {
-            let _ = crate::session::spawn::signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
+            let _ = crate::child::signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
             return Err(RunError::Timeout(timeout.as_secs()));
         }
     };

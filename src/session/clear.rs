@@ -16,14 +16,7 @@
 
 use std::time::{Duration, Instant};
 
-/// How a runtime clears its composer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClearKeys {
-    /// The first key.
-    pub first: Vec<u8>,
-    /// When the runtime asks for a second press: the text it shows then, and the key.
-    pub again: Option<(&'static str, Vec<u8>)>,
-}
+use crate::adapter::ClearKeys;
 
 /// How often the screen is looked at while clearing (and while a delivery waits for it).
 pub const POLL: Duration = Duration::from_millis(50);

@@ -326,7 +326,7 @@ pub struct SessionStatus {
     /// "quiet", spec 05 §4).
     pub output_ms: Option<u64>,
     /// The model API refused the runtime's latest turn (spec 10 §3).
-    pub api_error: Option<crate::runtime::api_error::ApiError>,
+    pub api_error: Option<crate::adapter::ApiError>,
 }
 
 /// An event tagged with the session it comes from.

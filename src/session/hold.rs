@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::paste_view::PasteView;
+use crate::term::paste_view::PasteView;
 
 /// How often a held delivery re-checks the composer.
 pub const RECHECK: Duration = Duration::from_millis(500);

@@ -14,7 +14,6 @@ pub mod handle;
 pub mod hold;
 pub mod own_text;
 pub mod panelog;
-pub mod paste_view;
 pub mod priority;
 pub mod prompts;
 pub mod reap;

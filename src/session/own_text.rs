@@ -29,7 +29,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::hold::RESIDUE;
-use super::paste_view::{placeholder_size, PasteView, PlaceholderSize};
+use crate::term::paste_view::{placeholder_size, PasteView, PlaceholderSize};
 
 /// Pastes remembered per session.
 pub const KEPT: usize = 6;

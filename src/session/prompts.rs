@@ -18,7 +18,7 @@
 use std::time::{Duration, Instant};
 
 use crate::adapter::PermissionPrompt;
-use crate::runtime::dialog::DialogStep;
+use crate::term::menu::DialogStep;
 
 /// A prompt the screen has not shown for this long is closed.
 pub const CLOSED_AFTER: Duration = Duration::from_millis(500);

@@ -12,6 +12,9 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Mutex;
 
+/// The session's children lead their own process groups too (`crate::child` owns the helper).
+pub use crate::child::signal_group;
+
 use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
 use nix::pty::{openpty, OpenptyResult, Winsize};
 use nix::sys::signal::{self, SigHandler, SigSet, SigmaskHow, Signal};
@@ -194,16 +197,6 @@ pub fn set_pty_size(master: &OwnedFd, rows: u16, cols: u16) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
-}
-
-/// Send `sig` to the whole process group `pgid` (our children lead their own groups).
-/// A group that is already gone is not an error.
-pub fn signal_group(pgid: u32, sig: Signal) -> io::Result<()> {
-    let pgid = nix::unistd::Pid::from_raw(pgid as i32);
-    match signal::killpg(pgid, sig) {
-        Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
-        Err(e) => Err(e.into()),
-    }
 }
 
 fn set_cloexec(fd: &OwnedFd) -> io::Result<()> {

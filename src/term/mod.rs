@@ -7,8 +7,12 @@
 //! - [`responder`]: recognising terminal capability queries in that output and the answers the
 //!   daemon gives in place of a terminal.
 //! - [`keys`]: encoding input: bracketed paste and tmux-like key names.
+//! - [`menu`]: reading a TUI dialog's menu off the screen rows and the key towards an option.
+//! - [`paste_view`]: how a runtime's composer shows a paste, recognised on the screen.
 
 pub mod keys;
+pub mod menu;
+pub mod paste_view;
 pub mod responder;
 pub mod screen;
 

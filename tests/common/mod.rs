@@ -66,6 +66,8 @@ impl TestEnv {
             .env("IAPEER_ROOT", &self.root)
             .env("IAPEER_PORT", "0")
             .env("IS_SANDBOX", "1")
+            // The daemon's test events (daemon::test_hooks::emit), for hook_count and friends.
+            .env("IAPEER_TEST_EVENTS", self.hook_events_path())
             // No desktop notifications from human peers' inboxes in tests.
             .env("IAPEER_NOTIFY", "0")
             // CI runners set them; the daemon must not pass them to the agents, whose dim
@@ -236,6 +238,27 @@ impl TestEnv {
             .into_owned()
     }
 
+    /// Wait until the pane log of `identity` has not grown for a second (at most 30 s): the
+    /// program has finished drawing, as a recorder saves it. A program's screen gives no
+    /// other sign that it is done, so a still second is the measure.
+    pub fn pane_settled(&self, identity: &str) {
+        let quiet = Duration::from_secs(1);
+        let len =
+            |e: &TestEnv| std::fs::metadata(e.paths().pane_log(identity)).map_or(0, |m| m.len());
+        let (mut last, mut since) = (len(self), Instant::now());
+        self.wait_until(
+            &format!("{identity}'s screen stays still for {quiet:?}"),
+            Duration::from_secs(30),
+            |e| {
+                let now = len(e);
+                if now != last {
+                    (last, since) = (now, Instant::now());
+                }
+                since.elapsed() >= quiet
+            },
+        );
+    }
+
     /// The current screen of an identity's session, replayed from its pane log through a
     /// terminal model at the session size (220×50; valid while nobody attached and resized it).
     pub fn screen(&self, identity: &str) -> String {
@@ -358,6 +381,53 @@ impl TestEnv {
         }
     }
 
+    /// The file every daemon of this world appends its test events to (`IAPEER_TEST_EVENTS`).
+    pub fn hook_events_path(&self) -> PathBuf {
+        self.dir.path().join("test-events.log")
+    }
+
+    /// How many times the daemon has reported `event` (`router-idle`, `tick-done`,
+    /// `router-send:<personality>`, `approvals-wait`; daemon::test_hooks).
+    pub fn hook_count(&self, event: &str) -> usize {
+        std::fs::read_to_string(self.hook_events_path())
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| *l == event)
+            .count()
+    }
+
+    /// Wait until the daemon has reported `event` `n` times in all.
+    pub fn wait_hook(&self, event: &str, n: usize) {
+        self.wait_until(
+            &format!("{n} test events {event:?}"),
+            Duration::from_secs(30),
+            |e| e.hook_count(event) >= n,
+        );
+    }
+
+    /// The positive signal for "nothing more follows from what the daemon has been told":
+    /// the router has handled everything sent to it before this call (a `list` answered in
+    /// order behind it) and then found no message and no session event waiting
+    /// (`router-idle` reported after a second `list`). What a session thread or an agent does
+    /// later on its own is not covered: the router has not heard of it yet.
+    pub fn router_settled(&self) {
+        self.ok(&["list"]);
+        let after_first = self.hook_count("router-idle");
+        self.ok(&["list"]);
+        self.wait_hook("router-idle", after_first + 1);
+    }
+
+    /// Require `cond` to stay false for `window`, polled: for what must not happen within a
+    /// time the daemon is given (a back-off, a restart delay), where no event says "it will
+    /// not"; the window is the thing tested.
+    pub fn stays_false(&self, what: &str, window: Duration, cond: impl Fn(&TestEnv) -> bool) {
+        let start = Instant::now();
+        while start.elapsed() < window {
+            assert!(!cond(self), "{what} happened\n{}", self.diagnostics());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// The positive signal for "X does not happen while the daemon keeps supervising": wait
     /// until the supervise tick has run `n` more times, requiring `happened` to stay false at
     /// every poll. Needs `IAPEER_SUPERVISE_LOG_VERBOSE=1` (one `ev=supervise action=tick` line
@@ -439,6 +509,31 @@ pub fn describe(out: &Output) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
+}
+
+/// Poll `done` every 20 ms until it is true (true) or `timeout` has passed (false): the
+/// suite's one loop for a condition outside a [`TestEnv`] (a child, a terminal, a stand-in).
+pub fn poll(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    loop {
+        if done() {
+            return true;
+        }
+        if start.elapsed() >= timeout {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `child`'s exit status once it has exited, or `None` while it still runs after `limit`.
+pub fn exit_within(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let mut status = None;
+    poll(limit, || {
+        status = child.try_wait().expect("try_wait");
+        status.is_some()
+    });
+    status
 }
 
 /// Whether a process is alive.

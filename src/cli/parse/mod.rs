@@ -157,26 +157,10 @@ impl Invocation {
 
     /// True when `flag` was given (booleans and valued flags alike).
     ///
-    /// ```
-    /// use iapeer::cli::{parse::Invocation, spec::flags};
-    /// fn fix(inv: &Invocation) -> bool {
-    ///     inv.flag(flags::FIX)
-    /// }
-    /// ```
-    ///
-    /// A flag named by a string, or a flag the table does not have, does not compile:
-    ///
-    /// ```compile_fail
-    /// fn fix(inv: &iapeer::cli::parse::Invocation) -> bool {
-    ///     inv.flag("fix")
-    /// }
-    /// ```
-    ///
-    /// ```compile_fail
-    /// fn fix(inv: &iapeer::cli::parse::Invocation) -> bool {
-    ///     inv.flag(iapeer::cli::spec::flags::FIXX)
-    /// }
-    /// ```
+    /// `flag` is a row of the table, e.g. `inv.flag(flags::FIX)`; a flag named by a string
+    /// (`inv.flag("fix")`) or one the table does not have (`flags::FIXX`) does not compile,
+    /// since only [`flags`](super::spec::flags) makes a [`FlagSpec`]. (No doc test shows it:
+    /// `cli` is crate-private, so a doc test could not name it and would fail for that reason.)
     pub fn flag(&self, flag: FlagSpec) -> bool {
         self.check_flag(&flag);
         self.given_long(flag.long)

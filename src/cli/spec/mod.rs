@@ -126,7 +126,7 @@ impl Group {
 }
 
 /// What a table entry is, as a typed id: the parser turns `Help`, `Version` and
-/// `RuntimeShortcut` into their own [`Command`](super::parse::Command)s, and every other entry
+/// `RuntimeShortcut` into their own `Command`s, and every other entry
 /// into a [`Verb`] that `cli::run` matches on exhaustively.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum VerbId {

@@ -1443,7 +1443,7 @@ pub static VERBS: &[VerbSpec] = &[
     },
 ];
 
-/// The bare form `iapeer <runtime>` (one of [`SHORTCUT_RUNTIMES`]), described like a verb.
+/// The bare form `iapeer <runtime>` (one of [`SHORTCUT_RUNTIMES`](super::SHORTCUT_RUNTIMES)), described like a verb.
 pub static RUNTIME_SHORTCUT: VerbSpec = VerbSpec {
     id: VerbId::RuntimeShortcut,
     name: "claude|codex|echo",

@@ -104,11 +104,11 @@ pub const JSON: &str = "application/json";
 pub const EVENT_STREAM: &str = "text/event-stream";
 
 /// Handle one `POST /mcp` body (spec 02 §4), blocking on the backend for its sends: the
-/// composition of [`start`] and [`Pending::finish`] (tests and the fuzz targets drive it).
+/// composition of `start` and `Pending::finish` (tests and the fuzz targets drive it).
 ///
 /// `headers.accept`: JSON is used when it is absent or lists `application/json` (or `*/*`,
 /// `application/*`), else the answer is one SSE event. The other `headers` are checked
-/// against a modern request's body (see [`era::of_request`]).
+/// against a modern request's body (see `era::of_request`).
 /// Malformed JSON → 400 with error -32700; a single invalid request → 400 with -32600;
 /// notifications and client responses → 202 with an empty body; a batch → an array of the
 /// answers to its requests (202 when there are none).

@@ -298,6 +298,7 @@ impl Router {
                     reply,
                 });
                 self.arm_sweep();
+                crate::daemon::test_hooks::emit("approvals-wait");
             }
             _ => reply.finish(self.op_approvals()),
         }
@@ -562,13 +563,13 @@ fn choose(options: &[String], wanted: &str) -> Result<usize, String> {
         .or_else(|| {
             options
                 .iter()
-                .position(|o| crate::runtime::dialog::label_matches(o, wanted))
+                .position(|o| crate::term::menu::label_matches(o, wanted))
         })
         .or_else(|| {
             let lower = wanted.to_lowercase();
             options.iter().position(|o| {
                 let o = o.to_lowercase();
-                crate::runtime::dialog::label_matches(&o, &lower)
+                crate::term::menu::label_matches(&o, &lower)
             })
         })
         .ok_or_else(|| {

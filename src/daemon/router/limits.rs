@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use super::followup::{which_message, Followed};
 use super::{Router, Timer};
+use crate::adapter::ApiError;
 use crate::daemon::reply::ReplyTo;
 use crate::daemon::route::{Caller, SendInput};
 use crate::eventlog::Event;
 use crate::limits::{self, Due, Plan};
 use crate::names::Identity;
-use crate::runtime::api_error::ApiError;
 
 /// A limited turn iapeer will take up again.
 #[derive(Debug, Clone)]

@@ -388,6 +388,7 @@ impl Router {
             self.fire_timers(self.now.at);
             if rx.is_empty() && session_rx.is_empty() {
                 self.topics.caught_up(&self.paths, self.now.at);
+                crate::daemon::test_hooks::emit("router-idle");
             }
             if self.shutdown.is_some() && self.live.is_empty() {
                 self.topics.flush(&self.paths);

@@ -4,10 +4,10 @@
 //! [`crate::notices`]; the readings are [`crate::runtime::api_error`].
 
 use super::Router;
+use crate::adapter::ApiError;
 use crate::eventlog::Event;
 use crate::names::Identity;
 use crate::notices::{self, Notice};
-use crate::runtime::api_error::ApiError;
 
 impl Router {
     /// What one status probe of `identity` read: `raised`, a refusal the previous probe had
@@ -58,7 +58,7 @@ impl Router {
                 .opt("resets_at", e.resets_at.as_deref())
                 .field("at", &e.at),
         );
-        if e.kind == crate::runtime::api_error::ApiErrorKind::RateLimit {
+        if e.kind == crate::adapter::ApiErrorKind::RateLimit {
             self.on_limited(identity, e);
         }
     }

@@ -1,9 +1,9 @@
 //! What a Claude Code screen shows (spec 04 §2 "claude": boot dialogs, readiness, busy, nags).
 //!
 //! [`classify`] is a pure function of the plain-text screen rows (`Screen::rows`); [`next_key`]
-//! turns a dialog or nag into the one key to send now (see `runtime::dialog`).
+//! turns a dialog or nag into the one key to send now (see `term::menu`).
 
-use super::dialog::{self, DialogStep};
+use crate::term::menu::{self as dialog, DialogStep};
 
 mod prompt;
 pub use prompt::permission_prompt;

@@ -29,7 +29,7 @@
 //! `No` option: the same words in the conversation, or a boot dialog, are none.
 
 use crate::adapter::PermissionPrompt;
-use crate::runtime::dialog;
+use crate::term::menu as dialog;
 
 /// The question's start.
 const QUESTION: &str = "Do you want to";

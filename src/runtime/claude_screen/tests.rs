@@ -1,5 +1,5 @@
 use super::*;
-use crate::runtime::dialog::cursor_label;
+use crate::term::menu::cursor_label;
 use crate::term::{Screen, SESSION_COLS, SESSION_ROWS};
 
 fn fixture(name: &str) -> Vec<u8> {

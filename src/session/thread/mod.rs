@@ -247,7 +247,7 @@ struct Session {
     held: Option<super::hold::Held>,
     /// The paste of the delivery in progress, if any: Enter goes once the composer shows it
     /// (issue 13 item 1); afterwards it becomes [`Self::last_paste`].
-    pasting: Option<super::paste_view::PasteView>,
+    pasting: Option<crate::term::paste_view::PasteView>,
     /// iapeer's previous paste into this session (it may still show in the composer for a
     /// moment: [`super::hold::is_residue`]).
     last_paste: Option<super::hold::LastPaste>,

@@ -10,12 +10,12 @@ const DIALOG_RECHECK: Duration = Duration::from_millis(150);
 /// is `shown`: a marker move or Enter, or a wait while it is mid-redraw; `None` once another
 /// screen (or none) shows.
 fn human_menu_step(
-    shown: Option<&crate::runtime::dialog::Menu>,
+    shown: Option<&crate::term::menu::Menu>,
     index: usize,
     labels: &[String],
 ) -> Option<crate::adapter::BootStep> {
     let shown = shown.filter(|m| m.options.iter().map(|o| &o.label).eq(labels.iter()))?;
-    Some(match crate::runtime::dialog::step_to_index(shown, index) {
+    Some(match crate::term::menu::step_to_index(shown, index) {
         Some(step) => crate::adapter::BootStep::Key {
             bytes: crate::term::encode_keys(&[step.key_name()], false).unwrap_or_default(),
             label: format!(
@@ -40,7 +40,7 @@ impl Session {
             .adapter
             .prompt_glyph()
             .and_then(|g| g.chars().next());
-        let menu = marker.and_then(|m| crate::runtime::dialog::find_menu_with(rows, m));
+        let menu = marker.and_then(|m| crate::term::menu::find_menu_with(rows, m));
         // A human's choice for a menu the adapter does not know goes first, while that very
         // menu (the same labels) shows; mid-redraw (no single marker) it waits. Once the
         // menu is gone the choice is spent.
@@ -72,7 +72,7 @@ impl Session {
                             .into(),
                     ));
                     self.emit(EventKind::BootMenu {
-                        question: crate::runtime::dialog::question_of(rows, &m),
+                        question: crate::term::menu::question_of(rows, &m),
                         cursor: m.cursor.unwrap_or(0),
                         options: m.options.into_iter().map(|o| o.label).collect(),
                     });
@@ -456,7 +456,7 @@ impl Session {
         // Known on screen and in the composer as the runtime shows it (a TAB as spaces, …).
         let pasted = crate::term::paste_text(&d.text);
         let shown = self.cfg.adapter.pasted_form(&pasted);
-        self.pasting = Some(super::super::paste_view::PasteView::shown(&pasted, &shown));
+        self.pasting = Some(crate::term::paste_view::PasteView::shown(&pasted, &shown));
         if pty {
             self.own
                 .pasting_shown(d.id, &pasted, &shown, Instant::now());
@@ -735,7 +735,7 @@ impl Session {
 mod tests {
     use super::human_menu_step;
     use crate::adapter::BootStep;
-    use crate::runtime::dialog::find_menu;
+    use crate::term::menu::find_menu;
 
     fn labels(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()

@@ -30,7 +30,7 @@ pub const MIN_ROWS: u16 = 2;
 pub const MIN_COLS: u16 = 2;
 
 /// A client's requested terminal size `(rows, cols)` bounded to what a terminal can be:
-/// at least [`MIN_ROWS`] × [`MIN_COLS`] and at most [`MAX_ROWS`] × [`MAX_COLS`].
+/// at least `MIN_ROWS` × `MIN_COLS` and at most [`MAX_ROWS`] × [`MAX_COLS`].
 pub fn clamp_size(rows: u16, cols: u16) -> (u16, u16) {
     (
         rows.clamp(MIN_ROWS, MAX_ROWS),
@@ -79,9 +79,9 @@ pub struct Screen {
 }
 
 impl Screen {
-    /// A blank screen of `rows` × `cols` cells (at least [`MIN_ROWS`] × [`MIN_COLS`]) with
-    /// [`SCROLLBACK_LINES`] of scrollback.
-    /// Sessions use [`SESSION_ROWS`] × [`SESSION_COLS`].
+    /// A blank screen of `rows` × `cols` cells (at least `MIN_ROWS` × `MIN_COLS`) with
+    /// `SCROLLBACK_LINES` of scrollback.
+    /// Sessions use `SESSION_ROWS` × `SESSION_COLS`.
     pub fn new(rows: u16, cols: u16) -> Screen {
         Screen {
             parser: vt100::Parser::new(rows.max(MIN_ROWS), cols.max(MIN_COLS), SCROLLBACK_LINES),
@@ -136,7 +136,7 @@ impl Screen {
     }
 
     /// Resize the model (after the child's pty was resized for an attached client); at least
-    /// [`MIN_ROWS`] × [`MIN_COLS`].
+    /// `MIN_ROWS` × `MIN_COLS`.
     pub fn resize(&mut self, rows: u16, cols: u16) {
         self.changed();
         self.parser
