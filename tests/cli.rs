@@ -5,8 +5,8 @@ use crate::common;
 
 use common::TestEnv;
 
-const DAEMON_DOWN_TAIL: &str =
-    ") — start it with: iapeer daemon (foreground) or iapeer onboard (as a service)";
+const DAEMON_DOWN_HINT: &str =
+    "  hint: start it with: iapeer daemon (foreground) or iapeer onboard (as a service)";
 
 #[test]
 fn version_in_every_spelling() {
@@ -106,12 +106,22 @@ fn verbs_that_need_the_daemon_say_how_to_start_it() {
     ] {
         let (out, err) = env.fails(args, 1);
         assert!(out.is_empty(), "{args:?}: {out}");
-        let line = err.trim_end();
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        let want = format!("the daemon is not running (no answer on {sock}{DAEMON_DOWN_TAIL}");
-        assert!(
-            line.starts_with("iapeer") && line.ends_with(&format!(": {want}")),
-            "{args:?}: {line}"
+        // What happened, then what to do as a hint line (issue 29 item 6).
+        let want = format!(
+            "iapeer: the daemon is not running (no answer on {sock})\n{DAEMON_DOWN_HINT}\n"
+        );
+        assert_eq!(err, want, "{args:?}");
+        // --json keeps the whole sentence in its error.
+        let (out, _) = env.fails(&[args, &["--json"]].concat(), 1);
+        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(v["code"], "offline", "{args:?}: {v}");
+        assert_eq!(
+            v["error"],
+            format!(
+                "the daemon is not running (no answer on {sock}) — {}",
+                DAEMON_DOWN_HINT.trim_start().trim_start_matches("hint: ")
+            ),
+            "{args:?}"
         );
     }
     // Nothing was started behind the user's back.

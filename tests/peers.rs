@@ -457,7 +457,10 @@ fn remove_and_live_runtime_with_a_live_peer() {
 
     // Refused while live without --force; nothing changed.
     let (_, err) = env.fails(&["remove", "bob"], 1);
-    assert_eq!(err.trim(), "iapeer remove: peer \"bob\" is live (echo-bob) — stop it first (iapeer stop bob) or pass --force");
+    assert_eq!(
+        err.trim(),
+        "iapeer remove: peer \"bob\" is live (echo-bob)\n  hint: stop it first (iapeer stop bob) or pass --force"
+    );
     assert!(names_in(&registry(&env)).contains(&"bob".to_string()));
     assert!(common::alive(pid) && inbox.is_dir());
 

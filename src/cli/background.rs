@@ -59,14 +59,14 @@ fn append_log(path: &Path) -> Result<std::fs::File, CliError> {
         .append(true)
         .mode(MODE_PRIVATE)
         .open(path)
-        .map_err(|e| CliError::Failed(format!("cannot open {}: {e}", path.display())))
+        .map_err(|e| CliError::failed(format!("cannot open {}: {e}", path.display())))
 }
 
 /// `daemon --detach`: start the daemon in the background and return once it answers.
 pub fn detach() -> CliResult {
     let paths = paths()?;
     let exe = std::env::current_exe()
-        .map_err(|e| CliError::Failed(format!("cannot find the iapeer binary: {e}")))?;
+        .map_err(|e| CliError::failed(format!("cannot find the iapeer binary: {e}")))?;
     let pid = start_detached(&paths, &exe)?;
     print(&format!(
         "daemon running in the background (pid {pid}) — log: {}, its output: {}; stop it with: iapeer shutdown\n",
@@ -83,13 +83,16 @@ pub fn detach() -> CliResult {
 pub fn start_detached(paths: &Paths, exe: &Path) -> Result<u32, CliError> {
     let sock = paths.socket();
     if let Some(pid) = running_pid(paths) {
-        return Err(CliError::Failed(format!(
-            "a daemon is already running (pid {pid}, on {}) — stop it first with: iapeer shutdown",
-            sock.display()
-        )));
+        return Err(CliError::hinted(
+            format!(
+                "a daemon is already running (pid {pid}, on {})",
+                sock.display()
+            ),
+            "stop it first with: iapeer shutdown",
+        ));
     }
     ensure_dir(&paths.logs_dir()).map_err(|e| {
-        CliError::Failed(format!("cannot create {}: {e}", paths.logs_dir().display()))
+        CliError::failed(format!("cannot create {}: {e}", paths.logs_dir().display()))
     })?;
     let (out_path, err_path) = std_logs(paths);
     let mut cmd = Command::new(exe);
@@ -108,7 +111,7 @@ pub fn start_detached(paths: &Paths, exe: &Path) -> Result<u32, CliError> {
     }
     let mut child = cmd
         .spawn()
-        .map_err(|e| CliError::Failed(format!("cannot start the daemon: {e}")))?;
+        .map_err(|e| CliError::failed(format!("cannot start the daemon: {e}")))?;
     let start = Instant::now();
     loop {
         if let Some(pid) = running_pid(paths) {
@@ -117,13 +120,13 @@ pub fn start_detached(paths: &Paths, exe: &Path) -> Result<u32, CliError> {
         if let Ok(Some(status)) = child.try_wait() {
             let tail = std::fs::read_to_string(&err_path).unwrap_or_default();
             let last = tail.lines().last().unwrap_or("").to_string();
-            return Err(CliError::Failed(format!(
+            return Err(CliError::failed(format!(
                 "the daemon exited at start ({status}): {last} — see {}",
                 err_path.display()
             )));
         }
         if start.elapsed() > START_WAIT {
-            return Err(CliError::Failed(format!(
+            return Err(CliError::failed(format!(
                 "the daemon (pid {}) did not answer on {} within {} s — see {}",
                 child.id(),
                 sock.display(),
@@ -135,6 +138,14 @@ pub fn start_detached(paths: &Paths, exe: &Path) -> Result<u32, CliError> {
     }
 }
 
+/// `shutdown --json`: `{"ok":true,"stopped":<pid>}`, or `"stopped":null` when no daemon
+/// was running.
+#[derive(Debug, serde::Serialize)]
+pub struct ShutdownDoc {
+    /// The stopped daemon's process id.
+    pub stopped: Option<u32>,
+}
+
 /// `shutdown`: stop the running daemon (SIGTERM: its sessions end, live agents resume on
 /// their next message) and return once it is gone.
 pub fn shutdown(inv: &super::parse::Invocation) -> CliResult {
@@ -142,12 +153,12 @@ pub fn shutdown(inv: &super::parse::Invocation) -> CliResult {
     match stop(&paths)? {
         Some(pid) => super::done(
             inv,
-            &serde_json::json!({ "stopped": pid }),
+            &ShutdownDoc { stopped: Some(pid) },
             &format!("daemon stopped (pid {pid}); its sessions ended\n"),
         ),
         None => super::done(
             inv,
-            &serde_json::json!({ "stopped": null }),
+            &ShutdownDoc { stopped: None },
             &format!(
                 "no daemon is running (nothing answers on {})\n",
                 paths.socket().display()
@@ -166,11 +177,11 @@ pub fn stop(paths: &Paths) -> Result<Option<u32>, CliError> {
     };
     let target = nix::unistd::Pid::from_raw(pid as i32);
     nix::sys::signal::kill(target, nix::sys::signal::Signal::SIGTERM)
-        .map_err(|e| CliError::Failed(format!("cannot signal the daemon (pid {pid}): {e}")))?;
+        .map_err(|e| CliError::failed(format!("cannot signal the daemon (pid {pid}): {e}")))?;
     let start = Instant::now();
     while lock_held(paths) || running_pid(paths) == Some(pid) {
         if start.elapsed() > STOP_WAIT {
-            return Err(CliError::Failed(format!(
+            return Err(CliError::failed(format!(
                 "the daemon (pid {pid}) did not stop within {} s — see {}; end it with: kill -KILL {pid}",
                 STOP_WAIT.as_secs(),
                 paths.daemon_log().display()

@@ -5,9 +5,10 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::time::Duration;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::client::Client;
+use super::error::fail;
 use super::parse::Invocation;
 use super::spec::{args, flags};
 use super::{done, paths, usage, CliError, CliResult};
@@ -17,10 +18,6 @@ use crate::profile::Profile;
 use crate::protocol::{Request, StartReply, StopReply};
 use crate::registry::{Registry, RegistryError, RegistryPeer};
 use crate::telegram;
-
-fn fail(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(e.to_string())
-}
 
 /// Deadline of one package verb (`bot add` asks Telegram), in seconds.
 const PACKAGE_SECS: u64 = 60;
@@ -40,19 +37,27 @@ pub fn connect(inv: &Invocation) -> CliResult {
         .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
     let paths = paths()?;
-    let registry = Registry::load(&paths).map_err(fail)?;
+    let registry = Registry::load(&paths)?;
     let peer = registry.find(name).cloned().ok_or_else(|| {
-        fail(format!(
-            "peer \"{name}\" is not registered — create it first (iapeer create {name})"
-        ))
+        CliError::hinted(
+            format!("peer \"{name}\" is not registered"),
+            format!("create it first (iapeer create {name})"),
+        )
     })?;
     let program = telegram::package_program(&paths).ok_or_else(|| {
-        fail("the telegram runtime is not installed (no runtimes/telegram/runtime.json) — install @agfpd/telegram-runtime first (iapeer install-runtime telegram)")
+        CliError::hinted(
+            "the telegram runtime is not installed (no runtimes/telegram/runtime.json)",
+            "install @agfpd/telegram-runtime first (iapeer install-runtime telegram)",
+        )
     })?;
     let token = match inv.value(flags::TOKEN) {
         Some(t) if !t.trim().is_empty() => t.trim().to_string(),
-        _ => ask("bot token (message @BotFather, /newbot, copy the token): ")
-            .ok_or_else(|| fail("no --token and no terminal to ask on — pass --token <bot-token> (create one: message @BotFather, /newbot)"))?,
+        _ => ask("bot token (message @BotFather, /newbot, copy the token): ").ok_or_else(|| {
+            CliError::hinted(
+                "no --token and no terminal to ask on",
+                "pass --token <bot-token> (create one: message @BotFather, /newbot)",
+            )
+        })?,
     };
     let bot_raw = match inv.value(flags::BOT) {
         Some(b) => b.to_string(),
@@ -100,10 +105,30 @@ pub fn connect(inv: &Invocation) -> CliResult {
     };
     done(
         inv,
-        &json!({ "peer": name, "bot_username": bot, "changed": !unchanged,
-                 "restarted": restarted, "interfaces": entry.interfaces }),
+        &ConnectedDoc {
+            peer: name,
+            bot_username: &bot,
+            changed: !unchanged,
+            restarted: &restarted,
+            interfaces: &entry.interfaces,
+        },
         &text,
     )
+}
+
+/// `connect telegram --json`: `{"peer","bot_username","changed","restarted","interfaces"}`.
+#[derive(Debug, serde::Serialize)]
+pub struct ConnectedDoc<'a> {
+    /// The human peer.
+    pub peer: &'a str,
+    /// The bot's @username, without the @.
+    pub bot_username: &'a str,
+    /// Whether the token or the binding changed (else nothing was restarted).
+    pub changed: bool,
+    /// The telegram sessions restarted to load the bot.
+    pub restarted: &'a [String],
+    /// The peer's interfaces as the registry holds them now.
+    pub interfaces: &'a Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// A line typed on the terminal, when stdin is one.
@@ -156,15 +181,13 @@ fn record_binding(paths: &Paths, peer: &RegistryPeer, bot: &str) -> Result<Regis
             *tg = Value::Object(Map::new());
         }
         tg["bot_username"] = Value::String(bot.to_string());
-    })
-    .map_err(fail)?;
+    })?;
     let entry = profile.to_registry_peer(&peer.cwd);
     let stored = entry.clone();
     Registry::update(paths, |r| -> Result<(), RegistryError> {
         r.upsert(stored);
         Ok(())
-    })
-    .map_err(fail)?;
+    })?;
     Ok(entry)
 }
 

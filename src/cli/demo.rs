@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::error::fail;
 use super::parse::Invocation;
 use super::spec::flags;
 use super::{CliError, CliResult};
@@ -21,10 +22,6 @@ const OPERATOR: &str = "human-you";
 
 /// Longest the demo waits for any one step.
 const STEP_TIMEOUT: Duration = Duration::from_secs(20);
-
-fn fail(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(e.to_string())
-}
 
 /// The running demo: its root, its daemon, and the log readers.
 struct Demo {

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::error::fail;
 use super::parse::Invocation;
 use super::spec::{args, flags};
 use super::{paths, print, CliError, CliResult};
@@ -19,14 +20,10 @@ use crate::registry::Registry;
 /// person, long enough to cost nothing (one `stat` per period).
 const FOLLOW_POLL: Duration = Duration::from_millis(300);
 
-fn fail(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(e.to_string())
-}
-
 /// Run `iapeer inbox`.
 pub fn run(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let registry = Registry::load(&paths).map_err(fail)?;
+    let registry = Registry::load(&paths)?;
     let cwd = std::env::current_dir().map_err(fail)?;
     let cwd = cwd.canonicalize().unwrap_or(cwd);
     let given = inv.positional(args::SOME_PEER);
@@ -38,8 +35,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         std::env::var("PEER_IDENTITY").ok().as_deref(),
         &cwd,
         &registry,
-    )
-    .map_err(|e| CliError::Failed(e.to_string()))?;
+    )?;
     let view = View {
         json: inv.flag(flags::JSON),
         all: inv.flag(flags::INBOX_ALL),

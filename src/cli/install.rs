@@ -2,18 +2,62 @@
 //! line; a service file without iapeer's mark is the user's and is left as it is (said, with
 //! how to get iapeer's version back).
 
+use std::path::{Path, PathBuf};
+
 use super::parse::Invocation;
-use super::{done, paths, CliError, CliResult};
+use super::{done, paths, CliResult};
 use crate::host::install::{install, InstallEnv, ServiceOutcome};
 use crate::host::service::{WriteDecision, OWNERSHIP_MARK};
+
+/// `install --json`: `{"root","doctrine","docs_written","service"}`, `service` null when no
+/// service file was written or found.
+#[derive(Debug, serde::Serialize)]
+pub struct InstalledDoc<'a> {
+    /// The iapeer root.
+    pub root: &'a Path,
+    /// `created` or `kept`.
+    pub doctrine: &'static str,
+    /// The reference docs written (none when up to date).
+    pub docs_written: &'a [PathBuf],
+    /// The service file.
+    pub service: Option<ServiceDoc<'a>>,
+}
+
+/// `install --json`'s `"service"`.
+#[derive(Debug, serde::Serialize)]
+#[serde(untagged)]
+pub enum ServiceDoc<'a> {
+    /// iapeer's own file: `{"manager","file","state":"written"|"updated"|"unchanged","load"}`.
+    Written {
+        /// `launchd` or `systemd`.
+        manager: &'static str,
+        /// The service file.
+        file: &'a Path,
+        /// What install did to it.
+        state: &'static str,
+        /// The command that loads it.
+        load: String,
+    },
+    /// A file without iapeer's mark: `{"manager","file","state":"yours","restore"}`.
+    Foreign {
+        /// `launchd` or `systemd`.
+        manager: &'static str,
+        /// The service file.
+        file: &'a Path,
+        /// `yours`.
+        state: &'static str,
+        /// How to get iapeer's version back.
+        restore: &'static str,
+    },
+}
 
 /// Run `install`. Exit 1 when a step fails. A service file without the ownership mark (one
 /// the user took over by deleting the mark, or wrote) is left alone and said so: not a
 /// failure, so `scripts/install.sh` goes through.
 pub fn run(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let env = InstallEnv::from_process(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
-    let report = install(&paths, &env).map_err(|e| CliError::Failed(e.to_string()))?;
+    let env = InstallEnv::from_process(&paths)?;
+    let report = install(&paths, &env)?;
     let mut out = format!("root: {} (ready)\n", paths.root().display());
     out.push_str(&format!(
         "doctrine: {} ({})\n",
@@ -32,7 +76,7 @@ pub fn run(inv: &Invocation) -> CliResult {
             n => format!("{n} written"),
         }
     ));
-    let mut service = serde_json::Value::Null;
+    let mut service = None;
     match &report.service {
         ServiceOutcome::Written {
             manager,
@@ -44,11 +88,11 @@ pub fn run(inv: &Invocation) -> CliResult {
                 WriteDecision::Update => "updated",
                 _ => "unchanged",
             };
-            service = serde_json::json!({
-                "manager": manager.name(),
-                "file": file,
-                "state": what,
-                "load": manager.load_hint(file),
+            service = Some(ServiceDoc::Written {
+                manager: manager.name(),
+                file,
+                state: what,
+                load: manager.load_hint(file),
             });
             out.push_str(&format!(
                 "service: {} {} ({what}, not loaded)\n  load it with: iapeer onboard (or by hand: {})\n",
@@ -66,11 +110,11 @@ pub fn run(inv: &Invocation) -> CliResult {
         }
         ServiceOutcome::Foreign { manager, file } => {
             let back = "to get iapeer's version back: move it aside (or delete it), then run iapeer install";
-            service = serde_json::json!({
-                "manager": manager.name(),
-                "file": file,
-                "state": "yours",
-                "restore": back,
+            service = Some(ServiceDoc::Foreign {
+                manager: manager.name(),
+                file,
+                state: "yours",
+                restore: back,
             });
             out.push_str(&format!(
                 "service: {} {} (yours: it has no {OWNERSHIP_MARK} mark, so install left it as it is)\n  {back}\n",
@@ -79,11 +123,15 @@ pub fn run(inv: &Invocation) -> CliResult {
             ));
         }
     }
-    let doc = serde_json::json!({
-        "root": paths.root(),
-        "doctrine": if report.doctrine_created { "created" } else { "kept" },
-        "docs_written": report.docs_written,
-        "service": service,
-    });
+    let doc = InstalledDoc {
+        root: paths.root(),
+        doctrine: if report.doctrine_created {
+            "created"
+        } else {
+            "kept"
+        },
+        docs_written: &report.docs_written,
+        service,
+    };
     done(inv, &doc, &out)
 }

@@ -102,7 +102,7 @@ pub fn stop_start(inv: &Invocation, stop: bool) -> CliResult {
             })
             .collect();
         if !cannot.is_empty() {
-            return Err(CliError::Failed(format!(
+            return Err(CliError::failed(format!(
                 "{} take messages again, but {}",
                 nothing_or(&reply.cleared),
                 cannot.join("; ")
@@ -141,7 +141,7 @@ pub fn attach(inv: &Invocation) -> CliResult {
         .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
     if !std::io::stdin().is_terminal() {
-        return Err(CliError::Failed("attach needs a terminal on stdin".into()));
+        return Err(CliError::failed("attach needs a terminal on stdin"));
     }
     refuse_attach_to_a_router_peer(peer, inv.positional(args::RUNTIME))?;
     let req = Request::Attach {
@@ -166,7 +166,7 @@ fn refuse_attach_to_a_router_peer(peer: &str, runtime: Option<&str>) -> CliResul
         return Err(super::suggest::not_registered(&paths, peer));
     };
     if let Some(rt) = runtime.filter(|rt| !entry.runtimes.iter().any(|d| d == rt)) {
-        return Err(CliError::Failed(format!(
+        return Err(CliError::failed(format!(
             "peer \"{peer}\" does not declare runtime \"{rt}\" (it has {}) — attach {peer} \
              without a runtime for its default",
             entry.runtimes.join(", ")
@@ -176,7 +176,7 @@ fn refuse_attach_to_a_router_peer(peer: &str, runtime: Option<&str>) -> CliResul
     let router = crate::runtime::adapter_for(&paths, rt)
         .is_ok_and(|a| a.kind() == crate::runtime::RuntimeKind::Router);
     if router {
-        return Err(CliError::Failed(format!(
+        return Err(CliError::failed(format!(
             "attach needs an agent runtime ({rt} is a human's or a service's runtime: {peer} has no session \
              to attach to)"
         )));
@@ -185,7 +185,7 @@ fn refuse_attach_to_a_router_peer(peer: &str, runtime: Option<&str>) -> CliResul
         crate::markers::Markers::new(&paths, &id).is_set(crate::markers::Flag::Stopped)
     });
     if stopped {
-        return Err(CliError::Failed(format!(
+        return Err(CliError::failed(format!(
             "\"{peer}\" ({rt}) is stopped — iapeer start {peer} first, then attach"
         )));
     }
@@ -201,7 +201,7 @@ fn connect_and_attach(req: &Request, what: &str) -> CliResult {
     let mut client = Client::connect(&paths)?;
     let cancel_handle = client
         .stream_handle()
-        .map_err(|e| CliError::Failed(format!("cannot use the daemon's socket: {e}")))?;
+        .map_err(|e| CliError::failed(format!("cannot use the daemon's socket: {e}")))?;
     // Raw before the hint: keys typed once it shows must not meet the line discipline (it
     // turned a typed-ahead Enter into a line feed the session ignores; seen in CI).
     let guard = attach::RawGuard::enter();
@@ -217,7 +217,7 @@ fn connect_and_attach(req: &Request, what: &str) -> CliResult {
     let mut cancelled = false;
     let (answer, client) = loop {
         crossbeam_channel::select! {
-            recv(done_rx) -> r => break r.map_err(|_| CliError::Failed("the attach request ended without an answer".into()))?,
+            recv(done_rx) -> r => break r.map_err(|_| CliError::failed("the attach request ended without an answer"))?,
             recv(keys) -> k => match k {
                 Ok(chunk) if !cancelled => match attach::wait_keys(&chunk) {
                     WaitKeys::Cancel => {
@@ -229,7 +229,7 @@ fn connect_and_attach(req: &Request, what: &str) -> CliResult {
                 Ok(_) => {}
                 // End of input: wait for the answer alone.
                 Err(_) => {
-                    let r = done_rx.recv().map_err(|_| CliError::Failed("the attach request ended without an answer".into()))?;
+                    let r = done_rx.recv().map_err(|_| CliError::failed("the attach request ended without an answer"))?;
                     break r;
                 }
             },
@@ -248,24 +248,22 @@ fn connect_and_attach(req: &Request, what: &str) -> CliResult {
         drop(guard);
         return Err(e);
     }
-    attach::run(client.into_stream(), keys, typed_ahead, guard)
-        .map_err(|e| CliError::Failed(e.to_string()))
+    attach::run(client.into_stream(), keys, typed_ahead, guard).map_err(super::error::fail)
 }
 
 /// `iapeer <runtime>` in a peer's folder: a fresh session of that peer on `runtime`, then
 /// attach (on a TTY) or report and exit.
 pub fn runtime_shortcut(runtime: &str, _inv: &Invocation) -> CliResult {
     let cwd = std::env::current_dir()
-        .map_err(|e| CliError::Failed(format!("cannot read the current folder: {e}")))?;
+        .map_err(|e| CliError::failed(format!("cannot read the current folder: {e}")))?;
     let cwd = cwd.canonicalize().unwrap_or(cwd);
     let paths = paths()?;
     // The peer whose folder holds the current directory (a subfolder works too).
-    let registry =
-        crate::registry::Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
+    let registry = crate::registry::Registry::load(&paths)?;
     let name = match registry.containing(&cwd) {
         Some(p) => p.personality.clone(),
         None => {
-            return Err(CliError::Failed(format!(
+            return Err(CliError::failed(format!(
                 "{} is not inside a peer's folder — run `iapeer init` here first (or cd into a peer's folder)",
                 cwd.display()
             )))
@@ -424,7 +422,7 @@ pub fn compact(inv: &Invocation) -> CliResult {
     match answer.outcome {
         // A refusal (exit 1), as the original tool's `compact` answers it: its callers read
         // the exit status; the line keeps its outcome word `nothing-to-compact`.
-        CompactOutcome::NothingToCompact => Err(CliError::Failed(format!(
+        CompactOutcome::NothingToCompact => Err(CliError::failed(format!(
             "{}: nothing-to-compact{resumed} — its conversation is fresh, there is nothing to \
              compact yet",
             answer.identity
@@ -441,11 +439,11 @@ pub fn compact(inv: &Invocation) -> CliResult {
 fn own_identity() -> Result<crate::names::Identity, CliError> {
     let v = std::env::var("PEER_IDENTITY").unwrap_or_default();
     if v.trim().is_empty() {
-        return Err(CliError::Failed(
-            "PEER_IDENTITY is not set — self-* verbs run inside a peer's session".into(),
+        return Err(CliError::failed(
+            "PEER_IDENTITY is not set — self-* verbs run inside a peer's session",
         ));
     }
-    crate::names::Identity::parse(&v).map_err(|e| CliError::Failed(format!("PEER_IDENTITY: {e}")))
+    crate::names::Identity::parse(&v).map_err(|e| CliError::failed(format!("PEER_IDENTITY: {e}")))
 }
 
 /// `self-fresh`: end own session; a fresh one comes up right after.
@@ -467,16 +465,16 @@ pub fn self_done(inv: &Invocation) -> CliResult {
     let me = own_identity()?;
     let paths = paths()?;
     let markers = crate::markers::Markers::new(&paths, &me);
-    markers
-        .set(crate::markers::Flag::EphemeralArmed)
-        .map_err(|e| CliError::Failed(e.to_string()))?;
-    let registry =
-        crate::registry::Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
+    markers.set(crate::markers::Flag::EphemeralArmed)?;
+    let registry = crate::registry::Registry::load(&paths)?;
     let ephemeral = registry
         .find(&me.personality)
         .and_then(|p| crate::profile::Profile::read(&p.cwd).ok().flatten())
         .is_some_and(|p| p.is_ephemeral());
-    let doc = serde_json::json!({ "identity": me.to_string(), "ephemeral": ephemeral });
+    let doc = SelfDoneDoc {
+        identity: me.to_string(),
+        ephemeral,
+    };
     if ephemeral {
         done(
             inv,
@@ -495,11 +493,26 @@ pub fn self_done(inv: &Invocation) -> CliResult {
     }
 }
 
+/// `self-done --json`: `{"identity":<runtime>-<peer>,"ephemeral":…}`.
+#[derive(Debug, serde::Serialize)]
+pub struct SelfDoneDoc {
+    /// The calling session's identity.
+    pub identity: String,
+    /// Whether the peer is ephemeral (only then does the mark end the session).
+    pub ephemeral: bool,
+}
+
+/// `refresh --json`: `{"marked":[<identity>…]}`, the sessions whose next wake starts fresh.
+#[derive(Debug, serde::Serialize)]
+pub struct RefreshDoc {
+    /// The identities marked.
+    pub marked: Vec<String>,
+}
+
 /// `refresh (<peer> [runtime] | --all)`: the next natural wake starts fresh.
 pub fn refresh(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let registry =
-        crate::registry::Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
+    let registry = crate::registry::Registry::load(&paths)?;
     let peers: Vec<&crate::registry::RegistryPeer> = if inv.flag(flags::ALL) {
         registry.peers.iter().collect()
     } else {
@@ -512,11 +525,11 @@ pub fn refresh(inv: &Invocation) -> CliResult {
     };
     let mut marked = Vec::new();
     for peer in peers {
-        let ids = crate::peers::refresh_peer(&paths, peer, inv.positional(args::RUNTIME))
-            .map_err(|e| CliError::Failed(e.to_string()))?;
+        let ids = crate::peers::refresh_peer(&paths, peer, inv.positional(args::RUNTIME))?;
         marked.extend(ids.iter().map(ToString::to_string));
     }
-    let doc = serde_json::json!({ "marked": marked });
+    let doc = RefreshDoc { marked };
+    let marked = &doc.marked;
     if marked.is_empty() {
         return done(
             inv,

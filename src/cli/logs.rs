@@ -61,7 +61,7 @@ fn read_log(path: &std::path::Path) -> Result<Option<String>, CliError> {
     match std::fs::read(path) {
         Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(CliError::Failed(format!(
+        Err(e) => Err(CliError::failed(format!(
             "cannot read the log {}: {e}",
             path.display()
         ))),
@@ -144,7 +144,7 @@ fn follow(paths: &Paths, filter: &Filter, mut offsets: Vec<u64>) -> CliResult {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())
-            .map_err(|e| CliError::Failed(format!("cannot watch signals: {e}")))?;
+            .map_err(|e| CliError::failed(format!("cannot watch signals: {e}")))?;
     }
     let mut partial: Vec<String> = vec![String::new(); 3];
     while !stop.load(Ordering::SeqCst) {

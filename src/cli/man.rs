@@ -158,7 +158,10 @@ pub fn render_man() -> String {
          confirm-send only: the message's state is unknown (code state-unknown) \\[u2014] some of \
          it reached the peer's input and its arrival was never confirmed, or the connection to \
          the daemon broke after the request was sent; it may have arrived, and a retry with the \
-         same --id is never delivered twice\n",
+         same --id is never delivered twice\n.TP\n255\nan internal error (code internal): the \
+         daemon or the CLI failed on its own side \\[u2014] a panic, or a file of its own it could \
+         not write \\[u2014] rather than because of the request; the message says what, and a \
+         panic's hint says how to report it\n",
     );
     out.push_str(&format!(
         ".SH SEE ALSO\n{}\n",
@@ -241,9 +244,11 @@ const DESCRIPTION: &[&str] = &[
     "Each verb takes its positionals and flags in any order. Flags take --key value or --key=value \
      (the second form keeps the value exactly, even when it starts with a dash); --help or -h anywhere \
      prints help for the verb and runs nothing; -- ends the flags. Results go to stdout, errors to \
-     stderr as one line; --json gives one JSON document on stdout for scripts, and a failure as \
-     {\"ok\":false,\"code\":...,\"error\":...} with the codes of the control protocol (failed for the \
-     CLI's own refusals). Text a peer or an agent wrote (a message, a topic, a description, a \
+     stderr: iapeer <verb>: <what happened>, then a line \"  caused by: ...\" for each cause the \
+     message does not already say and a line \"  hint: ...\" for each thing to do; --json gives one \
+     JSON document on stdout for scripts, and a failure as {\"ok\":false,\"code\":...,\"error\":...} \
+     with the codes of the control protocol (failed for the CLI's own refusals, internal for a \
+     defect) and the hints at the end of error, after dashes. Text a peer or an agent wrote (a message, a topic, a description, a \
      command, a logged value) is shown with its control characters as visible stand-ins (␛ for \
      ESC, ␍ for CR, <U+009B> for a C1 control, <U+202E> for a bidi control), never sent to the \
      terminal; in --json output the C0 and C1 controls, DEL, the bidi controls and U+2028/U+2029 \
@@ -429,5 +434,275 @@ mod tests {
         );
         assert_eq!(prose("(-h) a — b"), "(\\-h) a \\[u2014] b");
         assert_eq!(prose("end."), "end.");
+    }
+
+    /// The keys of a `--json` document, nested objects' (and arrays' objects) too, but not
+    /// those inside a registry entry (`"peer"`), which `list` describes.
+    fn keys(doc: &serde_json::Value, out: &mut Vec<String>) {
+        match doc {
+            serde_json::Value::Object(map) => {
+                for (k, v) in map {
+                    out.push(k.clone());
+                    if k != "peer" {
+                        keys(v, out);
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| keys(v, out)),
+            _ => {}
+        }
+    }
+
+    /// Each `--json` document type beside its verb (issue 29 item 6) has every field named
+    /// in that verb's description, which the man page prints. `ok`, `code` and `error` are
+    /// the protocol's, described once in the general rules; a registry entry's fields where
+    /// the description says "the registry entry".
+    #[test]
+    fn json_documents_have_their_fields_in_the_man_page() {
+        use crate::cli::{
+            background, connect, install, lifecycle, memory, peers, plugins, prompt, send, ui,
+        };
+        use std::path::{Path, PathBuf};
+        let v = |d: serde_json::Result<serde_json::Value>| d.unwrap();
+        let entry = crate::registry::RegistryPeer {
+            personality: "bob".into(),
+            default_runtime: "echo".into(),
+            runtimes: vec!["echo".into()],
+            description: String::new(),
+            intelligence: "artificial".into(),
+            cwd: "/p/bob".into(),
+            interfaces: None,
+        };
+        let file = Path::new("/f");
+        let names = ["bob".to_string()];
+        let docs: Vec<(&str, serde_json::Value)> = vec![
+            (
+                "ui",
+                v(serde_json::to_value(ui::UiDoc {
+                    url: "u".into(),
+                    opened: false,
+                })),
+            ),
+            (
+                "shutdown",
+                v(serde_json::to_value(background::ShutdownDoc {
+                    stopped: Some(7),
+                })),
+            ),
+            (
+                "remove",
+                v(serde_json::to_value(peers::RemovedDoc {
+                    removed: true,
+                    folder: Some("/p/bob".into()),
+                    inbox_kept: Some(None),
+                    worktree: Some(peers::RemovedWorktree {
+                        removed: true,
+                        branch: Some("b".into()),
+                        note: "n".into(),
+                    }),
+                })),
+            ),
+            (
+                "send",
+                v(serde_json::to_value(send::KeptDoc {
+                    ok: true,
+                    outbox: file,
+                    to: "bob",
+                })),
+            ),
+            (
+                "send",
+                v(serde_json::to_value(send::StateUnknownDoc {
+                    ok: false,
+                    code: crate::protocol::Code::StateUnknown,
+                    error: "e",
+                    id: Some("m1"),
+                })),
+            ),
+            (
+                "add-runtime",
+                v(serde_json::to_value(peers::RuntimeDoc {
+                    runtime: "codex",
+                    peers: vec![peers::AddedRow {
+                        personality: "bob".into(),
+                        outcome: "added",
+                    }],
+                })),
+            ),
+            (
+                "default-runtime",
+                v(serde_json::to_value(peers::RuntimeDoc {
+                    runtime: "codex",
+                    peers: vec!["bob"],
+                })),
+            ),
+            (
+                "approval-mode",
+                v(serde_json::to_value(peers::ModesDoc {
+                    peers: vec![peers::ModeRow {
+                        peer: "bob".into(),
+                        mode: "gated",
+                    }],
+                })),
+            ),
+            (
+                "rename",
+                v(serde_json::to_value(peers::RenamedDoc {
+                    from: file,
+                    peer: &entry,
+                    history: Some(file),
+                    triggers_in: &names,
+                    worktree: Some(peers::RenamedWorktree { branch: Some("b") }),
+                })),
+            ),
+            (
+                "create",
+                v(serde_json::to_value(peers::CreatedWorktreeDoc {
+                    peer: &entry,
+                    worktree: peers::CreatedWorktree {
+                        repository: file,
+                        branch: "b",
+                        branch_made: true,
+                        from: Some("HEAD"),
+                    },
+                })),
+            ),
+            (
+                "refresh",
+                v(serde_json::to_value(lifecycle::RefreshDoc {
+                    marked: names.to_vec(),
+                })),
+            ),
+            (
+                "self-done",
+                v(serde_json::to_value(lifecycle::SelfDoneDoc {
+                    identity: "echo-bob".into(),
+                    ephemeral: true,
+                })),
+            ),
+            (
+                "enable",
+                v(serde_json::to_value(plugins::EnabledDoc {
+                    plugin: "p",
+                    personality: "bob",
+                    runtimes: vec![plugins::EnabledRow {
+                        runtime: "claude".into(),
+                        state: "installed",
+                        path: Some(PathBuf::from("/x")),
+                        error: None,
+                    }],
+                    setup: "ran",
+                })),
+            ),
+            (
+                "native-memory",
+                v(serde_json::to_value(memory::LeversDoc {
+                    setting: "off",
+                    levers: vec![memory::LeverRow {
+                        personality: "bob".into(),
+                        runtime: "claude".into(),
+                        file: file.into(),
+                        state: "written",
+                        error: None,
+                    }],
+                })),
+            ),
+            (
+                "trust-hooks",
+                v(serde_json::to_value(memory::HooksTrusted {
+                    file: "h.json",
+                    config: file,
+                    changed: true,
+                    hooks: vec!["k"],
+                })),
+            ),
+            (
+                "trust-hooks",
+                v(serde_json::to_value(memory::HooksChecked {
+                    file: "h.json",
+                    trusted: false,
+                    hooks: vec![memory::HookRow {
+                        key: "k",
+                        command: "c",
+                        state: "missing",
+                    }],
+                })),
+            ),
+            (
+                "connect",
+                v(serde_json::to_value(connect::ConnectedDoc {
+                    peer: "you",
+                    bot_username: "a_bot",
+                    changed: true,
+                    restarted: &names,
+                    interfaces: &None,
+                })),
+            ),
+            (
+                "prompt",
+                v(serde_json::to_value(prompt::PromptDoc {
+                    identity: "echo-bob".into(),
+                    file,
+                    layers: vec![prompt::LayerRow {
+                        layer: "identity",
+                        source: Some(file),
+                        text: "t",
+                    }],
+                    skipped: vec![prompt::SkippedRow {
+                        path: file,
+                        reason: "empty".into(),
+                    }],
+                    prompt: "p".into(),
+                })),
+            ),
+            (
+                "install",
+                v(serde_json::to_value(install::InstalledDoc {
+                    root: file,
+                    doctrine: "kept",
+                    docs_written: &[],
+                    service: Some(install::ServiceDoc::Written {
+                        manager: "systemd",
+                        file,
+                        state: "written",
+                        load: "l".into(),
+                    }),
+                })),
+            ),
+            (
+                "install",
+                v(serde_json::to_value(install::ServiceDoc::Foreign {
+                    manager: "systemd",
+                    file,
+                    state: "yours",
+                    restore: "r",
+                })),
+            ),
+        ];
+        let general = DESCRIPTION.concat();
+        let entry_keys: Vec<String> = v(serde_json::to_value(&entry))
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        for (verb, doc) in docs {
+            let described = crate::cli::spec::find_verb(verb).unwrap().description;
+            let mut names = Vec::new();
+            keys(&doc, &mut names);
+            assert!(!names.is_empty(), "{verb}: {doc}");
+            for key in names {
+                if entry_keys.contains(&key) && described.contains("the registry entry") {
+                    continue;
+                }
+                let protocol = matches!(key.as_str(), "ok" | "code")
+                    || (key == "error" && doc.get("ok").is_some());
+                let text = if protocol { &general } else { described };
+                assert!(
+                    text.contains(&format!("\"{key}\"")),
+                    "{verb} --json has \"{key}\", which its man page description does not name"
+                );
+            }
+        }
     }
 }

@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use serde_json::json;
 use toml_edit::DocumentMut;
 
+use super::error::fail;
 use super::parse::Invocation;
 use super::peers::selected_peers;
 use super::spec::{args, flags};
@@ -14,8 +14,63 @@ use crate::memory::hook_trust::{self, TrustState, RECORDED_CODEX_VERSION};
 use crate::memory::native::{self, LeverState, Setting};
 use crate::runtime::codex_setup;
 
-fn fail(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(e.to_string())
+/// `native-memory --json`: `{"setting":"off"|"on","levers":[…]}`.
+#[derive(Debug, serde::Serialize)]
+pub struct LeversDoc {
+    /// The setting asked for.
+    pub setting: &'static str,
+    /// Each runtime's lever.
+    pub levers: Vec<LeverRow>,
+}
+
+/// One lever of `native-memory --json`.
+#[derive(Debug, serde::Serialize)]
+pub struct LeverRow {
+    /// The peer.
+    pub personality: String,
+    /// The runtime.
+    pub runtime: String,
+    /// The settings file.
+    pub file: std::path::PathBuf,
+    /// `written`, `already` or `failed`.
+    pub state: &'static str,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+/// `trust-hooks --check --json`: `{"file","trusted","hooks":[{"key","command","state"}…]}`.
+#[derive(Debug, serde::Serialize)]
+pub struct HooksChecked<'a> {
+    /// The hooks file.
+    pub file: &'a str,
+    /// Whether every hook is trusted.
+    pub trusted: bool,
+    /// Each command hook.
+    pub hooks: Vec<HookRow<'a>>,
+}
+
+/// One hook of `trust-hooks --check --json`.
+#[derive(Debug, serde::Serialize)]
+pub struct HookRow<'a> {
+    /// `<file>:<event label>:<group index>:<handler index>`.
+    pub key: &'a str,
+    /// The command it runs.
+    pub command: &'a str,
+    /// Its trust state.
+    pub state: &'static str,
+}
+
+/// `trust-hooks --json`: `{"file","config","changed","hooks":[<key>…]}`.
+#[derive(Debug, serde::Serialize)]
+pub struct HooksTrusted<'a> {
+    /// The hooks file.
+    pub file: &'a str,
+    /// Codex's config file the trust is written to.
+    pub config: &'a std::path::Path,
+    /// Whether the config changed.
+    pub changed: bool,
+    /// The hooks' keys.
+    pub hooks: Vec<&'a str>,
 }
 
 /// `native-memory <off|on> (--peer <p> | --all)`: flip each agent runtime's own memory in
@@ -52,10 +107,13 @@ pub fn native_memory(inv: &Invocation) -> CliResult {
                 why.as_deref()
                     .map_or_else(|| format!(" ({})", file.display()), |w| format!(": {w}"))
             ));
-            rows.push(json!({
-                "personality": peer.personality, "runtime": rt, "file": file,
-                "state": state.word(), "error": why,
-            }));
+            rows.push(LeverRow {
+                personality: peer.personality.clone(),
+                runtime: rt.clone(),
+                file,
+                state: state.word(),
+                error: why,
+            });
         }
         if !any {
             text.push_str(&format!(
@@ -66,7 +124,14 @@ pub fn native_memory(inv: &Invocation) -> CliResult {
         }
     }
     let setting = if setting == Setting::Off { "off" } else { "on" };
-    done(inv, &json!({ "setting": setting, "levers": rows }), &text)?;
+    done(
+        inv,
+        &LeversDoc {
+            setting,
+            levers: rows,
+        },
+        &text,
+    )?;
     if failed {
         return Err(CliError::Exit(1));
     }
@@ -125,11 +190,19 @@ pub fn trust_hooks(inv: &Invocation) -> CliResult {
         }
         let rows: Vec<_> = states
             .iter()
-            .map(|(h, s)| json!({ "key": h.key, "command": h.command, "state": s.as_str() }))
+            .map(|(h, s)| HookRow {
+                key: &h.key,
+                command: &h.command,
+                state: s.as_str(),
+            })
             .collect();
         done(
             inv,
-            &json!({ "file": file, "trusted": all, "hooks": rows }),
+            &HooksChecked {
+                file: &file,
+                trusted: all,
+                hooks: rows,
+            },
             &out,
         )?;
         return if all { Ok(()) } else { Err(CliError::Exit(1)) };
@@ -153,7 +226,12 @@ pub fn trust_hooks(inv: &Invocation) -> CliResult {
     let keys: Vec<_> = hooks.iter().map(|h| h.key.as_str()).collect();
     done(
         inv,
-        &json!({ "file": file, "config": config, "changed": changed, "hooks": keys }),
+        &HooksTrusted {
+            file: &file,
+            config: &config,
+            changed,
+            hooks: keys,
+        },
         &out,
     )
 }

@@ -1,6 +1,7 @@
 //! The command-line interface (spec 07): one table of verbs and flags drives parsing, help,
 //! the man page and completions; one file per verb group runs them. Exit codes: 0 success
-//! (including idempotent no-ops), 1 the operation failed or was refused, 2 usage error.
+//! (including idempotent no-ops), 1 the operation failed or was refused, 2 usage error, 3 a
+//! send whose state is unknown, 255 an internal error ([`error`]: how failures are shown).
 
 pub mod approvals;
 pub mod attach;
@@ -10,6 +11,7 @@ pub mod completions;
 pub mod confirm;
 pub mod connect;
 pub mod demo;
+pub mod error;
 pub mod health;
 pub mod help;
 pub mod inbox;
@@ -37,51 +39,20 @@ pub mod view;
 
 use std::io::Write;
 
+pub use error::CliError;
+
 use parse::{Command, Generate, Invocation, UsageError};
 use spec::Verb;
 
 use crate::paths::Paths;
-use crate::protocol::{Answer, Code, Failure};
-
-/// A verb's failure, converted to text and an exit code at the edge.
-#[derive(Debug)]
-pub enum CliError {
-    /// Exit 2 with the one-line usage message.
-    Usage(UsageError),
-    /// Exit 1 with `iapeer <verb>: <message>` (code `failed` in `--json` output).
-    Failed(String),
-    /// Exit 1 with `iapeer <verb>: <error>`; the daemon's failure (or one the CLI words with a
-    /// protocol code), its code kept for `--json` output.
-    Refused(Failure),
-    /// Exit 1 with `iapeer: <message>`: nothing answers on the control socket (code
-    /// `offline` in `--json` output).
-    DaemonDown(String),
-    /// Exit with this code; everything was printed already.
-    Exit(i32),
-}
-
-impl From<UsageError> for CliError {
-    fn from(e: UsageError) -> Self {
-        CliError::Usage(e)
-    }
-}
-
-impl From<client::ClientError> for CliError {
-    fn from(e: client::ClientError) -> Self {
-        match e {
-            // Spec 07: this one is printed as `iapeer: the daemon is not running …`.
-            client::ClientError::NotRunning(_) => CliError::DaemonDown(e.to_string()),
-            other => CliError::Failed(other.to_string()),
-        }
-    }
-}
+use crate::protocol::Answer;
 
 /// A verb's result.
 pub type CliResult = Result<(), CliError>;
 
 /// The storage layout from the environment, or a failure naming what to set.
 pub fn paths() -> Result<Paths, CliError> {
-    Paths::from_env().map_err(|e| CliError::Failed(e.to_string()))
+    Ok(Paths::from_env()?)
 }
 
 /// A usage error for `inv`'s verb: `iapeer: <what> — usage: iapeer <signature>`.
@@ -106,51 +77,19 @@ pub fn main() -> i32 {
     };
     let Err(e) = result else { return 0 };
     if json {
-        if let Some(f) = json_failure(&e) {
+        if let Some(f) = e.json_failure() {
             let _ = print(&format!("{}\n", json_line(&Answer::<()>::Failed(f))));
         }
     }
-    match e {
-        CliError::Usage(e) => {
-            eprintln!("{e}");
-            parse::EXIT_USAGE
-        }
-        // A failure may quote what a peer or agent wrote (a topic, a file name, a command):
-        // shown with its control characters visible.
-        CliError::Failed(msg) => {
-            eprintln!("iapeer {verb_name}: {}", crate::visible::text(&msg));
-            1
-        }
-        CliError::Refused(f) => {
-            eprintln!("iapeer {verb_name}: {}", crate::visible::text(&f.error));
-            1
-        }
-        CliError::DaemonDown(msg) => {
-            // Spec 07: printed as `iapeer: the daemon is not running …`.
-            eprintln!("iapeer: {msg}");
-            1
-        }
-        CliError::Exit(code) => code,
+    for line in e.lines(&verb_name) {
+        eprintln!("{line}");
     }
+    e.exit_code()
 }
 
 /// True when `inv`'s verb has `--json` and it was given.
 fn wants_json(inv: &Invocation) -> bool {
     inv.verb.flags.contains(&spec::flags::JSON) && inv.flag(spec::flags::JSON)
-}
-
-/// The one `--json` shape of every verb's failure, the control protocol's
-/// `{"ok":false,"code":…,"error":…}` (docs/PROTOCOL.md): a usage error is `invalid-argument`,
-/// a daemon that does not answer `offline`, the CLI's own refusal `failed`, and the daemon's
-/// refusal keeps its code. `None` for [`CliError::Exit`], whose verb printed its document.
-pub fn json_failure(e: &CliError) -> Option<Failure> {
-    match e {
-        CliError::Usage(u) => Some(Failure::new(Code::InvalidArgument, u.to_string())),
-        CliError::Failed(msg) => Some(Failure::new(Code::Failed, msg.clone())),
-        CliError::Refused(f) => Some(f.clone()),
-        CliError::DaemonDown(msg) => Some(Failure::new(Code::Offline, msg.clone())),
-        CliError::Exit(_) => None,
-    }
 }
 
 fn print(text: &str) -> CliResult {
@@ -224,16 +163,35 @@ fn run(cmd: Command) -> (String, CliResult) {
         }
         Command::Run(verb, inv) => {
             let name = inv.verb.name.to_string();
-            if !matches!(
+            if matches!(
                 verb,
                 Verb::Daemon | Verb::EchoAgent | Verb::HumanInbox | Verb::NotifierRun
             ) {
-                init_cli_logging();
-                settle_rename();
+                return (name, run_verb(verb, &inv));
             }
-            (name, run_verb(verb, &inv))
+            init_cli_logging();
+            settle_rename();
+            (name, catch_panic(|| run_verb(verb, &inv)))
         }
     }
+}
+
+/// Run a client verb; a panic (a defect: the default hook has printed where it happened)
+/// becomes an internal error, exit [`error::EXIT_INTERNAL`], rather than Rust's 101. The
+/// long-running verbs (`daemon`, the echo agent, the inbox writer, the notifier) keep their
+/// own handling.
+fn catch_panic(verb: impl FnOnce() -> CliResult) -> CliResult {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(verb)).unwrap_or_else(|p| {
+        let what = crate::daemon::guard::payload_text(p.as_ref());
+        Err(error::Failed {
+            hints: vec![error::REPORT_A_DEFECT.into()],
+            ..error::Failed::new(
+                crate::protocol::Code::Internal,
+                format!("internal error: {what}"),
+            )
+        }
+        .into())
+    })
 }
 
 /// A `rename` an earlier process left halfway (killed, or on a full disk) is finished or
@@ -427,5 +385,5 @@ pub fn run_infra_line(args: &[String], registry: &crate::registry::Registry) -> 
 
 fn run_daemon() -> CliResult {
     let paths = paths()?;
-    crate::daemon::run(&paths).map_err(|e| CliError::Failed(e.to_string()))
+    crate::daemon::run(&paths).map_err(CliError::from)
 }

@@ -367,8 +367,7 @@ fn gather(
 /// Run `iapeer onboard`.
 pub fn run(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let install_env =
-        InstallEnv::from_process(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
+    let install_env = InstallEnv::from_process(&paths)?;
     let ctl = ServiceCtl::from_env();
     let human_flag = inv.value(flags::HUMAN);
     if let Some(name) = human_flag {
@@ -386,8 +385,8 @@ pub fn run(inv: &Invocation) -> CliResult {
         Gate::Ask => {
             eprintln!("{RISK}");
             if !confirm::ask("Go ahead?") {
-                return Err(CliError::Failed(
-                    "not confirmed: nothing was changed (type yes, or pass --accept-risk)".into(),
+                return Err(CliError::failed(
+                    "not confirmed: nothing was changed (type yes, or pass --accept-risk)",
                 ));
             }
         }
@@ -412,19 +411,18 @@ pub fn run(inv: &Invocation) -> CliResult {
     for step in &steps {
         match step {
             Step::PrepareRoot { .. } => {
-                install::prepare_root(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
+                install::prepare_root(&paths)?;
             }
             Step::WriteService { manager, file, .. } => {
                 let dir = file.parent().unwrap_or(file);
-                install::write_service(*manager, dir, &install_env.spec)
-                    .map_err(|e| CliError::Failed(e.to_string()))?;
+                install::write_service(*manager, dir, &install_env.spec)?;
             }
             Step::StopOutsideDaemon { .. } => {
                 background::stop(&paths)?;
             }
             Step::LoadService { manager, commands } => {
                 ctl.run_all(commands).map_err(|e| {
-                    CliError::Failed(format!(
+                    CliError::failed(format!(
                         "could not load the {} service: {e} — see {}",
                         manager.name(),
                         service_log_hint(*manager, &paths)
@@ -434,9 +432,10 @@ pub fn run(inv: &Invocation) -> CliResult {
             Step::CreateHuman { name } => {
                 let born = crate::peers::create_human_peer(&paths, name, Some("the operator"))
                     .map_err(|e| {
-                        CliError::Failed(format!(
-                            "could not create your human peer {name}: {e} — pick another name with --human <name>"
-                        ))
+                        CliError::hinted(
+                            format!("could not create your human peer {name}: {e}"),
+                            "pick another name with --human <name>",
+                        )
                     })?;
                 if let Some(rt) = &born.always_on {
                     super::peers::start_always_on(&paths, name, rt);
@@ -445,9 +444,10 @@ pub fn run(inv: &Invocation) -> CliResult {
             Step::ProvisionNotifier { missing } => {
                 for name in missing {
                     let born = crate::peers::create_notifier_peer(&paths, name).map_err(|e| {
-                        CliError::Failed(format!(
-                            "could not create the notifier service peer {name}: {e} — remove or rename what holds that name, then run onboard again"
-                        ))
+                        CliError::hinted(
+                            format!("could not create the notifier service peer {name}: {e}"),
+                            "remove or rename what holds that name, then run onboard again",
+                        )
                     })?;
                     if let Some(rt) = &born.always_on {
                         super::peers::start_always_on(&paths, name, rt);
@@ -462,12 +462,12 @@ pub fn run(inv: &Invocation) -> CliResult {
             | Step::Later(_) => {}
             Step::StartDetached => {
                 let exe = std::env::current_exe()
-                    .map_err(|e| CliError::Failed(format!("cannot find the iapeer binary: {e}")))?;
+                    .map_err(|e| CliError::failed(format!("cannot find the iapeer binary: {e}")))?;
                 background::start_detached(&paths, &exe)?;
             }
             Step::WaitHealthy => {
                 let pong = health::wait_healthy(&paths, None).map_err(|e| {
-                    CliError::Failed(match manager {
+                    CliError::failed(match manager {
                         Some(m) => format!("{e}; the service: {}", service_log_hint(m, &paths)),
                         None => e,
                     })

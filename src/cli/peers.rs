@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::client::Client;
+use super::error::fail;
 use super::parse::Invocation;
 use super::spec::{args, flags};
 use super::{done, paths, print, usage, CliError, CliResult};
@@ -16,10 +17,6 @@ use crate::protocol::{Answer, ForgetReply, Request, StartReply};
 use crate::registry::{Registry, RegistryError, RegistryPeer};
 use crate::runtime::{self, RuntimeKind};
 use crate::worktree::Checkout;
-
-fn fail(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(e.to_string())
-}
 
 /// Whether agent MCP entries carry the bearer token (`IAPEER_BEARER_TOKEN` set and not empty).
 fn bearer() -> bool {
@@ -42,7 +39,7 @@ pub fn create(inv: &Invocation) -> CliResult {
         .positional(args::NAME)
         .ok_or_else(|| usage(inv, "missing <name>"))?;
     // The name is judged before anything else, as it always was.
-    peers::check_name(name).map_err(fail)?;
+    peers::check_name(name)?;
     let paths = paths()?;
     judge_agents_as_the_daemon(&paths);
     let folder = match inv.value(flags::PATH) {
@@ -62,8 +59,7 @@ pub fn create(inv: &Invocation) -> CliResult {
         return Err(usage(inv, "--branch goes with --worktree <repo>"));
     }
     let before = registered(&paths, name);
-    let born =
-        peers::create_peer(&paths, name, folder.as_deref(), &init_options(inv)).map_err(fail)?;
+    let born = peers::create_peer(&paths, name, folder.as_deref(), &init_options(inv))?;
     let unconfigured = bootstrap(inv, &paths, &born);
     report(inv, "created", before.as_ref(), &born.peer)?;
     unconfigured.map_or(Ok(()), Err)
@@ -85,8 +81,7 @@ fn create_worktree(
         repo,
         inv.value(flags::BRANCH),
         &init_options(inv),
-    )
-    .map_err(fail)?;
+    )?;
     let unconfigured = bootstrap(inv, paths, &born);
     let repo = made.repository.display();
     let how = match &made.checkout {
@@ -100,13 +95,15 @@ fn create_worktree(
         }
     };
     if inv.flag(flags::JSON) {
-        let mut doc = serde_json::to_value(&born.peer).map_err(fail)?;
-        doc["worktree"] = serde_json::json!({
-            "repository": made.repository,
-            "branch": made.checkout.branch(),
-            "branch_made": made.checkout.makes_branch(),
-            "from": made.from,
-        });
+        let doc = CreatedWorktreeDoc {
+            peer: &born.peer,
+            worktree: CreatedWorktree {
+                repository: &made.repository,
+                branch: made.checkout.branch(),
+                branch_made: made.checkout.makes_branch(),
+                from: made.from.as_deref(),
+            },
+        };
         print(&format!("{}\n", super::json_line(&doc)))?;
     } else {
         report(inv, "created", None, &born.peer)?;
@@ -146,7 +143,7 @@ pub fn init(inv: &Invocation) -> CliResult {
         .map(|n| crate::names::normalize(&n.to_string_lossy()))
         .unwrap_or_default();
     let before = registered(&paths, &name);
-    let born = peers::init_peer(&paths, &folder, &init_options(inv)).map_err(fail)?;
+    let born = peers::init_peer(&paths, &folder, &init_options(inv))?;
     let unconfigured = bootstrap(inv, &paths, &born);
     match before.as_ref().filter(|b| b.cwd != born.peer.cwd) {
         // A peer folder moved by hand, found again (issue 30 item 6).
@@ -288,6 +285,35 @@ pub(crate) fn start_always_on(paths: &Paths, name: &str, runtime: &str) {
     }
 }
 
+/// `remove --json`: `{"ok":true,"removed":false}` for a name that is not registered, else
+/// `"removed":true` with the kept `"folder"`, `"inbox_kept"` (the file a human's messages were
+/// set aside in, or null) and, for a worktree peer, `"worktree"`.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct RemovedDoc {
+    /// Whether a peer was removed.
+    pub removed: bool,
+    /// The peer's folder, kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub folder: Option<PathBuf>,
+    /// Where a human's messages were set aside (`null` when there were none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inbox_kept: Option<Option<PathBuf>>,
+    /// A worktree peer's worktree.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<RemovedWorktree>,
+}
+
+/// `remove --json`'s `"worktree"`: `{"removed", "branch", "note"}`.
+#[derive(Debug, serde::Serialize)]
+pub struct RemovedWorktree {
+    /// Whether git removed the worktree.
+    pub removed: bool,
+    /// The branch it was on, kept.
+    pub branch: Option<String>,
+    /// What became of it, in words.
+    pub note: String,
+}
+
 /// `remove <peer> [--force]`: drop the registry entry, end its sessions, delete its attachment
 /// inbox and markers, set a human's messages aside; keep the folder.
 pub fn remove(inv: &Invocation) -> CliResult {
@@ -295,11 +321,11 @@ pub fn remove(inv: &Invocation) -> CliResult {
         .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
     let paths = paths()?;
-    let registry = Registry::load(&paths).map_err(fail)?;
+    let registry = Registry::load(&paths)?;
     let Some(entry) = registry.find(name).cloned() else {
         return done(
             inv,
-            &serde_json::json!({ "removed": false }),
+            &RemovedDoc::default(),
             &format!(
                 "peer \"{name}\" is not registered — nothing to remove{}\n",
                 super::suggest::peer_hint(&paths, name)
@@ -313,18 +339,16 @@ pub fn remove(inv: &Invocation) -> CliResult {
         .flatten()
         .and_then(|p| p.worktree)
     {
-        Some(record) => {
-            Some(peers::worktree::plan_removal(&entry.cwd, &record, force).map_err(fail)?)
-        }
+        Some(record) => Some(peers::worktree::plan_removal(&entry.cwd, &record, force)?),
         None => None,
     };
     if super::view::live_state(&paths).is_some() {
         let ids = live_sessions(&paths, name);
         if !ids.is_empty() && !force {
-            return Err(fail(format!(
-                "peer \"{name}\" is live ({}) — stop it first (iapeer stop {name}) or pass --force",
-                ids.join(", ")
-            )));
+            return Err(CliError::hinted(
+                format!("peer \"{name}\" is live ({})", ids.join(", ")),
+                format!("stop it first (iapeer stop {name}) or pass --force"),
+            ));
         }
         if worktree.is_some() && !ids.is_empty() {
             // Its agent must be gone before git deletes the folder it works in.
@@ -347,8 +371,7 @@ pub fn remove(inv: &Invocation) -> CliResult {
             None,
             crate::clock::now_ms(),
         ))
-    })
-    .map_err(fail)?;
+    })?;
     if let Err(e) = noted {
         eprintln!("iapeer remove: cannot note the removal ({e}); a send to {name} will not say it was removed");
     }
@@ -382,7 +405,12 @@ pub fn remove(inv: &Invocation) -> CliResult {
         .as_ref()
         .map(|k| format!("; its inbox kept as {}", k.display()))
         .unwrap_or_default();
-    let mut doc = serde_json::json!({ "removed": true, "folder": entry.cwd, "inbox_kept": kept });
+    let mut doc = RemovedDoc {
+        removed: true,
+        folder: Some(entry.cwd.clone()),
+        inbox_kept: Some(kept.clone()),
+        worktree: None,
+    };
     let Some(removal) = worktree else {
         return done(
             inv,
@@ -394,10 +422,12 @@ pub fn remove(inv: &Invocation) -> CliResult {
         );
     };
     let outcome = peers::worktree::remove_worktree(&removal, &entry.cwd, force);
-    doc["worktree"] = serde_json::json!({
-        "removed": outcome.is_ok() && removal.removes(),
-        "branch": removal.branch(),
-        "note": outcome.as_ref().map_or_else(ToString::to_string, Clone::clone),
+    doc.worktree = Some(RemovedWorktree {
+        removed: outcome.is_ok() && removal.removes(),
+        branch: removal.branch().map(String::from),
+        note: outcome
+            .as_ref()
+            .map_or_else(ToString::to_string, Clone::clone),
     });
     match outcome {
         Ok(note) => done(inv, &doc, &format!("removed {name} ({note}{kept_note})\n")),
@@ -456,9 +486,10 @@ const END_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
 fn end_sessions(paths: &Paths, name: &str, what: &str) -> Result<(), CliError> {
     let verb = if what == "moved" { "rename" } else { "remove" };
     let mut c = Client::connect(paths).map_err(|e| {
-        fail(format!(
-            "peer \"{name}\" is live but the daemon does not answer ({e}) — stop it first"
-        ))
+        CliError::hinted(
+            format!("peer \"{name}\" is live but the daemon does not answer ({e})"),
+            "stop it first",
+        )
     })?;
     let req = Request::Forget {
         personality: name.to_string(),
@@ -479,6 +510,55 @@ fn end_sessions(paths: &Paths, name: &str, what: &str) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `rename --json`: the old `"from"` folder, the registry entry as written (`"peer"`), the
+/// moved Claude Code `"history"` folder (or null), the peers whose triggers named the old
+/// name (`"triggers_in"`) and, for a worktree peer, `"worktree": {"branch"}`.
+#[derive(Debug, serde::Serialize)]
+pub struct RenamedDoc<'a> {
+    /// The folder before the move.
+    pub from: &'a Path,
+    /// The registry entry as written.
+    pub peer: &'a RegistryPeer,
+    /// Where the Claude Code history folder went, if one moved.
+    pub history: Option<&'a Path>,
+    /// The peers whose timer/watcher triggers named the old name.
+    pub triggers_in: &'a [String],
+    /// A worktree peer's branch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<RenamedWorktree<'a>>,
+}
+
+/// `rename --json`'s `"worktree"`.
+#[derive(Debug, serde::Serialize)]
+pub struct RenamedWorktree<'a> {
+    /// The worktree's branch, if git names one.
+    pub branch: Option<&'a str>,
+}
+
+/// `create --worktree --json`: the registry entry's fields (as `create --json` prints them)
+/// and `"worktree": {"repository", "branch", "branch_made", "from"}`.
+#[derive(Debug, serde::Serialize)]
+pub struct CreatedWorktreeDoc<'a> {
+    /// The registry entry, its fields at the top level.
+    #[serde(flatten)]
+    pub peer: &'a RegistryPeer,
+    /// The worktree made.
+    pub worktree: CreatedWorktree<'a>,
+}
+
+/// `create --worktree --json`'s `"worktree"`.
+#[derive(Debug, serde::Serialize)]
+pub struct CreatedWorktree<'a> {
+    /// The repository's git directory.
+    pub repository: &'a Path,
+    /// The branch checked out.
+    pub branch: &'a str,
+    /// Whether the branch was made for it.
+    pub branch_made: bool,
+    /// The start point a new branch was made from, if any.
+    pub from: Option<&'a str>,
+}
+
 /// `rename <old> <new> [--force]`: move the peer's folder (and Claude history) to `<new>`,
 /// update profile and registry. A live peer needs `--force`, which ends its sessions first.
 pub fn rename(inv: &Invocation) -> CliResult {
@@ -497,15 +577,15 @@ pub fn rename(inv: &Invocation) -> CliResult {
     let live = live_sessions(&paths, old);
     if !live.is_empty() {
         if !inv.flag(flags::FORCE) {
-            return Err(fail(format!(
-                "peer \"{old}\" is live ({}) — stop it first (iapeer stop {old}) or pass --force",
-                live.join(", ")
-            )));
+            return Err(CliError::hinted(
+                format!("peer \"{old}\" is live ({})", live.join(", ")),
+                format!("stop it first (iapeer stop {old}) or pass --force"),
+            ));
         }
         // A write after the move would bring the old folder back.
         end_sessions(&paths, old, "moved")?;
     }
-    let moved = peers::rename_peer(&paths, old, new, bearer()).map_err(fail)?;
+    let moved = peers::rename_peer(&paths, old, new, bearer())?;
     for w in &moved.warnings {
         eprintln!("iapeer rename: {w}");
     }
@@ -552,15 +632,15 @@ pub fn rename(inv: &Invocation) -> CliResult {
         .as_ref()
         .map(|(_, note)| format!("; worktree moved with git, {note}"))
         .unwrap_or_default();
-    let mut doc = serde_json::json!({
-        "from": moved.from,
-        "peer": moved.peer,
-        "history": moved.history.as_ref().map(|(_, to)| to),
-        "triggers_in": moved.triggers_in,
-    });
-    if let Some((branch, _)) = &worktree {
-        doc["worktree"] = serde_json::json!({ "branch": branch });
-    }
+    let doc = RenamedDoc {
+        from: &moved.from,
+        peer: &moved.peer,
+        history: moved.history.as_ref().map(|(_, to)| to.as_path()),
+        triggers_in: &moved.triggers_in,
+        worktree: worktree.as_ref().map(|(branch, _)| RenamedWorktree {
+            branch: branch.as_deref(),
+        }),
+    };
     let text = format!(
         "renamed {old} to {new}: {} → {}{history}{triggers}{worktree_note}\n",
         moved.from.display(),
@@ -595,7 +675,7 @@ pub(crate) fn selected_peers(
     paths: &Paths,
     inv: &Invocation,
 ) -> Result<Vec<RegistryPeer>, CliError> {
-    let registry = Registry::load(paths).map_err(fail)?;
+    let registry = Registry::load(paths)?;
     if inv.flag(flags::ALL) {
         return Ok(registry.peers);
     }
@@ -615,7 +695,43 @@ fn store(paths: &Paths, profile: &Profile, cwd: &Path) -> Result<(), CliError> {
         r.upsert(entry);
         Ok(())
     })
-    .map_err(fail)
+    .map_err(CliError::from)
+}
+
+/// `add-runtime --json` and `default-runtime --json`: `{"runtime":<rt>,"peers":[…]}`, each
+/// peer an [`AddedRow`] (add-runtime) or its name (default-runtime).
+#[derive(Debug, serde::Serialize)]
+pub struct RuntimeDoc<'a, Row> {
+    /// The runtime named.
+    pub runtime: &'a str,
+    /// What became of each selected peer.
+    pub peers: Vec<Row>,
+}
+
+/// One peer of `add-runtime --json`.
+#[derive(Debug, serde::Serialize)]
+pub struct AddedRow {
+    /// The peer.
+    pub personality: String,
+    /// `added`, `refreshed` (already declared: setup done again) or `skipped` (a peer of
+    /// another intelligence, with --all).
+    pub outcome: &'static str,
+}
+
+/// `approval-mode --json`: `{"peers":[{"peer","mode"}…]}`.
+#[derive(Debug, serde::Serialize)]
+pub struct ModesDoc {
+    /// Each selected peer's mode.
+    pub peers: Vec<ModeRow>,
+}
+
+/// One peer of `approval-mode --json`.
+#[derive(Debug, serde::Serialize)]
+pub struct ModeRow {
+    /// The peer.
+    pub peer: String,
+    /// `gated` or `bypass`.
+    pub mode: &'static str,
 }
 
 /// `add-runtime <rt> (--peer <p> | --all)`: declare another agent runtime and do its setup;
@@ -626,7 +742,7 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
         .ok_or_else(|| usage(inv, "missing <rt>"))?;
     let paths = paths()?;
     judge_agents_as_the_daemon(&paths);
-    let kind = runtime::adapter_for(&paths, rt).map_err(fail)?.kind();
+    let kind = runtime::adapter_for(&paths, rt)?.kind();
     if kind != RuntimeKind::Agent {
         return Err(fail(format!("{rt} is a human's or a service's runtime; add-runtime declares agent runtimes (create a peer with --runtime {rt} instead)")));
     }
@@ -647,7 +763,10 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
                     }
                 )));
             }
-            rows.push(serde_json::json!({ "personality": peer.personality, "outcome": "skipped" }));
+            rows.push(AddedRow {
+                personality: peer.personality.clone(),
+                outcome: "skipped",
+            });
             out.push_str(&format!(
                 "{}: skipped (a peer of intelligence {} cannot run on {rt})\n",
                 peer.personality,
@@ -660,10 +779,9 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
             if !p.declares(rt) {
                 p.runtimes.push(rt.to_string());
             }
-        })
-        .map_err(fail)?;
+        })?;
         runtime::setup_peer(rt, &peer.cwd, &peer.personality, bearer).map_err(fail)?;
-        peers::write_launch_env_stub(&peer.cwd, rt).map_err(fail)?;
+        peers::write_launch_env_stub(&peer.cwd, rt)?;
         store(&paths, &profile, &peer.cwd)?;
         if !had {
             // A runtime's birth (spec 08 §3): the memory provider equips it too.
@@ -675,7 +793,10 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
             );
         }
         let outcome = if had { "refreshed" } else { "added" };
-        rows.push(serde_json::json!({ "personality": peer.personality, "outcome": outcome }));
+        rows.push(AddedRow {
+            personality: peer.personality.clone(),
+            outcome,
+        });
         out.push_str(&format!(
             "{}: {rt} {}\n",
             peer.personality,
@@ -688,7 +809,10 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
     }
     done(
         inv,
-        &serde_json::json!({ "runtime": rt, "peers": rows }),
+        &RuntimeDoc {
+            runtime: rt,
+            peers: rows,
+        },
         &out,
     )
 }
@@ -700,7 +824,7 @@ pub fn default_runtime(inv: &Invocation) -> CliResult {
         .positional(args::RT)
         .ok_or_else(|| usage(inv, "missing <rt>"))?;
     let paths = paths()?;
-    let kind = runtime::adapter_for(&paths, rt).map_err(fail)?.kind();
+    let kind = runtime::adapter_for(&paths, rt)?.kind();
     let mut out = String::new();
     let mut rows = Vec::new();
     let mut refusals = Vec::new();
@@ -711,8 +835,7 @@ pub fn default_runtime(inv: &Invocation) -> CliResult {
             refusals.push(refusal);
             continue;
         }
-        let profile =
-            Profile::update(&peer.cwd, |p| p.default_runtime = rt.to_string()).map_err(fail)?;
+        let profile = Profile::update(&peer.cwd, |p| p.default_runtime = rt.to_string())?;
         store(&paths, &profile, &peer.cwd)?;
         rows.push(peer.personality.clone());
         out.push_str(&format!("{}: default runtime {rt}\n", peer.personality));
@@ -720,14 +843,17 @@ pub fn default_runtime(inv: &Invocation) -> CliResult {
     if refusals.is_empty() {
         return done(
             inv,
-            &serde_json::json!({ "runtime": rt, "peers": rows }),
+            &RuntimeDoc {
+                runtime: rt,
+                peers: rows,
+            },
             &out,
         );
     }
     print(&out)?;
     if super::wants_json(inv) {
         // Printed on stderr already; the --json document carries them once more.
-        return Err(CliError::Failed(refusals.join("; ")));
+        return Err(CliError::failed(refusals.join("; ")));
     }
     Err(CliError::Exit(1))
 }
@@ -755,9 +881,8 @@ pub fn approval_mode(inv: &Invocation) -> CliResult {
         let profile = match gated {
             Some(g) => Profile::update(&peer.cwd, |p| {
                 p.approval_mode = g.then(|| crate::profile::APPROVAL_MODE_GATED.to_string())
-            })
-            .map_err(fail)?,
-            None => Profile::read(&peer.cwd).map_err(fail)?.ok_or_else(|| {
+            })?,
+            None => Profile::read(&peer.cwd)?.ok_or_else(|| {
                 fail(format!(
                     "{} has no profile in {} — iapeer verify says what to do",
                     peer.personality,
@@ -783,9 +908,12 @@ pub fn approval_mode(inv: &Invocation) -> CliResult {
             (true, false) => String::new(),
         };
         out.push_str(&format!("{}: {mode}{note}\n", peer.personality));
-        rows.push(serde_json::json!({"peer": peer.personality, "mode": mode}));
+        rows.push(ModeRow {
+            peer: peer.personality.clone(),
+            mode,
+        });
     }
-    done(inv, &serde_json::json!({ "peers": rows }), &out)
+    done(inv, &ModesDoc { peers: rows }, &out)
 }
 
 /// Why `default-runtime <rt>` is refused for a peer that does not declare `rt`, with the step

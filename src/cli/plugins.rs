@@ -1,22 +1,43 @@
 //! `enable <plugin> [peer]` (spec 08 §4): give a peer a capability plugin of the `agfpd`
 //! marketplace through its agent runtimes' own plugin commands (`plugins`).
 
-use serde_json::json;
-
+use super::error::fail;
 use super::parse::Invocation;
 use super::spec::{args, flags};
 use super::{done, paths, usage, CliError, CliResult};
 use crate::plugins::{self, RuntimeOutcome};
 use crate::registry::{Registry, RegistryPeer};
 
-fn fail(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(e.to_string())
+/// `enable --json`: `{"plugin","personality","runtimes":[…],"setup"}`.
+#[derive(Debug, serde::Serialize)]
+pub struct EnabledDoc<'a> {
+    /// The plugin named.
+    pub plugin: &'a str,
+    /// The peer.
+    pub personality: &'a str,
+    /// What happened on each Claude or Codex runtime.
+    pub runtimes: Vec<EnabledRow>,
+    /// The setup step: `ran`, `none`, `skipped` or `failed: <why>`.
+    pub setup: &'a str,
+}
+
+/// One runtime of `enable --json`.
+#[derive(Debug, serde::Serialize)]
+pub struct EnabledRow {
+    /// The runtime.
+    pub runtime: String,
+    /// `already`, `installed`, `runtime-missing` or `failed`.
+    pub state: &'static str,
+    /// Where the plugin is installed, if known.
+    pub path: Option<std::path::PathBuf>,
+    /// Why it failed.
+    pub error: Option<String>,
 }
 
 /// The peer named, else the one whose folder is the current directory.
 fn target(inv: &Invocation) -> Result<RegistryPeer, CliError> {
     let paths = paths()?;
-    let registry = Registry::load(&paths).map_err(fail)?;
+    let registry = Registry::load(&paths)?;
     if let Some(name) = inv.positional(args::SOME_PEER) {
         return registry
             .find(name)
@@ -83,9 +104,12 @@ pub fn enable(inv: &Invocation) -> CliResult {
                 .map(|d| format!(": {d}"))
                 .unwrap_or_default()
         ));
-        rows.push(
-            json!({ "runtime": rt, "state": outcome.word(), "path": installed, "error": detail }),
-        );
+        rows.push(EnabledRow {
+            runtime: rt.clone(),
+            state: outcome.word(),
+            path: installed.clone(),
+            error: detail,
+        });
         root = root.or(installed);
     }
     let setup = match (&root, inv.flag(flags::NO_SETUP)) {
@@ -103,7 +127,12 @@ pub fn enable(inv: &Invocation) -> CliResult {
     text.push_str(&format!("{} setup: {setup}\n", peer.personality));
     done(
         inv,
-        &json!({ "plugin": plugin, "personality": peer.personality, "runtimes": rows, "setup": setup }),
+        &EnabledDoc {
+            plugin,
+            personality: &peer.personality,
+            runtimes: rows,
+            setup: &setup,
+        },
         &text,
     )?;
     if failed {

@@ -3,8 +3,6 @@
 //! so a user can see what their agent is told and where to change it. Needs no daemon: the
 //! prompt is a pure function of the files, the registry and the host ([`crate::prompt`]).
 
-use serde_json::json;
-
 use super::parse::Invocation;
 use super::spec::{args, flags};
 use super::{done, paths, print, usage, CliError, CliResult};
@@ -19,17 +17,15 @@ pub fn run(inv: &Invocation) -> CliResult {
         .positional(args::PEER)
         .ok_or_else(|| usage(inv, "missing <peer>"))?;
     let paths = paths()?;
-    let registry = Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
+    let registry = Registry::load(&paths)?;
     let peer = registry
         .find(name)
         .ok_or_else(|| super::suggest::not_registered(&paths, name))?;
     let runtime = runtime_of(peer, inv.value(flags::PROMPT_RUNTIME))?;
-    let identity =
-        Identity::new(&runtime, &peer.personality).map_err(|e| CliError::Failed(e.to_string()))?;
-    let adapter = crate::runtime::adapter_for(&paths, &runtime)
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let identity = Identity::new(&runtime, &peer.personality)?;
+    let adapter = crate::runtime::adapter_for(&paths, &runtime)?;
     if !adapter.wants_system_prompt() {
-        return Err(CliError::Failed(format!(
+        return Err(CliError::failed(format!(
             "{identity} gets no system prompt from iapeer: only agent runtimes do (a human's \
              or a service's program is not a model)"
         )));
@@ -46,21 +42,66 @@ pub fn run(inv: &Invocation) -> CliResult {
     if inv.flag(flags::RAW) {
         return print(&c.text());
     }
-    let doc = json!({
-        "identity": identity.to_string(),
-        "file": written,
-        "layers": c.layers.iter().map(|l| json!({
-            "layer": l.kind.as_str(),
-            "source": l.source,
-            "text": l.text,
-        })).collect::<Vec<_>>(),
-        "skipped": c.skipped.iter().map(|s| json!({
-            "path": s.path, "reason": s.reason.to_string(),
-        })).collect::<Vec<_>>(),
-        "prompt": c.text(),
-    });
+    let doc = PromptDoc {
+        identity: identity.to_string(),
+        file: &written,
+        layers: c
+            .layers
+            .iter()
+            .map(|l| LayerRow {
+                layer: l.kind.as_str(),
+                source: l.source.as_deref(),
+                text: &l.text,
+            })
+            .collect(),
+        skipped: c
+            .skipped
+            .iter()
+            .map(|s| SkippedRow {
+                path: &s.path,
+                reason: s.reason.to_string(),
+            })
+            .collect(),
+        prompt: c.text(),
+    };
     let text = labelled(&c, &paths, peer, &identity, &written, home.as_deref());
     done(inv, &doc, &text)
+}
+
+/// `prompt --json`: `{"identity","file","layers":[{"layer","source","text"}…],
+/// "skipped":[{"path","reason"}…],"prompt"}`.
+#[derive(Debug, serde::Serialize)]
+pub struct PromptDoc<'a> {
+    /// The session's identity.
+    pub identity: String,
+    /// The file the composed prompt is written to at launch.
+    pub file: &'a std::path::Path,
+    /// The layers, in order.
+    pub layers: Vec<LayerRow<'a>>,
+    /// The files left out, with why.
+    pub skipped: Vec<SkippedRow<'a>>,
+    /// The composed prompt.
+    pub prompt: String,
+}
+
+/// A file `prompt --json` left out.
+#[derive(Debug, serde::Serialize)]
+pub struct SkippedRow<'a> {
+    /// The file.
+    pub path: &'a std::path::Path,
+    /// Why: `empty`, `not UTF-8`, or the read error.
+    pub reason: String,
+}
+
+/// One layer of `prompt --json`.
+#[derive(Debug, serde::Serialize)]
+pub struct LayerRow<'a> {
+    /// The layer's kind.
+    pub layer: &'static str,
+    /// The file it came from, if any.
+    pub source: Option<&'a std::path::Path>,
+    /// Its text.
+    pub text: &'a str,
 }
 
 /// The runtime asked for (it must be one the peer declares), else the peer's default.
@@ -68,7 +109,7 @@ fn runtime_of(peer: &RegistryPeer, asked: Option<&str>) -> Result<String, CliErr
     match asked {
         None => Ok(peer.default_runtime.clone()),
         Some(rt) if peer.declares(rt) => Ok(rt.to_string()),
-        Some(rt) => Err(CliError::Failed(format!(
+        Some(rt) => Err(CliError::failed(format!(
             "peer \"{}\" does not declare runtime \"{rt}\" (its runtimes: {}) — add it with: \
              iapeer add-runtime {rt} --peer {}",
             peer.personality,

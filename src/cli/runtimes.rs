@@ -3,6 +3,7 @@
 //! what happened, one line per step.
 
 use super::client::Client;
+use super::error::fail;
 use super::parse::Invocation;
 use super::spec::{args, flags};
 use super::{paths, print, usage, CliError, CliResult};
@@ -14,10 +15,6 @@ use crate::protocol::{Answer, NewReply, Request};
 use crate::registry::Registry;
 use crate::runtime::manifest::Manifest;
 use crate::runtime::package::{self, SelfConfig};
-
-fn fail(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(e.to_string())
-}
 
 /// The runtime named on the command line, checked.
 fn runtime_arg(inv: &Invocation) -> Result<&str, CliError> {
@@ -34,7 +31,7 @@ fn runtime_arg(inv: &Invocation) -> Result<&str, CliError> {
 
 /// The manifest of `rt`, which must exist now.
 fn installed_manifest(paths: &Paths, rt: &str) -> Result<Manifest, CliError> {
-    Manifest::load(paths, rt).map_err(fail)?.ok_or_else(|| {
+    Manifest::load(paths, rt)?.ok_or_else(|| {
         fail(format!(
             "the package wrote no {} — it is not an iapeer runtime package for \"{rt}\"",
             paths.runtime_manifest(rt).display()
@@ -114,10 +111,11 @@ fn package_spec(paths: &Paths, rt: &str, given: Option<&str>) -> Result<String, 
         None => package::recorded_spec(paths, rt)
             .or_else(|| package::known_package(rt).map(String::from))
             .ok_or_else(|| {
-            fail(format!(
-                "no package is known for runtime \"{rt}\" — give it with --package <npm package or tarball>"
-            ))
-        }),
+                CliError::hinted(
+                    format!("no package is known for runtime \"{rt}\""),
+                    "give it with --package <npm package or tarball>",
+                )
+            }),
     }
 }
 
@@ -182,7 +180,7 @@ fn provision_all(paths: &Paths, manifest: &Manifest, start: bool) -> CliResult {
 /// `install-runtime notifier` without a package: the built-in service peers `timer` and
 /// `watcher`, as `onboard` makes them.
 fn provision_builtin_notifier(inv: &Invocation, paths: &Paths) -> CliResult {
-    let registry = Registry::load(paths).map_err(fail)?;
+    let registry = Registry::load(paths)?;
     for name in NOTIFIER_PEERS {
         if let Some(p) = registry.find(name) {
             print(&format!(
@@ -256,15 +254,17 @@ fn package_of(paths: &Paths, rt: &str) -> Option<String> {
 }
 
 fn update_one(inv: &Invocation, paths: &Paths, rt: &str) -> CliResult {
-    let before = Manifest::load(paths, rt).map_err(fail)?.ok_or_else(|| {
-        fail(format!(
-            "runtime \"{rt}\" is not installed from a package — install it with iapeer install-runtime {rt}"
-        ))
+    let before = Manifest::load(paths, rt)?.ok_or_else(|| {
+        CliError::hinted(
+            format!("runtime \"{rt}\" is not installed from a package"),
+            format!("install it with iapeer install-runtime {rt}"),
+        )
     })?;
     let spec = package_of(paths, rt).ok_or_else(|| {
-        fail(format!(
-            "it is not known which package provides \"{rt}\" — reinstall it with iapeer install-runtime {rt} --package <spec>"
-        ))
+        CliError::hinted(
+            format!("it is not known which package provides \"{rt}\""),
+            format!("reinstall it with iapeer install-runtime {rt} --package <spec>"),
+        )
     })?;
     match (&before.version, inv.flag(flags::REINSTALL)) {
         (Some(have), false) => {

@@ -68,7 +68,7 @@ fn read_bounded(mut r: impl Read) -> Result<String, CliError> {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(CliError::Failed(format!("cannot read the message: {e}"))),
+            Err(e) => return Err(CliError::failed(format!("cannot read the message: {e}"))),
         };
         let room = keep.saturating_sub(kept.len()).min(n);
         kept.extend_from_slice(&buf[..room]);
@@ -80,15 +80,11 @@ fn read_bounded(mut r: impl Read) -> Result<String, CliError> {
         Ok(t) => t,
         // The cut may split the last character; anything else is not UTF-8.
         Err(e) if extra_chars > 0 => String::from_utf8_lossy(&e.into_bytes()).into_owned(),
-        Err(_) => {
-            return Err(CliError::Failed(
-                "the message is not valid UTF-8 text".into(),
-            ))
-        }
+        Err(_) => return Err(CliError::failed("the message is not valid UTF-8 text")),
     };
     if extra_chars > 0 {
         let total = text.chars().count() + extra_chars;
-        return Err(CliError::Failed(format!(
+        return Err(CliError::failed(format!(
             "message exceeds {MAX_MESSAGE_CHARS} char limit (got {total})"
         )));
     }
@@ -106,7 +102,7 @@ fn read_message(inv: &Invocation) -> Result<String, CliError> {
         (None, Some("-")) => read_bounded(std::io::stdin().lock()),
         (None, Some(path)) => {
             let f = std::fs::File::open(path)
-                .map_err(|e| CliError::Failed(format!("cannot read --message-file {path}: {e}")))?;
+                .map_err(|e| CliError::failed(format!("cannot read --message-file {path}: {e}")))?;
             read_bounded(f)
         }
     }
@@ -125,12 +121,12 @@ pub fn run(inv: &Invocation) -> CliResult {
     let problem = local_problem(&target, &message, inv.value(flags::SEND_RUNTIME));
     let paths = paths()?;
     let cwd = std::env::current_dir()
-        .map_err(|e| CliError::Failed(format!("cannot read the current folder: {e}")))?;
+        .map_err(|e| CliError::failed(format!("cannot read the current folder: {e}")))?;
     let cwd = cwd.canonicalize().unwrap_or(cwd);
     let needs_registry = inv.value(flags::FROM).is_none()
         && std::env::var("PEER_IDENTITY").map_or(true, |v| v.trim().is_empty());
     let registry = if needs_registry {
-        Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?
+        Registry::load(&paths)?
     } else {
         Registry::default()
     };
@@ -153,7 +149,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         &registry,
         &caller,
     )
-    .map_err(CliError::Failed)?;
+    .map_err(CliError::failed)?;
     let attachments: Vec<String> = inv
         .values(flags::ATTACHMENT)
         .iter()
@@ -200,7 +196,7 @@ pub fn run(inv: &Invocation) -> CliResult {
     let encoded = serde_json::to_string(&req).map_or(usize::MAX, |line| line.len());
     if encoded >= MAX_LINE {
         // Too big for one protocol line (escaping can grow a body): refuse it here.
-        return Err(CliError::Failed(format!(
+        return Err(CliError::failed(format!(
             "message exceeds {MAX_MESSAGE_CHARS} char limit (got {n})"
         )));
     }
@@ -251,6 +247,33 @@ pub fn run(inv: &Invocation) -> CliResult {
     }
 }
 
+/// `send --json` when the message's state is unknown (exit [`EXIT_STATE_UNKNOWN`]): the
+/// failure document with the message id, `{"ok":false,"code":"state-unknown","error":…,"id":…}`.
+#[derive(Debug, serde::Serialize)]
+pub struct StateUnknownDoc<'a> {
+    /// Always `false`.
+    pub ok: bool,
+    /// `state-unknown`.
+    pub code: Code,
+    /// What happened.
+    pub error: &'a str,
+    /// The message id a retry passes as `--id` (absent when none is known).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<&'a str>,
+}
+
+/// `send --json` with the daemon not running and the message kept:
+/// `{"ok":true,"outbox":<file>,"to":<target>}`.
+#[derive(Debug, serde::Serialize)]
+pub struct KeptDoc<'a> {
+    /// Always `true`.
+    pub ok: bool,
+    /// The outbox file the message is kept in.
+    pub outbox: &'a Path,
+    /// The target peer.
+    pub to: &'a str,
+}
+
 /// Say that a send's state is unknown (`f`, code `state-unknown`) and exit
 /// [`EXIT_STATE_UNKNOWN`]: `iapeer send: <error>` with the command that retries safely
 /// (`retry`) on stderr; with `--json` the failure document plus the message `id` on stdout.
@@ -261,10 +284,12 @@ fn state_unknown(
     json_out: bool,
 ) -> CliResult {
     if json_out {
-        let mut doc = serde_json::json!({"ok": false, "code": f.code, "error": f.error});
-        if let Some(id) = id {
-            doc["id"] = serde_json::Value::from(id);
-        }
+        let doc = StateUnknownDoc {
+            ok: false,
+            code: f.code,
+            error: &f.error,
+            id,
+        };
         print(&format!("{}\n", json_line(&doc)))?;
     }
     match retry {
@@ -520,17 +545,21 @@ fn start_service(paths: &Paths) -> Option<Client> {
 /// Errors: the outbox cannot be written (then nothing was kept, and the text says so).
 fn keep_in_outbox(paths: &Paths, req: &Request, target: &str, json_out: bool) -> CliResult {
     let file = crate::outbox::put(paths, req).map_err(|e| {
-        CliError::Failed(format!(
-            "the daemon is not running and the message could not be kept in {}: {e} — \
-             start the daemon (iapeer daemon) and send again",
-            crate::outbox::dir(paths).display()
-        ))
+        CliError::hinted(
+            format!(
+                "the daemon is not running and the message could not be kept in {}: {e}",
+                crate::outbox::dir(paths).display()
+            ),
+            "start the daemon (iapeer daemon) and send again",
+        )
     })?;
     if json_out {
-        return print(&format!(
-            "{}\n",
-            serde_json::json!({"ok": true, "outbox": file, "to": target})
-        ));
+        let doc = KeptDoc {
+            ok: true,
+            outbox: &file,
+            to: target,
+        };
+        return print(&format!("{}\n", json_line(&doc)));
     }
     print(&format!(
         "kept for {target} in the outbox ({}): the daemon is not running; it delivers the \
@@ -625,14 +654,14 @@ mod tests {
         match read_bounded(big.as_bytes()) {
             Err(CliError::Failed(m)) => {
                 assert_eq!(
-                    m,
+                    m.to_string(),
                     format!("message exceeds 16000 char limit (got {KEEP_BYTES})")
                 )
             }
             other => panic!("{other:?}"),
         }
         assert!(
-            matches!(read_bounded(&[0xff, 0xfe][..]), Err(CliError::Failed(m)) if m.contains("UTF-8"))
+            matches!(read_bounded(&[0xff, 0xfe][..]), Err(CliError::Failed(m)) if m.message.contains("UTF-8"))
         );
     }
 

@@ -641,7 +641,7 @@ impl Health {
 /// Ask the daemon, the service manager and the files what `status` shows.
 fn gather(paths: &Paths) -> Result<Health, CliError> {
     let answer = daemon_status(paths);
-    let registry = Registry::load(paths).map_err(|e| CliError::Failed(e.to_string()))?;
+    let registry = Registry::load(paths)?;
     let live = match answer.as_ref().map(|a| &a.list) {
         Some(Answer::Ok(list)) => LiveState::from_reply(list.clone()),
         _ => LiveState::default(),

@@ -12,8 +12,6 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use serde_json::json;
-
 use super::client::Client;
 use super::parse::Invocation;
 use super::spec::flags;
@@ -32,7 +30,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         Answer::Failed(f) => return Err(CliError::Refused(f)),
     };
     let port = port_of(&status.tcp).ok_or_else(|| {
-        CliError::Failed(format!(
+        CliError::failed(format!(
             "the daemon's HTTP address {:?} names no port; restart it: iapeer shutdown && iapeer \
              daemon --detach",
             status.tcp
@@ -54,7 +52,16 @@ pub fn run(inv: &Invocation) -> CliResult {
         }
         format!("{url}\n")
     };
-    done(inv, &json!({ "url": url, "opened": opened }), &text)
+    done(inv, &UiDoc { url, opened }, &text)
+}
+
+/// `ui --json`: `{"ok":true,"url":…,"opened":…}` (the man page names the fields).
+#[derive(Debug, serde::Serialize)]
+pub struct UiDoc {
+    /// The page's link, with its key.
+    pub url: String,
+    /// Whether a browser was asked to open it.
+    pub opened: bool,
 }
 
 /// The port of the daemon's MCP address `http://127.0.0.1:<port>/mcp`.
@@ -70,7 +77,7 @@ fn port_of(tcp: &str) -> Option<u16> {
 /// write the key), or unreadable.
 fn read_key(file: &Path) -> Result<String, CliError> {
     let missing = |why: String| {
-        CliError::Failed(format!(
+        CliError::failed(format!(
             "the running daemon serves no page: {why} (a daemon older than this iapeer, or one \
              that could not make the key: see its daemon.log); restart it: iapeer shutdown && \
              iapeer daemon --detach"
@@ -82,7 +89,7 @@ fn read_key(file: &Path) -> Result<String, CliError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             Err(missing(format!("there is no key file {}", file.display())))
         }
-        Err(e) => Err(CliError::Failed(format!(
+        Err(e) => Err(CliError::failed(format!(
             "cannot read the page's key {}: {e}",
             file.display()
         ))),
@@ -159,6 +166,7 @@ mod tests {
         let Err(CliError::Failed(text)) = read_key(&file) else {
             panic!("a missing key is refused");
         };
+        let text = text.to_string();
         assert!(text.contains("iapeer shutdown"), "{text}");
         std::fs::write(&file, "abc\n").unwrap();
         assert_eq!(read_key(&file).unwrap(), "abc");

@@ -139,7 +139,7 @@ pub fn describe(step: &Removal) -> String {
 /// Run `iapeer uninstall`.
 pub fn run(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let layout = Layout::from_env().map_err(|e| CliError::Failed(e.to_string()))?;
+    let layout = Layout::from_env()?;
     let side = ServiceSide::gather(&paths)?;
     let env = UninstallEnv {
         files: layout.files().into_iter().filter(|p| p.exists()).collect(),
@@ -164,8 +164,8 @@ pub fn run(inv: &Invocation) -> CliResult {
                 eprintln!("  {}", describe(s));
             }
             if !confirm::ask("Uninstall iapeer?") {
-                return Err(CliError::Failed(
-                    "not confirmed: nothing was changed".into(),
+                return Err(CliError::failed(
+                    "not confirmed: nothing was changed",
                 ));
             }
         }
@@ -195,7 +195,7 @@ pub fn run(inv: &Invocation) -> CliResult {
                 .map_err(|e| e.to_string()),
             Removal::StopDaemon { .. } => match background::stop(&paths) {
                 Ok(_) => Ok(()),
-                Err(CliError::Failed(m)) => Err(m),
+                Err(CliError::Failed(m)) => Err(m.to_string()),
                 Err(other) => return Err(other),
             },
             Removal::Remove(p) => std::fs::remove_file(p)
@@ -225,7 +225,7 @@ pub fn run(inv: &Invocation) -> CliResult {
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(CliError::Failed(format!(
+        Err(CliError::failed(format!(
             "{} step(s) failed (above); the other steps were done — fix the cause and run it again",
             problems.len()
         )))

@@ -36,7 +36,7 @@ pub(super) struct ServiceSide {
 impl ServiceSide {
     /// Ask the seam about this machine's service.
     pub fn gather(paths: &Paths) -> Result<ServiceSide, CliError> {
-        let env = InstallEnv::from_process(paths).map_err(|e| CliError::Failed(e.to_string()))?;
+        let env = InstallEnv::from_process(paths)?;
         let ctl = ServiceCtl::from_env();
         let uid = nix::unistd::getuid().as_raw();
         let file = env.service_file();
@@ -111,7 +111,7 @@ fn restart_and_verify(
             side.ctl
                 .run_all(&control::restart_with(m, &file, side.uid, changed))
                 .map_err(|e| {
-                    CliError::Failed(format!("cannot restart the service: {e}{advice}"))
+                    CliError::failed(format!("cannot restart the service: {e}{advice}"))
                 })?;
         }
         Restart::Detached => {
@@ -154,9 +154,7 @@ fn point_service_at(layout: &Layout, side: &ServiceSide) -> Result<bool, CliErro
     let mut spec = side.env.spec.clone();
     spec.bin = layout.bin();
     let dir = file.parent().unwrap_or(file);
-    match install::write_service(*manager, dir, &spec)
-        .map_err(|e| CliError::Failed(e.to_string()))?
-    {
+    match install::write_service(*manager, dir, &spec)? {
         ServiceOutcome::Written {
             decision: WriteDecision::Create | WriteDecision::Update,
             ..
@@ -253,7 +251,7 @@ fn live_sessions(paths: &Paths) -> Result<Vec<SessionInfo>, CliError> {
         .request(&Request::List, |_| {})?
         .into_result()
         .map_err(|e| {
-            CliError::Failed(format!(
+            CliError::failed(format!(
                 "the daemon refused to list its sessions: {}",
                 e.error
             ))
@@ -320,13 +318,13 @@ fn rollback_advice(layout: &Layout) -> String {
 /// Run `iapeer update`.
 pub fn update(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let layout = Layout::from_env().map_err(|e| CliError::Failed(e.to_string()))?;
+    let layout = Layout::from_env()?;
     let src = resolve_source(inv.positional(args::PATH_OR_VERSION), Path::exists)
-        .map_err(CliError::Failed)?;
-    let version = probe_version(&src).map_err(CliError::Failed)?;
+        .map_err(CliError::failed)?;
+    let version = probe_version(&src).map_err(CliError::failed)?;
     let dest = layout.bin();
     if !dest.exists() {
-        return Err(CliError::Failed(format!(
+        return Err(CliError::failed(format!(
             "iapeer is not installed at {} — install it first with scripts/install.sh (or set IAPEER_BIN_DIR to where it is)",
             dest.display()
         )));
@@ -346,14 +344,14 @@ pub fn update(inv: &Invocation) -> CliResult {
         .map(|s| s.identity.as_str())
         .collect();
     if !busy.is_empty() && !inv.flag(flags::UPDATE_FORCE) {
-        return Err(CliError::Failed(format!(
+        return Err(CliError::failed(format!(
             "not updated: {} mid-turn ({}); a restart would cut that turn short — try again when it is done, or pass --force (conversations resume by topic after the restart)",
             if busy.len() == 1 { "an agent is" } else { "agents are" },
             busy.join(", ")
         )));
     }
     let side = ServiceSide::gather(&paths)?;
-    binary::replace(&layout, &src).map_err(|e| CliError::Failed(e.to_string()))?;
+    binary::replace(&layout, &src)?;
     print(&format!(
         "binary: {} is now {version} (the previous one is {})\n",
         dest.display(),
@@ -375,9 +373,9 @@ pub fn update(inv: &Invocation) -> CliResult {
 /// Run `iapeer rollback`.
 pub fn rollback(_inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let layout = Layout::from_env().map_err(|e| CliError::Failed(e.to_string()))?;
+    let layout = Layout::from_env()?;
     let side = ServiceSide::gather(&paths)?;
-    binary::restore_prev(&layout).map_err(|e| CliError::Failed(e.to_string()))?;
+    binary::restore_prev(&layout)?;
     let version = probe_version(&layout.bin()).unwrap_or_else(|e| e);
     print(&format!(
         "binary: {} is the previous one again ({version})\n",

@@ -13,16 +13,13 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::error::fail;
 use super::parse::Invocation;
 use super::spec::flags;
 use super::{json_line, paths, print, CliError, CliResult};
 use crate::paths::{peer, Paths};
 use crate::profile::{self, Profile};
 use crate::registry::{Registry, RegistryPeer};
-
-fn fail(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(e.to_string())
-}
 
 /// One problem in the `verify --json` document.
 #[derive(Serialize)]
@@ -501,7 +498,7 @@ fn rebuild(paths: &Paths) -> Result<(PerPeer, PerPeer), CliError> {
         }
         rebuilt.upsert(entry);
     }
-    Registry::replace(paths, rebuilt).map_err(fail)?;
+    Registry::replace(paths, rebuilt)?;
     if let Some(bak) = damaged {
         // Folders elsewhere (`create --path`) are known only from the registry itself.
         changes.push((

@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use super::client::Client;
 use super::parse::Invocation;
 use super::spec::flags;
-use super::{json_line, paths, print, CliError, CliResult};
+use super::{json_line, paths, print, CliResult};
 use crate::paths::Paths;
 use crate::protocol::{Answer, ListReply, Request};
 use crate::registry::Registry;
@@ -169,7 +169,7 @@ pub fn live_state(paths: &Paths) -> Option<LiveState> {
 /// Run `iapeer list`.
 pub fn list(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let registry = Registry::load(&paths).map_err(|e| CliError::Failed(e.to_string()))?;
+    let registry = Registry::load(&paths)?;
     let live = live_state(&paths);
     let up = live.is_some();
     let live = live.unwrap_or_default();

@@ -448,7 +448,8 @@ pub static VERBS: &[VerbSpec] = &[
             <p> (<rt>) earlier\" (exit 0) and nothing is sent again. When the outcome is not known \
             — some of the message reached the peer's input and its arrival was never confirmed, \
             or the connection to the daemon broke after the request was sent — it says \"state \
-            unknown: it may have arrived\" with the message id and exits 3 (code state-unknown); \
+            unknown: it may have arrived\" with the message id and exits 3 (code state-unknown; \
+            --json: the failure with the message's \"id\"); \
             \"NOT delivered\" (exit 1) is said only when none of it reached the peer. \
             --if-busy says what to do when the peer's agent is mid-turn (busy, as list shows it) \
             when the message's turn to go in comes: queue (the default) pastes it anyway, and its \
@@ -464,7 +465,7 @@ pub static VERBS: &[VerbSpec] = &[
             message the daemon would refuse at once (an unknown peer or sender, a stopped peer, a \
             topic with a line break, an attachment that cannot be read, a root with no peers) is \
             refused now (exit 1), and any other is kept in <root>/state/iapeer/outbox/ with copies \
-            of its attachments (exit 0, the file named) and routed when the daemon starts; one it \
+            of its attachments (exit 0, the file named; --json: {\"outbox\": <file>, \"to\": <peer>}) and routed when the daemon starts; one it \
             then refuses is kept beside as .refused with the reason.",
         positionals: &[TARGET],
         flags: &[
@@ -627,7 +628,8 @@ pub static VERBS: &[VerbSpec] = &[
             worktree has it checked out) or, when there is none, makes it: tracking the one remote branch \
             of that name, else from HEAD — create says which. The peer's own files (.iapeer/) are \
             ignored by git there. list shows the branch; remove removes the worktree and keeps the branch; \
-            rename moves it with git.",
+            rename moves it with git. \
+            --json prints the registry entry; with --worktree it adds \"worktree\": {\"repository\", \"branch\", \"branch_made\", \"from\"}.",
         positionals: &[NAME],
         flags: &[
             PEER_RUNTIME,
@@ -719,7 +721,10 @@ pub static VERBS: &[VerbSpec] = &[
             with the command that deletes the branch; a worktree holding uncommitted changes or \
             untracked files is refused, naming them, and --force removes it with them (they are lost; \
             the branch's commits are kept). A worktree git has locked is refused; one git no longer \
-            knows is kept as a folder.",
+            knows is kept as a folder. --json prints {\"removed\": false} for a name that is not \
+            registered, else \"removed\": true with the kept \"folder\", \"inbox_kept\" (where a \
+            human's messages were set aside, or null) and, for a worktree peer, \"worktree\": \
+            {\"removed\", \"branch\", \"note\"}.",
         positionals: &[args::PEER],
         flags: &[flags::REMOVE_FORCE, JSON],
         rules: &[],
@@ -741,7 +746,8 @@ pub static VERBS: &[VerbSpec] = &[
             send to <old> is refused with the name it was renamed to (the last 64 freed names are \
             kept in state/iapeer/former-names.json). A worktree peer's folder is moved with git \
             worktree move (uncommitted work moves with it), a step the journal undoes or finishes; a \
-            worktree git has locked or no longer knows is refused.",
+            worktree git has locked or no longer knows is refused. \
+            --json prints the old folder (\"from\"), the registry entry as written (\"peer\"), where the Claude Code history moved (\"history\", or null), the peers whose triggers named the old name (\"triggers_in\") and, for a worktree peer, \"worktree\": {\"branch\"}.",
         positionals: &[args::OLD, args::NEW],
         flags: &[FORCE, JSON],
         rules: &[],
@@ -759,7 +765,8 @@ pub static VERBS: &[VerbSpec] = &[
             identity block, the docs pointer, <root>/IAPEER.md for every agent, \
             <folder>/.iapeer/IAPEER.md for this peer's role, the team list, the *.md domain files \
             and fragments), which doctrine files are absent, and files left out (empty, not \
-            UTF-8). --raw prints the prompt alone. Needs no daemon.",
+            UTF-8). --raw prints the prompt alone. Needs no daemon. \
+            --json prints {\"identity\", \"file\", \"layers\": [{\"layer\", \"source\", \"text\"}], \"skipped\": [{\"path\", \"reason\"}], \"prompt\"}.",
         positionals: &[args::PEER],
         flags: &[PROMPT_RUNTIME, RAW, JSON],
         rules: &[],
@@ -883,7 +890,8 @@ pub static VERBS: &[VerbSpec] = &[
         summary: "make the next wake start a fresh conversation",
         description: "Mark the peer so that its next natural wake starts a fresh conversation (re-reading \
             its doctrine) instead of resuming. Nothing is ended or woken now. Router runtimes are \
-            skipped.",
+            skipped. \
+            --json prints {\"marked\": [<identity>]}.",
         positionals: PEER_AND_RUNTIME,
         flags: &[ALL, JSON],
         rules: &[Rule::ReplacesPositionals(ALL)],
@@ -945,7 +953,8 @@ pub static VERBS: &[VerbSpec] = &[
         summary: "from inside an ephemeral worker: finish without replying",
         description: "For an ephemeral worker's own use (needs PEER_IDENTITY): arm the quiet wind-down \
             without sending anything. For a peer that is not ephemeral the mark is inert, and a \
-            note says so.",
+            note says so. \
+            --json prints {\"identity\", \"ephemeral\"}.",
         positionals: &[],
         flags: &[JSON],
         rules: &[],
@@ -962,7 +971,8 @@ pub static VERBS: &[VerbSpec] = &[
             setup (MCP configuration, folder trust). The default runtime never changes. \
             Idempotent. Only a peer of intelligence artificial takes an agent runtime: for a named \
             peer of another kind (a human) it is refused (exit 1) as create refuses it; --all skips \
-            such peers with a note.",
+            such peers with a note. \
+            --json prints {\"runtime\", \"peers\": [{\"personality\", \"outcome\": added, refreshed or skipped}]}.",
         positionals: &[RT],
         flags: PEER_OR_ALL,
         rules: ONE_OF_PEER_OR_ALL,
@@ -976,7 +986,8 @@ pub static VERBS: &[VerbSpec] = &[
         signature: "default-runtime <rt> (--peer <p> | --all) [--json]",
         summary: "switch a peer's primary runtime",
         description: "Make a declared runtime the peer's default (or every peer's): where messages route \
-            by default and what comes up first. Refused for a peer that does not declare it.",
+            by default and what comes up first. Refused for a peer that does not declare it. \
+            --json prints {\"runtime\", \"peers\": [<name>]}.",
         positionals: &[RT],
         flags: PEER_OR_ALL,
         rules: ONE_OF_PEER_OR_ALL,
@@ -993,7 +1004,8 @@ pub static VERBS: &[VerbSpec] = &[
             sessions launch without the permission-bypass flags and every permission prompt waits for a \
             human (iapeer approvals, approve, deny); bypass (the default): they run with the bypass \
             flags. Written to the peer's profile (approval_mode); it applies from the peer's next \
-            session (iapeer new <peer> starts one now).",
+            session (iapeer new <peer> starts one now). \
+            --json prints {\"peers\": [{\"peer\", \"mode\"}]}.",
         positionals: &[args::MODE],
         flags: PEER_OR_ALL,
         rules: ONE_OF_PEER_OR_ALL,
@@ -1013,7 +1025,8 @@ pub static VERBS: &[VerbSpec] = &[
             and tries again. Then the plugin's setup step, when its iapeer.json declares one, runs in \
             the plugin's folder with IAPEER_PEER_PERSONALITY and IAPEER_PEER_CWD. Prints already, \
             installed, runtime-missing (not a failure) or failed per runtime, and the setup's \
-            outcome; exits 1 when an install or the setup failed.",
+            outcome; exits 1 when an install or the setup failed. \
+            --json prints {\"plugin\", \"personality\", \"runtimes\": [{\"runtime\", \"state\", \"path\", \"error\"}], \"setup\"}.",
         positionals: &[args::PLUGIN, args::SOME_PEER],
         flags: &[flags::NO_SETUP, JSON],
         rules: &[],
@@ -1031,7 +1044,8 @@ pub static VERBS: &[VerbSpec] = &[
             bot verbs; then interfaces.telegram.bot_username goes into the peer's profile and the \
             registry, and the telegram peers are restarted in a running daemon so they load the \
             bot. The same token again changes nothing and restarts nothing. The token and the \
-            bot's @username are asked for on a terminal when not given.",
+            bot's @username are asked for on a terminal when not given. \
+            --json prints {\"peer\", \"bot_username\", \"changed\", \"restarted\", \"interfaces\"}.",
         positionals: &[args::CHANNEL, args::PEER],
         flags: &[flags::TOKEN, flags::BOT, JSON],
         rules: &[],
@@ -1049,7 +1063,8 @@ pub static VERBS: &[VerbSpec] = &[
             memories = false under [features] in <folder>/.codex/config.toml, other settings kept. \
             With on, delete those keys (the runtime's default applies). Prints written, already or \
             failed per runtime; a file that cannot be read as JSON or TOML is left alone and exits 1. \
-            A memory provider's peers get off at birth.",
+            A memory provider's peers get off at birth. \
+            --json prints {\"setting\", \"levers\": [{\"personality\", \"runtime\", \"file\", \"state\", \"error\"}]}.",
         positionals: &[args::SETTING],
         flags: PEER_OR_ALL,
         rules: ONE_OF_PEER_OR_ALL,
@@ -1088,7 +1103,8 @@ pub static VERBS: &[VerbSpec] = &[
         summary: "stop the running daemon and wait until it is gone",
         description: "Stop the daemon that answers on the control socket (however it was started) and \
             return once it is gone: every session ends, and live agents resume on their next message. \
-            With no daemon running it says so and succeeds.",
+            With no daemon running it says so and succeeds. --json prints {\"stopped\": <pid>}, \
+            null when none was running.",
         positionals: &[],
         flags: &[JSON],
         rules: &[],
@@ -1173,7 +1189,8 @@ pub static VERBS: &[VerbSpec] = &[
             says trusted or already trusted; entries of hooks no longer in the file are dropped. \
             With --check nothing is written: each hook is reported trusted, missing or drift (changed \
             since trusted), and the exit code is 1 unless all are trusted. A note says when the \
-            installed Codex is another version.",
+            installed Codex is another version. \
+            --json prints {\"file\", \"config\", \"changed\", \"hooks\": [<key>]}, with --check {\"file\", \"trusted\", \"hooks\": [{\"key\", \"command\", \"state\"}]}.",
         positionals: &[args::HOOKS_FILE],
         flags: &[flags::CHECK, JSON],
         rules: &[],
@@ -1196,7 +1213,8 @@ pub static VERBS: &[VerbSpec] = &[
             edits; install then says it left your file as it is, and how to get iapeer's version back), \
             and never loaded: iapeer onboard loads it (install also prints the command that does). \
             Without a service manager it says so; iapeer onboard then runs the daemon with daemon \
-            --detach. Running it again changes nothing.",
+            --detach. Running it again changes nothing. \
+            --json prints {\"root\", \"doctrine\", \"docs_written\", \"service\": {\"manager\", \"file\", \"state\", and \"load\" or \"restore\"} or null}.",
         positionals: &[],
         flags: &[JSON],
         rules: &[],
