@@ -65,6 +65,52 @@ impl WakeMode {
 /// folder's newest" could take a person's conversation (issue 32 item 1), so there is none.
 pub const NO_RECORDED_CONVERSATION: &str = "no recorded conversation to resume";
 
+/// Why an adapter could not build a launch command ([`Adapter::command`]): a wake failure
+/// reason. `Display` gives the reason as the refusal quotes it.
+#[derive(Debug)]
+pub enum LaunchError {
+    /// A resume without a recorded conversation id ([`NO_RECORDED_CONVERSATION`]).
+    ConversationNotRecorded,
+    /// The echo agent has no transcript in the folder to resume.
+    EchoTranscriptMissing,
+    /// Claude Code has no transcript of the conversation (its id) in the folder.
+    TranscriptMissing(String),
+    /// Codex has no session file of the conversation (its id).
+    CodexSessionMissing(String),
+    /// The iapeer binary, which a gated peer's approval hook runs, cannot be found.
+    HookBinaryNotFound(std::io::Error),
+}
+
+impl std::fmt::Display for LaunchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LaunchError::ConversationNotRecorded => f.write_str(NO_RECORDED_CONVERSATION),
+            LaunchError::EchoTranscriptMissing => f.write_str("no transcript to resume"),
+            LaunchError::TranscriptMissing(id) => {
+                write!(f, "no transcript of conversation {id} to resume")
+            }
+            LaunchError::CodexSessionMissing(id) => {
+                write!(f, "no codex session file of conversation {id} to resume")
+            }
+            LaunchError::HookBinaryNotFound(e) => {
+                write!(
+                    f,
+                    "cannot find the iapeer binary for the approval hook: {e}"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for LaunchError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LaunchError::HookBinaryNotFound(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// Everything an adapter needs to build a launch command.
 pub struct LaunchCtx<'a> {
     /// The storage layout (the `human` runtime passes its root to the inbox writer).
@@ -330,8 +376,9 @@ pub trait Adapter: Send + Sync {
     fn name(&self) -> &str;
     /// Agent (pty) or router (pipes).
     fn kind(&self) -> RuntimeKind;
-    /// Build the launch command. Errors are wake failure reasons (e.g. `no transcript to resume`).
-    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String>;
+    /// Build the launch command. Errors: `LaunchError`, a wake failure reason (e.g. `no
+    /// transcript to resume`).
+    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, LaunchError>;
     /// How this runtime's conversations get their ids. The default: one per folder.
     fn conversation_naming(&self) -> ConversationNaming {
         ConversationNaming::Folder

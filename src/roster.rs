@@ -274,14 +274,15 @@ pub fn actions(abilities: Abilities, status: &str) -> Vec<&'static str> {
 /// broken: the text says why and what to do), or its peer's folder is gone — becomes
 /// `missing` with that `problem`; an agent runtime `crash_loop(identity)` names as refused by
 /// the crash-loop guard becomes `parked` with its reason; then every runtime gets its
-/// [`actions`] (none for one whose adapter cannot be made).
-pub fn add_daemon_view(
+/// [`actions`] (none for one whose adapter cannot be made). `E` is the daemon's error for a
+/// runtime it cannot use (`runtime::RuntimeError`); its `Display` is the `problem`.
+pub fn add_daemon_view<E: std::fmt::Display + Clone>(
     rows: &mut [PeerRow],
-    abilities: impl Fn(&str) -> Result<Abilities, String>,
+    abilities: impl Fn(&str) -> Result<Abilities, E>,
     crash_loop: impl Fn(&str) -> Option<String>,
 ) {
     // One look per runtime (an agent's is a search for its program).
-    let mut known: HashMap<String, Result<Abilities, String>> = HashMap::new();
+    let mut known: HashMap<String, Result<Abilities, E>> = HashMap::new();
     for rt in rows.iter().flat_map(|r| &r.runtimes) {
         if !known.contains_key(&rt.runtime) {
             known.insert(rt.runtime.clone(), abilities(&rt.runtime));
@@ -296,7 +297,7 @@ pub fn add_daemon_view(
                 cwd.display()
             ));
         }
-        abilities(rt).err()
+        abilities(rt).err().map(|e| e.to_string())
     });
     for row in rows {
         for rt in &mut row.runtimes {

@@ -121,7 +121,7 @@ fn ask_daemon() -> Result<ApprovalVerdict, String> {
         .take(MAX_HOOK_INPUT)
         .read_to_string(&mut text)
         .map_err(|e| format!("cannot read the hook input: {e}"))?;
-    let ask = permission_hook::read_ask(&text)?;
+    let ask = permission_hook::read_ask(&text).map_err(|e| e.to_string())?;
     let var = |k: &str| {
         std::env::var(k)
             .ok()

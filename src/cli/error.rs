@@ -27,10 +27,12 @@ use std::fmt;
 use super::client::ClientError;
 use super::parse::UsageError;
 use crate::daemon::DaemonError;
+use crate::host::HostError;
+use crate::inbox::show::PickError;
 use crate::markers::MarkerError;
 use crate::names::IdentityError;
 use crate::paths::PathsError;
-use crate::peers::PeerError;
+use crate::peers::{PeerError, RefreshError};
 use crate::profile::ProfileError;
 use crate::protocol::{Code, Failure};
 use crate::registry::RegistryError;
@@ -277,6 +279,12 @@ impl LibraryError for PathsError {}
 impl LibraryError for IdentityError {}
 
 impl LibraryError for MarkerError {}
+
+impl LibraryError for HostError {}
+
+impl LibraryError for PickError {}
+
+impl LibraryError for RefreshError {}
 
 impl LibraryError for RegistryError {
     fn hint(&self) -> Option<String> {

@@ -35,8 +35,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         std::env::var("PEER_IDENTITY").ok().as_deref(),
         &cwd,
         &registry,
-    )
-    .map_err(CliError::failed)?;
+    )?;
     let view = View {
         json: inv.flag(flags::JSON),
         all: inv.flag(flags::INBOX_ALL),

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::parse::Invocation;
-use super::{done, paths, CliError, CliResult};
+use super::{done, paths, CliResult};
 use crate::host::install::{install, InstallEnv, ServiceOutcome};
 use crate::host::service::{WriteDecision, OWNERSHIP_MARK};
 
@@ -56,8 +56,8 @@ pub enum ServiceDoc<'a> {
 /// failure, so `scripts/install.sh` goes through.
 pub fn run(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let env = InstallEnv::from_process(&paths).map_err(CliError::failed)?;
-    let report = install(&paths, &env).map_err(CliError::failed)?;
+    let env = InstallEnv::from_process(&paths)?;
+    let report = install(&paths, &env)?;
     let mut out = format!("root: {} (ready)\n", paths.root().display());
     out.push_str(&format!(
         "doctrine: {} ({})\n",

@@ -519,8 +519,7 @@ pub fn refresh(inv: &Invocation) -> CliResult {
     };
     let mut marked = Vec::new();
     for peer in peers {
-        let ids = crate::peers::refresh_peer(&paths, peer, inv.positional(args::RUNTIME))
-            .map_err(CliError::failed)?;
+        let ids = crate::peers::refresh_peer(&paths, peer, inv.positional(args::RUNTIME))?;
         marked.extend(ids.iter().map(ToString::to_string));
     }
     let doc = RefreshDoc { marked };

@@ -84,7 +84,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         .value(flags::SINCE)
         .map(|s| logview::parse_since(s, jiff::Timestamp::now(), &tz))
         .transpose()
-        .map_err(|e| usage(inv, e))?;
+        .map_err(|e| usage(inv, e.to_string()))?;
     let peer = inv.positional(args::SOME_PEER).map(str::to_string);
     if let Some(p) = &peer {
         if !crate::names::is_valid_personality(p) {

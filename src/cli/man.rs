@@ -650,7 +650,7 @@ mod tests {
                     }],
                     skipped: vec![prompt::SkippedRow {
                         path: file,
-                        reason: "empty",
+                        reason: "empty".into(),
                     }],
                     prompt: "p".into(),
                 })),

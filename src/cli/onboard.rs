@@ -413,7 +413,7 @@ fn service_line(manager: Option<Manager>, paths: &Paths) -> String {
 /// Run `iapeer onboard`.
 pub fn run(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let install_env = InstallEnv::from_process(&paths).map_err(CliError::failed)?;
+    let install_env = InstallEnv::from_process(&paths)?;
     let ctl = ServiceCtl::from_env();
     let human_flag = inv.value(flags::HUMAN);
     if let Some(name) = human_flag {
@@ -436,12 +436,11 @@ pub fn run(inv: &Invocation) -> CliResult {
     for step in &steps {
         match step {
             Step::PrepareRoot { .. } => {
-                install::prepare_root(&paths).map_err(CliError::failed)?;
+                install::prepare_root(&paths)?;
             }
             Step::WriteService { manager, file, .. } => {
                 let dir = file.parent().unwrap_or(file);
-                install::write_service(*manager, dir, &install_env.spec)
-                    .map_err(CliError::failed)?;
+                install::write_service(*manager, dir, &install_env.spec)?;
             }
             Step::StopOutsideDaemon { .. } => {
                 background::stop(&paths)?;

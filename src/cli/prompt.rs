@@ -59,7 +59,7 @@ pub fn run(inv: &Invocation) -> CliResult {
             .iter()
             .map(|s| SkippedRow {
                 path: &s.path,
-                reason: &s.reason,
+                reason: s.reason.to_string(),
             })
             .collect(),
         prompt: c.text(),
@@ -90,7 +90,7 @@ pub struct SkippedRow<'a> {
     /// The file.
     pub path: &'a std::path::Path,
     /// Why: `empty`, `not UTF-8`, or the read error.
-    pub reason: &'a str,
+    pub reason: String,
 }
 
 /// One layer of `prompt --json`.

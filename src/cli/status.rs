@@ -298,7 +298,7 @@ fn service_report(paths: &Paths) -> ServiceReport {
     };
     let env = match InstallEnv::from_process(paths) {
         Ok(env) => env,
-        Err(e) => return none(e),
+        Err(e) => return none(e.to_string()),
     };
     let Some((manager, file)) = env.service_file() else {
         return none(

@@ -139,7 +139,7 @@ pub fn describe(step: &Removal) -> String {
 /// Run `iapeer uninstall`.
 pub fn run(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let layout = Layout::from_env().map_err(CliError::failed)?;
+    let layout = Layout::from_env()?;
     let side = ServiceSide::gather(&paths)?;
     let env = UninstallEnv {
         files: layout.files().into_iter().filter(|p| p.exists()).collect(),
@@ -186,8 +186,13 @@ pub fn run(inv: &Invocation) -> CliResult {
     let mut problems = Vec::new();
     for step in &steps {
         let result = match step {
-            Removal::Unload { commands, .. } => side.ctl.run_all(commands),
-            Removal::Reload(c) => side.ctl.run_all(std::slice::from_ref(c)),
+            Removal::Unload { commands, .. } => {
+                side.ctl.run_all(commands).map_err(|e| e.to_string())
+            }
+            Removal::Reload(c) => side
+                .ctl
+                .run_all(std::slice::from_ref(c))
+                .map_err(|e| e.to_string()),
             Removal::StopDaemon { .. } => match background::stop(&paths) {
                 Ok(_) => Ok(()),
                 Err(CliError::Failed(m)) => Err(m.to_string()),
@@ -202,9 +207,9 @@ pub fn run(inv: &Invocation) -> CliResult {
                     }
                 })
                 .map_err(|e| format!("cannot remove {}: {e}", p.display())),
-            Removal::CodexConfig(p) => {
-                crate::runtime::codex_setup::remove_setup_from(p).map(|_| ())
-            }
+            Removal::CodexConfig(p) => crate::runtime::codex_setup::remove_setup_from(p)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
             Removal::RemoveRoot(p) => std::fs::remove_dir_all(p)
                 .map_err(|e| format!("cannot delete {}: {e}", p.display())),
             Removal::KeepForeign(_) | Removal::KeepRoot(_) => Ok(()),

@@ -36,7 +36,7 @@ pub(super) struct ServiceSide {
 impl ServiceSide {
     /// Ask the seam about this machine's service.
     pub fn gather(paths: &Paths) -> Result<ServiceSide, CliError> {
-        let env = InstallEnv::from_process(paths).map_err(CliError::failed)?;
+        let env = InstallEnv::from_process(paths)?;
         let ctl = ServiceCtl::from_env();
         let uid = nix::unistd::getuid().as_raw();
         let file = env.service_file();
@@ -154,7 +154,7 @@ fn point_service_at(layout: &Layout, side: &ServiceSide) -> Result<bool, CliErro
     let mut spec = side.env.spec.clone();
     spec.bin = layout.bin();
     let dir = file.parent().unwrap_or(file);
-    match install::write_service(*manager, dir, &spec).map_err(CliError::failed)? {
+    match install::write_service(*manager, dir, &spec)? {
         ServiceOutcome::Written {
             decision: WriteDecision::Create | WriteDecision::Update,
             ..
@@ -318,7 +318,7 @@ fn rollback_advice(layout: &Layout) -> String {
 /// Run `iapeer update`.
 pub fn update(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let layout = Layout::from_env().map_err(CliError::failed)?;
+    let layout = Layout::from_env()?;
     let src = resolve_source(inv.positional(args::PATH_OR_VERSION), Path::exists)
         .map_err(CliError::failed)?;
     let version = probe_version(&src).map_err(CliError::failed)?;
@@ -351,7 +351,7 @@ pub fn update(inv: &Invocation) -> CliResult {
         )));
     }
     let side = ServiceSide::gather(&paths)?;
-    binary::replace(&layout, &src).map_err(CliError::failed)?;
+    binary::replace(&layout, &src)?;
     print(&format!(
         "binary: {} is now {version} (the previous one is {})\n",
         dest.display(),
@@ -373,9 +373,9 @@ pub fn update(inv: &Invocation) -> CliResult {
 /// Run `iapeer rollback`.
 pub fn rollback(_inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let layout = Layout::from_env().map_err(CliError::failed)?;
+    let layout = Layout::from_env()?;
     let side = ServiceSide::gather(&paths)?;
-    binary::restore_prev(&layout).map_err(CliError::failed)?;
+    binary::restore_prev(&layout)?;
     let version = probe_version(&layout.bin()).unwrap_or_else(|e| e);
     print(&format!(
         "binary: {} is the previous one again ({version})\n",

@@ -11,19 +11,34 @@ pub struct BootMenu {
     cursor: usize,
 }
 
+/// A `--boot-menu` value that is not a menu (the value as given). `Display` is the text for
+/// the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MenuError(pub String);
+
+impl std::fmt::Display for MenuError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "--boot-menu wants \"QUESTION|OPTION|OPTION…\" with a question and at least two \
+             non-empty options, not \"{}\"",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for MenuError {}
+
 impl BootMenu {
     /// Parse `QUESTION|OPTION|OPTION…`.
     ///
-    /// Errors: fewer than two options, or an empty question or option (text for the user).
-    pub fn parse(spec: &str) -> Result<BootMenu, String> {
+    /// Errors: [`MenuError`], fewer than two options, or an empty question or option.
+    pub fn parse(spec: &str) -> Result<BootMenu, MenuError> {
         let mut parts = spec.split('|').map(str::trim);
         let question = parts.next().unwrap_or_default().to_string();
         let options: Vec<String> = parts.map(String::from).collect();
         if question.is_empty() || options.len() < 2 || options.iter().any(String::is_empty) {
-            return Err(format!(
-                "--boot-menu wants \"QUESTION|OPTION|OPTION…\" with a question and at least two \
-                 non-empty options, not \"{spec}\""
-            ));
+            return Err(MenuError(spec.to_string()));
         }
         Ok(BootMenu {
             question,
@@ -77,7 +92,7 @@ mod tests {
         assert!(BootMenu::parse("Q|a|b").is_ok());
         for bad in ["", "Q", "Q|a", "|a|b", "Q|a|"] {
             let err = BootMenu::parse(bad).unwrap_err();
-            assert!(err.contains("--boot-menu"), "{bad}: {err}");
+            assert!(err.to_string().contains("--boot-menu"), "{bad}: {err}");
         }
     }
 

@@ -70,47 +70,72 @@ pub struct Options {
     pub spawn: Option<PathBuf>,
 }
 
+/// Why the words after `echo-agent` were refused. `Display` is the text for the user.
+#[derive(Debug)]
+pub enum OptionsError {
+    /// An unknown flag, or a missing or non-numeric value.
+    Args(lexopt::Error),
+    /// A `--boot-menu` that is not a menu.
+    Menu(boot_menu::MenuError),
+}
+
+impl std::fmt::Display for OptionsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OptionsError::Args(e) => e.fmt(f),
+            OptionsError::Menu(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for OptionsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            OptionsError::Args(e) => Some(e),
+            OptionsError::Menu(e) => Some(e),
+        }
+    }
+}
+
+impl From<lexopt::Error> for OptionsError {
+    fn from(e: lexopt::Error) -> OptionsError {
+        OptionsError::Args(e)
+    }
+}
+
 /// Parse the words after `echo-agent`.
 ///
-/// Errors: unknown flags, or a missing / non-numeric `--reply-delay-ms` or `--boot-delay-ms`
-/// value (text for the user).
-pub fn parse_options(args: &[String]) -> Result<Options, String> {
+/// Errors: [`OptionsError`], unknown flags, a missing / non-numeric `--reply-delay-ms` or
+/// `--boot-delay-ms` value, or a `--boot-menu` that is not a menu.
+pub fn parse_options(args: &[String]) -> Result<Options, OptionsError> {
     use lexopt::prelude::*;
     let mut opts = Options::default();
     let mut parser = lexopt::Parser::from_args(args.iter());
-    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+    while let Some(arg) = parser.next()? {
         match arg {
             Long("resume") => opts.resume = true,
             Long("fail-boot") => opts.fail_boot = true,
             Long("no-prompt") => opts.no_prompt = true,
             Long("refuse-input") => opts.refuse_input = true,
             Long("boot-menu") => {
-                let spec = parser.value().map_err(|e| e.to_string())?;
+                let spec = parser.value()?;
                 let spec = spec.to_string_lossy().into_owned();
-                boot_menu::BootMenu::parse(&spec)?;
+                boot_menu::BootMenu::parse(&spec).map_err(OptionsError::Menu)?;
                 opts.boot_menu = Some(spec);
             }
             Long("system-prompt-file") => {
-                opts.system_prompt_file = Some(parser.value().map_err(|e| e.to_string())?.into());
+                opts.system_prompt_file = Some(parser.value()?.into());
             }
             Long("spawn") => {
-                opts.spawn = Some(parser.value().map_err(|e| e.to_string())?.into());
+                opts.spawn = Some(parser.value()?.into());
             }
             Long("boot-delay-ms") => {
-                opts.boot_delay_ms = parser
-                    .value()
-                    .map_err(|e| e.to_string())?
-                    .parse()
-                    .map_err(|e: lexopt::Error| e.to_string())?;
+                opts.boot_delay_ms = parser.value()?.parse()?;
             }
             Long("reply-delay-ms") => {
-                opts.reply_delay_ms = parser
-                    .value()
-                    .map_err(|e| e.to_string())?
-                    .parse()
-                    .map_err(|e: lexopt::Error| e.to_string())?;
+                opts.reply_delay_ms = parser.value()?.parse()?;
             }
-            other => return Err(other.unexpected().to_string()),
+            other => return Err(other.unexpected().into()),
         }
     }
     Ok(opts)

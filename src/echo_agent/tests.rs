@@ -312,8 +312,9 @@ fn fail_boot_and_bad_arguments_exit_at_once() {
             "--spawn".into(),
             "/t/tree.sh".into(),
             "--refuse-input".into(),
-        ]),
-        Ok(super::Options {
+        ])
+        .unwrap(),
+        super::Options {
             resume: true,
             fail_boot: false,
             no_prompt: true,
@@ -323,10 +324,10 @@ fn fail_boot_and_bad_arguments_exit_at_once() {
             boot_menu: Some("Q?|a|b".into()),
             system_prompt_file: None,
             spawn: Some("/t/tree.sh".into()),
-        })
+        }
     );
     let err = super::parse_options(&["--boot-menu".into(), "Q?|only".into()]).unwrap_err();
-    assert!(err.contains("at least two"), "{err}");
+    assert!(err.to_string().contains("at least two"), "{err}");
 }
 
 /// SIGTERM the child and require a clean exit within the wait.

@@ -8,6 +8,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::HostError;
 use crate::fsutil;
 
 /// Where install put each file, from `HOME`, `IAPEER_BIN_DIR`, `XDG_DATA_HOME` and
@@ -45,11 +46,14 @@ impl Layout {
     /// The layout of this process's environment.
     ///
     /// Errors: `HOME` is unset.
-    pub fn from_env() -> Result<Layout, String> {
-        let home = std::env::var("HOME")
-            .ok()
-            .filter(|h| !h.is_empty())
-            .ok_or("HOME is not set: set it to your home folder")?;
+    pub fn from_env() -> Result<Layout, HostError> {
+        let home =
+            std::env::var("HOME")
+                .ok()
+                .filter(|h| !h.is_empty())
+                .ok_or(HostError::NoHome {
+                    rerun_install: false,
+                })?;
         Ok(Layout::new(
             Path::new(&home),
             std::env::var("IAPEER_BIN_DIR").ok().as_deref(),
@@ -110,10 +114,10 @@ fn temp_beside(target: &Path) -> PathBuf {
 /// `iapeer` is a whole binary.
 ///
 /// Errors: I/O, with the path.
-pub fn replace(layout: &Layout, src: &Path) -> Result<(), String> {
+pub fn replace(layout: &Layout, src: &Path) -> Result<(), HostError> {
     let dest = layout.bin();
     let prev = layout.prev();
-    let err = |p: &Path, e: io::Error| format!("cannot write {}: {e}", p.display());
+    let err = |p: &Path, e: io::Error| HostError::io("write", p)(e);
     fsutil::ensure_dir(&layout.bin_dir).map_err(|e| err(&layout.bin_dir, e))?;
     if dest.exists() {
         // A hard link of the current binary, renamed over iapeer.prev.
@@ -124,23 +128,20 @@ pub fn replace(layout: &Layout, src: &Path) -> Result<(), String> {
         }
         std::fs::rename(&tmp, &prev).map_err(|e| err(&prev, e))?;
     }
-    let bytes = std::fs::read(src).map_err(|e| format!("cannot read {}: {e}", src.display()))?;
+    let bytes = std::fs::read(src).map_err(HostError::io("read", src))?;
     fsutil::write_atomic(&dest, &bytes, 0o755).map_err(|e| err(&dest, e))
 }
 
 /// Put `iapeer.prev` back as `iapeer` (one rename; `iapeer.prev` is gone afterwards).
 ///
 /// Errors: no `iapeer.prev`, or I/O.
-pub fn restore_prev(layout: &Layout) -> Result<(), String> {
+pub fn restore_prev(layout: &Layout) -> Result<(), HostError> {
     let prev = layout.prev();
     if !prev.exists() {
-        return Err(format!(
-            "there is no previous binary to go back to ({} does not exist)",
-            prev.display()
-        ));
+        return Err(HostError::NoPrevious(prev));
     }
     std::fs::rename(&prev, layout.bin())
-        .map_err(|e| format!("cannot move {} back: {e}", prev.display()))
+        .map_err(|source| HostError::MoveBack { path: prev, source })
 }
 
 #[cfg(test)]
@@ -201,7 +202,10 @@ mod tests {
         assert_eq!(mode, 0o755);
         restore_prev(&l).unwrap();
         assert_eq!(std::fs::read_to_string(l.bin()).unwrap(), "B");
-        assert!(restore_prev(&l).unwrap_err().contains("no previous binary"));
+        assert!(restore_prev(&l)
+            .unwrap_err()
+            .to_string()
+            .contains("no previous binary"));
         let names: Vec<_> = std::fs::read_dir(&l.bin_dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

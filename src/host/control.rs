@@ -15,6 +15,46 @@ use super::service::{Manager, LAUNCHD_LABEL};
 /// The systemd unit's name as `systemctl` takes it.
 const UNIT: &str = "iapeer";
 
+/// Why a service-manager command did not succeed. `Display` names the command.
+#[derive(Debug)]
+pub enum CtlError {
+    /// An empty command line.
+    Empty,
+    /// The program could not be started.
+    Spawn {
+        /// `systemctl` or `launchctl`.
+        program: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A command exited non-zero.
+    Failed {
+        /// The command line.
+        command: String,
+        /// Its stderr, else its stdout.
+        why: String,
+    },
+}
+
+impl std::fmt::Display for CtlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CtlError::Empty => f.write_str("empty service command"),
+            CtlError::Spawn { program, source } => write!(f, "cannot run {program}: {source}"),
+            CtlError::Failed { command, why } => write!(f, "`{command}` failed: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for CtlError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CtlError::Spawn { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
 /// What one call answered.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CtlOutput {
@@ -45,9 +85,9 @@ impl ServiceCtl {
 
     /// Run `cmd` (`cmd[0]` is `systemctl` or `launchctl`) with no input and wait for it.
     ///
-    /// Errors: the program cannot be started (a sentence naming it).
-    pub fn run(&self, cmd: &[String]) -> Result<CtlOutput, String> {
-        let (program, args) = cmd.split_first().ok_or("empty service command")?;
+    /// Errors: [`CtlError`], the program cannot be started (naming it).
+    pub fn run(&self, cmd: &[String]) -> Result<CtlOutput, CtlError> {
+        let (program, args) = cmd.split_first().ok_or(CtlError::Empty)?;
         let mut c = match &self.stand_in {
             Some(stand_in) => {
                 let mut c = Command::new(stand_in);
@@ -60,7 +100,10 @@ impl ServiceCtl {
             .args(args)
             .stdin(Stdio::null())
             .output()
-            .map_err(|e| format!("cannot run {program}: {e}"))?;
+            .map_err(|source| CtlError::Spawn {
+                program: program.clone(),
+                source,
+            })?;
         Ok(CtlOutput {
             success: out.status.success(),
             stdout: String::from_utf8_lossy(&out.stdout).trim().to_string(),
@@ -70,8 +113,9 @@ impl ServiceCtl {
 
     /// Run each command in order; stop at the first failure.
     ///
-    /// Errors: a command could not run or exited non-zero (the command and its stderr).
-    pub fn run_all(&self, cmds: &[Vec<String>]) -> Result<(), String> {
+    /// Errors: [`CtlError`], a command could not run or exited non-zero (the command and its
+    /// stderr).
+    pub fn run_all(&self, cmds: &[Vec<String>]) -> Result<(), CtlError> {
         for cmd in cmds {
             let out = self.run(cmd)?;
             if !out.success {
@@ -80,7 +124,10 @@ impl ServiceCtl {
                 } else {
                     out.stderr
                 };
-                return Err(format!("`{}` failed: {why}", cmd.join(" ")));
+                return Err(CtlError::Failed {
+                    command: cmd.join(" "),
+                    why,
+                });
             }
         }
         Ok(())
@@ -198,11 +245,11 @@ pub struct ServiceState {
 
 /// Read the answers to [`query_commands`] (same order; a command that could not run is
 /// `Err`).
-pub fn read_state(manager: Manager, answers: &[Result<CtlOutput, String>]) -> ServiceState {
+pub fn read_state(manager: Manager, answers: &[Result<CtlOutput, CtlError>]) -> ServiceState {
     let word = |i: usize| match answers.get(i) {
         Some(Ok(o)) if !o.stdout.is_empty() => o.stdout.lines().next().unwrap_or("").to_string(),
         Some(Ok(_)) => "unknown".to_string(),
-        Some(Err(e)) => e.clone(),
+        Some(Err(e)) => e.to_string(),
         None => "not asked".to_string(),
     };
     match manager {
@@ -256,7 +303,7 @@ impl ServiceCtl {
 mod tests {
     use super::*;
 
-    fn ok(stdout: &str) -> Result<CtlOutput, String> {
+    fn ok(stdout: &str) -> Result<CtlOutput, CtlError> {
         Ok(CtlOutput {
             success: true,
             stdout: stdout.into(),
@@ -264,7 +311,7 @@ mod tests {
         })
     }
 
-    fn fail(stdout: &str) -> Result<CtlOutput, String> {
+    fn fail(stdout: &str) -> Result<CtlOutput, CtlError> {
         Ok(CtlOutput {
             success: false,
             stdout: stdout.into(),
@@ -343,8 +390,11 @@ mod tests {
         let s = read_state(
             Manager::Systemd,
             &[
-                Err("cannot run systemctl: No such file".into()),
-                Err("x".into()),
+                Err(CtlError::Spawn {
+                    program: "systemctl".into(),
+                    source: std::io::Error::from(std::io::ErrorKind::NotFound),
+                }),
+                Err(CtlError::Empty),
             ],
         );
         assert!(!s.loaded);
@@ -386,6 +436,7 @@ mod tests {
         assert!(missing
             .run(&words(&["systemctl"]))
             .unwrap_err()
+            .to_string()
             .starts_with("cannot run systemctl"));
     }
 }

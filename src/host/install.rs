@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::docs;
 use super::service::{self, Manager, ServiceSpec, WriteDecision};
+use super::HostError;
 use crate::fsutil::{self, MODE_SHARED};
 use crate::paths::Paths;
 
@@ -33,13 +34,14 @@ impl InstallEnv {
     /// whether `/run/systemd/system` exists.
     ///
     /// Errors: the running binary's path cannot be found, or `HOME` is unset.
-    pub fn from_process(paths: &Paths) -> Result<InstallEnv, String> {
+    pub fn from_process(paths: &Paths) -> Result<InstallEnv, HostError> {
         let var = |v: Result<String, std::env::VarError>| v.ok().filter(|v| !v.is_empty());
-        let bin = std::env::current_exe()
-            .map_err(|e| format!("cannot find the path of the running iapeer binary: {e}"))?;
+        let bin = std::env::current_exe().map_err(HostError::CurrentExe)?;
         let home = var(std::env::var("HOME"))
             .map(PathBuf::from)
-            .ok_or("HOME is not set: set it to your home folder and run `iapeer install` again")?;
+            .ok_or(HostError::NoHome {
+                rerun_install: true,
+            })?;
         let systemd_dir = var(std::env::var("IAPEER_SYSTEMD_DIR")).map(PathBuf::from);
         let launchagents_dir = var(std::env::var("IAPEER_LAUNCHAGENTS_DIR")).map(PathBuf::from);
         let manager = service::choose(
@@ -110,7 +112,7 @@ pub struct Report {
 /// Run every step of install. A foreign service file is reported, not an error.
 ///
 /// Errors: an I/O failure, as a sentence naming the path.
-pub fn install(paths: &Paths, env: &InstallEnv) -> Result<Report, String> {
+pub fn install(paths: &Paths, env: &InstallEnv) -> Result<Report, HostError> {
     let (doctrine_created, docs_written) = prepare_root(paths)?;
     let service = match (env.manager, &env.service_dir) {
         (Some(manager), Some(dir)) => write_service(manager, dir, &env.spec)?,
@@ -127,7 +129,7 @@ pub fn install(paths: &Paths, env: &InstallEnv) -> Result<Report, String> {
 /// docs. Returns whether the doctrine was created and the docs written.
 ///
 /// Errors: an I/O failure, as a sentence naming the path.
-pub fn prepare_root(paths: &Paths) -> Result<(bool, Vec<PathBuf>), String> {
+pub fn prepare_root(paths: &Paths) -> Result<(bool, Vec<PathBuf>), HostError> {
     for dir in [
         paths.root().to_path_buf(),
         paths.state_dir(),
@@ -137,16 +139,14 @@ pub fn prepare_root(paths: &Paths) -> Result<(bool, Vec<PathBuf>), String> {
         paths.runtimes_dir(),
         paths.host_fragments(),
     ] {
-        fsutil::ensure_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        fsutil::ensure_dir(&dir).map_err(HostError::io("create", &dir))?;
     }
     let doctrine = paths.host_doctrine();
     let doctrine_created = create_if_absent(&doctrine, DOCTRINE_STUB.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", doctrine.display()))?;
-    let docs_written = docs::sync(paths).map_err(|e| {
-        format!(
-            "cannot write the reference docs in {}: {e}",
-            docs::dir(paths).display()
-        )
+        .map_err(HostError::io("write", &doctrine))?;
+    let docs_written = docs::sync(paths).map_err(|source| HostError::Docs {
+        dir: docs::dir(paths),
+        source,
     })?;
     Ok((doctrine_created, docs_written))
 }
@@ -179,7 +179,7 @@ pub fn write_service(
     manager: Manager,
     dir: &Path,
     spec: &ServiceSpec,
-) -> Result<ServiceOutcome, String> {
+) -> Result<ServiceOutcome, HostError> {
     let file = dir.join(manager.file_name());
     let text = manager.render(spec);
     let existing = std::fs::read(&file).ok();
@@ -188,7 +188,7 @@ pub fn write_service(
         WriteDecision::Foreign => return Ok(ServiceOutcome::Foreign { manager, file }),
         WriteDecision::Create | WriteDecision::Update => {
             fsutil::write_atomic(&file, text.as_bytes(), MODE_SHARED)
-                .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+                .map_err(HostError::io("write", &file))?;
         }
         WriteDecision::Unchanged => {}
     }

@@ -9,33 +9,91 @@ use super::Record;
 use crate::names::{Identity, HUMAN_RUNTIME as HUMAN};
 use crate::registry::{Registry, RegistryPeer};
 
+/// Why [`pick_peer`] found no inbox to show. `Display` is the user text (it names the human
+/// peers to choose from).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PickError {
+    /// The named peer is not on the human runtime.
+    NotHuman {
+        /// The peer.
+        personality: String,
+        /// Its runtimes.
+        runtimes: Vec<String>,
+        /// The human peers.
+        humans: Vec<String>,
+    },
+    /// The named peer is not registered.
+    NotRegistered {
+        /// The name given.
+        name: String,
+        /// The human peers.
+        humans: Vec<String>,
+    },
+    /// No peer is on the human runtime.
+    NoHuman,
+    /// Several human peers and none named (their names).
+    Several(Vec<String>),
+}
+
+impl std::fmt::Display for PickError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PickError::NotHuman {
+                personality,
+                runtimes,
+                humans,
+            } => write!(
+                f,
+                "\"{personality}\" is not on the human runtime (its runtimes: {}), so it has no inbox{}",
+                runtimes.join(", "),
+                choices_hint(humans)
+            ),
+            PickError::NotRegistered { name, humans } => write!(
+                f,
+                "peer \"{name}\" is not registered{}",
+                choices_hint(humans)
+            ),
+            PickError::NoHuman => f.write_str(
+                "no peer is on the human runtime, so there is no inbox to show — make yours with: \
+                 iapeer create <name> --runtime human",
+            ),
+            PickError::Several(names) => write!(
+                f,
+                "several human peers ({}) — name the one to show: iapeer inbox <peer>",
+                names.join(", ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PickError {}
+
 /// The inbox to show. `given` is the `[peer]` argument; otherwise the human this terminal
 /// speaks as, in `iapeer send`'s order: `PEER_IDENTITY` (`env_identity`) when it is a human
 /// identity, the peer whose folder holds `cwd` when it is on the human runtime, else the
 /// registry's only peer on the human runtime.
 ///
-/// Errors (user text): the named peer is unknown or not on the human runtime; no human peer;
-/// several and none chosen (the text names them).
+/// Errors: [`PickError`], the named peer is unknown or not on the human runtime; no human
+/// peer; several and none chosen (the text names them).
 pub fn pick_peer(
     given: Option<&str>,
     env_identity: Option<&str>,
     cwd: &Path,
     registry: &Registry,
-) -> Result<String, String> {
+) -> Result<String, PickError> {
     let humans: Vec<&RegistryPeer> = registry.peers.iter().filter(|p| is_human(p)).collect();
     if let Some(name) = given {
         return match registry.find(name) {
             Some(p) if is_human(p) => Ok(p.personality.clone()),
-            Some(p) => Err(format!(
-                "\"{}\" is not on the human runtime (its runtimes: {}), so it has no inbox{}",
-                p.personality,
-                p.runtimes.join(", "),
-                choices_hint(&humans)
-            )),
-            None => Err(format!(
-                "peer \"{name}\" is not registered{}",
-                choices_hint(&humans)
-            )),
+            Some(p) => Err(PickError::NotHuman {
+                personality: p.personality.clone(),
+                runtimes: p.runtimes.clone(),
+                humans: names(&humans),
+            }),
+            None => Err(PickError::NotRegistered {
+                name: name.to_string(),
+                humans: names(&humans),
+            }),
         };
     }
     if let Some(id) = env_identity.and_then(|v| Identity::parse(v.trim()).ok()) {
@@ -48,15 +106,8 @@ pub fn pick_peer(
     }
     match humans.as_slice() {
         [one] => Ok(one.personality.clone()),
-        [] => Err(
-            "no peer is on the human runtime, so there is no inbox to show — make yours with: \
-             iapeer create <name> --runtime human"
-                .into(),
-        ),
-        several => Err(format!(
-            "several human peers ({}) — name the one to show: iapeer inbox <peer>",
-            names(several)
-        )),
+        [] => Err(PickError::NoHuman),
+        several => Err(PickError::Several(names(several))),
     }
 }
 
@@ -64,19 +115,15 @@ fn is_human(p: &RegistryPeer) -> bool {
     p.declares(HUMAN)
 }
 
-fn names(peers: &[&RegistryPeer]) -> String {
-    peers
-        .iter()
-        .map(|p| p.personality.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
+fn names(peers: &[&RegistryPeer]) -> Vec<String> {
+    peers.iter().map(|p| p.personality.clone()).collect()
 }
 
-fn choices_hint(humans: &[&RegistryPeer]) -> String {
+fn choices_hint(humans: &[String]) -> String {
     if humans.is_empty() {
         " — no peer is on the human runtime yet (iapeer create <name> --runtime human)".into()
     } else {
-        format!(" — human peers: {}", names(humans))
+        format!(" — human peers: {}", humans.join(", "))
     }
 }
 

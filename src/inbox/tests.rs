@@ -145,7 +145,9 @@ fn whose_inbox() {
         peers: vec![peer("alice", "echo"), peer("you", "human")],
     };
     let cwd = Path::new("/elsewhere");
-    let pick = |reg: &Registry, given, env, cwd| show::pick_peer(given, env, cwd, reg);
+    let pick = |reg: &Registry, given, env, cwd| {
+        show::pick_peer(given, env, cwd, reg).map_err(|e| e.to_string())
+    };
     assert_eq!(pick(&one, None, None, cwd).unwrap(), "you");
     assert_eq!(pick(&one, Some("you"), None, cwd).unwrap(), "you");
     let e = pick(&one, Some("alice"), None, cwd).unwrap_err();

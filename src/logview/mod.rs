@@ -116,19 +116,32 @@ pub fn mentions(e: &Entry, peer: &str) -> bool {
         .any(|v| personality(v) == peer)
 }
 
+/// A `--since` value in none of the forms [`parse_since`] reads (the text as given, trimmed).
+/// `Display` lists the forms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SinceError(pub String);
+
+impl std::fmt::Display for SinceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "--since: \"{}\" is neither a duration (90s, 15m, 2h, 1d) nor a time (14:03, \
+             2026-07-14, 2026-07-14T14:03, 2026-07-14T14:03:00Z)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for SinceError {}
+
 /// The start of `--since`: a duration back from `now` (`90s`, `15m`, `2h`, `1d`), a local
 /// time of today (`14:03`, `14:03:07`), a local date (`2026-07-14`) or date-time
 /// (`2026-07-14T14:03`, `2026-07-14 14:03:07`), or an RFC 3339 time with offset or `Z`.
 ///
-/// Errors: text in none of these forms (the message lists them).
-pub fn parse_since(s: &str, now: Timestamp, tz: &TimeZone) -> Result<Timestamp, String> {
+/// Errors: [`SinceError`], text in none of these forms (the message lists them).
+pub fn parse_since(s: &str, now: Timestamp, tz: &TimeZone) -> Result<Timestamp, SinceError> {
     let s = s.trim();
-    let bad = || {
-        format!(
-            "--since: \"{s}\" is neither a duration (90s, 15m, 2h, 1d) nor a time (14:03, \
-             2026-07-14, 2026-07-14T14:03, 2026-07-14T14:03:00Z)"
-        )
-    };
+    let bad = || SinceError(s.to_string());
     if let Some((num, unit)) = s
         .char_indices()
         .last()

@@ -117,7 +117,7 @@ fn since_forms() {
     assert_eq!(at("2026-07-01T08:30:00+02:00"), "2026-07-01T06:30:00Z");
     for bad in ["", "soon", "5w", "m", "-5m"] {
         let e = parse_since(bad, now, &tz).unwrap_err();
-        assert!(e.starts_with("--since:"), "{bad}: {e}");
+        assert!(e.to_string().starts_with("--since:"), "{bad}: {e}");
     }
     let since = parse_since("23:00:02", now, &tz).unwrap();
     let recent: Vec<_> = all().into_iter().filter(|e| is_since(e, since)).collect();

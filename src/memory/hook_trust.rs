@@ -79,20 +79,53 @@ pub struct Hook {
     pub command: String,
 }
 
+/// Why a text is not a Codex hooks file. `Display` says what is wrong.
+#[derive(Debug)]
+pub enum HooksError {
+    /// Not JSON.
+    NotJson(serde_json::Error),
+    /// Not a JSON object.
+    NotObject,
+    /// `hooks` is not an object of events.
+    HooksNotObject,
+    /// An event's entry is not a list (the event's name).
+    EventNotList(&'static str),
+}
+
+impl std::fmt::Display for HooksError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HooksError::NotJson(e) => write!(f, "not JSON: {e}"),
+            HooksError::NotObject => f.write_str("it is not a JSON object"),
+            HooksError::HooksNotObject => f.write_str("its \"hooks\" is not an object of events"),
+            HooksError::EventNotList(name) => {
+                write!(f, "its \"hooks\".\"{name}\" is not a list")
+            }
+        }
+    }
+}
+
+impl std::error::Error for HooksError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            HooksError::NotJson(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// The command hooks of `text` (a `hooks.json`) whose file is `file` (its absolute, real
 /// path, which Codex puts in every key), by the rules of Codex 0.171.0: unknown events,
 /// non-command handlers and empty commands are skipped (their positions still count).
 ///
-/// Errors: the text is not JSON, or its `hooks` is not an object of arrays.
-pub fn hooks_in(file: &str, text: &str) -> Result<Vec<Hook>, String> {
-    let doc: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    let doc = doc.as_object().ok_or("it is not a JSON object")?;
+/// Errors: [`HooksError`], the text is not JSON, or its `hooks` is not an object of arrays.
+pub fn hooks_in(file: &str, text: &str) -> Result<Vec<Hook>, HooksError> {
+    let doc: Value = serde_json::from_str(text).map_err(HooksError::NotJson)?;
+    let doc = doc.as_object().ok_or(HooksError::NotObject)?;
     let Some(events) = doc.get("hooks") else {
         return Ok(Vec::new());
     };
-    let events = events
-        .as_object()
-        .ok_or("its \"hooks\" is not an object of events")?;
+    let events = events.as_object().ok_or(HooksError::HooksNotObject)?;
     let mut out = Vec::new();
     for rule in EVENTS {
         let Some(groups) = events.get(rule.name) else {
@@ -100,7 +133,7 @@ pub fn hooks_in(file: &str, text: &str) -> Result<Vec<Hook>, String> {
         };
         let groups = groups
             .as_array()
-            .ok_or_else(|| format!("its \"hooks\".\"{}\" is not a list", rule.name))?;
+            .ok_or(HooksError::EventNotList(rule.name))?;
         for (g, group) in groups.iter().enumerate() {
             let matcher = group
                 .get("matcher")

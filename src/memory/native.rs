@@ -107,15 +107,43 @@ fn write(file: &Path, text: &str) -> std::io::Result<()> {
 
 const CLAUDE_KEY: &str = "autoMemoryEnabled";
 
+/// Why a lever file was left alone. `Display` is the end of a sentence that starts with the
+/// file's path.
+#[derive(Debug)]
+enum LeverError {
+    /// A Claude settings file that is not a JSON object.
+    NotJsonObject,
+    /// A Codex config that is not valid TOML.
+    NotToml(toml_edit::TomlError),
+    /// A Codex config whose `features` is not a table.
+    FeaturesNotTable,
+}
+
+impl std::fmt::Display for LeverError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LeverError::NotJsonObject => {
+                f.write_str("is not a JSON object, so iapeer left it alone")
+            }
+            LeverError::NotToml(e) => {
+                write!(f, "is not valid TOML, so iapeer left it alone: {e}")
+            }
+            LeverError::FeaturesNotTable => {
+                f.write_str("has a \"features\" that is not a table, so iapeer left it alone")
+            }
+        }
+    }
+}
+
 /// The new text of a Claude `settings.json` (`None`: nothing to change).
 ///
 /// Errors: the text is not a JSON object (it is left alone).
-fn edit_claude(text: Option<&str>, setting: Setting) -> Result<Option<String>, String> {
+fn edit_claude(text: Option<&str>, setting: Setting) -> Result<Option<String>, LeverError> {
     let mut obj = match text.filter(|t| !t.trim().is_empty()) {
         None => Map::new(),
         Some(t) => match serde_json::from_str::<Value>(t) {
             Ok(Value::Object(o)) => o,
-            _ => return Err("is not a JSON object, so iapeer left it alone".into()),
+            _ => return Err(LeverError::NotJsonObject),
         },
     };
     let changed = match setting {
@@ -135,13 +163,13 @@ fn edit_claude(text: Option<&str>, setting: Setting) -> Result<Option<String>, S
 /// The new text of a Codex project `config.toml` (`None`: nothing to change).
 ///
 /// Errors: the text is not valid TOML, or its `features` is not a table (left alone).
-fn edit_codex(text: Option<&str>, setting: Setting) -> Result<Option<String>, String> {
+fn edit_codex(text: Option<&str>, setting: Setting) -> Result<Option<String>, LeverError> {
     let mut doc: DocumentMut = text
         .unwrap_or_default()
         .parse()
-        .map_err(|e| format!("is not valid TOML, so iapeer left it alone: {e}"))?;
+        .map_err(LeverError::NotToml)?;
     if doc.get("features").is_some_and(|f| !f.is_table_like()) {
-        return Err("has a \"features\" that is not a table, so iapeer left it alone".into());
+        return Err(LeverError::FeaturesNotTable);
     }
     let current = doc
         .get("features")

@@ -5,7 +5,8 @@
 
 use serde_json::{Map, Value};
 
-use super::trigger::{parse_entry, Role, Trigger, TOPIC_MAX};
+use super::trigger::{parse_entry, Role, Trigger, TriggerError, TOPIC_MAX};
+use super::when::WhenError;
 use crate::names::is_valid_personality;
 
 /// A call.
@@ -110,40 +111,159 @@ pub fn unregistered_note(missing: &[&str]) -> String {
     )
 }
 
+/// Why a call to a notifier service was not valid. `Display` says what is wrong, for
+/// [`teaching`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallError {
+    /// The body starts like a JSON object but does not parse (the parser's message).
+    InvalidJson(String),
+    /// The body is not JSON at all.
+    NotJson,
+    /// The body is JSON but not an object.
+    NotObject,
+    /// `cmd` is not a string.
+    CmdNotString(Value),
+    /// `unregister` without an `id`.
+    UnregisterWithoutId,
+    /// An unknown `cmd`.
+    UnknownCmd(String),
+    /// A field this role does not know.
+    UnknownField {
+        /// The role the call was made to.
+        role: Role,
+        /// The field.
+        key: String,
+        /// True when the field belongs to the other role.
+        other_role: bool,
+    },
+    /// Required fields are missing.
+    Missing(Vec<&'static str>),
+    /// `target` is not `self` or a peer name.
+    BadTarget(Value),
+    /// `topic` is longer than [`TOPIC_MAX`].
+    TopicTooLong,
+    /// `topic` holds a line break.
+    TopicLineBreak,
+    /// The target or a fallback is the service itself (its name).
+    TargetIsService(String),
+    /// The entry the call makes is not a valid trigger.
+    Trigger(TriggerError),
+}
+
+impl From<TriggerError> for CallError {
+    fn from(e: TriggerError) -> CallError {
+        CallError::Trigger(e)
+    }
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::InvalidJson(e) => write!(
+                f,
+                "the body is not valid JSON ({e}); send only the JSON object, no other text"
+            ),
+            CallError::NotJson => {
+                f.write_str("the body is not JSON; send a JSON object (no other text around it)")
+            }
+            CallError::NotObject => f.write_str("the body is JSON but not an object; send {…}"),
+            CallError::CmdNotString(v) => write!(f, "\"cmd\" must be a string, not {v}"),
+            CallError::UnregisterWithoutId => {
+                f.write_str("unregister needs the trigger's \"id\" (see {\"cmd\":\"list\"})")
+            }
+            CallError::UnknownCmd(c) => write!(
+                f,
+                "unknown \"cmd\" \"{c}\"; use register (or no cmd), list, unregister or help"
+            ),
+            CallError::UnknownField {
+                role,
+                key,
+                other_role,
+            } => {
+                let allowed = match role {
+                    Role::Time => TIME_KEYS,
+                    Role::Event => EVENT_KEYS,
+                };
+                let hint = if *other_role {
+                    format!(
+                        " (\"{key}\" belongs to {}, not {})",
+                        match role {
+                            Role::Time => "watcher",
+                            Role::Event => "timer",
+                        },
+                        role.service()
+                    )
+                } else {
+                    String::new()
+                };
+                write!(
+                    f,
+                    "unknown field \"{key}\"{hint}; the fields are {}",
+                    allowed.join(", ")
+                )
+            }
+            CallError::Missing(keys) => write!(f, "missing {}", quoted(keys)),
+            CallError::BadTarget(t) => write!(
+                f,
+                "\"target\" {t} is not \"self\" or a peer name (lowercase letters, digits, dashes)"
+            ),
+            CallError::TopicTooLong => {
+                write!(f, "\"topic\" is longer than {TOPIC_MAX} characters")
+            }
+            CallError::TopicLineBreak => {
+                f.write_str("\"topic\" holds a line break; a topic is one line")
+            }
+            CallError::TargetIsService(me) => write!(
+                f,
+                "\"{me}\" is this service itself; signals go to a peer that acts on \
+                 them (\"self\" is you)"
+            ),
+            CallError::Trigger(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for CallError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CallError::Trigger(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// Parse a message body.
 ///
-/// Errors: what is wrong, for [`teaching`].
-pub fn parse_call(body: &str) -> Result<Command, String> {
+/// Errors: [`CallError`], what is wrong, for [`teaching`].
+pub fn parse_call(body: &str) -> Result<Command, CallError> {
     let text = body.trim();
     if text.eq_ignore_ascii_case("help") || text == "?" {
         return Ok(Command::Help);
     }
     let value: Value = serde_json::from_str(text).map_err(|e| {
         if text.starts_with('{') {
-            format!("the body is not valid JSON ({e}); send only the JSON object, no other text")
+            CallError::InvalidJson(e.to_string())
         } else {
-            "the body is not JSON; send a JSON object (no other text around it)".to_string()
+            CallError::NotJson
         }
     })?;
     let Value::Object(mut obj) = value else {
-        return Err("the body is JSON but not an object; send {…}".into());
+        return Err(CallError::NotObject);
     };
     let cmd = match obj.remove("cmd") {
         None => "register".to_string(),
         Some(Value::String(c)) => c,
-        Some(other) => return Err(format!("\"cmd\" must be a string, not {other}")),
+        Some(other) => return Err(CallError::CmdNotString(other)),
     };
     match cmd.as_str() {
         "help" => Ok(Command::Help),
         "list" => Ok(Command::List),
         "unregister" => match obj.get("id").and_then(Value::as_str) {
             Some(id) if !id.is_empty() => Ok(Command::Unregister(id.to_string())),
-            _ => Err("unregister needs the trigger's \"id\" (see {\"cmd\":\"list\"})".into()),
+            _ => Err(CallError::UnregisterWithoutId),
         },
         "register" => Ok(Command::Register(obj)),
-        other => Err(format!(
-            "unknown \"cmd\" \"{other}\"; use register (or no cmd), list, unregister or help"
-        )),
+        other => Err(CallError::UnknownCmd(other.to_string())),
     }
 }
 
@@ -162,74 +282,59 @@ const EVENT_KEYS: &[&str] = &[
 /// The trigger a register call of `sender` makes: `owner` = `sender`, `self` resolved.
 /// `check_when` validates a schedule (see [`super::when::check`]).
 ///
-/// Errors: what is wrong, for [`teaching`].
+/// Errors: [`CallError`], what is wrong, for [`teaching`].
 pub fn build_trigger(
     role: Role,
     mut fields: Map<String, Value>,
     sender: &str,
-    check_when: &dyn Fn(&str) -> Result<(), String>,
-) -> Result<Trigger, String> {
+    check_when: &dyn Fn(&str) -> Result<(), WhenError>,
+) -> Result<Trigger, CallError> {
     let (allowed, other) = match role {
         Role::Time => (TIME_KEYS, EVENT_KEYS),
         Role::Event => (EVENT_KEYS, TIME_KEYS),
     };
     for key in fields.keys() {
         if !allowed.contains(&key.as_str()) && key != "role" && key != "owner" {
-            let hint = if other.contains(&key.as_str()) {
-                format!(
-                    " (\"{key}\" belongs to {}, not {})",
-                    match role {
-                        Role::Time => "watcher",
-                        Role::Event => "timer",
-                    },
-                    role.service()
-                )
-            } else {
-                String::new()
-            };
-            return Err(format!(
-                "unknown field \"{key}\"{hint}; the fields are {}",
-                allowed.join(", ")
-            ));
+            return Err(CallError::UnknownField {
+                role,
+                key: key.clone(),
+                other_role: other.contains(&key.as_str()),
+            });
         }
     }
     let required: &[&str] = match role {
         Role::Time => &["when", "message", "target"],
         Role::Event => &["script", "target"],
     };
-    let missing: Vec<&str> = required
+    let missing: Vec<&'static str> = required
         .iter()
         .copied()
         .filter(|k| !fields.contains_key(*k))
         .collect();
     if !missing.is_empty() {
-        return Err(format!("missing {}", quoted(&missing)));
+        return Err(CallError::Missing(missing));
     }
     match fields.get("target") {
         Some(Value::String(t)) if t == "self" => {
             fields.insert("target".into(), Value::String(sender.into()));
         }
         Some(Value::String(t)) if is_valid_personality(t) => {}
-        Some(t) => {
-            return Err(format!(
-                "\"target\" {t} is not \"self\" or a peer name (lowercase letters, digits, dashes)"
-            ))
-        }
+        Some(t) => return Err(CallError::BadTarget(t.clone())),
         None => {}
     }
     if let Some(Value::String(t)) = fields.get("topic") {
         if t.chars().count() > TOPIC_MAX {
-            return Err(format!("\"topic\" is longer than {TOPIC_MAX} characters"));
+            return Err(CallError::TopicTooLong);
         }
         // Trimmed as a send trims it: a line break at either end is no second line.
         if t.trim().contains(['\n', '\r']) {
             // Every signal would be refused (spec 03 §1: a topic is one line).
-            return Err("\"topic\" holds a line break; a topic is one line".into());
+            return Err(CallError::TopicLineBreak);
         }
     }
     fields.insert("role".into(), Value::String(role.as_str().into()));
     fields.remove("owner");
-    parse_entry(&Value::Object(fields), sender, check_when)
+    Ok(parse_entry(&Value::Object(fields), sender, check_when)?)
 }
 
 fn quoted(keys: &[&str]) -> String {
@@ -309,7 +414,7 @@ pub fn list_text(role: Role, mine: &[&Trigger], lost: &[String]) -> String {
 mod tests {
     use super::*;
 
-    fn ok(_: &str) -> Result<(), String> {
+    fn ok(_: &str) -> Result<(), WhenError> {
         Ok(())
     }
 
@@ -327,7 +432,7 @@ mod tests {
         assert!(call("daily\n").is_ok(), "trimmed as a send trims it");
         for bad in ["a\nb", "a\rb"] {
             assert_eq!(
-                call(bad).unwrap_err(),
+                call(bad).unwrap_err().to_string(),
                 "\"topic\" holds a line break; a topic is one line"
             );
         }
@@ -432,7 +537,7 @@ mod tests {
             (r#"{"cmd":"unregister"}"#, "needs the trigger's \"id\""),
         ] {
             let e = parse_call(body).unwrap_err();
-            assert!(e.contains(want), "{body}: {e}");
+            assert!(e.to_string().contains(want), "{body}: {e}");
         }
     }
 
@@ -479,7 +584,7 @@ mod tests {
             ),
         ] {
             let e = build_trigger(role, fields(body), "alice", &ok).unwrap_err();
-            assert!(e.contains(want), "{body}: {e}");
+            assert!(e.to_string().contains(want), "{body}: {e}");
         }
         let long = "x".repeat(201);
         let e = build_trigger(
@@ -491,7 +596,7 @@ mod tests {
             &ok,
         )
         .unwrap_err();
-        assert!(e.contains("longer than 200"), "{e}");
+        assert!(e.to_string().contains("longer than 200"), "{e}");
         let teach = teaching(Role::Time, "missing \"when\"");
         assert!(teach.starts_with("timer: that was not a valid call — missing \"when\""));
         assert!(teach.contains("Example: {\"when\":\"@every 30m\""));

@@ -6,7 +6,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 use crossbeam_channel::Sender;
@@ -19,6 +19,90 @@ pub const CHECK_TIMEOUT: Duration = Duration::from_secs(30);
 /// After SIGTERM, a script's group gets SIGKILL this much later.
 const KILL_GRACE: Duration = Duration::from_secs(2);
 
+/// Why a child of the service failed. `Display` gives the line the service logs or keeps.
+#[derive(Debug)]
+pub enum ProcError {
+    /// `iapeer send` could not be started.
+    SendSpawn {
+        /// The `iapeer` program.
+        exe: std::path::PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// `iapeer send` could not be waited for.
+    SendWait(std::io::Error),
+    /// The send refused: the last line of its output.
+    Refused(String),
+    /// The send failed without a line of output.
+    SendEnded(ExitStatus),
+    /// A `check` program could not be started.
+    CheckSpawn {
+        /// The program.
+        program: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A `check` program ran longer than its timeout (seconds) and was killed.
+    CheckTimeout {
+        /// The program.
+        program: String,
+        /// The timeout, seconds.
+        secs: u64,
+    },
+    /// A `check` program ended other than with exit 0.
+    CheckEnded {
+        /// The program.
+        program: String,
+        /// How it ended.
+        status: ExitStatus,
+    },
+    /// A `check` program could not be waited for.
+    CheckWait {
+        /// The program.
+        program: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// `/bin/sh` could not be started for a script.
+    ShellSpawn(std::io::Error),
+}
+
+impl std::fmt::Display for ProcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProcError::SendSpawn { exe, source } => {
+                write!(f, "cannot run {}: {source}", exe.display())
+            }
+            ProcError::SendWait(e) => write!(f, "iapeer send: {e}"),
+            ProcError::Refused(line) => f.write_str(line),
+            ProcError::SendEnded(status) => write!(f, "iapeer send ended with {status}"),
+            ProcError::CheckSpawn { program, source } => {
+                write!(f, "check {program} cannot run: {source}")
+            }
+            ProcError::CheckTimeout { program, secs } => {
+                write!(f, "check {program} took longer than {secs} s")
+            }
+            ProcError::CheckEnded { program, status } => {
+                write!(f, "check {program} ended with {status}")
+            }
+            ProcError::CheckWait { program, source } => write!(f, "check {program}: {source}"),
+            ProcError::ShellSpawn(e) => write!(f, "cannot start /bin/sh: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ProcError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ProcError::SendSpawn { source, .. }
+            | ProcError::CheckSpawn { source, .. }
+            | ProcError::CheckWait { source, .. } => Some(source),
+            ProcError::SendWait(e) | ProcError::ShellSpawn(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// Send `text` to `to` as `from` (an identity) with `iapeer send`, blocking. `Ok` = the
 /// send answered delivered or queued (exit 0).
 ///
@@ -29,7 +113,7 @@ pub fn send(
     to: &str,
     text: &str,
     topic: Option<&str>,
-) -> Result<(), String> {
+) -> Result<(), ProcError> {
     let mut cmd = Command::new(exe);
     cmd.args([
         "send",
@@ -50,13 +134,14 @@ pub fn send(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+        .map_err(|source| ProcError::SendSpawn {
+            exe: exe.to_path_buf(),
+            source,
+        })?;
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(text.as_bytes());
     }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("iapeer send: {e}"))?;
+    let out = child.wait_with_output().map_err(ProcError::SendWait)?;
     if out.status.success() {
         return Ok(());
     }
@@ -69,8 +154,8 @@ pub fn send(
     Err(text
         .lines()
         .last()
-        .map(str::to_string)
-        .unwrap_or_else(|| format!("iapeer send ended with {}", out.status)))
+        .map(|l| ProcError::Refused(l.to_string()))
+        .unwrap_or(ProcError::SendEnded(out.status)))
 }
 
 /// Run a `check` program (no shell, no arguments) in `cwd`, killing its process group after
@@ -79,7 +164,7 @@ pub fn send(
 /// `Ok` = it exited 0.
 ///
 /// Errors: why the fire is skipped (non-zero exit, timeout, cannot run).
-pub fn run_check(program: &str, cwd: &Path, timeout: Duration) -> Result<(), String> {
+pub fn run_check(program: &str, cwd: &Path, timeout: Duration) -> Result<(), ProcError> {
     let mut child = Command::new(program)
         .current_dir(cwd)
         .stdin(Stdio::null())
@@ -87,7 +172,10 @@ pub fn run_check(program: &str, cwd: &Path, timeout: Duration) -> Result<(), Str
         .stderr(Stdio::null())
         .process_group(0)
         .spawn()
-        .map_err(|e| format!("check {program} cannot run: {e}"))?;
+        .map_err(|source| ProcError::CheckSpawn {
+            program: program.to_string(),
+            source,
+        })?;
     let pgid = child.id();
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::spawn(move || {
@@ -98,16 +186,22 @@ pub fn run_check(program: &str, cwd: &Path, timeout: Duration) -> Result<(), Str
         Err(_) => {
             let _ = crate::child::signal_group(pgid, Signal::SIGKILL);
             let _ = rx.recv();
-            return Err(format!(
-                "check {program} took longer than {} s",
-                timeout.as_secs()
-            ));
+            return Err(ProcError::CheckTimeout {
+                program: program.to_string(),
+                secs: timeout.as_secs(),
+            });
         }
     };
     match status {
         Ok(s) if s.success() => Ok(()),
-        Ok(s) => Err(format!("check {program} ended with {s}")),
-        Err(e) => Err(format!("check {program}: {e}")),
+        Ok(status) => Err(ProcError::CheckEnded {
+            program: program.to_string(),
+            status,
+        }),
+        Err(source) => Err(ProcError::CheckWait {
+            program: program.to_string(),
+            source,
+        }),
     }
 }
 
@@ -130,7 +224,7 @@ pub fn start_script<E: Send + 'static>(
     cwd: &Path,
     tx: Sender<E>,
     wrap: impl Fn(ScriptEvent) -> E + Send + Sync + Clone + 'static,
-) -> Result<u32, String> {
+) -> Result<u32, ProcError> {
     let mut child = Command::new("/bin/sh")
         .arg("-c")
         .arg(script)
@@ -140,7 +234,7 @@ pub fn start_script<E: Send + 'static>(
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
-        .map_err(|e| format!("cannot start /bin/sh: {e}"))?;
+        .map_err(ProcError::ShellSpawn)?;
     let pid = child.id();
     if let Some(out) = child.stdout.take() {
         let (tx, wrap) = (tx.clone(), wrap.clone());
@@ -216,10 +310,14 @@ mod tests {
     #[test]
     fn a_check_passes_on_exit_0_and_fails_otherwise_or_after_its_timeout() {
         let cwd = Path::new("/");
-        assert_eq!(run_check("/bin/true", cwd, CHECK_TIMEOUT), Ok(()));
-        let e = run_check("/bin/false", cwd, CHECK_TIMEOUT).unwrap_err();
+        assert!(run_check("/bin/true", cwd, CHECK_TIMEOUT).is_ok());
+        let e = run_check("/bin/false", cwd, CHECK_TIMEOUT)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("ended with exit status: 1"), "{e}");
-        let e = run_check("/nonexistent/check", cwd, CHECK_TIMEOUT).unwrap_err();
+        let e = run_check("/nonexistent/check", cwd, CHECK_TIMEOUT)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("cannot run"), "{e}");
         let dir = tempfile::tempdir().unwrap();
         let slow = dir.path().join("slow.sh");
@@ -227,7 +325,9 @@ mod tests {
         std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
         let t = std::time::Instant::now();
-        let e = run_check(slow.to_str().unwrap(), cwd, Duration::from_millis(300)).unwrap_err();
+        let e = run_check(slow.to_str().unwrap(), cwd, Duration::from_millis(300))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("took longer than"), "{e}");
         assert!(
             t.elapsed() < Duration::from_secs(5),

@@ -46,15 +46,15 @@ enum Ev {
     Sent {
         sig: String,
         to: String,
-        result: Result<(), String>,
+        result: Result<(), proc::ProcError>,
     },
     Replied {
         to: String,
-        result: Result<(), String>,
+        result: Result<(), proc::ProcError>,
     },
     Checked {
         key: Key,
-        result: Result<(), String>,
+        result: Result<(), proc::ProcError>,
     },
     Script {
         key: Key,
@@ -567,7 +567,7 @@ impl Service {
                 self.log
                     .append(&self.ev("watch-start-failed").field("detail", &e));
                 let ms = self.ms(now);
-                self.after_exit(k, ms, ms, false, &e);
+                self.after_exit(k, ms, ms, false, &e.to_string());
             }
         }
     }
@@ -697,7 +697,9 @@ impl Service {
         };
         let marked = store::cwd_of(&self.paths, &k.0)
             .ok_or_else(|| format!("{} is not a registered peer", k.0))
-            .and_then(|cwd| store::mark_stopped(&self.paths, &cwd, t, &stopped));
+            .and_then(|cwd| {
+                store::mark_stopped(&self.paths, &cwd, t, &stopped).map_err(|e| e.to_string())
+            });
         match marked {
             Ok(true) => {
                 self.watchers.remove(k);
@@ -818,7 +820,7 @@ impl Service {
         }
     }
 
-    fn on_sent(&mut self, sig: String, to: String, result: Result<(), String>) {
+    fn on_sent(&mut self, sig: String, to: String, result: Result<(), proc::ProcError>) {
         let Some(d) = self.deliveries.get_mut(&sig) else {
             return;
         };
@@ -860,9 +862,12 @@ impl Service {
                         return;
                     }
                 }
-                let step =
-                    d.entry
-                        .failed(&to, crate::clock::log_ts(Timestamp::now()), &e, self.retry);
+                let step = d.entry.failed(
+                    &to,
+                    crate::clock::log_ts(Timestamp::now()),
+                    &e.to_string(),
+                    self.retry,
+                );
                 let _ = spool::put(&self.spool_dir, &d.entry);
                 self.log.append(
                     &Event::new("deliver-failed")
@@ -1066,7 +1071,7 @@ impl Service {
                 } else {
                     self.log
                         .append(&self.ev("call-rejected").field("from", &env.from));
-                    self.reply(&env, call::teaching(role, &why));
+                    self.reply(&env, call::teaching(role, &why.to_string()));
                 }
                 return;
             }
@@ -1094,16 +1099,12 @@ impl Service {
                 let built = call::build_trigger(role, fields, &env.from, &check).and_then(|t| {
                     // Its signals would come back to this service, which cannot take them.
                     if t.target == self.me || t.fallbacks().contains(&self.me) {
-                        return Err(format!(
-                            "\"{}\" is this service itself; signals go to a peer that acts on \
-                             them (\"self\" is you)",
-                            self.me
-                        ));
+                        return Err(call::CallError::TargetIsService(self.me.clone()));
                     }
                     Ok(t)
                 });
                 match built {
-                    Err(why) => call::teaching(role, &why),
+                    Err(why) => call::teaching(role, &why.to_string()),
                     Ok(t) => match store::upsert(&self.paths, &cwd, &t) {
                         Ok(replaced) => self.registered(&t, replaced, &env.from),
                         Err(e) => format!(

@@ -9,15 +9,83 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::trigger::{self, Role, Stopped, Trigger};
+use super::when::WhenError;
 use crate::paths::Paths;
+use crate::profile::ProfileError;
 use crate::registry::Registry;
+
+/// Why a profile's trigger list could not be read or written. `Display` names the file.
+#[derive(Debug)]
+pub enum StoreError {
+    /// A profile could not be read.
+    Read {
+        /// The profile file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A profile is JSON but not an object.
+    NotObject(PathBuf),
+    /// A profile is not JSON.
+    NotJson {
+        /// The profile file.
+        path: PathBuf,
+        /// The parser's error.
+        source: serde_json::Error,
+    },
+    /// The folder or file of the profiles lock could not be made, opened or locked.
+    Lock {
+        /// The folder or lock file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The profile could not be updated.
+    Profile(ProfileError),
+    /// A value could not be turned into JSON.
+    Encode(serde_json::Error),
+}
+
+impl From<ProfileError> for StoreError {
+    fn from(e: ProfileError) -> StoreError {
+        StoreError::Profile(e)
+    }
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::Read { path, source } => {
+                write!(f, "{}: cannot be read: {source}", path.display())
+            }
+            StoreError::NotObject(path) => write!(f, "{}: not a JSON object", path.display()),
+            StoreError::NotJson { path, source } => {
+                write!(f, "{}: not JSON: {source}", path.display())
+            }
+            StoreError::Lock { path, source } => write!(f, "{}: {source}", path.display()),
+            StoreError::Profile(e) => e.fmt(f),
+            StoreError::Encode(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Read { source, .. } | StoreError::Lock { source, .. } => Some(source),
+            StoreError::NotJson { source, .. } | StoreError::Encode(source) => Some(source),
+            StoreError::Profile(e) => Some(e),
+            StoreError::NotObject(_) => None,
+        }
+    }
+}
 
 /// The triggers of `role` in every registered profile, and one line per entry or file
 /// skipped (malformed trigger, unreadable profile).
 pub fn load_all(
     paths: &Paths,
     role: Role,
-    check_when: &dyn Fn(&str) -> Result<(), String>,
+    check_when: &dyn Fn(&str) -> Result<(), WhenError>,
 ) -> (Vec<Trigger>, Vec<String>) {
     let mut out = Vec::new();
     let mut errors = Vec::new();
@@ -33,7 +101,7 @@ pub fn load_all(
                 out.extend(ok.into_iter().filter(|t| t.role() == role));
                 errors.extend(errs);
             }
-            Err(e) => errors.push(e),
+            Err(e) => errors.push(e.to_string()),
         }
     }
     (out, errors)
@@ -67,17 +135,19 @@ pub fn is_ephemeral(paths: &Paths, personality: &str) -> bool {
         .is_some_and(|p| p.is_ephemeral())
 }
 
-fn read_raw(cwd: &Path) -> Result<Option<Map<String, Value>>, String> {
+fn read_raw(cwd: &Path) -> Result<Option<Map<String, Value>>, StoreError> {
     let path = crate::paths::peer::profile(cwd);
-    let text = crate::fsutil::read_optional(&path)
-        .map_err(|e| format!("{}: cannot be read: {e}", path.display()))?;
+    let text = match crate::fsutil::read_optional(&path) {
+        Ok(text) => text,
+        Err(source) => return Err(StoreError::Read { path, source }),
+    };
     let Some(text) = text else {
         return Ok(None);
     };
     match serde_json::from_str::<Value>(&text) {
         Ok(Value::Object(m)) => Ok(Some(m)),
-        Ok(_) => Err(format!("{}: not a JSON object", path.display())),
-        Err(e) => Err(format!("{}: not JSON: {e}", path.display())),
+        Ok(_) => Err(StoreError::NotObject(path)),
+        Err(source) => Err(StoreError::NotJson { path, source }),
     }
 }
 
@@ -92,12 +162,14 @@ fn entry_id(entry: &Value, owner: &str) -> Option<(String, Role)> {
 /// interleave their edits of one profile. Do not take it again inside `f` (it would wait for
 /// itself).
 ///
-/// Errors: the lock file cannot be opened or locked.
-pub fn with_profiles_lock<R>(paths: &Paths, f: impl FnOnce() -> R) -> Result<R, String> {
+/// Errors: [`StoreError::Lock`], the lock file cannot be opened or locked.
+pub fn with_profiles_lock<R>(paths: &Paths, f: impl FnOnce() -> R) -> Result<R, StoreError> {
     use fs2::FileExt;
     use std::os::unix::fs::OpenOptionsExt;
     let dir = paths.root().join("state").join("notifier");
-    crate::fsutil::ensure_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if let Err(source) = crate::fsutil::ensure_dir(&dir) {
+        return Err(StoreError::Lock { path: dir, source });
+    }
     let lock_path = dir.join("profiles.lock");
     let lock = std::fs::OpenOptions::new()
         .create(true)
@@ -106,9 +178,14 @@ pub fn with_profiles_lock<R>(paths: &Paths, f: impl FnOnce() -> R) -> Result<R, 
         // Its user's alone: another user who could open it could hold the lock for ever.
         .mode(crate::fsutil::MODE_PRIVATE)
         .open(&lock_path)
-        .map_err(|e| format!("{}: {e}", lock_path.display()))?;
-    lock.lock_exclusive()
-        .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+        .map_err(|source| StoreError::Lock {
+            path: lock_path.clone(),
+            source,
+        })?;
+    lock.lock_exclusive().map_err(|source| StoreError::Lock {
+        path: lock_path.clone(),
+        source,
+    })?;
     Ok(f())
 }
 
@@ -118,11 +195,14 @@ fn edit_list<R>(
     paths: &Paths,
     cwd: &Path,
     edit: impl FnOnce(&mut Vec<Value>) -> R,
-) -> Result<R, String> {
+) -> Result<R, StoreError> {
     with_profiles_lock(paths, || edit_list_locked(cwd, edit))?
 }
 
-fn edit_list_locked<R>(cwd: &Path, edit: impl FnOnce(&mut Vec<Value>) -> R) -> Result<R, String> {
+fn edit_list_locked<R>(
+    cwd: &Path,
+    edit: impl FnOnce(&mut Vec<Value>) -> R,
+) -> Result<R, StoreError> {
     let mut result = None;
     crate::profile::Profile::update(cwd, |p| {
         let notifier = p
@@ -140,8 +220,7 @@ fn edit_list_locked<R>(cwd: &Path, edit: impl FnOnce(&mut Vec<Value>) -> R) -> R
             *list = Value::Array(Vec::new());
         }
         result = Some(edit(list.as_array_mut().expect("an array")));
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     Ok(result.expect("the edit ran"))
 }
 
@@ -149,8 +228,8 @@ fn edit_list_locked<R>(cwd: &Path, edit: impl FnOnce(&mut Vec<Value>) -> R) -> R
 /// true when one was replaced.
 ///
 /// Errors: the profile cannot be read or written (text names it).
-pub fn upsert(paths: &Paths, cwd: &Path, t: &Trigger) -> Result<bool, String> {
-    let value = serde_json::to_value(t).map_err(|e| e.to_string())?;
+pub fn upsert(paths: &Paths, cwd: &Path, t: &Trigger) -> Result<bool, StoreError> {
+    let value = serde_json::to_value(t).map_err(StoreError::Encode)?;
     edit_list(paths, cwd, |list| {
         let at = list
             .iter()
@@ -178,7 +257,7 @@ pub fn remove(
     owner: &str,
     role: Role,
     id: &str,
-) -> Result<bool, String> {
+) -> Result<bool, StoreError> {
     edit_list(paths, cwd, |list| {
         let before = list.len();
         list.retain(|e| entry_id(e, owner) != Some((id.to_string(), role)));
@@ -243,8 +322,8 @@ pub fn mark_stopped(
     cwd: &Path,
     t: &Trigger,
     stopped: &Stopped,
-) -> Result<bool, String> {
-    let mark = serde_json::to_value(stopped).map_err(|e| e.to_string())?;
+) -> Result<bool, StoreError> {
+    let mark = serde_json::to_value(stopped).map_err(StoreError::Encode)?;
     edit_list(paths, cwd, |list| {
         let same = |e: &Value| {
             trigger::parse_entry(e, &t.owner, &|_| Ok(())).is_ok_and(|mut found| {

@@ -22,7 +22,108 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 use sha2::{Digest, Sha256};
 
+use super::when::WhenError;
 use crate::names::is_valid_personality;
+
+/// Why an entry of `notifier.triggers[]` is not a valid trigger ([`parse_entry`]). `Display`
+/// says what is wrong with the entry.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TriggerError {
+    /// The entry is not a JSON object.
+    NotObject,
+    /// `role` is absent or not `time`/`event` (the value found, when a string).
+    UnknownRole(Option<String>),
+    /// A key that must be a string holds another value.
+    NotString {
+        /// The key.
+        key: String,
+        /// The value found.
+        found: Value,
+    },
+    /// `target` is absent or not a peer name.
+    BadTarget,
+    /// A `fallback` item that is not `self` or a peer name.
+    BadFallback(Value),
+    /// `id` is not a peer name.
+    BadId(Value),
+    /// A time trigger without `when`.
+    MissingWhen,
+    /// A time trigger's schedule is refused.
+    When(WhenError),
+    /// A time trigger without a non-empty `message`.
+    MissingMessage,
+    /// A time trigger's `message` is longer than [`super::chain::SIGNAL_MAX_CHARS`].
+    MessageTooLong(usize),
+    /// A time trigger's `check` is empty.
+    EmptyCheck,
+    /// An event trigger without a non-empty `script`.
+    MissingScript,
+    /// `heartbeatSec` is not a positive number.
+    BadHeartbeat(Value),
+    /// `stopped` is neither absent, a boolean nor an object.
+    BadStopped(Value),
+}
+
+impl From<WhenError> for TriggerError {
+    fn from(e: WhenError) -> TriggerError {
+        TriggerError::When(e)
+    }
+}
+
+impl std::fmt::Display for TriggerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TriggerError::NotObject => f.write_str("a trigger must be a JSON object"),
+            TriggerError::UnknownRole(r) => write!(
+                f,
+                "unknown role {} (expected \"time\" or \"event\")",
+                r.as_ref()
+                    .map_or("(none)".to_string(), |r| format!("\"{r}\""))
+            ),
+            TriggerError::NotString { key, found } => {
+                write!(f, "\"{key}\" must be a string, not {found}")
+            }
+            TriggerError::BadTarget => f.write_str("\"target\" must be a peer name"),
+            TriggerError::BadFallback(item) => write!(
+                f,
+                "\"fallback\" has {item}, which is not a peer name or \"self\""
+            ),
+            TriggerError::BadId(v) => write!(
+                f,
+                "\"id\" {v} must be lowercase letters, digits and dashes, starting with a letter, at most 32"
+            ),
+            TriggerError::MissingWhen => f.write_str("missing \"when\""),
+            TriggerError::When(e) => e.fmt(f),
+            TriggerError::MissingMessage => f.write_str("missing non-empty \"message\""),
+            TriggerError::MessageTooLong(n) => write!(
+                f,
+                "\"message\" is {n} characters; at most {} (the rest of the daemon's \
+                 16000 is kept for the note a fallback's copy starts with) — shorten it, or \
+                 point to a file",
+                super::chain::SIGNAL_MAX_CHARS
+            ),
+            TriggerError::EmptyCheck => f.write_str("\"check\" is empty"),
+            TriggerError::MissingScript => f.write_str("missing non-empty \"script\""),
+            TriggerError::BadHeartbeat(v) => write!(
+                f,
+                "\"heartbeatSec\" must be a positive number of seconds, not {v}"
+            ),
+            TriggerError::BadStopped(v) => write!(
+                f,
+                "\"stopped\" must be an object like {{\"at\":…,\"last\":…}}, not {v}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TriggerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TriggerError::When(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// Which service a trigger belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,7 +220,7 @@ pub struct Stopped {
 /// object = stopped (an object's `at` and `last` kept when they are strings).
 ///
 /// Errors: any other value.
-fn parse_stopped(v: Option<&Value>) -> Result<Option<Stopped>, String> {
+fn parse_stopped(v: Option<&Value>) -> Result<Option<Stopped>, TriggerError> {
     let text = |o: &Map<String, Value>, k: &str| {
         o.get(k)
             .and_then(Value::as_str)
@@ -133,9 +234,7 @@ fn parse_stopped(v: Option<&Value>) -> Result<Option<Stopped>, String> {
             at: text(o, "at"),
             last: text(o, "last"),
         })),
-        Some(other) => Err(format!(
-            "\"stopped\" must be an object like {{\"at\":…,\"last\":…}}, not {other}"
-        )),
+        Some(other) => Err(TriggerError::BadStopped(other.clone())),
     }
 }
 
@@ -235,18 +334,24 @@ pub fn js_number(n: &Number) -> Number {
     }
 }
 
-fn opt_str(entry: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+fn opt_str(entry: &Map<String, Value>, key: &str) -> Result<Option<String>, TriggerError> {
     match entry.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(format!("\"{key}\" must be a string, not {other}")),
+        Some(other) => Err(TriggerError::NotString {
+            key: key.to_string(),
+            found: other.clone(),
+        }),
     }
 }
 
 /// Resolve `fallback` (one name or a list; `self` = `owner`). Absent or empty = `None`.
 ///
-/// Errors: an element that is not `self` or a peer name.
-pub fn resolve_fallback(v: Option<&Value>, owner: &str) -> Result<Option<Vec<String>>, String> {
+/// Errors: [`TriggerError::BadFallback`], an element that is not `self` or a peer name.
+pub fn resolve_fallback(
+    v: Option<&Value>,
+    owner: &str,
+) -> Result<Option<Vec<String>>, TriggerError> {
     let items: Vec<&Value> = match v {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::Array(a)) => a.iter().collect(),
@@ -257,11 +362,7 @@ pub fn resolve_fallback(v: Option<&Value>, owner: &str) -> Result<Option<Vec<Str
         match item.as_str() {
             Some("self") => out.push(owner.to_string()),
             Some(n) if is_valid_personality(n) => out.push(n.to_string()),
-            _ => {
-                return Err(format!(
-                    "\"fallback\" has {item}, which is not a peer name or \"self\""
-                ))
-            }
+            _ => return Err(TriggerError::BadFallback(item.clone())),
         }
     }
     Ok((!out.is_empty()).then_some(out))
@@ -271,38 +372,30 @@ pub fn resolve_fallback(v: Option<&Value>, owner: &str) -> Result<Option<Vec<Str
 /// fallbacks resolved, default id, `owner` set to the profile's peer). `check_when` is
 /// called on a time trigger's `when` (the schedule check, see [`super::when::check`]).
 ///
-/// Errors: what is wrong with the entry (the caller logs it and skips the entry).
+/// Errors: [`TriggerError`], what is wrong with the entry (the caller logs it and skips the
+/// entry).
 pub fn parse_entry(
     entry: &Value,
     owner: &str,
-    check_when: &dyn Fn(&str) -> Result<(), String>,
-) -> Result<Trigger, String> {
+    check_when: &dyn Fn(&str) -> Result<(), WhenError>,
+) -> Result<Trigger, TriggerError> {
     let Some(obj) = entry.as_object() else {
-        return Err("a trigger must be a JSON object".into());
+        return Err(TriggerError::NotObject);
     };
     let role = match obj.get("role").and_then(Value::as_str) {
         Some("time") => Role::Time,
         Some("event") => Role::Event,
-        other => {
-            return Err(format!(
-                "unknown role {} (expected \"time\" or \"event\")",
-                other.map_or("(none)".to_string(), |r| format!("\"{r}\""))
-            ))
-        }
+        other => return Err(TriggerError::UnknownRole(other.map(str::to_string))),
     };
     let target = opt_str(obj, "target")?
         .filter(|t| is_valid_personality(t))
-        .ok_or("\"target\" must be a peer name")?;
+        .ok_or(TriggerError::BadTarget)?;
     let topic = opt_str(obj, "topic")?.filter(|t| !t.is_empty());
     let fallback = resolve_fallback(obj.get("fallback"), owner)?;
     let id = match obj.get("id") {
         None => None,
         Some(Value::String(s)) if is_valid_personality(s) => Some(s.clone()),
-        Some(other) => {
-            return Err(format!(
-                "\"id\" {other} must be lowercase letters, digits and dashes, starting with a letter, at most 32"
-            ))
-        }
+        Some(other) => return Err(TriggerError::BadId(other.clone())),
     };
     let mut t = Trigger {
         role: role.as_str().into(),
@@ -320,24 +413,19 @@ pub fn parse_entry(
     };
     match role {
         Role::Time => {
-            let when = opt_str(obj, "when")?.ok_or("missing \"when\"")?;
+            let when = opt_str(obj, "when")?.ok_or(TriggerError::MissingWhen)?;
             check_when(&when)?;
             t.when = Some(when);
             let message = opt_str(obj, "message")?
                 .filter(|m| !m.is_empty())
-                .ok_or("missing non-empty \"message\"")?;
+                .ok_or(TriggerError::MissingMessage)?;
             let n = message.chars().count();
             if n > super::chain::SIGNAL_MAX_CHARS {
-                return Err(format!(
-                    "\"message\" is {n} characters; at most {} (the rest of the daemon's \
-                     16000 is kept for the note a fallback's copy starts with) — shorten it, or \
-                     point to a file",
-                    super::chain::SIGNAL_MAX_CHARS
-                ));
+                return Err(TriggerError::MessageTooLong(n));
             }
             t.message = Some(message);
             t.check = match opt_str(obj, "check")? {
-                Some(c) if c.is_empty() => return Err("\"check\" is empty".into()),
+                Some(c) if c.is_empty() => return Err(TriggerError::EmptyCheck),
                 c => c,
             };
         }
@@ -345,16 +433,12 @@ pub fn parse_entry(
             t.script = Some(
                 opt_str(obj, "script")?
                     .filter(|s| !s.trim().is_empty())
-                    .ok_or("missing non-empty \"script\"")?,
+                    .ok_or(TriggerError::MissingScript)?,
             );
             t.heartbeat_sec = match obj.get("heartbeatSec") {
                 None | Some(Value::Null) => None,
                 Some(Value::Number(n)) if n.as_f64().is_some_and(|f| f > 0.0) => Some(js_number(n)),
-                Some(other) => {
-                    return Err(format!(
-                        "\"heartbeatSec\" must be a positive number of seconds, not {other}"
-                    ))
-                }
+                Some(other) => return Err(TriggerError::BadHeartbeat(other.clone())),
             };
             t.stopped = parse_stopped(obj.get("stopped"))?;
         }
@@ -368,7 +452,7 @@ pub fn parse_entry(
 pub fn from_profile(
     profile: &Map<String, Value>,
     owner: &str,
-    check_when: &dyn Fn(&str) -> Result<(), String>,
+    check_when: &dyn Fn(&str) -> Result<(), WhenError>,
 ) -> (Vec<Trigger>, Vec<String>) {
     let Some(list) = profile.get("notifier").and_then(|n| n.get("triggers")) else {
         return (Vec::new(), Vec::new());
@@ -395,7 +479,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn any_when(_: &str) -> Result<(), String> {
+    fn any_when(_: &str) -> Result<(), WhenError> {
         Ok(())
     }
 
@@ -518,6 +602,7 @@ mod tests {
         bad["stopped"] = json!("yes");
         assert!(parse_entry(&bad, "op", &any_when)
             .unwrap_err()
+            .to_string()
             .starts_with("\"stopped\" must be an object"));
     }
 

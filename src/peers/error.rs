@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use crate::names::{self, Intelligence};
 use crate::profile::{ProfileError, DESCRIPTION_MAX_CHARS};
 use crate::registry::RegistryError;
-use crate::runtime::RuntimeError;
+use crate::runtime::{RuntimeError, SetupError};
 
 /// Why [`create_peer`](super::create_peer) or [`init_peer`](super::init_peer) refused or
 /// failed. `Display` gives the one-line message the CLI prints after `iapeer <verb>: `.
@@ -80,8 +80,8 @@ pub enum PeerError {
         /// The underlying error.
         source: io::Error,
     },
-    /// A runtime's setup failed (text from `runtime::setup_peer`, naming the file).
-    Setup(String),
+    /// A runtime's setup failed (`runtime::setup_peer`, naming the file).
+    Setup(SetupError),
     /// The profile could not be read or written.
     Profile(ProfileError),
     /// The registry could not be read or written.
@@ -177,7 +177,7 @@ impl fmt::Display for PeerError {
                 path,
                 source,
             } => write!(f, "cannot {action} {}: {source}", path.display()),
-            PeerError::Setup(e) => f.write_str(e),
+            PeerError::Setup(e) => e.fmt(f),
             PeerError::Profile(e) => write!(f, "{e}"),
             PeerError::Registry(e) => write!(f, "{e}"),
         }

@@ -23,7 +23,7 @@ pub use error::PeerError;
 #[allow(unused_imports)] // for `onboard` (issue 8 item 2)
 pub use human::create_human_peer;
 pub use provision::{configure, provision_declared, Provisioned};
-pub use refresh::refresh_peer;
+pub use refresh::{refresh_peer, RefreshError};
 pub use rename::{plan_rename, rename_peer};
 pub use runtime_choice::{choose_runtime, installed_agents};
 pub use service::{create_notifier_peer, NOTIFIER_PEERS};

@@ -2,30 +2,72 @@
 //! wake starts a fresh conversation. Called by `iapeer refresh` and `POST
 //! /fleet/v1/peers/<p>/refresh` (spec 10 §1).
 
-use crate::markers::{Flag, Markers};
-use crate::names::Identity;
+use crate::markers::{Flag, MarkerError, Markers};
+use crate::names::{Identity, IdentityError};
 use crate::paths::Paths;
 use crate::registry::RegistryPeer;
 use crate::runtime::RuntimeKind;
+
+/// Why [`refresh_peer`] refused or failed. `Display` is the text for the user.
+#[derive(Debug)]
+pub enum RefreshError {
+    /// The runtime asked for is not one the peer declares.
+    Undeclared {
+        /// The peer.
+        personality: String,
+        /// The runtime asked for.
+        runtime: String,
+    },
+    /// The names do not form an identity.
+    Identity(IdentityError),
+    /// The flag could not be written.
+    Marker(MarkerError),
+}
+
+impl std::fmt::Display for RefreshError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RefreshError::Undeclared {
+                personality,
+                runtime,
+            } => write!(
+                f,
+                "peer \"{personality}\" does not declare runtime \"{runtime}\""
+            ),
+            RefreshError::Identity(e) => e.fmt(f),
+            RefreshError::Marker(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for RefreshError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RefreshError::Identity(e) => Some(e),
+            RefreshError::Marker(e) => Some(e),
+            RefreshError::Undeclared { .. } => None,
+        }
+    }
+}
 
 /// Set the `fresh-next` flag of `peer`'s agent runtimes (only `runtime` when given); router
 /// runtimes are skipped. Returns the identities marked (possibly none). Nothing is ended or
 /// woken.
 ///
-/// Errors (text for the user): `runtime` is not one the peer declares; a name that does not
+/// Errors: [`RefreshError`], `runtime` is not one the peer declares; a name that does not
 /// form an identity; the flag cannot be written.
 pub fn refresh_peer(
     paths: &Paths,
     peer: &RegistryPeer,
     runtime: Option<&str>,
-) -> Result<Vec<Identity>, String> {
+) -> Result<Vec<Identity>, RefreshError> {
     let rts: Vec<&String> = match runtime {
         Some(rt) if peer.declares(rt) => peer.runtimes.iter().filter(|r| *r == rt).collect(),
         Some(rt) => {
-            return Err(format!(
-                "peer \"{}\" does not declare runtime \"{rt}\"",
-                peer.personality
-            ))
+            return Err(RefreshError::Undeclared {
+                personality: peer.personality.clone(),
+                runtime: rt.to_string(),
+            })
         }
         None => peer.runtimes.iter().collect(),
     };
@@ -36,10 +78,10 @@ pub fn refresh_peer(
         if !is_agent {
             continue;
         }
-        let id = Identity::new(rt, &peer.personality).map_err(|e| e.to_string())?;
+        let id = Identity::new(rt, &peer.personality).map_err(RefreshError::Identity)?;
         Markers::new(paths, &id)
             .set(Flag::FreshNext)
-            .map_err(|e| e.to_string())?;
+            .map_err(RefreshError::Marker)?;
         marked.push(id);
     }
     Ok(marked)

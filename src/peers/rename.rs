@@ -199,7 +199,7 @@ pub fn rename_peer(
         step(&j, &undone)?;
         kill_point(point);
     }
-    let profile = journal::stage(paths, &j).map_err(&undone)?;
+    let profile = journal::stage(paths, &j).map_err(|e| undone(e.to_string()))?;
     kill_point("staged");
     let peer = profile.to_registry_peer(&to);
     let written = peer.clone();

@@ -39,6 +39,184 @@ use crate::registry::former;
 use crate::registry::Registry;
 use crate::runtime;
 
+/// Why a step of the journal failed. `Display` names the file and what to do.
+#[derive(Debug)]
+pub enum JournalError {
+    /// A file could not be read.
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// The journal is not a rename journal.
+    NotAJournal {
+        /// The journal file.
+        path: PathBuf,
+        /// The parser's error.
+        source: serde_json::Error,
+    },
+    /// The journal has another format version.
+    Version {
+        /// The journal file.
+        path: PathBuf,
+        /// Its version.
+        v: u32,
+    },
+    /// A file changed between planning and staging.
+    Changed(PathBuf),
+    /// No staged copy was the renamed peer's profile.
+    NoProfile(PathBuf),
+    /// A file could not be written or deleted.
+    Io {
+        /// `"write"` or `"delete"`.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// A file or folder could not be moved (`what` is how the text names it, e.g.
+    /// `"Claude Code's history "`, or empty).
+    Move {
+        /// How the thing moved is named before its path (empty or ending with a space).
+        what: &'static str,
+        /// Where it is.
+        from: PathBuf,
+        /// Where it was going.
+        to: PathBuf,
+        /// True when moving it back (undoing).
+        back: bool,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// A file or folder could not be moved to its new name (`what` names it).
+    MoveAway {
+        /// How the thing is named before its path (`"the message ids "`…).
+        what: &'static str,
+        /// Its path.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// A profile could not be read or rewritten.
+    Profile(crate::profile::ProfileError),
+    /// The registry could not be read or locked.
+    Registry(crate::registry::RegistryError),
+    /// The trigger lists' lock could not be taken.
+    Store(store::StoreError),
+    /// The markers could not be carried.
+    Markers(crate::markers::MarkerError),
+}
+
+impl std::fmt::Display for JournalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JournalError::Read { path, source } => write!(f, "{}: {source}", path.display()),
+            JournalError::NotAJournal { path, source } => {
+                write!(f, "{} is not a rename journal: {source}", path.display())
+            }
+            JournalError::Version { path, v } => write!(
+                f,
+                "{} has version {v} (this iapeer knows {VERSION})",
+                path.display()
+            ),
+            JournalError::Changed(path) => write!(
+                f,
+                "{} changed while the rename was being prepared — run the rename again",
+                path.display()
+            ),
+            JournalError::NoProfile(to) => {
+                write!(f, "no profile of the peer in {}", to.display())
+            }
+            JournalError::Io {
+                action,
+                path,
+                source,
+            } => write!(f, "cannot {action} {}: {source}", path.display()),
+            JournalError::Move {
+                what,
+                from,
+                to,
+                back,
+                source,
+            } => write!(
+                f,
+                "cannot move {what}{} {}to {}: {source}",
+                from.display(),
+                if *back { "back " } else { "" },
+                to.display()
+            ),
+            JournalError::MoveAway { what, path, source } => {
+                write!(f, "cannot move {what}{}: {source}", path.display())
+            }
+            JournalError::Profile(e) => e.fmt(f),
+            JournalError::Registry(e) => e.fmt(f),
+            JournalError::Store(e) => e.fmt(f),
+            JournalError::Markers(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for JournalError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            JournalError::Read { source, .. }
+            | JournalError::Io { source, .. }
+            | JournalError::Move { source, .. }
+            | JournalError::MoveAway { source, .. } => Some(source),
+            JournalError::NotAJournal { source, .. } => Some(source),
+            JournalError::Profile(e) => Some(e),
+            JournalError::Registry(e) => Some(e),
+            JournalError::Store(e) => Some(e),
+            JournalError::Markers(e) => Some(e),
+            JournalError::Version { .. }
+            | JournalError::Changed(_)
+            | JournalError::NoProfile(_) => None,
+        }
+    }
+}
+
+impl From<crate::profile::ProfileError> for JournalError {
+    fn from(e: crate::profile::ProfileError) -> JournalError {
+        JournalError::Profile(e)
+    }
+}
+
+impl From<crate::registry::RegistryError> for JournalError {
+    fn from(e: crate::registry::RegistryError) -> JournalError {
+        JournalError::Registry(e)
+    }
+}
+
+impl From<store::StoreError> for JournalError {
+    fn from(e: store::StoreError) -> JournalError {
+        JournalError::Store(e)
+    }
+}
+
+impl From<crate::markers::MarkerError> for JournalError {
+    fn from(e: crate::markers::MarkerError) -> JournalError {
+        JournalError::Markers(e)
+    }
+}
+
+/// `cannot <action> <path>: <error>`, for `map_err`.
+fn io_err(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> JournalError {
+    let path = path.to_path_buf();
+    move |source| JournalError::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+/// `<path>: <error>`, for `map_err`.
+fn read_err(path: &Path) -> impl FnOnce(io::Error) -> JournalError {
+    let path = path.to_path_buf();
+    move |source| JournalError::Read { path, source }
+}
+
 /// The journal's format version.
 const VERSION: u32 = 1;
 
@@ -158,20 +336,18 @@ pub fn write(paths: &Paths, j: &Journal) -> io::Result<()> {
 /// The journal of an unfinished rename, if any.
 ///
 /// Errors: it exists but cannot be read or is not a journal of this format.
-fn read(paths: &Paths) -> Result<Option<Journal>, String> {
+fn read(paths: &Paths) -> Result<Option<Journal>, JournalError> {
     let file = path(paths);
-    let text = fsutil::read_optional(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let text = fsutil::read_optional(&file).map_err(read_err(&file))?;
     let Some(text) = text else {
         return Ok(None);
     };
-    let j: Journal = serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not a rename journal: {e}", file.display()))?;
+    let j: Journal = match serde_json::from_str(&text) {
+        Ok(j) => j,
+        Err(source) => return Err(JournalError::NotAJournal { path: file, source }),
+    };
     if j.v != VERSION {
-        return Err(format!(
-            "{} has version {} (this iapeer knows {VERSION})",
-            file.display(),
-            j.v
-        ));
+        return Err(JournalError::Version { path: file, v: j.v });
     }
     Ok(Some(j))
 }
@@ -290,13 +466,12 @@ struct Made {
 /// The new text of staged file `s` of rename `j`, made from the file as it is now.
 ///
 /// Errors: the file cannot be read or its new text made (text names it).
-fn new_text(paths: &Paths, j: &Journal, s: &Staged) -> Result<Made, String> {
+fn new_text(paths: &Paths, j: &Journal, s: &Staged) -> Result<Made, JournalError> {
     match s.kind {
         StagedKind::OwnProfile | StagedKind::Triggers => {
             let rewrite = Profile::rewrite(cwd_of(&s.target), |p| {
                 store::rename_in(&mut p.extra, &j.old, &j.new);
-            })
-            .map_err(|e| e.to_string())?;
+            })?;
             Ok(Made {
                 base: rewrite.base.as_deref().map(digest),
                 text: rewrite.text,
@@ -304,9 +479,9 @@ fn new_text(paths: &Paths, j: &Journal, s: &Staged) -> Result<Made, String> {
             })
         }
         StagedKind::FormerNames => {
-            let base = digest_of(&s.target).map_err(|e| format!("{}: {e}", s.target.display()))?;
+            let base = digest_of(&s.target).map_err(read_err(&s.target))?;
             let text = former::noted_text(paths, &j.old, Some(&j.new), j.at_ms)
-                .map_err(|e| format!("{}: {e}", s.target.display()))?;
+                .map_err(read_err(&s.target))?;
             Ok(Made {
                 text,
                 base,
@@ -327,24 +502,21 @@ fn mode_of(_kind: StagedKind) -> u32 {
 ///
 /// Errors: a file cannot be read or a copy written (a full disk), or a file changed since the
 /// rename planned it (someone wrote it meanwhile): the caller undoes the rename.
-pub fn stage(paths: &Paths, j: &Journal) -> Result<Profile, String> {
+pub fn stage(paths: &Paths, j: &Journal) -> Result<Profile, JournalError> {
     let mut own = None;
     for s in &j.staged {
         let made = new_text(paths, j, s)?;
         if made.base != s.base {
-            return Err(format!(
-                "{} changed while the rename was being prepared — run the rename again",
-                s.target.display()
-            ));
+            return Err(JournalError::Changed(s.target.clone()));
         }
         let at = staged_path(&s.target);
         fsutil::write_atomic(&at, made.text.as_bytes(), mode_of(s.kind))
-            .map_err(|e| format!("cannot write {}: {e}", at.display()))?;
+            .map_err(io_err("write", &at))?;
         if s.kind == StagedKind::OwnProfile {
             own = made.profile;
         }
     }
-    own.ok_or_else(|| format!("no profile of the peer in {}", j.to.display()))
+    own.ok_or_else(|| JournalError::NoProfile(j.to.clone()))
 }
 
 /// Move `from` to `to` unless that is done already (`from` gone and `to` there).
@@ -363,42 +535,40 @@ fn move_once(from: &Path, to: &Path) -> io::Result<()> {
 ///
 /// Errors: a step failed (text names it); the journal stays, so the next [`recover`] tries
 /// again.
-pub fn undo(paths: &Paths, j: &Journal) -> Result<(), String> {
+pub fn undo(paths: &Paths, j: &Journal) -> Result<(), JournalError> {
     for s in &j.staged {
         let at = staged_path(&s.target);
         // The renamed peer's copy is in the new folder, or in the old one if the folder was
         // moved back already.
         let back = at.strip_prefix(&j.to).ok().map(|rest| j.from.join(rest));
         for p in std::iter::once(at).chain(back) {
-            fsutil::remove_if_exists(&p)
-                .map_err(|e| format!("cannot delete {}: {e}", p.display()))?;
+            fsutil::remove_if_exists(&p).map_err(io_err("delete", &p))?;
         }
     }
     if let Some((h, target)) = &j.history {
         if target.exists() && !h.exists() {
-            std::fs::rename(target, h).map_err(|e| {
-                format!(
-                    "cannot move Claude Code's history {} back to {}: {e}",
-                    target.display(),
-                    h.display()
-                )
+            std::fs::rename(target, h).map_err(|source| JournalError::Move {
+                what: "Claude Code's history ",
+                from: target.clone(),
+                to: h.clone(),
+                back: true,
+                source,
             })?;
         }
     }
     if j.to.exists() && !j.from.exists() {
-        std::fs::rename(&j.to, &j.from).map_err(|e| {
-            format!(
-                "cannot move {} back to {}: {e}",
-                j.to.display(),
-                j.from.display()
-            )
+        std::fs::rename(&j.to, &j.from).map_err(|source| JournalError::Move {
+            what: "",
+            from: j.to.clone(),
+            to: j.from.clone(),
+            back: true,
+            source,
         })?;
     }
     if let Some(git_dir) = &j.worktree {
         repair_worktree(git_dir, &j.from);
     }
-    fsutil::remove_if_exists(&path(paths))
-        .map_err(|e| format!("cannot delete {}: {e}", path(paths).display()))
+    fsutil::remove_if_exists(&path(paths)).map_err(io_err("delete", &path(paths)))
 }
 
 /// Make git's record of the worktree `folder` name it again (`git worktree repair`; nothing
@@ -421,25 +591,25 @@ fn repair_worktree(git_dir: &Path, folder: &Path) -> Option<String> {
 /// what the copy was made from; else (someone wrote it meanwhile) the copy is dropped and the
 /// change made again on what is there now. Nothing to do when the copy is gone (placed
 /// already).
-fn place(paths: &Paths, j: &Journal, s: &Staged) -> Result<(), String> {
+fn place(paths: &Paths, j: &Journal, s: &Staged) -> Result<(), JournalError> {
     let at = staged_path(&s.target);
     if !at.exists() {
         return Ok(());
     }
-    let now = digest_of(&s.target).map_err(|e| format!("{}: {e}", s.target.display()))?;
+    let now = digest_of(&s.target).map_err(read_err(&s.target))?;
     if now == s.base {
-        return std::fs::rename(&at, &s.target).map_err(|e| {
-            format!(
-                "cannot move {} to {}: {e}",
-                at.display(),
-                s.target.display()
-            )
+        return std::fs::rename(&at, &s.target).map_err(|source| JournalError::Move {
+            what: "",
+            from: at.clone(),
+            to: s.target.clone(),
+            back: false,
+            source,
         });
     }
-    fsutil::remove_if_exists(&at).map_err(|e| format!("cannot delete {}: {e}", at.display()))?;
+    fsutil::remove_if_exists(&at).map_err(io_err("delete", &at))?;
     let made = new_text(paths, j, s)?;
     fsutil::write_atomic(&s.target, made.text.as_bytes(), mode_of(s.kind))
-        .map_err(|e| format!("cannot write {}: {e}", s.target.display()))
+        .map_err(io_err("write", &s.target))
 }
 
 /// Finish rename `j` (committed): see the module doc. Returns the warnings of steps that could
@@ -447,15 +617,14 @@ fn place(paths: &Paths, j: &Journal, s: &Staged) -> Result<(), String> {
 /// setup).
 ///
 /// Errors: a step failed that the next [`recover`] tries again (the journal stays).
-pub fn finish(paths: &Paths, j: &Journal) -> Result<Vec<String>, String> {
+pub fn finish(paths: &Paths, j: &Journal) -> Result<Vec<String>, JournalError> {
     let mut warnings = Vec::new();
     let (notes, profiles): (Vec<&Staged>, Vec<&Staged>) = j
         .staged
         .iter()
         .partition(|s| s.kind == StagedKind::FormerNames);
     // Under the registry's lock, as every note is written.
-    Registry::with_lock(paths, || notes.iter().try_for_each(|s| place(paths, j, s)))
-        .map_err(|e| e.to_string())??;
+    Registry::with_lock(paths, || notes.iter().try_for_each(|s| place(paths, j, s)))??;
     kill_point("former-names");
     // Under the lock of the trigger lists' writers (the timer and watcher services).
     store::with_profiles_lock(paths, || {
@@ -465,8 +634,8 @@ pub fn finish(paths: &Paths, j: &Journal) -> Result<Vec<String>, String> {
     for rt in &j.runtimes {
         if let (Ok(id), Ok(to_id)) = (Identity::new(rt, &j.old), Identity::new(rt, &j.new)) {
             let markers = Markers::new(paths, &id);
-            markers.carry_to(&to_id).map_err(|e| e.to_string())?;
-            markers.remove_all().map_err(|e| e.to_string())?;
+            markers.carry_to(&to_id)?;
+            markers.remove_all()?;
             // The message ids begun for the peer follow it: a retry sent to its new name is
             // still never written twice (issue 26 item 5). One left under the new name by a
             // removed peer is replaced.
@@ -475,8 +644,11 @@ pub fn finish(paths: &Paths, j: &Journal) -> Result<Vec<String>, String> {
                 crate::msgids::file_in(&paths.message_ids_dir(), &to_id.to_string()),
             );
             if ids.exists() {
-                std::fs::rename(&ids, &to_ids)
-                    .map_err(|e| format!("cannot move the message ids {}: {e}", ids.display()))?;
+                std::fs::rename(&ids, &to_ids).map_err(|source| JournalError::MoveAway {
+                    what: "the message ids ",
+                    path: ids.clone(),
+                    source,
+                })?;
             }
         }
     }
@@ -492,8 +664,10 @@ pub fn finish(paths: &Paths, j: &Journal) -> Result<Vec<String>, String> {
                 inbox.display()
             ));
         } else {
-            move_once(&inbox, &target).map_err(|e| {
-                format!("cannot move the attachment inbox {}: {e}", inbox.display())
+            move_once(&inbox, &target).map_err(|source| JournalError::MoveAway {
+                what: "the attachment inbox ",
+                path: inbox.clone(),
+                source,
             })?;
         }
     }
@@ -506,7 +680,7 @@ pub fn finish(paths: &Paths, j: &Journal) -> Result<Vec<String>, String> {
     }
     for rt in &j.runtimes {
         if let Err(e) = runtime::teardown_peer(rt, &j.from) {
-            warnings.push(e);
+            warnings.push(e.to_string());
         }
         if let Err(e) = runtime::setup_peer(rt, &j.to, &j.new, j.bearer) {
             warnings.push(format!(
@@ -515,8 +689,7 @@ pub fn finish(paths: &Paths, j: &Journal) -> Result<Vec<String>, String> {
             ));
         }
     }
-    fsutil::remove_if_exists(&path(paths))
-        .map_err(|e| format!("cannot delete {}: {e}", path(paths).display()))?;
+    fsutil::remove_if_exists(&path(paths)).map_err(io_err("delete", &path(paths)))?;
     Ok(warnings)
 }
 
@@ -524,8 +697,8 @@ pub fn finish(paths: &Paths, j: &Journal) -> Result<Vec<String>, String> {
 /// longer the old one.
 ///
 /// Errors: the registry cannot be read (nothing can be decided).
-fn committed(paths: &Paths, j: &Journal) -> Result<bool, String> {
-    let r = Registry::load(paths).map_err(|e| e.to_string())?;
+fn committed(paths: &Paths, j: &Journal) -> Result<bool, JournalError> {
+    let r = Registry::load(paths)?;
     Ok(r.find(&j.new).is_some_and(|p| p.cwd == j.to) && r.find(&j.old).is_none())
 }
 
@@ -597,7 +770,7 @@ pub fn recover_locked(paths: &Paths) -> Option<Recovery> {
     let j = match read(paths) {
         Ok(Some(j)) => j,
         Ok(None) => return None,
-        Err(e) => return Some(Recovery::Failed(e)),
+        Err(e) => return Some(Recovery::Failed(e.to_string())),
     };
     let settled = match committed(paths, &j) {
         Ok(true) => finish(paths, &j).map(|warnings| Recovery::Finished {
@@ -611,5 +784,5 @@ pub fn recover_locked(paths: &Paths) -> Option<Recovery> {
         }),
         Err(e) => Err(e),
     };
-    Some(settled.unwrap_or_else(Recovery::Failed))
+    Some(settled.unwrap_or_else(|e| Recovery::Failed(e.to_string())))
 }

@@ -61,7 +61,13 @@ pub fn check(cwd: &Path) -> Findings {
     };
     match from_map(map) {
         Ok(raw) => problems(personality_of(cwd), &raw),
-        Err(reason) => error(ProfileError::Corrupt { path, reason }.to_string()),
+        Err(reason) => error(
+            ProfileError::Corrupt {
+                path,
+                reason: reason.to_string(),
+            }
+            .to_string(),
+        ),
     }
 }
 

@@ -85,11 +85,55 @@ fn parse_object(path: &Path, text: &str) -> Result<Map<String, Value>, ProfileEr
     }
 }
 
+/// A known profile field of the wrong type. `Display` names the field and what it must be;
+/// [`ProfileError::Corrupt`] quotes it as its reason.
+#[derive(Debug)]
+pub enum FieldError {
+    /// A field that must be a string holds another kind of value.
+    NotString {
+        /// The key.
+        key: String,
+        /// The kind found ([`json_kind`]).
+        kind: &'static str,
+    },
+    /// A field that must be an array of strings holds something else.
+    NotStringList(String),
+    /// `interfaces` is not an object.
+    InterfacesNotObject,
+    /// `worktree` does not decode.
+    BadWorktree(serde_json::Error),
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FieldError::NotString { key, kind } => {
+                write!(f, "\"{key}\" must be a string, not a {kind}")
+            }
+            FieldError::NotStringList(key) => write!(f, "\"{key}\" must be an array of strings"),
+            FieldError::InterfacesNotObject => f.write_str("\"interfaces\" must be an object"),
+            FieldError::BadWorktree(e) => write!(
+                f,
+                "\"worktree\" must be {{\"repository\": <path>, \"branch\": <name>}} ({e})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FieldError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FieldError::BadWorktree(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// Split a profile object into typed fields and `extra`. The personality is taken as
 /// written; runtimes are not settled yet.
 ///
-/// Errors: a message naming the first known field with the wrong type.
-pub(super) fn from_map(mut map: Map<String, Value>) -> Result<Profile, String> {
+/// Errors: [`FieldError`], naming the first known field with the wrong type.
+pub(super) fn from_map(mut map: Map<String, Value>) -> Result<Profile, FieldError> {
     let mut p = Profile::blank("");
     p.personality = take_string(&mut map, "personality")?.unwrap_or_default();
     p.runtimes = take_string_list(&mut map, "runtimes")?;
@@ -103,31 +147,29 @@ pub(super) fn from_map(mut map: Map<String, Value>) -> Result<Profile, String> {
     p.interfaces = match map.remove("interfaces") {
         None | Some(Value::Null) => None,
         Some(Value::Object(m)) => Some(m),
-        Some(_) => return Err("\"interfaces\" must be an object".to_string()),
+        Some(_) => return Err(FieldError::InterfacesNotObject),
     };
     p.worktree = match map.remove("worktree") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(serde_json::from_value(v).map_err(|e| {
-            format!("\"worktree\" must be {{\"repository\": <path>, \"branch\": <name>}} ({e})")
-        })?),
+        Some(v) => Some(serde_json::from_value(v).map_err(FieldError::BadWorktree)?),
     };
     p.extra = map;
     Ok(p)
 }
 
-fn take_string(map: &mut Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+fn take_string(map: &mut Map<String, Value>, key: &str) -> Result<Option<String>, FieldError> {
     match map.remove(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
-        Some(other) => Err(format!(
-            "\"{key}\" must be a string, not a {}",
-            json_kind(&other)
-        )),
+        Some(other) => Err(FieldError::NotString {
+            key: key.to_string(),
+            kind: json_kind(&other),
+        }),
     }
 }
 
-fn take_string_list(map: &mut Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
-    let bad = || format!("\"{key}\" must be an array of strings");
+fn take_string_list(map: &mut Map<String, Value>, key: &str) -> Result<Vec<String>, FieldError> {
+    let bad = || FieldError::NotStringList(key.to_string());
     match map.remove(key) {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => items

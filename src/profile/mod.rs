@@ -487,8 +487,10 @@ fn read_lenient(cwd: &Path) -> Result<Option<(Profile, String)>, ProfileError> {
     let Some((map, text)) = fields::read_object_text(&path)? else {
         return Ok(None);
     };
-    let mut profile =
-        fields::from_map(map).map_err(|reason| ProfileError::Corrupt { path, reason })?;
+    let mut profile = fields::from_map(map).map_err(|reason| ProfileError::Corrupt {
+        path,
+        reason: reason.to_string(),
+    })?;
     if let Ok(name) = personality_of(cwd) {
         profile.personality = name;
     }

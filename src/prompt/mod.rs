@@ -25,7 +25,7 @@ use crate::names::Identity;
 use crate::paths::{self, Paths};
 use crate::registry::{Registry, RegistryPeer};
 
-/// [`Skipped::reason`] of a whitespace-only file (not worth a warning).
+/// The text of [`SkipReason::Empty`], a whitespace-only file (not worth a warning).
 const EMPTY: &str = "empty";
 
 /// Suffix of the prompt file among the per-identity lifecycle markers.
@@ -53,7 +53,7 @@ pub fn assemble(
     home: Option<&Path>,
 ) -> String {
     let c = compose(paths, me, registry, facts, home);
-    for s in c.skipped.iter().filter(|s| s.reason != EMPTY) {
+    for s in c.skipped.iter().filter(|s| s.reason != SkipReason::Empty) {
         log::warn!("system prompt: skipping {}: {}", s.path.display(), s.reason);
     }
     c.text()
@@ -112,8 +112,33 @@ pub struct Skipped {
     /// The file.
     pub path: PathBuf,
     /// Why it is not in the prompt.
-    pub reason: String,
+    pub reason: SkipReason,
 }
+
+/// Why a layer file is left out of the prompt. `Display`: `empty`, `not UTF-8`, or the read
+/// error's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkipReason {
+    /// The file holds only white space (not worth a warning).
+    Empty,
+    /// The file is not UTF-8.
+    NotUtf8,
+    /// The file cannot be read (the error's text: an `io::Error` is neither `Clone` nor `Eq`,
+    /// which [`Composition`] is).
+    Unreadable(String),
+}
+
+impl std::fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SkipReason::Empty => f.write_str(EMPTY),
+            SkipReason::NotUtf8 => f.write_str("not UTF-8"),
+            SkipReason::Unreadable(e) => f.write_str(e),
+        }
+    }
+}
+
+impl std::error::Error for SkipReason {}
 
 /// The prompt as its layers, in order, and the files left out.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -350,17 +375,17 @@ fn is_layer_file_name(name: &[u8]) -> bool {
 
 /// A file as a section headed by its path marker; `Ok(None)` when it is missing; `Err` with
 /// the reason when it is empty, unreadable or not UTF-8 ([`assemble`] logs those).
-fn marked_section(path: &Path, home: Option<&Path>) -> Result<Option<String>, String> {
+fn marked_section(path: &Path, home: Option<&Path>) -> Result<Option<String>, SkipReason> {
     let text = match fs::read(path) {
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(t) => t,
-            Err(_) => return Err("not UTF-8".into()),
+            Err(_) => return Err(SkipReason::NotUtf8),
         },
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(SkipReason::Unreadable(e.to_string())),
     };
     if text.trim().is_empty() {
-        return Err(EMPTY.into());
+        return Err(SkipReason::Empty);
     }
     Ok(Some(format!(
         "<!-- {} -->\n{text}",

@@ -96,7 +96,7 @@ impl Registry {
         };
         let registry = parse(&text).map_err(|reason| RegistryError::Corrupt {
             path: path.clone(),
-            reason,
+            reason: reason.to_string(),
         })?;
         if registry.version > REGISTRY_VERSION {
             log::warn!(
@@ -151,7 +151,9 @@ impl Registry {
     ///
     /// Errors: `Refused` when the registry breaks the format.
     pub fn to_file_text(&self) -> Result<String, RegistryError> {
-        validate(self).map_err(|reason| RegistryError::Refused { reason })?;
+        validate(self).map_err(|reason| RegistryError::Refused {
+            reason: reason.to_string(),
+        })?;
         let mut out = self.clone();
         out.version = REGISTRY_VERSION;
         out.peers.sort_by(|a, b| a.personality.cmp(&b.personality));

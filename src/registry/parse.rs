@@ -22,27 +22,93 @@ struct RawPeer {
     interfaces: Option<Map<String, Value>>,
 }
 
+/// How a registry breaks the format (spec 01 §5). `Display` gives the one sentence that
+/// [`super::RegistryError`] quotes as its reason.
+#[derive(Debug)]
+pub enum ShapeError {
+    /// The text is not JSON.
+    InvalidJson(serde_json::Error),
+    /// The text is JSON but not an object.
+    NotObject,
+    /// `version` is not a whole number.
+    BadVersion,
+    /// `peers` is not an array.
+    PeersNotArray,
+    /// Peer number `n` (from 1) has no valid `personality`.
+    NoPersonality(usize),
+    /// A peer's field has the wrong type.
+    BadField {
+        /// The peer.
+        personality: String,
+        /// The decoder's error.
+        source: serde_json::Error,
+    },
+    /// A peer declares no runtime.
+    NoRuntime(String),
+    /// A peer has no `cwd`.
+    NoCwd(String),
+    /// A personality that does not match the pattern.
+    InvalidPersonality(String),
+    /// A personality listed more than once.
+    Duplicate(String),
+}
+
+impl std::fmt::Display for ShapeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ShapeError::InvalidJson(e) => write!(f, "invalid JSON ({e})"),
+            ShapeError::NotObject => f.write_str("it is not a JSON object"),
+            ShapeError::BadVersion => f.write_str("\"version\" is not a whole number"),
+            ShapeError::PeersNotArray => f.write_str("\"peers\" is not an array"),
+            ShapeError::NoPersonality(n) => {
+                write!(f, "peer #{n} has no valid \"personality\"")
+            }
+            ShapeError::BadField {
+                personality,
+                source,
+            } => write!(f, "peer \"{personality}\": {source}"),
+            ShapeError::NoRuntime(p) => write!(f, "peer \"{p}\" declares no runtime"),
+            ShapeError::NoCwd(p) => write!(f, "peer \"{p}\" has no \"cwd\""),
+            ShapeError::InvalidPersonality(p) => write!(
+                f,
+                "invalid personality \"{p}\" ({})",
+                names::PERSONALITY_RULE
+            ),
+            ShapeError::Duplicate(p) => {
+                write!(f, "personality \"{p}\" is listed more than once")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ShapeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ShapeError::InvalidJson(e) | ShapeError::BadField { source: e, .. } => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// Decode the registry text. `version` is kept as read (absent → the current version).
 ///
 /// Errors: invalid JSON, a non-object, `version`/`peers` of the wrong type, a peer without a
 /// valid personality, a peer without a runtime or cwd, a field of the wrong type, or a
 /// personality listed twice.
-pub(super) fn parse(text: &str) -> Result<Registry, String> {
+pub(super) fn parse(text: &str) -> Result<Registry, ShapeError> {
     let root = match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(map)) => map,
-        Ok(_) => return Err("it is not a JSON object".to_string()),
-        Err(e) => return Err(format!("invalid JSON ({e})")),
+        Ok(_) => return Err(ShapeError::NotObject),
+        Err(e) => return Err(ShapeError::InvalidJson(e)),
     };
     let version = match root.get("version") {
         None | Some(Value::Null) => REGISTRY_VERSION,
-        Some(v) => v
-            .as_u64()
-            .ok_or_else(|| "\"version\" is not a whole number".to_string())?,
+        Some(v) => v.as_u64().ok_or(ShapeError::BadVersion)?,
     };
     let items = match root.get("peers") {
         None => Vec::new(),
         Some(Value::Array(items)) => items.clone(),
-        Some(_) => return Err("\"peers\" is not an array".to_string()),
+        Some(_) => return Err(ShapeError::PeersNotArray),
     };
     let peers = items
         .into_iter()
@@ -54,29 +120,36 @@ pub(super) fn parse(text: &str) -> Result<Registry, String> {
     Ok(registry)
 }
 
-fn parse_peer(index: usize, item: Value) -> Result<RegistryPeer, String> {
+fn parse_peer(index: usize, item: Value) -> Result<RegistryPeer, ShapeError> {
     let personality = item
         .get("personality")
         .and_then(Value::as_str)
         .filter(|p| names::is_valid_personality(p))
         .map(str::to_string)
-        .ok_or_else(|| format!("peer #{} has no valid \"personality\"", index + 1))?;
-    let raw: RawPeer =
-        serde_json::from_value(item).map_err(|e| format!("peer \"{personality}\": {e}"))?;
+        .ok_or(ShapeError::NoPersonality(index + 1))?;
+    let raw: RawPeer = match serde_json::from_value(item) {
+        Ok(raw) => raw,
+        Err(source) => {
+            return Err(ShapeError::BadField {
+                personality,
+                source,
+            })
+        }
+    };
     let mut runtimes = raw.runtimes.unwrap_or_default();
     let default_runtime = raw
         .default_runtime
         .or(raw.runtime)
         .filter(|r| !r.is_empty())
         .or_else(|| runtimes.first().cloned())
-        .ok_or_else(|| format!("peer \"{personality}\" declares no runtime"))?;
+        .ok_or_else(|| ShapeError::NoRuntime(personality.clone()))?;
     if !runtimes.contains(&default_runtime) {
         runtimes.insert(0, default_runtime.clone());
     }
     let cwd = raw
         .cwd
         .filter(|c| !c.as_os_str().is_empty())
-        .ok_or_else(|| format!("peer \"{personality}\" has no \"cwd\""))?;
+        .ok_or_else(|| ShapeError::NoCwd(personality.clone()))?;
     let intelligence = raw
         .intelligence
         .unwrap_or_else(|| Intelligence::default_for_runtime(&default_runtime).to_string());
@@ -93,27 +166,20 @@ fn parse_peer(index: usize, item: Value) -> Result<RegistryPeer, String> {
 
 /// The rules every registry on disk obeys: valid, unique personalities, each with a runtime
 /// and a cwd. Errors: the first rule broken, in words.
-pub(super) fn validate(registry: &Registry) -> Result<(), String> {
+pub(super) fn validate(registry: &Registry) -> Result<(), ShapeError> {
     let mut seen = HashSet::new();
     for p in &registry.peers {
         if !names::is_valid_personality(&p.personality) {
-            return Err(format!(
-                "invalid personality \"{}\" ({})",
-                p.personality,
-                names::PERSONALITY_RULE
-            ));
+            return Err(ShapeError::InvalidPersonality(p.personality.clone()));
         }
         if !seen.insert(p.personality.as_str()) {
-            return Err(format!(
-                "personality \"{}\" is listed more than once",
-                p.personality
-            ));
+            return Err(ShapeError::Duplicate(p.personality.clone()));
         }
         if p.default_runtime.is_empty() {
-            return Err(format!("peer \"{}\" declares no runtime", p.personality));
+            return Err(ShapeError::NoRuntime(p.personality.clone()));
         }
         if p.cwd.as_os_str().is_empty() {
-            return Err(format!("peer \"{}\" has no \"cwd\"", p.personality));
+            return Err(ShapeError::NoCwd(p.personality.clone()));
         }
     }
     Ok(())

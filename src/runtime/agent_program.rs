@@ -118,6 +118,55 @@ fn product(runtime: &str) -> &'static str {
     }
 }
 
+/// Why the login shell's `PATH` is unknown. `Display` is the reason the lookup quotes.
+#[derive(Debug, Clone)]
+pub enum LoginPathError {
+    /// Neither `SHELL` nor the passwd entry names a shell.
+    NoShell,
+    /// The shell could not be started (shared: the answer is remembered).
+    Spawn {
+        /// The shell.
+        shell: PathBuf,
+        /// The underlying error.
+        source: std::sync::Arc<std::io::Error>,
+    },
+    /// The shell printed no marked `PATH` line.
+    NoPath(PathBuf),
+    /// The shell did not answer in time (seconds).
+    Timeout {
+        /// The shell.
+        shell: PathBuf,
+        /// The time allowed, seconds.
+        secs: u64,
+    },
+}
+
+impl std::fmt::Display for LoginPathError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoginPathError::NoShell => {
+                f.write_str("no login shell: SHELL is not set and passwd names none")
+            }
+            LoginPathError::Spawn { shell, source } => {
+                write!(f, "{} -l cannot start: {source}", shell.display())
+            }
+            LoginPathError::NoPath(shell) => write!(f, "{} -l printed no PATH", shell.display()),
+            LoginPathError::Timeout { shell, secs } => {
+                write!(f, "{} -l did not answer within {secs}s", shell.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for LoginPathError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LoginPathError::Spawn { source, .. } => Some(source.as_ref()),
+            _ => None,
+        }
+    }
+}
+
 /// The inputs of [`decide`].
 pub struct Inputs<'a> {
     /// The runtime, which is also the program's name (`claude`, `codex`).
@@ -128,7 +177,7 @@ pub struct Inputs<'a> {
     pub own_path: Option<&'a OsStr>,
     /// The login shell's `PATH` (asked only when 1 and 2 find nothing): `Ok((shell, PATH))`,
     /// or why it is unknown.
-    pub login_path: &'a dyn Fn() -> Result<(String, OsString), String>,
+    pub login_path: &'a dyn Fn() -> Result<(String, OsString), LoginPathError>,
     /// The installers' folders, in order.
     pub folders: &'a [PathBuf],
     /// Whether a path is an executable file.
@@ -323,10 +372,15 @@ fn login_shell() -> Option<PathBuf> {
 }
 
 /// The login shell's `PATH`, remembered for [`LOGIN_PATH_TTL`] per shell and home.
-fn login_path() -> Result<(String, OsString), String> {
-    type Cached = (Instant, PathBuf, Option<PathBuf>, Result<OsString, String>);
+fn login_path() -> Result<(String, OsString), LoginPathError> {
+    type Cached = (
+        Instant,
+        PathBuf,
+        Option<PathBuf>,
+        Result<OsString, LoginPathError>,
+    );
     static CACHE: Mutex<Option<Cached>> = Mutex::new(None);
-    let shell = login_shell().ok_or("no login shell: SHELL is not set and passwd names none")?;
+    let shell = login_shell().ok_or(LoginPathError::NoShell)?;
     let home = crate::paths::home_dir();
     let label = shell.display().to_string();
     {
@@ -348,7 +402,7 @@ fn login_path() -> Result<(String, OsString), String> {
 /// left holding the pipe is not waited for); the group is killed when the shell has not
 /// answered within [`LOGIN_SHELL_TIMEOUT`], or still runs [`REAP_GRACE`] after answering.
 /// (Unlike `crate::child`, which keeps the whole output, this never waits for the pipe's end.)
-fn ask_login_shell(shell: &Path) -> Result<OsString, String> {
+fn ask_login_shell(shell: &Path) -> Result<OsString, LoginPathError> {
     use std::io::Read;
     use std::os::unix::process::CommandExt;
     let script = if shell.file_name().is_some_and(|n| n == "fish") {
@@ -363,7 +417,10 @@ fn ask_login_shell(shell: &Path) -> Result<OsString, String> {
         .stderr(Stdio::null())
         .process_group(0)
         .spawn()
-        .map_err(|e| format!("{} -l cannot start: {e}", shell.display()))?;
+        .map_err(|e| LoginPathError::Spawn {
+            shell: shell.to_path_buf(),
+            source: std::sync::Arc::new(e),
+        })?;
     let mut stdout = child.stdout.take().expect("piped stdout");
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::spawn(move || {
@@ -394,12 +451,11 @@ fn ask_login_shell(shell: &Path) -> Result<OsString, String> {
     let _ = child.wait();
     match answer {
         Ok(Some(p)) => Ok(p),
-        Ok(None) => Err(format!("{} -l printed no PATH", shell.display())),
-        Err(_) => Err(format!(
-            "{} -l did not answer within {}s",
-            shell.display(),
-            LOGIN_SHELL_TIMEOUT.as_secs()
-        )),
+        Ok(None) => Err(LoginPathError::NoPath(shell.to_path_buf())),
+        Err(_) => Err(LoginPathError::Timeout {
+            shell: shell.to_path_buf(),
+            secs: LOGIN_SHELL_TIMEOUT.as_secs(),
+        }),
     }
 }
 
@@ -422,15 +478,15 @@ mod tests {
     fn run(
         explicit: Option<&str>,
         own: Option<&str>,
-        login: Result<&str, &str>,
+        login: Result<&str, LoginPathError>,
         folders: &[&str],
         exists: &[&str],
     ) -> Lookup {
         let folders: Vec<PathBuf> = folders.iter().map(PathBuf::from).collect();
         let login = || {
             login
+                .clone()
                 .map(|p| ("/bin/bash".to_string(), OsString::from(p)))
-                .map_err(str::to_string)
         };
         let is_exec = |p: &Path| exists.iter().any(|e| Path::new(e) == p);
         decide(&Inputs {
@@ -508,7 +564,10 @@ mod tests {
         let r = run(
             None,
             None,
-            Err("/bin/zsh -l did not answer within 2s"),
+            Err(LoginPathError::Timeout {
+                shell: "/bin/zsh".into(),
+                secs: 2,
+            }),
             &[],
             &[],
         );
@@ -542,7 +601,7 @@ mod tests {
         let asked = std::cell::Cell::new(false);
         let login = || {
             asked.set(true);
-            Err::<(String, OsString), _>("x".to_string())
+            Err::<(String, OsString), _>(LoginPathError::NoShell)
         };
         let r = decide(&Inputs {
             runtime: "codex",
@@ -632,7 +691,7 @@ mod tests {
         // A profile that never ends is cut off at the timeout.
         let (shell, home) = shell_with_profile("hang", "sleep 30\n");
         let t = Instant::now();
-        let why = ask_login_shell(&shell).unwrap_err();
+        let why = ask_login_shell(&shell).unwrap_err().to_string();
         assert!(why.ends_with("-l did not answer within 2s"), "{why}");
         assert!(
             t.elapsed() < LOGIN_SHELL_TIMEOUT + Duration::from_secs(1),

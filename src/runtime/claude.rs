@@ -12,8 +12,7 @@ use super::pasted_form;
 use super::transcript::{jsonl_files, record_contains, TranscriptWatch, TurnProgress};
 use super::{
     Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
-    GateState, GateWatch, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
-    NO_RECORDED_CONVERSATION,
+    GateState, GateWatch, LaunchCommand, LaunchCtx, LaunchError, RuntimeKind, WakeMode,
 };
 use crate::term::paste_view::PasteView;
 use crate::term::{encode_keys, Screen};
@@ -200,13 +199,11 @@ impl Adapter for Claude {
         }))
     }
 
-    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String> {
+    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, LaunchError> {
         let mut args: Vec<OsString> = match ctx.gated {
             None => vec!["--dangerously-skip-permissions".into()],
             Some(timeout) => {
-                let exe = std::env::current_exe().map_err(|e| {
-                    format!("cannot find the iapeer binary for the approval hook: {e}")
-                })?;
+                let exe = std::env::current_exe().map_err(LaunchError::HookBinaryNotFound)?;
                 super::claude_gate::launch_args(&exe, timeout)
             }
         };
@@ -225,10 +222,10 @@ impl Adapter for Claude {
         match (ctx.mode, self.conversation.as_deref()) {
             (WakeMode::Fresh, Some(id)) => args.extend(["--session-id".into(), id.into()]),
             (WakeMode::Fresh, None) => {}
-            (WakeMode::Resume, None) => return Err(NO_RECORDED_CONVERSATION.into()),
+            (WakeMode::Resume, None) => return Err(LaunchError::ConversationNotRecorded),
             (WakeMode::Resume, Some(id)) => {
                 if !self.resumable(ctx.cwd) {
-                    return Err(format!("no transcript of conversation {id} to resume"));
+                    return Err(LaunchError::TranscriptMissing(id.to_string()));
                 }
                 args.extend(["--resume".into(), id.into()]);
             }
@@ -1061,11 +1058,15 @@ mod tests {
             "{fresh:?}"
         );
         let resume = ctx(&paths, dir.path(), &env, WakeMode::Resume, None);
-        assert_eq!(c.command(&resume).unwrap_err(), NO_RECORDED_CONVERSATION);
+        assert_eq!(
+            c.command(&resume).unwrap_err().to_string(),
+            super::super::NO_RECORDED_CONVERSATION
+        );
         // No transcript of it in this folder: refused, and said which.
         assert!(bound
             .command(&resume)
             .unwrap_err()
+            .to_string()
             .contains(&format!("conversation {id}")));
         assert!(!fresh.iter().any(|a| a == "--continue"), "{fresh:?}");
     }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
+use super::SetupError;
 use crate::fsutil::{write_json_atomic, MODE_SHARED};
 
 /// The `mcpServers.iapeer` entry. The URL expands `IAPEER_PORT` (the daemon exports the real
@@ -36,11 +37,11 @@ pub fn server_entry(personality: &str, bearer: bool) -> Value {
 /// Read a JSON object file. A missing file is an empty object; a file that is not a JSON
 /// object is moved to `<name>.corrupt.bak` first (so nothing the user wrote is lost) and
 /// treated as empty.
-fn read_object_or_backup(path: &Path) -> Result<Map<String, Value>, String> {
+fn read_object_or_backup(path: &Path) -> Result<Map<String, Value>, SetupError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Map::new()),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(e) => return Err(SetupError::io("read", path)(e)),
     };
     match serde_json::from_str::<Value>(&text) {
         Ok(Value::Object(m)) => Ok(m),
@@ -48,8 +49,7 @@ fn read_object_or_backup(path: &Path) -> Result<Map<String, Value>, String> {
             let mut bak = path.as_os_str().to_owned();
             bak.push(".corrupt.bak");
             let bak = PathBuf::from(bak);
-            std::fs::rename(path, &bak)
-                .map_err(|e| format!("cannot back up {}: {e}", path.display()))?;
+            std::fs::rename(path, &bak).map_err(SetupError::io("back up", path))?;
             log::warn!(
                 "{} was not a JSON object; moved to {}",
                 path.display(),
@@ -65,7 +65,7 @@ fn read_object_or_backup(path: &Path) -> Result<Map<String, Value>, String> {
 /// Idempotent.
 ///
 /// Errors: a file that cannot be read or written (text names the file).
-pub fn setup(cwd: &Path, personality: &str, bearer: bool) -> Result<(), String> {
+pub fn setup(cwd: &Path, personality: &str, bearer: bool) -> Result<(), SetupError> {
     let mcp_path = cwd.join(".mcp.json");
     let mut mcp = read_object_or_backup(&mcp_path)?;
     let servers = mcp.entry("mcpServers").or_insert_with(|| json!({}));
@@ -74,7 +74,7 @@ pub fn setup(cwd: &Path, personality: &str, bearer: bool) -> Result<(), String> 
     }
     servers["iapeer"] = server_entry(personality, bearer);
     write_json_atomic(&mcp_path, &Value::Object(mcp), MODE_SHARED)
-        .map_err(|e| format!("cannot write {}: {e}", mcp_path.display()))?;
+        .map_err(SetupError::io("write", &mcp_path))?;
     enable_in_settings(cwd)
 }
 
@@ -82,7 +82,7 @@ pub fn setup(cwd: &Path, personality: &str, bearer: bool) -> Result<(), String> 
 /// keys kept), so Claude Code loads the project server without asking.
 ///
 /// Errors: the file cannot be read or written (text names it).
-fn enable_in_settings(cwd: &Path) -> Result<(), String> {
+fn enable_in_settings(cwd: &Path) -> Result<(), SetupError> {
     let settings_path = cwd.join(".claude").join("settings.local.json");
     let mut settings = read_object_or_backup(&settings_path)?;
     let enabled = settings
@@ -97,7 +97,7 @@ fn enable_in_settings(cwd: &Path) -> Result<(), String> {
         }
     }
     write_json_atomic(&settings_path, &Value::Object(settings), MODE_SHARED)
-        .map_err(|e| format!("cannot write {}: {e}", settings_path.display()))
+        .map_err(SetupError::io("write", &settings_path))
 }
 
 /// The `iapeer` entry brought to the current form (spec 08 §2–§5 migration, issue 11 item 1):
@@ -141,12 +141,12 @@ pub fn upgraded_entry(existing: &Value, current: &Value) -> Value {
 /// Returns whether anything was written.
 ///
 /// Errors: a file that cannot be read or written (text names the file).
-pub fn refresh(cwd: &Path, personality: &str, bearer: bool) -> Result<bool, String> {
+pub fn refresh(cwd: &Path, personality: &str, bearer: bool) -> Result<bool, SetupError> {
     let mcp_path = cwd.join(".mcp.json");
     let text = match std::fs::read_to_string(&mcp_path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(format!("cannot read {}: {e}", mcp_path.display())),
+        Err(e) => return Err(SetupError::io("read", &mcp_path)(e)),
     };
     let Ok(Value::Object(mut mcp)) = serde_json::from_str::<Value>(&text) else {
         return Ok(false);
@@ -159,7 +159,7 @@ pub fn refresh(cwd: &Path, personality: &str, bearer: bool) -> Result<bool, Stri
     if entry != existing {
         mcp["mcpServers"]["iapeer"] = entry;
         write_json_atomic(&mcp_path, &Value::Object(mcp), MODE_SHARED)
-            .map_err(|e| format!("cannot write {}: {e}", mcp_path.display()))?;
+            .map_err(SetupError::io("write", &mcp_path))?;
         changed = true;
     }
     let settings_path = cwd.join(".claude").join("settings.local.json");

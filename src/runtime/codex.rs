@@ -416,18 +416,16 @@ impl Adapter for Codex {
         }))
     }
 
-    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String> {
+    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, super::LaunchError> {
         let mut args: Vec<OsString> = Vec::new();
         if ctx.mode == WakeMode::Resume {
             // By its id, never `--last`: the folder's newest may be a person's, open in their
             // Codex (issue 32 item 1).
             let Some(id) = self.conversation.as_deref() else {
-                return Err(super::NO_RECORDED_CONVERSATION.into());
+                return Err(super::LaunchError::ConversationNotRecorded);
             };
             if !self.resumable(ctx.cwd) {
-                return Err(format!(
-                    "no codex session file of conversation {id} to resume"
-                ));
+                return Err(super::LaunchError::CodexSessionMissing(id.to_string()));
             }
             args.extend(["resume".into(), id.into()]);
         }
@@ -455,9 +453,8 @@ impl Adapter for Codex {
         match ctx.gated {
             None => args.push("--dangerously-bypass-approvals-and-sandbox".into()),
             Some(timeout) => {
-                let exe = std::env::current_exe().map_err(|e| {
-                    format!("cannot find the iapeer binary for the approval hook: {e}")
-                })?;
+                let exe =
+                    std::env::current_exe().map_err(super::LaunchError::HookBinaryNotFound)?;
                 args.extend(super::codex_gate::launch_args(&exe, timeout));
             }
         }
@@ -1304,7 +1301,7 @@ mod tests {
             ..launch_ctx(&paths, dir.path(), &env)
         };
         assert_eq!(
-            codex().command(&ctx).unwrap_err(),
+            codex().command(&ctx).unwrap_err().to_string(),
             super::super::NO_RECORDED_CONVERSATION
         );
         assert_eq!(codex().conversation_naming(), ConversationNaming::Learned);
@@ -1313,6 +1310,7 @@ mod tests {
         assert!(bound
             .command(&ctx)
             .unwrap_err()
+            .to_string()
             .contains(&format!("conversation {RECORDED_ID}")));
         let fresh = LaunchCtx {
             mode: WakeMode::Fresh,

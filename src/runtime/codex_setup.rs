@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use toml_edit::{value, DocumentMut, Item, Table};
 
+use super::SetupError;
 use crate::fsutil::{write_atomic, MODE_SHARED};
 
 /// `$CODEX_HOME`, else `~/.codex`.
@@ -219,7 +220,7 @@ pub fn has_setup(path: &Path) -> bool {
 /// [`remove_setup`] on the Codex config at `path`, written atomically when it changed.
 ///
 /// Errors: as [`edit_config`].
-pub fn remove_setup_from(path: &Path) -> Result<bool, String> {
+pub fn remove_setup_from(path: &Path) -> Result<bool, SetupError> {
     edit_file(path, remove_setup)
 }
 
@@ -273,27 +274,24 @@ pub fn untrust(doc: &mut DocumentMut, folder: &str) -> bool {
 /// Read, edit and (when changed) atomically write the host config, mode 0644.
 ///
 /// Errors: the file cannot be read or written, or is not valid TOML (then it is left alone).
-pub fn edit_config(edit: impl FnOnce(&mut DocumentMut) -> bool) -> Result<bool, String> {
-    let path =
-        config_path().ok_or("cannot find the Codex config folder: set CODEX_HOME or HOME")?;
+pub fn edit_config(edit: impl FnOnce(&mut DocumentMut) -> bool) -> Result<bool, SetupError> {
+    let path = config_path().ok_or(SetupError::NoCodexHome)?;
     edit_file(&path, edit)
 }
 
-fn edit_file(path: &Path, edit: impl FnOnce(&mut DocumentMut) -> bool) -> Result<bool, String> {
+fn edit_file(path: &Path, edit: impl FnOnce(&mut DocumentMut) -> bool) -> Result<bool, SetupError> {
     let text = crate::fsutil::read_optional(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+        .map_err(SetupError::io("read", path))?
         .unwrap_or_default();
-    let mut doc: DocumentMut = text.parse().map_err(|e| {
-        format!(
-            "{} is not valid TOML, so iapeer left it alone: {e}",
-            path.display()
-        )
+    let mut doc: DocumentMut = text.parse().map_err(|source| SetupError::NotToml {
+        path: path.to_path_buf(),
+        source,
     })?;
     if !edit(&mut doc) {
         return Ok(false);
     }
     write_atomic(path, doc.to_string().as_bytes(), MODE_SHARED)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        .map_err(SetupError::io("write", path))?;
     Ok(true)
 }
 
@@ -310,7 +308,7 @@ pub fn project_key(cwd: &Path) -> String {
 ///
 /// Errors: as [`edit_config`], with a hint to fix the file and run the same command again
 /// (`create`, `init` and `add-runtime` redo this setup).
-pub fn setup(cwd: &Path, mcp_url: &str) -> Result<(), String> {
+pub fn setup(cwd: &Path, mcp_url: &str) -> Result<(), SetupError> {
     let key = project_key(cwd);
     edit_config(|doc| {
         let a = ensure_mcp_server(doc, mcp_url);
@@ -319,7 +317,7 @@ pub fn setup(cwd: &Path, mcp_url: &str) -> Result<(), String> {
         a || b || c
     })
     .map(|_| ())
-    .map_err(|e| format!("{e} — fix it, then run the command again"))
+    .map_err(|e| SetupError::FixAndRetry(Box::new(e)))
 }
 
 /// What the daemon does at every wake of a codex peer: [`setup`]'s edits, with an existing
@@ -327,7 +325,7 @@ pub fn setup(cwd: &Path, mcp_url: &str) -> Result<(), String> {
 /// Returns whether the file changed.
 ///
 /// Errors: as [`edit_config`].
-pub fn refresh(cwd: &Path, mcp_url: &str) -> Result<bool, String> {
+pub fn refresh(cwd: &Path, mcp_url: &str) -> Result<bool, SetupError> {
     let key = project_key(cwd);
     edit_config(|doc| {
         let a = upgrade_mcp_server(doc, mcp_url);
@@ -343,7 +341,7 @@ pub fn refresh(cwd: &Path, mcp_url: &str) -> Result<bool, String> {
 ///
 /// Errors: as [`edit_config`], saying that the folder's trust entry stays and how to delete
 /// it by hand.
-pub fn teardown(cwd: &Path) -> Result<(), String> {
+pub fn teardown(cwd: &Path) -> Result<(), SetupError> {
     let key = project_key(cwd);
     let hooks_file = format!("{key}/.codex/hooks.json");
     edit_config(|d| {
@@ -352,8 +350,9 @@ pub fn teardown(cwd: &Path) -> Result<(), String> {
         folder || hooks
     })
     .map(|_| ())
-    .map_err(|e| {
-        format!("{e} — the trust entry of {key} stays; delete its [projects] table by hand")
+    .map_err(|e| SetupError::TrustStays {
+        key,
+        source: Box::new(e),
     })
 }
 
@@ -508,7 +507,7 @@ mod tests {
         let p = dir.path().join("config.toml");
         std::fs::write(&p, "this is = = not toml").unwrap();
         let err = edit_file(&p, |d| trust(d, "/x")).unwrap_err();
-        assert!(err.contains("not valid TOML"), "{err}");
+        assert!(err.to_string().contains("not valid TOML"), "{err}");
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "this is = = not toml");
         let fresh = dir.path().join("new/config.toml");
         assert!(edit_file(&fresh, |d| trust(d, "/x")).unwrap());

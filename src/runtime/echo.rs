@@ -53,11 +53,11 @@ impl Adapter for Echo {
         RuntimeKind::Agent
     }
 
-    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String> {
+    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, super::LaunchError> {
         let mut args: Vec<OsString> = vec!["echo-agent".into()];
         if ctx.mode == WakeMode::Resume {
             if !self.resumable(ctx.cwd) {
-                return Err("no transcript to resume".to_string());
+                return Err(super::LaunchError::EchoTranscriptMissing);
             }
             args.push("--resume".into());
         }
@@ -155,7 +155,10 @@ mod tests {
             port: 8765,
             gated: None,
         };
-        assert_eq!(echo.command(&ctx).unwrap_err(), "no transcript to resume");
+        assert_eq!(
+            echo.command(&ctx).unwrap_err().to_string(),
+            "no transcript to resume"
+        );
         std::fs::create_dir_all(dir.path().join(TRANSCRIPT_DIR)).unwrap();
         std::fs::write(Echo::transcript(dir.path()), "{}\n").unwrap();
         let cmd = echo.command(&ctx).unwrap();

@@ -36,7 +36,7 @@ impl Adapter for Human {
         RuntimeKind::Router
     }
 
-    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String> {
+    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, super::LaunchError> {
         Ok(super::own_verb_command(&self.program, "human-inbox", ctx))
     }
 

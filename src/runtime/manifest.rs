@@ -81,18 +81,64 @@ struct RawManifest {
     run: Option<CommandSpec>,
 }
 
+/// Why manifest text is not a manifest of its folder's runtime. `Display` says which;
+/// [`RuntimeError::BadManifest`] quotes it.
+#[derive(Debug)]
+pub enum ManifestError {
+    /// Not JSON of the manifest's shape.
+    Json(serde_json::Error),
+    /// `runtime` names another runtime than its folder.
+    OtherRuntime {
+        /// The `runtime` written.
+        runtime: String,
+        /// The folder's runtime.
+        folder: String,
+    },
+    /// `selfConfig` is neither a command string nor `{command,args}` (the decoder's error,
+    /// for an object).
+    BadSelfConfig(Option<serde_json::Error>),
+}
+
+impl std::fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ManifestError::Json(e) => e.fmt(f),
+            ManifestError::OtherRuntime { runtime, folder } => {
+                write!(f, "\"runtime\" is \"{runtime}\", expected \"{folder}\"")
+            }
+            ManifestError::BadSelfConfig(e) => {
+                f.write_str("\"selfConfig\" must be a command or {\"command\", \"args\"}")?;
+                match e {
+                    Some(e) => write!(f, ": {e}"),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+impl std::error::Error for ManifestError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ManifestError::Json(e) | ManifestError::BadSelfConfig(Some(e)) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 impl Manifest {
     /// Read manifest text found in the folder of runtime `folder` (pure).
     ///
     /// Errors: the text is not JSON of this shape, `runtime` names another runtime, or
-    /// `selfConfig` is neither a command string nor `{command,args}` (text says which).
-    pub fn parse(text: &str, folder: &str) -> Result<Manifest, String> {
-        let raw: RawManifest = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    /// `selfConfig` is neither a command string nor `{command,args}` (`ManifestError`).
+    pub fn parse(text: &str, folder: &str) -> Result<Manifest, ManifestError> {
+        let raw: RawManifest = serde_json::from_str(text).map_err(ManifestError::Json)?;
         let runtime = raw.runtime.unwrap_or_else(|| folder.to_string());
         if runtime != folder {
-            return Err(format!(
-                "\"runtime\" is \"{runtime}\", expected \"{folder}\""
-            ));
+            return Err(ManifestError::OtherRuntime {
+                runtime,
+                folder: folder.to_string(),
+            });
         }
         let version = match raw.version {
             Value::String(s) if !s.trim().is_empty() => Some(s),
@@ -106,14 +152,10 @@ impl Manifest {
                 command: s,
                 args: Vec::new(),
             }),
-            v @ Value::Object(_) => Some(serde_json::from_value(v).map_err(|e| {
-                format!("\"selfConfig\" must be a command or {{\"command\", \"args\"}}: {e}")
-            })?),
-            _ => {
-                return Err(
-                    "\"selfConfig\" must be a command or {\"command\", \"args\"}".to_string(),
-                )
+            v @ Value::Object(_) => {
+                Some(serde_json::from_value(v).map_err(|e| ManifestError::BadSelfConfig(Some(e)))?)
             }
+            _ => return Err(ManifestError::BadSelfConfig(None)),
         };
         Ok(Manifest {
             runtime,
@@ -140,7 +182,7 @@ impl Manifest {
         };
         Manifest::parse(&text, runtime)
             .map(Some)
-            .map_err(|why| RuntimeError::BadManifest(path, why))
+            .map_err(|why| RuntimeError::BadManifest(path, why.to_string()))
     }
 }
 
@@ -190,6 +232,7 @@ mod tests {
         assert_eq!(m.self_config.unwrap().args, vec!["self-config"]);
         assert!(Manifest::parse(r#"{"selfConfig":3}"#, "bot")
             .unwrap_err()
+            .to_string()
             .contains("selfConfig"));
         assert!(Manifest::parse(r#"{"peers":[{"intelligence":"absent"}]}"#, "bot").is_err());
     }

@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 pub use crate::adapter::{
     Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
-    GateState, GateWatch, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
+    GateState, GateWatch, LaunchCommand, LaunchCtx, LaunchError, RuntimeKind, WakeMode,
     NO_RECORDED_CONVERSATION,
 };
 use crate::paths::Paths;
@@ -73,6 +73,88 @@ impl std::fmt::Display for RuntimeError {
 
 impl std::error::Error for RuntimeError {}
 
+/// Why a runtime's setup in a peer's folder or in its host configuration failed
+/// ([`setup_peer`], [`refresh_peer`], [`teardown_peer`]). `Display` names the file and, where
+/// there is one, what to do.
+#[derive(Debug)]
+pub enum SetupError {
+    /// A file could not be read, written, backed up or removed.
+    Io {
+        /// `"read"`, `"write"`, `"back up"` or `"remove"`.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// Neither `CODEX_HOME` nor `HOME` is set.
+    NoCodexHome,
+    /// The Codex config is not valid TOML (it is left alone).
+    NotToml {
+        /// The config file.
+        path: PathBuf,
+        /// The parser's error.
+        source: toml_edit::TomlError,
+    },
+    /// A setup at a peer's birth failed: fix the file, then run the command again.
+    FixAndRetry(Box<SetupError>),
+    /// A codex peer's folder trust could not be removed: it stays (the folder's key).
+    TrustStays {
+        /// The folder's key in `[projects]`.
+        key: String,
+        /// Why.
+        source: Box<SetupError>,
+    },
+}
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SetupError::Io {
+                action,
+                path,
+                source,
+            } => write!(f, "cannot {action} {}: {source}", path.display()),
+            SetupError::NoCodexHome => {
+                f.write_str("cannot find the Codex config folder: set CODEX_HOME or HOME")
+            }
+            SetupError::NotToml { path, source } => write!(
+                f,
+                "{} is not valid TOML, so iapeer left it alone: {source}",
+                path.display()
+            ),
+            SetupError::FixAndRetry(e) => write!(f, "{e} — fix it, then run the command again"),
+            SetupError::TrustStays { key, source } => write!(
+                f,
+                "{source} — the trust entry of {key} stays; delete its [projects] table by hand"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SetupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SetupError::Io { source, .. } => Some(source),
+            SetupError::NotToml { source, .. } => Some(source),
+            SetupError::FixAndRetry(e) | SetupError::TrustStays { source: e, .. } => Some(e),
+            SetupError::NoCodexHome => None,
+        }
+    }
+}
+
+impl SetupError {
+    /// `cannot <action> <path>: <error>`, for `map_err`.
+    pub(crate) fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.to_path_buf();
+        move |source| SetupError::Io {
+            action,
+            path,
+            source,
+        }
+    }
+}
+
 /// The adapter for `runtime`: built-in agent runtimes, else an installed router runtime.
 ///
 /// Errors: [`RuntimeError`] when the runtime is unknown or its manifest is invalid.
@@ -106,13 +188,13 @@ pub fn adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, Run
 /// The runtime's part of a peer's birth (create/init/add-runtime): its MCP configuration and
 /// folder trust. A no-op for runtimes that need none.
 ///
-/// Errors: a configuration file could not be written (text names it).
+/// Errors: [`SetupError`], a configuration file could not be written (it names the file).
 pub fn setup_peer(
     runtime: &str,
     cwd: &Path,
     personality: &str,
     bearer: bool,
-) -> Result<(), String> {
+) -> Result<(), SetupError> {
     match runtime {
         "claude" => claude_setup::setup(cwd, personality, bearer),
         "codex" => codex_setup::setup(cwd, &default_mcp_url()),
@@ -133,13 +215,14 @@ pub const FOLDER_FILES: &[&str] = &[".mcp.json", ".claude/settings.local.json", 
 /// taken out ([`original_hook`]). A no-op for runtimes without one. Returns whether a file
 /// changed.
 ///
-/// Errors: a configuration file could not be read or written (text names it).
+/// Errors: [`SetupError`], a configuration file could not be read or written (it names the
+/// file).
 pub fn refresh_peer(
     runtime: &str,
     cwd: &Path,
     personality: &str,
     bearer: bool,
-) -> Result<bool, String> {
+) -> Result<bool, SetupError> {
     // Launches run on several launcher threads, and the Codex config is one host-wide file:
     // its read-modify-write must not interleave (one peer's trust entry would be lost).
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -160,8 +243,9 @@ pub fn refresh_peer(
 /// forgets the folder's trust; other runtimes need nothing undone. The peer's folder and its
 /// project files (e.g. claude's `.mcp.json`) are kept.
 ///
-/// Errors: a configuration file could not be edited (text names it and what stays behind).
-pub fn teardown_peer(runtime: &str, cwd: &Path) -> Result<(), String> {
+/// Errors: [`SetupError`], a configuration file could not be edited (it names the file and
+/// what stays behind).
+pub fn teardown_peer(runtime: &str, cwd: &Path) -> Result<(), SetupError> {
     match runtime {
         "codex" => codex_setup::teardown(cwd),
         _ => Ok(()),

@@ -35,7 +35,7 @@ impl Adapter for Notifier {
         RuntimeKind::Router
     }
 
-    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String> {
+    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, super::LaunchError> {
         Ok(super::own_verb_command(&self.program, "notifier-run", ctx))
     }
 

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::SetupError;
 use crate::fsutil::{write_json_atomic, MODE_SHARED};
 
 /// The hook events the original registered its group under.
@@ -66,8 +67,8 @@ pub fn strip(doc: &mut Value) -> bool {
 /// `.codex/hooks.json`. A file that is missing, not JSON, or has no such hook is left as it
 /// is. Returns the files changed.
 ///
-/// Errors: a file that could not be read or written (text names it).
-pub fn remove(cwd: &Path) -> Result<Vec<PathBuf>, String> {
+/// Errors: [`SetupError::Io`], a file that could not be read or written (it names the file).
+pub fn remove(cwd: &Path) -> Result<Vec<PathBuf>, SetupError> {
     let mut changed = Vec::new();
     for (file, drop_if_empty) in [
         (cwd.join(".claude").join("settings.json"), false),
@@ -76,7 +77,7 @@ pub fn remove(cwd: &Path) -> Result<Vec<PathBuf>, String> {
         let text = match std::fs::read_to_string(&file) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
+            Err(e) => return Err(SetupError::io("read", &file)(e)),
         };
         let Ok(mut doc) = serde_json::from_str::<Value>(&text) else {
             continue;
@@ -86,11 +87,9 @@ pub fn remove(cwd: &Path) -> Result<Vec<PathBuf>, String> {
         }
         let empty = doc.as_object().is_some_and(|o| o.is_empty());
         if drop_if_empty && empty {
-            std::fs::remove_file(&file)
-                .map_err(|e| format!("cannot remove {}: {e}", file.display()))?;
+            std::fs::remove_file(&file).map_err(SetupError::io("remove", &file))?;
         } else {
-            write_json_atomic(&file, &doc, MODE_SHARED)
-                .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+            write_json_atomic(&file, &doc, MODE_SHARED).map_err(SetupError::io("write", &file))?;
         }
         changed.push(file);
     }

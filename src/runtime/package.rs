@@ -60,6 +60,187 @@ pub fn is_local(spec: &str) -> bool {
     spec.starts_with('/') || spec.starts_with("file:")
 }
 
+/// Why a bounded child (npm, a package's program, a `selfConfig` hook) did not succeed.
+#[derive(Debug)]
+pub enum RunError {
+    /// It could not start.
+    Spawn {
+        /// The program.
+        program: OsString,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// It could not be waited for.
+    Wait(std::io::Error),
+    /// It was killed after this many seconds.
+    Timeout(u64),
+    /// It ended non-zero.
+    Failed {
+        /// How it ended.
+        status: std::process::ExitStatus,
+        /// Its last three non-empty lines of output, joined with ` | `.
+        tail: String,
+    },
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Spawn { program, source } => write!(f, "cannot run {program:?}: {source}"),
+            RunError::Wait(e) => e.fmt(f),
+            RunError::Timeout(secs) => write!(f, "still running after {secs} s"),
+            RunError::Failed { status, tail } => write!(f, "ended with {status}: {tail}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunError::Spawn { source, .. } | RunError::Wait(source) => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Why a runtime package could not be installed or its version learned. `Display` has the
+/// tail of what npm or the package said and what to do.
+#[derive(Debug)]
+pub enum PackageError {
+    /// A folder could not be cleared (`"clear"`) or created (`"create"`).
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The folder.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// `npm install <spec>` failed.
+    NpmInstall {
+        /// The package spec.
+        spec: String,
+        /// How npm failed.
+        source: RunError,
+    },
+    /// The installed package's spec could not be recorded.
+    Record(std::io::Error),
+    /// A folder could not be moved.
+    Move {
+        /// From.
+        from: PathBuf,
+        /// To.
+        to: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The package's own install (its program run once) failed.
+    SelfInstall {
+        /// The program.
+        bin: PathBuf,
+        /// How it failed.
+        source: RunError,
+    },
+    /// npm failed or timed out.
+    Npm(RunError),
+    /// `npm pack --json` answered something that is not JSON.
+    PackSaid(serde_json::Error),
+    /// npm answered no version (`"npm pack"` or `"npm view"`).
+    NoVersion {
+        /// Which npm command.
+        tool: &'static str,
+        /// The package spec.
+        spec: String,
+    },
+    /// npm installed nothing into the folder.
+    NothingInstalled(PathBuf),
+    /// The package declares no program to install itself with.
+    NoProgram {
+        /// The package's name.
+        name: String,
+        /// The `bin` name looked for (`<rt>-runtime`).
+        wanted: String,
+    },
+    /// A `package.json` could not be read.
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A `package.json` is not JSON.
+    NotJson {
+        /// The file.
+        path: PathBuf,
+        /// The parser's error.
+        source: serde_json::Error,
+    },
+}
+
+impl std::fmt::Display for PackageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PackageError::Io {
+                action,
+                path,
+                source,
+            } => write!(f, "cannot {action} {}: {source}", path.display()),
+            PackageError::NpmInstall { spec, source } => write!(
+                f,
+                "npm install {spec} failed: {source} — check the package name (or tarball path) and that npm can reach its registry"
+            ),
+            PackageError::Record(e) => write!(f, "cannot record the installed package: {e}"),
+            PackageError::Move { from, to, source } => write!(
+                f,
+                "cannot move {} to {}: {source}",
+                from.display(),
+                to.display()
+            ),
+            PackageError::SelfInstall { bin, source } => write!(
+                f,
+                "the package's own install ({}) failed: {source}",
+                bin.display()
+            ),
+            PackageError::Npm(e) => e.fmt(f),
+            PackageError::PackSaid(e) => write!(f, "npm pack said {e}"),
+            PackageError::NoVersion { tool, spec } => {
+                write!(f, "{tool} names no version for {spec}")
+            }
+            PackageError::NothingInstalled(dir) => {
+                write!(f, "npm installed nothing into {}", dir.display())
+            }
+            PackageError::NoProgram { name, wanted } => write!(
+                f,
+                "the package {name} has no program to install itself with (package.json \"bin\", named {wanted}) — it is not an iapeer runtime package"
+            ),
+            PackageError::Read { path, source } => {
+                write!(f, "cannot read {}: {source}", path.display())
+            }
+            PackageError::NotJson { path, source } => {
+                write!(f, "{} is not JSON: {source}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for PackageError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PackageError::Io { source, .. }
+            | PackageError::Move { source, .. }
+            | PackageError::Read { source, .. }
+            | PackageError::Record(source) => Some(source),
+            PackageError::NpmInstall { source, .. }
+            | PackageError::SelfInstall { source, .. }
+            | PackageError::Npm(source) => Some(source),
+            PackageError::PackSaid(source) | PackageError::NotJson { source, .. } => Some(source),
+            PackageError::NoVersion { .. }
+            | PackageError::NothingInstalled(_)
+            | PackageError::NoProgram { .. } => None,
+        }
+    }
+}
+
 /// Install `spec` for `runtime` with the real `npm`, record the spec, then run the package's
 /// program once without arguments so it writes its manifest (as `npx -y` does). `npm` and
 /// the package see `IAPEER_ROOT`. npm installs into a fresh folder beside the install folder,
@@ -68,18 +249,24 @@ pub fn is_local(spec: &str) -> bool {
 ///
 /// Errors: npm or the package's program failed or timed out (text has the tail of what they
 /// said and what to do), or the package has no program.
-pub fn install(paths: &Paths, runtime: &str, spec: &str) -> Result<(), String> {
+pub fn install(paths: &Paths, runtime: &str, spec: &str) -> Result<(), PackageError> {
     let dir = install_dir(paths, runtime);
     let staging = dir.with_file_name("package.new");
     let old = dir.with_file_name("package.old");
     for leftover in [&staging, &old] {
         if leftover.exists() {
-            std::fs::remove_dir_all(leftover)
-                .map_err(|e| format!("cannot clear {}: {e}", leftover.display()))?;
+            std::fs::remove_dir_all(leftover).map_err(|source| PackageError::Io {
+                action: "clear",
+                path: leftover.clone(),
+                source,
+            })?;
         }
     }
-    crate::fsutil::ensure_dir(&staging)
-        .map_err(|e| format!("cannot create {}: {e}", staging.display()))?;
+    crate::fsutil::ensure_dir(&staging).map_err(|source| PackageError::Io {
+        action: "create",
+        path: staging.clone(),
+        source,
+    })?;
     let mut npm = Command::new("npm");
     npm.args(["install", "--no-audit", "--no-fund", "--no-update-notifier"])
         .arg("--prefix")
@@ -89,16 +276,20 @@ pub fn install(paths: &Paths, runtime: &str, spec: &str) -> Result<(), String> {
         .env("IAPEER_ROOT", paths.root());
     if let Err(e) = run_bounded(npm, INSTALL_TIMEOUT) {
         let _ = std::fs::remove_dir_all(&staging);
-        return Err(format!(
-            "npm install {spec} failed: {e} — check the package name (or tarball path) and that npm can reach its registry"
-        ));
+        return Err(PackageError::NpmInstall {
+            spec: spec.to_string(),
+            source: e,
+        });
     }
     let record = serde_json::json!({ "package": spec }).to_string();
     crate::fsutil::write_atomic(&staging.join(SOURCE_FILE), record.as_bytes(), 0o644)
-        .map_err(|e| format!("cannot record the installed package: {e}"))?;
+        .map_err(PackageError::Record)?;
     let swap = |from: &Path, to: &Path| {
-        std::fs::rename(from, to)
-            .map_err(|e| format!("cannot move {} to {}: {e}", from.display(), to.display()))
+        std::fs::rename(from, to).map_err(|source| PackageError::Move {
+            from: from.to_path_buf(),
+            to: to.to_path_buf(),
+            source,
+        })
     };
     if dir.exists() {
         swap(&dir, &old)?;
@@ -112,8 +303,10 @@ pub fn install(paths: &Paths, runtime: &str, spec: &str) -> Result<(), String> {
     cmd.current_dir(&dir)
         .env("IAPEER_ROOT", paths.root())
         .env("PATH", path_with(&dir.join("node_modules/.bin")));
-    run_bounded(cmd, INSTALL_TIMEOUT)
-        .map_err(|e| format!("the package's own install ({}) failed: {e}", bin.display()))?;
+    run_bounded(cmd, INSTALL_TIMEOUT).map_err(|source| PackageError::SelfInstall {
+        bin: bin.clone(),
+        source,
+    })?;
     Ok(())
 }
 
@@ -128,35 +321,41 @@ pub fn recorded_spec(paths: &Paths, runtime: &str) -> Option<String> {
 /// or a local tarball's or folder's own (`npm pack --dry-run --json`).
 ///
 /// Errors: npm failed or timed out, or answered no version.
-pub fn latest_version(spec: &str) -> Result<String, String> {
+pub fn latest_version(spec: &str) -> Result<String, PackageError> {
     let tmp = std::env::temp_dir();
     let mut npm = Command::new("npm");
     npm.current_dir(&tmp);
     if is_local(spec) {
         npm.args(["pack", "--dry-run", "--json", spec]);
-        let out = run_bounded(npm, VIEW_TIMEOUT)?;
-        let v: Value = serde_json::from_str(&out).map_err(|e| format!("npm pack said {e}"))?;
+        let out = run_bounded(npm, VIEW_TIMEOUT).map_err(PackageError::Npm)?;
+        let v: Value = serde_json::from_str(&out).map_err(PackageError::PackSaid)?;
         return v[0]["version"]
             .as_str()
             .map(String::from)
-            .ok_or_else(|| format!("npm pack names no version for {spec}"));
+            .ok_or_else(|| PackageError::NoVersion {
+                tool: "npm pack",
+                spec: spec.to_string(),
+            });
     }
     npm.args(["view", spec, "version"]);
-    let out = run_bounded(npm, VIEW_TIMEOUT)?;
+    let out = run_bounded(npm, VIEW_TIMEOUT).map_err(PackageError::Npm)?;
     let version = out.trim().lines().last().unwrap_or("").trim().to_string();
     if version.is_empty() {
-        return Err(format!("npm view names no version for {spec}"));
+        return Err(PackageError::NoVersion {
+            tool: "npm view",
+            spec: spec.to_string(),
+        });
     }
     Ok(version)
 }
 
 /// The installed package's program: its `bin` named `<rt>-runtime`, else its only one.
-fn package_program(dir: &Path, runtime: &str) -> Result<PathBuf, String> {
+fn package_program(dir: &Path, runtime: &str) -> Result<PathBuf, PackageError> {
     let top: Value = read_json(&dir.join("package.json"))?;
     let name = top["dependencies"]
         .as_object()
         .and_then(|d| d.keys().next().cloned())
-        .ok_or_else(|| format!("npm installed nothing into {}", dir.display()))?;
+        .ok_or_else(|| PackageError::NothingInstalled(dir.to_path_buf()))?;
     let pkg_dir = dir.join("node_modules").join(&name);
     let pkg: Value = read_json(&pkg_dir.join("package.json"))?;
     let wanted = format!("{runtime}-runtime");
@@ -168,16 +367,22 @@ fn package_program(dir: &Path, runtime: &str) -> Result<PathBuf, String> {
             .and_then(|v| v.as_str().map(String::from)),
         _ => None,
     };
-    let rel = rel.ok_or_else(|| {
-        format!("the package {name} has no program to install itself with (package.json \"bin\", named {wanted}) — it is not an iapeer runtime package")
+    let rel = rel.ok_or(PackageError::NoProgram {
+        name: name.clone(),
+        wanted,
     })?;
     Ok(pkg_dir.join(rel))
 }
 
-fn read_json(path: &Path) -> Result<Value, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))
+fn read_json(path: &Path) -> Result<Value, PackageError> {
+    let text = std::fs::read_to_string(path).map_err(|source| PackageError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|source| PackageError::NotJson {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// This process's PATH with `first` in front.
@@ -237,7 +442,7 @@ pub fn run_self_config(paths: &Paths, manifest: &Manifest, peer: &HookPeer) -> S
 ///
 /// Errors: it could not start, ended non-zero (with the last lines it printed), or was
 /// killed at the timeout.
-fn run_bounded(mut cmd: Command, timeout: Duration) -> Result<String, String> {
+fn run_bounded(mut cmd: Command, timeout: Duration) -> Result<String, RunError> {
     use std::os::unix::process::CommandExt;
     let child = cmd
         .stdin(Stdio::null())
@@ -245,7 +450,10 @@ fn run_bounded(mut cmd: Command, timeout: Duration) -> Result<String, String> {
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
-        .map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
+        .map_err(|source| RunError::Spawn {
+            program: cmd.get_program().to_owned(),
+            source,
+        })?;
     let pgid = child.id();
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::spawn(move || {
@@ -253,10 +461,10 @@ fn run_bounded(mut cmd: Command, timeout: Duration) -> Result<String, String> {
     });
     let out = match rx.recv_timeout(timeout) {
         Ok(Ok(out)) => out,
-        Ok(Err(e)) => return Err(e.to_string()),
+        Ok(Err(e)) => return Err(RunError::Wait(e)),
         Err(_) => {
             let _ = crate::child::signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
-            return Err(format!("still running after {} s", timeout.as_secs()));
+            return Err(RunError::Timeout(timeout.as_secs()));
         }
     };
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -266,7 +474,10 @@ fn run_bounded(mut cmd: Command, timeout: Duration) -> Result<String, String> {
     let said = format!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     let tail: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
     let tail = tail[tail.len().saturating_sub(3)..].join(" | ");
-    Err(format!("ended with {}: {tail}", out.status))
+    Err(RunError::Failed {
+        status: out.status,
+        tail,
+    })
 }
 
 #[cfg(test)]
@@ -301,7 +512,7 @@ mod tests {
         std::fs::write(installed.join(SOURCE_FILE), r#"{"package":"bot@1.0.0"}"#).unwrap();
         let missing = dir.path().join("missing.tgz");
         let err = install(&paths, "bot", missing.to_str().unwrap()).unwrap_err();
-        assert!(err.starts_with("npm install"), "{err}");
+        assert!(err.to_string().starts_with("npm install"), "{err}");
         assert_eq!(recorded_spec(&paths, "bot").as_deref(), Some("bot@1.0.0"));
         assert!(!installed.with_file_name("package.new").exists());
     }

@@ -26,15 +26,41 @@ pub struct PermissionAsk {
     pub summary: String,
 }
 
+/// Why the hook's input is not a permission request.
+#[derive(Debug)]
+pub enum AskError {
+    /// The input is not JSON.
+    NotJson(serde_json::Error),
+    /// The input has no string `tool_name`.
+    NoToolName,
+}
+
+impl std::fmt::Display for AskError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AskError::NotJson(e) => write!(f, "the hook input is not JSON: {e}"),
+            AskError::NoToolName => f.write_str("the hook input has no string \"tool_name\""),
+        }
+    }
+}
+
+impl std::error::Error for AskError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AskError::NotJson(e) => Some(e),
+            AskError::NoToolName => None,
+        }
+    }
+}
+
 /// Read the hook's stdin.
 ///
-/// Errors: the text is not a JSON object with a string `tool_name`.
-pub fn read_ask(text: &str) -> Result<PermissionAsk, String> {
-    let v: Value =
-        serde_json::from_str(text).map_err(|e| format!("the hook input is not JSON: {e}"))?;
+/// Errors: [`AskError`], the text is not a JSON object with a string `tool_name`.
+pub fn read_ask(text: &str) -> Result<PermissionAsk, AskError> {
+    let v: Value = serde_json::from_str(text).map_err(AskError::NotJson)?;
     let tool = v["tool_name"]
         .as_str()
-        .ok_or("the hook input has no string \"tool_name\"")?
+        .ok_or(AskError::NoToolName)?
         .to_string();
     let input = &v["tool_input"];
     let summary = ["command", "file_path", "url", "pattern"]

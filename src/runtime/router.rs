@@ -138,7 +138,7 @@ impl Adapter for RouterRuntime {
         RuntimeKind::Router
     }
 
-    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, String> {
+    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, super::LaunchError> {
         let (program, mut args) =
             program_and_args(&self.manifest, peer_bin(ctx.launch_env, self.name()));
         args.extend(ctx.launch_env.start_args.iter().map(OsString::from));

@@ -424,7 +424,6 @@ impl Fleet {
             |rt| {
                 crate::runtime::adapter_for(paths, rt)
                     .map(|a| crate::roster::Abilities::of(a.as_ref()))
-                    .map_err(|e| e.to_string())
             },
             |id| crash_loop(paths, id, now_ms, &cfg),
         );
@@ -570,7 +569,7 @@ impl Fleet {
                 let marked: Vec<String> = ids.iter().map(ToString::to_string).collect();
                 route::ok(200, &json!({ "ok": true, "marked": marked }))
             }
-            Err(e) => route::error(502, &e),
+            Err(e) => route::error(502, &e.to_string()),
         }
     }
 

@@ -75,21 +75,170 @@ const FIELDS: [Field; 5] = [
     },
 ];
 
+/// Why a `when` schedule was refused. `Display` gives one sentence saying what is wrong, in
+/// terms the caller can fix (spec 09 "Semantics").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WhenError {
+    /// The expression is empty.
+    Empty,
+    /// An `@` form other than `@every`.
+    UnknownAt(String),
+    /// `@every` without a duration.
+    EveryEmpty,
+    /// `@every <body>` has a character that is not a unit.
+    EveryBadUnit {
+        /// The duration text.
+        body: String,
+        /// The character found.
+        found: char,
+    },
+    /// `@every <body>` has a unit without a number before it.
+    EveryUnitWithoutNumber(String),
+    /// `@every <body>`: a number does not fit.
+    EveryNumberTooLarge {
+        /// The duration text.
+        body: String,
+        /// The digits.
+        digits: String,
+    },
+    /// `@every <body>` overflows milliseconds in a `u64`.
+    EveryTooLong(String),
+    /// `@every <body>` ends with a number without a unit.
+    EveryNumberWithoutUnit {
+        /// The duration text.
+        body: String,
+        /// The digits.
+        digits: String,
+    },
+    /// `@every <body>` is under one second.
+    EveryTooShort(String),
+    /// A cron expression with a field count other than 5.
+    FieldCount {
+        /// The expression.
+        expr: String,
+        /// How many fields it has.
+        count: usize,
+    },
+    /// A cron field has something other than a number where one is expected.
+    NotANumber {
+        /// The field's name (`minute`, `hour`, …).
+        field: &'static str,
+        /// The token.
+        token: String,
+    },
+    /// A cron value outside its field's range.
+    OutOfRange {
+        /// The field's name.
+        field: &'static str,
+        /// The token.
+        token: String,
+        /// The field's minimum.
+        min: u32,
+        /// The field's maximum.
+        max: u32,
+    },
+    /// A cron list with an empty item.
+    EmptyListItem {
+        /// The field's name.
+        field: &'static str,
+        /// The field's text.
+        raw: String,
+    },
+    /// A cron step that is not a whole number ≥ 1.
+    BadStep {
+        /// The field's name.
+        field: &'static str,
+        /// The list item.
+        item: String,
+    },
+    /// A cron range whose start is after its end.
+    BackwardRange {
+        /// The field's name.
+        field: &'static str,
+        /// The range text.
+        range: String,
+    },
+    /// A cron expression that cannot fire within [`HORIZON_DAYS`].
+    NeverFires(String),
+}
+
+impl std::fmt::Display for WhenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WhenError::Empty => f.write_str("\"when\" is empty"),
+            WhenError::UnknownAt(w) => write!(
+                f,
+                "\"{w}\" is not a schedule: the only @ form is @every <n><s|m|h|d> (e.g. @every 30m)"
+            ),
+            WhenError::EveryEmpty => {
+                f.write_str("@every needs a duration, e.g. @every 30s, @every 5m, @every 1h30m")
+            }
+            WhenError::EveryBadUnit { body, found } => write!(
+                f,
+                "\"@every {body}\" has \"{found}\" where a unit s, m, h or d was expected (e.g. @every 90s, @every 1h30m)"
+            ),
+            WhenError::EveryUnitWithoutNumber(body) => write!(
+                f,
+                "\"@every {body}\": each unit needs a number before it (e.g. @every 2h)"
+            ),
+            WhenError::EveryNumberTooLarge { body, digits } => {
+                write!(f, "\"@every {body}\": the number {digits} is too large")
+            }
+            WhenError::EveryTooLong(body) => write!(f, "\"@every {body}\" is too long"),
+            WhenError::EveryNumberWithoutUnit { body, digits } => write!(
+                f,
+                "\"@every {body}\": the number {digits} has no unit; write s, m, h or d after it (e.g. @every {digits}s)"
+            ),
+            WhenError::EveryTooShort(body) => {
+                write!(f, "\"@every {body}\" is shorter than the minimum of 1s")
+            }
+            WhenError::FieldCount { expr, count } => write!(
+                f,
+                "\"{expr}\" has {count} fields; a cron expression has 5: minute hour day-of-month month day-of-week (e.g. \"0 9 * * 1-5\" = 09:00 on weekdays)"
+            ),
+            WhenError::NotANumber { field, token } => write!(
+                f,
+                "the {field} field has \"{token}\" where a number was expected (names like MON or JAN are not supported)"
+            ),
+            WhenError::OutOfRange {
+                field,
+                token,
+                min,
+                max,
+            } => write!(f, "the {field} value {token} is outside {min}-{max}"),
+            WhenError::EmptyListItem { field, raw } => {
+                write!(f, "the {field} field \"{raw}\" has an empty list item")
+            }
+            WhenError::BadStep { field, item } => write!(
+                f,
+                "the {field} step in \"{item}\" must be a whole number of at least 1"
+            ),
+            WhenError::BackwardRange { field, range } => {
+                write!(f, "the {field} range \"{range}\" starts after it ends")
+            }
+            WhenError::NeverFires(when) => write!(
+                f,
+                "the cron expression \"{when}\" can never fire (no date matches it within 4 years: check its day of month against its month)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for WhenError {}
+
 /// Parse `when` without checking that a cron expression can ever fire (see [`check`]).
 ///
-/// Errors: one sentence saying what is wrong, in terms the caller can fix.
-pub fn parse(when: &str) -> Result<When, String> {
+/// Errors: [`WhenError`], one sentence saying what is wrong, in terms the caller can fix.
+pub fn parse(when: &str) -> Result<When, WhenError> {
     let w = when.trim();
     if w.is_empty() {
-        return Err("\"when\" is empty".into());
+        return Err(WhenError::Empty);
     }
     if let Some(rest) = w.strip_prefix("@every") {
         return parse_every(rest.trim()).map(When::Every);
     }
     if w.starts_with('@') {
-        return Err(format!(
-            "\"{w}\" is not a schedule: the only @ form is @every <n><s|m|h|d> (e.g. @every 30m)"
-        ));
+        return Err(WhenError::UnknownAt(w.to_string()));
     }
     parse_cron(w).map(When::Cron)
 }
@@ -97,23 +246,20 @@ pub fn parse(when: &str) -> Result<When, String> {
 /// Parse `when` and, for cron, check that it fires within [`HORIZON_DAYS`] after `now` in
 /// `tz`. This is the validation every trigger goes through.
 ///
-/// Errors: as [`parse`], or "can never fire".
-pub fn check(when: &str, now: Timestamp, tz: &TimeZone) -> Result<When, String> {
+/// Errors: as [`parse`], or [`WhenError::NeverFires`].
+pub fn check(when: &str, now: Timestamp, tz: &TimeZone) -> Result<When, WhenError> {
     let parsed = parse(when)?;
     if let When::Cron(c) = &parsed {
         if c.next_after(now, tz).is_none() {
-            return Err(format!(
-                "the cron expression \"{}\" can never fire (no date matches it within 4 years: check its day of month against its month)",
-                when.trim()
-            ));
+            return Err(WhenError::NeverFires(when.trim().to_string()));
         }
     }
     Ok(parsed)
 }
 
-fn parse_every(body: &str) -> Result<u64, String> {
+fn parse_every(body: &str) -> Result<u64, WhenError> {
     if body.is_empty() {
-        return Err("@every needs a duration, e.g. @every 30s, @every 5m, @every 1h30m".into());
+        return Err(WhenError::EveryEmpty);
     }
     let mut total: u64 = 0;
     let mut digits = String::new();
@@ -128,45 +274,44 @@ fn parse_every(body: &str) -> Result<u64, String> {
             'h' => 3_600_000,
             'd' => 86_400_000,
             _ => {
-                return Err(format!(
-                    "\"@every {body}\" has \"{c}\" where a unit s, m, h or d was expected (e.g. @every 90s, @every 1h30m)"
-                ))
+                return Err(WhenError::EveryBadUnit {
+                    body: body.to_string(),
+                    found: c,
+                })
             }
         };
         if digits.is_empty() {
-            return Err(format!(
-                "\"@every {body}\": each unit needs a number before it (e.g. @every 2h)"
-            ));
+            return Err(WhenError::EveryUnitWithoutNumber(body.to_string()));
         }
-        let n: u64 = digits
-            .parse()
-            .map_err(|_| format!("\"@every {body}\": the number {digits} is too large"))?;
+        let n: u64 = digits.parse().map_err(|_| WhenError::EveryNumberTooLarge {
+            body: body.to_string(),
+            digits: digits.clone(),
+        })?;
         total = n
             .checked_mul(unit)
             .and_then(|v| total.checked_add(v))
-            .ok_or_else(|| format!("\"@every {body}\" is too long"))?;
+            .ok_or_else(|| WhenError::EveryTooLong(body.to_string()))?;
         digits.clear();
     }
     if !digits.is_empty() {
-        return Err(format!(
-            "\"@every {body}\": the number {digits} has no unit; write s, m, h or d after it (e.g. @every {digits}s)"
-        ));
+        return Err(WhenError::EveryNumberWithoutUnit {
+            body: body.to_string(),
+            digits,
+        });
     }
     if total < 1_000 {
-        return Err(format!(
-            "\"@every {body}\" is shorter than the minimum of 1s"
-        ));
+        return Err(WhenError::EveryTooShort(body.to_string()));
     }
     Ok(total)
 }
 
-fn parse_cron(w: &str) -> Result<Cron, String> {
+fn parse_cron(w: &str) -> Result<Cron, WhenError> {
     let parts: Vec<&str> = w.split_whitespace().collect();
     if parts.len() != 5 {
-        return Err(format!(
-            "\"{w}\" has {} fields; a cron expression has 5: minute hour day-of-month month day-of-week (e.g. \"0 9 * * 1-5\" = 09:00 on weekdays)",
-            parts.len()
-        ));
+        return Err(WhenError::FieldCount {
+            expr: w.to_string(),
+            count: parts.len(),
+        });
     }
     let mut sets = [0u64; 5];
     for (i, (raw, field)) in parts.iter().zip(FIELDS.iter()).enumerate() {
@@ -188,40 +333,44 @@ fn parse_cron(w: &str) -> Result<Cron, String> {
     })
 }
 
-fn number(tok: &str, field: &Field) -> Result<u32, String> {
+fn number(tok: &str, field: &Field) -> Result<u32, WhenError> {
     if tok.is_empty() || !tok.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!(
-            "the {} field has \"{tok}\" where a number was expected (names like MON or JAN are not supported)",
-            field.name
-        ));
+        return Err(WhenError::NotANumber {
+            field: field.name,
+            token: tok.to_string(),
+        });
     }
     let v: u32 = tok.parse().unwrap_or(u32::MAX);
     if v < field.min || v > field.max {
-        return Err(format!(
-            "the {} value {tok} is outside {}-{}",
-            field.name, field.min, field.max
-        ));
+        return Err(WhenError::OutOfRange {
+            field: field.name,
+            token: tok.to_string(),
+            min: field.min,
+            max: field.max,
+        });
     }
     Ok(v)
 }
 
-fn parse_field(raw: &str, field: &Field) -> Result<u64, String> {
+fn parse_field(raw: &str, field: &Field) -> Result<u64, WhenError> {
     let mut set = 0u64;
     for item in raw.split(',') {
         if item.is_empty() {
-            return Err(format!(
-                "the {} field \"{raw}\" has an empty list item",
-                field.name
-            ));
+            return Err(WhenError::EmptyListItem {
+                field: field.name,
+                raw: raw.to_string(),
+            });
         }
         let (range, step) = match item.split_once('/') {
             Some((r, s)) => {
-                let step: u32 = s.parse().ok().filter(|v| *v >= 1).ok_or_else(|| {
-                    format!(
-                        "the {} step in \"{item}\" must be a whole number of at least 1",
-                        field.name
-                    )
-                })?;
+                let step: u32 =
+                    s.parse()
+                        .ok()
+                        .filter(|v| *v >= 1)
+                        .ok_or_else(|| WhenError::BadStep {
+                            field: field.name,
+                            item: item.to_string(),
+                        })?;
                 (r, Some(step))
             }
             None => (item, None),
@@ -235,10 +384,10 @@ fn parse_field(raw: &str, field: &Field) -> Result<u64, String> {
             (v, if step.is_some() { field.max } else { v })
         };
         if lo > hi {
-            return Err(format!(
-                "the {} range \"{range}\" starts after it ends",
-                field.name
-            ));
+            return Err(WhenError::BackwardRange {
+                field: field.name,
+                range: range.to_string(),
+            });
         }
         let mut v = lo;
         while v <= hi {
