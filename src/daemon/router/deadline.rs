@@ -155,7 +155,7 @@ impl Router {
             }
             // The session holds it: it gives it back (answered by `Delivered`) unless part
             // of it is written already, which it then finishes.
-            match self.live.sessions.get(&ident) {
+            match self.live.get(&ident) {
                 Some(s) => {
                     s.handle.send(SessionCmd::Cancel(id));
                 }
@@ -163,12 +163,8 @@ impl Router {
             }
             return;
         }
-        let waking = self.live.launching.contains_key(&ident)
-            || self
-                .live
-                .sessions
-                .get(&ident)
-                .is_some_and(|s| !s.is_ready());
+        let waking =
+            self.live.is_launching(&ident) || self.live.get(&ident).is_some_and(|s| !s.is_ready());
         let Some(ep) = self.queues.endpoints.get_mut(&ident) else {
             return;
         };

@@ -422,10 +422,10 @@ impl Router {
     /// Where `identity` is, for [`head_step`]: its live session's state, launching, parked,
     /// or asleep (markers read from disk only then).
     fn presence(&self, identity: &Identity) -> Presence {
-        if let Some(s) = self.live.sessions.get(identity) {
+        if let Some(s) = self.live.get(identity) {
             return Presence::Session(s.live());
         }
-        if self.live.launching.contains_key(identity) {
+        if self.live.is_launching(identity) {
             return Presence::Launching;
         }
         let m = self.markers(identity);
@@ -442,8 +442,7 @@ impl Router {
 
     /// [`HeadStep::Deliver`]: the head send goes to the live session and is in flight.
     fn deliver_head(&mut self, identity: &Identity) -> Pump {
-        let (Some(Job::Send(job)), Some(s)) =
-            (self.head_of(identity), self.live.sessions.get(identity))
+        let (Some(Job::Send(job)), Some(s)) = (self.head_of(identity), self.live.get(identity))
         else {
             return Pump::Done; // a step that does not fit the head (cannot happen)
         };
@@ -457,8 +456,7 @@ impl Router {
     /// [`HeadStep::StartCompact`]: the compact command goes to the live session and is in
     /// flight.
     fn start_compact(&mut self, identity: &Identity) -> Pump {
-        let (Some(Job::Compact(c)), Some(s)) =
-            (self.head_of(identity), self.live.sessions.get(identity))
+        let (Some(Job::Compact(c)), Some(s)) = (self.head_of(identity), self.live.get(identity))
         else {
             return Pump::Done;
         };
@@ -471,8 +469,7 @@ impl Router {
     /// [`HeadStep::AnswerLive`]: the head wake is answered (or attached) from the live
     /// session, and the queue goes on.
     fn answer_wake(&mut self, identity: &Identity) -> Pump {
-        let (Some(Job::Wake(_)), Some(s)) =
-            (self.head_of(identity), self.live.sessions.get(identity))
+        let (Some(Job::Wake(_)), Some(s)) = (self.head_of(identity), self.live.get(identity))
         else {
             return Pump::Done;
         };
@@ -501,9 +498,7 @@ impl Router {
     /// [`HeadStep::Replace`]: the old session is told to end; the head wake launches the
     /// new one when it has.
     fn replace_then_launch(&mut self, identity: &Identity) -> Pump {
-        if !matches!(self.head_of(identity), Some(Job::Wake(_)))
-            || !self.live.sessions.contains_key(identity)
-        {
+        if !matches!(self.head_of(identity), Some(Job::Wake(_))) || !self.live.is_live(identity) {
             return Pump::Done;
         }
         if let Some(Job::Wake(w)) = self
@@ -514,7 +509,7 @@ impl Router {
         {
             w.launched = true;
         }
-        if let Some(s) = self.live.sessions.get_mut(identity) {
+        if let Some(s) = self.live.get_mut(identity) {
             s.handle.send(SessionCmd::Kill(Cause::Replaced));
             s.state.end(Cause::Replaced);
         }

@@ -60,7 +60,6 @@ impl Router {
     pub(crate) fn apply_if_busy(&mut self, identity: &Identity) -> bool {
         let Some(session) = self
             .live
-            .sessions
             .get(identity)
             .filter(|s| s.live() == super::decide::Live::Ready)
         else {

@@ -2,7 +2,7 @@
 //! fresh/resume decision, the system prompt, the environment, the spawn, the markers.
 //!
 //! The router thread only decides ([`Router::plan_launch`]) and tracks the launch in
-//! [`LiveSessions::launching`](super::state::LiveSessions); a short-lived launcher thread
+//! [`Tracked::Launching`](super::state::Tracked); a short-lived launcher thread
 //! does the blocking part ([`prepare_spawn`], [`start_session`], the markers) and reports
 //! [`RouterMsg::Launched`], which [`Router::on_launched`] turns into a booting session.
 

@@ -451,8 +451,7 @@ impl Router {
                         }
                     }
                 }
-                self.live.sessions.clear();
-                self.live.launching.clear();
+                self.live.clear();
             }
         }
     }
@@ -574,12 +573,12 @@ impl Router {
         let Some(identity) = identity else {
             return;
         };
-        if let Some(s) = self.live.sessions.get_mut(&identity) {
+        if let Some(s) = self.live.get_mut(&identity) {
             if !s.mcp_up {
                 s.mcp_up = true;
                 s.handle.send(crate::session::handle::SessionCmd::McpUp);
             }
-        } else if let Some(l) = self.live.launching.get_mut(&identity) {
+        } else if let Some(l) = self.live.launching_mut(&identity) {
             // Told to the session when its launcher reports.
             l.mcp_up = true;
         }
@@ -627,7 +626,7 @@ impl Router {
                 kept.queue.push_back(job);
             }
         }
-        for sess in self.live.sessions.values_mut() {
+        for sess in self.live.spawned_mut() {
             if sess.kind == RuntimeKind::Agent {
                 // Resume-eligible: the next message on its topic continues the conversation.
                 logged(
@@ -643,7 +642,7 @@ impl Router {
                 .send(crate::session::handle::SessionCmd::Kill(Cause::Shutdown));
         }
         // A launch under way is ended the moment its launcher reports, the same way.
-        for (identity, l) in self.live.launching.iter_mut() {
+        for (identity, l) in self.live.launches_mut() {
             if l.kind == RuntimeKind::Agent {
                 logged(
                     crate::markers::Markers::new(&self.paths, identity)
@@ -672,7 +671,7 @@ impl Router {
             .filter_map(|(ident, ep)| Some((ident.clone(), ep.inflight?)))
             .collect();
         for (ident, id) in holding {
-            if let Some(s) = self.live.sessions.get_mut(&ident) {
+            if let Some(s) = self.live.get_mut(&ident) {
                 s.handle
                     .send(crate::session::handle::SessionCmd::Cancel(id));
                 s.state.end_now(Cause::Shutdown);
@@ -697,7 +696,7 @@ impl Router {
             return;
         }
         self.queues.endpoints.remove(identity);
-        if let Some(s) = self.live.sessions.get_mut(identity) {
+        if let Some(s) = self.live.get_mut(identity) {
             if !s.state.is_ending() {
                 s.state.end_now(Cause::Shutdown);
                 s.handle

@@ -23,21 +23,27 @@ use crate::session::handle::{Cause, SessionCmd, SessionEvent};
 /// to it (session id from a session event, MCP token from a request), and the replies that
 /// wait for some of them to end.
 ///
-/// An identity has a session when it is in `sessions` (spawned) or in `launching` (a
-/// launcher thread is spawning it): never both, and at most one of either.
+/// An identity has at most one session, spawned ([`Tracked::Live`]) or being spawned by a
+/// launcher thread ([`Tracked::Launching`]).
 #[derive(Default)]
 pub(crate) struct LiveSessions {
-    /// At most one session per identity.
-    pub sessions: HashMap<Identity, Sess>,
-    /// Sessions whose launcher thread has not reported yet (their id and token are indexed
-    /// already, so early events and MCP calls find them).
-    pub launching: HashMap<Identity, Launching>,
+    /// At most one session per identity, spawned or being launched.
+    tracked: HashMap<Identity, Tracked>,
     /// Session id (in [`crate::session::handle::SessionEvent`]) → identity.
     pub session_ids: HashMap<u64, Identity>,
     /// MCP session token → identity.
     pub tokens: HashMap<String, Identity>,
     /// Replies held until some sessions have ended (`stop`).
     pub gone_waiters: Vec<GoneWaiter>,
+}
+
+/// An identity's session: being launched, or spawned.
+pub(crate) enum Tracked {
+    /// A launcher thread is spawning it and has not reported yet (its id and token are
+    /// indexed already, so early events and MCP calls find them).
+    Launching(Launching),
+    /// Spawned: its session thread runs (boxed: a `Sess` is several times a `Launching`).
+    Live(Box<Sess>),
 }
 
 /// A session being launched: what the router decided, and what arrived for it before the
@@ -73,34 +79,106 @@ pub(crate) struct Launching {
 }
 
 impl LiveSessions {
+    /// `identity`'s spawned session.
+    pub fn get(&self, identity: &Identity) -> Option<&Sess> {
+        match self.tracked.get(identity)? {
+            Tracked::Live(s) => Some(&**s),
+            Tracked::Launching(_) => None,
+        }
+    }
+
+    /// `identity`'s spawned session, to change.
+    pub fn get_mut(&mut self, identity: &Identity) -> Option<&mut Sess> {
+        match self.tracked.get_mut(identity)? {
+            Tracked::Live(s) => Some(&mut **s),
+            Tracked::Launching(_) => None,
+        }
+    }
+
+    /// `identity`'s session being launched, to change.
+    pub fn launching_mut(&mut self, identity: &Identity) -> Option<&mut Launching> {
+        match self.tracked.get_mut(identity)? {
+            Tracked::Launching(l) => Some(l),
+            Tracked::Live(_) => None,
+        }
+    }
+
+    /// `identity`'s session is being launched.
+    pub fn is_launching(&self, identity: &Identity) -> bool {
+        matches!(self.tracked.get(identity), Some(Tracked::Launching(_)))
+    }
+
+    /// `identity` has a spawned session.
+    pub fn is_live(&self, identity: &Identity) -> bool {
+        self.get(identity).is_some()
+    }
+
+    /// Every spawned session.
+    pub fn spawned(&self) -> impl Iterator<Item = &Sess> {
+        self.tracked.values().filter_map(|t| match t {
+            Tracked::Live(s) => Some(&**s),
+            Tracked::Launching(_) => None,
+        })
+    }
+
+    /// Every spawned session, to change.
+    pub fn spawned_mut(&mut self) -> impl Iterator<Item = &mut Sess> {
+        self.tracked.values_mut().filter_map(|t| match t {
+            Tracked::Live(s) => Some(&mut **s),
+            Tracked::Launching(_) => None,
+        })
+    }
+
+    /// Every session being launched, by identity.
+    pub fn launches(&self) -> impl Iterator<Item = (&Identity, &Launching)> {
+        self.tracked.iter().filter_map(|(id, t)| match t {
+            Tracked::Launching(l) => Some((id, l)),
+            Tracked::Live(_) => None,
+        })
+    }
+
+    /// Every session being launched, by identity, to change.
+    pub fn launches_mut(&mut self) -> impl Iterator<Item = (&Identity, &mut Launching)> {
+        self.tracked.iter_mut().filter_map(|(id, t)| match t {
+            Tracked::Launching(l) => Some((id, l)),
+            Tracked::Live(_) => None,
+        })
+    }
+
+    /// Forget every session, spawned or being launched (their indexes stay).
+    pub fn clear(&mut self) {
+        self.tracked.clear();
+    }
+
     /// `identity`'s session, spawned or still being launched, is an ephemeral worker (spec
     /// 05 §6). A launching one counts: an echo-fast worker answers its first message (which
     /// its session thread delivers on its own) before the launcher thread has reported.
     pub fn is_ephemeral(&self, identity: &Identity) -> bool {
-        match self.sessions.get(identity) {
-            Some(s) => s.ephemeral,
-            None => self.launching.get(identity).is_some_and(|l| l.ephemeral),
+        match self.tracked.get(identity) {
+            Some(Tracked::Live(s)) => s.ephemeral,
+            Some(Tracked::Launching(l)) => l.ephemeral,
+            None => false,
         }
     }
 
     /// `identity` has a session, spawned or being launched.
     pub fn has(&self, identity: &Identity) -> bool {
-        self.sessions.contains_key(identity) || self.launching.contains_key(identity)
+        self.tracked.contains_key(identity)
     }
 
     /// Every identity with a session, spawned or being launched.
     pub fn identities(&self) -> impl Iterator<Item = &Identity> {
-        self.sessions.keys().chain(self.launching.keys())
+        self.tracked.keys()
     }
 
     /// No session is left, spawned or being launched.
     pub fn is_empty(&self) -> bool {
-        self.sessions.is_empty() && self.launching.is_empty()
+        self.tracked.is_empty()
     }
 
     /// How many sessions there are, spawned or being launched.
     pub fn len(&self) -> usize {
-        self.sessions.len() + self.launching.len()
+        self.tracked.len()
     }
 
     /// Track a launch the router just handed to a launcher thread (and index its id and
@@ -108,7 +186,7 @@ impl LiveSessions {
     pub fn begin_launch(&mut self, identity: Identity, l: Launching) {
         self.tokens.insert(l.token.clone(), identity.clone());
         self.session_ids.insert(l.session, identity.clone());
-        self.launching.insert(identity, l);
+        self.tracked.insert(identity, Tracked::Launching(l));
     }
 
     /// Take the launch of session `session` of `identity` (its launcher reported). A failed
@@ -119,10 +197,13 @@ impl LiveSessions {
         session: u64,
         failed: bool,
     ) -> Option<Launching> {
-        if self.launching.get(identity)?.session != session {
-            return None;
+        match self.tracked.get(identity)? {
+            Tracked::Launching(l) if l.session == session => {}
+            _ => return None,
         }
-        let l = self.launching.remove(identity)?;
+        let Some(Tracked::Launching(l)) = self.tracked.remove(identity) else {
+            return None;
+        };
         if failed {
             self.session_ids.remove(&session);
             self.tokens.remove(&l.token);
@@ -134,18 +215,21 @@ impl LiveSessions {
     /// its launcher reports). `None` when it has no session; otherwise whether it was not
     /// ending already (a session already ending keeps its first cause).
     pub fn end(&mut self, identity: &Identity, cause: Cause) -> Option<bool> {
-        if let Some(s) = self.sessions.get_mut(identity) {
-            let fresh = !s.state.is_ending();
-            s.state.end(cause);
-            if fresh {
-                s.handle.send(SessionCmd::Kill(cause));
+        match self.tracked.get_mut(identity)? {
+            Tracked::Live(s) => {
+                let fresh = !s.state.is_ending();
+                s.state.end(cause);
+                if fresh {
+                    s.handle.send(SessionCmd::Kill(cause));
+                }
+                Some(fresh)
             }
-            return Some(fresh);
+            Tracked::Launching(l) => {
+                let fresh = !l.state.is_ending();
+                l.state.end(cause);
+                Some(fresh)
+            }
         }
-        let l = self.launching.get_mut(identity)?;
-        let fresh = !l.state.is_ending();
-        l.state.end(cause);
-        Some(fresh)
     }
 
     /// Track a session that was just spawned (and index its id and token).
@@ -153,19 +237,21 @@ impl LiveSessions {
         let identity = sess.identity.clone();
         self.tokens.insert(sess.token.clone(), identity.clone());
         self.session_ids.insert(sess.id, identity.clone());
-        self.sessions.insert(identity, sess);
+        self.tracked.insert(identity, Tracked::Live(Box::new(sess)));
     }
 
     /// Forget session `session` of `identity` (it exited): its indexes go with it. `None`
     /// when `identity`'s tracked session is another one (an older session's late exit).
     pub fn unregister(&mut self, identity: &Identity, session: u64) -> Option<Sess> {
         self.session_ids.remove(&session);
-        if self.sessions.get(identity)?.id != session {
+        if self.get(identity)?.id != session {
             return None;
         }
-        let s = self.sessions.remove(identity)?;
+        let Some(Tracked::Live(s)) = self.tracked.remove(identity) else {
+            return None;
+        };
         self.tokens.remove(&s.token);
-        Some(s)
+        Some(*s)
     }
 
     /// Answer the replies that waited for `identity`'s session to end and now wait for

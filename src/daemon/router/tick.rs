@@ -18,13 +18,13 @@ use crate::session::handle::{Cause, SessionCmd, SessionStatus};
 impl Router {
     pub(crate) fn on_tick(&mut self) {
         let mut to_stop = Vec::new();
-        for (id, s) in &self.live.sessions {
+        for s in self.live.spawned() {
             let live = s.live();
             let stopped = live != Live::Ending
                 && Markers::new(&self.paths, &s.identity).is_set(Flag::Stopped);
             match tick_step(s.kind, live, stopped) {
                 TickStep::Skip => {}
-                TickStep::Stop => to_stop.push(id.clone()),
+                TickStep::Stop => to_stop.push(s.identity.clone()),
                 // Answered by a Status event; the idle decision is made there.
                 TickStep::Probe => {
                     s.handle.send(SessionCmd::Probe);
@@ -32,7 +32,7 @@ impl Router {
             }
         }
         for id in to_stop {
-            if let Some(s) = self.live.sessions.get_mut(&id) {
+            if let Some(s) = self.live.get_mut(&id) {
                 s.state.end(Cause::Stop);
                 s.handle.send(SessionCmd::Kill(Cause::Stop));
             }
@@ -96,7 +96,7 @@ impl Router {
 
     pub(crate) fn on_status(&mut self, identity: &Identity, status: SessionStatus) {
         // A live agent the model API refuses (spec 10 §3): the notice board.
-        let api = self.live.sessions.get(identity).map(|s| {
+        let api = self.live.get(identity).map(|s| {
             let before = s.status.as_ref().and_then(|st| st.api_error.as_ref());
             let raised =
                 crate::runtime::api_error::newly_raised(before, status.api_error.as_ref()).cloned();
@@ -111,7 +111,7 @@ impl Router {
             );
         }
         let idle = self.cfg.idle;
-        let Some(s) = self.live.sessions.get_mut(identity) else {
+        let Some(s) = self.live.get_mut(identity) else {
             return;
         };
         let queue_busy = self

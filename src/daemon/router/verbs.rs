@@ -124,7 +124,7 @@ impl Router {
                 format!("{} does not support control commands", ident.runtime),
             ));
         }
-        let live = self.live.sessions.get(&ident).filter(|s| s.is_ready());
+        let live = self.live.get(&ident).filter(|s| s.is_ready());
         let s = live.ok_or_else(|| {
             refusal(
                 Code::NotLive,
