@@ -98,7 +98,7 @@ impl Router {
         summary: String,
         reply: ReplyTo,
     ) {
-        let Some(ident) = self.live.tokens.get(token).cloned() else {
+        let Some(ident) = self.live.by_token(token).cloned() else {
             return reply.finish(Reply::from(not_live(identity)));
         };
         if ident.to_string() != identity {

@@ -15,7 +15,7 @@ use crate::session::outcome;
 impl Router {
     /// A session reported something.
     pub(crate) fn on_session_event(&mut self, ev: SessionEvent) {
-        let Some(identity) = self.live.session_ids.get(&ev.session).cloned() else {
+        let Some(identity) = self.live.by_session_id(ev.session).cloned() else {
             return;
         };
         // The session thread can speak before its launcher has reported: keep its events

@@ -496,7 +496,7 @@ impl Router {
                 let token_identity = creds
                     .session_token
                     .as_deref()
-                    .and_then(|t| self.live.tokens.get(t))
+                    .and_then(|t| self.live.by_token(t))
                     .map(Identity::to_string);
                 let input = SendInput {
                     path: "mcp",
@@ -561,7 +561,7 @@ impl Router {
         let by_token = creds
             .session_token
             .as_deref()
-            .and_then(|t| self.live.tokens.get(t))
+            .and_then(|t| self.live.by_token(t))
             .cloned();
         // In header mode the identity comes from the request's header: a wire string.
         let identity = by_token.or_else(|| {
@@ -592,9 +592,7 @@ impl Router {
     fn begin_shutdown(&mut self, done: Sender<()>) {
         log::info!("shutdown: ending {} session(s)", self.live.len());
         self.deny_all_approvals();
-        for w in self.live.gone_waiters.drain(..) {
-            w.reply.finish(w.answer);
-        }
+        self.live.finish_gone_waiters();
         // Every send not begun is answered `shutting-down` (NOT delivered: nothing of it
         // reached a session) and gets its delivery.log line.
         let preparing: Vec<_> = self.queues.preparing.drain().map(|(_, j)| j).collect();

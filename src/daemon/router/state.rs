@@ -30,11 +30,11 @@ pub(crate) struct LiveSessions {
     /// At most one session per identity, spawned or being launched.
     tracked: HashMap<Identity, Tracked>,
     /// Session id (in [`crate::session::handle::SessionEvent`]) → identity.
-    pub session_ids: HashMap<u64, Identity>,
+    session_ids: HashMap<u64, Identity>,
     /// MCP session token → identity.
-    pub tokens: HashMap<String, Identity>,
+    tokens: HashMap<String, Identity>,
     /// Replies held until some sessions have ended (`stop`).
-    pub gone_waiters: Vec<GoneWaiter>,
+    gone_waiters: Vec<GoneWaiter>,
 }
 
 /// An identity's session: being launched, or spawned.
@@ -252,6 +252,29 @@ impl LiveSessions {
         };
         self.tokens.remove(&s.token);
         Some(*s)
+    }
+
+    /// The identity whose session has id `session` (of a session event), spawned or being
+    /// launched.
+    pub fn by_session_id(&self, session: u64) -> Option<&Identity> {
+        self.session_ids.get(&session)
+    }
+
+    /// The identity whose session has MCP token `token`, spawned or being launched.
+    pub fn by_token(&self, token: &str) -> Option<&Identity> {
+        self.tokens.get(token)
+    }
+
+    /// Hold `w`'s reply until its sessions have ended (or its deadline passes).
+    pub fn wait_gone(&mut self, w: GoneWaiter) {
+        self.gone_waiters.push(w);
+    }
+
+    /// Send every held gone-waiter reply now (the daemon is shutting down).
+    pub fn finish_gone_waiters(&mut self) {
+        for w in self.gone_waiters.drain(..) {
+            w.reply.finish(w.answer);
+        }
     }
 
     /// Answer the replies that waited for `identity`'s session to end and now wait for

@@ -108,7 +108,7 @@ impl Router {
         }
         let id = self.next_id();
         self.set_timer(self.now.at + GONE_DEADLINE, super::Timer::GoneDeadline(id));
-        self.live.gone_waiters.push(super::state::GoneWaiter {
+        self.live.wait_gone(super::state::GoneWaiter {
             id,
             reply,
             answer,
