@@ -68,11 +68,7 @@ impl Router {
         if self.shutdown.is_some()
             || self.live.has(identity)
             || self.queues.endpoints.contains_key(identity)
-            || self
-                .supervisor
-                .drain_retry
-                .get(identity)
-                .is_some_and(|at| *at > self.now.at)
+            || self.supervisor.drain_waits(identity, self.now.at)
         {
             return;
         }
@@ -90,8 +86,7 @@ impl Router {
                 Err(DrainError::Later(why)) => {
                     log::warn!("ephemeral {identity}: cannot start the next task now: {why}");
                     self.supervisor
-                        .drain_retry
-                        .insert(identity.clone(), self.now.at + DRAIN_RETRY);
+                        .retry_drain_at(identity, self.now.at + DRAIN_RETRY);
                     return;
                 }
                 Err(DrainError::Bad(why)) => {
@@ -107,7 +102,7 @@ impl Router {
                 }
             }
         };
-        self.supervisor.drain_retry.remove(identity);
+        self.supervisor.drain_started(identity);
         self.lifecycle(
             Event::new("ephemeral")
                 .field("action", "drain")
@@ -144,8 +139,7 @@ impl Router {
             }
         } else {
             self.supervisor
-                .drain_retry
-                .insert(endpoint.clone(), self.now.at + DRAIN_RETRY);
+                .retry_drain_at(endpoint, self.now.at + DRAIN_RETRY);
         }
         self.lifecycle(
             Event::new("ephemeral")

@@ -356,7 +356,9 @@ impl Router {
     /// Run until shutdown completes or every sender is gone.
     pub fn run(mut self, rx: Receiver<RouterMsg>, session_rx: Receiver<SessionEvent>) {
         self.now = Now::read();
-        self.supervisor.runtimes_seen = crate::runtime::manifest::installed(&self.paths);
+        // The runtimes installed at start are the baseline of `notice_new_runtimes`.
+        self.supervisor
+            .new_runtimes(crate::runtime::manifest::installed(&self.paths));
         self.recover_sessions_of_a_crash();
         self.settle_rename();
         self.start_always_on();

@@ -108,13 +108,7 @@ impl Router {
             mode: l.mode.as_str().to_string(),
         }));
         sessions.sort_by(|a, b| a.identity.cmp(&b.identity));
-        let mut parked: Vec<String> = self
-            .supervisor
-            .always_on
-            .iter()
-            .filter(|(_, st)| st.parked)
-            .map(|(k, _)| k.to_string())
-            .collect();
+        let mut parked: Vec<String> = self.supervisor.parked().map(|k| k.to_string()).collect();
         parked.sort();
         ListReply { sessions, parked }
     }

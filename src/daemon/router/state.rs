@@ -336,14 +336,87 @@ pub(crate) struct Queues {
 #[derive(Default)]
 pub(crate) struct Supervisor {
     /// Back-off and parking, per identity.
-    pub always_on: HashMap<Identity, AlwaysOn>,
+    always_on: HashMap<Identity, AlwaysOn>,
     /// Ephemeral identities whose drained task failed: no new attempt before this time.
-    pub drain_retry: HashMap<Identity, Instant>,
+    drain_retry: HashMap<Identity, Instant>,
     /// The package runtimes installed at the last look (`runtime::manifest::installed`).
-    pub runtimes_seen: Vec<String>,
+    runtimes_seen: Vec<String>,
     /// The always-on peers could not be started because the registry could not be read:
     /// every tick tries again (until `verify --fix` repairs it).
-    pub always_on_unstarted: bool,
+    always_on_unstarted: bool,
+}
+
+impl Supervisor {
+    /// `ident`'s restart state, made when it has none yet.
+    pub fn always_on(&mut self, ident: &Identity) -> &mut AlwaysOn {
+        self.always_on.entry(ident.clone()).or_default()
+    }
+
+    /// `ident` was parked after a crash loop.
+    pub fn is_parked(&self, ident: &Identity) -> bool {
+        self.always_on.get(ident).is_some_and(|st| st.parked)
+    }
+
+    /// Every parked identity (in no order).
+    pub fn parked(&self) -> impl Iterator<Item = &Identity> {
+        self.always_on
+            .iter()
+            .filter(|(_, st)| st.parked)
+            .map(|(k, _)| k)
+    }
+
+    /// Whether `ident` is to start again as soon as it is gone (`new`); clears it.
+    pub fn take_restart_on_exit(&mut self, ident: &Identity) -> bool {
+        self.always_on
+            .get_mut(ident)
+            .is_some_and(|st| std::mem::take(&mut st.restart_on_exit))
+    }
+
+    /// Forget the restart state of every runtime of `personality` (`forget`).
+    pub fn forget(&mut self, personality: &str) {
+        self.always_on.retain(|k, _| k.personality != personality);
+    }
+
+    /// `ident`'s next drained task may not start yet at `now` (the last one failed).
+    pub fn drain_waits(&self, ident: &Identity, now: Instant) -> bool {
+        self.drain_retry.get(ident).is_some_and(|at| *at > now)
+    }
+
+    /// `ident`'s next drained task waits until `at`.
+    pub fn retry_drain_at(&mut self, ident: &Identity, at: Instant) {
+        self.drain_retry.insert(ident.clone(), at);
+    }
+
+    /// `ident`'s drained task started: no wait before the next one.
+    pub fn drain_started(&mut self, ident: &Identity) {
+        self.drain_retry.remove(ident);
+    }
+
+    /// Take `installed` as the package runtimes now installed and return those that were
+    /// not at the last look.
+    pub fn new_runtimes(&mut self, installed: Vec<String>) -> Vec<String> {
+        let seen = std::mem::replace(&mut self.runtimes_seen, installed);
+        self.runtimes_seen
+            .iter()
+            .filter(|rt| !seen.contains(rt))
+            .cloned()
+            .collect()
+    }
+
+    /// The always-on peers could not be started (the registry did not read).
+    pub fn is_unstarted(&self) -> bool {
+        self.always_on_unstarted
+    }
+
+    /// Mark the always-on peers as not started: every tick tries again.
+    pub fn set_unstarted(&mut self) {
+        self.always_on_unstarted = true;
+    }
+
+    /// Whether the always-on peers were marked not started; clears the mark.
+    pub fn take_unstarted(&mut self) -> bool {
+        std::mem::take(&mut self.always_on_unstarted)
+    }
 }
 
 /// Deferred work the router schedules for itself, in deadline order.
@@ -420,5 +493,17 @@ mod tests {
         assert!(live.is_ephemeral(&worker));
         assert!(!live.is_ephemeral(&other));
         assert!(!live.is_ephemeral(&Identity::new("echo", "nobody").unwrap()));
+    }
+
+    /// A runtime counts as new once: the first look is the baseline, a later look names
+    /// only what was not there before.
+    #[test]
+    fn new_runtimes_are_those_not_seen_at_the_last_look() {
+        let mut s = Supervisor::default();
+        let v = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(s.new_runtimes(v(&["a"])), v(&["a"]));
+        assert!(s.new_runtimes(v(&["a"])).is_empty());
+        assert_eq!(s.new_runtimes(v(&["b", "a", "c"])), v(&["b", "c"]));
+        assert!(s.new_runtimes(v(&["c"])).is_empty());
     }
 }

@@ -159,7 +159,7 @@ impl Router {
                 .unwrap_or(false);
             let mut launched = false;
             if is_router {
-                let st = self.supervisor.always_on.entry(ident.clone()).or_default();
+                let st = self.supervisor.always_on(ident);
                 st.parked = false;
                 st.backoff.reset();
                 if !self.live.has(ident) {
@@ -205,9 +205,7 @@ impl Router {
                 ),
             );
         }
-        self.supervisor
-            .always_on
-            .retain(|k, _| k.personality != personality);
+        self.supervisor.forget(personality);
         ForgetReply {
             ended: ids.iter().map(Identity::to_string).collect(),
         }

@@ -44,7 +44,7 @@ impl Router {
             }
         }
         self.settle_rename();
-        if self.supervisor.always_on_unstarted {
+        if self.supervisor.is_unstarted() {
             self.start_always_on();
         }
         self.notice_new_runtimes();
@@ -90,7 +90,7 @@ impl Router {
                 .field("detail", r.to_string()),
         );
         if outcome == "finished" {
-            self.supervisor.always_on_unstarted = true;
+            self.supervisor.set_unstarted();
         }
     }
 
@@ -231,11 +231,7 @@ impl Router {
             self.back_off(&s.identity, ran, true);
         }
         if plan.restart_if_asked {
-            let again = self
-                .supervisor
-                .always_on
-                .get_mut(&s.identity)
-                .is_some_and(|st| std::mem::take(&mut st.restart_on_exit));
+            let again = self.supervisor.take_restart_on_exit(&s.identity);
             if again {
                 self.restart_always_on(&s.identity);
             }

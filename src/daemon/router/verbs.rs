@@ -95,7 +95,7 @@ impl Router {
         };
         logged(self.markers(&ident).clear_deaths());
         if kind == RuntimeKind::Router {
-            let st = self.supervisor.always_on.entry(ident.clone()).or_default();
+            let st = self.supervisor.always_on(&ident);
             st.parked = false;
             st.backoff.reset();
             if self.live.has(&ident) {
