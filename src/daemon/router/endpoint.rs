@@ -226,7 +226,7 @@ impl Router {
             },
             attachments: input.attachments.clone(),
         };
-        self.queues.preparing.insert(
+        self.queues.prepare(
             id,
             SendJob {
                 id,
@@ -260,7 +260,7 @@ impl Router {
         match spawned {
             Ok(()) => self.arm_prep_check(),
             Err(e) => {
-                if let Some(job) = self.queues.preparing.remove(&id) {
+                if let Some(job) = self.queues.take_preparing(id) {
                     self.finish_send(
                         job.unprepared(),
                         Refusal {
@@ -307,7 +307,7 @@ impl Router {
     }
 
     pub(crate) fn on_prepared(&mut self, id: u64, result: Result<Prepared, Refusal>) {
-        let Some(mut job) = self.queues.preparing.remove(&id) else {
+        let Some(mut job) = self.queues.take_preparing(id) else {
             return;
         };
         let prepared = match result {
@@ -349,9 +349,7 @@ impl Router {
             };
         }
         self.queues
-            .endpoints
-            .entry(endpoint.clone())
-            .or_default()
+            .endpoint_or_new(&endpoint)
             .queue
             .push_back(Job::Send(Box::new(job.holding(prepared))));
         self.pump(&endpoint);
@@ -371,14 +369,14 @@ impl Router {
     /// One turn of [`Router::pump`]: what settles the head before any decision, then
     /// [`head_step`]'s answer carried out by the method for that step.
     fn pump_once(&mut self, identity: &Identity) -> Pump {
-        let Some(ep) = self.queues.endpoints.get(identity) else {
+        let Some(ep) = self.queues.endpoint(identity) else {
             return Pump::Done;
         };
         if ep.inflight.is_some() {
             return Pump::Done;
         }
         let Some(head) = ep.queue.front() else {
-            self.queues.endpoints.remove(identity);
+            self.queues.remove_endpoint(identity);
             return Pump::Done;
         };
         if head.abandoned() {
@@ -413,10 +411,7 @@ impl Router {
     }
 
     fn head_of(&self, identity: &Identity) -> Option<&Job> {
-        self.queues
-            .endpoints
-            .get(identity)
-            .and_then(|e| e.queue.front())
+        self.queues.endpoint(identity).and_then(|e| e.queue.front())
     }
 
     /// Where `identity` is, for [`head_step`]: its live session's state, launching, parked,
@@ -476,8 +471,7 @@ impl Router {
         let (handle, pid) = (s.handle.clone(), s.pid);
         if let Some(Job::Wake(w)) = self
             .queues
-            .endpoints
-            .get_mut(identity)
+            .endpoint_mut(identity)
             .and_then(|e| e.queue.pop_front())
         {
             // `woke`: this job had to start the session (it was asleep).
@@ -503,8 +497,7 @@ impl Router {
         }
         if let Some(Job::Wake(w)) = self
             .queues
-            .endpoints
-            .get_mut(identity)
+            .endpoint_mut(identity)
             .and_then(|e| e.queue.front_mut())
         {
             w.launched = true;
@@ -531,8 +524,7 @@ impl Router {
     fn answer_nothing_to_compact(&mut self, identity: &Identity) -> Pump {
         if let Some(Job::Compact(c)) = self
             .queues
-            .endpoints
-            .get_mut(identity)
+            .endpoint_mut(identity)
             .and_then(|e| e.queue.pop_front())
         {
             c.reply.finish(CompactReply {
@@ -557,7 +549,7 @@ impl Router {
     }
 
     fn set_inflight(&mut self, identity: &Identity, id: u64) {
-        if let Some(ep) = self.queues.endpoints.get_mut(identity) {
+        if let Some(ep) = self.queues.endpoint_mut(identity) {
             ep.inflight = Some(id);
         }
     }
@@ -573,8 +565,7 @@ impl Router {
     fn drop_abandoned_head(&mut self, identity: &Identity) {
         let Some(job) = self
             .queues
-            .endpoints
-            .get_mut(identity)
+            .endpoint_mut(identity)
             .and_then(|e| e.queue.pop_front())
         else {
             return;
@@ -598,7 +589,7 @@ impl Router {
     }
 
     pub(crate) fn fail_head(&mut self, identity: &Identity, refusal: Refusal) {
-        let Some(ep) = self.queues.endpoints.get_mut(identity) else {
+        let Some(ep) = self.queues.endpoint_mut(identity) else {
             return;
         };
         ep.inflight = None;

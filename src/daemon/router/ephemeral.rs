@@ -67,7 +67,7 @@ impl Router {
     pub(crate) fn drain(&mut self, identity: &Identity) {
         if self.shutdown.is_some()
             || self.live.has(identity)
-            || self.queues.endpoints.contains_key(identity)
+            || self.queues.has_endpoint(identity)
             || self.supervisor.drain_waits(identity, self.now.at)
         {
             return;
@@ -110,9 +110,7 @@ impl Router {
                 .field("depth", queue.depth().to_string()),
         );
         self.queues
-            .endpoints
-            .entry(identity.clone())
-            .or_default()
+            .endpoint_or_new(identity)
             .queue
             .push_back(Job::Send(Box::new(job)));
         self.pump(identity);

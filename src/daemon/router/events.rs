@@ -57,8 +57,7 @@ impl Router {
                 // session answers its delivery.
                 let head = self
                     .queues
-                    .endpoints
-                    .get(&identity)
+                    .endpoint(&identity)
                     .and_then(|e| e.queue.front())
                     .map(Job::view);
                 if boot_failure_fails_head(head) {
@@ -140,7 +139,7 @@ impl Router {
     }
 
     pub(crate) fn progress_to_waiters(&self, identity: &Identity, phase: &str) {
-        let Some(ep) = self.queues.endpoints.get(identity) else {
+        let Some(ep) = self.queues.endpoint(identity) else {
             return;
         };
         if let Some(job) = ep.queue.front() {
@@ -167,7 +166,7 @@ impl Router {
     /// and the endpoint left with nothing in flight. `None` for an answer that is not the
     /// current one (late, or for a job already finished).
     pub(super) fn take_inflight(&mut self, identity: &Identity, id: u64) -> Option<Job> {
-        let ep = self.queues.endpoints.get_mut(identity)?;
+        let ep = self.queues.endpoint_mut(identity)?;
         if ep.inflight != Some(id) {
             return None;
         }

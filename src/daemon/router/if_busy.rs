@@ -66,11 +66,8 @@ impl Router {
             return true;
         };
         let busy = session.status.as_ref().is_some_and(|st| st.busy);
-        let Some(super::endpoint::Job::Send(job)) = self
-            .queues
-            .endpoints
-            .get(identity)
-            .and_then(|e| e.queue.front())
+        let Some(super::endpoint::Job::Send(job)) =
+            self.queues.endpoint(identity).and_then(|e| e.queue.front())
         else {
             return true;
         };
@@ -96,8 +93,7 @@ impl Router {
                 }
                 if let Some(super::endpoint::Job::Send(job)) = self
                     .queues
-                    .endpoints
-                    .get_mut(identity)
+                    .endpoint_mut(identity)
                     .and_then(|e| e.queue.front_mut())
                 {
                     job.interrupted = true;

@@ -437,7 +437,7 @@ impl Router {
                 );
                 // A delivery no session answered for: the daemon handed it over and knows no
                 // more.
-                let left: Vec<_> = self.queues.endpoints.drain().collect();
+                let left: Vec<_> = self.queues.drain_endpoints();
                 for (ident, ep) in left {
                     for job in ep.queue {
                         match job {
@@ -468,7 +468,7 @@ impl Router {
                 RouterMsg::Mcp { reply, .. } => reply.finish(Err(refusal())),
                 // Normally answered by `begin_shutdown` already; logged like any send.
                 RouterMsg::Prepared { job, .. } => {
-                    if let Some(j) = self.queues.preparing.remove(&job) {
+                    if let Some(j) = self.queues.take_preparing(job) {
                         self.finish_send(j.unprepared(), shutting_down());
                     }
                 }
@@ -597,7 +597,7 @@ impl Router {
         self.live.finish_gone_waiters();
         // Every send not begun is answered `shutting-down` (NOT delivered: nothing of it
         // reached a session) and gets its delivery.log line.
-        let preparing: Vec<_> = self.queues.preparing.drain().map(|(_, j)| j).collect();
+        let preparing: Vec<_> = self.queues.drain_preparing();
         for job in preparing {
             // One still waiting for a worker never runs.
             self.prep_pool(job.input.attachments.is_empty())
@@ -608,7 +608,7 @@ impl Router {
         // confirms within milliseconds, so it gets until `SHUTDOWN_DRAIN` before the
         // session is told to give it back and end (then "NOT delivered" only if none of it
         // was written, else "state unknown").
-        let queued: Vec<_> = self.queues.endpoints.drain().collect();
+        let queued: Vec<_> = self.queues.drain_endpoints();
         for (ident, mut ep) in queued {
             let held = ep.inflight.and_then(|id| match ep.queue.front() {
                 Some(endpoint::Job::Send(j)) if j.id == id => ep.queue.pop_front(),
@@ -621,7 +621,7 @@ impl Router {
                 }
             }
             if let Some(job) = held {
-                let kept = self.queues.endpoints.entry(ident).or_default();
+                let kept = self.queues.endpoint_or_new(&ident);
                 kept.inflight = ep.inflight;
                 kept.queue.push_back(job);
             }
@@ -634,7 +634,7 @@ impl Router {
                         .set(crate::markers::Flag::IdleReaped),
                 );
             }
-            if self.queues.endpoints.contains_key(&sess.identity) {
+            if self.queues.has_endpoint(&sess.identity) {
                 continue; // ended once its delivery is answered, or at the drain's end
             }
             sess.state.end_now(Cause::Shutdown);
@@ -666,8 +666,7 @@ impl Router {
     fn drain_over(&mut self) {
         let holding: Vec<(Identity, u64)> = self
             .queues
-            .endpoints
-            .iter()
+            .endpoints()
             .filter_map(|(ident, ep)| Some((ident.clone(), ep.inflight?)))
             .collect();
         for (ident, id) in holding {
@@ -689,13 +688,12 @@ impl Router {
         }
         if self
             .queues
-            .endpoints
-            .get(identity)
+            .endpoint(identity)
             .is_some_and(|e| e.inflight.is_some())
         {
             return;
         }
-        self.queues.endpoints.remove(identity);
+        self.queues.remove_endpoint(identity);
         if let Some(s) = self.live.get_mut(identity) {
             if !s.state.is_ending() {
                 s.state.end_now(Cause::Shutdown);

@@ -319,17 +319,97 @@ pub(crate) struct GoneWaiter {
 #[derive(Default)]
 pub(crate) struct Queues {
     /// Per-identity queues (spec 03 §1 steps 8–10).
-    pub endpoints: HashMap<Identity, Endpoint>,
+    endpoints: HashMap<Identity, Endpoint>,
     /// Sends being prepared, by job id.
-    pub preparing: HashMap<u64, PendingSend>,
+    preparing: HashMap<u64, PendingSend>,
     /// Sends an agent runtime queued behind a running turn, by job (= delivery) id, until
     /// their fate is known (spec 03 §1 step 9).
-    pub followed: HashMap<u64, super::followup::Followed>,
+    followed: HashMap<u64, super::followup::Followed>,
     /// The last [`super::followup::RECENT_DELIVERED`] sends answered delivered (or queued) or
     /// `state-unknown`, by job id, oldest first, with what their senders were told (issue 26
     /// items 8 and 5 (c): a notice when their text is cleared from a composer).
-    pub delivered:
-        std::collections::VecDeque<(u64, super::followup::Followed, super::followup::Told)>,
+    delivered: Recent,
+}
+
+/// The recently delivered sends of [`Queues`]: job id, the send, what its sender was told.
+pub(crate) type Recent =
+    std::collections::VecDeque<(u64, super::followup::Followed, super::followup::Told)>;
+
+impl Queues {
+    /// `identity`'s queue, when it has one.
+    pub fn endpoint(&self, identity: &Identity) -> Option<&Endpoint> {
+        self.endpoints.get(identity)
+    }
+
+    /// `identity`'s queue, to change, when it has one.
+    pub fn endpoint_mut(&mut self, identity: &Identity) -> Option<&mut Endpoint> {
+        self.endpoints.get_mut(identity)
+    }
+
+    /// `identity`'s queue, made empty when it has none.
+    pub fn endpoint_or_new(&mut self, identity: &Identity) -> &mut Endpoint {
+        self.endpoints.entry(identity.clone()).or_default()
+    }
+
+    /// `identity` has a queue.
+    pub fn has_endpoint(&self, identity: &Identity) -> bool {
+        self.endpoints.contains_key(identity)
+    }
+
+    /// Take `identity`'s queue away.
+    pub fn remove_endpoint(&mut self, identity: &Identity) -> Option<Endpoint> {
+        self.endpoints.remove(identity)
+    }
+
+    /// Every queue, by identity.
+    pub fn endpoints(&self) -> impl Iterator<Item = (&Identity, &Endpoint)> {
+        self.endpoints.iter()
+    }
+
+    /// Take every queue away.
+    pub fn drain_endpoints(&mut self) -> Vec<(Identity, Endpoint)> {
+        self.endpoints.drain().collect()
+    }
+
+    /// Track send `id` while a worker prepares it.
+    pub fn prepare(&mut self, id: u64, job: PendingSend) {
+        self.preparing.insert(id, job);
+    }
+
+    /// Send `id` being prepared, to change.
+    pub fn preparing_mut(&mut self, id: u64) -> Option<&mut PendingSend> {
+        self.preparing.get_mut(&id)
+    }
+
+    /// Take send `id` out of preparation.
+    pub fn take_preparing(&mut self, id: u64) -> Option<PendingSend> {
+        self.preparing.remove(&id)
+    }
+
+    /// Take every send being prepared.
+    pub fn drain_preparing(&mut self) -> Vec<PendingSend> {
+        self.preparing.drain().map(|(_, j)| j).collect()
+    }
+
+    /// Follow send `id`, queued by its runtime, until its fate is known.
+    pub fn follow(&mut self, id: u64, f: super::followup::Followed) {
+        self.followed.insert(id, f);
+    }
+
+    /// Stop following send `id` (its fate is known).
+    pub fn take_followed(&mut self, id: u64) -> Option<super::followup::Followed> {
+        self.followed.remove(&id)
+    }
+
+    /// The recently delivered sends, oldest first.
+    pub fn recent(&self) -> &Recent {
+        &self.delivered
+    }
+
+    /// The recently delivered sends, to change.
+    pub fn recent_mut(&mut self) -> &mut Recent {
+        &mut self.delivered
+    }
 }
 
 /// Restart state of the always-on (router runtime) identities (spec 05 §8).

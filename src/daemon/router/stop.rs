@@ -118,7 +118,7 @@ impl Router {
 
     /// Fail every queued job of `identity` that is not already inside the session.
     fn fail_waiting(&mut self, identity: &Identity, r: Refusal) {
-        let Some(ep) = self.queues.endpoints.get_mut(identity) else {
+        let Some(ep) = self.queues.endpoint_mut(identity) else {
             return;
         };
         let keep = usize::from(ep.inflight.is_some());
@@ -191,8 +191,8 @@ impl Router {
         }
         let queued: Vec<Identity> = self
             .queues
-            .endpoints
-            .keys()
+            .endpoints()
+            .map(|(k, _)| k)
             .filter(|k| k.personality == personality)
             .cloned()
             .collect();

@@ -116,8 +116,7 @@ impl Router {
         };
         let queue_busy = self
             .queues
-            .endpoints
-            .get(identity)
+            .endpoint(identity)
             .is_some_and(|e| !e.queue.is_empty());
         let facts = IdleFacts {
             status: &status,
@@ -189,8 +188,7 @@ impl Router {
         logged(markers.remove_session());
         let inflight = self
             .queues
-            .endpoints
-            .get(identity)
+            .endpoint(identity)
             .is_some_and(|ep| ep.inflight.is_some());
         let plan = after_exit(&ExitFacts {
             kind: s.kind,
@@ -259,7 +257,7 @@ impl Router {
         // took (and a failed boot) before it exits, so this one never reached the child.
         match inflight {
             Inflight::Requeue => {
-                if let Some(ep) = self.queues.endpoints.get_mut(identity) {
+                if let Some(ep) = self.queues.endpoint_mut(identity) {
                     ep.inflight = None;
                 }
             }
@@ -286,7 +284,7 @@ impl Router {
     /// During a shutdown, once a session ended: nothing more is begun, so what its queue
     /// still holds is answered now.
     fn answer_queue_at_shutdown(&mut self, identity: &Identity) {
-        if let Some(ep) = self.queues.endpoints.remove(identity) {
+        if let Some(ep) = self.queues.remove_endpoint(identity) {
             for job in ep.queue {
                 match job {
                     super::endpoint::Job::Send(j) => {

@@ -62,9 +62,7 @@ impl Router {
             started: self.now.at,
         };
         self.queues
-            .endpoints
-            .entry(identity.clone())
-            .or_default()
+            .endpoint_or_new(identity)
             .queue
             .push_back(Job::Wake(job));
         self.pump(identity);
@@ -181,9 +179,7 @@ impl Router {
             reply,
         };
         self.queues
-            .endpoints
-            .entry(id.clone())
-            .or_default()
+            .endpoint_or_new(&id)
             .queue
             .push_back(Job::Compact(job));
         self.pump(&id);
