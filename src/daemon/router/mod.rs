@@ -221,52 +221,52 @@ pub(crate) enum Timer {
 
 /// The router's state.
 pub struct Router {
-    pub(crate) paths: Paths,
-    pub(crate) cfg: Config,
-    pub(crate) info: DaemonInfo,
+    paths: Paths,
+    cfg: Config,
+    info: DaemonInfo,
     /// Live sessions, their id and token indexes, replies waiting for some to end.
-    pub(crate) live: LiveSessions,
+    live: LiveSessions,
     /// Delivery queues and the sends being prepared.
-    pub(crate) queues: Queues,
+    queues: Queues,
     /// Always-on restart state.
-    pub(crate) supervisor: Supervisor,
+    supervisor: Supervisor,
     /// The router's own deferred work.
-    pub(crate) timers: Timers,
-    pub(crate) next_id: u64,
-    pub(crate) tx: Sender<RouterMsg>,
-    pub(crate) session_tx: Sender<SessionEvent>,
-    pub(crate) shutdown: Option<Sender<()>>,
+    timers: Timers,
+    next_id: u64,
+    tx: Sender<RouterMsg>,
+    session_tx: Sender<SessionEvent>,
+    shutdown: Option<Sender<()>>,
     /// `lifecycle.log`, `delivery.log` and `exits.log` (written by session threads), each
     /// line also published on the daemon's event bus (spec 10 §1).
-    pub(crate) lifecycle_log: TappedLog,
-    pub(crate) delivery_log: TappedLog,
-    pub(crate) exits_log: TappedLog,
+    lifecycle_log: TappedLog,
+    delivery_log: TappedLog,
+    exits_log: TappedLog,
     /// The time of the current turn, read once by [`Router::run`] before each message,
     /// session event and timer check; nothing else in the router reads the clock.
-    pub(crate) now: Now,
+    now: Now,
     /// Message counts of non-human pairs, and the paused ones.
-    pub(crate) storms: crate::daemon::storm::StormGuard,
+    storms: crate::daemon::storm::StormGuard,
     /// Workers that prepare sends with attachments (registry reads, attachment copies) off
     /// the router thread, shared fairly between senders.
-    pub(crate) prep: crate::daemon::fair_pool::FairPool,
+    prep: crate::daemon::fair_pool::FairPool,
     /// Workers that prepare sends without attachments, so that these never wait behind a
     /// stuck attachment read.
-    pub(crate) prep_plain: crate::daemon::fair_pool::FairPool,
+    prep_plain: crate::daemon::fair_pool::FairPool,
     /// The notice board (spec 10 §3), kept in `state/iapeer/notices.json`.
-    pub(crate) notices: crate::notices::Board,
+    notices: crate::notices::Board,
     /// Permission prompts of gated peers waiting for a human (spec 10 §4); in memory only,
     /// so a restart forgets them and their hooks deny.
-    pub(crate) approvals: broker::Broker<approvals::Asker, ReplyTo>,
+    approvals: broker::Broker<approvals::Asker, ReplyTo>,
     /// A [`Timer::ApprovalSweep`] is set.
-    pub(crate) sweep_armed: bool,
+    sweep_armed: bool,
     /// Topic lists noted by deliveries, written once the router has caught up.
-    pub(crate) topics: topics::TopicBook,
+    topics: topics::TopicBook,
     /// The message ids begun per recipient (shared with the session threads, which record
     /// each before its first byte).
-    pub(crate) ids: std::sync::Arc<crate::msgids::Ledger>,
+    ids: std::sync::Arc<crate::msgids::Ledger>,
     /// Turns refused for a rate or usage limit that iapeer will take up again (issue 32
     /// item 3); in memory only.
-    pub(crate) limited: std::collections::HashMap<Identity, limits::Limited>,
+    limited: std::collections::HashMap<Identity, limits::Limited>,
 }
 
 impl Router {
