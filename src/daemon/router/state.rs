@@ -586,4 +586,90 @@ mod tests {
         assert_eq!(s.new_runtimes(v(&["b", "a", "c"])), v(&["b", "c"]));
         assert!(s.new_runtimes(v(&["c"])).is_empty());
     }
+
+    /// A spawned session for `identity` whose commands arrive on the returned receiver (a
+    /// real channel and a real mio waker).
+    fn sess(
+        identity: &Identity,
+        id: u64,
+        poll: &mio::Poll,
+    ) -> (Sess, crossbeam_channel::Receiver<SessionCmd>) {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let waker = mio::Waker::new(poll.registry(), mio::Token(0)).unwrap();
+        let handle = crate::session::handle::SessionHandle {
+            tx,
+            waker: std::sync::Arc::new(waker),
+        };
+        let sess = Sess {
+            id,
+            identity: identity.clone(),
+            handle,
+            pid: 1,
+            kind: RuntimeKind::Agent,
+            state: SessState::Booting,
+            woke_at_ms: 0,
+            started: Instant::now(),
+            last_delivery_ms: None,
+            attached: 0,
+            token: format!("token-{id}"),
+            status: None,
+            mode: WakeMode::Fresh,
+            mcp_up: false,
+            ephemeral: false,
+            cut: Vec::new(),
+        };
+        (sess, rx)
+    }
+
+    /// One identity goes launching → ended while launching → spawned → gone; at every step
+    /// it is exactly one of launching or live, and its indexes follow it.
+    #[test]
+    fn an_identity_is_launching_or_live_never_both() {
+        let poll = mio::Poll::new().unwrap();
+        let mut live = LiveSessions::default();
+        let bob = Identity::new("claude", "bob").unwrap();
+        live.begin_launch(bob.clone(), launching(7, false));
+        assert!(live.has(&bob) && live.is_launching(&bob) && !live.is_live(&bob));
+        assert_eq!(live.by_session_id(7), Some(&bob));
+        assert_eq!(live.by_token("token-7"), Some(&bob));
+        // Ended while launching: the first cause is kept, nothing is sent.
+        assert_eq!(live.end(&bob, Cause::Stop), Some(true));
+        assert_eq!(live.end(&bob, Cause::Shutdown), Some(false));
+        // Another session's launcher report does not take this launch.
+        assert!(live.end_launch(&bob, 8, false).is_none());
+        let l = live.end_launch(&bob, 7, false).unwrap();
+        assert_eq!(l.state.ending_cause(), Some(Cause::Stop));
+        assert!(!live.has(&bob) && live.is_empty());
+        // Its indexes stay for the session it becomes.
+        assert_eq!(live.by_session_id(7), Some(&bob));
+        let (s, rx) = sess(&bob, 7, &poll);
+        live.register(s);
+        assert!(live.is_live(&bob) && !live.is_launching(&bob));
+        assert_eq!(live.len(), 1);
+        assert_eq!(live.spawned().count(), 1);
+        assert_eq!(live.launches().count(), 0);
+        assert_eq!(live.end(&bob, Cause::Stop), Some(true));
+        assert!(matches!(rx.try_recv(), Ok(SessionCmd::Kill(Cause::Stop))));
+        assert_eq!(live.end(&bob, Cause::Stop), Some(false));
+        assert!(rx.try_recv().is_err());
+        // An older session's late exit leaves it; its own exit takes it and its indexes.
+        assert!(live.unregister(&bob, 6).is_none());
+        assert!(live.is_live(&bob));
+        assert_eq!(live.unregister(&bob, 7).map(|s| s.id), Some(7));
+        assert!(live.is_empty());
+        assert_eq!(live.by_session_id(7), None);
+        assert_eq!(live.by_token("token-7"), None);
+    }
+
+    /// A failed launch takes its indexes with it.
+    #[test]
+    fn a_failed_launch_takes_its_indexes() {
+        let mut live = LiveSessions::default();
+        let bob = Identity::new("claude", "bob").unwrap();
+        live.begin_launch(bob.clone(), launching(3, false));
+        assert!(live.end_launch(&bob, 3, true).is_some());
+        assert!(live.is_empty());
+        assert_eq!(live.by_session_id(3), None);
+        assert_eq!(live.by_token("token-3"), None);
+    }
 }
