@@ -411,7 +411,7 @@ impl Router {
     }
 
     fn head_of(&self, identity: &Identity) -> Option<&Job> {
-        self.queues.endpoint(identity).and_then(|e| e.queue.front())
+        self.queues.head(identity)
     }
 
     /// Where `identity` is, for [`head_step`]: its live session's state, launching, parked,

@@ -55,11 +55,7 @@ impl Router {
                 );
                 // A wake job waiting for readiness fails now; a first message fails when the
                 // session answers its delivery.
-                let head = self
-                    .queues
-                    .endpoint(&identity)
-                    .and_then(|e| e.queue.front())
-                    .map(Job::view);
+                let head = self.queues.head(&identity).map(Job::view);
                 if boot_failure_fails_head(head) {
                     let p = &identity.personality;
                     self.fail_head(

@@ -66,9 +66,7 @@ impl Router {
             return true;
         };
         let busy = session.status.as_ref().is_some_and(|st| st.busy);
-        let Some(super::endpoint::Job::Send(job)) =
-            self.queues.endpoint(identity).and_then(|e| e.queue.front())
-        else {
+        let Some(super::endpoint::Job::Send(job)) = self.queues.head(identity) else {
             return true;
         };
         let keys = self

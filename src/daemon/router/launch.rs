@@ -50,7 +50,7 @@ impl Router {
         identity: &Identity,
         mode_req: ModeRequest,
     ) -> Result<(), Refusal> {
-        let topic = match self.queues.endpoint(identity).and_then(|e| e.queue.front()) {
+        let topic = match self.queues.head(identity) {
             Some(Job::Send(j)) => j.prepared.envelope.topic.clone(),
             _ => None,
         };
@@ -261,7 +261,7 @@ impl Router {
         let conversation =
             launch_conversation(choice.mode, adapter.conversation_naming(), facts.recorded);
         let first = choice.first.and_then(|(id, seed)| {
-            match self.queues.endpoint(ident).and_then(|e| e.queue.front()) {
+            match self.queues.head(ident) {
                 // Only agents get a first delivery: `j.kind` is `Agent` here.
                 Some(Job::Send(j)) if j.id == id => Some(delivery_for(
                     j,
@@ -323,7 +323,7 @@ impl Router {
             ephemeral: profile.as_ref().is_some_and(Profile::is_ephemeral),
             gated: profile.as_ref().is_some_and(Profile::is_gated),
             initial_prompt: profile.and_then(|pr| pr.initial_prompt),
-            head_send: match self.queues.endpoint(ident).and_then(|e| e.queue.front()) {
+            head_send: match self.queues.head(ident) {
                 Some(Job::Send(j)) => Some(j.id),
                 _ => None,
             },

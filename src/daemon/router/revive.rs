@@ -12,7 +12,7 @@ use crate::protocol::Code;
 
 impl Router {
     pub(crate) fn revive_expired(&mut self, identity: &Identity, job: u64) {
-        let head_matches = matches!(self.queues.endpoint(identity).and_then(|e| e.queue.front()), Some(Job::Send(j)) if j.id == job);
+        let head_matches = matches!(self.queues.head(identity), Some(Job::Send(j)) if j.id == job);
         // No session, or one that can no longer take input (see `on_delivered`).
         let usable = self.live.get(identity).is_some_and(|s| s.is_ready());
         if revive_gives_up(head_matches, usable) {

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
 use super::decide::LaunchFor;
-use super::endpoint::{Endpoint, PendingSend};
+use super::endpoint::{Endpoint, Job, PendingSend};
 use super::now::Now;
 use super::sess_state::SessState;
 use super::{AlwaysOn, Sess, Timer};
@@ -339,6 +339,11 @@ impl Queues {
     /// `identity`'s queue, when it has one.
     pub fn endpoint(&self, identity: &Identity) -> Option<&Endpoint> {
         self.endpoints.get(identity)
+    }
+
+    /// The head of `identity`'s queue (the job in flight, or the next one).
+    pub fn head(&self, identity: &Identity) -> Option<&Job> {
+        self.endpoints.get(identity)?.queue.front()
     }
 
     /// `identity`'s queue, to change, when it has one.
