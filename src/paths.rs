@@ -62,6 +62,14 @@ impl Paths {
         }
     }
 
+    /// Tests: a layout rooted in a new temporary folder, which lives as long as the guard.
+    #[cfg(test)]
+    pub(crate) fn temp() -> (tempfile::TempDir, Paths) {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        (dir, paths)
+    }
+
     /// The root folder itself.
     pub fn root(&self) -> &Path {
         &self.root

@@ -339,8 +339,7 @@ mod tests {
     use super::*;
 
     fn refusal(name: &str, folder: Option<&Path>) -> PeerError {
-        let root = tempfile::tempdir().unwrap();
-        let paths = Paths::at(root.path());
+        let (_root, paths) = Paths::temp();
         let opts = InitOptions {
             runtime: Some("echo"),
             ..InitOptions::default()
@@ -374,8 +373,7 @@ mod tests {
 
     #[test]
     fn create_refuses_an_invalid_runtime_before_making_the_folder() {
-        let root = tempfile::tempdir().unwrap();
-        let paths = Paths::at(root.path());
+        let (_root, paths) = Paths::temp();
         let opts = InitOptions {
             runtime: Some("Not A Runtime"),
             ..InitOptions::default()

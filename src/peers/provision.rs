@@ -134,8 +134,7 @@ mod tests {
 
     #[test]
     fn declared_peers_are_created_with_their_card_and_a_failed_hook_stops_them() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (_dir, paths) = Paths::temp();
         let write = |json: &str| {
             let p = paths.runtime_manifest("pager");
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();

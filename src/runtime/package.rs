@@ -493,8 +493,7 @@ mod tests {
 
     #[test]
     fn a_failed_npm_install_leaves_the_installed_package_as_it_was() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (dir, paths) = Paths::temp();
         let installed = install_dir(&paths, "bot");
         std::fs::create_dir_all(&installed).unwrap();
         std::fs::write(installed.join(SOURCE_FILE), r#"{"package":"bot@1.0.0"}"#).unwrap();
@@ -507,8 +506,7 @@ mod tests {
 
     #[test]
     fn a_self_config_gets_the_peer_variables_and_its_exit_decides() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (dir, paths) = Paths::temp();
         let m = Manifest::parse(
             r#"{"selfConfig":{"command":"/bin/sh","args":["-c","echo \"$IAPEER_PEER_PERSONALITY $IAPEER_PEER_RUNTIME $IAPEER_PEER_INTELLIGENCE $PWD\" > seen; test \"$IAPEER_PEER_CWD\" = \"$PWD\" && exit 0"]}}"#,
             "bot",

@@ -260,8 +260,7 @@ mod tests {
 
     #[test]
     fn a_missing_program_is_named_with_what_to_do() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (dir, paths) = Paths::temp();
         let write = |rt: &str, json: &str| {
             let p = paths.runtime_manifest(rt);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
