@@ -19,6 +19,7 @@ pub mod human;
 pub mod manifest;
 pub mod notifier;
 pub mod original_hook;
+pub mod own_verb;
 pub mod package;
 pub mod pasted_form;
 pub mod permission_hook;
@@ -146,11 +147,11 @@ impl SetupError {
 pub fn adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, RuntimeError> {
     match runtime {
         "echo" => Ok(Arc::new(echo::Echo::from_env())),
-        human::NAME => Ok(Arc::new(human::Human::from_env())),
+        human::NAME => Ok(Arc::new(human::from_env())),
         // An installed package manifest takes precedence over the built-in service.
         notifier::NAME => Ok(match manifest::Manifest::load(paths, runtime)? {
             Some(m) => Arc::new(router::RouterRuntime::new(m)),
-            None => Arc::new(notifier::Notifier::from_env()),
+            None => Arc::new(notifier::from_env()),
         }),
         "claude" | "codex" => {
             let found = agent_program::locate(runtime);
