@@ -11,10 +11,7 @@ use crate::fsutil::{write_atomic, MODE_SHARED};
 
 /// `$CODEX_HOME`, else `~/.codex`.
 pub fn codex_home() -> Option<PathBuf> {
-    std::env::var_os("CODEX_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| Some(crate::paths::home_dir()?.join(".codex")))
+    crate::paths::env_or_home_dir("CODEX_HOME", ".codex")
 }
 
 /// `<codex home>/config.toml`.
