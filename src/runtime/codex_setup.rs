@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use toml_edit::{value, DocumentMut, Item, Table};
+use toml_edit::{value, DocumentMut, Item, Table, TableLike};
 
 use super::SetupError;
 use crate::fsutil::{write_atomic, MODE_SHARED};
@@ -19,17 +19,24 @@ pub fn config_path() -> Option<PathBuf> {
     Some(codex_home()?.join("config.toml"))
 }
 
+/// The top-level table `key` of `doc`, made implicit (no header of its own) when absent;
+/// `None` when `key` holds something other than a table.
+fn implicit_table<'a>(doc: &'a mut DocumentMut, key: &str) -> Option<&'a mut dyn TableLike> {
+    doc.entry(key)
+        .or_insert_with(|| {
+            let mut t = Table::new();
+            t.set_implicit(true);
+            Item::Table(t)
+        })
+        .as_table_like_mut()
+}
+
 /// Add `[mcp_servers.iapeer]` when absent (an existing block is the user's and is kept):
 /// `url`, `default_tools_approval_mode = "approve"`, `bearer_token_env_var = "IAPEER_TOKEN"`,
 /// and `[mcp_servers.iapeer.env_http_headers] "X-IAPeer-Identity" = "PEER_IDENTITY"`.
 /// Returns whether the document changed.
 pub fn ensure_mcp_server(doc: &mut DocumentMut, url: &str) -> bool {
-    let servers = doc.entry("mcp_servers").or_insert_with(|| {
-        let mut t = Table::new();
-        t.set_implicit(true);
-        Item::Table(t)
-    });
-    let Some(servers) = servers.as_table_like_mut() else {
+    let Some(servers) = implicit_table(doc, "mcp_servers") else {
         return false;
     };
     if servers.contains_key("iapeer") {
@@ -226,12 +233,7 @@ pub fn trust(doc: &mut DocumentMut, folder: &str) -> bool {
     if trusted_in(doc, folder) {
         return false;
     }
-    let projects = doc.entry("projects").or_insert_with(|| {
-        let mut t = Table::new();
-        t.set_implicit(true);
-        Item::Table(t)
-    });
-    let Some(projects) = projects.as_table_like_mut() else {
+    let Some(projects) = implicit_table(doc, "projects") else {
         return false;
     };
     let entry = projects
