@@ -308,15 +308,9 @@ pub fn project_key(cwd: &Path) -> String {
 /// Errors: as [`edit_config`], with a hint to fix the file and run the same command again
 /// (`create`, `init` and `add-runtime` redo this setup).
 pub fn setup(cwd: &Path, mcp_url: &str) -> Result<(), SetupError> {
-    let key = project_key(cwd);
-    edit_config(|doc| {
-        let a = ensure_mcp_server(doc, mcp_url);
-        let b = ensure_no_update_check(doc);
-        let c = trust(doc, &key);
-        a || b || c
-    })
-    .map(|_| ())
-    .map_err(|e| SetupError::FixAndRetry(Box::new(e)))
+    configure(cwd, |doc| ensure_mcp_server(doc, mcp_url))
+        .map(|_| ())
+        .map_err(|e| SetupError::FixAndRetry(Box::new(e)))
 }
 
 /// What the daemon does at every wake of a codex peer: [`setup`]'s edits, with an existing
@@ -325,9 +319,18 @@ pub fn setup(cwd: &Path, mcp_url: &str) -> Result<(), SetupError> {
 ///
 /// Errors: as [`edit_config`].
 pub fn refresh(cwd: &Path, mcp_url: &str) -> Result<bool, SetupError> {
+    configure(cwd, |doc| upgrade_mcp_server(doc, mcp_url))
+}
+
+/// [`edit_config`] with `server`'s edit of the MCP server block, no update check at start
+/// and the folder `cwd` trusted; whether the file changed.
+fn configure(
+    cwd: &Path,
+    server: impl FnOnce(&mut DocumentMut) -> bool,
+) -> Result<bool, SetupError> {
     let key = project_key(cwd);
     edit_config(|doc| {
-        let a = upgrade_mcp_server(doc, mcp_url);
+        let a = server(doc);
         let b = ensure_no_update_check(doc);
         let c = trust(doc, &key);
         a || b || c
