@@ -444,22 +444,22 @@ mod tests {
             assert!(!remove_setup(&mut doc), "{text}");
             assert_eq!(doc.to_string(), text);
         }
-        // A block the original tool wrote, with the bare key older builds wrote beside it.
-        let old = "# mine\ncheck_for_update_on_startup = false\nmodel = \"o3\"\n\n[mcp_servers.iapeer]\nurl = \"http://127.0.0.1:8765/mcp\"\nbearer_token_env_var = \"IAPEER_BEARER\"\n\n[mcp_servers.other]\ncommand = \"x\"\n";
-        let mut doc: DocumentMut = old.parse().unwrap();
-        assert!(remove_setup(&mut doc));
-        assert_eq!(
-            doc.to_string(),
-            "# mine\nmodel = \"o3\"\n\n[mcp_servers.other]\ncommand = \"x\"\n"
-        );
-        // The comments above the key go to the first table when no root key follows.
-        let old = "# mine\ncheck_for_update_on_startup = false # added by iapeer; iapeer uninstall removes it\n\n[mcp_servers.other]\ncommand = \"x\"\n";
-        let mut doc: DocumentMut = old.parse().unwrap();
-        assert!(remove_setup(&mut doc));
-        assert_eq!(
-            doc.to_string(),
-            "# mine\n\n[mcp_servers.other]\ncommand = \"x\"\n"
-        );
+        for (old, want) in [
+            // A block the original tool wrote, with the bare key older builds wrote beside it.
+            (
+                "# mine\ncheck_for_update_on_startup = false\nmodel = \"o3\"\n\n[mcp_servers.iapeer]\nurl = \"http://127.0.0.1:8765/mcp\"\nbearer_token_env_var = \"IAPEER_BEARER\"\n\n[mcp_servers.other]\ncommand = \"x\"\n",
+                "# mine\nmodel = \"o3\"\n\n[mcp_servers.other]\ncommand = \"x\"\n",
+            ),
+            // The comments above the key go to the first table when no root key follows.
+            (
+                "# mine\ncheck_for_update_on_startup = false # added by iapeer; iapeer uninstall removes it\n\n[mcp_servers.other]\ncommand = \"x\"\n",
+                "# mine\n\n[mcp_servers.other]\ncommand = \"x\"\n",
+            ),
+        ] {
+            let mut doc: DocumentMut = old.parse().unwrap();
+            assert!(remove_setup(&mut doc), "{old}");
+            assert_eq!(doc.to_string(), want);
+        }
     }
 
     #[test]
