@@ -4,7 +4,7 @@
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Mode of folders iapeer creates: owner only.
 pub const MODE_DIR: u32 = 0o700;
@@ -12,6 +12,57 @@ pub const MODE_DIR: u32 = 0o700;
 pub const MODE_PRIVATE: u32 = 0o600;
 /// Mode of files other tools must read (`.mcp.json`, codex `config.toml`, `runtime.json`).
 pub const MODE_SHARED: u32 = 0o644;
+
+/// A file operation that failed, as the typed errors above `fsutil` wrap it (`HostError::Io`,
+/// `SetupError::Io`, `PeerError::Io`, `RegistryError::Io`…). `Display`:
+/// `cannot <action> <what><path>: <error>`; `source()` is the underlying [`io::Error`].
+#[derive(Debug)]
+pub struct IoError {
+    /// What was being done, a verb: `"read"`, `"write"`, `"create"`, `"delete"`…
+    pub action: &'static str,
+    /// How the text names the file before its path, e.g. `"the peer registry "`, or empty.
+    pub what: &'static str,
+    /// The file or folder.
+    pub path: PathBuf,
+    /// The underlying error.
+    pub source: io::Error,
+}
+
+impl IoError {
+    /// For `map_err`: the error `cannot <action> <path>: <error>`; `?` turns it into the
+    /// caller's error enum through its `From<IoError>` (an `Io(IoError)` variant).
+    pub fn at(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> IoError {
+        IoError::named(action, "", path)
+    }
+
+    /// [`IoError::at`] with `what` naming the file: `cannot <action> <what><path>: <error>`.
+    pub fn named(
+        action: &'static str,
+        what: &'static str,
+        path: &Path,
+    ) -> impl FnOnce(io::Error) -> IoError {
+        let path = path.to_path_buf();
+        move |source| IoError {
+            action,
+            what,
+            path,
+            source,
+        }
+    }
+}
+
+impl std::fmt::Display for IoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (action, what, source) = (self.action, self.what, &self.source);
+        write!(f, "cannot {action} {what}{}: {source}", self.path.display())
+    }
+}
+
+impl std::error::Error for IoError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
 
 /// Create `dir` and any missing parents with mode 0700. Existing folders keep their mode.
 pub fn ensure_dir(dir: &Path) -> io::Result<()> {

@@ -17,24 +17,23 @@ pub const RUNTIME_RULE: &str =
 
 /// True when `s` matches `^[a-z][a-z0-9-]{0,31}$`.
 pub fn is_valid_personality(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 32
-        && b[0].is_ascii_lowercase()
-        && b[1..]
-            .iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+    is_name(s, true)
 }
 
 /// True when `s` matches `^[a-z][a-z0-9]{0,31}$` (no dash: the first dash splits identities).
 pub fn is_valid_runtime(s: &str) -> bool {
+    is_name(s, false)
+}
+
+/// `^[a-z][a-z0-9]{0,31}$`, with `-` allowed after the first letter when `dash`.
+fn is_name(s: &str, dash: bool) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= 32
         && b[0].is_ascii_lowercase()
         && b[1..]
             .iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || (dash && *c == b'-'))
 }
 
 /// Turn a folder name into a personality candidate (spec 01 §3): transliterate to ASCII,
@@ -294,22 +293,20 @@ mod tests {
         assert_eq!(id.personality, "code-reviewer");
         assert_eq!(id.to_string(), "claude-code-reviewer");
         assert_eq!(Identity::parse(" echo-bob \n").unwrap().personality, "bob");
-        assert!(matches!(
-            Identity::parse("claude"),
-            Err(IdentityError::Shape(_))
-        ));
-        assert!(matches!(
-            Identity::parse("-bob"),
-            Err(IdentityError::Shape(_))
-        ));
-        assert!(matches!(
-            Identity::parse("Claude-bob"),
-            Err(IdentityError::Runtime(_))
-        ));
-        assert!(matches!(
-            Identity::parse("claude-2x"),
-            Err(IdentityError::Personality(_))
-        ));
+        for (text, want) in [
+            ("claude", "shape"),
+            ("-bob", "shape"),
+            ("Claude-bob", "runtime"),
+            ("claude-2x", "personality"),
+        ] {
+            let kind = match Identity::parse(text) {
+                Err(IdentityError::Shape(_)) => "shape",
+                Err(IdentityError::Runtime(_)) => "runtime",
+                Err(IdentityError::Personality(_)) => "personality",
+                Ok(id) => panic!("{text} parsed as {id}"),
+            };
+            assert_eq!(kind, want, "{text}");
+        }
     }
 
     #[test]

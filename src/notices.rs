@@ -466,8 +466,7 @@ mod tests {
 
     #[test]
     fn the_board_file_round_trips_and_garbage_reads_empty() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (_dir, paths) = Paths::temp();
         assert_eq!(Board::load(&paths), Board::default());
         let mut b = Board::default();
         let e = refusal(ApiErrorKind::RateLimit, "rate_limit", "x");

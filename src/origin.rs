@@ -564,8 +564,7 @@ mod tests {
     /// told whose it is; a release puts it back, a finish removes it; an expired one goes.
     #[test]
     fn claims_are_exclusive_owned_and_expire() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (_dir, paths) = Paths::temp();
         let h = hold(&paths, "claude-bot", 10_000);
         assert_eq!(
             claim(&paths, &h.id, Some("codex-other"), 5_000, TTL),
@@ -630,8 +629,7 @@ mod tests {
         let err = read_hold(r#"{"id":"og-1a2b3c4d"}"#, TTL).unwrap_err();
         assert!(err.to_string().contains("missing field"), "{err}");
 
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (_dir, paths) = Paths::temp();
         std::fs::create_dir_all(pending_dir(&paths)).unwrap();
         let claimed = pending_dir(&paths).join("og-1a2b3c4d.json.claimed");
         std::fs::write(&claimed, text).unwrap();
@@ -644,8 +642,7 @@ mod tests {
     /// Missing or corrupt state reads as empty (never holds); a saved state reads back.
     #[test]
     fn state_round_trips_and_junk_reads_empty() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (_dir, paths) = Paths::temp();
         assert_eq!(OriginState::load(&paths), OriginState::default());
         let s = armed("web", 7);
         s.save(&paths).unwrap();

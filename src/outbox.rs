@@ -416,8 +416,7 @@ mod tests {
 
     #[test]
     fn a_kept_send_reads_back_and_junk_is_set_aside() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (dir, paths) = Paths::temp();
         let req = Request::Send {
             from: "echo-a".into(),
             to: "b".into(),

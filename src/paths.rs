@@ -62,6 +62,14 @@ impl Paths {
         }
     }
 
+    /// Tests: a layout rooted in a new temporary folder, which lives as long as the guard.
+    #[cfg(test)]
+    pub(crate) fn temp() -> (tempfile::TempDir, Paths) {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        (dir, paths)
+    }
+
     /// The root folder itself.
     pub fn root(&self) -> &Path {
         &self.root
@@ -267,9 +275,20 @@ pub mod peer {
 
 /// `$HOME`, when set and non-empty.
 pub fn home_dir() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
+    env_dir("HOME")
+}
+
+/// The folder the environment variable `var` names, when set and non-empty.
+pub fn env_dir(var: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
+        .filter(|v| !v.is_empty())
         .map(PathBuf::from)
+}
+
+/// `$<var>` ([`env_dir`]), else `~/<dot_dir>`: where a CLI keeps its config, e.g.
+/// (`CLAUDE_CONFIG_DIR`, `.claude`) or (`CODEX_HOME`, `.codex`).
+pub fn env_or_home_dir(var: &str, dot_dir: &str) -> Option<PathBuf> {
+    env_dir(var).or_else(|| Some(home_dir()?.join(dot_dir)))
 }
 
 /// Show `path` with the home prefix written as `~` (used in prompt path markers, spec 06).

@@ -477,15 +477,14 @@ mod tests {
             .args(["--norc", "--noprofile", "-c", &line])
             .output()
             .expect("bash is needed to check the completion script");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .trim_end()
-            .to_string()
+        stdout_of(out).trim_end().to_string()
+    }
+
+    /// The output of a shell that ran a completion check; its stderr when it failed.
+    fn stdout_of(out: std::process::Output) -> String {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        String::from_utf8(out.stdout).unwrap()
     }
 
     #[test]
@@ -570,13 +569,7 @@ mod tests {
                 .expect(
                     "fish is needed to check the completion script (scripts/test.sh installs it)",
                 );
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            String::from_utf8(out.stdout)
-                .unwrap()
+            stdout_of(out)
                 .lines()
                 .map(|l| l.split('\t').next().unwrap_or("").to_string())
                 .collect::<Vec<_>>()

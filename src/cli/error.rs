@@ -487,11 +487,11 @@ mod tests {
             ],
             "a hint the sentence does not end with is not added"
         );
-        let quoting = RegistryError::Io {
-            path: "/r/p.json".into(),
-            action: "read",
-            source: io::Error::other("disk full"),
-        };
+        let quoting = RegistryError::Io(crate::fsutil::IoError::named(
+            "read",
+            "the peer registry ",
+            "/r/p.json".as_ref(),
+        )(io::Error::other("disk full")));
         let f = Failed::hinted(Code::Failed, quoting, None);
         assert!(f.causes().is_empty());
         assert_eq!(

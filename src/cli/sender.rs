@@ -132,16 +132,17 @@ mod tests {
         }
     }
 
+    fn registry(peers: Vec<RegistryPeer>) -> Registry {
+        Registry { version: 2, peers }
+    }
+
     #[test]
     fn rules_in_order() {
-        let reg = Registry {
-            version: 2,
-            peers: vec![
-                peer("alice", "echo", "artificial", "/w/alice"),
-                peer("inner", "claude", "artificial", "/w/alice/inner"),
-                peer("owner", "telegram", "natural", "/w/owner"),
-            ],
-        };
+        let reg = registry(vec![
+            peer("alice", "echo", "artificial", "/w/alice"),
+            peer("inner", "claude", "artificial", "/w/alice/inner"),
+            peer("owner", "telegram", "natural", "/w/owner"),
+        ]);
         let tty = Caller {
             interactive: true,
             peer_vars: vec![],
@@ -176,10 +177,7 @@ mod tests {
                     .into()
             )
         );
-        let none = Registry {
-            version: 2,
-            peers: vec![peer("alice", "echo", "artificial", "/w/alice")],
-        };
+        let none = registry(vec![peer("alice", "echo", "artificial", "/w/alice")]);
         assert_eq!(
             resolve_sender(None, None, Path::new("/tmp"), &none, &tty),
             Err(CANNOT_TELL.into())
@@ -188,13 +186,10 @@ mod tests {
 
     #[test]
     fn the_owner_only_for_an_interactive_terminal_without_peer_variables() {
-        let reg = Registry {
-            version: 2,
-            peers: vec![
-                peer("bot", "telegram", "absent", "/w/bot"),
-                peer("owner", "console", "natural", "/w/owner"),
-            ],
-        };
+        let reg = registry(vec![
+            peer("bot", "telegram", "absent", "/w/bot"),
+            peer("owner", "console", "natural", "/w/owner"),
+        ]);
         let vars = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
             pairs
                 .iter()

@@ -37,7 +37,9 @@ pub fn age(ms: u64) -> String {
 /// cell is a one-line field with its control characters visible ([`crate::visible::line`]: a
 /// registry entry is not checked for them, other tools write it too).
 pub fn render_table(rows: &[PeerRow], now_ms: u64, width: Option<usize>) -> String {
-    let cells: Vec<(String, String, String, String, String)> = rows
+    /// NAME, RUNTIMES, ACTIVE, DESCRIPTION and BRANCH of a row.
+    type Cells = (String, String, String, String, String);
+    let cells: Vec<Cells> = rows
         .iter()
         .map(|r| {
             let rts: Vec<String> = r
@@ -63,25 +65,15 @@ pub fn render_table(rows: &[PeerRow], now_ms: u64, width: Option<usize>) -> Stri
         .collect();
     // The BRANCH column only when a peer's folder is a git worktree (issue 32 item 8).
     let branches = rows.iter().any(|r| r.worktree.is_some());
-    let w0 = cells
-        .iter()
-        .map(|c| c.0.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(4);
-    let w1 = cells
-        .iter()
-        .map(|c| c.1.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(8);
-    let w2 = cells.iter().map(|c| c.2.len()).max().unwrap_or(0).max(6);
-    let w3 = cells
-        .iter()
-        .map(|c| c.4.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(6);
+    // A column's width: its widest cell in characters, at least `min` (its heading).
+    let widest = |cell: fn(&Cells) -> &str, min: usize| {
+        let widths = cells.iter().map(|c| cell(c).chars().count());
+        widths.max().unwrap_or(0).max(min)
+    };
+    let w0 = widest(|c| &c.0, 4);
+    let w1 = widest(|c| &c.1, 8);
+    let w2 = widest(|c| &c.2, 6);
+    let w3 = widest(|c| &c.4, 6);
     let branch_head = if branches {
         format!("{:w3$}  ", "BRANCH")
     } else {

@@ -494,6 +494,22 @@ mod tests {
     use crossbeam_channel::{bounded, Sender};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    /// `workers` workers, `per_sender` per sender, stalled after `stalled_after`, at most
+    /// `threads` threads.
+    fn limits(
+        workers: usize,
+        per_sender: usize,
+        stalled_after: Duration,
+        threads: usize,
+    ) -> Limits {
+        Limits {
+            workers,
+            per_sender,
+            stalled_after,
+            threads,
+        }
+    }
+
     fn info(sender: &str) -> JobInfo {
         JobInfo {
             sender: sender.into(),
@@ -529,12 +545,7 @@ mod tests {
     /// threads with 47 sends waiting when each queued job started at most one).
     #[test]
     fn a_job_queued_after_the_running_ones_stalled_starts_every_worker_due() {
-        let l = Limits {
-            workers: 4,
-            per_sender: 1,
-            stalled_after: Duration::from_millis(100),
-            threads: 16,
-        };
+        let l = limits(4, 1, Duration::from_millis(100), 16);
         let pool = FairPool::new("ramp-test", l);
         let (started, seen) = crossbeam_channel::unbounded();
         let mut releases = Vec::new();
@@ -571,12 +582,7 @@ mod tests {
 
     #[test]
     fn the_decisions() {
-        let l = Limits {
-            workers: 4,
-            per_sender: 2,
-            stalled_after: Duration::from_secs(2),
-            threads: 6,
-        };
+        let l = limits(4, 2, Duration::from_secs(2), 6);
         let c = |threads, free, stalled, runnable| Counts {
             threads,
             free,
@@ -657,15 +663,7 @@ mod tests {
 
     #[test]
     fn every_job_runs_once_on_at_most_workers_threads_and_idle_workers_leave() {
-        let pool = FairPool::new(
-            "test-pool",
-            Limits {
-                workers: 3,
-                per_sender: 3,
-                stalled_after: Duration::from_secs(60),
-                threads: 8,
-            },
-        );
+        let pool = FairPool::new("test-pool", limits(3, 3, Duration::from_secs(60), 8));
         let ran = Arc::new(AtomicUsize::new(0));
         let mut busiest = 0;
         for i in 0..200 {
@@ -692,15 +690,7 @@ mod tests {
 
     #[test]
     fn a_sender_over_its_share_waits_in_its_own_line_and_others_go_ahead() {
-        let pool = FairPool::new(
-            "test-pool",
-            Limits {
-                workers: 4,
-                per_sender: 2,
-                stalled_after: Duration::from_secs(60),
-                threads: 8,
-            },
-        );
+        let pool = FairPool::new("test-pool", limits(4, 2, Duration::from_secs(60), 8));
         let (started, starts) = bounded(16);
         let mut releases = HashMap::new();
         for (id, tag) in [(1, "a1"), (2, "a2"), (3, "a3"), (4, "a4")] {
@@ -736,12 +726,7 @@ mod tests {
 
     #[test]
     fn stalled_jobs_are_replaced_up_to_the_thread_bound() {
-        let l = Limits {
-            workers: 2,
-            per_sender: 1,
-            stalled_after: Duration::from_millis(300),
-            threads: 3,
-        };
+        let l = limits(2, 1, Duration::from_millis(300), 3);
         let pool = FairPool::new("test-pool", l);
         let (started, starts) = bounded(16);
         let mut releases = HashMap::new();
@@ -786,12 +771,7 @@ mod tests {
     /// came first; a job taken back says why it waited.
     #[test]
     fn a_sender_with_a_stalled_job_waits_behind_it_and_the_others_go_first() {
-        let l = Limits {
-            workers: 1,
-            per_sender: 2,
-            stalled_after: Duration::from_millis(200),
-            threads: 3,
-        };
+        let l = limits(1, 2, Duration::from_millis(200), 3);
         let pool = FairPool::new("test-pool", l);
         let (started, starts) = bounded(16);
         let mut releases = HashMap::new();
@@ -843,12 +823,7 @@ mod tests {
 
     #[test]
     fn one_waiting_job_gets_one_replacement_however_many_stalled() {
-        let l = Limits {
-            workers: 4,
-            per_sender: 1,
-            stalled_after: Duration::from_millis(200),
-            threads: 16,
-        };
+        let l = limits(4, 1, Duration::from_millis(200), 16);
         let pool = FairPool::new("test-pool", l);
         let (started, starts) = bounded(16);
         let mut releases = Vec::new();

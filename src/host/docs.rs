@@ -50,8 +50,7 @@ mod tests {
 
     #[test]
     fn sync_writes_missing_and_changed_files_only() {
-        let tmp = tempfile::tempdir().unwrap();
-        let paths = Paths::at(tmp.path());
+        let (_tmp, paths) = Paths::temp();
         assert_eq!(sync(&paths).unwrap().len(), FILES.len());
         assert!(
             sync(&paths).unwrap().is_empty(),

@@ -15,14 +15,7 @@ pub enum HostError {
     /// The running binary's path cannot be found.
     CurrentExe(std::io::Error),
     /// A file or folder could not be created, written or read.
-    Io {
-        /// `"create"`, `"write"` or `"read"`.
-        action: &'static str,
-        /// The file or folder.
-        path: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
-    },
+    Io(crate::fsutil::IoError),
     /// The reference docs could not be written into their folder.
     Docs {
         /// The docs folder.
@@ -56,11 +49,7 @@ impl std::fmt::Display for HostError {
             HostError::CurrentExe(e) => {
                 write!(f, "cannot find the path of the running iapeer binary: {e}")
             }
-            HostError::Io {
-                action,
-                path,
-                source,
-            } => write!(f, "cannot {action} {}: {source}", path.display()),
+            HostError::Io(e) => write!(f, "{e}"),
             HostError::Docs { dir, source } => write!(
                 f,
                 "cannot write the reference docs in {}: {source}",
@@ -81,8 +70,8 @@ impl std::fmt::Display for HostError {
 impl std::error::Error for HostError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
+            HostError::Io(e) => Some(&e.source),
             HostError::CurrentExe(source)
-            | HostError::Io { source, .. }
             | HostError::Docs { source, .. }
             | HostError::MoveBack { source, .. } => Some(source),
             HostError::NoHome { .. } | HostError::NoPrevious(_) => None,
@@ -93,12 +82,8 @@ impl std::error::Error for HostError {
 impl HostError {
     /// `cannot <action> <path>: <error>`, for `map_err`.
     pub(crate) fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Self {
-        let path = path.to_path_buf();
-        move |source| HostError::Io {
-            action,
-            path,
-            source,
-        }
+        let at = crate::fsutil::IoError::at(action, path);
+        move |e| HostError::Io(at(e))
     }
 }
 

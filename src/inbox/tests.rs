@@ -43,8 +43,7 @@ fn record(n: usize) -> Record {
 /// not fatal.
 #[test]
 fn append_then_read_in_order_and_a_torn_line_is_skipped() {
-    let dir = tempfile::tempdir().unwrap();
-    let paths = Paths::at(dir.path());
+    let (_dir, paths) = Paths::temp();
     let file = paths.inbox("you");
     assert_eq!(read(&file).unwrap(), vec![], "missing file = empty inbox");
     append(&file, &record(1)).unwrap();
@@ -73,8 +72,7 @@ fn append_then_read_in_order_and_a_torn_line_is_skipped() {
 /// The read mark counts records from the start, is stored atomically, and never moves back.
 #[test]
 fn read_marks() {
-    let dir = tempfile::tempdir().unwrap();
-    let paths = Paths::at(dir.path());
+    let (_dir, paths) = Paths::temp();
     let m = ReadMark::load(&paths, "you");
     assert_eq!(m, ReadMark { read: 0 });
     assert!(m.is_unread(0));

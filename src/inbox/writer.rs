@@ -25,17 +25,26 @@ const SETUP_EXIT: i32 = 2;
 /// supervisor restarts the program.
 const STORE_EXIT: i32 = 1;
 
-/// Run the writer until stdin closes. Returns the process exit code.
-pub fn run() -> i32 {
+/// The peer a program the daemon starts on pipes (`iapeer <verb>`, for a peer on
+/// `runtime`, e.g. `"the human runtime"`) runs for: its personality (`PEER_PERSONALITY`) and
+/// the layout (`IAPEER_ROOT`).
+///
+/// Errors: the line to print on stderr, `iapeer <verb>: …`, when either is unusable.
+pub fn peer_from_env(verb: &str, runtime: &str) -> Result<(String, Paths), String> {
     let personality = std::env::var("PEER_PERSONALITY").unwrap_or_default();
     if !crate::names::is_valid_personality(&personality) {
-        eprintln!("iapeer human-inbox: PEER_PERSONALITY is not set to a peer name — this program is started by the daemon for a peer on the human runtime");
-        return SETUP_EXIT;
+        return Err(format!("iapeer {verb}: PEER_PERSONALITY is not set to a peer name — this program is started by the daemon for a peer on {runtime}"));
     }
-    let paths = match Paths::from_env() {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("iapeer human-inbox: {e}");
+    let paths = Paths::from_env().map_err(|e| format!("iapeer {verb}: {e}"))?;
+    Ok((personality, paths))
+}
+
+/// Run the writer until stdin closes. Returns the process exit code.
+pub fn run() -> i32 {
+    let (personality, paths) = match peer_from_env("human-inbox", "the human runtime") {
+        Ok(peer) => peer,
+        Err(why) => {
+            eprintln!("{why}");
             return SETUP_EXIT;
         }
     };

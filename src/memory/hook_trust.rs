@@ -42,6 +42,15 @@ const fn event(name: &'static str, label: &'static str, uses_matcher: bool) -> E
     }
 }
 
+/// [`event`] with a 1 s default and a 3 s longest timeout (`SessionEnd`, `Interrupt`).
+const fn short(name: &'static str, label: &'static str, uses_matcher: bool) -> EventRule {
+    EventRule {
+        default_timeout: 1,
+        max_timeout: Some(3),
+        ..event(name, label, uses_matcher)
+    }
+}
+
 /// The events of Codex 0.171.0 (recorded: `all-events`, `matchers-and-skips`).
 const EVENTS: &[EventRule] = &[
     event("PreToolUse", "pre_tool_use", true),
@@ -50,22 +59,14 @@ const EVENTS: &[EventRule] = &[
     event("PreCompact", "pre_compact", true),
     event("PostCompact", "post_compact", true),
     event("SessionStart", "session_start", true),
-    EventRule {
-        default_timeout: 1,
-        max_timeout: Some(3),
-        ..event("SessionEnd", "session_end", true)
-    },
+    short("SessionEnd", "session_end", true),
     event("UserPromptSubmit", "user_prompt_submit", false),
     event("SubagentStart", "subagent_start", true),
     event("SubagentStop", "subagent_stop", true),
     event("Stop", "stop", false),
     event("PreModelRequest", "pre_model_request", false),
     event("PostModelRequest", "post_model_request", false),
-    EventRule {
-        default_timeout: 1,
-        max_timeout: Some(3),
-        ..event("Interrupt", "interrupt", false)
-    },
+    short("Interrupt", "interrupt", false),
 ];
 
 /// One command hook of a `hooks.json`, as Codex identifies it.

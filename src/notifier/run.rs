@@ -65,15 +65,11 @@ enum Ev {
 
 /// Run the service until stdin closes or a stop signal. Returns the exit code.
 pub fn run() -> i32 {
-    let me = std::env::var("PEER_PERSONALITY").unwrap_or_default();
-    if !crate::names::is_valid_personality(&me) {
-        eprintln!("iapeer notifier-run: PEER_PERSONALITY is not set to a peer name — this program is started by the daemon for a peer on the notifier runtime (e.g. timer or watcher)");
-        return SETUP_EXIT;
-    }
-    let paths = match Paths::from_env() {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("iapeer notifier-run: {e}");
+    let runs_on = "the notifier runtime (e.g. timer or watcher)";
+    let (me, paths) = match crate::inbox::writer::peer_from_env("notifier-run", runs_on) {
+        Ok(peer) => peer,
+        Err(why) => {
+            eprintln!("{why}");
             return SETUP_EXIT;
         }
     };

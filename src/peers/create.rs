@@ -55,11 +55,7 @@ pub fn create_peer(
 ) -> Result<Initialized, PeerError> {
     let folder = new_peer_folder(paths, name, folder, opts)?;
     let existed = folder.exists();
-    fsutil::ensure_dir(&folder).map_err(|source| PeerError::Io {
-        action: "create",
-        path: folder.clone(),
-        source,
-    })?;
+    fsutil::ensure_dir(&folder).map_err(fsutil::IoError::at("create", &folder))?;
     let folder = folder.canonicalize().unwrap_or(folder);
     init_folder(paths, &folder, opts, None).inspect_err(|_| {
         // A refused create leaves nothing behind: the folder was made for this peer.
@@ -163,11 +159,8 @@ pub(super) fn init_folder(
     let removed = peer::removed_profile(folder);
     if !peer::profile(folder).exists() && removed.is_file() {
         // A peer removed earlier comes back with its own profile (description, keys…).
-        std::fs::rename(&removed, peer::profile(folder)).map_err(|source| PeerError::Io {
-            action: "restore",
-            path: removed.clone(),
-            source,
-        })?;
+        std::fs::rename(&removed, peer::profile(folder))
+            .map_err(fsutil::IoError::at("restore", &removed))?;
     }
     if let Some(written) = raw_personality(folder) {
         if written != name {
@@ -321,11 +314,9 @@ pub fn write_launch_env_stub(folder: &Path, rt: &str) -> Result<(), PeerError> {
 }
 
 fn write_private(path: &Path, text: &str) -> Result<(), PeerError> {
-    fsutil::write_atomic(path, text.as_bytes(), MODE_PRIVATE).map_err(|source| PeerError::Io {
-        action: "write",
-        path: path.to_path_buf(),
-        source,
-    })
+    fsutil::write_atomic(path, text.as_bytes(), MODE_PRIVATE)
+        .map_err(fsutil::IoError::at("write", path))?;
+    Ok(())
 }
 
 /// The `personality` field exactly as written in the folder's profile, if any.
@@ -348,8 +339,7 @@ mod tests {
     use super::*;
 
     fn refusal(name: &str, folder: Option<&Path>) -> PeerError {
-        let root = tempfile::tempdir().unwrap();
-        let paths = Paths::at(root.path());
+        let (_root, paths) = Paths::temp();
         let opts = InitOptions {
             runtime: Some("echo"),
             ..InitOptions::default()
@@ -383,8 +373,7 @@ mod tests {
 
     #[test]
     fn create_refuses_an_invalid_runtime_before_making_the_folder() {
-        let root = tempfile::tempdir().unwrap();
-        let paths = Paths::at(root.path());
+        let (_root, paths) = Paths::temp();
         let opts = InitOptions {
             runtime: Some("Not A Runtime"),
             ..InitOptions::default()

@@ -1,7 +1,7 @@
 //! Why a peer could not be created or initialized.
 
 use std::fmt;
-use std::io;
+
 use std::path::PathBuf;
 
 use crate::names::{self, Intelligence};
@@ -72,14 +72,7 @@ pub enum PeerError {
     /// The description is not one line of at most [`DESCRIPTION_MAX_CHARS`] characters.
     BadDescription,
     /// A file or folder could not be created, written or moved.
-    Io {
-        /// `"create"`, `"write"` or `"restore"`.
-        action: &'static str,
-        /// The file or folder.
-        path: PathBuf,
-        /// The underlying error.
-        source: io::Error,
-    },
+    Io(crate::fsutil::IoError),
     /// A runtime's setup failed (`runtime::setup_peer`, naming the file).
     Setup(SetupError),
     /// The profile could not be read or written.
@@ -172,11 +165,7 @@ impl fmt::Display for PeerError {
                 f,
                 "--description must be one line of at most {DESCRIPTION_MAX_CHARS} characters"
             ),
-            PeerError::Io {
-                action,
-                path,
-                source,
-            } => write!(f, "cannot {action} {}: {source}", path.display()),
+            PeerError::Io(e) => write!(f, "{e}"),
             PeerError::Setup(e) => e.fmt(f),
             PeerError::Profile(e) => write!(f, "{e}"),
             PeerError::Registry(e) => write!(f, "{e}"),
@@ -188,11 +177,17 @@ impl std::error::Error for PeerError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             PeerError::Runtime(e) => Some(e),
-            PeerError::Io { source, .. } => Some(source),
+            PeerError::Io(e) => Some(&e.source),
             PeerError::Profile(e) => Some(e),
             PeerError::Registry(e) => Some(e),
             _ => None,
         }
+    }
+}
+
+impl From<crate::fsutil::IoError> for PeerError {
+    fn from(e: crate::fsutil::IoError) -> Self {
+        PeerError::Io(e)
     }
 }
 

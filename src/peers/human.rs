@@ -39,8 +39,7 @@ mod tests {
 
     #[test]
     fn a_human_peer_is_natural_on_the_human_runtime_and_always_on() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (_dir, paths) = Paths::temp();
         let born = create_human_peer(&paths, "you", Some("the operator")).unwrap();
         assert_eq!(born.always_on.as_deref(), Some("human"));
         let reg = Registry::load(&paths).unwrap();

@@ -101,11 +101,9 @@ fn set_launch_var(folder: &Path, runtime: &str, key: &str, value: &str) -> Resul
     let path = peer::launch_env(folder, runtime);
     let text = std::fs::read_to_string(&path).unwrap_or_default();
     let updated = with_var(&text, key, value);
-    fsutil::write_atomic(&path, updated.as_bytes(), MODE_PRIVATE).map_err(|source| PeerError::Io {
-        action: "write",
-        path,
-        source,
-    })
+    fsutil::write_atomic(&path, updated.as_bytes(), MODE_PRIVATE)
+        .map_err(fsutil::IoError::at("write", &path))?;
+    Ok(())
 }
 
 /// `text` (a `launch.env`) with every line setting `key` dropped and `key=value` appended.
@@ -136,8 +134,7 @@ mod tests {
 
     #[test]
     fn declared_peers_are_created_with_their_card_and_a_failed_hook_stops_them() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (_dir, paths) = Paths::temp();
         let write = |json: &str| {
             let p = paths.runtime_manifest("pager");
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();

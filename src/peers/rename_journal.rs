@@ -68,14 +68,7 @@ pub enum JournalError {
     /// No staged copy was the renamed peer's profile.
     NoProfile(PathBuf),
     /// A file could not be written or deleted.
-    Io {
-        /// `"write"` or `"delete"`.
-        action: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// The underlying error.
-        source: io::Error,
-    },
+    Io(crate::fsutil::IoError),
     /// A file or folder could not be moved (`what` is how the text names it, e.g.
     /// `"Claude Code's history "`, or empty).
     Move {
@@ -129,11 +122,7 @@ impl std::fmt::Display for JournalError {
             JournalError::NoProfile(to) => {
                 write!(f, "no profile of the peer in {}", to.display())
             }
-            JournalError::Io {
-                action,
-                path,
-                source,
-            } => write!(f, "cannot {action} {}: {source}", path.display()),
+            JournalError::Io(e) => write!(f, "{e}"),
             JournalError::Move {
                 what,
                 from,
@@ -161,8 +150,8 @@ impl std::fmt::Display for JournalError {
 impl std::error::Error for JournalError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
+            JournalError::Io(e) => Some(&e.source),
             JournalError::Read { source, .. }
-            | JournalError::Io { source, .. }
             | JournalError::Move { source, .. }
             | JournalError::MoveAway { source, .. } => Some(source),
             JournalError::NotAJournal { source, .. } => Some(source),
@@ -203,11 +192,13 @@ impl From<crate::markers::MarkerError> for JournalError {
 
 /// `cannot <action> <path>: <error>`, for `map_err`.
 fn io_err(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> JournalError {
-    let path = path.to_path_buf();
-    move |source| JournalError::Io {
-        action,
-        path,
-        source,
+    let at = fsutil::IoError::at(action, path);
+    move |e| JournalError::Io(at(e))
+}
+
+impl From<fsutil::IoError> for JournalError {
+    fn from(e: fsutil::IoError) -> Self {
+        JournalError::Io(e)
     }
 }
 

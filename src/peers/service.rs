@@ -36,8 +36,7 @@ mod tests {
 
     #[test]
     fn service_peers_carry_their_call_card() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (_dir, paths) = Paths::temp();
         for name in NOTIFIER_PEERS {
             let born = create_notifier_peer(&paths, name).unwrap();
             assert_eq!(born.always_on.as_deref(), Some("notifier"));

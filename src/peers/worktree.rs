@@ -81,11 +81,7 @@ pub fn create_worktree_peer(
         _ => None,
     };
     if let Some(parent) = folder.parent() {
-        fsutil::ensure_dir(parent).map_err(|source| PeerError::Io {
-            action: "create",
-            path: parent.to_path_buf(),
-            source,
-        })?;
+        fsutil::ensure_dir(parent).map_err(fsutil::IoError::at("create", parent))?;
     }
     repository.add(&folder, &checkout).map_err(|e| {
         PeerError::Worktree(format!(
@@ -149,11 +145,8 @@ fn hide_peer_files(folder: &Path) -> Result<(), PeerError> {
     let dir = path.parent().unwrap_or(folder);
     fsutil::ensure_dir(dir)
         .and_then(|()| fsutil::write_atomic(&path, b"*\n", fsutil::MODE_PRIVATE))
-        .map_err(|source| PeerError::Io {
-            action: "write",
-            path,
-            source,
-        })
+        .map_err(fsutil::IoError::at("write", &path))?;
+    Ok(())
 }
 
 /// The checkout `create` makes: the facts from git, the choice by [`decide_checkout`].

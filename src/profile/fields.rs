@@ -58,10 +58,8 @@ pub(super) type ObjectText = (Map<String, Value>, String);
 ///
 /// Errors: as [`read_object`].
 pub(super) fn read_object_text(path: &Path) -> Result<Option<ObjectText>, ProfileError> {
-    let text = fsutil::read_optional(path).map_err(|source| ProfileError::Io {
-        path: path.to_path_buf(),
-        action: "read",
-        source,
+    let text = fsutil::read_optional(path).map_err(|e| {
+        ProfileError::Io(fsutil::IoError::named("read", "the peer profile ", path)(e))
     })?;
     let Some(text) = text else {
         return Ok(None);

@@ -34,14 +34,7 @@ pub use fields::{clamp_description, DESCRIPTION_MAX_CHARS, KNOWN_KEYS};
 #[derive(Debug)]
 pub enum ProfileError {
     /// The file exists but could not be read, or could not be written.
-    Io {
-        /// The profile file.
-        path: PathBuf,
-        /// `"read"` or `"write"`.
-        action: &'static str,
-        /// The underlying error.
-        source: io::Error,
-    },
+    Io(fsutil::IoError),
     /// The file is not a JSON object, or a known field has the wrong type.
     Corrupt {
         /// The profile file.
@@ -66,15 +59,7 @@ pub enum ProfileError {
 impl fmt::Display for ProfileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ProfileError::Io {
-                path,
-                action,
-                source,
-            } => write!(
-                f,
-                "cannot {action} the peer profile {}: {source}",
-                path.display()
-            ),
+            ProfileError::Io(e) => write!(f, "{e}"),
             ProfileError::Corrupt { path, reason } => write!(
                 f,
                 "peer profile {} is unusable: {reason} — the file must be a valid JSON object; \
@@ -101,7 +86,7 @@ impl fmt::Display for ProfileError {
 impl std::error::Error for ProfileError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            ProfileError::Io { source, .. } => Some(source),
+            ProfileError::Io(e) => Some(&e.source),
             _ => None,
         }
     }
@@ -326,10 +311,12 @@ impl Profile {
     pub fn update(cwd: &Path, edit: impl FnOnce(&mut Profile)) -> Result<Profile, ProfileError> {
         let rewrite = Profile::rewrite(cwd, edit)?;
         fsutil::write_atomic(&rewrite.path, rewrite.text.as_bytes(), fsutil::MODE_PRIVATE)
-            .map_err(|source| ProfileError::Io {
-                path: rewrite.path.clone(),
-                action: "write",
-                source,
+            .map_err(|e| {
+                ProfileError::Io(fsutil::IoError::named(
+                    "write",
+                    "the peer profile ",
+                    &rewrite.path,
+                )(e))
             })?;
         Ok(rewrite.profile)
     }
@@ -460,23 +447,19 @@ pub struct Rewrite {
 }
 
 fn write_error(path: &Path, e: serde_json::Error) -> ProfileError {
-    ProfileError::Io {
-        path: path.to_path_buf(),
-        action: "write",
-        source: io::Error::other(e),
-    }
+    ProfileError::Io(fsutil::IoError::named("write", "the peer profile ", path)(
+        io::Error::other(e),
+    ))
 }
 
 /// Write profile document `doc` to `path` atomically (mode 0600), keeping the text of every
 /// value unchanged since `old` ([`keep::render`]).
 fn write(path: &Path, old: Option<&str>, doc: &Map<String, Value>) -> Result<(), ProfileError> {
     let text = keep::render(old, doc).map_err(|e| write_error(path, e))?;
-    fsutil::write_atomic(path, text.as_bytes(), fsutil::MODE_PRIVATE).map_err(|source| {
-        ProfileError::Io {
-            path: path.to_path_buf(),
-            action: "write",
-            source,
-        }
+    fsutil::write_atomic(path, text.as_bytes(), fsutil::MODE_PRIVATE).map_err(|e| {
+        ProfileError::Io(fsutil::IoError::named("write", "the peer profile ", path)(
+            e,
+        ))
     })
 }
 

@@ -225,10 +225,7 @@ fn check_lists_every_violation() {
         "default runtime \"claude\" is not listed",
         "unknown intelligence \"robot\"",
     ];
-    assert_eq!(found.errors.len(), want.len(), "{found:#?}");
-    for (got, want) in found.errors.iter().zip(want) {
-        assert!(got.contains(want), "{got:?} should contain {want:?}");
-    }
+    assert_each_contains(&found.errors, &want);
     // What someone chose is a warning, not an error (issue 11 item 2).
     let want = [
         "\"robert\" does not match the folder name \"bob\"",
@@ -236,10 +233,7 @@ fn check_lists_every_violation() {
         "several lines",
         "454 chars long",
     ];
-    assert_eq!(found.warnings.len(), want.len(), "{found:#?}");
-    for (got, want) in found.warnings.iter().zip(want) {
-        assert!(got.contains(want), "{got:?} should contain {want:?}");
-    }
+    assert_each_contains(&found.warnings, &want);
 }
 
 #[test]
@@ -390,5 +384,13 @@ mod byte_for_byte {
             Profile::update(&cwd, |_| {}).unwrap();
             prop_assert_eq!(raw(&cwd), text);
         }
+    }
+}
+
+/// `got` has one line per `want`, each containing its `want`.
+fn assert_each_contains(got: &[String], want: &[&str]) {
+    assert_eq!(got.len(), want.len(), "{got:#?}");
+    for (got, want) in got.iter().zip(want) {
+        assert!(got.contains(want), "{got:?} should contain {want:?}");
     }
 }

@@ -61,11 +61,8 @@ impl Registry {
                 return Ok(Arc::new(Registry::default()))
             }
             Err(source) => {
-                return Err(RegistryError::Io {
-                    path,
-                    action: "read",
-                    source,
-                })
+                let at = crate::fsutil::IoError::named("read", "the peer registry ", &path);
+                return Err(RegistryError::Io(at(source)));
             }
         };
         let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());

@@ -6,7 +6,6 @@
 use fs2::FileExt;
 use std::fmt;
 use std::fs::{File, OpenOptions};
-use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -20,14 +19,7 @@ use crate::paths::Paths;
 #[derive(Debug)]
 pub enum RegistryError {
     /// An I/O failure on the registry or its lock file.
-    Io {
-        /// The file involved.
-        path: PathBuf,
-        /// `"read"`, `"write"` or `"lock"`.
-        action: &'static str,
-        /// The underlying error.
-        source: io::Error,
-    },
+    Io(fsutil::IoError),
     /// The file exists but breaks the format (spec 01 §5).
     Corrupt {
         /// The registry file.
@@ -45,15 +37,7 @@ pub enum RegistryError {
 impl fmt::Display for RegistryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RegistryError::Io {
-                path,
-                action,
-                source,
-            } => write!(
-                f,
-                "cannot {action} the peer registry {}: {source}",
-                path.display()
-            ),
+            RegistryError::Io(e) => write!(f, "{e}"),
             RegistryError::Corrupt { path, reason } => write!(
                 f,
                 "the peer registry {} is corrupt: {reason} — run `iapeer verify --fix` to \
@@ -70,7 +54,7 @@ impl fmt::Display for RegistryError {
 impl std::error::Error for RegistryError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            RegistryError::Io { source, .. } => Some(source),
+            RegistryError::Io(e) => Some(&e.source),
             _ => None,
         }
     }
@@ -86,10 +70,10 @@ impl Registry {
     /// duplicate personality.
     pub fn load(paths: &Paths) -> Result<Registry, RegistryError> {
         let path = paths.registry();
-        let text = fsutil::read_optional(&path).map_err(|source| RegistryError::Io {
-            path: path.clone(),
-            action: "read",
-            source,
+        let text = fsutil::read_optional(&path).map_err(|e| {
+            RegistryError::Io(fsutil::IoError::named("read", "the peer registry ", &path)(
+                e,
+            ))
         })?;
         let Some(text) = text else {
             return Ok(Registry::default());
@@ -168,12 +152,8 @@ impl Registry {
     fn store(&self, paths: &Paths) -> Result<(), RegistryError> {
         let text = self.to_file_text()?;
         let path = paths.registry();
-        fsutil::write_atomic(&path, text.as_bytes(), fsutil::MODE_PRIVATE).map_err(|source| {
-            RegistryError::Io {
-                path,
-                action: "write",
-                source,
-            }
+        fsutil::write_atomic(&path, text.as_bytes(), fsutil::MODE_PRIVATE).map_err(|e| {
+            RegistryError::Io(fsutil::IoError::named("write", "the peer registry ", &path)(e))
         })
     }
 }
@@ -190,10 +170,10 @@ impl RegistryLock {
     /// threads of one process exclude each other as well.
     fn acquire(paths: &Paths) -> Result<RegistryLock, RegistryError> {
         let path = paths.registry_lock();
-        let io_err = |source| RegistryError::Io {
-            path: path.clone(),
-            action: "lock",
-            source,
+        let io_err = |e| {
+            RegistryError::Io(fsutil::IoError::named("lock", "the peer registry ", &path)(
+                e,
+            ))
         };
         fsutil::ensure_dir(path.parent().unwrap_or(Path::new("."))).map_err(io_err)?;
         let file = OpenOptions::new()
@@ -206,10 +186,11 @@ impl RegistryLock {
             .map_err(io_err)?;
         FileExt::lock_exclusive(&file).map_err(io_err)?;
         // Ours first: writers of this build queue on flock without polling the directory.
-        let original = OriginalLock::acquire(&path).map_err(|source| RegistryError::Io {
-            path: super::original_lock::lock_dir(&path),
-            action: "lock",
-            source,
+        let original = OriginalLock::acquire(&path).map_err(|e| {
+            let dir = super::original_lock::lock_dir(&path);
+            RegistryError::Io(fsutil::IoError::named("lock", "the peer registry ", &dir)(
+                e,
+            ))
         })?;
         Ok(RegistryLock {
             original: Some(original),

@@ -955,8 +955,7 @@ mod tests {
 
     #[test]
     fn a_gated_launch_has_manual_mode_and_the_hook_instead_of_the_bypass() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (dir, paths) = Paths::temp();
         let c = Claude::with_program("/bin/claude".into());
         let env = LaunchEnv::default();
         let gated = LaunchCtx {
@@ -977,8 +976,7 @@ mod tests {
 
     #[test]
     fn argv_fresh_resume_and_launch_env() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (dir, paths) = Paths::temp();
         let c = Claude::with_program("/bin/claude".into());
         let env = LaunchEnv {
             start_args: vec!["--model".into(), "x".into()],
@@ -1042,8 +1040,7 @@ mod tests {
     /// is nothing to resume — never `--continue`, which took the folder's newest (a person's).
     #[test]
     fn the_conversation_is_chosen_at_a_fresh_start_and_named_by_a_resume() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (dir, paths) = Paths::temp();
         let env = LaunchEnv::default();
         let id = "3f2c1a5e-1111-4222-8333-444455556666";
         let c = Claude::with_program("/bin/claude".into());

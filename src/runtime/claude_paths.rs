@@ -24,10 +24,7 @@ pub const MAX_NAME_UNITS: usize = 200;
 
 /// Claude's config folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
 pub fn config_dir() -> Option<PathBuf> {
-    std::env::var_os("CLAUDE_CONFIG_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| Some(crate::paths::home_dir()?.join(".claude")))
+    crate::paths::env_or_home_dir("CLAUDE_CONFIG_DIR", ".claude")
 }
 
 /// `<config>/projects`.

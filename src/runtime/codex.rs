@@ -831,8 +831,7 @@ mod tests {
 
     #[test]
     fn argv_carries_the_flags_the_prompt_and_the_port() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (dir, paths) = Paths::temp();
         let c = Codex::with_program("/bin/codex".into());
         let env = LaunchEnv {
             start_args: vec!["--model".into(), "o3".into()],
@@ -1292,8 +1291,7 @@ mod tests {
     /// none recorded there is nothing to resume.
     #[test]
     fn a_resume_names_the_conversation_and_never_the_newest() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (dir, paths) = Paths::temp();
         let env = LaunchEnv::default();
         let ctx = LaunchCtx {
             mode: WakeMode::Resume,

@@ -4,17 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-use toml_edit::{value, DocumentMut, Item, Table};
+use toml_edit::{value, DocumentMut, Item, Table, TableLike};
 
 use super::SetupError;
 use crate::fsutil::{write_atomic, MODE_SHARED};
 
 /// `$CODEX_HOME`, else `~/.codex`.
 pub fn codex_home() -> Option<PathBuf> {
-    std::env::var_os("CODEX_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| Some(crate::paths::home_dir()?.join(".codex")))
+    crate::paths::env_or_home_dir("CODEX_HOME", ".codex")
 }
 
 /// `<codex home>/config.toml`.
@@ -22,17 +19,24 @@ pub fn config_path() -> Option<PathBuf> {
     Some(codex_home()?.join("config.toml"))
 }
 
+/// The top-level table `key` of `doc`, made implicit (no header of its own) when absent;
+/// `None` when `key` holds something other than a table.
+fn implicit_table<'a>(doc: &'a mut DocumentMut, key: &str) -> Option<&'a mut dyn TableLike> {
+    doc.entry(key)
+        .or_insert_with(|| {
+            let mut t = Table::new();
+            t.set_implicit(true);
+            Item::Table(t)
+        })
+        .as_table_like_mut()
+}
+
 /// Add `[mcp_servers.iapeer]` when absent (an existing block is the user's and is kept):
 /// `url`, `default_tools_approval_mode = "approve"`, `bearer_token_env_var = "IAPEER_TOKEN"`,
 /// and `[mcp_servers.iapeer.env_http_headers] "X-IAPeer-Identity" = "PEER_IDENTITY"`.
 /// Returns whether the document changed.
 pub fn ensure_mcp_server(doc: &mut DocumentMut, url: &str) -> bool {
-    let servers = doc.entry("mcp_servers").or_insert_with(|| {
-        let mut t = Table::new();
-        t.set_implicit(true);
-        Item::Table(t)
-    });
-    let Some(servers) = servers.as_table_like_mut() else {
+    let Some(servers) = implicit_table(doc, "mcp_servers") else {
         return false;
     };
     if servers.contains_key("iapeer") {
@@ -229,12 +233,7 @@ pub fn trust(doc: &mut DocumentMut, folder: &str) -> bool {
     if trusted_in(doc, folder) {
         return false;
     }
-    let projects = doc.entry("projects").or_insert_with(|| {
-        let mut t = Table::new();
-        t.set_implicit(true);
-        Item::Table(t)
-    });
-    let Some(projects) = projects.as_table_like_mut() else {
+    let Some(projects) = implicit_table(doc, "projects") else {
         return false;
     };
     let entry = projects
@@ -309,15 +308,9 @@ pub fn project_key(cwd: &Path) -> String {
 /// Errors: as [`edit_config`], with a hint to fix the file and run the same command again
 /// (`create`, `init` and `add-runtime` redo this setup).
 pub fn setup(cwd: &Path, mcp_url: &str) -> Result<(), SetupError> {
-    let key = project_key(cwd);
-    edit_config(|doc| {
-        let a = ensure_mcp_server(doc, mcp_url);
-        let b = ensure_no_update_check(doc);
-        let c = trust(doc, &key);
-        a || b || c
-    })
-    .map(|_| ())
-    .map_err(|e| SetupError::FixAndRetry(Box::new(e)))
+    configure(cwd, |doc| ensure_mcp_server(doc, mcp_url))
+        .map(|_| ())
+        .map_err(|e| SetupError::FixAndRetry(Box::new(e)))
 }
 
 /// What the daemon does at every wake of a codex peer: [`setup`]'s edits, with an existing
@@ -326,9 +319,18 @@ pub fn setup(cwd: &Path, mcp_url: &str) -> Result<(), SetupError> {
 ///
 /// Errors: as [`edit_config`].
 pub fn refresh(cwd: &Path, mcp_url: &str) -> Result<bool, SetupError> {
+    configure(cwd, |doc| upgrade_mcp_server(doc, mcp_url))
+}
+
+/// [`edit_config`] with `server`'s edit of the MCP server block, no update check at start
+/// and the folder `cwd` trusted; whether the file changed.
+fn configure(
+    cwd: &Path,
+    server: impl FnOnce(&mut DocumentMut) -> bool,
+) -> Result<bool, SetupError> {
     let key = project_key(cwd);
     edit_config(|doc| {
-        let a = upgrade_mcp_server(doc, mcp_url);
+        let a = server(doc);
         let b = ensure_no_update_check(doc);
         let c = trust(doc, &key);
         a || b || c
@@ -442,22 +444,22 @@ mod tests {
             assert!(!remove_setup(&mut doc), "{text}");
             assert_eq!(doc.to_string(), text);
         }
-        // A block the original tool wrote, with the bare key older builds wrote beside it.
-        let old = "# mine\ncheck_for_update_on_startup = false\nmodel = \"o3\"\n\n[mcp_servers.iapeer]\nurl = \"http://127.0.0.1:8765/mcp\"\nbearer_token_env_var = \"IAPEER_BEARER\"\n\n[mcp_servers.other]\ncommand = \"x\"\n";
-        let mut doc: DocumentMut = old.parse().unwrap();
-        assert!(remove_setup(&mut doc));
-        assert_eq!(
-            doc.to_string(),
-            "# mine\nmodel = \"o3\"\n\n[mcp_servers.other]\ncommand = \"x\"\n"
-        );
-        // The comments above the key go to the first table when no root key follows.
-        let old = "# mine\ncheck_for_update_on_startup = false # added by iapeer; iapeer uninstall removes it\n\n[mcp_servers.other]\ncommand = \"x\"\n";
-        let mut doc: DocumentMut = old.parse().unwrap();
-        assert!(remove_setup(&mut doc));
-        assert_eq!(
-            doc.to_string(),
-            "# mine\n\n[mcp_servers.other]\ncommand = \"x\"\n"
-        );
+        for (old, want) in [
+            // A block the original tool wrote, with the bare key older builds wrote beside it.
+            (
+                "# mine\ncheck_for_update_on_startup = false\nmodel = \"o3\"\n\n[mcp_servers.iapeer]\nurl = \"http://127.0.0.1:8765/mcp\"\nbearer_token_env_var = \"IAPEER_BEARER\"\n\n[mcp_servers.other]\ncommand = \"x\"\n",
+                "# mine\nmodel = \"o3\"\n\n[mcp_servers.other]\ncommand = \"x\"\n",
+            ),
+            // The comments above the key go to the first table when no root key follows.
+            (
+                "# mine\ncheck_for_update_on_startup = false # added by iapeer; iapeer uninstall removes it\n\n[mcp_servers.other]\ncommand = \"x\"\n",
+                "# mine\n\n[mcp_servers.other]\ncommand = \"x\"\n",
+            ),
+        ] {
+            let mut doc: DocumentMut = old.parse().unwrap();
+            assert!(remove_setup(&mut doc), "{old}");
+            assert_eq!(doc.to_string(), want);
+        }
     }
 
     #[test]

@@ -142,8 +142,7 @@ mod tests {
 
     #[test]
     fn resume_needs_a_transcript() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (dir, paths) = Paths::temp();
         let env = LaunchEnv::default();
         let echo = Echo::from_env();
         let ctx = LaunchCtx {

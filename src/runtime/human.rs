@@ -5,48 +5,17 @@
 //! that acknowledgement, so `delivered` means the record is on disk (spec 03 §1 "the
 //! promise"); `iapeer inbox` shows it.
 
-use std::ffi::OsString;
-use std::path::Path;
-
-use super::{Acceptance, Adapter, Confirm, LaunchCommand, LaunchCtx, RuntimeKind};
+use super::own_verb::OwnVerb;
+use super::{Acceptance, Confirm};
 
 /// The runtime's name.
 pub use crate::names::HUMAN_RUNTIME as NAME;
 
-/// The human adapter.
-pub struct Human {
-    program: OsString,
-}
-
-impl Human {
-    /// Use the running executable as the inbox writer.
-    pub fn from_env() -> Human {
-        Human {
-            program: super::this_binary(),
-        }
-    }
-}
-
-impl Adapter for Human {
-    fn name(&self) -> &str {
-        NAME
-    }
-
-    fn kind(&self) -> RuntimeKind {
-        RuntimeKind::Router
-    }
-
-    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, super::LaunchError> {
-        Ok(super::own_verb_command(&self.program, "human-inbox", ctx))
-    }
-
-    fn wants_system_prompt(&self) -> bool {
-        false
-    }
-
-    fn confirmer(&self, _cwd: &Path, text: &str, _agent_ts: Option<&str>) -> Box<dyn Confirm> {
+/// The human adapter: `iapeer human-inbox`, a delivery confirmed by its [`StoredAck`].
+pub fn from_env() -> OwnVerb {
+    OwnVerb::from_env(NAME, "human-inbox", |text| {
         Box::new(StoredAck::for_wire(text))
-    }
+    })
 }
 
 /// Confirms a delivery once the writer printed `stored <id>` for its envelope, and fails it

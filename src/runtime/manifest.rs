@@ -239,8 +239,7 @@ mod tests {
 
     #[test]
     fn missing_invalid_and_valid_manifests() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (_dir, paths) = Paths::temp();
         assert_eq!(Manifest::load(&paths, "bot").unwrap(), None);
         let p = paths.runtime_manifest("bot");
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();

@@ -19,6 +19,7 @@ pub mod human;
 pub mod manifest;
 pub mod notifier;
 pub mod original_hook;
+pub mod own_verb;
 pub mod package;
 pub mod pasted_form;
 pub mod permission_hook;
@@ -79,14 +80,7 @@ impl std::error::Error for RuntimeError {}
 #[derive(Debug)]
 pub enum SetupError {
     /// A file could not be read, written, backed up or removed.
-    Io {
-        /// `"read"`, `"write"`, `"back up"` or `"remove"`.
-        action: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
-    },
+    Io(crate::fsutil::IoError),
     /// Neither `CODEX_HOME` nor `HOME` is set.
     NoCodexHome,
     /// The Codex config is not valid TOML (it is left alone).
@@ -110,11 +104,7 @@ pub enum SetupError {
 impl std::fmt::Display for SetupError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SetupError::Io {
-                action,
-                path,
-                source,
-            } => write!(f, "cannot {action} {}: {source}", path.display()),
+            SetupError::Io(e) => write!(f, "{e}"),
             SetupError::NoCodexHome => {
                 f.write_str("cannot find the Codex config folder: set CODEX_HOME or HOME")
             }
@@ -135,7 +125,7 @@ impl std::fmt::Display for SetupError {
 impl std::error::Error for SetupError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            SetupError::Io { source, .. } => Some(source),
+            SetupError::Io(e) => Some(&e.source),
             SetupError::NotToml { source, .. } => Some(source),
             SetupError::FixAndRetry(e) | SetupError::TrustStays { source: e, .. } => Some(e),
             SetupError::NoCodexHome => None,
@@ -146,12 +136,8 @@ impl std::error::Error for SetupError {
 impl SetupError {
     /// `cannot <action> <path>: <error>`, for `map_err`.
     pub(crate) fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Self {
-        let path = path.to_path_buf();
-        move |source| SetupError::Io {
-            action,
-            path,
-            source,
-        }
+        let at = crate::fsutil::IoError::at(action, path);
+        move |e| SetupError::Io(at(e))
     }
 }
 
@@ -161,11 +147,11 @@ impl SetupError {
 pub fn adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, RuntimeError> {
     match runtime {
         "echo" => Ok(Arc::new(echo::Echo::from_env())),
-        human::NAME => Ok(Arc::new(human::Human::from_env())),
+        human::NAME => Ok(Arc::new(human::from_env())),
         // An installed package manifest takes precedence over the built-in service.
         notifier::NAME => Ok(match manifest::Manifest::load(paths, runtime)? {
             Some(m) => Arc::new(router::RouterRuntime::new(m)),
-            None => Arc::new(notifier::Notifier::from_env()),
+            None => Arc::new(notifier::from_env()),
         }),
         "claude" | "codex" => {
             let found = agent_program::locate(runtime);

@@ -17,6 +17,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::manifest::{CommandSpec, Manifest};
+use crate::fsutil::IoError;
 use crate::paths::Paths;
 
 /// How long `npm install` and a package's own install may take.
@@ -108,14 +109,7 @@ impl std::error::Error for RunError {
 #[derive(Debug)]
 pub enum PackageError {
     /// A folder could not be cleared (`"clear"`) or created (`"create"`).
-    Io {
-        /// What was being done.
-        action: &'static str,
-        /// The folder.
-        path: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
-    },
+    Io(crate::fsutil::IoError),
     /// `npm install <spec>` failed.
     NpmInstall {
         /// The package spec.
@@ -180,11 +174,7 @@ pub enum PackageError {
 impl std::fmt::Display for PackageError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PackageError::Io {
-                action,
-                path,
-                source,
-            } => write!(f, "cannot {action} {}: {source}", path.display()),
+            PackageError::Io(e) => write!(f, "{e}"),
             PackageError::NpmInstall { spec, source } => write!(
                 f,
                 "npm install {spec} failed: {source} — check the package name (or tarball path) and that npm can reach its registry"
@@ -226,8 +216,8 @@ impl std::fmt::Display for PackageError {
 impl std::error::Error for PackageError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            PackageError::Io { source, .. }
-            | PackageError::Move { source, .. }
+            PackageError::Io(e) => Some(&e.source),
+            PackageError::Move { source, .. }
             | PackageError::Read { source, .. }
             | PackageError::Record(source) => Some(source),
             PackageError::NpmInstall { source, .. }
@@ -238,6 +228,12 @@ impl std::error::Error for PackageError {
             | PackageError::NothingInstalled(_)
             | PackageError::NoProgram { .. } => None,
         }
+    }
+}
+
+impl From<IoError> for PackageError {
+    fn from(e: IoError) -> Self {
+        PackageError::Io(e)
     }
 }
 
@@ -255,18 +251,10 @@ pub fn install(paths: &Paths, runtime: &str, spec: &str) -> Result<(), PackageEr
     let old = dir.with_file_name("package.old");
     for leftover in [&staging, &old] {
         if leftover.exists() {
-            std::fs::remove_dir_all(leftover).map_err(|source| PackageError::Io {
-                action: "clear",
-                path: leftover.clone(),
-                source,
-            })?;
+            std::fs::remove_dir_all(leftover).map_err(IoError::at("clear", leftover))?;
         }
     }
-    crate::fsutil::ensure_dir(&staging).map_err(|source| PackageError::Io {
-        action: "create",
-        path: staging.clone(),
-        source,
-    })?;
+    crate::fsutil::ensure_dir(&staging).map_err(IoError::at("create", &staging))?;
     let mut npm = Command::new("npm");
     npm.args(["install", "--no-audit", "--no-fund", "--no-update-notifier"])
         .arg("--prefix")
@@ -505,8 +493,7 @@ mod tests {
 
     #[test]
     fn a_failed_npm_install_leaves_the_installed_package_as_it_was() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (dir, paths) = Paths::temp();
         let installed = install_dir(&paths, "bot");
         std::fs::create_dir_all(&installed).unwrap();
         std::fs::write(installed.join(SOURCE_FILE), r#"{"package":"bot@1.0.0"}"#).unwrap();
@@ -519,8 +506,7 @@ mod tests {
 
     #[test]
     fn a_self_config_gets_the_peer_variables_and_its_exit_decides() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (dir, paths) = Paths::temp();
         let m = Manifest::parse(
             r#"{"selfConfig":{"command":"/bin/sh","args":["-c","echo \"$IAPEER_PEER_PERSONALITY $IAPEER_PEER_RUNTIME $IAPEER_PEER_INTELLIGENCE $PWD\" > seen; test \"$IAPEER_PEER_CWD\" = \"$PWD\" && exit 0"]}}"#,
             "bot",

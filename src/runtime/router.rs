@@ -181,6 +181,21 @@ mod tests {
     use crate::paths::Paths;
     use crate::runtime::WakeMode;
 
+    /// The command a fresh launch of the router runtime `m` runs in `/w`.
+    fn fresh_command(m: Manifest, env: &LaunchEnv) -> LaunchCommand {
+        let paths = Paths::at("/r");
+        let ctx = LaunchCtx {
+            paths: &paths,
+            cwd: Path::new("/w"),
+            mode: WakeMode::Fresh,
+            system_prompt: None,
+            launch_env: env,
+            port: 8765,
+            gated: None,
+        };
+        RouterRuntime::new(m).command(&ctx).unwrap()
+    }
+
     #[test]
     fn run_descriptor_wins_and_start_args_come_last() {
         let m = Manifest::parse(
@@ -188,22 +203,11 @@ mod tests {
             "bot",
         )
         .unwrap();
-        let rt = RouterRuntime::new(m);
         let env = LaunchEnv {
             start_args: vec!["--verbose".into()],
             ..LaunchEnv::default()
         };
-        let paths = Paths::at("/r");
-        let ctx = LaunchCtx {
-            paths: &paths,
-            cwd: Path::new("/w"),
-            mode: WakeMode::Fresh,
-            system_prompt: None,
-            launch_env: &env,
-            port: 8765,
-            gated: None,
-        };
-        let cmd = rt.command(&ctx).unwrap();
+        let cmd = fresh_command(m, &env);
         assert_eq!(cmd.program, OsString::from("/opt/bot"));
         assert_eq!(cmd.args, vec![OsString::from("serve"), "--verbose".into()]);
     }
@@ -211,19 +215,7 @@ mod tests {
     #[test]
     fn default_command_is_rt_runtime_run() {
         let m = Manifest::parse(r#"{"runtime":"zzqbot"}"#, "zzqbot").unwrap();
-        let rt = RouterRuntime::new(m);
-        let env = LaunchEnv::default();
-        let paths = Paths::at("/r");
-        let ctx = LaunchCtx {
-            paths: &paths,
-            cwd: Path::new("/w"),
-            mode: WakeMode::Fresh,
-            system_prompt: None,
-            launch_env: &env,
-            port: 8765,
-            gated: None,
-        };
-        let cmd = rt.command(&ctx).unwrap();
+        let cmd = fresh_command(m, &LaunchEnv::default());
         assert_eq!(cmd.program, OsString::from("zzqbot-runtime"));
         assert_eq!(cmd.args, vec![OsString::from("run")]);
         assert_eq!(bin_override_var("notifier"), "NOTIFIER_RUNTIME_BIN");
@@ -260,8 +252,7 @@ mod tests {
 
     #[test]
     fn a_missing_program_is_named_with_what_to_do() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path());
+        let (dir, paths) = Paths::temp();
         let write = |rt: &str, json: &str| {
             let p = paths.runtime_manifest(rt);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();

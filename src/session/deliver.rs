@@ -601,12 +601,10 @@ mod tests {
     #[test]
     fn enter_waits_for_the_paste_sign_only_where_one_can_come() {
         let t0 = Instant::now();
-        let (mut d, _) =
-            ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None);
+        let mut d = paste_ok();
         d.on_written(t0);
         assert_eq!(d.next_deadline(), Some(t0 + PASTE_SIGNAL_WAIT));
-        let (d, _) =
-            ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None);
+        let d = paste_ok();
         let mut d = d.without_paste_sign();
         d.on_written(t0);
         assert_eq!(d.next_deadline(), Some(t0 + SETTLE));
@@ -755,8 +753,7 @@ mod tests {
     fn a_held_enter_waits_for_its_hold_however_early_the_paste_shows() {
         let t0 = Instant::now();
         let hold = t0 + Duration::from_millis(150);
-        let (d, _) =
-            ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None);
+        let d = paste_ok();
         let mut d = d.hold_enter_until(hold);
         d.on_written(t0);
         let shown = t0 + Duration::from_millis(20);
@@ -769,8 +766,7 @@ mod tests {
         );
         assert_eq!(d.poll(hold, String::new), Step::Write(b"\r".to_vec()));
         // A hold already past changes nothing: Enter goes on the paste's sign.
-        let (d, _) =
-            ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None);
+        let d = paste_ok();
         let mut d = d.hold_enter_until(t0);
         d.on_written(t0);
         d.on_paste_shown(shown);
@@ -781,8 +777,7 @@ mod tests {
     #[test]
     fn enter_goes_as_soon_as_the_paste_shows() {
         let t0 = Instant::now();
-        let (mut d, _) =
-            ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None);
+        let mut d = paste_ok();
         d.on_paste_shown(t0);
         assert!(
             !d.is_settling(),
@@ -805,14 +800,25 @@ mod tests {
         );
     }
 
-    #[test]
-    fn output_while_confirming_is_checked_at_once() {
+    /// A paste of `hello` confirmed by the output `ok`.
+    fn paste_ok() -> ActiveDelivery {
+        ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None).0
+    }
+
+    /// [`paste_ok`] written now and its Enter sent when the paste signal wait ran out; the
+    /// delivery and when Enter went.
+    fn entered() -> (ActiveDelivery, Instant) {
         let t0 = Instant::now();
-        let (mut d, _) =
-            ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None);
+        let mut d = paste_ok();
         d.on_written(t0);
         let t1 = t0 + PASTE_SIGNAL_WAIT;
         assert_eq!(d.poll(t1, String::new), Step::Write(b"\r".to_vec()));
+        (d, t1)
+    }
+
+    #[test]
+    fn output_while_confirming_is_checked_at_once() {
+        let (mut d, t1) = entered();
         assert_eq!(d.poll(t1, String::new), Step::Wait);
         let t2 = t1 + Duration::from_millis(10);
         d.on_output(b"ok", t2);
@@ -826,12 +832,7 @@ mod tests {
 
     #[test]
     fn enter_is_resent_and_the_grace_ends_in_failure() {
-        let t0 = Instant::now();
-        let (mut d, _) =
-            ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None);
-        d.on_written(t0);
-        let t1 = t0 + PASTE_SIGNAL_WAIT;
-        assert_eq!(d.poll(t1, String::new), Step::Write(b"\r".to_vec()));
+        let (mut d, t1) = entered();
         assert_eq!(
             d.poll(t1 + ENTER_RETRY, String::new),
             Step::Write(b"\r".to_vec())

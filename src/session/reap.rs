@@ -159,15 +159,20 @@ mod tests {
         None
     }
 
+    /// The reaper of a real `sh -c <script>`, registered with `poll`.
+    fn reaper_of(poll: &Poll, script: &str) -> Reaper {
+        let waker = Arc::new(Waker::new(poll.registry(), Token(9)).unwrap());
+        let child = std::process::Command::new("sh")
+            .args(["-c", script])
+            .spawn()
+            .unwrap();
+        Reaper::start(child, poll.registry(), Token(1), waker).unwrap()
+    }
+
     #[test]
     fn the_exit_of_a_real_child_is_reported_once_with_its_status() {
         let mut poll = Poll::new().unwrap();
-        let waker = Arc::new(Waker::new(poll.registry(), Token(9)).unwrap());
-        let child = std::process::Command::new("sh")
-            .args(["-c", "sleep 0.2; exit 7"])
-            .spawn()
-            .unwrap();
-        let mut r = Reaper::start(child, poll.registry(), Token(1), waker).unwrap();
+        let mut r = reaper_of(&poll, "sleep 0.2; exit 7");
         #[cfg(target_os = "linux")]
         assert!(
             matches!(r, Reaper::Pidfd { .. }),
@@ -182,12 +187,7 @@ mod tests {
     #[test]
     fn the_pidfd_wakes_the_poll_when_the_child_ends() {
         let mut poll = Poll::new().unwrap();
-        let waker = Arc::new(Waker::new(poll.registry(), Token(9)).unwrap());
-        let child = std::process::Command::new("sh")
-            .args(["-c", "sleep 0.3"])
-            .spawn()
-            .unwrap();
-        let mut r = Reaper::start(child, poll.registry(), Token(1), waker).unwrap();
+        let mut r = reaper_of(&poll, "sleep 0.3");
         let mut events = Events::with_capacity(4);
         let t = Instant::now();
         // One blocking poll with a long timeout returns on the child's end, not the timeout.

@@ -183,14 +183,7 @@ pub fn query(target: &str, name: &str) -> Option<String> {
 /// A fleet error answer: `{"error":"<text>"}` and a newline (spec 10 §1), written by
 /// [`crate::visible::json`] like every fleet answer.
 pub fn error(status: u16, text: &str) -> Reply {
-    let mut body = crate::visible::json(&json!({ "error": text })).into_bytes();
-    body.push(b'\n');
-    Reply {
-        status,
-        content_type: Some(JSON),
-        headers: Vec::new(),
-        body,
-    }
+    ok(status, &json!({ "error": text }))
 }
 
 /// A fleet JSON answer: `value` and a newline. The text holds no raw control, bidi or

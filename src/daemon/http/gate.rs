@@ -250,16 +250,20 @@ fn all<'a>(headers: &'a [(String, String)], name: &'static str) -> impl Iterator
         .map(|(_, v)| v.as_str())
 }
 
+/// Tests: `pairs` as the owned header list the gate reads.
+#[cfg(test)]
+pub(crate) fn owned_headers(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn hs(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect()
-    }
+    use super::owned_headers as hs;
 
     #[test]
     fn targets_are_normalised() {

@@ -123,12 +123,7 @@ pub fn page_headers() -> Vec<(&'static str, Cow<'static, str>)> {
 mod tests {
     use super::*;
 
-    fn hs(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::daemon::http::gate::owned_headers as hs;
 
     fn keys() -> UiKeys {
         UiKeys::new("k1", "c1")

@@ -218,12 +218,7 @@ mod tests {
         UiKeys::new("k1", "c1")
     }
 
-    fn hs(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::daemon::http::gate::owned_headers as hs;
 
     fn header<'a>(r: &'a Reply, name: &str) -> Option<&'a str> {
         r.headers
