@@ -54,10 +54,11 @@ impl Session {
                     // Resize first (once booted), so the snapshot is taken at the client's size
                     // and the TUI's redraw for that size follows it.
                     if rows > 0 && cols > 0 {
-                        match self.state {
-                            // Never resize during boot: some TUIs hang when resized while starting.
-                            State::Booting(_) => self.pending_size = Some((rows, cols)),
-                            State::Ready => self.resize(rows, cols),
+                        // Never resize during boot: some TUIs hang when resized while starting.
+                        if self.state.boot().is_some() {
+                            self.pending_size = Some((rows, cols));
+                        } else {
+                            self.resize(rows, cols);
                         }
                     }
                     if first {

@@ -8,7 +8,7 @@ impl Session {
         while let Ok(cmd) = self.cmd_rx.try_recv() {
             match cmd {
                 SessionCmd::Deliver(d) => {
-                    if self.kill.is_some() {
+                    if self.state.is_ending() {
                         self.emit(EventKind::Delivered {
                             id: d.id,
                             result: Err(DeliveryFailure::SessionEnding),
@@ -169,7 +169,7 @@ impl Session {
                 result: Err(why),
             });
         };
-        if self.kill.is_some() || !matches!(self.state, State::Ready) {
+        if !matches!(self.state, State::Ready) {
             return refuse(self, CompactFailure::NotReady);
         }
         if self.delivery.is_some() || self.compact.is_some() {
@@ -220,7 +220,7 @@ impl Session {
     }
 
     pub(super) fn kill(&mut self, cause: Cause) {
-        if self.kill.is_some() {
+        if self.state.is_ending() {
             return;
         }
         let _ = spawn::signal_group(self.pid, Signal::SIGHUP);
@@ -228,6 +228,6 @@ impl Session {
         if let Some(scope) = &mut self.scope {
             scope.terminate();
         }
-        self.kill = Some((cause, Instant::now() + KILL_GRACE));
+        self.state.end(cause, Instant::now() + KILL_GRACE);
     }
 }

@@ -12,10 +12,7 @@ impl Session {
     /// Read the screen for a permission prompt (a live agent on a pty only), report what
     /// opened or closed, and write the next key of an answer being keyed in.
     pub(super) fn watch_prompts(&mut self, now: Instant) {
-        if !matches!(self.state, State::Ready)
-            || !matches!(self.io, Io::Pty(_))
-            || self.kill.is_some()
-        {
+        if !matches!(self.state, State::Ready) || !matches!(self.io, Io::Pty(_)) {
             return;
         }
         let shown = self.cfg.adapter.permission_prompt(&self.screen);

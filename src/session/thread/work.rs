@@ -31,7 +31,7 @@ fn human_menu_step(
 
 impl Session {
     pub(super) fn evaluate_boot(&mut self, now: Instant) {
-        let State::Booting(boot) = &mut self.state else {
+        let Some(boot) = self.state.boot_mut() else {
             return;
         };
         let rows = self.screen.rows();
@@ -101,7 +101,7 @@ impl Session {
                     screen_ms: since(ready_since).unwrap_or(0),
                     mcp_ms: since(self.mcp_up_at),
                 };
-                self.state = State::Ready;
+                self.state.boot_done();
                 if let Some((rows, cols)) = self.pending_size.take() {
                     self.resize(rows, cols);
                 }
@@ -125,12 +125,12 @@ impl Session {
         self.fail_deliveries(DeliveryFailure::BootFailed(failure));
         self.kill(cause);
         // Stop evaluating: the session is ending.
-        self.state = State::Ready;
+        self.state.boot_done();
     }
 
     /// [`SessionCmd::AnswerBootMenu`]: key in the human's choice, or fail the boot.
     pub(super) fn answer_boot_menu(&mut self, answer: Result<(usize, Vec<String>), String>) {
-        if !matches!(self.state, State::Booting(_)) || self.kill.is_some() {
+        if !matches!(self.state, State::Booting(_)) {
             return;
         }
         match answer {
@@ -165,11 +165,7 @@ impl Session {
     }
 
     pub(super) fn next_delivery(&mut self) {
-        if self.delivery.is_some()
-            || self.held.is_some()
-            || self.kill.is_some()
-            || !matches!(self.state, State::Ready)
-        {
+        if self.delivery.is_some() || self.held.is_some() || !matches!(self.state, State::Ready) {
             return;
         }
         let Some(d) = self.queued.pop_front() else {
@@ -662,7 +658,7 @@ impl Session {
     }
 
     pub(super) fn on_time(&mut self, now: Instant) {
-        if matches!(self.state, State::Booting(_)) {
+        if self.state.boot().is_some() {
             self.evaluate_boot(now);
         }
         if self.prompts_due(now) {
@@ -713,13 +709,13 @@ impl Session {
                 }
             }
         }
-        if let Some((cause, at)) = self.kill {
-            if now >= at {
+        if let State::Ending { kill_at, .. } = &mut self.state {
+            if now >= *kill_at {
                 let _ = spawn::signal_group(self.pid, Signal::SIGKILL);
                 if let Some(scope) = &mut self.scope {
                     scope.kill();
                 }
-                self.kill = Some((cause, now + KILL_GRACE));
+                *kill_at = now + KILL_GRACE;
             }
         }
     }
