@@ -76,8 +76,8 @@ impl Session {
             let excess = self.pipe_tail.len().saturating_sub(EXIT_TAIL);
             self.pipe_tail.drain(..excess);
             // A pipe runtime may confirm on its output (the human inbox writer's ack).
-            if let Some(d) = self.delivery.as_mut() {
-                d.on_output(chunk, Instant::now());
+            if let Some(f) = self.delivery.as_mut() {
+                f.active.on_output(chunk, Instant::now());
             }
             return;
         }
@@ -101,18 +101,13 @@ impl Session {
         if let Some(g) = self.gate.as_mut() {
             g.on_output(Instant::now());
         }
-        if let Some(d) = self.delivery.as_mut() {
+        if let Some(f) = self.delivery.as_mut() {
+            let d = &mut f.active;
             d.on_output(chunk, Instant::now());
-            if let Some(paste) = self.pasting.as_ref() {
-                if d.is_settling() && self.cfg.adapter.paste_shown(&self.screen, paste) {
-                    d.on_paste_shown(Instant::now());
-                }
+            if d.is_settling() && self.cfg.adapter.paste_shown(&self.screen, &f.paste) {
+                d.on_paste_shown(Instant::now());
             }
-            let turn = d.turn_confirms()
-                && self
-                    .pasting
-                    .as_ref()
-                    .is_some_and(|p| self.cfg.adapter.turn_started(&self.screen, p));
+            let turn = d.turn_confirms() && self.cfg.adapter.turn_started(&self.screen, &f.paste);
             if turn {
                 let step = d.on_turn_shown();
                 self.apply(step);
@@ -169,14 +164,14 @@ impl Session {
         // (and one with bytes already written is unconfirmed: told before the counters are
         // moved past what was never written).
         if let Some(e) = failed {
-            if let Some(d) = self.delivery.take() {
-                self.finish_delivery(d.id, Err(DeliveryFailure::WriteFailed(e.to_string())));
+            if let Some(f) = self.delivery.take() {
+                self.finish_in_flight(f.span, Err(DeliveryFailure::WriteFailed(e.to_string())));
             }
             self.to_child.clear();
             self.out_written = self.out_queued;
             return;
         }
-        if let Some(d) = self.delivery.as_mut() {
+        if let Some(d) = self.delivery.as_mut().map(|f| &mut f.active) {
             let was_writing = d.is_writing();
             let step = d.on_written(Instant::now());
             // A pty delivery now waits for the agent to show it took the message.

@@ -81,11 +81,12 @@ impl Session {
     /// message arrives whole if the child reads again; cutting it would corrupt the next
     /// message), answered [`EventKind::Unconfirmed`]. Past writing: nothing to do here.
     pub(super) fn end_writing(&mut self, id: u64, stalled: Option<Duration>) {
-        let writing = self
+        let Some(span) = self
             .delivery
             .as_ref()
-            .is_some_and(|d| d.id == id && d.is_writing());
-        let Some(span) = self.delivery_span.filter(|s| writing && s.id == id) else {
+            .filter(|f| f.active.id == id && f.active.is_writing())
+            .map(|f| f.span)
+        else {
             return;
         };
         match span.taken(self.out_written) {
@@ -94,7 +95,6 @@ impl Session {
                 self.out_queued -= len as u64;
                 self.own.forget(id);
                 self.delivery = None;
-                self.delivery_span = None;
                 match stalled {
                     Some(idle) => self.refuse_unread(id, DeliveryFailure::Stalled { idle }),
                     None => self.report_delivery(id, Err(DeliveryFailure::NotReading)),
@@ -106,7 +106,6 @@ impl Session {
                 let idle =
                     stalled.map(|d| format!(" (it took none of its input for {})", spoken(d)));
                 self.delivery = None;
-                self.delivery_span = None;
                 self.answered_queued.remove(&id);
                 let fate = crate::session::own_text::cut_rest_fate(
                     matches!(self.io, Io::Pty(_)),
@@ -156,9 +155,8 @@ impl Session {
         if self.cfg.stall.is_zero() {
             return None;
         }
-        let d = self.delivery.as_ref()?;
-        let span = self.delivery_span?;
-        (span.id == d.id && d.is_writing() && self.out_written < span.end)
+        let f = self.delivery.as_ref()?;
+        (f.active.is_writing() && self.out_written < f.span.end)
             .then(|| self.out_progress_at + self.cfg.stall)
     }
 

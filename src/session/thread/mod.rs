@@ -279,6 +279,19 @@ impl State {
     }
 }
 
+/// The delivery being written into the child or confirmed, with what belongs to it alone
+/// (set at its start, gone at its end, together).
+struct InFlight {
+    /// Its machine: writing, the paste settling, the confirmation.
+    active: ActiveDelivery,
+    /// Its bytes as offsets of the child's input stream: how much of it was written
+    /// ([`SessionCmd::Cancel`], a stall, an unconfirmed end).
+    span: Span,
+    /// Its paste as the composer shows it: Enter goes once the composer shows it (issue 13
+    /// item 1); at its end it becomes [`Session::last_paste`].
+    paste: crate::term::paste_view::PasteView,
+}
+
 struct Session {
     cfg: SessionConfig,
     poll: Poll,
@@ -297,13 +310,11 @@ struct Session {
     /// that say how much of the active delivery was written, for [`SessionCmd::Cancel`]).
     out_queued: u64,
     out_written: u64,
-    /// The latest delivery's bytes as offsets of that stream.
-    delivery_span: Option<Span>,
     /// When the child last took a byte of its pending input (or the latest delivery began):
     /// a delivery still being written is ended [`SessionConfig::stall`] after it.
     out_progress_at: Instant,
     state: State,
-    delivery: Option<ActiveDelivery>,
+    delivery: Option<InFlight>,
     queued: VecDeque<Delivery>,
     /// Messages the runtime queued behind a running turn, followed until their fate is known.
     followers: Vec<QueueFollower>,
@@ -313,9 +324,6 @@ struct Session {
     turns: Vec<super::deliver::TurnFollower>,
     /// A delivery waiting for the composer to be free (spec 05 §7).
     held: Option<super::hold::Held>,
-    /// The paste of the delivery in progress, if any: Enter goes once the composer shows it
-    /// (issue 13 item 1); afterwards it becomes [`Self::last_paste`].
-    pasting: Option<crate::term::paste_view::PasteView>,
     /// iapeer's previous paste into this session (it may still show in the composer for a
     /// moment: [`super::hold::is_residue`]).
     last_paste: Option<super::hold::LastPaste>,
@@ -413,7 +421,6 @@ impl Session {
             to_child: VecDeque::new(),
             out_queued: 0,
             out_written: 0,
-            delivery_span: None,
             out_progress_at: now,
             state,
             delivery: None,
@@ -422,7 +429,6 @@ impl Session {
             gate: None,
             turns: Vec::new(),
             held: None,
-            pasting: None,
             last_paste: None,
             own: Default::default(),
             clearing: None,
@@ -507,7 +513,11 @@ impl Session {
             consider(Some(b.next_deadline()));
             consider(self.mcp_wait_since.map(|s| s + MCP_GRACE));
         }
-        consider(self.delivery.as_ref().and_then(|d| d.next_deadline()));
+        consider(
+            self.delivery
+                .as_ref()
+                .and_then(|f| f.active.next_deadline()),
+        );
         consider(self.stall_at());
         for f in &self.followers {
             consider(Some(f.next_deadline()));

@@ -325,7 +325,7 @@ impl Session {
                 super::super::hold::approval_step(&awaited, since, now, limit)
             {
                 if let Some(h) = self.held.take() {
-                    self.finish_delivery(h.delivery.id, Err(reason));
+                    self.report_delivery(h.delivery.id, Err(reason));
                 }
                 return self.next_delivery();
             }
@@ -347,7 +347,7 @@ impl Session {
                 return;
             }
             if let Some(h) = self.held.take() {
-                self.finish_delivery(h.delivery.id, Err(DeliveryFailure::DialogOpen));
+                self.report_delivery(h.delivery.id, Err(DeliveryFailure::DialogOpen));
             }
             return self.next_delivery();
         }
@@ -390,22 +390,20 @@ impl Session {
             }
             HoldStep::GiveUp(reason) => {
                 if let Some(h) = self.held.take() {
-                    self.finish_delivery(h.delivery.id, Err(reason));
+                    self.report_delivery(h.delivery.id, Err(reason));
                 }
                 self.next_delivery();
             }
         }
     }
 
-    /// The end of delivery `id`. A failure after some of its bytes reached the child's input
-    /// is [`EventKind::Unconfirmed`]: it may have arrived (issue 26 item 5). Otherwise
-    /// [`Session::report_delivery`].
-    pub(super) fn finish_delivery(&mut self, id: u64, result: Result<(), DeliveryFailure>) {
+    /// The end of the in-flight delivery whose bytes are `span`. A failure after some of its
+    /// bytes reached the child's input is [`EventKind::Unconfirmed`]: it may have arrived
+    /// (issue 26 item 5). Otherwise [`Session::report_delivery`].
+    pub(super) fn finish_in_flight(&mut self, span: Span, result: Result<(), DeliveryFailure>) {
+        let id = span.id;
         if let Err(reason) = &result {
-            if self
-                .delivery_span
-                .is_some_and(|s| s.begun(id, self.out_written))
-            {
+            if span.begun(id, self.out_written) {
                 self.answered_queued.remove(&id);
                 return self.emit(EventKind::Unconfirmed {
                     id,
@@ -444,7 +442,7 @@ impl Session {
         // Known on screen and in the composer as the runtime shows it (a TAB as spaces, …).
         let pasted = crate::term::paste_text(&d.text);
         let shown = self.cfg.adapter.pasted_form(&pasted);
-        self.pasting = Some(crate::term::paste_view::PasteView::shown(&pasted, &shown));
+        let paste = crate::term::paste_view::PasteView::shown(&pasted, &shown);
         if pty {
             self.own
                 .pasting_shown(d.id, &pasted, &shown, Instant::now());
@@ -468,25 +466,27 @@ impl Session {
                 );
             }
         }
-        self.delivery = Some(active);
-        self.delivery_span = Some(Span {
+        let span = Span {
             id: d.id,
             start: self.out_queued,
             end: self.out_queued + bytes.len() as u64,
+        };
+        self.delivery = Some(InFlight {
+            active,
+            span,
+            paste,
         });
         self.out_progress_at = Instant::now();
         self.write_child(&bytes);
     }
 
     /// Delivery `d` ended now: remember its paste as the last one.
-    fn end_paste(&mut self, d: &ActiveDelivery) {
+    fn end_paste(&mut self, d: &ActiveDelivery, view: crate::term::paste_view::PasteView) {
         self.own.ended(d.id, d.enter_written(), Instant::now());
-        if let Some(view) = self.pasting.take() {
-            self.last_paste = Some(super::super::hold::LastPaste {
-                ended: Instant::now(),
-                view,
-            });
-        }
+        self.last_paste = Some(super::super::hold::LastPaste {
+            ended: Instant::now(),
+            view,
+        });
     }
 
     pub(super) fn apply(&mut self, step: Step) {
@@ -495,10 +495,15 @@ impl Session {
             Step::Write(bytes) => self.write_child(&bytes),
             Step::Done(result) => {
                 let mut silent = result.is_err();
-                if let Some(d) = self.delivery.take() {
+                if let Some(InFlight {
+                    active: d,
+                    span,
+                    paste,
+                }) = self.delivery.take()
+                {
                     let refused = d.refused_by_runtime();
                     silent &= !refused;
-                    self.end_paste(&d);
+                    self.end_paste(&d, paste);
                     let pty = matches!(self.io, Io::Pty(_));
                     match result {
                         Err(reason) if refused && !self.answered_queued.contains(&d.id) => self
@@ -513,13 +518,13 @@ impl Session {
                         Err(reason) if pty && d.is_wake_first() => {
                             let screen = self.screen.tail_text(EXIT_TAIL);
                             let reason = reason.with_screen(&screen, self.screen_width());
-                            self.finish_delivery(d.id, Err(reason));
+                            self.finish_in_flight(span, Err(reason));
                         }
                         Ok(()) if pty => {
-                            self.finish_delivery(d.id, Ok(()));
+                            self.finish_in_flight(span, Ok(()));
                             self.follow_turn(d.into_turn(Instant::now()));
                         }
-                        result => self.finish_delivery(d.id, result),
+                        result => self.finish_in_flight(span, result),
                     }
                 }
                 if silent && matches!(self.io, Io::Pipes { .. }) {
@@ -535,19 +540,26 @@ impl Session {
                 self.next_delivery();
             }
             Step::Gate => {
-                if let Some(d) = self.delivery.take() {
-                    self.end_paste(&d);
-                    let id = d.id;
+                if let Some(InFlight {
+                    active: d,
+                    span,
+                    paste,
+                }) = self.delivery.take()
+                {
+                    self.end_paste(&d, paste);
                     let (gate, turn) = d.into_gate(Instant::now());
                     self.gate = Some(gate);
-                    self.finish_delivery(id, Ok(()));
+                    self.finish_in_flight(span, Ok(()));
                     self.follow_turn(turn);
                 }
                 self.next_delivery();
             }
             Step::Queued => {
-                if let Some(d) = self.delivery.take() {
-                    self.end_paste(&d);
+                if let Some(InFlight {
+                    active: d, paste, ..
+                }) = self.delivery.take()
+                {
+                    self.end_paste(&d, paste);
                     // A held message's sender already has its `queued` answer; its follower
                     // reports the outcome either way.
                     if !self.answered_queued.remove(&d.id) {
@@ -646,14 +658,14 @@ impl Session {
     }
 
     pub(super) fn fail_deliveries(&mut self, reason: DeliveryFailure) {
-        if let Some(d) = self.delivery.take() {
-            self.finish_delivery(d.id, Err(reason.clone()));
+        if let Some(f) = self.delivery.take() {
+            self.finish_in_flight(f.span, Err(reason.clone()));
         }
         if let Some(h) = self.held.take() {
-            self.finish_delivery(h.delivery.id, Err(reason.clone()));
+            self.report_delivery(h.delivery.id, Err(reason.clone()));
         }
         while let Some(d) = self.queued.pop_front() {
-            self.finish_delivery(d.id, Err(reason.clone()));
+            self.report_delivery(d.id, Err(reason.clone()));
         }
     }
 
@@ -665,11 +677,11 @@ impl Session {
             self.watch_prompts(now);
         }
         if self.stall_at().is_some_and(|at| now >= at) {
-            if let Some(id) = self.delivery.as_ref().map(|d| d.id) {
+            if let Some(id) = self.delivery.as_ref().map(|f| f.active.id) {
                 self.end_writing(id, Some(self.cfg.stall));
             }
         }
-        if let Some(d) = self.delivery.as_mut() {
+        if let Some(d) = self.delivery.as_mut().map(|f| &mut f.active) {
             let adapter = self.cfg.adapter.clone();
             let screen = &self.screen;
             let settling = d.is_settling();
