@@ -47,7 +47,7 @@ impl Session {
         for i in input {
             match i {
                 ClientInput::Data(bytes) => {
-                    self.own.human_input(Instant::now());
+                    self.own.human_input(self.now);
                     self.write_child(&bytes);
                 }
                 ClientInput::Resize { rows, cols, first } => {

@@ -77,7 +77,7 @@ impl Session {
             self.pipe_tail.drain(..excess);
             // A pipe runtime may confirm on its output (the human inbox writer's ack).
             if let Some(f) = self.delivery.as_mut() {
-                f.active.on_output(chunk, Instant::now());
+                f.active.on_output(chunk, self.now);
             }
             return;
         }
@@ -99,13 +99,13 @@ impl Session {
             }
         }
         if let Some(g) = self.gate.as_mut() {
-            g.on_output(Instant::now());
+            g.on_output(self.now);
         }
         if let Some(f) = self.delivery.as_mut() {
             let d = &mut f.active;
-            d.on_output(chunk, Instant::now());
+            d.on_output(chunk, self.now);
             if d.is_settling() && self.cfg.adapter.paste_shown(&self.screen, &f.paste) {
-                d.on_paste_shown(Instant::now());
+                d.on_paste_shown(self.now);
             }
             let turn = d.turn_confirms() && self.cfg.adapter.turn_started(&self.screen, &f.paste);
             if turn {
@@ -113,8 +113,8 @@ impl Session {
                 self.apply(step);
             }
         }
-        self.evaluate_boot(Instant::now());
-        self.watch_prompts(Instant::now());
+        self.evaluate_boot(self.now);
+        self.watch_prompts(self.now);
         let busy = self.cfg.adapter.is_busy(&self.screen);
         if busy != self.busy_shown {
             self.busy_shown = busy;
@@ -147,7 +147,7 @@ impl Session {
                     self.to_child.drain(..n);
                     self.out_written += n as u64;
                     if n > 0 {
-                        self.out_progress_at = Instant::now();
+                        self.out_progress_at = self.now;
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -173,7 +173,7 @@ impl Session {
         }
         if let Some(d) = self.delivery.as_mut().map(|f| &mut f.active) {
             let was_writing = d.is_writing();
-            let step = d.on_written(Instant::now());
+            let step = d.on_written(self.now);
             // A pty delivery now waits for the agent to show it took the message.
             let confirming = was_writing && !d.is_writing() && matches!(step, Step::Wait);
             self.apply(step);
@@ -182,7 +182,7 @@ impl Session {
             }
         }
         if let Some(c) = self.compact.as_mut() {
-            c.on_written(Instant::now());
+            c.on_written(self.now);
         }
     }
 }

@@ -22,11 +22,11 @@ impl Session {
                 SessionCmd::Interrupt(bytes) => {
                     self.write_child(&bytes);
                     let restores = self.cfg.adapter.restores_interrupted_prompt();
-                    self.own.interrupted(Instant::now(), restores);
+                    self.own.interrupted(self.now, restores);
                     self.turns_interrupted();
                 }
                 SessionCmd::McpUp => {
-                    let now = Instant::now();
+                    let now = self.now;
                     self.mcp_up_at.get_or_insert(now);
                     self.evaluate_boot(now);
                 }
@@ -174,7 +174,7 @@ impl Session {
             return refuse(self, CompactFailure::Busy);
         }
         // iapeer's own text (an interrupted message put back, a cut paste) is cleared first.
-        let now = Instant::now();
+        let now = self.now;
         let own = self.own_text_in_composer(now);
         if self.waits_for_own_text(own, now) {
             return refuse(self, CompactFailure::ClearingOwnText);
@@ -226,6 +226,6 @@ impl Session {
         if let Some(scope) = &mut self.scope {
             scope.terminate();
         }
-        self.state.end(cause, Instant::now() + KILL_GRACE);
+        self.state.end(cause, self.now + KILL_GRACE);
     }
 }

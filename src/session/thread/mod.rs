@@ -298,6 +298,9 @@ struct Session {
     io: Io,
     pid: u32,
     started: Instant,
+    /// The clock reading of this loop turn: read once, after the poll returns (as the
+    /// router's `Now`), and used by everything the turn does.
+    now: Instant,
     cmd_rx: Receiver<SessionCmd>,
     reaper: Reaper,
     events: Sender<SessionEvent>,
@@ -412,6 +415,7 @@ impl Session {
             io,
             pid,
             started: now,
+            now,
             cmd_rx,
             reaper,
             events,
@@ -469,7 +473,9 @@ impl Session {
             let timeout = self
                 .next_deadline()
                 .map(|d| d.saturating_duration_since(Instant::now()));
-            if let Err(e) = self.poll.poll(&mut events, timeout) {
+            let polled = self.poll.poll(&mut events, timeout);
+            self.now = Instant::now();
+            if let Err(e) = polled {
                 if e.kind() != io::ErrorKind::Interrupted {
                     log::error!("session {} poll: {e}", self.cfg.identity);
                     self.kill(Cause::KilledByDaemon);
@@ -494,7 +500,7 @@ impl Session {
             }
             // Commands may arrive without a wake if the waker raced with a previous poll.
             self.drain_commands();
-            self.on_time(Instant::now());
+            self.on_time(self.now);
             if let Some(status) = self.reaper.try_exit() {
                 self.finish(status);
                 return;

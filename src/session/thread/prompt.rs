@@ -62,7 +62,7 @@ impl Session {
     /// [`SessionCmd::AnswerPrompt`]: key in option `choice` of prompt `n`, if it is still
     /// open.
     pub(super) fn answer_prompt(&mut self, n: u64, choice: usize) {
-        let now = Instant::now();
+        let now = self.now;
         if !self.prompts.answer(n, choice, now) {
             log::info!(
                 "{}: permission prompt {n} closed before its answer came; nothing keyed",

@@ -136,7 +136,7 @@ impl Session {
         match answer {
             Ok(choice) => {
                 self.menu_answer = Some(choice);
-                self.evaluate_boot(Instant::now());
+                self.evaluate_boot(self.now);
             }
             Err(reason) => self.fail_boot(crate::session::boot::BootFailure::Refused(reason)),
         }
@@ -178,7 +178,7 @@ impl Session {
             // A permission prompt takes the keys (its Enter would answer it `Yes`): the
             // message waits for a human's answer (issue 32 item 4).
             if let Some(awaited) = self.awaited_prompt() {
-                let now = Instant::now();
+                let now = self.now;
                 self.answer_held(
                     d.id,
                     &format!("a permission prompt is open, waiting for {awaited}"),
@@ -194,7 +194,7 @@ impl Session {
             }
             // A menu over the composer would take the paste and its Enter: answer it first.
             if self.answer_live_dialog() {
-                let now = Instant::now();
+                let now = self.now;
                 self.held = Some(super::super::hold::Held {
                     delivery: d,
                     since: now,
@@ -204,7 +204,7 @@ impl Session {
                 return;
             }
             // iapeer's own text there is no draft: cleared first (issue 26 items 8, 5 (c)).
-            let now = Instant::now();
+            let now = self.now;
             let own = self.own_text_in_composer(now);
             if self.waits_for_own_text(own, now) {
                 self.held = Some(super::super::hold::Held {
@@ -444,14 +444,13 @@ impl Session {
         let shown = self.cfg.adapter.pasted_form(&pasted);
         let paste = crate::term::paste_view::PasteView::shown(&pasted, &shown);
         if pty {
-            self.own
-                .pasting_shown(d.id, &pasted, &shown, Instant::now());
+            self.own.pasting_shown(d.id, &pasted, &shown, self.now);
         }
         let (mut active, bytes) = ActiveDelivery::start(&d, pty, confirmer, before, gate);
         if !self.cfg.adapter.has_paste_sign() {
             active = active.without_paste_sign();
         }
-        if let Some(end) = self.mcp_settle_end(Instant::now()) {
+        if let Some(end) = self.mcp_settle_end(self.now) {
             active = active.hold_enter_until(end);
         }
         // Recorded before the first byte: a daemon killed mid-paste still knows at its next
@@ -476,15 +475,15 @@ impl Session {
             span,
             paste,
         });
-        self.out_progress_at = Instant::now();
+        self.out_progress_at = self.now;
         self.write_child(&bytes);
     }
 
     /// Delivery `d` ended now: remember its paste as the last one.
     fn end_paste(&mut self, d: &ActiveDelivery, view: crate::term::paste_view::PasteView) {
-        self.own.ended(d.id, d.enter_written(), Instant::now());
+        self.own.ended(d.id, d.enter_written(), self.now);
         self.last_paste = Some(super::super::hold::LastPaste {
-            ended: Instant::now(),
+            ended: self.now,
             view,
         });
     }
@@ -522,7 +521,7 @@ impl Session {
                         }
                         Ok(()) if pty => {
                             self.finish_in_flight(span, Ok(()));
-                            self.follow_turn(d.into_turn(Instant::now()));
+                            self.follow_turn(d.into_turn(self.now));
                         }
                         result => self.finish_in_flight(span, result),
                     }
@@ -547,7 +546,7 @@ impl Session {
                 }) = self.delivery.take()
                 {
                     self.end_paste(&d, paste);
-                    let (gate, turn) = d.into_gate(Instant::now());
+                    let (gate, turn) = d.into_gate(self.now);
                     self.gate = Some(gate);
                     self.finish_in_flight(span, Ok(()));
                     self.follow_turn(turn);
@@ -569,7 +568,7 @@ impl Session {
                             depth: None,
                         });
                     }
-                    self.followers.push(d.into_follower(Instant::now()));
+                    self.followers.push(d.into_follower(self.now));
                 }
                 self.next_delivery();
             }
@@ -652,7 +651,7 @@ impl Session {
             self.emit(EventKind::QueueOutcome { id: f.id, result });
             if taken {
                 // It reached the model just before the end: its turn was cut too.
-                self.follow_turn(f.into_turn(Instant::now()));
+                self.follow_turn(f.into_turn(self.now));
             }
         }
     }
