@@ -19,17 +19,17 @@ impl Router {
         let registry = match Registry::load(&self.paths) {
             Ok(r) => r,
             Err(e) => {
-                if !self.supervisor.always_on_unstarted {
+                if !self.supervisor.is_unstarted() {
                     log::error!(
                         "cannot start always-on peers: {e} (tried again at every tick; \
                          iapeer verify --fix repairs the registry)"
                     );
                 }
-                self.supervisor.always_on_unstarted = true;
+                self.supervisor.set_unstarted();
                 return;
             }
         };
-        if std::mem::take(&mut self.supervisor.always_on_unstarted) {
+        if self.supervisor.take_unstarted() {
             log::info!("the registry reads again: starting the always-on peers");
         }
         for peer in &registry.peers {
@@ -55,28 +55,18 @@ impl Router {
     /// (running, stopped and parked ones are left as they are).
     pub(crate) fn notice_new_runtimes(&mut self) {
         let now = crate::runtime::manifest::installed(&self.paths);
-        let seen = std::mem::replace(&mut self.supervisor.runtimes_seen, now);
-        let new: Vec<&String> = self
-            .supervisor
-            .runtimes_seen
-            .iter()
-            .filter(|rt| !seen.contains(rt))
-            .collect();
+        let new = self.supervisor.new_runtimes(now);
         if new.is_empty() {
             return;
         }
-        let names: Vec<&str> = new.iter().map(|s| s.as_str()).collect();
-        self.lifecycle(Event::new("runtime-installed").field("runtimes", names.join(",")));
+        self.lifecycle(Event::new("runtime-installed").field("runtimes", new.join(",")));
         self.start_always_on();
     }
 
     /// True when the supervisor parked this always-on identity after a crash loop (spec 05
     /// §8): it stays down until `start` or `new`.
     pub(crate) fn is_parked(&self, ident: &Identity) -> bool {
-        self.supervisor
-            .always_on
-            .get(ident)
-            .is_some_and(|st| st.parked)
+        self.supervisor.is_parked(ident)
     }
 
     /// Launch one always-on identity now, unless it is running, stopped or parked.
@@ -91,7 +81,7 @@ impl Router {
         if !start {
             return;
         }
-        self.supervisor.always_on.entry(ident.clone()).or_default();
+        self.supervisor.always_on(ident);
         // The fresh/resume decision reads the topic files, and a fresh launch empties them.
         self.topics.sync(&self.paths);
         let session = self.next_id();
@@ -116,11 +106,7 @@ impl Router {
             self.back_off(ident, Duration::ZERO, false);
             return;
         }
-        let again = self
-            .supervisor
-            .always_on
-            .get_mut(ident)
-            .is_some_and(|st| std::mem::take(&mut st.restart_on_exit));
+        let again = self.supervisor.take_restart_on_exit(ident);
         if again {
             self.restart_always_on(ident);
         }
@@ -131,11 +117,7 @@ impl Router {
     /// `lifecycle.log` (a failed start has already logged `start-failed`).
     pub(crate) fn back_off(&mut self, identity: &Identity, ran: Duration, log: bool) {
         let now = self.now;
-        let st = self
-            .supervisor
-            .always_on
-            .entry(identity.clone())
-            .or_default();
+        let st = self.supervisor.always_on(identity);
         match st.backoff.on_death(now.ms, ran) {
             AfterDeath::RestartIn(delay) => {
                 self.set_timer(now.at + delay, Timer::Restart(identity.clone()));

@@ -98,7 +98,7 @@ impl Router {
         summary: String,
         reply: ReplyTo,
     ) {
-        let Some(ident) = self.live.tokens.get(token).cloned() else {
+        let Some(ident) = self.live.by_token(token).cloned() else {
             return reply.finish(Reply::from(not_live(identity)));
         };
         if ident.to_string() != identity {
@@ -525,7 +525,7 @@ impl Router {
                         reason.unwrap_or_else(|| DENIED_BY_HUMAN.to_string())
                     ))
                 };
-                if let Some(s) = self.live.sessions.get(&p.identity) {
+                if let Some(s) = self.live.get(&p.identity) {
                     s.handle.send(SessionCmd::AnswerBootMenu(answer));
                 }
             }
@@ -537,12 +537,7 @@ impl Router {
                 ..
             } => {
                 let choice = if allow { approve } else { deny };
-                if let Some(s) = self
-                    .live
-                    .sessions
-                    .get(&p.identity)
-                    .filter(|s| s.id == session)
-                {
+                if let Some(s) = self.live.get(&p.identity).filter(|s| s.id == session) {
                     s.handle.send(SessionCmd::AnswerPrompt { n, choice });
                 }
             }

@@ -60,7 +60,7 @@ impl Router {
     ) {
         let ended = how_it_ended(status, signal);
         for id in ids {
-            let recent = &mut self.queues.delivered;
+            let recent = self.queues.recent_mut();
             let followed = recent
                 .iter()
                 .position(|(i, _, _)| i == id)

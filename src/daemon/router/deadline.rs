@@ -111,7 +111,7 @@ pub(crate) fn queued_cause(ahead: usize, waking: bool) -> String {
 impl Router {
     /// Send `id` reached its deadline.
     pub(crate) fn send_deadline(&mut self, id: u64) {
-        if let Some(job) = self.queues.preparing.get_mut(&id) {
+        if let Some(job) = self.queues.preparing_mut(id) {
             // Still waiting for a worker: taken back. Running: given up on, unless it is
             // keeping a held message (then answered when it returns, `on_prepared`).
             let pool = match job.input.attachments.is_empty() {
@@ -123,7 +123,7 @@ impl Router {
                 job.timed_out = true;
                 return;
             }
-            if let Some(job) = self.queues.preparing.remove(&id) {
+            if let Some(job) = self.queues.take_preparing(id) {
                 let cause = prep_cause(waited, job.input.attachments.len(), &job.input.to);
                 let refusal = unprepared_timeout_refusal(
                     &job.input.to,
@@ -135,7 +135,7 @@ impl Router {
             }
             return;
         }
-        let found = self.queues.endpoints.iter().find_map(|(ident, ep)| {
+        let found = self.queues.endpoints().find_map(|(ident, ep)| {
             ep.queue
                 .iter()
                 .position(|j| matches!(j, Job::Send(s) if s.id == id))
@@ -147,15 +147,14 @@ impl Router {
         if inflight {
             if let Some(Job::Send(job)) = self
                 .queues
-                .endpoints
-                .get_mut(&ident)
+                .endpoint_mut(&ident)
                 .and_then(|ep| ep.queue.get_mut(pos))
             {
                 job.timed_out = true;
             }
             // The session holds it: it gives it back (answered by `Delivered`) unless part
             // of it is written already, which it then finishes.
-            match self.live.sessions.get(&ident) {
+            match self.live.get(&ident) {
                 Some(s) => {
                     s.handle.send(SessionCmd::Cancel(id));
                 }
@@ -163,13 +162,9 @@ impl Router {
             }
             return;
         }
-        let waking = self.live.launching.contains_key(&ident)
-            || self
-                .live
-                .sessions
-                .get(&ident)
-                .is_some_and(|s| !s.is_ready());
-        let Some(ep) = self.queues.endpoints.get_mut(&ident) else {
+        let waking =
+            self.live.is_launching(&ident) || self.live.get(&ident).is_some_and(|s| !s.is_ready());
+        let Some(ep) = self.queues.endpoint_mut(&ident) else {
             return;
         };
         let Some(Job::Send(job)) = ep.queue.remove(pos) else {

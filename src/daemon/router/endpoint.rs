@@ -226,7 +226,7 @@ impl Router {
             },
             attachments: input.attachments.clone(),
         };
-        self.queues.preparing.insert(
+        self.queues.prepare(
             id,
             SendJob {
                 id,
@@ -260,7 +260,7 @@ impl Router {
         match spawned {
             Ok(()) => self.arm_prep_check(),
             Err(e) => {
-                if let Some(job) = self.queues.preparing.remove(&id) {
+                if let Some(job) = self.queues.take_preparing(id) {
                     self.finish_send(
                         job.unprepared(),
                         Refusal {
@@ -307,7 +307,7 @@ impl Router {
     }
 
     pub(crate) fn on_prepared(&mut self, id: u64, result: Result<Prepared, Refusal>) {
-        let Some(mut job) = self.queues.preparing.remove(&id) else {
+        let Some(mut job) = self.queues.take_preparing(id) else {
             return;
         };
         let prepared = match result {
@@ -349,9 +349,7 @@ impl Router {
             };
         }
         self.queues
-            .endpoints
-            .entry(endpoint.clone())
-            .or_default()
+            .endpoint_or_new(&endpoint)
             .queue
             .push_back(Job::Send(Box::new(job.holding(prepared))));
         self.pump(&endpoint);
@@ -371,14 +369,14 @@ impl Router {
     /// One turn of [`Router::pump`]: what settles the head before any decision, then
     /// [`head_step`]'s answer carried out by the method for that step.
     fn pump_once(&mut self, identity: &Identity) -> Pump {
-        let Some(ep) = self.queues.endpoints.get(identity) else {
+        let Some(ep) = self.queues.endpoint(identity) else {
             return Pump::Done;
         };
         if ep.inflight.is_some() {
             return Pump::Done;
         }
         let Some(head) = ep.queue.front() else {
-            self.queues.endpoints.remove(identity);
+            self.queues.remove_endpoint(identity);
             return Pump::Done;
         };
         if head.abandoned() {
@@ -413,19 +411,16 @@ impl Router {
     }
 
     fn head_of(&self, identity: &Identity) -> Option<&Job> {
-        self.queues
-            .endpoints
-            .get(identity)
-            .and_then(|e| e.queue.front())
+        self.queues.head(identity)
     }
 
     /// Where `identity` is, for [`head_step`]: its live session's state, launching, parked,
     /// or asleep (markers read from disk only then).
     fn presence(&self, identity: &Identity) -> Presence {
-        if let Some(s) = self.live.sessions.get(identity) {
+        if let Some(s) = self.live.get(identity) {
             return Presence::Session(s.live());
         }
-        if self.live.launching.contains_key(identity) {
+        if self.live.is_launching(identity) {
             return Presence::Launching;
         }
         let m = self.markers(identity);
@@ -442,8 +437,7 @@ impl Router {
 
     /// [`HeadStep::Deliver`]: the head send goes to the live session and is in flight.
     fn deliver_head(&mut self, identity: &Identity) -> Pump {
-        let (Some(Job::Send(job)), Some(s)) =
-            (self.head_of(identity), self.live.sessions.get(identity))
+        let (Some(Job::Send(job)), Some(s)) = (self.head_of(identity), self.live.get(identity))
         else {
             return Pump::Done; // a step that does not fit the head (cannot happen)
         };
@@ -457,8 +451,7 @@ impl Router {
     /// [`HeadStep::StartCompact`]: the compact command goes to the live session and is in
     /// flight.
     fn start_compact(&mut self, identity: &Identity) -> Pump {
-        let (Some(Job::Compact(c)), Some(s)) =
-            (self.head_of(identity), self.live.sessions.get(identity))
+        let (Some(Job::Compact(c)), Some(s)) = (self.head_of(identity), self.live.get(identity))
         else {
             return Pump::Done;
         };
@@ -471,16 +464,14 @@ impl Router {
     /// [`HeadStep::AnswerLive`]: the head wake is answered (or attached) from the live
     /// session, and the queue goes on.
     fn answer_wake(&mut self, identity: &Identity) -> Pump {
-        let (Some(Job::Wake(_)), Some(s)) =
-            (self.head_of(identity), self.live.sessions.get(identity))
+        let (Some(Job::Wake(_)), Some(s)) = (self.head_of(identity), self.live.get(identity))
         else {
             return Pump::Done;
         };
         let (handle, pid) = (s.handle.clone(), s.pid);
         if let Some(Job::Wake(w)) = self
             .queues
-            .endpoints
-            .get_mut(identity)
+            .endpoint_mut(identity)
             .and_then(|e| e.queue.pop_front())
         {
             // `woke`: this job had to start the session (it was asleep).
@@ -501,20 +492,17 @@ impl Router {
     /// [`HeadStep::Replace`]: the old session is told to end; the head wake launches the
     /// new one when it has.
     fn replace_then_launch(&mut self, identity: &Identity) -> Pump {
-        if !matches!(self.head_of(identity), Some(Job::Wake(_)))
-            || !self.live.sessions.contains_key(identity)
-        {
+        if !matches!(self.head_of(identity), Some(Job::Wake(_))) || !self.live.is_live(identity) {
             return Pump::Done;
         }
         if let Some(Job::Wake(w)) = self
             .queues
-            .endpoints
-            .get_mut(identity)
+            .endpoint_mut(identity)
             .and_then(|e| e.queue.front_mut())
         {
             w.launched = true;
         }
-        if let Some(s) = self.live.sessions.get_mut(identity) {
+        if let Some(s) = self.live.get_mut(identity) {
             s.handle.send(SessionCmd::Kill(Cause::Replaced));
             s.state.end(Cause::Replaced);
         }
@@ -536,8 +524,7 @@ impl Router {
     fn answer_nothing_to_compact(&mut self, identity: &Identity) -> Pump {
         if let Some(Job::Compact(c)) = self
             .queues
-            .endpoints
-            .get_mut(identity)
+            .endpoint_mut(identity)
             .and_then(|e| e.queue.pop_front())
         {
             c.reply.finish(CompactReply {
@@ -562,7 +549,7 @@ impl Router {
     }
 
     fn set_inflight(&mut self, identity: &Identity, id: u64) {
-        if let Some(ep) = self.queues.endpoints.get_mut(identity) {
+        if let Some(ep) = self.queues.endpoint_mut(identity) {
             ep.inflight = Some(id);
         }
     }
@@ -578,8 +565,7 @@ impl Router {
     fn drop_abandoned_head(&mut self, identity: &Identity) {
         let Some(job) = self
             .queues
-            .endpoints
-            .get_mut(identity)
+            .endpoint_mut(identity)
             .and_then(|e| e.queue.pop_front())
         else {
             return;
@@ -603,7 +589,7 @@ impl Router {
     }
 
     pub(crate) fn fail_head(&mut self, identity: &Identity, refusal: Refusal) {
-        let Some(ep) = self.queues.endpoints.get_mut(identity) else {
+        let Some(ep) = self.queues.endpoint_mut(identity) else {
             return;
         };
         ep.inflight = None;

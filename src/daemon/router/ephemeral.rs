@@ -67,12 +67,8 @@ impl Router {
     pub(crate) fn drain(&mut self, identity: &Identity) {
         if self.shutdown.is_some()
             || self.live.has(identity)
-            || self.queues.endpoints.contains_key(identity)
-            || self
-                .supervisor
-                .drain_retry
-                .get(identity)
-                .is_some_and(|at| *at > self.now.at)
+            || self.queues.has_endpoint(identity)
+            || self.supervisor.drain_waits(identity, self.now.at)
         {
             return;
         }
@@ -90,8 +86,7 @@ impl Router {
                 Err(DrainError::Later(why)) => {
                     log::warn!("ephemeral {identity}: cannot start the next task now: {why}");
                     self.supervisor
-                        .drain_retry
-                        .insert(identity.clone(), self.now.at + DRAIN_RETRY);
+                        .retry_drain_at(identity, self.now.at + DRAIN_RETRY);
                     return;
                 }
                 Err(DrainError::Bad(why)) => {
@@ -107,7 +102,7 @@ impl Router {
                 }
             }
         };
-        self.supervisor.drain_retry.remove(identity);
+        self.supervisor.drain_started(identity);
         self.lifecycle(
             Event::new("ephemeral")
                 .field("action", "drain")
@@ -115,9 +110,7 @@ impl Router {
                 .field("depth", queue.depth().to_string()),
         );
         self.queues
-            .endpoints
-            .entry(identity.clone())
-            .or_default()
+            .endpoint_or_new(identity)
             .queue
             .push_back(Job::Send(Box::new(job)));
         self.pump(identity);
@@ -144,8 +137,7 @@ impl Router {
             }
         } else {
             self.supervisor
-                .drain_retry
-                .insert(endpoint.clone(), self.now.at + DRAIN_RETRY);
+                .retry_drain_at(endpoint, self.now.at + DRAIN_RETRY);
         }
         self.lifecycle(
             Event::new("ephemeral")

@@ -15,12 +15,12 @@ use crate::session::outcome;
 impl Router {
     /// A session reported something.
     pub(crate) fn on_session_event(&mut self, ev: SessionEvent) {
-        let Some(identity) = self.live.session_ids.get(&ev.session).cloned() else {
+        let Some(identity) = self.live.by_session_id(ev.session).cloned() else {
             return;
         };
         // The session thread can speak before its launcher has reported: keep its events
         // for `on_launched` to replay once the session is tracked.
-        if let Some(l) = self.live.launching.get_mut(&identity) {
+        if let Some(l) = self.live.launching_mut(&identity) {
             if l.session == ev.session {
                 l.early_events.push(ev);
                 return;
@@ -44,7 +44,7 @@ impl Router {
                 width,
             } => {
                 let reason = outcome::boot_failed_reason(&failure, &screen, width);
-                if let Some(s) = self.live.sessions.get_mut(&identity) {
+                if let Some(s) = self.live.get_mut(&identity) {
                     s.state.boot_failed(reason.clone());
                 }
                 self.lifecycle(
@@ -55,12 +55,7 @@ impl Router {
                 );
                 // A wake job waiting for readiness fails now; a first message fails when the
                 // session answers its delivery.
-                let head = self
-                    .queues
-                    .endpoints
-                    .get(&identity)
-                    .and_then(|e| e.queue.front())
-                    .map(Job::view);
+                let head = self.queues.head(&identity).map(Job::view);
                 if boot_failure_fails_head(head) {
                     let p = &identity.personality;
                     self.fail_head(
@@ -87,20 +82,20 @@ impl Router {
             EventKind::Status(status) => self.on_status(&identity, status),
             EventKind::Busy(busy) => {
                 // Only the flag: idle decisions stay with the probe's full answer.
-                if let Some(s) = self.live.sessions.get_mut(&identity) {
+                if let Some(s) = self.live.get_mut(&identity) {
                     s.status.get_or_insert_with(Default::default).busy = busy;
                 }
             }
             EventKind::ComposerCleared { id } => self.on_composer_cleared(&identity, id),
             EventKind::Conversation { id } => self.on_conversation(&identity, &id),
             EventKind::TurnsCut { ids } => {
-                if let Some(s) = self.live.sessions.get_mut(&identity) {
+                if let Some(s) = self.live.get_mut(&identity) {
                     s.cut = ids;
                 }
             }
             EventKind::Compacted { id, result } => self.on_compacted(&identity, id, result),
             EventKind::Attached(n) => {
-                if let Some(s) = self.live.sessions.get_mut(&identity) {
+                if let Some(s) = self.live.get_mut(&identity) {
                     s.attached = n;
                 }
             }
@@ -115,7 +110,7 @@ impl Router {
     /// `identity`'s session is ready: logged with how long it waited for its screen and its
     /// MCP client, its boot menus closed, its queue moved.
     fn on_ready(&mut self, identity: &Identity, waits: crate::session::handle::ReadyWaits) {
-        if let Some(s) = self.live.sessions.get_mut(identity) {
+        if let Some(s) = self.live.get_mut(identity) {
             s.state.ready();
         }
         self.lifecycle(
@@ -140,7 +135,7 @@ impl Router {
     }
 
     pub(crate) fn progress_to_waiters(&self, identity: &Identity, phase: &str) {
-        let Some(ep) = self.queues.endpoints.get(identity) else {
+        let Some(ep) = self.queues.endpoint(identity) else {
             return;
         };
         if let Some(job) = ep.queue.front() {
@@ -167,7 +162,7 @@ impl Router {
     /// and the endpoint left with nothing in flight. `None` for an answer that is not the
     /// current one (late, or for a job already finished).
     pub(super) fn take_inflight(&mut self, identity: &Identity, id: u64) -> Option<Job> {
-        let ep = self.queues.endpoints.get_mut(identity)?;
+        let ep = self.queues.endpoint_mut(identity)?;
         if ep.inflight != Some(id) {
             return None;
         }
@@ -184,7 +179,7 @@ impl Router {
         let Some(Job::Compact(c)) = self.take_inflight(identity, id) else {
             return;
         };
-        let resumed = self.live.sessions.get(identity).is_some_and(|s| {
+        let resumed = self.live.get(identity).is_some_and(|s| {
             s.mode == crate::runtime::WakeMode::Resume && s.last_delivery_ms.is_none()
         });
         match result {
@@ -259,7 +254,7 @@ impl Router {
             self.finish_send(job.record(), super::shutting_down());
             return self.after_answer(identity);
         }
-        let stopped = self.live.sessions.get(identity).and_then(|s| {
+        let stopped = self.live.get(identity).and_then(|s| {
             (s.state.ending_cause() == Some(crate::session::handle::Cause::Stop))
                 .then(|| s.identity.clone())
         });
@@ -271,14 +266,13 @@ impl Router {
         }
         let boot_failure = self
             .live
-            .sessions
             .get(identity)
             .and_then(|s| s.state.boot_failure().map(str::to_string));
         let p = &job.prepared;
         match (result, stopped) {
             (Ok(queued), _) => {
                 let now = self.now.ms;
-                if let Some(s) = self.live.sessions.get_mut(identity) {
+                if let Some(s) = self.live.get_mut(identity) {
                     s.last_delivery_ms = Some(now);
                 }
                 if let Some(topic) = p.envelope.topic.clone() {

@@ -222,12 +222,12 @@ pub(super) fn which_message(f: &Followed) -> String {
 impl Router {
     /// Remember a send just answered; `by`: what it waits for now.
     pub(crate) fn follow(&mut self, job: &QueuedSend, by: Awaits) {
-        self.queues.followed.insert(job.id, Followed::of(job, by));
+        self.queues.follow(job.id, Followed::of(job, by));
     }
 
     /// A runtime-queued message's fate: its follow-up line, and the notice on failure.
     pub(crate) fn on_queue_outcome(&mut self, id: u64, result: Result<(), DeliveryFailure>) {
-        let Some(f) = self.queues.followed.remove(&id) else {
+        let Some(f) = self.queues.take_followed(id) else {
             return;
         };
         self.delivery_log
@@ -245,7 +245,7 @@ impl Router {
     /// A queued message was written to the input and never confirmed: its follow-up line
     /// (`outcome=unknown`) and the notice that it may have arrived.
     pub(crate) fn on_queue_unknown(&mut self, id: u64, reason: String) {
-        let Some(f) = self.queues.followed.remove(&id) else {
+        let Some(f) = self.queues.take_followed(id) else {
             return;
         };
         self.delivery_log
@@ -265,7 +265,7 @@ impl Router {
         result: Result<(), GateFailure>,
         quiet: bool,
     ) {
-        let Some(f) = self.queues.followed.remove(&id) else {
+        let Some(f) = self.queues.take_followed(id) else {
             return;
         };
         let ev = Event::new("ready-gate")
@@ -293,7 +293,7 @@ impl Router {
         } else {
             Told::Delivered
         };
-        let recent = &mut self.queues.delivered;
+        let recent = self.queues.recent_mut();
         recent.push_back((job.id, Followed::of(job, Awaits::Nothing), told));
         while recent.len() > RECENT_DELIVERED {
             recent.pop_front();
@@ -309,7 +309,7 @@ impl Router {
     /// interrupt) that it was interrupted; for one told `state-unknown` (a cut paste whose
     /// rest landed in the composer) that it did not arrive after all.
     pub(crate) fn on_composer_cleared(&mut self, identity: &Identity, id: u64) {
-        let recent = &mut self.queues.delivered;
+        let recent = self.queues.recent_mut();
         let known = recent
             .iter()
             .position(|(i, _, _)| *i == id)

@@ -69,12 +69,7 @@ impl Router {
     /// If the head of `identity`'s queue is a send whose id was begun earlier there, answer
     /// it from the ledger (taking it off the queue); true when it did.
     pub(crate) fn head_answered_earlier(&mut self, identity: &Identity) -> bool {
-        let fate = match self
-            .queues
-            .endpoints
-            .get(identity)
-            .and_then(|e| e.queue.front())
-        {
+        let fate = match self.queues.head(identity) {
             Some(Job::Send(j)) => self.earlier_fate(j),
             _ => None,
         };
@@ -83,8 +78,7 @@ impl Router {
         };
         if let Some(Job::Send(job)) = self
             .queues
-            .endpoints
-            .get_mut(identity)
+            .endpoint_mut(identity)
             .and_then(|e| e.queue.pop_front())
         {
             self.answer_again(*job, fate);
@@ -96,12 +90,7 @@ impl Router {
     /// `state-unknown` when the ledger says its paste had begun (the session records that
     /// before the first byte), else `otherwise`.
     pub(crate) fn unanswered(&self, identity: &Identity, otherwise: Refusal) -> Refusal {
-        match self
-            .queues
-            .endpoints
-            .get(identity)
-            .and_then(|e| e.queue.front())
-        {
+        match self.queues.head(identity) {
             Some(Job::Send(j)) if self.earlier_fate(j) == Some(Fate::Begun) => unknown_refusal(
                 identity,
                 &j.msg_id,

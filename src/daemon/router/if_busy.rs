@@ -60,19 +60,13 @@ impl Router {
     pub(crate) fn apply_if_busy(&mut self, identity: &Identity) -> bool {
         let Some(session) = self
             .live
-            .sessions
             .get(identity)
             .filter(|s| s.live() == super::decide::Live::Ready)
         else {
             return true;
         };
         let busy = session.status.as_ref().is_some_and(|st| st.busy);
-        let Some(super::endpoint::Job::Send(job)) = self
-            .queues
-            .endpoints
-            .get(identity)
-            .and_then(|e| e.queue.front())
-        else {
+        let Some(super::endpoint::Job::Send(job)) = self.queues.head(identity) else {
             return true;
         };
         let keys = self
@@ -97,8 +91,7 @@ impl Router {
                 }
                 if let Some(super::endpoint::Job::Send(job)) = self
                     .queues
-                    .endpoints
-                    .get_mut(identity)
+                    .endpoint_mut(identity)
                     .and_then(|e| e.queue.front_mut())
                 {
                     job.interrupted = true;

@@ -2,7 +2,7 @@
 //! fresh/resume decision, the system prompt, the environment, the spawn, the markers.
 //!
 //! The router thread only decides ([`Router::plan_launch`]) and tracks the launch in
-//! [`LiveSessions::launching`](super::state::LiveSessions); a short-lived launcher thread
+//! [`Tracked::Launching`](super::state::Tracked); a short-lived launcher thread
 //! does the blocking part ([`prepare_spawn`], [`start_session`], the markers) and reports
 //! [`RouterMsg::Launched`], which [`Router::on_launched`] turns into a booting session.
 
@@ -50,12 +50,7 @@ impl Router {
         identity: &Identity,
         mode_req: ModeRequest,
     ) -> Result<(), Refusal> {
-        let topic = match self
-            .queues
-            .endpoints
-            .get(identity)
-            .and_then(|e| e.queue.front())
-        {
+        let topic = match self.queues.head(identity) {
             Some(Job::Send(j)) => j.prepared.envelope.topic.clone(),
             _ => None,
         };
@@ -64,7 +59,7 @@ impl Router {
         let session = self.next_id();
         let plan = self.plan_launch(identity, mode_req, topic, session)?;
         // The head is the launch's now: a message rides it (in flight), a wake waits for it.
-        if let Some(ep) = self.queues.endpoints.get_mut(identity) {
+        if let Some(ep) = self.queues.endpoint_mut(identity) {
             match ep.queue.front_mut() {
                 Some(Job::Send(j)) if Some(j.id) == plan.first_job => ep.inflight = Some(j.id),
                 Some(Job::Wake(w)) => w.launched = true,
@@ -157,7 +152,7 @@ impl Router {
             }
             return;
         };
-        let inflight = self.queues.endpoints.get(identity).and_then(|e| e.inflight);
+        let inflight = self.queues.endpoint(identity).and_then(|e| e.inflight);
         let ending = l.state.ending_cause();
         let step = launched(&LaunchedFacts {
             purpose: l.purpose,
@@ -169,7 +164,7 @@ impl Router {
             Ok(s) => s,
             Err(refusal) => return self.launch_failed(identity, step, refusal),
         };
-        if let Some(ep) = self.queues.endpoints.get_mut(identity) {
+        if let Some(ep) = self.queues.endpoint_mut(identity) {
             if let Some(Job::Send(j)) = ep.queue.front_mut() {
                 if Some(j.id) == l.first_job {
                     j.woke = true;
@@ -266,12 +261,7 @@ impl Router {
         let conversation =
             launch_conversation(choice.mode, adapter.conversation_naming(), facts.recorded);
         let first = choice.first.and_then(|(id, seed)| {
-            match self
-                .queues
-                .endpoints
-                .get(ident)
-                .and_then(|e| e.queue.front())
-            {
+            match self.queues.head(ident) {
                 // Only agents get a first delivery: `j.kind` is `Agent` here.
                 Some(Job::Send(j)) if j.id == id => Some(delivery_for(
                     j,
@@ -333,12 +323,7 @@ impl Router {
             ephemeral: profile.as_ref().is_some_and(Profile::is_ephemeral),
             gated: profile.as_ref().is_some_and(Profile::is_gated),
             initial_prompt: profile.and_then(|pr| pr.initial_prompt),
-            head_send: match self
-                .queues
-                .endpoints
-                .get(ident)
-                .and_then(|e| e.queue.front())
-            {
+            head_send: match self.queues.head(ident) {
                 Some(Job::Send(j)) => Some(j.id),
                 _ => None,
             },

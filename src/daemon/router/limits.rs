@@ -42,7 +42,7 @@ impl Router {
         let tries = prev.as_ref().map_or(0, |l| l.tries);
         let followed = prev.map(|l| l.followed).or_else(|| {
             self.queues
-                .delivered
+                .recent()
                 .iter()
                 .rev()
                 .find(|(_, f, _)| &f.endpoint == identity)

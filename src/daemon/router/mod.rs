@@ -221,52 +221,52 @@ pub(crate) enum Timer {
 
 /// The router's state.
 pub struct Router {
-    pub(crate) paths: Paths,
-    pub(crate) cfg: Config,
-    pub(crate) info: DaemonInfo,
+    paths: Paths,
+    cfg: Config,
+    info: DaemonInfo,
     /// Live sessions, their id and token indexes, replies waiting for some to end.
-    pub(crate) live: LiveSessions,
+    live: LiveSessions,
     /// Delivery queues and the sends being prepared.
-    pub(crate) queues: Queues,
+    queues: Queues,
     /// Always-on restart state.
-    pub(crate) supervisor: Supervisor,
+    supervisor: Supervisor,
     /// The router's own deferred work.
-    pub(crate) timers: Timers,
-    pub(crate) next_id: u64,
-    pub(crate) tx: Sender<RouterMsg>,
-    pub(crate) session_tx: Sender<SessionEvent>,
-    pub(crate) shutdown: Option<Sender<()>>,
+    timers: Timers,
+    next_id: u64,
+    tx: Sender<RouterMsg>,
+    session_tx: Sender<SessionEvent>,
+    shutdown: Option<Sender<()>>,
     /// `lifecycle.log`, `delivery.log` and `exits.log` (written by session threads), each
     /// line also published on the daemon's event bus (spec 10 §1).
-    pub(crate) lifecycle_log: TappedLog,
-    pub(crate) delivery_log: TappedLog,
-    pub(crate) exits_log: TappedLog,
+    lifecycle_log: TappedLog,
+    delivery_log: TappedLog,
+    exits_log: TappedLog,
     /// The time of the current turn, read once by [`Router::run`] before each message,
     /// session event and timer check; nothing else in the router reads the clock.
-    pub(crate) now: Now,
+    now: Now,
     /// Message counts of non-human pairs, and the paused ones.
-    pub(crate) storms: crate::daemon::storm::StormGuard,
+    storms: crate::daemon::storm::StormGuard,
     /// Workers that prepare sends with attachments (registry reads, attachment copies) off
     /// the router thread, shared fairly between senders.
-    pub(crate) prep: crate::daemon::fair_pool::FairPool,
+    prep: crate::daemon::fair_pool::FairPool,
     /// Workers that prepare sends without attachments, so that these never wait behind a
     /// stuck attachment read.
-    pub(crate) prep_plain: crate::daemon::fair_pool::FairPool,
+    prep_plain: crate::daemon::fair_pool::FairPool,
     /// The notice board (spec 10 §3), kept in `state/iapeer/notices.json`.
-    pub(crate) notices: crate::notices::Board,
+    notices: crate::notices::Board,
     /// Permission prompts of gated peers waiting for a human (spec 10 §4); in memory only,
     /// so a restart forgets them and their hooks deny.
-    pub(crate) approvals: broker::Broker<approvals::Asker, ReplyTo>,
+    approvals: broker::Broker<approvals::Asker, ReplyTo>,
     /// A [`Timer::ApprovalSweep`] is set.
-    pub(crate) sweep_armed: bool,
+    sweep_armed: bool,
     /// Topic lists noted by deliveries, written once the router has caught up.
-    pub(crate) topics: topics::TopicBook,
+    topics: topics::TopicBook,
     /// The message ids begun per recipient (shared with the session threads, which record
     /// each before its first byte).
-    pub(crate) ids: std::sync::Arc<crate::msgids::Ledger>,
+    ids: std::sync::Arc<crate::msgids::Ledger>,
     /// Turns refused for a rate or usage limit that iapeer will take up again (issue 32
     /// item 3); in memory only.
-    pub(crate) limited: std::collections::HashMap<Identity, limits::Limited>,
+    limited: std::collections::HashMap<Identity, limits::Limited>,
 }
 
 impl Router {
@@ -356,7 +356,9 @@ impl Router {
     /// Run until shutdown completes or every sender is gone.
     pub fn run(mut self, rx: Receiver<RouterMsg>, session_rx: Receiver<SessionEvent>) {
         self.now = Now::read();
-        self.supervisor.runtimes_seen = crate::runtime::manifest::installed(&self.paths);
+        // The runtimes installed at start are the baseline of `notice_new_runtimes`.
+        self.supervisor
+            .new_runtimes(crate::runtime::manifest::installed(&self.paths));
         self.recover_sessions_of_a_crash();
         self.settle_rename();
         self.start_always_on();
@@ -435,7 +437,7 @@ impl Router {
                 );
                 // A delivery no session answered for: the daemon handed it over and knows no
                 // more.
-                let left: Vec<_> = self.queues.endpoints.drain().collect();
+                let left: Vec<_> = self.queues.drain_endpoints();
                 for (ident, ep) in left {
                     for job in ep.queue {
                         match job {
@@ -451,8 +453,7 @@ impl Router {
                         }
                     }
                 }
-                self.live.sessions.clear();
-                self.live.launching.clear();
+                self.live.clear();
             }
         }
     }
@@ -467,7 +468,7 @@ impl Router {
                 RouterMsg::Mcp { reply, .. } => reply.finish(Err(refusal())),
                 // Normally answered by `begin_shutdown` already; logged like any send.
                 RouterMsg::Prepared { job, .. } => {
-                    if let Some(j) = self.queues.preparing.remove(&job) {
+                    if let Some(j) = self.queues.take_preparing(job) {
                         self.finish_send(j.unprepared(), shutting_down());
                     }
                 }
@@ -497,7 +498,7 @@ impl Router {
                 let token_identity = creds
                     .session_token
                     .as_deref()
-                    .and_then(|t| self.live.tokens.get(t))
+                    .and_then(|t| self.live.by_token(t))
                     .map(Identity::to_string);
                 let input = SendInput {
                     path: "mcp",
@@ -562,7 +563,7 @@ impl Router {
         let by_token = creds
             .session_token
             .as_deref()
-            .and_then(|t| self.live.tokens.get(t))
+            .and_then(|t| self.live.by_token(t))
             .cloned();
         // In header mode the identity comes from the request's header: a wire string.
         let identity = by_token.or_else(|| {
@@ -574,12 +575,12 @@ impl Router {
         let Some(identity) = identity else {
             return;
         };
-        if let Some(s) = self.live.sessions.get_mut(&identity) {
+        if let Some(s) = self.live.get_mut(&identity) {
             if !s.mcp_up {
                 s.mcp_up = true;
                 s.handle.send(crate::session::handle::SessionCmd::McpUp);
             }
-        } else if let Some(l) = self.live.launching.get_mut(&identity) {
+        } else if let Some(l) = self.live.launching_mut(&identity) {
             // Told to the session when its launcher reports.
             l.mcp_up = true;
         }
@@ -593,12 +594,10 @@ impl Router {
     fn begin_shutdown(&mut self, done: Sender<()>) {
         log::info!("shutdown: ending {} session(s)", self.live.len());
         self.deny_all_approvals();
-        for w in self.live.gone_waiters.drain(..) {
-            w.reply.finish(w.answer);
-        }
+        self.live.finish_gone_waiters();
         // Every send not begun is answered `shutting-down` (NOT delivered: nothing of it
         // reached a session) and gets its delivery.log line.
-        let preparing: Vec<_> = self.queues.preparing.drain().map(|(_, j)| j).collect();
+        let preparing: Vec<_> = self.queues.drain_preparing();
         for job in preparing {
             // One still waiting for a worker never runs.
             self.prep_pool(job.input.attachments.is_empty())
@@ -609,7 +608,7 @@ impl Router {
         // confirms within milliseconds, so it gets until `SHUTDOWN_DRAIN` before the
         // session is told to give it back and end (then "NOT delivered" only if none of it
         // was written, else "state unknown").
-        let queued: Vec<_> = self.queues.endpoints.drain().collect();
+        let queued: Vec<_> = self.queues.drain_endpoints();
         for (ident, mut ep) in queued {
             let held = ep.inflight.and_then(|id| match ep.queue.front() {
                 Some(endpoint::Job::Send(j)) if j.id == id => ep.queue.pop_front(),
@@ -622,12 +621,12 @@ impl Router {
                 }
             }
             if let Some(job) = held {
-                let kept = self.queues.endpoints.entry(ident).or_default();
+                let kept = self.queues.endpoint_or_new(&ident);
                 kept.inflight = ep.inflight;
                 kept.queue.push_back(job);
             }
         }
-        for sess in self.live.sessions.values_mut() {
+        for sess in self.live.spawned_mut() {
             if sess.kind == RuntimeKind::Agent {
                 // Resume-eligible: the next message on its topic continues the conversation.
                 logged(
@@ -635,7 +634,7 @@ impl Router {
                         .set(crate::markers::Flag::IdleReaped),
                 );
             }
-            if self.queues.endpoints.contains_key(&sess.identity) {
+            if self.queues.has_endpoint(&sess.identity) {
                 continue; // ended once its delivery is answered, or at the drain's end
             }
             sess.state.end_now(Cause::Shutdown);
@@ -643,7 +642,7 @@ impl Router {
                 .send(crate::session::handle::SessionCmd::Kill(Cause::Shutdown));
         }
         // A launch under way is ended the moment its launcher reports, the same way.
-        for (identity, l) in self.live.launching.iter_mut() {
+        for (identity, l) in self.live.launches_mut() {
             if l.kind == RuntimeKind::Agent {
                 logged(
                     crate::markers::Markers::new(&self.paths, identity)
@@ -667,12 +666,11 @@ impl Router {
     fn drain_over(&mut self) {
         let holding: Vec<(Identity, u64)> = self
             .queues
-            .endpoints
-            .iter()
+            .endpoints()
             .filter_map(|(ident, ep)| Some((ident.clone(), ep.inflight?)))
             .collect();
         for (ident, id) in holding {
-            if let Some(s) = self.live.sessions.get_mut(&ident) {
+            if let Some(s) = self.live.get_mut(&ident) {
                 s.handle
                     .send(crate::session::handle::SessionCmd::Cancel(id));
                 s.state.end_now(Cause::Shutdown);
@@ -690,14 +688,13 @@ impl Router {
         }
         if self
             .queues
-            .endpoints
-            .get(identity)
+            .endpoint(identity)
             .is_some_and(|e| e.inflight.is_some())
         {
             return;
         }
-        self.queues.endpoints.remove(identity);
-        if let Some(s) = self.live.sessions.get_mut(identity) {
+        self.queues.remove_endpoint(identity);
+        if let Some(s) = self.live.get_mut(identity) {
             if !s.state.is_ending() {
                 s.state.end_now(Cause::Shutdown);
                 s.handle

@@ -50,7 +50,7 @@ impl Router {
                 ),
             )
         };
-        let Some(s) = self.live.sessions.get(&ident) else {
+        let Some(s) = self.live.get(&ident) else {
             return reply.finish(not_live());
         };
         let identity = ident.to_string();
@@ -70,8 +70,7 @@ impl Router {
     pub(crate) fn op_list(&self) -> ListReply {
         let mut sessions: Vec<SessionInfo> = self
             .live
-            .sessions
-            .values()
+            .spawned()
             .map(|s| {
                 let last_active = s
                     .status
@@ -96,7 +95,7 @@ impl Router {
             })
             .collect();
         // A session whose launcher has not reported yet is booting (it has no pid yet: 0).
-        sessions.extend(self.live.launching.iter().map(|(identity, l)| SessionInfo {
+        sessions.extend(self.live.launches().map(|(identity, l)| SessionInfo {
             identity: identity.to_string(),
             personality: identity.personality.clone(),
             runtime: identity.runtime.clone(),
@@ -109,19 +108,13 @@ impl Router {
             mode: l.mode.as_str().to_string(),
         }));
         sessions.sort_by(|a, b| a.identity.cmp(&b.identity));
-        let mut parked: Vec<String> = self
-            .supervisor
-            .always_on
-            .iter()
-            .filter(|(_, st)| st.parked)
-            .map(|(k, _)| k.to_string())
-            .collect();
+        let mut parked: Vec<String> = self.supervisor.parked().map(|k| k.to_string()).collect();
         parked.sort();
         ListReply { sessions, parked }
     }
 
     pub(crate) fn op_status(&self) -> StatusReply {
-        let live = self.live.sessions.values().filter(|s| s.is_ready()).count();
+        let live = self.live.spawned().filter(|s| s.is_ready()).count();
         // Launching sessions count as booting.
         let booting = self.live.len() - live;
         StatusReply {
@@ -142,8 +135,7 @@ impl Router {
     pub(crate) fn op_live_runtime(&self, personality: &str) -> Result<Reply, Refusal> {
         let live = self
             .live
-            .sessions
-            .values()
+            .spawned()
             .filter(|s| s.identity.personality == personality && s.is_ready())
             .max_by_key(|s| {
                 s.status

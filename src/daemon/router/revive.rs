@@ -12,20 +12,16 @@ use crate::protocol::Code;
 
 impl Router {
     pub(crate) fn revive_expired(&mut self, identity: &Identity, job: u64) {
-        let head_matches = matches!(self.queues.endpoints.get(identity).and_then(|e| e.queue.front()), Some(Job::Send(j)) if j.id == job);
+        let head_matches = matches!(self.queues.head(identity), Some(Job::Send(j)) if j.id == job);
         // No session, or one that can no longer take input (see `on_delivered`).
-        let usable = self
-            .live
-            .sessions
-            .get(identity)
-            .is_some_and(|s| s.is_ready());
+        let usable = self.live.get(identity).is_some_and(|s| s.is_ready());
         if revive_gives_up(head_matches, usable) {
             let (p, rt) = (&identity.personality, &identity.runtime);
             let ms = self.cfg.revive_grace.as_millis();
             // Coming back: a session booting, or a restart due. Else nothing will bring it
             // (created with --no-bootstrap, or its restarts were given up): "retry" would not
             // help, starting it does.
-            let coming = self.live.sessions.contains_key(identity)
+            let coming = self.live.is_live(identity)
                 || self
                     .timers
                     .any(|t| matches!(t, Timer::Restart(id) if id == identity));
@@ -53,14 +49,12 @@ impl Router {
     /// (spec 03 §1 step 9), like a message that arrives while the peer is restarting. The
     /// session is marked not ready so nothing more is handed to it.
     pub(crate) fn hold_for_revive(&mut self, identity: &Identity, job: QueuedSend) {
-        if let Some(s) = self.live.sessions.get_mut(identity) {
+        if let Some(s) = self.live.get_mut(identity) {
             s.state.input_lost();
         }
         self.ensure_revive_timer(identity, job.id, job.started);
         self.queues
-            .endpoints
-            .entry(identity.clone())
-            .or_default()
+            .endpoint_or_new(identity)
             .queue
             .push_front(Job::Send(Box::new(job)));
         self.pump(identity);

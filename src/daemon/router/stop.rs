@@ -108,7 +108,7 @@ impl Router {
         }
         let id = self.next_id();
         self.set_timer(self.now.at + GONE_DEADLINE, super::Timer::GoneDeadline(id));
-        self.live.gone_waiters.push(super::state::GoneWaiter {
+        self.live.wait_gone(super::state::GoneWaiter {
             id,
             reply,
             answer,
@@ -118,7 +118,7 @@ impl Router {
 
     /// Fail every queued job of `identity` that is not already inside the session.
     fn fail_waiting(&mut self, identity: &Identity, r: Refusal) {
-        let Some(ep) = self.queues.endpoints.get_mut(identity) else {
+        let Some(ep) = self.queues.endpoint_mut(identity) else {
             return;
         };
         let keep = usize::from(ep.inflight.is_some());
@@ -159,7 +159,7 @@ impl Router {
                 .unwrap_or(false);
             let mut launched = false;
             if is_router {
-                let st = self.supervisor.always_on.entry(ident.clone()).or_default();
+                let st = self.supervisor.always_on(ident);
                 st.parked = false;
                 st.backoff.reset();
                 if !self.live.has(ident) {
@@ -191,8 +191,8 @@ impl Router {
         }
         let queued: Vec<Identity> = self
             .queues
-            .endpoints
-            .keys()
+            .endpoints()
+            .map(|(k, _)| k)
             .filter(|k| k.personality == personality)
             .cloned()
             .collect();
@@ -205,9 +205,7 @@ impl Router {
                 ),
             );
         }
-        self.supervisor
-            .always_on
-            .retain(|k, _| k.personality != personality);
+        self.supervisor.forget(personality);
         ForgetReply {
             ended: ids.iter().map(Identity::to_string).collect(),
         }

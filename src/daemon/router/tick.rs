@@ -18,13 +18,13 @@ use crate::session::handle::{Cause, SessionCmd, SessionStatus};
 impl Router {
     pub(crate) fn on_tick(&mut self) {
         let mut to_stop = Vec::new();
-        for (id, s) in &self.live.sessions {
+        for s in self.live.spawned() {
             let live = s.live();
             let stopped = live != Live::Ending
                 && Markers::new(&self.paths, &s.identity).is_set(Flag::Stopped);
             match tick_step(s.kind, live, stopped) {
                 TickStep::Skip => {}
-                TickStep::Stop => to_stop.push(id.clone()),
+                TickStep::Stop => to_stop.push(s.identity.clone()),
                 // Answered by a Status event; the idle decision is made there.
                 TickStep::Probe => {
                     s.handle.send(SessionCmd::Probe);
@@ -32,7 +32,7 @@ impl Router {
             }
         }
         for id in to_stop {
-            if let Some(s) = self.live.sessions.get_mut(&id) {
+            if let Some(s) = self.live.get_mut(&id) {
                 s.state.end(Cause::Stop);
                 s.handle.send(SessionCmd::Kill(Cause::Stop));
             }
@@ -44,7 +44,7 @@ impl Router {
             }
         }
         self.settle_rename();
-        if self.supervisor.always_on_unstarted {
+        if self.supervisor.is_unstarted() {
             self.start_always_on();
         }
         self.notice_new_runtimes();
@@ -90,13 +90,13 @@ impl Router {
                 .field("detail", r.to_string()),
         );
         if outcome == "finished" {
-            self.supervisor.always_on_unstarted = true;
+            self.supervisor.set_unstarted();
         }
     }
 
     pub(crate) fn on_status(&mut self, identity: &Identity, status: SessionStatus) {
         // A live agent the model API refuses (spec 10 §3): the notice board.
-        let api = self.live.sessions.get(identity).map(|s| {
+        let api = self.live.get(identity).map(|s| {
             let before = s.status.as_ref().and_then(|st| st.api_error.as_ref());
             let raised =
                 crate::runtime::api_error::newly_raised(before, status.api_error.as_ref()).cloned();
@@ -111,13 +111,12 @@ impl Router {
             );
         }
         let idle = self.cfg.idle;
-        let Some(s) = self.live.sessions.get_mut(identity) else {
+        let Some(s) = self.live.get_mut(identity) else {
             return;
         };
         let queue_busy = self
             .queues
-            .endpoints
-            .get(identity)
+            .endpoint(identity)
             .is_some_and(|e| !e.queue.is_empty());
         let facts = IdleFacts {
             status: &status,
@@ -189,8 +188,7 @@ impl Router {
         logged(markers.remove_session());
         let inflight = self
             .queues
-            .endpoints
-            .get(identity)
+            .endpoint(identity)
             .is_some_and(|ep| ep.inflight.is_some());
         let plan = after_exit(&ExitFacts {
             kind: s.kind,
@@ -231,11 +229,7 @@ impl Router {
             self.back_off(&s.identity, ran, true);
         }
         if plan.restart_if_asked {
-            let again = self
-                .supervisor
-                .always_on
-                .get_mut(&s.identity)
-                .is_some_and(|st| std::mem::take(&mut st.restart_on_exit));
+            let again = self.supervisor.take_restart_on_exit(&s.identity);
             if again {
                 self.restart_always_on(&s.identity);
             }
@@ -263,7 +257,7 @@ impl Router {
         // took (and a failed boot) before it exits, so this one never reached the child.
         match inflight {
             Inflight::Requeue => {
-                if let Some(ep) = self.queues.endpoints.get_mut(identity) {
+                if let Some(ep) = self.queues.endpoint_mut(identity) {
                     ep.inflight = None;
                 }
             }
@@ -290,7 +284,7 @@ impl Router {
     /// During a shutdown, once a session ended: nothing more is begun, so what its queue
     /// still holds is answered now.
     fn answer_queue_at_shutdown(&mut self, identity: &Identity) {
-        if let Some(ep) = self.queues.endpoints.remove(identity) {
+        if let Some(ep) = self.queues.remove_endpoint(identity) {
             for job in ep.queue {
                 match job {
                     super::endpoint::Job::Send(j) => {

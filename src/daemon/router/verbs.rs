@@ -62,9 +62,7 @@ impl Router {
             started: self.now.at,
         };
         self.queues
-            .endpoints
-            .entry(identity.clone())
-            .or_default()
+            .endpoint_or_new(identity)
             .queue
             .push_back(Job::Wake(job));
         self.pump(identity);
@@ -95,7 +93,7 @@ impl Router {
         };
         logged(self.markers(&ident).clear_deaths());
         if kind == RuntimeKind::Router {
-            let st = self.supervisor.always_on.entry(ident.clone()).or_default();
+            let st = self.supervisor.always_on(&ident);
             st.parked = false;
             st.backoff.reset();
             if self.live.has(&ident) {
@@ -124,7 +122,7 @@ impl Router {
                 format!("{} does not support control commands", ident.runtime),
             ));
         }
-        let live = self.live.sessions.get(&ident).filter(|s| s.is_ready());
+        let live = self.live.get(&ident).filter(|s| s.is_ready());
         let s = live.ok_or_else(|| {
             refusal(
                 Code::NotLive,
@@ -181,9 +179,7 @@ impl Router {
             reply,
         };
         self.queues
-            .endpoints
-            .entry(id.clone())
-            .or_default()
+            .endpoint_or_new(&id)
             .queue
             .push_back(Job::Compact(job));
         self.pump(&id);

@@ -47,17 +47,18 @@ impl Session {
         for i in input {
             match i {
                 ClientInput::Data(bytes) => {
-                    self.own.human_input(Instant::now());
+                    self.own.human_input(self.now);
                     self.write_child(&bytes);
                 }
                 ClientInput::Resize { rows, cols, first } => {
                     // Resize first (once booted), so the snapshot is taken at the client's size
                     // and the TUI's redraw for that size follows it.
                     if rows > 0 && cols > 0 {
-                        match self.state {
-                            // Never resize during boot: some TUIs hang when resized while starting.
-                            State::Booting(_) => self.pending_size = Some((rows, cols)),
-                            State::Ready => self.resize(rows, cols),
+                        // Never resize during boot: some TUIs hang when resized while starting.
+                        if self.state.boot().is_some() {
+                            self.pending_size = Some((rows, cols));
+                        } else {
+                            self.resize(rows, cols);
                         }
                     }
                     if first {

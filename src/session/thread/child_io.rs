@@ -76,8 +76,8 @@ impl Session {
             let excess = self.pipe_tail.len().saturating_sub(EXIT_TAIL);
             self.pipe_tail.drain(..excess);
             // A pipe runtime may confirm on its output (the human inbox writer's ack).
-            if let Some(d) = self.delivery.as_mut() {
-                d.on_output(chunk, Instant::now());
+            if let Some(f) = self.delivery.as_mut() {
+                f.active.on_output(chunk, self.now);
             }
             return;
         }
@@ -99,27 +99,22 @@ impl Session {
             }
         }
         if let Some(g) = self.gate.as_mut() {
-            g.on_output(Instant::now());
+            g.on_output(self.now);
         }
-        if let Some(d) = self.delivery.as_mut() {
-            d.on_output(chunk, Instant::now());
-            if let Some(paste) = self.pasting.as_ref() {
-                if d.is_settling() && self.cfg.adapter.paste_shown(&self.screen, paste) {
-                    d.on_paste_shown(Instant::now());
-                }
+        if let Some(f) = self.delivery.as_mut() {
+            let d = &mut f.active;
+            d.on_output(chunk, self.now);
+            if d.is_settling() && self.cfg.adapter.paste_shown(&self.screen, &f.paste) {
+                d.on_paste_shown(self.now);
             }
-            let turn = d.turn_confirms()
-                && self
-                    .pasting
-                    .as_ref()
-                    .is_some_and(|p| self.cfg.adapter.turn_started(&self.screen, p));
+            let turn = d.turn_confirms() && self.cfg.adapter.turn_started(&self.screen, &f.paste);
             if turn {
                 let step = d.on_turn_shown();
                 self.apply(step);
             }
         }
-        self.evaluate_boot(Instant::now());
-        self.watch_prompts(Instant::now());
+        self.evaluate_boot(self.now);
+        self.watch_prompts(self.now);
         let busy = self.cfg.adapter.is_busy(&self.screen);
         if busy != self.busy_shown {
             self.busy_shown = busy;
@@ -152,7 +147,7 @@ impl Session {
                     self.to_child.drain(..n);
                     self.out_written += n as u64;
                     if n > 0 {
-                        self.out_progress_at = Instant::now();
+                        self.out_progress_at = self.now;
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -169,16 +164,16 @@ impl Session {
         // (and one with bytes already written is unconfirmed: told before the counters are
         // moved past what was never written).
         if let Some(e) = failed {
-            if let Some(d) = self.delivery.take() {
-                self.finish_delivery(d.id, Err(DeliveryFailure::WriteFailed(e.to_string())));
+            if let Some(f) = self.delivery.take() {
+                self.finish_in_flight(f.span, Err(DeliveryFailure::WriteFailed(e.to_string())));
             }
             self.to_child.clear();
             self.out_written = self.out_queued;
             return;
         }
-        if let Some(d) = self.delivery.as_mut() {
+        if let Some(d) = self.delivery.as_mut().map(|f| &mut f.active) {
             let was_writing = d.is_writing();
-            let step = d.on_written(Instant::now());
+            let step = d.on_written(self.now);
             // A pty delivery now waits for the agent to show it took the message.
             let confirming = was_writing && !d.is_writing() && matches!(step, Step::Wait);
             self.apply(step);
@@ -187,7 +182,7 @@ impl Session {
             }
         }
         if let Some(c) = self.compact.as_mut() {
-            c.on_written(Instant::now());
+            c.on_written(self.now);
         }
     }
 }

@@ -8,7 +8,7 @@ impl Session {
         while let Ok(cmd) = self.cmd_rx.try_recv() {
             match cmd {
                 SessionCmd::Deliver(d) => {
-                    if self.kill.is_some() {
+                    if self.state.is_ending() {
                         self.emit(EventKind::Delivered {
                             id: d.id,
                             result: Err(DeliveryFailure::SessionEnding),
@@ -22,11 +22,11 @@ impl Session {
                 SessionCmd::Interrupt(bytes) => {
                     self.write_child(&bytes);
                     let restores = self.cfg.adapter.restores_interrupted_prompt();
-                    self.own.interrupted(Instant::now(), restores);
+                    self.own.interrupted(self.now, restores);
                     self.turns_interrupted();
                 }
                 SessionCmd::McpUp => {
-                    let now = Instant::now();
+                    let now = self.now;
                     self.mcp_up_at.get_or_insert(now);
                     self.evaluate_boot(now);
                 }
@@ -81,11 +81,12 @@ impl Session {
     /// message arrives whole if the child reads again; cutting it would corrupt the next
     /// message), answered [`EventKind::Unconfirmed`]. Past writing: nothing to do here.
     pub(super) fn end_writing(&mut self, id: u64, stalled: Option<Duration>) {
-        let writing = self
+        let Some(span) = self
             .delivery
             .as_ref()
-            .is_some_and(|d| d.id == id && d.is_writing());
-        let Some(span) = self.delivery_span.filter(|s| writing && s.id == id) else {
+            .filter(|f| f.active.id == id && f.active.is_writing())
+            .map(|f| f.span)
+        else {
             return;
         };
         match span.taken(self.out_written) {
@@ -94,7 +95,6 @@ impl Session {
                 self.out_queued -= len as u64;
                 self.own.forget(id);
                 self.delivery = None;
-                self.delivery_span = None;
                 match stalled {
                     Some(idle) => self.refuse_unread(id, DeliveryFailure::Stalled { idle }),
                     None => self.report_delivery(id, Err(DeliveryFailure::NotReading)),
@@ -106,7 +106,6 @@ impl Session {
                 let idle =
                     stalled.map(|d| format!(" (it took none of its input for {})", spoken(d)));
                 self.delivery = None;
-                self.delivery_span = None;
                 self.answered_queued.remove(&id);
                 let fate = crate::session::own_text::cut_rest_fate(
                     matches!(self.io, Io::Pty(_)),
@@ -156,9 +155,8 @@ impl Session {
         if self.cfg.stall.is_zero() {
             return None;
         }
-        let d = self.delivery.as_ref()?;
-        let span = self.delivery_span?;
-        (span.id == d.id && d.is_writing() && self.out_written < span.end)
+        let f = self.delivery.as_ref()?;
+        (f.active.is_writing() && self.out_written < f.span.end)
             .then(|| self.out_progress_at + self.cfg.stall)
     }
 
@@ -169,14 +167,14 @@ impl Session {
                 result: Err(why),
             });
         };
-        if self.kill.is_some() || !matches!(self.state, State::Ready) {
+        if !matches!(self.state, State::Ready) {
             return refuse(self, CompactFailure::NotReady);
         }
         if self.delivery.is_some() || self.compact.is_some() {
             return refuse(self, CompactFailure::Busy);
         }
         // iapeer's own text (an interrupted message put back, a cut paste) is cleared first.
-        let now = Instant::now();
+        let now = self.now;
         let own = self.own_text_in_composer(now);
         if self.waits_for_own_text(own, now) {
             return refuse(self, CompactFailure::ClearingOwnText);
@@ -220,7 +218,7 @@ impl Session {
     }
 
     pub(super) fn kill(&mut self, cause: Cause) {
-        if self.kill.is_some() {
+        if self.state.is_ending() {
             return;
         }
         let _ = spawn::signal_group(self.pid, Signal::SIGHUP);
@@ -228,6 +226,6 @@ impl Session {
         if let Some(scope) = &mut self.scope {
             scope.terminate();
         }
-        self.kill = Some((cause, Instant::now() + KILL_GRACE));
+        self.state.end(cause, self.now + KILL_GRACE);
     }
 }

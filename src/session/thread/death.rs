@@ -3,7 +3,9 @@
 use super::*;
 
 impl Session {
-    pub(super) fn finish(&mut self) {
+    /// The child exited with `exit` (as the reaper read it): report it and the end of all
+    /// that was under way.
+    pub(super) fn finish(&mut self, exit: io::Result<ExitStatus>) {
         // Drain what the child printed before it died (the pty may still hold output).
         self.read_child(false);
         if matches!(self.io, Io::Pipes { .. }) {
@@ -13,15 +15,15 @@ impl Session {
         if let Some(scope) = &mut self.scope {
             scope.end();
         }
-        let status = self.exit.take().and_then(|r| r.ok());
+        let status = exit.ok();
         let code = status.and_then(|s| s.code());
         let signal = status
             .and_then(|s| s.signal())
             .and_then(|n| Signal::try_from(n).ok())
             .map(|s| s.as_str().to_string());
-        let cause = self.kill.map(|(c, _)| c).unwrap_or(Cause::ChildExit);
+        let cause = self.state.ending_cause().unwrap_or(Cause::ChildExit);
         let tail = self.tail_text();
-        if let State::Booting(_) = self.state {
+        if self.state.boot().is_some() {
             let reason = self
                 .cfg
                 .adapter

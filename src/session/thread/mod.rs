@@ -207,9 +207,89 @@ enum Io {
     },
 }
 
+/// Where the session is in its life; each state holds only its data.
 enum State {
     Booting(Boot),
     Ready,
+    /// Told to end (SIGHUP and SIGTERM sent) for `cause`: the process group gets SIGKILL at
+    /// `kill_at` (and again [`KILL_GRACE`] later) until the child is reaped.
+    Ending {
+        cause: Cause,
+        kill_at: Instant,
+        /// The boot still under way when the end began: it is still evaluated until the
+        /// child exits (a late ready screen or failure is reported as before the end).
+        boot: Option<Boot>,
+    },
+}
+
+impl State {
+    /// The boot under way, if any (also while ending).
+    fn boot_mut(&mut self) -> Option<&mut Boot> {
+        match self {
+            State::Booting(b) | State::Ending { boot: Some(b), .. } => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The boot under way, if any (also while ending).
+    fn boot(&self) -> Option<&Boot> {
+        match self {
+            State::Booting(b) | State::Ending { boot: Some(b), .. } => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The boot is over (ready, or failed): `Ready`, or an end without its boot.
+    fn boot_done(&mut self) {
+        match self {
+            State::Ending { boot, .. } => *boot = None,
+            other => *other = State::Ready,
+        }
+    }
+
+    /// Told to end for `cause`, SIGKILL due at `kill_at` (a boot under way goes on being
+    /// evaluated). Nothing changes for a session already ending: its first cause stays.
+    fn end(&mut self, cause: Cause, kill_at: Instant) {
+        let boot = match std::mem::replace(self, State::Ready) {
+            State::Booting(b) => Some(b),
+            State::Ready => None,
+            ending @ State::Ending { .. } => {
+                *self = ending;
+                return;
+            }
+        };
+        *self = State::Ending {
+            cause,
+            kill_at,
+            boot,
+        };
+    }
+
+    /// The session was told to end.
+    fn is_ending(&self) -> bool {
+        matches!(self, State::Ending { .. })
+    }
+
+    /// Why the session was told to end, if it was.
+    fn ending_cause(&self) -> Option<Cause> {
+        match self {
+            State::Ending { cause, .. } => Some(*cause),
+            _ => None,
+        }
+    }
+}
+
+/// The delivery being written into the child or confirmed, with what belongs to it alone
+/// (set at its start, gone at its end, together).
+struct InFlight {
+    /// Its machine: writing, the paste settling, the confirmation.
+    active: ActiveDelivery,
+    /// Its bytes as offsets of the child's input stream: how much of it was written
+    /// ([`SessionCmd::Cancel`], a stall, an unconfirmed end).
+    span: Span,
+    /// Its paste as the composer shows it: Enter goes once the composer shows it (issue 13
+    /// item 1); at its end it becomes [`Session::last_paste`].
+    paste: crate::term::paste_view::PasteView,
 }
 
 struct Session {
@@ -218,6 +298,9 @@ struct Session {
     io: Io,
     pid: u32,
     started: Instant,
+    /// The clock reading of this loop turn: read once, after the poll returns (as the
+    /// router's `Now`), and used by everything the turn does.
+    now: Instant,
     cmd_rx: Receiver<SessionCmd>,
     reaper: Reaper,
     events: Sender<SessionEvent>,
@@ -230,13 +313,11 @@ struct Session {
     /// that say how much of the active delivery was written, for [`SessionCmd::Cancel`]).
     out_queued: u64,
     out_written: u64,
-    /// The latest delivery's bytes as offsets of that stream.
-    delivery_span: Option<Span>,
     /// When the child last took a byte of its pending input (or the latest delivery began):
     /// a delivery still being written is ended [`SessionConfig::stall`] after it.
     out_progress_at: Instant,
     state: State,
-    delivery: Option<ActiveDelivery>,
+    delivery: Option<InFlight>,
     queued: VecDeque<Delivery>,
     /// Messages the runtime queued behind a running turn, followed until their fate is known.
     followers: Vec<QueueFollower>,
@@ -246,9 +327,6 @@ struct Session {
     turns: Vec<super::deliver::TurnFollower>,
     /// A delivery waiting for the composer to be free (spec 05 §7).
     held: Option<super::hold::Held>,
-    /// The paste of the delivery in progress, if any: Enter goes once the composer shows it
-    /// (issue 13 item 1); afterwards it becomes [`Self::last_paste`].
-    pasting: Option<crate::term::paste_view::PasteView>,
     /// iapeer's previous paste into this session (it may still show in the composer for a
     /// moment: [`super::hold::is_residue`]).
     last_paste: Option<super::hold::LastPaste>,
@@ -267,8 +345,6 @@ struct Session {
     attached_output_ms: Option<u64>,
     /// Last output byte of the child, epoch ms.
     output_ms: Option<u64>,
-    kill: Option<(Cause, Instant)>,
-    exit: Option<io::Result<ExitStatus>>,
     /// What the child started, wherever it went (ended with the session, at the latest when
     /// the session is dropped).
     scope: Option<super::contain::Scope>,
@@ -339,6 +415,7 @@ impl Session {
             io,
             pid,
             started: now,
+            now,
             cmd_rx,
             reaper,
             events,
@@ -348,7 +425,6 @@ impl Session {
             to_child: VecDeque::new(),
             out_queued: 0,
             out_written: 0,
-            delivery_span: None,
             out_progress_at: now,
             state,
             delivery: None,
@@ -357,7 +433,6 @@ impl Session {
             gate: None,
             turns: Vec::new(),
             held: None,
-            pasting: None,
             last_paste: None,
             own: Default::default(),
             clearing: None,
@@ -369,8 +444,6 @@ impl Session {
             pending_size: None,
             attached_output_ms: None,
             output_ms: None,
-            kill: None,
-            exit: None,
             scope: None,
             mcp_up_at: None,
             mcp_wait_since: None,
@@ -393,13 +466,16 @@ impl Session {
                 self.emit(EventKind::Ready(Default::default()));
                 self.next_delivery();
             }
+            State::Ending { .. } => {}
         }
         let mut events = Events::with_capacity(64);
         loop {
             let timeout = self
                 .next_deadline()
                 .map(|d| d.saturating_duration_since(Instant::now()));
-            if let Err(e) = self.poll.poll(&mut events, timeout) {
+            let polled = self.poll.poll(&mut events, timeout);
+            self.now = Instant::now();
+            if let Err(e) = polled {
                 if e.kind() != io::ErrorKind::Interrupted {
                     log::error!("session {} poll: {e}", self.cfg.identity);
                     self.kill(Cause::KilledByDaemon);
@@ -424,14 +500,9 @@ impl Session {
             }
             // Commands may arrive without a wake if the waker raced with a previous poll.
             self.drain_commands();
-            self.on_time(Instant::now());
-            if self.exit.is_none() {
-                if let Some(status) = self.reaper.try_exit() {
-                    self.exit = Some(status);
-                }
-            }
-            if self.exit.is_some() {
-                self.finish();
+            self.on_time(self.now);
+            if let Some(status) = self.reaper.try_exit() {
+                self.finish(status);
                 return;
             }
         }
@@ -444,11 +515,15 @@ impl Session {
                 next = Some(next.map_or(t, |n| n.min(t)));
             }
         };
-        if let State::Booting(b) = &self.state {
+        if let Some(b) = self.state.boot() {
             consider(Some(b.next_deadline()));
             consider(self.mcp_wait_since.map(|s| s + MCP_GRACE));
         }
-        consider(self.delivery.as_ref().and_then(|d| d.next_deadline()));
+        consider(
+            self.delivery
+                .as_ref()
+                .and_then(|f| f.active.next_deadline()),
+        );
         consider(self.stall_at());
         for f in &self.followers {
             consider(Some(f.next_deadline()));
@@ -459,7 +534,9 @@ impl Session {
         consider(self.clearing.as_ref().map(|(c, _)| c.next_deadline()));
         consider(self.own.next_deadline());
         consider(self.compact.as_ref().and_then(|c| c.next_deadline()));
-        consider(self.kill.map(|(_, at)| at));
+        if let State::Ending { kill_at, .. } = self.state {
+            consider(Some(kill_at));
+        }
         consider(self.prompts.next_deadline());
         next
     }
@@ -483,6 +560,44 @@ fn hash_text(text: &str) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut h);
     h.finish()
+}
+
+#[cfg(test)]
+mod state_tests {
+    use super::*;
+
+    fn booting(now: Instant) -> State {
+        let s = Duration::from_secs(1);
+        State::Booting(Boot::new(now, s, s, s))
+    }
+
+    /// An end during boot keeps the boot (still evaluated; reported at exit unless it ends
+    /// first), and the first cause stays.
+    #[test]
+    fn an_end_during_boot_keeps_the_boot_and_its_first_cause() {
+        let now = Instant::now();
+        let mut s = booting(now);
+        s.end(Cause::IdleSleep, now + KILL_GRACE);
+        assert!(s.is_ending() && s.boot().is_some());
+        s.end(Cause::KilledByDaemon, now + 2 * KILL_GRACE);
+        assert_eq!(s.ending_cause(), Some(Cause::IdleSleep));
+        assert!(matches!(s, State::Ending { kill_at, .. } if kill_at == now + KILL_GRACE));
+        s.boot_done();
+        assert!(s.is_ending() && s.boot().is_none());
+        assert_eq!(s.ending_cause(), Some(Cause::IdleSleep));
+    }
+
+    #[test]
+    fn a_boot_ends_ready_and_a_ready_session_ends_without_a_boot() {
+        let now = Instant::now();
+        let mut s = booting(now);
+        assert_eq!(s.ending_cause(), None);
+        s.boot_done();
+        assert!(matches!(s, State::Ready) && s.boot_mut().is_none());
+        s.end(Cause::ChildExit, now);
+        assert!(s.boot().is_none());
+        assert_eq!(s.ending_cause(), Some(Cause::ChildExit));
+    }
 }
 
 #[cfg(test)]

@@ -59,7 +59,6 @@ impl Session {
         let Some((_, id)) = self.clearing.as_ref() else {
             if self.delivery.is_none()
                 && self.held.is_none()
-                && self.kill.is_none()
                 && matches!(self.state, State::Ready)
                 && self.own.watching(now)
             {

@@ -12,10 +12,7 @@ impl Session {
     /// Read the screen for a permission prompt (a live agent on a pty only), report what
     /// opened or closed, and write the next key of an answer being keyed in.
     pub(super) fn watch_prompts(&mut self, now: Instant) {
-        if !matches!(self.state, State::Ready)
-            || !matches!(self.io, Io::Pty(_))
-            || self.kill.is_some()
-        {
+        if !matches!(self.state, State::Ready) || !matches!(self.io, Io::Pty(_)) {
             return;
         }
         let shown = self.cfg.adapter.permission_prompt(&self.screen);
@@ -65,7 +62,7 @@ impl Session {
     /// [`SessionCmd::AnswerPrompt`]: key in option `choice` of prompt `n`, if it is still
     /// open.
     pub(super) fn answer_prompt(&mut self, n: u64, choice: usize) {
-        let now = Instant::now();
+        let now = self.now;
         if !self.prompts.answer(n, choice, now) {
             log::info!(
                 "{}: permission prompt {n} closed before its answer came; nothing keyed",

@@ -31,7 +31,7 @@ fn human_menu_step(
 
 impl Session {
     pub(super) fn evaluate_boot(&mut self, now: Instant) {
-        let State::Booting(boot) = &mut self.state else {
+        let Some(boot) = self.state.boot_mut() else {
             return;
         };
         let rows = self.screen.rows();
@@ -101,7 +101,7 @@ impl Session {
                     screen_ms: since(ready_since).unwrap_or(0),
                     mcp_ms: since(self.mcp_up_at),
                 };
-                self.state = State::Ready;
+                self.state.boot_done();
                 if let Some((rows, cols)) = self.pending_size.take() {
                     self.resize(rows, cols);
                 }
@@ -125,18 +125,18 @@ impl Session {
         self.fail_deliveries(DeliveryFailure::BootFailed(failure));
         self.kill(cause);
         // Stop evaluating: the session is ending.
-        self.state = State::Ready;
+        self.state.boot_done();
     }
 
     /// [`SessionCmd::AnswerBootMenu`]: key in the human's choice, or fail the boot.
     pub(super) fn answer_boot_menu(&mut self, answer: Result<(usize, Vec<String>), String>) {
-        if !matches!(self.state, State::Booting(_)) || self.kill.is_some() {
+        if !matches!(self.state, State::Booting(_)) {
             return;
         }
         match answer {
             Ok(choice) => {
                 self.menu_answer = Some(choice);
-                self.evaluate_boot(Instant::now());
+                self.evaluate_boot(self.now);
             }
             Err(reason) => self.fail_boot(crate::session::boot::BootFailure::Refused(reason)),
         }
@@ -165,11 +165,7 @@ impl Session {
     }
 
     pub(super) fn next_delivery(&mut self) {
-        if self.delivery.is_some()
-            || self.held.is_some()
-            || self.kill.is_some()
-            || !matches!(self.state, State::Ready)
-        {
+        if self.delivery.is_some() || self.held.is_some() || !matches!(self.state, State::Ready) {
             return;
         }
         let Some(d) = self.queued.pop_front() else {
@@ -182,7 +178,7 @@ impl Session {
             // A permission prompt takes the keys (its Enter would answer it `Yes`): the
             // message waits for a human's answer (issue 32 item 4).
             if let Some(awaited) = self.awaited_prompt() {
-                let now = Instant::now();
+                let now = self.now;
                 self.answer_held(
                     d.id,
                     &format!("a permission prompt is open, waiting for {awaited}"),
@@ -198,7 +194,7 @@ impl Session {
             }
             // A menu over the composer would take the paste and its Enter: answer it first.
             if self.answer_live_dialog() {
-                let now = Instant::now();
+                let now = self.now;
                 self.held = Some(super::super::hold::Held {
                     delivery: d,
                     since: now,
@@ -208,7 +204,7 @@ impl Session {
                 return;
             }
             // iapeer's own text there is no draft: cleared first (issue 26 items 8, 5 (c)).
-            let now = Instant::now();
+            let now = self.now;
             let own = self.own_text_in_composer(now);
             if self.waits_for_own_text(own, now) {
                 self.held = Some(super::super::hold::Held {
@@ -329,7 +325,7 @@ impl Session {
                 super::super::hold::approval_step(&awaited, since, now, limit)
             {
                 if let Some(h) = self.held.take() {
-                    self.finish_delivery(h.delivery.id, Err(reason));
+                    self.report_delivery(h.delivery.id, Err(reason));
                 }
                 return self.next_delivery();
             }
@@ -351,7 +347,7 @@ impl Session {
                 return;
             }
             if let Some(h) = self.held.take() {
-                self.finish_delivery(h.delivery.id, Err(DeliveryFailure::DialogOpen));
+                self.report_delivery(h.delivery.id, Err(DeliveryFailure::DialogOpen));
             }
             return self.next_delivery();
         }
@@ -394,22 +390,20 @@ impl Session {
             }
             HoldStep::GiveUp(reason) => {
                 if let Some(h) = self.held.take() {
-                    self.finish_delivery(h.delivery.id, Err(reason));
+                    self.report_delivery(h.delivery.id, Err(reason));
                 }
                 self.next_delivery();
             }
         }
     }
 
-    /// The end of delivery `id`. A failure after some of its bytes reached the child's input
-    /// is [`EventKind::Unconfirmed`]: it may have arrived (issue 26 item 5). Otherwise
-    /// [`Session::report_delivery`].
-    pub(super) fn finish_delivery(&mut self, id: u64, result: Result<(), DeliveryFailure>) {
+    /// The end of the in-flight delivery whose bytes are `span`. A failure after some of its
+    /// bytes reached the child's input is [`EventKind::Unconfirmed`]: it may have arrived
+    /// (issue 26 item 5). Otherwise [`Session::report_delivery`].
+    pub(super) fn finish_in_flight(&mut self, span: Span, result: Result<(), DeliveryFailure>) {
+        let id = span.id;
         if let Err(reason) = &result {
-            if self
-                .delivery_span
-                .is_some_and(|s| s.begun(id, self.out_written))
-            {
+            if span.begun(id, self.out_written) {
                 self.answered_queued.remove(&id);
                 return self.emit(EventKind::Unconfirmed {
                     id,
@@ -448,16 +442,15 @@ impl Session {
         // Known on screen and in the composer as the runtime shows it (a TAB as spaces, …).
         let pasted = crate::term::paste_text(&d.text);
         let shown = self.cfg.adapter.pasted_form(&pasted);
-        self.pasting = Some(crate::term::paste_view::PasteView::shown(&pasted, &shown));
+        let paste = crate::term::paste_view::PasteView::shown(&pasted, &shown);
         if pty {
-            self.own
-                .pasting_shown(d.id, &pasted, &shown, Instant::now());
+            self.own.pasting_shown(d.id, &pasted, &shown, self.now);
         }
         let (mut active, bytes) = ActiveDelivery::start(&d, pty, confirmer, before, gate);
         if !self.cfg.adapter.has_paste_sign() {
             active = active.without_paste_sign();
         }
-        if let Some(end) = self.mcp_settle_end(Instant::now()) {
+        if let Some(end) = self.mcp_settle_end(self.now) {
             active = active.hold_enter_until(end);
         }
         // Recorded before the first byte: a daemon killed mid-paste still knows at its next
@@ -472,25 +465,27 @@ impl Session {
                 );
             }
         }
-        self.delivery = Some(active);
-        self.delivery_span = Some(Span {
+        let span = Span {
             id: d.id,
             start: self.out_queued,
             end: self.out_queued + bytes.len() as u64,
+        };
+        self.delivery = Some(InFlight {
+            active,
+            span,
+            paste,
         });
-        self.out_progress_at = Instant::now();
+        self.out_progress_at = self.now;
         self.write_child(&bytes);
     }
 
     /// Delivery `d` ended now: remember its paste as the last one.
-    fn end_paste(&mut self, d: &ActiveDelivery) {
-        self.own.ended(d.id, d.enter_written(), Instant::now());
-        if let Some(view) = self.pasting.take() {
-            self.last_paste = Some(super::super::hold::LastPaste {
-                ended: Instant::now(),
-                view,
-            });
-        }
+    fn end_paste(&mut self, d: &ActiveDelivery, view: crate::term::paste_view::PasteView) {
+        self.own.ended(d.id, d.enter_written(), self.now);
+        self.last_paste = Some(super::super::hold::LastPaste {
+            ended: self.now,
+            view,
+        });
     }
 
     pub(super) fn apply(&mut self, step: Step) {
@@ -499,10 +494,15 @@ impl Session {
             Step::Write(bytes) => self.write_child(&bytes),
             Step::Done(result) => {
                 let mut silent = result.is_err();
-                if let Some(d) = self.delivery.take() {
+                if let Some(InFlight {
+                    active: d,
+                    span,
+                    paste,
+                }) = self.delivery.take()
+                {
                     let refused = d.refused_by_runtime();
                     silent &= !refused;
-                    self.end_paste(&d);
+                    self.end_paste(&d, paste);
                     let pty = matches!(self.io, Io::Pty(_));
                     match result {
                         Err(reason) if refused && !self.answered_queued.contains(&d.id) => self
@@ -517,13 +517,13 @@ impl Session {
                         Err(reason) if pty && d.is_wake_first() => {
                             let screen = self.screen.tail_text(EXIT_TAIL);
                             let reason = reason.with_screen(&screen, self.screen_width());
-                            self.finish_delivery(d.id, Err(reason));
+                            self.finish_in_flight(span, Err(reason));
                         }
                         Ok(()) if pty => {
-                            self.finish_delivery(d.id, Ok(()));
-                            self.follow_turn(d.into_turn(Instant::now()));
+                            self.finish_in_flight(span, Ok(()));
+                            self.follow_turn(d.into_turn(self.now));
                         }
-                        result => self.finish_delivery(d.id, result),
+                        result => self.finish_in_flight(span, result),
                     }
                 }
                 if silent && matches!(self.io, Io::Pipes { .. }) {
@@ -539,19 +539,26 @@ impl Session {
                 self.next_delivery();
             }
             Step::Gate => {
-                if let Some(d) = self.delivery.take() {
-                    self.end_paste(&d);
-                    let id = d.id;
-                    let (gate, turn) = d.into_gate(Instant::now());
+                if let Some(InFlight {
+                    active: d,
+                    span,
+                    paste,
+                }) = self.delivery.take()
+                {
+                    self.end_paste(&d, paste);
+                    let (gate, turn) = d.into_gate(self.now);
                     self.gate = Some(gate);
-                    self.finish_delivery(id, Ok(()));
+                    self.finish_in_flight(span, Ok(()));
                     self.follow_turn(turn);
                 }
                 self.next_delivery();
             }
             Step::Queued => {
-                if let Some(d) = self.delivery.take() {
-                    self.end_paste(&d);
+                if let Some(InFlight {
+                    active: d, paste, ..
+                }) = self.delivery.take()
+                {
+                    self.end_paste(&d, paste);
                     // A held message's sender already has its `queued` answer; its follower
                     // reports the outcome either way.
                     if !self.answered_queued.remove(&d.id) {
@@ -561,7 +568,7 @@ impl Session {
                             depth: None,
                         });
                     }
-                    self.followers.push(d.into_follower(Instant::now()));
+                    self.followers.push(d.into_follower(self.now));
                 }
                 self.next_delivery();
             }
@@ -644,36 +651,36 @@ impl Session {
             self.emit(EventKind::QueueOutcome { id: f.id, result });
             if taken {
                 // It reached the model just before the end: its turn was cut too.
-                self.follow_turn(f.into_turn(Instant::now()));
+                self.follow_turn(f.into_turn(self.now));
             }
         }
     }
 
     pub(super) fn fail_deliveries(&mut self, reason: DeliveryFailure) {
-        if let Some(d) = self.delivery.take() {
-            self.finish_delivery(d.id, Err(reason.clone()));
+        if let Some(f) = self.delivery.take() {
+            self.finish_in_flight(f.span, Err(reason.clone()));
         }
         if let Some(h) = self.held.take() {
-            self.finish_delivery(h.delivery.id, Err(reason.clone()));
+            self.report_delivery(h.delivery.id, Err(reason.clone()));
         }
         while let Some(d) = self.queued.pop_front() {
-            self.finish_delivery(d.id, Err(reason.clone()));
+            self.report_delivery(d.id, Err(reason.clone()));
         }
     }
 
     pub(super) fn on_time(&mut self, now: Instant) {
-        if matches!(self.state, State::Booting(_)) {
+        if self.state.boot().is_some() {
             self.evaluate_boot(now);
         }
         if self.prompts_due(now) {
             self.watch_prompts(now);
         }
         if self.stall_at().is_some_and(|at| now >= at) {
-            if let Some(id) = self.delivery.as_ref().map(|d| d.id) {
+            if let Some(id) = self.delivery.as_ref().map(|f| f.active.id) {
                 self.end_writing(id, Some(self.cfg.stall));
             }
         }
-        if let Some(d) = self.delivery.as_mut() {
+        if let Some(d) = self.delivery.as_mut().map(|f| &mut f.active) {
             let adapter = self.cfg.adapter.clone();
             let screen = &self.screen;
             let settling = d.is_settling();
@@ -713,13 +720,13 @@ impl Session {
                 }
             }
         }
-        if let Some((cause, at)) = self.kill {
-            if now >= at {
+        if let State::Ending { kill_at, .. } = &mut self.state {
+            if now >= *kill_at {
                 let _ = spawn::signal_group(self.pid, Signal::SIGKILL);
                 if let Some(scope) = &mut self.scope {
                     scope.kill();
                 }
-                self.kill = Some((cause, now + KILL_GRACE));
+                *kill_at = now + KILL_GRACE;
             }
         }
     }
