@@ -14,6 +14,7 @@ use super::{
     Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
     GateState, GateWatch, LaunchCommand, LaunchCtx, LaunchError, RuntimeKind, WakeMode,
 };
+use crate::runtime_table::{PromptSwap, CLAUDE};
 use crate::term::paste_view::PasteView;
 use crate::term::{encode_keys, Screen};
 
@@ -213,8 +214,8 @@ impl Adapter for Claude {
             Some(v) => args.extend(["--disallowedTools".into(), v.into()]),
         }
         args.extend(["--add-dir".into(), "/".into()]);
-        if let Some(p) = ctx.system_prompt {
-            args.push("--system-prompt-file".into());
+        if let (Some(p), PromptSwap::Flag(flag)) = (ctx.system_prompt, CLAUDE.prompt) {
+            args.push(flag.into());
             args.push(p.as_os_str().to_owned());
         }
         // The conversation by its id, never the folder's newest (`--continue` took up a

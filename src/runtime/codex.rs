@@ -22,6 +22,7 @@ use super::{
     Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
     GateState, GateWatch, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
 };
+use crate::runtime_table::{PromptSwap, CODEX};
 use crate::term::menu as dialog;
 use crate::term::{encode_keys, Screen};
 
@@ -435,8 +436,8 @@ impl Adapter for Codex {
             "-C".into(),
             ctx.cwd.as_os_str().to_owned(),
         ]);
-        if let Some(p) = ctx.system_prompt {
-            let mut v = OsString::from("model_instructions_file=");
+        if let (Some(p), PromptSwap::ConfigKey(key)) = (ctx.system_prompt, CODEX.prompt) {
+            let mut v = OsString::from(format!("{key}="));
             v.push(p.as_os_str());
             args.extend(["-c".into(), v]);
         }
