@@ -56,20 +56,14 @@ pub fn installed_agents() -> Vec<Agent> {
         .collect()
 }
 
-/// A runtime's login check: its row's, else the exit status of `login status`.
-fn login_check(runtime: &str) -> LoginCheck<'static> {
-    runtime_table::get(runtime)
-        .and_then(|r| r.login)
-        .unwrap_or(LoginCheck {
-            args: &["login", "status"],
-            answer: LoginAnswer::ExitStatus,
-            advice: "log in",
-        })
+/// A runtime's login check: its row's ([`installed_agents`] gives only runtimes with one).
+fn login_check(runtime: &str) -> Option<LoginCheck<'static>> {
+    runtime_table::get(runtime).and_then(|r| r.login)
 }
 
-/// The arguments of a runtime's status command.
+/// The arguments of a runtime's status command (none for a runtime without a login check).
 pub fn status_args(runtime: &str) -> &'static [&'static str] {
-    login_check(runtime).args
+    login_check(runtime).map_or(&[], |c| c.args)
 }
 
 /// Read Claude Code's `auth status` answer (pure): the JSON's `loggedIn` when it parses,
@@ -96,10 +90,14 @@ pub fn read_codex(exit: Option<i32>) -> Login {
     }
 }
 
-/// Ask `agent` (runs its status command, at most [`STATUS_TIMEOUT`]).
+/// Ask `agent` (runs its status command, at most [`STATUS_TIMEOUT`]); unknown for a runtime
+/// without a login check.
 pub fn check(agent: &Agent) -> Login {
+    let Some(login) = login_check(agent.runtime) else {
+        return Login::Unknown(format!("{} has no login check", agent.runtime));
+    };
     let mut child = match Command::new(&agent.bin)
-        .args(status_args(agent.runtime))
+        .args(login.args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -128,7 +126,7 @@ pub fn check(agent: &Agent) -> Login {
         use std::io::Read;
         let _ = out.read_to_string(&mut stdout);
     }
-    match login_check(agent.runtime).answer {
+    match login.answer {
         LoginAnswer::LoggedInJson => read_claude(status.code(), &stdout),
         LoginAnswer::ExitStatus => read_codex(status.code()),
     }
@@ -136,7 +134,7 @@ pub fn check(agent: &Agent) -> Login {
 
 /// The warning for an agent that is not logged in, with what to do (one line).
 pub fn advice(agent: &Agent) -> String {
-    let how = login_check(agent.runtime).advice;
+    let how = login_check(agent.runtime).map_or("log in", |c| c.advice);
     format!(
         "{} ({}) is installed but not logged in: agents on it cannot answer until you {how}",
         agent.runtime,
