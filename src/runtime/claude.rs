@@ -106,7 +106,7 @@ pub fn is_executable(p: &Path) -> bool {
 /// Where claude's program is, as [`super::agent_program::locate`] finds it (`$IAPEER_CLAUDE_BIN`,
 /// PATH, the login shell's PATH, the installers' folders).
 pub fn resolve_binary() -> Option<PathBuf> {
-    super::agent_program::locate("claude").program
+    super::agent_program::locate(CLAUDE.name).program
 }
 
 /// A watch of the transcripts of `cwd`, wherever Claude Code puts them
@@ -182,7 +182,7 @@ fn key(step: crate::term::menu::DialogStep) -> Vec<u8> {
 
 impl Adapter for Claude {
     fn name(&self) -> &str {
-        "claude"
+        CLAUDE.name
     }
 
     fn kind(&self) -> RuntimeKind {

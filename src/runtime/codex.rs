@@ -32,7 +32,7 @@ pub const MARKER: char = '›';
 /// Where codex's program is, as [`super::agent_program::locate`] finds it (`$IAPEER_CODEX_BIN`,
 /// PATH, the login shell's PATH, the installers' folders).
 pub fn resolve_binary() -> Option<PathBuf> {
-    super::agent_program::locate("codex").program
+    super::agent_program::locate(CODEX.name).program
 }
 
 /// `<codex home>/sessions`.
@@ -397,7 +397,7 @@ pub fn approval_dialog_open(rows: &[String]) -> bool {
 
 impl Adapter for Codex {
     fn name(&self) -> &str {
-        "codex"
+        CODEX.name
     }
 
     fn kind(&self) -> RuntimeKind {

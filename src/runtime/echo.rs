@@ -47,7 +47,7 @@ fn busy(screen: &Screen) -> bool {
 
 impl Adapter for Echo {
     fn name(&self) -> &str {
-        "echo"
+        ECHO.name
     }
 
     fn kind(&self) -> RuntimeKind {

@@ -35,7 +35,7 @@ pub use crate::adapter::{
     NO_RECORDED_CONVERSATION,
 };
 use crate::paths::Paths;
-use crate::runtime_table::McpClient;
+use crate::runtime_table::{McpClient, CLAUDE, CODEX, ECHO};
 
 /// Confirmation for runtimes where a complete write is the confirmation (router runtimes).
 pub struct WrittenIsConfirmed;
@@ -147,7 +147,7 @@ impl SetupError {
 /// Errors: [`RuntimeError`] when the runtime is unknown or its manifest is invalid.
 pub fn adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, RuntimeError> {
     match runtime {
-        "echo" => Ok(Arc::new(echo::Echo::from_env())),
+        rt if rt == ECHO.name => Ok(Arc::new(echo::Echo::from_env())),
         human::NAME => Ok(Arc::new(human::from_env())),
         // An installed package manifest takes precedence over the built-in service.
         notifier::NAME => Ok(match manifest::Manifest::load(paths, runtime)? {
@@ -321,8 +321,8 @@ pub fn launch_adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapte
 /// Errors: [`RuntimeError::NotInstalled`] for a runtime without such an adapter.
 fn located_adapter(runtime: &str, program: PathBuf) -> Result<Arc<dyn Adapter>, RuntimeError> {
     match runtime {
-        "claude" => Ok(Arc::new(claude::Claude::with_program(program))),
-        "codex" => Ok(Arc::new(codex::Codex::with_program(program))),
+        rt if rt == CLAUDE.name => Ok(Arc::new(claude::Claude::with_program(program))),
+        rt if rt == CODEX.name => Ok(Arc::new(codex::Codex::with_program(program))),
         _ => Err(RuntimeError::NotInstalled(runtime.to_string())),
     }
 }
