@@ -134,19 +134,11 @@ pub fn stub(runtime: &str) -> String {
          # PEER_START_ARGS: extra arguments for the {runtime} command, split on spaces and\n\
          # added last.\n"
     );
-    s.push_str(match runtime {
-        "claude" => "#PEER_START_ARGS=--model opus\n",
-        "codex" => "#PEER_START_ARGS=-c model_reasoning_effort=high\n",
-        _ => "#PEER_START_ARGS=--verbose\n",
-    });
-    if runtime == "claude" {
-        s.push_str(
-            "#\n\
-             # PEER_DISALLOWED_TOOLS: value of --disallowedTools. Not set: AskUserQuestion (a\n\
-             # peer has nobody at its keyboard to answer). Set but empty: no --disallowedTools.\n\
-             #PEER_DISALLOWED_TOOLS=AskUserQuestion\n",
-        );
-    }
+    let example = crate::runtime_table::get(runtime)
+        .and_then(|r| r.launch_env)
+        .unwrap_or(crate::runtime_table::GENERIC_LAUNCH_ENV);
+    s.push_str(example.start_args);
+    s.push_str(example.own_keys);
     s.push_str(
         "#\n\
          # Every other KEY=VALUE becomes an environment variable of the session; a PATH set\n\
@@ -155,16 +147,7 @@ pub fn stub(runtime: &str) -> String {
          # colour switches (NO_COLOR, FORCE_COLOR, CLICOLOR, CLICOLOR_FORCE, CI) neither: iapeer\n\
          # reads the agent's screen by its colours.\n",
     );
-    s.push_str(match runtime {
-        "claude" => {
-            "#ANTHROPIC_BASE_URL=http://127.0.0.1:8080\n\
-             # Claude refuses to skip permission prompts as root unless it is told it runs\n\
-             # in a sandbox (only inside a container or VM):\n\
-             #IS_SANDBOX=1\n"
-        }
-        "codex" => "#OPENAI_BASE_URL=http://127.0.0.1:8080/v1\n",
-        _ => "#LOG_LEVEL=debug\n",
-    });
+    s.push_str(example.env);
     s
 }
 

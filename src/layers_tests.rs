@@ -44,6 +44,7 @@ const LAYERS: &[&[&str]] = &[
     &[
         "child", "clock", "config", "fsutil", "names", "paths", "protocol", "term", "visible",
     ],
+    &["runtime_table"],
 ];
 
 /// The floor of a module, 0 at the bottom.
@@ -70,6 +71,12 @@ fn src() -> PathBuf {
 /// `text` with comments and string/char literal contents replaced by spaces (newlines kept),
 /// so only code is left to search.
 fn mask(text: &str) -> String {
+    mask_noting(text, &mut Vec::new())
+}
+
+/// [`mask`], noting where each string literal (plain, byte or raw) was: `(start, end)` byte
+/// offsets in `text`, quotes (and a raw string's `r#`) included.
+pub(crate) fn mask_noting(text: &str, literals: &mut Vec<(usize, usize)>) -> String {
     let b = text.as_bytes();
     let mut out = b.to_vec();
     let blank = |out: &mut Vec<u8>, from: usize, to: usize| {
@@ -120,6 +127,7 @@ fn mask(text: &str) -> String {
                 .windows(close.len())
                 .position(|w| w == close.as_slice())
                 .map_or(b.len(), |n| body + n + close.len());
+            literals.push((i, end));
             blank(&mut out, i, end);
             i = end;
         } else if b[i] == b'"' {
@@ -127,6 +135,7 @@ fn mask(text: &str) -> String {
             while j < b.len() && b[j] != b'"' {
                 j += if b[j] == b'\\' { 2 } else { 1 };
             }
+            literals.push((i, (j + 1).min(b.len())));
             blank(&mut out, i, (j + 1).min(b.len()));
             i = j + 1;
         } else if b[i] == b'\'' {
@@ -158,8 +167,22 @@ fn mask(text: &str) -> String {
 /// `masked` with every item under a `#[cfg(...test...)]` attribute blanked (up to its `;` or
 /// its closing brace).
 fn drop_test_items(masked: &str) -> String {
+    let mut out = masked.as_bytes().to_vec();
+    for (at, end) in test_items(masked) {
+        for c in &mut out[at..end] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+    }
+    String::from_utf8(out).expect("whole characters were blanked")
+}
+
+/// Where the items under a `#[cfg(...test...)]` attribute are in `masked` (the output of
+/// [`mask`]): `(start, end)` byte offsets, the attribute included.
+pub(crate) fn test_items(masked: &str) -> Vec<(usize, usize)> {
     let b = masked.as_bytes();
-    let mut out = b.to_vec();
+    let mut items = Vec::new();
     let mut from = 0;
     while let Some(n) = masked[from..].find("#[cfg(") {
         let at = from + n;
@@ -188,14 +211,10 @@ fn drop_test_items(masked: &str) -> String {
             }
             j += 1;
         }
-        for c in &mut out[at..(j + 1).min(b.len())] {
-            if *c != b'\n' {
-                *c = b' ';
-            }
-        }
+        items.push((at, (j + 1).min(b.len())));
         from = j + 1;
     }
-    String::from_utf8(out).expect("whole characters were blanked")
+    items
 }
 
 /// The top-level modules one file's production code names: `(line, module, what was written)`.
@@ -326,17 +345,30 @@ struct Upward {
     written: String,
 }
 
-fn upward_edges() -> Vec<Upward> {
-    let modules = declared_modules();
-    let test_only: Vec<&str> = modules
-        .iter()
+/// One production source file of `src/` (not `lib.rs`, `main.rs`, a `tests.rs` or
+/// `*_tests.rs` file, a file in a `tests/` folder, or a file of a test-only module).
+pub(crate) struct Source {
+    /// Its path under `src/`.
+    pub rel: PathBuf,
+    /// The top-level module it belongs to.
+    pub top: String,
+    /// How many `super::` reach the crate root from it.
+    pub depth: usize,
+    /// Its text.
+    pub text: String,
+}
+
+/// Every production source file of `src/`, in path order.
+pub(crate) fn production_sources() -> Vec<Source> {
+    let test_only: Vec<String> = declared_modules()
+        .into_iter()
         .filter(|(_, t)| *t)
-        .map(|(n, _)| n.as_str())
+        .map(|(n, _)| n)
         .collect();
     let root = src();
     let mut files = Vec::new();
     rust_files(&root, &mut files);
-    let mut up = Vec::new();
+    let mut out = Vec::new();
     for path in files {
         let rel = path.strip_prefix(&root).expect("under src/");
         let parts: Vec<String> = rel
@@ -347,13 +379,33 @@ fn upward_edges() -> Vec<Upward> {
         let top = parts[0].trim_end_matches(".rs");
         if parts.len() == 1 && (top == "lib" || top == "main")
             || file == "tests.rs"
+            || parts[..parts.len() - 1].iter().any(|d| d == "tests")
             || file.ends_with("_tests.rs")
-            || test_only.contains(&top)
+            || test_only.iter().any(|t| t == top)
         {
             continue;
         }
-        let depth = parts.len() - usize::from(file == "mod.rs");
-        let text = fs::read_to_string(&path).expect("a readable source file");
+        out.push(Source {
+            rel: rel.to_path_buf(),
+            top: top.to_string(),
+            depth: parts.len() - usize::from(file == "mod.rs"),
+            text: fs::read_to_string(&path).expect("a readable source file"),
+        });
+    }
+    out
+}
+
+fn upward_edges() -> Vec<Upward> {
+    let modules = declared_modules();
+    let mut up = Vec::new();
+    for Source {
+        rel,
+        top,
+        depth,
+        text,
+    } in production_sources()
+    {
+        let top = top.as_str();
         let code = drop_test_items(&mask(&text));
         for (line, to, written) in references(&code, depth) {
             // Names that are not modules (a `super::` chain inside an inline module, a re-export

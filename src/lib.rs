@@ -52,6 +52,9 @@ pub(crate) mod protocol;
 pub(crate) mod registry;
 pub(crate) mod roster;
 pub(crate) mod runtime;
+#[cfg(test)]
+mod runtime_names_tests;
+pub(crate) mod runtime_table;
 pub(crate) mod session;
 pub(crate) mod telegram;
 pub(crate) mod term;

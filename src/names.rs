@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use crate::runtime_table::{self, class_of, Class};
+
 /// The personality pattern, as shown in error messages.
 pub const PERSONALITY_PATTERN: &str = "^[a-z][a-z0-9-]{0,31}$";
 /// The runtime pattern, as shown in error messages.
@@ -153,7 +155,7 @@ impl Intelligence {
     pub fn parse(s: &str) -> Option<Intelligence> {
         match s {
             "artificial" => Some(Intelligence::Artificial),
-            "natural" | "human" => Some(Intelligence::Natural),
+            "natural" | "human" => Some(Intelligence::Natural), // not a runtime name
             "absent" | "scripted" => Some(Intelligence::Absent),
             _ => None,
         }
@@ -172,7 +174,9 @@ impl Intelligence {
     pub fn default_for_runtime(runtime: &str) -> Intelligence {
         if is_human_channel(runtime) {
             Intelligence::Natural
-        } else if matches!(runtime, "notifier" | "webhook" | "api" | "cron") {
+        } else if class_of(runtime) == Class::Service
+            || runtime_table::SERVICE_PACKAGES.contains(&runtime)
+        {
             Intelligence::Absent
         } else {
             Intelligence::Artificial
@@ -185,7 +189,7 @@ impl Intelligence {
     pub fn allowed_on(self, runtime: &str) -> bool {
         if is_human_channel(runtime) {
             self != Intelligence::Artificial
-        } else if runtime == "notifier" {
+        } else if class_of(runtime) == Class::Service {
             self == Intelligence::Absent
         } else if is_agent_runtime(runtime) {
             self == Intelligence::Artificial
@@ -203,20 +207,18 @@ impl fmt::Display for Intelligence {
 
 /// The built-in `human` runtime's name (a person at a terminal with a durable inbox;
 /// `runtime::human` hosts it, `inbox` stores its messages).
-pub const HUMAN_RUNTIME: &str = "human";
+pub const HUMAN_RUNTIME: &str = runtime_table::HUMAN.name;
 
-/// Runtimes that are channels to humans: the built-in `human` (a person at a terminal, with
-/// a durable inbox) and the chat and mail packages.
+/// Runtimes that are channels to humans ([`Class::Human`]): the built-in `human` (a person at
+/// a terminal, with a durable inbox) and the chat and mail packages.
 pub fn is_human_channel(runtime: &str) -> bool {
-    matches!(
-        runtime,
-        "human" | "telegram" | "discord" | "matrix" | "email" | "web" | "voicetalk"
-    )
+    class_of(runtime) == Class::Human
 }
 
-/// Runtimes hosted in a pty as an agent TUI: `claude`, `codex` and the stand-in `echo`.
+/// Runtimes hosted in a pty as an agent TUI ([`Class::Agent`]): `claude`, `codex` and the
+/// stand-in `echo`.
 pub fn is_agent_runtime(runtime: &str) -> bool {
-    matches!(runtime, "claude" | "codex" | "echo")
+    class_of(runtime) == Class::Agent
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::child;
+use crate::runtime_table::PluginDialect;
 
 /// The marketplace plugins come from.
 pub const MARKETPLACE: &str = "agfpd";
@@ -137,43 +138,44 @@ fn run(bin: &Path, args: &[&str], cwd: &Path, secs: u64) -> child::Finished {
     child::run(bin, &args, cwd, &[], Duration::from_secs(secs))
 }
 
-/// Enable `plugin` on `runtime` (`claude` or `codex`) for the peer folder `cwd`: check the
-/// runtime's list first, install when absent, refresh the marketplace once and retry on
-/// failure. Returns the outcome and, when known, the plugin's installed folder.
+/// Enable `plugin` on `runtime` (one with a [`PluginDialect`] in its row: `claude`, `codex`)
+/// for the peer folder `cwd`: check the runtime's list first, install when absent, refresh
+/// the marketplace once and retry on failure. Returns the outcome and, when known, the
+/// plugin's installed folder; [`RuntimeOutcome::RuntimeMissing`] when its program is not
+/// found (or it takes no plugins).
 pub fn enable_on(runtime: &str, plugin: &str, cwd: &Path) -> (RuntimeOutcome, Option<PathBuf>) {
-    let bin = match runtime {
-        "claude" => crate::runtime::claude::resolve_binary(),
-        _ => crate::runtime::codex::resolve_binary(),
+    let Some(dialect) = crate::runtime_table::get(runtime).and_then(|r| r.plugins) else {
+        return (RuntimeOutcome::RuntimeMissing, None);
     };
-    let Some(bin) = bin else {
+    let Some(bin) = crate::runtime::agent_program::locate(runtime).program else {
         return (RuntimeOutcome::RuntimeMissing, None);
     };
     let id = format!("{plugin}@{MARKETPLACE}");
     let find = || {
         let list = run(&bin, &["plugin", "list", "--json"], cwd, LIST_SECS).stdout;
-        match runtime {
-            "claude" => claude_entry(&list, plugin, cwd),
-            _ => codex_entry(&list, plugin)
+        match dialect {
+            PluginDialect::Claude => claude_entry(&list, plugin, cwd),
+            PluginDialect::Codex => codex_entry(&list, plugin)
                 .map(|v| v.and_then(|version| codex_root(plugin, &version))),
         }
     };
     if let Some(root) = find() {
         return (RuntimeOutcome::Already, root);
     }
-    let install = || match runtime {
-        "claude" => run(
+    let install = || match dialect {
+        PluginDialect::Claude => run(
             &bin,
             &["plugin", "install", &id, "--scope", "project"],
             cwd,
             INSTALL_SECS,
         ),
-        _ => run(&bin, &["plugin", "add", &id], cwd, INSTALL_SECS),
+        PluginDialect::Codex => run(&bin, &["plugin", "add", &id], cwd, INSTALL_SECS),
     };
     let mut done = install();
     if !done.ok() {
-        let refresh: &[&str] = match runtime {
-            "claude" => &["plugin", "marketplace", "update", MARKETPLACE],
-            _ => &["plugin", "marketplace", "upgrade", MARKETPLACE],
+        let refresh: &[&str] = match dialect {
+            PluginDialect::Claude => &["plugin", "marketplace", "update", MARKETPLACE],
+            PluginDialect::Codex => &["plugin", "marketplace", "upgrade", MARKETPLACE],
         };
         run(&bin, refresh, cwd, INSTALL_SECS);
         done = install();

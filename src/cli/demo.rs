@@ -16,6 +16,7 @@ use super::{CliError, CliResult};
 use crate::eventlog::parse_line;
 use crate::fsutil::{ensure_dir, random_hex};
 use crate::paths::Paths;
+use crate::runtime_table::{ECHO, HUMAN};
 
 /// The operator's identity: `you` on the built-in human runtime.
 const OPERATOR: &str = "human-you";
@@ -348,9 +349,9 @@ pub fn run(inv: &Invocation) -> CliResult {
 fn play(demo: &mut Demo, started: Instant) -> CliResult {
     const ECHOES: &str = "Demo agent: echoes every message back to its sender.";
     for (name, runtime, description) in [
-        ("alice", "echo", ECHOES),
-        ("bob", "echo", ECHOES),
-        ("you", "human", "The operator of this demo."),
+        ("alice", ECHO.name, ECHOES),
+        ("bob", ECHO.name, ECHOES),
+        ("you", HUMAN.name, "The operator of this demo."),
     ] {
         demo.run(&[
             "create",

@@ -247,11 +247,9 @@ fn identities() -> String {
 /// ones, every folder of `<root>/runtimes/` with a `runtime.json`, and any runtime a peer
 /// declares. Files only (no program lookup, no daemon), so a tab stays fast.
 fn runtime_names() -> String {
-    let mut names: Vec<String> = spec::SHORTCUT_RUNTIMES
+    let mut names: Vec<String> = crate::runtime_table::BUILT_IN
         .iter()
-        .copied()
-        .chain([crate::runtime::human::NAME, crate::runtime::notifier::NAME])
-        .map(String::from)
+        .map(|r| r.name.to_string())
         .collect();
     if let Ok(paths) = Paths::from_env() {
         if let Ok(dir) = std::fs::read_dir(paths.runtimes_dir()) {

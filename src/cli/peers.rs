@@ -905,7 +905,7 @@ pub fn approval_mode(inv: &Invocation) -> CliResult {
         let agent = peer
             .runtimes
             .iter()
-            .any(|r| matches!(r.as_str(), "claude" | "codex"));
+            .any(|r| crate::runtime_table::get(r).is_some_and(|row| row.gates_approvals));
         let note = match (agent, gated.is_some()) {
             (false, _) => " (no Claude or Codex runtime: nothing to gate)".to_string(),
             (true, true) => format!(

@@ -71,7 +71,7 @@ pub fn enable(inv: &Invocation) -> CliResult {
     let runtimes: Vec<&String> = peer
         .runtimes
         .iter()
-        .filter(|r| matches!(r.as_str(), "claude" | "codex"))
+        .filter(|r| crate::runtime_table::get(r).is_some_and(|row| row.plugins.is_some()))
         .collect();
     if runtimes.is_empty() {
         return Err(fail(format!(

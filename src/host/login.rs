@@ -16,6 +16,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::runtime_table::{self, LoginAnswer, LoginCheck};
+
 /// How long a status command may take before its answer counts as unknown.
 pub const STATUS_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -39,30 +41,29 @@ pub enum Login {
     Unknown(String),
 }
 
-/// The agent CLIs installed here, in a fixed order (claude, then codex).
+/// The agent CLIs with a login check installed here, in the table's preference order
+/// (claude, then codex).
 pub fn installed_agents() -> Vec<Agent> {
-    let mut out = Vec::new();
-    if let Some(bin) = crate::runtime::claude::resolve_binary() {
-        out.push(Agent {
-            runtime: "claude",
-            bin,
-        });
-    }
-    if let Some(bin) = crate::runtime::codex::resolve_binary() {
-        out.push(Agent {
-            runtime: "codex",
-            bin,
-        });
-    }
-    out
+    runtime_table::located()
+        .filter(|r| r.login.is_some())
+        .filter_map(|r| {
+            let bin = crate::runtime::agent_program::locate(r.name).program?;
+            Some(Agent {
+                runtime: r.name,
+                bin,
+            })
+        })
+        .collect()
 }
 
-/// The arguments of a runtime's status command.
+/// A runtime's login check: its row's ([`installed_agents`] gives only runtimes with one).
+fn login_check(runtime: &str) -> Option<LoginCheck<'static>> {
+    runtime_table::get(runtime).and_then(|r| r.login)
+}
+
+/// The arguments of a runtime's status command (none for a runtime without a login check).
 pub fn status_args(runtime: &str) -> &'static [&'static str] {
-    match runtime {
-        "claude" => &["auth", "status"],
-        _ => &["login", "status"],
-    }
+    login_check(runtime).map_or(&[], |c| c.args)
 }
 
 /// Read Claude Code's `auth status` answer (pure): the JSON's `loggedIn` when it parses,
@@ -89,10 +90,14 @@ pub fn read_codex(exit: Option<i32>) -> Login {
     }
 }
 
-/// Ask `agent` (runs its status command, at most [`STATUS_TIMEOUT`]).
+/// Ask `agent` (runs its status command, at most [`STATUS_TIMEOUT`]); unknown for a runtime
+/// without a login check.
 pub fn check(agent: &Agent) -> Login {
+    let Some(login) = login_check(agent.runtime) else {
+        return Login::Unknown(format!("{} has no login check", agent.runtime));
+    };
     let mut child = match Command::new(&agent.bin)
-        .args(status_args(agent.runtime))
+        .args(login.args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -121,24 +126,15 @@ pub fn check(agent: &Agent) -> Login {
         use std::io::Read;
         let _ = out.read_to_string(&mut stdout);
     }
-    match agent.runtime {
-        "claude" => read_claude(status.code(), &stdout),
-        _ => read_codex(status.code()),
+    match login.answer {
+        LoginAnswer::LoggedInJson => read_claude(status.code(), &stdout),
+        LoginAnswer::ExitStatus => read_codex(status.code()),
     }
 }
 
 /// The warning for an agent that is not logged in, with what to do (one line).
 pub fn advice(agent: &Agent) -> String {
-    let how = match agent.runtime {
-        "claude" => {
-            "log in by running `claude` once, or give the peers an ANTHROPIC_API_KEY in their \
-             launch.env"
-        }
-        _ => {
-            "log in with `codex login` (or `codex login --with-api-key`), unless a model \
-             provider in ~/.codex/config.toml brings its own key"
-        }
-    };
+    let how = login_check(agent.runtime).map_or("log in", |c| c.advice);
     format!(
         "{} ({}) is installed but not logged in: agents on it cannot answer until you {how}",
         agent.runtime,

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 use toml_edit::{value, DocumentMut, Item};
 
 use crate::fsutil::{self, MODE_SHARED};
+use crate::runtime_table::{self, LeverEdit};
 
 /// The position asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,22 +60,21 @@ impl LeverState {
     }
 }
 
-/// The runtimes that have a lever: `claude`, `codex`.
+/// The runtimes that have a lever (their row's [`runtime_table::MemoryLever`]): `claude`,
+/// `codex`.
 pub fn has_lever(runtime: &str) -> bool {
-    matches!(runtime, "claude" | "codex")
+    runtime_table::get(runtime).is_some_and(|r| r.memory.is_some())
 }
 
-/// The file holding `runtime`'s lever for the peer folder `cwd`, if the runtime has one.
+/// The file holding `runtime`'s lever for the peer folder `cwd`, if the runtime has one
+/// (`<cwd>/.claude/settings.json`, `<cwd>/.codex/config.toml`).
 pub fn lever_file(runtime: &str, cwd: &Path) -> Option<PathBuf> {
-    match runtime {
-        "claude" => Some(cwd.join(".claude").join("settings.json")),
-        "codex" => Some(cwd.join(".codex").join("config.toml")),
-        _ => None,
-    }
+    runtime_table::get(runtime)?.lever_file(cwd)
 }
 
 /// Set `runtime`'s lever in `cwd` to `setting`; `None` for a runtime without one.
 pub fn set(runtime: &str, cwd: &Path, setting: Setting) -> Option<(PathBuf, LeverState)> {
+    let lever = runtime_table::get(runtime)?.memory?;
     let file = lever_file(runtime, cwd)?;
     let text = match fsutil::read_optional(&file) {
         Ok(t) => t,
@@ -83,9 +83,9 @@ pub fn set(runtime: &str, cwd: &Path, setting: Setting) -> Option<(PathBuf, Leve
             return Some((file, LeverState::Failed(why)));
         }
     };
-    let edited = match runtime {
-        "claude" => edit_claude(text.as_deref(), setting),
-        _ => edit_codex(text.as_deref(), setting),
+    let edited = match lever.edit {
+        LeverEdit::ClaudeSettings => edit_claude(text.as_deref(), setting),
+        LeverEdit::CodexConfig => edit_codex(text.as_deref(), setting),
     };
     let state = match edited {
         Err(why) => LeverState::Failed(format!("{} {why}", file.display())),

@@ -6,12 +6,13 @@ use super::PeerError;
 use crate::names;
 use crate::paths::Paths;
 use crate::runtime;
+use crate::runtime_table;
 
-/// Agent runtimes usable on this host besides the demo stand-in (`claude`, `codex`), in
-/// preference order.
+/// Agent runtimes usable on this host besides the demo stand-in (`claude`, `codex`): the
+/// table's default preference order ([`runtime_table::by_preference`]), installed ones only.
 pub fn installed_agents(paths: &Paths) -> Vec<&'static str> {
-    ["claude", "codex"]
-        .into_iter()
+    runtime_table::by_preference(runtime_table::BUILT_IN)
+        .map(|r| r.name)
         .filter(|rt| runtime::is_installed(paths, rt))
         .collect()
 }
@@ -36,9 +37,12 @@ pub fn choose_runtime(
             .map(|_| rt.to_string())
             .map_err(PeerError::Runtime);
     }
-    for (marker, rt) in [(".claude", "claude"), (".codex", "codex")] {
-        if folder.join(marker).is_dir() && installed.contains(&rt) {
-            return Ok(rt.to_string());
+    for row in runtime_table::by_preference(runtime_table::BUILT_IN) {
+        let Some(marker) = row.project_folder else {
+            continue;
+        };
+        if folder.join(marker).is_dir() && installed.contains(&row.name) {
+            return Ok(row.name.to_string());
         }
     }
     installed

@@ -21,8 +21,18 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// The agent runtimes whose program is looked up here, in preference order.
-pub const RUNTIMES: [&str; 2] = ["claude", "codex"];
+use crate::runtime_table::{self, Program};
+
+/// The agent runtimes whose program is looked up here, in preference order: the rows of the
+/// table of runtimes whose program is [`Program::Located`].
+pub fn runtimes() -> impl Iterator<Item = &'static str> {
+    runtime_table::located().map(|r| r.name)
+}
+
+/// Whether `runtime`'s program is looked up here ([`runtimes`]).
+pub fn is_located(runtime: &str) -> bool {
+    runtime_table::get(runtime).is_some_and(|r| matches!(r.program, Program::Located { .. }))
+}
 
 /// How long the login shell may take to print its `PATH` before it is killed and its `PATH`
 /// counts as unknown.
@@ -90,9 +100,9 @@ impl Lookup {
     }
 }
 
-/// [`locate`] each of [`RUNTIMES`], as the daemon's `status` reply gives them.
+/// [`locate`] each of [`runtimes`], as the daemon's `status` reply gives them.
 pub fn views() -> Vec<crate::protocol::AgentProgram> {
-    RUNTIMES.iter().map(|rt| locate(rt).view()).collect()
+    runtimes().map(|rt| locate(rt).view()).collect()
 }
 
 /// `IAPEER_<RT>_BIN`, e.g. `IAPEER_CLAUDE_BIN`.
@@ -109,13 +119,9 @@ pub fn what_to_do(runtime: &str) -> String {
     )
 }
 
-/// The product a runtime's program comes with, for advice.
+/// The product a runtime's program comes with, for advice (its row's).
 fn product(runtime: &str) -> &'static str {
-    match runtime {
-        "claude" => "Claude Code",
-        "codex" => "the Codex CLI",
-        _ => "its program",
-    }
+    runtime_table::get(runtime).map_or("its program", |r| r.product())
 }
 
 /// Why the login shell's `PATH` is unknown. `Display` is the reason the lookup quotes.

@@ -14,6 +14,7 @@ use super::{
     Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
     GateState, GateWatch, LaunchCommand, LaunchCtx, LaunchError, RuntimeKind, WakeMode,
 };
+use crate::runtime_table::{PromptSwap, CLAUDE};
 use crate::term::paste_view::PasteView;
 use crate::term::{encode_keys, Screen};
 
@@ -105,7 +106,7 @@ pub fn is_executable(p: &Path) -> bool {
 /// Where claude's program is, as [`super::agent_program::locate`] finds it (`$IAPEER_CLAUDE_BIN`,
 /// PATH, the login shell's PATH, the installers' folders).
 pub fn resolve_binary() -> Option<PathBuf> {
-    super::agent_program::locate("claude").program
+    super::agent_program::locate(CLAUDE.name).program
 }
 
 /// A watch of the transcripts of `cwd`, wherever Claude Code puts them
@@ -181,7 +182,7 @@ fn key(step: crate::term::menu::DialogStep) -> Vec<u8> {
 
 impl Adapter for Claude {
     fn name(&self) -> &str {
-        "claude"
+        CLAUDE.name
     }
 
     fn kind(&self) -> RuntimeKind {
@@ -213,8 +214,8 @@ impl Adapter for Claude {
             Some(v) => args.extend(["--disallowedTools".into(), v.into()]),
         }
         args.extend(["--add-dir".into(), "/".into()]);
-        if let Some(p) = ctx.system_prompt {
-            args.push("--system-prompt-file".into());
+        if let (Some(p), PromptSwap::Flag(flag)) = (ctx.system_prompt, CLAUDE.prompt) {
+            args.push(flag.into());
             args.push(p.as_os_str().to_owned());
         }
         // The conversation by its id, never the folder's newest (`--continue` took up a

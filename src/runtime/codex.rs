@@ -22,6 +22,7 @@ use super::{
     Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
     GateState, GateWatch, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
 };
+use crate::runtime_table::{PromptSwap, CODEX};
 use crate::term::menu as dialog;
 use crate::term::{encode_keys, Screen};
 
@@ -31,7 +32,7 @@ pub const MARKER: char = '›';
 /// Where codex's program is, as [`super::agent_program::locate`] finds it (`$IAPEER_CODEX_BIN`,
 /// PATH, the login shell's PATH, the installers' folders).
 pub fn resolve_binary() -> Option<PathBuf> {
-    super::agent_program::locate("codex").program
+    super::agent_program::locate(CODEX.name).program
 }
 
 /// `<codex home>/sessions`.
@@ -396,7 +397,7 @@ pub fn approval_dialog_open(rows: &[String]) -> bool {
 
 impl Adapter for Codex {
     fn name(&self) -> &str {
-        "codex"
+        CODEX.name
     }
 
     fn kind(&self) -> RuntimeKind {
@@ -435,8 +436,8 @@ impl Adapter for Codex {
             "-C".into(),
             ctx.cwd.as_os_str().to_owned(),
         ]);
-        if let Some(p) = ctx.system_prompt {
-            let mut v = OsString::from("model_instructions_file=");
+        if let (Some(p), PromptSwap::ConfigKey(key)) = (ctx.system_prompt, CODEX.prompt) {
+            let mut v = OsString::from(format!("{key}="));
             v.push(p.as_os_str());
             args.extend(["-c".into(), v]);
         }

@@ -6,6 +6,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::{Adapter, BootStep, Confirm, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode};
+use crate::runtime_table::{PromptSwap, ECHO};
 use crate::term::Screen;
 
 /// The folder, inside the peer's cwd, where the echo agent keeps its transcript.
@@ -46,7 +47,7 @@ fn busy(screen: &Screen) -> bool {
 
 impl Adapter for Echo {
     fn name(&self) -> &str {
-        "echo"
+        ECHO.name
     }
 
     fn kind(&self) -> RuntimeKind {
@@ -54,15 +55,15 @@ impl Adapter for Echo {
     }
 
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, super::LaunchError> {
-        let mut args: Vec<OsString> = vec!["echo-agent".into()];
+        let mut args: Vec<OsString> = vec![ECHO.own_verb().into()];
         if ctx.mode == WakeMode::Resume {
             if !self.resumable(ctx.cwd) {
                 return Err(super::LaunchError::EchoTranscriptMissing);
             }
             args.push("--resume".into());
         }
-        if let Some(p) = ctx.system_prompt {
-            args.push("--system-prompt-file".into());
+        if let (Some(p), PromptSwap::Flag(flag)) = (ctx.system_prompt, ECHO.prompt) {
+            args.push(flag.into());
             args.push(p.as_os_str().to_owned());
         }
         args.extend(ctx.launch_env.start_args.iter().map(OsString::from));

@@ -7,13 +7,14 @@
 
 use super::own_verb::OwnVerb;
 use super::{Acceptance, Confirm};
+use crate::runtime_table::HUMAN;
 
 /// The runtime's name.
 pub use crate::names::HUMAN_RUNTIME as NAME;
 
 /// The human adapter: `iapeer human-inbox`, a delivery confirmed by its [`StoredAck`].
 pub fn from_env() -> OwnVerb {
-    OwnVerb::from_env(NAME, "human-inbox", |text| {
+    OwnVerb::from_env(NAME, HUMAN.own_verb(), |text| {
         Box::new(StoredAck::for_wire(text))
     })
 }

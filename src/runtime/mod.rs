@@ -35,6 +35,7 @@ pub use crate::adapter::{
     NO_RECORDED_CONVERSATION,
 };
 use crate::paths::Paths;
+use crate::runtime_table::{McpClient, CLAUDE, CODEX, ECHO};
 
 /// Confirmation for runtimes where a complete write is the confirmation (router runtimes).
 pub struct WrittenIsConfirmed;
@@ -146,19 +147,18 @@ impl SetupError {
 /// Errors: [`RuntimeError`] when the runtime is unknown or its manifest is invalid.
 pub fn adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, RuntimeError> {
     match runtime {
-        "echo" => Ok(Arc::new(echo::Echo::from_env())),
+        rt if rt == ECHO.name => Ok(Arc::new(echo::Echo::from_env())),
         human::NAME => Ok(Arc::new(human::from_env())),
         // An installed package manifest takes precedence over the built-in service.
         notifier::NAME => Ok(match manifest::Manifest::load(paths, runtime)? {
             Some(m) => Arc::new(router::RouterRuntime::new(m)),
             None => Arc::new(notifier::from_env()),
         }),
-        "claude" | "codex" => {
+        rt if agent_program::is_located(rt) => {
             let found = agent_program::locate(runtime);
-            match (found.program.clone(), runtime) {
-                (Some(p), "claude") => Ok(Arc::new(claude::Claude::with_program(p))),
-                (Some(p), _) => Ok(Arc::new(codex::Codex::with_program(p))),
-                (None, _) => Err(RuntimeError::AgentMissing(
+            match found.program.clone() {
+                Some(p) => located_adapter(runtime, p),
+                None => Err(RuntimeError::AgentMissing(
                     found.refusal().unwrap_or_default(),
                 )),
             }
@@ -181,10 +181,10 @@ pub fn setup_peer(
     personality: &str,
     bearer: bool,
 ) -> Result<(), SetupError> {
-    match runtime {
-        "claude" => claude_setup::setup(cwd, personality, bearer),
-        "codex" => codex_setup::setup(cwd, &default_mcp_url()),
-        _ => Ok(()),
+    match mcp_client(runtime) {
+        McpClient::ProjectFile => claude_setup::setup(cwd, personality, bearer),
+        McpClient::HostConfig => codex_setup::setup(cwd, &default_mcp_url()),
+        McpClient::Environment | McpClient::None => Ok(()),
     }
 }
 
@@ -213,14 +213,14 @@ pub fn refresh_peer(
     // its read-modify-write must not interleave (one peer's trust entry would be lost).
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let config = match runtime {
-        "claude" => claude_setup::refresh(cwd, personality, bearer),
-        "codex" => codex_setup::refresh(cwd, &default_mcp_url()),
-        _ => Ok(false),
+    let config = match mcp_client(runtime) {
+        McpClient::ProjectFile => claude_setup::refresh(cwd, personality, bearer),
+        McpClient::HostConfig => codex_setup::refresh(cwd, &default_mcp_url()),
+        McpClient::Environment | McpClient::None => Ok(false),
     }?;
-    let hooks = match runtime {
-        "claude" | "codex" => !original_hook::remove(cwd)?.is_empty(),
-        _ => false,
+    let hooks = match mcp_client(runtime) {
+        McpClient::ProjectFile | McpClient::HostConfig => !original_hook::remove(cwd)?.is_empty(),
+        McpClient::Environment | McpClient::None => false,
     };
     Ok(config || hooks)
 }
@@ -232,10 +232,15 @@ pub fn refresh_peer(
 /// Errors: [`SetupError`], a configuration file could not be edited (it names the file and
 /// what stays behind).
 pub fn teardown_peer(runtime: &str, cwd: &Path) -> Result<(), SetupError> {
-    match runtime {
-        "codex" => codex_setup::teardown(cwd),
+    match mcp_client(runtime) {
+        McpClient::HostConfig => codex_setup::teardown(cwd),
         _ => Ok(()),
     }
+}
+
+/// How `runtime`'s MCP client is configured: its row's, else none (a router package).
+fn mcp_client(runtime: &str) -> McpClient {
+    crate::runtime_table::get(runtime).map_or(McpClient::None, |r| r.mcp)
 }
 
 /// The MCP URL written into configs that cannot expand variables: the running daemon's (from
@@ -305,9 +310,20 @@ pub fn own_verb_command(program: &std::ffi::OsStr, verb: &str, ctx: &LaunchCtx) 
 /// Errors: as [`adapter_for`], never for `claude` or `codex`.
 pub fn launch_adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, RuntimeError> {
     match runtime {
-        "claude" => Ok(Arc::new(claude::Claude::with_program("claude".into()))),
-        "codex" => Ok(Arc::new(codex::Codex::with_program("codex".into()))),
+        rt if agent_program::is_located(rt) => located_adapter(rt, rt.into()),
         _ => adapter_for(paths, runtime),
+    }
+}
+
+/// The adapter of an agent runtime whose program is looked for ([`agent_program`]), running
+/// `program`.
+///
+/// Errors: [`RuntimeError::NotInstalled`] for a runtime without such an adapter.
+fn located_adapter(runtime: &str, program: PathBuf) -> Result<Arc<dyn Adapter>, RuntimeError> {
+    match runtime {
+        rt if rt == CLAUDE.name => Ok(Arc::new(claude::Claude::with_program(program))),
+        rt if rt == CODEX.name => Ok(Arc::new(codex::Codex::with_program(program))),
+        _ => Err(RuntimeError::NotInstalled(runtime.to_string())),
     }
 }
 

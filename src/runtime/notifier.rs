@@ -6,11 +6,12 @@
 
 use super::own_verb::OwnVerb;
 use super::WrittenIsConfirmed;
+use crate::runtime_table::NOTIFIER;
 
 /// The runtime's name.
-pub const NAME: &str = "notifier";
+pub const NAME: &str = NOTIFIER.name;
 
 /// The built-in notifier adapter: `iapeer notifier-run`, a delivery confirmed once written.
 pub fn from_env() -> OwnVerb {
-    OwnVerb::from_env(NAME, "notifier-run", |_| Box::new(WrittenIsConfirmed))
+    OwnVerb::from_env(NAME, NOTIFIER.own_verb(), |_| Box::new(WrittenIsConfirmed))
 }

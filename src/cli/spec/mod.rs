@@ -352,9 +352,10 @@ pub const GENERAL_SIGNATURE: &str = "<verb> [args] [flags]";
 pub const ABOUT: &str =
     "keep a team of AI agents, humans and services on this host reachable by message";
 
-/// Agent runtimes that can be typed as a verb: `iapeer claude` starts a fresh session of the
-/// current folder's peer on that runtime, then attaches.
-pub const SHORTCUT_RUNTIMES: &[&str] = &["claude", "codex", "echo"];
+/// Agent runtimes that can be typed as a verb (`claude`, `codex`, `echo`: the rows of the
+/// table of runtimes marked `shortcut`): `iapeer claude` starts a fresh session of the current
+/// folder's peer on that runtime, then attaches.
+pub const SHORTCUT_RUNTIMES: &[&str] = &crate::runtime_table::SHORTCUTS;
 
 /// `--help`/`-h`: accepted anywhere; prints help instead of running anything.
 pub const HELP_FLAG: FlagSpec = FlagSpec {

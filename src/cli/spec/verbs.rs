@@ -232,7 +232,7 @@ pub mod flags {
     pub const DRY_RUN: FlagSpec = boolean("dry-run", "print every planned step and change nothing");
     /// `--human <name>` (onboard).
     pub const HUMAN: FlagSpec = valued(
-        "human",
+        "human", // not a runtime name: the flag
         "<name>",
         Complete::Text,
         "the name of your own human peer (default: your login name, else you)",

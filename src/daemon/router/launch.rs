@@ -514,7 +514,7 @@ fn prepare_spawn(
     // An agent CLI is looked for at every launch, so one installed after the daemon started
     // is found (issue 30 item 1).
     let mut path_first = None;
-    if crate::runtime::agent_program::RUNTIMES.contains(&ident.runtime.as_str()) {
+    if crate::runtime::agent_program::is_located(&ident.runtime) {
         let found = crate::runtime::agent_program::locate(&ident.runtime);
         if let Some(why) = found.refusal() {
             return Err(offline(p, why));

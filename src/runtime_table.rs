@@ -1,0 +1,439 @@
+//! The table of runtimes (issue 27 item 1): every fact about a built-in runtime in one row —
+//! its name and class, how its program is found, how its system prompt is swapped, how its
+//! MCP client gets the session token, its login check, its native-memory lever, its plugin
+//! dialect, whether its approvals can be gated, whether it is a shortcut verb, its place in
+//! the default preference order, the folder that marks a project as its own, its
+//! `launch.env` examples.
+//!
+//! Only data lives here; how a runtime behaves stays behind the `Adapter` trait
+//! (`crate::adapter`, implemented in `crate::runtime`), which reads its row where a fact is
+//! spelled. Outside this module and the adapters no code matches a runtime's name as a string
+//! (`runtime_names_tests` fails when one does): it asks [`get`] for the row and reads it.
+//!
+//! A row borrows its text (`RuntimeInfo<'a>`): the built-in rows are `'static` ([`BUILT_IN`]),
+//! and a row can also be made at run time from something that outlives it (an installed
+//! runtime's manifest, later), so the lookups that take such rows take `&[RuntimeInfo]`.
+//! Adding a built-in runtime is one row here and one adapter in `runtime`.
+//!
+//! Nothing here imports another module of the crate: it is the bottom floor, so every user
+//! (`names` included) imports it downward.
+
+use std::path::{Path, PathBuf};
+
+/// What a runtime's peers are (spec 01 §4, spec 04 §1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// An agent TUI hosted in a pty: woken on demand, slept when idle; artificial peers only.
+    Agent,
+    /// A runtime on pipes, always on (the router packages): peers of any nature.
+    Router,
+    /// A built-in service on pipes whose peers are absent (the `notifier`).
+    Service,
+    /// A channel to a person (the built-in `human`, the chat and mail packages): natural or
+    /// absent peers.
+    Human,
+}
+
+/// How a runtime's program is found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Program<'a> {
+    /// An agent CLI looked for at every launch (`runtime::agent_program::locate`):
+    /// `IAPEER_<RT>_BIN`, `PATH`, the login shell's `PATH`, the installers' folders.
+    Located {
+        /// What to install, for advice (`Claude Code`).
+        product: &'a str,
+    },
+    /// This very binary run with one of its own verbs (`iapeer echo-agent`).
+    OwnVerb(&'a str),
+}
+
+/// How the layered system prompt (spec 06) reaches a runtime's program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptSwap<'a> {
+    /// A flag followed by the prompt file's path (`--system-prompt-file <file>`).
+    Flag(&'a str),
+    /// A config override `-c <key>=<file>` (`model_instructions_file`).
+    ConfigKey(&'a str),
+    /// The program takes no system prompt.
+    None,
+}
+
+/// How a runtime's MCP client reaches the daemon with the session token (`IAPEER_TOKEN`,
+/// spec 02 §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpClient {
+    /// The project's `.mcp.json` entry `iapeer`, written at the peer's birth and refreshed at
+    /// every wake; its headers expand `IAPEER_TOKEN` (Claude Code).
+    ProjectFile,
+    /// The host's config (`[mcp_servers.iapeer]` with `bearer_token_env_var = "IAPEER_TOKEN"`)
+    /// and the folder's trust, written at birth, refreshed at every wake, removed at the
+    /// peer's removal; the URL given at launch with `-c` (the Codex CLI).
+    HostConfig,
+    /// The program reads the daemon's address and `IAPEER_TOKEN` from its environment
+    /// (the echo agent).
+    Environment,
+    /// None: the program is iapeer itself and speaks the control socket.
+    None,
+}
+
+/// How a runtime's CLI answers whether it is logged in (spec 08 §1, `host::login`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoginCheck<'a> {
+    /// The status command's arguments (`auth status`).
+    pub args: &'a [&'a str],
+    /// How its answer is read.
+    pub answer: LoginAnswer,
+    /// What to do when logged out: the end of a sentence starting "agents on it cannot answer
+    /// until you".
+    pub advice: &'a str,
+}
+
+/// How a login status command says its answer (recorded from the real CLIs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoginAnswer {
+    /// JSON on stdout with `"loggedIn"`, else the exit status (Claude Code 2.1.332).
+    LoggedInJson,
+    /// The exit status: 0 logged in, 1 not (Codex 0.171.0).
+    ExitStatus,
+}
+
+/// A runtime's native-memory lever (spec 08 §3, `memory::native`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryLever<'a> {
+    /// The file, in the runtime's project folder ([`RuntimeInfo::project_folder`]).
+    pub file: &'a str,
+    /// How the file is edited.
+    pub edit: LeverEdit,
+}
+
+/// How a native-memory lever file is edited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeverEdit {
+    /// Claude Code's `settings.json` key `autoMemoryEnabled`.
+    ClaudeSettings,
+    /// The Codex `config.toml` memories switches.
+    CodexConfig,
+}
+
+/// How a runtime's CLI lists and installs plugins (spec 08 §4, `plugins`; recorded in
+/// `tests/fixtures/*/plugins/`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PluginDialect {
+    /// `claude plugin list --json` (the project-scope entry), `plugin install --scope
+    /// project`, `plugin marketplace update`.
+    Claude,
+    /// `codex plugin list --json`, `plugin add`, `plugin marketplace upgrade`.
+    Codex,
+}
+
+/// The runtime-specific lines of the commented `launch.env` template (`launch_env::stub`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchEnvExample<'a> {
+    /// The example `PEER_START_ARGS` line, commented, with its newline.
+    pub start_args: &'a str,
+    /// The lines after it for the runtime's own keys (may be empty).
+    pub own_keys: &'a str,
+    /// The example environment lines, commented.
+    pub env: &'a str,
+}
+
+/// The template lines of a runtime without a row or without examples of its own.
+pub const GENERIC_LAUNCH_ENV: LaunchEnvExample<'static> = LaunchEnvExample {
+    start_args: "#PEER_START_ARGS=--verbose\n",
+    own_keys: "",
+    env: "#LOG_LEVEL=debug\n",
+};
+
+/// One runtime's facts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuntimeInfo<'a> {
+    /// The runtime's name (spec 01 §3): the part of an identity before the personality.
+    pub name: &'a str,
+    /// What its peers are.
+    pub class: Class,
+    /// How its program is found.
+    pub program: Program<'a>,
+    /// How the system prompt reaches it.
+    pub prompt: PromptSwap<'a>,
+    /// How its MCP client gets the session token.
+    pub mcp: McpClient,
+    /// Its login check, for agent CLIs that have one.
+    pub login: Option<LoginCheck<'a>>,
+    /// Its native-memory lever, if it has one.
+    pub memory: Option<MemoryLever<'a>>,
+    /// Its plugin dialect, if `iapeer enable` can install plugins on it.
+    pub plugins: Option<PluginDialect>,
+    /// Whether its approvals can be gated to a human (spec 10 §4).
+    pub gates_approvals: bool,
+    /// Whether `iapeer <name>` is a verb (start a fresh session, then attach).
+    pub shortcut: bool,
+    /// Its place in the default preference order of a new peer's runtime (0 first); `None`
+    /// when it is never chosen by default.
+    pub preference: Option<u8>,
+    /// The folder that marks a project as the runtime's own (`.claude`), where its project
+    /// settings live.
+    pub project_folder: Option<&'a str>,
+    /// Its `launch.env` template lines; `None`: [`GENERIC_LAUNCH_ENV`].
+    pub launch_env: Option<LaunchEnvExample<'a>>,
+}
+
+/// A row with every optional fact absent (the base the built-in rows fill in).
+const NO_FACTS: RuntimeInfo<'static> = RuntimeInfo {
+    name: "",
+    class: Class::Router,
+    program: Program::OwnVerb(""),
+    prompt: PromptSwap::None,
+    mcp: McpClient::None,
+    login: None,
+    memory: None,
+    plugins: None,
+    gates_approvals: false,
+    shortcut: false,
+    preference: None,
+    project_folder: None,
+    launch_env: None,
+};
+
+/// Claude Code (spec 04 §2 "claude").
+pub const CLAUDE: RuntimeInfo<'static> = RuntimeInfo {
+    name: "claude",
+    class: Class::Agent,
+    program: Program::Located {
+        product: "Claude Code",
+    },
+    prompt: PromptSwap::Flag("--system-prompt-file"),
+    mcp: McpClient::ProjectFile,
+    login: Some(LoginCheck {
+        args: &["auth", "status"],
+        answer: LoginAnswer::LoggedInJson,
+        advice: "log in by running `claude` once, or give the peers an ANTHROPIC_API_KEY in \
+                 their launch.env",
+    }),
+    memory: Some(MemoryLever {
+        file: "settings.json",
+        edit: LeverEdit::ClaudeSettings,
+    }),
+    plugins: Some(PluginDialect::Claude),
+    gates_approvals: true,
+    shortcut: true,
+    preference: Some(0),
+    project_folder: Some(".claude"),
+    launch_env: Some(LaunchEnvExample {
+        start_args: "#PEER_START_ARGS=--model opus\n",
+        own_keys: "#\n\
+                   # PEER_DISALLOWED_TOOLS: value of --disallowedTools. Not set: AskUserQuestion (a\n\
+                   # peer has nobody at its keyboard to answer). Set but empty: no --disallowedTools.\n\
+                   #PEER_DISALLOWED_TOOLS=AskUserQuestion\n",
+        env: "#ANTHROPIC_BASE_URL=http://127.0.0.1:8080\n\
+              # Claude refuses to skip permission prompts as root unless it is told it runs\n\
+              # in a sandbox (only inside a container or VM):\n\
+              #IS_SANDBOX=1\n",
+    }),
+};
+
+/// The Codex CLI (spec 04 §2 "codex").
+pub const CODEX: RuntimeInfo<'static> = RuntimeInfo {
+    name: "codex",
+    class: Class::Agent,
+    program: Program::Located {
+        product: "the Codex CLI",
+    },
+    prompt: PromptSwap::ConfigKey("model_instructions_file"),
+    mcp: McpClient::HostConfig,
+    login: Some(LoginCheck {
+        args: &["login", "status"],
+        answer: LoginAnswer::ExitStatus,
+        advice: "log in with `codex login` (or `codex login --with-api-key`), unless a model \
+                 provider in ~/.codex/config.toml brings its own key",
+    }),
+    memory: Some(MemoryLever {
+        file: "config.toml",
+        edit: LeverEdit::CodexConfig,
+    }),
+    plugins: Some(PluginDialect::Codex),
+    gates_approvals: true,
+    shortcut: true,
+    preference: Some(1),
+    project_folder: Some(".codex"),
+    launch_env: Some(LaunchEnvExample {
+        start_args: "#PEER_START_ARGS=-c model_reasoning_effort=high\n",
+        own_keys: "",
+        env: "#OPENAI_BASE_URL=http://127.0.0.1:8080/v1\n",
+    }),
+};
+
+/// The built-in stand-in agent (spec 04 §2 "echo", `iapeer echo-agent`).
+pub const ECHO: RuntimeInfo<'static> = RuntimeInfo {
+    name: "echo",
+    class: Class::Agent,
+    program: Program::OwnVerb("echo-agent"),
+    prompt: PromptSwap::Flag("--system-prompt-file"),
+    mcp: McpClient::Environment,
+    shortcut: true,
+    ..NO_FACTS
+};
+
+/// A person at a terminal with a durable inbox (`iapeer human-inbox`).
+pub const HUMAN: RuntimeInfo<'static> = RuntimeInfo {
+    name: "human",
+    class: Class::Human,
+    program: Program::OwnVerb("human-inbox"),
+    ..NO_FACTS
+};
+
+/// The built-in scheduler and watcher (spec 09, `iapeer notifier-run`); an installed package
+/// of the same name takes precedence.
+pub const NOTIFIER: RuntimeInfo<'static> = RuntimeInfo {
+    name: "notifier",
+    class: Class::Service,
+    program: Program::OwnVerb("notifier-run"),
+    ..NO_FACTS
+};
+
+/// The built-in runtimes.
+pub const BUILT_IN: &[RuntimeInfo<'static>] = &[CLAUDE, CODEX, ECHO, HUMAN, NOTIFIER];
+
+/// Runtime packages that are channels to people (chat and mail): [`Class::Human`].
+pub const HUMAN_CHANNEL_PACKAGES: &[&str] =
+    &["telegram", "discord", "matrix", "email", "web", "voicetalk"];
+
+/// Runtime packages whose peers are absent unless said otherwise (services).
+pub const SERVICE_PACKAGES: &[&str] = &["webhook", "api", "cron"];
+
+/// The built-in row of `name`.
+pub fn get(name: &str) -> Option<&'static RuntimeInfo<'static>> {
+    find(BUILT_IN, name)
+}
+
+/// The row of `name` among `rows` (the built-in rows with rows made at run time).
+pub fn find<'r, 'a>(rows: &'r [RuntimeInfo<'a>], name: &str) -> Option<&'r RuntimeInfo<'a>> {
+    rows.iter().find(|r| r.name == name)
+}
+
+/// The class of `name`: its row's, else [`Class::Human`] for a chat or mail package, else
+/// [`Class::Router`] (an installed package).
+pub fn class_of(name: &str) -> Class {
+    match get(name) {
+        Some(r) => r.class,
+        None if HUMAN_CHANNEL_PACKAGES.contains(&name) => Class::Human,
+        None => Class::Router,
+    }
+}
+
+/// The rows whose program is looked for ([`Program::Located`]), in preference order.
+pub fn located() -> impl Iterator<Item = &'static RuntimeInfo<'static>> {
+    by_preference(BUILT_IN).filter(|r| matches!(r.program, Program::Located { .. }))
+}
+
+/// The rows of `rows` chosen by default for a new peer, in preference order.
+pub fn by_preference<'r, 'a>(
+    rows: &'r [RuntimeInfo<'a>],
+) -> impl Iterator<Item = &'r RuntimeInfo<'a>> {
+    let mut ranked: Vec<&RuntimeInfo> = rows.iter().filter(|r| r.preference.is_some()).collect();
+    ranked.sort_by_key(|r| r.preference);
+    ranked.into_iter()
+}
+
+impl<'a> RuntimeInfo<'a> {
+    /// The verb of this very binary that is the runtime's program ([`Program::OwnVerb`]);
+    /// empty for a program looked for.
+    pub const fn own_verb(&self) -> &'a str {
+        match self.program {
+            Program::OwnVerb(verb) => verb,
+            Program::Located { .. } => "",
+        }
+    }
+
+    /// The file holding this runtime's native-memory lever for the peer folder `cwd`.
+    pub fn lever_file(&self, cwd: &Path) -> Option<PathBuf> {
+        Some(cwd.join(self.project_folder?).join(self.memory?.file))
+    }
+
+    /// The product to install, for advice: [`Program::Located`]'s, else `its program`.
+    pub fn product(&self) -> &str {
+        match self.program {
+            Program::Located { product } => product,
+            Program::OwnVerb(_) => "its program",
+        }
+    }
+}
+
+/// How many built-in rows are shortcut verbs.
+const fn shortcut_count() -> usize {
+    let (mut n, mut i) = (0, 0);
+    while i < BUILT_IN.len() {
+        if BUILT_IN[i].shortcut {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+/// The runtimes that can be typed as a verb (`iapeer claude`), in table order.
+pub const SHORTCUTS: [&str; shortcut_count()] = {
+    let mut out = [""; shortcut_count()];
+    let (mut n, mut i) = (0, 0);
+    while i < BUILT_IN.len() {
+        if BUILT_IN[i].shortcut {
+            out[n] = BUILT_IN[i].name;
+            n += 1;
+        }
+        i += 1;
+    }
+    out
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The facts as they were spelled across the crate before the table (issue 27 item 1).
+    #[test]
+    fn the_table_says_what_the_modules_said() {
+        assert_eq!(SHORTCUTS, ["claude", "codex", "echo"]);
+        let located: Vec<&str> = located().map(|r| r.name).collect();
+        assert_eq!(located, ["claude", "codex"]);
+        let agents: Vec<&str> = BUILT_IN
+            .iter()
+            .filter(|r| r.class == Class::Agent)
+            .map(|r| r.name)
+            .collect();
+        assert_eq!(agents, ["claude", "codex", "echo"]);
+        assert_eq!(class_of("telegram"), Class::Human);
+        assert_eq!(class_of("human"), Class::Human);
+        assert_eq!(class_of("notifier"), Class::Service);
+        assert_eq!(class_of("mailbox"), Class::Router);
+        let cwd = Path::new("/w/bob");
+        assert_eq!(
+            CLAUDE.lever_file(cwd),
+            Some(cwd.join(".claude").join("settings.json"))
+        );
+        assert_eq!(
+            CODEX.lever_file(cwd),
+            Some(cwd.join(".codex").join("config.toml"))
+        );
+        assert_eq!(ECHO.lever_file(cwd), None);
+        let names: Vec<&str> = BUILT_IN.iter().map(|r| r.name).collect();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "a name on two rows: {names:?}");
+    }
+
+    /// A row made at run time is looked up like a built-in one.
+    #[test]
+    fn rows_made_at_run_time_are_found() {
+        let name = String::from("mytui");
+        let mut rows = BUILT_IN.to_vec();
+        rows.push(RuntimeInfo {
+            name: &name,
+            class: Class::Agent,
+            preference: Some(9),
+            ..NO_FACTS
+        });
+        assert_eq!(find(&rows, "mytui").map(|r| r.class), Some(Class::Agent));
+        let order: Vec<&str> = by_preference(&rows).map(|r| r.name).collect();
+        assert_eq!(order, ["claude", "codex", "mytui"]);
+    }
+}
