@@ -16,7 +16,8 @@ pub const MODE_SHARED: u32 = 0o644;
 /// A file operation that failed, as the typed errors above `fsutil` wrap it (`HostError::Io`,
 /// `SetupError::Io`, `PeerError::Io`, `RegistryError::Io`…). `Display`:
 /// `cannot <action> <what><path>: <error>`; `source()` is the underlying [`io::Error`].
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {action} {what}{path}: {source}")]
 pub struct IoError {
     /// What was being done, a verb: `"read"`, `"write"`, `"create"`, `"delete"`…
     pub action: &'static str,
@@ -48,19 +49,6 @@ impl IoError {
             path,
             source,
         }
-    }
-}
-
-impl std::fmt::Display for IoError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (action, what, source) = (self.action, self.what, &self.source);
-        write!(f, "cannot {action} {what}{}: {source}", self.path.display())
-    }
-}
-
-impl std::error::Error for IoError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
     }
 }
 
