@@ -125,7 +125,9 @@ pub fn valid_conversation_id(id: &str) -> bool {
 
 /// A marker could not be written or removed.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot {action} lifecycle marker {path}: {source} (check that the iapeer root is writable)")]
+#[error(
+    "cannot {action} lifecycle marker {path}: {source} (check that the iapeer root is writable)"
+)]
 pub struct MarkerError {
     /// The marker file.
     pub path: PathBuf,

@@ -5,7 +5,6 @@
 //! Type 0 = data (keystrokes in, screen bytes out); type 1 = resize (payload: cols u16 BE,
 //! rows u16 BE). [`Deframer`] reassembles frames from arbitrarily split or coalesced reads.
 
-
 /// Largest payload a [`Deframer`] accepts (1 MiB). [`encode`] never produces a bigger one.
 pub const MAX_PAYLOAD: usize = 1 << 20;
 
