@@ -187,6 +187,12 @@ impl Profile {
         Ok(Some(profile))
     }
 
+    /// The `worktree` record of the profile in `cwd` (a peer made by `create --worktree`):
+    /// `None` when there is none, or the profile is missing or cannot be read.
+    pub fn worktree_record(cwd: &Path) -> Option<WorktreeRecord> {
+        Profile::read(cwd).ok().flatten().and_then(|p| p.worktree)
+    }
+
     /// [`Profile::read`], except that a valid `personality` is kept as written even when it
     /// differs from the folder's name (a peer the user or the original tool named by hand,
     /// e.g. `labbot` in `Peers/Old Lab Agent`; issue 11 item 2). This is the name the registry
