@@ -52,6 +52,14 @@ impl IoError {
     }
 }
 
+/// The last component of `path` as text (lossy for a name that is not UTF-8), empty when
+/// it has none (`/`, `..`).
+pub fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
 /// Create `dir` and any missing parents with mode 0700. Existing folders keep their mode.
 pub fn ensure_dir(dir: &Path) -> io::Result<()> {
     DirBuilder::new().recursive(true).mode(MODE_DIR).create(dir)

@@ -296,10 +296,7 @@ fn read(paths: &Paths) -> Result<Option<Journal>, JournalError> {
 
 /// Where a staged copy of `target` waits: `.<name>.rename` beside it.
 pub fn staged_path(target: &Path) -> PathBuf {
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = crate::fsutil::file_name(target);
     target.with_file_name(format!(".{name}.rename"))
 }
 

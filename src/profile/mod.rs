@@ -136,10 +136,7 @@ pub struct Profile {
 /// Errors: [`ProfileError::FolderName`] when the result is not a valid personality (or the
 /// path has no final component).
 pub fn personality_of(cwd: &Path) -> Result<String, ProfileError> {
-    let base = cwd
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let base = crate::fsutil::file_name(cwd);
     let name = names::normalize(&base);
     if names::is_valid_personality(&name) {
         Ok(name)
