@@ -67,48 +67,23 @@ pub const NO_RECORDED_CONVERSATION: &str = "no recorded conversation to resume";
 
 /// Why an adapter could not build a launch command ([`Adapter::command`]): a wake failure
 /// reason. `Display` gives the reason as the refusal quotes it.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
     /// A resume without a recorded conversation id ([`NO_RECORDED_CONVERSATION`]).
+    #[error("{}", NO_RECORDED_CONVERSATION)]
     ConversationNotRecorded,
     /// The echo agent has no transcript in the folder to resume.
+    #[error("no transcript to resume")]
     EchoTranscriptMissing,
     /// Claude Code has no transcript of the conversation (its id) in the folder.
+    #[error("no transcript of conversation {0} to resume")]
     TranscriptMissing(String),
     /// Codex has no session file of the conversation (its id).
+    #[error("no codex session file of conversation {0} to resume")]
     CodexSessionMissing(String),
     /// The iapeer binary, which a gated peer's approval hook runs, cannot be found.
-    HookBinaryNotFound(std::io::Error),
-}
-
-impl std::fmt::Display for LaunchError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LaunchError::ConversationNotRecorded => f.write_str(NO_RECORDED_CONVERSATION),
-            LaunchError::EchoTranscriptMissing => f.write_str("no transcript to resume"),
-            LaunchError::TranscriptMissing(id) => {
-                write!(f, "no transcript of conversation {id} to resume")
-            }
-            LaunchError::CodexSessionMissing(id) => {
-                write!(f, "no codex session file of conversation {id} to resume")
-            }
-            LaunchError::HookBinaryNotFound(e) => {
-                write!(
-                    f,
-                    "cannot find the iapeer binary for the approval hook: {e}"
-                )
-            }
-        }
-    }
-}
-
-impl std::error::Error for LaunchError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            LaunchError::HookBinaryNotFound(e) => Some(e),
-            _ => None,
-        }
-    }
+    #[error("cannot find the iapeer binary for the approval hook: {0}")]
+    HookBinaryNotFound(#[source] std::io::Error),
 }
 
 /// Everything an adapter needs to build a launch command.

@@ -11,8 +11,8 @@ use crate::config::vars::{DEFAULT_KEEP, DEFAULT_MAX_BYTES};
 use crate::fsutil::{self, MODE_PRIVATE};
 use fs2::FileExt;
 use std::borrow::Cow;
+use std::fmt::Display;
 use std::fmt::Write as _;
-use std::fmt::{self, Display};
 use std::fs::File;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
@@ -186,27 +186,11 @@ pub fn positive_setting(raw: Option<&str>) -> Option<u64> {
 }
 
 /// Why a line could not be appended.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("cannot append to event log {path}: {source}")]
 pub struct EventLogError {
     path: PathBuf,
     source: io::Error,
-}
-
-impl Display for EventLogError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "cannot append to event log {}: {}",
-            self.path.display(),
-            self.source
-        )
-    }
-}
-
-impl std::error::Error for EventLogError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
-    }
 }
 
 /// An append-only logfmt file with size-based rotation. Clones share the open descriptors.

@@ -16,7 +16,8 @@ pub const MODE_SHARED: u32 = 0o644;
 /// A file operation that failed, as the typed errors above `fsutil` wrap it (`HostError::Io`,
 /// `SetupError::Io`, `PeerError::Io`, `RegistryError::Io`…). `Display`:
 /// `cannot <action> <what><path>: <error>`; `source()` is the underlying [`io::Error`].
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {action} {what}{path}: {source}")]
 pub struct IoError {
     /// What was being done, a verb: `"read"`, `"write"`, `"create"`, `"delete"`…
     pub action: &'static str,
@@ -51,17 +52,12 @@ impl IoError {
     }
 }
 
-impl std::fmt::Display for IoError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (action, what, source) = (self.action, self.what, &self.source);
-        write!(f, "cannot {action} {what}{}: {source}", self.path.display())
-    }
-}
-
-impl std::error::Error for IoError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
-    }
+/// The last component of `path` as text (lossy for a name that is not UTF-8), empty when
+/// it has none (`/`, `..`).
+pub fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// Create `dir` and any missing parents with mode 0700. Existing folders keep their mode.

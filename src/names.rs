@@ -76,34 +76,18 @@ pub struct Identity {
 }
 
 /// Why an identity string was refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdentityError {
     /// No dash, or an empty half.
+    #[error("invalid identity \"{0}\" — expected \"<runtime>-<personality>\"")]
     Shape(String),
     /// The runtime half does not match [`RUNTIME_PATTERN`].
+    #[error("invalid runtime \"{0}\" — {RUNTIME_RULE}")]
     Runtime(String),
     /// The personality half does not match [`PERSONALITY_PATTERN`].
+    #[error("invalid personality \"{0}\" — {PERSONALITY_RULE}")]
     Personality(String),
 }
-
-impl fmt::Display for IdentityError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            IdentityError::Shape(s) => {
-                write!(
-                    f,
-                    "invalid identity \"{s}\" — expected \"<runtime>-<personality>\""
-                )
-            }
-            IdentityError::Runtime(s) => write!(f, "invalid runtime \"{s}\" — {RUNTIME_RULE}"),
-            IdentityError::Personality(s) => {
-                write!(f, "invalid personality \"{s}\" — {PERSONALITY_RULE}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for IdentityError {}
 
 impl Identity {
     /// Build from two halves, validating both.

@@ -404,10 +404,7 @@ pub fn recover_claims(paths: &Paths) -> Vec<String> {
 /// The hold id a pending or claimed file is named for (`og-….json`, `og-….claimed`, the
 /// original's `og-….json.claimed`).
 fn stem(path: &Path) -> String {
-    let name = path
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = crate::fsutil::file_name(path);
     name.split('.').next().unwrap_or_default().to_string()
 }
 

@@ -9,24 +9,12 @@ use std::path::{Path, PathBuf};
 pub const REGISTRY_FILE: &str = "peers-profiles.json";
 
 /// Why the root could not be resolved.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum PathsError {
     /// Neither `IAPEER_ROOT` nor `HOME` is set (or they are empty).
+    #[error("cannot find the iapeer root: set IAPEER_ROOT or HOME to a folder")]
     NoRoot,
 }
-
-impl std::fmt::Display for PathsError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PathsError::NoRoot => write!(
-                f,
-                "cannot find the iapeer root: set IAPEER_ROOT or HOME to a folder"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for PathsError {}
 
 /// The resolved storage root plus the control-socket override.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -335,11 +335,7 @@ pub fn attach_notices(rows: &mut [PeerRow], notices: Vec<crate::notices::Notice>
 fn attach_worktrees(rows: &mut [PeerRow]) {
     let mut listings = HashMap::new();
     for row in rows {
-        let Some(record) = Profile::read(&row.cwd)
-            .ok()
-            .flatten()
-            .and_then(|p| p.worktree)
-        else {
+        let Some(record) = Profile::worktree_record(&row.cwd) else {
             continue;
         };
         let listed = listings

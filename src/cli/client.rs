@@ -13,24 +13,35 @@ use crate::paths::Paths;
 use crate::protocol::{call, Answer, Call, Line, Progress, Request};
 
 /// Why a request did not produce a final answer.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// Nothing answers on the socket.
+    #[error(
+        "the daemon is not running (no answer on {0}) — start it with: iapeer daemon (foreground) or iapeer onboard (as a service)"
+    )]
     NotRunning(PathBuf),
     /// The connection broke before the request was written whole, or the answer was not
     /// JSON of the expected shape.
+    #[error("lost the connection to the daemon: {0}")]
     Broken(String),
     /// The request was written whole and the connection broke before its final answer: the
     /// daemon may have acted on it (a send may have arrived).
+    #[error("lost the connection to the daemon: {0}")]
     Unanswered(String),
     /// The daemon did not understand the request (`bad-request`, `unknown-op`) and runs
     /// another version of iapeer than this CLI.
+    #[error("{0}")]
     VersionMismatch(VersionMismatch),
 }
 
 /// The daemon runs iapeer `daemon`, this CLI is `cli` (both `CARGO_PKG_VERSION` strings, as
 /// [`crate::protocol::Pong::version`] carries them). Its `Display` says what to do.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the daemon runs iapeer {daemon}, this CLI is iapeer {cli}: restart the daemon on this build \
+     (iapeer shutdown, then iapeer daemon --detach; a service started by iapeer onboard: \
+     iapeer update <this binary> installs it and restarts the service)"
+)]
 pub struct VersionMismatch {
     /// The daemon's version.
     pub daemon: String,
@@ -48,36 +59,6 @@ impl VersionMismatch {
         })
     }
 }
-
-impl std::fmt::Display for VersionMismatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "the daemon runs iapeer {}, this CLI is iapeer {}: restart the daemon on this build \
-             (iapeer shutdown, then iapeer daemon --detach; a service started by iapeer onboard: \
-             iapeer update <this binary> installs it and restarts the service)",
-            self.daemon, self.cli
-        )
-    }
-}
-
-impl std::fmt::Display for ClientError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ClientError::NotRunning(sock) => write!(
-                f,
-                "the daemon is not running (no answer on {}) — start it with: iapeer daemon (foreground) or iapeer onboard (as a service)",
-                sock.display()
-            ),
-            ClientError::Broken(why) | ClientError::Unanswered(why) => {
-                write!(f, "lost the connection to the daemon: {why}")
-            }
-            ClientError::VersionMismatch(m) => m.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for ClientError {}
 
 /// A connection to the daemon.
 pub struct Client {

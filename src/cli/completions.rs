@@ -228,6 +228,18 @@ fn zsh_escape(s: &str) -> String {
     out
 }
 
+/// The zsh `_arguments` action completing a value of kind `complete`: files, the registry's
+/// peer names, or nothing.
+fn zsh_action(complete: Complete) -> &'static str {
+    if complete.offers_files() {
+        "_files"
+    } else if complete == Complete::Peer {
+        "_iapeer_peers"
+    } else {
+        " "
+    }
+}
+
 fn zsh_flag(f: &FlagSpec) -> String {
     let help = zsh_escape(f.help);
     let names = match f.short {
@@ -238,13 +250,7 @@ fn zsh_flag(f: &FlagSpec) -> String {
         None => format!("{names}[{help}]'"),
         Some(value) => {
             let shown = zsh_escape(&value.replace(['<', '>'], ""));
-            let action = if f.complete.offers_files() {
-                "_files"
-            } else if f.complete == Complete::Peer {
-                "_iapeer_peers"
-            } else {
-                " "
-            };
+            let action = zsh_action(f.complete);
             format!("{names}=[{help}]:{shown}:{action}'")
         }
     }
@@ -279,13 +285,7 @@ fn zsh() -> String {
             let _ = write!(out, " \\\n        {}", zsh_flag(&f));
         }
         for (i, p) in v.positionals.iter().enumerate() {
-            let action = if p.complete.offers_files() {
-                "_files"
-            } else if p.complete == Complete::Peer {
-                "_iapeer_peers"
-            } else {
-                " "
-            };
+            let action = zsh_action(p.complete);
             let at = if p.repeat {
                 "*".to_string()
             } else {

@@ -463,7 +463,10 @@ mod tests {
             background, connect, install, lifecycle, memory, peers, plugins, prompt, send, ui,
         };
         use std::path::{Path, PathBuf};
-        let v = |d: serde_json::Result<serde_json::Value>| d.unwrap();
+        /// `(verb, its document as JSON)`.
+        fn doc(verb: &str, d: impl serde::Serialize) -> (&str, serde_json::Value) {
+            (verb, serde_json::to_value(d).unwrap())
+        }
         let entry = crate::registry::RegistryPeer {
             personality: "bob".into(),
             default_runtime: "echo".into(),
@@ -476,22 +479,17 @@ mod tests {
         let file = Path::new("/f");
         let names = ["bob".to_string()];
         let docs: Vec<(&str, serde_json::Value)> = vec![
-            (
+            doc(
                 "ui",
-                v(serde_json::to_value(ui::UiDoc {
+                ui::UiDoc {
                     url: "u".into(),
                     opened: false,
-                })),
+                },
             ),
-            (
-                "shutdown",
-                v(serde_json::to_value(background::ShutdownDoc {
-                    stopped: Some(7),
-                })),
-            ),
-            (
+            doc("shutdown", background::ShutdownDoc { stopped: Some(7) }),
+            doc(
                 "remove",
-                v(serde_json::to_value(peers::RemovedDoc {
+                peers::RemovedDoc {
                     removed: true,
                     folder: Some("/p/bob".into()),
                     inbox_kept: Some(None),
@@ -500,64 +498,64 @@ mod tests {
                         branch: Some("b".into()),
                         note: "n".into(),
                     }),
-                })),
+                },
             ),
-            (
+            doc(
                 "send",
-                v(serde_json::to_value(send::KeptDoc {
+                send::KeptDoc {
                     ok: true,
                     outbox: file,
                     to: "bob",
-                })),
+                },
             ),
-            (
+            doc(
                 "send",
-                v(serde_json::to_value(send::StateUnknownDoc {
+                send::StateUnknownDoc {
                     ok: false,
                     code: crate::protocol::Code::StateUnknown,
                     error: "e",
                     id: Some("m1"),
-                })),
+                },
             ),
-            (
+            doc(
                 "add-runtime",
-                v(serde_json::to_value(peers::RuntimeDoc {
+                peers::RuntimeDoc {
                     runtime: "codex",
                     peers: vec![peers::AddedRow {
                         personality: "bob".into(),
                         outcome: "added",
                     }],
-                })),
+                },
             ),
-            (
+            doc(
                 "default-runtime",
-                v(serde_json::to_value(peers::RuntimeDoc {
+                peers::RuntimeDoc {
                     runtime: "codex",
                     peers: vec!["bob"],
-                })),
+                },
             ),
-            (
+            doc(
                 "approval-mode",
-                v(serde_json::to_value(peers::ModesDoc {
+                peers::ModesDoc {
                     peers: vec![peers::ModeRow {
                         peer: "bob".into(),
                         mode: "gated",
                     }],
-                })),
+                },
             ),
-            (
+            doc(
                 "rename",
-                v(serde_json::to_value(peers::RenamedDoc {
+                peers::RenamedDoc {
                     from: file,
                     peer: &entry,
                     history: Some(file),
                     triggers_in: &names,
                     worktree: Some(peers::RenamedWorktree { branch: Some("b") }),
-                })),
+                },
             ),
-            (
+            doc(
                 "create",
-                v(serde_json::to_value(peers::CreatedWorktreeDoc {
+                peers::CreatedWorktreeDoc {
                     peer: &entry,
                     worktree: peers::CreatedWorktree {
                         repository: file,
@@ -565,24 +563,24 @@ mod tests {
                         branch_made: true,
                         from: Some("HEAD"),
                     },
-                })),
+                },
             ),
-            (
+            doc(
                 "refresh",
-                v(serde_json::to_value(lifecycle::RefreshDoc {
+                lifecycle::RefreshDoc {
                     marked: names.to_vec(),
-                })),
+                },
             ),
-            (
+            doc(
                 "self-done",
-                v(serde_json::to_value(lifecycle::SelfDoneDoc {
+                lifecycle::SelfDoneDoc {
                     identity: "echo-bob".into(),
                     ephemeral: true,
-                })),
+                },
             ),
-            (
+            doc(
                 "enable",
-                v(serde_json::to_value(plugins::EnabledDoc {
+                plugins::EnabledDoc {
                     plugin: "p",
                     personality: "bob",
                     runtimes: vec![plugins::EnabledRow {
@@ -592,11 +590,11 @@ mod tests {
                         error: None,
                     }],
                     setup: "ran",
-                })),
+                },
             ),
-            (
+            doc(
                 "native-memory",
-                v(serde_json::to_value(memory::LeversDoc {
+                memory::LeversDoc {
                     setting: "off",
                     levers: vec![memory::LeverRow {
                         personality: "bob".into(),
@@ -605,20 +603,20 @@ mod tests {
                         state: "written",
                         error: None,
                     }],
-                })),
+                },
             ),
-            (
+            doc(
                 "trust-hooks",
-                v(serde_json::to_value(memory::HooksTrusted {
+                memory::HooksTrusted {
                     file: "h.json",
                     config: file,
                     changed: true,
                     hooks: vec!["k"],
-                })),
+                },
             ),
-            (
+            doc(
                 "trust-hooks",
-                v(serde_json::to_value(memory::HooksChecked {
+                memory::HooksChecked {
                     file: "h.json",
                     trusted: false,
                     hooks: vec![memory::HookRow {
@@ -626,21 +624,21 @@ mod tests {
                         command: "c",
                         state: "missing",
                     }],
-                })),
+                },
             ),
-            (
+            doc(
                 "connect",
-                v(serde_json::to_value(connect::ConnectedDoc {
+                connect::ConnectedDoc {
                     peer: "you",
                     bot_username: "a_bot",
                     changed: true,
                     restarted: &names,
                     interfaces: &None,
-                })),
+                },
             ),
-            (
+            doc(
                 "prompt",
-                v(serde_json::to_value(prompt::PromptDoc {
+                prompt::PromptDoc {
                     identity: "echo-bob".into(),
                     file,
                     layers: vec![prompt::LayerRow {
@@ -653,11 +651,11 @@ mod tests {
                         reason: "empty".into(),
                     }],
                     prompt: "p".into(),
-                })),
+                },
             ),
-            (
+            doc(
                 "install",
-                v(serde_json::to_value(install::InstalledDoc {
+                install::InstalledDoc {
                     root: file,
                     doctrine: "kept",
                     docs_written: &[],
@@ -667,20 +665,21 @@ mod tests {
                         state: "written",
                         load: "l".into(),
                     }),
-                })),
+                },
             ),
-            (
+            doc(
                 "install",
-                v(serde_json::to_value(install::ServiceDoc::Foreign {
+                install::ServiceDoc::Foreign {
                     manager: "systemd",
                     file,
                     state: "yours",
                     restore: "r",
-                })),
+                },
             ),
         ];
         let general = DESCRIPTION.concat();
-        let entry_keys: Vec<String> = v(serde_json::to_value(&entry))
+        let entry_keys: Vec<String> = serde_json::to_value(&entry)
+            .unwrap()
             .as_object()
             .unwrap()
             .keys()

@@ -216,30 +216,33 @@ fn completion_registry() -> Option<(Paths, crate::registry::Registry)> {
 /// The registered peers' names, one a line, for shell completion: nothing (and no error)
 /// when the root or the registry cannot be read.
 fn peer_names() -> String {
-    let Some((_, registry)) = completion_registry() else {
-        return String::new();
-    };
-    registry
-        .peers
-        .iter()
-        .map(|p| format!("{}\n", p.personality))
-        .collect()
+    registry_lines(|p| [p.personality.clone()])
 }
 
 /// Every identity the registry declares (`<runtime>-<peer>`, spec 03), one a line, for shell
 /// completion (`--from`); nothing when the registry cannot be read.
 fn identities() -> String {
+    registry_lines(|p| {
+        p.runtimes
+            .iter()
+            .map(|rt| format!("{rt}-{}", p.personality))
+            .collect::<Vec<_>>()
+    })
+}
+
+/// The lines `each` gives for every registered peer, in registry order, each ended by a
+/// newline, for shell completion: nothing when the root or the registry cannot be read.
+fn registry_lines<I: IntoIterator<Item = String>>(
+    each: impl Fn(&crate::registry::RegistryPeer) -> I,
+) -> String {
     let Some((_, registry)) = completion_registry() else {
         return String::new();
     };
     registry
         .peers
         .iter()
-        .flat_map(|p| {
-            p.runtimes
-                .iter()
-                .map(move |rt| format!("{rt}-{}\n", p.personality))
-        })
+        .flat_map(each)
+        .map(|line| line + "\n")
         .collect()
 }
 

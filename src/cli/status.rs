@@ -1313,6 +1313,21 @@ mod tests {
         );
     }
 
+    /// A loopback server that answers its first connection `answer` (after one read of the
+    /// request): its port and its thread.
+    fn answer_once(answer: &'static [u8]) -> (u16, std::thread::JoinHandle<()>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 256];
+            let _ = s.read(&mut buf);
+            s.write_all(answer).unwrap();
+        });
+        (port, server)
+    }
+
     #[test]
     fn the_http_probe_needs_an_answer_not_just_a_connection() {
         // Bound and listening, but nobody accepts: the kernel completes the handshake.
@@ -1325,30 +1340,13 @@ mod tests {
             .unwrap_err()
             .starts_with("cannot connect"));
 
-        let live = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = live.local_addr().unwrap().port();
-        let server = std::thread::spawn(move || {
-            use std::io::{Read, Write};
-            let (mut s, _) = live.accept().unwrap();
-            let mut buf = [0u8; 256];
-            let _ = s.read(&mut buf);
-            s.write_all(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n")
-                .unwrap();
-        });
+        let (port, server) = answer_once(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n");
         assert_eq!(http_answers(port, Duration::from_secs(5)), Ok(()));
         server.join().unwrap();
 
         // A full server answers 503 to everyone: not healthy.
-        let full = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = full.local_addr().unwrap().port();
-        let server = std::thread::spawn(move || {
-            use std::io::{Read, Write};
-            let (mut s, _) = full.accept().unwrap();
-            let mut buf = [0u8; 256];
-            let _ = s.read(&mut buf);
-            s.write_all(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n\r\n")
-                .unwrap();
-        });
+        let (port, server) =
+            answer_once(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n\r\n");
         let err = http_answers(port, Duration::from_secs(5)).unwrap_err();
         assert!(
             err.starts_with(HTTP_FULL) && err.contains("LimitNOFILE"),

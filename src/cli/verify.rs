@@ -322,11 +322,7 @@ fn repair_worktrees(paths: &Paths) -> PerPeer {
     };
     let mut changes = Vec::new();
     for entry in &registry.peers {
-        let Some(record) = Profile::read(&entry.cwd)
-            .ok()
-            .flatten()
-            .and_then(|p| p.worktree)
-        else {
+        let Some(record) = Profile::worktree_record(&entry.cwd) else {
             continue;
         };
         if crate::worktree::state(&entry.cwd, &record) != crate::worktree::State::Moved {

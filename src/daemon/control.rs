@@ -18,6 +18,7 @@ use super::guard::Fatal;
 use super::reply::{ReplyMsg, ReplyTo};
 use super::router::RouterMsg;
 use crate::protocol::{self, Code, Failure, Request, MAX_LINE};
+use crate::session::clients::{read_chunk, Chunk};
 use crate::session::handle::{SessionCmd, SessionHandle};
 
 /// Token of the listening socket.
@@ -258,15 +259,10 @@ impl Control {
                 conn.unread = true;
                 break;
             }
-            match conn.stream.read(&mut buf) {
-                Ok(0) => {
-                    closed = true;
-                    break;
-                }
-                Ok(n) => conn.rbuf.extend_from_slice(&buf[..n]),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => {
+            match read_chunk(&mut conn.stream, &mut buf) {
+                Chunk::Read(n) => conn.rbuf.extend_from_slice(&buf[..n]),
+                Chunk::Drained => break,
+                Chunk::Gone => {
                     closed = true;
                     break;
                 }

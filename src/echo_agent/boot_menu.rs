@@ -13,21 +13,12 @@ pub struct BootMenu {
 
 /// A `--boot-menu` value that is not a menu (the value as given). `Display` is the text for
 /// the user.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "--boot-menu wants \"QUESTION|OPTION|OPTION…\" with a question and at least two \
+     non-empty options, not \"{0}\""
+)]
 pub struct MenuError(pub String);
-
-impl std::fmt::Display for MenuError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "--boot-menu wants \"QUESTION|OPTION|OPTION…\" with a question and at least two \
-             non-empty options, not \"{}\"",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for MenuError {}
 
 impl BootMenu {
     /// Parse `QUESTION|OPTION|OPTION…`.

@@ -4,7 +4,6 @@
 use crate::paths::Paths;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::fmt;
 use std::time::Duration;
 
 /// The protocol version the echo agent asks for.
@@ -15,36 +14,27 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(300);
 const SHORT_RESULT_CHARS: usize = 120;
 
 /// Why a reply could not be sent.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum McpError {
     /// No `IAPEER_MCP_URL` and no usable `router.json` (is the daemon running?).
+    #[error("no MCP endpoint: {0}")]
     NoUrl(String),
     /// The HTTP exchange failed (connection refused, timeout, …).
+    #[error("MCP request failed: {0}")]
     Http(String),
     /// The server answered with a non-success HTTP status.
+    #[error("MCP endpoint answered HTTP {0}: {1}")]
     Status(u16, String),
     /// The answer was not a JSON-RPC response we understand.
+    #[error("unexpected MCP answer: {0}")]
     Protocol(String),
     /// A JSON-RPC error object.
+    #[error("MCP error {0}: {1}")]
     Rpc(i64, String),
     /// The tool ran and failed (`isError: true`): its text.
+    #[error("{0}")]
     Tool(String),
 }
-
-impl fmt::Display for McpError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            McpError::NoUrl(why) => write!(f, "no MCP endpoint: {why}"),
-            McpError::Http(e) => write!(f, "MCP request failed: {e}"),
-            McpError::Status(code, body) => write!(f, "MCP endpoint answered HTTP {code}: {body}"),
-            McpError::Protocol(e) => write!(f, "unexpected MCP answer: {e}"),
-            McpError::Rpc(code, msg) => write!(f, "MCP error {code}: {msg}"),
-            McpError::Tool(text) => f.write_str(text),
-        }
-    }
-}
-
-impl std::error::Error for McpError {}
 
 /// The MCP URL: `IAPEER_MCP_URL` when set (`env_url`), else the `tcp` field of the discovery
 /// file text `router_json` (`{"tcp":"http://127.0.0.1:8765/mcp",…}`).

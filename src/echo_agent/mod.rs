@@ -71,36 +71,14 @@ pub struct Options {
 }
 
 /// Why the words after `echo-agent` were refused. `Display` is the text for the user.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum OptionsError {
     /// An unknown flag, or a missing or non-numeric value.
-    Args(lexopt::Error),
+    #[error("{0}")]
+    Args(#[from] lexopt::Error),
     /// A `--boot-menu` that is not a menu.
-    Menu(boot_menu::MenuError),
-}
-
-impl std::fmt::Display for OptionsError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            OptionsError::Args(e) => e.fmt(f),
-            OptionsError::Menu(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for OptionsError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            OptionsError::Args(e) => Some(e),
-            OptionsError::Menu(e) => Some(e),
-        }
-    }
-}
-
-impl From<lexopt::Error> for OptionsError {
-    fn from(e: lexopt::Error) -> OptionsError {
-        OptionsError::Args(e)
-    }
+    #[error("{0}")]
+    Menu(#[source] boot_menu::MenuError),
 }
 
 /// Parse the words after `echo-agent`.

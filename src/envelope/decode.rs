@@ -3,54 +3,32 @@
 use super::scan::{self, OpenTag, CLOSE, OPEN};
 use super::Envelope;
 use crate::names::Intelligence;
-use std::fmt;
 
 /// Why a text is not a decodable envelope.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
     /// No `<iap ` in the text.
+    #[error("no <iap …> envelope in the text")]
     NoEnvelope,
     /// The open tag has no `>` within 1024 bytes, or contains a `<`.
+    #[error("envelope open tag is not closed by '>' within 1024 bytes")]
     BadOpenTag,
     /// The open tag lacks the sender personality or runtime (under either naming).
+    #[error("envelope open tag lacks the sender personality or runtime attribute")]
     NoSender,
     /// No `</iap>` outside CDATA (or a CDATA section never ends).
+    #[error("envelope has no </iap> close tag")]
     Unclosed,
     /// Another `<iap ` starts (outside CDATA) before this envelope's `</iap>`.
+    #[error("another <iap …> starts before this envelope's </iap>")]
     Nested,
     /// No `<message>` / `<msg>` element inside the envelope.
+    #[error("envelope has no <message> or <msg> element")]
     NoMessage,
     /// The named element has no close tag, or a CDATA section in it never ends.
+    #[error("envelope element <{0}> is not closed properly")]
     BadElement(&'static str),
 }
-
-impl fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DecodeError::NoEnvelope => write!(f, "no <iap …> envelope in the text"),
-            DecodeError::BadOpenTag => {
-                write!(
-                    f,
-                    "envelope open tag is not closed by '>' within 1024 bytes"
-                )
-            }
-            DecodeError::NoSender => write!(
-                f,
-                "envelope open tag lacks the sender personality or runtime attribute"
-            ),
-            DecodeError::Unclosed => write!(f, "envelope has no </iap> close tag"),
-            DecodeError::Nested => {
-                write!(f, "another <iap …> starts before this envelope's </iap>")
-            }
-            DecodeError::NoMessage => write!(f, "envelope has no <message> or <msg> element"),
-            DecodeError::BadElement(name) => {
-                write!(f, "envelope element <{name}> is not closed properly")
-            }
-        }
-    }
-}
-
-impl std::error::Error for DecodeError {}
 
 /// Decode the first envelope in `text`, in either form.
 ///

@@ -87,18 +87,25 @@ pub fn encode_wire(env: &Envelope) -> String {
         runtime: "from-runtime",
         intelligence: "from-intelligence",
     };
-    let mut out = open_tag(env, &names, env.ts.as_deref());
-    out.push('\n');
-    out.push_str(INSTRUCTION);
+    let out = open_tag(env, &names, env.ts.as_deref());
+    with_body(out, env, "message", cdata)
+}
+
+/// `head` (the open tag), then the instruction line, the attachments (when any) and the body
+/// in `<body_tag>`, each text through `text` (CDATA or the agent form), and `</iap>`.
+fn with_body(mut head: String, env: &Envelope, body_tag: &str, text: fn(&str) -> String) -> String {
+    head.push('\n');
+    head.push_str(INSTRUCTION);
     if !env.attachments.is_empty() {
-        out.push_str("\n<attachments>");
-        out.push_str(&cdata(&env.attachments.join("\n")));
-        out.push_str("</attachments>");
+        head.push_str("\n<attachments>");
+        head.push_str(&text(&env.attachments.join("\n")));
+        head.push_str("</attachments>");
     }
-    out.push_str("\n<message>");
-    out.push_str(&cdata(&env.body));
-    out.push_str("</message>\n</iap>");
-    out
+    head.push_str(&format!(
+        "\n<{body_tag}>{}</{body_tag}>\n</iap>",
+        text(&env.body)
+    ));
+    head
 }
 
 /// Render the agent form (spec 03 §2) for delivery into an agent session at `now`: short
@@ -115,17 +122,7 @@ pub fn render_agent(env: &Envelope, now: &jiff::Zoned) -> String {
         intelligence: "intelligence",
     };
     let ts = env.ts.as_deref().map(|t| clock::render_agent_ts(t, now));
-    let mut out = open_tag(env, &names, ts.as_deref());
-    out.push('\n');
-    out.push_str(INSTRUCTION);
-    if !env.attachments.is_empty() {
-        out.push_str("\n<attachments>");
-        out.push_str(&agent_text(&env.attachments.join("\n")));
-        out.push_str("</attachments>");
-    }
-    out.push_str("\n<msg>");
-    out.push_str(&agent_text(&env.body));
-    out.push_str("</msg>\n</iap>");
+    let out = with_body(open_tag(env, &names, ts.as_deref()), env, "msg", agent_text);
     match decode(&out) {
         Ok(back)
             if back.from == env.from

@@ -102,10 +102,7 @@ impl Layout {
 
 /// A temp name beside `target` (same folder, so a rename is atomic).
 fn temp_beside(target: &Path) -> PathBuf {
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = crate::fsutil::file_name(target);
     target.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
 }
 

@@ -16,11 +16,13 @@ use super::service::{Manager, LAUNCHD_LABEL};
 const UNIT: &str = "iapeer";
 
 /// Why a service-manager command did not succeed. `Display` names the command.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum CtlError {
     /// An empty command line.
+    #[error("empty service command")]
     Empty,
     /// The program could not be started.
+    #[error("cannot run {program}: {source}")]
     Spawn {
         /// `systemctl` or `launchctl`.
         program: String,
@@ -28,31 +30,13 @@ pub enum CtlError {
         source: std::io::Error,
     },
     /// A command exited non-zero.
+    #[error("`{command}` failed: {why}")]
     Failed {
         /// The command line.
         command: String,
         /// Its stderr, else its stdout.
         why: String,
     },
-}
-
-impl std::fmt::Display for CtlError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CtlError::Empty => f.write_str("empty service command"),
-            CtlError::Spawn { program, source } => write!(f, "cannot run {program}: {source}"),
-            CtlError::Failed { command, why } => write!(f, "`{command}` failed: {why}"),
-        }
-    }
-}
-
-impl std::error::Error for CtlError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            CtlError::Spawn { source, .. } => Some(source),
-            _ => None,
-        }
-    }
 }
 
 /// What one call answered.

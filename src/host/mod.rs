@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 /// Why a host step (install, binary replacement) failed. `Display` is a sentence naming the
 /// path and, where there is one, what to do.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum HostError {
     /// `HOME` is unset or empty; `rerun_install` adds "and run `iapeer install` again".
     NoHome {
@@ -13,9 +13,9 @@ pub enum HostError {
         rerun_install: bool,
     },
     /// The running binary's path cannot be found.
-    CurrentExe(std::io::Error),
+    CurrentExe(#[source] std::io::Error),
     /// A file or folder could not be created, written or read.
-    Io(crate::fsutil::IoError),
+    Io(#[source] crate::fsutil::IoError),
     /// The reference docs could not be written into their folder.
     Docs {
         /// The docs folder.
@@ -63,18 +63,6 @@ impl std::fmt::Display for HostError {
             HostError::MoveBack { path, source } => {
                 write!(f, "cannot move {} back: {source}", path.display())
             }
-        }
-    }
-}
-
-impl std::error::Error for HostError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            HostError::Io(e) => Some(&e.source),
-            HostError::CurrentExe(source)
-            | HostError::Docs { source, .. }
-            | HostError::MoveBack { source, .. } => Some(source),
-            HostError::NoHome { .. } | HostError::NoPrevious(_) => None,
         }
     }
 }

@@ -118,21 +118,12 @@ pub fn mentions(e: &Entry, peer: &str) -> bool {
 
 /// A `--since` value in none of the forms [`parse_since`] reads (the text as given, trimmed).
 /// `Display` lists the forms.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "--since: \"{0}\" is neither a duration (90s, 15m, 2h, 1d) nor a time (14:03, \
+     2026-07-14, 2026-07-14T14:03, 2026-07-14T14:03:00Z)"
+)]
 pub struct SinceError(pub String);
-
-impl std::fmt::Display for SinceError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "--since: \"{}\" is neither a duration (90s, 15m, 2h, 1d) nor a time (14:03, \
-             2026-07-14, 2026-07-14T14:03, 2026-07-14T14:03:00Z)",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for SinceError {}
 
 /// The start of `--since`: a duration back from `now` (`90s`, `15m`, `2h`, `1d`), a local
 /// time of today (`14:03`, `14:03:07`), a local date (`2026-07-14`) or date-time

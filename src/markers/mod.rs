@@ -20,7 +20,6 @@ pub mod queue;
 mod tests;
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
@@ -125,7 +124,10 @@ pub fn valid_conversation_id(id: &str) -> bool {
 }
 
 /// A marker could not be written or removed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cannot {action} lifecycle marker {path}: {source} (check that the iapeer root is writable)"
+)]
 pub struct MarkerError {
     /// The marker file.
     pub path: PathBuf,
@@ -133,24 +135,6 @@ pub struct MarkerError {
     pub action: &'static str,
     /// The underlying error.
     pub source: io::Error,
-}
-
-impl fmt::Display for MarkerError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "cannot {} lifecycle marker {}: {} (check that the iapeer root is writable)",
-            self.action,
-            self.path.display(),
-            self.source
-        )
-    }
-}
-
-impl std::error::Error for MarkerError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
-    }
 }
 
 /// The markers of one identity.

@@ -81,38 +81,20 @@ pub struct Hook {
 }
 
 /// Why a text is not a Codex hooks file. `Display` says what is wrong.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum HooksError {
     /// Not JSON.
-    NotJson(serde_json::Error),
+    #[error("not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
     /// Not a JSON object.
+    #[error("it is not a JSON object")]
     NotObject,
     /// `hooks` is not an object of events.
+    #[error("its \"hooks\" is not an object of events")]
     HooksNotObject,
     /// An event's entry is not a list (the event's name).
+    #[error("its \"hooks\".\"{0}\" is not a list")]
     EventNotList(&'static str),
-}
-
-impl std::fmt::Display for HooksError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            HooksError::NotJson(e) => write!(f, "not JSON: {e}"),
-            HooksError::NotObject => f.write_str("it is not a JSON object"),
-            HooksError::HooksNotObject => f.write_str("its \"hooks\" is not an object of events"),
-            HooksError::EventNotList(name) => {
-                write!(f, "its \"hooks\".\"{name}\" is not a list")
-            }
-        }
-    }
-}
-
-impl std::error::Error for HooksError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            HooksError::NotJson(e) => Some(e),
-            _ => None,
-        }
-    }
 }
 
 /// The command hooks of `text` (a `hooks.json`) whose file is `file` (its absolute, real

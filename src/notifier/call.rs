@@ -113,7 +113,7 @@ pub fn unregistered_note(missing: &[&str]) -> String {
 
 /// Why a call to a notifier service was not valid. `Display` says what is wrong, for
 /// [`teaching`].
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CallError {
     /// The body starts like a JSON object but does not parse (the parser's message).
     InvalidJson(String),
@@ -147,13 +147,7 @@ pub enum CallError {
     /// The target or a fallback is the service itself (its name).
     TargetIsService(String),
     /// The entry the call makes is not a valid trigger.
-    Trigger(TriggerError),
-}
-
-impl From<TriggerError> for CallError {
-    fn from(e: TriggerError) -> CallError {
-        CallError::Trigger(e)
-    }
+    Trigger(#[from] TriggerError),
 }
 
 impl std::fmt::Display for CallError {
@@ -219,15 +213,6 @@ impl std::fmt::Display for CallError {
                  them (\"self\" is you)"
             ),
             CallError::Trigger(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for CallError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            CallError::Trigger(e) => Some(e),
-            _ => None,
         }
     }
 }

@@ -20,9 +20,10 @@ pub const CHECK_TIMEOUT: Duration = Duration::from_secs(30);
 const KILL_GRACE: Duration = Duration::from_secs(2);
 
 /// Why a child of the service failed. `Display` gives the line the service logs or keeps.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ProcError {
     /// `iapeer send` could not be started.
+    #[error("cannot run {exe}: {source}")]
     SendSpawn {
         /// The `iapeer` program.
         exe: std::path::PathBuf,
@@ -30,12 +31,16 @@ pub enum ProcError {
         source: std::io::Error,
     },
     /// `iapeer send` could not be waited for.
-    SendWait(std::io::Error),
+    #[error("iapeer send: {0}")]
+    SendWait(#[source] std::io::Error),
     /// The send refused: the last line of its output.
+    #[error("{0}")]
     Refused(String),
     /// The send failed without a line of output.
+    #[error("iapeer send ended with {0}")]
     SendEnded(ExitStatus),
     /// A `check` program could not be started.
+    #[error("check {program} cannot run: {source}")]
     CheckSpawn {
         /// The program.
         program: String,
@@ -43,6 +48,7 @@ pub enum ProcError {
         source: std::io::Error,
     },
     /// A `check` program ran longer than its timeout (seconds) and was killed.
+    #[error("check {program} took longer than {secs} s")]
     CheckTimeout {
         /// The program.
         program: String,
@@ -50,6 +56,7 @@ pub enum ProcError {
         secs: u64,
     },
     /// A `check` program ended other than with exit 0.
+    #[error("check {program} ended with {status}")]
     CheckEnded {
         /// The program.
         program: String,
@@ -57,6 +64,7 @@ pub enum ProcError {
         status: ExitStatus,
     },
     /// A `check` program could not be waited for.
+    #[error("check {program}: {source}")]
     CheckWait {
         /// The program.
         program: String,
@@ -64,43 +72,8 @@ pub enum ProcError {
         source: std::io::Error,
     },
     /// `/bin/sh` could not be started for a script.
-    ShellSpawn(std::io::Error),
-}
-
-impl std::fmt::Display for ProcError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ProcError::SendSpawn { exe, source } => {
-                write!(f, "cannot run {}: {source}", exe.display())
-            }
-            ProcError::SendWait(e) => write!(f, "iapeer send: {e}"),
-            ProcError::Refused(line) => f.write_str(line),
-            ProcError::SendEnded(status) => write!(f, "iapeer send ended with {status}"),
-            ProcError::CheckSpawn { program, source } => {
-                write!(f, "check {program} cannot run: {source}")
-            }
-            ProcError::CheckTimeout { program, secs } => {
-                write!(f, "check {program} took longer than {secs} s")
-            }
-            ProcError::CheckEnded { program, status } => {
-                write!(f, "check {program} ended with {status}")
-            }
-            ProcError::CheckWait { program, source } => write!(f, "check {program}: {source}"),
-            ProcError::ShellSpawn(e) => write!(f, "cannot start /bin/sh: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for ProcError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ProcError::SendSpawn { source, .. }
-            | ProcError::CheckSpawn { source, .. }
-            | ProcError::CheckWait { source, .. } => Some(source),
-            ProcError::SendWait(e) | ProcError::ShellSpawn(e) => Some(e),
-            _ => None,
-        }
-    }
+    #[error("cannot start /bin/sh: {0}")]
+    ShellSpawn(#[source] std::io::Error),
 }
 
 /// Send `text` to `to` as `from` (an identity) with `iapeer send`, blocking. `Ok` = the

@@ -15,9 +15,10 @@ use crate::profile::ProfileError;
 use crate::registry::Registry;
 
 /// Why a profile's trigger list could not be read or written. `Display` names the file.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// A profile could not be read.
+    #[error("{path}: cannot be read: {source}")]
     Read {
         /// The profile file.
         path: PathBuf,
@@ -25,8 +26,10 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// A profile is JSON but not an object.
+    #[error("{0}: not a JSON object")]
     NotObject(PathBuf),
     /// A profile is not JSON.
+    #[error("{path}: not JSON: {source}")]
     NotJson {
         /// The profile file.
         path: PathBuf,
@@ -34,6 +37,7 @@ pub enum StoreError {
         source: serde_json::Error,
     },
     /// The folder or file of the profiles lock could not be made, opened or locked.
+    #[error("{path}: {source}")]
     Lock {
         /// The folder or lock file.
         path: PathBuf,
@@ -41,43 +45,11 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// The profile could not be updated.
-    Profile(ProfileError),
+    #[error("{0}")]
+    Profile(#[from] ProfileError),
     /// A value could not be turned into JSON.
-    Encode(serde_json::Error),
-}
-
-impl From<ProfileError> for StoreError {
-    fn from(e: ProfileError) -> StoreError {
-        StoreError::Profile(e)
-    }
-}
-
-impl std::fmt::Display for StoreError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StoreError::Read { path, source } => {
-                write!(f, "{}: cannot be read: {source}", path.display())
-            }
-            StoreError::NotObject(path) => write!(f, "{}: not a JSON object", path.display()),
-            StoreError::NotJson { path, source } => {
-                write!(f, "{}: not JSON: {source}", path.display())
-            }
-            StoreError::Lock { path, source } => write!(f, "{}: {source}", path.display()),
-            StoreError::Profile(e) => e.fmt(f),
-            StoreError::Encode(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for StoreError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            StoreError::Read { source, .. } | StoreError::Lock { source, .. } => Some(source),
-            StoreError::NotJson { source, .. } | StoreError::Encode(source) => Some(source),
-            StoreError::Profile(e) => Some(e),
-            StoreError::NotObject(_) => None,
-        }
-    }
+    #[error("{0}")]
+    Encode(#[source] serde_json::Error),
 }
 
 /// The triggers of `role` in every registered profile, and one line per entry or file

@@ -27,7 +27,7 @@ use crate::names::is_valid_personality;
 
 /// Why an entry of `notifier.triggers[]` is not a valid trigger ([`parse_entry`]). `Display`
 /// says what is wrong with the entry.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TriggerError {
     /// The entry is not a JSON object.
     NotObject,
@@ -49,7 +49,7 @@ pub enum TriggerError {
     /// A time trigger without `when`.
     MissingWhen,
     /// A time trigger's schedule is refused.
-    When(WhenError),
+    When(#[from] WhenError),
     /// A time trigger without a non-empty `message`.
     MissingMessage,
     /// A time trigger's `message` is longer than [`super::chain::SIGNAL_MAX_CHARS`].
@@ -62,12 +62,6 @@ pub enum TriggerError {
     BadHeartbeat(Value),
     /// `stopped` is neither absent, a boolean nor an object.
     BadStopped(Value),
-}
-
-impl From<WhenError> for TriggerError {
-    fn from(e: WhenError) -> TriggerError {
-        TriggerError::When(e)
-    }
 }
 
 impl std::fmt::Display for TriggerError {
@@ -112,15 +106,6 @@ impl std::fmt::Display for TriggerError {
                 f,
                 "\"stopped\" must be an object like {{\"at\":…,\"last\":…}}, not {v}"
             ),
-        }
-    }
-}
-
-impl std::error::Error for TriggerError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            TriggerError::When(e) => Some(e),
-            _ => None,
         }
     }
 }

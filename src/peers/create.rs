@@ -81,10 +81,7 @@ pub(super) fn new_peer_folder(
         Some(p) => p.to_path_buf(),
         None => paths.peers_dir().join(name),
     };
-    let base = folder
-        .file_name()
-        .map(|b| b.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let base = crate::fsutil::file_name(&folder);
     let derived = names::normalize(&base);
     if derived != name {
         return Err(PeerError::FolderGivesOtherName {

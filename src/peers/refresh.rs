@@ -9,9 +9,10 @@ use crate::registry::RegistryPeer;
 use crate::runtime::RuntimeKind;
 
 /// Why [`refresh_peer`] refused or failed. `Display` is the text for the user.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum RefreshError {
     /// The runtime asked for is not one the peer declares.
+    #[error("peer \"{personality}\" does not declare runtime \"{runtime}\"")]
     Undeclared {
         /// The peer.
         personality: String,
@@ -19,35 +20,11 @@ pub enum RefreshError {
         runtime: String,
     },
     /// The names do not form an identity.
-    Identity(IdentityError),
+    #[error("{0}")]
+    Identity(#[source] IdentityError),
     /// The flag could not be written.
-    Marker(MarkerError),
-}
-
-impl std::fmt::Display for RefreshError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RefreshError::Undeclared {
-                personality,
-                runtime,
-            } => write!(
-                f,
-                "peer \"{personality}\" does not declare runtime \"{runtime}\""
-            ),
-            RefreshError::Identity(e) => e.fmt(f),
-            RefreshError::Marker(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for RefreshError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            RefreshError::Identity(e) => Some(e),
-            RefreshError::Marker(e) => Some(e),
-            RefreshError::Undeclared { .. } => None,
-        }
-    }
+    #[error("{0}")]
+    Marker(#[source] MarkerError),
 }
 
 /// Set the `fresh-next` flag of `peer`'s agent runtimes (only `runtime` when given); router

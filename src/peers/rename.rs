@@ -96,11 +96,7 @@ pub fn plan_rename(paths: &Paths, old: &str, new: &str) -> Result<RenamePlan, Pe
         )));
     }
     // A worktree peer's folder is moved by git, which must know it and not have it locked.
-    let worktree = match crate::profile::Profile::read(&from)
-        .ok()
-        .flatten()
-        .and_then(|p| p.worktree)
-    {
+    let worktree = match crate::profile::Profile::worktree_record(&from) {
         Some(record) => Some(super::worktree::check_movable(&from, &record)?),
         None => None,
     };

@@ -40,7 +40,7 @@ use crate::registry::Registry;
 use crate::runtime;
 
 /// Why a step of the journal failed. `Display` names the file and what to do.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum JournalError {
     /// A file could not be read.
     Read {
@@ -68,7 +68,7 @@ pub enum JournalError {
     /// No staged copy was the renamed peer's profile.
     NoProfile(PathBuf),
     /// A file could not be written or deleted.
-    Io(crate::fsutil::IoError),
+    Io(#[from] crate::fsutil::IoError),
     /// A file or folder could not be moved (`what` is how the text names it, e.g.
     /// `"Claude Code's history "`, or empty).
     Move {
@@ -93,13 +93,13 @@ pub enum JournalError {
         source: io::Error,
     },
     /// A profile could not be read or rewritten.
-    Profile(crate::profile::ProfileError),
+    Profile(#[from] crate::profile::ProfileError),
     /// The registry could not be read or locked.
-    Registry(crate::registry::RegistryError),
+    Registry(#[from] crate::registry::RegistryError),
     /// The trigger lists' lock could not be taken.
-    Store(store::StoreError),
+    Store(#[from] store::StoreError),
     /// The markers could not be carried.
-    Markers(crate::markers::MarkerError),
+    Markers(#[from] crate::markers::MarkerError),
 }
 
 impl std::fmt::Display for JournalError {
@@ -147,59 +147,10 @@ impl std::fmt::Display for JournalError {
     }
 }
 
-impl std::error::Error for JournalError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            JournalError::Io(e) => Some(&e.source),
-            JournalError::Read { source, .. }
-            | JournalError::Move { source, .. }
-            | JournalError::MoveAway { source, .. } => Some(source),
-            JournalError::NotAJournal { source, .. } => Some(source),
-            JournalError::Profile(e) => Some(e),
-            JournalError::Registry(e) => Some(e),
-            JournalError::Store(e) => Some(e),
-            JournalError::Markers(e) => Some(e),
-            JournalError::Version { .. }
-            | JournalError::Changed(_)
-            | JournalError::NoProfile(_) => None,
-        }
-    }
-}
-
-impl From<crate::profile::ProfileError> for JournalError {
-    fn from(e: crate::profile::ProfileError) -> JournalError {
-        JournalError::Profile(e)
-    }
-}
-
-impl From<crate::registry::RegistryError> for JournalError {
-    fn from(e: crate::registry::RegistryError) -> JournalError {
-        JournalError::Registry(e)
-    }
-}
-
-impl From<store::StoreError> for JournalError {
-    fn from(e: store::StoreError) -> JournalError {
-        JournalError::Store(e)
-    }
-}
-
-impl From<crate::markers::MarkerError> for JournalError {
-    fn from(e: crate::markers::MarkerError) -> JournalError {
-        JournalError::Markers(e)
-    }
-}
-
 /// `cannot <action> <path>: <error>`, for `map_err`.
 fn io_err(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> JournalError {
     let at = fsutil::IoError::at(action, path);
     move |e| JournalError::Io(at(e))
-}
-
-impl From<fsutil::IoError> for JournalError {
-    fn from(e: fsutil::IoError) -> Self {
-        JournalError::Io(e)
-    }
 }
 
 /// `<path>: <error>`, for `map_err`.
@@ -345,10 +296,7 @@ fn read(paths: &Paths) -> Result<Option<Journal>, JournalError> {
 
 /// Where a staged copy of `target` waits: `.<name>.rename` beside it.
 pub fn staged_path(target: &Path) -> PathBuf {
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = crate::fsutil::file_name(target);
     target.with_file_name(format!(".{name}.rename"))
 }
 

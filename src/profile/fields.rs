@@ -85,9 +85,10 @@ fn parse_object(path: &Path, text: &str) -> Result<Map<String, Value>, ProfileEr
 
 /// A known profile field of the wrong type. `Display` names the field and what it must be;
 /// [`ProfileError::Corrupt`] quotes it as its reason.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum FieldError {
     /// A field that must be a string holds another kind of value.
+    #[error("\"{key}\" must be a string, not a {kind}")]
     NotString {
         /// The key.
         key: String,
@@ -95,36 +96,14 @@ pub enum FieldError {
         kind: &'static str,
     },
     /// A field that must be an array of strings holds something else.
+    #[error("\"{0}\" must be an array of strings")]
     NotStringList(String),
     /// `interfaces` is not an object.
+    #[error("\"interfaces\" must be an object")]
     InterfacesNotObject,
     /// `worktree` does not decode.
-    BadWorktree(serde_json::Error),
-}
-
-impl std::fmt::Display for FieldError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            FieldError::NotString { key, kind } => {
-                write!(f, "\"{key}\" must be a string, not a {kind}")
-            }
-            FieldError::NotStringList(key) => write!(f, "\"{key}\" must be an array of strings"),
-            FieldError::InterfacesNotObject => f.write_str("\"interfaces\" must be an object"),
-            FieldError::BadWorktree(e) => write!(
-                f,
-                "\"worktree\" must be {{\"repository\": <path>, \"branch\": <name>}} ({e})"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for FieldError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            FieldError::BadWorktree(e) => Some(e),
-            _ => None,
-        }
-    }
+    #[error("\"worktree\" must be {{\"repository\": <path>, \"branch\": <name>}} ({0})")]
+    BadWorktree(#[source] serde_json::Error),
 }
 
 /// Split a profile object into typed fields and `extra`. The personality is taken as

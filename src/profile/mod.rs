@@ -18,7 +18,6 @@ mod tests;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
-use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -31,11 +30,16 @@ pub use check::{check, Findings, FOLDER_GONE};
 pub use fields::{clamp_description, DESCRIPTION_MAX_CHARS, KNOWN_KEYS};
 
 /// Why a profile could not be read or written. Every variant names the file or folder.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
     /// The file exists but could not be read, or could not be written.
+    #[error(transparent)]
     Io(fsutil::IoError),
     /// The file is not a JSON object, or a known field has the wrong type.
+    #[error(
+        "peer profile {path} is unusable: {reason} — the file must be a valid JSON object; \
+         fix it by hand (run `iapeer verify` to check it)"
+    )]
     Corrupt {
         /// The profile file.
         path: PathBuf,
@@ -43,6 +47,11 @@ pub enum ProfileError {
         reason: String,
     },
     /// The folder's normalized name is not a valid personality (spec 01 §3).
+    #[error(
+        "folder {cwd} does not give a valid peer name (it normalizes to \"{normalized}\"; \
+         {rule}) — rename the folder",
+        rule = names::PERSONALITY_RULE
+    )]
     FolderName {
         /// The peer's working folder.
         cwd: PathBuf,
@@ -50,46 +59,14 @@ pub enum ProfileError {
         normalized: String,
     },
     /// Neither `default_runtime`, legacy `runtime` nor `runtimes` names a runtime.
+    #[error(
+        "peer profile {path} declares no runtime — set \"default_runtime\" (e.g. \"claude\") \
+         in it, or run `iapeer init` in that folder"
+    )]
     NoRuntime {
         /// The profile file.
         path: PathBuf,
     },
-}
-
-impl fmt::Display for ProfileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ProfileError::Io(e) => write!(f, "{e}"),
-            ProfileError::Corrupt { path, reason } => write!(
-                f,
-                "peer profile {} is unusable: {reason} — the file must be a valid JSON object; \
-                 fix it by hand (run `iapeer verify` to check it)",
-                path.display()
-            ),
-            ProfileError::FolderName { cwd, normalized } => write!(
-                f,
-                "folder {} does not give a valid peer name (it normalizes to \"{normalized}\"; \
-                 {}) — rename the folder",
-                cwd.display(),
-                names::PERSONALITY_RULE
-            ),
-            ProfileError::NoRuntime { path } => write!(
-                f,
-                "peer profile {} declares no runtime — set \"default_runtime\" (e.g. \"claude\") \
-                 in it, or run `iapeer init` in that folder",
-                path.display()
-            ),
-        }
-    }
-}
-
-impl std::error::Error for ProfileError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ProfileError::Io(e) => Some(&e.source),
-            _ => None,
-        }
-    }
 }
 
 /// The value of `approval_mode` that gates a peer's permission prompts (spec 10 §4).
@@ -159,10 +136,7 @@ pub struct Profile {
 /// Errors: [`ProfileError::FolderName`] when the result is not a valid personality (or the
 /// path has no final component).
 pub fn personality_of(cwd: &Path) -> Result<String, ProfileError> {
-    let base = cwd
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let base = crate::fsutil::file_name(cwd);
     let name = names::normalize(&base);
     if names::is_valid_personality(&name) {
         Ok(name)
@@ -208,6 +182,12 @@ impl Profile {
         };
         profile.settle_runtimes(&path)?;
         Ok(Some(profile))
+    }
+
+    /// The `worktree` record of the profile in `cwd` (a peer made by `create --worktree`):
+    /// `None` when there is none, or the profile is missing or cannot be read.
+    pub fn worktree_record(cwd: &Path) -> Option<WorktreeRecord> {
+        Profile::read(cwd).ok().flatten().and_then(|p| p.worktree)
     }
 
     /// [`Profile::read`], except that a valid `personality` is kept as written even when it

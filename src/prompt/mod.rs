@@ -117,28 +117,19 @@ pub struct Skipped {
 
 /// Why a layer file is left out of the prompt. `Display`: `empty`, `not UTF-8`, or the read
 /// error's text.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SkipReason {
     /// The file holds only white space (not worth a warning).
+    #[error("{}", EMPTY)]
     Empty,
     /// The file is not UTF-8.
+    #[error("not UTF-8")]
     NotUtf8,
     /// The file cannot be read (the error's text: an `io::Error` is neither `Clone` nor `Eq`,
     /// which [`Composition`] is).
+    #[error("{0}")]
     Unreadable(String),
 }
-
-impl std::fmt::Display for SkipReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SkipReason::Empty => f.write_str(EMPTY),
-            SkipReason::NotUtf8 => f.write_str("not UTF-8"),
-            SkipReason::Unreadable(e) => f.write_str(e),
-        }
-    }
-}
-
-impl std::error::Error for SkipReason {}
 
 /// The prompt as its layers, in order, and the files left out.
 #[derive(Debug, Clone, PartialEq, Eq)]

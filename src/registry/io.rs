@@ -4,7 +4,6 @@
 //! read-modify-write.
 
 use fs2::FileExt;
-use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -16,11 +15,16 @@ use crate::fsutil;
 use crate::paths::Paths;
 
 /// Why the registry could not be read or written.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
     /// An I/O failure on the registry or its lock file.
+    #[error(transparent)]
     Io(fsutil::IoError),
     /// The file exists but breaks the format (spec 01 §5).
+    #[error(
+        "the peer registry {path} is corrupt: {reason} — run `iapeer verify --fix` to \
+         rebuild it from the peer profiles"
+    )]
     Corrupt {
         /// The registry file.
         path: PathBuf,
@@ -28,36 +32,11 @@ pub enum RegistryError {
         reason: String,
     },
     /// A writer asked to store a registry that breaks the format (nothing was written).
+    #[error("refusing to write the peer registry: {reason}")]
     Refused {
         /// What is wrong.
         reason: String,
     },
-}
-
-impl fmt::Display for RegistryError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RegistryError::Io(e) => write!(f, "{e}"),
-            RegistryError::Corrupt { path, reason } => write!(
-                f,
-                "the peer registry {} is corrupt: {reason} — run `iapeer verify --fix` to \
-                 rebuild it from the peer profiles",
-                path.display()
-            ),
-            RegistryError::Refused { reason } => {
-                write!(f, "refusing to write the peer registry: {reason}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for RegistryError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            RegistryError::Io(e) => Some(&e.source),
-            _ => None,
-        }
-    }
 }
 
 impl Registry {

@@ -24,19 +24,25 @@ struct RawPeer {
 
 /// How a registry breaks the format (spec 01 §5). `Display` gives the one sentence that
 /// [`super::RegistryError`] quotes as its reason.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ShapeError {
     /// The text is not JSON.
-    InvalidJson(serde_json::Error),
+    #[error("invalid JSON ({0})")]
+    InvalidJson(#[source] serde_json::Error),
     /// The text is JSON but not an object.
+    #[error("it is not a JSON object")]
     NotObject,
     /// `version` is not a whole number.
+    #[error("\"version\" is not a whole number")]
     BadVersion,
     /// `peers` is not an array.
+    #[error("\"peers\" is not an array")]
     PeersNotArray,
     /// Peer number `n` (from 1) has no valid `personality`.
+    #[error("peer #{0} has no valid \"personality\"")]
     NoPersonality(usize),
     /// A peer's field has the wrong type.
+    #[error("peer \"{personality}\": {source}")]
     BadField {
         /// The peer.
         personality: String,
@@ -44,50 +50,17 @@ pub enum ShapeError {
         source: serde_json::Error,
     },
     /// A peer declares no runtime.
+    #[error("peer \"{0}\" declares no runtime")]
     NoRuntime(String),
     /// A peer has no `cwd`.
+    #[error("peer \"{0}\" has no \"cwd\"")]
     NoCwd(String),
     /// A personality that does not match the pattern.
+    #[error("invalid personality \"{0}\" ({rule})", rule = names::PERSONALITY_RULE)]
     InvalidPersonality(String),
     /// A personality listed more than once.
+    #[error("personality \"{0}\" is listed more than once")]
     Duplicate(String),
-}
-
-impl std::fmt::Display for ShapeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ShapeError::InvalidJson(e) => write!(f, "invalid JSON ({e})"),
-            ShapeError::NotObject => f.write_str("it is not a JSON object"),
-            ShapeError::BadVersion => f.write_str("\"version\" is not a whole number"),
-            ShapeError::PeersNotArray => f.write_str("\"peers\" is not an array"),
-            ShapeError::NoPersonality(n) => {
-                write!(f, "peer #{n} has no valid \"personality\"")
-            }
-            ShapeError::BadField {
-                personality,
-                source,
-            } => write!(f, "peer \"{personality}\": {source}"),
-            ShapeError::NoRuntime(p) => write!(f, "peer \"{p}\" declares no runtime"),
-            ShapeError::NoCwd(p) => write!(f, "peer \"{p}\" has no \"cwd\""),
-            ShapeError::InvalidPersonality(p) => write!(
-                f,
-                "invalid personality \"{p}\" ({})",
-                names::PERSONALITY_RULE
-            ),
-            ShapeError::Duplicate(p) => {
-                write!(f, "personality \"{p}\" is listed more than once")
-            }
-        }
-    }
-}
-
-impl std::error::Error for ShapeError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ShapeError::InvalidJson(e) | ShapeError::BadField { source: e, .. } => Some(e),
-            _ => None,
-        }
-    }
 }
 
 /// Decode the registry text. `version` is kept as read (absent → the current version).

@@ -125,11 +125,13 @@ fn product(runtime: &str) -> &'static str {
 }
 
 /// Why the login shell's `PATH` is unknown. `Display` is the reason the lookup quotes.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum LoginPathError {
     /// Neither `SHELL` nor the passwd entry names a shell.
+    #[error("no login shell: SHELL is not set and passwd names none")]
     NoShell,
     /// The shell could not be started (shared: the answer is remembered).
+    #[error("{shell} -l cannot start: {source}")]
     Spawn {
         /// The shell.
         shell: PathBuf,
@@ -137,40 +139,16 @@ pub enum LoginPathError {
         source: std::sync::Arc<std::io::Error>,
     },
     /// The shell printed no marked `PATH` line.
+    #[error("{0} -l printed no PATH")]
     NoPath(PathBuf),
     /// The shell did not answer in time (seconds).
+    #[error("{shell} -l did not answer within {secs}s")]
     Timeout {
         /// The shell.
         shell: PathBuf,
         /// The time allowed, seconds.
         secs: u64,
     },
-}
-
-impl std::fmt::Display for LoginPathError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LoginPathError::NoShell => {
-                f.write_str("no login shell: SHELL is not set and passwd names none")
-            }
-            LoginPathError::Spawn { shell, source } => {
-                write!(f, "{} -l cannot start: {source}", shell.display())
-            }
-            LoginPathError::NoPath(shell) => write!(f, "{} -l printed no PATH", shell.display()),
-            LoginPathError::Timeout { shell, secs } => {
-                write!(f, "{} -l did not answer within {secs}s", shell.display())
-            }
-        }
-    }
-}
-
-impl std::error::Error for LoginPathError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            LoginPathError::Spawn { source, .. } => Some(source.as_ref()),
-            _ => None,
-        }
-    }
 }
 
 /// The inputs of [`decide`].

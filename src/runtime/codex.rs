@@ -975,20 +975,27 @@ mod tests {
         assert!(started < at);
     }
 
+    /// A recorded pane log of Codex 0.171.0 (`tests/fixtures/codex-0.171.0/<name>`), and
+    /// where `needle` first stands in it.
+    fn recorded_at(name: &str, needle: &str) -> (Vec<u8>, usize) {
+        let path = format!(
+            "{}/tests/fixtures/codex-0.171.0/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
+        let at = bytes
+            .windows(needle.len())
+            .position(|w| w == needle.as_bytes())
+            .unwrap_or_else(|| panic!("{path} has no {needle:?}"));
+        (bytes, at)
+    }
+
     /// Issue 7 item 2: a draft typed by an attached human into Codex 0.171 (recorded:
     /// `tests/fixtures/codex-0.171.0/composer-draft.raw`) is a draft; the placeholder of the
     /// empty composer before it ("Ask Codex to do anything") is not.
     #[test]
     fn fixture_composer_draft() {
-        let path = format!(
-            "{}/tests/fixtures/codex-0.171.0/composer-draft.raw",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let bytes = std::fs::read(path).unwrap();
-        let at = bytes
-            .windows(b"unfinished".len())
-            .position(|w| w == b"unfinished")
-            .expect("the typed draft");
+        let (bytes, at) = recorded_at("composer-draft.raw", "unfinished");
         let codex = Codex::with_program("/bin/codex".into());
         let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
         screen.feed(&bytes[..at.saturating_sub(40)], true);
@@ -1022,11 +1029,7 @@ mod tests {
             Some(APPROVAL_DIALOG_OPEN)
         );
 
-        let bytes = std::fs::read(format!("{dir}/hook-pending.raw")).unwrap();
-        let at = bytes
-            .windows(b"Running hook".len())
-            .position(|w| w == b"Running hook")
-            .expect("the running hook");
+        let (bytes, at) = recorded_at("approvals/hook-pending.raw", "Running hook");
         let mut screen = Screen::new(50, 160);
         screen.feed(&bytes[..at + 300], true);
         assert!(screen.text().contains("Running hook"), "{}", screen.text());
@@ -1046,15 +1049,7 @@ mod tests {
     /// the session's size) is answered towards "Keep current model", never option 1.
     #[test]
     fn the_model_switch_menu_is_answered_keep_current_model() {
-        let path = format!(
-            "{}/tests/fixtures/codex-0.171.0/usage-limit-switch-prompt.raw",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let bytes = std::fs::read(path).unwrap();
-        let at = bytes
-            .windows(b"Approaching rate limits".len())
-            .position(|w| w == b"Approaching rate limits")
-            .expect("the menu");
+        let (bytes, at) = recorded_at("usage-limit-switch-prompt.raw", "Approaching rate limits");
         let codex = Codex::with_program("/bin/codex".into());
         let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
         screen.feed(&bytes[..at.saturating_sub(200)], true);

@@ -47,44 +47,33 @@ impl Confirm for WrittenIsConfirmed {
 }
 
 /// Why a runtime cannot be used.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RuntimeError {
     /// Not built in and no `runtimes/<rt>/runtime.json`.
+    #[error("runtime \"{0}\" is not installed — install its package with iapeer install-runtime {0} [--package <npm package or tarball>] or choose another runtime")]
     NotInstalled(String),
     /// A built-in agent runtime whose program is not found: why, naming every place looked
     /// at ([`agent_program::Lookup::refusal`]).
+    #[error("{0}")]
     AgentMissing(String),
     /// The manifest exists but is invalid.
+    #[error("{0} is not a valid runtime manifest: {1}")]
     BadManifest(PathBuf, String),
 }
-
-impl std::fmt::Display for RuntimeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RuntimeError::NotInstalled(rt) => write!(
-                f,
-                "runtime \"{rt}\" is not installed — install its package with iapeer install-runtime {rt} [--package <npm package or tarball>] or choose another runtime"
-            ),
-            RuntimeError::AgentMissing(why) => f.write_str(why),
-            RuntimeError::BadManifest(p, why) => {
-                write!(f, "{} is not a valid runtime manifest: {why}", p.display())
-            }
-        }
-    }
-}
-
-impl std::error::Error for RuntimeError {}
 
 /// Why a runtime's setup in a peer's folder or in its host configuration failed
 /// ([`setup_peer`], [`refresh_peer`], [`teardown_peer`]). `Display` names the file and, where
 /// there is one, what to do.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum SetupError {
     /// A file could not be read, written, backed up or removed.
+    #[error(transparent)]
     Io(crate::fsutil::IoError),
     /// Neither `CODEX_HOME` nor `HOME` is set.
+    #[error("cannot find the Codex config folder: set CODEX_HOME or HOME")]
     NoCodexHome,
     /// The Codex config is not valid TOML (it is left alone).
+    #[error("{path} is not valid TOML, so iapeer left it alone: {source}")]
     NotToml {
         /// The config file.
         path: PathBuf,
@@ -92,46 +81,16 @@ pub enum SetupError {
         source: toml_edit::TomlError,
     },
     /// A setup at a peer's birth failed: fix the file, then run the command again.
-    FixAndRetry(Box<SetupError>),
+    #[error("{0} — fix it, then run the command again")]
+    FixAndRetry(#[source] Box<SetupError>),
     /// A codex peer's folder trust could not be removed: it stays (the folder's key).
+    #[error("{source} — the trust entry of {key} stays; delete its [projects] table by hand")]
     TrustStays {
         /// The folder's key in `[projects]`.
         key: String,
         /// Why.
         source: Box<SetupError>,
     },
-}
-
-impl std::fmt::Display for SetupError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SetupError::Io(e) => write!(f, "{e}"),
-            SetupError::NoCodexHome => {
-                f.write_str("cannot find the Codex config folder: set CODEX_HOME or HOME")
-            }
-            SetupError::NotToml { path, source } => write!(
-                f,
-                "{} is not valid TOML, so iapeer left it alone: {source}",
-                path.display()
-            ),
-            SetupError::FixAndRetry(e) => write!(f, "{e} — fix it, then run the command again"),
-            SetupError::TrustStays { key, source } => write!(
-                f,
-                "{source} — the trust entry of {key} stays; delete its [projects] table by hand"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for SetupError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            SetupError::Io(e) => Some(&e.source),
-            SetupError::NotToml { source, .. } => Some(source),
-            SetupError::FixAndRetry(e) | SetupError::TrustStays { source: e, .. } => Some(e),
-            SetupError::NoCodexHome => None,
-        }
-    }
 }
 
 impl SetupError {

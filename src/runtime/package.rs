@@ -62,9 +62,10 @@ pub fn is_local(spec: &str) -> bool {
 }
 
 /// Why a bounded child (npm, a package's program, a `selfConfig` hook) did not succeed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// It could not start.
+    #[error("cannot run {program:?}: {source}")]
     Spawn {
         /// The program.
         program: OsString,
@@ -72,10 +73,13 @@ pub enum RunError {
         source: std::io::Error,
     },
     /// It could not be waited for.
-    Wait(std::io::Error),
+    #[error("{0}")]
+    Wait(#[source] std::io::Error),
     /// It was killed after this many seconds.
+    #[error("still running after {0} s")]
     Timeout(u64),
     /// It ended non-zero.
+    #[error("ended with {status}: {tail}")]
     Failed {
         /// How it ended.
         status: std::process::ExitStatus,
@@ -84,33 +88,15 @@ pub enum RunError {
     },
 }
 
-impl std::fmt::Display for RunError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RunError::Spawn { program, source } => write!(f, "cannot run {program:?}: {source}"),
-            RunError::Wait(e) => e.fmt(f),
-            RunError::Timeout(secs) => write!(f, "still running after {secs} s"),
-            RunError::Failed { status, tail } => write!(f, "ended with {status}: {tail}"),
-        }
-    }
-}
-
-impl std::error::Error for RunError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            RunError::Spawn { source, .. } | RunError::Wait(source) => Some(source),
-            _ => None,
-        }
-    }
-}
-
 /// Why a runtime package could not be installed or its version learned. `Display` has the
 /// tail of what npm or the package said and what to do.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum PackageError {
     /// A folder could not be cleared (`"clear"`) or created (`"create"`).
-    Io(crate::fsutil::IoError),
+    #[error(transparent)]
+    Io(#[from] crate::fsutil::IoError),
     /// `npm install <spec>` failed.
+    #[error("npm install {spec} failed: {source} — check the package name (or tarball path) and that npm can reach its registry")]
     NpmInstall {
         /// The package spec.
         spec: String,
@@ -118,8 +104,10 @@ pub enum PackageError {
         source: RunError,
     },
     /// The installed package's spec could not be recorded.
-    Record(std::io::Error),
+    #[error("cannot record the installed package: {0}")]
+    Record(#[source] std::io::Error),
     /// A folder could not be moved.
+    #[error("cannot move {from} to {to}: {source}")]
     Move {
         /// From.
         from: PathBuf,
@@ -129,6 +117,7 @@ pub enum PackageError {
         source: std::io::Error,
     },
     /// The package's own install (its program run once) failed.
+    #[error("the package's own install ({bin}) failed: {source}")]
     SelfInstall {
         /// The program.
         bin: PathBuf,
@@ -136,10 +125,13 @@ pub enum PackageError {
         source: RunError,
     },
     /// npm failed or timed out.
-    Npm(RunError),
+    #[error("{0}")]
+    Npm(#[source] RunError),
     /// `npm pack --json` answered something that is not JSON.
-    PackSaid(serde_json::Error),
+    #[error("npm pack said {0}")]
+    PackSaid(#[source] serde_json::Error),
     /// npm answered no version (`"npm pack"` or `"npm view"`).
+    #[error("{tool} names no version for {spec}")]
     NoVersion {
         /// Which npm command.
         tool: &'static str,
@@ -147,8 +139,10 @@ pub enum PackageError {
         spec: String,
     },
     /// npm installed nothing into the folder.
+    #[error("npm installed nothing into {0}")]
     NothingInstalled(PathBuf),
     /// The package declares no program to install itself with.
+    #[error("the package {name} has no program to install itself with (package.json \"bin\", named {wanted}) — it is not an iapeer runtime package")]
     NoProgram {
         /// The package's name.
         name: String,
@@ -156,6 +150,7 @@ pub enum PackageError {
         wanted: String,
     },
     /// A `package.json` could not be read.
+    #[error("cannot read {path}: {source}")]
     Read {
         /// The file.
         path: PathBuf,
@@ -163,78 +158,13 @@ pub enum PackageError {
         source: std::io::Error,
     },
     /// A `package.json` is not JSON.
+    #[error("{path} is not JSON: {source}")]
     NotJson {
         /// The file.
         path: PathBuf,
         /// The parser's error.
         source: serde_json::Error,
     },
-}
-
-impl std::fmt::Display for PackageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PackageError::Io(e) => write!(f, "{e}"),
-            PackageError::NpmInstall { spec, source } => write!(
-                f,
-                "npm install {spec} failed: {source} — check the package name (or tarball path) and that npm can reach its registry"
-            ),
-            PackageError::Record(e) => write!(f, "cannot record the installed package: {e}"),
-            PackageError::Move { from, to, source } => write!(
-                f,
-                "cannot move {} to {}: {source}",
-                from.display(),
-                to.display()
-            ),
-            PackageError::SelfInstall { bin, source } => write!(
-                f,
-                "the package's own install ({}) failed: {source}",
-                bin.display()
-            ),
-            PackageError::Npm(e) => e.fmt(f),
-            PackageError::PackSaid(e) => write!(f, "npm pack said {e}"),
-            PackageError::NoVersion { tool, spec } => {
-                write!(f, "{tool} names no version for {spec}")
-            }
-            PackageError::NothingInstalled(dir) => {
-                write!(f, "npm installed nothing into {}", dir.display())
-            }
-            PackageError::NoProgram { name, wanted } => write!(
-                f,
-                "the package {name} has no program to install itself with (package.json \"bin\", named {wanted}) — it is not an iapeer runtime package"
-            ),
-            PackageError::Read { path, source } => {
-                write!(f, "cannot read {}: {source}", path.display())
-            }
-            PackageError::NotJson { path, source } => {
-                write!(f, "{} is not JSON: {source}", path.display())
-            }
-        }
-    }
-}
-
-impl std::error::Error for PackageError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            PackageError::Io(e) => Some(&e.source),
-            PackageError::Move { source, .. }
-            | PackageError::Read { source, .. }
-            | PackageError::Record(source) => Some(source),
-            PackageError::NpmInstall { source, .. }
-            | PackageError::SelfInstall { source, .. }
-            | PackageError::Npm(source) => Some(source),
-            PackageError::PackSaid(source) | PackageError::NotJson { source, .. } => Some(source),
-            PackageError::NoVersion { .. }
-            | PackageError::NothingInstalled(_)
-            | PackageError::NoProgram { .. } => None,
-        }
-    }
-}
-
-impl From<IoError> for PackageError {
-    fn from(e: IoError) -> Self {
-        PackageError::Io(e)
-    }
 }
 
 /// Install `spec` for `runtime` with the real `npm`, record the spec, then run the package's

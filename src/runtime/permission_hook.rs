@@ -27,30 +27,14 @@ pub struct PermissionAsk {
 }
 
 /// Why the hook's input is not a permission request.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum AskError {
     /// The input is not JSON.
-    NotJson(serde_json::Error),
+    #[error("the hook input is not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
     /// The input has no string `tool_name`.
+    #[error("the hook input has no string \"tool_name\"")]
     NoToolName,
-}
-
-impl std::fmt::Display for AskError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            AskError::NotJson(e) => write!(f, "the hook input is not JSON: {e}"),
-            AskError::NoToolName => f.write_str("the hook input has no string \"tool_name\""),
-        }
-    }
-}
-
-impl std::error::Error for AskError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            AskError::NotJson(e) => Some(e),
-            AskError::NoToolName => None,
-        }
-    }
 }
 
 /// Read the hook's stdin.

@@ -27,6 +27,29 @@ pub enum ClientInput {
     },
 }
 
+/// What one read of a non-blocking socket gave ([`read_chunk`]).
+pub(crate) enum Chunk {
+    /// This many bytes, at the start of the buffer.
+    Read(usize),
+    /// Nothing more for now (it would block).
+    Drained,
+    /// The peer is gone: end of stream, or an error.
+    Gone,
+}
+
+/// Read once from the non-blocking `stream` into `buf`, again when interrupted by a signal.
+pub(crate) fn read_chunk(stream: &mut impl Read, buf: &mut [u8]) -> Chunk {
+    loop {
+        return match stream.read(buf) {
+            Ok(0) => Chunk::Gone,
+            Ok(n) => Chunk::Read(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Chunk::Drained,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => Chunk::Gone,
+        };
+    }
+}
+
 /// One attached client.
 pub struct Client {
     /// The socket, registered with the session's poll.
@@ -60,22 +83,13 @@ impl Client {
     /// (EOF, a socket error or a framing error).
     pub fn read(&mut self) -> (Vec<ClientInput>, bool) {
         let mut buf = [0u8; 16 * 1024];
-        let mut gone = false;
-        loop {
-            match self.stream.read(&mut buf) {
-                Ok(0) => {
-                    gone = true;
-                    break;
-                }
-                Ok(n) => self.deframer.push(&buf[..n]),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => {
-                    gone = true;
-                    break;
-                }
+        let gone = loop {
+            match read_chunk(&mut self.stream, &mut buf) {
+                Chunk::Read(n) => self.deframer.push(&buf[..n]),
+                Chunk::Drained => break false,
+                Chunk::Gone => break true,
             }
-        }
+        };
         match self.decode() {
             Ok(input) => (input, gone),
             Err(_) => (Vec::new(), true),

@@ -5,8 +5,6 @@
 //! Type 0 = data (keystrokes in, screen bytes out); type 1 = resize (payload: cols u16 BE,
 //! rows u16 BE). [`Deframer`] reassembles frames from arbitrarily split or coalesced reads.
 
-use std::fmt;
-
 /// Largest payload a [`Deframer`] accepts (1 MiB). [`encode`] never produces a bigger one.
 pub const MAX_PAYLOAD: usize = 1 << 20;
 
@@ -28,36 +26,18 @@ pub enum Frame {
 
 /// Why a byte stream is not a valid frame sequence. The stream cannot be resynchronised after
 /// any of these; the connection should be closed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FrameError {
     /// The type byte is neither 0 (data) nor 1 (resize).
+    #[error("attach stream: unknown frame type {0} (expected 0 = data or 1 = resize)")]
     UnknownType(u8),
     /// A resize frame whose payload is not exactly 4 bytes.
+    #[error("attach stream: resize frame carries {0} bytes (expected 4: cols and rows as u16)")]
     BadResizeLength(u32),
     /// A payload longer than [`MAX_PAYLOAD`].
+    #[error("attach stream: frame of {0} bytes exceeds the {MAX_PAYLOAD}-byte limit")]
     TooLarge(u32),
 }
-
-impl fmt::Display for FrameError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FrameError::UnknownType(t) => write!(
-                f,
-                "attach stream: unknown frame type {t} (expected 0 = data or 1 = resize)"
-            ),
-            FrameError::BadResizeLength(n) => write!(
-                f,
-                "attach stream: resize frame carries {n} bytes (expected 4: cols and rows as u16)"
-            ),
-            FrameError::TooLarge(n) => write!(
-                f,
-                "attach stream: frame of {n} bytes exceeds the {MAX_PAYLOAD}-byte limit"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for FrameError {}
 
 fn push_header(out: &mut Vec<u8>, kind: u8, len: usize) {
     out.push(kind);

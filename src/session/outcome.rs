@@ -209,57 +209,41 @@ impl fmt::Display for GateFailure {
 }
 
 /// Why a compaction ([`crate::session::handle::EventKind::Compacted`]) failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CompactFailure {
     /// The session is booting or ending.
+    #[error("the session is not ready")]
     NotReady,
     /// A delivery or another compaction is under way.
+    #[error("the session is busy with another delivery or compaction")]
     Busy,
     /// iapeer is clearing a message it pasted from the composer.
+    #[error(
+        "iapeer is clearing a message it pasted (interrupted or cut off) from the \
+          composer — compact again in a moment"
+    )]
     ClearingOwnText,
     /// The composer holds a draft (`shown`: its first 40 characters).
+    #[error("the composer holds a draft (\"{shown}…\") — clear it, then compact")]
     Draft {
         /// The draft's start.
         shown: String,
     },
     /// The runtime (`runtime`, its name) has no compaction.
+    #[error("{runtime} does not support compact")]
     Unsupported {
         /// The runtime's name.
         runtime: String,
     },
     /// The runtime did not finish within `limit`.
+    #[error("compaction did not finish within {} s", .limit.as_secs())]
     TimedOut {
         /// The compaction's deadline.
         limit: Duration,
     },
     /// The session ended first.
+    #[error("the session ended during compaction")]
     SessionEnded,
-}
-
-impl fmt::Display for CompactFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CompactFailure::NotReady => f.write_str("the session is not ready"),
-            CompactFailure::Busy => {
-                f.write_str("the session is busy with another delivery or compaction")
-            }
-            CompactFailure::ClearingOwnText => f.write_str(
-                "iapeer is clearing a message it pasted (interrupted or cut off) from the \
-                 composer — compact again in a moment",
-            ),
-            CompactFailure::Draft { shown } => write!(
-                f,
-                "the composer holds a draft (\"{shown}…\") — clear it, then compact"
-            ),
-            CompactFailure::Unsupported { runtime } => {
-                write!(f, "{runtime} does not support compact")
-            }
-            CompactFailure::TimedOut { limit } => {
-                write!(f, "compaction did not finish within {} s", limit.as_secs())
-            }
-            CompactFailure::SessionEnded => f.write_str("the session ended during compaction"),
-        }
-    }
 }
 
 #[cfg(test)]

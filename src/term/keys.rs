@@ -2,7 +2,6 @@
 //! and tmux-like key names for dialogs and control.
 
 use std::borrow::Cow;
-use std::fmt;
 
 /// Start of a bracketed paste.
 pub const PASTE_START: &[u8] = b"\x1b[200~";
@@ -56,25 +55,15 @@ pub fn bracketed_paste(text: &str) -> Vec<u8> {
 }
 
 /// A key name [`encode_keys`] does not know.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KeyError {
     /// The token is not one of the key names; carries the token as given.
+    #[error(
+        "unknown key name {0:?} (known: Enter, Escape, Tab, Space, BSpace, Up, Down, \
+          Right, Left; use -l before literal text)"
+    )]
     UnknownKey(String),
 }
-
-impl fmt::Display for KeyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            KeyError::UnknownKey(t) => write!(
-                f,
-                "unknown key name {t:?} (known: Enter, Escape, Tab, Space, BSpace, Up, Down, \
-                 Right, Left; use -l before literal text)"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for KeyError {}
 
 /// Bytes of one named key. Arrow keys depend on the application-cursor mode (DECCKM).
 fn key_bytes(name: &str, app_cursor: bool) -> Option<&'static [u8]> {

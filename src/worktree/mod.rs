@@ -16,7 +16,6 @@
 pub mod porcelain;
 
 use std::ffi::OsString;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -55,11 +54,13 @@ const LOCAL_ENV: &[&str] = &[
 ];
 
 /// Why a git command did not do its job.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GitError {
     /// git could not be started (not installed, not on `PATH`).
+    #[error("git cannot be run ({0}) — install git, or put it on PATH")]
     Missing(String),
     /// git ran and failed.
+    #[error("{command}: {said}")]
     Failed {
         /// The command, as a user would type it.
         command: String,
@@ -67,6 +68,7 @@ pub enum GitError {
         said: String,
     },
     /// git did not finish by its deadline (its process group was killed).
+    #[error("{command} did not finish within {secs} s")]
     Timeout {
         /// The command, as a user would type it.
         command: String,
@@ -74,25 +76,6 @@ pub enum GitError {
         secs: u64,
     },
 }
-
-impl fmt::Display for GitError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            GitError::Missing(why) => {
-                write!(
-                    f,
-                    "git cannot be run ({why}) — install git, or put it on PATH"
-                )
-            }
-            GitError::Failed { command, said } => write!(f, "{command}: {said}"),
-            GitError::Timeout { command, secs } => {
-                write!(f, "{command} did not finish within {secs} s")
-            }
-        }
-    }
-}
-
-impl std::error::Error for GitError {}
 
 /// Where a git command runs: on a repository (`--git-dir`), or in a worktree's folder.
 #[derive(Clone, Copy)]

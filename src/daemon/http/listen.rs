@@ -325,12 +325,7 @@ impl Owner {
             Ok(None) => "its client socket is gone".to_string(),
             Err(e) => format!("its client's uid cannot be known ({e})"),
         };
-        let now = Instant::now();
-        if self
-            .logged
-            .is_none_or(|t| now.duration_since(t) > Duration::from_secs(10))
-        {
-            self.logged = Some(now);
+        if warn_due(&mut self.logged) {
             log::warn!(
                 "http: answered 401 to a connection from {client} unread: {why}, and this \
                  daemon serves only uid {} (further refusals are not logged for 10 s)",
@@ -561,12 +556,7 @@ impl Acceptor {
     }
 
     fn warn_fds(&mut self, e: &io::Error) {
-        let now = Instant::now();
-        if self
-            .last_fd_warning
-            .is_none_or(|t| now.duration_since(t) > Duration::from_secs(10))
-        {
-            self.last_fd_warning = Some(now);
+        if warn_due(&mut self.last_fd_warning) {
             log::warn!(
                 "http: accept failed ({e}): out of file descriptors; refusing with 503 until \
                  some are free ({} connections held)",
@@ -1183,6 +1173,17 @@ fn out_of_fds(e: &io::Error) -> bool {
         e.raw_os_error(),
         Some(nix::libc::EMFILE | nix::libc::ENFILE | nix::libc::ENOBUFS | nix::libc::ENOMEM)
     )
+}
+
+/// Whether a warning logged at most once per 10 s may be logged now (the last one, `last`,
+/// is older); when it may, `last` becomes now.
+fn warn_due(last: &mut Option<Instant>) -> bool {
+    let now = Instant::now();
+    if last.is_some_and(|t| now.duration_since(t) <= Duration::from_secs(10)) {
+        return false;
+    }
+    *last = Some(now);
+    true
 }
 
 #[cfg(test)]

@@ -391,8 +391,9 @@ impl Router {
             return Pump::Done;
         };
         match head_step(head.view(), self.presence(identity)) {
-            HeadStep::Deliver => self.deliver_head(identity),
-            HeadStep::StartCompact => self.start_compact(identity),
+            step @ (HeadStep::Deliver | HeadStep::StartCompact) => {
+                self.hand_head_over(identity, step)
+            }
             HeadStep::AnswerLive => self.answer_wake(identity),
             HeadStep::Replace => self.replace_then_launch(identity),
             HeadStep::Wait => Pump::Done,
@@ -435,28 +436,20 @@ impl Router {
         }
     }
 
-    /// [`HeadStep::Deliver`]: the head send goes to the live session and is in flight.
-    fn deliver_head(&mut self, identity: &Identity) -> Pump {
-        let (Some(Job::Send(job)), Some(s)) = (self.head_of(identity), self.live.get(identity))
-        else {
-            return Pump::Done; // a step that does not fit the head (cannot happen)
-        };
-        let delivery = self.live_delivery(job);
-        let id = job.id;
-        s.handle.send(SessionCmd::Deliver(delivery));
-        self.set_inflight(identity, id);
-        Pump::Done
-    }
-
-    /// [`HeadStep::StartCompact`]: the compact command goes to the live session and is in
-    /// flight.
-    fn start_compact(&mut self, identity: &Identity) -> Pump {
-        let (Some(Job::Compact(c)), Some(s)) = (self.head_of(identity), self.live.get(identity))
-        else {
+    /// [`HeadStep::Deliver`] (the head send) and [`HeadStep::StartCompact`] (the head
+    /// compact): the job goes to the live session and is in flight.
+    fn hand_head_over(&mut self, identity: &Identity, step: HeadStep) -> Pump {
+        let Some(s) = self.live.get(identity) else {
             return Pump::Done;
         };
-        let id = c.id;
-        s.handle.send(SessionCmd::Compact(id));
+        let (cmd, id) = match (step, self.head_of(identity)) {
+            (HeadStep::Deliver, Some(Job::Send(job))) => {
+                (SessionCmd::Deliver(self.live_delivery(job)), job.id)
+            }
+            (HeadStep::StartCompact, Some(Job::Compact(c))) => (SessionCmd::Compact(c.id), c.id),
+            _ => return Pump::Done, // a step that does not fit the head (cannot happen)
+        };
+        s.handle.send(cmd);
         self.set_inflight(identity, id);
         Pump::Done
     }

@@ -142,8 +142,8 @@ impl Router {
             );
             s.status = Some(status);
             if let Some(why) = verdict {
-                s.state.end(Cause::WindDown);
-                s.handle.send(SessionCmd::Kill(Cause::WindDown));
+                // Not ending yet (the decision waits while it is): the session is told to end.
+                self.live.end(identity, Cause::WindDown);
                 self.lifecycle(
                     Event::new("supervise")
                         .field("action", "wind-down")
@@ -161,8 +161,7 @@ impl Router {
         };
         // Resume-eligible before it ends, so the next message on its topic resumes it.
         logged(Markers::new(&self.paths, &s.identity).set(Flag::IdleReaped));
-        s.state.end(Cause::IdleSleep);
-        s.handle.send(SessionCmd::Kill(Cause::IdleSleep));
+        self.live.end(identity, Cause::IdleSleep);
         self.lifecycle(
             Event::new("supervise")
                 .field("action", "reaped-idle")

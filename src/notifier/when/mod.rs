@@ -77,15 +77,19 @@ const FIELDS: [Field; 5] = [
 
 /// Why a `when` schedule was refused. `Display` gives one sentence saying what is wrong, in
 /// terms the caller can fix (spec 09 "Semantics").
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WhenError {
     /// The expression is empty.
+    #[error("\"when\" is empty")]
     Empty,
     /// An `@` form other than `@every`.
+    #[error("\"{0}\" is not a schedule: the only @ form is @every <n><s|m|h|d> (e.g. @every 30m)")]
     UnknownAt(String),
     /// `@every` without a duration.
+    #[error("@every needs a duration, e.g. @every 30s, @every 5m, @every 1h30m")]
     EveryEmpty,
     /// `@every <body>` has a character that is not a unit.
+    #[error("\"@every {body}\" has \"{found}\" where a unit s, m, h or d was expected (e.g. @every 90s, @every 1h30m)")]
     EveryBadUnit {
         /// The duration text.
         body: String,
@@ -93,8 +97,10 @@ pub enum WhenError {
         found: char,
     },
     /// `@every <body>` has a unit without a number before it.
+    #[error("\"@every {0}\": each unit needs a number before it (e.g. @every 2h)")]
     EveryUnitWithoutNumber(String),
     /// `@every <body>`: a number does not fit.
+    #[error("\"@every {body}\": the number {digits} is too large")]
     EveryNumberTooLarge {
         /// The duration text.
         body: String,
@@ -102,8 +108,10 @@ pub enum WhenError {
         digits: String,
     },
     /// `@every <body>` overflows milliseconds in a `u64`.
+    #[error("\"@every {0}\" is too long")]
     EveryTooLong(String),
     /// `@every <body>` ends with a number without a unit.
+    #[error("\"@every {body}\": the number {digits} has no unit; write s, m, h or d after it (e.g. @every {digits}s)")]
     EveryNumberWithoutUnit {
         /// The duration text.
         body: String,
@@ -111,8 +119,10 @@ pub enum WhenError {
         digits: String,
     },
     /// `@every <body>` is under one second.
+    #[error("\"@every {0}\" is shorter than the minimum of 1s")]
     EveryTooShort(String),
     /// A cron expression with a field count other than 5.
+    #[error("\"{expr}\" has {count} fields; a cron expression has 5: minute hour day-of-month month day-of-week (e.g. \"0 9 * * 1-5\" = 09:00 on weekdays)")]
     FieldCount {
         /// The expression.
         expr: String,
@@ -120,6 +130,7 @@ pub enum WhenError {
         count: usize,
     },
     /// A cron field has something other than a number where one is expected.
+    #[error("the {field} field has \"{token}\" where a number was expected (names like MON or JAN are not supported)")]
     NotANumber {
         /// The field's name (`minute`, `hour`, …).
         field: &'static str,
@@ -127,6 +138,7 @@ pub enum WhenError {
         token: String,
     },
     /// A cron value outside its field's range.
+    #[error("the {field} value {token} is outside {min}-{max}")]
     OutOfRange {
         /// The field's name.
         field: &'static str,
@@ -138,6 +150,7 @@ pub enum WhenError {
         max: u32,
     },
     /// A cron list with an empty item.
+    #[error("the {field} field \"{raw}\" has an empty list item")]
     EmptyListItem {
         /// The field's name.
         field: &'static str,
@@ -145,6 +158,7 @@ pub enum WhenError {
         raw: String,
     },
     /// A cron step that is not a whole number ≥ 1.
+    #[error("the {field} step in \"{item}\" must be a whole number of at least 1")]
     BadStep {
         /// The field's name.
         field: &'static str,
@@ -152,6 +166,7 @@ pub enum WhenError {
         item: String,
     },
     /// A cron range whose start is after its end.
+    #[error("the {field} range \"{range}\" starts after it ends")]
     BackwardRange {
         /// The field's name.
         field: &'static str,
@@ -159,72 +174,9 @@ pub enum WhenError {
         range: String,
     },
     /// A cron expression that cannot fire within [`HORIZON_DAYS`].
+    #[error("the cron expression \"{0}\" can never fire (no date matches it within 4 years: check its day of month against its month)")]
     NeverFires(String),
 }
-
-impl std::fmt::Display for WhenError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            WhenError::Empty => f.write_str("\"when\" is empty"),
-            WhenError::UnknownAt(w) => write!(
-                f,
-                "\"{w}\" is not a schedule: the only @ form is @every <n><s|m|h|d> (e.g. @every 30m)"
-            ),
-            WhenError::EveryEmpty => {
-                f.write_str("@every needs a duration, e.g. @every 30s, @every 5m, @every 1h30m")
-            }
-            WhenError::EveryBadUnit { body, found } => write!(
-                f,
-                "\"@every {body}\" has \"{found}\" where a unit s, m, h or d was expected (e.g. @every 90s, @every 1h30m)"
-            ),
-            WhenError::EveryUnitWithoutNumber(body) => write!(
-                f,
-                "\"@every {body}\": each unit needs a number before it (e.g. @every 2h)"
-            ),
-            WhenError::EveryNumberTooLarge { body, digits } => {
-                write!(f, "\"@every {body}\": the number {digits} is too large")
-            }
-            WhenError::EveryTooLong(body) => write!(f, "\"@every {body}\" is too long"),
-            WhenError::EveryNumberWithoutUnit { body, digits } => write!(
-                f,
-                "\"@every {body}\": the number {digits} has no unit; write s, m, h or d after it (e.g. @every {digits}s)"
-            ),
-            WhenError::EveryTooShort(body) => {
-                write!(f, "\"@every {body}\" is shorter than the minimum of 1s")
-            }
-            WhenError::FieldCount { expr, count } => write!(
-                f,
-                "\"{expr}\" has {count} fields; a cron expression has 5: minute hour day-of-month month day-of-week (e.g. \"0 9 * * 1-5\" = 09:00 on weekdays)"
-            ),
-            WhenError::NotANumber { field, token } => write!(
-                f,
-                "the {field} field has \"{token}\" where a number was expected (names like MON or JAN are not supported)"
-            ),
-            WhenError::OutOfRange {
-                field,
-                token,
-                min,
-                max,
-            } => write!(f, "the {field} value {token} is outside {min}-{max}"),
-            WhenError::EmptyListItem { field, raw } => {
-                write!(f, "the {field} field \"{raw}\" has an empty list item")
-            }
-            WhenError::BadStep { field, item } => write!(
-                f,
-                "the {field} step in \"{item}\" must be a whole number of at least 1"
-            ),
-            WhenError::BackwardRange { field, range } => {
-                write!(f, "the {field} range \"{range}\" starts after it ends")
-            }
-            WhenError::NeverFires(when) => write!(
-                f,
-                "the cron expression \"{when}\" can never fire (no date matches it within 4 years: check its day of month against its month)"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for WhenError {}
 
 /// Parse `when` without checking that a cron expression can ever fire (see [`check`]).
 ///

@@ -261,28 +261,22 @@ fn a_gated_peer_is_ready_in_manual_mode() {
     // Claude Code 2.1.332 started with `--permission-mode manual` (a gated peer, spec 10 §4):
     // the status line says `⏸ manual mode on` where the bypass launch says `bypass
     // permissions on`.
-    let bytes = fixture("approvals/ready-manual-mode.raw");
-    let mut screen = Screen::new(SESSION_ROWS, SESSION_COLS);
-    screen.feed(&bytes, true);
-    let rows = screen.rows();
+    let rows = final_rows("ready-manual-mode.raw");
     assert!(
         rows.iter().any(|r| r.contains("manual mode on")),
         "{rows:#?}"
     );
-    assert_eq!(classify(rows), ClaudeScreen::Ready);
+    assert_eq!(classify(&rows), ClaudeScreen::Ready);
 }
 
 #[test]
 fn a_permission_prompt_is_neither_answered_nor_a_composer() {
     // The pane of a gated session (tests/approvals.rs) while its Bash call waits for a human:
     // Claude Code draws its own prompt, the `❯` on `1. Yes`, beside the hook.
-    let bytes = fixture("approvals/permission-dialog.raw");
-    let mut screen = Screen::new(SESSION_ROWS, SESSION_COLS);
-    screen.feed(&bytes, true);
-    let rows = screen.rows();
-    let state = classify(rows);
+    let rows = final_rows("permission-dialog.raw");
+    let state = classify(&rows);
     assert_eq!(state, ClaudeScreen::PermissionPrompt, "{rows:#?}");
-    assert_eq!(next_key(&state, rows), None);
+    assert_eq!(next_key(&state, &rows), None);
     // The same words in the conversation without the menu are not a prompt.
     assert_eq!(
         classify(&[

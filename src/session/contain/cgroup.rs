@@ -89,17 +89,22 @@ fn child_rel(rel: &str, name: &str) -> String {
 
 /// Why the daemon cannot make a cgroup per session here ([`prepare`]); its `Display` is the
 /// text for the log (`session containment: … (no cgroup: <this>)`).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum Unavailable {
     /// A test hook (`IAPEER_TEST_HOOK=contain:subreaper`) chose the subreaper.
+    #[error("a test hook chose the subreaper")]
     TestHook,
     /// A file of `/proc/self` could not be read.
+    #[error("cannot read {0}: {1}")]
     Proc(&'static str, io::Error),
     /// No cgroup v2 hierarchy is mounted.
+    #[error("no cgroup v2 hierarchy is mounted")]
     NoHierarchy,
     /// This process is in no cgroup v2.
+    #[error("this process is in no cgroup v2")]
     NoOwnCgroup,
     /// This process's cgroup (`own`) is not under the mount at `point`.
+    #[error("its cgroup {own} is not under the mount at {point}")]
     NotUnderMount {
         /// This process's cgroup, as `/proc/self/cgroup` names it.
         own: String,
@@ -107,39 +112,17 @@ pub enum Unavailable {
         point: PathBuf,
     },
     /// What a previous daemon left in `dir` could not be cleaned.
+    #[error("cannot clean {0}: {1}")]
     Clean(PathBuf, io::Error),
     /// The folder `dir` could not be created.
+    #[error("cannot create {0}: {1}")]
     Create(PathBuf, io::Error),
     /// A process cannot be moved into a cgroup below `dir`.
+    #[error("a process cannot be moved into {0}: {1}")]
     Probe(PathBuf, io::Error),
     /// `dir` has no `cgroup.kill` (Linux before 5.14).
+    #[error("{0} has no cgroup.kill (Linux before 5.14)")]
     NoKill(PathBuf),
-}
-
-impl std::fmt::Display for Unavailable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Unavailable::TestHook => f.write_str("a test hook chose the subreaper"),
-            Unavailable::Proc(file, e) => write!(f, "cannot read {file}: {e}"),
-            Unavailable::NoHierarchy => f.write_str("no cgroup v2 hierarchy is mounted"),
-            Unavailable::NoOwnCgroup => f.write_str("this process is in no cgroup v2"),
-            Unavailable::NotUnderMount { own, point } => write!(
-                f,
-                "its cgroup {own} is not under the mount at {}",
-                point.display()
-            ),
-            Unavailable::Clean(dir, e) => write!(f, "cannot clean {}: {e}", dir.display()),
-            Unavailable::Create(dir, e) => write!(f, "cannot create {}: {e}", dir.display()),
-            Unavailable::Probe(dir, e) => {
-                write!(f, "a process cannot be moved into {}: {e}", dir.display())
-            }
-            Unavailable::NoKill(dir) => write!(
-                f,
-                "{} has no cgroup.kill (Linux before 5.14)",
-                dir.display()
-            ),
-        }
-    }
 }
 
 /// Make the daemon's folder of session cgroups, `name`, in its own cgroup, ending and

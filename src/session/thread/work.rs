@@ -178,45 +178,28 @@ impl Session {
             // A permission prompt takes the keys (its Enter would answer it `Yes`): the
             // message waits for a human's answer (issue 32 item 4).
             if let Some(awaited) = self.awaited_prompt() {
-                let now = self.now;
                 self.answer_held(
                     d.id,
                     &format!("a permission prompt is open, waiting for {awaited}"),
                     crate::protocol::QueuedBy::Approval,
                 );
-                self.held = Some(super::super::hold::Held {
-                    delivery: d,
-                    since: now,
-                    next_check: now + super::super::hold::RECHECK,
-                    answered: true,
-                });
+                self.hold(d, super::super::hold::RECHECK, true);
                 return;
             }
             // A menu over the composer would take the paste and its Enter: answer it first.
             if self.answer_live_dialog() {
-                let now = self.now;
-                self.held = Some(super::super::hold::Held {
-                    delivery: d,
-                    since: now,
-                    next_check: now + DIALOG_RECHECK,
-                    answered: false,
-                });
+                self.hold(d, DIALOG_RECHECK, false);
                 return;
             }
             // iapeer's own text there is no draft: cleared first (issue 26 items 8, 5 (c)).
             let now = self.now;
             let own = self.own_text_in_composer(now);
             if self.waits_for_own_text(own, now) {
-                self.held = Some(super::super::hold::Held {
-                    delivery: d,
-                    since: now,
-                    next_check: now + super::super::clear::POLL,
-                    answered: false,
-                });
+                self.hold(d, super::super::clear::POLL, false);
                 return;
             }
             if let Some(draft) = self.cfg.adapter.composer_draft(&self.screen) {
-                use super::super::hold::{is_residue, Held, RECHECK, RESIDUE_RECHECK};
+                use super::super::hold::{is_residue, RECHECK, RESIDUE_RECHECK};
                 let residue = own.is_some_and(|o| !o.settled)
                     || is_residue(
                         self.last_paste.as_ref(),
@@ -230,16 +213,22 @@ impl Session {
                     );
                     self.answer_held(d.id, &why, crate::protocol::QueuedBy::Composer);
                 }
-                self.held = Some(Held {
-                    delivery: d,
-                    since: now,
-                    next_check: now + if residue { RESIDUE_RECHECK } else { RECHECK },
-                    answered: !residue,
-                });
+                self.hold(d, if residue { RESIDUE_RECHECK } else { RECHECK }, !residue);
                 return;
             }
         }
         self.start_delivery(d);
+    }
+
+    /// Hold `d` from now, to be checked again `recheck` later; `answered`: its sender was
+    /// answered `queued` ([`super::super::hold::Held`]).
+    fn hold(&mut self, d: super::super::handle::Delivery, recheck: Duration, answered: bool) {
+        self.held = Some(super::super::hold::Held {
+            delivery: d,
+            since: self.now,
+            next_check: self.now + recheck,
+            answered,
+        });
     }
 
     /// Write one key towards the safe answer of the menu the runtime shows over its composer
