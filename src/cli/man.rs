@@ -460,7 +460,7 @@ mod tests {
     #[test]
     fn json_documents_have_their_fields_in_the_man_page() {
         use crate::cli::{
-            background, connect, install, lifecycle, memory, peers, plugins, prompt, send, ui,
+            background, connect, federation, install, lifecycle, memory, peers, plugins, prompt, send, ui,
         };
         use std::path::{Path, PathBuf};
         let v = |d: serde_json::Result<serde_json::Value>| d.unwrap();
@@ -636,6 +636,41 @@ mod tests {
                     changed: true,
                     restarted: &names,
                     interfaces: &None,
+                })),
+            ),
+            (
+                "federation",
+                v(serde_json::to_value(federation::JoinedDoc {
+                    host: "a".into(),
+                    url: "redis://h".into(),
+                })),
+            ),
+            (
+                "federation",
+                v(serde_json::to_value(federation::LeftDoc { left: true })),
+            ),
+            (
+                "federation",
+                v(serde_json::to_value(federation::StatusDoc {
+                    joined: true,
+                    host: Some("a".into()),
+                    url: Some("redis://h".into()),
+                    source: Some(crate::federation::Source::File),
+                    link: Some(crate::federation::link::LinkReport {
+                        state: crate::federation::link::LinkState::Connected,
+                        host: Some("a".into()),
+                        url: Some("redis://h".into()),
+                        since_ms: 1,
+                        last_error: Some("e".into()),
+                        last_heartbeat_ms: Some(1),
+                        hosts: vec![crate::federation::link::HostSeen {
+                            host: "b".into(),
+                            version: "v".into(),
+                            last_heartbeat_ms: 1,
+                            online: true,
+                        }],
+                        updated_ms: 1,
+                    }),
                 })),
             ),
             (

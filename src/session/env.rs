@@ -16,6 +16,7 @@ fn is_scrubbed(key: &str) -> bool {
     key.starts_with("CLAUDE_CODE_")
         || key == "CLAUDECODE"
         || key == BEARER_VAR
+        || key == crate::config::vars::IAPEER_FEDERATION_URL.name
         || describes_parent_terminal(key)
 }
 
