@@ -37,7 +37,10 @@ fn join_leave_and_status_round_trip_and_bad_input_is_refused() {
     let (_, err) = env.fails(&["federation", "join", &format!("http://u:{SECRET}@h")], 1);
     assert!(err.contains("scheme \"http\" is not redis"), "{err}");
     assert!(!err.contains(SECRET), "{err}");
-    let (_, err) = env.fails(&["federation", "join", &format!("rediss://u:{SECRET}@h")], 1);
+    let (_, err) = env.fails(
+        &["federation", "join", &format!("rediss://u:{SECRET}@h")],
+        1,
+    );
     assert!(err.contains("TLS") && !err.contains(SECRET), "{err}");
     let (_, err) = env.fails(
         &["federation", "join", "redis://h", "--host-name", "Bad_Name"],
@@ -52,7 +55,10 @@ fn join_leave_and_status_round_trip_and_bad_input_is_refused() {
 
     let url = format!("redis://alice:{SECRET}@127.0.0.1:6399/2");
     let out = env.ok(&["federation", "join", &url, "--host-name", "a"]);
-    assert!(out.contains("joined as host a at redis://alice:****@127.0.0.1:6399/2"), "{out}");
+    assert!(
+        out.contains("joined as host a at redis://alice:****@127.0.0.1:6399/2"),
+        "{out}"
+    );
     assert!(!out.contains(SECRET), "{out}");
     let file = env.paths().federation();
     use std::os::unix::fs::PermissionsExt;
@@ -61,7 +67,10 @@ fn join_leave_and_status_round_trip_and_bad_input_is_refused() {
     assert!(common::read(&file).contains(SECRET));
 
     let text = env.ok(&["federation", "status"]);
-    assert!(text.contains("joined as host a at redis://alice:****@"), "{text}");
+    assert!(
+        text.contains("joined as host a at redis://alice:****@"),
+        "{text}"
+    );
     assert!(text.contains("the daemon is not running"), "{text}");
     let doc = status_json(&env);
     assert_eq!(doc["joined"], true);
@@ -83,7 +92,9 @@ fn join_leave_and_status_round_trip_and_bad_input_is_refused() {
     let out = env.ok(&["federation", "leave"]);
     assert!(out.contains("left the federation"), "{out}");
     assert!(!file.exists());
-    assert!(env.ok(&["federation", "leave"]).contains("nothing to leave"));
+    assert!(env
+        .ok(&["federation", "leave"])
+        .contains("nothing to leave"));
     assert_eq!(status_json(&env)["joined"], false);
 }
 
@@ -117,7 +128,14 @@ fn two_hosts_see_each_other_and_outlive_redis_going_away() {
     assert!(doc["link"]["last_error"].as_str().is_some(), "{doc}");
     let text = a.ok(&["federation", "status"]);
     assert!(text.contains("link: away since"), "{text}");
-    let out = a.ok(&["send", "bob", "--from", "echo-alice", "--message", "local still works"]);
+    let out = a.ok(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "local still works",
+    ]);
     assert!(out.starts_with("delivered to bob"), "{out}");
 
     // Redis is back (empty: nothing was saved): both reconnect and write their heartbeats again.
@@ -136,7 +154,9 @@ fn two_hosts_see_each_other_and_outlive_redis_going_away() {
 
     // a leaves: its link removes a from the hosts, and says it is not joined.
     a.ok(&["federation", "leave"]);
-    wait_link(&a, "a's link not joined", |d| d["link"]["state"] == "not-joined");
+    wait_link(&a, "a's link not joined", |d| {
+        d["link"]["state"] == "not-joined"
+    });
 
     // The password is in no output and no log.
     for env in [&a, &b] {
@@ -147,5 +167,7 @@ fn two_hosts_see_each_other_and_outlive_redis_going_away() {
         assert!(!stderr.contains(SECRET), "daemon stderr has the password");
         assert!(!common::read(&env.paths().federation_link()).contains(SECRET));
     }
-    assert!(a.log("daemon").contains("federation: connected to redis://:****@127.0.0.1"));
+    assert!(a
+        .log("daemon")
+        .contains("federation: connected to redis://:****@127.0.0.1"));
 }

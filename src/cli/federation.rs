@@ -62,8 +62,12 @@ fn join(inv: &Invocation, url: Option<&str>, host_name: Option<&str>) -> CliResu
         url: url.to_string(),
         host: host.clone(),
     };
-    federation::store(&paths, &joined)
-        .map_err(|e| fail(format!("cannot write {}: {e}", paths.federation().display())))?;
+    federation::store(&paths, &joined).map_err(|e| {
+        fail(format!(
+            "cannot write {}: {e}",
+            paths.federation().display()
+        ))
+    })?;
     let shown = federation::masked(url);
     let text = format!(
         "joined as host {host} at {shown}\nthe daemon's federation link connects within a second \
@@ -81,8 +85,12 @@ pub struct LeftDoc {
 
 fn leave(inv: &Invocation) -> CliResult {
     let paths = paths()?;
-    let left = federation::forget(&paths)
-        .map_err(|e| fail(format!("cannot remove {}: {e}", paths.federation().display())))?;
+    let left = federation::forget(&paths).map_err(|e| {
+        fail(format!(
+            "cannot remove {}: {e}",
+            paths.federation().display()
+        ))
+    })?;
     let text = if left {
         "left the federation; the daemon's link removes this host's keys from Redis\n"
     } else {
@@ -148,13 +156,17 @@ pub fn status_text(doc: &StatusDoc) -> String {
         return out;
     };
     match l.state {
-        LinkState::Connected => out.push_str(&format!("link: connected since {}\n", at(l.since_ms))),
+        LinkState::Connected => {
+            out.push_str(&format!("link: connected since {}\n", at(l.since_ms)))
+        }
         LinkState::Away => out.push_str(&format!(
             "link: away since {}: {}; trying again (local delivery goes on)\n",
             at(l.since_ms),
             l.last_error.as_deref().unwrap_or("unknown error")
         )),
-        LinkState::NotJoined => out.push_str("link: not connected yet (the daemon picks the membership up within a second)\n"),
+        LinkState::NotJoined => out.push_str(
+            "link: not connected yet (the daemon picks the membership up within a second)\n",
+        ),
     }
     if let Some(hb) = l.last_heartbeat_ms {
         out.push_str(&format!("last heartbeat: {}\n", at(hb)));

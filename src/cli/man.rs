@@ -460,7 +460,8 @@ mod tests {
     #[test]
     fn json_documents_have_their_fields_in_the_man_page() {
         use crate::cli::{
-            background, connect, federation, install, lifecycle, memory, peers, plugins, prompt, send, ui,
+            background, connect, federation, install, lifecycle, memory, peers, plugins, prompt,
+            send, ui,
         };
         use std::path::{Path, PathBuf};
         let v = |d: serde_json::Result<serde_json::Value>| d.unwrap();

@@ -100,6 +100,7 @@ pub fn spawn(paths: Paths, stop: Receiver<()>) -> io::Result<JoinHandle<()>> {
                 stop,
                 conn: None,
                 failures: 0,
+                written: None,
                 report: LinkReport {
                     state: LinkState::NotJoined,
                     host: None,
@@ -131,7 +132,10 @@ struct Link {
     conn: Option<(Joined, redis::Connection)>,
     /// Failed attempts in a row.
     failures: u32,
+    /// What the link sees now (`updated_ms` set only in the written copy).
     report: LinkReport,
+    /// The report as last written.
+    written: Option<LinkReport>,
 }
 
 impl Link {
@@ -142,7 +146,7 @@ impl Link {
             let pause = match &want {
                 Ok(None) => {
                     self.close(true);
-                    self.set_state(LinkState::NotJoined, None, None);
+                    self.set_state(LinkState::NotJoined, None);
                     POLL
                 }
                 Err(e) => {
@@ -152,7 +156,7 @@ impl Link {
                         logged_invalid = Some(e.clone());
                     }
                     self.report.last_error = Some(e.clone());
-                    self.set_state(LinkState::Away, None, None);
+                    self.set_state(LinkState::Away, None);
                     POLL
                 }
                 Ok(Some(j)) => self.serve(j),
@@ -173,7 +177,11 @@ impl Link {
         if self.conn.is_none() {
             match connect(&j.url) {
                 Ok(c) => {
-                    log::info!("federation: connected to {} as host {}", masked(&j.url), j.host);
+                    log::info!(
+                        "federation: connected to {} as host {}",
+                        masked(&j.url),
+                        j.host
+                    );
                     self.conn = Some((j.clone(), c));
                     self.failures = 0;
                 }
@@ -187,7 +195,7 @@ impl Link {
             Ok((at, hosts)) => {
                 self.report.last_heartbeat_ms = Some(at);
                 self.report.hosts = hosts;
-                self.set_state(LinkState::Connected, Some(j), None);
+                self.set_state(LinkState::Connected, Some(j));
                 keys::HEARTBEAT_INTERVAL
             }
             Err(e) => {
@@ -208,11 +216,12 @@ impl Link {
             );
         }
         self.report.last_error = Some(error);
-        self.set_state(LinkState::Away, Some(j), None);
+        self.set_state(LinkState::Away, Some(j));
         backoff(self.failures)
     }
 
-    fn set_state(&mut self, state: LinkState, j: Option<&Joined>, _: Option<()>) {
+    /// The state (its `since` moves only when it changes) and the membership it is for.
+    fn set_state(&mut self, state: LinkState, j: Option<&Joined>) {
         if self.report.state != state {
             self.report.state = state;
             self.report.since_ms = crate::clock::now_ms();
@@ -246,9 +255,16 @@ impl Link {
         );
     }
 
+    /// Write the report when it changed since the last write (not joined, the link is idle:
+    /// no write a second).
     fn write_report(&mut self) {
-        self.report.updated_ms = crate::clock::now_ms();
-        if let Ok(text) = serde_json::to_vec_pretty(&self.report) {
+        if self.written.as_ref() == Some(&self.report) {
+            return;
+        }
+        self.written = Some(self.report.clone());
+        let mut report = self.report.clone();
+        report.updated_ms = crate::clock::now_ms();
+        if let Ok(text) = serde_json::to_vec_pretty(&report) {
             let _ = crate::fsutil::replace_atomic(
                 &self.paths.federation_link(),
                 &text,

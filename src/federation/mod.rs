@@ -178,8 +178,9 @@ pub fn host_name_from(machine: &str) -> Result<String, String> {
 ///
 /// Errors: it cannot be read, or makes no valid name.
 pub fn default_host_name() -> Result<String, String> {
-    let machine = nix::unistd::gethostname()
-        .map_err(|e| format!("cannot read this machine's host name ({e}): pass --host-name <name>"))?;
+    let machine = nix::unistd::gethostname().map_err(|e| {
+        format!("cannot read this machine's host name ({e}): pass --host-name <name>")
+    })?;
     host_name_from(&machine.to_string_lossy())
 }
 
@@ -217,7 +218,10 @@ mod tests {
 
     #[test]
     fn the_default_host_name_is_the_short_name_made_valid() {
-        assert_eq!(host_name_from("Build-Box.lan.example").unwrap(), "build-box");
+        assert_eq!(
+            host_name_from("Build-Box.lan.example").unwrap(),
+            "build-box"
+        );
         assert_eq!(host_name_from("MacBook_Pro").unwrap(), "macbook-pro");
         let e = host_name_from("42.example").unwrap_err();
         assert!(e.contains("--host-name"), "{e}");
@@ -236,7 +240,10 @@ mod tests {
             host: "a".into(),
         };
         store(&paths, &j).unwrap();
-        let mode = std::fs::metadata(paths.federation()).unwrap().permissions().mode();
+        let mode = std::fs::metadata(paths.federation())
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
         assert_eq!(load(&paths), Ok(Some(j)));
         assert!(forget(&paths).unwrap());

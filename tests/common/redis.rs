@@ -18,13 +18,20 @@ pub struct RedisServer {
 }
 
 fn program() -> PathBuf {
-    for dir in ["/usr/bin", "/usr/local/bin", "/usr/sbin", "/opt/homebrew/bin"] {
+    for dir in [
+        "/usr/bin",
+        "/usr/local/bin",
+        "/usr/sbin",
+        "/opt/homebrew/bin",
+    ] {
         let p = PathBuf::from(dir).join("redis-server");
         if p.is_file() {
             return p;
         }
     }
-    panic!("redis-server is not installed: scripts/test.sh installs it (apt-get install redis-server)");
+    panic!(
+        "redis-server is not installed: scripts/test.sh installs it (apt-get install redis-server)"
+    );
 }
 
 /// A port nothing listens on now (the kernel's pick for a listener, released at once).
@@ -68,7 +75,11 @@ impl RedisServer {
             .expect("spawn redis-server");
         self.child = Some(child);
         let answered = super::poll(Duration::from_secs(10), || self.answers());
-        assert!(answered, "redis-server on port {} did not answer", self.port);
+        assert!(
+            answered,
+            "redis-server on port {} did not answer",
+            self.port
+        );
     }
 
     /// Stop it (SIGTERM by pid, then wait; SIGKILL after 5 s).
