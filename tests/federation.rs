@@ -171,3 +171,19 @@ fn two_hosts_see_each_other_and_outlive_redis_going_away() {
         .log("daemon")
         .contains("federation: connected to redis://:****@127.0.0.1"));
 }
+
+#[test]
+fn a_host_with_a_wrong_password_is_refused_and_says_so() {
+    let redis = RedisServer::start(SECRET);
+    let mut c = TestEnv::new();
+    c.start_daemon();
+    let wrong = format!("redis://:not-the-{SECRET}@127.0.0.1:{}", redis.port);
+    c.ok(&["federation", "join", &wrong, "--host-name", "c"]);
+    let doc = wait_link(&c, "c's link away", |d| {
+        d["link"]["state"] == "away" && d["link"]["last_error"].is_string()
+    });
+    let error = doc["link"]["last_error"].as_str().unwrap().to_lowercase();
+    assert!(error.contains("pass") || error.contains("auth"), "{doc}");
+    assert!(!doc.to_string().contains(SECRET), "{doc}");
+    assert!(!c.log("daemon").contains(SECRET));
+}
