@@ -172,7 +172,7 @@ impl Paths {
 
     /// `<root>/state/iapeer/federation-link.json`: what the daemon's federation link last saw
     /// (`federation::link::LinkReport`; no secret), written 0600 by the link thread and
-    /// removed when the daemon stops.
+    /// removed when the daemon stops or the root is not joined.
     pub fn federation_link(&self) -> PathBuf {
         self.state_dir().join("federation-link.json")
     }

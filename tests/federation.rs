@@ -152,11 +152,25 @@ fn two_hosts_see_each_other_and_outlive_redis_going_away() {
     let text = a.ok(&["federation", "status"]);
     assert!(text.contains("host b offline"), "{text}");
 
-    // a leaves: its link removes a from the hosts, and says it is not joined.
+    // a leaves: its link removes a from the hosts and its report.
     a.ok(&["federation", "leave"]);
-    wait_link(&a, "a's link not joined", |d| {
-        d["link"]["state"] == "not-joined"
+    wait_link(&a, "a's link has nothing to report", |d| {
+        d["link"].is_null()
     });
+    assert!(a.ok(&["federation", "status"]).contains("not joined"));
+    let mut con = ::redis::Client::open(redis.url())
+        .and_then(|c| c.get_connection())
+        .expect("a connection to the test's redis-server");
+    let hosts: Vec<String> = ::redis::cmd("HKEYS")
+        .arg("iapeer:v1:hosts")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(hosts, ["b"], "a left, b only stopped");
+    let alive: Vec<String> = ::redis::cmd("KEYS")
+        .arg("iapeer:v1:alive:*")
+        .query(&mut con)
+        .unwrap();
+    assert!(alive.is_empty(), "{alive:?}");
 
     // The password is in no output and no log.
     for env in [&a, &b] {

@@ -61,7 +61,7 @@ pub struct HostSeen {
     pub online: bool,
 }
 
-/// What the link last saw, `federation-link.json`: `{"state","host","url","since_ms",
+/// What the link last saw, `federation-link.json` (absent while not joined): `{"state","host","url","since_ms",
 /// "last_error","last_heartbeat_ms","hosts","updated_ms"}` (the URL masked).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinkReport {
@@ -255,13 +255,18 @@ impl Link {
         );
     }
 
-    /// Write the report when it changed since the last write (not joined, the link is idle:
-    /// no write a second).
+    /// Write the report when it changed since the last write (so an idle link writes
+    /// nothing); not joined, remove it.
     fn write_report(&mut self) {
         if self.written.as_ref() == Some(&self.report) {
             return;
         }
         self.written = Some(self.report.clone());
+        if self.report.state == LinkState::NotJoined {
+            // Nothing to report: a root that never joined gets no file.
+            let _ = std::fs::remove_file(self.paths.federation_link());
+            return;
+        }
         let mut report = self.report.clone();
         report.updated_ms = crate::clock::now_ms();
         if let Ok(text) = serde_json::to_vec_pretty(&report) {

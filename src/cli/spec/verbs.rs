@@ -1081,8 +1081,8 @@ pub static VERBS: &[VerbSpec] = &[
             retries 1 s doubling to 10 s), the last heartbeat written (every 5 s) and the other \
             hosts with online or offline. The password is never printed. \
             --json prints for join {\"host\", \"url\"}, for leave {\"left\"}, for status \
-            {\"joined\", \"host\", \"url\", \"source\", \"link\"} where link is null without a \
-            running daemon, else {\"state\" (connected, away, not-joined), \"host\", \"url\", \
+            {\"joined\", \"host\", \"url\", \"source\", \"link\"} where link is null when not joined or without a \
+            running daemon, else {\"state\" (connected or away), \"host\", \"url\", \
             \"since_ms\", \"last_error\", \"last_heartbeat_ms\", \"updated_ms\", \"hosts\": \
             [{\"host\", \"version\", \"last_heartbeat_ms\", \"online\"}]}.",
         positionals: &[args::FEDERATION_ACTION, args::REDIS_URL],
