@@ -34,6 +34,7 @@ const LAYERS: &[&[&str]] = &[
         "attachment_source",
         "envelope",
         "eventlog",
+        "federation",
         "launch_env",
         "markers",
         "msgids",

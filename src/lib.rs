@@ -23,6 +23,7 @@ pub(crate) mod echo_agent;
 pub(crate) mod envelope;
 pub(crate) mod eventbus;
 pub mod eventlog;
+pub(crate) mod federation;
 #[cfg(test)]
 mod fn_length_tests;
 pub(crate) mod fsutil;

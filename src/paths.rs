@@ -152,6 +152,19 @@ impl Paths {
         self.state_dir().join("fleet.token")
     }
 
+    /// `<root>/state/iapeer/federation.json`: the Redis URL (credentials included) and this
+    /// host's name, written 0600 by `iapeer federation join` (`federation::Joined`).
+    pub fn federation(&self) -> PathBuf {
+        self.state_dir().join("federation.json")
+    }
+
+    /// `<root>/state/iapeer/federation-link.json`: what the daemon's federation link last saw
+    /// (`federation::link::LinkReport`; no secret), written 0600 by the link thread and
+    /// removed when the daemon stops or the root is not joined.
+    pub fn federation_link(&self) -> PathBuf {
+        self.state_dir().join("federation-link.json")
+    }
+
     /// `<root>/state/iapeer/attachments/<recipient>/`: a recipient's attachment inbox.
     pub fn attachments_dir(&self, recipient: &str) -> PathBuf {
         self.state_dir().join("attachments").join(recipient)

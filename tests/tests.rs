@@ -42,6 +42,7 @@ mod echo_input;
 mod ephemeral;
 mod failure;
 mod fairness;
+mod federation;
 mod fleet;
 mod guide;
 mod http;

@@ -460,7 +460,8 @@ mod tests {
     #[test]
     fn json_documents_have_their_fields_in_the_man_page() {
         use crate::cli::{
-            background, connect, install, lifecycle, memory, peers, plugins, prompt, send, ui,
+            background, connect, federation, install, lifecycle, memory, peers, plugins, prompt,
+            send, ui,
         };
         use std::path::{Path, PathBuf};
         /// `(verb, its document as JSON)`.
@@ -634,6 +635,38 @@ mod tests {
                     changed: true,
                     restarted: &names,
                     interfaces: &None,
+                },
+            ),
+            doc(
+                "federation",
+                federation::JoinedDoc {
+                    host: "a".into(),
+                    url: "redis://h".into(),
+                },
+            ),
+            doc("federation", federation::LeftDoc { left: true }),
+            doc(
+                "federation",
+                federation::StatusDoc {
+                    joined: true,
+                    host: Some("a".into()),
+                    url: Some("redis://h".into()),
+                    source: Some(crate::federation::Source::File),
+                    link: Some(crate::federation::link::LinkReport {
+                        state: crate::federation::link::LinkState::Connected,
+                        host: Some("a".into()),
+                        url: Some("redis://h".into()),
+                        since_ms: 1,
+                        last_error: Some("e".into()),
+                        last_heartbeat_ms: Some(1),
+                        hosts: vec![crate::federation::link::HostSeen {
+                            host: "b".into(),
+                            version: "v".into(),
+                            last_heartbeat_ms: 1,
+                            online: true,
+                        }],
+                        updated_ms: 1,
+                    }),
                 },
             ),
             doc(

@@ -12,6 +12,7 @@ pub mod confirm;
 pub mod connect;
 pub mod demo;
 pub mod error;
+pub mod federation;
 pub mod health;
 pub mod help;
 pub mod inbox;
@@ -338,6 +339,7 @@ fn run_verb(verb: Verb, inv: &Invocation) -> CliResult {
         Verb::TrustHooks => memory::trust_hooks(inv),
         Verb::Enable => plugins::enable(inv),
         Verb::Connect => connect::connect(inv),
+        Verb::Federation => federation::run(inv),
         Verb::ConfirmSend => send::confirm_send(inv),
         Verb::Ui => ui::run(inv),
         Verb::Approvals => approvals::list(inv),

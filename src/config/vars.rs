@@ -192,6 +192,16 @@ pub const IAPEER_BEARER_TOKEN: EnvVar = var(
      Sessions never inherit it: the daemon hands it to the telegram runtime and, in this mode, \
      to agents",
 );
+/// `IAPEER_FEDERATION_URL`: the Redis URL of the federation (issue 28), over the stored one.
+pub const IAPEER_FEDERATION_URL: EnvVar = var(
+    "IAPEER_FEDERATION_URL",
+    Kind::Text,
+    Part::Config,
+    "a redis://[user:password@]host[:port][/db] URL that overrides the one iapeer federation \
+     join stored in state/iapeer/federation.json (the host name is still the stored one, else \
+     this machine's short host name); the daemon's federation link connects to it. Sessions \
+     never inherit it (it carries the Redis password)",
+);
 /// `IAPEER_MCP_AUTH`: how MCP callers are authenticated.
 pub const IAPEER_MCP_AUTH: EnvVar = var(
     "IAPEER_MCP_AUTH",
@@ -664,6 +674,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_PORT,
     IAPEER_DAEMON_SOCKET,
     IAPEER_BEARER_TOKEN,
+    IAPEER_FEDERATION_URL,
     IAPEER_MCP_AUTH,
     IAPEER_IDLE_SECS,
     IAPEER_EPHEMERAL_QUIET_SECS,

@@ -297,6 +297,9 @@ pub struct Running {
     http: http::HttpServerHandle,
     fatal: Fatal,
     peers_watch_stop: Arc<AtomicBool>,
+    /// Dropped at shutdown: the federation link ends (`federation::link`).
+    federation_stop: Sender<()>,
+    federation_thread: std::thread::JoinHandle<()>,
 }
 
 /// What [`Daemon::start`]'s steps share: the configuration, the failure record, the router's
@@ -367,6 +370,10 @@ impl Daemon {
         let peers_watch_stop = Arc::new(AtomicBool::new(false));
         peers_watch::spawn(paths.clone(), router_tx.clone(), peers_watch_stop.clone())
             .map_err(io_err("cannot start the peers-watch thread"))?;
+        // The federation link (issue 28): its own thread and blocking connection to Redis.
+        let (federation_stop, stop_rx) = crossbeam_channel::bounded(1);
+        let federation_thread = crate::federation::link::spawn(paths.clone(), stop_rx)
+            .map_err(io_err("cannot start the federation-link thread"))?;
         // Read the login shell's PATH now, so the first launch or status need not wait for it.
         crate::runtime::agent_program::prime();
         eprintln!("iapeer daemon ready tcp={tcp} sock={}", sock.display());
@@ -385,6 +392,8 @@ impl Daemon {
             http,
             fatal,
             peers_watch_stop,
+            federation_stop,
+            federation_thread,
         })
     }
 
@@ -635,8 +644,11 @@ impl Running {
             router_thread,
             mut http,
             fatal,
+            federation_stop,
+            federation_thread,
             ..
         } = self;
+        drop(federation_stop);
         let _ = std::fs::remove_file(&sock);
         let start = Instant::now();
         let failed = fatal.get().map(str::to_string);
@@ -673,6 +685,9 @@ impl Running {
         }
         guard::finish_by(start + SHUTDOWN_BOUND, "the HTTP server", move || {
             http.shutdown()
+        });
+        guard::finish_by(start + SHUTDOWN_BOUND, "the federation link", move || {
+            let _ = federation_thread.join();
         });
         let _ = std::fs::remove_file(paths.router_json());
         let _ = std::fs::remove_file(paths.ui_key());

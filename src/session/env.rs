@@ -10,12 +10,13 @@ use crate::names::Identity;
 /// Variables removed from every session: a Claude started from inside another Claude would
 /// behave as its sub-session (no transcript of its own); everything that describes the
 /// terminal or terminal session the daemon was started from ([`describes_parent_terminal`]);
-/// and the daemon's own [`BEARER_VAR`], a secret a session gets only when the launch hands it
-/// one ([`EnvInput::bearer`]).
+/// the daemon's own [`BEARER_VAR`], a secret a session gets only when the launch hands it
+/// one ([`EnvInput::bearer`]); and `IAPEER_FEDERATION_URL`, which carries the Redis password.
 fn is_scrubbed(key: &str) -> bool {
     key.starts_with("CLAUDE_CODE_")
         || key == "CLAUDECODE"
         || key == BEARER_VAR
+        || key == crate::config::vars::IAPEER_FEDERATION_URL.name
         || describes_parent_terminal(key)
 }
 
@@ -381,10 +382,16 @@ mod tests {
     #[test]
     fn the_daemons_bearer_is_never_inherited_only_handed() {
         let id = Identity::parse("echo-a").unwrap();
-        let inherited = vec![(
-            "IAPEER_BEARER_TOKEN".to_string(),
-            "daemon-s3cret".to_string(),
-        )];
+        let inherited = vec![
+            (
+                "IAPEER_BEARER_TOKEN".to_string(),
+                "daemon-s3cret".to_string(),
+            ),
+            (
+                "IAPEER_FEDERATION_URL".to_string(),
+                "redis://:pw@h".to_string(),
+            ),
+        ];
         let mk = |launch: &LaunchEnv, bearer| {
             session_env(&EnvInput {
                 inherited: inherited.clone(),
@@ -400,6 +407,7 @@ mod tests {
         };
         let none = LaunchEnv::default();
         assert_eq!(get(&mk(&none, None), BEARER_VAR), None);
+        assert_eq!(get(&mk(&none, None), "IAPEER_FEDERATION_URL"), None);
         assert_eq!(get(&mk(&none, Some("fleet")), BEARER_VAR), Some("fleet"));
         // A launch.env may set one on purpose; a handed one wins over it.
         let own = LaunchEnv {

@@ -9,6 +9,7 @@ pub mod fuse;
 pub mod npm;
 pub mod openai;
 pub mod other_user;
+pub mod redis;
 
 use iapeer::paths::{peer, Paths};
 use std::path::{Path, PathBuf};

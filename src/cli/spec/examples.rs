@@ -107,6 +107,14 @@ pub static EXAMPLES: &[(&str, &[&str])] = &[
         &["connect telegram alice --token 123456:ABC --bot alice_bot"],
     ),
     (
+        "federation",
+        &[
+            "federation join redis://iapeer:secret@redis.lan:6379 --host-name laptop",
+            "federation status",
+            "federation leave",
+        ],
+    ),
+    (
         "native-memory",
         &["native-memory off --all", "native-memory on --peer alice"],
     ),

@@ -234,6 +234,8 @@ pub enum Verb {
     Enable,
     /// `connect`.
     Connect,
+    /// `federation`.
+    Federation,
     /// `confirm-send`.
     ConfirmSend,
     /// `ui`.
@@ -251,7 +253,7 @@ pub enum Verb {
 impl Verb {
     /// Every variant (the table test checks that each has exactly one row in [`VERBS`]).
     #[cfg(test)]
-    pub const ALL: [Verb; 51] = [
+    pub const ALL: [Verb; 52] = [
         Verb::Send,
         Verb::Create,
         Verb::Init,
@@ -297,6 +299,7 @@ impl Verb {
         Verb::TrustHooks,
         Verb::Enable,
         Verb::Connect,
+        Verb::Federation,
         Verb::ConfirmSend,
         Verb::Ui,
         Verb::Approvals,

@@ -313,6 +313,13 @@ pub mod flags {
         Complete::Text,
         "the bot's @username, checked against the token by the package",
     );
+    /// `--host-name <name>` (federation join).
+    pub const HOST_NAME: FlagSpec = valued(
+        "host-name",
+        "<name>",
+        Complete::Text,
+        "this host's name in the federation (default: the machine's short host name)",
+    );
     /// `--since <dur|time>` (logs).
     pub const SINCE: FlagSpec = valued(
         "since",
@@ -352,6 +359,10 @@ pub mod args {
     pub const PATH_OR_VERSION: PosSpec = optional("path-or-version", Complete::Path);
     /// `<setting>` (native-memory): `off` or `on`.
     pub const SETTING: PosSpec = required("setting", Complete::Text);
+    /// `<action>` (federation): `join`, `leave` or `status`.
+    pub const FEDERATION_ACTION: PosSpec = required("action", Complete::Text);
+    /// `[redis-url]` (federation join).
+    pub const REDIS_URL: PosSpec = optional("redis-url", Complete::Text);
     /// `<channel>` (connect): `telegram`.
     pub const CHANNEL: PosSpec = required("channel", Complete::Text);
     /// `<plugin>` (enable).
@@ -1051,6 +1062,34 @@ pub static VERBS: &[VerbSpec] = &[
         rules: &[],
         hidden: false,
         group: Group::Peers,
+        passthrough: false,
+    },
+    VerbSpec {
+        id: VerbId::Run(Verb::Federation),
+        name: "federation",
+        signature: "federation <action> [redis-url] [--host-name <name>] [--json]",
+        summary: "join, leave or show this host's federation through Redis (action: join, leave, status)",
+        description: "Hosts of one team share a Redis (or Valkey) server (docs/FEDERATION.md). join \
+            <redis-url> checks the URL (redis://[user:password@]host[:port][/db]; rediss:// is not \
+            built in yet) and the host name (the peer-name rule; default: the machine's short host \
+            name, lowercased), and stores both in <root>/state/iapeer/federation.json (0600); a \
+            running daemon's federation link picks it up within a second, else the next start \
+            does. IAPEER_FEDERATION_URL overrides the stored URL. leave deletes the file; the link \
+            then removes this host's keys from Redis. status shows whether this root has joined, \
+            the host name, the URL with its password masked, and what the daemon's link last saw: \
+            connected, or away since when with the last error (local delivery is unaffected; it \
+            retries 1 s doubling to 10 s), the last heartbeat written (every 5 s) and the other \
+            hosts with online or offline. The password is never printed. \
+            --json prints for join {\"host\", \"url\"}, for leave {\"left\"}, for status \
+            {\"joined\", \"host\", \"url\", \"source\", \"link\"} where link is null when not joined or without a \
+            running daemon, else {\"state\" (connected or away), \"host\", \"url\", \
+            \"since_ms\", \"last_error\", \"last_heartbeat_ms\", \"updated_ms\", \"hosts\": \
+            [{\"host\", \"version\", \"last_heartbeat_ms\", \"online\"}]}.",
+        positionals: &[args::FEDERATION_ACTION, args::REDIS_URL],
+        flags: &[flags::HOST_NAME, JSON],
+        rules: &[],
+        hidden: false,
+        group: Group::Host,
         passthrough: false,
     },
     VerbSpec {

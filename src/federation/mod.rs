@@ -1,0 +1,252 @@
+//! Federation (issue 28): the hosts of one team share a Redis (or Valkey) server. This step
+//! is joining: `iapeer federation join <redis-url> [--host-name <name>]` stores the URL and
+//! this host's name in `<root>/state/iapeer/federation.json` (0600: the URL carries the
+//! password), `IAPEER_FEDERATION_URL` overrides the stored URL, and the daemon's link thread
+//! ([`link`]) keeps a heartbeat in Redis ([`keys`], the wire contract) and sees the other
+//! hosts'. `docs/FEDERATION.md` describes it for the operator.
+
+pub mod keys;
+pub mod link;
+
+use std::io;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::vars;
+use crate::fsutil::{self, MODE_PRIVATE};
+use crate::names;
+use crate::paths::Paths;
+
+/// What `federation.json` holds: `{"url","host"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Joined {
+    /// The Redis URL as given, password included (never printed: [`masked`]).
+    pub url: String,
+    /// This host's name in the federation (the peer-name rule).
+    pub host: String,
+}
+
+/// The stored membership, `None` when this root has not joined.
+///
+/// Errors: the file cannot be read or is not `{"url","host"}` (said with its path).
+pub fn load(paths: &Paths) -> Result<Option<Joined>, String> {
+    let path = paths.federation();
+    match fsutil::read_optional(&path) {
+        Ok(None) => Ok(None),
+        Ok(Some(text)) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| format!("{} is not readable as a membership: {e}", path.display())),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+/// Store the membership, atomically, mode 0600.
+pub fn store(paths: &Paths, joined: &Joined) -> io::Result<()> {
+    fsutil::write_json_atomic(&paths.federation(), joined, MODE_PRIVATE)
+}
+
+/// Forget the membership; `Ok(false)` when there was none.
+pub fn forget(paths: &Paths) -> io::Result<bool> {
+    let path = paths.federation();
+    let was = path.exists();
+    fsutil::remove_if_exists(&path)?;
+    Ok(was)
+}
+
+/// Where the URL in use comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// `federation.json`.
+    File,
+    /// `IAPEER_FEDERATION_URL`.
+    Env,
+}
+
+/// The membership in effect: the stored one with `IAPEER_FEDERATION_URL` over its URL (and,
+/// without a stored one, the variable's URL with this machine's host name). `None`: not
+/// joined.
+///
+/// Errors: the stored file is unreadable; the variable's URL is not valid; no host name.
+pub fn effective(paths: &Paths) -> Result<Option<(Joined, Source)>, String> {
+    let stored = load(paths)?;
+    let env = std::env::var(vars::IAPEER_FEDERATION_URL.name)
+        .ok()
+        .filter(|v| !v.trim().is_empty());
+    match (stored, env) {
+        (stored, Some(url)) => {
+            check_url(&url).map_err(|e| format!("IAPEER_FEDERATION_URL: {e}"))?;
+            let host = match stored {
+                Some(j) => j.host,
+                None => default_host_name()?,
+            };
+            Ok(Some((Joined { url, host }, Source::Env)))
+        }
+        (Some(j), None) => Ok(Some((j, Source::File))),
+        (None, None) => Ok(None),
+    }
+}
+
+/// Check a Redis URL: scheme `redis` (`rediss`, TLS, is not built in yet), a host, an
+/// optional ACL user and password, an optional database number. Pure.
+///
+/// Errors: what is wrong, without repeating the URL (it may carry a password).
+pub fn check_url(url: &str) -> Result<(), String> {
+    const SHAPE: &str = "redis://[user:password@]host[:port][/db]";
+    let scheme = url.split("://").next().unwrap_or("");
+    if !url.contains("://") {
+        return Err(format!("not a URL: give {SHAPE}"));
+    }
+    match scheme {
+        "redis" => {}
+        "rediss" => {
+            return Err("rediss:// (TLS) is not built into this iapeer yet: use redis:// \
+                 on a private network or through a tunnel (ssh -L, stunnel), see docs/FEDERATION.md"
+                .into())
+        }
+        other => {
+            return Err(format!(
+                "the scheme \"{}\" is not redis: give {SHAPE}",
+                crate::visible::line(other)
+            ))
+        }
+    }
+    let parsed =
+        redis::parse_redis_url(url).ok_or_else(|| format!("not a valid URL: give {SHAPE}"))?;
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(format!("the URL names no host: give {SHAPE}"));
+    }
+    let db = parsed.path().trim_start_matches('/');
+    if !db.is_empty() && db.parse::<u32>().is_err() {
+        return Err(format!(
+            "the path \"/{db}\" is not a database number: give {SHAPE}"
+        ));
+    }
+    if url.chars().any(char::is_whitespace) {
+        return Err(format!("the URL has a space in it: give {SHAPE}"));
+    }
+    Ok(())
+}
+
+/// The URL with its password replaced by `****`, for every place that shows it. Pure.
+pub fn masked(url: &str) -> String {
+    match redis::parse_redis_url(url) {
+        Some(mut u) => {
+            if u.password().is_some() {
+                let _ = u.set_password(Some("****"));
+            }
+            u.to_string()
+        }
+        None => "(not a URL)".into(),
+    }
+}
+
+/// A host name given with `--host-name`, when it follows the peer-name rule. Pure.
+///
+/// Errors: the rule and what to do.
+pub fn check_host_name(name: &str) -> Result<(), String> {
+    if names::is_valid_personality(name) {
+        Ok(())
+    } else {
+        Err(format!(
+            "\"{}\" is not a valid host name: {}",
+            crate::visible::line(name),
+            names::PERSONALITY_RULE
+        ))
+    }
+}
+
+/// The host name this machine gets by default: its short host name (before the first dot),
+/// lowercased and made valid ([`names::normalize`]). Pure.
+///
+/// Errors: nothing valid is left; the hint names `--host-name`.
+pub fn host_name_from(machine: &str) -> Result<String, String> {
+    let short = machine.split('.').next().unwrap_or("");
+    let name = names::normalize(short);
+    if names::is_valid_personality(&name) {
+        Ok(name)
+    } else {
+        Err(format!(
+            "this machine's host name \"{}\" makes no valid host name ({}): pass --host-name <name>",
+            crate::visible::line(machine),
+            names::PERSONALITY_RULE
+        ))
+    }
+}
+
+/// [`host_name_from`] this machine's host name.
+///
+/// Errors: it cannot be read, or makes no valid name.
+pub fn default_host_name() -> Result<String, String> {
+    let machine = nix::unistd::gethostname().map_err(|e| {
+        format!("cannot read this machine's host name ({e}): pass --host-name <name>")
+    })?;
+    host_name_from(&machine.to_string_lossy())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_checked_without_being_repeated() {
+        assert_eq!(check_url("redis://127.0.0.1:6379"), Ok(()));
+        assert_eq!(check_url("redis://u:p%40ss@redis.lan:6380/2"), Ok(()));
+        assert_eq!(check_url("redis://:secret@h"), Ok(()));
+        for (bad, says) in [
+            ("http://u:secret@h", "scheme \"http\" is not redis"),
+            ("rediss://u:secret@h", "TLS"),
+            ("h:6379", "not a URL"),
+            ("redis://u:secret@h/x", "not a database number"),
+            ("redis://", "names no host"),
+        ] {
+            let e = check_url(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+            assert!(!e.contains("secret"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_password_is_masked() {
+        assert_eq!(
+            masked("redis://alice:s3cret@h:6379/1"),
+            "redis://alice:****@h:6379/1"
+        );
+        assert_eq!(masked("redis://:s3cret@h"), "redis://:****@h");
+        assert_eq!(masked("redis://h:6379"), "redis://h:6379");
+    }
+
+    #[test]
+    fn the_default_host_name_is_the_short_name_made_valid() {
+        assert_eq!(
+            host_name_from("Build-Box.lan.example").unwrap(),
+            "build-box"
+        );
+        assert_eq!(host_name_from("MacBook_Pro").unwrap(), "macbook-pro");
+        let e = host_name_from("42.example").unwrap_err();
+        assert!(e.contains("--host-name"), "{e}");
+        assert!(check_host_name("a").is_ok());
+        assert!(check_host_name("Bad Name").is_err());
+    }
+
+    #[test]
+    fn the_membership_is_stored_private_and_forgotten() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        assert_eq!(load(&paths), Ok(None));
+        let j = Joined {
+            url: "redis://:pw@h".into(),
+            host: "a".into(),
+        };
+        store(&paths, &j).unwrap();
+        let mode = std::fs::metadata(paths.federation())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(load(&paths), Ok(Some(j)));
+        assert!(forget(&paths).unwrap());
+        assert!(!forget(&paths).unwrap());
+    }
+}

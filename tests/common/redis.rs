@@ -1,0 +1,127 @@
+//! A private `redis-server` for the federation tests (issue 28 item 7): on 127.0.0.1 at a port
+//! picked free, no persistence, its files in a temp folder, ended by its pid when dropped.
+//! `scripts/test.sh` installs `redis-server` (Debian's package) when it is missing.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// One running (or stopped) private server.
+pub struct RedisServer {
+    pub port: u16,
+    /// The `requirepass` it was started with.
+    pub password: String,
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+fn program() -> PathBuf {
+    for dir in [
+        "/usr/bin",
+        "/usr/local/bin",
+        "/usr/sbin",
+        "/opt/homebrew/bin",
+    ] {
+        let p = PathBuf::from(dir).join("redis-server");
+        if p.is_file() {
+            return p;
+        }
+    }
+    panic!(
+        "redis-server is not installed: scripts/test.sh installs it (apt-get install redis-server)"
+    );
+}
+
+/// A port nothing listens on now (the kernel's pick for a listener, released at once).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+impl RedisServer {
+    /// Start a server requiring `password`, and wait until it answers PING.
+    pub fn start(password: &str) -> RedisServer {
+        let mut s = RedisServer {
+            port: free_port(),
+            password: password.to_string(),
+            dir: tempfile::tempdir().expect("tempdir"),
+            child: None,
+        };
+        s.resume();
+        s
+    }
+
+    /// The URL with the password.
+    pub fn url(&self) -> String {
+        format!("redis://:{}@127.0.0.1:{}", self.password, self.port)
+    }
+
+    /// Start it again on the same port (empty: nothing was saved).
+    pub fn resume(&mut self) {
+        assert!(self.child.is_none(), "already running");
+        let child = Command::new(program())
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .args(["--requirepass", &self.password])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn redis-server");
+        self.child = Some(child);
+        let answered = super::poll(Duration::from_secs(10), || self.answers());
+        assert!(
+            answered,
+            "redis-server on port {} did not answer",
+            self.port
+        );
+    }
+
+    /// Stop it (SIGTERM by pid, then wait; SIGKILL after 5 s).
+    pub fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        super::signal(child.id(), nix::sys::signal::Signal::SIGTERM);
+        if super::exit_within(&mut child, Duration::from_secs(5)).is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// True when it answers `AUTH` + `PING` with `+OK`, `+PONG`.
+    fn answers(&self) -> bool {
+        let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+        let pw = &self.password;
+        let req = format!(
+            "*2\r\n$4\r\nAUTH\r\n${}\r\n{pw}\r\n*1\r\n$4\r\nPING\r\n",
+            pw.len()
+        );
+        if s.write_all(req.as_bytes()).is_err() {
+            return false;
+        }
+        let mut got = Vec::new();
+        let mut buf = [0u8; 64];
+        while !got.ends_with(b"+PONG\r\n") {
+            match s.read(&mut buf) {
+                Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
+                _ => return false,
+            }
+        }
+        true
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

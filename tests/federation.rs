@@ -1,0 +1,203 @@
+//! Federation, step 1 (issue 28 item 1): `federation join|leave|status` and the daemon's
+//! link thread against a real `redis-server` (a private one per test, `common::redis`).
+
+use crate::common;
+use common::redis::RedisServer;
+use common::TestEnv;
+use serde_json::Value;
+use std::time::Duration;
+
+const SECRET: &str = "Sup3r-Secret-pw";
+
+fn status_json(env: &TestEnv) -> Value {
+    serde_json::from_str(&env.ok(&["federation", "status", "--json"])).unwrap()
+}
+
+/// The link's report for another host named `host`, if the link has seen it.
+fn seen(doc: &Value, host: &str) -> Option<Value> {
+    doc["link"]["hosts"]
+        .as_array()?
+        .iter()
+        .find(|h| h["host"] == host)
+        .cloned()
+}
+
+fn wait_link(env: &TestEnv, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+    env.wait_seen(what, Duration::from_secs(30), status_json, ok)
+}
+
+#[test]
+fn join_leave_and_status_round_trip_and_bad_input_is_refused() {
+    let env = TestEnv::new();
+    let out = env.ok(&["federation", "status"]);
+    assert!(out.contains("not joined"), "{out}");
+    assert_eq!(status_json(&env)["joined"], false);
+
+    // Refusals: say what is wrong, never echo the password.
+    let (_, err) = env.fails(&["federation", "join", &format!("http://u:{SECRET}@h")], 1);
+    assert!(err.contains("scheme \"http\" is not redis"), "{err}");
+    assert!(!err.contains(SECRET), "{err}");
+    let (_, err) = env.fails(
+        &["federation", "join", &format!("rediss://u:{SECRET}@h")],
+        1,
+    );
+    assert!(err.contains("TLS") && !err.contains(SECRET), "{err}");
+    let (_, err) = env.fails(
+        &["federation", "join", "redis://h", "--host-name", "Bad_Name"],
+        1,
+    );
+    assert!(err.contains("not a valid host name"), "{err}");
+    let (_, err) = env.fails(&["federation", "join"], 2);
+    assert!(err.contains("missing <redis-url>"), "{err}");
+    let (_, err) = env.fails(&["federation", "frobnicate"], 2);
+    assert!(err.contains("join, leave or status"), "{err}");
+    assert!(!env.paths().federation().exists());
+
+    let url = format!("redis://alice:{SECRET}@127.0.0.1:6399/2");
+    let out = env.ok(&["federation", "join", &url, "--host-name", "a"]);
+    assert!(
+        out.contains("joined as host a at redis://alice:****@127.0.0.1:6399/2"),
+        "{out}"
+    );
+    assert!(!out.contains(SECRET), "{out}");
+    let file = env.paths().federation();
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{}", file.display());
+    assert!(common::read(&file).contains(SECRET));
+
+    let text = env.ok(&["federation", "status"]);
+    assert!(
+        text.contains("joined as host a at redis://alice:****@"),
+        "{text}"
+    );
+    assert!(text.contains("the daemon is not running"), "{text}");
+    let doc = status_json(&env);
+    assert_eq!(doc["joined"], true);
+    assert_eq!(doc["host"], "a");
+    assert_eq!(doc["source"], "file");
+    assert!(!doc.to_string().contains(SECRET), "{doc}");
+
+    // The variable overrides the stored URL; the host name stays.
+    let out = env
+        .cmd(&["federation", "status", "--json"])
+        .env("IAPEER_FEDERATION_URL", "redis://:other-pw@10.0.0.9:6379")
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["source"], "env");
+    assert_eq!(doc["url"], "redis://:****@10.0.0.9:6379");
+    assert_eq!(doc["host"], "a");
+
+    let out = env.ok(&["federation", "leave"]);
+    assert!(out.contains("left the federation"), "{out}");
+    assert!(!file.exists());
+    assert!(env
+        .ok(&["federation", "leave"])
+        .contains("nothing to leave"));
+    assert_eq!(status_json(&env)["joined"], false);
+}
+
+#[test]
+fn two_hosts_see_each_other_and_outlive_redis_going_away() {
+    let mut redis = RedisServer::start(SECRET);
+    let mut a = TestEnv::new();
+    let mut b = TestEnv::new();
+    a.create_echo("alice");
+    a.create_echo("bob");
+    a.start_daemon();
+    b.start_daemon();
+    // Both join while their daemons run: the links pick the membership up.
+    a.ok(&["federation", "join", &redis.url(), "--host-name", "a"]);
+    b.ok(&["federation", "join", &redis.url(), "--host-name", "b"]);
+
+    let doc = wait_link(&a, "a sees b online", |d| {
+        d["link"]["state"] == "connected" && seen(d, "b").is_some_and(|h| h["online"] == true)
+    });
+    assert!(doc["link"]["last_heartbeat_ms"].as_u64().is_some(), "{doc}");
+    wait_link(&b, "b sees a online", |d| {
+        seen(d, "a").is_some_and(|h| h["online"] == true)
+    });
+    let text = a.ok(&["federation", "status"]);
+    assert!(text.contains("link: connected since"), "{text}");
+    assert!(text.contains("host b online"), "{text}");
+
+    // Redis goes away: the link says so, and local delivery goes on.
+    redis.stop();
+    let doc = wait_link(&a, "a's link away", |d| d["link"]["state"] == "away");
+    assert!(doc["link"]["last_error"].as_str().is_some(), "{doc}");
+    let text = a.ok(&["federation", "status"]);
+    assert!(text.contains("link: away since"), "{text}");
+    let out = a.ok(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "local still works",
+    ]);
+    assert!(out.starts_with("delivered to bob"), "{out}");
+
+    // Redis is back (empty: nothing was saved): both reconnect and write their heartbeats again.
+    redis.resume();
+    wait_link(&a, "a reconnected and sees b", |d| {
+        d["link"]["state"] == "connected" && seen(d, "b").is_some_and(|h| h["online"] == true)
+    });
+
+    // b's daemon stops: its alive key goes with it, a sees it offline.
+    b.stop_daemon();
+    wait_link(&a, "a sees b offline", |d| {
+        seen(d, "b").is_some_and(|h| h["online"] == false)
+    });
+    let text = a.ok(&["federation", "status"]);
+    assert!(text.contains("host b offline"), "{text}");
+
+    // a leaves: its link removes a from the hosts and its report.
+    a.ok(&["federation", "leave"]);
+    wait_link(&a, "a's link has nothing to report", |d| {
+        d["link"].is_null()
+    });
+    assert!(a.ok(&["federation", "status"]).contains("not joined"));
+    let mut con = ::redis::Client::open(redis.url())
+        .and_then(|c| c.get_connection())
+        .expect("a connection to the test's redis-server");
+    let hosts: Vec<String> = ::redis::cmd("HKEYS")
+        .arg("iapeer:v1:hosts")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(hosts, ["b"], "a left, b only stopped");
+    let alive: Vec<String> = ::redis::cmd("KEYS")
+        .arg("iapeer:v1:alive:*")
+        .query(&mut con)
+        .unwrap();
+    assert!(alive.is_empty(), "{alive:?}");
+
+    // The password is in no output and no log.
+    for env in [&a, &b] {
+        for log in ["daemon", "lifecycle", "delivery"] {
+            assert!(!env.log(log).contains(SECRET), "{log}.log has the password");
+        }
+        let stderr = common::read(&env.dir.path().join("daemon-stderr.log"));
+        assert!(!stderr.contains(SECRET), "daemon stderr has the password");
+        assert!(!common::read(&env.paths().federation_link()).contains(SECRET));
+    }
+    assert!(a
+        .log("daemon")
+        .contains("federation: connected to redis://:****@127.0.0.1"));
+}
+
+#[test]
+fn a_host_with_a_wrong_password_is_refused_and_says_so() {
+    let redis = RedisServer::start(SECRET);
+    let mut c = TestEnv::new();
+    c.start_daemon();
+    let wrong = format!("redis://:not-the-{SECRET}@127.0.0.1:{}", redis.port);
+    c.ok(&["federation", "join", &wrong, "--host-name", "c"]);
+    let doc = wait_link(&c, "c's link away", |d| {
+        d["link"]["state"] == "away" && d["link"]["last_error"].is_string()
+    });
+    let error = doc["link"]["last_error"].as_str().unwrap().to_lowercase();
+    assert!(error.contains("pass") || error.contains("auth"), "{doc}");
+    assert!(!doc.to_string().contains(SECRET), "{doc}");
+    assert!(!c.log("daemon").contains(SECRET));
+}
