@@ -6,9 +6,12 @@
 
 pub mod anthropic;
 pub mod fuse;
+pub mod gemini;
 pub mod npm;
 pub mod openai;
+pub mod openai_chat;
 pub mod other_user;
+pub mod pty_record;
 
 use iapeer::paths::{peer, Paths};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,433 @@
+//! Gemini CLI 0.61.0 (npm `@google/gemini-cli`) recorded on a real pty against the Gemini API
+//! stand-in (issue 27 item 2, groundwork): its first-run dialogs and the keys that answer
+//! them, the ready, draft, paste, busy and mid-turn screens, its MCP client with a bearer
+//! token from the environment, its session records and `--resume`. Run by name with
+//! `--ignored` and `IAPEER_TEST_GEMINI_BIN` set; writes `tests/fixtures/gemini-cli-0.61.0/`
+//! (described, with what was found, in its README).
+
+use crate::common;
+
+use common::gemini::{self, GeminiStandIn, Reply};
+use common::pty_record::{McpServer, PtyRecording};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// The token the MCP server must see as `Authorization: Bearer <token>`.
+const TOKEN: &str = "tok-gemini-standin";
+/// The marker of the system prompt file named by `GEMINI_SYSTEM_MD`.
+const SYSTEM_MARKER: &str = "IAPEER-LAYERED-SYSTEM-PROMPT";
+const BOOT: Duration = Duration::from_secs(120);
+const QUIET: Duration = Duration::from_millis(1500);
+
+fn gemini_bin() -> String {
+    std::env::var("IAPEER_TEST_GEMINI_BIN").unwrap_or_else(|_| {
+        panic!("IAPEER_TEST_GEMINI_BIN is not set: install @google/gemini-cli@0.61.0 with npm and name its bin")
+    })
+}
+
+fn python() -> String {
+    std::env::var("IAPEER_TEST_PYTHON")
+        .expect("IAPEER_TEST_PYTHON names the Python with the MCP SDK (scripts/test.sh)")
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gemini-cli-0.61.0")
+}
+
+/// Gemini CLI in `cwd` with `home` as HOME, the stand-in as its API (an API key in
+/// `GEMINI_API_KEY`), `system_md` as its system prompt and the token in `IAPEER_TOKEN`.
+fn gemini(
+    home: &Path,
+    cwd: &Path,
+    api: &GeminiStandIn,
+    system_md: &Path,
+    args: &[&str],
+) -> Command {
+    let mut c = Command::new("nice");
+    c.arg(gemini_bin())
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap())
+        .env("HOME", home)
+        .env("TERM", "xterm-256color")
+        .env("COLORTERM", "truecolor")
+        .env("GEMINI_API_KEY", "standin-key")
+        .env("GOOGLE_GEMINI_BASE_URL", api.url())
+        .env("GEMINI_SYSTEM_MD", system_md)
+        .env("IAPEER_TOKEN", TOKEN);
+    c
+}
+
+/// `~/.gemini/settings.json`: the MCP server over streamable HTTP with the token from the
+/// environment in a header, usage statistics off, and the MCP server `trust`ed (its tools run
+/// without a confirmation) when `trusted`.
+fn write_settings(home: &Path, mcp: &McpServer, trusted: bool) {
+    let path = home.join(".gemini/settings.json");
+    let mut settings: Value = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_else(|| json!({}));
+    settings["mcpServers"] = json!({"iapeer": {
+        "httpUrl": mcp.url(),
+        "headers": {"Authorization": "Bearer ${IAPEER_TOKEN}"},
+        "trust": trusted,
+    }});
+    settings["privacy"] = json!({"usageStatisticsEnabled": false});
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, serde_json::to_string_pretty(&settings).unwrap()).unwrap();
+}
+
+/// Answers: a function response gets "sent"; `HOLD` holds the turn 20 s; `CALL-PEER` calls the
+/// MCP server's `send_to_peer`; anything else "ok".
+fn script(api: &GeminiStandIn) {
+    api.script(|req| {
+        if gemini::last_is_function_response(req) {
+            return Reply::Text("sent".into());
+        }
+        let last = gemini::last_text(req);
+        if last.contains("HOLD") {
+            return Reply::Hold(Duration::from_secs(20), "held turn done".into());
+        }
+        if last.contains("CALL-PEER") {
+            let name = gemini::declared_functions(req)
+                .into_iter()
+                .find(|n| n.ends_with("send_to_peer"))
+                .unwrap_or_else(|| "send_to_peer".into());
+            return Reply::Call(name, json!({"to": "bob", "body": "hi from gemini"}));
+        }
+        Reply::Text("ok".into())
+    });
+}
+
+/// Lines of the session files under `~/.gemini/tmp`, with `tmp` replaced by `/tmp/rec`.
+fn session_files(home: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![home.join(".gemini/tmp")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.to_string_lossy().contains("/chats/") {
+                found.push(p);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+fn calls(mcp: &McpServer) -> usize {
+    mcp.entries()
+        .iter()
+        .filter(|e| e["call"] == "send_to_peer")
+        .count()
+}
+
+/// Press Enter until `done` holds (at most 3 times, 10 s apart): the first Enter on a slash
+/// command with its completion menu open may only take the completion. Prints how many.
+fn submit(t: &mut PtyRecording, what: &str, done: impl Fn(&str) -> bool) {
+    for n in 1..=3 {
+        t.keys(b"\r");
+        if common::poll(Duration::from_secs(10), || done(&t.screen())) {
+            eprintln!("{what}: {n} Enter(s)");
+            return;
+        }
+    }
+    t.wait(what, BOOT, done);
+}
+
+fn ready(s: &str) -> bool {
+    s.contains("Type your message")
+}
+
+/// Records Gemini CLI's first run, turns, mid-turn paste, MCP tool call and resume.
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_gemini_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().display().to_string();
+    let (home, cwd) = (dir.path().join("home"), dir.path().join("proj"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    let system_md = dir.path().join("system.md");
+    std::fs::write(&system_md, format!("{SYSTEM_MARKER}: you are peer g.\n")).unwrap();
+    let api = GeminiStandIn::start();
+    script(&api);
+    let mcp = McpServer::start(&python(), dir.path());
+    write_settings(&home, &mcp, false);
+    let out = fixtures();
+    let mut t = PtyRecording::spawn(
+        gemini(&home, &cwd, &api, &system_md, &[]),
+        &out,
+        "first-run",
+    );
+
+    // First run: folder trust, then the auth choice, then the key (prefilled from the env).
+    t.wait_for("Do you trust the files in this folder?", BOOT);
+    t.settle(QUIET);
+    t.save("01-trust-dialog");
+    t.keys(b"\r");
+    t.wait_for("How would you like to authenticate", BOOT);
+    t.settle(QUIET);
+    t.save("02-auth-dialog");
+    t.keys(b"\r");
+    t.wait_for("Enter Gemini API Key", BOOT);
+    t.settle(QUIET);
+    t.save("03-api-key-dialog");
+    t.keys(b"\r");
+    t.wait("the ready composer", BOOT, ready);
+    t.settle(QUIET);
+    t.save("04-ready");
+
+    // A typed draft; Ctrl-C clears it.
+    t.keys(b"my unfinished draft");
+    t.wait_for("my unfinished draft", BOOT);
+    t.settle(QUIET);
+    t.save("05-draft");
+    t.keys(b"\x03");
+    t.wait("the draft cleared", BOOT, |s| {
+        !s.contains("my unfinished draft") && ready(s)
+    });
+
+    // A paste of 4 lines is drawn in full; one of 8 lines becomes a placeholder.
+    t.paste("short paste one\nshort paste two\nshort paste three\nshort paste four");
+    t.wait_for("short paste four", BOOT);
+    t.settle(QUIET);
+    t.save("06-paste-4-lines");
+    t.keys(b"\x03");
+    t.wait("the paste cleared", BOOT, |s| {
+        !s.contains("short paste") && ready(s)
+    });
+    let long: String = (1..=8).map(|i| format!("HOLD line {i}\n")).collect();
+    let long = long.trim_end().to_string();
+    t.paste(&long);
+    t.wait_for("[Pasted Text", BOOT);
+    t.settle(QUIET);
+    t.save("07-paste-8-lines");
+
+    // Enter: the turn runs (held 20 s by the stand-in).
+    t.keys(b"\r");
+    t.wait_for("esc to cancel", BOOT);
+    // A spinner redraws the busy screen all the time: no quiet moment to wait for.
+    t.save("08-busy");
+    assert!(
+        common::poll(BOOT, || api.has_turn_with("HOLD line 8")),
+        "the placeholder was sent as the pasted text"
+    );
+
+    // A message pasted mid-turn, Enter at once: an Enter within 40 ms of a paste is taken as
+    // a newline (no kitty keyboard protocol), so the message stays in the composer.
+    t.paste("MID-TURN message");
+    t.keys(b"\r");
+    // Time, as recorded: the spinner never lets the screen go still.
+    std::thread::sleep(Duration::from_millis(700));
+    t.save("09-enter-right-after-paste");
+    // Enter again, later: queued.
+    t.keys(b"\r");
+    t.wait_for("Queued", BOOT);
+    t.save("10-mid-turn-queued");
+    assert!(
+        common::poll(BOOT, || api.has_turn_with("MID-TURN message")),
+        "the queued message became a turn"
+    );
+    t.wait("ready after the queued turn", BOOT, |s| {
+        ready(s) && !s.contains("esc to cancel") && !s.contains("Queued")
+    });
+    t.settle(QUIET);
+    t.save("11-queued-ran-ready");
+
+    // The MCP servers and their tools.
+    t.keys(b"/mcp list");
+    t.settle(QUIET);
+    submit(&mut t, "the MCP list", |s| s.contains("send_to_peer"));
+    t.settle(QUIET);
+    t.save("12-mcp-list");
+
+    // A call of the MCP tool: confirmed by a dialog (the server is not trusted).
+    t.keys(b"CALL-PEER now");
+    t.settle(QUIET);
+    submit(&mut t, "a confirmation or the call", |s| {
+        s.contains("Allow") || calls(&mcp) > 0
+    });
+    if calls(&mcp) == 0 {
+        t.settle(QUIET);
+        t.save("13-tool-confirmation");
+        t.keys(b"\r");
+    }
+    assert!(
+        common::poll(BOOT, || calls(&mcp) == 1),
+        "the tool was called"
+    );
+    t.wait("the turn after the call", BOOT, |s| {
+        s.contains("sent") && ready(s) && !s.contains("esc to cancel")
+    });
+    t.settle(QUIET);
+    t.save("14-tool-called");
+    t.end();
+
+    // What was sent, and where it was kept.
+    let turns = api.turns();
+    let first = &turns[0];
+    assert!(
+        gemini::system_text(first).contains(SYSTEM_MARKER),
+        "GEMINI_SYSTEM_MD is the system prompt"
+    );
+    let heads: Vec<Value> = mcp
+        .entries()
+        .into_iter()
+        .filter(|e| e["method"].is_string())
+        .collect();
+    assert!(
+        heads
+            .iter()
+            .all(|e| e["authorization"] == format!("Bearer {TOKEN}")),
+        "every MCP request carried the token: {heads:?}"
+    );
+    let requests: Vec<Value> = api
+        .recorded()
+        .iter()
+        .map(|r| {
+            json!({"method": r.method, "path": r.path, "api_key": r.api_key,
+                "last_text": gemini::last_text(&r.body).chars().take(80).collect::<String>(),
+                "system_starts": gemini::system_text(&r.body).chars().take(60).collect::<String>(),
+                "functions": gemini::declared_functions(&r.body)})
+        })
+        .collect();
+    std::fs::write(
+        out.join("requests.json"),
+        serde_json::to_string_pretty(&requests).unwrap() + "\n",
+    )
+    .unwrap();
+    std::fs::write(
+        out.join("mcp-requests.jsonl"),
+        mcp.entries()
+            .iter()
+            .map(|e| e.to_string() + "\n")
+            .collect::<String>(),
+    )
+    .unwrap();
+    let sessions = session_files(&home);
+    eprintln!("session files: {sessions:?}");
+    let main = sessions
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .expect("a session file")
+        .clone();
+    let text = common::read(&main).replace(&tmp, "/tmp/rec");
+    std::fs::write(out.join("session.jsonl"), &text).unwrap();
+    std::fs::write(
+        out.join("session-path.txt"),
+        main.display().to_string().replace(&tmp, "/tmp/rec") + "\n",
+    )
+    .unwrap();
+    let head: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let id = head["sessionId"].as_str().expect("sessionId").to_string();
+
+    // Resume by the session id, the MCP server trusted now: the history comes back and a
+    // call runs without a confirmation.
+    write_settings(&home, &mcp, true);
+    let mut t = PtyRecording::spawn(
+        gemini(&home, &cwd, &api, &system_md, &["--resume", &id]),
+        &out,
+        "resume",
+    );
+    t.wait("the resumed ready composer", BOOT, |s| {
+        ready(s) && s.contains("MID-TURN message")
+    });
+    t.settle(QUIET);
+    t.save("15-resumed-ready");
+    t.keys(b"RESUMED CALL-PEER");
+    t.settle(QUIET);
+    submit(&mut t, "the trusted call", |_| calls(&mcp) == 2);
+    assert!(
+        common::poll(BOOT, || calls(&mcp) == 2),
+        "the trusted tool was called"
+    );
+    t.wait("the turn after the call", BOOT, |s| {
+        ready(s) && !s.contains("esc to cancel")
+    });
+    t.settle(QUIET);
+    t.save("16-resumed-trusted-call");
+    t.end();
+    let resumed = api
+        .turns()
+        .into_iter()
+        .find(|r| gemini::last_text(r).contains("RESUMED"))
+        .expect("the resumed turn");
+    let history = serde_json::to_string(&resumed["contents"]).unwrap();
+    assert!(
+        history.contains("MID-TURN message"),
+        "the resumed request carries the earlier turns"
+    );
+    // Where the resumed session wrote its records.
+    let after: Vec<String> = session_files(&home)
+        .iter()
+        .map(|p| p.display().to_string().replace(&tmp, "/tmp/rec"))
+        .collect();
+    std::fs::write(
+        out.join("session-files-after-resume.txt"),
+        after.join("\n") + "\n",
+    )
+    .unwrap();
+    for p in session_files(&home) {
+        if !sessions.contains(&p) {
+            let text = common::read(&p).replace(&tmp, "/tmp/rec");
+            std::fs::write(out.join("session-resumed.jsonl"), text).unwrap();
+        }
+    }
+    std::fs::write(
+        out.join("session-after-resume.jsonl"),
+        common::read(&main).replace(&tmp, "/tmp/rec"),
+    )
+    .unwrap();
+}
+
+/// Records Gemini CLI started the way an adapter can start it: `--skip-trust`, and
+/// `security.auth.selectedType = "gemini-api-key"` in a fresh HOME's settings with the key in
+/// `GEMINI_API_KEY` (what the first run's dialogs wrote). Also `gemini mcp list`.
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_gemini_preconfigured() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().display().to_string();
+    let (home, cwd) = (dir.path().join("home"), dir.path().join("proj"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    let system_md = dir.path().join("system.md");
+    std::fs::write(&system_md, format!("{SYSTEM_MARKER}: you are peer g.\n")).unwrap();
+    let api = GeminiStandIn::start();
+    let mcp = McpServer::start(&python(), dir.path());
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::write(
+        home.join(".gemini/settings.json"),
+        json!({"security": {"auth": {"selectedType": "gemini-api-key"}}}).to_string(),
+    )
+    .unwrap();
+    write_settings(&home, &mcp, true);
+    let out = fixtures();
+    let listed = gemini(&home, &cwd, &api, &system_md, &["mcp", "list"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&listed.stdout),
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    std::fs::write(out.join("mcp-list.txt"), text.replace(&tmp, "/tmp/rec")).unwrap();
+    let mut t = PtyRecording::spawn(
+        gemini(&home, &cwd, &api, &system_md, &["--skip-trust"]),
+        &out,
+        "preconfigured",
+    );
+    t.wait("the ready composer", BOOT, |s| {
+        ready(s) || s.contains("Enter Gemini API Key") || s.contains("Do you trust")
+    });
+    t.settle(QUIET);
+    t.save("17-preconfigured-ready");
+    let shown = t.screen();
+    t.end();
+    assert!(ready(&shown), "no dialog");
+}
