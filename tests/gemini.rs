@@ -8,7 +8,7 @@
 use crate::common;
 
 use common::gemini::{self, GeminiStandIn, Reply};
-use common::pty_record::{McpServer, PtyRecording};
+use common::pty_record::{recorded_screen, McpServer, PtyRecording};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -80,7 +80,7 @@ fn write_settings(home: &Path, mcp: &McpServer, trusted: bool) {
     std::fs::write(&path, serde_json::to_string_pretty(&settings).unwrap()).unwrap();
 }
 
-/// Answers: a function response gets "sent"; `HOLD` holds the turn 20 s; `CALL-PEER` calls the
+/// Answers: a function response gets "sent"; `HOLD` holds the turn 10 s; `CALL-PEER` calls the
 /// MCP server's `send_to_peer`; anything else "ok".
 fn script(api: &GeminiStandIn) {
     api.script(|req| {
@@ -89,7 +89,7 @@ fn script(api: &GeminiStandIn) {
         }
         let last = gemini::last_text(req);
         if last.contains("HOLD") {
-            return Reply::Hold(Duration::from_secs(20), "held turn done".into());
+            return Reply::Hold(Duration::from_secs(10), "held turn done".into());
         }
         if last.contains("CALL-PEER") {
             let name = gemini::declared_functions(req)
@@ -208,7 +208,7 @@ fn record_gemini_cli() {
     t.settle(QUIET);
     t.save("07-paste-8-lines");
 
-    // Enter: the turn runs (held 20 s by the stand-in).
+    // Enter: the turn runs (held 10 s by the stand-in).
     t.keys(b"\r");
     t.wait_for("esc to cancel", BOOT);
     // A spinner redraws the busy screen all the time: no quiet moment to wait for.
@@ -316,11 +316,17 @@ fn record_gemini_cli() {
         .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .expect("a session file")
         .clone();
-    let text = common::read(&main).replace(&tmp, "/tmp/rec");
+    let text = common::read(&main)
+        .replace(&tmp, "/tmp/rec")
+        .replace(&tmp[1..], "tmp/rec");
     std::fs::write(out.join("session.jsonl"), &text).unwrap();
     std::fs::write(
         out.join("session-path.txt"),
-        main.display().to_string().replace(&tmp, "/tmp/rec") + "\n",
+        main.display()
+            .to_string()
+            .replace(&tmp, "/tmp/rec")
+            .replace(&tmp[1..], "tmp/rec")
+            + "\n",
     )
     .unwrap();
     let head: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
@@ -365,7 +371,12 @@ fn record_gemini_cli() {
     // Where the resumed session wrote its records.
     let after: Vec<String> = session_files(&home)
         .iter()
-        .map(|p| p.display().to_string().replace(&tmp, "/tmp/rec"))
+        .map(|p| {
+            p.display()
+                .to_string()
+                .replace(&tmp, "/tmp/rec")
+                .replace(&tmp[1..], "tmp/rec")
+        })
         .collect();
     std::fs::write(
         out.join("session-files-after-resume.txt"),
@@ -374,13 +385,17 @@ fn record_gemini_cli() {
     .unwrap();
     for p in session_files(&home) {
         if !sessions.contains(&p) {
-            let text = common::read(&p).replace(&tmp, "/tmp/rec");
+            let text = common::read(&p)
+                .replace(&tmp, "/tmp/rec")
+                .replace(&tmp[1..], "tmp/rec");
             std::fs::write(out.join("session-resumed.jsonl"), text).unwrap();
         }
     }
     std::fs::write(
         out.join("session-after-resume.jsonl"),
-        common::read(&main).replace(&tmp, "/tmp/rec"),
+        common::read(&main)
+            .replace(&tmp, "/tmp/rec")
+            .replace(&tmp[1..], "tmp/rec"),
     )
     .unwrap();
 }
@@ -416,7 +431,11 @@ fn record_gemini_preconfigured() {
         String::from_utf8_lossy(&listed.stdout),
         String::from_utf8_lossy(&listed.stderr)
     );
-    std::fs::write(out.join("mcp-list.txt"), text.replace(&tmp, "/tmp/rec")).unwrap();
+    std::fs::write(
+        out.join("mcp-list.txt"),
+        text.replace(&tmp, "/tmp/rec").replace(&tmp[1..], "tmp/rec"),
+    )
+    .unwrap();
     let mut t = PtyRecording::spawn(
         gemini(&home, &cwd, &api, &system_md, &["--skip-trust"]),
         &out,
@@ -427,7 +446,79 @@ fn record_gemini_preconfigured() {
     });
     t.settle(QUIET);
     t.save("17-preconfigured-ready");
-    let shown = t.screen();
+    assert!(ready(&t.screen()), "no dialog");
+
+    // Delivery as the daemon delivers: one bracketed paste, 300 ms, one Enter.
+    t.paste("PEER message one\nsecond line");
+    // Time, as the daemon waits (spec 04 §1 "Input").
+    std::thread::sleep(Duration::from_millis(300));
+    t.keys(b"\r");
+    assert!(
+        common::poll(Duration::from_secs(20), || api
+            .has_turn_with("PEER message one")),
+        "one Enter 300 ms after the paste submitted it"
+    );
+    t.wait("ready after the turn", BOOT, |s| {
+        ready(s) && !s.contains("esc to cancel")
+    });
+    t.settle(QUIET);
+    t.save("18-preconfigured-delivered");
+
+    // Typed text and one Enter.
+    t.keys(b"typed message");
+    t.settle(QUIET);
+    t.keys(b"\r");
+    let one = common::poll(Duration::from_secs(10), || {
+        api.has_turn_with("typed message")
+    });
+    eprintln!("typed text, one Enter submitted it: {one}");
+    t.settle(QUIET);
+    t.save("19-preconfigured-typed-enter");
+    if !one {
+        submit(&mut t, "the typed message", |_| {
+            api.has_turn_with("typed message")
+        });
+    }
+
+    // The MCP server under --skip-trust.
+    t.wait("ready", BOOT, |s| ready(s) && !s.contains("esc to cancel"));
+    t.keys(b"/mcp list");
+    t.settle(QUIET);
+    submit(&mut t, "the MCP list", |s| {
+        s.contains("Configured MCP servers")
+    });
+    t.settle(QUIET);
+    t.save("20-preconfigured-mcp-list");
     t.end();
-    assert!(ready(&shown), "no dialog");
+}
+
+/// The recorded screens show the signs the README's findings state.
+#[test]
+fn recorded_screens_show_the_signs() {
+    let dir = fixtures();
+    let screen = |session: &str, step: &str| recorded_screen(&dir, session, step);
+    let s = screen("first-run", "01-trust-dialog");
+    assert!(s.contains("Do you trust the files in this folder?") && s.contains("1. Trust folder"));
+    let s = screen("first-run", "02-auth-dialog");
+    assert!(
+        s.contains("How would you like to authenticate") && s.contains("● 2. Use Gemini API Key")
+    );
+    assert!(screen("first-run", "03-api-key-dialog").contains("Enter Gemini API Key"));
+    let s = screen("first-run", "04-ready");
+    assert!(ready(&s) && !s.contains("esc to cancel"));
+    let s = screen("first-run", "05-draft");
+    assert!(s.contains("> my unfinished draft") && !ready(&s));
+    let s = screen("first-run", "06-paste-4-lines");
+    assert!(s.contains("short paste four") && !s.contains("[Pasted Text"));
+    assert!(screen("first-run", "07-paste-8-lines").contains("> [Pasted Text: 8 lines]"));
+    assert!(screen("first-run", "08-busy").contains("(esc to cancel"));
+    let s = screen("first-run", "10-mid-turn-queued");
+    assert!(s.contains("Queued (press ↑ to edit):") && s.contains("esc to cancel"));
+    let s = screen("first-run", "11-queued-ran-ready");
+    assert!(ready(&s) && !s.contains("esc to cancel") && !s.contains("Queued"));
+    assert!(screen("first-run", "12-mcp-list").contains("🟢 iapeer - Ready (1 tool)"));
+    assert!(screen("first-run", "13-tool-confirmation")
+        .contains("Allow execution of MCP tool \"send_to_peer\" from server \"iapeer\"?"));
+    let s = screen("preconfigured", "17-preconfigured-ready");
+    assert!(ready(&s) && !s.contains("Do you trust") && !s.contains("Enter Gemini API Key"));
 }

@@ -9,7 +9,7 @@
 use crate::common;
 
 use common::openai_chat::{self, ChatStandIn, Reply};
-use common::pty_record::{McpServer, PtyRecording};
+use common::pty_record::{recorded_screen, McpServer, PtyRecording};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -221,13 +221,13 @@ fn record_opencode() {
     // A message pasted mid-turn with Enter at once.
     t.paste("MID-TURN message");
     t.keys(b"\r");
-    // Time, as recorded: the spinner never lets the screen go still.
-    std::thread::sleep(Duration::from_millis(700));
-    t.save("06-enter-right-after-paste");
-    if !t.screen().contains("QUEUED") {
+    let at_once = common::poll(Duration::from_secs(8), || t.screen().contains("QUEUED"));
+    eprintln!("paste and Enter at once queued the message: {at_once}");
+    if !at_once {
+        t.save("06-enter-right-after-paste");
         t.keys(b"\r");
+        t.wait_for("QUEUED", BOOT);
     }
-    t.wait_for("QUEUED", BOOT);
     t.save("07-mid-turn-queued");
     assert!(
         common::poll(BOOT, || api.has_turn_with("MID-TURN message")),
@@ -268,6 +268,7 @@ fn record_opencode() {
         serde_json::to_string_pretty(&sessions)
             .unwrap()
             .replace(&tmp, "/tmp/rec")
+            .replace(&tmp[1..], "tmp/rec")
             + "\n",
     )
     .unwrap();
@@ -281,6 +282,7 @@ fn record_opencode() {
         serde_json::to_string_pretty(&messages)
             .unwrap()
             .replace(&tmp, "/tmp/rec")
+            .replace(&tmp[1..], "tmp/rec")
             + "\n",
     )
     .unwrap();
@@ -312,7 +314,9 @@ fn record_opencode() {
     .unwrap();
     std::fs::write(
         out.join("system-prompt.txt"),
-        system.replace(&tmp, "/tmp/rec"),
+        system
+            .replace(&tmp, "/tmp/rec")
+            .replace(&tmp[1..], "tmp/rec"),
     )
     .unwrap();
     std::fs::write(
@@ -340,7 +344,13 @@ fn record_opencode() {
 
     // The records on disk, as `opencode export` gives them.
     let export = run(&home, &cwd, &["export", &id]);
-    std::fs::write(out.join("export.json"), export.replace(&tmp, "/tmp/rec")).unwrap();
+    std::fs::write(
+        out.join("export.json"),
+        export
+            .replace(&tmp, "/tmp/rec")
+            .replace(&tmp[1..], "tmp/rec"),
+    )
+    .unwrap();
     let mut files = Vec::new();
     let mut stack = vec![home.clone()];
     while let Some(d) = stack.pop() {
@@ -353,7 +363,7 @@ fn record_opencode() {
             if p.is_dir() {
                 stack.push(p);
             } else {
-                files.push(s.replace(&tmp, "/tmp/rec"));
+                files.push(s.replace(&tmp, "/tmp/rec").replace(&tmp[1..], "tmp/rec"));
             }
         }
     }
@@ -365,7 +375,9 @@ fn record_opencode() {
         ("providers-list.txt", &["providers", "list"][..]),
         ("session-list.txt", &["session", "list"][..]),
     ] {
-        let text = run(&home, &cwd, args).replace(&tmp, "/tmp/rec");
+        let text = run(&home, &cwd, args)
+            .replace(&tmp, "/tmp/rec")
+            .replace(&tmp[1..], "tmp/rec");
         std::fs::write(out.join(name), text).unwrap();
     }
 
@@ -396,4 +408,25 @@ fn record_opencode() {
         resumed["messages"].to_string().contains("MID-TURN message"),
         "the resumed request carries the earlier turns"
     );
+}
+
+/// The recorded screens show the signs the README's findings state.
+#[test]
+fn recorded_screens_show_the_signs() {
+    let dir = fixtures();
+    let screen = |step: &str| recorded_screen(&dir, "first-run", step);
+    let s = screen("01-ready");
+    assert!(ready(&s) && s.contains("Ask anything"));
+    let s = screen("02-draft");
+    assert!(s.contains("my unfinished draft") && !s.contains("Ask anything"));
+    let s = screen("03-paste-2-lines");
+    assert!(s.contains("two line paste two") && !s.contains("[Pasted"));
+    assert!(screen("04-paste-4-lines").contains("[Pasted ~4 lines]"));
+    let s = screen("05-busy");
+    assert!(s.contains("esc interrupt") && !ready(&s) && s.contains("iapeer Connected"));
+    let s = screen("07-mid-turn-queued");
+    assert!(s.contains("MID-TURN message") && s.contains("QUEUED") && s.contains("esc interrupt"));
+    let s = screen("08-queued-ran-ready");
+    assert!(ready(&s) && !s.contains("QUEUED"));
+    assert!(screen("10-tool-called").contains("⚙ iapeer_send_to_peer"));
 }

@@ -374,3 +374,19 @@ impl Drop for McpServer {
         let _ = self.child.wait();
     }
 }
+
+/// The screen of step `step` of the recording `<dir>/<session>.raw`: its bytes up to the
+/// step's mark in `<session>.marks.json`, rendered at 220×50.
+pub fn recorded_screen(dir: &Path, session: &str, step: &str) -> String {
+    let raw = std::fs::read(dir.join(format!("{session}.raw"))).unwrap();
+    let marks: Vec<serde_json::Value> =
+        serde_json::from_str(&super::read(&dir.join(format!("{session}.marks.json")))).unwrap();
+    let offset = marks
+        .iter()
+        .find(|m| m["step"] == step)
+        .and_then(|m| m["offset"].as_u64())
+        .unwrap_or_else(|| panic!("no step {step} in {session}.marks.json"));
+    let mut parser = vt100::Parser::new(ROWS, COLS, 0);
+    parser.process(&raw[..offset as usize]);
+    parser.screen().contents()
+}
