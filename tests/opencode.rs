@@ -9,7 +9,7 @@
 use crate::common;
 
 use common::openai_chat::{self, ChatStandIn, Reply};
-use common::pty_record::{recorded_screen, McpServer, PtyRecording};
+use common::pty_record::{self, recorded_screen, PtyRecording, Scratch};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -24,44 +24,28 @@ const INSTRUCTIONS_MARKER: &str = "IAPEER-INSTRUCTIONS";
 const BOOT: Duration = Duration::from_secs(120);
 const QUIET: Duration = Duration::from_millis(1500);
 
-fn opencode_bin() -> String {
-    std::env::var("IAPEER_TEST_OPENCODE_BIN").unwrap_or_else(|_| {
-        panic!("IAPEER_TEST_OPENCODE_BIN is not set: install opencode-ai@1.18.33 with npm and name its bin")
-    })
-}
-
-fn python() -> String {
-    std::env::var("IAPEER_TEST_PYTHON")
-        .expect("IAPEER_TEST_PYTHON names the Python with the MCP SDK (scripts/test.sh)")
-}
-
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/opencode-1.18.33")
 }
 
-/// OpenCode in `cwd` with `home` as HOME, the models.dev fetch and the update check off, the
+/// OpenCode in the world's folder and HOME, the models.dev fetch and the update check off, the
 /// stand-in's key and the token in the environment.
-fn opencode(home: &Path, cwd: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new("nice");
-    c.arg(opencode_bin())
-        .args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap())
-        .env("HOME", home)
-        .env("TERM", "xterm-256color")
-        .env("COLORTERM", "truecolor")
-        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
-        .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
-        .env("STANDIN_API_KEY", "sk-standin-key")
-        .env("IAPEER_TOKEN", TOKEN);
-    c
+fn opencode(w: &Scratch, args: &[&str]) -> Command {
+    let bin = pty_record::bin_from("IAPEER_TEST_OPENCODE_BIN", "opencode-ai@1.18.33");
+    let env = [
+        ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
+        ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
+        ("STANDIN_API_KEY", "sk-standin-key"),
+        ("IAPEER_TOKEN", TOKEN),
+    ];
+    pty_record::cli(&bin, &w.home, &w.cwd, &env, args)
 }
 
 /// `~/.config/opencode/opencode.json`: the stand-in as an OpenAI-compatible provider and the
 /// model, the agent prompt and instructions files, and the MCP server over HTTP with the
 /// token from the environment in a header.
-fn write_config(home: &Path, dir: &Path, api: &ChatStandIn, mcp: &McpServer) {
+fn write_config(w: &Scratch, api: &ChatStandIn) {
+    let dir = w.dir.path();
     let (prompt, instructions) = (dir.join("agent-prompt.md"), dir.join("instructions.md"));
     std::fs::write(&prompt, format!("{AGENT_MARKER}: you are peer o.\n")).unwrap();
     std::fs::write(
@@ -85,11 +69,11 @@ fn write_config(home: &Path, dir: &Path, api: &ChatStandIn, mcp: &McpServer) {
         "agent": {"build": {"prompt": format!("{{file:{}}}", prompt.display())}},
         "mcp": {"iapeer": {
             "type": "remote",
-            "url": mcp.url(),
+            "url": w.mcp.url(),
             "headers": {"Authorization": "Bearer {env:IAPEER_TOKEN}"},
         }},
     });
-    let path = home.join(".config/opencode/opencode.json");
+    let path = w.home.join(".config/opencode/opencode.json");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
 }
@@ -119,13 +103,6 @@ fn script(api: &ChatStandIn) {
     });
 }
 
-fn calls(mcp: &McpServer) -> usize {
-    mcp.entries()
-        .iter()
-        .filter(|e| e["call"] == "send_to_peer")
-        .count()
-}
-
 fn ready(s: &str) -> bool {
     s.contains("ctrl+p commands") && !s.contains("esc interrupt")
 }
@@ -148,12 +125,9 @@ fn get(port: u16, path: &str) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|_| json!(text))
 }
 
-/// Run `opencode <args>` (no pty) and return its stdout.
-fn run(home: &Path, cwd: &Path, args: &[&str]) -> String {
-    let out = opencode(home, cwd, args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+/// Run `opencode <args>` (no pty) to its end and return its stdout.
+fn run(w: &Scratch, args: &[&str]) -> String {
+    let out = opencode(w, args).stdin(Stdio::null()).output().unwrap();
     assert!(
         out.status.success(),
         "opencode {args:?}: {}",
@@ -166,22 +140,13 @@ fn run(home: &Path, cwd: &Path, args: &[&str]) -> String {
 #[test]
 #[ignore = "recorder: writes fixtures"]
 fn record_opencode() {
-    let dir = tempfile::tempdir().unwrap();
-    let tmp = dir.path().display().to_string();
-    let (home, cwd) = (dir.path().join("home"), dir.path().join("proj"));
-    std::fs::create_dir_all(&cwd).unwrap();
+    let w = Scratch::new(fixtures());
     let api = ChatStandIn::start();
     script(&api);
-    let mcp = McpServer::start(&python(), dir.path());
-    write_config(&home, dir.path(), &api, &mcp);
-    let out = fixtures();
+    write_config(&w, &api);
     let port = free_port();
     let port_s = port.to_string();
-    let mut t = PtyRecording::spawn(
-        opencode(&home, &cwd, &["--port", &port_s]),
-        &out,
-        "first-run",
-    );
+    let mut t = PtyRecording::spawn(opencode(&w, &["--port", &port_s]), &w.out, "first-run");
 
     // First run: straight to the composer (no dialog).
     t.wait("the ready composer", BOOT, |s| s.contains("Ask anything"));
@@ -190,9 +155,7 @@ fn record_opencode() {
 
     // A typed draft; Ctrl-U clears it.
     t.keys(b"my unfinished draft");
-    t.wait_for("my unfinished draft", BOOT);
-    t.settle(QUIET);
-    t.save("02-draft");
+    t.shot("my unfinished draft", "02-draft");
     t.keys(b"\x15");
     t.wait("the draft cleared", BOOT, |s| s.contains("Ask anything"));
 
@@ -204,15 +167,11 @@ fn record_opencode() {
     t.keys(b"\x03");
     t.wait("the paste cleared", BOOT, |s| s.contains("Ask anything"));
     t.paste("HOLD line 1\nHOLD line 2\nHOLD line 3\nHOLD line 4");
-    t.wait_for("[Pasted", BOOT);
-    t.settle(QUIET);
-    t.save("04-paste-4-lines");
+    t.shot("[Pasted", "04-paste-4-lines");
 
     // Enter: the turn runs (held 20 s by the stand-in).
     t.keys(b"\r");
-    t.wait_for("esc interrupt", BOOT);
-    // A spinner redraws the busy screen all the time: no quiet moment to wait for.
-    t.save("05-busy");
+    t.shot_now("esc interrupt", "05-busy");
     assert!(
         common::poll(BOOT, || api.has_turn_with("HOLD line 4")),
         "the placeholder was sent as the pasted text"
@@ -244,17 +203,14 @@ fn record_opencode() {
     t.settle(QUIET);
     t.keys(b"\r");
     t.wait("a permission prompt or the call", BOOT, |s| {
-        s.contains("Allow") || s.contains("Permission") || calls(&mcp) > 0
+        s.contains("Allow") || s.contains("Permission") || w.calls() > 0
     });
-    if calls(&mcp) == 0 {
+    if w.calls() == 0 {
         t.settle(QUIET);
         t.save("09-tool-permission");
         t.keys(b"\r");
     }
-    assert!(
-        common::poll(BOOT, || calls(&mcp) == 1),
-        "the tool was called"
-    );
+    assert!(common::poll(BOOT, || w.calls() == 1), "the tool was called");
     t.wait("the turn after the call", BOOT, |s| {
         ready(s) && s.contains("sent")
     });
@@ -263,42 +219,22 @@ fn record_opencode() {
 
     // The local server of `--port` while the TUI runs.
     let sessions = get(port, "/session");
-    std::fs::write(
-        out.join("server-session-list.json"),
-        serde_json::to_string_pretty(&sessions)
-            .unwrap()
-            .replace(&tmp, "/tmp/rec")
-            .replace(&tmp[1..], "tmp/rec")
-            + "\n",
-    )
-    .unwrap();
+    w.write_json("server-session-list.json", &sessions);
     let id = sessions[0]["id"]
         .as_str()
         .unwrap_or_else(|| panic!("a session id in {sessions}"))
         .to_string();
     let messages = get(port, &format!("/session/{id}/message"));
-    std::fs::write(
-        out.join("server-session-messages.json"),
-        serde_json::to_string_pretty(&messages)
-            .unwrap()
-            .replace(&tmp, "/tmp/rec")
-            .replace(&tmp[1..], "tmp/rec")
-            + "\n",
-    )
-    .unwrap();
+    w.write_json("server-session-messages.json", &messages);
     t.end();
 
     // What was sent.
     let turns = api.turns();
     let system = openai_chat::system_text(&turns[0]);
-    let heads: Vec<Value> = mcp
-        .entries()
-        .into_iter()
-        .filter(|e| e["method"].is_string())
-        .collect();
     let requests: Vec<Value> = api
         .recorded()
         .iter()
+        .map(|r| &r.body)
         .map(|r| {
             json!({"model": r["model"], "stream": r["stream"],
                 "title": openai_chat::is_title_request(r),
@@ -307,26 +243,9 @@ fn record_opencode() {
                 "functions": openai_chat::declared_functions(r)})
         })
         .collect();
-    std::fs::write(
-        out.join("requests.json"),
-        serde_json::to_string_pretty(&requests).unwrap() + "\n",
-    )
-    .unwrap();
-    std::fs::write(
-        out.join("system-prompt.txt"),
-        system
-            .replace(&tmp, "/tmp/rec")
-            .replace(&tmp[1..], "tmp/rec"),
-    )
-    .unwrap();
-    std::fs::write(
-        out.join("mcp-requests.jsonl"),
-        mcp.entries()
-            .iter()
-            .map(|e| e.to_string() + "\n")
-            .collect::<String>(),
-    )
-    .unwrap();
+    w.write_json("requests.json", &json!(requests));
+    w.write("system-prompt.txt", &system);
+    w.save_mcp_log(TOKEN);
     assert!(
         system.contains(AGENT_MARKER),
         "the agent prompt is in the system prompt"
@@ -335,54 +254,27 @@ fn record_opencode() {
         system.contains(INSTRUCTIONS_MARKER),
         "the instructions are in the system prompt"
     );
-    assert!(
-        heads
-            .iter()
-            .all(|e| e["authorization"] == format!("Bearer {TOKEN}")),
-        "every MCP request carried the token: {heads:?}"
-    );
 
     // The records on disk, as `opencode export` gives them.
-    let export = run(&home, &cwd, &["export", &id]);
-    std::fs::write(
-        out.join("export.json"),
-        export
-            .replace(&tmp, "/tmp/rec")
-            .replace(&tmp[1..], "tmp/rec"),
-    )
-    .unwrap();
-    let mut files = Vec::new();
-    let mut stack = vec![home.clone()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            let s = p.display().to_string();
-            if s.contains("/node_modules") || s.contains("/.npm") {
-                continue;
-            }
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                files.push(s.replace(&tmp, "/tmp/rec").replace(&tmp[1..], "tmp/rec"));
-            }
-        }
-    }
-    files.sort();
-    std::fs::write(out.join("home-files.txt"), files.join("\n") + "\n").unwrap();
+    w.write("export.json", &run(&w, &["export", &id]));
+    let files: Vec<String> = pty_record::files_under(&w.home, |d| {
+        d.ends_with("node_modules") || d.ends_with(".npm")
+    })
+    .iter()
+    .map(|p| p.display().to_string())
+    .collect();
+    w.write("home-files.txt", &(files.join("\n") + "\n"));
     // The MCP servers' state and the providers' credentials, as the CLI reports them.
     for (name, args) in [
         ("mcp-list.txt", &["mcp", "list"][..]),
         ("providers-list.txt", &["providers", "list"][..]),
         ("session-list.txt", &["session", "list"][..]),
     ] {
-        let text = run(&home, &cwd, args)
-            .replace(&tmp, "/tmp/rec")
-            .replace(&tmp[1..], "tmp/rec");
-        std::fs::write(out.join(name), text).unwrap();
+        w.write(name, &run(&w, args));
     }
 
     // Resume by the session id: the history comes back.
-    let mut t = PtyRecording::spawn(opencode(&home, &cwd, &["--session", &id]), &out, "resume");
+    let mut t = PtyRecording::spawn(opencode(&w, &["--session", &id]), &w.out, "resume");
     t.wait("the resumed session", BOOT, |s| {
         ready(s) && s.contains("MID-TURN message")
     });

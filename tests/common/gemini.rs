@@ -12,54 +12,26 @@
 
 #![allow(dead_code)]
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::anthropic::HoldReader;
+use super::standin::{self, Server};
+pub use super::standin::{Recorded, Reply};
 
-/// One recorded request.
-#[derive(Debug, Clone)]
-pub struct Recorded {
-    pub method: String,
-    /// The path with its query, e.g. `/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse`.
-    pub path: String,
-    /// The `x-goog-api-key` header, when sent.
-    pub api_key: Option<String>,
-    pub body: Value,
+/// Whether a recorded request is a turn's streamed request.
+pub fn is_stream(r: &Recorded) -> bool {
+    r.path.contains(":streamGenerateContent")
 }
 
-impl Recorded {
-    /// Whether this is a turn's streamed request.
-    pub fn is_stream(&self) -> bool {
-        self.path.contains(":streamGenerateContent")
+/// The running stand-in (its [`Server`]: `script`, `recorded`, `port`).
+pub struct GeminiStandIn(Server<Reply>);
+
+impl std::ops::Deref for GeminiStandIn {
+    type Target = Server<Reply>;
+    fn deref(&self) -> &Server<Reply> {
+        &self.0
     }
-}
-
-/// What to answer to one streamed model request.
-#[derive(Debug, Clone)]
-pub enum Reply {
-    /// A text answer.
-    Text(String),
-    /// A function call: the declared function's name (an MCP tool's name as the CLI declared
-    /// it, see [`declared_functions`]) and its arguments.
-    Call(String, Value),
-    /// Stream a first chunk, hold the connection for this long, then finish with the text.
-    Hold(Duration, String),
-    /// An HTTP error status with a Google API error body.
-    Error(u16),
-}
-
-type Script = Box<dyn Fn(&Value) -> Reply + Send>;
-
-/// The running stand-in.
-pub struct GeminiStandIn {
-    server: Arc<tiny_http::Server>,
-    pub port: u16,
-    pub requests: Arc<Mutex<Vec<Recorded>>>,
-    script: Arc<Mutex<Script>>,
-    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 /// Every text of a request's `contents` item, joined.
@@ -128,10 +100,6 @@ pub fn side_answer(req: &Value) -> String {
     }
 }
 
-fn header(k: &str, v: &str) -> tiny_http::Header {
-    tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).expect("header")
-}
-
 fn usage() -> Value {
     json!({"promptTokenCount": 12, "candidatesTokenCount": 3, "totalTokenCount": 15})
 }
@@ -164,30 +132,34 @@ fn model_of(path: &str) -> String {
         .to_string()
 }
 
-fn respond(rq: tiny_http::Request, path: &str, req: &Value, reply: Reply) {
-    let model = model_of(path);
-    if let Reply::Error(code) = reply {
-        let status = match code {
-            429 => "RESOURCE_EXHAUSTED",
-            401 | 403 => "PERMISSION_DENIED",
-            503 => "UNAVAILABLE",
-            _ => "INTERNAL",
-        };
-        let body = json!({"error": {"code": code, "message": "stand-in error", "status": status}});
-        let resp = tiny_http::Response::from_string(body.to_string())
-            .with_status_code(code)
-            .with_header(header("content-type", "application/json"));
-        let _ = rq.respond(resp);
-        return;
+fn respond(rq: tiny_http::Request, rec: Recorded, reply: Reply) {
+    let (path, req) = (&rec.path, &rec.body);
+    if rec.method != "POST" || !path.contains(':') {
+        return standin::json(rq, 200, &json!({}));
     }
-    if !path.contains(":streamGenerateContent") {
-        let body = chunk(&model, json!([{"text": side_answer(req)}]), true);
-        let resp = tiny_http::Response::from_string(body.to_string())
-            .with_header(header("content-type", "application/json"));
-        let _ = rq.respond(resp);
-        return;
+    if path.contains(":countTokens") {
+        return standin::json(rq, 200, &json!({"totalTokens": 12}));
+    }
+    let model = model_of(path);
+    if !is_stream(&rec) {
+        return standin::json(
+            rq,
+            200,
+            &chunk(&model, json!([{"text": side_answer(req)}]), true),
+        );
     }
     let (head, tail, hold) = match reply {
+        Reply::Error(code) => {
+            let status = match code {
+                429 => "RESOURCE_EXHAUSTED",
+                401 | 403 => "PERMISSION_DENIED",
+                503 => "UNAVAILABLE",
+                _ => "INTERNAL",
+            };
+            let body =
+                json!({"error": {"code": code, "message": "stand-in error", "status": status}});
+            return standin::json(rq, code, &body);
+        }
         Reply::Text(t) => (
             sse(&[chunk(&model, json!([{"text": t}]), true)]),
             String::new(),
@@ -207,73 +179,14 @@ fn respond(rq: tiny_http::Request, path: &str, req: &Value, reply: Reply) {
             sse(&[chunk(&model, json!([{"text": format!(" {t}")}]), true)]),
             d,
         ),
-        Reply::Error(_) => unreachable!("answered above"),
     };
-    let reader = HoldReader::new(head.into_bytes(), tail.into_bytes(), hold);
-    let headers = vec![
-        header("content-type", "text/event-stream"),
-        header("cache-control", "no-cache"),
-    ];
-    let resp = tiny_http::Response::new(200.into(), headers, reader, None, None);
-    let _ = rq.respond(resp);
+    standin::stream(rq, head, tail, hold);
 }
 
 impl GeminiStandIn {
-    /// Start on 127.0.0.1 answering every turn with "ok".
+    /// Start on 127.0.0.1 answering every turn with "ok" (side questions by [`side_answer`]).
     pub fn start() -> GeminiStandIn {
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind stand-in"));
-        let port = server.server_addr().to_ip().expect("ip").port();
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let script: Arc<Mutex<Script>> =
-            Arc::new(Mutex::new(Box::new(|_| Reply::Text("ok".into()))));
-        let (srv, reqs, scr) = (server.clone(), requests.clone(), script.clone());
-        let thread = std::thread::spawn(move || {
-            for mut rq in srv.incoming_requests() {
-                let mut body = String::new();
-                let _ = rq.as_reader().read_to_string(&mut body);
-                let parsed: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-                let path = rq.url().to_string();
-                let api_key = rq
-                    .headers()
-                    .iter()
-                    .find(|h| h.field.equiv("x-goog-api-key"))
-                    .map(|h| h.value.to_string());
-                let rec = Recorded {
-                    method: rq.method().to_string(),
-                    path: path.clone(),
-                    api_key,
-                    body: parsed.clone(),
-                };
-                let modelish = rq.method() == &tiny_http::Method::Post && path.contains(":");
-                let stream = rec.is_stream();
-                reqs.lock().unwrap().push(rec);
-                if !modelish || path.contains(":countTokens") {
-                    let body = if path.contains(":countTokens") {
-                        json!({"totalTokens": 12}).to_string()
-                    } else {
-                        "{}".to_string()
-                    };
-                    let _ = rq.respond(
-                        tiny_http::Response::from_string(body)
-                            .with_header(header("content-type", "application/json")),
-                    );
-                    continue;
-                }
-                let reply = if stream {
-                    (scr.lock().unwrap())(&parsed)
-                } else {
-                    Reply::Text(String::new())
-                };
-                std::thread::spawn(move || respond(rq, &path, &parsed, reply));
-            }
-        });
-        GeminiStandIn {
-            server,
-            port,
-            requests,
-            script,
-            thread: Some(thread),
-        }
+        GeminiStandIn(Server::start(|_| Reply::Text("ok".into()), respond))
     }
 
     /// The value for `GOOGLE_GEMINI_BASE_URL`.
@@ -281,21 +194,11 @@ impl GeminiStandIn {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    /// Replace the script answering streamed turns.
-    pub fn script(&self, f: impl Fn(&Value) -> Reply + Send + 'static) {
-        *self.script.lock().unwrap() = Box::new(f);
-    }
-
-    /// Every request so far.
-    pub fn recorded(&self) -> Vec<Recorded> {
-        self.requests.lock().unwrap().clone()
-    }
-
     /// The bodies of the streamed turn requests so far.
     pub fn turns(&self) -> Vec<Value> {
         self.recorded()
             .into_iter()
-            .filter(Recorded::is_stream)
+            .filter(is_stream)
             .map(|r| r.body)
             .collect()
     }
@@ -303,14 +206,5 @@ impl GeminiStandIn {
     /// Whether a streamed turn request's last content holds `needle`.
     pub fn has_turn_with(&self, needle: &str) -> bool {
         self.turns().iter().any(|r| last_text(r).contains(needle))
-    }
-}
-
-impl Drop for GeminiStandIn {
-    fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }

@@ -12,6 +12,7 @@ pub mod openai;
 pub mod openai_chat;
 pub mod other_user;
 pub mod pty_record;
+pub mod standin;
 
 use iapeer::paths::{peer, Paths};
 use std::path::{Path, PathBuf};

@@ -13,36 +13,21 @@
 #![allow(dead_code)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::anthropic::HoldReader;
+pub use super::standin::Reply;
+use super::standin::{self, Recorded, Server};
 
-/// What to answer to one request.
-#[derive(Debug, Clone)]
-pub enum Reply {
-    /// A text answer.
-    Text(String),
-    /// A call of a declared function: its name as the request declared it (see
-    /// [`declared_functions`]) and its arguments.
-    Call(String, Value),
-    /// Stream a first chunk, hold the connection for this long, then finish with the text.
-    Hold(Duration, String),
-    /// An HTTP error status with an OpenAI error body.
-    Error(u16),
-}
+/// The running stand-in (its [`Server`]: `script`, `recorded`, `port`).
+pub struct ChatStandIn(Server<Reply>);
 
-type Script = Box<dyn Fn(&Value) -> Reply + Send>;
-
-/// The running stand-in.
-pub struct ChatStandIn {
-    server: Arc<tiny_http::Server>,
-    pub port: u16,
-    pub requests: Arc<Mutex<Vec<Value>>>,
-    script: Arc<Mutex<Script>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+impl std::ops::Deref for ChatStandIn {
+    type Target = Server<Reply>;
+    fn deref(&self) -> &Server<Reply> {
+        &self.0
+    }
 }
 
 /// A message's content as text (a string, or the texts of its parts joined).
@@ -108,10 +93,6 @@ pub fn is_title_request(req: &Value) -> bool {
             .any(|m| message_text(m).starts_with("Generate a title for this conversation"))
 }
 
-fn header(k: &str, v: &str) -> tiny_http::Header {
-    tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).expect("header")
-}
-
 fn usage() -> Value {
     json!({"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15})
 }
@@ -131,16 +112,16 @@ fn call_id() -> String {
     format!("call_standin_{}", CALLS.fetch_add(1, Ordering::Relaxed))
 }
 
-fn respond(rq: tiny_http::Request, req: &Value, reply: Reply) {
+fn respond(rq: tiny_http::Request, rec: Recorded, reply: Reply) {
+    let req = &rec.body;
+    if rec.method != "POST" || !rec.path.ends_with("/chat/completions") {
+        return standin::json(rq, 404, &json!({}));
+    }
     let model = req["model"].as_str().unwrap_or("standin-model").to_string();
     if let Reply::Error(code) = reply {
         let body =
             json!({"error": {"message": "stand-in error", "type": "server_error", "code": code}});
-        let resp = tiny_http::Response::from_string(body.to_string())
-            .with_status_code(code)
-            .with_header(header("content-type", "application/json"));
-        let _ = rq.respond(resp);
-        return;
+        return standin::json(rq, code, &body);
     }
     if req["stream"] != json!(true) {
         let message = match &reply {
@@ -158,10 +139,7 @@ fn respond(rq: tiny_http::Request, req: &Value, reply: Reply) {
         let body = json!({"id": "chatcmpl-standin", "object": "chat.completion", "created": 1,
             "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": usage()});
-        let resp = tiny_http::Response::from_string(body.to_string())
-            .with_header(header("content-type", "application/json"));
-        let _ = rq.respond(resp);
-        return;
+        return standin::json(rq, 200, &body);
     }
     let role = chunk(&model, json!({"role": "assistant", "content": ""}), None);
     let mut done = json!({"id": "chatcmpl-standin", "object": "chat.completion.chunk",
@@ -209,51 +187,13 @@ fn respond(rq: tiny_http::Request, req: &Value, reply: Reply) {
         ),
         Reply::Error(_) => unreachable!("answered above"),
     };
-    let reader = HoldReader::new(head.into_bytes(), tail.into_bytes(), hold);
-    let headers = vec![
-        header("content-type", "text/event-stream"),
-        header("cache-control", "no-cache"),
-    ];
-    let resp = tiny_http::Response::new(200.into(), headers, reader, None, None);
-    let _ = rq.respond(resp);
+    standin::stream(rq, head, tail, hold);
 }
 
 impl ChatStandIn {
     /// Start on 127.0.0.1 answering every request with "ok".
     pub fn start() -> ChatStandIn {
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind stand-in"));
-        let port = server.server_addr().to_ip().expect("ip").port();
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let script: Arc<Mutex<Script>> =
-            Arc::new(Mutex::new(Box::new(|_| Reply::Text("ok".into()))));
-        let (srv, reqs, scr) = (server.clone(), requests.clone(), script.clone());
-        let thread = std::thread::spawn(move || {
-            for mut rq in srv.incoming_requests() {
-                let mut body = String::new();
-                let _ = rq.as_reader().read_to_string(&mut body);
-                let parsed: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-                if rq.method() != &tiny_http::Method::Post
-                    || !rq.url().ends_with("/chat/completions")
-                {
-                    let _ = rq.respond(
-                        tiny_http::Response::from_string("{}")
-                            .with_status_code(404)
-                            .with_header(header("content-type", "application/json")),
-                    );
-                    continue;
-                }
-                reqs.lock().unwrap().push(parsed.clone());
-                let reply = (scr.lock().unwrap())(&parsed);
-                std::thread::spawn(move || respond(rq, &parsed, reply));
-            }
-        });
-        ChatStandIn {
-            server,
-            port,
-            requests,
-            script,
-            thread: Some(thread),
-        }
+        ChatStandIn(Server::start(|_| Reply::Text("ok".into()), respond))
     }
 
     /// The provider's `baseURL` (the stand-in answers `<baseURL>/chat/completions`).
@@ -261,35 +201,17 @@ impl ChatStandIn {
         format!("http://127.0.0.1:{}/v1", self.port)
     }
 
-    /// Replace the answering script.
-    pub fn script(&self, f: impl Fn(&Value) -> Reply + Send + 'static) {
-        *self.script.lock().unwrap() = Box::new(f);
-    }
-
-    /// Every request so far.
-    pub fn recorded(&self) -> Vec<Value> {
-        self.requests.lock().unwrap().clone()
-    }
-
     /// The turn requests so far (the title requests left out).
     pub fn turns(&self) -> Vec<Value> {
         self.recorded()
             .into_iter()
-            .filter(|r| !is_title_request(r))
+            .map(|r| r.body)
+            .filter(|b| !b.is_null() && !is_title_request(b))
             .collect()
     }
 
     /// Whether a turn request's last message holds `needle`.
     pub fn has_turn_with(&self, needle: &str) -> bool {
         self.turns().iter().any(|r| last_text(r).contains(needle))
-    }
-}
-
-impl Drop for ChatStandIn {
-    fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }

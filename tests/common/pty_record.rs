@@ -196,6 +196,21 @@ impl PtyRecording {
         });
     }
 
+    /// Wait (at most 120 s) for `needle` on screen and for the output to go still for 1.5 s,
+    /// then [`Self::save`] the step.
+    pub fn shot(&mut self, needle: &str, step: &str) {
+        self.wait_for(needle, Duration::from_secs(120));
+        self.settle(Duration::from_millis(1500));
+        self.save(step);
+    }
+
+    /// Wait (at most 120 s) for `needle` on screen, then [`Self::save`] the step at once (a
+    /// busy screen's spinner never goes still).
+    pub fn shot_now(&mut self, needle: &str, step: &str) {
+        self.wait_for(needle, Duration::from_secs(120));
+        self.save(step);
+    }
+
     /// Wait until the program has written nothing for `quiet` (at most 30 s: a spinner
     /// never goes quiet, then the screen as it is).
     pub fn settle(&self, quiet: Duration) {
@@ -389,4 +404,131 @@ pub fn recorded_screen(dir: &Path, session: &str, step: &str) -> String {
     let mut parser = vt100::Parser::new(ROWS, COLS, 0);
     parser.process(&raw[..offset as usize]);
     parser.screen().contents()
+}
+
+/// The Python with the official MCP SDK (`IAPEER_TEST_PYTHON`).
+pub fn python() -> String {
+    std::env::var("IAPEER_TEST_PYTHON")
+        .expect("IAPEER_TEST_PYTHON names the Python with the MCP SDK (scripts/test.sh)")
+}
+
+/// The bin named by `var`, or a panic saying how to get `package`.
+pub fn bin_from(var: &str, package: &str) -> String {
+    std::env::var(var)
+        .unwrap_or_else(|_| panic!("{var} is not set: install {package} with npm and name its bin"))
+}
+
+/// `nice <bin> <args>` in `cwd` with `home` as HOME and a cleared environment but for `PATH`,
+/// `TERM` and `COLORTERM` as the daemon sets them (spec 04 §1) and `env`.
+pub fn cli(bin: &str, home: &Path, cwd: &Path, env: &[(&str, &str)], args: &[&str]) -> Command {
+    let mut c = Command::new("nice");
+    c.arg(bin)
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap())
+        .env("HOME", home)
+        .env("TERM", "xterm-256color")
+        .env("COLORTERM", "truecolor")
+        .envs(env.iter().copied());
+    c
+}
+
+/// A recorder's world: a temp dir with a HOME (`home`) and a working folder (`proj`), the MCP
+/// server, and the fixture folder `out` it writes to, with the temp dir's path replaced by
+/// `/tmp/rec` in what it writes.
+pub struct Scratch {
+    pub dir: tempfile::TempDir,
+    pub home: PathBuf,
+    pub cwd: PathBuf,
+    pub out: PathBuf,
+    pub mcp: McpServer,
+}
+
+impl Scratch {
+    pub fn new(out: PathBuf) -> Scratch {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, cwd) = (dir.path().join("home"), dir.path().join("proj"));
+        std::fs::create_dir_all(&cwd).unwrap();
+        let mcp = McpServer::start(&python(), dir.path());
+        Scratch {
+            dir,
+            home,
+            cwd,
+            out,
+            mcp,
+        }
+    }
+
+    /// `text` with the temp dir's path (with or without its leading `/`) as `/tmp/rec`.
+    pub fn local(&self, text: &str) -> String {
+        let tmp = self.dir.path().display().to_string();
+        text.replace(&tmp, "/tmp/rec").replace(&tmp[1..], "tmp/rec")
+    }
+
+    /// Write `<out>/<name>` holding [`Self::local`] of `text`.
+    pub fn write(&self, name: &str, text: &str) {
+        std::fs::write(self.out.join(name), self.local(text)).unwrap();
+    }
+
+    /// Write `<out>/<name>` holding `value` as pretty JSON.
+    pub fn write_json(&self, name: &str, value: &serde_json::Value) {
+        self.write(name, &(serde_json::to_string_pretty(value).unwrap() + "\n"));
+    }
+
+    /// How many times the MCP tool was called.
+    pub fn calls(&self) -> usize {
+        self.mcp
+            .entries()
+            .iter()
+            .filter(|e| e["call"] == "send_to_peer")
+            .count()
+    }
+
+    /// Save the MCP server's log as `mcp-requests.jsonl` and check every HTTP request to it
+    /// carried `Authorization: Bearer <token>`.
+    pub fn save_mcp_log(&self, token: &str) {
+        let entries = self.mcp.entries();
+        let lines: String = entries.iter().map(|e| e.to_string() + "\n").collect();
+        self.write("mcp-requests.jsonl", &lines);
+        let heads: Vec<&serde_json::Value> =
+            entries.iter().filter(|e| e["method"].is_string()).collect();
+        assert!(
+            !heads.is_empty()
+                && heads
+                    .iter()
+                    .all(|e| e["authorization"] == format!("Bearer {token}")),
+            "every MCP request carried the token: {heads:?}"
+        );
+    }
+
+    /// Run `cmd` (no pty) to its end; its stdout and stderr.
+    pub fn output(&self, mut cmd: Command) -> String {
+        let out = cmd.stdin(Stdio::null()).output().unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }
+}
+
+/// Every file under `root` (recursively, sorted), leaving out the folders `skip` names.
+pub fn files_under(root: &Path, skip: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if !skip(&p) {
+                    stack.push(p);
+                }
+            } else {
+                found.push(p);
+            }
+        }
+    }
+    found.sort();
+    found
 }
