@@ -360,6 +360,17 @@ fn record_gemini_preconfigured() {
     });
     t.settle(QUIET);
     t.save("20-preconfigured-mcp-list");
+
+    // Esc during a turn.
+    script(&api);
+    t.paste("HOLD interrupt me");
+    std::thread::sleep(Duration::from_millis(300));
+    submit(&mut t, "the held turn", |s| s.contains("esc to cancel"));
+    t.shot_now("esc to cancel", "21-busy-before-esc");
+    t.keys(b"\x1b");
+    t.wait("the turn cancelled", BOOT, |s| !s.contains("esc to cancel"));
+    t.settle(QUIET);
+    t.save("22-after-esc");
     t.end();
 }
 
@@ -392,4 +403,9 @@ fn recorded_screens_show_the_signs() {
         .contains("Allow execution of MCP tool \"send_to_peer\" from server \"iapeer\"?"));
     let s = screen("preconfigured", "17-preconfigured-ready");
     assert!(ready(&s) && !s.contains("Do you trust") && !s.contains("Enter Gemini API Key"));
+    let s = screen("preconfigured", "18a-paste-enter-not-submitted");
+    assert!(s.contains("> PEER message one") && !s.contains("esc to cancel"));
+    assert!(screen("preconfigured", "21-busy-before-esc").contains("esc to cancel"));
+    let s = screen("preconfigured", "22-after-esc");
+    assert!(s.contains("Request cancelled.") && ready(&s) && !s.contains("esc to cancel"));
 }

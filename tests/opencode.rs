@@ -290,6 +290,21 @@ fn record_opencode() {
     t.wait("the resumed turn's end", BOOT, ready);
     t.settle(QUIET);
     t.save("12-resumed-turn");
+
+    // Esc during a turn: once, then (if still busy) again.
+    t.paste("HOLD interrupt me");
+    t.keys(b"\r");
+    t.shot_now("esc interrupt", "13-busy-before-esc");
+    t.keys(b"\x1b");
+    // Time, as recorded: the spinner never lets the screen go still.
+    std::thread::sleep(Duration::from_millis(1000));
+    t.save("14-after-one-esc");
+    if t.screen().contains("esc again to interrupt") {
+        t.keys(b"\x1b");
+        t.wait("the turn interrupted", BOOT, ready);
+    }
+    t.settle(QUIET);
+    t.save("15-after-esc");
     t.end();
     let resumed = api
         .turns()
@@ -321,4 +336,8 @@ fn recorded_screens_show_the_signs() {
     let s = screen("08-queued-ran-ready");
     assert!(ready(&s) && !s.contains("QUEUED"));
     assert!(screen("10-tool-called").contains("⚙ iapeer_send_to_peer"));
+    let resumed = |step: &str| recorded_screen(&dir, "resume", step);
+    assert!(resumed("14-after-one-esc").contains("esc again to interrupt"));
+    let s = resumed("15-after-esc");
+    assert!(s.contains("· interrupted") && ready(&s));
 }
