@@ -148,12 +148,26 @@ fn tool_events(name: &str, input: &Value) -> Vec<(&'static str, Value)> {
 
 /// A response body that yields `head`, waits up to `hold` for a release (or the end of the
 /// stand-in), then yields `tail`.
-struct HoldReader {
+pub struct HoldReader {
     head: Vec<u8>,
     tail: Vec<u8>,
     until: Instant,
     pos: usize,
     held: bool,
+}
+
+impl HoldReader {
+    /// Yield `head`, then wait until `hold` has passed since now, then yield `tail` (the
+    /// other stand-ins' streamed answers use it too).
+    pub fn new(head: Vec<u8>, tail: Vec<u8>, hold: Duration) -> HoldReader {
+        HoldReader {
+            head,
+            tail,
+            until: Instant::now() + hold,
+            pos: 0,
+            held: false,
+        }
+    }
 }
 
 impl Read for HoldReader {
@@ -371,13 +385,7 @@ fn respond(rq: tiny_http::Request, req: &Value, reply: Reply) {
         Reply::Hold(d, _) => d,
         _ => Duration::ZERO,
     };
-    let reader = HoldReader {
-        head: head.into_bytes(),
-        tail: tail.into_bytes(),
-        until: Instant::now() + hold,
-        pos: 0,
-        held: false,
-    };
+    let reader = HoldReader::new(head.into_bytes(), tail.into_bytes(), hold);
     let mut headers = vec![
         header("content-type", "text/event-stream"),
         header("cache-control", "no-cache"),

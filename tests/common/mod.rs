@@ -6,10 +6,14 @@
 
 pub mod anthropic;
 pub mod fuse;
+pub mod gemini;
 pub mod npm;
 pub mod openai;
+pub mod openai_chat;
 pub mod other_user;
+pub mod pty_record;
 pub mod redis;
+pub mod standin;
 
 use iapeer::paths::{peer, Paths};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,411 @@
+//! Gemini CLI 0.61.0 (npm `@google/gemini-cli`) recorded on a real pty against the Gemini API
+//! stand-in (issue 27 item 2, groundwork): its first-run dialogs and the keys that answer
+//! them, the ready, draft, paste, busy and mid-turn screens, its MCP client with a bearer
+//! token from the environment, its session records and `--resume`. Run by name with
+//! `--ignored` and `IAPEER_TEST_GEMINI_BIN` set; writes `tests/fixtures/gemini-cli-0.61.0/`
+//! (described, with what was found, in its README).
+
+use crate::common;
+
+use common::gemini::{self, GeminiStandIn, Reply};
+use common::pty_record::{self, recorded_screen, PtyRecording, Scratch};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// The token the MCP server must see as `Authorization: Bearer <token>`.
+const TOKEN: &str = "tok-gemini-standin";
+/// The marker of the system prompt file named by `GEMINI_SYSTEM_MD`.
+const SYSTEM_MARKER: &str = "IAPEER-LAYERED-SYSTEM-PROMPT";
+const BOOT: Duration = Duration::from_secs(120);
+const QUIET: Duration = Duration::from_millis(1500);
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gemini-cli-0.61.0")
+}
+
+/// A recorder's world (its fixture folder this one's) with `system.md`, and the stand-in.
+fn world() -> (Scratch, GeminiStandIn) {
+    let w = Scratch::new(fixtures());
+    std::fs::write(system_md(&w), format!("{SYSTEM_MARKER}: you are peer g.\n")).unwrap();
+    (w, GeminiStandIn::start())
+}
+
+fn system_md(w: &Scratch) -> PathBuf {
+    w.dir.path().join("system.md")
+}
+
+/// Gemini CLI in the world's folder and HOME, the stand-in as its API (an API key in
+/// `GEMINI_API_KEY`), `system.md` as its system prompt and the token in `IAPEER_TOKEN`.
+fn gemini(w: &Scratch, api: &GeminiStandIn, args: &[&str]) -> Command {
+    let bin = pty_record::bin_from("IAPEER_TEST_GEMINI_BIN", "@google/gemini-cli@0.61.0");
+    let system_md = system_md(w);
+    let env = [
+        ("GEMINI_API_KEY", "standin-key"),
+        ("GOOGLE_GEMINI_BASE_URL", &api.url()),
+        ("GEMINI_SYSTEM_MD", system_md.to_str().unwrap()),
+        ("IAPEER_TOKEN", TOKEN),
+    ];
+    pty_record::cli(&bin, &w.home, &w.cwd, &env, args)
+}
+
+/// `~/.gemini/settings.json`: the MCP server over streamable HTTP with the token from the
+/// environment in a header, usage statistics off, and the MCP server `trust`ed (its tools run
+/// without a confirmation) when `trusted`.
+fn write_settings(w: &Scratch, trusted: bool) {
+    let path = w.home.join(".gemini/settings.json");
+    let mut settings: Value = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_else(|| json!({}));
+    settings["mcpServers"] = json!({"iapeer": {
+        "httpUrl": w.mcp.url(),
+        "headers": {"Authorization": "Bearer ${IAPEER_TOKEN}"},
+        "trust": trusted,
+    }});
+    settings["privacy"] = json!({"usageStatisticsEnabled": false});
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, serde_json::to_string_pretty(&settings).unwrap()).unwrap();
+}
+
+/// Answers: a function response gets "sent"; `HOLD` holds the turn 10 s; `CALL-PEER` calls the
+/// MCP server's `send_to_peer`; anything else "ok".
+fn script(api: &GeminiStandIn) {
+    api.script(|req| {
+        if gemini::last_is_function_response(req) {
+            return Reply::Text("sent".into());
+        }
+        let last = gemini::last_text(req);
+        if last.contains("HOLD") {
+            return Reply::Hold(Duration::from_secs(10), "held turn done".into());
+        }
+        if last.contains("CALL-PEER") {
+            let name = gemini::declared_functions(req)
+                .into_iter()
+                .find(|n| n.ends_with("send_to_peer"))
+                .unwrap_or_else(|| "send_to_peer".into());
+            return Reply::Call(name, json!({"to": "bob", "body": "hi from gemini"}));
+        }
+        Reply::Text("ok".into())
+    });
+}
+
+/// Lines of the session files under `~/.gemini/tmp`, with `tmp` replaced by `/tmp/rec`.
+fn session_files(home: &Path) -> Vec<PathBuf> {
+    pty_record::files_under(&home.join(".gemini/tmp"), |_| false)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("/chats/"))
+        .collect()
+}
+
+/// Press Enter until `done` holds (at most 3 times, 10 s apart): the first Enter on a slash
+/// command with its completion menu open may only take the completion. Prints how many.
+fn submit(t: &mut PtyRecording, what: &str, done: impl Fn(&str) -> bool) {
+    for n in 1..=3 {
+        t.keys(b"\r");
+        if common::poll(Duration::from_secs(10), || done(&t.screen())) {
+            eprintln!("{what}: {n} Enter(s)");
+            return;
+        }
+    }
+    t.wait(what, BOOT, done);
+}
+
+fn ready(s: &str) -> bool {
+    s.contains("Type your message")
+}
+
+/// Records Gemini CLI's first run, turns, mid-turn paste, MCP tool call and resume.
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_gemini_cli() {
+    let (w, api) = world();
+    script(&api);
+    write_settings(&w, false);
+    let mut t = PtyRecording::spawn(gemini(&w, &api, &[]), &w.out, "first-run");
+
+    // First run: folder trust, then the auth choice, then the key (prefilled from the env).
+    t.shot("Do you trust the files in this folder?", "01-trust-dialog");
+    t.keys(b"\r");
+    t.shot("How would you like to authenticate", "02-auth-dialog");
+    t.keys(b"\r");
+    t.shot("Enter Gemini API Key", "03-api-key-dialog");
+    t.keys(b"\r");
+    t.wait("the ready composer", BOOT, ready);
+    t.settle(QUIET);
+    t.save("04-ready");
+
+    // A typed draft; Ctrl-C clears it.
+    t.keys(b"my unfinished draft");
+    t.shot("my unfinished draft", "05-draft");
+    t.keys(b"\x03");
+    t.wait("the draft cleared", BOOT, |s| {
+        !s.contains("my unfinished draft") && ready(s)
+    });
+
+    // A paste of 4 lines is drawn in full; one of 8 lines becomes a placeholder.
+    t.paste("short paste one\nshort paste two\nshort paste three\nshort paste four");
+    t.shot("short paste four", "06-paste-4-lines");
+    t.keys(b"\x03");
+    t.wait("the paste cleared", BOOT, |s| {
+        !s.contains("short paste") && ready(s)
+    });
+    let long: String = (1..=8).map(|i| format!("HOLD line {i}\n")).collect();
+    let long = long.trim_end().to_string();
+    t.paste(&long);
+    t.shot("[Pasted Text", "07-paste-8-lines");
+
+    // Enter: the turn runs (held 10 s by the stand-in).
+    t.keys(b"\r");
+    t.shot_now("esc to cancel", "08-busy");
+    assert!(
+        common::poll(BOOT, || api.has_turn_with("HOLD line 8")),
+        "the placeholder was sent as the pasted text"
+    );
+
+    // A message pasted mid-turn, Enter at once: an Enter within 40 ms of a paste is taken as
+    // a newline (no kitty keyboard protocol), so the message stays in the composer.
+    t.paste("MID-TURN message");
+    t.keys(b"\r");
+    // Time, as recorded: the spinner never lets the screen go still.
+    std::thread::sleep(Duration::from_millis(700));
+    t.save("09-enter-right-after-paste");
+    // Enter again, later: queued.
+    t.keys(b"\r");
+    t.shot_now("Queued", "10-mid-turn-queued");
+    assert!(
+        common::poll(BOOT, || api.has_turn_with("MID-TURN message")),
+        "the queued message became a turn"
+    );
+    t.wait("ready after the queued turn", BOOT, |s| {
+        ready(s) && !s.contains("esc to cancel") && !s.contains("Queued")
+    });
+    t.settle(QUIET);
+    t.save("11-queued-ran-ready");
+
+    // The MCP servers and their tools.
+    t.keys(b"/mcp list");
+    t.settle(QUIET);
+    submit(&mut t, "the MCP list", |s| s.contains("send_to_peer"));
+    t.settle(QUIET);
+    t.save("12-mcp-list");
+
+    // A call of the MCP tool: confirmed by a dialog (the server is not trusted).
+    t.keys(b"CALL-PEER now");
+    t.settle(QUIET);
+    submit(&mut t, "a confirmation or the call", |s| {
+        s.contains("Allow") || w.calls() > 0
+    });
+    if w.calls() == 0 {
+        t.settle(QUIET);
+        t.save("13-tool-confirmation");
+        t.keys(b"\r");
+    }
+    assert!(common::poll(BOOT, || w.calls() == 1), "the tool was called");
+    t.wait("the turn after the call", BOOT, |s| {
+        s.contains("sent") && ready(s) && !s.contains("esc to cancel")
+    });
+    t.settle(QUIET);
+    t.save("14-tool-called");
+    t.end();
+
+    // What was sent, and where it was kept.
+    let turns = api.turns();
+    let first = &turns[0];
+    assert!(
+        gemini::system_text(first).contains(SYSTEM_MARKER),
+        "GEMINI_SYSTEM_MD is the system prompt"
+    );
+    w.save_mcp_log(TOKEN);
+    let requests: Vec<Value> = api
+        .recorded()
+        .iter()
+        .map(|r| {
+            json!({"method": r.method, "path": r.path, "api_key": r.header("x-goog-api-key"),
+                "last_text": gemini::last_text(&r.body).chars().take(80).collect::<String>(),
+                "system_starts": gemini::system_text(&r.body).chars().take(60).collect::<String>(),
+                "functions": gemini::declared_functions(&r.body)})
+        })
+        .collect();
+    w.write_json("requests.json", &json!(requests));
+    let sessions = session_files(&w.home);
+    eprintln!("session files: {sessions:?}");
+    let main = sessions
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .expect("a session file")
+        .clone();
+    let text = common::read(&main);
+    w.write("session.jsonl", &text);
+    w.write("session-path.txt", &format!("{}\n", main.display()));
+    let head: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let id = head["sessionId"].as_str().expect("sessionId").to_string();
+
+    // Resume by the session id, the MCP server trusted now: the history comes back and a
+    // call runs without a confirmation.
+    write_settings(&w, true);
+    let mut t = PtyRecording::spawn(gemini(&w, &api, &["--resume", &id]), &w.out, "resume");
+    t.wait("the resumed ready composer", BOOT, |s| {
+        ready(s) && s.contains("MID-TURN message")
+    });
+    t.settle(QUIET);
+    t.save("15-resumed-ready");
+    t.keys(b"RESUMED CALL-PEER");
+    t.settle(QUIET);
+    submit(&mut t, "the trusted call", |_| w.calls() == 2);
+    assert!(
+        common::poll(BOOT, || w.calls() == 2),
+        "the trusted tool was called"
+    );
+    t.wait("the turn after the call", BOOT, |s| {
+        ready(s) && !s.contains("esc to cancel")
+    });
+    t.settle(QUIET);
+    t.save("16-resumed-trusted-call");
+    t.end();
+    let resumed = api
+        .turns()
+        .into_iter()
+        .find(|r| gemini::last_text(r).contains("RESUMED"))
+        .expect("the resumed turn");
+    let history = serde_json::to_string(&resumed["contents"]).unwrap();
+    assert!(
+        history.contains("MID-TURN message"),
+        "the resumed request carries the earlier turns"
+    );
+    // Where the resumed session wrote its records.
+    let after: Vec<String> = session_files(&w.home)
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    w.write("session-files-after-resume.txt", &(after.join("\n") + "\n"));
+    for p in session_files(&w.home) {
+        if !sessions.contains(&p) {
+            w.write("session-resumed.jsonl", &common::read(&p));
+        }
+    }
+    w.write("session-after-resume.jsonl", &common::read(&main));
+}
+
+/// Records Gemini CLI started the way an adapter can start it: `--skip-trust`, and
+/// `security.auth.selectedType = "gemini-api-key"` in a fresh HOME's settings with the key in
+/// `GEMINI_API_KEY` (what the first run's dialogs wrote). Also `gemini mcp list`.
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_gemini_preconfigured() {
+    let (w, api) = world();
+    std::fs::create_dir_all(w.home.join(".gemini")).unwrap();
+    std::fs::write(
+        w.home.join(".gemini/settings.json"),
+        json!({"security": {"auth": {"selectedType": "gemini-api-key"}}}).to_string(),
+    )
+    .unwrap();
+    write_settings(&w, true);
+    w.write(
+        "mcp-list.txt",
+        &w.output(gemini(&w, &api, &["mcp", "list"])),
+    );
+    let mut t = PtyRecording::spawn(gemini(&w, &api, &["--skip-trust"]), &w.out, "preconfigured");
+    t.wait("the ready composer", BOOT, |s| {
+        ready(s) || s.contains("Enter Gemini API Key") || s.contains("Do you trust")
+    });
+    t.settle(QUIET);
+    t.save("17-preconfigured-ready");
+    assert!(ready(&t.screen()), "no dialog");
+
+    // Delivery as the daemon delivers: one bracketed paste, 300 ms, one Enter.
+    t.paste("PEER message one\nsecond line");
+    // Time, as the daemon waits (spec 04 §1 "Input").
+    std::thread::sleep(Duration::from_millis(300));
+    t.keys(b"\r");
+    let one = common::poll(Duration::from_secs(10), || {
+        api.has_turn_with("PEER message one")
+    });
+    eprintln!("paste, 300 ms, one Enter submitted it: {one}");
+    if !one {
+        t.save("18a-paste-enter-not-submitted");
+        submit(&mut t, "the pasted message", |_| {
+            api.has_turn_with("PEER message one")
+        });
+    }
+    t.wait("ready after the turn", BOOT, |s| {
+        ready(s) && !s.contains("esc to cancel")
+    });
+    t.settle(QUIET);
+    t.save("18-preconfigured-delivered");
+
+    // Typed text and one Enter.
+    t.keys(b"typed message");
+    t.settle(QUIET);
+    t.keys(b"\r");
+    let one = common::poll(Duration::from_secs(10), || {
+        api.has_turn_with("typed message")
+    });
+    eprintln!("typed text, one Enter submitted it: {one}");
+    t.settle(QUIET);
+    t.save("19-preconfigured-typed-enter");
+    if !one {
+        submit(&mut t, "the typed message", |_| {
+            api.has_turn_with("typed message")
+        });
+    }
+
+    // The MCP server under --skip-trust.
+    t.wait("ready", BOOT, |s| ready(s) && !s.contains("esc to cancel"));
+    t.keys(b"/mcp list");
+    t.settle(QUIET);
+    submit(&mut t, "the MCP list", |s| {
+        s.contains("Configured MCP servers")
+    });
+    t.settle(QUIET);
+    t.save("20-preconfigured-mcp-list");
+
+    // Esc during a turn.
+    script(&api);
+    t.paste("HOLD interrupt me");
+    std::thread::sleep(Duration::from_millis(300));
+    submit(&mut t, "the held turn", |s| s.contains("esc to cancel"));
+    t.shot_now("esc to cancel", "21-busy-before-esc");
+    t.keys(b"\x1b");
+    t.wait("the turn cancelled", BOOT, |s| !s.contains("esc to cancel"));
+    t.settle(QUIET);
+    t.save("22-after-esc");
+    t.end();
+}
+
+/// The recorded screens show the signs the README's findings state.
+#[test]
+fn recorded_screens_show_the_signs() {
+    let dir = fixtures();
+    let screen = |session: &str, step: &str| recorded_screen(&dir, session, step);
+    let s = screen("first-run", "01-trust-dialog");
+    assert!(s.contains("Do you trust the files in this folder?") && s.contains("1. Trust folder"));
+    let s = screen("first-run", "02-auth-dialog");
+    assert!(
+        s.contains("How would you like to authenticate") && s.contains("● 2. Use Gemini API Key")
+    );
+    assert!(screen("first-run", "03-api-key-dialog").contains("Enter Gemini API Key"));
+    let s = screen("first-run", "04-ready");
+    assert!(ready(&s) && !s.contains("esc to cancel"));
+    let s = screen("first-run", "05-draft");
+    assert!(s.contains("> my unfinished draft") && !ready(&s));
+    let s = screen("first-run", "06-paste-4-lines");
+    assert!(s.contains("short paste four") && !s.contains("[Pasted Text"));
+    assert!(screen("first-run", "07-paste-8-lines").contains("> [Pasted Text: 8 lines]"));
+    assert!(screen("first-run", "08-busy").contains("(esc to cancel"));
+    let s = screen("first-run", "10-mid-turn-queued");
+    assert!(s.contains("Queued (press ↑ to edit):") && s.contains("esc to cancel"));
+    let s = screen("first-run", "11-queued-ran-ready");
+    assert!(ready(&s) && !s.contains("esc to cancel") && !s.contains("Queued"));
+    assert!(screen("first-run", "12-mcp-list").contains("🟢 iapeer - Ready (1 tool)"));
+    assert!(screen("first-run", "13-tool-confirmation")
+        .contains("Allow execution of MCP tool \"send_to_peer\" from server \"iapeer\"?"));
+    let s = screen("preconfigured", "17-preconfigured-ready");
+    assert!(ready(&s) && !s.contains("Do you trust") && !s.contains("Enter Gemini API Key"));
+    let s = screen("preconfigured", "18a-paste-enter-not-submitted");
+    assert!(s.contains("> PEER message one") && !s.contains("esc to cancel"));
+    assert!(screen("preconfigured", "21-busy-before-esc").contains("esc to cancel"));
+    let s = screen("preconfigured", "22-after-esc");
+    assert!(s.contains("Request cancelled.") && ready(&s) && !s.contains("esc to cancel"));
+}

@@ -1,0 +1,343 @@
+//! OpenCode 1.18.33 (npm `opencode-ai`) recorded on a real pty against the OpenAI Chat
+//! Completions stand-in (issue 27 item 2, groundwork): its first screen, the ready, draft,
+//! paste, busy and mid-turn screens, its MCP client with a bearer token from the environment,
+//! its system prompt from the config, its session records (the local server of `--port`,
+//! `opencode export`) and `--session`. Run by name with `--ignored` and
+//! `IAPEER_TEST_OPENCODE_BIN` set; writes `tests/fixtures/opencode-1.18.33/` (described, with
+//! what was found, in its README).
+
+use crate::common;
+
+use common::openai_chat::{self, ChatStandIn, Reply};
+use common::pty_record::{self, recorded_screen, PtyRecording, Scratch};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// The token the MCP server must see as `Authorization: Bearer <token>`.
+const TOKEN: &str = "tok-opencode-standin";
+/// The marker of the agent prompt file (`agent.build.prompt`).
+const AGENT_MARKER: &str = "IAPEER-AGENT-PROMPT";
+/// The marker of the instructions file (`instructions`).
+const INSTRUCTIONS_MARKER: &str = "IAPEER-INSTRUCTIONS";
+const BOOT: Duration = Duration::from_secs(120);
+const QUIET: Duration = Duration::from_millis(1500);
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/opencode-1.18.33")
+}
+
+/// OpenCode in the world's folder and HOME, the models.dev fetch and the update check off, the
+/// stand-in's key and the token in the environment.
+fn opencode(w: &Scratch, args: &[&str]) -> Command {
+    let bin = pty_record::bin_from("IAPEER_TEST_OPENCODE_BIN", "opencode-ai@1.18.33");
+    let env = [
+        ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
+        ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
+        ("STANDIN_API_KEY", "sk-standin-key"),
+        ("IAPEER_TOKEN", TOKEN),
+    ];
+    pty_record::cli(&bin, &w.home, &w.cwd, &env, args)
+}
+
+/// `~/.config/opencode/opencode.json`: the stand-in as an OpenAI-compatible provider and the
+/// model, the agent prompt and instructions files, and the MCP server over HTTP with the
+/// token from the environment in a header.
+fn write_config(w: &Scratch, api: &ChatStandIn) {
+    let dir = w.dir.path();
+    let (prompt, instructions) = (dir.join("agent-prompt.md"), dir.join("instructions.md"));
+    std::fs::write(&prompt, format!("{AGENT_MARKER}: you are peer o.\n")).unwrap();
+    std::fs::write(
+        &instructions,
+        format!("{INSTRUCTIONS_MARKER}: the team's rules.\n"),
+    )
+    .unwrap();
+    let config = json!({
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {"standin": {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "Stand-in",
+            "options": {"baseURL": api.base_url(), "apiKey": "{env:STANDIN_API_KEY}"},
+            "models": {"standin-model": {"name": "Stand-in model"}},
+        }},
+        "model": "standin/standin-model",
+        "small_model": "standin/standin-model",
+        "autoupdate": false,
+        "share": "disabled",
+        "instructions": [instructions.display().to_string()],
+        "agent": {"build": {"prompt": format!("{{file:{}}}", prompt.display())}},
+        "mcp": {"iapeer": {
+            "type": "remote",
+            "url": w.mcp.url(),
+            "headers": {"Authorization": "Bearer {env:IAPEER_TOKEN}"},
+        }},
+    });
+    let path = w.home.join(".config/opencode/opencode.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+}
+
+/// Answers: a title request gets "Stand-in title"; a tool result "sent"; `HOLD` holds the turn
+/// 20 s; `CALL-PEER` calls the MCP server's `send_to_peer`; anything else "ok".
+fn script(api: &ChatStandIn) {
+    api.script(|req| {
+        if openai_chat::is_title_request(req) {
+            return Reply::Text("Stand-in title".into());
+        }
+        if openai_chat::last_is_tool_result(req) {
+            return Reply::Text("sent".into());
+        }
+        let last = openai_chat::last_text(req);
+        if last.contains("HOLD") {
+            return Reply::Hold(Duration::from_secs(20), "held turn done".into());
+        }
+        if last.contains("CALL-PEER") {
+            let name = openai_chat::declared_functions(req)
+                .into_iter()
+                .find(|n| n.ends_with("send_to_peer"))
+                .unwrap_or_else(|| "send_to_peer".into());
+            return Reply::Call(name, json!({"to": "bob", "body": "hi from opencode"}));
+        }
+        Reply::Text("ok".into())
+    });
+}
+
+fn ready(s: &str) -> bool {
+    s.contains("ctrl+p commands") && !s.contains("esc interrupt")
+}
+
+/// A free loopback port (bound, then released for the program to take).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `GET` on OpenCode's local server.
+fn get(port: u16, path: &str) -> Value {
+    let mut resp = ureq::get(&format!("http://127.0.0.1:{port}{path}"))
+        .call()
+        .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+    let text = resp.body_mut().read_to_string().unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|_| json!(text))
+}
+
+/// Run `opencode <args>` (no pty) to its end and return its stdout.
+fn run(w: &Scratch, args: &[&str]) -> String {
+    let out = opencode(w, args).stdin(Stdio::null()).output().unwrap();
+    assert!(
+        out.status.success(),
+        "opencode {args:?}: {}",
+        common::describe(&out)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Records OpenCode's first run, turns, mid-turn paste, MCP tool call, records and resume.
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_opencode() {
+    let w = Scratch::new(fixtures());
+    let api = ChatStandIn::start();
+    script(&api);
+    write_config(&w, &api);
+    let port = free_port();
+    let port_s = port.to_string();
+    let mut t = PtyRecording::spawn(opencode(&w, &["--port", &port_s]), &w.out, "first-run");
+
+    // First run: straight to the composer (no dialog).
+    t.wait("the ready composer", BOOT, |s| s.contains("Ask anything"));
+    t.settle(QUIET);
+    t.save("01-ready");
+
+    // A typed draft; Ctrl-U clears it.
+    t.keys(b"my unfinished draft");
+    t.shot("my unfinished draft", "02-draft");
+    t.keys(b"\x15");
+    t.wait("the draft cleared", BOOT, |s| s.contains("Ask anything"));
+
+    // A paste of 2 lines, then one of 4 lines.
+    t.paste("two line paste one\ntwo line paste two");
+    t.settle(QUIET);
+    t.save("03-paste-2-lines");
+    // Ctrl-U clears one line only; Ctrl-C clears the whole composer (on an empty one it quits).
+    t.keys(b"\x03");
+    t.wait("the paste cleared", BOOT, |s| s.contains("Ask anything"));
+    t.paste("HOLD line 1\nHOLD line 2\nHOLD line 3\nHOLD line 4");
+    t.shot("[Pasted", "04-paste-4-lines");
+
+    // Enter: the turn runs (held 20 s by the stand-in).
+    t.keys(b"\r");
+    t.shot_now("esc interrupt", "05-busy");
+    assert!(
+        common::poll(BOOT, || api.has_turn_with("HOLD line 4")),
+        "the placeholder was sent as the pasted text"
+    );
+
+    // A message pasted mid-turn with Enter at once.
+    t.paste("MID-TURN message");
+    t.keys(b"\r");
+    let at_once = common::poll(Duration::from_secs(8), || t.screen().contains("QUEUED"));
+    eprintln!("paste and Enter at once queued the message: {at_once}");
+    if !at_once {
+        t.save("06-enter-right-after-paste");
+        t.keys(b"\r");
+        t.wait_for("QUEUED", BOOT);
+    }
+    t.save("07-mid-turn-queued");
+    assert!(
+        common::poll(BOOT, || api.has_turn_with("MID-TURN message")),
+        "the queued message became a turn"
+    );
+    t.wait("ready after the queued turn", BOOT, |s| {
+        ready(s) && !s.contains("QUEUED")
+    });
+    t.settle(QUIET);
+    t.save("08-queued-ran-ready");
+
+    // A call of the MCP tool.
+    t.keys(b"CALL-PEER now");
+    t.settle(QUIET);
+    t.keys(b"\r");
+    t.wait("a permission prompt or the call", BOOT, |s| {
+        s.contains("Allow") || s.contains("Permission") || w.calls() > 0
+    });
+    if w.calls() == 0 {
+        t.settle(QUIET);
+        t.save("09-tool-permission");
+        t.keys(b"\r");
+    }
+    assert!(common::poll(BOOT, || w.calls() == 1), "the tool was called");
+    t.wait("the turn after the call", BOOT, |s| {
+        ready(s) && s.contains("sent")
+    });
+    t.settle(QUIET);
+    t.save("10-tool-called");
+
+    // The local server of `--port` while the TUI runs.
+    let sessions = get(port, "/session");
+    w.write_json("server-session-list.json", &sessions);
+    let id = sessions[0]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a session id in {sessions}"))
+        .to_string();
+    let messages = get(port, &format!("/session/{id}/message"));
+    w.write_json("server-session-messages.json", &messages);
+    t.end();
+
+    // What was sent.
+    let turns = api.turns();
+    let system = openai_chat::system_text(&turns[0]);
+    let requests: Vec<Value> = api
+        .recorded()
+        .iter()
+        .map(|r| &r.body)
+        .map(|r| {
+            json!({"model": r["model"], "stream": r["stream"],
+                "title": openai_chat::is_title_request(r),
+                "last_text": openai_chat::last_text(r).chars().take(80).collect::<String>(),
+                "system_starts": openai_chat::system_text(r).chars().take(80).collect::<String>(),
+                "functions": openai_chat::declared_functions(r)})
+        })
+        .collect();
+    w.write_json("requests.json", &json!(requests));
+    w.write("system-prompt.txt", &system);
+    w.save_mcp_log(TOKEN);
+    assert!(
+        system.contains(AGENT_MARKER),
+        "the agent prompt is in the system prompt"
+    );
+    assert!(
+        system.contains(INSTRUCTIONS_MARKER),
+        "the instructions are in the system prompt"
+    );
+
+    // The records on disk, as `opencode export` gives them.
+    w.write("export.json", &run(&w, &["export", &id]));
+    let files: Vec<String> = pty_record::files_under(&w.home, |d| {
+        d.ends_with("node_modules") || d.ends_with(".npm")
+    })
+    .iter()
+    .map(|p| p.display().to_string())
+    .collect();
+    w.write("home-files.txt", &(files.join("\n") + "\n"));
+    // The MCP servers' state and the providers' credentials, as the CLI reports them.
+    for (name, args) in [
+        ("mcp-list.txt", &["mcp", "list"][..]),
+        ("providers-list.txt", &["providers", "list"][..]),
+        ("session-list.txt", &["session", "list"][..]),
+    ] {
+        w.write(name, &run(&w, args));
+    }
+
+    // Resume by the session id: the history comes back.
+    let mut t = PtyRecording::spawn(opencode(&w, &["--session", &id]), &w.out, "resume");
+    t.wait("the resumed session", BOOT, |s| {
+        ready(s) && s.contains("MID-TURN message")
+    });
+    t.settle(QUIET);
+    t.save("11-resumed-ready");
+    t.keys(b"RESUMED hello");
+    t.settle(QUIET);
+    t.keys(b"\r");
+    assert!(
+        common::poll(BOOT, || api.has_turn_with("RESUMED hello")),
+        "the resumed turn was sent"
+    );
+    t.wait("the resumed turn's end", BOOT, ready);
+    t.settle(QUIET);
+    t.save("12-resumed-turn");
+
+    // Esc during a turn: once, then (if still busy) again.
+    t.paste("HOLD interrupt me");
+    t.keys(b"\r");
+    t.shot_now("esc interrupt", "13-busy-before-esc");
+    t.keys(b"\x1b");
+    // Time, as recorded: the spinner never lets the screen go still.
+    std::thread::sleep(Duration::from_millis(1000));
+    t.save("14-after-one-esc");
+    if t.screen().contains("esc again to interrupt") {
+        t.keys(b"\x1b");
+        t.wait("the turn interrupted", BOOT, ready);
+    }
+    t.settle(QUIET);
+    t.save("15-after-esc");
+    t.end();
+    let resumed = api
+        .turns()
+        .into_iter()
+        .find(|r| openai_chat::last_text(r).contains("RESUMED"))
+        .expect("the resumed turn");
+    assert!(
+        resumed["messages"].to_string().contains("MID-TURN message"),
+        "the resumed request carries the earlier turns"
+    );
+}
+
+/// The recorded screens show the signs the README's findings state.
+#[test]
+fn recorded_screens_show_the_signs() {
+    let dir = fixtures();
+    let screen = |step: &str| recorded_screen(&dir, "first-run", step);
+    let s = screen("01-ready");
+    assert!(ready(&s) && s.contains("Ask anything"));
+    let s = screen("02-draft");
+    assert!(s.contains("my unfinished draft") && !s.contains("Ask anything"));
+    let s = screen("03-paste-2-lines");
+    assert!(s.contains("two line paste two") && !s.contains("[Pasted"));
+    assert!(screen("04-paste-4-lines").contains("[Pasted ~4 lines]"));
+    let s = screen("05-busy");
+    assert!(s.contains("esc interrupt") && !ready(&s) && s.contains("iapeer Connected"));
+    let s = screen("07-mid-turn-queued");
+    assert!(s.contains("MID-TURN message") && s.contains("QUEUED") && s.contains("esc interrupt"));
+    let s = screen("08-queued-ran-ready");
+    assert!(ready(&s) && !s.contains("QUEUED"));
+    assert!(screen("10-tool-called").contains("⚙ iapeer_send_to_peer"));
+    let resumed = |step: &str| recorded_screen(&dir, "resume", step);
+    assert!(resumed("14-after-one-esc").contains("esc again to interrupt"));
+    let s = resumed("15-after-esc");
+    assert!(s.contains("· interrupted") && ready(&s));
+}
