@@ -251,9 +251,27 @@ fn a_gated_claude_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
         "240",
     ]);
     assert!(out.contains("queued"), "{out}");
-    // Time is the test: the held message is re-checked while the prompt is open and must not go
-    // in during these seconds (pasted with Enter it would answer the prompt).
-    std::thread::sleep(Duration::from_secs(3));
+    // It waits in Claude Code's own queue while the hook runs (as its transcript records),
+    // not in an answer to the prompt: nothing of it reached the model.
+    env.wait_until(
+        "Claude Code queues the message",
+        Duration::from_secs(30),
+        |e| {
+            crate::busy::records(&e.home.join(".claude/projects"))
+                .iter()
+                .any(|r| {
+                    r["type"] == "queue-operation"
+                        && r["operation"] == "enqueue"
+                        && r.to_string().contains("meanwhile")
+                })
+        },
+    );
+    assert!(
+        !api.main_requests()
+            .iter()
+            .any(|r| last_user_text(r).contains("<msg>meanwhile</msg>")),
+        "the message went in over the open prompt"
+    );
     deny_the_waiting_prompt(&env, &id, &dir, "claude-cb");
     told(&env, &results, "not today");
     env.wait_until(
@@ -648,7 +666,7 @@ fn a_gated_codex_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
     let id = ask_touch_of(&env, "cx", "denied");
     // A message sent while the hook waits goes in: Codex keeps its composer open (the
     // recorded `Running hook` screen), the paste joins the turn and answers nothing.
-    env.ok(&[
+    let out = env.ok(&[
         "send",
         "cx",
         "--from",
@@ -658,9 +676,13 @@ fn a_gated_codex_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
         "--timeout",
         "120",
     ]);
-    // Time: the paste lands in Codex's open composer while the hook waits (Codex's own screen
-    // is the only witness).
-    std::thread::sleep(Duration::from_secs(2));
+    // The paste landed in Codex's open composer while the hook waits: the session saw Codex
+    // take it (into its queue, as the turn runs) before the send was answered.
+    assert!(
+        out.starts_with("queued for cx (codex) — runtime") || out.starts_with("delivered to cx"),
+        "{out}\n{}",
+        env.diagnostics()
+    );
     deny_the_waiting_prompt(&env, &id, &dir, "codex-cx");
     told(&env, &outputs, "not today");
     env.wait_until(

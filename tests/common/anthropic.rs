@@ -165,9 +165,9 @@ impl Read for HoldReader {
             return Ok(n);
         }
         if !self.held {
-            while Instant::now() < self.until {
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            // Time is the thing tested: the model takes this long over its answer
+            // (`Reply::Hold`), a turn that runs while the test acts.
+            std::thread::sleep(self.until.saturating_duration_since(Instant::now()));
             self.held = true;
         }
         let off = self.pos - self.head.len();
@@ -207,10 +207,7 @@ impl AnthropicStandIn {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let start = Instant::now();
-        while child.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(90) {
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        super::exit_within(&mut child, Duration::from_secs(90));
         let _ = child.kill();
         let _ = child.wait();
     }
