@@ -35,13 +35,9 @@
 //! - `tick-done`: a supervise tick ended;
 //! - `router-send:<personality>`: a send reached the router;
 //! - `approvals-wait`: a long poll of `approvals` is parked;
-//! - `session-ready:<identity>`: the session thread found its runtime ready for input (the
-//!   `Ready` session event: boot over, or at once for a router runtime);
 //! - `session-held:<identity>`: the session thread looked again at a message it holds
 //!   (behind a draft in the composer, or an open permission prompt) and kept holding it:
-//!   nothing of it was written to the agent;
-//! - `session-idle:<identity>`: the agent's screen went from busy (a turn running) to not
-//!   busy (the `Busy(false)` session event).
+//!   nothing of it was written to the agent.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;

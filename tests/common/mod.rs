@@ -387,8 +387,8 @@ impl TestEnv {
     }
 
     /// How many times the daemon has reported `event` (`router-idle`, `tick-done`,
-    /// `router-send:<personality>`, `approvals-wait`, `session-ready:<identity>`,
-    /// `session-held:<identity>`, `session-idle:<identity>`; daemon::test_hooks).
+    /// `router-send:<personality>`, `approvals-wait`, `session-held:<identity>`;
+    /// daemon::test_hooks).
     pub fn hook_count(&self, event: &str) -> usize {
         std::fs::read_to_string(self.hook_events_path())
             .unwrap_or_default()

@@ -453,9 +453,6 @@ impl Session {
     }
 
     fn emit(&self, kind: EventKind) {
-        if let Some(event) = test_event(&kind) {
-            crate::config::test_events::emit(format_args!("{event}:{}", self.cfg.identity));
-        }
         let _ = self.events.send(SessionEvent {
             session: self.cfg.session,
             kind,
@@ -545,16 +542,6 @@ impl Session {
     }
     // The rest of the session's methods live in the submodules: child_io, work
     // (boot, deliveries, compaction), commands, attach (clients), death.
-}
-
-/// The test event a session event is reported as (`daemon::test_hooks`; nothing is written
-/// unless `IAPEER_TEST_EVENTS` is set): `session-ready`, `session-idle`.
-fn test_event(kind: &EventKind) -> Option<&'static str> {
-    match kind {
-        EventKind::Ready(_) => Some("session-ready"),
-        EventKind::Busy(false) => Some("session-idle"),
-        _ => None,
-    }
 }
 
 fn exit_reason(code: Option<i32>, signal: Option<&str>) -> String {
