@@ -110,9 +110,9 @@ fn demo_hung_up_stops_its_daemon_and_removes_its_root() {
             })
             .collect()
     };
-    // Polled every 20 ms: the demo moves on about half a second after its daemon is up.
+    // Polled tightly: the demo moves on about half a second after its daemon is up.
     let mut daemon_pid = None;
-    let up = common::poll(Duration::from_secs(20), || {
+    let up = common::poll_every(Duration::from_millis(1), Duration::from_secs(20), || {
         let up = std::fs::read_dir(&tmp)
             .unwrap()
             .flatten()

@@ -526,7 +526,12 @@ pub fn describe(out: &Output) -> String {
 
 /// Poll `done` every 20 ms until it is true (true) or `timeout` has passed (false): the
 /// suite's one loop for a condition outside a [`TestEnv`] (a child, a terminal, a stand-in).
-pub fn poll(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
+pub fn poll(timeout: Duration, done: impl FnMut() -> bool) -> bool {
+    poll_every(Duration::from_millis(20), timeout, done)
+}
+
+/// [`poll`] every `every` instead of every 20 ms: for a moment that passes quickly.
+pub fn poll_every(every: Duration, timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     loop {
         if done() {
@@ -535,7 +540,7 @@ pub fn poll(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
         if start.elapsed() >= timeout {
             return false;
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(every);
     }
 }
 
