@@ -581,16 +581,25 @@ pub fn out_of_reach(pid: u32, shell: u32) -> bool {
     sid != getsid(Some(sh)).unwrap() && pgid != getpgid(Some(sh)).unwrap()
 }
 
-/// Whether the main thread of process `pid` sleeps in the kernel's `nanosleep` (a
-/// `std::thread::sleep`), read from `/proc/<pid>/syscall`: a process parked in a long sleep.
+/// Whether the main thread of process `pid` is parked in a call that waits (a sleep, a
+/// wait for a signal or a lock), read from `/proc/<pid>/syscall`: a process that
+/// has gone to wait rather than run on or exit.
 pub fn in_sleep(pid: u32) -> bool {
+    use nix::libc;
     let call = std::fs::read_to_string(format!("/proc/{pid}/syscall")).unwrap_or_default();
     let nr: i64 = call
         .split_whitespace()
         .next()
         .and_then(|n| n.parse().ok())
         .unwrap_or(-1);
-    nr == nix::libc::SYS_clock_nanosleep || nr == nix::libc::SYS_nanosleep
+    [
+        libc::SYS_clock_nanosleep,
+        libc::SYS_nanosleep,
+        libc::SYS_rt_sigsuspend,
+        libc::SYS_rt_sigtimedwait,
+        libc::SYS_futex,
+    ]
+    .contains(&nr)
 }
 
 /// Whether a process is alive.
