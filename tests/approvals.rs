@@ -274,15 +274,7 @@ fn a_gated_claude_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
     );
     deny_the_waiting_prompt(&env, &id, &dir, "claude-cb");
     told(&env, &results, "not today");
-    env.wait_until(
-        "the held message reached the model",
-        Duration::from_secs(60),
-        |_| {
-            api.main_requests()
-                .iter()
-                .any(|r| last_user_text(r).contains("<msg>meanwhile</msg>"))
-        },
-    );
+    api.wait_user_text(&env, Duration::from_secs(60), "<msg>meanwhile</msg>");
     turn_over(&env);
     assert!(!dir.join("denied").exists(), "a denied command ran");
     assert!(env.has_event(

@@ -222,15 +222,7 @@ fn a_bypass_peer_s_permission_prompt_is_an_approval_request() {
         !made.join("a").exists()
     });
     none_pending(&env, "the approved request is gone");
-    env.wait_until(
-        "the held message reached the model",
-        Duration::from_secs(90),
-        |_| {
-            api.main_requests()
-                .iter()
-                .any(|r| last_user_text(r).contains("<msg>meanwhile</msg>"))
-        },
-    );
+    api.wait_user_text(&env, Duration::from_secs(90), "<msg>meanwhile</msg>");
     turn_over(&env);
 
     // A hook that asks; deny: the command does not run.

@@ -518,15 +518,7 @@ fn a_body_with_the_paste_end_marker_reaches_claude_as_one_user_turn() {
     ]);
     // The envelope's end is the last thing iapeer typed: once the model has it, every turn a
     // stray Enter in the body would have started came before, in the same conversation.
-    env.wait_until(
-        "the model has the whole envelope",
-        Duration::from_secs(60),
-        |_| {
-            api.main_requests()
-                .iter()
-                .any(|r| last_user_text(r).contains("</iap>"))
-        },
-    );
+    api.wait_user_text(&env, Duration::from_secs(60), "</iap>");
     let seen: Vec<String> = api.main_requests().iter().map(last_user_text).collect();
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),

@@ -44,6 +44,23 @@ fn service_events(
         .collect()
 }
 
+/// Wait (30 s at most) until the `timer` service has reported `n` sends (`sent`) that
+/// `which` picks.
+fn wait_sent(
+    env: &TestEnv,
+    what: &str,
+    n: usize,
+    which: impl Fn(&std::collections::HashMap<String, String>) -> bool,
+) {
+    env.wait_until(what, Duration::from_secs(30), |e| {
+        service_events(e, "timer", "sent")
+            .iter()
+            .filter(|s| which(s))
+            .count()
+            >= n
+    });
+}
+
 /// How many times the watcher service started the script of trigger `id`.
 fn watch_starts(env: &TestEnv, id: &str) -> usize {
     service_events(env, "watcher", "watch-start")
@@ -183,16 +200,11 @@ fn an_echo_peer_registers_an_every_2s_timer_through_mcp_and_gets_three_fires() {
                "message":"tick from timer","topic":"beat"})
     );
     // A confirmation plus three fires reach alice.
-    env.wait_until(
+    wait_sent(
+        &env,
         "a confirmation and 3 fires delivered to alice",
-        Duration::from_secs(30),
-        |e| {
-            service_events(e, "timer", "sent")
-                .iter()
-                .filter(|s| s["kind"] == "fire" && s["to"] == "alice")
-                .count()
-                >= 3
-        },
+        3,
+        |s| s["kind"] == "fire" && s["to"] == "alice",
     );
     assert!(
         delivered(&env, "timer", "alice") >= 4,
@@ -441,15 +453,9 @@ fn a_signal_pending_in_the_spool_when_the_daemon_is_killed_is_delivered_after_re
     // Exactly once. The two ways to a second delivery are shut, as the service reports: the
     // re-driven signal was sent (its spool entry is gone, nothing is left to re-drive), and
     // then the timer came round twice more and its check let nothing through.
-    env.wait_until(
-        "the re-driven signal is reported sent",
-        Duration::from_secs(30),
-        |e| {
-            service_events(e, "timer", "sent")
-                .iter()
-                .any(|s| s["sig"] == sig)
-        },
-    );
+    wait_sent(&env, "the re-driven signal is reported sent", 1, |s| {
+        s["sig"] == sig
+    });
     let skipped = service_events(&env, "timer", "check-skip").len();
     env.wait_until(
         "two more turns of the timer, skipped by its check",

@@ -182,6 +182,16 @@ impl Read for HoldReader {
 }
 
 impl AnthropicStandIn {
+    /// Wait (`timeout` at most) until the last user text of a main request (one that offers
+    /// tools) contains `needle`: the model has it.
+    pub fn wait_user_text(&self, env: &super::TestEnv, timeout: Duration, needle: &str) {
+        env.wait_until(&format!("the model has {needle:?}"), timeout, |_| {
+            self.main_requests()
+                .iter()
+                .any(|r| last_user_text(r).contains(needle))
+        });
+    }
+
     /// Run `<claude_bin> -p hi` in `cwd` against this stand-in with `home` as its HOME, a
     /// clean environment and `extra` variables, and wait for it (90 s at most; killed then).
     pub fn run_claude_print(
