@@ -251,21 +251,27 @@ fn a_gated_claude_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
         "240",
     ]);
     assert!(out.contains("queued"), "{out}");
-    // It waits in Claude Code's own queue while the hook runs (as its transcript records),
-    // not in an answer to the prompt: nothing of it reached the model.
-    env.wait_until(
-        "Claude Code queues the message",
-        Duration::from_secs(30),
-        |e| {
-            crate::busy::records(&e.home.join(".claude/projects"))
-                .iter()
-                .any(|r| {
-                    r["type"] == "queue-operation"
-                        && r["operation"] == "enqueue"
-                        && r.to_string().contains("meanwhile")
-                })
-        },
-    );
+    // Where it waits depends on what Claude Code's screen showed: a permission prompt there
+    // and the session holds it (it looks again and keeps it); none (the hook runs first) and
+    // it was pasted into Claude Code's own queue (its transcript records the enqueue). Either
+    // way nothing of it reached the model.
+    if out.contains("— approval") {
+        env.wait_still_held("claude-cb");
+    } else {
+        env.wait_until(
+            "Claude Code queues the message",
+            Duration::from_secs(30),
+            |e| {
+                crate::busy::records(&e.home.join(".claude/projects"))
+                    .iter()
+                    .any(|r| {
+                        r["type"] == "queue-operation"
+                            && r["operation"] == "enqueue"
+                            && r.to_string().contains("meanwhile")
+                    })
+            },
+        );
+    }
     assert!(
         !api.main_requests()
             .iter()
