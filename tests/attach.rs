@@ -93,7 +93,13 @@ impl Terminal {
 
     /// What the terminal shows now, rendered by a terminal emulator of the pty's size.
     pub(crate) fn screen(&self) -> String {
-        let mut parser = vt100::Parser::new(ROWS, COLS, 0);
+        self.screen_at(ROWS, COLS)
+    }
+
+    /// What the terminal shows now, rendered at `rows` × `cols` (a pty made by
+    /// [`Terminal::spawn_sized`]).
+    pub(crate) fn screen_at(&self, rows: u16, cols: u16) -> String {
+        let mut parser = vt100::Parser::new(rows, cols, 0);
         parser.process(&self.output.lock().unwrap());
         parser.screen().contents()
     }
@@ -107,11 +113,28 @@ impl Terminal {
         self.master.write_all(bytes).expect("write to the pty");
     }
 
-    fn running(&mut self) -> bool {
+    /// Whether the process on the terminal still runs.
+    pub(crate) fn running(&mut self) -> bool {
         if self.status.is_none() {
             self.status = self.child.try_wait().unwrap();
         }
         self.status.is_none()
+    }
+
+    /// Stay attached for `quiet` with nothing on the screen changing, and require that the
+    /// client is still there: a quiet session keeps its client.
+    fn stays_attached(&mut self, quiet: Duration) {
+        // Time is the thing tested: what must not happen is a socket read time-out in the
+        // client (the control client paces its progress indicator with a 250 ms one and must
+        // clear it before the attach stream), a kernel timer that fires whatever the load; no
+        // event reports that it will not.
+        std::thread::sleep(quiet);
+        assert!(
+            self.running(),
+            "the client left on its own: {:?}\n{}",
+            self.status,
+            self.text()
+        );
     }
 
     /// Wait (bounded) for the process to exit and return its status.
@@ -252,16 +275,7 @@ fn attach_shows_the_screen_forwards_keys_and_detaches() {
         |_| pty_size_of(bob_pid) == Some((ROWS, COLS)),
     );
     // Stay attached for a while with nothing on screen changing: the client must not give up.
-    // A plain sleep is the right tool here: what must not happen is a socket read time-out in
-    // the client (the control client paces its progress indicator with a 250 ms one and must
-    // clear it before the attach stream), a kernel timer that fires whatever the load.
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(
-        term.running(),
-        "the client left on its own: {:?}\n{}",
-        term.status,
-        term.text()
-    );
+    term.stays_attached(Duration::from_millis(1500));
 
     term.type_bytes(b"hello\r");
     env.wait_until("bob printed the typed line", Duration::from_secs(10), |e| {
@@ -462,10 +476,10 @@ fn attach_says_how_to_detach_and_ctrl_bracket_cancels_the_wait_for_a_boot() {
         "{}",
         term.text()
     );
-    // The agent was left alone: still running, no session end, not stopped.
-    // Time is the test: a window in which a wrong end of the session would show (nothing
-    // reports that it will not).
-    std::thread::sleep(Duration::from_millis(500));
+    // The agent was left alone: still running, no session end, not stopped. The router has
+    // handled the cancel and everything its sessions reported since (a wrong stop would be
+    // its decision; a session ending on its own would have reported it).
+    env.router_settled();
     assert!(alive(pid), "bob's process survived the cancel");
     assert_eq!(ended(&env), ended_before, "{}", env.diagnostics());
     assert_ne!(env.status_of("bob", "echo"), "stopped");
@@ -512,14 +526,8 @@ fn the_client_reports_when_the_session_ends_under_it() {
     wake_bob(&env);
     let mut term = Terminal::spawn(env.cmd(&["attach", "bob"]));
     term.wait_for(&env, "demo stand-in runtime (echo-bob)");
-    // A quiet session keeps its client: it leaves only when the session ends. (A sleep, as
-    // above: the failure it guards against is a read time-out in the client.)
-    std::thread::sleep(Duration::from_millis(1000));
-    assert!(
-        term.running(),
-        "the client left on its own: {}",
-        term.text()
-    );
+    // A quiet session keeps its client: it leaves only when the session ends.
+    term.stays_attached(Duration::from_millis(1000));
     env.ok(&["stop", "bob"]);
     let status = term.wait(&env);
     assert_eq!(status.code(), Some(0), "{}", term.text());

@@ -332,7 +332,7 @@ fn a_sender_flipping_its_attachment_between_a_file_and_a_fifo_stalls_no_one() {
             "dan",
             &format!("echo: beside {n}"),
         ));
-        // Paced: a probe, not a flood of its own.
+        // Time is the thing tested: a paced probe, not a flood of its own.
         std::thread::sleep(Duration::from_millis(100));
     }
     let during = prep(&env);

@@ -87,15 +87,22 @@ fn a_detached_daemon_survives_the_terminal_hanging_up_and_shutdown_ends_it() {
         .parse()
         .unwrap();
 
-    // The terminal hangs up: its session gets SIGHUP and the pty closes.
+    // The terminal hangs up: its session gets SIGHUP and the pty closes. Neither the daemon
+    // nor bob's session is in the terminal's session or process group, so it reaches neither.
     let sh_pid = term.pid();
+    assert!(
+        common::out_of_reach(pid, sh_pid),
+        "the daemon is the terminal's"
+    );
+    assert!(
+        common::out_of_reach(bob, sh_pid),
+        "bob's session is the terminal's"
+    );
     let _ = nix::sys::signal::killpg(
         nix::unistd::Pid::from_raw(sh_pid as i32),
         nix::sys::signal::Signal::SIGHUP,
     );
     drop(term);
-    // Time: the hang-up reaches the daemon on the kernel's schedule; a window for it to die in.
-    std::thread::sleep(Duration::from_millis(500));
     assert!(alive(pid), "the daemon survived the hang-up");
     assert!(alive(bob), "and so did bob's session");
     assert!(env.ok(&["list"]).contains("bob"));

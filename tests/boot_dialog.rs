@@ -203,7 +203,8 @@ fn a_human_asked_has_the_approval_timeout_not_the_boot_deadline() {
     let t0 = Instant::now();
     let send = send_to_bob(&env);
     let id = the_dialog(&env)["id"].as_str().unwrap().to_string();
-    // Past the 5 s boot deadline, the dialog still waits for its human.
+    // Time is the thing tested: past the 5 s boot deadline, the dialog still waits for its
+    // human.
     std::thread::sleep(Duration::from_secs(7).saturating_sub(t0.elapsed()));
     assert_eq!(approvals(&env).len(), 1, "{}", env.diagnostics());
     env.ok(&["approve", &id]);

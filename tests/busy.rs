@@ -531,9 +531,12 @@ fn claude_folds_a_message_sent_during_a_tool_call_into_the_running_turn() {
                 && common::anthropic::flatten(&r["messages"]).contains(needle)),
         "folded into the tool turn"
     );
-    // Time: the session watches the composer on the screen's timing; a window for a wrong loss
-    // notice to come.
-    std::thread::sleep(Duration::from_secs(2));
+    // No loss notice: the turn is over on the screen (the session's watch of the composer
+    // ends with it), the router has handled all the session reported, and what it would
+    // have sent ea has had its way to ea's screen (a still second there).
+    wait_idle(&env, "claude-cb");
+    env.router_settled();
+    env.pane_settled("echo-ea");
     assert!(
         !env.pane("echo-ea").contains("from iapeer"),
         "no loss notice"

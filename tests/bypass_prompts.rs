@@ -76,11 +76,20 @@ fn save(dir: &Path, name: &str, env: &TestEnv) {
     crate::interrupt::save_pane(dir, &format!("bypass-{name}"), env, "claude-cb");
 }
 
-/// Wait until a terminal is attached to `cb`.
-fn wait_attached(env: &TestEnv) {
+/// Wait until `term` is attached to `cb` and has drawn its first frame, the prompt that
+/// is open there (its menu, or its `Esc to cancel`). Keys typed then may still come too
+/// soon after the prompt's last frame for Claude Code (runtime/claude.rs): wait for a
+/// still screen ([`TestEnv::pane_settled`]) before typing where the prompt allows it.
+fn wait_attached(env: &TestEnv, term: &crate::attach::Terminal) {
     env.wait_until("attached", Duration::from_secs(30), |env| attached(env) > 0);
-    // Time, as recorded: the attached client draws its first frame before keys are typed.
-    std::thread::sleep(Duration::from_millis(500));
+    env.wait_until(
+        "the attached terminal shows the prompt",
+        Duration::from_secs(30),
+        |_| {
+            let shown = term.screen_at(50, 220);
+            shown.contains("1. Yes") || shown.contains("Esc to cancel")
+        },
+    );
 }
 
 /// Terminals attached to `cb`.
@@ -213,15 +222,7 @@ fn a_bypass_peer_s_permission_prompt_is_an_approval_request() {
         !made.join("a").exists()
     });
     none_pending(&env, "the approved request is gone");
-    env.wait_until(
-        "the held message reached the model",
-        Duration::from_secs(90),
-        |_| {
-            api.main_requests()
-                .iter()
-                .any(|r| last_user_text(r).contains("<msg>meanwhile</msg>"))
-        },
-    );
+    api.wait_user_text(&env, Duration::from_secs(90), "<msg>meanwhile</msg>");
     turn_over(&env);
 
     // A hook that asks; deny: the command does not run.
@@ -251,7 +252,8 @@ fn a_bypass_peer_s_permission_prompt_is_an_approval_request() {
     let a = pending_for(&env, "c");
     let id = a["id"].as_str().unwrap().to_string();
     let mut term = attach_at_session_size(&env);
-    wait_attached(&env);
+    wait_attached(&env, &term);
+    env.pane_settled("claude-cb");
     term.type_bytes(b"\r");
     env.wait_until("the command ran", Duration::from_secs(60), |_| {
         !made.join("c").exists()
@@ -336,7 +338,7 @@ fn record_claude_bypass_prompts() {
     save(&out, "ask-rule-prompt", &env);
     eprintln!("=== ask rule:\n{}", env.screen("claude-cb"));
     let mut term = attach_at_session_size(&env);
-    wait_attached(&env);
+    wait_attached(&env, &term);
     env.pane_settled("claude-cb");
     term.type_bytes(b"\r");
     env.wait_until("the tool ran", Duration::from_secs(60), |_| {
@@ -356,7 +358,7 @@ fn record_claude_bypass_prompts() {
     save(&out, "hook-ask-prompt", &env);
     eprintln!("=== hook ask:\n{}", env.screen("claude-cb"));
     let mut term = attach_at_session_size(&env);
-    wait_attached(&env);
+    wait_attached(&env, &term);
     env.pane_settled("claude-cb");
     term.type_bytes(b"\x1b[B");
     env.pane_settled("claude-cb");
@@ -382,7 +384,7 @@ fn record_claude_bypass_prompts() {
     eprintln!("send: {}", send_run(&env, &rm_b));
     env.wait_until("the prompt", Duration::from_secs(90), prompt_open);
     let mut term = attach_at_session_size(&env);
-    wait_attached(&env);
+    wait_attached(&env, &term);
     env.pane_settled("claude-cb");
     term.type_bytes(b"\x1b");
     env.pane_settled("claude-cb");
@@ -422,9 +424,10 @@ fn record_claude_bypass_tool_prompts() {
         last_shown = env.screen("claude-cb");
         eprintln!("=== {name}:\n{last_shown}");
         let mut term = attach_at_session_size(&env);
-        wait_attached(&env);
-        // Time, as recorded: the MCP tool's prompt keeps drawing while a terminal is
-        // attached, so no still second comes to wait for.
+        wait_attached(&env, &term);
+        // Time is the thing tested, as recorded: the MCP tool's prompt keeps drawing while a
+        // terminal is attached, so no still second comes to wait for, and Claude Code takes
+        // keys that come too soon after a prompt's frame for stray typing (runtime/claude.rs).
         std::thread::sleep(Duration::from_secs(1));
         term.type_bytes(b"\x1b");
         env.wait_until("closed", Duration::from_secs(30), |env| {

@@ -516,8 +516,9 @@ fn a_body_with_the_paste_end_marker_reaches_claude_as_one_user_turn() {
         "--topic",
         "t\x1b[201~",
     ]);
-    // Time for any turn a stray Enter would have started.
-    std::thread::sleep(Duration::from_secs(3));
+    // The envelope's end is the last thing iapeer typed: once the model has it, every turn a
+    // stray Enter in the body would have started came before, in the same conversation.
+    api.wait_user_text(&env, Duration::from_secs(60), "</iap>");
     let seen: Vec<String> = api.main_requests().iter().map(last_user_text).collect();
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),

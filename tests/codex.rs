@@ -255,8 +255,19 @@ fn a_body_with_the_paste_end_marker_reaches_codex_as_one_user_message() {
         "{}",
         env.diagnostics()
     );
-    // Time for any turn a stray Enter would have started.
-    std::thread::sleep(Duration::from_secs(3));
+    // The envelope's end is the last thing iapeer typed: once the main turn's request has it
+    // (not only the title request), every turn a stray Enter in the body would have started
+    // came before, in the same conversation.
+    env.wait_until(
+        "the model has the whole envelope",
+        Duration::from_secs(60),
+        |_| {
+            api.recorded().iter().any(|r| {
+                r["tools"].as_array().is_some_and(|t| !t.is_empty())
+                    && common::openai::input_text(r).contains("</iap>")
+            })
+        },
+    );
     // The main turn's requests offer tools (Codex's title request does not).
     let reqs: Vec<_> = api
         .recorded()

@@ -7,6 +7,13 @@ use common::anthropic::{last_user_text, Reply};
 use serde_json::Value;
 use std::time::Duration;
 
+/// A person's pause after typing a draft, before a message is sent to the peer.
+fn pause_as_a_person() {
+    // Time is the thing tested: Claude Code takes keys within 700 ms of typing for more typing
+    // (runtime/claude.rs), so the message comes after a person's pause.
+    std::thread::sleep(Duration::from_secs(2));
+}
+
 /// Attach to `peer` as a human would, wait for its screen (`shows`), type `my unfinished
 /// draft` without Enter and let 2 s pass.
 fn attach_and_draft(env: &common::TestEnv, peer: &str, shows: &str) -> crate::attach::Terminal {
@@ -20,9 +27,7 @@ fn attach_and_draft(env: &common::TestEnv, peer: &str, shows: &str) -> crate::at
     env.wait_until("the draft is on screen", Duration::from_secs(30), |_| {
         term.screen().contains("my unfinished draft")
     });
-    // Time, as a person pauses: Claude Code takes keys within 700 ms of typing for more typing
-    // (runtime/claude.rs), so the message comes after a pause.
-    std::thread::sleep(Duration::from_secs(2));
+    pause_as_a_person();
     term
 }
 
@@ -89,9 +94,9 @@ fn claude_draft_in_the_composer_holds_the_message_until_the_composer_is_free() {
             .iter()
             .any(|r| last_user_text(r).contains("my unfinished draft"))
     };
-    // Time: a turn the draft would have started shows only as the CLI's model request; a window
-    // for it.
-    std::thread::sleep(Duration::from_secs(2));
+    // The session looked at the held message again and kept it: nothing was written to the
+    // agent, so no turn could start with the draft.
+    env.wait_still_held("claude-cb");
     assert!(!glued(&api), "the draft was submitted");
     assert!(
         !api.main_requests()
@@ -155,9 +160,9 @@ fn codex_draft_in_the_composer_holds_the_message_until_the_composer_is_free() {
             .iter()
             .any(|r| input_text(r).contains(needle))
     };
-    // Time: a turn the draft would have started shows only as the CLI's model request; a window
-    // for it.
-    std::thread::sleep(Duration::from_secs(2));
+    // The session looked at the held message again and kept it: nothing was written to the
+    // agent, so no turn could start with the draft.
+    env.wait_still_held("codex-cx");
     assert!(
         !sent(&api, "<msg>hello there</msg>"),
         "went in with the draft"
@@ -292,17 +297,16 @@ fn claude_draft_sharing_a_start_with_an_old_message_is_still_a_draft() {
     env.wait_until("the draft is on screen", Duration::from_secs(30), |_| {
         term.screen().contains("my own words")
     });
-    // Time, as a person pauses (as in attach_and_draft).
-    std::thread::sleep(Duration::from_secs(2));
+    pause_as_a_person();
     let (ok, v, _) = crate::busy::send_json(&env, "cb", "hello there");
     assert!(
         ok && v["queued"] == true && v["queuedBy"] == "composer",
         "{v}\n{}",
         env.diagnostics()
     );
-    // Time is the test: the held message re-checks the composer and must not go in while the
-    // draft is there.
-    std::thread::sleep(Duration::from_secs(3));
+    // The held message re-checks the composer and must not go in while the draft is there:
+    // the session looked again and kept holding it.
+    env.wait_still_held("claude-cb");
     assert!(term.screen().contains("my own words"), "{}", term.screen());
     assert!(!env.has_event("lifecycle", "composer-cleared", &[]));
     assert!(

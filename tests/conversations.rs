@@ -166,7 +166,8 @@ fn person(
 /// Type `text` and Enter the way a person does: the text, a moment, then Enter.
 fn ask(term: &mut Terminal, text: &str) {
     term.type_bytes(text.as_bytes());
-    // Time, as a person types: the text, a pause, then Enter.
+    // Time is the thing tested: a person's pause between the text and Enter (keys that come
+    // together are a paste to Codex, whose Enter is a line break).
     std::thread::sleep(Duration::from_millis(500));
     term.type_bytes(b"\r");
 }
@@ -191,9 +192,15 @@ fn person_asks_codex(env: &TestEnv, args: &[&str]) {
     ask(&mut term, PERSON);
     crate::busy::wait_codex_turns(env, 2);
     term.type_bytes(&[0x03]);
-    // Time, as a person presses Ctrl-C twice.
-    std::thread::sleep(Duration::from_millis(300));
-    term.type_bytes(&[0x03]);
+    // Ctrl-C on the empty composer quits, or arms the quit ("… again to quit") for a second.
+    let mut armed = false;
+    common::poll(Duration::from_secs(20), || {
+        armed = term.screen().contains("again to quit");
+        armed || !term.running()
+    });
+    if armed {
+        term.type_bytes(&[0x03]);
+    }
     term.wait(env);
 }
 
@@ -421,7 +428,8 @@ fn kill_mid_turn_and_see_the_notice(
     env.wait_until("the model works on it", Duration::from_secs(60), |_| {
         working()
     });
-    std::thread::sleep(Duration::from_secs(3)); // 3 s into the 20 s turn, as the issue has it
+    // Time is the thing tested: the agent is killed 3 s into the 20 s turn, as the issue has it.
+    std::thread::sleep(Duration::from_secs(3));
     common::signal(agent_pid(env, identity), nix::sys::signal::Signal::SIGKILL);
     crate::busy::told_by_iapeer(env, "echo-ea", to, "was interrupted");
     let pane = env.pane("echo-ea");

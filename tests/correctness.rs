@@ -105,8 +105,8 @@ fn drive(env: &TestEnv, to: &str, identity: &str, n: usize) -> Vec<String> {
     for i in 0..n {
         crate::busy::wait_idle(env, identity);
         if i % 3 == 2 {
-            // Time is the pattern: an idle gap before every third send, as between a person's
-            // messages.
+            // Time is the thing tested: an idle gap before every third send, as between a
+            // person's messages.
             std::thread::sleep(Duration::from_millis(700));
         }
         let b = body(i);

@@ -97,7 +97,6 @@ fn demo_hung_up_stops_its_daemon_and_removes_its_root() {
         .unwrap();
     // Wait until the demo's daemon runs: its discovery file is there, and it is a child of
     // the demo (the demo takes about half a second after that on an idle machine).
-    let deadline = Instant::now() + Duration::from_secs(20);
     let children = |pid: u32| -> Vec<i32> {
         std::fs::read_dir(format!("/proc/{pid}/task"))
             .into_iter()
@@ -111,21 +110,18 @@ fn demo_hung_up_stops_its_daemon_and_removes_its_root() {
             })
             .collect()
     };
-    let daemon_pid = loop {
+    // Polled tightly: the demo moves on about half a second after its daemon is up.
+    let mut daemon_pid = None;
+    let up = common::poll_every(Duration::from_millis(1), Duration::from_secs(20), || {
         let up = std::fs::read_dir(&tmp)
             .unwrap()
             .flatten()
             .any(|e| Paths::at(e.path()).router_json().is_file());
-        if let Some(&pid) = children(child.id()).first().filter(|_| up) {
-            break pid;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the demo's daemon did not come up"
-        );
-        // Polled tightly: the demo moves on about half a second after its daemon is up.
-        std::thread::sleep(Duration::from_millis(1));
-    };
+        daemon_pid = children(child.id()).first().copied().filter(|_| up);
+        daemon_pid.is_some()
+    });
+    assert!(up, "the demo's daemon did not come up");
+    let daemon_pid = daemon_pid.unwrap();
     common::signal(child.id(), nix::sys::signal::Signal::SIGHUP);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{status:?}");

@@ -228,7 +228,7 @@ fn kill_9_during_a_burst_loses_no_accepted_task_and_runs_none_twice() {
                 &format!("burst-{i}"),
             ]);
             std::thread::spawn(move || {
-                // Time is the pattern: a burst spread over the sends, as agents send.
+                // Time is the thing tested: a burst spread over the sends, as agents send.
                 std::thread::sleep(Duration::from_millis(20 * i));
                 let out = cmd.output().expect("run iapeer send");
                 let accepted = out.status.success()

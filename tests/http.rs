@@ -142,24 +142,9 @@ fn settled(pid: u32) -> (usize, usize) {
     settled_by(|| (count(pid, "fd"), count(pid, "task")))
 }
 
-/// What `read` gives once it has stopped changing for 700 ms (read every 100 ms, at most
-/// 10 s).
+/// What `read` gives once it has stopped changing for 700 ms (at most 10 s).
 fn settled_by<T: PartialEq>(read: impl Fn() -> T) -> T {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut last = read();
-    let mut stable_since = Instant::now();
-    while Instant::now() < deadline {
-        // Stillness is the measure: what is read has stopped changing for 700 ms.
-        std::thread::sleep(Duration::from_millis(100));
-        let now = read();
-        if now != last {
-            last = now;
-            stable_since = Instant::now();
-        } else if stable_since.elapsed() > Duration::from_millis(700) {
-            break;
-        }
-    }
-    last
+    common::settled(Duration::from_secs(10), Duration::from_millis(700), read)
 }
 
 /// Issue 12 item 2: every hostile shape is answered and leaves no thread or fd behind.
@@ -263,8 +248,19 @@ fn the_listener_survives_running_out_of_fds() {
     let held: Vec<TcpStream> = (0..1000)
         .filter_map(|_| TcpStream::connect_timeout(&addr(port), Duration::from_secs(1)).ok())
         .collect();
-    // Some of them are answered 503 (refused or evicted); none may end the listener.
-    std::thread::sleep(Duration::from_millis(500));
+    // Some of them are answered 503 (refused or evicted); none may end the listener. Held
+    // until the daemon has answered one: it has met its bound on them.
+    for s in &held {
+        s.set_nonblocking(true).unwrap();
+    }
+    let answered = common::poll(Duration::from_secs(30), || {
+        held.iter().any(|s| !matches!(s.peek(&mut [0u8; 1]), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock))
+    });
+    assert!(
+        answered,
+        "no held connection was answered\n{}",
+        env.diagnostics()
+    );
     drop(held);
     for _ in 0..20 {
         assert_eq!(mcp_ping(port).0, Some(200), "{}", env.diagnostics());

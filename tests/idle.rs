@@ -82,18 +82,13 @@ fn thread_nices(pid: u32) -> Vec<(String, i32)> {
 fn settled_threads(pid: u32, want: usize) -> usize {
     let mut last = threads(pid);
     let mut same_since = std::time::Instant::now();
-    for _ in 0..100 {
-        if last <= want || same_since.elapsed() > Duration::from_secs(3) {
-            return last;
-        }
-        // Stillness is the measure: the thread count has stopped changing for 3 s.
-        std::thread::sleep(Duration::from_millis(200));
+    common::poll(Duration::from_secs(20), || {
         let now = threads(pid);
         if now != last {
-            same_since = std::time::Instant::now();
+            (last, same_since) = (now, std::time::Instant::now());
         }
-        last = now;
-    }
+        last <= want || same_since.elapsed() > Duration::from_secs(3)
+    });
     last
 }
 
@@ -159,10 +154,14 @@ fn live_sessions_cost_at_most_one_thread_each_and_idle_agents_sleep() {
             "echo agent {pid} runs at the daemon's priority"
         );
     }
-    // Time: what the agents did at start-up ends before the measure below.
-    std::thread::sleep(Duration::from_millis(500));
-    let before: Vec<u64> = agents.iter().map(|&p| switches(p)).collect();
-    // Time is the measure: context switches per 2 s of idling.
+    // What the agents did at start-up is over before the measure below: their counts of
+    // context switches have stood still for 500 ms (an agent with a tick never does, and
+    // fails the measure).
+    let before: Vec<u64> =
+        common::settled(Duration::from_secs(10), Duration::from_millis(500), || {
+            agents.iter().map(|&p| switches(p)).collect()
+        });
+    // Time is the thing tested: context switches per 2 s of idling.
     std::thread::sleep(Duration::from_secs(2));
     for (pid, b) in agents.iter().zip(before) {
         let woke = switches(*pid) - b;

@@ -94,16 +94,35 @@ fn codex_woken(
     (env, api)
 }
 
-/// Send `body` to cb, wait until its turn runs, `iapeer interrupt` it and wait until the
-/// turn has ended.
-fn claude_interrupted(env: &TestEnv, body: &str) {
+/// Send `body` to cb, wait until its turn runs (on the screen, and its request is at the
+/// model, which `api` holds), `iapeer interrupt` it and wait until the turn has ended.
+pub(crate) fn claude_interrupted(
+    env: &TestEnv,
+    api: &common::anthropic::AnthropicStandIn,
+    body: &str,
+) {
     env.ok(&["send", "cb", "--from", "echo-ea", "--message", body]);
+    claude_interrupted_mid_turn(env, api, body.lines().next().unwrap_or(body));
+    env.wait_until("the turn ends", Duration::from_secs(30), |e| {
+        !e.screen("claude-cb").contains("esc to interrupt")
+    });
+}
+
+/// Wait until cb's turn on a message that starts `first_line` runs: the screen shows a turn,
+/// and the turn's request is at the model (the stand-in `api` holds it; the spinner never
+/// stands still to wait for). Then `iapeer interrupt` it.
+pub(crate) fn claude_interrupted_mid_turn(
+    env: &TestEnv,
+    api: &common::anthropic::AnthropicStandIn,
+    first_line: &str,
+) {
     env.wait_until("claude is mid-turn", Duration::from_secs(30), |e| {
         e.screen("claude-cb").contains("esc to interrupt")
+            && api
+                .main_requests()
+                .iter()
+                .any(|r| common::anthropic::last_user_text(r).contains(first_line))
     });
-    // Time, as recorded: the interrupt lands a second into the turn (the spinner never stands
-    // still to wait for).
-    std::thread::sleep(Duration::from_secs(1));
     env.ok(&["interrupt", "cb"]);
     env.wait_until("the turn ends", Duration::from_secs(30), |e| {
         !e.screen("claude-cb").contains("esc to interrupt")
@@ -163,7 +182,7 @@ pub(crate) fn the_model_gets_it_alone(
 #[test]
 fn claude_interrupted_message_is_cleared_its_sender_told_and_the_next_goes_alone() {
     let (env, api) = crate::busy::claude_holding_busy_turns();
-    claude_interrupted(&env, "BUSY forever\nsecond line");
+    claude_interrupted(&env, &api, "BUSY forever\nsecond line");
     let v = send_json(&env, "cb", "NEXT one");
     assert!(
         v["ok"] == true && v["queued"].is_null(),
@@ -264,8 +283,8 @@ fn codex_cut_paste_is_cleared_and_the_next_message_goes_alone() {
 fn record_claude_interrupt_and_cut() {
     let dir = record_dir("claude");
     {
-        let (env, _api) = crate::busy::claude_holding_busy_turns();
-        claude_interrupted(&env, "BUSY forever\nsecond line");
+        let (env, api) = crate::busy::claude_holding_busy_turns();
+        claude_interrupted(&env, &api, "BUSY forever\nsecond line");
         env.pane_settled("claude-cb");
         save_pane(&dir, "interrupt-restores-prompt", &env, "claude-cb");
         eprintln!("=== restored:\n{}", env.screen("claude-cb"));
@@ -299,12 +318,12 @@ fn record_claude_interrupt_and_cut() {
         .unwrap();
     }
     {
-        let (env, _api) = crate::busy::claude_holding_busy_turns();
+        let (env, api) = crate::busy::claude_holding_busy_turns();
         let tall = (0..60)
             .map(|i| format!("BUSY line {i}"))
             .collect::<Vec<_>>()
             .join("\n");
-        claude_interrupted(&env, &tall);
+        claude_interrupted(&env, &api, &tall);
         env.pane_settled("claude-cb");
         save_pane(&dir, "interrupt-restores-tall-prompt", &env, "claude-cb");
         eprintln!("=== tall:\n{}", env.screen("claude-cb"));

@@ -399,8 +399,8 @@ fn record_give_up(
         },
     );
     let took = start.elapsed();
-    // The runtime's screen and files settle after the record (a recorder, not a test).
-    std::thread::sleep(Duration::from_secs(3));
+    // The runtime's screen settles after the record (a recorder, not a test).
+    env.pane_settled(identity);
     let ts = times.lock().unwrap().clone();
     let gaps: Vec<String> = ts
         .windows(2)
@@ -556,10 +556,11 @@ fn record_claude_limit_give_up() {
         summary + &msgs.join("\n") + "\n",
     )
     .unwrap();
-    // As above: the runtime's screen and files settle after the record (a recorder, not a
-    // test).
-    std::thread::sleep(Duration::from_secs(3));
-    let lines: Vec<String> = crate::busy::jsonl_lines(&projects);
+    // The runtime's transcript settles after the record (a recorder, not a test).
+    let lines: Vec<String> =
+        common::settled(Duration::from_secs(60), Duration::from_secs(1), || {
+            crate::busy::jsonl_lines(&projects)
+        });
     std::fs::write(dir.join("transcript-after.jsonl"), lines.join("\n") + "\n").unwrap();
     // Files anywhere under HOME that hold a reset time the stand-in sent.
     let mut holders = Vec::new();
@@ -673,9 +674,9 @@ fn record_codex_limit_give_up() {
         summary + &items.join("\n") + "\n",
     )
     .unwrap();
-    // As above: the runtime's screen and files settle after the record (a recorder, not a
-    // test).
-    std::thread::sleep(Duration::from_secs(3));
-    let lines = crate::busy::jsonl_lines(&sessions);
+    // The runtime's rollout settles after the record (a recorder, not a test).
+    let lines = common::settled(Duration::from_secs(60), Duration::from_secs(1), || {
+        crate::busy::jsonl_lines(&sessions)
+    });
     std::fs::write(dir.join("rollout-after.jsonl"), lines.join("\n") + "\n").unwrap();
 }

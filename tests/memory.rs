@@ -358,10 +358,14 @@ fn codex_hook_trust(env: &TestEnv, cwd: &Path) -> Vec<(String, String)> {
         .spawn()
         .expect("codex app-server");
     let pid = child.id();
+    // A watchdog: a hung app-server is killed after 60 s; one that answered is let go.
+    let (answered, hung) = std::sync::mpsc::channel::<()>();
     let watchdog = std::thread::spawn(move || {
-        // A watchdog: a hung app-server is killed after 60 s.
-        std::thread::sleep(Duration::from_secs(60));
-        common::signal(pid, nix::sys::signal::Signal::SIGKILL);
+        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+            hung.recv_timeout(Duration::from_secs(60))
+        {
+            common::signal(pid, nix::sys::signal::Signal::SIGKILL);
+        }
     });
     let mut stdin = child.stdin.take().unwrap();
     for msg in [
@@ -377,9 +381,10 @@ fn codex_hook_trust(env: &TestEnv, cwd: &Path) -> Vec<(String, String)> {
         .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
         .find(|v| v["id"] == 2)
         .expect("codex answered hooks/list");
+    drop(answered);
+    watchdog.join().unwrap();
     let _ = child.kill();
     let _ = child.wait();
-    drop(watchdog);
     answer["result"]["data"][0]["hooks"]
         .as_array()
         .unwrap()

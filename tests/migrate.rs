@@ -765,8 +765,11 @@ fn an_old_run_infra_job_gets_a_migration_line_and_does_not_crash_loop() {
                 && !line.contains("unknown verb"),
             "{line}"
         );
-        // Time is the test: the job keeps running; a window in which a wrong exit would show.
-        std::thread::sleep(Duration::from_millis(500));
+        // It waits instead of exiting: it has gone to sleep in the kernel until it is removed.
+        assert!(
+            common::poll(Duration::from_secs(10), || common::in_sleep(child.id())),
+            "it never went to sleep"
+        );
         assert!(
             child.try_wait().unwrap().is_none(),
             "it waits instead of exiting"

@@ -44,6 +44,23 @@ fn service_events(
         .collect()
 }
 
+/// Wait (30 s at most) until the `timer` service has reported `n` sends (`sent`) that
+/// `which` picks.
+fn wait_sent(
+    env: &TestEnv,
+    what: &str,
+    n: usize,
+    which: impl Fn(&std::collections::HashMap<String, String>) -> bool,
+) {
+    env.wait_until(what, Duration::from_secs(30), |e| {
+        service_events(e, "timer", "sent")
+            .iter()
+            .filter(|s| which(s))
+            .count()
+            >= n
+    });
+}
+
 /// How many times the watcher service started the script of trigger `id`.
 fn watch_starts(env: &TestEnv, id: &str) -> usize {
     service_events(env, "watcher", "watch-start")
@@ -183,16 +200,11 @@ fn an_echo_peer_registers_an_every_2s_timer_through_mcp_and_gets_three_fires() {
                "message":"tick from timer","topic":"beat"})
     );
     // A confirmation plus three fires reach alice.
-    env.wait_until(
+    wait_sent(
+        &env,
         "a confirmation and 3 fires delivered to alice",
-        Duration::from_secs(30),
-        |e| {
-            service_events(e, "timer", "sent")
-                .iter()
-                .filter(|s| s["kind"] == "fire" && s["to"] == "alice")
-                .count()
-                >= 3
-        },
+        3,
+        |s| s["kind"] == "fire" && s["to"] == "alice",
     );
     assert!(
         delivered(&env, "timer", "alice") >= 4,
@@ -438,8 +450,19 @@ fn a_signal_pending_in_the_spool_when_the_daemon_is_killed_is_delivered_after_re
     env.wait_until("the signal reaches ghost", Duration::from_secs(30), |e| {
         e.pane("echo-ghost").contains("from timer: the one signal")
     });
-    // Exactly once: give a second delivery time to happen, then count.
-    std::thread::sleep(Duration::from_secs(5));
+    // Exactly once. The two ways to a second delivery are shut, as the service reports: the
+    // re-driven signal was sent (its spool entry is gone, nothing is left to re-drive), and
+    // then the timer came round twice more and its check let nothing through.
+    wait_sent(&env, "the re-driven signal is reported sent", 1, |s| {
+        s["sig"] == sig
+    });
+    let skipped = service_events(&env, "timer", "check-skip").len();
+    env.wait_until(
+        "two more turns of the timer, skipped by its check",
+        Duration::from_secs(30),
+        |e| service_events(e, "timer", "check-skip").len() >= skipped + 2,
+    );
+    env.router_settled();
     assert_eq!(
         delivered(&env, "timer", "ghost"),
         1,
@@ -620,8 +643,18 @@ fn a_crash_looping_script_is_stopped_and_a_silent_one_restarted_with_alerts_to_t
         .events("lifecycle", "watch-stopped")
         .iter()
         .any(|e| e["id"] == "broken"));
-    // Time is the test: a window in which the watcher would wrongly start it again.
-    std::thread::sleep(Duration::from_secs(3));
+    // Stopped for good: the alert went out when its slot was dropped (nothing is left to
+    // restart it), and the stop is stored with alice's trigger, so no later start of the
+    // service runs it either.
+    assert!(env
+        .pane("echo-alice")
+        .contains("and is stopped (it stays stopped across restarts)"));
+    let triggers = profile(&env, "alice")["notifier"]["triggers"].clone();
+    let broken = triggers
+        .as_array()
+        .and_then(|ts| ts.iter().find(|t| t["id"] == "broken"))
+        .unwrap_or_else(|| panic!("no trigger broken: {triggers}"));
+    assert!(broken["stopped"].is_object(), "{broken}");
     assert_eq!(starts(&env), 5, "not started again");
     // alice's echoes of the alerts get no teaching reply.
     assert!(service_events(&env, "watcher", "call-rejected").is_empty());

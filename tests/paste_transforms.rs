@@ -413,13 +413,7 @@ fn record_claude_paste_transforms() {
     let (name, body) = INTERRUPTED;
     // (Answered NOT delivered on `main`: its tab and zero-width characters.)
     env.run(&["send", "cb", "--from", "echo-ea", "--message", body]);
-    env.wait_until("claude is mid-turn", Duration::from_secs(30), |e| {
-        e.screen("claude-cb").contains("esc to interrupt")
-    });
-    // Time, as recorded: the interrupt lands a second into the turn (the spinner never stands
-    // still to wait for).
-    std::thread::sleep(Duration::from_secs(1));
-    env.ok(&["interrupt", "cb"]);
+    crate::interrupt::claude_interrupted_mid_turn(&env, &api, "PT-BUSY interrupted");
     env.wait_until("the prompt is back", Duration::from_secs(30), |e| {
         let s = e.screen("claude-cb");
         !s.contains("esc to interrupt") && s.contains("second line")

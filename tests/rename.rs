@@ -354,7 +354,7 @@ fn a_rename_killed_at_any_step_is_all_or_nothing() {
             notes: notes(&env),
         };
         let mut child = env.cmd(&["rename", old, new]).spawn().unwrap();
-        // Time is the test: the rename is killed at a seeded point of its run.
+        // Time is the thing tested: the rename is killed at a seeded point of its run.
         std::thread::sleep(Duration::from_micros(seed % 20_000));
         let _ = child.kill();
         let status = child.wait().unwrap();

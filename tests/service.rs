@@ -271,13 +271,17 @@ fn onboard_reaches_a_healthy_daemon_that_survives_the_terminal_closing() {
     );
     let pid = daemon_pid(&env);
 
+    // The terminal closes: SIGHUP to its shell's process group, the pty gone. The daemon is
+    // in neither the terminal's session nor its group, so the hang-up does not reach it.
+    assert!(
+        common::out_of_reach(pid, term.pid()),
+        "the daemon is the terminal's"
+    );
     let _ = nix::sys::signal::killpg(
         nix::unistd::Pid::from_raw(term.pid() as i32),
         nix::sys::signal::Signal::SIGHUP,
     );
     drop(term);
-    // Time: the hang-up reaches the daemon on the kernel's schedule; a window for it to die in.
-    std::thread::sleep(Duration::from_millis(500));
     assert!(alive(pid), "the daemon died with the terminal");
     let out = env.ok(&["status"]);
     assert!(

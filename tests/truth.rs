@@ -565,7 +565,7 @@ fn cycle(env: &mut TestEnv, label: &str, stop: Stop, after: Duration, senders: u
                 }
             });
         }
-        // Time is the test: the daemon is stopped at a chosen moment of the burst.
+        // Time is the thing tested: the daemon is stopped at a chosen moment of the burst.
         std::thread::sleep(after);
         match stop {
             Stop::Term => common::signal(daemon.id(), Signal::SIGTERM),

@@ -291,7 +291,11 @@ fn notify_stand_in_then(dir: &std::path::Path, then: &str) -> std::path::PathBuf
 #[test]
 fn a_burst_of_messages_to_a_human_starts_a_bounded_number_of_notifications() {
     let mut env = TestEnv::new();
-    let bin = notify_stand_in_then(env.dir.path(), "exec sleep 60");
+    let hung = env.dir.path().join("notify-pids");
+    let bin = notify_stand_in_then(
+        env.dir.path(),
+        &format!("echo $$ >> '{}'\nexec sleep 60", hung.display()),
+    );
     let calls = env.dir.path().join("notify-calls");
     let path = format!(
         "{}:{}",
@@ -333,8 +337,21 @@ fn a_burst_of_messages_to_a_human_starts_a_bounded_number_of_notifications() {
         "the sends took too long"
     );
     assert_eq!(shown(), ["m0", "m1"], "at most two at once");
-    // The hung ones end at their deadline; the next message's notification counts the rest.
-    std::thread::sleep(Duration::from_secs(11).saturating_sub(started.elapsed()));
+    // The hung ones are ended at their deadline (10 s; they would hang for 60); the next
+    // message's notification counts the rest.
+    let pids = || -> Vec<u32> {
+        std::fs::read_to_string(&hung)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect()
+    };
+    env.wait_until("the two hung ones ended", Duration::from_secs(30), |_| {
+        let pids = pids();
+        pids.len() == 2 && !pids.iter().any(|&p| common::alive(p))
+    });
+    let ended = started.elapsed();
+    assert!(ended >= Duration::from_secs(10), "ended after {ended:?}");
     env.ok(&["send", "you", "--from", "echo-alice", "--message", "last"]);
     env.wait_until("the third notification", Duration::from_secs(10), |_| {
         shown().len() == 3

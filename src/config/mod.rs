@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 pub mod limits;
+pub mod test_events;
 pub mod vars;
 
 /// How `tools/call` callers are authenticated (spec 02 §4, `IAPEER_MCP_AUTH`).

@@ -786,7 +786,7 @@ pub const NOT_KNOBS: &[(&str, &str)] = &[
     ),
     (
         "IAPEER_TEST_EVENTS",
-        "test-only: a file the daemon appends its test events to, one per line (`router-idle`, `tick-done`, `router-send:<personality>`, `approvals-wait`, see daemon::test_hooks), so a test waits for an event instead of sleeping; read only by a debug build or one with the `test-hooks` cargo feature, so a release build ignores it",
+        "test-only: a file the daemon appends its test events to, one per line (`router-idle`, `tick-done`, `router-send:<personality>`, `approvals-wait`, `session-held:<identity>`, see daemon::test_hooks), so a test waits for an event instead of sleeping; read only by a debug build or one with the `test-hooks` cargo feature, so a release build ignores it",
     ),
     (
         "XDG_DATA_HOME",

@@ -28,11 +28,16 @@
 //!   could make a cgroup per session (`session::contain`), so the fallback is tested where
 //!   the tests run.
 //!
-//! Events (shpool's `emit`): with `IAPEER_TEST_EVENTS=<file>` set when the daemon starts, it
-//! appends one line per event to `<file>`, so a test waits for "the daemon reached point X"
-//! instead of sleeping: `router-idle` (the router has handled every message and session event
-//! it had), `tick-done` (a supervise tick ended), `router-send:<personality>` (a send reached
-//! the router), `approvals-wait` (a long poll of `approvals` is parked).
+//! Events (shpool's `emit`, written by [`crate::config::test_events`]): with
+//! `IAPEER_TEST_EVENTS=<file>` set when the daemon starts, it appends one line per event to
+//! `<file>`, so a test waits for "the daemon reached point X" instead of sleeping:
+//! - `router-idle`: the router has handled every message and session event it had;
+//! - `tick-done`: a supervise tick ended;
+//! - `router-send:<personality>`: a send reached the router;
+//! - `approvals-wait`: a long poll of `approvals` is parked;
+//! - `session-held:<identity>`: the session thread looked again at a message it holds
+//!   (behind a draft in the composer, or an open permission prompt) and kept holding it:
+//!   nothing of it was written to the agent.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -50,9 +55,7 @@ pub const SLOW_LAUNCH_REPORT: Duration = Duration::from_millis(1500);
 /// [`crate::config::vars::NOT_KNOBS`]).
 pub use crate::config::vars::TEST_HOOK as ENV;
 
-/// The environment variable naming the file events are appended to (test-only; listed in
-/// [`crate::config::vars::NOT_KNOBS`]).
-pub const EVENTS_ENV: &str = "IAPEER_TEST_EVENTS";
+pub use crate::config::test_events::emit;
 
 /// An injected failure.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,8 +82,6 @@ pub enum Hook {
 }
 
 static HOOK: OnceLock<Option<Hook>> = OnceLock::new();
-/// The events file, open for appending (set by [`init`] from [`EVENTS_ENV`]).
-static EVENTS: OnceLock<Option<std::sync::Mutex<std::fs::File>>> = OnceLock::new();
 /// Raised when a `…-once` hook has fired.
 static FIRED: AtomicBool = AtomicBool::new(false);
 
@@ -99,38 +100,7 @@ pub fn init() {
         }
         hook
     });
-    init_events();
-}
-
-/// Open [`EVENTS_ENV`]'s file once (daemon start), if set and this build has the hooks.
-fn init_events() {
-    EVENTS.get_or_init(|| {
-        if !COMPILED_IN {
-            return None;
-        }
-        let path = std::env::var_os(EVENTS_ENV)?;
-        match std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-        {
-            Ok(f) => Some(std::sync::Mutex::new(f)),
-            Err(e) => {
-                log::warn!("{EVENTS_ENV}={path:?}: cannot open it ({e}); no events");
-                None
-            }
-        }
-    });
-}
-
-/// Report that the daemon reached `event` (one line in the events file; nothing without
-/// one). A write error is ignored: a test that waits for the line then fails on its deadline.
-pub fn emit(event: impl std::fmt::Display) {
-    if let Some(Some(f)) = EVENTS.get() {
-        use std::io::Write as _;
-        let mut f = f.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let _ = f.write_all(format!("{event}\n").as_bytes());
-    }
+    crate::config::test_events::init();
 }
 
 /// Parse a hook value (`router-panic-on-send:<personality>`,
@@ -277,17 +247,15 @@ mod tests {
     #[cfg(not(any(debug_assertions, feature = "test-hooks")))]
     #[test]
     fn a_build_without_the_hooks_ignores_the_variable() {
+        use crate::config::test_events::EVENTS_ENV;
         let events = std::env::temp_dir().join(format!("iapeer-events-{}", std::process::id()));
         std::env::set_var(ENV, "contain:subreaper");
         std::env::set_var(EVENTS_ENV, &events);
         init();
         assert_eq!(HOOK.get(), Some(&None), "the hook was read");
-        assert!(
-            matches!(EVENTS.get(), Some(None)),
-            "the events file was opened"
-        );
         emit("router-idle");
-        assert!(!events.exists(), "an event was written");
+        // `init` creates the file when it opens it.
+        assert!(!events.exists(), "the events file was opened or written");
         std::env::remove_var(EVENTS_ENV);
         assert!(allows_cgroups());
         std::env::set_var(ENV, "router-panic-on-send:carol");

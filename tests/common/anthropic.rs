@@ -179,9 +179,9 @@ impl Read for HoldReader {
             return Ok(n);
         }
         if !self.held {
-            while Instant::now() < self.until {
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            // Time is the thing tested: the model takes this long over its answer
+            // (`Reply::Hold`), a turn that runs while the test acts.
+            std::thread::sleep(self.until.saturating_duration_since(Instant::now()));
             self.held = true;
         }
         let off = self.pos - self.head.len();
@@ -196,6 +196,16 @@ impl Read for HoldReader {
 }
 
 impl AnthropicStandIn {
+    /// Wait (`timeout` at most) until the last user text of a main request (one that offers
+    /// tools) contains `needle`: the model has it.
+    pub fn wait_user_text(&self, env: &super::TestEnv, timeout: Duration, needle: &str) {
+        env.wait_until(&format!("the model has {needle:?}"), timeout, |_| {
+            self.main_requests()
+                .iter()
+                .any(|r| last_user_text(r).contains(needle))
+        });
+    }
+
     /// Run `<claude_bin> -p hi` in `cwd` against this stand-in with `home` as its HOME, a
     /// clean environment and `extra` variables, and wait for it (90 s at most; killed then).
     pub fn run_claude_print(
@@ -221,10 +231,7 @@ impl AnthropicStandIn {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let start = Instant::now();
-        while child.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(90) {
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        super::exit_within(&mut child, Duration::from_secs(90));
         let _ = child.kill();
         let _ = child.wait();
     }

@@ -392,7 +392,8 @@ impl TestEnv {
     }
 
     /// How many times the daemon has reported `event` (`router-idle`, `tick-done`,
-    /// `router-send:<personality>`, `approvals-wait`; daemon::test_hooks).
+    /// `router-send:<personality>`, `approvals-wait`, `session-held:<identity>`;
+    /// daemon::test_hooks).
     pub fn hook_count(&self, event: &str) -> usize {
         std::fs::read_to_string(self.hook_events_path())
             .unwrap_or_default()
@@ -408,6 +409,18 @@ impl TestEnv {
             Duration::from_secs(30),
             |e| e.hook_count(event) >= n,
         );
+    }
+
+    /// Wait until the daemon has reported `event` `n` more times from now.
+    pub fn wait_hook_more(&self, event: &str, n: usize) {
+        self.wait_hook(event, self.hook_count(event) + n);
+    }
+
+    /// The positive signal for "a message the session holds was not written": the session
+    /// thread of `identity` has looked at it again twice from now and kept holding it
+    /// (`session-held:<identity>`); nothing of a held message reaches the agent in between.
+    pub fn wait_still_held(&self, identity: &str) {
+        self.wait_hook_more(&format!("session-held:{identity}"), 2);
     }
 
     /// The positive signal for "nothing more follows from what the daemon has been told":
@@ -518,7 +531,12 @@ pub fn describe(out: &Output) -> String {
 
 /// Poll `done` every 20 ms until it is true (true) or `timeout` has passed (false): the
 /// suite's one loop for a condition outside a [`TestEnv`] (a child, a terminal, a stand-in).
-pub fn poll(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
+pub fn poll(timeout: Duration, done: impl FnMut() -> bool) -> bool {
+    poll_every(Duration::from_millis(20), timeout, done)
+}
+
+/// [`poll`] every `every` instead of every 20 ms: for a moment that passes quickly.
+pub fn poll_every(every: Duration, timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     loop {
         if done() {
@@ -527,8 +545,24 @@ pub fn poll(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
         if start.elapsed() >= timeout {
             return false;
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(every);
     }
+}
+
+/// What `read` gives once it has stopped changing for `quiet` (polled every 20 ms; the last
+/// value read after `timeout`): for a measure that settles with no event to say so (a
+/// process's threads or fds, what a CLI writes after its turn); the quiet time is the measure.
+pub fn settled<T: PartialEq>(timeout: Duration, quiet: Duration, mut read: impl FnMut() -> T) -> T {
+    let mut last = read();
+    let mut since = Instant::now();
+    poll(timeout, || {
+        let now = read();
+        if now != last {
+            (last, since) = (now, Instant::now());
+        }
+        since.elapsed() >= quiet
+    });
+    last
 }
 
 /// `child`'s exit status once it has exited, or `None` while it still runs after `limit`.
@@ -539,6 +573,38 @@ pub fn exit_within(child: &mut Child, limit: Duration) -> Option<std::process::E
         status.is_some()
     });
     status
+}
+
+/// Whether `pid` is outside the process session and the process group of `shell`, a
+/// terminal's shell (the leader of both): a hang-up of that terminal (SIGHUP to the
+/// session's processes, or `killpg` of the group) cannot reach it. The positive form of
+/// "it survives the terminal closing", which no wait after the hang-up can prove.
+pub fn out_of_reach(pid: u32, shell: u32) -> bool {
+    use nix::unistd::{getpgid, getsid, Pid};
+    let (p, sh) = (Pid::from_raw(pid as i32), Pid::from_raw(shell as i32));
+    let (sid, pgid) = (getsid(Some(p)).unwrap(), getpgid(Some(p)).unwrap());
+    sid != getsid(Some(sh)).unwrap() && pgid != getpgid(Some(sh)).unwrap()
+}
+
+/// Whether the main thread of process `pid` is parked in a call that waits (a sleep, a
+/// wait for a signal or a lock), read from `/proc/<pid>/syscall`: a process that
+/// has gone to wait rather than run on or exit.
+pub fn in_sleep(pid: u32) -> bool {
+    use nix::libc;
+    let call = std::fs::read_to_string(format!("/proc/{pid}/syscall")).unwrap_or_default();
+    let nr: i64 = call
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(-1);
+    [
+        libc::SYS_clock_nanosleep,
+        libc::SYS_nanosleep,
+        libc::SYS_rt_sigsuspend,
+        libc::SYS_rt_sigtimedwait,
+        libc::SYS_futex,
+    ]
+    .contains(&nr)
 }
 
 /// Whether a process is alive.

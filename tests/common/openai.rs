@@ -159,6 +159,8 @@ impl Read for Held {
             return Ok(n);
         }
         if !self.hold.is_zero() {
+            // Time is the thing tested: the model takes this long over its answer
+            // (`Reply::Hold`), a turn that runs while the test acts.
             std::thread::sleep(std::mem::take(&mut self.hold));
         }
         Ok(0)
@@ -278,10 +280,7 @@ impl OpenAiStandIn {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let start = std::time::Instant::now();
-        while child.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(90) {
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        super::exit_within(&mut child, Duration::from_secs(90));
         let _ = child.kill();
         let _ = child.wait();
     }

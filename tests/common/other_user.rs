@@ -24,24 +24,23 @@ pub struct OtherUser {
 /// Run `useradd`/`userdel` with `args`, again while another test holds the password files'
 /// lock (both refuse at once then, exit 10 "cannot lock /etc/passwd").
 fn admin(program: &str, args: &[&str]) {
-    for _ in 0..100 {
+    // Retried while the other holder, a separate process, keeps the lock (polled: nothing
+    // to wait on).
+    let done = super::poll(Duration::from_secs(10), || {
         let out = Command::new(program)
             .args(args)
             .output()
             .unwrap_or_else(|e| {
                 panic!("cannot run {program}: {e} (it comes with the passwd package)")
             });
-        if out.status.success() {
-            return;
-        }
         let err = String::from_utf8_lossy(&out.stderr);
-        if !err.contains("lock") {
+        if !out.status.success() && !err.contains("lock") {
             panic!("{program} {}: {err}", args.join(" "));
         }
-        // A kernel timer: the other holder is a separate process, nothing to wait on.
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!(
+        out.status.success()
+    });
+    assert!(
+        done,
         "{program} {}: the password files stayed locked",
         args.join(" ")
     );

@@ -326,7 +326,7 @@ impl Session {
                 h.answered = true;
                 h.next_check = now + RECHECK;
             }
-            return;
+            return self.still_held();
         }
         if self.answer_live_dialog() {
             if now.saturating_duration_since(since) < self.cfg.composer_hold {
@@ -371,6 +371,7 @@ impl Session {
                     h.answered |= !residue;
                     h.next_check = now + if residue { RESIDUE_RECHECK } else { RECHECK };
                 }
+                self.still_held();
             }
             HoldStep::Deliver => {
                 if let Some(h) = self.held.take() {
@@ -384,6 +385,12 @@ impl Session {
                 self.next_delivery();
             }
         }
+    }
+
+    /// A held delivery was looked at again and stays held (behind a draft or an open
+    /// permission prompt): the `session-held:<identity>` test event (`daemon::test_hooks`).
+    fn still_held(&self) {
+        crate::config::test_events::emit(format_args!("session-held:{}", self.cfg.identity));
     }
 
     /// The end of the in-flight delivery whose bytes are `span`. A failure after some of its
