@@ -168,8 +168,10 @@ fn record_gemini_cli() {
     // a newline (no kitty keyboard protocol), so the message stays in the composer.
     t.paste("MID-TURN message");
     t.keys(b"\r");
-    // Time, as recorded: the spinner never lets the screen go still.
-    std::thread::sleep(Duration::from_millis(700));
+    // The spinner never lets the screen go still: wait for the paste to be drawn instead.
+    t.wait("the mid-turn paste drawn", BOOT, |s| {
+        s.contains("MID-TURN message")
+    });
     t.save("09-enter-right-after-paste");
     // Enter again, later: queued.
     t.keys(b"\r");
@@ -315,9 +317,7 @@ fn record_gemini_preconfigured() {
     assert!(ready(&t.screen()), "no dialog");
 
     // Delivery as the daemon delivers: one bracketed paste, 300 ms, one Enter.
-    t.paste("PEER message one\nsecond line");
-    // Time, as the daemon waits (spec 04 §1 "Input").
-    std::thread::sleep(Duration::from_millis(300));
+    paste_as_the_daemon(&mut t, "PEER message one\nsecond line");
     t.keys(b"\r");
     let one = common::poll(Duration::from_secs(10), || {
         api.has_turn_with("PEER message one")
@@ -363,8 +363,7 @@ fn record_gemini_preconfigured() {
 
     // Esc during a turn.
     script(&api);
-    t.paste("HOLD interrupt me");
-    std::thread::sleep(Duration::from_millis(300));
+    paste_as_the_daemon(&mut t, "HOLD interrupt me");
     submit(&mut t, "the held turn", |s| s.contains("esc to cancel"));
     t.shot_now("esc to cancel", "21-busy-before-esc");
     t.keys(b"\x1b");
@@ -372,6 +371,13 @@ fn record_gemini_preconfigured() {
     t.settle(QUIET);
     t.save("22-after-esc");
     t.end();
+}
+
+/// A bracketed paste of `text`, then the pause the daemon leaves before its Enter.
+fn paste_as_the_daemon(t: &mut PtyRecording, text: &str) {
+    t.paste(text);
+    // Time is the thing recorded: the daemon's pause between paste and Enter (spec 04 §1 "Input").
+    std::thread::sleep(Duration::from_millis(300));
 }
 
 /// The recorded screens show the signs the README's findings state.

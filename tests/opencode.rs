@@ -296,8 +296,10 @@ fn record_opencode() {
     t.keys(b"\r");
     t.shot_now("esc interrupt", "13-busy-before-esc");
     t.keys(b"\x1b");
-    // Time, as recorded: the spinner never lets the screen go still.
-    std::thread::sleep(Duration::from_millis(1000));
+    // The spinner never lets the screen go still: wait for the first Esc's answer instead.
+    t.wait("the first Esc's answer", BOOT, |s| {
+        s.contains("esc again to interrupt") || ready(s)
+    });
     t.save("14-after-one-esc");
     if t.screen().contains("esc again to interrupt") {
         t.keys(b"\x1b");
