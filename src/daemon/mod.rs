@@ -576,22 +576,14 @@ impl Daemon {
         bus: crate::eventbus::Bus,
         mut router_failed: UnixStream,
     ) -> Result<std::thread::JoinHandle<()>, DaemonError> {
-        let (session_tx, session_rx) = crossbeam_channel::unbounded();
-        let router = Router::new(
-            paths.clone(),
-            w.cfg.clone(),
-            info,
-            w.router_tx.clone(),
-            session_tx,
-            bus,
-        );
+        let router = Router::new(paths.clone(), w.cfg.clone(), info, w.router_tx.clone(), bus);
         let router_fatal = w.fatal.clone();
         std::thread::Builder::new()
             .name(ROUTER_THREAD.into())
             .spawn(move || {
                 // Unwinding drops the router's state, and with it every waiting requester's
                 // reply channel; the hook has recorded the failure before that, so they read it.
-                if let Err(panic) = guard::catch(move || router.run(router_rx, session_rx)) {
+                if let Err(panic) = guard::catch(move || router.run(router_rx)) {
                     router_fatal.set(format!("the router thread panicked ({panic})"));
                     let _ = router_failed.write_all(b"!");
                 }
