@@ -339,7 +339,7 @@ fn rows_follow_each_chunk_and_resize() {
 /// the whole rows say — on every recorded screen of Claude Code and Codex,
 /// looked at after every chunk (wide characters, colours, frames, dialogs).
 #[test]
-fn fixture_rows_from_cells_are_the_rows() {
+fn fixture_a_row_made_alone_is_that_row() {
     let root = env!("CARGO_MANIFEST_DIR");
     let mut looked = 0;
     for dir in ["claude-2.1.332", "codex-0.171.0"] {
