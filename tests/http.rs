@@ -192,6 +192,29 @@ fn hostile_requests_leave_no_thread_or_fd_behind() {
     assert_eq!(mcp_ping(port).0, Some(200));
 }
 
+/// Issue 31 item 3: the daemon sizes its descriptor table at start for its open-file limit,
+/// so the first burst of connections does not wait while the kernel grows it (the table
+/// never shrinks, so `FDSize` shows it with only a handful of descriptors open).
+#[test]
+fn the_daemon_sizes_its_descriptor_table_at_start() {
+    let env = daemon_with_nofile(4096);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", pid(&env))).unwrap();
+    let slots: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("FDSize:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap();
+    assert!(
+        slots >= 4096,
+        "FDSize {slots}, open {}",
+        count(pid(&env), "fd")
+    );
+    assert!(
+        count(pid(&env), "fd") < 64,
+        "the sizing descriptor was closed"
+    );
+}
+
 /// Issue 12 item 2: with the daemon at nofile 1024, 2 000 slowloris connections (heads that
 /// never end) and 100 stalled bodies are held while MCP is asked 100 times: every ask is
 /// answered, promptly. After the flood the daemon is healthy.

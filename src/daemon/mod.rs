@@ -168,6 +168,56 @@ fn raise_fd_limit() {
     }
 }
 
+/// The most descriptors the daemon's table is sized for at start ([`size_fd_table`]): 8 192
+/// slots cost the kernel 64 KiB of pointers, and hold a burst of a thousand MCP connections
+/// beside a thousand sessions' descriptors.
+pub const FD_TABLE_AT_START: u64 = 8192;
+
+/// How many descriptor slots [`size_fd_table`] asks for under a soft `RLIMIT_NOFILE` of
+/// `soft`: the limit, at most [`FD_TABLE_AT_START`]; 0 (nothing to do) under 64, which the
+/// kernel's first table already holds.
+pub fn fd_table_size(soft: u64) -> u64 {
+    let size = soft.min(FD_TABLE_AT_START);
+    if size <= 64 {
+        0
+    } else {
+        size
+    }
+}
+
+/// Grow the process's descriptor table once, now, to [`fd_table_size`] slots (issue 31 item
+/// 3): the kernel grows it by doubling as descriptors are opened, and each growth copies the
+/// table under its lock, which stalled the acceptor twice for ~20 ms in the first burst of
+/// connections. A duplicate at the table's last slot makes the kernel size it, and closing
+/// the duplicate keeps the size (the table never shrinks). Returns the slots asked for (0:
+/// none); a failure only warns.
+fn size_fd_table() -> u64 {
+    use nix::fcntl::{fcntl, FcntlArg};
+    use nix::sys::resource::{getrlimit, Resource};
+    let Ok((soft, _)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return 0;
+    };
+    let size = fd_table_size(soft);
+    let Ok(last) = std::os::fd::RawFd::try_from(size.saturating_sub(1)) else {
+        return 0;
+    };
+    if size == 0 {
+        return 0;
+    }
+    // F_DUPFD takes the lowest free descriptor at or above `last`: never one in use.
+    match fcntl(std::io::stderr(), FcntlArg::F_DUPFD_CLOEXEC(last)) {
+        Ok(fd) => {
+            // SAFETY: `fd` was just made by F_DUPFD and nothing else holds it.
+            drop(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) });
+            size
+        }
+        Err(e) => {
+            log::warn!("cannot size the descriptor table for {size} descriptors: {e}");
+            0
+        }
+    }
+}
+
 /// Name the colour switches of the daemon's environment that its agents will not get
 /// ([`crate::session::env::COLOUR_SWITCHES`]): a screen drawn without colours is the first
 /// thing to suspect when drafts are seen where none were typed.
@@ -425,6 +475,7 @@ impl Daemon {
             log::warn!("{w}");
         }
         raise_fd_limit();
+        size_fd_table();
         log_colour_switches();
         Ok((cfg, fatal))
     }
@@ -585,22 +636,14 @@ impl Daemon {
         bus: crate::eventbus::Bus,
         mut router_failed: UnixStream,
     ) -> Result<std::thread::JoinHandle<()>, DaemonError> {
-        let (session_tx, session_rx) = crossbeam_channel::unbounded();
-        let router = Router::new(
-            paths.clone(),
-            w.cfg.clone(),
-            info,
-            w.router_tx.clone(),
-            session_tx,
-            bus,
-        );
+        let router = Router::new(paths.clone(), w.cfg.clone(), info, w.router_tx.clone(), bus);
         let router_fatal = w.fatal.clone();
         std::thread::Builder::new()
             .name(ROUTER_THREAD.into())
             .spawn(move || {
                 // Unwinding drops the router's state, and with it every waiting requester's
                 // reply channel; the hook has recorded the failure before that, so they read it.
-                if let Err(panic) = guard::catch(move || router.run(router_rx, session_rx)) {
+                if let Err(panic) = guard::catch(move || router.run(router_rx)) {
                     router_fatal.set(format!("the router thread panicked ({panic})"));
                     let _ = router_failed.write_all(b"!");
                 }
@@ -703,5 +746,34 @@ impl Running {
                 served.map_err(io_err("control loop failed"))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod fd_table_tests {
+    use super::*;
+
+    /// `FDSize:` of `/proc/self/status`: the slots of this process's descriptor table.
+    fn fd_slots() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("FDSize:")).unwrap();
+        line["FDSize:".len()..].trim().parse().unwrap()
+    }
+
+    #[test]
+    fn the_table_is_sized_for_the_limit_at_most_the_cap() {
+        assert_eq!(fd_table_size(1024), 1024);
+        assert_eq!(fd_table_size(1_048_576), FD_TABLE_AT_START);
+        assert_eq!(fd_table_size(64), 0, "the kernel's first table");
+        assert_eq!(fd_table_size(0), 0);
+    }
+
+    #[test]
+    fn sizing_grows_the_table_and_leaves_no_descriptor_open() {
+        let size = size_fd_table();
+        assert!(size > 64, "a test process's limit is above 64");
+        assert!(fd_slots() >= size, "FDSize {} < {size}", fd_slots());
+        let last = format!("/proc/self/fd/{}", size - 1);
+        assert!(!std::path::Path::new(&last).exists(), "{last} left open");
     }
 }

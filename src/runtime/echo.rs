@@ -41,8 +41,23 @@ fn shows_prompt(screen: &Screen) -> bool {
         && crate::term::menu::find_menu_with(rows, '❯').is_none()
 }
 
+/// The echo agent's busy sign: the end of its status line (`echo_agent::mod`'s
+/// `update_status`).
+const BUSY_SIGN: &str = "esc to interrupt";
+
+/// Whether the echo agent shows its busy sign where it draws it: in the status line right
+/// above its prompt row (`echo_agent::ui::Screen::frame`: output lines, then the status line,
+/// then `❯ ` and the composer's one-row display; nothing below). Only these two rows are made, not
+/// the whole screen after every chunk of output (issue 31 item 3); so the words in an output
+/// line further up (a message that quotes them) are no sign (in the newest output line, right
+/// above the prompt when no status is drawn, they still are). Without a prompt row
+/// (`--no-prompt`, before the first frame) the whole screen is read.
 fn busy(screen: &Screen) -> bool {
-    screen.text().contains("esc to interrupt")
+    let Some(prompt) = screen.last_row_starting_with(crate::echo_agent::ui::PROMPT.trim_end())
+    else {
+        return screen.text().contains(BUSY_SIGN);
+    };
+    (prompt.saturating_sub(1)..=prompt).any(|r| screen.row_text(r).contains(BUSY_SIGN))
 }
 
 impl Adapter for Echo {
@@ -167,6 +182,43 @@ mod tests {
             vec![OsString::from("echo-agent"), "--resume".into()]
         );
         assert!(echo.activity_ms(dir.path()).is_some());
+    }
+
+    /// The screen the echo agent draws from `frames` (its own frame builder).
+    fn drawn(frames: &[(&[&str], Option<&str>)]) -> Screen {
+        let mut ui = crate::echo_agent::ui::Screen::new(true);
+        let mut screen = Screen::new(50, 220);
+        for (lines, status) in frames {
+            ui.set_status(status.map(str::to_string));
+            let lines: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+            screen.feed(ui.frame(&lines, "").as_bytes(), true);
+        }
+        screen
+    }
+
+    #[test]
+    fn busy_is_the_status_line_above_the_prompt() {
+        let echo = Echo::from_env();
+        let status = Some("✻ replying to bob… (esc to interrupt)");
+        assert!(!echo.is_busy(&drawn(&[(&["banner"], None)])));
+        assert!(echo.is_busy(&drawn(&[(&["banner"], None), (&["received"], status)])));
+        // Cleared when the reply is sent.
+        let done = drawn(&[(&["banner"], status), (&["sent"], None)]);
+        assert!(!echo.is_busy(&done));
+        // A message further up that quotes the words is no sign: only the row above the
+        // prompt (the status line, or the newest output line when there is none) counts.
+        let quote = "received 12:00:00 from bob: esc to interrupt";
+        let quoted = drawn(&[(&[quote, "sent"], None)]);
+        assert!(quoted.text().contains(BUSY_SIGN));
+        assert!(!echo.is_busy(&quoted));
+        // With many lines above, the sign is still found (the screen scrolled).
+        let many: Vec<String> = (0..80).map(|i| format!("line {i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert!(echo.is_busy(&drawn(&[(&many, status)])));
+        // No prompt row drawn: the whole screen is read.
+        let mut bare = Screen::new(50, 220);
+        bare.feed("working (esc to interrupt)\r\n".as_bytes(), true);
+        assert!(echo.is_busy(&bare));
     }
 
     #[test]

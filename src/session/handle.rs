@@ -339,6 +339,25 @@ pub struct SessionEvent {
     pub kind: EventKind,
 }
 
+/// Where a session thread sends its [`SessionEvent`]s: the router's one inbox, each event
+/// wrapped as the router's own message by the function the daemon gives
+/// [`EventSink::new`] (issue 31 item 3: the router waits on one channel, not a select over
+/// two, so its events and the other threads' messages reach it in the order they were sent).
+#[derive(Clone)]
+pub struct EventSink(Arc<dyn Fn(SessionEvent) -> bool + Send + Sync>);
+
+impl EventSink {
+    /// A sink that hands each event to `send`, which returns false when the receiver is gone.
+    pub fn new(send: impl Fn(SessionEvent) -> bool + Send + Sync + 'static) -> EventSink {
+        EventSink(Arc::new(send))
+    }
+
+    /// Send one event. Returns false when the router is gone.
+    pub fn send(&self, ev: SessionEvent) -> bool {
+        (self.0)(ev)
+    }
+}
+
 /// The router's handle on a session thread: a command channel plus the thread's poll waker.
 #[derive(Clone)]
 pub struct SessionHandle {
@@ -352,5 +371,44 @@ impl SessionHandle {
         let ok = self.tx.send(cmd).is_ok();
         let _ = self.waker.wake();
         ok
+    }
+}
+
+#[cfg(test)]
+mod sink_tests {
+    use super::*;
+
+    /// Issue 31 item 3: a session's events reach the one inbox wrapped as its owner's message,
+    /// in the order sent among the other senders' messages; a gone inbox is told.
+    #[test]
+    fn an_event_sink_wraps_events_into_the_one_inbox_in_order() {
+        #[derive(Debug, PartialEq)]
+        enum Inbox {
+            Other(u32),
+            Session(SessionEvent),
+        }
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let sink = {
+            let tx = tx.clone();
+            EventSink::new(move |ev| tx.send(Inbox::Session(ev)).is_ok())
+        };
+        let ev = |n| SessionEvent {
+            session: n,
+            kind: EventKind::Busy(true),
+        };
+        assert!(sink.clone().send(ev(1)));
+        tx.send(Inbox::Other(2)).unwrap();
+        assert!(sink.send(ev(3)));
+        let got: Vec<Inbox> = rx.try_iter().collect();
+        assert_eq!(
+            got,
+            [
+                Inbox::Session(ev(1)),
+                Inbox::Other(2),
+                Inbox::Session(ev(3))
+            ]
+        );
+        drop(rx);
+        assert!(!sink.send(ev(4)), "the inbox is gone");
     }
 }

@@ -8,8 +8,6 @@
 
 use std::sync::Arc;
 
-use crossbeam_channel::Sender;
-
 use super::decide::{launched, LaunchFor, LaunchedFacts, LaunchedStep};
 use super::endpoint::{delivery_for, Job};
 use super::launch_plan::{self, LaunchFacts};
@@ -29,7 +27,7 @@ use crate::protocol::Code;
 use crate::registry::{Registry, RegistryPeer};
 use crate::runtime::{Adapter, ConversationNaming, LaunchCtx, RuntimeKind, WakeMode};
 use crate::session::env::{session_env, EnvInput};
-use crate::session::handle::{Cause, Delivery, SessionCmd, SessionEvent, SessionHandle};
+use crate::session::handle::{Cause, Delivery, EventSink, SessionCmd, SessionHandle};
 use crate::session::spawn::SpawnSpec;
 use crate::session::thread::{self, SessionConfig};
 
@@ -101,7 +99,7 @@ impl Router {
             cfg: self.cfg.clone(),
             port: self.info.port,
             fleet_secret: self.info.fleet_secret.clone(),
-            session_tx: self.session_tx.clone(),
+            sessions: self.sessions.clone(),
             exits_log: self.exits_log.clone(),
             woke_at_ms: self.now.ms,
             ids: self.ids.clone(),
@@ -392,7 +390,8 @@ struct LaunchEnv {
     port: u16,
     /// The fleet API's secret ([`super::DaemonInfo::fleet_secret`]).
     fleet_secret: Option<String>,
-    session_tx: Sender<SessionEvent>,
+    /// Where the session thread sends its events (the router's inbox).
+    sessions: EventSink,
     /// `exits.log`, tapped into the event bus (the session thread writes it).
     exits_log: TappedLog,
     /// When the router decided the launch (`woke_at` of the session record).
@@ -552,8 +551,7 @@ fn start_session(
     spec: SpawnSpec,
     env: &LaunchEnv,
 ) -> Result<(SessionHandle, u32), Refusal> {
-    let (paths, cfg, session_tx, exits_log) =
-        (&env.paths, &env.cfg, &env.session_tx, &env.exits_log);
+    let (paths, cfg, sessions, exits_log) = (&env.paths, &env.cfg, &env.sessions, &env.exits_log);
     let identity = plan.ident.to_string();
     let scfg = SessionConfig {
         session: plan.session,
@@ -571,7 +569,7 @@ fn start_session(
         ids: Some(env.ids.clone()),
         gated: plan.gated.is_some(),
     };
-    thread::start(scfg, &spec, session_tx.clone()).map_err(|e| {
+    thread::start(scfg, &spec, sessions.clone()).map_err(|e| {
         offline(
             &plan.ident.personality,
             format!("cannot start {}: {e}", spec.program.to_string_lossy()),

@@ -35,7 +35,7 @@ mod verbs;
 
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{select, Receiver, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use super::lifecycle::Backoff;
 use super::mcp::{CallerCreds, SendArgs};
@@ -49,7 +49,7 @@ use crate::names::Identity;
 use crate::paths::Paths;
 use crate::protocol::{Code, Failure, Pong, Request};
 use crate::runtime::{Adapter, RuntimeKind, WakeMode};
-use crate::session::handle::{Cause, SessionEvent, SessionHandle, SessionStatus};
+use crate::session::handle::{Cause, EventSink, SessionEvent, SessionHandle, SessionStatus};
 use decide::Live;
 use launch::Spawned;
 use now::Now;
@@ -105,6 +105,9 @@ pub enum RouterMsg {
         /// Where to answer.
         reply: ReplyTo,
     },
+    /// A session thread reported something (through the [`EventSink`] the router gives each
+    /// session: one inbox for everything the router hears).
+    Session(SessionEvent),
     /// A lifecycle event another daemon thread saw (the team changed: `ev=peers`,
     /// [`crate::daemon::peers_watch`]): logged.
     Lifecycle(crate::eventlog::Event),
@@ -234,7 +237,8 @@ pub struct Router {
     timers: Timers,
     next_id: u64,
     tx: Sender<RouterMsg>,
-    session_tx: Sender<SessionEvent>,
+    /// What each session thread sends its events to: `tx`, wrapped.
+    sessions: EventSink,
     shutdown: Option<Sender<()>>,
     /// `lifecycle.log`, `delivery.log` and `exits.log` (written by session threads), each
     /// line also published on the daemon's event bus (spec 10 §1).
@@ -277,7 +281,6 @@ impl Router {
         cfg: Config,
         info: DaemonInfo,
         tx: Sender<RouterMsg>,
-        session_tx: Sender<SessionEvent>,
         bus: Bus,
     ) -> Router {
         let tapped = |path, name, source| {
@@ -303,8 +306,11 @@ impl Router {
             supervisor: Supervisor::default(),
             timers: Timers::default(),
             next_id: 1,
+            sessions: {
+                let tx = tx.clone();
+                EventSink::new(move |ev| tx.send(RouterMsg::Session(ev)).is_ok())
+            },
             tx,
-            session_tx,
             shutdown: None,
             lifecycle_log,
             delivery_log,
@@ -354,7 +360,7 @@ impl Router {
     }
 
     /// Run until shutdown completes or every sender is gone.
-    pub fn run(mut self, rx: Receiver<RouterMsg>, session_rx: Receiver<SessionEvent>) {
+    pub fn run(mut self, rx: Receiver<RouterMsg>) {
         self.now = Now::read();
         // The runtimes installed at start are the baseline of `notice_new_runtimes`.
         self.supervisor
@@ -368,28 +374,20 @@ impl Router {
                 .next_at()
                 .map(|at| at.saturating_duration_since(Now::read().at))
                 .unwrap_or(Duration::from_secs(3600));
-            select! {
-                recv(rx) -> msg => match msg {
-                    Ok(m) => {
-                        self.now = Now::read();
-                        self.on_msg(m)
-                    }
-                    Err(_) => {
-                        self.topics.flush(&self.paths);
-                        return;
-                    }
-                },
-                recv(session_rx) -> ev => {
-                    if let Ok(ev) = ev {
-                        self.now = Now::read();
-                        self.on_session_event(ev);
-                    }
-                },
-                default(timeout) => {},
+            match rx.recv_timeout(timeout) {
+                Ok(m) => {
+                    self.now = Now::read();
+                    self.on_msg(m)
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.topics.flush(&self.paths);
+                    return;
+                }
             }
             self.now = Now::read();
             self.fire_timers(self.now.at);
-            if rx.is_empty() && session_rx.is_empty() {
+            if rx.is_empty() {
                 self.topics.caught_up(&self.paths, self.now.at);
                 crate::daemon::test_hooks::emit("router-idle");
             }
@@ -478,6 +476,8 @@ impl Router {
                     session,
                     result,
                 } => self.on_launched(&identity, session, *result),
+                // The sessions' ends are what a shutdown waits for.
+                RouterMsg::Session(ev) => self.on_session_event(ev),
                 RouterMsg::Tick
                 | RouterMsg::Shutdown { .. }
                 | RouterMsg::ToolsListed { .. }
@@ -525,6 +525,7 @@ impl Router {
                 session,
                 result,
             } => self.on_launched(&identity, session, *result),
+            RouterMsg::Session(ev) => self.on_session_event(ev),
             RouterMsg::Tick => self.on_tick(),
             RouterMsg::Lifecycle(ev) => self.lifecycle(ev),
             RouterMsg::Shutdown { done } => self.begin_shutdown(done),

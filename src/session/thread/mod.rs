@@ -21,7 +21,7 @@ use std::process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Receiver;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
 use nix::sys::signal::Signal;
@@ -31,7 +31,8 @@ use super::clients::{Client, ClientInput};
 use super::compact::{ActiveCompact, CompactStep};
 use super::deliver::{ActiveDelivery, GateFollower, QueueFollower, Span, Step, Taken};
 use super::handle::{
-    Cause, Delivery, EventKind, ScreenText, SessionCmd, SessionEvent, SessionHandle, SessionStatus,
+    Cause, Delivery, EventKind, EventSink, ScreenText, SessionCmd, SessionEvent, SessionHandle,
+    SessionStatus,
 };
 use super::outcome::{CompactFailure, DeliveryFailure, GateFailure};
 use super::panelog::PaneLog;
@@ -106,7 +107,7 @@ pub struct SessionConfig {
 pub fn start(
     cfg: SessionConfig,
     spec: &SpawnSpec,
-    events: Sender<SessionEvent>,
+    events: EventSink,
 ) -> io::Result<(SessionHandle, u32)> {
     let poll = Poll::new()?;
     let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
@@ -303,7 +304,7 @@ struct Session {
     now: Instant,
     cmd_rx: Receiver<SessionCmd>,
     reaper: Reaper,
-    events: Sender<SessionEvent>,
+    events: EventSink,
     screen: Screen,
     /// Last output kept for router runtimes (they have no screen model worth reading).
     pipe_tail: VecDeque<u8>,
@@ -367,7 +368,7 @@ impl Session {
         pid: u32,
         cmd_rx: Receiver<SessionCmd>,
         reaper: Reaper,
-        events: Sender<SessionEvent>,
+        events: EventSink,
     ) -> io::Result<Session> {
         let reg = poll.registry();
         match &io {

@@ -163,6 +163,33 @@ impl Screen {
         })
     }
 
+    /// Row `r`'s text as in [`Screen::rows`] (right-trimmed; empty past the last row). When
+    /// the rows are not made yet, only this row is: a decision that reads a few rows per
+    /// chunk of output does not make the others (issue 31 item 3).
+    pub fn row_text(&self, r: u16) -> String {
+        if let Some(rows) = self.rows_cache.get() {
+            return rows.get(usize::from(r)).cloned().unwrap_or_default();
+        }
+        // vt100 writes row `r` whole (as its `rows` does), then nothing of row `r + 1`: a
+        // line break, or none after a wrapped row; the rows above are skipped, not written.
+        let mut text = self
+            .parser
+            .screen()
+            .contents_between(r, 0, r.saturating_add(1), 0);
+        text.truncate(text.trim_end().len());
+        text
+    }
+
+    /// The last row whose text, leading blanks skipped, starts with `glyph` — the row
+    /// [`Screen::composer_text`] reads — found from the bottom up, making only the rows up to
+    /// it. `None` when no row does.
+    pub fn last_row_starting_with(&self, glyph: &str) -> Option<u16> {
+        let (rows, _) = self.size();
+        (0..rows)
+            .rev()
+            .find(|&r| self.row_text(r).trim_start().starts_with(glyph))
+    }
+
     /// The visible screen as plain text: [`Screen::rows`] joined by `\n`. Made once per
     /// state and borrowed after that.
     pub fn text(&self) -> &str {
@@ -213,13 +240,8 @@ impl Screen {
     /// `glyph` (`❯` for claude, `›` for codex). `None` when no row starts with it.
     pub fn composer_text(&self, glyph: &str) -> Option<ComposerState> {
         let screen = self.parser.screen();
-        let (rows, cols) = screen.size();
-        let texts = self.rows();
-        let row = (0..rows).rev().find(|&r| {
-            texts
-                .get(usize::from(r))
-                .is_some_and(|t| t.trim_start().starts_with(glyph))
-        })?;
+        let (_, cols) = screen.size();
+        let row = self.last_row_starting_with(glyph)?;
         let mut past_glyph = false;
         let mut seen = String::new();
         let mut text = String::new();

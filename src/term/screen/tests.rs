@@ -334,3 +334,47 @@ fn rows_follow_each_chunk_and_resize() {
     assert_eq!(s.rows().len(), 30);
     assert_eq!(s.text().split('\n').count(), 30);
 }
+
+/// Issue 31 item 3: a row made alone, and the prompt row found from the bottom up, are what
+/// the whole rows say — on every recorded screen of Claude Code and Codex,
+/// looked at after every chunk (wide characters, colours, frames, dialogs).
+#[test]
+fn fixture_a_row_made_alone_is_that_row() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut looked = 0;
+    for dir in ["claude-2.1.332", "codex-0.171.0"] {
+        let mut names: Vec<_> = std::fs::read_dir(format!("{root}/tests/fixtures/{dir}"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "raw"))
+            .collect();
+        names.sort();
+        for path in names {
+            let bytes = std::fs::read(&path).unwrap();
+            let (mut cells, mut whole) = (Screen::new(50, 220), Screen::new(50, 220));
+            for chunk in bytes.chunks(1024) {
+                cells.feed(chunk, true);
+                whole.feed(chunk, true);
+                for r in 0..50u16 {
+                    assert_eq!(
+                        cells.row_text(r),
+                        whole.rows()[usize::from(r)],
+                        "{path:?} {r}"
+                    );
+                }
+                for glyph in ["❯", "›", "Do you"] {
+                    let want = (0..50u16)
+                        .rev()
+                        .find(|&r| whole.rows()[usize::from(r)].trim_start().starts_with(glyph));
+                    assert_eq!(
+                        cells.last_row_starting_with(glyph),
+                        want,
+                        "{path:?} {glyph}"
+                    );
+                }
+                looked += 1;
+            }
+        }
+    }
+    assert!(looked > 100, "{looked} screens");
+}
