@@ -14,12 +14,6 @@ use std::time::Duration;
 
 use crate::common::{self, TestEnv};
 
-fn script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scripts")
-        .join(name)
-}
-
 /// The section names of an ELF file (binutils' `readelf -S`).
 fn sections(file: &Path) -> String {
     let out = Command::new("readelf")
@@ -59,7 +53,7 @@ fn a_split_binary_installed_by_the_script_names_file_and_line_in_a_backtrace() {
             let bin = build.join("iapeer");
             std::fs::copy(common::bin(), &bin).unwrap();
             let out = Command::new("bash")
-                .arg(script("split-debug.sh"))
+                .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/split-debug.sh"))
                 .arg(&bin)
                 .output()
                 .expect("run scripts/split-debug.sh");
@@ -86,15 +80,8 @@ fn a_split_binary_installed_by_the_script_names_file_and_line_in_a_backtrace() {
 
     // Installed as a user installs it.
     let bin_dir = env.home.join(".local/bin");
-    let out = Command::new("bash")
-        .arg(script("install.sh"))
-        .env("HOME", &env.home)
-        .env("IAPEER_ROOT", &env.root)
-        .env("IAPEER_INSTALL_FROM", &bin)
-        .env_remove("IAPEER_BIN_DIR")
-        .env_remove("XDG_DATA_HOME")
-        .env_remove("XDG_CONFIG_HOME")
-        .env_remove("IAPEER_SYSTEMD_DIR")
+    let out = env
+        .install_script(&bin)
         .output()
         .expect("run scripts/install.sh");
     assert!(out.status.success(), "{}", common::describe(&out));
