@@ -17,6 +17,8 @@ if [[ "$(uname -s)" != Linux ]]; then
     echo "release binary: $bin ($(wc -c <"$bin") bytes; its debug info where the platform keeps it)"
     exit 0
 fi
+# A DWARF package left by a build before split-debuginfo was "off" (std would open it too).
+rm -f "$target/release/iapeer.dwp"
 debug="$(scripts/split-debug.sh "$bin")"
 echo "release binary: $bin ($(wc -c <"$bin") bytes)"
 echo "its debug info: $debug ($(wc -c <"$debug") bytes; keep it beside the binary)"
