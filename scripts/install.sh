@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Install iapeer for this user (spec 08 §1): the binary in $IAPEER_BIN_DIR (default
-# ~/.local/bin), keeping the previous one as iapeer.prev; the man page where `man iapeer`
+# ~/.local/bin), keeping the previous one as iapeer.prev, each with the debug file it names
+# (iapeer-<id>.debug, from scripts/release.sh: file and line in backtraces); the man page where `man iapeer`
 # finds it; completions for bash, zsh and fish; then `iapeer install` (root, docs, service
 # file — nothing is started).
 #
-#   scripts/install.sh                                  # builds with cargo build --release
+#   scripts/install.sh                                  # builds with scripts/release.sh
 #   IAPEER_INSTALL_FROM=target/debug/iapeer scripts/install.sh   # installs that binary
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,9 +17,9 @@ fi
 
 src="${IAPEER_INSTALL_FROM:-}"
 if [[ -z "$src" ]]; then
-    echo "== cargo build --release"
-    cargo build --release
-    src="target/release/iapeer"
+    echo "== scripts/release.sh (cargo build --release, then the debug info beside the binary)"
+    scripts/release.sh
+    src="${CARGO_TARGET_DIR:-target}/release/iapeer"
 fi
 if [[ ! -x "$src" ]]; then
     echo "install.sh: $src is not an executable file; build it or point IAPEER_INSTALL_FROM at one" >&2
@@ -40,7 +41,26 @@ put() { # put <target> <mode>  (content on stdin)
     mv -f "$tmp" "$target"
 }
 
+# The debug file a binary names in its .gnu_debuglink section (empty: none).
+debuglink() {
+    readelf -p .gnu_debuglink "$1" 2>/dev/null | sed -n 's/^ *\[ *0\] *//p' || true
+}
+if ! command -v readelf >/dev/null 2>&1 && [[ "$(uname -s)" == Linux ]]; then
+    echo "install.sh: readelf is missing; install binutils (Debian/Ubuntu: sudo apt install binutils) and run again" >&2
+    exit 1
+fi
+
 mkdir -p "$bin_dir"
+# The debug file first, under its own name, so that iapeer never names a file that is not there.
+debug_name="$(debuglink "$src")"
+if [[ -n "$debug_name" ]]; then
+    src_debug="$(dirname "$src")/$debug_name"
+    if [[ "$debug_name" == */* || ! -f "$src_debug" ]]; then
+        echo "install.sh: $src keeps its debug info (file and line in backtraces) in $src_debug, which cannot be read: put that file beside the binary, or make both again with scripts/release.sh" >&2
+        exit 1
+    fi
+    [[ -e "$bin_dir/$debug_name" ]] || put "$bin_dir/$debug_name" 644 <"$src_debug"
+fi
 if [[ -e "$dest" ]]; then
     if cmp -s "$src" "$dest"; then
         echo "binary: $dest (unchanged)"
@@ -53,6 +73,19 @@ if [[ -e "$dest" ]]; then
 else
     put "$dest" 755 <"$src"
     echo "binary: $dest (installed)"
+fi
+# Debug files neither iapeer nor iapeer.prev names (older builds').
+keep_debug=" $(debuglink "$dest") "
+if [[ -e "$bin_dir/iapeer.prev" ]]; then
+    keep_debug+="$(debuglink "$bin_dir/iapeer.prev") "
+fi
+for f in "$bin_dir"/iapeer-*.debug; do
+    if [[ -e "$f" && "$keep_debug" != *" $(basename "$f") "* ]]; then
+        rm -f "$f"
+    fi
+done
+if [[ -n "$debug_name" ]]; then
+    echo "debug info: $bin_dir/$debug_name (file and line in backtraces)"
 fi
 
 "$dest" --generate man | put "$data/man/man1/iapeer.1" 644

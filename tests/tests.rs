@@ -72,6 +72,7 @@ mod plugins;
 mod prompt;
 mod readme_walk;
 mod regressions;
+mod release;
 mod rename;
 mod router_runtime;
 mod send;

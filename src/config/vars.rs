@@ -664,8 +664,8 @@ pub const IAPEER_INSTALL_FROM: EnvVar = var(
     "IAPEER_INSTALL_FROM",
     Kind::Text,
     Part::Install,
-    "a built iapeer binary for scripts/install.sh to install (default: it runs cargo build \
-     --release and installs target/release/iapeer)",
+    "a built iapeer binary for scripts/install.sh to install, with the debug file it names \
+     beside it (default: it runs scripts/release.sh and installs target/release/iapeer)",
 );
 
 /// Every environment variable iapeer reads, in the order the man page lists them.

@@ -25,6 +25,15 @@ pub enum HostError {
     },
     /// There is no previous binary (its path).
     NoPrevious(PathBuf),
+    /// A binary names a debug file (`.gnu_debuglink`) that is not readable beside it.
+    NoDebugFile {
+        /// The binary.
+        binary: PathBuf,
+        /// The debug file it names, beside it.
+        debug: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
     /// The previous binary could not be moved back.
     MoveBack {
         /// The previous binary.
@@ -59,6 +68,16 @@ impl std::fmt::Display for HostError {
                 f,
                 "there is no previous binary to go back to ({} does not exist)",
                 prev.display()
+            ),
+            HostError::NoDebugFile {
+                binary,
+                debug,
+                source,
+            } => write!(
+                f,
+                "{} keeps its debug info (file and line in backtraces) in {}, which cannot be read ({source}): put that file beside the binary, or make both again with scripts/release.sh",
+                binary.display(),
+                debug.display()
             ),
             HostError::MoveBack { path, source } => {
                 write!(f, "cannot move {} back: {source}", path.display())

@@ -99,6 +99,21 @@ impl TestEnv {
         c
     }
 
+    /// `scripts/install.sh` installing `from` into this world's HOME (its defaults: no
+    /// `IAPEER_BIN_DIR`, XDG folders or systemd folder from the caller), to run with `output()`.
+    pub fn install_script(&self, from: &Path) -> Command {
+        let mut c = Command::new("bash");
+        c.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install.sh"))
+            .env("HOME", &self.home)
+            .env("IAPEER_ROOT", &self.root)
+            .env("IAPEER_INSTALL_FROM", from)
+            .env_remove("IAPEER_BIN_DIR")
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("IAPEER_SYSTEMD_DIR");
+        c
+    }
+
     /// Start the real binary with `args` in the background, stdout and stderr piped (read
     /// them with `wait_with_output`).
     pub fn spawn(&self, args: &[&str]) -> std::process::Child {

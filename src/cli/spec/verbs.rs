@@ -1299,7 +1299,9 @@ pub static VERBS: &[VerbSpec] = &[
         summary: "install a newer iapeer build and restart the daemon on it",
         description: "Install the iapeer binary at the given path (a local build, e.g. target/release/iapeer) \
             as $IAPEER_BIN_DIR/iapeer (default ~/.local/bin), atomically, keeping the current one as \
-            iapeer.prev; then restart the daemon (through the service manager when the service is \
+            iapeer.prev; a build of scripts/release.sh brings the debug file it names \
+            (iapeer-<id>.debug, file and line in backtraces) from beside it, and a debug file neither \
+            binary names is removed. Then restart the daemon (through the service manager when the service is \
             loaded, else iapeer shutdown and iapeer daemon --detach) and wait until it is healthy. It \
             lists the live agent sessions first and refuses while any is mid-turn (its screen shows a \
             turn in progress), unless --force. A loaded \
@@ -1382,7 +1384,7 @@ pub static VERBS: &[VerbSpec] = &[
         signature: "uninstall [--dry-run] [--yes] [--purge]",
         summary: "remove what install put on this machine",
         description: "Stop the daemon (unloading the service), then remove exactly what install created: \
-            the binary and iapeer.prev in $IAPEER_BIN_DIR, the man page, the bash, zsh and fish \
+            the binary and iapeer.prev in $IAPEER_BIN_DIR with their debug files (iapeer-<id>.debug), the man page, the bash, zsh and fish \
             completions, and the service file when iapeer wrote it; and take out of \
             $CODEX_HOME/config.toml the [mcp_servers.iapeer] block and the \
             check_for_update_on_startup setting that codex peers added (the user's other settings \
