@@ -51,11 +51,10 @@ pub const COMPILED_IN: bool = crate::config::vars::TEST_HOOKS_COMPILED_IN;
 /// How long `slow-launch-report` holds a launcher thread's report.
 pub const SLOW_LAUNCH_REPORT: Duration = Duration::from_millis(1500);
 
+use crate::config::test_events::emit;
 /// The environment variable that turns a hook on (test-only; listed in
 /// [`crate::config::vars::NOT_KNOBS`]).
-pub use crate::config::vars::TEST_HOOK as ENV;
-
-pub use crate::config::test_events::emit;
+use crate::config::vars::TEST_HOOK as ENV;
 
 /// An injected failure.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -24,7 +24,7 @@ pub fn create_human_peer(
         name,
         None,
         &InitOptions {
-            runtime: Some(crate::runtime::human::NAME),
+            runtime: Some(crate::names::HUMAN_RUNTIME),
             description,
             intelligence: Some("natural"),
             bearer: false,

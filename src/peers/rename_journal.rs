@@ -610,7 +610,10 @@ pub fn finish(paths: &Paths, j: &Journal) -> Result<Vec<String>, JournalError> {
             })?;
         }
     }
-    if j.runtimes.iter().any(|rt| rt == runtime::human::NAME) {
+    if j.runtimes
+        .iter()
+        .any(|rt| rt == crate::names::HUMAN_RUNTIME)
+    {
         warnings.extend(super::rename::move_human_inbox(paths, &j.old, &j.new));
     }
     kill_point("inboxes");

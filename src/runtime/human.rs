@@ -9,8 +9,7 @@ use super::own_verb::OwnVerb;
 use super::{Acceptance, Confirm};
 use crate::runtime_table::HUMAN;
 
-/// The runtime's name.
-pub use crate::names::HUMAN_RUNTIME as NAME;
+use crate::names::HUMAN_RUNTIME as NAME;
 
 /// The human adapter: `iapeer human-inbox`, a delivery confirmed by its [`StoredAck`].
 pub fn from_env() -> OwnVerb {

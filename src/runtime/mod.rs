@@ -107,7 +107,7 @@ impl SetupError {
 pub fn adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, RuntimeError> {
     match runtime {
         rt if rt == ECHO.name => Ok(Arc::new(echo::Echo::from_env())),
-        human::NAME => Ok(Arc::new(human::from_env())),
+        crate::names::HUMAN_RUNTIME => Ok(Arc::new(human::from_env())),
         // An installed package manifest takes precedence over the built-in service.
         notifier::NAME => Ok(match manifest::Manifest::load(paths, runtime)? {
             Some(m) => Arc::new(router::RouterRuntime::new(m)),

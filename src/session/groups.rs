@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use super::spawn::signal_group;
+use crate::child::signal_group;
 
 static LIVE: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
 

@@ -12,9 +12,6 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Mutex;
 
-/// The session's children lead their own process groups too (`crate::child` owns the helper).
-pub use crate::child::signal_group;
-
 use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
 use nix::pty::{openpty, OpenptyResult, Winsize};
 use nix::sys::signal::{self, SigHandler, SigSet, SigmaskHow, Signal};
@@ -307,7 +304,7 @@ mod tests {
             let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL).unwrap());
             assert!(flags.contains(OFlag::O_NONBLOCK));
         }
-        signal_group(c.child.id(), Signal::SIGKILL).unwrap();
+        crate::child::signal_group(c.child.id(), Signal::SIGKILL).unwrap();
         c.child.wait().unwrap();
     }
 
@@ -327,7 +324,7 @@ mod tests {
     #[test]
     fn group_signal_ends_the_child() {
         let mut c = spawn_pipes(&spec("sleep 30"), None).unwrap();
-        signal_group(c.child.id(), Signal::SIGTERM).unwrap();
+        crate::child::signal_group(c.child.id(), Signal::SIGTERM).unwrap();
         let status = c.child.wait().unwrap();
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(status.signal(), Some(Signal::SIGTERM as i32));

@@ -71,7 +71,7 @@ impl TestEnv {
             .env("IAPEER_ROOT", &self.root)
             .env("IAPEER_PORT", "0")
             .env("IS_SANDBOX", "1")
-            // The daemon's test events (daemon::test_hooks::emit), for hook_count and friends.
+            // The daemon's test events (config::test_events::emit), for hook_count and friends.
             .env("IAPEER_TEST_EVENTS", self.hook_events_path())
             // No desktop notifications from human peers' inboxes in tests.
             .env("IAPEER_NOTIFY", "0")

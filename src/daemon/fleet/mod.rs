@@ -542,7 +542,7 @@ impl Fleet {
                 "version": env!("CARGO_PKG_VERSION"),
                 "ts": now_ts(),
                 "peer": name,
-                "identity": format!("{}-{name}", crate::runtime::human::NAME),
+                "identity": format!("{}-{name}", crate::names::HUMAN_RUNTIME),
                 "unread": unread,
                 "records": shown,
             }),

@@ -298,7 +298,7 @@ impl Router {
                     reply,
                 });
                 self.arm_sweep();
-                crate::daemon::test_hooks::emit("approvals-wait");
+                crate::config::test_events::emit("approvals-wait");
             }
             _ => reply.finish(self.op_approvals()),
         }

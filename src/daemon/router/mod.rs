@@ -389,7 +389,7 @@ impl Router {
             self.fire_timers(self.now.at);
             if rx.is_empty() {
                 self.topics.caught_up(&self.paths, self.now.at);
-                crate::daemon::test_hooks::emit("router-idle");
+                crate::config::test_events::emit("router-idle");
             }
             if self.shutdown.is_some() && self.live.is_empty() {
                 self.topics.flush(&self.paths);

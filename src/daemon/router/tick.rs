@@ -68,7 +68,7 @@ impl Router {
                     .field("sessions", self.live.len().to_string()),
             );
         }
-        crate::daemon::test_hooks::emit("tick-done");
+        crate::config::test_events::emit("tick-done");
     }
 
     /// A `rename` killed halfway is settled at daemon start and at every tick (one `stat`

@@ -221,8 +221,8 @@ impl Session {
         if self.state.is_ending() {
             return;
         }
-        let _ = spawn::signal_group(self.pid, Signal::SIGHUP);
-        let _ = spawn::signal_group(self.pid, Signal::SIGTERM);
+        let _ = crate::child::signal_group(self.pid, Signal::SIGHUP);
+        let _ = crate::child::signal_group(self.pid, Signal::SIGTERM);
         if let Some(scope) = &mut self.scope {
             scope.terminate();
         }

@@ -151,7 +151,7 @@ pub fn start(
                     // The child is already running: end it, and tell the router so the
                     // waiting sender gets the reason instead of waiting for ever.
                     log::error!("session {session_id} setup failed: {e}; ending its process group");
-                    let _ = spawn::signal_group(pid, Signal::SIGKILL);
+                    let _ = crate::child::signal_group(pid, Signal::SIGKILL);
                     for ev in setup_failed(session_id, &e) {
                         let _ = events_for_setup.send(ev);
                     }
@@ -161,7 +161,7 @@ pub fn start(
         if std::panic::catch_unwind(run).is_err() {
             // A panic must not take the daemon down: end the child, report the death.
             log::error!("session thread {session_id} panicked; ending its process group");
-            let _ = spawn::signal_group(pid, Signal::SIGKILL);
+            let _ = crate::child::signal_group(pid, Signal::SIGKILL);
             let _ = events_for_panic.send(SessionEvent {
                 session: session_id,
                 kind: EventKind::Exited {

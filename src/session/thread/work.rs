@@ -718,7 +718,7 @@ impl Session {
         }
         if let State::Ending { kill_at, .. } = &mut self.state {
             if now >= *kill_at {
-                let _ = spawn::signal_group(self.pid, Signal::SIGKILL);
+                let _ = crate::child::signal_group(self.pid, Signal::SIGKILL);
                 if let Some(scope) = &mut self.scope {
                     scope.kill();
                 }
