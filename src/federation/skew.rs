@@ -42,7 +42,7 @@ pub fn level(skew_ms: i64) -> SkewLevel {
     }
 }
 
-/// A skew in words: `"12 ms ahead of"`, `"3.400 s behind"`, `"in step with"`. Pure.
+/// A skew in words: `"12 ms ahead of"`, `"3.400 s behind"`, `"in step (0 ms) with"`. Pure.
 pub fn words(skew_ms: i64) -> String {
     let abs = skew_ms.unsigned_abs();
     let amount = if abs < 1000 {
@@ -51,7 +51,7 @@ pub fn words(skew_ms: i64) -> String {
         format!("{}.{:03} s", abs / 1000, abs % 1000)
     };
     match skew_ms {
-        0 => "in step with".into(),
+        0 => "in step (0 ms) with".into(),
         s if s > 0 => format!("{amount} ahead of"),
         _ => format!("{amount} behind"),
     }
@@ -143,7 +143,7 @@ mod tests {
 
     #[test]
     fn skew_reads_as_ahead_or_behind() {
-        assert_eq!(words(0), "in step with");
+        assert_eq!(words(0), "in step (0 ms) with");
         assert_eq!(words(12), "12 ms ahead of");
         assert_eq!(words(-3_400), "3.400 s behind");
         assert_eq!(words(61_005), "61.005 s ahead of");
