@@ -517,8 +517,9 @@ pub fn run(inv: &Invocation) -> CliResult {
     report(inv.flag(flags::JSON), false)
 }
 
-/// `iapeer doctor`: [`report`] (where stalled send preparations are a problem too), then
-/// `verify` (read only); exit 1 when either finds a problem, after both have printed. With
+/// `iapeer doctor`: [`report`] (where stalled send preparations are a problem too), the
+/// federation's checks when this root has joined (`federation::doctor_checks`, issue 28 item
+/// 6), then `verify` (read only); exit 1 when one finds a problem, after all have printed. With
 /// `--json`, one document of the same checks ([`doctor_checks`]) and the same exit code.
 pub fn doctor(inv: &Invocation) -> CliResult {
     if inv.flag(flags::JSON) {
@@ -1130,27 +1131,28 @@ mod tests {
 
     #[test]
     fn the_verdict_names_every_part_with_a_problem() {
-        assert_eq!(verdict(false, false, false), "doctor: no problems\n");
-        assert_eq!(
-            verdict(true, false, false),
-            "doctor: the daemon has a problem (above)\n"
-        );
-        assert_eq!(
-            verdict(false, true, false),
-            "doctor: the registry or a profile has a problem (above)\n"
-        );
-        assert_eq!(
-            verdict(true, true, false),
-            "doctor: the daemon and the registry have problems (above)\n"
-        );
-        assert_eq!(
-            verdict(false, false, true),
-            "doctor: the federation has a problem (above)\n"
-        );
-        assert_eq!(
-            verdict(true, true, true),
-            "doctor: the daemon, the registry and the federation have problems (above)\n"
-        );
+        for (parts, want) in [
+            ((false, false, false), "no problems"),
+            ((true, false, false), "the daemon has a problem (above)"),
+            (
+                (false, true, false),
+                "the registry or a profile has a problem (above)",
+            ),
+            (
+                (true, true, false),
+                "the daemon and the registry have problems (above)",
+            ),
+            ((false, false, true), "the federation has a problem (above)"),
+            (
+                (true, true, true),
+                "the daemon, the registry and the federation have problems (above)",
+            ),
+        ] {
+            assert_eq!(
+                verdict(parts.0, parts.1, parts.2),
+                format!("doctor: {want}\n")
+            );
+        }
     }
 
     #[test]
