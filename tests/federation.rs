@@ -293,6 +293,72 @@ fn doctor_checks_the_link_and_the_clock_skew_only_when_joined() {
     assert_eq!(text.lines().last(), Some("doctor: no problems"), "{text}");
     assert!(!text.contains(SECRET) && !doc.to_string().contains(SECRET));
 
+    // Hosts with wrong clocks, c 5 s ahead and d 30 s behind, write their heartbeats as a
+    // host does (SET alive:<host> EX 15, HSET hosts): a's doctor warns about c and fails on d.
+    let mut con = ::redis::Client::open(redis.url())
+        .and_then(|c| c.get_connection())
+        .expect("a connection to the test's redis-server");
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    for (host, off_ms) in [("c", 5_000), ("d", -30_000)] {
+        let hb = serde_json::json!({"host": host, "time_ms": now_ms + off_ms,
+            "version": "0.1.0", "interval_secs": 5})
+        .to_string();
+        ::redis::pipe()
+            .cmd("SET")
+            .arg(format!("iapeer:v1:alive:{host}"))
+            .arg(&hb)
+            .arg("EX")
+            .arg(15)
+            .cmd("HSET")
+            .arg("iapeer:v1:hosts")
+            .arg(host)
+            .arg(&hb)
+            .query::<()>(&mut con)
+            .unwrap();
+    }
+    let (doc, code) = doctor_json(&a);
+    assert_eq!(code, Some(1), "{doc}");
+    let c = doctor_check(&doc, "clock-skew:c").expect("c measured");
+    assert_eq!(c["level"], "warn", "{doc}");
+    let secs = |check: &Value, prefix: &str| -> f64 {
+        let m = check["message"].as_str().unwrap();
+        let rest = m.strip_prefix(prefix).unwrap_or_else(|| panic!("{m}"));
+        rest.split(' ').next().unwrap().parse().unwrap()
+    };
+    let ahead = secs(&c, "host c's clock is ");
+    assert!((4.5..=5.5).contains(&ahead), "{doc}");
+    assert!(c["message"]
+        .as_str()
+        .unwrap()
+        .contains(" s ahead of redis's"));
+    assert!(c["fix"].as_str().unwrap().contains("NTP"), "{doc}");
+    let d = doctor_check(&doc, "clock-skew:d").expect("d measured");
+    assert_eq!(d["level"], "fail", "{doc}");
+    let behind = secs(&d, "host d's clock is ");
+    assert!((29.5..=30.5).contains(&behind), "{doc}");
+    assert!(d["message"].as_str().unwrap().contains(" s behind redis's"));
+    let text = String::from_utf8_lossy(&a.run(&["doctor"]).stdout).into_owned();
+    assert!(
+        text.contains("clock-skew:d: PROBLEM: host d's clock is"),
+        "{text}"
+    );
+    assert_eq!(
+        text.lines().last(),
+        Some("doctor: the federation has a problem (above)"),
+        "{text}"
+    );
+    ::redis::cmd("DEL")
+        .arg("iapeer:v1:alive:c")
+        .arg("iapeer:v1:alive:d")
+        .query::<()>(&mut con)
+        .unwrap();
+    let (doc, code) = doctor_json(&a);
+    assert_eq!(code, Some(0), "offline hosts are not measured: {doc}");
+    assert!(doctor_check(&doc, "clock-skew:c").is_none(), "{doc}");
+
     // Redis goes away: doctor says the link is away since when, why, and what to do.
     redis.stop();
     wait_link(&a, "a's link away", |d| d["link"]["state"] == "away");
