@@ -201,3 +201,211 @@ fn a_host_with_a_wrong_password_is_refused_and_says_so() {
     assert!(!doc.to_string().contains(SECRET), "{doc}");
     assert!(!c.log("daemon").contains(SECRET));
 }
+
+/// The check of `doctor --json` named `name`, if any.
+fn doctor_check(doc: &Value, name: &str) -> Option<Value> {
+    doc["checks"]
+        .as_array()?
+        .iter()
+        .find(|c| c["name"] == name)
+        .cloned()
+}
+
+/// `doctor --json` and its exit code.
+fn doctor_json(env: &TestEnv) -> (Value, Option<i32>) {
+    let out = env.run(&["doctor", "--json"]);
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("doctor --json: {e}: {}", common::describe(&out));
+    });
+    (doc, out.status.code())
+}
+
+/// Issue 28 item 6: `doctor` checks the federation when the root has joined — the link
+/// connected or away (with why and what to do), the clock skew against Redis's `TIME` and
+/// against the other hosts' heartbeats — and says nothing about it when not joined.
+#[test]
+fn doctor_checks_the_link_and_the_clock_skew_only_when_joined() {
+    let mut redis = RedisServer::start(SECRET);
+    let mut a = TestEnv::new();
+    let mut b = TestEnv::new();
+    a.create_echo("alice");
+    a.start_daemon();
+    b.start_daemon();
+
+    // Not joined: no federation check, and doctor finds no problem.
+    let (doc, code) = doctor_json(&a);
+    assert_eq!(code, Some(0), "{doc}");
+    assert!(
+        !doc.to_string().contains("federation") && !doc.to_string().contains("clock-skew"),
+        "{doc}"
+    );
+    assert!(!a.ok(&["doctor"]).contains("federation"));
+
+    a.ok(&["federation", "join", &redis.url(), "--host-name", "a"]);
+    b.ok(&["federation", "join", &redis.url(), "--host-name", "b"]);
+    wait_link(&a, "a sees b online", |d| {
+        d["link"]["state"] == "connected" && seen(d, "b").is_some_and(|h| h["online"] == true)
+    });
+
+    let (doc, code) = doctor_json(&a);
+    assert_eq!(code, Some(0), "{doc}");
+    assert_eq!(doc["ok"], true, "{doc}");
+    let link = doctor_check(&doc, "federation").expect("a federation check");
+    assert_eq!(link["level"], "ok", "{doc}");
+    assert!(
+        link["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("host a connected to redis://:****@127.0.0.1:"),
+        "{doc}"
+    );
+    // Both clocks are this machine's: the skew is a figure well under the warning's 2 s.
+    let skew = doctor_check(&doc, "clock-skew").expect("a clock-skew check");
+    assert_eq!(skew["level"], "ok", "{doc}");
+    let message = skew["message"].as_str().unwrap();
+    let figure = message
+        .strip_prefix("this host's clock is ")
+        .unwrap_or_else(|| panic!("{doc}"));
+    let words: Vec<&str> = figure.split(' ').take(3).collect();
+    assert!(
+        figure.starts_with("in step (0 ms) with")
+            || (words[0].parse::<u64>().is_ok_and(|ms| ms <= 2_000)
+                && words[1] == "ms"
+                && ["ahead", "behind"].contains(&words[2])),
+        "{doc}"
+    );
+    assert!(
+        message.contains(&format!("redis's at 127.0.0.1:{}", redis.port)),
+        "{doc}"
+    );
+    let other = doctor_check(&doc, "clock-skew:b").expect("b's heartbeat measured");
+    assert_eq!(other["level"], "ok", "{doc}");
+    assert!(
+        other["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("host b's clock is "),
+        "{doc}"
+    );
+    let text = a.ok(&["doctor"]);
+    assert!(text.contains("federation: host a connected to"), "{text}");
+    assert!(text.contains("clock-skew: this host's clock is"), "{text}");
+    assert_eq!(text.lines().last(), Some("doctor: no problems"), "{text}");
+    assert!(!text.contains(SECRET) && !doc.to_string().contains(SECRET));
+
+    // Hosts with wrong clocks, c 5 s ahead and d 30 s behind, write their heartbeats as a
+    // host does (SET alive:<host> EX 15, HSET hosts): a's doctor warns about c and fails on d.
+    let mut con = ::redis::Client::open(redis.url())
+        .and_then(|c| c.get_connection())
+        .expect("a connection to the test's redis-server");
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    for (host, off_ms) in [("c", 5_000), ("d", -30_000)] {
+        let hb = serde_json::json!({"host": host, "time_ms": now_ms + off_ms,
+            "version": "0.1.0", "interval_secs": 5})
+        .to_string();
+        ::redis::pipe()
+            .cmd("SET")
+            .arg(format!("iapeer:v1:alive:{host}"))
+            .arg(&hb)
+            .arg("EX")
+            .arg(15)
+            .cmd("HSET")
+            .arg("iapeer:v1:hosts")
+            .arg(host)
+            .arg(&hb)
+            .query::<()>(&mut con)
+            .unwrap();
+    }
+    let (doc, code) = doctor_json(&a);
+    assert_eq!(code, Some(1), "{doc}");
+    let c = doctor_check(&doc, "clock-skew:c").expect("c measured");
+    assert_eq!(c["level"], "warn", "{doc}");
+    let secs = |check: &Value, prefix: &str| -> f64 {
+        let m = check["message"].as_str().unwrap();
+        let rest = m.strip_prefix(prefix).unwrap_or_else(|| panic!("{m}"));
+        rest.split(' ').next().unwrap().parse().unwrap()
+    };
+    let ahead = secs(&c, "host c's clock is ");
+    assert!((4.5..=5.5).contains(&ahead), "{doc}");
+    assert!(c["message"]
+        .as_str()
+        .unwrap()
+        .contains(" s ahead of redis's"));
+    assert!(c["fix"].as_str().unwrap().contains("NTP"), "{doc}");
+    let d = doctor_check(&doc, "clock-skew:d").expect("d measured");
+    assert_eq!(d["level"], "fail", "{doc}");
+    let behind = secs(&d, "host d's clock is ");
+    assert!((29.5..=30.5).contains(&behind), "{doc}");
+    assert!(d["message"].as_str().unwrap().contains(" s behind redis's"));
+    let text = String::from_utf8_lossy(&a.run(&["doctor"]).stdout).into_owned();
+    assert!(
+        text.contains("clock-skew:d: PROBLEM: host d's clock is"),
+        "{text}"
+    );
+    assert_eq!(
+        text.lines().last(),
+        Some("doctor: the federation has a problem (above)"),
+        "{text}"
+    );
+    ::redis::cmd("DEL")
+        .arg("iapeer:v1:alive:c")
+        .arg("iapeer:v1:alive:d")
+        .query::<()>(&mut con)
+        .unwrap();
+    let (doc, code) = doctor_json(&a);
+    assert_eq!(code, Some(0), "offline hosts are not measured: {doc}");
+    assert!(doctor_check(&doc, "clock-skew:c").is_none(), "{doc}");
+
+    // Redis goes away: doctor says the link is away since when, why, and what to do.
+    redis.stop();
+    wait_link(&a, "a's link away", |d| d["link"]["state"] == "away");
+    let (doc, code) = doctor_json(&a);
+    assert_eq!(code, Some(1), "{doc}");
+    assert_eq!(doc["ok"], false, "{doc}");
+    let link = doctor_check(&doc, "federation").unwrap();
+    assert_eq!(link["level"], "fail", "{doc}");
+    let message = link["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("host a away from redis://:****@127.0.0.1:")
+            && message.contains(" since ")
+            && message.contains("local delivery goes on"),
+        "{doc}"
+    );
+    let fix = link["fix"].as_str().unwrap();
+    assert!(
+        fix.contains(&format!("redis-cli -h 127.0.0.1 -p {} ping", redis.port)),
+        "{doc}"
+    );
+    let skew = doctor_check(&doc, "clock-skew").unwrap();
+    assert_eq!(skew["level"], "warn", "{doc}");
+    assert!(
+        skew["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("not measured: redis at 127.0.0.1:"),
+        "{doc}"
+    );
+    let out = a.run(&["doctor"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+    assert!(
+        text.contains("federation: PROBLEM: host a away from"),
+        "{text}"
+    );
+    assert_eq!(
+        text.lines().last(),
+        Some("doctor: the federation has a problem (above)"),
+        "{text}"
+    );
+    assert!(!text.contains(SECRET) && !doc.to_string().contains(SECRET));
+
+    // Left: no federation check again, whatever Redis does.
+    a.ok(&["federation", "leave"]);
+    let (doc, code) = doctor_json(&a);
+    assert_eq!(code, Some(0), "{doc}");
+    assert!(doctor_check(&doc, "federation").is_none(), "{doc}");
+    assert!(doctor_check(&doc, "clock-skew").is_none(), "{doc}");
+}

@@ -517,25 +517,64 @@ pub fn run(inv: &Invocation) -> CliResult {
     report(inv.flag(flags::JSON), false)
 }
 
-/// `iapeer doctor`: [`report`] (where stalled send preparations are a problem too), then
-/// `verify` (read only); exit 1 when either finds a problem, after both have printed. With
+/// `iapeer doctor`: [`report`] (where stalled send preparations are a problem too), the
+/// federation's checks when this root has joined (`federation::doctor_checks`, issue 28 item
+/// 6), then `verify` (read only); exit 1 when one finds a problem, after all have printed. With
 /// `--json`, one document of the same checks ([`doctor_checks`]) and the same exit code.
 pub fn doctor(inv: &Invocation) -> CliResult {
     if inv.flag(flags::JSON) {
         return doctor_json();
     }
     let status = report(false, true);
+    // The federation (issue 28 item 6): nothing when this root has not joined.
+    let federation = super::federation::doctor_checks(&paths()?);
+    print(&super::federation::doctor_lines(&federation))?;
+    let federation_failed = federation.iter().any(|c| c.level == Level::Fail);
     super::print("\n")?;
     let verify = super::verify::check(false, false, true);
-    // The verdict covers both parts (with the daemon down it is not "no problems").
-    let verdict = match (&status, &verify) {
-        (Ok(()), Ok(())) => "doctor: no problems\n",
-        (Err(_), Ok(())) => "doctor: the daemon has a problem (above)\n",
-        (Ok(()), Err(_)) => "doctor: the registry or a profile has a problem (above)\n",
-        (Err(_), Err(_)) => "doctor: the daemon and the registry have problems (above)\n",
-    };
-    super::print(verdict)?;
-    status.and(verify)
+    super::print(&verdict(
+        status.is_err(),
+        verify.is_err(),
+        federation_failed,
+    ))?;
+    status.and(verify).and(match federation_failed {
+        true => Err(CliError::Exit(1)),
+        false => Ok(()),
+    })
+}
+
+/// The last line of `doctor`: no problems, or which parts have one. It covers every part
+/// (with the daemon down it is not "no problems"). Pure.
+pub fn verdict(daemon: bool, registry: bool, federation: bool) -> String {
+    let alone = [daemon, registry, federation]
+        .iter()
+        .filter(|p| **p)
+        .count()
+        == 1;
+    let parts: Vec<&str> = [
+        (daemon, "the daemon"),
+        (
+            registry,
+            if alone {
+                "the registry or a profile"
+            } else {
+                "the registry"
+            },
+        ),
+        (federation, "the federation"),
+    ]
+    .iter()
+    .filter(|(p, _)| *p)
+    .map(|(_, name)| *name)
+    .collect();
+    match parts.as_slice() {
+        [] => "doctor: no problems\n".into(),
+        [one] => format!("doctor: {one} has a problem (above)\n"),
+        [first @ .., last] => format!(
+            "doctor: {} and {last} have problems (above)\n",
+            first.join(", ")
+        ),
+    }
 }
 
 /// How one check of `doctor --json` came out.
@@ -555,8 +594,9 @@ pub enum Level {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Check {
     /// What was checked: `daemon`, `service`, `peers`, `memory`, `send-preparation`,
-    /// `agent-program:<runtime>`, `notice`, `outbox`, `registry`, `profile:<peer>`,
-    /// `daemon-thread:<thread>`.
+    /// `agent-program:<runtime>`, `notice`, `outbox`, `federation`, `clock-skew`,
+    /// `clock-skew:<host>` (these three only when joined: `cli::federation::doctor_checks`),
+    /// `registry`, `profile:<peer>`, `daemon-thread:<thread>`.
     pub name: String,
     /// How it came out.
     pub level: Level,
@@ -596,7 +636,8 @@ fn doctor_json() -> CliResult {
     let paths = paths()?;
     let health = gather(&paths)?;
     let findings = super::verify::findings(&paths, Vec::new());
-    let checks = doctor_checks(&health, &findings);
+    let federation = super::federation::doctor_checks(&paths);
+    let checks = doctor_checks(&health, &findings, federation);
     let ok = checks.iter().all(|c| c.level != Level::Fail);
     print(&format!(
         "{}\n",
@@ -829,7 +870,11 @@ fn outbox_check(h: &Health) -> Check {
 
 /// The checks of `doctor --json`, in the text form's order, with the same verdict: a check
 /// fails exactly where the text form calls it a problem (exit 1). Pure.
-fn doctor_checks(h: &Health, verify: &super::verify::Findings) -> Vec<Check> {
+fn doctor_checks(
+    h: &Health,
+    verify: &super::verify::Findings,
+    federation: Vec<Check>,
+) -> Vec<Check> {
     let mut checks = Vec::new();
     checks.push(daemon_check(h));
     if let Some(st) = h.status() {
@@ -896,6 +941,7 @@ fn doctor_checks(h: &Health, verify: &super::verify::Findings) -> Vec<Check> {
         ));
     }
     checks.push(outbox_check(h));
+    checks.extend(federation);
     if verify.problems.is_empty() {
         checks.push(Check::new(
             "registry",
@@ -1081,6 +1127,32 @@ mod tests {
               in the daemon's environment and restart it)"
             ]
         );
+    }
+
+    #[test]
+    fn the_verdict_names_every_part_with_a_problem() {
+        for (parts, want) in [
+            ((false, false, false), "no problems"),
+            ((true, false, false), "the daemon has a problem (above)"),
+            (
+                (false, true, false),
+                "the registry or a profile has a problem (above)",
+            ),
+            (
+                (true, true, false),
+                "the daemon and the registry have problems (above)",
+            ),
+            ((false, false, true), "the federation has a problem (above)"),
+            (
+                (true, true, true),
+                "the daemon, the registry and the federation have problems (above)",
+            ),
+        ] {
+            assert_eq!(
+                verdict(parts.0, parts.1, parts.2),
+                format!("doctor: {want}\n")
+            );
+        }
     }
 
     #[test]

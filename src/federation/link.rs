@@ -299,7 +299,7 @@ impl Link {
 }
 
 /// A connection to `url` with [`IO_TIMEOUT`] on connecting, reading and writing.
-fn connect(url: &str) -> redis::RedisResult<redis::Connection> {
+pub(super) fn connect(url: &str) -> redis::RedisResult<redis::Connection> {
     let con = redis::Client::open(url)?.get_connection_with_timeout(IO_TIMEOUT)?;
     con.set_read_timeout(Some(IO_TIMEOUT))?;
     con.set_write_timeout(Some(IO_TIMEOUT))?;

@@ -7,6 +7,7 @@
 
 pub mod keys;
 pub mod link;
+pub mod skew;
 
 use std::io;
 
@@ -141,6 +142,18 @@ pub fn masked(url: &str) -> String {
     }
 }
 
+/// Where the URL points, `host:port` (the port 6379 when it names none), without user or
+/// password, for advice such as `redis-cli -h <host> -p <port> ping`. Pure.
+pub fn endpoint(url: &str) -> (String, u16) {
+    match redis::parse_redis_url(url) {
+        Some(u) => (
+            u.host_str().unwrap_or("?").to_string(),
+            u.port().unwrap_or(6379),
+        ),
+        None => ("?".into(), 6379),
+    }
+}
+
 /// A host name given with `--host-name`, when it follows the peer-name rule. Pure.
 ///
 /// Errors: the rule and what to do.
@@ -214,6 +227,14 @@ mod tests {
         );
         assert_eq!(masked("redis://:s3cret@h"), "redis://:****@h");
         assert_eq!(masked("redis://h:6379"), "redis://h:6379");
+        assert_eq!(
+            endpoint("redis://alice:s3cret@h:6380/1"),
+            ("h".into(), 6380)
+        );
+        assert_eq!(
+            endpoint("redis://:s3cret@10.0.0.9"),
+            ("10.0.0.9".into(), 6379)
+        );
     }
 
     #[test]

@@ -1184,8 +1184,14 @@ pub static VERBS: &[VerbSpec] = &[
             looked at are named); the last line is the verdict. With --json, one document \
             {\"ok\", \"version\", \"checks\"} where each check has a name (daemon, daemon-thread:<thread>, \
             service, peers, memory, send-preparation, agent-program:<runtime>, notice, outbox, \
-            registry, profile:<peer>), a level (ok, warn or fail), a message and what to do (fix, \
-            null when nothing is); the exit code is the same, 1 when a check fails.",
+            federation, clock-skew, clock-skew:<host>, registry, profile:<peer>), a level (ok, warn \
+            or fail), a message and what to do (fix, null when nothing is); the exit code is the \
+            same, 1 when a check fails. When this root has joined a federation (iapeer federation \
+            join), doctor also checks it: the daemon's link to Redis (fails while away, with since \
+            when, the error and what to do; the URL shown with its password masked), this host's \
+            clock against Redis's TIME (measured by doctor over a short connection of its own) and \
+            each other online host's clock by its last heartbeat: warn above 2 s of skew, fail \
+            above 10 s (see docs/FEDERATION.md). Not joined, nothing about it is shown.",
         positionals: &[],
         flags: &[JSON],
         rules: &[],
