@@ -343,10 +343,14 @@ fn status_notices_a_dead_mcp_endpoint() {
     env.start_daemon();
     let port = env.port();
     assert_eq!(mcp_ping(port).0, None, "the hook ends the acceptor");
+    // The restart is recorded before its log line (`guard::supervise`), so status names it.
     env.wait_until(
-        "the acceptor's panic is logged",
+        "the acceptor's panic and restart are logged",
         Duration::from_secs(10),
-        |e| e.log("daemon").contains("http-accept-panic"),
+        |e| {
+            let log = e.log("daemon");
+            log.contains("http-accept-panic") && log.contains("restarting it (restart")
+        },
     );
     let (stdout, _) = env.fails(&["status"], 1);
     assert!(
