@@ -138,15 +138,7 @@ fn a_record_for_a_person_and_for_json() {
 #[test]
 fn whose_inbox() {
     use crate::registry::{Registry, RegistryPeer};
-    let peer = |p: &str, rt: &str| RegistryPeer {
-        personality: p.into(),
-        default_runtime: rt.into(),
-        runtimes: vec![rt.into()],
-        description: String::new(),
-        intelligence: "natural".into(),
-        cwd: format!("/w/{p}").into(),
-        interfaces: None,
-    };
+    let peer = |p: &str, rt: &str| RegistryPeer::new(p, &[rt], "natural", format!("/w/{p}"));
     let one = Registry {
         version: 2,
         peers: vec![peer("alice", "echo"), peer("you", "human")],

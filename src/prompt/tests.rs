@@ -57,13 +57,8 @@ impl Fixture {
 
 fn peer(name: &str, description: &str, cwd: &Path) -> RegistryPeer {
     RegistryPeer {
-        personality: name.to_string(),
-        default_runtime: "claude".to_string(),
-        runtimes: vec!["claude".to_string(), "codex".to_string()],
         description: description.to_string(),
-        intelligence: "artificial".to_string(),
-        cwd: cwd.to_path_buf(),
-        interfaces: None,
+        ..RegistryPeer::new(name, &["claude", "codex"], "artificial", cwd)
     }
 }
 

@@ -2,7 +2,6 @@
 //! its order, the crash-loop window on fake time, and what rides the wake. No files, no
 //! processes: the facts are written by hand.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::*;
@@ -18,15 +17,7 @@ fn now() -> Now {
 }
 
 fn peer(runtimes: &[&str], intelligence: &str) -> RegistryPeer {
-    RegistryPeer {
-        personality: "bob".into(),
-        default_runtime: runtimes[0].into(),
-        runtimes: runtimes.iter().map(|r| r.to_string()).collect(),
-        description: String::new(),
-        intelligence: intelligence.into(),
-        cwd: PathBuf::from("/work/bob"),
-        interfaces: None,
-    }
+    RegistryPeer::new("bob", runtimes, intelligence, "/work/bob")
 }
 
 /// A registered artificial agent on claude, asleep, its folder present, nothing queued.
