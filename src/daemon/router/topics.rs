@@ -164,10 +164,16 @@ mod tests {
         Identity::parse(s).unwrap()
     }
 
-    #[test]
-    fn notes_wait_for_the_flush_and_build_on_each_other() {
+    /// Paths under a fresh temp folder (kept while the returned folder lives).
+    fn temp_root() -> (tempfile::TempDir, Paths) {
         let dir = tempfile::tempdir().unwrap();
         let paths = Paths::at(dir.path().join("root"));
+        (dir, paths)
+    }
+
+    #[test]
+    fn notes_wait_for_the_flush_and_build_on_each_other() {
+        let (_dir, paths) = temp_root();
         let bob = ident("claude-bob");
         Markers::new(&paths, &bob)
             .write_topics(&["old".into()])
@@ -191,8 +197,7 @@ mod tests {
 
     #[test]
     fn catching_up_writes_at_once_unless_a_flush_was_just_handed_over() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path().join("root"));
+        let (_dir, paths) = temp_root();
         let bob = ident("claude-bob");
         let mut book = TopicBook::default();
         assert!(book.note(&paths, &bob, "a"));
@@ -215,8 +220,7 @@ mod tests {
 
     #[test]
     fn a_flush_writes_each_identity_s_own_list_and_keeps_sixteen() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path().join("root"));
+        let (_dir, paths) = temp_root();
         let (bob, ann) = (ident("claude-bob"), ident("codex-ann"));
         let mut book = TopicBook::default();
         for i in 0..40 {
@@ -238,8 +242,7 @@ mod tests {
 
     #[test]
     fn a_note_after_a_flush_builds_on_the_handed_list_not_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path().join("root"));
+        let (_dir, paths) = temp_root();
         let bob = ident("claude-bob");
         let mut book = TopicBook::default();
         for round in 0..50 {
