@@ -164,16 +164,10 @@ mod tests {
         Identity::parse(s).unwrap()
     }
 
-    /// Paths under a fresh temp folder (kept while the returned folder lives).
-    fn temp_root() -> (tempfile::TempDir, Paths) {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path().join("root"));
-        (dir, paths)
-    }
-
     #[test]
     fn notes_wait_for_the_flush_and_build_on_each_other() {
-        let (_dir, paths) = temp_root();
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path().join("root"));
         let bob = ident("claude-bob");
         Markers::new(&paths, &bob)
             .write_topics(&["old".into()])
@@ -197,7 +191,8 @@ mod tests {
 
     #[test]
     fn catching_up_writes_at_once_unless_a_flush_was_just_handed_over() {
-        let (_dir, paths) = temp_root();
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path().join("root"));
         let bob = ident("claude-bob");
         let mut book = TopicBook::default();
         assert!(book.note(&paths, &bob, "a"));
@@ -220,7 +215,8 @@ mod tests {
 
     #[test]
     fn a_flush_writes_each_identity_s_own_list_and_keeps_sixteen() {
-        let (_dir, paths) = temp_root();
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path().join("root"));
         let (bob, ann) = (ident("claude-bob"), ident("codex-ann"));
         let mut book = TopicBook::default();
         for i in 0..40 {
@@ -242,7 +238,8 @@ mod tests {
 
     #[test]
     fn a_note_after_a_flush_builds_on_the_handed_list_not_the_file() {
-        let (_dir, paths) = temp_root();
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path().join("root"));
         let bob = ident("claude-bob");
         let mut book = TopicBook::default();
         for round in 0..50 {
