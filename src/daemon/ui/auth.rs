@@ -157,7 +157,13 @@ mod tests {
         let cookie = ("cookie", "iapeer_ui_80=c1");
         let header = ("x-iapeer-ui", "1");
         // (what, method, headers, the answer: is it the page, or the refusal's status)
-        let cases: [(&str, &str, &[(&str, &str)], Result<bool, u16>); 8] = [
+        type Case<'a> = (
+            &'a str,
+            &'a str,
+            &'a [(&'a str, &'a str)],
+            Result<bool, u16>,
+        );
+        let cases: [Case; 8] = [
             (
                 "not the page: the usual fleet rules",
                 "POST",
