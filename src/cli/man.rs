@@ -468,15 +468,7 @@ mod tests {
         fn doc(verb: &str, d: impl serde::Serialize) -> (&str, serde_json::Value) {
             (verb, serde_json::to_value(d).unwrap())
         }
-        let entry = crate::registry::RegistryPeer {
-            personality: "bob".into(),
-            default_runtime: "echo".into(),
-            runtimes: vec!["echo".into()],
-            description: String::new(),
-            intelligence: "artificial".into(),
-            cwd: "/p/bob".into(),
-            interfaces: None,
-        };
+        let entry = crate::registry::RegistryPeer::new("bob", &["echo"], "artificial", "/p/bob");
         let file = Path::new("/f");
         let names = ["bob".to_string()];
         let docs: Vec<(&str, serde_json::Value)> = vec![

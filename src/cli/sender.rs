@@ -121,15 +121,7 @@ mod tests {
     use crate::registry::RegistryPeer;
 
     fn peer(p: &str, rt: &str, intel: &str, cwd: &str) -> RegistryPeer {
-        RegistryPeer {
-            personality: p.into(),
-            default_runtime: rt.into(),
-            runtimes: vec![rt.into()],
-            description: String::new(),
-            intelligence: intel.into(),
-            cwd: cwd.into(),
-            interfaces: None,
-        }
+        RegistryPeer::new(p, &[rt], intel, cwd)
     }
 
     fn registry(peers: Vec<RegistryPeer>) -> Registry {

@@ -1102,14 +1102,8 @@ mod tests {
              not found — looked at, in order: IAPEER_CODEX_BIN (not set); /usr/local/bin\n"
         );
         assert_eq!(agent_lines(&[]), "");
-        let peer = |name: &str, rts: &[&str]| crate::registry::RegistryPeer {
-            personality: name.into(),
-            default_runtime: rts[0].into(),
-            runtimes: rts.iter().map(|r| r.to_string()).collect(),
-            description: String::new(),
-            intelligence: "artificial".into(),
-            cwd: "/w".into(),
-            interfaces: None,
+        let peer = |name: &str, rts: &[&str]| {
+            crate::registry::RegistryPeer::new(name, rts, "artificial", "/w")
         };
         let mut registry = Registry {
             peers: vec![peer("a", &["claude"]), peer("b", &["echo"])],

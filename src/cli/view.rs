@@ -261,23 +261,10 @@ mod tests {
             version: 2,
             peers: vec![
                 RegistryPeer {
-                    personality: "alice".into(),
-                    default_runtime: "echo".into(),
-                    runtimes: vec!["echo".into(), "claude".into()],
                     description: "Demo peer that echoes".into(),
-                    intelligence: "artificial".into(),
-                    cwd: "/w/alice".into(),
-                    interfaces: None,
+                    ..RegistryPeer::new("alice", &["echo", "claude"], "artificial", "/w/alice")
                 },
-                RegistryPeer {
-                    personality: "bot".into(),
-                    default_runtime: "console".into(),
-                    runtimes: vec!["console".into()],
-                    description: String::new(),
-                    intelligence: "natural".into(),
-                    cwd: "/w/bot".into(),
-                    interfaces: None,
-                },
+                RegistryPeer::new("bot", &["console"], "natural", "/w/bot"),
             ],
         }
     }

@@ -127,6 +127,15 @@ mod tests {
         }
     }
 
+    /// A temp folder with a root in it and the file `name` there holding `bytes`.
+    fn root_and_file(name: &str, bytes: &[u8]) -> (tempfile::TempDir, Paths, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path().join("root"));
+        let file = dir.path().join(name);
+        fs::write(&file, bytes).unwrap();
+        (dir, paths, file)
+    }
+
     #[test]
     fn check_says_what_spool_would_refuse_and_copies_nothing() {
         let dir = tempfile::tempdir().unwrap();
@@ -170,10 +179,7 @@ mod tests {
 
     #[test]
     fn copies_are_content_addressed_and_survive_the_source() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path().join("root"));
-        let src = dir.path().join("report.txt");
-        fs::write(&src, b"hello").unwrap();
+        let (_dir, paths, src) = root_and_file("report.txt", b"hello");
         let out = spool(&paths, "bob", &[src.display().to_string()], limits()).unwrap();
         fs::remove_file(&src).unwrap();
         let p = PathBuf::from(&out[0]);
@@ -201,10 +207,7 @@ mod tests {
 
     #[test]
     fn directories_and_missing_files_fail_with_their_number() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path().join("root"));
-        let good = dir.path().join("a");
-        fs::write(&good, b"x").unwrap();
+        let (dir, paths, good) = root_and_file("a", b"x");
         let err = spool(
             &paths,
             "bob",
@@ -226,10 +229,7 @@ mod tests {
 
     #[test]
     fn a_copy_that_fails_midway_leaves_no_staging_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path().join("root"));
-        let src = dir.path().join("data");
-        fs::write(&src, b"some data").unwrap();
+        let (_dir, paths, src) = root_and_file("data", b"some data");
         let past = Limits {
             max_bytes: MAX,
             deadline: Instant::now(),

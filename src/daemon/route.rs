@@ -571,15 +571,7 @@ fn origin_check(
 /// The registry-like entry of the daemon as a sender: personality `iapeer`, runtime
 /// `daemon`, artificial, no interfaces (so it cannot write to a Telegram endpoint).
 fn daemon_sender(paths: &Paths) -> RegistryPeer {
-    RegistryPeer {
-        personality: DAEMON_SENDER.into(),
-        default_runtime: "daemon".into(),
-        runtimes: vec!["daemon".into()],
-        description: String::new(),
-        intelligence: "artificial".into(),
-        cwd: paths.root().to_path_buf(),
-        interfaces: None,
-    }
+    RegistryPeer::new(DAEMON_SENDER, &["daemon"], "artificial", paths.root())
 }
 
 /// The refusal for a send whose preparation panicked (`panic` is the panic message): code
@@ -640,15 +632,7 @@ mod tests {
     }
 
     fn peer(p: &str, rts: &[&str]) -> RegistryPeer {
-        RegistryPeer {
-            personality: p.into(),
-            default_runtime: rts[0].into(),
-            runtimes: rts.iter().map(|s| s.to_string()).collect(),
-            description: String::new(),
-            intelligence: "artificial".into(),
-            cwd: format!("/w/{p}").into(),
-            interfaces: None,
-        }
+        RegistryPeer::new(p, rts, "artificial", format!("/w/{p}"))
     }
 
     fn registry() -> Registry {

@@ -204,41 +204,37 @@ mod tests {
 
     #[test]
     fn parses_the_router_panic_hook_only() {
-        assert_eq!(
-            parse("router-panic-on-send:carol"),
-            Some(Hook::RouterPanicOnSend("carol".into()))
-        );
-        assert_eq!(
-            parse("prep-panic-on-send:dave"),
-            Some(Hook::PrepPanicOnSend("dave".into()))
-        );
-        assert_eq!(
-            parse("http-accept-panic:any"),
-            Some(Hook::HttpAcceptPanic("any".into()))
-        );
-        assert_eq!(
-            parse("http-accept-panic-once:8765"),
-            Some(Hook::HttpAcceptPanicOnce("8765".into()))
-        );
-        assert_eq!(
-            parse("http-streams-panic-once:any"),
-            Some(Hook::HttpStreamsPanicOnce("any".into()))
-        );
-        assert_eq!(
-            parse("slow-launch-report:worker"),
-            Some(Hook::SlowLaunchReport("worker".into()))
-        );
-        assert_eq!(
-            parse("contain:subreaper"),
-            Some(Hook::Contain("subreaper".into()))
-        );
-        assert_eq!(parse("contain:other"), None);
-        assert_eq!(
-            parse("daemon-version:0.0.1"),
-            Some(Hook::DaemonVersion("0.0.1".into()))
-        );
-        assert_eq!(parse("router-panic-on-send:"), None);
-        assert_eq!(parse("something-else"), None);
+        let hook = |make: fn(String) -> Hook, arg: &str| Some(make(arg.into()));
+        for (text, want) in [
+            (
+                "router-panic-on-send:carol",
+                hook(Hook::RouterPanicOnSend, "carol"),
+            ),
+            (
+                "prep-panic-on-send:dave",
+                hook(Hook::PrepPanicOnSend, "dave"),
+            ),
+            ("http-accept-panic:any", hook(Hook::HttpAcceptPanic, "any")),
+            (
+                "http-accept-panic-once:8765",
+                hook(Hook::HttpAcceptPanicOnce, "8765"),
+            ),
+            (
+                "http-streams-panic-once:any",
+                hook(Hook::HttpStreamsPanicOnce, "any"),
+            ),
+            (
+                "slow-launch-report:worker",
+                hook(Hook::SlowLaunchReport, "worker"),
+            ),
+            ("contain:subreaper", hook(Hook::Contain, "subreaper")),
+            ("contain:other", None),
+            ("daemon-version:0.0.1", hook(Hook::DaemonVersion, "0.0.1")),
+            ("router-panic-on-send:", None),
+            ("something-else", None),
+        ] {
+            assert_eq!(parse(text), want, "{text}");
+        }
     }
 
     /// Run by `cargo test --release --lib test_hooks` (or with the `iapeer` package's

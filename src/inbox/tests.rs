@@ -39,6 +39,17 @@ fn record(n: usize) -> Record {
     )
 }
 
+/// The day `record(n)` was written (its stamps are 2026-07-13, UTC).
+const RECORD_DAY: jiff::civil::Date = jiff::civil::date(2026, 7, 13);
+
+/// `record(1)` with `body` as its text.
+fn record_saying(body: &str) -> Record {
+    Record {
+        body: body.into(),
+        ..record(1)
+    }
+}
+
 /// Appends land as whole lines in order; a torn last line (a crash mid-write) is skipped,
 /// not fatal.
 #[test]
@@ -88,11 +99,9 @@ fn read_marks() {
 #[test]
 fn a_record_for_a_person_and_for_json() {
     let tz = jiff::tz::TimeZone::UTC;
-    let today = jiff::civil::date(2026, 7, 13);
-    let mut r = record(1);
-    r.body = "line one\nline two".into();
+    let mut r = record_saying("line one\nline two");
     assert_eq!(
-        show::render(&r, true, &tz, today),
+        show::render(&r, true, &tz, RECORD_DAY),
         "● 22:00:01  alice (echo)  topic: plans\n    line one\n    line two\n    attachment: /r/a b.png\n"
     );
     r.topic = None;
@@ -129,15 +138,7 @@ fn a_record_for_a_person_and_for_json() {
 #[test]
 fn whose_inbox() {
     use crate::registry::{Registry, RegistryPeer};
-    let peer = |p: &str, rt: &str| RegistryPeer {
-        personality: p.into(),
-        default_runtime: rt.into(),
-        runtimes: vec![rt.into()],
-        description: String::new(),
-        intelligence: "natural".into(),
-        cwd: format!("/w/{p}").into(),
-        interfaces: None,
-    };
+    let peer = |p: &str, rt: &str| RegistryPeer::new(p, &[rt], "natural", format!("/w/{p}"));
     let one = Registry {
         version: 2,
         peers: vec![peer("alice", "echo"), peer("you", "human")],
@@ -182,12 +183,11 @@ fn whose_inbox() {
 /// are shown as stand-ins.
 #[test]
 fn control_characters_never_reach_the_terminal() {
-    let tz = jiff::tz::TimeZone::UTC;
-    let today = jiff::civil::date(2026, 7, 13);
-    let mut r = record(1);
-    r.body = "ok\u{1b}]0;pwned\u{7}\rfake".into();
-    r.topic = Some("t\u{1b}[2J".into());
-    let shown = show::render(&r, true, &tz, today);
+    let r = Record {
+        topic: Some("t\u{1b}[2J".into()),
+        ..record_saying("ok\u{1b}]0;pwned\u{7}\rfake")
+    };
+    let shown = show::render(&r, true, &jiff::tz::TimeZone::UTC, RECORD_DAY);
     assert!(
         !shown
             .chars()

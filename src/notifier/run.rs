@@ -262,6 +262,11 @@ impl Service {
         Event::new(name).field("identity", &self.identity)
     }
 
+    /// [`Self::ev`] about the trigger `k`: its owner and id follow the identity.
+    fn trigger_ev(&self, name: &str, k: &Key) -> Event {
+        self.ev(name).field("owner", &k.0).field("id", &k.1)
+    }
+
     /// Re-drive the spool, then build the trigger set.
     fn start(&mut self) {
         self.log
@@ -417,9 +422,7 @@ impl Service {
             let next = w.next_after(now, now, &self.tz);
             self.log.append(
                 &self
-                    .ev("armed")
-                    .field("owner", &k.0)
-                    .field("id", &k.1)
+                    .trigger_ev("armed", &k)
                     .opt("next", next.map(crate::clock::log_ts)),
             );
             self.timers.insert(
@@ -447,12 +450,7 @@ impl Service {
                 if let Some(run) = slot.run.take() {
                     proc::end_group(run.pgid, false);
                 }
-                self.log.append(
-                    &self
-                        .ev("watch-ended")
-                        .field("owner", &k.0)
-                        .field("id", &k.1),
-                );
+                self.log.append(&self.trigger_ev("watch-ended", &k));
             }
         }
         for (k, t) in wanted {
@@ -551,13 +549,8 @@ impl Service {
                     printed: false,
                     last_line: now,
                 });
-                self.log.append(
-                    &self
-                        .ev("watch-start")
-                        .field("owner", &k.0)
-                        .field("id", &k.1)
-                        .field("pid", pgid),
-                );
+                self.log
+                    .append(&self.trigger_ev("watch-start", k).field("pid", pgid));
             }
             Err(e) => {
                 self.log
@@ -592,12 +585,7 @@ impl Service {
                     t.heartbeat_sec.as_ref().map(|h| h.to_string()).unwrap_or_default(),
                     t.script.as_deref().unwrap_or("")
                 );
-                self.log.append(
-                    &self
-                        .ev("watch-silent")
-                        .field("owner", &k.0)
-                        .field("id", &k.1),
-                );
+                self.log.append(&self.trigger_ev("watch-silent", &k));
                 self.signal(Kind::Alert, &t, &t.owner, text, None);
             }
         }
@@ -671,11 +659,7 @@ impl Service {
                     if kept { " (it stays stopped across restarts)" } else { "" },
                     t.script.as_deref().unwrap_or("")
                 );
-                let ev = self
-                    .ev("watch-stopped")
-                    .field("owner", &k.0)
-                    .field("id", &k.1)
-                    .field("how", how);
+                let ev = self.trigger_ev("watch-stopped", k).field("how", how);
                 self.log.append(&ev);
                 self.lifecycle.append(&ev);
                 self.signal(Kind::Alert, &t, &t.owner, text, None);
@@ -707,9 +691,7 @@ impl Service {
             Err(e) => {
                 self.log.append(
                     &self
-                        .ev("watch-stop-not-stored")
-                        .field("owner", &k.0)
-                        .field("id", &k.1)
+                        .trigger_ev("watch-stop-not-stored", k)
                         .field("detail", e),
                 );
                 false

@@ -322,20 +322,21 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// A root in `dir` and the folder of peer `name` holding `profile` as its profile.
-    fn peer_with(dir: &Path, name: &str, profile: &Value) -> (Paths, PathBuf) {
+    /// A root in a fresh temp folder and the folder of peer `name` there holding `profile`
+    /// as its profile (both gone when the returned folder is dropped).
+    fn peer_with(name: &str, profile: &Value) -> (tempfile::TempDir, Paths, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let paths = Paths::at(dir.join("root"));
         let cwd = dir.join(name);
         std::fs::create_dir_all(crate::paths::peer::profile(&cwd).parent().unwrap()).unwrap();
         std::fs::write(crate::paths::peer::profile(&cwd), profile.to_string()).unwrap();
-        (paths, cwd)
+        (tmp, paths, cwd)
     }
 
     #[test]
     fn upsert_replaces_by_id_and_remove_keeps_everything_else() {
-        let dir = tempfile::tempdir().unwrap();
-        let (paths, cwd) = peer_with(
-            dir.path(),
+        let (_dir, paths, cwd) = peer_with(
             "alice",
             &json!({"personality":"alice","runtimes":["echo"],"default_runtime":"echo",
                    "zeta":{"kept":1},
@@ -407,9 +408,7 @@ mod tests {
 
     #[test]
     fn a_stop_mark_is_added_to_the_same_watcher_only_and_a_new_registration_clears_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let (paths, cwd) = peer_with(
-            dir.path(),
+        let (_dir, paths, cwd) = peer_with(
             "op",
             &json!({"personality":"op","runtimes":["human"],"default_runtime":"human",
                    "notifier":{"triggers":[

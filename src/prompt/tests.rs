@@ -57,13 +57,8 @@ impl Fixture {
 
 fn peer(name: &str, description: &str, cwd: &Path) -> RegistryPeer {
     RegistryPeer {
-        personality: name.to_string(),
-        default_runtime: "claude".to_string(),
-        runtimes: vec!["claude".to_string(), "codex".to_string()],
         description: description.to_string(),
-        intelligence: "artificial".to_string(),
-        cwd: cwd.to_path_buf(),
-        interfaces: None,
+        ..RegistryPeer::new(name, &["claude", "codex"], "artificial", cwd)
     }
 }
 
@@ -86,25 +81,38 @@ fn golden(case: &str, actual: &str) {
     );
 }
 
+/// A fixture holding `files` (`(path under home, text)`), whose assembled prompt is compared
+/// with the golden file of `case`.
+fn golden_with_files(case: &str, files: &[(&str, &str)]) {
+    let fx = Fixture::new();
+    for (rel, text) in files {
+        fx.put(rel, text);
+    }
+    golden(case, &fx.assemble());
+}
+
 #[test]
 fn golden_no_files_at_all() {
-    let fx = Fixture::new();
-    golden("no-files", &fx.assemble());
+    golden_with_files("no-files", &[]);
 }
 
 #[test]
 fn golden_host_doctrine_only() {
-    let fx = Fixture::new();
-    fx.put(".iapeer/IAPEER.md", "# House rules\n\nBe kind.\n\n\n");
-    golden("host-doctrine", &fx.assemble());
+    golden_with_files(
+        "host-doctrine",
+        &[(".iapeer/IAPEER.md", "# House rules\n\nBe kind.\n\n\n")],
+    );
 }
 
 #[test]
 fn golden_both_doctrines() {
-    let fx = Fixture::new();
-    fx.put(".iapeer/IAPEER.md", "# House rules\n\nBe kind.\n");
-    fx.put("work/bob/.iapeer/IAPEER.md", "# Bob\nYou build things.\n");
-    golden("both-doctrines", &fx.assemble());
+    golden_with_files(
+        "both-doctrines",
+        &[
+            (".iapeer/IAPEER.md", "# House rules\n\nBe kind.\n"),
+            ("work/bob/.iapeer/IAPEER.md", "# Bob\nYou build things.\n"),
+        ],
+    );
 }
 
 #[test]
@@ -149,13 +157,16 @@ fn golden_domain_files_on_both_levels() {
 
 #[test]
 fn golden_fragments() {
-    let fx = Fixture::new();
-    fx.put(".iapeer/fragments/memory.md", "memory map\n");
-    fx.put(".iapeer/fragments/b.md", "host b\n");
-    fx.put("work/bob/.iapeer/fragments/b.md", "peer b\n");
-    fx.put("work/bob/.iapeer/fragments/a.md", "peer a\n");
-    fx.put("work/bob/.iapeer/fragments/note.txt", "not markdown\n");
-    golden("fragments", &fx.assemble());
+    golden_with_files(
+        "fragments",
+        &[
+            (".iapeer/fragments/memory.md", "memory map\n"),
+            (".iapeer/fragments/b.md", "host b\n"),
+            ("work/bob/.iapeer/fragments/b.md", "peer b\n"),
+            ("work/bob/.iapeer/fragments/a.md", "peer a\n"),
+            ("work/bob/.iapeer/fragments/note.txt", "not markdown\n"),
+        ],
+    );
 }
 
 #[test]

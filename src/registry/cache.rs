@@ -91,13 +91,8 @@ mod tests {
 
     fn peer(name: &str, description: &str) -> RegistryPeer {
         RegistryPeer {
-            personality: name.into(),
-            default_runtime: "echo".into(),
-            runtimes: vec!["echo".into()],
             description: description.into(),
-            intelligence: "artificial".into(),
-            cwd: format!("/tmp/{name}").into(),
-            interfaces: None,
+            ..RegistryPeer::new(name, &["echo"], "artificial", format!("/tmp/{name}"))
         }
     }
 

@@ -50,6 +50,26 @@ pub struct RegistryPeer {
 }
 
 impl RegistryPeer {
+    /// A peer named `personality` of nature `intelligence` working in `cwd`, present on
+    /// `runtimes` with the first as its default; no description, no interfaces. Panics when
+    /// `runtimes` is empty (a registered peer always declares one).
+    pub fn new(
+        personality: &str,
+        runtimes: &[&str],
+        intelligence: &str,
+        cwd: impl Into<PathBuf>,
+    ) -> RegistryPeer {
+        RegistryPeer {
+            personality: personality.to_string(),
+            default_runtime: runtimes[0].to_string(),
+            runtimes: runtimes.iter().map(|r| r.to_string()).collect(),
+            description: String::new(),
+            intelligence: intelligence.to_string(),
+            cwd: cwd.into(),
+            interfaces: None,
+        }
+    }
+
     /// The peer's nature, read-compatible with legacy spellings; unknown values fall back to
     /// the default nature of its default runtime.
     pub fn nature(&self) -> Intelligence {

@@ -7,15 +7,7 @@ use std::time::{Duration, Instant};
 use crate::paths::Paths;
 
 fn peer(name: &str) -> RegistryPeer {
-    RegistryPeer {
-        personality: name.to_string(),
-        default_runtime: "claude".to_string(),
-        runtimes: vec!["claude".to_string()],
-        description: String::new(),
-        intelligence: "artificial".to_string(),
-        cwd: PathBuf::from(format!("/w/{name}")),
-        interfaces: None,
-    }
+    RegistryPeer::new(name, &["claude"], "artificial", format!("/w/{name}"))
 }
 
 fn upsert(paths: &Paths, p: RegistryPeer) -> Result<(), RegistryError> {

@@ -258,16 +258,19 @@ pub fn latest_codex_outcome(text: &str) -> Option<ApiError> {
     Some(e)
 }
 
+/// The text of the recording `tests/fixtures/<rel>`.
+#[cfg(test)]
+fn recorded(rel: &str) -> String {
+    let path = format!("{}/tests/fixtures/{rel}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"))
+}
+
 #[cfg(test)]
 mod codex_tests {
     use super::*;
 
     fn text(name: &str) -> String {
-        let path = format!(
-            "{}/tests/fixtures/codex-0.171.0/{name}.jsonl",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        std::fs::read_to_string(&path).unwrap()
+        recorded(&format!("codex-0.171.0/{name}.jsonl"))
     }
 
     fn outcome(name: &str) -> Value {
@@ -435,11 +438,7 @@ mod tests {
     use super::*;
 
     fn fixture(name: &str) -> Value {
-        let path = format!(
-            "{}/tests/fixtures/claude-2.1.332/api-error-{name}.jsonl",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = recorded(&format!("claude-2.1.332/api-error-{name}.jsonl"));
         serde_json::from_str(text.lines().next().unwrap()).unwrap()
     }
 

@@ -180,6 +180,20 @@ pub fn refresh(cwd: &Path, personality: &str, bearer: bool) -> Result<bool, Setu
 mod tests {
     use super::*;
 
+    /// The JSON file `name` in `dir`, parsed.
+    fn json_in(dir: &Path, name: &str) -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap()
+    }
+
+    /// The iapeer entry of `dir/.mcp.json` is in bearer mode: the bearer token in
+    /// `Authorization`, the host token in its own header.
+    fn assert_bearer_headers(dir: &Path) {
+        let v = json_in(dir, ".mcp.json");
+        let h = &v["mcpServers"]["iapeer"]["headers"];
+        assert_eq!(h["Authorization"], "Bearer ${IAPEER_BEARER_TOKEN}");
+        assert_eq!(h["X-IAPeer-Token"], "${IAPEER_TOKEN}");
+    }
+
     #[test]
     fn merges_keeps_other_servers_and_is_idempotent() {
         let dir = tempfile::tempdir().unwrap();
@@ -190,27 +204,17 @@ mod tests {
         .unwrap();
         setup(dir.path(), "bob", false).unwrap();
         setup(dir.path(), "bob", false).unwrap();
-        let v: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.path().join(".mcp.json")).unwrap())
-                .unwrap();
+        let v = json_in(dir.path(), ".mcp.json");
         assert_eq!(v["mcpServers"]["other"]["command"], "x");
         assert_eq!(v["extra"], 1);
+        let e = &v["mcpServers"]["iapeer"];
         assert_eq!(
-            v["mcpServers"]["iapeer"]["headers"]["X-IAPeer-Identity"],
+            e["headers"]["X-IAPeer-Identity"],
             "${PEER_IDENTITY:-claude-bob}"
         );
-        assert_eq!(
-            v["mcpServers"]["iapeer"]["headers"]["Authorization"],
-            "Bearer ${IAPEER_TOKEN}"
-        );
-        assert_eq!(
-            v["mcpServers"]["iapeer"]["url"],
-            "http://127.0.0.1:${IAPEER_PORT:-8765}/mcp"
-        );
-        let s: Value = serde_json::from_str(
-            &std::fs::read_to_string(dir.path().join(".claude/settings.local.json")).unwrap(),
-        )
-        .unwrap();
+        assert_eq!(e["headers"]["Authorization"], "Bearer ${IAPEER_TOKEN}");
+        assert_eq!(e["url"], "http://127.0.0.1:${IAPEER_PORT:-8765}/mcp");
+        let s = json_in(dir.path(), ".claude/settings.local.json");
         assert_eq!(s["enabledMcpjsonServers"], json!(["iapeer"]));
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(dir.path().join(".mcp.json"))
@@ -230,17 +234,7 @@ mod tests {
             std::fs::read_to_string(dir.path().join(".mcp.json.corrupt.bak")).unwrap(),
             "{not json"
         );
-        let v: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.path().join(".mcp.json")).unwrap())
-                .unwrap();
-        assert_eq!(
-            v["mcpServers"]["iapeer"]["headers"]["Authorization"],
-            "Bearer ${IAPEER_BEARER_TOKEN}"
-        );
-        assert_eq!(
-            v["mcpServers"]["iapeer"]["headers"]["X-IAPeer-Token"],
-            "${IAPEER_TOKEN}"
-        );
+        assert_bearer_headers(dir.path());
     }
 
     #[test]
@@ -253,9 +247,7 @@ mod tests {
             "other": {"command": "x"}}});
         std::fs::write(dir.path().join(".mcp.json"), original.to_string()).unwrap();
         assert!(refresh(dir.path(), "bob", false).unwrap());
-        let v: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.path().join(".mcp.json")).unwrap())
-                .unwrap();
+        let v = json_in(dir.path(), ".mcp.json");
         let e = &v["mcpServers"]["iapeer"];
         assert_eq!(e["headers"]["Authorization"], "Bearer ${IAPEER_TOKEN}");
         assert_eq!(e["headers"]["X-Mine"], "1");
@@ -266,12 +258,7 @@ mod tests {
         assert!(!refresh(dir.path(), "bob", false).unwrap());
         // Bearer mode moves the token to its own header.
         assert!(refresh(dir.path(), "bob", true).unwrap());
-        let v: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.path().join(".mcp.json")).unwrap())
-                .unwrap();
-        let h = &v["mcpServers"]["iapeer"]["headers"];
-        assert_eq!(h["X-IAPeer-Token"], "${IAPEER_TOKEN}");
-        assert_eq!(h["Authorization"], "Bearer ${IAPEER_BEARER_TOKEN}");
+        assert_bearer_headers(dir.path());
     }
 
     #[test]

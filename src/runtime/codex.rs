@@ -990,6 +990,13 @@ mod tests {
         (bytes, at)
     }
 
+    /// A screen of the session's size that has been fed `bytes`.
+    fn session_screen(bytes: &[u8]) -> Screen {
+        let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+        screen.feed(bytes, true);
+        screen
+    }
+
     /// Issue 7 item 2: a draft typed by an attached human into Codex 0.171 (recorded:
     /// `tests/fixtures/codex-0.171.0/composer-draft.raw`) is a draft; the placeholder of the
     /// empty composer before it ("Ask Codex to do anything") is not.
@@ -997,8 +1004,7 @@ mod tests {
     fn fixture_composer_draft() {
         let (bytes, at) = recorded_at("composer-draft.raw", "unfinished");
         let codex = Codex::with_program("/bin/codex".into());
-        let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
-        screen.feed(&bytes[..at.saturating_sub(40)], true);
+        let mut screen = session_screen(&bytes[..at.saturating_sub(40)]);
         assert!(screen.text().contains("Ask Codex to do anything"));
         assert_eq!(codex.composer_draft(&screen), None);
         screen.feed(&bytes[at.saturating_sub(40)..], true);
@@ -1051,8 +1057,7 @@ mod tests {
     fn the_model_switch_menu_is_answered_keep_current_model() {
         let (bytes, at) = recorded_at("usage-limit-switch-prompt.raw", "Approaching rate limits");
         let codex = Codex::with_program("/bin/codex".into());
-        let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
-        screen.feed(&bytes[..at.saturating_sub(200)], true);
+        let mut screen = session_screen(&bytes[..at.saturating_sub(200)]);
         assert_eq!(codex.live_dialog(&screen), None, "no menu yet");
         let end = bytes[at..]
             .windows(b"back".len())

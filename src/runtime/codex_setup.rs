@@ -362,12 +362,17 @@ pub fn teardown(cwd: &Path) -> Result<(), SetupError> {
 mod tests {
     use super::*;
 
+    /// `text` parsed as a TOML document.
+    fn toml(text: &str) -> DocumentMut {
+        text.parse().unwrap()
+    }
+
     const USER: &str =
         "# my settings\nmodel = \"o3\" # favourite\n\n[mcp_servers.other]\ncommand = \"x\"\n";
 
     #[test]
     fn edits_keep_the_users_text_and_are_idempotent() {
-        let mut doc: DocumentMut = USER.parse().unwrap();
+        let mut doc = toml(USER);
         assert!(ensure_mcp_server(&mut doc, "http://127.0.0.1:8765/mcp"));
         assert!(ensure_no_update_check(&mut doc));
         assert!(trust(&mut doc, "/w/bob"));
@@ -382,7 +387,7 @@ mod tests {
             once.contains("[mcp_servers.other]\ncommand = \"x\""),
             "{once}"
         );
-        let v: toml_edit::DocumentMut = once.parse().unwrap();
+        let v = toml(&once);
         assert_eq!(
             v["mcp_servers"]["iapeer"]["bearer_token_env_var"].as_str(),
             Some("IAPEER_TOKEN")
@@ -409,7 +414,7 @@ mod tests {
     #[test]
     fn remove_setup_takes_out_exactly_what_setup_added() {
         let user = format!("{USER}\n[projects.\"/w/eve\"]\ntrust_level = \"trusted\"\n");
-        let mut doc: DocumentMut = user.parse().unwrap();
+        let mut doc = toml(&user);
         assert!(ensure_mcp_server(&mut doc, "http://127.0.0.1:8765/mcp"));
         assert!(ensure_no_update_check(&mut doc));
         let set_up = doc.to_string();
@@ -440,7 +445,7 @@ mod tests {
             "[mcp_servers.iapeer]\nurl = \"http://mine\"\nbearer_token_env_var = \"MY_VAR\"\n",
             "[mcp_servers]\n",
         ] {
-            let mut doc: DocumentMut = text.parse().unwrap();
+            let mut doc = toml(text);
             assert!(!remove_setup(&mut doc), "{text}");
             assert_eq!(doc.to_string(), text);
         }
@@ -456,7 +461,7 @@ mod tests {
                 "# mine\n\n[mcp_servers.other]\ncommand = \"x\"\n",
             ),
         ] {
-            let mut doc: DocumentMut = old.parse().unwrap();
+            let mut doc = toml(old);
             assert!(remove_setup(&mut doc), "{old}");
             assert_eq!(doc.to_string(), want);
         }
@@ -464,10 +469,9 @@ mod tests {
 
     #[test]
     fn existing_values_are_the_users() {
-        let mut doc: DocumentMut =
-            "check_for_update_on_startup = true\n[mcp_servers.iapeer]\nurl = \"http://mine\"\n"
-                .parse()
-                .unwrap();
+        let mut doc = toml(
+            "check_for_update_on_startup = true\n[mcp_servers.iapeer]\nurl = \"http://mine\"\n",
+        );
         assert!(!ensure_no_update_check(&mut doc));
         assert!(!ensure_mcp_server(&mut doc, "http://127.0.0.1:8765/mcp"));
         assert_eq!(
@@ -478,9 +482,7 @@ mod tests {
 
     #[test]
     fn trusted_means_the_trusted_level_for_that_very_folder() {
-        let mut doc: DocumentMut = "[projects.\"/w/eve\"]\ntrust_level = \"untrusted\"\n"
-            .parse()
-            .unwrap();
+        let mut doc = toml("[projects.\"/w/eve\"]\ntrust_level = \"untrusted\"\n");
         assert!(!trusted_in(&doc, "/w/bob"));
         assert!(!trusted_in(&doc, "/w/eve"));
         assert!(trust(&mut doc, "/w/bob"));
@@ -493,7 +495,7 @@ mod tests {
 
     #[test]
     fn untrust_removes_only_that_folder() {
-        let mut doc: DocumentMut = "[projects.\"/w/bob\"]\ntrust_level = \"trusted\"\n\n[projects.\"/w/eve\"]\ntrust_level = \"trusted\"\n".parse().unwrap();
+        let mut doc = toml("[projects.\"/w/bob\"]\ntrust_level = \"trusted\"\n\n[projects.\"/w/eve\"]\ntrust_level = \"trusted\"\n");
         assert!(untrust(&mut doc, "/w/bob"));
         assert!(!untrust(&mut doc, "/w/bob"));
         let text = doc.to_string();
@@ -525,7 +527,7 @@ mod tests {
 
     #[test]
     fn the_original_block_is_upgraded_and_the_rest_kept() {
-        let mut doc: DocumentMut = ORIGINAL.parse().unwrap();
+        let mut doc = toml(ORIGINAL);
         assert!(upgrade_mcp_server(&mut doc, "http://x"));
         let out = doc.to_string();
         assert!(
@@ -541,14 +543,12 @@ mod tests {
 
     #[test]
     fn a_bearer_variable_the_user_chose_is_kept_and_a_missing_identity_added() {
-        let mut doc: DocumentMut =
-            "[mcp_servers.iapeer]\nurl = \"u\"\nbearer_token_env_var = \"MY_VAR\"\n"
-                .parse()
-                .unwrap();
+        let mut doc =
+            toml("[mcp_servers.iapeer]\nurl = \"u\"\nbearer_token_env_var = \"MY_VAR\"\n");
         assert!(upgrade_mcp_server(&mut doc, "http://x"));
         let out = doc.to_string();
         assert!(out.contains("bearer_token_env_var = \"MY_VAR\""), "{out}");
-        let v: toml_edit::DocumentMut = out.parse().unwrap();
+        let v = toml(&out);
         assert_eq!(
             v["mcp_servers"]["iapeer"]["env_http_headers"]["X-IAPeer-Identity"].as_str(),
             Some("PEER_IDENTITY")

@@ -134,11 +134,17 @@ mod tests {
         }
     }
 
-    #[test]
-    fn esc_then_esc_once_the_hint_shows() {
+    /// An Esc-Esc clearing started now whose first poll wrote the first Esc (asserted).
+    fn after_first_esc() -> (Instant, Clearing) {
         let t0 = Instant::now();
         let mut c = Clearing::new(esc_esc(), t0);
         assert_eq!(c.poll(t0, false, false, ""), ClearStep::Write(vec![0x1b]));
+        (t0, c)
+    }
+
+    #[test]
+    fn esc_then_esc_once_the_hint_shows() {
+        let (t0, mut c) = after_first_esc();
         assert_eq!(c.poll(t0 + POLL, false, false, "…"), ClearStep::Wait);
         assert_eq!(
             c.poll(t0 + POLL * 2, false, false, "  esc again to clear"),
@@ -193,9 +199,7 @@ mod tests {
 
     #[test]
     fn a_hint_that_never_shows_means_a_new_first_press_later() {
-        let t0 = Instant::now();
-        let mut c = Clearing::new(esc_esc(), t0);
-        assert_eq!(c.poll(t0, false, false, ""), ClearStep::Write(vec![0x1b]));
+        let (t0, mut c) = after_first_esc();
         assert_eq!(c.poll(t0 + HINT_WAIT, false, false, ""), ClearStep::Wait);
         assert_eq!(
             c.poll(

@@ -698,6 +698,16 @@ mod tests {
         }
     }
 
+    /// A delivery (gated by `gate`) started with `enter`, confirmed when `needle` shows in
+    /// the output; its first write is dropped.
+    fn start_with_needle(
+        gate: Option<Duration>,
+        enter: bool,
+        needle: &'static [u8],
+    ) -> ActiveDelivery {
+        ActiveDelivery::start(&delivery(gate), enter, Box::new(Needle(needle)), None, None).0
+    }
+
     fn delivery(gate: Option<Duration>) -> Delivery {
         Delivery {
             id: 7,
@@ -802,7 +812,7 @@ mod tests {
 
     /// A paste of `hello` confirmed by the output `ok`.
     fn paste_ok() -> ActiveDelivery {
-        ActiveDelivery::start(&delivery(None), true, Box::new(Needle(b"ok")), None, None).0
+        start_with_needle(None, true, b"ok")
     }
 
     /// [`paste_ok`] written now and its Enter sent when the paste signal wait ran out; the
@@ -964,13 +974,7 @@ mod tests {
         let t0 = Instant::now();
         let gate = Some(Duration::from_secs(120));
         let start = |gate| {
-            let (mut d, _) = ActiveDelivery::start(
-                &delivery(gate),
-                true,
-                Box::new(Needle(b"never")),
-                None,
-                None,
-            );
+            let mut d = start_with_needle(gate, true, b"never");
             d.on_written(t0);
             d
         };
@@ -1065,13 +1069,7 @@ mod tests {
     #[test]
     fn pipes_with_an_ack_wait_for_it_without_enter() {
         let t0 = Instant::now();
-        let (mut d, _) = ActiveDelivery::start(
-            &delivery(None),
-            false,
-            Box::new(Needle(b"stored")),
-            None,
-            None,
-        );
+        let mut d = start_with_needle(None, false, b"stored");
         assert_eq!(d.on_written(t0), Step::Wait);
         for i in 1..=20 {
             let step = d.poll(t0 + CONFIRM_POLL * i, String::new);
@@ -1083,13 +1081,7 @@ mod tests {
             Step::Done(Ok(()))
         );
 
-        let (mut late, _) = ActiveDelivery::start(
-            &delivery(None),
-            false,
-            Box::new(Needle(b"stored")),
-            None,
-            None,
-        );
+        let mut late = start_with_needle(None, false, b"stored");
         late.on_written(t0);
         let grace = late.grace;
         assert!(matches!(

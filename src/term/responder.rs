@@ -212,23 +212,22 @@ mod tests {
             answer(Query::XtVersion, (0, 0), v),
             b"\x1bP>|iapeer(1.2.3)\x1b\\"
         );
-        let bg = answer(
-            Query::Color {
-                which: OscColor::Background,
-                st: true,
-            },
-            (0, 0),
-            v,
-        );
-        assert!(bg.starts_with(b"\x1b]11;rgb:") && bg.ends_with(b"\x1b\\"));
-        let fg = answer(
-            Query::Color {
-                which: OscColor::Foreground,
-                st: false,
-            },
-            (0, 0),
-            v,
-        );
-        assert!(fg.starts_with(b"\x1b]10;rgb:") && fg.ends_with(b"\x07"));
+        // A colour answer starts with its OSC number and ends with the terminator the query
+        // used (ST or BEL).
+        for (which, st, head, end) in [
+            (
+                OscColor::Background,
+                true,
+                &b"\x1b]11;rgb:"[..],
+                &b"\x1b\\"[..],
+            ),
+            (OscColor::Foreground, false, b"\x1b]10;rgb:", b"\x07"),
+        ] {
+            let got = answer(Query::Color { which, st }, (0, 0), v);
+            assert!(
+                got.starts_with(head) && got.ends_with(end),
+                "{which:?}: {got:?}"
+            );
+        }
     }
 }

@@ -283,26 +283,39 @@ mod tests {
 
     #[test]
     fn host_and_origin_rules() {
-        assert!(host_allowed("127.0.0.1:8765", 8765));
-        assert!(host_allowed("LocalHost:8765", 8765));
-        for bad in [
-            "127.0.0.1",
-            "127.0.0.1:8766",
-            "0.0.0.0:8765",
-            "u@localhost:8765",
-            "[::1]:8765",
-        ] {
-            assert!(!host_allowed(bad, 8765), "{bad}");
-        }
-        assert!(origin_allowed("http://127.0.0.1:8765", 8765));
-        assert!(origin_allowed("http://localhost:8765", 8765));
-        for bad in [
-            "https://localhost:8765",
-            "http://localhost",
-            "http://localhost:8765/",
-            "null",
-        ] {
-            assert!(!origin_allowed(bad, 8765), "{bad}");
+        type Rule = fn(&str, u16) -> bool;
+        let rules: [(&str, Rule, &[&str], &[&str]); 2] = [
+            (
+                "Host",
+                host_allowed,
+                &["127.0.0.1:8765", "LocalHost:8765"],
+                &[
+                    "127.0.0.1",
+                    "127.0.0.1:8766",
+                    "0.0.0.0:8765",
+                    "u@localhost:8765",
+                    "[::1]:8765",
+                ],
+            ),
+            (
+                "Origin",
+                origin_allowed,
+                &["http://127.0.0.1:8765", "http://localhost:8765"],
+                &[
+                    "https://localhost:8765",
+                    "http://localhost",
+                    "http://localhost:8765/",
+                    "null",
+                ],
+            ),
+        ];
+        for (header, allowed, good, bad) in rules {
+            for value in good {
+                assert!(allowed(value, 8765), "{header}: {value}");
+            }
+            for value in bad {
+                assert!(!allowed(value, 8765), "{header}: {value}");
+            }
         }
     }
 

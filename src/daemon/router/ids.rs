@@ -151,8 +151,7 @@ mod tests {
         assert_eq!(r.code, Code::StateUnknown);
         assert!(
             r.error.starts_with("state unknown: it may have arrived — "),
-            "{}",
-            r.error
+            "{r:?}"
         );
         assert!(r.error.contains("peer \"bob\" (echo)"), "{}", r.error);
         assert!(r.error.contains("no confirmation within 4000 ms"));

@@ -2,7 +2,6 @@
 //! its order, the crash-loop window on fake time, and what rides the wake. No files, no
 //! processes: the facts are written by hand.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::*;
@@ -18,15 +17,7 @@ fn now() -> Now {
 }
 
 fn peer(runtimes: &[&str], intelligence: &str) -> RegistryPeer {
-    RegistryPeer {
-        personality: "bob".into(),
-        default_runtime: runtimes[0].into(),
-        runtimes: runtimes.iter().map(|r| r.to_string()).collect(),
-        description: String::new(),
-        intelligence: intelligence.into(),
-        cwd: PathBuf::from("/work/bob"),
-        interfaces: None,
-    }
+    RegistryPeer::new("bob", runtimes, intelligence, "/work/bob")
 }
 
 /// A registered artificial agent on claude, asleep, its folder present, nothing queued.
@@ -64,26 +55,59 @@ fn refusal(f: &LaunchFacts) -> Refusal {
     plan(f, &cfg(), now()).expect_err("the launch is refused")
 }
 
+/// Each refusal names the first thing wrong, in the order the plan checks them.
 #[test]
-fn a_peer_not_in_the_index_is_not_registered() {
-    let r = refusal(&LaunchFacts {
-        peer: None,
-        stopped: true,
-        ..facts()
-    });
-    assert_eq!(r.code, Code::NotRegistered);
-    assert_eq!(r.error, "peer \"bob\" is not in the iapeer peers index");
-}
-
-#[test]
-fn an_undeclared_runtime_is_refused_before_the_adapter() {
-    let r = refusal(&LaunchFacts {
-        peer: Some(peer(&["codex"], "artificial")),
-        runtime: Err("no such runtime".into()),
-        ..facts()
-    });
-    assert_eq!(r.code, Code::InvalidArgument);
-    assert_eq!(r.error, "peer \"bob\" does not declare runtime \"claude\"");
+fn refusals_name_the_first_thing_wrong() {
+    let cases = [
+        (
+            "a peer not in the index is not registered",
+            LaunchFacts {
+                peer: None,
+                stopped: true,
+                ..facts()
+            },
+            Refusal::new(
+                Code::NotRegistered,
+                "peer \"bob\" is not in the iapeer peers index",
+            ),
+        ),
+        (
+            "an undeclared runtime is refused before the adapter",
+            LaunchFacts {
+                peer: Some(peer(&["codex"], "artificial")),
+                runtime: Err("no such runtime".into()),
+                ..facts()
+            },
+            Refusal::new(
+                Code::InvalidArgument,
+                "peer \"bob\" does not declare runtime \"claude\"",
+            ),
+        ),
+        (
+            "an unusable adapter is offline before stopped",
+            LaunchFacts {
+                runtime: Err("the adapter is broken".into()),
+                stopped: true,
+                ..facts()
+            },
+            Refusal::new(
+                Code::Offline,
+                "peer \"bob\" offline and wake failed: the adapter is broken",
+            ),
+        ),
+        (
+            "a stopped peer is refused before its folder is checked",
+            LaunchFacts {
+                stopped: true,
+                folder_exists: false,
+                ..facts()
+            },
+            stopped_refusal(&facts().ident),
+        ),
+    ];
+    for (case, f, want) in cases {
+        assert_eq!(refusal(&f), want, "{case}");
+    }
 }
 
 #[test]
@@ -93,36 +117,8 @@ fn a_natural_peer_cannot_run_on_an_agent_runtime() {
         ..facts()
     });
     assert_eq!(r.code, Code::InvalidArgument);
-    assert!(
-        r.error.starts_with("a peer of intelligence "),
-        "{}",
-        r.error
-    );
-    assert!(r.error.contains("/work/bob/"), "{}", r.error);
-}
-
-#[test]
-fn an_unusable_adapter_is_offline_before_stopped() {
-    let r = refusal(&LaunchFacts {
-        runtime: Err("the adapter is broken".into()),
-        stopped: true,
-        ..facts()
-    });
-    assert_eq!(r.code, Code::Offline);
-    assert_eq!(
-        r.error,
-        "peer \"bob\" offline and wake failed: the adapter is broken"
-    );
-}
-
-#[test]
-fn a_stopped_peer_is_refused_before_its_folder_is_checked() {
-    let r = refusal(&LaunchFacts {
-        stopped: true,
-        folder_exists: false,
-        ..facts()
-    });
-    assert_eq!(r, stopped_refusal(&facts().ident));
+    assert!(r.error.starts_with("a peer of intelligence "), "{r:?}");
+    assert!(r.error.contains("/work/bob/"), "{r:?}");
 }
 
 #[test]
@@ -134,8 +130,7 @@ fn a_missing_folder_is_offline() {
     assert_eq!(r.code, Code::Offline);
     assert!(
         r.error.ends_with("working folder /work/bob does not exist"),
-        "{}",
-        r.error
+        "{r:?}"
     );
 }
 

@@ -154,39 +154,58 @@ mod tests {
     #[test]
     fn page_requests_need_the_cookie_and_posts_the_cross_site_check() {
         let k = keys();
-        // Not the page: the usual fleet rules.
-        assert_eq!(page_request("POST", &hs(&[]), 80, &k), Ok(false));
-        // The page with a stale cookie, or its header without a cookie: 401.
-        let stale = hs(&[("cookie", "iapeer_ui_80=old")]);
-        assert_eq!(page_request("GET", &stale, 80, &k).unwrap_err().status, 401);
-        let bare = hs(&[("x-iapeer-ui", "1")]);
-        assert_eq!(page_request("GET", &bare, 80, &k).unwrap_err().status, 401);
-        let good = hs(&[("cookie", "iapeer_ui_80=c1")]);
-        assert_eq!(page_request("GET", &good, 80, &k), Ok(true));
-        // A POST needs the own origin and the header.
-        assert_eq!(page_request("POST", &good, 80, &k).unwrap_err().status, 403);
-        let no_header = hs(&[
-            ("cookie", "iapeer_ui_80=c1"),
-            ("origin", "http://127.0.0.1:80"),
-        ]);
-        assert_eq!(
-            page_request("POST", &no_header, 80, &k).unwrap_err().status,
-            403
+        let cookie = ("cookie", "iapeer_ui_80=c1");
+        let header = ("x-iapeer-ui", "1");
+        // (what, method, headers, the answer: is it the page, or the refusal's status)
+        type Case<'a> = (
+            &'a str,
+            &'a str,
+            &'a [(&'a str, &'a str)],
+            Result<bool, u16>,
         );
-        let foreign = hs(&[
-            ("cookie", "iapeer_ui_80=c1"),
-            ("origin", "http://evil.example"),
-            ("x-iapeer-ui", "1"),
-        ]);
-        assert_eq!(
-            page_request("POST", &foreign, 80, &k).unwrap_err().status,
-            403
-        );
-        let ok = hs(&[
-            ("cookie", "iapeer_ui_80=c1"),
-            ("origin", "http://localhost:80"),
-            ("x-iapeer-ui", "1"),
-        ]);
-        assert_eq!(page_request("POST", &ok, 80, &k), Ok(true));
+        let cases: [Case; 8] = [
+            (
+                "not the page: the usual fleet rules",
+                "POST",
+                &[],
+                Ok(false),
+            ),
+            (
+                "the page with a stale cookie",
+                "GET",
+                &[("cookie", "iapeer_ui_80=old")],
+                Err(401),
+            ),
+            ("its header without a cookie", "GET", &[header], Err(401)),
+            ("a GET with the cookie", "GET", &[cookie], Ok(true)),
+            (
+                "a POST without origin and header",
+                "POST",
+                &[cookie],
+                Err(403),
+            ),
+            (
+                "a POST from the own origin without the header",
+                "POST",
+                &[cookie, ("origin", "http://127.0.0.1:80")],
+                Err(403),
+            ),
+            (
+                "a POST from a foreign origin",
+                "POST",
+                &[cookie, ("origin", "http://evil.example"), header],
+                Err(403),
+            ),
+            (
+                "a POST from the own origin with the header",
+                "POST",
+                &[cookie, ("origin", "http://localhost:80"), header],
+                Ok(true),
+            ),
+        ];
+        for (case, method, headers, want) in cases {
+            let got = page_request(method, &hs(headers), 80, &k).map_err(|e| e.status);
+            assert_eq!(got, want, "{case}");
+        }
     }
 }

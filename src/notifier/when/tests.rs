@@ -29,11 +29,18 @@ fn fires(expr: &str, from: &str, n: usize) -> Vec<String> {
     out
 }
 
+/// Asserts that the next fires of `expr` after `from` are `want` (as `fires` writes them),
+/// naming the expression when they are not.
+fn assert_fires(expr: &str, from: &str, want: &[&str]) {
+    assert_eq!(fires(expr, from, want.len()), want, "{expr:?} after {from}");
+}
+
 #[test]
 fn fields_ranges_steps_and_lists() {
-    assert_eq!(
-        fires("*/20 9-10 * * *", "2026-06-01T08:00:00-04:00", 7),
-        [
+    assert_fires(
+        "*/20 9-10 * * *",
+        "2026-06-01T08:00:00-04:00",
+        &[
             "2026-06-01 09:00-04:00 Mon",
             "2026-06-01 09:20-04:00 Mon",
             "2026-06-01 09:40-04:00 Mon",
@@ -41,30 +48,33 @@ fn fields_ranges_steps_and_lists() {
             "2026-06-01 10:20-04:00 Mon",
             "2026-06-01 10:40-04:00 Mon",
             "2026-06-02 09:00-04:00 Tue",
-        ]
+        ],
     );
     // n/step = n..max/step; a-b/step; lists mixing forms.
-    assert_eq!(
-        fires("50/5 0 * * *", "2026-06-01T00:00:00-04:00", 3),
-        [
+    assert_fires(
+        "50/5 0 * * *",
+        "2026-06-01T00:00:00-04:00",
+        &[
             "2026-06-01 00:50-04:00 Mon",
             "2026-06-01 00:55-04:00 Mon",
-            "2026-06-02 00:50-04:00 Tue"
-        ]
+            "2026-06-02 00:50-04:00 Tue",
+        ],
     );
-    assert_eq!(
-        fires("0 1-5/2,23 * * *", "2026-06-01T00:00:00-04:00", 4),
-        [
+    assert_fires(
+        "0 1-5/2,23 * * *",
+        "2026-06-01T00:00:00-04:00",
+        &[
             "2026-06-01 01:00-04:00 Mon",
             "2026-06-01 03:00-04:00 Mon",
             "2026-06-01 05:00-04:00 Mon",
-            "2026-06-01 23:00-04:00 Mon"
-        ]
+            "2026-06-01 23:00-04:00 Mon",
+        ],
     );
     // Strictly after: a fire exactly at `after` is not repeated.
-    assert_eq!(
-        fires("0 9 * * *", "2026-06-01T09:00:00-04:00", 1),
-        ["2026-06-02 09:00-04:00 Tue"]
+    assert_fires(
+        "0 9 * * *",
+        "2026-06-01T09:00:00-04:00",
+        &["2026-06-02 09:00-04:00 Tue"],
     );
 }
 
@@ -76,92 +86,101 @@ fn sunday_is_0_and_7_and_weekday_ranges() {
         zero,
         ["2026-06-07 12:00-04:00 Sun", "2026-06-14 12:00-04:00 Sun"]
     );
-    assert_eq!(
-        fires("0 9 * * 5-7", "2026-06-01T00:00:00-04:00", 4),
-        [
+    assert_fires(
+        "0 9 * * 5-7",
+        "2026-06-01T00:00:00-04:00",
+        &[
             "2026-06-05 09:00-04:00 Fri",
             "2026-06-06 09:00-04:00 Sat",
             "2026-06-07 09:00-04:00 Sun",
-            "2026-06-12 09:00-04:00 Fri"
-        ]
+            "2026-06-12 09:00-04:00 Fri",
+        ],
     );
 }
 
 #[test]
 fn both_day_fields_restricted_means_either() {
     // The 13th OR any Friday.
-    assert_eq!(
-        fires("0 0 13 * 5", "2026-11-01T12:00:00-05:00", 4),
-        [
+    assert_fires(
+        "0 0 13 * 5",
+        "2026-11-01T12:00:00-05:00",
+        &[
             "2026-11-06 00:00-05:00 Fri",
             "2026-11-13 00:00-05:00 Fri",
             "2026-11-20 00:00-05:00 Fri",
-            "2026-11-27 00:00-05:00 Fri"
-        ]
+            "2026-11-27 00:00-05:00 Fri",
+        ],
     );
-    assert_eq!(
-        fires("0 0 13 * 1", "2026-07-01T00:00:00-04:00", 3),
-        [
+    assert_fires(
+        "0 0 13 * 1",
+        "2026-07-01T00:00:00-04:00",
+        &[
             "2026-07-06 00:00-04:00 Mon",
             "2026-07-13 00:00-04:00 Mon",
-            "2026-07-20 00:00-04:00 Mon"
-        ]
+            "2026-07-20 00:00-04:00 Mon",
+        ],
     );
-    assert_eq!(
-        fires("0 0 14 * 1", "2026-07-01T00:00:00-04:00", 3),
-        [
+    assert_fires(
+        "0 0 14 * 1",
+        "2026-07-01T00:00:00-04:00",
+        &[
             "2026-07-06 00:00-04:00 Mon",
             "2026-07-13 00:00-04:00 Mon",
-            "2026-07-14 00:00-04:00 Tue"
-        ]
+            "2026-07-14 00:00-04:00 Tue",
+        ],
     );
     // Only day-of-month restricted: weekday ignored.
-    assert_eq!(
-        fires("0 0 31 * *", "2026-01-01T00:00:00-05:00", 3),
-        [
+    assert_fires(
+        "0 0 31 * *",
+        "2026-01-01T00:00:00-05:00",
+        &[
             "2026-01-31 00:00-05:00 Sat",
             "2026-03-31 00:00-04:00 Tue",
-            "2026-05-31 00:00-04:00 Sun"
-        ]
+            "2026-05-31 00:00-04:00 Sun",
+        ],
     );
 }
 
 #[test]
 fn spring_forward_skips_the_missing_hour() {
     // 2026-03-08 02:00-02:59 does not exist in New York.
-    assert_eq!(
-        fires("30 2 * * *", "2026-03-07T00:00:00-05:00", 3),
-        [
+    assert_fires(
+        "30 2 * * *",
+        "2026-03-07T00:00:00-05:00",
+        &[
             "2026-03-07 02:30-05:00 Sat",
             "2026-03-09 02:30-04:00 Mon",
-            "2026-03-10 02:30-04:00 Tue"
-        ]
+            "2026-03-10 02:30-04:00 Tue",
+        ],
     );
     // Every 30 minutes across the change: 01:30 EST is followed by 03:00 EDT.
-    assert_eq!(
-        fires("*/30 * * * *", "2026-03-08T01:00:00-05:00", 3),
-        [
+    assert_fires(
+        "*/30 * * * *",
+        "2026-03-08T01:00:00-05:00",
+        &[
             "2026-03-08 01:30-05:00 Sun",
             "2026-03-08 03:00-04:00 Sun",
-            "2026-03-08 03:30-04:00 Sun"
-        ]
+            "2026-03-08 03:30-04:00 Sun",
+        ],
     );
 }
 
 #[test]
 fn fall_back_fires_on_both_passes_of_the_repeated_hour() {
-    assert_eq!(
-        fires("30 1 * * *", "2026-10-31T12:00:00-04:00", 3),
-        [
+    assert_fires(
+        "30 1 * * *",
+        "2026-10-31T12:00:00-04:00",
+        &[
             "2026-11-01 01:30-04:00 Sun",
             "2026-11-01 01:30-05:00 Sun",
-            "2026-11-02 01:30-05:00 Mon"
-        ]
+            "2026-11-02 01:30-05:00 Mon",
+        ],
     );
     // A daily time outside the repeated hour fires once.
-    assert_eq!(
-        fires("0 9 * * *", "2026-10-31T12:00:00-04:00", 2),
-        ["2026-11-01 09:00-05:00 Sun", "2026-11-02 09:00-05:00 Mon"]
+    assert_fires(
+        "0 9 * * *",
+        "2026-10-31T12:00:00-04:00",
+        &["2026-11-01 09:00-05:00 Sun", "2026-11-02 09:00-05:00 Mon"],
     );
 }
 
@@ -170,9 +189,10 @@ fn leap_day_fires_within_four_years_and_impossible_dates_are_rejected() {
     let now = ts("2026-03-01T00:00:00Z");
     let tz = ny();
     assert!(check("0 0 29 2 *", now, &tz).is_ok(), "29 Feb 2028");
-    assert_eq!(
-        fires("0 0 29 2 *", "2026-03-01T00:00:00Z", 1),
-        ["2028-02-29 00:00-05:00 Tue"]
+    assert_fires(
+        "0 0 29 2 *",
+        "2026-03-01T00:00:00Z",
+        &["2028-02-29 00:00-05:00 Tue"],
     );
     for never in ["0 0 30 2 *", "0 0 31 4,6,9,11 *", "0 0 31 2 *"] {
         let e = check(never, now, &tz).unwrap_err();
@@ -224,31 +244,35 @@ fn every_sums_units_and_has_a_one_second_minimum() {
 fn every_grid_is_anchored_at_arming_and_skips_missed_slots() {
     let anchor = ts("2026-06-01T10:00:00.250Z");
     let p = 2_000;
-    // Before the first slot → first slot.
-    assert_eq!(
-        every_next(anchor, p, anchor),
-        ts("2026-06-01T10:00:02.250Z")
-    );
-    // Just after a slot → the next one, on the anchor's grid (not the wake time's).
-    assert_eq!(
-        every_next(anchor, p, ts("2026-06-01T10:00:02.300Z")),
-        ts("2026-06-01T10:00:04.250Z")
-    );
-    // Exactly at a slot → strictly after.
-    assert_eq!(
-        every_next(anchor, p, ts("2026-06-01T10:00:04.250Z")),
-        ts("2026-06-01T10:00:06.250Z")
-    );
-    // An hour of missed slots (a sleep, a stop) collapses into the single next one.
-    assert_eq!(
-        every_next(anchor, p, ts("2026-06-01T11:00:01.000Z")),
-        ts("2026-06-01T11:00:02.250Z")
-    );
-    // A wake before the anchor (clock stepped back) → anchor + period.
-    assert_eq!(
-        every_next(anchor, p, ts("2026-06-01T09:00:00Z")),
-        ts("2026-06-01T10:00:02.250Z")
-    );
+    for (now, want, case) in [
+        (
+            anchor,
+            "2026-06-01T10:00:02.250Z",
+            "before the first slot: the first slot",
+        ),
+        (
+            ts("2026-06-01T10:00:02.300Z"),
+            "2026-06-01T10:00:04.250Z",
+            "just after a slot: the next one, on the anchor's grid (not the wake time's)",
+        ),
+        (
+            ts("2026-06-01T10:00:04.250Z"),
+            "2026-06-01T10:00:06.250Z",
+            "exactly at a slot: strictly after",
+        ),
+        (
+            ts("2026-06-01T11:00:01.000Z"),
+            "2026-06-01T11:00:02.250Z",
+            "an hour of missed slots (a sleep, a stop) collapses into the single next one",
+        ),
+        (
+            ts("2026-06-01T09:00:00Z"),
+            "2026-06-01T10:00:02.250Z",
+            "a wake before the anchor (clock stepped back): anchor + period",
+        ),
+    ] {
+        assert_eq!(every_next(anchor, p, now), ts(want), "{case}");
+    }
     // Daylight saving does not bend an @every grid: 1h slots stay 1h apart in real time.
     let tz = ny();
     let w = parse("@every 1h").unwrap();

@@ -60,40 +60,29 @@ fn replay_boot(step: usize) -> (Vec<ClaudeScreen>, Vec<(&'static str, DialogStep
     (states, keys)
 }
 
+/// The boot recording, fed in chunks of several sizes, visits trust, API key, bypass, ready,
+/// busy in order, and the keys pressed on the dialogs are the recorded ones.
 #[test]
-fn boot_fixture_visits_trust_apikey_bypass_ready_busy_in_order() {
-    for step in [5, 29] {
-        let (states, _) = replay_boot(step);
-        assert_eq!(
-            states,
-            vec![
-                trust(),
-                api_key(),
-                bypass(),
-                ClaudeScreen::Ready,
-                ClaudeScreen::Busy
-            ],
-            "chunks of {step} bytes"
-        );
-    }
-}
-
-#[test]
-fn boot_fixture_dialog_keys_are_the_recorded_ones() {
-    for step in [4, 11] {
-        let (_, keys) = replay_boot(step);
-        assert_eq!(
-            keys,
-            vec![
-                ("trust", DialogStep::Down),
-                ("trust", DialogStep::Enter),
-                ("custom-api-key", DialogStep::Up),
-                ("custom-api-key", DialogStep::Enter),
-                ("bypass-permissions", DialogStep::Down),
-                ("bypass-permissions", DialogStep::Enter),
-            ],
-            "chunks of {step} bytes"
-        );
+fn boot_fixture_visits_trust_apikey_bypass_ready_busy_with_the_recorded_keys() {
+    let want_states = vec![
+        trust(),
+        api_key(),
+        bypass(),
+        ClaudeScreen::Ready,
+        ClaudeScreen::Busy,
+    ];
+    let want_keys = vec![
+        ("trust", DialogStep::Down),
+        ("trust", DialogStep::Enter),
+        ("custom-api-key", DialogStep::Up),
+        ("custom-api-key", DialogStep::Enter),
+        ("bypass-permissions", DialogStep::Down),
+        ("bypass-permissions", DialogStep::Enter),
+    ];
+    for step in [4, 5, 11, 29] {
+        let (states, keys) = replay_boot(step);
+        assert_eq!(states, want_states, "chunks of {step} bytes");
+        assert_eq!(keys, want_keys, "chunks of {step} bytes");
     }
 }
 
@@ -106,6 +95,17 @@ fn trust_dialog_fixture_alone() {
     assert_eq!(state, trust());
     assert_eq!(cursor_label(rows).as_deref(), Some("No, exit"));
     assert_eq!(next_key(&state, rows), Some(DialogStep::Down));
+}
+
+/// Asserts that `rows` read as `want` and that the key iapeer presses on them is `key`.
+fn assert_reads_as<S: AsRef<str> + std::fmt::Debug>(
+    rows: &[S],
+    want: ClaudeScreen,
+    key: DialogStep,
+) {
+    let state = classify(rows);
+    assert_eq!(state, want, "{rows:#?}");
+    assert_eq!(next_key(&state, rows), Some(key), "{rows:#?}");
 }
 
 const RULE: &str = "──────────────────────";
@@ -142,15 +142,14 @@ fn default_choice_dialogs_press_enter() {
         " ❯ 1. Dark mode ✔",
         "   2. Light mode",
     ];
-    let state = classify(&theme);
-    assert_eq!(
-        state,
+    assert_reads_as(
+        &theme,
         ClaudeScreen::Dialog {
             name: "theme",
-            wanted: None
-        }
+            wanted: None,
+        },
+        DialogStep::Enter,
     );
-    assert_eq!(next_key(&state, &theme), Some(DialogStep::Enter));
 }
 
 #[test]
@@ -162,15 +161,14 @@ fn mcp_and_resume_dialogs_choose_by_label() {
         "   2. Use this MCP server",
         "   3. Continue without using this MCP server",
     ];
-    let state = classify(&mcp);
-    assert_eq!(
-        state,
+    assert_reads_as(
+        &mcp,
         ClaudeScreen::Dialog {
             name: "mcp-server",
-            wanted: Some("Use this MCP server")
-        }
+            wanted: Some("Use this MCP server"),
+        },
+        DialogStep::Down,
     );
-    assert_eq!(next_key(&state, &mcp), Some(DialogStep::Down));
     let resume = [
         " This session is 9h 44m old and 540k tokens.",
         "",
@@ -178,15 +176,14 @@ fn mcp_and_resume_dialogs_choose_by_label() {
         "   2. Resume full session as-is",
         "   3. Don't ask me again",
     ];
-    let state = classify(&resume);
-    assert_eq!(
-        state,
+    assert_reads_as(
+        &resume,
         ClaudeScreen::Dialog {
             name: "resume-summary",
-            wanted: Some("Resume full session as-is")
-        }
+            wanted: Some("Resume full session as-is"),
+        },
+        DialogStep::Down,
     );
-    assert_eq!(next_key(&state, &resume), Some(DialogStep::Down));
 }
 
 #[test]
@@ -201,15 +198,14 @@ fn nag_only_when_its_menu_is_the_bottom_block() {
         "",
         "  Enter to confirm · Esc to cancel",
     ];
-    let state = classify(&nag);
-    assert_eq!(
-        state,
+    assert_reads_as(
+        &nag,
         ClaudeScreen::Nag {
             name: "fullscreen-renderer",
-            wanted: "Not now"
-        }
+            wanted: "Not now",
+        },
+        DialogStep::Down,
     );
-    assert_eq!(next_key(&state, &nag), Some(DialogStep::Down));
 
     // The same words in the conversation above a live composer are not a nag.
     let mut talk: Vec<&str> = nag[..6].to_vec();
@@ -244,16 +240,15 @@ fn add_dir_dialog_fixture() {
     let mut screen = Screen::new(SESSION_ROWS, SESSION_COLS);
     screen.feed(&fixture("trust-then-add-dir.raw"), true);
     let rows = screen.rows();
-    let state = classify(rows);
-    assert_eq!(
-        state,
+    assert_eq!(cursor_label(rows).as_deref(), Some("No, exit"));
+    assert_reads_as(
+        rows,
         ClaudeScreen::Dialog {
             name: "add-dir",
-            wanted: Some("Yes, add it")
-        }
+            wanted: Some("Yes, add it"),
+        },
+        DialogStep::Down,
     );
-    assert_eq!(cursor_label(rows).as_deref(), Some("No, exit"));
-    assert_eq!(next_key(&state, rows), Some(DialogStep::Down));
 }
 
 #[test]
@@ -295,10 +290,17 @@ fn final_rows(name: &str) -> Vec<String> {
     screen.rows().to_vec()
 }
 
+/// The permission prompt on the screen at the end of `approvals/<name>`; panics with the
+/// screen when there is none.
+fn recorded_prompt(name: &str) -> crate::adapter::PermissionPrompt {
+    let rows = final_rows(name);
+    permission_prompt(&rows).unwrap_or_else(|| panic!("{name}: {rows:#?}"))
+}
+
 #[test]
 fn a_bypass_ask_rule_prompt_is_read_whole() {
     let rows = final_rows("bypass-ask-rule-prompt.raw");
-    let p = permission_prompt(&rows).unwrap_or_else(|| panic!("{rows:#?}"));
+    let p = recorded_prompt("bypass-ask-rule-prompt.raw");
     assert_eq!(p.tool, "Bash");
     assert!(
         p.summary.starts_with("rm /tmp/") && p.summary.ends_with("/made/a"),
@@ -315,8 +317,7 @@ fn a_bypass_ask_rule_prompt_is_read_whole() {
 
 #[test]
 fn a_hook_that_asks_brings_up_the_same_prompt_with_its_reason() {
-    let rows = final_rows("bypass-hook-ask-prompt.raw");
-    let p = permission_prompt(&rows).unwrap_or_else(|| panic!("{rows:#?}"));
+    let p = recorded_prompt("bypass-hook-ask-prompt.raw");
     assert_eq!(p.tool, "Bash");
     assert!(p.summary.starts_with("touch /tmp/"), "{p:?}");
     assert!(p.summary.ends_with("/made/hook-asks"), "{p:?}");
@@ -341,8 +342,7 @@ fn write_edit_and_mcp_prompts_name_their_tool_and_request() {
         ),
     ];
     for (name, tool, summary) in cases {
-        let rows = final_rows(name);
-        let p = permission_prompt(&rows).unwrap_or_else(|| panic!("{name}: {rows:#?}"));
+        let p = recorded_prompt(name);
         assert_eq!(
             (p.tool.as_str(), p.summary.as_str()),
             (tool, summary),
@@ -362,8 +362,7 @@ fn write_edit_and_mcp_prompts_name_their_tool_and_request() {
 
 #[test]
 fn a_gated_prompt_is_read_too_and_an_answered_one_is_gone() {
-    let gated = final_rows("permission-dialog.raw");
-    let p = permission_prompt(&gated).unwrap_or_else(|| panic!("{gated:#?}"));
+    let p = recorded_prompt("permission-dialog.raw");
     assert_eq!(p.tool, "Bash");
     assert!(p.summary.starts_with("touch "), "{p:?}");
     assert_eq!((p.approve, p.deny, p.options.len()), (0, 3, 4));

@@ -187,21 +187,24 @@ fn claude_drops_format_characters_and_default_ignorables() {
     assert!(field(&c, "model").contains("\u{2800}s\u{E000}t\u{FFFC}u"));
 }
 
+/// The cases both Claude Code and Codex record as pasted, unchanged.
+const KEPT_BY_BOTH: [&str; 11] = [
+    "trailing-newlines",
+    "leading-blank",
+    "space-runs",
+    "nbsp",
+    "controls",
+    "combining",
+    "emoji",
+    "envelope-escapes",
+    "backslash",
+    "line-starts",
+    "long-line",
+];
+
 #[test]
 fn claude_keeps_what_it_does_not_change() {
-    for name in [
-        "trailing-newlines",
-        "leading-blank",
-        "space-runs",
-        "nbsp",
-        "controls",
-        "combining",
-        "emoji",
-        "envelope-escapes",
-        "backslash",
-        "line-starts",
-        "long-line",
-    ] {
+    for name in KEPT_BY_BOTH {
         claude_case(name, same);
     }
 }
@@ -253,28 +256,18 @@ fn claude_an_interrupted_prompt_is_known_in_its_form() {
 
 #[test]
 fn codex_keeps_tabs_spaces_and_unicode_in_its_records() {
-    for name in [
+    let codex_only = [
         "tab",
         "tab-stops",
         "trailing-spaces",
-        "trailing-newlines",
-        "leading-blank",
         "blank-lines",
-        "space-runs",
-        "nbsp",
         "zero-width",
         "bidi",
         "line-separators",
-        "controls",
-        "combining",
-        "emoji",
-        "envelope-escapes",
-        "backslash",
-        "line-starts",
         "format-chars",
-        "long-line",
         "many-lines",
-    ] {
+    ];
+    for name in KEPT_BY_BOTH.into_iter().chain(codex_only) {
         codex_case(name);
         let c = case("codex-0.171.0", name);
         assert_eq!(field(&c, "model"), field(&c, "pasted"), "{name}");

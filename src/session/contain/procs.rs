@@ -243,6 +243,18 @@ mod tests {
         }
     }
 
+    /// The pids of the members among `procs` of the tree led by (300, started 3000) that
+    /// knew `known` before, with `marked` saying which processes carry the session's mark.
+    fn member_pids(procs: &[Proc], known: &[Named], marked: &dyn Fn(u32) -> bool) -> Vec<u32> {
+        let known: BTreeSet<Named> = known.iter().copied().collect();
+        let tree = Tree {
+            leader: (300, 3000),
+            known: &known,
+            marked,
+        };
+        pids(&members(procs, &tree, &D))
+    }
+
     fn pids(set: &BTreeSet<Named>) -> Vec<u32> {
         set.iter().map(|n| n.0).collect()
     }
@@ -305,15 +317,8 @@ mod tests {
             p(400, 1, 400, 400),   // the user's own process
             p(401, 400, 401, 401), // its child
         ];
-        let known: BTreeSet<Named> = [(305, 3050)].into();
-        let marked = |pid: u32| pid == 303;
-        let tree = Tree {
-            leader: (300, 3000),
-            known: &known,
-            marked: &marked,
-        };
         assert_eq!(
-            pids(&members(&procs, &tree, &D)),
+            member_pids(&procs, &[(305, 3050)], &|pid| pid == 303),
             vec![300, 301, 302, 303, 304, 305, 308]
         );
     }
@@ -322,13 +327,7 @@ mod tests {
     fn a_pid_reused_by_another_process_is_not_a_member() {
         let procs = [p(100, 1, 90, 90), p(305, 100, 305, 305)];
         // Known as (305, start 1): the process now at 305 started at 3050.
-        let known: BTreeSet<Named> = [(305, 1)].into();
-        let tree = Tree {
-            leader: (300, 3000),
-            known: &known,
-            marked: &|_| false,
-        };
-        assert!(members(&procs, &tree, &D).is_empty());
+        assert!(member_pids(&procs, &[(305, 1)], &|_| false).is_empty());
     }
 
     #[test]
@@ -336,13 +335,7 @@ mod tests {
         let mut z = p(301, 300, 301, 300);
         z.zombie = true;
         let procs = [p(100, 1, 90, 90), z, p(302, 100, 302, 90)];
-        let known: BTreeSet<Named> = [(100, 1000), (302, 3020)].into();
-        let tree = Tree {
-            leader: (300, 3000),
-            known: &known,
-            marked: &|_| true,
-        };
-        assert!(members(&procs, &tree, &D).is_empty());
+        assert!(member_pids(&procs, &[(100, 1000), (302, 3020)], &|_| true).is_empty());
     }
 
     #[test]
