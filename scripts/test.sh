@@ -38,6 +38,8 @@ scripts/setup-agents.sh
 export IAPEER_TEST_CLAUDE_BIN="$PWD/.cache/agents/node_modules/.bin/claude"
 export IAPEER_TEST_CODEX_BIN="$PWD/.cache/agents/node_modules/.bin/codex"
 export IAPEER_TEST_BUN="$PWD/.cache/agents/node_modules/.bin/bun"
+export IAPEER_TEST_GEMINI_BIN="$PWD/.cache/agents/node_modules/.bin/gemini"
+export IAPEER_TEST_OPENCODE_BIN="$PWD/.cache/agents/node_modules/.bin/opencode"
 
 echo "== man (man-db), zsh and fish, for the tests that \`man iapeer\` and each shell's completion work;"
 echo "   chromium and chromium-driver, for the browser test of the operator's page (tests/ui.rs);"
