@@ -77,7 +77,11 @@ pub enum ProcError {
 }
 
 /// Send `text` to `to` as `from` (an identity) with `iapeer send`, blocking. `Ok` = the
-/// send answered delivered or queued (exit 0).
+/// send answered delivered or queued (exit 0), or delivered earlier.
+///
+/// `id` is the message id (`--id`): a signal sends with its spool id, so a send that
+/// reached the peer before this process died (its spool file still on disk) is answered
+/// "delivered … earlier" when the next process sends it again, never delivered twice.
 ///
 /// Errors: the send's refusal (its last line of output), or why it could not run.
 pub fn send(
@@ -86,6 +90,7 @@ pub fn send(
     to: &str,
     text: &str,
     topic: Option<&str>,
+    id: Option<&str>,
 ) -> Result<(), ProcError> {
     let mut cmd = Command::new(exe);
     cmd.args([
@@ -100,6 +105,9 @@ pub fn send(
     .arg(SEND_TIMEOUT_SECS.to_string());
     if let Some(t) = topic {
         cmd.args(["--topic", t]);
+    }
+    if let Some(id) = id {
+        cmd.args(["--id", id]);
     }
     let mut child = cmd
         .env_remove("PEER_IDENTITY")

@@ -792,7 +792,10 @@ impl Service {
                 sig.clone(),
             );
             std::thread::spawn(move || {
-                let result = proc::send(&exe, &from, &to, &text, topic.as_deref());
+                // A spool file written by hand or by another tool may hold an id the
+                // daemon refuses: sent without one (no dedupe) rather than never.
+                let id = crate::msgids::valid_id(&sig).then_some(sig.as_str());
+                let result = proc::send(&exe, &from, &to, &text, topic.as_deref(), id);
                 let _ = tx.send(Ev::Sent { sig, to, result });
             });
         }
@@ -925,7 +928,7 @@ impl Service {
             self.tx.clone(),
         );
         std::thread::spawn(move || {
-            let result = proc::send(&exe, &from, &to, &text, topic.as_deref());
+            let result = proc::send(&exe, &from, &to, &text, topic.as_deref(), None);
             let _ = tx.send(Ev::Replied { to, result });
         });
     }
