@@ -4,7 +4,7 @@
 use super::error::fail;
 use super::parse::Invocation;
 use super::spec::{args, flags};
-use super::{done, paths, usage, CliError, CliResult};
+use super::{done, paths, required, CliError, CliResult};
 use crate::plugins::{self, RuntimeOutcome};
 use crate::registry::{Registry, RegistryPeer};
 
@@ -64,9 +64,7 @@ fn target(inv: &Invocation) -> Result<RegistryPeer, CliError> {
 /// `installed`, `runtime-missing`, `failed`), then the plugin's setup step. Exit 1 when an
 /// install or the setup failed.
 pub fn enable(inv: &Invocation) -> CliResult {
-    let plugin = inv
-        .positional(args::PLUGIN)
-        .ok_or_else(|| usage(inv, "missing <plugin>"))?;
+    let plugin = required(inv, args::PLUGIN)?;
     let peer = target(inv)?;
     let runtimes: Vec<&String> = peer
         .runtimes

@@ -8,7 +8,7 @@ use super::parse::Invocation;
 use super::sender::{resolve_sender, Caller};
 use super::spec::{args, flags};
 use super::suggest;
-use super::{json_line, paths, print, usage, CliError, CliResult};
+use super::{json_line, paths, print, required, usage, CliError, CliResult};
 use crate::names::{
     is_valid_personality, is_valid_runtime, normalize, PERSONALITY_RULE, RUNTIME_RULE,
 };
@@ -159,10 +159,7 @@ fn send_options(inv: &Invocation) -> Result<(Option<u64>, String, Option<IfBusy>
 
 /// Run `iapeer send`.
 pub fn run(inv: &Invocation) -> CliResult {
-    let target = inv
-        .positional(args::TARGET)
-        .ok_or_else(|| usage(inv, "missing <target>"))?
-        .to_string();
+    let target = required(inv, args::TARGET)?.to_string();
     let message = read_message(inv)?;
     let json_out = inv.flag(flags::JSON);
     // Checked here only to word the daemon's refusal for a person (the daemon still sees
@@ -441,11 +438,7 @@ fn refusal_for_a_person(
 /// as its sender; inside a session (`PEER_IDENTITY`) only the session's own. Prints what
 /// `send` prints.
 pub fn confirm_send(inv: &Invocation) -> CliResult {
-    let id = inv
-        .positional(args::HOLD_ID)
-        .ok_or_else(|| usage(inv, "missing <id>"))?
-        .trim()
-        .to_string();
+    let id = required(inv, args::HOLD_ID)?.trim().to_string();
     let caller = std::env::var("PEER_IDENTITY")
         .ok()
         .map(|v| v.trim().to_string())
