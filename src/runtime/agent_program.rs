@@ -388,23 +388,20 @@ fn login_path() -> Result<(String, OsString), LoginPathError> {
 /// (Unlike `crate::child`, which keeps the whole output, this never waits for the pipe's end.)
 fn ask_login_shell(shell: &Path) -> Result<OsString, LoginPathError> {
     use std::io::Read;
-    use std::os::unix::process::CommandExt;
     let script = if shell.file_name().is_some_and(|n| n == "fish") {
         format!("printf '\\n%s%s\\n' '{MARK}' (string join : $PATH)")
     } else {
         format!("printf '\\n%s%s\\n' '{MARK}' \"$PATH\"")
     };
-    let mut child = Command::new(shell)
-        .args(["-l", "-c", &script])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| LoginPathError::Spawn {
-            shell: shell.to_path_buf(),
-            source: std::sync::Arc::new(e),
-        })?;
+    let mut child = crate::child::spawn_leader(
+        Command::new(shell).args(["-l", "-c", &script]),
+        Stdio::piped(),
+        Stdio::null(),
+    )
+    .map_err(|e| LoginPathError::Spawn {
+        shell: shell.to_path_buf(),
+        source: std::sync::Arc::new(e),
+    })?;
     let mut stdout = child.stdout.take().expect("piped stdout");
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::spawn(move || {
