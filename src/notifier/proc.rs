@@ -281,9 +281,7 @@ mod tests {
         assert!(e.contains("cannot run"), "{e}");
         let dir = tempfile::tempdir().unwrap();
         let slow = dir.path().join("slow.sh");
-        std::fs::write(&slow, "#!/bin/sh\nsleep 30\n").unwrap();
-        std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
+        crate::testkit::write_program(&slow, "#!/bin/sh\nsleep 30\n");
         let t = std::time::Instant::now();
         let e = run_check(slow.to_str().unwrap(), cwd, Duration::from_millis(300))
             .unwrap_err()

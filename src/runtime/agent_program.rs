@@ -627,18 +627,15 @@ mod tests {
     /// A login shell (bash run with its HOME in a temp folder) whose `~/.bash_profile` is
     /// `profile`; the folder to remove after.
     fn shell_with_profile(tag: &str, profile: &str) -> (PathBuf, PathBuf) {
-        use std::os::unix::fs::PermissionsExt;
         let home = std::env::temp_dir().join(format!("iapeer-login-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&home).unwrap();
         std::fs::write(home.join(".bash_profile"), profile).unwrap();
         // ask_login_shell passes this process's HOME on: the wrapper sets the temp one.
         let shell = home.join("sh");
-        std::fs::write(
+        crate::testkit::write_program(
             &shell,
-            format!("#!/bin/sh\nHOME={} exec bash \"$@\"\n", home.display()),
-        )
-        .unwrap();
-        std::fs::set_permissions(&shell, std::fs::Permissions::from_mode(0o755)).unwrap();
+            &format!("#!/bin/sh\nHOME={} exec bash \"$@\"\n", home.display()),
+        );
         (shell, home)
     }
 
