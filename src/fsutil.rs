@@ -166,6 +166,26 @@ pub fn read_optional(path: &Path) -> io::Result<Option<String>> {
     }
 }
 
+/// Read `r` to its end in chunks of at most 64 KiB, a read a signal interrupted tried again,
+/// handing each chunk to `each` while it returns true. `Ok(true)`: read to the end;
+/// `Ok(false)`: `each` stopped it.
+///
+/// Errors: the first read that failed.
+pub fn read_chunks(mut r: impl io::Read, mut each: impl FnMut(&[u8]) -> bool) -> io::Result<bool> {
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        let n = match r.read(&mut chunk) {
+            Ok(0) => return Ok(true),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if !each(&chunk[..n]) {
+            return Ok(false);
+        }
+    }
+}
+
 /// `Ok` when `path` (symlinks followed) is a regular file, so reading it ends.
 ///
 /// Errors: it does not exist (`NotFound`), or is a FIFO, socket, device or folder

@@ -58,24 +58,22 @@ const KEEP_BYTES: usize = 256 * 1024;
 /// logs the attempt); one too big to travel — over [`KEEP_BYTES`], where the rest is only
 /// counted so a 50 MB file neither fills memory nor breaks the control connection — is
 /// refused here with the daemon's own words.
-fn read_bounded(mut r: impl Read) -> Result<String, CliError> {
+fn read_bounded(r: impl Read) -> Result<String, CliError> {
     let keep = KEEP_BYTES;
     let mut kept = Vec::new();
     let mut extra_chars = 0usize;
-    let mut buf = [0u8; 64 * 1024];
-    loop {
-        let n = match r.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(CliError::failed(format!("cannot read the message: {e}"))),
-        };
-        let room = keep.saturating_sub(kept.len()).min(n);
-        kept.extend_from_slice(&buf[..room]);
+    crate::fsutil::read_chunks(r, |chunk| {
+        let room = keep.saturating_sub(kept.len()).min(chunk.len());
+        kept.extend_from_slice(&chunk[..room]);
         // Count the characters of what is not kept: every byte that does not continue a
         // UTF-8 sequence starts one.
-        extra_chars += buf[room..n].iter().filter(|b| (**b & 0xC0) != 0x80).count();
-    }
+        extra_chars += chunk[room..]
+            .iter()
+            .filter(|b| (**b & 0xC0) != 0x80)
+            .count();
+        true
+    })
+    .map_err(|e| CliError::failed(format!("cannot read the message: {e}")))?;
     let text = match String::from_utf8(kept) {
         Ok(t) => t,
         // The cut may split the last character; anything else is not UTF-8.
