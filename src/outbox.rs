@@ -468,8 +468,7 @@ mod tests {
     /// kept.
     #[test]
     fn a_kept_send_whose_attachment_is_a_fifo_is_refused_at_once() {
-        let tmp = tempfile::tempdir().unwrap();
-        let paths = Paths::at(tmp.path().join("root"));
+        let (tmp, paths) = crate::testkit::temp_root();
         let fifo = tmp.path().join("pipe");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
         let fifo = fifo.display().to_string();

@@ -129,8 +129,7 @@ mod tests {
 
     /// A temp folder with a root in it and the file `name` there holding `bytes`.
     fn root_and_file(name: &str, bytes: &[u8]) -> (tempfile::TempDir, Paths, PathBuf) {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path().join("root"));
+        let (dir, paths) = crate::testkit::temp_root();
         let file = dir.path().join(name);
         fs::write(&file, bytes).unwrap();
         (dir, paths, file)
