@@ -292,14 +292,27 @@ fn daemon_op<C: Call>(inv: &Invocation, req: &C, what: &str) -> Result<C::Reply,
     succeeded(answer)
 }
 
+/// [`daemon_op`] for a verb on `<peer> [runtime]`: the request `make(peer, runtime)`, the
+/// indicator `<doing> <peer>`.
+fn peer_op<C: Call>(
+    inv: &Invocation,
+    doing: &str,
+    make: impl FnOnce(String, Option<String>) -> C,
+) -> Result<C::Reply, CliError> {
+    let peer = required(inv, args::PEER)?;
+    let req = make(
+        peer.to_string(),
+        inv.positional(args::RUNTIME).map(String::from),
+    );
+    daemon_op(inv, &req, &format!("{doing} {peer}"))
+}
+
 /// `new <peer> [runtime]`: a fresh session now; exit 0 once it is ready.
 pub fn new(inv: &Invocation) -> CliResult {
-    let peer = required(inv, args::PEER)?;
-    let req = call::New {
-        personality: peer.to_string(),
-        runtime: inv.positional(args::RUNTIME).map(String::from),
-    };
-    let answer: NewReply = daemon_op(inv, &req, &format!("restarting {peer}"))?;
+    let answer: NewReply = peer_op(inv, "restarting", |personality, runtime| call::New {
+        personality,
+        runtime,
+    })?;
     done(
         inv,
         &answer,
@@ -317,12 +330,10 @@ pub fn new(inv: &Invocation) -> CliResult {
 /// `wake <peer> [runtime]`: the session up now, as a message would bring it; exit 0 once
 /// it is ready (issue 30 item 4).
 pub fn wake(inv: &Invocation) -> CliResult {
-    let peer = required(inv, args::PEER)?;
-    let req = call::Wake {
-        personality: peer.to_string(),
-        runtime: inv.positional(args::RUNTIME).map(String::from),
-    };
-    let answer: WakeReply = daemon_op(inv, &req, &format!("waking {peer}"))?;
+    let answer: WakeReply = peer_op(inv, "waking", |personality, runtime| call::Wake {
+        personality,
+        runtime,
+    })?;
     let what = if answer.woke { "woke" } else { "already live:" };
     done(
         inv,
@@ -334,12 +345,10 @@ pub fn wake(inv: &Invocation) -> CliResult {
 /// `restart <peer> [runtime]`: end the session and bring it up again on the recorded
 /// conversation; says whether it resumed or started fresh (from `list`'s `mode`).
 pub fn restart(inv: &Invocation) -> CliResult {
-    let peer = required(inv, args::PEER)?;
-    let req = call::Restart {
-        personality: peer.to_string(),
-        runtime: inv.positional(args::RUNTIME).map(String::from),
-    };
-    let answer: NewReply = daemon_op(inv, &req, &format!("restarting {peer}"))?;
+    let answer: NewReply = peer_op(inv, "restarting", |personality, runtime| call::Restart {
+        personality,
+        runtime,
+    })?;
     let how = match answer.pid() {
         None => String::new(),
         Some(pid) => {
@@ -377,23 +386,21 @@ fn session_mode(identity: &str) -> Option<String> {
 
 /// `interrupt <peer> [runtime]`.
 pub fn interrupt(inv: &Invocation) -> CliResult {
-    let peer = required(inv, args::PEER)?;
-    let req = call::Interrupt {
-        personality: peer.to_string(),
-        runtime: inv.positional(args::RUNTIME).map(String::from),
-    };
-    let answer: InterruptReply = daemon_op(inv, &req, &format!("interrupting {peer}"))?;
+    let answer: InterruptReply = peer_op(inv, "interrupting", |personality, runtime| {
+        call::Interrupt {
+            personality,
+            runtime,
+        }
+    })?;
     done(inv, &answer, &format!("interrupted {}\n", answer.identity))
 }
 
 /// `compact <peer> [runtime] [--json]`.
 pub fn compact(inv: &Invocation) -> CliResult {
-    let peer = required(inv, args::PEER)?;
-    let req = call::Compact {
-        personality: peer.to_string(),
-        runtime: inv.positional(args::RUNTIME).map(String::from),
-    };
-    let answer: CompactReply = daemon_op(inv, &req, &format!("compacting {peer}"))?;
+    let answer: CompactReply = peer_op(inv, "compacting", |personality, runtime| call::Compact {
+        personality,
+        runtime,
+    })?;
     let resumed = if answer.resumed {
         " (resumed first)"
     } else {
