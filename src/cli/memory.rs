@@ -11,7 +11,7 @@ use super::peers::selected_peers;
 use super::spec::{args, flags};
 use super::{done, paths, required, usage, CliError, CliResult};
 use crate::memory::hook_trust::{self, TrustState, RECORDED_CODEX_VERSION};
-use crate::memory::native::{self, LeverState, Setting};
+use crate::memory::native::{self, Setting};
 use crate::runtime::codex_setup;
 
 /// `native-memory --json`: `{"setting":"off"|"on","levers":[…]}`.
@@ -93,13 +93,8 @@ pub fn native_memory(inv: &Invocation) -> CliResult {
                 continue;
             };
             any = true;
-            let why = match &state {
-                LeverState::Failed(why) => {
-                    failed = true;
-                    Some(why.clone())
-                }
-                _ => None,
-            };
+            let why = state.failure().map(str::to_string);
+            failed |= why.is_some();
             text.push_str(&format!(
                 "{}: {rt} {}{}\n",
                 peer.personality,

@@ -5,7 +5,7 @@ use super::error::fail;
 use super::parse::Invocation;
 use super::spec::{args, flags};
 use super::{done, paths, required, CliError, CliResult};
-use crate::plugins::{self, RuntimeOutcome};
+use crate::plugins;
 use crate::registry::{Registry, RegistryPeer};
 
 /// `enable --json`: `{"plugin","personality","runtimes":[…],"setup"}`.
@@ -85,13 +85,8 @@ pub fn enable(inv: &Invocation) -> CliResult {
     let mut root = None;
     for rt in runtimes {
         let (outcome, installed) = plugins::enable_on(rt, plugin, &peer.cwd);
-        let detail = match &outcome {
-            RuntimeOutcome::Failed(why) => {
-                failed = true;
-                Some(why.clone())
-            }
-            _ => None,
-        };
+        let detail = outcome.failure().map(str::to_string);
+        failed |= detail.is_some();
         text.push_str(&format!(
             "{} {rt}: {plugin}@{} {}{}\n",
             peer.personality,
