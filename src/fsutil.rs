@@ -85,6 +85,22 @@ pub fn replace_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     replace(path, bytes, mode, false)
 }
 
+/// A path in `dir` for a temporary file no other writer picks: `<prefix><pid>-<8 hex>`.
+pub fn temp_path(dir: &Path, prefix: &str) -> PathBuf {
+    dir.join(format!("{prefix}{}-{}", std::process::id(), random_hex(8)))
+}
+
+/// Create the file `path` for writing with `mode` (the umask applies), never one that exists.
+///
+/// Errors: it exists (`AlreadyExists`), or cannot be created.
+pub fn create_new(path: &Path, mode: u32) -> io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+}
+
 /// Temp file, optional fsync, rename, optional fsync of the folder.
 fn replace(path: &Path, bytes: &[u8], mode: u32, durable: bool) -> io::Result<()> {
     let dir = path
@@ -95,18 +111,9 @@ fn replace(path: &Path, bytes: &[u8], mode: u32, durable: bool) -> io::Result<()
     let name = path
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}-{}",
-        name.to_string_lossy(),
-        std::process::id(),
-        random_hex(6)
-    ));
+    let tmp = temp_path(dir, &format!(".{}.tmp-", name.to_string_lossy()));
     let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&tmp)?;
+        let mut f = create_new(&tmp, mode)?;
         f.write_all(bytes)?;
         // The umask may have narrowed the mode given to open(2); set it exactly.
         f.set_permissions(fs::Permissions::from_mode(mode))?;
