@@ -349,8 +349,15 @@ pub struct ClearKeys {
 pub trait Adapter: Send + Sync {
     /// The runtime name (`echo`, `claude`, …).
     fn name(&self) -> &str;
-    /// Agent (pty) or router (pipes).
-    fn kind(&self) -> RuntimeKind;
+    /// Agent (pty) or router (pipes). The default: what the runtime table's row says (an
+    /// agent-class runtime is an agent, any other a router).
+    fn kind(&self) -> RuntimeKind {
+        if crate::names::is_agent_runtime(self.name()) {
+            RuntimeKind::Agent
+        } else {
+            RuntimeKind::Router
+        }
+    }
     /// Build the launch command. Errors: `LaunchError`, a wake failure reason (e.g. `no
     /// transcript to resume`).
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, LaunchError>;

@@ -20,7 +20,7 @@ use super::pasted_form;
 use super::transcript::{jsonl_files, record_contains, TranscriptWatch, TurnProgress};
 use super::{
     Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
-    GateState, GateWatch, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
+    GateState, GateWatch, LaunchCommand, LaunchCtx, WakeMode,
 };
 use crate::runtime_table::{PromptSwap, CODEX};
 use crate::term::menu as dialog;
@@ -398,10 +398,6 @@ pub fn approval_dialog_open(rows: &[String]) -> bool {
 impl Adapter for Codex {
     fn name(&self) -> &str {
         CODEX.name
-    }
-
-    fn kind(&self) -> RuntimeKind {
-        RuntimeKind::Agent
     }
 
     fn conversation_naming(&self) -> ConversationNaming {
