@@ -216,6 +216,21 @@ pub enum GateState {
     Failed(String),
 }
 
+impl GateState {
+    /// The state of a gate that watches the transcript and the screen: passed once the model
+    /// answered (`answered`), failed while the screen shows the runtime retrying its model
+    /// API (`retry_line`, read only when it has not answered), else pending.
+    pub fn of(answered: bool, retry_line: impl FnOnce() -> Option<String>) -> GateState {
+        if answered {
+            return GateState::Passed;
+        }
+        match retry_line() {
+            Some(line) => GateState::Failed(format!("the model API does not answer: {line}")),
+            None => GateState::Pending,
+        }
+    }
+}
+
 /// A runtime-specific ready gate, for runtimes whose transcript is written before the model
 /// answers (so a bare activity time proves nothing).
 pub trait GateWatch: Send {

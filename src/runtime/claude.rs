@@ -469,15 +469,11 @@ struct ClaudeGate {
 
 impl GateWatch for ClaudeGate {
     fn poll(&mut self, screen: &str) -> GateState {
-        if let Some(w) = self.watch.as_mut() {
-            if w.new_records().iter().any(|r| r["type"] == "assistant") {
-                return GateState::Passed;
-            }
-        }
-        match api_retry_line(screen) {
-            Some(line) => GateState::Failed(format!("the model API does not answer: {line}")),
-            None => GateState::Pending,
-        }
+        let answered = self
+            .watch
+            .as_mut()
+            .is_some_and(|w| w.new_records().iter().any(|r| r["type"] == "assistant"));
+        GateState::of(answered, || api_retry_line(screen))
     }
 }
 

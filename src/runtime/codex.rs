@@ -761,13 +761,8 @@ struct CodexGate {
 
 impl GateWatch for CodexGate {
     fn poll(&mut self, screen: &str) -> GateState {
-        if self.watch.new_records().iter().any(is_model_record) {
-            return GateState::Passed;
-        }
-        match stream_error_line(screen) {
-            Some(line) => GateState::Failed(format!("the model API does not answer: {line}")),
-            None => GateState::Pending,
-        }
+        let answered = self.watch.new_records().iter().any(is_model_record);
+        GateState::of(answered, || stream_error_line(screen))
     }
 }
 
