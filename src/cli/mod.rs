@@ -65,7 +65,7 @@ pub fn usage(inv: &Invocation, what: impl Into<String>) -> CliError {
 }
 
 /// The required positional `arg` of `inv`'s verb, or the usage error `missing <name>`.
-pub fn required<'a>(inv: &'a Invocation, arg: spec::PosSpec) -> Result<&'a str, CliError> {
+pub fn required(inv: &Invocation, arg: spec::PosSpec) -> Result<&str, CliError> {
     inv.positional(arg)
         .ok_or_else(|| usage(inv, format!("missing <{}>", arg.name)))
 }
