@@ -12,7 +12,7 @@ use super::pasted_form;
 use super::transcript::{jsonl_files, record_contains, TranscriptWatch, TurnProgress};
 use super::{
     Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
-    GateState, GateWatch, LaunchCommand, LaunchCtx, LaunchError, RuntimeKind, WakeMode,
+    GateState, GateWatch, LaunchCommand, LaunchCtx, LaunchError, WakeMode,
 };
 use crate::runtime_table::{PromptSwap, CLAUDE};
 use crate::term::paste_view::PasteView;
@@ -183,10 +183,6 @@ fn key(step: crate::term::menu::DialogStep) -> Vec<u8> {
 impl Adapter for Claude {
     fn name(&self) -> &str {
         CLAUDE.name
-    }
-
-    fn kind(&self) -> RuntimeKind {
-        RuntimeKind::Agent
     }
 
     fn conversation_naming(&self) -> ConversationNaming {
@@ -473,15 +469,11 @@ struct ClaudeGate {
 
 impl GateWatch for ClaudeGate {
     fn poll(&mut self, screen: &str) -> GateState {
-        if let Some(w) = self.watch.as_mut() {
-            if w.new_records().iter().any(|r| r["type"] == "assistant") {
-                return GateState::Passed;
-            }
-        }
-        match api_retry_line(screen) {
-            Some(line) => GateState::Failed(format!("the model API does not answer: {line}")),
-            None => GateState::Pending,
-        }
+        let answered = self
+            .watch
+            .as_mut()
+            .is_some_and(|w| w.new_records().iter().any(|r| r["type"] == "assistant"));
+        GateState::of(answered, || api_retry_line(screen))
     }
 }
 
