@@ -186,6 +186,7 @@ fn dispatch(
         "ping" if !modern => success(id, json!({}), false),
         "tools/list" => {
             backend.tools_listed(creds);
+            crate::daemon::test_hooks::on_tools_list();
             let mut result = json!({ "tools": [tool_listing()] });
             if modern {
                 result["ttlMs"] = json!(LISTING_TTL_MS);
