@@ -55,8 +55,7 @@ pub(crate) fn world_with(extra_daemon_env: &[(&str, &str)]) -> (TestEnv, OpenAiS
 /// `send_to_peer` even when the message is submitted before the listing is answered (the
 /// daemon reported the listing at its request before issue 31; this test passed then too).
 #[test]
-fn a_codex_wake_whose_tool_listing_is_answered_late_still_offers_send_to_peer_in_its_first_turn(
-) {
+fn a_codex_wake_whose_tool_listing_is_answered_late_still_offers_send_to_peer_in_its_first_turn() {
     let (env, api) = world_with(&[("IAPEER_TEST_HOOK", "slow-tools-list:1000")]);
     let out = env.ok(&[
         "send",
