@@ -202,30 +202,12 @@ fn tool_names(req: &serde_json::Value) -> Vec<String> {
 #[test]
 fn a_wake_whose_tool_listing_is_answered_late_still_offers_send_to_peer_in_its_first_turn() {
     let (env, api) = world(&[("IAPEER_TEST_HOOK", "slow-tools-list:1000")]);
-    let out = env.ok(&[
-        "send",
-        "cb",
-        "--from",
-        "echo-ea",
-        "--message",
-        "hello from a slow listing",
-    ]);
-    assert_eq!(
-        out.trim(),
-        "delivered to cb (claude), woke",
-        "{}",
-        env.diagnostics()
-    );
-    env.wait_until(
-        "the model gets the message",
-        Duration::from_secs(60),
-        |_| api.has_main_request_with("hello from a slow listing"),
-    );
-    let first = api
-        .main_requests()
-        .into_iter()
-        .find(|r| last_user_text(r).contains("hello from a slow listing"))
-        .expect("a main request with the message");
+    let message = "hello from a slow listing";
+    let first = env.wake_and_first_request("cb", "claude", message, || {
+        api.main_requests()
+            .into_iter()
+            .find(|r| last_user_text(r).contains(message))
+    });
     let tools = tool_names(&first);
     assert!(
         tools.iter().any(|t| t == "mcp__iapeer__send_to_peer"),

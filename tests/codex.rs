@@ -57,30 +57,12 @@ pub(crate) fn world_with(extra_daemon_env: &[(&str, &str)]) -> (TestEnv, OpenAiS
 #[test]
 fn a_codex_wake_whose_tool_listing_is_answered_late_still_offers_send_to_peer_in_its_first_turn() {
     let (env, api) = world_with(&[("IAPEER_TEST_HOOK", "slow-tools-list:1000")]);
-    let out = env.ok(&[
-        "send",
-        "cx",
-        "--from",
-        "echo-ea",
-        "--message",
-        "hello from a slow listing",
-    ]);
-    assert_eq!(
-        out.trim(),
-        "delivered to cx (codex), woke",
-        "{}",
-        env.diagnostics()
-    );
-    env.wait_until(
-        "the model gets the message",
-        Duration::from_secs(60),
-        |_| api.has_request_with("hello from a slow listing"),
-    );
-    let first = api
-        .recorded()
-        .into_iter()
-        .find(|r| last_input_text(r).contains("hello from a slow listing"))
-        .expect("a request with the message");
+    let message = "hello from a slow listing";
+    let first = env.wake_and_first_request("cx", "codex", message, || {
+        api.recorded()
+            .into_iter()
+            .find(|r| last_input_text(r).contains(message))
+    });
     assert!(
         first["tools"].to_string().contains("send_to_peer"),
         "the wake's first turn went to the model without send_to_peer: {}\n{}",
