@@ -482,7 +482,9 @@ impl Adapter for Codex {
     // `codex-rs/core/src/mcp_connection_manager.rs`, `listed_tools`), so once the iapeer
     // server has listed its tools the next turn has `send_to_peer`. Input that arrives
     // before that is held in Codex's own "Queued follow-up inputs" (seen here), which is why
-    // the boot still waits for the listing itself.
+    // the boot still waits for the listing itself. Checked with a listing answered 1 s after
+    // the boot went on (issue 31 item 1, `tests/codex.rs`
+    // `a_codex_wake_whose_tool_listing_is_answered_late…`): the first turn had the tool.
 
     fn prompt_glyph(&self) -> Option<&'static str> {
         Some("›")
