@@ -67,9 +67,15 @@ fn column_of(row: &str, c: char) -> Option<usize> {
 /// The composer box of `rows` (pure): the last `╹▀` row, its agent row above it and the
 /// `┃` rows in the same column above that.
 fn composer_box(rows: &[String]) -> Option<ComposerBox> {
-    let foot = rows.iter().rposition(|r| r.trim_start().starts_with(FOOT))?;
+    let foot = rows
+        .iter()
+        .rposition(|r| r.trim_start().starts_with(FOOT))?;
     let col = column_of(&rows[foot], '╹')?;
-    let width = rows[foot].chars().skip(col + 1).take_while(|&c| c == '▀').count();
+    let width = rows[foot]
+        .chars()
+        .skip(col + 1)
+        .take_while(|&c| c == '▀')
+        .count();
     let bar_at = |r: &String| r.chars().nth(col) == Some(BAR);
     let agent = foot.checked_sub(1).filter(|&a| bar_at(&rows[a]))?;
     let mut top = agent;
@@ -313,7 +319,10 @@ mod tests {
     /// A step of a recorded pty session (`tests/fixtures/opencode-1.18.33/<session>.raw`
     /// up to the step's mark), rendered at the recording's 220×50.
     fn recorded(session: &str, step: &str) -> Screen {
-        let dir = format!("{}/tests/fixtures/opencode-1.18.33", env!("CARGO_MANIFEST_DIR"));
+        let dir = format!(
+            "{}/tests/fixtures/opencode-1.18.33",
+            env!("CARGO_MANIFEST_DIR")
+        );
         let raw = std::fs::read(format!("{dir}/{session}.raw")).unwrap();
         let marks: serde_json::Value = serde_json::from_str(
             &std::fs::read_to_string(format!("{dir}/{session}.marks.json")).unwrap(),
@@ -337,7 +346,13 @@ mod tests {
         // (session, step, ready, busy, composer)
         let cases: &[(&str, &str, bool, bool, Option<&str>)] = &[
             ("first-run", "01-ready", true, false, None),
-            ("first-run", "02-draft", true, false, Some("my unfinished draft")),
+            (
+                "first-run",
+                "02-draft",
+                true,
+                false,
+                Some("my unfinished draft"),
+            ),
             (
                 "first-run",
                 "03-paste-2-lines",
@@ -345,7 +360,13 @@ mod tests {
                 false,
                 Some("two line paste one\ntwo line paste two"),
             ),
-            ("first-run", "04-paste-4-lines", true, false, Some("[Pasted ~4 lines]")),
+            (
+                "first-run",
+                "04-paste-4-lines",
+                true,
+                false,
+                Some("[Pasted ~4 lines]"),
+            ),
             ("first-run", "05-busy", false, true, None),
             ("first-run", "07-mid-turn-queued", false, true, None),
             ("first-run", "08-queued-ran-ready", true, false, None),
@@ -359,9 +380,17 @@ mod tests {
         for &(session, step, ready, busy, composer) in cases {
             let screen = recorded(session, step);
             assert_eq!(is_ready_rows(screen.rows()), ready, "{step} ready");
-            assert_eq!(oc.boot_step(&screen) == BootStep::Ready, ready, "{step} boot");
+            assert_eq!(
+                oc.boot_step(&screen) == BootStep::Ready,
+                ready,
+                "{step} boot"
+            );
             assert_eq!(oc.is_busy(&screen), busy, "{step} busy");
-            assert_eq!(oc.composer_draft(&screen).as_deref(), composer, "{step} draft");
+            assert_eq!(
+                oc.composer_draft(&screen).as_deref(),
+                composer,
+                "{step} draft"
+            );
         }
         let four = recorded("first-run", "04-paste-4-lines");
         let text = "HOLD line 1\nHOLD line 2\nHOLD line 3\nHOLD line 4";

@@ -73,8 +73,8 @@ impl Server {
             .timeout_global(Some(REQUEST_TIMEOUT))
             .build()
             .into();
-        let auth = base64::engine::general_purpose::STANDARD
-            .encode(format!("opencode:{}", self.password));
+        let auth =
+            base64::engine::general_purpose::STANDARD.encode(format!("opencode:{}", self.password));
         let mut resp = agent
             .get(&format!("http://127.0.0.1:{}{path}", self.port))
             .header("Authorization", &format!("Basic {auth}"))
@@ -241,7 +241,11 @@ impl Reader {
             return None;
         }
         self.next_read = now + READ_GAP;
-        let server = self.server.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
+        let server = self
+            .server
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()?;
         Some(server.messages(&self.cwd, self.conversation.as_deref(), self.since_ms))
     }
 }
