@@ -510,6 +510,12 @@ pub trait Adapter: Send + Sync {
     fn interrupt_keys(&self) -> Option<Vec<u8>> {
         None
     }
+    /// Interrupt the running turn of the session in `cwd` through the runtime's own
+    /// interface instead of keys; whether it did (then [`Adapter::interrupt_keys`] are not
+    /// written). The default: no (OpenCode stops a turn through its server).
+    fn interrupt_turn(&self, _cwd: &Path) -> bool {
+        false
+    }
     /// The command that compacts the conversation and a watcher for its end, when the
     /// runtime supports compaction.
     fn compact(&self, _cwd: &Path) -> Option<(&'static str, Box<dyn CompactWatch>)> {

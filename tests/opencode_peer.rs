@@ -218,3 +218,40 @@ fn opencode_peer_wakes_replies_through_mcp_takes_a_live_message_and_resumes_by_t
     let config_dir = env.home.join(".config/opencode");
     assert!(!config_dir.join("package.json").exists() && !env.home.join(".npm").exists());
 }
+
+/// `iapeer interrupt` stops a running OpenCode turn (Esc twice, recorded in
+/// `tests/fixtures/opencode-1.18.33/` steps 13–15): the turn the stand-in holds for a minute
+/// ends at once, marked `interrupted`, and OpenCode is ready again.
+#[test]
+fn opencode_turn_is_interrupted() {
+    let (env, api) = world();
+    api.script(|req| {
+        if last_text(req).contains("take your time") {
+            Reply::Hold(Duration::from_secs(60), "held turn done".into())
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    assert_eq!(send_oc(&env, "wake up"), "delivered to oc (opencode), woke");
+    env.wait_until("the wake's turn ends", WAIT, |e| {
+        e.screen("opencode-oc").contains("ctrl+p commands")
+            && !e.screen("opencode-oc").contains("esc interrupt")
+            && !turns_with(&api, "wake up").is_empty()
+    });
+    assert_eq!(
+        send_oc(&env, "take your time"),
+        "delivered to oc (opencode)"
+    );
+    env.wait_until("opencode is mid-turn", WAIT, |e| {
+        e.screen("opencode-oc").contains("esc interrupt")
+    });
+    assert_eq!(
+        env.ok(&["interrupt", "oc"]).trim(),
+        "interrupted opencode-oc"
+    );
+    env.wait_until("opencode stops the turn", Duration::from_secs(15), |e| {
+        let screen = e.screen("opencode-oc");
+        !screen.contains("esc interrupt") && screen.contains("interrupted")
+    });
+    assert!(!env.screen("opencode-oc").contains("held turn done"));
+}

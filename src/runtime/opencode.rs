@@ -305,6 +305,20 @@ impl Adapter for OpenCode {
         opencode_records::activity_ms(&self.server, cwd, self.conversation.as_deref())
     }
 
+    /// Esc twice, for when its server cannot be reached: OpenCode 1.18.33 only arms the
+    /// interrupt at the first Esc (`esc again to interrupt`, `14-after-one-esc`) and stops the
+    /// turn at a second one that comes later (`15-after-esc`; both written at once, the turn
+    /// runs on — seen with the real CLI). Never Ctrl-C: on an empty composer it quits.
+    fn interrupt_keys(&self) -> Option<Vec<u8>> {
+        Some(b"\x1b\x1b".to_vec())
+    }
+
+    /// Through OpenCode's own server: `POST /session/<id>/abort` stops the turn at once, as
+    /// the second Esc does (`opencode_turn_is_interrupted` in `tests/opencode_peer.rs`).
+    fn interrupt_turn(&self, cwd: &Path) -> bool {
+        opencode_records::abort(&self.server, cwd, self.conversation.as_deref())
+    }
+
     /// Whether a conversation is recorded for the peer (OpenCode's SQLite records are not
     /// read while it sleeps; a launch with an id it does not know fails and is reported).
     fn resumable(&self, _cwd: &Path) -> bool {

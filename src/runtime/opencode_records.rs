@@ -67,17 +67,10 @@ impl Server {
 
     /// `GET <path>` as JSON; `None` when the server does not answer 200 with JSON in time.
     pub fn get(&self, path: &str) -> Option<Value> {
-        use base64::Engine;
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(REQUEST_TIMEOUT))
-            .build()
-            .into();
-        let auth =
-            base64::engine::general_purpose::STANDARD.encode(format!("opencode:{}", self.password));
-        let mut resp = agent
-            .get(&format!("http://127.0.0.1:{}{path}", self.port))
-            .header("Authorization", &format!("Basic {auth}"))
+        let mut resp = self
+            .agent()
+            .get(&self.url(path))
+            .header("Authorization", &self.basic_auth())
             .call()
             .ok()?;
         if resp.status().as_u16() != 200 {
@@ -85,6 +78,37 @@ impl Server {
         }
         let body = resp.body_mut().read_to_string().ok()?;
         serde_json::from_str(&body).ok()
+    }
+
+    /// `POST <path>` with no body; whether the server answered 200.
+    pub fn post(&self, path: &str) -> bool {
+        self.agent()
+            .post(&self.url(path))
+            .header("Authorization", &self.basic_auth())
+            .send_empty()
+            .is_ok_and(|r| r.status().as_u16() == 200)
+    }
+
+    fn agent(&self) -> ureq::Agent {
+        ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(REQUEST_TIMEOUT))
+            .build()
+            .into()
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// `Basic <base64 of opencode:<password>>`.
+    fn basic_auth(&self) -> String {
+        use base64::Engine;
+        let pair = format!("opencode:{}", self.password);
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(pair)
+        )
     }
 
     /// The messages of the sessions a reader follows: `conversation`'s, else those of every
@@ -126,7 +150,7 @@ pub fn sessions_of(list: &Value, cwd: &Path, since_ms: u64) -> Vec<String> {
             (updated >= since_ms).then(|| (updated, id.to_string()))
         })
         .collect();
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|s| std::cmp::Reverse(s.0));
     found.into_iter().map(|(_, id)| id).collect()
 }
 
@@ -367,6 +391,21 @@ impl GateWatch for RecordsGate {
             _ => GateState::Pending,
         }
     }
+}
+
+/// Stop the running turn of `conversation` (else of `cwd`'s newest session) through the
+/// server's `POST /session/<id>/abort`; whether the server took it.
+pub fn abort(server: &SharedServer, cwd: &Path, conversation: Option<&str>) -> bool {
+    let Some(server) = server.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
+        return false;
+    };
+    let id = match conversation {
+        Some(id) => Some(id.to_string()),
+        None => server
+            .get("/session")
+            .and_then(|list| sessions_of(&list, cwd, 0).into_iter().next()),
+    };
+    id.is_some_and(|id| server.post(&format!("/session/{id}/abort")))
 }
 
 /// The newest update of `conversation` (or of `cwd`'s newest session) on the server, epoch
