@@ -103,6 +103,12 @@ fn send_oc(env: &TestEnv, message: &str) -> String {
     .to_string()
 }
 
+/// Whether OpenCode's screen shows it ready, no turn running (its status row under the
+/// composer: `tests/fixtures/opencode-1.18.33/` `08-queued-ran-ready`, `05-busy`).
+fn idle(screen: &str) -> bool {
+    screen.contains("ctrl+p commands") && !screen.contains("esc interrupt")
+}
+
 /// Whether a delivery to `to` from `caller` succeeded, woken (`"true"`) or live (`"false"`).
 fn delivered(env: &TestEnv, caller: &str, to: &str, woke: &str) -> bool {
     env.events("delivery", "delivery")
@@ -112,16 +118,20 @@ fn delivered(env: &TestEnv, caller: &str, to: &str, woke: &str) -> bool {
 
 /// Issue 27 item 2: asleep, woken by `send`; the message reaches the model once with the
 /// composed system prompt and `send_to_peer`; the model's tool call reaches the sender; the
-/// sender's echo reaches the live peer; after the peer slept, the next message on the topic
-/// resumes the same conversation.
+/// sender's echo reaches the live peer; `iapeer interrupt` stops a turn the stand-in holds
+/// for a minute (marked `interrupted`, as Esc twice does: fixture steps 13–15); after the
+/// peer slept, the next message on the topic resumes the same conversation. One world for
+/// all (each OpenCode boot costs seconds).
 #[test]
-fn opencode_peer_wakes_replies_through_mcp_takes_a_live_message_and_resumes_by_topic() {
+fn opencode_peer_wakes_replies_through_mcp_is_interrupted_and_resumes_by_topic() {
     let (env, api) = world();
     assert_eq!(env.status_of("oc", "opencode"), "asleep");
     api.script(|req| {
         let last = last_text(req);
         if last_is_tool_result(req) {
             Reply::Text("sent".into())
+        } else if last.contains("take your time") {
+            Reply::Hold(Duration::from_secs(60), "held turn done".into())
         } else if last.contains("<iap ") && last.contains("hello opencode") {
             Reply::Call(
                 "iapeer_send_to_peer".into(),
@@ -187,6 +197,26 @@ fn opencode_peer_wakes_replies_through_mcp_takes_a_live_message_and_resumes_by_t
         "the first message reached the model exactly once"
     );
 
+    env.wait_until("the echo's turn ends", WAIT, |e| {
+        idle(&e.screen("opencode-oc"))
+    });
+    assert_eq!(
+        send_oc(&env, "take your time"),
+        "delivered to oc (opencode)"
+    );
+    env.wait_until("opencode is mid-turn", WAIT, |e| {
+        e.screen("opencode-oc").contains("esc interrupt")
+    });
+    assert_eq!(
+        env.ok(&["interrupt", "oc"]).trim(),
+        "interrupted opencode-oc"
+    );
+    env.wait_until("opencode stops the turn", Duration::from_secs(15), |e| {
+        let screen = e.screen("opencode-oc");
+        idle(&screen) && screen.contains("interrupted")
+    });
+    assert!(!env.screen("opencode-oc").contains("held turn done"));
+
     crate::conversations::wait_asleep(&env, "opencode-oc");
     assert_eq!(
         send_oc(&env, "what did I say first?"),
@@ -219,39 +249,18 @@ fn opencode_peer_wakes_replies_through_mcp_takes_a_live_message_and_resumes_by_t
     assert!(!config_dir.join("package.json").exists() && !env.home.join(".npm").exists());
 }
 
-/// `iapeer interrupt` stops a running OpenCode turn (Esc twice, recorded in
-/// `tests/fixtures/opencode-1.18.33/` steps 13–15): the turn the stand-in holds for a minute
-/// ends at once, marked `interrupted`, and OpenCode is ready again.
+/// Issue 27 "must show": `create --runtime opencode` where OpenCode cannot be found refuses
+/// and says how to install it; nothing is created.
 #[test]
-fn opencode_turn_is_interrupted() {
-    let (env, api) = world();
-    api.script(|req| {
-        if last_text(req).contains("take your time") {
-            Reply::Hold(Duration::from_secs(60), "held turn done".into())
-        } else {
-            Reply::Text("ok".into())
-        }
-    });
-    assert_eq!(send_oc(&env, "wake up"), "delivered to oc (opencode), woke");
-    env.wait_until("the wake's turn ends", WAIT, |e| {
-        e.screen("opencode-oc").contains("ctrl+p commands")
-            && !e.screen("opencode-oc").contains("esc interrupt")
-            && !turns_with(&api, "wake up").is_empty()
-    });
-    assert_eq!(
-        send_oc(&env, "take your time"),
-        "delivered to oc (opencode)"
+fn create_on_opencode_where_it_is_not_installed_says_how_to_install_it() {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_OPENCODE_BIN", "/nonexistent/opencode");
+    let out = env.run(&["create", "g", "--runtime", "opencode"]);
+    assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("opencode is not installed") && err.contains("npm install -g opencode-ai"),
+        "{err}"
     );
-    env.wait_until("opencode is mid-turn", WAIT, |e| {
-        e.screen("opencode-oc").contains("esc interrupt")
-    });
-    assert_eq!(
-        env.ok(&["interrupt", "oc"]).trim(),
-        "interrupted opencode-oc"
-    );
-    env.wait_until("opencode stops the turn", Duration::from_secs(15), |e| {
-        let screen = e.screen("opencode-oc");
-        !screen.contains("esc interrupt") && screen.contains("interrupted")
-    });
-    assert!(!env.screen("opencode-oc").contains("held turn done"));
+    assert!(!env.peer_dir("g").exists());
 }

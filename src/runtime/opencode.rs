@@ -255,6 +255,11 @@ impl Adapter for OpenCode {
         }
     }
 
+    /// Yes: the peer's MCP server is always configured ([`launch_config`]). Without the wait
+    /// the first turn still offered `iapeer_send_to_peer`, but OpenCode 1.18.33 then held the
+    /// turn (no model request, no busy sign) until its MCP client connected — long enough
+    /// under load for the idle reaper to take the session for idle (seen with the real CLI in
+    /// `tests/opencode_peer.rs`).
     fn waits_for_mcp(&self, _cwd: &Path) -> bool {
         true
     }
