@@ -81,6 +81,9 @@ pub enum LaunchError {
     /// Codex has no session file of the conversation (its id).
     #[error("no codex session file of conversation {0} to resume")]
     CodexSessionMissing(String),
+    /// No free loopback port for the runtime's own records server (OpenCode's `--port`).
+    #[error("no free loopback port for the agent's records server")]
+    NoFreePort,
     /// The iapeer binary, which a gated peer's approval hook runs, cannot be found.
     #[error("cannot find the iapeer binary for the approval hook: {0}")]
     HookBinaryNotFound(#[source] std::io::Error),
@@ -528,6 +531,12 @@ pub trait Adapter: Send + Sync {
     /// The keys that interrupt a turn, if the runtime supports control commands.
     fn interrupt_keys(&self) -> Option<Vec<u8>> {
         None
+    }
+    /// Interrupt the running turn of the session in `cwd` through the runtime's own
+    /// interface instead of keys; whether it did (then [`Adapter::interrupt_keys`] are not
+    /// written). The default: no (OpenCode stops a turn through its server).
+    fn interrupt_turn(&self, _cwd: &Path) -> bool {
+        false
     }
     /// The command that compacts the conversation and a watcher for its end, when the
     /// runtime supports compaction.

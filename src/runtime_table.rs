@@ -54,6 +54,10 @@ pub enum PromptSwap<'a> {
     Flag(&'a str),
     /// A config override `-c <key>=<file>` (`model_instructions_file`).
     ConfigKey(&'a str),
+    /// The config given at launch in this environment variable (OpenCode's
+    /// `OPENCODE_CONFIG_CONTENT`, merged last over the user's) sets the default agent's
+    /// `prompt` to `{file:<file>}`, which replaces the agent's own prompt.
+    ConfigEnv(&'a str),
     /// The program takes no system prompt.
     None,
 }
@@ -72,6 +76,10 @@ pub enum McpClient {
     /// The program reads the daemon's address and `IAPEER_TOKEN` from its environment
     /// (the echo agent).
     Environment,
+    /// A remote `mcp.iapeer` entry in the config given at launch in an environment variable
+    /// ([`PromptSwap::ConfigEnv`]'s), with the real port; its headers expand `IAPEER_TOKEN`
+    /// themselves (`{env:IAPEER_TOKEN}`). Nothing is written to disk (OpenCode).
+    LaunchConfig,
     /// None: the program is iapeer itself and speaks the control socket.
     None,
 }
@@ -262,6 +270,25 @@ pub const CODEX: RuntimeInfo<'static> = RuntimeInfo {
     }),
 };
 
+/// OpenCode (npm `opencode-ai`; recorded for 1.18.33 in `tests/fixtures/opencode-1.18.33/`).
+pub const OPENCODE: RuntimeInfo<'static> = RuntimeInfo {
+    name: "opencode",
+    class: Class::Agent,
+    program: Program::Located {
+        product: "OpenCode (npm install -g opencode-ai)",
+    },
+    prompt: PromptSwap::ConfigEnv("OPENCODE_CONFIG_CONTENT"),
+    mcp: McpClient::LaunchConfig,
+    preference: Some(3),
+    project_folder: Some(".opencode"),
+    launch_env: Some(LaunchEnvExample {
+        start_args: "#PEER_START_ARGS=--model standin/standin-model\n",
+        own_keys: "",
+        env: "#OPENCODE_CONFIG=/path/to/extra-opencode.json\n",
+    }),
+    ..NO_FACTS
+};
+
 /// The built-in stand-in agent (spec 04 §2 "echo", `iapeer echo-agent`).
 pub const ECHO: RuntimeInfo<'static> = RuntimeInfo {
     name: "echo",
@@ -291,7 +318,7 @@ pub const NOTIFIER: RuntimeInfo<'static> = RuntimeInfo {
 };
 
 /// The built-in runtimes.
-pub const BUILT_IN: &[RuntimeInfo<'static>] = &[CLAUDE, CODEX, ECHO, HUMAN, NOTIFIER];
+pub const BUILT_IN: &[RuntimeInfo<'static>] = &[CLAUDE, CODEX, OPENCODE, ECHO, HUMAN, NOTIFIER];
 
 /// Runtime packages that are channels to people (chat and mail): [`Class::Human`].
 pub const HUMAN_CHANNEL_PACKAGES: &[&str] =
@@ -393,13 +420,13 @@ mod tests {
     fn the_table_says_what_the_modules_said() {
         assert_eq!(SHORTCUTS, ["claude", "codex", "echo"]);
         let located: Vec<&str> = located().map(|r| r.name).collect();
-        assert_eq!(located, ["claude", "codex"]);
+        assert_eq!(located, ["claude", "codex", "opencode"]);
         let agents: Vec<&str> = BUILT_IN
             .iter()
             .filter(|r| r.class == Class::Agent)
             .map(|r| r.name)
             .collect();
-        assert_eq!(agents, ["claude", "codex", "echo"]);
+        assert_eq!(agents, ["claude", "codex", "opencode", "echo"]);
         assert_eq!(class_of("telegram"), Class::Human);
         assert_eq!(class_of("human"), Class::Human);
         assert_eq!(class_of("notifier"), Class::Service);
@@ -434,6 +461,6 @@ mod tests {
         });
         assert_eq!(find(&rows, "mytui").map(|r| r.class), Some(Class::Agent));
         let order: Vec<&str> = by_preference(&rows).map(|r| r.name).collect();
-        assert_eq!(order, ["claude", "codex", "mytui"]);
+        assert_eq!(order, ["claude", "codex", "opencode", "mytui"]);
     }
 }

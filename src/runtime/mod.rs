@@ -18,6 +18,8 @@ pub mod echo;
 pub mod human;
 pub mod manifest;
 pub mod notifier;
+pub mod opencode;
+pub mod opencode_records;
 pub mod original_hook;
 pub mod own_verb;
 pub mod package;
@@ -35,7 +37,7 @@ pub use crate::adapter::{
     NO_RECORDED_CONVERSATION,
 };
 use crate::paths::Paths;
-use crate::runtime_table::{McpClient, CLAUDE, CODEX, ECHO};
+use crate::runtime_table::{McpClient, CLAUDE, CODEX, ECHO, OPENCODE};
 
 /// Confirmation for runtimes where a complete write is the confirmation (router runtimes).
 pub struct WrittenIsConfirmed;
@@ -143,7 +145,7 @@ pub fn setup_peer(
     match mcp_client(runtime) {
         McpClient::ProjectFile => claude_setup::setup(cwd, personality, bearer),
         McpClient::HostConfig => codex_setup::setup(cwd, &default_mcp_url()),
-        McpClient::Environment | McpClient::None => Ok(()),
+        McpClient::Environment | McpClient::LaunchConfig | McpClient::None => Ok(()),
     }
 }
 
@@ -175,11 +177,11 @@ pub fn refresh_peer(
     let config = match mcp_client(runtime) {
         McpClient::ProjectFile => claude_setup::refresh(cwd, personality, bearer),
         McpClient::HostConfig => codex_setup::refresh(cwd, &default_mcp_url()),
-        McpClient::Environment | McpClient::None => Ok(false),
+        McpClient::Environment | McpClient::LaunchConfig | McpClient::None => Ok(false),
     }?;
     let hooks = match mcp_client(runtime) {
         McpClient::ProjectFile | McpClient::HostConfig => !original_hook::remove(cwd)?.is_empty(),
-        McpClient::Environment | McpClient::None => false,
+        McpClient::Environment | McpClient::LaunchConfig | McpClient::None => false,
     };
     Ok(config || hooks)
 }
@@ -282,6 +284,7 @@ fn located_adapter(runtime: &str, program: PathBuf) -> Result<Arc<dyn Adapter>, 
     match runtime {
         rt if rt == CLAUDE.name => Ok(Arc::new(claude::Claude::with_program(program))),
         rt if rt == CODEX.name => Ok(Arc::new(codex::Codex::with_program(program))),
+        rt if rt == OPENCODE.name => Ok(Arc::new(opencode::OpenCode::with_program(program))),
         _ => Err(RuntimeError::NotInstalled(runtime.to_string())),
     }
 }
