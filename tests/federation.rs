@@ -409,3 +409,291 @@ fn doctor_checks_the_link_and_the_clock_skew_only_when_joined() {
     assert!(doctor_check(&doc, "federation").is_none(), "{doc}");
     assert!(doctor_check(&doc, "clock-skew").is_none(), "{doc}");
 }
+
+/// Write a roster for a host `host` that is no daemon (its `alive` key and its peers), as a
+/// host's link writes them, so a test can have a third host cheaply.
+fn fake_host(redis: &RedisServer, host: &str, peers: &[&str]) {
+    let mut con = ::redis::Client::open(redis.url())
+        .and_then(|c| c.get_connection())
+        .expect("a connection to the test's redis-server");
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let hb = serde_json::json!({"host": host, "time_ms": now_ms, "version": "0.1.0",
+        "interval_secs": 5})
+    .to_string();
+    let peers: Vec<Value> = peers
+        .iter()
+        .map(|p| {
+            serde_json::json!({"name": p, "runtimes": ["echo"], "state": "available",
+                "description": "", "intelligence": "artificial"})
+        })
+        .collect();
+    let roster = serde_json::json!({"host": host, "time_ms": now_ms, "peers": peers}).to_string();
+    ::redis::pipe()
+        .cmd("SET")
+        .arg(format!("iapeer:v1:alive:{host}"))
+        .arg(&hb)
+        .arg("EX")
+        .arg(60)
+        .cmd("SET")
+        .arg(format!("iapeer:v1:roster:{host}"))
+        .arg(&roster)
+        .arg("EX")
+        .arg(60)
+        .cmd("HSET")
+        .arg("iapeer:v1:hosts")
+        .arg(host)
+        .arg(&hb)
+        .query::<()>(&mut con)
+        .unwrap();
+}
+
+/// Two hosts joined to `redis`: a with alice, b with `b_peers`, each seeing the other.
+fn two_hosts(redis: &RedisServer, b_peers: &[&str]) -> (TestEnv, TestEnv) {
+    let mut a = TestEnv::new();
+    let mut b = TestEnv::new();
+    a.create_echo("alice");
+    for p in b_peers {
+        b.create_echo(p);
+    }
+    a.start_daemon();
+    b.start_daemon();
+    a.ok(&["federation", "join", &redis.url(), "--host-name", "a"]);
+    b.ok(&["federation", "join", &redis.url(), "--host-name", "b"]);
+    wait_link(&a, "a sees b online", |d| {
+        seen(d, "b").is_some_and(|h| h["online"] == true)
+    });
+    wait_link(&b, "b sees a online", |d| {
+        seen(d, "a").is_some_and(|h| h["online"] == true)
+    });
+    (a, b)
+}
+
+/// How many times `text` is in the pane of `identity`.
+fn times_in_pane(env: &TestEnv, identity: &str, text: &str) -> usize {
+    env.pane(identity).matches(text).count()
+}
+
+/// Issue 28 items 2–3: a send from host a reaches a live peer of host b (delivered), a
+/// sleeping one (woken), by `name@host` and by a plain name only b has; the recipient answers
+/// `alice@a` the same way; an ambiguous plain name is refused with the choices; a stopped
+/// peer is refused with its code; every hop is in both hosts' delivery.log as
+/// `path=federation`.
+#[test]
+fn sends_cross_hosts_to_live_and_sleeping_peers_and_come_back() {
+    let redis = RedisServer::start(SECRET);
+    let (a, b) = two_hosts(&redis, &["bob", "carol"]);
+    assert_eq!(
+        b.control(r#"{"op":"wake","personality":"carol"}"#)["ok"],
+        true
+    );
+
+    let out = a.ok(&[
+        "send",
+        "carol@b",
+        "--from",
+        "echo-alice",
+        "--message",
+        "hello carol",
+    ]);
+    assert_eq!(
+        out.trim(),
+        "delivered to carol (echo)",
+        "{}",
+        b.diagnostics()
+    );
+    assert_eq!(
+        times_in_pane(&b, "echo-carol", "from alice@a: hello carol"),
+        1
+    );
+
+    let out = a.ok(&[
+        "send",
+        "bob",
+        "--from",
+        "echo-alice",
+        "--message",
+        "wake up bob",
+    ]);
+    assert_eq!(
+        out.trim(),
+        "delivered to bob (echo), woke",
+        "{}",
+        b.diagnostics()
+    );
+    assert_eq!(
+        times_in_pane(&b, "echo-bob", "from alice@a: wake up bob"),
+        1
+    );
+
+    // The echo agents answer their sender as the envelope names it, `alice@a`, through MCP
+    // `send_to_peer` on b: the answers cross back (and woke alice).
+    a.wait_until(
+        "carol's and bob's answers reach a",
+        Duration::from_secs(30),
+        |a| {
+            times_in_pane(a, "echo-alice", "from carol@b: echo: hello carol") == 1
+                && times_in_pane(a, "echo-alice", "from bob@b: echo: wake up bob") == 1
+        },
+    );
+    // And `iapeer send` on b takes `name@host` too.
+    let out = b.ok(&[
+        "send",
+        "alice@a",
+        "--from",
+        "echo-bob",
+        "--message",
+        "back to you",
+    ]);
+    assert_eq!(
+        out.trim(),
+        "delivered to alice (echo)",
+        "{}",
+        a.diagnostics()
+    );
+    assert_eq!(
+        times_in_pane(&a, "echo-alice", "from bob@b: back to you"),
+        1
+    );
+    assert!(
+        b.has_event(
+            "delivery",
+            "delivery",
+            &[
+                ("path", "federation"),
+                ("entry", "mcp"),
+                ("to", "alice@a"),
+                ("ok", "true")
+            ]
+        ),
+        "{}",
+        b.log("delivery")
+    );
+
+    // Both ends of a hop are logged as the federation's.
+    assert!(
+        a.has_event(
+            "delivery",
+            "delivery",
+            &[("path", "federation"), ("to", "carol@b"), ("ok", "true")]
+        ),
+        "{}",
+        a.log("delivery")
+    );
+    assert!(
+        b.has_event(
+            "delivery",
+            "delivery",
+            &[
+                ("path", "federation"),
+                ("caller", "echo-alice@a"),
+                ("ok", "true")
+            ]
+        ),
+        "{}",
+        b.log("delivery")
+    );
+
+    // A third host with a bob too: the plain name is ambiguous and refused with the choices.
+    fake_host(&redis, "c", &["bob"]);
+    // (A host's roster is read with its heartbeat: seen online, its roster is known.)
+    wait_link(&a, "a sees c online", |d| {
+        seen(d, "c").is_some_and(|h| h["online"] == true)
+    });
+    let (_, refused) = a.fails(
+        &[
+            "send",
+            "bob",
+            "--from",
+            "echo-alice",
+            "--message",
+            "which bob?",
+        ],
+        1,
+    );
+    assert!(
+        refused.contains("\"bob\" is ambiguous") && refused.contains("name one: bob@b, bob@c"),
+        "{refused}"
+    );
+    assert_eq!(times_in_pane(&b, "echo-bob", "which bob?"), 0);
+
+    // A stopped peer of b is refused with b's reason and code.
+    b.ok(&["stop", "carol"]);
+    let out = a.run(&[
+        "send",
+        "carol@b",
+        "--from",
+        "echo-alice",
+        "--message",
+        "stopped?",
+        "--json",
+    ]);
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", common::describe(&out)));
+    assert_eq!(doc["code"], "stopped", "{doc}");
+    assert!(
+        doc["error"]
+            .as_str()
+            .unwrap()
+            .contains("\"carol\" (echo) is stopped"),
+        "{doc}"
+    );
+}
+
+/// Issue 28 item 3: a message to a host whose daemon is down waits in its inbox stream (the
+/// sender is told so when its deadline passes) and is delivered exactly once when the daemon
+/// comes back; a send again with the same message id is not pasted twice.
+#[test]
+fn a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns() {
+    let redis = RedisServer::start(SECRET);
+    let (a, mut b) = two_hosts(&redis, &["bob"]);
+    b.stop_daemon();
+    wait_link(&a, "a sees b offline", |d| {
+        seen(d, "b").is_some_and(|h| h["online"] == false)
+    });
+    let out = a.run(&[
+        "send",
+        "bob@b",
+        "--from",
+        "echo-alice",
+        "--message",
+        "while you were out",
+        "--id",
+        "m-down-1",
+        "--timeout",
+        "2",
+        "--json",
+    ]);
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", common::describe(&out)));
+    assert_eq!(doc["code"], "timeout", "{doc}");
+    let error = doc["error"].as_str().unwrap();
+    assert!(
+        error.contains("host b is offline") && error.contains("m-down-1"),
+        "{doc}"
+    );
+    b.start_daemon();
+    b.wait_until("b delivered it", Duration::from_secs(60), |b| {
+        times_in_pane(b, "echo-bob", "from alice@a: while you were out") == 1
+    });
+    let out = a.ok(&[
+        "send",
+        "bob@b",
+        "--from",
+        "echo-alice",
+        "--message",
+        "while you were out",
+        "--id",
+        "m-down-1",
+    ]);
+    assert!(
+        out.contains("earlier (message id m-down-1): not sent again"),
+        "{out}"
+    );
+    assert_eq!(
+        times_in_pane(&b, "echo-bob", "from alice@a: while you were out"),
+        1
+    );
+}

@@ -5,9 +5,12 @@
 //! ([`link`]) keeps a heartbeat in Redis ([`keys`], the wire contract) and sees the other
 //! hosts'. `docs/FEDERATION.md` describes it for the operator.
 
+pub mod address;
+pub mod hub;
 pub mod keys;
 pub mod link;
 pub mod skew;
+pub mod streams;
 
 use std::io;
 
