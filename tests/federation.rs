@@ -850,3 +850,60 @@ fn a_burst_across_hosts_survives_kill_9_of_the_recipient_host() {
         "only the paste the kill cut: {unknown:?}"
     );
 }
+
+/// Issue 28 item 3: with Redis unreachable, sends between a's own peers go on and a send to
+/// another host is answered at once, saying why; once Redis is back, it crosses again.
+#[test]
+fn redis_unreachable_leaves_local_sends_alone_and_answers_remote_ones_clearly() {
+    let mut redis = RedisServer::start(SECRET);
+    let (a, b) = two_hosts(&redis, &["bob"]);
+    a.create_echo("ann");
+    redis.stop();
+    wait_link(&a, "a's link away", |d| d["link"]["state"] == "away");
+    let out = a.ok(&["send", "ann", "--from", "echo-alice", "--message", "local"]);
+    assert!(out.starts_with("delivered to ann"), "{out}");
+    let started = std::time::Instant::now();
+    let out = a.run(&[
+        "send",
+        "bob@b",
+        "--from",
+        "echo-alice",
+        "--message",
+        "remote",
+        "--json",
+    ]);
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", common::describe(&out)));
+    assert_eq!(doc["code"], "offline", "{doc}");
+    assert!(
+        doc["error"].as_str().unwrap().starts_with(
+            "host b cannot be reached: this host's link to the federation's Redis is away"
+        ),
+        "{doc}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "answered at once"
+    );
+
+    redis.resume();
+    wait_link(&a, "a sees b again", |d| {
+        d["link"]["state"] == "connected" && seen(d, "b").is_some_and(|h| h["online"] == true)
+    });
+    wait_link(&b, "b connected again", |d| {
+        d["link"]["state"] == "connected"
+    });
+    let out = a.ok(&[
+        "send",
+        "bob@b",
+        "--from",
+        "echo-alice",
+        "--message",
+        "remote again",
+    ]);
+    assert!(out.starts_with("delivered to bob (echo)"), "{out}");
+    assert_eq!(
+        times_in_pane(&b, "echo-bob", "from alice@a: remote again"),
+        1
+    );
+}

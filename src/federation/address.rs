@@ -61,6 +61,8 @@ pub struct HostView {
 pub struct Known<'a> {
     /// This host's name.
     pub own_host: &'a str,
+    /// The link reaches Redis now.
+    pub connected: bool,
     /// A peer of this host has the name asked for.
     pub local: bool,
     /// The other hosts.
@@ -88,7 +90,8 @@ pub enum Target {
 ///   offline (its roster is gone; the message waits in its inbox stream).
 /// - a plain name no local peer has: the only online host whose roster has it.
 ///
-/// Errors: code `not-registered` for a host the federation does not know, a name its roster
+/// Errors: code `offline` for a named host while the link does not reach Redis; code
+/// `not-registered` for a host the federation does not know, a name its roster
 /// does not have, or a plain name nobody has (as a local send says it: `Local` is returned
 /// then, and the ordinary path refuses it); code `invalid-argument` for a plain name several
 /// hosts have, listing `name@host` for each.
@@ -96,6 +99,14 @@ pub fn resolve(addr: &Address, known: Known<'_>) -> Result<Target, Failure> {
     let name = &addr.name;
     match &addr.host {
         Some(h) if h == known.own_host => Ok(Target::Local(name.clone())),
+        Some(h) if !known.connected => Err(Failure::new(
+            Code::Offline,
+            format!(
+                "host {h} cannot be reached: this host's link to the federation's Redis is away \
+                 (iapeer federation status says since when and why); message NOT delivered — \
+                 sends to this host's peers go on"
+            ),
+        )),
         Some(h) => {
             let Some(view) = known.hosts.iter().find(|v| &v.host == h) else {
                 let mut names: Vec<&str> = known.hosts.iter().map(|v| v.host.as_str()).collect();
@@ -178,6 +189,7 @@ mod tests {
             &addr,
             Known {
                 own_host: "a",
+                connected: true,
                 local,
                 hosts,
             },
@@ -259,6 +271,24 @@ mod tests {
         assert_eq!(
             e.error,
             "peer \"zed\" is not on host b (its peers: bob); message NOT delivered"
+        );
+        let away = resolve(
+            &Address::parse("bob@b").unwrap(),
+            Known {
+                own_host: "a",
+                connected: false,
+                local: false,
+                hosts: &[],
+            },
+        )
+        .unwrap_err();
+        assert_eq!(away.code, Code::Offline);
+        assert!(
+            away.error.starts_with(
+                "host b cannot be reached: this host's link to the federation's Redis is away"
+            ),
+            "{}",
+            away.error
         );
         let e = go("bob@d", false, &hosts).unwrap_err();
         assert_eq!(

@@ -96,7 +96,6 @@ struct State {
     joined: Option<Joined>,
     connected: bool,
     hosts: Vec<HostView>,
-    rosters: Vec<super::keys::Roster>,
 }
 
 /// The shared state (module doc).
@@ -121,19 +120,12 @@ impl Hub {
     }
 
     /// The link's news: the membership in effect (`None`: not joined), whether Redis
-    /// answers, the other hosts and the rosters of those online.
-    pub fn set(
-        &self,
-        joined: Option<Joined>,
-        connected: bool,
-        hosts: Vec<HostView>,
-        rosters: Vec<super::keys::Roster>,
-    ) {
+    /// answers, the other hosts with the peers of their rosters.
+    pub fn set(&self, joined: Option<Joined>, connected: bool, hosts: Vec<HostView>) {
         let mut s = self.state();
         s.joined = joined;
         s.connected = connected;
         s.hosts = hosts;
-        s.rosters = rosters;
     }
 
     /// The membership in effect, when joined.
@@ -141,11 +133,11 @@ impl Hub {
         self.state().joined.clone()
     }
 
-    /// This host's name and the other hosts, when joined.
-    pub fn view(&self) -> Option<(String, Vec<HostView>)> {
+    /// This host's name, whether the link reaches Redis, and the other hosts, when joined.
+    pub fn view(&self) -> Option<(String, bool, Vec<HostView>)> {
         let s = self.state();
         let j = s.joined.as_ref()?;
-        Some((j.host.clone(), s.hosts.clone()))
+        Some((j.host.clone(), s.connected, s.hosts.clone()))
     }
 
     /// Queue a write; false when the writer has ended (the daemon is stopping).

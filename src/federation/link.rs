@@ -171,7 +171,7 @@ impl Link {
             let joined = want.as_ref().ok().cloned().flatten();
             let connected = self.report.state == LinkState::Connected;
             if !connected {
-                self.hub.set(joined, false, Vec::new(), Vec::new());
+                self.hub.set(joined, false, Vec::new());
             }
             self.write_report();
             if !self.pause(pause, &want) {
@@ -219,7 +219,7 @@ impl Link {
                             .collect(),
                     })
                     .collect();
-                self.hub.set(Some(j.clone()), true, views, rosters);
+                self.hub.set(Some(j.clone()), true, views);
                 self.report.hosts = hosts;
                 self.set_state(LinkState::Connected, Some(j));
                 keys::HEARTBEAT_INTERVAL

@@ -50,7 +50,7 @@ impl Router {
     /// Where a send goes when this host has joined a federation: `None` for a local send
     /// (and always when not joined), else peer `name` of `host`, or the refusal.
     pub(crate) fn remote_target(&self, to: &str) -> Result<Option<(String, String)>, Failure> {
-        let Some((own, hosts)) = self.remote.hub.as_ref().and_then(|h| h.view()) else {
+        let Some((own, connected, hosts)) = self.remote.hub.as_ref().and_then(|h| h.view()) else {
             return Ok(None);
         };
         let addr = Address::parse(to)?;
@@ -62,6 +62,7 @@ impl Router {
                 .unwrap_or(true);
         let known = Known {
             own_host: &own,
+            connected,
             local,
             hosts: &hosts,
         };
@@ -237,7 +238,7 @@ impl Router {
             .hub
             .as_ref()
             .and_then(|h| h.view())
-            .is_some_and(|(_, hosts)| hosts.iter().any(|v| v.host == host && v.online));
+            .is_some_and(|(_, _, hosts)| hosts.iter().any(|v| v.host == host && v.online));
         let why = if online {
             format!("host {host} did not answer")
         } else {
