@@ -6,6 +6,10 @@
 use crate::names::{is_valid_personality, PERSONALITY_PATTERN};
 use crate::protocol::{Code, Failure};
 
+/// The pattern of a recipient, for schemas (MCP `send_to_peer`'s `personality`): a peer name,
+/// optionally `@` and a host name (both the peer-name rule).
+pub const ADDRESS_PATTERN: &str = "^[a-z][a-z0-9-]{0,31}(@[a-z][a-z0-9-]{0,31})?$";
+
 /// A recipient as named: `name` or `name@host`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Address {
@@ -201,6 +205,14 @@ mod tests {
             name: name.into(),
             host: host.into(),
         }
+    }
+
+    #[test]
+    fn the_schema_pattern_is_the_name_rule_twice() {
+        let name = PERSONALITY_PATTERN
+            .trim_start_matches('^')
+            .trim_end_matches('$');
+        assert_eq!(ADDRESS_PATTERN, format!("^{name}(@{name})?$"));
     }
 
     #[test]
