@@ -4,6 +4,7 @@
 pub mod attachments;
 pub mod control;
 pub mod fair_pool;
+pub mod federation;
 pub mod fleet;
 pub mod guard;
 pub mod http;
@@ -361,7 +362,7 @@ struct Wiring {
     router_tx: Sender<RouterMsg>,
     started_ms: u64,
     /// What the federation threads and the router share (issue 28).
-    hub: Arc<crate::federation::hub::Hub>,
+    hub: Arc<federation::hub::Hub>,
 }
 
 impl Daemon {
@@ -384,7 +385,7 @@ impl Daemon {
             (Source::Delivery, paths.delivery_log()),
             (Source::Exits, paths.exits_log()),
         ]);
-        let (hub, fed_writes) = crate::federation::hub::Hub::new();
+        let (hub, fed_writes) = federation::hub::Hub::new();
         let wiring = Wiring {
             cfg,
             fatal,
@@ -428,13 +429,20 @@ impl Daemon {
             .map_err(io_err("cannot start the peers-watch thread"))?;
         // The federation link (issue 28): its own thread and blocking connection to Redis.
         let (federation_stop, stop_rx) = crossbeam_channel::bounded(1);
-        let link = crate::federation::link::spawn(paths.clone(), hub.clone(), stop_rx.clone())
-            .map_err(io_err("cannot start the federation-link thread"))?;
+        let link = crate::federation::link::spawn(
+            paths.clone(),
+            {
+                let hub = hub.clone();
+                Box::new(move |joined, connected, hosts| hub.set(joined, connected, hosts))
+            },
+            stop_rx.clone(),
+        )
+        .map_err(io_err("cannot start the federation-link thread"))?;
         let fed_tx = router_tx.clone();
-        let sink: crate::federation::streams::Sink =
+        let sink: federation::streams::Sink =
             Arc::new(move |ev| fed_tx.send(RouterMsg::Federation(ev)).is_ok());
         let mut federation_threads =
-            crate::federation::streams::spawn(paths.clone(), hub, fed_writes, sink, stop_rx)
+            federation::streams::spawn(paths.clone(), hub, fed_writes, sink, stop_rx)
                 .map_err(io_err("cannot start the federation stream threads"))?;
         federation_threads.push(link);
         // Read the login shell's PATH now, so the first launch or status need not wait for it.

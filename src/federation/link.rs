@@ -91,11 +91,7 @@ pub fn read_report(paths: &Paths) -> Option<LinkReport> {
 
 /// Start the link thread; it ends when `stop` receives or is dropped, deleting this host's
 /// `alive` key on the way out (the host goes offline at once) and its report file.
-pub fn spawn(
-    paths: Paths,
-    hub: std::sync::Arc<super::hub::Hub>,
-    stop: Receiver<()>,
-) -> io::Result<JoinHandle<()>> {
+pub fn spawn(paths: Paths, hub: Tell, stop: Receiver<()>) -> io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("federation-link".into())
         .spawn(move || {
@@ -123,6 +119,11 @@ pub fn spawn(
         })
 }
 
+/// Who hears what the link saw after each turn: the membership in effect (`None`: not
+/// joined), whether Redis answered, and the other hosts with the names of their rosters'
+/// peers (the daemon's `Hub`, which the router resolves addresses with).
+pub type Tell = Box<dyn Fn(Option<Joined>, bool, Vec<super::address::HostView>) + Send>;
+
 /// The membership in effect, or why it is not usable.
 type Want = Result<Option<Joined>, String>;
 
@@ -133,7 +134,7 @@ fn want(paths: &Paths) -> Want {
 struct Link {
     paths: Paths,
     /// Told the membership, the other hosts and their rosters after each turn.
-    hub: std::sync::Arc<super::hub::Hub>,
+    hub: Tell,
     stop: Receiver<()>,
     /// The open connection and the membership it serves.
     conn: Option<(Joined, redis::Connection)>,
@@ -171,7 +172,7 @@ impl Link {
             let joined = want.as_ref().ok().cloned().flatten();
             let connected = self.report.state == LinkState::Connected;
             if !connected {
-                self.hub.set(joined, false, Vec::new());
+                (self.hub)(joined, false, Vec::new());
             }
             self.write_report();
             if !self.pause(pause, &want) {
@@ -219,7 +220,7 @@ impl Link {
                             .collect(),
                     })
                     .collect();
-                self.hub.set(Some(j.clone()), true, views);
+                (self.hub)(Some(j.clone()), true, views);
                 self.report.hosts = hosts;
                 self.set_state(LinkState::Connected, Some(j));
                 keys::HEARTBEAT_INTERVAL
@@ -326,7 +327,7 @@ impl Link {
 }
 
 /// A connection to `url` with [`IO_TIMEOUT`] on connecting, reading and writing.
-pub(super) fn connect(url: &str) -> redis::RedisResult<redis::Connection> {
+pub fn connect(url: &str) -> redis::RedisResult<redis::Connection> {
     let con = redis::Client::open(url)?.get_connection_with_timeout(IO_TIMEOUT)?;
     con.set_read_timeout(Some(IO_TIMEOUT))?;
     con.set_write_timeout(Some(IO_TIMEOUT))?;

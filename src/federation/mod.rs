@@ -6,11 +6,9 @@
 //! hosts'. `docs/FEDERATION.md` describes it for the operator.
 
 pub mod address;
-pub mod hub;
 pub mod keys;
 pub mod link;
 pub mod skew;
-pub mod streams;
 
 use std::io;
 

@@ -114,7 +114,7 @@ pub enum RouterMsg {
     Lifecycle(crate::eventlog::Event),
     /// A federation thread's news (issue 28): an inbox entry to route, or a remote send's
     /// outcome.
-    Federation(crate::federation::hub::Event),
+    Federation(crate::daemon::federation::hub::Event),
     /// End every session and report on `done` when they are gone.
     Shutdown {
         /// Signalled when shutdown work is complete.
@@ -489,7 +489,9 @@ impl Router {
                 // The sessions' ends are what a shutdown waits for.
                 RouterMsg::Session(ev) => self.on_session_event(ev),
                 // An inbox entry is left unacknowledged: the next start reads it again.
-                RouterMsg::Federation(crate::federation::hub::Event::Inbound { .. }) => {}
+                RouterMsg::Federation(crate::daemon::federation::hub::Event::Inbound {
+                    ..
+                }) => {}
                 RouterMsg::Federation(ev) => self.on_federation(ev),
                 RouterMsg::Tick
                 | RouterMsg::Shutdown { .. }

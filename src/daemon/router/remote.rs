@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Router;
+use crate::daemon::federation::hub::{Event as FedEvent, Hub, Write};
 use crate::daemon::reply::{SendOutcome, SendReplyTo};
 use crate::daemon::route::{Caller, SendInput};
 use crate::eventlog::Event;
 use crate::federation::address::{resolve, Address, Known, Target};
-use crate::federation::hub::{Event as FedEvent, Hub, Write};
 use crate::federation::keys::Entry;
 use crate::protocol::{Code, Failure, IfBusy};
 use crate::registry::Registry;
@@ -185,7 +185,7 @@ impl Router {
             let Some(o) = o else { return };
             writer.write(Write::Outcome {
                 host: sender_host,
-                outcome: crate::federation::streams::outcome_record(&entry, &o),
+                outcome: crate::daemon::federation::streams::outcome_record(&entry, &o),
                 entry: stream_id,
             });
         });

@@ -26,10 +26,10 @@ use crossbeam_channel::{Receiver, RecvTimeoutError};
 use redis::streams::StreamReadReply;
 
 use super::hub::{outcome_of, Event, Hub, Write};
-use super::keys::{self, Entry, Outcome};
-use super::link::{backoff, connect};
-use super::Joined;
 use crate::daemon::route::{self, Caller, SendInput};
+use crate::federation::keys::{self, Entry, Outcome};
+use crate::federation::link::{self, backoff, connect};
+use crate::federation::Joined;
 use crate::paths::Paths;
 use crate::protocol::{Code, Failure};
 use crate::registry::Registry;
@@ -99,7 +99,7 @@ impl Conn {
     fn get(&mut self, hub: &Hub, stop: &Receiver<()>) -> Option<(Joined, &mut redis::Connection)> {
         let Some(j) = hub.joined() else {
             self.con = None;
-            pause(stop, super::link::POLL);
+            pause(stop, link::POLL);
             return None;
         };
         if self.con.as_ref().is_some_and(|(c, _)| *c != j) {

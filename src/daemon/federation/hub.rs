@@ -8,10 +8,10 @@ use std::sync::Mutex;
 use crossbeam_channel::{Receiver, Sender};
 use serde::{Deserialize, Serialize};
 
-use super::address::HostView;
-use super::Joined;
 use crate::daemon::reply::SendOutcome;
 use crate::daemon::route::SendInput;
+use crate::federation::address::HostView;
+use crate::federation::Joined;
 use crate::protocol::{Failure, SendReply};
 
 /// A write for the `federation-write` thread.
@@ -38,7 +38,7 @@ pub enum Write {
         /// The sending host.
         host: String,
         /// The outcome.
-        outcome: super::keys::Outcome,
+        outcome: crate::federation::keys::Outcome,
         /// The inbox entry's stream id.
         entry: String,
     },
@@ -50,7 +50,7 @@ pub enum Event {
     /// An inbox entry to route as a local send.
     Inbound {
         /// The entry.
-        entry: super::keys::Entry,
+        entry: crate::federation::keys::Entry,
         /// Its stream id, acknowledged once its outcome is written.
         stream_id: String,
     },
