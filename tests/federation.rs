@@ -158,9 +158,7 @@ fn two_hosts_see_each_other_and_outlive_redis_going_away() {
         d["link"].is_null()
     });
     assert!(a.ok(&["federation", "status"]).contains("not joined"));
-    let mut con = ::redis::Client::open(redis.url())
-        .and_then(|c| c.get_connection())
-        .expect("a connection to the test's redis-server");
+    let mut con = redis.connection();
     let hosts: Vec<String> = ::redis::cmd("HKEYS")
         .arg("iapeer:v1:hosts")
         .query(&mut con)
@@ -295,29 +293,13 @@ fn doctor_checks_the_link_and_the_clock_skew_only_when_joined() {
 
     // Hosts with wrong clocks, c 5 s ahead and d 30 s behind, write their heartbeats as a
     // host does (SET alive:<host> EX 15, HSET hosts): a's doctor warns about c and fails on d.
-    let mut con = ::redis::Client::open(redis.url())
-        .and_then(|c| c.get_connection())
-        .expect("a connection to the test's redis-server");
+    let mut con = redis.connection();
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64;
     for (host, off_ms) in [("c", 5_000), ("d", -30_000)] {
-        let hb = serde_json::json!({"host": host, "time_ms": now_ms + off_ms,
-            "version": "0.1.0", "interval_secs": 5})
-        .to_string();
-        ::redis::pipe()
-            .cmd("SET")
-            .arg(format!("iapeer:v1:alive:{host}"))
-            .arg(&hb)
-            .arg("EX")
-            .arg(15)
-            .cmd("HSET")
-            .arg("iapeer:v1:hosts")
-            .arg(host)
-            .arg(&hb)
-            .query::<()>(&mut con)
-            .unwrap();
+        fake_heartbeat(&mut con, host, now_ms + off_ms, 15);
     }
     let (doc, code) = doctor_json(&a);
     assert_eq!(code, Some(1), "{doc}");
@@ -410,19 +392,34 @@ fn doctor_checks_the_link_and_the_clock_skew_only_when_joined() {
     assert!(doctor_check(&doc, "clock-skew").is_none(), "{doc}");
 }
 
-/// Write a roster for a host `host` that is no daemon (its `alive` key and its peers), as a
+/// Write host `host`'s heartbeat, written at `time_ms` by its clock, as a host does (SET
+/// alive:<host> EX `ttl_secs`, HSET hosts).
+fn fake_heartbeat(con: &mut ::redis::Connection, host: &str, time_ms: i64, ttl_secs: u64) {
+    let hb = serde_json::json!({"host": host, "time_ms": time_ms, "version": "0.1.0",
+        "interval_secs": 5})
+    .to_string();
+    ::redis::pipe()
+        .cmd("SET")
+        .arg(format!("iapeer:v1:alive:{host}"))
+        .arg(&hb)
+        .arg("EX")
+        .arg(ttl_secs)
+        .cmd("HSET")
+        .arg("iapeer:v1:hosts")
+        .arg(host)
+        .arg(&hb)
+        .query::<()>(con)
+        .unwrap();
+}
+
+/// Write a roster for a host `host` that is no daemon (its peers, then its heartbeat), as a
 /// host's link writes them, so a test can have a third host cheaply.
 fn fake_host(redis: &RedisServer, host: &str, peers: &[&str]) {
-    let mut con = ::redis::Client::open(redis.url())
-        .and_then(|c| c.get_connection())
-        .expect("a connection to the test's redis-server");
+    let mut con = redis.connection();
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
-        .as_millis() as u64;
-    let hb = serde_json::json!({"host": host, "time_ms": now_ms, "version": "0.1.0",
-        "interval_secs": 5})
-    .to_string();
+        .as_millis() as i64;
     let peers: Vec<Value> = peers
         .iter()
         .map(|p| {
@@ -431,23 +428,14 @@ fn fake_host(redis: &RedisServer, host: &str, peers: &[&str]) {
         })
         .collect();
     let roster = serde_json::json!({"host": host, "time_ms": now_ms, "peers": peers}).to_string();
-    ::redis::pipe()
-        .cmd("SET")
-        .arg(format!("iapeer:v1:alive:{host}"))
-        .arg(&hb)
-        .arg("EX")
-        .arg(60)
-        .cmd("SET")
+    ::redis::cmd("SET")
         .arg(format!("iapeer:v1:roster:{host}"))
         .arg(&roster)
         .arg("EX")
         .arg(60)
-        .cmd("HSET")
-        .arg("iapeer:v1:hosts")
-        .arg(host)
-        .arg(&hb)
         .query::<()>(&mut con)
         .unwrap();
+    fake_heartbeat(&mut con, host, now_ms, 60);
 }
 
 /// Two hosts joined to `redis`: a with alice, b with `b_peers`, each seeing the other.
@@ -484,6 +472,32 @@ fn two_hosts_with(
     (a, b)
 }
 
+/// `iapeer send <to> --from <from> --message <message>` on `env` with `more` flags, which
+/// succeeds: its output.
+fn send_ok(env: &TestEnv, from: &str, to: &str, message: &str, more: &[&str]) -> String {
+    let mut args = vec!["send", to, "--from", from, "--message", message];
+    args.extend_from_slice(more);
+    env.ok(&args)
+}
+
+/// `iapeer send <to> --from echo-alice --message <message> --json` on `env` with `more` flags:
+/// its JSON document (the refusal's, when refused).
+fn send_json(env: &TestEnv, to: &str, message: &str, more: &[&str]) -> Value {
+    let mut args = vec![
+        "send",
+        to,
+        "--from",
+        "echo-alice",
+        "--message",
+        message,
+        "--json",
+    ];
+    args.extend_from_slice(more);
+    let out = env.run(&args);
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", common::describe(&out)))
+}
+
 /// How many times `text` is in the pane of `identity`.
 fn times_in_pane(env: &TestEnv, identity: &str, text: &str) -> usize {
     env.pane(identity).matches(text).count()
@@ -503,14 +517,7 @@ fn sends_cross_hosts_to_live_and_sleeping_peers_and_come_back() {
         true
     );
 
-    let out = a.ok(&[
-        "send",
-        "carol@b",
-        "--from",
-        "echo-alice",
-        "--message",
-        "hello carol",
-    ]);
+    let out = send_ok(&a, "echo-alice", "carol@b", "hello carol", &[]);
     assert_eq!(
         out.trim(),
         "delivered to carol (echo)",
@@ -522,14 +529,7 @@ fn sends_cross_hosts_to_live_and_sleeping_peers_and_come_back() {
         1
     );
 
-    let out = a.ok(&[
-        "send",
-        "bob",
-        "--from",
-        "echo-alice",
-        "--message",
-        "wake up bob",
-    ]);
+    let out = send_ok(&a, "echo-alice", "bob", "wake up bob", &[]);
     assert_eq!(
         out.trim(),
         "delivered to bob (echo), woke",
@@ -552,14 +552,7 @@ fn sends_cross_hosts_to_live_and_sleeping_peers_and_come_back() {
         },
     );
     // And `iapeer send` on b takes `name@host` too.
-    let out = b.ok(&[
-        "send",
-        "alice@a",
-        "--from",
-        "echo-bob",
-        "--message",
-        "back to you",
-    ]);
+    let out = send_ok(&b, "echo-bob", "alice@a", "back to you", &[]);
     assert_eq!(
         out.trim(),
         "delivered to alice (echo)",
@@ -634,17 +627,7 @@ fn sends_cross_hosts_to_live_and_sleeping_peers_and_come_back() {
 
     // A stopped peer of b is refused with b's reason and code.
     b.ok(&["stop", "carol"]);
-    let out = a.run(&[
-        "send",
-        "carol@b",
-        "--from",
-        "echo-alice",
-        "--message",
-        "stopped?",
-        "--json",
-    ]);
-    let doc: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", common::describe(&out)));
+    let doc = send_json(&a, "carol@b", "stopped?", &[]);
     assert_eq!(doc["code"], "stopped", "{doc}");
     assert!(
         doc["error"]
@@ -666,21 +649,12 @@ fn a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns() {
     wait_link(&a, "a sees b offline", |d| {
         seen(d, "b").is_some_and(|h| h["online"] == false)
     });
-    let out = a.run(&[
-        "send",
+    let doc = send_json(
+        &a,
         "bob@b",
-        "--from",
-        "echo-alice",
-        "--message",
         "while you were out",
-        "--id",
-        "m-down-1",
-        "--timeout",
-        "2",
-        "--json",
-    ]);
-    let doc: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", common::describe(&out)));
+        &["--id", "m-down-1", "--timeout", "2"],
+    );
     assert_eq!(doc["code"], "timeout", "{doc}");
     let error = doc["error"].as_str().unwrap();
     assert!(
@@ -689,9 +663,7 @@ fn a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns() {
     );
     // The entry as b's daemon leaves it when it dies after reading it, before its outcome is
     // written: read by b's consumer and not acknowledged.
-    let mut con = ::redis::Client::open(redis.url())
-        .and_then(|c| c.get_connection())
-        .expect("a connection to the test's redis-server");
+    let mut con = redis.connection();
     let read: ::redis::Value = ::redis::cmd("XREADGROUP")
         .arg("GROUP")
         .arg("iapeer")
@@ -709,16 +681,13 @@ fn a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns() {
     b.wait_until("b delivered it", Duration::from_secs(60), |b| {
         times_in_pane(b, "echo-bob", "from alice@a: while you were out") == 1
     });
-    let out = a.ok(&[
-        "send",
-        "bob@b",
-        "--from",
+    let out = send_ok(
+        &a,
         "echo-alice",
-        "--message",
+        "bob@b",
         "while you were out",
-        "--id",
-        "m-down-1",
-    ]);
+        &["--id", "m-down-1"],
+    );
     assert!(
         out.contains("earlier (message id m-down-1): not sent again"),
         "{out}"
@@ -860,20 +829,10 @@ fn redis_unreachable_leaves_local_sends_alone_and_answers_remote_ones_clearly() 
     a.create_echo("ann");
     redis.stop();
     wait_link(&a, "a's link away", |d| d["link"]["state"] == "away");
-    let out = a.ok(&["send", "ann", "--from", "echo-alice", "--message", "local"]);
+    let out = send_ok(&a, "echo-alice", "ann", "local", &[]);
     assert!(out.starts_with("delivered to ann"), "{out}");
     let started = std::time::Instant::now();
-    let out = a.run(&[
-        "send",
-        "bob@b",
-        "--from",
-        "echo-alice",
-        "--message",
-        "remote",
-        "--json",
-    ]);
-    let doc: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", common::describe(&out)));
+    let doc = send_json(&a, "bob@b", "remote", &[]);
     assert_eq!(doc["code"], "offline", "{doc}");
     assert!(
         doc["error"].as_str().unwrap().starts_with(
@@ -893,14 +852,7 @@ fn redis_unreachable_leaves_local_sends_alone_and_answers_remote_ones_clearly() 
     wait_link(&b, "b connected again", |d| {
         d["link"]["state"] == "connected"
     });
-    let out = a.ok(&[
-        "send",
-        "bob@b",
-        "--from",
-        "echo-alice",
-        "--message",
-        "remote again",
-    ]);
+    let out = send_ok(&a, "echo-alice", "bob@b", "remote again", &[]);
     assert!(out.starts_with("delivered to bob (echo)"), "{out}");
     assert_eq!(
         times_in_pane(&b, "echo-bob", "from alice@a: remote again"),

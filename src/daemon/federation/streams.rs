@@ -168,18 +168,9 @@ fn read_inbox(hub: &Hub, sink: &Sink, stop: &Receiver<()>) {
         cmd.arg("STREAMS")
             .arg(&stream)
             .arg(if pending { "0" } else { ">" });
-        let read: redis::RedisResult<Option<StreamReadReply>> = cmd.query(con);
-        let read = match read {
-            Ok(r) => r,
-            Err(e) => {
-                log::warn!("federation: reading {stream} failed: {e}");
-                conn.failed(stop);
-                continue;
-            }
+        let Some(ids) = read_stream(&mut conn, stop, &cmd, &stream) else {
+            continue;
         };
-        let ids: Vec<_> = read
-            .map(|r| r.keys.into_iter().flat_map(|k| k.ids).collect())
-            .unwrap_or_default();
         if pending {
             if ids.is_empty() {
                 pending_done = Some(j.host.clone());
@@ -212,11 +203,13 @@ fn read_inbox(hub: &Hub, sink: &Sink, stop: &Receiver<()>) {
                 Err(e) => {
                     // Nothing to answer it with: acknowledged so it is not read again.
                     log::warn!("federation: {stream} entry {} dropped: {e}", sid.id);
-                    let _: redis::RedisResult<()> = redis::cmd("XACK")
-                        .arg(&stream)
-                        .arg(keys::GROUP)
-                        .arg(&sid.id)
-                        .query(con);
+                    if let Some((_, con)) = conn.con.as_mut() {
+                        let _: redis::RedisResult<()> = redis::cmd("XACK")
+                            .arg(&stream)
+                            .arg(keys::GROUP)
+                            .arg(&sid.id)
+                            .query(con);
+                    }
                 }
             }
         }
@@ -247,27 +240,18 @@ fn read_replies(hub: &Hub, sink: &Sink, stop: &Receiver<()>) {
                 }
             }
         }
-        let read: redis::RedisResult<Option<StreamReadReply>> = redis::cmd("XREAD")
-            .arg("COUNT")
+        let mut cmd = redis::cmd("XREAD");
+        cmd.arg("COUNT")
             .arg(COUNT)
             .arg("BLOCK")
             .arg(BLOCK.as_millis() as u64)
             .arg("STREAMS")
             .arg(&stream)
-            .arg(&last)
-            .query(con);
-        let read = match read {
-            Ok(r) => r,
-            Err(e) => {
-                log::warn!("federation: reading {stream} failed: {e}");
-                conn.failed(stop);
-                continue;
-            }
+            .arg(&last);
+        let Some(ids) = read_stream(&mut conn, stop, &cmd, &stream) else {
+            continue;
         };
-        for sid in read
-            .map(|r| r.keys.into_iter().flat_map(|k| k.ids).collect::<Vec<_>>())
-            .unwrap_or_default()
-        {
+        for sid in ids {
             last = sid.id.clone();
             let (Some(ticket), Some(json)) =
                 (sid.get::<String>("ticket"), sid.get::<String>("outcome"))
@@ -378,6 +362,28 @@ fn write_loop(
                     }
                 }
             }
+        }
+    }
+}
+
+/// Run a stream read (`XREAD`/`XREADGROUP`) on the connection: its entries, or `None` after
+/// a failure (logged; the connection is dropped and the thread backs off).
+fn read_stream(
+    conn: &mut Conn,
+    stop: &Receiver<()>,
+    cmd: &redis::Cmd,
+    stream: &str,
+) -> Option<Vec<redis::streams::StreamId>> {
+    let (_, con) = conn.con.as_mut()?;
+    match cmd.query::<Option<StreamReadReply>>(con) {
+        Ok(r) => Some(
+            r.map(|r| r.keys.into_iter().flat_map(|k| k.ids).collect())
+                .unwrap_or_default(),
+        ),
+        Err(e) => {
+            log::warn!("federation: reading {stream} failed: {e}");
+            conn.failed(stop);
+            None
         }
     }
 }
