@@ -200,7 +200,10 @@ impl Router {
         hold: Option<crate::origin::Claim>,
     ) {
         crate::daemon::test_hooks::on_router_send(&input.to);
-        if hold.is_none() {
+        // A held message was resolved when it was held; one from another host is for a peer
+        // of this host (never relayed on).
+        let resolve = hold.is_none() && !matches!(input.caller, route::Caller::Remote { .. });
+        if resolve {
             match self.remote_target(&input.to) {
                 Ok(None) => {}
                 Ok(Some((name, host))) => {
