@@ -216,6 +216,21 @@ pub enum GateState {
     Failed(String),
 }
 
+impl GateState {
+    /// The state of a gate that watches the transcript and the screen: passed once the model
+    /// answered (`answered`), failed while the screen shows the runtime retrying its model
+    /// API (`retry_line`, read only when it has not answered), else pending.
+    pub fn of(answered: bool, retry_line: impl FnOnce() -> Option<String>) -> GateState {
+        if answered {
+            return GateState::Passed;
+        }
+        match retry_line() {
+            Some(line) => GateState::Failed(format!("the model API does not answer: {line}")),
+            None => GateState::Pending,
+        }
+    }
+}
+
 /// A runtime-specific ready gate, for runtimes whose transcript is written before the model
 /// answers (so a bare activity time proves nothing).
 pub trait GateWatch: Send {
@@ -349,8 +364,15 @@ pub struct ClearKeys {
 pub trait Adapter: Send + Sync {
     /// The runtime name (`echo`, `claude`, …).
     fn name(&self) -> &str;
-    /// Agent (pty) or router (pipes).
-    fn kind(&self) -> RuntimeKind;
+    /// Agent (pty) or router (pipes). The default: what the runtime table's row says (an
+    /// agent-class runtime is an agent, any other a router).
+    fn kind(&self) -> RuntimeKind {
+        if crate::names::is_agent_runtime(self.name()) {
+            RuntimeKind::Agent
+        } else {
+            RuntimeKind::Router
+        }
+    }
     /// Build the launch command. Errors: `LaunchError`, a wake failure reason (e.g. `no
     /// transcript to resume`).
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, LaunchError>;

@@ -4,8 +4,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
 fn setup() -> (tempfile::TempDir, Paths, Markers) {
-    let tmp = tempfile::tempdir().unwrap();
-    let paths = Paths::at(tmp.path().join("root"));
+    let (tmp, paths) = crate::testkit::temp_root();
     let m = Markers::parse(&paths, "claude-bob").unwrap();
     (tmp, paths, m)
 }
