@@ -551,6 +551,36 @@ fn sends_cross_hosts_to_live_and_sleeping_peers_and_come_back() {
                 && times_in_pane(a, "echo-alice", "from bob@b: echo: wake up bob") == 1
         },
     );
+    // The fleet API takes `name@host` too.
+    let sent = crate::fleet::post(
+        &a,
+        "/fleet/v1/send",
+        serde_json::json!({"personality": "carol@b", "from": "echo-alice",
+            "message": "by the fleet API"}),
+    );
+    assert_eq!(sent.status, 200, "{}", String::from_utf8_lossy(&sent.body));
+    let sent = sent.json();
+    assert_eq!(
+        sent["result"]["delivered_to"]["personality"], "carol",
+        "{sent}"
+    );
+    assert_eq!(
+        times_in_pane(&b, "echo-carol", "from alice@a: by the fleet API"),
+        1
+    );
+    assert!(
+        a.has_event(
+            "delivery",
+            "delivery",
+            &[
+                ("path", "federation"),
+                ("entry", "fleet"),
+                ("to", "carol@b")
+            ]
+        ),
+        "{}",
+        a.log("delivery")
+    );
     // And `iapeer send` on b takes `name@host` too.
     let out = send_ok(&b, "echo-bob", "alice@a", "back to you", &[]);
     assert_eq!(
