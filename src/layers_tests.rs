@@ -23,6 +23,7 @@ const LAYERS: &[&[&str]] = &[
     &[
         "adapter",
         "echo_agent",
+        "federation",
         "inbox",
         "logview",
         "memory",
@@ -34,7 +35,6 @@ const LAYERS: &[&[&str]] = &[
         "attachment_source",
         "envelope",
         "eventlog",
-        "federation",
         "launch_env",
         "markers",
         "msgids",

@@ -4,6 +4,7 @@
 pub mod attachments;
 pub mod control;
 pub mod fair_pool;
+pub mod federation;
 pub mod fleet;
 pub mod guard;
 pub mod http;
@@ -349,7 +350,8 @@ pub struct Running {
     peers_watch_stop: Arc<AtomicBool>,
     /// Dropped at shutdown: the federation link ends (`federation::link`).
     federation_stop: Sender<()>,
-    federation_thread: std::thread::JoinHandle<()>,
+    /// The link and the stream threads (`federation::streams`).
+    federation_threads: Vec<std::thread::JoinHandle<()>>,
 }
 
 /// What [`Daemon::start`]'s steps share: the configuration, the failure record, the router's
@@ -359,6 +361,8 @@ struct Wiring {
     fatal: Fatal,
     router_tx: Sender<RouterMsg>,
     started_ms: u64,
+    /// What the federation threads and the router share (issue 28).
+    hub: Arc<federation::hub::Hub>,
 }
 
 impl Daemon {
@@ -381,11 +385,13 @@ impl Daemon {
             (Source::Delivery, paths.delivery_log()),
             (Source::Exits, paths.exits_log()),
         ]);
+        let (hub, fed_writes) = federation::hub::Hub::new();
         let wiring = Wiring {
             cfg,
             fatal,
             router_tx,
             started_ms: crate::clock::now_ms(),
+            hub: Arc::new(hub),
         };
         let (http, info) = Self::start_http(paths, &wiring, &bus)?;
         let tcp = info.tcp.clone();
@@ -403,6 +409,7 @@ impl Daemon {
             cfg,
             fatal,
             router_tx,
+            hub,
             ..
         } = wiring;
         let tick_tx = router_tx.clone();
@@ -422,8 +429,22 @@ impl Daemon {
             .map_err(io_err("cannot start the peers-watch thread"))?;
         // The federation link (issue 28): its own thread and blocking connection to Redis.
         let (federation_stop, stop_rx) = crossbeam_channel::bounded(1);
-        let federation_thread = crate::federation::link::spawn(paths.clone(), stop_rx)
-            .map_err(io_err("cannot start the federation-link thread"))?;
+        let link = crate::federation::link::spawn(
+            paths.clone(),
+            {
+                let hub = hub.clone();
+                Box::new(move |joined, connected, hosts| hub.set(joined, connected, hosts))
+            },
+            stop_rx.clone(),
+        )
+        .map_err(io_err("cannot start the federation-link thread"))?;
+        let fed_tx = router_tx.clone();
+        let sink: federation::streams::Sink =
+            Arc::new(move |ev| fed_tx.send(RouterMsg::Federation(ev)).is_ok());
+        let mut federation_threads =
+            federation::streams::spawn(paths.clone(), hub, fed_writes, sink, stop_rx)
+                .map_err(io_err("cannot start the federation stream threads"))?;
+        federation_threads.push(link);
         // Read the login shell's PATH now, so the first launch or status need not wait for it.
         crate::runtime::agent_program::prime();
         eprintln!("iapeer daemon ready tcp={tcp} sock={}", sock.display());
@@ -443,7 +464,7 @@ impl Daemon {
             fatal,
             peers_watch_stop,
             federation_stop,
-            federation_thread,
+            federation_threads,
         })
     }
 
@@ -636,7 +657,8 @@ impl Daemon {
         bus: crate::eventbus::Bus,
         mut router_failed: UnixStream,
     ) -> Result<std::thread::JoinHandle<()>, DaemonError> {
-        let router = Router::new(paths.clone(), w.cfg.clone(), info, w.router_tx.clone(), bus);
+        let mut router = Router::new(paths.clone(), w.cfg.clone(), info, w.router_tx.clone(), bus);
+        router.set_federation(w.hub.clone());
         let router_fatal = w.fatal.clone();
         std::thread::Builder::new()
             .name(ROUTER_THREAD.into())
@@ -688,7 +710,7 @@ impl Running {
             mut http,
             fatal,
             federation_stop,
-            federation_thread,
+            federation_threads,
             ..
         } = self;
         drop(federation_stop);
@@ -730,7 +752,9 @@ impl Running {
             http.shutdown()
         });
         guard::finish_by(start + SHUTDOWN_BOUND, "the federation link", move || {
-            let _ = federation_thread.join();
+            for t in federation_threads {
+                let _ = t.join();
+            }
         });
         let _ = std::fs::remove_file(paths.router_json());
         let _ = std::fs::remove_file(paths.ui_key());

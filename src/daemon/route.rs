@@ -39,6 +39,15 @@ pub enum Caller {
     },
     /// The daemon itself (sender `iapeer`), for its failure notices (spec 05 §7).
     Daemon,
+    /// A peer of another host of the federation (issue 28), as its inbox entry names it:
+    /// `<runtime>-<personality>@<host>`, and its nature. Its host's link is trusted for both
+    /// (only hosts holding the Redis credentials write inbox entries).
+    Remote {
+        /// `<runtime>-<personality>@<host>`.
+        identity: String,
+        /// `artificial`, `natural` or `absent`.
+        intelligence: String,
+    },
 }
 
 impl Caller {
@@ -61,6 +70,7 @@ impl Caller {
                 }
             }
             Caller::Daemon => DAEMON_SENDER.to_string(),
+            Caller::Remote { identity, .. } => identity.clone(),
         }
     }
 }
@@ -248,10 +258,10 @@ pub fn resolve_caller<'r>(
     registry: &'r Registry,
 ) -> Result<(Identity, &'r RegistryPeer), Refusal> {
     let (text, token_check) = match caller {
-        Caller::Daemon => {
+        Caller::Daemon | Caller::Remote { .. } => {
             return Err(refuse(
                 Code::Internal,
-                "the daemon's own messages have no registry entry",
+                "the daemon's own messages and another host's have no registry entry here",
             ))
         }
         Caller::Cli(from) => (Some(from.as_str()), None),
@@ -275,7 +285,9 @@ pub fn resolve_caller<'r>(
                 Code::InvalidArgument,
                 format!("invalid sender \"{from}\" — expected \"<runtime>-<personality>\""),
             ),
-            Caller::Daemon => refuse(Code::Internal, "the daemon has no sender identity"),
+            Caller::Daemon | Caller::Remote { .. } => {
+                refuse(Code::Internal, "the daemon has no sender identity")
+            }
         })?;
     let peer = registry.find(&identity.personality).ok_or_else(|| {
         refuse(
@@ -442,7 +454,18 @@ pub fn prepare(
     let registry =
         Registry::load_cached(paths).map_err(|e| refuse(Code::Internal, e.to_string()))?;
     let daemon_peer;
-    let (caller, caller_peer) = match input.caller {
+    let (caller, caller_peer) = match &input.caller {
+        Caller::Remote {
+            identity,
+            intelligence,
+        } => {
+            daemon_peer = remote_sender(paths, identity, intelligence)?;
+            let id = Identity {
+                runtime: daemon_peer.default_runtime.clone(),
+                personality: daemon_peer.personality.clone(),
+            };
+            (id, &daemon_peer)
+        }
         Caller::Daemon => {
             daemon_peer = daemon_sender(paths);
             let id = Identity {
@@ -572,6 +595,36 @@ fn origin_check(
 /// `daemon`, artificial, no interfaces (so it cannot write to a Telegram endpoint).
 fn daemon_sender(paths: &Paths) -> RegistryPeer {
     RegistryPeer::new(DAEMON_SENDER, &["daemon"], "artificial", paths.root())
+}
+
+/// The registry-like entry of a peer of another host as a sender: personality
+/// `<personality>@<host>` (never a local name: those have no `@`), its runtime, its nature,
+/// no interfaces.
+///
+/// Errors: the identity is not `<runtime>-<personality>@<host>`.
+fn remote_sender(
+    paths: &Paths,
+    identity: &str,
+    intelligence: &str,
+) -> Result<RegistryPeer, Refusal> {
+    let bad = || {
+        refuse(
+            Code::InvalidArgument,
+            format!("invalid remote sender \"{identity}\" — expected \"<runtime>-<personality>@<host>\""),
+        )
+    };
+    let (id, host) = identity.rsplit_once('@').ok_or_else(bad)?;
+    let id = Identity::parse(id).map_err(|_| bad())?;
+    if !is_valid_personality(host) {
+        return Err(bad());
+    }
+    let nature = Intelligence::parse(intelligence).map_or("artificial", Intelligence::as_str);
+    Ok(RegistryPeer::new(
+        &format!("{}@{host}", id.personality),
+        &[&id.runtime],
+        nature,
+        paths.root(),
+    ))
 }
 
 /// The refusal for a send whose preparation panicked (`panic` is the panic message): code

@@ -7,12 +7,12 @@
 //! |---|---|---|---|
 //! | `iapeer:v1:alive:<host>` | string, TTL [`ALIVE_TTL`] | host `<host>`, every [`HEARTBEAT_INTERVAL`] | its last [`Heartbeat`] as JSON; present = the host is online |
 //! | `iapeer:v1:hosts` | hash `<host>` → JSON | each host, with its heartbeat | every host's last [`Heartbeat`], kept after it goes offline (when it was last seen) |
+//! | `iapeer:v1:roster:<host>` | string, TTL [`ALIVE_TTL`] | host `<host>`, with its heartbeat | its peers as a [`Roster`] (JSON) |
+//! | `iapeer:v1:inbox:<host>` | stream, ≈ [`STREAM_MAXLEN`] entries | any other host | messages to `<host>`'s peers, one [`Entry`] each; read by `<host>` with the consumer group [`GROUP`] |
+//! | `iapeer:v1:reply:<host>` | stream, ≈ [`STREAM_MAXLEN`] entries | any other host | the outcomes of `<host>`'s sends, one [`Outcome`] each |
 //!
-//! A host deletes its `alive` key when its daemon stops and both its keys when it leaves
-//! (`iapeer federation leave`). Reserved for the next steps (not written yet):
-//! `iapeer:v1:inbox:<host>` (a stream: messages to the host's peers, read with a consumer
-//! group by its link thread) and `iapeer:v1:reply:<host>` (a stream: outcomes back to the
-//! sending host).
+//! A host deletes its `alive` and `roster` keys when its daemon stops and its `hosts` entry too
+//! when it leaves (`iapeer federation leave`).
 
 use std::time::Duration;
 
@@ -27,6 +27,148 @@ pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
 /// The life of a host's `alive` key: 3 heartbeats (15 s). A host whose key expired is
 /// offline.
 pub const ALIVE_TTL: Duration = Duration::from_secs(15);
+
+/// The consumer group every host reads its own inbox stream with (its consumer: its host
+/// name).
+pub const GROUP: &str = "iapeer";
+
+/// About how many entries an inbox or reply stream keeps (`XADD … MAXLEN ~`): older ones
+/// are trimmed (an inbox entry nobody read by then is lost; 10 000 is days of a busy team).
+pub const STREAM_MAXLEN: usize = 10_000;
+
+/// `iapeer:v1:roster:<host>`: the host's peers, expiring with its `alive` key.
+pub fn roster(host: &str) -> String {
+    format!("{PREFIX}roster:{host}")
+}
+
+/// `iapeer:v1:inbox:<host>`: the stream of messages to the host's peers.
+pub fn inbox(host: &str) -> String {
+    format!("{PREFIX}inbox:{host}")
+}
+
+/// `iapeer:v1:reply:<host>`: the stream of the outcomes of the host's sends.
+pub fn reply(host: &str) -> String {
+    format!("{PREFIX}reply:{host}")
+}
+
+/// One peer in a host's [`Roster`]: `{"name","runtimes","state","description","intelligence"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RosterPeer {
+    /// The peer's name on its host.
+    pub name: String,
+    /// Its runtimes, the default first.
+    pub runtimes: Vec<String>,
+    /// `stopped` (its default runtime's stop flag is set: a send is refused) or `available`
+    /// (a send is delivered, waking it when it sleeps).
+    pub state: String,
+    /// Its one-line description.
+    pub description: String,
+    /// `artificial`, `natural` or `absent`.
+    pub intelligence: String,
+}
+
+/// A host's peers, as JSON in `roster:<host>`: `{"host","time_ms","peers":[RosterPeer…]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Roster {
+    /// The host's name.
+    pub host: String,
+    /// When it was written, ms since the epoch by the writer's clock.
+    pub time_ms: u64,
+    /// Its peers, sorted by name.
+    pub peers: Vec<RosterPeer>,
+}
+
+/// One message in an inbox stream; each field is a stream field of the entry (strings):
+/// `ticket` (the sending host's handle on the send, echoed in its [`Outcome`]), `id` (the message id), `from` (`<runtime>-<personality>@<host>`), `intelligence` (the
+/// sender's), `to` (a peer of the inbox's host), `runtime` (optional), `topic` (optional),
+/// `body`, `if_busy` (`queue`, `interrupt` or `refuse`), `timeout_ms` (how long the sender
+/// still waits for the outcome when it writes the entry).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The sending host's handle on the send (random hex), echoed in the outcome.
+    pub ticket: String,
+    /// The message id ([`crate::msgids::valid_id`]).
+    pub id: String,
+    /// The sender, `<runtime>-<personality>@<host>`.
+    pub from: String,
+    /// The sender's nature.
+    pub intelligence: String,
+    /// The recipient's name on the inbox's host.
+    pub to: String,
+    /// The recipient's runtime, when the sender named one.
+    pub runtime: Option<String>,
+    /// The thread label.
+    pub topic: Option<String>,
+    /// The message.
+    pub body: String,
+    /// What to do when the recipient is mid-turn.
+    pub if_busy: String,
+    /// How long the sender still waits, ms.
+    pub timeout_ms: u64,
+}
+
+impl Entry {
+    /// The stream fields, in order.
+    pub fn fields(&self) -> Vec<(&'static str, String)> {
+        let mut f = vec![
+            ("ticket", self.ticket.clone()),
+            ("id", self.id.clone()),
+            ("from", self.from.clone()),
+            ("intelligence", self.intelligence.clone()),
+            ("to", self.to.clone()),
+            ("body", self.body.clone()),
+            ("if_busy", self.if_busy.clone()),
+            ("timeout_ms", self.timeout_ms.to_string()),
+        ];
+        if let Some(rt) = &self.runtime {
+            f.push(("runtime", rt.clone()));
+        }
+        if let Some(t) = &self.topic {
+            f.push(("topic", t.clone()));
+        }
+        f
+    }
+
+    /// The entry of a stream entry's fields. Pure.
+    ///
+    /// Errors: a field missing (named).
+    pub fn from_fields(map: &std::collections::HashMap<String, String>) -> Result<Entry, String> {
+        let need = |k: &str| {
+            map.get(k)
+                .cloned()
+                .ok_or_else(|| format!("the inbox entry has no \"{k}\" field"))
+        };
+        Ok(Entry {
+            ticket: need("ticket")?,
+            id: need("id")?,
+            from: need("from")?,
+            intelligence: need("intelligence")?,
+            to: need("to")?,
+            runtime: map.get("runtime").cloned(),
+            topic: map.get("topic").cloned(),
+            body: need("body")?,
+            if_busy: map
+                .get("if_busy")
+                .cloned()
+                .unwrap_or_else(|| "queue".into()),
+            timeout_ms: need("timeout_ms")?
+                .parse()
+                .map_err(|_| "the inbox entry's timeout_ms is not a number".to_string())?,
+        })
+    }
+}
+
+/// One outcome in a reply stream: fields `ticket` and `id` (as in the [`Entry`]) and `outcome`, the send's answer as the control protocol gives it
+/// (`{"ok":true,"result":…}` or `{"ok":false,"code":…,"error":…}`, JSON).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// The entry's ticket.
+    pub ticket: String,
+    /// The message id.
+    pub id: String,
+    /// The answer, JSON.
+    pub outcome: String,
+}
 
 /// `iapeer:v1:hosts`: the hash of every host's last heartbeat.
 pub fn hosts() -> String {
@@ -72,7 +214,38 @@ mod tests {
     fn keys_carry_the_prefix_and_the_host() {
         assert_eq!(hosts(), "iapeer:v1:hosts");
         assert_eq!(alive("b"), "iapeer:v1:alive:b");
+        assert_eq!(roster("b"), "iapeer:v1:roster:b");
+        assert_eq!(inbox("b"), "iapeer:v1:inbox:b");
+        assert_eq!(reply("a"), "iapeer:v1:reply:a");
         assert!(ALIVE_TTL >= HEARTBEAT_INTERVAL * 2);
+    }
+
+    #[test]
+    fn an_entry_reads_back_from_its_fields() {
+        let e = Entry {
+            ticket: "t1".into(),
+            id: "m-1".into(),
+            from: "echo-alice@a".into(),
+            intelligence: "artificial".into(),
+            to: "bob".into(),
+            runtime: None,
+            topic: Some("t".into()),
+            body: "hi".into(),
+            if_busy: "queue".into(),
+            timeout_ms: 1500,
+        };
+        let map = e
+            .fields()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        assert_eq!(Entry::from_fields(&map), Ok(e));
+        let mut map = map;
+        map.remove("body");
+        assert_eq!(
+            Entry::from_fields(&map).unwrap_err(),
+            "the inbox entry has no \"body\" field"
+        );
     }
 
     #[test]

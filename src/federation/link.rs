@@ -91,12 +91,13 @@ pub fn read_report(paths: &Paths) -> Option<LinkReport> {
 
 /// Start the link thread; it ends when `stop` receives or is dropped, deleting this host's
 /// `alive` key on the way out (the host goes offline at once) and its report file.
-pub fn spawn(paths: Paths, stop: Receiver<()>) -> io::Result<JoinHandle<()>> {
+pub fn spawn(paths: Paths, hub: Tell, stop: Receiver<()>) -> io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("federation-link".into())
         .spawn(move || {
             let mut link = Link {
                 paths,
+                hub,
                 stop,
                 conn: None,
                 failures: 0,
@@ -118,6 +119,11 @@ pub fn spawn(paths: Paths, stop: Receiver<()>) -> io::Result<JoinHandle<()>> {
         })
 }
 
+/// Who hears what the link saw after each turn: the membership in effect (`None`: not
+/// joined), whether Redis answered, and the other hosts with the names of their rosters'
+/// peers (the daemon's `Hub`, which the router resolves addresses with).
+pub type Tell = Box<dyn Fn(Option<Joined>, bool, Vec<super::address::HostView>) + Send>;
+
 /// The membership in effect, or why it is not usable.
 type Want = Result<Option<Joined>, String>;
 
@@ -127,6 +133,8 @@ fn want(paths: &Paths) -> Want {
 
 struct Link {
     paths: Paths,
+    /// Told the membership, the other hosts and their rosters after each turn.
+    hub: Tell,
     stop: Receiver<()>,
     /// The open connection and the membership it serves.
     conn: Option<(Joined, redis::Connection)>,
@@ -161,6 +169,11 @@ impl Link {
                 }
                 Ok(Some(j)) => self.serve(j),
             };
+            let joined = want.as_ref().ok().cloned().flatten();
+            let connected = self.report.state == LinkState::Connected;
+            if !connected {
+                (self.hub)(joined, false, Vec::new());
+            }
             self.write_report();
             if !self.pause(pause, &want) {
                 return;
@@ -191,9 +204,23 @@ impl Link {
         let Some((_, con)) = self.conn.as_mut() else {
             return POLL;
         };
-        match beat(con, &j.host) {
-            Ok((at, hosts)) => {
+        let roster = roster_of(&self.paths, &j.host);
+        match beat(con, &j.host, &roster) {
+            Ok((at, hosts, rosters)) => {
                 self.report.last_heartbeat_ms = Some(at);
+                let views = hosts
+                    .iter()
+                    .map(|h| super::address::HostView {
+                        host: h.host.clone(),
+                        online: h.online,
+                        peers: rosters
+                            .iter()
+                            .filter(|r| r.host == h.host)
+                            .flat_map(|r| r.peers.iter().map(|p| p.name.clone()))
+                            .collect(),
+                    })
+                    .collect();
+                (self.hub)(Some(j.clone()), true, views);
                 self.report.hosts = hosts;
                 self.set_state(LinkState::Connected, Some(j));
                 keys::HEARTBEAT_INTERVAL
@@ -243,6 +270,7 @@ impl Link {
         };
         let mut cmd = redis::pipe();
         cmd.cmd("DEL").arg(keys::alive(&j.host)).ignore();
+        cmd.cmd("DEL").arg(keys::roster(&j.host)).ignore();
         if leaving {
             cmd.cmd("HDEL").arg(keys::hosts()).arg(&j.host).ignore();
         }
@@ -299,19 +327,69 @@ impl Link {
 }
 
 /// A connection to `url` with [`IO_TIMEOUT`] on connecting, reading and writing.
-pub(super) fn connect(url: &str) -> redis::RedisResult<redis::Connection> {
+pub fn connect(url: &str) -> redis::RedisResult<redis::Connection> {
     let con = redis::Client::open(url)?.get_connection_with_timeout(IO_TIMEOUT)?;
     con.set_read_timeout(Some(IO_TIMEOUT))?;
     con.set_write_timeout(Some(IO_TIMEOUT))?;
     Ok(con)
 }
 
-/// Write this host's heartbeat, then read every other host's: the heartbeat's time and the
-/// hosts by name.
-fn beat(con: &mut redis::Connection, host: &str) -> redis::RedisResult<(u64, Vec<HostSeen>)> {
+/// This host's roster now: each registered peer with its default runtime's state.
+fn roster_of(paths: &Paths, host: &str) -> keys::Roster {
+    let registry = crate::registry::Registry::load_cached(paths).unwrap_or_default();
+    let mut peers: Vec<keys::RosterPeer> = registry
+        .peers
+        .iter()
+        .map(|p| {
+            let mut runtimes = vec![p.default_runtime.clone()];
+            runtimes.extend(
+                p.runtimes
+                    .iter()
+                    .filter(|r| **r != p.default_runtime)
+                    .cloned(),
+            );
+            let endpoint = crate::names::Identity {
+                runtime: p.default_runtime.clone(),
+                personality: p.personality.clone(),
+            };
+            let stopped = crate::markers::Markers::new(paths, &endpoint)
+                .is_set(crate::markers::Flag::Stopped);
+            keys::RosterPeer {
+                name: p.personality.clone(),
+                runtimes,
+                state: if stopped { "stopped" } else { "available" }.into(),
+                description: p.description.clone(),
+                intelligence: p.nature().as_str().into(),
+            }
+        })
+        .collect();
+    peers.sort_by(|a, b| a.name.cmp(&b.name));
+    keys::Roster {
+        host: host.to_string(),
+        time_ms: crate::clock::now_ms(),
+        peers,
+    }
+}
+
+/// What one heartbeat turn learns: its time, the other hosts, the rosters of those online.
+type Beat = (u64, Vec<HostSeen>, Vec<keys::Roster>);
+
+/// Write this host's heartbeat and roster, then read every other host's heartbeat and the
+/// rosters of those online.
+fn beat(
+    con: &mut redis::Connection,
+    host: &str,
+    roster: &keys::Roster,
+) -> redis::RedisResult<Beat> {
     let hb = Heartbeat::now(host);
     let json = serde_json::to_string(&hb).unwrap_or_default();
     redis::pipe()
+        .cmd("SET")
+        .arg(keys::roster(host))
+        .arg(serde_json::to_string(roster).unwrap_or_default())
+        .arg("EX")
+        .arg(keys::ALIVE_TTL.as_secs())
+        .ignore()
         .cmd("SET")
         .arg(keys::alive(host))
         .arg(&json)
@@ -331,12 +409,21 @@ fn beat(con: &mut redis::Connection, host: &str) -> redis::RedisResult<(u64, Vec
         .filter_map(|(_, v)| serde_json::from_str(v).ok())
         .collect();
     others.sort_by(|a, b| a.host.cmp(&b.host));
-    let alive: Vec<Option<String>> = if others.is_empty() {
-        Vec::new()
+    let (alive, rosters): (Vec<Option<String>>, Vec<Option<String>>) = if others.is_empty() {
+        (Vec::new(), Vec::new())
     } else {
         let names: Vec<String> = others.iter().map(|h| keys::alive(&h.host)).collect();
-        redis::cmd("MGET").arg(names).query(con)?
+        let rosters: Vec<String> = others.iter().map(|h| keys::roster(&h.host)).collect();
+        (
+            redis::cmd("MGET").arg(names).query(con)?,
+            redis::cmd("MGET").arg(rosters).query(con)?,
+        )
     };
+    let rosters = rosters
+        .into_iter()
+        .flatten()
+        .filter_map(|r| serde_json::from_str::<keys::Roster>(&r).ok())
+        .collect();
     let hosts = others
         .into_iter()
         .zip(alive.into_iter().chain(std::iter::repeat(None)))
@@ -347,7 +434,7 @@ fn beat(con: &mut redis::Connection, host: &str) -> redis::RedisResult<(u64, Vec
             online: a.is_some(),
         })
         .collect();
-    Ok((hb.time_ms, hosts))
+    Ok((hb.time_ms, hosts, rosters))
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! ([`link`]) keeps a heartbeat in Redis ([`keys`], the wire contract) and sees the other
 //! hosts'. `docs/FEDERATION.md` describes it for the operator.
 
+pub mod address;
 pub mod keys;
 pub mod link;
 pub mod skew;

@@ -55,6 +55,13 @@ impl RedisServer {
         s
     }
 
+    /// A connection of the test's own to this server (to read or write keys as a host would).
+    pub fn connection(&self) -> ::redis::Connection {
+        ::redis::Client::open(self.url())
+            .and_then(|c| c.get_connection())
+            .expect("a connection to the test's redis-server")
+    }
+
     /// The URL with the password.
     pub fn url(&self) -> String {
         format!("redis://:{}@127.0.0.1:{}", self.password, self.port)

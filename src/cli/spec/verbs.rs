@@ -444,7 +444,10 @@ pub static VERBS: &[VerbSpec] = &[
             [--runtime <rt>] [--topic <t>] [--attachment <path>]... [--timeout <seconds>] [--id <id>] \
             [--if-busy <choice>] [--json]",
         summary: "route one message to a peer, waking it when asleep",
-        description: "Route one message to the peer <target>. A sleeping agent is woken first and gets \
+        description: "Route one message to the peer <target>. When this root has joined a federation \
+(iapeer federation join), <target> may be <name>@<host>, a peer of another host; a plain name \
+is the local peer, else the only peer of that name on the hosts online, and one several hosts \
+have is refused with the choices (docs/FEDERATION.md). A sleeping agent is woken first and gets \
             the message once it is ready; a message with a topic resumes the conversation held on that \
             topic. A message to an ephemeral peer (profile wake_policy \"ephemeral\") is put in its \
             task queue on disk and answered at once; each task runs as the first message of its own \

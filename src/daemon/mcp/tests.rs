@@ -116,7 +116,10 @@ fn tools_list_has_exactly_the_spec_tool() {
     assert_eq!(s["additionalProperties"], false);
     assert_eq!(s["required"], json!(["personality", "message"]));
     let p = &s["properties"];
-    assert_eq!(p["personality"]["pattern"], "^[a-z][a-z0-9-]{0,31}$");
+    assert_eq!(
+        p["personality"]["pattern"],
+        "^[a-z][a-z0-9-]{0,31}(@[a-z][a-z0-9-]{0,31})?$"
+    );
     assert_eq!(p["runtime"]["pattern"], "^[a-z][a-z0-9]{0,31}$");
     assert_eq!(p["message"]["minLength"], 1);
     assert_eq!(p["message"]["maxLength"], 16000);

@@ -10,7 +10,7 @@ use std::fmt;
 use serde_json::{json, Map, Value};
 
 use super::SendArgs;
-use crate::names::{PERSONALITY_PATTERN, RUNTIME_PATTERN};
+use crate::names::RUNTIME_PATTERN;
 
 /// The one tool we expose.
 pub const TOOL_NAME: &str = "send_to_peer";
@@ -67,8 +67,8 @@ pub fn tool_listing() -> Value {
             "properties": {
                 "personality": {
                     "type": "string",
-                    "pattern": PERSONALITY_PATTERN,
-                    "description": "Bare personality of the target peer, e.g. \"boris\"."
+                    "pattern": crate::federation::address::ADDRESS_PATTERN,
+                    "description": "Bare personality of the target peer, e.g. \"boris\"; \"boris@host\" names a peer of another host of the federation."
                 },
                 "runtime": {
                     "type": "string",

@@ -200,6 +200,35 @@ impl Router {
         hold: Option<crate::origin::Claim>,
     ) {
         crate::daemon::test_hooks::on_router_send(&input.to);
+        // A held message was resolved when it was held; one from another host is for a peer
+        // of this host (never relayed on).
+        let resolve = hold.is_none() && !matches!(input.caller, route::Caller::Remote { .. });
+        if resolve {
+            match self.remote_target(&input.to) {
+                Ok(None) => {}
+                Ok(Some((name, host))) => {
+                    let own = self.remote.hub.as_ref().and_then(|h| h.view()).map(|v| v.0);
+                    if own.as_deref() != Some(host.as_str()) {
+                        return self.begin_remote(input, reply, timeout, (name, host));
+                    }
+                    // `name@<this host>`: the local send of `name`.
+                    let input = SendInput { to: name, ..input };
+                    return self.begin_local_send(input, reply, timeout, hold);
+                }
+                Err(f) => return self.refuse_remote(input, reply, f),
+            }
+        }
+        self.begin_local_send(input, reply, timeout, hold)
+    }
+
+    /// [`Router::begin_send_of`] of a send to a peer of this host.
+    fn begin_local_send(
+        &mut self,
+        input: SendInput,
+        reply: SendReplyTo,
+        timeout: Option<Duration>,
+        hold: Option<crate::origin::Claim>,
+    ) {
         let id = self.next_id();
         let msg_id = input.id.clone().unwrap_or_else(crate::msgids::new_id);
         let timeout = timeout.unwrap_or(self.cfg.send_timeout);

@@ -22,6 +22,7 @@ mod notices;
 mod now;
 mod ops;
 mod origin;
+mod remote;
 mod report;
 mod revive;
 mod send_end;
@@ -111,6 +112,9 @@ pub enum RouterMsg {
     /// A lifecycle event another daemon thread saw (the team changed: `ev=peers`,
     /// [`crate::daemon::peers_watch`]): logged.
     Lifecycle(crate::eventlog::Event),
+    /// A federation thread's news (issue 28): an inbox entry to route, or a remote send's
+    /// outcome.
+    Federation(crate::daemon::federation::hub::Event),
     /// End every session and report on `done` when they are gone.
     Shutdown {
         /// Signalled when shutdown work is complete.
@@ -220,6 +224,8 @@ pub(crate) enum Timer {
     PrepCheck,
     /// A turn refused for a limit is due to be taken up again (`limits.rs`).
     LimitResume(Identity),
+    /// A send to another host reaches its deadline (`remote.rs`), by its ticket.
+    RemoteDeadline(String),
 }
 
 /// The router's state.
@@ -271,6 +277,8 @@ pub struct Router {
     /// Turns refused for a rate or usage limit that iapeer will take up again (issue 32
     /// item 3); in memory only.
     limited: std::collections::HashMap<Identity, limits::Limited>,
+    /// Sends across hosts (issue 28), when the daemon runs the federation.
+    remote: remote::Remote,
 }
 
 impl Router {
@@ -331,6 +339,7 @@ impl Router {
             topics: topics::TopicBook::default(),
             ids,
             limited: Default::default(),
+            remote: Default::default(),
         }
     }
 
@@ -427,6 +436,7 @@ impl Router {
             Timer::TopicFlush => self.topics.flush(&self.paths),
             Timer::PrepCheck => self.on_prep_check(),
             Timer::LimitResume(identity) => self.limit_resume_due(&identity),
+            Timer::RemoteDeadline(ticket) => self.remote_deadline(&ticket),
             Timer::ShutdownDrain => self.drain_over(),
             Timer::ShutdownDeadline => {
                 log::warn!(
@@ -507,6 +517,7 @@ impl Router {
             RouterMsg::Session(ev) => self.on_session_event(ev),
             RouterMsg::Tick => self.on_tick(),
             RouterMsg::Lifecycle(ev) => self.lifecycle(ev),
+            RouterMsg::Federation(ev) => self.on_federation(ev),
             RouterMsg::Shutdown { done } => self.begin_shutdown(done),
         }
     }
@@ -528,6 +539,9 @@ impl Router {
             }
             // Handled by `on_msg` as always.
             RouterMsg::Launched { .. } | RouterMsg::Session(_) => {}
+            // An inbox entry is left unacknowledged: the next start reads it again.
+            RouterMsg::Federation(crate::daemon::federation::hub::Event::Inbound { .. }) => {}
+            RouterMsg::Federation(ev) => self.on_federation(ev),
             RouterMsg::Tick
             | RouterMsg::Shutdown { .. }
             | RouterMsg::ToolsListed { .. }

@@ -14,6 +14,7 @@ fn caller_label(input: &SendInput) -> String {
         Caller::Cli(from) => from.clone(),
         Caller::Mcp { header, .. } => header.clone().unwrap_or_else(|| "-".into()),
         Caller::Daemon => "iapeer".into(),
+        Caller::Remote { identity, .. } => identity.clone(),
     }
 }
 

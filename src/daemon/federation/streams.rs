@@ -1,0 +1,485 @@
+//! Delivery across hosts (issue 28 item 3): three threads, each with its own blocking Redis
+//! connection (the `redis` crate's synchronous API), started with the daemon and idle until
+//! the link ([`super::link`]) says the host has joined:
+//!
+//! - `federation-inbox` reads this host's inbox stream (`iapeer:v1:inbox:<host>`) with the
+//!   consumer group [`keys::GROUP`] (consumer: the host's name), blocking up to [`BLOCK`] per
+//!   read (no busy polling). Its first read after the daemon starts takes the entries this
+//!   host read and never acknowledged (id `0`: a daemon killed mid-delivery), then the new
+//!   ones (`>`). Each goes to the router as an [`Event::Inbound`]: the router routes it as a
+//!   local send with its message id, so the recipient's id ledger never pastes it twice.
+//! - `federation-write` writes: a send to a remote peer (the sender authenticated and the
+//!   fields checked first, [`entry_for`]) onto the host's inbox stream, and an inbox entry's
+//!   outcome onto the sender host's reply stream, then `XACK`s the entry (only after the
+//!   outcome is written).
+//! - `federation-reply` reads this host's reply stream (plain `XREAD`, blocking) and hands
+//!   each outcome to the router ([`Event::Outcome`]), which answers the waiting sender.
+//!
+//! Each ends when the daemon's stop channel closes. Redis away: each tries again after
+//! [`super::link::backoff`]; a send that cannot be written is answered at once.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use redis::streams::StreamReadReply;
+
+use super::hub::{outcome_of, Event, Hub, Write};
+use crate::daemon::route::{self, Caller, SendInput};
+use crate::federation::keys::{self, Entry, Outcome};
+use crate::federation::link::{self, backoff, connect};
+use crate::federation::Joined;
+use crate::paths::Paths;
+use crate::protocol::{Code, Failure};
+use crate::registry::Registry;
+
+/// The longest a blocking stream read waits before it looks at the stop channel again.
+pub const BLOCK: Duration = Duration::from_millis(1000);
+
+/// Entries read per `XREADGROUP`/`XREAD`.
+const COUNT: usize = 100;
+
+/// Where the threads hand what they read: the router's inbox. False when it is gone.
+pub type Sink = Arc<dyn Fn(Event) -> bool + Send + Sync>;
+
+/// Start the three threads (module doc).
+pub fn spawn(
+    paths: Paths,
+    hub: Arc<Hub>,
+    writes: Receiver<Write>,
+    sink: Sink,
+    stop: Receiver<()>,
+) -> std::io::Result<Vec<JoinHandle<()>>> {
+    let mut threads = Vec::new();
+    {
+        let (hub, sink, stop) = (hub.clone(), sink.clone(), stop.clone());
+        threads.push(
+            std::thread::Builder::new()
+                .name("federation-inbox".into())
+                .spawn(move || read_inbox(&hub, &sink, &stop))?,
+        );
+    }
+    {
+        let (hub, sink, stop) = (hub.clone(), sink.clone(), stop.clone());
+        threads.push(
+            std::thread::Builder::new()
+                .name("federation-reply".into())
+                .spawn(move || read_replies(&hub, &sink, &stop))?,
+        );
+    }
+    threads.push(
+        std::thread::Builder::new()
+            .name("federation-write".into())
+            .spawn(move || write_loop(&paths, &hub, &writes, &sink, &stop))?,
+    );
+    Ok(threads)
+}
+
+/// Wait `d` on the stop channel: false when the daemon stops.
+fn pause(stop: &Receiver<()>, d: Duration) -> bool {
+    matches!(stop.recv_timeout(d), Err(RecvTimeoutError::Timeout))
+}
+
+/// A connection for the membership in effect, reconnecting when it changes; `None` while
+/// not joined or Redis is away (after a pause; the daemon may have stopped meanwhile).
+struct Conn {
+    con: Option<(Joined, redis::Connection)>,
+    failures: u32,
+}
+
+impl Conn {
+    fn new() -> Conn {
+        Conn {
+            con: None,
+            failures: 0,
+        }
+    }
+
+    fn get(&mut self, hub: &Hub, stop: &Receiver<()>) -> Option<(Joined, &mut redis::Connection)> {
+        let Some(j) = hub.joined() else {
+            self.con = None;
+            pause(stop, link::POLL);
+            return None;
+        };
+        if self.con.as_ref().is_some_and(|(c, _)| *c != j) {
+            self.con = None;
+        }
+        if self.con.is_none() {
+            match connect(&j.url) {
+                Ok(c) => {
+                    self.failures = 0;
+                    self.con = Some((j, c));
+                }
+                Err(_) => {
+                    self.failed(stop);
+                    return None;
+                }
+            }
+        }
+        self.con.as_mut().map(|(j, c)| (j.clone(), c))
+    }
+
+    /// A command failed: drop the connection and back off.
+    fn failed(&mut self, stop: &Receiver<()>) {
+        self.con = None;
+        self.failures += 1;
+        pause(stop, backoff(self.failures));
+    }
+}
+
+fn stopped(stop: &Receiver<()>) -> bool {
+    !matches!(stop.try_recv(), Err(crossbeam_channel::TryRecvError::Empty))
+}
+
+fn read_inbox(hub: &Hub, sink: &Sink, stop: &Receiver<()>) {
+    let mut conn = Conn::new();
+    // The entries this host read before and never acknowledged come first, once per daemon.
+    let mut pending_done: Option<String> = None;
+    while !stopped(stop) {
+        let Some((j, con)) = conn.get(hub, stop) else {
+            continue;
+        };
+        let stream = keys::inbox(&j.host);
+        let created: redis::RedisResult<()> = redis::cmd("XGROUP")
+            .arg("CREATE")
+            .arg(&stream)
+            .arg(keys::GROUP)
+            .arg("0")
+            .arg("MKSTREAM")
+            .query(con);
+        if let Err(e) = created {
+            if e.code() != Some("BUSYGROUP") {
+                log::warn!("federation: cannot make the consumer group of {stream}: {e}");
+                conn.failed(stop);
+                continue;
+            }
+        }
+        let pending = pending_done.as_deref() != Some(j.host.as_str());
+        let mut cmd = redis::cmd("XREADGROUP");
+        cmd.arg("GROUP")
+            .arg(keys::GROUP)
+            .arg(&j.host)
+            .arg("COUNT")
+            .arg(COUNT);
+        if !pending {
+            cmd.arg("BLOCK").arg(BLOCK.as_millis() as u64);
+        }
+        cmd.arg("STREAMS")
+            .arg(&stream)
+            .arg(if pending { "0" } else { ">" });
+        let Some(ids) = read_stream(&mut conn, stop, &cmd, &stream) else {
+            continue;
+        };
+        if pending {
+            if ids.is_empty() {
+                pending_done = Some(j.host.clone());
+                continue;
+            }
+            log::info!(
+                "federation: {} entries of {stream} read before and not acknowledged: routing them again",
+                ids.len()
+            );
+        }
+        for sid in ids {
+            let map = sid
+                .map
+                .iter()
+                .filter_map(|(k, v)| {
+                    redis::from_redis_value_ref::<String>(v)
+                        .ok()
+                        .map(|v| (k.clone(), v))
+                })
+                .collect();
+            match Entry::from_fields(&map) {
+                Ok(entry) => {
+                    if !sink(Event::Inbound {
+                        entry,
+                        stream_id: sid.id,
+                    }) {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    // Nothing to answer it with: acknowledged so it is not read again.
+                    log::warn!("federation: {stream} entry {} dropped: {e}", sid.id);
+                    if let Some((_, con)) = conn.con.as_mut() {
+                        let _: redis::RedisResult<()> = redis::cmd("XACK")
+                            .arg(&stream)
+                            .arg(keys::GROUP)
+                            .arg(&sid.id)
+                            .query(con);
+                    }
+                }
+            }
+        }
+        if pending {
+            // Every pending entry is handed on; the next read takes new ones.
+            pending_done = Some(j.host.clone());
+        }
+    }
+}
+
+fn read_replies(hub: &Hub, sink: &Sink, stop: &Receiver<()>) {
+    let mut conn = Conn::new();
+    // The last reply read ("$": none yet, see below).
+    let mut last = "$".to_string();
+    while !stopped(stop) {
+        let Some((j, con)) = conn.get(hub, stop) else {
+            continue;
+        };
+        let stream = keys::reply(&j.host);
+        if last == "$" {
+            // The first connection reads the replies from now on (Redis's clock: stream ids
+            // grow with it), so none written between two reads is missed.
+            match redis::cmd("TIME").query::<(u64, u64)>(con) {
+                Ok((secs, micros)) => last = format!("{}-0", secs * 1000 + micros / 1000),
+                Err(_) => {
+                    conn.failed(stop);
+                    continue;
+                }
+            }
+        }
+        let mut cmd = redis::cmd("XREAD");
+        cmd.arg("COUNT")
+            .arg(COUNT)
+            .arg("BLOCK")
+            .arg(BLOCK.as_millis() as u64)
+            .arg("STREAMS")
+            .arg(&stream)
+            .arg(&last);
+        let Some(ids) = read_stream(&mut conn, stop, &cmd, &stream) else {
+            continue;
+        };
+        for sid in ids {
+            last = sid.id.clone();
+            let (Some(ticket), Some(json)) =
+                (sid.get::<String>("ticket"), sid.get::<String>("outcome"))
+            else {
+                continue;
+            };
+            let outcome = match outcome_of(&json) {
+                Ok(o) => o,
+                Err(e) => Err(Failure::new(
+                    Code::Internal,
+                    format!("the remote host's answer cannot be read ({e})"),
+                )),
+            };
+            if !sink(Event::Outcome { ticket, outcome }) {
+                return;
+            }
+        }
+    }
+}
+
+fn write_loop(
+    paths: &Paths,
+    hub: &Hub,
+    writes: &Receiver<Write>,
+    sink: &Sink,
+    stop: &Receiver<()>,
+) {
+    let mut conn = Conn::new();
+    loop {
+        let w = crossbeam_channel::select! {
+            recv(writes) -> w => match w { Ok(w) => w, Err(_) => return },
+            recv(stop) -> _ => return,
+        };
+        match w {
+            Write::Send {
+                ticket,
+                input,
+                name,
+                host,
+                timeout_ms,
+            } => {
+                let refused = |f: Failure| {
+                    sink(Event::Outcome {
+                        ticket: ticket.clone(),
+                        outcome: Err(f),
+                    })
+                };
+                let Some(own) = hub.joined().map(|j| j.host) else {
+                    refused(Failure::new(
+                        Code::Offline,
+                        "this host has left the federation; message NOT delivered",
+                    ));
+                    continue;
+                };
+                let entry =
+                    match entry_for(paths, &ticket, &input, (&name, &host), &own, timeout_ms) {
+                        Ok(e) => e,
+                        Err(f) => {
+                            refused(f);
+                            continue;
+                        }
+                    };
+                let stream = keys::inbox(&host);
+                if let Err(e) = xadd_with(&mut conn, hub, stop, &stream, &entry.fields()) {
+                    refused(Failure::new(
+                        Code::Offline,
+                        format!(
+                            "the federation's Redis does not answer ({e}); message NOT delivered \
+                             to {name}@{host} — iapeer federation status says more"
+                        ),
+                    ));
+                }
+            }
+            Write::Outcome {
+                host,
+                outcome,
+                entry,
+            } => {
+                // Kept until written: an entry is acknowledged only after its outcome is.
+                let fields = [
+                    ("ticket", outcome.ticket.clone()),
+                    ("id", outcome.id.clone()),
+                    ("outcome", outcome.outcome.clone()),
+                ];
+                loop {
+                    if stopped(stop) {
+                        return;
+                    }
+                    let Some((j, _)) = conn.get(hub, stop) else {
+                        continue;
+                    };
+                    let r = xadd_with(&mut conn, hub, stop, &keys::reply(&host), &fields).and_then(
+                        |()| {
+                            let (_, con) = conn.con.as_mut().ok_or_else(gone)?;
+                            redis::cmd("XACK")
+                                .arg(keys::inbox(&j.host))
+                                .arg(keys::GROUP)
+                                .arg(&entry)
+                                .query::<()>(con)
+                        },
+                    );
+                    match r {
+                        Ok(()) => break,
+                        Err(e) => {
+                            log::warn!("federation: the outcome of {entry} for host {host} is not written yet: {e}");
+                            conn.failed(stop);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Run a stream read (`XREAD`/`XREADGROUP`) on the connection: its entries, or `None` after
+/// a failure (logged; the connection is dropped and the thread backs off).
+fn read_stream(
+    conn: &mut Conn,
+    stop: &Receiver<()>,
+    cmd: &redis::Cmd,
+    stream: &str,
+) -> Option<Vec<redis::streams::StreamId>> {
+    let (_, con) = conn.con.as_mut()?;
+    match cmd.query::<Option<StreamReadReply>>(con) {
+        Ok(r) => Some(
+            r.map(|r| r.keys.into_iter().flat_map(|k| k.ids).collect())
+                .unwrap_or_default(),
+        ),
+        Err(e) => {
+            log::warn!("federation: reading {stream} failed: {e}");
+            conn.failed(stop);
+            None
+        }
+    }
+}
+
+fn gone() -> redis::RedisError {
+    redis::RedisError::from(std::io::Error::new(
+        std::io::ErrorKind::NotConnected,
+        "no connection to redis",
+    ))
+}
+
+/// `XADD <stream> MAXLEN ~ STREAM_MAXLEN * <fields>` on the connection, connecting first.
+fn xadd_with(
+    conn: &mut Conn,
+    hub: &Hub,
+    stop: &Receiver<()>,
+    stream: &str,
+    fields: &[(&str, String)],
+) -> redis::RedisResult<()> {
+    if conn.con.is_none() && conn.get(hub, stop).is_none() {
+        return Err(gone());
+    }
+    let (_, con) = conn.con.as_mut().ok_or_else(gone)?;
+    let mut cmd = redis::cmd("XADD");
+    cmd.arg(stream)
+        .arg("MAXLEN")
+        .arg("~")
+        .arg(keys::STREAM_MAXLEN)
+        .arg("*");
+    for (k, v) in fields {
+        cmd.arg(*k).arg(v);
+    }
+    let r = cmd.query::<String>(con).map(|_| ());
+    if r.is_err() {
+        conn.con = None;
+    }
+    r
+}
+
+/// The inbox entry of a send to peer `name` of `host` from this host (`own`): the sender
+/// authenticated as for a local send ([`route::resolve_caller`]), the fields checked
+/// ([`route::validate`]), attachments refused (they do not cross hosts yet).
+///
+/// Errors: the refusal, as a local send words it.
+pub fn entry_for(
+    paths: &Paths,
+    ticket: &str,
+    input: &SendInput,
+    (name, host): (&str, &str),
+    own: &str,
+    timeout_ms: u64,
+) -> Result<Entry, Failure> {
+    let registry =
+        Registry::load_cached(paths).map_err(|e| Failure::new(Code::Internal, e.to_string()))?;
+    let (caller, peer) = match &input.caller {
+        Caller::Remote { .. } | Caller::Daemon => {
+            return Err(Failure::new(
+                Code::InvalidArgument,
+                "only a peer of this host sends to another host; message NOT delivered",
+            ))
+        }
+        c => route::resolve_caller(c, &registry)?,
+    };
+    let local = SendInput {
+        to: name.to_string(),
+        ..input.clone()
+    };
+    let topic = route::validate(&local)?;
+    if !input.attachments.is_empty() {
+        return Err(Failure::new(
+            Code::InvalidArgument,
+            format!(
+                "attachments do not cross hosts yet: {name}@{host} is on another host — put the \
+                 text in the message, or share the file another way; message NOT delivered"
+            ),
+        ));
+    }
+    Ok(Entry {
+        ticket: ticket.to_string(),
+        id: input.id.clone().unwrap_or_else(crate::msgids::new_id),
+        from: format!("{caller}@{own}"),
+        intelligence: peer.nature().as_str().to_string(),
+        to: name.to_string(),
+        runtime: input.runtime.clone(),
+        topic,
+        body: input.message.clone(),
+        if_busy: input.if_busy.as_str().to_string(),
+        timeout_ms,
+    })
+}
+
+/// The outcome record of an inbox entry's send.
+pub fn outcome_record(entry: &Entry, outcome: &crate::daemon::reply::SendOutcome) -> Outcome {
+    Outcome {
+        ticket: entry.ticket.clone(),
+        id: entry.id.clone(),
+        outcome: super::hub::outcome_json(outcome),
+    }
+}
