@@ -81,6 +81,9 @@ pub enum LaunchError {
     /// Codex has no session file of the conversation (its id).
     #[error("no codex session file of conversation {0} to resume")]
     CodexSessionMissing(String),
+    /// Gemini CLI has no session file of the conversation (its id).
+    #[error("no gemini session file of conversation {0} to resume")]
+    GeminiSessionMissing(String),
     /// The iapeer binary, which a gated peer's approval hook runs, cannot be found.
     #[error("cannot find the iapeer binary for the approval hook: {0}")]
     HookBinaryNotFound(#[source] std::io::Error),

@@ -15,6 +15,8 @@ pub mod codex;
 pub mod codex_gate;
 pub mod codex_setup;
 pub mod echo;
+pub mod gemini;
+pub mod gemini_setup;
 pub mod human;
 pub mod manifest;
 pub mod notifier;
@@ -35,7 +37,7 @@ pub use crate::adapter::{
     NO_RECORDED_CONVERSATION,
 };
 use crate::paths::Paths;
-use crate::runtime_table::{McpClient, CLAUDE, CODEX, ECHO};
+use crate::runtime_table::{McpClient, CLAUDE, CODEX, ECHO, GEMINI};
 
 /// Confirmation for runtimes where a complete write is the confirmation (router runtimes).
 pub struct WrittenIsConfirmed;
@@ -79,6 +81,17 @@ pub enum SetupError {
         path: PathBuf,
         /// The parser's error.
         source: toml_edit::TomlError,
+    },
+    /// `HOME` is not set, so Gemini CLI's settings cannot be found.
+    #[error("cannot find Gemini CLI's settings (~/.gemini/settings.json): set HOME")]
+    NoGeminiHome,
+    /// A settings file that is not a JSON object (it is left alone).
+    #[error("{path} is not a JSON object, so iapeer left it alone: {why}")]
+    NotJson {
+        /// The settings file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
     },
     /// A setup at a peer's birth failed: fix the file, then run the command again.
     #[error("{0} — fix it, then run the command again")]
@@ -143,6 +156,7 @@ pub fn setup_peer(
     match mcp_client(runtime) {
         McpClient::ProjectFile => claude_setup::setup(cwd, personality, bearer),
         McpClient::HostConfig => codex_setup::setup(cwd, &default_mcp_url()),
+        McpClient::UserSettings => gemini_setup::setup(&default_mcp_url()),
         McpClient::Environment | McpClient::None => Ok(()),
     }
 }
@@ -175,11 +189,12 @@ pub fn refresh_peer(
     let config = match mcp_client(runtime) {
         McpClient::ProjectFile => claude_setup::refresh(cwd, personality, bearer),
         McpClient::HostConfig => codex_setup::refresh(cwd, &default_mcp_url()),
+        McpClient::UserSettings => gemini_setup::refresh(&default_mcp_url()),
         McpClient::Environment | McpClient::None => Ok(false),
     }?;
     let hooks = match mcp_client(runtime) {
         McpClient::ProjectFile | McpClient::HostConfig => !original_hook::remove(cwd)?.is_empty(),
-        McpClient::Environment | McpClient::None => false,
+        McpClient::UserSettings | McpClient::Environment | McpClient::None => false,
     };
     Ok(config || hooks)
 }
@@ -282,6 +297,7 @@ fn located_adapter(runtime: &str, program: PathBuf) -> Result<Arc<dyn Adapter>, 
     match runtime {
         rt if rt == CLAUDE.name => Ok(Arc::new(claude::Claude::with_program(program))),
         rt if rt == CODEX.name => Ok(Arc::new(codex::Codex::with_program(program))),
+        rt if rt == GEMINI.name => Ok(Arc::new(gemini::Gemini::with_program(program))),
         _ => Err(RuntimeError::NotInstalled(runtime.to_string())),
     }
 }
