@@ -30,8 +30,13 @@ use crate::runtime_table::{PromptSwap, GEMINI};
 use crate::term::paste_view::PasteView;
 use crate::term::Screen;
 
-/// The composer glyph (`>   Type your message or @path/to/file`).
+/// The composer glyph (`>   Type your message or @path/to/file`; recorded in the default
+/// approval mode).
 pub const GLYPH: &str = ">";
+
+/// The composer glyphs: [`GLYPH`], and `*` in the `yolo` approval mode iapeer starts it in
+/// (`yolo-ready.raw`, with `YOLO Ctrl+Y` above the composer).
+pub const GLYPHS: [&str; 2] = [GLYPH, "*"];
 
 /// The empty composer's placeholder.
 pub const PLACEHOLDER: &str = "Type your message or @path/to/file";
@@ -42,7 +47,8 @@ pub const BUSY: &str = "esc to cancel";
 /// The header of the queue of messages entered during a turn (`10-mid-turn-queued`).
 pub const QUEUED: &str = "Queued (press ↑ to edit):";
 
-/// The start of the rule under the composer.
+/// The start of the rules above and under the composer.
+const RULE_ABOVE: char = '▄';
 const RULE_BELOW: char = '▀';
 
 /// What a delivery sees as the draft while a tool confirmation is open (`13-tool-confirmation`):
@@ -128,22 +134,25 @@ fn watch(cwd: &Path, conversation: Option<&str>) -> TranscriptWatch {
     TranscriptWatch::located(Box::new(move || chats_dir(&cwd)))
 }
 
-/// The rows of the composer (pure): from the last row starting with [`GLYPH`] down to the
-/// rule under it, the glyph cut off, each trimmed; `None` without a composer.
+/// The composer (pure): the rows between the last half-block rule `▄▄▄…` and the rule `▀▀▀…`
+/// under it, the first starting with a glyph of [`GLYPHS`], cut off, each trimmed; with the
+/// index of its first row. `None` without a composer.
+pub fn composer_at(rows: &[String]) -> Option<(usize, Vec<String>)> {
+    let top = rows.iter().rposition(|r| r.starts_with(RULE_ABOVE))? + 1;
+    let end = rows[top..]
+        .iter()
+        .position(|r| r.starts_with(RULE_BELOW))
+        .map_or(rows.len(), |n| top + n);
+    let first = rows.get(top)?.trim_start();
+    let glyph = GLYPHS.iter().find(|g| first.starts_with(*g))?;
+    let first = first[glyph.len()..].trim().to_string();
+    let rest = rows[top + 1..end].iter().map(|r| r.trim().to_string());
+    Some((top, std::iter::once(first).chain(rest).collect()))
+}
+
+/// The composer's rows ([`composer_at`]).
 pub fn composer_rows(rows: &[String]) -> Option<Vec<String>> {
-    let start = rows
-        .iter()
-        .rposition(|r| r.trim_start().starts_with(GLYPH))?;
-    let end = rows[start..]
-        .iter()
-        .position(|r| r.trim_start().starts_with(RULE_BELOW))
-        .map_or(rows.len(), |n| start + n);
-    let first = rows[start].trim_start()[GLYPH.len()..].trim().to_string();
-    Some(
-        std::iter::once(first)
-            .chain(rows[start + 1..end].iter().map(|r| r.trim().to_string()))
-            .collect(),
-    )
+    composer_at(rows).map(|(_, r)| r)
 }
 
 /// What the composer holds (pure), its rows joined by `\n`; `None` when empty (the
@@ -199,7 +208,7 @@ pub fn queued_shows(screen: &str, text: &str) -> bool {
     };
     rows[start + 1..]
         .iter()
-        .take_while(|r| !r.trim_start().starts_with(GLYPH))
+        .take_while(|r| !r.starts_with(RULE_ABOVE))
         .any(|r| {
             let r = solid(r);
             !r.is_empty() && (r == first || r.strip_suffix('…').is_some_and(|c| first.starts_with(c)))
@@ -233,15 +242,13 @@ pub fn boot_step_for(rows: &[String]) -> BootStep {
         label: format!("{label} (Enter)"),
     };
     let below = |from: usize, needle: &str| rows[from..].iter().any(|r| r.contains(needle));
-    let composer = rows
-        .iter()
-        .rposition(|r| r.trim_start().starts_with(GLYPH));
+    let composer = composer_at(rows);
     let dialog = DIALOGS
         .iter()
         .filter_map(|(d, q)| Some((rows.iter().rposition(|r| r.contains(q))?, *d)))
         .filter(|(at, d)| *d != Dialog::Trust || !below(*at, "Gemini CLI is restarting"))
         .max_by_key(|(at, _)| *at)
-        .filter(|(at, _)| composer.is_none_or(|c| c < *at));
+        .filter(|(at, _)| composer.as_ref().is_none_or(|(c, _)| c < at));
     match dialog {
         Some((at, Dialog::Trust)) if below(at, "● 1. Trust folder") => enter("trust"),
         Some((at, Dialog::Auth)) => {
@@ -258,8 +265,8 @@ pub fn boot_step_for(rows: &[String]) -> BootStep {
         }
         Some((at, Dialog::Key)) if below(at, "(Press Enter to submit") => enter("API key"),
         Some(_) => BootStep::Wait,
-        None => match composer_rows(rows) {
-            Some(r) if r.len() == 1 && r[0] == PLACEHOLDER => BootStep::Ready,
+        None => match composer {
+            Some((_, r)) if r.len() == 1 && r[0] == PLACEHOLDER => BootStep::Ready,
             _ => BootStep::Wait,
         },
     }
