@@ -373,6 +373,48 @@ fn record_gemini_preconfigured() {
     t.end();
 }
 
+/// Records the screens of the approval mode iapeer starts Gemini CLI in (`--skip-trust
+/// --approval-mode yolo`, the user-level settings preconfigured): ready, a typed draft, a
+/// short paste, a held turn.
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_gemini_yolo() {
+    let (w, api) = world();
+    std::fs::create_dir_all(w.home.join(".gemini")).unwrap();
+    std::fs::write(
+        w.home.join(".gemini/settings.json"),
+        json!({"security": {"auth": {"selectedType": "gemini-api-key"}}}).to_string(),
+    )
+    .unwrap();
+    write_settings(&w, true);
+    script(&api);
+    let args = ["--skip-trust", "--approval-mode", "yolo"];
+    let mut t = PtyRecording::spawn(gemini(&w, &api, &args), &w.out, "yolo");
+    t.wait("the ready composer", BOOT, ready);
+    t.settle(QUIET);
+    t.save("23-yolo-ready");
+    // Keys typed at once after the ready screen were not drawn for seconds (a first
+    // recording: the draft and a paste cleared by Ctrl-C never showed): wait for them.
+    t.keys(b"my yolo draft");
+    t.wait("the draft", BOOT, |s| s.contains("my yolo draft"));
+    t.settle(QUIET);
+    t.save("24-yolo-draft");
+    t.keys(b"\x03");
+    t.wait("the composer cleared", BOOT, ready);
+    t.paste("YOLO paste one\nsecond line");
+    t.wait("the paste", BOOT, |s| s.contains("second line"));
+    t.settle(QUIET);
+    t.save("25-yolo-paste");
+    t.keys(b"\x03");
+    t.wait("the composer cleared", BOOT, ready);
+    paste_as_the_daemon(&mut t, "HOLD in yolo");
+    submit(&mut t, "the held turn", |s| s.contains("esc to cancel"));
+    t.shot_now("esc to cancel", "26-yolo-busy");
+    t.keys(b"\x1b");
+    t.wait("the turn cancelled", BOOT, |s| !s.contains("esc to cancel"));
+    t.end();
+}
+
 /// A bracketed paste of `text`, then the pause the daemon leaves before its Enter.
 fn paste_as_the_daemon(t: &mut PtyRecording, text: &str) {
     t.paste(text);

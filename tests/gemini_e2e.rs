@@ -210,5 +210,10 @@ fn gemini_peer_wakes_replies_through_mcp_takes_a_live_message_and_resumes_by_top
             env.diagnostics()
         );
     }
+    for d in env.events("delivery", "delivery") {
+        if d["to"] == "gm" {
+            eprintln!("delivery to gm: woke={} ms={}", d["woke"], d["ms"]);
+        }
+    }
     eprintln!("gemini end to end: {:?}", started.elapsed());
 }

@@ -349,6 +349,15 @@ impl Adapter for Gemini {
         boot_step_for(screen.rows())
     }
 
+    fn waits_for_mcp(&self, _cwd: &Path) -> bool {
+        // Its MCP client lists the daemon's tools at start; keys typed before that were not
+        // drawn for seconds (`yolo.raw`'s first recording).
+        super::gemini_setup::settings_path()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .is_some_and(|v| v["mcpServers"]["iapeer"].is_object())
+    }
+
     fn prompt_glyph(&self) -> Option<&'static str> {
         Some(GLYPH)
     }

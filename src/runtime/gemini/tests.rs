@@ -264,3 +264,24 @@ fn the_launch_command() {
         .contains("conversation 7ccd217d-b395"));
     assert_eq!(gemini().conversation_naming(), ConversationNaming::Learned);
 }
+
+/// The approval mode iapeer starts Gemini CLI in (`yolo`) draws `*` for the composer's glyph
+/// (`yolo.raw`): ready, a draft, a paste and busy read as in the default mode.
+#[test]
+fn fixture_the_yolo_screens_read_as_the_default_ones() {
+    let g = gemini();
+    let screen = |step: &str| step_screen("yolo", step);
+    assert_eq!(label(g.boot_step(&screen("23-yolo-ready"))), "ready");
+    assert_eq!(g.composer_content(&screen("23-yolo-ready")), None);
+    assert_eq!(
+        g.composer_draft(&screen("24-yolo-draft")).as_deref(),
+        Some("my yolo draft")
+    );
+    assert_eq!(label(g.boot_step(&screen("24-yolo-draft"))), "wait");
+    assert!(g.paste_shown(
+        &screen("25-yolo-paste"),
+        &PasteView::of("YOLO paste one\nsecond line")
+    ));
+    assert!(g.is_busy(&screen("26-yolo-busy")));
+    assert!(!g.is_busy(&screen("23-yolo-ready")));
+}
