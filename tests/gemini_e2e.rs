@@ -12,6 +12,9 @@ use common::TestEnv;
 use serde_json::{json, Value};
 use std::time::Duration;
 
+/// Gemini CLI's busy sign (`08-busy`).
+const BUSY: &str = "esc to cancel";
+
 /// The Gemini CLI program, or `None` (the test says why and skips) when
 /// `IAPEER_TEST_GEMINI_BIN` is not set.
 fn gemini_bin() -> Option<String> {
@@ -62,17 +65,14 @@ fn history(req: &Value) -> String {
     req["contents"].to_string()
 }
 
-#[test]
-fn gemini_peer_wakes_replies_through_mcp_takes_a_live_message_and_resumes_by_topic() {
-    let Some(bin) = gemini_bin() else {
-        return;
-    };
-    let started = std::time::Instant::now();
+/// A world with a gemini peer `gm` made by `iapeer create` and an echo peer `ea`, the
+/// stand-in as gm's model API (its key and URL in gm's `launch.env`), and a daemon that puts
+/// an idle agent to sleep within seconds. The user's own Gemini settings (an API-key login,
+/// as `gemini`'s first run writes it) are there before iapeer merges its MCP entry in.
+fn world(bin: &str) -> (TestEnv, GeminiStandIn) {
     let mut env = TestEnv::new();
-    env.set("IAPEER_GEMINI_BIN", &bin);
+    env.set("IAPEER_GEMINI_BIN", bin);
     env.set("IAPEER_IDLE_SECS", "4").set("IAPEER_TICK_SECS", "1");
-    // The user's own Gemini settings (an API-key login, as `gemini`'s first run writes it):
-    // iapeer merges its MCP entry in and keeps them.
     let settings = env.home.join(".gemini/settings.json");
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
     std::fs::write(
@@ -94,7 +94,19 @@ fn gemini_peer_wakes_replies_through_mcp_takes_a_live_message_and_resumes_by_top
         ),
     );
     env.start_daemon();
-    let written: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    (env, api)
+}
+
+#[test]
+fn gemini_peer_wakes_replies_through_mcp_takes_a_live_message_and_resumes_by_topic() {
+    let Some(bin) = gemini_bin() else {
+        return;
+    };
+    let started = std::time::Instant::now();
+    let (env, api) = world(&bin);
+    let settings = env.home.join(".gemini/settings.json");
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
     assert_eq!(written["security"]["auth"]["selectedType"], "gemini-api-key");
     assert_eq!(
         written["mcpServers"]["iapeer"]["headers"]["Authorization"],
@@ -216,4 +228,42 @@ fn gemini_peer_wakes_replies_through_mcp_takes_a_live_message_and_resumes_by_top
         }
     }
     eprintln!("gemini end to end: {:?}", started.elapsed());
+}
+
+/// `iapeer interrupt` presses Esc in a turn: Gemini CLI cancels it at once (recorded:
+/// `21-busy-before-esc`, `22-after-esc`), and the peer takes the next message.
+#[test]
+fn gemini_turn_is_interrupted() {
+    let Some(bin) = gemini_bin() else {
+        return;
+    };
+    let (env, api) = world(&bin);
+    api.script(|req| {
+        if last_text(req).contains("take your time") {
+            Reply::Hold(Duration::from_secs(60), "late".into())
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    let send = |message: &str| env.ok(&["send", "gm", "--from", "echo-ea", "--message", message]);
+    // Woken first (a wake's first message has a ready gate), its turn over before the next.
+    send("echo: wake up");
+    env.wait_until("the wake's turn ends", Duration::from_secs(60), |e| {
+        e.screen("gemini-gm").contains("✦ ok") && !e.screen("gemini-gm").contains(BUSY)
+    });
+    send("take your time");
+    env.wait_until("gemini is mid-turn", Duration::from_secs(30), |e| {
+        e.screen("gemini-gm").contains(BUSY)
+    });
+    assert_eq!(env.ok(&["interrupt", "gm"]).trim(), "interrupted gemini-gm");
+    env.wait_until("gemini stops the turn", Duration::from_secs(15), |e| {
+        let s = e.screen("gemini-gm");
+        !s.contains(BUSY) && s.contains("Request cancelled.")
+    });
+    assert_eq!(
+        send("after the interrupt").trim(),
+        "delivered to gm (gemini)",
+        "{}",
+        env.diagnostics()
+    );
 }
