@@ -293,9 +293,9 @@ fn record_gemini_cli() {
 /// Records Gemini CLI started the way an adapter can start it: `--skip-trust`, and
 /// `security.auth.selectedType = "gemini-api-key"` in a fresh HOME's settings with the key in
 /// `GEMINI_API_KEY` (what the first run's dialogs wrote). Also `gemini mcp list`.
-#[test]
-#[ignore = "recorder: writes fixtures"]
-fn record_gemini_preconfigured() {
+/// [`world`] whose HOME has an API-key login preset and the MCP server trusted in
+/// `~/.gemini/settings.json`.
+fn preconfigured_world() -> (Scratch, GeminiStandIn) {
     let (w, api) = world();
     std::fs::create_dir_all(w.home.join(".gemini")).unwrap();
     std::fs::write(
@@ -304,6 +304,13 @@ fn record_gemini_preconfigured() {
     )
     .unwrap();
     write_settings(&w, true);
+    (w, api)
+}
+
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_gemini_preconfigured() {
+    let (w, api) = preconfigured_world();
     w.write(
         "mcp-list.txt",
         &w.output(gemini(&w, &api, &["mcp", "list"])),
@@ -379,14 +386,7 @@ fn record_gemini_preconfigured() {
 #[test]
 #[ignore = "recorder: writes fixtures"]
 fn record_gemini_yolo() {
-    let (w, api) = world();
-    std::fs::create_dir_all(w.home.join(".gemini")).unwrap();
-    std::fs::write(
-        w.home.join(".gemini/settings.json"),
-        json!({"security": {"auth": {"selectedType": "gemini-api-key"}}}).to_string(),
-    )
-    .unwrap();
-    write_settings(&w, true);
+    let (w, api) = preconfigured_world();
     script(&api);
     let args = ["--skip-trust", "--approval-mode", "yolo"];
     let mut t = PtyRecording::spawn(gemini(&w, &api, &args), &w.out, "yolo");

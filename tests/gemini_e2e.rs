@@ -72,7 +72,8 @@ fn history(req: &Value) -> String {
 fn world(bin: &str) -> (TestEnv, GeminiStandIn) {
     let mut env = TestEnv::new();
     env.set("IAPEER_GEMINI_BIN", bin);
-    env.set("IAPEER_IDLE_SECS", "4").set("IAPEER_TICK_SECS", "1");
+    env.set("IAPEER_IDLE_SECS", "4")
+        .set("IAPEER_TICK_SECS", "1");
     let settings = env.home.join(".gemini/settings.json");
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
     std::fs::write(
@@ -107,7 +108,10 @@ fn gemini_peer_wakes_replies_through_mcp_takes_a_live_message_and_resumes_by_top
     let settings = env.home.join(".gemini/settings.json");
     let written: Value =
         serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
-    assert_eq!(written["security"]["auth"]["selectedType"], "gemini-api-key");
+    assert_eq!(
+        written["security"]["auth"]["selectedType"],
+        "gemini-api-key"
+    );
     assert_eq!(
         written["mcpServers"]["iapeer"]["headers"]["Authorization"],
         "Bearer ${IAPEER_TOKEN}"
@@ -130,7 +134,14 @@ fn gemini_peer_wakes_replies_through_mcp_takes_a_live_message_and_resumes_by_top
     });
     let send = |message: &str| {
         env.ok(&[
-            "send", "gm", "--from", "echo-ea", "--message", message, "--topic", "t1",
+            "send",
+            "gm",
+            "--from",
+            "echo-ea",
+            "--message",
+            message,
+            "--topic",
+            "t1",
         ])
     };
 
@@ -141,9 +152,11 @@ fn gemini_peer_wakes_replies_through_mcp_takes_a_live_message_and_resumes_by_top
         "{}",
         env.diagnostics()
     );
-    env.wait_until("the model gets the message", Duration::from_secs(60), |_| {
-        !turns_with(&api, FIRST).is_empty()
-    });
+    env.wait_until(
+        "the model gets the message",
+        Duration::from_secs(60),
+        |_| !turns_with(&api, FIRST).is_empty(),
+    );
     let first = &turns_with(&api, FIRST)[0];
     let system = system_text(first);
     assert!(
@@ -174,7 +187,10 @@ fn gemini_peer_wakes_replies_through_mcp_takes_a_live_message_and_resumes_by_top
         Duration::from_secs(60),
         |e| {
             e.events("delivery", "delivery").iter().any(|d| {
-                d["caller"] == "echo-ea" && d["to"] == "gm" && d["ok"] == "true" && d["woke"] == "false"
+                d["caller"] == "echo-ea"
+                    && d["to"] == "gm"
+                    && d["ok"] == "true"
+                    && d["woke"] == "false"
             })
         },
     );
@@ -202,9 +218,11 @@ fn gemini_peer_wakes_replies_through_mcp_takes_a_live_message_and_resumes_by_top
         "{}",
         env.diagnostics()
     );
-    env.wait_until("the model gets the next message", Duration::from_secs(60), |_| {
-        !turns_with(&api, NEXT).is_empty()
-    });
+    env.wait_until(
+        "the model gets the next message",
+        Duration::from_secs(60),
+        |_| !turns_with(&api, NEXT).is_empty(),
+    );
     let next = &turns_with(&api, NEXT)[0];
     assert!(
         history(next).contains(FIRST),

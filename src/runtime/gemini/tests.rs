@@ -54,7 +54,11 @@ fn fixture_boot_dialogs_are_answered_and_the_ready_screens_are_ready() {
     let g = gemini();
     for (session, step, want) in [
         ("first-run", "01-trust-dialog", "trust (Enter)"),
-        ("first-run", "02-auth-dialog", "auth: Gemini API key (Enter)"),
+        (
+            "first-run",
+            "02-auth-dialog",
+            "auth: Gemini API key (Enter)",
+        ),
         ("first-run", "03-api-key-dialog", "API key (Enter)"),
         ("first-run", "04-ready", "ready"),
         ("first-run", "11-queued-ran-ready", "ready"),
@@ -129,7 +133,10 @@ fn fixture_the_composer_holds_drafts_and_pastes() {
             .as_deref(),
         Some(CONFIRMATION_OPEN)
     );
-    assert_eq!(g.composer_draft(&step_screen("first-run", "14-tool-called")), None);
+    assert_eq!(
+        g.composer_draft(&step_screen("first-run", "14-tool-called")),
+        None
+    );
 }
 
 /// The paste sign: the whole paste in the composer, or the large-paste placeholder with the
@@ -140,13 +147,19 @@ fn fixture_the_paste_sign() {
     let pasted = "PEER message one\nsecond line";
     let screen = step_screen("preconfigured", "18a-paste-enter-not-submitted");
     assert!(g.paste_shown(&screen, &PasteView::of(pasted)));
-    assert!(!g.paste_shown(&screen, &PasteView::of("PEER message one\nsecond line\nthird")));
+    assert!(!g.paste_shown(
+        &screen,
+        &PasteView::of("PEER message one\nsecond line\nthird")
+    ));
     let eight: Vec<String> = (1..=8).map(|n| format!("HOLD line {n}")).collect();
     let eight = eight.join("\n");
     let screen = step_screen("first-run", "07-paste-8-lines");
     assert!(g.paste_shown(&screen, &PasteView::of(&eight)));
     assert!(!g.paste_shown(&screen, &PasteView::of("two\nlines")));
-    assert!(!g.paste_shown(&step_screen("first-run", "04-ready"), &PasteView::of(pasted)));
+    assert!(!g.paste_shown(
+        &step_screen("first-run", "04-ready"),
+        &PasteView::of(pasted)
+    ));
 }
 
 /// A message entered during a turn shows under `Queued (press ↑ to edit):`.
@@ -196,7 +209,10 @@ fn fixture_the_session_file_confirms_names_the_conversation_and_ends_the_turn() 
         turn: TurnProgress::default(),
     };
     let append = |text: &str| {
-        let mut f = std::fs::OpenOptions::new().append(true).open(&file).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&file)
+            .unwrap();
         f.write_all(text.as_bytes()).unwrap();
     };
     let at = |needle: &str| lines.iter().position(|l| l.contains(needle)).unwrap();
@@ -206,7 +222,10 @@ fn fixture_the_session_file_confirms_names_the_conversation_and_ends_the_turn() 
     append(&lines[call..=call + 3].concat());
     assert_eq!(confirm.acceptance(&[], ""), Acceptance::Accepted);
     assert_eq!(confirm.conversation().as_deref(), Some(id));
-    assert!(!confirm.turn_ended(), "the empty record before the tool call");
+    assert!(
+        !confirm.turn_ended(),
+        "the empty record before the tool call"
+    );
     append(&lines[call + 4..].concat());
     assert!(confirm.turn_ended());
     assert_eq!(session_file(&chats, id), Some(file.clone()));

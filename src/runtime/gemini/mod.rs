@@ -71,7 +71,11 @@ pub fn chats_dir_in(gemini: &Path, cwd: &Path) -> Option<PathBuf> {
     let short = [Some(cwd.to_path_buf()), cwd.canonicalize().ok()]
         .into_iter()
         .flatten()
-        .find_map(|p| projects[p.to_string_lossy().as_ref()].as_str().map(String::from))?;
+        .find_map(|p| {
+            projects[p.to_string_lossy().as_ref()]
+                .as_str()
+                .map(String::from)
+        })?;
     (!short.contains('/') && !short.starts_with('.'))
         .then(|| gemini.join("tmp").join(short).join("chats"))
 }
@@ -211,7 +215,8 @@ pub fn queued_shows(screen: &str, text: &str) -> bool {
         .take_while(|r| !r.starts_with(RULE_ABOVE))
         .any(|r| {
             let r = solid(r);
-            !r.is_empty() && (r == first || r.strip_suffix('…').is_some_and(|c| first.starts_with(c)))
+            !r.is_empty()
+                && (r == first || r.strip_suffix('…').is_some_and(|c| first.starts_with(c)))
         })
 }
 
