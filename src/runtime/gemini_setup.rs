@@ -86,20 +86,12 @@ pub fn merge_server(settings: &mut Map<String, Value>, url: &str) -> bool {
 /// Errors: [`SetupError::Io`]; [`SetupError::NotJson`] for a file that is not a JSON object
 /// (left as it is).
 fn read_settings(path: &Path) -> Result<Map<String, Value>, SetupError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Map::new()),
-        Err(e) => return Err(SetupError::io("read", path)(e)),
-    };
-    match serde_json::from_str::<Value>(&text) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(SetupError::NotJson {
+    match super::read_json_object(path)? {
+        None => Ok(Map::new()),
+        Some(Ok(m)) => Ok(m),
+        Some(Err(why)) => Err(SetupError::NotJson {
             path: path.to_path_buf(),
-            why: "not a JSON object".into(),
-        }),
-        Err(e) => Err(SetupError::NotJson {
-            path: path.to_path_buf(),
-            why: e.to_string(),
+            why,
         }),
     }
 }

@@ -143,6 +143,26 @@ pub fn adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, Run
     }
 }
 
+/// A JSON object read from a file, or why the file is not one.
+pub(crate) type JsonObject = Result<serde_json::Map<String, serde_json::Value>, String>;
+
+/// A JSON settings file read as an object: `None` when it does not exist, `Some(Err(why))`
+/// when it is not a JSON object.
+///
+/// Errors: [`SetupError::Io`], it could not be read.
+pub(crate) fn read_json_object(path: &Path) -> Result<Option<JsonObject>, SetupError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(SetupError::io("read", path)(e)),
+    };
+    Ok(Some(match serde_json::from_str(&text) {
+        Ok(serde_json::Value::Object(m)) => Ok(m),
+        Ok(_) => Err("not a JSON object".into()),
+        Err(e) => Err(e.to_string()),
+    }))
+}
+
 /// The runtime's part of a peer's birth (create/init/add-runtime): its MCP configuration and
 /// folder trust. A no-op for runtimes that need none.
 ///

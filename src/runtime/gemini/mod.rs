@@ -21,10 +21,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::gemini_setup::gemini_dir;
-use super::transcript::{jsonl_files, record_contains, TranscriptWatch, TurnProgress};
+use super::transcript::{jsonl_files, SessionFileConfirm, SessionRules, TranscriptWatch};
 use super::{
-    Acceptance, Adapter, BootStep, Confirm, ConversationNaming, GateState, GateWatch,
-    LaunchCommand, LaunchCtx, RuntimeKind, WakeMode,
+    Adapter, BootStep, Confirm, ConversationNaming, GateState, GateWatch, LaunchCommand, LaunchCtx,
+    RuntimeKind, WakeMode,
 };
 use crate::runtime_table::{PromptSwap, GEMINI};
 use crate::term::paste_view::PasteView;
@@ -110,11 +110,6 @@ pub fn session_file(chats: &Path, id: &str) -> Option<PathBuf> {
                 && session_id(f).as_deref() == Some(id)
         })
         .max_by_key(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
-}
-
-/// A `user` record holding `text` (in [`pasted_form`]).
-fn takes(r: &Value, text: &str) -> bool {
-    r["type"] == "user" && record_contains(r, text, pasted_form)
 }
 
 /// Whether a record ends a turn (pure): the model's answer with text and no tool calls. (The
@@ -400,13 +395,11 @@ impl Adapter for Gemini {
     }
 
     fn confirmer(&self, cwd: &Path, text: &str, _agent_ts: Option<&str>) -> Box<dyn Confirm> {
-        Box::new(SessionFileConfirm {
-            watch: watch(cwd, self.conversation.as_deref()),
-            text: text.to_string(),
-            state: Acceptance::Pending,
-            file: None,
-            turn: TurnProgress::default(),
-        })
+        Box::new(SessionFileConfirm::new(
+            watch(cwd, self.conversation.as_deref()),
+            text,
+            SESSION_RULES,
+        ))
     }
 
     fn gate_watch(&self, cwd: &Path) -> Option<Box<dyn GateWatch>> {
@@ -435,65 +428,17 @@ impl Adapter for Gemini {
     }
 }
 
-/// Confirmed when a new `user` record of a session file holds the pasted text; queued while
-/// the screen's queue shows it (a message entered during a turn waits there and is recorded
-/// when its own turn starts: `10-mid-turn-queued`, `11-queued-ran-ready`).
-struct SessionFileConfirm {
-    watch: TranscriptWatch,
-    text: String,
-    state: Acceptance,
-    /// The session file whose record accepted it.
-    file: Option<PathBuf>,
-    turn: TurnProgress,
-}
-
-impl SessionFileConfirm {
-    fn read(&mut self) {
-        let mut records = self.watch.new_records_by_file();
-        if let Some(own) = &self.file {
-            records.retain(|(f, _)| f == own);
-        }
-        let text = self.text.clone();
-        if self.file.is_none() {
-            if let Some((f, _)) = records.iter().find(|(_, r)| takes(r, &text)) {
-                let own = f.clone();
-                records.retain(|(f, _)| *f == own);
-                self.file = Some(own);
-                self.state = Acceptance::Accepted;
-            }
-        }
-        let records: Vec<Value> = records.into_iter().map(|(_, r)| r).collect();
-        self.turn.read(&records, |r| takes(r, &text), is_turn_end);
-    }
-}
-
-impl Confirm for SessionFileConfirm {
-    fn confirmed(&mut self, output: &[u8]) -> bool {
-        self.acceptance(output, "") == Acceptance::Accepted
-    }
-
-    fn acceptance(&mut self, _output: &[u8], screen: &str) -> Acceptance {
-        if self.state == Acceptance::Accepted {
-            return Acceptance::Accepted;
-        }
-        self.read();
-        if self.state == Acceptance::Pending && queued_shows(screen, &self.text) {
-            self.state = Acceptance::Queued;
-        }
-        self.state.clone()
-    }
-
-    fn conversation(&self) -> Option<String> {
-        session_id(self.file.as_deref()?)
-    }
-
-    fn turn_ended(&mut self) -> bool {
-        if !self.turn.ended {
-            self.read();
-        }
-        self.turn.ended
-    }
-}
+/// How Gemini CLI's session files confirm a delivery: a `user` record holding the pasted
+/// text; queued while the screen's queue shows it (a message entered during a turn waits
+/// there and is recorded when its own turn starts: `10-mid-turn-queued`,
+/// `11-queued-ran-ready`).
+const SESSION_RULES: SessionRules = SessionRules {
+    is_user: |r| r["type"] == "user",
+    form: pasted_form,
+    is_turn_end,
+    queued: queued_shows,
+    conversation: session_id,
+};
 
 /// The ready gate: the model answered (a `gemini` record). The `user` record is written when
 /// the message is submitted, before the model is asked, so the file's time proves nothing.

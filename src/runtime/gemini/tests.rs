@@ -4,6 +4,7 @@
 use super::*;
 use crate::launch_env::LaunchEnv;
 use crate::paths::Paths;
+use crate::runtime::Acceptance;
 
 /// A file of the fixture folder.
 fn fixture(name: &str) -> PathBuf {
@@ -201,13 +202,11 @@ fn fixture_the_session_file_confirms_names_the_conversation_and_ends_the_turn() 
     let id = "7ccd217d-b395-4601-b4f9-264fc354d134";
     let file = chats.join("session-2026-12-07T02-49-7ccd217d.jsonl");
     std::fs::write(&file, &lines[0]).unwrap();
-    let mut confirm = SessionFileConfirm {
-        watch: TranscriptWatch::start(&chats),
-        text: "CALL-PEER now".into(),
-        state: Acceptance::Pending,
-        file: None,
-        turn: TurnProgress::default(),
-    };
+    let mut confirm = SessionFileConfirm::new(
+        TranscriptWatch::start(&chats),
+        "CALL-PEER now",
+        SESSION_RULES,
+    );
     let append = |text: &str| {
         let mut f = std::fs::OpenOptions::new()
             .append(true)
