@@ -26,6 +26,7 @@ use super::{
     Adapter, BootStep, Confirm, ConversationNaming, GateState, GateWatch, LaunchCommand, LaunchCtx,
     RuntimeKind, WakeMode,
 };
+use crate::adapter::PermissionPrompt;
 use crate::runtime_table::{PromptSwap, GEMINI};
 use crate::term::paste_view::PasteView;
 use crate::term::Screen;
@@ -169,6 +170,62 @@ pub fn composer_text(rows: &[String]) -> Option<String> {
 pub fn confirmation_open(rows: &[String]) -> bool {
     let text = rows.join("\n");
     text.contains("Action Required") && text.contains("1. Allow once")
+}
+
+/// The tool confirmation on the screen (pure), as a [`PermissionPrompt`]: recorded for an MCP
+/// tool (`13-tool-confirmation`): a box `Action Required`, a row `?  <tool> (<server> MCP
+/// Server) <arguments>`, the question `Allow execution of MCP tool …?`, and a menu `● 1. Allow
+/// once` … `4. No, suggest changes (esc)`. In the `yolo` mode iapeer starts it in no tool
+/// asks; one that still does (a user's policy) goes to a human like Claude Code's.
+pub fn permission_prompt_in(rows: &[String]) -> Option<PermissionPrompt> {
+    let start = rows.iter().rposition(|r| r.contains("Action Required"))?;
+    let body: Vec<&str> = rows[start + 1..]
+        .iter()
+        .take_while(|r| !r.trim_start().starts_with('╰'))
+        .map(|r| {
+            r.trim()
+                .trim_start_matches('│')
+                .trim_end_matches('│')
+                .trim()
+        })
+        .collect();
+    let summary = body
+        .iter()
+        .find_map(|r| r.strip_prefix('?'))?
+        .trim()
+        .to_string();
+    let question = body.iter().find(|r| r.starts_with("Allow execution"))?;
+    let (mut options, mut cursor) = (Vec::new(), None);
+    for row in &body {
+        let (marked, rest) = match row.strip_prefix('●') {
+            Some(rest) => (true, rest.trim_start()),
+            None => (false, *row),
+        };
+        let Some((n, label)) = rest.split_once(". ") else {
+            continue;
+        };
+        if n.parse::<u32>().is_ok() {
+            if marked {
+                cursor = Some(options.len());
+            }
+            options.push(label.trim().to_string());
+        }
+    }
+    let approve = options.iter().position(|o| o == "Allow once")?;
+    let deny = options.iter().position(|o| o.starts_with("No"))?;
+    Some(PermissionPrompt {
+        tool: if question.contains("MCP tool") {
+            "MCP tool".into()
+        } else {
+            "Action Required".into()
+        },
+        summary,
+        reason: question.to_string(),
+        options,
+        approve,
+        deny,
+        cursor,
+    })
 }
 
 /// `s` without white space (a composer wraps long lines at any character).
@@ -360,6 +417,10 @@ impl Adapter for Gemini {
 
     fn prompt_glyph(&self) -> Option<&'static str> {
         Some(GLYPH)
+    }
+
+    fn permission_prompt(&self, screen: &Screen) -> Option<PermissionPrompt> {
+        permission_prompt_in(screen.rows())
     }
 
     fn composer_draft(&self, screen: &Screen) -> Option<String> {

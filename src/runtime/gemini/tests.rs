@@ -303,3 +303,41 @@ fn fixture_the_yolo_screens_read_as_the_default_ones() {
     assert!(g.is_busy(&screen("26-yolo-busy")));
     assert!(!g.is_busy(&screen("23-yolo-ready")));
 }
+
+/// The tool confirmation of `13-tool-confirmation` read as a permission prompt: the MCP tool
+/// and its arguments, the question, the menu with `Allow once` under the marker and `No` last.
+#[test]
+fn fixture_the_tool_confirmation_is_a_permission_prompt() {
+    let g = gemini();
+    let p = g
+        .permission_prompt(&step_screen("first-run", "13-tool-confirmation"))
+        .unwrap();
+    assert_eq!(p.tool, "MCP tool");
+    assert!(
+        p.summary
+            .starts_with("send_to_peer (iapeer MCP Server) {\"body\":\"hi from gemini\""),
+        "{}",
+        p.summary
+    );
+    assert!(p
+        .reason
+        .starts_with("Allow execution of MCP tool \"send_to_peer\""));
+    assert_eq!(
+        p.options,
+        [
+            "Allow once",
+            "Allow tool for this session",
+            "Allow all server tools for this session",
+            "No, suggest changes (esc)"
+        ]
+    );
+    assert_eq!((p.approve, p.deny, p.cursor), (0, 3, Some(0)));
+    assert_eq!(
+        g.permission_prompt(&step_screen("first-run", "14-tool-called")),
+        None
+    );
+    assert_eq!(
+        g.permission_prompt(&step_screen("yolo", "23-yolo-ready")),
+        None
+    );
+}
