@@ -248,10 +248,13 @@ fn gemini_peer_wakes_replies_through_mcp_takes_a_live_message_and_resumes_by_top
     eprintln!("gemini end to end: {:?}", started.elapsed());
 }
 
-/// `iapeer interrupt` presses Esc in a turn: Gemini CLI cancels it at once (recorded:
-/// `21-busy-before-esc`, `22-after-esc`), and the peer takes the next message.
+/// A message sent during a turn is answered `queued` by the runtime (Gemini CLI shows it under
+/// `Queued (press ↑ to edit):`, `10-mid-turn-queued`) and reaches the model once, as a turn of
+/// its own after the running one. Then `iapeer interrupt` presses Esc in a turn: Gemini CLI
+/// cancels it at once (recorded: `21-busy-before-esc`, `22-after-esc`), and the peer takes
+/// the next message.
 #[test]
-fn gemini_turn_is_interrupted() {
+fn gemini_mid_turn_message_is_queued_and_a_turn_is_interrupted() {
     let Some(bin) = gemini_bin() else {
         return;
     };
@@ -259,6 +262,8 @@ fn gemini_turn_is_interrupted() {
     api.script(|req| {
         if last_text(req).contains("take your time") {
             Reply::Hold(Duration::from_secs(60), "late".into())
+        } else if last_text(req).contains("short hold") {
+            Reply::Hold(Duration::from_secs(4), "held".into())
         } else {
             Reply::Text("ok".into())
         }
@@ -269,6 +274,34 @@ fn gemini_turn_is_interrupted() {
     env.wait_until("the wake's turn ends", Duration::from_secs(60), |e| {
         e.screen("gemini-gm").contains("✦ ok") && !e.screen("gemini-gm").contains(BUSY)
     });
+    // A message into a running turn: queued by Gemini CLI, then its own turn, once.
+    send("short hold");
+    env.wait_until("gemini is mid-turn", Duration::from_secs(30), |e| {
+        e.screen("gemini-gm").contains(BUSY)
+    });
+    let out = env.run(&[
+        "send",
+        "gm",
+        "--from",
+        "echo-ea",
+        "--message",
+        "MID-TURN one",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", common::describe(&out)));
+    assert_eq!(
+        (&v["ok"], &v["queued"], &v["queuedBy"]),
+        (&json!(true), &json!(true), &json!("runtime")),
+        "{v}\n{}\n{}",
+        env.screen("gemini-gm"),
+        env.diagnostics()
+    );
+    env.wait_until("the queued message's turn", Duration::from_secs(30), |e| {
+        !turns_with(&api, "MID-TURN one").is_empty() && !e.screen("gemini-gm").contains(BUSY)
+    });
+    assert_eq!(turns_with(&api, "MID-TURN one").len(), 1);
+
     send("take your time");
     env.wait_until("gemini is mid-turn", Duration::from_secs(30), |e| {
         e.screen("gemini-gm").contains(BUSY)

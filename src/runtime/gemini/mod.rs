@@ -252,9 +252,14 @@ pub fn shows_paste(shown: &str, paste: &PasteView) -> bool {
 }
 
 /// Whether the queue of messages entered during a turn shows `text` (pure): a row under
-/// [`QUEUED`] that is the text's first line (`10-mid-turn-queued`).
+/// [`QUEUED`] that is the text with its line breaks drawn as spaces, whole or cut with `…`,
+/// and at least its first line (`10-mid-turn-queued` for one line; an envelope showed as
+/// `<iap from="ea" … ts="06:08:21"> Reply via send_to_peer. <msg>MID-TURN one</msg> </iap>`
+/// in `gemini_e2e`).
 pub fn queued_shows(screen: &str, text: &str) -> bool {
-    let first = solid(pasted_form(text).lines().next().unwrap_or_default());
+    let text = pasted_form(text);
+    let whole = solid(&text);
+    let first = solid(text.lines().next().unwrap_or_default());
     if first.is_empty() {
         return false;
     }
@@ -267,8 +272,8 @@ pub fn queued_shows(screen: &str, text: &str) -> bool {
         .take_while(|r| !r.starts_with(RULE_ABOVE))
         .any(|r| {
             let r = solid(r);
-            !r.is_empty()
-                && (r == first || r.strip_suffix('…').is_some_and(|c| first.starts_with(c)))
+            let r = r.strip_suffix('…').unwrap_or(&r);
+            r.len() >= first.len() && whole.starts_with(r)
         })
 }
 

@@ -173,6 +173,18 @@ fn fixture_a_mid_turn_message_is_queued() {
         step_screen("first-run", "08-busy").text(),
         "MID-TURN message"
     ));
+    // An envelope is drawn on one row, its line breaks as spaces (seen in `gemini_e2e`).
+    let envelope = "<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"06:08:21\">\nReply via send_to_peer.\n<msg>MID-TURN one</msg>\n</iap>";
+    let screen = "Queued (press ↑ to edit):\n    <iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"06:08:21\"> Reply via send_to_peer. <msg>MID-TURN one</msg> </iap>\n\n ⠏ Thinking... (esc to cancel, 1s)\n";
+    assert!(queued_shows(screen, envelope));
+    assert!(!queued_shows(
+        screen,
+        &envelope.replace("06:08:21", "06:08:22")
+    ));
+    assert!(!queued_shows(
+        &screen.replace("ts=\"06:08:21\">", "ts=…"),
+        envelope
+    ));
 }
 
 /// The recorded session file, replayed into a chats folder found through `projects.json`:
