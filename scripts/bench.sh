@@ -23,7 +23,10 @@
 #        BENCH_OUT=/tmp/file.txt, BENCH_KEEP=1 (keep the temp folders), BENCH_NO_BUILD=1,
 #        BENCH_CORRECTNESS=N (the correctness mode of issue 13 item 1: N consecutive deliveries
 #        of 1 B-16 KB bodies to echo, the real Claude Code and Codex — tests/correctness.rs with
-#        IAPEER_CORRECTNESS_N=N — before the rest; 500 takes about an hour).
+#        IAPEER_CORRECTNESS_N=N — before the rest; 500 takes about an hour),
+#        BENCH_WAKES=1 (only the wake check of issue 31 item 1: BENCH_AGENT_RUNS wakes per
+#        runtime, default 100, a count of first model requests without send_to_peer and the
+#        wake latency median and p90 per runtime — scripts/bench/wakecheck.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -66,6 +69,12 @@ if [ -n "${BENCH_CORRECTNESS:-}" ]; then
     cargo test --quiet --test integration correctness:: -- --test-threads=1 --nocapture \
     >"$BENCH_CORRECTNESS_LOG" 2>&1 || true
   grep '^correctness: [a-z]*-[a-z]*: [0-9]* deliveries, 0' "$BENCH_CORRECTNESS_LOG" || true
+fi
+
+# The wake check alone (issue 31 item 1): BENCH_AGENT_RUNS (100) wakes per runtime, each
+# first model request checked for send_to_peer (scripts/bench/wakecheck.py).
+if [ "${BENCH_WAKES:-0}" = "1" ]; then
+  exec python3 -B "$REPO/scripts/bench/wakecheck.py" "$BIN" "$REPO"
 fi
 
 # Python is the parent of every process the bench starts and ends them in its `finally`;

@@ -84,6 +84,9 @@ pub enum LaunchError {
     /// Gemini CLI has no session file of the conversation (its id).
     #[error("no gemini session file of conversation {0} to resume")]
     GeminiSessionMissing(String),
+    /// No free loopback port for the runtime's own records server (OpenCode's `--port`).
+    #[error("no free loopback port for the agent's records server")]
+    NoFreePort,
     /// The iapeer binary, which a gated peer's approval hook runs, cannot be found.
     #[error("cannot find the iapeer binary for the approval hook: {0}")]
     HookBinaryNotFound(#[source] std::io::Error),
@@ -219,6 +222,21 @@ pub enum GateState {
     Failed(String),
 }
 
+impl GateState {
+    /// The state of a gate that watches the transcript and the screen: passed once the model
+    /// answered (`answered`), failed while the screen shows the runtime retrying its model
+    /// API (`retry_line`, read only when it has not answered), else pending.
+    pub fn of(answered: bool, retry_line: impl FnOnce() -> Option<String>) -> GateState {
+        if answered {
+            return GateState::Passed;
+        }
+        match retry_line() {
+            Some(line) => GateState::Failed(format!("the model API does not answer: {line}")),
+            None => GateState::Pending,
+        }
+    }
+}
+
 /// A runtime-specific ready gate, for runtimes whose transcript is written before the model
 /// answers (so a bare activity time proves nothing).
 pub trait GateWatch: Send {
@@ -352,8 +370,15 @@ pub struct ClearKeys {
 pub trait Adapter: Send + Sync {
     /// The runtime name (`echo`, `claude`, …).
     fn name(&self) -> &str;
-    /// Agent (pty) or router (pipes).
-    fn kind(&self) -> RuntimeKind;
+    /// Agent (pty) or router (pipes). The default: what the runtime table's row says (an
+    /// agent-class runtime is an agent, any other a router).
+    fn kind(&self) -> RuntimeKind {
+        if crate::names::is_agent_runtime(self.name()) {
+            RuntimeKind::Agent
+        } else {
+            RuntimeKind::Router
+        }
+    }
     /// Build the launch command. Errors: `LaunchError`, a wake failure reason (e.g. `no
     /// transcript to resume`).
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, LaunchError>;
@@ -509,6 +534,12 @@ pub trait Adapter: Send + Sync {
     /// The keys that interrupt a turn, if the runtime supports control commands.
     fn interrupt_keys(&self) -> Option<Vec<u8>> {
         None
+    }
+    /// Interrupt the running turn of the session in `cwd` through the runtime's own
+    /// interface instead of keys; whether it did (then [`Adapter::interrupt_keys`] are not
+    /// written). The default: no (OpenCode stops a turn through its server).
+    fn interrupt_turn(&self, _cwd: &Path) -> bool {
+        false
     }
     /// The command that compacts the conversation and a watcher for its end, when the
     /// runtime supports compaction.

@@ -73,12 +73,7 @@ pub fn run(
 pub fn run_command(mut command: Command, deadline: Duration) -> Finished {
     let start = Instant::now();
     let program = std::path::PathBuf::from(command.get_program());
-    let spawned = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn();
+    let spawned = spawn_leader(&mut command, Stdio::piped(), Stdio::piped());
     let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {
@@ -154,6 +149,22 @@ pub fn run_command(mut command: Command, deadline: Duration) -> Finished {
     }
 }
 
+/// Start `cmd` with stdin closed and `stdout`, `stderr` as given, leading a process group of
+/// its own (its id is the child's pid), so that [`signal_group`] reaches all it starts.
+///
+/// Errors: the program could not be started (`Command::spawn`'s error).
+pub fn spawn_leader(
+    cmd: &mut Command,
+    stdout: Stdio,
+    stderr: Stdio,
+) -> std::io::Result<std::process::Child> {
+    cmd.stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .process_group(0)
+        .spawn()
+}
+
 /// Send `sig` to the whole process group `pgid` (our children lead their own groups).
 /// A group that is already gone is not an error.
 pub fn signal_group(pgid: u32, sig: nix::sys::signal::Signal) -> std::io::Result<()> {
@@ -162,4 +173,25 @@ pub fn signal_group(pgid: u32, sig: nix::sys::signal::Signal) -> std::io::Result
         Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Wait for `child` (the leader of a process group of its own) through `wait` —
+/// `Child::wait`, or `Child::wait_with_output` to keep its output — on a thread of its own,
+/// at most `timeout`: a channel receive with a deadline, not a poll. `None`: it still ran at
+/// `timeout`, and its whole group was sent `SIGKILL` (the waiting thread reaps it).
+pub fn wait_bounded<T: Send + 'static>(
+    child: std::process::Child,
+    timeout: Duration,
+    wait: impl FnOnce(std::process::Child) -> T + Send + 'static,
+) -> Option<T> {
+    let pgid = child.id();
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        let _ = tx.send(wait(child));
+    });
+    let waited = rx.recv_timeout(timeout).ok();
+    if waited.is_none() {
+        let _ = signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
+    }
+    waited
 }

@@ -85,6 +85,22 @@ pub fn replace_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     replace(path, bytes, mode, false)
 }
 
+/// A path in `dir` for a temporary file no other writer picks: `<prefix><pid>-<8 hex>`.
+pub fn temp_path(dir: &Path, prefix: &str) -> PathBuf {
+    dir.join(format!("{prefix}{}-{}", std::process::id(), random_hex(8)))
+}
+
+/// Create the file `path` for writing with `mode` (the umask applies), never one that exists.
+///
+/// Errors: it exists (`AlreadyExists`), or cannot be created.
+pub fn create_new(path: &Path, mode: u32) -> io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+}
+
 /// Temp file, optional fsync, rename, optional fsync of the folder.
 fn replace(path: &Path, bytes: &[u8], mode: u32, durable: bool) -> io::Result<()> {
     let dir = path
@@ -95,18 +111,9 @@ fn replace(path: &Path, bytes: &[u8], mode: u32, durable: bool) -> io::Result<()
     let name = path
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}-{}",
-        name.to_string_lossy(),
-        std::process::id(),
-        random_hex(6)
-    ));
+    let tmp = temp_path(dir, &format!(".{}.tmp-", name.to_string_lossy()));
     let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&tmp)?;
+        let mut f = create_new(&tmp, mode)?;
         f.write_all(bytes)?;
         // The umask may have narrowed the mode given to open(2); set it exactly.
         f.set_permissions(fs::Permissions::from_mode(mode))?;
@@ -163,6 +170,26 @@ pub fn read_optional(path: &Path) -> io::Result<Option<String>> {
         Ok(s) => Ok(Some(s)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
+    }
+}
+
+/// Read `r` to its end in chunks of at most 64 KiB, a read a signal interrupted tried again,
+/// handing each chunk to `each` while it returns true. `Ok(true)`: read to the end;
+/// `Ok(false)`: `each` stopped it.
+///
+/// Errors: the first read that failed.
+pub fn read_chunks(mut r: impl io::Read, mut each: impl FnMut(&[u8]) -> bool) -> io::Result<bool> {
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        let n = match r.read(&mut chunk) {
+            Ok(0) => return Ok(true),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if !each(&chunk[..n]) {
+            return Ok(false);
+        }
     }
 }
 

@@ -59,6 +59,8 @@ pub(crate) mod runtime_table;
 pub(crate) mod session;
 pub(crate) mod telegram;
 pub(crate) mod term;
+#[cfg(test)]
+mod testkit;
 pub mod untrusted;
 pub(crate) mod visible;
 pub(crate) mod worktree;

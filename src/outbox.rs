@@ -19,7 +19,6 @@
 //! not tried again; it is renamed `<name>.unknown` with the daemon's words beside it.
 
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -90,12 +89,8 @@ fn copy_attachments(into: &Path, req: &Request, attachments: &[String]) -> io::R
         let from = Path::new(a);
         let copy = |to: &Path| -> Result<(), Problem> {
             let input = source::open(from, limits.max_bytes)?;
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(fsutil::MODE_PRIVATE)
-                .open(to)
-                .map_err(Problem::WriteFailed)?;
+            let mut file =
+                fsutil::create_new(to, fsutil::MODE_PRIVATE).map_err(Problem::WriteFailed)?;
             source::copy(input, &mut file, limits)?;
             file.sync_all().map_err(Problem::WriteFailed)
         };
@@ -468,8 +463,7 @@ mod tests {
     /// kept.
     #[test]
     fn a_kept_send_whose_attachment_is_a_fifo_is_refused_at_once() {
-        let tmp = tempfile::tempdir().unwrap();
-        let paths = Paths::at(tmp.path().join("root"));
+        let (tmp, paths) = crate::testkit::temp_root();
         let fifo = tmp.path().join("pipe");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
         let fifo = fifo.display().to_string();

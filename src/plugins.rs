@@ -53,6 +53,14 @@ impl RuntimeOutcome {
             RuntimeOutcome::Failed(_) => "failed",
         }
     }
+
+    /// The runtime's words when the install failed; `None` when it did not.
+    pub fn failure(&self) -> Option<&str> {
+        match self {
+            RuntimeOutcome::Failed(why) => Some(why),
+            _ => None,
+        }
+    }
 }
 
 /// The install path of `<plugin>@agfpd` for the peer folder `cwd` in the output of `claude

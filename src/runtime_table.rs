@@ -57,6 +57,10 @@ pub enum PromptSwap<'a> {
     /// An environment variable holding the prompt file's path, which replaces the program's
     /// whole built-in prompt (`GEMINI_SYSTEM_MD`).
     EnvVar(&'a str),
+    /// The config given at launch in this environment variable (OpenCode's
+    /// `OPENCODE_CONFIG_CONTENT`, merged last over the user's) sets the default agent's
+    /// `prompt` to `{file:<file>}`, which replaces the agent's own prompt.
+    ConfigEnv(&'a str),
     /// The program takes no system prompt.
     None,
 }
@@ -79,6 +83,10 @@ pub enum McpClient {
     /// The program reads the daemon's address and `IAPEER_TOKEN` from its environment
     /// (the echo agent).
     Environment,
+    /// A remote `mcp.iapeer` entry in the config given at launch in an environment variable
+    /// ([`PromptSwap::ConfigEnv`]'s), with the real port; its headers expand `IAPEER_TOKEN`
+    /// themselves (`{env:IAPEER_TOKEN}`). Nothing is written to disk (OpenCode).
+    LaunchConfig,
     /// None: the program is iapeer itself and speaks the control socket.
     None,
 }
@@ -289,6 +297,25 @@ pub const GEMINI: RuntimeInfo<'static> = RuntimeInfo {
     ..NO_FACTS
 };
 
+/// OpenCode (npm `opencode-ai`; recorded for 1.18.33 in `tests/fixtures/opencode-1.18.33/`).
+pub const OPENCODE: RuntimeInfo<'static> = RuntimeInfo {
+    name: "opencode",
+    class: Class::Agent,
+    program: Program::Located {
+        product: "OpenCode (npm install -g opencode-ai)",
+    },
+    prompt: PromptSwap::ConfigEnv("OPENCODE_CONFIG_CONTENT"),
+    mcp: McpClient::LaunchConfig,
+    preference: Some(3),
+    project_folder: Some(".opencode"),
+    launch_env: Some(LaunchEnvExample {
+        start_args: "#PEER_START_ARGS=--model standin/standin-model\n",
+        own_keys: "",
+        env: "#OPENCODE_CONFIG=/path/to/extra-opencode.json\n",
+    }),
+    ..NO_FACTS
+};
+
 /// The built-in stand-in agent (spec 04 §2 "echo", `iapeer echo-agent`).
 pub const ECHO: RuntimeInfo<'static> = RuntimeInfo {
     name: "echo",
@@ -318,7 +345,8 @@ pub const NOTIFIER: RuntimeInfo<'static> = RuntimeInfo {
 };
 
 /// The built-in runtimes.
-pub const BUILT_IN: &[RuntimeInfo<'static>] = &[CLAUDE, CODEX, GEMINI, ECHO, HUMAN, NOTIFIER];
+pub const BUILT_IN: &[RuntimeInfo<'static>] =
+    &[CLAUDE, CODEX, GEMINI, OPENCODE, ECHO, HUMAN, NOTIFIER];
 
 /// Runtime packages that are channels to people (chat and mail): [`Class::Human`].
 pub const HUMAN_CHANNEL_PACKAGES: &[&str] =
@@ -420,13 +448,13 @@ mod tests {
     fn the_table_says_what_the_modules_said() {
         assert_eq!(SHORTCUTS, ["claude", "codex", "echo"]);
         let located: Vec<&str> = located().map(|r| r.name).collect();
-        assert_eq!(located, ["claude", "codex", "gemini"]);
+        assert_eq!(located, ["claude", "codex", "gemini", "opencode"]);
         let agents: Vec<&str> = BUILT_IN
             .iter()
             .filter(|r| r.class == Class::Agent)
             .map(|r| r.name)
             .collect();
-        assert_eq!(agents, ["claude", "codex", "gemini", "echo"]);
+        assert_eq!(agents, ["claude", "codex", "gemini", "opencode", "echo"]);
         assert_eq!(class_of("telegram"), Class::Human);
         assert_eq!(class_of("human"), Class::Human);
         assert_eq!(class_of("notifier"), Class::Service);
@@ -461,6 +489,6 @@ mod tests {
         });
         assert_eq!(find(&rows, "mytui").map(|r| r.class), Some(Class::Agent));
         let order: Vec<&str> = by_preference(&rows).map(|r| r.name).collect();
-        assert_eq!(order, ["claude", "codex", "gemini", "mytui"]);
+        assert_eq!(order, ["claude", "codex", "gemini", "opencode", "mytui"]);
     }
 }

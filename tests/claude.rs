@@ -184,6 +184,38 @@ fn claude_peer_wakes_answers_dialogs_sees_its_prompt_and_replies_through_mcp() {
     );
 }
 
+/// The tool names a model request offers.
+fn tool_names(req: &serde_json::Value) -> Vec<String> {
+    req["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str().map(String::from))
+        .collect()
+}
+
+/// Issue 31 item 1: the daemon answers Claude Code's `tools/list` a second late (the test hook
+/// `slow-tools-list`, as a loaded host or a busy daemon can). The wake's first turn still
+/// offers `send_to_peer`: no Enter goes before Claude Code can have the listing, whose answer
+/// is what counts, not its request (Claude Code 2.1.332 itself holds nothing back:
+/// `tests/fixtures/claude-2.1.332/mcp-first-turn/README.md`).
+#[test]
+fn a_wake_whose_tool_listing_is_answered_late_still_offers_send_to_peer_in_its_first_turn() {
+    let (env, api) = world(&[("IAPEER_TEST_HOOK", "slow-tools-list:1000")]);
+    let message = "hello from a slow listing";
+    let first = env.wake_and_first_request("cb", "claude", message, || {
+        api.main_requests()
+            .into_iter()
+            .find(|r| last_user_text(r).contains(message))
+    });
+    let tools = tool_names(&first);
+    assert!(
+        tools.iter().any(|t| t == "mcp__iapeer__send_to_peer"),
+        "the wake's first turn went to the model without send_to_peer; tools: {tools:?}\n{}",
+        env.diagnostics()
+    );
+}
+
 /// The model requests whose last user turn mentions `needle`.
 fn requests_with(api: &AnthropicStandIn, needle: &str) -> Vec<serde_json::Value> {
     api.main_requests()

@@ -49,6 +49,28 @@ pub(crate) fn world_with(extra_daemon_env: &[(&str, &str)]) -> (TestEnv, OpenAiS
     (env, api)
 }
 
+/// Issue 31 item 1, the Codex audit: the daemon answers Codex's `tools/list` a second late
+/// (the test hook `slow-tools-list`). Codex 0.171 builds a turn's tools by awaiting each MCP
+/// server's start-up, which ends with its listing, so the wake's first turn offers
+/// `send_to_peer` even when the message is submitted before the listing is answered (the
+/// daemon reported the listing at its request before issue 31; this test passed then too).
+#[test]
+fn a_codex_wake_whose_tool_listing_is_answered_late_still_offers_send_to_peer_in_its_first_turn() {
+    let (env, api) = world_with(&[("IAPEER_TEST_HOOK", "slow-tools-list:1000")]);
+    let message = "hello from a slow listing";
+    let first = env.wake_and_first_request("cx", "codex", message, || {
+        api.recorded()
+            .into_iter()
+            .find(|r| last_input_text(r).contains(message))
+    });
+    assert!(
+        first["tools"].to_string().contains("send_to_peer"),
+        "the wake's first turn went to the model without send_to_peer: {}\n{}",
+        first["tools"],
+        env.diagnostics()
+    );
+}
+
 #[test]
 fn codex_peer_wakes_sees_its_prompt_replies_through_mcp_and_takes_a_live_message() {
     let (env, api) = world();

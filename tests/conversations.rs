@@ -77,7 +77,7 @@ fn send_refused(env: &TestEnv, personality: &str, message: &str) -> String {
 }
 
 /// Wait until `identity` was put to sleep and shows asleep.
-fn wait_asleep(env: &TestEnv, identity: &str) {
+pub(crate) fn wait_asleep(env: &TestEnv, identity: &str) {
     let (runtime, personality) = identity.split_once('-').unwrap();
     env.wait_until(
         &format!("{identity} is put to sleep"),

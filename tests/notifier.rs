@@ -727,6 +727,61 @@ fn a_watcher_stopped_for_good_stays_stopped_across_a_restart_until_registered_ag
     assert!(stored.get("stopped").is_none(), "{stored}");
 }
 
+/// A signal's send reached the peer, then the service died before it removed the spool file
+/// (the window between `iapeer send` answering and the removal): the next process sends the
+/// spool file again, and the daemon answers it "delivered earlier" from the message id (the
+/// spool id) instead of delivering it twice. Before the fix the notifier sent without an id
+/// and the peer got the signal twice (the flake of the watcher-restart test above).
+#[test]
+fn a_signal_sent_before_the_service_died_is_not_delivered_again_by_the_next_one() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.ok(&["create", "timer", "--runtime", "notifier"]);
+    env.start_daemon();
+    env.wait_until("the service started", Duration::from_secs(20), |e| {
+        service_events(e, "timer", "notifier-start").len() == 1
+    });
+    // What the first process did before it died: the send with the spool id went through.
+    let id = "mj0a1b2c-0001beef";
+    env.ok(&[
+        "send",
+        "alice",
+        "--from",
+        "notifier-timer",
+        "--id",
+        id,
+        "--message",
+        "ONCE ONLY reminder",
+    ]);
+    // ...and its spool file was still there, pending.
+    let dir = spool_dir(&env, "timer");
+    std::fs::create_dir_all(&dir).unwrap();
+    let pending = json!({"v":1,"id":id,"createdAt":"2026-12-07T05:00:00.000Z",
+        "kind":"fire","target":"alice","message":"ONCE ONLY reminder",
+        "owner":"alice","chain":["alice"],"attempts":[],"status":"pending"});
+    std::fs::write(
+        dir.join(format!("{id}.json")),
+        serde_json::to_string_pretty(&pending).unwrap() + "\n",
+    )
+    .unwrap();
+    env.ok(&["new", "timer"]);
+    env.wait_until("the spool file is removed", Duration::from_secs(30), |_| {
+        spool_files(&dir).is_empty()
+    });
+    let sent = service_events(&env, "timer", "sent");
+    assert_eq!(
+        sent.len(),
+        1,
+        "the redriven signal counted as sent: {sent:?}"
+    );
+    let pane = env.pane("echo-alice");
+    assert_eq!(
+        pane.matches("ONCE ONLY reminder").count(),
+        1,
+        "delivered once: {pane}"
+    );
+}
+
 #[test]
 fn spool_files_in_the_package_format_are_redriven_and_lost_ones_listed() {
     let mut env = TestEnv::new();

@@ -63,6 +63,7 @@ mod notice_board;
 mod notices;
 mod notifier;
 mod opencode;
+mod opencode_peer;
 mod origin;
 mod packages;
 mod paste;

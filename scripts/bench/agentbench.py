@@ -283,6 +283,26 @@ def _row(name, xs, note=""):
             f"{s['min']:.0f}", f"{s['max']:.0f}", note]
 
 
+def tool_lines(res):
+    """One line per runtime: wakes whose first model request had no `send_to_peer`, and the
+    wake latency (send to an asleep peer until `…, woke`) median and p90 (issue 31 item 1)."""
+    out = []
+    for rt in RUNTIMES:
+        r = res.get(rt)
+        if r is None:
+            continue
+        if "error" in r:
+            out.append(f"  {rt}: FAILED: {r['error'][:200]}")
+            continue
+        a = r["asleep"]
+        without = sum(1 for x in a if not x.get("has_tool"))
+        s = summary([x["wall_ns"] / MS for x in a])
+        out.append(f"  {rt}: {without} of {len(a)} wakes' first model requests WITHOUT "
+                   f"{TOOL}; wake (send -> 'woke') median {s['median']:.0f} ms, "
+                   f"p90 {s['p90']:.0f} ms")
+    return out
+
+
 def render(res):
     """The AGENTS section of the report (list of lines)."""
     v = res.get("versions", {})
@@ -323,7 +343,7 @@ def render(res):
                          f"daemon ms={c['daemon_ms']:.0f}"])
     out.append(table(["measure", "n", "median", "p10", "p90", "min", "max", "note"], rows,
                      "lrrrrrrl"))
-    return out
+    return out + tool_lines(res)
 
 
 NOTES = """\

@@ -7,7 +7,7 @@ use std::io::Read;
 use super::client::Client;
 use super::parse::Invocation;
 use super::spec::args;
-use super::{done, paths, print, usage, CliError, CliResult};
+use super::{done, paths, print, required, CliError, CliResult};
 use crate::protocol::{call, Answer, ApprovalInfo, ApprovalVerdict, DIALOG_TOOL};
 use crate::runtime::permission_hook;
 
@@ -74,11 +74,7 @@ fn render(list: &[ApprovalInfo], now_ms: u64) -> String {
 
 /// `approve <id>` (`allow`) or `deny <id> [reason]`.
 pub fn decide(inv: &Invocation, allow: bool) -> CliResult {
-    let id = inv
-        .positional(args::APPROVAL_ID)
-        .ok_or_else(|| usage(inv, "missing <id>"))?
-        .trim()
-        .to_string();
+    let id = required(inv, args::APPROVAL_ID)?.trim().to_string();
     let paths = paths()?;
     let mut client = Client::connect(&paths)?;
     let answer = if allow {

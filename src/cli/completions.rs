@@ -513,13 +513,10 @@ mod tests {
     /// A stand-in `iapeer` binary in `dir` that knows three peers.
     fn fake_iapeer(dir: &Path) -> std::path::PathBuf {
         let fake = dir.join("iapeer");
-        std::fs::write(
+        crate::testkit::write_program(
             &fake,
             "#!/bin/sh\n[ \"$*\" = '--generate peer-names' ] && printf 'alice\\nbob\\ncarol\\n'\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
+        );
         fake
     }
 

@@ -11,7 +11,7 @@ use super::client::Client;
 use super::error::fail;
 use super::parse::Invocation;
 use super::spec::{args, flags};
-use super::{done, paths, usage, CliError, CliResult};
+use super::{done, paths, required, usage, CliError, CliResult};
 use crate::child;
 use crate::paths::Paths;
 use crate::profile::Profile;
@@ -24,18 +24,14 @@ const PACKAGE_SECS: u64 = 60;
 
 /// `connect <channel> <peer> [--token <t>] [--bot <username>]`; `telegram` is the one channel.
 pub fn connect(inv: &Invocation) -> CliResult {
-    let channel = inv
-        .positional(args::CHANNEL)
-        .ok_or_else(|| usage(inv, "missing <channel>"))?;
+    let channel = required(inv, args::CHANNEL)?;
     if channel != telegram::RUNTIME {
         return Err(usage(
             inv,
             format!("unknown channel \"{channel}\"; the one channel is telegram"),
         ));
     }
-    let name = inv
-        .positional(args::PEER)
-        .ok_or_else(|| usage(inv, "missing <peer>"))?;
+    let name = required(inv, args::PEER)?;
     let paths = paths()?;
     let registry = Registry::load(&paths)?;
     let peer = registry.find(name).cloned().ok_or_else(|| {

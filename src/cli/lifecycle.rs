@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use super::client::Client;
 use super::parse::Invocation;
 use super::spec::{args, flags};
-use super::{done, paths, print, usage, CliError, CliResult};
+use super::{done, paths, print, required, usage, CliError, CliResult};
 use crate::protocol::{
     call, Answer, Call, Code, CompactOutcome, CompactReply, Failure, IdentityReply, InterruptReply,
     ListReply, NewReply, StartReply, StopReply, WakeReply,
@@ -118,9 +118,7 @@ pub fn stop_start(inv: &Invocation, stop: bool) -> CliResult {
 
 /// `live-runtime <peer>`: the runtime the peer is live on; exit 1 with empty stdout if none.
 pub fn live_runtime(inv: &Invocation) -> CliResult {
-    let peer = inv
-        .positional(args::PEER)
-        .ok_or_else(|| usage(inv, "missing <peer>"))?;
+    let peer = required(inv, args::PEER)?;
     let paths = paths()?;
     let req = call::LiveRuntime {
         personality: peer.to_string(),
@@ -135,9 +133,7 @@ pub fn live_runtime(inv: &Invocation) -> CliResult {
 
 /// `attach <peer> [runtime]`: wake with resume if asleep, then attach this terminal.
 pub fn attach(inv: &Invocation) -> CliResult {
-    let peer = inv
-        .positional(args::PEER)
-        .ok_or_else(|| usage(inv, "missing <peer>"))?;
+    let peer = required(inv, args::PEER)?;
     if !std::io::stdin().is_terminal() {
         return Err(CliError::failed("attach needs a terminal on stdin"));
     }
@@ -296,16 +292,27 @@ fn daemon_op<C: Call>(inv: &Invocation, req: &C, what: &str) -> Result<C::Reply,
     succeeded(answer)
 }
 
+/// [`daemon_op`] for a verb on `<peer> [runtime]`: the request `make(peer, runtime)`, the
+/// indicator `<doing> <peer>`.
+fn peer_op<C: Call>(
+    inv: &Invocation,
+    doing: &str,
+    make: impl FnOnce(String, Option<String>) -> C,
+) -> Result<C::Reply, CliError> {
+    let peer = required(inv, args::PEER)?;
+    let req = make(
+        peer.to_string(),
+        inv.positional(args::RUNTIME).map(String::from),
+    );
+    daemon_op(inv, &req, &format!("{doing} {peer}"))
+}
+
 /// `new <peer> [runtime]`: a fresh session now; exit 0 once it is ready.
 pub fn new(inv: &Invocation) -> CliResult {
-    let peer = inv
-        .positional(args::PEER)
-        .ok_or_else(|| usage(inv, "missing <peer>"))?;
-    let req = call::New {
-        personality: peer.to_string(),
-        runtime: inv.positional(args::RUNTIME).map(String::from),
-    };
-    let answer: NewReply = daemon_op(inv, &req, &format!("restarting {peer}"))?;
+    let answer: NewReply = peer_op(inv, "restarting", |personality, runtime| call::New {
+        personality,
+        runtime,
+    })?;
     done(
         inv,
         &answer,
@@ -323,14 +330,10 @@ pub fn new(inv: &Invocation) -> CliResult {
 /// `wake <peer> [runtime]`: the session up now, as a message would bring it; exit 0 once
 /// it is ready (issue 30 item 4).
 pub fn wake(inv: &Invocation) -> CliResult {
-    let peer = inv
-        .positional(args::PEER)
-        .ok_or_else(|| usage(inv, "missing <peer>"))?;
-    let req = call::Wake {
-        personality: peer.to_string(),
-        runtime: inv.positional(args::RUNTIME).map(String::from),
-    };
-    let answer: WakeReply = daemon_op(inv, &req, &format!("waking {peer}"))?;
+    let answer: WakeReply = peer_op(inv, "waking", |personality, runtime| call::Wake {
+        personality,
+        runtime,
+    })?;
     let what = if answer.woke { "woke" } else { "already live:" };
     done(
         inv,
@@ -342,14 +345,10 @@ pub fn wake(inv: &Invocation) -> CliResult {
 /// `restart <peer> [runtime]`: end the session and bring it up again on the recorded
 /// conversation; says whether it resumed or started fresh (from `list`'s `mode`).
 pub fn restart(inv: &Invocation) -> CliResult {
-    let peer = inv
-        .positional(args::PEER)
-        .ok_or_else(|| usage(inv, "missing <peer>"))?;
-    let req = call::Restart {
-        personality: peer.to_string(),
-        runtime: inv.positional(args::RUNTIME).map(String::from),
-    };
-    let answer: NewReply = daemon_op(inv, &req, &format!("restarting {peer}"))?;
+    let answer: NewReply = peer_op(inv, "restarting", |personality, runtime| call::Restart {
+        personality,
+        runtime,
+    })?;
     let how = match answer.pid() {
         None => String::new(),
         Some(pid) => {
@@ -387,27 +386,21 @@ fn session_mode(identity: &str) -> Option<String> {
 
 /// `interrupt <peer> [runtime]`.
 pub fn interrupt(inv: &Invocation) -> CliResult {
-    let peer = inv
-        .positional(args::PEER)
-        .ok_or_else(|| usage(inv, "missing <peer>"))?;
-    let req = call::Interrupt {
-        personality: peer.to_string(),
-        runtime: inv.positional(args::RUNTIME).map(String::from),
-    };
-    let answer: InterruptReply = daemon_op(inv, &req, &format!("interrupting {peer}"))?;
+    let answer: InterruptReply = peer_op(inv, "interrupting", |personality, runtime| {
+        call::Interrupt {
+            personality,
+            runtime,
+        }
+    })?;
     done(inv, &answer, &format!("interrupted {}\n", answer.identity))
 }
 
 /// `compact <peer> [runtime] [--json]`.
 pub fn compact(inv: &Invocation) -> CliResult {
-    let peer = inv
-        .positional(args::PEER)
-        .ok_or_else(|| usage(inv, "missing <peer>"))?;
-    let req = call::Compact {
-        personality: peer.to_string(),
-        runtime: inv.positional(args::RUNTIME).map(String::from),
-    };
-    let answer: CompactReply = daemon_op(inv, &req, &format!("compacting {peer}"))?;
+    let answer: CompactReply = peer_op(inv, "compacting", |personality, runtime| call::Compact {
+        personality,
+        runtime,
+    })?;
     let resumed = if answer.resumed {
         " (resumed first)"
     } else {

@@ -9,9 +9,9 @@ use super::error::fail;
 use super::parse::Invocation;
 use super::peers::selected_peers;
 use super::spec::{args, flags};
-use super::{done, paths, usage, CliError, CliResult};
+use super::{done, paths, required, usage, CliError, CliResult};
 use crate::memory::hook_trust::{self, TrustState, RECORDED_CODEX_VERSION};
-use crate::memory::native::{self, LeverState, Setting};
+use crate::memory::native::{self, Setting};
 use crate::runtime::codex_setup;
 
 /// `native-memory --json`: `{"setting":"off"|"on","levers":[…]}`.
@@ -93,13 +93,8 @@ pub fn native_memory(inv: &Invocation) -> CliResult {
                 continue;
             };
             any = true;
-            let why = match &state {
-                LeverState::Failed(why) => {
-                    failed = true;
-                    Some(why.clone())
-                }
-                _ => None,
-            };
+            let why = state.failure().map(str::to_string);
+            failed |= why.is_some();
             text.push_str(&format!(
                 "{}: {rt} {}{}\n",
                 peer.personality,
@@ -144,9 +139,7 @@ pub fn native_memory(inv: &Invocation) -> CliResult {
 /// trusted. The first line of the output says what was done (`trusted …` or
 /// `already trusted …`).
 pub fn trust_hooks(inv: &Invocation) -> CliResult {
-    let given = inv
-        .positional(args::HOOKS_FILE)
-        .ok_or_else(|| usage(inv, "missing <hooks-file>"))?;
+    let given = required(inv, args::HOOKS_FILE)?;
     // Codex keys each hook by the real path of its file.
     let real = Path::new(given)
         .canonicalize()

@@ -64,6 +64,12 @@ pub fn usage(inv: &Invocation, what: impl Into<String>) -> CliError {
     })
 }
 
+/// The required positional `arg` of `inv`'s verb, or the usage error `missing <name>`.
+pub fn required(inv: &Invocation, arg: spec::PosSpec) -> Result<&str, CliError> {
+    inv.positional(arg)
+        .ok_or_else(|| usage(inv, format!("missing <{}>", arg.name)))
+}
+
 /// Parse the process arguments, run the verb, print errors, return the exit code.
 pub fn main() -> i32 {
     let args = spec_aliases(std::env::args_os().skip(1).collect());

@@ -7,7 +7,7 @@ use super::client::Client;
 use super::error::fail;
 use super::parse::Invocation;
 use super::spec::{args, flags};
-use super::{done, paths, print, usage, CliError, CliResult};
+use super::{done, paths, print, required, usage, CliError, CliResult};
 use crate::markers::Markers;
 use crate::names::{Identity, Intelligence};
 use crate::paths::{peer, Paths};
@@ -35,9 +35,7 @@ fn init_options(inv: &Invocation) -> InitOptions<'_> {
 
 /// `create <name>`: make the folder (`--path`, else `<root>/peers/<name>`) and `init` it.
 pub fn create(inv: &Invocation) -> CliResult {
-    let name = inv
-        .positional(args::NAME)
-        .ok_or_else(|| usage(inv, "missing <name>"))?;
+    let name = required(inv, args::NAME)?;
     // The name is judged before anything else, as it always was.
     peers::check_name(name)?;
     let paths = paths()?;
@@ -317,9 +315,7 @@ pub struct RemovedWorktree {
 /// `remove <peer> [--force]`: drop the registry entry, end its sessions, delete its attachment
 /// inbox and markers, set a human's messages aside; keep the folder.
 pub fn remove(inv: &Invocation) -> CliResult {
-    let name = inv
-        .positional(args::PEER)
-        .ok_or_else(|| usage(inv, "missing <peer>"))?;
+    let name = required(inv, args::PEER)?;
     let paths = paths()?;
     let registry = Registry::load(&paths)?;
     let Some(entry) = registry.find(name).cloned() else {
@@ -569,12 +565,8 @@ pub struct CreatedWorktree<'a> {
 /// `rename <old> <new> [--force]`: move the peer's folder (and Claude history) to `<new>`,
 /// update profile and registry. A live peer needs `--force`, which ends its sessions first.
 pub fn rename(inv: &Invocation) -> CliResult {
-    let old = inv
-        .positional(args::OLD)
-        .ok_or_else(|| usage(inv, "missing <old>"))?;
-    let new = inv
-        .positional(args::NEW)
-        .ok_or_else(|| usage(inv, "missing <new>"))?;
+    let old = required(inv, args::OLD)?;
+    let new = required(inv, args::NEW)?;
     let paths = paths()?;
     // Everything that can be refused is refused before a live peer is ended.
     peers::plan_rename(&paths, old, new).map_err(|e| match e {
@@ -744,9 +736,7 @@ pub struct ModeRow {
 /// `add-runtime <rt> (--peer <p> | --all)`: declare another agent runtime and do its setup;
 /// the default runtime never changes.
 pub fn add_runtime(inv: &Invocation) -> CliResult {
-    let rt = inv
-        .positional(args::RT)
-        .ok_or_else(|| usage(inv, "missing <rt>"))?;
+    let rt = required(inv, args::RT)?;
     let paths = paths()?;
     judge_agents_as_the_daemon(&paths);
     let kind = runtime::adapter_for(&paths, rt)?.kind();
@@ -827,9 +817,7 @@ pub fn add_runtime(inv: &Invocation) -> CliResult {
 /// `default-runtime <rt> (--peer <p> | --all)`: switch the primary runtime of peers that
 /// declare it; refuse for those that do not.
 pub fn default_runtime(inv: &Invocation) -> CliResult {
-    let rt = inv
-        .positional(args::RT)
-        .ok_or_else(|| usage(inv, "missing <rt>"))?;
+    let rt = required(inv, args::RT)?;
     let paths = paths()?;
     let kind = runtime::adapter_for(&paths, rt)?.kind();
     let mut out = String::new();

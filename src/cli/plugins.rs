@@ -4,8 +4,8 @@
 use super::error::fail;
 use super::parse::Invocation;
 use super::spec::{args, flags};
-use super::{done, paths, usage, CliError, CliResult};
-use crate::plugins::{self, RuntimeOutcome};
+use super::{done, paths, required, CliError, CliResult};
+use crate::plugins;
 use crate::registry::{Registry, RegistryPeer};
 
 /// `enable --json`: `{"plugin","personality","runtimes":[…],"setup"}`.
@@ -64,9 +64,7 @@ fn target(inv: &Invocation) -> Result<RegistryPeer, CliError> {
 /// `installed`, `runtime-missing`, `failed`), then the plugin's setup step. Exit 1 when an
 /// install or the setup failed.
 pub fn enable(inv: &Invocation) -> CliResult {
-    let plugin = inv
-        .positional(args::PLUGIN)
-        .ok_or_else(|| usage(inv, "missing <plugin>"))?;
+    let plugin = required(inv, args::PLUGIN)?;
     let peer = target(inv)?;
     let runtimes: Vec<&String> = peer
         .runtimes
@@ -87,13 +85,8 @@ pub fn enable(inv: &Invocation) -> CliResult {
     let mut root = None;
     for rt in runtimes {
         let (outcome, installed) = plugins::enable_on(rt, plugin, &peer.cwd);
-        let detail = match &outcome {
-            RuntimeOutcome::Failed(why) => {
-                failed = true;
-                Some(why.clone())
-            }
-            _ => None,
-        };
+        let detail = outcome.failure().map(str::to_string);
+        failed |= detail.is_some();
         text.push_str(&format!(
             "{} {rt}: {plugin}@{} {}{}\n",
             peer.personality,

@@ -5,7 +5,7 @@
 
 use super::parse::Invocation;
 use super::spec::{args, flags};
-use super::{done, paths, print, usage, CliError, CliResult};
+use super::{done, paths, print, required, CliError, CliResult};
 use crate::names::Identity;
 use crate::paths::{self, Paths};
 use crate::prompt::{Composition, HostFacts, LayerKind};
@@ -13,9 +13,7 @@ use crate::registry::{Registry, RegistryPeer};
 
 /// Run the verb.
 pub fn run(inv: &Invocation) -> CliResult {
-    let name = inv
-        .positional(args::PEER)
-        .ok_or_else(|| usage(inv, "missing <peer>"))?;
+    let name = required(inv, args::PEER)?;
     let paths = paths()?;
     let registry = Registry::load(&paths)?;
     let peer = registry

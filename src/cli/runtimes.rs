@@ -6,7 +6,7 @@ use super::client::Client;
 use super::error::fail;
 use super::parse::Invocation;
 use super::spec::{args, flags};
-use super::{paths, print, usage, CliError, CliResult};
+use super::{paths, print, required, CliError, CliResult};
 use crate::markers::{Flag, Markers};
 use crate::names::is_valid_runtime;
 use crate::paths::Paths;
@@ -18,9 +18,7 @@ use crate::runtime::package::{self, SelfConfig};
 
 /// The runtime named on the command line, checked.
 fn runtime_arg(inv: &Invocation) -> Result<&str, CliError> {
-    let rt = inv
-        .positional(args::RT)
-        .ok_or_else(|| usage(inv, "missing <rt>"))?;
+    let rt = required(inv, args::RT)?;
     if !is_valid_runtime(rt) {
         return Err(fail(format!(
             "invalid runtime \"{rt}\" — a runtime name is a lower-case letter then up to 31 letters or digits"

@@ -8,7 +8,7 @@ use super::parse::Invocation;
 use super::sender::{resolve_sender, Caller};
 use super::spec::{args, flags};
 use super::suggest;
-use super::{json_line, paths, print, usage, CliError, CliResult};
+use super::{json_line, paths, print, required, usage, CliError, CliResult};
 use crate::names::{
     is_valid_personality, is_valid_runtime, normalize, PERSONALITY_RULE, RUNTIME_RULE,
 };
@@ -58,24 +58,22 @@ const KEEP_BYTES: usize = 256 * 1024;
 /// logs the attempt); one too big to travel — over [`KEEP_BYTES`], where the rest is only
 /// counted so a 50 MB file neither fills memory nor breaks the control connection — is
 /// refused here with the daemon's own words.
-fn read_bounded(mut r: impl Read) -> Result<String, CliError> {
+fn read_bounded(r: impl Read) -> Result<String, CliError> {
     let keep = KEEP_BYTES;
     let mut kept = Vec::new();
     let mut extra_chars = 0usize;
-    let mut buf = [0u8; 64 * 1024];
-    loop {
-        let n = match r.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(CliError::failed(format!("cannot read the message: {e}"))),
-        };
-        let room = keep.saturating_sub(kept.len()).min(n);
-        kept.extend_from_slice(&buf[..room]);
+    crate::fsutil::read_chunks(r, |chunk| {
+        let room = keep.saturating_sub(kept.len()).min(chunk.len());
+        kept.extend_from_slice(&chunk[..room]);
         // Count the characters of what is not kept: every byte that does not continue a
         // UTF-8 sequence starts one.
-        extra_chars += buf[room..n].iter().filter(|b| (**b & 0xC0) != 0x80).count();
-    }
+        extra_chars += chunk[room..]
+            .iter()
+            .filter(|b| (**b & 0xC0) != 0x80)
+            .count();
+        true
+    })
+    .map_err(|e| CliError::failed(format!("cannot read the message: {e}")))?;
     let text = match String::from_utf8(kept) {
         Ok(t) => t,
         // The cut may split the last character; anything else is not UTF-8.
@@ -159,10 +157,7 @@ fn send_options(inv: &Invocation) -> Result<(Option<u64>, String, Option<IfBusy>
 
 /// Run `iapeer send`.
 pub fn run(inv: &Invocation) -> CliResult {
-    let target = inv
-        .positional(args::TARGET)
-        .ok_or_else(|| usage(inv, "missing <target>"))?
-        .to_string();
+    let target = required(inv, args::TARGET)?.to_string();
     let message = read_message(inv)?;
     let json_out = inv.flag(flags::JSON);
     // Checked here only to word the daemon's refusal for a person (the daemon still sees
@@ -441,11 +436,7 @@ fn refusal_for_a_person(
 /// as its sender; inside a session (`PEER_IDENTITY`) only the session's own. Prints what
 /// `send` prints.
 pub fn confirm_send(inv: &Invocation) -> CliResult {
-    let id = inv
-        .positional(args::HOLD_ID)
-        .ok_or_else(|| usage(inv, "missing <id>"))?
-        .trim()
-        .to_string();
+    let id = required(inv, args::HOLD_ID)?.trim().to_string();
     let caller = std::env::var("PEER_IDENTITY")
         .ok()
         .map(|v| v.trim().to_string())

@@ -448,6 +448,13 @@ pub const IAPEER_GEMINI_BIN: EnvVar = var(
     Part::Runtime,
     "the Gemini CLI program (default: gemini on the daemon's PATH, else on the login shell's PATH, else in an installer's folder such as ~/.npm-global/bin, looked for at every launch)",
 );
+/// `IAPEER_OPENCODE_BIN`: the OpenCode program.
+pub const IAPEER_OPENCODE_BIN: EnvVar = var(
+    "IAPEER_OPENCODE_BIN",
+    Kind::Text,
+    Part::Runtime,
+    "the OpenCode program (default: opencode on the daemon's PATH, else on the login shell's PATH, else in an installer's folder such as ~/.npm-global/bin, looked for at every launch)",
+);
 /// `CODEX_HOME`: Codex's config folder.
 pub const CODEX_HOME: EnvVar = var(
     "CODEX_HOME",
@@ -711,6 +718,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_CLAUDE_BIN,
     IAPEER_CODEX_BIN,
     IAPEER_GEMINI_BIN,
+    IAPEER_OPENCODE_BIN,
     CODEX_HOME,
     CLAUDE_CONFIG_DIR,
     RUNTIME_BIN,

@@ -2,12 +2,11 @@
 //! `state/iapeer/attachments/<recipient>/<sha256>/<basename>` before the envelope is built,
 //! so the sender may delete its file as soon as the send returns.
 
-use std::fs::{self, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::attachment_source::{self as source, Limits, Problem};
-use crate::fsutil::{ensure_dir, hex, random_hex, MODE_PRIVATE};
+use crate::fsutil::{create_new, ensure_dir, hex, temp_path, MODE_PRIVATE};
 use crate::paths::Paths;
 
 /// Why a send's attachment cannot be spooled (the whole send fails, nothing is delivered).
@@ -87,18 +86,9 @@ fn copy_one(inbox: &Path, src: &Path, limits: Limits) -> Result<PathBuf, Problem
     let name = source::name(src)?;
     let input = source::open(src, limits.max_bytes)?;
     ensure_dir(inbox).map_err(Problem::WriteFailed)?;
-    let staging = inbox.join(format!(
-        ".incoming-{}-{}",
-        std::process::id(),
-        random_hex(8)
-    ));
+    let staging = temp_path(inbox, ".incoming-");
     let result = (|| {
-        let mut out = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(MODE_PRIVATE)
-            .open(&staging)
-            .map_err(Problem::WriteFailed)?;
+        let mut out = create_new(&staging, MODE_PRIVATE).map_err(Problem::WriteFailed)?;
         let sha = source::copy(input, &mut out, limits)?;
         out.sync_all().map_err(Problem::WriteFailed)?;
         let dir = inbox.join(hex(&sha));
@@ -129,8 +119,7 @@ mod tests {
 
     /// A temp folder with a root in it and the file `name` there holding `bytes`.
     fn root_and_file(name: &str, bytes: &[u8]) -> (tempfile::TempDir, Paths, PathBuf) {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path().join("root"));
+        let (dir, paths) = crate::testkit::temp_root();
         let file = dir.path().join(name);
         fs::write(&file, bytes).unwrap();
         (dir, paths, file)

@@ -22,6 +22,9 @@
 //! - `slow-launch-report:<personality>`: a launcher thread that started a session of
 //!   `<personality>` waits [`SLOW_LAUNCH_REPORT`] before it reports to the router, so the
 //!   session's first events (and its agent's first MCP calls) come before the router has it.
+//! - `slow-tools-list:<ms>`: the MCP server holds its answer to every `tools/list` `<ms>`
+//!   milliseconds (at most 10 000), as a daemon slow to list its tools (issue 31 item 1). The
+//!   HTTP thread waits meanwhile: nothing else on it moves.
 //! - `daemon-version:<version>`: the daemon reports `<version>` as its version in its answer
 //!   to `ping` (the CLI's version check at connect), as a daemon of another build would.
 //! - `contain:subreaper`: the daemon contains its sessions as child subreaper even where it
@@ -78,6 +81,8 @@ pub enum Hook {
     Contain(String),
     /// Report this version in the answer to `ping`.
     DaemonVersion(String),
+    /// Hold every `tools/list` answer this many milliseconds.
+    SlowToolsList(u64),
 }
 
 static HOOK: OnceLock<Option<Hook>> = OnceLock::new();
@@ -117,6 +122,11 @@ pub fn parse(value: &str) -> Option<Hook> {
         "slow-launch-report" => Some(Hook::SlowLaunchReport(p)),
         "contain" if p == "subreaper" => Some(Hook::Contain(p)),
         "daemon-version" => Some(Hook::DaemonVersion(p)),
+        "slow-tools-list" => p
+            .parse()
+            .ok()
+            .filter(|ms| *ms <= 10_000)
+            .map(Hook::SlowToolsList),
         _ => None,
     }
 }
@@ -184,6 +194,14 @@ pub fn on_launch_report(personality: &str) {
     }
 }
 
+/// Called by the MCP server while it makes its answer to `tools/list`: waits the hook's
+/// milliseconds if `slow-tools-list` asks for it.
+pub fn on_tools_list() {
+    if let Some(Some(Hook::SlowToolsList(ms))) = HOOK.get() {
+        std::thread::sleep(Duration::from_millis(*ms));
+    }
+}
+
 /// The version the daemon reports in its `ping` answer: its own, unless `daemon-version`
 /// says otherwise.
 pub fn version() -> &'static str {
@@ -230,6 +248,9 @@ mod tests {
             ("contain:subreaper", hook(Hook::Contain, "subreaper")),
             ("contain:other", None),
             ("daemon-version:0.0.1", hook(Hook::DaemonVersion, "0.0.1")),
+            ("slow-tools-list:1000", Some(Hook::SlowToolsList(1000))),
+            ("slow-tools-list:10001", None),
+            ("slow-tools-list:soon", None),
             ("router-panic-on-send:", None),
             ("something-else", None),
         ] {

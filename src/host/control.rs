@@ -404,9 +404,7 @@ mod tests {
     fn the_stand_in_gets_the_real_program_name_first() {
         let tmp = tempfile::tempdir().unwrap();
         let script = tmp.path().join("ctl");
-        std::fs::write(&script, "#!/bin/sh\necho \"$@\"\n").unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        crate::testkit::write_program(&script, "#!/bin/sh\necho \"$@\"\n");
         let ctl = ServiceCtl {
             stand_in: Some(script),
         };

@@ -189,13 +189,10 @@ mod tests {
     fn a_status_command_is_run_and_read() {
         let dir = tempfile::tempdir().unwrap();
         let bin = dir.path().join("codex");
-        std::fs::write(
+        crate::testkit::write_program(
             &bin,
             "#!/bin/sh\n[ \"$*\" = 'login status' ] || exit 3\nexit 1\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
+        );
         let agent = Agent {
             runtime: "codex",
             bin,

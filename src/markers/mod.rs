@@ -110,16 +110,19 @@ pub struct SessionRecord {
 /// `{"id":"3f2c1a5e-1111-4222-8333-444455556666"}`
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConversationRecord {
-    /// The id as the runtime spells it (a UUID for both Claude Code and Codex).
+    /// The id as the runtime spells it (a UUID for both Claude Code and Codex, `ses_…` for
+    /// OpenCode).
     pub id: String,
 }
 
-/// Whether `id` can be a runtime's conversation id: 1 to 64 ASCII letters, digits and
-/// dashes, starting with a letter or digit (pure). What a launch puts on a command line is
+/// Whether `id` can be a runtime's conversation id: 1 to 64 ASCII letters, digits, dashes
+/// and underscores (OpenCode's `ses_…`), starting with a letter or digit (pure). What a launch puts on a command line is
 /// never anything else, nor an option.
 pub fn valid_conversation_id(id: &str) -> bool {
     (1..=64).contains(&id.len())
-        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
         && id.as_bytes()[0].is_ascii_alphanumeric()
 }
 

@@ -7,9 +7,9 @@
 //! never share a number. The folder is 0700. The head is the lowest number; a head that cannot
 //! be read as a task is renamed `NNNNNN.bad` so it cannot wedge the queue.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -56,11 +56,7 @@ impl TaskQueue {
     /// Errors: the folder cannot be created or written, or no free number was found.
     pub fn append(&self, task: &Task) -> io::Result<u64> {
         fsutil::ensure_dir(&self.dir)?;
-        let tmp = self.dir.join(format!(
-            ".task.tmp-{}-{}",
-            std::process::id(),
-            fsutil::random_hex(6)
-        ));
+        let tmp = fsutil::temp_path(&self.dir, ".task.tmp-");
         let linked = self.write_then_link(&tmp, task);
         let _ = fs::remove_file(&tmp);
         linked?;
@@ -69,11 +65,7 @@ impl TaskQueue {
 
     fn write_then_link(&self, tmp: &Path, task: &Task) -> io::Result<()> {
         let bytes = serde_json::to_vec(task).map_err(io::Error::other)?;
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(fsutil::MODE_PRIVATE)
-            .open(tmp)?;
+        let mut f = fsutil::create_new(tmp, fsutil::MODE_PRIVATE)?;
         f.write_all(&bytes)?;
         f.set_permissions(fs::Permissions::from_mode(fsutil::MODE_PRIVATE))?;
         f.sync_all()?;

@@ -4,8 +4,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
 fn setup() -> (tempfile::TempDir, Paths, Markers) {
-    let tmp = tempfile::tempdir().unwrap();
-    let paths = Paths::at(tmp.path().join("root"));
+    let (tmp, paths) = crate::testkit::temp_root();
     let m = Markers::parse(&paths, "claude-bob").unwrap();
     (tmp, paths, m)
 }
@@ -184,12 +183,27 @@ fn a_conversation_id_is_recorded_validated_and_forgotten() {
     );
     assert_eq!(mode(&m.path(CONVERSATION)), 0o600);
     // Whatever is on disk, only an id can reach a command line.
-    for bad in ["", "--continue", "a b", "x;rm", &"a".repeat(65)] {
+    for bad in [
+        "",
+        "--continue",
+        "_x",
+        "a b",
+        "x;rm",
+        "a/b",
+        &"a".repeat(65),
+    ] {
         fs::write(m.path(CONVERSATION), format!("{{\"id\":{bad:?}}}")).unwrap();
         assert_eq!(m.conversation(), None, "{bad:?}");
     }
     fs::write(m.path(CONVERSATION), "not json").unwrap();
     assert_eq!(m.conversation(), None);
+    // OpenCode 1.18.33's session ids (`tests/fixtures/opencode-1.18.33/session-list.txt`).
+    m.write_conversation("ses_db18a5ee6ffeRyD67j6PZOFRbl")
+        .unwrap();
+    assert_eq!(
+        m.conversation().as_deref(),
+        Some("ses_db18a5ee6ffeRyD67j6PZOFRbl")
+    );
     m.clear_conversation().unwrap();
     m.clear_conversation().unwrap();
     assert!(!m.path(CONVERSATION).exists());

@@ -58,6 +58,14 @@ impl LeverState {
             LeverState::Failed(_) => "failed",
         }
     }
+
+    /// Why it failed; `None` when it did not.
+    pub fn failure(&self) -> Option<&str> {
+        match self {
+            LeverState::Failed(why) => Some(why),
+            _ => None,
+        }
+    }
 }
 
 /// The runtimes that have a lever (their row's [`runtime_table::MemoryLever`]): `claude`,

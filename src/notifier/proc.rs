@@ -4,13 +4,14 @@
 //! never blocks on a child.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 use crossbeam_channel::Sender;
 use nix::sys::signal::Signal;
+
+use crate::child::{spawn_leader, wait_bounded};
 
 /// How long one `iapeer send` may take (a cold wake takes tens of seconds).
 pub const SEND_TIMEOUT_SECS: u64 = 120;
@@ -77,7 +78,11 @@ pub enum ProcError {
 }
 
 /// Send `text` to `to` as `from` (an identity) with `iapeer send`, blocking. `Ok` = the
-/// send answered delivered or queued (exit 0).
+/// send answered delivered or queued (exit 0), or delivered earlier.
+///
+/// `id` is the message id (`--id`): a signal sends with its spool id, so a send that
+/// reached the peer before this process died (its spool file still on disk) is answered
+/// "delivered … earlier" when the next process sends it again, never delivered twice.
 ///
 /// Errors: the send's refusal (its last line of output), or why it could not run.
 pub fn send(
@@ -86,6 +91,7 @@ pub fn send(
     to: &str,
     text: &str,
     topic: Option<&str>,
+    id: Option<&str>,
 ) -> Result<(), ProcError> {
     let mut cmd = Command::new(exe);
     cmd.args([
@@ -100,6 +106,9 @@ pub fn send(
     .arg(SEND_TIMEOUT_SECS.to_string());
     if let Some(t) = topic {
         cmd.args(["--topic", t]);
+    }
+    if let Some(id) = id {
+        cmd.args(["--id", id]);
     }
     let mut child = cmd
         .env_remove("PEER_IDENTITY")
@@ -138,33 +147,20 @@ pub fn send(
 ///
 /// Errors: why the fire is skipped (non-zero exit, timeout, cannot run).
 pub fn run_check(program: &str, cwd: &Path, timeout: Duration) -> Result<(), ProcError> {
-    let mut child = Command::new(program)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .map_err(|source| ProcError::CheckSpawn {
+    let child = spawn_leader(
+        Command::new(program).current_dir(cwd),
+        Stdio::null(),
+        Stdio::null(),
+    )
+    .map_err(|source| ProcError::CheckSpawn {
+        program: program.to_string(),
+        source,
+    })?;
+    let status =
+        wait_bounded(child, timeout, |mut c| c.wait()).ok_or_else(|| ProcError::CheckTimeout {
             program: program.to_string(),
-            source,
+            secs: timeout.as_secs(),
         })?;
-    let pgid = child.id();
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait());
-    });
-    let status = match rx.recv_timeout(timeout) {
-        Ok(s) => s,
-        Err(_) => {
-            let _ = crate::child::signal_group(pgid, Signal::SIGKILL);
-            let _ = rx.recv();
-            return Err(ProcError::CheckTimeout {
-                program: program.to_string(),
-                secs: timeout.as_secs(),
-            });
-        }
-    };
     match status {
         Ok(s) if s.success() => Ok(()),
         Ok(status) => Err(ProcError::CheckEnded {
@@ -198,16 +194,15 @@ pub fn start_script<E: Send + 'static>(
     tx: Sender<E>,
     wrap: impl Fn(ScriptEvent) -> E + Send + Sync + Clone + 'static,
 ) -> Result<u32, ProcError> {
-    let mut child = Command::new("/bin/sh")
-        .arg("-c")
-        .arg(script)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(ProcError::ShellSpawn)?;
+    let mut child = spawn_leader(
+        Command::new("/bin/sh")
+            .arg("-c")
+            .arg(script)
+            .current_dir(cwd),
+        Stdio::piped(),
+        Stdio::piped(),
+    )
+    .map_err(ProcError::ShellSpawn)?;
     let pid = child.id();
     if let Some(out) = child.stdout.take() {
         let (tx, wrap) = (tx.clone(), wrap.clone());
@@ -294,9 +289,7 @@ mod tests {
         assert!(e.contains("cannot run"), "{e}");
         let dir = tempfile::tempdir().unwrap();
         let slow = dir.path().join("slow.sh");
-        std::fs::write(&slow, "#!/bin/sh\nsleep 30\n").unwrap();
-        std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
+        crate::testkit::write_program(&slow, "#!/bin/sh\nsleep 30\n");
         let t = std::time::Instant::now();
         let e = run_check(slow.to_str().unwrap(), cwd, Duration::from_millis(300))
             .unwrap_err()

@@ -12,7 +12,6 @@
 //! same peer waiting until the first has gone, so a signal is never driven twice.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-use std::io::Read;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -121,26 +120,18 @@ pub fn run() -> i32 {
 
 fn spawn_stdin_reader(tx: Sender<Ev>) {
     std::thread::spawn(move || {
-        let mut stdin = std::io::stdin().lock();
         let mut buf: Vec<u8> = Vec::new();
-        let mut chunk = [0u8; 64 * 1024];
-        loop {
-            let n = match stdin.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
-            };
-            buf.extend_from_slice(&chunk[..n]);
+        let read = crate::fsutil::read_chunks(std::io::stdin().lock(), |chunk| {
+            buf.extend_from_slice(chunk);
             let (envs, used) = extract(&buf);
             buf.drain(..used);
-            for env in envs {
-                if tx.send(Ev::Inbound(env)).is_err() {
-                    return;
-                }
-            }
+            envs.into_iter()
+                .all(|env| tx.send(Ev::Inbound(env)).is_ok())
+        });
+        // A failed send means the service is gone: no one to tell.
+        if !matches!(read, Ok(false)) {
+            let _ = tx.send(Ev::Closed("stdin closed"));
         }
-        let _ = tx.send(Ev::Closed("stdin closed"));
     });
 }
 
@@ -792,7 +783,10 @@ impl Service {
                 sig.clone(),
             );
             std::thread::spawn(move || {
-                let result = proc::send(&exe, &from, &to, &text, topic.as_deref());
+                // A spool file written by hand or by another tool may hold an id the
+                // daemon refuses: sent without one (no dedupe) rather than never.
+                let id = crate::msgids::valid_id(&sig).then_some(sig.as_str());
+                let result = proc::send(&exe, &from, &to, &text, topic.as_deref(), id);
                 let _ = tx.send(Ev::Sent { sig, to, result });
             });
         }
@@ -925,7 +919,7 @@ impl Service {
             self.tx.clone(),
         );
         std::thread::spawn(move || {
-            let result = proc::send(&exe, &from, &to, &text, topic.as_deref());
+            let result = proc::send(&exe, &from, &to, &text, topic.as_deref(), None);
             let _ = tx.send(Ev::Replied { to, result });
         });
     }

@@ -232,25 +232,11 @@ pub fn join_sections(sections: &[String]) -> String {
 /// `s` as a JSON string literal, quotes included. Beyond what JSON requires (`"`, `\` and
 /// U+0000–U+001F), U+007F is escaped too, so no control character reaches the prompt raw.
 pub fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if c < '\u{20}' || c == '\u{7f}' => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    // serde_json escapes what JSON requires (`\b \f \n \r \t`, the rest as `\u00xx`);
+    // serializing a `str` cannot fail.
+    serde_json::to_string(s)
+        .unwrap_or_default()
+        .replace('\u{7f}', "\\u007f")
 }
 
 /// Layer 1: the identity block.

@@ -217,6 +217,7 @@ fn json_string_escapes_controls_and_del() {
         json_string("\u{0}\u{1f}\u{7f}\t"),
         r#""\u0000\u001f\u007f\t""#
     );
+    assert_eq!(json_string("\u{8}\u{c}\r\n"), r#""\b\f\r\n""#);
     assert_eq!(json_string("é: ok"), "\"é: ok\"");
     let parsed: String = serde_json::from_str(&json_string("x\u{7f}\n\"")).unwrap();
     assert_eq!(parsed, "x\u{7f}\n\"");

@@ -98,8 +98,7 @@ mod tests {
 
     #[test]
     fn a_parse_is_reused_until_the_file_changes() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path().join("root"));
+        let (_dir, paths) = crate::testkit::temp_root();
         assert!(
             Registry::load_cached(&paths).unwrap().peers.is_empty(),
             "no file yet"

@@ -193,8 +193,7 @@ mod tests {
 
     #[test]
     fn notes_keep_one_entry_per_name_and_the_newest_keep() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path().join("root"));
+        let (_dir, paths) = crate::testkit::temp_root();
         assert!(load(&paths).is_empty(), "no file reads as empty");
         note(&paths, "bob", Some("robert"), 1).unwrap();
         // A state file, its user's alone, in folders made private.

@@ -5,6 +5,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::paths::Paths;
+use crate::testkit::temp_root;
 
 fn peer(name: &str) -> RegistryPeer {
     RegistryPeer::new(name, &["claude"], "artificial", format!("/w/{name}"))
@@ -17,21 +18,15 @@ fn upsert(paths: &Paths, p: RegistryPeer) -> Result<(), RegistryError> {
     })
 }
 
-fn setup() -> (tempfile::TempDir, Paths) {
-    let tmp = tempfile::tempdir().unwrap();
-    let paths = Paths::at(tmp.path().join("root"));
-    (tmp, paths)
-}
-
 #[test]
 fn a_missing_file_is_an_empty_registry() {
-    let (_t, paths) = setup();
+    let (_t, paths) = temp_root();
     assert_eq!(Registry::load(&paths).unwrap(), Registry::default());
 }
 
 #[test]
 fn written_file_is_sorted_pretty_and_exact() {
-    let (_t, paths) = setup();
+    let (_t, paths) = temp_root();
     let mut zoe = peer("zoe");
     zoe.runtimes.push("codex".into());
     zoe.description = "Writes docs.".into();
@@ -84,7 +79,7 @@ fn written_file_is_sorted_pretty_and_exact() {
 
 #[test]
 fn corrupt_files_are_hard_errors_that_point_at_verify_fix() {
-    let (_t, paths) = setup();
+    let (_t, paths) = temp_root();
     fs::create_dir_all(paths.root()).unwrap();
     let dup = r#"{"version":2,"peers":[
         {"personality":"bob","default_runtime":"claude","cwd":"/a"},
@@ -133,7 +128,7 @@ fn corrupt_files_are_hard_errors_that_point_at_verify_fix() {
 
 #[test]
 fn newer_versions_and_legacy_fields_read_the_known_fields() {
-    let (_t, paths) = setup();
+    let (_t, paths) = temp_root();
     fs::create_dir_all(paths.root()).unwrap();
     fs::write(
         paths.registry(),
@@ -160,7 +155,7 @@ fn newer_versions_and_legacy_fields_read_the_known_fields() {
 
 #[test]
 fn a_failed_edit_or_an_invalid_result_writes_nothing() {
-    let (_t, paths) = setup();
+    let (_t, paths) = temp_root();
     let r: Result<(), String> = Registry::update(&paths, |reg| {
         reg.upsert(peer("bob"));
         Err("changed my mind".to_string())
@@ -215,7 +210,7 @@ fn upsert_remove_and_containing() {
 
 #[test]
 fn threads_writing_at_once_lose_nothing() {
-    let (_t, paths) = setup();
+    let (_t, paths) = temp_root();
     let handles: Vec<_> = (0..8)
         .map(|t| {
             let paths = paths.clone();
@@ -240,7 +235,7 @@ const CHILD_NAME: &str = "IAPEER_TEST_REGISTRY_CHILD_NAME";
 /// for a `go` file so their writes collide.
 #[test]
 fn twenty_processes_writing_at_once_lose_nothing() {
-    let (_t, paths) = setup();
+    let (_t, paths) = temp_root();
     fs::create_dir_all(paths.root()).unwrap();
     let exe = std::env::current_exe().unwrap();
     let module = module_path!().split_once("::").map_or("", |(_, m)| m);

@@ -388,23 +388,20 @@ fn login_path() -> Result<(String, OsString), LoginPathError> {
 /// (Unlike `crate::child`, which keeps the whole output, this never waits for the pipe's end.)
 fn ask_login_shell(shell: &Path) -> Result<OsString, LoginPathError> {
     use std::io::Read;
-    use std::os::unix::process::CommandExt;
     let script = if shell.file_name().is_some_and(|n| n == "fish") {
         format!("printf '\\n%s%s\\n' '{MARK}' (string join : $PATH)")
     } else {
         format!("printf '\\n%s%s\\n' '{MARK}' \"$PATH\"")
     };
-    let mut child = Command::new(shell)
-        .args(["-l", "-c", &script])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| LoginPathError::Spawn {
-            shell: shell.to_path_buf(),
-            source: std::sync::Arc::new(e),
-        })?;
+    let mut child = crate::child::spawn_leader(
+        Command::new(shell).args(["-l", "-c", &script]),
+        Stdio::piped(),
+        Stdio::null(),
+    )
+    .map_err(|e| LoginPathError::Spawn {
+        shell: shell.to_path_buf(),
+        source: std::sync::Arc::new(e),
+    })?;
     let mut stdout = child.stdout.take().expect("piped stdout");
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::spawn(move || {
@@ -630,18 +627,15 @@ mod tests {
     /// A login shell (bash run with its HOME in a temp folder) whose `~/.bash_profile` is
     /// `profile`; the folder to remove after.
     fn shell_with_profile(tag: &str, profile: &str) -> (PathBuf, PathBuf) {
-        use std::os::unix::fs::PermissionsExt;
         let home = std::env::temp_dir().join(format!("iapeer-login-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&home).unwrap();
         std::fs::write(home.join(".bash_profile"), profile).unwrap();
         // ask_login_shell passes this process's HOME on: the wrapper sets the temp one.
         let shell = home.join("sh");
-        std::fs::write(
+        crate::testkit::write_program(
             &shell,
-            format!("#!/bin/sh\nHOME={} exec bash \"$@\"\n", home.display()),
-        )
-        .unwrap();
-        std::fs::set_permissions(&shell, std::fs::Permissions::from_mode(0o755)).unwrap();
+            &format!("#!/bin/sh\nHOME={} exec bash \"$@\"\n", home.display()),
+        );
         (shell, home)
     }
 

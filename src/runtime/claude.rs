@@ -12,7 +12,7 @@ use super::pasted_form;
 use super::transcript::{jsonl_files, record_contains, TranscriptWatch, TurnProgress};
 use super::{
     Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
-    GateState, GateWatch, LaunchCommand, LaunchCtx, LaunchError, RuntimeKind, WakeMode,
+    GateState, GateWatch, LaunchCommand, LaunchCtx, LaunchError, WakeMode,
 };
 use crate::runtime_table::{PromptSwap, CLAUDE};
 use crate::term::paste_view::PasteView;
@@ -27,7 +27,13 @@ use crate::term::{encode_keys, Screen};
 /// model (either MCP protocol era): no wait, 8–9 of 12 first requests lacked the tool;
 /// 50 ms, 2 of 12; 100 ms, 1 of 67 over seven runs; 150 ms, 0 of 24. A first turn without
 /// the tool cannot answer its sender, which costs far more than 50 ms, so 150 ms it is
-/// (1 s before issue 13, most of a wake's overhead).
+/// (1 s before issue 13, most of a wake's overhead). Counted from the daemon's answer to the
+/// listing (issue 31 item 1). Still needed (issue 31, `BENCH_WAKES=1`, load average 6–17 on
+/// 2 cores): 0 ms, 4 of 100 wakes' first requests lacked the tool; 150 ms, 0 of 200. Claude Code's own first-turn holds
+/// (`CLAUDE_CODE_MCP_PREWAIT_SERVERS`, `CLAUDE_CODE_MCP_STARTUP_WAIT_MS`, `--mcp-config`) are
+/// for its headless modes only: its TUI sends a turn submitted while the server is pending
+/// without the tool whatever they say, and draws nothing when the tool joins
+/// (`tests/fixtures/claude-2.1.332/mcp-first-turn/`).
 pub const MCP_SETTLE: Duration = Duration::from_millis(150);
 
 /// The composer row of a Claude Code 2.1.332 screen: the last row starting with `glyph`,
@@ -183,10 +189,6 @@ fn key(step: crate::term::menu::DialogStep) -> Vec<u8> {
 impl Adapter for Claude {
     fn name(&self) -> &str {
         CLAUDE.name
-    }
-
-    fn kind(&self) -> RuntimeKind {
-        RuntimeKind::Agent
     }
 
     fn conversation_naming(&self) -> ConversationNaming {
@@ -473,15 +475,11 @@ struct ClaudeGate {
 
 impl GateWatch for ClaudeGate {
     fn poll(&mut self, screen: &str) -> GateState {
-        if let Some(w) = self.watch.as_mut() {
-            if w.new_records().iter().any(|r| r["type"] == "assistant") {
-                return GateState::Passed;
-            }
-        }
-        match api_retry_line(screen) {
-            Some(line) => GateState::Failed(format!("the model API does not answer: {line}")),
-            None => GateState::Pending,
-        }
+        let answered = self
+            .watch
+            .as_mut()
+            .is_some_and(|w| w.new_records().iter().any(|r| r["type"] == "assistant"));
+        GateState::of(answered, || api_retry_line(screen))
     }
 }
 

@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::{Adapter, BootStep, Confirm, LaunchCommand, LaunchCtx, RuntimeKind, WakeMode};
+use super::{Adapter, BootStep, Confirm, LaunchCommand, LaunchCtx, WakeMode};
 use crate::runtime_table::{PromptSwap, ECHO};
 use crate::term::Screen;
 
@@ -63,10 +63,6 @@ fn busy(screen: &Screen) -> bool {
 impl Adapter for Echo {
     fn name(&self) -> &str {
         ECHO.name
-    }
-
-    fn kind(&self) -> RuntimeKind {
-        RuntimeKind::Agent
     }
 
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, super::LaunchError> {

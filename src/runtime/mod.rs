@@ -20,6 +20,8 @@ pub mod gemini_setup;
 pub mod human;
 pub mod manifest;
 pub mod notifier;
+pub mod opencode;
+pub mod opencode_records;
 pub mod original_hook;
 pub mod own_verb;
 pub mod package;
@@ -37,7 +39,7 @@ pub use crate::adapter::{
     NO_RECORDED_CONVERSATION,
 };
 use crate::paths::Paths;
-use crate::runtime_table::{McpClient, CLAUDE, CODEX, ECHO, GEMINI};
+use crate::runtime_table::{McpClient, CLAUDE, CODEX, ECHO, GEMINI, OPENCODE};
 
 /// Confirmation for runtimes where a complete write is the confirmation (router runtimes).
 pub struct WrittenIsConfirmed;
@@ -177,7 +179,7 @@ pub fn setup_peer(
         McpClient::ProjectFile => claude_setup::setup(cwd, personality, bearer),
         McpClient::HostConfig => codex_setup::setup(cwd, &default_mcp_url()),
         McpClient::UserSettings => gemini_setup::setup(&default_mcp_url()),
-        McpClient::Environment | McpClient::None => Ok(()),
+        McpClient::Environment | McpClient::LaunchConfig | McpClient::None => Ok(()),
     }
 }
 
@@ -210,11 +212,14 @@ pub fn refresh_peer(
         McpClient::ProjectFile => claude_setup::refresh(cwd, personality, bearer),
         McpClient::HostConfig => codex_setup::refresh(cwd, &default_mcp_url()),
         McpClient::UserSettings => gemini_setup::refresh(&default_mcp_url()),
-        McpClient::Environment | McpClient::None => Ok(false),
+        McpClient::Environment | McpClient::LaunchConfig | McpClient::None => Ok(false),
     }?;
     let hooks = match mcp_client(runtime) {
         McpClient::ProjectFile | McpClient::HostConfig => !original_hook::remove(cwd)?.is_empty(),
-        McpClient::UserSettings | McpClient::Environment | McpClient::None => false,
+        McpClient::UserSettings
+        | McpClient::Environment
+        | McpClient::LaunchConfig
+        | McpClient::None => false,
     };
     Ok(config || hooks)
 }
@@ -318,6 +323,7 @@ fn located_adapter(runtime: &str, program: PathBuf) -> Result<Arc<dyn Adapter>, 
         rt if rt == CLAUDE.name => Ok(Arc::new(claude::Claude::with_program(program))),
         rt if rt == CODEX.name => Ok(Arc::new(codex::Codex::with_program(program))),
         rt if rt == GEMINI.name => Ok(Arc::new(gemini::Gemini::with_program(program))),
+        rt if rt == OPENCODE.name => Ok(Arc::new(opencode::OpenCode::with_program(program))),
         _ => Err(RuntimeError::NotInstalled(runtime.to_string())),
     }
 }

@@ -6,7 +6,7 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use super::{Adapter, Confirm, LaunchCommand, LaunchCtx, RuntimeKind};
+use super::{Adapter, Confirm, LaunchCommand, LaunchCtx};
 
 /// A built-in runtime run as `<this binary> <verb>` ([`super::own_verb_command`]).
 pub struct OwnVerb {
@@ -37,10 +37,6 @@ impl OwnVerb {
 impl Adapter for OwnVerb {
     fn name(&self) -> &str {
         self.name
-    }
-
-    fn kind(&self) -> RuntimeKind {
-        RuntimeKind::Router
     }
 
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, super::LaunchError> {

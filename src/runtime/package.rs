@@ -361,30 +361,16 @@ pub fn run_self_config(paths: &Paths, manifest: &Manifest, peer: &HookPeer) -> S
 /// Errors: it could not start, ended non-zero (with the last lines it printed), or was
 /// killed at the timeout.
 fn run_bounded(mut cmd: Command, timeout: Duration) -> Result<String, RunError> {
-    use std::os::unix::process::CommandExt;
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|source| RunError::Spawn {
-            program: cmd.get_program().to_owned(),
-            source,
+    let child =
+        crate::child::spawn_leader(&mut cmd, Stdio::piped(), Stdio::piped()).map_err(|source| {
+            RunError::Spawn {
+                program: cmd.get_program().to_owned(),
+                source,
+            }
         })?;
-    let pgid = child.id();
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let out = match rx.recv_timeout(timeout) {
-        Ok(Ok(out)) => out,
-        Ok(Err(e)) => return Err(RunError::Wait(e)),
-        Err(_) => {
-            let _ = crate::child::signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
-            return Err(RunError::Timeout(timeout.as_secs()));
-        }
-    };
+    let out = crate::child::wait_bounded(child, timeout, std::process::Child::wait_with_output)
+        .ok_or(RunError::Timeout(timeout.as_secs()))?
+        .map_err(RunError::Wait)?;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     if out.status.success() {
         return Ok(stdout);

@@ -227,9 +227,7 @@ mod tests {
         let bin = dir.path().join("bin");
         std::fs::create_dir(&bin).unwrap();
         let exe = bin.join("bot");
-        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
-        std::fs::set_permissions(&exe, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
+        crate::testkit::write_program(&exe, "#!/bin/sh\n");
         let plain = bin.join("notes");
         std::fs::write(&plain, "not executable").unwrap();
         let path = std::env::join_paths(["/nonexistent", bin.to_str().unwrap()]).unwrap();

@@ -698,3 +698,26 @@ impl TestEnv {
             .count()
     }
 }
+
+impl TestEnv {
+    /// Wake the asleep `peer` of runtime `rt` with `message` from `echo-ea` (asserting the
+    /// CLI's `delivered to <peer> (<rt>), woke`) and return the first model request with the
+    /// message, as `find` picks it from the stand-in's requests (waited for up to 60 s).
+    pub fn wake_and_first_request(
+        &self,
+        peer: &str,
+        rt: &str,
+        message: &str,
+        find: impl Fn() -> Option<serde_json::Value>,
+    ) -> serde_json::Value {
+        let out = self.ok(&["send", peer, "--from", "echo-ea", "--message", message]);
+        let woke = format!("delivered to {peer} ({rt}), woke");
+        assert_eq!(out.trim(), woke, "{}", self.diagnostics());
+        self.wait_until(
+            "the model gets the message",
+            Duration::from_secs(60),
+            |_| find().is_some(),
+        );
+        find().expect("the request found a moment ago")
+    }
+}

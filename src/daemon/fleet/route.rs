@@ -143,28 +143,11 @@ pub fn route(method: &str, path: &str) -> Result<Endpoint, Reply> {
 }
 
 /// Undo `%XX` escapes of a path segment (a peer name is plain ASCII; anything odd is kept as
-/// sent and refused later as an unknown peer).
+/// sent, bytes that are not UTF-8 as U+FFFD, and refused later as an unknown peer).
 fn decode(segment: &str) -> String {
-    let bytes = segment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(segment)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// The value of query parameter `name` in the request target (`%XX` undone), if given and
@@ -458,6 +441,13 @@ mod tests {
             Some("echo")
         );
         assert_eq!(query("/x?peer=y%6Fu", "peer").as_deref(), Some("you"));
+        // An escape that is not two hex digits is kept as sent; bytes that are not UTF-8
+        // become U+FFFD.
+        assert_eq!(query("/x?peer=a%zz%4", "peer").as_deref(), Some("a%zz%4"));
+        assert_eq!(
+            query("/x?peer=%C3%A9%FF", "peer").as_deref(),
+            Some("é\u{FFFD}")
+        );
         assert_eq!(query("/x?runtime=", "runtime"), None);
         assert_eq!(query("/x", "runtime"), None);
         let r = route("POST", "/fleet/v1/snapshot").unwrap_err();

@@ -185,13 +185,19 @@ fn dispatch(
         // 2026-07-28 removed `ping`: a modern one is an unknown method.
         "ping" if !modern => success(id, json!({}), false),
         "tools/list" => {
-            backend.tools_listed(creds);
+            crate::daemon::test_hooks::on_tools_list();
             let mut result = json!({ "tools": [tool_listing()] });
             if modern {
                 result["ttlMs"] = json!(LISTING_TTL_MS);
                 result["cacheScope"] = json!("private");
             }
-            success(id, result, modern)
+            let answer = success(id, result, modern);
+            // Reported once the answer is made, which the HTTP thread writes next: a session
+            // counts its MCP settle from here (issue 31 item 1). Reported at the request, a
+            // listing answered late let the first Enter go before the agent could have the
+            // tool (`a_wake_whose_tool_listing_is_answered_late…` in tests/claude.rs).
+            backend.tools_listed(creds);
+            answer
         }
         "tools/call" => {
             let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);

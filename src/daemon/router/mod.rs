@@ -457,33 +457,12 @@ impl Router {
     }
 
     fn on_msg(&mut self, msg: RouterMsg) {
-        if self.shutdown.is_some() {
-            let refusal = || Failure::new(Code::ShuttingDown, "the daemon is shutting down");
-            match msg {
-                RouterMsg::Control { reply, .. } | RouterMsg::Send { reply, .. } => {
-                    reply.finish(refusal())
-                }
-                RouterMsg::Mcp { reply, .. } => reply.finish(Err(refusal())),
-                // Normally answered by `begin_shutdown` already; logged like any send.
-                RouterMsg::Prepared { job, .. } => {
-                    if let Some(j) = self.queues.take_preparing(job) {
-                        self.finish_send(j.unprepared(), shutting_down());
-                    }
-                }
-                // Ended at once: `begin_shutdown` ended every launch.
-                RouterMsg::Launched {
-                    identity,
-                    session,
-                    result,
-                } => self.on_launched(&identity, session, *result),
-                // The sessions' ends are what a shutdown waits for.
-                RouterMsg::Session(ev) => self.on_session_event(ev),
-                RouterMsg::Tick
-                | RouterMsg::Shutdown { .. }
-                | RouterMsg::ToolsListed { .. }
-                | RouterMsg::Lifecycle(_) => {}
-            }
-            return;
+        // A launch's end and the sessions' ends are handled as always while shutting down:
+        // the sessions' ends are what a shutdown waits for (and `begin_shutdown` ended every
+        // launch, so a launch ends at once).
+        let always = matches!(msg, RouterMsg::Launched { .. } | RouterMsg::Session(_));
+        if self.shutdown.is_some() && !always {
+            return self.on_msg_shutting_down(msg);
         }
         match msg {
             RouterMsg::Control { req, reply } => {
@@ -529,6 +508,30 @@ impl Router {
             RouterMsg::Tick => self.on_tick(),
             RouterMsg::Lifecycle(ev) => self.lifecycle(ev),
             RouterMsg::Shutdown { done } => self.begin_shutdown(done),
+        }
+    }
+
+    /// What the router does with a message once it is shutting down: requests and sends
+    /// are refused, the rest dropped.
+    fn on_msg_shutting_down(&mut self, msg: RouterMsg) {
+        let refusal = || Failure::new(Code::ShuttingDown, "the daemon is shutting down");
+        match msg {
+            RouterMsg::Control { reply, .. } | RouterMsg::Send { reply, .. } => {
+                reply.finish(refusal())
+            }
+            RouterMsg::Mcp { reply, .. } => reply.finish(Err(refusal())),
+            // Normally answered by `begin_shutdown` already; logged like any send.
+            RouterMsg::Prepared { job, .. } => {
+                if let Some(j) = self.queues.take_preparing(job) {
+                    self.finish_send(j.unprepared(), shutting_down());
+                }
+            }
+            // Handled by `on_msg` as always.
+            RouterMsg::Launched { .. } | RouterMsg::Session(_) => {}
+            RouterMsg::Tick
+            | RouterMsg::Shutdown { .. }
+            | RouterMsg::ToolsListed { .. }
+            | RouterMsg::Lifecycle(_) => {}
         }
     }
 

@@ -166,8 +166,7 @@ mod tests {
 
     #[test]
     fn notes_wait_for_the_flush_and_build_on_each_other() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path().join("root"));
+        let (_dir, paths) = crate::testkit::temp_root();
         let bob = ident("claude-bob");
         Markers::new(&paths, &bob)
             .write_topics(&["old".into()])
@@ -191,8 +190,7 @@ mod tests {
 
     #[test]
     fn catching_up_writes_at_once_unless_a_flush_was_just_handed_over() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path().join("root"));
+        let (_dir, paths) = crate::testkit::temp_root();
         let bob = ident("claude-bob");
         let mut book = TopicBook::default();
         assert!(book.note(&paths, &bob, "a"));
@@ -215,8 +213,7 @@ mod tests {
 
     #[test]
     fn a_flush_writes_each_identity_s_own_list_and_keeps_sixteen() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path().join("root"));
+        let (_dir, paths) = crate::testkit::temp_root();
         let (bob, ann) = (ident("claude-bob"), ident("codex-ann"));
         let mut book = TopicBook::default();
         for i in 0..40 {
@@ -238,8 +235,7 @@ mod tests {
 
     #[test]
     fn a_note_after_a_flush_builds_on_the_handed_list_not_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::at(dir.path().join("root"));
+        let (_dir, paths) = crate::testkit::temp_root();
         let bob = ident("claude-bob");
         let mut book = TopicBook::default();
         for round in 0..50 {

@@ -20,7 +20,9 @@ impl Session {
                     }
                 }
                 SessionCmd::Interrupt(bytes) => {
-                    self.write_child(&bytes);
+                    if !self.cfg.adapter.interrupt_turn(&self.cfg.cwd) {
+                        self.write_child(&bytes);
+                    }
                     let restores = self.cfg.adapter.restores_interrupted_prompt();
                     self.own.interrupted(self.now, restores);
                     self.turns_interrupted();

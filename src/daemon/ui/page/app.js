@@ -194,18 +194,15 @@ function symbol(status) {
   return { live: "●", asleep: "○", stopped: "✕", parked: "◌", booting: "◐", missing: "!" }[status] || "·";
 }
 
+// `list` holds one `render(item)` per item, or the muted line `empty` when there is none.
+function fillList(list, items, empty, render) {
+  list.replaceChildren(...(items.length ? items.map(render) : [el("li", { class: "none" }, empty)]));
+}
+
 function renderNotices(notices) {
-  const ul = $("notices");
-  ul.replaceChildren();
-  if (!notices.length) {
-    ul.append(el("li", { class: "none" }, "none"));
-    return;
-  }
-  for (const n of notices) {
-    ul.append(el("li", { "data-notice": n.id },
-      el("strong", {}, visible(n.identity)), visible(" " + n.kind + " ×" + n.count + " — " + n.text),
-      n.resetsAt ? visible(" (resets " + clock(n.resetsAt) + ")") : ""));
-  }
+  fillList($("notices"), notices, "none", (n) => el("li", { "data-notice": n.id },
+    el("strong", {}, visible(n.identity)), visible(" " + n.kind + " ×" + n.count + " — " + n.text),
+    n.resetsAt ? visible(" (resets " + clock(n.resetsAt) + ")") : ""));
 }
 
 async function lifecycle(peer, runtime, verb, button) {
@@ -252,8 +249,7 @@ async function loadPeer() {
   // Each as `iapeer logs` prints it (its `text`, made by the daemon); what `logs` hides
   // (routine bookkeeping) has none and is left out.
   const events = (r.body.events || []).filter((e) => e.text).reverse();
-  if (!events.length) ol.append(el("li", { class: "none" }, "none yet"));
-  for (const e of events) ol.append(el("li", { "data-ev": e.ev || "" }, visible(e.text)));
+  fillList(ol, events, "none yet", (e) => el("li", { "data-ev": e.ev || "" }, visible(e.text)));
 }
 
 // The runtime whose screen to show: the live one, else the default.
@@ -332,20 +328,18 @@ async function loadInbox() {
   shownInbox = shown;
   $("inbox-name").textContent = visible("— " + r.body.peer + " (" + r.body.unread + " unread)");
   $("from").textContent = visible("as " + r.body.identity);
-  ol.replaceChildren();
   const records = (r.body.records || []).slice().reverse();
-  if (!records.length) ol.append(el("li", { class: "none" }, "no messages yet"));
-  for (const m of records) {
+  fillList(ol, records, "no messages yet", (m) => {
     const reply = el("button", { type: "button", class: "reply" }, "reply");
     reply.addEventListener("click", () => answer(m));
-    ol.append(el("li", { class: m.unread ? "unread" : "", "data-id": m.id },
+    return el("li", { class: m.unread ? "unread" : "", "data-id": m.id },
       el("div", { class: "who" }, visible(clock(m.received) + "  " + m.from + " (" + m.runtime + ")" +
         (m.topic ? "  topic: " + m.topic : ""))),
       // A CR LF line break is a line break, as `iapeer inbox` shows it; a CR alone is ␍.
       el("div", { class: "body" }, visible((m.body || "").replace(/\r\n/g, "\n"), true)),
       ...(m.attachments || []).map((a) => el("div", { class: "muted" }, visible("attachment: " + a))),
-      reply));
-  }
+      reply);
+  });
 }
 
 function answer(m) {
@@ -414,26 +408,20 @@ function renderApprovals(items) {
     return;
   }
   shownApprovals = shown;
-  const ul = $("approvals");
-  ul.replaceChildren();
-  if (!items.length) {
-    ul.append(el("li", { class: "none" }, "none"));
-    return;
-  }
-  for (const a of items) {
+  fillList($("approvals"), items, "none", (a) => {
     const reason = el("input", { type: "text", class: "reason", placeholder: "reason (optional)" });
     const approve = el("button", { type: "button", class: "approve", "data-decide": "approve" }, "Approve");
     const deny = el("button", { type: "button", class: "deny", "data-decide": "deny" }, "Deny");
     approve.addEventListener("click", () => decide(a, true, null, [approve, deny]));
     deny.addEventListener("click", () => decide(a, false, reason.value.trim(), [approve, deny]));
-    ul.append(el("li", { class: "approval", "data-id": a.id },
+    return el("li", { class: "approval", "data-id": a.id },
       el("div", {}, el("strong", {}, visible(a.personality)), visible(" (" + a.runtime + ") wants "),
         el("strong", {}, visible(a.tool))),
       el("pre", { class: "summary" }, visible(a.summary, true)),
       el("div", { class: "when muted", "data-created": String(a.created_ms),
         "data-deadline": String(a.deadline_ms) }, ages(a.created_ms, a.deadline_ms)),
-      el("div", { class: "row" }, reason, el("span", {}, approve, deny))));
-  }
+      el("div", { class: "row" }, reason, el("span", {}, approve, deny)));
+  });
 }
 
 // "asked 12 s ago · denied unanswered in 4 min 48 s".

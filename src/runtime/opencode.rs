@@ -1,0 +1,477 @@
+//! The `opencode` runtime: OpenCode (npm `opencode-ai`) in a pty. Every rule here is
+//! recorded from 1.18.33 (`tests/fixtures/opencode-1.18.33/`, its README lists the
+//! findings).
+//!
+//! - **Configuration at launch, nothing written to disk**: OpenCode merges the JSON in
+//!   `OPENCODE_CONFIG_CONTENT` last over the user's config files. iapeer puts there the
+//!   default agent `build` with `prompt: "{file:<composed prompt>}"` (an agent's `prompt`
+//!   replaces OpenCode's own agent prompt, as `--system-prompt-file` does Claude Code's;
+//!   `instructions` files would only be appended after it), and a remote MCP server
+//!   `iapeer` with the daemon's real URL whose headers expand the session token themselves
+//!   (`{env:IAPEER_TOKEN}`, recorded in `mcp-requests.jsonl`). The token never reaches a file.
+//! - **Records**: OpenCode keeps its sessions in SQLite and serves them over the local
+//!   server its TUI starts with `--port`; each launch gets a free port and a random
+//!   `OPENCODE_SERVER_PASSWORD` ([`super::opencode_records`]), and delivery, the turn's end,
+//!   the ready gate, activity and the conversation id (`ses_…`, learned) are read there.
+//! - **Resume**: `--session <id>`.
+//! - **Screen**: the composer is a box drawn with `┃` on its left and closed by a `╹▀▀…`
+//!   row; its last `┃` row names the agent and model (`Build · <model>`); the row below the
+//!   box shows `esc interrupt` while a turn runs and `ctrl+p commands` always.
+//! - On its first start in a config folder OpenCode installs `@opencode-ai/plugin` there
+//!   with npm, in the background (its `Npm.install`: skipped when the folder has a
+//!   `node_modules` and its `package-lock.json` lists every dependency its `package.json`
+//!   asks for); a failed install only logs a warning.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+
+use super::opencode_records::{self, RecordsConfirm, RecordsGate, Server, SharedServer};
+use super::{
+    Adapter, BootStep, Confirm, ConversationNaming, GateWatch, LaunchCommand, LaunchCtx,
+    RuntimeKind, WakeMode,
+};
+use crate::runtime_table::{PromptSwap, OPENCODE};
+use crate::term::paste_view::PasteView;
+use crate::term::Screen;
+
+/// The left edge of the composer box (and of every message box).
+const BAR: char = '┃';
+/// The row that closes the composer box starts with this.
+const FOOT: &str = "╹▀";
+/// The placeholder of the start screen's empty composer (`01-ready`).
+pub const PLACEHOLDER: &str = "Ask anything…";
+/// On the row under the composer always (`01-ready`, `05-busy`).
+pub const READY_SIGN: &str = "ctrl+p commands";
+/// On the row under the composer while a turn runs: `esc interrupt`, after one Esc `esc
+/// again to interrupt` (`05-busy`, `14-after-one-esc`).
+pub const BUSY_SIGNS: [&str; 2] = ["esc interrupt", "esc again to interrupt"];
+/// The agent whose prompt iapeer sets (OpenCode's default primary agent, `Build`).
+const AGENT: &str = "build";
+
+/// The composer box on a screen: the rows between its top and its agent row, cut to the box.
+struct ComposerBox {
+    /// Each text row's inside (right of the bar, within the box), trimmed.
+    rows: Vec<String>,
+    /// The index of the row that closes the box.
+    foot: usize,
+}
+
+/// The column (in characters) of the first `c` in `row`.
+fn column_of(row: &str, c: char) -> Option<usize> {
+    row.chars().position(|x| x == c)
+}
+
+/// The composer box of `rows` (pure): the last `╹▀` row, its agent row above it and the
+/// `┃` rows in the same column above that.
+fn composer_box(rows: &[String]) -> Option<ComposerBox> {
+    let foot = rows
+        .iter()
+        .rposition(|r| r.trim_start().starts_with(FOOT))?;
+    let col = column_of(&rows[foot], '╹')?;
+    let width = rows[foot]
+        .chars()
+        .skip(col + 1)
+        .take_while(|&c| c == '▀')
+        .count();
+    let bar_at = |r: &String| r.chars().nth(col) == Some(BAR);
+    let agent = foot.checked_sub(1).filter(|&a| bar_at(&rows[a]))?;
+    let mut top = agent;
+    while top > 0 && bar_at(&rows[top - 1]) {
+        top -= 1;
+    }
+    let inside = |r: &String| -> String {
+        r.chars()
+            .skip(col + 1)
+            .take(width)
+            .collect::<String>()
+            .trim()
+            .to_string()
+    };
+    Some(ComposerBox {
+        rows: rows[top..agent].iter().map(inside).collect(),
+        foot,
+    })
+}
+
+/// The rows under the composer box (its status row), joined.
+fn status_text(rows: &[String], foot: usize) -> String {
+    rows[foot + 1..].join("\n")
+}
+
+/// Everything the composer holds, its rows joined by `\n`, or `None` when it is empty or
+/// shows only the placeholder (pure; `02-draft`, `03-paste-2-lines`, `04-paste-4-lines`).
+pub fn composer_text(rows: &[String]) -> Option<String> {
+    let found = composer_box(rows)?;
+    crate::adapter::composer_rows_text(found.rows).filter(|t| !t.starts_with(PLACEHOLDER))
+}
+
+/// Whether the screen shows a turn running (pure; `05-busy`, `13`, `14`).
+pub fn is_busy_rows(rows: &[String]) -> bool {
+    composer_box(rows).is_some_and(|b| {
+        let status = status_text(rows, b.foot);
+        BUSY_SIGNS.iter().any(|s| status.contains(s))
+    })
+}
+
+/// Whether OpenCode is ready for input (pure): its composer drawn, its status row showing
+/// [`READY_SIGN`] and no turn running (`01-ready`, `08`, `10`, `11`, `15`).
+pub fn is_ready_rows(rows: &[String]) -> bool {
+    composer_box(rows).is_some_and(|b| status_text(rows, b.foot).contains(READY_SIGN))
+        && !is_busy_rows(rows)
+}
+
+/// `[Pasted ~<n> lines]`'s `n`, when `row` is that placeholder alone (pure; `04`).
+pub fn pasted_lines(row: &str) -> Option<usize> {
+    row.trim()
+        .strip_prefix("[Pasted ~")?
+        .strip_suffix(" lines]")?
+        .parse()
+        .ok()
+}
+
+/// OpenCode's form of a pasted `text` (pure, idempotent): trimmed (it stores a paste trimmed,
+/// with a space after a placeholder: `requests.json`, `server-session-messages.json`), CR LF
+/// and a lone CR as LF.
+pub fn pasted_form(text: &str) -> String {
+    text.replace("\r\n", "\n")
+        .replace('\r', "\n")
+        .trim()
+        .to_string()
+}
+
+/// Whether the composer `content` shows the whole `paste` (pure): a paste of 3 or more lines
+/// as `[Pasted ~<lines> lines]` (`04`), a shorter one as its text (`03`).
+pub fn paste_shown_in(content: &str, paste: &PasteView) -> bool {
+    let first = content.lines().next().unwrap_or("");
+    match pasted_lines(first) {
+        Some(n) => n == paste.breaks + 1,
+        None => paste.shown_in(first),
+    }
+}
+
+/// The JSON OpenCode gets in `OPENCODE_CONFIG_CONTENT` (pure): the `build` agent's prompt
+/// from `prompt` (when given) as the default agent, and the `iapeer` MCP server at the
+/// daemon's `port` with the session's token and identity headers, expanded by OpenCode from
+/// its environment.
+pub fn launch_config(prompt: Option<&Path>, port: u16) -> serde_json::Value {
+    let mut config = json!({
+        "mcp": {"iapeer": {
+            "type": "remote",
+            "url": format!("http://127.0.0.1:{port}/mcp"),
+            "headers": {
+                "Authorization": "Bearer {env:IAPEER_TOKEN}",
+                "X-IAPeer-Identity": "{env:PEER_IDENTITY}",
+            },
+        }},
+    });
+    if let Some(p) = prompt {
+        config["default_agent"] = json!(AGENT);
+        config["agent"] = json!({AGENT: {"prompt": format!("{{file:{}}}", p.display())}});
+    }
+    config
+}
+
+/// The opencode adapter.
+pub struct OpenCode {
+    program: PathBuf,
+    /// The session's conversation id, when bound ([`Adapter::for_conversation`]).
+    conversation: Option<String>,
+    /// The server of the session launched last (shared with the bound copies).
+    server: SharedServer,
+}
+
+impl OpenCode {
+    /// The adapter for the OpenCode binary at `program` (not checked until a launch).
+    pub fn with_program(program: PathBuf) -> OpenCode {
+        OpenCode {
+            program,
+            conversation: None,
+            server: Arc::new(Mutex::new(None)),
+        }
+    }
+}
+
+impl Adapter for OpenCode {
+    fn name(&self) -> &str {
+        OPENCODE.name
+    }
+
+    fn kind(&self) -> RuntimeKind {
+        RuntimeKind::Agent
+    }
+
+    fn conversation_naming(&self) -> ConversationNaming {
+        // A new session's id is OpenCode's (`ses_…`); no flag chooses it.
+        ConversationNaming::Learned
+    }
+
+    fn for_conversation(&self, id: &str) -> Option<Arc<dyn Adapter>> {
+        Some(Arc::new(OpenCode {
+            program: self.program.clone(),
+            conversation: Some(id.to_string()),
+            server: self.server.clone(),
+        }))
+    }
+
+    fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, super::LaunchError> {
+        let server = Server::choose().ok_or(super::LaunchError::NoFreePort)?;
+        let mut args: Vec<OsString> = vec!["--port".into(), server.port.to_string().into()];
+        if ctx.mode == WakeMode::Resume {
+            // By its id, never `--continue`: the folder's newest may be a person's.
+            let Some(id) = self.conversation.as_deref() else {
+                return Err(super::LaunchError::ConversationNotRecorded);
+            };
+            args.extend(["--session".into(), id.into()]);
+        }
+        args.extend(ctx.launch_env.start_args.iter().map(OsString::from));
+        let PromptSwap::ConfigEnv(var) = OPENCODE.prompt else {
+            unreachable!("the opencode row swaps the prompt through its config variable")
+        };
+        let extra_env = vec![
+            (
+                var.to_string(),
+                launch_config(ctx.system_prompt, ctx.port).to_string(),
+            ),
+            ("OPENCODE_SERVER_PASSWORD".into(), server.password.clone()),
+            // A peer's program must not replace itself mid-run.
+            ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into()),
+        ];
+        *self.server.lock().unwrap_or_else(|p| p.into_inner()) = Some(server);
+        Ok(LaunchCommand {
+            program: self.program.clone().into_os_string(),
+            args,
+            extra_env,
+        })
+    }
+
+    fn boot_step(&self, screen: &Screen) -> BootStep {
+        if is_ready_rows(screen.rows()) {
+            BootStep::Ready
+        } else {
+            BootStep::Wait
+        }
+    }
+
+    /// Yes: the peer's MCP server is always configured ([`launch_config`]). Without the wait
+    /// the first turn still offered `iapeer_send_to_peer`, but OpenCode 1.18.33 then held the
+    /// turn (no model request, no busy sign) until its MCP client connected — long enough
+    /// under load for the idle reaper to take the session for idle (seen with the real CLI in
+    /// `tests/opencode_peer.rs`).
+    fn waits_for_mcp(&self, _cwd: &Path) -> bool {
+        true
+    }
+
+    fn composer_draft(&self, screen: &Screen) -> Option<String> {
+        composer_text(screen.rows())
+    }
+
+    fn composer_content(&self, screen: &Screen) -> Option<String> {
+        composer_text(screen.rows())
+    }
+
+    fn pasted_form(&self, text: &str) -> String {
+        pasted_form(text)
+    }
+
+    fn paste_shown(&self, screen: &Screen, paste: &PasteView) -> bool {
+        composer_text(screen.rows()).is_some_and(|c| paste_shown_in(&c, paste))
+    }
+
+    fn has_paste_sign(&self) -> bool {
+        true
+    }
+
+    fn is_busy(&self, screen: &Screen) -> bool {
+        is_busy_rows(screen.rows())
+    }
+
+    /// Confirmed from OpenCode's records (its server), never from the screen.
+    fn confirmer(&self, cwd: &Path, text: &str, _agent_ts: Option<&str>) -> Box<dyn Confirm> {
+        Box::new(RecordsConfirm::start(
+            &self.server,
+            cwd,
+            self.conversation.as_deref(),
+            text,
+        ))
+    }
+
+    fn gate_watch(&self, cwd: &Path) -> Option<Box<dyn GateWatch>> {
+        Some(Box::new(RecordsGate::start(
+            &self.server,
+            cwd,
+            self.conversation.as_deref(),
+        )))
+    }
+
+    fn activity_ms(&self, cwd: &Path) -> Option<u64> {
+        opencode_records::activity_ms(&self.server, cwd, self.conversation.as_deref())
+    }
+
+    /// Esc twice, for when its server cannot be reached: OpenCode 1.18.33 only arms the
+    /// interrupt at the first Esc (`esc again to interrupt`, `14-after-one-esc`) and stops the
+    /// turn at a second one that comes later (`15-after-esc`; both written at once, the turn
+    /// runs on — seen with the real CLI). Never Ctrl-C: on an empty composer it quits.
+    fn interrupt_keys(&self) -> Option<Vec<u8>> {
+        Some(b"\x1b\x1b".to_vec())
+    }
+
+    /// Through OpenCode's own server: `POST /session/<id>/abort` stops the turn at once, as
+    /// the second Esc does (`opencode_turn_is_interrupted` in `tests/opencode_peer.rs`).
+    fn interrupt_turn(&self, cwd: &Path) -> bool {
+        opencode_records::abort(&self.server, cwd, self.conversation.as_deref())
+    }
+
+    /// Whether a conversation is recorded for the peer (OpenCode's SQLite records are not
+    /// read while it sleeps; a launch with an id it does not know fails and is reported).
+    fn resumable(&self, _cwd: &Path) -> bool {
+        self.conversation.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A step of a recorded pty session (`tests/fixtures/opencode-1.18.33/<session>.raw`
+    /// up to the step's mark), rendered at the recording's 220×50.
+    fn recorded(session: &str, step: &str) -> Screen {
+        let dir = format!(
+            "{}/tests/fixtures/opencode-1.18.33",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let raw = std::fs::read(format!("{dir}/{session}.raw")).unwrap();
+        let marks: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(format!("{dir}/{session}.marks.json")).unwrap(),
+        )
+        .unwrap();
+        let at = marks
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["step"] == step)
+            .and_then(|m| m["offset"].as_u64())
+            .unwrap_or_else(|| panic!("no step {step}")) as usize;
+        let mut screen = Screen::new(50, 220);
+        screen.feed(&raw[..at], true);
+        screen
+    }
+
+    /// Ready, busy, draft and paste signs on every recorded screen.
+    #[test]
+    fn signs_on_the_recorded_screens() {
+        // (session, step, ready, busy, composer)
+        let cases: &[(&str, &str, bool, bool, Option<&str>)] = &[
+            ("first-run", "01-ready", true, false, None),
+            (
+                "first-run",
+                "02-draft",
+                true,
+                false,
+                Some("my unfinished draft"),
+            ),
+            (
+                "first-run",
+                "03-paste-2-lines",
+                true,
+                false,
+                Some("two line paste one\ntwo line paste two"),
+            ),
+            (
+                "first-run",
+                "04-paste-4-lines",
+                true,
+                false,
+                Some("[Pasted ~4 lines]"),
+            ),
+            ("first-run", "05-busy", false, true, None),
+            ("first-run", "07-mid-turn-queued", false, true, None),
+            ("first-run", "08-queued-ran-ready", true, false, None),
+            ("first-run", "10-tool-called", true, false, None),
+            ("resume", "11-resumed-ready", true, false, None),
+            ("resume", "13-busy-before-esc", false, true, None),
+            ("resume", "14-after-one-esc", false, true, None),
+            ("resume", "15-after-esc", true, false, None),
+        ];
+        let oc = OpenCode::with_program("/bin/opencode".into());
+        for &(session, step, ready, busy, composer) in cases {
+            let screen = recorded(session, step);
+            assert_eq!(is_ready_rows(screen.rows()), ready, "{step} ready");
+            assert_eq!(
+                oc.boot_step(&screen) == BootStep::Ready,
+                ready,
+                "{step} boot"
+            );
+            assert_eq!(oc.is_busy(&screen), busy, "{step} busy");
+            assert_eq!(
+                oc.composer_draft(&screen).as_deref(),
+                composer,
+                "{step} draft"
+            );
+        }
+        let four = recorded("first-run", "04-paste-4-lines");
+        let text = "HOLD line 1\nHOLD line 2\nHOLD line 3\nHOLD line 4";
+        assert!(oc.paste_shown(&four, &PasteView::of(text)));
+        assert!(!oc.paste_shown(&four, &PasteView::of("HOLD line 1\nHOLD line 2")));
+        let two = recorded("first-run", "03-paste-2-lines");
+        let text = "two line paste one\ntwo line paste two";
+        assert!(oc.paste_shown(&two, &PasteView::of(text)));
+        assert!(!oc.paste_shown(&recorded("first-run", "01-ready"), &PasteView::of(text)));
+    }
+
+    #[test]
+    fn pasted_form_is_trimmed_and_idempotent() {
+        assert_eq!(pasted_form("  a\r\nb \n"), "a\nb");
+        assert_eq!(pasted_form(&pasted_form(" x\ry ")), "x\ny");
+    }
+
+    /// The launch: its own server port and password, the prompt through the build agent,
+    /// the MCP server with token headers expanded by OpenCode, a resume by id only.
+    #[test]
+    fn launch_command_and_config() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = crate::paths::Paths::at(tmp.path().join("root"));
+        let launch_env = crate::launch_env::LaunchEnv::default();
+        let prompt = tmp.path().join("prompt.md");
+        let ctx = LaunchCtx {
+            paths: &paths,
+            cwd: tmp.path(),
+            mode: WakeMode::Fresh,
+            system_prompt: Some(&prompt),
+            launch_env: &launch_env,
+            port: 8765,
+            gated: None,
+        };
+        let oc = OpenCode::with_program("/bin/opencode".into());
+        let cmd = oc.command(&ctx).unwrap();
+        let server = oc.server.lock().unwrap().clone().unwrap();
+        assert_eq!(cmd.arg_strings(), ["--port", &server.port.to_string()]);
+        let env: std::collections::HashMap<_, _> = cmd.extra_env.iter().cloned().collect();
+        assert_eq!(env["OPENCODE_SERVER_PASSWORD"], server.password);
+        assert_eq!(server.password.len(), 32);
+        let config: serde_json::Value =
+            serde_json::from_str(&env["OPENCODE_CONFIG_CONTENT"]).unwrap();
+        assert_eq!(
+            config["agent"]["build"]["prompt"],
+            format!("{{file:{}}}", prompt.display())
+        );
+        assert_eq!(config["mcp"]["iapeer"]["url"], "http://127.0.0.1:8765/mcp");
+        assert_eq!(
+            config["mcp"]["iapeer"]["headers"]["Authorization"],
+            "Bearer {env:IAPEER_TOKEN}"
+        );
+        let resume = LaunchCtx {
+            mode: WakeMode::Resume,
+            ..ctx
+        };
+        assert!(matches!(
+            oc.command(&resume),
+            Err(super::super::LaunchError::ConversationNotRecorded)
+        ));
+        let bound = oc.for_conversation("ses_1").unwrap();
+        let args = bound.command(&resume).unwrap().arg_strings();
+        assert_eq!(args[2..], ["--session", "ses_1"]);
+    }
+}

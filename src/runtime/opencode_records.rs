@@ -1,0 +1,475 @@
+//! OpenCode's own records of a session, read over the local server its TUI runs with
+//! `--port <n>` (recorded for 1.18.33: `tests/fixtures/opencode-1.18.33/README.md`,
+//! "Records"). OpenCode keeps its sessions in SQLite (`~/.local/share/opencode/opencode.db`);
+//! its server serves the same records as JSON, so iapeer reads them there instead of linking
+//! a SQLite reader:
+//!
+//! - `GET /session`: every session of the instance, `[{"id": "ses_…", "directory",
+//!   "time": {"created", "updated"}, …}]` (epoch ms).
+//! - `GET /session/<id>/message`: its messages, oldest first, each `{"info": {"id": "msg_…",
+//!   "role": "user" | "assistant", "sessionID", "parentID" (an assistant's user message),
+//!   "finish" ("stop", "tool-calls", …), "time": {"created", "completed"}}, "parts": [{"type":
+//!   "text", "text"}, …]}`.
+//!
+//! The server is closed to other local users: the adapter starts it with a random
+//! `OPENCODE_SERVER_PASSWORD` (HTTP basic auth, user `opencode`; without it the server
+//! answers 401, recorded here), which only the daemon and the child's environment hold.
+//!
+//! Decisions on the records are pure functions; [`Server::get`] is the only I/O.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::adapter::{Acceptance, Confirm, GateState, GateWatch};
+
+/// How long one request to OpenCode's server may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The least time between two reads of the records by one confirmer or gate.
+const READ_GAP: Duration = Duration::from_millis(150);
+
+/// How far before a delivery started a record it made may say it was created (epoch ms): the
+/// same host's clock, read by two processes.
+const CLOCK_SLACK_MS: u64 = 2_000;
+
+/// The address and password of one session's OpenCode server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Server {
+    /// Its loopback port (`--port`).
+    pub port: u16,
+    /// Its `OPENCODE_SERVER_PASSWORD`.
+    pub password: String,
+}
+
+/// The server of the session launched last by an adapter and the copies it made for its
+/// conversation (`Adapter::for_conversation`): set by the launch, read by the confirmers.
+pub type SharedServer = Arc<Mutex<Option<Server>>>;
+
+impl Server {
+    /// A server for a new launch: a free loopback port (bound, then let go for OpenCode to
+    /// take) and a random password (32 hex digits). `None` when no port is free or the OS has
+    /// no randomness.
+    pub fn choose() -> Option<Server> {
+        let port = std::net::TcpListener::bind(("127.0.0.1", 0))
+            .ok()?
+            .local_addr()
+            .ok()?
+            .port();
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes).ok()?;
+        let password = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        Some(Server { port, password })
+    }
+
+    /// `GET <path>` as JSON; `None` when the server does not answer 200 with JSON in time.
+    pub fn get(&self, path: &str) -> Option<Value> {
+        let mut resp = self
+            .agent()
+            .get(&self.url(path))
+            .header("Authorization", &self.basic_auth())
+            .call()
+            .ok()?;
+        if resp.status().as_u16() != 200 {
+            return None;
+        }
+        let body = resp.body_mut().read_to_string().ok()?;
+        serde_json::from_str(&body).ok()
+    }
+
+    /// `POST <path>` with no body; whether the server answered 200.
+    pub fn post(&self, path: &str) -> bool {
+        self.agent()
+            .post(&self.url(path))
+            .header("Authorization", &self.basic_auth())
+            .send_empty()
+            .is_ok_and(|r| r.status().as_u16() == 200)
+    }
+
+    fn agent(&self) -> ureq::Agent {
+        ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(REQUEST_TIMEOUT))
+            .build()
+            .into()
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// `Basic <base64 of opencode:<password>>`.
+    fn basic_auth(&self) -> String {
+        use base64::Engine;
+        let pair = format!("opencode:{}", self.password);
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(pair)
+        )
+    }
+
+    /// The messages of the sessions a reader follows: `conversation`'s, else those of every
+    /// session of `cwd` updated since `since_ms`, newest first. Each item: (session id,
+    /// its messages).
+    fn messages(
+        &self,
+        cwd: &Path,
+        conversation: Option<&str>,
+        since_ms: u64,
+    ) -> Vec<(String, Value)> {
+        let ids = match conversation {
+            Some(id) => vec![id.to_string()],
+            None => match self.get("/session") {
+                Some(list) => sessions_of(&list, cwd, since_ms),
+                None => return Vec::new(),
+            },
+        };
+        ids.into_iter()
+            .filter_map(|id| {
+                let messages = self.get(&format!("/session/{id}/message"))?;
+                Some((id, messages))
+            })
+            .collect()
+    }
+}
+
+/// The ids of the sessions in `list` (`GET /session`) whose folder is `cwd` and which were
+/// updated at or after `since_ms`, newest first (pure).
+pub fn sessions_of(list: &Value, cwd: &Path, since_ms: u64) -> Vec<String> {
+    let mut found: Vec<(u64, String)> = list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| s["directory"].as_str().is_some_and(|d| same_folder(d, cwd)))
+        .filter_map(|s| {
+            let updated = s["time"]["updated"].as_u64().unwrap_or(0);
+            let id = s["id"].as_str()?;
+            (updated >= since_ms).then(|| (updated, id.to_string()))
+        })
+        .collect();
+    found.sort_by_key(|s| std::cmp::Reverse(s.0));
+    found.into_iter().map(|(_, id)| id).collect()
+}
+
+fn same_folder(recorded: &str, cwd: &Path) -> bool {
+    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    canon(Path::new(recorded)) == canon(cwd)
+}
+
+/// A message's text: its `text` parts joined by `\n` (pure).
+pub fn message_text(message: &Value) -> String {
+    message["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["type"] == "text")
+        .filter_map(|p| p["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The ids of the user messages in `messages` (pure).
+pub fn user_message_ids(messages: &Value) -> HashSet<String> {
+    messages
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["info"]["role"] == "user")
+        .filter_map(|m| m["info"]["id"].as_str().map(String::from))
+        .collect()
+}
+
+/// The id of the user message in `messages` that holds `text` (in OpenCode's form: trimmed,
+/// [`super::opencode::pasted_form`]), is not one of `known` and was created at or after
+/// `since_ms` (pure). The message is written when OpenCode takes it, queued behind a running
+/// turn or not (`server-session-messages.json`: `MID-TURN message` was recorded while the
+/// held turn ran), and it reaches the model in its turn.
+pub fn user_message_with(
+    messages: &Value,
+    text: &str,
+    known: &HashSet<String>,
+    since_ms: u64,
+) -> Option<String> {
+    let want = super::opencode::pasted_form(text);
+    messages
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["info"]["role"] == "user")
+        .filter(|m| m["info"]["time"]["created"].as_u64().unwrap_or(0) >= since_ms)
+        .filter(|m| super::opencode::pasted_form(&message_text(m)).contains(want.as_str()))
+        .filter_map(|m| m["info"]["id"].as_str())
+        .find(|id| !known.contains(*id))
+        .map(String::from)
+}
+
+/// Whether the turn of user message `id` has ended in `messages` (pure): an assistant
+/// message answering it (`parentID`) completed with a finish other than `tool-calls` (a tool
+/// call's step is followed by another assistant message; `server-session-messages.json`), or
+/// completed with an error (an interrupted turn).
+pub fn turn_ended(messages: &Value, id: &str) -> bool {
+    messages.as_array().into_iter().flatten().any(|m| {
+        let info = &m["info"];
+        info["role"] == "assistant"
+            && info["parentID"] == id
+            && info["time"]["completed"].is_u64()
+            && (info["finish"] != "tool-calls" || !info["error"].is_null())
+    })
+}
+
+/// Whether the model started a turn in `messages` at or after `since_ms` (pure): an
+/// assistant message created then.
+pub fn model_started(messages: &Value, since_ms: u64) -> bool {
+    messages.as_array().into_iter().flatten().any(|m| {
+        m["info"]["role"] == "assistant"
+            && m["info"]["time"]["created"].as_u64().unwrap_or(0) >= since_ms
+    })
+}
+
+/// Now, epoch ms.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// What a confirmer and a gate share: which session's records to read, since when, and how
+/// often.
+struct Reader {
+    server: SharedServer,
+    cwd: std::path::PathBuf,
+    conversation: Option<String>,
+    since_ms: u64,
+    next_read: Instant,
+}
+
+impl Reader {
+    fn new(server: &SharedServer, cwd: &Path, conversation: Option<&str>) -> Reader {
+        Reader {
+            server: server.clone(),
+            cwd: cwd.to_path_buf(),
+            conversation: conversation.map(String::from),
+            since_ms: now_ms().saturating_sub(CLOCK_SLACK_MS),
+            next_read: Instant::now(),
+        }
+    }
+
+    /// The followed sessions' messages, unless the last read was less than [`READ_GAP`] ago
+    /// or the server is not known.
+    fn read(&mut self) -> Option<Vec<(String, Value)>> {
+        let now = Instant::now();
+        if now < self.next_read {
+            return None;
+        }
+        self.next_read = now + READ_GAP;
+        let server = self
+            .server
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()?;
+        Some(server.messages(&self.cwd, self.conversation.as_deref(), self.since_ms))
+    }
+}
+
+/// Confirms one delivery from OpenCode's records: a user message holding the text, new since
+/// the delivery started, in the session's own conversation (or, before it is known, in a
+/// session of its folder); the conversation id is learned from it.
+pub struct RecordsConfirm {
+    reader: Reader,
+    text: String,
+    /// The user messages that were there before the delivery (a resumed conversation may
+    /// hold the same text).
+    known: HashSet<String>,
+    /// The accepting message: (session id, message id).
+    accepted: Option<(String, String)>,
+    ended: bool,
+}
+
+impl RecordsConfirm {
+    /// Start confirming `text` in `cwd`'s session (the conversation's when known).
+    pub fn start(
+        server: &SharedServer,
+        cwd: &Path,
+        conversation: Option<&str>,
+        text: &str,
+    ) -> RecordsConfirm {
+        let mut reader = Reader::new(server, cwd, conversation);
+        let known = reader
+            .read()
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|(_, m)| user_message_ids(m))
+            .collect();
+        reader.next_read = Instant::now();
+        RecordsConfirm {
+            reader,
+            text: text.to_string(),
+            known,
+            accepted: None,
+            ended: false,
+        }
+    }
+
+    fn look(&mut self) {
+        let Some(sessions) = self.reader.read() else {
+            return;
+        };
+        for (session, messages) in &sessions {
+            match &self.accepted {
+                None => {
+                    if let Some(id) =
+                        user_message_with(messages, &self.text, &self.known, self.reader.since_ms)
+                    {
+                        self.ended = turn_ended(messages, &id);
+                        self.accepted = Some((session.clone(), id));
+                        self.reader.conversation = Some(session.clone());
+                        return;
+                    }
+                }
+                Some((own, id)) if own == session => {
+                    self.ended = turn_ended(messages, id);
+                }
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+impl Confirm for RecordsConfirm {
+    fn confirmed(&mut self, _output: &[u8]) -> bool {
+        if self.accepted.is_none() {
+            self.look();
+        }
+        self.accepted.is_some()
+    }
+
+    fn acceptance(&mut self, output: &[u8], _screen: &str) -> Acceptance {
+        if self.confirmed(output) {
+            Acceptance::Accepted
+        } else {
+            Acceptance::Pending
+        }
+    }
+
+    fn conversation(&self) -> Option<String> {
+        self.accepted.as_ref().map(|(s, _)| s.clone())
+    }
+
+    fn turn_ended(&mut self) -> bool {
+        if !self.ended {
+            self.look();
+        }
+        self.ended
+    }
+}
+
+/// The ready gate from OpenCode's records: passes when an assistant message appears in the
+/// session's conversation (or, before it is known, a session of its folder).
+pub struct RecordsGate {
+    reader: Reader,
+}
+
+impl RecordsGate {
+    /// Start watching `cwd`'s session (the conversation's when known).
+    pub fn start(server: &SharedServer, cwd: &Path, conversation: Option<&str>) -> RecordsGate {
+        RecordsGate {
+            reader: Reader::new(server, cwd, conversation),
+        }
+    }
+}
+
+impl GateWatch for RecordsGate {
+    fn poll(&mut self, _screen: &str) -> GateState {
+        let since = self.reader.since_ms;
+        match self.reader.read() {
+            Some(sessions) if sessions.iter().any(|(_, m)| model_started(m, since)) => {
+                GateState::Passed
+            }
+            _ => GateState::Pending,
+        }
+    }
+}
+
+/// Stop the running turn of `conversation` (else of `cwd`'s newest session) through the
+/// server's `POST /session/<id>/abort`; whether the server took it.
+pub fn abort(server: &SharedServer, cwd: &Path, conversation: Option<&str>) -> bool {
+    let Some(server) = server.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
+        return false;
+    };
+    let id = match conversation {
+        Some(id) => Some(id.to_string()),
+        None => server
+            .get("/session")
+            .and_then(|list| sessions_of(&list, cwd, 0).into_iter().next()),
+    };
+    id.is_some_and(|id| server.post(&format!("/session/{id}/abort")))
+}
+
+/// The newest update of `conversation` (or of `cwd`'s newest session) on the server, epoch
+/// ms: the runtime's activity time.
+pub fn activity_ms(server: &SharedServer, cwd: &Path, conversation: Option<&str>) -> Option<u64> {
+    let server = server.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
+    let list = server.get("/session")?;
+    list.as_array()?
+        .iter()
+        .filter(|s| match conversation {
+            Some(id) => s["id"] == id,
+            None => s["directory"].as_str().is_some_and(|d| same_folder(d, cwd)),
+        })
+        .filter_map(|s| s["time"]["updated"].as_u64())
+        .max()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recorded(name: &str) -> Value {
+        let path = format!(
+            "{}/tests/fixtures/opencode-1.18.33/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    }
+
+    /// The recorded `GET /session`: the one session of `/tmp/rec/proj`.
+    #[test]
+    fn sessions_of_a_folder_newest_first() {
+        let list = recorded("server-session-list.json");
+        let ses = "ses_db18a5ee6ffeRyD67j6PZOFRbl";
+        assert_eq!(sessions_of(&list, Path::new("/tmp/rec/proj"), 0), [ses]);
+        assert!(sessions_of(&list, Path::new("/tmp/rec/other"), 0).is_empty());
+        assert!(sessions_of(&list, Path::new("/tmp/rec/proj"), u64::MAX).is_empty());
+    }
+
+    /// The recorded messages: a 4-line paste is stored trimmed with a space after it, and
+    /// is found by the text as pasted; a message known before is not taken again; each
+    /// turn's end is read from its answer (the tool-call step does not end it).
+    #[test]
+    fn user_messages_and_turn_ends_from_the_recorded_records() {
+        let m = recorded("server-session-messages.json");
+        let none = HashSet::new();
+        let paste = "HOLD line 1\nHOLD line 2\nHOLD line 3\nHOLD line 4\n";
+        let held = user_message_with(&m, paste, &none, 0).expect("the paste");
+        assert_eq!(held, "msg_24e75af8c001Qt5o4Z5POgF4ru");
+        assert!(turn_ended(&m, &held));
+        let known: HashSet<String> = [held.clone()].into();
+        assert_eq!(user_message_with(&m, paste, &known, 0), None);
+        assert_eq!(
+            user_message_with(&m, "MID-TURN message", &none, 1796612670895),
+            None,
+            "created before the delivery"
+        );
+        let call = user_message_with(&m, "CALL-PEER now", &none, 0).unwrap();
+        assert!(turn_ended(&m, &call));
+        let mut cut = m.clone();
+        cut.as_array_mut().unwrap().pop();
+        assert!(!turn_ended(&cut, &call), "only the tool-call step so far");
+        assert_eq!(user_message_ids(&m).len(), 3);
+        assert!(model_started(&m, 1796612693742));
+        assert!(!model_started(&m, 1796612693743));
+    }
+}

@@ -1,0 +1,266 @@
+//! End to end with the real OpenCode 1.18.33 (npm `opencode-ai`): an `opencode` peer runs in
+//! an iapeer session exactly as in production; its model requests go to the loopback Chat
+//! Completions stand-in (`common::openai_chat`, the one mock: the cloud API cannot run here).
+//! `scripts/setup-agents.sh` installs the CLI and `scripts/test.sh` exports
+//! `IAPEER_TEST_OPENCODE_BIN`.
+//!
+//! No network at run time: the user's OpenCode config names the stand-in as an
+//! OpenAI-compatible provider (bundled in OpenCode, nothing fetched), the models.dev fetch is
+//! off, and the config folder is pre-seeded so OpenCode's first-start `npm install` of
+//! `@opencode-ai/plugin` finds nothing to do ([`preseed_plugin_install`]).
+
+use crate::common;
+
+use common::openai_chat::{last_is_tool_result, last_text, system_text, ChatStandIn, Reply};
+use common::TestEnv;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::Duration;
+
+/// How long OpenCode may take to boot and answer under load.
+const WAIT: Duration = Duration::from_secs(90);
+
+fn opencode_bin() -> String {
+    std::env::var("IAPEER_TEST_OPENCODE_BIN").unwrap_or_else(|_| {
+        panic!("IAPEER_TEST_OPENCODE_BIN is not set: run scripts/test.sh (it installs OpenCode with scripts/setup-agents.sh)")
+    })
+}
+
+/// OpenCode installs `@opencode-ai/plugin` with npm into each config folder on its first
+/// start, in the background; its installer (1.18.33, `Npm.install`) does nothing when the
+/// folder has a `node_modules` and its `package-lock.json` lists every dependency asked for.
+/// Pre-seeding that makes a fresh HOME need no network and leaves no npm cache behind.
+fn preseed_plugin_install(config_dir: &Path) {
+    std::fs::create_dir_all(config_dir.join("node_modules")).unwrap();
+    let lock = json!({"name": "opencode", "lockfileVersion": 3,
+        "packages": {"": {"dependencies": {"@opencode-ai/plugin": "1.18.33"}}}});
+    std::fs::write(config_dir.join("package-lock.json"), lock.to_string()).unwrap();
+}
+
+/// A world with an opencode peer `oc` and an echo peer `ea`, the stand-in and a daemon that
+/// puts an idle agent to sleep within seconds. The user's OpenCode config names the stand-in
+/// as its provider and model (as a user with a custom provider would); iapeer writes nothing
+/// there.
+fn world() -> (TestEnv, ChatStandIn) {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_OPENCODE_BIN", &opencode_bin());
+    env.set("IAPEER_IDLE_SECS", "6")
+        .set("IAPEER_TICK_SECS", "1");
+    let api = ChatStandIn::start();
+    let config_dir = env.home.join(".config/opencode");
+    preseed_plugin_install(&config_dir);
+    let config = json!({
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {"standin": {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "Stand-in",
+            "options": {"baseURL": api.base_url(), "apiKey": "{env:STANDIN_API_KEY}"},
+            "models": {"standin-model": {"name": "Stand-in model"}},
+        }},
+        "model": "standin/standin-model",
+        "small_model": "standin/standin-model",
+        "share": "disabled",
+    });
+    let user_config = serde_json::to_string_pretty(&config).unwrap();
+    std::fs::write(config_dir.join("opencode.json"), &user_config).unwrap();
+    env.ok(&["create", "oc", "--runtime", "opencode"]);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.launch_env(
+        "oc",
+        "opencode",
+        "STANDIN_API_KEY=sk-standin-key\nOPENCODE_DISABLE_MODELS_FETCH=1\n",
+    );
+    env.start_daemon();
+    assert_eq!(
+        std::fs::read_to_string(config_dir.join("opencode.json")).unwrap(),
+        user_config,
+        "iapeer leaves the user's OpenCode config alone"
+    );
+    (env, api)
+}
+
+/// The turn requests whose last message holds `needle`.
+fn turns_with(api: &ChatStandIn, needle: &str) -> Vec<Value> {
+    api.turns()
+        .into_iter()
+        .filter(|r| last_text(r).contains(needle))
+        .collect()
+}
+
+/// `iapeer send oc --from echo-ea --message <message> --topic t1`: its answer.
+fn send_oc(env: &TestEnv, message: &str) -> String {
+    env.ok(&[
+        "send",
+        "oc",
+        "--from",
+        "echo-ea",
+        "--message",
+        message,
+        "--topic",
+        "t1",
+    ])
+    .trim()
+    .to_string()
+}
+
+/// Whether OpenCode's screen shows it ready, no turn running (its status row under the
+/// composer: `tests/fixtures/opencode-1.18.33/` `08-queued-ran-ready`, `05-busy`).
+fn idle(screen: &str) -> bool {
+    screen.contains("ctrl+p commands") && !screen.contains("esc interrupt")
+}
+
+/// Whether a delivery to `to` from `caller` succeeded, woken (`"true"`) or live (`"false"`).
+fn delivered(env: &TestEnv, caller: &str, to: &str, woke: &str) -> bool {
+    env.events("delivery", "delivery")
+        .iter()
+        .any(|d| d["caller"] == caller && d["to"] == to && d["ok"] == "true" && d["woke"] == woke)
+}
+
+/// Issue 27 item 2: asleep, woken by `send`; the message reaches the model once with the
+/// composed system prompt and `send_to_peer`; the model's tool call reaches the sender; the
+/// sender's echo reaches the live peer; `iapeer interrupt` stops a turn the stand-in holds
+/// for a minute (marked `interrupted`, as Esc twice does: fixture steps 13–15); after the
+/// peer slept, the next message on the topic resumes the same conversation. One world for
+/// all (each OpenCode boot costs seconds).
+#[test]
+fn opencode_peer_wakes_replies_through_mcp_is_interrupted_and_resumes_by_topic() {
+    let (env, api) = world();
+    assert_eq!(env.status_of("oc", "opencode"), "asleep");
+    api.script(|req| {
+        let last = last_text(req);
+        if last_is_tool_result(req) {
+            Reply::Text("sent".into())
+        } else if last.contains("take your time") {
+            Reply::Hold(Duration::from_secs(60), "held turn done".into())
+        } else if last.contains("<iap ") && last.contains("hello opencode") {
+            Reply::Call(
+                "iapeer_send_to_peer".into(),
+                json!({"personality": "ea", "message": "hi from opencode", "topic": "t1"}),
+            )
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    assert_eq!(
+        send_oc(&env, "hello opencode"),
+        "delivered to oc (opencode), woke",
+        "{}",
+        env.diagnostics()
+    );
+    env.wait_until("the model gets the message", WAIT, |_| {
+        !turns_with(&api, "hello opencode").is_empty()
+    });
+    let first = &turns_with(&api, "hello opencode")[0];
+    let system = system_text(first);
+    assert!(
+        system.contains("personality: \"oc\"") && system.contains("## Known peers"),
+        "the composed system prompt reached the model: {system}"
+    );
+    assert!(
+        !system.contains("You are opencode"),
+        "it replaced OpenCode's own agent prompt"
+    );
+    assert!(
+        first["tools"].to_string().contains("iapeer_send_to_peer"),
+        "the first turn offers send_to_peer: {}",
+        first["tools"]
+    );
+    assert!(
+        last_text(first).contains("<iap from=\"ea\" runtime=\"echo\""),
+        "{}",
+        last_text(first)
+    );
+
+    env.wait_until("opencode's reply reaches ea", WAIT, |e| {
+        e.events("delivery", "delivery").iter().any(|d| {
+            d["caller"] == "opencode-oc"
+                && d["to"] == "ea"
+                && d["ok"] == "true"
+                && d["path"] == "mcp"
+        })
+    });
+    assert!(
+        env.pane("echo-ea").contains("from oc: hi from opencode"),
+        "{}",
+        env.diagnostics()
+    );
+    // ea's echo is a second message, delivered while the peer is live.
+    env.wait_until("ea's echo reaches the live opencode", WAIT, |e| {
+        delivered(e, "echo-ea", "oc", "false")
+    });
+    env.wait_until("the model gets the echo", WAIT, |_| {
+        !turns_with(&api, "echo: hi from opencode").is_empty()
+    });
+    assert_eq!(
+        turns_with(&api, "hello opencode").len(),
+        1,
+        "the first message reached the model exactly once"
+    );
+
+    env.wait_until("the echo's turn ends", WAIT, |e| {
+        idle(&e.screen("opencode-oc"))
+    });
+    assert_eq!(
+        send_oc(&env, "take your time"),
+        "delivered to oc (opencode)"
+    );
+    env.wait_until("opencode is mid-turn", WAIT, |e| {
+        e.screen("opencode-oc").contains("esc interrupt")
+    });
+    assert_eq!(
+        env.ok(&["interrupt", "oc"]).trim(),
+        "interrupted opencode-oc"
+    );
+    env.wait_until("opencode stops the turn", Duration::from_secs(15), |e| {
+        let screen = e.screen("opencode-oc");
+        idle(&screen) && screen.contains("interrupted")
+    });
+    assert!(!env.screen("opencode-oc").contains("held turn done"));
+
+    crate::conversations::wait_asleep(&env, "opencode-oc");
+    assert_eq!(
+        send_oc(&env, "what did I say first?"),
+        "delivered to oc (opencode), woke",
+        "{}",
+        env.diagnostics()
+    );
+    let wake = env
+        .events("lifecycle", "wake")
+        .into_iter()
+        .rev()
+        .find(|w| w["identity"] == "opencode-oc")
+        .unwrap();
+    assert_eq!(
+        (wake["mode"].as_str(), wake["cause"].as_str()),
+        ("resume", "topic-match")
+    );
+    env.wait_until("the model gets the follow-up", WAIT, |_| {
+        !turns_with(&api, "what did I say first?").is_empty()
+    });
+    let next = &turns_with(&api, "what did I say first?")[0];
+    assert!(
+        next["messages"].to_string().contains("hello opencode"),
+        "the resumed conversation carries the first message: {}",
+        next["messages"]
+    );
+    assert_eq!(turns_with(&api, "what did I say first?").len(), 1);
+    // Nothing was fetched from npm: no install in the config folder, no npm cache.
+    let config_dir = env.home.join(".config/opencode");
+    assert!(!config_dir.join("package.json").exists() && !env.home.join(".npm").exists());
+}
+
+/// Issue 27 "must show": `create --runtime opencode` where OpenCode cannot be found refuses
+/// and says how to install it; nothing is created.
+#[test]
+fn create_on_opencode_where_it_is_not_installed_says_how_to_install_it() {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_OPENCODE_BIN", "/nonexistent/opencode");
+    let out = env.run(&["create", "g", "--runtime", "opencode"]);
+    assert_eq!(out.status.code(), Some(1), "{}", common::describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("opencode is not installed") && err.contains("npm install -g opencode-ai"),
+        "{err}"
+    );
+    assert!(!env.peer_dir("g").exists());
+}
