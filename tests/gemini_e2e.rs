@@ -206,15 +206,9 @@ fn gemini_peer_wakes_replies_through_mcp_takes_a_live_message_and_resumes_by_top
         "{}",
         env.diagnostics()
     );
-    let wake = env
-        .events("lifecycle", "wake")
-        .into_iter()
-        .rev()
-        .find(|w| w["identity"] == "gemini-gm")
-        .unwrap();
     assert_eq!(
-        (wake["mode"].as_str(), wake["cause"].as_str()),
-        ("resume", "topic-match"),
+        crate::conversations::last_wake(&env, "gemini-gm"),
+        ("resume".into(), "topic-match".into()),
         "{}",
         env.diagnostics()
     );
