@@ -81,6 +81,9 @@ pub enum LaunchError {
     /// Codex has no session file of the conversation (its id).
     #[error("no codex session file of conversation {0} to resume")]
     CodexSessionMissing(String),
+    /// Gemini CLI has no session file of the conversation (its id).
+    #[error("no gemini session file of conversation {0} to resume")]
+    GeminiSessionMissing(String),
     /// No free loopback port for the runtime's own records server (OpenCode's `--port`).
     #[error("no free loopback port for the agent's records server")]
     NoFreePort,

@@ -54,6 +54,9 @@ pub enum PromptSwap<'a> {
     Flag(&'a str),
     /// A config override `-c <key>=<file>` (`model_instructions_file`).
     ConfigKey(&'a str),
+    /// An environment variable holding the prompt file's path, which replaces the program's
+    /// whole built-in prompt (`GEMINI_SYSTEM_MD`).
+    EnvVar(&'a str),
     /// The config given at launch in this environment variable (OpenCode's
     /// `OPENCODE_CONFIG_CONTENT`, merged last over the user's) sets the default agent's
     /// `prompt` to `{file:<file>}`, which replaces the agent's own prompt.
@@ -73,6 +76,10 @@ pub enum McpClient {
     /// and the folder's trust, written at birth, refreshed at every wake, removed at the
     /// peer's removal; the URL given at launch with `-c` (the Codex CLI).
     HostConfig,
+    /// The user's settings file (`~/.gemini/settings.json`): an `mcpServers.iapeer` entry
+    /// whose headers expand `${IAPEER_TOKEN}`, trusted (no confirmation per call), merged in
+    /// at birth and refreshed at every wake, the user's other settings kept (Gemini CLI).
+    UserSettings,
     /// The program reads the daemon's address and `IAPEER_TOKEN` from its environment
     /// (the echo agent).
     Environment,
@@ -270,6 +277,26 @@ pub const CODEX: RuntimeInfo<'static> = RuntimeInfo {
     }),
 };
 
+/// Gemini CLI (issue 27 item 2; recorded in `tests/fixtures/gemini-cli-0.61.0/`). It has no
+/// login status command (0.61.0's `--help`), so no login check.
+pub const GEMINI: RuntimeInfo<'static> = RuntimeInfo {
+    name: "gemini",
+    class: Class::Agent,
+    program: Program::Located {
+        product: "Gemini CLI (npm install -g @google/gemini-cli)",
+    },
+    prompt: PromptSwap::EnvVar("GEMINI_SYSTEM_MD"),
+    mcp: McpClient::UserSettings,
+    preference: Some(2),
+    project_folder: Some(".gemini"),
+    launch_env: Some(LaunchEnvExample {
+        start_args: "#PEER_START_ARGS=--model gemini-2.5-pro\n",
+        own_keys: "",
+        env: "#GEMINI_API_KEY=...\n#GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8080\n",
+    }),
+    ..NO_FACTS
+};
+
 /// OpenCode (npm `opencode-ai`; recorded for 1.18.33 in `tests/fixtures/opencode-1.18.33/`).
 pub const OPENCODE: RuntimeInfo<'static> = RuntimeInfo {
     name: "opencode",
@@ -318,7 +345,8 @@ pub const NOTIFIER: RuntimeInfo<'static> = RuntimeInfo {
 };
 
 /// The built-in runtimes.
-pub const BUILT_IN: &[RuntimeInfo<'static>] = &[CLAUDE, CODEX, OPENCODE, ECHO, HUMAN, NOTIFIER];
+pub const BUILT_IN: &[RuntimeInfo<'static>] =
+    &[CLAUDE, CODEX, GEMINI, OPENCODE, ECHO, HUMAN, NOTIFIER];
 
 /// Runtime packages that are channels to people (chat and mail): [`Class::Human`].
 pub const HUMAN_CHANNEL_PACKAGES: &[&str] =
@@ -420,13 +448,13 @@ mod tests {
     fn the_table_says_what_the_modules_said() {
         assert_eq!(SHORTCUTS, ["claude", "codex", "echo"]);
         let located: Vec<&str> = located().map(|r| r.name).collect();
-        assert_eq!(located, ["claude", "codex", "opencode"]);
+        assert_eq!(located, ["claude", "codex", "gemini", "opencode"]);
         let agents: Vec<&str> = BUILT_IN
             .iter()
             .filter(|r| r.class == Class::Agent)
             .map(|r| r.name)
             .collect();
-        assert_eq!(agents, ["claude", "codex", "opencode", "echo"]);
+        assert_eq!(agents, ["claude", "codex", "gemini", "opencode", "echo"]);
         assert_eq!(class_of("telegram"), Class::Human);
         assert_eq!(class_of("human"), Class::Human);
         assert_eq!(class_of("notifier"), Class::Service);
@@ -461,6 +489,6 @@ mod tests {
         });
         assert_eq!(find(&rows, "mytui").map(|r| r.class), Some(Class::Agent));
         let order: Vec<&str> = by_preference(&rows).map(|r| r.name).collect();
-        assert_eq!(order, ["claude", "codex", "opencode", "mytui"]);
+        assert_eq!(order, ["claude", "codex", "gemini", "opencode", "mytui"]);
     }
 }

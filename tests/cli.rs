@@ -378,7 +378,7 @@ fn bash_completes_peers_identities_and_runtimes_with_the_daemon_down() {
     assert_eq!(complete(&["send", "bob", "--from", "p"]), "pager-pg");
     assert_eq!(
         complete(&["send", "bob", "--runtime", ""]),
-        "claude codex echo human notifier pager"
+        "claude codex echo gemini human notifier opencode pager"
     );
     assert_eq!(complete(&["create", "carol", "--runtime", "p"]), "pager");
     for verb in ["wake", "stop", "restart", "attach", "logs"] {

@@ -30,7 +30,7 @@ const NEXT: &str = "what was the number?";
 const SLEEPY: &[(&str, &str)] = &[("IAPEER_IDLE_SECS", "3"), ("IAPEER_TICK_SECS", "1")];
 
 /// The last `wake` line of `identity`: (mode, cause).
-fn last_wake(env: &TestEnv, identity: &str) -> (String, String) {
+pub(crate) fn last_wake(env: &TestEnv, identity: &str) -> (String, String) {
     let wakes = env.events("lifecycle", "wake");
     let w = wakes
         .iter()

@@ -293,9 +293,9 @@ fn record_gemini_cli() {
 /// Records Gemini CLI started the way an adapter can start it: `--skip-trust`, and
 /// `security.auth.selectedType = "gemini-api-key"` in a fresh HOME's settings with the key in
 /// `GEMINI_API_KEY` (what the first run's dialogs wrote). Also `gemini mcp list`.
-#[test]
-#[ignore = "recorder: writes fixtures"]
-fn record_gemini_preconfigured() {
+/// [`world`] whose HOME has an API-key login preset and the MCP server trusted in
+/// `~/.gemini/settings.json`.
+fn preconfigured_world() -> (Scratch, GeminiStandIn) {
     let (w, api) = world();
     std::fs::create_dir_all(w.home.join(".gemini")).unwrap();
     std::fs::write(
@@ -304,6 +304,13 @@ fn record_gemini_preconfigured() {
     )
     .unwrap();
     write_settings(&w, true);
+    (w, api)
+}
+
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_gemini_preconfigured() {
+    let (w, api) = preconfigured_world();
     w.write(
         "mcp-list.txt",
         &w.output(gemini(&w, &api, &["mcp", "list"])),
@@ -370,6 +377,41 @@ fn record_gemini_preconfigured() {
     t.wait("the turn cancelled", BOOT, |s| !s.contains("esc to cancel"));
     t.settle(QUIET);
     t.save("22-after-esc");
+    t.end();
+}
+
+/// Records the screens of the approval mode iapeer starts Gemini CLI in (`--skip-trust
+/// --approval-mode yolo`, the user-level settings preconfigured): ready, a typed draft, a
+/// short paste, a held turn.
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_gemini_yolo() {
+    let (w, api) = preconfigured_world();
+    script(&api);
+    let args = ["--skip-trust", "--approval-mode", "yolo"];
+    let mut t = PtyRecording::spawn(gemini(&w, &api, &args), &w.out, "yolo");
+    t.wait("the ready composer", BOOT, ready);
+    t.settle(QUIET);
+    t.save("23-yolo-ready");
+    // Keys typed at once after the ready screen were not drawn for seconds (a first
+    // recording: the draft and a paste cleared by Ctrl-C never showed): wait for them.
+    t.keys(b"my yolo draft");
+    t.wait("the draft", BOOT, |s| s.contains("my yolo draft"));
+    t.settle(QUIET);
+    t.save("24-yolo-draft");
+    t.keys(b"\x03");
+    t.wait("the composer cleared", BOOT, ready);
+    t.paste("YOLO paste one\nsecond line");
+    t.wait("the paste", BOOT, |s| s.contains("second line"));
+    t.settle(QUIET);
+    t.save("25-yolo-paste");
+    t.keys(b"\x03");
+    t.wait("the composer cleared", BOOT, ready);
+    paste_as_the_daemon(&mut t, "HOLD in yolo");
+    submit(&mut t, "the held turn", |s| s.contains("esc to cancel"));
+    t.shot_now("esc to cancel", "26-yolo-busy");
+    t.keys(b"\x1b");
+    t.wait("the turn cancelled", BOOT, |s| !s.contains("esc to cancel"));
     t.end();
 }
 

@@ -45,6 +45,7 @@ mod fairness;
 mod federation;
 mod fleet;
 mod gemini;
+mod gemini_e2e;
 mod guide;
 mod http;
 mod idle;

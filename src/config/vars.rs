@@ -441,6 +441,13 @@ pub const IAPEER_CODEX_BIN: EnvVar = var(
     Part::Runtime,
     "the Codex CLI program (default: codex on the daemon's PATH, else on the login shell's PATH, else in an installer's folder such as ~/.npm-global/bin, looked for at every launch)",
 );
+/// `IAPEER_GEMINI_BIN`: the Gemini CLI program.
+pub const IAPEER_GEMINI_BIN: EnvVar = var(
+    "IAPEER_GEMINI_BIN",
+    Kind::Text,
+    Part::Runtime,
+    "the Gemini CLI program (default: gemini on the daemon's PATH, else on the login shell's PATH, else in an installer's folder such as ~/.npm-global/bin, looked for at every launch)",
+);
 /// `IAPEER_OPENCODE_BIN`: the OpenCode program.
 pub const IAPEER_OPENCODE_BIN: EnvVar = var(
     "IAPEER_OPENCODE_BIN",
@@ -710,6 +717,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_TICK_SECS,
     IAPEER_CLAUDE_BIN,
     IAPEER_CODEX_BIN,
+    IAPEER_GEMINI_BIN,
     IAPEER_OPENCODE_BIN,
     CODEX_HOME,
     CLAUDE_CONFIG_DIR,

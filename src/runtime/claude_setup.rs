@@ -38,14 +38,10 @@ pub fn server_entry(personality: &str, bearer: bool) -> Value {
 /// object is moved to `<name>.corrupt.bak` first (so nothing the user wrote is lost) and
 /// treated as empty.
 fn read_object_or_backup(path: &Path) -> Result<Map<String, Value>, SetupError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Map::new()),
-        Err(e) => return Err(SetupError::io("read", path)(e)),
-    };
-    match serde_json::from_str::<Value>(&text) {
-        Ok(Value::Object(m)) => Ok(m),
-        _ => {
+    match super::read_json_object(path)? {
+        None => Ok(Map::new()),
+        Some(Ok(m)) => Ok(m),
+        Some(Err(_)) => {
             let mut bak = path.as_os_str().to_owned();
             bak.push(".corrupt.bak");
             let bak = PathBuf::from(bak);

@@ -17,10 +17,12 @@ use serde_json::Value;
 
 use super::codex_setup::codex_home;
 use super::pasted_form;
-use super::transcript::{jsonl_files, record_contains, TranscriptWatch, TurnProgress};
+use super::transcript::{
+    jsonl_files, RecordSource, SessionFileConfirm, SessionRules, TranscriptWatch,
+};
 use super::{
-    Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
-    GateState, GateWatch, LaunchCommand, LaunchCtx, WakeMode,
+    Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming, GateState,
+    GateWatch, LaunchCommand, LaunchCtx, WakeMode,
 };
 use crate::runtime_table::{PromptSwap, CODEX};
 use crate::term::menu as dialog;
@@ -560,13 +562,11 @@ impl Adapter for Codex {
     }
 
     fn confirmer(&self, cwd: &Path, text: &str, _agent_ts: Option<&str>) -> Box<dyn Confirm> {
-        Box::new(SessionFileConfirm {
-            watch: Watch::start(cwd, self.conversation.as_deref()),
-            text: text.to_string(),
-            state: Acceptance::Pending,
-            file: None,
-            turn: TurnProgress::default(),
-        })
+        Box::new(SessionFileConfirm::new(
+            Watch::start(cwd, self.conversation.as_deref()),
+            text,
+            SESSION_RULES,
+        ))
     }
 
     fn gate_watch(&self, cwd: &Path) -> Option<Box<dyn GateWatch>> {
@@ -616,73 +616,23 @@ impl Adapter for Codex {
     }
 }
 
-/// Confirmed when a new user record in a session file holds the pasted text. (The spec asks
-/// less of codex — written and alive 300 ms later — but the session file is a real proof.)
-struct SessionFileConfirm {
-    watch: Watch,
-    text: String,
-    /// Where the message stands so far (never goes back to `Pending`).
-    state: Acceptance,
-    /// The session file whose record accepted it: the session's own (issue 32).
-    file: Option<PathBuf>,
-    /// Where the turn that took it stands.
-    turn: TurnProgress,
-}
+/// How Codex 0.171's session files confirm a delivery (the spec asks less of codex — written
+/// and alive 300 ms later — but the session file is a real proof). A message pasted mid-turn
+/// is written to the file only when it joins the running turn (after the model's current
+/// answer), and shows meanwhile under "Messages to be submitted after next tool call" above
+/// the composer (recorded in `tests/fixtures/codex-0.171.0/mid-turn-steer.*`): that screen is
+/// its queue.
+const SESSION_RULES: SessionRules = SessionRules {
+    is_user: is_user_record,
+    form: pasted_form::codex,
+    is_turn_end,
+    queued: pending_input_shows,
+    conversation: rollout_id,
+};
 
-impl SessionFileConfirm {
-    /// Read what was appended (to the accepting file only, once known): whether a user record
-    /// holds the message, and the turn that took it.
-    fn read(&mut self) {
-        let mut records = self.watch.new_records_by_file();
-        if let Some(own) = &self.file {
-            records.retain(|(f, _)| f == own);
-        }
-        let text = &self.text;
-        let takes = |r: &Value| is_user_record(r) && record_contains(r, text, pasted_form::codex);
-        if self.file.is_none() {
-            if let Some((f, _)) = records.iter().find(|(_, r)| takes(r)) {
-                self.file = Some(f.clone());
-                self.state = Acceptance::Accepted;
-                let own = f.clone();
-                records.retain(|(f, _)| *f == own);
-            }
-        }
-        let records: Vec<Value> = records.into_iter().map(|(_, r)| r).collect();
-        self.turn.read(&records, takes, is_turn_end);
-    }
-}
-
-impl Confirm for SessionFileConfirm {
-    fn confirmed(&mut self, output: &[u8]) -> bool {
-        self.acceptance(output, "") == Acceptance::Accepted
-    }
-
-    /// Codex 0.171 writes a message pasted mid-turn to its session file only when it joins
-    /// the running turn (after the model's current answer), and shows it meanwhile under
-    /// "Messages to be submitted after next tool call" above the composer (recorded in
-    /// `tests/fixtures/codex-0.171.0/mid-turn-steer.*`): that screen is its queue.
-    fn acceptance(&mut self, _output: &[u8], screen: &str) -> Acceptance {
-        if self.state == Acceptance::Accepted {
-            return Acceptance::Accepted;
-        }
-        self.read();
-        if self.state == Acceptance::Pending && pending_input_shows(screen, &self.text) {
-            self.state = Acceptance::Queued;
-        }
-        self.state.clone()
-    }
-
-    /// The id the accepting session file records: the session's own conversation, matched by
-    /// the message iapeer pasted (a person's Codex in the same folder never holds it).
-    fn conversation(&self) -> Option<String> {
-        rollout_id(self.file.as_deref()?)
-    }
-
-    fn turn_ended(&mut self) -> bool {
-        if !self.turn.ended {
-            self.read();
-        }
-        self.turn.ended
+impl RecordSource for Watch {
+    fn new_records_by_file(&mut self) -> Vec<(PathBuf, Value)> {
+        Watch::new_records_by_file(self)
     }
 }
 
@@ -804,6 +754,8 @@ mod tests {
     use super::*;
     use crate::launch_env::LaunchEnv;
     use crate::paths::Paths;
+    use crate::runtime::transcript::record_contains;
+    use crate::runtime::Acceptance;
     use serde_json::json;
 
     fn rows(text: &str) -> Vec<String> {
@@ -1246,13 +1198,11 @@ mod tests {
             let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
             f.write_all(text.as_bytes()).unwrap();
         };
-        let mut confirm = SessionFileConfirm {
-            watch: Watch::over(Some(&sessions), cwd, None),
-            text: "hello there".into(),
-            state: Acceptance::Pending,
-            file: None,
-            turn: TurnProgress::default(),
-        };
+        let mut confirm = SessionFileConfirm::new(
+            Watch::over(Some(&sessions), cwd, None),
+            "hello there",
+            SESSION_RULES,
+        );
         // The person's turn, newest in the folder, holds other text.
         append(&theirs, &lines[1..7].concat());
         append(&theirs, &lines[7].replace("hello there", "the weather"));

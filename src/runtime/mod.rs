@@ -15,6 +15,8 @@ pub mod codex;
 pub mod codex_gate;
 pub mod codex_setup;
 pub mod echo;
+pub mod gemini;
+pub mod gemini_setup;
 pub mod human;
 pub mod manifest;
 pub mod notifier;
@@ -37,7 +39,7 @@ pub use crate::adapter::{
     NO_RECORDED_CONVERSATION,
 };
 use crate::paths::Paths;
-use crate::runtime_table::{McpClient, CLAUDE, CODEX, ECHO, OPENCODE};
+use crate::runtime_table::{McpClient, CLAUDE, CODEX, ECHO, GEMINI, OPENCODE};
 
 /// Confirmation for runtimes where a complete write is the confirmation (router runtimes).
 pub struct WrittenIsConfirmed;
@@ -81,6 +83,17 @@ pub enum SetupError {
         path: PathBuf,
         /// The parser's error.
         source: toml_edit::TomlError,
+    },
+    /// `HOME` is not set, so Gemini CLI's settings cannot be found.
+    #[error("cannot find Gemini CLI's settings (~/.gemini/settings.json): set HOME")]
+    NoGeminiHome,
+    /// A settings file that is not a JSON object (it is left alone).
+    #[error("{path} is not a JSON object, so iapeer left it alone: {why}")]
+    NotJson {
+        /// The settings file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
     },
     /// A setup at a peer's birth failed: fix the file, then run the command again.
     #[error("{0} — fix it, then run the command again")]
@@ -132,6 +145,26 @@ pub fn adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, Run
     }
 }
 
+/// A JSON object read from a file, or why the file is not one.
+pub(crate) type JsonObject = Result<serde_json::Map<String, serde_json::Value>, String>;
+
+/// A JSON settings file read as an object: `None` when it does not exist, `Some(Err(why))`
+/// when it is not a JSON object.
+///
+/// Errors: [`SetupError::Io`], it could not be read.
+pub(crate) fn read_json_object(path: &Path) -> Result<Option<JsonObject>, SetupError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(SetupError::io("read", path)(e)),
+    };
+    Ok(Some(match serde_json::from_str(&text) {
+        Ok(serde_json::Value::Object(m)) => Ok(m),
+        Ok(_) => Err("not a JSON object".into()),
+        Err(e) => Err(e.to_string()),
+    }))
+}
+
 /// The runtime's part of a peer's birth (create/init/add-runtime): its MCP configuration and
 /// folder trust. A no-op for runtimes that need none.
 ///
@@ -145,6 +178,7 @@ pub fn setup_peer(
     match mcp_client(runtime) {
         McpClient::ProjectFile => claude_setup::setup(cwd, personality, bearer),
         McpClient::HostConfig => codex_setup::setup(cwd, &default_mcp_url()),
+        McpClient::UserSettings => gemini_setup::setup(&default_mcp_url()),
         McpClient::Environment | McpClient::LaunchConfig | McpClient::None => Ok(()),
     }
 }
@@ -177,11 +211,15 @@ pub fn refresh_peer(
     let config = match mcp_client(runtime) {
         McpClient::ProjectFile => claude_setup::refresh(cwd, personality, bearer),
         McpClient::HostConfig => codex_setup::refresh(cwd, &default_mcp_url()),
+        McpClient::UserSettings => gemini_setup::refresh(&default_mcp_url()),
         McpClient::Environment | McpClient::LaunchConfig | McpClient::None => Ok(false),
     }?;
     let hooks = match mcp_client(runtime) {
         McpClient::ProjectFile | McpClient::HostConfig => !original_hook::remove(cwd)?.is_empty(),
-        McpClient::Environment | McpClient::LaunchConfig | McpClient::None => false,
+        McpClient::UserSettings
+        | McpClient::Environment
+        | McpClient::LaunchConfig
+        | McpClient::None => false,
     };
     Ok(config || hooks)
 }
@@ -284,6 +322,7 @@ fn located_adapter(runtime: &str, program: PathBuf) -> Result<Arc<dyn Adapter>, 
     match runtime {
         rt if rt == CLAUDE.name => Ok(Arc::new(claude::Claude::with_program(program))),
         rt if rt == CODEX.name => Ok(Arc::new(codex::Codex::with_program(program))),
+        rt if rt == GEMINI.name => Ok(Arc::new(gemini::Gemini::with_program(program))),
         rt if rt == OPENCODE.name => Ok(Arc::new(opencode::OpenCode::with_program(program))),
         _ => Err(RuntimeError::NotInstalled(runtime.to_string())),
     }

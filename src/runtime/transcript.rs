@@ -198,6 +198,115 @@ impl TurnProgress {
     }
 }
 
+/// Where records appended to a runtime's session files come from, each with its file
+/// ([`TranscriptWatch`], or a runtime's own watch over several folders).
+pub trait RecordSource: Send {
+    /// The records appended since the last call, each with its file.
+    fn new_records_by_file(&mut self) -> Vec<(PathBuf, Value)>;
+}
+
+impl RecordSource for TranscriptWatch {
+    fn new_records_by_file(&mut self) -> Vec<(PathBuf, Value)> {
+        TranscriptWatch::new_records_by_file(self)
+    }
+}
+
+/// A runtime's reading of its session files for [`SessionFileConfirm`] (pure functions).
+#[derive(Clone, Copy)]
+pub struct SessionRules {
+    /// Whether a record is the user's turn (one that can hold the message).
+    pub is_user: fn(&Value) -> bool,
+    /// The runtime's form of pasted text ([`super::pasted_form`]).
+    pub form: fn(&str) -> String,
+    /// Whether a record ends a turn.
+    pub is_turn_end: fn(&Value) -> bool,
+    /// Whether the screen shows the message (second argument) in the runtime's own queue.
+    pub queued: fn(&str, &str) -> bool,
+    /// The conversation id a session file records.
+    pub conversation: fn(&Path) -> Option<String>,
+}
+
+/// Confirms one delivery from a runtime's session files (Codex's rollouts, Gemini CLI's
+/// chats): accepted when a new user record holds the pasted text — the file holding it is
+/// the session's own conversation (issue 32), read alone from then on — queued while the
+/// screen shows it in the runtime's queue, and its turn followed to its end.
+pub struct SessionFileConfirm<W: RecordSource> {
+    watch: W,
+    text: String,
+    rules: SessionRules,
+    /// Where the message stands so far (never goes back to `Pending`).
+    state: super::Acceptance,
+    /// The session file whose record accepted it.
+    file: Option<PathBuf>,
+    /// Where the turn that took it stands.
+    turn: TurnProgress,
+}
+
+impl<W: RecordSource> SessionFileConfirm<W> {
+    /// Start confirming `text` from the records `watch` gives.
+    pub fn new(watch: W, text: &str, rules: SessionRules) -> Self {
+        SessionFileConfirm {
+            watch,
+            text: text.to_string(),
+            rules,
+            state: super::Acceptance::Pending,
+            file: None,
+            turn: TurnProgress::default(),
+        }
+    }
+
+    /// Read what was appended (to the accepting file only, once known).
+    fn read(&mut self) {
+        let mut records = self.watch.new_records_by_file();
+        if let Some(own) = &self.file {
+            records.retain(|(f, _)| f == own);
+        }
+        let (text, rules) = (&self.text, self.rules);
+        let takes = |r: &Value| (rules.is_user)(r) && record_contains(r, text, rules.form);
+        if self.file.is_none() {
+            if let Some((f, _)) = records.iter().find(|(_, r)| takes(r)) {
+                let own = f.clone();
+                records.retain(|(f, _)| *f == own);
+                self.file = Some(own);
+                self.state = super::Acceptance::Accepted;
+            }
+        }
+        let records: Vec<Value> = records.into_iter().map(|(_, r)| r).collect();
+        self.turn.read(&records, takes, rules.is_turn_end);
+    }
+}
+
+impl<W: RecordSource> super::Confirm for SessionFileConfirm<W> {
+    fn confirmed(&mut self, output: &[u8]) -> bool {
+        self.acceptance(output, "") == super::Acceptance::Accepted
+    }
+
+    fn acceptance(&mut self, _output: &[u8], screen: &str) -> super::Acceptance {
+        use super::Acceptance;
+        if self.state == Acceptance::Accepted {
+            return Acceptance::Accepted;
+        }
+        self.read();
+        if self.state == Acceptance::Pending && (self.rules.queued)(screen, &self.text) {
+            self.state = Acceptance::Queued;
+        }
+        self.state.clone()
+    }
+
+    /// The id the accepting session file records: the session's own conversation, matched by
+    /// the message iapeer pasted (a person's CLI in the same folder never holds it).
+    fn conversation(&self) -> Option<String> {
+        (self.rules.conversation)(self.file.as_deref()?)
+    }
+
+    fn turn_ended(&mut self) -> bool {
+        if !self.turn.ended {
+            self.read();
+        }
+        self.turn.ended
+    }
+}
+
 /// Every string value inside a JSON value, depth first.
 pub fn strings(v: &Value) -> Vec<&str> {
     let mut out = Vec::new();

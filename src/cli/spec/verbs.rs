@@ -668,7 +668,7 @@ have is refused with the choices (docs/FEDERATION.md). A sleeping agent is woken
         summary: "turn a folder into a peer named after it",
         description: "Turn a folder (the current one by default) into a peer named after the folder: write \
             its profile, a doctrine stub, launch settings, the registry entry and the agent's MCP \
-            configuration. Without --runtime the runtime follows a .claude or .codex folder, else the \
+            configuration. Without --runtime the runtime follows a .claude, .codex, .gemini or .opencode folder, else the \
             installed agent runtimes. Starts no agent session. Running it again for the same peer changes \
             nothing; it refuses a folder or name that belongs to another peer.",
         positionals: &[FOLDER],
@@ -1166,7 +1166,7 @@ have is refused with the choices (docs/FEDERATION.md). A sleeping agent is woken
             attachments, by the peer whose folder does not answer, with what they read, for how long and \
             what to do. A daemon thread that panicked and was restarted (the HTTP acceptor or the event-stream \
             writer) gets a line saying how often, when last and what happened. Then where the daemon finds \
-            each agent CLI (claude, codex) now, or that it finds none and every place it looked at, in \
+            each agent CLI (claude, codex, gemini, opencode) now, or that it finds none and every place it looked at, in \
             order. Exits 1 when the daemon is not healthy, or when every thread of a send-preparation pool is stalled (the daemon line then says which sends cannot be prepared: with attachments, without, or none).",
         positionals: &[],
         flags: &[JSON],

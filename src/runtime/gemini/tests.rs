@@ -1,0 +1,355 @@
+//! The gemini adapter's rules on Gemini CLI 0.61.0's recorded screens and records
+//! (`tests/fixtures/gemini-cli-0.61.0/`).
+
+use super::*;
+use crate::launch_env::LaunchEnv;
+use crate::paths::Paths;
+use crate::runtime::Acceptance;
+
+/// A file of the fixture folder.
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(format!(
+        "{}/tests/fixtures/gemini-cli-0.61.0/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+}
+
+/// The screen of recorded step `step` of the pty session `session` (`first-run`,
+/// `preconfigured`, `resume`): its raw log up to the step's offset on a session-sized screen.
+fn step_screen(session: &str, step: &str) -> Screen {
+    let raw = std::fs::read(fixture(&format!("{session}.raw"))).unwrap();
+    let marks: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture(&format!("{session}.marks.json"))).unwrap(),
+    )
+    .unwrap();
+    let offset = marks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["step"] == step)
+        .unwrap_or_else(|| panic!("no step {step}"))["offset"]
+        .as_u64()
+        .unwrap() as usize;
+    let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+    screen.feed(&raw[..offset], true);
+    screen
+}
+
+fn gemini() -> Gemini {
+    Gemini::with_program("/bin/gemini".into())
+}
+
+fn label(step: BootStep) -> String {
+    match step {
+        BootStep::Key { label, .. } => label,
+        BootStep::Ready => "ready".into(),
+        BootStep::Wait => "wait".into(),
+        BootStep::Fail(why) => format!("fail: {why}"),
+    }
+}
+
+/// The boot dialogs of a first run are answered with Enter, each on its recorded screen, and
+/// the ready screens are ready; a busy or drafted composer is not a ready screen.
+#[test]
+fn fixture_boot_dialogs_are_answered_and_the_ready_screens_are_ready() {
+    let g = gemini();
+    for (session, step, want) in [
+        ("first-run", "01-trust-dialog", "trust (Enter)"),
+        (
+            "first-run",
+            "02-auth-dialog",
+            "auth: Gemini API key (Enter)",
+        ),
+        ("first-run", "03-api-key-dialog", "API key (Enter)"),
+        ("first-run", "04-ready", "ready"),
+        ("first-run", "11-queued-ran-ready", "ready"),
+        ("first-run", "14-tool-called", "ready"),
+        ("preconfigured", "17-preconfigured-ready", "ready"),
+        ("resume", "15-resumed-ready", "ready"),
+        ("first-run", "05-draft", "wait"),
+    ] {
+        assert_eq!(
+            label(g.boot_step(&step_screen(session, step))),
+            want,
+            "{step}"
+        );
+    }
+}
+
+/// Without a key in the environment the auth choice cannot be answered: the boot fails and
+/// says what to do.
+#[test]
+fn the_auth_choice_without_a_key_fails_the_boot() {
+    let rows: Vec<String> = step_screen("first-run", "02-auth-dialog")
+        .rows()
+        .iter()
+        .filter(|r| !r.contains("Existing API key detected"))
+        .cloned()
+        .collect();
+    assert!(label(boot_step_for(&rows)).contains("GEMINI_API_KEY"));
+}
+
+/// Busy is the spinner row's `esc to cancel` (`08-busy`, `21-busy-before-esc`), not the
+/// ready screens.
+#[test]
+fn fixture_busy_is_the_spinner_row() {
+    let g = gemini();
+    assert!(g.is_busy(&step_screen("first-run", "08-busy")));
+    assert!(g.is_busy(&step_screen("preconfigured", "21-busy-before-esc")));
+    for (session, step) in [
+        ("first-run", "04-ready"),
+        ("first-run", "14-tool-called"),
+        ("preconfigured", "22-after-esc"),
+    ] {
+        assert!(!g.is_busy(&step_screen(session, step)), "{step}");
+    }
+}
+
+/// The composer: empty at the placeholder, a typed draft, a 4-line paste drawn in full, an
+/// 8-line paste as its placeholder, a paste left there by an Enter that did not submit; an
+/// open tool confirmation counts as a draft.
+#[test]
+fn fixture_the_composer_holds_drafts_and_pastes() {
+    let g = gemini();
+    let content = |session: &str, step: &str| g.composer_content(&step_screen(session, step));
+    assert_eq!(content("first-run", "04-ready"), None);
+    assert_eq!(content("first-run", "08-busy"), None);
+    assert_eq!(content("preconfigured", "22-after-esc"), None);
+    assert_eq!(
+        content("first-run", "05-draft").as_deref(),
+        Some("my unfinished draft")
+    );
+    let four = content("first-run", "06-paste-4-lines").unwrap();
+    assert_eq!(four.lines().count(), 4, "{four}");
+    assert_eq!(
+        content("first-run", "07-paste-8-lines").as_deref(),
+        Some("[Pasted Text: 8 lines]")
+    );
+    assert_eq!(
+        content("preconfigured", "18a-paste-enter-not-submitted").as_deref(),
+        Some("PEER message one\nsecond line")
+    );
+    assert_eq!(
+        g.composer_draft(&step_screen("first-run", "13-tool-confirmation"))
+            .as_deref(),
+        Some(CONFIRMATION_OPEN)
+    );
+    assert_eq!(
+        g.composer_draft(&step_screen("first-run", "14-tool-called")),
+        None
+    );
+}
+
+/// The paste sign: the whole paste in the composer, or the large-paste placeholder with the
+/// paste's line count.
+#[test]
+fn fixture_the_paste_sign() {
+    let g = gemini();
+    let pasted = "PEER message one\nsecond line";
+    let screen = step_screen("preconfigured", "18a-paste-enter-not-submitted");
+    assert!(g.paste_shown(&screen, &PasteView::of(pasted)));
+    assert!(!g.paste_shown(
+        &screen,
+        &PasteView::of("PEER message one\nsecond line\nthird")
+    ));
+    let eight: Vec<String> = (1..=8).map(|n| format!("HOLD line {n}")).collect();
+    let eight = eight.join("\n");
+    let screen = step_screen("first-run", "07-paste-8-lines");
+    assert!(g.paste_shown(&screen, &PasteView::of(&eight)));
+    assert!(!g.paste_shown(&screen, &PasteView::of("two\nlines")));
+    assert!(!g.paste_shown(
+        &step_screen("first-run", "04-ready"),
+        &PasteView::of(pasted)
+    ));
+}
+
+/// A message entered during a turn shows under `Queued (press ↑ to edit):`.
+#[test]
+fn fixture_a_mid_turn_message_is_queued() {
+    let screen = step_screen("first-run", "10-mid-turn-queued");
+    assert!(queued_shows(screen.text(), "MID-TURN message"));
+    assert!(!queued_shows(screen.text(), "another message"));
+    assert!(!queued_shows(
+        step_screen("first-run", "08-busy").text(),
+        "MID-TURN message"
+    ));
+    // An envelope is drawn on one row, its line breaks as spaces (seen in `gemini_e2e`).
+    let envelope = "<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"06:08:21\">\nReply via send_to_peer.\n<msg>MID-TURN one</msg>\n</iap>";
+    let screen = "Queued (press ↑ to edit):\n    <iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"06:08:21\"> Reply via send_to_peer. <msg>MID-TURN one</msg> </iap>\n\n ⠏ Thinking... (esc to cancel, 1s)\n";
+    assert!(queued_shows(screen, envelope));
+    assert!(!queued_shows(
+        screen,
+        &envelope.replace("06:08:21", "06:08:22")
+    ));
+    assert!(!queued_shows(
+        &screen.replace("ts=\"06:08:21\">", "ts=…"),
+        envelope
+    ));
+}
+
+/// The recorded session file, replayed into a chats folder found through `projects.json`:
+/// the message is accepted by its `user` record, the conversation is the header's id, the
+/// turn ends with the model's text answer (not with the empty record before a tool call).
+#[test]
+fn fixture_the_session_file_confirms_names_the_conversation_and_ends_the_turn() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let gemini = dir.path().join(".gemini");
+    let cwd = dir.path().join("proj");
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::create_dir_all(&gemini).unwrap();
+    std::fs::write(
+        gemini.join("projects.json"),
+        serde_json::json!({"projects": {cwd.to_string_lossy(): "proj"}}).to_string(),
+    )
+    .unwrap();
+    let chats = chats_dir_in(&gemini, &cwd).unwrap();
+    assert_eq!(chats, gemini.join("tmp/proj/chats"));
+    std::fs::create_dir_all(&chats).unwrap();
+    let lines: Vec<String> = std::fs::read_to_string(fixture("session.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let id = "7ccd217d-b395-4601-b4f9-264fc354d134";
+    let file = chats.join("session-2026-12-07T02-49-7ccd217d.jsonl");
+    std::fs::write(&file, &lines[0]).unwrap();
+    let mut confirm = SessionFileConfirm::new(
+        TranscriptWatch::start(&chats),
+        "CALL-PEER now",
+        SESSION_RULES,
+    );
+    let append = |text: &str| {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&file)
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    };
+    let at = |needle: &str| lines.iter().position(|l| l.contains(needle)).unwrap();
+    let call = at("\"CALL-PEER now\"");
+    append(&lines[1..call].concat());
+    assert_eq!(confirm.acceptance(&[], ""), Acceptance::Pending);
+    append(&lines[call..=call + 3].concat());
+    assert_eq!(confirm.acceptance(&[], ""), Acceptance::Accepted);
+    assert_eq!(confirm.conversation().as_deref(), Some(id));
+    assert!(
+        !confirm.turn_ended(),
+        "the empty record before the tool call"
+    );
+    append(&lines[call + 4..].concat());
+    assert!(confirm.turn_ended());
+    assert_eq!(session_file(&chats, id), Some(file.clone()));
+    // A resume leaves a smaller file with the same id: the conversation stays the first.
+    std::fs::write(
+        chats.join("session-2026-12-07T02-50-7ccd217d.jsonl"),
+        std::fs::read(fixture("session-resumed.jsonl")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(session_file(&chats, id), Some(file));
+    assert_eq!(session_file(&chats, "7ccd217d"), None, "a whole id only");
+}
+
+/// The launch: `--skip-trust`, approvals not asked, the prompt file in `GEMINI_SYSTEM_MD`; a
+/// resume names the recorded conversation, and without one there is nothing to resume.
+#[test]
+fn the_launch_command() {
+    let (dir, paths) = Paths::temp();
+    let env = LaunchEnv::default();
+    let prompt = dir.path().join("prompt.md");
+    let ctx = LaunchCtx {
+        paths: &paths,
+        cwd: dir.path(),
+        mode: WakeMode::Fresh,
+        system_prompt: Some(&prompt),
+        launch_env: &env,
+        port: 8765,
+        gated: None,
+    };
+    let cmd = gemini().command(&ctx).unwrap();
+    assert_eq!(
+        cmd.arg_strings(),
+        ["--skip-trust", "--approval-mode", "yolo"]
+    );
+    assert_eq!(
+        cmd.extra_env,
+        [(
+            "GEMINI_SYSTEM_MD".to_string(),
+            prompt.to_string_lossy().into_owned()
+        )]
+    );
+    let resume = LaunchCtx {
+        mode: WakeMode::Resume,
+        ..ctx
+    };
+    assert_eq!(
+        gemini().command(&resume).unwrap_err().to_string(),
+        super::super::NO_RECORDED_CONVERSATION
+    );
+    let bound = gemini().for_conversation("7ccd217d-b395").unwrap();
+    assert!(bound
+        .command(&resume)
+        .unwrap_err()
+        .to_string()
+        .contains("conversation 7ccd217d-b395"));
+    assert_eq!(gemini().conversation_naming(), ConversationNaming::Learned);
+}
+
+/// The approval mode iapeer starts Gemini CLI in (`yolo`) draws `*` for the composer's glyph
+/// (`yolo.raw`): ready, a draft, a paste and busy read as in the default mode.
+#[test]
+fn fixture_the_yolo_screens_read_as_the_default_ones() {
+    let g = gemini();
+    let screen = |step: &str| step_screen("yolo", step);
+    assert_eq!(label(g.boot_step(&screen("23-yolo-ready"))), "ready");
+    assert_eq!(g.composer_content(&screen("23-yolo-ready")), None);
+    assert_eq!(
+        g.composer_draft(&screen("24-yolo-draft")).as_deref(),
+        Some("my yolo draft")
+    );
+    assert_eq!(label(g.boot_step(&screen("24-yolo-draft"))), "wait");
+    assert!(g.paste_shown(
+        &screen("25-yolo-paste"),
+        &PasteView::of("YOLO paste one\nsecond line")
+    ));
+    assert!(g.is_busy(&screen("26-yolo-busy")));
+    assert!(!g.is_busy(&screen("23-yolo-ready")));
+}
+
+/// The tool confirmation of `13-tool-confirmation` read as a permission prompt: the MCP tool
+/// and its arguments, the question, the menu with `Allow once` under the marker and `No` last.
+#[test]
+fn fixture_the_tool_confirmation_is_a_permission_prompt() {
+    let g = gemini();
+    let p = g
+        .permission_prompt(&step_screen("first-run", "13-tool-confirmation"))
+        .unwrap();
+    assert_eq!(p.tool, "MCP tool");
+    assert!(
+        p.summary
+            .starts_with("send_to_peer (iapeer MCP Server) {\"body\":\"hi from gemini\""),
+        "{}",
+        p.summary
+    );
+    assert!(p
+        .reason
+        .starts_with("Allow execution of MCP tool \"send_to_peer\""));
+    assert_eq!(
+        p.options,
+        [
+            "Allow once",
+            "Allow tool for this session",
+            "Allow all server tools for this session",
+            "No, suggest changes (esc)"
+        ]
+    );
+    assert_eq!((p.approve, p.deny, p.cursor), (0, 3, Some(0)));
+    assert_eq!(
+        g.permission_prompt(&step_screen("first-run", "14-tool-called")),
+        None
+    );
+    assert_eq!(
+        g.permission_prompt(&step_screen("yolo", "23-yolo-ready")),
+        None
+    );
+}

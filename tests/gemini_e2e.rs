@@ -1,0 +1,314 @@
+//! End to end with the real Gemini CLI 0.61.0 (issue 27 item 2): a `gemini` peer made by the
+//! CLI's own verbs, woken by `iapeer send`, answering through `send_to_peer` over MCP, taking a
+//! message while live and resuming its conversation by topic after it slept. Its model
+//! requests go to the loopback Gemini API stand-in (`common::gemini`, the one mock: the cloud
+//! API cannot run here). `scripts/setup-agents.sh` installs the CLI and `scripts/test.sh`
+//! exports `IAPEER_TEST_GEMINI_BIN`.
+
+use crate::common;
+
+use common::gemini::{last_is_function_response, last_text, system_text, GeminiStandIn, Reply};
+use common::TestEnv;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// Gemini CLI's busy sign (`08-busy`).
+const BUSY: &str = "esc to cancel";
+
+/// The Gemini CLI program, or `None` (the test says why and skips) when
+/// `IAPEER_TEST_GEMINI_BIN` is not set.
+fn gemini_bin() -> Option<String> {
+    let bin = std::env::var("IAPEER_TEST_GEMINI_BIN").ok();
+    if bin.is_none() {
+        eprintln!(
+            "skipped: IAPEER_TEST_GEMINI_BIN is not set (scripts/test.sh sets it; \
+             scripts/setup-agents.sh installs Gemini CLI)"
+        );
+    }
+    bin
+}
+
+/// The first message, the reply the model sends through `send_to_peer`, and the message on
+/// the same topic after the peer slept.
+const FIRST: &str = "hello gemini, remember the number 42";
+const REPLY: &str = "hi from gemini";
+const NEXT: &str = "what was the number?";
+
+/// Wait until `identity` was put to sleep and shows asleep.
+fn wait_asleep(env: &TestEnv, personality: &str) {
+    env.wait_until(
+        &format!("gemini-{personality} is put to sleep"),
+        Duration::from_secs(60),
+        |e| {
+            e.has_event(
+                "lifecycle",
+                "supervise",
+                &[
+                    ("identity", &format!("gemini-{personality}")),
+                    ("action", "reaped-idle"),
+                ],
+            ) && e.status_of(personality, "gemini") == "asleep"
+        },
+    );
+}
+
+/// The streamed turns whose last content holds `needle`.
+fn turns_with(api: &GeminiStandIn, needle: &str) -> Vec<Value> {
+    api.turns()
+        .into_iter()
+        .filter(|r| last_text(r).contains(needle))
+        .collect()
+}
+
+/// The whole conversation a request carries, as text.
+fn history(req: &Value) -> String {
+    req["contents"].to_string()
+}
+
+/// A world with a gemini peer `gm` made by `iapeer create` and an echo peer `ea`, the
+/// stand-in as gm's model API (its key and URL in gm's `launch.env`), and a daemon that puts
+/// an idle agent to sleep within seconds. The user's own Gemini settings (an API-key login,
+/// as `gemini`'s first run writes it) are there before iapeer merges its MCP entry in.
+fn world(bin: &str) -> (TestEnv, GeminiStandIn) {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_GEMINI_BIN", bin);
+    env.set("IAPEER_IDLE_SECS", "4")
+        .set("IAPEER_TICK_SECS", "1");
+    let settings = env.home.join(".gemini/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
+               "privacy": {"usageStatisticsEnabled": false}})
+        .to_string(),
+    )
+    .unwrap();
+    let api = GeminiStandIn::start();
+    env.ok(&["create", "gm", "--runtime", "gemini"]);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.launch_env(
+        "gm",
+        "gemini",
+        &format!(
+            "GEMINI_API_KEY=standin-key\nGOOGLE_GEMINI_BASE_URL={}\n",
+            api.url()
+        ),
+    );
+    env.start_daemon();
+    (env, api)
+}
+
+#[test]
+fn gemini_peer_wakes_replies_through_mcp_takes_a_live_message_and_resumes_by_topic() {
+    let Some(bin) = gemini_bin() else {
+        return;
+    };
+    let started = std::time::Instant::now();
+    let (env, api) = world(&bin);
+    let settings = env.home.join(".gemini/settings.json");
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(
+        written["security"]["auth"]["selectedType"],
+        "gemini-api-key"
+    );
+    assert_eq!(
+        written["mcpServers"]["iapeer"]["headers"]["Authorization"],
+        "Bearer ${IAPEER_TOKEN}"
+    );
+
+    api.script(|req| {
+        let last = last_text(req);
+        if last_is_function_response(req) {
+            Reply::Text("sent".into())
+        } else if last.contains("<msg>echo: ") {
+            Reply::Text("echo seen".into())
+        } else if last.contains(FIRST) {
+            Reply::Call(
+                "mcp_iapeer_send_to_peer".into(),
+                json!({"personality": "ea", "message": REPLY, "topic": "t1"}),
+            )
+        } else {
+            Reply::Text("noted".into())
+        }
+    });
+    let send = |message: &str| {
+        env.ok(&[
+            "send",
+            "gm",
+            "--from",
+            "echo-ea",
+            "--message",
+            message,
+            "--topic",
+            "t1",
+        ])
+    };
+
+    // Asleep: the send wakes it, and the wake is answered once Gemini took the message.
+    assert_eq!(
+        send(FIRST).trim(),
+        "delivered to gm (gemini), woke",
+        "{}",
+        env.diagnostics()
+    );
+    env.wait_until(
+        "the model gets the message",
+        Duration::from_secs(60),
+        |_| !turns_with(&api, FIRST).is_empty(),
+    );
+    let first = &turns_with(&api, FIRST)[0];
+    let system = system_text(first);
+    assert!(
+        system.contains("personality: \"gm\"") && system.contains("## Known peers"),
+        "the composed system prompt replaced Gemini's: {system}"
+    );
+    assert!(
+        last_text(first).contains("<iap from=\"ea\" runtime=\"echo\""),
+        "{}",
+        last_text(first)
+    );
+
+    // The model's send_to_peer reaches ea over MCP with the session's token.
+    env.wait_until("gemini's reply reaches ea", Duration::from_secs(60), |e| {
+        e.events("delivery", "delivery").iter().any(|d| {
+            d["caller"] == "gemini-gm" && d["to"] == "ea" && d["ok"] == "true" && d["path"] == "mcp"
+        })
+    });
+    assert!(
+        env.pane("echo-ea").contains(&format!("from gm: {REPLY}")),
+        "{}",
+        env.diagnostics()
+    );
+
+    // ea's echo is a second message, into the live session.
+    env.wait_until(
+        "ea's echo reaches the live gemini",
+        Duration::from_secs(60),
+        |e| {
+            e.events("delivery", "delivery").iter().any(|d| {
+                d["caller"] == "echo-ea"
+                    && d["to"] == "gm"
+                    && d["ok"] == "true"
+                    && d["woke"] == "false"
+            })
+        },
+    );
+    env.wait_until("the model gets the echo", Duration::from_secs(60), |_| {
+        !turns_with(&api, "<msg>echo: ").is_empty()
+    });
+
+    // Idle, it sleeps; the next message on the topic resumes the same conversation.
+    wait_asleep(&env, "gm");
+    assert_eq!(
+        send(NEXT).trim(),
+        "delivered to gm (gemini), woke",
+        "{}",
+        env.diagnostics()
+    );
+    assert_eq!(
+        crate::conversations::last_wake(&env, "gemini-gm"),
+        ("resume".into(), "topic-match".into()),
+        "{}",
+        env.diagnostics()
+    );
+    env.wait_until(
+        "the model gets the next message",
+        Duration::from_secs(60),
+        |_| !turns_with(&api, NEXT).is_empty(),
+    );
+    let next = &turns_with(&api, NEXT)[0];
+    assert!(
+        history(next).contains(FIRST),
+        "the resumed conversation carries the first message: {}",
+        history(next)
+    );
+
+    // Every message reached the model exactly once (an Enter pressed again never sent one
+    // twice).
+    for needle in [FIRST, "<msg>echo: ", NEXT] {
+        assert_eq!(
+            turns_with(&api, needle).len(),
+            1,
+            "{needle}: {}",
+            env.diagnostics()
+        );
+    }
+    for d in env.events("delivery", "delivery") {
+        if d["to"] == "gm" {
+            eprintln!("delivery to gm: woke={} ms={}", d["woke"], d["ms"]);
+        }
+    }
+    eprintln!("gemini end to end: {:?}", started.elapsed());
+}
+
+/// A message sent during a turn is answered `queued` by the runtime (Gemini CLI shows it under
+/// `Queued (press ↑ to edit):`, `10-mid-turn-queued`) and reaches the model once, as a turn of
+/// its own after the running one. Then `iapeer interrupt` presses Esc in a turn: Gemini CLI
+/// cancels it at once (recorded: `21-busy-before-esc`, `22-after-esc`), and the peer takes
+/// the next message.
+#[test]
+fn gemini_mid_turn_message_is_queued_and_a_turn_is_interrupted() {
+    let Some(bin) = gemini_bin() else {
+        return;
+    };
+    let (env, api) = world(&bin);
+    api.script(|req| {
+        if last_text(req).contains("take your time") {
+            Reply::Hold(Duration::from_secs(60), "late".into())
+        } else if last_text(req).contains("short hold") {
+            Reply::Hold(Duration::from_secs(4), "held".into())
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    let send = |message: &str| env.ok(&["send", "gm", "--from", "echo-ea", "--message", message]);
+    // Woken first (a wake's first message has a ready gate), its turn over before the next.
+    send("echo: wake up");
+    env.wait_until("the wake's turn ends", Duration::from_secs(60), |e| {
+        e.screen("gemini-gm").contains("✦ ok") && !e.screen("gemini-gm").contains(BUSY)
+    });
+    // A message into a running turn: queued by Gemini CLI, then its own turn, once.
+    send("short hold");
+    env.wait_until("gemini is mid-turn", Duration::from_secs(30), |e| {
+        e.screen("gemini-gm").contains(BUSY)
+    });
+    let out = env.run(&[
+        "send",
+        "gm",
+        "--from",
+        "echo-ea",
+        "--message",
+        "MID-TURN one",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", common::describe(&out)));
+    assert_eq!(
+        (&v["ok"], &v["queued"], &v["queuedBy"]),
+        (&json!(true), &json!(true), &json!("runtime")),
+        "{v}\n{}\n{}",
+        env.screen("gemini-gm"),
+        env.diagnostics()
+    );
+    env.wait_until("the queued message's turn", Duration::from_secs(30), |e| {
+        !turns_with(&api, "MID-TURN one").is_empty() && !e.screen("gemini-gm").contains(BUSY)
+    });
+    assert_eq!(turns_with(&api, "MID-TURN one").len(), 1);
+
+    send("take your time");
+    env.wait_until("gemini is mid-turn", Duration::from_secs(30), |e| {
+        e.screen("gemini-gm").contains(BUSY)
+    });
+    assert_eq!(env.ok(&["interrupt", "gm"]).trim(), "interrupted gemini-gm");
+    env.wait_until("gemini stops the turn", Duration::from_secs(15), |e| {
+        let s = e.screen("gemini-gm");
+        !s.contains(BUSY) && s.contains("Request cancelled.")
+    });
+    assert_eq!(
+        send("after the interrupt").trim(),
+        "delivered to gm (gemini)",
+        "{}",
+        env.diagnostics()
+    );
+}
