@@ -23,7 +23,11 @@
 #        BENCH_OUT=/tmp/file.txt, BENCH_KEEP=1 (keep the temp folders), BENCH_NO_BUILD=1,
 #        BENCH_CORRECTNESS=N (the correctness mode of issue 13 item 1: N consecutive deliveries
 #        of 1 B-16 KB bodies to echo, the real Claude Code and Codex — tests/correctness.rs with
-#        IAPEER_CORRECTNESS_N=N — before the rest; 500 takes about an hour).
+#        IAPEER_CORRECTNESS_N=N — before the rest; 500 takes about an hour),
+#        BENCH_SCALE=10,100,1000 (the scale mode of issue 31 item 4, instead of the rest: one
+#        daemon with that many live echo sessions in turn, and at each level its VmRSS and PSS,
+#        descriptors per session (and what they are), threads, `iapeer send` p50 and wake p50
+#        (scripts/bench/scale.py; BENCH_SCALE=1 for 10,100,1000; about 5 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -66,6 +70,12 @@ if [ -n "${BENCH_CORRECTNESS:-}" ]; then
     cargo test --quiet --test integration correctness:: -- --test-threads=1 --nocapture \
     >"$BENCH_CORRECTNESS_LOG" 2>&1 || true
   grep '^correctness: [a-z]*-[a-z]*: [0-9]* deliveries, 0' "$BENCH_CORRECTNESS_LOG" || true
+fi
+
+if [ -n "${BENCH_SCALE:-}" ]; then
+  levels=$BENCH_SCALE
+  [ "$levels" = "1" ] && levels=10,100,1000
+  exec python3 -B "$REPO/scripts/bench/scale.py" "$BIN" "$levels"
 fi
 
 # Python is the parent of every process the bench starts and ends them in its `finally`;
