@@ -158,7 +158,8 @@ impl PaneLog {
     }
 
     /// Whether the file is open.
-    pub fn is_open(&self) -> bool {
+    #[cfg(test)]
+    fn is_open(&self) -> bool {
         self.file.is_some()
     }
 
