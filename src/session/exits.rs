@@ -39,7 +39,7 @@ fn spawn() -> io::Result<()> {
     let (mut read, write) = UnixStream::pair()?;
     signal_hook::low_level::pipe::register(signal_hook::consts::SIGCHLD, write)?;
     std::thread::Builder::new()
-        .name("session-exits".into())
+        .name("child-exits".into())
         .spawn(move || {
             let mut buf = [0u8; 64];
             // One look per burst of SIGCHLD: the byte count does not matter.
