@@ -47,16 +47,29 @@ fn a_quiet_live_session_holds_three_descriptors_and_still_works() {
     );
     let open = fds(pid);
     assert_eq!(count(&open, "/dev/ptmx"), 3, "{open:#?}");
-    assert_eq!(polls(&open) - base, 2 * 3, "a poll and a waker each: {open:#?}");
+    assert_eq!(
+        polls(&open) - base,
+        2 * 3,
+        "a poll and a waker each: {open:#?}"
+    );
     assert_eq!(count(&open, "[pidfd]"), 0, "{open:#?}");
     assert_eq!(count(&open, "cgroup.procs"), 0, "{open:#?}");
 
     // Still delivered, and its pane log opened again for the output.
-    let out = env.ok(&["send", "a", "--from", "echo-b", "--message", "echo: after the quiet"]);
+    let out = env.ok(&[
+        "send",
+        "a",
+        "--from",
+        "echo-b",
+        "--message",
+        "echo: after the quiet",
+    ]);
     assert!(out.contains("delivered to a (echo)"), "{out}");
-    env.wait_until("the delivery in a's pane log", Duration::from_secs(30), |e| {
-        e.pane("echo-a").contains("after the quiet")
-    });
+    env.wait_until(
+        "the delivery in a's pane log",
+        Duration::from_secs(30),
+        |e| e.pane("echo-a").contains("after the quiet"),
+    );
 
     // The child's end is still seen: its session ends, and its descriptors go with it.
     let listed = env.control(r#"{"op":"list"}"#);

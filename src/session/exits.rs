@@ -125,7 +125,10 @@ mod tests {
         add(pid, waker.clone());
         assert!(watched().contains_key(&pid), "running: watched");
         wake_ended();
-        assert!(watched().contains_key(&pid), "a look while it runs wakes nobody");
+        assert!(
+            watched().contains_key(&pid),
+            "a look while it runs wakes nobody"
+        );
         let by = Instant::now() + Duration::from_secs(10);
         while !ended(pid) {
             assert!(Instant::now() < by, "sleep 0.3 never ended");
@@ -134,8 +137,12 @@ mod tests {
         wake_ended();
         assert!(!watched().contains_key(&pid), "ended: no longer watched");
         let mut events = Events::with_capacity(4);
-        poll.poll(&mut events, Some(Duration::from_secs(5))).unwrap();
-        assert!(events.iter().any(|e| e.token() == Token(7)), "its session was woken");
+        poll.poll(&mut events, Some(Duration::from_secs(5)))
+            .unwrap();
+        assert!(
+            events.iter().any(|e| e.token() == Token(7)),
+            "its session was woken"
+        );
         // Nothing was reaped: the session's own wait gets the status.
         assert!(child.wait().unwrap().success());
         assert!(ended(pid), "reaped: nothing to wait for");
@@ -155,7 +162,8 @@ mod tests {
         add(pid, waker.clone());
         assert!(!watched().contains_key(&pid));
         let mut events = Events::with_capacity(4);
-        poll.poll(&mut events, Some(Duration::from_secs(5))).unwrap();
+        poll.poll(&mut events, Some(Duration::from_secs(5)))
+            .unwrap();
         assert!(events.iter().any(|e| e.token() == Token(3)));
         assert!(child.wait().unwrap().success());
         unwatch(pid);

@@ -173,7 +173,9 @@ const CLEAN_BOUND: Duration = Duration::from_secs(2);
 /// the errno of the refusal.
 fn probe(base: &Base) -> io::Result<()> {
     let g = Group::create(base, "probe")?;
-    let fd = g.procs_fd().ok_or_else(|| io::Error::other("cgroup.procs is closed"))?;
+    let fd = g
+        .procs_fd()
+        .ok_or_else(|| io::Error::other("cgroup.procs is closed"))?;
     // SAFETY: between fork and _exit the child makes only async-signal-safe calls (write,
     // reading errno, _exit); it touches no lock and allocates nothing.
     let pid = unsafe { libc::fork() };

@@ -234,9 +234,7 @@ impl Screen {
         }
         // vt100 writes row `r` whole (as its `rows` does), then nothing of row `r + 1`: a
         // line break, or none after a wrapped row; the rows above are skipped, not written.
-        let mut text = self
-            .vt()
-            .contents_between(r, 0, r.saturating_add(1), 0);
+        let mut text = self.vt().contents_between(r, 0, r.saturating_add(1), 0);
         text.truncate(text.trim_end().len());
         text
     }

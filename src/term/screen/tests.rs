@@ -424,7 +424,10 @@ proptest! {
 fn an_idle_echo_screen_rests_in_a_few_bytes() {
     let mut ui = crate::echo_agent::ui::Screen::new(true);
     let mut s = Screen::new(SESSION_ROWS, SESSION_COLS);
-    let lines = vec!["echo agent ready".to_string(), "received 12:00:00 from bob: hi".to_string()];
+    let lines = vec![
+        "echo agent ready".to_string(),
+        "received 12:00:00 from bob: hi".to_string(),
+    ];
     s.feed(ui.frame(&lines, "").as_bytes(), true);
     let before = (s.text().to_string(), s.cursor(), model(&s));
     assert!(s.in_memory());
