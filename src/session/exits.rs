@@ -26,7 +26,7 @@ fn watched() -> MutexGuard<'static, BTreeMap<u32, Arc<Waker>>> {
 /// ended. Called once by the daemon at start; later calls do nothing. A failure is logged
 /// and leaves sessions on their pidfds.
 pub fn start() {
-    RUNNING.get_or_init(|| match spawn() {
+    RUNNING.get_or_init(|| match on_sigchld("child-exits", wake_ended) {
         Ok(()) => true,
         Err(e) => {
             log::warn!("no shared watcher of session children ({e}): a pidfd per session");
@@ -35,16 +35,19 @@ pub fn start() {
     });
 }
 
-fn spawn() -> io::Result<()> {
+/// Start thread `name`, which runs `look` once per burst of SIGCHLD (signal-hook writes
+/// to a pipe the thread reads; the byte count does not matter). Also the subreaper's.
+///
+/// Errors: the pipe, the signal handler or the thread cannot be made.
+pub(crate) fn on_sigchld(name: &str, mut look: impl FnMut() + Send + 'static) -> io::Result<()> {
     let (mut read, write) = UnixStream::pair()?;
     signal_hook::low_level::pipe::register(signal_hook::consts::SIGCHLD, write)?;
     std::thread::Builder::new()
-        .name("child-exits".into())
+        .name(name.into())
         .spawn(move || {
             let mut buf = [0u8; 64];
-            // One look per burst of SIGCHLD: the byte count does not matter.
             while read.read(&mut buf).is_ok_and(|n| n > 0) {
-                wake_ended();
+                look();
             }
         })?;
     Ok(())
