@@ -26,7 +26,11 @@
 #        IAPEER_CORRECTNESS_N=N — before the rest; 500 takes about an hour),
 #        BENCH_WAKES=1 (only the wake check of issue 31 item 1: BENCH_AGENT_RUNS wakes per
 #        runtime, default 100, a count of first model requests without send_to_peer and the
-#        wake latency median and p90 per runtime — scripts/bench/wakecheck.py).
+#        wake latency median and p90 per runtime — scripts/bench/wakecheck.py),
+#        BENCH_SCALE=10,100,1000 (the scale mode of issue 31 item 4, instead of the rest: one
+#        daemon with that many live echo sessions in turn, and at each level its VmRSS and PSS,
+#        descriptors per session (and what they are), threads, `iapeer send` p50 and wake p50
+#        (scripts/bench/scale.py; BENCH_SCALE=1 for 10,100,1000; about 5 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -75,6 +79,12 @@ fi
 # first model request checked for send_to_peer (scripts/bench/wakecheck.py).
 if [ "${BENCH_WAKES:-0}" = "1" ]; then
   exec python3 -B "$REPO/scripts/bench/wakecheck.py" "$BIN" "$REPO"
+fi
+
+if [ -n "${BENCH_SCALE:-}" ]; then
+  levels=$BENCH_SCALE
+  [ "$levels" = "1" ] && levels=10,100,1000
+  exec python3 -B "$REPO/scripts/bench/scale.py" "$BIN" "$levels"
 fi
 
 # Python is the parent of every process the bench starts and ends them in its `finally`;

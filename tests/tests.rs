@@ -77,6 +77,7 @@ mod regressions;
 mod release;
 mod rename;
 mod router_runtime;
+mod scale;
 mod send;
 mod send_deadline;
 mod send_rules;

@@ -534,6 +534,8 @@ impl Daemon {
         }
         // With the root's lock held: what a crashed daemon's sessions left is this one's to end.
         crate::session::contain::init(paths.root(), test_hooks::allows_cgroups());
+        #[cfg(target_os = "linux")]
+        crate::session::exits::start();
         let _ = std::fs::remove_file(&sock);
         if let Some(dir) = sock.parent() {
             ensure_dir(dir).map_err(io_err(format!("cannot create {}", dir.display())))?;

@@ -7,6 +7,8 @@ pub mod compact;
 pub mod contain;
 pub mod deliver;
 pub mod env;
+#[cfg(target_os = "linux")]
+pub mod exits;
 pub mod failure_line;
 pub mod frame;
 pub mod groups;

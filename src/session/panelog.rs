@@ -150,6 +150,19 @@ impl PaneLog {
         }
     }
 
+    /// Close the file until the next [`PaneLog::append`] opens it again (a quiet session
+    /// holds no descriptor for its pane log: issue 31 item 4). Nothing is lost: every
+    /// append was written through.
+    pub fn close(&mut self) {
+        self.file = None;
+    }
+
+    /// Whether the file is open.
+    #[cfg(test)]
+    fn is_open(&self) -> bool {
+        self.file.is_some()
+    }
+
     /// Copy the last `max_bytes` to `<log>.1` (shifting older copies), then truncate the file
     /// in place to its last [`TAIL_BYTES`].
     fn rotate(&mut self) -> std::io::Result<()> {
@@ -342,6 +355,23 @@ mod tests {
         // The writer keeps appending to the same file after truncating it.
         log.append(b"after");
         assert!(std::fs::read(&p).unwrap().ends_with(b"after"));
+    }
+
+    /// A quiet session's pane log is closed; the next output opens it again and lands after
+    /// what was written, and the size it rotates on is the file's.
+    #[test]
+    fn a_closed_log_reopens_on_the_next_append_and_keeps_counting() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("echo-a.log");
+        let mut log = PaneLog::with_limits(p.clone(), small(MIN_MAX_BYTES, 2));
+        log.append(b"before ");
+        assert!(log.is_open());
+        log.close();
+        assert!(!log.is_open(), "no descriptor while closed");
+        log.append(b"after");
+        assert!(log.is_open());
+        assert_eq!(std::fs::read(&p).unwrap(), b"before after");
+        assert_eq!(log.size, 12);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! How a session learns that its child ended (spec 02 §1; issue 13 item 4: at most one
-//! thread per live session). On Linux (5.3 and later) the child's pidfd joins the session's
-//! own `mio` poll, so no thread waits for it; elsewhere, or when the kernel refuses a pidfd,
-//! one small waiter thread per child blocks in `wait` and wakes the session. Either way only
+//! thread per live session). In the daemon on Linux the shared watcher of
+//! [`super::exits`] wakes the session (no descriptor per session: issue 31 item 4); where
+//! it does not run, on Linux 5.3 and later the child's pidfd joins the session's own `mio`
+//! poll, so no thread waits for it; elsewhere, or when the kernel refuses a pidfd, one small
+//! waiter thread per child blocks in `wait` and wakes the session. Either way only
 //! this child is reaped (never `waitpid(-1)`), and it leaves the daemon-wide record of live
 //! process groups ([`super::groups`]) once it is.
 
@@ -14,12 +16,14 @@ use mio::{Registry, Token, Waker};
 
 /// A child being watched for its end.
 pub enum Reaper {
-    /// Linux: the child's pidfd is registered in the session's poll under the token given to
-    /// [`Reaper::start`]; it turns readable when the child ends.
+    /// Linux: the shared watcher ([`super::exits`]) wakes the session when the child ends,
+    /// or else the child's pidfd is registered in the session's poll under the token given
+    /// to [`Reaper::start`]; it turns readable when the child ends.
     #[cfg(target_os = "linux")]
     Pidfd {
-        /// The pidfd (closed on drop, which deregisters it).
-        _fd: std::os::fd::OwnedFd,
+        /// The pidfd (closed on drop, which deregisters it); `None` when the shared watcher
+        /// watches the child.
+        _fd: Option<std::os::fd::OwnedFd>,
         /// The child, reaped by [`Reaper::try_exit`].
         child: Child,
         /// Whether the status has been taken already.
@@ -30,8 +34,9 @@ pub enum Reaper {
 }
 
 impl Reaper {
-    /// Watch `child`: a pidfd registered with `registry` under `token` where the OS has one,
-    /// else a waiter thread that wakes `waker` when the child ends.
+    /// Watch `child`: the daemon's shared watcher where it runs, else a pidfd registered with
+    /// `registry` under `token` where the OS has one, else a waiter thread; each wakes the
+    /// session when the child ends (the first through `waker`).
     ///
     /// Errors: the waiter thread could not be started (no pidfd either).
     pub fn start(
@@ -40,6 +45,14 @@ impl Reaper {
         token: Token,
         waker: Arc<Waker>,
     ) -> io::Result<Reaper> {
+        #[cfg(target_os = "linux")]
+        if super::exits::watch(child.id(), waker.clone()) {
+            return Ok(Reaper::Pidfd {
+                _fd: None,
+                child,
+                done: false,
+            });
+        }
         #[cfg(target_os = "linux")]
         let child = match pidfd(&child) {
             Ok(fd) => {
@@ -50,7 +63,7 @@ impl Reaper {
                     mio::Interest::READABLE,
                 )?;
                 return Ok(Reaper::Pidfd {
-                    _fd: fd,
+                    _fd: Some(fd),
                     child,
                     done: false,
                 });
@@ -82,6 +95,7 @@ impl Reaper {
                     Err(e) => Err(e),
                 };
                 *done = true;
+                super::exits::unwatch(child.id());
                 super::groups::unregister(child.id());
                 Some(status)
             }
@@ -100,6 +114,7 @@ impl Drop for Reaper {
             if *done {
                 return;
             }
+            super::exits::unwatch(child.id());
             if let Ok(Some(_)) = child.try_wait() {
                 super::groups::unregister(child.id());
                 return;

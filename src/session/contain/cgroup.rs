@@ -173,7 +173,9 @@ const CLEAN_BOUND: Duration = Duration::from_secs(2);
 /// the errno of the refusal.
 fn probe(base: &Base) -> io::Result<()> {
     let g = Group::create(base, "probe")?;
-    let fd = g.procs_fd();
+    let fd = g
+        .procs_fd()
+        .ok_or_else(|| io::Error::other("cgroup.procs is closed"))?;
     // SAFETY: between fork and _exit the child makes only async-signal-safe calls (write,
     // reading errno, _exit); it touches no lock and allocates nothing.
     let pid = unsafe { libc::fork() };
@@ -202,8 +204,9 @@ pub struct Group {
     dir: PathBuf,
     rel: String,
     /// Its `cgroup.procs`, open for writing (close-on-exec): the child writes `0` into it
-    /// between fork and exec to move itself.
-    procs: File,
+    /// between fork and exec to move itself. Closed once the child started
+    /// ([`Group::placed`]): a live session holds no descriptor for its cgroup.
+    procs: Option<File>,
 }
 
 impl Group {
@@ -226,13 +229,20 @@ impl Group {
         Ok(Group {
             rel: child_rel(&base.rel, name),
             dir,
-            procs,
+            procs: Some(procs),
         })
     }
 
-    /// The descriptor a child writes `0` into to move itself here.
-    pub fn procs_fd(&self) -> RawFd {
-        self.procs.as_raw_fd()
+    /// The descriptor a child writes `0` into to move itself here; `None` once
+    /// [`Group::placed`].
+    pub fn procs_fd(&self) -> Option<RawFd> {
+        self.procs.as_ref().map(|f| f.as_raw_fd())
+    }
+
+    /// The child was started (it moved itself, or failed to): close `cgroup.procs` (issue
+    /// 31 item 4: one descriptor fewer per live session).
+    pub fn placed(&mut self) {
+        self.procs = None;
     }
 
     /// Its folder.

@@ -190,13 +190,18 @@ impl Scope {
     pub fn placement(&self) -> Option<RawFd> {
         match &self.inner {
             #[cfg(target_os = "linux")]
-            Inner::Cgroup(g) => Some(g.procs_fd()),
+            Inner::Cgroup(g) => g.procs_fd(),
             _ => None,
         }
     }
 
-    /// The child `pid` started: check it entered its cgroup, or note it as the tree's root.
+    /// The child `pid` started: check it entered its cgroup (whose `cgroup.procs` is then
+    /// closed), or note it as the tree's root.
     pub fn started(&mut self, pid: u32) {
+        #[cfg(target_os = "linux")]
+        if let Inner::Cgroup(g) = &mut self.inner {
+            g.placed();
+        }
         match &mut self.inner {
             #[cfg(target_os = "linux")]
             Inner::Cgroup(g) if !g.holds(pid) => {
@@ -454,9 +459,9 @@ mod tests {
             spawn("true", &[], None).wait().unwrap();
             cost[1].push(t.elapsed());
             let t = Instant::now();
-            spawn("true", &[], Some(g.procs_fd())).wait().unwrap();
+            spawn("true", &[], g.procs_fd()).wait().unwrap();
             cost[2].push(t.elapsed());
-            let mut child = spawn("sleep", &["100"], Some(g.procs_fd()));
+            let mut child = spawn("sleep", &["100"], g.procs_fd());
             assert!(g.holds(child.id()));
             let t = Instant::now();
             g.kill().unwrap();

@@ -4,8 +4,7 @@
 //! and ends what is left of its sessions' trees at shutdown.
 
 use std::collections::BTreeSet;
-use std::io::{self, Read};
-use std::os::unix::net::UnixStream;
+use std::io;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
@@ -22,17 +21,9 @@ use super::procs::{self, Daemon, Proc};
 pub fn start() -> io::Result<Daemon> {
     nix::sys::prctl::set_child_subreaper(true)?;
     let d = Daemon::me();
-    let (mut read, write) = UnixStream::pair()?;
-    signal_hook::low_level::pipe::register(signal_hook::consts::SIGCHLD, write)?;
-    std::thread::Builder::new()
-        .name("orphan-reaper".into())
-        .spawn(move || {
-            let mut buf = [0u8; 64];
-            // One wake per burst of SIGCHLD: the byte count does not matter.
-            while read.read(&mut buf).is_ok_and(|n| n > 0) {
-                reap(&d);
-            }
-        })?;
+    crate::session::exits::on_sigchld("orphan-reaper", move || {
+        reap(&d);
+    })?;
     Ok(d)
 }
 

@@ -52,6 +52,10 @@ const KILL_GRACE: Duration = Duration::from_secs(3);
 const MCP_GRACE: Duration = Duration::from_secs(20);
 /// Bytes of screen text kept in `exits.log` for an unexpected death.
 const EXIT_TAIL: usize = 2048;
+/// A session with no output for this long goes quiet (issue 31 item 4): its screen model
+/// rests ([`Screen::rest`]: 344 KiB of cells become the few hundred bytes that redraw them)
+/// and its pane log is closed (reopened by the next output).
+const QUIET_AFTER: Duration = Duration::from_secs(10);
 
 const CHILD_OUT: Token = Token(0);
 const CHILD_ERR: Token = Token(1);
@@ -306,6 +310,9 @@ struct Session {
     reaper: Reaper,
     events: EventSink,
     screen: Screen,
+    /// When the session goes quiet next ([`QUIET_AFTER`] after its last output, or after a
+    /// read brought a resting screen model back).
+    quiet_at: Option<Instant>,
     /// Last output kept for router runtimes (they have no screen model worth reading).
     pipe_tail: VecDeque<u8>,
     pane: PaneLog,
@@ -421,6 +428,7 @@ impl Session {
             reaper,
             events,
             screen: Screen::new(ROWS, COLS),
+            quiet_at: None,
             pipe_tail: VecDeque::new(),
             pane,
             to_child: VecDeque::new(),
@@ -502,6 +510,7 @@ impl Session {
             // Commands may arrive without a wake if the waker raced with a previous poll.
             self.drain_commands();
             self.on_time(self.now);
+            self.go_quiet();
             if let Some(status) = self.reaper.try_exit() {
                 self.finish(status);
                 return;
@@ -539,10 +548,43 @@ impl Session {
             consider(Some(kill_at));
         }
         consider(self.prompts.next_deadline());
+        consider(self.quiet_at);
         next
+    }
+
+    /// Go quiet when due: the screen model rests and the pane log is closed. A model in
+    /// memory that may rest is due [`QUIET_AFTER`] from now (output pushes that back:
+    /// [`Session::on_output`]).
+    fn go_quiet(&mut self) {
+        match self.quiet_at {
+            Some(at) if self.now >= at => {
+                let held = self.screen.in_memory();
+                if self.screen.rest() && held {
+                    release_freed_memory();
+                }
+                self.pane.close();
+                self.quiet_at = None;
+            }
+            None if self.screen.may_rest() => {
+                self.quiet_at = Some(self.now + QUIET_AFTER);
+            }
+            _ => {}
+        }
     }
     // The rest of the session's methods live in the submodules: child_io, work
     // (boot, deliveries, compaction), commands, attach (clients), death.
+}
+
+/// Hand the memory a rested screen freed back to the kernel. glibc keeps what is freed in
+/// its arenas resident (only the top of a heap is given back), so without this the 344 KiB
+/// of a rested model stay in the daemon's RSS: measured with 200 echo screens, 78 MiB held,
+/// the same after they rested, 14 MiB after `malloc_trim(0)` (issue 31 item 4).
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim takes no pointer; it walks glibc's own free lists under their locks.
+    unsafe {
+        nix::libc::malloc_trim(0);
+    }
 }
 
 fn exit_reason(code: Option<i32>, signal: Option<&str>) -> String {

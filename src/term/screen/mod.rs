@@ -5,6 +5,7 @@
 //! capability queries in it are answered (when no human terminal is attached to answer them),
 //! and what attached clients should see is returned.
 
+mod rest;
 #[cfg(test)]
 mod tests;
 
@@ -66,7 +67,16 @@ pub struct ComposerState {
 
 /// A terminal screen model (`vt100`) plus the capability-query responder.
 pub struct Screen {
+    /// The byte parser and, unless the screen is resting, its model.
     parser: vt100::Parser,
+    /// Set while the screen rests ([`Screen::rest`]): the parser then holds a 2 × 2
+    /// placeholder and the model is these bytes.
+    resting: Option<rest::Resting>,
+    /// The resting model rebuilt by a read ([`Screen::vt`]); it goes back into the parser at
+    /// the next change, or is dropped by the next [`Screen::rest`].
+    woken: std::cell::OnceCell<vt100::Screen>,
+    /// A rest was refused since the last change (the redraw cannot carry this state).
+    refused: bool,
     scanner: Scanner,
     /// [`Screen::rows`] of the current state, made on first use after each change: a session
     /// reads them several times per chunk of output (busy line, composer, confirmation), and
@@ -85,6 +95,9 @@ impl Screen {
     pub fn new(rows: u16, cols: u16) -> Screen {
         Screen {
             parser: vt100::Parser::new(rows.max(MIN_ROWS), cols.max(MIN_COLS), SCROLLBACK_LINES),
+            resting: None,
+            woken: std::cell::OnceCell::new(),
+            refused: false,
             scanner: Scanner::default(),
             rows_cache: std::cell::OnceCell::new(),
             text_cache: std::cell::OnceCell::new(),
@@ -100,6 +113,7 @@ impl Screen {
     /// terminal is attached and answers), nothing is answered and every byte is forwarded,
     /// including any held back from the previous chunk.
     pub fn feed(&mut self, bytes: &[u8], answer_queries: bool) -> Fed {
+        self.wake();
         self.changed();
         let mut fed = Fed::default();
         if !answer_queries {
@@ -126,26 +140,75 @@ impl Screen {
     /// the last column after a full row reports the last column).
     fn report_position(&self) -> (u16, u16) {
         let (rows, cols) = self.size();
-        let (r, c) = self.parser.screen().cursor_position();
+        let (r, c) = self.vt().cursor_position();
         (r.min(rows - 1), c.min(cols - 1))
     }
 
     /// Current size as (rows, cols).
     pub fn size(&self) -> (u16, u16) {
-        self.parser.screen().size()
+        self.vt().size()
     }
 
     /// Resize the model (after the child's pty was resized for an attached client); at least
     /// `MIN_ROWS` × `MIN_COLS`.
     pub fn resize(&mut self, rows: u16, cols: u16) {
+        self.wake();
         self.changed();
         self.parser
             .screen_mut()
             .set_size(rows.max(MIN_ROWS), cols.max(MIN_COLS));
     }
 
+    /// The model: the parser's, or the resting one rebuilt on this first read after a rest.
+    fn vt(&self) -> &vt100::Screen {
+        match &self.resting {
+            None => self.parser.screen(),
+            Some(r) => self.woken.get_or_init(|| r.rebuild()),
+        }
+    }
+
+    /// A resting model goes back into the parser (before a change).
+    fn wake(&mut self) {
+        if let Some(r) = self.resting.take() {
+            let model = self.woken.take().unwrap_or_else(|| r.rebuild());
+            *self.parser.screen_mut() = model;
+        }
+    }
+
+    /// Set the model aside as the bytes that redraw it (issue 31 item 4: a 50 × 220 model
+    /// holds 344 KiB; a quiet session's screen rests in a few hundred bytes), when a model
+    /// rebuilt from them is exactly this one; every read and change after this behaves as
+    /// before (the first one rebuilds the model, ~1 ms). Returns whether the screen rests.
+    /// A model rebuilt by a read since the last rest is dropped again.
+    pub fn rest(&mut self) -> bool {
+        if self.resting.is_some() {
+            self.woken.take();
+            return true;
+        }
+        let Some(r) = rest::Resting::of(self.parser.screen(), SCROLLBACK_LINES, redraw) else {
+            self.refused = true;
+            return false;
+        };
+        *self.parser.screen_mut() = rest::placeholder();
+        self.resting = Some(r);
+        self.changed();
+        true
+    }
+
+    /// Whether the model is in memory: not resting, or rebuilt by a read since its rest.
+    pub fn in_memory(&self) -> bool {
+        self.resting.is_none() || self.woken.get().is_some()
+    }
+
+    /// Whether a [`Screen::rest`] now would set a model aside: it is in memory and no rest
+    /// was refused since its last change.
+    pub fn may_rest(&self) -> bool {
+        self.in_memory() && !self.refused
+    }
+
     /// The state changed: what was made of the old one is dropped.
     fn changed(&mut self) {
+        self.refused = false;
         self.rows_cache.take();
         self.text_cache.take();
     }
@@ -155,8 +218,7 @@ impl Screen {
     pub fn rows(&self) -> &[String] {
         self.rows_cache.get_or_init(|| {
             let (_, cols) = self.size();
-            self.parser
-                .screen()
+            self.vt()
                 .rows(0, cols)
                 .map(|r| r.trim_end().to_string())
                 .collect()
@@ -172,10 +234,7 @@ impl Screen {
         }
         // vt100 writes row `r` whole (as its `rows` does), then nothing of row `r + 1`: a
         // line break, or none after a wrapped row; the rows above are skipped, not written.
-        let mut text = self
-            .parser
-            .screen()
-            .contents_between(r, 0, r.saturating_add(1), 0);
+        let mut text = self.vt().contents_between(r, 0, r.saturating_add(1), 0);
         text.truncate(text.trim_end().len());
         text
     }
@@ -210,14 +269,14 @@ impl Screen {
 
     /// Cursor position as 0-based (row, col); the column may equal the width (pending wrap).
     pub fn cursor(&self) -> (u16, u16) {
-        self.parser.screen().cursor_position()
+        self.vt().cursor_position()
     }
 
     /// Whether the child switched the terminal to application-cursor mode (DECCKM): arrow keys
     /// must then be sent as `ESC O A..D` (see [`encode_keys`](super::keys::encode_keys)).
     #[cfg(test)]
     pub fn application_cursor(&self) -> bool {
-        self.parser.screen().application_cursor()
+        self.vt().application_cursor()
     }
 
     /// Bytes that redraw the current state on a fresh terminal for an attaching client
@@ -225,21 +284,13 @@ impl Screen {
     /// scrolls into the client's history, then the formatted screen, the cursor position and
     /// visibility, and the input modes (application cursor/keypad, bracketed paste, mouse).
     pub fn snapshot(&self) -> Vec<u8> {
-        let screen = self.parser.screen();
-        let mut out = b"\x1b[?25l\x1b[m\x1b[H\x1b[2J".to_vec();
-        if screen.alternate_screen() {
-            out.extend_from_slice(b"\x1b[?1049h");
-        } else {
-            write_scrollback(screen, &mut out);
-        }
-        out.extend_from_slice(&screen.state_formatted());
-        out
+        redraw(self.vt())
     }
 
     /// The composer of an agent TUI (spec 05 §7): the LAST row whose first visible character is
     /// `glyph` (`❯` for claude, `›` for codex). `None` when no row starts with it.
     pub fn composer_text(&self, glyph: &str) -> Option<ComposerState> {
-        let screen = self.parser.screen();
+        let screen = self.vt();
         let (_, cols) = screen.size();
         let row = self.last_row_starting_with(glyph)?;
         let mut past_glyph = false;
@@ -273,6 +324,18 @@ impl Screen {
             typed,
         })
     }
+}
+
+/// [`Screen::snapshot`] of a model.
+fn redraw(screen: &vt100::Screen) -> Vec<u8> {
+    let mut out = b"\x1b[?25l\x1b[m\x1b[H\x1b[2J".to_vec();
+    if screen.alternate_screen() {
+        out.extend_from_slice(b"\x1b[?1049h");
+    } else {
+        write_scrollback(screen, &mut out);
+    }
+    out.extend_from_slice(&screen.state_formatted());
+    out
 }
 
 /// Append the model's scrollback, oldest line first, so that it scrolls into the history of

@@ -378,3 +378,103 @@ fn fixture_a_row_made_alone_is_that_row() {
     }
     assert!(looked > 100, "{looked} screens");
 }
+
+/// Every field of the model, for comparing a screen that rested with one that never did.
+fn model(s: &Screen) -> String {
+    format!("{:?}", s.vt())
+}
+
+fn codex_fixture(name: &str) -> Vec<u8> {
+    let path = format!(
+        "{}/tests/fixtures/codex-0.171.0/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&path).unwrap_or_else(|e| panic!("read {path}: {e}"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4))]
+    /// A screen told to rest between any two chunks of a real boot (Claude Code, Codex) reads,
+    /// answers and forwards exactly as a twin that never rested, after every chunk.
+    #[test]
+    fn a_resting_screen_behaves_as_one_that_never_rested(step in 1000usize..6000, every in 1usize..4) {
+        for bytes in [fixture(BOOT), codex_fixture("boot-trust-ready-paste-call.raw")] {
+            let mut rested = Screen::new(SESSION_ROWS, SESSION_COLS);
+            let mut twin = Screen::new(SESSION_ROWS, SESSION_COLS);
+            let mut rests = 0;
+            for (i, chunk) in bytes.chunks(step).enumerate() {
+                prop_assert_eq!(rested.feed(chunk, true), twin.feed(chunk, true));
+                if i % every == 0 && rested.rest() {
+                    rests += 1;
+                }
+                prop_assert_eq!(rested.text(), twin.text());
+                prop_assert_eq!(rested.cursor(), twin.cursor());
+                prop_assert_eq!(rested.composer_text("❯"), twin.composer_text("❯"));
+            }
+            prop_assert_eq!(rested.snapshot(), twin.snapshot());
+            prop_assert_eq!(model(&rested), model(&twin));
+            // Claude Code's and Codex's screens do not rest today: vt100 keeps the bytes of a
+            // cleared cell past its length, which the Debug comparison sees (a safe refusal).
+            let _ = rests;
+        }
+    }
+}
+
+/// The echo agent's idle screen (what 1 000 live echo sessions show) rests, and a read brings
+/// it back into memory until the next rest.
+#[test]
+fn an_idle_echo_screen_rests_in_a_few_bytes() {
+    let mut ui = crate::echo_agent::ui::Screen::new(true);
+    let mut s = Screen::new(SESSION_ROWS, SESSION_COLS);
+    let lines = vec![
+        "echo agent ready".to_string(),
+        "received 12:00:00 from bob: hi".to_string(),
+    ];
+    s.feed(ui.frame(&lines, "").as_bytes(), true);
+    let before = (s.text().to_string(), s.cursor(), model(&s));
+    assert!(s.in_memory());
+    assert!(s.rest());
+    assert!(!s.in_memory());
+    let held = s.resting.as_ref().map(|r| r.held_bytes()).unwrap();
+    assert!(held < 4096, "{held} bytes");
+    assert_eq!((s.text().to_string(), s.cursor(), model(&s)), before);
+    assert!(s.in_memory(), "read: rebuilt");
+    assert!(s.rest());
+    assert!(!s.in_memory(), "rests again");
+}
+
+/// What the redraw cannot carry (a scroll region; a cursor saved with DECSC) keeps the model
+/// in memory.
+#[test]
+fn a_state_the_redraw_cannot_carry_stays_in_memory() {
+    for setup in [&b"\x1b[5;10r"[..], b"\x1b[3;7H\x1b7\x1b[H"] {
+        let mut s = Screen::new(24, 80);
+        s.feed(setup, true);
+        s.feed(b"text", true);
+        let before = model(&s);
+        assert!(!s.rest(), "{setup:?}");
+        assert!(s.in_memory());
+        assert_eq!(model(&s), before);
+    }
+}
+
+/// An escape sequence cut by a rest ends as if there had been none: the byte parser's state
+/// stays in the parser.
+#[test]
+fn a_sequence_cut_by_a_rest_ends_as_without_it() {
+    let mut rested = Screen::new(24, 80);
+    let mut twin = Screen::new(24, 80);
+    for s in [&mut rested, &mut twin] {
+        s.feed(b"ab\x1b[3", true);
+    }
+    assert!(rested.rest());
+    for s in [&mut rested, &mut twin] {
+        s.feed(b"1mX\xe2\x9d", true);
+    }
+    assert!(rested.rest());
+    for s in [&mut rested, &mut twin] {
+        s.feed(b"\xaf done", true);
+    }
+    assert_eq!(model(&rested), model(&twin));
+    assert_eq!(rested.text().trim_end(), "abX\u{276f} done");
+}
