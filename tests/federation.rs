@@ -699,7 +699,7 @@ fn a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns() {
         .arg("iapeer")
         .arg("b")
         .arg("STREAMS")
-        .arg("iapeer:v1:inbox:b")
+        .arg("iapeer:v1:inbox:b:from:a")
         .arg(">")
         .query(&mut con)
         .unwrap();
@@ -728,7 +728,7 @@ fn a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns() {
     );
     assert!(
         b.log("daemon")
-            .contains("1 entries of iapeer:v1:inbox:b read before and not acknowledged"),
+            .contains("1 entries of iapeer:v1:inbox:b:from:a read before and not acknowledged"),
         "claimed again at the start: {}",
         b.log("daemon")
     );
@@ -737,7 +737,7 @@ fn a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns() {
     let pending = || -> u64 {
         let (n, ..): (u64, ::redis::Value, ::redis::Value, ::redis::Value) =
             ::redis::cmd("XPENDING")
-                .arg("iapeer:v1:inbox:b")
+                .arg("iapeer:v1:inbox:b:from:a")
                 .arg("iapeer")
                 .query(&mut con)
                 .unwrap();
