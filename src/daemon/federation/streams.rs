@@ -140,12 +140,24 @@ fn stopped(stop: &Receiver<()>) -> bool {
     !matches!(stop.try_recv(), Err(crossbeam_channel::TryRecvError::Empty))
 }
 
-/// The other hosts the link last saw (the `hosts` hash, online or not): the senders whose
-/// streams this host reads.
-fn other_hosts(hub: &Hub) -> Vec<String> {
-    hub.view()
-        .map(|(_, _, hosts)| hosts.into_iter().map(|h| h.host).collect())
-        .unwrap_or_default()
+/// The streams addressed to host `own`, `key(own, other)` for each other host the link last
+/// saw (the `hosts` hash, online or not); `None` after a pause of [`BLOCK`] while there is
+/// no other host (nothing can be addressed to this one yet).
+fn addressed(
+    hub: &Hub,
+    own: &str,
+    key: fn(&str, &str) -> String,
+    stop: &Receiver<()>,
+) -> Option<Vec<String>> {
+    let streams: Vec<String> = hub
+        .view()
+        .map(|(_, _, hosts)| hosts.iter().map(|h| key(own, &h.host)).collect())
+        .unwrap_or_default();
+    if streams.is_empty() {
+        pause(stop, BLOCK);
+        return None;
+    }
+    Some(streams)
 }
 
 /// `XREADGROUP GROUP iapeer <host> COUNT … [BLOCK …] STREAMS <keys…> <ids…>`, one id for
@@ -179,15 +191,9 @@ fn read_inbox(hub: &Hub, sink: &Sink, stop: &Receiver<()>) {
         let Some((j, con)) = conn.get(hub, stop) else {
             continue;
         };
-        let streams: Vec<String> = other_hosts(hub)
-            .iter()
-            .map(|from| keys::inbox(&j.host, from))
-            .collect();
-        if streams.is_empty() {
-            // No other host yet: nothing can be addressed to this one.
-            pause(stop, BLOCK);
+        let Some(streams) = addressed(hub, &j.host, keys::inbox, stop) else {
             continue;
-        }
+        };
         let mut failed = false;
         let new: Vec<&String> = streams.iter().filter(|s| !grouped.contains(*s)).collect();
         for stream in new {
@@ -302,14 +308,9 @@ fn read_replies(hub: &Hub, sink: &Sink, stop: &Receiver<()>) {
                 }
             },
         };
-        let streams: Vec<String> = other_hosts(hub)
-            .iter()
-            .map(|from| keys::reply(&j.host, from))
-            .collect();
-        if streams.is_empty() {
-            pause(stop, BLOCK);
+        let Some(streams) = addressed(hub, &j.host, keys::reply, stop) else {
             continue;
-        }
+        };
         let mut cmd = redis::cmd("XREAD");
         cmd.arg("COUNT")
             .arg(COUNT)
