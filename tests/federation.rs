@@ -1168,4 +1168,33 @@ fn a_forged_entry_is_never_delivered_as_from_the_host_it_claims() {
         n
     };
     assert!(common::poll(Duration::from_secs(10), || pending(&mut con) == 0));
+
+    // c's roster (a key only c writes under the ACL layout) claiming to be host a's, with a
+    // peer zed: counted for no host, so a plain "zed" on b goes nowhere near host a.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let roster = serde_json::json!({"host": "a", "time_ms": now_ms, "peers": [{"name": "zed",
+        "runtimes": ["echo"], "state": "available", "description": "",
+        "intelligence": "artificial"}]});
+    ::redis::cmd("SET")
+        .arg("iapeer:v1:roster:c")
+        .arg(roster.to_string())
+        .arg("EX")
+        .arg(60)
+        .query::<()>(&mut con)
+        .unwrap();
+    wait_link(&b, "b's heartbeat after c's roster", |d| {
+        d["link"]["last_heartbeat_ms"]
+            .as_u64()
+            .is_some_and(|t| t > now_ms)
+    });
+    let out = b.run(&["send", "zed", "--from", "echo-bob", "--message", "to zed"]);
+    assert!(!out.status.success(), "{}", common::describe(&out));
+    assert!(
+        !b.has_event("delivery", "delivery", &[("to", "zed@a")]),
+        "a roster in c's key made zed a peer of a: {}",
+        b.log("delivery")
+    );
 }
