@@ -1198,3 +1198,66 @@ fn a_forged_entry_is_never_delivered_as_from_the_host_it_claims() {
         b.log("delivery")
     );
 }
+
+/// Issue 28 item 5: an answer to a's send to b, written by another host (c, with the
+/// password every host shares) under the send's ticket, is not taken: the send waits for b's
+/// and ends in its own timeout. (Before, a's one reply stream took any host's answer: the
+/// send was answered "forged by c".)
+#[test]
+fn an_answer_from_another_host_than_the_send_went_to_is_not_taken() {
+    let redis = RedisServer::start(SECRET);
+    let (a, mut b) = two_hosts(&redis, &["bob"]);
+    fake_host(&redis, "c", &["carl"]);
+    wait_link(&a, "a sees c online", |d| {
+        seen(d, "c").is_some_and(|h| h["online"] == true)
+    });
+    b.stop_daemon();
+    let a = std::sync::Arc::new(a);
+    let sender = {
+        let a = a.clone();
+        std::thread::spawn(move || {
+            send_json(
+                &a,
+                "bob@b",
+                "who answers?",
+                &["--id", "m-who-1", "--timeout", "6"],
+            )
+        })
+    };
+    // The send's ticket, as b would read it from its stream.
+    let mut con = redis.connection();
+    let mut ticket = None;
+    assert!(common::poll(Duration::from_secs(10), || {
+        let r: ::redis::streams::StreamRangeReply = ::redis::cmd("XRANGE")
+            .arg("iapeer:v1:inbox:b:from:a")
+            .arg("-")
+            .arg("+")
+            .query(&mut con)
+            .unwrap();
+        ticket = r.ids.iter().find_map(|e| e.get::<String>("ticket"));
+        ticket.is_some()
+    }));
+    let forged = serde_json::json!({"code": "stopped", "error": "forged by c"}).to_string();
+    // Where a reads c's answers (and, in the layout before, a's one reply stream).
+    for key in ["iapeer:v1:reply:a:from:c", "iapeer:v1:reply:a"] {
+        ::redis::cmd("XADD")
+            .arg(key)
+            .arg("*")
+            .arg("ticket")
+            .arg(ticket.as_deref().unwrap())
+            .arg("id")
+            .arg("m-who-1")
+            .arg("outcome")
+            .arg(&forged)
+            .query::<String>(&mut con)
+            .unwrap();
+    }
+    let doc = sender.join().unwrap();
+    assert_eq!(doc["code"], "timeout", "{doc}");
+    assert!(
+        a.log("daemon")
+            .contains("came from host c, not from the host it went to: dropped"),
+        "{}",
+        a.log("daemon")
+    );
+}
