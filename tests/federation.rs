@@ -449,6 +449,11 @@ fn two_hosts_with(
     b_peers: &[&str],
     vars: &[(&str, &str)],
 ) -> (TestEnv, TestEnv) {
+    two_hosts_at((&redis.url(), &redis.url()), b_peers, vars)
+}
+
+/// [`two_hosts_with`], a joining with the URL `urls.0` and b with `urls.1`.
+fn two_hosts_at(urls: (&str, &str), b_peers: &[&str], vars: &[(&str, &str)]) -> (TestEnv, TestEnv) {
     let mut a = TestEnv::new();
     let mut b = TestEnv::new();
     for (k, v) in vars {
@@ -461,8 +466,8 @@ fn two_hosts_with(
     }
     a.start_daemon();
     b.start_daemon();
-    a.ok(&["federation", "join", &redis.url(), "--host-name", "a"]);
-    b.ok(&["federation", "join", &redis.url(), "--host-name", "b"]);
+    a.ok(&["federation", "join", urls.0, "--host-name", "a"]);
+    b.ok(&["federation", "join", urls.1, "--host-name", "b"]);
     wait_link(&a, "a sees b online", |d| {
         seen(d, "b").is_some_and(|h| h["online"] == true)
     });
@@ -699,7 +704,7 @@ fn a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns() {
         .arg("iapeer")
         .arg("b")
         .arg("STREAMS")
-        .arg("iapeer:v1:inbox:b")
+        .arg("iapeer:v1:inbox:b:from:a")
         .arg(">")
         .query(&mut con)
         .unwrap();
@@ -728,7 +733,7 @@ fn a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns() {
     );
     assert!(
         b.log("daemon")
-            .contains("1 entries of iapeer:v1:inbox:b read before and not acknowledged"),
+            .contains("1 entries of iapeer:v1:inbox:b:from:a read before and not acknowledged"),
         "claimed again at the start: {}",
         b.log("daemon")
     );
@@ -737,7 +742,7 @@ fn a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns() {
     let pending = || -> u64 {
         let (n, ..): (u64, ::redis::Value, ::redis::Value, ::redis::Value) =
             ::redis::cmd("XPENDING")
-                .arg("iapeer:v1:inbox:b")
+                .arg("iapeer:v1:inbox:b:from:a")
                 .arg("iapeer")
                 .query(&mut con)
                 .unwrap();
@@ -887,5 +892,372 @@ fn redis_unreachable_leaves_local_sends_alone_and_answers_remote_ones_clearly() 
     assert_eq!(
         times_in_pane(&b, "echo-bob", "from alice@a: remote again"),
         1
+    );
+}
+
+/// The ACL line of docs/FEDERATION.md ("Who may send") for `host` with password `pw`, as
+/// the arguments of the `ACL` command.
+fn acl_line(host: &str, pw: &str) -> Vec<String> {
+    let doc =
+        common::read(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/FEDERATION.md"));
+    let after = doc
+        .split_once("<!-- acl-layout")
+        .expect("docs/FEDERATION.md has the ACL layout")
+        .1;
+    let line = after
+        .lines()
+        .find(|l| l.starts_with("ACL SETUSER "))
+        .expect("an ACL SETUSER line after the marker");
+    line.replace("<host>", host)
+        .replace("<password>", pw)
+        .split_whitespace()
+        .skip(1)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Host `host`'s password in the ACL tests.
+fn acl_password(host: &str) -> String {
+    format!("pw-of-{host}-{SECRET}")
+}
+
+/// The URL host `host` joins with: its own ACL user.
+fn acl_url(redis: &RedisServer, host: &str) -> String {
+    format!(
+        "redis://iapeer-{host}:{}@127.0.0.1:{}",
+        acl_password(host),
+        redis.port
+    )
+}
+
+/// A connection as host `host`'s ACL user.
+fn acl_connection(redis: &RedisServer, host: &str) -> ::redis::Connection {
+    ::redis::Client::open(acl_url(redis, host))
+        .and_then(|c| c.get_connection())
+        .expect("a connection as the host's ACL user")
+}
+
+/// Issue 28 item 5: with one ACL user per host, made by the lines docs/FEDERATION.md gives,
+/// a message crosses from a to b and the answer comes back, `doctor` works, and Redis
+/// refused nothing either host's daemon or CLI asked (its ACL LOG stays empty); host c's
+/// user cannot write where a writes (`inbox:b:from:a`, `reply:a:from:b`), nor a's presence,
+/// nor read b's messages: Redis itself says NOPERM.
+#[test]
+fn with_an_acl_user_per_host_messages_cross_and_no_host_can_write_as_another() {
+    let redis = RedisServer::start(SECRET);
+    let mut admin = redis.connection();
+    for host in ["a", "b", "c"] {
+        let line = acl_line(host, &acl_password(host));
+        ::redis::cmd("ACL")
+            .arg(&line)
+            .query::<()>(&mut admin)
+            .unwrap_or_else(|e| panic!("ACL {line:?}: {e}"));
+    }
+    let (a, b) = two_hosts_at(
+        (&acl_url(&redis, "a"), &acl_url(&redis, "b")),
+        &["bob"],
+        &[],
+    );
+    let out = send_ok(&a, "echo-alice", "bob@b", "hello through the acl", &[]);
+    assert_eq!(
+        out.trim(),
+        "delivered to bob (echo), woke",
+        "{}",
+        b.diagnostics()
+    );
+    a.wait_until("bob's answer reaches a", Duration::from_secs(30), |a| {
+        times_in_pane(a, "echo-alice", "from bob@b: echo: hello through the acl") == 1
+    });
+    let (doc, code) = doctor_json(&a);
+    assert_eq!(code, Some(0), "{doc}");
+    assert_eq!(
+        doctor_check(&doc, "clock-skew:b").unwrap()["level"],
+        "ok",
+        "{doc}"
+    );
+    let status = a.ok(&["federation", "status"]);
+    assert!(status.contains("host b online"), "{status}");
+    // b's daemon stops (deleting its alive and roster keys), a leaves (its hosts field too).
+    let mut b = b;
+    b.stop_daemon();
+    a.ok(&["federation", "leave"]);
+    wait_link(&a, "a's link has nothing to report", |d| {
+        d["link"].is_null()
+    });
+    let hosts: Vec<String> = ::redis::cmd("HKEYS")
+        .arg("iapeer:v1:hosts")
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(hosts, ["b"], "a left, b only stopped");
+    let log: Vec<::redis::Value> = ::redis::cmd("ACL").arg("LOG").query(&mut admin).unwrap();
+    assert!(log.is_empty(), "Redis refused a command of a host: {log:?}");
+
+    let mut c = acl_connection(&redis, "c");
+    // Each as c's user, named by what it would do: Redis refuses it.
+    let refused: [(&str, &[&str]); 7] = [
+        (
+            "write a's messages to b",
+            &[
+                "XADD",
+                "iapeer:v1:inbox:b:from:a",
+                "*",
+                "from",
+                "echo-alice@a",
+            ],
+        ),
+        (
+            "write b's answers to a",
+            &["XADD", "iapeer:v1:reply:a:from:b", "*", "ticket", "t"],
+        ),
+        (
+            "write b's stream to itself",
+            &["XADD", "iapeer:v1:inbox:b:from:b", "*", "from", "x@b"],
+        ),
+        ("set a's presence", &["SET", "iapeer:v1:alive:a", "{}"]),
+        ("set a's roster", &["SET", "iapeer:v1:roster:a", "{}"]),
+        (
+            "read a's messages to b",
+            &[
+                "XREADGROUP",
+                "GROUP",
+                "iapeer",
+                "c",
+                "STREAMS",
+                "iapeer:v1:inbox:b:from:a",
+                ">",
+            ],
+        ),
+        (
+            "read b's answers to a",
+            &["XREAD", "STREAMS", "iapeer:v1:reply:a:from:b", "0"],
+        ),
+    ];
+    for (what, args) in refused {
+        let r: ::redis::RedisResult<::redis::Value> =
+            ::redis::cmd(args[0]).arg(&args[1..]).query(&mut c);
+        match r {
+            Err(e) => assert!(
+                e.to_string().to_lowercase().contains("noperm"),
+                "c's {what}: {e}"
+            ),
+            Ok(v) => panic!("c may {what}: {v:?}"),
+        }
+    }
+    // What c may write: its own streams to b, its presence.
+    ::redis::cmd("XADD")
+        .arg("iapeer:v1:inbox:b:from:c")
+        .arg("*")
+        .arg("from")
+        .arg("echo-carl@c")
+        .query::<String>(&mut c)
+        .expect("c writes its own stream to b");
+    fake_heartbeat(&mut c, "c", 0, 15);
+    // Nothing a wrote was lost to c's attempts: the pair's streams hold only a's and b's.
+    let len: u64 = ::redis::cmd("XLEN")
+        .arg("iapeer:v1:inbox:b:from:a")
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(len, 1);
+}
+
+/// Issue 28 item 5: an entry claiming sender `alice@a` written where b reads host c's
+/// messages (with the password every host shares: the default user) is never delivered as
+/// from alice@a: it is refused and logged, while an honest entry of c is delivered as from
+/// `carl@c` and answered on `reply:c:from:b`. (Before, b's one inbox stream took the sender
+/// host from the entry's body: the forged entry reached bob as "from alice@a".)
+#[test]
+fn a_forged_entry_is_never_delivered_as_from_the_host_it_claims() {
+    let redis = RedisServer::start(SECRET);
+    let (_a, b) = two_hosts(&redis, &["bob"]);
+    fake_host(&redis, "c", &["carl"]);
+    wait_link(&b, "b sees c online", |d| {
+        seen(d, "c").is_some_and(|h| h["online"] == true)
+    });
+    let mut con = redis.connection();
+    let xadd = |con: &mut ::redis::Connection, key: &str, from: &str, body: &str, id: &str| {
+        ::redis::cmd("XADD")
+            .arg(key)
+            .arg("*")
+            .arg("ticket")
+            .arg(format!("t-{id}"))
+            .arg("id")
+            .arg(id)
+            .arg("from")
+            .arg(from)
+            .arg("intelligence")
+            .arg("artificial")
+            .arg("to")
+            .arg("bob")
+            .arg("body")
+            .arg(body)
+            .arg("if_busy")
+            .arg("queue")
+            .arg("timeout_ms")
+            .arg(5000)
+            .query::<String>(con)
+            .unwrap()
+    };
+    // Where b reads host c's messages: `inbox:b:from:c` (and, in the layout before, b's one
+    // inbox `inbox:b`, which nothing reads now).
+    for key in ["iapeer:v1:inbox:b:from:c", "iapeer:v1:inbox:b"] {
+        xadd(&mut con, key, "echo-alice@a", "forged by c", "m-forged-1");
+    }
+    xadd(
+        &mut con,
+        "iapeer:v1:inbox:b:from:c",
+        "echo-carl@c",
+        "honest from c",
+        "m-honest-1",
+    );
+    let forged = |b: &TestEnv| times_in_pane(b, "echo-bob", "forged by c") > 0;
+    let honest = |b: &TestEnv| times_in_pane(b, "echo-bob", "from carl@c: honest from c") == 1;
+    b.wait_until("c's entries read", Duration::from_secs(30), |b| {
+        forged(b) || honest(b)
+    });
+    assert!(
+        !forged(&b),
+        "the forged entry was delivered: {}",
+        b.pane("echo-bob")
+    );
+    assert!(honest(&b), "{}", b.diagnostics());
+    b.wait_until("the refusal logged", Duration::from_secs(10), |b| {
+        b.log("daemon").contains(
+            "iapeer:v1:inbox:b:from:c entry",
+        ) && b.log("daemon").contains(
+            "refused: its sender \"echo-alice@a\" is not of host c, the host whose stream it is in",
+        )
+    });
+    assert!(
+        b.has_event(
+            "delivery",
+            "delivery",
+            &[
+                ("path", "federation"),
+                ("caller", "echo-carl@c"),
+                ("ok", "true")
+            ]
+        ),
+        "{}",
+        b.log("delivery")
+    );
+    assert!(
+        !b.log("delivery").contains("echo-alice@a"),
+        "{}",
+        b.log("delivery")
+    );
+    // The honest entry's outcome went to c's reply stream from b; both entries are acknowledged.
+    let mut outcome = String::new();
+    assert!(common::poll(Duration::from_secs(10), || {
+        let read: ::redis::Value = ::redis::cmd("XREAD")
+            .arg("STREAMS")
+            .arg("iapeer:v1:reply:c:from:b")
+            .arg("0")
+            .query(&mut con)
+            .unwrap();
+        outcome = format!("{read:?}");
+        outcome.contains("t-m-honest-1")
+    }));
+    assert!(!outcome.contains("t-m-forged-1"), "{outcome}");
+    let pending = |con: &mut ::redis::Connection| -> u64 {
+        let (n, ..): (u64, ::redis::Value, ::redis::Value, ::redis::Value) =
+            ::redis::cmd("XPENDING")
+                .arg("iapeer:v1:inbox:b:from:c")
+                .arg("iapeer")
+                .query(con)
+                .unwrap();
+        n
+    };
+    assert!(common::poll(Duration::from_secs(10), || pending(&mut con) == 0));
+
+    // c's roster (a key only c writes under the ACL layout) claiming to be host a's, with a
+    // peer zed: counted for no host, so a plain "zed" on b goes nowhere near host a.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let roster = serde_json::json!({"host": "a", "time_ms": now_ms, "peers": [{"name": "zed",
+        "runtimes": ["echo"], "state": "available", "description": "",
+        "intelligence": "artificial"}]});
+    ::redis::cmd("SET")
+        .arg("iapeer:v1:roster:c")
+        .arg(roster.to_string())
+        .arg("EX")
+        .arg(60)
+        .query::<()>(&mut con)
+        .unwrap();
+    wait_link(&b, "b's heartbeat after c's roster", |d| {
+        d["link"]["last_heartbeat_ms"]
+            .as_u64()
+            .is_some_and(|t| t > now_ms)
+    });
+    let out = b.run(&["send", "zed", "--from", "echo-bob", "--message", "to zed"]);
+    assert!(!out.status.success(), "{}", common::describe(&out));
+    assert!(
+        !b.has_event("delivery", "delivery", &[("to", "zed@a")]),
+        "a roster in c's key made zed a peer of a: {}",
+        b.log("delivery")
+    );
+}
+
+/// Issue 28 item 5: an answer to a's send to b, written by another host (c, with the
+/// password every host shares) under the send's ticket, is not taken: the send waits for b's
+/// and ends in its own timeout. (Before, a's one reply stream took any host's answer: the
+/// send was answered "forged by c".)
+#[test]
+fn an_answer_from_another_host_than_the_send_went_to_is_not_taken() {
+    let redis = RedisServer::start(SECRET);
+    let (a, mut b) = two_hosts(&redis, &["bob"]);
+    fake_host(&redis, "c", &["carl"]);
+    wait_link(&a, "a sees c online", |d| {
+        seen(d, "c").is_some_and(|h| h["online"] == true)
+    });
+    b.stop_daemon();
+    let a = std::sync::Arc::new(a);
+    let sender = {
+        let a = a.clone();
+        std::thread::spawn(move || {
+            send_json(
+                &a,
+                "bob@b",
+                "who answers?",
+                &["--id", "m-who-1", "--timeout", "6"],
+            )
+        })
+    };
+    // The send's ticket, as b would read it from its stream.
+    let mut con = redis.connection();
+    let mut ticket = None;
+    assert!(common::poll(Duration::from_secs(10), || {
+        let r: ::redis::streams::StreamRangeReply = ::redis::cmd("XRANGE")
+            .arg("iapeer:v1:inbox:b:from:a")
+            .arg("-")
+            .arg("+")
+            .query(&mut con)
+            .unwrap();
+        ticket = r.ids.iter().find_map(|e| e.get::<String>("ticket"));
+        ticket.is_some()
+    }));
+    let forged = serde_json::json!({"code": "stopped", "error": "forged by c"}).to_string();
+    // Where a reads c's answers (and, in the layout before, a's one reply stream).
+    for key in ["iapeer:v1:reply:a:from:c", "iapeer:v1:reply:a"] {
+        ::redis::cmd("XADD")
+            .arg(key)
+            .arg("*")
+            .arg("ticket")
+            .arg(ticket.as_deref().unwrap())
+            .arg("id")
+            .arg("m-who-1")
+            .arg("outcome")
+            .arg(&forged)
+            .query::<String>(&mut con)
+            .unwrap();
+    }
+    let doc = sender.join().unwrap();
+    assert_eq!(doc["code"], "timeout", "{doc}");
+    assert!(
+        a.log("daemon")
+            .contains("came from host c, not from the host it went to: dropped"),
+        "{}",
+        a.log("daemon")
     );
 }

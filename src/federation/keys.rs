@@ -8,8 +8,15 @@
 //! | `iapeer:v1:alive:<host>` | string, TTL [`ALIVE_TTL`] | host `<host>`, every [`HEARTBEAT_INTERVAL`] | its last [`Heartbeat`] as JSON; present = the host is online |
 //! | `iapeer:v1:hosts` | hash `<host>` → JSON | each host, with its heartbeat | every host's last [`Heartbeat`], kept after it goes offline (when it was last seen) |
 //! | `iapeer:v1:roster:<host>` | string, TTL [`ALIVE_TTL`] | host `<host>`, with its heartbeat | its peers as a [`Roster`] (JSON) |
-//! | `iapeer:v1:inbox:<host>` | stream, ≈ [`STREAM_MAXLEN`] entries | any other host | messages to `<host>`'s peers, one [`Entry`] each; read by `<host>` with the consumer group [`GROUP`] |
-//! | `iapeer:v1:reply:<host>` | stream, ≈ [`STREAM_MAXLEN`] entries | any other host | the outcomes of `<host>`'s sends, one [`Outcome`] each |
+//! | `iapeer:v1:inbox:<to>:from:<from>` | stream, ≈ [`STREAM_MAXLEN`] entries | host `<from>` only | messages from `<from>`'s peers to `<to>`'s, one [`Entry`] each; read by `<to>` with the consumer group [`GROUP`] |
+//! | `iapeer:v1:reply:<to>:from:<from>` | stream, ≈ [`STREAM_MAXLEN`] entries | host `<from>` only | the outcomes of `<to>`'s sends to `<from>`, one [`Outcome`] each |
+//!
+//! Each stream names both ends (issue 28 item 5, "who may send"): the recipient takes the
+//! sending host from the KEY it read ([`inbox_sender`], [`reply_sender`]), never from an
+//! entry's body, so an ACL user allowed to write only `…:from:<itself>` (the layout in
+//! `docs/FEDERATION.md`) cannot pass as another host; an entry whose `from` names another host
+//! than its key is refused ([`Entry::check_host`]). A recipient learns which streams to read
+//! from the `hosts` hash (each heartbeat).
 //!
 //! A host deletes its `alive` and `roster` keys when its daemon stops and its `hosts` entry too
 //! when it leaves (`iapeer federation leave`).
@@ -41,14 +48,34 @@ pub fn roster(host: &str) -> String {
     format!("{PREFIX}roster:{host}")
 }
 
-/// `iapeer:v1:inbox:<host>`: the stream of messages to the host's peers.
-pub fn inbox(host: &str) -> String {
-    format!("{PREFIX}inbox:{host}")
+/// `iapeer:v1:inbox:<to>:from:<from>`: the stream of messages from host `from`'s peers to
+/// host `to`'s (written by `from` only, read by `to`).
+pub fn inbox(to: &str, from: &str) -> String {
+    format!("{PREFIX}inbox:{to}:from:{from}")
 }
 
-/// `iapeer:v1:reply:<host>`: the stream of the outcomes of the host's sends.
-pub fn reply(host: &str) -> String {
-    format!("{PREFIX}reply:{host}")
+/// `iapeer:v1:reply:<to>:from:<from>`: the stream of the outcomes of host `to`'s sends to
+/// host `from` (written by `from` only, read by `to`).
+pub fn reply(to: &str, from: &str) -> String {
+    format!("{PREFIX}reply:{to}:from:{from}")
+}
+
+/// The sending host of inbox stream `key` addressed to host `to`: the `<from>` of
+/// `iapeer:v1:inbox:<to>:from:<from>`; `None` for any other key or a `<from>` that is not a
+/// host name (the peer-name rule). Pure.
+pub fn inbox_sender(key: &str, to: &str) -> Option<String> {
+    sender_in(key, "inbox", to)
+}
+
+/// The answering host of reply stream `key` addressed to host `to`, as [`inbox_sender`].
+/// Pure.
+pub fn reply_sender(key: &str, to: &str) -> Option<String> {
+    sender_in(key, "reply", to)
+}
+
+fn sender_in(key: &str, kind: &str, to: &str) -> Option<String> {
+    let from = key.strip_prefix(&format!("{PREFIX}{kind}:{to}:from:"))?;
+    crate::names::is_valid_personality(from).then(|| from.to_string())
 }
 
 /// One peer in a host's [`Roster`]: `{"name","runtimes","state","description","intelligence"}`.
@@ -108,6 +135,20 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// The entry's sender as it stands when it came from host `host` (the one its stream's
+    /// key names): its `from`, which must be `<identity>@<host>`. Pure.
+    ///
+    /// Errors: `from` names no host or another one (a host passing as another), said so.
+    pub fn check_host(&self, host: &str) -> Result<(), String> {
+        match self.from.rsplit_once('@') {
+            Some((identity, h)) if h == host && !identity.is_empty() => Ok(()),
+            _ => Err(format!(
+                "its sender \"{}\" is not of host {host}, the host whose stream it is in",
+                self.from
+            )),
+        }
+    }
+
     /// The stream fields, in order.
     pub fn fields(&self) -> Vec<(&'static str, String)> {
         let mut f = vec![
@@ -215,9 +256,46 @@ mod tests {
         assert_eq!(hosts(), "iapeer:v1:hosts");
         assert_eq!(alive("b"), "iapeer:v1:alive:b");
         assert_eq!(roster("b"), "iapeer:v1:roster:b");
-        assert_eq!(inbox("b"), "iapeer:v1:inbox:b");
-        assert_eq!(reply("a"), "iapeer:v1:reply:a");
+        assert_eq!(inbox("b", "a"), "iapeer:v1:inbox:b:from:a");
+        assert_eq!(reply("a", "b"), "iapeer:v1:reply:a:from:b");
         assert!(ALIVE_TTL >= HEARTBEAT_INTERVAL * 2);
+    }
+
+    #[test]
+    fn the_sending_host_is_the_one_the_key_names() {
+        assert_eq!(inbox_sender(&inbox("b", "a"), "b"), Some("a".into()));
+        assert_eq!(reply_sender(&reply("a", "b"), "a"), Some("b".into()));
+        // Another host's stream, another kind, or no valid host name: none.
+        assert_eq!(inbox_sender(&inbox("c", "a"), "b"), None);
+        assert_eq!(inbox_sender(&reply("b", "a"), "b"), None);
+        assert_eq!(inbox_sender("iapeer:v1:inbox:b", "b"), None);
+        assert_eq!(inbox_sender("iapeer:v1:inbox:b:from:A:x", "b"), None);
+        assert_eq!(inbox_sender("iapeer:v1:inbox:b:from:", "b"), None);
+    }
+
+    #[test]
+    fn an_entry_claiming_another_host_than_its_key_is_refused() {
+        let mut e = Entry {
+            ticket: "t".into(),
+            id: "m-1".into(),
+            from: "echo-alice@a".into(),
+            intelligence: "artificial".into(),
+            to: "bob".into(),
+            runtime: None,
+            topic: None,
+            body: "hi".into(),
+            if_busy: "queue".into(),
+            timeout_ms: 1,
+        };
+        assert_eq!(e.check_host("a"), Ok(()));
+        assert_eq!(
+            e.check_host("c").unwrap_err(),
+            "its sender \"echo-alice@a\" is not of host c, the host whose stream it is in"
+        );
+        e.from = "echo-alice".into();
+        assert!(e.check_host("a").is_err());
+        e.from = "@a".into();
+        assert!(e.check_host("a").is_err());
     }
 
     #[test]

@@ -403,10 +403,16 @@ fn beat(
         .ignore()
         .query::<()>(con)?;
     let all: HashMap<String, String> = redis::cmd("HGETALL").arg(keys::hosts()).query(con)?;
+    // A heartbeat or roster counts only under its own host's name (a value naming another
+    // host is ignored): the key (or the hash field) says whose it is, not the value.
     let mut others: Vec<Heartbeat> = all
         .iter()
         .filter(|(name, _)| name.as_str() != host)
-        .filter_map(|(_, v)| serde_json::from_str(v).ok())
+        .filter_map(|(name, v)| {
+            serde_json::from_str::<Heartbeat>(v)
+                .ok()
+                .filter(|hb| hb.host == *name)
+        })
         .collect();
     others.sort_by(|a, b| a.host.cmp(&b.host));
     let (alive, rosters): (Vec<Option<String>>, Vec<Option<String>>) = if others.is_empty() {
@@ -419,10 +425,14 @@ fn beat(
             redis::cmd("MGET").arg(rosters).query(con)?,
         )
     };
-    let rosters = rosters
-        .into_iter()
-        .flatten()
-        .filter_map(|r| serde_json::from_str::<keys::Roster>(&r).ok())
+    let rosters = others
+        .iter()
+        .zip(rosters)
+        .filter_map(|(h, r)| {
+            serde_json::from_str::<keys::Roster>(&r?)
+                .ok()
+                .filter(|r| r.host == h.host)
+        })
         .collect();
     let hosts = others
         .into_iter()

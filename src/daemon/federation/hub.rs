@@ -32,10 +32,11 @@ pub enum Write {
         /// How long the sender still waits, ms.
         timeout_ms: u64,
     },
-    /// The outcome of an inbox entry: written to the sender host's reply stream, then the
-    /// entry is acknowledged (`XACK`), in that order.
+    /// The outcome of an inbox entry: written to the sender host's reply stream
+    /// (`reply:<host>:from:<this host>`), then the entry is acknowledged (`XACK` on
+    /// `inbox:<this host>:from:<host>`), in that order.
     Outcome {
-        /// The sending host.
+        /// The sending host (the one its inbox stream's key names).
         host: String,
         /// The outcome.
         outcome: crate::federation::keys::Outcome,
@@ -49,6 +50,9 @@ pub enum Write {
 pub enum Event {
     /// An inbox entry to route as a local send.
     Inbound {
+        /// The sending host: the one the key of the stream it was read from names (its
+        /// `from` was checked to be of that host).
+        host: String,
         /// The entry.
         entry: crate::federation::keys::Entry,
         /// Its stream id, acknowledged once its outcome is written.
@@ -58,6 +62,9 @@ pub enum Event {
     Outcome {
         /// The send's ticket.
         ticket: String,
+        /// The host that answered, the one the reply stream's key names (`None`: refused on
+        /// this host before it left); an answer from another host than the send's is dropped.
+        from: Option<String>,
         /// The answer.
         outcome: SendOutcome,
     },

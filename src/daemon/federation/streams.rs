@@ -1,23 +1,31 @@
 //! Delivery across hosts (issue 28 item 3): three threads, each with its own blocking Redis
 //! connection (the `redis` crate's synchronous API), started with the daemon and idle until
-//! the link ([`super::link`]) says the host has joined:
+//! the link ([`super::link`]) says the host has joined. Every stream names both ends
+//! (`…:<to>:from:<from>`, [`keys`]): a host writes only streams `…:from:<itself>` and reads
+//! only streams addressed to itself, and takes the sending host from the key it read.
 //!
-//! - `federation-inbox` reads this host's inbox stream (`iapeer:v1:inbox:<host>`) with the
-//!   consumer group [`keys::GROUP`] (consumer: the host's name), blocking up to [`BLOCK`] per
-//!   read (no busy polling). Its first read after the daemon starts takes the entries this
-//!   host read and never acknowledged (id `0`: a daemon killed mid-delivery), then the new
-//!   ones (`>`). Each goes to the router as an [`Event::Inbound`]: the router routes it as a
-//!   local send with its message id, so the recipient's id ledger never pastes it twice.
+//! - `federation-inbox` reads this host's inbox streams, one per other host the link saw
+//!   (`iapeer:v1:inbox:<host>:from:<other>`, all in one `XREADGROUP`), with the consumer group
+//!   [`keys::GROUP`] (consumer: the host's name; the group made with `MKSTREAM` on a stream's
+//!   first sight), blocking up to [`BLOCK`] per read (no busy polling). Its first read of
+//!   each stream after the daemon starts takes the entries this host read and never
+//!   acknowledged (id `0`: a daemon killed mid-delivery), then the new ones (`>`). Each goes
+//!   to the router as an [`Event::Inbound`] with the sending host of its stream's key (an
+//!   entry whose `from` names another host is refused, logged and acknowledged): the router
+//!   routes it as a local send with its message id, so the recipient's id ledger never pastes
+//!   it twice.
 //! - `federation-write` writes: a send to a remote peer (the sender authenticated and the
-//!   fields checked first, [`entry_for`]) onto the host's inbox stream, and an inbox entry's
-//!   outcome onto the sender host's reply stream, then `XACK`s the entry (only after the
-//!   outcome is written).
-//! - `federation-reply` reads this host's reply stream (plain `XREAD`, blocking) and hands
-//!   each outcome to the router ([`Event::Outcome`]), which answers the waiting sender.
+//!   fields checked first, [`entry_for`]) onto `inbox:<host>:from:<this host>`, and an inbox
+//!   entry's outcome onto `reply:<sender host>:from:<this host>`, then `XACK`s the entry
+//!   (only after the outcome is written).
+//! - `federation-reply` reads this host's reply streams (`reply:<host>:from:<other>`, plain
+//!   `XREAD`, blocking) and hands each outcome to the router ([`Event::Outcome`], with the
+//!   answering host of the key), which answers the waiting sender.
 //!
 //! Each ends when the daemon's stop channel closes. Redis away: each tries again after
 //! [`super::link::backoff`]; a send that cannot be written is answered at once.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -132,141 +140,213 @@ fn stopped(stop: &Receiver<()>) -> bool {
     !matches!(stop.try_recv(), Err(crossbeam_channel::TryRecvError::Empty))
 }
 
+/// The streams addressed to host `own`, `key(own, other)` for each other host the link last
+/// saw (the `hosts` hash, online or not); `None` after a pause of [`BLOCK`] while there is
+/// no other host (nothing can be addressed to this one yet).
+fn addressed(
+    hub: &Hub,
+    own: &str,
+    key: fn(&str, &str) -> String,
+    stop: &Receiver<()>,
+) -> Option<Vec<String>> {
+    let streams: Vec<String> = hub
+        .view()
+        .map(|(_, _, hosts)| hosts.iter().map(|h| key(own, &h.host)).collect())
+        .unwrap_or_default();
+    if streams.is_empty() {
+        pause(stop, BLOCK);
+        return None;
+    }
+    Some(streams)
+}
+
+/// `XREADGROUP GROUP iapeer <host> COUNT … [BLOCK …] STREAMS <keys…> <ids…>`, one id for
+/// every key.
+fn read_group(host: &str, streams: &[String], id: &str, block: bool) -> redis::Cmd {
+    let mut cmd = redis::cmd("XREADGROUP");
+    cmd.arg("GROUP")
+        .arg(keys::GROUP)
+        .arg(host)
+        .arg("COUNT")
+        .arg(COUNT);
+    if block {
+        cmd.arg("BLOCK").arg(BLOCK.as_millis() as u64);
+    }
+    cmd.arg("STREAMS").arg(streams);
+    for _ in streams {
+        cmd.arg(id);
+    }
+    cmd
+}
+
 fn read_inbox(hub: &Hub, sink: &Sink, stop: &Receiver<()>) {
     let mut conn = Conn::new();
-    // The entries this host read before and never acknowledged come first, once per daemon.
-    let mut pending_done: Option<String> = None;
+    // The streams whose consumer group exists (made on first sight; forgotten when a read
+    // fails: Redis may have restarted empty).
+    let mut grouped: HashSet<String> = HashSet::new();
+    // The streams whose entries this host read before and never acknowledged were taken,
+    // once per daemon.
+    let mut pending_done: HashSet<String> = HashSet::new();
     while !stopped(stop) {
         let Some((j, con)) = conn.get(hub, stop) else {
             continue;
         };
-        let stream = keys::inbox(&j.host);
-        let created: redis::RedisResult<()> = redis::cmd("XGROUP")
-            .arg("CREATE")
-            .arg(&stream)
-            .arg(keys::GROUP)
-            .arg("0")
-            .arg("MKSTREAM")
-            .query(con);
-        if let Err(e) = created {
-            if e.code() != Some("BUSYGROUP") {
-                log::warn!("federation: cannot make the consumer group of {stream}: {e}");
-                conn.failed(stop);
-                continue;
-            }
-        }
-        let pending = pending_done.as_deref() != Some(j.host.as_str());
-        let mut cmd = redis::cmd("XREADGROUP");
-        cmd.arg("GROUP")
-            .arg(keys::GROUP)
-            .arg(&j.host)
-            .arg("COUNT")
-            .arg(COUNT);
-        if !pending {
-            cmd.arg("BLOCK").arg(BLOCK.as_millis() as u64);
-        }
-        cmd.arg("STREAMS")
-            .arg(&stream)
-            .arg(if pending { "0" } else { ">" });
-        let Some(ids) = read_stream(&mut conn, stop, &cmd, &stream) else {
+        let Some(streams) = addressed(hub, &j.host, keys::inbox, stop) else {
             continue;
         };
-        if pending {
-            if ids.is_empty() {
-                pending_done = Some(j.host.clone());
+        let mut failed = false;
+        let new: Vec<&String> = streams.iter().filter(|s| !grouped.contains(*s)).collect();
+        for stream in new {
+            let created: redis::RedisResult<()> = redis::cmd("XGROUP")
+                .arg("CREATE")
+                .arg(stream)
+                .arg(keys::GROUP)
+                .arg("0")
+                .arg("MKSTREAM")
+                .query(con);
+            match created {
+                Err(e) if e.code() != Some("BUSYGROUP") => {
+                    log::warn!("federation: cannot make the consumer group of {stream}: {e}");
+                    failed = true;
+                    break;
+                }
+                _ => {
+                    grouped.insert(stream.clone());
+                }
+            }
+        }
+        if failed {
+            conn.failed(stop);
+            continue;
+        }
+        let pending: Vec<String> = streams
+            .iter()
+            .filter(|s| !pending_done.contains(*s))
+            .cloned()
+            .collect();
+        let cmd = if pending.is_empty() {
+            read_group(&j.host, &streams, ">", true)
+        } else {
+            read_group(&j.host, &pending, "0", false)
+        };
+        let Some(read) = read_stream(&mut conn, stop, &cmd, "this host's inbox streams") else {
+            grouped.clear();
+            continue;
+        };
+        for (stream, ids) in read {
+            if !pending.is_empty() && !ids.is_empty() {
+                log::info!(
+                    "federation: {} entries of {stream} read before and not acknowledged: routing them again",
+                    ids.len()
+                );
+            }
+            let Some(host) = keys::inbox_sender(&stream, &j.host) else {
                 continue;
-            }
-            log::info!(
-                "federation: {} entries of {stream} read before and not acknowledged: routing them again",
-                ids.len()
-            );
-        }
-        for sid in ids {
-            let map = sid
-                .map
-                .iter()
-                .filter_map(|(k, v)| {
-                    redis::from_redis_value_ref::<String>(v)
-                        .ok()
-                        .map(|v| (k.clone(), v))
-                })
-                .collect();
-            match Entry::from_fields(&map) {
-                Ok(entry) => {
-                    if !sink(Event::Inbound {
-                        entry,
-                        stream_id: sid.id,
-                    }) {
-                        return;
+            };
+            for sid in ids {
+                let map = sid
+                    .map
+                    .iter()
+                    .filter_map(|(k, v)| {
+                        redis::from_redis_value_ref::<String>(v)
+                            .ok()
+                            .map(|v| (k.clone(), v))
+                    })
+                    .collect();
+                let entry = Entry::from_fields(&map).and_then(|e| e.check_host(&host).map(|()| e));
+                match entry {
+                    Ok(entry) => {
+                        if !sink(Event::Inbound {
+                            host: host.clone(),
+                            entry,
+                            stream_id: sid.id,
+                        }) {
+                            return;
+                        }
                     }
-                }
-                Err(e) => {
-                    // Nothing to answer it with: acknowledged so it is not read again.
-                    log::warn!("federation: {stream} entry {} dropped: {e}", sid.id);
-                    if let Some((_, con)) = conn.con.as_mut() {
-                        let _: redis::RedisResult<()> = redis::cmd("XACK")
-                            .arg(&stream)
-                            .arg(keys::GROUP)
-                            .arg(&sid.id)
-                            .query(con);
+                    Err(e) => {
+                        // Nothing to answer it with: acknowledged so it is not read again.
+                        log::warn!("federation: {stream} entry {} refused: {e}", sid.id);
+                        if let Some((_, con)) = conn.con.as_mut() {
+                            let _: redis::RedisResult<()> = redis::cmd("XACK")
+                                .arg(&stream)
+                                .arg(keys::GROUP)
+                                .arg(&sid.id)
+                                .query(con);
+                        }
                     }
                 }
             }
         }
-        if pending {
-            // Every pending entry is handed on; the next read takes new ones.
-            pending_done = Some(j.host.clone());
-        }
+        // Every pending entry of those streams is handed on; their next reads take new ones.
+        pending_done.extend(pending);
     }
 }
 
 fn read_replies(hub: &Hub, sink: &Sink, stop: &Receiver<()>) {
     let mut conn = Conn::new();
-    // The last reply read ("$": none yet, see below).
-    let mut last = "$".to_string();
+    // The replies are read from the daemon's start on (Redis's clock: stream ids grow with
+    // it), so none written between two reads is missed: `since`, the first connection's
+    // `TIME`, is where a stream first seen starts; `last`, each stream's last reply read.
+    let mut since: Option<String> = None;
+    let mut last: HashMap<String, String> = HashMap::new();
     while !stopped(stop) {
         let Some((j, con)) = conn.get(hub, stop) else {
             continue;
         };
-        let stream = keys::reply(&j.host);
-        if last == "$" {
-            // The first connection reads the replies from now on (Redis's clock: stream ids
-            // grow with it), so none written between two reads is missed.
-            match redis::cmd("TIME").query::<(u64, u64)>(con) {
-                Ok((secs, micros)) => last = format!("{}-0", secs * 1000 + micros / 1000),
+        let start = match &since {
+            Some(s) => s.clone(),
+            None => match redis::cmd("TIME").query::<(u64, u64)>(con) {
+                Ok((secs, micros)) => {
+                    let s = format!("{}-0", secs * 1000 + micros / 1000);
+                    since = Some(s.clone());
+                    s
+                }
                 Err(_) => {
                     conn.failed(stop);
                     continue;
                 }
-            }
-        }
+            },
+        };
+        let Some(streams) = addressed(hub, &j.host, keys::reply, stop) else {
+            continue;
+        };
         let mut cmd = redis::cmd("XREAD");
         cmd.arg("COUNT")
             .arg(COUNT)
             .arg("BLOCK")
             .arg(BLOCK.as_millis() as u64)
             .arg("STREAMS")
-            .arg(&stream)
-            .arg(&last);
-        let Some(ids) = read_stream(&mut conn, stop, &cmd, &stream) else {
+            .arg(&streams);
+        for s in &streams {
+            cmd.arg(last.get(s).unwrap_or(&start));
+        }
+        let Some(read) = read_stream(&mut conn, stop, &cmd, "this host's reply streams") else {
             continue;
         };
-        for sid in ids {
-            last = sid.id.clone();
-            let (Some(ticket), Some(json)) =
-                (sid.get::<String>("ticket"), sid.get::<String>("outcome"))
-            else {
-                continue;
-            };
-            let outcome = match outcome_of(&json) {
-                Ok(o) => o,
-                Err(e) => Err(Failure::new(
-                    Code::Internal,
-                    format!("the remote host's answer cannot be read ({e})"),
-                )),
-            };
-            if !sink(Event::Outcome { ticket, outcome }) {
-                return;
+        for (stream, ids) in read {
+            let from = keys::reply_sender(&stream, &j.host);
+            for sid in ids {
+                last.insert(stream.clone(), sid.id.clone());
+                let (Some(ticket), Some(json)) =
+                    (sid.get::<String>("ticket"), sid.get::<String>("outcome"))
+                else {
+                    continue;
+                };
+                let outcome = match outcome_of(&json) {
+                    Ok(o) => o,
+                    Err(e) => Err(Failure::new(
+                        Code::Internal,
+                        format!("the remote host's answer cannot be read ({e})"),
+                    )),
+                };
+                if !sink(Event::Outcome {
+                    ticket,
+                    from: from.clone(),
+                    outcome,
+                }) {
+                    return;
+                }
             }
         }
     }
@@ -296,6 +376,7 @@ fn write_loop(
                 let refused = |f: Failure| {
                     sink(Event::Outcome {
                         ticket: ticket.clone(),
+                        from: None,
                         outcome: Err(f),
                     })
                 };
@@ -314,7 +395,7 @@ fn write_loop(
                             continue;
                         }
                     };
-                let stream = keys::inbox(&host);
+                let stream = keys::inbox(&host, &own);
                 if let Err(e) = xadd_with(&mut conn, hub, stop, &stream, &entry.fields()) {
                     refused(Failure::new(
                         Code::Offline,
@@ -343,16 +424,15 @@ fn write_loop(
                     let Some((j, _)) = conn.get(hub, stop) else {
                         continue;
                     };
-                    let r = xadd_with(&mut conn, hub, stop, &keys::reply(&host), &fields).and_then(
-                        |()| {
-                            let (_, con) = conn.con.as_mut().ok_or_else(gone)?;
-                            redis::cmd("XACK")
-                                .arg(keys::inbox(&j.host))
-                                .arg(keys::GROUP)
-                                .arg(&entry)
-                                .query::<()>(con)
-                        },
-                    );
+                    let reply = keys::reply(&host, &j.host);
+                    let r = xadd_with(&mut conn, hub, stop, &reply, &fields).and_then(|()| {
+                        let (_, con) = conn.con.as_mut().ok_or_else(gone)?;
+                        redis::cmd("XACK")
+                            .arg(keys::inbox(&j.host, &host))
+                            .arg(keys::GROUP)
+                            .arg(&entry)
+                            .query::<()>(con)
+                    });
                     match r {
                         Ok(()) => break,
                         Err(e) => {
@@ -366,18 +446,18 @@ fn write_loop(
     }
 }
 
-/// Run a stream read (`XREAD`/`XREADGROUP`) on the connection: its entries, or `None` after
-/// a failure (logged; the connection is dropped and the thread backs off).
+/// Run a stream read (`XREAD`/`XREADGROUP`) on the connection: its entries by stream key,
+/// or `None` after a failure (logged; the connection is dropped and the thread backs off).
 fn read_stream(
     conn: &mut Conn,
     stop: &Receiver<()>,
     cmd: &redis::Cmd,
     stream: &str,
-) -> Option<Vec<redis::streams::StreamId>> {
+) -> Option<Vec<(String, Vec<redis::streams::StreamId>)>> {
     let (_, con) = conn.con.as_mut()?;
     match cmd.query::<Option<StreamReadReply>>(con) {
         Ok(r) => Some(
-            r.map(|r| r.keys.into_iter().flat_map(|k| k.ids).collect())
+            r.map(|r| r.keys.into_iter().map(|k| (k.key, k.ids)).collect())
                 .unwrap_or_default(),
         ),
         Err(e) => {

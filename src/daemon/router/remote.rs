@@ -32,6 +32,13 @@ pub(crate) struct RemoteSend {
     to: String,
 }
 
+impl RemoteSend {
+    /// The host the send went to.
+    fn host(&self) -> &str {
+        self.to.rsplit('@').next().unwrap_or("")
+    }
+}
+
 /// The federation's state in the router.
 #[derive(Default)]
 pub(crate) struct Remote {
@@ -143,22 +150,36 @@ impl Router {
     /// A federation thread's event.
     pub(crate) fn on_federation(&mut self, ev: FedEvent) {
         match ev {
-            FedEvent::Outcome { ticket, outcome } => self.remote_done(&ticket, outcome),
-            FedEvent::Inbound { entry, stream_id } => self.inbound(entry, stream_id),
+            FedEvent::Outcome {
+                ticket,
+                from,
+                outcome,
+            } => {
+                if let Some(from) = from {
+                    let host = self.remote.waiting.get(&ticket).map(|s| s.host());
+                    if host.is_some_and(|h| h != from) {
+                        log::warn!(
+                            "federation: an answer to send {ticket} came from host {from}, not \
+                             from the host it went to: dropped"
+                        );
+                        return;
+                    }
+                }
+                self.remote_done(&ticket, outcome)
+            }
+            FedEvent::Inbound {
+                host,
+                entry,
+                stream_id,
+            } => self.inbound(host, entry, stream_id),
         }
     }
 
-    /// An inbox entry: routed as a local send; its outcome goes to the writer.
-    fn inbound(&mut self, entry: Entry, stream_id: String) {
+    /// An inbox entry from host `sender_host` (the one its stream's key names; its `from`
+    /// was checked to be of that host): routed as a local send; its outcome goes to the
+    /// writer.
+    fn inbound(&mut self, sender_host: String, entry: Entry, stream_id: String) {
         let Some(hub) = self.remote.hub.clone() else {
-            return;
-        };
-        let Some((_, sender_host)) = entry
-            .from
-            .rsplit_once('@')
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-        else {
-            log::warn!("federation: inbox entry {stream_id} has no sender host: dropped");
             return;
         };
         let input = SendInput {
@@ -232,7 +253,7 @@ impl Router {
         let Some(send) = self.remote.waiting.get(ticket) else {
             return;
         };
-        let host = send.to.rsplit('@').next().unwrap_or("?").to_string();
+        let host = send.host().to_string();
         let online = self
             .remote
             .hub
