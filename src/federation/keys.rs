@@ -134,18 +134,39 @@ pub struct Entry {
     pub timeout_ms: u64,
 }
 
+/// Why an inbox stream's entry is not taken ([`Entry::from_fields`], [`Entry::check_host`]).
+/// `Display` gives the sentence the recipient logs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EntryError {
+    /// A field the entry must have is missing (its name).
+    #[error("the inbox entry has no \"{0}\" field")]
+    Missing(&'static str),
+    /// `timeout_ms` is not a number.
+    #[error("the inbox entry's timeout_ms is not a number")]
+    Timeout,
+    /// The entry's `from` is not `<identity>@<host>` of the host whose stream holds it.
+    #[error("its sender \"{from}\" is not of host {host}, the host whose stream it is in")]
+    OtherHost {
+        /// The entry's `from`.
+        from: String,
+        /// The host the stream's key names.
+        host: String,
+    },
+}
+
 impl Entry {
     /// The entry's sender as it stands when it came from host `host` (the one its stream's
     /// key names): its `from`, which must be `<identity>@<host>`. Pure.
     ///
-    /// Errors: `from` names no host or another one (a host passing as another), said so.
-    pub fn check_host(&self, host: &str) -> Result<(), String> {
+    /// Errors: [`EntryError::OtherHost`], `from` names no host or another one (a host
+    /// passing as another).
+    pub fn check_host(&self, host: &str) -> Result<(), EntryError> {
         match self.from.rsplit_once('@') {
             Some((identity, h)) if h == host && !identity.is_empty() => Ok(()),
-            _ => Err(format!(
-                "its sender \"{}\" is not of host {host}, the host whose stream it is in",
-                self.from
-            )),
+            _ => Err(EntryError::OtherHost {
+                from: self.from.clone(),
+                host: host.to_string(),
+            }),
         }
     }
 
@@ -172,13 +193,12 @@ impl Entry {
 
     /// The entry of a stream entry's fields. Pure.
     ///
-    /// Errors: a field missing (named).
-    pub fn from_fields(map: &std::collections::HashMap<String, String>) -> Result<Entry, String> {
-        let need = |k: &str| {
-            map.get(k)
-                .cloned()
-                .ok_or_else(|| format!("the inbox entry has no \"{k}\" field"))
-        };
+    /// Errors: [`EntryError::Missing`], a field missing (named); [`EntryError::Timeout`],
+    /// `timeout_ms` is not a number.
+    pub fn from_fields(
+        map: &std::collections::HashMap<String, String>,
+    ) -> Result<Entry, EntryError> {
+        let need = |k: &'static str| map.get(k).cloned().ok_or(EntryError::Missing(k));
         Ok(Entry {
             ticket: need("ticket")?,
             id: need("id")?,
@@ -194,7 +214,7 @@ impl Entry {
                 .unwrap_or_else(|| "queue".into()),
             timeout_ms: need("timeout_ms")?
                 .parse()
-                .map_err(|_| "the inbox entry's timeout_ms is not a number".to_string())?,
+                .map_err(|_| EntryError::Timeout)?,
         })
     }
 }
@@ -289,7 +309,7 @@ mod tests {
         };
         assert_eq!(e.check_host("a"), Ok(()));
         assert_eq!(
-            e.check_host("c").unwrap_err(),
+            e.check_host("c").unwrap_err().to_string(),
             "its sender \"echo-alice@a\" is not of host c, the host whose stream it is in"
         );
         e.from = "echo-alice".into();
@@ -321,7 +341,7 @@ mod tests {
         let mut map = map;
         map.remove("body");
         assert_eq!(
-            Entry::from_fields(&map).unwrap_err(),
+            Entry::from_fields(&map).unwrap_err().to_string(),
             "the inbox entry has no \"body\" field"
         );
     }

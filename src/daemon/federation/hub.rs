@@ -89,13 +89,12 @@ pub fn outcome_json(o: &SendOutcome) -> String {
 
 /// The outcome of a reply stream's JSON. Pure.
 ///
-/// Errors: the text is not a send's answer.
-pub fn outcome_of(json: &str) -> Result<SendOutcome, String> {
-    match serde_json::from_str::<Wire>(json) {
-        Ok(Wire::Sent(r)) => Ok(Ok(r)),
-        Ok(Wire::Refused(f)) => Ok(Err(f)),
-        Err(e) => Err(format!("not a send's outcome: {e}")),
-    }
+/// Errors: the text is not a send's answer (serde_json's reason).
+pub fn outcome_of(json: &str) -> Result<SendOutcome, serde_json::Error> {
+    serde_json::from_str::<Wire>(json).map(|w| match w {
+        Wire::Sent(r) => Ok(r),
+        Wire::Refused(f) => Err(f),
+    })
 }
 
 #[derive(Default)]

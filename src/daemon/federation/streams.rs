@@ -337,7 +337,9 @@ fn read_replies(hub: &Hub, sink: &Sink, stop: &Receiver<()>) {
                     Ok(o) => o,
                     Err(e) => Err(Failure::new(
                         Code::Internal,
-                        format!("the remote host's answer cannot be read ({e})"),
+                        format!(
+                            "the remote host's answer cannot be read (not a send's outcome: {e})"
+                        ),
                     )),
                 };
                 if !sink(Event::Outcome {
