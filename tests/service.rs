@@ -139,7 +139,7 @@ fn onboard_dry_run_prints_every_step_and_changes_nothing() {
         "1. prepare the root",
         "2. no service manager runs here: start the daemon in the background with `iapeer daemon --detach`",
         "3. wait until the daemon is healthy (2 answered pings in a row within 15 s)",
-        "4. agent logins: neither claude nor codex is installed",
+        "4. agent logins: nothing to check — no agent CLI with a login (claude or codex) is installed",
         "5. create your human peer",
         "6. create the built-in notifier service peers timer and watcher",
     ] {

@@ -291,9 +291,15 @@ pub fn describe(step: &Step) -> String {
 /// What step 2 says, a line per agent CLI (pure).
 fn login_lines(logins: &[(Agent, Option<Login>)]) -> Vec<String> {
     if logins.is_empty() {
-        return vec![
-            "agent logins: neither claude nor codex is installed (agents need one of them)".into(),
-        ];
+        // Runtimes without a login (Gemini CLI, OpenCode) have nothing to check here.
+        let with_login: Vec<&str> = crate::runtime_table::located()
+            .filter(|r| r.login.is_some())
+            .map(|r| r.name)
+            .collect();
+        return vec![format!(
+            "agent logins: nothing to check — no agent CLI with a login ({}) is installed",
+            with_login.join(" or ")
+        )];
     }
     logins
         .iter()
@@ -764,7 +770,8 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("codex is logged in"), "{text}");
-        assert!(describe(&Step::CheckLogins(Vec::new())).contains("neither claude nor codex"));
+        assert!(describe(&Step::CheckLogins(Vec::new()))
+            .contains("no agent CLI with a login (claude or codex)"));
         e.logins[0].1 = None;
         assert!(
             describe(&plan(&e)[at])
