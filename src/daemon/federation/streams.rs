@@ -179,6 +179,38 @@ fn read_group(host: &str, streams: &[String], id: &str, block: bool) -> redis::C
     cmd
 }
 
+/// Make the consumer group of each stream in `streams` not in `grouped` yet (from the
+/// stream's start, the stream made if absent; one that exists already is fine), adding it to
+/// `grouped`. False when Redis refused one (logged): the connection is to be dropped.
+fn make_groups(
+    con: &mut redis::Connection,
+    streams: &[String],
+    grouped: &mut HashSet<String>,
+) -> bool {
+    for stream in streams {
+        if grouped.contains(stream) {
+            continue;
+        }
+        let created: redis::RedisResult<()> = redis::cmd("XGROUP")
+            .arg("CREATE")
+            .arg(stream)
+            .arg(keys::GROUP)
+            .arg("0")
+            .arg("MKSTREAM")
+            .query(con);
+        match created {
+            Err(e) if e.code() != Some("BUSYGROUP") => {
+                log::warn!("federation: cannot make the consumer group of {stream}: {e}");
+                return false;
+            }
+            _ => {
+                grouped.insert(stream.clone());
+            }
+        }
+    }
+    true
+}
+
 fn read_inbox(hub: &Hub, sink: &Sink, stop: &Receiver<()>) {
     let mut conn = Conn::new();
     // The streams whose consumer group exists (made on first sight; forgotten when a read
@@ -194,28 +226,7 @@ fn read_inbox(hub: &Hub, sink: &Sink, stop: &Receiver<()>) {
         let Some(streams) = addressed(hub, &j.host, keys::inbox, stop) else {
             continue;
         };
-        let mut failed = false;
-        let new: Vec<&String> = streams.iter().filter(|s| !grouped.contains(*s)).collect();
-        for stream in new {
-            let created: redis::RedisResult<()> = redis::cmd("XGROUP")
-                .arg("CREATE")
-                .arg(stream)
-                .arg(keys::GROUP)
-                .arg("0")
-                .arg("MKSTREAM")
-                .query(con);
-            match created {
-                Err(e) if e.code() != Some("BUSYGROUP") => {
-                    log::warn!("federation: cannot make the consumer group of {stream}: {e}");
-                    failed = true;
-                    break;
-                }
-                _ => {
-                    grouped.insert(stream.clone());
-                }
-            }
-        }
-        if failed {
+        if !make_groups(con, &streams, &mut grouped) {
             conn.failed(stop);
             continue;
         }
