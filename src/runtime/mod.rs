@@ -178,7 +178,7 @@ pub fn setup_peer(
     match mcp_client(runtime) {
         McpClient::ProjectFile => claude_setup::setup(cwd, personality, bearer),
         McpClient::HostConfig => codex_setup::setup(cwd, &default_mcp_url()),
-        McpClient::UserSettings => gemini_setup::setup(&default_mcp_url()),
+        McpClient::UserSettings => gemini_setup::setup(&default_mcp_url(), bearer),
         McpClient::Environment | McpClient::LaunchConfig | McpClient::None => Ok(()),
     }
 }
@@ -211,7 +211,7 @@ pub fn refresh_peer(
     let config = match mcp_client(runtime) {
         McpClient::ProjectFile => claude_setup::refresh(cwd, personality, bearer),
         McpClient::HostConfig => codex_setup::refresh(cwd, &default_mcp_url()),
-        McpClient::UserSettings => gemini_setup::refresh(&default_mcp_url()),
+        McpClient::UserSettings => gemini_setup::refresh(&default_mcp_url(), bearer),
         McpClient::Environment | McpClient::LaunchConfig | McpClient::None => Ok(false),
     }?;
     let hooks = match mcp_client(runtime) {
