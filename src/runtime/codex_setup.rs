@@ -595,17 +595,14 @@ mod tests {
     #[test]
     fn the_block_follows_the_daemon_s_bearer_mode() {
         let server = |doc: &DocumentMut| toml(&doc.to_string())["mcp_servers"]["iapeer"].clone();
+        let in_bearer_form = |doc: &DocumentMut| {
+            let s = server(doc);
+            s["bearer_token_env_var"].as_str() == Some("IAPEER_BEARER_TOKEN")
+                && s["env_http_headers"][TOKEN_HEADER].as_str() == Some("IAPEER_TOKEN")
+        };
         let mut doc = toml("");
         assert!(ensure_mcp_server(&mut doc, "http://x", true));
-        let s = server(&doc);
-        assert_eq!(
-            s["bearer_token_env_var"].as_str(),
-            Some("IAPEER_BEARER_TOKEN")
-        );
-        assert_eq!(
-            s["env_http_headers"][TOKEN_HEADER].as_str(),
-            Some("IAPEER_TOKEN")
-        );
+        assert!(in_bearer_form(&doc), "{doc}");
         assert!(is_iapeer_server(&doc));
         assert!(!upgrade_mcp_server(&mut doc, "http://x", true));
         // Bearer -> plain.
@@ -619,15 +616,7 @@ mod tests {
         );
         // Plain -> bearer.
         assert!(upgrade_mcp_server(&mut doc, "http://x", true));
-        let s = server(&doc);
-        assert_eq!(
-            s["bearer_token_env_var"].as_str(),
-            Some("IAPEER_BEARER_TOKEN")
-        );
-        assert_eq!(
-            s["env_http_headers"][TOKEN_HEADER].as_str(),
-            Some("IAPEER_TOKEN")
-        );
+        assert!(in_bearer_form(&doc), "{doc}");
         // The user's own variable stays, in either mode.
         let mut mine =
             toml("[mcp_servers.iapeer]\nurl = \"u\"\nbearer_token_env_var = \"MY_VAR\"\n");
