@@ -111,6 +111,10 @@ pub struct LaunchCtx<'a> {
     /// broker, which answers within this long (`IAPEER_APPROVAL_TIMEOUT_MS`). `None`: the
     /// default bypass mode.
     pub gated: Option<std::time::Duration>,
+    /// Whether the session is handed the daemon's `IAPEER_BEARER_TOKEN` (the daemon requires
+    /// it on every request, spec 02 §4): a runtime whose MCP configuration is made at launch
+    /// then sends it as the bearer and the session token in `X-IAPeer-Token`.
+    pub bearer: bool,
 }
 
 /// Program, arguments and runtime-specific environment of one launch.

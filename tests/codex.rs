@@ -207,6 +207,42 @@ fn codex_peer_wakes_sees_its_prompt_replies_through_mcp_and_takes_a_live_message
     );
 }
 
+/// With the daemon in bearer mode (`IAPEER_BEARER_TOKEN`, spec 02 §4) the host config's block
+/// sends that bearer and the session token in `X-IAPeer-Token`, so the model's `send_to_peer`
+/// still reaches its target (before: `bearer_token_env_var = "IAPEER_TOKEN"`, refused).
+#[test]
+fn codex_peer_reaches_a_peer_through_mcp_when_the_daemon_requires_a_bearer() {
+    let started = std::time::Instant::now();
+    let (env, api) = world_with(&[("IAPEER_BEARER_TOKEN", "gate-s3cret")]);
+    api.script(|req| {
+        if last_is_tool_output(req) {
+            Reply::Text("sent".into())
+        } else if last_input_text(req).contains("hello codex") {
+            Reply::Call(
+                "mcp__iapeer".into(),
+                "send_to_peer".into(),
+                json!({"personality": "ea", "message": "hi from codex"}),
+            )
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    env.ok(&[
+        "send",
+        "cx",
+        "--from",
+        "echo-ea",
+        "--message",
+        "hello codex",
+    ]);
+    env.wait_until("codex's reply reaches ea", Duration::from_secs(60), |e| {
+        e.events("delivery", "delivery").iter().any(|d| {
+            d["caller"] == "codex-cx" && d["to"] == "ea" && d["ok"] == "true" && d["path"] == "mcp"
+        })
+    });
+    eprintln!("codex bearer end to end: {:?}", started.elapsed());
+}
+
 #[test]
 fn codex_turn_is_interrupted() {
     let (env, api) = world();

@@ -70,8 +70,16 @@ fn history(req: &Value) -> String {
 /// an idle agent to sleep within seconds. The user's own Gemini settings (an API-key login,
 /// as `gemini`'s first run writes it) are there before iapeer merges its MCP entry in.
 fn world(bin: &str) -> (TestEnv, GeminiStandIn) {
+    world_with(bin, None)
+}
+
+/// [`world`], with the daemon (and the CLI) run with `IAPEER_BEARER_TOKEN=<bearer>` when given.
+fn world_with(bin: &str, bearer: Option<&str>) -> (TestEnv, GeminiStandIn) {
     let mut env = TestEnv::new();
     env.set("IAPEER_GEMINI_BIN", bin);
+    if let Some(b) = bearer {
+        env.set("IAPEER_BEARER_TOKEN", b);
+    }
     env.set("IAPEER_IDLE_SECS", "4")
         .set("IAPEER_TICK_SECS", "1");
     let settings = env.home.join(".gemini/settings.json");
@@ -240,6 +248,44 @@ fn gemini_peer_wakes_replies_through_mcp_takes_a_live_message_and_resumes_by_top
         }
     }
     eprintln!("gemini end to end: {:?}", started.elapsed());
+}
+
+/// With the daemon in bearer mode (`IAPEER_BEARER_TOKEN`, spec 02 §4) the user-level MCP
+/// entry sends that bearer and the session token in `X-IAPeer-Token`, so the model's
+/// `send_to_peer` still reaches its target (before: `Authorization: Bearer <session token>`,
+/// refused).
+#[test]
+fn gemini_peer_reaches_a_peer_through_mcp_when_the_daemon_requires_a_bearer() {
+    let Some(bin) = gemini_bin() else {
+        return;
+    };
+    let started = std::time::Instant::now();
+    let (env, api) = world_with(&bin, Some("gate-s3cret"));
+    let settings = env.home.join(".gemini/settings.json");
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    let headers = &written["mcpServers"]["iapeer"]["headers"];
+    assert_eq!(headers["Authorization"], "Bearer ${IAPEER_BEARER_TOKEN}");
+    assert_eq!(headers["X-IAPeer-Token"], "${IAPEER_TOKEN}");
+    api.script(|req| {
+        if last_is_function_response(req) {
+            Reply::Text("sent".into())
+        } else if last_text(req).contains(FIRST) {
+            Reply::Call(
+                "mcp_iapeer_send_to_peer".into(),
+                json!({"personality": "ea", "message": REPLY}),
+            )
+        } else {
+            Reply::Text("noted".into())
+        }
+    });
+    env.ok(&["send", "gm", "--from", "echo-ea", "--message", FIRST]);
+    env.wait_until("gemini's reply reaches ea", Duration::from_secs(60), |e| {
+        e.events("delivery", "delivery").iter().any(|d| {
+            d["caller"] == "gemini-gm" && d["to"] == "ea" && d["ok"] == "true" && d["path"] == "mcp"
+        })
+    });
+    eprintln!("gemini bearer end to end: {:?}", started.elapsed());
 }
 
 /// A message sent during a turn is answered `queued` by the runtime (Gemini CLI shows it under

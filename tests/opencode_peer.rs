@@ -42,8 +42,16 @@ fn preseed_plugin_install(config_dir: &Path) {
 /// as its provider and model (as a user with a custom provider would); iapeer writes nothing
 /// there.
 fn world() -> (TestEnv, ChatStandIn) {
+    world_with(None)
+}
+
+/// [`world`], with the daemon (and the CLI) run with `IAPEER_BEARER_TOKEN=<bearer>` when given.
+fn world_with(bearer: Option<&str>) -> (TestEnv, ChatStandIn) {
     let mut env = TestEnv::new();
     env.set("IAPEER_OPENCODE_BIN", &opencode_bin());
+    if let Some(b) = bearer {
+        env.set("IAPEER_BEARER_TOKEN", b);
+    }
     env.set("IAPEER_IDLE_SECS", "6")
         .set("IAPEER_TICK_SECS", "1");
     let api = ChatStandIn::start();
@@ -251,6 +259,45 @@ fn opencode_peer_wakes_replies_through_mcp_is_interrupted_and_resumes_by_topic()
 
 /// Issue 27 "must show": `create --runtime opencode` where OpenCode cannot be found refuses
 /// and says how to install it; nothing is created.
+/// With the daemon in bearer mode (`IAPEER_BEARER_TOKEN`, spec 02 §4) the MCP server in
+/// `OPENCODE_CONFIG_CONTENT` sends that bearer and the session token in `X-IAPeer-Token`, so
+/// the model's `send_to_peer` still reaches its target (before: `Authorization: Bearer
+/// <session token>`, refused).
+#[test]
+fn opencode_peer_reaches_a_peer_through_mcp_when_the_daemon_requires_a_bearer() {
+    let started = std::time::Instant::now();
+    let (env, api) = world_with(Some("gate-s3cret"));
+    api.script(|req| {
+        if last_is_tool_result(req) {
+            Reply::Text("sent".into())
+        } else if last_text(req).contains("hello opencode") {
+            Reply::Call(
+                "iapeer_send_to_peer".into(),
+                json!({"personality": "ea", "message": "hi from opencode"}),
+            )
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    env.ok(&[
+        "send",
+        "oc",
+        "--from",
+        "echo-ea",
+        "--message",
+        "hello opencode",
+    ]);
+    env.wait_until("opencode's reply reaches ea", WAIT, |e| {
+        e.events("delivery", "delivery").iter().any(|d| {
+            d["caller"] == "opencode-oc"
+                && d["to"] == "ea"
+                && d["ok"] == "true"
+                && d["path"] == "mcp"
+        })
+    });
+    eprintln!("opencode bearer end to end: {:?}", started.elapsed());
+}
+
 #[test]
 fn create_on_opencode_where_it_is_not_installed_says_how_to_install_it() {
     let mut env = TestEnv::new();

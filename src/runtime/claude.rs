@@ -709,6 +709,7 @@ mod tests {
             launch_env: env,
             port: 8765,
             gated: None,
+            bearer: false,
         }
     }
 

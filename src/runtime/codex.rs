@@ -772,6 +772,7 @@ mod tests {
             launch_env: env,
             port: 4242,
             gated: None,
+            bearer: false,
         }
     }
 

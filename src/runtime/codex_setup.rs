@@ -33,9 +33,11 @@ fn implicit_table<'a>(doc: &'a mut DocumentMut, key: &str) -> Option<&'a mut dyn
 
 /// Add `[mcp_servers.iapeer]` when absent (an existing block is the user's and is kept):
 /// `url`, `default_tools_approval_mode = "approve"`, `bearer_token_env_var = "IAPEER_TOKEN"`,
-/// and `[mcp_servers.iapeer.env_http_headers] "X-IAPeer-Identity" = "PEER_IDENTITY"`.
-/// Returns whether the document changed.
-pub fn ensure_mcp_server(doc: &mut DocumentMut, url: &str) -> bool {
+/// and `[mcp_servers.iapeer.env_http_headers] "X-IAPeer-Identity" = "PEER_IDENTITY"`. With
+/// `bearer` (the daemon requires `IAPEER_BEARER_TOKEN`, host-wide like this file; spec 02 §4)
+/// the bearer variable is `IAPEER_BEARER_TOKEN` and `"X-IAPeer-Token" = "IAPEER_TOKEN"`
+/// carries the session token. Returns whether the document changed.
+pub fn ensure_mcp_server(doc: &mut DocumentMut, url: &str, bearer: bool) -> bool {
     let Some(servers) = implicit_table(doc, "mcp_servers") else {
         return false;
     };
@@ -45,9 +47,12 @@ pub fn ensure_mcp_server(doc: &mut DocumentMut, url: &str) -> bool {
     let mut server = Table::new();
     server["url"] = value(url);
     server["default_tools_approval_mode"] = value("approve");
-    server["bearer_token_env_var"] = value("IAPEER_TOKEN");
+    server["bearer_token_env_var"] = value(bearer_var(bearer));
     let mut headers = Table::new();
     headers["X-IAPeer-Identity"] = value("PEER_IDENTITY");
+    if bearer {
+        headers[TOKEN_HEADER] = value(TOKEN_VAR);
+    }
     server["env_http_headers"] = Item::Table(headers);
     servers.insert("iapeer", Item::Table(server));
     true
@@ -57,26 +62,47 @@ pub fn ensure_mcp_server(doc: &mut DocumentMut, url: &str) -> bool {
 /// bearer; the variable held a fixed non-secret stand-in).
 const ORIGINAL_BEARER_VAR: &str = "IAPEER_BEARER";
 
+/// The session token's variable, the bearer out of bearer mode.
+const TOKEN_VAR: &str = "IAPEER_TOKEN";
+
+/// The daemon's bearer's variable, the bearer in bearer mode.
+const DAEMON_BEARER_VAR: &str = "IAPEER_BEARER_TOKEN";
+
+/// The header that carries the session token in bearer mode.
+const TOKEN_HEADER: &str = "X-IAPeer-Token";
+
+/// The `bearer_token_env_var` of iapeer's block in `bearer` mode or not.
+fn bearer_var(bearer: bool) -> &'static str {
+    if bearer {
+        DAEMON_BEARER_VAR
+    } else {
+        TOKEN_VAR
+    }
+}
+
 /// Bring an existing `[mcp_servers.iapeer]` block to the current form (issue 11 item 1): a
 /// block written by the original tool names `bearer_token_env_var = "IAPEER_BEARER"`, which
 /// becomes `"IAPEER_TOKEN"` (a variable name the user chose is kept); a missing
-/// `X-IAPeer-Identity` in `env_http_headers` is added. Every other key stays. Without the
-/// block this is [`ensure_mcp_server`]. Returns whether the document changed.
-pub fn upgrade_mcp_server(doc: &mut DocumentMut, url: &str) -> bool {
+/// `X-IAPeer-Identity` in `env_http_headers` is added. A block whose variable is iapeer's
+/// follows the `bearer` mode ([`ensure_mcp_server`]): its variable switched, the
+/// `X-IAPeer-Token` header added or taken out. Every other key stays. Without the block this
+/// is [`ensure_mcp_server`]. Returns whether the document changed.
+pub fn upgrade_mcp_server(doc: &mut DocumentMut, url: &str, bearer: bool) -> bool {
     let exists = doc
         .get("mcp_servers")
         .and_then(|s| s.get("iapeer"))
         .is_some();
     if !exists {
-        return ensure_mcp_server(doc, url);
+        return ensure_mcp_server(doc, url, bearer);
     }
     let Some(server) = doc["mcp_servers"]["iapeer"].as_table_like_mut() else {
         return false;
     };
     let mut changed = false;
-    let bearer = server.get("bearer_token_env_var").and_then(|v| v.as_str());
-    if bearer.is_none_or(|b| b == ORIGINAL_BEARER_VAR) {
-        server.insert("bearer_token_env_var", value("IAPEER_TOKEN"));
+    let var = server.get("bearer_token_env_var").and_then(|v| v.as_str());
+    let ours = var.is_none_or(|b| [ORIGINAL_BEARER_VAR, TOKEN_VAR, DAEMON_BEARER_VAR].contains(&b));
+    if ours && var != Some(bearer_var(bearer)) {
+        server.insert("bearer_token_env_var", value(bearer_var(bearer)));
         changed = true;
     }
     if server.get("env_http_headers").is_none() {
@@ -88,6 +114,13 @@ pub fn upgrade_mcp_server(doc: &mut DocumentMut, url: &str) -> bool {
     {
         if headers.get("X-IAPeer-Identity").is_none() {
             headers.insert("X-IAPeer-Identity", value("PEER_IDENTITY"));
+            changed = true;
+        }
+        let token = headers.get(TOKEN_HEADER).and_then(|v| v.as_str());
+        if ours && bearer && token != Some(TOKEN_VAR) {
+            headers.insert(TOKEN_HEADER, value(TOKEN_VAR));
+            changed = true;
+        } else if ours && !bearer && headers.remove(TOKEN_HEADER).is_some() {
             changed = true;
         }
     }
@@ -115,14 +148,17 @@ pub fn ensure_no_update_check(doc: &mut DocumentMut) -> bool {
 }
 
 /// Whether `[mcp_servers.iapeer]` in `doc` is iapeer's: its `bearer_token_env_var` is
-/// `IAPEER_TOKEN` (this tool's) or `IAPEER_BEARER` (the original's).
+/// `IAPEER_TOKEN` or `IAPEER_BEARER_TOKEN` (this tool's) or `IAPEER_BEARER` (the original's).
 fn is_iapeer_server(doc: &DocumentMut) -> bool {
     let var = doc
         .get("mcp_servers")
         .and_then(|s| s.get("iapeer"))
         .and_then(|b| b.get("bearer_token_env_var"))
         .and_then(|v| v.as_str());
-    matches!(var, Some("IAPEER_TOKEN") | Some(ORIGINAL_BEARER_VAR))
+    matches!(
+        var,
+        Some(TOKEN_VAR) | Some(DAEMON_BEARER_VAR) | Some(ORIGINAL_BEARER_VAR)
+    )
 }
 
 /// Take out what [`setup`] added for every peer (`uninstall`, spec 08 §1; issue 30 item 6),
@@ -307,8 +343,8 @@ pub fn project_key(cwd: &Path) -> String {
 ///
 /// Errors: as [`edit_config`], with a hint to fix the file and run the same command again
 /// (`create`, `init` and `add-runtime` redo this setup).
-pub fn setup(cwd: &Path, mcp_url: &str) -> Result<(), SetupError> {
-    configure(cwd, |doc| ensure_mcp_server(doc, mcp_url))
+pub fn setup(cwd: &Path, mcp_url: &str, bearer: bool) -> Result<(), SetupError> {
+    configure(cwd, |doc| ensure_mcp_server(doc, mcp_url, bearer))
         .map(|_| ())
         .map_err(|e| SetupError::FixAndRetry(Box::new(e)))
 }
@@ -318,8 +354,8 @@ pub fn setup(cwd: &Path, mcp_url: &str) -> Result<(), SetupError> {
 /// Returns whether the file changed.
 ///
 /// Errors: as [`edit_config`].
-pub fn refresh(cwd: &Path, mcp_url: &str) -> Result<bool, SetupError> {
-    configure(cwd, |doc| upgrade_mcp_server(doc, mcp_url))
+pub fn refresh(cwd: &Path, mcp_url: &str, bearer: bool) -> Result<bool, SetupError> {
+    configure(cwd, |doc| upgrade_mcp_server(doc, mcp_url, bearer))
 }
 
 /// [`edit_config`] with `server`'s edit of the MCP server block, no update check at start
@@ -373,11 +409,15 @@ mod tests {
     #[test]
     fn edits_keep_the_users_text_and_are_idempotent() {
         let mut doc = toml(USER);
-        assert!(ensure_mcp_server(&mut doc, "http://127.0.0.1:8765/mcp"));
+        assert!(ensure_mcp_server(
+            &mut doc,
+            "http://127.0.0.1:8765/mcp",
+            false
+        ));
         assert!(ensure_no_update_check(&mut doc));
         assert!(trust(&mut doc, "/w/bob"));
         let once = doc.to_string();
-        assert!(!ensure_mcp_server(&mut doc, "http://other"));
+        assert!(!ensure_mcp_server(&mut doc, "http://other", false));
         assert!(!ensure_no_update_check(&mut doc));
         assert!(!trust(&mut doc, "/w/bob"));
         assert_eq!(doc.to_string(), once, "a second run changes nothing");
@@ -415,7 +455,11 @@ mod tests {
     fn remove_setup_takes_out_exactly_what_setup_added() {
         let user = format!("{USER}\n[projects.\"/w/eve\"]\ntrust_level = \"trusted\"\n");
         let mut doc = toml(&user);
-        assert!(ensure_mcp_server(&mut doc, "http://127.0.0.1:8765/mcp"));
+        assert!(ensure_mcp_server(
+            &mut doc,
+            "http://127.0.0.1:8765/mcp",
+            false
+        ));
         assert!(ensure_no_update_check(&mut doc));
         let set_up = doc.to_string();
         assert!(set_up.contains(&format!("check_for_update_on_startup = false # {MARK}")));
@@ -428,7 +472,7 @@ mod tests {
         assert!(!remove_setup(&mut doc), "nothing left to take out");
         // Alone in the file: nothing of it stays.
         let mut doc = DocumentMut::new();
-        ensure_mcp_server(&mut doc, "http://127.0.0.1:8765/mcp");
+        ensure_mcp_server(&mut doc, "http://127.0.0.1:8765/mcp", false);
         ensure_no_update_check(&mut doc);
         assert!(remove_setup(&mut doc));
         assert_eq!(doc.to_string().trim(), "");
@@ -473,7 +517,11 @@ mod tests {
             "check_for_update_on_startup = true\n[mcp_servers.iapeer]\nurl = \"http://mine\"\n",
         );
         assert!(!ensure_no_update_check(&mut doc));
-        assert!(!ensure_mcp_server(&mut doc, "http://127.0.0.1:8765/mcp"));
+        assert!(!ensure_mcp_server(
+            &mut doc,
+            "http://127.0.0.1:8765/mcp",
+            false
+        ));
         assert_eq!(
             doc["mcp_servers"]["iapeer"]["url"].as_str(),
             Some("http://mine")
@@ -528,7 +576,7 @@ mod tests {
     #[test]
     fn the_original_block_is_upgraded_and_the_rest_kept() {
         let mut doc = toml(ORIGINAL);
-        assert!(upgrade_mcp_server(&mut doc, "http://x"));
+        assert!(upgrade_mcp_server(&mut doc, "http://x", false));
         let out = doc.to_string();
         assert!(
             out.contains("bearer_token_env_var = \"IAPEER_TOKEN\""),
@@ -537,15 +585,52 @@ mod tests {
         assert!(out.contains("tool_timeout_sec = 90"), "{out}");
         assert!(out.contains("url = \"http://127.0.0.1:8765/mcp\""), "{out}");
         assert!(out.contains("model = \"o3\""), "{out}");
-        assert!(!upgrade_mcp_server(&mut doc, "http://x"));
+        assert!(!upgrade_mcp_server(&mut doc, "http://x", false));
         assert_eq!(doc.to_string(), out);
+    }
+
+    /// Bearer mode (spec 02 §4): the daemon's bearer as Codex's bearer, the session token in
+    /// `X-IAPeer-Token`; a switch of mode at a wake rewrites iapeer's block both ways, and a
+    /// variable the user chose is left alone.
+    #[test]
+    fn the_block_follows_the_daemon_s_bearer_mode() {
+        let server = |doc: &DocumentMut| toml(&doc.to_string())["mcp_servers"]["iapeer"].clone();
+        let in_bearer_form = |doc: &DocumentMut| {
+            let s = server(doc);
+            s["bearer_token_env_var"].as_str() == Some("IAPEER_BEARER_TOKEN")
+                && s["env_http_headers"][TOKEN_HEADER].as_str() == Some("IAPEER_TOKEN")
+        };
+        let mut doc = toml("");
+        assert!(ensure_mcp_server(&mut doc, "http://x", true));
+        assert!(in_bearer_form(&doc), "{doc}");
+        assert!(is_iapeer_server(&doc));
+        assert!(!upgrade_mcp_server(&mut doc, "http://x", true));
+        // Bearer -> plain.
+        assert!(upgrade_mcp_server(&mut doc, "http://x", false));
+        let s = server(&doc);
+        assert_eq!(s["bearer_token_env_var"].as_str(), Some("IAPEER_TOKEN"));
+        assert!(s["env_http_headers"].get(TOKEN_HEADER).is_none());
+        assert_eq!(
+            s["env_http_headers"]["X-IAPeer-Identity"].as_str(),
+            Some("PEER_IDENTITY")
+        );
+        // Plain -> bearer.
+        assert!(upgrade_mcp_server(&mut doc, "http://x", true));
+        assert!(in_bearer_form(&doc), "{doc}");
+        // The user's own variable stays, in either mode.
+        let mut mine =
+            toml("[mcp_servers.iapeer]\nurl = \"u\"\nbearer_token_env_var = \"MY_VAR\"\n");
+        upgrade_mcp_server(&mut mine, "http://x", true);
+        let s = server(&mine);
+        assert_eq!(s["bearer_token_env_var"].as_str(), Some("MY_VAR"));
+        assert!(s["env_http_headers"].get(TOKEN_HEADER).is_none());
     }
 
     #[test]
     fn a_bearer_variable_the_user_chose_is_kept_and_a_missing_identity_added() {
         let mut doc =
             toml("[mcp_servers.iapeer]\nurl = \"u\"\nbearer_token_env_var = \"MY_VAR\"\n");
-        assert!(upgrade_mcp_server(&mut doc, "http://x"));
+        assert!(upgrade_mcp_server(&mut doc, "http://x", false));
         let out = doc.to_string();
         assert!(out.contains("bearer_token_env_var = \"MY_VAR\""), "{out}");
         let v = toml(&out);

@@ -165,6 +165,7 @@ mod tests {
             launch_env: &env,
             port: 8765,
             gated: None,
+            bearer: false,
         };
         assert_eq!(
             echo.command(&ctx).unwrap_err().to_string(),

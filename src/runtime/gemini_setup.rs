@@ -30,22 +30,36 @@ pub fn settings_path() -> Option<PathBuf> {
 /// The `mcpServers.iapeer` entry for the MCP endpoint `url`: the session token as a bearer
 /// (expanded by Gemini CLI from `IAPEER_TOKEN`), the peer's identity, and `trust: true` so
 /// that a call of `send_to_peer` asks no confirmation (recorded: `13-tool-confirmation` vs
-/// `16-resumed-trusted-call`).
-pub fn server_entry(url: &str) -> Value {
+/// `16-resumed-trusted-call`). With `bearer` (the daemon requires `IAPEER_BEARER_TOKEN`, a
+/// host-wide mode like this file), `Authorization` carries that bearer and the session token
+/// travels in `X-IAPeer-Token` (spec 02 §4).
+pub fn server_entry(url: &str, bearer: bool) -> Value {
+    let mut headers = Map::new();
+    if bearer {
+        headers.insert(
+            "Authorization".into(),
+            json!("Bearer ${IAPEER_BEARER_TOKEN}"),
+        );
+        headers.insert(TOKEN_HEADER.into(), json!("${IAPEER_TOKEN}"));
+    } else {
+        headers.insert("Authorization".into(), json!("Bearer ${IAPEER_TOKEN}"));
+    }
+    headers.insert("X-IAPeer-Identity".into(), json!("${PEER_IDENTITY}"));
     json!({
         "httpUrl": url,
-        "headers": {
-            "Authorization": "Bearer ${IAPEER_TOKEN}",
-            "X-IAPeer-Identity": "${PEER_IDENTITY}",
-        },
+        "headers": headers,
         "trust": true,
     })
 }
 
-/// Put iapeer's entry for `url` into `settings` (pure): added when absent; an existing entry
-/// gets iapeer's keys (`httpUrl`, the two headers, `trust`) and keeps any other key the user
-/// gave it. Returns whether `settings` changed.
-pub fn merge_server(settings: &mut Map<String, Value>, url: &str) -> bool {
+/// The header that carries the session token in bearer mode.
+const TOKEN_HEADER: &str = "X-IAPeer-Token";
+
+/// Put iapeer's entry for `url` (in `bearer` mode or not, [`server_entry`]) into `settings`
+/// (pure): added when absent; an existing entry gets iapeer's keys (`httpUrl`, its headers,
+/// `trust`) and keeps any other key the user gave it; out of bearer mode a left-over
+/// `X-IAPeer-Token` header goes. Returns whether `settings` changed.
+pub fn merge_server(settings: &mut Map<String, Value>, url: &str, bearer: bool) -> bool {
     let before = settings.clone();
     let servers = settings
         .entry("mcpServers")
@@ -53,7 +67,7 @@ pub fn merge_server(settings: &mut Map<String, Value>, url: &str) -> bool {
     if !servers.is_object() {
         *servers = Value::Object(Map::new());
     }
-    let Value::Object(entry) = server_entry(url) else {
+    let Value::Object(entry) = server_entry(url, bearer) else {
         return false;
     };
     let own = servers
@@ -68,6 +82,9 @@ pub fn merge_server(settings: &mut Map<String, Value>, url: &str) -> bool {
                 match (k.as_str(), own.get_mut(&k)) {
                     ("headers", Some(Value::Object(headers))) => {
                         if let Value::Object(ours) = v {
+                            if !bearer {
+                                headers.remove(TOKEN_HEADER);
+                            }
                             headers.extend(ours);
                         }
                     }
@@ -100,9 +117,9 @@ fn read_settings(path: &Path) -> Result<Map<String, Value>, SetupError> {
 /// whether it changed.
 ///
 /// Errors: as [`read_settings`]; the write's [`SetupError::Io`].
-pub fn refresh_at(path: &Path, url: &str) -> Result<bool, SetupError> {
+pub fn refresh_at(path: &Path, url: &str, bearer: bool) -> Result<bool, SetupError> {
     let mut settings = read_settings(path)?;
-    if !merge_server(&mut settings, url) {
+    if !merge_server(&mut settings, url, bearer) {
         return Ok(false);
     }
     if let Some(dir) = path.parent() {
@@ -113,22 +130,24 @@ pub fn refresh_at(path: &Path, url: &str) -> Result<bool, SetupError> {
     Ok(true)
 }
 
-/// What a gemini peer's birth writes: iapeer's entry in the user's settings.
+/// What a gemini peer's birth writes: iapeer's entry in the user's settings (`bearer`: the
+/// daemon's mode, as [`server_entry`]).
 ///
 /// Errors: [`SetupError::FixAndRetry`] around [`refresh_at`]'s.
-pub fn setup(mcp_url: &str) -> Result<(), SetupError> {
-    refresh(mcp_url)
+pub fn setup(mcp_url: &str, bearer: bool) -> Result<(), SetupError> {
+    refresh(mcp_url, bearer)
         .map(|_| ())
         .map_err(|e| SetupError::FixAndRetry(Box::new(e)))
 }
 
 /// What the daemon does at every wake of a gemini peer: the entry brought to the running
-/// daemon's URL. Returns whether the file changed.
+/// daemon's URL and its `bearer` mode (a switch of mode rewrites the headers). Returns
+/// whether the file changed.
 ///
 /// Errors: [`SetupError::NoGeminiHome`] without `HOME`; as [`refresh_at`].
-pub fn refresh(mcp_url: &str) -> Result<bool, SetupError> {
+pub fn refresh(mcp_url: &str, bearer: bool) -> Result<bool, SetupError> {
     let path = settings_path().ok_or(SetupError::NoGeminiHome)?;
-    refresh_at(&path, mcp_url)
+    refresh_at(&path, mcp_url, bearer)
 }
 
 #[cfg(test)]
@@ -148,7 +167,7 @@ mod tests {
                                        "headers":{"X-Mine":"1"}}}}"#,
         )
         .unwrap();
-        assert!(refresh_at(&path, "http://127.0.0.1:9/mcp").unwrap());
+        assert!(refresh_at(&path, "http://127.0.0.1:9/mcp", false).unwrap());
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(v["security"]["auth"]["selectedType"], "gemini-api-key");
         assert_eq!(v["mcpServers"]["other"]["command"], "x");
@@ -159,10 +178,10 @@ mod tests {
         assert_eq!(own["headers"]["X-Mine"], "1");
         assert_eq!(own["headers"]["Authorization"], "Bearer ${IAPEER_TOKEN}");
         // Idempotent: nothing to write the second time.
-        assert!(!refresh_at(&path, "http://127.0.0.1:9/mcp").unwrap());
+        assert!(!refresh_at(&path, "http://127.0.0.1:9/mcp", false).unwrap());
         // A new file is made.
         let fresh = dir.path().join("new/.gemini/settings.json");
-        assert!(refresh_at(&fresh, "http://127.0.0.1:9/mcp").unwrap());
+        assert!(refresh_at(&fresh, "http://127.0.0.1:9/mcp", false).unwrap());
         assert!(fresh.is_file());
     }
 
@@ -172,9 +191,55 @@ mod tests {
         let path = dir.path().join("settings.json");
         let text = "{ // a comment\n \"theme\": \"x\" }";
         std::fs::write(&path, text).unwrap();
-        let err = refresh_at(&path, "http://127.0.0.1:9/mcp").unwrap_err();
+        let err = refresh_at(&path, "http://127.0.0.1:9/mcp", false).unwrap_err();
         assert!(err.to_string().contains("settings.json"), "{err}");
         assert!(err.to_string().contains("left it alone"), "{err}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    }
+
+    #[test]
+    fn the_entry_follows_the_daemon_s_bearer_mode() {
+        let plain = server_entry("http://u/mcp", false);
+        assert_eq!(plain["headers"]["Authorization"], "Bearer ${IAPEER_TOKEN}");
+        assert_eq!(plain["headers"].get(TOKEN_HEADER), None);
+        let bearer = server_entry("http://u/mcp", true);
+        assert_eq!(
+            bearer["headers"]["Authorization"],
+            "Bearer ${IAPEER_BEARER_TOKEN}"
+        );
+        assert_eq!(bearer["headers"][TOKEN_HEADER], "${IAPEER_TOKEN}");
+        for e in [&plain, &bearer] {
+            assert_eq!(e["headers"]["X-IAPeer-Identity"], "${PEER_IDENTITY}");
+            assert_eq!(e["trust"], true);
+        }
+    }
+
+    #[test]
+    fn a_switch_of_mode_rewrites_the_headers_and_keeps_the_user_s() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".gemini/settings.json");
+        let url = "http://127.0.0.1:9/mcp";
+        let headers = |path: &Path| -> Value {
+            let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+            v["mcpServers"]["iapeer"]["headers"].clone()
+        };
+        assert!(refresh_at(&path, url, false).unwrap());
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        v["mcpServers"]["iapeer"]["headers"]["X-Mine"] = json!("1");
+        std::fs::write(&path, v.to_string()).unwrap();
+        // Plain -> bearer: the bearer replaces the session token, which moves to its header.
+        assert!(refresh_at(&path, url, true).unwrap());
+        let h = headers(&path);
+        assert_eq!(h["Authorization"], "Bearer ${IAPEER_BEARER_TOKEN}");
+        assert_eq!(h[TOKEN_HEADER], "${IAPEER_TOKEN}");
+        assert_eq!(h["X-Mine"], "1");
+        assert!(!refresh_at(&path, url, true).unwrap());
+        // Bearer -> plain: back to the session token as the bearer, its own header gone.
+        assert!(refresh_at(&path, url, false).unwrap());
+        let h = headers(&path);
+        assert_eq!(h["Authorization"], "Bearer ${IAPEER_TOKEN}");
+        assert_eq!(h.get(TOKEN_HEADER), None);
+        assert_eq!(h["X-Mine"], "1");
+        assert_eq!(h["X-IAPeer-Identity"], "${PEER_IDENTITY}");
     }
 }

@@ -177,8 +177,8 @@ pub fn setup_peer(
 ) -> Result<(), SetupError> {
     match mcp_client(runtime) {
         McpClient::ProjectFile => claude_setup::setup(cwd, personality, bearer),
-        McpClient::HostConfig => codex_setup::setup(cwd, &default_mcp_url()),
-        McpClient::UserSettings => gemini_setup::setup(&default_mcp_url()),
+        McpClient::HostConfig => codex_setup::setup(cwd, &default_mcp_url(), bearer),
+        McpClient::UserSettings => gemini_setup::setup(&default_mcp_url(), bearer),
         McpClient::Environment | McpClient::LaunchConfig | McpClient::None => Ok(()),
     }
 }
@@ -210,8 +210,8 @@ pub fn refresh_peer(
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let config = match mcp_client(runtime) {
         McpClient::ProjectFile => claude_setup::refresh(cwd, personality, bearer),
-        McpClient::HostConfig => codex_setup::refresh(cwd, &default_mcp_url()),
-        McpClient::UserSettings => gemini_setup::refresh(&default_mcp_url()),
+        McpClient::HostConfig => codex_setup::refresh(cwd, &default_mcp_url(), bearer),
+        McpClient::UserSettings => gemini_setup::refresh(&default_mcp_url(), bearer),
         McpClient::Environment | McpClient::LaunchConfig | McpClient::None => Ok(false),
     }?;
     let hooks = match mcp_client(runtime) {

@@ -155,16 +155,27 @@ pub fn paste_shown_in(content: &str, paste: &PasteView) -> bool {
 /// The JSON OpenCode gets in `OPENCODE_CONFIG_CONTENT` (pure): the `build` agent's prompt
 /// from `prompt` (when given) as the default agent, and the `iapeer` MCP server at the
 /// daemon's `port` with the session's token and identity headers, expanded by OpenCode from
-/// its environment.
-pub fn launch_config(prompt: Option<&Path>, port: u16) -> serde_json::Value {
+/// its environment. With `bearer` (the session is handed `IAPEER_BEARER_TOKEN`, which the
+/// daemon requires on every request, spec 02 §4) `Authorization` carries that bearer and the
+/// session token travels in `X-IAPeer-Token`.
+pub fn launch_config(prompt: Option<&Path>, port: u16, bearer: bool) -> serde_json::Value {
+    let headers = if bearer {
+        json!({
+            "Authorization": "Bearer {env:IAPEER_BEARER_TOKEN}",
+            "X-IAPeer-Token": "{env:IAPEER_TOKEN}",
+            "X-IAPeer-Identity": "{env:PEER_IDENTITY}",
+        })
+    } else {
+        json!({
+            "Authorization": "Bearer {env:IAPEER_TOKEN}",
+            "X-IAPeer-Identity": "{env:PEER_IDENTITY}",
+        })
+    };
     let mut config = json!({
         "mcp": {"iapeer": {
             "type": "remote",
             "url": format!("http://127.0.0.1:{port}/mcp"),
-            "headers": {
-                "Authorization": "Bearer {env:IAPEER_TOKEN}",
-                "X-IAPeer-Identity": "{env:PEER_IDENTITY}",
-            },
+            "headers": headers,
         }},
     });
     if let Some(p) = prompt {
@@ -233,7 +244,7 @@ impl Adapter for OpenCode {
         let extra_env = vec![
             (
                 var.to_string(),
-                launch_config(ctx.system_prompt, ctx.port).to_string(),
+                launch_config(ctx.system_prompt, ctx.port, ctx.bearer).to_string(),
             ),
             ("OPENCODE_SERVER_PASSWORD".into(), server.password.clone()),
             // A peer's program must not replace itself mid-run.
@@ -443,6 +454,7 @@ mod tests {
             launch_env: &launch_env,
             port: 8765,
             gated: None,
+            bearer: false,
         };
         let oc = OpenCode::with_program("/bin/opencode".into());
         let cmd = oc.command(&ctx).unwrap();
@@ -462,6 +474,23 @@ mod tests {
             config["mcp"]["iapeer"]["headers"]["Authorization"],
             "Bearer {env:IAPEER_TOKEN}"
         );
+        assert_eq!(
+            config["mcp"]["iapeer"]["headers"].get("X-IAPeer-Token"),
+            None
+        );
+        // Bearer mode: the daemon's bearer, the session token in its own header.
+        let bearer_ctx = LaunchCtx {
+            bearer: true,
+            ..ctx
+        };
+        let cmd = oc.command(&bearer_ctx).unwrap();
+        let env: std::collections::HashMap<_, _> = cmd.extra_env.iter().cloned().collect();
+        let config: serde_json::Value =
+            serde_json::from_str(&env["OPENCODE_CONFIG_CONTENT"]).unwrap();
+        let headers = &config["mcp"]["iapeer"]["headers"];
+        assert_eq!(headers["Authorization"], "Bearer {env:IAPEER_BEARER_TOKEN}");
+        assert_eq!(headers["X-IAPeer-Token"], "{env:IAPEER_TOKEN}");
+        assert_eq!(headers["X-IAPeer-Identity"], "{env:PEER_IDENTITY}");
         let resume = LaunchCtx {
             mode: WakeMode::Resume,
             ..ctx

@@ -192,6 +192,7 @@ mod tests {
             launch_env: env,
             port: 8765,
             gated: None,
+            bearer: false,
         };
         RouterRuntime::new(m).command(&ctx).unwrap()
     }

@@ -508,6 +508,7 @@ fn prepare_spawn(
         launch_env: &launch_env,
         port,
         gated: plan.gated,
+        bearer: bearer.is_some(),
     };
     let mut cmd = adapter.command(&ctx).map_err(|e| offline(p, e))?;
     // An agent CLI is looked for at every launch, so one installed after the daemon started

@@ -265,6 +265,7 @@ fn the_launch_command() {
         launch_env: &env,
         port: 8765,
         gated: None,
+        bearer: false,
     };
     let cmd = gemini().command(&ctx).unwrap();
     assert_eq!(
