@@ -204,6 +204,14 @@ pub trait Confirm: Send {
             Acceptance::Pending
         }
     }
+
+    /// Whether the runtime was seen holding the message in a queue it submits by itself once
+    /// its own start-up is done (Gemini CLI waiting for its MCP servers): a delivery still
+    /// pending at its deadline is then answered queued by the runtime, not failed. The
+    /// default: never.
+    fn held_by_runtime(&self) -> bool {
+        false
+    }
 }
 
 /// How a compaction ended; defined with the protocol, whose `compact` reply carries it.
