@@ -15,6 +15,7 @@ pub mod codex;
 pub mod codex_gate;
 pub mod codex_setup;
 pub mod echo;
+pub mod folder;
 pub mod gemini;
 pub mod gemini_setup;
 pub mod human;

@@ -69,6 +69,34 @@ fn rows_of(text: &str) -> Vec<String> {
     text.lines().map(str::to_string).collect()
 }
 
+/// Why the terminal runtime `runtime` (declared by `spec`) cannot start for a peer in `cwd`
+/// because its `command` is not found (on this process's PATH, as the daemon of the same
+/// user looks), with what to do; `None` when it is found.
+pub fn missing_program(
+    paths: &crate::paths::Paths,
+    runtime: &str,
+    spec: &spec::TerminalSpec,
+    cwd: &Path,
+) -> Option<String> {
+    let dir = paths.runtimes_dir().join(runtime);
+    let values = Values {
+        dir: &dir.to_string_lossy(),
+        cwd: &cwd.to_string_lossy(),
+        ..Values::default()
+    };
+    let program = fill(&spec.command, &values);
+    let path_var = std::env::var_os("PATH");
+    super::router::find_program(program.as_ref(), cwd, path_var.as_deref())
+        .is_none()
+        .then(|| {
+            format!(
+                "the program of runtime {runtime}, {program}, is not found — install it, or fix \
+                 \"terminal\".\"command\" in {}",
+                paths.runtime_manifest(runtime).display()
+            )
+        })
+}
+
 /// One terminal runtime: its name and its checked manifest section, and the conversation a
 /// session is bound to.
 pub struct TerminalAdapter {
