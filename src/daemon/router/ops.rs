@@ -42,8 +42,12 @@ impl Router {
             Request::Status => {
                 // Looking for the agent programs may ask the login shell: not on this thread.
                 let mut status = self.op_status();
+                let paths = self.paths.clone();
                 return spawn_answer(reply, move || {
                     status.agents = crate::runtime::agent_program::views();
+                    status
+                        .agents
+                        .extend(crate::runtime::terminal::views(&paths));
                     status.into()
                 });
             }

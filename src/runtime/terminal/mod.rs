@@ -69,6 +69,37 @@ fn rows_of(text: &str) -> Vec<String> {
     text.lines().map(str::to_string).collect()
 }
 
+/// The installed terminal runtimes' programs as this process finds them on its PATH, for the
+/// `agents:` lines of `status` and `doctor` (next to the built-in agents'), by name.
+pub fn views(paths: &crate::paths::Paths) -> Vec<crate::protocol::AgentProgram> {
+    let path_var = std::env::var_os("PATH");
+    super::manifest::installed(paths)
+        .into_iter()
+        .filter_map(|rt| {
+            let spec = super::manifest::Manifest::load(paths, &rt)
+                .ok()??
+                .terminal?;
+            let dir = paths.runtimes_dir().join(&rt);
+            let values = Values {
+                dir: &dir.to_string_lossy(),
+                ..Values::default()
+            };
+            let program = fill(&spec.command, &values);
+            let found = super::router::find_program(program.as_ref(), &dir, path_var.as_deref());
+            Some(crate::protocol::AgentProgram {
+                runtime: rt,
+                path: found.as_ref().map(|p| p.display().to_string()),
+                looked: match found {
+                    Some(_) => Vec::new(),
+                    None => vec![format!(
+                        "{program} (its manifest's \"terminal\".\"command\") on PATH"
+                    )],
+                },
+            })
+        })
+        .collect()
+}
+
 /// Why the terminal runtime `runtime` (declared by `spec`) cannot start for a peer in `cwd`
 /// because its `command` is not found (on this process's PATH, as the daemon of the same
 /// user looks), with what to do; `None` when it is found.
