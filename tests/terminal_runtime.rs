@@ -82,10 +82,14 @@ fn a_manifest_agent_wakes_replies_through_mcp_takes_a_live_message_sleeps_and_re
     );
 
     // Its send_to_peer reaches ea over MCP with the session's token.
+    let reply = [
+        ("caller", "parrot-pa"),
+        ("to", "ea"),
+        ("ok", "true"),
+        ("path", "mcp"),
+    ];
     env.wait_until("parrot's reply reaches ea", Duration::from_secs(60), |e| {
-        e.events("delivery", "delivery").iter().any(|d| {
-            d["caller"] == "parrot-pa" && d["to"] == "ea" && d["ok"] == "true" && d["path"] == "mcp"
-        })
+        e.has_event("delivery", "delivery", &reply)
     });
     assert!(
         env.pane("echo-ea")
@@ -95,17 +99,16 @@ fn a_manifest_agent_wakes_replies_through_mcp_takes_a_live_message_sleeps_and_re
     );
 
     // ea's echo is a second message, into the live session.
+    let echo = [
+        ("caller", "echo-ea"),
+        ("to", "pa"),
+        ("ok", "true"),
+        ("woke", "false"),
+    ];
     env.wait_until(
         "ea's echo reaches the live parrot",
         Duration::from_secs(60),
-        |e| {
-            e.events("delivery", "delivery").iter().any(|d| {
-                d["caller"] == "echo-ea"
-                    && d["to"] == "pa"
-                    && d["ok"] == "true"
-                    && d["woke"] == "false"
-            })
-        },
+        |e| e.has_event("delivery", "delivery", &echo),
     );
     env.wait_until("parrot takes the echo", Duration::from_secs(30), |e| {
         taken(e).iter().any(|b| b.starts_with("echo: "))

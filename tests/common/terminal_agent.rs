@@ -36,7 +36,7 @@ fn source() -> PathBuf {
 pub fn install(env: &TestEnv, python: &str) -> String {
     let dir = env.dir.path().join("parrot-runtime");
     std::fs::create_dir_all(&dir).unwrap();
-    for file in ["parrot.py", "runtime.json"] {
+    for file in ["parrot.py", "mcp_client.py", "runtime.json"] {
         std::fs::copy(source().join(file), dir.join(file)).unwrap();
     }
     let manifest = dir.join("runtime.json");

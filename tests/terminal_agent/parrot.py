@@ -14,11 +14,11 @@ Arguments: --system-prompt-file FILE, --session-id ID (a fresh conversation iape
                                    {"url": <MCP endpoint>, "tokenEnv": <the token's variable>}
   .parrot/conversations/<id>.jsonl the conversation's messages, one JSON string a line
   .parrot/events.jsonl             what happened, for the tests: start, message, reply
+Its MCP connection is scripts/mcp_client.py's (mcp_client.py here is a link to it).
 """
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import re
@@ -26,6 +26,11 @@ import sys
 import termios
 import time
 import tty
+import types
+
+# The MCP connection and its headers, shared with iapeer's MCP test client
+# (scripts/mcp_client.py; a link in this folder, copied with it at install).
+from mcp_client import connect, headers_for
 
 PASTE_START = b"\x1b[200~"
 PASTE_END = b"\x1b[201~"
@@ -60,35 +65,19 @@ def envelope(text):
     )
 
 
-@contextlib.asynccontextmanager
-async def connect(url, headers):
-    import mcp.client.streamable_http as transport
-
-    if hasattr(transport, "streamable_http_client"):
-        from mcp.shared._httpx_utils import create_mcp_http_client
-
-        async with create_mcp_http_client(headers=headers) as http:
-            async with transport.streamable_http_client(url, http_client=http) as streams:
-                yield streams[0], streams[1]
-    else:
-        async with transport.streamablehttp_client(url, headers=headers) as streams:
-            yield streams[0], streams[1]
-
-
 async def send_to_peer(to, message, topic):
     """Call send_to_peer with the endpoint and token the manifest's config file names."""
     from mcp import ClientSession
 
     with open(os.path.join(STATE, "mcp.json")) as f:
         config = json.load(f)
-    token = os.environ.get(config["tokenEnv"], "")
-    bearer = os.environ.get("IAPEER_BEARER_TOKEN")
-    headers = {"X-IAPeer-Identity": os.environ.get("PEER_IDENTITY", "")}
-    if bearer:
-        headers["Authorization"] = f"Bearer {bearer}"
-        headers["X-IAPeer-Token"] = token
-    else:
-        headers["Authorization"] = f"Bearer {token}"
+    headers = headers_for(
+        types.SimpleNamespace(
+            identity=os.environ.get("PEER_IDENTITY"),
+            token=os.environ.get(config["tokenEnv"]),
+            bearer=os.environ.get("IAPEER_BEARER_TOKEN"),
+        )
+    )
     arguments = {"personality": to, "message": message}
     if topic:
         arguments["topic"] = topic
