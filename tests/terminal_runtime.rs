@@ -16,16 +16,12 @@ const NEXT: &str = "what was the number?";
 
 /// `iapeer send pa --from echo-ea --message <message> --topic t1`.
 fn send(env: &TestEnv, message: &str) -> String {
+    let topic = ["--topic", "t1"];
     env.ok(&[
-        "send",
-        "pa",
-        "--from",
-        "echo-ea",
-        "--message",
-        message,
-        "--topic",
-        "t1",
-    ])
+        &["send", "pa", "--from", "echo-ea", "--message", message],
+        &topic[..],
+    ]
+    .concat())
 }
 
 /// The bodies of the messages parrot `pa` took, in order.
@@ -151,12 +147,16 @@ fn a_manifest_agent_wakes_replies_through_mcp_takes_a_live_message_sleeps_and_re
     assert_eq!(bodies[0], FIRST);
     assert!(bodies[1].starts_with("echo: parrot heard: "), "{bodies:?}");
     assert_eq!(bodies[2], NEXT);
-    for d in env.events("delivery", "delivery") {
-        if d["to"] == "pa" {
-            eprintln!("delivery to pa: woke={} ms={}", d["woke"], d["ms"]);
-        }
-    }
-    eprintln!("parrot end to end: {:?}", started.elapsed());
+    let timings: Vec<String> = env
+        .events("delivery", "delivery")
+        .iter()
+        .filter(|d| d["to"] == "pa")
+        .map(|d| format!("woke={} {} ms", d["woke"], d["ms"]))
+        .collect();
+    eprintln!(
+        "parrot end to end in {:?}; to pa: {timings:?}",
+        started.elapsed()
+    );
 }
 
 /// A bad manifest is refused by the real verb with what is wrong, and installs nothing.
