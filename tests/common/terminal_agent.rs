@@ -3,7 +3,9 @@
 //! (`iapeer install-runtime <dir>`), for any test that wants a manifest runtime among its
 //! peers (issue 27 items 3 and 4). The program answers each message with `send_to_peer` to its
 //! sender, through its own MCP client (the official Python SDK), and logs what it did in
-//! `<peer folder>/.parrot/events.jsonl` ([`events`]).
+//! `<peer folder>/.parrot/events.jsonl` ([`events`]). For a chain of agents, give a parrot
+//! peer `PARROT_REPLY_TO=<peer>` in its launch.env (`env.launch_env(name, RUNTIME, …)`): it
+//! then sends each message on to that peer instead of back to its sender.
 
 use super::TestEnv;
 use serde_json::Value;

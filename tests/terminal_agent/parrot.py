@@ -7,6 +7,8 @@ each message submitted with Enter shows `* working… (esc to interrupt)` above 
 while it answers: with its own MCP client (the official Python SDK, streamable HTTP) it calls
 `send_to_peer` back to the message's sender, `parrot heard: <the message>`. A message that is
 an echo agent's echo (`echo: …`) is taken and not answered, so two agents do not talk forever.
+With PARROT_REPLY_TO=<peer> in its environment (the peer's launch.env) it sends to that peer
+instead of the sender: a hop in a chain of agents.
 
 Arguments: --system-prompt-file FILE, --session-id ID (a fresh conversation iapeer named),
 --resume ID (that conversation again; it must exist). Files, in the peer's folder:
@@ -115,13 +117,14 @@ class Parrot:
             outcome = "taken"
         else:
             try:
-                ok, said = asyncio.run(send_to_peer(sender, "parrot heard: " + body[:60], topic))
+                to = os.environ.get("PARROT_REPLY_TO") or sender
+                ok, said = asyncio.run(send_to_peer(to, "parrot heard: " + body[:60], topic))
             except BaseException as e:  # the SDK wraps failures in exception groups
                 if isinstance(e, (KeyboardInterrupt, SystemExit)):
                     raise
                 ok, said = False, f"{type(e).__name__}: {e!r}"
-            event(ev="reply", to=sender, ok=ok, said=said)
-            outcome = f"replied to {sender}" if ok else f"could not reply: {said}"
+            event(ev="reply", to=to, ok=ok, said=said)
+            outcome = f"replied to {to}" if ok else f"could not reply: {said}"
         # The busy line stays long enough to be seen on any screen reader's poll.
         time.sleep(max(0.0, 0.3 - (time.time() - started)))
         out("\r\x1b[2K\x1b[1A\r\x1b[2Kparrot: " + outcome[:100] + "\r\n")
