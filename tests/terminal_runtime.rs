@@ -55,6 +55,12 @@ fn a_manifest_agent_wakes_replies_through_mcp_takes_a_live_message_sleeps_and_re
         "{}",
         env.diagnostics()
     );
+    // status and doctor name its program next to the built-in agents'.
+    let program = format!("  {RUNTIME}: {python}\n");
+    let status = env.ok(&["status"]);
+    assert!(status.contains(&program), "{status}");
+    let doctor = String::from_utf8_lossy(&env.run(&["doctor"]).stdout).into_owned();
+    assert!(doctor.contains(&program), "{doctor}");
 
     // Asleep: the send wakes it and is answered once the screen showed the turn.
     assert_eq!(
