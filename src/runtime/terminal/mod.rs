@@ -437,5 +437,35 @@ mod tests {
         assert_eq!(resume.arg_strings(), ["--resume", "c-1"]);
         assert_eq!(bound.interrupt_keys(), Some(vec![0x1b]));
         assert_eq!(bound.kind(), RuntimeKind::Agent);
+
+        // The prompt by a variable, the MCP endpoint by a variable and a file from a template.
+        let mut spec = term().spec;
+        spec.prompt.env = Some("PARROT_PROMPT".into());
+        spec.mcp.env.insert("PARROT_URL".into(), "{url}".into());
+        spec.mcp.file = Some(spec::FileTemplate {
+            path: ".parrot/mcp.json".into(),
+            template: r#"{"url": "{url}", "token": "{token_env}", "dir": "{dir}"}"#.into(),
+        });
+        let a = TerminalAdapter::new("parrot", Terminal::check(spec).unwrap());
+        let cmd = a
+            .for_conversation("c-2")
+            .unwrap()
+            .command(&ctx(WakeMode::Fresh))
+            .unwrap();
+        let prompt_path = prompt.to_string_lossy().into_owned();
+        assert!(cmd
+            .extra_env
+            .contains(&("PARROT_PROMPT".into(), prompt_path)));
+        let url = "http://127.0.0.1:8765/mcp".to_string();
+        assert!(cmd.extra_env.contains(&("PARROT_URL".into(), url.clone())));
+        let written = std::fs::read_to_string(dir.path().join(".parrot/mcp.json")).unwrap();
+        let runtime_dir = paths.runtimes_dir().join("parrot");
+        assert_eq!(
+            written,
+            format!(
+                r#"{{"url": "{url}", "token": "IAPEER_TOKEN", "dir": "{}"}}"#,
+                runtime_dir.display()
+            )
+        );
     }
 }
