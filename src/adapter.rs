@@ -87,6 +87,10 @@ pub enum LaunchError {
     /// No free loopback port for the runtime's own records server (OpenCode's `--port`).
     #[error("no free loopback port for the agent's records server")]
     NoFreePort,
+    /// A terminal runtime's MCP config file (its manifest's `mcp.file`) could not be written:
+    /// the file and why.
+    #[error("cannot write the runtime's MCP config {0}")]
+    ConfigFile(String),
     /// The iapeer binary, which a gated peer's approval hook runs, cannot be found.
     #[error("cannot find the iapeer binary for the approval hook: {0}")]
     HookBinaryNotFound(#[source] std::io::Error),

@@ -1331,8 +1331,8 @@ have is refused with the choices (docs/FEDERATION.md). A sleeping agent is woken
     VerbSpec {
         id: VerbId::Run(Verb::InstallRuntime),
         name: "install-runtime",
-        signature: "install-runtime <rt> [--package <spec>] [--npx] [--no-bootstrap]",
-        summary: "install a runtime package and provision the peers it declares",
+        signature: "install-runtime (<rt> | <dir>) [--package <spec>] [--npx] [--no-bootstrap]",
+        summary: "install a runtime package (or a runtime folder) and provision the peers it declares",
         description: "Install the package that provides runtime <rt> with npm into \
             <root>/runtimes/<rt>/package (--package: an npm package name, name@version or a local \
             tarball; known without it: telegram is @agfpd/telegram-runtime, notifier is \
@@ -1345,7 +1345,14 @@ have is refused with the choices (docs/FEDERATION.md). A sleeping agent is woken
             --no-bootstrap. A peer whose selfConfig fails is created but stays stopped (exit 1; \
             iapeer start <peer> once configured). A manifest without peers[] is operator-add: \
             iapeer create <name> --runtime <rt>. install-runtime notifier without --package and \
-            without an installed package provisions the built-in notifier's timer and watcher.",
+            without an installed package provisions the built-in notifier's timer and watcher. \
+            A <dir> (an argument with a /, such as ./parrot) is a runtime folder: its runtime.json \
+            is checked (a terminal agent's, \"kind\": \"terminal\", declares its command, how the \
+            system prompt and the MCP endpoint reach it, its ready, busy, composer and paste \
+            patterns, its fresh and resume arguments and its interrupt keys; docs/RUNTIMES.md) and \
+            only a valid one is copied, whole, to <root>/runtimes/<rt>/, replacing that runtime's \
+            folder at once; a bad manifest is refused with what is wrong and installs nothing. \
+            Then iapeer create <name> --runtime <rt>.",
         positionals: &[RT],
         flags: &[PACKAGE, NPX, NO_BOOTSTRAP],
         rules: &[],
