@@ -673,9 +673,11 @@ fn sends_cross_hosts_to_live_and_sleeping_peers_and_come_back() {
     );
 }
 
-/// Issue 28 item 3: a message to a host whose daemon is down waits in its inbox stream (the
-/// sender is told so when its deadline passes) and is delivered exactly once when the daemon
-/// comes back; a send again with the same message id is not pasted twice.
+/// Issue 28 items 3–4: a message to a host whose daemon is down is answered `queued` at once
+/// (kept in its inbox stream, at most the retention), or refused at once when the sender
+/// chose not to wait (`--if-busy refuse`); it is delivered exactly once when the daemon comes
+/// back, and the sender's `delivery.log` follows it there; a send again with the same message
+/// id is not pasted twice.
 #[test]
 fn a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns() {
     let redis = RedisServer::start(SECRET);
@@ -684,16 +686,32 @@ fn a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns() {
     wait_link(&a, "a sees b offline", |d| {
         seen(d, "b").is_some_and(|h| h["online"] == false)
     });
-    let doc = send_json(
+    let started = std::time::Instant::now();
+    let out = send_ok(
         &a,
+        "echo-alice",
         "bob@b",
         "while you were out",
-        &["--id", "m-down-1", "--timeout", "2"],
+        &["--id", "m-down-1", "--timeout", "20"],
     );
-    assert_eq!(doc["code"], "timeout", "{doc}");
-    let error = doc["error"].as_str().unwrap();
+    assert_eq!(
+        out.trim(),
+        "queued for bob@b (default) — host: waiting for host b, which is offline: kept until it \
+         returns, at most 24 h",
+        "{}",
+        a.diagnostics()
+    );
     assert!(
-        error.contains("host b is offline") && error.contains("m-down-1"),
+        started.elapsed() < Duration::from_secs(10),
+        "answered at once"
+    );
+    let doc = send_json(&a, "bob@b", "or not at all", &["--if-busy", "refuse"]);
+    assert_eq!(doc["code"], "offline", "{doc}");
+    assert!(
+        doc["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("host b is offline (its heartbeat lapsed); message NOT delivered"),
         "{doc}"
     );
     // The entry as b's daemon leaves it when it dies after reading it, before its outcome is
@@ -715,6 +733,24 @@ fn a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns() {
     b.start_daemon();
     b.wait_until("b delivered it", Duration::from_secs(60), |b| {
         times_in_pane(b, "echo-bob", "from alice@a: while you were out") == 1
+    });
+    a.wait_until("a followed it there", Duration::from_secs(30), |a| {
+        a.has_event(
+            "delivery",
+            "delivery-followup",
+            &[
+                ("path", "federation"),
+                ("to", "bob@b"),
+                ("qkind", "host"),
+                ("msgid", "m-down-1"),
+                ("outcome", "delivered"),
+            ],
+        )
+    });
+    assert_eq!(times_in_pane(&b, "echo-bob", "or not at all"), 0);
+    // (While a's link has not seen b's heartbeat yet, a send again is kept as above.)
+    wait_link(&a, "a sees b online", |d| {
+        seen(d, "b").is_some_and(|h| h["online"] == true)
     });
     let out = send_ok(
         &a,
@@ -750,6 +786,48 @@ fn a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns() {
     };
     let mut pending = pending;
     assert!(common::poll(Duration::from_secs(10), || pending() == 0));
+}
+
+/// Issue 28 item 4: a message kept for a host that stays offline longer than the retention
+/// (2 s here, by the `federation-retention` test hook) is given up: the sender is told it
+/// was NOT delivered, and the host, once back, refuses the entry as too old instead of
+/// delivering it late.
+#[test]
+fn a_message_kept_past_the_retention_is_given_up_and_its_sender_told() {
+    let redis = RedisServer::start(SECRET);
+    let (a, mut b) = two_hosts_with(
+        &redis,
+        &["bob"],
+        &[("IAPEER_TEST_HOOK", "federation-retention:2000")],
+    );
+    assert_eq!(
+        a.control(r#"{"op":"wake","personality":"alice"}"#)["ok"],
+        true
+    );
+    b.stop_daemon();
+    wait_link(&a, "a sees b offline", |d| {
+        seen(d, "b").is_some_and(|h| h["online"] == false)
+    });
+    let out = send_ok(&a, "echo-alice", "bob@b", "too late", &["--id", "m-late-1"]);
+    assert!(out.ends_with("at most 2 s\n"), "{out}");
+    a.wait_until("a gave it up", Duration::from_secs(30), |a| {
+        a.has_event(
+            "delivery",
+            "delivery-followup",
+            &[
+                ("msgid", "m-late-1"),
+                ("outcome", "expired"),
+                ("ok", "false"),
+            ],
+        ) && received(a, "alice")
+            .keys()
+            .any(|m| m.contains("and NOT delivered: host b did not come back within the 2 s"))
+    });
+    b.start_daemon();
+    b.wait_until("b refused it as too old", Duration::from_secs(30), |b| {
+        b.log("daemon").contains("refused as too old")
+    });
+    assert_eq!(times_in_pane(&b, "echo-bob", "too late"), 0);
 }
 
 /// How many times the echo agent of `peer` received each body (its transcript keeps every
