@@ -847,9 +847,12 @@ fn received(env: &TestEnv, peer: &str) -> std::collections::HashMap<String, usiz
     n
 }
 
-/// Issue 28 item 3: b's daemon is killed (-9) in the middle of a burst of 100 sends from a
-/// and started again: every message reaches bob exactly once (0 lost, 0 duplicated); the
-/// senders whose answer was cut off send again with the same id, as the answer tells them.
+/// Issue 28 items 3 and 7: b's daemon is killed (-9) in the middle of a burst of 100 sends
+/// from a and started again: every message reaches bob exactly once (0 lost, 0 duplicated);
+/// the senders whose answer was cut off send again with the same id, as the answer tells
+/// them. A paste the kill cut (begun, never confirmed) is not lost: the restarted daemon
+/// finds it missing from the echo agent's transcript and delivers it again (before, it was
+/// answered `state-unknown` and never sent: 1 lost in 3 runs).
 #[test]
 fn a_burst_across_hosts_survives_kill_9_of_the_recipient_host() {
     let redis = RedisServer::start(SECRET);
@@ -928,8 +931,12 @@ fn a_burst_across_hosts_survives_kill_9_of_the_recipient_host() {
     assert!(lost.is_empty(), "lost: {lost:?}");
     assert!(twice.is_empty(), "duplicated: {twice:?}");
     assert!(
-        unknown.len() <= 1,
-        "only the paste the kill cut: {unknown:?}"
+        unknown.is_empty(),
+        "answered state-unknown (not delivered: {:?}): {unknown:?}",
+        unknown
+            .iter()
+            .filter(|m| !got.contains_key(*m))
+            .collect::<Vec<_>>()
     );
 }
 
