@@ -254,7 +254,11 @@ fn read_inbox(hub: &Hub, sink: &Sink, stop: &Receiver<()>) {
             read_group(&j.host, &pending, "0", false)
         };
         let Some(read) = read_stream(&mut conn, stop, &cmd, "this host's inbox streams") else {
+            // Redis may have restarted (empty: groups to make again; from its append-only
+            // file: entries it handed this host in a reply the failure cut off are pending
+            // there, so they are read again — the id ledger answers any delivered `earlier`).
             grouped.clear();
+            pending_done.clear();
             continue;
         };
         for (stream, ids) in read {
