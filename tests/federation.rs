@@ -184,20 +184,52 @@ fn two_hosts_see_each_other_and_outlive_redis_going_away() {
         .contains("federation: connected to redis://:****@127.0.0.1"));
 }
 
+/// Issue 28 items 5 and 7: a host without the credentials — a wrong password, or none — is
+/// refused by Redis: its link stays away and says why (the password never shown), its sends
+/// to another host are refused at once (code `offline`), and the hosts that hold the
+/// credentials never see it (not in their `hosts`, nothing delivered from it).
 #[test]
 fn a_host_with_a_wrong_password_is_refused_and_says_so() {
     let redis = RedisServer::start(SECRET);
-    let mut c = TestEnv::new();
-    c.start_daemon();
+    let mut a = TestEnv::new();
+    a.create_echo("alice");
+    a.start_daemon();
+    a.ok(&["federation", "join", &redis.url(), "--host-name", "a"]);
+    wait_link(&a, "a connected", |d| d["link"]["state"] == "connected");
     let wrong = format!("redis://:not-the-{SECRET}@127.0.0.1:{}", redis.port);
-    c.ok(&["federation", "join", &wrong, "--host-name", "c"]);
-    let doc = wait_link(&c, "c's link away", |d| {
-        d["link"]["state"] == "away" && d["link"]["last_error"].is_string()
-    });
-    let error = doc["link"]["last_error"].as_str().unwrap().to_lowercase();
-    assert!(error.contains("pass") || error.contains("auth"), "{doc}");
-    assert!(!doc.to_string().contains(SECRET), "{doc}");
-    assert!(!c.log("daemon").contains(SECRET));
+    let none = format!("redis://127.0.0.1:{}", redis.port);
+    for (url, host) in [(wrong, "c"), (none, "d")] {
+        let mut c = TestEnv::new();
+        c.create_echo("carl");
+        c.start_daemon();
+        c.ok(&["federation", "join", &url, "--host-name", host]);
+        let doc = wait_link(&c, "the link away", |d| {
+            d["link"]["state"] == "away" && d["link"]["last_error"].is_string()
+        });
+        let error = doc["link"]["last_error"].as_str().unwrap().to_lowercase();
+        assert!(error.contains("pass") || error.contains("auth"), "{doc}");
+        assert!(!doc.to_string().contains(SECRET), "{doc}");
+        assert!(!c.log("daemon").contains(SECRET));
+        let out = c.run(&[
+            "send",
+            "alice@a",
+            "--from",
+            "echo-carl",
+            "--message",
+            "let me in",
+            "--json",
+        ]);
+        let refused: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(refused["code"], "offline", "{refused}");
+        // The hosts with the credentials never see it.
+        let hosts: Vec<String> = ::redis::cmd("HKEYS")
+            .arg("iapeer:v1:hosts")
+            .query(&mut redis.connection())
+            .unwrap();
+        assert_eq!(hosts, vec!["a".to_string()]);
+        assert!(seen(&status_json(&a), host).is_none());
+    }
+    assert!(!a.pane("echo-alice").contains("let me in"));
 }
 
 /// The check of `doctor --json` named `name`, if any.
