@@ -1035,6 +1035,63 @@ fn a_burst_across_hosts_survives_redis_restarted_with_append_only_persistence() 
     });
 }
 
+/// Issue 28 item 7: an entry Redis handed b's consumer in a reply that never reached b
+/// (cut off with the connection when Redis went down) is pending in the append-only file:
+/// b reads its pending entries again after a failed read, so it is delivered once Redis is
+/// back (before, only at b's next start).
+#[test]
+fn an_entry_handed_out_in_a_reply_lost_to_a_redis_restart_is_read_again() {
+    let mut redis = RedisServer::start_append_only(SECRET);
+    let (_a, b) = two_hosts(&redis, &["bob"]);
+    let key = "iapeer:v1:inbox:b:from:a";
+    // b's daemon has its group and blocks reading new entries; the entry is added and
+    // handed to consumer b in one transaction (the blocked read is served after it, and
+    // finds nothing new): what b's daemon would have had in the reply it lost.
+    b.wait_until("b's group made", Duration::from_secs(30), |_| {
+        ::redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg(key)
+            .query::<::redis::Value>(&mut redis.connection())
+            .is_ok()
+    });
+    let mut con = redis.connection();
+    ::redis::pipe()
+        .atomic()
+        .cmd("XADD")
+        .arg(key)
+        .arg("*")
+        .arg("ticket")
+        .arg("t-lost-1")
+        .arg("id")
+        .arg("m-lost-1")
+        .arg("from")
+        .arg("echo-alice@a")
+        .arg("intelligence")
+        .arg("artificial")
+        .arg("to")
+        .arg("bob")
+        .arg("body")
+        .arg("lost in transit")
+        .arg("timeout_ms")
+        .arg(5000)
+        .ignore()
+        .cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg("iapeer")
+        .arg("b")
+        .arg("STREAMS")
+        .arg(key)
+        .arg(">")
+        .ignore()
+        .query::<()>(&mut con)
+        .unwrap();
+    redis.kill();
+    redis.resume();
+    b.wait_until("b delivered it", Duration::from_secs(60), |b| {
+        times_in_pane(b, "echo-bob", "from alice@a: lost in transit") == 1
+    });
+}
+
 /// Issue 28 item 7, the 1 000-message run: `IAPEER_FED_RUN` messages (default 1 000) from
 /// a to b and as many from b to a at once, with b's daemon killed (-9) and restarted at a
 /// quarter, Redis (append-only) killed and restarted at half, a's daemon killed (-9) and
