@@ -953,8 +953,7 @@ fn tally(
 
 /// A burst of `n` messages from alice of host a to bob of host b (both joined to `redis`),
 /// with `fault` done to b and Redis once a third is in: every message reaches bob exactly
-/// once (0 lost, 0 duplicated) and none is answered `state-unknown`; the figures are printed
-/// after `label`.
+/// once (0 lost, 0 duplicated); the figures are printed after `label`.
 fn burst_under(
     redis: &mut RedisServer,
     n: usize,
@@ -991,17 +990,22 @@ fn burst_under(
     });
     let got = received(&b, "bob");
     let (lost, twice) = tally(&bodies, &got);
+    let recovered = b
+        .log("daemon")
+        .matches("records do not hold it: sent again")
+        .count();
     eprintln!(
         "{label}: {n} sent, {} received, {retried} sends again, {} state unknown \
-         ({unknown:?}), {} lost, {} duplicated",
+         ({unknown:?}), {recovered} cut pastes sent again, {} lost, {} duplicated",
         got.len(),
         unknown.len(),
         lost.len(),
         twice.len()
     );
+    // (A send answered `state-unknown` is one whose paste the kill cut after the agent took
+    // it — its records hold it — so it is among those received: not lost.)
     assert!(lost.is_empty(), "lost: {lost:?}");
     assert!(twice.is_empty(), "duplicated: {twice:?}");
-    assert!(unknown.is_empty(), "answered state-unknown: {unknown:?}");
 }
 
 /// Issue 28 items 3 and 7: b's daemon is killed (-9) in the middle of a burst of 100 sends
@@ -1009,7 +1013,8 @@ fn burst_under(
 /// the senders whose answer was cut off send again with the same id, as the answer tells
 /// them. A paste the kill cut (begun, never confirmed) is not lost: the restarted daemon
 /// finds it missing from the echo agent's transcript and delivers it again (before, it was
-/// answered `state-unknown` and never sent: 1 lost in 3 runs).
+/// answered `state-unknown` and never sent: 1 lost in 3 runs); one the agent took before the
+/// kill is in its transcript, so its retry is answered `state-unknown` (it arrived).
 #[test]
 fn a_burst_across_hosts_survives_kill_9_of_the_recipient_host() {
     let mut redis = RedisServer::start(SECRET);
@@ -1179,7 +1184,6 @@ fn a_thousand_messages_cross_each_way_under_faults() {
         twice_b.is_empty() && twice_a.is_empty(),
         "duplicated: {twice_b:?} {twice_a:?}"
     );
-    assert!(a_unknown.is_empty() && b_unknown.is_empty());
 }
 
 /// Issue 28 item 3: with Redis unreachable, sends between a's own peers go on and a send to
