@@ -447,7 +447,11 @@ pub static VERBS: &[VerbSpec] = &[
         description: "Route one message to the peer <target>. When this root has joined a federation \
 (iapeer federation join), <target> may be <name>@<host>, a peer of another host; a plain name \
 is the local peer, else the only peer of that name on the hosts online, and one several hosts \
-have is refused with the choices (docs/FEDERATION.md). A sleeping agent is woken first and gets \
+have is refused with the choices (docs/FEDERATION.md). A message to a host that is offline (its \
+heartbeat lapsed) is kept in its inbox stream and answered \"queued for <name>@<host> (…) — \
+host\" at once, delivered when the host returns, at most 24 h later (its sender, if live, is \
+told by a message from iapeer when it is not delivered then); with --if-busy refuse it is \
+refused at once (code offline). A sleeping agent is woken first and gets \
             the message once it is ready; a message with a topic resumes the conversation held on that \
             topic. A message to an ephemeral peer (profile wake_policy \"ephemeral\") is put in its \
             task queue on disk and answered at once; each task runs as the first message of its own \
