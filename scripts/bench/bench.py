@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import agentbench  # noqa: E402
 import burst  # noqa: E402
+import floor  # noqa: E402
 import measure  # noqa: E402
 import procfs  # noqa: E402
 import render  # noqa: E402
@@ -108,6 +109,8 @@ class Bench:
             raise SystemExit(f"BENCH_AGENTS: unknown runtime(s) {bad}; use claude,codex or 0")
         self.agent_runs = env_int("BENCH_AGENT_RUNS", 3 if quick else 10)
         self.agent_warmup = 1
+        self.floor_runs = env_int("BENCH_FLOOR_RUNS", 5 if quick else 20)
+        self.floor = os.environ.get("BENCH_FLOOR", "1") != "0"
         self.burst_calls = env_int("BENCH_BURST_CALLS", 1000)
         self.burst_peers = env_int("BENCH_BURST_PEERS", 20)
         self.bursts = max(1, env_int("BENCH_BURSTS", 3))
@@ -306,6 +309,10 @@ class Bench:
     def agent_phase(self):
         if not self.agent_rts:
             return
+        if self.floor:
+            # The runtimes' own floor (issue 31 items 2 and 5): the same CLIs in a bare pty.
+            self.phase_load["floor"] = loadavg()
+            self.results["floor"] = floor.measure(self.agent_rts, self.floor_runs, log)
         self.agent_bench = agentbench.AgentBench(self.binary, self.repo, self.agent_runs,
                                              self.agent_rts, self.world.keep, log,
                                              warmup=self.agent_warmup)

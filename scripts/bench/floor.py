@@ -26,6 +26,7 @@ Usage: python3 floor.py [runs]   (BENCH_AGENTS=claude,codex; BENCH_FLOOR_RUNS, d
 Needs pyte (bench.sh puts it in <target>/bench-py with pip when missing).
 """
 
+import collections
 import fcntl
 import glob
 import http.server
@@ -33,7 +34,6 @@ import json
 import os
 import pty
 import re
-import select
 import shutil
 import signal
 import struct
@@ -45,7 +45,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import pyte  # noqa: E402
+try:
+    import pyte  # noqa: E402
+except ImportError:  # bench.sh installs it; without it the floor says so and the rest runs
+    pyte = None
 
 from report import summary, table  # noqa: E402
 from standin import StandIn  # noqa: E402
@@ -54,6 +57,8 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 BINS = os.path.join(REPO, ".cache/agents/node_modules/.bin")
 COLS, ROWS = 220, 50  # src/session/frame.rs: the daemon's pty
 STEP_TIMEOUT = 60  # s per sign
+PASTE_TIMEOUT = 10  # s: a paste not drawn by then is a failed cycle (the daemon would Enter
+#                     blind after 1.5 s, session::deliver::PASTE_SIGNAL_WAIT)
 TOKEN = "tok-floor-0123456789"
 
 # src/term/responder.rs: the daemon's answers to the terminal queries it recognises.
@@ -268,8 +273,9 @@ class McpStandIn:
 # ----- one CLI in a pty ----------------------------------------------------------------------
 
 class Pty:
-    """A child in a pty of the daemon's size, its output fed to a pyte screen; every sign is
-    timed at the read that brought it."""
+    """A child in a pty of the daemon's size, its output fed to a pyte screen. A reader
+    thread stamps every read as it comes, so the time a sign is seen by is the read that
+    brought it, not the moment this driver's slower screen got to it."""
 
     def __init__(self, argv, env, cwd):
         self.screen = pyte.Screen(COLS, ROWS)
@@ -284,7 +290,22 @@ class Pty:
         self.pid, self.fd = pid, fd
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
         self.carry = b""
-        self.ended = False
+        self.chunks = collections.deque()  # (monotonic s, bytes); b"" at the end
+        self.cond = threading.Condition()
+        self.reader = threading.Thread(target=self.read_all, daemon=True)
+        self.reader.start()
+
+    def read_all(self):
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except OSError:
+                data = b""
+            with self.cond:
+                self.chunks.append((time.monotonic(), data))
+                self.cond.notify()
+            if not data:
+                return
 
     def rows(self):
         return [r.rstrip() for r in self.screen.display]
@@ -298,18 +319,16 @@ class Pty:
         return t
 
     def pump(self, timeout):
-        """Read what is there (waiting at most `timeout` s); feed the screen, answer the
-        queries. Returns the monotonic time of the read, or None."""
-        r, _, _ = select.select([self.fd], [], [], timeout)
-        if not r:
-            return None
-        try:
-            data = os.read(self.fd, 65536)
-        except OSError:
-            data = b""
-        at = time.monotonic()
+        """Feed the screen the next read (waiting at most `timeout` s for one) and answer
+        its queries. Returns the monotonic time of that read, or None."""
+        with self.cond:
+            if not self.chunks:
+                self.cond.wait(timeout)
+            if not self.chunks:
+                return None
+            at, data = self.chunks.popleft()
         if not data:
-            self.ended = True
+            self.chunks.appendleft((at, data))
             raise FloorError("the CLI exited:\n" + "\n".join(self.rows()))
         seen = self.carry + data
         for query, answer in ANSWERS:
@@ -350,6 +369,7 @@ class Pty:
             os.waitpid(self.pid, 0)
         except ChildProcessError:
             pass
+        self.reader.join(5)  # its read fails once the child is gone
         os.close(self.fd)
 
 
@@ -366,10 +386,12 @@ def is_user_record(r):
 
 
 def record_with(pattern, tag):
-    """Whether a JSONL file matching `pattern` holds a user record with `tag`."""
+    """The wall-clock time (the file's mtime, s) of the JSONL file matching `pattern` that
+    holds a user record with `tag`, or None."""
     for path in glob.glob(pattern, recursive=True):
         try:
             with open(path, encoding="utf-8", errors="replace") as f:
+                mtime = os.fstat(f.fileno()).st_mtime
                 for line in f:
                     if tag not in line:
                         continue
@@ -378,10 +400,10 @@ def record_with(pattern, tag):
                     except ValueError:
                         continue
                     if isinstance(r, dict) and is_user_record(r):
-                        return True
+                        return mtime
         except OSError:
             pass
-    return False
+    return None
 
 
 # ----- the driver ----------------------------------------------------------------------------
@@ -461,7 +483,11 @@ class Floor:
     def delivered(self, tag):
         """A function: the time the record holding `tag` was first seen, else None."""
         def check():
-            return time.monotonic() if record_with(self.records, tag) else None
+            wall = record_with(self.records, tag)
+            # The file's mtime (its last write, on the wall clock) when earlier than this
+            # poll: the record was there by then.
+            now = time.monotonic()
+            return None if wall is None else min(now, wall - (time.time() - now))
         return check
 
     def model_request(self, tag):
@@ -485,7 +511,8 @@ class Floor:
             tag = f"#floor-{self.rt}-{os.getpid()}-{i}w#"
             paste = PasteView(envelope(tag))
             t_paste = p.write(bracketed(paste.head))
-            t_drawn = p.until(lambda rows: k.paste_shown(rows, paste), "the paste drawn")
+            t_drawn = p.until(lambda rows: k.paste_shown(rows, paste), "the paste drawn",
+                              PASTE_TIMEOUT)
             s["paste_to_drawn"] = 1000 * (t_drawn - t_paste)
             t_enter = p.write(b"\r")
             model = self.model_request(tag)
@@ -499,6 +526,12 @@ class Floor:
             s["enter_to_model"] = 1000 * (t_model - t_enter)
             s["ready_to_delivered"] = (s["ready_to_listed"] + s["paste_to_drawn"]
                                        + s["enter_to_delivered"])
+            # Sums of steps, never spans of this driver's own clock: its reactions (a
+            # Python screen) are not the runtime's.
+            s["start_to_delivered"] = s["start_to_ready"] + s["ready_to_delivered"]
+            s["start_to_model"] = (s["start_to_ready"] + s["ready_to_listed"]
+                                   + s["paste_to_drawn"] + s["enter_to_model"])
+            s["model_to_delivered"] = s["enter_to_delivered"] - s["enter_to_model"]
             with self.standin.cond:
                 s["has_tool"] = any(tag in b and "send_to_peer" in b
                                     for _, b in self.standin.model_calls)
@@ -507,7 +540,8 @@ class Floor:
             tag = f"#floor-{self.rt}-{os.getpid()}-{i}l#"
             paste = PasteView(envelope(tag))
             t_paste = p.write(bracketed(paste.head))
-            t_drawn = p.until(lambda rows: k.paste_shown(rows, paste), "the live paste drawn")
+            t_drawn = p.until(lambda rows: k.paste_shown(rows, paste), "the live paste drawn",
+                              PASTE_TIMEOUT)
             s["live_paste_to_drawn"] = 1000 * (t_drawn - t_paste)
             t_enter = p.write(b"\r")
             t_model = p.until(lambda _r: False, "the live model request",
@@ -516,6 +550,8 @@ class Floor:
             s["live_paste_to_model"] = 1000 * (t_model - t_paste)
             t_rec = p.until(lambda _r: False, "the live record", other=self.delivered(tag))
             s["live_enter_to_record"] = 1000 * (t_rec - t_enter)
+            s["live_paste_to_record"] = s["live_paste_to_drawn"] + s["live_enter_to_record"]
+            s["live_model_to_record"] = s["live_enter_to_record"] - s["live_enter_to_model"]
             self.rest(p, tag)
         finally:
             p.close()
@@ -536,17 +572,22 @@ class Floor:
 
     def run(self, runs, warmup=1):
         out, errors = [], []
-        for i in range(warmup + runs):
+        i = -1
+        while len(out) < runs:
+            i += 1
             try:
                 s = self.cycle(i)
             except FloorError as e:
-                errors.append(str(e))
+                errors.append(str(e).split("\n")[0])
                 self.log(f"floor {self.rt}: cycle {i} failed: {str(e)[:300]}")
-                if len(errors) > 3:
+                if len(errors) > max(3, runs // 5):
                     raise
                 continue
             if i >= warmup:
                 out.append(s)
+            self.log(f"  floor {self.rt} {len(out)}/{runs}: ready -> delivered "
+                     f"{s['ready_to_delivered']:.0f} ms, live paste -> model request "
+                     f"{s['live_paste_to_model']:.0f} ms")
         return out, errors
 
     def close(self):
@@ -564,6 +605,9 @@ def loadavg():
 def measure(runtimes, runs, log):
     """{runtime: {"samples": [...], "errors": [...], "load": (start, end)} or {"error": …}}."""
     res = {}
+    if pyte is None:
+        return {rt: {"error": "pyte is not installed (scripts/bench.sh puts it in "
+                     "<target>/bench-py)"} for rt in runtimes}
     for rt in runtimes:
         f = None
         start = loadavg()
