@@ -87,8 +87,9 @@ class AgentBench:
             raise BenchError(f"scripts/setup-agents.sh exited {p.returncode}: "
                              f"{(p.stdout + p.stderr)[-800:]}")
         lines = [l for l in p.stdout.splitlines() if l.strip()]
-        self.versions = {"claude": lines[-2] if len(lines) >= 2 else "?",
-                         "codex": lines[-1] if lines else "?"}
+        # The script prints one version line per CLI it installs (more than these two now).
+        self.versions = {rt: next((l for l in lines if name in l.lower()), "?")
+                         for rt, name in (("claude", "claude"), ("codex", "codex"))}
         bins = os.path.join(self.repo, ".cache/agents/node_modules/.bin")
         return {rt: os.path.join(bins, rt) for rt in RUNTIMES}
 

@@ -57,7 +57,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 BINS = os.path.join(REPO, ".cache/agents/node_modules/.bin")
 COLS, ROWS = 220, 50  # src/session/frame.rs: the daemon's pty
 STEP_TIMEOUT = 60  # s per sign
-PASTE_TIMEOUT = 10  # s: a paste not drawn by then is a failed cycle (the daemon would Enter
+PASTE_TIMEOUT = 5  # s: a paste not drawn by then is a failed cycle (the daemon would Enter
 #                     blind after 1.5 s, session::deliver::PASTE_SIGNAL_WAIT)
 TOKEN = "tok-floor-0123456789"
 
@@ -290,6 +290,8 @@ class Pty:
         self.pid, self.fd = pid, fd
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
         self.carry = b""
+        self.held = b""  # an APC string not ended yet
+        self.raw = []  # every read, for a failed cycle's record (BENCH_KEEP=1)
         self.chunks = collections.deque()  # (monotonic s, bytes); b"" at the end
         self.cond = threading.Condition()
         self.reader = threading.Thread(target=self.read_all, daemon=True)
@@ -327,6 +329,7 @@ class Pty:
             if not self.chunks:
                 return None
             at, data = self.chunks.popleft()
+        self.raw.append(data)
         if not data:
             self.chunks.appendleft((at, data))
             raise FloorError("the CLI exited:\n" + "\n".join(self.rows()))
@@ -338,8 +341,26 @@ class Pty:
             y, x = self.screen.cursor.y, self.screen.cursor.x
             os.write(self.fd, f"\x1b[{y + 1};{x + 1}R".encode())
         self.carry = seen[-16:]
-        self.stream.feed(data)
+        self.stream.feed(self.without_apc(data))
         return at
+
+    def without_apc(self, data):
+        """`data` without APC strings (`ESC _ … ESC \\`, Claude Code's kitty graphics
+        query), which pyte does not know and would print; one split across reads is held
+        until its end comes."""
+        data = self.held + data
+        self.held = b""
+        out = b""
+        while True:
+            start = data.find(b"\x1b_")
+            if start < 0:
+                return out + data
+            end = data.find(b"\x1b\\", start + 2)
+            if end < 0:
+                self.held = data[start:]
+                return out + data[:start]
+            out += data[:start]
+            data = data[end + 2:]
 
     def until(self, sign, what, timeout=STEP_TIMEOUT, other=None):
         """Pump until `sign(rows)` holds; the time of the read that made it so. `other()`
@@ -553,6 +574,11 @@ class Floor:
             s["live_paste_to_record"] = s["live_paste_to_drawn"] + s["live_enter_to_record"]
             s["live_model_to_record"] = s["live_enter_to_record"] - s["live_enter_to_model"]
             self.rest(p, tag)
+        except FloorError:
+            if os.environ.get("BENCH_KEEP") == "1":
+                with open(os.path.join(self.dir, f"failed-{i}.raw"), "wb") as f:
+                    f.write(b"".join(p.raw))
+            raise
         finally:
             p.close()
         return s
