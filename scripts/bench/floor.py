@@ -674,33 +674,36 @@ def median(res, rt, key):
 
 def render(res):
     out = ["FLOOR (ms; the CLIs driven directly in a bare pty, no iapeer: the runtimes' own "
-           "time for each step, scripts/bench/floor.py)"]
+           "time for each step, scripts/bench/floor.py; load = 1-min load average at the "
+           "series' start and end)"]
     rows = []
     for rt, r in res.items():
         if "error" in r:
-            rows.append([f"{rt}: FAILED", "", "", "", "", "", "", r["error"][:100]])
+            rows.append([f"{rt}: FAILED", "", "", "", "", "", "", "",
+                         r["error"].split("\n")[0][:100]])
             continue
         xs = r["samples"]
         if not xs:
-            rows.append([f"{rt}: no cycle", "", "", "", "", "", "", "; ".join(r["errors"])[:100]])
+            rows.append([f"{rt}: no cycle", "", "", "", "", "", "", "",
+                         "; ".join(r["errors"])[:100]])
             continue
         for key, label in STEPS:
             v = [s[key] for s in xs if key in s]
             if not v:
                 continue
             m = summary(v)
+            load = f"{r['load'][0].split()[0]}..{r['load'][1].split()[0]}"
             rows.append([f"{rt} {label}" if not label.startswith(" ") else label, m["n"],
                          f"{m['median']:.0f}", f"{m['p10']:.0f}", f"{m['p90']:.0f}",
-                         f"{m['min']:.0f}", f"{m['max']:.0f}",
-                         f"load {r['load'][0]}" if key == "start_to_ready" else ""])
+                         f"{m['min']:.0f}", f"{m['max']:.0f}", load, ""])
         without = sum(1 for s in xs if not s.get("has_tool"))
-        rows.append([f"  first model requests without send_to_peer", len(xs), without,
-                     "", "", "", "", "no settle on the floor"])
+        rows.append(["  first model requests without send_to_peer", len(xs), without,
+                     "", "", "", "", "", "no settle on the floor"])
         if r["errors"]:
-            rows.append(["  cycles that failed", len(r["errors"]), "", "", "", "", "",
+            rows.append(["  cycles that failed", len(r["errors"]), "", "", "", "", "", "",
                          r["errors"][0][:80]])
-    out.append(table(["measure", "n", "median", "p10", "p90", "min", "max", "note"], rows,
-                     "lrrrrrrl"))
+    out.append(table(["measure", "n", "median", "p10", "p90", "min", "max", "load", "note"],
+                     rows, "lrrrrrrrl"))
     return out
 
 

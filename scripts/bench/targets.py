@@ -119,7 +119,7 @@ def floor_of(r, rt, key):
     if x is None:
         return None, f"no floor for {rt}"
     if "error" in x:
-        return None, f"the {rt} floor failed: {x['error'][:120]}"
+        return None, f"the {rt} floor failed: {x['error'].splitlines()[0][:120]}"
     xs = [s[key] for s in x["samples"] if key in s]
     if not xs:
         return None, f"no {rt} floor cycle finished"
