@@ -29,9 +29,10 @@
 #        wake latency median and p90 per runtime — scripts/bench/wakecheck.py),
 #        BENCH_FLOOR=0 (skip the runtimes' floor: Claude Code and Codex driven directly in a
 #        bare pty with no daemon, each step of a wake and a live delivery timed on the
-#        daemon's own screen signs — scripts/bench/floor.py, BENCH_FLOOR_RUNS cycles per
-#        runtime, default 20 — measured before the agent phase and the wake check; the wake
-#        target is iapeer's part above it), BENCH_FLOOR=only (the floor alone, no build),
+#        daemon's own screen signs — scripts/bench/floor.py — one floor cycle after each
+#        cycle of the agent phase and the wake check, so both see the same load; the wake
+#        target is iapeer's part above it), BENCH_FLOOR=only (the floor alone, no build:
+#        BENCH_FLOOR_RUNS cycles per runtime, default 20),
 #        BENCH_SCALE=10,100,1000 (the scale mode of issue 31 item 4, instead of the rest: one
 #        daemon with that many live echo sessions in turn, and at each level its VmRSS and PSS,
 #        descriptors per session (and what they are), threads, `iapeer send` p50 and wake p50

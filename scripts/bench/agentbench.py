@@ -67,10 +67,13 @@ class AgentBench:
     """A private world (own HOME, IAPEER_ROOT, daemon, stand-ins) with a claude peer `cb`, a
     codex peer `cx` and an echo peer `ea` that sends."""
 
-    def __init__(self, binary, repo, runs, runtimes, keep, log, warmup=1):
+    def __init__(self, binary, repo, runs, runtimes, keep, log, warmup=1, between=None):
         self.binary, self.repo, self.runs, self.runtimes = binary, repo, runs, runtimes
         self.keep, self.log = keep, log
         self.warmup = warmup
+        # Called as between(rt, i) after each cycle: the floor's cycle (floor.Interleaved),
+        # so both are measured under the same load.
+        self.between = between
         self.world = None
         self.standins = {}
         self.versions = {}
@@ -252,6 +255,8 @@ class AgentBench:
                      f"(boot {s.get('boot_ms', float('nan')):.0f}), live "
                      f"{live['wall_ns'] / MS:.0f} ms")
             self.put_to_sleep(rt)
+            if self.between is not None:
+                self.between(rt, i)
         return out
 
     def run(self):

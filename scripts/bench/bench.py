@@ -109,7 +109,6 @@ class Bench:
             raise SystemExit(f"BENCH_AGENTS: unknown runtime(s) {bad}; use claude,codex or 0")
         self.agent_runs = env_int("BENCH_AGENT_RUNS", 3 if quick else 10)
         self.agent_warmup = 1
-        self.floor_runs = env_int("BENCH_FLOOR_RUNS", 5 if quick else 20)
         self.floor = os.environ.get("BENCH_FLOOR", "1") != "0"
         self.burst_calls = env_int("BENCH_BURST_CALLS", 1000)
         self.burst_peers = env_int("BENCH_BURST_PEERS", 20)
@@ -309,15 +308,19 @@ class Bench:
     def agent_phase(self):
         if not self.agent_rts:
             return
-        if self.floor:
-            # The runtimes' own floor (issue 31 items 2 and 5): the same CLIs in a bare pty.
-            self.phase_load["floor"] = loadavg()
-            self.results["floor"] = floor.measure(self.agent_rts, self.floor_runs, log)
+        # The runtimes' own floor (issue 31 items 2 and 5): the same CLIs in a bare pty, one
+        # cycle after each of the daemon's, so both see the same load.
+        floors = floor.Interleaved(self.agent_rts, log) if self.floor else None
         self.agent_bench = agentbench.AgentBench(self.binary, self.repo, self.agent_runs,
                                              self.agent_rts, self.world.keep, log,
-                                             warmup=self.agent_warmup)
+                                             warmup=self.agent_warmup,
+                                             between=floors.cycle if floors else None)
         self.phase_load["agents"] = loadavg()
-        self.results["agents"] = self.agent_bench.run()
+        try:
+            self.results["agents"] = self.agent_bench.run()
+        finally:
+            if floors:
+                self.results["floor"] = floors.result()
 
 
 def main():

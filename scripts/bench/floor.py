@@ -650,6 +650,48 @@ def measure(runtimes, runs, log):
     return res
 
 
+class Interleaved:
+    """Floor cycles run one at a time between the daemon's own cycles (agentbench.py calls
+    `cycle(rt, i)` after each), so the floor and iapeer are measured under the same load on
+    a shared machine; `result()` is in the form of [`measure`]'s."""
+
+    def __init__(self, runtimes, log, warmup=1):
+        self.log, self.warmup, self.floors = log, warmup, {}
+        self.res = {rt: {"samples": [], "errors": [], "load": [loadavg(), None]}
+                    for rt in runtimes}
+        if pyte is None:
+            for rt in runtimes:
+                self.res[rt] = {"error": "pyte is not installed (scripts/bench.sh puts it in "
+                                         "<target>/bench-py)"}
+
+    def cycle(self, rt, i):
+        r = self.res.get(rt)
+        if r is None or "error" in r:
+            return
+        try:
+            if rt not in self.floors:
+                self.floors[rt] = Floor(rt, self.log)
+            s = self.floors[rt].cycle(i)
+        except (FloorError, OSError) as e:
+            r["errors"].append(str(e).split("\n")[0])
+            self.log(f"  floor {rt}: cycle {i} failed: {str(e).splitlines()[0][:200]}")
+            return
+        if i >= self.warmup:
+            r["samples"].append(s)
+            self.log(f"  floor {rt} {len(r['samples'])}: ready -> delivered "
+                     f"{s['ready_to_delivered']:.0f} ms, live paste -> model request "
+                     f"{s['live_paste_to_model']:.0f} ms")
+
+    def result(self):
+        for rt, r in self.res.items():
+            if "load" in r:
+                r["load"][1] = loadavg()
+        for f in self.floors.values():
+            f.close()
+        self.floors = {}
+        return self.res
+
+
 # ----- report --------------------------------------------------------------------------------
 
 STEPS = (

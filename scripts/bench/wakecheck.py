@@ -6,7 +6,7 @@ wakes whose first turn went to the model WITHOUT the tool, beside the wake laten
 
 Usage: python3 wakecheck.py <iapeer binary> <repo root>
 Environment: BENCH_AGENTS (claude,codex), BENCH_AGENT_RUNS (100), BENCH_KEEP=1,
-BENCH_FLOOR=0 (skip the runtimes' floor, floor.py, measured first: BENCH_FLOOR_RUNS, 20),
+BENCH_FLOOR=0 (skip the runtimes' floor, floor.py: one cycle after each wake cycle),
 BENCH_OUT (the result lines are also written there, the raw samples beside it as .json).
 Driven by `scripts/bench.sh` with BENCH_WAKES=1.
 """
@@ -40,18 +40,17 @@ def main():
     rts = [x.strip() for x in os.environ.get("BENCH_AGENTS", "claude,codex").split(",")
            if x.strip()]
     runs = int(os.environ.get("BENCH_AGENT_RUNS") or 100)
+    # The runtimes' own floor, one cycle after each of the daemon's (BENCH_FLOOR=0 skips
+    # it): the wake target is iapeer's part above it (issue 31 item 2).
+    floors = floor.Interleaved(rts, log) if os.environ.get("BENCH_FLOOR", "1") != "0" else None
     b = agentbench.AgentBench(binary, repo, runs, rts, os.environ.get("BENCH_KEEP") == "1",
-                              log)
+                              log, between=floors.cycle if floors else None)
     loads = {"start": load()}
-    # The runtimes' own floor first (BENCH_FLOOR=0 skips it): the wake target is iapeer's
-    # part above it (issue 31 item 2).
-    floor_res = None
-    if os.environ.get("BENCH_FLOOR", "1") != "0":
-        floor_res = floor.measure(rts, int(os.environ.get("BENCH_FLOOR_RUNS") or 20), log)
     try:
         res = b.run()
     finally:
         b.close()
+        floor_res = floors.result() if floors else None
     loads["end"] = load()
     lines = [f"WAKES ({binary}; load average at start {loads['start']}, at end {loads['end']})"]
     lines += agentbench.tool_lines(res)
