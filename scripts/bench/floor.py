@@ -50,7 +50,7 @@ try:
 except ImportError:  # bench.sh installs it; without it the floor says so and the rest runs
     pyte = None
 
-from report import summary, table  # noqa: E402
+from report import summary, table, write_out  # noqa: E402
 from standin import StandIn  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."))
@@ -530,11 +530,7 @@ class Floor:
                                other=lambda: self.mcp.listed_after(t_start))
             s["ready_to_listed"] = max(0.0, 1000 * (t_listed - t_ready))
             tag = f"#floor-{self.rt}-{os.getpid()}-{i}w#"
-            paste = PasteView(envelope(tag))
-            t_paste = p.write(bracketed(paste.head))
-            t_drawn = p.until(lambda rows: k.paste_shown(rows, paste), "the paste drawn",
-                              PASTE_TIMEOUT)
-            s["paste_to_drawn"] = 1000 * (t_drawn - t_paste)
+            paste, s["paste_to_drawn"] = self.paste(p, tag)
             t_enter = p.write(b"\r")
             model = self.model_request(tag)
             if k.turn_shown is not None:
@@ -559,16 +555,12 @@ class Floor:
             self.rest(p, tag)
             # Live: the turn is over, the composer empty.
             tag = f"#floor-{self.rt}-{os.getpid()}-{i}l#"
-            paste = PasteView(envelope(tag))
-            t_paste = p.write(bracketed(paste.head))
-            t_drawn = p.until(lambda rows: k.paste_shown(rows, paste), "the live paste drawn",
-                              PASTE_TIMEOUT)
-            s["live_paste_to_drawn"] = 1000 * (t_drawn - t_paste)
+            _, s["live_paste_to_drawn"] = self.paste(p, tag)
             t_enter = p.write(b"\r")
             t_model = p.until(lambda _r: False, "the live model request",
                               other=self.model_request(tag))
             s["live_enter_to_model"] = 1000 * (t_model - t_enter)
-            s["live_paste_to_model"] = 1000 * (t_model - t_paste)
+            s["live_paste_to_model"] = s["live_paste_to_drawn"] + s["live_enter_to_model"]
             t_rec = p.until(lambda _r: False, "the live record", other=self.delivered(tag))
             s["live_enter_to_record"] = 1000 * (t_rec - t_enter)
             s["live_paste_to_record"] = s["live_paste_to_drawn"] + s["live_enter_to_record"]
@@ -582,6 +574,15 @@ class Floor:
         finally:
             p.close()
         return s
+
+    def paste(self, p, tag):
+        """Paste an envelope holding `tag` (bracketed, as the daemon does) and wait for the
+        paste sign: (its PasteView, ms from the write to the read that drew it)."""
+        paste = PasteView(envelope(tag))
+        t_paste = p.write(bracketed(paste.head))
+        t_drawn = p.until(lambda rows: self.kind.paste_shown(rows, paste), "the paste drawn",
+                          PASTE_TIMEOUT)
+        return paste, 1000 * (t_drawn - t_paste)
 
     def rest(self, p, tag):
         """Wait until the turn with `tag` is answered and the screen is quiet (no busy sign,
@@ -762,12 +763,7 @@ def main():
     res = measure(rts, runs, log)
     text = "\n".join(render(res) + [f"load average at start {start}, at end {loadavg()}"])
     print(text)
-    out = os.environ.get("BENCH_OUT")
-    if out:
-        with open(out, "w") as f:
-            f.write(text + "\n")
-        with open(os.path.splitext(out)[0] + ".json", "w") as f:
-            json.dump(res, f)
+    write_out(text, res)
     return 0 if all("error" not in r for r in res.values()) else 1
 
 

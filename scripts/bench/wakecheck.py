@@ -11,7 +11,6 @@ BENCH_OUT (the result lines are also written there, the raw samples beside it as
 Driven by `scripts/bench.sh` with BENCH_WAKES=1.
 """
 
-import json
 import os
 import sys
 import time
@@ -19,6 +18,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import agentbench  # noqa: E402
+from report import write_out  # noqa: E402
 import floor  # noqa: E402
 import targets  # noqa: E402
 
@@ -65,12 +65,7 @@ def main():
     lines += [targets.item1_agent(r, rt) for rt in rts]
     text = "\n".join(lines)
     print(text)
-    out = os.environ.get("BENCH_OUT")
-    if out:
-        with open(out, "w") as f:
-            f.write(text + "\n")
-        with open(os.path.splitext(out)[0] + ".json", "w") as f:
-            json.dump(agentbench.to_json({"agents": res, "floor": floor_res}), f)
+    write_out(text, agentbench.to_json({"agents": res, "floor": floor_res}))
     return 0 if all("error" not in res.get(rt, {}) for rt in rts) else 1
 
 
