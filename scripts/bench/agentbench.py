@@ -299,7 +299,8 @@ def _row(name, xs, note="", floor=None, load=""):
     """A row of the AGENTS table; `floor` is the runtime's own median for the same span
     (floor.py), printed with the ratio to it (issue 31 item 5)."""
     s = summary(xs)
-    ratio = f"{s['median'] / floor:.2f}x" if floor else ""
+    # A ratio of spans only: a signed difference (model request -> log) gets none.
+    ratio = f"{s['median'] / floor:.2f}x" if floor and floor > 0 and s["median"] > 0 else ""
     return [name, s["n"], f"{s['median']:.0f}", f"{s['p10']:.0f}", f"{s['p90']:.0f}",
             f"{s['min']:.0f}", f"{s['max']:.0f}", "" if floor is None else f"{floor:.0f}",
             ratio, load, note]
