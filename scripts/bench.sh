@@ -27,6 +27,12 @@
 #        BENCH_WAKES=1 (only the wake check of issue 31 item 1: BENCH_AGENT_RUNS wakes per
 #        runtime, default 100, a count of first model requests without send_to_peer and the
 #        wake latency median and p90 per runtime — scripts/bench/wakecheck.py),
+#        BENCH_FLOOR=0 (skip the runtimes' floor: Claude Code and Codex driven directly in a
+#        bare pty with no daemon, each step of a wake and a live delivery timed on the
+#        daemon's own screen signs — scripts/bench/floor.py — one floor cycle after each
+#        cycle of the agent phase and the wake check, so both see the same load; the wake
+#        target is iapeer's part above it), BENCH_FLOOR=only (the floor alone, no build:
+#        BENCH_FLOOR_RUNS cycles per runtime, default 20),
 #        BENCH_SCALE=10,100,1000 (the scale mode of issue 31 item 4, instead of the rest: one
 #        daemon with that many live echo sessions in turn, and at each level its VmRSS and PSS,
 #        descriptors per session (and what they are), threads, `iapeer send` p50 and wake p50
@@ -51,13 +57,28 @@ if [ "$(uname -s)" != "Linux" ]; then
 fi
 
 echo "uptime at start: $(uptime)"
-if [ "${BENCH_NO_BUILD:-0}" != "1" ]; then
+if [ "${BENCH_NO_BUILD:-0}" != "1" ] && [ "${BENCH_FLOOR:-1}" != "only" ]; then
   echo "building the release binary (cargo build --release)…"
   cargo build --release --quiet
 fi
 TARGET_DIR=$(cargo metadata --format-version 1 --no-deps 2>/dev/null |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' ||
   echo "$REPO/target")
+# The floor driver (scripts/bench/floor.py) reads the CLIs' screens with pyte (pip, into the
+# target folder: never the system's or the shared venv's packages).
+BENCH_PY="$TARGET_DIR/bench-py"
+if [ "${BENCH_FLOOR:-1}" != "0" ] && ! PYTHONPATH="$BENCH_PY" python3 -c 'import pyte' 2>/dev/null; then
+  echo "installing pyte into $BENCH_PY for the floor driver (pip)"
+  python3 -m pip install --quiet --target "$BENCH_PY" pyte >/dev/null 2>&1 ||
+    echo "pip could not install pyte: the floor is reported as not measured" >&2
+fi
+export PYTHONPATH="$BENCH_PY${PYTHONPATH:+:$PYTHONPATH}"
+
+# The runtimes' floor alone (issue 31 item 2): Claude Code and Codex in a bare pty.
+if [ "${BENCH_FLOOR:-1}" = "only" ]; then
+  exec python3 -B "$REPO/scripts/bench/floor.py"
+fi
+
 BIN="$TARGET_DIR/release/iapeer"
 [ -x "$BIN" ] || { echo "no release binary at $BIN" >&2; exit 1; }
 

@@ -196,6 +196,14 @@ pub trait Confirm: Send {
         true
     }
 
+    /// When the runtime took the message, epoch ms, as the record that confirmed it says
+    /// (its `timestamp`), once accepted (issue 31 item 2: "delivered" is the moment the
+    /// runtime has the message; a runtime may write that record well after, with its model
+    /// request). The default, for evidence that carries no time: none.
+    fn taken_ms(&self) -> Option<u64> {
+        None
+    }
+
     /// The full answer for runtimes with an input queue: called instead of
     /// [`Confirm::confirmed`] while delivering, and again (with no new output) while
     /// following a [`Acceptance::Queued`] message until it is accepted or removed. `screen`

@@ -263,6 +263,13 @@ impl TappedLog {
         let ts = self.log.append_stamped(event);
         self.bus.publish(self.source, &ts, event);
     }
+
+    /// [`TappedLog::append`] stamped `at_ms` (epoch ms; see [`EventLog::append_at`]). The
+    /// bus's ids stay increasing whatever the stamp.
+    pub fn append_at(&self, event: &Event, at_ms: u64) {
+        let ts = self.log.append_stamped_at(event, at_ms);
+        self.bus.publish(self.source, &ts, event);
+    }
 }
 
 /// How much of each durable log [`Bus::seed`] reads, bytes.

@@ -284,7 +284,27 @@ impl EventLog {
 
     /// [`EventLog::append`], returning the stamp it wrote (`ts=`, UTC with ms).
     pub fn append_stamped(&self, event: &Event) -> String {
-        let ts = clock::log_ts(jiff::Timestamp::now());
+        self.append_ts(event, jiff::Timestamp::now())
+    }
+
+    /// [`EventLog::append`] stamped `at_ms` (epoch ms) instead of now: an event that
+    /// happened before its line could be written (a delivery taken by the runtime before
+    /// its evidence was read, issue 31 item 2). A time out of range is stamped now.
+    pub fn append_at(&self, event: &Event, at_ms: u64) {
+        self.append_stamped_at(event, at_ms);
+    }
+
+    /// [`EventLog::append_at`], returning the stamp it wrote.
+    pub fn append_stamped_at(&self, event: &Event, at_ms: u64) -> String {
+        let at = i64::try_from(at_ms)
+            .ok()
+            .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+            .unwrap_or_else(jiff::Timestamp::now);
+        self.append_ts(event, at)
+    }
+
+    fn append_ts(&self, event: &Event, at: jiff::Timestamp) -> String {
+        let ts = clock::log_ts(at);
         if let Err(e) = self.append_line(&format_line(&ts, event)) {
             log::warn!("{e}");
         }
@@ -558,6 +578,27 @@ ok=false woke=true ms=12 err=\"peer \\\"x\\\" is not in the index\""
             "{ts}"
         );
         assert!(ts.parse::<jiff::Timestamp>().is_ok());
+    }
+
+    /// An event that happened before its line is written keeps its own moment.
+    #[test]
+    fn append_at_stamps_the_given_moment() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = EventLog::new(dir.path().join("delivery.log"), 0, 0);
+        let at: jiff::Timestamp = "2026-07-13T22:23:45.123Z".parse().unwrap();
+        log.append_at(&Event::new("delivery"), at.as_millisecond() as u64);
+        log.append_at(&Event::new("delivery"), u64::MAX);
+        let text = read(log.path());
+        let mut lines = text.lines();
+        assert_eq!(
+            lines.next(),
+            Some("ts=2026-07-13T22:23:45.123Z ev=delivery")
+        );
+        let now = lines.next().unwrap();
+        assert!(
+            !now.starts_with("ts=2026-07-13"),
+            "out of range: stamped now: {now}"
+        );
     }
 
     #[test]

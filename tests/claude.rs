@@ -592,3 +592,57 @@ fn a_body_with_the_paste_end_marker_reaches_claude_as_one_user_turn() {
         env.diagnostics()
     );
 }
+
+/// Issue 31 item 2: "delivered" is the moment the runtime has the message. Claude Code stamps
+/// the `user` record of a taken message when it takes it, but writes it to its transcript
+/// with the model request, 50–200 ms later; the daemon reads it after that. A live delivery's
+/// delivery.log line (`ts=`) is the record's own time, not when the daemon read it.
+#[test]
+fn a_live_delivery_is_logged_at_the_moment_claude_code_took_it() {
+    let (env, api) = world(&[]);
+    api.script(|_| Reply::Text("ok".into()));
+    let send = |body: &str| env.ok(&["send", "cb", "--from", "echo-ea", "--message", body]);
+    assert_eq!(send("echo: wake").trim(), "delivered to cb (claude), woke");
+    api.wait_user_text(&env, Duration::from_secs(60), "echo: wake");
+    env.wait_until(
+        "cb idle after its first turn",
+        Duration::from_secs(60),
+        |e| {
+            let list = e.control(r#"{"op":"list"}"#);
+            list["sessions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|s| s["identity"] == "claude-cb" && s["busy"] == false)
+        },
+    );
+    let out = send("echo: live #taken#");
+    assert_eq!(
+        out.trim(),
+        "delivered to cb (claude)",
+        "{}",
+        env.diagnostics()
+    );
+    let line = env
+        .log("delivery")
+        .lines()
+        .rev()
+        .find(|l| l.contains("to=cb") && l.contains("ok=true"))
+        .map(String::from)
+        .unwrap_or_else(|| panic!("no delivery line to cb\n{}", env.diagnostics()));
+    let ts = line.split(' ').next().unwrap().strip_prefix("ts=").unwrap();
+    let mut stamps = Vec::new();
+    for dir in std::fs::read_dir(env.home.join(".claude/projects")).unwrap() {
+        for f in std::fs::read_dir(dir.unwrap().path()).unwrap() {
+            let text = std::fs::read_to_string(f.unwrap().path()).unwrap_or_default();
+            for l in text.lines().filter(|l| l.contains("#taken#")) {
+                let r: serde_json::Value = serde_json::from_str(l).unwrap();
+                if r["type"] == "user" {
+                    stamps.push(r["timestamp"].as_str().unwrap().to_string());
+                }
+            }
+        }
+    }
+    assert_eq!(stamps.len(), 1, "{stamps:?}\n{}", env.diagnostics());
+    assert_eq!(ts, stamps[0], "delivery.log: {line}");
+}

@@ -40,6 +40,11 @@ def _ts(value):
         tzinfo=datetime.timezone.utc).timestamp()
 
 
+def _loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
 def declares_tool(body, tool=""):
     """Whether a model request (JSON text) declares a tool whose name ends with `tool` (any
     tool when `tool` is empty):
@@ -62,10 +67,13 @@ class AgentBench:
     """A private world (own HOME, IAPEER_ROOT, daemon, stand-ins) with a claude peer `cb`, a
     codex peer `cx` and an echo peer `ea` that sends."""
 
-    def __init__(self, binary, repo, runs, runtimes, keep, log, warmup=1):
+    def __init__(self, binary, repo, runs, runtimes, keep, log, warmup=1, between=None):
         self.binary, self.repo, self.runs, self.runtimes = binary, repo, runs, runtimes
         self.keep, self.log = keep, log
         self.warmup = warmup
+        # Called as between(rt, i) after each cycle: the floor's cycle (floor.Interleaved),
+        # so both are measured under the same load.
+        self.between = between
         self.world = None
         self.standins = {}
         self.versions = {}
@@ -82,8 +90,9 @@ class AgentBench:
             raise BenchError(f"scripts/setup-agents.sh exited {p.returncode}: "
                              f"{(p.stdout + p.stderr)[-800:]}")
         lines = [l for l in p.stdout.splitlines() if l.strip()]
-        self.versions = {"claude": lines[-2] if len(lines) >= 2 else "?",
-                         "codex": lines[-1] if lines else "?"}
+        # The script prints one version line per CLI it installs (more than these two now).
+        self.versions = {rt: next((l for l in lines if name in l.lower()), "?")
+                         for rt, name in (("claude", "claude"), ("codex", "codex"))}
         bins = os.path.join(self.repo, ".cache/agents/node_modules/.bin")
         return {rt: os.path.join(bins, rt) for rt in RUNTIMES}
 
@@ -148,7 +157,7 @@ class AgentBench:
             raise BenchError(f"expected one delivery.log line to {p}, found {lines}")
         d = lines[0]
         sample = {"wall_ns": wall, "daemon_ms": float(d["ms"]), "woke": d.get("woke"),
-                  "t0_mono": t0_mono}
+                  "t0_mono": t0_mono, "delivered_wall": _ts(d["ts"])}
         ident = f"{rt}-{p}"
         life = [f for f in measure.events_since(llog, l_off) if f.get("identity") == ident]
         wake = next((f for f in life if f.get("ev") == "wake"), None)
@@ -174,6 +183,11 @@ class AgentBench:
             raise BenchError(f"the {rt} stand-in never got a model request with {tag!r}")
         at, _ = found
         sample["model_request_ms"] = 1000 * (at - sample["t0_mono"])
+        # delivery.log `ts=` against the moment the model request left (wall clocks; the
+        # log's ts has ms resolution): how long after the runtime had it "delivered" is
+        # recorded (issue 31 item 2).
+        sample["model_to_delivered_ms"] = 1000 * (
+            sample["delivered_wall"] - (at + time.time() - time.monotonic()))
         # A wake that delivers before the agent's MCP client has the tools is fast and
         # useless: the model could not answer through send_to_peer (issue 13 item 2). The
         # turn's request is the first with the message that declares tools: Claude Code
@@ -241,6 +255,8 @@ class AgentBench:
                      f"(boot {s.get('boot_ms', float('nan')):.0f}), live "
                      f"{live['wall_ns'] / MS:.0f} ms")
             self.put_to_sleep(rt)
+            if self.between is not None:
+                self.between(rt, i)
         return out
 
     def run(self):
@@ -253,7 +269,9 @@ class AgentBench:
                 self.log(f"agents: {rt}, {self.warmup} warm-up + {self.runs} cycles "
                          f"(asleep->woke send, live send, stop+start)")
                 try:
+                    start = _loadavg()
                     results[rt] = self.series(rt)
+                    results[rt]["load"] = [start, _loadavg()]
                 except BenchError as e:
                     results[rt] = {"error": str(e)}
                     self.keep = self.world.keep = True
@@ -277,10 +295,28 @@ class AgentBench:
 
 # ----- report ------------------------------------------------------------------------------
 
-def _row(name, xs, note=""):
+def _row(name, xs, note="", floor=None, load=""):
+    """A row of the AGENTS table; `floor` is the runtime's own median for the same span
+    (floor.py), printed with the ratio to it (issue 31 item 5)."""
     s = summary(xs)
+    # A ratio of spans only: a signed difference (model request -> log) gets none.
+    ratio = f"{s['median'] / floor:.2f}x" if floor and floor > 0 and s["median"] > 0 else ""
     return [name, s["n"], f"{s['median']:.0f}", f"{s['p10']:.0f}", f"{s['p90']:.0f}",
-            f"{s['min']:.0f}", f"{s['max']:.0f}", note]
+            f"{s['min']:.0f}", f"{s['max']:.0f}", "" if floor is None else f"{floor:.0f}",
+            ratio, load, note]
+
+
+def _floor(floor_res, rt, key):
+    """The floor's median of `key` for `rt`, or None."""
+    x = (floor_res or {}).get(rt) or {}
+    xs = [s[key] for s in x.get("samples", []) if key in s]
+    return summary(xs)["median"] if xs else None
+
+
+def _load(r):
+    """`a..b`: the 1-minute load average at the start and end of a series."""
+    lo = r.get("load")
+    return f"{lo[0].split()[0]}..{lo[1].split()[0]}" if lo else ""
 
 
 def tool_lines(res):
@@ -303,12 +339,14 @@ def tool_lines(res):
     return out
 
 
-def render(res):
-    """The AGENTS section of the report (list of lines)."""
+def render(res, floor_res=None):
+    """The AGENTS section of the report (list of lines): each span beside the runtime's own
+    floor for it, when measured (floor.py), and the load average of its series."""
     v = res.get("versions", {})
     out = [f"AGENTS (ms; real CLIs — {v.get('claude', '?')}, {v.get('codex', '?')} — with a "
            f"loopback stand-in model API; {res['runs']} cycles per runtime after "
-           f"{res.get('warmup', 1)} warm-up)"]
+           f"{res.get('warmup', 1)} warm-up; floor = the same span with the CLI in a bare pty "
+           f"and no iapeer, ratio = median / floor, load = 1-min load average during the series)"]
     if "error" in res:
         return out + [f"  not measured: {res['error']}"]
     rows = []
@@ -317,32 +355,52 @@ def render(res):
         if r is None:
             continue
         if "error" in r:
-            rows.append([f"{rt}: FAILED", "", "", "", "", "", "", r["error"][:100]])
+            rows.append([f"{rt}: FAILED", "", "", "", "", "", "", "", "", "", r["error"][:100]])
             continue
-        a, live = r["asleep"], r["live"]
+        a, live, ld = r["asleep"], r["live"], _load(r)
+
+        def fl(key):
+            return _floor(floor_res, rt, key)
         rows.append(_row(f"{rt}: send -> ASLEEP peer, CLI until 'woke'",
-                         [x["wall_ns"] / MS for x in a], "wake+dialogs+ready gate+delivery"))
-        rows.append(_row("  daemon delivery.log ms=", [x["daemon_ms"] for x in a]))
+                         [x["wall_ns"] / MS for x in a], "wake+dialogs+ready gate+delivery",
+                         fl("start_to_delivered"), ld))
+        rows.append(_row("  daemon delivery.log ms=", [x["daemon_ms"] for x in a], load=ld))
         boots = [x for x in a if "boot_ms" in x]
         if boots:
             rows.append(_row("  lifecycle wake -> ready (boot)",
-                             [x["boot_ms"] for x in boots], "log ts, ms resolution"))
+                             [x["boot_ms"] for x in boots], "log ts, ms resolution",
+                             fl("start_to_ready"), ld))
             rows.append(_row("  ready -> delivery confirmed",
                              [x["ready_to_delivered_ms"] for x in boots],
-                             "paste, MCP settle, Enter, confirm"))
+                             "paste, MCP settle, Enter, confirm", load=ld))
+        exact = [x["screen_to_delivered_ms"] for x in a if "screen_to_delivered_ms" in x]
+        if exact:
+            rows.append(_row("  ready screen -> delivered (target)", exact,
+                             "the floor: listing, paste drawn, Enter -> delivered",
+                             fl("ready_to_delivered"), ld))
         rows.append(_row("  send -> first model request", [x["model_request_ms"] for x in a],
-                         "stand-in saw the message"))
+                         "stand-in saw the message", fl("start_to_model"), ld))
+        rows.append(_row("  first model request -> delivery.log ts",
+                         [x["model_to_delivered_ms"] for x in a if "model_to_delivered_ms" in x],
+                         "wall clocks, ms ts", fl("model_to_delivered"), ld))
         rows.append(_row(f"{rt}: send -> LIVE peer, CLI until 'delivered'",
-                         [x["wall_ns"] / MS for x in live], "paste, Enter on its sign, confirm"))
-        rows.append(_row("  daemon delivery.log ms=", [x["daemon_ms"] for x in live]))
-        rows.append(_row("  send -> model request", [x["model_request_ms"] for x in live]))
+                         [x["wall_ns"] / MS for x in live], "paste, Enter on its sign, confirm",
+                         fl("live_paste_to_record"), ld))
+        rows.append(_row("  daemon delivery.log ms=", [x["daemon_ms"] for x in live], load=ld))
+        rows.append(_row("  send -> model request", [x["model_request_ms"] for x in live],
+                         "floor: bare pty paste -> model request", fl("live_paste_to_model"),
+                         ld))
+        rows.append(_row("  model request -> delivery.log ts",
+                         [x["model_to_delivered_ms"] for x in live
+                          if "model_to_delivered_ms" in x], "wall clocks, ms ts",
+                         fl("live_model_to_record"), ld))
         c = r.get("cold")
         if c:
             rows.append([f"  {rt} first wake of the run (warm-up, not counted)", 1,
-                         f"{c['wall_ns'] / MS:.0f}", "", "", "", "",
+                         f"{c['wall_ns'] / MS:.0f}", "", "", "", "", "", "", "",
                          f"daemon ms={c['daemon_ms']:.0f}"])
-    out.append(table(["measure", "n", "median", "p10", "p90", "min", "max", "note"], rows,
-                     "lrrrrrrl"))
+    out.append(table(["measure", "n", "median", "p10", "p90", "min", "max", "floor", "ratio",
+                      "load", "note"], rows, "lrrrrrrrrrl"))
     return out + tool_lines(res)
 
 

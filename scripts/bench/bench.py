@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import agentbench  # noqa: E402
 import burst  # noqa: E402
+import floor  # noqa: E402
 import measure  # noqa: E402
 import procfs  # noqa: E402
 import render  # noqa: E402
@@ -108,6 +109,7 @@ class Bench:
             raise SystemExit(f"BENCH_AGENTS: unknown runtime(s) {bad}; use claude,codex or 0")
         self.agent_runs = env_int("BENCH_AGENT_RUNS", 3 if quick else 10)
         self.agent_warmup = 1
+        self.floor = os.environ.get("BENCH_FLOOR", "1") != "0"
         self.burst_calls = env_int("BENCH_BURST_CALLS", 1000)
         self.burst_peers = env_int("BENCH_BURST_PEERS", 20)
         self.bursts = max(1, env_int("BENCH_BURSTS", 3))
@@ -306,11 +308,19 @@ class Bench:
     def agent_phase(self):
         if not self.agent_rts:
             return
+        # The runtimes' own floor (issue 31 items 2 and 5): the same CLIs in a bare pty, one
+        # cycle after each of the daemon's, so both see the same load.
+        floors = floor.Interleaved(self.agent_rts, log) if self.floor else None
         self.agent_bench = agentbench.AgentBench(self.binary, self.repo, self.agent_runs,
                                              self.agent_rts, self.world.keep, log,
-                                             warmup=self.agent_warmup)
+                                             warmup=self.agent_warmup,
+                                             between=floors.cycle if floors else None)
         self.phase_load["agents"] = loadavg()
-        self.results["agents"] = self.agent_bench.run()
+        try:
+            self.results["agents"] = self.agent_bench.run()
+        finally:
+            if floors:
+                self.results["floor"] = floors.result()
 
 
 def main():

@@ -2,6 +2,7 @@
 (agentbench.render) and the notes that say what each measure is."""
 
 import agentbench
+import floor
 from report import f1, f2, latency_row, summary, table
 
 MS = 1e6
@@ -27,46 +28,61 @@ def confirmation_split(results, settle):
             ".\n  A gap of ~100 ms between the groups is the confirmation re-check period "
             "(CONFIRM_POLL in src/session/deliver.rs).")
 
+def beside(name, s, unit_div, fmt, note="", floor_s=None, load=""):
+    """A latency row (report.latency_row) with the floor's median (`floor_s`, a summary in
+    the same unit), the ratio of the medians and the phase's load average (issue 31 item 5)."""
+    row = latency_row(name, s, unit_div, fmt, note)
+    if floor_s is None:
+        return row[:7] + ["", "", load, row[7]]
+    ratio = f"{s['median'] / floor_s['median']:.2f}x" if floor_s["median"] else ""
+    return row[:7] + [fmt(floor_s["median"] / unit_div), ratio, load, row[7]]
+
+
 def render(results, settle, phase_load, header):
     r = results
     out = [header, ""]
     rows = []
+    one = lambda k: phase_load.get(k, "").split(" ")[0]  # noqa: E731 (1-min load average)
     ver = summary(r["version"])
-    rows.append(latency_row("iapeer --version (process spawn+exit baseline)", ver, MS, f1))
+    tp = summary(r["tmux_paste"])
+    mp = summary(r["mcp_ping"])
+    rows.append(beside("iapeer --version (process spawn+exit baseline)", ver, MS, f1,
+                       load=one("send")))
     cli = summary(r["cli"])
-    rows.append(latency_row("iapeer send -> live echo (CLI start..exit)", cli, MS, f1,
-                            "Enter on the paste's sign"))
+    rows.append(beside("iapeer send -> live echo (CLI start..exit)", cli, MS, f1,
+                       "floor: tmux paste-buffer -p + Enter", tp, one("send")))
     dm = r["cli_daemon_ms"]
     if len(dm) == len(r["cli"]):
-        rows.append(latency_row("  daemon delivery.log ms= (arrival..confirmed)",
-                                summary(dm), 1, f1, "integer ms"))
-        rows.append(latency_row("  CLI side = wall - daemon ms (paired)", summary(
-            [c / MS - d for c, d in zip(r["cli"], dm)]), 1, f1,
-            "spawn, connect, exit"))
+        rows.append(beside("  daemon delivery.log ms= (arrival..confirmed)", summary(dm), 1,
+                           f1, "integer ms", load=one("send")))
+        rows.append(beside("  CLI side = wall - daemon ms (paired)", summary(
+            [c / MS - d for c, d in zip(r["cli"], dm)]), 1, f1, "spawn, connect, exit",
+            load=one("send")))
     else:
-        rows.append(["  daemon ms=", len(dm), "?", "", "", "", "",
+        rows.append(["  daemon ms=", len(dm), "?", "", "", "", "", "", "", "",
                      f"log lines {len(dm)} != runs {len(r['cli'])}"])
     mc = summary(r["mcp_call"])
     conns = r["mcp_connections"]
-    rows.append(latency_row("MCP tools/call send_to_peer RTT (keep-alive)", mc, MS, f1,
-                            f"{conns} TCP connection(s) for all calls"))
+    rows.append(beside("MCP tools/call send_to_peer RTT (keep-alive)", mc, MS, f2,
+                       f"{conns} TCP connection(s); floor: MCP ping", mp, one("mcp")))
     if r["mcp_daemon_ms"]:
-        rows.append(latency_row("  daemon delivery.log ms=", summary(r["mcp_daemon_ms"]),
-                                1, f1))
-    rows.append(latency_row("MCP ping RTT (keep-alive, no routing)",
-                            summary(r["mcp_ping"]), MS, f2))
-    rows.append(latency_row("control socket ping RTT (one connection)",
-                            summary(r["ping"]), MS, lambda x: f"{x:.3f}"))
+        rows.append(beside("  daemon delivery.log ms=", summary(r["mcp_daemon_ms"]), 1, f1,
+                           load=one("mcp")))
+    rows.append(beside("MCP ping RTT (keep-alive, no routing)", mp, MS, f2,
+                       "the bare round trip", load=one("mcp")))
+    rows.append(beside("control socket ping RTT (one connection)", summary(r["ping"]), MS,
+                       lambda x: f"{x:.3f}", load=one("ping")))
     tk = summary(r["tmux_keys"])
-    rows.append(latency_row("tmux send-keys -l + Enter -> 'received' seen", tk, MS, f1,
-                            "2 tmux calls + capture-pane polls"))
-    rows.append(latency_row("tmux paste-buffer -p + Enter -> 'received' seen",
-                            summary(r["tmux_paste"]), MS, f1, "1 chained tmux call + polls"))
-    rows.append(latency_row("tmux capture-pane, one call (poll granularity)",
-                            summary(r["capture"]), MS, f1))
-    out.append("LATENCY (ms)")
-    out.append(table(["measure", "n", "median", "p10", "p90", "p99", "mean", "note"],
-                     rows, "lrrrrrrl"))
+    rows.append(beside("tmux send-keys -l + Enter -> 'received' seen", tk, MS, f1,
+                       "2 tmux calls + capture-pane polls", load=one("send")))
+    rows.append(beside("tmux paste-buffer -p + Enter -> 'received' seen", tp, MS, f1,
+                       "1 chained tmux call + polls; a floor", load=one("send")))
+    rows.append(beside("tmux capture-pane, one call (poll granularity)",
+                       summary(r["capture"]), MS, f1, load=one("send")))
+    out.append("LATENCY (ms; floor = the bare counterpart's median, ratio = median / floor, "
+               "load = 1-min load average at the phase's start)")
+    out.append(table(["measure", "n", "median", "p10", "p90", "p99", "mean", "floor", "ratio",
+                      "load", "note"], rows, "lrrrrrrrrrl"))
     out.append("")
     out.append(confirmation_split(results, settle))
     out.append("")
@@ -116,9 +132,12 @@ def render(results, settle, phase_load, header):
     if "burst" in r:
         out.append("")
         out.extend(burst_lines(r["burst"]))
+    if "floor" in r:
+        out.append("")
+        out.extend(floor.render(r["floor"]))
     if "agents" in r:
         out.append("")
-        out.extend(agentbench.render(r["agents"]))
+        out.extend(agentbench.render(r["agents"], r.get("floor")))
     return "\n".join(out)
 
 

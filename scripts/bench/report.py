@@ -1,5 +1,7 @@
 """Summary statistics and the plain-text tables the benchmark prints and saves."""
 
+import json
+import os
 import statistics
 
 
@@ -56,3 +58,13 @@ def latency_row(name, s, unit_div, fmt, note=""):
     return [name, s["n"], fmt(s["median"] / unit_div), fmt(s["p10"] / unit_div),
             fmt(s["p90"] / unit_div), fmt(s["p99"] / unit_div), fmt(s["mean"] / unit_div),
             note]
+
+
+def write_out(text, data):
+    """With BENCH_OUT set: `text` written there, `data` as JSON beside it (.json)."""
+    out = os.environ.get("BENCH_OUT")
+    if out:
+        with open(out, "w") as f:
+            f.write(text + "\n")
+        with open(os.path.splitext(out)[0] + ".json", "w") as f:
+            json.dump(data, f)

@@ -398,6 +398,7 @@ impl Adapter for Claude {
             text: text.to_string(),
             state: Acceptance::Pending,
             turn: TurnProgress::default(),
+            taken_ms: None,
         })
     }
 
@@ -561,6 +562,8 @@ struct TranscriptConfirm {
     state: Acceptance,
     /// Where the turn that took it stands.
     turn: TurnProgress,
+    /// The accepting record's own time ([`super::transcript::record_ms`]).
+    taken_ms: Option<u64>,
 }
 
 impl TranscriptConfirm {
@@ -571,7 +574,11 @@ impl TranscriptConfirm {
         };
         let records = w.new_records();
         if matches!(self.state, Acceptance::Pending | Acceptance::Queued) {
-            self.state = acceptance_from_records(&records, &self.text, self.state.clone());
+            let before = self.state.clone();
+            self.state = acceptance_from_records(&records, &self.text, before.clone());
+            if self.state == Acceptance::Accepted {
+                self.taken_ms = taken_ms_from_records(&records, &self.text, before);
+            }
         }
         let text = &self.text;
         self.turn.read(
@@ -603,6 +610,10 @@ impl Confirm for TranscriptConfirm {
         }
         self.turn.ended
     }
+
+    fn taken_ms(&self) -> Option<u64> {
+        self.taken_ms
+    }
 }
 
 /// Whether a Claude Code 2.1.332 transcript record ends a turn (pure): the `system` record
@@ -623,6 +634,25 @@ pub fn is_turn_end(r: &serde_json::Value) -> bool {
         }
         _ => false,
     }
+}
+
+/// When Claude Code took one pasted `text` (epoch ms), from the records that accepted it
+/// ([`acceptance_from_records`] from `before`): the `timestamp` of the first record that alone
+/// accepts it — the submitted `user` record (or the `remove … absorbed_mid_turn`), stamped
+/// when Claude Code took the message, though the file gets it later, with the model request
+/// (pure; `None` when no record does or it has no time).
+pub fn taken_ms_from_records(
+    records: &[serde_json::Value],
+    text: &str,
+    before: Acceptance,
+) -> Option<u64> {
+    records
+        .iter()
+        .find(|r| {
+            acceptance_from_records(std::slice::from_ref(r), text, before.clone())
+                == Acceptance::Accepted
+        })
+        .and_then(super::transcript::record_ms)
 }
 
 /// The `reason` of a `remove` queue record for a message Claude Code folded into the running
@@ -1197,6 +1227,22 @@ mod tests {
         assert_eq!(
             acceptance_from_records(&records, &other, Acceptance::Pending),
             Acceptance::Pending
+        );
+        // Taken at the queued `user` record's own time (issue 31 item 2), not at the
+        // enqueue's nor at whenever the file was read.
+        let at: jiff::Timestamp = records[user]["timestamp"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(
+            taken_ms_from_records(&records[enq + 1..], text, Acceptance::Queued),
+            Some(at.as_millisecond() as u64)
+        );
+        assert_ne!(records[enq]["timestamp"], records[user]["timestamp"]);
+        assert_eq!(
+            taken_ms_from_records(&records, &other, Acceptance::Pending),
+            None
         );
     }
 

@@ -1212,6 +1212,9 @@ mod tests {
         append(&ours, &lines[1..=10].concat());
         assert_eq!(confirm.acceptance(&[], ""), Acceptance::Accepted);
         assert_eq!(confirm.conversation().as_deref(), Some(RECORDED_ID));
+        // Taken at the user record's own time (issue 31 item 2).
+        let at: jiff::Timestamp = "2026-12-06T15:11:34.736Z".parse().unwrap();
+        assert_eq!(confirm.taken_ms(), Some(at.as_millisecond() as u64));
         assert!(!confirm.turn_ended());
         append(&theirs, &lines[11..].concat());
         assert!(!confirm.turn_ended(), "another conversation's turn ended");

@@ -244,6 +244,8 @@ pub struct SessionFileConfirm<W: RecordSource> {
     state: super::Acceptance,
     /// The session file whose record accepted it.
     file: Option<PathBuf>,
+    /// That record's own time ([`record_ms`]).
+    taken_ms: Option<u64>,
     /// Where the turn that took it stands.
     turn: TurnProgress,
     /// Whether the screen showed it waiting in a queue the runtime submits by itself.
@@ -259,6 +261,7 @@ impl<W: RecordSource> SessionFileConfirm<W> {
             rules,
             state: super::Acceptance::Pending,
             file: None,
+            taken_ms: None,
             turn: TurnProgress::default(),
             held: false,
         }
@@ -273,7 +276,8 @@ impl<W: RecordSource> SessionFileConfirm<W> {
         let (text, rules) = (&self.text, self.rules);
         let takes = |r: &Value| (rules.is_user)(r) && record_contains(r, text, rules.form);
         if self.file.is_none() {
-            if let Some((f, _)) = records.iter().find(|(_, r)| takes(r)) {
+            if let Some((f, r)) = records.iter().find(|(_, r)| takes(r)) {
+                self.taken_ms = record_ms(r);
                 let own = f.clone();
                 records.retain(|(f, _)| *f == own);
                 self.file = Some(own);
@@ -322,6 +326,18 @@ impl<W: RecordSource> super::Confirm for SessionFileConfirm<W> {
     fn held_by_runtime(&self) -> bool {
         self.held
     }
+
+    fn taken_ms(&self) -> Option<u64> {
+        self.taken_ms
+    }
+}
+
+/// A transcript record's own time, epoch ms: its top-level `timestamp` (RFC 3339, as Claude
+/// Code 2.1.332 and Codex 0.171.0 write it on every record: `2026-12-06T15:11:34.736Z`);
+/// `None` without one or before 1970 (pure).
+pub fn record_ms(r: &Value) -> Option<u64> {
+    let t: jiff::Timestamp = r["timestamp"].as_str()?.parse().ok()?;
+    u64::try_from(t.as_millisecond()).ok()
 }
 
 /// Every string value inside a JSON value, depth first.

@@ -95,6 +95,8 @@ pub struct ActiveDelivery {
     /// The runtime said it will not take the message ([`Acceptance::Removed`]), as opposed
     /// to no answer within the grace.
     refused: bool,
+    /// When the screen showed its turn (epoch ms), for a wake's first message confirmed so.
+    shown_ms: Option<u64>,
 }
 
 impl ActiveDelivery {
@@ -130,6 +132,7 @@ impl ActiveDelivery {
                 enter_wait: PASTE_SIGNAL_WAIT,
                 enter_not_before: None,
                 refused: false,
+                shown_ms: None,
             },
             bytes,
         )
@@ -247,12 +250,22 @@ impl ActiveDelivery {
     /// ~250–380 ms after, measured). Any other delivery ignores it: a live
     /// session's turn may be someone else's, and only the transcript tells a message queued
     /// behind it (`Queued`) from one taken.
-    pub fn on_turn_shown(&mut self) -> Step {
+    /// `at_ms` (epoch ms) is when the output that drew the turn was read.
+    pub fn on_turn_shown(&mut self, at_ms: u64) -> Step {
         if !self.turn_confirms() {
             return Step::Wait;
         }
         log::debug!("delivery {}: the screen shows its turn", self.id);
+        self.shown_ms = Some(at_ms);
         self.confirmed()
+    }
+
+    /// When the runtime took the message (epoch ms), once confirmed: the accepting record's
+    /// own time ([`Confirm::taken_ms`]), else when the screen showed its turn; `None` when
+    /// neither is known (the caller's clock stands in). Issue 31 item 2: delivered is when
+    /// the runtime has the message, not when the evidence was read or logged.
+    pub fn taken_ms(&self) -> Option<u64> {
+        self.confirmer.taken_ms().or(self.shown_ms)
     }
 
     /// Whether a turn on the screen would confirm it ([`ActiveDelivery::on_turn_shown`]): a
@@ -1025,22 +1038,23 @@ mod tests {
         let mut d = start(gate);
         d.on_paste_shown(t0);
         assert!(!d.turn_confirms());
-        assert_eq!(d.on_turn_shown(), Step::Wait, "before Enter");
+        assert_eq!(d.on_turn_shown(0), Step::Wait, "before Enter");
         assert_eq!(d.poll(t0, String::new), Step::Write(b"\r".to_vec()));
         assert!(d.turn_confirms());
-        assert_eq!(d.on_turn_shown(), Step::Gate);
+        assert_eq!(d.on_turn_shown(1234), Step::Gate);
+        assert_eq!(d.taken_ms(), Some(1234), "taken when the screen showed it");
 
         let mut blind = start(gate);
         let late = t0 + PASTE_SIGNAL_WAIT;
         assert_eq!(blind.poll(late, String::new), Step::Write(b"\r".to_vec()));
         assert!(!blind.turn_confirms(), "Enter on the fallback clock");
-        assert_eq!(blind.on_turn_shown(), Step::Wait);
+        assert_eq!(blind.on_turn_shown(0), Step::Wait);
 
         let mut live = start(None);
         live.on_paste_shown(t0);
         live.poll(t0, String::new);
         assert!(!live.turn_confirms());
-        assert_eq!(live.on_turn_shown(), Step::Wait);
+        assert_eq!(live.on_turn_shown(0), Step::Wait);
     }
 
     /// A confirmer that answers from a script, one answer per call (last one repeats).

@@ -205,6 +205,10 @@ pub enum EventKind {
         id: u64,
         /// `Ok(())` = confirmed; `Err(why)` otherwise.
         result: Result<(), crate::session::outcome::DeliveryFailure>,
+        /// When the runtime took it, epoch ms, when the evidence says (the accepting record's
+        /// own time, or when the screen showed its turn): what delivery.log records as the
+        /// delivery's moment (issue 31 item 2). `None`: the router's clock stands in.
+        taken_ms: Option<u64>,
     },
     /// Instead of an `Err` [`EventKind::Delivered`] (or [`EventKind::QueueOutcome`]): some of
     /// delivery `id`'s bytes were written to the child's input and its arrival was never

@@ -49,6 +49,9 @@ pub struct SendJob<P> {
     /// Its agent was mid-turn and its sender chose `interrupt`: the turn was interrupted
     /// before it went in ([`super::if_busy`]).
     pub(crate) interrupted: bool,
+    /// When the runtime took it, epoch ms, as the session's evidence says
+    /// (`EventKind::Delivered`'s `taken_ms`): its delivery.log line's moment.
+    pub(crate) taken_ms: Option<u64>,
 }
 
 /// A send whose preparation runs on a worker thread: it holds the ticket it shares with
@@ -81,6 +84,7 @@ impl<P> SendJob<P> {
             timed_out: self.timed_out,
             msg_id: self.msg_id,
             interrupted: self.interrupted,
+            taken_ms: self.taken_ms,
         }
     }
 }
@@ -271,6 +275,7 @@ impl Router {
                 timed_out: false,
                 msg_id,
                 interrupted: false,
+                taken_ms: None,
             },
         );
         let pool = self.prep_pool(info.attachments.is_empty());

@@ -202,6 +202,7 @@ impl Router {
             timed_out: false,
             msg_id: crate::msgids::new_id(),
             interrupted: false,
+            taken_ms: None,
         })
     }
 }

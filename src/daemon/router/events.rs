@@ -2,7 +2,7 @@
 //! readiness, boot failures, delivery and compaction outcomes, probes, attach counts, deaths.
 
 use super::decide::{boot_failure_fails_head, delivery_failure, DeliveryFailure};
-use super::endpoint::Job;
+use super::endpoint::{Job, SendJob};
 use super::Router;
 use crate::daemon::route::Refusal;
 use crate::eventlog::Event;
@@ -67,13 +67,15 @@ impl Router {
                     );
                 }
             }
-            EventKind::Delivered { id, result } => {
-                self.on_delivered(&identity, id, result.map(|()| None))
-            }
+            EventKind::Delivered {
+                id,
+                result,
+                taken_ms,
+            } => self.on_delivered(&identity, id, result.map(|()| None), taken_ms),
             EventKind::Refused { id, reason } => self.on_refused(&identity, id, reason),
             EventKind::Unconfirmed { id, reason } => self.on_unconfirmed(&identity, id, reason),
             EventKind::Queued { id, by, depth } => {
-                self.on_delivered(&identity, id, Ok(Some((by, depth))))
+                self.on_delivered(&identity, id, Ok(Some((by, depth))), None)
             }
             EventKind::QueueOutcome { id, result } => self.on_queue_outcome(id, result),
             EventKind::GateOutcome { id, result, quiet } => {
@@ -227,17 +229,19 @@ impl Router {
 
     /// A delivery's answer from the session: accepted (`Ok(None)`), accepted into a queue
     /// (`Ok(Some(by))`), or failed with none of it written (a failure after some of it was
-    /// written is [`Router::on_unconfirmed`]).
+    /// written is [`Router::on_unconfirmed`]). `taken_ms`: when the runtime took it (epoch
+    /// ms), the moment its delivery.log line records (issue 31 item 2).
     pub(crate) fn on_delivered(
         &mut self,
         identity: &Identity,
         id: u64,
         result: Result<Option<(QueuedBy, Option<u64>)>, outcome::DeliveryFailure>,
+        taken_ms: Option<u64>,
     ) {
         let Some(Job::Send(job)) = self.take_inflight(identity, id) else {
             return;
         };
-        let job = *job;
+        let job = SendJob { taken_ms, ..*job };
         if result.is_err() {
             // Not one byte of it reached the peer: its id may be sent again.
             self.note_known(identity, &job.key(), super::ids::Known::NotWritten);

@@ -31,8 +31,51 @@ impl Now {
         }
     }
 
+    /// The moment `ms` (epoch ms, an event's own time) on both clocks: as far before this
+    /// reading as `ms` is, never later than it nor before `floor` (a send's start: a
+    /// record's clock cannot put it earlier). Pure.
+    pub fn back_to(self, ms: u64, floor: Instant) -> Now {
+        let back = Duration::from_millis(self.ms.saturating_sub(ms))
+            .min(self.at.saturating_duration_since(floor));
+        Now {
+            at: self.at - back,
+            ms: self.ms - back.as_millis() as u64,
+        }
+    }
+
     /// Time since `earlier` (zero if `earlier` is later).
     pub fn since(self, earlier: Instant) -> Duration {
         self.at.saturating_duration_since(earlier)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An event's own time on both clocks, never after the reading nor before the floor.
+    #[test]
+    fn back_to_an_earlier_moment() {
+        let start = Instant::now();
+        let now = Now {
+            at: start + Duration::from_millis(500),
+            ms: 10_000,
+        };
+        let back = now.back_to(9_800, start);
+        assert_eq!(
+            (back.at, back.ms),
+            (start + Duration::from_millis(300), 9_800)
+        );
+        assert_eq!(
+            now.back_to(10_050, start),
+            now,
+            "a record from the future: now"
+        );
+        let floor = now.back_to(1_000, start);
+        assert_eq!(
+            (floor.at, floor.ms),
+            (start, 9_500),
+            "never before the send started"
+        );
     }
 }

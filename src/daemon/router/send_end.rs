@@ -70,11 +70,17 @@ impl Router {
             );
         }
         let p = &job.prepared;
-        let mut ev = delivery_event(&job, Some(&p.endpoint), queued.as_ref(), None, self.now);
+        // Recorded at the moment the runtime took it when the session knows it (issue 31
+        // item 2), else now.
+        let at = taken_at(&job, self.now);
+        let mut ev = delivery_event(&job, Some(&p.endpoint), queued.as_ref(), None, at);
         if earlier {
             ev = ev.field("again", "true");
         }
-        self.delivery_log.append(&ev);
+        match job.taken_ms {
+            Some(_) => self.delivery_log.append_at(&ev, at.ms),
+            None => self.delivery_log.append(&ev),
+        }
         let result = SendResult {
             ok: true,
             delivered_to: DeliveredTo {
@@ -103,6 +109,12 @@ impl Router {
         self.hold_done(&job, false);
         job.reply.finish(Err(r));
     }
+}
+
+/// When `job` was delivered: the moment its runtime took it ([`SendJob::taken_ms`],
+/// [`Now::back_to`], never before the send started), else `now` (pure).
+fn taken_at<P>(job: &SendJob<P>, now: Now) -> Now {
+    job.taken_ms.map_or(now, |ms| now.back_to(ms, job.started))
 }
 
 /// The delivery.log line of a send that ends at `now` (spec 03 §1 step 10, §4: one line for
@@ -190,6 +202,7 @@ mod tests {
             timed_out: false,
             msg_id: "m-1".into(),
             interrupted: false,
+            taken_ms: None,
             woke: true,
             kind: RuntimeKind::Agent,
             drained: None,
@@ -240,6 +253,23 @@ mod tests {
             ]
             .concat()
         );
+    }
+
+    /// Issue 31 item 2: a send the runtime took before its evidence was read is timed to
+    /// that moment (`ms=` and the line's stamp), one without it to the router's now.
+    #[test]
+    fn a_delivery_is_timed_when_the_runtime_took_it() {
+        let mut j = job(None, 0);
+        let now = Now {
+            at: j.started + Duration::from_millis(1234),
+            ms: 100_000,
+        };
+        assert_eq!(taken_at(&j, now), now);
+        j.taken_ms = Some(99_900);
+        let at = taken_at(&j, now);
+        assert_eq!(at.ms, 99_900);
+        let ev = delivery_event(&j, None, None, None, at);
+        assert!(fields(&ev).contains(&("ms", "1134")), "{:?}", fields(&ev));
     }
 
     /// Spec 03 §1 step 10 "for every attempt, ok or not": a send refused before an

@@ -112,7 +112,7 @@ impl Session {
             }
             let turn = d.turn_confirms() && self.cfg.adapter.turn_started(&self.screen, &f.paste);
             if turn {
-                let step = d.on_turn_shown();
+                let step = d.on_turn_shown(self.output_ms.unwrap_or_else(crate::clock::now_ms));
                 self.apply(step);
             }
         }

@@ -12,6 +12,7 @@ impl Session {
                         self.emit(EventKind::Delivered {
                             id: d.id,
                             result: Err(DeliveryFailure::SessionEnding),
+                            taken_ms: None,
                         });
                     } else {
                         self.queued.push_back(d);
@@ -57,6 +58,7 @@ impl Session {
             return self.emit(EventKind::Delivered {
                 id,
                 result: Err(DeliveryFailure::NotReadyYet),
+                taken_ms: None,
             });
         }
         // Held, its sender not answered yet (waiting out iapeer's own text in the composer, a
@@ -70,6 +72,7 @@ impl Session {
             self.emit(EventKind::Delivered {
                 id,
                 result: Err(DeliveryFailure::NotReadyYet),
+                taken_ms: None,
             });
             return self.next_delivery();
         }

@@ -416,8 +416,26 @@ impl Session {
         if self.answered_queued.remove(&id) {
             self.emit(EventKind::QueueOutcome { id, result });
         } else {
-            self.emit(EventKind::Delivered { id, result });
+            self.emit(EventKind::Delivered {
+                id,
+                result,
+                taken_ms: None,
+            });
         }
+    }
+
+    /// Delivery `id` confirmed, the runtime having taken it at `taken_ms` (epoch ms, when
+    /// known: [`crate::session::deliver::ActiveDelivery::taken_ms`]):
+    /// [`Session::report_delivery`] with that time.
+    fn report_taken(&mut self, id: u64, taken_ms: Option<u64>) {
+        if self.answered_queued.contains(&id) {
+            return self.report_delivery(id, Ok(()));
+        }
+        self.emit(EventKind::Delivered {
+            id,
+            result: Ok(()),
+            taken_ms,
+        });
     }
 
     fn start_delivery(&mut self, d: Delivery) {
@@ -516,7 +534,7 @@ impl Session {
                             self.finish_in_flight(span, Err(reason));
                         }
                         Ok(()) if pty => {
-                            self.finish_in_flight(span, Ok(()));
+                            self.report_taken(span.id, d.taken_ms());
                             self.follow_turn(d.into_turn(self.now));
                         }
                         result => self.finish_in_flight(span, result),
@@ -542,9 +560,10 @@ impl Session {
                 }) = self.delivery.take()
                 {
                     self.end_paste(&d, paste);
+                    let taken = d.taken_ms();
                     let (gate, turn) = d.into_gate(self.now);
                     self.gate = Some(gate);
-                    self.finish_in_flight(span, Ok(()));
+                    self.report_taken(span.id, taken);
                     self.follow_turn(turn);
                 }
                 self.next_delivery();

@@ -1,0 +1,771 @@
+"""The runtimes' own floor (issue 31 items 2 and 5): the real Claude Code and Codex CLIs
+started directly in a pty by this process, with no coordinator (no iapeer daemon), against
+the bench's stand-in model API (standin.py) and a loopback MCP server in the shape iapeer
+configures (`iapeer` over streamable HTTP, one tool `send_to_peer`), driven step by step the
+way the daemon drives a wake and a live delivery, each step timed from the moment its input
+was written (or the previous sign came) to the pty read that brought the sign:
+
+  wake:  start -> ready screen; ready -> tool listing answered (0 when it came first);
+         paste -> paste drawn; Enter -> first model request; Enter -> delivered (what the
+         daemon takes as the message received: Claude Code's turn on screen, Codex's
+         rollout record holding the message); and their sum from the ready screen, the
+         wake's floor (`ready -> delivered`).
+  live:  (the turn over) paste -> paste drawn; Enter -> model request; paste -> model
+         request (the floor of a live `send` -> model request); Enter -> transcript/rollout
+         record (what confirms a live delivery).
+
+The signs are the daemon's, ported from the Rust adapters (src/runtime/claude.rs,
+claude_screen/, codex.rs, term/paste_view.rs) onto a pyte screen of the daemon's pty size
+(220 x 50); the terminal queries are answered as src/term/responder.rs answers them. What
+the daemon adds on top of this floor is iapeer's part: its ready settle, the wait for the
+listing, MCP_SETTLE, the channel hops and the log line. The floor answers no boot dialog:
+the folder trust, the API key and the bypass mode are accepted in the CLIs' own files, and
+Claude Code runs without `--add-dir /` (its dialog is iapeer's choice).
+
+Usage: python3 floor.py [runs]   (BENCH_AGENTS=claude,codex; BENCH_FLOOR_RUNS, default 20)
+Needs pyte (bench.sh puts it in <target>/bench-py with pip when missing).
+"""
+
+import collections
+import fcntl
+import glob
+import http.server
+import json
+import os
+import pty
+import re
+import shutil
+import signal
+import struct
+import sys
+import tempfile
+import termios
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+try:
+    import pyte  # noqa: E402
+except ImportError:  # bench.sh installs it; without it the floor says so and the rest runs
+    pyte = None
+
+from report import summary, table, write_out  # noqa: E402
+from standin import StandIn  # noqa: E402
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."))
+BINS = os.path.join(REPO, ".cache/agents/node_modules/.bin")
+COLS, ROWS = 220, 50  # src/session/frame.rs: the daemon's pty
+STEP_TIMEOUT = 60  # s per sign
+PASTE_TIMEOUT = 5  # s: a paste not drawn by then is a failed cycle (the daemon would Enter
+#                     blind after 1.5 s, session::deliver::PASTE_SIGNAL_WAIT)
+TOKEN = "tok-floor-0123456789"
+
+# src/term/responder.rs: the daemon's answers to the terminal queries it recognises.
+ANSWERS = [
+    (b"\x1b[c", b"\x1b[?62;22c"), (b"\x1b[0c", b"\x1b[?62;22c"),
+    (b"\x1b[>c", b"\x1b[>0;276;0c"), (b"\x1b[>0c", b"\x1b[>0;276;0c"),
+    (b"\x1b[>q", b"\x1bP>|iapeer(floor)\x1b\\"), (b"\x1b[>0q", b"\x1bP>|iapeer(floor)\x1b\\"),
+    (b"\x1b[?u", b"\x1b[?0u"),
+    (b"\x1b]10;?\x07", b"\x1b]10;rgb:d8d8/d8d8/d8d8\x07"),
+    (b"\x1b]10;?\x1b\\", b"\x1b]10;rgb:d8d8/d8d8/d8d8\x1b\\"),
+    (b"\x1b]11;?\x07", b"\x1b]11;rgb:1c1c/1c1c/1c1c\x07"),
+    (b"\x1b]11;?\x1b\\", b"\x1b]11;rgb:1c1c/1c1c/1c1c\x1b\\"),
+]
+CPR = b"\x1b[6n"
+
+
+class FloorError(Exception):
+    pass
+
+
+# ----- the daemon's signs (ported; see the Rust named beside each) ---------------------------
+
+def squeeze(s):
+    return " ".join(s.split())
+
+
+class PasteView:
+    """term::paste_view::PasteView for a paste shown as pasted (no tabs or controls)."""
+
+    def __init__(self, text):
+        self.head = text
+        self.breaks = text.replace("\r\n", "\n").replace("\r", "\n").count("\n")
+
+    def shown_in(self, row):
+        row = row.strip()
+        if not row:
+            return False
+        if row.startswith("[") and row.endswith("]") and row[1:].startswith("Pasted ") \
+                and "[" not in row[1:-1] and "]" not in row[1:-1]:
+            inner = row[1:-1]
+            if inner.startswith("Pasted text #"):
+                m = re.search(r" \+(\d+) lines$", inner)
+                return m is None or int(m.group(1)) == self.breaks
+            return inner.startswith("Pasted Content ")
+        return squeeze(self.head).startswith(squeeze(row))
+
+    def echoed_in(self, row):
+        first = squeeze(re.split(r"[\r\n]", self.head)[0])
+        return bool(first) and squeeze(row) == first
+
+
+def composer_text(rows, glyph):
+    """Screen::composer_text: what follows the glyph on the last row starting with it."""
+    for r in reversed(rows):
+        s = r.lstrip()
+        if s.startswith(glyph):
+            return s[len(glyph):]
+    return None
+
+
+def framed_composer(rows, glyph, closed):
+    """runtime::claude::framed_composer."""
+    at = next((i for i in range(len(rows) - 1, -1, -1) if rows[i].lstrip().startswith(glyph)),
+              None)
+    if at is None:
+        return None
+
+    def rule(i):
+        return 0 <= i < len(rows) and rows[i].lstrip().startswith("─")
+    return at if at > 0 and rule(at - 1) and (not closed or rule(at + 1)) else None
+
+
+class Claude:
+    name, glyph = "claude", "❯"
+    READY = ("bypass permissions on", "manual mode on")  # claude_screen::READY
+
+    def ready(self, rows):
+        """claude_screen::classify == Ready (no dialog is ever up on the floor)."""
+        text = "\n".join(rows)
+        return (any(r.lstrip().startswith(self.glyph) for r in rows)
+                and any(x in text for x in self.READY))
+
+    def paste_shown(self, rows, paste):
+        """Claude::paste_shown."""
+        row = composer_text(rows, self.glyph)
+        return (framed_composer(rows, self.glyph, False) is not None and row is not None
+                and paste.shown_in(row))
+
+    def turn_shown(self, rows, paste):
+        """Claude::turn_started, a wake's first message's confirmation. The draft check is
+        the composer no longer showing the paste (nobody types on the floor)."""
+        composer = framed_composer(rows, self.glyph, True)
+        if composer is None or self.paste_shown(rows, paste):
+            return False
+        newest = None
+        for i in range(composer - 1, -1, -1):
+            s = rows[i].lstrip()
+            if s.startswith(self.glyph):
+                newest = (i, s[len(self.glyph):])
+                break
+        since = newest[0] if newest else 0
+        if any("Queued ·" in r for r in rows[since:composer]):
+            return False
+        return (any("esc to interrupt" in r for r in rows[composer + 1:])
+                or (newest is not None and paste.echoed_in(newest[1])))
+
+    def busy(self, rows):
+        return any("esc to interrupt" in r for r in rows)
+
+
+class Codex:
+    name, glyph = "codex", "›"
+
+    def ready(self, rows):
+        """codex::boot_step_for == Ready."""
+        text = "\n".join(rows)
+        composer = any(r.startswith("› ") for r in rows)
+        numbered = any(re.match(r"› \d+\. ", r) for r in rows)
+        loading = any(r.strip() == "loading" for r in rows)
+        return composer and not numbered and not loading and "Press enter to continue" not in text
+
+    def paste_shown(self, rows, paste):
+        """adapter::composer_shows (Codex's paste_shown)."""
+        row = composer_text(rows, self.glyph)
+        return row is not None and paste.shown_in(row)
+
+    turn_shown = None  # Codex: no turn sign; the rollout confirms (codex::SessionFileConfirm)
+
+    def busy(self, rows):
+        return any("esc to interrupt" in r.lower() for r in rows)
+
+
+# ----- the MCP server iapeer's configuration points at ---------------------------------------
+
+class McpStandIn:
+    """Streamable-HTTP MCP with JSON answers, in the daemon's shape: one tool
+    `send_to_peer` (alwaysLoad, as the daemon lists it). Records when each tools/list answer
+    was written (the daemon's "tools listed" moment)."""
+
+    def __init__(self):
+        self.cond = threading.Condition()
+        self.listed = []  # monotonic s of every tools/list answer written
+        me = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *_a):
+                pass
+
+            def _empty(self, code):
+                self.send_response(code)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def do_GET(self):
+                self._empty(405)
+
+            def do_DELETE(self):
+                self._empty(200)
+
+            def do_POST(self):
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                try:
+                    msg = json.loads(raw)
+                except ValueError:
+                    return self._empty(400)
+                if not isinstance(msg, dict) or "id" not in msg:
+                    return self._empty(202)
+                m = msg.get("method")
+                if m == "initialize":
+                    res = {"protocolVersion": (msg.get("params") or {}).get(
+                        "protocolVersion", "2025-06-18"), "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "iapeer", "version": "floor"}}
+                elif m == "tools/list":
+                    res = {"tools": [{"name": "send_to_peer",
+                                      "description": "Send a message to a peer.",
+                                      "inputSchema": {"type": "object", "properties": {
+                                          "personality": {"type": "string"},
+                                          "message": {"type": "string"}},
+                                          "required": ["personality", "message"]},
+                                      "_meta": {"anthropic/alwaysLoad": True}}]}
+                else:
+                    res = {}
+                body = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": res}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Mcp-Session-Id", "floor")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                self.wfile.flush()
+                if m == "tools/list":
+                    with me.cond:
+                        me.listed.append(time.monotonic())
+                        me.cond.notify_all()
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def listed_after(self, t0):
+        with self.cond:
+            return next((t for t in self.listed if t >= t0), None)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# ----- one CLI in a pty ----------------------------------------------------------------------
+
+class Pty:
+    """A child in a pty of the daemon's size, its output fed to a pyte screen. A reader
+    thread stamps every read as it comes, so the time a sign is seen by is the read that
+    brought it, not the moment this driver's slower screen got to it."""
+
+    def __init__(self, argv, env, cwd):
+        self.screen = pyte.Screen(COLS, ROWS)
+        self.stream = pyte.ByteStream(self.screen)
+        pid, fd = pty.fork()
+        if pid == 0:
+            try:
+                os.chdir(cwd)
+                os.execvpe(argv[0], argv, env)
+            finally:
+                os._exit(127)
+        self.pid, self.fd = pid, fd
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+        self.carry = b""
+        self.held = b""  # an APC string not ended yet
+        self.raw = []  # every read, for a failed cycle's record (BENCH_KEEP=1)
+        self.chunks = collections.deque()  # (monotonic s, bytes); b"" at the end
+        self.cond = threading.Condition()
+        self.reader = threading.Thread(target=self.read_all, daemon=True)
+        self.reader.start()
+
+    def read_all(self):
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except OSError:
+                data = b""
+            with self.cond:
+                self.chunks.append((time.monotonic(), data))
+                self.cond.notify()
+            if not data:
+                return
+
+    def rows(self):
+        return [r.rstrip() for r in self.screen.display]
+
+    def write(self, data):
+        t = time.monotonic()
+        view = memoryview(data)
+        while view:
+            n = os.write(self.fd, view)
+            view = view[n:]
+        return t
+
+    def pump(self, timeout):
+        """Feed the screen the next read (waiting at most `timeout` s for one) and answer
+        its queries. Returns the monotonic time of that read, or None."""
+        with self.cond:
+            if not self.chunks:
+                self.cond.wait(timeout)
+            if not self.chunks:
+                return None
+            at, data = self.chunks.popleft()
+        self.raw.append(data)
+        if not data:
+            self.chunks.appendleft((at, data))
+            raise FloorError("the CLI exited:\n" + "\n".join(self.rows()))
+        seen = self.carry + data
+        for query, answer in ANSWERS:
+            if query in seen:
+                os.write(self.fd, answer)
+        if CPR in seen:
+            y, x = self.screen.cursor.y, self.screen.cursor.x
+            os.write(self.fd, f"\x1b[{y + 1};{x + 1}R".encode())
+        self.carry = seen[-16:]
+        self.stream.feed(self.without_apc(data))
+        return at
+
+    def without_apc(self, data):
+        """`data` without APC strings (`ESC _ … ESC \\`, Claude Code's kitty graphics
+        query), which pyte does not know and would print; one split across reads is held
+        until its end comes."""
+        data = self.held + data
+        self.held = b""
+        out = b""
+        while True:
+            start = data.find(b"\x1b_")
+            if start < 0:
+                return out + data
+            end = data.find(b"\x1b\\", start + 2)
+            if end < 0:
+                self.held = data[start:]
+                return out + data[:start]
+            out += data[:start]
+            data = data[end + 2:]
+
+    def until(self, sign, what, timeout=STEP_TIMEOUT, other=None):
+        """Pump until `sign(rows)` holds; the time of the read that made it so. `other()`
+        (a time or None) is checked between reads and ends the wait too."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if other is not None:
+                t = other()
+                if t is not None:
+                    return t
+            at = self.pump(0.005 if other else 0.05)
+            if at is not None and sign(self.rows()):
+                return at
+        raise FloorError(f"no sign of {what} within {timeout} s; the screen:\n"
+                         + "\n".join(r for r in self.rows() if r))
+
+    def close(self):
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+        self.reader.join(5)  # its read fails once the child is gone
+        os.close(self.fd)
+
+
+# ----- the records that confirm a delivery ---------------------------------------------------
+
+def is_user_record(r):
+    """Claude Code: a `user` record (claude::acceptance_from_records); Codex:
+    codex::is_user_record."""
+    p = r.get("payload") if isinstance(r.get("payload"), dict) else {}
+    return (r.get("type") == "user"
+            or (r.get("type") == "response_item" and p.get("type") == "message"
+                and p.get("role") == "user")
+            or (r.get("type") == "event_msg" and p.get("type") == "user_message"))
+
+
+def record_with(pattern, tag):
+    """The wall-clock time (the file's mtime, s) of the JSONL file matching `pattern` that
+    holds a user record with `tag`, or None."""
+    for path in glob.glob(pattern, recursive=True):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                mtime = os.fstat(f.fileno()).st_mtime
+                for line in f:
+                    if tag not in line:
+                        continue
+                    try:
+                        r = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(r, dict) and is_user_record(r):
+                        return mtime
+        except OSError:
+            pass
+    return None
+
+
+# ----- the driver ----------------------------------------------------------------------------
+
+def envelope(tag):
+    """A message in the daemon's envelope shape (4 lines, as a wake pastes it)."""
+    ts = time.strftime("%H:%M:%S")
+    return (f'<iap from="ea" runtime="echo" intelligence="artificial" ts="{ts}">\n'
+            f"Reply via send_to_peer.\n<msg>echo: floor {tag}</msg>\n</iap>")
+
+
+def bracketed(text):
+    return b"\x1b[200~" + text.encode() + b"\x1b[201~"
+
+
+class Floor:
+    def __init__(self, rt, log):
+        self.rt, self.log = rt, log
+        self.kind = Claude() if rt == "claude" else Codex()
+        self.standin = StandIn("anthropic" if rt == "claude" else "openai")
+        self.mcp = McpStandIn()
+        self.dir = tempfile.mkdtemp(prefix=f"iapeer-floor-{rt}.")
+        self.home = os.path.join(self.dir, "home")
+        self.cwd = os.path.join(self.dir, "peer")
+        os.makedirs(self.home)
+        os.makedirs(self.cwd)
+        self.env = {"HOME": self.home, "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                    "TERM": "xterm-256color", "COLORTERM": "truecolor", "LANG": "C.UTF-8",
+                    "IAPEER_TOKEN": TOKEN, "PEER_IDENTITY": f"{rt}-floor",
+                    "IAPEER_PORT": str(self.mcp.port)}
+        getattr(self, f"setup_{rt}")()
+
+    def setup_claude(self):
+        key = "sk-ant-standin-key-0123456789abcdefghij"
+        with open(os.path.join(self.home, ".claude.json"), "w") as f:
+            json.dump({"hasCompletedOnboarding": True, "bypassPermissionsModeAccepted": True,
+                       "customApiKeyResponses": {"approved": [key[-20:]]},
+                       "projects": {self.cwd: {"hasTrustDialogAccepted": True}}}, f)
+        # runtime::claude_setup: the project entry and the setting that loads it.
+        entry = {"type": "http", "url": "http://127.0.0.1:${IAPEER_PORT:-8765}/mcp",
+                 "headers": {"X-IAPeer-Identity": "${PEER_IDENTITY:-claude-floor}",
+                             "Authorization": "Bearer ${IAPEER_TOKEN}"}}
+        with open(os.path.join(self.cwd, ".mcp.json"), "w") as f:
+            json.dump({"mcpServers": {"iapeer": entry}}, f)
+        os.makedirs(os.path.join(self.cwd, ".claude"))
+        with open(os.path.join(self.cwd, ".claude/settings.local.json"), "w") as f:
+            json.dump({"enabledMcpjsonServers": ["iapeer"]}, f)
+        self.env.update({"IS_SANDBOX": "1", "ANTHROPIC_BASE_URL": self.standin.url,
+                         "ANTHROPIC_API_KEY": key, "CLAUDE_CODE_DISABLE_ALTERNATE_SCREEN": "1"})
+        self.argv = [os.path.join(BINS, "claude"), "--dangerously-skip-permissions",
+                     "--disallowedTools", "AskUserQuestion"]
+        self.records = os.path.join(self.home, ".claude/projects/**/*.jsonl")
+
+    def setup_codex(self):
+        codex_home = os.path.join(self.home, ".codex")
+        os.makedirs(codex_home)
+        # runtime::codex_setup: the iapeer block, the folder trusted.
+        with open(os.path.join(codex_home, "config.toml"), "w") as f:
+            f.write('model = "gpt-5.1"\nmodel_provider = "standin"\n\n'
+                    '[model_providers.standin]\nname = "Stand-in"\n'
+                    f'base_url = "{self.standin.base_url}"\n'
+                    'wire_api = "responses"\nenv_key = "STANDIN_API_KEY"\n\n'
+                    f'[projects."{self.cwd}"]\ntrust_level = "trusted"\n\n'
+                    '[mcp_servers.iapeer]\n'
+                    f'url = "http://127.0.0.1:{self.mcp.port}/mcp"\n'
+                    'default_tools_approval_mode = "approve"\n'
+                    'bearer_token_env_var = "IAPEER_TOKEN"\n\n'
+                    '[mcp_servers.iapeer.env_http_headers]\n'
+                    '"X-IAPeer-Identity" = "PEER_IDENTITY"\n')
+        self.env.update({"CODEX_HOME": codex_home, "STANDIN_API_KEY": "sk-standin-key"})
+        self.argv = [os.path.join(BINS, "codex"), "--no-daemon", "--no-alt-screen", "-C",
+                     self.cwd, "-c",
+                     f'mcp_servers.iapeer.url="http://127.0.0.1:{self.mcp.port}/mcp"',
+                     "--dangerously-bypass-approvals-and-sandbox"]
+        self.records = os.path.join(codex_home, "sessions/**/*.jsonl")
+
+    def delivered(self, tag):
+        """A function: the time the record holding `tag` was first seen, else None."""
+        def check():
+            wall = record_with(self.records, tag)
+            # The file's mtime (its last write, on the wall clock) when earlier than this
+            # poll: the record was there by then.
+            now = time.monotonic()
+            return None if wall is None else min(now, wall - (time.time() - now))
+        return check
+
+    def model_request(self, tag):
+        def check():
+            with self.standin.cond:
+                return next((at for at, body in self.standin.model_calls if tag in body), None)
+        return check
+
+    def cycle(self, i):
+        """One wake and one live delivery; a dict of step times in ms."""
+        k, s = self.kind, {}
+        t_start = time.monotonic()
+        p = Pty(self.argv, self.env, self.cwd)
+        try:
+            t_ready = p.until(k.ready, "the ready screen")
+            s["start_to_ready"] = 1000 * (t_ready - t_start)
+            # The daemon pastes once the agent's MCP client listed the tools.
+            t_listed = p.until(lambda _rows: False, "the tool listing",
+                               other=lambda: self.mcp.listed_after(t_start))
+            s["ready_to_listed"] = max(0.0, 1000 * (t_listed - t_ready))
+            tag = f"#floor-{self.rt}-{os.getpid()}-{i}w#"
+            paste, s["paste_to_drawn"] = self.paste(p, tag)
+            t_enter = p.write(b"\r")
+            model = self.model_request(tag)
+            if k.turn_shown is not None:
+                t_done = p.until(lambda rows: k.turn_shown(rows, paste), "the turn shown")
+            else:
+                t_done = p.until(lambda _r: False, "the rollout record",
+                                 other=self.delivered(tag))
+            s["enter_to_delivered"] = 1000 * (t_done - t_enter)
+            t_model = p.until(lambda _r: False, "the model request", other=model)
+            s["enter_to_model"] = 1000 * (t_model - t_enter)
+            s["ready_to_delivered"] = (s["ready_to_listed"] + s["paste_to_drawn"]
+                                       + s["enter_to_delivered"])
+            # Sums of steps, never spans of this driver's own clock: its reactions (a
+            # Python screen) are not the runtime's.
+            s["start_to_delivered"] = s["start_to_ready"] + s["ready_to_delivered"]
+            s["start_to_model"] = (s["start_to_ready"] + s["ready_to_listed"]
+                                   + s["paste_to_drawn"] + s["enter_to_model"])
+            s["model_to_delivered"] = s["enter_to_delivered"] - s["enter_to_model"]
+            with self.standin.cond:
+                s["has_tool"] = any(tag in b and "send_to_peer" in b
+                                    for _, b in self.standin.model_calls)
+            self.rest(p, tag)
+            # Live: the turn is over, the composer empty.
+            tag = f"#floor-{self.rt}-{os.getpid()}-{i}l#"
+            _, s["live_paste_to_drawn"] = self.paste(p, tag)
+            t_enter = p.write(b"\r")
+            t_model = p.until(lambda _r: False, "the live model request",
+                              other=self.model_request(tag))
+            s["live_enter_to_model"] = 1000 * (t_model - t_enter)
+            s["live_paste_to_model"] = s["live_paste_to_drawn"] + s["live_enter_to_model"]
+            t_rec = p.until(lambda _r: False, "the live record", other=self.delivered(tag))
+            s["live_enter_to_record"] = 1000 * (t_rec - t_enter)
+            s["live_paste_to_record"] = s["live_paste_to_drawn"] + s["live_enter_to_record"]
+            s["live_model_to_record"] = s["live_enter_to_record"] - s["live_enter_to_model"]
+            self.rest(p, tag)
+        except FloorError:
+            if os.environ.get("BENCH_KEEP") == "1":
+                with open(os.path.join(self.dir, f"failed-{i}.raw"), "wb") as f:
+                    f.write(b"".join(p.raw))
+            raise
+        finally:
+            p.close()
+        return s
+
+    def paste(self, p, tag):
+        """Paste an envelope holding `tag` (bracketed, as the daemon does) and wait for the
+        paste sign: (its PasteView, ms from the write to the read that drew it)."""
+        paste = PasteView(envelope(tag))
+        t_paste = p.write(bracketed(paste.head))
+        t_drawn = p.until(lambda rows: self.kind.paste_shown(rows, paste), "the paste drawn",
+                          PASTE_TIMEOUT)
+        return paste, 1000 * (t_drawn - t_paste)
+
+    def rest(self, p, tag):
+        """Wait until the turn with `tag` is answered and the screen is quiet (no busy sign,
+        no output for 300 ms)."""
+        p.until(lambda _r: False, "the turn's model request", other=self.model_request(tag))
+        deadline = time.monotonic() + STEP_TIMEOUT
+        quiet_since = time.monotonic()
+        while time.monotonic() < deadline:
+            if p.pump(0.05) is not None:
+                quiet_since = time.monotonic()
+            if not self.kind.busy(p.rows()) and time.monotonic() - quiet_since >= 0.3:
+                return
+        raise FloorError("the turn never ended:\n" + "\n".join(r for r in p.rows() if r))
+
+    def run(self, runs, warmup=1):
+        out, errors = [], []
+        i = -1
+        while len(out) < runs:
+            i += 1
+            try:
+                s = self.cycle(i)
+            except FloorError as e:
+                errors.append(str(e).split("\n")[0])
+                self.log(f"floor {self.rt}: cycle {i} failed: {str(e)[:300]}")
+                if len(errors) > max(3, runs // 5):
+                    raise
+                continue
+            if i >= warmup:
+                out.append(s)
+            self.log(f"  floor {self.rt} {len(out)}/{runs}: ready -> delivered "
+                     f"{s['ready_to_delivered']:.0f} ms, live paste -> model request "
+                     f"{s['live_paste_to_model']:.0f} ms")
+        return out, errors
+
+    def close(self):
+        self.standin.close()
+        self.mcp.close()
+        if os.environ.get("BENCH_KEEP") != "1":
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def measure(runtimes, runs, log):
+    """{runtime: {"samples": [...], "errors": [...], "load": (start, end)} or {"error": …}}."""
+    res = {}
+    if pyte is None:
+        return {rt: {"error": "pyte is not installed (scripts/bench.sh puts it in "
+                     "<target>/bench-py)"} for rt in runtimes}
+    for rt in runtimes:
+        f = None
+        start = loadavg()
+        try:
+            f = Floor(rt, log)
+            log(f"floor {rt}: 1 warm-up + {runs} cycles, the CLI in a bare pty")
+            samples, errors = f.run(runs)
+            res[rt] = {"samples": samples, "errors": errors, "load": [start, loadavg()]}
+        except (FloorError, OSError) as e:
+            res[rt] = {"error": str(e)[:500]}
+        finally:
+            if f is not None:
+                f.close()
+    return res
+
+
+class Interleaved:
+    """Floor cycles run one at a time between the daemon's own cycles (agentbench.py calls
+    `cycle(rt, i)` after each), so the floor and iapeer are measured under the same load on
+    a shared machine; `result()` is in the form of [`measure`]'s."""
+
+    def __init__(self, runtimes, log, warmup=1):
+        self.log, self.warmup, self.floors = log, warmup, {}
+        self.res = {rt: {"samples": [], "errors": [], "load": [loadavg(), None]}
+                    for rt in runtimes}
+        if pyte is None:
+            for rt in runtimes:
+                self.res[rt] = {"error": "pyte is not installed (scripts/bench.sh puts it in "
+                                         "<target>/bench-py)"}
+
+    def cycle(self, rt, i):
+        r = self.res.get(rt)
+        if r is None or "error" in r:
+            return
+        try:
+            if rt not in self.floors:
+                self.floors[rt] = Floor(rt, self.log)
+            s = self.floors[rt].cycle(i)
+        except (FloorError, OSError) as e:
+            r["errors"].append(str(e).split("\n")[0])
+            self.log(f"  floor {rt}: cycle {i} failed: {str(e).splitlines()[0][:200]}")
+            return
+        if i >= self.warmup:
+            r["samples"].append(s)
+            self.log(f"  floor {rt} {len(r['samples'])}: ready -> delivered "
+                     f"{s['ready_to_delivered']:.0f} ms, live paste -> model request "
+                     f"{s['live_paste_to_model']:.0f} ms")
+
+    def result(self):
+        for rt, r in self.res.items():
+            if "load" in r:
+                r["load"][1] = loadavg()
+        for f in self.floors.values():
+            f.close()
+        self.floors = {}
+        return self.res
+
+
+# ----- report --------------------------------------------------------------------------------
+
+STEPS = (
+    ("start_to_ready", "wake: start -> ready screen"),
+    ("ready_to_listed", "  ready -> tool listing answered"),
+    ("paste_to_drawn", "  paste -> paste drawn"),
+    ("enter_to_delivered", "  Enter -> delivered (turn shown / rollout record)"),
+    ("enter_to_model", "  Enter -> first model request"),
+    ("ready_to_delivered", "  ready -> delivered: the wake's floor"),
+    ("live_paste_to_drawn", "live: paste -> paste drawn"),
+    ("live_enter_to_model", "  Enter -> model request"),
+    ("live_paste_to_model", "  paste -> model request: the live floor"),
+    ("live_enter_to_record", "  Enter -> transcript/rollout record"),
+)
+
+
+def median(res, rt, key):
+    """The floor's median of `key` for `rt`, or None."""
+    xs = [s[key] for s in (res.get(rt) or {}).get("samples", []) if key in s]
+    return summary(xs)["median"] if xs else None
+
+
+def render(res):
+    out = ["FLOOR (ms; the CLIs driven directly in a bare pty, no iapeer: the runtimes' own "
+           "time for each step, scripts/bench/floor.py; load = 1-min load average at the "
+           "series' start and end)"]
+    rows = []
+    for rt, r in res.items():
+        if "error" in r:
+            rows.append([f"{rt}: FAILED", "", "", "", "", "", "", "",
+                         r["error"].split("\n")[0][:100]])
+            continue
+        xs = r["samples"]
+        if not xs:
+            rows.append([f"{rt}: no cycle", "", "", "", "", "", "", "",
+                         "; ".join(r["errors"])[:100]])
+            continue
+        for key, label in STEPS:
+            v = [s[key] for s in xs if key in s]
+            if not v:
+                continue
+            m = summary(v)
+            load = f"{r['load'][0].split()[0]}..{r['load'][1].split()[0]}"
+            rows.append([f"{rt} {label}" if not label.startswith(" ") else label, m["n"],
+                         f"{m['median']:.0f}", f"{m['p10']:.0f}", f"{m['p90']:.0f}",
+                         f"{m['min']:.0f}", f"{m['max']:.0f}", load, ""])
+        without = sum(1 for s in xs if not s.get("has_tool"))
+        rows.append(["  first model requests without send_to_peer", len(xs), without,
+                     "", "", "", "", "", "no settle on the floor"])
+        if r["errors"]:
+            rows.append(["  cycles that failed", len(r["errors"]), "", "", "", "", "", "",
+                         r["errors"][0][:80]])
+    out.append(table(["measure", "n", "median", "p10", "p90", "min", "max", "load", "note"],
+                     rows, "lrrrrrrrl"))
+    return out
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def main():
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else int(
+        os.environ.get("BENCH_FLOOR_RUNS") or 20)
+    rts = [x.strip() for x in os.environ.get("BENCH_AGENTS", "claude,codex").split(",")
+           if x.strip() in ("claude", "codex")]
+    start = loadavg()
+    res = measure(rts, runs, log)
+    text = "\n".join(render(res) + [f"load average at start {start}, at end {loadavg()}"])
+    print(text)
+    write_out(text, res)
+    return 0 if all("error" not in r for r in res.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
