@@ -293,7 +293,10 @@ fn the_launch_command() {
         .unwrap_err()
         .to_string()
         .contains("conversation 7ccd217d-b395"));
-    assert_eq!(gemini().conversation_naming(), ConversationNaming::Learned);
+    assert_eq!(
+        gemini().conversation_naming(),
+        crate::adapter::ConversationNaming::Learned
+    );
 }
 
 /// The approval mode iapeer starts Gemini CLI in (`yolo`) draws `*` for the composer's glyph
