@@ -16,3 +16,22 @@ pub(crate) fn temp_root() -> (tempfile::TempDir, crate::paths::Paths) {
     let paths = crate::paths::Paths::at(dir.path().join("root"));
     (dir, paths)
 }
+
+/// A fresh launch's context in `cwd` on port 8765: no system prompt, not gated, no bearer. A
+/// test changes what it needs with `LaunchCtx { mode: …, ..launch_ctx(…) }`.
+pub(crate) fn launch_ctx<'a>(
+    paths: &'a crate::paths::Paths,
+    cwd: &'a Path,
+    env: &'a crate::launch_env::LaunchEnv,
+) -> crate::adapter::LaunchCtx<'a> {
+    crate::adapter::LaunchCtx {
+        paths,
+        cwd,
+        mode: crate::adapter::WakeMode::Fresh,
+        system_prompt: None,
+        launch_env: env,
+        port: 8765,
+        gated: None,
+        bearer: false,
+    }
+}

@@ -678,14 +678,9 @@ mod tests {
         prompt: Option<&'a Path>,
     ) -> LaunchCtx<'a> {
         LaunchCtx {
-            paths,
-            cwd,
             mode,
             system_prompt: prompt,
-            launch_env: env,
-            port: 8765,
-            gated: None,
-            bearer: false,
+            ..crate::testkit::launch_ctx(paths, cwd, env)
         }
     }
 

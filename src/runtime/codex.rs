@@ -736,24 +736,11 @@ mod tests {
     use crate::paths::Paths;
     use crate::runtime::transcript::record_contains;
     use crate::runtime::Acceptance;
+    use crate::testkit::launch_ctx;
     use serde_json::json;
 
     fn rows(text: &str) -> Vec<String> {
         text.lines().map(String::from).collect()
-    }
-
-    /// A fresh launch's context in `cwd` (port 4242, no system prompt, not gated).
-    fn launch_ctx<'a>(paths: &'a Paths, cwd: &'a Path, env: &'a LaunchEnv) -> LaunchCtx<'a> {
-        LaunchCtx {
-            paths,
-            cwd,
-            mode: WakeMode::Fresh,
-            system_prompt: None,
-            launch_env: env,
-            port: 4242,
-            gated: None,
-            bearer: false,
-        }
     }
 
     #[test]
@@ -782,7 +769,7 @@ mod tests {
                 "-c",
                 instr.as_str(),
                 "-c",
-                "mcp_servers.iapeer.url=\"http://127.0.0.1:4242/mcp\"",
+                "mcp_servers.iapeer.url=\"http://127.0.0.1:8765/mcp\"",
                 "--dangerously-bypass-approvals-and-sandbox",
                 "--model",
                 "o3"

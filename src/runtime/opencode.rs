@@ -433,14 +433,8 @@ mod tests {
         let launch_env = crate::launch_env::LaunchEnv::default();
         let prompt = tmp.path().join("prompt.md");
         let ctx = LaunchCtx {
-            paths: &paths,
-            cwd: tmp.path(),
-            mode: WakeMode::Fresh,
             system_prompt: Some(&prompt),
-            launch_env: &launch_env,
-            port: 8765,
-            gated: None,
-            bearer: false,
+            ..crate::testkit::launch_ctx(&paths, tmp.path(), &launch_env)
         };
         let oc = OpenCode::with_program("/bin/opencode".into());
         let cmd = oc.command(&ctx).unwrap();

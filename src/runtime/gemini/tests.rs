@@ -258,14 +258,8 @@ fn the_launch_command() {
     let env = LaunchEnv::default();
     let prompt = dir.path().join("prompt.md");
     let ctx = LaunchCtx {
-        paths: &paths,
-        cwd: dir.path(),
-        mode: WakeMode::Fresh,
         system_prompt: Some(&prompt),
-        launch_env: &env,
-        port: 8765,
-        gated: None,
-        bearer: false,
+        ..crate::testkit::launch_ctx(&paths, dir.path(), &env)
     };
     let cmd = gemini().command(&ctx).unwrap();
     assert_eq!(
