@@ -35,3 +35,31 @@ pub(crate) fn launch_ctx<'a>(
         bearer: false,
     }
 }
+
+/// The screen at step `step` of the recorded pty session `tests/fixtures/<folder>/<session>`:
+/// `<session>.raw` up to the `offset` its `<session>.marks.json` gives the step, fed to a
+/// `rows`×`cols` screen. Panics when a file or the step is missing.
+pub(crate) fn recorded_step(
+    folder: &str,
+    session: &str,
+    step: &str,
+    rows: u16,
+    cols: u16,
+) -> crate::term::Screen {
+    let dir = format!("{}/tests/fixtures/{folder}", env!("CARGO_MANIFEST_DIR"));
+    let raw = std::fs::read(format!("{dir}/{session}.raw")).unwrap();
+    let marks: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(format!("{dir}/{session}.marks.json")).unwrap(),
+    )
+    .unwrap();
+    let offset = marks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["step"] == step)
+        .and_then(|m| m["offset"].as_u64())
+        .unwrap_or_else(|| panic!("no step {step}")) as usize;
+    let mut screen = crate::term::Screen::new(rows, cols);
+    screen.feed(&raw[..offset], true);
+    screen
+}

@@ -335,25 +335,7 @@ mod tests {
     /// A step of a recorded pty session (`tests/fixtures/opencode-1.18.33/<session>.raw`
     /// up to the step's mark), rendered at the recording's 220×50.
     fn recorded(session: &str, step: &str) -> Screen {
-        let dir = format!(
-            "{}/tests/fixtures/opencode-1.18.33",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let raw = std::fs::read(format!("{dir}/{session}.raw")).unwrap();
-        let marks: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(format!("{dir}/{session}.marks.json")).unwrap(),
-        )
-        .unwrap();
-        let at = marks
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["step"] == step)
-            .and_then(|m| m["offset"].as_u64())
-            .unwrap_or_else(|| panic!("no step {step}")) as usize;
-        let mut screen = Screen::new(50, 220);
-        screen.feed(&raw[..at], true);
-        screen
+        crate::testkit::recorded_step("opencode-1.18.33", session, step, 50, 220)
     }
 
     /// Ready, busy, draft and paste signs on every recorded screen.

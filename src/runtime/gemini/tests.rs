@@ -17,22 +17,13 @@ fn fixture(name: &str) -> PathBuf {
 /// The screen of recorded step `step` of the pty session `session` (`first-run`,
 /// `preconfigured`, `resume`): its raw log up to the step's offset on a session-sized screen.
 fn step_screen(session: &str, step: &str) -> Screen {
-    let raw = std::fs::read(fixture(&format!("{session}.raw"))).unwrap();
-    let marks: Value = serde_json::from_str(
-        &std::fs::read_to_string(fixture(&format!("{session}.marks.json"))).unwrap(),
+    crate::testkit::recorded_step(
+        "gemini-cli-0.61.0",
+        session,
+        step,
+        crate::term::SESSION_ROWS,
+        crate::term::SESSION_COLS,
     )
-    .unwrap();
-    let offset = marks
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["step"] == step)
-        .unwrap_or_else(|| panic!("no step {step}"))["offset"]
-        .as_u64()
-        .unwrap() as usize;
-    let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
-    screen.feed(&raw[..offset], true);
-    screen
 }
 
 fn gemini() -> Gemini {
