@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Move a Linux binary's debug info into a file beside it (README "Release binary"; the second
-# step of scripts/release.sh): <binary> keeps its code and symbol table and names
-# <folder>/iapeer-<id>.debug in its .gnu_debuglink section, which a panic's backtrace reads
-# (Rust's std follows the link to a file beside the binary) for file and line; without the
-# file a backtrace still names each function but gives no file and line.
+# step of scripts/release.sh): <binary> keeps its code and names <folder>/iapeer-<id>.debug in
+# its .gnu_debuglink section, which a panic's backtrace reads (Rust's std follows the link to a
+# file beside the binary) for function names, file and line. The symbol table goes into the
+# debug file too (1 MB: it kept the binary over 10 MB), so without the file a backtrace gives
+# addresses only.
 #
 # <id> is the first 16 hex digits of the unsplit binary's SHA-256, so every build names its own
 # file and an older binary (iapeer.prev) never reads a newer build's lines (std does not check
@@ -30,7 +31,7 @@ if readelf -S "$bin" | grep -q ' \.debug_line '; then
     chmod 644 "$debug"
     # --add-gnu-debuglink records the file's name (not its folder) and its CRC; a binary that
     # names a debug file already (a distribution's build) has that name replaced.
-    objcopy --strip-debug --remove-section=.gnu_debuglink --add-gnu-debuglink="$debug" \
+    objcopy --strip-all --remove-section=.gnu_debuglink --add-gnu-debuglink="$debug" \
         "$bin" "$bin.split-$$"
     mv -f "$bin.split-$$" "$bin"
 fi

@@ -14,6 +14,9 @@ use crate::paths::Paths;
 use crate::term::paste_view::PasteView;
 use crate::term::Screen;
 
+/// How a runtime's conversations get their ids: a fact of its row in the runtime table.
+pub use crate::runtime_table::ConversationNaming;
+
 /// How a runtime's sessions are hosted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RuntimeKind {
@@ -31,23 +34,6 @@ pub enum WakeMode {
     /// Continue the previous conversation: the one recorded by its id for a runtime that
     /// names its conversations ([`ConversationNaming`]), else the folder's.
     Resume,
-}
-
-/// How a runtime's conversations get the id a resume names (issue 32 item 1): a resume of
-/// "the folder's newest conversation" (`--continue`, `resume --last`) can take up one a
-/// person held in the peer's folder, so a runtime with several conversations per folder is
-/// resumed only by the id iapeer recorded for the peer's own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConversationNaming {
-    /// One conversation per folder that only iapeer's sessions write (the echo agent), or no
-    /// conversation (router runtimes): resumed as the folder's.
-    Folder,
-    /// iapeer chooses the id of a fresh conversation at launch (Claude Code's
-    /// `--session-id <uuid>`).
-    Chosen,
-    /// The runtime chooses it; iapeer learns it from the runtime's records of the session's
-    /// first confirmed delivery ([`Confirm::conversation`]; Codex's session file).
-    Learned,
 }
 
 impl WakeMode {
@@ -406,9 +392,10 @@ pub trait Adapter: Send + Sync {
     /// Build the launch command. Errors: `LaunchError`, a wake failure reason (e.g. `no
     /// transcript to resume`).
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, LaunchError>;
-    /// How this runtime's conversations get their ids. The default: one per folder.
+    /// How this runtime's conversations get their ids. The default: what the runtime table's
+    /// row says (one per folder for a runtime without a row).
     fn conversation_naming(&self) -> ConversationNaming {
-        ConversationNaming::Folder
+        crate::runtime_table::naming_of(self.name())
     }
     /// This adapter bound to the conversation `id` (issue 32): a launch by it starts that
     /// conversation fresh (`ConversationNaming::Chosen`) or resumes it, and its readers —

@@ -3,7 +3,7 @@
 //! MCP client gets the session token, its login check, its native-memory lever, its plugin
 //! dialect, whether its approvals can be gated, whether it is a shortcut verb, its place in
 //! the default preference order, the folder that marks a project as its own, its
-//! `launch.env` examples.
+//! `launch.env` examples, how its conversations get their ids.
 //!
 //! Only data lives here; how a runtime behaves stays behind the `Adapter` trait
 //! (`crate::adapter`, implemented in `crate::runtime`), which reads its row where a fact is
@@ -159,6 +159,23 @@ pub const GENERIC_LAUNCH_ENV: LaunchEnvExample<'static> = LaunchEnvExample {
     env: "#LOG_LEVEL=debug\n",
 };
 
+/// How a runtime's conversations get the id a resume names (issue 32 item 1): a resume of
+/// "the folder's newest conversation" (`--continue`, `resume --last`) can take up one a
+/// person held in the peer's folder, so a runtime with several conversations per folder is
+/// resumed only by the id iapeer recorded for the peer's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConversationNaming {
+    /// One conversation per folder that only iapeer's sessions write (the echo agent), or no
+    /// conversation (router runtimes): resumed as the folder's.
+    Folder,
+    /// iapeer chooses the id of a fresh conversation at launch (Claude Code's
+    /// `--session-id <uuid>`).
+    Chosen,
+    /// The runtime chooses it; iapeer learns it from the runtime's records of the session's
+    /// first confirmed delivery (`adapter::Confirm::conversation`; Codex's session file).
+    Learned,
+}
+
 /// One runtime's facts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RuntimeInfo<'a> {
@@ -190,6 +207,8 @@ pub struct RuntimeInfo<'a> {
     pub project_folder: Option<&'a str>,
     /// Its `launch.env` template lines; `None`: [`GENERIC_LAUNCH_ENV`].
     pub launch_env: Option<LaunchEnvExample<'a>>,
+    /// How its conversations get the id a resume names.
+    pub naming: ConversationNaming,
 }
 
 /// A row with every optional fact absent (the base the built-in rows fill in).
@@ -207,6 +226,7 @@ const NO_FACTS: RuntimeInfo<'static> = RuntimeInfo {
     preference: None,
     project_folder: None,
     launch_env: None,
+    naming: ConversationNaming::Folder,
 };
 
 /// Claude Code (spec 04 §2 "claude").
@@ -244,6 +264,7 @@ pub const CLAUDE: RuntimeInfo<'static> = RuntimeInfo {
               # in a sandbox (only inside a container or VM):\n\
               #IS_SANDBOX=1\n",
     }),
+    naming: ConversationNaming::Chosen,
 };
 
 /// The Codex CLI (spec 04 §2 "codex").
@@ -275,6 +296,9 @@ pub const CODEX: RuntimeInfo<'static> = RuntimeInfo {
         own_keys: "",
         env: "#OPENAI_BASE_URL=http://127.0.0.1:8080/v1\n",
     }),
+    // No flag chooses a new session's id (0.171.0's `--help`): it is learned from the
+    // session file holding the first confirmed delivery.
+    naming: ConversationNaming::Learned,
 };
 
 /// Gemini CLI (issue 27 item 2; recorded in `tests/fixtures/gemini-cli-0.61.0/`). It has no
@@ -294,6 +318,8 @@ pub const GEMINI: RuntimeInfo<'static> = RuntimeInfo {
         own_keys: "",
         env: "#GEMINI_API_KEY=...\n#GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8080\n",
     }),
+    // Learned from the session file that holds the first confirmed delivery.
+    naming: ConversationNaming::Learned,
     ..NO_FACTS
 };
 
@@ -313,6 +339,8 @@ pub const OPENCODE: RuntimeInfo<'static> = RuntimeInfo {
         own_keys: "",
         env: "#OPENCODE_CONFIG=/path/to/extra-opencode.json\n",
     }),
+    // A new session's id is OpenCode's (`ses_…`); no flag chooses it.
+    naming: ConversationNaming::Learned,
     ..NO_FACTS
 };
 
@@ -363,6 +391,12 @@ pub fn get(name: &str) -> Option<&'static RuntimeInfo<'static>> {
 /// The row of `name` among `rows` (the built-in rows with rows made at run time).
 pub fn find<'r, 'a>(rows: &'r [RuntimeInfo<'a>], name: &str) -> Option<&'r RuntimeInfo<'a>> {
     rows.iter().find(|r| r.name == name)
+}
+
+/// How the conversations of `name` get their ids: its row's [`RuntimeInfo::naming`], one per
+/// folder for a runtime without a row.
+pub fn naming_of(name: &str) -> ConversationNaming {
+    get(name).map_or(ConversationNaming::Folder, |r| r.naming)
 }
 
 /// The class of `name`: its row's, else [`Class::Human`] for a chat or mail package, else

@@ -16,3 +16,50 @@ pub(crate) fn temp_root() -> (tempfile::TempDir, crate::paths::Paths) {
     let paths = crate::paths::Paths::at(dir.path().join("root"));
     (dir, paths)
 }
+
+/// A fresh launch's context in `cwd` on port 8765: no system prompt, not gated, no bearer. A
+/// test changes what it needs with `LaunchCtx { mode: …, ..launch_ctx(…) }`.
+pub(crate) fn launch_ctx<'a>(
+    paths: &'a crate::paths::Paths,
+    cwd: &'a Path,
+    env: &'a crate::launch_env::LaunchEnv,
+) -> crate::adapter::LaunchCtx<'a> {
+    crate::adapter::LaunchCtx {
+        paths,
+        cwd,
+        mode: crate::adapter::WakeMode::Fresh,
+        system_prompt: None,
+        launch_env: env,
+        port: 8765,
+        gated: None,
+        bearer: false,
+    }
+}
+
+/// The screen at step `step` of the recorded pty session `tests/fixtures/<folder>/<session>`:
+/// `<session>.raw` up to the `offset` its `<session>.marks.json` gives the step, fed to a
+/// `rows`×`cols` screen. Panics when a file or the step is missing.
+pub(crate) fn recorded_step(
+    folder: &str,
+    session: &str,
+    step: &str,
+    rows: u16,
+    cols: u16,
+) -> crate::term::Screen {
+    let dir = format!("{}/tests/fixtures/{folder}", env!("CARGO_MANIFEST_DIR"));
+    let raw = std::fs::read(format!("{dir}/{session}.raw")).unwrap();
+    let marks: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(format!("{dir}/{session}.marks.json")).unwrap(),
+    )
+    .unwrap();
+    let offset = marks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["step"] == step)
+        .and_then(|m| m["offset"].as_u64())
+        .unwrap_or_else(|| panic!("no step {step}")) as usize;
+    let mut screen = crate::term::Screen::new(rows, cols);
+    screen.feed(&raw[..offset], true);
+    screen
+}

@@ -148,11 +148,7 @@ fn codex_peer_wakes_sees_its_prompt_replies_through_mcp_and_takes_a_live_message
         "{last}"
     );
 
-    env.wait_until("codex's reply reaches ea", Duration::from_secs(60), |e| {
-        e.events("delivery", "delivery").iter().any(|d| {
-            d["caller"] == "codex-cx" && d["to"] == "ea" && d["ok"] == "true" && d["path"] == "mcp"
-        })
-    });
+    env.wait_mcp_delivery("codex-cx", "ea", Duration::from_secs(60));
     assert!(
         env.pane("echo-ea").contains("from cx: hi from codex"),
         "{}",
@@ -235,11 +231,7 @@ fn codex_peer_reaches_a_peer_through_mcp_when_the_daemon_requires_a_bearer() {
         "--message",
         "hello codex",
     ]);
-    env.wait_until("codex's reply reaches ea", Duration::from_secs(60), |e| {
-        e.events("delivery", "delivery").iter().any(|d| {
-            d["caller"] == "codex-cx" && d["to"] == "ea" && d["ok"] == "true" && d["path"] == "mcp"
-        })
-    });
+    env.wait_mcp_delivery("codex-cx", "ea", Duration::from_secs(60));
     eprintln!("codex bearer end to end: {:?}", started.elapsed());
 }
 

@@ -140,22 +140,11 @@ fn gemini_peer_wakes_replies_through_mcp_takes_a_live_message_and_resumes_by_top
             Reply::Text("noted".into())
         }
     });
-    let send = |message: &str| {
-        env.ok(&[
-            "send",
-            "gm",
-            "--from",
-            "echo-ea",
-            "--message",
-            message,
-            "--topic",
-            "t1",
-        ])
-    };
+    let send = |message: &str| env.send_on_topic("gm", "echo-ea", message, "t1");
 
     // Asleep: the send wakes it, and the wake is answered once Gemini took the message.
     assert_eq!(
-        send(FIRST).trim(),
+        send(FIRST),
         "delivered to gm (gemini), woke",
         "{}",
         env.diagnostics()
@@ -178,11 +167,7 @@ fn gemini_peer_wakes_replies_through_mcp_takes_a_live_message_and_resumes_by_top
     );
 
     // The model's send_to_peer reaches ea over MCP with the session's token.
-    env.wait_until("gemini's reply reaches ea", Duration::from_secs(60), |e| {
-        e.events("delivery", "delivery").iter().any(|d| {
-            d["caller"] == "gemini-gm" && d["to"] == "ea" && d["ok"] == "true" && d["path"] == "mcp"
-        })
-    });
+    env.wait_mcp_delivery("gemini-gm", "ea", Duration::from_secs(60));
     assert!(
         env.pane("echo-ea").contains(&format!("from gm: {REPLY}")),
         "{}",
@@ -209,7 +194,7 @@ fn gemini_peer_wakes_replies_through_mcp_takes_a_live_message_and_resumes_by_top
     // Idle, it sleeps; the next message on the topic resumes the same conversation.
     wait_asleep(&env, "gm");
     assert_eq!(
-        send(NEXT).trim(),
+        send(NEXT),
         "delivered to gm (gemini), woke",
         "{}",
         env.diagnostics()
@@ -280,11 +265,7 @@ fn gemini_peer_reaches_a_peer_through_mcp_when_the_daemon_requires_a_bearer() {
         }
     });
     env.ok(&["send", "gm", "--from", "echo-ea", "--message", FIRST]);
-    env.wait_until("gemini's reply reaches ea", Duration::from_secs(60), |e| {
-        e.events("delivery", "delivery").iter().any(|d| {
-            d["caller"] == "gemini-gm" && d["to"] == "ea" && d["ok"] == "true" && d["path"] == "mcp"
-        })
-    });
+    env.wait_mcp_delivery("gemini-gm", "ea", Duration::from_secs(60));
     eprintln!("gemini bearer end to end: {:?}", started.elapsed());
 }
 

@@ -53,18 +53,9 @@ fn write_config(w: &Scratch, api: &ChatStandIn) {
         format!("{INSTRUCTIONS_MARKER}: the team's rules.\n"),
     )
     .unwrap();
-    let config = json!({
-        "$schema": "https://opencode.ai/config.json",
-        "provider": {"standin": {
-            "npm": "@ai-sdk/openai-compatible",
-            "name": "Stand-in",
-            "options": {"baseURL": api.base_url(), "apiKey": "{env:STANDIN_API_KEY}"},
-            "models": {"standin-model": {"name": "Stand-in model"}},
-        }},
-        "model": "standin/standin-model",
-        "small_model": "standin/standin-model",
+    let mut config = api.opencode_config();
+    let own = json!({
         "autoupdate": false,
-        "share": "disabled",
         "instructions": [instructions.display().to_string()],
         "agent": {"build": {"prompt": format!("{{file:{}}}", prompt.display())}},
         "mcp": {"iapeer": {
@@ -73,6 +64,10 @@ fn write_config(w: &Scratch, api: &ChatStandIn) {
             "headers": {"Authorization": "Bearer {env:IAPEER_TOKEN}"},
         }},
     });
+    config
+        .as_object_mut()
+        .unwrap()
+        .extend(own.as_object().unwrap().clone());
     let path = w.home.join(".config/opencode/opencode.json");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();

@@ -57,19 +57,7 @@ fn world_with(bearer: Option<&str>) -> (TestEnv, ChatStandIn) {
     let api = ChatStandIn::start();
     let config_dir = env.home.join(".config/opencode");
     preseed_plugin_install(&config_dir);
-    let config = json!({
-        "$schema": "https://opencode.ai/config.json",
-        "provider": {"standin": {
-            "npm": "@ai-sdk/openai-compatible",
-            "name": "Stand-in",
-            "options": {"baseURL": api.base_url(), "apiKey": "{env:STANDIN_API_KEY}"},
-            "models": {"standin-model": {"name": "Stand-in model"}},
-        }},
-        "model": "standin/standin-model",
-        "small_model": "standin/standin-model",
-        "share": "disabled",
-    });
-    let user_config = serde_json::to_string_pretty(&config).unwrap();
+    let user_config = serde_json::to_string_pretty(&api.opencode_config()).unwrap();
     std::fs::write(config_dir.join("opencode.json"), &user_config).unwrap();
     env.ok(&["create", "oc", "--runtime", "opencode"]);
     env.ok(&["create", "ea", "--runtime", "echo"]);
@@ -97,18 +85,7 @@ fn turns_with(api: &ChatStandIn, needle: &str) -> Vec<Value> {
 
 /// `iapeer send oc --from echo-ea --message <message> --topic t1`: its answer.
 fn send_oc(env: &TestEnv, message: &str) -> String {
-    env.ok(&[
-        "send",
-        "oc",
-        "--from",
-        "echo-ea",
-        "--message",
-        message,
-        "--topic",
-        "t1",
-    ])
-    .trim()
-    .to_string()
+    env.send_on_topic("oc", "echo-ea", message, "t1")
 }
 
 /// Whether OpenCode's screen shows it ready, no turn running (its status row under the
@@ -179,14 +156,7 @@ fn opencode_peer_wakes_replies_through_mcp_is_interrupted_and_resumes_by_topic()
         last_text(first)
     );
 
-    env.wait_until("opencode's reply reaches ea", WAIT, |e| {
-        e.events("delivery", "delivery").iter().any(|d| {
-            d["caller"] == "opencode-oc"
-                && d["to"] == "ea"
-                && d["ok"] == "true"
-                && d["path"] == "mcp"
-        })
-    });
+    env.wait_mcp_delivery("opencode-oc", "ea", WAIT);
     assert!(
         env.pane("echo-ea").contains("from oc: hi from opencode"),
         "{}",
@@ -287,14 +257,7 @@ fn opencode_peer_reaches_a_peer_through_mcp_when_the_daemon_requires_a_bearer() 
         "--message",
         "hello opencode",
     ]);
-    env.wait_until("opencode's reply reaches ea", WAIT, |e| {
-        e.events("delivery", "delivery").iter().any(|d| {
-            d["caller"] == "opencode-oc"
-                && d["to"] == "ea"
-                && d["ok"] == "true"
-                && d["path"] == "mcp"
-        })
-    });
+    env.wait_mcp_delivery("opencode-oc", "ea", WAIT);
     eprintln!("opencode bearer end to end: {:?}", started.elapsed());
 }
 

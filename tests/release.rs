@@ -61,10 +61,11 @@ fn a_split_binary_installed_by_the_script_names_file_and_line_in_a_backtrace() {
             bin
         }
     };
-    // No line tables are left in the binary: file and line can only come from the debug file.
+    // No line tables and no symbol table are left in the binary: function names, file and
+    // line can only come from the debug file.
     let own = sections(&bin);
     assert!(
-        own.contains(".gnu_debuglink") && !own.contains(".debug_line"),
+        own.contains(".gnu_debuglink") && !own.contains(".debug_line") && !own.contains(".symtab"),
         "{own}"
     );
     let link = Command::new("readelf")
@@ -118,6 +119,10 @@ fn a_split_binary_installed_by_the_script_names_file_and_line_in_a_backtrace() {
     assert!(
         frames.iter().any(|f| f.contains("src/daemon/")),
         "no frame names a file and line of src/daemon:\n{trace}"
+    );
+    assert!(
+        trace.contains("iapeer::daemon::"),
+        "no frame names a function of iapeer::daemon:\n{trace}"
     );
     assert!(
         bin_dir.join(debug_name).is_file(),

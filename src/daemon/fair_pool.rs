@@ -491,7 +491,7 @@ fn work(shared: &Shared) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crossbeam_channel::{bounded, Sender};
+    use crossbeam_channel::{bounded, Receiver, Sender};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// `workers` workers, `per_sender` per sender, stalled after `stalled_after`, at most
@@ -530,6 +530,49 @@ mod tests {
             let _ = held.recv();
         };
         (job, release)
+    }
+
+    /// A pool running held jobs ([`blocking`]): each says its tag on `starts` when it starts
+    /// and runs until its release goes ([`Held::release`], or with the `Held`).
+    struct Held {
+        releases: HashMap<&'static str, Sender<()>>,
+        pool: FairPool,
+        started: Sender<&'static str>,
+        starts: Receiver<&'static str>,
+    }
+
+    impl Held {
+        fn new(l: Limits) -> Held {
+            let (started, starts) = bounded(16);
+            Held {
+                releases: HashMap::new(),
+                pool: FairPool::new("test-pool", l),
+                started,
+                starts,
+            }
+        }
+
+        /// Queue job `id` of `sender`, tagged `tag`.
+        fn run(&mut self, id: u64, sender: &str, tag: &'static str) {
+            let (job, release) = blocking(&self.started, tag);
+            self.releases.insert(tag, release);
+            self.pool.run(id, info(sender), job).unwrap();
+        }
+
+        /// The tag of the next job that starts (within 5 s).
+        fn next_start(&self) -> &'static str {
+            self.starts.recv_timeout(Duration::from_secs(5)).unwrap()
+        }
+
+        /// Whether no job starts within `within`.
+        fn none_starts(&self, within: Duration) -> bool {
+            self.starts.recv_timeout(within).is_err()
+        }
+
+        /// Let job `tag` end.
+        fn release(&mut self, tag: &str) {
+            self.releases.remove(tag);
+        }
     }
 
     fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
@@ -690,79 +733,69 @@ mod tests {
 
     #[test]
     fn a_sender_over_its_share_waits_in_its_own_line_and_others_go_ahead() {
-        let pool = FairPool::new("test-pool", limits(4, 2, Duration::from_secs(60), 8));
-        let (started, starts) = bounded(16);
-        let mut releases = HashMap::new();
+        let mut h = Held::new(limits(4, 2, Duration::from_secs(60), 8));
         for (id, tag) in [(1, "a1"), (2, "a2"), (3, "a3"), (4, "a4")] {
-            let (job, release) = blocking(&started, tag);
-            releases.insert(tag, release);
-            pool.run(id, info("alice"), job).unwrap();
+            h.run(id, "alice", tag);
         }
-        let mut first = vec![starts.recv_timeout(Duration::from_secs(5)).unwrap()];
-        first.push(starts.recv_timeout(Duration::from_secs(5)).unwrap());
+        let mut first = vec![h.next_start(), h.next_start()];
         first.sort();
         assert_eq!(first, ["a1", "a2"]);
         // Alice's next two wait in her line while hers run; bob's job runs at once.
-        let (job, release) = blocking(&started, "b1");
-        releases.insert("b1", release);
-        pool.run(5, info("bob"), job).unwrap();
-        assert_eq!(starts.recv_timeout(Duration::from_secs(5)).unwrap(), "b1");
-        assert!(starts.recv_timeout(Duration::from_millis(200)).is_err());
-        let load = pool.load();
+        h.run(5, "bob", "b1");
+        assert_eq!(h.next_start(), "b1");
+        assert!(h.none_starts(Duration::from_millis(200)));
+        let load = h.pool.load();
         assert_eq!(load.running.len(), 3);
         assert_eq!(load.waiting, vec![("alice".to_string(), 2)]);
         // One of alice's ends: her next starts, in order.
-        releases.remove("a1");
-        assert_eq!(starts.recv_timeout(Duration::from_secs(5)).unwrap(), "a3");
+        h.release("a1");
+        assert_eq!(h.next_start(), "a3");
         // A waiting job taken back never runs.
-        assert_eq!(pool.cancel(4), Some(Waited::OwnJobs));
-        assert_eq!(pool.cancel(4), None, "gone");
-        assert_eq!(pool.cancel(2), None, "a running job cannot be taken back");
-        releases.clear();
-        assert!(starts.recv_timeout(Duration::from_millis(300)).is_err());
-        wait_for("every job to end", || pool.load().running.is_empty());
-        assert!(pool.load().waiting.is_empty());
+        assert_eq!(h.pool.cancel(4), Some(Waited::OwnJobs));
+        assert_eq!(h.pool.cancel(4), None, "gone");
+        assert_eq!(h.pool.cancel(2), None, "a running job cannot be taken back");
+        h.releases.clear();
+        assert!(h.none_starts(Duration::from_millis(300)));
+        wait_for("every job to end", || h.pool.load().running.is_empty());
+        assert!(h.pool.load().waiting.is_empty());
     }
 
     #[test]
     fn stalled_jobs_are_replaced_up_to_the_thread_bound() {
         let l = limits(2, 1, Duration::from_millis(300), 3);
-        let pool = FairPool::new("test-pool", l);
-        let (started, starts) = bounded(16);
-        let mut releases = HashMap::new();
-        let mut run = |id, tag: &'static str| {
-            let (job, release) = blocking(&started, tag);
-            releases.insert(tag, release);
-            pool.run(id, info(tag), job).unwrap();
-        };
-        run(1, "a");
-        run(2, "b");
+        let mut h = Held::new(l);
+        h.run(1, "a", "a");
+        h.run(2, "b", "b");
         for _ in 0..2 {
-            starts.recv_timeout(Duration::from_secs(5)).unwrap();
+            h.next_start();
         }
         // Both workers are busy and nothing is stalled yet: c waits, and the pool says when
         // to look again.
-        run(3, "c");
-        assert!(starts.recv_timeout(Duration::from_millis(100)).is_err());
-        let at = pool.next_check().expect("a check is due");
+        h.run(3, "c", "c");
+        assert!(h.none_starts(Duration::from_millis(100)));
+        let at = h.pool.next_check().expect("a check is due");
         assert!(at <= Instant::now() + l.stalled_after);
-        assert_eq!(pool.recheck(), Some(at), "not stalled yet: nothing started");
+        assert_eq!(
+            h.pool.recheck(),
+            Some(at),
+            "not stalled yet: nothing started"
+        );
         std::thread::sleep(at.saturating_duration_since(Instant::now()));
-        assert_eq!(pool.recheck(), None, "a replacement started");
-        assert_eq!(starts.recv_timeout(Duration::from_secs(5)).unwrap(), "c");
-        assert_eq!(pool.load().threads, 3);
+        assert_eq!(h.pool.recheck(), None, "a replacement started");
+        assert_eq!(h.next_start(), "c");
+        assert_eq!(h.pool.load().threads, 3);
         // The bound: d waits however long the three stall.
-        run(4, "d");
+        h.run(4, "d", "d");
         std::thread::sleep(l.stalled_after * 2);
-        assert_eq!(pool.recheck(), None);
-        assert!(starts.recv_timeout(Duration::from_millis(100)).is_err());
-        assert_eq!(pool.load().threads, 3);
+        assert_eq!(h.pool.recheck(), None);
+        assert!(h.none_starts(Duration::from_millis(100)));
+        assert_eq!(h.pool.load().threads, 3);
         // One comes back: d runs on its thread.
-        releases.remove("a");
-        assert_eq!(starts.recv_timeout(Duration::from_secs(5)).unwrap(), "d");
-        releases.clear();
+        h.release("a");
+        assert_eq!(h.next_start(), "d");
+        h.releases.clear();
         wait_for("workers over the bound to leave", || {
-            pool.load().threads <= l.workers
+            h.pool.load().threads <= l.workers
         });
     }
 
@@ -772,75 +805,55 @@ mod tests {
     #[test]
     fn a_sender_with_a_stalled_job_waits_behind_it_and_the_others_go_first() {
         let l = limits(1, 2, Duration::from_millis(200), 3);
-        let pool = FairPool::new("test-pool", l);
-        let (started, starts) = bounded(16);
-        let mut releases = HashMap::new();
-        let run = |id, sender: &str, tag: &'static str| {
-            let (job, release) = blocking(&started, tag);
-            pool.run(id, info(sender), job).unwrap();
-            (tag, release)
-        };
-        let (tag, release) = run(1, "alice", "a1");
-        releases.insert(tag, release);
-        assert_eq!(starts.recv_timeout(Duration::from_secs(5)).unwrap(), "a1");
+        let mut h = Held::new(l);
+        h.run(1, "alice", "a1");
+        assert_eq!(h.next_start(), "a1");
         std::thread::sleep(l.stalled_after);
         // Alice is under her share (1 of 2) but her job is stalled: her next waits, and the
         // thread started for a waiting job goes to bob although alice's line is first.
-        let (tag, release) = run(2, "alice", "a2");
-        releases.insert(tag, release);
-        let (tag, release) = run(3, "bob", "b1");
-        releases.insert(tag, release);
-        assert_eq!(starts.recv_timeout(Duration::from_secs(5)).unwrap(), "b1");
-        assert!(starts.recv_timeout(Duration::from_millis(100)).is_err());
+        h.run(2, "alice", "a2");
+        h.run(3, "bob", "b1");
+        assert_eq!(h.next_start(), "b1");
+        assert!(h.none_starts(Duration::from_millis(100)));
         // Bob stalls too: carol gets the last thread.
-        let (tag, release) = run(4, "carol", "c1");
-        releases.insert(tag, release);
+        h.run(4, "carol", "c1");
         std::thread::sleep(l.stalled_after);
-        assert_eq!(pool.recheck(), None);
-        assert_eq!(starts.recv_timeout(Duration::from_secs(5)).unwrap(), "c1");
+        assert_eq!(h.pool.recheck(), None);
+        assert_eq!(h.next_start(), "c1");
         // Every thread is stuck: dan waits for the pool, alice's second for her first.
-        let (tag, release) = run(5, "dan", "d1");
-        releases.insert(tag, release);
+        h.run(5, "dan", "d1");
         std::thread::sleep(l.stalled_after);
-        assert_eq!(pool.recheck(), None);
-        assert_eq!(pool.load().threads, 3);
-        assert_eq!(pool.cancel(5), Some(Waited::Full));
-        assert_eq!(pool.cancel(2), Some(Waited::OwnJobs));
-        let (tag, release) = run(6, "erin", "e1");
-        releases.insert(tag, release);
-        releases.remove("c1");
-        assert_eq!(starts.recv_timeout(Duration::from_secs(5)).unwrap(), "e1");
-        let (tag, release) = run(7, "frank", "f1");
-        releases.insert(tag, release);
+        assert_eq!(h.pool.recheck(), None);
+        assert_eq!(h.pool.load().threads, 3);
+        assert_eq!(h.pool.cancel(5), Some(Waited::Full));
+        assert_eq!(h.pool.cancel(2), Some(Waited::OwnJobs));
+        h.run(6, "erin", "e1");
+        h.release("c1");
+        assert_eq!(h.next_start(), "e1");
+        h.run(7, "frank", "f1");
         assert_eq!(
-            pool.cancel(7),
+            h.pool.cancel(7),
             Some(Waited::Busy),
             "erin's is running, not stalled"
         );
-        releases.clear();
-        wait_for("every job to end", || pool.load().running.is_empty());
+        h.releases.clear();
+        wait_for("every job to end", || h.pool.load().running.is_empty());
     }
 
     #[test]
     fn one_waiting_job_gets_one_replacement_however_many_stalled() {
-        let l = limits(4, 1, Duration::from_millis(200), 16);
-        let pool = FairPool::new("test-pool", l);
-        let (started, starts) = bounded(16);
-        let mut releases = Vec::new();
+        let mut h = Held::new(limits(4, 1, Duration::from_millis(200), 16));
         for (id, tag) in [(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e")] {
-            let (job, release) = blocking(&started, tag);
-            releases.push(release);
-            pool.run(id, info(tag), job).unwrap();
+            h.run(id, tag, tag);
         }
         for _ in 0..4 {
-            starts.recv_timeout(Duration::from_secs(5)).unwrap();
+            h.next_start();
         }
-        let at = pool.next_check().expect("e waits for a stall");
+        let at = h.pool.next_check().expect("e waits for a stall");
         std::thread::sleep(at.saturating_duration_since(Instant::now()));
-        assert_eq!(pool.recheck(), None);
-        assert_eq!(starts.recv_timeout(Duration::from_secs(5)).unwrap(), "e");
-        assert_eq!(pool.load().threads, 5, "one replacement, not four");
-        drop(releases);
+        assert_eq!(h.pool.recheck(), None);
+        assert_eq!(h.next_start(), "e");
+        assert_eq!(h.pool.load().threads, 5, "one replacement, not four");
     }
 
     #[test]

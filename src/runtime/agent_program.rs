@@ -459,6 +459,43 @@ fn printed_path(out: &[u8]) -> Option<OsString> {
         .map(|p| OsStr::from_bytes(p).to_owned())
 }
 
+/// An agent adapter's program and the conversation it is bound to (issue 32): what the
+/// claude, codex, gemini and opencode adapters hold, and how each makes the copy
+/// [`crate::adapter::Adapter::for_conversation`] returns.
+#[derive(Debug, Clone)]
+pub struct Bound {
+    program: PathBuf,
+    conversation: Option<String>,
+}
+
+impl Bound {
+    /// `program` (not checked until a launch), bound to no conversation yet.
+    pub fn new(program: PathBuf) -> Bound {
+        Bound {
+            program,
+            conversation: None,
+        }
+    }
+
+    /// The same program bound to the conversation `id`.
+    pub fn to(&self, id: &str) -> Bound {
+        Bound {
+            program: self.program.clone(),
+            conversation: Some(id.to_string()),
+        }
+    }
+
+    /// The program, as a launch command names it.
+    pub fn program(&self) -> OsString {
+        self.program.clone().into_os_string()
+    }
+
+    /// The bound conversation's id, if any.
+    pub fn conversation(&self) -> Option<&str> {
+        self.conversation.as_deref()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

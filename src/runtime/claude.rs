@@ -6,13 +6,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::agent_program::Bound;
 use super::claude_paths;
 use super::claude_screen::{self, ClaudeScreen};
 use super::pasted_form;
 use super::transcript::{jsonl_files, record_contains, TranscriptWatch, TurnProgress};
 use super::{
-    Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
-    GateState, GateWatch, LaunchCommand, LaunchCtx, LaunchError, WakeMode,
+    Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, GateState, GateWatch,
+    LaunchCommand, LaunchCtx, LaunchError, WakeMode,
 };
 use crate::runtime_table::{PromptSwap, CLAUDE};
 use crate::term::paste_view::PasteView;
@@ -109,12 +110,6 @@ pub fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Where claude's program is, as [`super::agent_program::locate`] finds it (`$IAPEER_CLAUDE_BIN`,
-/// PATH, the login shell's PATH, the installers' folders).
-pub fn resolve_binary() -> Option<PathBuf> {
-    super::agent_program::locate(CLAUDE.name).program
-}
-
 /// A watch of the transcripts of `cwd`, wherever Claude Code puts them
 /// ([`claude_paths::transcript_dir`]), found once they exist: only the conversation
 /// `<id>.jsonl` when the session's conversation is known (issue 32), else every one.
@@ -153,30 +148,18 @@ const PERMISSION_PROMPT_OPEN: &str = "(a permission prompt is open: iapeer appro
 /// computed project folder does not exist.
 const SCAN_EVERY: Duration = Duration::from_secs(1);
 
-/// The claude adapter.
-pub struct Claude {
-    program: PathBuf,
-    /// The session's conversation id, when bound ([`Adapter::for_conversation`]).
-    conversation: Option<String>,
-}
+/// The claude adapter: its program and the conversation it is bound to.
+pub struct Claude(Bound);
 
 impl Claude {
-    /// The adapter, when the binary can be found.
-    pub fn find() -> Option<Claude> {
-        resolve_binary().map(Claude::with_program)
-    }
-
     /// The adapter for the Claude Code binary at `program` (not checked until a launch).
     pub fn with_program(program: PathBuf) -> Claude {
-        Claude {
-            program,
-            conversation: None,
-        }
+        Claude(Bound::new(program))
     }
 
     /// The transcript of the bound conversation in `cwd`'s project folder, if it exists.
     fn own_transcript(&self, cwd: &Path) -> Option<PathBuf> {
-        let id = self.conversation.as_deref()?;
+        let id = self.0.conversation()?;
         let path = claude_paths::transcript_dir(cwd)?.join(transcript_name(id));
         path.is_file().then_some(path)
     }
@@ -191,15 +174,8 @@ impl Adapter for Claude {
         CLAUDE.name
     }
 
-    fn conversation_naming(&self) -> ConversationNaming {
-        ConversationNaming::Chosen
-    }
-
     fn for_conversation(&self, id: &str) -> Option<Arc<dyn Adapter>> {
-        Some(Arc::new(Claude {
-            program: self.program.clone(),
-            conversation: Some(id.to_string()),
-        }))
+        Some(Arc::new(Claude(self.0.to(id))))
     }
 
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, LaunchError> {
@@ -222,7 +198,7 @@ impl Adapter for Claude {
         }
         // The conversation by its id, never the folder's newest (`--continue` took up a
         // person's conversation held in the peer's folder, issue 32 item 1).
-        match (ctx.mode, self.conversation.as_deref()) {
+        match (ctx.mode, self.0.conversation()) {
             (WakeMode::Fresh, Some(id)) => args.extend(["--session-id".into(), id.into()]),
             (WakeMode::Fresh, None) => {}
             (WakeMode::Resume, None) => return Err(LaunchError::ConversationNotRecorded),
@@ -235,7 +211,7 @@ impl Adapter for Claude {
         }
         args.extend(ctx.launch_env.start_args.iter().map(OsString::from));
         Ok(LaunchCommand {
-            program: self.program.clone().into_os_string(),
+            program: self.0.program(),
             args,
             // Keep the main-screen renderer: its scrollback is what attach snapshots show.
             extra_env: vec![("CLAUDE_CODE_DISABLE_ALTERNATE_SCREEN".into(), "1".into())],
@@ -394,7 +370,7 @@ impl Adapter for Claude {
 
     fn confirmer(&self, cwd: &Path, text: &str, _agent_ts: Option<&str>) -> Box<dyn Confirm> {
         Box::new(TranscriptConfirm {
-            watch: watch(cwd, self.conversation.as_deref()),
+            watch: watch(cwd, self.0.conversation()),
             text: text.to_string(),
             state: Acceptance::Pending,
             turn: TurnProgress::default(),
@@ -404,14 +380,14 @@ impl Adapter for Claude {
 
     fn gate_watch(&self, cwd: &Path) -> Option<Box<dyn GateWatch>> {
         Some(Box::new(ClaudeGate {
-            watch: watch(cwd, self.conversation.as_deref()),
+            watch: watch(cwd, self.0.conversation()),
         }))
     }
 
     fn activity_ms(&self, cwd: &Path) -> Option<u64> {
         let dir = claude_paths::transcript_dir(cwd)?;
         // A bound session: its own transcript and its subagents' (`<id>/subagents/`).
-        let (mut files, sub_dirs) = match self.conversation.as_deref() {
+        let (mut files, sub_dirs) = match self.0.conversation() {
             Some(id) => (vec![dir.join(transcript_name(id))], vec![dir.join(id)]),
             None => (
                 jsonl_files(&dir),
@@ -436,7 +412,7 @@ impl Adapter for Claude {
     }
 
     fn api_error(&self, cwd: &Path) -> Option<crate::adapter::ApiError> {
-        let newest = match self.conversation {
+        let newest = match self.0.conversation() {
             Some(_) => self.own_transcript(cwd)?,
             None => jsonl_files(&claude_paths::transcript_dir(cwd)?)
                 .into_iter()
@@ -450,7 +426,7 @@ impl Adapter for Claude {
     }
 
     fn compact(&self, cwd: &Path) -> Option<(&'static str, Box<dyn CompactWatch>)> {
-        let watch = watch(cwd, self.conversation.as_deref());
+        let watch = watch(cwd, self.0.conversation());
         Some((
             "/compact",
             Box::new(ClaudeCompact {
@@ -732,14 +708,9 @@ mod tests {
         prompt: Option<&'a Path>,
     ) -> LaunchCtx<'a> {
         LaunchCtx {
-            paths,
-            cwd,
             mode,
             system_prompt: prompt,
-            launch_env: env,
-            port: 8765,
-            gated: None,
-            bearer: false,
+            ..crate::testkit::launch_ctx(paths, cwd, env)
         }
     }
 
@@ -1074,7 +1045,10 @@ mod tests {
         let env = LaunchEnv::default();
         let id = "3f2c1a5e-1111-4222-8333-444455556666";
         let c = Claude::with_program("/bin/claude".into());
-        assert_eq!(c.conversation_naming(), ConversationNaming::Chosen);
+        assert_eq!(
+            c.conversation_naming(),
+            crate::adapter::ConversationNaming::Chosen
+        );
         let bound = c.for_conversation(id).unwrap();
         let fresh = bound
             .command(&ctx(&paths, dir.path(), &env, WakeMode::Fresh, None))

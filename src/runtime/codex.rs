@@ -15,14 +15,15 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::agent_program::Bound;
 use super::codex_setup::codex_home;
 use super::pasted_form;
 use super::transcript::{
     jsonl_files, RecordSource, SessionFileConfirm, SessionRules, TranscriptWatch,
 };
 use super::{
-    Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming, GateState,
-    GateWatch, LaunchCommand, LaunchCtx, WakeMode,
+    Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, GateState, GateWatch, LaunchCommand,
+    LaunchCtx, WakeMode,
 };
 use crate::runtime_table::{PromptSwap, CODEX};
 use crate::term::menu as dialog;
@@ -270,32 +271,20 @@ pub fn is_compacted_record(r: &Value) -> bool {
 /// records (its `turn_context` names the model) with room for large tool outputs.
 const API_ERROR_TAIL: u64 = 256 * 1024;
 
-/// The codex adapter.
-pub struct Codex {
-    program: PathBuf,
-    /// The session's conversation id, when bound ([`Adapter::for_conversation`]).
-    conversation: Option<String>,
-}
+/// The codex adapter: its program and the conversation it is bound to.
+pub struct Codex(Bound);
 
 impl Codex {
-    /// The adapter, when the binary can be found.
-    pub fn find() -> Option<Codex> {
-        resolve_binary().map(Codex::with_program)
-    }
-
     /// The adapter for the Codex CLI binary at `program` (not checked until a launch).
     pub fn with_program(program: PathBuf) -> Codex {
-        Codex {
-            program,
-            conversation: None,
-        }
+        Codex(Bound::new(program))
     }
 
     /// The session file this session's records go to: the bound conversation's, else (not
     /// known yet) the folder's newest.
     fn own_rollout(&self, cwd: &Path) -> Option<PathBuf> {
         let sessions = sessions_dir()?;
-        match self.conversation.as_deref() {
+        match self.0.conversation() {
             Some(id) => rollout_of(&sessions, id),
             None => newest_rollout(&sessions, cwd),
         }
@@ -402,17 +391,8 @@ impl Adapter for Codex {
         CODEX.name
     }
 
-    fn conversation_naming(&self) -> ConversationNaming {
-        // No flag chooses a new session's id (0.171.0's `--help`): it is learned from the
-        // session file holding the first confirmed delivery.
-        ConversationNaming::Learned
-    }
-
     fn for_conversation(&self, id: &str) -> Option<Arc<dyn Adapter>> {
-        Some(Arc::new(Codex {
-            program: self.program.clone(),
-            conversation: Some(id.to_string()),
-        }))
+        Some(Arc::new(Codex(self.0.to(id))))
     }
 
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, super::LaunchError> {
@@ -420,7 +400,7 @@ impl Adapter for Codex {
         if ctx.mode == WakeMode::Resume {
             // By its id, never `--last`: the folder's newest may be a person's, open in their
             // Codex (issue 32 item 1).
-            let Some(id) = self.conversation.as_deref() else {
+            let Some(id) = self.0.conversation() else {
                 return Err(super::LaunchError::ConversationNotRecorded);
             };
             if !self.resumable(ctx.cwd) {
@@ -459,7 +439,7 @@ impl Adapter for Codex {
         }
         args.extend(ctx.launch_env.start_args.iter().map(OsString::from));
         Ok(LaunchCommand {
-            program: self.program.clone().into_os_string(),
+            program: self.0.program(),
             args,
             extra_env: Vec::new(),
         })
@@ -563,7 +543,7 @@ impl Adapter for Codex {
 
     fn confirmer(&self, cwd: &Path, text: &str, _agent_ts: Option<&str>) -> Box<dyn Confirm> {
         Box::new(SessionFileConfirm::new(
-            Watch::start(cwd, self.conversation.as_deref()),
+            Watch::start(cwd, self.0.conversation()),
             text,
             SESSION_RULES,
         ))
@@ -571,12 +551,12 @@ impl Adapter for Codex {
 
     fn gate_watch(&self, cwd: &Path) -> Option<Box<dyn GateWatch>> {
         Some(Box::new(CodexGate {
-            watch: Watch::start(cwd, self.conversation.as_deref()),
+            watch: Watch::start(cwd, self.0.conversation()),
         }))
     }
 
     fn activity_ms(&self, cwd: &Path) -> Option<u64> {
-        if self.conversation.is_some() {
+        if self.0.conversation().is_some() {
             let own = self.own_rollout(cwd)?;
             return super::newest_mtime_ms([own.as_path()]);
         }
@@ -592,7 +572,7 @@ impl Adapter for Codex {
     /// Whether the bound conversation's session file exists (an unbound adapter resumes
     /// nothing: `NO_RECORDED_CONVERSATION`).
     fn resumable(&self, cwd: &Path) -> bool {
-        self.conversation.is_some() && self.own_rollout(cwd).is_some()
+        self.0.conversation().is_some() && self.own_rollout(cwd).is_some()
     }
 
     /// The newest turn outcome of the session's own session file (the folder's newest while
@@ -610,7 +590,7 @@ impl Adapter for Codex {
         Some((
             "/compact",
             Box::new(CodexCompact {
-                watch: Watch::start(cwd, self.conversation.as_deref()),
+                watch: Watch::start(cwd, self.0.conversation()),
             }),
         ))
     }
@@ -757,24 +737,11 @@ mod tests {
     use crate::paths::Paths;
     use crate::runtime::transcript::record_contains;
     use crate::runtime::Acceptance;
+    use crate::testkit::launch_ctx;
     use serde_json::json;
 
     fn rows(text: &str) -> Vec<String> {
         text.lines().map(String::from).collect()
-    }
-
-    /// A fresh launch's context in `cwd` (port 4242, no system prompt, not gated).
-    fn launch_ctx<'a>(paths: &'a Paths, cwd: &'a Path, env: &'a LaunchEnv) -> LaunchCtx<'a> {
-        LaunchCtx {
-            paths,
-            cwd,
-            mode: WakeMode::Fresh,
-            system_prompt: None,
-            launch_env: env,
-            port: 4242,
-            gated: None,
-            bearer: false,
-        }
     }
 
     #[test]
@@ -803,7 +770,7 @@ mod tests {
                 "-c",
                 instr.as_str(),
                 "-c",
-                "mcp_servers.iapeer.url=\"http://127.0.0.1:4242/mcp\"",
+                "mcp_servers.iapeer.url=\"http://127.0.0.1:8765/mcp\"",
                 "--dangerously-bypass-approvals-and-sandbox",
                 "--model",
                 "o3"
@@ -1251,7 +1218,10 @@ mod tests {
             codex().command(&ctx).unwrap_err().to_string(),
             super::super::NO_RECORDED_CONVERSATION
         );
-        assert_eq!(codex().conversation_naming(), ConversationNaming::Learned);
+        assert_eq!(
+            codex().conversation_naming(),
+            crate::adapter::ConversationNaming::Learned
+        );
         let bound = codex().for_conversation(RECORDED_ID).unwrap();
         // Its session file is not there: refused, and said which.
         assert!(bound

@@ -169,14 +169,8 @@ mod tests {
         let env = LaunchEnv::default();
         let echo = Echo::from_env();
         let ctx = LaunchCtx {
-            paths: &paths,
-            cwd: dir.path(),
             mode: WakeMode::Resume,
-            system_prompt: None,
-            launch_env: &env,
-            port: 8765,
-            gated: None,
-            bearer: false,
+            ..crate::testkit::launch_ctx(&paths, dir.path(), &env)
         };
         assert_eq!(
             echo.command(&ctx).unwrap_err().to_string(),

@@ -28,11 +28,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 
+use super::agent_program::Bound;
 use super::opencode_records::{self, RecordsConfirm, RecordsGate, Server, SharedServer};
-use super::{
-    Adapter, BootStep, Confirm, ConversationNaming, GateWatch, LaunchCommand, LaunchCtx,
-    RuntimeKind, WakeMode,
-};
+use super::{Adapter, BootStep, Confirm, GateWatch, LaunchCommand, LaunchCtx, WakeMode};
 use crate::runtime_table::{PromptSwap, OPENCODE};
 use crate::term::paste_view::PasteView;
 use crate::term::Screen;
@@ -187,9 +185,8 @@ pub fn launch_config(prompt: Option<&Path>, port: u16, bearer: bool) -> serde_js
 
 /// The opencode adapter.
 pub struct OpenCode {
-    program: PathBuf,
-    /// The session's conversation id, when bound ([`Adapter::for_conversation`]).
-    conversation: Option<String>,
+    /// Its program and the conversation it is bound to.
+    bound: Bound,
     /// The server of the session launched last (shared with the bound copies).
     server: SharedServer,
 }
@@ -198,8 +195,7 @@ impl OpenCode {
     /// The adapter for the OpenCode binary at `program` (not checked until a launch).
     pub fn with_program(program: PathBuf) -> OpenCode {
         OpenCode {
-            program,
-            conversation: None,
+            bound: Bound::new(program),
             server: Arc::new(Mutex::new(None)),
         }
     }
@@ -210,19 +206,9 @@ impl Adapter for OpenCode {
         OPENCODE.name
     }
 
-    fn kind(&self) -> RuntimeKind {
-        RuntimeKind::Agent
-    }
-
-    fn conversation_naming(&self) -> ConversationNaming {
-        // A new session's id is OpenCode's (`ses_…`); no flag chooses it.
-        ConversationNaming::Learned
-    }
-
     fn for_conversation(&self, id: &str) -> Option<Arc<dyn Adapter>> {
         Some(Arc::new(OpenCode {
-            program: self.program.clone(),
-            conversation: Some(id.to_string()),
+            bound: self.bound.to(id),
             server: self.server.clone(),
         }))
     }
@@ -232,7 +218,7 @@ impl Adapter for OpenCode {
         let mut args: Vec<OsString> = vec!["--port".into(), server.port.to_string().into()];
         if ctx.mode == WakeMode::Resume {
             // By its id, never `--continue`: the folder's newest may be a person's.
-            let Some(id) = self.conversation.as_deref() else {
+            let Some(id) = self.bound.conversation() else {
                 return Err(super::LaunchError::ConversationNotRecorded);
             };
             args.extend(["--session".into(), id.into()]);
@@ -252,7 +238,7 @@ impl Adapter for OpenCode {
         ];
         *self.server.lock().unwrap_or_else(|p| p.into_inner()) = Some(server);
         Ok(LaunchCommand {
-            program: self.program.clone().into_os_string(),
+            program: self.bound.program(),
             args,
             extra_env,
         })
@@ -304,7 +290,7 @@ impl Adapter for OpenCode {
         Box::new(RecordsConfirm::start(
             &self.server,
             cwd,
-            self.conversation.as_deref(),
+            self.bound.conversation(),
             text,
         ))
     }
@@ -313,12 +299,12 @@ impl Adapter for OpenCode {
         Some(Box::new(RecordsGate::start(
             &self.server,
             cwd,
-            self.conversation.as_deref(),
+            self.bound.conversation(),
         )))
     }
 
     fn activity_ms(&self, cwd: &Path) -> Option<u64> {
-        opencode_records::activity_ms(&self.server, cwd, self.conversation.as_deref())
+        opencode_records::activity_ms(&self.server, cwd, self.bound.conversation())
     }
 
     /// Esc twice, for when its server cannot be reached: OpenCode 1.18.33 only arms the
@@ -332,13 +318,13 @@ impl Adapter for OpenCode {
     /// Through OpenCode's own server: `POST /session/<id>/abort` stops the turn at once, as
     /// the second Esc does (`opencode_turn_is_interrupted` in `tests/opencode_peer.rs`).
     fn interrupt_turn(&self, cwd: &Path) -> bool {
-        opencode_records::abort(&self.server, cwd, self.conversation.as_deref())
+        opencode_records::abort(&self.server, cwd, self.bound.conversation())
     }
 
     /// Whether a conversation is recorded for the peer (OpenCode's SQLite records are not
     /// read while it sleeps; a launch with an id it does not know fails and is reported).
     fn resumable(&self, _cwd: &Path) -> bool {
-        self.conversation.is_some()
+        self.bound.conversation().is_some()
     }
 }
 
@@ -349,25 +335,7 @@ mod tests {
     /// A step of a recorded pty session (`tests/fixtures/opencode-1.18.33/<session>.raw`
     /// up to the step's mark), rendered at the recording's 220×50.
     fn recorded(session: &str, step: &str) -> Screen {
-        let dir = format!(
-            "{}/tests/fixtures/opencode-1.18.33",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let raw = std::fs::read(format!("{dir}/{session}.raw")).unwrap();
-        let marks: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(format!("{dir}/{session}.marks.json")).unwrap(),
-        )
-        .unwrap();
-        let at = marks
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["step"] == step)
-            .and_then(|m| m["offset"].as_u64())
-            .unwrap_or_else(|| panic!("no step {step}")) as usize;
-        let mut screen = Screen::new(50, 220);
-        screen.feed(&raw[..at], true);
-        screen
+        crate::testkit::recorded_step("opencode-1.18.33", session, step, 50, 220)
     }
 
     /// Ready, busy, draft and paste signs on every recorded screen.
@@ -447,14 +415,8 @@ mod tests {
         let launch_env = crate::launch_env::LaunchEnv::default();
         let prompt = tmp.path().join("prompt.md");
         let ctx = LaunchCtx {
-            paths: &paths,
-            cwd: tmp.path(),
-            mode: WakeMode::Fresh,
             system_prompt: Some(&prompt),
-            launch_env: &launch_env,
-            port: 8765,
-            gated: None,
-            bearer: false,
+            ..crate::testkit::launch_ctx(&paths, tmp.path(), &launch_env)
         };
         let oc = OpenCode::with_program("/bin/opencode".into());
         let cmd = oc.command(&ctx).unwrap();

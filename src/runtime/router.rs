@@ -182,21 +182,11 @@ mod tests {
     }
     use crate::launch_env::LaunchEnv;
     use crate::paths::Paths;
-    use crate::runtime::WakeMode;
 
     /// The command a fresh launch of the router runtime `m` runs in `/w`.
     fn fresh_command(m: Manifest, env: &LaunchEnv) -> LaunchCommand {
         let paths = Paths::at("/r");
-        let ctx = LaunchCtx {
-            paths: &paths,
-            cwd: Path::new("/w"),
-            mode: WakeMode::Fresh,
-            system_prompt: None,
-            launch_env: env,
-            port: 8765,
-            gated: None,
-            bearer: false,
-        };
+        let ctx = crate::testkit::launch_ctx(&paths, Path::new("/w"), env);
         RouterRuntime::new(m).command(&ctx).unwrap()
     }
 

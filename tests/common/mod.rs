@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod agents;
 pub mod anthropic;
 pub mod fuse;
 pub mod gemini;

@@ -201,6 +201,24 @@ impl ChatStandIn {
         format!("http://127.0.0.1:{}/v1", self.port)
     }
 
+    /// An OpenCode user config (`opencode.json`) whose provider and model are this stand-in
+    /// (`standin/standin-model`, its key from `STANDIN_API_KEY`), sharing off; a test adds
+    /// its own keys.
+    pub fn opencode_config(&self) -> Value {
+        json!({
+            "$schema": "https://opencode.ai/config.json",
+            "provider": {"standin": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "Stand-in",
+                "options": {"baseURL": self.base_url(), "apiKey": "{env:STANDIN_API_KEY}"},
+                "models": {"standin-model": {"name": "Stand-in model"}},
+            }},
+            "model": "standin/standin-model",
+            "small_model": "standin/standin-model",
+            "share": "disabled",
+        })
+    }
+
     /// The turn requests so far (the title requests left out).
     pub fn turns(&self) -> Vec<Value> {
         self.recorded()

@@ -20,12 +20,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::agent_program::Bound;
 use super::gemini_setup::gemini_dir;
 use super::transcript::{jsonl_files, SessionFileConfirm, SessionRules, TranscriptWatch};
-use super::{
-    Adapter, BootStep, Confirm, ConversationNaming, GateState, GateWatch, LaunchCommand, LaunchCtx,
-    RuntimeKind, WakeMode,
-};
+use super::{Adapter, BootStep, Confirm, GateState, GateWatch, LaunchCommand, LaunchCtx, WakeMode};
 use crate::adapter::PermissionPrompt;
 use crate::runtime_table::{PromptSwap, GEMINI};
 use crate::term::paste_view::PasteView;
@@ -334,25 +332,18 @@ pub fn boot_step_for(rows: &[String]) -> BootStep {
     }
 }
 
-/// The gemini adapter.
-pub struct Gemini {
-    program: PathBuf,
-    /// The session's conversation id, when bound ([`Adapter::for_conversation`]).
-    conversation: Option<String>,
-}
+/// The gemini adapter: its program and the conversation it is bound to.
+pub struct Gemini(Bound);
 
 impl Gemini {
     /// The adapter for the Gemini CLI binary at `program` (not checked until a launch).
     pub fn with_program(program: PathBuf) -> Gemini {
-        Gemini {
-            program,
-            conversation: None,
-        }
+        Gemini(Bound::new(program))
     }
 
     /// The session file of the bound conversation.
     fn own_file(&self, cwd: &Path) -> Option<PathBuf> {
-        session_file(&chats_dir(cwd)?, self.conversation.as_deref()?)
+        session_file(&chats_dir(cwd)?, self.0.conversation()?)
     }
 }
 
@@ -361,20 +352,8 @@ impl Adapter for Gemini {
         GEMINI.name
     }
 
-    fn kind(&self) -> RuntimeKind {
-        RuntimeKind::Agent
-    }
-
-    fn conversation_naming(&self) -> ConversationNaming {
-        // Learned from the session file that holds the first confirmed delivery.
-        ConversationNaming::Learned
-    }
-
     fn for_conversation(&self, id: &str) -> Option<Arc<dyn Adapter>> {
-        Some(Arc::new(Gemini {
-            program: self.program.clone(),
-            conversation: Some(id.to_string()),
-        }))
+        Some(Arc::new(Gemini(self.0.to(id))))
     }
 
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, super::LaunchError> {
@@ -387,7 +366,7 @@ impl Adapter for Gemini {
             "yolo".into(),
         ];
         if ctx.mode == WakeMode::Resume {
-            let Some(id) = self.conversation.as_deref() else {
+            let Some(id) = self.0.conversation() else {
                 return Err(super::LaunchError::ConversationNotRecorded);
             };
             if !self.resumable(ctx.cwd) {
@@ -401,7 +380,7 @@ impl Adapter for Gemini {
             extra_env.push((var.to_string(), p.to_string_lossy().into_owned()));
         }
         Ok(LaunchCommand {
-            program: self.program.clone().into_os_string(),
+            program: self.0.program(),
             args,
             extra_env,
         })
@@ -462,7 +441,7 @@ impl Adapter for Gemini {
 
     fn confirmer(&self, cwd: &Path, text: &str, _agent_ts: Option<&str>) -> Box<dyn Confirm> {
         Box::new(SessionFileConfirm::new(
-            watch(cwd, self.conversation.as_deref()),
+            watch(cwd, self.0.conversation()),
             text,
             SESSION_RULES,
         ))
@@ -470,12 +449,12 @@ impl Adapter for Gemini {
 
     fn gate_watch(&self, cwd: &Path) -> Option<Box<dyn GateWatch>> {
         Some(Box::new(ModelAnswered {
-            watch: watch(cwd, self.conversation.as_deref()),
+            watch: watch(cwd, self.0.conversation()),
         }))
     }
 
     fn activity_ms(&self, cwd: &Path) -> Option<u64> {
-        if self.conversation.is_some() {
+        if self.0.conversation().is_some() {
             let own = self.own_file(cwd)?;
             return super::newest_mtime_ms([own.as_path()]);
         }

@@ -17,22 +17,13 @@ fn fixture(name: &str) -> PathBuf {
 /// The screen of recorded step `step` of the pty session `session` (`first-run`,
 /// `preconfigured`, `resume`): its raw log up to the step's offset on a session-sized screen.
 fn step_screen(session: &str, step: &str) -> Screen {
-    let raw = std::fs::read(fixture(&format!("{session}.raw"))).unwrap();
-    let marks: Value = serde_json::from_str(
-        &std::fs::read_to_string(fixture(&format!("{session}.marks.json"))).unwrap(),
+    crate::testkit::recorded_step(
+        "gemini-cli-0.61.0",
+        session,
+        step,
+        crate::term::SESSION_ROWS,
+        crate::term::SESSION_COLS,
     )
-    .unwrap();
-    let offset = marks
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["step"] == step)
-        .unwrap_or_else(|| panic!("no step {step}"))["offset"]
-        .as_u64()
-        .unwrap() as usize;
-    let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
-    screen.feed(&raw[..offset], true);
-    screen
 }
 
 fn gemini() -> Gemini {
@@ -273,14 +264,8 @@ fn the_launch_command() {
     let env = LaunchEnv::default();
     let prompt = dir.path().join("prompt.md");
     let ctx = LaunchCtx {
-        paths: &paths,
-        cwd: dir.path(),
-        mode: WakeMode::Fresh,
         system_prompt: Some(&prompt),
-        launch_env: &env,
-        port: 8765,
-        gated: None,
-        bearer: false,
+        ..crate::testkit::launch_ctx(&paths, dir.path(), &env)
     };
     let cmd = gemini().command(&ctx).unwrap();
     assert_eq!(
@@ -308,7 +293,10 @@ fn the_launch_command() {
         .unwrap_err()
         .to_string()
         .contains("conversation 7ccd217d-b395"));
-    assert_eq!(gemini().conversation_naming(), ConversationNaming::Learned);
+    assert_eq!(
+        gemini().conversation_naming(),
+        crate::adapter::ConversationNaming::Learned
+    );
 }
 
 /// The approval mode iapeer starts Gemini CLI in (`yolo`) draws `*` for the composer's glyph

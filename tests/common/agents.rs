@@ -1,0 +1,42 @@
+//! Steps the end-to-end tests of the agent CLIs share (codex, gemini_e2e, opencode_peer): a
+//! send on a topic, the wait for the model's `send_to_peer` to arrive.
+
+use std::time::Duration;
+
+use super::TestEnv;
+
+impl TestEnv {
+    /// `iapeer send <to> --from <from> --message <message> --topic <topic>`: its answer,
+    /// trimmed. Panics when the send fails.
+    pub fn send_on_topic(&self, to: &str, from: &str, message: &str, topic: &str) -> String {
+        self.ok(&[
+            "send",
+            to,
+            "--from",
+            from,
+            "--message",
+            message,
+            "--topic",
+            topic,
+        ])
+        .trim()
+        .to_string()
+    }
+
+    /// Wait (at most `within`) until `delivery.log` records a successful MCP send from the
+    /// identity `caller` to `to`: a model's `send_to_peer` reached its target.
+    pub fn wait_mcp_delivery(&self, caller: &str, to: &str, within: Duration) {
+        self.wait_until(
+            &format!("{caller}'s send_to_peer reaches {to}"),
+            within,
+            |e| {
+                e.events("delivery", "delivery").iter().any(|d| {
+                    d["caller"] == caller
+                        && d["to"] == to
+                        && d["ok"] == "true"
+                        && d["path"] == "mcp"
+                })
+            },
+        );
+    }
+}
