@@ -15,7 +15,10 @@
 # Knobs: BENCH_RUNS=N (default 200), BENCH_QUICK=1 (under 2 minutes: 20 runs, 0/10 peers,
 #        10 s idle window, 1 warm-up + 3 agent cycles per runtime; the burst stays 1 000
 #        calls), BENCH_PINGS, BENCH_IDLE_SECS, BENCH_PEERS="0,10,50", BENCH_IDLE_PEERS=10,
-#        BENCH_BURST_CALLS=1000 (0 skips the burst), BENCH_BURST_PEERS=20,
+#        BENCH_BURST_CALLS=1000 (0 skips the burst), BENCH_BURST_PEERS=20, BENCH_BURSTS=3,
+#        BENCH_BURST_ONLY=1 (only the burst phase: BENCH_BURSTS bursts, each one's daemon
+#        overhead p50/p99 with the load average, and the daemon's CPU and run-queue wait
+#        per thread group from /proc/<pid>/task/*/schedstat; issue 31 item 3),
 #        BENCH_AGENTS=claude,codex (0 skips the agent phase), BENCH_AGENT_RUNS=10,
 #        BENCH_MODEL_DELAY_MS=0 (the stand-in model thinks this long before each answer: what
 #        of a wake waits on the model; a real model's first answer takes seconds),

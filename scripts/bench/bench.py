@@ -9,7 +9,7 @@ Environment: BENCH_RUNS, BENCH_QUICK=1, BENCH_PINGS, BENCH_IDLE_SECS, BENCH_PEER
 "0,10,50"), BENCH_IDLE_PEERS, BENCH_OUT (table file), BENCH_KEEP=1 (keep the temp folder),
 BENCH_AGENTS ("claude,codex" by default; 0 skips the agent phase), BENCH_AGENT_RUNS,
 BENCH_MODEL_DELAY_MS (the stand-in model's thinking time, standin.py), BENCH_BURST_CALLS (1000; 0 skips the burst), BENCH_BURST_PEERS (20), BENCH_BURSTS (3 bursts, one
-after another; their samples are pooled).
+after another; their samples are pooled), BENCH_BURST_ONLY=1 (the burst phase alone).
 """
 
 import datetime
@@ -340,6 +340,7 @@ def main():
     mode = "QUICK" if b.quick else "full"
     log(f"{mode} run: {b.runs} runs, {b.pings} pings, peers {b.levels}, idle "
         f"{b.idle_secs} s with {b.idle_peers} peers; temp folder {b.world.dir}")
+    burst_only = os.environ.get("BENCH_BURST_ONLY", "") not in ("", "0")
     log(f"agent phase: {', '.join(b.agent_rts) or 'skipped (BENCH_AGENTS=0)'}"
         + (f", {b.agent_runs} cycles each" if b.agent_rts else ""))
     log(f"burst phase: " + (f"{b.burst_calls} concurrent calls to {b.burst_peers} peers"
@@ -351,10 +352,12 @@ def main():
     log(f"uptime at start: {up0}")
     ok = False
     try:
-        b.resources()
-        b.latency()
+        if not burst_only:
+            b.resources()
+            b.latency()
         b.burst_phase()
-        b.agent_phase()
+        if not burst_only:
+            b.agent_phase()
         ok = True
     except BenchError as e:
         print(f"bench failed: {e}", file=sys.stderr)
@@ -387,14 +390,17 @@ def main():
         f"uptime at end:   {up1}",
         "CAVEAT: 2 shared cores; other builds may run concurrently — see the load averages.",
     ])
-    target_lines = targets.lines(b.results, ready_settles(repo))
-    text = (render.render(b.results, b.settle, b.phase_load, header) + "\n\n" +
-            render.NOTES.format(settle=b.settle))
-    if "agents" in b.results:
-        text += agentbench.NOTES + "\n"
-    text += ("\nTARGETS (issue 13; verdict on the median unless p99 is named; "
-             + ("QUICK run: few samples, p99 is rough" if b.quick else "full run")
-             + f"; {elapsed:.0f} s in all)\n" + "\n".join(target_lines))
+    if burst_only:
+        text = "\n".join([header, ""] + render.burst_lines(b.results["burst"]))
+    else:
+        target_lines = targets.lines(b.results, ready_settles(repo))
+        text = (render.render(b.results, b.settle, b.phase_load, header) + "\n\n" +
+                render.NOTES.format(settle=b.settle))
+        if "agents" in b.results:
+            text += agentbench.NOTES + "\n"
+        text += ("\nTARGETS (issue 13; verdict on the median unless p99 is named; "
+                 + ("QUICK run: few samples, p99 is rough" if b.quick else "full run")
+                 + f"; {elapsed:.0f} s in all)\n" + "\n".join(target_lines))
     out_path = os.environ.get("BENCH_OUT") or f"/tmp/iapeer-bench-{started:%Y%m%d-%H%M%S}.txt"
     with open(out_path, "w") as f:
         f.write(text + "\n")

@@ -23,7 +23,8 @@ after    = the answer read minus the delivery.log line's `ts` (wall clocks, ms r
              the part of the overhead after the router had the outcome (the HTTP thread's
              answer and this client's reading of it); the rest is before the router took it.
 The daemon's thread count is sampled every 10 ms during the burst and compared with the count
-at rest.
+at rest; each thread's CPU time and run-queue wait over the burst (/proc/<pid>/task/*/schedstat:
+time on a CPU, time runnable but waiting for one) are summed per thread group.
 """
 
 import datetime
@@ -233,9 +234,12 @@ def run(world, identity, token, peers, calls, log, tag="burst"):
     log(f"burst: {calls} concurrent tools/call from {calls} connections to {len(peers)} "
         f"live echo peers (daemon threads at rest {at_rest})")
     perf = start_perf(dpid)
+    load = measure_load()
+    sched0 = procfs.task_sched(dpid)
     cpu0 = time.process_time()
     answers, wall = _burst(world.port(), identity, token, calls, peers, tag)
     client_cpu = time.process_time() - cpu0
+    sched = procfs.sched_delta(sched0, procfs.task_sched(dpid))
     busiest = sampler.stop()
     stop_perf(perf, log)
     # The log line is written before the answer leaves; read after every answer came.
@@ -273,15 +277,19 @@ def run(world, identity, token, peers, calls, log, tag="burst"):
         "after_ms": [a["after_ms"] for a in answers if "after_ms" in a],
         "threads_rest": at_rest, "threads_busiest": busiest,
         "thread_samples": sampler.samples, "live_sessions": len(world.sessions()),
-        "load": measure_load(), "client_cpu_ms": 1000 * client_cpu, "rounds": 1,
+        "load": load, "client_cpu_ms": 1000 * client_cpu, "rounds": 1,
         "round_p99_ms": [quantile(served_overhead, 0.99)] if served_overhead else [],
+        "round_p50_ms": [quantile(served_overhead, 0.5)] if served_overhead else [],
+        "round_load": [load],
+        "round_threads": [sched],
     }
 
 
 SUMMED = ("answered", "delivered", "refused", "status_503", "retry_after", "unanswered",
           "thread_samples", "client_cpu_ms", "rounds")
 POOLED = ("latency_ns", "connect_ns", "send_ns", "tail_ns", "daemon_ms", "overhead_ms",
-          "served_ms", "served_overhead_ms", "after_ms", "round_p99_ms")
+          "served_ms", "served_overhead_ms", "after_ms", "round_p99_ms", "round_p50_ms",
+          "round_load", "round_threads")
 
 
 def merge(rounds):

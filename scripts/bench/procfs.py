@@ -155,3 +155,45 @@ def environ(pid):
             k, _, v = item.partition(b"=")
             env[k.decode(errors="replace")] = v.decode(errors="replace")
     return env
+
+
+def task_sched(pid):
+    """{tid: (comm, ns on a CPU, ns waiting on a run queue)} of every thread of pid, from
+    /proc/<pid>/task/<tid>/schedstat (its first two fields) and .../comm."""
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            comm = _read(f"/proc/{pid}/task/{tid}/comm").strip()
+            run, wait = _read(f"/proc/{pid}/task/{tid}/schedstat").split()[:2]
+            out[tid] = (comm, int(run), int(wait))
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def thread_group(comm):
+    """The group a thread's name belongs to in a per-thread table: every `session-<peer>` is
+    one group, a name ending in a number (a pool's worker) loses the number."""
+    if comm.startswith("session-"):
+        return "session-*"
+    return comm.rstrip("0123456789").rstrip("-") or comm
+
+
+def sched_delta(before, after):
+    """[(group, threads, cpu ms, run-queue wait ms, the wait's largest share by one thread ms)]
+    of the threads between two task_sched readings, busiest group first (a thread born in
+    between counts from 0; one gone in between is not seen)."""
+    groups = {}
+    for tid, (comm, run, wait) in after.items():
+        _, run0, wait0 = before.get(tid, (comm, 0, 0))
+        g = groups.setdefault(thread_group(comm), [0, 0.0, 0.0, 0.0])
+        g[0] += 1
+        g[1] += (run - run0) / 1e6
+        g[2] += (wait - wait0) / 1e6
+        g[3] = max(g[3], (wait - wait0) / 1e6)
+    rows = [(name, n, cpu, wait, most) for name, (n, cpu, wait, most) in groups.items()]
+    return sorted(rows, key=lambda r: -r[2])

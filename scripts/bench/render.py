@@ -177,6 +177,42 @@ def burst_lines(b):
     if rows:
         out.append(table(["measure", "n", "median", "p10", "p90", "p99", "mean", "note"],
                          rows, "lrrrrrrl"))
+    out.extend(burst_rounds(b))
+    return out
+
+
+def burst_rounds(b):
+    """Each burst's daemon overhead (Server-Timing - ms=) p50 / p99 with the load average
+    when it was released, the count under 5 ms, and the daemon's CPU and run-queue wait per
+    thread group summed over the bursts (issue 31 item 3)."""
+    p50s, p99s = b.get("round_p50_ms") or [], b.get("round_p99_ms") or []
+    loads = b.get("round_load") or []
+    if not p99s or len(p50s) != len(p99s):
+        return []
+    out = [f"  per burst, daemon overhead p50 / p99 ms (load 1/5/15 min): "
+           f"{sum(1 for x in p99s if x < 5)} of {len(p99s)} with p99 < 5 ms"]
+    for i, (p50, p99) in enumerate(zip(p50s, p99s)):
+        load = loads[i] if i < len(loads) else "?"
+        out.append(f"    burst {i + 1:2d}: {p50:5.1f} / {p99:5.1f}  (load {load})")
+    per = b.get("round_threads") or []
+    if per:
+        groups = {}
+        for burst in per:
+            for name, n, cpu, wait, most in burst:
+                g = groups.setdefault(name, [0, 0.0, 0.0, 0.0])
+                g[0] = max(g[0], n)
+                g[1] += cpu
+                g[2] += wait
+                g[3] = max(g[3], most)
+        rows = [[name, str(n), f"{cpu / len(per):.0f}", f"{wait / len(per):.0f}",
+                 f"{most:.1f}"]
+                for name, (n, cpu, wait, most) in sorted(groups.items(),
+                                                         key=lambda kv: -kv[1][1])
+                if cpu > 0.5 * len(per) or wait > 0.5 * len(per)]
+        out.append("  the daemon's threads during a burst (/proc/<pid>/task/*/schedstat, "
+                   "mean per burst)")
+        out.append(table(["thread group", "threads", "CPU ms", "run-queue wait ms",
+                          "one thread's most wait ms"], rows, "lrrrr"))
     return out
 
 
