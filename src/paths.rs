@@ -165,6 +165,14 @@ impl Paths {
         self.state_dir().join("federation-link.json")
     }
 
+    /// `<root>/state/iapeer/federation-peers.json`: the other hosts' peers as the daemon's
+    /// federation link last saw them (`federation::peers::RemotePeers`; no secret), written
+    /// 0600 by the link thread when they change and removed when the daemon stops or the root
+    /// is not joined.
+    pub fn federation_peers(&self) -> PathBuf {
+        self.state_dir().join("federation-peers.json")
+    }
+
     /// `<root>/state/iapeer/attachments/<recipient>/`: a recipient's attachment inbox.
     pub fn attachments_dir(&self, recipient: &str) -> PathBuf {
         self.state_dir().join("attachments").join(recipient)

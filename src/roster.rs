@@ -2,6 +2,8 @@
 //! snapshot (spec 10 §1: "one function builds both"): [`list_rows`] builds them from the
 //! registry, the daemon's live sessions and the peers' files.
 
+pub mod remote;
+
 use std::collections::HashMap;
 
 use serde::Serialize;

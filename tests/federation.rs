@@ -1261,3 +1261,101 @@ fn an_answer_from_another_host_than_the_send_went_to_is_not_taken() {
         a.log("daemon")
     );
 }
+
+/// `iapeer list --json` on `env`: its rows.
+fn list_json(env: &TestEnv) -> Value {
+    serde_json::from_str(&env.ok(&["list", "--json"])).unwrap()
+}
+
+/// The row of `list --json` whose `address` is `address` (a peer of another host).
+fn remote_row(rows: &Value, address: &str) -> Option<Value> {
+    rows.as_array()?
+        .iter()
+        .find(|r| r["address"] == address)
+        .cloned()
+}
+
+/// Issue 28 items 2 and 6: host a's `list` (text and `--json`), its fleet snapshot (the page's
+/// source) and its agents' system prompt (`iapeer prompt` and the file a wake writes) show
+/// host b's peers as `name@host` with b's state; when b's daemon stops they stay, shown
+/// offline; with a's daemon down `list` says they are not known.
+#[test]
+fn other_hosts_peers_are_listed_prompted_and_in_the_snapshot() {
+    let redis = RedisServer::start(SECRET);
+    let (mut a, mut b) = two_hosts(&redis, &["bob", "carol"]);
+    b.ok(&["stop", "carol"]);
+    let rows = a.wait_seen(
+        "a lists b's peers, carol stopped",
+        Duration::from_secs(30),
+        list_json,
+        |rows| {
+            remote_row(rows, "bob@b").is_some_and(|r| r["host_online"] == true)
+                && remote_row(rows, "carol@b").is_some_and(|r| r["state"] == "stopped")
+        },
+    );
+    let bob = remote_row(&rows, "bob@b").unwrap();
+    assert_eq!(bob["personality"], "bob");
+    assert_eq!(bob["host"], "b");
+    assert_eq!(bob["state"], "available");
+    assert_eq!(bob["default_runtime"], "echo");
+    assert_eq!(bob["intelligence"], "artificial");
+    // The local row is as before (no host field), and first.
+    assert_eq!(rows[0]["personality"], "alice");
+    assert!(rows[0].get("host").is_none(), "{rows}");
+
+    let text = a.ok(&["list"]);
+    assert!(text.contains("PEERS OF OTHER HOSTS"), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("bob@b "))
+        .unwrap_or_default();
+    assert!(
+        line.contains("b (online)") && line.contains("available"),
+        "{text}"
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("carol@b "))
+        .unwrap_or_default();
+    assert!(line.contains("stopped"), "{text}");
+
+    // The system prompt's team list: as `iapeer prompt` shows it, and as a wake writes it.
+    let prompt = a.ok(&["prompt", "alice", "--raw"]);
+    assert!(prompt.contains("\n- bob@b\n  runtime: echo"), "{prompt}");
+    assert!(prompt.contains("\n- carol@b\n"), "{prompt}");
+    a.ok(&["wake", "alice"]);
+    let written = a.paths().marker("echo-alice", ".system-prompt.md");
+    a.wait_until(
+        "alice's wake wrote her prompt",
+        Duration::from_secs(30),
+        |_| std::fs::read_to_string(&written).is_ok_and(|t| t.contains("\n- bob@b\n")),
+    );
+
+    // The fleet snapshot (what the page draws) carries them as `remote`.
+    let snap = crate::fleet::get(&a, "/fleet/v1/snapshot").json();
+    let remote = &snap["remote"];
+    assert!(remote_row(remote, "bob@b").is_some(), "{snap}");
+    assert!(remote_row(&snap["peers"], "bob@b").is_none(), "{snap}");
+
+    // b's daemon stops: its peers stay listed, offline.
+    b.stop_daemon();
+    let rows = a.wait_seen(
+        "a shows b offline",
+        Duration::from_secs(30),
+        list_json,
+        |rows| remote_row(rows, "bob@b").is_some_and(|r| r["host_online"] == false),
+    );
+    assert_eq!(remote_row(&rows, "bob@b").unwrap()["state"], "offline");
+    let text = a.ok(&["list"]);
+    assert!(text.contains("b (offline)"), "{text}");
+
+    // a's daemon stops: nothing is known of the other hosts.
+    a.stop_daemon();
+    let text = a.ok(&["list"]);
+    assert!(
+        text.contains("peers of other hosts: not known while the daemon is down"),
+        "{text}"
+    );
+    assert!(!text.contains("bob@b"), "{text}");
+    assert!(remote_row(&list_json(&a), "bob@b").is_none());
+}
