@@ -691,7 +691,15 @@ have is refused with the choices (docs/FEDERATION.md). A sleeping agent is woken
             the daemon is down; then every agent shows asleep. When a peer's folder is a git worktree \
             (create --worktree) a BRANCH column shows its branch as git lists it ((detached), or ! with \
             a line below when git no longer knows the worktree); --json gives it as worktree: \
-            {repository, branch, head, problem}.",
+            {repository, branch, head, problem}. When this root has joined a federation (iapeer \
+            federation join), a second table, PEERS OF OTHER HOSTS, lists the other hosts' peers as \
+            their daemon's roster shows them: NAME as a send names it (<name>@<host>), HOST with \
+            online or offline, STATE (available, stopped, or offline while its host is: the roster \
+            it showed last), RUNTIMES (the default marked *) and DESCRIPTION; they are known while \
+            the daemon runs (its federation link reads them), and list says so when it is down. \
+            --json adds one row per such peer after the local ones: {personality, host, address, \
+            host_online, state, description, intelligence, default_runtime, runtimes} (a local row \
+            has no host).",
         positionals: &[],
         flags: &[JSON],
         rules: &[],
