@@ -1359,3 +1359,47 @@ fn other_hosts_peers_are_listed_prompted_and_in_the_snapshot() {
     assert!(!text.contains("bob@b"), "{text}");
     assert!(remote_row(&list_json(&a), "bob@b").is_none());
 }
+
+/// Issue 28 items 2 and 6, in a real browser (`tests/ui/remote.py`, headless Chromium): host
+/// a's page shows host b's peers grouped under b, online, with their states; its "write"
+/// button and the compose box send to `bob@b`, which b's bob gets once; with b's daemon
+/// stopped the page shows b offline.
+#[test]
+fn the_page_shows_other_hosts_peers_and_sends_to_name_at_host() {
+    let redis = RedisServer::start(SECRET);
+    let (a, mut b) = two_hosts(&redis, &["bob", "carol"]);
+    a.ok(&["create", "you", "--runtime", "human"]);
+    a.wait_until("you are up", Duration::from_secs(30), |e| {
+        e.status_of("you", "human") == "live"
+    });
+    b.ok(&["stop", "carol"]);
+    let marker = format!("page-to-bob-at-b-{}", std::process::id());
+    let out =
+        crate::ui::page_script_in(&a, "remote.py", &["--phase", "online", "--marker", &marker]);
+    let said = common::describe(&out);
+    assert!(
+        out.status.success(),
+        "the browser check failed:\n{said}\n{}",
+        a.diagnostics()
+    );
+    b.wait_until("bob got the page's message", Duration::from_secs(30), |e| {
+        times_in_pane(e, "echo-bob", &marker) >= 1
+    });
+    assert!(
+        a.has_event(
+            "delivery",
+            "delivery",
+            &[("path", "federation"), ("entry", "ui"), ("to", "bob@b")]
+        ),
+        "{}",
+        a.log("delivery")
+    );
+    b.stop_daemon();
+    let out = crate::ui::page_script_in(&a, "remote.py", &["--phase", "offline"]);
+    let said = common::describe(&out);
+    assert!(
+        out.status.success(),
+        "the browser check failed:\n{said}\n{}",
+        a.diagnostics()
+    );
+}
