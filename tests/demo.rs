@@ -132,3 +132,66 @@ fn demo_hung_up_stops_its_daemon_and_removes_its_root() {
     );
     assert_nothing_left(&tmp);
 }
+
+/// The processes whose command line names `dir` (a daemon or redis-server of a demo there).
+fn processes_naming(dir: &std::path::Path) -> Vec<String> {
+    let want = dir.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&want))
+        .collect()
+}
+
+/// Issue 28 item 9: `demo --federation` runs two hosts on this machine through a private
+/// redis-server and shows messages crossing both ways, each delivery on the host that logged
+/// it; the URL's password is never shown; afterwards no daemon, no redis-server and no root
+/// are left.
+#[test]
+fn demo_federation_crosses_two_hosts_both_ways_then_cleans_up() {
+    let env = TestEnv::new();
+    let tmp = env.dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let start = Instant::now();
+    let out = env
+        .cmd(&["demo", "--federation"])
+        .env("TMPDIR", &tmp)
+        .env_remove("IAPEER_ROOT")
+        .output()
+        .unwrap();
+    let took = start.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", common::describe(&out));
+    assert!(took < Duration::from_secs(60), "the demo took {took:?}");
+    for want in [
+        "redis-server up on 127.0.0.1:",
+        "[host a] $ iapeer federation join 'redis://:****@127.0.0.1:",
+        "bob@b  b (online)  available",
+        "[host b] ✓ delivery: human-you@a → bob via echo-bob, woke",
+        "[host a] ✓ delivery: human-you → bob@b via another host, woke",
+        "[host a] ✉ you got a message from bob@b (echo): echo: Hello Bob, this is host a.",
+        "[host a] ✓ delivery: echo-bob@b → alice via echo-alice, woke",
+        "[host b] ✓ delivery: echo-alice@a → bob via echo-bob",
+        "all stopped after",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+    }
+    // The password is random hex: no 32-hex-digit run is printed after "redis://:".
+    assert!(
+        !stdout.contains("redis://:")
+            || !stdout
+                .split("redis://:")
+                .skip(1)
+                .any(|s| { s.chars().take(32).all(|c| c.is_ascii_hexdigit()) }),
+        "{stdout}"
+    );
+    assert_nothing_left(&tmp);
+    assert!(
+        processes_naming(&tmp).is_empty(),
+        "{:?}",
+        processes_naming(&tmp)
+    );
+}

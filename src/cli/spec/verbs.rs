@@ -228,6 +228,11 @@ pub mod flags {
     );
     /// `--keep` (demo).
     pub const KEEP: FlagSpec = boolean("keep", "keep the temporary root and print its path");
+    /// `--federation` (demo).
+    pub const FEDERATION: FlagSpec = boolean(
+        "federation",
+        "two hosts of one team on this machine, through a private redis-server",
+    );
     /// `--dry-run` (onboard, uninstall).
     pub const DRY_RUN: FlagSpec = boolean("dry-run", "print every planned step and change nothing");
     /// `--human <name>` (onboard).
@@ -391,8 +396,8 @@ pub mod args {
 use args::{APPROVAL_ID, ARGS, FOLDER, HOLD_ID, NAME, OPTION, REASON, RT, RUNTIME, TARGET, VERB};
 use flags::IF_BUSY;
 use flags::{
-    ACCEPT_RISK, ALL, ATTACHMENT, DESCRIPTION, DETACH, DRY_RUN, FIX, FORCE, FOREGROUND, FROM,
-    INTELLIGENCE, JSON, KEEP, MESSAGE, MESSAGE_FILE, NO_BOOTSTRAP, NPX, PACKAGE, PATH,
+    ACCEPT_RISK, ALL, ATTACHMENT, DESCRIPTION, DETACH, DRY_RUN, FEDERATION, FIX, FORCE, FOREGROUND,
+    FROM, INTELLIGENCE, JSON, KEEP, MESSAGE, MESSAGE_FILE, NO_BOOTSTRAP, NPX, PACKAGE, PATH,
     PEER_RUNTIME, PURGE, REINSTALL, RUNTIMES_ALL, SEND_ID, SEND_RUNTIME, SEND_TIMEOUT, TOPIC,
     UPDATE_FORCE, YES,
 };
@@ -1417,13 +1422,19 @@ have is refused with the choices (docs/FEDERATION.md). A sleeping agent is woken
     VerbSpec {
         id: VerbId::Run(Verb::Demo),
         name: "demo",
-        signature: "demo [--keep]",
+        signature: "demo [--keep] [--federation]",
         summary: "watch two stand-in agents talk, with no accounts needed",
         description: "Start a private daemon in a temporary root, create two peers on the echo stand-in \
             runtime, send messages both ways (one to a sleeping peer, so the wake shows) and print each \
-            delivery as it happens; then stop everything and delete the temporary root.",
+            delivery as it happens; then stop everything and delete the temporary root. \
+            --federation shows a team across machines (docs/FEDERATION.md) on this one: a private \
+            redis-server on a free loopback port (nothing saved, a random password), two daemons as \
+            hosts a (you and alice) and b (bob) joined to it, and messages crossing both ways (you → \
+            bob@b and his echo back, bob → alice@a and hers back), each delivery printed on the host \
+            that logged it. It needs redis-server (or valkey-server) installed; without one it says \
+            how to install it and starts nothing (exit 1).",
         positionals: &[],
-        flags: &[KEEP],
+        flags: &[KEEP, FEDERATION],
         rules: &[],
         hidden: false,
         group: Group::Demo,
