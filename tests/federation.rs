@@ -1403,3 +1403,25 @@ fn the_page_shows_other_hosts_peers_and_sends_to_name_at_host() {
         a.diagnostics()
     );
 }
+
+/// README's ACL line (its federation section, as `redis-cli` takes it in a shell) is the
+/// layout of docs/FEDERATION.md (which the ACL test applies) for host `laptop`: they cannot
+/// drift apart.
+#[test]
+fn the_readmes_acl_line_is_the_documented_layout() {
+    let readme = common::read(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"));
+    let line = readme
+        .lines()
+        .find_map(|l| l.strip_prefix("redis-cli ACL SETUSER "))
+        .expect("README has a redis-cli ACL SETUSER line");
+    // The shell's quoting taken off: each word is quoted whole or not at all.
+    let words: Vec<String> = line
+        .split_whitespace()
+        .map(|w| w.trim_matches('\'').to_string())
+        .collect();
+    let mut doc = acl_line("laptop", "laptop-password");
+    assert_eq!(doc.remove(0), "SETUSER");
+    assert_eq!(doc.remove(0), "iapeer-laptop");
+    assert_eq!(words[0], "iapeer-laptop");
+    assert_eq!(words[1..], doc[..], "README: {line}");
+}
