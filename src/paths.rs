@@ -173,6 +173,13 @@ impl Paths {
         self.state_dir().join("federation-peers.json")
     }
 
+    /// `<root>/state/iapeer/federation-attachments/`: the attachments of messages from other
+    /// hosts while they are routed (one folder per message, removed once its outcome is known;
+    /// `daemon::federation::attach`).
+    pub fn federation_attachments(&self) -> PathBuf {
+        self.state_dir().join("federation-attachments")
+    }
+
     /// `<root>/state/iapeer/attachments/<recipient>/`: a recipient's attachment inbox.
     pub fn attachments_dir(&self, recipient: &str) -> PathBuf {
         self.state_dir().join("attachments").join(recipient)

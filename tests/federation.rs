@@ -1425,3 +1425,87 @@ fn the_readmes_acl_line_is_the_documented_layout() {
     assert_eq!(words[0], "iapeer-laptop");
     assert_eq!(words[1..], doc[..], "README: {line}");
 }
+
+/// Issue 28 item 3: attachments cross hosts inline, up to 256 KiB in all: b's bob gets a's
+/// files as files of b (in his attachment inbox, the same bytes, his agent shown their paths)
+/// and the staging folder is gone after; more than the cap is refused on a at once, saying
+/// the cap and what to do, and nothing reaches b.
+#[test]
+fn attachments_cross_hosts_inline_up_to_the_cap() {
+    let redis = RedisServer::start(SECRET);
+    let (a, b) = two_hosts(&redis, &["bob"]);
+    let notes = a.dir.path().join("notes.txt");
+    std::fs::write(&notes, "the plan, in a file\n").unwrap();
+    let blob = a.dir.path().join("data.bin");
+    let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&blob, &bytes).unwrap();
+    let out = send_ok(
+        &a,
+        "echo-alice",
+        "bob@b",
+        "echo: two files for you",
+        &[
+            "--attachment",
+            notes.to_str().unwrap(),
+            "--attachment",
+            blob.to_str().unwrap(),
+        ],
+    );
+    assert!(out.starts_with("delivered to bob (echo)"), "{out}");
+    // In bob's attachment inbox on b, byte for byte; his agent was shown their paths there.
+    let inbox = b.paths().attachments_dir("bob");
+    let copies: Vec<std::path::PathBuf> = std::fs::read_dir(&inbox)
+        .unwrap()
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+        .map(|f| f.path())
+        .collect();
+    let find = |name: &str| {
+        copies
+            .iter()
+            .find(|p| p.file_name().unwrap() == name)
+            .unwrap_or_else(|| panic!("no {name} in {copies:?}"))
+            .clone()
+    };
+    assert_eq!(std::fs::read(find("data.bin")).unwrap(), bytes);
+    assert_eq!(
+        std::fs::read_to_string(find("notes.txt")).unwrap(),
+        "the plan, in a file\n"
+    );
+    let pane = b.pane("echo-bob");
+    assert!(
+        pane.contains(&format!("attachment: {}", find("notes.txt").display())),
+        "{pane}"
+    );
+    // The staging folder of the entry is removed once the outcome is written.
+    let staging = b.paths().federation_attachments();
+    b.wait_until(
+        "the staging folder emptied",
+        Duration::from_secs(10),
+        |_| std::fs::read_dir(&staging).map_or(true, |mut d| d.next().is_none()),
+    );
+
+    // Over the cap (256 KiB in all): refused at once on a, nothing sent.
+    let big = a.dir.path().join("big.bin");
+    std::fs::write(&big, vec![1u8; 200_000]).unwrap();
+    let doc = send_json(
+        &a,
+        "bob@b",
+        "echo: too much",
+        &[
+            "--attachment",
+            blob.to_str().unwrap(),
+            "--attachment",
+            big.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(doc["code"], "invalid-argument", "{doc}");
+    let error = doc["error"].as_str().unwrap();
+    assert!(
+        error.contains("attachments cross hosts inline, at most 256 KiB in all per message")
+            && error.contains(&format!("attachment 2 \"{}\"", big.display()))
+            && error.contains("share a larger file another way"),
+        "{error}"
+    );
+    assert_eq!(times_in_pane(&b, "echo-bob", "too much"), 0);
+}
