@@ -18,22 +18,28 @@ fn assert_nothing_left(tmp: &std::path::Path) {
     assert!(left.is_empty(), "the demo left {left:?} behind");
 }
 
-#[test]
-fn demo_shows_deliveries_and_a_wake_then_cleans_up() {
+/// Run `iapeer <args>` (a demo) with its temporary root under a `tmp` folder of a fresh
+/// world; it must exit 0 within `within`. Its stdout and that folder (with the world).
+fn run_demo(args: &[&str], within: Duration) -> (String, std::path::PathBuf, TestEnv) {
     let env = TestEnv::new();
     let tmp = env.dir.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
     let start = Instant::now();
     let out = env
-        .cmd(&["demo"])
+        .cmd(args)
         .env("TMPDIR", &tmp)
         .env_remove("IAPEER_ROOT")
         .output()
         .unwrap();
     let took = start.elapsed();
-    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", common::describe(&out));
-    assert!(took < Duration::from_secs(30), "the demo took {took:?}");
+    assert!(took < within, "the demo took {took:?}");
+    (String::from_utf8_lossy(&out.stdout).into_owned(), tmp, env)
+}
+
+#[test]
+fn demo_shows_deliveries_and_a_wake_then_cleans_up() {
+    let (stdout, tmp, _env) = run_demo(&["demo"], Duration::from_secs(30));
     for want in [
         "delivered to alice (echo), woke",
         "delivered to bob (echo), woke",
@@ -152,20 +158,7 @@ fn processes_naming(dir: &std::path::Path) -> Vec<String> {
 /// are left.
 #[test]
 fn demo_federation_crosses_two_hosts_both_ways_then_cleans_up() {
-    let env = TestEnv::new();
-    let tmp = env.dir.path().join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    let start = Instant::now();
-    let out = env
-        .cmd(&["demo", "--federation"])
-        .env("TMPDIR", &tmp)
-        .env_remove("IAPEER_ROOT")
-        .output()
-        .unwrap();
-    let took = start.elapsed();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", common::describe(&out));
-    assert!(took < Duration::from_secs(60), "the demo took {took:?}");
+    let (stdout, tmp, _env) = run_demo(&["demo", "--federation"], Duration::from_secs(60));
     for want in [
         "redis-server up on 127.0.0.1:",
         "[host a] $ iapeer federation join 'redis://:****@127.0.0.1:",
