@@ -85,6 +85,21 @@ fn demo_keep_leaves_the_root_and_says_where() {
     assert!(!kept.socket().exists());
 }
 
+/// The pids of `pid`'s children (of all its threads).
+fn children(pid: u32) -> Vec<i32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect()
+}
+
 /// A closed terminal (SIGHUP) ends the demo as Ctrl-C does: its daemon is stopped and its
 /// temporary root removed (found by a newcomer walkthrough: both were left behind). The
 /// demo's stderr is closed here, as a vanished terminal's would fail.
@@ -103,19 +118,6 @@ fn demo_hung_up_stops_its_daemon_and_removes_its_root() {
         .unwrap();
     // Wait until the demo's daemon runs: its discovery file is there, and it is a child of
     // the demo (the demo takes about half a second after that on an idle machine).
-    let children = |pid: u32| -> Vec<i32> {
-        std::fs::read_dir(format!("/proc/{pid}/task"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
-            .flat_map(|c| {
-                c.split_whitespace()
-                    .filter_map(|p| p.parse().ok())
-                    .collect::<Vec<i32>>()
-            })
-            .collect()
-    };
     // Polled tightly: the demo moves on about half a second after its daemon is up.
     let mut daemon_pid = None;
     let up = common::poll_every(Duration::from_millis(1), Duration::from_secs(20), || {
@@ -139,16 +141,21 @@ fn demo_hung_up_stops_its_daemon_and_removes_its_root() {
     assert_nothing_left(&tmp);
 }
 
-/// The processes whose command line names `dir` (a daemon or redis-server of a demo there).
+/// The command lines of the processes whose environment names `dir` (a demo run with
+/// `TMPDIR=<dir>` and every process it started: its daemons, their sessions, its
+/// redis-server, which inherit it).
 fn processes_naming(dir: &std::path::Path) -> Vec<String> {
     let want = dir.to_string_lossy().into_owned();
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter(|e| {
+            std::fs::read(e.path().join("environ"))
+                .is_ok_and(|env| String::from_utf8_lossy(&env).contains(&want))
+        })
         .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
         .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains(&want))
         .collect()
 }
 
@@ -182,9 +189,53 @@ fn demo_federation_crosses_two_hosts_both_ways_then_cleans_up() {
         "{stdout}"
     );
     assert_nothing_left(&tmp);
+    // Its redis-server listens no more (its environment is overwritten by its process title,
+    // so it is found by its port).
+    let port: u16 = stdout
+        .split("redis-server up on 127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .expect("the port the demo's redis-server took");
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
     assert!(
         processes_naming(&tmp).is_empty(),
         "{:?}",
         processes_naming(&tmp)
     );
+}
+
+/// `demo --federation` hung up (SIGHUP) mid-way: both daemons and its redis-server are
+/// ended and its temporary root removed, as for the plain demo.
+#[test]
+fn demo_federation_hung_up_ends_its_daemons_and_redis() {
+    let env = TestEnv::new();
+    let tmp = env.dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut child = env
+        .cmd(&["demo", "--federation"])
+        .env("TMPDIR", &tmp)
+        .env_remove("IAPEER_ROOT")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Its redis-server and both daemons run: its three children.
+    let mut started = Vec::new();
+    let up = common::poll_every(Duration::from_millis(5), Duration::from_secs(30), || {
+        started = children(child.id());
+        started.len() == 3
+    });
+    assert!(
+        up,
+        "the demo's three processes did not come up: {started:?}"
+    );
+    common::signal(child.id(), nix::sys::signal::Signal::SIGHUP);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    for pid in started {
+        let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+        assert!(!alive, "the demo's child {pid} still runs");
+    }
+    assert_nothing_left(&tmp);
 }
