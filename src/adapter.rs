@@ -87,6 +87,10 @@ pub enum LaunchError {
     /// No free loopback port for the runtime's own records server (OpenCode's `--port`).
     #[error("no free loopback port for the agent's records server")]
     NoFreePort,
+    /// A terminal runtime's MCP config file (its manifest's `mcp.file`) could not be written:
+    /// the file and why.
+    #[error("cannot write the runtime's MCP config {0}")]
+    ConfigFile(String),
     /// The iapeer binary, which a gated peer's approval hook runs, cannot be found.
     #[error("cannot find the iapeer binary for the approval hook: {0}")]
     HookBinaryNotFound(#[source] std::io::Error),
@@ -203,6 +207,14 @@ pub trait Confirm: Send {
         } else {
             Acceptance::Pending
         }
+    }
+
+    /// Whether the runtime was seen holding the message in a queue it submits by itself once
+    /// its own start-up is done (Gemini CLI waiting for its MCP servers): a delivery still
+    /// pending at its deadline is then answered queued by the runtime, not failed. The
+    /// default: never.
+    fn held_by_runtime(&self) -> bool {
+        false
     }
 }
 
@@ -531,6 +543,15 @@ pub trait Adapter: Send + Sync {
     fn activity_ms(&self, _cwd: &Path) -> Option<u64> {
         None
     }
+    /// Whether the runtime's own records in `cwd` (its transcript) hold a message whose body
+    /// is `body`, received at or after `since_ms` (epoch ms): `Some(true)` they do,
+    /// `Some(false)` they can tell and do not, `None` they cannot tell. Asked for a paste a
+    /// killed daemon began and never confirmed ([`crate::msgids::free_after_restart`],
+    /// issue 28 item 7). The default: `None` (no records read this way).
+    fn records_hold(&self, _cwd: &Path, _body: &str, _since_ms: u64) -> Option<bool> {
+        None
+    }
+
     /// Whether a conversation exists to resume in `cwd`.
     fn resumable(&self, _cwd: &Path) -> bool {
         false

@@ -185,6 +185,22 @@ fn parse_line(l: &str) -> Option<(u64, Option<Fate>, MsgKey)> {
     Some((ms, change, MsgKey { from, id }))
 }
 
+/// Whether a message's id, [`Fate::Begun`] at `begun_ms` and never confirmed, may be freed
+/// so that a retry delivers it (issue 28 item 7, "0 lost across kill -9"): only when its
+/// paste began under an earlier daemon than this one (started at `started_ms`: the session
+/// that took the paste ended with it, so nothing of it can still arrive) and the recipient
+/// runtime's own records, asked only then (`recorded`: [`crate::adapter::Adapter::records_hold`]),
+/// can tell and do not hold it. Records that cannot tell (`None`) or hold it keep the id
+/// begun: the retry is answered "state unknown", as before. Pure (but for `recorded`).
+pub fn free_after_restart(
+    fate: Fate,
+    begun_ms: u64,
+    started_ms: u64,
+    recorded: impl FnOnce() -> Option<bool>,
+) -> bool {
+    fate == Fate::Begun && begun_ms < started_ms && recorded() == Some(false)
+}
+
 /// The daemon's record of message ids, per recipient; shared by the router and the session
 /// threads (one lock, held for a lookup or one line's write).
 pub struct Ledger {
@@ -245,8 +261,15 @@ impl Ledger {
 
     /// What is known of `key`'s message to `recipient`; `None` when its id was never begun
     /// (or was freed, or is past the bound).
+    #[cfg(test)]
     pub fn fate(&self, recipient: &str, key: &MsgKey) -> Option<Fate> {
-        self.with_book(recipient, |b, _| b.fates.get(key).map(|(f, _)| *f))
+        self.fate_at(recipient, key).map(|(f, _)| f)
+    }
+
+    /// [`Ledger::fate`] with when the id was first recorded (epoch ms): for
+    /// [`Fate::Begun`], when its paste began.
+    pub fn fate_at(&self, recipient: &str, key: &MsgKey) -> Option<(Fate, u64)> {
+        self.with_book(recipient, |b, _| b.fates.get(key).copied())
     }
 
     /// Record that `key`'s paste into `recipient` begins now (call it before the first byte).
@@ -310,6 +333,49 @@ mod tests {
             from: from.into(),
             id: id.into(),
         }
+    }
+
+    #[test]
+    fn a_begun_id_is_freed_only_after_a_restart_and_when_the_records_lack_it() {
+        let asked = std::cell::Cell::new(0);
+        let records = |r: Option<bool>| {
+            let asked = &asked;
+            move || {
+                asked.set(asked.get() + 1);
+                r
+            }
+        };
+        // Begun under the previous daemon, the records can tell and lack it: freed.
+        assert!(free_after_restart(
+            Fate::Begun,
+            100,
+            200,
+            records(Some(false))
+        ));
+        // They hold it, or cannot tell: kept (the safe "state unknown").
+        assert!(!free_after_restart(
+            Fate::Begun,
+            100,
+            200,
+            records(Some(true))
+        ));
+        assert!(!free_after_restart(Fate::Begun, 100, 200, records(None)));
+        assert_eq!(asked.get(), 3);
+        // Begun by this daemon (its session may still take it), or accepted: the records
+        // are not even read.
+        assert!(!free_after_restart(
+            Fate::Begun,
+            200,
+            200,
+            records(Some(false))
+        ));
+        assert!(!free_after_restart(
+            Fate::Accepted,
+            100,
+            200,
+            records(Some(false))
+        ));
+        assert_eq!(asked.get(), 3);
     }
 
     #[test]

@@ -464,8 +464,14 @@ fn what_a_crashed_daemons_sessions_left_is_ended_at_the_next_start() {
         session_cgroups(&base)
     );
     // A clean shutdown removes the folder itself.
-    env.stop_daemon();
-    assert!(!base.exists(), "{} is left", base.display());
+    let stopped = env.stop_daemon();
+    assert!(
+        !base.exists(),
+        "{} is left (daemon {stopped:?}, inside: {:?})\n{}",
+        base.display(),
+        session_cgroups(&base),
+        env.diagnostics()
+    );
 }
 
 /// The pid of the newest wake of `identity`.

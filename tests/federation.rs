@@ -184,20 +184,52 @@ fn two_hosts_see_each_other_and_outlive_redis_going_away() {
         .contains("federation: connected to redis://:****@127.0.0.1"));
 }
 
+/// Issue 28 items 5 and 7: a host without the credentials — a wrong password, or none — is
+/// refused by Redis: its link stays away and says why (the password never shown), its sends
+/// to another host are refused at once (code `offline`), and the hosts that hold the
+/// credentials never see it (not in their `hosts`, nothing delivered from it).
 #[test]
 fn a_host_with_a_wrong_password_is_refused_and_says_so() {
     let redis = RedisServer::start(SECRET);
-    let mut c = TestEnv::new();
-    c.start_daemon();
+    let mut a = TestEnv::new();
+    a.create_echo("alice");
+    a.start_daemon();
+    a.ok(&["federation", "join", &redis.url(), "--host-name", "a"]);
+    wait_link(&a, "a connected", |d| d["link"]["state"] == "connected");
     let wrong = format!("redis://:not-the-{SECRET}@127.0.0.1:{}", redis.port);
-    c.ok(&["federation", "join", &wrong, "--host-name", "c"]);
-    let doc = wait_link(&c, "c's link away", |d| {
-        d["link"]["state"] == "away" && d["link"]["last_error"].is_string()
-    });
-    let error = doc["link"]["last_error"].as_str().unwrap().to_lowercase();
-    assert!(error.contains("pass") || error.contains("auth"), "{doc}");
-    assert!(!doc.to_string().contains(SECRET), "{doc}");
-    assert!(!c.log("daemon").contains(SECRET));
+    let none = format!("redis://127.0.0.1:{}", redis.port);
+    for (url, host) in [(wrong, "c"), (none, "d")] {
+        let mut c = TestEnv::new();
+        c.create_echo("carl");
+        c.start_daemon();
+        c.ok(&["federation", "join", &url, "--host-name", host]);
+        let doc = wait_link(&c, "the link away", |d| {
+            d["link"]["state"] == "away" && d["link"]["last_error"].is_string()
+        });
+        let error = doc["link"]["last_error"].as_str().unwrap().to_lowercase();
+        assert!(error.contains("pass") || error.contains("auth"), "{doc}");
+        assert!(!doc.to_string().contains(SECRET), "{doc}");
+        assert!(!c.log("daemon").contains(SECRET));
+        let out = c.run(&[
+            "send",
+            "alice@a",
+            "--from",
+            "echo-carl",
+            "--message",
+            "let me in",
+            "--json",
+        ]);
+        let refused: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(refused["code"], "offline", "{refused}");
+        // The hosts with the credentials never see it.
+        let hosts: Vec<String> = ::redis::cmd("HKEYS")
+            .arg("iapeer:v1:hosts")
+            .query(&mut redis.connection())
+            .unwrap();
+        assert_eq!(hosts, vec!["a".to_string()]);
+        assert!(seen(&status_json(&a), host).is_none());
+    }
+    assert!(!a.pane("echo-alice").contains("let me in"));
 }
 
 /// The check of `doctor --json` named `name`, if any.
@@ -673,9 +705,11 @@ fn sends_cross_hosts_to_live_and_sleeping_peers_and_come_back() {
     );
 }
 
-/// Issue 28 item 3: a message to a host whose daemon is down waits in its inbox stream (the
-/// sender is told so when its deadline passes) and is delivered exactly once when the daemon
-/// comes back; a send again with the same message id is not pasted twice.
+/// Issue 28 items 3–4: a message to a host whose daemon is down is answered `queued` at once
+/// (kept in its inbox stream, at most the retention), or refused at once when the sender
+/// chose not to wait (`--if-busy refuse`); it is delivered exactly once when the daemon comes
+/// back, and the sender's `delivery.log` follows it there; a send again with the same message
+/// id is not pasted twice.
 #[test]
 fn a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns() {
     let redis = RedisServer::start(SECRET);
@@ -684,16 +718,32 @@ fn a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns() {
     wait_link(&a, "a sees b offline", |d| {
         seen(d, "b").is_some_and(|h| h["online"] == false)
     });
-    let doc = send_json(
+    let started = std::time::Instant::now();
+    let out = send_ok(
         &a,
+        "echo-alice",
         "bob@b",
         "while you were out",
-        &["--id", "m-down-1", "--timeout", "2"],
+        &["--id", "m-down-1", "--timeout", "20"],
     );
-    assert_eq!(doc["code"], "timeout", "{doc}");
-    let error = doc["error"].as_str().unwrap();
+    assert_eq!(
+        out.trim(),
+        "queued for bob@b (default) — host: waiting for host b, which is offline: kept until it \
+         returns, at most 24 h",
+        "{}",
+        a.diagnostics()
+    );
     assert!(
-        error.contains("host b is offline") && error.contains("m-down-1"),
+        started.elapsed() < Duration::from_secs(10),
+        "answered at once"
+    );
+    let doc = send_json(&a, "bob@b", "or not at all", &["--if-busy", "refuse"]);
+    assert_eq!(doc["code"], "offline", "{doc}");
+    assert!(
+        doc["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("host b is offline (its heartbeat lapsed); message NOT delivered"),
         "{doc}"
     );
     // The entry as b's daemon leaves it when it dies after reading it, before its outcome is
@@ -715,6 +765,24 @@ fn a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns() {
     b.start_daemon();
     b.wait_until("b delivered it", Duration::from_secs(60), |b| {
         times_in_pane(b, "echo-bob", "from alice@a: while you were out") == 1
+    });
+    a.wait_until("a followed it there", Duration::from_secs(30), |a| {
+        a.has_event(
+            "delivery",
+            "delivery-followup",
+            &[
+                ("path", "federation"),
+                ("to", "bob@b"),
+                ("qkind", "host"),
+                ("msgid", "m-down-1"),
+                ("outcome", "delivered"),
+            ],
+        )
+    });
+    assert_eq!(times_in_pane(&b, "echo-bob", "or not at all"), 0);
+    // (While a's link has not seen b's heartbeat yet, a send again is kept as above.)
+    wait_link(&a, "a sees b online", |d| {
+        seen(d, "b").is_some_and(|h| h["online"] == true)
     });
     let out = send_ok(
         &a,
@@ -752,6 +820,48 @@ fn a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns() {
     assert!(common::poll(Duration::from_secs(10), || pending() == 0));
 }
 
+/// Issue 28 item 4: a message kept for a host that stays offline longer than the retention
+/// (2 s here, by the `federation-retention` test hook) is given up: the sender is told it
+/// was NOT delivered, and the host, once back, refuses the entry as too old instead of
+/// delivering it late.
+#[test]
+fn a_message_kept_past_the_retention_is_given_up_and_its_sender_told() {
+    let redis = RedisServer::start(SECRET);
+    let (a, mut b) = two_hosts_with(
+        &redis,
+        &["bob"],
+        &[("IAPEER_TEST_HOOK", "federation-retention:2000")],
+    );
+    assert_eq!(
+        a.control(r#"{"op":"wake","personality":"alice"}"#)["ok"],
+        true
+    );
+    b.stop_daemon();
+    wait_link(&a, "a sees b offline", |d| {
+        seen(d, "b").is_some_and(|h| h["online"] == false)
+    });
+    let out = send_ok(&a, "echo-alice", "bob@b", "too late", &["--id", "m-late-1"]);
+    assert!(out.ends_with("at most 2 s\n"), "{out}");
+    a.wait_until("a gave it up", Duration::from_secs(30), |a| {
+        a.has_event(
+            "delivery",
+            "delivery-followup",
+            &[
+                ("msgid", "m-late-1"),
+                ("outcome", "expired"),
+                ("ok", "false"),
+            ],
+        ) && received(a, "alice")
+            .keys()
+            .any(|m| m.contains("and NOT delivered: host b did not come back within the 2 s"))
+    });
+    b.start_daemon();
+    b.wait_until("b refused it as too old", Duration::from_secs(30), |b| {
+        b.log("daemon").contains("refused as too old")
+    });
+    assert_eq!(times_in_pane(&b, "echo-bob", "too late"), 0);
+}
+
 /// How many times the echo agent of `peer` received each body (its transcript keeps every
 /// session's `user` records, across daemons).
 fn received(env: &TestEnv, peer: &str) -> std::collections::HashMap<String, usize> {
@@ -769,89 +879,310 @@ fn received(env: &TestEnv, peer: &str) -> std::collections::HashMap<String, usiz
     n
 }
 
-/// Issue 28 item 3: b's daemon is killed (-9) in the middle of a burst of 100 sends from a
-/// and started again: every message reaches bob exactly once (0 lost, 0 duplicated); the
-/// senders whose answer was cut off send again with the same id, as the answer tells them.
-#[test]
-fn a_burst_across_hosts_survives_kill_9_of_the_recipient_host() {
-    let redis = RedisServer::start(SECRET);
-    let (a, mut b) = two_hosts_with(&redis, &["bob"], &[("IAPEER_STORM_LIMIT", "1000000")]);
+/// What a burst's sender saw: its sends again (after a `timeout` or `offline` answer) and
+/// the bodies answered `state-unknown` (exit 3; never sent again).
+type Seen = (usize, Vec<String>);
+
+/// Send `bodies` in order from `from` to `to` with `run` (an `iapeer` command line's
+/// output), each with the id `m-<tag>-<i>`, on a thread: a send not answered `ok` (its host or
+/// Redis was down: `timeout`, `offline`) is sent again with its id after 200 ms until it is,
+/// for at most 3 minutes each — the id ledger keeps it from being pasted twice.
+fn send_all(
+    run: impl Fn(&[&str]) -> std::process::Output + Send + 'static,
+    from: &'static str,
+    to: &'static str,
+    bodies: Vec<String>,
+    tag: &'static str,
+) -> std::thread::JoinHandle<Seen> {
+    std::thread::spawn(move || {
+        let (mut retried, mut unknown) = (0, Vec::new());
+        for (i, body) in bodies.iter().enumerate() {
+            let id = format!("m-{tag}-{i:04}");
+            let started = std::time::Instant::now();
+            loop {
+                let out = run(&[
+                    "send",
+                    to,
+                    "--from",
+                    from,
+                    "--message",
+                    body,
+                    "--id",
+                    &id,
+                    "--timeout",
+                    "3",
+                ]);
+                if out.status.success() {
+                    break;
+                }
+                if out.status.code() == Some(3) {
+                    unknown.push(body.clone());
+                    break;
+                }
+                retried += 1;
+                assert!(
+                    started.elapsed() < Duration::from_secs(180),
+                    "{}",
+                    common::describe(&out)
+                );
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+        (retried, unknown)
+    })
+}
+
+/// The bodies of `sent` not received (lost) and those received more than once
+/// (duplicated), by `got` (from [`received`]).
+fn tally(
+    sent: &[String],
+    got: &std::collections::HashMap<String, usize>,
+) -> (Vec<String>, Vec<String>) {
+    let lost = sent
+        .iter()
+        .filter(|m| !got.contains_key(*m))
+        .cloned()
+        .collect();
+    let twice = sent
+        .iter()
+        .filter(|m| got.get(*m).is_some_and(|n| *n > 1))
+        .cloned()
+        .collect();
+    (lost, twice)
+}
+
+/// A burst of `n` messages from alice of host a to bob of host b (both joined to `redis`),
+/// with `fault` done to b and Redis once a third is in: every message reaches bob exactly
+/// once (0 lost, 0 duplicated); the figures are printed after `label`.
+fn burst_under(
+    redis: &mut RedisServer,
+    n: usize,
+    label: &'static str,
+    fault: impl FnOnce(&mut TestEnv, &mut RedisServer),
+) {
+    let (a, mut b) = two_hosts_with(redis, &["bob"], &[("IAPEER_STORM_LIMIT", "1000000")]);
     assert_eq!(
         b.control(r#"{"op":"wake","personality":"bob"}"#)["ok"],
         true
     );
-    const N: usize = 100;
-    let body = |i: usize| format!("burst {i:03}.");
+    // `echo:` bodies: the echo agent does not answer them (no traffic back).
+    let bodies: Vec<String> = (0..n).map(|i| format!("echo: {label} {i:03}")).collect();
     let a = std::sync::Arc::new(a);
     let sender = {
         let a = a.clone();
-        std::thread::spawn(move || {
-            let (mut retried, mut unknown) = (0, Vec::new());
-            for i in 0..N {
-                let id = format!("m-burst-{i:03}");
-                // A send not answered `ok` (b was down: timeout) is sent again with its id
-                // until it is: the id ledger keeps it from being pasted twice. One whose
-                // paste b began and never confirmed (killed then) is `state-unknown`
-                // (exit 3): it may have arrived and is never sent again.
-                loop {
-                    let out = a.run(&[
-                        "send",
-                        "bob@b",
-                        "--from",
-                        "echo-alice",
-                        "--message",
-                        &body(i),
-                        "--id",
-                        &id,
-                        "--timeout",
-                        "3",
-                    ]);
-                    if out.status.success() {
-                        break;
-                    }
-                    if out.status.code() == Some(3) {
-                        unknown.push(body(i));
-                        break;
-                    }
-                    retried += 1;
-                    assert!(retried < 200, "{}", common::describe(&out));
-                }
-            }
-            (retried, unknown)
-        })
+        send_all(
+            move |args| a.run(args),
+            "echo-alice",
+            "bob@b",
+            bodies.clone(),
+            label,
+        )
     };
     b.wait_until(
         "a third of the burst is in",
         Duration::from_secs(120),
-        |b| received(b, "bob").len() >= N / 3,
+        |b| received(b, "bob").len() >= n / 3,
     );
-    let mut daemon = b.daemon.take().unwrap();
-    daemon.kill().unwrap();
-    daemon.wait().unwrap();
-    b.start_daemon();
+    fault(&mut b, redis);
     let (retried, unknown) = sender.join().unwrap();
-    let expected = N - unknown.len();
     b.wait_until("the whole burst is in", Duration::from_secs(120), |b| {
-        received(b, "bob").len() >= expected
+        received(b, "bob").len() >= n - unknown.len()
     });
     let got = received(&b, "bob");
-    let lost: Vec<String> = (0..N)
-        .map(body)
-        .filter(|m| !got.contains_key(m) && !unknown.contains(m))
-        .collect();
-    let twice: Vec<(&String, &usize)> = got.iter().filter(|(_, n)| **n > 1).collect();
+    let (lost, twice) = tally(&bodies, &got);
+    let recovered = b
+        .log("daemon")
+        .matches("records do not hold it: sent again")
+        .count();
     eprintln!(
-        "burst: {N} sent, {} received once, {retried} sends again after a timeout, {} state \
-         unknown (cut by the kill mid-paste: {unknown:?}, received: {})",
+        "{label}: {n} sent, {} received, {retried} sends again, {} state unknown \
+         ({unknown:?}), {recovered} cut pastes sent again, {} lost, {} duplicated",
         got.len(),
         unknown.len(),
-        unknown.iter().filter(|m| got.contains_key(*m)).count()
+        lost.len(),
+        twice.len()
     );
+    // (A send answered `state-unknown` is one whose paste the kill cut after the agent took
+    // it — its records hold it — so it is among those received: not lost.)
     assert!(lost.is_empty(), "lost: {lost:?}");
     assert!(twice.is_empty(), "duplicated: {twice:?}");
+}
+
+/// Issue 28 items 3 and 7: b's daemon is killed (-9) in the middle of a burst of 100 sends
+/// from a and started again: every message reaches bob exactly once (0 lost, 0 duplicated);
+/// the senders whose answer was cut off send again with the same id, as the answer tells
+/// them. A paste the kill cut (begun, never confirmed) is not lost: the restarted daemon
+/// finds it missing from the echo agent's transcript and delivers it again (before, it was
+/// answered `state-unknown` and never sent: 1 lost in 3 runs); one the agent took before the
+/// kill is in its transcript, so its retry is answered `state-unknown` (it arrived).
+#[test]
+fn a_burst_across_hosts_survives_kill_9_of_the_recipient_host() {
+    let mut redis = RedisServer::start(SECRET);
+    burst_under(&mut redis, 100, "burst", |b, _| {
+        let mut daemon = b.daemon.take().unwrap();
+        daemon.kill().unwrap();
+        daemon.wait().unwrap();
+        b.start_daemon();
+    });
+}
+
+/// Issue 28 item 7: Redis (append-only, each write on disk before it is answered) is killed
+/// and started again while a burst crosses from a to b: the streams, the consumer group and
+/// its unacknowledged entries come back from the append-only file, the hosts' links
+/// reconnect, the sends answered `offline` meanwhile are sent again with their ids, and
+/// every message reaches bob exactly once (0 lost, 0 duplicated).
+#[test]
+fn a_burst_across_hosts_survives_redis_restarted_with_append_only_persistence() {
+    let mut redis = RedisServer::start_append_only(SECRET);
+    burst_under(&mut redis, 60, "aof", |_, redis| {
+        redis.kill();
+        redis.resume();
+    });
+}
+
+/// Issue 28 item 7: an entry Redis handed b's consumer in a reply that never reached b
+/// (cut off with the connection when Redis went down) is pending in the append-only file:
+/// b reads its pending entries again after a failed read, so it is delivered once Redis is
+/// back (before, only at b's next start).
+#[test]
+fn an_entry_handed_out_in_a_reply_lost_to_a_redis_restart_is_read_again() {
+    let mut redis = RedisServer::start_append_only(SECRET);
+    let (_a, b) = two_hosts(&redis, &["bob"]);
+    let key = "iapeer:v1:inbox:b:from:a";
+    // b's daemon has its group and blocks reading new entries; the entry is added and
+    // handed to consumer b in one transaction (the blocked read is served after it, and
+    // finds nothing new): what b's daemon would have had in the reply it lost.
+    b.wait_until("b's group made", Duration::from_secs(30), |_| {
+        ::redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg(key)
+            .query::<::redis::Value>(&mut redis.connection())
+            .is_ok()
+    });
+    let mut con = redis.connection();
+    ::redis::pipe()
+        .atomic()
+        .cmd("XADD")
+        .arg(key)
+        .arg("*")
+        .arg("ticket")
+        .arg("t-lost-1")
+        .arg("id")
+        .arg("m-lost-1")
+        .arg("from")
+        .arg("echo-alice@a")
+        .arg("intelligence")
+        .arg("artificial")
+        .arg("to")
+        .arg("bob")
+        .arg("body")
+        .arg("lost in transit")
+        .arg("timeout_ms")
+        .arg(5000)
+        .ignore()
+        .cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg("iapeer")
+        .arg("b")
+        .arg("STREAMS")
+        .arg(key)
+        .arg(">")
+        .ignore()
+        .query::<()>(&mut con)
+        .unwrap();
+    redis.kill();
+    redis.resume();
+    b.wait_until("b delivered it", Duration::from_secs(60), |b| {
+        times_in_pane(b, "echo-bob", "from alice@a: lost in transit") == 1
+    });
+}
+
+/// Issue 28 item 7, the 1 000-message run: `IAPEER_FED_RUN` messages (default 1 000) from
+/// a to b and as many from b to a at once, with b's daemon killed (-9) and restarted at a
+/// quarter, Redis (append-only) killed and restarted at half, a's daemon killed (-9) and
+/// restarted at three quarters: 0 lost, 0 duplicated in each direction. Minutes long:
+/// `cargo test --test integration -- --ignored federation::a_thousand`; its figures are
+/// printed (`1000-run: …`).
+#[test]
+#[ignore = "minutes long: the 1 000-message run, run by hand with --ignored"]
+fn a_thousand_messages_cross_each_way_under_faults() {
+    use std::sync::{Arc, Mutex};
+    let n: usize = std::env::var("IAPEER_FED_RUN")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let mut redis = RedisServer::start_append_only(SECRET);
+    let (a, b) = two_hosts_with(&redis, &["bob"], &[("IAPEER_STORM_LIMIT", "1000000")]);
+    for (env, p) in [(&a, "alice"), (&b, "bob")] {
+        let wake = format!(r#"{{"op":"wake","personality":"{p}"}}"#);
+        assert_eq!(env.control(&wake)["ok"], true);
+    }
+    let started = std::time::Instant::now();
+    let to_b: Vec<String> = (0..n).map(|i| format!("echo: a2b {i:04}")).collect();
+    let to_a: Vec<String> = (0..n).map(|i| format!("echo: b2a {i:04}")).collect();
+    let (a, b) = (Arc::new(Mutex::new(a)), Arc::new(Mutex::new(b)));
+    let lock = |e: &Arc<Mutex<TestEnv>>| {
+        let e = e.clone();
+        move |args: &[&str]| e.lock().unwrap_or_else(|p| p.into_inner()).run(args)
+    };
+    let a_sender = send_all(lock(&a), "echo-alice", "bob@b", to_b.clone(), "a2b");
+    let b_sender = send_all(lock(&b), "echo-bob", "alice@a", to_a.clone(), "b2a");
+    // (Each look takes b's lock only for itself: b's sender goes on between them.)
+    let in_b = |k: usize| {
+        let every = Duration::from_millis(500);
+        let there = common::poll_every(every, Duration::from_secs(900), || {
+            received(&b.lock().unwrap_or_else(|p| p.into_inner()), "bob").len() >= k
+        });
+        assert!(there, "{k} of a2b in b");
+    };
+    let restart = |env: &Arc<Mutex<TestEnv>>| {
+        let mut env = env.lock().unwrap_or_else(|p| p.into_inner());
+        let mut daemon = env.daemon.take().unwrap();
+        daemon.kill().unwrap();
+        daemon.wait().unwrap();
+        env.start_daemon();
+    };
+    in_b(n / 4);
+    restart(&b);
+    in_b(n / 2);
+    redis.kill();
+    redis.resume();
+    in_b(3 * n / 4);
+    restart(&a);
+    let (a_retried, a_unknown) = a_sender.join().unwrap();
+    let (b_retried, b_unknown) = b_sender.join().unwrap();
+    let (a, b) = (a.lock().unwrap(), b.lock().unwrap());
+    b.wait_until("all of a2b", Duration::from_secs(300), |b| {
+        received(b, "bob").len() >= n
+    });
+    a.wait_until("all of b2a", Duration::from_secs(300), |a| {
+        received(a, "alice").len() >= n
+    });
+    let took = started.elapsed();
+    let (got_b, got_a) = (received(&b, "bob"), received(&a, "alice"));
+    let (lost_b, twice_b) = tally(&to_b, &got_b);
+    let (lost_a, twice_a) = tally(&to_a, &got_a);
+    for (dir, got, lost, twice, retried, unknown) in [
+        ("a->b", &got_b, &lost_b, &twice_b, a_retried, &a_unknown),
+        ("b->a", &got_a, &lost_a, &twice_a, b_retried, &b_unknown),
+    ] {
+        eprintln!(
+            "1000-run {dir}: {n} sent, {} delivered, {} lost, {} duplicated, {retried} sends \
+             again, {} state unknown; {:.1} s for both directions",
+            got.len(),
+            lost.len(),
+            twice.len(),
+            unknown.len(),
+            took.as_secs_f64()
+        );
+    }
     assert!(
-        unknown.len() <= 1,
-        "only the paste the kill cut: {unknown:?}"
+        lost_b.is_empty() && lost_a.is_empty(),
+        "lost: {lost_b:?} {lost_a:?}"
+    );
+    assert!(
+        twice_b.is_empty() && twice_a.is_empty(),
+        "duplicated: {twice_b:?} {twice_a:?}"
     );
 }
 

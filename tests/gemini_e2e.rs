@@ -358,3 +358,64 @@ fn gemini_mid_turn_message_is_queued_and_a_turn_is_interrupted() {
         env.diagnostics()
     );
 }
+
+/// A user's own MCP server that takes seconds to start: Gemini CLI 0.61.0 does not take a
+/// prompt until every configured server is discovered (`isMcpReady` in its composer; before,
+/// it shows "Waiting for MCP servers to initialize... prompts will be queued." and keeps the
+/// message in its queue), then submits the queue by itself. iapeer's own server is listed
+/// first, so the wake's message meets that wait: it is the wake's delivery, answered
+/// `delivered …, woke` once the session file has it, never `queued` (before: `queued for gm
+/// (gemini) — runtime`, the answer a message into a running turn gets).
+#[test]
+fn a_gemini_wake_waiting_for_another_mcp_server_is_delivered_not_queued() {
+    let Some(bin) = gemini_bin() else {
+        return;
+    };
+    let python = std::env::var("IAPEER_TEST_PYTHON").expect("IAPEER_TEST_PYTHON");
+    let (env, api) = world(&bin);
+    let server = env.dir.path().join("slow_mcp.py");
+    std::fs::write(
+        &server,
+        "import time\ntime.sleep(5)\n\
+         from mcp.server.fastmcp import FastMCP\n\
+         m = FastMCP('slow')\n\
+         @m.tool()\ndef nothing() -> str:\n    return 'nothing'\n\
+         m.run()\n",
+    )
+    .unwrap();
+    let settings = env.home.join(".gemini/settings.json");
+    let mut user: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    user["mcpServers"]["slow"] = json!({
+        "command": python,
+        "args": [server.to_string_lossy()],
+        "trust": true,
+    });
+    std::fs::write(&settings, user.to_string()).unwrap();
+    api.script(|req| {
+        if last_is_function_response(req) {
+            Reply::Text("sent".into())
+        } else if last_text(req).contains(FIRST) {
+            Reply::Call(
+                "mcp_iapeer_send_to_peer".into(),
+                json!({"personality": "ea", "message": REPLY}),
+            )
+        } else {
+            Reply::Text("noted".into())
+        }
+    });
+    let out = env.ok(&["send", "gm", "--from", "echo-ea", "--message", FIRST]);
+    assert_eq!(
+        out.trim(),
+        "delivered to gm (gemini), woke",
+        "{}\n{}",
+        env.screen("gemini-gm"),
+        env.diagnostics()
+    );
+    env.wait_until("gemini's reply reaches ea", Duration::from_secs(60), |e| {
+        e.events("delivery", "delivery").iter().any(|d| {
+            d["caller"] == "gemini-gm" && d["to"] == "ea" && d["ok"] == "true" && d["path"] == "mcp"
+        })
+    });
+    assert_eq!(turns_with(&api, FIRST).len(), 1, "{}", env.diagnostics());
+}

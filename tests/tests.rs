@@ -86,6 +86,7 @@ mod session_env;
 mod soak;
 mod storm;
 mod telegram;
+mod terminal_runtime;
 mod truth;
 mod ui;
 mod views;

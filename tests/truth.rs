@@ -451,6 +451,62 @@ fn a_message_id_is_never_delivered_twice() {
     env.stop_daemon();
 }
 
+/// Issue 28 item 7 (0 lost across kill -9, local sends alike): a paste that a daemon killed
+/// outright had begun and never confirmed is recorded `begun` in the id ledger. The next
+/// daemon, asked for that id again, reads the echo agent's transcript: a message it never
+/// took is sent again (before: answered "state unknown" and never sent, so lost); one it
+/// did take keeps the safe "state unknown" answer and is not written twice.
+#[test]
+fn a_paste_a_killed_daemon_began_is_sent_again_only_when_the_agent_never_took_it() {
+    let mut env = TestEnv::new();
+    for p in ["alice", "bob"] {
+        env.create_echo(p);
+    }
+    // What a daemon killed mid-paste a minute ago leaves: both ids begun, never confirmed;
+    // bob's agent took the second (its transcript has it), not the first.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let ids = env.root.join("state/iapeer/message-ids");
+    std::fs::create_dir_all(&ids).unwrap();
+    std::fs::write(
+        ids.join("echo-bob.ids"),
+        format!(
+            "{0} begun echo-alice cut-1\n{0} begun echo-alice cut-2\n",
+            now - 60_000
+        ),
+    )
+    .unwrap();
+    let transcript = env.peer_dir("bob").join(".echo-agent/transcript.jsonl");
+    std::fs::create_dir_all(transcript.parent().unwrap()).unwrap();
+    let took = json!({"type": "user", "at": now - 59_000, "from": "alice", "runtime": "echo",
+        "ts": null, "topic": null, "body": "echo: TAKEN"});
+    std::fs::write(&transcript, format!("{took}\n")).unwrap();
+    env.start_daemon();
+
+    let (code, out, err) = send_as(&env, "echo-alice", "bob", "echo: CUT", &["--id", "cut-1"]);
+    assert_eq!(
+        told(code, &out, &err),
+        Told::Delivered,
+        "{out}{err}\n{}",
+        env.diagnostics()
+    );
+    assert_eq!(landed(&env, "bob", "echo: CUT"), 1);
+    assert!(
+        env.log("daemon").contains(
+            "cut-1 from echo-alice to echo-bob was begun under the previous daemon and never \
+             confirmed, and echo's records do not hold it: sent again"
+        ),
+        "{}",
+        env.log("daemon")
+    );
+    let (code, out, err) = send_as(&env, "echo-alice", "bob", "echo: TAKEN", &["--id", "cut-2"]);
+    assert_eq!(told(code, &out, &err), Told::Unknown, "{out}{err}");
+    assert_eq!(landed(&env, "bob", "echo: TAKEN"), 1);
+    env.stop_daemon();
+}
+
 /// The outbox file of each kept send, by name.
 fn outbox_files(env: &TestEnv) -> Vec<PathBuf> {
     let dir = env.paths().state_dir().join("outbox");

@@ -37,8 +37,11 @@ fn installed_manifest(paths: &Paths, rt: &str) -> Result<Manifest, CliError> {
     })
 }
 
-/// `install-runtime <rt> [--package <spec>] [--no-bootstrap]`.
+/// `install-runtime <rt> [--package <spec>] [--no-bootstrap]`, or `install-runtime <dir>`.
 pub fn install_runtime(inv: &Invocation) -> CliResult {
+    if crate::runtime::folder::is_folder_arg(required(inv, args::RT)?) {
+        return install_folder(inv);
+    }
     let rt = runtime_arg(inv)?;
     let paths = paths()?;
     let given = inv.value(flags::PACKAGE);
@@ -81,6 +84,28 @@ pub fn install_runtime(inv: &Invocation) -> CliResult {
         restart_peers(&paths, rt, &started);
     }
     provisioned
+}
+
+/// `install-runtime <dir>`: the runtime folder's manifest checked, the folder copied to
+/// `<root>/runtimes/<rt>/` (nothing when the manifest is bad), then the peers it declares
+/// provisioned as a package's.
+fn install_folder(inv: &Invocation) -> CliResult {
+    use crate::runtime::folder;
+    let dir = std::path::Path::new(required(inv, args::RT)?);
+    let paths = paths()?;
+    let (rt, manifest) = folder::read(dir).map_err(fail)?;
+    folder::install(&paths, &rt, dir).map_err(fail)?;
+    let what = if manifest.terminal.is_some() {
+        "terminal runtime"
+    } else {
+        "runtime"
+    };
+    print(&format!(
+        "{what} {rt} installed from {} ({})\n",
+        dir.display(),
+        paths.runtime_manifest(&rt).display()
+    ))?;
+    provision_all(&paths, &manifest, !inv.flag(flags::NO_BOOTSTRAP))
 }
 
 /// The names of the peers registered on runtime `rt` (none when the registry cannot be

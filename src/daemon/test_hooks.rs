@@ -25,6 +25,10 @@
 //! - `slow-tools-list:<ms>`: the MCP server holds its answer to every `tools/list` `<ms>`
 //!   milliseconds (at most 10 000), as a daemon slow to list its tools (issue 31 item 1). The
 //!   HTTP thread waits meanwhile: nothing else on it moves.
+//! - `federation-retention:<ms>`: the federation keeps a message for a host that is offline
+//!   `<ms>` milliseconds instead of `crate::federation::keys::RETENTION` (issue 28 item 4):
+//!   the recipient refuses an older entry, the sender stops following it after that plus
+//!   [`RETENTION_GRACE`].
 //! - `daemon-version:<version>`: the daemon reports `<version>` as its version in its answer
 //!   to `ping` (the CLI's version check at connect), as a daemon of another build would.
 //! - `contain:subreaper`: the daemon contains its sessions as child subreaper even where it
@@ -83,6 +87,8 @@ pub enum Hook {
     DaemonVersion(String),
     /// Hold every `tools/list` answer this many milliseconds.
     SlowToolsList(u64),
+    /// Keep messages for an offline host this many milliseconds.
+    FederationRetention(u64),
 }
 
 static HOOK: OnceLock<Option<Hook>> = OnceLock::new();
@@ -127,6 +133,7 @@ pub fn parse(value: &str) -> Option<Hook> {
             .ok()
             .filter(|ms| *ms <= 10_000)
             .map(Hook::SlowToolsList),
+        "federation-retention" => p.parse().ok().map(Hook::FederationRetention),
         _ => None,
     }
 }
@@ -211,6 +218,21 @@ pub fn version() -> &'static str {
     }
 }
 
+/// How long the federation keeps a message for a host that is offline, and what the sender
+/// waits past that: [`crate::federation::keys::RETENTION`] and
+/// [`crate::federation::keys::RETENTION_GRACE`], unless `federation-retention` says otherwise
+/// (then the grace is [`RETENTION_GRACE`]).
+pub fn federation_retention() -> (Duration, Duration) {
+    use crate::federation::keys;
+    match HOOK.get() {
+        Some(Some(Hook::FederationRetention(ms))) => (Duration::from_millis(*ms), RETENTION_GRACE),
+        _ => (keys::RETENTION, keys::RETENTION_GRACE),
+    }
+}
+
+/// The sender's wait past a `federation-retention` for the recipient's refusal.
+pub const RETENTION_GRACE: Duration = Duration::from_secs(3);
+
 /// Whether sessions may be contained by cgroups (false when `contain:subreaper` is set).
 pub fn allows_cgroups() -> bool {
     !matches!(HOOK.get(), Some(Some(Hook::Contain(_))))
@@ -251,6 +273,10 @@ mod tests {
             ("slow-tools-list:1000", Some(Hook::SlowToolsList(1000))),
             ("slow-tools-list:10001", None),
             ("slow-tools-list:soon", None),
+            (
+                "federation-retention:3000",
+                Some(Hook::FederationRetention(3000)),
+            ),
             ("router-panic-on-send:", None),
             ("something-else", None),
         ] {

@@ -99,9 +99,50 @@ pub fn count(cwd: &Path) -> io::Result<Option<usize>> {
     }))
 }
 
+/// Whether transcript `text` holds a `user` record of `body` received at or after
+/// `since_ms` (give or take [`HOLD_SLACK_MS`], counted as holding it). Pure.
+pub fn holds(text: &str, body: &str, since_ms: u64) -> bool {
+    text.lines().any(|l| {
+        matches!(serde_json::from_str::<Record>(l),
+            Ok(Record::User { at, body: b, .. })
+                if b == body && at + HOLD_SLACK_MS >= since_ms)
+    })
+}
+
+/// How far before `since_ms` a record still counts in [`holds`]: a clock read a little
+/// earlier by the agent than by the daemon errs towards "it arrived" (the safe answer).
+pub const HOLD_SLACK_MS: u64 = 1000;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_is_held_when_a_user_record_of_its_body_came_after_its_paste_began() {
+        let user = |at: u64, body: &str| {
+            let env = Envelope {
+                from: "alice@a".into(),
+                runtime: "echo".into(),
+                intelligence: None,
+                ts: None,
+                topic: None,
+                attachments: vec![],
+                body: body.into(),
+            };
+            serde_json::to_string(&Record::received(&env, at)).unwrap()
+        };
+        let text = format!(
+            "{}\nnot json\n{}\n{{\"type\":\"assistant\",\"at\":9000,\"to\":\"alice\",\"topic\":null,\"body\":\"burst 033.\",\"ok\":true,\"result\":\"x\"}}\n",
+            user(5000, "burst 032."),
+            user(2000, "burst 033."),
+        );
+        assert!(holds(&text, "burst 032.", 5000));
+        assert!(holds(&text, "burst 032.", 5900), "within the slack");
+        // The same body received long before the paste began, or only in an answer: not it.
+        assert!(!holds(&text, "burst 033.", 5000));
+        assert!(!holds(&text, "burst 034.", 0));
+        assert!(!holds("", "burst 032.", 0));
+    }
 
     #[test]
     fn records_append_and_count() {

@@ -43,6 +43,39 @@ pub const GROUP: &str = "iapeer";
 /// are trimmed (an inbox entry nobody read by then is lost; 10 000 is days of a busy team).
 pub const STREAM_MAXLEN: usize = 10_000;
 
+/// How long a message for a host that is offline is kept for it (issue 28 item 4): 24 h
+/// after its entry was written (its stream id's time, Redis's clock). The recipient refuses
+/// an entry older than that when it reads it ([`expired`]); the sender stops following it
+/// a little later ([`RETENTION_GRACE`]).
+pub const RETENTION: Duration = Duration::from_secs(24 * 3600);
+
+/// What the sender waits past [`RETENTION`] for an outcome before it tells its peer the
+/// message was not delivered: the recipient's refusal of a too old entry comes first, give
+/// or take the clocks' skew (`doctor` fails above 10 s).
+pub const RETENTION_GRACE: Duration = Duration::from_secs(60);
+
+/// Whether the inbox entry of stream id `stream_id` (`<ms>-<seq>`, Redis's clock) is older
+/// than `keep` at `now_ms` (this host's clock, ms since the epoch). Pure. An id that is not
+/// `<ms>-<seq>` is not expired (it is read, as before).
+pub fn expired(stream_id: &str, now_ms: u64, keep: Duration) -> bool {
+    stream_id
+        .split_once('-')
+        .and_then(|(ms, _)| ms.parse::<u64>().ok())
+        .is_some_and(|at| now_ms.saturating_sub(at) > keep.as_millis() as u64)
+}
+
+/// A retention as the answers say it: `24 h`, `90 min`, `3 s`. Pure.
+pub fn retention_text(keep: Duration) -> String {
+    let s = keep.as_secs();
+    if s >= 3600 && s % 3600 == 0 {
+        format!("{} h", s / 3600)
+    } else if s >= 60 && s % 60 == 0 {
+        format!("{} min", s / 60)
+    } else {
+        format!("{} s", keep.as_secs_f64())
+    }
+}
+
 /// `iapeer:v1:roster:<host>`: the host's peers, expiring with its `alive` key.
 pub fn roster(host: &str) -> String {
     format!("{PREFIX}roster:{host}")
@@ -465,6 +498,20 @@ mod tests {
             let e = inline_of(&json).unwrap_err().to_string();
             assert!(e.contains(says), "{e}");
         }
+    }
+
+    #[test]
+    fn an_entry_expires_past_its_retention_by_its_stream_id() {
+        let keep = Duration::from_secs(3);
+        assert!(!expired("1000-0", 4000, keep));
+        assert!(expired("1000-0", 4001, keep));
+        assert!(expired("1000-7", 1_000_000, RETENTION.min(keep)));
+        // A clock behind the id's: not expired. An id of another form: read.
+        assert!(!expired("5000-0", 1000, keep));
+        assert!(!expired("x", u64::MAX, keep));
+        assert_eq!(retention_text(RETENTION), "24 h");
+        assert_eq!(retention_text(Duration::from_secs(90 * 60)), "90 min");
+        assert_eq!(retention_text(Duration::from_millis(2500)), "2.5 s");
     }
 
     #[test]

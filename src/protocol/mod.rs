@@ -463,10 +463,14 @@ pub enum QueuedBy {
     /// screen (issue 32 item 4): it waits for a human's approval (or its timeout), which
     /// [`Queued::waiting_for`] names.
     Approval,
+    /// The inbox stream of another host whose heartbeat lapsed (issue 28 item 4): the
+    /// message waits there until that host's daemon reads it, at most
+    /// `crate::federation::keys::RETENTION`; [`Queued::waiting_for`] says so.
+    Host,
 }
 
 impl QueuedBy {
-    /// The wire spelling (`runtime`, `composer`, `ephemeral`, `approval`), also used in
+    /// The wire spelling (`runtime`, `composer`, `ephemeral`, `approval`, `host`), also used in
     /// `delivery.log`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -474,6 +478,7 @@ impl QueuedBy {
             QueuedBy::Composer => "composer",
             QueuedBy::Ephemeral => "ephemeral",
             QueuedBy::Approval => "approval",
+            QueuedBy::Host => "host",
         }
     }
 }

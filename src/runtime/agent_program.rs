@@ -110,8 +110,15 @@ pub fn bin_var(runtime: &str) -> String {
     format!("IAPEER_{}_BIN", runtime.to_ascii_uppercase())
 }
 
-/// What to do when `runtime`'s program is not found where it was looked for.
+/// What to do when `runtime`'s program is not found where it was looked for. A runtime whose
+/// program is not looked for here (a terminal runtime's manifest names it): install it, or fix
+/// the manifest.
 pub fn what_to_do(runtime: &str) -> String {
+    if !is_located(runtime) {
+        return format!(
+            "install it, or fix \"terminal\".\"command\" in runtimes/{runtime}/runtime.json and run iapeer install-runtime <dir> again"
+        );
+    }
     format!(
         "install {} so that one of these finds it (or set {} to the program in the daemon's environment and restart it)",
         product(runtime),

@@ -627,6 +627,7 @@ const SESSION_RULES: SessionRules = SessionRules {
     form: pasted_form::codex,
     is_turn_end,
     queued: pending_input_shows,
+    waiting: |_, _| false,
     conversation: rollout_id,
 };
 

@@ -119,6 +119,17 @@ impl Adapter for Echo {
         Echo::transcript(cwd).is_file()
     }
 
+    fn records_hold(&self, cwd: &Path, body: &str, since_ms: u64) -> Option<bool> {
+        // The echo agent writes its `user` record as it takes a message: no transcript, no
+        // message taken.
+        match crate::fsutil::read_optional(&Echo::transcript(cwd)) {
+            Ok(text) => {
+                Some(text.is_some_and(|t| crate::echo_agent::transcript::holds(&t, body, since_ms)))
+            }
+            Err(_) => None,
+        }
+    }
+
     fn clear_keys(&self) -> Option<crate::adapter::ClearKeys> {
         // Our own program: Esc clears a composer that holds something and does nothing on an
         // empty one (`echo_agent::App::on_key`); no second press.

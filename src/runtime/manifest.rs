@@ -3,11 +3,16 @@
 //! `runtime` is the folder's name, a `version` that is not a string (a number) is read as its
 //! text, `selfConfig` is a `{command,args}` object or a bare command string. Unknown keys are
 //! ignored.
+//!
+//! A manifest of `"kind": "terminal"` declares an agent TUI instead (issue 27 item 3): its
+//! `terminal` section is checked here at every load ([`super::terminal::spec`]), so a bad
+//! one is refused with what is wrong before anything is installed or launched.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::PathBuf;
 
+use super::terminal::spec::{Terminal, TerminalSpec};
 use super::RuntimeError;
 use crate::names::is_valid_runtime;
 use crate::paths::Paths;
@@ -64,7 +69,16 @@ pub struct Manifest {
     /// with the argument `run`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run: Option<CommandSpec>,
+    /// `"terminal"` for a terminal agent runtime; absent for a router package.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The terminal agent's declaration (checked), when `kind` is `terminal`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub terminal: Option<TerminalSpec>,
 }
+
+/// The `kind` of a terminal agent runtime's manifest.
+pub const TERMINAL_KIND: &str = "terminal";
 
 /// The file as written, before the lenient fields are read.
 #[derive(Deserialize)]
@@ -79,6 +93,10 @@ struct RawManifest {
     peers: Option<Vec<DeclaredPeer>>,
     #[serde(default)]
     run: Option<CommandSpec>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    terminal: Option<Value>,
 }
 
 /// Why manifest text is not a manifest of its folder's runtime. `Display` says which;
@@ -97,6 +115,9 @@ pub enum ManifestError {
     /// `selfConfig` is neither a command string nor `{command,args}` (the decoder's error,
     /// for an object).
     BadSelfConfig(Option<serde_json::Error>),
+    /// The `kind` and `terminal` section do not make a terminal runtime: what is wrong and
+    /// what to do.
+    Terminal(String),
 }
 
 impl std::fmt::Display for ManifestError {
@@ -113,6 +134,7 @@ impl std::fmt::Display for ManifestError {
                     None => Ok(()),
                 }
             }
+            ManifestError::Terminal(why) => f.write_str(why),
         }
     }
 }
@@ -157,12 +179,15 @@ impl Manifest {
             }
             _ => return Err(ManifestError::BadSelfConfig(None)),
         };
+        let terminal = terminal_section(raw.kind.as_deref(), raw.terminal)?;
         Ok(Manifest {
             runtime,
             version,
             self_config,
             peers: raw.peers.unwrap_or_default(),
             run: raw.run,
+            kind: raw.kind,
+            terminal,
         })
     }
 
@@ -183,6 +208,38 @@ impl Manifest {
         Manifest::parse(&text, runtime)
             .map(Some)
             .map_err(|why| RuntimeError::BadManifest(path, why.to_string()))
+    }
+}
+
+/// The checked `terminal` section of a manifest of `kind`, `None` for a router package.
+///
+/// Errors: [`ManifestError::Terminal`], an unknown `kind`, a `terminal` section without
+/// `"kind": "terminal"` or the other way round, or a section [`Terminal::check`] refuses.
+fn terminal_section(
+    kind: Option<&str>,
+    section: Option<Value>,
+) -> Result<Option<TerminalSpec>, ManifestError> {
+    let why = |s: String| ManifestError::Terminal(s);
+    match (kind, section) {
+        (None | Some("router"), None) => Ok(None),
+        (None | Some("router"), Some(_)) => Err(why(
+            "it has a \"terminal\" section but no \"kind\": \"terminal\": add it".into(),
+        )),
+        (Some(TERMINAL_KIND), None) => Err(why(
+            "\"kind\" is \"terminal\" but there is no \"terminal\" section: declare the \
+             command and the ready and busy patterns (docs/RUNTIMES.md)"
+                .into(),
+        )),
+        (Some(TERMINAL_KIND), Some(v)) => {
+            let spec: TerminalSpec =
+                serde_json::from_value(v).map_err(|e| why(format!("\"terminal\": {e}")))?;
+            Terminal::check(spec.clone()).map_err(|e| why(format!("\"terminal\": {e}")))?;
+            Ok(Some(spec))
+        }
+        (Some(other), _) => Err(why(format!(
+            "\"kind\" is {other:?}: use \"terminal\" for an agent in a terminal, or leave it \
+             out for a router package"
+        ))),
     }
 }
 

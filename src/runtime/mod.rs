@@ -15,6 +15,7 @@ pub mod codex;
 pub mod codex_gate;
 pub mod codex_setup;
 pub mod echo;
+pub mod folder;
 pub mod gemini;
 pub mod gemini_setup;
 pub mod human;
@@ -28,6 +29,7 @@ pub mod package;
 pub mod pasted_form;
 pub mod permission_hook;
 pub mod router;
+pub mod terminal;
 pub mod transcript;
 
 use std::path::{Path, PathBuf};
@@ -116,7 +118,8 @@ impl SetupError {
     }
 }
 
-/// The adapter for `runtime`: built-in agent runtimes, else an installed router runtime.
+/// The adapter for `runtime`: built-in agent runtimes, else an installed runtime: a terminal
+/// agent when its manifest is of kind `terminal` ([`terminal`]), else a router runtime.
 ///
 /// Errors: [`RuntimeError`] when the runtime is unknown or its manifest is invalid.
 pub fn adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, RuntimeError> {
@@ -140,7 +143,15 @@ pub fn adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, Run
         _ => {
             let manifest = manifest::Manifest::load(paths, runtime)?
                 .ok_or_else(|| RuntimeError::NotInstalled(runtime.to_string()))?;
-            Ok(Arc::new(router::RouterRuntime::new(manifest)))
+            Ok(match manifest.terminal {
+                Some(spec) => {
+                    let term = terminal::spec::Terminal::check(spec).map_err(|why| {
+                        RuntimeError::BadManifest(paths.runtime_manifest(runtime), why)
+                    })?;
+                    Arc::new(terminal::TerminalAdapter::new(runtime, term))
+                }
+                None => Arc::new(router::RouterRuntime::new(manifest)),
+            })
         }
     }
 }

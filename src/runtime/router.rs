@@ -102,9 +102,12 @@ pub fn find_program(program: &OsStr, cwd: &Path, path_var: Option<&OsStr>) -> Op
 /// Why the router runtime `runtime` cannot start for a peer in `cwd` because its program is
 /// not there (looked up with this process's PATH, as the daemon of the same user does), with
 /// what to do; `None` when the program is found, or when `runtime` is not an installed router
-/// runtime (agent runtimes and bad manifests are reported elsewhere).
+/// or terminal runtime (built-in agent runtimes and bad manifests are reported elsewhere).
 pub fn missing_program(paths: &crate::paths::Paths, runtime: &str, cwd: &Path) -> Option<String> {
     let manifest = Manifest::load(paths, runtime).ok()??;
+    if let Some(spec) = &manifest.terminal {
+        return super::terminal::missing_program(paths, runtime, spec, cwd);
+    }
     let env = crate::launch_env::read(cwd, runtime);
     let (program, _) = program_and_args(&manifest, peer_bin(&env, runtime));
     let path_var = std::env::var_os("PATH");

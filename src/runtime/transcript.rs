@@ -220,8 +220,14 @@ pub struct SessionRules {
     pub form: fn(&str) -> String,
     /// Whether a record ends a turn.
     pub is_turn_end: fn(&Value) -> bool,
-    /// Whether the screen shows the message (second argument) in the runtime's own queue.
+    /// Whether the screen shows the message (second argument) in the runtime's own queue,
+    /// behind a running turn: answered queued at once.
     pub queued: fn(&str, &str) -> bool,
+    /// Whether the screen shows the message in a queue the runtime submits by itself as soon
+    /// as its own start-up is done, no turn running (Gemini CLI waiting for its MCP servers):
+    /// the record is waited for until the delivery's deadline, then it is answered queued
+    /// ([`crate::adapter::Confirm::held_by_runtime`]).
+    pub waiting: fn(&str, &str) -> bool,
     /// The conversation id a session file records.
     pub conversation: fn(&Path) -> Option<String>,
 }
@@ -240,6 +246,8 @@ pub struct SessionFileConfirm<W: RecordSource> {
     file: Option<PathBuf>,
     /// Where the turn that took it stands.
     turn: TurnProgress,
+    /// Whether the screen showed it waiting in a queue the runtime submits by itself.
+    held: bool,
 }
 
 impl<W: RecordSource> SessionFileConfirm<W> {
@@ -252,6 +260,7 @@ impl<W: RecordSource> SessionFileConfirm<W> {
             state: super::Acceptance::Pending,
             file: None,
             turn: TurnProgress::default(),
+            held: false,
         }
     }
 
@@ -287,8 +296,12 @@ impl<W: RecordSource> super::Confirm for SessionFileConfirm<W> {
             return Acceptance::Accepted;
         }
         self.read();
-        if self.state == Acceptance::Pending && (self.rules.queued)(screen, &self.text) {
-            self.state = Acceptance::Queued;
+        if self.state == Acceptance::Pending {
+            if (self.rules.queued)(screen, &self.text) {
+                self.state = Acceptance::Queued;
+            } else if (self.rules.waiting)(screen, &self.text) {
+                self.held = true;
+            }
         }
         self.state.clone()
     }
@@ -304,6 +317,10 @@ impl<W: RecordSource> super::Confirm for SessionFileConfirm<W> {
             self.read();
         }
         self.turn.ended
+    }
+
+    fn held_by_runtime(&self) -> bool {
+        self.held
     }
 }
 

@@ -295,6 +295,10 @@ impl ActiveDelivery {
                         Acceptance::Pending => {}
                     }
                     if now >= deadline {
+                        if self.confirmer.held_by_runtime() {
+                            // Its own queue holds it; it submits it once it is ready.
+                            return Step::Queued;
+                        }
                         return Step::Done(Err(DeliveryFailure::NoConfirmation {
                             within: self.grace,
                         }));
@@ -716,6 +720,46 @@ mod tests {
             grace: Duration::from_secs(4),
             ready_gate: gate,
             key: None,
+        }
+    }
+
+    /// Never confirms; says whether the runtime holds the message in its own queue.
+    struct Held(bool);
+    impl Confirm for Held {
+        fn confirmed(&mut self, _: &[u8]) -> bool {
+            false
+        }
+        fn held_by_runtime(&self) -> bool {
+            self.0
+        }
+    }
+
+    /// At the deadline an unconfirmed delivery fails, unless the runtime was seen holding it
+    /// in a queue it submits by itself (Gemini CLI waiting for its MCP servers): queued.
+    #[test]
+    fn a_message_the_runtime_holds_at_the_deadline_is_queued_not_failed() {
+        for (held, want_queued) in [(true, true), (false, false)] {
+            let t0 = Instant::now();
+            let (mut d, _) =
+                ActiveDelivery::start(&delivery(None), true, Box::new(Held(held)), None, None);
+            d.on_written(t0);
+            assert_eq!(
+                d.poll(t0 + PASTE_SIGNAL_WAIT, String::new),
+                Step::Write(b"\r".to_vec())
+            );
+            let end = t0 + PASTE_SIGNAL_WAIT + Duration::from_secs(4);
+            let step = d.poll(end, String::new);
+            if want_queued {
+                assert_eq!(step, Step::Queued);
+            } else {
+                assert!(
+                    matches!(
+                        step,
+                        Step::Done(Err(DeliveryFailure::NoConfirmation { .. }))
+                    ),
+                    "{step:?}"
+                );
+            }
         }
     }
 

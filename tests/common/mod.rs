@@ -14,6 +14,7 @@ pub mod other_user;
 pub mod pty_record;
 pub mod redis;
 pub mod standin;
+pub mod terminal_agent;
 
 use iapeer::paths::{peer, Paths};
 use std::path::{Path, PathBuf};

@@ -1,5 +1,6 @@
 //! A private `redis-server` for the federation tests (issue 28 item 7): on 127.0.0.1 at a port
-//! picked free, no persistence, its files in a temp folder, ended by its pid when dropped.
+//! picked free, no persistence (or append-only, [`RedisServer::start_append_only`]), its files
+//! in a temp folder, ended by its pid when dropped.
 //! `scripts/test.sh` installs `redis-server` (Debian's package) when it is missing.
 
 use std::io::{Read, Write};
@@ -15,6 +16,8 @@ pub struct RedisServer {
     pub password: String,
     dir: tempfile::TempDir,
     child: Option<Child>,
+    /// Started with `--appendonly yes --appendfsync always`.
+    append_only: bool,
 }
 
 fn program() -> PathBuf {
@@ -45,11 +48,23 @@ fn free_port() -> u16 {
 impl RedisServer {
     /// Start a server requiring `password`, and wait until it answers PING.
     pub fn start(password: &str) -> RedisServer {
+        RedisServer::start_with(password, false)
+    }
+
+    /// [`RedisServer::start`] with append-only persistence, each write on disk before it is
+    /// answered (`--appendonly yes --appendfsync always`): a restart, even after SIGKILL,
+    /// keeps every acknowledged write.
+    pub fn start_append_only(password: &str) -> RedisServer {
+        RedisServer::start_with(password, true)
+    }
+
+    fn start_with(password: &str, append_only: bool) -> RedisServer {
         let mut s = RedisServer {
             port: free_port(),
             password: password.to_string(),
             dir: tempfile::tempdir().expect("tempdir"),
             child: None,
+            append_only,
         };
         s.resume();
         s
@@ -67,12 +82,18 @@ impl RedisServer {
         format!("redis://:{}@127.0.0.1:{}", self.password, self.port)
     }
 
-    /// Start it again on the same port (empty: nothing was saved).
+    /// Start it again on the same port (empty unless append-only: then with what it had).
     pub fn resume(&mut self) {
         assert!(self.child.is_none(), "already running");
+        let persistence: &[&str] = if self.append_only {
+            &["--appendonly", "yes", "--appendfsync", "always"]
+        } else {
+            &["--appendonly", "no"]
+        };
         let child = Command::new(program())
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
+            .args(["--save", ""])
+            .args(persistence)
             .args(["--requirepass", &self.password])
             .arg("--dir")
             .arg(self.dir.path())
@@ -96,6 +117,14 @@ impl RedisServer {
         };
         super::signal(child.id(), nix::sys::signal::Signal::SIGTERM);
         if super::exit_within(&mut child, Duration::from_secs(5)).is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Kill it outright (SIGKILL by pid), as a crash.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
         }

@@ -156,6 +156,7 @@ pub static EXAMPLES: &[(&str, &[&str])] = &[
         &[
             "install-runtime telegram",
             "install-runtime pager --package ./pager-1.0.0.tgz --no-bootstrap",
+            "install-runtime ./parrot  # a terminal agent's folder with its runtime.json",
         ],
     ),
     (

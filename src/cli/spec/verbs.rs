@@ -452,7 +452,11 @@ pub static VERBS: &[VerbSpec] = &[
         description: "Route one message to the peer <target>. When this root has joined a federation \
 (iapeer federation join), <target> may be <name>@<host>, a peer of another host; a plain name \
 is the local peer, else the only peer of that name on the hosts online, and one several hosts \
-have is refused with the choices (docs/FEDERATION.md). A sleeping agent is woken first and gets \
+have is refused with the choices (docs/FEDERATION.md). A message to a host that is offline (its \
+heartbeat lapsed) is kept in its inbox stream and answered \"queued for <name>@<host> (…) — \
+host\" at once, delivered when the host returns, at most 24 h later (its sender, if live, is \
+told by a message from iapeer when it is not delivered then); with --if-busy refuse it is \
+refused at once (code offline). A sleeping agent is woken first and gets \
             the message once it is ready; a message with a topic resumes the conversation held on that \
             topic. A message to an ephemeral peer (profile wake_policy \"ephemeral\") is put in its \
             task queue on disk and answered at once; each task runs as the first message of its own \
@@ -1344,8 +1348,8 @@ have is refused with the choices (docs/FEDERATION.md). A sleeping agent is woken
     VerbSpec {
         id: VerbId::Run(Verb::InstallRuntime),
         name: "install-runtime",
-        signature: "install-runtime <rt> [--package <spec>] [--npx] [--no-bootstrap]",
-        summary: "install a runtime package and provision the peers it declares",
+        signature: "install-runtime (<rt> | <dir>) [--package <spec>] [--npx] [--no-bootstrap]",
+        summary: "install a runtime package (or a runtime folder) and provision the peers it declares",
         description: "Install the package that provides runtime <rt> with npm into \
             <root>/runtimes/<rt>/package (--package: an npm package name, name@version or a local \
             tarball; known without it: telegram is @agfpd/telegram-runtime, notifier is \
@@ -1358,7 +1362,14 @@ have is refused with the choices (docs/FEDERATION.md). A sleeping agent is woken
             --no-bootstrap. A peer whose selfConfig fails is created but stays stopped (exit 1; \
             iapeer start <peer> once configured). A manifest without peers[] is operator-add: \
             iapeer create <name> --runtime <rt>. install-runtime notifier without --package and \
-            without an installed package provisions the built-in notifier's timer and watcher.",
+            without an installed package provisions the built-in notifier's timer and watcher. \
+            A <dir> (an argument with a /, such as ./parrot) is a runtime folder: its runtime.json \
+            is checked (a terminal agent's, \"kind\": \"terminal\", declares its command, how the \
+            system prompt and the MCP endpoint reach it, its ready, busy, composer and paste \
+            patterns, its fresh and resume arguments and its interrupt keys; docs/RUNTIMES.md) and \
+            only a valid one is copied, whole, to <root>/runtimes/<rt>/, replacing that runtime's \
+            folder at once; a bad manifest is refused with what is wrong and installs nothing. \
+            Then iapeer create <name> --runtime <rt>.",
         positionals: &[RT],
         flags: &[PACKAGE, NPX, NO_BOOTSTRAP],
         rules: &[],

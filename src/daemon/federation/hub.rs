@@ -58,6 +58,15 @@ pub enum Event {
         /// Its stream id, acknowledged once its outcome is written.
         stream_id: String,
     },
+    /// A remote send's entry is in the recipient host's inbox stream (issue 28 item 4: a
+    /// send to a host that is offline is answered `queued` then).
+    Written {
+        /// The send's ticket.
+        ticket: String,
+        /// The sender as authenticated, `<runtime>-<personality>` (told later when the
+        /// message is not delivered).
+        from: String,
+    },
     /// A remote send's outcome (or its refusal before it left this host).
     Outcome {
         /// The send's ticket.

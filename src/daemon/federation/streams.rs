@@ -211,7 +211,20 @@ fn make_groups(
     true
 }
 
+/// The refusal of an inbox entry older than `retention` (issue 28 item 4), by host `own`.
+fn too_old(own: &str, retention: Duration) -> Failure {
+    Failure::new(
+        Code::Timeout,
+        format!(
+            "host {own} was offline longer than the {} a message is kept for it: NOT delivered \
+             — send it again if it still matters",
+            keys::retention_text(retention)
+        ),
+    )
+}
+
 fn read_inbox(hub: &Hub, sink: &Sink, stop: &Receiver<()>) {
+    let retention = crate::daemon::test_hooks::federation_retention().0;
     let mut conn = Conn::new();
     // The streams whose consumer group exists (made on first sight; forgotten when a read
     // fails: Redis may have restarted empty).
@@ -241,7 +254,11 @@ fn read_inbox(hub: &Hub, sink: &Sink, stop: &Receiver<()>) {
             read_group(&j.host, &pending, "0", false)
         };
         let Some(read) = read_stream(&mut conn, stop, &cmd, "this host's inbox streams") else {
+            // Redis may have restarted (empty: groups to make again; from its append-only
+            // file: entries it handed this host in a reply the failure cut off are pending
+            // there, so they are read again — the id ledger answers any delivered `earlier`).
             grouped.clear();
+            pending_done.clear();
             continue;
         };
         for (stream, ids) in read {
@@ -266,6 +283,19 @@ fn read_inbox(hub: &Hub, sink: &Sink, stop: &Receiver<()>) {
                     .collect();
                 let entry = Entry::from_fields(&map).and_then(|e| e.check_host(&host).map(|()| e));
                 match entry {
+                    Ok(entry) if keys::expired(&sid.id, crate::clock::now_ms(), retention) => {
+                        log::info!(
+                            "federation: {stream} entry {} kept longer than {}: refused as too old",
+                            sid.id,
+                            keys::retention_text(retention)
+                        );
+                        let outcome = Err(too_old(&j.host, retention));
+                        hub.write(Write::Outcome {
+                            host: host.clone(),
+                            outcome: outcome_record(&entry, &outcome),
+                            entry: sid.id,
+                        });
+                    }
                     Ok(entry) => {
                         if !sink(Event::Inbound {
                             host: host.clone(),
@@ -409,15 +439,19 @@ fn write_loop(
                         }
                     };
                 let stream = keys::inbox(&host, &own);
-                if let Err(e) = xadd_with(&mut conn, hub, stop, &stream, &entry.fields()) {
-                    refused(Failure::new(
+                match xadd_with(&mut conn, hub, stop, &stream, &entry.fields()) {
+                    Ok(()) => sink(Event::Written {
+                        ticket: ticket.clone(),
+                        from: entry.from.rsplit_once('@').map_or("", |(f, _)| f).into(),
+                    }),
+                    Err(e) => refused(Failure::new(
                         Code::Offline,
                         format!(
                             "the federation's Redis does not answer ({e}); message NOT delivered \
                              to {name}@{host} — iapeer federation status says more"
                         ),
-                    ));
-                }
+                    )),
+                };
             }
             Write::Outcome {
                 host,

@@ -350,11 +350,17 @@ impl Router {
 
     /// Send `message` from `iapeer` to a followed send's sender — unless it is asleep.
     pub(super) fn send_notice(&mut self, f: &Followed, message: String) {
-        if !self.live.has(&f.caller) {
+        self.notify(&f.caller, f.topic.clone(), message);
+    }
+
+    /// Send `message` from `iapeer` to `caller` on `topic` (else `delivery-failed`) — unless
+    /// it is asleep (never woken for this, spec 05 §7).
+    pub(super) fn notify(&mut self, caller: &Identity, topic: Option<String>, message: String) {
+        if !self.live.has(caller) {
             // Never woken for this (spec 05 §7); the follow-up line is the record.
             self.lifecycle(
                 Event::new("failure-notice")
-                    .field("to", &f.caller)
+                    .field("to", caller)
                     .field("sent", "false")
                     .field("why", "the sender is not live"),
             );
@@ -363,17 +369,17 @@ impl Router {
         let input = SendInput {
             path: "daemon",
             caller: Caller::Daemon,
-            to: f.caller.personality.clone(),
-            runtime: Some(f.caller.runtime.clone()),
+            to: caller.personality.clone(),
+            runtime: Some(caller.runtime.clone()),
             message,
-            topic: Some(f.topic.clone().unwrap_or_else(|| "delivery-failed".into())),
+            topic: Some(topic.unwrap_or_else(|| "delivery-failed".into())),
             attachments: Vec::new(),
             id: None,
             if_busy: Default::default(),
         };
         self.lifecycle(
             Event::new("failure-notice")
-                .field("to", &f.caller)
+                .field("to", caller)
                 .field("sent", "true"),
         );
         self.begin_send(input, ReplyTo::discard(), None);

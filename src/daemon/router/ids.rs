@@ -49,9 +49,32 @@ pub(crate) enum Known {
 
 impl Router {
     /// What the ledger knows of `job`'s id at its endpoint (`None`: never begun, or free).
+    /// An id begun under an earlier daemon and never confirmed is freed here when the
+    /// endpoint runtime's records show the message never arrived
+    /// ([`crate::msgids::free_after_restart`]): the send goes out again (issue 28 item 7).
     pub(crate) fn earlier_fate(&self, job: &QueuedSend) -> Option<Fate> {
-        self.ids
-            .fate(&job.prepared.endpoint.to_string(), &job.key())
+        let to = job.prepared.endpoint.to_string();
+        let key = job.key();
+        let (fate, begun_ms) = self.ids.fate_at(&to, &key)?;
+        let recorded = || {
+            let adapter = self.adapter(&job.prepared.endpoint.runtime).ok()?;
+            let body = &job.prepared.envelope.body;
+            adapter.records_hold(&job.prepared.target.cwd, body, begun_ms)
+        };
+        if !crate::msgids::free_after_restart(fate, begun_ms, self.info.started_ms, recorded) {
+            return Some(fate);
+        }
+        log::info!(
+            "message ids: {} from {} to {to} was begun under the previous daemon and never \
+             confirmed, and {}'s records do not hold it: sent again",
+            key.id,
+            key.from,
+            job.prepared.endpoint.runtime
+        );
+        if let Err(e) = self.ids.free(&to, &key) {
+            log::warn!("message ids: cannot record {} to {to}: {e}", key.id);
+        }
+        None
     }
 
     /// Answer `job`, whose id was begun earlier for its endpoint, with what is known of that

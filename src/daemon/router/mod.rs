@@ -226,6 +226,8 @@ pub(crate) enum Timer {
     LimitResume(Identity),
     /// A send to another host reaches its deadline (`remote.rs`), by its ticket.
     RemoteDeadline(String),
+    /// A send kept for a host that was offline is given up (`remote.rs`), by its ticket.
+    RemoteKept(String),
 }
 
 /// The router's state.
@@ -437,6 +439,7 @@ impl Router {
             Timer::PrepCheck => self.on_prep_check(),
             Timer::LimitResume(identity) => self.limit_resume_due(&identity),
             Timer::RemoteDeadline(ticket) => self.remote_deadline(&ticket),
+            Timer::RemoteKept(ticket) => self.remote_kept_expired(&ticket),
             Timer::ShutdownDrain => self.drain_over(),
             Timer::ShutdownDeadline => {
                 log::warn!(

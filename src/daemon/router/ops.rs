@@ -35,6 +35,15 @@ fn spawn_answer(reply: ReplyTo, work: impl FnOnce() -> Reply + Send + 'static) {
     }
 }
 
+/// The agent runtimes' programs as this process finds them, for the `status` answer: the
+/// built-in agents' (`runtime::agent_program`, which may ask the login shell: never on the
+/// router thread), then the installed terminal runtimes'.
+fn agent_programs(paths: &crate::paths::Paths) -> Vec<crate::protocol::AgentProgram> {
+    let mut agents = crate::runtime::agent_program::views();
+    agents.extend(crate::runtime::terminal::views(paths));
+    agents
+}
+
 impl Router {
     pub(crate) fn on_op(&mut self, req: Request, reply: ReplyTo) {
         let result = match req {
@@ -42,8 +51,9 @@ impl Router {
             Request::Status => {
                 // Looking for the agent programs may ask the login shell: not on this thread.
                 let mut status = self.op_status();
+                let paths = self.paths.clone();
                 return spawn_answer(reply, move || {
-                    status.agents = crate::runtime::agent_program::views();
+                    status.agents = agent_programs(&paths);
                     status.into()
                 });
             }

@@ -15,10 +15,14 @@ use super::Router;
 use crate::daemon::federation::hub::{Event as FedEvent, Hub, Write};
 use crate::daemon::reply::{SendOutcome, SendReplyTo};
 use crate::daemon::route::{Caller, SendInput};
+use crate::daemon::test_hooks;
 use crate::eventlog::Event;
 use crate::federation::address::{resolve, Address, Known, Target};
-use crate::federation::keys::Entry;
-use crate::protocol::{Code, Failure, IfBusy};
+use crate::federation::keys::{self, Entry};
+use crate::names::Identity;
+use crate::protocol::{
+    Code, DeliveredTo, Failure, IfBusy, Queued, QueuedBy, SendReply, SendResult,
+};
 use crate::registry::Registry;
 
 /// A send waiting for its outcome from another host.
@@ -30,6 +34,26 @@ pub(crate) struct RemoteSend {
     msg_id: String,
     /// `name@host`.
     to: String,
+    /// The host's heartbeat had lapsed when the send began: once its entry is in the
+    /// host's inbox stream the sender is answered `queued` (issue 28 item 4).
+    offline: bool,
+}
+
+/// A send answered `queued` for a host that was offline, followed until its outcome comes
+/// back (the host returned) or [`crate::federation::keys::RETENTION`] passes: its sender is
+/// told then when it was not delivered, as for a message the runtime queued
+/// ([`super::followup`]).
+pub(crate) struct Kept {
+    /// The sender as authenticated by the writer.
+    caller: Identity,
+    topic: Option<String>,
+    ts: String,
+    started: Instant,
+    preview: String,
+    msg_id: String,
+    /// `name@host`.
+    to: String,
+    retention: Duration,
 }
 
 impl RemoteSend {
@@ -46,6 +70,8 @@ pub(crate) struct Remote {
     pub(crate) hub: Option<Arc<Hub>>,
     /// Remote sends waiting, by ticket.
     waiting: HashMap<String, RemoteSend>,
+    /// Remote sends answered `queued` (their host was offline), by ticket.
+    kept: HashMap<String, Kept>,
 }
 
 impl Router {
@@ -98,6 +124,13 @@ impl Router {
         input.id = Some(msg_id.clone());
         let ticket = crate::fsutil::random_hex(8);
         let to = format!("{name}@{host}");
+        let offline = hub
+            .view()
+            .is_some_and(|(_, _, hosts)| hosts.iter().any(|v| v.host == host && !v.online));
+        if offline && input.if_busy == IfBusy::Refuse {
+            let f = offline_refusal(&host, test_hooks::federation_retention().0);
+            return self.refuse_remote(input, reply, f);
+        }
         self.set_timer(
             self.now.at + timeout,
             super::Timer::RemoteDeadline(ticket.clone()),
@@ -111,6 +144,7 @@ impl Router {
                 timeout,
                 msg_id,
                 to,
+                offline,
             },
         );
         let queued = hub.write(Write::Send {
@@ -172,7 +206,95 @@ impl Router {
                 entry,
                 stream_id,
             } => self.inbound(host, entry, stream_id),
+            FedEvent::Written { ticket, from } => self.remote_written(&ticket, &from),
         }
+    }
+
+    /// The entry of remote send `ticket` (by `from`) is in its host's inbox stream: a send
+    /// to a host that was offline is answered `queued` now and followed ([`Kept`]).
+    fn remote_written(&mut self, ticket: &str, from: &str) {
+        if !self.remote.waiting.get(ticket).is_some_and(|s| s.offline) {
+            return;
+        }
+        let Some(send) = self.remote.waiting.remove(ticket) else {
+            return;
+        };
+        let (retention, grace) = test_hooks::federation_retention();
+        let ts = crate::clock::envelope_ts(&crate::clock::now_local());
+        let reply = kept_reply(&send, &ts, retention);
+        self.log_remote(&send, &Ok(reply.clone()));
+        let Ok(caller) = Identity::parse(from) else {
+            return send.reply.finish(Ok(reply));
+        };
+        self.remote.kept.insert(
+            ticket.to_string(),
+            Kept {
+                caller,
+                topic: send.input.topic.clone(),
+                ts,
+                started: send.started,
+                preview: send.input.message.chars().take(80).collect(),
+                msg_id: send.msg_id.clone(),
+                to: send.to.clone(),
+                retention,
+            },
+        );
+        self.set_timer(
+            self.now.at + retention + grace,
+            super::Timer::RemoteKept(ticket.to_string()),
+        );
+        send.reply.finish(Ok(reply));
+    }
+
+    /// The outcome of a kept send came back (its host returned): its `delivery-followup`
+    /// line, and the sender told when it was not delivered.
+    fn kept_done(&mut self, ticket: &str, outcome: &SendOutcome) {
+        let Some(k) = self.remote.kept.remove(ticket) else {
+            return;
+        };
+        match outcome {
+            Ok(_) => self.kept_line(&k, "delivered", None),
+            Err(f) => {
+                self.kept_line(&k, "refused", Some(&f.error));
+                let text = kept_notice(&k, &f.error);
+                self.notify(&k.caller, k.topic.clone(), text);
+            }
+        }
+    }
+
+    /// [`super::Timer::RemoteKept`]: the host did not come back within the retention.
+    pub(crate) fn remote_kept_expired(&mut self, ticket: &str) {
+        let Some(k) = self.remote.kept.remove(ticket) else {
+            return;
+        };
+        let host = k.to.rsplit('@').next().unwrap_or("");
+        let why = format!(
+            "host {host} did not come back within the {} a message is kept for it",
+            keys::retention_text(k.retention)
+        );
+        self.kept_line(&k, "expired", Some(&why));
+        let text = kept_notice(&k, &why);
+        self.notify(&k.caller, k.topic.clone(), text);
+    }
+
+    /// `ev=delivery-followup path=federation caller=<rt-p> to=<name@host> qkind=host
+    /// msgid=… outcome=delivered|refused|expired ok=… ms=<since the send> [topic=] [err=]`.
+    fn kept_line(&mut self, k: &Kept, outcome: &str, err: Option<&String>) {
+        let ev = Event::new("delivery-followup")
+            .field("path", "federation")
+            .field("caller", &k.caller)
+            .field("to", &k.to)
+            .field("qkind", QueuedBy::Host.as_str())
+            .field("msgid", &k.msg_id)
+            .field("outcome", outcome)
+            .field("ok", if err.is_none() { "true" } else { "false" })
+            .field("ms", self.now.since(k.started).as_millis())
+            .opt("topic", k.topic.as_deref());
+        let ev = match err {
+            Some(e) => ev.field("err", e),
+            None => ev,
+        };
+        self.delivery_log.append(&ev);
     }
 
     /// An inbox entry from host `sender_host` (the one its stream's key names; its `from`
@@ -237,8 +359,14 @@ impl Router {
     /// The remote send `ticket` ends with `outcome` (once; later answers are dropped).
     fn remote_done(&mut self, ticket: &str, outcome: SendOutcome) {
         let Some(send) = self.remote.waiting.remove(ticket) else {
-            return;
+            return self.kept_done(ticket, &outcome);
         };
+        self.log_remote(&send, &outcome);
+        send.reply.finish(outcome);
+    }
+
+    /// The sender's `delivery.log` line of a remote send's answer.
+    fn log_remote(&mut self, send: &RemoteSend, outcome: &SendOutcome) {
         let ms = self.now.since(send.started).as_millis();
         let mut ev = Event::new("delivery")
             .field("path", "federation")
@@ -266,7 +394,6 @@ impl Router {
             ev = ev.field("err", &f.error);
         }
         self.delivery_log.append(&ev);
-        send.reply.finish(outcome);
     }
 
     /// [`super::Timer::RemoteDeadline`]: the outcome did not come in time.
@@ -298,4 +425,67 @@ impl Router {
         );
         self.remote_done(ticket, Err(f));
     }
+}
+
+/// The answer to a send whose host is offline, once its entry is in the host's inbox stream
+/// (pure): `queued`, `queuedBy: "host"`, `waitingFor: "host b, which is offline: kept until
+/// it returns, at most 24 h"`; `delivered_to` is `name@host` with the runtime named, else
+/// `default` (the host's roster is gone with its heartbeat).
+fn kept_reply(send: &RemoteSend, ts: &str, retention: Duration) -> SendReply {
+    SendReply {
+        result: SendResult {
+            ok: true,
+            delivered_to: DeliveredTo {
+                personality: send.to.clone(),
+                runtime: send
+                    .input
+                    .runtime
+                    .clone()
+                    .unwrap_or_else(|| "default".into()),
+            },
+            woke: false,
+            ts: Some(ts.to_string()),
+            queued: Some(Queued {
+                queued: true,
+                queued_by: QueuedBy::Host,
+                queue_depth: None,
+                waiting_for: Some(format!(
+                    "host {}, which is offline: kept until it returns, at most {}",
+                    send.host(),
+                    keys::retention_text(retention)
+                )),
+            }),
+            id: Some(send.msg_id.clone()),
+            earlier: false,
+            interrupted: false,
+        },
+    }
+}
+
+/// The refusal of a send to host `host`, offline, whose sender chose not to wait
+/// (`if_busy: refuse`). Pure.
+fn offline_refusal(host: &str, retention: Duration) -> Failure {
+    Failure::new(
+        Code::Offline,
+        format!(
+            "host {host} is offline (its heartbeat lapsed); message NOT delivered — if-busy \
+             refuse does not wait: send it again when the host returns (iapeer federation \
+             status), or without if-busy refuse to have it kept for it, at most {}",
+            keys::retention_text(retention)
+        ),
+    )
+}
+
+/// The notice to the sender of a kept message that was not delivered (pure).
+fn kept_notice(k: &Kept, why: &str) -> String {
+    let more = if k.preview.chars().count() >= 80 {
+        "…"
+    } else {
+        ""
+    };
+    format!(
+        "Your message to {} sent at {} (\"{}{more}\") was kept for its host while it was \
+         offline, and NOT delivered: {why}. Send it again if it still matters.",
+        k.to, k.ts, k.preview
+    )
 }

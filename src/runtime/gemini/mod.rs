@@ -495,16 +495,32 @@ impl Adapter for Gemini {
 }
 
 /// How Gemini CLI's session files confirm a delivery: a `user` record holding the pasted
-/// text; queued while the screen's queue shows it (a message entered during a turn waits
-/// there and is recorded when its own turn starts: `10-mid-turn-queued`,
-/// `11-queued-ran-ready`).
+/// text; queued while the screen's queue shows it behind a running turn (a message entered
+/// during a turn waits there and is recorded when its own turn starts: `10-mid-turn-queued`,
+/// `11-queued-ran-ready`); waited for while the queue shows it and no turn runs (Gemini CLI
+/// takes no prompt until every configured MCP server is discovered, and submits its queue by
+/// itself then: `27-mcp-wait-queued`).
 const SESSION_RULES: SessionRules = SessionRules {
     is_user: |r| r["type"] == "user",
     form: pasted_form,
     is_turn_end,
-    queued: queued_shows,
+    queued: queued_in_turn,
+    waiting: queued_waiting,
     conversation: session_id,
 };
+
+/// The message waits in Gemini CLI's queue behind a running turn (its busy sign shows).
+fn queued_in_turn(screen: &str, text: &str) -> bool {
+    screen.contains(BUSY) && queued_shows(screen, text)
+}
+
+/// The message waits in Gemini CLI's queue with no turn running: the CLI is still starting
+/// (its config, or its MCP servers: `ℹ Waiting for MCP servers to initialize... prompts will be
+/// queued.`, `27-mcp-wait-queued`) and submits the queue itself once it is ready (0.61.0's
+/// composer: an idle, ready CLI with a queue submits it).
+fn queued_waiting(screen: &str, text: &str) -> bool {
+    !screen.contains(BUSY) && queued_shows(screen, text)
+}
 
 /// The ready gate: the model answered (a `gemini` record). The `user` record is written when
 /// the message is submitted, before the model is asked, so the file's time proves nothing.

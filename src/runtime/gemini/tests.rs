@@ -187,6 +187,21 @@ fn fixture_a_mid_turn_message_is_queued() {
     ));
 }
 
+/// A queue behind a running turn is answered queued at once; a queue while the CLI still waits
+/// for its MCP servers (`27-mcp-wait-queued`, no turn runs) is submitted by the CLI itself and
+/// is waited for.
+#[test]
+fn fixture_a_queue_before_the_mcp_servers_are_ready_is_waited_for() {
+    let waiting = std::fs::read_to_string(fixture("27-mcp-wait-queued.screen.txt")).unwrap();
+    let first = "<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"08:51:48\">\nReply via send_to_peer.\n<msg>hello gemini, remember the number 42</msg>\n</iap>";
+    assert!(waiting.contains("Waiting for MCP servers to initialize"));
+    assert!(queued_waiting(&waiting, first));
+    assert!(!queued_in_turn(&waiting, first));
+    let in_turn = step_screen("first-run", "10-mid-turn-queued");
+    assert!(queued_in_turn(in_turn.text(), "MID-TURN message"));
+    assert!(!queued_waiting(in_turn.text(), "MID-TURN message"));
+}
+
 /// The recorded session file, replayed into a chats folder found through `projects.json`:
 /// the message is accepted by its `user` record, the conversation is the header's id, the
 /// turn ends with the model's text answer (not with the empty record before a tool call).

@@ -1,0 +1,1 @@
+../../scripts/mcp_client.py
