@@ -39,7 +39,11 @@
 #        BENCH_SCALE=10,100,1000 (the scale mode of issue 31 item 4, instead of the rest: one
 #        daemon with that many live echo sessions in turn, and at each level its VmRSS and PSS,
 #        descriptors per session (and what they are), threads, `iapeer send` p50 and wake p50
-#        (scripts/bench/scale.py; BENCH_SCALE=1 for 10,100,1000; about 5 minutes).
+#        (scripts/bench/scale.py; BENCH_SCALE=1 for 10,100,1000; about 5 minutes),
+#        BENCH_FEDERATION=1 (the federation line of issue 28 item 8, instead of the rest: a
+#        private redis-server on loopback, two daemons as hosts a and b, a live echo send to a
+#        local peer and to b's, interleaved, BENCH_FED_RUNS=100 each; goal remote p50 ≤ local
+#        p50 + 5 ms — scripts/bench/federation.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -109,6 +113,10 @@ if [ -n "${BENCH_SCALE:-}" ]; then
   levels=$BENCH_SCALE
   [ "$levels" = "1" ] && levels=10,100,1000
   exec python3 -B "$REPO/scripts/bench/scale.py" "$BIN" "$levels"
+fi
+
+if [ "${BENCH_FEDERATION:-0}" = "1" ]; then
+  exec python3 -B "$REPO/scripts/bench/federation.py" "$BIN"
 fi
 
 # Python is the parent of every process the bench starts and ends them in its `finally`;

@@ -165,6 +165,21 @@ impl Paths {
         self.state_dir().join("federation-link.json")
     }
 
+    /// `<root>/state/iapeer/federation-peers.json`: the other hosts' peers as the daemon's
+    /// federation link last saw them (`federation::peers::RemotePeers`; no secret), written
+    /// 0600 by the link thread when they change and removed when the daemon stops or the root
+    /// is not joined.
+    pub fn federation_peers(&self) -> PathBuf {
+        self.state_dir().join("federation-peers.json")
+    }
+
+    /// `<root>/state/iapeer/federation-attachments/`: the attachments of messages from other
+    /// hosts while they are routed (one folder per message, removed once its outcome is known;
+    /// `daemon::federation::attach`).
+    pub fn federation_attachments(&self) -> PathBuf {
+        self.state_dir().join("federation-attachments")
+    }
+
     /// `<root>/state/iapeer/attachments/<recipient>/`: a recipient's attachment inbox.
     pub fn attachments_dir(&self, recipient: &str) -> PathBuf {
         self.state_dir().join("attachments").join(recipient)

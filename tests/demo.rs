@@ -18,22 +18,28 @@ fn assert_nothing_left(tmp: &std::path::Path) {
     assert!(left.is_empty(), "the demo left {left:?} behind");
 }
 
-#[test]
-fn demo_shows_deliveries_and_a_wake_then_cleans_up() {
+/// Run `iapeer <args>` (a demo) with its temporary root under a `tmp` folder of a fresh
+/// world; it must exit 0 within `within`. Its stdout and that folder (with the world).
+fn run_demo(args: &[&str], within: Duration) -> (String, std::path::PathBuf, TestEnv) {
     let env = TestEnv::new();
     let tmp = env.dir.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
     let start = Instant::now();
     let out = env
-        .cmd(&["demo"])
+        .cmd(args)
         .env("TMPDIR", &tmp)
         .env_remove("IAPEER_ROOT")
         .output()
         .unwrap();
     let took = start.elapsed();
-    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", common::describe(&out));
-    assert!(took < Duration::from_secs(30), "the demo took {took:?}");
+    assert!(took < within, "the demo took {took:?}");
+    (String::from_utf8_lossy(&out.stdout).into_owned(), tmp, env)
+}
+
+#[test]
+fn demo_shows_deliveries_and_a_wake_then_cleans_up() {
+    let (stdout, tmp, _env) = run_demo(&["demo"], Duration::from_secs(30));
     for want in [
         "delivered to alice (echo), woke",
         "delivered to bob (echo), woke",
@@ -79,6 +85,21 @@ fn demo_keep_leaves_the_root_and_says_where() {
     assert!(!kept.socket().exists());
 }
 
+/// The pids of `pid`'s children (of all its threads).
+fn children(pid: u32) -> Vec<i32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect()
+}
+
 /// A closed terminal (SIGHUP) ends the demo as Ctrl-C does: its daemon is stopped and its
 /// temporary root removed (found by a newcomer walkthrough: both were left behind). The
 /// demo's stderr is closed here, as a vanished terminal's would fail.
@@ -97,19 +118,6 @@ fn demo_hung_up_stops_its_daemon_and_removes_its_root() {
         .unwrap();
     // Wait until the demo's daemon runs: its discovery file is there, and it is a child of
     // the demo (the demo takes about half a second after that on an idle machine).
-    let children = |pid: u32| -> Vec<i32> {
-        std::fs::read_dir(format!("/proc/{pid}/task"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
-            .flat_map(|c| {
-                c.split_whitespace()
-                    .filter_map(|p| p.parse().ok())
-                    .collect::<Vec<i32>>()
-            })
-            .collect()
-    };
     // Polled tightly: the demo moves on about half a second after its daemon is up.
     let mut daemon_pid = None;
     let up = common::poll_every(Duration::from_millis(1), Duration::from_secs(20), || {
@@ -130,5 +138,104 @@ fn demo_hung_up_stops_its_daemon_and_removes_its_root() {
         nix::sys::signal::kill(pid, None).is_err(),
         "the demo's daemon {daemon_pid} still runs"
     );
+    assert_nothing_left(&tmp);
+}
+
+/// The command lines of the processes whose environment names `dir` (a demo run with
+/// `TMPDIR=<dir>` and every process it started: its daemons, their sessions, its
+/// redis-server, which inherit it).
+fn processes_naming(dir: &std::path::Path) -> Vec<String> {
+    let want = dir.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter(|e| {
+            std::fs::read(e.path().join("environ"))
+                .is_ok_and(|env| String::from_utf8_lossy(&env).contains(&want))
+        })
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .collect()
+}
+
+/// Issue 28 item 9: `demo --federation` runs two hosts on this machine through a private
+/// redis-server and shows messages crossing both ways, each delivery on the host that logged
+/// it; the URL's password is never shown; afterwards no daemon, no redis-server and no root
+/// are left.
+#[test]
+fn demo_federation_crosses_two_hosts_both_ways_then_cleans_up() {
+    let (stdout, tmp, _env) = run_demo(&["demo", "--federation"], Duration::from_secs(60));
+    for want in [
+        "redis-server up on 127.0.0.1:",
+        "[host a] $ iapeer federation join 'redis://:****@127.0.0.1:",
+        "bob@b  b (online)  available",
+        "[host b] ✓ delivery: human-you@a → bob via echo-bob, woke",
+        "[host a] ✓ delivery: human-you → bob@b via another host, woke",
+        "[host a] ✉ you got a message from bob@b (echo): echo: Hello Bob, this is host a.",
+        "[host a] ✓ delivery: echo-bob@b → alice via echo-alice, woke",
+        "[host b] ✓ delivery: echo-alice@a → bob via echo-bob",
+        "all stopped after",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+    }
+    // The password is random hex: no 32-hex-digit run is printed after "redis://:".
+    assert!(
+        !stdout.contains("redis://:")
+            || !stdout
+                .split("redis://:")
+                .skip(1)
+                .any(|s| { s.chars().take(32).all(|c| c.is_ascii_hexdigit()) }),
+        "{stdout}"
+    );
+    assert_nothing_left(&tmp);
+    // Its redis-server listens no more (its environment is overwritten by its process title,
+    // so it is found by its port).
+    let port: u16 = stdout
+        .split("redis-server up on 127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .expect("the port the demo's redis-server took");
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+    assert!(
+        processes_naming(&tmp).is_empty(),
+        "{:?}",
+        processes_naming(&tmp)
+    );
+}
+
+/// `demo --federation` hung up (SIGHUP) mid-way: both daemons and its redis-server are
+/// ended and its temporary root removed, as for the plain demo.
+#[test]
+fn demo_federation_hung_up_ends_its_daemons_and_redis() {
+    let env = TestEnv::new();
+    let tmp = env.dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut child = env
+        .cmd(&["demo", "--federation"])
+        .env("TMPDIR", &tmp)
+        .env_remove("IAPEER_ROOT")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Its redis-server and both daemons run: its three children.
+    let mut started = Vec::new();
+    let up = common::poll_every(Duration::from_millis(5), Duration::from_secs(30), || {
+        started = children(child.id());
+        started.len() == 3
+    });
+    assert!(
+        up,
+        "the demo's three processes did not come up: {started:?}"
+    );
+    common::signal(child.id(), nix::sys::signal::Signal::SIGHUP);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    for pid in started {
+        let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+        assert!(!alive, "the demo's child {pid} still runs");
+    }
     assert_nothing_left(&tmp);
 }

@@ -1592,3 +1592,251 @@ fn an_answer_from_another_host_than_the_send_went_to_is_not_taken() {
         a.log("daemon")
     );
 }
+
+/// `iapeer list --json` on `env`: its rows.
+fn list_json(env: &TestEnv) -> Value {
+    serde_json::from_str(&env.ok(&["list", "--json"])).unwrap()
+}
+
+/// The row of `list --json` whose `address` is `address` (a peer of another host).
+fn remote_row(rows: &Value, address: &str) -> Option<Value> {
+    rows.as_array()?
+        .iter()
+        .find(|r| r["address"] == address)
+        .cloned()
+}
+
+/// Issue 28 items 2 and 6: host a's `list` (text and `--json`), its fleet snapshot (the page's
+/// source) and its agents' system prompt (`iapeer prompt` and the file a wake writes) show
+/// host b's peers as `name@host` with b's state; when b's daemon stops they stay, shown
+/// offline; with a's daemon down `list` says they are not known.
+#[test]
+fn other_hosts_peers_are_listed_prompted_and_in_the_snapshot() {
+    let redis = RedisServer::start(SECRET);
+    let (mut a, mut b) = two_hosts(&redis, &["bob", "carol"]);
+    b.ok(&["stop", "carol"]);
+    let rows = a.wait_seen(
+        "a lists b's peers, carol stopped",
+        Duration::from_secs(30),
+        list_json,
+        |rows| {
+            remote_row(rows, "bob@b").is_some_and(|r| r["host_online"] == true)
+                && remote_row(rows, "carol@b").is_some_and(|r| r["state"] == "stopped")
+        },
+    );
+    let bob = remote_row(&rows, "bob@b").unwrap();
+    assert_eq!(bob["personality"], "bob");
+    assert_eq!(bob["host"], "b");
+    assert_eq!(bob["state"], "available");
+    assert_eq!(bob["default_runtime"], "echo");
+    assert_eq!(bob["intelligence"], "artificial");
+    // The local row is as before (no host field), and first.
+    assert_eq!(rows[0]["personality"], "alice");
+    assert!(rows[0].get("host").is_none(), "{rows}");
+
+    let text = a.ok(&["list"]);
+    assert!(text.contains("PEERS OF OTHER HOSTS"), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("bob@b "))
+        .unwrap_or_default();
+    assert!(
+        line.contains("b (online)") && line.contains("available"),
+        "{text}"
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("carol@b "))
+        .unwrap_or_default();
+    assert!(line.contains("stopped"), "{text}");
+
+    // The system prompt's team list: as `iapeer prompt` shows it, and as a wake writes it.
+    let prompt = a.ok(&["prompt", "alice", "--raw"]);
+    assert!(prompt.contains("\n- bob@b\n  runtime: echo"), "{prompt}");
+    assert!(prompt.contains("\n- carol@b\n"), "{prompt}");
+    a.ok(&["wake", "alice"]);
+    let written = a.paths().marker("echo-alice", ".system-prompt.md");
+    a.wait_until(
+        "alice's wake wrote her prompt",
+        Duration::from_secs(30),
+        |_| std::fs::read_to_string(&written).is_ok_and(|t| t.contains("\n- bob@b\n")),
+    );
+
+    // The fleet snapshot (what the page draws) carries them as `remote`.
+    let snap = crate::fleet::get(&a, "/fleet/v1/snapshot").json();
+    let remote = &snap["remote"];
+    assert!(remote_row(remote, "bob@b").is_some(), "{snap}");
+    assert!(remote_row(&snap["peers"], "bob@b").is_none(), "{snap}");
+
+    // b's daemon stops: its peers stay listed, offline.
+    b.stop_daemon();
+    let rows = a.wait_seen(
+        "a shows b offline",
+        Duration::from_secs(30),
+        list_json,
+        |rows| remote_row(rows, "bob@b").is_some_and(|r| r["host_online"] == false),
+    );
+    assert_eq!(remote_row(&rows, "bob@b").unwrap()["state"], "offline");
+    let text = a.ok(&["list"]);
+    assert!(text.contains("b (offline)"), "{text}");
+
+    // a's daemon stops: nothing is known of the other hosts.
+    a.stop_daemon();
+    let text = a.ok(&["list"]);
+    assert!(
+        text.contains("peers of other hosts: not known while the daemon is down"),
+        "{text}"
+    );
+    assert!(!text.contains("bob@b"), "{text}");
+    assert!(remote_row(&list_json(&a), "bob@b").is_none());
+}
+
+/// Issue 28 items 2 and 6, in a real browser (`tests/ui/remote.py`, headless Chromium): host
+/// a's page shows host b's peers grouped under b, online, with their states; its "write"
+/// button and the compose box send to `bob@b`, which b's bob gets once; with b's daemon
+/// stopped the page shows b offline.
+#[test]
+fn the_page_shows_other_hosts_peers_and_sends_to_name_at_host() {
+    let redis = RedisServer::start(SECRET);
+    let (a, mut b) = two_hosts(&redis, &["bob", "carol"]);
+    a.ok(&["create", "you", "--runtime", "human"]);
+    a.wait_until("you are up", Duration::from_secs(30), |e| {
+        e.status_of("you", "human") == "live"
+    });
+    b.ok(&["stop", "carol"]);
+    let marker = format!("page-to-bob-at-b-{}", std::process::id());
+    let out =
+        crate::ui::page_script_in(&a, "remote.py", &["--phase", "online", "--marker", &marker]);
+    let said = common::describe(&out);
+    assert!(
+        out.status.success(),
+        "the browser check failed:\n{said}\n{}",
+        a.diagnostics()
+    );
+    b.wait_until("bob got the page's message", Duration::from_secs(30), |e| {
+        times_in_pane(e, "echo-bob", &marker) >= 1
+    });
+    assert!(
+        a.has_event(
+            "delivery",
+            "delivery",
+            &[("path", "federation"), ("entry", "ui"), ("to", "bob@b")]
+        ),
+        "{}",
+        a.log("delivery")
+    );
+    b.stop_daemon();
+    let out = crate::ui::page_script_in(&a, "remote.py", &["--phase", "offline"]);
+    let said = common::describe(&out);
+    assert!(
+        out.status.success(),
+        "the browser check failed:\n{said}\n{}",
+        a.diagnostics()
+    );
+}
+
+/// README's ACL line (its federation section, as `redis-cli` takes it in a shell) is the
+/// layout of docs/FEDERATION.md (which the ACL test applies) for host `laptop`: they cannot
+/// drift apart.
+#[test]
+fn the_readmes_acl_line_is_the_documented_layout() {
+    let readme = common::read(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"));
+    let line = readme
+        .lines()
+        .find_map(|l| l.strip_prefix("redis-cli ACL SETUSER "))
+        .expect("README has a redis-cli ACL SETUSER line");
+    // The shell's quoting taken off: each word is quoted whole or not at all.
+    let words: Vec<String> = line
+        .split_whitespace()
+        .map(|w| w.trim_matches('\'').to_string())
+        .collect();
+    let mut doc = acl_line("laptop", "laptop-password");
+    assert_eq!(doc.remove(0), "SETUSER");
+    assert_eq!(doc.remove(0), "iapeer-laptop");
+    assert_eq!(words[0], "iapeer-laptop");
+    assert_eq!(words[1..], doc[..], "README: {line}");
+}
+
+/// Issue 28 item 3: attachments cross hosts inline, up to 256 KiB in all: b's bob gets a's
+/// files as files of b (in his attachment inbox, the same bytes, his agent shown their paths)
+/// and the staging folder is gone after; more than the cap is refused on a at once, saying
+/// the cap and what to do, and nothing reaches b.
+#[test]
+fn attachments_cross_hosts_inline_up_to_the_cap() {
+    let redis = RedisServer::start(SECRET);
+    let (a, b) = two_hosts(&redis, &["bob"]);
+    let notes = a.dir.path().join("notes.txt");
+    std::fs::write(&notes, "the plan, in a file\n").unwrap();
+    let blob = a.dir.path().join("data.bin");
+    let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&blob, &bytes).unwrap();
+    let out = send_ok(
+        &a,
+        "echo-alice",
+        "bob@b",
+        "echo: two files for you",
+        &[
+            "--attachment",
+            notes.to_str().unwrap(),
+            "--attachment",
+            blob.to_str().unwrap(),
+        ],
+    );
+    assert!(out.starts_with("delivered to bob (echo)"), "{out}");
+    // In bob's attachment inbox on b, byte for byte; his agent was shown their paths there.
+    let inbox = b.paths().attachments_dir("bob");
+    let copies: Vec<std::path::PathBuf> = std::fs::read_dir(&inbox)
+        .unwrap()
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+        .map(|f| f.path())
+        .collect();
+    let find = |name: &str| {
+        copies
+            .iter()
+            .find(|p| p.file_name().unwrap() == name)
+            .unwrap_or_else(|| panic!("no {name} in {copies:?}"))
+            .clone()
+    };
+    assert_eq!(std::fs::read(find("data.bin")).unwrap(), bytes);
+    assert_eq!(
+        std::fs::read_to_string(find("notes.txt")).unwrap(),
+        "the plan, in a file\n"
+    );
+    let pane = b.pane("echo-bob");
+    assert!(
+        pane.contains(&format!("attachment: {}", find("notes.txt").display())),
+        "{pane}"
+    );
+    // The staging folder of the entry is removed once the outcome is written.
+    let staging = b.paths().federation_attachments();
+    b.wait_until(
+        "the staging folder emptied",
+        Duration::from_secs(10),
+        |_| std::fs::read_dir(&staging).map_or(true, |mut d| d.next().is_none()),
+    );
+
+    // Over the cap (256 KiB in all): refused at once on a, nothing sent.
+    let big = a.dir.path().join("big.bin");
+    std::fs::write(&big, vec![1u8; 200_000]).unwrap();
+    let doc = send_json(
+        &a,
+        "bob@b",
+        "echo: too much",
+        &[
+            "--attachment",
+            blob.to_str().unwrap(),
+            "--attachment",
+            big.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(doc["code"], "invalid-argument", "{doc}");
+    let error = doc["error"].as_str().unwrap();
+    assert!(
+        error.contains("attachments cross hosts inline, at most 256 KiB in all per message")
+            && error.contains(&format!("attachment 2 \"{}\"", big.display()))
+            && error.contains("share a larger file another way"),
+        "{error}"
+    );
+    assert_eq!(times_in_pane(&b, "echo-bob", "too much"), 0);
+}

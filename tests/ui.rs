@@ -297,7 +297,7 @@ fn hostile_text_is_inert_visible_text_in_a_real_browser() {
 
 /// [`page_script`] with the test world's environment (HOME, IAPEER_ROOT…), for a script that
 /// runs the CLI itself.
-fn page_script_in(env: &TestEnv, script: &str, args: &[&str]) -> std::process::Output {
+pub(crate) fn page_script_in(env: &TestEnv, script: &str, args: &[&str]) -> std::process::Output {
     let mut cmd = page_command(env, script, args);
     for (k, v) in env.cmd(&[]).get_envs() {
         match v {

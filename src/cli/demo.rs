@@ -25,7 +25,9 @@ const OPERATOR: &str = "human-you";
 const STEP_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The running demo: its root, its daemon, and the log readers.
-struct Demo {
+pub(super) struct Demo {
+    /// What its lines start with: empty, or `[host a] ` in `demo --federation`.
+    label: String,
     root: PathBuf,
     exe: PathBuf,
     daemon: Option<Child>,
@@ -57,6 +59,33 @@ impl Tail {
 }
 
 impl Demo {
+    /// A demo on the daemon `daemon` of `root`, its lines starting with `label`.
+    pub(super) fn new(root: &Path, exe: &Path, daemon: Child, label: &str) -> Demo {
+        let paths = Paths::at(root);
+        Demo {
+            label: label.to_string(),
+            root: root.to_path_buf(),
+            exe: exe.to_path_buf(),
+            daemon: Some(daemon),
+            deliveries: Tail {
+                path: paths.delivery_log(),
+                offset: 0,
+            },
+            inbox: Tail {
+                path: paths.inbox("you"),
+                offset: 0,
+            },
+            inbox_buf: String::new(),
+            stored: Default::default(),
+            seen: 0,
+        }
+    }
+
+    /// Its root.
+    pub(super) fn root(&self) -> &Path {
+        &self.root
+    }
+
     fn iapeer(&self, args: &[&str]) -> Command {
         let mut c = Command::new(&self.exe);
         c.args(args)
@@ -68,8 +97,13 @@ impl Demo {
     }
 
     /// Run one CLI command, echoing it like a shell would, and print its output indented.
-    fn run(&mut self, args: &[&str]) -> Result<String, CliError> {
-        println!("\n$ iapeer {}", shell_words(args));
+    pub(super) fn run(&mut self, args: &[&str]) -> Result<String, CliError> {
+        self.run_shown(args, args)
+    }
+
+    /// [`Demo::run`], echoing `shown` in place of `args` (a URL with its password masked).
+    pub(super) fn run_shown(&mut self, args: &[&str], shown: &[&str]) -> Result<String, CliError> {
+        println!("\n{}$ iapeer {}", self.label, shell_words(shown));
         let out = self
             .iapeer(args)
             .stdin(Stdio::null())
@@ -82,7 +116,7 @@ impl Demo {
         if !out.status.success() {
             return Err(fail(format!(
                 "`iapeer {}` failed: {}",
-                shell_words(args),
+                shell_words(shown),
                 String::from_utf8_lossy(&out.stderr).trim()
             )));
         }
@@ -92,7 +126,7 @@ impl Demo {
     /// Print new delivery lines and, under each delivery to the operator, the message it
     /// stored in the operator's inbox; return how many successful deliveries have been seen
     /// in total.
-    fn pump_logs(&mut self) -> usize {
+    pub(super) fn pump_logs(&mut self) -> usize {
         // The inbox first: a record is stored before its delivery is logged.
         self.inbox_buf
             .push_str(&String::from_utf8_lossy(&self.inbox.read_new()));
@@ -107,17 +141,23 @@ impl Demo {
             if get("ok") == "true" {
                 self.seen += 1;
                 let woke = if get("woke") == "true" { ", woke" } else { "" };
+                // The sender's end of a hop to another host names no session of its own.
+                let via = match get("via") {
+                    "" if get("path") == "federation" => "another host".to_string(),
+                    via => via.to_string(),
+                };
                 println!(
-                    "  ✓ delivery: {} → {} via {}{woke} ({} ms)",
+                    "  {}✓ delivery: {} → {} via {via}{woke} ({} ms)",
+                    self.label,
                     get("caller"),
                     get("to"),
-                    get("via"),
                     get("ms")
                 );
                 if get("via") == OPERATOR {
                     if let Some(r) = self.stored.pop_front() {
                         println!(
-                            "  ✉ you got a message from {} ({}): {}",
+                            "  {}✉ you got a message from {} ({}): {}",
+                            self.label,
                             r.from,
                             r.runtime,
                             crate::visible::text(&r.body)
@@ -126,7 +166,8 @@ impl Demo {
                 }
             } else if !get("ev").is_empty() {
                 println!(
-                    "  ✗ delivery: {} → {} failed: {}",
+                    "  {}✗ delivery: {} → {} failed: {}",
+                    self.label,
                     get("caller"),
                     get("to"),
                     crate::visible::line(get("err"))
@@ -137,7 +178,7 @@ impl Demo {
     }
 
     /// Wait until `n` successful deliveries were logged in total.
-    fn wait_deliveries(&mut self, n: usize) -> Result<(), CliError> {
+    pub(super) fn wait_deliveries(&mut self, n: usize) -> Result<(), CliError> {
         let start = Instant::now();
         while self.pump_logs() < n {
             if start.elapsed() > STEP_TIMEOUT {
@@ -153,7 +194,7 @@ impl Demo {
         Ok(())
     }
 
-    fn stop_daemon(&mut self) {
+    pub(super) fn stop_daemon(&mut self) {
         if let Some(mut d) = self.daemon.take() {
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(d.id() as i32),
@@ -193,6 +234,37 @@ fn shell_words(args: &[&str]) -> String {
         .join(" ")
 }
 
+/// Start a daemon on `root` (any free loopback port; its stderr in `<root>/daemon-stderr.log`),
+/// note its pid in `pids` for the interrupt handler, and wait until it answers.
+///
+/// Errors: it cannot be started, exits, or does not answer within [`STEP_TIMEOUT`].
+pub(super) fn spawn_daemon(exe: &Path, root: &Path, pids: &Pids) -> Result<Child, CliError> {
+    let daemon_log = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .mode(crate::fsutil::MODE_PRIVATE)
+            .open(root.join("daemon-stderr.log"))
+            .map_err(fail)?
+    };
+    let mut daemon = Command::new(exe)
+        .arg("daemon")
+        .env("IAPEER_ROOT", root)
+        .env("IAPEER_PORT", "0")
+        .env_remove("IAPEER_DAEMON_SOCKET")
+        .env_remove("IAPEER_FEDERATION_URL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(daemon_log)
+        .spawn()
+        .map_err(|e| fail(format!("cannot start the daemon: {e}")))?;
+    pids.add(daemon.id());
+    wait_for_daemon(root, &mut daemon)?;
+    Ok(daemon)
+}
+
 fn wait_for_daemon(root: &Path, daemon: &mut Child) -> Result<(), CliError> {
     let paths = Paths::at(root);
     let start = Instant::now();
@@ -219,11 +291,23 @@ static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBoo
 
 /// On SIGINT, SIGTERM or SIGHUP (its terminal closed): stop the demo's daemon, remove the
 /// root (unless `--keep`), exit 130. What it says goes to stderr only if that still works.
-fn on_interrupt(
-    root: PathBuf,
-    keep: bool,
-    daemon_pid: std::sync::Arc<std::sync::atomic::AtomicU32>,
-) -> CliResult {
+/// The pids the interrupt handler ends (the demo's daemons, and `--federation`'s
+/// `redis-server`).
+#[derive(Clone, Default)]
+pub(super) struct Pids(std::sync::Arc<std::sync::Mutex<Vec<u32>>>);
+
+impl Pids {
+    /// Note a child's pid.
+    pub(super) fn add(&self, pid: u32) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
+    }
+
+    fn all(&self) -> Vec<u32> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+fn on_interrupt(root: PathBuf, keep: bool, pids: Pids) -> CliResult {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     use std::io::Write;
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
@@ -233,18 +317,25 @@ fn on_interrupt(
             return;
         }
         INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
-        let pid = daemon_pid.load(std::sync::atomic::Ordering::SeqCst);
-        if pid != 0 {
-            let pid = nix::unistd::Pid::from_raw(pid as i32);
-            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-            // The daemon ends its sessions (SIGKILL after 3 s); give it that long.
-            let start = Instant::now();
-            while start.elapsed() < Duration::from_secs(6)
-                && nix::sys::signal::kill(pid, None).is_ok()
-            {
-                let _ = nix::sys::wait::waitpid(pid, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
-                std::thread::sleep(Duration::from_millis(50));
+        let pids: Vec<nix::unistd::Pid> = pids
+            .all()
+            .into_iter()
+            .map(|p| nix::unistd::Pid::from_raw(p as i32))
+            .collect();
+        for pid in &pids {
+            let _ = nix::sys::signal::kill(*pid, nix::sys::signal::Signal::SIGTERM);
+        }
+        // A daemon ends its sessions (SIGKILL after 3 s); give them that long.
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(6)
+            && pids
+                .iter()
+                .any(|p| nix::sys::signal::kill(*p, None).is_ok())
+        {
+            for pid in &pids {
+                let _ = nix::sys::wait::waitpid(*pid, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
             }
+            std::thread::sleep(Duration::from_millis(50));
         }
         // A closed terminal fails the write (`eprintln!` would panic before the exit).
         let mut err = std::io::stderr();
@@ -269,66 +360,38 @@ fn on_interrupt(
 /// Run `iapeer demo`.
 pub fn run(inv: &Invocation) -> CliResult {
     let keep = inv.flag(flags::KEEP);
+    let federation = inv.flag(flags::FEDERATION);
+    // Before anything is made: the federation demo needs a redis-server.
+    let redis = match federation {
+        true => Some(super::demo_federation::redis_program()?),
+        false => None,
+    };
     let exe =
         std::env::current_exe().map_err(|e| fail(format!("cannot find the iapeer binary: {e}")))?;
     let root = std::env::temp_dir().join(format!("iapeer-demo-{}", random_hex(4)));
     ensure_dir(&root).map_err(|e| fail(format!("cannot create {}: {e}", root.display())))?;
-    let paths = Paths::at(&root);
     let started = Instant::now();
-    println!("iapeer demo — a private daemon in {}", root.display());
-    println!("peers: alice and bob on the built-in echo stand-in agent (no account needed),");
-    println!("       and you, the operator, on the built-in human runtime (an inbox).");
-
     // Ctrl-C (or SIGTERM, or a closed terminal) must not leave a daemon or the temporary
     // root behind.
-    let daemon_pid = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
-    on_interrupt(root.clone(), keep, daemon_pid.clone())?;
-    let result = (|| -> CliResult {
-        let daemon_log = {
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new()
-                .create(true)
-                .truncate(true)
-                .write(true)
-                .mode(crate::fsutil::MODE_PRIVATE)
-                .open(root.join("daemon-stderr.log"))
-                .map_err(fail)?
-        };
-        let mut daemon = Command::new(&exe)
-            .arg("daemon")
-            .env("IAPEER_ROOT", &root)
-            .env("IAPEER_PORT", "0")
-            .env_remove("IAPEER_DAEMON_SOCKET")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(daemon_log)
-            .spawn()
-            .map_err(|e| fail(format!("cannot start the daemon: {e}")))?;
-        daemon_pid.store(daemon.id(), std::sync::atomic::Ordering::SeqCst);
-        wait_for_daemon(&root, &mut daemon)?;
-        let mut demo = Demo {
-            root: root.clone(),
-            exe: exe.clone(),
-            daemon: Some(daemon),
-            deliveries: Tail {
-                path: paths.delivery_log(),
-                offset: 0,
-            },
-            inbox: Tail {
-                path: paths.inbox("you"),
-                offset: 0,
-            },
-            inbox_buf: String::new(),
-            stored: Default::default(),
-            seen: 0,
-        };
-        println!(
-            "daemon up (pid {})",
-            demo.daemon.as_ref().map_or(0, |d| d.id())
-        );
-
-        play(&mut demo, started)
-    })();
+    let pids = Pids::default();
+    on_interrupt(root.clone(), keep, pids.clone())?;
+    let result = match redis {
+        Some(program) => super::demo_federation::run(&program, &exe, &root, &pids, started),
+        None => (|| -> CliResult {
+            println!("iapeer demo — a private daemon in {}", root.display());
+            println!(
+                "peers: alice and bob on the built-in echo stand-in agent (no account needed),"
+            );
+            println!("       and you, the operator, on the built-in human runtime (an inbox).");
+            let daemon = spawn_daemon(&exe, &root, &pids)?;
+            let mut demo = Demo::new(&root, &exe, daemon, "");
+            println!(
+                "daemon up (pid {})",
+                demo.daemon.as_ref().map_or(0, |d| d.id())
+            );
+            play(&mut demo, started)
+        })(),
+    };
 
     if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
         // The signal thread is cleaning up and will exit the process.

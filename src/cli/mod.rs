@@ -11,6 +11,7 @@ pub mod completions;
 pub mod confirm;
 pub mod connect;
 pub mod demo;
+mod demo_federation;
 pub mod error;
 pub mod federation;
 pub mod health;

@@ -33,6 +33,7 @@ pub fn run(inv: &Invocation) -> CliResult {
         &paths,
         peer,
         &registry,
+        &crate::roster::remote::prompt_peers(&paths),
         &HostFacts::detect(),
         home.as_deref(),
     );

@@ -586,7 +586,10 @@ pub fn local_problem(target: &str, message: &str, runtime: Option<&str>) -> Opti
     if target.is_empty() {
         return Some("the peer name is empty — name one of the peers iapeer list shows".into());
     }
-    if !is_valid_personality(target) {
+    // `name@host` (a peer of another host of the federation) is a target too: only the
+    // daemon knows whether that host and peer exist.
+    let remote = crate::federation::address::Address::parse(target).is_ok_and(|a| a.host.is_some());
+    if !is_valid_personality(target) && !remote {
         let n = normalize(target);
         let example = if is_valid_personality(&n) {
             format!(" — did you mean \"{n}\"?")

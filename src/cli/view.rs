@@ -10,6 +10,7 @@ use super::{json_line, paths, print, CliResult};
 use crate::paths::Paths;
 use crate::protocol::{call, Answer};
 use crate::registry::Registry;
+use crate::roster::remote::RemoteRow;
 use crate::roster::{list_rows, LiveState, PeerRow};
 
 fn glyph(status: &str) -> &'static str {
@@ -170,8 +171,15 @@ pub fn list(inv: &Invocation) -> CliResult {
     let up = live.is_some();
     let live = live.unwrap_or_default();
     let rows = list_rows(&paths, &registry, &live);
+    let remote = crate::roster::remote::remote_rows(&paths);
     if inv.flag(flags::JSON) {
-        return print(&format!("{}\n", json_line(&rows)));
+        let all: Vec<serde_json::Value> = rows
+            .iter()
+            .map(serde_json::to_value)
+            .chain(remote.iter().map(serde_json::to_value))
+            .collect::<Result<_, _>>()
+            .map_err(|e| super::CliError::failed(format!("internal error: {e}")))?;
+        return print(&format!("{}\n", json_line(&all)));
     }
     let width = std::io::stdout()
         .is_terminal()
@@ -182,9 +190,10 @@ pub fn list(inv: &Invocation) -> CliResult {
     } else {
         "daemon: down — every agent shows asleep (start it with: iapeer daemon)\n".to_string()
     };
+    let others = other_hosts(&paths, up, &remote);
     if rows.is_empty() {
         return print(&format!(
-            "{header}no peers yet — create one with: iapeer create <name> --runtime <rt>\n"
+            "{header}no peers yet — create one with: iapeer create <name> --runtime <rt>\n{others}"
         ));
     }
     let mut problems = String::new();
@@ -207,9 +216,70 @@ pub fn list(inv: &Invocation) -> CliResult {
         }
     }
     print(&format!(
-        "{header}{}{problems}",
+        "{header}{}{problems}{others}",
         render_table(&rows, crate::clock::now_ms(), width)
     ))
+}
+
+/// The part of `list` about the other hosts of the federation (issue 28 item 2): their
+/// peers' table ([`render_remote`]) after a blank line; a line saying they are not known while
+/// the daemon is down; nothing when this root has not joined or no other host has peers.
+fn other_hosts(paths: &Paths, up: bool, remote: &[RemoteRow]) -> String {
+    let joined = matches!(crate::federation::effective(paths), Ok(Some(_)));
+    match (joined, up, remote.is_empty()) {
+        (true, false, _) => {
+            "\npeers of other hosts: not known while the daemon is down (its federation link \
+             reads them)\n"
+                .into()
+        }
+        (_, _, false) => format!("\n{}", render_remote(remote)),
+        _ => String::new(),
+    }
+}
+
+/// The other hosts' peers as a table: `NAME` (`name@host`, as a send names it), `HOST` (with
+/// `online` or `offline`), `STATE` (`available`, `stopped`, `offline`), `RUNTIMES` (the
+/// default first, marked `*`) and `DESCRIPTION`, every cell one line with its controls
+/// visible. Pure.
+pub fn render_remote(rows: &[RemoteRow]) -> String {
+    let cells: Vec<[String; 5]> = rows
+        .iter()
+        .map(|r| {
+            let mut runtimes = r.runtimes.clone();
+            if let Some(first) = runtimes.first_mut() {
+                first.push('*');
+            }
+            let online = if r.host_online { "online" } else { "offline" };
+            [
+                r.address.clone(),
+                format!("{} ({online})", r.host),
+                r.state.clone(),
+                crate::visible::line(&runtimes.join(" ")).into_owned(),
+                crate::visible::line(&r.description).into_owned(),
+            ]
+        })
+        .collect();
+    let heads = ["NAME", "HOST", "STATE", "RUNTIMES", "DESCRIPTION"];
+    let widths: Vec<usize> = (0..4)
+        .map(|i| {
+            let widest = cells.iter().map(|c| c[i].chars().count()).max();
+            widest.unwrap_or(0).max(heads[i].len())
+        })
+        .collect();
+    let line = |c: [&str; 5]| {
+        let mut l = String::new();
+        for (i, w) in widths.iter().enumerate() {
+            l.push_str(&format!("{:w$}  ", c[i]));
+        }
+        l.push_str(c[4]);
+        format!("{}\n", l.trim_end())
+    };
+    let mut out = String::from("PEERS OF OTHER HOSTS (send to <name>@<host>)\n");
+    out.push_str(&line(heads));
+    for c in &cells {
+        out.push_str(&line([&c[0], &c[1], &c[2], &c[3], &c[4]]));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -360,6 +430,37 @@ mod tests {
         assert!(table.contains("12s"), "{table}");
         assert!(table.lines().all(|l| l.chars().count() <= 40), "{table}");
         assert!(table.contains('…'), "{table}");
+    }
+
+    #[test]
+    fn other_hosts_peers_show_their_address_host_and_state() {
+        let row = |name: &str, host: &str, online: bool, state: &str| RemoteRow {
+            personality: name.into(),
+            host: host.into(),
+            address: format!("{name}@{host}"),
+            host_online: online,
+            state: state.into(),
+            description: "runs \u{1b}[2J jobs".into(),
+            intelligence: "artificial".into(),
+            default_runtime: "claude".into(),
+            runtimes: vec!["claude".into(), "codex".into()],
+        };
+        let table = render_remote(&[
+            row("bob", "b", true, "available"),
+            row("carol", "build-box", false, "offline"),
+        ]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines[0], "PEERS OF OTHER HOSTS (send to <name>@<host>)");
+        assert!(
+            lines[1].starts_with("NAME             HOST                 STATE"),
+            "{table}"
+        );
+        assert!(
+            lines[2].starts_with("bob@b            b (online)           available  claude* codex"),
+            "{table}"
+        );
+        assert!(lines[3].contains("build-box (offline)  offline"), "{table}");
+        assert!(!table.contains('\u{1b}'), "{table}");
     }
 
     #[test]

@@ -138,11 +138,45 @@ pub struct Roster {
     pub peers: Vec<RosterPeer>,
 }
 
+/// The most bytes of attachments one inbox entry carries, all of its files together: 256 KiB.
+/// They travel inline (base64 in the entry's `attachments` field), so a stream of
+/// [`STREAM_MAXLEN`] entries stays within memory; a send with more is refused on the sending
+/// host with this reason, and an entry with more is not taken by the recipient.
+pub const INLINE_ATTACHMENTS_MAX: u64 = 256 * 1024;
+
+/// One attachment carried in an [`Entry`]: its file name (a plain name: no `/`, not `.` or
+/// `..`, no NUL, at most 255 bytes) and its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inline {
+    /// The file's name as the sender gave it (the last part of its path).
+    pub name: String,
+    /// Its content.
+    pub data: Vec<u8>,
+}
+
+/// The stream field's JSON: `[{"name","base64"}…]`.
+#[derive(Serialize, Deserialize)]
+struct InlineWire {
+    name: String,
+    base64: String,
+}
+
+/// Whether `name` can be a file's name in a folder: not empty, no `/` or NUL, not `.` or
+/// `..`, at most 255 bytes. Pure.
+pub fn is_plain_file_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 255
+        && !name.contains(['/', '\0'])
+        && name != "."
+        && name != ".."
+}
+
 /// One message in an inbox stream; each field is a stream field of the entry (strings):
 /// `ticket` (the sending host's handle on the send, echoed in its [`Outcome`]), `id` (the message id), `from` (`<runtime>-<personality>@<host>`), `intelligence` (the
 /// sender's), `to` (a peer of the inbox's host), `runtime` (optional), `topic` (optional),
 /// `body`, `if_busy` (`queue`, `interrupt` or `refuse`), `timeout_ms` (how long the sender
-/// still waits for the outcome when it writes the entry).
+/// still waits for the outcome when it writes the entry), `attachments` (optional: JSON
+/// `[{"name","base64"}…]`, at most [`INLINE_ATTACHMENTS_MAX`] bytes decoded in all).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     /// The sending host's handle on the send (random hex), echoed in the outcome.
@@ -165,6 +199,8 @@ pub struct Entry {
     pub if_busy: String,
     /// How long the sender still waits, ms.
     pub timeout_ms: u64,
+    /// The attachments, inline (none: no `attachments` field).
+    pub attachments: Vec<Inline>,
 }
 
 /// Why an inbox stream's entry is not taken ([`Entry::from_fields`], [`Entry::check_host`]).
@@ -177,6 +213,10 @@ pub enum EntryError {
     /// `timeout_ms` is not a number.
     #[error("the inbox entry's timeout_ms is not a number")]
     Timeout,
+    /// `attachments` is not `[{"name","base64"}…]` of plain file names within
+    /// [`INLINE_ATTACHMENTS_MAX`] (what is wrong).
+    #[error("the inbox entry's attachments are refused: {0}")]
+    Attachments(String),
     /// The entry's `from` is not `<identity>@<host>` of the host whose stream holds it.
     #[error("its sender \"{from}\" is not of host {host}, the host whose stream it is in")]
     OtherHost {
@@ -221,6 +261,21 @@ impl Entry {
         if let Some(t) = &self.topic {
             f.push(("topic", t.clone()));
         }
+        if !self.attachments.is_empty() {
+            use base64::Engine as _;
+            let wire: Vec<InlineWire> = self
+                .attachments
+                .iter()
+                .map(|a| InlineWire {
+                    name: a.name.clone(),
+                    base64: base64::engine::general_purpose::STANDARD.encode(&a.data),
+                })
+                .collect();
+            f.push((
+                "attachments",
+                serde_json::to_string(&wire).unwrap_or_default(),
+            ));
+        }
         f
     }
 
@@ -248,8 +303,41 @@ impl Entry {
             timeout_ms: need("timeout_ms")?
                 .parse()
                 .map_err(|_| EntryError::Timeout)?,
+            attachments: match map.get("attachments") {
+                Some(json) => inline_of(json)?,
+                None => Vec::new(),
+            },
         })
     }
+}
+
+/// The attachments of an entry's `attachments` field. Pure.
+///
+/// Errors: [`EntryError::Attachments`]: not the JSON shape, not base64, a name that is not a
+/// plain file name, more than [`INLINE_ATTACHMENTS_MAX`] bytes in all.
+fn inline_of(json: &str) -> Result<Vec<Inline>, EntryError> {
+    use base64::Engine as _;
+    let bad = |why: String| EntryError::Attachments(why);
+    let wire: Vec<InlineWire> =
+        serde_json::from_str(json).map_err(|e| bad(format!("not [{{name, base64}}…]: {e}")))?;
+    let mut total: u64 = 0;
+    let mut out = Vec::with_capacity(wire.len());
+    for w in wire {
+        if !is_plain_file_name(&w.name) {
+            return Err(bad(format!("{:?} is not a plain file name", w.name)));
+        }
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(w.base64.as_bytes())
+            .map_err(|e| bad(format!("{:?} is not base64: {e}", w.name)))?;
+        total += data.len() as u64;
+        if total > INLINE_ATTACHMENTS_MAX {
+            return Err(bad(format!(
+                "more than {INLINE_ATTACHMENTS_MAX} bytes in all"
+            )));
+        }
+        out.push(Inline { name: w.name, data });
+    }
+    Ok(out)
 }
 
 /// One outcome in a reply stream: fields `ticket` and `id` (as in the [`Entry`]) and `outcome`, the send's answer as the control protocol gives it
@@ -339,6 +427,7 @@ mod tests {
             body: "hi".into(),
             if_busy: "queue".into(),
             timeout_ms: 1,
+            attachments: Vec::new(),
         };
         assert_eq!(e.check_host("a"), Ok(()));
         assert_eq!(
@@ -364,6 +453,10 @@ mod tests {
             body: "hi".into(),
             if_busy: "queue".into(),
             timeout_ms: 1500,
+            attachments: vec![Inline {
+                name: "notes.txt".into(),
+                data: b"\x00binary\xff".to_vec(),
+            }],
         };
         let map = e
             .fields()
@@ -377,6 +470,34 @@ mod tests {
             Entry::from_fields(&map).unwrap_err().to_string(),
             "the inbox entry has no \"body\" field"
         );
+    }
+
+    #[test]
+    fn attachments_must_be_plain_names_within_the_cap() {
+        use base64::Engine as _;
+        let b64 = |d: &[u8]| base64::engine::general_purpose::STANDARD.encode(d);
+        let field = |name: &str, data: &[u8]| {
+            format!(
+                r#"[{{"name":{},"base64":"{}"}}]"#,
+                serde_json::json!(name),
+                b64(data)
+            )
+        };
+        assert_eq!(inline_of(&field("a.txt", b"hi")).unwrap()[0].data, b"hi");
+        for (json, says) in [
+            (field("../x", b"hi"), "plain file name"),
+            (field("..", b"hi"), "plain file name"),
+            (field("", b"hi"), "plain file name"),
+            (
+                field("big", &vec![0u8; INLINE_ATTACHMENTS_MAX as usize + 1]),
+                "262144 bytes",
+            ),
+            (r#"[{"name":"a","base64":"***"}]"#.to_string(), "not base64"),
+            ("{}".to_string(), "not [{name, base64}…]"),
+        ] {
+            let e = inline_of(&json).unwrap_err().to_string();
+            assert!(e.contains(says), "{e}");
+        }
     }
 
     #[test]

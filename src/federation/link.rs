@@ -102,6 +102,7 @@ pub fn spawn(paths: Paths, hub: Tell, stop: Receiver<()>) -> io::Result<JoinHand
                 conn: None,
                 failures: 0,
                 written: None,
+                peers: None,
                 report: LinkReport {
                     state: LinkState::NotJoined,
                     host: None,
@@ -116,6 +117,7 @@ pub fn spawn(paths: Paths, hub: Tell, stop: Receiver<()>) -> io::Result<JoinHand
             link.run();
             link.close(false);
             let _ = std::fs::remove_file(link.paths.federation_link());
+            super::peers::remove(&link.paths);
         })
 }
 
@@ -144,6 +146,8 @@ struct Link {
     report: LinkReport,
     /// The report as last written.
     written: Option<LinkReport>,
+    /// The other hosts' peers as last written to `federation-peers.json` (`None`: no file).
+    peers: Option<super::peers::RemotePeers>,
 }
 
 impl Link {
@@ -155,6 +159,9 @@ impl Link {
                 Ok(None) => {
                     self.close(true);
                     self.set_state(LinkState::NotJoined, None);
+                    if self.peers.take().is_some() {
+                        super::peers::remove(&self.paths);
+                    }
                     POLL
                 }
                 Err(e) => {
@@ -221,6 +228,7 @@ impl Link {
                     })
                     .collect();
                 (self.hub)(Some(j.clone()), true, views);
+                self.write_peers(&hosts, &rosters);
                 self.report.hosts = hosts;
                 self.set_state(LinkState::Connected, Some(j));
                 keys::HEARTBEAT_INTERVAL
@@ -281,6 +289,18 @@ impl Link {
             j.host,
             masked(&j.url)
         );
+    }
+
+    /// Write the other hosts' peers ([`super::peers::merge`]) when they changed.
+    fn write_peers(&mut self, hosts: &[HostSeen], rosters: &[keys::Roster]) {
+        let before = self.peers.take().unwrap_or_default();
+        let now = super::peers::merge(&before, hosts, rosters);
+        if now != before || !self.paths.federation_peers().exists() {
+            if let Err(e) = super::peers::write(&self.paths, &now) {
+                log::warn!("federation: cannot write the other hosts' peers: {e}");
+            }
+        }
+        self.peers = Some(now);
     }
 
     /// Write the report when it changed since the last write (so an idle link writes

@@ -8,6 +8,7 @@
 pub mod address;
 pub mod keys;
 pub mod link;
+pub mod peers;
 pub mod skew;
 
 use std::io;

@@ -36,7 +36,8 @@ pub const PROMPT_SUFFIX: &str = ".system-prompt.md";
 /// 1. the identity block (`---` fenced, JSON-string values, keys in the spec's order);
 /// 2. one sentence pointing at `<root>/docs/`;
 /// 3. doctrines: `<root>/IAPEER.md`, then `<me.cwd>/.iapeer/IAPEER.md`;
-/// 4. `## Known peers` from `registry` (omitted when it has no peers), by personality;
+/// 4. `## Known peers` from `registry`, by personality, then the other hosts' peers `remote`
+///    (issue 28 item 2) as `name@host`, by host and name (omitted when there are none);
 /// 5. domain files: `*.md` directly in `<root>/` and `<me.cwd>/.iapeer/` except `IAPEER.md`,
 ///    by name, host file before peer file;
 /// 6. fragments: the same for `<root>/fragments/` and `<me.cwd>/.iapeer/fragments/`.
@@ -49,10 +50,11 @@ pub fn assemble(
     paths: &Paths,
     me: &RegistryPeer,
     registry: &Registry,
+    remote: &[RemotePeer],
     facts: &HostFacts,
     home: Option<&Path>,
 ) -> String {
-    let c = compose(paths, me, registry, facts, home);
+    let c = compose(paths, me, registry, remote, facts, home);
     for s in c.skipped.iter().filter(|s| s.reason != SkipReason::Empty) {
         log::warn!("system prompt: skipping {}: {}", s.path.display(), s.reason);
     }
@@ -154,6 +156,7 @@ pub fn compose(
     paths: &Paths,
     me: &RegistryPeer,
     registry: &Registry,
+    remote: &[RemotePeer],
     facts: &HostFacts,
     home: Option<&Path>,
 ) -> Composition {
@@ -175,7 +178,7 @@ pub fn compose(
         &paths::peer::doctrine(&me.cwd),
         home,
     );
-    if let Some(text) = known_peers(registry) {
+    if let Some(text) = known_peers(registry, remote) {
         c.layers.push(generated(LayerKind::KnownPeers, text));
     }
     for file in layer_files(paths.root(), &paths::peer::dir(&me.cwd)) {
@@ -270,29 +273,71 @@ fn docs_pointer(paths: &Paths) -> String {
     )
 }
 
-/// Layer 4: the team list, or `None` when the registry is empty.
-fn known_peers(registry: &Registry) -> Option<String> {
-    if registry.peers.is_empty() {
+/// A peer of another host of the federation, for the team list (issue 28 item 2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemotePeer {
+    /// `name@host`, as a send names it.
+    pub address: String,
+    /// Its description (made one line here).
+    pub description: String,
+    /// Its runtimes, the default first (never empty: a roster peer without one is not given).
+    pub runtimes: Vec<String>,
+    /// `artificial`, `natural` or `absent`.
+    pub intelligence: String,
+}
+
+/// Layer 4: the team list, or `None` when the registry is empty and no other host has peers.
+fn known_peers(registry: &Registry, remote: &[RemotePeer]) -> Option<String> {
+    if registry.peers.is_empty() && remote.is_empty() {
         return None;
     }
     let mut peers: Vec<&RegistryPeer> = registry.peers.iter().collect();
     peers.sort_by(|a, b| a.personality.as_bytes().cmp(b.personality.as_bytes()));
     let mut out = String::from("## Known peers");
     for p in peers {
-        let _ = write!(out, "\n- {}", p.personality);
-        let description = one_line(&p.description);
-        if !description.is_empty() {
-            let _ = write!(out, " — {description}");
-        }
-        let _ = write!(
-            out,
-            "\n  runtime: {}\n  runtimes: {}\n  intelligence: {}",
-            p.default_runtime,
-            p.runtimes.join(", "),
-            p.nature()
+        let nature = p.nature().to_string();
+        known_peer(
+            &mut out,
+            &p.personality,
+            &p.description,
+            &p.default_runtime,
+            &p.runtimes,
+            &nature,
+        );
+    }
+    for p in remote {
+        let default = p.runtimes.first().map(String::as_str).unwrap_or_default();
+        known_peer(
+            &mut out,
+            &p.address,
+            &p.description,
+            default,
+            &p.runtimes,
+            &p.intelligence,
         );
     }
     Some(out)
+}
+
+/// One peer of the team list: `- name — description` and its runtime(s) and intelligence.
+fn known_peer(
+    out: &mut String,
+    name: &str,
+    description: &str,
+    runtime: &str,
+    runtimes: &[String],
+    intelligence: &str,
+) {
+    let _ = write!(out, "\n- {name}");
+    let description = one_line(description);
+    if !description.is_empty() {
+        let _ = write!(out, " — {description}");
+    }
+    let _ = write!(
+        out,
+        "\n  runtime: {runtime}\n  runtimes: {}\n  intelligence: {intelligence}",
+        runtimes.join(", "),
+    );
 }
 
 /// A description flattened to one line: control characters that are not whitespace are

@@ -15,6 +15,8 @@ struct Fixture {
     paths: Paths,
     me: RegistryPeer,
     registry: Registry,
+    /// The other hosts' peers (issue 28).
+    remote: Vec<RemotePeer>,
 }
 
 impl Fixture {
@@ -33,6 +35,7 @@ impl Fixture {
             paths,
             me,
             registry: Registry::default(),
+            remote: Vec::new(),
         }
     }
 
@@ -48,6 +51,7 @@ impl Fixture {
             &self.paths,
             &self.me,
             &self.registry,
+            &self.remote,
             &facts(),
             Some(&self.home),
         );
@@ -131,6 +135,34 @@ fn golden_peers_with_and_without_descriptions() {
     golden("peers", &fx.assemble());
 }
 
+/// Issue 28 item 2: the other hosts' peers follow this host's as `name@host`, their
+/// descriptions made one line as the local ones.
+#[test]
+fn golden_peers_of_other_hosts_follow_as_name_at_host() {
+    let mut fx = Fixture::new();
+    fx.registry.peers = vec![fx.me.clone()];
+    let remote = |address: &str, description: &str, runtimes: &[&str]| RemotePeer {
+        address: address.into(),
+        description: description.into(),
+        runtimes: runtimes.iter().map(|r| r.to_string()).collect(),
+        intelligence: "artificial".into(),
+    };
+    fx.remote = vec![
+        remote(
+            "bob@b",
+            "Runs the GPU jobs.\nAll of them.",
+            &["claude", "codex"],
+        ),
+        remote("carol@c", "", &["echo"]),
+    ];
+    golden("remote-peers", &fx.assemble());
+    // Only other hosts' peers: the layer is there too.
+    fx.registry.peers.clear();
+    assert!(fx
+        .assemble()
+        .contains("## Known peers\n- bob@b — Runs the GPU jobs. All of them."));
+}
+
 #[test]
 fn golden_domain_files_on_both_levels() {
     let fx = Fixture::new();
@@ -195,7 +227,7 @@ fn golden_tricky_description() {
 fn home_outside_paths_keeps_absolute_markers() {
     let fx = Fixture::new();
     fx.put(".iapeer/IAPEER.md", "rules\n");
-    let out = assemble(&fx.paths, &fx.me, &fx.registry, &facts(), None);
+    let out = assemble(&fx.paths, &fx.me, &fx.registry, &[], &facts(), None);
     let marker = format!("<!-- {} -->", fx.paths.host_doctrine().display());
     assert!(out.contains(&marker), "{out}");
 }

@@ -228,6 +228,11 @@ pub mod flags {
     );
     /// `--keep` (demo).
     pub const KEEP: FlagSpec = boolean("keep", "keep the temporary root and print its path");
+    /// `--federation` (demo).
+    pub const FEDERATION: FlagSpec = boolean(
+        "federation",
+        "two hosts of one team on this machine, through a private redis-server",
+    );
     /// `--dry-run` (onboard, uninstall).
     pub const DRY_RUN: FlagSpec = boolean("dry-run", "print every planned step and change nothing");
     /// `--human <name>` (onboard).
@@ -391,8 +396,8 @@ pub mod args {
 use args::{APPROVAL_ID, ARGS, FOLDER, HOLD_ID, NAME, OPTION, REASON, RT, RUNTIME, TARGET, VERB};
 use flags::IF_BUSY;
 use flags::{
-    ACCEPT_RISK, ALL, ATTACHMENT, DESCRIPTION, DETACH, DRY_RUN, FIX, FORCE, FOREGROUND, FROM,
-    INTELLIGENCE, JSON, KEEP, MESSAGE, MESSAGE_FILE, NO_BOOTSTRAP, NPX, PACKAGE, PATH,
+    ACCEPT_RISK, ALL, ATTACHMENT, DESCRIPTION, DETACH, DRY_RUN, FEDERATION, FIX, FORCE, FOREGROUND,
+    FROM, INTELLIGENCE, JSON, KEEP, MESSAGE, MESSAGE_FILE, NO_BOOTSTRAP, NPX, PACKAGE, PATH,
     PEER_RUNTIME, PURGE, REINSTALL, RUNTIMES_ALL, SEND_ID, SEND_RUNTIME, SEND_TIMEOUT, TOPIC,
     UPDATE_FORCE, YES,
 };
@@ -695,7 +700,15 @@ refused at once (code offline). A sleeping agent is woken first and gets \
             the daemon is down; then every agent shows asleep. When a peer's folder is a git worktree \
             (create --worktree) a BRANCH column shows its branch as git lists it ((detached), or ! with \
             a line below when git no longer knows the worktree); --json gives it as worktree: \
-            {repository, branch, head, problem}.",
+            {repository, branch, head, problem}. When this root has joined a federation (iapeer \
+            federation join), a second table, PEERS OF OTHER HOSTS, lists the other hosts' peers as \
+            their daemon's roster shows them: NAME as a send names it (<name>@<host>), HOST with \
+            online or offline, STATE (available, stopped, or offline while its host is: the roster \
+            it showed last), RUNTIMES (the default marked *) and DESCRIPTION; they are known while \
+            the daemon runs (its federation link reads them), and list says so when it is down. \
+            --json adds one row per such peer after the local ones: {personality, host, address, \
+            host_online, state, description, intelligence, default_runtime, runtimes} (a local row \
+            has no host).",
         positionals: &[],
         flags: &[JSON],
         rules: &[],
@@ -1420,13 +1433,19 @@ refused at once (code offline). A sleeping agent is woken first and gets \
     VerbSpec {
         id: VerbId::Run(Verb::Demo),
         name: "demo",
-        signature: "demo [--keep]",
+        signature: "demo [--keep] [--federation]",
         summary: "watch two stand-in agents talk, with no accounts needed",
         description: "Start a private daemon in a temporary root, create two peers on the echo stand-in \
             runtime, send messages both ways (one to a sleeping peer, so the wake shows) and print each \
-            delivery as it happens; then stop everything and delete the temporary root.",
+            delivery as it happens; then stop everything and delete the temporary root. \
+            --federation shows a team across machines (docs/FEDERATION.md) on this one: a private \
+            redis-server on a free loopback port (nothing saved, a random password), two daemons as \
+            hosts a (you and alice) and b (bob) joined to it, and messages crossing both ways (you → \
+            bob@b and his echo back, bob → alice@a and hers back), each delivery printed on the host \
+            that logged it. It needs redis-server (or valkey-server) installed; without one it says \
+            how to install it and starts nothing (exit 1).",
         positionals: &[],
-        flags: &[KEEP],
+        flags: &[KEEP, FEDERATION],
         rules: &[],
         hidden: false,
         group: Group::Demo,

@@ -3,5 +3,6 @@
 //! contract (`crate::federation::keys`), the addressing rule (`crate::federation::address`)
 //! and the link thread (`crate::federation::link`) live in `crate::federation`.
 
+pub mod attach;
 pub mod hub;
 pub mod streams;

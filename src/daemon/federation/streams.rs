@@ -552,7 +552,7 @@ fn xadd_with(
 
 /// The inbox entry of a send to peer `name` of `host` from this host (`own`): the sender
 /// authenticated as for a local send ([`route::resolve_caller`]), the fields checked
-/// ([`route::validate`]), attachments refused (they do not cross hosts yet).
+/// ([`route::validate`]), attachments read inline ([`super::attach::inline`]).
 ///
 /// Errors: the refusal, as a local send words it.
 pub fn entry_for(
@@ -579,15 +579,8 @@ pub fn entry_for(
         ..input.clone()
     };
     let topic = route::validate(&local)?;
-    if !input.attachments.is_empty() {
-        return Err(Failure::new(
-            Code::InvalidArgument,
-            format!(
-                "attachments do not cross hosts yet: {name}@{host} is on another host — put the \
-                 text in the message, or share the file another way; message NOT delivered"
-            ),
-        ));
-    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(timeout_ms);
+    let attachments = super::attach::inline(&input.attachments, (name, host), deadline)?;
     Ok(Entry {
         ticket: ticket.to_string(),
         id: input.id.clone().unwrap_or_else(crate::msgids::new_id),
@@ -599,6 +592,7 @@ pub fn entry_for(
         body: input.message.clone(),
         if_busy: input.if_busy.as_str().to_string(),
         timeout_ms,
+        attachments,
     })
 }
 

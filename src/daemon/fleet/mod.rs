@@ -436,6 +436,7 @@ impl Fleet {
             Ok((_, rows)) => document(json!({
                 "host": answer::host(self.started_ms),
                 "peers": rows,
+                "remote": crate::roster::remote::remote_rows(&self.paths),
                 "notices": faces::notices(&crate::notices::current(&self.paths)),
             })),
             Err(r) => r,

@@ -491,7 +491,15 @@ fn prepare_spawn(
     let prompt_path = if adapter.wants_system_prompt() {
         let facts = crate::prompt::HostFacts::detect();
         let home = crate::paths::home_dir();
-        let text = crate::prompt::assemble(paths, peer, &plan.registry, &facts, home.as_deref());
+        let remote = crate::roster::remote::prompt_peers(paths);
+        let text = crate::prompt::assemble(
+            paths,
+            peer,
+            &plan.registry,
+            &remote,
+            &facts,
+            home.as_deref(),
+        );
         Some(
             crate::prompt::write(paths, ident, &text)
                 .map_err(|e| offline(p, format!("cannot write the system prompt: {e}")))?,

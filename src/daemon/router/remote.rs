@@ -304,6 +304,26 @@ impl Router {
         let Some(hub) = self.remote.hub.clone() else {
             return;
         };
+        // Its attachments as files of this host, kept until the outcome is known.
+        let staged = match crate::daemon::federation::attach::stage(&self.paths, &entry.attachments)
+        {
+            Ok(s) => s,
+            Err(e) => {
+                let f = crate::protocol::Failure::new(
+                    crate::protocol::Code::Internal,
+                    format!(
+                        "the recipient's host cannot keep the message's attachments: {e}; \
+                         message NOT delivered"
+                    ),
+                );
+                hub.write(Write::Outcome {
+                    host: sender_host,
+                    outcome: crate::daemon::federation::streams::outcome_record(&entry, &Err(f)),
+                    entry: stream_id,
+                });
+                return;
+            }
+        };
         let input = SendInput {
             path: "federation",
             caller: Caller::Remote {
@@ -314,7 +334,7 @@ impl Router {
             runtime: entry.runtime.clone(),
             message: entry.body.clone(),
             topic: entry.topic.clone(),
-            attachments: Vec::new(),
+            attachments: staged.paths.clone(),
             id: Some(entry.id.clone()),
             if_busy: IfBusy::parse(&entry.if_busy).unwrap_or_default(),
         };
@@ -326,6 +346,7 @@ impl Router {
             // Dropped unanswered (the daemon is ending): not acknowledged, read again at the
             // next start.
             let Some(o) = o else { return };
+            drop(staged);
             writer.write(Write::Outcome {
                 host: sender_host,
                 outcome: crate::daemon::federation::streams::outcome_record(&entry, &o),

@@ -122,7 +122,8 @@ async function loadSnapshot() {
   renderHost(r.body.host);
   renderPeers(r.body.peers || []);
   renderNotices(r.body.notices || []);
-  renderRecipients(r.body.peers || []);
+  renderRemote(r.body.remote || []);
+  renderRecipients(r.body.peers || [], r.body.remote || []);
   renderHumans(r.body.peers || []);
 }
 
@@ -188,6 +189,41 @@ function renderPeers(peers) {
     tr.append(actions);
     tbody.append(tr);
   }
+}
+
+// The other hosts' peers (the snapshot's `remote`, issue 28): one block per host saying
+// whether it is online, each peer with its state, runtimes and description, and a button that
+// writes to it (`name@host` in the compose box). Redrawn only when they change.
+let shownRemote = "";
+
+function renderRemote(remote) {
+  const shown = JSON.stringify(remote);
+  if (shown === shownRemote) return;
+  shownRemote = shown;
+  $("remote-section").hidden = remote.length === 0;
+  const hosts = [];
+  for (const p of remote) {
+    let h = hosts.find((x) => x.host === p.host);
+    if (!h) hosts.push(h = { host: p.host, online: p.host_online, peers: [] });
+    h.peers.push(p);
+  }
+  $("remote").replaceChildren(...hosts.map((h) => el("div", { class: "host", "data-host": h.host,
+    "data-online": String(h.online) },
+    el("h3", {}, visible(h.host + " "), el("span", { class: h.online ? "online" : "offline" },
+      h.online ? "online" : "offline")),
+    el("ul", {}, ...h.peers.map((p) => {
+      const write = el("button", { type: "button", "data-write": p.address }, "write");
+      write.addEventListener("click", () => {
+        $("to").value = p.address;
+        $("message").focus();
+      });
+      return el("li", { "data-address": p.address, "data-state": p.state },
+        el("strong", {}, visible(p.address)),
+        el("span", { class: "state", "data-status": p.state }, visible(" " + p.state)),
+        el("span", { class: "muted" }, visible(" · " + (p.runtimes || []).join(", ") + " · " +
+          p.intelligence + (p.description ? " · " + p.description : ""))),
+        " ", write);
+    })))));
 }
 
 function symbol(status) {
@@ -348,11 +384,19 @@ function answer(m) {
   $("message").focus();
 }
 
-function renderRecipients(peers) {
+// This host's peers by name, then each other host's as `name@host` in a group of its own.
+function renderRecipients(peers, remote) {
   const to = $("to");
   const keep = to.value;
-  to.replaceChildren(...peers.map((p) => el("option", { value: p.personality }, p.personality)));
-  if (keep && peers.some((p) => p.personality === keep)) to.value = keep;
+  const groups = [];
+  for (const p of remote) {
+    let g = groups.find((x) => x.label === "host " + p.host);
+    if (!g) groups.push(g = el("optgroup", { label: "host " + p.host }));
+    g.append(el("option", { value: p.address }, visible(p.address)));
+  }
+  to.replaceChildren(...peers.map((p) => el("option", { value: p.personality }, p.personality)), ...groups);
+  const names = peers.map((p) => p.personality).concat(remote.map((p) => p.address));
+  if (keep && names.includes(keep)) to.value = keep;
 }
 
 async function send(ev) {
@@ -373,8 +417,11 @@ async function send(ev) {
   if (r.ok) {
     const res = r.body.result || {};
     const to = res.delivered_to || {};
-    showResult(out, true, (res.queued ? "queued for " : "delivered to ") + to.personality + " (" + to.runtime + ")" +
-      (res.woke ? ", woken" : ""));
+    // A peer of another host is named as it was written to: name@host.
+    const host = body.personality.includes("@") && !String(to.personality).includes("@")
+      ? "@" + body.personality.split("@")[1] : "";
+    showResult(out, true, (res.queued ? "queued for " : "delivered to ") + to.personality + host +
+      " (" + to.runtime + ")" + (res.woke ? ", woken" : ""));
     $("message").value = "";
   } else {
     showResult(out, false, "not sent: " + (r.body.error || r.status));
