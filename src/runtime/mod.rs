@@ -146,7 +146,7 @@ pub fn adapter_for(paths: &Paths, runtime: &str) -> Result<Arc<dyn Adapter>, Run
             Ok(match manifest.terminal {
                 Some(spec) => {
                     let term = terminal::spec::Terminal::check(spec).map_err(|why| {
-                        RuntimeError::BadManifest(paths.runtime_manifest(runtime), why)
+                        RuntimeError::BadManifest(paths.runtime_manifest(runtime), why.0)
                     })?;
                     Arc::new(terminal::TerminalAdapter::new(runtime, term))
                 }

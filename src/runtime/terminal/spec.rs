@@ -130,16 +130,37 @@ pub struct Terminal {
     pub naming: Naming,
 }
 
+/// What is wrong with a `terminal` section: one sentence that names the field and says what
+/// to do (`"busy" is not a regular expression (…): fix the pattern`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecError(pub String);
+
+impl std::fmt::Display for SpecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+impl From<&str> for SpecError {
+    fn from(s: &str) -> Self {
+        SpecError(s.to_string())
+    }
+}
+
 /// A pattern compiled, or why not (`"<field>" is not a regular expression: …`).
-fn pattern(field: &str, text: &str) -> Result<Regex, String> {
+fn pattern(field: &str, text: &str) -> Result<Regex, SpecError> {
     if text.is_empty() {
-        return Err(format!("\"{field}\" is empty: give a regular expression"));
+        return Err(SpecError(format!(
+            "\"{field}\" is empty: give a regular expression"
+        )));
     }
     Regex::new(text).map_err(|e| {
-        format!(
+        SpecError(format!(
             "\"{field}\" is not a regular expression ({}): fix the pattern",
             e.to_string().lines().last().unwrap_or_default().trim()
-        )
+        ))
     })
 }
 
@@ -161,7 +182,7 @@ pub fn placeholders(text: &str) -> Vec<&str> {
 }
 
 /// Every placeholder of `text` is known (`conversation` only where `conversation`).
-fn check_placeholders(field: &str, text: &str, conversation: bool) -> Result<(), String> {
+fn check_placeholders(field: &str, text: &str, conversation: bool) -> Result<(), SpecError> {
     for p in placeholders(text) {
         let known = PLACEHOLDERS.contains(&p) || (conversation && p == CONVERSATION);
         if !known {
@@ -174,10 +195,10 @@ fn check_placeholders(field: &str, text: &str, conversation: bool) -> Result<(),
             } else {
                 ""
             };
-            return Err(format!(
+            return Err(SpecError(format!(
                 "\"{field}\" has the unknown placeholder {{{p}}}{only}: use one of {}",
                 names.join(", ")
-            ));
+            )));
         }
     }
     Ok(())
@@ -199,7 +220,7 @@ fn names_conversation(args: &[String]) -> bool {
 }
 
 /// How `fresh` and `resume` name conversations, or why they do not agree.
-fn naming(spec: &TerminalSpec) -> Result<Naming, String> {
+fn naming(spec: &TerminalSpec) -> Result<Naming, SpecError> {
     let fresh = names_conversation(&spec.fresh);
     match (&spec.resume, fresh) {
         (None, _) => Ok(Naming::NoResume),
@@ -224,7 +245,7 @@ impl Terminal {
     /// not a regular expression, a `composer` without exactly one capture group, both or a
     /// bad prompt variable, a bad MCP variable name or file path, an unknown placeholder,
     /// `fresh` and `resume` that disagree on `{conversation}`, an unknown interrupt key.
-    pub fn check(spec: TerminalSpec) -> Result<Terminal, String> {
+    pub fn check(spec: TerminalSpec) -> Result<Terminal, SpecError> {
         if spec.command.trim().is_empty() {
             return Err("\"command\" is empty: name the program to run".into());
         }
@@ -251,15 +272,17 @@ impl Terminal {
                 )
             }
             (None, Some(v)) if !env_name(v) => {
-                return Err(format!("\"prompt\".\"env\" {v:?} is not a variable name"))
+                return Err(SpecError(format!(
+                    "\"prompt\".\"env\" {v:?} is not a variable name"
+                )))
             }
             _ => {}
         }
         for (name, value) in &spec.mcp.env {
             if !env_name(name) {
-                return Err(format!(
+                return Err(SpecError(format!(
                     "\"mcp\".\"env\" has {name:?}, which is not a variable name"
-                ));
+                )));
             }
             check_placeholders("mcp.env", value, false)?;
         }
@@ -271,11 +294,11 @@ impl Terminal {
                     .components()
                     .all(|c| matches!(c, std::path::Component::Normal(_)));
             if !inside {
-                return Err(format!(
+                return Err(SpecError(format!(
                     "\"mcp\".\"file\".\"path\" {:?} must be a path inside the peer's folder \
                      (relative, without ..)",
                     file.path
-                ));
+                )));
             }
             check_placeholders("mcp.file.template", &file.template, false)?;
         }
@@ -297,16 +320,16 @@ impl Terminal {
         };
         let paste = match &spec.paste {
             Some(p) if composer.is_none() => {
-                return Err(format!(
+                return Err(SpecError(format!(
                     "\"paste\" ({p:?}) is read in the composer: give \"composer\" too"
-                ))
+                )))
             }
             Some(p) => Some(pattern("paste", p)?),
             None => None,
         };
         let keys: Vec<&str> = spec.interrupt.iter().map(String::as_str).collect();
         let interrupt = crate::term::keys::encode_keys(&keys, false)
-            .map_err(|e| format!("\"interrupt\": {e}"))?;
+            .map_err(|e| SpecError(format!("\"interrupt\": {e}")))?;
         Ok(Terminal {
             spec,
             ready,
@@ -360,7 +383,7 @@ mod tests {
 
     fn spec(json: serde_json::Value) -> Result<Terminal, String> {
         let spec: TerminalSpec = serde_json::from_value(json).map_err(|e| e.to_string())?;
-        Terminal::check(spec)
+        Terminal::check(spec).map_err(|e| e.0)
     }
 
     fn base() -> serde_json::Value {
