@@ -541,7 +541,7 @@ pub trait Adapter: Send + Sync {
     /// Whether the runtime's own records in `cwd` (its transcript) hold a message whose body
     /// is `body`, received at or after `since_ms` (epoch ms): `Some(true)` they do,
     /// `Some(false)` they can tell and do not, `None` they cannot tell. Asked for a paste a
-    /// killed daemon began and never confirmed ([`crate::msgids::free_after_restart`],
+    /// killed daemon began and never confirmed (`msgids::free_after_restart`,
     /// issue 28 item 7). The default: `None` (no records read this way).
     fn records_hold(&self, _cwd: &Path, _body: &str, _since_ms: u64) -> Option<bool> {
         None
