@@ -10,9 +10,9 @@
 //!   `sessionId`, then one record per message, a `user` record when a message is submitted.
 //!   They confirm a delivery, name the conversation (learned, like Codex's) and pass the
 //!   ready gate (a `gemini` record: the model answered).
-//! - **Enter**: one Enter after a paste is often taken as a newline (4 of 6 recorder runs):
-//!   the delivery re-presses Enter while the session file does not hold the message
-//!   (`session::deliver::ENTER_RETRY`).
+//! - **Enter**: an Enter soon after a paste is taken as a newline (its composer's
+//!   untrusted-paste mark): Enter goes [`ENTER_AFTER_PASTE`] after the paste shows, and is
+//!   pressed again every [`ENTER_RETRY`] while the session file does not hold the message.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -47,6 +47,23 @@ pub const BUSY: &str = "esc to cancel";
 
 /// The header of the queue of messages entered during a turn (`10-mid-turn-queued`).
 pub const QUEUED: &str = "Queued (press ↑ to edit):";
+
+/// How long Enter waits after the composer shows the paste. Gemini CLI 0.61.0 takes an Enter
+/// that comes too soon after a paste for a line break: its composer marks a paste it does not
+/// trust (`recentUnsafePasteTime`; a paste is untrusted unless the composer saw the kitty
+/// keyboard protocol on when it was first drawn, which it never does: the protocol is turned on
+/// just after) and clears the mark with a 40 ms timer, but an Enter is read against the
+/// composer as last drawn, so the mark lasts until the redraw after the timer, later on a busy
+/// machine. Recorded (`enter-timing.txt`, load average 11–16, the screen read every 2 ms as
+/// the daemon does): a first Enter 0–75 ms after the paste showed submitted 0 of 16 times,
+/// 100–150 ms after 6 of 8.
+pub const ENTER_AFTER_PASTE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// While a delivery is unconfirmed, Enter again this often (instead of the default 1.5 s):
+/// the untrusted-paste mark above can outlast the first Enter on a loaded machine, and an
+/// Enter on an empty composer does nothing in Gemini CLI 0.61.0 (its submit does nothing when
+/// the composer's text is blank), so one that follows a taken message is harmless.
+pub const ENTER_RETRY: std::time::Duration = std::time::Duration::from_millis(400);
 
 /// The start of the rules above and under the composer.
 const RULE_ABOVE: char = '▄';
@@ -454,6 +471,14 @@ impl Adapter for Gemini {
 
     fn paste_shown(&self, screen: &Screen, paste: &PasteView) -> bool {
         composer_text(screen.rows()).is_some_and(|shown| shows_paste(&shown, paste))
+    }
+
+    fn enter_after_paste_sign(&self) -> std::time::Duration {
+        ENTER_AFTER_PASTE
+    }
+
+    fn enter_retry(&self) -> Option<std::time::Duration> {
+        Some(ENTER_RETRY)
     }
 
     fn is_busy(&self, screen: &Screen) -> bool {

@@ -354,3 +354,42 @@ fn fixture_the_tool_confirmation_is_a_permission_prompt() {
         None
     );
 }
+
+/// Enter goes [`ENTER_AFTER_PASTE`] after the paste shows, a pause longer than every recorded
+/// one at which no first Enter submitted (`enter-timing.txt`: pause in ms, try, whether the
+/// first Enter submitted), and is pressed again every [`ENTER_RETRY`], sooner than the
+/// default 1.5 s. (Before: Enter at once on the sign, and again after 1.5 s.)
+#[test]
+fn fixture_enter_waits_out_the_untrusted_paste_mark() {
+    let text = std::fs::read_to_string(fixture("enter-timing.txt")).unwrap();
+    let tries: Vec<(u64, bool)> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let pause = f.next()?.parse().ok()?;
+            let submitted = f.nth(1)? == "true";
+            Some((pause, submitted))
+        })
+        .collect();
+    assert!(tries.len() >= 20, "{text}");
+    let never = tries
+        .iter()
+        .filter(|(p, _)| !tries.iter().any(|(q, ok)| q == p && *ok))
+        .map(|(p, _)| *p)
+        .max()
+        .unwrap();
+    let pause = ENTER_AFTER_PASTE.as_millis() as u64;
+    assert!(
+        pause > never,
+        "{pause} ms, but no first Enter submitted at {never} ms"
+    );
+    assert!(
+        tries.iter().any(|(p, ok)| *p <= pause && *ok),
+        "a first Enter submitted at {pause} ms or sooner: {text}"
+    );
+    let g = gemini();
+    assert_eq!(g.enter_after_paste_sign(), ENTER_AFTER_PASTE);
+    assert_eq!(g.enter_retry(), Some(ENTER_RETRY));
+    assert!(ENTER_RETRY < crate::session::deliver::ENTER_RETRY);
+}
