@@ -1,6 +1,6 @@
-"""The agent phase of the benchmark: the real Claude Code and Codex CLIs (installed by
-scripts/setup-agents.sh into .cache/agents) in iapeer sessions, their model API replaced by a
-loopback stand-in (standin.py) so the model's own time is near zero.
+"""The agent phase of the benchmark: the real Claude Code, Codex, Gemini CLI and OpenCode
+(installed by scripts/setup-agents.sh into .cache/agents) in iapeer sessions, their model API
+replaced by a loopback stand-in (standin.py) so the model's own time is near zero.
 
 Per runtime, `runs` cycles (after one uncounted warm-up cycle) of:
   1. the peer is ASLEEP (no session): time `iapeer send <p> --from echo-ea` until the CLI
@@ -28,8 +28,14 @@ from world import BenchError, World
 
 MS = 1e6
 SEND_TIMEOUT = 360  # s; above the daemon's default boot deadline
-RUNTIMES = ("claude", "codex")
-PEER = {"claude": "cb", "codex": "cx"}
+RUNTIMES = ("claude", "codex", "gemini", "opencode")
+PEER = {"claude": "cb", "codex": "cx", "gemini": "gm", "opencode": "oc"}
+# The stand-in protocol each runtime's CLI speaks (standin.py).
+API = {"claude": "anthropic", "codex": "openai", "gemini": "gemini", "opencode": "chat"}
+# Runtimes whose "send -> model request" is taken from their turn's request (the one that
+# declares tools): OpenCode's session-title request also carries the message, and may come
+# first.
+TURN_REQUEST = ("gemini", "opencode")
 SENDER = "ea"
 TOOL = "send_to_peer"
 
@@ -44,7 +50,8 @@ def declares_tool(body, tool=""):
     """Whether a model request (JSON text) declares a tool whose name ends with `tool` (any
     tool when `tool` is empty):
     Anthropic's `tools[].name` (`mcp__iapeer__send_to_peer`), the Responses API's
-    `tools[].name` (`send_to_peer` in a namespace) or `tools[].function.name`. The envelope
+    `tools[].name` (`send_to_peer` in a namespace) or `tools[].function.name`, the Gemini
+    API's `tools[].functionDeclarations[].name`. The envelope
     itself mentions send_to_peer, so the body's text alone proves nothing."""
     try:
         tools = json.loads(body).get("tools") or []
@@ -54,13 +61,14 @@ def declares_tool(body, tool=""):
     for t in tools if isinstance(tools, list) else []:
         if isinstance(t, dict):
             names.append(t.get("name") or (t.get("function") or {}).get("name") or "")
-            names += [x.get("name", "") for x in t.get("tools", []) if isinstance(x, dict)]
+            for group in ("tools", "functionDeclarations"):
+                names += [x.get("name", "") for x in t.get(group) or [] if isinstance(x, dict)]
     return any(isinstance(n, str) and n.endswith(tool) for n in names)
 
 
 class AgentBench:
-    """A private world (own HOME, IAPEER_ROOT, daemon, stand-ins) with a claude peer `cb`, a
-    codex peer `cx` and an echo peer `ea` that sends."""
+    """A private world (own HOME, IAPEER_ROOT, daemon, stand-ins) with a peer per runtime
+    (claude `cb`, codex `cx`, gemini `gm`, opencode `oc`) and an echo peer `ea` that sends."""
 
     def __init__(self, binary, repo, runs, runtimes, keep, log, warmup=1):
         self.binary, self.repo, self.runs, self.runtimes = binary, repo, runs, runtimes
@@ -81,9 +89,13 @@ class AgentBench:
         if p.returncode != 0:
             raise BenchError(f"scripts/setup-agents.sh exited {p.returncode}: "
                              f"{(p.stdout + p.stderr)[-800:]}")
+        # Claude Code's and Codex's --version first, then `bun …`, `gemini …`, `opencode …`.
         lines = [l for l in p.stdout.splitlines() if l.strip()]
-        self.versions = {"claude": lines[-2] if len(lines) >= 2 else "?",
-                         "codex": lines[-1] if lines else "?"}
+        named = {l.split()[0]: l for l in lines[2:] if l.split()}
+        self.versions = {"claude": lines[0] if lines else "?",
+                         "codex": lines[1] if len(lines) > 1 else "?",
+                         "gemini": named.get("gemini", "?"),
+                         "opencode": named.get("opencode", "?")}
         bins = os.path.join(self.repo, ".cache/agents/node_modules/.bin")
         return {rt: os.path.join(bins, rt) for rt in RUNTIMES}
 
@@ -93,9 +105,10 @@ class AgentBench:
         w.marks.append(os.path.join(self.repo, ".cache/agents"))
         codex_home = os.path.join(w.home, ".codex")
         w.env.update({"IAPEER_CLAUDE_BIN": bins["claude"], "IAPEER_CODEX_BIN": bins["codex"],
-                      "CODEX_HOME": codex_home})
+                      "IAPEER_GEMINI_BIN": bins["gemini"],
+                      "IAPEER_OPENCODE_BIN": bins["opencode"], "CODEX_HOME": codex_home})
         for rt in self.runtimes:
-            self.standins[rt] = StandIn("anthropic" if rt == "claude" else "openai")
+            self.standins[rt] = StandIn(API[rt])
         # What a user who has run the CLI once has; every dialog is left to the adapter.
         with open(os.path.join(w.home, ".claude.json"), "w") as f:
             f.write('{"hasCompletedOnboarding": true}')
@@ -106,6 +119,14 @@ class AgentBench:
                         '[model_providers.standin]\nname = "Stand-in"\n'
                         f'base_url = "{self.standins["codex"].base_url}"\n'
                         'wire_api = "responses"\nenv_key = "STANDIN_API_KEY"\n')
+        if "gemini" in self.runtimes:
+            # An API-key login, as Gemini CLI's first run writes it (tests/gemini_e2e.rs).
+            os.makedirs(os.path.join(w.home, ".gemini"))
+            with open(os.path.join(w.home, ".gemini/settings.json"), "w") as f:
+                json.dump({"security": {"auth": {"selectedType": "gemini-api-key"}},
+                           "privacy": {"usageStatisticsEnabled": False}}, f)
+        if "opencode" in self.runtimes:
+            self.opencode_config(self.standins["opencode"].base_url)
         w.create_echo(SENDER)
         for rt in self.runtimes:
             w.run(["create", PEER[rt], "--runtime", rt])
@@ -114,7 +135,30 @@ class AgentBench:
                             "ANTHROPIC_API_KEY=sk-ant-standin-key\nIS_SANDBOX=1\n")
         if "codex" in self.runtimes:
             self.launch_env("codex", "STANDIN_API_KEY=sk-standin-key\n")
+        if "gemini" in self.runtimes:
+            self.launch_env("gemini", "GEMINI_API_KEY=standin-key\n"
+                            f"GOOGLE_GEMINI_BASE_URL={self.standins['gemini'].url}\n")
+        if "opencode" in self.runtimes:
+            self.launch_env("opencode", "STANDIN_API_KEY=sk-standin-key\n"
+                            "OPENCODE_DISABLE_MODELS_FETCH=1\n")
         w.start_daemon()
+
+    def opencode_config(self, base_url):
+        """The user's OpenCode config naming the stand-in as its provider, and the config
+        folder pre-seeded so OpenCode's first-start plugin install finds nothing to fetch
+        (tests/opencode_peer.rs `preseed_plugin_install`)."""
+        d = os.path.join(self.world.home, ".config/opencode")
+        os.makedirs(os.path.join(d, "node_modules"))
+        with open(os.path.join(d, "package-lock.json"), "w") as f:
+            json.dump({"name": "opencode", "lockfileVersion": 3, "packages": {
+                "": {"dependencies": {"@opencode-ai/plugin": "1.18.33"}}}}, f)
+        with open(os.path.join(d, "opencode.json"), "w") as f:
+            json.dump({"provider": {"standin": {
+                "npm": "@ai-sdk/openai-compatible", "name": "Stand-in",
+                "options": {"baseURL": base_url, "apiKey": "{env:STANDIN_API_KEY}"},
+                "models": {"standin-model": {"name": "Stand-in model"}}}},
+                "model": "standin/standin-model", "small_model": "standin/standin-model",
+                "share": "disabled"}, f)
 
     def launch_env(self, rt, text):
         d = os.path.join(self.world.root, "peers", PEER[rt], ".iapeer/runtimes", rt)
@@ -181,6 +225,8 @@ class AgentBench:
         # turn's own may come after "delivered" (waited for here, not read at once).
         turn = self.standins[rt].wait_request(tag, 30, accept=declares_tool)
         sample["has_tool"] = turn is not None and declares_tool(turn[1], TOOL)
+        if rt in TURN_REQUEST and turn is not None:
+            sample["model_request_ms"] = 1000 * (turn[0] - sample["t0_mono"])
         ident = f"{rt}-{PEER[rt]}"
         deadline, quiet = time.monotonic() + 120, 0
         while time.monotonic() < deadline:
@@ -306,7 +352,8 @@ def tool_lines(res):
 def render(res):
     """The AGENTS section of the report (list of lines)."""
     v = res.get("versions", {})
-    out = [f"AGENTS (ms; real CLIs — {v.get('claude', '?')}, {v.get('codex', '?')} — with a "
+    shown = ", ".join(v.get(rt, "?") for rt in RUNTIMES if rt in res)
+    out = [f"AGENTS (ms; real CLIs — {shown} — with a "
            f"loopback stand-in model API; {res['runs']} cycles per runtime after "
            f"{res.get('warmup', 1)} warm-up)"]
     if "error" in res:
@@ -347,8 +394,8 @@ def render(res):
 
 
 NOTES = """\
-- AGENTS: one daemon with a claude peer and a codex peer whose model API is a Python
-  stand-in on 127.0.0.1 (answers every model request with the text "ok", at once unless
+- AGENTS: one daemon with a claude, a codex, a gemini and an opencode peer (those of
+  BENCH_AGENTS) whose model API is a Python stand-in on 127.0.0.1 (answers every model request with the text "ok", at once unless
   BENCH_MODEL_DELAY_MS says otherwise), and an echo peer `ea` as the sender (`--from
   echo-ea`). Each cycle: the peer is asleep (no session); `iapeer send` (body `echo: …`) is
   timed until the CLI prints `…, woke` (spawn, boot, start-up dialogs answered by the
