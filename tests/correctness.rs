@@ -333,6 +333,38 @@ fn enters_again(env: &TestEnv) -> usize {
         .count()
 }
 
+/// A world whose daemon leaves the storm guard out, with the peer `add` makes and the echo
+/// peer `ea` that sends.
+fn world_with(add: impl FnOnce(&mut TestEnv)) -> TestEnv {
+    let mut env = TestEnv::new();
+    env.set(STORM.0, STORM.1);
+    add(&mut env);
+    env.create_echo("ea");
+    env.start_daemon();
+    env
+}
+
+/// Wake `to` with `hello`, [`drive`] the deliveries, [`check`] them against the model
+/// requests `requests()` lists (each one's time and newest input's text, in order) and print
+/// their [`latency`]. How many were sent.
+fn wake_drive_check(
+    env: &TestEnv,
+    to: &str,
+    identity: &str,
+    requests: impl Fn() -> Vec<(Instant, String)>,
+) -> usize {
+    let out = env.run(&["send", to, "--from", "echo-ea", "--message", "hello"]);
+    assert!(out.status.success(), "{}", common::describe(&out));
+    let (sent, began) = drive(env, to, identity, rounds(12));
+    let turns = || newest_envelopes(requests());
+    check(env, identity, &sent, || {
+        turns().into_iter().map(|(_, t)| t).collect()
+    });
+    let reached: Vec<Instant> = turns().into_iter().map(|(at, _)| at).collect();
+    latency(identity, &sent, &began, &reached);
+    sent.len()
+}
+
 /// Gemini CLI 0.61.0 (issue 27 item 5). Its Enter goes 100 ms after the paste shows and is
 /// pressed again every 400 ms while unconfirmed (an Enter soon after a paste is a line break
 /// there: `runtime::gemini::ENTER_AFTER_PASTE`); how many needed it again is printed.
@@ -342,63 +374,36 @@ fn gemini_consecutive_deliveries_are_each_one_turn() {
     let Some(bin) = crate::gemini_e2e::gemini_bin() else {
         return;
     };
-    let mut env = TestEnv::new();
-    env.set(STORM.0, STORM.1);
     let api = GeminiStandIn::start();
-    crate::gemini_e2e::add_peer(&mut env, &bin, "gm", &api);
-    env.create_echo("ea");
-    env.start_daemon();
-    let out = env.run(&["send", "gm", "--from", "echo-ea", "--message", "hello"]);
-    assert!(out.status.success(), "{}", common::describe(&out));
-    let (sent, began) = drive(&env, "gm", "gemini-gm", rounds(12));
-    let turns = || {
-        newest_envelopes(
-            api.recorded()
-                .into_iter()
-                .filter(is_stream)
-                .map(|r| (r.at, last_text(&r.body)))
-                .collect(),
-        )
-    };
-    check(&env, "gemini-gm", &sent, || {
-        turns().into_iter().map(|(_, t)| t).collect()
+    let env = world_with(|env| crate::gemini_e2e::add_peer(env, &bin, "gm", &api));
+    let n = wake_drive_check(&env, "gm", "gemini-gm", || {
+        api.recorded()
+            .into_iter()
+            .filter(is_stream)
+            .map(|r| (r.at, last_text(&r.body)))
+            .collect()
     });
-    let reached: Vec<Instant> = turns().into_iter().map(|(at, _)| at).collect();
-    latency("gemini-gm", &sent, &began, &reached);
     eprintln!(
-        "correctness: gemini-gm: Enter pressed again {} times in {} deliveries",
-        enters_again(&env),
-        sent.len()
+        "correctness: gemini-gm: Enter pressed again {} times in {n} deliveries",
+        enters_again(&env)
     );
 }
 
 /// OpenCode 1.18.33 (issue 27 item 5).
 #[test]
 fn opencode_consecutive_deliveries_are_each_one_turn() {
-    use common::openai_chat::{last_text, ChatStandIn};
-    let mut env = TestEnv::new();
-    env.set(STORM.0, STORM.1);
+    use common::openai_chat::{is_title_request, last_text, ChatStandIn};
     let api = ChatStandIn::start();
-    crate::opencode_peer::add_peer(&mut env, "oc", &api);
-    env.create_echo("ea");
-    env.start_daemon();
-    let out = env.run(&["send", "oc", "--from", "echo-ea", "--message", "hello"]);
-    assert!(out.status.success(), "{}", common::describe(&out));
-    let (sent, began) = drive(&env, "oc", "opencode-oc", rounds(12));
-    let turns = || {
-        newest_envelopes(
-            api.recorded()
-                .into_iter()
-                .filter(|r| !r.body.is_null() && !common::openai_chat::is_title_request(&r.body))
-                .map(|r| (r.at, last_text(&r.body)))
-                .collect(),
-        )
-    };
-    check(&env, "opencode-oc", &sent, || {
-        turns().into_iter().map(|(_, t)| t).collect()
+    let env = world_with(|env| {
+        crate::opencode_peer::add_peer(env, "oc", &api);
     });
-    let reached: Vec<Instant> = turns().into_iter().map(|(at, _)| at).collect();
-    latency("opencode-oc", &sent, &began, &reached);
+    wake_drive_check(&env, "oc", "opencode-oc", || {
+        api.recorded()
+            .into_iter()
+            .filter(|r| !r.body.is_null() && !is_title_request(&r.body))
+            .map(|r| (r.at, last_text(&r.body)))
+            .collect()
+    });
 }
 
 #[test]

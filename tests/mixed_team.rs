@@ -112,16 +112,18 @@ impl Hops {
     }
 }
 
-/// A member's stand-in, read: the turn requests whose new input holds a needle, and the
-/// newest turn's whole conversation as JSON text. (The closures own the stand-in, which lives
-/// as long as the member.)
-type Reads = (Box<dyn Fn(&str) -> Vec<Value>>, Box<dyn Fn() -> String>);
+/// The turn requests of a member's stand-in whose new input holds a needle.
+type TurnsWith = Box<dyn Fn(&str) -> Vec<Value>>;
+
+/// A member's stand-in, read: [`TurnsWith`], and the newest turn's whole conversation as
+/// JSON text. (The closures own the stand-in, which lives as long as the member.)
+type Reads = (TurnsWith, Box<dyn Fn() -> String>);
 
 /// One member: its peer, runtime and [`Reads`].
 struct Member {
     name: &'static str,
     runtime: &'static str,
-    turns_with: Box<dyn Fn(&str) -> Vec<Value>>,
+    turns_with: TurnsWith,
     history: Box<dyn Fn() -> String>,
 }
 
@@ -335,7 +337,11 @@ fn round(
                     e.has_event(
                         "delivery",
                         "delivery-followup",
-                        &[("msgid", &d["msgid"]), ("outcome", "delivered"), ("ok", "true")],
+                        &[
+                            ("msgid", &d["msgid"]),
+                            ("outcome", "delivered"),
+                            ("ok", "true"),
+                        ],
                     )
                 },
             );
