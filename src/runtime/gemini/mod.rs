@@ -139,16 +139,27 @@ pub fn is_turn_end(r: &Value) -> bool {
         && r["content"].as_str().is_some_and(|c| !c.is_empty())
 }
 
-/// The watch of a session's records: the bound conversation's file, else every session file
+/// The watch of a session's records: the bound conversation's files, else every session file
 /// of the folder's chats (found once Gemini CLI made it).
 fn watch(cwd: &Path, conversation: Option<&str>) -> TranscriptWatch {
-    if let Some(file) = conversation.and_then(|id| session_file(&chats_dir(cwd)?, id)) {
-        if let (Some(dir), Some(name)) = (file.parent(), file.file_name()) {
-            return TranscriptWatch::start(dir).only(name.to_owned());
+    if let (Some(chats), Some(id)) = (chats_dir(cwd), conversation) {
+        if let Some(w) = conversation_watch(&chats, id) {
+            return w;
         }
     }
     let cwd = cwd.to_path_buf();
     TranscriptWatch::located(Box::new(move || chats_dir(&cwd)))
+}
+
+/// The watch of conversation `id`'s records in `chats`: every `session-*-<first 8 of
+/// id>.jsonl`, those made later included. A resumed session writes to the conversation's
+/// first file and to the file the resume made: its first message's `user` record went to the
+/// new one, the turn's later records to the first (seen in `tests/mixed_team.rs`; the
+/// recording `session-after-resume.jsonl` had them all in the first). `None` for an id
+/// shorter than 8.
+pub fn conversation_watch(chats: &Path, id: &str) -> Option<TranscriptWatch> {
+    let tail = format!("-{}.jsonl", id.get(..8)?);
+    Some(TranscriptWatch::start(chats).only_ending(tail))
 }
 
 /// The composer (pure): the rows between the last half-block rule `▄▄▄…` and the rule `▀▀▀…`

@@ -393,3 +393,36 @@ fn fixture_enter_waits_out_the_untrusted_paste_mark() {
     assert_eq!(g.enter_retry(), Some(ENTER_RETRY));
     assert!(ENTER_RETRY < crate::session::deliver::ENTER_RETRY);
 }
+
+/// A resumed session's first message lands in the file the resume made, not in the
+/// conversation's first (larger) file (seen in `tests/mixed_team.rs`): the confirmation of a
+/// bound conversation reads both. (Before: only the largest file, so the message was never
+/// confirmed and a queued one was reported lost when the session slept.)
+#[test]
+fn a_bound_conversations_message_is_confirmed_from_the_file_a_resume_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let chats = dir.path().join("chats");
+    std::fs::create_dir_all(&chats).unwrap();
+    let id = "7ccd217d-b395-4601-b4f9-264fc354d134";
+    std::fs::copy(
+        fixture("session.jsonl"),
+        chats.join("session-2026-12-07T02-49-7ccd217d.jsonl"),
+    )
+    .unwrap();
+    let mut confirm = SessionFileConfirm::new(
+        conversation_watch(&chats, id).unwrap(),
+        "RESUMED message",
+        SESSION_RULES,
+    );
+    assert_eq!(confirm.acceptance(&[], ""), Acceptance::Pending);
+    let resumed = std::fs::read_to_string(fixture("session-resumed.jsonl")).unwrap();
+    let record = serde_json::json!({"id": "u1", "timestamp": "2026-12-07T02:50:10.000Z",
+        "type": "user", "content": [{"text": "RESUMED message"}]});
+    std::fs::write(
+        chats.join("session-2026-12-07T02-50-7ccd217d.jsonl"),
+        format!("{resumed}{record}\n"),
+    )
+    .unwrap();
+    assert_eq!(confirm.acceptance(&[], ""), Acceptance::Accepted);
+    assert!(conversation_watch(&chats, "short").is_none());
+}
