@@ -352,13 +352,17 @@ fn wake_drive_check(
     to: &str,
     identity: &str,
     requests: impl Fn() -> Vec<(Instant, String)>,
+    conversation: Option<&dyn Fn() -> Vec<String>>,
 ) -> usize {
     let out = env.run(&["send", to, "--from", "echo-ea", "--message", "hello"]);
     assert!(out.status.success(), "{}", common::describe(&out));
     let (sent, began) = drive(env, to, identity, rounds(12));
     let turns = || newest_envelopes(requests());
-    check(env, identity, &sent, || {
-        turns().into_iter().map(|(_, t)| t).collect()
+    // The conversation the model has, when given (a request sent again by the CLI is not a
+    // second delivery); else each request's newest input.
+    check(env, identity, &sent, || match conversation {
+        Some(c) => c().into_iter().skip(1).collect(),
+        None => turns().into_iter().map(|(_, t)| t).collect(),
     });
     let reached: Vec<Instant> = turns().into_iter().map(|(at, _)| at).collect();
     latency(identity, &sent, &began, &reached);
@@ -376,13 +380,26 @@ fn gemini_consecutive_deliveries_are_each_one_turn() {
     };
     let api = GeminiStandIn::start();
     let env = world_with(|env| crate::gemini_e2e::add_peer(env, &bin, "gm", &api));
-    let n = wake_drive_check(&env, "gm", "gemini-gm", || {
+    // The user contents holding an envelope in the newest turn's request.
+    let conversation = || -> Vec<String> {
+        let newest = api.turns().pop().unwrap_or_default();
+        newest["contents"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c["role"] == "user")
+            .map(|c| last_text(&serde_json::json!({"contents": [c]})))
+            .filter(|t| t.contains("<iap "))
+            .collect()
+    };
+    let requests = || {
         api.recorded()
             .into_iter()
             .filter(is_stream)
             .map(|r| (r.at, last_text(&r.body)))
             .collect()
-    });
+    };
+    let n = wake_drive_check(&env, "gm", "gemini-gm", requests, Some(&conversation));
     eprintln!(
         "correctness: gemini-gm: Enter pressed again {} times in {n} deliveries",
         enters_again(&env)
@@ -397,13 +414,14 @@ fn opencode_consecutive_deliveries_are_each_one_turn() {
     let env = world_with(|env| {
         crate::opencode_peer::add_peer(env, "oc", &api);
     });
-    wake_drive_check(&env, "oc", "opencode-oc", || {
+    let requests = || {
         api.recorded()
             .into_iter()
             .filter(|r| !r.body.is_null() && !is_title_request(&r.body))
             .map(|r| (r.at, last_text(&r.body)))
             .collect()
-    });
+    };
+    wake_drive_check(&env, "oc", "opencode-oc", requests, None);
 }
 
 #[test]
