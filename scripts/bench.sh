@@ -3,8 +3,8 @@
 # daemon memory and threads with 0, 10 and 50 live echo peers, idle CPU and wakeups with 10
 # live peers over 60 s, a comparison with tmux (`send-keys`, `paste-buffer` + Enter) into a
 # pane running the same echo agent, a burst of 1 000 concurrent MCP tools/call from 1 000
-# connections to 20 live echo peers (scripts/bench/burst.py), and the real Claude Code and
-# Codex CLIs (scripts/setup-agents.sh installs them into .cache/agents) with a loopback
+# connections to 20 live echo peers (scripts/bench/burst.py), and the real Claude Code, Codex,
+# Gemini CLI and OpenCode (scripts/setup-agents.sh installs them into .cache/agents) with a loopback
 # stand-in model API: `iapeer send` to an asleep peer until `…, woke`, and to a live one.
 # It ends with one [PASS]/[MISS] line per target of issue 13 (scripts/bench/targets.py), each
 # with median, p99 and its reference from the same run. A benchmark, not a test: not in CI.
@@ -19,14 +19,18 @@
 #        BENCH_BURST_ONLY=1 (only the burst phase: BENCH_BURSTS bursts, each one's daemon
 #        overhead p50/p99 with the load average, and the daemon's CPU and run-queue wait
 #        per thread group from /proc/<pid>/task/*/schedstat; issue 31 item 3),
-#        BENCH_AGENTS=claude,codex (0 skips the agent phase), BENCH_AGENT_RUNS=10,
+#        BENCH_AGENTS=claude,codex,gemini,opencode (0 skips the agent phase), BENCH_AGENT_RUNS=10,
 #        BENCH_MODEL_DELAY_MS=0 (the stand-in model thinks this long before each answer: what
 #        of a wake waits on the model; a real model's first answer takes seconds),
 #        BENCH_PERF=/tmp/burst.perf (perf record of the daemon during the burst),
 #        BENCH_OUT=/tmp/file.txt, BENCH_KEEP=1 (keep the temp folders), BENCH_NO_BUILD=1,
-#        BENCH_CORRECTNESS=N (the correctness mode of issue 13 item 1: N consecutive deliveries
-#        of 1 B-16 KB bodies to echo, the real Claude Code and Codex — tests/correctness.rs with
-#        IAPEER_CORRECTNESS_N=N — before the rest; 500 takes about an hour),
+#        BENCH_CORRECTNESS=N (the correctness mode of issue 13 item 1 and issue 27 item 5: N
+#        consecutive deliveries of 1 B-16 KB bodies to echo, the real Claude Code, Codex,
+#        Gemini CLI and OpenCode — tests/correctness.rs with IAPEER_CORRECTNESS_N=N — before
+#        the rest; a `correctness:` line per runtime, and for Gemini CLI and OpenCode a
+#        `latency:` line (send -> model request of every live delivery, with the load
+#        average); 500 takes about an hour for the first three),
+#        BENCH_CORRECTNESS_RUNTIMES=echo,claude,codex,gemini,opencode (which of them),
 #        BENCH_WAKES=1 (only the wake check of issue 31 item 1: BENCH_AGENT_RUNS wakes per
 #        runtime, default 100, a count of first model requests without send_to_peer and the
 #        wake latency median and p90 per runtime — scripts/bench/wakecheck.py),
@@ -94,13 +98,19 @@ if [ -n "${BENCH_CORRECTNESS:-}" ]; then
   scripts/setup-python.sh >/dev/null
   export BENCH_CORRECTNESS_LOG=${BENCH_CORRECTNESS_LOG:-$(mktemp /tmp/iapeer-correctness.XXXXXX)}
   echo "correctness mode: $BENCH_CORRECTNESS deliveries per runtime (output: $BENCH_CORRECTNESS_LOG)"
+  filters=()
+  for rt in $(echo "${BENCH_CORRECTNESS_RUNTIMES:-echo,claude,codex,gemini,opencode}" | tr , ' '); do
+    filters+=("correctness::${rt}_consecutive")
+  done
+  bins=$REPO/.cache/agents/node_modules/.bin
   IAPEER_CORRECTNESS_N=$BENCH_CORRECTNESS \
     IAPEER_TEST_PYTHON=$REPO/.cache/venv/bin/python \
-    IAPEER_TEST_CLAUDE_BIN=$REPO/.cache/agents/node_modules/.bin/claude \
-    IAPEER_TEST_CODEX_BIN=$REPO/.cache/agents/node_modules/.bin/codex \
-    cargo test --quiet --test integration correctness:: -- --test-threads=1 --nocapture \
+    IAPEER_TEST_CLAUDE_BIN=$bins/claude IAPEER_TEST_CODEX_BIN=$bins/codex \
+    IAPEER_TEST_GEMINI_BIN=$bins/gemini IAPEER_TEST_OPENCODE_BIN=$bins/opencode \
+    cargo test --quiet --test integration -- "${filters[@]}" --test-threads=1 --nocapture \
     >"$BENCH_CORRECTNESS_LOG" 2>&1 || true
-  grep '^correctness: [a-z]*-[a-z]*: [0-9]* deliveries, 0' "$BENCH_CORRECTNESS_LOG" || true
+  grep -E '^correctness: [a-z]*-[a-z]*: ([0-9]* deliveries, 0|Enter pressed again)|^latency: ' \
+    "$BENCH_CORRECTNESS_LOG" || true
 fi
 
 # The wake check alone (issue 31 item 1): BENCH_AGENT_RUNS (100) wakes per runtime, each

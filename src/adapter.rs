@@ -493,6 +493,18 @@ pub trait Adapter: Send + Sync {
     fn has_paste_sign(&self) -> bool {
         self.prompt_glyph().is_some()
     }
+    /// How long Enter waits after [`Adapter::paste_shown`] said yes: a runtime may take an
+    /// Enter that follows a paste too closely for a line break, not a submit (recorded per
+    /// runtime). The default: at once.
+    fn enter_after_paste_sign(&self) -> Duration {
+        Duration::ZERO
+    }
+    /// How often Enter is written again while a delivery is unconfirmed, when the runtime
+    /// needs another pace than `session::deliver::ENTER_RETRY` (recorded per runtime; an
+    /// Enter on an empty composer must do nothing there). `None` (the default): that pace.
+    fn enter_retry(&self) -> Option<Duration> {
+        None
+    }
     /// How long the ready screen must stay ready before input is accepted, for a session in
     /// `cwd` (a runtime may raise a dialog just after its ready screen in some folders only).
     fn ready_settle(&self, _cwd: &Path) -> Duration {

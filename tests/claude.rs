@@ -24,21 +24,29 @@ pub(crate) fn world(extra_daemon_env: &[(&str, &str)]) -> (TestEnv, AnthropicSta
 /// [`world`], choosing whether the peer's launch.env sets `IS_SANDBOX=1`.
 fn world_with(extra_daemon_env: &[(&str, &str)], sandbox: bool) -> (TestEnv, AnthropicStandIn) {
     let mut env = TestEnv::new();
-    env.set("IAPEER_CLAUDE_BIN", &claude_bin());
     for (k, v) in extra_daemon_env {
         env.set(k, v);
     }
+    let api = AnthropicStandIn::start();
+    add_peer(&mut env, "cb", &api, sandbox);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.start_daemon();
+    (env, api)
+}
+
+/// Make a claude peer `name` (before the daemon starts) whose model API is `api`, with
+/// `IS_SANDBOX=1` in its launch.env when `sandbox`; the user has run Claude Code once.
+pub(crate) fn add_peer(env: &mut TestEnv, name: &str, api: &AnthropicStandIn, sandbox: bool) {
+    env.set("IAPEER_CLAUDE_BIN", &claude_bin());
     // What any user who has run Claude Code once has; every dialog is left to the adapter.
     std::fs::write(
         env.home.join(".claude.json"),
         "{\"hasCompletedOnboarding\": true}",
     )
     .unwrap();
-    let api = AnthropicStandIn::start();
-    env.ok(&["create", "cb", "--runtime", "claude"]);
-    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.ok(&["create", name, "--runtime", "claude"]);
     env.launch_env(
-        "cb",
+        name,
         "claude",
         &format!(
             "ANTHROPIC_BASE_URL={}\nANTHROPIC_API_KEY=sk-ant-standin-key\n{}",
@@ -46,8 +54,6 @@ fn world_with(extra_daemon_env: &[(&str, &str)], sandbox: bool) -> (TestEnv, Ant
             if sandbox { "IS_SANDBOX=1\n" } else { "" }
         ),
     );
-    env.start_daemon();
-    (env, api)
 }
 
 /// Reply to an envelope from `ea` (unless it is an echo) with a send_to_peer call; finish

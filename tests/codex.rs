@@ -29,10 +29,19 @@ pub(crate) fn world_with(extra_daemon_env: &[(&str, &str)]) -> (TestEnv, OpenAiS
     for (k, v) in extra_daemon_env {
         env.set(k, v);
     }
+    let api = OpenAiStandIn::start();
+    add_peer(&mut env, "cx", &api);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.start_daemon();
+    (env, api)
+}
+
+/// Make a codex peer `name` (before the daemon starts) whose model API is `api`: the user's
+/// Codex config (`CODEX_HOME` = `<home>/.codex`) names the stand-in as its model provider.
+pub(crate) fn add_peer(env: &mut TestEnv, name: &str, api: &OpenAiStandIn) {
     env.set("IAPEER_CODEX_BIN", &codex_bin());
     let codex_home = env.home.join(".codex");
     env.set("CODEX_HOME", codex_home.to_str().unwrap());
-    let api = OpenAiStandIn::start();
     std::fs::create_dir_all(&codex_home).unwrap();
     std::fs::write(
         codex_home.join("config.toml"),
@@ -42,11 +51,8 @@ pub(crate) fn world_with(extra_daemon_env: &[(&str, &str)]) -> (TestEnv, OpenAiS
         ),
     )
     .unwrap();
-    env.ok(&["create", "cx", "--runtime", "codex"]);
-    env.ok(&["create", "ea", "--runtime", "echo"]);
-    env.launch_env("cx", "codex", "STANDIN_API_KEY=sk-standin-key\n");
-    env.start_daemon();
-    (env, api)
+    env.ok(&["create", name, "--runtime", "codex"]);
+    env.launch_env(name, "codex", "STANDIN_API_KEY=sk-standin-key\n");
 }
 
 /// Issue 31 item 1, the Codex audit: the daemon answers Codex's `tools/list` a second late

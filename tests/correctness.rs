@@ -1,7 +1,7 @@
 //! Consecutive deliveries, Enter on the screen's sign (issue 13 item 1): every message reaches
 //! the agent as exactly one user turn with exactly its body — no swallowed Enter, no two
-//! messages merged, no false "NOT delivered" — on the echo agent, the real Claude Code and the
-//! real Codex against the model stand-ins. Bodies from 1 byte to 16 KB, multi-line, unicode,
+//! messages merged, no false "NOT delivered" — on the echo agent, the real Claude Code, Codex,
+//! Gemini CLI and OpenCode against the model stand-ins. Bodies from 1 byte to 16 KB, multi-line, unicode,
 //! sent right after the previous turn ended and after a pause.
 //!
 //! The suite runs a few rounds per runtime; `scripts/bench.sh` runs the same tests with
@@ -97,13 +97,15 @@ fn compare(sent: &[String], got: &[String]) -> Result<(), String> {
 }
 
 /// Send `n` bodies to `to` one after another, each once the agent shows no turn in progress
-/// (right after a turn ended), every third after a pause as well; check each answer.
-fn drive(env: &TestEnv, to: &str, identity: &str, n: usize) -> Vec<String> {
+/// (right after a turn ended), every third after a pause as well; check each answer. The
+/// bodies, and when each send began.
+fn drive(env: &TestEnv, to: &str, identity: &str, n: usize) -> (Vec<String>, Vec<Instant>) {
     let mut sent = Vec::new();
+    let mut began = Vec::new();
     let mut queued = 0;
     let mut slowest = Duration::ZERO;
     for i in 0..n {
-        crate::busy::wait_idle(env, identity);
+        wait_no_turn(env, identity);
         if i % 3 == 2 {
             // Time is the thing tested: an idle gap before every third send, as between a
             // person's messages.
@@ -111,6 +113,7 @@ fn drive(env: &TestEnv, to: &str, identity: &str, n: usize) -> Vec<String> {
         }
         let b = body(i);
         let t = Instant::now();
+        began.push(t);
         let out = env.run(&[
             "send",
             to,
@@ -152,7 +155,53 @@ fn drive(env: &TestEnv, to: &str, identity: &str, n: usize) -> Vec<String> {
          Enter on the settle fallback {fallbacks}, slowest answer {} ms",
         slowest.as_millis()
     );
-    sent
+    (sent, began)
+}
+
+/// Wait until `identity` shows no turn in progress: Claude Code's and Codex's screen sign
+/// ([`crate::busy::wait_idle`]); for the others the daemon's own reading of the runtime's
+/// busy sign (Gemini CLI `esc to cancel`, OpenCode `esc interrupt`).
+fn wait_no_turn(env: &TestEnv, identity: &str) {
+    if identity.starts_with("claude-") || identity.starts_with("codex-") {
+        crate::busy::wait_idle(env, identity)
+    } else {
+        env.wait_turn_over(identity)
+    }
+}
+
+/// Print the send → model request latency of the deliveries sent at `began` whose model
+/// requests came at `reached` (in the same order), all of them and those with bodies up to
+/// 1 000 bytes, with the load average.
+fn latency(identity: &str, sent: &[String], began: &[Instant], reached: &[Instant]) {
+    let ms = |keep: &dyn Fn(&String) -> bool| {
+        let mut v: Vec<u128> = sent
+            .iter()
+            .zip(began.iter().zip(reached))
+            .filter(|(b, _)| keep(b))
+            .map(|(_, (s, r))| r.saturating_duration_since(*s).as_millis())
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let at = |v: &[u128], q: f64| {
+        v.get(((v.len() as f64 * q) as usize).min(v.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0)
+    };
+    let (all, small) = (ms(&|_| true), ms(&|b| b.len() <= 1000));
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load: Vec<&str> = load.split_whitespace().take(3).collect();
+    eprintln!(
+        "latency: {identity}: send -> model request, {} live deliveries: median {} ms, p90 {} ms, max {} ms; bodies up to 1 000 bytes ({}): median {} ms, p90 {} ms; load average {}",
+        all.len(),
+        at(&all, 0.5),
+        at(&all, 0.9),
+        all.last().copied().unwrap_or(0),
+        small.len(),
+        at(&small, 0.5),
+        at(&small, 0.9),
+        load.join(" ")
+    );
 }
 
 /// Wait until `turns()` has `n` user turns with envelopes (the last may still be on its way
@@ -184,7 +233,7 @@ fn echo_consecutive_deliveries_are_each_one_turn() {
     env.create_echo("eb");
     env.start_daemon();
     env.ok(&["send", "eb", "--from", "echo-ea", "--message", "hello"]);
-    let sent = drive(&env, "eb", "echo-eb", rounds(40));
+    let (sent, _) = drive(&env, "eb", "echo-eb", rounds(40));
     let transcript = env.peer_dir("eb").join(".echo-agent/transcript.jsonl");
     let got: Vec<String> = common::read(&transcript)
         .lines()
@@ -235,7 +284,7 @@ fn claude_consecutive_deliveries_are_each_one_turn() {
     api.script(|_| AReply::Text("ok".into()));
     crate::busy::wake_claude(&env);
     let n = rounds(12);
-    let sent = drive(&env, "cb", "claude-cb", n);
+    let (sent, _) = drive(&env, "cb", "claude-cb", n);
     // The wake's `hello` is the first turn.
     check(&env, "claude-cb", &sent, || {
         claude_turns(&api).into_iter().skip(1).collect()
@@ -259,10 +308,120 @@ fn codex_consecutive_deliveries_are_each_one_turn() {
     let out = env.run(&["send", "cx", "--from", "echo-ea", "--message", "hello"]);
     assert!(out.status.success(), "{}", common::describe(&out));
     let n = rounds(12);
-    let sent = drive(&env, "cx", "codex-cx", n);
+    let (sent, _) = drive(&env, "cx", "codex-cx", n);
     check(&env, "codex-cx", &sent, || {
         codex_turns(&api).into_iter().skip(1).collect()
     });
+}
+
+/// The turns holding an envelope in `requests` (time, newest input's text), skipping the
+/// wake's `hello`: each delivery must be the newest input of one turn of its own.
+fn newest_envelopes(requests: Vec<(Instant, String)>) -> Vec<(Instant, String)> {
+    requests
+        .into_iter()
+        .filter(|(_, t)| t.contains("<iap "))
+        .skip(1)
+        .collect()
+}
+
+/// How many times an Enter was pressed again because the delivery was not confirmed yet
+/// (the daemon logs each).
+fn enters_again(env: &TestEnv) -> usize {
+    env.log("daemon")
+        .lines()
+        .filter(|l| l.contains("Enter again"))
+        .count()
+}
+
+/// A world whose daemon leaves the storm guard out, with the peer `add` makes and the echo
+/// peer `ea` that sends.
+fn world_with(add: impl FnOnce(&mut TestEnv)) -> TestEnv {
+    let mut env = TestEnv::new();
+    env.set(STORM.0, STORM.1);
+    add(&mut env);
+    env.create_echo("ea");
+    env.start_daemon();
+    env
+}
+
+/// Wake `to` with `hello`, [`drive`] the deliveries, [`check`] them against the model
+/// requests `requests()` lists (each one's time and newest input's text, in order) and print
+/// their [`latency`]. How many were sent.
+fn wake_drive_check(
+    env: &TestEnv,
+    to: &str,
+    identity: &str,
+    requests: impl Fn() -> Vec<(Instant, String)>,
+    conversation: Option<&dyn Fn() -> Vec<String>>,
+) -> usize {
+    let out = env.run(&["send", to, "--from", "echo-ea", "--message", "hello"]);
+    assert!(out.status.success(), "{}", common::describe(&out));
+    let (sent, began) = drive(env, to, identity, rounds(12));
+    let turns = || newest_envelopes(requests());
+    // The conversation the model has, when given (a request sent again by the CLI is not a
+    // second delivery); else each request's newest input.
+    check(env, identity, &sent, || match conversation {
+        Some(c) => c().into_iter().skip(1).collect(),
+        None => turns().into_iter().map(|(_, t)| t).collect(),
+    });
+    let reached: Vec<Instant> = turns().into_iter().map(|(at, _)| at).collect();
+    latency(identity, &sent, &began, &reached);
+    sent.len()
+}
+
+/// Gemini CLI 0.61.0 (issue 27 item 5). Its Enter goes 100 ms after the paste shows and is
+/// pressed again every 400 ms while unconfirmed (an Enter soon after a paste is a line break
+/// there: `runtime::gemini::ENTER_AFTER_PASTE`); how many needed it again is printed.
+#[test]
+fn gemini_consecutive_deliveries_are_each_one_turn() {
+    use common::gemini::{is_stream, last_text, GeminiStandIn};
+    let Some(bin) = crate::gemini_e2e::gemini_bin() else {
+        return;
+    };
+    let api = GeminiStandIn::start();
+    let env = world_with(|env| crate::gemini_e2e::add_peer(env, &bin, "gm", &api));
+    // The user contents holding an envelope in the newest turn's request.
+    let conversation = || -> Vec<String> {
+        let newest = api.turns().pop().unwrap_or_default();
+        newest["contents"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c["role"] == "user")
+            .map(|c| last_text(&serde_json::json!({"contents": [c]})))
+            .filter(|t| t.contains("<iap "))
+            .collect()
+    };
+    let requests = || {
+        api.recorded()
+            .into_iter()
+            .filter(is_stream)
+            .map(|r| (r.at, last_text(&r.body)))
+            .collect()
+    };
+    let n = wake_drive_check(&env, "gm", "gemini-gm", requests, Some(&conversation));
+    eprintln!(
+        "correctness: gemini-gm: Enter pressed again {} times in {n} deliveries",
+        enters_again(&env)
+    );
+}
+
+/// OpenCode 1.18.33 (issue 27 item 5).
+#[test]
+fn opencode_consecutive_deliveries_are_each_one_turn() {
+    use common::openai_chat::{is_title_request, last_text, ChatStandIn};
+    let api = ChatStandIn::start();
+    let env = world_with(|env| {
+        crate::opencode_peer::add_peer(env, "oc", &api);
+    });
+    let requests = || {
+        api.recorded()
+            .into_iter()
+            .filter(|r| !r.body.is_null() && !is_title_request(&r.body))
+            .map(|r| (r.at, last_text(&r.body)))
+            .collect()
+    };
+    wake_drive_check(&env, "oc", "opencode-oc", requests, None);
 }
 
 #[test]

@@ -415,6 +415,69 @@ fn record_gemini_yolo() {
     t.end();
 }
 
+/// Records when Gemini CLI takes the first Enter after a paste as a submit: in the `yolo`
+/// world, a two-line paste, waited for on the screen (as the daemon waits for the paste
+/// sign, the screen read every 2 ms), then one Enter after a pause of 0–150 ms; each tried 4
+/// times. A first Enter that
+/// did not submit is pressed again until it does. Writes `enter-timing.txt` (one line per
+/// try: the pause, whether the first Enter submitted, and what the composer showed if not)
+/// and `enter-timing.raw` / `.marks.json`.
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_gemini_enter_after_the_paste_sign() {
+    let (w, api) = preconfigured_world();
+    let args = ["--skip-trust", "--approval-mode", "yolo"];
+    let mut t = PtyRecording::spawn(gemini(&w, &api, &args), &w.out, "enter-timing");
+    t.wait("the ready composer", BOOT, ready);
+    t.settle(QUIET);
+    let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut lines = vec![
+        format!("# load average at the start: {}", load().trim()),
+        "# pause (ms) after the paste showed, try, first Enter submitted, composer if not"
+            .to_string(),
+    ];
+    for pause in [0u64, 25, 50, 75, 100, 150] {
+        for n in 1..=4 {
+            let text = format!("ENTER pause {pause} try {n}");
+            t.paste(&format!("{text}\nsecond line"));
+            // Looked for every 2 ms, as the daemon reads the screen on each output.
+            let shown = common::poll_every(Duration::from_millis(2), BOOT, || {
+                let s = t.screen();
+                s.contains(&text) && s.contains("second line")
+            });
+            assert!(shown, "the paste never showed:\n{}", t.screen());
+            // Time is the thing recorded: the pause between the paste sign and Enter.
+            std::thread::sleep(Duration::from_millis(pause));
+            t.keys(b"\r");
+            let one = common::poll(Duration::from_secs(3), || api.has_turn_with(&text));
+            let composer = if one {
+                String::new()
+            } else {
+                let s = t.screen();
+                let rows: Vec<&str> = s
+                    .lines()
+                    .skip_while(|l| !l.contains(&text))
+                    .take_while(|l| !l.starts_with('▀'))
+                    .collect();
+                t.save(&format!("enter-timing-{pause}ms-{n}"));
+                format!(" {rows:?}")
+            };
+            lines.push(format!("{pause} {n} {one}{composer}"));
+            if !one {
+                submit(&mut t, &text, |_| api.has_turn_with(&text));
+            }
+            t.wait("ready after the turn", BOOT, |s| {
+                ready(s) && !s.contains("esc to cancel")
+            });
+            t.settle(Duration::from_millis(500));
+        }
+    }
+    lines.push(format!("# load average at the end: {}", load().trim()));
+    eprintln!("{}", lines.join("\n"));
+    w.write("enter-timing.txt", &(lines.join("\n") + "\n"));
+    t.end();
+}
+
 /// A bracketed paste of `text`, then the pause the daemon leaves before its Enter.
 fn paste_as_the_daemon(t: &mut PtyRecording, text: &str) {
     t.paste(text);

@@ -17,7 +17,7 @@ const BUSY: &str = "esc to cancel";
 
 /// The Gemini CLI program, or `None` (the test says why and skips) when
 /// `IAPEER_TEST_GEMINI_BIN` is not set.
-fn gemini_bin() -> Option<String> {
+pub(crate) fn gemini_bin() -> Option<String> {
     let bin = std::env::var("IAPEER_TEST_GEMINI_BIN").ok();
     if bin.is_none() {
         eprintln!(
@@ -76,12 +76,24 @@ fn world(bin: &str) -> (TestEnv, GeminiStandIn) {
 /// [`world`], with the daemon (and the CLI) run with `IAPEER_BEARER_TOKEN=<bearer>` when given.
 fn world_with(bin: &str, bearer: Option<&str>) -> (TestEnv, GeminiStandIn) {
     let mut env = TestEnv::new();
-    env.set("IAPEER_GEMINI_BIN", bin);
     if let Some(b) = bearer {
         env.set("IAPEER_BEARER_TOKEN", b);
     }
     env.set("IAPEER_IDLE_SECS", "4")
         .set("IAPEER_TICK_SECS", "1");
+    let api = GeminiStandIn::start();
+    add_peer(&mut env, bin, "gm", &api);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.start_daemon();
+    (env, api)
+}
+
+/// Make a gemini peer `name` (before the daemon starts) run by `bin`, whose model API is
+/// `api` (its key and URL in the peer's `launch.env`). The user's own Gemini settings (an
+/// API-key login, as `gemini`'s first run writes it) are there before iapeer merges its MCP
+/// entry in.
+pub(crate) fn add_peer(env: &mut TestEnv, bin: &str, name: &str, api: &GeminiStandIn) {
+    env.set("IAPEER_GEMINI_BIN", bin);
     let settings = env.home.join(".gemini/settings.json");
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
     std::fs::write(
@@ -91,19 +103,15 @@ fn world_with(bin: &str, bearer: Option<&str>) -> (TestEnv, GeminiStandIn) {
         .to_string(),
     )
     .unwrap();
-    let api = GeminiStandIn::start();
-    env.ok(&["create", "gm", "--runtime", "gemini"]);
-    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.ok(&["create", name, "--runtime", "gemini"]);
     env.launch_env(
-        "gm",
+        name,
         "gemini",
         &format!(
             "GEMINI_API_KEY=standin-key\nGOOGLE_GEMINI_BASE_URL={}\n",
             api.url()
         ),
     );
-    env.start_daemon();
-    (env, api)
 }
 
 #[test]

@@ -48,31 +48,39 @@ fn world() -> (TestEnv, ChatStandIn) {
 /// [`world`], with the daemon (and the CLI) run with `IAPEER_BEARER_TOKEN=<bearer>` when given.
 fn world_with(bearer: Option<&str>) -> (TestEnv, ChatStandIn) {
     let mut env = TestEnv::new();
-    env.set("IAPEER_OPENCODE_BIN", &opencode_bin());
     if let Some(b) = bearer {
         env.set("IAPEER_BEARER_TOKEN", b);
     }
     env.set("IAPEER_IDLE_SECS", "6")
         .set("IAPEER_TICK_SECS", "1");
     let api = ChatStandIn::start();
-    let config_dir = env.home.join(".config/opencode");
-    preseed_plugin_install(&config_dir);
-    let user_config = serde_json::to_string_pretty(&api.opencode_config()).unwrap();
-    std::fs::write(config_dir.join("opencode.json"), &user_config).unwrap();
-    env.ok(&["create", "oc", "--runtime", "opencode"]);
+    let user_config = add_peer(&mut env, "oc", &api);
     env.ok(&["create", "ea", "--runtime", "echo"]);
-    env.launch_env(
-        "oc",
-        "opencode",
-        "STANDIN_API_KEY=sk-standin-key\nOPENCODE_DISABLE_MODELS_FETCH=1\n",
-    );
     env.start_daemon();
     assert_eq!(
-        std::fs::read_to_string(config_dir.join("opencode.json")).unwrap(),
+        std::fs::read_to_string(env.home.join(".config/opencode/opencode.json")).unwrap(),
         user_config,
         "iapeer leaves the user's OpenCode config alone"
     );
     (env, api)
+}
+
+/// Make an opencode peer `name` (before the daemon starts) whose model API is `api`: the
+/// user's OpenCode config (`~/.config/opencode/opencode.json`, pre-seeded so nothing is
+/// fetched) names the stand-in as its provider and model. Returns that config's text.
+pub(crate) fn add_peer(env: &mut TestEnv, name: &str, api: &ChatStandIn) -> String {
+    env.set("IAPEER_OPENCODE_BIN", &opencode_bin());
+    let config_dir = env.home.join(".config/opencode");
+    preseed_plugin_install(&config_dir);
+    let user_config = serde_json::to_string_pretty(&api.opencode_config()).unwrap();
+    std::fs::write(config_dir.join("opencode.json"), &user_config).unwrap();
+    env.ok(&["create", name, "--runtime", "opencode"]);
+    env.launch_env(
+        name,
+        "opencode",
+        "STANDIN_API_KEY=sk-standin-key\nOPENCODE_DISABLE_MODELS_FETCH=1\n",
+    );
+    user_config
 }
 
 /// The turn requests whose last message holds `needle`.

@@ -59,6 +59,7 @@ mod limits;
 mod mcp;
 mod memory;
 mod migrate;
+mod mixed_team;
 mod notice_board;
 mod notices;
 mod notifier;

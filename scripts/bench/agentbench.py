@@ -1,6 +1,6 @@
-"""The agent phase of the benchmark: the real Claude Code and Codex CLIs (installed by
-scripts/setup-agents.sh into .cache/agents) in iapeer sessions, their model API replaced by a
-loopback stand-in (standin.py) so the model's own time is near zero.
+"""The agent phase of the benchmark: the real Claude Code, Codex, Gemini CLI and OpenCode
+(installed by scripts/setup-agents.sh into .cache/agents) in iapeer sessions, their model API
+replaced by a loopback stand-in (standin.py) so the model's own time is near zero.
 
 Per runtime, `runs` cycles (after one uncounted warm-up cycle) of:
   1. the peer is ASLEEP (no session): time `iapeer send <p> --from echo-ea` until the CLI
@@ -28,8 +28,14 @@ from world import BenchError, World
 
 MS = 1e6
 SEND_TIMEOUT = 360  # s; above the daemon's default boot deadline
-RUNTIMES = ("claude", "codex")
-PEER = {"claude": "cb", "codex": "cx"}
+RUNTIMES = ("claude", "codex", "gemini", "opencode")
+PEER = {"claude": "cb", "codex": "cx", "gemini": "gm", "opencode": "oc"}
+# The stand-in protocol each runtime's CLI speaks (standin.py).
+API = {"claude": "anthropic", "codex": "openai", "gemini": "gemini", "opencode": "chat"}
+# Runtimes whose "send -> model request" is taken from their turn's request (the one that
+# declares tools): OpenCode's session-title request also carries the message, and may come
+# first.
+TURN_REQUEST = ("gemini", "opencode")
 SENDER = "ea"
 TOOL = "send_to_peer"
 
@@ -49,7 +55,8 @@ def declares_tool(body, tool=""):
     """Whether a model request (JSON text) declares a tool whose name ends with `tool` (any
     tool when `tool` is empty):
     Anthropic's `tools[].name` (`mcp__iapeer__send_to_peer`), the Responses API's
-    `tools[].name` (`send_to_peer` in a namespace) or `tools[].function.name`. The envelope
+    `tools[].name` (`send_to_peer` in a namespace) or `tools[].function.name`, the Gemini
+    API's `tools[].functionDeclarations[].name`. The envelope
     itself mentions send_to_peer, so the body's text alone proves nothing."""
     try:
         tools = json.loads(body).get("tools") or []
@@ -59,13 +66,14 @@ def declares_tool(body, tool=""):
     for t in tools if isinstance(tools, list) else []:
         if isinstance(t, dict):
             names.append(t.get("name") or (t.get("function") or {}).get("name") or "")
-            names += [x.get("name", "") for x in t.get("tools", []) if isinstance(x, dict)]
+            for group in ("tools", "functionDeclarations"):
+                names += [x.get("name", "") for x in t.get(group) or [] if isinstance(x, dict)]
     return any(isinstance(n, str) and n.endswith(tool) for n in names)
 
 
 class AgentBench:
-    """A private world (own HOME, IAPEER_ROOT, daemon, stand-ins) with a claude peer `cb`, a
-    codex peer `cx` and an echo peer `ea` that sends."""
+    """A private world (own HOME, IAPEER_ROOT, daemon, stand-ins) with a peer per runtime
+    (claude `cb`, codex `cx`, gemini `gm`, opencode `oc`) and an echo peer `ea` that sends."""
 
     def __init__(self, binary, repo, runs, runtimes, keep, log, warmup=1, between=None):
         self.binary, self.repo, self.runs, self.runtimes = binary, repo, runs, runtimes
@@ -90,9 +98,10 @@ class AgentBench:
             raise BenchError(f"scripts/setup-agents.sh exited {p.returncode}: "
                              f"{(p.stdout + p.stderr)[-800:]}")
         lines = [l for l in p.stdout.splitlines() if l.strip()]
-        # The script prints one version line per CLI it installs (more than these two now).
+        # The script prints one version line per CLI it installs, each naming its CLI.
         self.versions = {rt: next((l for l in lines if name in l.lower()), "?")
-                         for rt, name in (("claude", "claude"), ("codex", "codex"))}
+                         for rt, name in (("claude", "claude"), ("codex", "codex"),
+                                          ("gemini", "gemini"), ("opencode", "opencode"))}
         bins = os.path.join(self.repo, ".cache/agents/node_modules/.bin")
         return {rt: os.path.join(bins, rt) for rt in RUNTIMES}
 
@@ -102,9 +111,10 @@ class AgentBench:
         w.marks.append(os.path.join(self.repo, ".cache/agents"))
         codex_home = os.path.join(w.home, ".codex")
         w.env.update({"IAPEER_CLAUDE_BIN": bins["claude"], "IAPEER_CODEX_BIN": bins["codex"],
-                      "CODEX_HOME": codex_home})
+                      "IAPEER_GEMINI_BIN": bins["gemini"],
+                      "IAPEER_OPENCODE_BIN": bins["opencode"], "CODEX_HOME": codex_home})
         for rt in self.runtimes:
-            self.standins[rt] = StandIn("anthropic" if rt == "claude" else "openai")
+            self.standins[rt] = StandIn(API[rt])
         # What a user who has run the CLI once has; every dialog is left to the adapter.
         with open(os.path.join(w.home, ".claude.json"), "w") as f:
             f.write('{"hasCompletedOnboarding": true}')
@@ -115,6 +125,14 @@ class AgentBench:
                         '[model_providers.standin]\nname = "Stand-in"\n'
                         f'base_url = "{self.standins["codex"].base_url}"\n'
                         'wire_api = "responses"\nenv_key = "STANDIN_API_KEY"\n')
+        if "gemini" in self.runtimes:
+            # An API-key login, as Gemini CLI's first run writes it (tests/gemini_e2e.rs).
+            os.makedirs(os.path.join(w.home, ".gemini"))
+            with open(os.path.join(w.home, ".gemini/settings.json"), "w") as f:
+                json.dump({"security": {"auth": {"selectedType": "gemini-api-key"}},
+                           "privacy": {"usageStatisticsEnabled": False}}, f)
+        if "opencode" in self.runtimes:
+            self.opencode_config(self.standins["opencode"].base_url)
         w.create_echo(SENDER)
         for rt in self.runtimes:
             w.run(["create", PEER[rt], "--runtime", rt])
@@ -123,7 +141,30 @@ class AgentBench:
                             "ANTHROPIC_API_KEY=sk-ant-standin-key\nIS_SANDBOX=1\n")
         if "codex" in self.runtimes:
             self.launch_env("codex", "STANDIN_API_KEY=sk-standin-key\n")
+        if "gemini" in self.runtimes:
+            self.launch_env("gemini", "GEMINI_API_KEY=standin-key\n"
+                            f"GOOGLE_GEMINI_BASE_URL={self.standins['gemini'].url}\n")
+        if "opencode" in self.runtimes:
+            self.launch_env("opencode", "STANDIN_API_KEY=sk-standin-key\n"
+                            "OPENCODE_DISABLE_MODELS_FETCH=1\n")
         w.start_daemon()
+
+    def opencode_config(self, base_url):
+        """The user's OpenCode config naming the stand-in as its provider, and the config
+        folder pre-seeded so OpenCode's first-start plugin install finds nothing to fetch
+        (tests/opencode_peer.rs `preseed_plugin_install`)."""
+        d = os.path.join(self.world.home, ".config/opencode")
+        os.makedirs(os.path.join(d, "node_modules"))
+        with open(os.path.join(d, "package-lock.json"), "w") as f:
+            json.dump({"name": "opencode", "lockfileVersion": 3, "packages": {
+                "": {"dependencies": {"@opencode-ai/plugin": "1.18.33"}}}}, f)
+        with open(os.path.join(d, "opencode.json"), "w") as f:
+            json.dump({"provider": {"standin": {
+                "npm": "@ai-sdk/openai-compatible", "name": "Stand-in",
+                "options": {"baseURL": base_url, "apiKey": "{env:STANDIN_API_KEY}"},
+                "models": {"standin-model": {"name": "Stand-in model"}}}},
+                "model": "standin/standin-model", "small_model": "standin/standin-model",
+                "share": "disabled"}, f)
 
     def launch_env(self, rt, text):
         d = os.path.join(self.world.root, "peers", PEER[rt], ".iapeer/runtimes", rt)
@@ -148,7 +189,12 @@ class AgentBench:
             raise BenchError(f"`iapeer send {p}` did not return within {SEND_TIMEOUT} s")
         wall = time.perf_counter_ns() - t0
         t0_mono = time.monotonic() - wall / 1e9
-        if out.returncode != 0 or out.stdout.strip() != expect:
+        answer = out.stdout.strip()
+        # Gemini CLI queues a message that comes while it is still starting: a wake may be
+        # answered so (and delivered once the CLI is up).
+        queued = f"queued for {p} ({rt}) — runtime"
+        if out.returncode != 0 or (answer != expect and not (expect.endswith(", woke")
+                                                            and answer == queued)):
             raise BenchError(f"`iapeer send {p}` exited {out.returncode}: expected {expect!r},"
                              f" got {out.stdout.strip()!r} {out.stderr.strip()!r}")
         lines = [f for f in measure.events_since(dlog, d_off, "delivery")
@@ -157,7 +203,8 @@ class AgentBench:
             raise BenchError(f"expected one delivery.log line to {p}, found {lines}")
         d = lines[0]
         sample = {"wall_ns": wall, "daemon_ms": float(d["ms"]), "woke": d.get("woke"),
-                  "t0_mono": t0_mono, "delivered_wall": _ts(d["ts"])}
+                  "t0_mono": t0_mono, "delivered_wall": _ts(d["ts"]),
+                  "queued": answer == queued}
         ident = f"{rt}-{p}"
         life = [f for f in measure.events_since(llog, l_off) if f.get("identity") == ident]
         wake = next((f for f in life if f.get("ev") == "wake"), None)
@@ -195,6 +242,8 @@ class AgentBench:
         # turn's own may come after "delivered" (waited for here, not read at once).
         turn = self.standins[rt].wait_request(tag, 30, accept=declares_tool)
         sample["has_tool"] = turn is not None and declares_tool(turn[1], TOOL)
+        if rt in TURN_REQUEST and turn is not None:
+            sample["model_request_ms"] = 1000 * (turn[0] - sample["t0_mono"])
         ident = f"{rt}-{PEER[rt]}"
         deadline, quiet = time.monotonic() + 120, 0
         while time.monotonic() < deadline:
@@ -333,9 +382,11 @@ def tool_lines(res):
         a = r["asleep"]
         without = sum(1 for x in a if not x.get("has_tool"))
         s = summary([x["wall_ns"] / MS for x in a])
+        queued = sum(1 for x in a if x.get("queued"))
         out.append(f"  {rt}: {without} of {len(a)} wakes' first model requests WITHOUT "
                    f"{TOOL}; wake (send -> 'woke') median {s['median']:.0f} ms, "
-                   f"p90 {s['p90']:.0f} ms")
+                   f"p90 {s['p90']:.0f} ms" + (f"; {queued} answered 'queued … runtime'"
+                                               if queued else ""))
     return out
 
 
@@ -343,7 +394,8 @@ def render(res, floor_res=None):
     """The AGENTS section of the report (list of lines): each span beside the runtime's own
     floor for it, when measured (floor.py), and the load average of its series."""
     v = res.get("versions", {})
-    out = [f"AGENTS (ms; real CLIs — {v.get('claude', '?')}, {v.get('codex', '?')} — with a "
+    shown = ", ".join(v.get(rt, "?") for rt in RUNTIMES if rt in res)
+    out = [f"AGENTS (ms; real CLIs — {shown} — with a "
            f"loopback stand-in model API; {res['runs']} cycles per runtime after "
            f"{res.get('warmup', 1)} warm-up; floor = the same span with the CLI in a bare pty "
            f"and no iapeer, ratio = median / floor, load = 1-min load average during the series)"]
@@ -405,8 +457,8 @@ def render(res, floor_res=None):
 
 
 NOTES = """\
-- AGENTS: one daemon with a claude peer and a codex peer whose model API is a Python
-  stand-in on 127.0.0.1 (answers every model request with the text "ok", at once unless
+- AGENTS: one daemon with a claude, a codex, a gemini and an opencode peer (those of
+  BENCH_AGENTS) whose model API is a Python stand-in on 127.0.0.1 (answers every model request with the text "ok", at once unless
   BENCH_MODEL_DELAY_MS says otherwise), and an echo peer `ea` as the sender (`--from
   echo-ea`). Each cycle: the peer is asleep (no session); `iapeer send` (body `echo: …`) is
   timed until the CLI prints `…, woke` (spawn, boot, start-up dialogs answered by the

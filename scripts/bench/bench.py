@@ -1,13 +1,13 @@
 """iapeer benchmark (driven by scripts/bench.sh): latency of `iapeer send`, MCP tools/call
 and control `ping`; daemon memory with 0/10/50 live echo peers; idle CPU; a comparison
 with `tmux send-keys` into a pane running the same echo agent; a burst of concurrent MCP
-calls (burst.py); the real Claude Code / Codex CLIs woken and messaged through iapeer with a
-stand-in model API (agentbench.py); and one PASS/MISS line per issue 13 target (targets.py).
+calls (burst.py); the real Claude Code, Codex, Gemini CLI and OpenCode woken and messaged
+through iapeer with a stand-in model API (agentbench.py); and one PASS/MISS line per issue 13 target (targets.py).
 
 Usage: python3 bench.py <release iapeer binary> <repo root>
 Environment: BENCH_RUNS, BENCH_QUICK=1, BENCH_PINGS, BENCH_IDLE_SECS, BENCH_PEERS (e.g.
 "0,10,50"), BENCH_IDLE_PEERS, BENCH_OUT (table file), BENCH_KEEP=1 (keep the temp folder),
-BENCH_AGENTS ("claude,codex" by default; 0 skips the agent phase), BENCH_AGENT_RUNS,
+BENCH_AGENTS ("claude,codex,gemini,opencode" by default; 0 skips the agent phase), BENCH_AGENT_RUNS,
 BENCH_MODEL_DELAY_MS (the stand-in model's thinking time, standin.py), BENCH_BURST_CALLS (1000; 0 skips the burst), BENCH_BURST_PEERS (20), BENCH_BURSTS (3 bursts, one
 after another; their samples are pooled), BENCH_BURST_ONLY=1 (the burst phase alone).
 """
@@ -101,12 +101,13 @@ class Bench:
         self.results = {}
         self.phase_load = {}
         self.tmux = None
-        sel = os.environ.get("BENCH_AGENTS", "claude,codex").strip().lower()
-        sel = "claude,codex" if sel in ("", "1") else sel
+        every = ",".join(agentbench.RUNTIMES)
+        sel = os.environ.get("BENCH_AGENTS", every).strip().lower()
+        sel = every if sel in ("", "1") else sel
         self.agent_rts = [] if sel == "0" else [x.strip() for x in sel.split(",") if x.strip()]
         bad = [x for x in self.agent_rts if x not in agentbench.RUNTIMES]
         if bad:
-            raise SystemExit(f"BENCH_AGENTS: unknown runtime(s) {bad}; use claude,codex or 0")
+            raise SystemExit(f"BENCH_AGENTS: unknown runtime(s) {bad}; use {every} or 0")
         self.agent_runs = env_int("BENCH_AGENT_RUNS", 3 if quick else 10)
         self.agent_warmup = 1
         self.floor = os.environ.get("BENCH_FLOOR", "1") != "0"

@@ -2,12 +2,17 @@
 benchmark of iapeer with Claude Code / Codex measures iapeer and the CLI, not a model.
 
 They speak the same protocol as the Rust stand-ins of the integration tests
-(tests/common/anthropic.rs and tests/common/openai.rs) and always answer with a short text:
+(tests/common/anthropic.rs, openai.rs, gemini.rs and openai_chat.rs) and always answer with a
+short text:
 - Anthropic: POST /v1/messages (not count_tokens) -> a streamed SSE text message when the
   request has "stream": true, plain JSON otherwise; any other request -> {"input_tokens":12}.
 - OpenAI Responses: POST .../responses -> the SSE sequence response.created,
   response.output_item.added, response.output_text.delta, response.output_item.done,
   response.completed; any other request -> {}.
+- Gemini API (Gemini CLI): POST .../models/<m>:streamGenerateContent -> one SSE chunk; the
+  model router's non-streamed :generateContent -> a JSON complexity score; :countTokens.
+- Chat Completions (OpenCode's OpenAI-compatible provider): POST .../chat/completions ->
+  streamed chunks and [DONE] (its session-title requests are model calls too).
 
 Each server runs on 127.0.0.1, port 0 (the kernel picks), in a daemon thread of this process,
 and records the time and text of every model request so a caller can wait for a turn.
@@ -85,6 +90,62 @@ def openai_reply(req):
     ])
 
 
+def _gemini_chunk(model, text):
+    return {"candidates": [{"content": {"parts": [{"text": text}], "role": "model"},
+                            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 3,
+                              "totalTokenCount": 15},
+            "modelVersion": model}
+
+
+def gemini_reply(req, path):
+    """(content type, body) answering one Gemini API request: a turn
+    (`:streamGenerateContent`) with REPLY_TEXT as Server-Sent Events (`\\r\\n\\r\\n` between
+    them, as the real API), the model router's non-streamed side question with a JSON
+    complexity score, token counting with a count."""
+    model = path.split("/models/")[-1].split(":")[0] if "/models/" in path else "gemini-standin"
+    if ":streamGenerateContent" in path:
+        return "text/event-stream", f"data: {json.dumps(_gemini_chunk(model, REPLY_TEXT))}\r\n\r\n"
+    if ":countTokens" in path:
+        return "application/json", '{"totalTokens": 12}'
+    system = json.dumps(req.get("systemInstruction") or {})
+    text = (json.dumps({"complexity_reasoning": "stand-in", "complexity_score": 10})
+            if "Complexity Score" in system else "Stand-in summary")
+    return "application/json", json.dumps(_gemini_chunk(model, text))
+
+
+def chat_reply(req):
+    """(content type, body) answering one Chat Completions request with REPLY_TEXT: streamed
+    chunks (role, content, finish, usage) and `data: [DONE]`, or plain JSON."""
+    model = req.get("model") or "standin-model"
+    usage = {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}
+    if req.get("stream") is not True:
+        return "application/json", json.dumps({
+            "id": "chatcmpl-standin", "object": "chat.completion", "created": 1, "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": REPLY_TEXT}}],
+            "usage": usage})
+
+    def chunk(delta, finish=None):
+        return {"id": "chatcmpl-standin", "object": "chat.completion.chunk", "created": 1,
+                "model": model, "choices": [{"index": 0, "delta": delta,
+                                             "finish_reason": finish}]}
+    done = {"id": "chatcmpl-standin", "object": "chat.completion.chunk", "created": 1,
+            "model": model, "choices": [], "usage": usage}
+    chunks = [chunk({"role": "assistant", "content": ""}), chunk({"content": REPLY_TEXT}),
+              chunk({}, "stop"), done]
+    return "text/event-stream", "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + \
+        "data: [DONE]\n\n"
+
+
+def is_gemini_model_call(method, path):
+    return method == "POST" and ":streamGenerateContent" in path
+
+
+def is_chat_model_call(method, path):
+    return method == "POST" and path.endswith("/chat/completions")
+
+
 def is_anthropic_model_call(method, path):
     return method == "POST" and path.startswith("/v1/messages") and "count_tokens" not in path
 
@@ -94,7 +155,7 @@ def is_openai_model_call(method, path):
 
 
 class StandIn:
-    """One stand-in server. kind: "anthropic" or "openai"."""
+    """One stand-in server. kind: "anthropic", "openai", "gemini" or "chat"."""
 
     def __init__(self, kind):
         if kind == "anthropic":
@@ -102,6 +163,10 @@ class StandIn:
                                                      '{"input_tokens":12}')
         elif kind == "openai":
             self.is_model, self.reply, self.other = is_openai_model_call, openai_reply, "{}"
+        elif kind == "gemini":
+            self.is_model, self.reply, self.other = is_gemini_model_call, None, "{}"
+        elif kind == "chat":
+            self.is_model, self.reply, self.other = is_chat_model_call, chat_reply, "{}"
         else:
             raise ValueError(f"unknown stand-in kind {kind!r}")
         self.kind = kind
@@ -148,7 +213,18 @@ class StandIn:
                         standin.cond.notify_all()
                     if MODEL_DELAY:
                         time.sleep(MODEL_DELAY)
-                    ctype, body = standin.reply(req if isinstance(req, dict) else {})
+                    req = req if isinstance(req, dict) else {}
+                    ctype, body = (gemini_reply(req, self.path) if standin.kind == "gemini"
+                                   else standin.reply(req))
+                elif standin.kind == "gemini" and self.command == "POST" and ":" in self.path:
+                    # The model router's side question and token counting.
+                    try:
+                        req = json.loads(text)
+                    except ValueError:
+                        req = {}
+                    with standin.cond:
+                        standin.other_calls += 1
+                    ctype, body = gemini_reply(req if isinstance(req, dict) else {}, self.path)
                 else:
                     with standin.cond:
                         standin.other_calls += 1

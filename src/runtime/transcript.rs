@@ -21,6 +21,8 @@ pub struct TranscriptWatch {
     dir: Option<PathBuf>,
     /// The one file name followed, when not every `*.jsonl`.
     only: Option<std::ffi::OsString>,
+    /// The end of the names of the files followed, when not every `*.jsonl`.
+    ending: Option<String>,
     /// Asked again (at most every [`LOCATE_EVERY`]) while `dir` is unknown.
     locate: Option<Locate>,
     last_locate: Option<Instant>,
@@ -54,6 +56,7 @@ impl TranscriptWatch {
         TranscriptWatch {
             dir: Some(dir.to_path_buf()),
             only: None,
+            ending: None,
             locate: None,
             last_locate: None,
             started: SystemTime::now(),
@@ -72,6 +75,7 @@ impl TranscriptWatch {
             None => TranscriptWatch {
                 dir: None,
                 only: None,
+                ending: None,
                 locate: Some(locate),
                 last_locate: Some(Instant::now()),
                 started: SystemTime::now(),
@@ -91,11 +95,32 @@ impl TranscriptWatch {
         self
     }
 
+    /// Follow only the files whose names end with `ending` (those there now and those made
+    /// later, read from their start).
+    pub fn only_ending(mut self, ending: impl Into<String>) -> TranscriptWatch {
+        let ending = ending.into();
+        let ends = |p: &Path| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(&ending))
+        };
+        self.offsets.retain(|p, _| ends(p));
+        self.ending = Some(ending);
+        self
+    }
+
     /// The files of `dir` this watch follows.
     fn files(&self, dir: &Path) -> Vec<PathBuf> {
         let mut files = jsonl_files(dir);
         if let Some(name) = &self.only {
             files.retain(|p| p.file_name() == Some(name.as_os_str()));
+        }
+        if let Some(ending) = &self.ending {
+            files.retain(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.ends_with(ending.as_str()))
+            });
         }
         files
     }

@@ -92,6 +92,13 @@ pub struct ActiveDelivery {
     enter_wait: Duration,
     /// Enter goes no sooner than this ([`ActiveDelivery::hold_enter_until`]).
     enter_not_before: Option<Instant>,
+    /// Enter goes this long after the paste's sign ([`ActiveDelivery::enter_after_sign`]).
+    after_sign: Duration,
+    /// Enters written so far.
+    enters: u32,
+    /// While unconfirmed, Enter is written again this often ([`ENTER_RETRY`] unless
+    /// [`ActiveDelivery::enter_retry`] says otherwise).
+    retry: Duration,
     /// The runtime said it will not take the message ([`Acceptance::Removed`]), as opposed
     /// to no answer within the grace.
     refused: bool,
@@ -131,6 +138,9 @@ impl ActiveDelivery {
                 paste_shown: false,
                 enter_wait: PASTE_SIGNAL_WAIT,
                 enter_not_before: None,
+                after_sign: Duration::ZERO,
+                enters: 0,
+                retry: ENTER_RETRY,
                 refused: false,
                 shown_ms: None,
             },
@@ -149,6 +159,21 @@ impl ActiveDelivery {
     /// goes after the fixed [`SETTLE`] instead of waiting [`PASTE_SIGNAL_WAIT`] for a sign.
     pub fn without_paste_sign(mut self) -> ActiveDelivery {
         self.enter_wait = SETTLE;
+        self
+    }
+
+    /// Enter goes `pause` after the screen shows the paste taken rather than at once: a
+    /// runtime may take an Enter that follows a paste too closely for a line break
+    /// (`Adapter::enter_after_paste_sign`).
+    pub fn enter_after_sign(mut self, pause: Duration) -> ActiveDelivery {
+        self.after_sign = pause;
+        self
+    }
+
+    /// While unconfirmed, Enter is written again every `every` instead of [`ENTER_RETRY`]
+    /// (`Adapter::enter_retry`).
+    pub fn enter_retry(mut self, every: Duration) -> ActiveDelivery {
+        self.retry = every;
         self
     }
 
@@ -188,7 +213,7 @@ impl ActiveDelivery {
             if !self.paste_shown {
                 log::debug!("delivery {}: the composer shows the paste", self.id);
             }
-            *until = (*until).min(now);
+            *until = (*until).min(now + self.after_sign);
             self.paste_shown = true;
         }
     }
@@ -286,10 +311,11 @@ impl ActiveDelivery {
                 }
                 self.phase = Phase::Confirming {
                     deadline: now + self.grace,
-                    next_enter: now + ENTER_RETRY,
+                    next_enter: now + self.retry,
                     next_poll: now,
                 };
                 log::debug!("delivery {}: Enter", self.id);
+                self.enters = 1;
                 Step::Write(b"\r".to_vec())
             }
             Phase::Confirming {
@@ -324,8 +350,14 @@ impl ActiveDelivery {
                 }
                 if self.pty && now >= next_enter {
                     if let Phase::Confirming { next_enter, .. } = &mut self.phase {
-                        *next_enter = now + ENTER_RETRY;
+                        *next_enter = now + self.retry;
                     }
+                    log::info!(
+                        "delivery {}: not confirmed {} ms after its Enter; Enter again",
+                        self.id,
+                        (self.retry * self.enters).as_millis()
+                    );
+                    self.enters += 1;
                     return Step::Write(b"\r".to_vec());
                 }
                 Step::Wait
@@ -839,6 +871,53 @@ mod tests {
         d.on_paste_shown(shown);
         assert_eq!(d.next_deadline(), Some(shown));
         assert_eq!(d.poll(shown, String::new), Step::Write(b"\r".to_vec()));
+    }
+
+    /// Gemini CLI takes an Enter right after a paste for a line break (`runtime::gemini`
+    /// `ENTER_AFTER_PASTE`): its Enter goes that long after the sign, however often the sign
+    /// is seen again, and never later than the wait for a sign that does not come.
+    #[test]
+    fn enter_goes_the_runtimes_pause_after_the_paste_sign() {
+        let t0 = Instant::now();
+        let pause = Duration::from_millis(60);
+        let mut d = paste_ok().enter_after_sign(pause);
+        d.on_written(t0);
+        let shown = t0 + Duration::from_millis(4);
+        d.on_paste_shown(shown);
+        d.on_paste_shown(shown + Duration::from_millis(30));
+        assert_eq!(d.next_deadline(), Some(shown + pause));
+        assert_eq!(d.poll(shown, String::new), Step::Wait);
+        assert_eq!(
+            d.poll(shown + pause - Duration::from_millis(1), String::new),
+            Step::Wait
+        );
+        assert_eq!(
+            d.poll(shown + pause, String::new),
+            Step::Write(b"\r".to_vec())
+        );
+        let mut d = paste_ok().enter_after_sign(pause);
+        d.on_written(t0);
+        d.on_paste_shown(t0 + PASTE_SIGNAL_WAIT - Duration::from_millis(10));
+        assert_eq!(d.next_deadline(), Some(t0 + PASTE_SIGNAL_WAIT));
+    }
+
+    #[test]
+    fn a_runtimes_own_enter_retry_replaces_the_default() {
+        let t0 = Instant::now();
+        let every = Duration::from_millis(400);
+        let mut d = paste_ok().enter_retry(every);
+        d.on_written(t0);
+        assert_eq!(
+            d.poll(t0 + PASTE_SIGNAL_WAIT, String::new),
+            Step::Write(b"\r".to_vec())
+        );
+        let t1 = t0 + PASTE_SIGNAL_WAIT;
+        assert_eq!(
+            d.poll(t1 + every - Duration::from_millis(1), String::new),
+            Step::Wait
+        );
+        assert_eq!(d.poll(t1 + every, String::new), Step::Write(b"\r".to_vec()));
+        assert_eq!(d.next_deadline().map(|at| at <= t1 + every * 2), Some(true));
     }
 
     #[test]

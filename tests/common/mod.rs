@@ -722,4 +722,24 @@ impl TestEnv {
         );
         find().expect("the request found a moment ago")
     }
+
+    /// Wait (60 s at most) until the daemon shows `identity` asleep, or live with no turn
+    /// running (its reading of the runtime's busy sign) in three reads in a row, 50 ms apart.
+    /// Cheaper than reading the screen: it does not replay the pane log.
+    pub fn wait_turn_over(&self, identity: &str) {
+        let mut quiet = 0;
+        self.wait_until(
+            &format!("{identity} shows no turn"),
+            Duration::from_secs(60),
+            |e| {
+                let list = e.control(r#"{"op":"list"}"#);
+                let idle = list["sessions"]
+                    .as_array()
+                    .and_then(|a| a.iter().find(|s| s["identity"] == identity))
+                    .is_none_or(|s| s["status"] == "live" && s["busy"] == false);
+                quiet = if idle { quiet + 1 } else { 0 };
+                quiet >= 3
+            },
+        );
+    }
 }

@@ -21,6 +21,8 @@ pub struct Recorded {
     pub headers: Vec<(String, String)>,
     /// The body as JSON (`Null` when it is not JSON).
     pub body: Value,
+    /// When the server had read it.
+    pub at: std::time::Instant,
 }
 
 impl Recorded {
@@ -85,6 +87,7 @@ impl<R: Send + 'static> Server<R> {
                         .map(|h| (h.field.to_string().to_lowercase(), h.value.to_string()))
                         .collect(),
                     body: serde_json::from_str(&body).unwrap_or(Value::Null),
+                    at: std::time::Instant::now(),
                 };
                 reqs.lock().unwrap().push(rec.clone());
                 let reply = (scr.lock().unwrap())(&rec.body);

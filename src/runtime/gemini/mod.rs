@@ -10,9 +10,9 @@
 //!   `sessionId`, then one record per message, a `user` record when a message is submitted.
 //!   They confirm a delivery, name the conversation (learned, like Codex's) and pass the
 //!   ready gate (a `gemini` record: the model answered).
-//! - **Enter**: one Enter after a paste is often taken as a newline (4 of 6 recorder runs):
-//!   the delivery re-presses Enter while the session file does not hold the message
-//!   (`session::deliver::ENTER_RETRY`).
+//! - **Enter**: an Enter soon after a paste is taken as a newline (its composer's
+//!   untrusted-paste mark): Enter goes [`ENTER_AFTER_PASTE`] after the paste shows, and is
+//!   pressed again every [`ENTER_RETRY`] while the session file does not hold the message.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -45,6 +45,33 @@ pub const BUSY: &str = "esc to cancel";
 
 /// The header of the queue of messages entered during a turn (`10-mid-turn-queued`).
 pub const QUEUED: &str = "Queued (press ↑ to edit):";
+
+/// How long Enter waits after the composer shows the paste. Gemini CLI 0.61.0 takes an Enter
+/// that comes too soon after a paste for a line break: its composer marks a paste it does not
+/// trust (`recentUnsafePasteTime`; a paste is untrusted unless the composer saw the kitty
+/// keyboard protocol on when it was first drawn, which it never does: the protocol is turned on
+/// just after) and clears the mark with a 40 ms timer, but an Enter is read against the
+/// composer as last drawn, so the mark lasts until the redraw after the timer, later on a busy
+/// machine. Recorded (`enter-timing.txt`, load average 11–16, the screen read every 2 ms as
+/// the daemon does): a first Enter 0–75 ms after the paste showed submitted 0 of 16 times,
+/// 100–150 ms after 6 of 8.
+pub const ENTER_AFTER_PASTE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// While a delivery is unconfirmed, Enter again this often (instead of the default 1.5 s):
+/// the untrusted-paste mark above can outlast the first Enter on a loaded machine, and an
+/// Enter on an empty composer does nothing in Gemini CLI 0.61.0 (its submit does nothing when
+/// the composer's text is blank), so one that follows a taken message is harmless.
+pub const ENTER_RETRY: std::time::Duration = std::time::Duration::from_millis(400);
+
+/// How long after its MCP client listed the daemon's tools a wake's first Enter waits.
+/// Gemini CLI 0.61.0 queues a prompt submitted before its MCP discovery has completed (the
+/// bundle's `useMessageQueue`: a queued prompt runs once `isMcpReady`, i.e. discovery
+/// `completed`; its hint `Waiting for MCP servers to initialize... prompts will be queued`),
+/// and the listing comes before that. Without this wait, once the first Enter after a paste
+/// submitted ([`ENTER_AFTER_PASTE`]), wakes were answered `queued … runtime` (seen in
+/// `tests/gemini_e2e.rs` and `tests/mixed_team.rs` under load); before, the Enter re-pressed
+/// 1.5 s later usually came after it.
+pub const MCP_SETTLE: std::time::Duration = std::time::Duration::from_millis(1500);
 
 /// The start of the rules above and under the composer.
 const RULE_ABOVE: char = '▄';
@@ -120,16 +147,27 @@ pub fn is_turn_end(r: &Value) -> bool {
         && r["content"].as_str().is_some_and(|c| !c.is_empty())
 }
 
-/// The watch of a session's records: the bound conversation's file, else every session file
+/// The watch of a session's records: the bound conversation's files, else every session file
 /// of the folder's chats (found once Gemini CLI made it).
 fn watch(cwd: &Path, conversation: Option<&str>) -> TranscriptWatch {
-    if let Some(file) = conversation.and_then(|id| session_file(&chats_dir(cwd)?, id)) {
-        if let (Some(dir), Some(name)) = (file.parent(), file.file_name()) {
-            return TranscriptWatch::start(dir).only(name.to_owned());
+    if let (Some(chats), Some(id)) = (chats_dir(cwd), conversation) {
+        if let Some(w) = conversation_watch(&chats, id) {
+            return w;
         }
     }
     let cwd = cwd.to_path_buf();
     TranscriptWatch::located(Box::new(move || chats_dir(&cwd)))
+}
+
+/// The watch of conversation `id`'s records in `chats`: every `session-*-<first 8 of
+/// id>.jsonl`, those made later included. A resumed session writes to the conversation's
+/// first file and to the file the resume made: its first message's `user` record went to the
+/// new one, the turn's later records to the first (seen in `tests/mixed_team.rs`; the
+/// recording `session-after-resume.jsonl` had them all in the first). `None` for an id
+/// shorter than 8.
+pub fn conversation_watch(chats: &Path, id: &str) -> Option<TranscriptWatch> {
+    let tail = format!("-{}.jsonl", id.get(..8)?);
+    Some(TranscriptWatch::start(chats).only_ending(tail))
 }
 
 /// The composer (pure): the rows between the last half-block rule `▄▄▄…` and the rule `▀▀▀…`
@@ -390,6 +428,10 @@ impl Adapter for Gemini {
         boot_step_for(screen.rows())
     }
 
+    fn mcp_settle(&self) -> std::time::Duration {
+        MCP_SETTLE
+    }
+
     fn waits_for_mcp(&self, _cwd: &Path) -> bool {
         // Its MCP client lists the daemon's tools at start; keys typed before that were not
         // drawn for seconds (`yolo.raw`'s first recording).
@@ -433,6 +475,14 @@ impl Adapter for Gemini {
 
     fn paste_shown(&self, screen: &Screen, paste: &PasteView) -> bool {
         composer_text(screen.rows()).is_some_and(|shown| shows_paste(&shown, paste))
+    }
+
+    fn enter_after_paste_sign(&self) -> std::time::Duration {
+        ENTER_AFTER_PASTE
+    }
+
+    fn enter_retry(&self) -> Option<std::time::Duration> {
+        Some(ENTER_RETRY)
     }
 
     fn is_busy(&self, screen: &Screen) -> bool {

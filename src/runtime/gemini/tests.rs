@@ -357,3 +357,78 @@ fn fixture_the_tool_confirmation_is_a_permission_prompt() {
         None
     );
 }
+
+/// Enter goes [`ENTER_AFTER_PASTE`] after the paste shows, a pause longer than every recorded
+/// one at which no first Enter submitted (`enter-timing.txt`: pause in ms, try, whether the
+/// first Enter submitted), and is pressed again every [`ENTER_RETRY`], sooner than the
+/// default 1.5 s. (Before: Enter at once on the sign, and again after 1.5 s.)
+#[test]
+fn fixture_enter_waits_out_the_untrusted_paste_mark() {
+    let text = std::fs::read_to_string(fixture("enter-timing.txt")).unwrap();
+    let tries: Vec<(u64, bool)> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let pause = f.next()?.parse().ok()?;
+            let submitted = f.nth(1)? == "true";
+            Some((pause, submitted))
+        })
+        .collect();
+    assert!(tries.len() >= 20, "{text}");
+    let never = tries
+        .iter()
+        .filter(|(p, _)| !tries.iter().any(|(q, ok)| q == p && *ok))
+        .map(|(p, _)| *p)
+        .max()
+        .unwrap();
+    let pause = ENTER_AFTER_PASTE.as_millis() as u64;
+    assert!(
+        pause > never,
+        "{pause} ms, but no first Enter submitted at {never} ms"
+    );
+    assert!(
+        tries.iter().any(|(p, ok)| *p <= pause && *ok),
+        "a first Enter submitted at {pause} ms or sooner: {text}"
+    );
+    let g = gemini();
+    assert_eq!(g.enter_after_paste_sign(), ENTER_AFTER_PASTE);
+    assert_eq!(g.enter_retry(), Some(ENTER_RETRY));
+    assert!(ENTER_RETRY < crate::session::deliver::ENTER_RETRY);
+    // A wake's first Enter waits for its MCP discovery to complete, not only the listing.
+    assert_eq!(g.mcp_settle(), MCP_SETTLE);
+    assert!(MCP_SETTLE >= crate::session::deliver::ENTER_RETRY);
+}
+
+/// A resumed session's first message lands in the file the resume made, not in the
+/// conversation's first (larger) file (seen in `tests/mixed_team.rs`): the confirmation of a
+/// bound conversation reads both. (Before: only the largest file, so the message was never
+/// confirmed and a queued one was reported lost when the session slept.)
+#[test]
+fn a_bound_conversations_message_is_confirmed_from_the_file_a_resume_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let chats = dir.path().join("chats");
+    std::fs::create_dir_all(&chats).unwrap();
+    let id = "7ccd217d-b395-4601-b4f9-264fc354d134";
+    std::fs::copy(
+        fixture("session.jsonl"),
+        chats.join("session-2026-12-07T02-49-7ccd217d.jsonl"),
+    )
+    .unwrap();
+    let mut confirm = SessionFileConfirm::new(
+        conversation_watch(&chats, id).unwrap(),
+        "RESUMED message",
+        SESSION_RULES,
+    );
+    assert_eq!(confirm.acceptance(&[], ""), Acceptance::Pending);
+    let resumed = std::fs::read_to_string(fixture("session-resumed.jsonl")).unwrap();
+    let record = serde_json::json!({"id": "u1", "timestamp": "2026-12-07T02:50:10.000Z",
+        "type": "user", "content": [{"text": "RESUMED message"}]});
+    std::fs::write(
+        chats.join("session-2026-12-07T02-50-7ccd217d.jsonl"),
+        format!("{resumed}{record}\n"),
+    )
+    .unwrap();
+    assert_eq!(confirm.acceptance(&[], ""), Acceptance::Accepted);
+    assert!(conversation_watch(&chats, "short").is_none());
+}

@@ -464,6 +464,10 @@ impl Session {
         if !self.cfg.adapter.has_paste_sign() {
             active = active.without_paste_sign();
         }
+        active = active.enter_after_sign(self.cfg.adapter.enter_after_paste_sign());
+        if let Some(every) = self.cfg.adapter.enter_retry() {
+            active = active.enter_retry(every);
+        }
         if let Some(end) = self.mcp_settle_end(self.now) {
             active = active.hold_enter_until(end);
         }
