@@ -63,16 +63,6 @@ pub const ENTER_AFTER_PASTE: std::time::Duration = std::time::Duration::from_mil
 /// the composer's text is blank), so one that follows a taken message is harmless.
 pub const ENTER_RETRY: std::time::Duration = std::time::Duration::from_millis(400);
 
-/// How long after its MCP client listed the daemon's tools a wake's first Enter waits.
-/// Gemini CLI 0.61.0 queues a prompt submitted before its MCP discovery has completed (the
-/// bundle's `useMessageQueue`: a queued prompt runs once `isMcpReady`, i.e. discovery
-/// `completed`; its hint `Waiting for MCP servers to initialize... prompts will be queued`),
-/// and the listing comes before that. Without this wait, once the first Enter after a paste
-/// submitted ([`ENTER_AFTER_PASTE`]), wakes were answered `queued … runtime` (seen in
-/// `tests/gemini_e2e.rs` and `tests/mixed_team.rs` under load); before, the Enter re-pressed
-/// 1.5 s later usually came after it.
-pub const MCP_SETTLE: std::time::Duration = std::time::Duration::from_millis(1500);
-
 /// The start of the rules above and under the composer.
 const RULE_ABOVE: char = '▄';
 const RULE_BELOW: char = '▀';
@@ -426,10 +416,6 @@ impl Adapter for Gemini {
 
     fn boot_step(&self, screen: &Screen) -> BootStep {
         boot_step_for(screen.rows())
-    }
-
-    fn mcp_settle(&self) -> std::time::Duration {
-        MCP_SETTLE
     }
 
     fn waits_for_mcp(&self, _cwd: &Path) -> bool {
