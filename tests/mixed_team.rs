@@ -1,9 +1,12 @@
 //! A mixed team works (issue 27 item 4): one conversation goes claude → codex → gemini →
-//! opencode → back to claude, each hop through the agent's own `send_to_peer` MCP call, with
-//! the four real CLIs against the loopback model stand-ins the other tests use
-//! (`common::anthropic`, `common::openai`, `common::gemini`, `common::openai_chat`: the model
-//! APIs are the one mock, a cloud API cannot run here). Each stand-in is scripted to call
-//! `send_to_peer` to the next member when it sees the hop's message.
+//! opencode → a manifest agent → back to claude, each hop through the agent's own
+//! `send_to_peer` MCP call, with the four real CLIs against the loopback model stand-ins the
+//! other tests use (`common::anthropic`, `common::openai`, `common::gemini`,
+//! `common::openai_chat`: the model APIs are the one mock, a cloud API cannot run here), and
+//! the terminal agent `parrot` installed from its `runtime.json` (`common::terminal_agent`,
+//! its own MCP client). Each stand-in is scripted to call `send_to_peer` to the next member
+//! when it sees the hop's message; parrot passes what it hears on (`PARROT_REPLY_TO`), as
+//! `parrot heard: <message>` ([`hop_text`]).
 //!
 //! Rounds on one topic: every member asleep (each hop wakes it), then every member live; and
 //! in a second world whose daemon puts idle members to sleep within seconds, every member
@@ -26,11 +29,12 @@ use std::time::{Duration, Instant};
 
 /// The team in conversation order, (peer, runtime): the test's message goes to the first,
 /// each member passes it to the next, the last back to the first.
-const TEAM: [(&str, &str); 4] = [
+const TEAM: [(&str, &str); 5] = [
     ("cb", "claude"),
     ("cx", "codex"),
     ("gm", "gemini"),
     ("oc", "opencode"),
+    ("pa", common::terminal_agent::RUNTIME),
 ];
 
 /// The conversation's topic: every hop carries it.
@@ -42,6 +46,18 @@ const HOP: Duration = Duration::from_secs(150);
 /// The text of hop `k` of round `round` (hop 0 is the test's message to the first member).
 fn tag(round: usize, k: usize) -> String {
     format!("MIXED-r{round}-k{k}.")
+}
+
+/// The message of hop `k` of round `round`: its [`tag`], or after the manifest agent (which
+/// has no model to script) what it says of the hop it heard, `parrot heard: <tag of k - 1>`.
+/// Parrot is the last member: the member after it is the first, where the round ends
+/// whatever the tag says ([`next_hop`] of an earlier hop's tag is nothing there).
+fn hop_text(round: usize, k: usize) -> String {
+    let after_parrot = k > 0 && TEAM[(k - 1) % TEAM.len()].1 == common::terminal_agent::RUNTIME;
+    match after_parrot {
+        true => format!("parrot heard: {}", tag(round, k - 1)),
+        false => tag(round, k),
+    }
 }
 
 /// The round and hop of the last [`tag`] in `text` (the newest message, when a turn holds
@@ -159,10 +175,48 @@ fn reads<A: Send + Sync + 'static>(
     )
 }
 
+/// [`Reads`] of the parrot in peer folder `dir`: the messages it logged holding a needle,
+/// each with the whole conversation file it was recorded in, and its newest conversation.
+fn parrot_reads(dir: std::path::PathBuf) -> Reads {
+    let state = dir.join(".parrot");
+    let conversation = move |state: &std::path::Path, id: &str| {
+        std::fs::read_to_string(state.join("conversations").join(format!("{id}.jsonl")))
+            .unwrap_or_default()
+    };
+    let messages = move |state: &std::path::Path| -> Vec<Value> {
+        std::fs::read_to_string(state.join("events.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["ev"] == "message")
+            .collect()
+    };
+    let state2 = state.clone();
+    (
+        Box::new(move |needle| {
+            messages(&state)
+                .into_iter()
+                .filter(|e| e["body"].as_str().unwrap_or_default().contains(needle))
+                .map(|e| {
+                    let id = e["conversation"].as_str().unwrap_or_default().to_string();
+                    json!({"message": e, "conversation": conversation(&state, &id)})
+                })
+                .collect()
+        }),
+        Box::new(move || {
+            messages(&state2)
+                .last()
+                .map(|e| conversation(&state2, e["conversation"].as_str().unwrap_or_default()))
+                .unwrap_or_default()
+        }),
+    )
+}
+
 /// Make the member `(name, runtime)` (before the daemon starts): its model stand-in, scripted
 /// to pass each hop on to the next member of `team`, and its peer.
 fn member(env: &mut TestEnv, gemini: &str, team: Arc<Vec<&'static str>>, i: usize) -> Member {
     let (name, runtime) = TEAM[i];
+    let next = team[(i + 1) % team.len()];
     let hops = Hops::new(team, name);
     let (turns_with, history) = match runtime {
         "claude" => {
@@ -226,6 +280,13 @@ fn member(env: &mut TestEnv, gemini: &str, team: Arc<Vec<&'static str>>, i: usiz
             });
             reads(api, ChatStandIn::turns, new_user_text, "messages")
         }
+        common::terminal_agent::RUNTIME => {
+            let python = std::env::var("IAPEER_TEST_PYTHON").expect("IAPEER_TEST_PYTHON");
+            common::terminal_agent::install(env, &python);
+            env.ok(&["create", name, "--runtime", runtime]);
+            env.launch_env(name, runtime, &format!("PARROT_REPLY_TO={next}\n"));
+            parrot_reads(env.peer_dir(name))
+        }
         other => panic!("no stand-in for runtime {other}"),
     };
     Member {
@@ -288,7 +349,7 @@ fn round(
     );
     for k in 0..=n {
         let m = &team[k % n];
-        let t = tag(r, k);
+        let t = hop_text(r, k);
         if !common::poll(HOP, || !(m.turns_with)(&t).is_empty()) {
             let all = (m.turns_with)("");
             let tail: Vec<String> = all.iter().rev().take(3).map(Value::to_string).collect();
@@ -371,7 +432,7 @@ fn each_hop_once(team: &[Member], rounds: usize) {
     for r in 1..=rounds {
         for k in 0..=n {
             let m = &team[k % n];
-            let t = tag(r, k);
+            let t = hop_text(r, k);
             let history = (m.history)();
             assert_eq!(
                 history.matches(&t).count(),
@@ -454,9 +515,9 @@ fn a_mixed_team_resumes_its_conversations_by_topic_after_idle_sleep() {
             m.identity(),
             env.diagnostics()
         );
-        let resumed = &(m.turns_with)(&tag(2, k))[0];
+        let resumed = &(m.turns_with)(&hop_text(2, k))[0];
         assert!(
-            resumed.to_string().contains(&tag(1, k)),
+            resumed.to_string().contains(&hop_text(1, k)),
             "{}'s resumed conversation carries its round-1 hop",
             m.identity()
         );
