@@ -219,9 +219,9 @@ pub fn doctor_checks(paths: &Paths) -> Vec<Check> {
             )]
         }
     };
-    let (host, port) = federation::endpoint(&joined.url);
+    let target = federation::redis_cli_target(&joined.url);
     let reach = format!(
-        "check that redis-server runs and that this host reaches it: redis-cli -h {host} -p {port} \
+        "check that redis-server runs and that this host reaches it: redis-cli {target} \
          ping (give the password with AUTH); the daemon's link tries again by itself"
     );
     let shown = federation::masked(&joined.url);
@@ -233,7 +233,7 @@ pub fn doctor_checks(paths: &Paths) -> Vec<Check> {
     )];
     checks.extend(skew_checks(
         skew::measure(&joined.url, &joined.host).map_err(|e| e.to_string()),
-        &format!("{host}:{port}"),
+        &federation::place(&joined.url),
         &reach,
     ));
     checks

@@ -91,7 +91,9 @@ pub fn effective(paths: &Paths) -> Result<Option<(Joined, Source)>, String> {
 }
 
 /// Check a Redis URL: scheme `redis` (`rediss`, TLS, is not built in yet), a host, an
-/// optional ACL user and password, an optional database number. Pure.
+/// optional ACL user and password, an optional database number; or a Unix socket of this
+/// machine, `unix:///path` / `redis+unix:///path` with `?user=&pass=&db=` (docs/FEDERATION.md
+/// "Joining"). Pure.
 ///
 /// Errors: what is wrong, without repeating the URL (it may carry a password).
 pub fn check_url(url: &str) -> Result<(), String> {
@@ -102,6 +104,7 @@ pub fn check_url(url: &str) -> Result<(), String> {
     }
     match scheme {
         "redis" => {}
+        "unix" | "redis+unix" => return check_unix_url(url),
         "rediss" => {
             return Err("rediss:// (TLS) is not built into this iapeer yet: use redis:// \
                  on a private network or through a tunnel (ssh -L, stunnel), see docs/FEDERATION.md"
@@ -131,9 +134,70 @@ pub fn check_url(url: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Check a Unix-socket URL, `unix:///path/to/redis.sock` or `redis+unix:///…` (a Redis on the
+/// same machine reached without TCP), with optional `?user=…&pass=…&db=…`. Pure.
+///
+/// Errors: a host is named (a socket is on this machine only), the path is not absolute,
+/// another query key, a database that is no number; without repeating the URL.
+fn check_unix_url(url: &str) -> Result<(), String> {
+    const SHAPE: &str = "unix:///path/to/redis.sock[?user=<user>&pass=<password>&db=<n>]";
+    let parsed =
+        redis::parse_redis_url(url).ok_or_else(|| format!("not a valid URL: give {SHAPE}"))?;
+    if parsed.host_str().is_some_and(|h| !h.is_empty())
+        || !parsed.username().is_empty()
+        || parsed.password().is_some()
+    {
+        return Err(format!(
+            "a Unix socket URL names no host or user@ (the socket is on this machine; a Redis \
+             on another machine is redis://): give {SHAPE}"
+        ));
+    }
+    if !parsed.path().starts_with('/') || parsed.path().len() < 2 {
+        return Err(format!("the URL names no socket path: give {SHAPE}"));
+    }
+    for (key, value) in parsed.query_pairs() {
+        match key.as_ref() {
+            "user" | "pass" => {}
+            "db" if value.parse::<u32>().is_ok() => {}
+            "db" => return Err(format!("db is not a database number: give {SHAPE}")),
+            other => {
+                return Err(format!(
+                    "the query key \"{}\" is not one of user, pass, db: give {SHAPE}",
+                    crate::visible::line(other)
+                ))
+            }
+        }
+    }
+    if url.chars().any(char::is_whitespace) {
+        return Err(format!("the URL has a space in it: give {SHAPE}"));
+    }
+    Ok(())
+}
+
 /// The URL with its password replaced by `****`, for every place that shows it. Pure.
 pub fn masked(url: &str) -> String {
     match redis::parse_redis_url(url) {
+        // A Unix-socket URL carries its password in the query (`?pass=…`).
+        Some(u) if matches!(u.scheme(), "unix" | "redis+unix") => {
+            let pairs: Vec<(String, String)> = u
+                .query_pairs()
+                .map(|(k, v)| {
+                    let v = if k == "pass" {
+                        "****".into()
+                    } else {
+                        v.into_owned()
+                    };
+                    (k.into_owned(), v)
+                })
+                .collect();
+            let mut u = u;
+            if pairs.is_empty() {
+                u.set_query(None);
+            } else {
+                u.query_pairs_mut().clear().extend_pairs(pairs);
+            }
+            u.to_string()
+        }
         Some(mut u) => {
             if u.password().is_some() {
                 let _ = u.set_password(Some("****"));
@@ -153,6 +217,29 @@ pub fn endpoint(url: &str) -> (String, u16) {
             u.port().unwrap_or(6379),
         ),
         None => ("?".into(), 6379),
+    }
+}
+
+/// How `redis-cli` reaches the URL's server: `-h <host> -p <port>`, or `-s <path>` for a
+/// Unix-socket URL. Pure.
+pub fn redis_cli_target(url: &str) -> String {
+    match redis::parse_redis_url(url) {
+        Some(u) if matches!(u.scheme(), "unix" | "redis+unix") => format!("-s {}", u.path()),
+        _ => {
+            let (host, port) = endpoint(url);
+            format!("-h {host} -p {port}")
+        }
+    }
+}
+
+/// Where the URL's server is, for messages: `host:port`, or the socket's path. Pure.
+pub fn place(url: &str) -> String {
+    match redis::parse_redis_url(url) {
+        Some(u) if matches!(u.scheme(), "unix" | "redis+unix") => u.path().to_string(),
+        _ => {
+            let (host, port) = endpoint(url);
+            format!("{host}:{port}")
+        }
     }
 }
 
@@ -219,6 +306,46 @@ mod tests {
             assert!(e.contains(says), "{bad}: {e}");
             assert!(!e.contains("secret"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn unix_socket_urls_are_for_this_machine_only() {
+        for good in [
+            "unix:///run/redis/redis.sock",
+            "redis+unix:///tmp/r.sock?pass=secret&db=2",
+            "unix:///tmp/r.sock?user=a&pass=secret",
+        ] {
+            assert_eq!(check_url(good), Ok(()), "{good}");
+        }
+        for (bad, says) in [
+            ("unix://other.lan/tmp/r.sock?pass=secret", "names no host"),
+            ("unix://u:secret@localhost/tmp/r.sock", "names no host"),
+            ("unix://", "no socket path"),
+            (
+                "unix:///tmp/r.sock?pass=secret&db=x",
+                "not a database number",
+            ),
+            (
+                "unix:///tmp/r.sock?pass=secret&tls=1",
+                "\"tls\" is not one of",
+            ),
+        ] {
+            let e = check_url(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+            assert!(!e.contains("secret"), "{bad}: {e}");
+        }
+        assert_eq!(
+            masked("redis+unix:///tmp/r.sock?user=a&pass=s3cret&db=1"),
+            "redis+unix:///tmp/r.sock?user=a&pass=****&db=1"
+        );
+        assert_eq!(masked("unix:///tmp/r.sock"), "unix:///tmp/r.sock");
+        assert_eq!(
+            redis_cli_target("unix:///tmp/r.sock?pass=x"),
+            "-s /tmp/r.sock"
+        );
+        assert_eq!(place("unix:///tmp/r.sock?pass=x"), "/tmp/r.sock");
+        assert_eq!(redis_cli_target("redis://:x@h:6380"), "-h h -p 6380");
+        assert_eq!(place("redis://:x@h"), "h:6379");
     }
 
     #[test]
