@@ -470,6 +470,96 @@ fn fake_host(redis: &RedisServer, host: &str, peers: &[&str]) {
     fake_heartbeat(&mut con, host, now_ms, 60);
 }
 
+/// Where the two hosts' daemons run (issue 28 item 7).
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Net {
+    /// Each in a network namespace of its own with only its `lo` up: the hosts share no
+    /// loopback, and reach each other through Redis on a Unix socket only.
+    Separate,
+    /// Both on this machine's loopback, Redis on a loopback port.
+    Shared,
+}
+
+/// [`Net::Separate`] where this machine allows network namespaces; else [`Net::Shared`],
+/// saying why on the test's output (never a silent pass).
+fn net_where_allowed(test: &str) -> Net {
+    match common::netns::available() {
+        Ok(()) => Net::Separate,
+        Err(why) => {
+            eprintln!(
+                "{test}: hosts a and b share this machine's loopback: no network namespace \
+                 here ({why})"
+            );
+            Net::Shared
+        }
+    }
+}
+
+/// The hosts' Redis for `net`: on a Unix socket for separate namespaces (no TCP reaches
+/// across them), on a loopback port for a shared loopback.
+fn redis_for(net: Net) -> RedisServer {
+    match net {
+        Net::Separate => RedisServer::start_on_socket(SECRET),
+        Net::Shared => RedisServer::start(SECRET),
+    }
+}
+
+/// Start `env`'s daemon where `net` says: in a fresh network namespace (checked: not the
+/// test's own), or as [`TestEnv::start_daemon`].
+fn start_host(env: &mut TestEnv, net: Net) {
+    match net {
+        Net::Shared => env.start_daemon(),
+        Net::Separate => {
+            let cmd = common::netns::command_in_own_namespace(env, &common::bin(), &["daemon"]);
+            env.start_daemon_by(cmd);
+            assert_ne!(
+                common::netns::namespace_of(daemon_pid(env)),
+                common::netns::namespace_of(std::process::id()),
+                "the daemon runs in a network namespace of its own"
+            );
+        }
+    }
+}
+
+fn daemon_pid(env: &TestEnv) -> u32 {
+    env.daemon.as_ref().expect("a running daemon").id()
+}
+
+/// Run `f` (a connection to the host's loopback, e.g. its fleet API) where `env`'s daemon
+/// is: inside its network namespace when it has its own.
+fn on_host<T: Send>(env: &TestEnv, f: impl FnOnce() -> T + Send) -> T {
+    let pid = daemon_pid(env);
+    if common::netns::namespace_of(pid) == common::netns::namespace_of(std::process::id()) {
+        f()
+    } else {
+        common::netns::inside(pid, f)
+    }
+}
+
+/// Hosts a and b share no loopback: a's HTTP port (MCP and fleet API) answers on a's
+/// loopback, and neither on b's nor on the test's own; each daemon's namespace is its own.
+fn assert_apart(a: &TestEnv, b: &TestEnv) {
+    use common::netns::{inside, loopback_port_answers, namespace_of};
+    let (a_pid, b_pid) = (daemon_pid(a), daemon_pid(b));
+    assert_ne!(namespace_of(a_pid), namespace_of(b_pid));
+    let port = a.port();
+    assert!(
+        inside(a_pid, || loopback_port_answers(port)),
+        "a's port {port} answers in a's namespace"
+    );
+    assert!(
+        !loopback_port_answers(port),
+        "a's port {port} answered on the test's loopback"
+    );
+    // (Each namespace picks its ports alone: b's own server may hold the same number.)
+    if b.port() != port {
+        assert!(
+            !inside(b_pid, || loopback_port_answers(port)),
+            "a's port {port} answered from b's namespace: the hosts share a loopback"
+        );
+    }
+}
+
 /// Two hosts joined to `redis`: a with alice, b with `b_peers`, each seeing the other.
 fn two_hosts(redis: &RedisServer, b_peers: &[&str]) -> (TestEnv, TestEnv) {
     two_hosts_with(redis, b_peers, &[])
@@ -486,6 +576,16 @@ fn two_hosts_with(
 
 /// [`two_hosts_with`], a joining with the URL `urls.0` and b with `urls.1`.
 fn two_hosts_at(urls: (&str, &str), b_peers: &[&str], vars: &[(&str, &str)]) -> (TestEnv, TestEnv) {
+    two_hosts_in(Net::Shared, urls, b_peers, vars)
+}
+
+/// [`two_hosts_at`] with the daemons where `net` says.
+fn two_hosts_in(
+    net: Net,
+    urls: (&str, &str),
+    b_peers: &[&str],
+    vars: &[(&str, &str)],
+) -> (TestEnv, TestEnv) {
     let mut a = TestEnv::new();
     let mut b = TestEnv::new();
     for (k, v) in vars {
@@ -496,8 +596,8 @@ fn two_hosts_at(urls: (&str, &str), b_peers: &[&str], vars: &[(&str, &str)]) -> 
     for p in b_peers {
         b.create_echo(p);
     }
-    a.start_daemon();
-    b.start_daemon();
+    start_host(&mut a, net);
+    start_host(&mut b, net);
     a.ok(&["federation", "join", urls.0, "--host-name", "a"]);
     b.ok(&["federation", "join", urls.1, "--host-name", "b"]);
     wait_link(&a, "a sees b online", |d| {
@@ -544,11 +644,26 @@ fn times_in_pane(env: &TestEnv, identity: &str, text: &str) -> usize {
 /// sleeping one (woken), by `name@host` and by a plain name only b has; the recipient answers
 /// `alice@a` the same way; an ambiguous plain name is refused with the choices; a stopped
 /// peer is refused with its code; every hop is in both hosts' delivery.log as
-/// `path=federation`.
+/// `path=federation`. Each host in a network namespace of its own where the machine allows
+/// (checked: a's HTTP port is not reachable from b's), Redis on a Unix socket.
 #[test]
 fn sends_cross_hosts_to_live_and_sleeping_peers_and_come_back() {
-    let redis = RedisServer::start(SECRET);
-    let (a, b) = two_hosts(&redis, &["bob", "carol"]);
+    let net = net_where_allowed("sends_cross_hosts_to_live_and_sleeping_peers_and_come_back");
+    let redis = redis_for(net);
+    let (a, b) = two_hosts_in(net, (&redis.url(), &redis.url()), &["bob", "carol"], &[]);
+    if net == Net::Separate {
+        assert_apart(&a, &b);
+        // Joined by the Unix socket's URL: its password is masked there too.
+        let text = a.ok(&["federation", "status"]);
+        assert!(
+            text.contains("at unix://") && text.contains("pass=****"),
+            "{text}"
+        );
+        assert!(
+            !text.contains(SECRET) && !a.log("daemon").contains(SECRET),
+            "{text}"
+        );
+    }
     assert_eq!(
         b.control(r#"{"op":"wake","personality":"carol"}"#)["ok"],
         true
@@ -589,12 +704,14 @@ fn sends_cross_hosts_to_live_and_sleeping_peers_and_come_back() {
         },
     );
     // The fleet API takes `name@host` too.
-    let sent = crate::fleet::post(
-        &a,
-        "/fleet/v1/send",
-        serde_json::json!({"personality": "carol@b", "from": "echo-alice",
-            "message": "by the fleet API"}),
-    );
+    let sent = on_host(&a, || {
+        crate::fleet::post(
+            &a,
+            "/fleet/v1/send",
+            serde_json::json!({"personality": "carol@b", "from": "echo-alice",
+                "message": "by the fleet API"}),
+        )
+    });
     assert_eq!(sent.status, 200, "{}", String::from_utf8_lossy(&sent.body));
     let sent = sent.json();
     assert_eq!(
@@ -709,11 +826,14 @@ fn sends_cross_hosts_to_live_and_sleeping_peers_and_come_back() {
 /// (kept in its inbox stream, at most the retention), or refused at once when the sender
 /// chose not to wait (`--if-busy refuse`); it is delivered exactly once when the daemon comes
 /// back, and the sender's `delivery.log` follows it there; a send again with the same message
-/// id is not pasted twice.
+/// id is not pasted twice. Each host in a network namespace of its own where the machine
+/// allows.
 #[test]
 fn a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns() {
-    let redis = RedisServer::start(SECRET);
-    let (a, mut b) = two_hosts(&redis, &["bob"]);
+    let net =
+        net_where_allowed("a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns");
+    let redis = redis_for(net);
+    let (a, mut b) = two_hosts_in(net, (&redis.url(), &redis.url()), &["bob"], &[]);
     b.stop_daemon();
     wait_link(&a, "a sees b offline", |d| {
         seen(d, "b").is_some_and(|h| h["online"] == false)
@@ -762,7 +882,7 @@ fn a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns() {
         format!("{read:?}").contains("while you were out"),
         "{read:?}"
     );
-    b.start_daemon();
+    start_host(&mut b, net);
     b.wait_until("b delivered it", Duration::from_secs(60), |b| {
         times_in_pane(b, "echo-bob", "from alice@a: while you were out") == 1
     });
@@ -818,6 +938,49 @@ fn a_message_for_a_host_that_is_down_is_delivered_once_when_it_returns() {
     };
     let mut pending = pending;
     assert!(common::poll(Duration::from_secs(10), || pending() == 0));
+}
+
+/// Issue 28 item 7: a message on a topic to a peer of another host that slept since its last
+/// message on that topic resumes that peer's conversation (b's wake: `mode=resume
+/// cause=topic-match`). Each host in a network namespace of its own where the machine allows.
+#[test]
+fn a_topic_resumes_a_sleeping_peer_of_another_host() {
+    let net = net_where_allowed("a_topic_resumes_a_sleeping_peer_of_another_host");
+    let redis = redis_for(net);
+    let sleepy = [("IAPEER_IDLE_SECS", "3"), ("IAPEER_TICK_SECS", "1")];
+    let (a, b) = two_hosts_in(net, (&redis.url(), &redis.url()), &["bob"], &sleepy);
+    let out = send_ok(&a, "echo-alice", "bob@b", "remember 42", &["--topic", "t1"]);
+    assert_eq!(
+        out.trim(),
+        "delivered to bob (echo), woke",
+        "{}",
+        b.diagnostics()
+    );
+    assert_eq!(crate::conversations::last_wake(&b, "echo-bob").0, "fresh");
+    crate::conversations::wait_asleep(&b, "echo-bob");
+    let out = send_ok(
+        &a,
+        "echo-alice",
+        "bob@b",
+        "what was it?",
+        &["--topic", "t1"],
+    );
+    assert_eq!(
+        out.trim(),
+        "delivered to bob (echo), woke",
+        "{}",
+        b.diagnostics()
+    );
+    assert_eq!(
+        crate::conversations::last_wake(&b, "echo-bob"),
+        ("resume".to_string(), "topic-match".to_string()),
+        "{}",
+        b.log("lifecycle")
+    );
+    assert_eq!(
+        times_in_pane(&b, "echo-bob", "from alice@a: what was it?"),
+        1
+    );
 }
 
 /// Issue 28 item 4: a message kept for a host that stays offline longer than the retention

@@ -8,6 +8,7 @@ pub mod agents;
 pub mod anthropic;
 pub mod fuse;
 pub mod gemini;
+pub mod netns;
 pub mod npm;
 pub mod openai;
 pub mod openai_chat;
@@ -164,11 +165,16 @@ impl TestEnv {
 
     /// Start `iapeer daemon` and wait until its socket answers.
     pub fn start_daemon(&mut self) {
+        self.start_daemon_by(self.cmd(&["daemon"]));
+    }
+
+    /// [`TestEnv::start_daemon`] by `cmd`, a command that becomes `iapeer daemon` in this world
+    /// (e.g. through `unshare`, [`netns`]), keeping its pid.
+    pub fn start_daemon_by(&mut self, mut cmd: Command) {
         assert!(self.daemon.is_none(), "daemon already started");
         std::fs::create_dir_all(&self.root).unwrap();
         let log = std::fs::File::create(self.dir.path().join("daemon-stderr.log")).unwrap();
-        let child = self
-            .cmd(&["daemon"])
+        let child = cmd
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

@@ -1,17 +1,22 @@
 //! A private `redis-server` for the federation tests (issue 28 item 7): on 127.0.0.1 at a port
 //! picked free, no persistence (or append-only, [`RedisServer::start_append_only`]), its files
-//! in a temp folder, ended by its pid when dropped.
+//! in a temp folder, ended by its pid when dropped. Or on a Unix socket only
+//! ([`RedisServer::start_on_socket`]), for hosts in network namespaces of their own.
 //! `scripts/test.sh` installs `redis-server` (Debian's package) when it is missing.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 /// One running (or stopped) private server.
 pub struct RedisServer {
+    /// Its TCP port on 127.0.0.1; 0 when it listens on a Unix socket only.
     pub port: u16,
+    /// Its Unix socket, when it listens on one (and no TCP port).
+    pub socket: Option<PathBuf>,
     /// The `requirepass` it was started with.
     pub password: String,
     dir: tempfile::TempDir,
@@ -58,9 +63,27 @@ impl RedisServer {
         RedisServer::start_with(password, true)
     }
 
+    /// [`RedisServer::start`] listening on a Unix socket in its folder only (`--port 0
+    /// --unixsocket <dir>/redis.sock --unixsocketperm 700`): reached by its path from any
+    /// network namespace, by no TCP connection.
+    pub fn start_on_socket(password: &str) -> RedisServer {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut s = RedisServer {
+            port: 0,
+            socket: Some(dir.path().join("redis.sock")),
+            password: password.to_string(),
+            dir,
+            child: None,
+            append_only: false,
+        };
+        s.resume();
+        s
+    }
+
     fn start_with(password: &str, append_only: bool) -> RedisServer {
         let mut s = RedisServer {
             port: free_port(),
+            socket: None,
             password: password.to_string(),
             dir: tempfile::tempdir().expect("tempdir"),
             child: None,
@@ -79,7 +102,10 @@ impl RedisServer {
 
     /// The URL with the password.
     pub fn url(&self) -> String {
-        format!("redis://:{}@127.0.0.1:{}", self.password, self.port)
+        match &self.socket {
+            Some(path) => format!("unix://{}?pass={}", path.display(), self.password),
+            None => format!("redis://:{}@127.0.0.1:{}", self.password, self.port),
+        }
     }
 
     /// Start it again on the same port (empty unless append-only: then with what it had).
@@ -90,8 +116,14 @@ impl RedisServer {
         } else {
             &["--appendonly", "no"]
         };
-        let child = Command::new(program())
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+        let mut cmd = Command::new(program());
+        match &self.socket {
+            Some(path) => cmd
+                .args(["--port", "0", "--unixsocketperm", "700", "--unixsocket"])
+                .arg(path),
+            None => cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"]),
+        };
+        let child = cmd
             .args(["--save", ""])
             .args(persistence)
             .args(["--requirepass", &self.password])
@@ -105,8 +137,8 @@ impl RedisServer {
         let answered = super::poll(Duration::from_secs(10), || self.answers());
         assert!(
             answered,
-            "redis-server on port {} did not answer",
-            self.port
+            "redis-server on port {} (socket {:?}) did not answer",
+            self.port, self.socket
         );
     }
 
@@ -132,10 +164,26 @@ impl RedisServer {
 
     /// True when it answers `AUTH` + `PING` with `+OK`, `+PONG`.
     fn answers(&self) -> bool {
-        let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) else {
-            return false;
-        };
-        let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+        match &self.socket {
+            Some(path) => match UnixStream::connect(path) {
+                Ok(s) => {
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+                    self.pongs(s)
+                }
+                Err(_) => false,
+            },
+            None => match TcpStream::connect(("127.0.0.1", self.port)) {
+                Ok(s) => {
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+                    self.pongs(s)
+                }
+                Err(_) => false,
+            },
+        }
+    }
+
+    /// Whether `s` answers `AUTH` + `PING` with `+OK`, `+PONG`.
+    fn pongs<S: Read + Write>(&self, mut s: S) -> bool {
         let pw = &self.password;
         let req = format!(
             "*2\r\n$4\r\nAUTH\r\n${}\r\n{pw}\r\n*1\r\n$4\r\nPING\r\n",
