@@ -133,6 +133,15 @@ fn tools_list_has_exactly_the_spec_tool() {
         p["if_busy"]["enum"],
         json!(["queue", "interrupt", "refuse"])
     );
+    // What the choices mean for a host that is offline (issue 28 item 4).
+    let busy = p["if_busy"]["description"].as_str().unwrap();
+    assert!(
+        busy.contains("in the middle of a turn")
+            && busy.contains("another host that is offline")
+            && busy.contains("at most 24 h")
+            && busy.contains("refuses it at once (code offline)"),
+        "{busy}"
+    );
     assert_eq!(p.as_object().unwrap().len(), 7);
     assert_eq!(
         t["annotations"],

@@ -55,6 +55,23 @@ if it must be retried, call again with the `id` the error names, and it is never
 twice. `if_busy` says what to do when the peer is in the middle of a turn: queue (default), \
 interrupt it, or refuse. Do not send empty acknowledgements or thanks: reply only when a reply is needed.";
 
+/// The `if_busy` property's description: the three choices for a peer mid-turn, and what
+/// `queue` and `refuse` mean for a peer of another host that is offline (docs/FEDERATION.md,
+/// "A host that is down"; the retention is `federation::keys::RETENTION`).
+fn if_busy_description() -> String {
+    use crate::federation::keys::{retention_text, RETENTION};
+    format!(
+        "Optional: what to do when the peer is in the middle of a turn. queue (the default): it \
+         gets the message as it can (its runtime may queue it behind the turn; the result says \
+         queued). interrupt: its turn is stopped first, then it gets the message (the result \
+         says interrupted). refuse: the message is NOT delivered and the error says the peer \
+         is busy. For a peer of another host that is offline (name@host): queue keeps the \
+         message until that host returns, at most {} (the result says queued), and refuse \
+         refuses it at once (code offline).",
+        retention_text(RETENTION)
+    )
+}
+
 /// The full `tools/list` entry for `send_to_peer`.
 pub fn tool_listing() -> Value {
     json!({
@@ -100,7 +117,7 @@ pub fn tool_listing() -> Value {
                 "if_busy": {
                     "type": "string",
                     "enum": ["queue", "interrupt", "refuse"],
-                    "description": "Optional: what to do when the peer is in the middle of a turn. queue (the default): it gets the message as it can (its runtime may queue it behind the turn; the result says queued). interrupt: its turn is stopped first, then it gets the message (the result says interrupted). refuse: the message is NOT delivered and the error says the peer is busy."
+                    "description": if_busy_description()
                 }
             }
         },
