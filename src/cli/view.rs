@@ -94,14 +94,7 @@ pub fn render_table(rows: &[PeerRow], now_ms: u64, width: Option<usize>) -> Stri
         if branches {
             line.push_str(&format!("{branch:w3$}  "));
         }
-        let room = width.map(|w| w.saturating_sub(line.chars().count()));
-        match room {
-            Some(room) if desc.chars().count() > room => {
-                line.extend(desc.chars().take(room.saturating_sub(1)));
-                line.push('…');
-            }
-            _ => line.push_str(&desc),
-        }
+        push_cut(&mut line, &desc, width);
         out.push_str(line.trim_end());
         out.push('\n');
     }
@@ -119,6 +112,19 @@ pub fn render_table(rows: &[PeerRow], now_ms: u64, width: Option<usize>) -> Stri
         }
     }
     out
+}
+
+/// Append `text` (a row's last cell) to `line`, cut to end by column `width` when given: its
+/// last kept character replaced by `…` when it does not fit. Pure.
+fn push_cut(line: &mut String, text: &str, width: Option<usize>) {
+    let room = width.map(|w| w.saturating_sub(line.chars().count()));
+    match room {
+        Some(room) if text.chars().count() > room => {
+            line.extend(text.chars().take(room.saturating_sub(1)));
+            line.push('…');
+        }
+        _ => line.push_str(text),
+    }
 }
 
 /// One runtime in the RUNTIMES cell: its status glyph and name, `*` for the default runtime,
@@ -190,7 +196,7 @@ pub fn list(inv: &Invocation) -> CliResult {
     } else {
         "daemon: down — every agent shows asleep (start it with: iapeer daemon)\n".to_string()
     };
-    let others = other_hosts(&paths, up, &remote);
+    let others = other_hosts(&paths, up, &remote, width);
     if rows.is_empty() {
         return print(&format!(
             "{header}no peers yet — create one with: iapeer create <name> --runtime <rt>\n{others}"
@@ -224,7 +230,7 @@ pub fn list(inv: &Invocation) -> CliResult {
 /// The part of `list` about the other hosts of the federation (issue 28 item 2): their
 /// peers' table ([`render_remote`]) after a blank line; a line saying they are not known while
 /// the daemon is down; nothing when this root has not joined or no other host has peers.
-fn other_hosts(paths: &Paths, up: bool, remote: &[RemoteRow]) -> String {
+fn other_hosts(paths: &Paths, up: bool, remote: &[RemoteRow], width: Option<usize>) -> String {
     let joined = matches!(crate::federation::effective(paths), Ok(Some(_)));
     match (joined, up, remote.is_empty()) {
         (true, false, _) => {
@@ -232,7 +238,7 @@ fn other_hosts(paths: &Paths, up: bool, remote: &[RemoteRow]) -> String {
              reads them)\n"
                 .into()
         }
-        (_, _, false) => format!("\n{}", render_remote(remote)),
+        (_, _, false) => format!("\n{}", render_remote(remote, width)),
         _ => String::new(),
     }
 }
@@ -240,8 +246,8 @@ fn other_hosts(paths: &Paths, up: bool, remote: &[RemoteRow]) -> String {
 /// The other hosts' peers as a table: `NAME` (`name@host`, as a send names it), `HOST` (with
 /// `online` or `offline`), `STATE` (`available`, `stopped`, `offline`), `RUNTIMES` (the
 /// default first, marked `*`) and `DESCRIPTION`, every cell one line with its controls
-/// visible. Pure.
-pub fn render_remote(rows: &[RemoteRow]) -> String {
+/// visible; cut to `width` columns when given, as [`render_table`] is. Pure.
+pub fn render_remote(rows: &[RemoteRow], width: Option<usize>) -> String {
     let cells: Vec<[String; 5]> = rows
         .iter()
         .map(|r| {
@@ -271,10 +277,16 @@ pub fn render_remote(rows: &[RemoteRow]) -> String {
         for (i, w) in widths.iter().enumerate() {
             l.push_str(&format!("{:w$}  ", c[i]));
         }
-        l.push_str(c[4]);
+        push_cut(&mut l, c[4], width);
         format!("{}\n", l.trim_end())
     };
-    let mut out = String::from("PEERS OF OTHER HOSTS (send to <name>@<host>)\n");
+    let mut out = String::new();
+    push_cut(
+        &mut out,
+        "PEERS OF OTHER HOSTS (send to <name>@<host>)",
+        width,
+    );
+    out.push('\n');
     out.push_str(&line(heads));
     for c in &cells {
         out.push_str(&line([&c[0], &c[1], &c[2], &c[3], &c[4]]));
@@ -445,10 +457,11 @@ mod tests {
             default_runtime: "claude".into(),
             runtimes: vec!["claude".into(), "codex".into()],
         };
-        let table = render_remote(&[
+        let rows = [
             row("bob", "b", true, "available"),
             row("carol", "build-box", false, "offline"),
-        ]);
+        ];
+        let table = render_remote(&rows, None);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines[0], "PEERS OF OTHER HOSTS (send to <name>@<host>)");
         assert!(
@@ -461,6 +474,13 @@ mod tests {
         );
         assert!(lines[3].contains("build-box (offline)  offline"), "{table}");
         assert!(!table.contains('\u{1b}'), "{table}");
+        // Cut to the terminal's width as the local table is: no line longer, the
+        // description ends with `…`.
+        let table = render_remote(&rows, Some(70));
+        assert!(table.lines().all(|l| l.chars().count() <= 70), "{table}");
+        assert!(table.contains("claude* codex  runs"), "{table}");
+        assert!(table.lines().nth(2).unwrap().ends_with('…'), "{table}");
+        assert_eq!(render_remote(&rows, Some(200)), render_remote(&rows, None));
     }
 
     #[test]
