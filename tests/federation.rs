@@ -617,6 +617,19 @@ fn send_ok(env: &TestEnv, from: &str, to: &str, message: &str, more: &[&str]) ->
     env.ok(&args)
 }
 
+/// [`send_ok`] from `echo-alice` of host `a` to `to`, an echo peer of host `b` that sleeps:
+/// answered delivered, and woke it.
+fn send_waking(a: &TestEnv, b: &TestEnv, to: &str, message: &str, more: &[&str]) {
+    let out = send_ok(a, "echo-alice", to, message, more);
+    let name = to.split('@').next().unwrap();
+    assert_eq!(
+        out.trim(),
+        format!("delivered to {name} (echo), woke"),
+        "{}",
+        b.diagnostics()
+    );
+}
+
 /// `iapeer send <to> --from echo-alice --message <message> --json` on `env` with `more` flags:
 /// its JSON document (the refusal's, when refused).
 fn send_json(env: &TestEnv, to: &str, message: &str, more: &[&str]) -> Value {
@@ -681,13 +694,7 @@ fn sends_cross_hosts_to_live_and_sleeping_peers_and_come_back() {
         1
     );
 
-    let out = send_ok(&a, "echo-alice", "bob", "wake up bob", &[]);
-    assert_eq!(
-        out.trim(),
-        "delivered to bob (echo), woke",
-        "{}",
-        b.diagnostics()
-    );
+    send_waking(&a, &b, "bob", "wake up bob", &[]);
     assert_eq!(
         times_in_pane(&b, "echo-bob", "from alice@a: wake up bob"),
         1
@@ -949,28 +956,10 @@ fn a_topic_resumes_a_sleeping_peer_of_another_host() {
     let redis = redis_for(net);
     let sleepy = [("IAPEER_IDLE_SECS", "3"), ("IAPEER_TICK_SECS", "1")];
     let (a, b) = two_hosts_in(net, (&redis.url(), &redis.url()), &["bob"], &sleepy);
-    let out = send_ok(&a, "echo-alice", "bob@b", "remember 42", &["--topic", "t1"]);
-    assert_eq!(
-        out.trim(),
-        "delivered to bob (echo), woke",
-        "{}",
-        b.diagnostics()
-    );
+    send_waking(&a, &b, "bob@b", "remember 42", &["--topic", "t1"]);
     assert_eq!(crate::conversations::last_wake(&b, "echo-bob").0, "fresh");
     crate::conversations::wait_asleep(&b, "echo-bob");
-    let out = send_ok(
-        &a,
-        "echo-alice",
-        "bob@b",
-        "what was it?",
-        &["--topic", "t1"],
-    );
-    assert_eq!(
-        out.trim(),
-        "delivered to bob (echo), woke",
-        "{}",
-        b.diagnostics()
-    );
+    send_waking(&a, &b, "bob@b", "what was it?", &["--topic", "t1"]);
     assert_eq!(
         crate::conversations::last_wake(&b, "echo-bob"),
         ("resume".to_string(), "topic-match".to_string()),
