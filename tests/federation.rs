@@ -42,6 +42,19 @@ fn join_leave_and_status_round_trip_and_bad_input_is_refused() {
         1,
     );
     assert!(err.contains("TLS") && !err.contains(SECRET), "{err}");
+    // A Unix socket is this machine's: a URL naming another host for it is refused.
+    let (_, err) = env.fails(
+        &[
+            "federation",
+            "join",
+            &format!("unix://redis.lan/run/redis.sock?pass={SECRET}"),
+        ],
+        1,
+    );
+    assert!(
+        err.contains("a Unix socket URL names no host") && !err.contains(SECRET),
+        "{err}"
+    );
     let (_, err) = env.fails(
         &["federation", "join", "redis://h", "--host-name", "Bad_Name"],
         1,
