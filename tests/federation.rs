@@ -1063,35 +1063,36 @@ fn send_all(
         let (mut retried, mut unknown) = (0, Vec::new());
         for (i, body) in bodies.iter().enumerate() {
             let id = format!("m-{tag}-{i:04}");
-            let started = std::time::Instant::now();
-            loop {
-                let out = run(&[
-                    "send",
-                    to,
-                    "--from",
-                    from,
-                    "--message",
-                    body,
-                    "--id",
-                    &id,
-                    "--timeout",
-                    "3",
-                ]);
-                if out.status.success() {
-                    break;
-                }
-                if out.status.code() == Some(3) {
-                    unknown.push(body.clone());
-                    break;
-                }
-                retried += 1;
-                assert!(
-                    started.elapsed() < Duration::from_secs(180),
-                    "{}",
-                    common::describe(&out)
-                );
-                std::thread::sleep(Duration::from_millis(200));
-            }
+            let mut last = None;
+            let answered =
+                common::poll_every(Duration::from_millis(200), Duration::from_secs(180), || {
+                    let out = run(&[
+                        "send",
+                        to,
+                        "--from",
+                        from,
+                        "--message",
+                        body,
+                        "--id",
+                        &id,
+                        "--timeout",
+                        "3",
+                    ]);
+                    if out.status.code() == Some(3) {
+                        unknown.push(body.clone());
+                    }
+                    let done = out.status.success() || out.status.code() == Some(3);
+                    if !done {
+                        retried += 1;
+                        last = Some(out);
+                    }
+                    done
+                });
+            assert!(
+                answered,
+                "{}",
+                last.as_ref().map(common::describe).unwrap_or_default()
+            );
         }
         (retried, unknown)
     })
