@@ -102,6 +102,16 @@ pub struct SendArgs {
     pub if_busy: crate::protocol::IfBusy,
 }
 
+impl SendArgs {
+    /// The topic trimmed; `None` when absent or blank (a blank topic is no topic).
+    pub fn trimmed_topic(&self) -> Option<&str> {
+        self.topic
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+    }
+}
+
 /// One send as it arrived: who sent it, by which entry point, and what it asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SendInput {
@@ -228,12 +238,7 @@ pub fn validate(input: &SendInput) -> Result<Option<String>, Refusal> {
             "message exceeds {MAX_MESSAGE_CHARS} char limit (got {n})"
         )));
     }
-    let topic = input
-        .args
-        .topic
-        .as_deref()
-        .map(str::trim)
-        .filter(|t| !t.is_empty());
+    let topic = input.args.trimmed_topic();
     if let Some(t) = topic {
         let n = t.chars().count();
         if n > MAX_TOPIC_CHARS {

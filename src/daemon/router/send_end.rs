@@ -161,12 +161,7 @@ fn delivery_event<P>(
     if !input.args.attachments.is_empty() {
         ev = ev.field("att", input.args.attachments.len().to_string());
     }
-    let topic = input
-        .args
-        .topic
-        .as_deref()
-        .map(str::trim)
-        .filter(|t| !t.is_empty());
+    let topic = input.args.trimmed_topic();
     match refusal {
         Some(r) => ev.opt("topic", topic).field("err", &r.error),
         None => ev.opt("topic", topic),
