@@ -1,16 +1,12 @@
 use super::lists::DEATHS_KEPT;
 use super::*;
+use crate::testkit::mode_of as mode;
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 
 fn setup() -> (tempfile::TempDir, Paths, Markers) {
     let (tmp, paths) = crate::testkit::temp_root();
     let m = Markers::parse(&paths, "claude-bob").unwrap();
     (tmp, paths, m)
-}
-
-fn mode(p: &std::path::Path) -> u32 {
-    fs::metadata(p).unwrap().permissions().mode() & 0o777
 }
 
 fn record() -> SessionRecord {

@@ -3,7 +3,6 @@
 //! intended change, then review the diff.
 
 use super::*;
-use std::os::unix::fs::PermissionsExt;
 use tempfile::TempDir;
 
 /// The home folder every golden file shows (the temp folder is replaced by it).
@@ -273,7 +272,7 @@ fn write_puts_the_prompt_in_the_lifecycle_folder_private() {
     let path = write(&fx.paths, &id, "hello\n").unwrap();
     assert_eq!(path, fx.paths.marker("claude-bob", ".system-prompt.md"));
     assert_eq!(fs::read_to_string(&path).unwrap(), "hello\n");
-    let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    let mode = crate::testkit::mode_of(&path);
     assert_eq!(mode, 0o600);
     write(&fx.paths, &id, "again\n").unwrap();
     assert_eq!(fs::read_to_string(&path).unwrap(), "again\n");
