@@ -46,14 +46,14 @@ impl Fixture {
     }
 
     fn assemble(&self) -> String {
-        let out = assemble(
+        let out = assemble(compose(
             &self.paths,
             &self.me,
             &self.registry,
             &self.remote,
             &facts(),
             Some(&self.home),
-        );
+        ));
         out.replace(self.home.to_str().unwrap(), GOLDEN_HOME)
     }
 }
@@ -226,7 +226,14 @@ fn golden_tricky_description() {
 fn home_outside_paths_keeps_absolute_markers() {
     let fx = Fixture::new();
     fx.put(".iapeer/IAPEER.md", "rules\n");
-    let out = assemble(&fx.paths, &fx.me, &fx.registry, &[], &facts(), None);
+    let out = assemble(compose(
+        &fx.paths,
+        &fx.me,
+        &fx.registry,
+        &[],
+        &facts(),
+        None,
+    ));
     let marker = format!("<!-- {} -->", fx.paths.host_doctrine().display());
     assert!(out.contains(&marker), "{out}");
 }
