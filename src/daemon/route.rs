@@ -126,7 +126,7 @@ pub struct SendInput {
 }
 
 impl SendInput {
-    /// A message the daemon writes itself (path `daemon`, sent as [`DAEMON_SENDER`], spec 05
+    /// A message the daemon writes itself (path `daemon`, sent as `iapeer`, spec 05
     /// §7): `to` on `runtime` (`None`: the target's default), no attachments, the router makes
     /// its id, `if_busy` queue.
     pub fn from_daemon(
