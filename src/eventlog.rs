@@ -448,7 +448,6 @@ mod tests {
 
     use super::*;
     use std::collections::BTreeSet;
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn quoting_table() {
@@ -539,7 +538,7 @@ ok=false woke=true ms=12 err=\"peer \\\"x\\\" is not in the index\""
         assert_eq!(read(&log.numbered("3")), two(3, 4));
         assert!(!log.numbered("4").exists());
 
-        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        use crate::testkit::mode_of as mode;
         assert_eq!(mode(&path), 0o600);
         assert_eq!(mode(path.parent().unwrap()), 0o700);
     }

@@ -290,13 +290,9 @@ mod tests {
         write(&p, b"one", MODE_PRIVATE).unwrap();
         write(&p, b"two", MODE_PRIVATE).unwrap();
         assert_eq!(fs::read_to_string(&p).unwrap(), "two");
-        let mode = fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        let mode = crate::testkit::mode_of(&p);
         assert_eq!(mode, 0o600);
-        let dmode = fs::metadata(dir.path().join("sub"))
-            .unwrap()
-            .permissions()
-            .mode()
-            & 0o777;
+        let dmode = crate::testkit::mode_of(dir.path().join("sub"));
         assert_eq!(dmode, 0o700);
         // No temp files are left behind.
         let names: Vec<_> = fs::read_dir(dir.path().join("sub"))

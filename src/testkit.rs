@@ -63,3 +63,10 @@ pub(crate) fn recorded_step(
     screen.feed(&raw[..offset], true);
     screen
 }
+
+/// The permission bits (`mode & 0o777`) of the file or folder at `path`. Panics when it
+/// cannot be read.
+pub(crate) fn mode_of(path: impl AsRef<Path>) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}

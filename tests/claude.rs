@@ -134,11 +134,7 @@ fn claude_peer_wakes_answers_dialogs_sees_its_prompt_and_replies_through_mcp() {
     );
 
     // Claude's tool call went through the daemon to the echo peer, as cb.
-    env.wait_until("claude's reply reaches ea", Duration::from_secs(60), |e| {
-        e.events("delivery", "delivery").iter().any(|d| {
-            d["caller"] == "claude-cb" && d["to"] == "ea" && d["ok"] == "true" && d["path"] == "mcp"
-        })
-    });
+    env.wait_mcp_delivery("claude-cb", "ea", Duration::from_secs(60));
     assert!(
         env.pane("echo-ea").contains("from cb: hi from claude"),
         "{}",

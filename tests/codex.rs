@@ -229,14 +229,7 @@ fn codex_peer_reaches_a_peer_through_mcp_when_the_daemon_requires_a_bearer() {
             Reply::Text("ok".into())
         }
     });
-    env.ok(&[
-        "send",
-        "cx",
-        "--from",
-        "echo-ea",
-        "--message",
-        "hello codex",
-    ]);
+    env.send_from("cx", "echo-ea", "hello codex");
     env.wait_mcp_delivery("codex-cx", "ea", Duration::from_secs(60));
     eprintln!("codex bearer end to end: {:?}", started.elapsed());
 }
@@ -253,14 +246,7 @@ fn codex_turn_is_interrupted() {
     });
     // Wake it first (the first message of a wake must pass the ready gate), then hold a
     // live turn open.
-    env.ok(&[
-        "send",
-        "cx",
-        "--from",
-        "echo-ea",
-        "--message",
-        "echo: wake up",
-    ]);
+    env.send_from("cx", "echo-ea", "echo: wake up");
     // The wake's own turn ends first: a message sent into it is queued, and Esc would then
     // end that turn and submit the queued one at once (Codex's "press esc to interrupt and
     // send immediately") — a new turn, still held. (A wake now takes ~0.4 s: the next send
@@ -273,7 +259,7 @@ fn codex_turn_is_interrupted() {
 /// Send `body` to cx (a turn the stand-in holds), wait until Codex shows the turn, `iapeer
 /// interrupt` it and wait until the turn stops (only the interrupt ends a held turn so soon).
 pub(crate) fn interrupt_a_held_turn(env: &TestEnv, body: &str) {
-    env.ok(&["send", "cx", "--from", "echo-ea", "--message", body]);
+    env.send_from("cx", "echo-ea", body);
     env.wait_until("codex is mid-turn", Duration::from_secs(30), |e| {
         e.screen("codex-cx")
             .to_lowercase()

@@ -18,19 +18,42 @@ fn assert_nothing_left(tmp: &std::path::Path) {
     assert!(left.is_empty(), "the demo left {left:?} behind");
 }
 
-/// Run `iapeer <args>` (a demo) with its temporary root under a `tmp` folder of a fresh
-/// world; it must exit 0 within `within`. Its stdout and that folder (with the world).
-fn run_demo(args: &[&str], within: Duration) -> (String, std::path::PathBuf, TestEnv) {
+/// A fresh world, a `tmp` folder in it, and the command `iapeer <args>` (a demo) that makes
+/// its temporary root under that folder.
+fn demo_cmd(args: &[&str]) -> (std::process::Command, std::path::PathBuf, TestEnv) {
     let env = TestEnv::new();
     let tmp = env.dir.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
-    let start = Instant::now();
-    let out = env
-        .cmd(args)
-        .env("TMPDIR", &tmp)
-        .env_remove("IAPEER_ROOT")
-        .output()
+    let mut cmd = env.cmd(args);
+    cmd.env("TMPDIR", &tmp).env_remove("IAPEER_ROOT");
+    (cmd, tmp, env)
+}
+
+/// A demo started by [`demo_cmd`] with no stdout and stderr (a vanished terminal's would
+/// fail): the child and its `tmp` folder (with the world).
+fn spawn_demo(args: &[&str]) -> (std::process::Child, std::path::PathBuf, TestEnv) {
+    let (mut cmd, tmp, env) = demo_cmd(args);
+    let child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
         .unwrap();
+    (child, tmp, env)
+}
+
+/// Hang up on a demo (SIGHUP): it must exit 130, as after Ctrl-C.
+fn hang_up(mut child: std::process::Child) {
+    common::signal(child.id(), nix::sys::signal::Signal::SIGHUP);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+}
+
+/// Run `iapeer <args>` (a demo) with its temporary root under a `tmp` folder of a fresh
+/// world; it must exit 0 within `within`. Its stdout and that folder (with the world).
+fn run_demo(args: &[&str], within: Duration) -> (String, std::path::PathBuf, TestEnv) {
+    let (mut cmd, tmp, env) = demo_cmd(args);
+    let start = Instant::now();
+    let out = cmd.output().unwrap();
     let took = start.elapsed();
     assert!(out.status.success(), "{}", common::describe(&out));
     assert!(took < within, "the demo took {took:?}");
@@ -105,17 +128,7 @@ fn children(pid: u32) -> Vec<i32> {
 /// demo's stderr is closed here, as a vanished terminal's would fail.
 #[test]
 fn demo_hung_up_stops_its_daemon_and_removes_its_root() {
-    let env = TestEnv::new();
-    let tmp = env.dir.path().join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    let mut child = env
-        .cmd(&["demo"])
-        .env("TMPDIR", &tmp)
-        .env_remove("IAPEER_ROOT")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let (child, tmp, _env) = spawn_demo(&["demo"]);
     // Wait until the demo's daemon runs: its discovery file is there, and it is a child of
     // the demo (the demo takes about half a second after that on an idle machine).
     // Polled tightly: the demo moves on about half a second after its daemon is up.
@@ -130,9 +143,7 @@ fn demo_hung_up_stops_its_daemon_and_removes_its_root() {
     });
     assert!(up, "the demo's daemon did not come up");
     let daemon_pid = daemon_pid.unwrap();
-    common::signal(child.id(), nix::sys::signal::Signal::SIGHUP);
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130), "{status:?}");
+    hang_up(child);
     let pid = nix::unistd::Pid::from_raw(daemon_pid);
     assert!(
         nix::sys::signal::kill(pid, None).is_err(),
@@ -209,17 +220,7 @@ fn demo_federation_crosses_two_hosts_both_ways_then_cleans_up() {
 /// ended and its temporary root removed, as for the plain demo.
 #[test]
 fn demo_federation_hung_up_ends_its_daemons_and_redis() {
-    let env = TestEnv::new();
-    let tmp = env.dir.path().join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    let mut child = env
-        .cmd(&["demo", "--federation"])
-        .env("TMPDIR", &tmp)
-        .env_remove("IAPEER_ROOT")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let (child, tmp, _env) = spawn_demo(&["demo", "--federation"]);
     // Its redis-server and both daemons run: its three children.
     let mut started = Vec::new();
     let up = common::poll_every(Duration::from_millis(5), Duration::from_secs(30), || {
@@ -230,9 +231,7 @@ fn demo_federation_hung_up_ends_its_daemons_and_redis() {
         up,
         "the demo's three processes did not come up: {started:?}"
     );
-    common::signal(child.id(), nix::sys::signal::Signal::SIGHUP);
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130), "{status:?}");
+    hang_up(child);
     for pid in started {
         let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
         assert!(!alive, "the demo's child {pid} still runs");

@@ -69,6 +69,23 @@ fn history(req: &Value) -> String {
 /// stand-in as gm's model API (its key and URL in gm's `launch.env`), and a daemon that puts
 /// an idle agent to sleep within seconds. The user's own Gemini settings (an API-key login,
 /// as `gemini`'s first run writes it) are there before iapeer merges its MCP entry in.
+/// The model's script: a turn on [`FIRST`] calls `send_to_peer` to ea with [`REPLY`]; the
+/// tool's result is answered "sent", anything else "noted".
+fn reply_to_ea_on_first(api: &GeminiStandIn) {
+    api.script(|req| {
+        if last_is_function_response(req) {
+            Reply::Text("sent".into())
+        } else if last_text(req).contains(FIRST) {
+            Reply::Call(
+                "mcp_iapeer_send_to_peer".into(),
+                json!({"personality": "ea", "message": REPLY}),
+            )
+        } else {
+            Reply::Text("noted".into())
+        }
+    });
+}
+
 fn world(bin: &str) -> (TestEnv, GeminiStandIn) {
     world_with(bin, None)
 }
@@ -260,19 +277,8 @@ fn gemini_peer_reaches_a_peer_through_mcp_when_the_daemon_requires_a_bearer() {
     let headers = &written["mcpServers"]["iapeer"]["headers"];
     assert_eq!(headers["Authorization"], "Bearer ${IAPEER_BEARER_TOKEN}");
     assert_eq!(headers["X-IAPeer-Token"], "${IAPEER_TOKEN}");
-    api.script(|req| {
-        if last_is_function_response(req) {
-            Reply::Text("sent".into())
-        } else if last_text(req).contains(FIRST) {
-            Reply::Call(
-                "mcp_iapeer_send_to_peer".into(),
-                json!({"personality": "ea", "message": REPLY}),
-            )
-        } else {
-            Reply::Text("noted".into())
-        }
-    });
-    env.ok(&["send", "gm", "--from", "echo-ea", "--message", FIRST]);
+    reply_to_ea_on_first(&api);
+    env.send_from("gm", "echo-ea", FIRST);
     env.wait_mcp_delivery("gemini-gm", "ea", Duration::from_secs(60));
     eprintln!("gemini bearer end to end: {:?}", started.elapsed());
 }
@@ -297,7 +303,7 @@ fn gemini_mid_turn_message_is_queued_and_a_turn_is_interrupted() {
             Reply::Text("ok".into())
         }
     });
-    let send = |message: &str| env.ok(&["send", "gm", "--from", "echo-ea", "--message", message]);
+    let send = |message: &str| env.send_from("gm", "echo-ea", message);
     // Woken first (a wake's first message has a ready gate), its turn over before the next.
     send("echo: wake up");
     env.wait_until("the wake's turn ends", Duration::from_secs(60), |e| {
@@ -381,19 +387,8 @@ fn a_gemini_wake_waiting_for_another_mcp_server_is_delivered_not_queued() {
         "trust": true,
     });
     std::fs::write(&settings, user.to_string()).unwrap();
-    api.script(|req| {
-        if last_is_function_response(req) {
-            Reply::Text("sent".into())
-        } else if last_text(req).contains(FIRST) {
-            Reply::Call(
-                "mcp_iapeer_send_to_peer".into(),
-                json!({"personality": "ea", "message": REPLY}),
-            )
-        } else {
-            Reply::Text("noted".into())
-        }
-    });
-    let out = env.ok(&["send", "gm", "--from", "echo-ea", "--message", FIRST]);
+    reply_to_ea_on_first(&api);
+    let out = env.send_from("gm", "echo-ea", FIRST);
     assert_eq!(
         out.trim(),
         "delivered to gm (gemini), woke",
@@ -401,10 +396,6 @@ fn a_gemini_wake_waiting_for_another_mcp_server_is_delivered_not_queued() {
         env.screen("gemini-gm"),
         env.diagnostics()
     );
-    env.wait_until("gemini's reply reaches ea", Duration::from_secs(60), |e| {
-        e.events("delivery", "delivery").iter().any(|d| {
-            d["caller"] == "gemini-gm" && d["to"] == "ea" && d["ok"] == "true" && d["path"] == "mcp"
-        })
-    });
+    env.wait_mcp_delivery("gemini-gm", "ea", Duration::from_secs(60));
     assert_eq!(turns_with(&api, FIRST).len(), 1, "{}", env.diagnostics());
 }

@@ -28,28 +28,14 @@ fn echo_world() -> TestEnv {
     env.create_echo("bob");
     env.launch_env("bob", "echo", "PEER_START_ARGS=--reply-delay-ms 60000\n");
     env.start_daemon();
-    env.ok(&[
-        "send",
-        "bob",
-        "--from",
-        "echo-alice",
-        "--message",
-        "echo: wake up",
-    ]);
+    env.send_from("bob", "echo-alice", "echo: wake up");
     env
 }
 
 /// Make bob mid-turn: a message it replies to, held 60 s; waits until the router sees it
 /// busy.
 fn make_bob_busy(env: &TestEnv) {
-    env.ok(&[
-        "send",
-        "bob",
-        "--from",
-        "echo-alice",
-        "--message",
-        "please answer",
-    ]);
+    env.send_from("bob", "echo-alice", "please answer");
     env.wait_until("bob is mid-turn", Duration::from_secs(30), |e| {
         busy(e, "echo-bob")
     });
@@ -235,14 +221,7 @@ fn send_to_peer_carries_if_busy() {
 #[test]
 fn claude_interrupt_and_refuse_mid_turn() {
     let (env, api) = crate::busy::claude_holding_busy_turns();
-    env.ok(&[
-        "send",
-        "cb",
-        "--from",
-        "echo-ea",
-        "--message",
-        "BUSY forever\nsecond line",
-    ]);
+    env.send_from("cb", "echo-ea", "BUSY forever\nsecond line");
     env.wait_until("claude is mid-turn", Duration::from_secs(30), |e| {
         busy(e, "claude-cb") && e.screen("claude-cb").contains("esc to interrupt")
     });
@@ -281,16 +260,9 @@ fn codex_interrupt_mid_turn() {
         }
     });
     env.ok(&["new", "ea"]);
-    env.ok(&["send", "cx", "--from", "echo-ea", "--message", "echo: wake"]);
+    env.send_from("cx", "echo-ea", "echo: wake");
     crate::busy::wait_codex_turns(&env, 1);
-    env.ok(&[
-        "send",
-        "cx",
-        "--from",
-        "echo-ea",
-        "--message",
-        "BUSY forever",
-    ]);
+    env.send_from("cx", "echo-ea", "BUSY forever");
     env.wait_until("codex is mid-turn", Duration::from_secs(30), |e| {
         busy(e, "codex-cx")
     });

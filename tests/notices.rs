@@ -82,14 +82,7 @@ fn a_claude_peer_refused_by_its_api_raises_one_notice() {
     });
     crate::busy::wake_claude(&env);
     assert_eq!(env.count_events("lifecycle", "notice-raised", &[]), 0);
-    env.ok(&[
-        "send",
-        "cb",
-        "--from",
-        "echo-ea",
-        "--message",
-        "LIMITED please",
-    ]);
+    env.send_from("cb", "echo-ea", "LIMITED please");
     let raised = [
         ("identity", "claude-cb"),
         ("kind", "rate-limit"),
@@ -123,7 +116,7 @@ fn a_claude_peer_refused_by_its_api_raises_one_notice() {
     assert_eq!(board["notices"].as_array().unwrap().len(), 1, "{board}");
     assert_eq!(board["notices"][0]["identity"], "claude-cb");
 
-    env.ok(&["send", "cb", "--from", "echo-ea", "--message", "fine now"]);
+    env.send_from("cb", "echo-ea", "fine now");
     env.wait_until("the turn after the refusal", Duration::from_secs(60), |e| {
         api.main_requests()
             .iter()
@@ -169,7 +162,7 @@ fn is_outcome_record(line: &str) -> bool {
 
 /// Wake codex-cx with a message its stand-in answers `awake`, and wait for that turn's end.
 fn wake_codex(env: &TestEnv) {
-    env.ok(&["send", "cx", "--from", "echo-ea", "--message", "echo: wake"]);
+    env.send_from("cx", "echo-ea", "echo: wake");
     env.wait_until(
         "the wake's turn",
         Duration::from_secs(90),
@@ -361,14 +354,7 @@ fn a_codex_peer_refused_by_its_api_raises_one_notice() {
     env.watch_ticks(2, "a notice for an answered turn", |e| {
         e.count_events("lifecycle", "notice-raised", &[]) > 0
     });
-    env.ok(&[
-        "send",
-        "cx",
-        "--from",
-        "echo-ea",
-        "--message",
-        "LIMITED please",
-    ]);
+    env.send_from("cx", "echo-ea", "LIMITED please");
     let raised = [
         ("identity", "codex-cx"),
         ("kind", "rate-limit"),
@@ -393,7 +379,7 @@ fn a_codex_peer_refused_by_its_api_raises_one_notice() {
         Duration::from_secs(60),
         turn_shown("429"),
     );
-    env.ok(&["send", "cx", "--from", "echo-ea", "--message", "fine now"]);
+    env.send_from("cx", "echo-ea", "fine now");
     env.wait_until("the turn after the refusal", Duration::from_secs(90), |e| {
         api.recorded()
             .iter()
@@ -434,14 +420,7 @@ fn a_codex_usage_limit_menu_is_answered_keep_current_model_before_the_next_deliv
     });
     let idle_with = codex_idle_with;
     wake_codex(&env);
-    env.ok(&[
-        "send",
-        "cx",
-        "--from",
-        "echo-ea",
-        "--message",
-        "LIMITED please",
-    ]);
+    env.send_from("cx", "echo-ea", "LIMITED please");
     env.wait_until(
         "the model-switch menu",
         Duration::from_secs(90),

@@ -50,14 +50,7 @@ fn send_to_an_asleep_peer_wakes_it_and_delivers() {
         "bodies never reach delivery.log"
     );
     // bob echoes back to alice, which wakes her through MCP with bob's session token.
-    env.wait_until("bob's echo reaches alice", Duration::from_secs(10), |e| {
-        e.events("delivery", "delivery").iter().any(|d| {
-            d["caller"] == "echo-bob"
-                && d["to"] == "alice"
-                && d["ok"] == "true"
-                && d["path"] == "mcp"
-        })
-    });
+    env.wait_mcp_delivery("echo-bob", "alice", Duration::from_secs(10));
     assert!(
         env.pane("echo-alice").contains("from bob: echo: hello bob"),
         "{}",

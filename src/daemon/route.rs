@@ -78,7 +78,41 @@ impl Caller {
 /// The sender name of messages the daemon writes itself (spec 05 §7).
 pub const DAEMON_SENDER: &str = "iapeer";
 
-/// One send as it arrived.
+/// What a send asks for, as the sender wrote it: shape-checked by its entry point (the MCP
+/// tool's arguments, the control socket's `send` request, the fleet API's body) but not
+/// value-checked ([`validate`] checks patterns and limits, spec 03 §1).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SendArgs {
+    /// Target personality (the MCP tool's `personality`, the control request's `to`); never
+    /// empty when built by the MCP module.
+    pub to: String,
+    /// Forced endpoint runtime; `None` = the target's default runtime. Never `Some("")` when
+    /// built by the MCP module.
+    pub runtime: Option<String>,
+    /// The body; never empty when built by the MCP module.
+    pub message: String,
+    /// Thread label as sent ([`validate`] trims it; blank = none).
+    pub topic: Option<String>,
+    /// Attachment paths as sent ([`validate`] checks they are absolute).
+    pub attachments: Vec<String>,
+    /// The sender's message id as sent (`msgids::valid_id`); `None`: the router makes one.
+    pub id: Option<String>,
+    /// `if_busy` as sent (`queue` when absent): what to do when the peer's agent is mid-turn
+    /// at delivery (issue 32 item 7).
+    pub if_busy: crate::protocol::IfBusy,
+}
+
+impl SendArgs {
+    /// The topic trimmed; `None` when absent or blank (a blank topic is no topic).
+    pub fn trimmed_topic(&self) -> Option<&str> {
+        self.topic
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+    }
+}
+
+/// One send as it arrived: who sent it, by which entry point, and what it asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SendInput {
     /// Entry point for `delivery.log`: `cli`, `mcp`, `fleet` (the fleet API's `send`), `ui`
@@ -87,23 +121,33 @@ pub struct SendInput {
     pub path: &'static str,
     /// The sender.
     pub caller: Caller,
-    /// Target personality.
-    pub to: String,
-    /// Requested endpoint runtime.
-    pub runtime: Option<String>,
-    /// The body.
-    pub message: String,
-    /// Optional thread label (trimmed here).
-    pub topic: Option<String>,
-    /// Absolute source paths.
-    pub attachments: Vec<String>,
-    /// The sender's message id (`msgids::valid_id`); `None`: the router makes one.
-    pub id: Option<String>,
-    /// What to do when the peer's agent is mid-turn at delivery (issue 32 item 7).
-    pub if_busy: crate::protocol::IfBusy,
+    /// What it asks for.
+    pub args: SendArgs,
 }
 
 impl SendInput {
+    /// A message the daemon writes itself (path `daemon`, sent as `iapeer`, spec 05
+    /// §7): `to` on `runtime` (`None`: the target's default), no attachments, the router makes
+    /// its id, `if_busy` queue.
+    pub fn from_daemon(
+        to: String,
+        runtime: Option<String>,
+        message: String,
+        topic: Option<String>,
+    ) -> SendInput {
+        SendInput {
+            path: "daemon",
+            caller: Caller::Daemon,
+            args: SendArgs {
+                to,
+                runtime,
+                message,
+                topic,
+                ..SendArgs::default()
+            },
+        }
+    }
+
     /// The send a control-socket `send` request makes (path `cli`, the CLI's resolved
     /// sender) and its `timeoutMs`; `None` for any other request.
     pub fn of_cli_request(req: crate::protocol::Request) -> Option<(SendInput, Option<u64>)> {
@@ -124,13 +168,15 @@ impl SendInput {
         let input = SendInput {
             path: "cli",
             caller: Caller::Cli(from),
-            to,
-            runtime,
-            message,
-            topic,
-            attachments,
-            id,
-            if_busy: if_busy.unwrap_or_default(),
+            args: SendArgs {
+                to,
+                runtime,
+                message,
+                topic,
+                attachments,
+                id,
+                if_busy: if_busy.unwrap_or_default(),
+            },
         };
         Some((input, timeout_ms))
     }
@@ -170,33 +216,29 @@ fn refuse(code: Code, error: impl Into<String>) -> Refusal {
 /// Step 1: field validation, in the spec's order. Returns the trimmed topic (empty → none).
 pub fn validate(input: &SendInput) -> Result<Option<String>, Refusal> {
     let bad = |e: String| refuse(Code::InvalidArgument, e);
-    if input.to.is_empty() || input.message.is_empty() {
+    if input.args.to.is_empty() || input.args.message.is_empty() {
         return Err(bad(
             "send_to_peer requires non-empty \"personality\" and \"message\"".into(),
         ));
     }
-    if !is_valid_personality(&input.to) {
+    if !is_valid_personality(&input.args.to) {
         return Err(bad(format!(
             "invalid personality \"{}\" — must match {PERSONALITY_PATTERN}",
-            input.to
+            input.args.to
         )));
     }
-    if let Some(rt) = &input.runtime {
+    if let Some(rt) = &input.args.runtime {
         if !is_valid_runtime(rt) {
             return Err(bad(format!("invalid runtime \"{rt}\"")));
         }
     }
-    let n = input.message.chars().count();
+    let n = input.args.message.chars().count();
     if n > MAX_MESSAGE_CHARS {
         return Err(bad(format!(
             "message exceeds {MAX_MESSAGE_CHARS} char limit (got {n})"
         )));
     }
-    let topic = input
-        .topic
-        .as_deref()
-        .map(str::trim)
-        .filter(|t| !t.is_empty());
+    let topic = input.args.trimmed_topic();
     if let Some(t) = topic {
         let n = t.chars().count();
         if n > MAX_TOPIC_CHARS {
@@ -219,27 +261,29 @@ pub fn validate(input: &SendInput) -> Result<Option<String>, Refusal> {
         }
     }
     if input
+        .args
         .id
         .as_deref()
         .is_some_and(|id| !crate::msgids::valid_id(id))
     {
         return Err(bad(format!(
             "invalid message id \"{}\" — {}",
-            input.id.as_deref().unwrap_or_default(),
+            input.args.id.as_deref().unwrap_or_default(),
             crate::msgids::ID_RULE
         )));
     }
-    if input.attachments.len() > MAX_ATTACHMENTS {
+    if input.args.attachments.len() > MAX_ATTACHMENTS {
         return Err(bad(format!(
             "attachments exceeds {MAX_ATTACHMENTS} item limit"
         )));
     }
-    if input.attachments.iter().any(|a| !a.starts_with('/')) {
+    if input.args.attachments.iter().any(|a| !a.starts_with('/')) {
         return Err(bad(
             "attachments must contain only absolute local paths".into()
         ));
     }
     if input
+        .args
         .attachments
         .iter()
         .any(|a| a.contains('\n') || a.contains('\r'))
@@ -327,20 +371,22 @@ pub fn resolve_target<'r>(
     registry: &'r Registry,
     former: impl FnOnce(&str) -> Option<Fate>,
 ) -> Result<(&'r RegistryPeer, Identity), Refusal> {
-    let target = registry.find(&input.to).ok_or_else(|| {
-        let fate = former(&input.to).map(|f| f.clause()).unwrap_or_default();
+    let target = registry.find(&input.args.to).ok_or_else(|| {
+        let fate = former(&input.args.to)
+            .map(|f| f.clause())
+            .unwrap_or_default();
         refuse(
             Code::NotRegistered,
             format!(
                 "peer \"{}\" is not in the iapeer peers index{fate}; message NOT delivered",
-                input.to
+                input.args.to
             ),
         )
     })?;
     if target.personality == caller.personality {
         return Err(refuse(Code::InvalidArgument, "cannot send to self"));
     }
-    let runtime = match &input.runtime {
+    let runtime = match &input.args.runtime {
         Some(rt) if !target.declares(rt) => {
             return Err(refuse(
                 Code::InvalidArgument,
@@ -391,7 +437,7 @@ pub fn check_without_daemon(
         return Err(stopped_refusal(&endpoint));
     }
     let max_bytes = crate::attachment_source::max_bytes_from_env();
-    crate::daemon::attachments::check(&input.attachments, max_bytes)
+    crate::daemon::attachments::check(&input.args.attachments, max_bytes)
         .map_err(|e| refuse(Code::InvalidArgument, e.to_string()))
 }
 
@@ -450,7 +496,7 @@ pub fn prepare(
     guard: Option<OriginLimits>,
     bounds: &PrepBounds,
 ) -> Result<Prepared, Refusal> {
-    crate::daemon::test_hooks::on_prepare(&input.to);
+    crate::daemon::test_hooks::on_prepare(&input.args.to);
     let registry =
         Registry::load_cached(paths).map_err(|e| refuse(Code::Internal, e.to_string()))?;
     let daemon_peer;
@@ -486,7 +532,7 @@ pub fn prepare(
     let attachments = crate::daemon::attachments::spool(
         paths,
         &target.personality,
-        &input.attachments,
+        &input.args.attachments,
         bounds.attachments,
     )
     .map_err(|e| refuse(Code::InvalidArgument, e.to_string()))?;
@@ -508,7 +554,7 @@ pub fn prepare(
         ts: Some(ts),
         topic,
         attachments,
-        body: input.message.clone(),
+        body: input.args.message.clone(),
     };
     let ephemeral = crate::profile::Profile::read(&target.cwd)
         .ok()
@@ -569,8 +615,8 @@ fn origin_check(
         to: target.personality.clone(),
         runtime: endpoint.runtime.clone(),
         origin,
-        message: input.message.clone(),
-        topic: input.topic.clone(),
+        message: input.args.message.clone(),
+        topic: input.args.topic.clone(),
         attachments: attachments.to_vec(),
         created_ms: now_ms,
         expires_ms: now_ms + limits.hold_ttl.as_millis() as u64,
@@ -670,18 +716,25 @@ pub fn parked_refusal(endpoint: &Identity) -> Refusal {
 mod tests {
     use super::*;
 
-    fn input(to: &str, message: &str) -> SendInput {
+    fn args(to: &str, message: &str) -> SendArgs {
+        SendArgs {
+            to: to.into(),
+            message: message.into(),
+            ..SendArgs::default()
+        }
+    }
+
+    /// `args` sent by `echo-alice` from the CLI.
+    fn sent(args: SendArgs) -> SendInput {
         SendInput {
             path: "cli",
             caller: Caller::Cli("echo-alice".into()),
-            to: to.into(),
-            runtime: None,
-            message: message.into(),
-            topic: None,
-            attachments: vec![],
-            id: None,
-            if_busy: Default::default(),
+            args,
         }
+    }
+
+    fn input(to: &str, message: &str) -> SendInput {
+        sent(args(to, message))
     }
 
     fn peer(p: &str, rts: &[&str]) -> RegistryPeer {
@@ -757,10 +810,10 @@ mod tests {
                 "invalid personality \"Bob\" — must match ^[a-z][a-z0-9-]{0,31}$",
             ),
             (
-                SendInput {
+                sent(SendArgs {
                     runtime: Some("my-rt".into()),
-                    ..input("bob", "x")
-                },
+                    ..args("bob", "x")
+                }),
                 "invalid runtime \"my-rt\"",
             ),
             (
@@ -768,53 +821,53 @@ mod tests {
                 "message exceeds 16000 char limit (got 16001)",
             ),
             (
-                SendInput {
+                sent(SendArgs {
                     topic: Some(format!(" {} ", "t".repeat(201))),
-                    ..input("bob", "x")
-                },
+                    ..args("bob", "x")
+                }),
                 "topic exceeds 200 char limit (got 201)",
             ),
             (
-                SendInput {
+                sent(SendArgs {
                     topic: Some("release\n</iap>".into()),
-                    ..input("bob", "x")
-                },
+                    ..args("bob", "x")
+                }),
                 "topic must not contain newline characters — put it on one line",
             ),
             (
-                SendInput {
+                sent(SendArgs {
                     topic: Some("a\rb".into()),
-                    ..input("bob", "x")
-                },
+                    ..args("bob", "x")
+                }),
                 "topic must not contain newline characters — put it on one line",
             ),
             (
-                SendInput {
+                sent(SendArgs {
                     topic: Some("\"".repeat(200)),
-                    ..input("bob", "x")
-                },
+                    ..args("bob", "x")
+                }),
                 "topic exceeds 800 byte limit once escaped for the envelope (got 1200; each & \" < > \
                  takes 4 to 6 bytes) — shorten it",
             ),
             (
-                SendInput {
+                sent(SendArgs {
                     attachments: vec!["/a".into(); 21],
-                    ..input("bob", "x")
-                },
+                    ..args("bob", "x")
+                }),
                 "attachments exceeds 20 item limit",
             ),
             (
-                SendInput {
+                sent(SendArgs {
                     attachments: vec!["rel/a".into()],
-                    ..input("bob", "x")
-                },
+                    ..args("bob", "x")
+                }),
                 "attachments must contain only absolute local paths",
             ),
             (
-                SendInput {
+                sent(SendArgs {
                     attachments: vec!["/a\nb".into()],
-                    ..input("bob", "x")
-                },
+                    ..args("bob", "x")
+                }),
                 "attachment paths must not contain newline characters",
             ),
         ];
@@ -825,24 +878,24 @@ mod tests {
         }
         assert_eq!(validate(&input("bob", &"é".repeat(16_000))).unwrap(), None);
         let widest = "😀".repeat(200);
-        let t = SendInput {
+        let t = sent(SendArgs {
             topic: Some(widest.clone()),
-            ..input("bob", "x")
-        };
+            ..args("bob", "x")
+        });
         assert_eq!(
             validate(&t).unwrap(),
             Some(widest),
             "200 four-byte chars fit"
         );
-        let t = SendInput {
+        let t = sent(SendArgs {
             topic: Some("  release  ".into()),
-            ..input("bob", "x")
-        };
+            ..args("bob", "x")
+        });
         assert_eq!(validate(&t).unwrap(), Some("release".into()));
-        let t = SendInput {
+        let t = sent(SendArgs {
             topic: Some("   ".into()),
-            ..input("bob", "x")
-        };
+            ..args("bob", "x")
+        });
         assert_eq!(validate(&t).unwrap(), None, "blank topic is no topic");
     }
 
@@ -897,18 +950,18 @@ mod tests {
             "default runtime"
         );
         assert_eq!(
-            go(SendInput {
+            go(sent(SendArgs {
                 runtime: Some("claude".into()),
-                ..input("bob", "x")
-            })
+                ..args("bob", "x")
+            }))
             .unwrap(),
             "claude-bob"
         );
         assert_eq!(
-            go(SendInput {
+            go(sent(SendArgs {
                 runtime: Some("codex".into()),
-                ..input("bob", "x")
-            })
+                ..args("bob", "x")
+            }))
             .unwrap_err()
             .error,
             "peer \"bob\" does not declare runtime \"codex\""

@@ -381,7 +381,6 @@ mod tests {
 
     #[test]
     fn the_membership_is_stored_private_and_forgotten() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let paths = Paths::at(dir.path());
         assert_eq!(load(&paths), Ok(None));
@@ -390,11 +389,8 @@ mod tests {
             host: "a".into(),
         };
         store(&paths, &j).unwrap();
-        let mode = std::fs::metadata(paths.federation())
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o600);
+        let mode = crate::testkit::mode_of(paths.federation());
+        assert_eq!(mode, 0o600);
         assert_eq!(load(&paths), Ok(Some(j)));
         assert!(forget(&paths).unwrap());
         assert!(!forget(&paths).unwrap());

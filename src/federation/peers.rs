@@ -175,7 +175,6 @@ mod tests {
 
     #[test]
     fn the_file_reads_back_and_is_private() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let paths = Paths::at(dir.path());
         assert_eq!(read(&paths), RemotePeers::default());
@@ -185,11 +184,8 @@ mod tests {
             &[roster("b", vec![peer("bob")])],
         );
         write(&paths, &p).unwrap();
-        let mode = std::fs::metadata(paths.federation_peers())
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o600);
+        let mode = crate::testkit::mode_of(paths.federation_peers());
+        assert_eq!(mode, 0o600);
         assert_eq!(read(&paths), p);
         remove(&paths);
         assert_eq!(read(&paths), RemotePeers::default());

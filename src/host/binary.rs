@@ -286,8 +286,7 @@ mod tests {
         replace(&l, &c).unwrap();
         assert_eq!(std::fs::read_to_string(l.bin()).unwrap(), "C");
         assert_eq!(std::fs::read_to_string(l.prev()).unwrap(), "B");
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(l.bin()).unwrap().permissions().mode() & 0o777;
+        let mode = crate::testkit::mode_of(l.bin());
         assert_eq!(mode, 0o755);
         restore_prev(&l).unwrap();
         assert_eq!(std::fs::read_to_string(l.bin()).unwrap(), "B");

@@ -227,11 +227,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let p = tmp.path().join("IAPEER.md");
         assert!(create_if_absent(&p, b"stub").unwrap());
-        use std::os::unix::fs::PermissionsExt;
-        assert_eq!(
-            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
-            0o600
-        );
+        assert_eq!(crate::testkit::mode_of(&p), 0o600);
         std::fs::write(&p, "mine").unwrap();
         assert!(!create_if_absent(&p, b"stub").unwrap());
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "mine");

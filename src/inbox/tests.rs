@@ -75,8 +75,7 @@ fn append_then_read_in_order_and_a_torn_line_is_skipped() {
         text.ends_with("}\n") && text.contains("\"torn K\u{fffd}\n{"),
         "{text}"
     );
-    use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    let mode = crate::testkit::mode_of(&file);
     assert_eq!(mode, 0o600);
 }
 

@@ -1,16 +1,12 @@
 use super::lists::DEATHS_KEPT;
 use super::*;
+use crate::testkit::mode_of as mode;
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 
 fn setup() -> (tempfile::TempDir, Paths, Markers) {
     let (tmp, paths) = crate::testkit::temp_root();
     let m = Markers::parse(&paths, "claude-bob").unwrap();
     (tmp, paths, m)
-}
-
-fn mode(p: &std::path::Path) -> u32 {
-    fs::metadata(p).unwrap().permissions().mode() & 0o777
 }
 
 fn record() -> SessionRecord {
@@ -36,7 +32,7 @@ fn session_record_round_trips_with_the_documented_keys() {
     assert_eq!(v["pid"], 4242);
     assert_eq!(v["cwd"], "/w/bob");
     assert_eq!(mode(&path), 0o600);
-    assert_eq!(mode(&paths.lifecycle_dir()), 0o700);
+    assert_eq!(mode(paths.lifecycle_dir()), 0o700);
     m.remove_session().unwrap();
     m.remove_session().unwrap();
     assert_eq!(m.read_session(), None);
@@ -62,7 +58,7 @@ fn flags_set_clear_and_take() {
         assert!(!m.is_set(flag));
         m.set(flag).unwrap();
         assert!(m.is_set(flag));
-        assert_eq!(mode(&m.path(flag.suffix())), 0o600);
+        assert_eq!(mode(m.path(flag.suffix())), 0o600);
     }
     let names = lists::dir_names(&paths.lifecycle_dir());
     assert_eq!(names.len(), 5, "one file per flag: {names:?}");
@@ -181,7 +177,7 @@ fn a_conversation_id_is_recorded_validated_and_forgotten() {
         on_disk,
         serde_json::json!({"id": "3f2c1a5e-1111-4222-8333-444455556666"})
     );
-    assert_eq!(mode(&m.path(CONVERSATION)), 0o600);
+    assert_eq!(mode(m.path(CONVERSATION)), 0o600);
     // Whatever is on disk, only an id can reach a command line.
     for bad in [
         "",

@@ -171,12 +171,8 @@ mod tests {
         assert_eq!(errors.len(), 1);
         let text = std::fs::read_to_string(d.join(format!("{}.json", e.id))).unwrap();
         assert!(text.starts_with("{\n  \"v\": 1,") && text.ends_with("}\n"));
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(d.join(format!("{}.json", e.id)))
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o600);
+        let mode = crate::testkit::mode_of(d.join(format!("{}.json", e.id)));
+        assert_eq!(mode, 0o600);
         remove(&d, &e.id).unwrap();
         remove(&d, &e.id).unwrap();
         assert!(load(&d).0.is_empty());

@@ -1,6 +1,5 @@
 use super::*;
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 
 /// A temp folder holding a peer folder named `name`.
 fn peer_dir(name: &str) -> (tempfile::TempDir, PathBuf) {
@@ -46,11 +45,8 @@ fn update_creates_a_profile_named_after_the_folder() {
     assert_eq!(p.runtimes, ["claude", "codex"]);
     let golden = "{\n  \"personality\": \"code-reviewer\",\n  \"runtimes\": [\n    \"claude\",\n    \"codex\"\n  ],\n  \"default_runtime\": \"claude\"\n}\n";
     assert_eq!(raw(&cwd), golden);
-    let mode = fs::metadata(paths::peer::profile(&cwd))
-        .unwrap()
-        .permissions()
-        .mode();
-    assert_eq!(mode & 0o777, 0o600);
+    let mode = crate::testkit::mode_of(paths::peer::profile(&cwd));
+    assert_eq!(mode, 0o600);
     assert_eq!(Profile::read(&cwd).unwrap(), Some(p));
 }
 

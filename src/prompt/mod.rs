@@ -31,7 +31,8 @@ const EMPTY: &str = "empty";
 /// Suffix of the prompt file among the per-identity lifecycle markers.
 pub const PROMPT_SUFFIX: &str = ".system-prompt.md";
 
-/// Assemble the system prompt of peer `me` (spec 06 "Assembly"). Layers, in order:
+/// Assemble the system prompt of peer `me` from its layers as [`compose`] gives them (spec 06
+/// "Assembly"), and warn in the log of each file skipped but for being empty. Layers, in order:
 ///
 /// 1. the identity block (`---` fenced, JSON-string values, keys in the spec's order);
 /// 2. one sentence pointing at `<root>/docs/`;
@@ -46,15 +47,7 @@ pub const PROMPT_SUFFIX: &str = ".system-prompt.md";
 /// `home` as `~`. Empty (whitespace-only), unreadable and non-UTF-8 files are skipped, the last
 /// two with a `log::warn`. Each section loses its trailing newlines, empty sections are
 /// dropped, sections are joined by one blank line, and the text ends with exactly one `\n`.
-pub fn assemble(
-    paths: &Paths,
-    me: &RegistryPeer,
-    registry: &Registry,
-    remote: &[RemotePeer],
-    facts: &HostFacts,
-    home: Option<&Path>,
-) -> String {
-    let c = compose(paths, me, registry, remote, facts, home);
+pub fn assemble(c: Composition) -> String {
     for s in c.skipped.iter().filter(|s| s.reason != SkipReason::Empty) {
         log::warn!("system prompt: skipping {}: {}", s.path.display(), s.reason);
     }
@@ -150,8 +143,8 @@ impl Composition {
     }
 }
 
-/// [`assemble`]'s layers one by one, each with where it came from (for `iapeer prompt`,
-/// issue 30 item 3). Same inputs, same rules.
+/// The system prompt's layers one by one (the rules are [`assemble`]'s), each with where it
+/// came from (for `iapeer prompt`, issue 30 item 3, and for [`assemble`]).
 pub fn compose(
     paths: &Paths,
     me: &RegistryPeer,

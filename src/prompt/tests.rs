@@ -3,7 +3,6 @@
 //! intended change, then review the diff.
 
 use super::*;
-use std::os::unix::fs::PermissionsExt;
 use tempfile::TempDir;
 
 /// The home folder every golden file shows (the temp folder is replaced by it).
@@ -47,14 +46,14 @@ impl Fixture {
     }
 
     fn assemble(&self) -> String {
-        let out = assemble(
+        let out = assemble(compose(
             &self.paths,
             &self.me,
             &self.registry,
             &self.remote,
             &facts(),
             Some(&self.home),
-        );
+        ));
         out.replace(self.home.to_str().unwrap(), GOLDEN_HOME)
     }
 }
@@ -227,7 +226,14 @@ fn golden_tricky_description() {
 fn home_outside_paths_keeps_absolute_markers() {
     let fx = Fixture::new();
     fx.put(".iapeer/IAPEER.md", "rules\n");
-    let out = assemble(&fx.paths, &fx.me, &fx.registry, &[], &facts(), None);
+    let out = assemble(compose(
+        &fx.paths,
+        &fx.me,
+        &fx.registry,
+        &[],
+        &facts(),
+        None,
+    ));
     let marker = format!("<!-- {} -->", fx.paths.host_doctrine().display());
     assert!(out.contains(&marker), "{out}");
 }
@@ -273,7 +279,7 @@ fn write_puts_the_prompt_in_the_lifecycle_folder_private() {
     let path = write(&fx.paths, &id, "hello\n").unwrap();
     assert_eq!(path, fx.paths.marker("claude-bob", ".system-prompt.md"));
     assert_eq!(fs::read_to_string(&path).unwrap(), "hello\n");
-    let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    let mode = crate::testkit::mode_of(&path);
     assert_eq!(mode, 0o600);
     write(&fx.paths, &id, "again\n").unwrap();
     assert_eq!(fs::read_to_string(&path).unwrap(), "again\n");

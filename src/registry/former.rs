@@ -197,10 +197,9 @@ mod tests {
         assert!(load(&paths).is_empty(), "no file reads as empty");
         note(&paths, "bob", Some("robert"), 1).unwrap();
         // A state file, its user's alone, in folders made private.
-        use std::os::unix::fs::PermissionsExt;
-        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode(&file(&paths)), 0o600);
-        assert_eq!(mode(&paths.state_dir()), 0o700);
+        use crate::testkit::mode_of as mode;
+        assert_eq!(mode(file(&paths)), 0o600);
+        assert_eq!(mode(paths.state_dir()), 0o700);
         note(&paths, "bob", None, 2).unwrap();
         assert_eq!(load(&paths), vec![removed("bob", 2)]);
         for i in 0..(KEEP as u64 + 5) {

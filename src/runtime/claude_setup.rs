@@ -212,12 +212,7 @@ mod tests {
         assert_eq!(e["url"], "http://127.0.0.1:${IAPEER_PORT:-8765}/mcp");
         let s = json_in(dir.path(), ".claude/settings.local.json");
         assert_eq!(s["enabledMcpjsonServers"], json!(["iapeer"]));
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(dir.path().join(".mcp.json"))
-            .unwrap()
-            .permissions()
-            .mode()
-            & 0o777;
+        let mode = crate::testkit::mode_of(dir.path().join(".mcp.json"));
         assert_eq!(mode, 0o644);
     }
 

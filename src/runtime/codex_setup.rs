@@ -563,11 +563,7 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "this is = = not toml");
         let fresh = dir.path().join("new/config.toml");
         assert!(edit_file(&fresh, |d| trust(d, "/x")).unwrap());
-        use std::os::unix::fs::PermissionsExt;
-        assert_eq!(
-            std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777,
-            0o644
-        );
+        assert_eq!(crate::testkit::mode_of(&fresh), 0o644);
     }
 
     /// The block exactly as the original tool appends it.

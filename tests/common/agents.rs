@@ -1,5 +1,6 @@
-//! Steps the end-to-end tests of the agent CLIs share (codex, gemini_e2e, opencode_peer): a
-//! send on a topic, the wait for the model's `send_to_peer` to arrive.
+//! Steps the end-to-end tests of the agent CLIs share (codex, gemini_e2e, opencode_peer,
+//! claude, notices, if_busy): a send (on a topic), the wait for the model's `send_to_peer` to
+//! arrive.
 
 use std::time::Duration;
 
@@ -21,6 +22,12 @@ impl TestEnv {
         ])
         .trim()
         .to_string()
+    }
+
+    /// `iapeer send <to> --from <from> --message <message>`: its stdout. Panics when the send
+    /// fails.
+    pub fn send_from(&self, to: &str, from: &str, message: &str) -> String {
+        self.ok(&["send", to, "--from", from, "--message", message])
     }
 
     /// Wait (at most `within`) until `delivery.log` records a successful MCP send from the

@@ -574,23 +574,21 @@ pub fn entry_for(
         }
         c => route::resolve_caller(c, &registry)?,
     };
-    let local = SendInput {
-        to: name.to_string(),
-        ..input.clone()
-    };
+    let mut local = input.clone();
+    local.args.to = name.to_string();
     let topic = route::validate(&local)?;
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(timeout_ms);
-    let attachments = super::attach::inline(&input.attachments, (name, host), deadline)?;
+    let attachments = super::attach::inline(&input.args.attachments, (name, host), deadline)?;
     Ok(Entry {
         ticket: ticket.to_string(),
-        id: input.id.clone().unwrap_or_else(crate::msgids::new_id),
+        id: input.args.id.clone().unwrap_or_else(crate::msgids::new_id),
         from: format!("{caller}@{own}"),
         intelligence: peer.nature().as_str().to_string(),
         to: name.to_string(),
-        runtime: input.runtime.clone(),
+        runtime: input.args.runtime.clone(),
         topic,
-        body: input.message.clone(),
-        if_busy: input.if_busy.as_str().to_string(),
+        body: input.args.message.clone(),
+        if_busy: input.args.if_busy.as_str().to_string(),
         timeout_ms,
         attachments,
     })

@@ -29,7 +29,7 @@ use super::guard::Fatal;
 use super::http::reply::Reply;
 use super::pool::Pool;
 use super::reply::{ReplyMsg, ReplyTo};
-use super::route::{Caller, SendInput};
+use super::route::{Caller, SendArgs, SendInput};
 use super::router::RouterMsg;
 use super::ui::auth::UI_HEADER;
 use crate::eventbus::{Bus, Subscription};
@@ -270,13 +270,15 @@ impl Fleet {
                 let input = SendInput {
                     path,
                     caller: Caller::Cli(from.clone()),
-                    to: b.personality,
-                    runtime: b.runtime,
-                    message: b.message,
-                    topic: b.topic,
-                    attachments: Vec::new(),
-                    id: b.id,
-                    if_busy: b.if_busy.unwrap_or_default(),
+                    args: SendArgs {
+                        to: b.personality,
+                        runtime: b.runtime,
+                        message: b.message,
+                        topic: b.topic,
+                        attachments: Vec::new(),
+                        id: b.id,
+                        if_busy: b.if_busy.unwrap_or_default(),
+                    },
                 };
                 fleet.post(
                     |reply| RouterMsg::Send {

@@ -243,6 +243,7 @@ pub fn load_or_make(path: &Path) -> io::Result<(String, Found)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::mode_of;
     use std::os::unix::fs::PermissionsExt;
 
     const OURS: u32 = 1000;
@@ -301,10 +302,6 @@ mod tests {
         assert!(judge_text("x".repeat(1024).as_bytes()).is_ok());
         let why = Distrust::Mode(0o644).to_string();
         assert!(why.contains("0644") && why.contains("0600"), "{why}");
-    }
-
-    fn mode_of(p: &Path) -> u32 {
-        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
     }
 
     #[test]

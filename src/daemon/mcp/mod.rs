@@ -24,24 +24,8 @@ pub use era::McpHeaders;
 use tool::ArgError;
 
 /// Arguments of one `send_to_peer` call, shape-checked but not value-checked (the router's
-/// `route_send` validates patterns and limits, spec 03 §1).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SendArgs {
-    /// Target personality; never empty when built by this module.
-    pub personality: String,
-    /// Forced runtime; `None` = the target's default runtime. Never `Some("")`.
-    pub runtime: Option<String>,
-    /// Message text; never empty when built by this module.
-    pub message: String,
-    /// Thread label as sent (the router trims it; blank = none).
-    pub topic: Option<String>,
-    /// Attachment paths as sent (the router checks they are absolute).
-    pub attachments: Vec<String>,
-    /// The message id as sent (the router checks it); `None`: the router makes one.
-    pub id: Option<String>,
-    /// `if_busy` as sent (`queue` when absent): what to do when the peer is mid-turn.
-    pub if_busy: crate::protocol::IfBusy,
-}
+/// `route_send` validates patterns and limits, spec 03 §1): the send as the router takes it.
+pub use crate::daemon::route::SendArgs;
 
 /// What the caller presented to prove who it is (spec 02 §4, "Caller authentication").
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -182,7 +182,7 @@ fn tools_call_success_wraps_result() {
     assert_eq!(
         calls[0].1,
         SendArgs {
-            personality: "boris".into(),
+            to: "boris".into(),
             runtime: Some("codex".into()),
             message: "hi".into(),
             topic: Some("t1".into()),

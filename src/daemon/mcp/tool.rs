@@ -235,7 +235,7 @@ pub fn extract_send_args(arguments: Option<&Value>) -> Result<SendArgs, ArgError
         return Err(ArgError::MissingRequired);
     }
     Ok(SendArgs {
-        personality,
+        to: personality,
         runtime,
         message,
         topic,

@@ -114,7 +114,7 @@ impl Router {
         if let Some(job) = self.queues.preparing_mut(id) {
             // Still waiting for a worker: taken back. Running: given up on, unless it is
             // keeping a held message (then answered when it returns, `on_prepared`).
-            let pool = match job.input.attachments.is_empty() {
+            let pool = match job.input.args.attachments.is_empty() {
                 true => &self.prep_plain,
                 false => &self.prep,
             };
@@ -124,10 +124,11 @@ impl Router {
                 return;
             }
             if let Some(job) = self.queues.take_preparing(id) {
-                let cause = prep_cause(waited, job.input.attachments.len(), &job.input.to);
+                let cause =
+                    prep_cause(waited, job.input.args.attachments.len(), &job.input.args.to);
                 let refusal = unprepared_timeout_refusal(
-                    &job.input.to,
-                    job.input.runtime.as_deref(),
+                    &job.input.args.to,
+                    job.input.args.runtime.as_deref(),
                     job.timeout,
                     &cause,
                 );

@@ -203,12 +203,12 @@ impl Router {
         timeout: Option<Duration>,
         hold: Option<crate::origin::Claim>,
     ) {
-        crate::daemon::test_hooks::on_router_send(&input.to);
+        crate::daemon::test_hooks::on_router_send(&input.args.to);
         // A held message was resolved when it was held; one from another host is for a peer
         // of this host (never relayed on).
         let resolve = hold.is_none() && !matches!(input.caller, route::Caller::Remote { .. });
         if resolve {
-            match self.remote_target(&input.to) {
+            match self.remote_target(&input.args.to) {
                 Ok(None) => {}
                 Ok(Some((name, host))) => {
                     let own = self.remote.hub.as_ref().and_then(|h| h.view()).map(|v| v.0);
@@ -216,7 +216,8 @@ impl Router {
                         return self.begin_remote(input, reply, timeout, (name, host));
                     }
                     // `name@<this host>`: the local send of `name`.
-                    let input = SendInput { to: name, ..input };
+                    let mut input = input;
+                    input.args.to = name;
                     return self.begin_local_send(input, reply, timeout, hold);
                 }
                 Err(f) => return self.refuse_remote(input, reply, f),
@@ -234,7 +235,7 @@ impl Router {
         hold: Option<crate::origin::Claim>,
     ) {
         let id = self.next_id();
-        let msg_id = input.id.clone().unwrap_or_else(crate::msgids::new_id);
+        let msg_id = input.args.id.clone().unwrap_or_else(crate::msgids::new_id);
         let timeout = timeout.unwrap_or(self.cfg.send_timeout);
         let guard = (self.cfg.origin.enabled && hold.is_none()).then_some(self.cfg.origin);
         let deadline = self.now.at + timeout;
@@ -253,11 +254,11 @@ impl Router {
         // The line is what can stall the preparation: the sender's files for a send with
         // attachments, the target's folder for one without (`fair_pool::PLAIN_PREP_LIMITS`).
         let info = crate::daemon::fair_pool::JobInfo {
-            sender: match input.attachments.is_empty() {
-                true => crate::daemon::fair_pool::target_line(&input.to),
+            sender: match input.args.attachments.is_empty() {
+                true => crate::daemon::fair_pool::target_line(&input.args.to),
                 false => input.caller.claimed(),
             },
-            attachments: input.attachments.clone(),
+            attachments: input.args.attachments.clone(),
         };
         self.queues.prepare(
             id,

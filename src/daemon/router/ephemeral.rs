@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::endpoint::{Job, QueuedSend, SendJob};
 use super::{logged, Router};
 use crate::daemon::reply::ReplyTo;
-use crate::daemon::route::{Caller, Prepared, Refusal, SendInput};
+use crate::daemon::route::{Caller, Prepared, Refusal, SendArgs, SendInput};
 use crate::envelope;
 use crate::eventlog::Event;
 use crate::markers::queue::{HeadTask, Task};
@@ -169,16 +169,17 @@ impl Router {
         let input = SendInput {
             path: "daemon",
             caller: Caller::Cli(caller.to_string()),
-            to: identity.personality.clone(),
-            runtime: Some(identity.runtime.clone()),
-            message: env.body.clone(),
-            topic: head.task.topic.clone().or_else(|| env.topic.clone()),
-            attachments: env.attachments.clone(),
-            id: None,
-            if_busy: Default::default(),
+            args: SendArgs {
+                to: identity.personality.clone(),
+                runtime: Some(identity.runtime.clone()),
+                message: env.body.clone(),
+                topic: head.task.topic.clone().or_else(|| env.topic.clone()),
+                attachments: env.attachments.clone(),
+                ..SendArgs::default()
+            },
         };
         let mut envelope = env;
-        envelope.topic = input.topic.clone();
+        envelope.topic = input.args.topic.clone();
         Ok(SendJob {
             id: self.next_id(),
             input,

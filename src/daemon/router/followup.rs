@@ -16,7 +16,7 @@ use super::endpoint::QueuedSend;
 use super::now::Now;
 use super::Router;
 use crate::daemon::reply::ReplyTo;
-use crate::daemon::route::{Caller, SendInput};
+use crate::daemon::route::SendInput;
 use crate::eventlog::Event;
 use crate::names::Identity;
 use crate::protocol::QueuedBy;
@@ -366,17 +366,12 @@ impl Router {
             );
             return;
         }
-        let input = SendInput {
-            path: "daemon",
-            caller: Caller::Daemon,
-            to: caller.personality.clone(),
-            runtime: Some(caller.runtime.clone()),
+        let input = SendInput::from_daemon(
+            caller.personality.clone(),
+            Some(caller.runtime.clone()),
             message,
-            topic: Some(topic.unwrap_or_else(|| "delivery-failed".into())),
-            attachments: Vec::new(),
-            id: None,
-            if_busy: Default::default(),
-        };
+            Some(topic.unwrap_or_else(|| "delivery-failed".into())),
+        );
         self.lifecycle(
             Event::new("failure-notice")
                 .field("to", caller)

@@ -73,7 +73,7 @@ impl Router {
             .adapter(&identity.runtime)
             .ok()
             .and_then(|a| a.interrupt_keys());
-        match busy_step(job.input.if_busy, busy, keys.is_some()) {
+        match busy_step(job.input.args.if_busy, busy, keys.is_some()) {
             BusyStep::Deliver => true,
             BusyStep::Refuse => {
                 self.lifecycle(

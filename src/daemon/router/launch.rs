@@ -492,14 +492,14 @@ fn prepare_spawn(
         let facts = crate::prompt::HostFacts::detect();
         let home = crate::paths::home_dir();
         let remote = crate::roster::remote::prompt_peers(paths);
-        let text = crate::prompt::assemble(
+        let text = crate::prompt::assemble(crate::prompt::compose(
             paths,
             peer,
             &plan.registry,
             &remote,
             &facts,
             home.as_deref(),
-        );
+        ));
         Some(
             crate::prompt::write(paths, ident, &text)
                 .map_err(|e| offline(p, format!("cannot write the system prompt: {e}")))?,

@@ -13,7 +13,7 @@ use super::followup::{which_message, Followed};
 use super::{Router, Timer};
 use crate::adapter::ApiError;
 use crate::daemon::reply::ReplyTo;
-use crate::daemon::route::{Caller, SendInput};
+use crate::daemon::route::SendInput;
 use crate::eventlog::Event;
 use crate::limits::{self, Due, Plan};
 use crate::names::Identity;
@@ -151,17 +151,12 @@ impl Router {
                 .field("tries", l.tries.to_string())
                 .field("msgid", &l.followed.key.id),
         );
-        let input = SendInput {
-            path: "daemon",
-            caller: Caller::Daemon,
-            to: identity.personality.clone(),
-            runtime: Some(identity.runtime.clone()),
-            message: limits::continue_prompt(&l.error),
-            topic: l.followed.topic.clone(),
-            attachments: Vec::new(),
-            id: None,
-            if_busy: Default::default(),
-        };
+        let input = SendInput::from_daemon(
+            identity.personality.clone(),
+            Some(identity.runtime.clone()),
+            limits::continue_prompt(&l.error),
+            l.followed.topic.clone(),
+        );
         self.begin_send(input, ReplyTo::discard(), None);
         let text = limits::resumed_notice(&which_message(&l.followed), now, false);
         self.send_notice(&l.followed, text);

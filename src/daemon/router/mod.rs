@@ -499,13 +499,7 @@ impl Router {
                         token_identity,
                         auth: self.cfg.mcp_auth,
                     },
-                    to: args.personality,
-                    runtime: args.runtime,
-                    message: args.message,
-                    topic: args.topic,
-                    attachments: args.attachments,
-                    id: args.id,
-                    if_busy: args.if_busy,
+                    args,
                 };
                 self.begin_send(input, reply, None);
             }
@@ -621,7 +615,7 @@ impl Router {
         let preparing: Vec<_> = self.queues.drain_preparing();
         for job in preparing {
             // One still waiting for a worker never runs.
-            self.prep_pool(job.input.attachments.is_empty())
+            self.prep_pool(job.input.args.attachments.is_empty())
                 .cancel(job.id);
             self.finish_send(job.unprepared(), shutting_down());
         }

@@ -5,7 +5,7 @@
 use super::endpoint::SendJob;
 use super::Router;
 use crate::daemon::reply::ReplyTo;
-use crate::daemon::route::{Caller, Prepared, Refusal, SendInput};
+use crate::daemon::route::{Caller, Prepared, Refusal, SendArgs, SendInput};
 use crate::eventlog::Event;
 use crate::origin::{self, ClaimError};
 use crate::protocol::Code;
@@ -96,13 +96,14 @@ impl Router {
         let input = SendInput {
             path: "confirm",
             caller: Caller::Cli(hold.from),
-            to: hold.to,
-            runtime: Some(runtime.unwrap_or(hold.runtime)),
-            message: hold.message,
-            topic: hold.topic,
-            attachments: hold.attachments,
-            id: None,
-            if_busy: Default::default(),
+            args: SendArgs {
+                to: hold.to,
+                runtime: Some(runtime.unwrap_or(hold.runtime)),
+                message: hold.message,
+                topic: hold.topic,
+                attachments: hold.attachments,
+                ..SendArgs::default()
+            },
         };
         self.begin_send_of(input, reply.into(), None, Some(claim));
     }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use super::Router;
 use crate::daemon::federation::hub::{Event as FedEvent, Hub, Write};
 use crate::daemon::reply::{SendOutcome, SendReplyTo};
-use crate::daemon::route::{Caller, SendInput};
+use crate::daemon::route::{Caller, SendArgs, SendInput};
 use crate::daemon::test_hooks;
 use crate::eventlog::Event;
 use crate::federation::address::{resolve, Address, Known, Target};
@@ -120,14 +120,14 @@ impl Router {
             return;
         };
         let timeout = timeout.unwrap_or(self.cfg.send_timeout);
-        let msg_id = input.id.clone().unwrap_or_else(crate::msgids::new_id);
-        input.id = Some(msg_id.clone());
+        let msg_id = input.args.id.clone().unwrap_or_else(crate::msgids::new_id);
+        input.args.id = Some(msg_id.clone());
         let ticket = crate::fsutil::random_hex(8);
         let to = format!("{name}@{host}");
         let offline = hub
             .view()
             .is_some_and(|(_, _, hosts)| hosts.iter().any(|v| v.host == host && !v.online));
-        if offline && input.if_busy == IfBusy::Refuse {
+        if offline && input.args.if_busy == IfBusy::Refuse {
             let f = offline_refusal(&host, test_hooks::federation_retention().0);
             return self.refuse_remote(input, reply, f);
         }
@@ -171,11 +171,11 @@ impl Router {
         let ev = Event::new("delivery")
             .field("path", input.path)
             .field("caller", input.caller.claimed())
-            .field("to", &input.to)
-            .opt("msgid", input.id.as_deref())
+            .field("to", &input.args.to)
+            .opt("msgid", input.args.id.as_deref())
             .field("ok", "false")
             .field("ms", 0)
-            .field("len", input.message.chars().count())
+            .field("len", input.args.message.chars().count())
             .field("err", &f.error);
         self.delivery_log.append(&ev);
         reply.finish(Err(f));
@@ -230,10 +230,10 @@ impl Router {
             ticket.to_string(),
             Kept {
                 caller,
-                topic: send.input.topic.clone(),
+                topic: send.input.args.topic.clone(),
                 ts,
                 started: send.started,
-                preview: send.input.message.chars().take(80).collect(),
+                preview: send.input.args.message.chars().take(80).collect(),
                 msg_id: send.msg_id.clone(),
                 to: send.to.clone(),
                 retention,
@@ -330,13 +330,15 @@ impl Router {
                 identity: entry.from.clone(),
                 intelligence: entry.intelligence.clone(),
             },
-            to: entry.to.clone(),
-            runtime: entry.runtime.clone(),
-            message: entry.body.clone(),
-            topic: entry.topic.clone(),
-            attachments: staged.paths.clone(),
-            id: Some(entry.id.clone()),
-            if_busy: IfBusy::parse(&entry.if_busy).unwrap_or_default(),
+            args: SendArgs {
+                to: entry.to.clone(),
+                runtime: entry.runtime.clone(),
+                message: entry.body.clone(),
+                topic: entry.topic.clone(),
+                attachments: staged.paths.clone(),
+                id: Some(entry.id.clone()),
+                if_busy: IfBusy::parse(&entry.if_busy).unwrap_or_default(),
+            },
         };
         // The recipient's side waits at least as long as a local send would: an entry read
         // late (this host was down) is still delivered.
@@ -373,7 +375,7 @@ impl Router {
             .field("entry", send.input.path)
             .field("caller", send.input.caller.claimed())
             .field("to", &send.to)
-            .opt("rt", send.input.runtime.as_deref())
+            .opt("rt", send.input.args.runtime.as_deref())
             .field("msgid", &send.msg_id)
             .field("ok", if outcome.is_ok() { "true" } else { "false" });
         if let Ok(r) = &outcome {
@@ -389,7 +391,7 @@ impl Router {
         }
         ev = ev
             .field("ms", ms)
-            .field("len", send.input.message.chars().count());
+            .field("len", send.input.args.message.chars().count());
         if let Err(f) = &outcome {
             ev = ev.field("err", &f.error);
         }
@@ -439,6 +441,7 @@ fn kept_reply(send: &RemoteSend, ts: &str, retention: Duration) -> SendReply {
                 personality: send.to.clone(),
                 runtime: send
                     .input
+                    .args
                     .runtime
                     .clone()
                     .unwrap_or_else(|| "default".into()),

@@ -134,8 +134,8 @@ fn delivery_event<P>(
     let mut ev = Event::new("delivery")
         .field("path", input.path)
         .field("caller", caller_label(input))
-        .field("to", &input.to)
-        .opt("rt", input.runtime.as_deref())
+        .field("to", &input.args.to)
+        .opt("rt", input.args.runtime.as_deref())
         .field("msgid", &job.msg_id)
         .field("ok", if refusal.is_none() { "true" } else { "false" });
     if let Some(endpoint) = via {
@@ -149,23 +149,19 @@ fn delivery_event<P>(
             .field("qkind", q.queued_by.as_str())
             .opt("qd", q.queue_depth.map(|d| d.to_string()).as_deref());
     }
-    if input.if_busy != crate::protocol::IfBusy::Queue {
-        ev = ev.field("ifbusy", input.if_busy.as_str());
+    if input.args.if_busy != crate::protocol::IfBusy::Queue {
+        ev = ev.field("ifbusy", input.args.if_busy.as_str());
     }
     if job.interrupted {
         ev = ev.field("interrupted", "true");
     }
     ev = ev
         .field("ms", ms.to_string())
-        .field("len", input.message.chars().count().to_string());
-    if !input.attachments.is_empty() {
-        ev = ev.field("att", input.attachments.len().to_string());
+        .field("len", input.args.message.chars().count().to_string());
+    if !input.args.attachments.is_empty() {
+        ev = ev.field("att", input.args.attachments.len().to_string());
     }
-    let topic = input
-        .topic
-        .as_deref()
-        .map(str::trim)
-        .filter(|t| !t.is_empty());
+    let topic = input.args.trimmed_topic();
     match refusal {
         Some(r) => ev.opt("topic", topic).field("err", &r.error),
         None => ev.opt("topic", topic),
@@ -178,6 +174,7 @@ mod tests {
 
     use super::*;
     use crate::daemon::reply::ReplyTo;
+    use crate::daemon::route::SendArgs;
     use crate::protocol::Code;
     use crate::runtime::RuntimeKind;
 
@@ -187,13 +184,14 @@ mod tests {
             input: SendInput {
                 path: "cli",
                 caller: Caller::Cli("alice".into()),
-                to: "bob".into(),
-                runtime: None,
-                message: "héllo".into(),
-                topic: topic.map(String::from),
-                attachments: vec!["/tmp/a".into(); attachments],
-                id: Some("m-1".into()),
-                if_busy: Default::default(),
+                args: SendArgs {
+                    to: "bob".into(),
+                    message: "héllo".into(),
+                    topic: topic.map(String::from),
+                    attachments: vec!["/tmp/a".into(); attachments],
+                    id: Some("m-1".into()),
+                    ..SendArgs::default()
+                },
             },
             prepared: (),
             reply: ReplyTo::discard().into(),

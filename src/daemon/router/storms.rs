@@ -5,7 +5,7 @@
 
 use super::Router;
 use crate::daemon::reply::ReplyTo;
-use crate::daemon::route::{Caller, Prepared, Refusal, SendInput};
+use crate::daemon::route::{Prepared, Refusal, SendInput};
 use crate::daemon::storm::{refusable, Verdict};
 use crate::eventlog::Event;
 use crate::names::Intelligence;
@@ -126,17 +126,7 @@ impl Router {
                     .field("action", "notice")
                     .field("to", &human),
             );
-            let input = SendInput {
-                path: "daemon",
-                caller: Caller::Daemon,
-                to: human,
-                runtime: None,
-                message: message.clone(),
-                topic: Some("storm".into()),
-                attachments: Vec::new(),
-                id: None,
-                if_busy: Default::default(),
-            };
+            let input = SendInput::from_daemon(human, None, message.clone(), Some("storm".into()));
             self.begin_send(input, ReplyTo::discard(), None);
         }
     }

@@ -41,13 +41,13 @@ fn producible(env: &u::Envelope) -> bool {
     let input = u::SendInput {
         path: "cli",
         caller: u::Caller::Cli(format!("{}-{}", env.runtime, env.from)),
-        to: "bob".into(),
-        runtime: None,
-        message: env.body.clone(),
-        topic: env.topic.clone(),
-        attachments: env.attachments.clone(),
-        id: None,
-        if_busy: Default::default(),
+        args: u::SendArgs {
+            to: "bob".into(),
+            message: env.body.clone(),
+            topic: env.topic.clone(),
+            attachments: env.attachments.clone(),
+            ..Default::default()
+        },
     };
     u::is_valid_personality(&env.from)
         && u::is_valid_runtime(&env.runtime)
@@ -271,7 +271,7 @@ impl u::McpBackend for Backend {
         _creds: u::CallerCreds,
         args: u::SendArgs,
     ) -> Result<u::SendResult, u::Failure> {
-        assert!(!args.personality.is_empty() && !args.message.is_empty());
+        assert!(!args.to.is_empty() && !args.message.is_empty());
         assert_ne!(args.runtime.as_deref(), Some(""));
         if args.message.len().is_multiple_of(2) {
             return Err(u::Failure::new(
@@ -282,7 +282,7 @@ impl u::McpBackend for Backend {
         Ok(u::SendResult {
             ok: true,
             delivered_to: u::DeliveredTo {
-                personality: args.personality,
+                personality: args.to,
                 runtime: args.runtime.unwrap_or_else(|| "echo".into()),
             },
             woke: false,

@@ -38,7 +38,7 @@ impl Backend for Rec {
     fn send_to_peer(&self, creds: CallerCreds, args: SendArgs) -> crate::daemon::mcp::SendOutcome {
         self.entered.fetch_add(1, Ordering::SeqCst);
         thread::sleep(self.delay);
-        let to = args.personality.clone();
+        let to = args.to.clone();
         self.calls.lock().unwrap().push((creds, args));
         match &self.fail {
             Some(e) => Err(crate::protocol::Failure::new(
