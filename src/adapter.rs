@@ -190,6 +190,14 @@ pub trait Confirm: Send {
         None
     }
 
+    /// Whether [`Confirm::acceptance`] reads its `screen`: when not, it is handed an empty
+    /// text and the session does not make the screen's text for it (issue 31 item 3: a
+    /// 50 × 220 screen walked cell by cell on every confirmation poll of a burst). The
+    /// default: it does.
+    fn reads_screen(&self) -> bool {
+        true
+    }
+
     /// The full answer for runtimes with an input queue: called instead of
     /// [`Confirm::confirmed`] while delivering, and again (with no new output) while
     /// following a [`Acceptance::Queued`] message until it is accepted or removed. `screen`

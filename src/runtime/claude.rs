@@ -580,6 +580,10 @@ impl Confirm for TranscriptConfirm {
         self.state.clone()
     }
 
+    fn reads_screen(&self) -> bool {
+        false
+    }
+
     fn turn_ended(&mut self) -> bool {
         if !self.turn.ended {
             self.read();

@@ -155,6 +155,10 @@ impl Confirm for AckSeen {
             .windows(self.needle.len())
             .any(|w| w == self.needle.as_slice())
     }
+
+    fn reads_screen(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

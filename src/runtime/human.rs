@@ -58,6 +58,10 @@ impl Confirm for StoredAck {
             None => Acceptance::Pending,
         }
     }
+
+    fn reads_screen(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -354,6 +354,10 @@ impl Confirm for RecordsConfirm {
         }
     }
 
+    fn reads_screen(&self) -> bool {
+        false
+    }
+
     fn conversation(&self) -> Option<String> {
         self.accepted.as_ref().map(|(s, _)| s.clone())
     }

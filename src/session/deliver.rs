@@ -324,7 +324,7 @@ impl ActiveDelivery {
                 next_poll,
             } => {
                 if now >= next_poll || now >= deadline {
-                    match self.confirmer.acceptance(&self.output, screen().as_ref()) {
+                    match accept(self.confirmer.as_mut(), &self.output, screen) {
                         Acceptance::Accepted => return self.confirmed(),
                         Acceptance::Queued => return Step::Queued,
                         Acceptance::Removed(why) => {
@@ -557,6 +557,20 @@ pub fn cancel_span((start, end): (u64, u64), written: u64) -> Taken {
     }
 }
 
+/// `confirmer`'s [`Confirm::acceptance`] of `output`, the screen text read by `screen` only
+/// when the confirmer reads it ([`Confirm::reads_screen`]).
+fn accept<S: AsRef<str>>(
+    confirmer: &mut dyn Confirm,
+    output: &[u8],
+    screen: impl FnOnce() -> S,
+) -> Acceptance {
+    if confirmer.reads_screen() {
+        confirmer.acceptance(output, screen().as_ref())
+    } else {
+        confirmer.acceptance(output, "")
+    }
+}
+
 /// A message the runtime queued behind a running turn, followed until it reaches the model
 /// (`Ok`) or is removed from the runtime's queue (`Err(reason)`). No time limit: a turn may
 /// run for hours; the session's end fails it (spec 03 §1 step 9, issue 7).
@@ -579,7 +593,7 @@ impl QueueFollower {
             return None;
         }
         self.next_poll = now + CONFIRM_POLL;
-        match self.confirmer.acceptance(&[], screen().as_ref()) {
+        match accept(self.confirmer.as_mut(), &[], screen) {
             Acceptance::Accepted => Some(Ok(())),
             Acceptance::Removed(why) => Some(Err(DeliveryFailure::RemovedByRuntime(why))),
             Acceptance::Pending | Acceptance::Queued => None,
@@ -1148,6 +1162,35 @@ mod tests {
             } else {
                 self.0[0].clone()
             }
+        }
+    }
+
+    /// Issue 31 item 3: the screen's text (every cell of a 50 × 220 screen) is made for a
+    /// confirmation poll only when the confirmer reads it: never for the echo agent's
+    /// acknowledgement, which is in the output; still for one that reads the screen.
+    #[test]
+    fn the_screen_text_is_made_only_for_a_confirmer_that_reads_it() {
+        use crate::adapter::Adapter;
+        let t0 = Instant::now();
+        let t1 = t0 + PASTE_SIGNAL_WAIT;
+        let echo = crate::runtime::echo::Echo::from_env();
+        for (confirmer, reads) in [
+            (echo.confirmer(std::path::Path::new("/"), "x", None), 0),
+            (
+                Box::new(Script(vec![Acceptance::Pending])) as Box<dyn Confirm>,
+                1,
+            ),
+        ] {
+            let made = std::cell::Cell::new(0);
+            let screen = || {
+                made.set(made.get() + 1);
+                String::new()
+            };
+            let (mut d, _) = ActiveDelivery::start(&delivery(None), true, confirmer, None, None);
+            d.on_written(t0);
+            assert_eq!(d.poll(t1, String::new), Step::Write(b"\r".to_vec()));
+            assert_eq!(d.poll(t1, screen), Step::Wait, "pending");
+            assert_eq!(made.get(), reads, "screen texts made for a poll");
         }
     }
 
