@@ -456,13 +456,7 @@ fn a_gemini_peer_refused_by_its_api_raises_one_notice() {
         ("error", "PERMISSION_DENIED"),
         ("status", "401"),
     ];
-    env.wait_until("the notice", Duration::from_secs(60), |e| {
-        e.has_event("lifecycle", "notice-raised", &raised)
-    });
-    env.watch_ticks(3, "a second notice", |e| {
-        e.count_events("lifecycle", "notice-raised", &[]) > 1
-    });
-    let id = env.events("lifecycle", "notice-raised")[0]["id"].clone();
+    let id = crate::notices::wait_one_notice(&env, &raised);
     let board = crate::fleet::get(&env, "/fleet/v1/notices").json();
     let notices = board["notices"].as_array().unwrap();
     assert_eq!(notices.len(), 1, "{board}");

@@ -102,6 +102,17 @@ fn ready(s: &str) -> bool {
     s.contains("ctrl+p commands") && !s.contains("esc interrupt")
 }
 
+/// Type `text`, let the screen settle, press Enter; wait until its turn reaches the model.
+fn type_and_submit(t: &mut PtyRecording, api: &ChatStandIn, text: &str) {
+    t.keys(text.as_bytes());
+    t.settle(QUIET);
+    t.keys(b"\r");
+    assert!(
+        common::poll(BOOT, || api.has_turn_with(text)),
+        "the turn of {text:?} was sent"
+    );
+}
+
 /// A free loopback port (bound, then released for the program to take).
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -275,13 +286,7 @@ fn record_opencode() {
     });
     t.settle(QUIET);
     t.save("11-resumed-ready");
-    t.keys(b"RESUMED hello");
-    t.settle(QUIET);
-    t.keys(b"\r");
-    assert!(
-        common::poll(BOOT, || api.has_turn_with("RESUMED hello")),
-        "the resumed turn was sent"
-    );
+    type_and_submit(&mut t, &api, "RESUMED hello");
     t.wait("the resumed turn's end", BOOT, ready);
     t.settle(QUIET);
     t.save("12-resumed-turn");
@@ -365,13 +370,7 @@ fn record_opencode_api_error(status: u16, case: &str) {
     let mut t = PtyRecording::spawn(opencode(&w, &["--port", &port_s]), &w.out, &name);
     t.wait("the ready composer", BOOT, |s| s.contains("Ask anything"));
     t.settle(QUIET);
-    t.keys(b"REFUSED turn");
-    t.settle(QUIET);
-    t.keys(b"\r");
-    assert!(
-        common::poll(BOOT, || api.has_turn_with("REFUSED")),
-        "{case}: the turn was requested"
-    );
+    type_and_submit(&mut t, &api, "REFUSED turn");
     t.settle(Duration::from_secs(3));
     t.save(&name);
     std::thread::sleep(Duration::from_secs(20));

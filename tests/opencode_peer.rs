@@ -328,13 +328,7 @@ fn an_opencode_peer_refused_by_its_api_raises_one_notice() {
         ("error", "invalid_api_key"),
         ("status", "401"),
     ];
-    env.wait_until("the notice", Duration::from_secs(60), |e| {
-        e.has_event("lifecycle", "notice-raised", &raised)
-    });
-    env.watch_ticks(3, "a second notice", |e| {
-        e.count_events("lifecycle", "notice-raised", &[]) > 1
-    });
-    let id = env.events("lifecycle", "notice-raised")[0]["id"].clone();
+    let id = crate::notices::wait_one_notice(&env, &raised);
     send_oc(&env, "fine now");
     let cleared = [("id", id.as_str()), ("reason", "answered")];
     env.wait_until("the notice cleared", Duration::from_secs(60), |e| {
