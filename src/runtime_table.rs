@@ -110,6 +110,12 @@ pub enum LoginAnswer {
     LoggedInJson,
     /// The exit status: 0 logged in, 1 not (Codex 0.171.0).
     ExitStatus,
+    /// `auth list`'s counts of saved credentials and provider keys in the environment
+    /// (OpenCode 1.18.33; it exits 0 either way).
+    CredentialCount,
+    /// No status command: the settings, credential files and environment, read as the CLI
+    /// reads them at start (Gemini CLI 0.61.0, `host::gemini_login`). `args` is empty.
+    GeminiSettings,
 }
 
 /// A runtime's native-memory lever (spec 08 §3, `memory::native`).
@@ -302,7 +308,7 @@ pub const CODEX: RuntimeInfo<'static> = RuntimeInfo {
 };
 
 /// Gemini CLI (issue 27 item 2; recorded in `tests/fixtures/gemini-cli-0.61.0/`). It has no
-/// login status command (0.61.0's `--help`), so no login check.
+/// login status command (0.61.0's `--help`): its login is read from its settings and files.
 pub const GEMINI: RuntimeInfo<'static> = RuntimeInfo {
     name: "gemini",
     class: Class::Agent,
@@ -311,6 +317,12 @@ pub const GEMINI: RuntimeInfo<'static> = RuntimeInfo {
     },
     prompt: PromptSwap::EnvVar("GEMINI_SYSTEM_MD"),
     mcp: McpClient::UserSettings,
+    login: Some(LoginCheck {
+        args: &[],
+        answer: LoginAnswer::GeminiSettings,
+        advice: "give the peers a GEMINI_API_KEY in their launch.env, or log in by running \
+                 `gemini` once",
+    }),
     preference: Some(2),
     project_folder: Some(".gemini"),
     launch_env: Some(LaunchEnvExample {
@@ -332,6 +344,13 @@ pub const OPENCODE: RuntimeInfo<'static> = RuntimeInfo {
     },
     prompt: PromptSwap::ConfigEnv("OPENCODE_CONFIG_CONTENT"),
     mcp: McpClient::LaunchConfig,
+    login: Some(LoginCheck {
+        args: &["auth", "list"],
+        answer: LoginAnswer::CredentialCount,
+        advice: "log in with `opencode auth login`, or give the peers a provider's key (such as \
+                 ANTHROPIC_API_KEY or OPENAI_API_KEY) in their launch.env, unless a provider in \
+                 opencode.json brings its own key",
+    }),
     preference: Some(3),
     project_folder: Some(".opencode"),
     launch_env: Some(LaunchEnvExample {

@@ -520,3 +520,81 @@ fn recorded_screens_show_the_signs() {
     let s = screen("preconfigured", "22-after-esc");
     assert!(s.contains("Request cancelled.") && ready(&s) && !s.contains("esc to cancel"));
 }
+
+/// Records what Gemini CLI shows and writes when the model API refuses a turn: in the `yolo`
+/// world (as iapeer starts it, default settings: Gemini CLI retries as it does for a user),
+/// one pasted message whose turn the stand-in answers `status` (every try). Writes
+/// `api-error-<case>.raw` / `.marks.json`, the screens `api-error-<case>-retrying.screen.txt`
+/// (20 s into the turn) and `api-error-<case>.screen.txt` (the turn given up, or 4 minutes
+/// in), the session
+/// file `api-error-<case>.session.jsonl` and `api-error-<case>.requests.txt` (the turn
+/// requests: when, which model).
+fn record_gemini_api_error(status: u16, case: &str) {
+    let (w, api) = preconfigured_world();
+    api.script(move |req| {
+        if gemini::last_text(req).contains("REFUSED") {
+            Reply::Error(status)
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    let args = ["--skip-trust", "--approval-mode", "yolo"];
+    let name = format!("api-error-{case}");
+    let mut t = PtyRecording::spawn(gemini(&w, &api, &args), &w.out, &name);
+    t.wait("the ready composer", BOOT, ready);
+    t.settle(QUIET);
+    let started = std::time::Instant::now();
+    paste_as_the_daemon(&mut t, "REFUSED turn");
+    submit(&mut t, "the refused turn", |_| api.has_turn_with("REFUSED"));
+    std::thread::sleep(Duration::from_secs(20));
+    t.save(&format!("{name}-retrying"));
+    // Given up, or still trying after 4 minutes (recorded as it is then).
+    let given_up = common::poll(Duration::from_secs(240), || {
+        !t.screen().contains("esc to cancel")
+    });
+    t.settle(Duration::from_secs(3));
+    t.save(&name);
+    let requests: Vec<String> = api
+        .recorded()
+        .into_iter()
+        .filter(gemini::is_stream)
+        .map(|r| format!("+{:.1} s {}", (r.at - started).as_secs_f64(), r.path))
+        .collect();
+    let outcome = if given_up { "given up" } else { "still trying" };
+    eprintln!(
+        "{status}: {} turn request(s), {outcome} after {:?}",
+        requests.len(),
+        started.elapsed()
+    );
+    w.write(
+        &format!("{name}.requests.txt"),
+        &format!(
+            "{} turn requests, {outcome} after {} s\n{}\n",
+            requests.len(),
+            started.elapsed().as_secs(),
+            requests.join("\n")
+        ),
+    );
+    let files = session_files(&w.home);
+    let file = files.first().expect("a session file");
+    w.write(&format!("{name}.session.jsonl"), &common::read(file));
+    t.end();
+}
+
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_gemini_api_error_429() {
+    record_gemini_api_error(429, "rate-limit");
+}
+
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_gemini_api_error_500() {
+    record_gemini_api_error(500, "server-error");
+}
+
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_gemini_api_error_401() {
+    record_gemini_api_error(401, "auth");
+}

@@ -399,3 +399,68 @@ fn a_gemini_wake_waiting_for_another_mcp_server_is_delivered_not_queued() {
     env.wait_mcp_delivery("gemini-gm", "ea", Duration::from_secs(60));
     assert_eq!(turns_with(&api, FIRST).len(), 1, "{}", env.diagnostics());
 }
+
+/// A live Gemini CLI whose model API refuses one turn with 401 (not retried by Gemini CLI):
+/// the daemon reads the refusal from the session file (its `error` record, recorded in
+/// `tests/fixtures/gemini-cli-0.61.0/api-error-auth.session.jsonl`) at its next probe, logs
+/// one `notice-raised` line (kind auth, status 401) and puts the notice on the board as for
+/// Claude Code and Codex; later probes of the same refusal raise none, and a turn answered
+/// afterwards clears it.
+#[test]
+fn a_gemini_peer_refused_by_its_api_raises_one_notice() {
+    let Some(bin) = gemini_bin() else {
+        return;
+    };
+    let mut env = TestEnv::new();
+    env.set("IAPEER_TICK_SECS", "1")
+        .set("IAPEER_SUPERVISE_LOG_VERBOSE", "1");
+    let api = GeminiStandIn::start();
+    add_peer(&mut env, &bin, "gm", &api);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.start_daemon();
+    api.script(|req| {
+        if last_text(req).contains("REFUSED") {
+            Reply::Error(401)
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    let send = |message: &str| env.ok(&["send", "gm", "--from", "echo-ea", "--message", message]);
+    let idle_after = |needle: &'static str| {
+        move |e: &TestEnv| {
+            let s = e.screen("gemini-gm");
+            s.contains(needle) && !s.contains(BUSY)
+        }
+    };
+    send("echo: wake up");
+    env.wait_until(
+        "the wake's turn ends",
+        Duration::from_secs(60),
+        idle_after("✦ ok"),
+    );
+    assert_eq!(env.count_events("lifecycle", "notice-raised", &[]), 0);
+
+    send("REFUSED please");
+    let raised = [
+        ("identity", "gemini-gm"),
+        ("kind", "auth"),
+        ("error", "PERMISSION_DENIED"),
+        ("status", "401"),
+    ];
+    let id = crate::notices::wait_one_notice(&env, &raised);
+    let board = crate::fleet::get(&env, "/fleet/v1/notices").json();
+    let notices = board["notices"].as_array().unwrap();
+    assert_eq!(notices.len(), 1, "{board}");
+    assert_eq!(notices[0]["identity"], "gemini-gm");
+    assert_eq!(notices[0]["kind"], "auth");
+
+    send("fine now");
+    env.wait_until("the turn after the refusal", Duration::from_secs(60), |e| {
+        api.has_turn_with("fine now") && idle_after("✦ ok")(e)
+    });
+    let cleared = [("id", id.as_str()), ("reason", "answered")];
+    env.wait_until("the notice cleared", Duration::from_secs(30), |e| {
+        e.has_event("lifecycle", "notice-cleared", &cleared)
+    });
+    assert_eq!(env.count_events("lifecycle", "notice-raised", &[]), 1);
+}

@@ -45,6 +45,18 @@ fn record_claude_api_error_records() {
     }
 }
 
+/// Wait until one `notice-raised` line with `fields` is logged (60 s at most) and no second
+/// notice follows in the next 3 ticks; its id.
+pub(crate) fn wait_one_notice(env: &TestEnv, fields: &[(&str, &str)]) -> String {
+    env.wait_until("the notice", Duration::from_secs(60), |e| {
+        e.has_event("lifecycle", "notice-raised", fields)
+    });
+    env.watch_ticks(3, "a second notice", |e| {
+        e.count_events("lifecycle", "notice-raised", &[]) > 1
+    });
+    env.events("lifecycle", "notice-raised")[0]["id"].clone()
+}
+
 /// A live Claude Code whose model API answers 429 (no retries): the daemon reads the refusal
 /// from the transcript at its next probe, logs one `notice-raised` line (kind rate-limit,
 /// status 429) and puts the notice on the board (`list --json`, `GET /fleet/v1/notices`);

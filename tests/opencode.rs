@@ -102,6 +102,17 @@ fn ready(s: &str) -> bool {
     s.contains("ctrl+p commands") && !s.contains("esc interrupt")
 }
 
+/// Type `text`, let the screen settle, press Enter; wait until its turn reaches the model.
+fn type_and_submit(t: &mut PtyRecording, api: &ChatStandIn, text: &str) {
+    t.keys(text.as_bytes());
+    t.settle(QUIET);
+    t.keys(b"\r");
+    assert!(
+        common::poll(BOOT, || api.has_turn_with(text)),
+        "the turn of {text:?} was sent"
+    );
+}
+
 /// A free loopback port (bound, then released for the program to take).
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -275,13 +286,7 @@ fn record_opencode() {
     });
     t.settle(QUIET);
     t.save("11-resumed-ready");
-    t.keys(b"RESUMED hello");
-    t.settle(QUIET);
-    t.keys(b"\r");
-    assert!(
-        common::poll(BOOT, || api.has_turn_with("RESUMED hello")),
-        "the resumed turn was sent"
-    );
+    type_and_submit(&mut t, &api, "RESUMED hello");
     t.wait("the resumed turn's end", BOOT, ready);
     t.settle(QUIET);
     t.save("12-resumed-turn");
@@ -337,4 +342,110 @@ fn recorded_screens_show_the_signs() {
     assert!(resumed("14-after-one-esc").contains("esc again to interrupt"));
     let s = resumed("15-after-esc");
     assert!(s.contains("· interrupted") && ready(&s));
+}
+
+/// Records what OpenCode shows and keeps when the model API refuses a turn: one session per
+/// case, its turn answered 429, 500 or 401 by the stand-in (the title request answered).
+/// Writes `api-error-<case>.raw` / `.marks.json`, the screens `api-error-<case>.screen.txt`
+/// (soon after the refusal) and `api-error-<case>-later.screen.txt` (20 s later: a retry
+/// under way or given up), and the session's messages from its server
+/// (`api-error-<case>.messages.json`) and its status then (`GET /session/status`,
+/// `api-error-<case>.status.json`), with how many turn requests were made.
+fn record_opencode_api_error(status: u16, case: &str) {
+    let w = Scratch::new(fixtures());
+    let api = ChatStandIn::start();
+    api.script(move |req| {
+        if openai_chat::is_title_request(req) {
+            Reply::Text("Stand-in title".into())
+        } else if openai_chat::last_text(req).contains("REFUSED") {
+            Reply::Error(status)
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    write_config(&w, &api);
+    let port = free_port();
+    let port_s = port.to_string();
+    let name = format!("api-error-{case}");
+    let mut t = PtyRecording::spawn(opencode(&w, &["--port", &port_s]), &w.out, &name);
+    t.wait("the ready composer", BOOT, |s| s.contains("Ask anything"));
+    t.settle(QUIET);
+    type_and_submit(&mut t, &api, "REFUSED turn");
+    t.settle(Duration::from_secs(3));
+    t.save(&name);
+    std::thread::sleep(Duration::from_secs(20));
+    t.save(&format!("{name}-later"));
+    w.write_json(
+        &format!("{name}.status.json"),
+        &get(port, "/session/status"),
+    );
+    let sessions = get(port, "/session");
+    let id = sessions[0]["id"]
+        .as_str()
+        .expect("a session id")
+        .to_string();
+    let messages = get(port, &format!("/session/{id}/message"));
+    w.write_json(&format!("{name}.messages.json"), &messages);
+    let turns = api.turns().len();
+    eprintln!("{status}: {turns} turn request(s)");
+    w.write(&format!("{name}.requests.txt"), &format!("{turns}\n"));
+    t.end();
+}
+
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_opencode_api_error_429() {
+    record_opencode_api_error(429, "rate-limit");
+}
+
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_opencode_api_error_500() {
+    record_opencode_api_error(500, "server-error");
+}
+
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_opencode_api_error_401() {
+    record_opencode_api_error(401, "auth");
+}
+
+/// Records `opencode auth list` (what iapeer's login check runs; stdout as written, colour
+/// codes included) in a fresh HOME: no credential (`auth-list-none.txt`), a provider's key in
+/// the environment (`OPENAI_API_KEY`, `auth-list-env.txt`), and a key in its `auth.json`
+/// (`~/.local/share/opencode/auth.json` `{"anthropic": {"type": "api", "key": …}}`, the
+/// shape its code reads: `auth-list-credential.txt`). Exit statuses in
+/// `auth-list-exit.txt`.
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_opencode_auth_list() {
+    let bin = pty_record::bin_from("IAPEER_TEST_OPENCODE_BIN", "opencode-ai@1.18.33");
+    let mut exits = Vec::new();
+    for case in ["none", "env", "credential"] {
+        let w = Scratch::new(fixtures());
+        let mut env = vec![
+            ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
+            ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
+        ];
+        if case == "env" {
+            env.push(("OPENAI_API_KEY", "sk-standin"));
+        }
+        if case == "credential" {
+            let auth = w.home.join(".local/share/opencode/auth.json");
+            std::fs::create_dir_all(auth.parent().unwrap()).unwrap();
+            let key = json!({"anthropic": {"type": "api", "key": "sk-ant-standin"}});
+            std::fs::write(&auth, key.to_string()).unwrap();
+        }
+        let out = pty_record::cli(&bin, &w.home, &w.cwd, &env, &["auth", "list"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        exits.push(format!("{case}: {:?}", out.status.code()));
+        w.write(
+            &format!("auth-list-{case}.txt"),
+            &String::from_utf8_lossy(&out.stdout),
+        );
+    }
+    let w = Scratch::new(fixtures());
+    w.write("auth-list-exit.txt", &(exits.join("\n") + "\n"));
 }

@@ -11,7 +11,7 @@
 
 use crate::common;
 
-use common::openai_chat::{last_is_tool_result, last_text, system_text, ChatStandIn, Reply};
+use common::openai_chat::{self, last_is_tool_result, last_text, system_text, ChatStandIn, Reply};
 use common::TestEnv;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -281,4 +281,81 @@ fn create_on_opencode_where_it_is_not_installed_says_how_to_install_it() {
         "{err}"
     );
     assert!(!env.peer_dir("g").exists());
+}
+
+/// A live OpenCode whose model API refuses turns: a 401 (given up at once) is read from the
+/// turn's assistant message on OpenCode's server and raises one `notice-raised` (kind auth,
+/// status 401, the API's `invalid_api_key`) as for Claude Code and Codex; a turn answered
+/// afterwards clears it. A 429 OpenCode keeps retrying raises one notice for the turn (its
+/// `retry` status, kind api-error), however many attempts follow, and an interrupt ends it.
+#[test]
+fn an_opencode_peer_refused_by_its_api_raises_one_notice() {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_TICK_SECS", "1")
+        .set("IAPEER_SUPERVISE_LOG_VERBOSE", "1");
+    let api = ChatStandIn::start();
+    add_peer(&mut env, "oc", &api);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.start_daemon();
+    api.script(|req| {
+        let last = last_text(req);
+        if openai_chat::is_title_request(req) {
+            Reply::Text("Stand-in title".into())
+        } else if last.contains("REFUSED") {
+            Reply::Error(401)
+        } else if last.contains("LIMITED") {
+            Reply::Error(429)
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    let api = &api;
+    let turn_over = |needle: &'static str| {
+        move |e: &TestEnv| !turns_with(api, needle).is_empty() && idle(&e.screen("opencode-oc"))
+    };
+    send_oc(&env, "wake up");
+    env.wait_until(
+        "the wake's turn",
+        Duration::from_secs(90),
+        turn_over("wake up"),
+    );
+    assert_eq!(env.count_events("lifecycle", "notice-raised", &[]), 0);
+
+    send_oc(&env, "REFUSED please");
+    let raised = [
+        ("identity", "opencode-oc"),
+        ("kind", "auth"),
+        ("error", "invalid_api_key"),
+        ("status", "401"),
+    ];
+    let id = crate::notices::wait_one_notice(&env, &raised);
+    send_oc(&env, "fine now");
+    let cleared = [("id", id.as_str()), ("reason", "answered")];
+    env.wait_until("the notice cleared", Duration::from_secs(60), |e| {
+        e.has_event("lifecycle", "notice-cleared", &cleared)
+    });
+
+    send_oc(&env, "LIMITED please");
+    let retrying = [
+        ("identity", "opencode-oc"),
+        ("kind", "api-error"),
+        ("error", "retry"),
+    ];
+    env.wait_until("the retry's notice", Duration::from_secs(60), |e| {
+        e.has_event("lifecycle", "notice-raised", &retrying)
+    });
+    env.wait_until("a second attempt", Duration::from_secs(60), |_| {
+        turns_with(api, "LIMITED").len() >= 2
+    });
+    env.watch_ticks(3, "a notice per attempt", |e| {
+        e.count_events("lifecycle", "notice-raised", &retrying) > 1
+    });
+    assert_eq!(
+        env.ok(&["interrupt", "oc"]).trim(),
+        "interrupted opencode-oc"
+    );
+    env.wait_until("the retried turn stopped", Duration::from_secs(30), |e| {
+        idle(&e.screen("opencode-oc"))
+    });
+    assert_eq!(env.count_events("lifecycle", "notice-raised", &[]), 2);
 }

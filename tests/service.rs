@@ -139,7 +139,7 @@ fn onboard_dry_run_prints_every_step_and_changes_nothing() {
         "1. prepare the root",
         "2. no service manager runs here: start the daemon in the background with `iapeer daemon --detach`",
         "3. wait until the daemon is healthy (2 answered pings in a row within 15 s)",
-        "4. agent logins: nothing to check — no agent CLI with a login (claude or codex) is installed",
+        "4. agent logins: nothing to check — no agent CLI with a login (claude or codex or gemini or opencode) is installed",
         "5. create your human peer",
         "6. create the built-in notifier service peers timer and watcher",
     ] {
@@ -203,6 +203,52 @@ fn onboard_warns_about_agent_clis_that_are_not_logged_in() {
     env.set("ANTHROPIC_API_KEY", "sk-ant-not-a-real-key");
     let out = env.ok(&["onboard", "--accept-risk"]);
     assert!(out.contains("- agent login: claude is logged in"), "{out}");
+    env.ok(&["shutdown"]);
+}
+
+/// Spec 08 §1 step 2 for Gemini CLI and OpenCode, the real CLIs in a fresh home: neither is
+/// logged in and onboard says so with what to do; with `GEMINI_API_KEY` (Gemini CLI's own
+/// rules, read from its bundle: `host::gemini_login`) and a provider's key in the
+/// environment (counted by `opencode auth list`) both are.
+#[test]
+fn onboard_checks_the_gemini_and_opencode_logins() {
+    let (Some(gemini), Ok(opencode)) = (
+        crate::gemini_e2e::gemini_bin(),
+        std::env::var("IAPEER_TEST_OPENCODE_BIN"),
+    ) else {
+        eprintln!("skipped: IAPEER_TEST_GEMINI_BIN / IAPEER_TEST_OPENCODE_BIN not set");
+        return;
+    };
+    let mut env = TestEnv::new();
+    env.set("IAPEER_GEMINI_BIN", &gemini)
+        .set("IAPEER_OPENCODE_BIN", &opencode)
+        .set("OPENCODE_DISABLE_MODELS_FETCH", "1")
+        .set("OPENCODE_DISABLE_AUTOUPDATE", "1");
+    let out = env.ok(&["onboard", "--dry-run"]);
+    assert!(out.contains("check whether gemini is logged in ("), "{out}");
+    assert!(
+        out.contains("check whether opencode is logged in ("),
+        "{out}"
+    );
+    let out = env.ok(&["onboard", "--accept-risk"]);
+    assert!(
+        out.contains("- warning: gemini (")
+            && out.contains("cannot answer until you give the peers a GEMINI_API_KEY"),
+        "{out}"
+    );
+    assert!(
+        out.contains("- warning: opencode (") && out.contains("`opencode auth login`"),
+        "{out}"
+    );
+    env.ok(&["shutdown"]);
+    env.set("GEMINI_API_KEY", "not-a-real-key")
+        .set("OPENAI_API_KEY", "sk-not-a-real-key");
+    let out = env.ok(&["onboard", "--accept-risk"]);
+    assert!(out.contains("- agent login: gemini is logged in"), "{out}");
+    assert!(
+        out.contains("- agent login: opencode is logged in"),
+        "{out}"
+    );
     env.ok(&["shutdown"]);
 }
 

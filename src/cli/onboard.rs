@@ -308,7 +308,9 @@ fn login_lines(logins: &[(Agent, Option<Login>)]) -> Vec<String> {
                 "{} {}",
                 agent.bin.display(),
                 crate::host::login::status_args(agent.runtime).join(" ")
-            );
+            )
+            .trim_end()
+            .to_string();
             match login {
                 None => format!("check whether {} is logged in (`{ask}`)", agent.runtime),
                 Some(Login::In) => format!("agent login: {} is logged in", agent.runtime),
@@ -771,7 +773,7 @@ mod tests {
         );
         assert!(text.contains("codex is logged in"), "{text}");
         assert!(describe(&Step::CheckLogins(Vec::new()))
-            .contains("no agent CLI with a login (claude or codex)"));
+            .contains("no agent CLI with a login (claude or codex or gemini or opencode)"));
         e.logins[0].1 = None;
         assert!(
             describe(&plan(&e)[at])

@@ -7,6 +7,10 @@
 //! - Codex: `codex login status` exits 0 when logged in (ChatGPT or a saved API key), 1 when
 //!   not, saying so on stderr (stdout stays empty). Recorded from 0.171.0:
 //!   `tests/fixtures/codex-0.171.0/login-status-*.stderr`.
+//! - OpenCode: `opencode auth list` counts its saved credentials and the providers' keys in
+//!   the environment ([`read_opencode`]; recorded from 1.18.33).
+//! - Gemini CLI has no status command: its settings, credential files and environment are
+//!   read as it reads them ([`super::gemini_login`]).
 //!
 //! The check runs in onboard's own environment: a key kept only in a peer's `launch.env`, or a
 //! Codex model provider with its own `env_key`, is not seen, so the result is a warning with
@@ -90,12 +94,50 @@ pub fn read_codex(exit: Option<i32>) -> Login {
     }
 }
 
-/// Ask `agent` (runs its status command, at most [`STATUS_TIMEOUT`]); unknown for a runtime
-/// without a login check.
+/// Read OpenCode's `auth list` answer (pure; colour codes allowed): logged in when it counts
+/// a saved credential or a provider's key in the environment (`└  1 credentials`,
+/// `└  1 environment variable`). Recorded from 1.18.33:
+/// `tests/fixtures/opencode-1.18.33/auth-list-*.txt` (it exits 0 either way).
+pub fn read_opencode(exit: Option<i32>, stdout: &str) -> Login {
+    let counted = |what: &str| {
+        stdout.lines().any(|l| {
+            l.split_whitespace()
+                .collect::<Vec<_>>()
+                .windows(2)
+                .any(|w| w[1].starts_with(what) && w[0].parse::<u32>().is_ok_and(|n| n > 0))
+        })
+    };
+    match exit {
+        Some(0) if counted("credential") || counted("environment") => Login::In,
+        Some(0) if stdout.contains("credentials") => Login::Out,
+        other => Login::Unknown(format!("`opencode auth list` ended with {other:?}")),
+    }
+}
+
+/// Ask `agent` (runs its status command, at most [`STATUS_TIMEOUT`], or reads its files);
+/// unknown for a runtime without a login check.
 pub fn check(agent: &Agent) -> Login {
+    check_in(agent, crate::paths::home_dir().as_deref(), &|k| {
+        std::env::var(k).ok()
+    })
+}
+
+/// [`check`] for a user whose home is `home` and environment `env` (read by a check without
+/// a command; a status command runs in this process's environment).
+fn check_in(
+    agent: &Agent,
+    home: Option<&std::path::Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Login {
     let Some(login) = login_check(agent.runtime) else {
         return Login::Unknown(format!("{} has no login check", agent.runtime));
     };
+    if login.answer == LoginAnswer::GeminiSettings {
+        let Some(home) = home else {
+            return Login::Unknown("no home folder (HOME is not set)".into());
+        };
+        return super::gemini_login::check(home, env);
+    }
     let mut child = match Command::new(&agent.bin)
         .args(login.args)
         .stdin(Stdio::null())
@@ -129,6 +171,8 @@ pub fn check(agent: &Agent) -> Login {
     match login.answer {
         LoginAnswer::LoggedInJson => read_claude(status.code(), &stdout),
         LoginAnswer::ExitStatus => read_codex(status.code()),
+        LoginAnswer::CredentialCount => read_opencode(status.code(), &stdout),
+        LoginAnswer::GeminiSettings => unreachable!("answered above without a command"),
     }
 }
 
@@ -183,6 +227,45 @@ mod tests {
         assert_eq!(read_codex(Some(1)), Login::Out);
         assert_eq!(read_codex(Some(0)), Login::In);
         assert!(matches!(read_codex(Some(2)), Login::Unknown(_)));
+        let oc = |case: &str| fixture(&format!("opencode-1.18.33/auth-list-{case}.txt"));
+        assert_eq!(read_opencode(Some(0), &oc("none")), Login::Out);
+        assert_eq!(read_opencode(Some(0), &oc("env")), Login::In);
+        assert_eq!(read_opencode(Some(0), &oc("credential")), Login::In);
+        assert!(matches!(
+            read_opencode(Some(1), &oc("credential")),
+            Login::Unknown(_)
+        ));
+        assert!(matches!(
+            read_opencode(Some(0), "garbage"),
+            Login::Unknown(_)
+        ));
+    }
+
+    /// Gemini CLI has no status command: its files in HOME decide (the rules are
+    /// `gemini_login`'s; here, that `check` reaches them with a temporary HOME).
+    #[test]
+    fn gemini_is_checked_from_its_files() {
+        let home = tempfile::tempdir().unwrap();
+        let agent = Agent {
+            runtime: "gemini",
+            bin: home.path().join("gemini"),
+        };
+        let no_env = |_: &str| None;
+        let ask = || check_in(&agent, Some(home.path()), &no_env);
+        assert_eq!(status_args("gemini"), &[] as &[&str]);
+        assert_eq!(ask(), Login::Out);
+        let settings = home.path().join(".gemini/settings.json");
+        std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+        std::fs::write(
+            &settings,
+            r#"{"security":{"auth":{"selectedType":"oauth-personal"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(ask(), Login::Out);
+        assert!(advice(&agent).contains("GEMINI_API_KEY"));
+        std::fs::write(home.path().join(".gemini/oauth_creds.json"), "{}").unwrap();
+        assert_eq!(ask(), Login::In);
+        assert!(matches!(check_in(&agent, None, &no_env), Login::Unknown(_)));
     }
 
     #[test]

@@ -97,6 +97,7 @@ impl HostError {
 pub mod binary;
 pub mod control;
 pub mod docs;
+pub mod gemini_login;
 pub mod install;
 pub mod login;
 pub mod service;

@@ -6,8 +6,9 @@
 //! …), `apiErrorStatus` (the HTTP status), `apiErrorType` (the API's error type) and the text it
 //! shows in `message.content`, with `message.model` `<synthetic>`. Recorded from the real CLI
 //! against a stand-in answering 429, 529 and 401 (`tests/notices.rs`,
-//! `tests/fixtures/claude-2.1.332/api-error-*.jsonl`). The notice board that deduplicates and
-//! expires these is not built yet (issue 10 item 2).
+//! `tests/fixtures/claude-2.1.332/api-error-*.jsonl`). Codex, Gemini CLI and OpenCode are read
+//! the same way from their own records (`from_codex_record`, `from_gemini_record`,
+//! `from_opencode_message`; each recorded from the real CLI).
 
 use serde_json::Value;
 
@@ -256,6 +257,146 @@ pub fn latest_codex_outcome(text: &str) -> Option<ApiError> {
         }
     }
     Some(e)
+}
+
+/// The API error a Gemini CLI session record carries, if it is one (pure): a record of
+/// `type: "error"` whose `content` is `[API Error: <the API's JSON error body>]`.
+///
+/// Gemini CLI 0.61.0 writes, when a turn is given up, an `error` record with the text it shows
+/// (`✕ [API Error: …]`) and an `info` record after it; the body's `error.code` is the HTTP
+/// status and `error.status` the API's word (`RESOURCE_EXHAUSTED`, `PERMISSION_DENIED`, …).
+/// Recorded from the real CLI against a stand-in answering 429, 500 and 401
+/// (`tests/gemini.rs`, `tests/fixtures/gemini-cli-0.61.0/api-error-*.session.jsonl`). Other
+/// `error` records (not the model API's) are not API errors. The record names no model and no
+/// reset time.
+pub fn from_gemini_record(record: &Value) -> Option<ApiError> {
+    if record["type"] != "error" {
+        return None;
+    }
+    let text = record["content"].as_str()?;
+    let inner = text.strip_prefix("[API Error: ")?;
+    let inner = inner.strip_suffix(']').unwrap_or(inner);
+    let body: Value = serde_json::from_str(inner).unwrap_or(Value::Null);
+    let status = body["error"]["code"]
+        .as_u64()
+        .and_then(|s| u16::try_from(s).ok());
+    let word = body["error"]["status"].as_str().unwrap_or("");
+    let kind = match (status, word) {
+        (Some(429), _) | (_, "RESOURCE_EXHAUSTED") => ApiErrorKind::RateLimit,
+        (Some(401 | 403), _) | (_, "UNAUTHENTICATED" | "PERMISSION_DENIED") => ApiErrorKind::Auth,
+        (Some(500..=599), _) | (_, "UNAVAILABLE" | "INTERNAL") => ApiErrorKind::Overloaded,
+        _ => ApiErrorKind::Other,
+    };
+    Some(ApiError {
+        kind,
+        error_type: if word.is_empty() { "api_error" } else { word }.to_string(),
+        status,
+        model: "unknown".into(),
+        text: text.to_string(),
+        at: record["timestamp"].as_str().unwrap_or("").to_string(),
+        resets_at: None,
+        runtime_resumes: false,
+    })
+}
+
+/// The API error of the newest turn outcome in `text` (a Gemini CLI session file's end, JSON
+/// lines; a cut first line is skipped): the newest `gemini` record (an answer) or API-error
+/// record decides; `None` when it is an answer or there is none (pure). A turn under way
+/// after a refusal (its `user` record only) leaves the refusal current, as for Claude Code.
+pub fn latest_gemini_outcome(text: &str) -> Option<ApiError> {
+    text.lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|r| {
+            if r["type"] == "gemini" {
+                Some(None)
+            } else {
+                from_gemini_record(&r).map(Some)
+            }
+        })
+        .flatten()
+}
+
+/// The API error an OpenCode assistant message (its `info`, as its server serves it) carries,
+/// if it is one (pure): `error.name` `APIError` with `data.statusCode`, `data.message` (the
+/// text shown) and `data.responseBody` (the API's body), or `ProviderAuthError`.
+///
+/// OpenCode 1.18.33 gives a turn up at once on an error it does not retry (a 401: one
+/// request) and writes it on the turn's assistant message; a rate limit or server error it
+/// retries with growing pauses, showing `[retrying in 23s attempt #5]` and serving the
+/// session's status `{"type": "retry", "attempt", "message", "next"}` (still retrying at
+/// attempt 5, 45 s in). Recorded from the real CLI against a stand-in answering 401, 429
+/// and 500 (`tests/opencode.rs`, `tests/fixtures/opencode-1.18.33/api-error-*`). Other
+/// errors (an interrupted turn's `MessageAbortedError`, …) are not API errors.
+pub fn from_opencode_message(info: &Value) -> Option<ApiError> {
+    if info["role"] != "assistant" {
+        return None;
+    }
+    let name = info["error"]["name"].as_str()?;
+    let data = &info["error"]["data"];
+    let status = data["statusCode"]
+        .as_u64()
+        .and_then(|s| u16::try_from(s).ok());
+    let kind = match (name, status) {
+        ("ProviderAuthError", _) | ("APIError", Some(401 | 403)) => ApiErrorKind::Auth,
+        ("APIError", Some(429)) => ApiErrorKind::RateLimit,
+        ("APIError", Some(500..=599)) => ApiErrorKind::Overloaded,
+        ("APIError", _) => ApiErrorKind::Other,
+        _ => return None,
+    };
+    let body: Value = data["responseBody"]
+        .as_str()
+        .and_then(|b| serde_json::from_str(b).ok())
+        .unwrap_or_default();
+    let error_type = [&body["error"]["code"], &body["error"]["type"]]
+        .into_iter()
+        .find_map(Value::as_str)
+        .unwrap_or(name);
+    Some(ApiError {
+        kind,
+        error_type: error_type.to_string(),
+        status,
+        model: info["modelID"].as_str().unwrap_or("unknown").to_string(),
+        text: data["message"].as_str().unwrap_or("").to_string(),
+        at: info["time"]["created"].to_string(),
+        resets_at: None,
+        runtime_resumes: false,
+    })
+}
+
+/// The API error of an OpenCode session's newest turn (pure): `messages` as `GET
+/// /session/<id>/message` serves them, `status` the session's entry of `GET
+/// /session/status` (absent when idle). A turn OpenCode is retrying is one, marked
+/// [`ApiError::runtime_resumes`] (kind `Other`: the status names no HTTP status), once per
+/// turn (its assistant message's creation time); else the newest assistant message's error,
+/// if it is the API's.
+pub fn latest_opencode_outcome(messages: &Value, status: Option<&Value>) -> Option<ApiError> {
+    let turn = messages
+        .as_array()?
+        .iter()
+        .rev()
+        .map(|m| &m["info"])
+        .find(|i| i["role"] == "assistant");
+    if let Some(s) = status.filter(|s| s["type"] == "retry") {
+        return Some(ApiError {
+            kind: ApiErrorKind::Other,
+            error_type: "retry".into(),
+            status: None,
+            model: turn
+                .and_then(|t| t["modelID"].as_str())
+                .unwrap_or("unknown")
+                .to_string(),
+            text: format!(
+                "{} (OpenCode retries it: attempt {})",
+                s["message"].as_str().unwrap_or(""),
+                s["attempt"]
+            ),
+            at: turn.map_or("retry".into(), |t| t["time"]["created"].to_string()),
+            resets_at: None,
+            runtime_resumes: true,
+        });
+    }
+    from_opencode_message(turn?)
 }
 
 /// The text of the recording `tests/fixtures/<rel>`.
@@ -531,5 +672,121 @@ mod tests {
         let text = serde_json::json!({"type": "assistant", "message": {"content": [
             {"type": "text", "text": "API Error: 429 rate limited"}]}});
         assert_eq!(from_claude_record(&text), None);
+    }
+}
+
+#[cfg(test)]
+mod gemini_tests {
+    use super::*;
+
+    fn text(case: &str) -> String {
+        recorded(&format!("gemini-cli-0.61.0/api-error-{case}.session.jsonl"))
+    }
+
+    /// The session files the real Gemini CLI 0.61.0 wrote: the 401 it gave up at once is
+    /// read (kind, the API's word, the status); the 429 and 500 it was still retrying after
+    /// 5 minutes left no record, so no refusal is read there.
+    #[test]
+    fn recorded_gemini_refusals_are_read_by_kind() {
+        let e = latest_gemini_outcome(&text("auth")).expect("the 401");
+        assert_eq!(e.kind, ApiErrorKind::Auth);
+        assert_eq!(e.error_type, "PERMISSION_DENIED");
+        assert_eq!(e.status, Some(401));
+        assert!(e.text.starts_with("[API Error: "), "{}", e.text);
+        assert!(e.at.starts_with("20"), "{}", e.at);
+        for retried in ["rate-limit", "server-error"] {
+            assert_eq!(latest_gemini_outcome(&text(retried)), None, "{retried}");
+        }
+    }
+
+    /// The newest outcome decides: a refusal after an answer is current, an answer after a
+    /// refusal clears it; a turn under way (its `user` record) and cut lines do not count;
+    /// an `error` record that is not the API's is no refusal.
+    #[test]
+    fn the_newest_gemini_outcome_decides() {
+        let refused = text("auth");
+        let answer = r#"{"id":"a","timestamp":"2026-12-07T11:00:00.000Z","type":"gemini","content":"ok","model":"m"}"#;
+        let user = r#"{"id":"u","timestamp":"2026-12-07T11:00:01.000Z","type":"user","content":[{"text":"next"}]}"#;
+        assert!(latest_gemini_outcome(&format!("{answer}\n{refused}")).is_some());
+        assert_eq!(latest_gemini_outcome(&format!("{refused}{answer}\n")), None);
+        assert!(latest_gemini_outcome(&format!("{refused}{user}\n")).is_some());
+        let own = r#"{"id":"e","timestamp":"2026-12-07T11:00:02.000Z","type":"error","content":"Failed to save the chat"}"#;
+        assert_eq!(latest_gemini_outcome(&format!("{answer}\n{own}\n")), None);
+        assert_eq!(
+            latest_gemini_outcome(&format!("{answer}\n{own}\n{refused}")).map(|e| e.kind),
+            Some(ApiErrorKind::Auth)
+        );
+        let cut = &refused[refused.len() - 40..];
+        assert_eq!(latest_gemini_outcome(cut), None);
+        assert_eq!(latest_gemini_outcome(""), None);
+    }
+}
+
+#[cfg(test)]
+mod opencode_tests {
+    use super::*;
+
+    fn json(name: &str) -> Value {
+        serde_json::from_str(&recorded(&format!("opencode-1.18.33/{name}"))).unwrap()
+    }
+
+    /// The 401 OpenCode 1.18.33 gave up at once: read from the turn's assistant message.
+    #[test]
+    fn a_recorded_opencode_refusal_is_read() {
+        let m = json("api-error-auth.messages.json");
+        let e = latest_opencode_outcome(&m, None).unwrap();
+        assert_eq!(e.kind, ApiErrorKind::Auth);
+        assert_eq!(e.error_type, "invalid_api_key");
+        assert_eq!(e.status, Some(401));
+        assert_eq!(e.model, "standin-model");
+        assert!(e.text.contains("Incorrect API key"), "{}", e.text);
+        assert!(e.at.starts_with("17"), "{}", e.at);
+        assert!(!e.runtime_resumes);
+    }
+
+    /// A 429 OpenCode keeps retrying: the session's recorded `retry` status is the refusal,
+    /// marked as resumed by the runtime, the same for every attempt of the turn; the same
+    /// messages without the status (the retry over) are no refusal.
+    #[test]
+    fn a_recorded_opencode_retry_is_a_refusal_the_runtime_resumes() {
+        let m = json("api-error-rate-limit.messages.json");
+        let status = json("api-error-rate-limit.status.json");
+        let entry = status.as_object().unwrap().values().next().unwrap().clone();
+        let e = latest_opencode_outcome(&m, Some(&entry)).unwrap();
+        assert_eq!((e.kind, e.runtime_resumes), (ApiErrorKind::Other, true));
+        assert!(e.text.contains("Rate limit reached"), "{}", e.text);
+        assert!(e.text.contains("attempt 5"), "{}", e.text);
+        let mut later = entry.clone();
+        later["attempt"] = 6.into();
+        let again = latest_opencode_outcome(&m, Some(&later)).unwrap();
+        assert_eq!(newly_raised(Some(&e), Some(&again)), None);
+        assert_eq!(latest_opencode_outcome(&m, None), None);
+        let busy = serde_json::json!({"type": "busy"});
+        assert_eq!(latest_opencode_outcome(&m, Some(&busy)), None);
+    }
+
+    /// Errors that are not the API's, and answered turns, are no refusal; kinds by status.
+    #[test]
+    fn other_opencode_errors_are_not_api_errors() {
+        let m = json("api-error-auth.messages.json");
+        let info = m.as_array().unwrap().last().unwrap()["info"].clone();
+        let with = |name: &str, status: u64| {
+            let mut i = info.clone();
+            i["error"]["name"] = name.into();
+            i["error"]["data"]["statusCode"] = status.into();
+            from_opencode_message(&i).map(|e| e.kind)
+        };
+        assert_eq!(with("MessageAbortedError", 0), None);
+        assert_eq!(with("UnknownError", 500), None);
+        assert_eq!(with("APIError", 429), Some(ApiErrorKind::RateLimit));
+        assert_eq!(with("APIError", 503), Some(ApiErrorKind::Overloaded));
+        assert_eq!(with("APIError", 400), Some(ApiErrorKind::Other));
+        assert_eq!(with("ProviderAuthError", 0), Some(ApiErrorKind::Auth));
+        let mut answered = info.clone();
+        answered.as_object_mut().unwrap().remove("error");
+        assert_eq!(from_opencode_message(&answered), None);
+        let mut user = info;
+        user["role"] = "user".into();
+        assert_eq!(from_opencode_message(&user), None);
     }
 }

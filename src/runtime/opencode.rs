@@ -303,6 +303,10 @@ impl Adapter for OpenCode {
         )))
     }
 
+    fn api_error(&self, cwd: &Path) -> Option<crate::adapter::ApiError> {
+        opencode_records::api_error(&self.server, cwd, self.bound.conversation())
+    }
+
     fn activity_ms(&self, cwd: &Path) -> Option<u64> {
         opencode_records::activity_ms(&self.server, cwd, self.bound.conversation())
     }

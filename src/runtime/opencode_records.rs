@@ -427,6 +427,26 @@ pub fn activity_ms(server: &SharedServer, cwd: &Path, conversation: Option<&str>
         .max()
 }
 
+/// The API error of `conversation`'s newest turn (else of `cwd`'s newest session), read from
+/// the server: its messages and its status (`GET /session/status`, a map of the sessions
+/// that are not idle). `None` when it was answered or the server does not answer.
+pub fn api_error(
+    server: &SharedServer,
+    cwd: &Path,
+    conversation: Option<&str>,
+) -> Option<crate::adapter::ApiError> {
+    let server = server.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
+    let id = match conversation {
+        Some(id) => id.to_string(),
+        None => sessions_of(&server.get("/session")?, cwd, 0)
+            .into_iter()
+            .next()?,
+    };
+    let messages = server.get(&format!("/session/{id}/message"))?;
+    let status = server.get("/session/status");
+    super::api_error::latest_opencode_outcome(&messages, status.as_ref().map(|s| &s[&id]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

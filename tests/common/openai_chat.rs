@@ -112,6 +112,25 @@ fn call_id() -> String {
     format!("call_standin_{}", CALLS.fetch_add(1, Ordering::Relaxed))
 }
 
+/// The error body the OpenAI API sends with `code`: a wrong key (401), a rate limit (429),
+/// else a server error.
+fn error_body(code: u16) -> Value {
+    let (message, kind, error_code) = match code {
+        401 => (
+            "stand-in: Incorrect API key provided",
+            "invalid_request_error",
+            json!("invalid_api_key"),
+        ),
+        429 => (
+            "stand-in: Rate limit reached for requests",
+            "requests",
+            json!("rate_limit_exceeded"),
+        ),
+        _ => ("stand-in error", "server_error", json!(code)),
+    };
+    json!({"error": {"message": message, "type": kind, "param": null, "code": error_code}})
+}
+
 fn respond(rq: tiny_http::Request, rec: Recorded, reply: Reply) {
     let req = &rec.body;
     if rec.method != "POST" || !rec.path.ends_with("/chat/completions") {
@@ -119,9 +138,7 @@ fn respond(rq: tiny_http::Request, rec: Recorded, reply: Reply) {
     }
     let model = req["model"].as_str().unwrap_or("standin-model").to_string();
     if let Reply::Error(code) = reply {
-        let body =
-            json!({"error": {"message": "stand-in error", "type": "server_error", "code": code}});
-        return standin::json(rq, code, &body);
+        return standin::json(rq, code, &error_body(code));
     }
     if req["stream"] != json!(true) {
         let message = match &reply {

@@ -363,6 +363,10 @@ pub fn boot_step_for(rows: &[String]) -> BootStep {
 /// The gemini adapter: its program and the conversation it is bound to.
 pub struct Gemini(Bound);
 
+/// How much of a session file's end [`Adapter::api_error`] reads, bytes: the refusal's
+/// records come after a `$set` record that repeats the whole history.
+const API_ERROR_TAIL: u64 = 1024 * 1024;
+
 impl Gemini {
     /// The adapter for the Gemini CLI binary at `program` (not checked until a launch).
     pub fn with_program(program: PathBuf) -> Gemini {
@@ -496,6 +500,25 @@ impl Adapter for Gemini {
         }
         let files = jsonl_files(&chats_dir(cwd)?);
         super::newest_mtime_ms(files.iter().map(PathBuf::as_path))
+    }
+
+    /// The newest turn outcome of the newest-written session file of the bound conversation
+    /// (of the folder while it is not known), read from its end.
+    fn api_error(&self, cwd: &Path) -> Option<crate::adapter::ApiError> {
+        let chats = chats_dir(cwd)?;
+        let tail = self
+            .0
+            .conversation()
+            .and_then(|id| id.get(..8))
+            .map(|id8| format!("-{id8}.jsonl"));
+        let newest = jsonl_files(&chats)
+            .into_iter()
+            .filter(|f| {
+                tail.as_ref()
+                    .is_none_or(|t| f.to_string_lossy().ends_with(t.as_str()))
+            })
+            .max_by_key(|f| std::fs::metadata(f).and_then(|m| m.modified()).ok())?;
+        super::api_error::latest_gemini_outcome(&super::api_error::tail(&newest, API_ERROR_TAIL))
     }
 
     /// Whether the bound conversation's session file exists.
