@@ -9,7 +9,12 @@
 //! - `GET /session/<id>/message`: its messages, oldest first, each `{"info": {"id": "msg_…",
 //!   "role": "user" | "assistant", "sessionID", "parentID" (an assistant's user message),
 //!   "finish" ("stop", "tool-calls", …), "time": {"created", "completed"}}, "parts": [{"type":
-//!   "text", "text"}, …]}`.
+//!   "text", "text"}, …]}`. With `?limit=<n>` only the newest `n`, still oldest first, and a
+//!   `Link: <…&before=<cursor>>; rel="next"` to the older ones
+//!   (`server-session-messages-limit-2.json` beside `server-session-messages-all-4.json`).
+//!   iapeer reads a page of the newest [`PAGE`]: the whole conversation was megabytes by the
+//!   400th delivery of the bench's 1 B–16 KB bodies, read before every paste and at every
+//!   look, and its reads outlasted the delivery's grace under load (issue 27 item 5).
 //!
 //! The server is closed to other local users: the adapter starts it with a random
 //! `OPENCODE_SERVER_PASSWORD` (HTTP basic auth, user `opencode`; without it the server
@@ -31,6 +36,11 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The least time between two reads of the records by one confirmer or gate.
 const READ_GAP: Duration = Duration::from_millis(150);
+
+/// How many of a conversation's newest messages a read asks for: a delivery's message is
+/// among them from the moment OpenCode writes it until more than this many came after it
+/// (then [`RecordsConfirm`] reads the whole conversation once to see its turn's end).
+pub const PAGE: usize = 20;
 
 /// How far before a delivery started a record it made may say it was created (epoch ms): the
 /// same host's clock, read by two processes.
@@ -112,13 +122,14 @@ impl Server {
     }
 
     /// The messages of the sessions a reader follows: `conversation`'s, else those of every
-    /// session of `cwd` updated since `since_ms`, newest first. Each item: (session id,
-    /// its messages).
+    /// session of `cwd` updated since `since_ms`, newest first; of each, the newest `limit`
+    /// (all with `None`). Each item: (session id, its messages, oldest first).
     fn messages(
         &self,
         cwd: &Path,
         conversation: Option<&str>,
         since_ms: u64,
+        limit: Option<usize>,
     ) -> Vec<(String, Value)> {
         let ids = match conversation {
             Some(id) => vec![id.to_string()],
@@ -129,11 +140,29 @@ impl Server {
         };
         ids.into_iter()
             .filter_map(|id| {
-                let messages = self.get(&format!("/session/{id}/message"))?;
+                let messages = self.get(&messages_path(&id, limit))?;
                 Some((id, messages))
             })
             .collect()
     }
+}
+
+/// The path of session `id`'s messages on OpenCode's server: the newest `limit` of them,
+/// or all with `None` (pure).
+pub fn messages_path(id: &str, limit: Option<usize>) -> String {
+    match limit {
+        Some(n) => format!("/session/{id}/message?limit={n}"),
+        None => format!("/session/{id}/message"),
+    }
+}
+
+/// Whether `messages` holds the message `id` (pure).
+pub fn holds_message(messages: &Value, id: &str) -> bool {
+    messages
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|m| m["info"]["id"] == id)
 }
 
 /// The ids of the sessions in `list` (`GET /session`) whose folder is `cwd` and which were
@@ -257,9 +286,9 @@ impl Reader {
         }
     }
 
-    /// The followed sessions' messages, unless the last read was less than [`READ_GAP`] ago
-    /// or the server is not known.
-    fn read(&mut self) -> Option<Vec<(String, Value)>> {
+    /// The followed sessions' newest [`PAGE`] messages (all with `whole`), unless the last
+    /// read was less than [`READ_GAP`] ago or the server is not known.
+    fn read(&mut self, whole: bool) -> Option<Vec<(String, Value)>> {
         let now = Instant::now();
         if now < self.next_read {
             return None;
@@ -270,7 +299,20 @@ impl Reader {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()?;
-        Some(server.messages(&self.cwd, self.conversation.as_deref(), self.since_ms))
+        let limit = (!whole).then_some(PAGE);
+        let read = server.messages(
+            &self.cwd,
+            self.conversation.as_deref(),
+            self.since_ms,
+            limit,
+        );
+        log::debug!(
+            "opencode records: read {} session(s){} in {} ms",
+            read.len(),
+            if whole { ", whole" } else { "" },
+            now.elapsed().as_millis()
+        );
+        Some(read)
     }
 }
 
@@ -298,7 +340,7 @@ impl RecordsConfirm {
     ) -> RecordsConfirm {
         let mut reader = Reader::new(server, cwd, conversation);
         let known = reader
-            .read()
+            .read(false)
             .unwrap_or_default()
             .iter()
             .flat_map(|(_, m)| user_message_ids(m))
@@ -314,7 +356,7 @@ impl RecordsConfirm {
     }
 
     fn look(&mut self) {
-        let Some(sessions) = self.reader.read() else {
+        let Some(sessions) = self.reader.read(false) else {
             return;
         };
         for (session, messages) in &sessions {
@@ -330,7 +372,15 @@ impl RecordsConfirm {
                     }
                 }
                 Some((own, id)) if own == session => {
-                    self.ended = turn_ended(messages, id);
+                    self.ended = if holds_message(messages, id) {
+                        turn_ended(messages, id)
+                    } else {
+                        // More than a page came after it: its answer may be older too.
+                        self.reader.next_read = Instant::now();
+                        self.reader.read(true).is_some_and(|all| {
+                            all.iter().any(|(s, m)| s == own && turn_ended(m, id))
+                        })
+                    };
                 }
                 Some(_) => {}
             }
@@ -384,7 +434,7 @@ impl RecordsGate {
 impl GateWatch for RecordsGate {
     fn poll(&mut self, _screen: &str) -> GateState {
         let since = self.reader.since_ms;
-        match self.reader.read() {
+        match self.reader.read(false) {
             Some(sessions) if sessions.iter().any(|(_, m)| model_started(m, since)) => {
                 GateState::Passed
             }
@@ -471,5 +521,74 @@ mod tests {
         assert_eq!(user_message_ids(&m).len(), 3);
         assert!(model_started(&m, 1796612693742));
         assert!(!model_started(&m, 1796612693743));
+    }
+
+    /// The recorded page: `?limit=2` is the newest two messages of the whole list, oldest
+    /// first, and the newest turn and its end are read from it as from the whole.
+    #[test]
+    fn a_page_is_the_tail_of_the_whole_conversation() {
+        let all = recorded("server-session-messages-all-4.json");
+        let page = recorded("server-session-messages-limit-2.json");
+        let all = all.as_array().unwrap();
+        assert_eq!(all.len(), 8);
+        assert_eq!(page.as_array().unwrap()[..], all[6..]);
+        let none = HashSet::new();
+        let id = user_message_with(&page, "PAGE turn 4", &none, 0).expect("turn 4");
+        assert!(holds_message(&page, &id) && turn_ended(&page, &id));
+        assert_eq!(user_message_with(&page, "PAGE turn 3", &none, 0), None);
+        assert!(!holds_message(&page, "msg_2502522500019JctPMJ7LKHUd9"));
+        assert_eq!(
+            messages_path("ses_1", Some(PAGE)),
+            "/session/ses_1/message?limit=20"
+        );
+        assert_eq!(messages_path("ses_1", None), "/session/ses_1/message");
+    }
+
+    /// A server on loopback that answers every GET with the recorded whole conversation
+    /// (the last turn only from the second request on: it arrives with the delivery) and
+    /// keeps the paths it was asked for. A replay of `server-session-messages-all-4.json`;
+    /// the real OpenCode's pages are recorded beside it.
+    fn replaying() -> (SharedServer, Arc<Mutex<Vec<String>>>) {
+        let http = tiny_http::Server::http("127.0.0.1:0").unwrap();
+        let port = http.server_addr().to_ip().unwrap().port();
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let log = asked.clone();
+        let all = recorded("server-session-messages-all-4.json");
+        let before = Value::Array(all.as_array().unwrap()[..6].to_vec());
+        std::thread::spawn(move || {
+            for (n, req) in http.incoming_requests().enumerate() {
+                log.lock().unwrap().push(req.url().to_string());
+                let body = if n == 0 { &before } else { &all };
+                let _ = req.respond(tiny_http::Response::from_string(body.to_string()));
+            }
+        });
+        let server = Server {
+            port,
+            password: "p".into(),
+        };
+        (Arc::new(Mutex::new(Some(server))), asked)
+    }
+
+    /// Issue 27 item 5: a delivery is confirmed, and its turn's end seen, from pages of the
+    /// newest messages — the confirmer never asks for the whole conversation while its
+    /// message is in the page (the 500-delivery bench went `state unknown` at delivery 398
+    /// with whole reads).
+    #[test]
+    fn a_delivery_is_confirmed_from_a_page_of_the_newest_messages() {
+        let (server, asked) = replaying();
+        let ses = "ses_dafdb21bfffeilR2qiqo4TQ4Ws";
+        let mut c = RecordsConfirm::start(&server, Path::new("/tmp"), Some(ses), "PAGE turn 4");
+        c.reader.since_ms = 0;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !c.confirmed(b"") && Instant::now() < deadline {
+            std::thread::sleep(READ_GAP);
+        }
+        assert_eq!(c.conversation().as_deref(), Some(ses));
+        std::thread::sleep(READ_GAP);
+        assert!(c.turn_ended());
+        let asked = asked.lock().unwrap().clone();
+        assert!(asked.len() >= 2, "{asked:?}");
+        let page = format!("/session/{ses}/message?limit={PAGE}");
+        assert!(asked.iter().all(|p| *p == page), "{asked:?}");
     }
 }
