@@ -325,6 +325,10 @@ pub struct RecordsConfirm {
     /// The user messages that were there before the delivery (a resumed conversation may
     /// hold the same text).
     known: HashSet<String>,
+    /// The read of [`RecordsConfirm::known`], on a thread of its own while the paste is
+    /// written and drawn (it took 100 ms at the median, 2 s at worst, at load 20 — on the
+    /// path of every delivery when the session thread read it before the paste).
+    reading_known: Option<std::thread::JoinHandle<HashSet<String>>>,
     /// The accepting message: (session id, message id).
     accepted: Option<(String, String)>,
     ended: bool,
@@ -338,24 +342,47 @@ impl RecordsConfirm {
         conversation: Option<&str>,
         text: &str,
     ) -> RecordsConfirm {
-        let mut reader = Reader::new(server, cwd, conversation);
-        let known = reader
-            .read(false)
-            .unwrap_or_default()
-            .iter()
-            .flat_map(|(_, m)| user_message_ids(m))
-            .collect();
-        reader.next_read = Instant::now();
+        let reader = Reader::new(server, cwd, conversation);
+        let mut first = Reader::new(server, cwd, conversation);
+        first.since_ms = reader.since_ms;
+        let reading_known = std::thread::Builder::new()
+            .name("opencode-known".into())
+            .spawn(move || {
+                first
+                    .read(false)
+                    .unwrap_or_default()
+                    .iter()
+                    .flat_map(|(_, m)| user_message_ids(m))
+                    .collect()
+            })
+            .ok();
         RecordsConfirm {
             reader,
             text: text.to_string(),
-            known,
+            known: HashSet::new(),
+            reading_known,
             accepted: None,
             ended: false,
         }
     }
 
+    /// Take the known messages' read once it is done (`wait`: wait for it).
+    fn take_known(&mut self, wait: bool) -> bool {
+        match self.reading_known.take() {
+            Some(h) if wait || h.is_finished() => {
+                self.known = h.join().unwrap_or_default();
+                true
+            }
+            Some(h) => {
+                self.reading_known = Some(h);
+                false
+            }
+            None => true,
+        }
+    }
+
     fn look(&mut self) {
+        self.take_known(true);
         let Some(sessions) = self.reader.read(false) else {
             return;
         };
@@ -389,6 +416,11 @@ impl RecordsConfirm {
 }
 
 impl Confirm for RecordsConfirm {
+    /// Once the known messages are read: OpenCode writes the message at Enter.
+    fn ready_for_enter(&mut self) -> bool {
+        self.take_known(false)
+    }
+
     fn confirmed(&mut self, _output: &[u8]) -> bool {
         if self.accepted.is_none() {
             self.look();
@@ -549,6 +581,11 @@ mod tests {
     /// keeps the paths it was asked for. A replay of `server-session-messages-all-4.json`;
     /// the real OpenCode's pages are recorded beside it.
     fn replaying() -> (SharedServer, Arc<Mutex<Vec<String>>>) {
+        replaying_after(Duration::ZERO)
+    }
+
+    /// [`replaying`], its first answer `first_delay` late.
+    fn replaying_after(first_delay: Duration) -> (SharedServer, Arc<Mutex<Vec<String>>>) {
         let http = tiny_http::Server::http("127.0.0.1:0").unwrap();
         let port = http.server_addr().to_ip().unwrap().port();
         let asked = Arc::new(Mutex::new(Vec::new()));
@@ -558,7 +595,12 @@ mod tests {
         std::thread::spawn(move || {
             for (n, req) in http.incoming_requests().enumerate() {
                 log.lock().unwrap().push(req.url().to_string());
-                let body = if n == 0 { &before } else { &all };
+                let body = if n == 0 {
+                    std::thread::sleep(first_delay);
+                    &before
+                } else {
+                    &all
+                };
                 let _ = req.respond(tiny_http::Response::from_string(body.to_string()));
             }
         });
@@ -580,6 +622,9 @@ mod tests {
         let mut c = RecordsConfirm::start(&server, Path::new("/tmp"), Some(ses), "PAGE turn 4");
         c.reader.since_ms = 0;
         let deadline = Instant::now() + Duration::from_secs(10);
+        while !c.ready_for_enter() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         while !c.confirmed(b"") && Instant::now() < deadline {
             std::thread::sleep(READ_GAP);
         }
@@ -590,5 +635,29 @@ mod tests {
         assert!(asked.len() >= 2, "{asked:?}");
         let page = format!("/session/{ses}/message?limit={PAGE}");
         assert!(asked.iter().all(|p| *p == page), "{asked:?}");
+    }
+
+    /// Issue 27 item 5: the messages there before a delivery are read off the session
+    /// thread — starting a confirmer does not wait for OpenCode's server — and Enter waits
+    /// for that read (a message the runtime already holds is never taken for the delivery).
+    #[test]
+    fn the_known_messages_are_read_while_the_paste_is_drawn() {
+        let slow = Duration::from_millis(600);
+        let (server, _) = replaying_after(slow);
+        let ses = "ses_dafdb21bfffeilR2qiqo4TQ4Ws";
+        let t0 = Instant::now();
+        let mut c = RecordsConfirm::start(&server, Path::new("/tmp"), Some(ses), "PAGE turn 3");
+        c.reader.since_ms = 0;
+        assert!(t0.elapsed() < slow / 2, "{:?}", t0.elapsed());
+        assert!(!c.ready_for_enter(), "the read is still going");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !c.ready_for_enter() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(t0.elapsed() >= slow);
+        // Turn 3 was there before: never this delivery's.
+        std::thread::sleep(READ_GAP);
+        assert!(!c.confirmed(b""));
+        assert_eq!(c.conversation(), None);
     }
 }
