@@ -235,18 +235,41 @@ pub fn user_message_with(
         .map(String::from)
 }
 
-/// Whether the turn of user message `id` has ended in `messages` (pure): an assistant
-/// message answering it (`parentID`) completed with a finish other than `tool-calls` (a tool
-/// call's step is followed by another assistant message; `server-session-messages.json`), or
-/// completed with an error (an interrupted turn).
-pub fn turn_ended(messages: &Value, id: &str) -> bool {
-    messages.as_array().into_iter().flatten().any(|m| {
+/// Whether the turn of user message `id`, created at `created_ms` (epoch ms), has ended in
+/// `messages` (pure): an assistant message answering it (`parentID`) — or answering a user
+/// message created after it — completed with a finish other than `tool-calls` (a tool call's
+/// step is followed by another assistant message; `server-session-messages.json`), or
+/// completed with an error (an interrupted turn). A message OpenCode took before it began a
+/// turn for the one ahead gets no answer of its own: the next turn answers both
+/// (`server-session-messages-two-before-a-turn.json`, from a bench run at load 20).
+pub fn turn_ended(messages: &Value, id: &str, created_ms: u64) -> bool {
+    let list = messages.as_array().map(Vec::as_slice).unwrap_or_default();
+    let at_or_after = |parent: &Value| {
+        parent == id
+            || list.iter().any(|u| {
+                u["info"]["id"] == *parent
+                    && u["info"]["role"] == "user"
+                    && u["info"]["time"]["created"].as_u64().unwrap_or(0) >= created_ms
+            })
+    };
+    list.iter().any(|m| {
         let info = &m["info"];
         info["role"] == "assistant"
-            && info["parentID"] == id
             && info["time"]["completed"].is_u64()
             && (info["finish"] != "tool-calls" || !info["error"].is_null())
+            && at_or_after(&info["parentID"])
     })
+}
+
+/// When user message `id` in `messages` was created (epoch ms), 0 when not there (pure).
+pub fn created_ms(messages: &Value, id: &str) -> u64 {
+    messages
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["info"]["id"] == id)
+        .and_then(|m| m["info"]["time"]["created"].as_u64())
+        .unwrap_or(0)
 }
 
 /// Whether the model started a turn in `messages` at or after `since_ms` (pure): an
@@ -329,8 +352,8 @@ pub struct RecordsConfirm {
     /// written and drawn (it took 100 ms at the median, 2 s at worst, at load 20 — on the
     /// path of every delivery when the session thread read it before the paste).
     reading_known: Option<std::thread::JoinHandle<HashSet<String>>>,
-    /// The accepting message: (session id, message id).
-    accepted: Option<(String, String)>,
+    /// The accepting message: (session id, message id, when it was created, epoch ms).
+    accepted: Option<(String, String, u64)>,
     ended: bool,
 }
 
@@ -392,22 +415,23 @@ impl RecordsConfirm {
                     if let Some(id) =
                         user_message_with(messages, &self.text, &self.known, self.reader.since_ms)
                     {
-                        self.ended = turn_ended(messages, &id);
-                        self.accepted = Some((session.clone(), id));
+                        let created = created_ms(messages, &id);
+                        self.ended = turn_ended(messages, &id, created);
+                        self.accepted = Some((session.clone(), id, created));
                         self.reader.conversation = Some(session.clone());
                         return;
                     }
                 }
-                Some((own, id)) if own == session => {
-                    self.ended = if holds_message(messages, id) {
-                        turn_ended(messages, id)
-                    } else {
-                        // More than a page came after it: its answer may be older too.
-                        self.reader.next_read = Instant::now();
-                        self.reader.read(true).is_some_and(|all| {
-                            all.iter().any(|(s, m)| s == own && turn_ended(m, id))
-                        })
-                    };
+                Some((own, id, created)) if own == session => {
+                    self.ended = turn_ended(messages, id, *created)
+                        || (!holds_message(messages, id) && {
+                            // More than a page came after it: its answer may be older too.
+                            self.reader.next_read = Instant::now();
+                            self.reader.read(true).is_some_and(|all| {
+                                all.iter()
+                                    .any(|(s, m)| s == own && turn_ended(m, id, *created))
+                            })
+                        });
                 }
                 Some(_) => {}
             }
@@ -437,7 +461,7 @@ impl Confirm for RecordsConfirm {
     }
 
     fn conversation(&self) -> Option<String> {
-        self.accepted.as_ref().map(|(s, _)| s.clone())
+        self.accepted.as_ref().map(|(s, _, _)| s.clone())
     }
 
     fn turn_ended(&mut self) -> bool {
@@ -537,7 +561,7 @@ mod tests {
         let paste = "HOLD line 1\nHOLD line 2\nHOLD line 3\nHOLD line 4\n";
         let held = user_message_with(&m, paste, &none, 0).expect("the paste");
         assert_eq!(held, "msg_24e75af8c001Qt5o4Z5POgF4ru");
-        assert!(turn_ended(&m, &held));
+        assert!(turn_ended(&m, &held, created_ms(&m, &held)));
         let known: HashSet<String> = [held.clone()].into();
         assert_eq!(user_message_with(&m, paste, &known, 0), None);
         assert_eq!(
@@ -546,13 +570,47 @@ mod tests {
             "created before the delivery"
         );
         let call = user_message_with(&m, "CALL-PEER now", &none, 0).unwrap();
-        assert!(turn_ended(&m, &call));
+        assert!(turn_ended(&m, &call, created_ms(&m, &call)));
         let mut cut = m.clone();
         cut.as_array_mut().unwrap().pop();
-        assert!(!turn_ended(&cut, &call), "only the tool-call step so far");
+        assert!(
+            !turn_ended(&cut, &call, created_ms(&m, &call)),
+            "only the tool-call step so far"
+        );
         assert_eq!(user_message_ids(&m).len(), 3);
         assert!(model_started(&m, 1796612693742));
         assert!(!model_started(&m, 1796612693743));
+    }
+
+    /// Recorded in a bench run (OpenCode 1.18.33 at load 20): a message OpenCode took before
+    /// it began the turn of the one ahead got no answer of its own — the next message's
+    /// turn answered both. Its turn has ended with that one's; an earlier message's answer
+    /// says nothing of a later one.
+    #[test]
+    fn a_message_answered_by_the_next_turn_has_its_turn_ended() {
+        let m = recorded("server-session-messages-two-before-a-turn.json");
+        let (first, unanswered, next, last) = (
+            "msg_2503a5306001bu7r07ETS2Pzz6",
+            "msg_2503a611a0013g6yFRkELYdlxR",
+            "msg_2503a699d001LjLipvnGUlYROw",
+            "msg_2503a76fd0016RcFuy2az3gWdr",
+        );
+        assert!(!m
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["info"]["parentID"] == unanswered));
+        for id in [first, unanswered, next] {
+            assert!(turn_ended(&m, id, created_ms(&m, id)), "{id}");
+        }
+        assert!(
+            !turn_ended(&m, last, created_ms(&m, last)),
+            "not answered yet"
+        );
+        // The first turn's answer is older than the unanswered message: not its end.
+        let mut cut = m.clone();
+        cut.as_array_mut().unwrap().truncate(4);
+        assert!(!turn_ended(&cut, unanswered, created_ms(&m, unanswered)));
     }
 
     /// The recorded page: `?limit=2` is the newest two messages of the whole list, oldest
@@ -566,7 +624,7 @@ mod tests {
         assert_eq!(page.as_array().unwrap()[..], all[6..]);
         let none = HashSet::new();
         let id = user_message_with(&page, "PAGE turn 4", &none, 0).expect("turn 4");
-        assert!(holds_message(&page, &id) && turn_ended(&page, &id));
+        assert!(holds_message(&page, &id) && turn_ended(&page, &id, created_ms(&page, &id)));
         assert_eq!(user_message_with(&page, "PAGE turn 3", &none, 0), None);
         assert!(!holds_message(&page, "msg_2502522500019JctPMJ7LKHUd9"));
         assert_eq!(
