@@ -42,6 +42,9 @@ fn count_unknown() -> bool {
     std::env::var("IAPEER_CORRECTNESS_UNKNOWN").as_deref() == Ok("count")
 }
 
+/// The most a send waits for the one before to reach the model ([`drive_after`]).
+const REACH_WAIT: Duration = Duration::from_secs(20);
+
 /// How many deliveries a run makes: `IAPEER_CORRECTNESS_N`, else `default`.
 fn rounds(default: usize) -> usize {
     std::env::var("IAPEER_CORRECTNESS_N")
@@ -152,12 +155,32 @@ struct Sent {
 /// (right after a turn ended), every third after a pause as well; check each answer (a
 /// `state unknown` one is counted with [`count_unknown`], else fails the run).
 fn drive(env: &TestEnv, to: &str, identity: &str, n: usize) -> Sent {
-    let mut sent = Vec::new();
+    drive_after(env, to, identity, n, None)
+}
+
+/// [`drive`], and with `reached` (how many model requests had a body as their newest input)
+/// each send also waits (at most [`REACH_WAIT`]) until the one before reached the model: a
+/// turn not yet begun shows no busy sign, and OpenCode 1.18.33 answers a message it took
+/// before beginning the turn ahead together with that one
+/// (`server-session-messages-two-before-a-turn.json`): the next send would not come after
+/// the turn ended, as this test means it to.
+fn drive_after(
+    env: &TestEnv,
+    to: &str,
+    identity: &str,
+    n: usize,
+    reached: Option<&dyn Fn(&str) -> usize>,
+) -> Sent {
+    let mut sent: Vec<String> = Vec::new();
     let mut began = Vec::new();
     let mut answers = Vec::new();
     let mut queued = 0;
     let mut slowest = Duration::ZERO;
     for i in 0..n {
+        if let (Some(reached), Some(prev)) = (reached, sent.last()) {
+            let times = sent.iter().filter(|b| *b == prev).count();
+            common::poll(REACH_WAIT, || reached(prev) >= times);
+        }
         wait_no_turn(env, identity);
         if i % 3 == 2 {
             // Time is the thing tested: an idle gap before every third send, as between a
@@ -288,7 +311,22 @@ fn check(
     let compared =
         || bodies_of(&turns()).and_then(|b| compare_answered(&sent.bodies, &sent.answers, &b));
     common::poll(Duration::from_secs(60), || compared().is_ok());
-    let times = compared().unwrap_or_else(|e| panic!("{identity}: {e}\n{}", env.diagnostics()));
+    let times = compared().unwrap_or_else(|e| {
+        // Each request's newest input, by its first 12 characters: a second request for
+        // one delivery (the CLI sending it again) tells apart from a second paste.
+        let newest: Vec<String> = turns()
+            .iter()
+            .map(|t| {
+                bodies_of(std::slice::from_ref(t))
+                    .map(|b| b[0].chars().take(12).collect())
+                    .unwrap_or_else(|_| "?".into())
+            })
+            .collect();
+        panic!(
+            "{identity}: {e}\nturns' bodies, first 12 characters: {newest:?}\n{}",
+            env.diagnostics()
+        )
+    });
     let unknown: Vec<usize> = times
         .iter()
         .zip(&sent.answers)
@@ -450,13 +488,38 @@ fn wake_drive_check(
 ) -> usize {
     let out = env.run(&["send", to, "--from", "echo-ea", "--message", "hello"]);
     assert!(out.status.success(), "{}", common::describe(&out));
-    let sent = drive(env, to, identity, rounds(12));
     let turns = || newest_envelopes(requests());
+    let reached = |body: &str| {
+        turns()
+            .iter()
+            .filter(|(_, t)| bodies_of(std::slice::from_ref(t)).is_ok_and(|b| b[0] == body))
+            .count()
+    };
+    let sent = drive_after(env, to, identity, rounds(12), Some(&reached));
     // The conversation the model has, when given (a request sent again by the CLI is not a
     // second delivery); else each request's newest input.
-    let times = check(env, identity, &sent, || match conversation {
-        Some(c) => c().into_iter().skip(1).collect(),
-        None => turns().into_iter().map(|(_, t)| t).collect(),
+    let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        check(env, identity, &sent, || match conversation {
+            Some(c) => c().into_iter().skip(1).collect(),
+            None => turns().into_iter().map(|(_, t)| t).collect(),
+        })
+    }));
+    let times = checked.unwrap_or_else(|panic| {
+        // Each model request's newest input (first 12 characters), in order.
+        let newest: Vec<String> = turns()
+            .into_iter()
+            .map(|(_, t)| {
+                t.rsplit("<iap ")
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(120)
+                    .collect()
+            })
+            .map(|t: String| t.split('>').nth(1).unwrap_or("").chars().take(12).collect())
+            .collect();
+        eprintln!("correctness: {identity}: the model requests' newest inputs: {newest:?}");
+        std::panic::resume_unwind(panic)
     });
     // The deliveries that reached the model, in the order of their requests.
     let (bodies, began): (Vec<String>, Vec<Instant>) = sent
