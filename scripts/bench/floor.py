@@ -55,7 +55,7 @@ except ImportError:  # bench.sh installs it; without it the floor says so and th
     pyte = None
 
 from report import summary, table, write_out  # noqa: E402
-from standin import StandIn  # noqa: E402
+from standin import StandIn, write_opencode_user_config  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."))
 BINS = os.path.join(REPO, ".cache/agents/node_modules/.bin")
@@ -564,19 +564,7 @@ class Floor:
         # runtime::opencode: the user's config names the provider (as in agentbench.py, the
         # plugin install pre-seeded); iapeer's part comes in OPENCODE_CONFIG_CONTENT, and
         # the records are read over the TUI's own server (`--port`, a password).
-        d = os.path.join(self.home, ".config/opencode")
-        os.makedirs(os.path.join(d, "node_modules"))
-        with open(os.path.join(d, "package-lock.json"), "w") as f:
-            json.dump({"name": "opencode", "lockfileVersion": 3, "packages": {
-                "": {"dependencies": {"@opencode-ai/plugin": "1.18.33"}}}}, f)
-        with open(os.path.join(d, "opencode.json"), "w") as f:
-            json.dump({"provider": {"standin": {
-                "npm": "@ai-sdk/openai-compatible", "name": "Stand-in",
-                "options": {"baseURL": self.standin.base_url,
-                            "apiKey": "{env:STANDIN_API_KEY}"},
-                "models": {"standin-model": {"name": "Stand-in model"}}}},
-                "model": "standin/standin-model", "small_model": "standin/standin-model",
-                "share": "disabled"}, f)
+        write_opencode_user_config(self.home, self.standin.base_url)
         config = {"mcp": {"iapeer": {
             "type": "remote", "url": f"http://127.0.0.1:{self.mcp.port}/mcp",
             "headers": {"Authorization": "Bearer {env:IAPEER_TOKEN}",
