@@ -31,6 +31,10 @@
 #        `latency:` line (send -> model request of every live delivery, with the load
 #        average); 500 takes about an hour for the first three),
 #        BENCH_CORRECTNESS_RUNTIMES=echo,claude,codex,gemini,opencode (which of them),
+#        BENCH_CORRECTNESS_STRICT=1 (a send answered `state unknown` stops the runtime's run;
+#        by default it is counted, the run carries on, and the line ends with
+#        `N state-unknown (k reached the model once, m never, j twice or more)` from the
+#        model stand-in's requests — IAPEER_CORRECTNESS_UNKNOWN=count),
 #        BENCH_WAKES=1 (only the wake check of issue 31 item 1: BENCH_AGENT_RUNS wakes per
 #        runtime, default 100, a count of first model requests without send_to_peer and the
 #        wake latency median and p90 per runtime — scripts/bench/wakecheck.py),
@@ -103,13 +107,15 @@ if [ -n "${BENCH_CORRECTNESS:-}" ]; then
     filters+=("correctness::${rt}_consecutive")
   done
   bins=$REPO/.cache/agents/node_modules/.bin
-  IAPEER_CORRECTNESS_N=$BENCH_CORRECTNESS \
+  unknown=count
+  [ "${BENCH_CORRECTNESS_STRICT:-0}" = "1" ] && unknown=stop
+  IAPEER_CORRECTNESS_N=$BENCH_CORRECTNESS IAPEER_CORRECTNESS_UNKNOWN=$unknown \
     IAPEER_TEST_PYTHON=$REPO/.cache/venv/bin/python \
     IAPEER_TEST_CLAUDE_BIN=$bins/claude IAPEER_TEST_CODEX_BIN=$bins/codex \
     IAPEER_TEST_GEMINI_BIN=$bins/gemini IAPEER_TEST_OPENCODE_BIN=$bins/opencode \
     cargo test --quiet --test integration -- "${filters[@]}" --test-threads=1 --nocapture \
     >"$BENCH_CORRECTNESS_LOG" 2>&1 || true
-  grep -E '^correctness: [a-z]*-[a-z]*: ([0-9]* deliveries, 0|Enter pressed again)|^latency: ' \
+  grep -E '^correctness: [a-z]*-[a-z]*: ([0-9]* deliveries, 0|Enter pressed again|delivery [0-9]* .*state unknown)|^latency: ' \
     "$BENCH_CORRECTNESS_LOG" || true
 fi
 

@@ -218,6 +218,15 @@ pub trait Confirm: Send {
     fn held_by_runtime(&self) -> bool {
         false
     }
+
+    /// Whether Enter may go (asked while the paste settles, again until yes): a confirmer
+    /// that reads what the runtime's records held before the message could be there
+    /// (OpenCode's: `opencode_records::RecordsConfirm`) reads it off the session thread
+    /// while the paste is drawn, and says no until it is done (issue 27 item 5). The
+    /// default: yes.
+    fn ready_for_enter(&mut self) -> bool {
+        true
+    }
 }
 
 /// How a compaction ended; defined with the protocol, whose `compact` reply carries it.

@@ -449,3 +449,55 @@ fn record_opencode_auth_list() {
     let w = Scratch::new(fixtures());
     w.write("auth-list-exit.txt", &(exits.join("\n") + "\n"));
 }
+
+/// Records a paged read of a session's messages on the local server of `--port` (issue 27
+/// item 5: the daemon's confirmer read the whole conversation at every look, megabytes by
+/// the 400th delivery): four turns, then `GET /session/<id>/message?limit=2` with its
+/// headers beside the whole list. Writes `server-session-messages-limit-2.json`,
+/// `server-session-messages-limit-2.headers.txt` and `server-session-messages-all-4.json`
+/// (and the pty log `pages.raw`). Run by name with `--ignored`.
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_opencode_message_pages() {
+    let w = Scratch::new(fixtures());
+    let api = ChatStandIn::start();
+    script(&api);
+    write_config(&w, &api);
+    let port = free_port();
+    let port_s = port.to_string();
+    let mut t = PtyRecording::spawn(opencode(&w, &["--port", &port_s]), &w.out, "pages");
+    t.wait("the ready composer", BOOT, |s| s.contains("Ask anything"));
+    t.settle(QUIET);
+    for n in 1..=4 {
+        let text = format!("PAGE turn {n}");
+        t.paste(&text);
+        t.settle(QUIET);
+        t.keys(b"\r");
+        assert!(
+            common::poll(BOOT, || api.has_turn_with(&text)),
+            "turn {n} was sent"
+        );
+        t.wait("the turn's end", BOOT, ready);
+        t.settle(QUIET);
+    }
+    let sessions = get(port, "/session");
+    let id = sessions[0]["id"].as_str().unwrap().to_string();
+    w.write_json(
+        "server-session-messages-all-4.json",
+        &get(port, &format!("/session/{id}/message")),
+    );
+    let path = format!("/session/{id}/message?limit=2");
+    let mut resp = ureq::get(&format!("http://127.0.0.1:{port}{path}"))
+        .call()
+        .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+    let mut heads = format!("GET {path}\n{}\n", resp.status());
+    for name in ["link", "x-next-cursor", "content-type"] {
+        if let Some(v) = resp.headers().get(name) {
+            heads += &format!("{name}: {}\n", v.to_str().unwrap_or("?"));
+        }
+    }
+    let page: Value = serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap();
+    w.write_json("server-session-messages-limit-2.json", &page);
+    w.write("server-session-messages-limit-2.headers.txt", &heads);
+    t.end();
+}

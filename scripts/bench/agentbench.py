@@ -23,7 +23,7 @@ import time
 import measure
 import procfs
 from report import summary, table
-from standin import StandIn
+from standin import StandIn, write_opencode_user_config
 from world import BenchError, World
 
 MS = 1e6
@@ -150,21 +150,8 @@ class AgentBench:
         w.start_daemon()
 
     def opencode_config(self, base_url):
-        """The user's OpenCode config naming the stand-in as its provider, and the config
-        folder pre-seeded so OpenCode's first-start plugin install finds nothing to fetch
-        (tests/opencode_peer.rs `preseed_plugin_install`)."""
-        d = os.path.join(self.world.home, ".config/opencode")
-        os.makedirs(os.path.join(d, "node_modules"))
-        with open(os.path.join(d, "package-lock.json"), "w") as f:
-            json.dump({"name": "opencode", "lockfileVersion": 3, "packages": {
-                "": {"dependencies": {"@opencode-ai/plugin": "1.18.33"}}}}, f)
-        with open(os.path.join(d, "opencode.json"), "w") as f:
-            json.dump({"provider": {"standin": {
-                "npm": "@ai-sdk/openai-compatible", "name": "Stand-in",
-                "options": {"baseURL": base_url, "apiKey": "{env:STANDIN_API_KEY}"},
-                "models": {"standin-model": {"name": "Stand-in model"}}}},
-                "model": "standin/standin-model", "small_model": "standin/standin-model",
-                "share": "disabled"}, f)
+        """The user's OpenCode config naming the stand-in (standin.py)."""
+        write_opencode_user_config(self.world.home, base_url)
 
     def launch_env(self, rt, text):
         d = os.path.join(self.world.root, "peers", PEER[rt], ".iapeer/runtimes", rt)

@@ -22,7 +22,11 @@ listing, MCP_SETTLE, the channel hops and the log line. The floor answers no boo
 the folder trust, the API key and the bypass mode are accepted in the CLIs' own files, and
 Claude Code runs without `--add-dir /` (its dialog is iapeer's choice).
 
-Usage: python3 floor.py [runs]   (BENCH_AGENTS=claude,codex; BENCH_FLOOR_RUNS, default 20)
+OpenCode (`BENCH_AGENTS=opencode`) is driven the same way on runtime::opencode's signs, its
+delivery read from its records over the server of `--port` as the daemon reads them.
+
+Usage: python3 floor.py [runs]   (BENCH_AGENTS=claude,codex,opencode; BENCH_FLOOR_RUNS,
+default 20)
 Needs pyte (bench.sh puts it in <target>/bench-py with pip when missing).
 """
 
@@ -51,7 +55,7 @@ except ImportError:  # bench.sh installs it; without it the floor says so and th
     pyte = None
 
 from report import summary, table, write_out  # noqa: E402
-from standin import StandIn  # noqa: E402
+from standin import StandIn, write_opencode_user_config  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."))
 BINS = os.path.join(REPO, ".cache/agents/node_modules/.bin")
@@ -189,6 +193,56 @@ class Codex:
 
     def busy(self, rows):
         return any("esc to interrupt" in r.lower() for r in rows)
+
+
+class OpenCode:
+    """runtime::opencode's signs (recorded for 1.18.33): the composer box `┃ … ╹▀▀`, the
+    status row under it."""
+    name = "opencode"
+    BUSY = ("esc interrupt", "esc again to interrupt")  # opencode::BUSY_SIGNS
+
+    @staticmethod
+    def box(rows):
+        """opencode::composer_box: (its text rows' insides, the foot row's index) or None."""
+        foot = next((i for i in range(len(rows) - 1, -1, -1)
+                     if rows[i].lstrip().startswith("╹▀")), None)
+        if foot is None:
+            return None
+        col = rows[foot].find("╹")
+        width = len(rows[foot][col + 1:]) - len(rows[foot][col + 1:].lstrip("▀"))
+
+        def bar(r):
+            return len(r) > col and r[col] == "┃"
+        agent = foot - 1
+        if agent < 0 or not bar(rows[agent]):
+            return None
+        top = agent
+        while top > 0 and bar(rows[top - 1]):
+            top -= 1
+        return [r[col + 1:col + 1 + width].strip() for r in rows[top:agent]], foot
+
+    def busy(self, rows):
+        b = self.box(rows)
+        return b is not None and any(x in "\n".join(rows[b[1] + 1:]) for x in self.BUSY)
+
+    def ready(self, rows):
+        b = self.box(rows)
+        return (b is not None and "ctrl+p commands" in "\n".join(rows[b[1] + 1:])
+                and not self.busy(rows))
+
+    def paste_shown(self, rows, paste):
+        """opencode::paste_shown_in: `[Pasted ~<lines> lines]` for 3 lines or more."""
+        b = self.box(rows)
+        if b is None:
+            return False
+        texts = [t for t in b[0] if t]
+        first = texts[0] if texts else ""
+        m = re.fullmatch(r"\[Pasted ~(\d+) lines\]", first)
+        if m:
+            return int(m.group(1)) == paste.breaks + 1
+        return not first.startswith("Ask anything") and paste.shown_in(first)
+
+    turn_shown = None  # confirmed from its records (opencode_records::RecordsConfirm)
 
 
 # ----- the MCP server iapeer's configuration points at ---------------------------------------
@@ -440,11 +494,16 @@ def bracketed(text):
     return b"\x1b[200~" + text.encode() + b"\x1b[201~"
 
 
+KINDS = {"claude": (Claude, "anthropic"), "codex": (Codex, "openai"),
+         "opencode": (OpenCode, "chat")}
+
+
 class Floor:
     def __init__(self, rt, log):
         self.rt, self.log = rt, log
-        self.kind = Claude() if rt == "claude" else Codex()
-        self.standin = StandIn("anthropic" if rt == "claude" else "openai")
+        kind, api = KINDS[rt]
+        self.kind = kind()
+        self.standin = StandIn(api)
         self.mcp = McpStandIn()
         self.dir = tempfile.mkdtemp(prefix=f"iapeer-floor-{rt}.")
         self.home = os.path.join(self.dir, "home")
@@ -501,8 +560,61 @@ class Floor:
                      "--dangerously-bypass-approvals-and-sandbox"]
         self.records = os.path.join(codex_home, "sessions/**/*.jsonl")
 
+    def setup_opencode(self):
+        # runtime::opencode: the user's config names the provider (as in agentbench.py, the
+        # plugin install pre-seeded); iapeer's part comes in OPENCODE_CONFIG_CONTENT, and
+        # the records are read over the TUI's own server (`--port`, a password).
+        write_opencode_user_config(self.home, self.standin.base_url)
+        config = {"mcp": {"iapeer": {
+            "type": "remote", "url": f"http://127.0.0.1:{self.mcp.port}/mcp",
+            "headers": {"Authorization": "Bearer {env:IAPEER_TOKEN}",
+                        "X-IAPeer-Identity": "{env:PEER_IDENTITY}"}}}}
+        import socket
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.oc_port = sock.getsockname()[1]
+        self.oc_password = os.urandom(16).hex()
+        self.env.update({"OPENCODE_CONFIG_CONTENT": json.dumps(config),
+                         "OPENCODE_SERVER_PASSWORD": self.oc_password,
+                         "OPENCODE_DISABLE_AUTOUPDATE": "1",
+                         "OPENCODE_DISABLE_MODELS_FETCH": "1",
+                         "STANDIN_API_KEY": "sk-standin-key"})
+        self.argv = [os.path.join(BINS, "opencode"), "--port", str(self.oc_port)]
+        self.records = None
+
+    def opencode_get(self, path):
+        """GET `path` on OpenCode's server (opencode_records::Server::get), JSON or None."""
+        import base64
+        import urllib.request
+        auth = base64.b64encode(f"opencode:{self.oc_password}".encode()).decode()
+        req = urllib.request.Request(f"http://127.0.0.1:{self.oc_port}{path}",
+                                     headers={"Authorization": f"Basic {auth}"})
+        try:
+            with urllib.request.urlopen(req, timeout=2) as r:
+                return json.loads(r.read())
+        except (OSError, ValueError):
+            return None
+
+    def opencode_delivered(self, tag):
+        """A function: when a user message holding `tag` was first seen in OpenCode's
+        records (a page of the newest 20, as RecordsConfirm reads), else None."""
+        def check():
+            now = time.monotonic()
+            for ses in self.opencode_get("/session") or []:
+                page = self.opencode_get(f"/session/{ses.get('id')}/message?limit=20") or []
+                for m in page:
+                    info = m.get("info", {})
+                    if info.get("role") == "user" and any(
+                            tag in (p.get("text") or "") for p in m.get("parts", [])):
+                        return now
+            return None
+        return check
+
     def delivered(self, tag):
         """A function: the time the record holding `tag` was first seen, else None."""
+        if self.rt == "opencode":
+            return self.opencode_delivered(tag)
+
         def check():
             wall = record_with(self.records, tag)
             # The file's mtime (its last write, on the wall clock) when earlier than this
@@ -659,6 +771,7 @@ class Interleaved:
     def __init__(self, runtimes, log, warmup=1):
         self.log, self.warmup, self.floors = log, warmup, {}
         self.res = {rt: {"samples": [], "errors": [], "load": [loadavg(), None]}
+                    if rt in KINDS else {"error": f"no floor driver for {rt} (floor.py KINDS)"}
                     for rt in runtimes}
         if pyte is None:
             for rt in runtimes:
@@ -758,7 +871,7 @@ def main():
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else int(
         os.environ.get("BENCH_FLOOR_RUNS") or 20)
     rts = [x.strip() for x in os.environ.get("BENCH_AGENTS", "claude,codex").split(",")
-           if x.strip() in ("claude", "codex")]
+           if x.strip() in KINDS]
     start = loadavg()
     res = measure(rts, runs, log)
     text = "\n".join(render(res) + [f"load average at start {start}, at end {loadavg()}"])

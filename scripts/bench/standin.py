@@ -285,3 +285,21 @@ class StandIn:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+def write_opencode_user_config(home, base_url):
+    """The user's OpenCode config under `home` naming the stand-in at `base_url` as its
+    provider, and the config folder pre-seeded so OpenCode's first-start plugin install finds
+    nothing to fetch (tests/opencode_peer.rs `preseed_plugin_install`)."""
+    d = os.path.join(home, ".config/opencode")
+    os.makedirs(os.path.join(d, "node_modules"))
+    with open(os.path.join(d, "package-lock.json"), "w") as f:
+        json.dump({"name": "opencode", "lockfileVersion": 3, "packages": {
+            "": {"dependencies": {"@opencode-ai/plugin": "1.18.33"}}}}, f)
+    with open(os.path.join(d, "opencode.json"), "w") as f:
+        json.dump({"provider": {"standin": {
+            "npm": "@ai-sdk/openai-compatible", "name": "Stand-in",
+            "options": {"baseURL": base_url, "apiKey": "{env:STANDIN_API_KEY}"},
+            "models": {"standin-model": {"name": "Stand-in model"}}}},
+            "model": "standin/standin-model", "small_model": "standin/standin-model",
+            "share": "disabled"}, f)

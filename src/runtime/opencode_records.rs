@@ -9,7 +9,12 @@
 //! - `GET /session/<id>/message`: its messages, oldest first, each `{"info": {"id": "msg_…",
 //!   "role": "user" | "assistant", "sessionID", "parentID" (an assistant's user message),
 //!   "finish" ("stop", "tool-calls", …), "time": {"created", "completed"}}, "parts": [{"type":
-//!   "text", "text"}, …]}`.
+//!   "text", "text"}, …]}`. With `?limit=<n>` only the newest `n`, still oldest first, and a
+//!   `Link: <…&before=<cursor>>; rel="next"` to the older ones
+//!   (`server-session-messages-limit-2.json` beside `server-session-messages-all-4.json`).
+//!   iapeer reads a page of the newest [`PAGE`]: the whole conversation was megabytes by the
+//!   400th delivery of the bench's 1 B–16 KB bodies, read before every paste and at every
+//!   look, and its reads outlasted the delivery's grace under load (issue 27 item 5).
 //!
 //! The server is closed to other local users: the adapter starts it with a random
 //! `OPENCODE_SERVER_PASSWORD` (HTTP basic auth, user `opencode`; without it the server
@@ -31,6 +36,11 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The least time between two reads of the records by one confirmer or gate.
 const READ_GAP: Duration = Duration::from_millis(150);
+
+/// How many of a conversation's newest messages a read asks for: a delivery's message is
+/// among them from the moment OpenCode writes it until more than this many came after it
+/// (then [`RecordsConfirm`] reads the whole conversation once to see its turn's end).
+pub const PAGE: usize = 20;
 
 /// How far before a delivery started a record it made may say it was created (epoch ms): the
 /// same host's clock, read by two processes.
@@ -112,13 +122,14 @@ impl Server {
     }
 
     /// The messages of the sessions a reader follows: `conversation`'s, else those of every
-    /// session of `cwd` updated since `since_ms`, newest first. Each item: (session id,
-    /// its messages).
+    /// session of `cwd` updated since `since_ms`, newest first; of each, the newest `limit`
+    /// (all with `None`). Each item: (session id, its messages, oldest first).
     fn messages(
         &self,
         cwd: &Path,
         conversation: Option<&str>,
         since_ms: u64,
+        limit: Option<usize>,
     ) -> Vec<(String, Value)> {
         let ids = match conversation {
             Some(id) => vec![id.to_string()],
@@ -129,11 +140,29 @@ impl Server {
         };
         ids.into_iter()
             .filter_map(|id| {
-                let messages = self.get(&format!("/session/{id}/message"))?;
+                let messages = self.get(&messages_path(&id, limit))?;
                 Some((id, messages))
             })
             .collect()
     }
+}
+
+/// The path of session `id`'s messages on OpenCode's server: the newest `limit` of them,
+/// or all with `None` (pure).
+pub fn messages_path(id: &str, limit: Option<usize>) -> String {
+    match limit {
+        Some(n) => format!("/session/{id}/message?limit={n}"),
+        None => format!("/session/{id}/message"),
+    }
+}
+
+/// Whether `messages` holds the message `id` (pure).
+pub fn holds_message(messages: &Value, id: &str) -> bool {
+    messages
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|m| m["info"]["id"] == id)
 }
 
 /// The ids of the sessions in `list` (`GET /session`) whose folder is `cwd` and which were
@@ -206,18 +235,41 @@ pub fn user_message_with(
         .map(String::from)
 }
 
-/// Whether the turn of user message `id` has ended in `messages` (pure): an assistant
-/// message answering it (`parentID`) completed with a finish other than `tool-calls` (a tool
-/// call's step is followed by another assistant message; `server-session-messages.json`), or
-/// completed with an error (an interrupted turn).
-pub fn turn_ended(messages: &Value, id: &str) -> bool {
-    messages.as_array().into_iter().flatten().any(|m| {
+/// Whether the turn of user message `id`, created at `created_ms` (epoch ms), has ended in
+/// `messages` (pure): an assistant message answering it (`parentID`) — or answering a user
+/// message created after it — completed with a finish other than `tool-calls` (a tool call's
+/// step is followed by another assistant message; `server-session-messages.json`), or
+/// completed with an error (an interrupted turn). A message OpenCode took before it began a
+/// turn for the one ahead gets no answer of its own: the next turn answers both
+/// (`server-session-messages-two-before-a-turn.json`, from a bench run at load 20).
+pub fn turn_ended(messages: &Value, id: &str, created_ms: u64) -> bool {
+    let list = messages.as_array().map(Vec::as_slice).unwrap_or_default();
+    let at_or_after = |parent: &Value| {
+        parent == id
+            || list.iter().any(|u| {
+                u["info"]["id"] == *parent
+                    && u["info"]["role"] == "user"
+                    && u["info"]["time"]["created"].as_u64().unwrap_or(0) >= created_ms
+            })
+    };
+    list.iter().any(|m| {
         let info = &m["info"];
         info["role"] == "assistant"
-            && info["parentID"] == id
             && info["time"]["completed"].is_u64()
             && (info["finish"] != "tool-calls" || !info["error"].is_null())
+            && at_or_after(&info["parentID"])
     })
+}
+
+/// When user message `id` in `messages` was created (epoch ms), 0 when not there (pure).
+pub fn created_ms(messages: &Value, id: &str) -> u64 {
+    messages
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["info"]["id"] == id)
+        .and_then(|m| m["info"]["time"]["created"].as_u64())
+        .unwrap_or(0)
 }
 
 /// Whether the model started a turn in `messages` at or after `since_ms` (pure): an
@@ -257,9 +309,9 @@ impl Reader {
         }
     }
 
-    /// The followed sessions' messages, unless the last read was less than [`READ_GAP`] ago
-    /// or the server is not known.
-    fn read(&mut self) -> Option<Vec<(String, Value)>> {
+    /// The followed sessions' newest [`PAGE`] messages (all with `whole`), unless the last
+    /// read was less than [`READ_GAP`] ago or the server is not known.
+    fn read(&mut self, whole: bool) -> Option<Vec<(String, Value)>> {
         let now = Instant::now();
         if now < self.next_read {
             return None;
@@ -270,7 +322,20 @@ impl Reader {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()?;
-        Some(server.messages(&self.cwd, self.conversation.as_deref(), self.since_ms))
+        let limit = (!whole).then_some(PAGE);
+        let read = server.messages(
+            &self.cwd,
+            self.conversation.as_deref(),
+            self.since_ms,
+            limit,
+        );
+        log::debug!(
+            "opencode records: read {} session(s){} in {} ms",
+            read.len(),
+            if whole { ", whole" } else { "" },
+            now.elapsed().as_millis()
+        );
+        Some(read)
     }
 }
 
@@ -283,8 +348,12 @@ pub struct RecordsConfirm {
     /// The user messages that were there before the delivery (a resumed conversation may
     /// hold the same text).
     known: HashSet<String>,
-    /// The accepting message: (session id, message id).
-    accepted: Option<(String, String)>,
+    /// The read of [`RecordsConfirm::known`], on a thread of its own while the paste is
+    /// written and drawn (it took 100 ms at the median, 2 s at worst, at load 20 — on the
+    /// path of every delivery when the session thread read it before the paste).
+    reading_known: Option<std::thread::JoinHandle<HashSet<String>>>,
+    /// The accepting message: (session id, message id, when it was created, epoch ms).
+    accepted: Option<(String, String, u64)>,
     ended: bool,
 }
 
@@ -296,25 +365,48 @@ impl RecordsConfirm {
         conversation: Option<&str>,
         text: &str,
     ) -> RecordsConfirm {
-        let mut reader = Reader::new(server, cwd, conversation);
-        let known = reader
-            .read()
-            .unwrap_or_default()
-            .iter()
-            .flat_map(|(_, m)| user_message_ids(m))
-            .collect();
-        reader.next_read = Instant::now();
+        let reader = Reader::new(server, cwd, conversation);
+        let mut first = Reader::new(server, cwd, conversation);
+        first.since_ms = reader.since_ms;
+        let reading_known = std::thread::Builder::new()
+            .name("opencode-known".into())
+            .spawn(move || {
+                first
+                    .read(false)
+                    .unwrap_or_default()
+                    .iter()
+                    .flat_map(|(_, m)| user_message_ids(m))
+                    .collect()
+            })
+            .ok();
         RecordsConfirm {
             reader,
             text: text.to_string(),
-            known,
+            known: HashSet::new(),
+            reading_known,
             accepted: None,
             ended: false,
         }
     }
 
+    /// Take the known messages' read once it is done (`wait`: wait for it).
+    fn take_known(&mut self, wait: bool) -> bool {
+        match self.reading_known.take() {
+            Some(h) if wait || h.is_finished() => {
+                self.known = h.join().unwrap_or_default();
+                true
+            }
+            Some(h) => {
+                self.reading_known = Some(h);
+                false
+            }
+            None => true,
+        }
+    }
+
     fn look(&mut self) {
-        let Some(sessions) = self.reader.read() else {
+        self.take_known(true);
+        let Some(sessions) = self.reader.read(false) else {
             return;
         };
         for (session, messages) in &sessions {
@@ -323,14 +415,23 @@ impl RecordsConfirm {
                     if let Some(id) =
                         user_message_with(messages, &self.text, &self.known, self.reader.since_ms)
                     {
-                        self.ended = turn_ended(messages, &id);
-                        self.accepted = Some((session.clone(), id));
+                        let created = created_ms(messages, &id);
+                        self.ended = turn_ended(messages, &id, created);
+                        self.accepted = Some((session.clone(), id, created));
                         self.reader.conversation = Some(session.clone());
                         return;
                     }
                 }
-                Some((own, id)) if own == session => {
-                    self.ended = turn_ended(messages, id);
+                Some((own, id, created)) if own == session => {
+                    self.ended = turn_ended(messages, id, *created)
+                        || (!holds_message(messages, id) && {
+                            // More than a page came after it: its answer may be older too.
+                            self.reader.next_read = Instant::now();
+                            self.reader.read(true).is_some_and(|all| {
+                                all.iter()
+                                    .any(|(s, m)| s == own && turn_ended(m, id, *created))
+                            })
+                        });
                 }
                 Some(_) => {}
             }
@@ -339,6 +440,11 @@ impl RecordsConfirm {
 }
 
 impl Confirm for RecordsConfirm {
+    /// Once the known messages are read: OpenCode writes the message at Enter.
+    fn ready_for_enter(&mut self) -> bool {
+        self.take_known(false)
+    }
+
     fn confirmed(&mut self, _output: &[u8]) -> bool {
         if self.accepted.is_none() {
             self.look();
@@ -359,7 +465,7 @@ impl Confirm for RecordsConfirm {
     }
 
     fn conversation(&self) -> Option<String> {
-        self.accepted.as_ref().map(|(s, _)| s.clone())
+        self.accepted.as_ref().map(|(s, _, _)| s.clone())
     }
 
     fn turn_ended(&mut self) -> bool {
@@ -388,7 +494,7 @@ impl RecordsGate {
 impl GateWatch for RecordsGate {
     fn poll(&mut self, _screen: &str) -> GateState {
         let since = self.reader.since_ms;
-        match self.reader.read() {
+        match self.reader.read(false) {
             Some(sessions) if sessions.iter().any(|(_, m)| model_started(m, since)) => {
                 GateState::Passed
             }
@@ -479,7 +585,7 @@ mod tests {
         let paste = "HOLD line 1\nHOLD line 2\nHOLD line 3\nHOLD line 4\n";
         let held = user_message_with(&m, paste, &none, 0).expect("the paste");
         assert_eq!(held, "msg_24e75af8c001Qt5o4Z5POgF4ru");
-        assert!(turn_ended(&m, &held));
+        assert!(turn_ended(&m, &held, created_ms(&m, &held)));
         let known: HashSet<String> = [held.clone()].into();
         assert_eq!(user_message_with(&m, paste, &known, 0), None);
         assert_eq!(
@@ -488,12 +594,152 @@ mod tests {
             "created before the delivery"
         );
         let call = user_message_with(&m, "CALL-PEER now", &none, 0).unwrap();
-        assert!(turn_ended(&m, &call));
+        assert!(turn_ended(&m, &call, created_ms(&m, &call)));
         let mut cut = m.clone();
         cut.as_array_mut().unwrap().pop();
-        assert!(!turn_ended(&cut, &call), "only the tool-call step so far");
+        assert!(
+            !turn_ended(&cut, &call, created_ms(&m, &call)),
+            "only the tool-call step so far"
+        );
         assert_eq!(user_message_ids(&m).len(), 3);
         assert!(model_started(&m, 1796612693742));
         assert!(!model_started(&m, 1796612693743));
+    }
+
+    /// Recorded in a bench run (OpenCode 1.18.33 at load 20): a message OpenCode took before
+    /// it began the turn of the one ahead got no answer of its own — the next message's
+    /// turn answered both. Its turn has ended with that one's; an earlier message's answer
+    /// says nothing of a later one.
+    #[test]
+    fn a_message_answered_by_the_next_turn_has_its_turn_ended() {
+        let m = recorded("server-session-messages-two-before-a-turn.json");
+        let (first, unanswered, next, last) = (
+            "msg_2503a5306001bu7r07ETS2Pzz6",
+            "msg_2503a611a0013g6yFRkELYdlxR",
+            "msg_2503a699d001LjLipvnGUlYROw",
+            "msg_2503a76fd0016RcFuy2az3gWdr",
+        );
+        assert!(!m
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["info"]["parentID"] == unanswered));
+        for id in [first, unanswered, next] {
+            assert!(turn_ended(&m, id, created_ms(&m, id)), "{id}");
+        }
+        assert!(
+            !turn_ended(&m, last, created_ms(&m, last)),
+            "not answered yet"
+        );
+        // The first turn's answer is older than the unanswered message: not its end.
+        let mut cut = m.clone();
+        cut.as_array_mut().unwrap().truncate(4);
+        assert!(!turn_ended(&cut, unanswered, created_ms(&m, unanswered)));
+    }
+
+    /// The recorded page: `?limit=2` is the newest two messages of the whole list, oldest
+    /// first, and the newest turn and its end are read from it as from the whole.
+    #[test]
+    fn a_page_is_the_tail_of_the_whole_conversation() {
+        let all = recorded("server-session-messages-all-4.json");
+        let page = recorded("server-session-messages-limit-2.json");
+        let all = all.as_array().unwrap();
+        assert_eq!(all.len(), 8);
+        assert_eq!(page.as_array().unwrap()[..], all[6..]);
+        let none = HashSet::new();
+        let id = user_message_with(&page, "PAGE turn 4", &none, 0).expect("turn 4");
+        assert!(holds_message(&page, &id) && turn_ended(&page, &id, created_ms(&page, &id)));
+        assert_eq!(user_message_with(&page, "PAGE turn 3", &none, 0), None);
+        assert!(!holds_message(&page, "msg_2502522500019JctPMJ7LKHUd9"));
+        assert_eq!(
+            messages_path("ses_1", Some(PAGE)),
+            "/session/ses_1/message?limit=20"
+        );
+        assert_eq!(messages_path("ses_1", None), "/session/ses_1/message");
+    }
+
+    /// A server on loopback that answers every GET with the recorded whole conversation
+    /// (the last turn only from the second request on: it arrives with the delivery) and
+    /// keeps the paths it was asked for. A replay of `server-session-messages-all-4.json`;
+    /// the real OpenCode's pages are recorded beside it.
+    fn replaying() -> (SharedServer, Arc<Mutex<Vec<String>>>) {
+        replaying_after(Duration::ZERO)
+    }
+
+    /// [`replaying`], its first answer `first_delay` late.
+    fn replaying_after(first_delay: Duration) -> (SharedServer, Arc<Mutex<Vec<String>>>) {
+        let http = tiny_http::Server::http("127.0.0.1:0").unwrap();
+        let port = http.server_addr().to_ip().unwrap().port();
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let log = asked.clone();
+        let all = recorded("server-session-messages-all-4.json");
+        let before = Value::Array(all.as_array().unwrap()[..6].to_vec());
+        std::thread::spawn(move || {
+            for (n, req) in http.incoming_requests().enumerate() {
+                log.lock().unwrap().push(req.url().to_string());
+                let body = if n == 0 {
+                    std::thread::sleep(first_delay);
+                    &before
+                } else {
+                    &all
+                };
+                let _ = req.respond(tiny_http::Response::from_string(body.to_string()));
+            }
+        });
+        let server = Server {
+            port,
+            password: "p".into(),
+        };
+        (Arc::new(Mutex::new(Some(server))), asked)
+    }
+
+    /// Issue 27 item 5: a delivery is confirmed, and its turn's end seen, from pages of the
+    /// newest messages — the confirmer never asks for the whole conversation while its
+    /// message is in the page (the 500-delivery bench went `state unknown` at delivery 398
+    /// with whole reads).
+    #[test]
+    fn a_delivery_is_confirmed_from_a_page_of_the_newest_messages() {
+        let (server, asked) = replaying();
+        let ses = "ses_dafdb21bfffeilR2qiqo4TQ4Ws";
+        let mut c = RecordsConfirm::start(&server, Path::new("/tmp"), Some(ses), "PAGE turn 4");
+        c.reader.since_ms = 0;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !c.ready_for_enter() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        while !c.confirmed(b"") && Instant::now() < deadline {
+            std::thread::sleep(READ_GAP);
+        }
+        assert_eq!(c.conversation().as_deref(), Some(ses));
+        std::thread::sleep(READ_GAP);
+        assert!(c.turn_ended());
+        let asked = asked.lock().unwrap().clone();
+        assert!(asked.len() >= 2, "{asked:?}");
+        let page = format!("/session/{ses}/message?limit={PAGE}");
+        assert!(asked.iter().all(|p| *p == page), "{asked:?}");
+    }
+
+    /// Issue 27 item 5: the messages there before a delivery are read off the session
+    /// thread — starting a confirmer does not wait for OpenCode's server — and Enter waits
+    /// for that read (a message the runtime already holds is never taken for the delivery).
+    #[test]
+    fn the_known_messages_are_read_while_the_paste_is_drawn() {
+        let slow = Duration::from_millis(600);
+        let (server, _) = replaying_after(slow);
+        let ses = "ses_dafdb21bfffeilR2qiqo4TQ4Ws";
+        let t0 = Instant::now();
+        let mut c = RecordsConfirm::start(&server, Path::new("/tmp"), Some(ses), "PAGE turn 3");
+        c.reader.since_ms = 0;
+        assert!(t0.elapsed() < slow / 2, "{:?}", t0.elapsed());
+        assert!(!c.ready_for_enter(), "the read is still going");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !c.ready_for_enter() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(t0.elapsed() >= slow);
+        // Turn 3 was there before: never this delivery's.
+        std::thread::sleep(READ_GAP);
+        assert!(!c.confirmed(b""));
+        assert_eq!(c.conversation(), None);
     }
 }

@@ -309,6 +309,12 @@ impl ActiveDelivery {
                 if now < self.enter_at(until) {
                     return Step::Wait;
                 }
+                if !self.confirmer.ready_for_enter() {
+                    self.phase = Phase::Settling {
+                        until: now + CONFIRM_POLL,
+                    };
+                    return Step::Wait;
+                }
                 self.phase = Phase::Confirming {
                     deadline: now + self.grace,
                     next_enter: now + self.retry,
@@ -791,6 +797,49 @@ mod tests {
         fn held_by_runtime(&self) -> bool {
             self.0
         }
+    }
+
+    /// Ready for Enter once its `n`th ask comes; confirms after.
+    struct ReadyAt(std::sync::Arc<std::sync::atomic::AtomicU32>);
+    impl Confirm for ReadyAt {
+        fn confirmed(&mut self, _: &[u8]) -> bool {
+            true
+        }
+        fn ready_for_enter(&mut self) -> bool {
+            use std::sync::atomic::Ordering;
+            self.0.fetch_sub(1, Ordering::SeqCst) <= 1
+        }
+    }
+
+    /// Issue 27 item 5: Enter waits for a confirmer that is still reading the runtime's
+    /// records (OpenCode's known messages, read while the paste is drawn), and goes at the
+    /// first poll after it is ready — never before, or a message taken meanwhile would be
+    /// counted as known and never confirmed.
+    #[test]
+    fn enter_waits_until_the_confirmer_is_ready_for_it() {
+        let asks = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(3));
+        let t0 = Instant::now();
+        let (mut d, _) = ActiveDelivery::start(
+            &delivery(None),
+            true,
+            Box::new(ReadyAt(asks.clone())),
+            None,
+            None,
+        );
+        d.on_written(t0);
+        d.on_paste_shown(t0);
+        assert_eq!(d.poll(t0, String::new), Step::Wait, "not ready: no Enter");
+        assert_eq!(
+            d.next_deadline(),
+            Some(t0 + CONFIRM_POLL),
+            "asked again soon"
+        );
+        assert!(d.is_settling());
+        let t1 = t0 + CONFIRM_POLL;
+        assert_eq!(d.poll(t1, String::new), Step::Wait, "still not ready");
+        let t2 = t1 + CONFIRM_POLL;
+        assert_eq!(d.poll(t2, String::new), Step::Write(b"\r".to_vec()));
+        assert_eq!(d.poll(t2, String::new), Step::Done(Ok(())));
     }
 
     /// At the deadline an unconfirmed delivery fails, unless the runtime was seen holding it
