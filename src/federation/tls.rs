@@ -14,7 +14,9 @@ use super::Joined;
 
 /// True when `url` asks for TLS (`rediss://`). Pure.
 pub fn is_tls(url: &str) -> bool {
-    url.trim_start().to_ascii_lowercase().starts_with("rediss://")
+    url.trim_start()
+        .to_ascii_lowercase()
+        .starts_with("rediss://")
 }
 
 /// Check the TLS settings of a membership against its URL: a CA file or client certificate
@@ -31,8 +33,12 @@ pub fn check(j: &Joined) -> Result<(), String> {
         );
     }
     match (&j.client_cert, &j.client_key) {
-        (Some(_), None) => Err("a client certificate without its key: give --client-key too".into()),
-        (None, Some(_)) => Err("a client key without its certificate: give --client-cert too".into()),
+        (Some(_), None) => {
+            Err("a client certificate without its key: give --client-key too".into())
+        }
+        (None, Some(_)) => {
+            Err("a client key without its certificate: give --client-cert too".into())
+        }
         _ => Ok(()),
     }
 }
@@ -52,7 +58,9 @@ fn read(what: &str, path: &str) -> Result<Vec<u8>, String> {
 /// Errors: unreadable, or no certificate in it.
 fn certificates(what: &str, path: &str) -> Result<Vec<u8>, String> {
     let pem = read(what, path)?;
-    let found = CertificateDer::pem_slice_iter(&pem).filter(Result::is_ok).count();
+    let found = CertificateDer::pem_slice_iter(&pem)
+        .filter(Result::is_ok)
+        .count();
     if found == 0 {
         return Err(format!(
             "the {what} {path} holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
@@ -115,7 +123,9 @@ pub fn trust(j: &Joined) -> Option<String> {
     };
     Some(match &j.ca_file {
         Some(ca) => format!("TLS, the server's certificate checked against {ca}{client}"),
-        None => format!("TLS, the server's certificate checked against the system's CA store{client}"),
+        None => {
+            format!("TLS, the server's certificate checked against the system's CA store{client}")
+        }
     })
 }
 
@@ -147,9 +157,7 @@ pub fn explain(error: &str, j: &Joined) -> String {
         "the client certificate or its key is not usable: give a PEM X.509 v3 certificate \
          (--client-cert) and the private key that matches it (--client-key)"
             .into()
-    } else if is_tls(&j.url)
-        && (error.contains("(os error 11)") || error.contains("timed out"))
-    {
+    } else if is_tls(&j.url) && (error.contains("(os error 11)") || error.contains("timed out")) {
         format!(
             "{at} did not answer the TLS handshake in time; if it is a plain port, give \
              redis://… for it, or rediss://… with the server's tls-port"
@@ -197,7 +205,9 @@ mod tests {
         let mut j = joined("redis://:pw@h");
         assert_eq!(check(&j), Ok(()));
         j.ca_file = Some("/ca.pem".into());
-        assert!(check(&j).unwrap_err().contains("the URL is redis:// (no TLS)"));
+        assert!(check(&j)
+            .unwrap_err()
+            .contains("the URL is redis:// (no TLS)"));
         j.url = "rediss://:pw@h".into();
         assert_eq!(check(&j), Ok(()));
         j.client_cert = Some("/c.pem".into());
@@ -214,7 +224,10 @@ mod tests {
         let mut j = joined("rediss://:secret@127.0.0.1:1");
         j.ca_file = Some(dir.path().join("none.pem").display().to_string());
         let e = client(&j).err().unwrap();
-        assert!(e.starts_with("cannot read the CA file") && e.contains("none.pem"), "{e}");
+        assert!(
+            e.starts_with("cannot read the CA file") && e.contains("none.pem"),
+            "{e}"
+        );
         let empty = dir.path().join("empty.pem");
         std::fs::write(&empty, "not a certificate\n").unwrap();
         j.ca_file = Some(empty.display().to_string());
@@ -232,9 +245,10 @@ mod tests {
         let plain = joined("redis://:secret@redis.lan:6380");
         let e = explain("invalid peer certificate: UnknownIssuer", &tls);
         assert!(
-            e.starts_with("invalid peer certificate: UnknownIssuer: the server's certificate at \
-                           redis.lan:6380 is not signed by a CA this host trusts; give the CA")
-                && e.contains("--ca-file"),
+            e.starts_with(
+                "invalid peer certificate: UnknownIssuer: the server's certificate at \
+                           redis.lan:6380 is not signed by a CA this host trusts; give the CA"
+            ) && e.contains("--ca-file"),
             "{e}"
         );
         let e = explain(
@@ -244,21 +258,33 @@ mod tests {
         );
         assert!(e.contains("not valid for \"redis.lan\""), "{e}");
         let e = explain("received corrupt message of type InvalidContentType", &tls);
-        assert!(e.contains("does not speak TLS") && e.contains("redis://"), "{e}");
+        assert!(
+            e.contains("does not speak TLS") && e.contains("redis://"),
+            "{e}"
+        );
         let e = explain("Resource temporarily unavailable (os error 11)", &tls);
         assert!(e.contains("did not answer the TLS handshake"), "{e}");
-        let e = explain("Unable to build client with TLS parameters provided. - KeyMismatch", &tls);
+        let e = explain(
+            "Unable to build client with TLS parameters provided. - KeyMismatch",
+            &tls,
+        );
         assert!(e.contains("--client-key"), "{e}");
         let e = explain("unexpected end of file", &plain);
         assert!(e.contains("the URL must be rediss://"), "{e}");
         let e = explain("received fatal alert: CertificateRequired", &tls);
-        assert!(e.contains("--client-cert") && e.contains("tls-auth-clients"), "{e}");
+        assert!(
+            e.contains("--client-cert") && e.contains("tls-auth-clients"),
+            "{e}"
+        );
         // Other failures keep their words.
         assert_eq!(
             explain("Connection refused (os error 111)", &tls),
             "Connection refused (os error 111)"
         );
-        assert_eq!(explain("unexpected end of file", &tls), "unexpected end of file");
+        assert_eq!(
+            explain("unexpected end of file", &tls),
+            "unexpected end of file"
+        );
         assert_eq!(
             trust(&tls).unwrap(),
             "TLS, the server's certificate checked against the system's CA store"
