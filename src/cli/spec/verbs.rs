@@ -330,14 +330,14 @@ pub mod flags {
         "ca-file",
         "<pem>",
         Complete::Path,
-        "rediss://: the CA(s) the server's certificate is checked against (default: the system's CA store)",
+        "rediss://: the CA(s) of the server's certificate (default: the system's)",
     );
     /// `--client-cert <pem>` (federation join).
     pub const CLIENT_CERT: FlagSpec = valued(
         "client-cert",
         "<pem>",
         Complete::Path,
-        "rediss://: this host's client certificate, for a server with tls-auth-clients yes",
+        "rediss://: this host's certificate, for a server with tls-auth-clients yes",
     );
     /// `--client-key <pem>` (federation join).
     pub const CLIENT_KEY: FlagSpec = valued(
