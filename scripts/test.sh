@@ -44,9 +44,11 @@ export IAPEER_TEST_OPENCODE_BIN="$PWD/.cache/agents/node_modules/.bin/opencode"
 echo "== man (man-db), zsh and fish, for the tests that \`man iapeer\` and each shell's completion work;"
 echo "   chromium and chromium-driver, for the browser test of the operator's page (tests/ui.rs);"
 echo "   curl, the other local user's client in tests/access.rs;"
-echo "   redis-server, the real engine of the federation tests (tests/federation.rs)"
+echo "   redis-server, the real engine of the federation tests (tests/federation.rs), and openssl,"
+echo "   whose CLI makes their TLS certificates (tests/common/tls.rs)"
 missing=()
 command -v redis-server >/dev/null 2>&1 || [[ -x /usr/bin/redis-server ]] || missing+=(redis-server)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v man >/dev/null 2>&1 || missing+=(man-db)
 command -v zsh >/dev/null 2>&1 || missing+=(zsh)

@@ -9,12 +9,12 @@ use std::time::Duration;
 
 const SECRET: &str = "Sup3r-Secret-pw";
 
-fn status_json(env: &TestEnv) -> Value {
+pub(crate) fn status_json(env: &TestEnv) -> Value {
     serde_json::from_str(&env.ok(&["federation", "status", "--json"])).unwrap()
 }
 
 /// The link's report for another host named `host`, if the link has seen it.
-fn seen(doc: &Value, host: &str) -> Option<Value> {
+pub(crate) fn seen(doc: &Value, host: &str) -> Option<Value> {
     doc["link"]["hosts"]
         .as_array()?
         .iter()
@@ -22,7 +22,7 @@ fn seen(doc: &Value, host: &str) -> Option<Value> {
         .cloned()
 }
 
-fn wait_link(env: &TestEnv, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+pub(crate) fn wait_link(env: &TestEnv, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
     env.wait_seen(what, Duration::from_secs(30), status_json, ok)
 }
 
@@ -38,10 +38,19 @@ fn join_leave_and_status_round_trip_and_bad_input_is_refused() {
     assert!(err.contains("scheme \"http\" is not redis"), "{err}");
     assert!(!err.contains(SECRET), "{err}");
     let (_, err) = env.fails(
-        &["federation", "join", &format!("rediss://u:{SECRET}@h")],
+        &[
+            "federation",
+            "join",
+            &format!("rediss://u:{SECRET}@h"),
+            "--ca-file",
+            "/nonexistent/ca.pem",
+        ],
         1,
     );
-    assert!(err.contains("TLS") && !err.contains(SECRET), "{err}");
+    assert!(
+        err.contains("cannot read the CA file /nonexistent/ca.pem") && !err.contains(SECRET),
+        "{err}"
+    );
     // A Unix socket is this machine's: a URL naming another host for it is refused.
     let (_, err) = env.fails(
         &[
@@ -624,7 +633,7 @@ fn two_hosts_in(
 
 /// `iapeer send <to> --from <from> --message <message>` on `env` with `more` flags, which
 /// succeeds: its output.
-fn send_ok(env: &TestEnv, from: &str, to: &str, message: &str, more: &[&str]) -> String {
+pub(crate) fn send_ok(env: &TestEnv, from: &str, to: &str, message: &str, more: &[&str]) -> String {
     let mut args = vec!["send", to, "--from", from, "--message", message];
     args.extend_from_slice(more);
     env.ok(&args)
@@ -662,7 +671,7 @@ fn send_json(env: &TestEnv, to: &str, message: &str, more: &[&str]) -> Value {
 }
 
 /// How many times `text` is in the pane of `identity`.
-fn times_in_pane(env: &TestEnv, identity: &str, text: &str) -> usize {
+pub(crate) fn times_in_pane(env: &TestEnv, identity: &str, text: &str) -> usize {
     env.pane(identity).matches(text).count()
 }
 

@@ -43,6 +43,7 @@ mod ephemeral;
 mod failure;
 mod fairness;
 mod federation;
+mod federation_tls;
 mod fleet;
 mod gemini;
 mod gemini_e2e;

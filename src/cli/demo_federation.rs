@@ -104,8 +104,15 @@ fn start_redis(program: &Path, dir: &Path, pids: &Pids) -> Result<Redis, CliErro
     };
     let start = Instant::now();
     loop {
-        let answers = crate::federation::link::connect(&redis.url)
-            .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
+        let joined = crate::federation::Joined {
+            url: redis.url.clone(),
+            ..Default::default()
+        };
+        let answers = crate::federation::link::connect(&joined).and_then(|mut c| {
+            redis::cmd("PING")
+                .query::<String>(&mut c)
+                .map_err(|e| e.to_string())
+        });
         match answers {
             Ok(_) => break,
             Err(_) if start.elapsed() < Duration::from_secs(10) => {

@@ -11,18 +11,25 @@ use crate::federation::link::{self, LinkReport, LinkState};
 use crate::federation::{self, skew, Joined, Source};
 use crate::paths::Paths;
 
-/// `federation <action> [redis-url] [--host-name <name>] [--json]`.
+/// `federation <action> [redis-url] [--host-name <name>] [--ca-file <pem>] [--client-cert
+/// <pem> --client-key <pem>] [--json]`.
 pub fn run(inv: &Invocation) -> CliResult {
     let action = inv
         .positional(args::FEDERATION_ACTION)
         .ok_or_else(|| usage(inv, "missing <action> (join, leave or status)"))?;
     let url = inv.positional(args::REDIS_URL);
     let host_name = inv.value(flags::HOST_NAME);
+    let tls_files = [flags::CA_FILE, flags::CLIENT_CERT, flags::CLIENT_KEY]
+        .iter()
+        .any(|f| inv.value(*f).is_some());
     match action {
         "join" => join(inv, url, host_name),
-        "leave" | "status" if url.is_some() || host_name.is_some() => Err(usage(
+        "leave" | "status" if url.is_some() || host_name.is_some() || tls_files => Err(usage(
             inv,
-            format!("{action} takes no <redis-url> and no --host-name"),
+            format!(
+                "{action} takes no <redis-url>, no --host-name and no --ca-file, --client-cert or \
+                 --client-key"
+            ),
         )),
         "leave" => leave(inv),
         "status" => status(inv),
@@ -59,10 +66,16 @@ fn join(inv: &Invocation, url: Option<&str>, host_name: Option<&str>) -> CliResu
     }
     .map_err(fail)?;
     let paths = paths()?;
+    let absolute = |flag: super::spec::FlagSpec| inv.value(flag).map(absolute_path).transpose();
     let joined = Joined {
         url: url.to_string(),
         host: host.clone(),
+        ca_file: absolute(flags::CA_FILE)?,
+        client_cert: absolute(flags::CLIENT_CERT)?,
+        client_key: absolute(flags::CLIENT_KEY)?,
     };
+    // The TLS files are read now, so a mistake is told here and not only in the link's report.
+    federation::tls::client(&joined).map_err(fail)?;
     federation::store(&paths, &joined).map_err(|e| {
         fail(format!(
             "cannot write {}: {e}",
@@ -75,6 +88,13 @@ fn join(inv: &Invocation, url: Option<&str>, host_name: Option<&str>) -> CliResu
          (or when the daemon starts): iapeer federation status\n"
     );
     done(inv, &JoinedDoc { host, url: shown }, &text)
+}
+
+/// `path` made absolute against the current folder (the daemon reads it from elsewhere).
+fn absolute_path(path: &str) -> Result<String, CliError> {
+    std::path::absolute(path)
+        .map(|p| p.display().to_string())
+        .map_err(|e| fail(format!("cannot make {path} an absolute path: {e}")))
 }
 
 /// `federation leave --json`: `{"left"}`, false when this root had not joined.
@@ -111,6 +131,8 @@ pub struct StatusDoc {
     pub url: Option<String>,
     /// Where the URL comes from (`file`, `env`), when joined.
     pub source: Option<Source>,
+    /// For `rediss://`, where the server's certificate is checked (`federation::tls::trust`).
+    pub tls: Option<String>,
     /// What the daemon's link last saw; `None` without a running daemon.
     pub link: Option<LinkReport>,
 }
@@ -131,6 +153,7 @@ fn status_doc(paths: &Paths) -> Result<StatusDoc, CliError> {
         host: joined.as_ref().map(|j| j.host.clone()),
         url: joined.as_ref().map(|j| federation::masked(&j.url)),
         source,
+        tls: joined.as_ref().and_then(federation::tls::trust),
         link: link::read_report(paths),
     })
 }
@@ -152,6 +175,9 @@ pub fn status_text(doc: &StatusDoc) -> String {
         _ => "",
     };
     let mut out = format!("federation: joined as host {host} at {url}{from}\n");
+    if let Some(tls) = &doc.tls {
+        out.push_str(&format!("tls: {tls}\n"));
+    }
     let Some(l) = &doc.link else {
         out.push_str("link: the daemon is not running; it connects when it starts\n");
         return out;
@@ -220,8 +246,13 @@ pub fn doctor_checks(paths: &Paths) -> Vec<Check> {
         }
     };
     let target = federation::redis_cli_target(&joined.url);
+    let tls = match (federation::tls::is_tls(&joined.url), &joined.ca_file) {
+        (false, _) => String::new(),
+        (true, None) => "--tls ".to_string(),
+        (true, Some(ca)) => format!("--tls --cacert {ca} "),
+    };
     let reach = format!(
-        "check that redis-server runs and that this host reaches it: redis-cli {target} \
+        "check that redis-server runs and that this host reaches it: redis-cli {tls}{target} \
          ping (give the password with AUTH); the daemon's link tries again by itself"
     );
     let shown = federation::masked(&joined.url);
@@ -232,7 +263,7 @@ pub fn doctor_checks(paths: &Paths) -> Vec<Check> {
         &reach,
     )];
     checks.extend(skew_checks(
-        skew::measure(&joined.url, &joined.host).map_err(|e| e.to_string()),
+        skew::measure(&joined),
         &federation::place(&joined.url),
         &reach,
     ));

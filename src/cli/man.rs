@@ -644,6 +644,7 @@ mod tests {
                     host: Some("a".into()),
                     url: Some("redis://h".into()),
                     source: Some(crate::federation::Source::File),
+                    tls: Some("TLS".into()),
                     link: Some(crate::federation::link::LinkReport {
                         state: crate::federation::link::LinkState::Connected,
                         host: Some("a".into()),

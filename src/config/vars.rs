@@ -197,10 +197,20 @@ pub const IAPEER_FEDERATION_URL: EnvVar = var(
     "IAPEER_FEDERATION_URL",
     Kind::Text,
     Part::Config,
-    "a redis://[user:password@]host[:port][/db] URL that overrides the one iapeer federation \
+    "a redis[s]://[user:password@]host[:port][/db] URL that overrides the one iapeer federation \
      join stored in state/iapeer/federation.json (the host name is still the stored one, else \
      this machine's short host name); the daemon's federation link connects to it. Sessions \
      never inherit it (it carries the Redis password)",
+);
+/// `IAPEER_FEDERATION_CA_FILE`: the CA file a `rediss://` federation's server is checked
+/// against (issue 28 item 1), over the stored one.
+pub const IAPEER_FEDERATION_CA_FILE: EnvVar = var(
+    "IAPEER_FEDERATION_CA_FILE",
+    Kind::Text,
+    Part::Config,
+    "a PEM file of the CA(s) that signed the federation's Redis server certificate, for a \
+     rediss:// (TLS) URL; overrides the --ca-file iapeer federation join stored (without either, \
+     the system's CA store is used)",
 );
 /// `IAPEER_MCP_AUTH`: how MCP callers are authenticated.
 pub const IAPEER_MCP_AUTH: EnvVar = var(
@@ -689,6 +699,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_DAEMON_SOCKET,
     IAPEER_BEARER_TOKEN,
     IAPEER_FEDERATION_URL,
+    IAPEER_FEDERATION_CA_FILE,
     IAPEER_MCP_AUTH,
     IAPEER_IDLE_SECS,
     IAPEER_EPHEMERAL_QUIET_SECS,

@@ -195,7 +195,7 @@ impl Link {
             self.close(self.conn.as_ref().is_some_and(|(c, _)| c.host != j.host));
         }
         if self.conn.is_none() {
-            match connect(&j.url) {
+            match connect(j) {
                 Ok(c) => {
                     log::info!(
                         "federation: connected to {} as host {}",
@@ -235,15 +235,14 @@ impl Link {
             }
             Err(e) => {
                 self.conn = None;
-                self.away(j, e)
+                self.away(j, e.to_string())
             }
         }
     }
 
     /// Redis failed: say so (logged once per outage), back off.
-    fn away(&mut self, j: &Joined, e: redis::RedisError) -> Duration {
+    fn away(&mut self, j: &Joined, error: String) -> Duration {
         self.failures += 1;
-        let error = e.to_string();
         if self.report.state != LinkState::Away {
             log::warn!(
                 "federation: {} is away ({error}); local delivery goes on, trying again",
@@ -346,12 +345,19 @@ impl Link {
     }
 }
 
-/// A connection to `url` with [`IO_TIMEOUT`] on connecting, reading and writing.
-pub fn connect(url: &str) -> redis::RedisResult<redis::Connection> {
-    let con = redis::Client::open(url)?.get_connection_with_timeout(IO_TIMEOUT)?;
-    con.set_read_timeout(Some(IO_TIMEOUT))?;
-    con.set_write_timeout(Some(IO_TIMEOUT))?;
-    Ok(con)
+/// A connection for the membership `j` (TLS for `rediss://`: [`super::tls`]) with
+/// [`IO_TIMEOUT`] on connecting, reading and writing.
+///
+/// Errors: in words with what to do ([`super::tls::explain`]), without the password.
+pub fn connect(j: &Joined) -> Result<redis::Connection, String> {
+    let client = super::tls::client(j)?;
+    let opened = || -> redis::RedisResult<redis::Connection> {
+        let con = client.get_connection_with_timeout(IO_TIMEOUT)?;
+        con.set_read_timeout(Some(IO_TIMEOUT))?;
+        con.set_write_timeout(Some(IO_TIMEOUT))?;
+        Ok(con)
+    };
+    opened().map_err(|e| super::tls::explain(&e.to_string(), j))
 }
 
 /// This host's roster now: each registered peer with its default runtime's state.

@@ -10,6 +10,7 @@ pub mod keys;
 pub mod link;
 pub mod peers;
 pub mod skew;
+pub mod tls;
 
 use std::io;
 
@@ -20,13 +21,25 @@ use crate::fsutil::{self, MODE_PRIVATE};
 use crate::names;
 use crate::paths::Paths;
 
-/// What `federation.json` holds: `{"url","host"}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What `federation.json` holds: `{"url","host"}`, and for `rediss://` the TLS files'
+/// paths `"ca_file"`, `"client_cert"`, `"client_key"` when given ([`tls`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Joined {
     /// The Redis URL as given, password included (never printed: [`masked`]).
     pub url: String,
     /// This host's name in the federation (the peer-name rule).
     pub host: String,
+    /// The PEM file of the CA(s) the server's certificate is checked against (`rediss://`),
+    /// an absolute path; `None`: the system's CA store. `IAPEER_FEDERATION_CA_FILE` overrides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// The PEM file of this host's client certificate (chain), for a server that asks for
+    /// one (`tls-auth-clients yes`); with [`Joined::client_key`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cert: Option<String>,
+    /// The PEM file of the client certificate's private key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_key: Option<String>,
 }
 
 /// The stored membership, `None` when this root has not joined.
@@ -67,49 +80,54 @@ pub enum Source {
 }
 
 /// The membership in effect: the stored one with `IAPEER_FEDERATION_URL` over its URL (and,
-/// without a stored one, the variable's URL with this machine's host name). `None`: not
-/// joined.
+/// without a stored one, the variable's URL with this machine's host name), and
+/// `IAPEER_FEDERATION_CA_FILE` over its CA file. `None`: not joined.
 ///
-/// Errors: the stored file is unreadable; the variable's URL is not valid; no host name.
+/// Errors: the stored file is unreadable; the variable's URL is not valid; no host name; TLS
+/// files with a `redis://` URL ([`tls::check`]).
 pub fn effective(paths: &Paths) -> Result<Option<(Joined, Source)>, String> {
     let stored = load(paths)?;
-    let env = std::env::var(vars::IAPEER_FEDERATION_URL.name)
-        .ok()
-        .filter(|v| !v.trim().is_empty());
-    match (stored, env) {
+    let var = |v: &vars::EnvVar| std::env::var(v.name).ok().filter(|v| !v.trim().is_empty());
+    let env = var(&vars::IAPEER_FEDERATION_URL);
+    let ca_file = var(&vars::IAPEER_FEDERATION_CA_FILE);
+    let (mut joined, source) = match (stored, env) {
         (stored, Some(url)) => {
             check_url(&url).map_err(|e| format!("IAPEER_FEDERATION_URL: {e}"))?;
-            let host = match stored {
-                Some(j) => j.host,
-                None => default_host_name()?,
+            let joined = match stored {
+                Some(j) => Joined { url, ..j },
+                None => Joined {
+                    url,
+                    host: default_host_name()?,
+                    ..Joined::default()
+                },
             };
-            Ok(Some((Joined { url, host }, Source::Env)))
+            (joined, Source::Env)
         }
-        (Some(j), None) => Ok(Some((j, Source::File))),
-        (None, None) => Ok(None),
+        (Some(j), None) => (j, Source::File),
+        (None, None) => return Ok(None),
+    };
+    if ca_file.is_some() {
+        joined.ca_file = ca_file;
     }
+    tls::check(&joined)?;
+    Ok(Some((joined, source)))
 }
 
-/// Check a Redis URL: scheme `redis` (`rediss`, TLS, is not built in yet), a host, an
-/// optional ACL user and password, an optional database number; or a Unix socket of this
-/// machine, `unix:///path` / `redis+unix:///path` with `?user=&pass=&db=` (docs/FEDERATION.md
+/// Check a Redis URL: scheme `redis` or `rediss` (TLS: [`tls`]), a host, an optional ACL
+/// user and password, an optional database number; or a Unix socket of this machine,
+/// `unix:///path` / `redis+unix:///path` with `?user=&pass=&db=` (docs/FEDERATION.md
 /// "Joining"). Pure.
 ///
 /// Errors: what is wrong, without repeating the URL (it may carry a password).
 pub fn check_url(url: &str) -> Result<(), String> {
-    const SHAPE: &str = "redis://[user:password@]host[:port][/db]";
+    const SHAPE: &str = "redis[s]://[user:password@]host[:port][/db]";
     let scheme = url.split("://").next().unwrap_or("");
     if !url.contains("://") {
         return Err(format!("not a URL: give {SHAPE}"));
     }
     match scheme {
-        "redis" => {}
+        "redis" | "rediss" => {}
         "unix" | "redis+unix" => return check_unix_url(url),
-        "rediss" => {
-            return Err("rediss:// (TLS) is not built into this iapeer yet: use redis:// \
-                 on a private network or through a tunnel (ssh -L, stunnel), see docs/FEDERATION.md"
-                .into())
-        }
         other => {
             return Err(format!(
                 "the scheme \"{}\" is not redis: give {SHAPE}",
@@ -295,9 +313,9 @@ mod tests {
         assert_eq!(check_url("redis://127.0.0.1:6379"), Ok(()));
         assert_eq!(check_url("redis://u:p%40ss@redis.lan:6380/2"), Ok(()));
         assert_eq!(check_url("redis://:secret@h"), Ok(()));
+        assert_eq!(check_url("rediss://u:secret@h:6380"), Ok(()));
         for (bad, says) in [
             ("http://u:secret@h", "scheme \"http\" is not redis"),
-            ("rediss://u:secret@h", "TLS"),
             ("h:6379", "not a URL"),
             ("redis://u:secret@h/x", "not a database number"),
             ("redis://", "names no host"),
@@ -385,8 +403,10 @@ mod tests {
         let paths = Paths::at(dir.path());
         assert_eq!(load(&paths), Ok(None));
         let j = Joined {
-            url: "redis://:pw@h".into(),
+            url: "rediss://:pw@h".into(),
             host: "a".into(),
+            ca_file: Some("/etc/iapeer/ca.pem".into()),
+            ..Joined::default()
         };
         store(&paths, &j).unwrap();
         let mode = crate::testkit::mode_of(paths.federation());

@@ -84,19 +84,24 @@ pub struct Measured {
     pub hosts: Vec<(String, i64)>,
 }
 
-/// Connect to `url` (timeouts as the link's), ask `TIME`, then read the other online hosts'
-/// heartbeats with their remaining life against a second `TIME`.
+/// Connect for the membership `j` (timeouts and TLS as the link's), ask `TIME`, then read
+/// the other online hosts' heartbeats with their remaining life against a second `TIME`.
 ///
-/// Errors: Redis's (cannot connect, refused password, timeout), as its words.
-pub fn measure(url: &str, this_host: &str) -> redis::RedisResult<Measured> {
-    let mut con = super::link::connect(url)?;
+/// Errors: Redis's (cannot connect, refused password, timeout, a TLS failure put in words by
+/// [`super::tls::explain`]).
+pub fn measure(j: &super::Joined) -> Result<Measured, String> {
+    let mut con = super::link::connect(j)?;
+    measure_on(&mut con, &j.host).map_err(|e| e.to_string())
+}
+
+fn measure_on(con: &mut redis::Connection, this_host: &str) -> redis::RedisResult<Measured> {
     let started = Instant::now();
     let before = crate::clock::now_ms();
-    let (secs, micros): (u64, u64) = redis::cmd("TIME").query(&mut con)?;
+    let (secs, micros): (u64, u64) = redis::cmd("TIME").query(con)?;
     let after = crate::clock::now_ms();
     let round_trip_ms = started.elapsed().as_millis() as u64;
     let skew_ms = own_skew(before, secs * 1000 + micros / 1000, after);
-    let names: Vec<String> = redis::cmd("HKEYS").arg(keys::hosts()).query(&mut con)?;
+    let names: Vec<String> = redis::cmd("HKEYS").arg(keys::hosts()).query(con)?;
     let mut hosts = Vec::new();
     for name in names.into_iter().filter(|n| n != this_host) {
         let alive = keys::alive(&name);
@@ -107,7 +112,7 @@ pub fn measure(url: &str, this_host: &str) -> redis::RedisResult<Measured> {
             .arg(&alive)
             .cmd("PTTL")
             .arg(&alive)
-            .query(&mut con)?;
+            .query(con)?;
         let hb = value.and_then(|v| serde_json::from_str::<Heartbeat>(&v).ok());
         if let (Some(hb), Ok(pttl)) = (hb, u64::try_from(pttl)) {
             hosts.push((name, heartbeat_skew(hb.time_ms, s * 1000 + us / 1000, pttl)));

@@ -17,6 +17,7 @@ pub mod pty_record;
 pub mod redis;
 pub mod standin;
 pub mod terminal_agent;
+pub mod tls;
 
 use iapeer::paths::{peer, Paths};
 use std::path::{Path, PathBuf};

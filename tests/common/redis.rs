@@ -25,7 +25,7 @@ pub struct RedisServer {
     append_only: bool,
 }
 
-fn program() -> PathBuf {
+pub fn program() -> PathBuf {
     for dir in [
         "/usr/bin",
         "/usr/local/bin",
@@ -43,7 +43,7 @@ fn program() -> PathBuf {
 }
 
 /// A port nothing listens on now (the kernel's pick for a listener, released at once).
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

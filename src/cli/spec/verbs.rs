@@ -325,6 +325,27 @@ pub mod flags {
         Complete::Text,
         "this host's name in the federation (default: the machine's short host name)",
     );
+    /// `--ca-file <pem>` (federation join).
+    pub const CA_FILE: FlagSpec = valued(
+        "ca-file",
+        "<pem>",
+        Complete::Path,
+        "rediss://: the CA(s) of the server's certificate (default: the system's)",
+    );
+    /// `--client-cert <pem>` (federation join).
+    pub const CLIENT_CERT: FlagSpec = valued(
+        "client-cert",
+        "<pem>",
+        Complete::Path,
+        "rediss://: this host's certificate, for a server with tls-auth-clients yes",
+    );
+    /// `--client-key <pem>` (federation join).
+    pub const CLIENT_KEY: FlagSpec = valued(
+        "client-key",
+        "<pem>",
+        Complete::Path,
+        "rediss://: the client certificate's private key",
+    );
     /// `--since <dur|time>` (logs).
     pub const SINCE: FlagSpec = valued(
         "since",
@@ -1087,26 +1108,39 @@ refused at once (code offline). A sleeping agent is woken first and gets \
     VerbSpec {
         id: VerbId::Run(Verb::Federation),
         name: "federation",
-        signature: "federation <action> [redis-url] [--host-name <name>] [--json]",
+        signature: "federation <action> [redis-url] [--host-name <name>] [--ca-file <pem>] [--client-cert <pem> --client-key <pem>] [--json]",
         summary: "join, leave or show this host's federation through Redis (action: join, leave, status)",
         description: "Hosts of one team share a Redis (or Valkey) server (docs/FEDERATION.md). join \
-            <redis-url> checks the URL (redis://[user:password@]host[:port][/db]; rediss:// is not \
-            built in yet) and the host name (the peer-name rule; default: the machine's short host \
-            name, lowercased), and stores both in <root>/state/iapeer/federation.json (0600); a \
+            <redis-url> checks the URL (redis://[user:password@]host[:port][/db], rediss:// for \
+            TLS, or unix:///path/redis.sock[?user=&pass=&db=] for a Redis on this machine) and \
+            the host name (the peer-name rule; default: the machine's short host name, \
+            lowercased), and stores both in <root>/state/iapeer/federation.json (0600); a \
             running daemon's federation link picks it up within a second, else the next start \
-            does. IAPEER_FEDERATION_URL overrides the stored URL. leave deletes the file; the link \
+            does. With rediss:// the server's certificate is checked against --ca-file (a PEM \
+            file, stored as an absolute path; default: the system's CA store), and \
+            --client-cert with --client-key answer a server that asks for a client certificate \
+            (tls-auth-clients yes); the files are read at each connection. \
+            IAPEER_FEDERATION_URL overrides the stored URL, IAPEER_FEDERATION_CA_FILE the CA file. \
+            leave deletes the file; the link \
             then removes this host's keys from Redis. status shows whether this root has joined, \
             the host name, the URL with its password masked, and what the daemon's link last saw: \
             connected, or away since when with the last error (local delivery is unaffected; it \
             retries 1 s doubling to 10 s), the last heartbeat written (every 5 s) and the other \
             hosts with online or offline. The password is never printed. \
             --json prints for join {\"host\", \"url\"}, for leave {\"left\"}, for status \
-            {\"joined\", \"host\", \"url\", \"source\", \"link\"} where link is null when not joined or without a \
+            {\"joined\", \"host\", \"url\", \"source\", \"tls\", \"link\"} (tls: null for \
+            redis://, else where the server's certificate is checked) where link is null when not joined or without a \
             running daemon, else {\"state\" (connected or away), \"host\", \"url\", \
             \"since_ms\", \"last_error\", \"last_heartbeat_ms\", \"updated_ms\", \"hosts\": \
             [{\"host\", \"version\", \"last_heartbeat_ms\", \"online\"}]}.",
         positionals: &[args::FEDERATION_ACTION, args::REDIS_URL],
-        flags: &[flags::HOST_NAME, JSON],
+        flags: &[
+            flags::HOST_NAME,
+            flags::CA_FILE,
+            flags::CLIENT_CERT,
+            flags::CLIENT_KEY,
+            JSON,
+        ],
         rules: &[],
         hidden: false,
         group: Group::Host,

@@ -114,7 +114,7 @@ impl Conn {
             self.con = None;
         }
         if self.con.is_none() {
-            match connect(&j.url) {
+            match connect(&j) {
                 Ok(c) => {
                     self.failures = 0;
                     self.con = Some((j, c));
