@@ -108,11 +108,13 @@ fn start_redis(program: &Path, dir: &Path, pids: &Pids) -> Result<Redis, CliErro
             url: redis.url.clone(),
             ..Default::default()
         };
-        let answers = crate::federation::link::connect(&joined).and_then(|mut c| {
-            redis::cmd("PING")
-                .query::<String>(&mut c)
-                .map_err(|e| e.to_string())
-        });
+        let answers = crate::federation::link::connect(&joined)
+            .map_err(|e| e.to_string())
+            .and_then(|mut c| {
+                redis::cmd("PING")
+                    .query::<String>(&mut c)
+                    .map_err(|e| e.to_string())
+            });
         match answers {
             Ok(_) => break,
             Err(_) if start.elapsed() < Duration::from_secs(10) => {

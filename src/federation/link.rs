@@ -205,7 +205,7 @@ impl Link {
                     self.conn = Some((j.clone(), c));
                     self.failures = 0;
                 }
-                Err(e) => return self.away(j, e),
+                Err(e) => return self.away(j, e.to_string()),
             }
         }
         let Some((_, con)) = self.conn.as_mut() else {
@@ -349,7 +349,7 @@ impl Link {
 /// [`IO_TIMEOUT`] on connecting, reading and writing.
 ///
 /// Errors: in words with what to do ([`super::tls::explain`]), without the password.
-pub fn connect(j: &Joined) -> Result<redis::Connection, String> {
+pub fn connect(j: &Joined) -> Result<redis::Connection, super::tls::ClientError> {
     let client = super::tls::client(j)?;
     let opened = || -> redis::RedisResult<redis::Connection> {
         let con = client.get_connection_with_timeout(IO_TIMEOUT)?;
@@ -357,7 +357,7 @@ pub fn connect(j: &Joined) -> Result<redis::Connection, String> {
         con.set_write_timeout(Some(IO_TIMEOUT))?;
         Ok(con)
     };
-    opened().map_err(|e| super::tls::explain(&e.to_string(), j))
+    opened().map_err(|e| super::tls::ClientError::Refused(super::tls::explain(&e.to_string(), j)))
 }
 
 /// This host's roster now: each registered peer with its default runtime's state.

@@ -109,7 +109,7 @@ pub fn effective(paths: &Paths) -> Result<Option<(Joined, Source)>, String> {
     if ca_file.is_some() {
         joined.ca_file = ca_file;
     }
-    tls::check(&joined)?;
+    tls::check(&joined).map_err(|e| e.to_string())?;
     Ok(Some((joined, source)))
 }
 

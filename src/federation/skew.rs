@@ -90,7 +90,7 @@ pub struct Measured {
 /// Errors: Redis's (cannot connect, refused password, timeout, a TLS failure put in words by
 /// [`super::tls::explain`]).
 pub fn measure(j: &super::Joined) -> Result<Measured, String> {
-    let mut con = super::link::connect(j)?;
+    let mut con = super::link::connect(j).map_err(|e| e.to_string())?;
     measure_on(&mut con, &j.host).map_err(|e| e.to_string())
 }
 

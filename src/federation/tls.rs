@@ -12,6 +12,43 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use super::Joined;
 
+/// Why a membership's Redis client or connection cannot be had (issue 28 item 1). `Display`
+/// says what is wrong and what to do, never the password.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClientError {
+    /// A CA file or client certificate with a `redis://` URL.
+    #[error(
+        "a CA file or client certificate is given but the URL is redis:// (no TLS): give \
+         rediss://…, the server's tls-port, or leave the TLS files out"
+    )]
+    FilesWithoutTls,
+    /// `--client-cert` without `--client-key`.
+    #[error("a client certificate without its key: give --client-key too")]
+    CertificateWithoutKey,
+    /// `--client-key` without `--client-cert`.
+    #[error("a client key without its certificate: give --client-cert too")]
+    KeyWithoutCertificate,
+    /// A named PEM file (`what`: "CA file", "client certificate", "client key") is unreadable.
+    #[error(
+        "cannot read the {what} {path}: {error}; give a readable PEM file (iapeer federation \
+         join … --ca-file/--client-cert/--client-key, or IAPEER_FEDERATION_CA_FILE)"
+    )]
+    Unreadable {
+        what: &'static str,
+        path: String,
+        error: String,
+    },
+    /// A CA file or client certificate with no PEM certificate in it.
+    #[error("the {what} {path} holds no PEM certificate (-----BEGIN CERTIFICATE-----)")]
+    NoCertificate { what: &'static str, path: String },
+    /// A client key with no PEM private key in it.
+    #[error("the client key {path} holds no PEM private key (-----BEGIN PRIVATE KEY-----)")]
+    NoPrivateKey { path: String },
+    /// The crate refused the URL or the connection: its error put in words by [`explain`].
+    #[error("{0}")]
+    Refused(String),
+}
+
 /// True when `url` asks for TLS (`rediss://`). Pure.
 pub fn is_tls(url: &str) -> bool {
     url.trim_start()
@@ -22,49 +59,42 @@ pub fn is_tls(url: &str) -> bool {
 /// Check the TLS settings of a membership against its URL: a CA file or client certificate
 /// only with `rediss://`, the client certificate and its key together. Pure.
 ///
-/// Errors: what is wrong and what to do.
-pub fn check(j: &Joined) -> Result<(), String> {
+/// Errors: [`ClientError::FilesWithoutTls`], [`ClientError::CertificateWithoutKey`],
+/// [`ClientError::KeyWithoutCertificate`].
+pub fn check(j: &Joined) -> Result<(), ClientError> {
     let tls_files = j.ca_file.is_some() || j.client_cert.is_some() || j.client_key.is_some();
     if tls_files && !is_tls(&j.url) {
-        return Err(
-            "a CA file or client certificate is given but the URL is redis:// (no TLS): give \
-             rediss://…, the server's tls-port, or leave the TLS files out"
-                .into(),
-        );
+        return Err(ClientError::FilesWithoutTls);
     }
     match (&j.client_cert, &j.client_key) {
-        (Some(_), None) => {
-            Err("a client certificate without its key: give --client-key too".into())
-        }
-        (None, Some(_)) => {
-            Err("a client key without its certificate: give --client-cert too".into())
-        }
+        (Some(_), None) => Err(ClientError::CertificateWithoutKey),
+        (None, Some(_)) => Err(ClientError::KeyWithoutCertificate),
         _ => Ok(()),
     }
 }
 
 /// Read a PEM file the membership names, `what` saying which in errors.
-fn read(what: &str, path: &str) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| {
-        format!(
-            "cannot read the {what} {path}: {e}; give a readable PEM file (iapeer federation \
-             join … --ca-file/--client-cert/--client-key, or IAPEER_FEDERATION_CA_FILE)"
-        )
+fn read(what: &'static str, path: &str) -> Result<Vec<u8>, ClientError> {
+    std::fs::read(path).map_err(|e| ClientError::Unreadable {
+        what,
+        path: path.to_string(),
+        error: e.to_string(),
     })
 }
 
 /// The PEM of `path` when it holds at least one certificate. Pure but for the read.
 ///
 /// Errors: unreadable, or no certificate in it.
-fn certificates(what: &str, path: &str) -> Result<Vec<u8>, String> {
+fn certificates(what: &'static str, path: &str) -> Result<Vec<u8>, ClientError> {
     let pem = read(what, path)?;
     let found = CertificateDer::pem_slice_iter(&pem)
         .filter(Result::is_ok)
         .count();
     if found == 0 {
-        return Err(format!(
-            "the {what} {path} holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
-        ));
+        return Err(ClientError::NoCertificate {
+            what,
+            path: path.to_string(),
+        });
     }
     Ok(pem)
 }
@@ -75,9 +105,9 @@ fn certificates(what: &str, path: &str) -> Result<Vec<u8>, String> {
 ///
 /// Errors: [`check`]'s; a file unreadable or without what it should hold; the URL refused by
 /// the crate. In words, without the password.
-pub fn client(j: &Joined) -> Result<redis::Client, String> {
+pub fn client(j: &Joined) -> Result<redis::Client, ClientError> {
     check(j)?;
-    let refused = |e: redis::RedisError| explain(&e.to_string(), j);
+    let refused = |e: redis::RedisError| ClientError::Refused(explain(&e.to_string(), j));
     if !is_tls(&j.url) {
         return redis::Client::open(j.url.as_str()).map_err(refused);
     }
@@ -90,9 +120,7 @@ pub fn client(j: &Joined) -> Result<redis::Client, String> {
             let client_cert = certificates("client certificate", cert)?;
             let client_key = read("client key", key)?;
             if PrivateKeyDer::from_pem_slice(&client_key).is_err() {
-                return Err(format!(
-                    "the client key {key} holds no PEM private key (-----BEGIN PRIVATE KEY-----)"
-                ));
+                return Err(ClientError::NoPrivateKey { path: key.clone() });
             }
             Some(redis::ClientTlsConfig {
                 client_cert,
@@ -205,17 +233,24 @@ mod tests {
         let mut j = joined("redis://:pw@h");
         assert_eq!(check(&j), Ok(()));
         j.ca_file = Some("/ca.pem".into());
-        assert!(check(&j)
-            .unwrap_err()
+        assert_eq!(check(&j), Err(ClientError::FilesWithoutTls));
+        assert!(ClientError::FilesWithoutTls
+            .to_string()
             .contains("the URL is redis:// (no TLS)"));
         j.url = "rediss://:pw@h".into();
         assert_eq!(check(&j), Ok(()));
         j.client_cert = Some("/c.pem".into());
-        assert!(check(&j).unwrap_err().contains("--client-key"));
+        assert_eq!(check(&j), Err(ClientError::CertificateWithoutKey));
+        assert!(ClientError::CertificateWithoutKey
+            .to_string()
+            .contains("--client-key"));
         j.client_key = Some("/k.pem".into());
         assert_eq!(check(&j), Ok(()));
         j.client_cert = None;
-        assert!(check(&j).unwrap_err().contains("--client-cert"));
+        assert_eq!(check(&j), Err(ClientError::KeyWithoutCertificate));
+        assert!(ClientError::KeyWithoutCertificate
+            .to_string()
+            .contains("--client-cert"));
     }
 
     #[test]
@@ -223,7 +258,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut j = joined("rediss://:secret@127.0.0.1:1");
         j.ca_file = Some(dir.path().join("none.pem").display().to_string());
-        let e = client(&j).err().unwrap();
+        let e = client(&j).err().unwrap().to_string();
         assert!(
             e.starts_with("cannot read the CA file") && e.contains("none.pem"),
             "{e}"
@@ -231,7 +266,7 @@ mod tests {
         let empty = dir.path().join("empty.pem");
         std::fs::write(&empty, "not a certificate\n").unwrap();
         j.ca_file = Some(empty.display().to_string());
-        let e = client(&j).err().unwrap();
+        let e = client(&j).err().unwrap().to_string();
         assert!(e.contains("holds no PEM certificate"), "{e}");
         assert!(!e.contains("secret"), "{e}");
         // The system's store: a client is built (nothing is connected yet).
