@@ -674,10 +674,14 @@ fn a_normal_users_daemon_without_a_cgroup_of_its_own_is_the_subreaper() {
     env.launch_env("bob", "echo", &tree.launch_env());
     let stderr = env.dir.path().join("daemon-stderr.log");
     std::fs::write(&stderr, "").unwrap();
+    // The other user runs a copy of the binary kept in the test's own folder: the build's
+    // folder may be out of their reach (a clone in a 0700 `mktemp -d` folder, as a CI's is).
+    let bin = env.dir.path().join("iapeer");
+    std::fs::copy(common::bin(), &bin).unwrap();
     chown_tree(env.dir.path(), user.uid, user.gid);
     common::other_user::open_path_to(env.dir.path());
     let daemon = env
-        .cmd(&["daemon"])
+        .cmd_of(&bin, &["daemon"])
         .uid(user.uid)
         .gid(user.gid)
         .stdout(Stdio::null())
@@ -687,7 +691,12 @@ fn a_normal_users_daemon_without_a_cgroup_of_its_own_is_the_subreaper() {
     let daemon_pid = daemon.id();
     env.daemon = Some(daemon);
     let run = |args: &[&str]| {
-        let out = env.cmd(args).uid(user.uid).gid(user.gid).output().unwrap();
+        let out = env
+            .cmd_of(&bin, args)
+            .uid(user.uid)
+            .gid(user.gid)
+            .output()
+            .unwrap();
         assert!(out.status.success(), "{}", common::describe(&out));
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
