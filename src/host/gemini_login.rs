@@ -75,22 +75,7 @@ pub fn decide(
 /// other lines skipped.
 fn dotenv(text: &str) -> Vec<(String, String)> {
     text.lines()
-        .filter_map(|l| {
-            let l = l.trim();
-            let l = l.strip_prefix("export ").unwrap_or(l);
-            let (k, v) = l.split_once('=')?;
-            let k = k.trim();
-            if k.is_empty() || k.starts_with('#') {
-                return None;
-            }
-            let v = v.trim();
-            let v = v
-                .strip_prefix('"')
-                .and_then(|v| v.strip_suffix('"'))
-                .or_else(|| v.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
-                .unwrap_or(v);
-            Some((k.to_string(), v.to_string()))
-        })
+        .filter_map(crate::launch_env::parse_line)
         .collect()
 }
 
