@@ -171,14 +171,19 @@ impl Intelligence {
     /// natural or absent, `notifier` only absent, agent runtimes only artificial. Other
     /// (installed router) runtimes take any nature.
     pub fn allowed_on(self, runtime: &str) -> bool {
-        if is_human_channel(runtime) {
-            self != Intelligence::Artificial
-        } else if class_of(runtime) == Class::Service {
-            self == Intelligence::Absent
-        } else if is_agent_runtime(runtime) {
-            self == Intelligence::Artificial
-        } else {
-            true
+        self.allowed_in(class_of(runtime))
+    }
+
+    /// Whether a peer of this nature may run on a runtime of `class` (as
+    /// [`Intelligence::allowed_on`], for a caller that knows an installed runtime's class:
+    /// a terminal agent declared by a manifest is [`Class::Agent`] though its name is not in
+    /// the runtime table).
+    pub fn allowed_in(self, class: Class) -> bool {
+        match class {
+            Class::Human => self != Intelligence::Artificial,
+            Class::Service => self == Intelligence::Absent,
+            Class::Agent => self == Intelligence::Artificial,
+            Class::Router => true,
         }
     }
 }

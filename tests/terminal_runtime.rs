@@ -186,3 +186,37 @@ fn a_bad_terminal_manifest_installs_nothing() {
     let (_, err) = env.fails(&["create", "pa", "--runtime", RUNTIME], 1);
     assert!(err.contains("not installed"), "{err}");
 }
+
+/// A terminal agent is an agent runtime though its name is not built in: `create` gives its
+/// peers the artificial nature and refuses a natural one, as for Claude (before, the nature
+/// was decided by the name alone, and `--intelligence natural` was accepted).
+#[test]
+fn a_manifest_agent_takes_only_artificial_peers() {
+    let Some(python) = parrot::python() else {
+        return;
+    };
+    let env = TestEnv::new();
+    parrot::install(&env, &python);
+    let (_, err) = env.fails(
+        &[
+            "create",
+            "pn",
+            "--runtime",
+            RUNTIME,
+            "--intelligence",
+            "natural",
+        ],
+        1,
+    );
+    assert!(
+        err.contains(&format!(
+            "a peer of intelligence natural cannot run on {RUNTIME}"
+        )),
+        "{err}"
+    );
+    assert!(!env.peer_dir("pn").exists(), "nothing was created");
+    env.ok(&["create", "pa", "--runtime", RUNTIME]);
+    let profile =
+        std::fs::read_to_string(env.peer_dir("pa").join(".iapeer/peer-profile.json")).unwrap();
+    assert!(profile.contains("\"artificial\""), "{profile}");
+}

@@ -185,7 +185,7 @@ pub(super) fn init_folder(
     let kind = runtime::adapter_for(paths, &runtime)
         .map_err(PeerError::Runtime)?
         .kind();
-    let nature = nature_of(opts.intelligence, existing.as_ref(), &runtime)?;
+    let nature = nature_of(paths, opts.intelligence, existing.as_ref(), &runtime)?;
     if let Some(d) = opts.description {
         if d.contains('\n') || d.chars().count() > DESCRIPTION_MAX_CHARS {
             return Err(PeerError::BadDescription);
@@ -240,6 +240,7 @@ pub(super) fn init_folder(
 ///
 /// Errors: [`PeerError::UnknownIntelligence`], [`PeerError::IntelligenceNotAllowed`].
 fn nature_of(
+    paths: &Paths,
     intelligence: Option<&str>,
     existing: Option<&Profile>,
     runtime: &str,
@@ -260,7 +261,7 @@ fn nature_of(
         .flat_map(|p| p.runtimes.iter().map(String::as_str));
     if let Some(rt) = std::iter::once(runtime)
         .chain(already)
-        .find(|rt| !nature.allowed_on(rt))
+        .find(|rt| !nature.allowed_in(runtime::class_installed(paths, rt)))
     {
         return Err(PeerError::IntelligenceNotAllowed {
             nature,

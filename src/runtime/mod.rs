@@ -41,7 +41,7 @@ pub use crate::adapter::{
     NO_RECORDED_CONVERSATION,
 };
 use crate::paths::Paths;
-use crate::runtime_table::{McpClient, CLAUDE, CODEX, ECHO, GEMINI, OPENCODE};
+use crate::runtime_table::{Class, McpClient, CLAUDE, CODEX, ECHO, GEMINI, OPENCODE};
 
 /// Confirmation for runtimes where a complete write is the confirmation (router runtimes).
 pub struct WrittenIsConfirmed;
@@ -115,6 +115,20 @@ impl SetupError {
     pub(crate) fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Self {
         let at = crate::fsutil::IoError::at(action, path);
         move |e| SetupError::Io(at(e))
+    }
+}
+
+/// The class of `runtime` as installed here: its runtime table row's, except that a runtime
+/// the table does not know ([`Class::Router`] by name) whose installed manifest declares a
+/// terminal agent is [`Class::Agent`] (issue 27 item 3). A runtime that is not installed or
+/// whose manifest does not load keeps the class its name gives.
+pub fn class_installed(paths: &Paths, runtime: &str) -> Class {
+    match crate::runtime_table::class_of(runtime) {
+        Class::Router => match adapter_for(paths, runtime).map(|a| a.kind()) {
+            Ok(RuntimeKind::Agent) => Class::Agent,
+            _ => Class::Router,
+        },
+        class => class,
     }
 }
 

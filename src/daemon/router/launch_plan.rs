@@ -15,6 +15,7 @@ use crate::names::Identity;
 use crate::protocol::Code;
 use crate::registry::RegistryPeer;
 use crate::runtime::{ConversationNaming, RuntimeKind, WakeMode};
+use crate::runtime_table::{class_of, Class};
 
 /// What a launch decision reads, gathered on the router thread by `Router::launch_facts`.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,7 +83,13 @@ pub(crate) fn plan(f: &LaunchFacts, cfg: &Config, now: Now) -> Result<LaunchChoi
         });
     }
     let nature = peer.nature();
-    if !nature.allowed_on(&ident.runtime) {
+    // An installed terminal agent (a manifest's) is an agent though the table does not
+    // know its name: the kind its adapter gave decides (issue 27 item 3).
+    let class = match (class_of(&ident.runtime), &f.runtime) {
+        (Class::Router, Ok((RuntimeKind::Agent, _))) => Class::Agent,
+        (class, _) => class,
+    };
+    if !nature.allowed_in(class) {
         return Err(Refusal {
             code: Code::InvalidArgument,
             error: format!(
