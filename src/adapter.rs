@@ -141,6 +141,16 @@ pub enum BootStep {
         /// What is being answered, e.g. `trust this folder → Yes, I trust this folder`.
         label: String,
     },
+    /// The composer holds text nobody typed (Gemini CLI 0.61.0: the answers to its terminal
+    /// queries that came after it stopped waiting for them): write these bytes to clear it.
+    /// The boot presses them at most [`crate::session::boot::MAX_CLEARS`] times,
+    /// [`crate::session::boot::CLEAR_GAP`] apart, and fails with `label` after that.
+    Clear {
+        /// The clear key's bytes.
+        bytes: Vec<u8>,
+        /// What is cleared, e.g. ``the late terminal answers `0u…` in the composer``.
+        label: String,
+    },
     /// Ready for input.
     Ready,
     /// Boot cannot succeed (e.g. not logged in): the reason for the waiting sender.

@@ -598,3 +598,108 @@ fn record_gemini_api_error_500() {
 fn record_gemini_api_error_401() {
     record_gemini_api_error(401, "auth");
 }
+
+/// The composer's rows of a screen (between the half-block rules), trimmed, for the
+/// recorders' notes.
+fn composer_of(screen: &str) -> Vec<String> {
+    let rows: Vec<&str> = screen.lines().collect();
+    let Some(top) = rows.iter().rposition(|r| r.starts_with('▄')) else {
+        return Vec::new();
+    };
+    rows[top + 1..]
+        .iter()
+        .take_while(|r| !r.starts_with('▀'))
+        .map(|r| r.trim().to_string())
+        .collect()
+}
+
+/// Records Gemini CLI 0.61.0 when the answers to its terminal queries come late (after its
+/// 1 s wait for them), as iapeer starts it (`yolo` world): where the answers' bytes go, what
+/// the composer shows, and what `key` (Ctrl-C or Esc) does to it; then a delivery as the
+/// daemon makes it. Session `late-<late_ms>ms-<name>`; notes in `late-answers.txt`.
+fn record_late_answers(late_ms: u64, name: &str, key: &[u8]) {
+    let (w, api) = preconfigured_world();
+    let args = ["--skip-trust", "--approval-mode", "yolo"];
+    let session = format!("late-{late_ms}ms-{name}");
+    let late = Duration::from_millis(late_ms);
+    let mut t = PtyRecording::spawn_answering_late(gemini(&w, &api, &args), &w.out, &session, late);
+    let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut notes = vec![format!(
+        "# {session}: answers {late_ms} ms late, then {key:?}; load average at the start: {}",
+        load().trim()
+    )];
+    t.wait("the composer", BOOT, |s| s.contains("YOLO Ctrl+Y"));
+    // The answers' bytes come `late` after the queries; the composer is drawn by then.
+    std::thread::sleep(late);
+    t.settle(Duration::from_secs(3));
+    t.save(&format!("{session}-boot"));
+    notes.push(format!("composer at boot: {:?}", composer_of(&t.screen())));
+    // Every screen for 8 s after the key, read every 20 ms: any hint it showed (`Press Ctrl+C
+    // again to exit.`, `Press Esc again to clear.`) and when the composer emptied.
+    t.keys(key);
+    let start = std::time::Instant::now();
+    let (mut hints, mut emptied) = (Vec::<String>::new(), None);
+    while start.elapsed() < Duration::from_secs(8) {
+        let s = t.screen();
+        for l in s.lines().filter(|l| l.contains("again")) {
+            if !hints.iter().any(|h| h == l.trim()) {
+                hints.push(l.trim().to_string());
+            }
+        }
+        if emptied.is_none() && ready(&s) {
+            emptied = Some(start.elapsed().as_millis());
+            t.save(&format!("{session}-cleared"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    notes.push(format!("composer emptied {emptied:?} ms after {key:?}"));
+    notes.push(format!("hints shown meanwhile: {hints:?}"));
+    t.save(&format!("{session}-8s-after-key"));
+    notes.push(format!(
+        "composer 8 s after the key: {:?}",
+        composer_of(&t.screen())
+    ));
+    notes.push(format!(
+        "still running: {}",
+        t.screen().contains("YOLO Ctrl+Y")
+    ));
+    paste_as_the_daemon(&mut t, "LATE delivery");
+    submit(&mut t, "the delivery's turn", |_| {
+        api.has_turn_with("LATE delivery")
+    });
+    t.wait("ready after the turn", BOOT, |s| {
+        ready(s) && !s.contains("esc to cancel")
+    });
+    t.settle(QUIET);
+    t.save(&format!("{session}-delivered"));
+    notes.push(format!("load average at the end: {}", load().trim()));
+    eprintln!("{}", notes.join("\n"));
+    let path = w.out.join("late-answers.txt");
+    let old = std::fs::read_to_string(&path).unwrap_or_default();
+    w.write("late-answers.txt", &(old + &notes.join("\n") + "\n"));
+    t.end();
+}
+
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_gemini_late_answers_ctrl_c() {
+    record_late_answers(2000, "ctrl-c", b"\x03");
+}
+
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_gemini_late_answers_esc() {
+    record_late_answers(2000, "esc", b"\x1b");
+}
+
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_gemini_late_answers_just_late() {
+    record_late_answers(1200, "ctrl-c", b"\x03");
+}
+
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_gemini_late_answers_very_late() {
+    record_late_answers(6000, "ctrl-c", b"\x03");
+}

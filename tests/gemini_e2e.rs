@@ -464,3 +464,45 @@ fn a_gemini_peer_refused_by_its_api_raises_one_notice() {
     });
     assert_eq!(env.count_events("lifecycle", "notice-raised", &[]), 1);
 }
+
+/// The answers to Gemini CLI's terminal queries come late (the daemon's test hook
+/// `late-query-answers`, 2 s: after Gemini CLI's 1 s wait for them, as on a loaded machine)
+/// and land in its composer as typed text (`late-answers.txt`): the boot clears them, the
+/// peer becomes ready, and the first message is delivered once and confirmed. (Before the
+/// boot knew that text, it waited for an empty composer until its deadline.)
+#[test]
+fn gemini_peer_boots_when_its_terminal_answers_come_late() {
+    let Some(bin) = gemini_bin() else {
+        return;
+    };
+    let mut env = TestEnv::new();
+    env.set("IAPEER_TEST_HOOK", "late-query-answers:2000")
+        .set("IAPEER_BOOT_DEADLINE_SECS", "90");
+    let api = GeminiStandIn::start();
+    add_peer(&mut env, &bin, "gm", &api);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.start_daemon();
+    api.script(|_| Reply::Text("noted".into()));
+
+    // Answered once Gemini CLI's session file holds the message (the delivery confirmed).
+    let sent = env.run(&["send", "gm", "--from", "echo-ea", "--message", FIRST]);
+    let pane = env.pane("gemini-gm");
+    assert!(
+        pane.contains(">|iapeer("),
+        "the late answers reached the composer (else the hook did nothing): {}",
+        env.diagnostics()
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&sent.stdout).trim(),
+        "delivered to gm (gemini), woke",
+        "{}\n{}",
+        String::from_utf8_lossy(&sent.stderr),
+        env.diagnostics()
+    );
+    env.wait_until(
+        "the model gets the message",
+        Duration::from_secs(60),
+        |_| !turns_with(&api, FIRST).is_empty(),
+    );
+    assert_eq!(turns_with(&api, FIRST).len(), 1, "{}", env.diagnostics());
+}

@@ -501,3 +501,79 @@ fn record_opencode_message_pages() {
     w.write("server-session-messages-limit-2.headers.txt", &heads);
     t.end();
 }
+
+/// Records OpenCode 1.18.33 when the answers to its terminal queries come 2 s late (as on a
+/// loaded machine; Gemini CLI 0.61.0 takes such answers for typed keys, see
+/// `gemini-cli-0.61.0/late-answers.txt`): which queries it sends, what its composer shows once
+/// the answers came, and whether a typed message then reaches the model as typed. Session
+/// `late-2000ms`, notes in `late-answers.txt`.
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_opencode_late_answers() {
+    let w = Scratch::new(fixtures());
+    let api = ChatStandIn::start();
+    script(&api);
+    write_config(&w, &api);
+    let port = free_port().to_string();
+    let late = Duration::from_secs(2);
+    let mut t = PtyRecording::spawn_answering_late(
+        opencode(&w, &["--port", &port]),
+        &w.out,
+        "late-2000ms",
+        late,
+    );
+    let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut notes = vec![format!(
+        "# late-2000ms: answers 2000 ms late; load average at the start: {}",
+        load().trim()
+    )];
+    t.wait("the ready composer", BOOT, |s| s.contains("Ask anything"));
+    std::thread::sleep(late);
+    t.settle(Duration::from_secs(3));
+    t.save("late-2000ms-ready");
+    let raw = t.raw();
+    let sent: Vec<String> = [
+        &b"\x1b[6n"[..],
+        b"\x1b[c",
+        b"\x1b[0c",
+        b"\x1b[>c",
+        b"\x1b[>0c",
+        b"\x1b[>q",
+        b"\x1b[>0q",
+        b"\x1b[?u",
+        b"\x1b]10;?",
+        b"\x1b]11;?",
+    ]
+    .iter()
+    .filter(|q| raw.windows(q.len()).any(|w| w == **q))
+    .map(|q| String::from_utf8_lossy(&q[1..]).into_owned())
+    .collect();
+    notes.push(format!("queries it sent (ESC left out): {sent:?}"));
+    let s = t.screen();
+    notes.push(format!(
+        "placeholder `Ask anything` shown: {}; answer text on screen: {}",
+        s.contains("Ask anything"),
+        ["iapeer(", "62;22c", "0u", "rgb:"]
+            .iter()
+            .filter(|n| s.contains(**n))
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    type_and_submit(&mut t, &api, "LATE typed message");
+    let last = api
+        .turns()
+        .iter()
+        .rev()
+        .find(|r| openai_chat::last_text(r).contains("LATE typed message"))
+        .map(openai_chat::last_text)
+        .unwrap_or_default();
+    notes.push(format!("the model got: {last:?}"));
+    t.wait("ready after the turn", BOOT, ready);
+    t.settle(QUIET);
+    t.save("late-2000ms-delivered");
+    notes.push(format!("load average at the end: {}", load().trim()));
+    eprintln!("{}", notes.join("\n"));
+    w.write("late-answers.txt", &(notes.join("\n") + "\n"));
+    t.end();
+}

@@ -29,6 +29,10 @@
 //!   `<ms>` milliseconds instead of `crate::federation::keys::RETENTION` (issue 28 item 4):
 //!   the recipient refuses an older entry, the sender stops following it after that plus
 //!   [`RETENTION_GRACE`].
+//! - `late-query-answers:<ms>`: every session thread holds its answers to the child's
+//!   terminal capability queries `<ms>` milliseconds (at most 60 000) before writing them, as
+//!   on a loaded machine: a CLI that stopped waiting for them reads them as typed keys
+//!   (Gemini CLI 0.61.0: `tests/fixtures/gemini-cli-0.61.0/late-answers.txt`).
 //! - `daemon-version:<version>`: the daemon reports `<version>` as its version in its answer
 //!   to `ping` (the CLI's version check at connect), as a daemon of another build would.
 //! - `contain:subreaper`: the daemon contains its sessions as child subreaper even where it
@@ -89,6 +93,8 @@ pub enum Hook {
     SlowToolsList(u64),
     /// Keep messages for an offline host this many milliseconds.
     FederationRetention(u64),
+    /// Hold the answers to terminal queries this many milliseconds.
+    LateQueryAnswers(u64),
 }
 
 static HOOK: OnceLock<Option<Hook>> = OnceLock::new();
@@ -134,6 +140,11 @@ pub fn parse(value: &str) -> Option<Hook> {
             .filter(|ms| *ms <= 10_000)
             .map(Hook::SlowToolsList),
         "federation-retention" => p.parse().ok().map(Hook::FederationRetention),
+        "late-query-answers" => p
+            .parse()
+            .ok()
+            .filter(|ms| *ms <= 60_000)
+            .map(Hook::LateQueryAnswers),
         _ => None,
     }
 }
@@ -230,6 +241,15 @@ pub fn federation_retention() -> (Duration, Duration) {
     }
 }
 
+/// How long a session holds its answers to terminal queries: zero, unless
+/// `late-query-answers` says otherwise.
+pub fn late_query_answers() -> Duration {
+    match HOOK.get() {
+        Some(Some(Hook::LateQueryAnswers(ms))) => Duration::from_millis(*ms),
+        _ => Duration::ZERO,
+    }
+}
+
 /// The sender's wait past a `federation-retention` for the recipient's refusal.
 pub const RETENTION_GRACE: Duration = Duration::from_secs(3);
 
@@ -277,6 +297,11 @@ mod tests {
                 "federation-retention:3000",
                 Some(Hook::FederationRetention(3000)),
             ),
+            (
+                "late-query-answers:2000",
+                Some(Hook::LateQueryAnswers(2000)),
+            ),
+            ("late-query-answers:60001", None),
             ("router-panic-on-send:", None),
             ("something-else", None),
         ] {

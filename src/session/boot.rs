@@ -16,6 +16,17 @@ pub const KEY_RETRY: Duration = Duration::from_secs(2);
 /// instead of waiting out the boot deadline).
 pub const UNANSWERED_MENU_AFTER: Duration = Duration::from_secs(3);
 
+/// Most presses of a [`BootStep::Clear`] key in one boot; the boot fails if the composer
+/// still holds the text after the last one.
+pub const MAX_CLEARS: u32 = 3;
+
+/// Least time between two presses of a [`BootStep::Clear`] key. Gemini CLI 0.61.0's clear
+/// key is Ctrl-C, and one Ctrl-C on a composer holding text can also arm its exit (recorded:
+/// `late-1200ms-ctrl-c`, `Press Ctrl+C again to exit.`): a second Ctrl-C within its warning
+/// window (3 s in its source, `WARNING_PROMPT_DURATION_MS`) would quit it. Pressed no sooner
+/// than this after the last, a key cannot be that second one.
+pub const CLEAR_GAP: Duration = Duration::from_secs(5);
+
 /// What the session must do now.
 #[derive(Debug, PartialEq)]
 pub enum BootAction {
@@ -89,6 +100,9 @@ pub struct Boot {
     menu: Option<(Instant, u64, bool)>,
     /// When [`Boot::evaluate`] last ran: a moment it already looked at needs no wake-up.
     last_eval: Option<Instant>,
+    /// Presses of a [`BootStep::Clear`] key so far, and when the last one was.
+    clears: u32,
+    last_clear: Option<Instant>,
 }
 
 impl Boot {
@@ -105,6 +119,8 @@ impl Boot {
             ready_since: None,
             menu: None,
             last_eval: None,
+            clears: 0,
+            last_clear: None,
         }
     }
 
@@ -167,6 +183,20 @@ impl Boot {
                     BootAction::Wait
                 }
             }
+            BootStep::Clear { bytes, label } => {
+                self.ready_since = None;
+                if self.last_clear.is_some_and(|at| now < at + CLEAR_GAP) {
+                    return BootAction::Wait;
+                }
+                if self.clears >= MAX_CLEARS {
+                    return BootAction::Failed(BootFailure::Failed(format!(
+                        "{label}, still there after {MAX_CLEARS} presses of its clear key"
+                    )));
+                }
+                self.clears += 1;
+                self.last_clear = Some(now);
+                BootAction::Key { bytes, label }
+            }
             BootStep::Ready => {
                 let since = *self.ready_since.get_or_insert(now);
                 if now >= since + self.settle {
@@ -195,6 +225,9 @@ impl Boot {
         }
         if let Some((since, _, false)) = self.menu {
             consider(since + UNANSWERED_MENU_AFTER);
+        }
+        if let Some(at) = self.last_clear {
+            consider(at + CLEAR_GAP);
         }
         if let Some((at, _)) = self.last_key {
             consider(at + KEY_RETRY);
@@ -252,6 +285,45 @@ mod tests {
             b.evaluate(after(313_000), BootStep::Wait, 8),
             BootAction::Failed(BootFailure::TimedOut { .. })
         ));
+    }
+
+    fn clear() -> BootStep {
+        BootStep::Clear {
+            bytes: vec![0x03],
+            label: "stray text".into(),
+        }
+    }
+
+    #[test]
+    fn a_clear_key_is_pressed_at_most_max_clears_times_clear_gap_apart_then_the_boot_fails() {
+        let t0 = Instant::now();
+        let mut b = Boot::new(t0, Duration::from_secs(240), Duration::ZERO, Duration::ZERO);
+        let mut at = t0;
+        for n in 1..=MAX_CLEARS {
+            assert!(
+                matches!(b.evaluate(at, clear(), n as u64), BootAction::Key { .. }),
+                "press {n}"
+            );
+            // Another screen within the gap (Gemini CLI's exit warning window): no key.
+            let soon = at + CLEAR_GAP - Duration::from_millis(1);
+            assert_eq!(b.evaluate(soon, clear(), 100 + n as u64), BootAction::Wait);
+            assert_eq!(b.next_deadline(), at + CLEAR_GAP);
+            at += CLEAR_GAP;
+        }
+        match b.evaluate(at, clear(), 9) {
+            BootAction::Failed(f @ BootFailure::Failed(_)) => {
+                assert_eq!(f.cause(), Cause::KilledByDaemon);
+                assert!(
+                    f.to_string().starts_with("stray text, still there after 3"),
+                    "{f}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // Cleared in time, the boot goes on to ready.
+        let mut b = Boot::new(t0, Duration::from_secs(240), Duration::ZERO, Duration::ZERO);
+        assert!(matches!(b.evaluate(t0, clear(), 1), BootAction::Key { .. }));
+        assert_eq!(b.evaluate(t0, BootStep::Ready, 2), BootAction::Ready);
     }
 
     #[test]

@@ -49,6 +49,9 @@ fn reply_to(query: &[u8], cursor: (u16, u16)) -> Option<Vec<u8>> {
         b"\x1b]10;?\x1b\\" => b"\x1b]10;rgb:d8d8/d8d8/d8d8\x1b\\".to_vec(),
         b"\x1b]11;?\x07" => b"\x1b]11;rgb:1c1c/1c1c/1c1c\x07".to_vec(),
         b"\x1b]11;?\x1b\\" => b"\x1b]11;rgb:1c1c/1c1c/1c1c\x1b\\".to_vec(),
+        b"\x1b[>q" | b"\x1b[>0q" => {
+            format!("\x1bP>|iapeer({})\x1b\\", env!("CARGO_PKG_VERSION")).into_bytes()
+        }
         _ => return None,
     })
 }
@@ -64,11 +67,25 @@ const QUERIES: &[&[u8]] = &[
     b"\x1b]10;?\x1b\\",
     b"\x1b]11;?\x07",
     b"\x1b]11;?\x1b\\",
+    b"\x1b[>q",
+    b"\x1b[>0q",
 ];
 
 impl PtyRecording {
     /// Start `cmd` on a new 220×50 pty; its output is saved under `out` as `<name>.raw`.
-    pub fn spawn(mut cmd: Command, out: &Path, name: &str) -> PtyRecording {
+    pub fn spawn(cmd: Command, out: &Path, name: &str) -> PtyRecording {
+        Self::spawn_answering_late(cmd, out, name, Duration::ZERO)
+    }
+
+    /// [`Self::spawn`], the answers to the terminal queries written `late` after the query
+    /// was read (as a daemon on a loaded machine answers them: after the program stopped
+    /// waiting for them).
+    pub fn spawn_answering_late(
+        mut cmd: Command,
+        out: &Path,
+        name: &str,
+        late: Duration,
+    ) -> PtyRecording {
         let ws = nix::pty::Winsize {
             ws_row: ROWS,
             ws_col: COLS,
@@ -142,8 +159,16 @@ impl PtyRecording {
                     s.parser.process(&buf[done..n]);
                     carry = scan[scan.len().saturating_sub(8)..].to_vec();
                 }
-                if !replies.is_empty() {
+                if replies.is_empty() {
+                } else if late.is_zero() {
                     let _ = answerer.write_all(&replies);
+                } else {
+                    let mut answerer = answerer.try_clone().unwrap();
+                    std::thread::spawn(move || {
+                        // Time is the thing recorded: the answer comes this late.
+                        std::thread::sleep(late);
+                        let _ = answerer.write_all(&replies);
+                    });
                 }
             }
         });

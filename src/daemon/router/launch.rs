@@ -577,6 +577,7 @@ fn start_session(
         stall: cfg.send_stall,
         ids: Some(env.ids.clone()),
         gated: plan.gated.is_some(),
+        late_answers: crate::daemon::test_hooks::late_query_answers(),
     };
     thread::start(scfg, &spec, sessions.clone()).map_err(|e| {
         offline(

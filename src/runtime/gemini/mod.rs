@@ -303,6 +303,50 @@ pub fn queued_shows(screen: &str, text: &str) -> bool {
         })
 }
 
+/// The exit warning a Ctrl-C can arm (`late-1200ms-ctrl-c-cleared`): another Ctrl-C while it
+/// shows quits Gemini CLI.
+pub const EXIT_ARMED: &str = "Press Ctrl+C again to exit.";
+
+/// The answer to XTVERSION as the composer shows it when it comes late: the daemon's
+/// `ESC P >|iapeer(<version>) ESC \` without its escapes.
+const XTVERSION_LEFT: &str = ">|iapeer(";
+
+/// Whether composer text is only what is left of the daemon's answers to terminal queries
+/// (pure). Gemini CLI 0.61.0 waits 1 s for the answers to the queries it sends at start; the
+/// ones that come later are read as typed keys, their escapes dropped: recorded with the
+/// answers 1.2, 2 and 6 s late (`late-*-boot`), the composer held `0u>|iapeer(0.1.0)62;22c`
+/// (kitty flags `ESC[?0u`, XTVERSION, primary DA `ESC[?62;22c`; the OSC 11 colour left
+/// nothing). Accepted, white space aside: a run of `>|iapeer(…)` and CSI answer tails
+/// (`[>?]<digits>(;<digits>)*` ended by `u`, `c` or `R`, the kitty flags, device attributes
+/// and cursor position forms), at least one. Anything else (a human's draft) is not.
+pub fn stray_answers(text: &str) -> bool {
+    let s = solid(text);
+    let mut rest = s.as_str();
+    if rest.is_empty() {
+        return false;
+    }
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix(XTVERSION_LEFT) {
+            let Some(end) = r.find(')') else {
+                return false;
+            };
+            rest = &r[end + 1..];
+            continue;
+        }
+        let r = rest.strip_prefix(['>', '?']).unwrap_or(rest);
+        let params = r
+            .find(|c: char| !(c.is_ascii_digit() || c == ';'))
+            .unwrap_or(r.len());
+        let (p, tail) = r.split_at(params);
+        let numbers_ok = !p.is_empty() && p.split(';').all(|n| !n.is_empty());
+        match tail.chars().next() {
+            Some('u' | 'c' | 'R') if numbers_ok => rest = &tail[1..],
+            _ => return false,
+        }
+    }
+    true
+}
+
 /// A boot dialog of Gemini CLI 0.61.0, as the question that opens it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Dialog {
@@ -323,7 +367,10 @@ const DIALOGS: [(Dialog, &str); 3] = [
 /// `02-auth-dialog`, `04-ready`). The trust dialog (not expected under `--skip-trust`) →
 /// Enter (`1. Trust folder`, preselected); the auth choice with `Use Gemini API Key`
 /// preselected and the key detected in the environment → Enter; the key entry prefilled →
-/// Enter; the auth choice without a key → fail; the empty composer → ready.
+/// Enter; the auth choice without a key → fail; the empty composer → ready; a composer holding
+/// only the late answers to its terminal queries ([`stray_answers`]) → Ctrl-C, which cleared
+/// it in every recording (`late-*-ctrl-c-cleared`; Esc only asks for a second Esc:
+/// `late-2000ms-esc`), but not while [`EXIT_ARMED`] shows.
 pub fn boot_step_for(rows: &[String]) -> BootStep {
     let enter = |label: &str| BootStep::Key {
         bytes: b"\r".to_vec(),
@@ -355,6 +402,18 @@ pub fn boot_step_for(rows: &[String]) -> BootStep {
         Some(_) => BootStep::Wait,
         None => match composer {
             Some((_, r)) if r.len() == 1 && r[0] == PLACEHOLDER => BootStep::Ready,
+            Some((_, r)) if !rows.iter().any(|row| row.contains(EXIT_ARMED)) => {
+                match crate::adapter::composer_rows_text(r) {
+                    Some(text) if stray_answers(&text) => BootStep::Clear {
+                        bytes: vec![0x03],
+                        label: format!(
+                            "the composer holds `{text}`, the late answers to Gemini CLI's \
+                             terminal queries (Ctrl-C)"
+                        ),
+                    },
+                    _ => BootStep::Wait,
+                }
+            }
             _ => BootStep::Wait,
         },
     }

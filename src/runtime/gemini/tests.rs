@@ -33,6 +33,7 @@ fn gemini() -> Gemini {
 fn label(step: BootStep) -> String {
     match step {
         BootStep::Key { label, .. } => label,
+        BootStep::Clear { label, .. } => format!("clear: {label}"),
         BootStep::Ready => "ready".into(),
         BootStep::Wait => "wait".into(),
         BootStep::Fail(why) => format!("fail: {why}"),
@@ -428,4 +429,80 @@ fn a_bound_conversations_message_is_confirmed_from_the_file_a_resume_made() {
     .unwrap();
     assert_eq!(confirm.acceptance(&[], ""), Acceptance::Accepted);
     assert!(conversation_watch(&chats, "short").is_none());
+}
+
+/// The answers to its terminal queries that came late (1.2, 2 and 6 s: `late-answers.txt`)
+/// sit in the composer at boot: the boot clears them with Ctrl-C, and is ready once that
+/// cleared them (`…-cleared`, with the exit warning the Ctrl-C armed in `late-1200ms`); a
+/// screen with the exit warning and the text still there waits (another Ctrl-C would quit).
+#[test]
+fn fixture_late_terminal_answers_in_the_composer_are_cleared_at_boot() {
+    let g = gemini();
+    for session in [
+        "late-1200ms-ctrl-c",
+        "late-2000ms-ctrl-c",
+        "late-6000ms-ctrl-c",
+    ] {
+        let boot = step_screen(session, &format!("{session}-boot"));
+        let text = composer_text(boot.rows()).unwrap();
+        assert!(stray_answers(&text), "{session}: {text}");
+        match g.boot_step(&boot) {
+            BootStep::Clear { bytes, label } => {
+                assert_eq!(bytes, vec![0x03], "{session}");
+                assert!(label.contains("`0u>|iapeer(0.1.0)62;22c`"), "{label}");
+            }
+            other => panic!("{session}: {other:?}"),
+        }
+        let cleared = step_screen(session, &format!("{session}-cleared"));
+        assert_eq!(label(g.boot_step(&cleared)), "ready", "{session}");
+    }
+    let armed = step_screen("late-1200ms-ctrl-c", "late-1200ms-ctrl-c-cleared");
+    assert!(armed.text().contains(EXIT_ARMED));
+    // Esc only asked for a second Esc (`late-answers.txt`); the text stayed, and Ctrl-C is
+    // still the key.
+    let esc = step_screen("late-2000ms-esc", "late-2000ms-esc-8s-after-key");
+    assert_eq!(
+        composer_text(esc.rows()).as_deref(),
+        Some("0u>|iapeer(0.1.0)62;22c")
+    );
+    assert!(matches!(g.boot_step(&esc), BootStep::Clear { .. }));
+    // The same text with the exit warning showing: wait.
+    let mut rows = step_screen("late-2000ms-ctrl-c", "late-2000ms-ctrl-c-boot")
+        .rows()
+        .to_vec();
+    rows[0] = format!(" {EXIT_ARMED}");
+    assert_eq!(label(boot_step_for(&rows)), "wait");
+}
+
+/// Only the answers' leftovers are taken for stray text; a human's draft is not.
+#[test]
+fn stray_answers_are_only_the_answers_leftovers() {
+    for yes in [
+        "0u>|iapeer(0.1.0)62;22c",
+        "62;22c",
+        "0u",
+        ">|iapeer(0.1.0)",
+        ">0;276;0c 12;40R",
+        "0u>|iapeer(0.1.0)\n62;22c",
+    ] {
+        assert!(stray_answers(yes), "{yes}");
+    }
+    for no in [
+        "",
+        "my unfinished draft",
+        "0u hello",
+        ">|iapeer(0.1.0",
+        "62;;22c",
+        ";c",
+        "u",
+        "42",
+        "[Pasted Text: 8 lines]",
+    ] {
+        assert!(!stray_answers(no), "{no}");
+    }
+    // The recorded draft waits, as before.
+    assert_eq!(
+        label(gemini().boot_step(&step_screen("first-run", "05-draft"))),
+        "wait"
+    );
 }

@@ -86,8 +86,13 @@ impl Session {
         }
         let human = self.clients.values().any(|c| c.sized);
         let fed = self.screen.feed(chunk, !human);
-        if !fed.replies.is_empty() {
-            self.write_child(&fed.replies);
+        if self.cfg.late_answers.is_zero() {
+            if !fed.replies.is_empty() {
+                self.write_child(&fed.replies);
+            }
+        } else if !fed.replies.is_empty() {
+            let due = Instant::now() + self.cfg.late_answers;
+            self.late_answers.push_back((due, fed.replies));
         }
         if human {
             self.attached_output_ms = Some(crate::clock::now_ms());
@@ -122,6 +127,15 @@ impl Session {
         if busy != self.busy_shown {
             self.busy_shown = busy;
             self.emit(EventKind::Busy(busy));
+        }
+    }
+
+    /// Write the held answers to terminal queries that are due (`late-query-answers`).
+    pub(super) fn write_late_answers(&mut self, now: Instant) {
+        while self.late_answers.front().is_some_and(|(at, _)| *at <= now) {
+            if let Some((_, bytes)) = self.late_answers.pop_front() {
+                self.write_child(&bytes);
+            }
         }
     }
 

@@ -103,6 +103,10 @@ pub struct SessionConfig {
     /// A gated agent (spec 10 §4): its permission hook puts each prompt to a human, so a
     /// prompt on its screen is reported as [`EventKind::PromptOpened`] with `hooked`.
     pub gated: bool,
+    /// How long the answers to the child's terminal capability queries are held before they
+    /// are written: zero (at once) but under the test hook `late-query-answers:<ms>`
+    /// (`daemon::test_hooks`), which makes them come as late as on a loaded machine.
+    pub late_answers: Duration,
 }
 
 /// Spawn the child for `spec` and start its session thread. Returns the handle and the pid.
@@ -365,6 +369,8 @@ struct Session {
     menu_answer: Option<(usize, Vec<String>)>,
     /// The permission prompt on the live agent's screen, and the keys of its answer.
     prompts: super::prompts::Watch,
+    /// Answers to terminal queries held for [`SessionConfig::late_answers`]: when each is due.
+    late_answers: std::collections::VecDeque<(Instant, Vec<u8>)>,
 }
 
 impl Session {
@@ -458,6 +464,7 @@ impl Session {
             mcp_wait_since: None,
             menu_answer: None,
             prompts,
+            late_answers: Default::default(),
         })
     }
 
@@ -548,6 +555,7 @@ impl Session {
             consider(Some(kill_at));
         }
         consider(self.prompts.next_deadline());
+        consider(self.late_answers.front().map(|(at, _)| *at));
         consider(self.quiet_at);
         next
     }

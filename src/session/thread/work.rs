@@ -688,6 +688,7 @@ impl Session {
     }
 
     pub(super) fn on_time(&mut self, now: Instant) {
+        self.write_late_answers(now);
         if self.state.boot().is_some() {
             self.evaluate_boot(now);
         }
