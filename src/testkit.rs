@@ -36,6 +36,17 @@ pub(crate) fn temp_file(
     (dir, path)
 }
 
+/// Calls `write(t, i)` for `i` in `0..each` on each of `threads` threads `t` running at once,
+/// and returns when all are done (a panic in one is the test's panic): concurrent writers.
+pub(crate) fn at_once(threads: usize, each: usize, write: impl Fn(usize, usize) + Sync) {
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let write = &write;
+            s.spawn(move || (0..each).for_each(|i| write(t, i)));
+        }
+    });
+}
+
 /// A fresh launch's context in `cwd` on port 8765: no system prompt, not gated, no bearer. A
 /// test changes what it needs with `LaunchCtx { mode: …, ..launch_ctx(…) }`.
 pub(crate) fn launch_ctx<'a>(
