@@ -17,6 +17,36 @@ pub(crate) fn temp_root() -> (tempfile::TempDir, crate::paths::Paths) {
     (dir, paths)
 }
 
+/// A temp folder and the path `name` inside it (parent folders made, the file not): the
+/// folder is removed when the `TempDir` is dropped, so keep it for the test's length.
+pub(crate) fn temp_path(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    (dir, path)
+}
+
+/// [`temp_path`] with the file written: `contents` at `name` in a fresh temp folder.
+pub(crate) fn temp_file(
+    name: &str,
+    contents: impl AsRef<[u8]>,
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let (dir, path) = temp_path(name);
+    std::fs::write(&path, contents).unwrap();
+    (dir, path)
+}
+
+/// Calls `write(t, i)` for `i` in `0..each` on each of `threads` threads `t` running at once,
+/// and returns when all are done (a panic in one is the test's panic): concurrent writers.
+pub(crate) fn at_once(threads: usize, each: usize, write: impl Fn(usize, usize) + Sync) {
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let write = &write;
+            s.spawn(move || (0..each).for_each(|i| write(t, i)));
+        }
+    });
+}
+
 /// A fresh launch's context in `cwd` on port 8765: no system prompt, not gated, no bearer. A
 /// test changes what it needs with `LaunchCtx { mode: …, ..launch_ctx(…) }`.
 pub(crate) fn launch_ctx<'a>(

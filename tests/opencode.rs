@@ -142,6 +142,19 @@ fn run(w: &Scratch, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Writes the config pointing at `api`, runs `opencode --port <a free port>` in a pty
+/// recorded as `name`, and waits for its ready composer to settle: the port (for `get`) and
+/// the recording.
+fn start_recording(w: &Scratch, api: &ChatStandIn, name: &str) -> (u16, PtyRecording) {
+    write_config(w, api);
+    let port = free_port();
+    let port_s = port.to_string();
+    let t = PtyRecording::spawn(opencode(w, &["--port", &port_s]), &w.out, name);
+    t.wait("the ready composer", BOOT, |s| s.contains("Ask anything"));
+    t.settle(QUIET);
+    (port, t)
+}
+
 /// Records OpenCode's first run, turns, mid-turn paste, MCP tool call, records and resume.
 #[test]
 #[ignore = "recorder: writes fixtures"]
@@ -149,14 +162,8 @@ fn record_opencode() {
     let w = Scratch::new(fixtures());
     let api = ChatStandIn::start();
     script(&api);
-    write_config(&w, &api);
-    let port = free_port();
-    let port_s = port.to_string();
-    let mut t = PtyRecording::spawn(opencode(&w, &["--port", &port_s]), &w.out, "first-run");
-
     // First run: straight to the composer (no dialog).
-    t.wait("the ready composer", BOOT, |s| s.contains("Ask anything"));
-    t.settle(QUIET);
+    let (port, mut t) = start_recording(&w, &api, "first-run");
     t.save("01-ready");
 
     // A typed draft; Ctrl-U clears it.
@@ -363,13 +370,8 @@ fn record_opencode_api_error(status: u16, case: &str) {
             Reply::Text("ok".into())
         }
     });
-    write_config(&w, &api);
-    let port = free_port();
-    let port_s = port.to_string();
     let name = format!("api-error-{case}");
-    let mut t = PtyRecording::spawn(opencode(&w, &["--port", &port_s]), &w.out, &name);
-    t.wait("the ready composer", BOOT, |s| s.contains("Ask anything"));
-    t.settle(QUIET);
+    let (port, mut t) = start_recording(&w, &api, &name);
     type_and_submit(&mut t, &api, "REFUSED turn");
     t.settle(Duration::from_secs(3));
     t.save(&name);
@@ -462,12 +464,7 @@ fn record_opencode_message_pages() {
     let w = Scratch::new(fixtures());
     let api = ChatStandIn::start();
     script(&api);
-    write_config(&w, &api);
-    let port = free_port();
-    let port_s = port.to_string();
-    let mut t = PtyRecording::spawn(opencode(&w, &["--port", &port_s]), &w.out, "pages");
-    t.wait("the ready composer", BOOT, |s| s.contains("Ask anything"));
-    t.settle(QUIET);
+    let (port, mut t) = start_recording(&w, &api, "pages");
     for n in 1..=4 {
         let text = format!("PAGE turn {n}");
         t.paste(&text);

@@ -152,6 +152,22 @@ fn wait_seen(root: &Path, address: &str) -> Result<(), CliError> {
     )))
 }
 
+/// `iapeer send <to> --from <from> --message <message>` on the `sender` host, then wait until
+/// the sender and the other host have each logged `deliveries` successful deliveries in all
+/// (the message and its echo back count on both).
+fn send_across(
+    sender: &mut Demo,
+    other: &mut Demo,
+    from: &str,
+    to: &str,
+    message: &str,
+    deliveries: usize,
+) -> Result<(), CliError> {
+    sender.run(&["send", to, "--from", from, "--message", message])?;
+    sender.wait_deliveries(deliveries)?;
+    other.wait_deliveries(deliveries)
+}
+
 /// Run the federation demo in `root` (the caller made it, handles Ctrl-C and removes it).
 pub(super) fn run(
     program: &Path,
@@ -216,27 +232,16 @@ pub(super) fn run(
     a.run(&["list"])?;
 
     println!("\n# a → b: you write to bob on host b; his echo comes back across to you@a.");
-    a.run(&[
-        "send",
-        "bob@b",
-        "--from",
-        "human-you",
-        "--message",
-        "Hello Bob, this is host a.",
-    ])?;
-    a.wait_deliveries(2)?;
-    b.wait_deliveries(2)?;
+    send_across(a, b, "human-you", "bob@b", "Hello Bob, this is host a.", 2)?;
     println!("\n# b → a: bob writes to alice on host a; her echo goes back across to bob@b.");
-    b.run(&[
-        "send",
-        "alice@a",
-        "--from",
+    send_across(
+        b,
+        a,
         "echo-bob",
-        "--message",
+        "alice@a",
         "Hi Alice, greetings from host b.",
-    ])?;
-    b.wait_deliveries(4)?;
-    a.wait_deliveries(4)?;
+        4,
+    )?;
     for demo in [&mut *a, &mut *b] {
         demo.stop_daemon();
         demo.pump_logs();

@@ -399,12 +399,16 @@ mod tests {
 
     #[test]
     fn a_version_answer_is_read_bare_or_with_the_old_prefix() {
-        assert_eq!(version_of("0.4.86\n"), Some("0.4.86"));
-        assert_eq!(version_of("iapeer 0.1.0"), Some("0.1.0"));
-        assert_eq!(version_of("1.2.3-rc.1"), Some("1.2.3-rc.1"));
-        assert_eq!(version_of("2.1.332 (Claude Code)"), None);
-        assert_eq!(version_of("iapeer"), None);
-        assert_eq!(version_of("1.2"), None);
+        for (answer, read) in [
+            ("0.4.86\n", Some("0.4.86")),
+            ("iapeer 0.1.0", Some("0.1.0")),
+            ("1.2.3-rc.1", Some("1.2.3-rc.1")),
+            ("2.1.332 (Claude Code)", None),
+            ("iapeer", None),
+            ("1.2", None),
+        ] {
+            assert_eq!(version_of(answer), read, "{answer:?}");
+        }
     }
 
     #[test]

@@ -230,27 +230,27 @@ mod tests {
     #[test]
     fn tls_files_go_with_rediss_and_a_certificate_with_its_key() {
         assert!(is_tls("rediss://h:6380") && is_tls("REDISS://h") && !is_tls("redis://h"));
+        // `check` refuses `j` with `want`, whose words name `hint`.
+        let refused = |j: &Joined, want: ClientError, hint: &str| {
+            assert!(want.to_string().contains(hint), "{want}");
+            assert_eq!(check(j), Err(want));
+        };
         let mut j = joined("redis://:pw@h");
         assert_eq!(check(&j), Ok(()));
         j.ca_file = Some("/ca.pem".into());
-        assert_eq!(check(&j), Err(ClientError::FilesWithoutTls));
-        assert!(ClientError::FilesWithoutTls
-            .to_string()
-            .contains("the URL is redis:// (no TLS)"));
+        refused(
+            &j,
+            ClientError::FilesWithoutTls,
+            "the URL is redis:// (no TLS)",
+        );
         j.url = "rediss://:pw@h".into();
         assert_eq!(check(&j), Ok(()));
         j.client_cert = Some("/c.pem".into());
-        assert_eq!(check(&j), Err(ClientError::CertificateWithoutKey));
-        assert!(ClientError::CertificateWithoutKey
-            .to_string()
-            .contains("--client-key"));
+        refused(&j, ClientError::CertificateWithoutKey, "--client-key");
         j.client_key = Some("/k.pem".into());
         assert_eq!(check(&j), Ok(()));
         j.client_cert = None;
-        assert_eq!(check(&j), Err(ClientError::KeyWithoutCertificate));
-        assert!(ClientError::KeyWithoutCertificate
-            .to_string()
-            .contains("--client-cert"));
+        refused(&j, ClientError::KeyWithoutCertificate, "--client-cert");
     }
 
     #[test]
@@ -312,14 +312,12 @@ mod tests {
             "{e}"
         );
         // Other failures keep their words.
-        assert_eq!(
-            explain("Connection refused (os error 111)", &tls),
-            "Connection refused (os error 111)"
-        );
-        assert_eq!(
-            explain("unexpected end of file", &tls),
-            "unexpected end of file"
-        );
+        for words in [
+            "Connection refused (os error 111)",
+            "unexpected end of file",
+        ] {
+            assert_eq!(explain(words, &tls), words);
+        }
         assert_eq!(
             trust(&tls).unwrap(),
             "TLS, the server's certificate checked against the system's CA store"

@@ -315,18 +315,36 @@ mod tests {
                 "systemctl --user enable --now iapeer"
             ]
         );
-        assert_eq!(
-            line(load_commands(Manager::Launchd, plist, 501)),
-            ["launchctl bootstrap gui/501 /Users/u/Library/LaunchAgents/com.agfpd.iapeer.plist"]
-        );
-        assert_eq!(
-            line(restart_commands(Manager::Launchd, 501)),
-            ["launchctl kickstart -k gui/501/com.agfpd.iapeer"]
-        );
-        assert_eq!(
-            line(restart_commands(Manager::Systemd, 501)),
-            ["systemctl --user restart iapeer"]
-        );
+        // The commands that are one line each, and that line.
+        let single = [
+            (
+                load_commands(Manager::Launchd, plist, 501),
+                "launchctl bootstrap gui/501 /Users/u/Library/LaunchAgents/com.agfpd.iapeer.plist",
+            ),
+            (
+                restart_commands(Manager::Launchd, 501),
+                "launchctl kickstart -k gui/501/com.agfpd.iapeer",
+            ),
+            (
+                restart_commands(Manager::Systemd, 501),
+                "systemctl --user restart iapeer",
+            ),
+            (
+                unload_commands(Manager::Systemd, 501),
+                "systemctl --user disable --now iapeer",
+            ),
+            (
+                unload_commands(Manager::Launchd, 501),
+                "launchctl bootout gui/501/com.agfpd.iapeer",
+            ),
+            (
+                query_commands(Manager::Launchd, 501),
+                "launchctl print gui/501/com.agfpd.iapeer",
+            ),
+        ];
+        for (commands, want) in single {
+            assert_eq!(line(commands), [want]);
+        }
         assert_eq!(
             line(restart_with(Manager::Systemd, plist, 501, true)),
             [
@@ -344,18 +362,6 @@ mod tests {
         assert_eq!(
             restart_with(Manager::Launchd, plist, 501, false),
             restart_commands(Manager::Launchd, 501)
-        );
-        assert_eq!(
-            line(unload_commands(Manager::Systemd, 501)),
-            ["systemctl --user disable --now iapeer"]
-        );
-        assert_eq!(
-            line(unload_commands(Manager::Launchd, 501)),
-            ["launchctl bootout gui/501/com.agfpd.iapeer"]
-        );
-        assert_eq!(
-            line(query_commands(Manager::Launchd, 501)),
-            ["launchctl print gui/501/com.agfpd.iapeer"]
         );
     }
 

@@ -224,8 +224,7 @@ mod tests {
 
     #[test]
     fn the_doctrine_stub_is_written_once_and_never_overwritten() {
-        let tmp = tempfile::tempdir().unwrap();
-        let p = tmp.path().join("IAPEER.md");
+        let (tmp, p) = crate::testkit::temp_path("IAPEER.md");
         assert!(create_if_absent(&p, b"stub").unwrap());
         assert_eq!(crate::testkit::mode_of(&p), 0o600);
         std::fs::write(&p, "mine").unwrap();

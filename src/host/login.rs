@@ -270,8 +270,7 @@ mod tests {
 
     #[test]
     fn a_status_command_is_run_and_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let bin = dir.path().join("codex");
+        let (dir, bin) = crate::testkit::temp_path("codex");
         crate::testkit::write_program(
             &bin,
             "#!/bin/sh\n[ \"$*\" = 'login status' ] || exit 3\nexit 1\n",

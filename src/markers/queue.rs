@@ -235,19 +235,9 @@ mod tests {
     #[test]
     fn concurrent_appends_get_distinct_numbers() {
         let (_d, q) = queue();
-        let threads: Vec<_> = (0..8)
-            .map(|t| {
-                let q = q.clone();
-                std::thread::spawn(move || {
-                    for i in 0..25 {
-                        q.append(&task(&format!("{t}-{i}"))).unwrap();
-                    }
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join().unwrap();
-        }
+        crate::testkit::at_once(8, 25, |t, i| {
+            q.append(&task(&format!("{t}-{i}"))).unwrap();
+        });
         assert_eq!(q.depth(), 200);
         let mut seen = std::collections::HashSet::new();
         while let Some(h) = q.head() {

@@ -165,12 +165,12 @@ fn topics_dedupe_move_to_end_and_cap() {
 fn a_conversation_id_is_recorded_validated_and_forgotten() {
     let (_t, _p, m) = setup();
     assert_eq!(m.conversation(), None);
-    m.write_conversation("3f2c1a5e-1111-4222-8333-444455556666")
-        .unwrap();
-    assert_eq!(
-        m.conversation().as_deref(),
-        Some("3f2c1a5e-1111-4222-8333-444455556666")
-    );
+    // An id written is the one read back.
+    let recorded = |id: &str| {
+        m.write_conversation(id).unwrap();
+        assert_eq!(m.conversation().as_deref(), Some(id));
+    };
+    recorded("3f2c1a5e-1111-4222-8333-444455556666");
     let on_disk: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(m.path(CONVERSATION)).unwrap()).unwrap();
     assert_eq!(
@@ -194,12 +194,7 @@ fn a_conversation_id_is_recorded_validated_and_forgotten() {
     fs::write(m.path(CONVERSATION), "not json").unwrap();
     assert_eq!(m.conversation(), None);
     // OpenCode 1.18.33's session ids (`tests/fixtures/opencode-1.18.33/session-list.txt`).
-    m.write_conversation("ses_db18a5ee6ffeRyD67j6PZOFRbl")
-        .unwrap();
-    assert_eq!(
-        m.conversation().as_deref(),
-        Some("ses_db18a5ee6ffeRyD67j6PZOFRbl")
-    );
+    recorded("ses_db18a5ee6ffeRyD67j6PZOFRbl");
     m.clear_conversation().unwrap();
     m.clear_conversation().unwrap();
     assert!(!m.path(CONVERSATION).exists());

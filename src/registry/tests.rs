@@ -211,19 +211,9 @@ fn upsert_remove_and_containing() {
 #[test]
 fn threads_writing_at_once_lose_nothing() {
     let (_t, paths) = temp_root();
-    let handles: Vec<_> = (0..8)
-        .map(|t| {
-            let paths = paths.clone();
-            std::thread::spawn(move || {
-                for i in 0..5 {
-                    upsert(&paths, peer(&format!("t{t}-{i}"))).unwrap();
-                }
-            })
-        })
-        .collect();
-    for h in handles {
-        h.join().unwrap();
-    }
+    crate::testkit::at_once(8, 5, |t, i| {
+        upsert(&paths, peer(&format!("t{t}-{i}"))).unwrap();
+    });
     assert_eq!(Registry::load(&paths).unwrap().peers.len(), 40);
 }
 

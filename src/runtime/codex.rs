@@ -1099,13 +1099,10 @@ mod tests {
 
     #[test]
     fn rollout_cwd_reads_the_session_meta() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("rollout-x.jsonl");
-        std::fs::write(
-            &f,
+        let (_dir, f) = crate::testkit::temp_file(
+            "rollout-x.jsonl",
             "{\"type\":\"session_meta\",\"payload\":{\"cwd\":\"/w/bob\"}}\n{}\n",
-        )
-        .unwrap();
+        );
         assert_eq!(rollout_cwd(&f), Some(PathBuf::from("/w/bob")));
         std::fs::write(&f, "{\"type\":\"other\"}\n").unwrap();
         assert_eq!(rollout_cwd(&f), None);

@@ -156,17 +156,13 @@ mod tests {
 
     #[test]
     fn the_entry_is_merged_into_the_user_s_settings_and_theirs_are_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(".gemini/settings.json");
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(
-            &path,
+        let (dir, path) = crate::testkit::temp_file(
+            ".gemini/settings.json",
             r#"{"security":{"auth":{"selectedType":"gemini-api-key"}},
                "mcpServers":{"other":{"command":"x"},
                              "iapeer":{"timeout":5000,"httpUrl":"http://old/mcp",
                                        "headers":{"X-Mine":"1"}}}}"#,
-        )
-        .unwrap();
+        );
         assert!(refresh_at(&path, "http://127.0.0.1:9/mcp", false).unwrap());
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(v["security"]["auth"]["selectedType"], "gemini-api-key");
@@ -187,10 +183,8 @@ mod tests {
 
     #[test]
     fn a_settings_file_that_is_not_json_is_left_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("settings.json");
         let text = "{ // a comment\n \"theme\": \"x\" }";
-        std::fs::write(&path, text).unwrap();
+        let (_dir, path) = crate::testkit::temp_file("settings.json", text);
         let err = refresh_at(&path, "http://127.0.0.1:9/mcp", false).unwrap_err();
         assert!(err.to_string().contains("settings.json"), "{err}");
         assert!(err.to_string().contains("left it alone"), "{err}");

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::adapter::{Acceptance, Confirm, GateState, GateWatch};
+use crate::adapter::{Confirm, GateState, GateWatch};
 
 /// How long one request to OpenCode's server may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
@@ -450,14 +450,6 @@ impl Confirm for RecordsConfirm {
             self.look();
         }
         self.accepted.is_some()
-    }
-
-    fn acceptance(&mut self, output: &[u8], _screen: &str) -> Acceptance {
-        if self.confirmed(output) {
-            Acceptance::Accepted
-        } else {
-            Acceptance::Pending
-        }
     }
 
     fn reads_screen(&self) -> bool {

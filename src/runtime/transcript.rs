@@ -409,9 +409,7 @@ mod tests {
 
     #[test]
     fn watch_sees_only_new_complete_records() {
-        let dir = tempfile::tempdir().unwrap();
-        let a = dir.path().join("a.jsonl");
-        std::fs::write(&a, "{\"n\":1}\n").unwrap();
+        let (dir, a) = crate::testkit::temp_file("a.jsonl", "{\"n\":1}\n");
         let mut w = TranscriptWatch::start(dir.path());
         assert!(w.new_records().is_empty());
         let mut f = std::fs::OpenOptions::new().append(true).open(&a).unwrap();

@@ -251,10 +251,15 @@ mod tests {
         }
     }
 
+    /// A boot begun at `t0` with the 240 s deadline.
+    fn boot(t0: Instant, settle: Duration, gap: Duration) -> Boot {
+        Boot::new(t0, Duration::from_secs(240), settle, gap)
+    }
+
     #[test]
     fn an_unanswered_menu_is_reported_once_after_it_stayed_unchanged() {
         let t0 = Instant::now();
-        let mut b = Boot::new(t0, Duration::from_secs(240), Duration::ZERO, Duration::ZERO);
+        let mut b = boot(t0, Duration::ZERO, Duration::ZERO);
         let after = |ms: u64| t0 + Duration::from_millis(ms);
         assert!(!b.unanswered_menu(t0, true, 7));
         assert_eq!(b.next_deadline(), t0 + UNANSWERED_MENU_AFTER);
@@ -329,7 +334,7 @@ mod tests {
     #[test]
     fn one_key_per_screen_update() {
         let t0 = Instant::now();
-        let mut b = Boot::new(t0, Duration::from_secs(240), Duration::ZERO, Duration::ZERO);
+        let mut b = boot(t0, Duration::ZERO, Duration::ZERO);
         assert!(matches!(b.evaluate(t0, key(), 1), BootAction::Key { .. }));
         assert_eq!(
             b.evaluate(t0, key(), 1),
@@ -352,7 +357,7 @@ mod tests {
         // (tests/fixtures/claude-2.1.332/add-dir-held-loop.txt): the next key waits.
         let t0 = Instant::now();
         let gap = Duration::from_millis(800);
-        let mut b = Boot::new(t0, Duration::from_secs(240), Duration::ZERO, gap);
+        let mut b = boot(t0, Duration::ZERO, gap);
         assert!(matches!(b.evaluate(t0, key(), 1), BootAction::Key { .. }));
         let early = t0 + Duration::from_millis(100);
         assert_eq!(
@@ -371,14 +376,14 @@ mod tests {
     fn ready_must_hold_for_the_settle() {
         let t0 = Instant::now();
         let settle = Duration::from_millis(500);
-        let mut b = Boot::new(t0, Duration::from_secs(240), settle, Duration::ZERO);
+        let mut b = boot(t0, settle, Duration::ZERO);
         assert_eq!(b.evaluate(t0, BootStep::Ready, 1), BootAction::Wait);
         assert_eq!(b.next_deadline(), t0 + settle);
         assert_eq!(
             b.evaluate(t0 + settle, BootStep::Ready, 1),
             BootAction::Ready
         );
-        let mut b = Boot::new(t0, Duration::from_secs(240), settle, Duration::ZERO);
+        let mut b = boot(t0, settle, Duration::ZERO);
         b.evaluate(t0, BootStep::Ready, 1);
         b.evaluate(t0 + Duration::from_millis(100), BootStep::Wait, 2);
         assert_eq!(

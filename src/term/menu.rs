@@ -346,6 +346,12 @@ mod tests {
         assert_eq!(question_of(&bare, &find_menu(&bare).unwrap()), "");
     }
 
+    /// `rows` show no menu, and so no step towards `option`.
+    fn no_menu(rows: &[&str], option: &str) {
+        assert_eq!(find_menu(rows), None);
+        assert_eq!(step_towards(rows, option), None);
+    }
+
     #[test]
     fn composer_is_not_a_menu() {
         let ready = [
@@ -356,9 +362,10 @@ mod tests {
             "  ⏵⏵ bypass permissions on",
         ];
         assert_eq!(find_menu(&ready), None);
-        let typed = ["──────────", "❯ hello there", "──────────"];
-        assert_eq!(find_menu(&typed), None);
-        assert_eq!(step_towards(&typed, "hello there"), None);
+        no_menu(
+            &["──────────", "❯ hello there", "──────────"],
+            "hello there",
+        );
     }
 
     #[test]
@@ -371,8 +378,7 @@ mod tests {
             "❯",
             "───",
         ];
-        assert_eq!(find_menu(&rows), None);
-        assert_eq!(step_towards(&rows, "Not now"), None);
+        no_menu(&rows, "Not now");
     }
 
     #[test]

@@ -131,9 +131,7 @@ mod tests {
 
     #[test]
     fn files_within_the_cap_go_inline_and_more_is_refused_with_the_cap() {
-        let dir = tempfile::tempdir().unwrap();
-        let small = dir.path().join("notes.txt");
-        std::fs::write(&small, b"hello").unwrap();
+        let (dir, small) = crate::testkit::temp_file("notes.txt", b"hello");
         let big = dir.path().join("big.bin");
         std::fs::write(&big, vec![7u8; INLINE_ATTACHMENTS_MAX as usize - 2]).unwrap();
         let deadline = Instant::now() + Duration::from_secs(30);

@@ -231,11 +231,21 @@ mod tests {
         }
     }
 
+    /// A broker with `asks` opened, each one new.
+    fn opened<const N: usize>(asks: [Pending<u32>; N]) -> Broker<u32> {
+        let mut b = Broker::default();
+        for a in asks {
+            assert!(b.open(a));
+        }
+        b
+    }
+
     #[test]
     fn open_list_oldest_first_and_take_once() {
-        let mut b: Broker<_> = Broker::default();
-        assert!(b.open(ask("ap-00000002", "claude-a", 20, 100, 2)));
-        assert!(b.open(ask("ap-00000001", "claude-b", 30, 100, 1)));
+        let mut b = opened([
+            ask("ap-00000002", "claude-a", 20, 100, 2),
+            ask("ap-00000001", "claude-b", 30, 100, 1),
+        ]);
         let ids: Vec<&str> = b.list().iter().map(|p| p.id.as_str()).collect();
         assert_eq!(ids, ["ap-00000002", "ap-00000001"]);
         assert!(!b.open(ask("ap-00000001", "claude-c", 40, 100, 3)));
@@ -248,9 +258,10 @@ mod tests {
 
     #[test]
     fn a_deadline_denies_at_its_millisecond_not_before() {
-        let mut b: Broker<_> = Broker::default();
-        assert!(b.open(ask("ap-00000001", "claude-a", 0, 100, 1)));
-        assert!(b.open(ask("ap-00000002", "claude-a", 0, 200, 2)));
+        let mut b = opened([
+            ask("ap-00000001", "claude-a", 0, 100, 1),
+            ask("ap-00000002", "claude-a", 0, 200, 2),
+        ]);
         assert!(b.expired(99).is_empty());
         let gone: Vec<u32> = b.expired(100).into_iter().map(|p| p.reply).collect();
         assert_eq!(gone, [1]);
@@ -259,10 +270,11 @@ mod tests {
 
     #[test]
     fn departed_requesters_ended_sessions_and_shutdown_all_take_theirs() {
-        let mut b: Broker<_> = Broker::default();
-        assert!(b.open(ask("ap-00000001", "claude-a", 0, 100, 1)));
-        assert!(b.open(ask("ap-00000002", "claude-b", 0, 100, 2)));
-        assert!(b.open(ask("ap-00000003", "claude-b", 0, 100, 3)));
+        let mut b = opened([
+            ask("ap-00000001", "claude-a", 0, 100, 1),
+            ask("ap-00000002", "claude-b", 0, 100, 2),
+            ask("ap-00000003", "claude-b", 0, 100, 3),
+        ]);
         let left: Vec<u32> = b
             .abandoned(|r| *r == 1)
             .into_iter()
@@ -278,8 +290,7 @@ mod tests {
 
     #[test]
     fn a_long_poll_is_answered_by_a_newer_prompt_or_its_deadline() {
-        let mut b: Broker<_> = Broker::default();
-        assert!(b.open(ask("ap-00000001", "claude-a", 50, 1_000, 1)));
+        let mut b = opened([ask("ap-00000001", "claude-a", 50, 1_000, 1)]);
         assert!(b.has_newer(0) && !b.has_newer(50));
         b.wait(Waiter {
             since_ms: 50,
