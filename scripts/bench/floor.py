@@ -70,6 +70,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 BINS = os.path.join(REPO, ".cache/agents/node_modules/.bin")
 COLS, ROWS = 220, 50  # src/session/frame.rs: the daemon's pty
 STEP_TIMEOUT = 60  # s per sign
+READ_GAP_DAEMON = 0.15  # s: opencode_records::READ_GAP (Floor.live_read)
 ENTER_RETRY_FLOOR = 0.025  # s: Gemini CLI's floor presses Enter again this often (Floor.enter)
 PASTE_TIMEOUT = 5  # s: a paste not drawn by then is a failed cycle (the daemon would Enter
 #                     blind after 1.5 s, session::deliver::PASTE_SIGNAL_WAIT)
@@ -815,6 +816,31 @@ class Floor:
         s["live_model_to_record"] = s["live_enter_to_record"] - s["live_enter_to_model"]
         self.rest(p, tag)
 
+    def live_read(self, p, i, s):
+        """OpenCode: one more live delivery, its records read from Enter on every
+        READ_GAP_DAEMON until they hold it, as the daemon confirms one
+        (opencode_records::RecordsConfirm: a page of the newest 20 of the known session, the
+        first read at Enter): what those reads cost OpenCode before its model request."""
+        tag = f"#floor-{self.rt}-{os.getpid()}-{i}r#"
+        paste, _ = self.paste(p, tag)
+        sessions = [x.get("id") for x in self.opencode_get("/session") or []]
+        t_enter, _ = self.enter(p, paste)
+        model = self.model_request(tag)
+        next_read, t_model = t_enter, None
+        while t_model is None:
+            if time.monotonic() > t_enter + STEP_TIMEOUT:
+                raise FloorError("no model request with the records read")
+            if next_read is not None and time.monotonic() >= next_read:
+                pages = [self.opencode_get(f"/session/{x}/message?limit=20") or []
+                         for x in sessions]
+                held = any(tag in (q.get("text") or "") for page in pages for m in page
+                           for q in m.get("parts", []))
+                next_read = None if held else time.monotonic() + READ_GAP_DAEMON
+            p.pump(0.005)
+            t_model = model()
+        s["read_enter_to_model"] = 1000 * (t_model - t_enter)
+        self.rest(p, tag)
+
     def enter(self, p, paste):
         """Enter after a drawn paste: (the time of the first Enter, how many went). Gemini
         CLI takes an Enter too soon after a paste for a line break (gemini::ENTER_AFTER_PASTE,
@@ -879,6 +905,8 @@ class Floor:
             s["start_to_ready"] = 1000 * (t_ready - t_start)
         try:
             self.live(self.warm, i, s)
+            if self.rt == "opencode":
+                self.live_read(self.warm, i, s)
         except FloorError:
             self.keep_raw(self.warm, i)
             self.warm.close()
@@ -1033,6 +1061,7 @@ STEPS = (
     ("live_paste_to_model", "  paste -> model request: the live floor"),
     ("live_enter_to_record", "  Enter -> transcript/rollout record"),
     ("live_enters", "  Enters until taken (Gemini CLI: again every 25 ms)"),
+    ("read_enter_to_model", "  Enter -> model request, its records read as the daemon does"),
 )
 
 
