@@ -60,13 +60,8 @@ pub const ENTER_AFTER_PASTE: std::time::Duration = std::time::Duration::from_mil
 /// While a delivery is unconfirmed, Enter again this often (instead of the default 1.5 s):
 /// the untrusted-paste mark above can outlast the first Enter on a loaded machine, and an
 /// Enter on an empty composer does nothing in Gemini CLI 0.61.0 (its submit does nothing when
-/// the composer's text is blank), so one that follows a taken message is harmless. The mark
-/// lasted a median 300 ms after the paste showed in the bench's floor at load 13–16 (Gemini
-/// CLI driven in a bare pty, Enter every 25 ms until taken: 13 Enters at the median), so the
-/// first Enter mostly becomes a line break and the message goes with a retry: at 400 ms
-/// apart that cost 160 ms over the floor at the median (issue 27 item 5); at 100 ms a live
-/// delivery loses at most 100 ms, 50 at the mean, to the pace.
-pub const ENTER_RETRY: std::time::Duration = std::time::Duration::from_millis(100);
+/// the composer's text is blank), so one that follows a taken message is harmless.
+pub const ENTER_RETRY: std::time::Duration = std::time::Duration::from_millis(400);
 
 /// The start of the rules above and under the composer.
 const RULE_ABOVE: char = '▄';

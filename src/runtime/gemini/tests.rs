@@ -397,20 +397,6 @@ fn fixture_enter_waits_out_the_untrusted_paste_mark() {
     assert!(ENTER_RETRY < crate::session::deliver::ENTER_RETRY);
 }
 
-/// The Enter retry's pace costs a live delivery half of it at the mean once the
-/// untrusted-paste mark outlasts the first Enter (most Enters at load, per the bench's
-/// floor): within the 50 ms over the runtime's floor that iapeer's part may take (issue 31
-/// item 2, issue 27 item 5). At 400 ms it cost 160 ms at the median.
-#[test]
-fn the_enter_retry_costs_at_most_the_floor_margin_at_the_mean() {
-    assert!(
-        ENTER_RETRY.as_millis() / 2 <= 50,
-        "Enter again every {} ms",
-        ENTER_RETRY.as_millis()
-    );
-    assert!(ENTER_RETRY >= ENTER_AFTER_PASTE);
-}
-
 /// A resumed session's first message lands in the file the resume made, not in the
 /// conversation's first (larger) file (seen in `tests/mixed_team.rs`): the confirmation of a
 /// bound conversation reads both. (Before: only the largest file, so the message was never
