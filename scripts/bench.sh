@@ -20,6 +20,8 @@
 #        overhead p50/p99 with the load average, and the daemon's CPU and run-queue wait
 #        per thread group from /proc/<pid>/task/*/schedstat; issue 31 item 3),
 #        BENCH_AGENTS=claude,codex,gemini,opencode (0 skips the agent phase), BENCH_AGENT_RUNS=10,
+#        BENCH_AGENTS_ONLY=1 (only the agent phase and its floor: the FLOOR and AGENTS tables
+#        and each selected runtime's live send -> model request line beside its floor),
 #        BENCH_MODEL_DELAY_MS=0 (the stand-in model thinks this long before each answer: what
 #        of a wake waits on the model; a real model's first answer takes seconds),
 #        BENCH_PERF=/tmp/burst.perf (perf record of the daemon during the burst),
@@ -40,7 +42,8 @@
 #        wake latency median and p90 per runtime — scripts/bench/wakecheck.py),
 #        BENCH_FLOOR=0 (skip the runtimes' floor: Claude Code and Codex driven directly in a
 #        bare pty with no daemon, each step of a wake and a live delivery timed on the
-#        daemon's own screen signs — scripts/bench/floor.py — one floor cycle after each
+#        daemon's own screen signs; Gemini CLI and OpenCode started once, warm, one live
+#        delivery per cycle — scripts/bench/floor.py — one floor cycle after each
 #        cycle of the agent phase and the wake check, so both see the same load; the wake
 #        target is iapeer's part above it), BENCH_FLOOR=only (the floor alone, no build:
 #        BENCH_FLOOR_RUNS cycles per runtime, default 20),
@@ -89,7 +92,7 @@ if [ "${BENCH_FLOOR:-1}" != "0" ] && ! PYTHONPATH="$BENCH_PY" python3 -c 'import
 fi
 export PYTHONPATH="$BENCH_PY${PYTHONPATH:+:$PYTHONPATH}"
 
-# The runtimes' floor alone (issue 31 item 2): Claude Code and Codex in a bare pty.
+# The runtimes' floor alone (issue 31 item 2): the CLIs of BENCH_AGENTS in a bare pty.
 if [ "${BENCH_FLOOR:-1}" = "only" ]; then
   exec python3 -B "$REPO/scripts/bench/floor.py"
 fi

@@ -9,7 +9,9 @@ Environment: BENCH_RUNS, BENCH_QUICK=1, BENCH_PINGS, BENCH_IDLE_SECS, BENCH_PEER
 "0,10,50"), BENCH_IDLE_PEERS, BENCH_OUT (table file), BENCH_KEEP=1 (keep the temp folder),
 BENCH_AGENTS ("claude,codex,gemini,opencode" by default; 0 skips the agent phase), BENCH_AGENT_RUNS,
 BENCH_MODEL_DELAY_MS (the stand-in model's thinking time, standin.py), BENCH_BURST_CALLS (1000; 0 skips the burst), BENCH_BURST_PEERS (20), BENCH_BURSTS (3 bursts, one
-after another; their samples are pooled), BENCH_BURST_ONLY=1 (the burst phase alone).
+after another; their samples are pooled), BENCH_BURST_ONLY=1 (the burst phase alone),
+BENCH_AGENTS_ONLY=1 (the agent phase and its floor alone, with each runtime's live send ->
+model request target line).
 """
 
 import datetime
@@ -342,6 +344,7 @@ def main():
     log(f"{mode} run: {b.runs} runs, {b.pings} pings, peers {b.levels}, idle "
         f"{b.idle_secs} s with {b.idle_peers} peers; temp folder {b.world.dir}")
     burst_only = os.environ.get("BENCH_BURST_ONLY", "") not in ("", "0")
+    agents_only = os.environ.get("BENCH_AGENTS_ONLY", "") not in ("", "0")
     log(f"agent phase: {', '.join(b.agent_rts) or 'skipped (BENCH_AGENTS=0)'}"
         + (f", {b.agent_runs} cycles each" if b.agent_rts else ""))
     log(f"burst phase: " + (f"{b.burst_calls} concurrent calls to {b.burst_peers} peers"
@@ -353,10 +356,12 @@ def main():
     log(f"uptime at start: {up0}")
     ok = False
     try:
-        if not burst_only:
+        if not (burst_only or agents_only):
             b.resources()
             b.latency()
-        b.burst_phase()
+            b.burst_phase()
+        if burst_only:
+            b.burst_phase()
         if not burst_only:
             b.agent_phase()
         ok = True
@@ -393,6 +398,10 @@ def main():
     ])
     if burst_only:
         text = "\n".join([header, ""] + render.burst_lines(b.results["burst"]))
+    elif agents_only:
+        text = "\n".join([header, ""] + render.agent_lines(b.results) + [
+            "", "TARGETS (the agent phase alone, BENCH_AGENTS_ONLY=1)"] + [
+                targets.item1_agent(b.results, rt) for rt in b.agent_rts])
     else:
         target_lines = targets.lines(b.results, ready_settles(repo))
         text = (render.render(b.results, b.settle, b.phase_load, header) + "\n\n" +

@@ -1,9 +1,10 @@
 """The runtimes' own floor (issue 31 items 2 and 5): the real Claude Code and Codex CLIs
-started directly in a pty by this process, with no coordinator (no iapeer daemon), against
-the bench's stand-in model API (standin.py) and a loopback MCP server in the shape iapeer
-configures (`iapeer` over streamable HTTP, one tool `send_to_peer`), driven step by step the
-way the daemon drives a wake and a live delivery, each step timed from the moment its input
-was written (or the previous sign came) to the pty read that brought the sign:
+(Gemini CLI and OpenCode below) started directly in a pty by this process, with no
+coordinator (no iapeer daemon), against the bench's stand-in model API (standin.py) and a
+loopback MCP server in the shape iapeer configures (`iapeer` over streamable HTTP, one tool
+`send_to_peer`), driven step by step the way the daemon drives a wake and a live delivery,
+each step timed from the moment its input was written (or the previous sign came) to the pty
+read that brought the sign:
 
   wake:  start -> ready screen; ready -> tool listing answered (0 when it came first);
          paste -> paste drawn; Enter -> first model request; Enter -> delivered (what the
@@ -22,10 +23,17 @@ listing, MCP_SETTLE, the channel hops and the log line. The floor answers no boo
 the folder trust, the API key and the bypass mode are accepted in the CLIs' own files, and
 Claude Code runs without `--add-dir /` (its dialog is iapeer's choice).
 
-OpenCode (`BENCH_AGENTS=opencode`) is driven the same way on runtime::opencode's signs, its
-delivery read from its records over the server of `--port` as the daemon reads them.
+Gemini CLI and OpenCode (`BENCH_AGENTS=gemini,opencode`; issue 27 item 5) are floored warm:
+one CLI started once (its dialogs answered, its tools listed, a first message sent and
+answered, uncounted), then one live delivery per cycle, the figure their live target is
+judged against. Their signs are runtime::gemini's and runtime::opencode's; the model request
+is the turn's own (the one declaring tools, as agentbench.TURN_REQUEST); delivery is read
+from Gemini CLI's session file and from OpenCode's records over the server of `--port`, as
+the daemon reads them. Gemini CLI takes an Enter too soon after a paste for a line break:
+its floor presses Enter again every 25 ms until the composer lets the text go (the earliest
+Enter it submits on), and says how many went.
 
-Usage: python3 floor.py [runs]   (BENCH_AGENTS=claude,codex,opencode; BENCH_FLOOR_RUNS,
+Usage: python3 floor.py [runs]   (BENCH_AGENTS=claude,codex,gemini,opencode; BENCH_FLOOR_RUNS,
 default 20)
 Needs pyte (bench.sh puts it in <target>/bench-py with pip when missing).
 """
@@ -55,12 +63,15 @@ except ImportError:  # bench.sh installs it; without it the floor says so and th
     pyte = None
 
 from report import summary, table, write_out  # noqa: E402
+from agentbench import TURN_REQUEST, declares_tool  # noqa: E402
 from standin import StandIn, write_opencode_user_config  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."))
 BINS = os.path.join(REPO, ".cache/agents/node_modules/.bin")
 COLS, ROWS = 220, 50  # src/session/frame.rs: the daemon's pty
 STEP_TIMEOUT = 60  # s per sign
+READ_GAP_DAEMON = 0.15  # s: opencode_records::READ_GAP (Floor.live_read)
+ENTER_RETRY_FLOOR = 0.025  # s: Gemini CLI's floor presses Enter again this often (Floor.enter)
 PASTE_TIMEOUT = 5  # s: a paste not drawn by then is a failed cycle (the daemon would Enter
 #                     blind after 1.5 s, session::deliver::PASTE_SIGNAL_WAIT)
 TOKEN = "tok-floor-0123456789"
@@ -245,6 +256,65 @@ class OpenCode:
     turn_shown = None  # confirmed from its records (opencode_records::RecordsConfirm)
 
 
+class Gemini:
+    """runtime::gemini's signs (recorded for Gemini CLI 0.61.0): the composer between the
+    half-block rules `▄▄▄…` and `▀▀▀…`, its first row starting with `>` (or `*` in `yolo`)."""
+    name = "gemini"
+    GLYPHS = (">", "*")
+    PLACEHOLDER = "Type your message or @path/to/file"
+    BUSY = "esc to cancel"  # gemini::BUSY
+
+    def composer(self, rows):
+        """gemini::composer_rows: the composer's rows, the glyph cut off, or None."""
+        top = next((i for i in range(len(rows) - 1, -1, -1) if rows[i].startswith("▄")), None)
+        if top is None or top + 1 >= len(rows):
+            return None
+        top += 1
+        end = next((i for i in range(top, len(rows)) if rows[i].startswith("▀")), len(rows))
+        first = rows[top].lstrip()
+        glyph = next((g for g in self.GLYPHS if first.startswith(g)), None)
+        if glyph is None:
+            return None
+        return [first[len(glyph):].strip()] + [r.strip() for r in rows[top + 1:end]]
+
+    def text(self, rows):
+        """gemini::composer_text: what the composer holds, None when empty or absent."""
+        c = self.composer(rows)
+        if c is None or c == [self.PLACEHOLDER]:
+            return None
+        return "\n".join(c).strip() or None
+
+    def boot_keys(self, rows):
+        """gemini::boot_step_for's Enter for the auth choice (the key detected) and the key
+        entry (prefilled), else None: the floor answers them as the adapter does."""
+        text = "\n".join(rows)
+        if "How would you like to authenticate" in text and "Existing API key detected" in text:
+            return b"\r"
+        if "Enter Gemini API Key" in text and "(Press Enter to submit" in text:
+            return b"\r"
+        return None
+
+    def ready(self, rows):
+        """gemini::boot_step_for == Ready (no dialog on the floor): the empty composer."""
+        return self.composer(rows) == [self.PLACEHOLDER] and not self.busy(rows)
+
+    def paste_shown(self, rows, paste):
+        """gemini::shows_paste on the composer's text."""
+        shown = self.text(rows)
+        if shown is None:
+            return False
+        m = re.fullmatch(r"\[Pasted Text: (\d+) (lines|chars)\]", shown.strip())
+        if m:
+            return m.group(2) == "chars" or int(m.group(1)) == paste.breaks + 1
+        solid = "".join(shown.split())
+        return bool(solid) and solid.startswith("".join(paste.head.split()))
+
+    def busy(self, rows):
+        return any(self.BUSY in r for r in rows)
+
+    turn_shown = None  # confirmed from its session file (gemini::SESSION_RULES)
+
+
 # ----- the MCP server iapeer's configuration points at ---------------------------------------
 
 class McpStandIn:
@@ -326,13 +396,36 @@ class McpStandIn:
 
 # ----- one CLI in a pty ----------------------------------------------------------------------
 
+def new_queries(seen, carried, query):
+    """How many times `query` ends in `seen` after its first `carried` bytes (the tail of
+    the read before, kept for a query split across reads): one already answered with the
+    read before is not answered again (a second answer reaches the CLI as typed keys: Gemini
+    CLI showed `62;22c` in its composer)."""
+    n, at = 0, seen.find(query)
+    while at >= 0:
+        if at + len(query) > carried:
+            n += 1
+        at = seen.find(query, at + 1)
+    return n
+
+
+def floor_screen():
+    """pyte's Screen, taking the private form of SGR (`CSI > 4 ; 2 m`, xterm's
+    modifyOtherKeys, which Gemini CLI sends) as the daemon's screen does: no change."""
+    class FloorScreen(pyte.Screen):
+        def select_graphic_rendition(self, *attrs, private=False):
+            if not private:
+                super().select_graphic_rendition(*attrs)
+    return FloorScreen
+
+
 class Pty:
     """A child in a pty of the daemon's size, its output fed to a pyte screen. A reader
     thread stamps every read as it comes, so the time a sign is seen by is the read that
     brought it, not the moment this driver's slower screen got to it."""
 
     def __init__(self, argv, env, cwd):
-        self.screen = pyte.Screen(COLS, ROWS)
+        self.screen = floor_screen()(COLS, ROWS)
         self.stream = pyte.ByteStream(self.screen)
         pid, fd = pty.fork()
         if pid == 0:
@@ -389,9 +482,9 @@ class Pty:
             raise FloorError("the CLI exited:\n" + "\n".join(self.rows()))
         seen = self.carry + data
         for query, answer in ANSWERS:
-            if query in seen:
+            for _ in range(new_queries(seen, len(self.carry), query)):
                 os.write(self.fd, answer)
-        if CPR in seen:
+        for _ in range(new_queries(seen, len(self.carry), CPR)):
             y, x = self.screen.cursor.y, self.screen.cursor.x
             os.write(self.fd, f"\x1b[{y + 1};{x + 1}R".encode())
         self.carry = seen[-16:]
@@ -495,7 +588,10 @@ def bracketed(text):
 
 
 KINDS = {"claude": (Claude, "anthropic"), "codex": (Codex, "openai"),
-         "opencode": (OpenCode, "chat")}
+         "gemini": (Gemini, "gemini"), "opencode": (OpenCode, "chat")}
+# Runtimes whose floor is a warm CLI: started once, then one live delivery per cycle (their
+# live latency is the target; a fresh start per cycle measured a first message, seconds).
+WARM = ("gemini", "opencode")
 
 
 class Floor:
@@ -515,6 +611,7 @@ class Floor:
                     "IAPEER_TOKEN": TOKEN, "PEER_IDENTITY": f"{rt}-floor",
                     "IAPEER_PORT": str(self.mcp.port)}
         getattr(self, f"setup_{rt}")()
+        self.warm = None  # the CLI of a WARM runtime, started at its first cycle
 
     def setup_claude(self):
         key = "sk-ant-standin-key-0123456789abcdefghij"
@@ -559,6 +656,24 @@ class Floor:
                      f'mcp_servers.iapeer.url="http://127.0.0.1:{self.mcp.port}/mcp"',
                      "--dangerously-bypass-approvals-and-sandbox"]
         self.records = os.path.join(codex_home, "sessions/**/*.jsonl")
+
+    def setup_gemini(self):
+        # runtime::gemini_setup: the user's settings hold the `iapeer` MCP entry (token and
+        # identity expanded from the environment, trusted); an API-key login as the bench's
+        # agent phase writes it; `--skip-trust --approval-mode yolo` as the adapter starts it.
+        os.makedirs(os.path.join(self.home, ".gemini"))
+        with open(os.path.join(self.home, ".gemini/settings.json"), "w") as f:
+            json.dump({"security": {"auth": {"selectedType": "gemini-api-key"}},
+                       "privacy": {"usageStatisticsEnabled": False},
+                       "mcpServers": {"iapeer": {
+                           "httpUrl": f"http://127.0.0.1:{self.mcp.port}/mcp",
+                           "headers": {"Authorization": "Bearer ${IAPEER_TOKEN}",
+                                       "X-IAPeer-Identity": "${PEER_IDENTITY}"},
+                           "trust": True}}}, f)
+        self.env.update({"GEMINI_API_KEY": "standin-key",
+                         "GOOGLE_GEMINI_BASE_URL": self.standin.url})
+        self.argv = [os.path.join(BINS, "gemini"), "--skip-trust", "--approval-mode", "yolo"]
+        self.records = os.path.join(self.home, ".gemini/tmp/*/chats/*.jsonl")
 
     def setup_opencode(self):
         # runtime::opencode: the user's config names the provider (as in agentbench.py, the
@@ -624,13 +739,23 @@ class Floor:
         return check
 
     def model_request(self, tag):
+        """A function: when the first model request holding `tag` came, else None. For
+        Gemini CLI and OpenCode the turn's own request (the one that declares tools), as
+        the agent phase times theirs (agentbench.TURN_REQUEST): OpenCode's session-title
+        request carries the message too and may come first."""
+        turn = self.rt in TURN_REQUEST
+
         def check():
             with self.standin.cond:
-                return next((at for at, body in self.standin.model_calls if tag in body), None)
+                return next((at for at, body in self.standin.model_calls
+                             if tag in body and (not turn or declares_tool(body))), None)
         return check
 
     def cycle(self, i):
-        """One wake and one live delivery; a dict of step times in ms."""
+        """One wake and one live delivery (a fresh CLI), or for a runtime of [`WARM`] one live
+        delivery into the CLI started once; a dict of step times in ms."""
+        if self.rt in WARM:
+            return self.warm_cycle(i)
         k, s = self.kind, {}
         t_start = time.monotonic()
         p = Pty(self.argv, self.env, self.cwd)
@@ -666,26 +791,134 @@ class Floor:
                                     for _, b in self.standin.model_calls)
             self.rest(p, tag)
             # Live: the turn is over, the composer empty.
-            tag = f"#floor-{self.rt}-{os.getpid()}-{i}l#"
-            _, s["live_paste_to_drawn"] = self.paste(p, tag)
-            t_enter = p.write(b"\r")
-            t_model = p.until(lambda _r: False, "the live model request",
-                              other=self.model_request(tag))
-            s["live_enter_to_model"] = 1000 * (t_model - t_enter)
-            s["live_paste_to_model"] = s["live_paste_to_drawn"] + s["live_enter_to_model"]
-            t_rec = p.until(lambda _r: False, "the live record", other=self.delivered(tag))
-            s["live_enter_to_record"] = 1000 * (t_rec - t_enter)
-            s["live_paste_to_record"] = s["live_paste_to_drawn"] + s["live_enter_to_record"]
-            s["live_model_to_record"] = s["live_enter_to_record"] - s["live_enter_to_model"]
-            self.rest(p, tag)
+            self.live(p, i, s)
         except FloorError:
-            if os.environ.get("BENCH_KEEP") == "1":
-                with open(os.path.join(self.dir, f"failed-{i}.raw"), "wb") as f:
-                    f.write(b"".join(p.raw))
+            self.keep_raw(p, i)
             raise
         finally:
             p.close()
         return s
+
+    def live(self, p, i, s):
+        """One live delivery into the idle CLI in `p`: its step times into `s` (ms)."""
+        tag = f"#floor-{self.rt}-{os.getpid()}-{i}l#"
+        paste, s["live_paste_to_drawn"] = self.paste(p, tag)
+        t_enter, enters = self.enter(p, paste)
+        if self.rt == "gemini":
+            s["live_enters"] = enters
+        t_model = p.until(lambda _r: False, "the live model request",
+                          other=self.model_request(tag))
+        s["live_enter_to_model"] = 1000 * (t_model - t_enter)
+        s["live_paste_to_model"] = s["live_paste_to_drawn"] + s["live_enter_to_model"]
+        t_rec = p.until(lambda _r: False, "the live record", other=self.delivered(tag))
+        s["live_enter_to_record"] = 1000 * (t_rec - t_enter)
+        s["live_paste_to_record"] = s["live_paste_to_drawn"] + s["live_enter_to_record"]
+        s["live_model_to_record"] = s["live_enter_to_record"] - s["live_enter_to_model"]
+        self.rest(p, tag)
+
+    def live_read(self, p, i, s):
+        """OpenCode: one more live delivery, its records read from Enter on every
+        READ_GAP_DAEMON until they hold it, as the daemon confirms one
+        (opencode_records::RecordsConfirm: a page of the newest 20 of the known session, the
+        first read at Enter): what those reads cost OpenCode before its model request."""
+        tag = f"#floor-{self.rt}-{os.getpid()}-{i}r#"
+        paste, _ = self.paste(p, tag)
+        sessions = [x.get("id") for x in self.opencode_get("/session") or []]
+        t_enter, _ = self.enter(p, paste)
+        model = self.model_request(tag)
+        next_read, t_model = t_enter, None
+        while t_model is None:
+            if time.monotonic() > t_enter + STEP_TIMEOUT:
+                raise FloorError("no model request with the records read")
+            if next_read is not None and time.monotonic() >= next_read:
+                pages = [self.opencode_get(f"/session/{x}/message?limit=20") or []
+                         for x in sessions]
+                held = any(tag in (q.get("text") or "") for page in pages for m in page
+                           for q in m.get("parts", []))
+                next_read = None if held else time.monotonic() + READ_GAP_DAEMON
+            p.pump(0.005)
+            t_model = model()
+        s["read_enter_to_model"] = 1000 * (t_model - t_enter)
+        self.rest(p, tag)
+
+    def enter(self, p, paste):
+        """Enter after a drawn paste: (the time of the first Enter, how many went). Gemini
+        CLI takes an Enter too soon after a paste for a line break (gemini::ENTER_AFTER_PASTE,
+        its untrusted-paste mark); its floor is the earliest Enter it submits on, so Enter
+        goes again every ENTER_RETRY_FLOOR while the composer still holds the text (an Enter
+        on its empty composer does nothing, gemini::ENTER_RETRY)."""
+        t_enter = p.write(b"\r")
+        if self.rt != "gemini":
+            return t_enter, 1
+        enters, last = 1, t_enter
+        deadline = t_enter + PASTE_TIMEOUT
+        while time.monotonic() < deadline:
+            p.pump(0.002)
+            rows = p.rows()
+            if self.kind.text(rows) is None or self.kind.busy(rows):
+                return t_enter, enters
+            if time.monotonic() - last >= ENTER_RETRY_FLOOR:
+                last = p.write(b"\r")
+                enters += 1
+        raise FloorError("the composer still holds the paste:\n" + "\n".join(
+            r for r in p.rows() if r))
+
+    def start(self, t_start):
+        """Start the CLI in a pty and wait for its ready screen (answering the dialogs a
+        kind knows: `boot_keys`) and the tool listing: (the Pty, ready, listed times)."""
+        k = self.kind
+        p = Pty(self.argv, self.env, self.cwd)
+        answered = [0.0]
+
+        def ready(rows):
+            keys = getattr(k, "boot_keys", lambda _r: None)(rows)
+            if keys and time.monotonic() - answered[0] > 0.5:
+                answered[0] = p.write(keys)
+                return False
+            return k.ready(rows)
+        try:
+            t_ready = p.until(ready, "the ready screen")
+            t_listed = p.until(lambda _rows: False, "the tool listing",
+                               other=lambda: self.mcp.listed_after(t_start))
+        except FloorError:
+            p.close()
+            raise
+        return p, t_ready, t_listed
+
+    def warm_cycle(self, i):
+        """One live delivery into the CLI started at the first cycle (and again after a
+        failed one); its first message, a wake's, goes uncounted."""
+        s = {}
+        if self.warm is None:
+            t_start = time.monotonic()
+            p, t_ready, _ = self.start(t_start)
+            try:
+                tag = f"#floor-{self.rt}-{os.getpid()}-{i}w#"
+                paste, _ = self.paste(p, tag)
+                self.enter(p, paste)
+                self.rest(p, tag)
+            except FloorError:
+                self.keep_raw(p, i)
+                p.close()
+                raise
+            self.warm = p
+            s["start_to_ready"] = 1000 * (t_ready - t_start)
+        try:
+            self.live(self.warm, i, s)
+            if self.rt == "opencode":
+                self.live_read(self.warm, i, s)
+        except FloorError:
+            self.keep_raw(self.warm, i)
+            self.warm.close()
+            self.warm = None
+            raise
+        return s
+
+    def keep_raw(self, p, i):
+        """With BENCH_KEEP=1, everything `p` read, for failed cycle `i`."""
+        if os.environ.get("BENCH_KEEP") == "1":
+            with open(os.path.join(self.dir, f"failed-{i}.raw"), "wb") as f:
+                f.write(b"".join(p.raw))
 
     def paste(self, p, tag):
         """Paste an envelope holding `tag` (bracketed, as the daemon does) and wait for the
@@ -724,16 +957,26 @@ class Floor:
                 continue
             if i >= warmup:
                 out.append(s)
-            self.log(f"  floor {self.rt} {len(out)}/{runs}: ready -> delivered "
-                     f"{s['ready_to_delivered']:.0f} ms, live paste -> model request "
-                     f"{s['live_paste_to_model']:.0f} ms")
+            self.log(f"  floor {self.rt} {len(out)}/{runs}: {cycle_line(s)}")
         return out, errors
 
     def close(self):
+        if self.warm is not None:
+            self.warm.close()
+            self.warm = None
         self.standin.close()
         self.mcp.close()
         if os.environ.get("BENCH_KEEP") != "1":
             shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def cycle_line(s):
+    """A floor cycle's progress line: its wake (when it had one) and live figures."""
+    wake = (f"ready -> delivered {s['ready_to_delivered']:.0f} ms, "
+            if "ready_to_delivered" in s else "")
+    return (f"{wake}live paste -> drawn {s['live_paste_to_drawn']:.0f}, Enter -> model "
+            f"request {s['live_enter_to_model']:.0f}, paste -> model request "
+            f"{s['live_paste_to_model']:.0f} ms")
 
 
 def loadavg():
@@ -792,9 +1035,7 @@ class Interleaved:
             return
         if i >= self.warmup:
             r["samples"].append(s)
-            self.log(f"  floor {rt} {len(r['samples'])}: ready -> delivered "
-                     f"{s['ready_to_delivered']:.0f} ms, live paste -> model request "
-                     f"{s['live_paste_to_model']:.0f} ms")
+            self.log(f"  floor {rt} {len(r['samples'])}: {cycle_line(s)}")
 
     def result(self):
         for rt, r in self.res.items():
@@ -819,6 +1060,8 @@ STEPS = (
     ("live_enter_to_model", "  Enter -> model request"),
     ("live_paste_to_model", "  paste -> model request: the live floor"),
     ("live_enter_to_record", "  Enter -> transcript/rollout record"),
+    ("live_enters", "  Enters until taken (Gemini CLI: again every 25 ms)"),
+    ("read_enter_to_model", "  Enter -> model request, its records read as the daemon does"),
 )
 
 
@@ -852,9 +1095,11 @@ def render(res):
             rows.append([f"{rt} {label}" if not label.startswith(" ") else label, m["n"],
                          f"{m['median']:.0f}", f"{m['p10']:.0f}", f"{m['p90']:.0f}",
                          f"{m['min']:.0f}", f"{m['max']:.0f}", load, ""])
-        without = sum(1 for s in xs if not s.get("has_tool"))
-        rows.append(["  first model requests without send_to_peer", len(xs), without,
-                     "", "", "", "", "", "no settle on the floor"])
+        wakes = [s for s in xs if "has_tool" in s]
+        if wakes:
+            without = sum(1 for s in wakes if not s["has_tool"])
+            rows.append(["  first model requests without send_to_peer", len(wakes), without,
+                         "", "", "", "", "", "no settle on the floor"])
         if r["errors"]:
             rows.append(["  cycles that failed", len(r["errors"]), "", "", "", "", "", "",
                          r["errors"][0][:80]])

@@ -132,13 +132,20 @@ def render(results, settle, phase_load, header):
     if "burst" in r:
         out.append("")
         out.extend(burst_lines(r["burst"]))
+    out.extend(agent_lines(r))
+    return "\n".join(out)
+
+
+def agent_lines(r):
+    """The FLOOR and AGENTS sections (each after a blank line), those that ran."""
+    out = []
     if "floor" in r:
         out.append("")
         out.extend(floor.render(r["floor"]))
     if "agents" in r:
         out.append("")
         out.extend(agentbench.render(r["agents"], r.get("floor")))
-    return "\n".join(out)
+    return out
 
 
 def burst_lines(b):
