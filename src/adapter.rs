@@ -232,10 +232,19 @@ pub trait Confirm: Send {
 /// How a compaction ended; defined with the protocol, whose `compact` reply carries it.
 pub use crate::protocol::CompactOutcome;
 
+/// A compaction the runtime gave up, in its own words (Gemini CLI 0.61.0's `Failed to
+/// compress chat history: …`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactRefused {
+    /// What the runtime said, one line.
+    pub said: String,
+}
+
 /// Watches one compaction for its end.
 pub trait CompactWatch: Send {
-    /// `Some` once the compaction is over; `screen` is the current screen text.
-    fn poll(&mut self, screen: &str) -> Option<CompactOutcome>;
+    /// `Some` once the compaction is over: how it ended, or the runtime's refusal; `screen`
+    /// is the current screen text.
+    fn poll(&mut self, screen: &str) -> Option<Result<CompactOutcome, CompactRefused>>;
 }
 
 /// Where a ready gate stands (spec 05 §2 step 10).

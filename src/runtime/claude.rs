@@ -12,8 +12,8 @@ use super::claude_screen::{self, ClaudeScreen};
 use super::pasted_form;
 use super::transcript::{jsonl_files, record_contains, TranscriptWatch, TurnProgress};
 use super::{
-    Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, GateState, GateWatch,
-    LaunchCommand, LaunchCtx, LaunchError, WakeMode,
+    Acceptance, Adapter, BootStep, CompactOutcome, CompactRefused, CompactWatch, Confirm,
+    GateState, GateWatch, LaunchCommand, LaunchCtx, LaunchError, WakeMode,
 };
 use crate::runtime_table::{PromptSwap, CLAUDE};
 use crate::term::paste_view::PasteView;
@@ -493,9 +493,9 @@ struct ClaudeCompact {
 }
 
 impl CompactWatch for ClaudeCompact {
-    fn poll(&mut self, _screen: &str) -> Option<CompactOutcome> {
+    fn poll(&mut self, _screen: &str) -> Option<Result<CompactOutcome, CompactRefused>> {
         let records = self.watch.as_mut()?.new_records();
-        compact_outcome(&records, &mut self.command_seen)
+        compact_outcome(&records, &mut self.command_seen).map(Ok)
     }
 }
 

@@ -14,6 +14,8 @@
 //!   untrusted-paste mark): Enter goes [`ENTER_AFTER_PASTE`] after the paste shows, and is
 //!   pressed again every [`ENTER_RETRY`] while the session file does not hold the message.
 
+pub mod compress;
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -529,6 +531,12 @@ impl Adapter for Gemini {
     fn interrupt_keys(&self) -> Option<Vec<u8>> {
         // Recorded: Esc cancels the turn at once (`21-busy-before-esc`, `22-after-esc`).
         Some(vec![0x1b])
+    }
+
+    /// `/compress`, done when the session's records say so ([`compress`]).
+    fn compact(&self, cwd: &Path) -> Option<(&'static str, Box<dyn crate::adapter::CompactWatch>)> {
+        let watch = compress::CompressWatch::new(watch(cwd, self.0.conversation()));
+        Some((compress::COMMAND, Box::new(watch)))
     }
 }
 
