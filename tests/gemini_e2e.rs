@@ -510,9 +510,11 @@ fn a_gemini_peer_compacts_and_takes_a_message_after() {
         "{}",
         env.diagnostics()
     );
-    env.wait_until("the turn after reaches the model", Duration::from_secs(60), |_| {
-        !turns_with(&api, "AFTER the compaction").is_empty()
-    });
+    env.wait_until(
+        "the turn after reaches the model",
+        Duration::from_secs(60),
+        |_| !turns_with(&api, "AFTER the compaction").is_empty(),
+    );
     let after = turns_with(&api, "AFTER the compaction");
     let history = history(&after[0]);
     assert!(
