@@ -463,6 +463,14 @@ pub trait Adapter: Send + Sync {
     fn live_dialog(&self, _screen: &Screen) -> Option<BootStep> {
         None
     }
+    /// Whether a gated launch ([`LaunchCtx::gated`]) hands each permission request to a hook
+    /// that asks the approval broker itself (Claude Code's and Codex's), so a prompt on its
+    /// screen is not put to a human again. The default: no — a gated Gemini CLI asks on its
+    /// screen (`--approval-mode default`), and iapeer puts what
+    /// [`Adapter::permission_prompt`] reads there to a human.
+    fn gated_by_hook(&self) -> bool {
+        false
+    }
     /// A tool's permission prompt the screen shows, if any (`PermissionPrompt`): recorded
     /// from the real CLI; `None` (the default) for a runtime that shows none.
     fn permission_prompt(&self, _screen: &Screen) -> Option<PermissionPrompt> {

@@ -425,6 +425,11 @@ impl Adapter for Claude {
         Some(vec![0x1b])
     }
 
+    /// Its gated launch asks through the permission hook (`claude_gate`).
+    fn gated_by_hook(&self) -> bool {
+        true
+    }
+
     fn compact(&self, cwd: &Path) -> Option<(&'static str, Box<dyn CompactWatch>)> {
         let watch = watch(cwd, self.0.conversation());
         Some((

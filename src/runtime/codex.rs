@@ -586,6 +586,11 @@ impl Adapter for Codex {
         Some(vec![0x1b])
     }
 
+    /// Its gated launch asks through the `PermissionRequest` hook (`codex_gate`).
+    fn gated_by_hook(&self) -> bool {
+        true
+    }
+
     fn compact(&self, cwd: &Path) -> Option<(&'static str, Box<dyn CompactWatch>)> {
         Some((
             "/compact",

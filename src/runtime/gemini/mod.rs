@@ -392,13 +392,18 @@ impl Adapter for Gemini {
 
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, super::LaunchError> {
         // `--skip-trust`: no trust dialog, and the user-level MCP server is enabled in the
-        // folder (`20-preconfigured-mcp-list`). Approvals are not gated: every tool runs
-        // (`yolo`), as Claude Code and Codex run with their bypass flags.
-        let mut args: Vec<OsString> = vec![
-            "--skip-trust".into(),
-            "--approval-mode".into(),
-            "yolo".into(),
-        ];
+        // folder (`20-preconfigured-mcp-list`). Bypass: every tool runs (`yolo`), as Claude
+        // Code and Codex run with their bypass flags. Gated: `default`, where a tool asks on
+        // the screen (`13-tool-confirmation`, read by `permission_prompt`) and iapeer puts it
+        // to a human; iapeer's own MCP server is `trust`ed in the settings, so its tools run
+        // without asking (`16-resumed-trusted-call`).
+        let mode = if ctx.gated.is_some() {
+            "default"
+        } else {
+            "yolo"
+        };
+        let mut args: Vec<OsString> =
+            vec!["--skip-trust".into(), "--approval-mode".into(), mode.into()];
         if ctx.mode == WakeMode::Resume {
             let Some(id) = self.0.conversation() else {
                 return Err(super::LaunchError::ConversationNotRecorded);

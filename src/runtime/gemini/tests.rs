@@ -279,6 +279,19 @@ fn the_launch_command() {
             prompt.to_string_lossy().into_owned()
         )]
     );
+    // A gated peer: the default approval mode, where tools ask on the screen.
+    let gated = LaunchCtx {
+        gated: Some(std::time::Duration::from_secs(60)),
+        ..ctx
+    };
+    assert_eq!(
+        gemini().command(&gated).unwrap().arg_strings(),
+        ["--skip-trust", "--approval-mode", "default"]
+    );
+    assert!(
+        !gemini().gated_by_hook(),
+        "its screen prompt goes to a human"
+    );
     let resume = LaunchCtx {
         mode: WakeMode::Resume,
         ..ctx
