@@ -242,10 +242,19 @@ pub trait Confirm: Send {
 /// How a compaction ended; defined with the protocol, whose `compact` reply carries it.
 pub use crate::protocol::CompactOutcome;
 
+/// A compaction the runtime gave up, in its own words (Gemini CLI 0.61.0's `Failed to
+/// compress chat history: …`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactRefused {
+    /// What the runtime said, one line.
+    pub said: String,
+}
+
 /// Watches one compaction for its end.
 pub trait CompactWatch: Send {
-    /// `Some` once the compaction is over; `screen` is the current screen text.
-    fn poll(&mut self, screen: &str) -> Option<CompactOutcome>;
+    /// `Some` once the compaction is over: how it ended, or the runtime's refusal; `screen`
+    /// is the current screen text.
+    fn poll(&mut self, screen: &str) -> Option<Result<CompactOutcome, CompactRefused>>;
 }
 
 /// Where a ready gate stands (spec 05 §2 step 10).
@@ -463,6 +472,14 @@ pub trait Adapter: Send + Sync {
     /// [`BootStep::Key`], or `None` when there is none. The default: none.
     fn live_dialog(&self, _screen: &Screen) -> Option<BootStep> {
         None
+    }
+    /// Whether a gated launch ([`LaunchCtx::gated`]) hands each permission request to a hook
+    /// that asks the approval broker itself (Claude Code's and Codex's), so a prompt on its
+    /// screen is not put to a human again. The default: no — a gated Gemini CLI asks on its
+    /// screen (`--approval-mode default`), and iapeer puts what
+    /// [`Adapter::permission_prompt`] reads there to a human.
+    fn gated_by_hook(&self) -> bool {
+        false
     }
     /// A tool's permission prompt the screen shows, if any (`PermissionPrompt`): recorded
     /// from the real CLI; `None` (the default) for a runtime that shows none.

@@ -323,6 +323,8 @@ pub const GEMINI: RuntimeInfo<'static> = RuntimeInfo {
         advice: "give the peers a GEMINI_API_KEY in their launch.env, or log in by running \
                  `gemini` once",
     }),
+    // Gated: `--approval-mode default`, its tool confirmations read from the screen.
+    gates_approvals: true,
     preference: Some(2),
     project_folder: Some(".gemini"),
     launch_env: Some(LaunchEnvExample {

@@ -296,7 +296,7 @@ fn the_spec_07_verbs_doctor_approval_mode_and_the_aliases_work() {
     std::fs::write(&profile_file, profile).unwrap();
     assert_eq!(
         env.ok(&["approval-mode", "--peer", "alice"]).trim(),
-        "alice: bypass (no Claude or Codex runtime: nothing to gate)"
+        "alice: bypass (no runtime that can gate approvals: nothing to gate)"
     );
     env.ok(&["approval-mode", "gated", "--peer", "alice"]);
     let profile: serde_json::Value = serde_json::from_str(&common::read(

@@ -703,3 +703,124 @@ fn record_gemini_late_answers_just_late() {
 fn record_gemini_late_answers_very_late() {
     record_late_answers(6000, "ctrl-c", b"\x03");
 }
+
+/// Whether the screen shows a line after the last `/compress` typed (read from 0.61.0's
+/// bundle: its `CompressionMessage` and its errors; what each is is recorded).
+fn compress_answered(s: &str) -> bool {
+    let Some(at) = s.rfind("> /compress") else {
+        return false;
+    };
+    let after = &s[at..];
+    [
+        "Nothing to compress",
+        "compressed from",
+        "ompression",
+        "Failed to compress",
+    ]
+    .iter()
+    .any(|n| after.contains(n))
+}
+
+/// Whether the composer (the row under the last `▄` rule) holds `text`.
+fn composer_holds(s: &str, text: &str) -> bool {
+    let rows: Vec<&str> = s.lines().collect();
+    rows.iter()
+        .rposition(|r| r.starts_with('▄'))
+        .and_then(|at| rows.get(at + 1))
+        .is_some_and(|r| r.contains(text))
+}
+
+/// Records `/compress` (0.61.0's command for compaction; `/compact` and `/summarize` are its
+/// other names) in the `yolo` world: first on an empty conversation, then after four turns,
+/// then a turn after it. Writes `compress.raw` / `.marks.json` with the screens
+/// `30-compress-empty` (its answer on an empty history), `31-compress-typed` (the command
+/// typed), `32-compress-pending` (while it runs, when caught), `33-compressed`, `34-after`;
+/// `compress-requests.json` (every request: path, system prompt's start, last text) and
+/// `compress-session.jsonl` (the session file after it all).
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_gemini_compress() {
+    let (w, api) = preconfigured_world();
+    script(&api);
+    let args = ["--skip-trust", "--approval-mode", "yolo"];
+    let mut t = PtyRecording::spawn(gemini(&w, &api, &args), &w.out, "compress");
+    t.wait("the ready composer", BOOT, ready);
+    t.settle(QUIET);
+    t.keys(b"/compress");
+    t.settle(QUIET);
+    submit(&mut t, "the empty compression's answer", compress_answered);
+    t.settle(QUIET);
+    t.save("30-compress-empty");
+    for n in 1..=4 {
+        let text = format!("TURN {n}: remember that item {n} is the colour number {n}0, please");
+        paste_as_the_daemon(&mut t, &text);
+        submit(&mut t, &text, |_| api.has_turn_with(&text));
+        t.wait("the turn's end", BOOT, |s| {
+            ready(s) && !s.contains("esc to cancel")
+        });
+    }
+    t.settle(QUIET);
+    let before = api.recorded().len();
+    t.keys(b"/compress");
+    t.wait("the command typed", BOOT, |s| {
+        composer_holds(s, "/compress")
+    });
+    t.settle(QUIET);
+    t.save("31-compress-typed");
+    t.keys(b"\r");
+    let caught = common::poll_every(Duration::from_millis(5), Duration::from_secs(5), || {
+        t.screen().contains("Compressing chat history")
+    });
+    if caught {
+        t.save("32-compress-pending");
+    } else if !common::poll(Duration::from_secs(5), || api.recorded().len() > before) {
+        // The first Enter took the completion only.
+        t.keys(b"\r");
+    }
+    t.wait("the compression's answer", BOOT, compress_answered);
+    t.settle(QUIET);
+    t.save("33-compressed");
+    paste_as_the_daemon(&mut t, "AFTER compress");
+    submit(&mut t, "the turn after", |_| {
+        api.has_turn_with("AFTER compress")
+    });
+    t.wait("the turn's end", BOOT, |s| {
+        ready(s) && !s.contains("esc to cancel")
+    });
+    t.settle(QUIET);
+    t.save("34-after");
+    // A refused summary request (400: not retried).
+    api.script(|req| {
+        if gemini::is_compression(req) {
+            Reply::Error(400)
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    t.keys(b"/compress");
+    t.wait("the command typed", BOOT, |s| {
+        composer_holds(s, "/compress")
+    });
+    t.settle(QUIET);
+    submit(&mut t, "the refused compression's answer", |s| {
+        s.matches("> /compress").count() >= 3 && compress_answered(s)
+    });
+    t.settle(QUIET);
+    t.save("35-compress-refused");
+    t.end();
+    let requests: Vec<Value> = api
+        .recorded()
+        .iter()
+        .map(|r| {
+            json!({"path": r.path,
+                "system_starts": gemini::system_text(&r.body).chars().take(100).collect::<String>(),
+                "contents": r.body["contents"].as_array().map_or(0, Vec::len),
+                "last_text": gemini::last_text(&r.body).chars().take(200).collect::<String>()})
+        })
+        .collect();
+    w.write_json("compress-requests.json", &json!(requests));
+    let files = session_files(&w.home);
+    for (i, f) in files.iter().enumerate() {
+        w.write(&format!("compress-session-{i}.jsonl"), &common::read(f));
+    }
+}

@@ -7,7 +7,9 @@
 
 use crate::common;
 
-use common::gemini::{last_is_function_response, last_text, system_text, GeminiStandIn, Reply};
+use common::gemini::{
+    is_compression, last_is_function_response, last_text, system_text, GeminiStandIn, Reply,
+};
 use common::TestEnv;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -505,4 +507,77 @@ fn gemini_peer_boots_when_its_terminal_answers_come_late() {
         |_| !turns_with(&api, FIRST).is_empty(),
     );
     assert_eq!(turns_with(&api, FIRST).len(), 1, "{}", env.diagnostics());
+}
+
+/// `iapeer compact` on a gemini peer: Gemini CLI's `/compress` runs (its two summary
+/// requests reach the model), `compacted` is answered from its record and screen, and the
+/// next message is delivered into the compacted conversation (its request carries the
+/// summary). A refused summary request makes `compact` fail with Gemini CLI's words.
+#[test]
+fn a_gemini_peer_compacts_and_takes_a_message_after() {
+    let Some(bin) = gemini_bin() else {
+        return;
+    };
+    let mut env = TestEnv::new();
+    let api = GeminiStandIn::start();
+    add_peer(&mut env, &bin, "gm", &api);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.start_daemon();
+    let send = |message: &str| env.send_from("gm", "echo-ea", message);
+    for n in 1..=4 {
+        send(&format!(
+            "TURN {n}: remember that item {n} is colour number {n}0"
+        ));
+    }
+    env.wait_until("the four turns end", Duration::from_secs(60), |e| {
+        let s = e.screen("gemini-gm");
+        s.matches("✦ ok").count() >= 4 && !s.contains(BUSY)
+    });
+    assert_eq!(
+        env.ok(&["compact", "gm"]).trim(),
+        "gemini-gm: compacted",
+        "{}",
+        env.screen("gemini-gm")
+    );
+    let summaries = || {
+        api.recorded()
+            .into_iter()
+            .filter(|r| is_compression(&r.body))
+            .count()
+    };
+    assert_eq!(summaries(), 2, "the summary and its critique were asked");
+    assert_eq!(
+        send("AFTER the compaction").trim(),
+        "delivered to gm (gemini)",
+        "{}",
+        env.diagnostics()
+    );
+    env.wait_until(
+        "the turn after reaches the model",
+        Duration::from_secs(60),
+        |_| !turns_with(&api, "AFTER the compaction").is_empty(),
+    );
+    let after = turns_with(&api, "AFTER the compaction");
+    let history = history(&after[0]);
+    assert!(
+        history.contains("Stand-in summary") && !history.contains("TURN 1"),
+        "the turn after runs on the summary: {history}"
+    );
+    env.wait_until("the turn after ends", Duration::from_secs(60), |e| {
+        !e.screen("gemini-gm").contains(BUSY)
+    });
+
+    // A refused summary request: compact fails with what Gemini CLI said.
+    api.script(|req| {
+        if is_compression(req) {
+            Reply::Error(400)
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    let (_, err) = env.fails(&["compact", "gm"], 1);
+    assert!(
+        err.contains("could not compact: Failed to compress chat history"),
+        "{err}"
+    );
 }

@@ -574,3 +574,66 @@ fn record_opencode_late_answers() {
     w.write("late-answers.txt", &(notes.join("\n") + "\n"));
     t.end();
 }
+
+/// Records `/compact` typed in OpenCode's TUI after two turns: the screens while and after it
+/// runs (`20-compact-typed`, `21-compact-running`, `22-compacted`, `23-after`), the session's
+/// messages from its server after it (`compact-messages.json`) and the requests
+/// (`compact-requests.json`: whether streamed, tools, last text).
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_opencode_compact() {
+    let w = Scratch::new(fixtures());
+    let api = ChatStandIn::start();
+    script(&api);
+    let (port, mut t) = start_recording(&w, &api, "compact");
+    for n in 1..=2 {
+        type_and_submit(&mut t, &api, &format!("TURN {n} remember colour {n}0"));
+        t.wait("the turn's end", BOOT, ready);
+    }
+    t.settle(QUIET);
+    let before = api.recorded().len();
+    t.keys(b"/compact");
+    t.settle(QUIET);
+    t.save("20-compact-typed");
+    t.keys(b"\r");
+    let sent = common::poll(Duration::from_secs(5), || api.recorded().len() > before);
+    eprintln!("one Enter sent a request: {sent}");
+    t.save("21-compact-running");
+    if !sent {
+        t.keys(b"\r");
+        assert!(
+            common::poll(BOOT, || api.recorded().len() > before),
+            "compact asked the model"
+        );
+    }
+    t.wait("ready after the compaction", BOOT, ready);
+    t.settle(QUIET);
+    t.save("22-compacted");
+    let sessions = get(port, "/session");
+    let id = sessions[0]["id"]
+        .as_str()
+        .expect("a session id")
+        .to_string();
+    w.write_json(
+        "compact-messages.json",
+        &get(port, &format!("/session/{id}/message")),
+    );
+    type_and_submit(&mut t, &api, "AFTER compact");
+    t.wait("the turn's end", BOOT, ready);
+    t.settle(QUIET);
+    t.save("23-after");
+    t.end();
+    let requests: Vec<Value> = api
+        .recorded()
+        .iter()
+        .map(|r| &r.body)
+        .map(|r| {
+            json!({"stream": r["stream"], "title": openai_chat::is_title_request(r),
+                "messages": r["messages"].as_array().map_or(0, Vec::len),
+                "last_text": openai_chat::last_text(r).chars().take(120).collect::<String>(),
+                "system_starts": openai_chat::system_text(r).chars().take(80).collect::<String>(),
+                "functions": openai_chat::declared_functions(r).len()})
+        })
+        .collect();
+    w.write_json("compact-requests.json", &json!(requests));
+}

@@ -359,3 +359,50 @@ fn an_opencode_peer_refused_by_its_api_raises_one_notice() {
     });
     assert_eq!(env.count_events("lifecycle", "notice-raised", &[]), 2);
 }
+
+/// `iapeer compact` on an opencode peer: OpenCode's `/compact` runs (its summarization
+/// request reaches the model: `compact-requests.json`), `compacted` is answered from its
+/// records, and the next message is delivered into the compacted conversation (its request
+/// no longer carries the first turns).
+#[test]
+fn an_opencode_peer_compacts_and_takes_a_message_after() {
+    let mut env = TestEnv::new();
+    let api = ChatStandIn::start();
+    add_peer(&mut env, "oc", &api);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.start_daemon();
+    for n in 1..=2 {
+        send_oc(&env, &format!("TURN {n} remember colour {n}0"));
+        env.wait_until("the turn reaches the model", WAIT, |_| {
+            !turns_with(&api, &format!("TURN {n} remember")).is_empty()
+        });
+    }
+    env.wait_until("the turns end", WAIT, |e| idle(&e.screen("opencode-oc")));
+    assert_eq!(
+        env.ok(&["compact", "oc"]).trim(),
+        "opencode-oc: compacted",
+        "{}",
+        env.screen("opencode-oc")
+    );
+    let summaries = api
+        .recorded()
+        .iter()
+        .filter(|r| system_text(&r.body).contains("context summarization agent"))
+        .count();
+    assert_eq!(summaries, 1, "the summarization request reached the model");
+    assert_eq!(
+        send_oc(&env, "AFTER the compaction").trim(),
+        "delivered to oc (opencode)",
+        "{}",
+        env.diagnostics()
+    );
+    env.wait_until("the turn after reaches the model", WAIT, |_| {
+        !turns_with(&api, "AFTER the compaction").is_empty()
+    });
+    let after = turns_with(&api, "AFTER the compaction");
+    let history = after[0]["messages"].to_string();
+    assert!(
+        !history.contains("TURN 1 remember"),
+        "the turn after runs on the summary: {history}"
+    );
+}

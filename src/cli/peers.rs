@@ -895,7 +895,7 @@ pub fn approval_mode(inv: &Invocation) -> CliResult {
             .iter()
             .any(|r| crate::runtime_table::get(r).is_some_and(|row| row.gates_approvals));
         let note = match (agent, gated.is_some()) {
-            (false, _) => " (no Claude or Codex runtime: nothing to gate)".to_string(),
+            (false, _) => " (no runtime that can gate approvals: nothing to gate)".to_string(),
             (true, true) => format!(
                 " — from its next session (iapeer new {} starts one now)",
                 peer.personality

@@ -12,8 +12,8 @@ use super::claude_screen::{self, ClaudeScreen};
 use super::pasted_form;
 use super::transcript::{jsonl_files, record_contains, TranscriptWatch, TurnProgress};
 use super::{
-    Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, GateState, GateWatch,
-    LaunchCommand, LaunchCtx, LaunchError, WakeMode,
+    Acceptance, Adapter, BootStep, CompactOutcome, CompactRefused, CompactWatch, Confirm,
+    GateState, GateWatch, LaunchCommand, LaunchCtx, LaunchError, WakeMode,
 };
 use crate::runtime_table::{PromptSwap, CLAUDE};
 use crate::term::paste_view::PasteView;
@@ -425,6 +425,11 @@ impl Adapter for Claude {
         Some(vec![0x1b])
     }
 
+    /// Its gated launch asks through the permission hook (`claude_gate`).
+    fn gated_by_hook(&self) -> bool {
+        true
+    }
+
     fn compact(&self, cwd: &Path) -> Option<(&'static str, Box<dyn CompactWatch>)> {
         let watch = watch(cwd, self.0.conversation());
         Some((
@@ -493,9 +498,9 @@ struct ClaudeCompact {
 }
 
 impl CompactWatch for ClaudeCompact {
-    fn poll(&mut self, _screen: &str) -> Option<CompactOutcome> {
+    fn poll(&mut self, _screen: &str) -> Option<Result<CompactOutcome, CompactRefused>> {
         let records = self.watch.as_mut()?.new_records();
-        compact_outcome(&records, &mut self.command_seen)
+        compact_outcome(&records, &mut self.command_seen).map(Ok)
     }
 }
 

@@ -22,8 +22,8 @@ use super::transcript::{
     jsonl_files, RecordSource, SessionFileConfirm, SessionRules, TranscriptWatch,
 };
 use super::{
-    Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, GateState, GateWatch, LaunchCommand,
-    LaunchCtx, WakeMode,
+    Adapter, BootStep, CompactOutcome, CompactRefused, CompactWatch, Confirm, GateState, GateWatch,
+    LaunchCommand, LaunchCtx, WakeMode,
 };
 use crate::runtime_table::{PromptSwap, CODEX};
 use crate::term::menu as dialog;
@@ -586,6 +586,11 @@ impl Adapter for Codex {
         Some(vec![0x1b])
     }
 
+    /// Its gated launch asks through the `PermissionRequest` hook (`codex_gate`).
+    fn gated_by_hook(&self) -> bool {
+        true
+    }
+
     fn compact(&self, cwd: &Path) -> Option<(&'static str, Box<dyn CompactWatch>)> {
         Some((
             "/compact",
@@ -721,12 +726,12 @@ struct CodexCompact {
 }
 
 impl CompactWatch for CodexCompact {
-    fn poll(&mut self, _screen: &str) -> Option<CompactOutcome> {
+    fn poll(&mut self, _screen: &str) -> Option<Result<CompactOutcome, CompactRefused>> {
         self.watch
             .new_records()
             .iter()
             .any(is_compacted_record)
-            .then_some(CompactOutcome::Compacted)
+            .then_some(Ok(CompactOutcome::Compacted))
     }
 }
 

@@ -36,9 +36,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use crate::adapter::{
-    Acceptance, Adapter, BootStep, CompactOutcome, CompactWatch, Confirm, ConversationNaming,
-    GateState, GateWatch, LaunchCommand, LaunchCtx, LaunchError, RuntimeKind, WakeMode,
-    NO_RECORDED_CONVERSATION,
+    Acceptance, Adapter, BootStep, CompactOutcome, CompactRefused, CompactWatch, Confirm,
+    ConversationNaming, GateState, GateWatch, LaunchCommand, LaunchCtx, LaunchError, RuntimeKind,
+    WakeMode, NO_RECORDED_CONVERSATION,
 };
 use crate::paths::Paths;
 use crate::runtime_table::{Class, McpClient, CLAUDE, CODEX, ECHO, GEMINI, OPENCODE};

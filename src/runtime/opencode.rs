@@ -325,6 +325,20 @@ impl Adapter for OpenCode {
         opencode_records::abort(&self.server, cwd, self.bound.conversation())
     }
 
+    /// `/compact`, done from OpenCode's records (`opencode_records::RecordsCompact`). Recorded
+    /// (`compact.raw`): typing it opens the command menu over the composer (`21`); Enter runs
+    /// it; the conversation then shows `▣  Compaction · <model>` (`22-compacted`).
+    fn compact(&self, cwd: &Path) -> Option<(&'static str, Box<dyn crate::adapter::CompactWatch>)> {
+        Some((
+            "/compact",
+            Box::new(opencode_records::RecordsCompact::start(
+                &self.server,
+                cwd,
+                self.bound.conversation(),
+            )),
+        ))
+    }
+
     /// Whether a conversation is recorded for the peer (OpenCode's SQLite records are not
     /// read while it sleeps; a launch with an id it does not know fails and is reported).
     fn resumable(&self, _cwd: &Path) -> bool {

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::adapter::{Confirm, GateState, GateWatch};
+use crate::adapter::{CompactOutcome, CompactRefused, CompactWatch, Confirm, GateState, GateWatch};
 
 /// How long one request to OpenCode's server may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
@@ -495,6 +495,47 @@ impl GateWatch for RecordsGate {
     }
 }
 
+/// Whether `messages` hold a finished compaction created at or after `since_ms` (pure): the
+/// assistant message OpenCode 1.18.33's `/compact` writes, `summary: true` (its `mode` and
+/// `agent` `compaction`) with a `finish`, after a user message whose only part is of type
+/// `compaction` (`compact-messages.json`).
+pub fn compacted_since(messages: &Value, since_ms: u64) -> bool {
+    messages.as_array().into_iter().flatten().any(|m| {
+        let info = &m["info"];
+        info["role"] == "assistant"
+            && info["summary"] == true
+            && info["finish"].is_string()
+            && info["time"]["created"].as_u64().unwrap_or(0) >= since_ms
+    })
+}
+
+/// Watches one `/compact` through OpenCode's records: done when the session's conversation
+/// (or, before it is known, a session of its folder) holds a finished compaction made since
+/// it started ([`compacted_since`]).
+pub struct RecordsCompact {
+    reader: Reader,
+}
+
+impl RecordsCompact {
+    /// Start watching `cwd`'s session (the conversation's when known).
+    pub fn start(server: &SharedServer, cwd: &Path, conversation: Option<&str>) -> RecordsCompact {
+        RecordsCompact {
+            reader: Reader::new(server, cwd, conversation),
+        }
+    }
+}
+
+impl CompactWatch for RecordsCompact {
+    fn poll(&mut self, _screen: &str) -> Option<Result<CompactOutcome, CompactRefused>> {
+        let since = self.reader.since_ms;
+        self.reader
+            .read(false)?
+            .iter()
+            .any(|(_, m)| compacted_since(m, since))
+            .then_some(Ok(CompactOutcome::Compacted))
+    }
+}
+
 /// Stop the running turn of `conversation` (else of `cwd`'s newest session) through the
 /// server's `POST /session/<id>/abort`; whether the server took it.
 pub fn abort(server: &SharedServer, cwd: &Path, conversation: Option<&str>) -> bool {
@@ -555,6 +596,37 @@ mod tests {
             env!("CARGO_MANIFEST_DIR")
         );
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    }
+
+    /// The compaction `/compact` made (`compact-messages.json`): found when made after the
+    /// watch started, not in the messages before it, nor when it is older.
+    #[test]
+    fn a_finished_compaction_is_read_from_the_records() {
+        let all = recorded("compact-messages.json");
+        let summary = all
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["info"]["summary"] == true)
+            .unwrap();
+        let made = summary["info"]["time"]["created"].as_u64().unwrap();
+        assert!(compacted_since(&all, made));
+        assert!(!compacted_since(&all, made + 1), "an older compaction");
+        let before: Vec<Value> = all
+            .as_array()
+            .unwrap()
+            .iter()
+            .take_while(|m| m["info"]["summary"] != true)
+            .cloned()
+            .collect();
+        assert!(!compacted_since(&Value::Array(before), 0));
+        let mut unfinished = all.clone();
+        for m in unfinished.as_array_mut().unwrap() {
+            if m["info"]["summary"] == true {
+                m["info"].as_object_mut().unwrap().remove("finish");
+            }
+        }
+        assert!(!compacted_since(&unfinished, 0), "still running");
     }
 
     /// The recorded `GET /session`: the one session of `/tmp/rec/proj`.

@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 
 use super::deliver::SETTLE;
 use super::outcome::CompactFailure;
+#[cfg(test)]
+use crate::adapter::CompactRefused;
 use crate::adapter::{CompactOutcome, CompactWatch};
 
 /// How long a compaction may take (the model summarizes the whole conversation).
@@ -87,8 +89,10 @@ impl ActiveCompact {
                 if now < next_poll && now < deadline {
                     return CompactStep::Wait;
                 }
-                if let Some(outcome) = self.watch.poll(screen) {
-                    return CompactStep::Done(Ok(outcome));
+                if let Some(end) = self.watch.poll(screen) {
+                    return CompactStep::Done(
+                        end.map_err(|r| CompactFailure::Refused { said: r.said }),
+                    );
                 }
                 if now >= deadline {
                     return CompactStep::Done(Err(CompactFailure::TimedOut {
@@ -121,11 +125,11 @@ impl ActiveCompact {
 mod tests {
     use super::*;
 
-    struct After(u32, Option<CompactOutcome>);
+    struct After(u32, Option<Result<CompactOutcome, CompactRefused>>);
     impl CompactWatch for After {
-        fn poll(&mut self, _screen: &str) -> Option<CompactOutcome> {
+        fn poll(&mut self, _screen: &str) -> Option<Result<CompactOutcome, CompactRefused>> {
             if self.0 == 0 {
-                return self.1;
+                return self.1.clone();
             }
             self.0 -= 1;
             None
@@ -138,7 +142,7 @@ mod tests {
         let (mut c, bytes) = ActiveCompact::start(
             1,
             "/compact",
-            Box::new(After(1, Some(CompactOutcome::Compacted))),
+            Box::new(After(1, Some(Ok(CompactOutcome::Compacted)))),
         );
         assert_eq!(bytes, b"/compact");
         assert_eq!(c.poll(t0, ""), CompactStep::Wait);
@@ -149,6 +153,20 @@ mod tests {
         assert_eq!(
             c.poll(t1 + COMPACT_POLL, ""),
             CompactStep::Done(Ok(CompactOutcome::Compacted))
+        );
+    }
+
+    #[test]
+    fn a_refusal_ends_it_with_the_runtimes_words() {
+        let t0 = Instant::now();
+        let said = "Failed to compress chat history: no".to_string();
+        let refused = Err(CompactRefused { said: said.clone() });
+        let (mut c, _) = ActiveCompact::start(1, "/compress", Box::new(After(0, Some(refused))));
+        c.on_written(t0);
+        c.poll(t0 + SETTLE, "");
+        assert_eq!(
+            c.poll(t0 + SETTLE + COMPACT_POLL, ""),
+            CompactStep::Done(Err(CompactFailure::Refused { said }))
         );
     }
 

@@ -241,6 +241,12 @@ pub enum CompactFailure {
         /// The compaction's deadline.
         limit: Duration,
     },
+    /// The runtime said it could not compact (`said`, its words).
+    #[error("the runtime could not compact: {said}")]
+    Refused {
+        /// What the runtime said.
+        said: String,
+    },
     /// The session ended first.
     #[error("the session ended during compaction")]
     SessionEnded,

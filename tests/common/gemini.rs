@@ -100,17 +100,24 @@ pub fn side_answer(req: &Value) -> String {
     }
 }
 
-fn usage() -> Value {
-    json!({"promptTokenCount": 12, "candidatesTokenCount": 3, "totalTokenCount": 15})
+/// The usage of a request: its prompt counted as the real API roughly does, a token per 4
+/// bytes of the request (system prompt and tool declarations included). Gemini CLI 0.61.0
+/// takes it for the conversation's size, and `/compress` keeps its summary only when the
+/// summarized history counts fewer tokens (recorded in `compress.raw`: with a fixed 12 it
+/// answered "Compression was not beneficial for this history size.").
+fn usage(req: &Value) -> Value {
+    let prompt = req.to_string().len() / 4;
+    json!({"promptTokenCount": prompt, "candidatesTokenCount": 3, "totalTokenCount": prompt + 3})
 }
 
-/// One `GenerateContentResponse` chunk with these parts and, for the last, a finish reason.
-fn chunk(model: &str, parts: Value, finish: bool) -> Value {
+/// One `GenerateContentResponse` chunk for `req` with these parts and, for the last, a
+/// finish reason.
+fn chunk(req: &Value, model: &str, parts: Value, finish: bool) -> Value {
     let mut candidate = json!({"content": {"parts": parts, "role": "model"}, "index": 0});
     let mut c = json!({"candidates": [], "modelVersion": model});
     if finish {
         candidate["finishReason"] = json!("STOP");
-        c["usageMetadata"] = usage();
+        c["usageMetadata"] = usage(req);
     }
     c["candidates"] = json!([candidate]);
     c
@@ -121,6 +128,24 @@ fn sse(chunks: &[Value]) -> String {
         .iter()
         .map(|c| format!("data: {c}\r\n\r\n"))
         .collect()
+}
+
+/// The API's error body for `code`.
+fn error_body(code: u16) -> Value {
+    let status = match code {
+        429 => "RESOURCE_EXHAUSTED",
+        401 | 403 => "PERMISSION_DENIED",
+        503 => "UNAVAILABLE",
+        _ => "INTERNAL",
+    };
+    json!({"error": {"code": code, "message": "stand-in error", "status": status}})
+}
+
+/// Whether a request is one of `/compress`'s two non-streamed summary requests (recorded in
+/// `compress-requests.json`: the last text asks for a `<state_snapshot>`). A script's
+/// [`Reply::Error`] refuses it; any other reply gets [`side_answer`]'s summary.
+pub fn is_compression(req: &Value) -> bool {
+    last_text(req).contains("<state_snapshot>")
 }
 
 /// The model named in a path like `/v1beta/models/<model>:streamGenerateContent`.
@@ -142,31 +167,25 @@ fn respond(rq: tiny_http::Request, rec: Recorded, reply: Reply) {
     }
     let model = model_of(path);
     if !is_stream(&rec) {
+        if let (true, Reply::Error(code)) = (is_compression(req), &reply) {
+            return standin::json(rq, *code, &error_body(*code));
+        }
         return standin::json(
             rq,
             200,
-            &chunk(&model, json!([{"text": side_answer(req)}]), true),
+            &chunk(req, &model, json!([{"text": side_answer(req)}]), true),
         );
     }
     let (head, tail, hold) = match reply {
-        Reply::Error(code) => {
-            let status = match code {
-                429 => "RESOURCE_EXHAUSTED",
-                401 | 403 => "PERMISSION_DENIED",
-                503 => "UNAVAILABLE",
-                _ => "INTERNAL",
-            };
-            let body =
-                json!({"error": {"code": code, "message": "stand-in error", "status": status}});
-            return standin::json(rq, code, &body);
-        }
+        Reply::Error(code) => return standin::json(rq, code, &error_body(code)),
         Reply::Text(t) => (
-            sse(&[chunk(&model, json!([{"text": t}]), true)]),
+            sse(&[chunk(req, &model, json!([{"text": t}]), true)]),
             String::new(),
             Duration::ZERO,
         ),
         Reply::Call(name, args) => (
             sse(&[chunk(
+                req,
                 &model,
                 json!([{"functionCall": {"name": name, "args": args}}]),
                 true,
@@ -175,8 +194,8 @@ fn respond(rq: tiny_http::Request, rec: Recorded, reply: Reply) {
             Duration::ZERO,
         ),
         Reply::Hold(d, t) => (
-            sse(&[chunk(&model, json!([{"text": "Working"}]), false)]),
-            sse(&[chunk(&model, json!([{"text": format!(" {t}")}]), true)]),
+            sse(&[chunk(req, &model, json!([{"text": "Working"}]), false)]),
+            sse(&[chunk(req, &model, json!([{"text": format!(" {t}")}]), true)]),
             d,
         ),
     };

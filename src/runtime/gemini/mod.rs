@@ -14,6 +14,8 @@
 //!   untrusted-paste mark): Enter goes [`ENTER_AFTER_PASTE`] after the paste shows, and is
 //!   pressed again every [`ENTER_RETRY`] while the session file does not hold the message.
 
+pub mod compress;
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -449,13 +451,18 @@ impl Adapter for Gemini {
 
     fn command(&self, ctx: &LaunchCtx) -> Result<LaunchCommand, super::LaunchError> {
         // `--skip-trust`: no trust dialog, and the user-level MCP server is enabled in the
-        // folder (`20-preconfigured-mcp-list`). Approvals are not gated: every tool runs
-        // (`yolo`), as Claude Code and Codex run with their bypass flags.
-        let mut args: Vec<OsString> = vec![
-            "--skip-trust".into(),
-            "--approval-mode".into(),
-            "yolo".into(),
-        ];
+        // folder (`20-preconfigured-mcp-list`). Bypass: every tool runs (`yolo`), as Claude
+        // Code and Codex run with their bypass flags. Gated: `default`, where a tool asks on
+        // the screen (`13-tool-confirmation`, read by `permission_prompt`) and iapeer puts it
+        // to a human; iapeer's own MCP server is `trust`ed in the settings, so its tools run
+        // without asking (`16-resumed-trusted-call`).
+        let mode = if ctx.gated.is_some() {
+            "default"
+        } else {
+            "yolo"
+        };
+        let mut args: Vec<OsString> =
+            vec!["--skip-trust".into(), "--approval-mode".into(), mode.into()];
         if ctx.mode == WakeMode::Resume {
             let Some(id) = self.0.conversation() else {
                 return Err(super::LaunchError::ConversationNotRecorded);
@@ -588,6 +595,12 @@ impl Adapter for Gemini {
     fn interrupt_keys(&self) -> Option<Vec<u8>> {
         // Recorded: Esc cancels the turn at once (`21-busy-before-esc`, `22-after-esc`).
         Some(vec![0x1b])
+    }
+
+    /// `/compress`, done when the session's records say so ([`compress`]).
+    fn compact(&self, cwd: &Path) -> Option<(&'static str, Box<dyn crate::adapter::CompactWatch>)> {
+        let watch = compress::CompressWatch::new(watch(cwd, self.0.conversation()));
+        Some((compress::COMMAND, Box::new(watch)))
     }
 }
 

@@ -280,6 +280,19 @@ fn the_launch_command() {
             prompt.to_string_lossy().into_owned()
         )]
     );
+    // A gated peer: the default approval mode, where tools ask on the screen.
+    let gated = LaunchCtx {
+        gated: Some(std::time::Duration::from_secs(60)),
+        ..ctx
+    };
+    assert_eq!(
+        gemini().command(&gated).unwrap().arg_strings(),
+        ["--skip-trust", "--approval-mode", "default"]
+    );
+    assert!(
+        !gemini().gated_by_hook(),
+        "its screen prompt goes to a human"
+    );
     let resume = LaunchCtx {
         mode: WakeMode::Resume,
         ..ctx
@@ -505,4 +518,91 @@ fn stray_answers_are_only_the_answers_leftovers() {
         label(gemini().boot_step(&step_screen("first-run", "05-draft"))),
         "wait"
     );
+}
+
+/// `/compress`'s three recorded answers, read from the screen under the last `> /compress`
+/// row, and its end read from the session's records.
+#[test]
+fn compress_answers_on_the_recorded_screens_and_records() {
+    use crate::adapter::CompactOutcome;
+    use compress::{answer_on_screen, ended_in_records};
+    let screen = |step| step_screen("compress", step).text().to_string();
+    assert_eq!(
+        answer_on_screen(&screen("31-compress-typed")),
+        Some(Ok(CompactOutcome::NothingToCompact)),
+        "the earlier answer"
+    );
+    assert_eq!(
+        answer_on_screen(&screen("30-compress-empty")),
+        Some(Ok(CompactOutcome::NothingToCompact))
+    );
+    assert_eq!(
+        answer_on_screen(&screen("32-compress-pending")),
+        None,
+        "still running"
+    );
+    assert_eq!(
+        answer_on_screen(&screen("33-compressed")),
+        Some(Ok(CompactOutcome::Compacted))
+    );
+    assert_eq!(
+        answer_on_screen(&screen("34-after")),
+        Some(Ok(CompactOutcome::Compacted))
+    );
+    match answer_on_screen(&screen("35-compress-refused")) {
+        Some(Err(r)) => assert!(
+            r.said
+                .starts_with("Failed to compress chat history: Failed to generate content"),
+            "{}",
+            r.said
+        ),
+        other => panic!("{other:?}"),
+    }
+    let records: Vec<Value> = std::fs::read_to_string(fixture("compress-session-0.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The records up to the first turn: the empty compression's end.
+    let first_turn = records.iter().position(|r| r["type"] == "user").unwrap();
+    assert_eq!(ended_in_records(&records[..first_turn]), Some(Ok(())));
+    // The four turns: no end.
+    let compressed = records.iter().rposition(|r| r["type"] == "info").unwrap();
+    assert_eq!(ended_in_records(&records[first_turn..compressed]), None);
+    assert_eq!(
+        ended_in_records(&records[first_turn..=compressed]),
+        Some(Ok(()))
+    );
+    match ended_in_records(&records[compressed + 1..]) {
+        Some(Err(r)) => assert!(r.said.contains("\"code\":400"), "{}", r.said),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A `/compress` watch ends only once the records say so, and then as the screen says.
+#[test]
+fn compress_watch_waits_for_the_record_then_reads_the_screen() {
+    use crate::adapter::{CompactOutcome, CompactWatch};
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("session-x-abcdefgh.jsonl");
+    std::fs::write(&file, "{\"sessionId\":\"abcdefgh-1\"}\n").unwrap();
+    let mut w = compress::CompressWatch::new(TranscriptWatch::start(tmp.path()));
+    let done = step_screen("compress", "33-compressed").text().to_string();
+    assert_eq!(
+        w.poll(&done),
+        None,
+        "no record yet: an earlier answer may be on screen"
+    );
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .unwrap();
+    writeln!(f, "{{\"id\":\"1\",\"type\":\"info\",\"content\":\"\"}}").unwrap();
+    assert_eq!(
+        w.poll(step_screen("compress", "32-compress-pending").text()),
+        None,
+        "not drawn yet"
+    );
+    assert_eq!(w.poll(&done), Some(Ok(CompactOutcome::Compacted)));
 }

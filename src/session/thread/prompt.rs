@@ -16,6 +16,7 @@ impl Session {
             return;
         }
         let shown = self.cfg.adapter.permission_prompt(&self.screen);
+        let hooked = self.cfg.gated && self.cfg.adapter.gated_by_hook();
         for report in self.prompts.look(shown, now) {
             match report {
                 Report::Opened(n, prompt) => {
@@ -24,17 +25,13 @@ impl Session {
                         self.cfg.identity,
                         prompt.tool,
                         crate::visible::line(&prompt.summary),
-                        if self.cfg.gated {
+                        if hooked {
                             " (its permission hook asks a human)"
                         } else {
                             ""
                         }
                     );
-                    self.emit(EventKind::PromptOpened {
-                        n,
-                        prompt,
-                        hooked: self.cfg.gated,
-                    });
+                    self.emit(EventKind::PromptOpened { n, prompt, hooked });
                 }
                 Report::Closed(n) => {
                     log::info!("{}: permission prompt {n} closed", self.cfg.identity);
