@@ -673,6 +673,8 @@ refused at once (code offline). A sleeping agent is woken first and gets \
             of that name, else from HEAD — create says which. The peer's own files (.iapeer/) are \
             ignored by git there. list shows the branch; remove removes the worktree and keeps the branch; \
             rename moves it with git. \
+            When the agent CLI --runtime names is not logged in (asked as onboard asks), create warns on \
+            stderr with how to log in, and makes the peer all the same. \
             --json prints the registry entry; with --worktree it adds \"worktree\": {\"repository\", \"branch\", \"branch_made\", \"from\"}.",
         positionals: &[NAME],
         flags: &[
@@ -1218,7 +1220,11 @@ refused at once (code offline). A sleeping agent is woken first and gets \
             what to do. A daemon thread that panicked and was restarted (the HTTP acceptor or the event-stream \
             writer) gets a line saying how often, when last and what happened. Then where the daemon finds \
             each agent CLI (claude, codex, gemini, opencode) now, or that it finds none and every place it looked at, in \
-            order. Exits 1 when the daemon is not healthy, or when every thread of a send-preparation pool is stalled (the daemon line then says which sends cannot be prepared: with attachments, without, or none).",
+            order. Then, for each agent CLI some peer declares that is not logged in (asked as \
+            onboard asks: claude auth status, codex login status, opencode auth list, Gemini CLI's \
+            settings and files; each at most IAPEER_LOGIN_CHECK_SECS), a line naming its peers and how \
+            to log in (in --json, \"logins\": runtime, login in/out/unknown, why, peers, fix). Exits 1 \
+            when the daemon is not healthy, or when every thread of a send-preparation pool is stalled (the daemon line then says which sends cannot be prepared: with attachments, without, or none).",
         positionals: &[],
         flags: &[JSON],
         rules: &[],
@@ -1235,9 +1241,12 @@ refused at once (code offline). A sleeping agent is woken first and gets \
             memory provider, send preparation, outbox), then iapeer verify (registry, profiles, folders: read only; \
             verify --fix repairs). Exits 1 when either finds a problem (a stalled send preparation is one, and \
             so is an agent runtime a peer declares whose program the daemon cannot find: the places it \
-            looked at are named); the last line is the verdict. With --json, one document \
+            looked at are named); a line per installed agent CLI says whether it is logged in, or how \
+            to log in (a warning, not a problem: it is asked in doctor's environment, not the peers' \
+            launch.env); the last line is the verdict. With --json, one document \
             {\"ok\", \"version\", \"checks\"} where each check has a name (daemon, daemon-thread:<thread>, \
-            service, peers, memory, send-preparation, agent-program:<runtime>, notice, outbox, \
+            service, peers, memory, send-preparation, agent-program:<runtime>, \
+            agent-login:<runtime>, notice, outbox, \
             federation, clock-skew, clock-skew:<host>, registry, profile:<peer>), a level (ok, warn \
             or fail), a message and what to do (fix, null when nothing is); the exit code is the \
             same, 1 when a check fails. When this root has joined a federation (iapeer federation \
