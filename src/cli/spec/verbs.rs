@@ -1431,7 +1431,11 @@ refused at once (code offline). A sleeping agent is woken first and gets \
             its declared peers again and restart the running peers of that runtime. A manifest \
             without a version is reinstalled (the version gate is skipped, and said so). With --all, \
             a runtime written by hand (a runtime.json no package is known for) is skipped with a note, \
-            one that fails does not stop the others, and the exit is 1 only when an update failed.",
+            one that fails does not stop the others, and the exit is 1 only when an update failed. \
+            A runtime installed from a folder (install-runtime <dir>) is updated from that folder: \
+            read and checked again, installed whole in place of the old copy, with which files were \
+            added, changed or removed (or unchanged: nothing is done); a folder that is gone or now \
+            invalid is refused and the installed runtime kept as it was.",
         positionals: &[RT],
         flags: &[RUNTIMES_ALL, REINSTALL],
         rules: &[Rule::ReplacesPositionals(RUNTIMES_ALL)],
