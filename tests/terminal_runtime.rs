@@ -220,3 +220,71 @@ fn a_manifest_agent_takes_only_artificial_peers() {
         std::fs::read_to_string(env.peer_dir("pa").join(".iapeer/peer-profile.json")).unwrap();
     assert!(profile.contains("\"artificial\""), "{profile}");
 }
+
+/// `update-runtime` for a runtime installed from a folder (issue 27 item 3): it reads the
+/// folder again, says what changed and installs it whole; an unchanged folder changes nothing;
+/// a folder now invalid, or gone, is refused with the reason and the installed runtime is kept.
+#[test]
+fn update_runtime_reinstalls_a_folder_runtime_from_its_folder() {
+    let Some(python) = parrot::python() else {
+        return;
+    };
+    let env = TestEnv::new();
+    parrot::install(&env, &python);
+    let dir = env.dir.path().join("parrot-runtime");
+    let installed = env.root.join("runtimes/parrot");
+    let out = env.ok(&["update-runtime", RUNTIME]);
+    assert!(out.contains("parrot: unchanged (its folder "), "{out}");
+
+    let program = std::fs::read_to_string(dir.join("parrot.py")).unwrap() + "\n# v2\n";
+    std::fs::write(dir.join("parrot.py"), &program).unwrap();
+    std::fs::write(dir.join("NOTES.md"), "new\n").unwrap();
+    std::fs::remove_file(dir.join("mcp_client.py")).unwrap();
+    let out = env.ok(&["update-runtime", RUNTIME]);
+    assert!(
+        out.contains("runtime parrot updated from ")
+            && out.contains(": added NOTES.md, removed mcp_client.py, changed parrot.py\n"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(installed.join("parrot.py")).unwrap(),
+        program
+    );
+    assert!(!installed.join("mcp_client.py").exists());
+
+    // Now invalid: refused, the installed one kept byte for byte.
+    let manifest = std::fs::read_to_string(installed.join("runtime.json")).unwrap();
+    std::fs::write(
+        dir.join("runtime.json"),
+        r#"{"runtime":"parrot","kind":"terminal","terminal":{"command":"python3","ready":"^>","busy":"(working"}}"#,
+    )
+    .unwrap();
+    let (_, err) = env.fails(&["update-runtime", RUNTIME], 1);
+    assert!(
+        err.contains("\"busy\" is not a regular expression")
+            && err.contains("the installed parrot is kept as it was"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(installed.join("runtime.json")).unwrap(),
+        manifest
+    );
+
+    // Gone: refused, named, kept.
+    std::fs::remove_dir_all(&dir).unwrap();
+    let (_, err) = env.fails(&["update-runtime", RUNTIME], 1);
+    assert!(
+        err.contains("runtime parrot was installed from ")
+            && err.contains("which is gone — the installed parrot is kept as it was"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(installed.join("runtime.json")).unwrap(),
+        manifest
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(env.root.join("runtimes"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers, vec![std::ffi::OsString::from("parrot")]);
+}

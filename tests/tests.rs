@@ -57,6 +57,7 @@ mod interrupt;
 mod lifecycle;
 mod lifecycle_verbs;
 mod limits;
+mod logins;
 mod mcp;
 mod memory;
 mod migrate;

@@ -307,6 +307,46 @@ impl Pids {
     }
 }
 
+/// End the demo's own children `pids`: SIGTERM, up to `grace` for them to end (reaped as
+/// they do), then SIGKILL to those left, reaped too (at most 2 s more: a process in an
+/// uninterruptible wait is left). Returns the pids that had to be killed. Only these pids are
+/// signalled: each is a child of this process, so until it is reaped its pid is not reused.
+fn end_children(pids: &[nix::unistd::Pid], grace: Duration) -> Vec<nix::unistd::Pid> {
+    use nix::sys::signal::{kill, Signal};
+    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+    let mut left: Vec<nix::unistd::Pid> = pids.to_vec();
+    // Reaps what ended; keeps the rest (an error: not our child, or gone already).
+    let reap = |left: &mut Vec<nix::unistd::Pid>| {
+        left.retain(|p| {
+            matches!(
+                waitpid(*p, Some(WaitPidFlag::WNOHANG)),
+                Ok(WaitStatus::StillAlive)
+            )
+        });
+    };
+    for pid in &left {
+        let _ = kill(*pid, Signal::SIGTERM);
+    }
+    let start = Instant::now();
+    reap(&mut left);
+    while !left.is_empty() && start.elapsed() < grace {
+        std::thread::sleep(Duration::from_millis(50));
+        reap(&mut left);
+    }
+    let killed = left.clone();
+    for pid in &left {
+        let _ = kill(*pid, Signal::SIGKILL);
+    }
+    let start = Instant::now();
+    while !left.is_empty() && start.elapsed() < Duration::from_secs(2) {
+        reap(&mut left);
+        if !left.is_empty() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    killed
+}
+
 fn on_interrupt(root: PathBuf, keep: bool, pids: Pids) -> CliResult {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     use std::io::Write;
@@ -322,20 +362,15 @@ fn on_interrupt(root: PathBuf, keep: bool, pids: Pids) -> CliResult {
             .into_iter()
             .map(|p| nix::unistd::Pid::from_raw(p as i32))
             .collect();
-        for pid in &pids {
-            let _ = nix::sys::signal::kill(*pid, nix::sys::signal::Signal::SIGTERM);
-        }
         // A daemon ends its sessions (SIGKILL after 3 s); give them that long.
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(6)
-            && pids
-                .iter()
-                .any(|p| nix::sys::signal::kill(*p, None).is_ok())
-        {
-            for pid in &pids {
-                let _ = nix::sys::wait::waitpid(*pid, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        let killed = end_children(&pids, Duration::from_secs(6));
+        if !killed.is_empty() {
+            let killed: Vec<String> = killed.iter().map(|p| p.to_string()).collect();
+            let _ = writeln!(
+                std::io::stderr(),
+                "\nthe demo's process(es) {} did not end within 6 s of SIGTERM: killed (SIGKILL)",
+                killed.join(", ")
+            );
         }
         // A closed terminal fails the write (`eprintln!` would panic before the exit).
         let mut err = std::io::stderr();
@@ -485,4 +520,46 @@ fn print_kept(root: &Path) {
         "              logs: {}/logs/iapeer/delivery.log",
         root.display()
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A child that ends at SIGTERM is reaped, not killed; one that ignores SIGTERM (as a
+    /// daemon slow to end under load) is killed after the grace and reaped: none is left.
+    #[test]
+    fn children_left_after_the_grace_are_killed_and_reaped() {
+        // Reaped by `end_children` itself (the test asserts it), not by `Child::wait`.
+        let spawn = |script: &str| {
+            let id = std::process::Command::new("sh")
+                .args(["-c", script])
+                .spawn()
+                .unwrap()
+                .id();
+            nix::unistd::Pid::from_raw(id as i32)
+        };
+        let (p, s) = (
+            spawn("exec sleep 600"),
+            spawn("trap '' TERM; exec sleep 600"),
+        );
+        // Let the stubborn shell install its trap before it is signalled.
+        std::thread::sleep(Duration::from_millis(300));
+        let start = Instant::now();
+        let killed = end_children(&[p, s], Duration::from_millis(700));
+        assert_eq!(killed, [s]);
+        assert!(
+            start.elapsed() < Duration::from_secs(4),
+            "{:?}",
+            start.elapsed()
+        );
+        for pid in [p, s] {
+            assert_eq!(
+                nix::sys::wait::waitpid(pid, Some(nix::sys::wait::WaitPidFlag::WNOHANG)),
+                Err(nix::errno::Errno::ECHILD),
+                "{pid} not reaped"
+            );
+            assert!(nix::sys::signal::kill(pid, None).is_err(), "{pid} is left");
+        }
+    }
 }

@@ -284,44 +284,8 @@ pub fn describe(step: &Step) -> String {
             "the notifier service peers timer and watcher exist already: none created".to_string()
         }
         Step::Later(l) => format!("later: {} — not available in this version", l.what()),
-        Step::CheckLogins(logins) => login_lines(logins).join("\n     "),
+        Step::CheckLogins(logins) => crate::host::login::lines(logins).join("\n     "),
     }
-}
-
-/// What step 2 says, a line per agent CLI (pure).
-fn login_lines(logins: &[(Agent, Option<Login>)]) -> Vec<String> {
-    if logins.is_empty() {
-        // Runtimes without a login (Gemini CLI, OpenCode) have nothing to check here.
-        let with_login: Vec<&str> = crate::runtime_table::located()
-            .filter(|r| r.login.is_some())
-            .map(|r| r.name)
-            .collect();
-        return vec![format!(
-            "agent logins: nothing to check — no agent CLI with a login ({}) is installed",
-            with_login.join(" or ")
-        )];
-    }
-    logins
-        .iter()
-        .map(|(agent, login)| {
-            let ask = format!(
-                "{} {}",
-                agent.bin.display(),
-                crate::host::login::status_args(agent.runtime).join(" ")
-            )
-            .trim_end()
-            .to_string();
-            match login {
-                None => format!("check whether {} is logged in (`{ask}`)", agent.runtime),
-                Some(Login::In) => format!("agent login: {} is logged in", agent.runtime),
-                Some(Login::Out) => format!("warning: {}", crate::host::login::advice(agent)),
-                Some(Login::Unknown(why)) => format!(
-                    "agent login: could not tell whether {} is logged in ({why}); run `{ask}` to see",
-                    agent.runtime
-                ),
-            }
-        })
-        .collect()
 }
 
 /// Gather [`OnboardEnv`] (asks the service manager through the seam when its file exists).
@@ -534,7 +498,7 @@ fn started(
 fn done_line(step: &Step) -> String {
     match step {
         Step::Later(_) => format!("- {}", describe(step)),
-        Step::CheckLogins(logins) => login_lines(logins)
+        Step::CheckLogins(logins) => crate::host::login::lines(logins)
             .into_iter()
             .map(|l| format!("- {l}"))
             .collect::<Vec<_>>()

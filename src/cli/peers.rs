@@ -40,18 +40,21 @@ pub fn create(inv: &Invocation) -> CliResult {
     peers::check_name(name)?;
     let paths = paths()?;
     judge_agents_as_the_daemon(&paths);
+    let login = LoginWarning::ask(inv.value(flags::PEER_RUNTIME));
     let folder = match inv.value(flags::PATH) {
         Some(p) => Some(absolute(Path::new(p))?),
         None => None,
     };
     if let Some(repo) = inv.value(flags::WORKTREE) {
-        return create_worktree(
+        let made = create_worktree(
             inv,
             &paths,
             name,
             folder.as_deref(),
             &absolute(Path::new(repo))?,
         );
+        login.warn();
+        return made;
     }
     if inv.value(flags::BRANCH).is_some() {
         return Err(usage(inv, "--branch goes with --worktree <repo>"));
@@ -60,7 +63,35 @@ pub fn create(inv: &Invocation) -> CliResult {
     let born = peers::create_peer(&paths, name, folder.as_deref(), &init_options(inv))?;
     let unconfigured = bootstrap(inv, &paths, &born);
     report(inv, "created", before.as_ref(), &born.peer)?;
+    login.warn();
     unconfigured.map_or(Ok(()), Err)
+}
+
+/// Whether the agent CLI `create --runtime <rt>` names is logged in (issue 27 item 2), asked
+/// on a thread of its own while the peer is made (`host::login`, at most its timeout).
+struct LoginWarning(Option<std::thread::JoinHandle<Option<String>>>);
+
+impl LoginWarning {
+    /// Start asking about `runtime` (nothing for a runtime without a login check or whose
+    /// program is not found).
+    fn ask(runtime: Option<&str>) -> LoginWarning {
+        let agent = runtime.and_then(crate::host::login::agent);
+        LoginWarning(agent.map(|a| {
+            std::thread::spawn(move || {
+                (crate::host::login::check(&a) == crate::host::login::Login::Out)
+                    .then(|| crate::host::login::advice(&a))
+            })
+        }))
+    }
+
+    /// Wait for the answer and warn on stderr when the CLI is not logged in, saying how to
+    /// log in (a warning, never a refusal: the check runs in this environment, not the
+    /// peer's `launch.env`).
+    fn warn(self) {
+        if let Some(advice) = self.0.and_then(|t| t.join().ok().flatten()) {
+            eprintln!("warning: {advice}");
+        }
+    }
 }
 
 /// `create <name> --worktree <repo> [--branch <b>]`: the peer's folder is a new worktree of

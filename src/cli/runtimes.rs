@@ -246,7 +246,8 @@ pub fn update_runtime(inv: &Invocation) -> CliResult {
     // one runtime's failure does not keep the others from being checked.
     let mut failed = Vec::new();
     for rt in &runtimes {
-        if package_of(&paths, rt).is_none() {
+        let from_folder = crate::runtime::folder::installed_from(&paths, rt).is_some();
+        if package_of(&paths, rt).is_none() && !from_folder {
             print(&format!(
                 "{rt}: skipped (no package is known for it: its runtime.json was written by hand)\n"
             ))?;
@@ -277,6 +278,9 @@ fn package_of(paths: &Paths, rt: &str) -> Option<String> {
 }
 
 fn update_one(inv: &Invocation, paths: &Paths, rt: &str) -> CliResult {
+    if let Some(dir) = crate::runtime::folder::installed_from(paths, rt) {
+        return update_from_folder(paths, rt, &dir);
+    }
     let before = Manifest::load(paths, rt)?.ok_or_else(|| {
         CliError::hinted(
             format!("runtime \"{rt}\" is not installed from a package"),
@@ -314,6 +318,48 @@ fn update_one(inv: &Invocation, paths: &Paths, rt: &str) -> CliResult {
             .unwrap_or_default()
     ))?;
     // The restart below brings the peers up on the new package.
+    provision_all(paths, &manifest, false)?;
+    restart_peers(paths, rt, &[]);
+    Ok(())
+}
+
+/// `update-runtime <rt>` for a runtime installed from a folder (`install-runtime <dir>`): the
+/// folder read and checked again, then copied in place of the installed one (atomically,
+/// `folder::install`), saying which files changed; its peers restarted. A folder that is gone,
+/// now invalid or now names another runtime is refused, and the installed runtime is kept.
+fn update_from_folder(paths: &Paths, rt: &str, dir: &std::path::Path) -> CliResult {
+    use crate::runtime::folder;
+    let kept = format!("the installed {rt} is kept as it was");
+    if !dir.is_dir() {
+        return Err(CliError::hinted(
+            format!(
+                "runtime {rt} was installed from {}, which is gone — {kept}",
+                dir.display()
+            ),
+            format!("install it again from where it is now: iapeer install-runtime <dir> (its runtime.json names {rt})"),
+        ));
+    }
+    let (name, manifest) = folder::read(dir).map_err(|e| fail(format!("{e} — {kept}")))?;
+    if name != rt {
+        return Err(fail(format!(
+            "{} now declares runtime {name}, not {rt} — {kept} (install-runtime {} installs {name} beside it)",
+            dir.join(folder::MANIFEST_FILE).display(),
+            dir.display()
+        )));
+    }
+    let changes = folder::changes(&paths.runtimes_dir().join(rt), dir);
+    if changes.is_empty() {
+        return print(&format!(
+            "{rt}: unchanged (its folder {} holds what is installed)\n",
+            dir.display()
+        ));
+    }
+    folder::install(paths, rt, dir).map_err(fail)?;
+    print(&format!(
+        "runtime {rt} updated from {}: {}\n",
+        dir.display(),
+        changes.join(", ")
+    ))?;
     provision_all(paths, &manifest, false)?;
     restart_peers(paths, rt, &[]);
     Ok(())

@@ -12,6 +12,7 @@ use super::spec::flags;
 use super::{json_line, paths, print, CliError, CliResult};
 use crate::host::control::ServiceCtl;
 use crate::host::install::InstallEnv;
+use crate::host::login::{Agent, Login};
 use crate::host::service::Manager;
 use crate::markers::{Flag, Markers};
 use crate::memory::{self, slot::Heartbeat};
@@ -236,6 +237,107 @@ struct StatusDoc<'a> {
     notices: &'a [crate::notices::Notice],
     /// The outbox: sends kept while the daemon was down (issue 11 item 7).
     outbox: OutboxDoc<'a>,
+    /// The logins of the agent CLIs some peer declares (issue 27 item 2).
+    logins: Vec<LoginDoc<'a>>,
+}
+
+/// One agent CLI's login in `status --json`.
+#[derive(Debug, PartialEq, Eq, Serialize)]
+struct LoginDoc<'a> {
+    /// The runtime (`claude`, `gemini`…).
+    runtime: &'a str,
+    /// `in`, `out` or `unknown`.
+    login: &'static str,
+    /// Why it is unknown (`null` otherwise).
+    why: Option<&'a str>,
+    /// The peers that declare the runtime.
+    peers: Vec<&'a str>,
+    /// How to log in (`null` when logged in).
+    fix: Option<&'static str>,
+}
+
+/// The peers of `registry` that declare `runtime`.
+fn declaring<'r>(registry: &'r Registry, runtime: &str) -> Vec<&'r str> {
+    registry
+        .peers
+        .iter()
+        .filter(|p| p.declares(runtime))
+        .map(|p| p.personality.as_str())
+        .collect()
+}
+
+/// `status --json`'s `logins` (pure).
+fn login_docs<'a>(registry: &'a Registry, logins: &'a [(Agent, Login)]) -> Vec<LoginDoc<'a>> {
+    logins
+        .iter()
+        .map(|(a, l)| LoginDoc {
+            runtime: a.runtime,
+            login: match l {
+                Login::In => "in",
+                Login::Out => "out",
+                Login::Unknown(_) => "unknown",
+            },
+            why: match l {
+                Login::Unknown(why) => Some(why),
+                _ => None,
+            },
+            peers: declaring(registry, a.runtime),
+            fix: (*l != Login::In).then(|| crate::host::login::how_to_log_in(a.runtime)),
+        })
+        .collect()
+}
+
+/// The marks of `status` where a runtime some peer declares is not logged in, a line each:
+/// which peers cannot answer and how to log in; nothing when all are (or cannot tell). Pure.
+pub fn login_marks(registry: &Registry, logins: &[(Agent, Login)]) -> String {
+    logins
+        .iter()
+        .filter(|(_, l)| *l == Login::Out)
+        .map(|(a, _)| {
+            format!(
+                "agent login: {} is NOT logged in — {} cannot answer until you {}\n",
+                a.runtime,
+                declaring(registry, a.runtime).join(", "),
+                crate::host::login::how_to_log_in(a.runtime)
+            )
+        })
+        .collect()
+}
+
+/// The login lines of `doctor` (a line per installed agent CLI, `host::login::lines`) or the
+/// marks of `status` ([`login_marks`]).
+fn login_section(h: &Health, doctor: bool) -> String {
+    if !doctor {
+        return login_marks(&h.registry, &h.logins);
+    }
+    let asked: Vec<(Agent, Option<Login>)> = h
+        .logins
+        .iter()
+        .map(|(a, l)| (a.clone(), Some(l.clone())))
+        .collect();
+    crate::host::login::lines(&asked)
+        .into_iter()
+        .map(|line| format!("{line}\n"))
+        .collect()
+}
+
+/// One `agent-login:<runtime>` check per installed agent CLI (`doctor --json`): logged in,
+/// or a warning (not logged in, or no answer) with what to do — never a failure: the check
+/// runs in `doctor`'s environment, not the peers' (`host::login`).
+fn login_checks(h: &Health) -> Vec<Check> {
+    h.logins
+        .iter()
+        .map(|(a, l)| {
+            let line = crate::host::login::lines(&[(a.clone(), Some(l.clone()))]).join("");
+            let name = format!("agent-login:{}", a.runtime);
+            match l {
+                Login::In => Check::new(name, Level::Ok, "logged in"),
+                Login::Out => Check::new(name, Level::Warn, crate::host::login::advice(a))
+                    .fix(crate::host::login::how_to_log_in(a.runtime)),
+                Login::Unknown(_) => Check::new(name, Level::Warn, line),
+            }
+        })
+        .collect()
 }
 
 /// The outbox part of `status --json`.
@@ -594,7 +696,7 @@ pub enum Level {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Check {
     /// What was checked: `daemon`, `service`, `peers`, `memory`, `send-preparation`,
-    /// `agent-program:<runtime>`, `notice`, `outbox`, `federation`, `clock-skew`,
+    /// `agent-program:<runtime>`, `agent-login:<runtime>`, `notice`, `outbox`, `federation`, `clock-skew`,
     /// `clock-skew:<host>` (these three only when joined: `cli::federation::doctor_checks`),
     /// `registry`, `profile:<peer>`, `daemon-thread:<thread>`.
     pub name: String,
@@ -634,7 +736,7 @@ struct DoctorDoc<'a> {
 /// `doctor --json`: every check as [`doctor_checks`] makes it, exit 1 when one failed.
 fn doctor_json() -> CliResult {
     let paths = paths()?;
-    let health = gather(&paths)?;
+    let health = gather(&paths, Logins::Installed)?;
     let findings = super::verify::findings(&paths, Vec::new());
     let federation = super::federation::doctor_checks(&paths);
     let checks = doctor_checks(&health, &findings, federation);
@@ -677,6 +779,18 @@ struct Health {
     /// Sends the outbox set aside.
     outbox_aside: Vec<crate::outbox::SetAside>,
     outbox_dir: std::path::PathBuf,
+    /// What the agent CLIs asked said of their logins (`host::login`): every installed one
+    /// for `doctor`, those some peer declares for `status`.
+    logins: Vec<(Agent, Login)>,
+}
+
+/// Which agent CLIs' logins [`gather`] asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Logins {
+    /// Every installed agent CLI with a login check (`doctor`).
+    Installed,
+    /// Those some peer declares (`status`).
+    Declared,
 }
 
 impl Health {
@@ -696,10 +810,25 @@ impl Health {
     }
 }
 
-/// Ask the daemon, the service manager and the files what `status` shows.
-fn gather(paths: &Paths) -> Result<Health, CliError> {
+/// Ask the daemon, the service manager and the files what `status` shows, and the agent
+/// CLIs of `logins` whether they are logged in (at the same time, each at most
+/// `host::login::timeout`).
+fn gather(paths: &Paths, logins: Logins) -> Result<Health, CliError> {
     let answer = daemon_status(paths);
     let registry = Registry::load(paths)?;
+    if let Some(Answer::Ok(st)) = answer.as_ref().map(|a| &a.status) {
+        // The daemon wakes the peers: its view of the programs is the one that counts.
+        if !st.agents.is_empty() {
+            crate::runtime::agent_program::adopt(st.agents.clone());
+        }
+    }
+    let asked: Vec<Agent> = crate::host::login::installed_agents()
+        .into_iter()
+        .filter(|a| {
+            logins == Logins::Installed || registry.peers.iter().any(|p| p.declares(a.runtime))
+        })
+        .collect();
+    let logins = std::thread::spawn(move || crate::host::login::check_each(asked));
     let live = match answer.as_ref().map(|a| &a.list) {
         Some(Answer::Ok(list)) => LiveState::from_reply(list.clone()),
         _ => LiveState::default(),
@@ -750,6 +879,7 @@ fn gather(paths: &Paths) -> Result<Health, CliError> {
         healthy,
         slot,
         heartbeat,
+        logins: logins.join().unwrap_or_default(),
     })
 }
 
@@ -933,6 +1063,7 @@ fn doctor_checks(
         });
     }
     checks.extend(agent_program_checks(h));
+    checks.extend(login_checks(h));
     for n in &h.notices {
         checks.push(Check::new(
             "notice",
@@ -998,7 +1129,13 @@ fn daemon_lines(h: &Health, prep_health: &PrepHealth) -> String {
 /// not found by the daemon.
 fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
     let paths = paths()?;
-    let h = gather(&paths)?;
+    let h = gather(
+        &paths,
+        match stalled_is_a_problem {
+            true => Logins::Installed,
+            false => Logins::Declared,
+        },
+    )?;
     let (l, a, s, p) = summarize(&h.rows);
     let agents = h.agents();
     let agent_problems = missing_agent_problems(&h.registry, agents);
@@ -1032,6 +1169,7 @@ fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
                 waiting: h.outbox_waiting,
                 set_aside: &h.outbox_aside,
             },
+            logins: login_docs(&h.registry, &h.logins),
         };
         print(&format!("{}\n", json_line(&doc)))?;
     } else {
@@ -1054,6 +1192,7 @@ fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
             .map(|(text, _)| text.clone())
             .unwrap_or_default();
         lines.push_str(&agent_lines(agents));
+        lines.push_str(&login_section(&h, stalled_is_a_problem));
         lines.push_str(&format!("notices: {}\n", notices.len()));
         for n in notices {
             lines.push_str(&format!("  {}\n", crate::notices::describe(n)));
@@ -1120,6 +1259,54 @@ mod tests {
               Codex CLI so that one of these finds it (or set IAPEER_CODEX_BIN to the program \
               in the daemon's environment and restart it)"
             ]
+        );
+    }
+
+    /// A mark only where a peer's runtime is not logged in (none for logged in or unknown),
+    /// naming its peers and how to log in; the JSON says every asked runtime.
+    #[test]
+    fn a_runtime_that_is_not_logged_in_is_marked_with_its_peers() {
+        let peer = |name: &str, rts: &[&str]| {
+            crate::registry::RegistryPeer::new(name, rts, "artificial", "/w")
+        };
+        let registry = Registry {
+            peers: vec![
+                peer("a", &["claude", "gemini"]),
+                peer("b", &["gemini"]),
+                peer("c", &["codex"]),
+            ],
+            ..Registry::default()
+        };
+        let agent = |rt: &'static str| Agent {
+            runtime: rt,
+            bin: format!("/b/{rt}").into(),
+        };
+        let logins = vec![
+            (agent("claude"), Login::In),
+            (
+                agent("codex"),
+                Login::Unknown("no answer within 15 s".into()),
+            ),
+            (agent("gemini"), Login::Out),
+        ];
+        assert_eq!(
+            login_marks(&registry, &logins),
+            format!(
+                "agent login: gemini is NOT logged in — a, b cannot answer until you {}\n",
+                crate::host::login::how_to_log_in("gemini")
+            )
+        );
+        assert_eq!(login_marks(&registry, &logins[..2]), "");
+        let docs = login_docs(&registry, &logins);
+        assert_eq!(
+            serde_json::to_value(&docs).unwrap(),
+            serde_json::json!([
+                {"runtime": "claude", "login": "in", "why": null, "peers": ["a"], "fix": null},
+                {"runtime": "codex", "login": "unknown", "why": "no answer within 15 s",
+                 "peers": ["c"], "fix": crate::host::login::how_to_log_in("codex")},
+                {"runtime": "gemini", "login": "out", "why": null, "peers": ["a", "b"],
+                 "fix": crate::host::login::how_to_log_in("gemini")},
+            ])
         );
     }
 

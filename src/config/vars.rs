@@ -465,6 +465,13 @@ pub const IAPEER_OPENCODE_BIN: EnvVar = var(
     Part::Runtime,
     "the OpenCode program (default: opencode on the daemon's PATH, else on the login shell's PATH, else in an installer's folder such as ~/.npm-global/bin, looked for at every launch)",
 );
+/// `IAPEER_LOGIN_CHECK_SECS`: how long an agent CLI's login status command may take.
+pub const IAPEER_LOGIN_CHECK_SECS: EnvVar = var(
+    "IAPEER_LOGIN_CHECK_SECS",
+    Kind::Secs(15),
+    Part::Runtime,
+    "how long an agent CLI's login status command (`claude auth status`, `codex login status`, `opencode auth list`) may take before onboard, doctor, status and create say they could not tell whether it is logged in (default {default} s)",
+);
 /// `CODEX_HOME`: Codex's config folder.
 pub const CODEX_HOME: EnvVar = var(
     "CODEX_HOME",
@@ -730,6 +737,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_CODEX_BIN,
     IAPEER_GEMINI_BIN,
     IAPEER_OPENCODE_BIN,
+    IAPEER_LOGIN_CHECK_SECS,
     CODEX_HOME,
     CLAUDE_CONFIG_DIR,
     RUNTIME_BIN,

@@ -12,18 +12,30 @@
 //! - Gemini CLI has no status command: its settings, credential files and environment are
 //!   read as it reads them ([`super::gemini_login`]).
 //!
-//! The check runs in onboard's own environment: a key kept only in a peer's `launch.env`, or a
-//! Codex model provider with its own `env_key`, is not seen, so the result is a warning with
-//! advice, never a refusal.
+//! This module is the one place that answers "is runtime X logged in for this user"
+//! ([`agent`] then [`check`], or [`check_each`]): `onboard` (step 2), `doctor` (a line per installed
+//! agent CLI), `status` (a mark where a peer's runtime is not) and `create` (a warning) ask
+//! it. A status command is bounded ([`timeout`], `IAPEER_LOGIN_CHECK_SECS`): one that does not
+//! answer in time is killed with its process group, and the answer is unknown.
+//!
+//! The check runs in the asking command's own environment: a key kept only in a peer's
+//! `launch.env`, or a Codex model provider with its own `env_key`, is not seen, so the result
+//! is a warning with advice, never a refusal.
 
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::runtime_table::{self, LoginAnswer, LoginCheck};
 
-/// How long a status command may take before its answer counts as unknown.
-pub const STATUS_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a status command may take before its answer counts as unknown:
+/// `IAPEER_LOGIN_CHECK_SECS` (default 15 s; a value that is not a positive number of seconds
+/// counts as the default).
+pub fn timeout() -> Duration {
+    let var = &crate::config::vars::IAPEER_LOGIN_CHECK_SECS;
+    var.parse_duration(std::env::var(var.name).ok().as_deref(), &mut Vec::new())
+}
 
 /// An agent runtime's CLI found on this machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +70,41 @@ pub fn installed_agents() -> Vec<Agent> {
             })
         })
         .collect()
+}
+
+/// The agent CLI of `runtime` when it has a login check and its program is found here (as
+/// [`installed_agents`] finds it); `None` otherwise.
+pub fn agent(runtime: &str) -> Option<Agent> {
+    installed_agents()
+        .into_iter()
+        .find(|a| a.runtime == runtime)
+}
+
+/// [`check`] each of `agents` at once, each on a thread of its own (so the whole takes about
+/// the slowest one, at most [`timeout`]), in their order.
+pub fn check_each(agents: Vec<Agent>) -> Vec<(Agent, Login)> {
+    let asked: Vec<_> = agents
+        .into_iter()
+        .map(|a| {
+            let b = a.clone();
+            (a, std::thread::spawn(move || check(&b)))
+        })
+        .collect();
+    asked
+        .into_iter()
+        .map(|(a, t)| {
+            let login = t
+                .join()
+                .unwrap_or_else(|_| Login::Unknown("the check panicked".into()));
+            (a, login)
+        })
+        .collect()
+}
+
+/// The advice for a logged-out `runtime`: the end of a sentence starting "agents on it cannot
+/// answer until you" (its row's; `log in` for a runtime without a login check).
+pub fn how_to_log_in(runtime: &str) -> &'static str {
+    login_check(runtime).map_or("log in", |c| c.advice)
 }
 
 /// A runtime's login check: its row's ([`installed_agents`] gives only runtimes with one).
@@ -114,20 +161,24 @@ pub fn read_opencode(exit: Option<i32>, stdout: &str) -> Login {
     }
 }
 
-/// Ask `agent` (runs its status command, at most [`STATUS_TIMEOUT`], or reads its files);
-/// unknown for a runtime without a login check.
+/// Ask `agent` (runs its status command, at most [`timeout`], or reads its files); unknown
+/// for a runtime without a login check.
 pub fn check(agent: &Agent) -> Login {
-    check_in(agent, crate::paths::home_dir().as_deref(), &|k| {
-        std::env::var(k).ok()
-    })
+    check_in(
+        agent,
+        crate::paths::home_dir().as_deref(),
+        &|k| std::env::var(k).ok(),
+        timeout(),
+    )
 }
 
 /// [`check`] for a user whose home is `home` and environment `env` (read by a check without
-/// a command; a status command runs in this process's environment).
+/// a command; a status command runs in this process's environment), waiting at most `limit`.
 fn check_in(
     agent: &Agent,
     home: Option<&std::path::Path>,
     env: &dyn Fn(&str) -> Option<String>,
+    limit: Duration,
 ) -> Login {
     let Some(login) = login_check(agent.runtime) else {
         return Login::Unknown(format!("{} has no login check", agent.runtime));
@@ -138,8 +189,10 @@ fn check_in(
         };
         return super::gemini_login::check(home, env);
     }
+    // A group of its own: a CLI behind a wrapper (npm's launchers) is ended whole on timeout.
     let mut child = match Command::new(&agent.bin)
         .args(login.args)
+        .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -152,13 +205,17 @@ fn check_in(
     let status = loop {
         match child.try_wait() {
             Ok(Some(s)) => break s,
-            Ok(None) if start.elapsed() < STATUS_TIMEOUT => {
-                std::thread::sleep(Duration::from_millis(50))
-            }
+            Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(50)),
             Ok(None) => {
+                if let Ok(pid) = i32::try_from(child.id()) {
+                    let _ = nix::sys::signal::killpg(
+                        nix::unistd::Pid::from_raw(pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
                 let _ = child.kill();
                 let _ = child.wait();
-                return Login::Unknown(format!("no answer within {} s", STATUS_TIMEOUT.as_secs()));
+                return Login::Unknown(format!("no answer within {} s", limit.as_secs_f32()));
             }
             Err(e) => return Login::Unknown(e.to_string()),
         }
@@ -178,12 +235,55 @@ fn check_in(
 
 /// The warning for an agent that is not logged in, with what to do (one line).
 pub fn advice(agent: &Agent) -> String {
-    let how = login_check(agent.runtime).map_or("log in", |c| c.advice);
     format!(
-        "{} ({}) is installed but not logged in: agents on it cannot answer until you {how}",
+        "{} ({}) is installed but not logged in: agents on it cannot answer until you {}",
         agent.runtime,
-        agent.bin.display()
+        agent.bin.display(),
+        how_to_log_in(agent.runtime)
     )
+}
+
+/// The command line that asks `agent` (its program and status command's arguments).
+fn ask_line(agent: &Agent) -> String {
+    format!(
+        "{} {}",
+        agent.bin.display(),
+        status_args(agent.runtime).join(" ")
+    )
+    .trim_end()
+    .to_string()
+}
+
+/// A line per agent CLI saying what its login check found (`None`: not asked, what would be
+/// asked), or that no agent CLI with a login is installed (pure; `onboard` step 2, `doctor`).
+pub fn lines(logins: &[(Agent, Option<Login>)]) -> Vec<String> {
+    if logins.is_empty() {
+        let with_login: Vec<&str> = runtime_table::located()
+            .filter(|r| r.login.is_some())
+            .map(|r| r.name)
+            .collect();
+        return vec![format!(
+            "agent logins: nothing to check — no agent CLI with a login ({}) is installed",
+            with_login.join(" or ")
+        )];
+    }
+    logins
+        .iter()
+        .map(|(agent, login)| match login {
+            None => format!(
+                "check whether {} is logged in (`{}`)",
+                agent.runtime,
+                ask_line(agent)
+            ),
+            Some(Login::In) => format!("agent login: {} is logged in", agent.runtime),
+            Some(Login::Out) => format!("warning: {}", advice(agent)),
+            Some(Login::Unknown(why)) => format!(
+                "agent login: could not tell whether {} is logged in ({why}); run `{}` to see",
+                agent.runtime,
+                ask_line(agent)
+            ),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -251,7 +351,7 @@ mod tests {
             bin: home.path().join("gemini"),
         };
         let no_env = |_: &str| None;
-        let ask = || check_in(&agent, Some(home.path()), &no_env);
+        let ask = || check_in(&agent, Some(home.path()), &no_env, timeout());
         assert_eq!(status_args("gemini"), &[] as &[&str]);
         assert_eq!(ask(), Login::Out);
         let settings = home.path().join(".gemini/settings.json");
@@ -265,7 +365,71 @@ mod tests {
         assert!(advice(&agent).contains("GEMINI_API_KEY"));
         std::fs::write(home.path().join(".gemini/oauth_creds.json"), "{}").unwrap();
         assert_eq!(ask(), Login::In);
-        assert!(matches!(check_in(&agent, None, &no_env), Login::Unknown(_)));
+        assert!(matches!(
+            check_in(&agent, None, &no_env, timeout()),
+            Login::Unknown(_)
+        ));
+    }
+
+    /// A status command that does not answer (here a wrapper whose child hangs, as npm's
+    /// launchers start the real CLI) is ended with its whole group at the limit: unknown.
+    #[test]
+    fn a_hung_status_command_is_ended_at_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("opencode");
+        let pid_file = dir.path().join("child.pid");
+        crate::testkit::write_program(
+            &bin,
+            &format!(
+                "#!/bin/sh\nsleep 600 &\necho $! > {}\nwait\n",
+                pid_file.display()
+            ),
+        );
+        let agent = Agent {
+            runtime: "opencode",
+            bin,
+        };
+        let start = Instant::now();
+        let login = check_in(&agent, None, &|_| None, Duration::from_millis(700));
+        assert_eq!(login, Login::Unknown("no answer within 0.7 s".into()));
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+        let child: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let gone = || {
+            std::fs::read_to_string(format!("/proc/{child}/stat")).map_or(true, |st| {
+                st.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !gone() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            gone(),
+            "the status command's child {child} was left running"
+        );
+        let lines = lines(&[(agent, Some(login))]);
+        assert!(
+            lines[0].starts_with("agent login: could not tell whether opencode is logged in (no answer within 0.7 s); run `"),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn the_advice_is_the_rows() {
+        assert_eq!(how_to_log_in("echo"), "log in");
+        assert!(how_to_log_in("codex").contains("codex login"));
     }
 
     #[test]

@@ -14,6 +14,10 @@ use crate::paths::Paths;
 /// The manifest's file name in a runtime folder.
 pub const MANIFEST_FILE: &str = "runtime.json";
 
+/// The file in an installed runtime's folder that names the folder it was installed from
+/// (its absolute path, one line), for `update-runtime`.
+pub const FROM_FILE: &str = ".iapeer-installed-from";
+
 /// Whether the `install-runtime` argument names a folder rather than a runtime: it has a `/`
 /// (`./parrot`, `/opt/parrot`) or is `.` or `..`.
 pub fn is_folder_arg(arg: &str) -> bool {
@@ -109,11 +113,75 @@ pub fn install(paths: &Paths, name: &str, dir: &Path) -> Result<(), FolderError>
         .map_err(|e| FolderError::Io(IoError::at("create", &runtimes)(e)))?;
     let staging = crate::fsutil::temp_path(&runtimes, &format!(".{name}.install-"));
     let target = runtimes.join(name);
-    let done = copy_tree(dir, &staging).and_then(|()| swap_in(&staging, &target));
+    let from = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let done = copy_tree(dir, &staging)
+        .and_then(|()| {
+            let file = staging.join(FROM_FILE);
+            std::fs::write(&file, format!("{}\n", from.display()))
+                .map_err(IoError::at("write", &file))
+        })
+        .and_then(|()| swap_in(&staging, &target));
     if done.is_err() {
         let _ = std::fs::remove_dir_all(&staging);
     }
     done.map_err(FolderError::Io)
+}
+
+/// The folder the runtime `name` was installed from by [`install`], when it was installed
+/// from a folder (`None`: from a package, by hand, or before this was recorded).
+pub fn installed_from(paths: &Paths, name: &str) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(paths.runtimes_dir().join(name).join(FROM_FILE)).ok()?;
+    let line = text.lines().next()?.trim();
+    (!line.is_empty()).then(|| PathBuf::from(line))
+}
+
+/// The files (paths relative to `dir`, [`FROM_FILE`] left out) under `dir` with their bytes;
+/// empty for a folder that cannot be read.
+fn files_of(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            match std::fs::metadata(&p) {
+                Ok(m) if m.is_dir() => stack.push(p),
+                Ok(m) if m.is_file() => {
+                    let rel = p.strip_prefix(dir).unwrap_or(&p).to_path_buf();
+                    if rel != Path::new(FROM_FILE) {
+                        out.insert(rel, std::fs::read(&p).unwrap_or_default());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// What installing `from` over the installed folder `installed` would change, a line per
+/// file (`added x`, `changed x`, `removed x`), in path order; empty when nothing would.
+pub fn changes(installed: &Path, from: &Path) -> Vec<String> {
+    let (old, new) = (files_of(installed), files_of(from));
+    let mut out = Vec::new();
+    for (path, bytes) in &new {
+        match old.get(path) {
+            None => out.push(format!("added {}", path.display())),
+            Some(b) if b != bytes => out.push(format!("changed {}", path.display())),
+            Some(_) => {}
+        }
+    }
+    for path in old.keys().filter(|p| !new.contains_key(*p)) {
+        out.push(format!("removed {}", path.display()));
+    }
+    out.sort_by(|a, b| {
+        a.split_once(' ')
+            .map(|x| x.1)
+            .cmp(&b.split_once(' ').map(|x| x.1))
+    });
+    out
 }
 
 /// Put `staging` at `target`, moving a folder there aside first and removing it after.
@@ -156,6 +224,19 @@ mod tests {
         install(&paths, &name, src.path()).unwrap();
         let dir = paths.runtimes_dir().join("parrot");
         assert_eq!(std::fs::read_to_string(dir.join("lib/x.py")).unwrap(), "x");
+        assert_eq!(
+            installed_from(&paths, "parrot"),
+            Some(src.path().canonicalize().unwrap())
+        );
+        assert!(changes(&dir, src.path()).is_empty());
+        std::fs::write(src.path().join("lib/x.py"), "y").unwrap();
+        std::fs::write(src.path().join("new.py"), "n").unwrap();
+        assert_eq!(
+            changes(&dir, src.path()),
+            ["changed lib/x.py", "added new.py"]
+        );
+        std::fs::write(src.path().join("lib/x.py"), "x").unwrap();
+        std::fs::remove_file(src.path().join("new.py")).unwrap();
         assert!(crate::runtime::is_installed(&paths, "parrot"));
 
         // A bad manifest: refused with the reason, the installed one untouched.

@@ -673,6 +673,8 @@ refused at once (code offline). A sleeping agent is woken first and gets \
             of that name, else from HEAD — create says which. The peer's own files (.iapeer/) are \
             ignored by git there. list shows the branch; remove removes the worktree and keeps the branch; \
             rename moves it with git. \
+            When the agent CLI --runtime names is not logged in (asked as onboard asks), create warns on \
+            stderr with how to log in, and makes the peer all the same. \
             --json prints the registry entry; with --worktree it adds \"worktree\": {\"repository\", \"branch\", \"branch_made\", \"from\"}.",
         positionals: &[NAME],
         flags: &[
@@ -1218,7 +1220,11 @@ refused at once (code offline). A sleeping agent is woken first and gets \
             what to do. A daemon thread that panicked and was restarted (the HTTP acceptor or the event-stream \
             writer) gets a line saying how often, when last and what happened. Then where the daemon finds \
             each agent CLI (claude, codex, gemini, opencode) now, or that it finds none and every place it looked at, in \
-            order. Exits 1 when the daemon is not healthy, or when every thread of a send-preparation pool is stalled (the daemon line then says which sends cannot be prepared: with attachments, without, or none).",
+            order. Then, for each agent CLI some peer declares that is not logged in (asked as \
+            onboard asks: claude auth status, codex login status, opencode auth list, Gemini CLI's \
+            settings and files; each at most IAPEER_LOGIN_CHECK_SECS), a line naming its peers and how \
+            to log in (in --json, \"logins\": runtime, login in/out/unknown, why, peers, fix). Exits 1 \
+            when the daemon is not healthy, or when every thread of a send-preparation pool is stalled (the daemon line then says which sends cannot be prepared: with attachments, without, or none).",
         positionals: &[],
         flags: &[JSON],
         rules: &[],
@@ -1235,9 +1241,12 @@ refused at once (code offline). A sleeping agent is woken first and gets \
             memory provider, send preparation, outbox), then iapeer verify (registry, profiles, folders: read only; \
             verify --fix repairs). Exits 1 when either finds a problem (a stalled send preparation is one, and \
             so is an agent runtime a peer declares whose program the daemon cannot find: the places it \
-            looked at are named); the last line is the verdict. With --json, one document \
+            looked at are named); a line per installed agent CLI says whether it is logged in, or how \
+            to log in (a warning, not a problem: it is asked in doctor's environment, not the peers' \
+            launch.env); the last line is the verdict. With --json, one document \
             {\"ok\", \"version\", \"checks\"} where each check has a name (daemon, daemon-thread:<thread>, \
-            service, peers, memory, send-preparation, agent-program:<runtime>, notice, outbox, \
+            service, peers, memory, send-preparation, agent-program:<runtime>, \
+            agent-login:<runtime>, notice, outbox, \
             federation, clock-skew, clock-skew:<host>, registry, profile:<peer>), a level (ok, warn \
             or fail), a message and what to do (fix, null when nothing is); the exit code is the \
             same, 1 when a check fails. When this root has joined a federation (iapeer federation \
@@ -1422,7 +1431,11 @@ refused at once (code offline). A sleeping agent is woken first and gets \
             its declared peers again and restart the running peers of that runtime. A manifest \
             without a version is reinstalled (the version gate is skipped, and said so). With --all, \
             a runtime written by hand (a runtime.json no package is known for) is skipped with a note, \
-            one that fails does not stop the others, and the exit is 1 only when an update failed.",
+            one that fails does not stop the others, and the exit is 1 only when an update failed. \
+            A runtime installed from a folder (install-runtime <dir>) is updated from that folder: \
+            read and checked again, installed whole in place of the old copy, with which files were \
+            added, changed or removed (or unchanged: nothing is done); a folder that is gone or now \
+            invalid is refused and the installed runtime kept as it was.",
         positionals: &[RT],
         flags: &[RUNTIMES_ALL, REINSTALL],
         rules: &[Rule::ReplacesPositionals(RUNTIMES_ALL)],

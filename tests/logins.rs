@@ -1,0 +1,242 @@
+//! Agent logins in `doctor`, `status` and `create` (issue 27 item 2: "`onboard`, `status` and
+//! `doctor` know them"): the real Claude Code, Codex, Gemini CLI and OpenCode in a fresh HOME,
+//! logged out, then logged in the ways each CLI records (Codex's own `login --with-api-key`,
+//! Gemini CLI's `~/.gemini/.env`, OpenCode's `auth.json` in the shape recorded in
+//! `tests/fixtures/opencode-1.18.33/README.md`, Claude Code's `ANTHROPIC_API_KEY`, recorded in
+//! `tests/fixtures/claude-2.1.332/auth-status-api-key.json`); and a status command that hangs
+//! does not hang `doctor` or `create`.
+
+use crate::common;
+
+use common::TestEnv;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A world whose four agent runtimes are the real CLIs, or `None` (skipped) when the test
+/// environment has not installed Gemini CLI and OpenCode.
+fn world() -> Option<TestEnv> {
+    let (Some(gemini), Ok(opencode)) = (
+        crate::gemini_e2e::gemini_bin(),
+        std::env::var("IAPEER_TEST_OPENCODE_BIN"),
+    ) else {
+        eprintln!("skipped: IAPEER_TEST_GEMINI_BIN / IAPEER_TEST_OPENCODE_BIN not set");
+        return None;
+    };
+    let mut env = TestEnv::new();
+    env.set(
+        "IAPEER_CLAUDE_BIN",
+        &std::env::var("IAPEER_TEST_CLAUDE_BIN").expect("IAPEER_TEST_CLAUDE_BIN (scripts/test.sh)"),
+    )
+    .set("IAPEER_CODEX_BIN", &crate::codex::codex_bin())
+    .set("IAPEER_GEMINI_BIN", &gemini)
+    .set("IAPEER_OPENCODE_BIN", &opencode)
+    .set("OPENCODE_DISABLE_MODELS_FETCH", "1")
+    .set("OPENCODE_DISABLE_AUTOUPDATE", "1")
+    // No provider key from the machine running the tests.
+    .set("ANTHROPIC_API_KEY", "")
+    .set("OPENAI_API_KEY", "")
+    .set("GEMINI_API_KEY", "")
+    .set("GOOGLE_API_KEY", "");
+    Some(env)
+}
+
+/// `status --json`'s `logins`, as `runtime → (login, peers)`.
+fn status_logins(env: &TestEnv) -> Vec<(String, String, Vec<String>)> {
+    let (out, _) = env.fails(&["status", "--json"], 1);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    doc["logins"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no logins in {out}"))
+        .iter()
+        .map(|l| {
+            (
+                l["runtime"].as_str().unwrap().to_string(),
+                l["login"].as_str().unwrap().to_string(),
+                l["peers"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|p| p.as_str().unwrap().to_string())
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn doctor_status_and_create_say_which_agent_clis_are_not_logged_in() {
+    let Some(mut env) = world() else { return };
+    // Logged out: `create` warns (and makes the peer), with how to log in.
+    for (name, rt, how) in [
+        ("cc", "claude", "log in by running `claude` once"),
+        ("cx", "codex", "log in with `codex login`"),
+        ("gm", "gemini", "give the peers a GEMINI_API_KEY"),
+        ("oc", "opencode", "log in with `opencode auth login`"),
+    ] {
+        let (out, err) = env.fails(&["create", name, "--runtime", rt, "--no-bootstrap"], 0);
+        assert!(out.contains(&format!("created peer {name}")), "{out}");
+        assert!(
+            err.contains(&format!("warning: {rt} ("))
+                && err.contains(
+                    "is installed but not logged in: agents on it cannot answer until you"
+                )
+                && err.contains(how),
+            "{rt}: {err}"
+        );
+    }
+    // The daemon does not run: doctor and status exit 1, and say the logins all the same.
+    let (out, _) = env.fails(&["doctor"], 1);
+    for rt in ["claude", "codex", "gemini", "opencode"] {
+        assert!(
+            out.contains(&format!("warning: {rt} ("))
+                && !out.contains(&format!("{rt} is logged in")),
+            "{rt}: {out}"
+        );
+    }
+    // `create` gives a peer every installed agent runtime (the named one its default): each
+    // mark names the four peers.
+    let (out, _) = env.fails(&["status"], 1);
+    for (rt, how) in [
+        ("claude", "log in by running `claude` once"),
+        ("codex", "log in with `codex login`"),
+        ("gemini", "give the peers a GEMINI_API_KEY"),
+        ("opencode", "log in with `opencode auth login`"),
+    ] {
+        assert!(
+            out.contains(&format!(
+                "agent login: {rt} is NOT logged in — cc, cx, gm, oc cannot answer until you {how}"
+            )),
+            "{rt}: {out}"
+        );
+    }
+    let mut logins = status_logins(&env);
+    logins.sort();
+    let all: Vec<String> = ["cc", "cx", "gm", "oc"].map(String::from).to_vec();
+    assert_eq!(
+        logins,
+        ["claude", "codex", "gemini", "opencode"].map(|rt| (
+            rt.to_string(),
+            "out".to_string(),
+            all.clone()
+        ))
+    );
+    let (out, _) = env.fails(&["doctor", "--json"], 1);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let check = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "agent-login:codex")
+        .unwrap_or_else(|| panic!("{out}"))
+        .clone();
+    assert_eq!(check["level"], "warn", "{check}");
+    assert!(
+        check["fix"].as_str().unwrap().contains("codex login"),
+        "{check}"
+    );
+
+    // Logged in, each the way its CLI records it (Claude Code: its key, below).
+    let mut login = Command::new(crate::codex::codex_bin())
+        .args(["login", "--with-api-key"])
+        .env("HOME", &env.home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    login
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"sk-not-a-real-key\n")
+        .unwrap();
+    assert!(
+        login.wait().unwrap().success(),
+        "codex login --with-api-key"
+    );
+    let gemini = env.home.join(".gemini");
+    std::fs::create_dir_all(&gemini).unwrap();
+    std::fs::write(gemini.join(".env"), "GEMINI_API_KEY=not-a-real-key\n").unwrap();
+    let auth = env.home.join(".local/share/opencode/auth.json");
+    std::fs::create_dir_all(auth.parent().unwrap()).unwrap();
+    std::fs::write(
+        &auth,
+        r#"{"anthropic": {"type": "api", "key": "sk-ant-not-a-real-key"}}"#,
+    )
+    .unwrap();
+    let (out, _) = env.fails(&["doctor"], 1);
+    for rt in ["codex", "gemini", "opencode"] {
+        assert!(
+            out.contains(&format!("agent login: {rt} is logged in")),
+            "{rt}: {out}"
+        );
+    }
+    assert!(out.contains("warning: claude ("), "{out}");
+    let (out, _) = env.fails(&["status"], 1);
+    assert!(
+        out.contains("agent login: claude is NOT logged in — cc, cx, gm, oc cannot"),
+        "{out}"
+    );
+    assert_eq!(out.matches("NOT logged in").count(), 1, "{out}");
+
+    env.set("ANTHROPIC_API_KEY", "sk-ant-not-a-real-key");
+    let (out, _) = env.fails(&["status"], 1);
+    assert!(!out.contains("logged in"), "no mark when all are: {out}");
+    assert!(status_logins(&env).iter().all(|(_, l, _)| l == "in"));
+    let (out, _) = env.fails(&["doctor"], 1);
+    assert!(out.contains("agent login: claude is logged in"), "{out}");
+    let (_, err) = env.fails(
+        &["create", "cc2", "--runtime", "claude", "--no-bootstrap"],
+        0,
+    );
+    assert!(!err.contains("not logged in"), "{err}");
+}
+
+/// A login status command that never answers (a wrapper whose child hangs, as npm's launchers
+/// start the real CLI) is given `IAPEER_LOGIN_CHECK_SECS` and then ended with its child:
+/// `doctor` says it could not tell, and `create` makes the peer without a warning.
+#[test]
+fn a_hung_login_check_does_not_hang_doctor_or_create() {
+    let mut env = TestEnv::new();
+    let bin = env.dir.path().join("opencode");
+    let pid_file = env.dir.path().join("child.pid");
+    std::fs::write(
+        &bin,
+        format!(
+            "#!/bin/sh\nsleep 600 &\necho $! > {}\nwait\n",
+            pid_file.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    env.set("IAPEER_OPENCODE_BIN", bin.to_str().unwrap())
+        .set("IAPEER_LOGIN_CHECK_SECS", "2");
+    let start = Instant::now();
+    let (out, _) = env.fails(&["doctor"], 1);
+    let took = start.elapsed();
+    assert!(
+        out.contains(
+            "agent login: could not tell whether opencode is logged in (no answer within 2 s)"
+        ),
+        "{out}"
+    );
+    assert!(took < Duration::from_secs(12), "doctor took {took:?}");
+    let child: u32 = common::read(&pid_file).trim().parse().unwrap();
+    assert!(
+        common::poll(Duration::from_secs(5), || !common::alive(child)),
+        "the hung check's child {child} was left running"
+    );
+    let start = Instant::now();
+    let (out, err) = env.fails(
+        &["create", "oc", "--runtime", "opencode", "--no-bootstrap"],
+        0,
+    );
+    assert!(out.contains("created peer oc"), "{out}");
+    assert!(!err.contains("warning"), "{err}");
+    assert!(
+        start.elapsed() < Duration::from_secs(12),
+        "{:?}",
+        start.elapsed()
+    );
+}
