@@ -45,18 +45,6 @@ fn privileged() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
-/// The pid of the live session of `identity` (`list`'s `pid`).
-fn agent_pid(env: &TestEnv, identity: &str) -> u32 {
-    let listed = env.control(r#"{"op":"list"}"#);
-    listed["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["identity"] == identity)
-        .and_then(|s| s["pid"].as_u64())
-        .unwrap_or_else(|| panic!("no live {identity}: {listed}")) as u32
-}
-
 /// A world with echo peers a and b, its daemon started by `daemon` (env set on it), a awake,
 /// and one send from b to a delivered (a send-prep worker has run).
 fn awake_world(realtime: Option<&str>) -> (TestEnv, u32, u32) {
@@ -73,7 +61,7 @@ fn awake_world(realtime: Option<&str>) -> (TestEnv, u32, u32) {
     assert_eq!(woke["ok"], true, "{woke}");
     let out = env.ok(&["send", "a", "--from", "echo-b", "--message", "echo: rt"]);
     assert!(out.contains("delivered to a (echo)"), "{out}");
-    let agent = agent_pid(&env, "echo-a");
+    let agent = env.session_pid("echo-a");
     (env, pid, agent)
 }
 
