@@ -76,6 +76,7 @@ mod peers;
 mod plugins;
 mod prompt;
 mod readme_walk;
+mod realtime;
 mod regressions;
 mod release;
 mod rename;

@@ -130,18 +130,6 @@ fn landed(env: &TestEnv, peer: &str, body: &str) -> usize {
     landings(env, peer).get(body).copied().unwrap_or(0)
 }
 
-/// The pid of `identity`'s live session (the leader of its process group).
-fn session_pid(env: &TestEnv, identity: &str) -> i32 {
-    let v = env.control(r#"{"op":"list"}"#);
-    v["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["identity"] == identity)
-        .and_then(|s| s["pid"].as_i64())
-        .unwrap_or_else(|| panic!("{identity} is not live: {v}")) as i32
-}
-
 fn signal_group(pid: i32, sig: Signal) {
     nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), sig).expect("signal the group");
 }
@@ -157,7 +145,7 @@ fn bob_stopped(vars: &[(&str, &str)]) -> (TestEnv, i32) {
     env.create_echo("bob");
     env.start_daemon();
     human_send(&env, "echo-alice", "bob", "echo: wake up", &[]);
-    let pid = session_pid(&env, "echo-bob");
+    let pid = env.session_pid("echo-bob") as i32;
     signal_group(pid, Signal::SIGSTOP);
     (env, pid)
 }

@@ -614,6 +614,53 @@ pub fn prep_report(p: &PrepStatus) -> (String, PrepHealth) {
     (out, health)
 }
 
+/// How to let an unprivileged daemon run its latency threads real-time (`doctor`).
+const REALTIME_FIX: &str = "to allow it: LimitRTPRIO=1 in the daemon's systemd user unit (it \
+    works up to the user manager's own hard limit: systemctl --user show -p LimitRTPRIO), or \
+    the line `<user> - rtprio 1` in /etc/security/limits.conf and a new login; then restart \
+    the daemon";
+
+/// `doctor`'s line about the daemon's real-time scheduling (issue 31 item 3,
+/// `daemon::realtime`): on (which threads, why allowed), off, or not allowed with how to allow
+/// it; empty for a daemon that does not report it. Pure.
+pub fn realtime_line(rt: &crate::protocol::RealtimeStatus) -> String {
+    let demoted = match rt.demoted.as_slice() {
+        [] => String::new(),
+        names => format!(
+            "; put back to the normal policy for using over half a core: {}",
+            names.join(", ")
+        ),
+    };
+    match rt.mode.as_str() {
+        "on" => format!(
+            "realtime: the router, http-accept and send-prep threads run SCHED_FIFO {} (allowed: \
+             {}; now: {}){demoted}\n",
+            rt.priority,
+            rt.detail,
+            if rt.threads.is_empty() {
+                "none".to_string()
+            } else {
+                rt.threads.join(", ")
+            }
+        ),
+        "off" => "realtime: off (IAPEER_REALTIME=0): the latency threads run at the normal \
+                  policy\n"
+            .into(),
+        "not-allowed" => format!(
+            "realtime: not allowed (not root, no CAP_SYS_NICE, {}): the latency threads run at \
+             the normal policy, and a burst's answers wait behind the agents on a busy host — \
+             {REALTIME_FIX}\n",
+            rt.detail
+        ),
+        "refused" => format!(
+            "realtime: the kernel refused SCHED_FIFO ({}): the latency threads run at the \
+             normal policy\n",
+            rt.detail
+        ),
+        _ => String::new(),
+    }
+}
+
 /// Run `iapeer status`.
 pub fn run(inv: &Invocation) -> CliResult {
     report(inv.flag(flags::JSON), false)
@@ -1203,6 +1250,9 @@ fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
             &h.outbox_dir,
         ));
         if stalled_is_a_problem {
+            if let Some(st) = h.status() {
+                lines.push_str(&realtime_line(&st.realtime));
+            }
             for p in &agent_problems {
                 lines.push_str(&format!("{p}\n"));
             }
@@ -1221,6 +1271,41 @@ fn report(json: bool, stalled_is_a_problem: bool) -> CliResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn doctor_says_whether_the_latency_threads_run_real_time_and_how_to_allow_it() {
+        let rt = |mode: &str, detail: &str| crate::protocol::RealtimeStatus {
+            mode: mode.into(),
+            detail: detail.into(),
+            priority: 1,
+            threads: vec!["router".into(), "http-accept".into()],
+            demoted: vec![],
+        };
+        assert_eq!(
+            realtime_line(&rt("on", "root")),
+            "realtime: the router, http-accept and send-prep threads run SCHED_FIFO 1 (allowed: \
+             root; now: router, http-accept)\n"
+        );
+        let mut demoted = rt("on", "CAP_SYS_NICE");
+        demoted.demoted = vec!["router".into()];
+        assert!(realtime_line(&demoted)
+            .ends_with("; put back to the normal policy for using over half a core: router\n"));
+        assert!(realtime_line(&rt("off", "")).starts_with("realtime: off (IAPEER_REALTIME=0)"));
+        let not = realtime_line(&rt("not-allowed", "RLIMIT_RTPRIO 0"));
+        assert!(
+            not.starts_with("realtime: not allowed (not root, no CAP_SYS_NICE, RLIMIT_RTPRIO 0)")
+        );
+        assert!(not.contains("LimitRTPRIO=1") && not.contains("/etc/security/limits.conf"));
+        assert!(
+            realtime_line(&rt("refused", "Operation not permitted (os error 1)"))
+                .starts_with("realtime: the kernel refused SCHED_FIFO (Operation not permitted")
+        );
+        assert_eq!(
+            realtime_line(&rt("", "")),
+            "",
+            "an older daemon says nothing"
+        );
+    }
 
     #[test]
     fn agent_programs_the_daemon_cannot_find_are_problems_only_when_declared() {

@@ -73,6 +73,9 @@ pub struct Config {
     pub revive_grace: Duration,
     /// Cap on held fleet long polls, and on event streams (`IAPEER_FLEET_HOLD_MAX`).
     pub fleet_hold_max: usize,
+    /// The latency threads at `SCHED_FIFO` when the daemon may (`IAPEER_REALTIME`, on unless
+    /// `0`; `daemon::realtime`).
+    pub realtime: bool,
 }
 
 impl Default for Config {
@@ -115,6 +118,7 @@ impl Default for Config {
             supervise_verbose: false,
             revive_grace: vars::IAP_ALWAYS_ON_REVIVE_GRACE_MS.default_duration(),
             fleet_hold_max: vars::IAPEER_FLEET_HOLD_MAX.default_u64() as usize,
+            realtime: true,
         }
     }
 }
@@ -193,6 +197,7 @@ impl Config {
                 .parse_u64(raw(&vars::IAPEER_FLEET_HOLD_MAX).as_deref(), w)
                 .try_into()
                 .unwrap_or(usize::MAX),
+            realtime: raw(&vars::IAPEER_REALTIME).as_deref().map(str::trim) != Some("0"),
         };
         match raw(&vars::IAPEER_MCP_AUTH).as_deref() {
             None | Some("") | Some("token") => {}

@@ -437,6 +437,17 @@ pub const IAPEER_TICK_SECS: EnvVar = var(
     Part::Config,
     "seconds between supervision ticks (default {default}); a knob for tests",
 );
+/// `IAPEER_REALTIME`: the daemon's latency threads at `SCHED_FIFO` when it may (issue 31
+/// item 3, `daemon::realtime`), on unless `0`.
+pub const IAPEER_REALTIME: EnvVar = var(
+    "IAPEER_REALTIME",
+    Kind::Choice(&["1", "0"]),
+    Part::Config,
+    "0 keeps the daemon's router, HTTP acceptor and send-preparation threads at the normal \
+     scheduling policy; otherwise they run SCHED_FIFO at priority 1 when the daemon may (root, \
+     CAP_SYS_NICE, or an RLIMIT_RTPRIO of at least 1), which keeps a burst's latency low on a \
+     busy host; never the agents or their session threads (default {default})",
+);
 /// `IAPEER_CLAUDE_BIN`: the Claude Code program.
 pub const IAPEER_CLAUDE_BIN: EnvVar = var(
     "IAPEER_CLAUDE_BIN",
@@ -733,6 +744,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     IAPEER_SEND_STALL_MS,
     IAPEER_COMPOSER_QUEUE_TIMEOUT_MS,
     IAPEER_TICK_SECS,
+    IAPEER_REALTIME,
     IAPEER_CLAUDE_BIN,
     IAPEER_CODEX_BIN,
     IAPEER_GEMINI_BIN,

@@ -442,10 +442,13 @@ impl FairPool {
     }
 
     fn spawn(&self, st: &mut State) -> io::Result<()> {
-        let shared = Arc::clone(&self.shared);
+        let (shared, name) = (Arc::clone(&self.shared), self.name);
         std::thread::Builder::new()
             .name(self.name.into())
-            .spawn(move || work(&shared))?;
+            .spawn(move || {
+                let _realtime = crate::daemon::realtime::enter(name);
+                work(&shared)
+            })?;
         st.threads += 1;
         st.starting += 1;
         Ok(())

@@ -12,6 +12,7 @@ pub mod lifecycle;
 pub mod mcp;
 pub mod peers_watch;
 pub mod pool;
+pub mod realtime;
 pub mod reply;
 pub mod route;
 pub mod router;
@@ -497,6 +498,7 @@ impl Daemon {
         }
         raise_fd_limit();
         size_fd_table();
+        realtime::start(cfg.realtime);
         log_colour_switches();
         Ok((cfg, fatal))
     }
@@ -665,6 +667,7 @@ impl Daemon {
         std::thread::Builder::new()
             .name(ROUTER_THREAD.into())
             .spawn(move || {
+                let _realtime = realtime::enter(ROUTER_THREAD);
                 // Unwinding drops the router's state, and with it every waiting requester's
                 // reply channel; the hook has recorded the failure before that, so they read it.
                 if let Err(panic) = guard::catch(move || router.run(router_rx)) {

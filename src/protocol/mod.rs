@@ -850,6 +850,30 @@ pub struct StatusReply {
     /// from an older daemon: empty).
     #[serde(default)]
     pub agents: Vec<AgentProgram>,
+    /// Whether the latency threads run real-time (issue 31 item 3, `daemon::realtime`;
+    /// absent from an older daemon: the default, mode empty).
+    #[serde(default)]
+    pub realtime: RealtimeStatus,
+}
+
+/// The daemon's real-time scheduling in a [`StatusReply`] (`daemon::realtime`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RealtimeStatus {
+    /// `on`, `off` (`IAPEER_REALTIME=0`), `not-allowed`, `refused` (by the kernel) or
+    /// `unsupported` (not Linux).
+    pub mode: String,
+    /// For `on`: why it is allowed (`root`, `CAP_SYS_NICE`, `RLIMIT_RTPRIO n`); for
+    /// `not-allowed`: the soft `RLIMIT_RTPRIO`; for `refused`: the kernel's error.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+    /// The `SCHED_FIFO` priority the threads get.
+    pub priority: i32,
+    /// The threads at `SCHED_FIFO` now, by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<String>,
+    /// Threads the watchdog put back to the normal policy for using too much CPU, by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub demoted: Vec<String>,
 }
 
 /// An agent runtime's program as the daemon finds it, in a [`StatusReply`] (issue 30 item 1,

@@ -645,6 +645,19 @@ pub fn read(path: &Path) -> String {
 }
 
 impl TestEnv {
+    /// The pid of `identity`'s live session (`list`'s `pid`: the agent, leader of its process
+    /// group). Panics when it is not live.
+    pub fn session_pid(&self, identity: &str) -> u32 {
+        let v = self.control(r#"{"op":"list"}"#);
+        v["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["identity"] == identity)
+            .and_then(|s| s["pid"].as_u64())
+            .unwrap_or_else(|| panic!("{identity} is not live: {v}")) as u32
+    }
+
     /// Write one raw line to the control socket and return the final answer (progress lines
     /// are skipped). For requests the CLI would never build (e.g. relative attachment paths).
     pub fn control(&self, line: &str) -> serde_json::Value {

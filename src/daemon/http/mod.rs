@@ -226,6 +226,7 @@ pub fn start(
     let acceptor = thread::Builder::new()
         .name("http-accept".into())
         .spawn(move || {
+            let _realtime = crate::daemon::realtime::enter("http-accept");
             guard::serve_restarting(&mut acceptor, &restarts, Acceptor::serve, Acceptor::recover)
         })?;
     log::info!(

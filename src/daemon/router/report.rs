@@ -129,6 +129,7 @@ impl Router {
             prep: prep_status(&self.prep.load(), &self.prep_plain.load()),
             // Filled in off the router thread ([`super::Router::on_op`]).
             agents: Vec::new(),
+            realtime: crate::daemon::realtime::status(),
         }
     }
 
