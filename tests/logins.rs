@@ -94,8 +94,9 @@ fn doctor_status_and_create_say_which_agent_clis_are_not_logged_in() {
             "{rt}: {out}"
         );
     }
-    // `create` gives a peer every installed agent runtime (the named one its default): each
-    // mark names the four peers.
+    // `create` gives a peer every installed agent runtime as a fallback, the named one its
+    // default: each mark names only the peer that runs on it by default (a fallback's login
+    // is doctor's to tell).
     let (out, _) = env.fails(&["status"], 1);
     for (rt, how) in [
         ("claude", "log in by running `claude` once"),
@@ -103,23 +104,30 @@ fn doctor_status_and_create_say_which_agent_clis_are_not_logged_in() {
         ("gemini", "give the peers a GEMINI_API_KEY"),
         ("opencode", "log in with `opencode auth login`"),
     ] {
+        let peer = match rt {
+            "claude" => "cc",
+            "codex" => "cx",
+            "gemini" => "gm",
+            _ => "oc",
+        };
         assert!(
             out.contains(&format!(
-                "agent login: {rt} is NOT logged in — cc, cx, gm, oc cannot answer until you {how}"
+                "agent login: {rt} is NOT logged in — {peer} cannot answer until you {how}"
             )),
             "{rt}: {out}"
         );
     }
     let mut logins = status_logins(&env);
     logins.sort();
-    let all: Vec<String> = ["cc", "cx", "gm", "oc"].map(String::from).to_vec();
     assert_eq!(
         logins,
-        ["claude", "codex", "gemini", "opencode"].map(|rt| (
-            rt.to_string(),
-            "out".to_string(),
-            all.clone()
-        ))
+        [
+            ("claude", "cc"),
+            ("codex", "cx"),
+            ("gemini", "gm"),
+            ("opencode", "oc")
+        ]
+        .map(|(rt, peer)| (rt.to_string(), "out".to_string(), vec![peer.to_string()]))
     );
     let (out, _) = env.fails(&["doctor", "--json"], 1);
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -175,7 +183,7 @@ fn doctor_status_and_create_say_which_agent_clis_are_not_logged_in() {
     assert!(out.contains("warning: claude ("), "{out}");
     let (out, _) = env.fails(&["status"], 1);
     assert!(
-        out.contains("agent login: claude is NOT logged in — cc, cx, gm, oc cannot"),
+        out.contains("agent login: claude is NOT logged in — cc cannot"),
         "{out}"
     );
     assert_eq!(out.matches("NOT logged in").count(), 1, "{out}");

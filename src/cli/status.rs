@@ -237,7 +237,7 @@ struct StatusDoc<'a> {
     notices: &'a [crate::notices::Notice],
     /// The outbox: sends kept while the daemon was down (issue 11 item 7).
     outbox: OutboxDoc<'a>,
-    /// The logins of the agent CLIs some peer declares (issue 27 item 2).
+    /// The logins of the agent CLIs some peer runs on by default (issue 27 item 2).
     logins: Vec<LoginDoc<'a>>,
 }
 
@@ -250,18 +250,18 @@ struct LoginDoc<'a> {
     login: &'static str,
     /// Why it is unknown (`null` otherwise).
     why: Option<&'a str>,
-    /// The peers that declare the runtime.
+    /// The peers whose default runtime it is.
     peers: Vec<&'a str>,
     /// How to log in (`null` when logged in).
     fix: Option<&'static str>,
 }
 
-/// The peers of `registry` that declare `runtime`.
-fn declaring<'r>(registry: &'r Registry, runtime: &str) -> Vec<&'r str> {
+/// The peers of `registry` whose default runtime is `runtime`.
+fn defaulting_to<'r>(registry: &'r Registry, runtime: &str) -> Vec<&'r str> {
     registry
         .peers
         .iter()
-        .filter(|p| p.declares(runtime))
+        .filter(|p| p.default_runtime == runtime)
         .map(|p| p.personality.as_str())
         .collect()
 }
@@ -281,13 +281,13 @@ fn login_docs<'a>(registry: &'a Registry, logins: &'a [(Agent, Login)]) -> Vec<L
                 Login::Unknown(why) => Some(why),
                 _ => None,
             },
-            peers: declaring(registry, a.runtime),
+            peers: defaulting_to(registry, a.runtime),
             fix: (*l != Login::In).then(|| crate::host::login::how_to_log_in(a.runtime)),
         })
         .collect()
 }
 
-/// The marks of `status` where a runtime some peer declares is not logged in, a line each:
+/// The marks of `status` where a runtime some peer runs on by default is not logged in, a line each:
 /// which peers cannot answer and how to log in; nothing when all are (or cannot tell). Pure.
 pub fn login_marks(registry: &Registry, logins: &[(Agent, Login)]) -> String {
     logins
@@ -297,7 +297,7 @@ pub fn login_marks(registry: &Registry, logins: &[(Agent, Login)]) -> String {
             format!(
                 "agent login: {} is NOT logged in — {} cannot answer until you {}\n",
                 a.runtime,
-                declaring(registry, a.runtime).join(", "),
+                defaulting_to(registry, a.runtime).join(", "),
                 crate::host::login::how_to_log_in(a.runtime)
             )
         })
@@ -827,7 +827,7 @@ struct Health {
     outbox_aside: Vec<crate::outbox::SetAside>,
     outbox_dir: std::path::PathBuf,
     /// What the agent CLIs asked said of their logins (`host::login`): every installed one
-    /// for `doctor`, those some peer declares for `status`.
+    /// for `doctor`, those some peer runs on by default for `status`.
     logins: Vec<(Agent, Login)>,
 }
 
@@ -836,7 +836,8 @@ struct Health {
 enum Logins {
     /// Every installed agent CLI with a login check (`doctor`).
     Installed,
-    /// Those some peer declares (`status`).
+    /// Those some peer runs on by default (`status`): a peer declares every installed agent
+    /// runtime as a fallback, and a fallback's login is `doctor`'s to tell.
     Declared,
 }
 
@@ -872,7 +873,11 @@ fn gather(paths: &Paths, logins: Logins) -> Result<Health, CliError> {
     let asked: Vec<Agent> = crate::host::login::installed_agents()
         .into_iter()
         .filter(|a| {
-            logins == Logins::Installed || registry.peers.iter().any(|p| p.declares(a.runtime))
+            logins == Logins::Installed
+                || registry
+                    .peers
+                    .iter()
+                    .any(|p| p.default_runtime == a.runtime)
         })
         .collect();
     let logins = std::thread::spawn(move || crate::host::login::check_each(asked));
@@ -1356,9 +1361,11 @@ mod tests {
         };
         let registry = Registry {
             peers: vec![
-                peer("a", &["claude", "gemini"]),
+                // a declares claude as a fallback only: its login marks gemini's line.
+                peer("a", &["gemini", "claude"]),
                 peer("b", &["gemini"]),
                 peer("c", &["codex"]),
+                peer("d", &["claude"]),
             ],
             ..Registry::default()
         };
@@ -1386,7 +1393,7 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&docs).unwrap(),
             serde_json::json!([
-                {"runtime": "claude", "login": "in", "why": null, "peers": ["a"], "fix": null},
+                {"runtime": "claude", "login": "in", "why": null, "peers": ["d"], "fix": null},
                 {"runtime": "codex", "login": "unknown", "why": "no answer within 15 s",
                  "peers": ["c"], "fix": crate::host::login::how_to_log_in("codex")},
                 {"runtime": "gemini", "login": "out", "why": null, "peers": ["a", "b"],

@@ -1220,7 +1220,7 @@ refused at once (code offline). A sleeping agent is woken first and gets \
             what to do. A daemon thread that panicked and was restarted (the HTTP acceptor or the event-stream \
             writer) gets a line saying how often, when last and what happened. Then where the daemon finds \
             each agent CLI (claude, codex, gemini, opencode) now, or that it finds none and every place it looked at, in \
-            order. Then, for each agent CLI some peer declares that is not logged in (asked as \
+            order. Then, for each agent CLI some peer runs on by default that is not logged in (asked as \
             onboard asks: claude auth status, codex login status, opencode auth list, Gemini CLI's \
             settings and files; each at most IAPEER_LOGIN_CHECK_SECS), a line naming its peers and how \
             to log in (in --json, \"logins\": runtime, login in/out/unknown, why, peers, fix). Exits 1 \
