@@ -443,12 +443,13 @@ impl FairPool {
 
     fn spawn(&self, st: &mut State) -> io::Result<()> {
         let (shared, name) = (Arc::clone(&self.shared), self.name);
-        std::thread::Builder::new()
+        let worker = std::thread::Builder::new()
             .name(self.name.into())
             .spawn(move || {
                 let _realtime = crate::daemon::realtime::enter(name);
                 work(&shared)
             })?;
+        crate::daemon::realtime::promote(&worker);
         st.threads += 1;
         st.starting += 1;
         Ok(())

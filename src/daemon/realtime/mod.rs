@@ -222,6 +222,32 @@ pub fn enter(name: &'static str) -> Realtime {
     }
 }
 
+/// Put a thread just started by a real-time thread at `SCHED_FIFO` [`PRIORITY`] from the
+/// outside, when [`start`] turned real-time on; else nothing. A real-time thread's children
+/// are born at the normal policy (`SCHED_RESET_ON_FORK`), and a send-prep worker born so
+/// waits behind every busy agent before its own [`enter`] runs (17–24 ms in a burst,
+/// issue 31 item 3); this gives it the CPU at once. Its own [`enter`] still sets the flag and
+/// puts it under the watchdog. Best effort: a refusal is left to that [`enter`] to report.
+pub fn promote<T>(thread: &std::thread::JoinHandle<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::thread::JoinHandleExt;
+        if !ACTIVE.load(Ordering::Relaxed) {
+            return;
+        }
+        let param = nix::libc::sched_param {
+            sched_priority: PRIORITY,
+        };
+        // SAFETY: the handle's pthread_t is alive (the thread is joinable until the handle is
+        // dropped, which the caller does after this); `param` outlives the call.
+        unsafe {
+            nix::libc::pthread_setschedparam(thread.as_pthread_t(), nix::libc::SCHED_FIFO, &param);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = thread;
+}
+
 /// A policy for [`set_policy`]: (policy with flags, priority).
 #[cfg(target_os = "linux")]
 type Policy = (nix::libc::c_int, nix::libc::c_int);
