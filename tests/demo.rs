@@ -221,10 +221,19 @@ fn demo_federation_crosses_two_hosts_both_ways_then_cleans_up() {
 #[test]
 fn demo_federation_hung_up_ends_its_daemons_and_redis() {
     let (child, tmp, _env) = spawn_demo(&["demo", "--federation"]);
-    // Its redis-server and both daemons run: its three children.
+    // Its redis-server and both daemons run: its three long-lived children (told by their
+    // command lines: the CLI commands the demo runs meanwhile are children too, for a moment).
     let mut started = Vec::new();
     let up = common::poll_every(Duration::from_millis(5), Duration::from_secs(30), || {
-        started = children(child.id());
+        started = children(child.id())
+            .into_iter()
+            .filter(|p| {
+                let cmdline = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+                let words: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+                words.get(1) == Some(&&b"daemon"[..])
+                    || cmdline.windows(12).any(|w| w == b"redis-server")
+            })
+            .collect();
         started.len() == 3
     });
     assert!(

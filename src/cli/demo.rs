@@ -249,18 +249,19 @@ pub(super) fn spawn_daemon(exe: &Path, root: &Path, pids: &Pids) -> Result<Child
             .open(root.join("daemon-stderr.log"))
             .map_err(fail)?
     };
-    let mut daemon = Command::new(exe)
-        .arg("daemon")
-        .env("IAPEER_ROOT", root)
-        .env("IAPEER_PORT", "0")
-        .env_remove("IAPEER_DAEMON_SOCKET")
-        .env_remove("IAPEER_FEDERATION_URL")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(daemon_log)
-        .spawn()
+    let mut daemon = pids
+        .spawn(
+            Command::new(exe)
+                .arg("daemon")
+                .env("IAPEER_ROOT", root)
+                .env("IAPEER_PORT", "0")
+                .env_remove("IAPEER_DAEMON_SOCKET")
+                .env_remove("IAPEER_FEDERATION_URL")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(daemon_log),
+        )
         .map_err(|e| fail(format!("cannot start the daemon: {e}")))?;
-    pids.add(daemon.id());
     wait_for_daemon(root, &mut daemon)?;
     Ok(daemon)
 }
@@ -297,9 +298,23 @@ static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBoo
 pub(super) struct Pids(std::sync::Arc<std::sync::Mutex<Vec<u32>>>);
 
 impl Pids {
-    /// Note a child's pid.
-    pub(super) fn add(&self, pid: u32) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
+    /// Start `cmd` and note its pid, under the lock the interrupt handler reads the pids
+    /// with: a child started as the signal comes is noted before the handler reads them (it
+    /// was left running when the signal came between the start and the note), and none starts
+    /// once the demo is interrupted.
+    ///
+    /// Errors: the start's, or `Interrupted` when the demo was interrupted.
+    pub(super) fn spawn(&self, cmd: &mut Command) -> std::io::Result<Child> {
+        let mut pids = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Interrupted,
+                "the demo was interrupted",
+            ));
+        }
+        let child = cmd.spawn()?;
+        pids.push(child.id());
+        Ok(child)
     }
 
     fn all(&self) -> Vec<u32> {

@@ -86,18 +86,19 @@ fn start_redis(program: &Path, dir: &Path, pids: &Pids) -> Result<Redis, CliErro
         .map(|a| a.port())
         .map_err(|e| fail(format!("no free loopback port for redis-server: {e}")))?;
     let password = crate::fsutil::random_hex(16);
-    let child = Command::new(program)
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-        .args(["--save", "", "--appendonly", "no"])
-        .args(["--requirepass", &password])
-        .arg("--dir")
-        .arg(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
+    let child = pids
+        .spawn(
+            Command::new(program)
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--save", "", "--appendonly", "no"])
+                .args(["--requirepass", &password])
+                .arg("--dir")
+                .arg(dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        )
         .map_err(|e| fail(format!("cannot start {}: {e}", program.display())))?;
-    pids.add(child.id());
     let redis = Redis {
         child,
         url: format!("redis://:{password}@127.0.0.1:{port}"),
