@@ -143,8 +143,8 @@ pub enum BootStep {
     },
     /// The composer holds text nobody typed (Gemini CLI 0.61.0: the answers to its terminal
     /// queries that came after it stopped waiting for them): write these bytes to clear it.
-    /// The boot presses them at most [`crate::session::boot::MAX_CLEARS`] times,
-    /// [`crate::session::boot::CLEAR_GAP`] apart, and fails with `label` after that.
+    /// The boot presses them at most `session::boot::MAX_CLEARS` (3) times,
+    /// `session::boot::CLEAR_GAP` (5 s) apart, and fails with `label` after that.
     Clear {
         /// The clear key's bytes.
         bytes: Vec<u8>,
@@ -473,7 +473,7 @@ pub trait Adapter: Send + Sync {
     fn live_dialog(&self, _screen: &Screen) -> Option<BootStep> {
         None
     }
-    /// Whether a gated launch ([`LaunchCtx::gated`]) hands each permission request to a hook
+    /// Whether a gated launch (`LaunchCtx::gated`) hands each permission request to a hook
     /// that asks the approval broker itself (Claude Code's and Codex's), so a prompt on its
     /// screen is not put to a human again. The default: no — a gated Gemini CLI asks on its
     /// screen (`--approval-mode default`), and iapeer puts what

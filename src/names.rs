@@ -176,7 +176,7 @@ impl Intelligence {
 
     /// Whether a peer of this nature may run on a runtime of `class` (as
     /// [`Intelligence::allowed_on`], for a caller that knows an installed runtime's class:
-    /// a terminal agent declared by a manifest is [`Class::Agent`] though its name is not in
+    /// a terminal agent declared by a manifest is `Class::Agent` though its name is not in
     /// the runtime table).
     pub fn allowed_in(self, class: Class) -> bool {
         match class {
