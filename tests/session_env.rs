@@ -7,9 +7,12 @@ use common::TestEnv;
 use std::time::Duration;
 
 /// Stands in for the claude program: records the size its terminal reports (`stty size`
-/// asks the pty) next to the size variables it inherited, then idles.
+/// asks the pty) next to the size variables it inherited, then idles; answers `--version`
+/// and `auth status` (asked by `create`) without recording.
 const PROBE: &str = r#"#!/bin/sh
 [ "$1" = "--version" ] && { echo "2.1.332 (Claude Code)"; exit 0; }
+# `create` asks the program whether it is logged in (`claude auth status`): not the session.
+[ "$1" = "auth" ] && { echo '{"loggedIn": true}'; exit 0; }
 out="$IAPEER_TEST_PROBE_OUT"
 printf 'tty=%s columns=%s lines=%s term_program=%s tmux=%s\n' "$(stty size)" "${COLUMNS-unset}" "${LINES-unset}" "${TERM_PROGRAM-unset}" "${TMUX-unset}" > "$out.tmp"
 mv "$out.tmp" "$out"
