@@ -17,11 +17,14 @@ fn real_claude() -> PathBuf {
 }
 
 /// A world whose daemon and commands know no `IAPEER_CLAUDE_BIN`, whose login shell is bash,
-/// with an echo peer `ea` and the stand-in.
+/// on a machine with no agent CLI installed (its `PATH` and its login shell's `PATH` are
+/// [`common::path_without_agent_clis`]), with an echo peer `ea` and the stand-in.
 fn world() -> (TestEnv, AnthropicStandIn) {
     let mut env = TestEnv::new();
     env.set("IAPEER_CLAUDE_BIN", "");
     env.set("SHELL", "/bin/bash");
+    env.set("PATH", &common::path_without_agent_clis());
+    login_path_first(&env, None);
     std::fs::write(
         env.home.join(".claude.json"),
         "{\"hasCompletedOnboarding\": true}",
@@ -31,6 +34,22 @@ fn world() -> (TestEnv, AnthropicStandIn) {
     api.script(|_| Reply::Text("ok".into()));
     env.ok(&["create", "ea", "--runtime", "echo"]);
     (env, api)
+}
+
+/// The world's `~/.bash_profile`: a line the profile prints, then `PATH` as
+/// [`common::path_without_agent_clis`], with `first` before it (the installer's line that
+/// makes its folder reachable). It replaces the `PATH` `/etc/profile` set, which may name a
+/// folder with the machine's own Claude Code.
+fn login_path_first(env: &TestEnv, first: Option<&Path>) {
+    let path = match first {
+        Some(dir) => format!("{}:{}", dir.display(), common::path_without_agent_clis()),
+        None => common::path_without_agent_clis(),
+    };
+    std::fs::write(
+        env.home.join(".bash_profile"),
+        format!("echo a profile that talks\nexport PATH=\"{path}\"\n"),
+    )
+    .unwrap();
 }
 
 /// Install Claude Code into `dir` as an installer would (a link to the real CLI).
@@ -44,7 +63,7 @@ fn install_claude(dir: &Path) -> PathBuf {
 /// `iapeer create <name> --runtime claude` from a shell whose PATH has `dir` first (the user
 /// put the new CLI on PATH).
 fn create_from_a_shell_with(env: &TestEnv, name: &str, dir: &Path) -> std::process::Output {
-    let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap());
+    let path = format!("{}:{}", dir.display(), common::path_without_agent_clis());
     env.cmd(&["create", name, "--runtime", "claude"])
         .env("PATH", path)
         .output()
@@ -120,14 +139,7 @@ fn assert_woke(env: &TestEnv, out: &std::process::Output) {
 fn claude_installed_after_the_daemon_started_on_the_login_shells_path_is_found() {
     let (mut env, api) = world();
     let agent_bin = env.dir.path().join("agent-bin");
-    std::fs::write(
-        env.home.join(".bash_profile"),
-        format!(
-            "echo a profile that talks\nexport PATH=\"{}:$PATH\"\n",
-            agent_bin.display()
-        ),
-    )
-    .unwrap();
+    login_path_first(&env, Some(&agent_bin));
     env.start_daemon();
     // Installed now, reachable only through the login shell's PATH (the daemon's PATH
     // predates it).

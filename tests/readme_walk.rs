@@ -130,7 +130,7 @@ impl Account {
             root,
             home: home.clone(),
             daemon: None,
-            env: Vec::new(),
+            env: common::hide_the_machines_agent_clis(),
         };
         let guard = env.dir.path().join("no-service-manager");
         let guard_calls = env.dir.path().join("service-manager-calls");

@@ -444,7 +444,7 @@ fn a_rename_on_a_full_disk_is_all_or_nothing() {
         root: dir.path().join("root"),
         dir,
         daemon: None,
-        env: Vec::new(),
+        env: common::hide_the_machines_agent_clis(),
     };
     std::fs::create_dir_all(&env.home).unwrap();
     world_to_rename(&mut env);

@@ -39,6 +39,75 @@ pub struct TestEnv {
     pub env: Vec<(String, String)>,
 }
 
+/// The agent runtimes whose program the daemon looks up (the rows of `src/runtime_table.rs`
+/// whose program is `Program::Located`; keep in step with it).
+pub const LOCATED_RUNTIMES: [&str; 4] = ["claude", "codex", "gemini", "opencode"];
+
+/// Where every test's daemon and commands look for each agent CLI unless the test says
+/// otherwise: `IAPEER_<RT>_BIN` set to a path that is not there, for each of
+/// [`LOCATED_RUNTIMES`]. The machine's own installs (a CI image with Claude Code in
+/// `/usr/bin`, say) would otherwise be found on `PATH`, in the login shell's `PATH` or in the
+/// installers' folders, and every peer `create` makes would declare them as fallbacks. A test
+/// that wants a real CLI sets its variable (`env.set("IAPEER_CLAUDE_BIN", &claude_bin())`);
+/// one that tests the lookup itself removes it (`env.set("IAPEER_CLAUDE_BIN", "")`) and
+/// controls `PATH`, `SHELL` and `HOME` itself.
+pub fn hide_the_machines_agent_clis() -> Vec<(String, String)> {
+    LOCATED_RUNTIMES
+        .iter()
+        .map(|rt| {
+            (
+                format!("IAPEER_{}_BIN", rt.to_ascii_uppercase()),
+                format!("/nonexistent/iapeer-tests-hide-the-machines-{rt}"),
+            )
+        })
+        .collect()
+}
+
+/// This process's `PATH` with every folder that holds one of [`LOCATED_RUNTIMES`] replaced by
+/// a copy made of links to all its other entries (made once per test process, under
+/// `CARGO_TARGET_TMPDIR`, and removed by a later process once this one has ended): a machine's `PATH` as if no agent CLI were installed on it, for the
+/// tests of the lookup itself (a CI image may have Claude Code in `/usr/bin`, beside `sh`, `env`
+/// and `node`, which the tests need).
+pub fn path_without_agent_clis() -> String {
+    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("path-without-agent-clis");
+        // Copies left by test processes that have ended go.
+        for old in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+            let pid = old
+                .file_name()
+                .to_string_lossy()
+                .split('-')
+                .next()
+                .map(str::to_owned);
+            if pid.is_some_and(|p| !Path::new("/proc").join(p).exists()) {
+                let _ = std::fs::remove_dir_all(old.path());
+            }
+        }
+        let dirs: Vec<PathBuf> = std::env::split_paths(&path)
+            .map(|dir| {
+                if LOCATED_RUNTIMES.iter().all(|rt| !dir.join(rt).exists()) {
+                    return dir;
+                }
+                let name = dir.to_string_lossy().replace('/', "_");
+                let shadow = base.join(format!("{}-{}", std::process::id(), name));
+                std::fs::create_dir_all(&shadow).unwrap();
+                for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                    let file = entry.file_name();
+                    if LOCATED_RUNTIMES.iter().any(|rt| file == *rt) {
+                        continue;
+                    }
+                    let _ = std::os::unix::fs::symlink(entry.path(), shadow.join(&file));
+                }
+                shadow
+            })
+            .collect();
+        std::env::join_paths(dirs).unwrap().into_string().unwrap()
+    })
+    .clone()
+}
+
 impl TestEnv {
     pub fn new() -> TestEnv {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -50,7 +119,7 @@ impl TestEnv {
             home,
             root,
             daemon: None,
-            env: Vec::new(),
+            env: hide_the_machines_agent_clis(),
         }
     }
 
