@@ -829,7 +829,7 @@ pub const NOT_KNOBS: &[(&str, &str)] = &[
     ),
     (
         "IAPEER_TEST_HOOK",
-        "test-only: inject a failure into the daemon (`router-panic-on-send:<personality>`, `prep-panic-on-send:<personality>`, `http-accept-panic:<port|any>`, `http-accept-panic-once:<port|any>` or `http-streams-panic-once:<port|any>`, see daemon::test_hooks), or kill `iapeer rename` after one of its steps (`rename-kill-after:<step>`, see peers::rename_journal); read only by a debug build or one with the `test-hooks` cargo feature, so a release build ignores it",
+        "test-only: put the daemon in a condition a test cannot otherwise make (a panic on one of its threads, a slow launch report or `tools/list` answer, late answers to terminal queries, a short federation retention, another version in its `ping` answer, subreaper containment; every value is listed in the module doc of daemon::test_hooks), or kill `iapeer rename` after one of its steps (`rename-kill-after:<step>`, see peers::rename_journal); read only by a debug build or one with the `test-hooks` cargo feature, so a release build ignores it",
     ),
     (
         "IAPEER_TEST_EVENTS",

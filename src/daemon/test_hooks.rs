@@ -306,6 +306,14 @@ mod tests {
             ("something-else", None),
         ] {
             assert_eq!(parse(text), want, "{text}");
+            // The module doc lists every hook (`IAPEER_TEST_HOOK`'s description points to it).
+            if want.is_some() {
+                let name = text.split(':').next().unwrap();
+                assert!(
+                    include_str!("test_hooks.rs").contains(&format!("//! - `{name}:")),
+                    "the module doc does not list {name}"
+                );
+            }
         }
     }
 
