@@ -546,6 +546,7 @@ fn record_gemini_api_error(status: u16, case: &str) {
     let started = std::time::Instant::now();
     paste_as_the_daemon(&mut t, "REFUSED turn");
     submit(&mut t, "the refused turn", |_| api.has_turn_with("REFUSED"));
+    // Time is the thing recorded: the screen 20 s into the refused turn.
     std::thread::sleep(Duration::from_secs(20));
     t.save(&format!("{name}-retrying"));
     // Given up, or still trying after 4 minutes (recorded as it is then).
@@ -630,7 +631,7 @@ fn record_late_answers(late_ms: u64, name: &str, key: &[u8]) {
     )];
     t.wait("the composer", BOOT, |s| s.contains("YOLO Ctrl+Y"));
     // The answers' bytes come `late` after the queries; the composer is drawn by then.
-    std::thread::sleep(late);
+    t.wait_answers_written(late + Duration::from_secs(30));
     t.settle(Duration::from_secs(3));
     t.save(&format!("{session}-boot"));
     notes.push(format!("composer at boot: {:?}", composer_of(&t.screen())));
@@ -650,6 +651,7 @@ fn record_late_answers(late_ms: u64, name: &str, key: &[u8]) {
             emptied = Some(start.elapsed().as_millis());
             t.save(&format!("{session}-cleared"));
         }
+        // Time is the thing recorded: a screen every 20 ms, for when each hint showed.
         std::thread::sleep(Duration::from_millis(20));
     }
     notes.push(format!("composer emptied {emptied:?} ms after {key:?}"));

@@ -375,6 +375,7 @@ fn record_opencode_api_error(status: u16, case: &str) {
     type_and_submit(&mut t, &api, "REFUSED turn");
     t.settle(Duration::from_secs(3));
     t.save(&name);
+    // Time is the thing recorded: the screen 20 s after the refusal.
     std::thread::sleep(Duration::from_secs(20));
     t.save(&format!("{name}-later"));
     w.write_json(
@@ -525,7 +526,7 @@ fn record_opencode_late_answers() {
         load().trim()
     )];
     t.wait("the ready composer", BOOT, |s| s.contains("Ask anything"));
-    std::thread::sleep(late);
+    t.wait_answers_written(late + Duration::from_secs(30));
     t.settle(Duration::from_secs(3));
     t.save("late-2000ms-ready");
     let raw = t.raw();

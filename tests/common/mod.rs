@@ -260,12 +260,8 @@ impl TestEnv {
     pub fn stop_daemon(&mut self) -> Option<std::process::ExitStatus> {
         let mut child = self.daemon.take()?;
         signal(child.id(), nix::sys::signal::Signal::SIGTERM);
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(15) {
-            if let Ok(Some(status)) = child.try_wait() {
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if let Some(status) = exit_within(&mut child, Duration::from_secs(15)) {
+            return Some(status);
         }
         let _ = child.kill();
         child.wait().ok()
@@ -440,12 +436,8 @@ impl TestEnv {
 
     /// Poll `f` every 50 ms until true; panic with diagnostics after `timeout`.
     pub fn wait_until(&self, what: &str, timeout: Duration, mut f: impl FnMut(&TestEnv) -> bool) {
-        let start = Instant::now();
-        while start.elapsed() < timeout {
-            if f(self) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        if poll_every(Duration::from_millis(50), timeout, || f(self)) {
+            return;
         }
         panic!(
             "timed out after {timeout:?} waiting for: {what}\n{}",
@@ -463,20 +455,17 @@ impl TestEnv {
         mut probe: impl FnMut(&TestEnv) -> serde_json::Value,
         mut ok: impl FnMut(&serde_json::Value) -> bool,
     ) -> serde_json::Value {
-        let start = Instant::now();
-        loop {
-            let seen = probe(self);
-            if ok(&seen) {
-                return seen;
-            }
-            if start.elapsed() >= timeout {
-                panic!(
-                    "timed out after {timeout:?} waiting for: {what}\nlast seen: {seen}\n{}",
-                    self.diagnostics()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        let mut seen = serde_json::Value::Null;
+        if poll_every(Duration::from_millis(50), timeout, || {
+            seen = probe(self);
+            ok(&seen)
+        }) {
+            return seen;
         }
+        panic!(
+            "timed out after {timeout:?} waiting for: {what}\nlast seen: {seen}\n{}",
+            self.diagnostics()
+        );
     }
 
     /// The file every daemon of this world appends its test events to (`IAPEER_TEST_EVENTS`).

@@ -23,6 +23,8 @@ struct Shared {
     raw: Vec<u8>,
     parser: vt100::Parser,
     last_output: Instant,
+    /// Answers to terminal queries read but not written yet (held `late`).
+    answers_held: usize,
 }
 
 /// A CLI running on a pty, its output recorded: at its end, every byte it wrote goes to
@@ -114,6 +116,7 @@ impl PtyRecording {
             raw: Vec::new(),
             parser: vt100::Parser::new(ROWS, COLS, 0),
             last_output: Instant::now(),
+            answers_held: 0,
         }));
         let (mut reader, mut answerer, sink) = (
             master.try_clone().unwrap(),
@@ -158,16 +161,23 @@ impl PtyRecording {
                     }
                     s.parser.process(&buf[done..n]);
                     carry = scan[scan.len().saturating_sub(8)..].to_vec();
+                    // Counted with the screen they answer, so no one sees that screen without
+                    // them.
+                    if !replies.is_empty() && !late.is_zero() {
+                        s.answers_held += 1;
+                    }
                 }
                 if replies.is_empty() {
                 } else if late.is_zero() {
                     let _ = answerer.write_all(&replies);
                 } else {
                     let mut answerer = answerer.try_clone().unwrap();
+                    let held = sink.clone();
                     std::thread::spawn(move || {
                         // Time is the thing recorded: the answer comes this late.
                         std::thread::sleep(late);
                         let _ = answerer.write_all(&replies);
+                        held.lock().unwrap().answers_held -= 1;
                     });
                 }
             }
@@ -200,18 +210,19 @@ impl PtyRecording {
 
     /// Wait (at most `timeout`) until the screen satisfies `pred`; panics with the screen.
     pub fn wait(&self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) {
-        let start = Instant::now();
-        loop {
-            let s = self.screen();
-            if pred(&s) {
-                return;
-            }
-            assert!(
-                start.elapsed() < timeout,
-                "{what}: not within {timeout:?}; the screen:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let shown = super::poll_every(Duration::from_millis(100), timeout, || pred(&self.screen()));
+        assert!(
+            shown,
+            "{what}: not within {timeout:?}; the screen:\n{}",
+            self.screen()
+        );
+    }
+
+    /// Wait (at most `timeout`) until every answer to a terminal query that
+    /// [`Self::spawn_answering_late`] held back has been written to the program.
+    pub fn wait_answers_written(&self, timeout: Duration) {
+        let written = super::poll(timeout, || self.shared.lock().unwrap().answers_held == 0);
+        assert!(written, "answers still held after {timeout:?}");
     }
 
     /// Wait for the screen to hold `needle`.
@@ -239,13 +250,9 @@ impl PtyRecording {
     /// Wait until the program has written nothing for `quiet` (at most 30 s: a spinner
     /// never goes quiet, then the screen as it is).
     pub fn settle(&self, quiet: Duration) {
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(30) {
-            if self.shared.lock().unwrap().last_output.elapsed() >= quiet {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        super::poll_every(Duration::from_millis(100), Duration::from_secs(30), || {
+            self.shared.lock().unwrap().last_output.elapsed() >= quiet
+        });
     }
 
     /// Send bytes as typed keys.
