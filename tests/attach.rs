@@ -127,10 +127,10 @@ impl Terminal {
         // Time is the thing tested: what must not happen is a socket read time-out in the
         // client (the control client paces its progress indicator with a 250 ms one and must
         // clear it before the attach stream), a kernel timer that fires whatever the load; no
-        // event reports that it will not.
-        std::thread::sleep(quiet);
+        // event reports that it will not. The client is looked at all along the window.
+        let left = common::poll(quiet, || !self.running());
         assert!(
-            self.running(),
+            !left,
             "the client left on its own: {:?}\n{}",
             self.status,
             self.text()
