@@ -101,6 +101,41 @@ pub struct LoginCheck<'a> {
     /// What to do when logged out: the end of a sentence starting "agents on it cannot answer
     /// until you".
     pub advice: &'a str,
+    /// The files the status command reads to answer (recorded with `strace` from the real
+    /// CLI, logged out and in): a remembered answer holds while none of them changed
+    /// (`host::login_memo`). Empty for a check without a command (nothing to spare).
+    pub records: &'a [LoginFile<'a>],
+}
+
+/// A file (or folder) a login status command reads: `$<var>/<in_var>` when `var` is set
+/// and not empty, and `~/<path>` (or `path` itself when absolute) in any case — both are
+/// watched, so a variable the CLI may or may not honour never hides a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoginFile<'a> {
+    /// The environment variable that moves the file's folder (`CODEX_HOME`), if any.
+    pub var: Option<&'a str>,
+    /// The file under `$<var>` (empty: the variable names the file itself).
+    pub in_var: &'a str,
+    /// The file under the home folder, or an absolute path.
+    pub path: &'a str,
+}
+
+/// A [`LoginFile`] at `path` (under the home folder unless absolute) only.
+const fn at(path: &str) -> LoginFile<'_> {
+    LoginFile {
+        var: None,
+        in_var: "",
+        path,
+    }
+}
+
+/// A [`LoginFile`] under `$<var>`, else under the home folder at `path`.
+const fn moved<'a>(var: &'a str, in_var: &'a str, path: &'a str) -> LoginFile<'a> {
+    LoginFile {
+        var: Some(var),
+        in_var,
+        path,
+    }
 }
 
 /// How a login status command says its answer (recorded from the real CLIs).
@@ -249,6 +284,20 @@ pub const CLAUDE: RuntimeInfo<'static> = RuntimeInfo {
         answer: LoginAnswer::LoggedInJson,
         advice: "log in by running `claude` once, or give the peers an ANTHROPIC_API_KEY in \
                  their launch.env",
+        // 2.1.332: `~/.claude.json` holds a `/login` key (`primaryApiKey`), `.credentials.json`
+        // the claude.ai login, `settings.json` an `apiKeyHelper`; all move to
+        // `$CLAUDE_CONFIG_DIR` when it is set.
+        records: &[
+            moved("CLAUDE_CONFIG_DIR", ".claude.json", ".claude.json"),
+            moved("CLAUDE_CONFIG_DIR", ".credentials.json", ".claude/.credentials.json"),
+            moved("CLAUDE_CONFIG_DIR", "settings.json", ".claude/settings.json"),
+            moved("CLAUDE_CONFIG_DIR", ".config.json", ".claude/.config.json"),
+            at(".config/anthropic/active_config"),
+            at(".config/anthropic/configs"),
+            at(".config/anthropic/configs/default.json"),
+            at("/etc/claude-code/managed-settings.json"),
+            at("/etc/claude-code/managed-settings.d"),
+        ],
     }),
     memory: Some(MemoryLever {
         file: "settings.json",
@@ -287,6 +336,15 @@ pub const CODEX: RuntimeInfo<'static> = RuntimeInfo {
         answer: LoginAnswer::ExitStatus,
         advice: "log in with `codex login` (or `codex login --with-api-key`), unless a model \
                  provider in ~/.codex/config.toml brings its own key",
+        // 0.171.0: `auth.json` (or, by `config.toml`, the keyring), `.env`, the system's config.
+        records: &[
+            moved("CODEX_HOME", "auth.json", ".codex/auth.json"),
+            moved("CODEX_HOME", "config.toml", ".codex/config.toml"),
+            moved("CODEX_HOME", ".env", ".codex/.env"),
+            at("/etc/codex/config.toml"),
+            at("/etc/codex/managed_config.toml"),
+            at("/etc/codex/requirements.toml"),
+        ],
     }),
     memory: Some(MemoryLever {
         file: "config.toml",
@@ -322,6 +380,7 @@ pub const GEMINI: RuntimeInfo<'static> = RuntimeInfo {
         answer: LoginAnswer::GeminiSettings,
         advice: "give the peers a GEMINI_API_KEY in their launch.env, or log in by running \
                  `gemini` once",
+        records: &[],
     }),
     // Gated: `--approval-mode default`, its tool confirmations read from the screen.
     gates_approvals: true,
@@ -352,6 +411,37 @@ pub const OPENCODE: RuntimeInfo<'static> = RuntimeInfo {
         advice: "log in with `opencode auth login`, or give the peers a provider's key (such as \
                  ANTHROPIC_API_KEY or OPENAI_API_KEY) in their launch.env, unless a provider in \
                  opencode.json brings its own key",
+        // 1.18.33: the saved credentials, the config, and the models list whose providers'
+        // variables it counts.
+        records: &[
+            moved(
+                "XDG_DATA_HOME",
+                "opencode/auth.json",
+                ".local/share/opencode/auth.json",
+            ),
+            moved("XDG_CONFIG_HOME", "opencode", ".config/opencode"),
+            moved(
+                "XDG_CONFIG_HOME",
+                "opencode/opencode.json",
+                ".config/opencode/opencode.json",
+            ),
+            moved(
+                "XDG_CONFIG_HOME",
+                "opencode/opencode.jsonc",
+                ".config/opencode/opencode.jsonc",
+            ),
+            moved(
+                "XDG_CONFIG_HOME",
+                "opencode/config.json",
+                ".config/opencode/config.json",
+            ),
+            moved(
+                "XDG_CACHE_HOME",
+                "opencode/models.json",
+                ".cache/opencode/models.json",
+            ),
+            moved("OPENCODE_CONFIG", "", ".config/opencode/opencode.json"),
+        ],
     }),
     preference: Some(3),
     project_folder: Some(".opencode"),
