@@ -584,6 +584,65 @@ pub const SHORTCUTS: [&str; shortcut_count()] = {
     out
 };
 
+/// The length of [`SHORTCUTS`] joined by `sep` between `open` and `close`.
+const fn joined_len(open: &str, sep: &str, close: &str) -> usize {
+    let (mut n, mut i) = (open.len() + close.len(), 0);
+    while i < SHORTCUTS.len() {
+        if i > 0 {
+            n += sep.len();
+        }
+        n += SHORTCUTS[i].len();
+        i += 1;
+    }
+    n
+}
+
+/// `s` copied into `out` at `at`; the offset after it.
+const fn put<const N: usize>(out: &mut [u8; N], at: usize, s: &str) -> usize {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        out[at + i] = b[i];
+        i += 1;
+    }
+    at + b.len()
+}
+
+/// [`SHORTCUTS`] joined by `sep` between `open` and `close`, as bytes (`N`: [`joined_len`]).
+const fn joined<const N: usize>(open: &str, sep: &str, close: &str) -> [u8; N] {
+    let mut out = [0u8; N];
+    let (mut at, mut i) = (put(&mut out, 0, open), 0);
+    while i < SHORTCUTS.len() {
+        if i > 0 {
+            at = put(&mut out, at, sep);
+        }
+        at = put(&mut out, at, SHORTCUTS[i]);
+        i += 1;
+    }
+    put(&mut out, at, close);
+    out
+}
+
+/// Bytes made of runtime names (ASCII) as text.
+const fn text(bytes: &'static [u8]) -> &'static str {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(_) => panic!("runtime names are ASCII"),
+    }
+}
+
+/// The bytes of [`SHORTCUT_NAMES`].
+const SHORTCUT_NAMES_BYTES: [u8; joined_len("", "|", "")] = joined("", "|", "");
+
+/// The bytes of [`SHORTCUT_CHOICE`].
+const SHORTCUT_CHOICE_BYTES: [u8; joined_len("(", " | ", ")")] = joined("(", " | ", ")");
+
+/// The shortcut verbs as one name for help (`claude|codex|echo`).
+pub const SHORTCUT_NAMES: &str = text(&SHORTCUT_NAMES_BYTES);
+
+/// The shortcut verbs as a choice in a usage line (`(claude | codex | echo)`).
+pub const SHORTCUT_CHOICE: &str = text(&SHORTCUT_CHOICE_BYTES);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -592,6 +651,8 @@ mod tests {
     #[test]
     fn the_table_says_what_the_modules_said() {
         assert_eq!(SHORTCUTS, ["claude", "codex", "echo"]);
+        assert_eq!(SHORTCUT_NAMES, "claude|codex|echo");
+        assert_eq!(SHORTCUT_CHOICE, "(claude | codex | echo)");
         let located: Vec<&str> = located().map(|r| r.name).collect();
         assert_eq!(located, ["claude", "codex", "gemini", "opencode"]);
         let agents: Vec<&str> = BUILT_IN
