@@ -167,17 +167,11 @@ impl Intelligence {
         }
     }
 
-    /// Whether a peer of this nature may run on `runtime` (spec 01 §4): human channels take
-    /// natural or absent, `notifier` only absent, agent runtimes only artificial. Other
-    /// (installed router) runtimes take any nature.
-    pub fn allowed_on(self, runtime: &str) -> bool {
-        self.allowed_in(class_of(runtime))
-    }
-
-    /// Whether a peer of this nature may run on a runtime of `class` (as
-    /// [`Intelligence::allowed_on`], for a caller that knows an installed runtime's class:
-    /// a terminal agent declared by a manifest is `Class::Agent` though its name is not in
-    /// the runtime table).
+    /// Whether a peer of this nature may run on a runtime of `class` (spec 01 §4): human
+    /// channels take natural or absent, services (`notifier`) only absent, agent runtimes
+    /// only artificial, other (installed router) runtimes any nature. The class is the
+    /// runtime as installed (`runtime::class_installed`), not its name's: a terminal agent
+    /// declared by a manifest is `Class::Agent` though the runtime table does not know it.
     pub fn allowed_in(self, class: Class) -> bool {
         match class {
             Class::Human => self != Intelligence::Artificial,
@@ -317,10 +311,10 @@ mod tests {
             Intelligence::default_for_runtime("claude"),
             Intelligence::Artificial
         );
-        assert!(Intelligence::Absent.allowed_on("telegram"));
-        assert!(!Intelligence::Artificial.allowed_on("telegram"));
-        assert!(!Intelligence::Natural.allowed_on("notifier"));
-        assert!(!Intelligence::Natural.allowed_on("claude"));
-        assert!(Intelligence::Natural.allowed_on("console"));
+        assert!(Intelligence::Absent.allowed_in(class_of("telegram")));
+        assert!(!Intelligence::Artificial.allowed_in(class_of("telegram")));
+        assert!(!Intelligence::Natural.allowed_in(class_of("notifier")));
+        assert!(!Intelligence::Natural.allowed_in(class_of("claude")));
+        assert!(Intelligence::Natural.allowed_in(class_of("console")));
     }
 }

@@ -18,6 +18,31 @@ const ALLOWED: &[&str] = &["runtime_table", "runtime", "adapter", "notifier"];
 /// a legacy spelling): a comment on the same line.
 const NOT_A_NAME: &str = "// not a runtime name";
 
+/// The text inside a string literal as written (`"…"`, `r#"…"#`, `b"…"`), its quotes off.
+fn inside(literal: &str) -> &str {
+    let body = literal.trim_start_matches(['b', 'r', '#']);
+    let body = body.trim_end_matches('#');
+    body.strip_prefix('"')
+        .and_then(|b| b.strip_suffix('"'))
+        .unwrap_or(body)
+}
+
+/// The built-in runtime named by a literal's text when the text is made of runtime names only
+/// (`claude`, `claude|codex|echo`, `(claude | codex)`): the first; else none (a sentence,
+/// a flag, an identity such as `claude-bob`, a folder such as `.gemini`, a prefix such as
+/// `echo:`).
+fn names_only(text: &str) -> Option<&'static str> {
+    let words: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || "|,()[]{}".contains(c))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let named: Vec<&'static str> = words
+        .iter()
+        .filter_map(|w| BUILT_IN.iter().find(|r| r.name == *w).map(|r| r.name))
+        .collect();
+    (!words.is_empty() && named.len() == words.len()).then(|| named[0])
+}
+
 /// The runtime names spelled as string literals in one file's production code: `(line, name)`.
 fn stray_names(text: &str) -> Vec<(usize, &'static str)> {
     let mut literals = Vec::new();
@@ -31,13 +56,7 @@ fn stray_names(text: &str) -> Vec<(usize, &'static str)> {
             let line_end = text[end..].find('\n').map_or(text.len(), |n| end + n);
             !text[end..line_end].contains(NOT_A_NAME)
         })
-        .filter_map(|(at, end)| {
-            let quoted = &text[at..end];
-            BUILT_IN
-                .iter()
-                .find(|r| quoted == format!("\"{}\"", r.name))
-                .map(|r| (line_of(at), r.name))
-        })
+        .filter_map(|(at, end)| names_only(inside(&text[at..end])).map(|n| (line_of(at), n)))
         .collect()
 }
 
@@ -66,7 +85,8 @@ fn runtime_names_live_in_the_table_and_the_adapters() {
 }
 
 /// The scan sees string literals in code, and not in comments or test items; a name inside a
-/// longer string is not a match.
+/// sentence or an identity is not a match; a raw or byte string, or a list of names (the
+/// shortcut verbs were spelled `"claude|codex|echo"` in `cli/spec`), is.
 #[test]
 fn the_scan_finds_names_in_code_only() {
     let src = r##"
@@ -78,10 +98,18 @@ fn g() -> &'static str { "codex is not installed" }
 mod tests { const A: &str = "codex"; }
 fn h() -> char { '"' } fn k() -> &'static str { "human" }
 const FLAG: &str = "echo"; // not a runtime name: a flag
+const VERB: &str = "claude|codex|echo"; const USAGE: &str = "(gemini | opencode)";
+const ID: &str = "claude-bob"; const B: &[u8] = b"codex"; const D: &str = ".gemini";
 "##;
     assert_eq!(
         stray_names(src),
-        [(4, "claude"), (8, "human")],
-        "a raw string is matched by its quoted text only"
+        [
+            (4, "claude"),
+            (4, "echo"),
+            (8, "human"),
+            (10, "claude"),
+            (10, "gemini"),
+            (11, "codex")
+        ]
     );
 }

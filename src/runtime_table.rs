@@ -101,6 +101,41 @@ pub struct LoginCheck<'a> {
     /// What to do when logged out: the end of a sentence starting "agents on it cannot answer
     /// until you".
     pub advice: &'a str,
+    /// The files the status command reads to answer (recorded with `strace` from the real
+    /// CLI, logged out and in): a remembered answer holds while none of them changed
+    /// (`host::login_memo`). Empty for a check without a command (nothing to spare).
+    pub records: &'a [LoginFile<'a>],
+}
+
+/// A file (or folder) a login status command reads: `$<var>/<in_var>` when `var` is set
+/// and not empty, and `~/<path>` (or `path` itself when absolute) in any case — both are
+/// watched, so a variable the CLI may or may not honour never hides a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoginFile<'a> {
+    /// The environment variable that moves the file's folder (`CODEX_HOME`), if any.
+    pub var: Option<&'a str>,
+    /// The file under `$<var>` (empty: the variable names the file itself).
+    pub in_var: &'a str,
+    /// The file under the home folder, or an absolute path.
+    pub path: &'a str,
+}
+
+/// A [`LoginFile`] at `path` (under the home folder unless absolute) only.
+const fn at(path: &str) -> LoginFile<'_> {
+    LoginFile {
+        var: None,
+        in_var: "",
+        path,
+    }
+}
+
+/// A [`LoginFile`] under `$<var>`, else under the home folder at `path`.
+const fn moved<'a>(var: &'a str, in_var: &'a str, path: &'a str) -> LoginFile<'a> {
+    LoginFile {
+        var: Some(var),
+        in_var,
+        path,
+    }
 }
 
 /// How a login status command says its answer (recorded from the real CLIs).
@@ -249,6 +284,20 @@ pub const CLAUDE: RuntimeInfo<'static> = RuntimeInfo {
         answer: LoginAnswer::LoggedInJson,
         advice: "log in by running `claude` once, or give the peers an ANTHROPIC_API_KEY in \
                  their launch.env",
+        // 2.1.332: `~/.claude.json` holds a `/login` key (`primaryApiKey`), `.credentials.json`
+        // the claude.ai login, `settings.json` an `apiKeyHelper`; all move to
+        // `$CLAUDE_CONFIG_DIR` when it is set.
+        records: &[
+            moved("CLAUDE_CONFIG_DIR", ".claude.json", ".claude.json"),
+            moved("CLAUDE_CONFIG_DIR", ".credentials.json", ".claude/.credentials.json"),
+            moved("CLAUDE_CONFIG_DIR", "settings.json", ".claude/settings.json"),
+            moved("CLAUDE_CONFIG_DIR", ".config.json", ".claude/.config.json"),
+            at(".config/anthropic/active_config"),
+            at(".config/anthropic/configs"),
+            at(".config/anthropic/configs/default.json"),
+            at("/etc/claude-code/managed-settings.json"),
+            at("/etc/claude-code/managed-settings.d"),
+        ],
     }),
     memory: Some(MemoryLever {
         file: "settings.json",
@@ -287,6 +336,15 @@ pub const CODEX: RuntimeInfo<'static> = RuntimeInfo {
         answer: LoginAnswer::ExitStatus,
         advice: "log in with `codex login` (or `codex login --with-api-key`), unless a model \
                  provider in ~/.codex/config.toml brings its own key",
+        // 0.171.0: `auth.json` (or, by `config.toml`, the keyring), `.env`, the system's config.
+        records: &[
+            moved("CODEX_HOME", "auth.json", ".codex/auth.json"),
+            moved("CODEX_HOME", "config.toml", ".codex/config.toml"),
+            moved("CODEX_HOME", ".env", ".codex/.env"),
+            at("/etc/codex/config.toml"),
+            at("/etc/codex/managed_config.toml"),
+            at("/etc/codex/requirements.toml"),
+        ],
     }),
     memory: Some(MemoryLever {
         file: "config.toml",
@@ -322,6 +380,7 @@ pub const GEMINI: RuntimeInfo<'static> = RuntimeInfo {
         answer: LoginAnswer::GeminiSettings,
         advice: "give the peers a GEMINI_API_KEY in their launch.env, or log in by running \
                  `gemini` once",
+        records: &[],
     }),
     // Gated: `--approval-mode default`, its tool confirmations read from the screen.
     gates_approvals: true,
@@ -352,6 +411,37 @@ pub const OPENCODE: RuntimeInfo<'static> = RuntimeInfo {
         advice: "log in with `opencode auth login`, or give the peers a provider's key (such as \
                  ANTHROPIC_API_KEY or OPENAI_API_KEY) in their launch.env, unless a provider in \
                  opencode.json brings its own key",
+        // 1.18.33: the saved credentials, the config, and the models list whose providers'
+        // variables it counts.
+        records: &[
+            moved(
+                "XDG_DATA_HOME",
+                "opencode/auth.json",
+                ".local/share/opencode/auth.json",
+            ),
+            moved("XDG_CONFIG_HOME", "opencode", ".config/opencode"),
+            moved(
+                "XDG_CONFIG_HOME",
+                "opencode/opencode.json",
+                ".config/opencode/opencode.json",
+            ),
+            moved(
+                "XDG_CONFIG_HOME",
+                "opencode/opencode.jsonc",
+                ".config/opencode/opencode.jsonc",
+            ),
+            moved(
+                "XDG_CONFIG_HOME",
+                "opencode/config.json",
+                ".config/opencode/config.json",
+            ),
+            moved(
+                "XDG_CACHE_HOME",
+                "opencode/models.json",
+                ".cache/opencode/models.json",
+            ),
+            moved("OPENCODE_CONFIG", "", ".config/opencode/opencode.json"),
+        ],
     }),
     preference: Some(3),
     project_folder: Some(".opencode"),
@@ -494,6 +584,65 @@ pub const SHORTCUTS: [&str; shortcut_count()] = {
     out
 };
 
+/// The length of [`SHORTCUTS`] joined by `sep` between `open` and `close`.
+const fn joined_len(open: &str, sep: &str, close: &str) -> usize {
+    let (mut n, mut i) = (open.len() + close.len(), 0);
+    while i < SHORTCUTS.len() {
+        if i > 0 {
+            n += sep.len();
+        }
+        n += SHORTCUTS[i].len();
+        i += 1;
+    }
+    n
+}
+
+/// `s` copied into `out` at `at`; the offset after it.
+const fn put<const N: usize>(out: &mut [u8; N], at: usize, s: &str) -> usize {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        out[at + i] = b[i];
+        i += 1;
+    }
+    at + b.len()
+}
+
+/// [`SHORTCUTS`] joined by `sep` between `open` and `close`, as bytes (`N`: [`joined_len`]).
+const fn joined<const N: usize>(open: &str, sep: &str, close: &str) -> [u8; N] {
+    let mut out = [0u8; N];
+    let (mut at, mut i) = (put(&mut out, 0, open), 0);
+    while i < SHORTCUTS.len() {
+        if i > 0 {
+            at = put(&mut out, at, sep);
+        }
+        at = put(&mut out, at, SHORTCUTS[i]);
+        i += 1;
+    }
+    put(&mut out, at, close);
+    out
+}
+
+/// Bytes made of runtime names (ASCII) as text.
+const fn text(bytes: &'static [u8]) -> &'static str {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(_) => panic!("runtime names are ASCII"),
+    }
+}
+
+/// The bytes of [`SHORTCUT_NAMES`].
+const SHORTCUT_NAMES_BYTES: [u8; joined_len("", "|", "")] = joined("", "|", "");
+
+/// The bytes of [`SHORTCUT_CHOICE`].
+const SHORTCUT_CHOICE_BYTES: [u8; joined_len("(", " | ", ")")] = joined("(", " | ", ")");
+
+/// The shortcut verbs as one name for help (`claude|codex|echo`).
+pub const SHORTCUT_NAMES: &str = text(&SHORTCUT_NAMES_BYTES);
+
+/// The shortcut verbs as a choice in a usage line (`(claude | codex | echo)`).
+pub const SHORTCUT_CHOICE: &str = text(&SHORTCUT_CHOICE_BYTES);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -502,6 +651,8 @@ mod tests {
     #[test]
     fn the_table_says_what_the_modules_said() {
         assert_eq!(SHORTCUTS, ["claude", "codex", "echo"]);
+        assert_eq!(SHORTCUT_NAMES, "claude|codex|echo");
+        assert_eq!(SHORTCUT_CHOICE, "(claude | codex | echo)");
         let located: Vec<&str> = located().map(|r| r.name).collect();
         assert_eq!(located, ["claude", "codex", "gemini", "opencode"]);
         let agents: Vec<&str> = BUILT_IN

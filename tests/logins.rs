@@ -201,6 +201,78 @@ fn doctor_status_and_create_say_which_agent_clis_are_not_logged_in() {
     assert!(!err.contains("not logged in"), "{err}");
 }
 
+/// `status` remembers a login answer while nothing it depends on changes (issue 27: it asked
+/// every CLI on every call), and a credential file the CLI writes or deletes changes it at once:
+/// the real Codex behind a wrapper that counts its calls, logged in and out with its own
+/// `login --with-api-key` and `logout`. `doctor` asks every time.
+#[test]
+fn status_remembers_a_login_until_its_credential_file_changes() {
+    let mut env = TestEnv::new();
+    let calls = env.dir.path().join("codex-calls");
+    let wrapper = env.dir.path().join("codex");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            calls.display(),
+            crate::codex::codex_bin()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    env.set("IAPEER_CODEX_BIN", wrapper.to_str().unwrap())
+        .set("OPENAI_API_KEY", "");
+    let asked = || {
+        std::fs::read_to_string(&calls)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| *l == "login status")
+            .count()
+    };
+    env.fails(&["create", "cx", "--runtime", "codex", "--no-bootstrap"], 0);
+    let before = asked();
+    let mark = "agent login: codex is NOT logged in — cx cannot answer until you log in";
+    let (out, _) = env.fails(&["status"], 1);
+    assert!(out.contains(mark), "{out}");
+    assert_eq!(asked(), before + 1);
+    let (out, _) = env.fails(&["status"], 1);
+    assert!(out.contains(mark), "{out}");
+    assert_eq!(asked(), before + 1, "the second status asked codex again");
+
+    let codex = |args: &[&str], stdin: &[u8]| {
+        let mut c = Command::new(crate::codex::codex_bin())
+            .args(args)
+            .env("HOME", &env.home)
+            .env_remove("CODEX_HOME")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        c.stdin.take().unwrap().write_all(stdin).unwrap();
+        assert!(c.wait().unwrap().success(), "codex {args:?}");
+    };
+    codex(&["login", "--with-api-key"], b"sk-not-a-real-key\n");
+    let (out, _) = env.fails(&["status"], 1);
+    assert!(!out.contains("logged in"), "logged in at once: {out}");
+    assert_eq!(asked(), before + 2);
+    env.fails(&["status"], 1);
+    assert_eq!(asked(), before + 2);
+
+    codex(&["logout"], b"");
+    let (out, _) = env.fails(&["status"], 1);
+    assert!(out.contains(mark), "logged out at once: {out}");
+    assert_eq!(asked(), before + 3);
+
+    let (out, _) = env.fails(&["doctor"], 1);
+    assert!(out.contains("warning: codex ("), "{out}");
+    assert_eq!(asked(), before + 4, "doctor asks afresh");
+}
+
 /// A login status command that never answers (a wrapper whose child hangs, as npm's launchers
 /// start the real CLI) is given `IAPEER_LOGIN_CHECK_SECS` and then ended with its child:
 /// `doctor` says it could not tell, and `create` makes the peer without a warning.

@@ -221,6 +221,33 @@ fn a_manifest_agent_takes_only_artificial_peers() {
     assert!(profile.contains("\"artificial\""), "{profile}");
 }
 
+/// `verify` judges a terminal agent's peer by the runtime as installed, as `create` and the
+/// daemon do: an artificial peer conforms, and a profile edited to say natural is an error
+/// (before, `verify` read the class from the name, which the table does not know, and took
+/// any nature: a peer it passed could not be woken).
+#[test]
+fn verify_takes_a_manifest_agent_for_an_agent() {
+    let Some(python) = parrot::python() else {
+        return;
+    };
+    let env = TestEnv::new();
+    parrot::install(&env, &python);
+    env.ok(&["create", "pa", "--runtime", RUNTIME, "--no-bootstrap"]);
+    let out = env.ok(&["verify"]);
+    assert!(!out.contains("pa:"), "{out}");
+    let file = env.peer_dir("pa").join(".iapeer/peer-profile.json");
+    let profile = std::fs::read_to_string(&file).unwrap();
+    assert!(profile.contains("\"artificial\""), "{profile}");
+    std::fs::write(&file, profile.replace("\"artificial\"", "\"natural\"")).unwrap();
+    let (out, err) = env.fails(&["verify"], 1);
+    assert!(
+        format!("{out}{err}").contains(&format!(
+            "a peer of natural intelligence may not run on \"{RUNTIME}\""
+        )),
+        "{out}{err}"
+    );
+}
+
 /// `update-runtime` for a runtime installed from a folder (issue 27 item 3): it reads the
 /// folder again, says what changed and installs it whole; an unchanged folder changes nothing;
 /// a folder now invalid, or gone, is refused with the reason and the installed runtime is kept.

@@ -13,6 +13,7 @@ use super::{json_line, paths, print, CliError, CliResult};
 use crate::host::control::ServiceCtl;
 use crate::host::install::InstallEnv;
 use crate::host::login::{Agent, Login};
+use crate::host::login_memo::{self, Ask};
 use crate::host::service::Manager;
 use crate::markers::{Flag, Markers};
 use crate::memory::{self, slot::Heartbeat};
@@ -880,7 +881,14 @@ fn gather(paths: &Paths, logins: Logins) -> Result<Health, CliError> {
                     .any(|p| p.default_runtime == a.runtime)
         })
         .collect();
-    let logins = std::thread::spawn(move || crate::host::login::check_each(asked));
+    // `doctor` asks afresh (its answers are remembered for `status`); `status` takes a
+    // remembered answer while what it depends on is the same (`host::login_memo`).
+    let ask = match logins {
+        Logins::Installed => Ask::Fresh,
+        Logins::Declared => Ask::Remembered,
+    };
+    let memo_paths = paths.clone();
+    let logins = std::thread::spawn(move || login_memo::answers(&memo_paths, asked, ask));
     let live = match answer.as_ref().map(|a| &a.list) {
         Some(Answer::Ok(list)) => LiveState::from_reply(list.clone()),
         _ => LiveState::default(),

@@ -247,7 +247,9 @@ fn find_problems(paths: &Paths) -> (PerPeer, PerPeer) {
         }
     };
     for entry in &registry.peers {
-        let found: profile::Findings = profile::check(&entry.cwd);
+        // The class as installed: a manifest's terminal agent takes artificial peers only.
+        let class_of = |rt: &str| crate::runtime::class_installed(paths, rt);
+        let found: profile::Findings = profile::check(&entry.cwd, &class_of);
         for p in found.errors {
             out.push((entry.personality.clone(), p));
         }

@@ -16,7 +16,9 @@
 //! ([`agent`] then [`check`], or [`check_each`]): `onboard` (step 2), `doctor` (a line per installed
 //! agent CLI), `status` (a mark where a peer's runtime is not) and `create` (a warning) ask
 //! it. A status command is bounded ([`timeout`], `IAPEER_LOGIN_CHECK_SECS`): one that does not
-//! answer in time is killed with its process group, and the answer is unknown.
+//! answer in time is killed with its process group, and the answer is unknown. It runs in the
+//! home folder. `status` takes an answer remembered while nothing it depends on changed
+//! ([`super::login_memo`]); `doctor` asks afresh.
 //!
 //! The check runs in the asking command's own environment: a key kept only in a peer's
 //! `launch.env`, or a Codex model provider with its own `env_key`, is not seen, so the result
@@ -190,7 +192,14 @@ fn check_in(
         return super::gemini_login::check(home, env);
     }
     // A group of its own: a CLI behind a wrapper (npm's launchers) is ended whole on timeout.
-    let mut child = match Command::new(&agent.bin)
+    let mut command = Command::new(&agent.bin);
+    // In the home folder: Claude Code and Codex also read the folder they run in (its
+    // `.claude/`, `.codex/`), so the answer would depend on where the asking command was
+    // typed (recorded with strace; `login_memo` keys an answer on the home's files only).
+    if let Some(home) = home.filter(|h| h.is_dir()) {
+        command.current_dir(home);
+    }
+    let mut child = match command
         .args(login.args)
         .process_group(0)
         .stdin(Stdio::null())

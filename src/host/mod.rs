@@ -100,4 +100,5 @@ pub mod docs;
 pub mod gemini_login;
 pub mod install;
 pub mod login;
+pub mod login_memo;
 pub mod service;

@@ -6,6 +6,7 @@ use super::fields::{from_map, read_object, DESCRIPTION_MAX_CHARS};
 use super::{personality_of, Profile, ProfileError};
 use crate::names::{self, Intelligence};
 use crate::paths;
+use crate::runtime_table::Class;
 
 /// What [`check`] found, one sentence each.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -28,13 +29,15 @@ pub const FOLDER_GONE: &str = "is gone";
 /// Errors: the file is missing or does not parse; no valid name (neither the written
 /// `personality` nor the folder's); a runtime name is invalid; no runtime is declared; the
 /// default runtime is not listed in `runtimes`; `intelligence` is unknown (legacy spellings
-/// count as known); the nature is not allowed on a declared runtime
-/// ([`Intelligence::allowed_on`]).
+/// count as known); the nature is not allowed on a declared runtime of the class `class_of`
+/// gives ([`Intelligence::allowed_in`]; `verify` gives `runtime::class_installed`, so a
+/// terminal agent installed by a manifest is an agent though the table does not know its
+/// name).
 ///
 /// Warnings: `personality` differs from the folder's normalized name; the legacy `runtime`
 /// field beside `default_runtime`; a description of several lines or over 450 chars (it is
 /// shown clamped to one line).
-pub fn check(cwd: &Path) -> Findings {
+pub fn check(cwd: &Path, class_of: &dyn Fn(&str) -> Class) -> Findings {
     let path = paths::peer::profile(cwd);
     let error = |e: String| Findings {
         errors: vec![e],
@@ -60,7 +63,7 @@ pub fn check(cwd: &Path) -> Findings {
         Err(e) => return error(e.to_string()),
     };
     match from_map(map) {
-        Ok(raw) => problems(personality_of(cwd), &raw),
+        Ok(raw) => problems(personality_of(cwd), &raw, class_of),
         Err(reason) => error(
             ProfileError::Corrupt {
                 path,
@@ -71,8 +74,13 @@ pub fn check(cwd: &Path) -> Findings {
     }
 }
 
-/// The checks on an already parsed profile; `folder_name` is `personality_of(cwd)`.
-fn problems(folder_name: Result<String, ProfileError>, raw: &Profile) -> Findings {
+/// The checks on an already parsed profile; `folder_name` is `personality_of(cwd)`,
+/// `class_of` the class of a runtime.
+fn problems(
+    folder_name: Result<String, ProfileError>,
+    raw: &Profile,
+    class_of: &dyn Fn(&str) -> Class,
+) -> Findings {
     let mut out = Vec::new();
     let mut warn = Vec::new();
     let written_ok = names::is_valid_personality(&raw.personality);
@@ -151,7 +159,11 @@ fn problems(folder_name: Result<String, ProfileError>, raw: &Profile) -> Finding
     let mut settled = raw.clone();
     if known_nature && settled.settle_runtimes(Path::new("")).is_ok() {
         let nature = settled.nature();
-        for rt in settled.runtimes.iter().filter(|r| !nature.allowed_on(r)) {
+        for rt in settled
+            .runtimes
+            .iter()
+            .filter(|r| !nature.allowed_in(class_of(r)))
+        {
             out.push(format!(
                 "a peer of {nature} intelligence may not run on \"{rt}\""
             ));

@@ -1,4 +1,5 @@
 use super::*;
+use crate::runtime_table::class_of;
 use std::fs;
 
 /// A temp folder holding a peer folder named `name`.
@@ -205,7 +206,7 @@ fn check_accepts_a_conforming_profile() {
         p.description = Some("Reviews code.".into());
     })
     .unwrap();
-    assert_eq!(check(&cwd), Findings::default());
+    assert_eq!(check(&cwd, &class_of), Findings::default());
 }
 
 #[test]
@@ -219,7 +220,7 @@ fn check_lists_every_violation() {
                 "runtime":"claude","intelligence":"robot","description":"a\nb{long}"}}"#
         ),
     );
-    let found = check(&cwd);
+    let found = check(&cwd, &class_of);
     let want = [
         "\"Bad-RT\" is not a valid runtime name",
         "default runtime \"claude\" is not listed",
@@ -262,7 +263,7 @@ fn repair_fixes_only_what_is_broken_and_read_keeping_name_keeps_a_chosen_name() 
     let p = Profile::read_keeping_name(&cwd).unwrap().unwrap();
     assert_eq!(p.personality, "labbot");
     assert_eq!(p.to_registry_peer(&cwd).personality, "labbot");
-    let found = check(&cwd);
+    let found = check(&cwd, &class_of);
     assert!(found.errors.is_empty(), "{found:#?}");
 }
 
@@ -273,21 +274,21 @@ fn check_reports_nature_runtime_mismatch_missing_and_corrupt_files() {
         r#"{"personality":"ann","runtimes":["telegram","claude"],"default_runtime":"telegram"}"#,
     );
     assert_eq!(
-        check(&cwd).errors,
+        check(&cwd, &class_of).errors,
         ["a peer of natural intelligence may not run on \"claude\""]
     );
     write_raw(&cwd, "nope");
-    let c = check(&cwd).errors;
+    let c = check(&cwd, &class_of).errors;
     assert_eq!(c.len(), 1);
     assert!(c[0].contains("invalid JSON"));
 
     let (_t2, empty) = peer_dir("carl");
-    let c = check(&empty).errors;
+    let c = check(&empty, &class_of).errors;
     assert_eq!(c.len(), 1);
     assert!(c[0].contains("iapeer init"), "{c:?}");
     write_raw(&empty, "{}");
     assert_eq!(
-        check(&empty).errors,
+        check(&empty, &class_of).errors,
         [
             "\"personality\" is missing (expected \"carl\")",
             "no runtime declared — set \"default_runtime\" (e.g. \"claude\")"

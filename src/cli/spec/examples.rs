@@ -181,7 +181,7 @@ pub static EXAMPLES: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "claude|codex|echo",
+        crate::runtime_table::SHORTCUT_NAMES,
         &["claude  # a fresh Claude session of this folder's peer, attached"],
     ),
 ];

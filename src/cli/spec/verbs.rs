@@ -1591,8 +1591,8 @@ refused at once (code offline). A sleeping agent is woken first and gets \
 /// The bare form `iapeer <runtime>` (one of [`SHORTCUT_RUNTIMES`](super::SHORTCUT_RUNTIMES)), described like a verb.
 pub static RUNTIME_SHORTCUT: VerbSpec = VerbSpec {
     id: VerbId::RuntimeShortcut,
-    name: "claude|codex|echo",
-    signature: "(claude | codex | echo)",
+    name: crate::runtime_table::SHORTCUT_NAMES,
+    signature: crate::runtime_table::SHORTCUT_CHOICE,
     summary: "start a fresh session of this folder's peer on that runtime and attach",
     description:
         "Typed in a peer's folder, a runtime name starts a fresh session of that peer on the \
