@@ -430,9 +430,8 @@ fn record_gemini_enter_after_the_paste_sign() {
     let mut t = PtyRecording::spawn(gemini(&w, &api, &args), &w.out, "enter-timing");
     t.wait("the ready composer", BOOT, ready);
     t.settle(QUIET);
-    let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let mut lines = vec![
-        format!("# load average at the start: {}", load().trim()),
+        format!("# load average at the start: {}", load_average()),
         "# pause (ms) after the paste showed, try, first Enter submitted, composer if not"
             .to_string(),
     ];
@@ -472,7 +471,7 @@ fn record_gemini_enter_after_the_paste_sign() {
             t.settle(Duration::from_millis(500));
         }
     }
-    lines.push(format!("# load average at the end: {}", load().trim()));
+    lines.push(format!("# load average at the end: {}", load_average()));
     eprintln!("{}", lines.join("\n"));
     w.write("enter-timing.txt", &(lines.join("\n") + "\n"));
     t.end();
@@ -609,10 +608,9 @@ fn record_late_answers(late_ms: u64, name: &str, key: &[u8]) {
     let session = format!("late-{late_ms}ms-{name}");
     let late = Duration::from_millis(late_ms);
     let mut t = PtyRecording::spawn_answering_late(gemini(&w, &api, &args), &w.out, &session, late);
-    let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let mut notes = vec![format!(
         "# {session}: answers {late_ms} ms late, then {key:?}; load average at the start: {}",
-        load().trim()
+        load_average()
     )];
     t.wait("the composer", BOOT, |s| s.contains("YOLO Ctrl+Y"));
     // The answers' bytes come `late` after the queries; the composer is drawn by then.
@@ -623,6 +621,22 @@ fn record_late_answers(late_ms: u64, name: &str, key: &[u8]) {
         "composer at boot: {:?}",
         gemini::composer_rows(&t.screen())
     ));
+    press_then_deliver(t, &w, &api, &session, key, "LATE delivery", notes);
+}
+
+/// The end of a late-answers recording (`session`): press `key` on the composer holding
+/// the answers, watch every screen for 8 s (`-cleared` when it emptied, `-8s-after-key`),
+/// then deliver `text` as the daemon does (`-delivered`); `notes` (with these) are appended
+/// to `late-answers.txt`.
+fn press_then_deliver(
+    mut t: PtyRecording,
+    w: &Scratch,
+    api: &GeminiStandIn,
+    session: &str,
+    key: &[u8],
+    text: &str,
+    mut notes: Vec<String>,
+) {
     // Every screen for 8 s after the key, read every 20 ms: any hint it showed (`Press Ctrl+C
     // again to exit.`, `Press Esc again to clear.`) and when the composer emptied.
     t.keys(key);
@@ -652,21 +666,27 @@ fn record_late_answers(late_ms: u64, name: &str, key: &[u8]) {
         "still running: {}",
         t.screen().contains("YOLO Ctrl+Y")
     ));
-    paste_as_the_daemon(&mut t, "LATE delivery");
-    submit(&mut t, "the delivery's turn", |_| {
-        api.has_turn_with("LATE delivery")
-    });
+    paste_as_the_daemon(&mut t, text);
+    submit(&mut t, "the delivery's turn", |_| api.has_turn_with(text));
     t.wait("ready after the turn", BOOT, |s| {
         ready(s) && !s.contains("esc to cancel")
     });
     t.settle(QUIET);
     t.save(&format!("{session}-delivered"));
-    notes.push(format!("load average at the end: {}", load().trim()));
+    notes.push(format!("load average at the end: {}", load_average()));
     eprintln!("{}", notes.join("\n"));
     let path = w.out.join("late-answers.txt");
     let old = std::fs::read_to_string(&path).unwrap_or_default();
     w.write("late-answers.txt", &(old + &notes.join("\n") + "\n"));
     t.end();
+}
+
+/// The load average now, for the recorders' notes.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .trim()
+        .to_string()
 }
 
 #[test]
@@ -716,11 +736,10 @@ fn record_late_answers_after_ready(late_ms: u64, during_turn: bool) {
     let late = Duration::from_millis(late_ms);
     let started = std::time::Instant::now();
     let mut t = PtyRecording::spawn_answering_late(gemini(&w, &api, &args), &w.out, &session, late);
-    let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let mut notes = vec![format!(
         "# {session}: answers {late_ms} ms late, after the ready screen; load average at the \
          start: {}",
-        load().trim()
+        load_average()
     )];
     let landed = |s: &str| s.contains(">|iapeer(");
     t.wait("the ready composer", BOOT, ready);
@@ -762,45 +781,7 @@ fn record_late_answers_after_ready(late_ms: u64, during_turn: bool) {
             gemini::composer_rows(&t.screen())
         ));
     }
-    t.keys(b"\x03");
-    let start = std::time::Instant::now();
-    let (mut hints, mut emptied) = (Vec::<String>::new(), None);
-    while start.elapsed() < Duration::from_secs(8) {
-        let s = t.screen();
-        for l in s.lines().filter(|l| l.contains("again")) {
-            if !hints.iter().any(|h| h == l.trim()) {
-                hints.push(l.trim().to_string());
-            }
-        }
-        if emptied.is_none() && ready(&s) {
-            emptied = Some(start.elapsed().as_millis());
-            t.save(&format!("{session}-cleared"));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    notes.push(format!("composer emptied {emptied:?} ms after [3]"));
-    notes.push(format!("hints shown meanwhile: {hints:?}"));
-    t.save(&format!("{session}-8s-after-key"));
-    notes.push(format!(
-        "composer 8 s after the key: {:?}; still running: {}",
-        gemini::composer_rows(&t.screen()),
-        t.screen().contains("YOLO Ctrl+Y")
-    ));
-    paste_as_the_daemon(&mut t, "AFTER delivery");
-    submit(&mut t, "the delivery's turn", |_| {
-        api.has_turn_with("AFTER delivery")
-    });
-    t.wait("ready after the turn", BOOT, |s| {
-        ready(s) && !s.contains("esc to cancel")
-    });
-    t.settle(QUIET);
-    t.save(&format!("{session}-delivered"));
-    notes.push(format!("load average at the end: {}", load().trim()));
-    eprintln!("{}", notes.join("\n"));
-    let path = w.out.join("late-answers.txt");
-    let old = std::fs::read_to_string(&path).unwrap_or_default();
-    w.write("late-answers.txt", &(old + &notes.join("\n") + "\n"));
-    t.end();
+    press_then_deliver(t, &w, &api, &session, b"\x03", "AFTER delivery", notes);
 }
 
 #[test]

@@ -468,6 +468,20 @@ fn a_gemini_peer_refused_by_its_api_raises_one_notice() {
     assert_eq!(env.count_events("lifecycle", "notice-raised", &[]), 1);
 }
 
+/// A gemini peer `gm` and an echo peer `ea`, the daemon holding its answers to terminal
+/// queries `late_ms` (`late-query-answers`), the model answering "noted".
+fn late_answers_world(bin: &str, late_ms: u64) -> (TestEnv, GeminiStandIn) {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_TEST_HOOK", &format!("late-query-answers:{late_ms}"))
+        .set("IAPEER_BOOT_DEADLINE_SECS", "90");
+    let api = GeminiStandIn::start();
+    add_peer(&mut env, bin, "gm", &api);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.start_daemon();
+    api.script(|_| Reply::Text("noted".into()));
+    (env, api)
+}
+
 /// The answers to Gemini CLI's terminal queries come late (the daemon's test hook
 /// `late-query-answers`, 2 s: after Gemini CLI's 1 s wait for them, as on a loaded machine)
 /// and land in its composer as typed text (`late-answers.txt`): the boot clears them, the
@@ -478,14 +492,7 @@ fn gemini_peer_boots_when_its_terminal_answers_come_late() {
     let Some(bin) = gemini_bin() else {
         return;
     };
-    let mut env = TestEnv::new();
-    env.set("IAPEER_TEST_HOOK", "late-query-answers:2000")
-        .set("IAPEER_BOOT_DEADLINE_SECS", "90");
-    let api = GeminiStandIn::start();
-    add_peer(&mut env, &bin, "gm", &api);
-    env.ok(&["create", "ea", "--runtime", "echo"]);
-    env.start_daemon();
-    api.script(|_| Reply::Text("noted".into()));
+    let (env, api) = late_answers_world(&bin, 2000);
 
     // Answered once Gemini CLI's session file holds the message (the delivery confirmed).
     let sent = env.run(&["send", "gm", "--from", "echo-ea", "--message", FIRST]);
@@ -524,14 +531,7 @@ fn gemini_peer_takes_the_next_message_when_its_terminal_answers_come_after_ready
     let Some(bin) = gemini_bin() else {
         return;
     };
-    let mut env = TestEnv::new();
-    env.set("IAPEER_TEST_HOOK", "late-query-answers:30000")
-        .set("IAPEER_BOOT_DEADLINE_SECS", "90");
-    let api = GeminiStandIn::start();
-    add_peer(&mut env, &bin, "gm", &api);
-    env.ok(&["create", "ea", "--runtime", "echo"]);
-    env.start_daemon();
-    api.script(|_| Reply::Text("noted".into()));
+    let (env, api) = late_answers_world(&bin, 30_000);
     let send = |message: &str| {
         let out = env.run(&["send", "gm", "--from", "echo-ea", "--message", message]);
         format!(
