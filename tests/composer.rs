@@ -188,6 +188,64 @@ fn codex_draft_in_the_composer_holds_the_message_until_the_composer_is_free() {
     );
 }
 
+/// The same with Gemini CLI 0.61.0, whose composer a delivery now clears of stray terminal
+/// answers first (`session::hold::leftovers_step`): a person's draft is no such leftover — it
+/// holds the message, and clearing it lets the message in alone.
+#[test]
+fn gemini_draft_in_the_composer_holds_the_message_until_the_composer_is_free() {
+    use common::gemini::{last_text, GeminiStandIn};
+    let Some(bin) = crate::gemini_e2e::gemini_bin() else {
+        return;
+    };
+    let mut env = common::TestEnv::new();
+    let api = GeminiStandIn::start();
+    crate::gemini_e2e::add_peer(&mut env, &bin, "gm", &api);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.start_daemon();
+    env.ok(&["send", "gm", "--from", "echo-ea", "--message", "wake"]);
+    let mut term = attach_and_draft(&env, "gm", "YOLO Ctrl+Y");
+    let out = env.run(&[
+        "send",
+        "gm",
+        "--from",
+        "echo-ea",
+        "--message",
+        "hello there",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert!(
+        out.status.success() && v["queued"] == true && v["queuedBy"] == "composer",
+        "{}\n{}",
+        common::describe(&out),
+        env.diagnostics()
+    );
+    let sent = |needle: &str| api.turns().iter().any(|r| last_text(r).contains(needle));
+    env.wait_still_held("gemini-gm");
+    assert!(!sent("hello there"), "went in with the draft");
+    assert!(
+        env.screen("gemini-gm").contains("my unfinished draft"),
+        "the draft was cleared: {}",
+        env.screen("gemini-gm")
+    );
+    term.type_bytes(&[0x7f; 19]);
+    env.wait_until(
+        "the held message is delivered and followed",
+        Duration::from_secs(30),
+        |e| {
+            e.has_event(
+                "delivery",
+                "delivery-followup",
+                &[("qkind", "composer"), ("outcome", "delivered")],
+            )
+        },
+    );
+    env.wait_until("the model gets it", Duration::from_secs(30), |_| {
+        sent("hello there")
+    });
+    assert!(!sent("my unfinished draft"), "the draft was submitted");
+}
+
 /// `IAPEER_COMPOSER_QUEUE_TIMEOUT_MS` (spec 05 §7): a draft left in an echo agent's composer
 /// holds a message for that long; then the message fails (`outcome=held-too-long`) and is
 /// never typed after the draft — the draft stays as the human left it.
