@@ -473,6 +473,16 @@ pub trait Adapter: Send + Sync {
     fn live_dialog(&self, _screen: &Screen) -> Option<BootStep> {
         None
     }
+    /// Text in the composer that nobody typed and the runtime's own key clears (read from
+    /// recordings; Gemini CLI 0.61.0: the late answers to its terminal queries, read as typed
+    /// keys): [`BootStep::Clear`] when the key may be pressed now, [`BootStep::Wait`] when
+    /// such text is there but no key may go now (the runtime's exit warning shows), `None`
+    /// when the composer holds no such text (empty, or a human's draft). The boot clears it
+    /// through [`Adapter::boot_step`]; a delivery that finds it clears it first instead of
+    /// holding behind it as a draft (`session::leftovers`). The default: none.
+    fn composer_leftovers(&self, _screen: &Screen) -> Option<BootStep> {
+        None
+    }
     /// Whether a gated launch (`LaunchCtx::gated`) hands each permission request to a hook
     /// that asks the approval broker itself (Claude Code's and Codex's), so a prompt on its
     /// screen is not put to a human again. The default: no — a gated Gemini CLI asks on its

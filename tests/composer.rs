@@ -31,6 +31,35 @@ fn attach_and_draft(env: &common::TestEnv, peer: &str, shows: &str) -> crate::at
     term
 }
 
+/// `iapeer send <args> --json`: answered `queued` by the composer (a draft holds it).
+fn send_held_by_the_draft(env: &common::TestEnv, args: &[&str]) {
+    let out = env.run(&[&["send"], args, &["--json"]].concat());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert!(
+        out.status.success() && v["queued"] == true && v["queuedBy"] == "composer",
+        "{}\n{}",
+        common::describe(&out),
+        env.diagnostics()
+    );
+}
+
+/// The person deletes the draft ([`attach_and_draft`]'s 19 characters): the held message
+/// is delivered and its sender told.
+fn clear_the_draft(env: &common::TestEnv, term: &mut crate::attach::Terminal) {
+    term.type_bytes(&[0x7f; 19]);
+    env.wait_until(
+        "the held message is delivered and followed",
+        Duration::from_secs(30),
+        |e| {
+            e.has_event(
+                "delivery",
+                "delivery-followup",
+                &[("qkind", "composer"), ("outcome", "delivered")],
+            )
+        },
+    );
+}
+
 /// alice and bob on the echo stand-in, bob live with a human attached who typed `half a
 /// thought` without Enter (the daemon with `vars`).
 fn echo_bob_with_a_draft(vars: &[(&str, &str)]) -> (common::TestEnv, crate::attach::Terminal) {
@@ -71,23 +100,17 @@ fn claude_draft_in_the_composer_holds_the_message_until_the_composer_is_free() {
     api.script(|_| Reply::Text("ok".into()));
     crate::busy::wake_claude(&env);
     let mut term = attach_and_draft(&env, "cb", "bypass permissions");
-    let out = env.run(&[
-        "send",
-        "cb",
-        "--from",
-        "echo-ea",
-        "--message",
-        "hello there",
-        "--topic",
-        "t",
-        "--json",
-    ]);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    assert!(
-        out.status.success() && v["queued"] == true && v["queuedBy"] == "composer",
-        "{}\n{}",
-        common::describe(&out),
-        env.diagnostics()
+    send_held_by_the_draft(
+        &env,
+        &[
+            "cb",
+            "--from",
+            "echo-ea",
+            "--message",
+            "hello there",
+            "--topic",
+            "t",
+        ],
     );
     let glued = |api: &common::anthropic::AnthropicStandIn| {
         api.main_requests()
@@ -105,18 +128,7 @@ fn claude_draft_in_the_composer_holds_the_message_until_the_composer_is_free() {
         "the message went in while the draft was there"
     );
     // The human clears the draft: the message goes in alone.
-    term.type_bytes(&[0x7f; 19]);
-    env.wait_until(
-        "the held message is delivered and followed",
-        Duration::from_secs(30),
-        |e| {
-            e.has_event(
-                "delivery",
-                "delivery-followup",
-                &[("qkind", "composer"), ("outcome", "delivered")],
-            )
-        },
-    );
+    clear_the_draft(&env, &mut term);
     env.wait_until("the model gets it", Duration::from_secs(30), |_| {
         api.main_requests()
             .iter()
@@ -139,21 +151,9 @@ fn codex_draft_in_the_composer_holds_the_message_until_the_composer_is_free() {
     api.script(|_| OReply::Text("ok".into()));
     env.ok(&["send", "cx", "--from", "echo-ea", "--message", "echo: wake"]);
     let mut term = attach_and_draft(&env, "cx", "Ask Codex");
-    let out = env.run(&[
-        "send",
-        "cx",
-        "--from",
-        "echo-ea",
-        "--message",
-        "hello there",
-        "--json",
-    ]);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    assert!(
-        out.status.success() && v["queued"] == true && v["queuedBy"] == "composer",
-        "{}\n{}",
-        common::describe(&out),
-        env.diagnostics()
+    send_held_by_the_draft(
+        &env,
+        &["cx", "--from", "echo-ea", "--message", "hello there"],
     );
     let sent = |api: &common::openai::OpenAiStandIn, needle: &str| {
         api.recorded()
@@ -167,18 +167,7 @@ fn codex_draft_in_the_composer_holds_the_message_until_the_composer_is_free() {
         !sent(&api, "<msg>hello there</msg>"),
         "went in with the draft"
     );
-    term.type_bytes(&[0x7f; 19]);
-    env.wait_until(
-        "the held message is delivered and followed",
-        Duration::from_secs(30),
-        |e| {
-            e.has_event(
-                "delivery",
-                "delivery-followup",
-                &[("qkind", "composer"), ("outcome", "delivered")],
-            )
-        },
-    );
+    clear_the_draft(&env, &mut term);
     env.wait_until("the model gets it", Duration::from_secs(30), |_| {
         sent(&api, "<msg>hello there</msg>")
     });
@@ -186,6 +175,41 @@ fn codex_draft_in_the_composer_holds_the_message_until_the_composer_is_free() {
         !sent(&api, "my unfinished draft"),
         "the draft was submitted"
     );
+}
+
+/// The same with Gemini CLI 0.61.0, whose composer a delivery now clears of stray terminal
+/// answers first (`session::hold::leftovers_step`): a person's draft is no such leftover — it
+/// holds the message, and clearing it lets the message in alone.
+#[test]
+fn gemini_draft_in_the_composer_holds_the_message_until_the_composer_is_free() {
+    use common::gemini::{last_text, GeminiStandIn};
+    let Some(bin) = crate::gemini_e2e::gemini_bin() else {
+        return;
+    };
+    let mut env = common::TestEnv::new();
+    let api = GeminiStandIn::start();
+    crate::gemini_e2e::add_peer(&mut env, &bin, "gm", &api);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.start_daemon();
+    env.ok(&["send", "gm", "--from", "echo-ea", "--message", "wake"]);
+    let mut term = attach_and_draft(&env, "gm", "YOLO Ctrl+Y");
+    send_held_by_the_draft(
+        &env,
+        &["gm", "--from", "echo-ea", "--message", "hello there"],
+    );
+    let sent = |needle: &str| api.turns().iter().any(|r| last_text(r).contains(needle));
+    env.wait_still_held("gemini-gm");
+    assert!(!sent("hello there"), "went in with the draft");
+    assert!(
+        env.screen("gemini-gm").contains("my unfinished draft"),
+        "the draft was cleared: {}",
+        env.screen("gemini-gm")
+    );
+    clear_the_draft(&env, &mut term);
+    env.wait_until("the model gets it", Duration::from_secs(30), |_| {
+        sent("hello there")
+    });
+    assert!(!sent("my unfinished draft"), "the draft was submitted");
 }
 
 /// `IAPEER_COMPOSER_QUEUE_TIMEOUT_MS` (spec 05 §7): a draft left in an echo agent's composer

@@ -430,9 +430,8 @@ fn record_gemini_enter_after_the_paste_sign() {
     let mut t = PtyRecording::spawn(gemini(&w, &api, &args), &w.out, "enter-timing");
     t.wait("the ready composer", BOOT, ready);
     t.settle(QUIET);
-    let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let mut lines = vec![
-        format!("# load average at the start: {}", load().trim()),
+        format!("# load average at the start: {}", load_average()),
         "# pause (ms) after the paste showed, try, first Enter submitted, composer if not"
             .to_string(),
     ];
@@ -472,7 +471,7 @@ fn record_gemini_enter_after_the_paste_sign() {
             t.settle(Duration::from_millis(500));
         }
     }
-    lines.push(format!("# load average at the end: {}", load().trim()));
+    lines.push(format!("# load average at the end: {}", load_average()));
     eprintln!("{}", lines.join("\n"));
     w.write("enter-timing.txt", &(lines.join("\n") + "\n"));
     t.end();
@@ -600,20 +599,6 @@ fn record_gemini_api_error_401() {
     record_gemini_api_error(401, "auth");
 }
 
-/// The composer's rows of a screen (between the half-block rules), trimmed, for the
-/// recorders' notes.
-fn composer_of(screen: &str) -> Vec<String> {
-    let rows: Vec<&str> = screen.lines().collect();
-    let Some(top) = rows.iter().rposition(|r| r.starts_with('▄')) else {
-        return Vec::new();
-    };
-    rows[top + 1..]
-        .iter()
-        .take_while(|r| !r.starts_with('▀'))
-        .map(|r| r.trim().to_string())
-        .collect()
-}
-
 /// Records Gemini CLI 0.61.0 when the answers to its terminal queries come late (after its
 /// 1 s wait for them), as iapeer starts it (`yolo` world): where the answers' bytes go, what
 /// the composer shows, and what `key` (Ctrl-C or Esc) does to it; then a delivery as the
@@ -624,17 +609,35 @@ fn record_late_answers(late_ms: u64, name: &str, key: &[u8]) {
     let session = format!("late-{late_ms}ms-{name}");
     let late = Duration::from_millis(late_ms);
     let mut t = PtyRecording::spawn_answering_late(gemini(&w, &api, &args), &w.out, &session, late);
-    let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let mut notes = vec![format!(
         "# {session}: answers {late_ms} ms late, then {key:?}; load average at the start: {}",
-        load().trim()
+        load_average()
     )];
     t.wait("the composer", BOOT, |s| s.contains("YOLO Ctrl+Y"));
     // The answers' bytes come `late` after the queries; the composer is drawn by then.
     t.wait_answers_written(late + Duration::from_secs(30));
     t.settle(Duration::from_secs(3));
     t.save(&format!("{session}-boot"));
-    notes.push(format!("composer at boot: {:?}", composer_of(&t.screen())));
+    notes.push(format!(
+        "composer at boot: {:?}",
+        gemini::composer_rows(&t.screen())
+    ));
+    press_then_deliver(t, &w, &api, &session, key, "LATE delivery", notes);
+}
+
+/// The end of a late-answers recording (`session`): press `key` on the composer holding
+/// the answers, watch every screen for 8 s (`-cleared` when it emptied, `-8s-after-key`),
+/// then deliver `text` as the daemon does (`-delivered`); `notes` (with these) are appended
+/// to `late-answers.txt`.
+fn press_then_deliver(
+    mut t: PtyRecording,
+    w: &Scratch,
+    api: &GeminiStandIn,
+    session: &str,
+    key: &[u8],
+    text: &str,
+    mut notes: Vec<String>,
+) {
     // Every screen for 8 s after the key, read every 20 ms: any hint it showed (`Press Ctrl+C
     // again to exit.`, `Press Esc again to clear.`) and when the composer emptied.
     t.keys(key);
@@ -659,27 +662,33 @@ fn record_late_answers(late_ms: u64, name: &str, key: &[u8]) {
     t.save(&format!("{session}-8s-after-key"));
     notes.push(format!(
         "composer 8 s after the key: {:?}",
-        composer_of(&t.screen())
+        gemini::composer_rows(&t.screen())
     ));
     notes.push(format!(
         "still running: {}",
         t.screen().contains("YOLO Ctrl+Y")
     ));
-    paste_as_the_daemon(&mut t, "LATE delivery");
-    submit(&mut t, "the delivery's turn", |_| {
-        api.has_turn_with("LATE delivery")
-    });
+    paste_as_the_daemon(&mut t, text);
+    submit(&mut t, "the delivery's turn", |_| api.has_turn_with(text));
     t.wait("ready after the turn", BOOT, |s| {
         ready(s) && !s.contains("esc to cancel")
     });
     t.settle(QUIET);
     t.save(&format!("{session}-delivered"));
-    notes.push(format!("load average at the end: {}", load().trim()));
+    notes.push(format!("load average at the end: {}", load_average()));
     eprintln!("{}", notes.join("\n"));
     let path = w.out.join("late-answers.txt");
     let old = std::fs::read_to_string(&path).unwrap_or_default();
     w.write("late-answers.txt", &(old + &notes.join("\n") + "\n"));
     t.end();
+}
+
+/// The load average now, for the recorders' notes.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .trim()
+        .to_string()
 }
 
 #[test]
@@ -704,6 +713,89 @@ fn record_gemini_late_answers_just_late() {
 #[ignore = "recorder: writes fixtures"]
 fn record_gemini_late_answers_very_late() {
     record_late_answers(6000, "ctrl-c", b"\x03");
+}
+
+/// Records Gemini CLI 0.61.0 when the answers to its terminal queries come after its ready
+/// screen (`late_ms` after the queries, later than the boot; as on a machine so loaded that the
+/// daemon answers after the first delivery): a first turn runs, then the answers land —
+/// `during_turn`: while a second turn runs (the stand-in holds it 40 s), else in the idle
+/// composer. Saved: the screen when they showed (`-landed`), after that turn (`-turn-ended`,
+/// with `during_turn`), what one Ctrl-C does (`-cleared`, `-8s-after-key`), and a delivery
+/// after it (`-delivered`). Session `late-<late_ms>ms-after-ready-<idle|turn>`; notes appended
+/// to `late-answers.txt`.
+fn record_late_answers_after_ready(late_ms: u64, during_turn: bool) {
+    let (w, api) = preconfigured_world();
+    api.script(|req| {
+        if gemini::last_text(req).contains("HELD turn") {
+            Reply::Hold(Duration::from_secs(40), "held done".into())
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    let args = ["--skip-trust", "--approval-mode", "yolo"];
+    let when = if during_turn { "turn" } else { "idle" };
+    let session = format!("late-{late_ms}ms-after-ready-{when}");
+    let late = Duration::from_millis(late_ms);
+    let started = std::time::Instant::now();
+    let mut t = PtyRecording::spawn_answering_late(gemini(&w, &api, &args), &w.out, &session, late);
+    let mut notes = vec![format!(
+        "# {session}: answers {late_ms} ms late, after the ready screen; load average at the \
+         start: {}",
+        load_average()
+    )];
+    let landed = |s: &str| s.contains(">|iapeer(");
+    t.wait("the ready composer", BOOT, ready);
+    notes.push(format!("ready after {} ms", started.elapsed().as_millis()));
+    paste_as_the_daemon(&mut t, "FIRST delivery");
+    submit(&mut t, "the first turn", |_| {
+        api.has_turn_with("FIRST delivery")
+    });
+    t.wait("ready after the first turn", BOOT, |s| {
+        ready(s) && !s.contains("esc to cancel")
+    });
+    assert!(
+        !landed(&t.screen()),
+        "the answers came before the first turn ended: record with a later `late_ms`"
+    );
+    notes.push(format!(
+        "first turn done after {} ms",
+        started.elapsed().as_millis()
+    ));
+    if during_turn {
+        paste_as_the_daemon(&mut t, "HELD turn");
+        submit(&mut t, "the held turn", |_| api.has_turn_with("HELD turn"));
+    }
+    t.wait("the late answers", late + BOOT, landed);
+    t.settle(QUIET);
+    t.save(&format!("{session}-landed"));
+    notes.push(format!(
+        "landed after {} ms; composer: {:?}; busy: {}",
+        started.elapsed().as_millis(),
+        gemini::composer_rows(&t.screen()),
+        t.screen().contains("esc to cancel")
+    ));
+    if during_turn {
+        t.wait("the held turn's end", BOOT, |s| s.contains("held done"));
+        t.settle(QUIET);
+        t.save(&format!("{session}-turn-ended"));
+        notes.push(format!(
+            "after the turn, composer: {:?}",
+            gemini::composer_rows(&t.screen())
+        ));
+    }
+    press_then_deliver(t, &w, &api, &session, b"\x03", "AFTER delivery", notes);
+}
+
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_gemini_late_answers_after_ready_idle() {
+    record_late_answers_after_ready(30_000, false);
+}
+
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_gemini_late_answers_after_ready_during_a_turn() {
+    record_late_answers_after_ready(30_000, true);
 }
 
 /// Whether the screen shows a line after the last `/compress` typed (read from 0.61.0's

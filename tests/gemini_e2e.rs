@@ -8,7 +8,8 @@
 use crate::common;
 
 use common::gemini::{
-    is_compression, last_is_function_response, last_text, system_text, GeminiStandIn, Reply,
+    composer_rows, is_compression, last_is_function_response, last_text, system_text,
+    GeminiStandIn, Reply,
 };
 use common::TestEnv;
 use serde_json::{json, Value};
@@ -467,6 +468,20 @@ fn a_gemini_peer_refused_by_its_api_raises_one_notice() {
     assert_eq!(env.count_events("lifecycle", "notice-raised", &[]), 1);
 }
 
+/// A gemini peer `gm` and an echo peer `ea`, the daemon holding its answers to terminal
+/// queries `late_ms` (`late-query-answers`), the model answering "noted".
+fn late_answers_world(bin: &str, late_ms: u64) -> (TestEnv, GeminiStandIn) {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_TEST_HOOK", &format!("late-query-answers:{late_ms}"))
+        .set("IAPEER_BOOT_DEADLINE_SECS", "90");
+    let api = GeminiStandIn::start();
+    add_peer(&mut env, bin, "gm", &api);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.start_daemon();
+    api.script(|_| Reply::Text("noted".into()));
+    (env, api)
+}
+
 /// The answers to Gemini CLI's terminal queries come late (the daemon's test hook
 /// `late-query-answers`, 2 s: after Gemini CLI's 1 s wait for them, as on a loaded machine)
 /// and land in its composer as typed text (`late-answers.txt`): the boot clears them, the
@@ -477,14 +492,7 @@ fn gemini_peer_boots_when_its_terminal_answers_come_late() {
     let Some(bin) = gemini_bin() else {
         return;
     };
-    let mut env = TestEnv::new();
-    env.set("IAPEER_TEST_HOOK", "late-query-answers:2000")
-        .set("IAPEER_BOOT_DEADLINE_SECS", "90");
-    let api = GeminiStandIn::start();
-    add_peer(&mut env, &bin, "gm", &api);
-    env.ok(&["create", "ea", "--runtime", "echo"]);
-    env.start_daemon();
-    api.script(|_| Reply::Text("noted".into()));
+    let (env, api) = late_answers_world(&bin, 2000);
 
     // Answered once Gemini CLI's session file holds the message (the delivery confirmed).
     let sent = env.run(&["send", "gm", "--from", "echo-ea", "--message", FIRST]);
@@ -507,6 +515,76 @@ fn gemini_peer_boots_when_its_terminal_answers_come_late() {
         |_| !turns_with(&api, FIRST).is_empty(),
     );
     assert_eq!(turns_with(&api, FIRST).len(), 1, "{}", env.diagnostics());
+}
+
+/// The answers to Gemini CLI's terminal queries come after its ready screen and after the
+/// first delivery (`late-query-answers`, 30 s: recorded at load average 15-16, Gemini CLI was
+/// ready 12.5-14 s after its start and its first turn done after 25 s, with two Enters 10 s
+/// apart where the daemon presses again every 400 ms; the queries go out after its start, so
+/// the answers come 30 s after that, past the first delivery with some 10 s to spare). They
+/// land in the idle composer (`late-30000ms-after-ready-idle`): the next message is not held
+/// behind them as behind a human's draft (before, it was answered `queued … composer` and
+/// waited for a composer that no one would clear), they are cleared with Ctrl-C and the
+/// message is delivered once and confirmed, with nothing of them in it.
+#[test]
+fn gemini_peer_takes_the_next_message_when_its_terminal_answers_come_after_ready() {
+    let Some(bin) = gemini_bin() else {
+        return;
+    };
+    let (env, api) = late_answers_world(&bin, 30_000);
+    let send = |message: &str| {
+        let out = env.run(&["send", "gm", "--from", "echo-ea", "--message", message]);
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout).trim(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+    };
+    let leftovers = |e: &TestEnv| {
+        composer_rows(&e.screen("gemini-gm"))
+            .iter()
+            .any(|r| r.contains(">|iapeer("))
+    };
+
+    assert_eq!(
+        send(FIRST),
+        "delivered to gm (gemini), woke",
+        "{}",
+        env.diagnostics()
+    );
+    assert!(
+        !leftovers(&env),
+        "the answers came before the first delivery ended (a slower boot than measured): \
+         this test needs a later `late-query-answers`\n{}",
+        env.screen("gemini-gm")
+    );
+    env.wait_until(
+        "the late answers land in the composer",
+        Duration::from_secs(60),
+        leftovers,
+    );
+    const SECOND: &str = "SECOND message after the late answers";
+    assert_eq!(
+        send(SECOND),
+        "delivered to gm (gemini)",
+        "{}\n{}",
+        env.screen("gemini-gm"),
+        env.diagnostics()
+    );
+    env.wait_until(
+        "the model gets the second message",
+        Duration::from_secs(60),
+        |_| !turns_with(&api, SECOND).is_empty(),
+    );
+    let turns = turns_with(&api, SECOND);
+    assert_eq!(turns.len(), 1, "{}", env.diagnostics());
+    let text = last_text(&turns[0]);
+    assert!(
+        !text.contains("iapeer(") && !text.contains("62;22c"),
+        "{text}"
+    );
+    assert_eq!(turns_with(&api, FIRST).len(), 1, "{}", env.diagnostics());
+    assert!(!leftovers(&env), "{}", env.screen("gemini-gm"));
 }
 
 /// `iapeer compact` on a gemini peer: Gemini CLI's `/compress` runs (its two summary

@@ -27,6 +27,58 @@ pub const MAX_CLEARS: u32 = 3;
 /// than this after the last, a key cannot be that second one.
 pub const CLEAR_GAP: Duration = Duration::from_secs(5);
 
+/// The presses of a [`BootStep::Clear`] key on text nobody typed (pure), by the boot or
+/// before a delivery (`session::hold::leftovers_step`): at most [`MAX_CLEARS`] while the text
+/// stays, never two within [`CLEAR_GAP`].
+#[derive(Debug, Default, Clone)]
+pub struct ClearPresses {
+    count: u32,
+    last: Option<Instant>,
+}
+
+/// Whether the clear key may be pressed ([`ClearPresses::press`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Press {
+    /// Press it now (counted).
+    Now,
+    /// Not within [`CLEAR_GAP`] of the last press.
+    NotYet,
+    /// Pressed [`MAX_CLEARS`] times already and the text is still there.
+    Exhausted,
+}
+
+impl ClearPresses {
+    /// Whether the key may be pressed at `now`; [`Press::Now`] counts the press.
+    pub fn press(&mut self, now: Instant) -> Press {
+        if self.last.is_some_and(|at| now < at + CLEAR_GAP) {
+            return Press::NotYet;
+        }
+        if self.count >= MAX_CLEARS {
+            return Press::Exhausted;
+        }
+        self.count += 1;
+        self.last = Some(now);
+        Press::Now
+    }
+
+    /// The text is gone: text that comes later gets [`MAX_CLEARS`] presses again (still
+    /// [`CLEAR_GAP`] after the last one).
+    pub fn gone(&mut self) {
+        self.count = 0;
+    }
+
+    /// When the next press may go, if one went.
+    pub fn next_at(&self) -> Option<Instant> {
+        self.last.map(|at| at + CLEAR_GAP)
+    }
+}
+
+/// The reason given when the text `label` describes is still there after [`MAX_CLEARS`]
+/// presses: `<label>, still there after 3 presses of its clear key`.
+pub fn still_there(label: &str) -> String {
+    format!("{label}, still there after {MAX_CLEARS} presses of its clear key")
+}
+
 /// What the session must do now.
 #[derive(Debug, PartialEq)]
 pub enum BootAction {
@@ -100,9 +152,8 @@ pub struct Boot {
     menu: Option<(Instant, u64, bool)>,
     /// When [`Boot::evaluate`] last ran: a moment it already looked at needs no wake-up.
     last_eval: Option<Instant>,
-    /// Presses of a [`BootStep::Clear`] key so far, and when the last one was.
-    clears: u32,
-    last_clear: Option<Instant>,
+    /// Presses of a [`BootStep::Clear`] key so far.
+    clears: ClearPresses,
 }
 
 impl Boot {
@@ -119,8 +170,7 @@ impl Boot {
             ready_since: None,
             menu: None,
             last_eval: None,
-            clears: 0,
-            last_clear: None,
+            clears: ClearPresses::default(),
         }
     }
 
@@ -185,17 +235,13 @@ impl Boot {
             }
             BootStep::Clear { bytes, label } => {
                 self.ready_since = None;
-                if self.last_clear.is_some_and(|at| now < at + CLEAR_GAP) {
-                    return BootAction::Wait;
+                match self.clears.press(now) {
+                    Press::NotYet => BootAction::Wait,
+                    Press::Exhausted => {
+                        BootAction::Failed(BootFailure::Failed(still_there(&label)))
+                    }
+                    Press::Now => BootAction::Key { bytes, label },
                 }
-                if self.clears >= MAX_CLEARS {
-                    return BootAction::Failed(BootFailure::Failed(format!(
-                        "{label}, still there after {MAX_CLEARS} presses of its clear key"
-                    )));
-                }
-                self.clears += 1;
-                self.last_clear = Some(now);
-                BootAction::Key { bytes, label }
             }
             BootStep::Ready => {
                 let since = *self.ready_since.get_or_insert(now);
@@ -226,8 +272,8 @@ impl Boot {
         if let Some((since, _, false)) = self.menu {
             consider(since + UNANSWERED_MENU_AFTER);
         }
-        if let Some(at) = self.last_clear {
-            consider(at + CLEAR_GAP);
+        if let Some(at) = self.clears.next_at() {
+            consider(at);
         }
         if let Some((at, _)) = self.last_key {
             consider(at + KEY_RETRY);

@@ -7,10 +7,17 @@
 //! (`IAPEER_COMPOSER_QUEUE_TIMEOUT_MS`, 120 s) the message fails and its
 //! sender is told (spec 05 §7 says "force-delivered after 120 s"; that would submit the draft
 //! with it, which this item forbids, so it fails instead).
+//!
+//! Text nobody typed is no draft: a composer holding only what the adapter calls leftovers
+//! (`Adapter::composer_leftovers`: Gemini CLI 0.61.0's late answers to its terminal queries,
+//! which can come after its ready screen, `late-30000ms-after-ready-*`) is cleared with the
+//! runtime's key first, paced as the boot paces it ([`leftovers_step`]), and the message goes.
 
 use std::time::{Duration, Instant};
 
+use super::boot::{still_there, ClearPresses, Press};
 use super::outcome::DeliveryFailure;
+use crate::adapter::BootStep;
 use crate::term::paste_view::PasteView;
 
 /// How often a held delivery re-checks the composer.
@@ -61,6 +68,59 @@ pub fn hold_step(draft: Option<&str>, since: Instant, now: Instant, limit: Durat
         }
         Some(_) => HoldStep::Wait,
     }
+}
+
+/// What a delivery does about text nobody typed in the composer
+/// ([`crate::adapter::Adapter::composer_leftovers`]: Gemini CLI's late answers to its
+/// terminal queries, which can come after its ready screen).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeftoversStep {
+    /// Write the runtime's clear key, then look again.
+    Press {
+        /// The key's bytes.
+        bytes: Vec<u8>,
+        /// What it clears (the adapter's words).
+        label: String,
+    },
+    /// Look again soon: the last press is within [`super::boot::CLEAR_GAP`], or the runtime's
+    /// exit warning shows.
+    Wait,
+    /// Still there after [`super::boot::MAX_CLEARS`] presses: fail the delivery with this.
+    GiveUp(DeliveryFailure),
+}
+
+/// The decision about the composer's leftovers before a delivery (pure), the boot's own
+/// ([`super::boot::Boot`]): `found` is what the adapter reads on the screen now
+/// ([`BootStep::Clear`], [`BootStep::Wait`] or `None`), `busy` whether a turn runs, `presses`
+/// this session's presses so far. `None`: nothing to clear now, the composer hold decides —
+/// no leftovers (the count starts again), or a turn runs (the runtime's clear key would
+/// interrupt it: Gemini CLI's Ctrl-C cancels the turn, so the leftovers hold the message as a
+/// draft would until the turn ends). Else the key goes at most
+/// [`super::boot::MAX_CLEARS`] times, [`super::boot::CLEAR_GAP`] apart and never while the
+/// exit warning shows, then the delivery fails with the reason instead of waiting.
+pub fn leftovers_step(
+    found: Option<BootStep>,
+    busy: bool,
+    presses: &mut ClearPresses,
+    now: Instant,
+) -> Option<LeftoversStep> {
+    let Some(found) = found else {
+        presses.gone();
+        return None;
+    };
+    if busy {
+        return None;
+    }
+    Some(match found {
+        BootStep::Clear { bytes, label } => match presses.press(now) {
+            Press::Now => LeftoversStep::Press { bytes, label },
+            Press::NotYet => LeftoversStep::Wait,
+            Press::Exhausted => {
+                LeftoversStep::GiveUp(DeliveryFailure::UnclearedComposer(still_there(&label)))
+            }
+        },
+        _ => LeftoversStep::Wait,
+    })
 }
 
 /// What a delivery held behind a tool's permission prompt waits for (pure; issue 32 item
@@ -123,6 +183,77 @@ mod tests {
             HoldStep::Deliver,
             "a free composer always delivers"
         );
+    }
+
+    const LEFTOVERS: &str = "the composer holds `0u>|iapeer(0.1.0)62;22c`";
+
+    fn clear() -> Option<BootStep> {
+        Some(BootStep::Clear {
+            bytes: vec![0x03],
+            label: LEFTOVERS.into(),
+        })
+    }
+
+    fn press() -> LeftoversStep {
+        LeftoversStep::Press {
+            bytes: vec![0x03],
+            label: LEFTOVERS.into(),
+        }
+    }
+
+    #[test]
+    fn leftovers_are_cleared_before_a_delivery_a_bounded_number_of_times_then_it_fails() {
+        use crate::session::boot::{CLEAR_GAP, MAX_CLEARS};
+        let t0 = Instant::now();
+        let mut p = ClearPresses::default();
+        assert_eq!(leftovers_step(None, false, &mut p, t0), None, "none there");
+        let mut at = t0;
+        for n in 1..=MAX_CLEARS {
+            assert_eq!(
+                leftovers_step(clear(), false, &mut p, at),
+                Some(press()),
+                "press {n}"
+            );
+            // Still there within the gap (Gemini CLI's exit warning window): no key.
+            let soon = at + CLEAR_GAP - Duration::from_millis(1);
+            assert_eq!(
+                leftovers_step(clear(), false, &mut p, soon),
+                Some(LeftoversStep::Wait)
+            );
+            at += CLEAR_GAP;
+        }
+        match leftovers_step(clear(), false, &mut p, at) {
+            Some(LeftoversStep::GiveUp(why)) => {
+                let why = why.to_string();
+                assert!(
+                    why.starts_with(
+                        "the composer holds `0u>|iapeer(0.1.0)62;22c`, still there after 3 \
+                         presses of its clear key; message NOT delivered"
+                    ),
+                    "{why}"
+                );
+                assert!(!why.contains("draft"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Once gone, leftovers that come later get their presses again, after the gap.
+        assert_eq!(leftovers_step(None, false, &mut p, at), None);
+        assert_eq!(leftovers_step(clear(), false, &mut p, at), Some(press()));
+    }
+
+    #[test]
+    fn leftovers_get_no_key_during_a_turn_or_while_the_exit_warning_shows() {
+        let t0 = Instant::now();
+        let mut p = ClearPresses::default();
+        // A turn runs: the composer hold decides (Ctrl-C would cancel the turn).
+        assert_eq!(leftovers_step(clear(), true, &mut p, t0), None);
+        // The exit warning shows (the adapter says Wait): look again, no key.
+        assert_eq!(
+            leftovers_step(Some(BootStep::Wait), false, &mut p, t0),
+            Some(LeftoversStep::Wait)
+        );
+        // Neither counted a press: the first key goes now.
+        assert_eq!(leftovers_step(clear(), false, &mut p, t0), Some(press()));
     }
 
     #[test]

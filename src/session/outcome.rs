@@ -57,6 +57,10 @@ pub enum DeliveryFailure {
     },
     /// A dialog over the agent's input did not close when answered.
     DialogOpen,
+    /// The composer held text nobody typed (`crate::adapter::Adapter::composer_leftovers`)
+    /// that the runtime's clear key did not clear; the text says what and how often
+    /// ([`crate::session::boot::still_there`]).
+    UnclearedComposer(String),
     /// The session's boot failed first.
     BootFailed(BootFailure),
     /// The session ended before confirming it.
@@ -164,6 +168,11 @@ impl fmt::Display for DeliveryFailure {
             DeliveryFailure::DialogOpen => f.write_str(
                 "a dialog the agent shows over its input did not close when answered; attach \
                  to the session to see it (iapeer attach)",
+            ),
+            DeliveryFailure::UnclearedComposer(what) => write!(
+                f,
+                "{what}; message NOT delivered — attach to the session (iapeer attach), clear \
+                 its input, then resend"
             ),
             DeliveryFailure::BootFailed(failure) => write!(f, "{failure}"),
             DeliveryFailure::SessionEnded => {

@@ -202,6 +202,19 @@ fn respond(rq: tiny_http::Request, rec: Recorded, reply: Reply) {
     standin::stream(rq, head, tail, hold);
 }
 
+/// The composer's rows of a Gemini CLI screen (between its half-block rules), trimmed.
+pub fn composer_rows(screen: &str) -> Vec<String> {
+    let rows: Vec<&str> = screen.lines().collect();
+    let Some(top) = rows.iter().rposition(|r| r.starts_with('▄')) else {
+        return Vec::new();
+    };
+    rows[top + 1..]
+        .iter()
+        .take_while(|r| !r.starts_with('▀'))
+        .map(|r| r.trim().to_string())
+        .collect()
+}
+
 impl GeminiStandIn {
     /// Start on 127.0.0.1 answering every turn with "ok" (side questions by [`side_answer`]).
     pub fn start() -> GeminiStandIn {

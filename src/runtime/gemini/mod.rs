@@ -404,21 +404,31 @@ pub fn boot_step_for(rows: &[String]) -> BootStep {
         Some(_) => BootStep::Wait,
         None => match composer {
             Some((_, r)) if r.len() == 1 && r[0] == PLACEHOLDER => BootStep::Ready,
-            Some((_, r)) if !rows.iter().any(|row| row.contains(EXIT_ARMED)) => {
-                match crate::adapter::composer_rows_text(r) {
-                    Some(text) if stray_answers(&text) => BootStep::Clear {
-                        bytes: vec![0x03],
-                        label: format!(
-                            "the composer holds `{text}`, the late answers to Gemini CLI's \
-                             terminal queries (Ctrl-C)"
-                        ),
-                    },
-                    _ => BootStep::Wait,
-                }
-            }
-            _ => BootStep::Wait,
+            _ => leftovers_step(rows).unwrap_or(BootStep::Wait),
         },
     }
+}
+
+/// What to do about a composer that holds only the late answers to Gemini CLI's terminal
+/// queries ([`stray_answers`]) (pure): `None` when it holds anything else or nothing (or no
+/// composer shows); [`BootStep::Clear`] with Ctrl-C, which cleared it in every recording —
+/// at boot (`late-*-ctrl-c-cleared`) and when they came after the ready screen
+/// (`late-30000ms-after-ready-*`) — or [`BootStep::Wait`] while [`EXIT_ARMED`] shows (another
+/// Ctrl-C then quits). The boot ([`boot_step_for`]) and a delivery
+/// ([`Adapter::composer_leftovers`]) both act on it.
+pub fn leftovers_step(rows: &[String]) -> Option<BootStep> {
+    let (_, r) = composer_at(rows)?;
+    let text = crate::adapter::composer_rows_text(r).filter(|t| stray_answers(t))?;
+    if rows.iter().any(|row| row.contains(EXIT_ARMED)) {
+        return Some(BootStep::Wait);
+    }
+    Some(BootStep::Clear {
+        bytes: vec![0x03],
+        label: format!(
+            "the composer holds `{text}`, the late answers to Gemini CLI's terminal queries \
+             (Ctrl-C)"
+        ),
+    })
 }
 
 /// The gemini adapter: its program and the conversation it is bound to.
@@ -515,6 +525,13 @@ impl Adapter for Gemini {
 
     fn composer_content(&self, screen: &Screen) -> Option<String> {
         composer_text(screen.rows())
+    }
+
+    fn composer_leftovers(&self, screen: &Screen) -> Option<BootStep> {
+        if confirmation_open(screen.rows()) {
+            return None;
+        }
+        leftovers_step(screen.rows())
     }
 
     fn pasted_form(&self, text: &str) -> String {

@@ -487,6 +487,59 @@ fn fixture_late_terminal_answers_in_the_composer_are_cleared_at_boot() {
     assert_eq!(label(boot_step_for(&rows)), "wait");
 }
 
+/// The answers came 30 s late, after the ready screen and a first turn
+/// (`late-30000ms-after-ready-*`): they showed in the idle composer, in the `turn` recording
+/// only once the turn running when they came had ended (`…-landed`, not busy). A delivery
+/// finds them there as leftovers to clear with Ctrl-C, not as a draft; once cleared (the
+/// exit warning armed in `…-turn-cleared`), and for a human's draft, there are none.
+#[test]
+fn fixture_late_terminal_answers_after_ready_are_leftovers_not_a_draft() {
+    let g = gemini();
+    for session in [
+        "late-30000ms-after-ready-idle",
+        "late-30000ms-after-ready-turn",
+    ] {
+        let landed = step_screen(session, &format!("{session}-landed"));
+        assert!(!g.is_busy(&landed), "{session}");
+        match g.composer_leftovers(&landed) {
+            Some(BootStep::Clear { bytes, label }) => {
+                assert_eq!(bytes, vec![0x03], "{session}");
+                assert!(label.contains("`0u>|iapeer(0.1.0)62;22c`"), "{label}");
+            }
+            other => panic!("{session}: {other:?}"),
+        }
+        for after in ["cleared", "8s-after-key", "delivered"] {
+            let screen = step_screen(session, &format!("{session}-{after}"));
+            assert_eq!(g.composer_leftovers(&screen), None, "{session}-{after}");
+            assert_eq!(g.composer_draft(&screen), None, "{session}-{after}");
+        }
+    }
+    let armed = step_screen(
+        "late-30000ms-after-ready-turn",
+        "late-30000ms-after-ready-turn-cleared",
+    );
+    assert!(armed.text().contains(EXIT_ARMED));
+    // The leftovers with the exit warning showing: no key (another Ctrl-C would quit).
+    let mut rows = step_screen(
+        "late-30000ms-after-ready-idle",
+        "late-30000ms-after-ready-idle-landed",
+    )
+    .rows()
+    .to_vec();
+    rows[0] = format!(" {EXIT_ARMED}");
+    assert_eq!(leftovers_step(&rows), Some(BootStep::Wait));
+    // A human's draft, a paste, the empty composer: none.
+    for step in ["05-draft", "06-paste-4-lines", "04-ready"] {
+        assert_eq!(
+            g.composer_leftovers(&step_screen("first-run", step)),
+            None,
+            "{step}"
+        );
+    }
+    let yolo_draft = step_screen("yolo", "24-yolo-draft");
+    assert_eq!(g.composer_leftovers(&yolo_draft), None);
+}
+
 /// Only the answers' leftovers are taken for stray text; a human's draft is not.
 #[test]
 fn stray_answers_are_only_the_answers_leftovers() {

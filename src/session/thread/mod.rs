@@ -346,6 +346,9 @@ struct Session {
     own: super::own_text::Tracker,
     /// The composer being cleared of iapeer's own text, and that text's delivery id.
     clearing: Option<(super::clear::Clearing, u64)>,
+    /// The clear key's presses on text nobody typed in the composer, before a delivery
+    /// ([`super::hold::leftovers_step`]).
+    leftover_presses: super::boot::ClearPresses,
     /// What the screen last said about a turn in progress (flips are reported).
     busy_shown: bool,
     /// Deliveries already answered as queued: their end is a `QueueOutcome`, not `Delivered`.
@@ -451,6 +454,7 @@ impl Session {
             last_paste: None,
             own: Default::default(),
             clearing: None,
+            leftover_presses: Default::default(),
             busy_shown: false,
             answered_queued: std::collections::HashSet::new(),
             compact: None,

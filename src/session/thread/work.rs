@@ -198,6 +198,12 @@ impl Session {
                 self.hold(d, super::super::clear::POLL, false);
                 return;
             }
+            // Text nobody typed there is no draft either: cleared first, as at boot
+            // ([`Session::clear_leftovers`], from the held delivery's check).
+            if self.cfg.adapter.composer_leftovers(&self.screen).is_some() {
+                self.hold(d, Duration::ZERO, false);
+                return;
+            }
             if let Some(draft) = self.cfg.adapter.composer_draft(&self.screen) {
                 use super::super::hold::{is_residue, RECHECK, RESIDUE_RECHECK};
                 let residue = own.is_some_and(|o| !o.settled)
@@ -354,6 +360,9 @@ impl Session {
             }
             return;
         }
+        if self.clear_leftovers(now) {
+            return;
+        }
         let draft = self.cfg.adapter.composer_draft(&self.screen);
         match hold_step(draft.as_deref(), since, now, self.cfg.composer_hold) {
             HoldStep::Wait => {
@@ -385,6 +394,41 @@ impl Session {
                 self.next_delivery();
             }
         }
+    }
+
+    /// Clear text nobody typed from the composer before the held delivery
+    /// ([`super::super::hold::leftovers_step`]): press the runtime's key, wait, or fail the
+    /// delivery when the key did not clear it. False when there is nothing to clear now (the
+    /// composer hold decides).
+    fn clear_leftovers(&mut self, now: Instant) -> bool {
+        use super::super::hold::{leftovers_step, LeftoversStep};
+        let found = self.cfg.adapter.composer_leftovers(&self.screen);
+        let busy = self.cfg.adapter.is_busy(&self.screen);
+        let Some(step) = leftovers_step(found, busy, &mut self.leftover_presses, now) else {
+            return false;
+        };
+        match step {
+            LeftoversStep::Press { bytes, label } => {
+                log::info!(
+                    "{}: {label}: nobody typed it, no draft; clearing it before the delivery",
+                    self.cfg.identity
+                );
+                self.write_child(&bytes);
+            }
+            LeftoversStep::Wait => {}
+            LeftoversStep::GiveUp(reason) => {
+                log::warn!("{}: {reason}", self.cfg.identity);
+                if let Some(h) = self.held.take() {
+                    self.report_delivery(h.delivery.id, Err(reason));
+                }
+                self.next_delivery();
+                return true;
+            }
+        }
+        if let Some(h) = self.held.as_mut() {
+            h.next_check = now + super::super::clear::POLL;
+        }
+        true
     }
 
     /// A held delivery was looked at again and stays held (behind a draft or an open
