@@ -475,6 +475,18 @@ fn open_event_stream(port: u16, auth: &str) -> (Option<u16>, TcpStream) {
     (status, s)
 }
 
+/// `n` MCP clients that sent part of a head (its request line and `Host`) and stopped.
+fn slow_mcp_clients(port: u16, n: usize) -> Vec<TcpStream> {
+    let host = format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n");
+    (0..n)
+        .map(|_| {
+            let mut s = TcpStream::connect(addr(port)).unwrap();
+            s.write_all(host.as_bytes()).unwrap();
+            s
+        })
+        .collect()
+}
+
 /// True once the server closed `s` (what it sent before is read and dropped).
 fn closed(s: &TcpStream) -> bool {
     s.set_nonblocking(true).unwrap();
@@ -523,14 +535,7 @@ fn event_streams_do_not_take_the_places_of_mcp_requests() {
         String::from_utf8_lossy(&end)
     );
     let streams: Vec<TcpStream> = streams.into_iter().skip(1).chain([newest]).collect();
-    let host = format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n");
-    let slow: Vec<TcpStream> = (0..63)
-        .map(|_| {
-            let mut s = TcpStream::connect(addr(port)).unwrap();
-            s.write_all(host.as_bytes()).unwrap();
-            s
-        })
-        .collect();
+    let slow = slow_mcp_clients(port, 63);
     let (status, took) = mcp_ping(port);
     assert_eq!(status, Some(200), "{}", env.diagnostics());
     assert!(took < Duration::from_secs(2), "{took:?}");
@@ -562,14 +567,7 @@ fn backlog(port: u16) -> usize {
 fn the_connection_that_fills_the_table_evicts_nobody() {
     let env = daemon_with_nofile(256);
     let port = env.port();
-    let host = format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n");
-    let slow: Vec<TcpStream> = (0..63)
-        .map(|_| {
-            let mut s = TcpStream::connect(addr(port)).unwrap();
-            s.write_all(host.as_bytes()).unwrap();
-            s
-        })
-        .collect();
+    let slow = slow_mcp_clients(port, 63);
     env.wait_until(
         "the slow clients are accepted",
         Duration::from_secs(10),
