@@ -518,8 +518,10 @@ fn a_mixed_team_resumes_its_conversations_by_topic_after_idle_sleep() {
         let resumed = &(m.turns_with)(&hop_text(2, k))[0];
         assert!(
             resumed.to_string().contains(&hop_text(1, k)),
-            "{}'s resumed conversation carries its round-1 hop",
-            m.identity()
+            "{}'s resumed conversation carries its round-1 hop: its first turn of round 2 \
+             was {resumed}\n{}",
+            m.identity(),
+            env.diagnostics()
         );
     }
     each_hop_once(&team, 2);

@@ -75,6 +75,7 @@ fn the_latency_threads_run_real_time_and_sessions_and_agents_do_not() {
     let threads = policies(pid);
     assert_eq!(policy_of(pid, "router"), Some(FIFO), "{threads:?}");
     assert_eq!(policy_of(pid, "http-accept"), Some(FIFO), "{threads:?}");
+    assert_eq!(policy_of(pid, "http-streams"), Some(FIFO), "{threads:?}");
     // The send above started a send-prep worker; it leaves 2 s after its last job.
     let prep: Vec<_> = threads
         .iter()
@@ -88,7 +89,9 @@ fn the_latency_threads_run_real_time_and_sessions_and_agents_do_not() {
     // router started), the main thread, the ticker, the watchdog itself.
     assert_eq!(policy_of(pid, "session-echo-a"), Some(OTHER), "{threads:?}");
     for (name, p) in &threads {
-        if !["router", "http-accept"].contains(&name.as_str()) && !name.starts_with("send-prep") {
+        if !["router", "http-accept", "http-streams"].contains(&name.as_str())
+            && !name.starts_with("send-prep")
+        {
             assert_eq!(*p, OTHER, "{name}: {threads:?}");
         }
     }
@@ -99,7 +102,8 @@ fn the_latency_threads_run_real_time_and_sessions_and_agents_do_not() {
     let doctor = String::from_utf8_lossy(&env.run(&["doctor"]).stdout).into_owned();
     assert!(
         doctor.contains(
-            "realtime: the router, http-accept and send-prep threads run SCHED_FIFO 1 (allowed: "
+            "realtime: the router, http-accept, http-streams and send-prep threads run \
+             SCHED_FIFO 1 (allowed: "
         ),
         "{doctor}"
     );

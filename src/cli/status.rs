@@ -634,7 +634,8 @@ pub fn realtime_line(rt: &crate::protocol::RealtimeStatus) -> String {
     };
     match rt.mode.as_str() {
         "on" => format!(
-            "realtime: the router, http-accept and send-prep threads run SCHED_FIFO {} (allowed: \
+            "realtime: the router, http-accept, http-streams and send-prep threads run SCHED_FIFO \
+             {} (allowed: \
              {}; now: {}){demoted}\n",
             rt.priority,
             rt.detail,
@@ -1296,8 +1297,8 @@ mod tests {
         };
         assert_eq!(
             realtime_line(&rt("on", "root")),
-            "realtime: the router, http-accept and send-prep threads run SCHED_FIFO 1 (allowed: \
-             root; now: router, http-accept)\n"
+            "realtime: the router, http-accept, http-streams and send-prep threads run SCHED_FIFO \
+             1 (allowed: root; now: router, http-accept)\n"
         );
         let mut demoted = rt("on", "CAP_SYS_NICE");
         demoted.demoted = vec!["router".into()];

@@ -491,6 +491,13 @@ impl Acceptor {
                 }
             }
             let full = self.conns.len() - self.polls >= self.limit;
+            // Room is made only for a connection that is there: this loop comes round after
+            // every accept, and the one that filled the table must not evict a slow client
+            // (503) for a newcomer that never came. One that comes later raises the
+            // listener's readiness again.
+            if full && !backlog_waiting(&self.listener) {
+                return;
+            }
             let oldest = self.oldest_unserved().map(|(_, o)| o);
             let now = Instant::now();
             self.served_since = match (full, oldest) {
@@ -1165,6 +1172,15 @@ impl AsRawWrite for std::net::TcpStream {
         let mut s = self;
         s.write(bytes)
     }
+}
+
+/// Whether a connection waits in `listener`'s backlog, nothing accepted (a poll with no
+/// timeout: level-triggered, unlike the loop's edge-triggered events).
+fn backlog_waiting(listener: &TcpListener) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    let mut fds = [PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
+    poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| n > 0)
 }
 
 /// `accept` failed because this process or the system is out of file descriptors.

@@ -159,6 +159,10 @@ impl StreamWriter {
         let thread = thread::Builder::new()
             .name("http-streams".into())
             .spawn(move || {
+                // Real-time like the router that feeds it: at the normal policy on a loaded
+                // host it fell a queue behind a burst the router published, and the bus
+                // dropped streams whose clients were reading all along.
+                let _realtime = crate::daemon::realtime::enter("http-streams");
                 guard::serve_restarting(&mut writer, &restarts, Writer::serve, Writer::close_all);
                 writer.close_all();
             })?;

@@ -12,7 +12,11 @@
 //! at least [`PRIORITY`]) and `IAPEER_REALTIME` is not `0`, each of those threads sets itself
 //! to `SCHED_FIFO` at [`PRIORITY`] when it starts ([`enter`]), with `SCHED_RESET_ON_FORK`:
 //! whatever it starts — an agent's process, a session or launcher thread — begins at the
-//! normal policy. Session threads and agents never run real-time. A [`watchdog`] thread at
+//! normal policy. The event-stream writer (`http-streams`) runs so too: the router feeds it
+//! through the event bus, whose queues drop a stream that falls [`crate::eventbus::QUEUE`]
+//! events behind, and at the normal policy on a loaded host it fell behind a burst the
+//! router published while its clients read all along. Session threads and agents never run
+//! real-time. A [`watchdog`] thread at
 //! the normal policy puts a real-time thread that uses more than half a core back to
 //! `SCHED_OTHER` (a loop must not hold a core). Linux only; elsewhere nothing changes.
 
@@ -152,7 +156,8 @@ pub fn start(enabled: bool) {
         match &mode {
             Mode::On(why) => {
                 log::info!(
-                    "realtime: router, http-accept and send-prep threads run SCHED_FIFO {PRIORITY} \
+                    "realtime: router, http-accept, http-streams and send-prep threads run SCHED_FIFO \
+                     {PRIORITY} \
                      (allowed: {why})"
                 );
                 ACTIVE.store(true, Ordering::SeqCst);

@@ -297,14 +297,17 @@ pub(crate) struct IdleFacts<'a> {
     pub ending: bool,
     /// Work is queued for it.
     pub queue_busy: bool,
+    /// It waits on a send of its own ([`super::state::Queues::sends_from`]): its agent is in
+    /// a `send_to_peer` call, mid-turn (a wake of the peer it sends to can take a minute).
+    pub sending: bool,
 }
 
 /// Idle sleep (spec 05 §4): `Some(age_ms)` when the session should end and become
 /// resume-eligible (idle longer than `idle`, not mid-turn, nobody attached, not already
-/// ending, nothing queued); `None` to leave it.
+/// ending, nothing queued, no send of its own waiting); `None` to leave it.
 pub(crate) fn idle_sleep(f: &IdleFacts<'_>, now: Now, idle: Duration) -> Option<u64> {
     let age = idle_age_ms(now.ms, f.status, f.woke_at_ms, f.last_delivery_ms);
-    (!f.ending && !f.queue_busy && should_sleep(age, idle, f.status)).then_some(age)
+    (!f.ending && !f.queue_busy && !f.sending && should_sleep(age, idle, f.status)).then_some(age)
 }
 
 /// The facts [`ephemeral_wind_down`] reads about one live ephemeral worker.

@@ -514,6 +514,7 @@ fn idle_facts(status: &SessionStatus, woke_at_ms: u64) -> IdleFacts<'_> {
         last_delivery_ms: None,
         ending: false,
         queue_busy: false,
+        sending: false,
     }
 }
 
@@ -677,6 +678,13 @@ fn idle_sleep_spares_busy_attached_queued_and_ending_sessions() {
         ..idle_facts(&st, woke.ms)
     };
     assert_eq!(idle_sleep(&queued, later, idle), None);
+    // Its agent is in a `send_to_peer` call (the peer it sends to still waking): mid-turn,
+    // whatever its screen showed when it was probed.
+    let sending = IdleFacts {
+        sending: true,
+        ..idle_facts(&st, woke.ms)
+    };
+    assert_eq!(idle_sleep(&sending, later, idle), None);
     let ending = IdleFacts {
         ending: true,
         ..idle_facts(&st, woke.ms)

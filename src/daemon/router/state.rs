@@ -376,6 +376,21 @@ impl Queues {
         self.endpoints.drain().collect()
     }
 
+    /// Whether `identity` waits on a send of its own: one being prepared, or queued at an
+    /// endpoint (a wake it rides on included). An agent's `send_to_peer` is answered once its
+    /// message is taken, so until then the agent is mid-turn, whatever its screen says.
+    pub fn sends_from(&self, identity: &Identity) -> bool {
+        let claimed = identity.to_string();
+        self.preparing
+            .values()
+            .any(|j| j.input.caller.claimed() == claimed)
+            || self
+                .endpoints
+                .values()
+                .flat_map(|e| e.queue.iter())
+                .any(|j| matches!(j, Job::Send(s) if s.prepared.caller == *identity))
+    }
+
     /// Track send `id` while a worker prepares it.
     pub fn prepare(&mut self, id: u64, job: PendingSend) {
         self.preparing.insert(id, job);

@@ -124,6 +124,7 @@ impl Router {
             last_delivery_ms: s.last_delivery_ms,
             ending: s.state.is_ending(),
             queue_busy,
+            sending: self.queues.sends_from(identity),
         };
         if s.ephemeral {
             let armed = Markers::new(&self.paths, &s.identity).is_set(Flag::EphemeralArmed);
