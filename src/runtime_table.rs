@@ -353,6 +353,9 @@ pub const OPENCODE: RuntimeInfo<'static> = RuntimeInfo {
                  ANTHROPIC_API_KEY or OPENAI_API_KEY) in their launch.env, unless a provider in \
                  opencode.json brings its own key",
     }),
+    // Gated: `ask` rules for its tools in the launch config, its permission prompts answered
+    // through its own server (`runtime::opencode`).
+    gates_approvals: true,
     preference: Some(3),
     project_folder: Some(".opencode"),
     launch_env: Some(LaunchEnvExample {

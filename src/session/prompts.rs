@@ -60,6 +60,8 @@ struct Answering {
     last_key: Option<(Instant, Option<usize>)>,
     /// Enter went: nothing more is keyed.
     entered: bool,
+    /// Given to the runtime through its API: no key at all.
+    by_runtime: bool,
 }
 
 /// The session's watch over permission prompts.
@@ -148,11 +150,27 @@ impl Watch {
                     since: now,
                     last_key: None,
                     entered: false,
+                    by_runtime: false,
                 });
                 true
             }
             _ => false,
         }
+    }
+
+    /// A human's option `choice` of prompt `n` was given to the runtime through its own API
+    /// (`Adapter::answer_permission`): nothing is keyed; the prompt closes as soon as the
+    /// screen no longer shows it, and if it still does after [`ANSWER_LIMIT`] it is reported
+    /// again as a new one. False when that prompt is no longer open.
+    pub fn answered_by_runtime(&mut self, n: u64, choice: usize, now: Instant) -> bool {
+        if !self.answer(n, choice, now) {
+            return false;
+        }
+        if let Some(a) = self.open.as_mut().and_then(|o| o.answer.as_mut()) {
+            a.entered = true;
+            a.by_runtime = true;
+        }
+        true
     }
 
     /// The key of the answer to write now, if any: nothing while the prompt is hidden or
@@ -182,7 +200,7 @@ impl Watch {
     fn next_key(&self) -> Option<Instant> {
         let o = self.open.as_ref()?;
         let a = o.answer.as_ref()?;
-        if o.missing_since.is_some() {
+        if o.missing_since.is_some() || a.by_runtime {
             return None;
         }
         let cursor = o.prompt.cursor?;
