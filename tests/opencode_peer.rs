@@ -443,12 +443,12 @@ fn pending_for(env: &TestEnv, command: &str) -> Value {
 fn a_gated_opencode_peer_asks_a_human_and_approve_and_deny_decide() {
     let (env, api) = world();
     env.ok(&["approval-mode", "gated", "--peer", "oc"]);
-    let made = env.dir.path().join("made");
-    std::fs::create_dir_all(&made).unwrap();
-    let (approved, denied) = (made.join("approved-file"), made.join("denied-file"));
-    let touch = |p: &Path| format!("touch {}", p.display());
-    let (approved_cmd, denied_cmd) = (touch(&approved), touch(&denied));
-    let (a_cmd, d_cmd) = (approved_cmd.clone(), denied_cmd.clone());
+    // In the peer's own folder: a path outside it asks first for the folder
+    // (`external_directory`, `← Access external directory <dir>`), then for the command.
+    let folder = env.peer_dir("oc");
+    let (approved, denied) = (folder.join("approved-file"), folder.join("denied-file"));
+    let (approved_cmd, denied_cmd) = ("touch approved-file", "touch denied-file");
+    let (a_cmd, d_cmd) = (approved_cmd, denied_cmd);
     api.script(move |req| {
         let last = last_text(req);
         if last_is_tool_result(req) {
@@ -461,9 +461,9 @@ fn a_gated_opencode_peer_asks_a_human_and_approve_and_deny_decide() {
             )
         };
         if last.contains("RUN-APPROVED") {
-            bash(&a_cmd)
+            bash(a_cmd)
         } else if last.contains("RUN-DENIED") {
-            bash(&d_cmd)
+            bash(d_cmd)
         } else if last.contains("<iap ") && last.contains("CALL-PEER") {
             Reply::Call(
                 "iapeer_send_to_peer".into(),
@@ -481,7 +481,7 @@ fn a_gated_opencode_peer_asks_a_human_and_approve_and_deny_decide() {
         "{}",
         env.diagnostics()
     );
-    let a = pending_for(&env, &approved_cmd);
+    let a = pending_for(&env, approved_cmd);
     let id = a["id"].as_str().unwrap().to_string();
     assert!(!approved.exists(), "the command ran before an answer");
     assert_eq!(
@@ -500,7 +500,7 @@ fn a_gated_opencode_peer_asks_a_human_and_approve_and_deny_decide() {
     // Deny: it does not run.
     let out = send_oc(&env, "RUN-DENIED please");
     assert!(out.starts_with("delivered to oc (opencode)"), "{out}");
-    let a = pending_for(&env, &denied_cmd);
+    let a = pending_for(&env, denied_cmd);
     let id = a["id"].as_str().unwrap().to_string();
     assert_eq!(
         env.ok(&["deny", &id]).trim(),
