@@ -376,6 +376,33 @@ mod tests {
         assert!(w.answer(2, 0, t1));
         assert_eq!(w.key(t1), Some(DialogStep::Enter));
     }
+
+    /// An answer the runtime took through its own API (OpenCode's server) writes no key,
+    /// even with a marker to read; the prompt closes as soon as the screen drops it, and one
+    /// still shown after [`ANSWER_LIMIT`] is reported again for a human.
+    #[test]
+    fn an_answer_given_through_the_runtime_writes_no_key() {
+        let t0 = Instant::now();
+        let mut w = watch();
+        w.look(Some(prompt("rm a", 0)), t0);
+        assert!(!w.answered_by_runtime(9, 0, t0), "another prompt's number");
+        assert!(w.answered_by_runtime(1, 0, t0));
+        for later in [SETTLE, SETTLE + KEY_RETRY, ANSWER_LIMIT / 2] {
+            assert_eq!(w.key(t0 + later), None, "a key at {later:?}");
+        }
+        assert_eq!(w.next_deadline(), Some(t0 + ANSWER_LIMIT));
+        assert_eq!(
+            w.look(Some(prompt("rm a", 0)), t0 + ANSWER_LIMIT),
+            [Report::Closed(1), Report::Opened(2, prompt("rm a", 0))],
+            "still shown at the limit: put to a human again"
+        );
+        assert!(w.answered_by_runtime(2, 1, t0 + ANSWER_LIMIT));
+        assert_eq!(
+            w.look(None, t0 + ANSWER_LIMIT + GAP),
+            [Report::Closed(2)],
+            "gone after the answer: closed at once"
+        );
+    }
 }
 
 /// The recorded pane log of Claude Code 2.1.332 in bypass mode, replayed through a screen in
