@@ -496,6 +496,13 @@ pub trait Adapter: Send + Sync {
     fn permission_prompt(&self, _screen: &Screen) -> Option<PermissionPrompt> {
         None
     }
+    /// Answer the open permission `prompt` with its option `choice` through the runtime's
+    /// own API instead of keys (for a runtime whose prompt iapeer cannot key reliably:
+    /// OpenCode draws its marker in colour only); true when the runtime took the answer, and
+    /// then no key is written. The default: false — the answer is keyed in.
+    fn answer_permission(&self, _cwd: &Path, _prompt: &PermissionPrompt, _choice: usize) -> bool {
+        false
+    }
     /// The draft in the composer, if any: text someone typed or left there (not a placeholder
     /// or suggestion), which a delivery must never be submitted with (spec 05 §7). The default
     /// reads the row that starts with [`Adapter::prompt_glyph`]: typed text is neither dim nor

@@ -443,6 +443,9 @@ pub const OPENCODE: RuntimeInfo<'static> = RuntimeInfo {
             moved("OPENCODE_CONFIG", "", ".config/opencode/opencode.json"),
         ],
     }),
+    // Gated: `ask` rules for its tools in the launch config, its permission prompts answered
+    // through its own server (`runtime::opencode`).
+    gates_approvals: true,
     preference: Some(3),
     project_folder: Some(".opencode"),
     launch_env: Some(LaunchEnvExample {

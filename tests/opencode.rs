@@ -638,3 +638,152 @@ fn record_opencode_compact() {
         .collect();
     w.write_json("compact-requests.json", &json!(requests));
 }
+
+/// The `permission` rules of a gated peer's launch config (`src/runtime/opencode.rs`,
+/// `gated_permission`): every tool asks but the read-only ones (`read` keeps OpenCode's own
+/// rules for `.env` files) and iapeer's own MCP server's (`iapeer_*`).
+fn gated_permission() -> Value {
+    json!({
+        "*": "ask",
+        "read": {"*": "allow", "*.env": "ask", "*.env.*": "ask", "*.env.example": "allow"},
+        "glob": "allow", "grep": "allow", "list": "allow", "lsp": "allow",
+        "todowrite": "allow", "question": "allow", "plan_enter": "allow",
+        "iapeer_*": "allow",
+    })
+}
+
+/// Whether OpenCode's permission prompt is on the screen.
+fn permission_shown(s: &str) -> bool {
+    s.contains("Permission required")
+}
+
+/// Records OpenCode's permission prompt (issue 27 item 2, approvals): the config's
+/// `permission` rules of a gated peer ([`gated_permission`], written as
+/// `permission-config.json`); a model's `bash` call then asks on the screen
+/// (`40-permission-bash`), and its pending request is listed by its server (`GET
+/// /permission`, `permission-pending.json`); Right moves the marker (`41-permission-right`),
+/// Left back, Enter on `Allow once` runs the command (`42-allowed-ran`); a second call is
+/// refused with Esc (`43-permission-again`, `44-rejected`); iapeer's own MCP tool runs without
+/// asking (`45-own-tool-called`). A third call is answered through the server (`POST
+/// /permission/<id>/reply {"reply": "once"}`, `permission-reply.json`): the prompt goes from
+/// the screen (`46-permission-api`, `47-replied-by-api`).
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_opencode_permission() {
+    let w = Scratch::new(fixtures());
+    let api = ChatStandIn::start();
+    api.script(|req| {
+        if openai_chat::is_title_request(req) {
+            return Reply::Text("Stand-in title".into());
+        }
+        if openai_chat::last_is_tool_result(req) {
+            return Reply::Text("tool done".into());
+        }
+        let last = openai_chat::last_text(req);
+        for (word, file) in [
+            ("RUN-ALLOWED", "allowed-file"),
+            ("RUN-REJECTED", "rejected-file"),
+            ("RUN-BY-API", "api-file"),
+        ] {
+            if last.contains(word) {
+                let command = format!("touch {file}");
+                return Reply::Call(
+                    "bash".into(),
+                    json!({"command": command, "description": format!("Make {file}")}),
+                );
+            }
+        }
+        if last.contains("CALL-PEER") {
+            return Reply::Call(
+                "iapeer_send_to_peer".into(),
+                json!({"to": "bob", "body": "hi from a gated opencode"}),
+            );
+        }
+        Reply::Text("ok".into())
+    });
+    // The gated rules over the recorder's usual config.
+    write_config(&w, &api);
+    let path = w.home.join(".config/opencode/opencode.json");
+    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    config["permission"] = gated_permission();
+    std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+    w.write_json("permission-config.json", &gated_permission());
+    let port = free_port();
+    let port_s = port.to_string();
+    let mut t = PtyRecording::spawn(opencode(&w, &["--port", &port_s]), &w.out, "permission");
+    t.wait("the ready composer", BOOT, |s| s.contains("Ask anything"));
+    t.settle(QUIET);
+
+    type_and_submit(&mut t, &api, "RUN-ALLOWED please");
+    t.wait("the permission prompt", BOOT, permission_shown);
+    t.settle(QUIET);
+    t.save("40-permission-bash");
+    w.write_json("permission-pending.json", &get(port, "/permission"));
+    assert!(!w.cwd.join("allowed-file").exists(), "ran before an answer");
+    t.keys(b"\x1b[C");
+    t.settle(QUIET);
+    t.save("41-permission-right");
+    t.keys(b"\x1b[D");
+    t.settle(QUIET);
+    t.keys(b"\r");
+    assert!(
+        common::poll(BOOT, || w.cwd.join("allowed-file").exists()),
+        "Enter on Allow once ran the command"
+    );
+    t.wait("the turn's end", BOOT, |s| ready(s) && !permission_shown(s));
+    t.settle(QUIET);
+    t.save("42-allowed-ran");
+
+    type_and_submit(&mut t, &api, "RUN-REJECTED please");
+    t.wait("the permission prompt", BOOT, permission_shown);
+    t.settle(QUIET);
+    t.save("43-permission-again");
+    t.keys(b"\x1b");
+    t.wait("the prompt gone", BOOT, |s| !permission_shown(s));
+    t.wait("the turn's end", BOOT, ready);
+    t.settle(QUIET);
+    t.save("44-rejected");
+    assert!(
+        !w.cwd.join("rejected-file").exists(),
+        "the rejected command ran"
+    );
+
+    type_and_submit(&mut t, &api, "CALL-PEER now");
+    assert!(
+        common::poll(BOOT, || w.calls() == 1),
+        "the own tool was called"
+    );
+    t.wait("the turn after the call", BOOT, |s| {
+        ready(s) && s.contains("tool done")
+    });
+    t.settle(QUIET);
+    t.save("45-own-tool-called");
+
+    type_and_submit(&mut t, &api, "RUN-BY-API please");
+    t.wait("the permission prompt", BOOT, permission_shown);
+    t.settle(QUIET);
+    t.save("46-permission-api");
+    let pending = get(port, "/permission");
+    let id = pending[0]["id"]
+        .as_str()
+        .expect("a pending request")
+        .to_string();
+    let mut resp = ureq::post(&format!("http://127.0.0.1:{port}/permission/{id}/reply"))
+        .header("Content-Type", "application/json")
+        .send(json!({"reply": "once"}).to_string())
+        .unwrap();
+    let answer = resp.body_mut().read_to_string().unwrap();
+    w.write_json(
+        "permission-reply.json",
+        &json!({"status": resp.status().as_u16(), "body": answer,
+            "pending_after": get(port, "/permission")}),
+    );
+    assert!(
+        common::poll(BOOT, || w.cwd.join("api-file").exists()),
+        "the reply through the server ran the command"
+    );
+    t.wait("the turn's end", BOOT, |s| ready(s) && !permission_shown(s));
+    t.settle(QUIET);
+    t.save("47-replied-by-api");
+    t.end();
+}

@@ -406,3 +406,126 @@ fn an_opencode_peer_compacts_and_takes_a_message_after() {
         "the turn after runs on the summary: {history}"
     );
 }
+
+/// The approval requests pending for `oc` (`iapeer approvals --json`).
+fn oc_approvals(env: &TestEnv) -> Vec<Value> {
+    crate::approvals::approvals(env)
+        .into_iter()
+        .filter(|a| a["identity"] == "opencode-oc")
+        .collect()
+}
+
+/// Wait for the one request `oc`'s prompt for `command` raised; it, checked.
+fn pending_for(env: &TestEnv, command: &str) -> Value {
+    let mut found = Value::Null;
+    env.wait_until(
+        &format!("the prompt for `{command}` is pending"),
+        WAIT,
+        |env| {
+            found = oc_approvals(env)
+                .into_iter()
+                .find(|a| a["summary"] == command)
+                .unwrap_or(Value::Null);
+            !found.is_null()
+        },
+    );
+    assert_eq!(found["tool"], "Shell command", "{found}");
+    found
+}
+
+/// Issue 27 item 2, approvals: a gated opencode peer (`approval-mode gated`) starts with
+/// `ask` rules for its tools; the stand-in model's `bash` call asks on OpenCode's screen,
+/// which iapeer puts to a human as an approval request. `approve` → OpenCode is answered
+/// through its own server and the command runs (its file exists); `deny` → it does not. Its
+/// own `send_to_peer` never asks: the call reaches `ea` with no request raised. (Before:
+/// OpenCode ran every tool unasked, so the first file was made with no request.)
+#[test]
+fn a_gated_opencode_peer_asks_a_human_and_approve_and_deny_decide() {
+    let (env, api) = world();
+    env.ok(&["approval-mode", "gated", "--peer", "oc"]);
+    // In the peer's own folder: a path outside it asks first for the folder
+    // (`external_directory`, `← Access external directory <dir>`), then for the command.
+    let folder = env.peer_dir("oc");
+    let (approved, denied) = (folder.join("approved-file"), folder.join("denied-file"));
+    let (approved_cmd, denied_cmd) = ("touch approved-file", "touch denied-file");
+    let (a_cmd, d_cmd) = (approved_cmd, denied_cmd);
+    api.script(move |req| {
+        let last = last_text(req);
+        if last_is_tool_result(req) {
+            return Reply::Text("tool done".into());
+        }
+        let bash = |command: &str| {
+            Reply::Call(
+                "bash".into(),
+                json!({"command": command, "description": "Make a file"}),
+            )
+        };
+        if last.contains("RUN-APPROVED") {
+            bash(a_cmd)
+        } else if last.contains("RUN-DENIED") {
+            bash(d_cmd)
+        } else if last.contains("<iap ") && last.contains("CALL-PEER") {
+            Reply::Call(
+                "iapeer_send_to_peer".into(),
+                json!({"personality": "ea", "message": "hi from a gated opencode"}),
+            )
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+
+    // Approve: the command runs.
+    assert_eq!(
+        send_oc(&env, "RUN-APPROVED please"),
+        "delivered to oc (opencode), woke",
+        "{}",
+        env.diagnostics()
+    );
+    let a = pending_for(&env, approved_cmd);
+    let id = a["id"].as_str().unwrap().to_string();
+    assert!(!approved.exists(), "the command ran before an answer");
+    assert_eq!(
+        env.ok(&["approve", &id]).trim(),
+        format!("approved {id} (opencode-oc)")
+    );
+    env.wait_until("the approved command ran", WAIT, |_| approved.exists());
+    env.wait_until("the approved request is gone", WAIT, |e| {
+        oc_approvals(e).is_empty()
+    });
+    env.wait_until("the turn after the command", WAIT, |e| {
+        let s = e.screen("opencode-oc");
+        idle(&s) && s.contains("tool done")
+    });
+
+    // Deny: it does not run.
+    let out = send_oc(&env, "RUN-DENIED please");
+    assert!(out.starts_with("delivered to oc (opencode)"), "{out}");
+    let a = pending_for(&env, denied_cmd);
+    let id = a["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        env.ok(&["deny", &id]).trim(),
+        format!("denied {id} (opencode-oc)")
+    );
+    env.wait_until("the denied prompt closed", WAIT, |e| {
+        oc_approvals(e).is_empty() && !e.screen("opencode-oc").contains("Permission required")
+    });
+    env.wait_until("the denied turn ended", WAIT, |e| {
+        idle(&e.screen("opencode-oc"))
+    });
+    assert!(
+        !denied.exists(),
+        "a denied command ran\n{}",
+        env.diagnostics()
+    );
+    assert!(env.has_event(
+        "lifecycle",
+        "approval-denied",
+        &[("id", &id), ("by", "denied")]
+    ));
+
+    // Its own MCP tool never asks.
+    let out = send_oc(&env, "CALL-PEER now");
+    assert!(out.starts_with("delivered to oc (opencode)"), "{out}");
+    env.wait_mcp_delivery("opencode-oc", "ea", WAIT);
+    assert!(oc_approvals(&env).is_empty(), "send_to_peer asked");
+}

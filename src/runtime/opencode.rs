@@ -31,6 +31,7 @@ use serde_json::json;
 use super::agent_program::Bound;
 use super::opencode_records::{self, RecordsConfirm, RecordsGate, Server, SharedServer};
 use super::{Adapter, BootStep, Confirm, GateWatch, LaunchCommand, LaunchCtx, WakeMode};
+use crate::adapter::PermissionPrompt;
 use crate::runtime_table::{PromptSwap, OPENCODE};
 use crate::term::paste_view::PasteView;
 use crate::term::Screen;
@@ -156,7 +157,14 @@ pub fn paste_shown_in(content: &str, paste: &PasteView) -> bool {
 /// its environment. With `bearer` (the session is handed `IAPEER_BEARER_TOKEN`, which the
 /// daemon requires on every request, spec 02 §4) `Authorization` carries that bearer and the
 /// session token travels in `X-IAPeer-Token`.
-pub fn launch_config(prompt: Option<&Path>, port: u16, bearer: bool) -> serde_json::Value {
+///
+/// With `gated` (a gated peer, spec 10 §4) it also carries [`gated_permission`].
+pub fn launch_config(
+    prompt: Option<&Path>,
+    port: u16,
+    bearer: bool,
+    gated: bool,
+) -> serde_json::Value {
     let headers = if bearer {
         json!({
             "Authorization": "Bearer {env:IAPEER_BEARER_TOKEN}",
@@ -176,11 +184,88 @@ pub fn launch_config(prompt: Option<&Path>, port: u16, bearer: bool) -> serde_js
             "headers": headers,
         }},
     });
+    if gated {
+        config["permission"] = gated_permission();
+    }
     if let Some(p) = prompt {
         config["default_agent"] = json!(AGENT);
         config["agent"] = json!({AGENT: {"prompt": format!("{{file:{}}}", p.display())}});
     }
     config
+}
+
+/// The `permission` rules of a gated peer's launch config (pure; OpenCode 1.18.33's config
+/// keys, read in its binary: an action `ask` / `allow` / `deny` or an object of patterns per
+/// permission, `*` for every one; the last matching rule wins, in the object's order). Every
+/// tool asks but the read-only ones (`read` keeps OpenCode's own `ask` for `.env` files) and
+/// iapeer's own MCP server's (`iapeer_*`: `send_to_peer` never asks). Recorded with these
+/// rules (`permission-config.json`): a `bash` call asks on the screen (`40-permission-bash`),
+/// `iapeer_send_to_peer` runs without asking (`45-own-tool-called`).
+pub fn gated_permission() -> serde_json::Value {
+    json!({
+        "*": "ask",
+        "read": {"*": "allow", "*.env": "ask", "*.env.*": "ask", "*.env.example": "allow"},
+        "glob": "allow", "grep": "allow", "list": "allow", "lsp": "allow",
+        "todowrite": "allow", "question": "allow", "plan_enter": "allow",
+        "iapeer_*": "allow",
+    })
+}
+
+/// The title row of OpenCode's permission prompt (`40-permission-bash`).
+const PERMISSION_TITLE: &str = "△ Permission required";
+/// Its options, left to right, and the reply to its server each stands for
+/// ([`opencode_records::reply_permission`]).
+pub const PERMISSION_OPTIONS: [(&str, &str); 3] = [
+    ("Allow once", "once"),
+    ("Allow always", "always"),
+    ("Reject", "reject"),
+];
+
+/// A row of the conversation cut to its text (pure): the left bar and the sidebar to its
+/// right (after a run of 10 or more blanks) taken off, trimmed.
+fn conversation_text(row: &str) -> &str {
+    let row = row.trim_start().trim_start_matches(BAR).trim();
+    row.find("          ")
+        .map_or(row, |at| row[..at].trim_end())
+}
+
+/// OpenCode's permission prompt on the screen (pure), as a [`PermissionPrompt`]. Recorded
+/// for a `bash` call (`40-permission-bash`, `43-permission-again`): in the conversation's
+/// `┃` box, `△ Permission required`, `# <what>` (`# Shell command`), the request
+/// (`$ touch allowed-file`), and a row `Allow once   Allow always   Reject` with `⇆ select
+/// enter confirm` on its right. The marker is drawn in colour only, so `cursor` is `None`:
+/// iapeer answers through OpenCode's server, never with keys
+/// ([`Adapter::answer_permission`]).
+pub fn permission_prompt_in(rows: &[String]) -> Option<PermissionPrompt> {
+    let start = rows.iter().rposition(|r| r.contains(PERMISSION_TITLE))?;
+    let body: Vec<&str> = rows[start + 1..]
+        .iter()
+        .map(|r| conversation_text(r))
+        .collect();
+    let menu = body
+        .iter()
+        .position(|r| PERMISSION_OPTIONS.iter().all(|(o, _)| r.contains(o)))?;
+    let what = body[..menu]
+        .iter()
+        .find_map(|r| r.strip_prefix("# "))
+        .unwrap_or("Permission required");
+    let summary = body[..menu]
+        .iter()
+        .find(|r| !r.is_empty() && !r.starts_with("# "))
+        .map(|r| r.strip_prefix("$ ").unwrap_or(r).to_string())
+        .unwrap_or_default();
+    Some(PermissionPrompt {
+        tool: what.to_string(),
+        summary,
+        reason: String::new(),
+        options: PERMISSION_OPTIONS
+            .iter()
+            .map(|(o, _)| o.to_string())
+            .collect(),
+        approve: 0,
+        deny: PERMISSION_OPTIONS.len() - 1,
+        cursor: None,
+    })
 }
 
 /// The opencode adapter.
@@ -230,7 +315,8 @@ impl Adapter for OpenCode {
         let extra_env = vec![
             (
                 var.to_string(),
-                launch_config(ctx.system_prompt, ctx.port, ctx.bearer).to_string(),
+                launch_config(ctx.system_prompt, ctx.port, ctx.bearer, ctx.gated.is_some())
+                    .to_string(),
             ),
             ("OPENCODE_SERVER_PASSWORD".into(), server.password.clone()),
             // A peer's program must not replace itself mid-run.
@@ -263,6 +349,25 @@ impl Adapter for OpenCode {
 
     fn composer_draft(&self, screen: &Screen) -> Option<String> {
         composer_text(screen.rows())
+    }
+
+    fn permission_prompt(&self, screen: &Screen) -> Option<PermissionPrompt> {
+        permission_prompt_in(screen.rows())
+    }
+
+    /// Through OpenCode's own server (`POST /permission/<id>/reply`, recorded in
+    /// `permission-reply.json`): the request it lists as pending (`GET /permission`) for
+    /// what the prompt shows.
+    fn answer_permission(&self, _cwd: &Path, prompt: &PermissionPrompt, choice: usize) -> bool {
+        let Some((_, reply)) = PERMISSION_OPTIONS.get(choice) else {
+            return false;
+        };
+        opencode_records::reply_permission(
+            &self.server,
+            self.bound.conversation(),
+            &prompt.summary,
+            reply,
+        )
     }
 
     fn composer_content(&self, screen: &Screen) -> Option<String> {
@@ -416,6 +521,71 @@ mod tests {
         let text = "two line paste one\ntwo line paste two";
         assert!(oc.paste_shown(&two, &PasteView::of(text)));
         assert!(!oc.paste_shown(&recorded("first-run", "01-ready"), &PasteView::of(text)));
+    }
+
+    /// The permission prompt of a `bash` call (`permission.raw`), as a gated peer's config
+    /// asks for it: the request and the three options; none on the screens before it opens or
+    /// after it was answered, nor on the own MCP tool's call.
+    #[test]
+    fn fixture_the_permission_prompt_is_read() {
+        let oc = OpenCode::with_program("/bin/opencode".into());
+        for (step, command) in [
+            ("40-permission-bash", "touch allowed-file"),
+            ("41-permission-right", "touch allowed-file"),
+            ("43-permission-again", "touch rejected-file"),
+            ("46-permission-api", "touch api-file"),
+        ] {
+            let p = oc
+                .permission_prompt(&recorded("permission", step))
+                .unwrap_or_else(|| panic!("{step}: no prompt read"));
+            assert_eq!(p.tool, "Shell command", "{step}");
+            assert_eq!(p.summary, command, "{step}");
+            assert_eq!(p.options, ["Allow once", "Allow always", "Reject"]);
+            assert_eq!((p.approve, p.deny, p.cursor), (0, 2, None), "{step}");
+        }
+        for (session, step) in [
+            ("permission", "42-allowed-ran"),
+            ("permission", "44-rejected"),
+            ("permission", "45-own-tool-called"),
+            ("permission", "47-replied-by-api"),
+            ("first-run", "01-ready"),
+            ("first-run", "05-busy"),
+            ("first-run", "10-tool-called"),
+        ] {
+            assert_eq!(
+                oc.permission_prompt(&recorded(session, step)),
+                None,
+                "{step}"
+            );
+        }
+    }
+
+    /// A gated launch carries the recorded `permission` rules (`permission-config.json`:
+    /// `iapeer_*` allowed, every other tool but the read-only ones asks); an ungated one none.
+    #[test]
+    fn a_gated_launch_asks_for_its_tools_but_iapeers_own() {
+        let recorded: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(format!(
+                "{}/tests/fixtures/opencode-1.18.33/permission-config.json",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(gated_permission(), recorded);
+        let gated = launch_config(None, 8765, false, true);
+        assert_eq!(gated["permission"], recorded);
+        assert_eq!(gated["permission"]["*"], "ask");
+        assert_eq!(gated["permission"]["iapeer_*"], "allow");
+        assert_eq!(
+            launch_config(None, 8765, false, false).get("permission"),
+            None
+        );
+        // The reply each option stands for.
+        assert_eq!(
+            PERMISSION_OPTIONS.map(|(_, r)| r),
+            ["once", "always", "reject"]
+        );
     }
 
     #[test]

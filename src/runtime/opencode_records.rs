@@ -99,6 +99,16 @@ impl Server {
             .is_ok_and(|r| r.status().as_u16() == 200)
     }
 
+    /// `POST <path>` with the JSON `body`; whether the server answered 200.
+    pub fn post_json(&self, path: &str, body: &Value) -> bool {
+        self.agent()
+            .post(&self.url(path))
+            .header("Authorization", &self.basic_auth())
+            .header("Content-Type", "application/json")
+            .send(body.to_string())
+            .is_ok_and(|r| r.status().as_u16() == 200)
+    }
+
     fn agent(&self) -> ureq::Agent {
         ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -551,6 +561,60 @@ pub fn abort(server: &SharedServer, cwd: &Path, conversation: Option<&str>) -> b
     id.is_some_and(|id| server.post(&format!("/session/{id}/abort")))
 }
 
+/// The id of the permission request in `pending` (`GET /permission`: `[{"id": "per_…",
+/// "sessionID", "permission": "bash", "patterns": ["touch a"], "metadata": {"command"}, …}]`,
+/// recorded in `permission-pending.json`) that a prompt showing `summary` stands for (pure):
+/// of `conversation`'s requests (every one's when it is unknown), the one whose command or a
+/// pattern is `summary`, else the only one. `None` when none, or several and none matches.
+pub fn pending_request(
+    pending: &Value,
+    conversation: Option<&str>,
+    summary: &str,
+) -> Option<String> {
+    let mine: Vec<&Value> = pending
+        .as_array()?
+        .iter()
+        .filter(|p| conversation.is_none_or(|c| p["sessionID"] == c))
+        .collect();
+    let shows = |p: &&&Value| {
+        p["metadata"]["command"] == summary
+            || p["patterns"]
+                .as_array()
+                .is_some_and(|ps| ps.iter().any(|x| x == summary))
+    };
+    let found = match mine.iter().find(shows) {
+        Some(p) => p,
+        None if mine.len() == 1 => &mine[0],
+        None => return None,
+    };
+    found["id"].as_str().map(str::to_string)
+}
+
+/// Answer the pending permission request a prompt showing `summary` stands for
+/// ([`pending_request`]) with `reply` (`once`, `always` or `reject`) through the server's
+/// `POST /permission/<id>/reply` (`{"reply": …}`, answered `true`: `permission-reply.json`);
+/// whether the server took it.
+pub fn reply_permission(
+    server: &SharedServer,
+    conversation: Option<&str>,
+    summary: &str,
+    reply: &str,
+) -> bool {
+    let Some(server) = server.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
+        return false;
+    };
+    let Some(id) = server
+        .get("/permission")
+        .and_then(|list| pending_request(&list, conversation, summary))
+    else {
+        return false;
+    };
+    server.post_json(
+        &format!("/permission/{id}/reply"),
+        &serde_json::json!({ "reply": reply }),
+    )
+}
+
 /// The newest update of `conversation` (or of `cwd`'s newest session) on the server, epoch
 /// ms: the runtime's activity time.
 pub fn activity_ms(server: &SharedServer, cwd: &Path, conversation: Option<&str>) -> Option<u64> {
@@ -630,6 +694,45 @@ mod tests {
     }
 
     /// The recorded `GET /session`: the one session of `/tmp/rec/proj`.
+    /// The pending request a prompt stands for, from the recorded `GET /permission`: by its
+    /// command, else the conversation's only one; another conversation's is never taken.
+    #[test]
+    fn the_pending_request_of_a_prompt() {
+        let pending = recorded("permission-pending.json");
+        let id = "per_2519fb9c70010TFpSIfEPwbQc7";
+        let ses = "ses_dae60931effecFHD1asluBxaCF";
+        assert_eq!(
+            pending_request(&pending, Some(ses), "touch allowed-file").as_deref(),
+            Some(id)
+        );
+        assert_eq!(
+            pending_request(&pending, None, "touch allowed-file").as_deref(),
+            Some(id)
+        );
+        // The only one, though the screen's summary was cut.
+        assert_eq!(
+            pending_request(&pending, Some(ses), "touch allo").as_deref(),
+            Some(id)
+        );
+        assert_eq!(
+            pending_request(&pending, Some("ses_other"), "touch allowed-file"),
+            None
+        );
+        // Two pending and none shows the summary: no guess.
+        let mut two = pending.clone();
+        let mut other = pending[0].clone();
+        other["id"] = "per_2".into();
+        other["metadata"]["command"] = "rm b".into();
+        other["patterns"] = serde_json::json!(["rm b"]);
+        two.as_array_mut().unwrap().push(other);
+        assert_eq!(pending_request(&two, Some(ses), "touch x"), None);
+        assert_eq!(
+            pending_request(&two, Some(ses), "rm b").as_deref(),
+            Some("per_2")
+        );
+        assert_eq!(pending_request(&serde_json::json!([]), None, "x"), None);
+    }
+
     #[test]
     fn sessions_of_a_folder_newest_first() {
         let list = recorded("server-session-list.json");

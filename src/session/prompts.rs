@@ -60,6 +60,8 @@ struct Answering {
     last_key: Option<(Instant, Option<usize>)>,
     /// Enter went: nothing more is keyed.
     entered: bool,
+    /// Given to the runtime through its API: no key at all.
+    by_runtime: bool,
 }
 
 /// The session's watch over permission prompts.
@@ -148,11 +150,27 @@ impl Watch {
                     since: now,
                     last_key: None,
                     entered: false,
+                    by_runtime: false,
                 });
                 true
             }
             _ => false,
         }
+    }
+
+    /// A human's option `choice` of prompt `n` was given to the runtime through its own API
+    /// (`Adapter::answer_permission`): nothing is keyed; the prompt closes as soon as the
+    /// screen no longer shows it, and if it still does after [`ANSWER_LIMIT`] it is reported
+    /// again as a new one. False when that prompt is no longer open.
+    pub fn answered_by_runtime(&mut self, n: u64, choice: usize, now: Instant) -> bool {
+        if !self.answer(n, choice, now) {
+            return false;
+        }
+        if let Some(a) = self.open.as_mut().and_then(|o| o.answer.as_mut()) {
+            a.entered = true;
+            a.by_runtime = true;
+        }
+        true
     }
 
     /// The key of the answer to write now, if any: nothing while the prompt is hidden or
@@ -182,7 +200,7 @@ impl Watch {
     fn next_key(&self) -> Option<Instant> {
         let o = self.open.as_ref()?;
         let a = o.answer.as_ref()?;
-        if o.missing_since.is_some() {
+        if o.missing_since.is_some() || a.by_runtime {
             return None;
         }
         let cursor = o.prompt.cursor?;
@@ -357,6 +375,33 @@ mod tests {
         assert_eq!(w.key(t1), None);
         assert!(w.answer(2, 0, t1));
         assert_eq!(w.key(t1), Some(DialogStep::Enter));
+    }
+
+    /// An answer the runtime took through its own API (OpenCode's server) writes no key,
+    /// even with a marker to read; the prompt closes as soon as the screen drops it, and one
+    /// still shown after [`ANSWER_LIMIT`] is reported again for a human.
+    #[test]
+    fn an_answer_given_through_the_runtime_writes_no_key() {
+        let t0 = Instant::now();
+        let mut w = watch();
+        w.look(Some(prompt("rm a", 0)), t0);
+        assert!(!w.answered_by_runtime(9, 0, t0), "another prompt's number");
+        assert!(w.answered_by_runtime(1, 0, t0));
+        for later in [SETTLE, SETTLE + KEY_RETRY, ANSWER_LIMIT / 2] {
+            assert_eq!(w.key(t0 + later), None, "a key at {later:?}");
+        }
+        assert_eq!(w.next_deadline(), Some(t0 + ANSWER_LIMIT));
+        assert_eq!(
+            w.look(Some(prompt("rm a", 0)), t0 + ANSWER_LIMIT),
+            [Report::Closed(1), Report::Opened(2, prompt("rm a", 0))],
+            "still shown at the limit: put to a human again"
+        );
+        assert!(w.answered_by_runtime(2, 1, t0 + ANSWER_LIMIT));
+        assert_eq!(
+            w.look(None, t0 + ANSWER_LIMIT + GAP),
+            [Report::Closed(2)],
+            "gone after the answer: closed at once"
+        );
     }
 }
 

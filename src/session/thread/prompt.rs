@@ -60,6 +60,17 @@ impl Session {
     /// open.
     pub(super) fn answer_prompt(&mut self, n: u64, choice: usize) {
         let now = self.now;
+        let by_runtime = match self.prompts.open() {
+            Some((m, p)) if m == n => self.cfg.adapter.answer_permission(&self.cfg.cwd, p, choice),
+            _ => false,
+        };
+        if by_runtime && self.prompts.answered_by_runtime(n, choice, now) {
+            log::info!(
+                "{}: permission prompt {n} answered through the runtime's own API",
+                self.cfg.identity
+            );
+            return;
+        }
         if !self.prompts.answer(n, choice, now) {
             log::info!(
                 "{}: permission prompt {n} closed before its answer came; nothing keyed",
