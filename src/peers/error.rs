@@ -79,7 +79,8 @@ pub enum PeerError {
     Runtime(#[source] RuntimeError),
     /// No runtime was requested and no agent runtime is installed.
     #[error(
-        "no agent runtime is installed (claude or codex) — install one, or pass --runtime echo for the built-in demo stand-in"
+        "no agent runtime is installed ({}) — install one, or pass --runtime echo for the built-in demo stand-in",
+        agent_runtime_names()
     )]
     NoAgentRuntime,
     /// An intelligence other than `artificial`, `natural` or `absent`.
@@ -133,5 +134,31 @@ fn suggest_normalized(name: &str) -> String {
         format!(" (for example \"{n}\")")
     } else {
         String::new()
+    }
+}
+
+/// The agent runtimes whose program is looked for, in preference order, as one list for a
+/// sentence: `claude, codex, gemini or opencode` (the table's [`crate::runtime_table::located`]).
+fn agent_runtime_names() -> String {
+    let names: Vec<&str> = crate::runtime_table::located().map(|r| r.name).collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        Some((only, _)) => (*only).to_string(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod no_agent_runtime_tests {
+    use super::PeerError;
+
+    #[test]
+    fn no_agent_runtime_names_every_agent_cli_looked_for() {
+        // It named claude or codex only after Gemini CLI and OpenCode became agent runtimes.
+        assert_eq!(
+            PeerError::NoAgentRuntime.to_string(),
+            "no agent runtime is installed (claude, codex, gemini or opencode) — install one, \
+             or pass --runtime echo for the built-in demo stand-in"
+        );
     }
 }
