@@ -587,6 +587,54 @@ fn gemini_peer_takes_the_next_message_when_its_terminal_answers_come_after_ready
     assert!(!leftovers(&env), "{}", env.screen("gemini-gm"));
 }
 
+/// The same late answers in the idle composer (`late-30000ms-after-ready-idle-landed`) and
+/// then `iapeer compact`: they are no draft, so compact is not refused for one (before, it
+/// answered `the composer holds a draft ("0u>|iapeer(0.1.0)62;22c…")`); they are cleared with
+/// the delivery's paced Ctrl-C, and `/compress` is typed alone and runs (its summary
+/// requests reach the model).
+#[test]
+fn gemini_peer_compacts_when_its_terminal_answers_come_after_ready() {
+    let Some(bin) = gemini_bin() else {
+        return;
+    };
+    let (env, api) = late_answers_world(&bin, 30_000);
+    let leftovers = |e: &TestEnv| {
+        composer_rows(&e.screen("gemini-gm"))
+            .iter()
+            .any(|r| r.contains(">|iapeer("))
+    };
+    assert_eq!(
+        env.send_from("gm", "echo-ea", FIRST).trim(),
+        "delivered to gm (gemini), woke",
+        "{}",
+        env.diagnostics()
+    );
+    env.wait_until(
+        "the late answers land in the composer",
+        Duration::from_secs(60),
+        leftovers,
+    );
+    let out = env.run(&["compact", "gm"]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout).trim(),
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    assert!(!said.contains("draft"), "{said}");
+    assert_eq!(
+        said,
+        "gemini-gm: compacted",
+        "{}\n{}",
+        env.screen("gemini-gm"),
+        env.diagnostics()
+    );
+    assert!(
+        api.recorded().iter().any(|r| is_compression(&r.body)),
+        "`/compress` ran"
+    );
+    assert!(!leftovers(&env), "{}", env.screen("gemini-gm"));
+}
+
 /// `iapeer compact` on a gemini peer: Gemini CLI's `/compress` runs (its two summary
 /// requests reach the model), `compacted` is answered from its record and screen, and the
 /// next message is delivered into the compacted conversation (its request carries the
