@@ -145,24 +145,7 @@ fn doctor_status_and_create_say_which_agent_clis_are_not_logged_in() {
     );
 
     // Logged in, each the way its CLI records it (Claude Code: its key, below).
-    let mut login = Command::new(crate::codex::codex_bin())
-        .args(["login", "--with-api-key"])
-        .env("HOME", &env.home)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    login
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"sk-not-a-real-key\n")
-        .unwrap();
-    assert!(
-        login.wait().unwrap().success(),
-        "codex login --with-api-key"
-    );
+    codex_login(&env);
     let gemini = env.home.join(".gemini");
     std::fs::create_dir_all(&gemini).unwrap();
     std::fs::write(gemini.join(".env"), "GEMINI_API_KEY=not-a-real-key\n").unwrap();
@@ -221,27 +204,14 @@ fn status_remembers_a_login_until_its_credential_file_changes() {
     assert!(out.contains(mark), "{out}");
     assert_eq!(asked(), before + 1, "the second status asked codex again");
 
-    let codex = |args: &[&str], stdin: &[u8]| {
-        let mut c = Command::new(crate::codex::codex_bin())
-            .args(args)
-            .env("HOME", &env.home)
-            .env_remove("CODEX_HOME")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        c.stdin.take().unwrap().write_all(stdin).unwrap();
-        assert!(c.wait().unwrap().success(), "codex {args:?}");
-    };
-    codex(&["login", "--with-api-key"], b"sk-not-a-real-key\n");
+    codex_login(&env);
     let (out, _) = env.fails(&["status"], 1);
     assert!(!out.contains("logged in"), "logged in at once: {out}");
     assert_eq!(asked(), before + 2);
     env.fails(&["status"], 1);
     assert_eq!(asked(), before + 2);
 
-    codex(&["logout"], b"");
+    codex(&env, &["logout"], b"");
     let (out, _) = env.fails(&["status"], 1);
     assert!(out.contains(mark), "logged out at once: {out}");
     assert_eq!(asked(), before + 3);
@@ -249,6 +219,26 @@ fn status_remembers_a_login_until_its_credential_file_changes() {
     let (out, _) = env.fails(&["doctor"], 1);
     assert!(out.contains("warning: codex ("), "{out}");
     assert_eq!(asked(), before + 4, "doctor asks afresh");
+}
+
+/// Run the real Codex with `args` in `env`'s home, `stdin` written to it; it must succeed.
+fn codex(env: &TestEnv, args: &[&str], stdin: &[u8]) {
+    let mut c = Command::new(crate::codex::codex_bin())
+        .args(args)
+        .env("HOME", &env.home)
+        .env_remove("CODEX_HOME")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(stdin).unwrap();
+    assert!(c.wait().unwrap().success(), "codex {args:?}");
+}
+
+/// Log `env`'s Codex in with its own `login --with-api-key` (a made-up key).
+fn codex_login(env: &TestEnv) {
+    codex(env, &["login", "--with-api-key"], b"sk-not-a-real-key\n");
 }
 
 /// The real Codex behind a wrapper that counts its calls, as `env`'s Codex (logged out: no
@@ -305,22 +295,7 @@ fn create_warns_from_the_remembered_login_and_leaves_its_answer_for_status() {
     assert!(out.contains("agent login: codex is NOT logged in"), "{out}");
     assert_eq!(asked(), 1, "status asked codex again after create");
 
-    let mut login = Command::new(crate::codex::codex_bin())
-        .args(["login", "--with-api-key"])
-        .env("HOME", &env.home)
-        .env_remove("CODEX_HOME")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    login
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"sk-not-a-real-key\n")
-        .unwrap();
-    assert!(login.wait().unwrap().success());
+    codex_login(&env);
     let err = create("cx3");
     assert!(!err.contains(warning), "logged in at once: {err}");
     assert_eq!(asked(), 2);
