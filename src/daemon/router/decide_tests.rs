@@ -507,9 +507,11 @@ fn status() -> SessionStatus {
     }
 }
 
+/// The facts of a session probed as `status`, the probe before it showing the same.
 fn idle_facts(status: &SessionStatus, woke_at_ms: u64) -> IdleFacts<'_> {
     IdleFacts {
         status,
+        before: Some(status),
         woke_at_ms,
         last_delivery_ms: None,
         ending: false,
@@ -529,6 +531,42 @@ fn idle_sleep_after_an_hour() {
     assert_eq!(idle_sleep(&f, woke.plus(secs(3599)), idle), None);
     assert_eq!(idle_sleep(&f, woke.plus(secs(3600)), idle), None);
     assert_eq!(idle_sleep(&f, woke.plus(secs(3601)), idle), Some(3_601_000));
+}
+
+/// A probe that shows no busy sign past the idle limit is no idle when the probe before it
+/// showed a turn (it may fall between two redraws, or between a tool call and its approval
+/// prompt), nor when the screen drew something within IDLE_SETTLE; the next settled probe
+/// sleeps it, at the same age it would have had.
+#[test]
+fn idle_sleep_waits_for_a_settled_screen() {
+    use crate::daemon::lifecycle::IDLE_SETTLE;
+    let idle = secs(3600);
+    let woke = t0();
+    let at = woke.plus(secs(3601));
+    let st = status();
+    let busy = SessionStatus {
+        busy: true,
+        ..status()
+    };
+    let after_a_turn = IdleFacts {
+        before: Some(&busy),
+        ..idle_facts(&st, woke.ms)
+    };
+    assert_eq!(idle_sleep(&after_a_turn, at, idle), None);
+    let first = IdleFacts {
+        before: None,
+        ..idle_facts(&st, woke.ms)
+    };
+    assert_eq!(idle_sleep(&first, at, idle), None);
+    let drawn = SessionStatus {
+        output_ms: Some(at.ms - IDLE_SETTLE.as_millis() as u64 + 1),
+        ..status()
+    };
+    assert_eq!(idle_sleep(&idle_facts(&drawn, woke.ms), at, idle), None);
+    assert_eq!(
+        idle_sleep(&idle_facts(&st, woke.ms), at, idle),
+        Some(3_601_000)
+    );
 }
 
 /// Spec 05 §4 idle age = now − max(activity, last delivery, wokeAt, attached output).
