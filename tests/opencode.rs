@@ -122,6 +122,20 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// `GET` on OpenCode's local server, whatever its status: `{"status", "body"}` (the body as
+/// JSON when it is).
+fn get_any(port: u16, path: &str) -> Value {
+    let mut resp = ureq::get(&format!("http://127.0.0.1:{port}{path}"))
+        .config()
+        .http_status_as_error(false)
+        .build()
+        .call()
+        .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+    let text = resp.body_mut().read_to_string().unwrap();
+    let body = serde_json::from_str(&text).unwrap_or_else(|_| json!(text));
+    json!({"status": resp.status().as_u16(), "body": body})
+}
+
 /// `GET` on OpenCode's local server.
 fn get(port: u16, path: &str) -> Value {
     let mut resp = ureq::get(&format!("http://127.0.0.1:{port}{path}"))
@@ -794,5 +808,151 @@ fn record_opencode_permission() {
     t.wait("the turn's end", BOOT, |s| ready(s) && !permission_shown(s));
     t.settle(QUIET);
     t.save("47-replied-by-api");
+    t.end();
+}
+
+/// Records OpenCode's permission prompts for files and the web under a gated peer's rules
+/// ([`gated_permission`]), each with its pending request (`GET /permission`,
+/// `permission-pending-<case>.json`): an `edit` of the project's `notes.txt`
+/// (`50-permission-edit`; Enter on `Allow once` edits it, `51-edited`), a `write` of a new
+/// `new-file.txt` (`52-permission-write`, `53-written`), a `write` outside the project, which
+/// first asks for the folder (`54-permission-external`, `external_directory`) and then for the
+/// file (`55-permission-external-write`, `56-external-written`), and a `webfetch`
+/// (`57-permission-webfetch`, refused with Esc: `58-webfetch-rejected`). Session
+/// `permission-files`.
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_opencode_file_permissions() {
+    let w = Scratch::new(fixtures());
+    let api = ChatStandIn::start();
+    let notes = w.cwd.join("notes.txt");
+    std::fs::write(&notes, "colour = red\nsize = 3\n").unwrap();
+    let outside = w.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let (notes_s, outside_s) = (
+        notes.display().to_string(),
+        outside.join("out.txt").display().to_string(),
+    );
+    api.script(move |req| {
+        if openai_chat::is_title_request(req) {
+            return Reply::Text("Stand-in title".into());
+        }
+        if openai_chat::last_is_tool_result(req) {
+            return Reply::Text("tool done".into());
+        }
+        let last = openai_chat::last_text(req);
+        let call = if last.contains("EDIT-FILE") {
+            Some((
+                "edit",
+                json!({"filePath": notes_s, "oldString": "colour = red", "newString": "colour = blue"}),
+            ))
+        } else if last.contains("WRITE-NEW") {
+            Some((
+                "write",
+                json!({"filePath": "new-file.txt", "content": "a new file\n"}),
+            ))
+        } else if last.contains("WRITE-OUTSIDE") {
+            Some((
+                "write",
+                json!({"filePath": outside_s, "content": "outside the project\n"}),
+            ))
+        } else if last.contains("FETCH-PAGE") {
+            Some((
+                "webfetch",
+                json!({"url": "http://127.0.0.1:9/page", "format": "text"}),
+            ))
+        } else {
+            None
+        };
+        match call {
+            Some((name, args)) => Reply::Call(name.into(), args),
+            None => Reply::Text("ok".into()),
+        }
+    });
+    let (port, mut t) = start_recording_with(
+        &w,
+        &api,
+        "permission-files",
+        json!({"permission": gated_permission()}),
+    );
+    // The prompt showing `shows` on the screen, saved as `step`, its pending requests as
+    // `case`'s (`{"status", "body"}`: the server once answered it 400, for a `webfetch`).
+    let prompt = |t: &mut PtyRecording, shows: &str, step: &str, case: &str| {
+        t.wait("the permission prompt", BOOT, |s| {
+            permission_shown(s) && s.contains(shows)
+        });
+        t.settle(QUIET);
+        t.save(step);
+        let pending = get_any(port, "/permission");
+        let pending = match pending["status"].as_u64() {
+            Some(200) => pending["body"].clone(),
+            _ => pending,
+        };
+        w.write_json(&format!("permission-pending-{case}.json"), &pending);
+    };
+    let turn_end = |t: &mut PtyRecording, step: &str| {
+        t.wait("the turn's end", BOOT, |s| ready(s) && !permission_shown(s));
+        t.settle(QUIET);
+        t.save(step);
+    };
+
+    type_and_submit(&mut t, &api, "EDIT-FILE please");
+    prompt(&mut t, "→ Edit notes.txt", "50-permission-edit", "edit");
+    t.keys(b"\r");
+    assert!(
+        common::poll(BOOT, || std::fs::read_to_string(&notes)
+            .is_ok_and(|s| s.contains("colour = blue"))),
+        "Allow once edited the file"
+    );
+    turn_end(&mut t, "51-edited");
+
+    type_and_submit(&mut t, &api, "WRITE-NEW please");
+    prompt(
+        &mut t,
+        "→ Edit new-file.txt",
+        "52-permission-write",
+        "write",
+    );
+    t.keys(b"\r");
+    assert!(
+        common::poll(BOOT, || w.cwd.join("new-file.txt").exists()),
+        "Allow once wrote the file"
+    );
+    turn_end(&mut t, "53-written");
+
+    type_and_submit(&mut t, &api, "WRITE-OUTSIDE please");
+    prompt(
+        &mut t,
+        "← Access external directory",
+        "54-permission-external",
+        "external",
+    );
+    // The folder allowed, the file's own prompt (a new request id).
+    let first = get(port, "/permission")[0]["id"].clone();
+    t.keys(b"\r");
+    assert!(
+        common::poll(BOOT, || {
+            let now = get(port, "/permission");
+            now[0]["id"].is_string() && now[0]["id"] != first
+        }),
+        "a second request, for the file"
+    );
+    prompt(
+        &mut t,
+        "→ Edit",
+        "55-permission-external-write",
+        "external-write",
+    );
+    t.keys(b"\r");
+    assert!(
+        common::poll(BOOT, || outside.join("out.txt").exists()),
+        "the file outside was written"
+    );
+    turn_end(&mut t, "56-external-written");
+
+    type_and_submit(&mut t, &api, "FETCH-PAGE please");
+    prompt(&mut t, "% WebFetch", "57-permission-webfetch", "webfetch");
+    t.keys(b"\x1b");
+    turn_end(&mut t, "58-webfetch-rejected");
     t.end();
 }

@@ -229,13 +229,59 @@ fn conversation_text(row: &str) -> &str {
         .map_or(row, |at| row[..at].trim_end())
 }
 
+/// The titles of OpenCode 1.18.33's permission prompts that name their request after the
+/// tool (read in its TUI, recorded in `permission-files.raw`): the tool, and what follows it
+/// in the title is the request. `Edit <path>` is also what a `write` asks (its permission is
+/// `edit`: `52-permission-write`); a path in the project is shown relative to it, one outside
+/// in full (`55-permission-external-write`).
+const TITLED_TOOLS: [&str; 3] = ["Edit", "Access external directory", "WebFetch"];
+
+/// A prompt's header row, `<icon> <title>` (`# Shell command`, `→ Edit notes.txt`, `←
+/// Access external directory /tmp/x`, `% WebFetch <url>`), cut to its title (pure).
+fn prompt_title(row: &str) -> &str {
+    match row.split_once(' ') {
+        Some((icon, title))
+            if icon.chars().count() == 1 && !icon.starts_with(char::is_alphanumeric) =>
+        {
+            title.trim()
+        }
+        _ => row,
+    }
+}
+
+/// The first changed row of an `edit` prompt's diff (pure): `1 - colour = red` (the split
+/// view's left side, `50-permission-edit`) or `1 + a new file` (a new file: the left side
+/// blank, `52-permission-write`) as `- colour = red` / `+ a new file`.
+fn first_change(body: &[&str]) -> Option<String> {
+    body.iter().find_map(|r| {
+        let (number, rest) = r.split_once(' ')?;
+        let change = rest
+            .strip_prefix("- ")
+            .map(|t| ('-', t))
+            .or_else(|| rest.strip_prefix("+ ").map(|t| ('+', t)))?;
+        number
+            .chars()
+            .all(|c| c.is_ascii_digit())
+            .then(|| format!("{} {}", change.0, change.1.trim()))
+    })
+}
+
 /// OpenCode's permission prompt on the screen (pure), as a [`PermissionPrompt`]. Recorded
-/// for a `bash` call (`40-permission-bash`, `43-permission-again`): in the conversation's
-/// `┃` box, `△ Permission required`, `# <what>` (`# Shell command`), the request
-/// (`$ touch allowed-file`), and a row `Allow once   Allow always   Reject` with `⇆ select
-/// enter confirm` on its right. The marker is drawn in colour only, so `cursor` is `None`:
-/// iapeer answers through OpenCode's server, never with keys
-/// ([`Adapter::answer_permission`]).
+/// (`permission.raw`, `permission-files.raw`): in the conversation's `┃` box, `△ Permission
+/// required`, a header `<icon> <title>`, the request's body, and a row `Allow once   Allow
+/// always   Reject` with `⇆ select  enter confirm` on its right. Read as tool and summary:
+/// - `# Shell command` then `$ touch allowed-file` (`40-permission-bash`): `Shell command`,
+///   `touch allowed-file`;
+/// - `→ Edit notes.txt` then the diff (`50-permission-edit`, and a `write`'s,
+///   `52-permission-write`): `Edit`, `notes.txt: - colour = red` (the path as shown, and
+///   the diff's first changed row when it shows one);
+/// - `← Access external directory /tmp/x/outside` then its patterns
+///   (`54-permission-external`): `Access external directory`, `/tmp/x/outside`;
+/// - `% WebFetch <url>` (`57-permission-webfetch`): `WebFetch`, the URL;
+/// - any other title: the title, and the body's first row.
+///
+/// The marker is drawn in colour only, so `cursor` is `None`: iapeer answers through
+/// OpenCode's server, never with keys ([`Adapter::answer_permission`]).
 pub fn permission_prompt_in(rows: &[String]) -> Option<PermissionPrompt> {
     let start = rows.iter().rposition(|r| r.contains(PERMISSION_TITLE))?;
     let body: Vec<&str> = rows[start + 1..]
@@ -245,17 +291,33 @@ pub fn permission_prompt_in(rows: &[String]) -> Option<PermissionPrompt> {
     let menu = body
         .iter()
         .position(|r| PERMISSION_OPTIONS.iter().all(|(o, _)| r.contains(o)))?;
-    let what = body[..menu]
-        .iter()
-        .find_map(|r| r.strip_prefix("# "))
-        .unwrap_or("Permission required");
-    let summary = body[..menu]
-        .iter()
-        .find(|r| !r.is_empty() && !r.starts_with("# "))
-        .map(|r| r.strip_prefix("$ ").unwrap_or(r).to_string())
-        .unwrap_or_default();
+    let (header, body) = match body[..menu].iter().position(|r| !r.is_empty()) {
+        Some(at) => (prompt_title(body[at]), &body[at + 1..menu]),
+        None => ("Permission required", &body[..0]),
+    };
+    let first_row = || {
+        body.iter()
+            .find(|r| !r.is_empty())
+            .map(|r| r.strip_prefix("$ ").unwrap_or(r).to_string())
+            .unwrap_or_default()
+    };
+    let titled = TITLED_TOOLS.iter().find_map(|tool| {
+        let rest = header.strip_prefix(tool)?.strip_prefix(' ')?;
+        Some((tool.to_string(), rest.trim().to_string()))
+    });
+    let (tool, summary) = match titled {
+        Some((tool, path)) if tool == "Edit" => {
+            let summary = match first_change(body) {
+                Some(change) => format!("{path}: {change}"),
+                None => path,
+            };
+            (tool, summary)
+        }
+        Some(titled) => titled,
+        None => (header.to_string(), first_row()),
+    };
     Some(PermissionPrompt {
-        tool: what.to_string(),
+        tool,
         summary,
         reason: String::new(),
         options: PERMISSION_OPTIONS
@@ -558,6 +620,78 @@ mod tests {
                 "{step}"
             );
         }
+    }
+
+    /// The permission prompts of an `edit`, a `write`, a file outside the project and a
+    /// `webfetch` (`permission-files.raw`): the tool and what a human decides on (the path as
+    /// shown and the diff's first change, the folder, the URL); none once answered.
+    #[test]
+    fn fixture_file_and_web_permission_prompts_are_read() {
+        let oc = OpenCode::with_program("/bin/opencode".into());
+        let outside = "/tmp/.tmpzL8nPC/outside";
+        for (step, tool, summary) in [
+            (
+                "50-permission-edit",
+                "Edit",
+                "notes.txt: - colour = red".to_string(),
+            ),
+            (
+                "52-permission-write",
+                "Edit",
+                "new-file.txt: + a new file".into(),
+            ),
+            (
+                "54-permission-external",
+                "Access external directory",
+                outside.into(),
+            ),
+            (
+                "55-permission-external-write",
+                "Edit",
+                format!("{outside}/out.txt: + outside the project"),
+            ),
+            (
+                "57-permission-webfetch",
+                "WebFetch",
+                "http://127.0.0.1:9/page".into(),
+            ),
+        ] {
+            let p = oc
+                .permission_prompt(&recorded("permission-files", step))
+                .unwrap_or_else(|| panic!("{step}: no prompt read"));
+            assert_eq!(
+                (p.tool.as_str(), p.summary.as_str()),
+                (tool, summary.as_str()),
+                "{step}"
+            );
+            assert_eq!(p.options, ["Allow once", "Allow always", "Reject"]);
+            assert_eq!((p.approve, p.deny, p.cursor), (0, 2, None), "{step}");
+        }
+        for step in [
+            "51-edited",
+            "53-written",
+            "56-external-written",
+            "58-webfetch-rejected",
+        ] {
+            assert_eq!(
+                oc.permission_prompt(&recorded("permission-files", step)),
+                None,
+                "{step}"
+            );
+        }
+    }
+
+    /// The header's title without its icon, and an edit's first change.
+    #[test]
+    fn prompt_titles_and_changes() {
+        assert_eq!(prompt_title("# Shell command"), "Shell command");
+        assert_eq!(prompt_title("→ Edit a b.txt"), "Edit a b.txt");
+        assert_eq!(prompt_title("Call tool x"), "Call tool x");
+        assert_eq!(
+            first_change(&["", "1   same", "12 - old row", "12 + new"]).as_deref(),
+            Some("- old row")
+        );
+        assert_eq!(first_change(&["Patterns", "- /tmp/x/*"]), None);
     }
 
     /// A gated launch carries the recorded `permission` rules (`permission-config.json`:

@@ -563,9 +563,14 @@ pub fn abort(server: &SharedServer, cwd: &Path, conversation: Option<&str>) -> b
 
 /// The id of the permission request in `pending` (`GET /permission`: `[{"id": "per_…",
 /// "sessionID", "permission": "bash", "patterns": ["touch a"], "metadata": {"command"}, …}]`,
-/// recorded in `permission-pending.json`) that a prompt showing `summary` stands for (pure):
-/// of `conversation`'s requests (every one's when it is unknown), the one whose command or a
-/// pattern is `summary`, else the only one. `None` when none, or several and none matches.
+/// recorded in `permission-pending.json`; an `edit`'s and an `external_directory`'s metadata
+/// carry `filepath` (and `parentDir`) instead, `permission-pending-{edit,external}.json`)
+/// that a prompt showing `summary` ([`super::opencode::permission_prompt_in`]) stands for
+/// (pure): of `conversation`'s requests (every one's when it is unknown), the one whose
+/// command or a pattern is `summary`, or whose file (an `edit`'s) or folder (an
+/// `external_directory`'s) is the path `summary` starts with (as shown: in full, or its end
+/// relative to the project), else the only one. `None` when none, or several and none
+/// matches.
 pub fn pending_request(
     pending: &Value,
     conversation: Option<&str>,
@@ -576,11 +581,23 @@ pub fn pending_request(
         .iter()
         .filter(|p| conversation.is_none_or(|c| p["sessionID"] == c))
         .collect();
+    // The path an `Edit` summary starts with (`notes.txt: - colour = red`).
+    let path = summary.split_once(": ").map_or(summary, |(p, _)| p);
+    let names_path = |v: &Value| {
+        v.as_str()
+            .is_some_and(|v| v == path || v.ends_with(&format!("/{path}")))
+    };
     let shows = |p: &&&Value| {
         p["metadata"]["command"] == summary
             || p["patterns"]
                 .as_array()
                 .is_some_and(|ps| ps.iter().any(|x| x == summary))
+            || names_path(match p["permission"].as_str() {
+                // Its prompt shows the folder; its metadata also names the file.
+                Some("external_directory") => &p["metadata"]["parentDir"],
+                Some("edit") => &p["metadata"]["filepath"],
+                _ => &Value::Null,
+            })
     };
     let found = match mine.iter().find(shows) {
         Some(p) => p,
@@ -691,6 +708,33 @@ mod tests {
             }
         }
         assert!(!compacted_since(&unfinished, 0), "still running");
+    }
+
+    /// File requests pending together (`permission-pending-{edit,write,external,
+    /// external-write}.json`, one session): each prompt's summary as read from its screen
+    /// (the path as shown, relative in the project, in full outside) picks its own.
+    #[test]
+    fn the_pending_file_request_of_a_prompt() {
+        let all: Vec<Value> = ["edit", "write", "external", "external-write"]
+            .iter()
+            .map(|c| recorded(&format!("permission-pending-{c}.json"))[0].clone())
+            .collect();
+        let id = |i: usize| all[i]["id"].as_str().map(str::to_string);
+        let ses = all[0]["sessionID"].as_str();
+        let pending = Value::Array(all.clone());
+        for (summary, want) in [
+            ("notes.txt: - colour = red", 0),
+            ("new-file.txt: + a new file", 1),
+            ("/tmp/rec/outside", 2),
+            ("/tmp/rec/outside/out.txt: + outside the project", 3),
+        ] {
+            assert_eq!(
+                pending_request(&pending, ses, summary),
+                id(want),
+                "{summary}"
+            );
+        }
+        assert_eq!(pending_request(&pending, ses, "other.txt: + x"), None);
     }
 
     /// The recorded `GET /session`: the one session of `/tmp/rec/proj`.
