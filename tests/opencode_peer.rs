@@ -416,21 +416,21 @@ fn oc_approvals(env: &TestEnv) -> Vec<Value> {
         .collect()
 }
 
-/// Wait for the one request `oc`'s prompt for `command` raised; it, checked.
-fn pending_for(env: &TestEnv, command: &str) -> Value {
+/// Wait for the one request `oc`'s prompt for `summary` raised; it, checked to be for `tool`.
+fn pending_for(env: &TestEnv, tool: &str, summary: &str) -> Value {
     let mut found = Value::Null;
     env.wait_until(
-        &format!("the prompt for `{command}` is pending"),
+        &format!("the prompt for `{summary}` is pending"),
         WAIT,
         |env| {
             found = oc_approvals(env)
                 .into_iter()
-                .find(|a| a["summary"] == command)
+                .find(|a| a["summary"] == summary)
                 .unwrap_or(Value::Null);
             !found.is_null()
         },
     );
-    assert_eq!(found["tool"], "Shell command", "{found}");
+    assert_eq!(found["tool"], tool, "{found}");
     found
 }
 
@@ -438,8 +438,10 @@ fn pending_for(env: &TestEnv, command: &str) -> Value {
 /// `ask` rules for its tools; the stand-in model's `bash` call asks on OpenCode's screen,
 /// which iapeer puts to a human as an approval request. `approve` → OpenCode is answered
 /// through its own server and the command runs (its file exists); `deny` → it does not. Its
-/// own `send_to_peer` never asks: the call reaches `ea` with no request raised. (Before:
-/// OpenCode ran every tool unasked, so the first file was made with no request.)
+/// own `send_to_peer` never asks: the call reaches `ea` with no request raised. An `edit`
+/// of a file in its folder is held too, shown as `Edit: notes.txt (- colour = red)`, and
+/// made once approved. (Before: OpenCode ran every tool unasked, so the first file was made
+/// with no request; the edit's request read `Permission required: → Edit notes.txt`.)
 #[test]
 fn a_gated_opencode_peer_asks_a_human_and_approve_and_deny_decide() {
     // Idle sleep is not what is tested: under load (CI's 2 cores) the gap between OpenCode's
@@ -453,6 +455,9 @@ fn a_gated_opencode_peer_asks_a_human_and_approve_and_deny_decide() {
     let (approved, denied) = (folder.join("approved-file"), folder.join("denied-file"));
     let (approved_cmd, denied_cmd) = ("touch approved-file", "touch denied-file");
     let (a_cmd, d_cmd) = (approved_cmd, denied_cmd);
+    let notes = folder.join("notes.txt");
+    std::fs::write(&notes, "colour = red\nsize = 3\n").unwrap();
+    let notes_path = notes.display().to_string();
     api.script(move |req| {
         let last = last_text(req);
         if last_is_tool_result(req) {
@@ -464,7 +469,13 @@ fn a_gated_opencode_peer_asks_a_human_and_approve_and_deny_decide() {
                 json!({"command": command, "description": "Make a file"}),
             )
         };
-        if last.contains("RUN-APPROVED") {
+        if last.contains("EDIT-FILE") {
+            Reply::Call(
+                "edit".into(),
+                json!({"filePath": notes_path, "oldString": "colour = red",
+                    "newString": "colour = blue"}),
+            )
+        } else if last.contains("RUN-APPROVED") {
             bash(a_cmd)
         } else if last.contains("RUN-DENIED") {
             bash(d_cmd)
@@ -485,7 +496,7 @@ fn a_gated_opencode_peer_asks_a_human_and_approve_and_deny_decide() {
         "{}",
         env.diagnostics()
     );
-    let a = pending_for(&env, approved_cmd);
+    let a = pending_for(&env, "Shell command", approved_cmd);
     let id = a["id"].as_str().unwrap().to_string();
     assert!(!approved.exists(), "the command ran before an answer");
     assert_eq!(
@@ -501,10 +512,35 @@ fn a_gated_opencode_peer_asks_a_human_and_approve_and_deny_decide() {
         idle(&s) && s.contains("tool done")
     });
 
+    // An edit: held for a human with its file and first change, as `iapeer approvals`
+    // shows it; approved, the file is changed.
+    let out = send_oc(&env, "EDIT-FILE please");
+    assert!(out.starts_with("delivered to oc (opencode)"), "{out}");
+    let a = pending_for(&env, "Edit", "notes.txt (- colour = red)");
+    let id = a["id"].as_str().unwrap().to_string();
+    let listed = env.ok(&["approvals"]);
+    assert!(
+        listed.contains(&format!(
+            "{id}  opencode-oc  Edit: notes.txt (- colour = red)  [1. Allow once"
+        )),
+        "{listed}"
+    );
+    assert!(
+        std::fs::read_to_string(&notes).unwrap().contains("red"),
+        "edited before an answer"
+    );
+    env.ok(&["approve", &id]);
+    env.wait_until("the approved edit is made", WAIT, |_| {
+        std::fs::read_to_string(&notes).is_ok_and(|t| t == "colour = blue\nsize = 3\n")
+    });
+    env.wait_until("the edit's turn ended", WAIT, |e| {
+        oc_approvals(e).is_empty() && idle(&e.screen("opencode-oc"))
+    });
+
     // Deny: it does not run.
     let out = send_oc(&env, "RUN-DENIED please");
     assert!(out.starts_with("delivered to oc (opencode)"), "{out}");
-    let a = pending_for(&env, denied_cmd);
+    let a = pending_for(&env, "Shell command", denied_cmd);
     let id = a["id"].as_str().unwrap().to_string();
     assert_eq!(
         env.ok(&["deny", &id]).trim(),

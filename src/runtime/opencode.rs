@@ -273,7 +273,7 @@ fn first_change(body: &[&str]) -> Option<String> {
 /// - `# Shell command` then `$ touch allowed-file` (`40-permission-bash`): `Shell command`,
 ///   `touch allowed-file`;
 /// - `→ Edit notes.txt` then the diff (`50-permission-edit`, and a `write`'s,
-///   `52-permission-write`): `Edit`, `notes.txt: - colour = red` (the path as shown, and
+///   `52-permission-write`): `Edit`, `notes.txt (- colour = red)` (the path as shown, and
 ///   the diff's first changed row when it shows one);
 /// - `← Access external directory /tmp/x/outside` then its patterns
 ///   (`54-permission-external`): `Access external directory`, `/tmp/x/outside`;
@@ -308,7 +308,7 @@ pub fn permission_prompt_in(rows: &[String]) -> Option<PermissionPrompt> {
     let (tool, summary) = match titled {
         Some((tool, path)) if tool == "Edit" => {
             let summary = match first_change(body) {
-                Some(change) => format!("{path}: {change}"),
+                Some(change) => format!("{path} ({change})"),
                 None => path,
             };
             (tool, summary)
@@ -633,12 +633,12 @@ mod tests {
             (
                 "50-permission-edit",
                 "Edit",
-                "notes.txt: - colour = red".to_string(),
+                "notes.txt (- colour = red)".to_string(),
             ),
             (
                 "52-permission-write",
                 "Edit",
-                "new-file.txt: + a new file".into(),
+                "new-file.txt (+ a new file)".into(),
             ),
             (
                 "54-permission-external",
@@ -648,7 +648,7 @@ mod tests {
             (
                 "55-permission-external-write",
                 "Edit",
-                format!("{outside}/out.txt: + outside the project"),
+                format!("{outside}/out.txt (+ outside the project)"),
             ),
             (
                 "57-permission-webfetch",

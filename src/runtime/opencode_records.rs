@@ -581,8 +581,12 @@ pub fn pending_request(
         .iter()
         .filter(|p| conversation.is_none_or(|c| p["sessionID"] == c))
         .collect();
-    // The path an `Edit` summary starts with (`notes.txt: - colour = red`).
-    let path = summary.split_once(": ").map_or(summary, |(p, _)| p);
+    // The path an `Edit` summary starts with (`notes.txt (- colour = red)`).
+    let path = [" (- ", " (+ "]
+        .iter()
+        .filter_map(|c| summary.find(c))
+        .min()
+        .map_or(summary, |at| &summary[..at]);
     let names_path = |v: &Value| {
         v.as_str()
             .is_some_and(|v| v == path || v.ends_with(&format!("/{path}")))
@@ -723,10 +727,10 @@ mod tests {
         let ses = all[0]["sessionID"].as_str();
         let pending = Value::Array(all.clone());
         for (summary, want) in [
-            ("notes.txt: - colour = red", 0),
-            ("new-file.txt: + a new file", 1),
+            ("notes.txt (- colour = red)", 0),
+            ("new-file.txt (+ a new file)", 1),
             ("/tmp/rec/outside", 2),
-            ("/tmp/rec/outside/out.txt: + outside the project", 3),
+            ("/tmp/rec/outside/out.txt (+ outside the project)", 3),
         ] {
             assert_eq!(
                 pending_request(&pending, ses, summary),
@@ -734,7 +738,7 @@ mod tests {
                 "{summary}"
             );
         }
-        assert_eq!(pending_request(&pending, ses, "other.txt: + x"), None);
+        assert_eq!(pending_request(&pending, ses, "other.txt (+ x)"), None);
     }
 
     /// The recorded `GET /session`: the one session of `/tmp/rec/proj`.
