@@ -236,6 +236,16 @@ fn conversation_text(row: &str) -> &str {
 /// in full (`55-permission-external-write`).
 const TITLED_TOOLS: [&str; 3] = ["Edit", "Access external directory", "WebFetch"];
 
+/// The recorded prompts' tools ([`permission_prompt_in`]) and the permission of the request
+/// each stands for on OpenCode's server (`GET /permission`: `permission-pending.json`,
+/// `permission-pending-<case>.json`).
+pub const PROMPT_PERMISSIONS: [(&str, &str); 4] = [
+    ("Shell command", "bash"),
+    ("Edit", "edit"),
+    ("Access external directory", "external_directory"),
+    ("WebFetch", "webfetch"),
+];
+
 /// A prompt's header row, `<icon> <title>` (`# Shell command`, `→ Edit notes.txt`, `←
 /// Access external directory /tmp/x`, `% WebFetch <url>`), cut to its title (pure).
 fn prompt_title(row: &str) -> &str {
@@ -427,7 +437,7 @@ impl Adapter for OpenCode {
         opencode_records::reply_permission(
             &self.server,
             self.bound.conversation(),
-            &prompt.summary,
+            (&prompt.tool, &prompt.summary),
             reply,
         )
     }

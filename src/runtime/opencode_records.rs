@@ -565,16 +565,20 @@ pub fn abort(server: &SharedServer, cwd: &Path, conversation: Option<&str>) -> b
 /// "sessionID", "permission": "bash", "patterns": ["touch a"], "metadata": {"command"}, …}]`,
 /// recorded in `permission-pending.json`; an `edit`'s and an `external_directory`'s metadata
 /// carry `filepath` (and `parentDir`) instead, `permission-pending-{edit,external}.json`)
-/// that a prompt showing `summary` ([`super::opencode::permission_prompt_in`]) stands for
-/// (pure): of `conversation`'s requests (every one's when it is unknown), the one whose
-/// command or a pattern is `summary`, or whose file (an `edit`'s) or folder (an
+/// that a prompt showing `(tool, summary)` ([`super::opencode::permission_prompt_in`])
+/// stands for (pure): of `conversation`'s requests (every one's when it is unknown), the one
+/// whose command or a pattern is `summary`, or whose file (an `edit`'s) or folder (an
 /// `external_directory`'s) is the path `summary` starts with (as shown: in full, or its end
-/// relative to the project), else the only one. `None` when none, or several and none
-/// matches.
+/// relative to the project), else the only one when it is of the prompt's kind
+/// ([`super::opencode::PROMPT_PERMISSIONS`]; any, for a title not recorded). `None` when
+/// none, or several and none matches. The kind matters: after `Allow once` on a folder's
+/// prompt the screen went on showing it while the server already held the file's `edit`
+/// request (`55-permission-external-write`), which an answer to the stale prompt must not
+/// take.
 pub fn pending_request(
     pending: &Value,
     conversation: Option<&str>,
-    summary: &str,
+    (tool, summary): (&str, &str),
 ) -> Option<String> {
     let mine: Vec<&Value> = pending
         .as_array()?
@@ -603,22 +607,27 @@ pub fn pending_request(
                 _ => &Value::Null,
             })
     };
+    let kind = super::opencode::PROMPT_PERMISSIONS
+        .iter()
+        .find(|(t, _)| *t == tool)
+        .map(|(_, permission)| *permission);
     let found = match mine.iter().find(shows) {
         Some(p) => p,
-        None if mine.len() == 1 => &mine[0],
+        None if mine.len() == 1 && kind.is_none_or(|k| mine[0]["permission"] == k) => &mine[0],
         None => return None,
     };
     found["id"].as_str().map(str::to_string)
 }
 
-/// Answer the pending permission request a prompt showing `summary` stands for
+/// Answer the pending permission request a prompt showing `(tool, summary)` stands for
 /// ([`pending_request`]) with `reply` (`once`, `always` or `reject`) through the server's
 /// `POST /permission/<id>/reply` (`{"reply": …}`, answered `true`: `permission-reply.json`);
-/// whether the server took it.
+/// whether the server took it (not when its `GET /permission` fails, as it did with a
+/// `webfetch` pending: `permission-pending-webfetch.json`).
 pub fn reply_permission(
     server: &SharedServer,
     conversation: Option<&str>,
-    summary: &str,
+    shown: (&str, &str),
     reply: &str,
 ) -> bool {
     let Some(server) = server.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
@@ -626,7 +635,7 @@ pub fn reply_permission(
     };
     let Some(id) = server
         .get("/permission")
-        .and_then(|list| pending_request(&list, conversation, summary))
+        .and_then(|list| pending_request(&list, conversation, shown))
     else {
         return false;
     };
@@ -715,8 +724,8 @@ mod tests {
     }
 
     /// File requests pending together (`permission-pending-{edit,write,external,
-    /// external-write}.json`, one session): each prompt's summary as read from its screen
-    /// (the path as shown, relative in the project, in full outside) picks its own.
+    /// external-write}.json`, one session): each prompt's tool and summary as read from its
+    /// screen (the path as shown, relative in the project, in full outside) picks its own.
     #[test]
     fn the_pending_file_request_of_a_prompt() {
         let all: Vec<Value> = ["edit", "write", "external", "external-write"]
@@ -726,19 +735,38 @@ mod tests {
         let id = |i: usize| all[i]["id"].as_str().map(str::to_string);
         let ses = all[0]["sessionID"].as_str();
         let pending = Value::Array(all.clone());
-        for (summary, want) in [
-            ("notes.txt (- colour = red)", 0),
-            ("new-file.txt (+ a new file)", 1),
-            ("/tmp/rec/outside", 2),
-            ("/tmp/rec/outside/out.txt (+ outside the project)", 3),
+        let folder = "Access external directory";
+        for (shown, want) in [
+            (("Edit", "notes.txt (- colour = red)"), 0),
+            (("Edit", "new-file.txt (+ a new file)"), 1),
+            ((folder, "/tmp/rec/outside"), 2),
+            (
+                ("Edit", "/tmp/rec/outside/out.txt (+ outside the project)"),
+                3,
+            ),
         ] {
-            assert_eq!(
-                pending_request(&pending, ses, summary),
-                id(want),
-                "{summary}"
-            );
+            assert_eq!(pending_request(&pending, ses, shown), id(want), "{shown:?}");
         }
-        assert_eq!(pending_request(&pending, ses, "other.txt (+ x)"), None);
+        assert_eq!(
+            pending_request(&pending, ses, ("Edit", "other.txt (+ x)")),
+            None
+        );
+        // The folder's prompt still on the screen, the server holding only the file's
+        // request: not taken; the only one of the prompt's kind is, and of a title not
+        // recorded.
+        let file_only = Value::Array(vec![all[3].clone()]);
+        assert_eq!(
+            pending_request(&file_only, ses, (folder, "/tmp/rec/outside")),
+            None
+        );
+        assert_eq!(
+            pending_request(&file_only, ses, ("Edit", "/tmp/rec/outsi")),
+            id(3)
+        );
+        assert_eq!(
+            pending_request(&file_only, ses, ("Call tool x", "Tool: x")),
+            id(3)
+        );
     }
 
     /// The recorded `GET /session`: the one session of `/tmp/rec/proj`.
@@ -750,20 +778,25 @@ mod tests {
         let id = "per_2519fb9c70010TFpSIfEPwbQc7";
         let ses = "ses_dae60931effecFHD1asluBxaCF";
         assert_eq!(
-            pending_request(&pending, Some(ses), "touch allowed-file").as_deref(),
+            pending_request(&pending, Some(ses), ("Shell command", "touch allowed-file"))
+                .as_deref(),
             Some(id)
         );
         assert_eq!(
-            pending_request(&pending, None, "touch allowed-file").as_deref(),
+            pending_request(&pending, None, ("Shell command", "touch allowed-file")).as_deref(),
             Some(id)
         );
         // The only one, though the screen's summary was cut.
         assert_eq!(
-            pending_request(&pending, Some(ses), "touch allo").as_deref(),
+            pending_request(&pending, Some(ses), ("Shell command", "touch allo")).as_deref(),
             Some(id)
         );
         assert_eq!(
-            pending_request(&pending, Some("ses_other"), "touch allowed-file"),
+            pending_request(
+                &pending,
+                Some("ses_other"),
+                ("Shell command", "touch allowed-file")
+            ),
             None
         );
         // Two pending and none shows the summary: no guess.
@@ -773,12 +806,18 @@ mod tests {
         other["metadata"]["command"] = "rm b".into();
         other["patterns"] = serde_json::json!(["rm b"]);
         two.as_array_mut().unwrap().push(other);
-        assert_eq!(pending_request(&two, Some(ses), "touch x"), None);
         assert_eq!(
-            pending_request(&two, Some(ses), "rm b").as_deref(),
+            pending_request(&two, Some(ses), ("Shell command", "touch x")),
+            None
+        );
+        assert_eq!(
+            pending_request(&two, Some(ses), ("Shell command", "rm b")).as_deref(),
             Some("per_2")
         );
-        assert_eq!(pending_request(&serde_json::json!([]), None, "x"), None);
+        assert_eq!(
+            pending_request(&serde_json::json!([]), None, ("Shell command", "x")),
+            None
+        );
     }
 
     #[test]
