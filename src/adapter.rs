@@ -408,6 +408,21 @@ pub struct ClearKeys {
     pub first: Vec<u8>,
     /// When the runtime asks for a second press: the text it shows then, and the key.
     pub again: Option<(&'static str, Vec<u8>)>,
+    /// The warning the runtime shows while one more press of `first` would quit it (Gemini
+    /// CLI 0.61.0: `Press Ctrl+C again to exit.`, recorded in `late-1200ms-ctrl-c-cleared`),
+    /// if `first` can arm its exit. Every press of such a key — on text nobody typed
+    /// (`session::boot::ClearPresses`) or on iapeer's own text (`session::clear`) — is
+    /// paced as [`ClearPresses`](crate::session::boot::ClearPresses) paces it and never goes
+    /// while [`ClearKeys::exit_armed`] reads the warning.
+    pub exit_warning: Option<&'static str>,
+}
+
+impl ClearKeys {
+    /// Whether `screen` (a screen's text, or one of its rows) shows the runtime's exit
+    /// warning ([`ClearKeys::exit_warning`]); false for keys that cannot arm an exit.
+    pub fn exit_armed(&self, screen: &str) -> bool {
+        self.exit_warning.is_some_and(|w| screen.contains(w))
+    }
 }
 
 /// One runtime's behaviour. Implementations are immutable and shared; a runtime that names

@@ -28,10 +28,22 @@ fn inside(literal: &str) -> &str {
 }
 
 /// The built-in runtime named by a literal's text when the text is made of runtime names only
-/// (`claude`, `claude|codex|echo`, `(claude | codex)`): the first; else none (a sentence,
-/// a flag, an identity such as `claude-bob`, a folder such as `.gemini`, a prefix such as
-/// `echo:`).
+/// (`claude`, `claude|codex|echo`, `(claude | codex)`), or is a path with a runtime's own
+/// folder in it (`.gemini`, `~/.codex/auth.json`: where a runtime keeps its files is a fact of
+/// its row, [`crate::runtime_table::RuntimeInfo::home_folder`]): the first; else none (a
+/// sentence, even one naming such a folder, a flag, an identity such as `claude-bob`, a prefix
+/// such as `echo:`).
 fn names_only(text: &str) -> Option<&'static str> {
+    if !text.contains(char::is_whitespace) {
+        let folder = text.split('/').find_map(|part| {
+            BUILT_IN
+                .iter()
+                .find(|r| part.strip_prefix('.') == Some(r.name))
+        });
+        if let Some(r) = folder {
+            return Some(r.name);
+        }
+    }
     let words: Vec<&str> = text
         .split(|c: char| c.is_whitespace() || "|,()[]{}".contains(c))
         .filter(|w| !w.is_empty())
@@ -100,6 +112,8 @@ fn h() -> char { '"' } fn k() -> &'static str { "human" }
 const FLAG: &str = "echo"; // not a runtime name: a flag
 const VERB: &str = "claude|codex|echo"; const USAGE: &str = "(gemini | opencode)";
 const ID: &str = "claude-bob"; const B: &[u8] = b"codex"; const D: &str = ".gemini";
+const F: &str = "~/.codex/auth.json"; const S: &str = "kept in ~/.claude by it";
+const N: &str = ".geminis";
 "##;
     assert_eq!(
         stray_names(src),
@@ -109,7 +123,9 @@ const ID: &str = "claude-bob"; const B: &[u8] = b"codex"; const D: &str = ".gemi
             (8, "human"),
             (10, "claude"),
             (10, "gemini"),
-            (11, "codex")
+            (11, "codex"),
+            (11, "gemini"),
+            (12, "codex")
         ]
     );
 }

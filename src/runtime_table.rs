@@ -246,6 +246,10 @@ pub struct RuntimeInfo<'a> {
     /// The folder that marks a project as the runtime's own (`.claude`), where its project
     /// settings live.
     pub project_folder: Option<&'a str>,
+    /// The folder under the home the runtime is started with where it keeps its own
+    /// settings, credentials and records (`.gemini`: read by `host::gemini_login` and the
+    /// Gemini adapter's setup; `.codex`, `.claude`); `None` where iapeer reads none.
+    pub home_folder: Option<&'a str>,
     /// Its `launch.env` template lines; `None`: [`GENERIC_LAUNCH_ENV`].
     pub launch_env: Option<LaunchEnvExample<'a>>,
     /// How its conversations get the id a resume names.
@@ -266,6 +270,7 @@ const NO_FACTS: RuntimeInfo<'static> = RuntimeInfo {
     shortcut: false,
     preference: None,
     project_folder: None,
+    home_folder: None,
     launch_env: None,
     naming: ConversationNaming::Folder,
 };
@@ -308,6 +313,7 @@ pub const CLAUDE: RuntimeInfo<'static> = RuntimeInfo {
     shortcut: true,
     preference: Some(0),
     project_folder: Some(".claude"),
+    home_folder: Some(".claude"),
     launch_env: Some(LaunchEnvExample {
         start_args: "#PEER_START_ARGS=--model opus\n",
         own_keys: "#\n\
@@ -355,6 +361,8 @@ pub const CODEX: RuntimeInfo<'static> = RuntimeInfo {
     shortcut: true,
     preference: Some(1),
     project_folder: Some(".codex"),
+    // `$CODEX_HOME` moves it.
+    home_folder: Some(".codex"),
     launch_env: Some(LaunchEnvExample {
         start_args: "#PEER_START_ARGS=-c model_reasoning_effort=high\n",
         own_keys: "",
@@ -386,6 +394,7 @@ pub const GEMINI: RuntimeInfo<'static> = RuntimeInfo {
     gates_approvals: true,
     preference: Some(2),
     project_folder: Some(".gemini"),
+    home_folder: Some(".gemini"),
     launch_env: Some(LaunchEnvExample {
         start_args: "#PEER_START_ARGS=--model gemini-2.5-pro\n",
         own_keys: "",

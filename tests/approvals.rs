@@ -282,12 +282,7 @@ fn a_gated_claude_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
     told(&env, &results, "not today");
     api.wait_user_text(&env, Duration::from_secs(60), "<msg>meanwhile</msg>");
     turn_over(&env);
-    assert!(!dir.join("denied").exists(), "a denied command ran");
-    assert!(env.has_event(
-        "lifecycle",
-        "approval-denied",
-        &[("id", &id), ("by", "denied")]
-    ));
+    env.assert_denied(&id, &dir.join("denied"));
 
     // Nobody answers: denied when the timeout passes.
     let id = ask_touch(&env, "unanswered");
@@ -692,12 +687,7 @@ fn a_gated_codex_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
                 .any(|r| common::openai::input_text(r).contains("<msg>meanwhile</msg>"))
         },
     );
-    assert!(!dir.join("denied").exists(), "a denied command ran");
-    assert!(env.has_event(
-        "lifecycle",
-        "approval-denied",
-        &[("id", &id), ("by", "denied")]
-    ));
+    env.assert_denied(&id, &dir.join("denied"));
     assert!(approvals(&env).is_empty());
 
     // iapeer's own tool needs no approval: the gated peer still talks to its peers.

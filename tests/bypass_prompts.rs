@@ -235,16 +235,7 @@ fn a_bypass_peer_s_permission_prompt_is_an_approval_request() {
         env.screen("claude-cb").contains("Interrupted")
     });
     none_pending(&env, "the denied request is gone");
-    assert!(
-        !made.join("hook-asks").exists(),
-        "a denied command ran\n{}",
-        env.diagnostics()
-    );
-    assert!(env.has_event(
-        "lifecycle",
-        "approval-denied",
-        &[("id", &id), ("by", "denied")]
-    ));
+    env.assert_denied(&id, &made.join("hook-asks"));
     turn_over(&env);
 
     // Answered on the screen by someone attached: the request is retired.

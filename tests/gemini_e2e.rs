@@ -470,6 +470,22 @@ fn a_gemini_peer_refused_by_its_api_raises_one_notice() {
 
 /// A gemini peer `gm` and an echo peer `ea`, the daemon holding its answers to terminal
 /// queries `late_ms` (`late-query-answers`), the model answering "noted".
+/// Whether Gemini CLI's late terminal answers show in `gm`'s composer.
+fn late_answers_shown(e: &TestEnv) -> bool {
+    composer_rows(&e.screen("gemini-gm"))
+        .iter()
+        .any(|r| r.contains(">|iapeer("))
+}
+
+/// What a command wrote, its output then its errors, each trimmed.
+fn said(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout).trim(),
+        String::from_utf8_lossy(&out.stderr).trim()
+    )
+}
+
 fn late_answers_world(bin: &str, late_ms: u64) -> (TestEnv, GeminiStandIn) {
     let mut env = TestEnv::new();
     env.set("IAPEER_TEST_HOOK", &format!("late-query-answers:{late_ms}"))
@@ -532,19 +548,8 @@ fn gemini_peer_takes_the_next_message_when_its_terminal_answers_come_after_ready
         return;
     };
     let (env, api) = late_answers_world(&bin, 30_000);
-    let send = |message: &str| {
-        let out = env.run(&["send", "gm", "--from", "echo-ea", "--message", message]);
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout).trim(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )
-    };
-    let leftovers = |e: &TestEnv| {
-        composer_rows(&e.screen("gemini-gm"))
-            .iter()
-            .any(|r| r.contains(">|iapeer("))
-    };
+    let send =
+        |message: &str| said(&env.run(&["send", "gm", "--from", "echo-ea", "--message", message]));
 
     assert_eq!(
         send(FIRST),
@@ -553,7 +558,7 @@ fn gemini_peer_takes_the_next_message_when_its_terminal_answers_come_after_ready
         env.diagnostics()
     );
     assert!(
-        !leftovers(&env),
+        !late_answers_shown(&env),
         "the answers came before the first delivery ended (a slower boot than measured): \
          this test needs a later `late-query-answers`\n{}",
         env.screen("gemini-gm")
@@ -561,7 +566,7 @@ fn gemini_peer_takes_the_next_message_when_its_terminal_answers_come_after_ready
     env.wait_until(
         "the late answers land in the composer",
         Duration::from_secs(60),
-        leftovers,
+        late_answers_shown,
     );
     const SECOND: &str = "SECOND message after the late answers";
     assert_eq!(
@@ -584,7 +589,45 @@ fn gemini_peer_takes_the_next_message_when_its_terminal_answers_come_after_ready
         "{text}"
     );
     assert_eq!(turns_with(&api, FIRST).len(), 1, "{}", env.diagnostics());
-    assert!(!leftovers(&env), "{}", env.screen("gemini-gm"));
+    assert!(!late_answers_shown(&env), "{}", env.screen("gemini-gm"));
+}
+
+/// The same late answers in the idle composer (`late-30000ms-after-ready-idle-landed`) and
+/// then `iapeer compact`: they are no draft, so compact is not refused for one (before, it
+/// answered `the composer holds a draft ("0u>|iapeer(0.1.0)62;22c…")`); they are cleared with
+/// the delivery's paced Ctrl-C, and `/compress` is typed alone and runs (its summary
+/// requests reach the model).
+#[test]
+fn gemini_peer_compacts_when_its_terminal_answers_come_after_ready() {
+    let Some(bin) = gemini_bin() else {
+        return;
+    };
+    let (env, api) = late_answers_world(&bin, 30_000);
+    assert_eq!(
+        env.send_from("gm", "echo-ea", FIRST).trim(),
+        "delivered to gm (gemini), woke",
+        "{}",
+        env.diagnostics()
+    );
+    env.wait_until(
+        "the late answers land in the composer",
+        Duration::from_secs(60),
+        late_answers_shown,
+    );
+    let said = said(&env.run(&["compact", "gm"]));
+    assert!(!said.contains("draft"), "{said}");
+    assert_eq!(
+        said,
+        "gemini-gm: compacted",
+        "{}\n{}",
+        env.screen("gemini-gm"),
+        env.diagnostics()
+    );
+    assert!(
+        api.recorded().iter().any(|r| is_compression(&r.body)),
+        "`/compress` ran"
+    );
+    assert!(!late_answers_shown(&env), "{}", env.screen("gemini-gm"));
 }
 
 /// `iapeer compact` on a gemini peer: Gemini CLI's `/compress` runs (its two summary

@@ -145,24 +145,7 @@ fn doctor_status_and_create_say_which_agent_clis_are_not_logged_in() {
     );
 
     // Logged in, each the way its CLI records it (Claude Code: its key, below).
-    let mut login = Command::new(crate::codex::codex_bin())
-        .args(["login", "--with-api-key"])
-        .env("HOME", &env.home)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    login
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"sk-not-a-real-key\n")
-        .unwrap();
-    assert!(
-        login.wait().unwrap().success(),
-        "codex login --with-api-key"
-    );
+    codex_login(&env);
     let gemini = env.home.join(".gemini");
     std::fs::create_dir_all(&gemini).unwrap();
     std::fs::write(gemini.join(".env"), "GEMINI_API_KEY=not-a-real-key\n").unwrap();
@@ -208,6 +191,59 @@ fn doctor_status_and_create_say_which_agent_clis_are_not_logged_in() {
 #[test]
 fn status_remembers_a_login_until_its_credential_file_changes() {
     let mut env = TestEnv::new();
+    let asked = counted_codex(&mut env);
+    env.fails(&["create", "cx", "--runtime", "codex", "--no-bootstrap"], 0);
+    // `create` left its answer for status: forgotten here, status asks for itself.
+    std::fs::remove_file(env.root.join("cache/iapeer/logins.json")).unwrap();
+    let before = asked();
+    let mark = "agent login: codex is NOT logged in — cx cannot answer until you log in";
+    let (out, _) = env.fails(&["status"], 1);
+    assert!(out.contains(mark), "{out}");
+    assert_eq!(asked(), before + 1);
+    let (out, _) = env.fails(&["status"], 1);
+    assert!(out.contains(mark), "{out}");
+    assert_eq!(asked(), before + 1, "the second status asked codex again");
+
+    codex_login(&env);
+    let (out, _) = env.fails(&["status"], 1);
+    assert!(!out.contains("logged in"), "logged in at once: {out}");
+    assert_eq!(asked(), before + 2);
+    env.fails(&["status"], 1);
+    assert_eq!(asked(), before + 2);
+
+    codex(&env, &["logout"], b"");
+    let (out, _) = env.fails(&["status"], 1);
+    assert!(out.contains(mark), "logged out at once: {out}");
+    assert_eq!(asked(), before + 3);
+
+    let (out, _) = env.fails(&["doctor"], 1);
+    assert!(out.contains("warning: codex ("), "{out}");
+    assert_eq!(asked(), before + 4, "doctor asks afresh");
+}
+
+/// Run the real Codex with `args` in `env`'s home, `stdin` written to it; it must succeed.
+fn codex(env: &TestEnv, args: &[&str], stdin: &[u8]) {
+    let mut c = Command::new(crate::codex::codex_bin())
+        .args(args)
+        .env("HOME", &env.home)
+        .env_remove("CODEX_HOME")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(stdin).unwrap();
+    assert!(c.wait().unwrap().success(), "codex {args:?}");
+}
+
+/// Log `env`'s Codex in with its own `login --with-api-key` (a made-up key).
+fn codex_login(env: &TestEnv) {
+    codex(env, &["login", "--with-api-key"], b"sk-not-a-real-key\n");
+}
+
+/// The real Codex behind a wrapper that counts its calls, as `env`'s Codex (logged out: no
+/// `OPENAI_API_KEY`); the returned closure counts its `login status` calls so far.
+fn counted_codex(env: &mut TestEnv) -> impl Fn() -> usize {
     let calls = env.dir.path().join("codex-calls");
     let wrapper = env.dir.path().join("codex");
     std::fs::write(
@@ -226,51 +262,43 @@ fn status_remembers_a_login_until_its_credential_file_changes() {
     .unwrap();
     env.set("IAPEER_CODEX_BIN", wrapper.to_str().unwrap())
         .set("OPENAI_API_KEY", "");
-    let asked = || {
+    move || {
         std::fs::read_to_string(&calls)
             .unwrap_or_default()
             .lines()
             .filter(|l| *l == "login status")
             .count()
+    }
+}
+
+/// `create`'s login warning takes the answer `status` remembers and leaves its own for
+/// `status` and the next `create` (it asked the CLI afresh each time, seconds for some): the
+/// first `create` asks Codex once, warns; the second `create` and `status` warn without
+/// asking; a login (Codex's own `login --with-api-key`) is seen at once — no warning.
+#[test]
+fn create_warns_from_the_remembered_login_and_leaves_its_answer_for_status() {
+    let mut env = TestEnv::new();
+    let asked = counted_codex(&mut env);
+    let warning = "warning: codex (";
+    let create = |name: &str| {
+        let (out, err) = env.fails(&["create", name, "--runtime", "codex", "--no-bootstrap"], 0);
+        assert!(out.contains(&format!("created peer {name}")), "{out}");
+        err
     };
-    env.fails(&["create", "cx", "--runtime", "codex", "--no-bootstrap"], 0);
-    let before = asked();
-    let mark = "agent login: codex is NOT logged in — cx cannot answer until you log in";
+    let err = create("cx1");
+    assert!(err.contains(warning), "{err}");
+    assert_eq!(asked(), 1);
+    let err = create("cx2");
+    assert!(err.contains(warning), "{err}");
+    assert_eq!(asked(), 1, "the second create asked codex again");
     let (out, _) = env.fails(&["status"], 1);
-    assert!(out.contains(mark), "{out}");
-    assert_eq!(asked(), before + 1);
-    let (out, _) = env.fails(&["status"], 1);
-    assert!(out.contains(mark), "{out}");
-    assert_eq!(asked(), before + 1, "the second status asked codex again");
+    assert!(out.contains("agent login: codex is NOT logged in"), "{out}");
+    assert_eq!(asked(), 1, "status asked codex again after create");
 
-    let codex = |args: &[&str], stdin: &[u8]| {
-        let mut c = Command::new(crate::codex::codex_bin())
-            .args(args)
-            .env("HOME", &env.home)
-            .env_remove("CODEX_HOME")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        c.stdin.take().unwrap().write_all(stdin).unwrap();
-        assert!(c.wait().unwrap().success(), "codex {args:?}");
-    };
-    codex(&["login", "--with-api-key"], b"sk-not-a-real-key\n");
-    let (out, _) = env.fails(&["status"], 1);
-    assert!(!out.contains("logged in"), "logged in at once: {out}");
-    assert_eq!(asked(), before + 2);
-    env.fails(&["status"], 1);
-    assert_eq!(asked(), before + 2);
-
-    codex(&["logout"], b"");
-    let (out, _) = env.fails(&["status"], 1);
-    assert!(out.contains(mark), "logged out at once: {out}");
-    assert_eq!(asked(), before + 3);
-
-    let (out, _) = env.fails(&["doctor"], 1);
-    assert!(out.contains("warning: codex ("), "{out}");
-    assert_eq!(asked(), before + 4, "doctor asks afresh");
+    codex_login(&env);
+    let err = create("cx3");
+    assert!(!err.contains(warning), "logged in at once: {err}");
+    assert_eq!(asked(), 2);
 }
 
 /// A login status command that never answers (a wrapper whose child hangs, as npm's launchers

@@ -146,7 +146,24 @@ fn run(w: &Scratch, args: &[&str]) -> String {
 /// recorded as `name`, and waits for its ready composer to settle: the port (for `get`) and
 /// the recording.
 fn start_recording(w: &Scratch, api: &ChatStandIn, name: &str) -> (u16, PtyRecording) {
+    start_recording_with(w, api, name, json!({}))
+}
+
+/// [`start_recording`] with `extra`'s keys set over the recorder's usual config (a gated
+/// peer's `permission` rules).
+fn start_recording_with(
+    w: &Scratch,
+    api: &ChatStandIn,
+    name: &str,
+    extra: Value,
+) -> (u16, PtyRecording) {
     write_config(w, api);
+    if let Some(extra) = extra.as_object().filter(|o| !o.is_empty()) {
+        let path = w.home.join(".config/opencode/opencode.json");
+        let mut config: Value = serde_json::from_str(&common::read(&path)).unwrap();
+        config.as_object_mut().unwrap().extend(extra.clone());
+        std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+    }
     let port = free_port();
     let port_s = port.to_string();
     let t = PtyRecording::spawn(opencode(w, &["--port", &port_s]), &w.out, name);
@@ -702,17 +719,9 @@ fn record_opencode_permission() {
         Reply::Text("ok".into())
     });
     // The gated rules over the recorder's usual config.
-    write_config(&w, &api);
-    let path = w.home.join(".config/opencode/opencode.json");
-    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    config["permission"] = gated_permission();
-    std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
     w.write_json("permission-config.json", &gated_permission());
-    let port = free_port();
-    let port_s = port.to_string();
-    let mut t = PtyRecording::spawn(opencode(&w, &["--port", &port_s]), &w.out, "permission");
-    t.wait("the ready composer", BOOT, |s| s.contains("Ask anything"));
-    t.settle(QUIET);
+    let extra = json!({"permission": gated_permission()});
+    let (port, mut t) = start_recording_with(&w, &api, "permission", extra);
 
     type_and_submit(&mut t, &api, "RUN-ALLOWED please");
     t.wait("the permission prompt", BOOT, permission_shown);

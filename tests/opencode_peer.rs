@@ -516,16 +516,7 @@ fn a_gated_opencode_peer_asks_a_human_and_approve_and_deny_decide() {
     env.wait_until("the denied turn ended", WAIT, |e| {
         idle(&e.screen("opencode-oc"))
     });
-    assert!(
-        !denied.exists(),
-        "a denied command ran\n{}",
-        env.diagnostics()
-    );
-    assert!(env.has_event(
-        "lifecycle",
-        "approval-denied",
-        &[("id", &id), ("by", "denied")]
-    ));
+    env.assert_denied(&id, &denied);
 
     // Its own MCP tool never asks.
     let out = send_oc(&env, "CALL-PEER now");

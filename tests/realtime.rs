@@ -123,3 +123,64 @@ fn with_iapeer_realtime_0_no_thread_runs_real_time() {
         "{doctor}"
     );
 }
+
+/// A real-time thread that loops must not hold a core: the watchdog (`realtime::watchdog`)
+/// puts it back to the normal policy, says so in `daemon.log` and in `doctor`, and the
+/// daemon goes on serving. The router is made to spin by the `router-spin-on-send` hook
+/// (2.5 s on the CPU when a send to `spin` arrives); the watchdog looks every second.
+#[test]
+fn a_real_time_thread_that_loops_is_put_back_to_the_normal_policy() {
+    if !privileged() {
+        eprintln!("skipped: the test needs root to see real-time threads");
+        return;
+    }
+    let mut env = TestEnv::new();
+    env.create_echo("spin");
+    env.create_echo("b");
+    let mut daemon = env.cmd(&["daemon"]);
+    daemon.env("IAPEER_TEST_HOOK", "router-spin-on-send:spin");
+    env.start_daemon_by(daemon);
+    let pid = env.daemon.as_ref().unwrap().id();
+    assert_eq!(policy_of(pid, "router"), Some(FIFO), "{:?}", policies(pid));
+
+    // The send waits while the router spins, then is delivered as ever.
+    let out = env.ok(&[
+        "send",
+        "spin",
+        "--from",
+        "echo-b",
+        "--message",
+        "echo: loop",
+    ]);
+    assert!(out.contains("delivered to spin (echo)"), "{out}");
+
+    env.wait_until(
+        "the watchdog's warning in daemon.log",
+        std::time::Duration::from_secs(10),
+        |e| e.log("daemon").contains("realtime: the router thread"),
+    );
+    let log = env.log("daemon");
+    assert!(
+        log.contains("back to the normal policy for the rest of its life"),
+        "{log}"
+    );
+    let threads = policies(pid);
+    assert_eq!(policy_of(pid, "router"), Some(OTHER), "{threads:?}");
+    // Only the thread that looped was demoted.
+    assert_eq!(policy_of(pid, "http-accept"), Some(FIFO), "{threads:?}");
+    let doctor = String::from_utf8_lossy(&env.run(&["doctor"]).stdout).into_owned();
+    assert!(
+        doctor.contains("put back to the normal policy for using over half a core: router"),
+        "{doctor}"
+    );
+    // The demoted router still routes: a second send to another peer is delivered.
+    let out = env.ok(&[
+        "send",
+        "b",
+        "--from",
+        "echo-spin",
+        "--message",
+        "echo: after",
+    ]);
+    assert!(out.contains("delivered to b (echo)"), "{out}");
+}

@@ -8,6 +8,8 @@ use super::error::fail;
 use super::parse::Invocation;
 use super::spec::{args, flags};
 use super::{done, paths, print, required, usage, CliError, CliResult};
+use crate::host::login::{self, Login};
+use crate::host::login_memo::{self, Ask};
 use crate::markers::Markers;
 use crate::names::{Identity, Intelligence};
 use crate::paths::{peer, Paths};
@@ -40,7 +42,7 @@ pub fn create(inv: &Invocation) -> CliResult {
     peers::check_name(name)?;
     let paths = paths()?;
     judge_agents_as_the_daemon(&paths);
-    let login = LoginWarning::ask(inv.value(flags::PEER_RUNTIME));
+    let login = LoginWarning::ask(&paths, inv.value(flags::PEER_RUNTIME));
     let folder = match inv.value(flags::PATH) {
         Some(p) => Some(absolute(Path::new(p))?),
         None => None,
@@ -53,7 +55,7 @@ pub fn create(inv: &Invocation) -> CliResult {
             folder.as_deref(),
             &absolute(Path::new(repo))?,
         );
-        login.warn();
+        login.warn(&paths);
         return made;
     }
     if inv.value(flags::BRANCH).is_some() {
@@ -63,23 +65,45 @@ pub fn create(inv: &Invocation) -> CliResult {
     let born = peers::create_peer(&paths, name, folder.as_deref(), &init_options(inv))?;
     let unconfigured = bootstrap(inv, &paths, &born);
     report(inv, "created", before.as_ref(), &born.peer)?;
-    login.warn();
+    login.warn(&paths);
     unconfigured.map_or(Ok(()), Err)
 }
 
-/// Whether the agent CLI `create --runtime <rt>` names is logged in (issue 27 item 2), asked
-/// on a thread of its own while the peer is made (`host::login`, at most its timeout).
-struct LoginWarning(Option<std::thread::JoinHandle<Option<String>>>);
+/// Whether the agent CLI `create --runtime <rt>` names is logged in (issue 27 item 2), found
+/// on a thread of its own while the peer is made: the answer `status` remembers while nothing
+/// it depends on changed (`host::login_memo`: a login or logout changes the CLI's credential
+/// files, and with them the key, at once), else asked (`host::login`, at most its timeout)
+/// and remembered for `status` and the next `create` — a fresh ask costs seconds
+/// (`opencode auth list` up to 5 s under load) and would tell nothing the key does not. The
+/// peer's setup writes the CLI's config, which the key reads: the answer is moved to the key
+/// after it ([`login_memo::rekey`]).
+struct LoginWarning(Option<std::thread::JoinHandle<Option<Asked>>>);
+
+/// What [`LoginWarning`]'s thread found: the agent, the key its answer was kept under before
+/// the peer's setup, and the advice when it is not logged in.
+struct Asked {
+    agent: login::Agent,
+    before: Option<String>,
+    advice: Option<String>,
+}
 
 impl LoginWarning {
-    /// Start asking about `runtime` (nothing for a runtime without a login check or whose
-    /// program is not found).
-    fn ask(runtime: Option<&str>) -> LoginWarning {
-        let agent = runtime.and_then(crate::host::login::agent);
+    /// Start finding out about `runtime` (nothing for a runtime without a login check or
+    /// whose program is not found), remembered in `paths`' cache.
+    fn ask(paths: &Paths, runtime: Option<&str>) -> LoginWarning {
+        let agent = runtime.and_then(login::agent);
+        let paths = paths.clone();
         LoginWarning(agent.map(|a| {
             std::thread::spawn(move || {
-                (crate::host::login::check(&a) == crate::host::login::Login::Out)
-                    .then(|| crate::host::login::advice(&a))
+                let before = login_memo::key_now(&a);
+                let (agent, answer) =
+                    login_memo::answers(&paths, vec![a], Ask::Remembered).pop()?;
+                let advice = (answer == Login::Out).then(|| login::advice(&agent));
+                Some(Asked {
+                    agent,
+                    before,
+                    advice,
+                })
             })
         }))
     }
@@ -87,8 +111,14 @@ impl LoginWarning {
     /// Wait for the answer and warn on stderr when the CLI is not logged in, saying how to
     /// log in (a warning, never a refusal: the check runs in this environment, not the
     /// peer's `launch.env`).
-    fn warn(self) {
-        if let Some(advice) = self.0.and_then(|t| t.join().ok().flatten()) {
+    fn warn(self, paths: &Paths) {
+        let Some(asked) = self.0.and_then(|t| t.join().ok().flatten()) else {
+            return;
+        };
+        if let Some(before) = &asked.before {
+            login_memo::rekey(paths, &asked.agent, before);
+        }
+        if let Some(advice) = asked.advice {
             eprintln!("warning: {advice}");
         }
     }

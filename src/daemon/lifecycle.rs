@@ -159,6 +159,25 @@ pub fn idle_age_ms(
     now_ms.saturating_sub(newest)
 }
 
+/// How long a session's screen must have drawn nothing before its missing busy sign counts
+/// ([`settled_idle`]): a turn redraws its screen many times a second (a spinner, streamed
+/// text), an idle screen not at all — the ephemeral wind-down's "quiet" reads the same.
+pub const IDLE_SETTLE: Duration = Duration::from_secs(3);
+
+/// Whether a session's screen has settled idle (pure; spec 05 §4 "not mid-turn"): no busy
+/// sign on this probe (`now`) nor on the one before it (`before`; none yet → not settled),
+/// and no output for [`IDLE_SETTLE`] before `now_ms` (epoch ms). One probe's missing busy
+/// sign is not enough: a probe can fall between two redraws of a turn, or in the gap between
+/// an agent's tool call and its approval prompt (OpenCode draws neither a busy sign nor the
+/// prompt for a moment). The idle limit itself is not lengthened: the probe before the one
+/// past the limit was taken while the session was already idle.
+pub fn settled_idle(before: Option<&SessionStatus>, now: &SessionStatus, now_ms: u64) -> bool {
+    let quiet = now
+        .output_ms
+        .is_none_or(|at| now_ms.saturating_sub(at) >= IDLE_SETTLE.as_millis() as u64);
+    before.is_some_and(|b| !b.busy) && !now.busy && quiet
+}
+
 /// Whether to put a session to sleep: idle longer than `idle`, not mid-turn, nobody attached.
 pub fn should_sleep(age_ms: u64, idle: Duration, status: &SessionStatus) -> bool {
     age_ms > idle.as_millis() as u64 && !status.busy && status.attached == 0
@@ -374,6 +393,44 @@ mod tests {
         assert_eq!(idle_age_ms(10_000, &s, 1_000, Some(6_000)), 3_000);
         let s = SessionStatus::default();
         assert_eq!(idle_age_ms(10_000, &s, 1_000, None), 9_000);
+    }
+
+    /// A missing busy sign counts only when the probe before saw none either and the screen
+    /// has drawn nothing for IDLE_SETTLE: a probe between two redraws of a turn, or between
+    /// a tool call and its approval prompt, is no idle.
+    #[test]
+    fn idle_only_when_the_screen_settled_over_two_probes() {
+        let now_ms = 100_000;
+        let settle = IDLE_SETTLE.as_millis() as u64;
+        let idle = SessionStatus {
+            output_ms: Some(now_ms - settle),
+            ..SessionStatus::default()
+        };
+        let busy = SessionStatus {
+            busy: true,
+            ..idle.clone()
+        };
+        assert!(settled_idle(Some(&idle), &idle, now_ms));
+        assert!(
+            settled_idle(Some(&idle), &SessionStatus::default(), now_ms),
+            "no output at all"
+        );
+        // The probe before showed a turn: this one may be a gap in it.
+        assert!(!settled_idle(Some(&busy), &idle, now_ms));
+        assert!(!settled_idle(None, &idle, now_ms), "the first probe");
+        assert!(!settled_idle(Some(&idle), &busy, now_ms));
+        // Output just now: a redraw's gap, not an idle screen.
+        let drawing = SessionStatus {
+            output_ms: Some(now_ms - settle + 1),
+            ..idle.clone()
+        };
+        assert!(!settled_idle(Some(&idle), &drawing, now_ms));
+        // A clock behind the output's stamp counts as just drawn.
+        let ahead = SessionStatus {
+            output_ms: Some(now_ms + 5),
+            ..idle
+        };
+        assert!(!settled_idle(Some(&ahead), &ahead, now_ms));
     }
 
     #[test]

@@ -9,6 +9,9 @@
 //! Values:
 //! - `router-panic-on-send:<personality>`: the router thread panics when it receives a send
 //!   to `<personality>` (from the CLI or MCP), with the sender waiting for its answer.
+//! - `router-spin-on-send:<personality>`: the router thread spins on the CPU for
+//!   [`ROUTER_SPIN`] when it receives a send to `<personality>`, as a router stuck in a loop
+//!   would: the real-time watchdog must put it back to the normal policy (issue 31 item 3).
 //! - `prep-panic-on-send:<personality>`: the send-preparation worker panics while preparing
 //!   a send to `<personality>`.
 //! - `http-accept-panic:<port>`: the HTTP acceptor thread panics when it accepts a connection
@@ -59,6 +62,10 @@ use std::time::Duration;
 /// feature: [`init`] then reads nothing and every hook below does nothing.
 pub const COMPILED_IN: bool = crate::config::vars::TEST_HOOKS_COMPILED_IN;
 
+/// How long `router-spin-on-send` keeps the router thread on the CPU: over two of the
+/// real-time watchdog's periods, so it sees a whole period of it.
+pub const ROUTER_SPIN: Duration = Duration::from_millis(2_500);
+
 /// How long `slow-launch-report` holds a launcher thread's report.
 pub const SLOW_LAUNCH_REPORT: Duration = Duration::from_millis(1500);
 
@@ -72,6 +79,8 @@ use crate::config::vars::TEST_HOOK as ENV;
 pub enum Hook {
     /// Panic on the router thread when a send to this personality arrives.
     RouterPanicOnSend(String),
+    /// Spin the router thread [`ROUTER_SPIN`] when a send to this personality arrives.
+    RouterSpinOnSend(String),
     /// Panic on the send-prep worker preparing a send to this personality.
     PrepPanicOnSend(String),
     /// Panic on the HTTP acceptor thread at its next accepted connection (on this port, or
@@ -127,6 +136,7 @@ pub fn parse(value: &str) -> Option<Hook> {
     match name {
         _ if p.is_empty() => None,
         "router-panic-on-send" => Some(Hook::RouterPanicOnSend(p)),
+        "router-spin-on-send" => Some(Hook::RouterSpinOnSend(p)),
         "prep-panic-on-send" => Some(Hook::PrepPanicOnSend(p)),
         "http-accept-panic" => Some(Hook::HttpAcceptPanic(p)),
         "http-accept-panic-once" => Some(Hook::HttpAcceptPanicOnce(p)),
@@ -149,13 +159,24 @@ pub fn parse(value: &str) -> Option<Hook> {
     }
 }
 
-/// Called by the router when a send to `to` arrives: panics if the hook asks for it.
+/// Called by the router when a send to `to` arrives: panics, or spins on the CPU for
+/// [`ROUTER_SPIN`], if the hook asks for it.
 pub fn on_router_send(to: &str) {
     emit(format_args!("router-send:{to}"));
-    if let Some(Some(Hook::RouterPanicOnSend(p))) = HOOK.get() {
-        if p == to {
-            panic!("test hook {ENV}=router-panic-on-send:{to}");
+    match HOOK.get() {
+        Some(Some(Hook::RouterPanicOnSend(p))) if p == to => {
+            panic!("test hook {ENV}=router-panic-on-send:{to}")
         }
+        Some(Some(Hook::RouterSpinOnSend(p))) if p == to => spin(ROUTER_SPIN),
+        _ => {}
+    }
+}
+
+/// Keep this thread on the CPU for `how_long` (no sleep, no system call but the clock's).
+fn spin(how_long: Duration) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < how_long {
+        std::hint::spin_loop();
     }
 }
 
@@ -269,6 +290,10 @@ mod tests {
             (
                 "router-panic-on-send:carol",
                 hook(Hook::RouterPanicOnSend, "carol"),
+            ),
+            (
+                "router-spin-on-send:erin",
+                hook(Hook::RouterSpinOnSend, "erin"),
             ),
             (
                 "prep-panic-on-send:dave",

@@ -83,7 +83,10 @@ fn dotenv(text: &str) -> Vec<(String, String)> {
 /// `env`, is logged in (reads `~/.gemini/settings.json`, its credential files and the first
 /// `.env`; a settings file that does not parse is an unknown answer).
 pub fn check(home: &Path, env: &dyn Fn(&str) -> Option<String>) -> Login {
-    let dir = home.join(".gemini");
+    let Some(folder) = crate::runtime_table::GEMINI.home_folder else {
+        return Login::Unknown("the runtime table names no folder of Gemini CLI's".into());
+    };
+    let dir = home.join(folder);
     let selected = match std::fs::read_to_string(dir.join("settings.json")) {
         Ok(text) => match serde_json::from_str::<serde_json::Value>(&text) {
             Ok(v) => v["security"]["auth"]["selectedType"]

@@ -97,23 +97,58 @@ fn store_path(paths: &Paths) -> PathBuf {
 /// holds, else asked ([`super::login::check_each`], at once) and remembered. A file that
 /// cannot be written costs the next `status` its speed, nothing else.
 pub fn answers(paths: &Paths, agents: Vec<Agent>, ask: Ask) -> Vec<(Agent, Login)> {
-    let env: Vec<(String, String)> = std::env::vars_os()
+    answers_with(
+        &store_path(paths),
+        agents,
+        ask,
+        crate::paths::home_dir().as_deref(),
+        &user_env(),
+        now(),
+        &super::login::check_each,
+    )
+}
+
+/// This process's environment, the one its login checks run in.
+fn user_env() -> Vec<(String, String)> {
+    std::env::vars_os()
         .map(|(k, v)| {
             (
                 k.to_string_lossy().into_owned(),
                 v.to_string_lossy().into_owned(),
             )
         })
-        .collect();
-    answers_with(
-        &store_path(paths),
-        agents,
-        ask,
-        crate::paths::home_dir().as_deref(),
-        &env,
-        now(),
-        &super::login::check_each,
-    )
+        .collect()
+}
+
+/// The key `agent`'s answer is kept under now, for this process's home and environment
+/// ([`key`]); `None` for an answer never kept.
+pub fn key_now(agent: &Agent) -> Option<String> {
+    key(agent, crate::paths::home_dir().as_deref(), &user_env())
+}
+
+/// iapeer itself wrote files that `agent`'s kept answer's key reads (`create` sets the new
+/// peer up in the CLI's own config — Codex's `config.toml` gets a trust entry — which logs
+/// no one in or out): the answer kept under `before` ([`key_now`] before the write) is kept
+/// under the key of the files now, as old as it was (still bounded by [`MAX_AGE`]).
+/// Nothing when it is no longer kept under `before` (none kept, or another answer since).
+/// A file that cannot be written costs the next `status` its speed, nothing else.
+pub fn rekey(paths: &Paths, agent: &Agent, before: &str) {
+    if let Some(after) = key_now(agent) {
+        rekey_in(&store_path(paths), agent.runtime, before, after);
+    }
+}
+
+/// [`rekey`] in `file`, for the runtime named `runtime`, to the key `after`.
+fn rekey_in(file: &Path, runtime: &str, before: &str, after: String) {
+    let mut store: Store = crate::fsutil::read_json_or_default(file);
+    match store.get_mut(runtime) {
+        Some(kept) if kept.key == before && kept.key != after => kept.key = after,
+        _ => return,
+    }
+    if let Ok(mut text) = serde_json::to_string_pretty(&store) {
+        text.push('\n');
+        let _ = crate::fsutil::replace_atomic(file, text.as_bytes(), 0o600);
+    }
 }
 
 /// Seconds since the Unix epoch.
@@ -419,6 +454,32 @@ mod tests {
             !text.contains("sk-x") && text.contains("\"codex\""),
             "{text}"
         );
+    }
+
+    /// iapeer's own write to a file the key reads (`create`'s trust entry in Codex's
+    /// `config.toml`) keeps the answer under the new key, as old as it was; an answer no
+    /// longer kept under the key from before the write is left alone.
+    #[test]
+    fn an_answer_moves_to_the_key_after_iapeers_own_write() {
+        let w = World::new();
+        let e = env(&[("PATH", "/bin")]);
+        let key_now = || key(&w.agent, Some(&w.home), &e).unwrap();
+        assert_eq!(w.status(&e, 1000), Login::Out);
+        let before = key_now();
+        let config = w.home.join(".codex/config.toml");
+        std::fs::write(&config, "[projects.\"/p\"]\ntrust_level = \"trusted\"\n").unwrap();
+        assert_ne!(key_now(), before, "the trust entry changed the key");
+        rekey_in(&w.file, "codex", &before, key_now());
+        assert_eq!(w.status(&e, 1001), Login::Out);
+        assert_eq!(w.asked(), 1, "asked again after iapeer's own write");
+        // As old as it was: asked again MAX_AGE after the first ask, not after the move.
+        w.status(&e, 1000 + MAX_AGE.as_secs());
+        assert_eq!(w.asked(), 2);
+        // Under another key since (a login meanwhile): left alone.
+        std::fs::write(&config, "# another write\n").unwrap();
+        rekey_in(&w.file, "codex", &before, key_now());
+        w.status(&e, 1002 + MAX_AGE.as_secs());
+        assert_eq!(w.asked(), 3);
     }
 
     /// An unknown answer is asked again; a runtime without a command is never kept.

@@ -365,6 +365,7 @@ impl Adapter for Claude {
         Some(crate::adapter::ClearKeys {
             first: vec![0x1b],
             again: Some(("esc again to clear", vec![0x1b])),
+            exit_warning: None,
         })
     }
 

@@ -520,6 +520,7 @@ impl Adapter for Codex {
         Some(crate::adapter::ClearKeys {
             first: vec![0x03],
             again: None,
+            exit_warning: None,
         })
     }
 

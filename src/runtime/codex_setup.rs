@@ -11,7 +11,7 @@ use crate::fsutil::{write_atomic, MODE_SHARED};
 
 /// `$CODEX_HOME`, else `~/.codex`.
 pub fn codex_home() -> Option<PathBuf> {
-    crate::paths::env_or_home_dir("CODEX_HOME", ".codex")
+    crate::paths::env_or_home_dir("CODEX_HOME", crate::runtime_table::CODEX.home_folder?)
 }
 
 /// `<codex home>/config.toml`.

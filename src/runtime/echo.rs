@@ -136,6 +136,7 @@ impl Adapter for Echo {
         Some(crate::adapter::ClearKeys {
             first: vec![0x1b],
             again: None,
+            exit_warning: None,
         })
     }
 

@@ -17,9 +17,10 @@ use serde_json::{json, Map, Value};
 use super::SetupError;
 use crate::fsutil::{write_json_atomic, MODE_SHARED};
 
-/// `~/.gemini` (Gemini CLI's folder under the home it is started with).
+/// `~/.gemini` (Gemini CLI's folder under the home it is started with, its row's
+/// [`home_folder`](crate::runtime_table::RuntimeInfo::home_folder)).
 pub fn gemini_dir() -> Option<PathBuf> {
-    Some(crate::paths::home_dir()?.join(".gemini"))
+    Some(crate::paths::home_dir()?.join(crate::runtime_table::GEMINI.home_folder?))
 }
 
 /// `~/.gemini/settings.json`.

@@ -11,11 +11,18 @@
 //!   (`tests/fixtures/codex-0.171.0/clear-ctrl-c-cleared.raw`); on an empty composer Ctrl-C
 //!   arms its quit, and a second one within 1 s quits, so tries are [`RETRY_GAP`] apart.
 //!
-//! Both runtimes take these keys as "interrupt the turn" while one runs: no key is written
+//! - Gemini CLI 0.61.0: Ctrl-C clears a composer that holds text and can arm its exit
+//!   (`Press Ctrl+C again to exit.`, `late-1200ms-ctrl-c-cleared`; a second Ctrl-C while it
+//!   shows quits): a key with an exit warning ([`ClearKeys::exit_warning`]) is pressed as the
+//!   boot presses it on text nobody typed — [`ClearPresses`], never two within
+//!   [`super::boot::CLEAR_GAP`] — and never while the warning shows.
+//!
+//! These runtimes take these keys as "interrupt the turn" while one runs: no key is written
 //! while the screen shows a turn in progress.
 
 use std::time::{Duration, Instant};
 
+use super::boot::{ClearPresses, Press};
 use crate::adapter::ClearKeys;
 
 /// How often the screen is looked at while clearing (and while a delivery waits for it).
@@ -61,12 +68,16 @@ pub struct Clearing {
     keys: ClearKeys,
     phase: Phase,
     tries: u32,
+    /// The first presses of a key that can arm the runtime's exit
+    /// ([`ClearKeys::exit_warning`]), paced as the boot paces its clear key.
+    paced: Option<ClearPresses>,
 }
 
 impl Clearing {
     /// Start clearing with `keys`; the first key may go at once.
     pub fn new(keys: ClearKeys, now: Instant) -> Clearing {
         Clearing {
+            paced: keys.exit_warning.map(|_| ClearPresses::default()),
             keys,
             phase: Phase::Ready(now),
             tries: 0,
@@ -83,7 +94,7 @@ impl Clearing {
     }
 
     /// The step at `now`: `empty` the composer holds nothing, `busy` a turn runs, `screen`
-    /// the screen's text (for the hint).
+    /// the screen's text (for the hint, and the exit warning: no key while it shows).
     pub fn poll(&mut self, now: Instant, empty: bool, busy: bool, screen: &str) -> ClearStep {
         if empty {
             return ClearStep::Cleared;
@@ -94,8 +105,22 @@ impl Clearing {
                 self.phase = Phase::Ready(now + BUSY_POLL);
                 ClearStep::Wait
             }
+            Phase::Ready(_) if self.keys.exit_armed(screen) => {
+                self.phase = Phase::Ready(now + POLL);
+                ClearStep::Wait
+            }
             Phase::Ready(_) if self.tries >= TRIES => ClearStep::GaveUp,
             Phase::Ready(_) => {
+                if let Some(p) = self.paced.as_mut() {
+                    match p.press(now) {
+                        Press::Now => {}
+                        Press::NotYet => {
+                            self.phase = Phase::Ready(p.next_at().unwrap_or(now + POLL));
+                            return ClearStep::Wait;
+                        }
+                        Press::Exhausted => return ClearStep::GaveUp,
+                    }
+                }
                 self.tries += 1;
                 self.phase = match self.keys.again {
                     Some(_) => Phase::Hint(now + HINT_WAIT),
@@ -131,6 +156,7 @@ mod tests {
         ClearKeys {
             first: vec![0x1b],
             again: Some(("esc again to clear", vec![0x1b])),
+            exit_warning: None,
         }
     }
 
@@ -177,6 +203,7 @@ mod tests {
         let ctrl_c = ClearKeys {
             first: vec![0x03],
             again: None,
+            exit_warning: None,
         };
         let mut c = Clearing::new(ctrl_c, t0);
         let mut t = t0;
@@ -214,6 +241,49 @@ mod tests {
         assert_eq!(
             c.poll(t0 + HINT_WAIT + RETRY_GAP, false, false, ""),
             ClearStep::Write(vec![0x1b])
+        );
+    }
+
+    /// Gemini CLI 0.61.0's Ctrl-C can arm its exit (`Press Ctrl+C again to exit.`, shown for
+    /// 3 s): iapeer's own tries are paced as the boot's presses on text nobody typed —
+    /// [`CLEAR_GAP`](super::super::boot::CLEAR_GAP) apart, not the 3 s of Codex's pacing —
+    /// and none goes while the warning shows, however late.
+    #[test]
+    fn a_key_that_can_arm_the_exit_never_goes_while_its_warning_shows() {
+        use crate::session::boot::CLEAR_GAP;
+        let keys = crate::runtime::gemini::clear_keys();
+        let warning = format!("  {}\n", crate::runtime::gemini::EXIT_ARMED);
+        let t0 = Instant::now();
+        let mut c = Clearing::new(keys.clone(), t0);
+        assert_eq!(c.poll(t0, false, false, ""), ClearStep::Write(vec![0x03]));
+        // The composer still holds the text after the check: no second Ctrl-C within the gap
+        // (Codex's pacing would press again here, inside Gemini CLI's 3 s window).
+        let retry = t0 + CHECK_WAIT + RETRY_GAP;
+        assert_eq!(c.poll(t0 + CHECK_WAIT, false, false, ""), ClearStep::Wait);
+        assert_eq!(c.poll(retry, false, false, ""), ClearStep::Wait);
+        assert_eq!(c.next_deadline(), t0 + CLEAR_GAP);
+        // Past the gap, the warning still drawn (a loaded machine): no key.
+        assert_eq!(
+            c.poll(t0 + CLEAR_GAP, false, false, &warning),
+            ClearStep::Wait
+        );
+        assert_eq!(c.next_deadline(), t0 + CLEAR_GAP + POLL);
+        // Gone: the second try.
+        assert_eq!(
+            c.poll(t0 + CLEAR_GAP + POLL, false, false, ""),
+            ClearStep::Write(vec![0x03])
+        );
+        // Keys that cannot arm an exit ignore the text.
+        let mut codex = Clearing::new(
+            ClearKeys {
+                exit_warning: None,
+                ..keys
+            },
+            t0,
+        );
+        assert_eq!(
+            codex.poll(t0, false, false, &warning),
+            ClearStep::Write(vec![0x03])
         );
     }
 }

@@ -12,11 +12,22 @@ use crate::adapter::{CompactOutcome, CompactWatch};
 
 /// How long a compaction may take (the model summarizes the whole conversation).
 pub const COMPACT_DEADLINE: Duration = Duration::from_secs(290);
+/// How long a compaction may wait for its composer to be cleared of text nobody typed
+/// (the clear key goes at most [`super::boot::MAX_CLEARS`] times,
+/// [`super::boot::CLEAR_GAP`] apart; while a turn runs no key goes, and this bounds the wait).
+pub const CLEARING_LIMIT: Duration = Duration::from_secs(60);
 /// How often completion is checked.
 pub const COMPACT_POLL: Duration = Duration::from_millis(200);
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Phase {
+    /// Nothing typed yet: the session clears text nobody typed from the composer first
+    /// (`crate::adapter::Adapter::composer_leftovers`), looking again at `next_check`, and
+    /// gives up at `deadline`.
+    Clearing {
+        next_check: Instant,
+        deadline: Instant,
+    },
     Typing,
     Settling {
         until: Instant,
@@ -38,12 +49,24 @@ pub enum CompactStep {
     Done(Result<CompactOutcome, CompactFailure>),
 }
 
+/// What a compaction that clears its composer first does now
+/// ([`ActiveCompact::clearing_due`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClearingCheck {
+    /// Look at the composer: clear it, or type the command once it is clear.
+    Look,
+    /// [`CLEARING_LIMIT`] passed with the composer never clear: fail the compaction.
+    GiveUp,
+}
+
 /// A compaction in progress.
 pub struct ActiveCompact {
     /// The router's request id.
     pub id: u64,
     phase: Phase,
     watch: Box<dyn CompactWatch>,
+    /// The runtime's command, typed once the composer is clear.
+    command: String,
 }
 
 impl ActiveCompact {
@@ -54,9 +77,62 @@ impl ActiveCompact {
                 id,
                 phase: Phase::Typing,
                 watch,
+                command: command.to_string(),
             },
             command.as_bytes().to_vec(),
         )
+    }
+
+    /// Start with nothing typed: the composer holds text nobody typed, which the session
+    /// clears first ([`ActiveCompact::clearing_due`], then [`ActiveCompact::cleared`]), for
+    /// at most [`CLEARING_LIMIT`] from `now`.
+    pub fn after_clearing(
+        id: u64,
+        command: &str,
+        watch: Box<dyn CompactWatch>,
+        now: Instant,
+    ) -> ActiveCompact {
+        ActiveCompact {
+            id,
+            phase: Phase::Clearing {
+                next_check: now,
+                deadline: now + CLEARING_LIMIT,
+            },
+            watch,
+            command: command.to_string(),
+        }
+    }
+
+    /// Whether the composer is to be looked at now, before the command is typed
+    /// ([`ClearingCheck`]; the next look is [`super::clear::POLL`] later), `None` when not
+    /// clearing or not yet due.
+    pub fn clearing_due(&mut self, now: Instant) -> Option<ClearingCheck> {
+        let Phase::Clearing {
+            next_check,
+            deadline,
+        } = self.phase
+        else {
+            return None;
+        };
+        if now >= deadline {
+            return Some(ClearingCheck::GiveUp);
+        }
+        if now < next_check {
+            return None;
+        }
+        self.phase = Phase::Clearing {
+            next_check: now + super::clear::POLL,
+            deadline,
+        };
+        Some(ClearingCheck::Look)
+    }
+
+    /// The composer is clear: the command's bytes, to type now.
+    pub fn cleared(&mut self) -> Vec<u8> {
+        if matches!(self.phase, Phase::Clearing { .. }) {
+            self.phase = Phase::Typing;
+        }
+        self.command.as_bytes().to_vec()
     }
 
     /// The typed command was fully written.
@@ -71,7 +147,7 @@ impl ActiveCompact {
     /// Advance by time; `screen` is the current screen text.
     pub fn poll(&mut self, now: Instant, screen: &str) -> CompactStep {
         match self.phase {
-            Phase::Typing => CompactStep::Wait,
+            Phase::Clearing { .. } | Phase::Typing => CompactStep::Wait,
             Phase::Settling { until } => {
                 if now < until {
                     return CompactStep::Wait;
@@ -111,6 +187,10 @@ impl ActiveCompact {
     /// When [`ActiveCompact::poll`] next needs to run.
     pub fn next_deadline(&self) -> Option<Instant> {
         match self.phase {
+            Phase::Clearing {
+                next_check,
+                deadline,
+            } => Some(next_check.min(deadline)),
             Phase::Typing => None,
             Phase::Settling { until } => Some(until),
             Phase::Waiting {
@@ -167,6 +247,32 @@ mod tests {
         assert_eq!(
             c.poll(t0 + SETTLE + COMPACT_POLL, ""),
             CompactStep::Done(Err(CompactFailure::Refused { said }))
+        );
+    }
+
+    #[test]
+    fn after_clearing_types_nothing_until_cleared_and_gives_up_at_its_limit() {
+        let t0 = Instant::now();
+        let watch = || Box::new(After(0, Some(Ok(CompactOutcome::Compacted))));
+        let mut c = ActiveCompact::after_clearing(1, "/compress", watch(), t0);
+        assert_eq!(c.next_deadline(), Some(t0));
+        assert_eq!(c.clearing_due(t0), Some(ClearingCheck::Look));
+        assert_eq!(c.clearing_due(t0), None, "looked at just now");
+        assert_eq!(c.next_deadline(), Some(t0 + super::super::clear::POLL));
+        // A written clear key is no typed command: nothing settles, no Enter.
+        c.on_written(t0);
+        assert_eq!(c.poll(t0 + SETTLE, ""), CompactStep::Wait);
+        assert_eq!(c.cleared(), b"/compress");
+        assert_eq!(c.clearing_due(t0 + CLEARING_LIMIT), None, "typing now");
+        c.on_written(t0);
+        assert_eq!(c.poll(t0 + SETTLE, ""), CompactStep::Write(b"\r".to_vec()));
+
+        let mut c = ActiveCompact::after_clearing(2, "/compress", watch(), t0);
+        let before = t0 + CLEARING_LIMIT - Duration::from_millis(1);
+        assert_eq!(c.clearing_due(before), Some(ClearingCheck::Look));
+        assert_eq!(
+            c.clearing_due(t0 + CLEARING_LIMIT),
+            Some(ClearingCheck::GiveUp)
         );
     }
 

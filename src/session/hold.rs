@@ -85,11 +85,13 @@ pub enum LeftoversStep {
     /// Look again soon: the last press is within [`super::boot::CLEAR_GAP`], or the runtime's
     /// exit warning shows.
     Wait,
-    /// Still there after [`super::boot::MAX_CLEARS`] presses: fail the delivery with this.
-    GiveUp(DeliveryFailure),
+    /// Still there after [`super::boot::MAX_CLEARS`] presses: fail the delivery (or the
+    /// compaction) with this text ([`still_there`]).
+    GiveUp(String),
 }
 
-/// The decision about the composer's leftovers before a delivery (pure), the boot's own
+/// The decision about the composer's leftovers before a delivery or a compaction (pure), the
+/// boot's own
 /// ([`super::boot::Boot`]): `found` is what the adapter reads on the screen now
 /// ([`BootStep::Clear`], [`BootStep::Wait`] or `None`), `busy` whether a turn runs, `presses`
 /// this session's presses so far. `None`: nothing to clear now, the composer hold decides —
@@ -115,9 +117,7 @@ pub fn leftovers_step(
         BootStep::Clear { bytes, label } => match presses.press(now) {
             Press::Now => LeftoversStep::Press { bytes, label },
             Press::NotYet => LeftoversStep::Wait,
-            Press::Exhausted => {
-                LeftoversStep::GiveUp(DeliveryFailure::UnclearedComposer(still_there(&label)))
-            }
+            Press::Exhausted => LeftoversStep::GiveUp(still_there(&label)),
         },
         _ => LeftoversStep::Wait,
     })
@@ -223,8 +223,8 @@ mod tests {
             at += CLEAR_GAP;
         }
         match leftovers_step(clear(), false, &mut p, at) {
-            Some(LeftoversStep::GiveUp(why)) => {
-                let why = why.to_string();
+            Some(LeftoversStep::GiveUp(what)) => {
+                let why = DeliveryFailure::UnclearedComposer(what).to_string();
                 assert!(
                     why.starts_with(
                         "the composer holds `0u>|iapeer(0.1.0)62;22c`, still there after 3 \

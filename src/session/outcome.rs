@@ -238,6 +238,25 @@ pub enum CompactFailure {
         /// The draft's start.
         shown: String,
     },
+    /// The composer held text nobody typed (`crate::adapter::Adapter::composer_leftovers`)
+    /// that the runtime's clear key did not clear; the text says what and how often
+    /// ([`crate::session::boot::still_there`]).
+    #[error(
+        "{0}; compact NOT started — attach to the session (iapeer attach), clear its input, \
+         then compact again"
+    )]
+    UnclearedComposer(String),
+    /// The composer held text nobody typed while a turn ran (its clear key would have
+    /// interrupted the turn) for all of `limit` (`crate::session::compact::CLEARING_LIMIT`).
+    #[error(
+        "the composer holds text nobody typed and a turn ran for {} s, so it could not be \
+         cleared; compact NOT started — compact again once the turn ends",
+        .limit.as_secs()
+    )]
+    BusyWithLeftovers {
+        /// How long the compaction waited.
+        limit: Duration,
+    },
     /// The runtime (`runtime`, its name) has no compaction.
     #[error("{runtime} does not support compact")]
     Unsupported {

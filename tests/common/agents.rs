@@ -7,6 +7,27 @@ use std::time::Duration;
 use super::TestEnv;
 
 impl TestEnv {
+    /// The approval request `id` was denied by a human: the command it asked for did not
+    /// run (`made`, the file it would have made, is absent) and `lifecycle.log` has its
+    /// `approval-denied` event `by=denied`. Panics otherwise.
+    pub fn assert_denied(&self, id: &str, made: &std::path::Path) {
+        assert!(
+            !made.exists(),
+            "a denied command ran ({} exists)\n{}",
+            made.display(),
+            self.diagnostics()
+        );
+        assert!(
+            self.has_event(
+                "lifecycle",
+                "approval-denied",
+                &[("id", id), ("by", "denied")]
+            ),
+            "no approval-denied event for {id}\n{}",
+            self.diagnostics()
+        );
+    }
+
     /// `iapeer send <to> --from <from> --message <message> --topic <topic>`: its answer,
     /// trimmed. Panics when the send fails.
     pub fn send_on_topic(&self, to: &str, from: &str, message: &str, topic: &str) -> String {

@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use super::now::Now;
-use crate::daemon::lifecycle::{idle_age_ms, should_sleep, ModeRequest};
+use crate::daemon::lifecycle::{idle_age_ms, settled_idle, should_sleep, ModeRequest};
 use crate::runtime::RuntimeKind;
 use crate::session::handle::{Cause, SessionStatus};
 
@@ -289,6 +289,8 @@ pub(crate) fn crash_looping(
 pub(crate) struct IdleFacts<'a> {
     /// The session's latest probe answer.
     pub status: &'a SessionStatus,
+    /// The probe answer before it, if any ([`settled_idle`]).
+    pub before: Option<&'a SessionStatus>,
     /// When it woke, epoch ms.
     pub woke_at_ms: u64,
     /// Its last confirmed delivery, epoch ms.
@@ -303,11 +305,14 @@ pub(crate) struct IdleFacts<'a> {
 }
 
 /// Idle sleep (spec 05 §4): `Some(age_ms)` when the session should end and become
-/// resume-eligible (idle longer than `idle`, not mid-turn, nobody attached, not already
-/// ending, nothing queued, no send of its own waiting); `None` to leave it.
+/// resume-eligible (idle longer than `idle`, not mid-turn — its screen settled without a busy
+/// sign over two probes ([`settled_idle`]) —, nobody attached, not already ending, nothing
+/// queued, no send of its own waiting); `None` to leave it.
 pub(crate) fn idle_sleep(f: &IdleFacts<'_>, now: Now, idle: Duration) -> Option<u64> {
     let age = idle_age_ms(now.ms, f.status, f.woke_at_ms, f.last_delivery_ms);
-    (!f.ending && !f.queue_busy && !f.sending && should_sleep(age, idle, f.status)).then_some(age)
+    let quiet = !f.ending && !f.queue_busy && !f.sending;
+    (quiet && should_sleep(age, idle, f.status) && settled_idle(f.before, f.status, now.ms))
+        .then_some(age)
 }
 
 /// The facts [`ephemeral_wind_down`] reads about one live ephemeral worker.

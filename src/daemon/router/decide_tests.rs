@@ -463,9 +463,11 @@ fn sleeps(f: &IdleFacts, at: Now) -> Option<u64> {
     idle_sleep(f, at, secs(3600))
 }
 
+/// The facts of a session probed as `status`, the probe before it showing the same.
 fn idle_facts(status: &SessionStatus, woke_at_ms: u64) -> IdleFacts<'_> {
     IdleFacts {
         status,
+        before: Some(status),
         woke_at_ms,
         last_delivery_ms: None,
         ending: false,
@@ -484,6 +486,38 @@ fn idle_sleep_after_an_hour() {
     assert_eq!(sleeps(&f, woke.plus(secs(3599))), None);
     assert_eq!(sleeps(&f, woke.plus(secs(3600))), None);
     assert_eq!(sleeps(&f, woke.plus(secs(3601))), Some(3_601_000));
+}
+
+/// A probe that shows no busy sign past the idle limit is no idle when the probe before it
+/// showed a turn (it may fall between two redraws, or between a tool call and its approval
+/// prompt), nor when the screen drew something within IDLE_SETTLE; the next settled probe
+/// sleeps it, at the same age it would have had.
+#[test]
+fn idle_sleep_waits_for_a_settled_screen() {
+    use crate::daemon::lifecycle::IDLE_SETTLE;
+    let woke = t0();
+    let at = woke.plus(secs(3601));
+    let st = status();
+    let busy = SessionStatus {
+        busy: true,
+        ..status()
+    };
+    let after_a_turn = IdleFacts {
+        before: Some(&busy),
+        ..idle_facts(&st, woke.ms)
+    };
+    assert_eq!(sleeps(&after_a_turn, at), None);
+    let first = IdleFacts {
+        before: None,
+        ..idle_facts(&st, woke.ms)
+    };
+    assert_eq!(sleeps(&first, at), None);
+    let drawn = SessionStatus {
+        output_ms: Some(at.ms - IDLE_SETTLE.as_millis() as u64 + 1),
+        ..status()
+    };
+    assert_eq!(sleeps(&idle_facts(&drawn, woke.ms), at), None);
+    assert_eq!(sleeps(&idle_facts(&st, woke.ms), at), Some(3_601_000));
 }
 
 /// Spec 05 §4 idle age = now − max(activity, last delivery, wokeAt, attached output).

@@ -120,6 +120,7 @@ impl Router {
             .is_some_and(|e| !e.queue.is_empty());
         let facts = IdleFacts {
             status: &status,
+            before: s.status.as_ref(),
             woke_at_ms: s.woke_at_ms,
             last_delivery_ms: s.last_delivery_ms,
             ending: s.state.is_ending(),

@@ -309,6 +309,17 @@ pub fn queued_shows(screen: &str, text: &str) -> bool {
 /// shows quits Gemini CLI.
 pub const EXIT_ARMED: &str = "Press Ctrl+C again to exit.";
 
+/// Gemini CLI 0.61.0's clear key: Ctrl-C clears a composer holding text (`05-draft` →
+/// `06-paste-4-lines`) and can arm its exit ([`EXIT_ARMED`]), so no press goes while that
+/// shows ([`crate::adapter::ClearKeys::exit_armed`]).
+pub fn clear_keys() -> crate::adapter::ClearKeys {
+    crate::adapter::ClearKeys {
+        first: vec![0x03],
+        again: None,
+        exit_warning: Some(EXIT_ARMED),
+    }
+}
+
 /// The answer to XTVERSION as the composer shows it when it comes late: the daemon's
 /// `ESC P >|iapeer(<version>) ESC \` without its escapes.
 const XTVERSION_LEFT: &str = ">|iapeer(";
@@ -419,11 +430,12 @@ pub fn boot_step_for(rows: &[String]) -> BootStep {
 pub fn leftovers_step(rows: &[String]) -> Option<BootStep> {
     let (_, r) = composer_at(rows)?;
     let text = crate::adapter::composer_rows_text(r).filter(|t| stray_answers(t))?;
-    if rows.iter().any(|row| row.contains(EXIT_ARMED)) {
+    let keys = clear_keys();
+    if rows.iter().any(|row| keys.exit_armed(row)) {
         return Some(BootStep::Wait);
     }
     Some(BootStep::Clear {
-        bytes: vec![0x03],
+        bytes: keys.first,
         label: format!(
             "the composer holds `{text}`, the late answers to Gemini CLI's terminal queries \
              (Ctrl-C)"
@@ -539,11 +551,7 @@ impl Adapter for Gemini {
     }
 
     fn clear_keys(&self) -> Option<crate::adapter::ClearKeys> {
-        // Recorded: Ctrl-C clears a composer holding text (`05-draft` → `06-paste-4-lines`).
-        Some(crate::adapter::ClearKeys {
-            first: vec![0x03],
-            again: None,
-        })
+        Some(clear_keys())
     }
 
     fn paste_shown(&self, screen: &Screen, paste: &PasteView) -> bool {

@@ -471,6 +471,7 @@ fn fixture_late_terminal_answers_in_the_composer_are_cleared_at_boot() {
     }
     let armed = step_screen("late-1200ms-ctrl-c", "late-1200ms-ctrl-c-cleared");
     assert!(armed.text().contains(EXIT_ARMED));
+    assert!(g.clear_keys().is_some_and(|k| k.exit_armed(armed.text())));
     // Esc only asked for a second Esc (`late-answers.txt`); the text stayed, and Ctrl-C is
     // still the key.
     let esc = step_screen("late-2000ms-esc", "late-2000ms-esc-8s-after-key");
@@ -519,6 +520,7 @@ fn fixture_late_terminal_answers_after_ready_are_leftovers_not_a_draft() {
         "late-30000ms-after-ready-turn-cleared",
     );
     assert!(armed.text().contains(EXIT_ARMED));
+    assert!(g.clear_keys().is_some_and(|k| k.exit_armed(armed.text())));
     // The leftovers with the exit warning showing: no key (another Ctrl-C would quit).
     let mut rows = step_screen(
         "late-30000ms-after-ready-idle",

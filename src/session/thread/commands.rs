@@ -184,10 +184,14 @@ impl Session {
         if self.waits_for_own_text(own, now) {
             return refuse(self, CompactFailure::ClearingOwnText);
         }
+        // Text nobody typed there (Gemini CLI's late terminal answers) is no draft: cleared
+        // first with the paced presses a delivery uses ([`Session::clear_before_compact`]).
+        let leftovers = self.cfg.adapter.composer_leftovers(&self.screen).is_some();
         // Never type a command into someone's draft.
-        if let Some(d) = self.cfg.adapter.composer_draft(&self.screen) {
-            let shown: String = d.chars().take(40).collect();
-            return refuse(self, CompactFailure::Draft { shown });
+        if !leftovers {
+            if let Some(why) = self.compact_draft() {
+                return refuse(self, why);
+            }
         }
         match self.cfg.adapter.compact(&self.cfg.cwd) {
             None => refuse(
@@ -196,11 +200,78 @@ impl Session {
                     runtime: self.cfg.adapter.name().to_string(),
                 },
             ),
+            Some((command, watch)) if leftovers => {
+                self.compact = Some(ActiveCompact::after_clearing(id, command, watch, now));
+            }
             Some((command, watch)) => {
                 let (c, bytes) = ActiveCompact::start(id, command, watch);
                 self.compact = Some(c);
                 self.write_child(&bytes);
             }
+        }
+    }
+
+    /// The refusal of a compaction whose composer holds a draft, if it does.
+    fn compact_draft(&self) -> Option<CompactFailure> {
+        let d = self.cfg.adapter.composer_draft(&self.screen)?;
+        let shown: String = d.chars().take(40).collect();
+        Some(CompactFailure::Draft { shown })
+    }
+
+    /// A compaction waiting to type its command ([`ActiveCompact::after_clearing`]): clear
+    /// the composer's leftovers ([`super::super::hold::leftovers_step`], the presses a
+    /// delivery makes, counted with theirs), then type the command once they are gone — or
+    /// fail it when the key did not clear them, when a human's draft took their place, or
+    /// when a turn kept them there for [`super::super::compact::CLEARING_LIMIT`].
+    pub(super) fn clear_before_compact(&mut self, now: Instant) {
+        use super::super::compact::{ClearingCheck, CLEARING_LIMIT};
+        use super::super::hold::{leftovers_step, LeftoversStep};
+        let Some(c) = self.compact.as_mut() else {
+            return;
+        };
+        let id = c.id;
+        let fail = |s: &mut Self, why: CompactFailure| {
+            log::warn!("{}: compact: {why}", s.cfg.identity);
+            s.compact = None;
+            s.emit(EventKind::Compacted {
+                id,
+                result: Err(why),
+            });
+        };
+        match c.clearing_due(now) {
+            None => return,
+            Some(ClearingCheck::GiveUp) => {
+                let limit = CLEARING_LIMIT;
+                return fail(self, CompactFailure::BusyWithLeftovers { limit });
+            }
+            Some(ClearingCheck::Look) => {}
+        }
+        let found = self.cfg.adapter.composer_leftovers(&self.screen);
+        let there = found.is_some();
+        let busy = self.cfg.adapter.is_busy(&self.screen);
+        match leftovers_step(found, busy, &mut self.leftover_presses, now) {
+            Some(LeftoversStep::Press { bytes, label }) => {
+                log::info!(
+                    "{}: {label}: nobody typed it, no draft; clearing it before compacting",
+                    self.cfg.identity
+                );
+                self.write_child(&bytes);
+            }
+            Some(LeftoversStep::Wait) => {}
+            Some(LeftoversStep::GiveUp(what)) => {
+                fail(self, CompactFailure::UnclearedComposer(what));
+            }
+            // A turn runs: no key (it would interrupt the turn); look again.
+            None if there => {}
+            None => match self.compact_draft() {
+                Some(why) => fail(self, why),
+                None => {
+                    let bytes = self.compact.as_mut().map(|c| c.cleared());
+                    if let Some(bytes) = bytes {
+                        self.write_child(&bytes);
+                    }
+                }
+            },
         }
     }
 

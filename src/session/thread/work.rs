@@ -416,7 +416,8 @@ impl Session {
                 self.write_child(&bytes);
             }
             LeftoversStep::Wait => {}
-            LeftoversStep::GiveUp(reason) => {
+            LeftoversStep::GiveUp(what) => {
+                let reason = DeliveryFailure::UnclearedComposer(what);
                 log::warn!("{}: {reason}", self.cfg.identity);
                 if let Some(h) = self.held.take() {
                     self.report_delivery(h.delivery.id, Err(reason));
@@ -773,6 +774,7 @@ impl Session {
         self.poll_turns(now);
         self.poll_clearing(now);
         self.check_held(now);
+        self.clear_before_compact(now);
         if let Some(c) = self.compact.as_mut() {
             match c.poll(now, self.screen.text()) {
                 CompactStep::Wait => {}
