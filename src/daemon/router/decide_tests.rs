@@ -644,23 +644,17 @@ fn idle_sleep_spares_busy_attached_queued_and_ending_sessions() {
     };
     assert_eq!(sleeps(&idle_facts(&attached, woke.ms), later), None);
     let st = status();
-    let queued = IdleFacts {
-        queue_busy: true,
-        ..idle_facts(&st, woke.ms)
+    // Spared: the facts of an idle session, changed by `edit`.
+    let spared = |edit: fn(&mut IdleFacts), why: &str| {
+        let mut f = idle_facts(&st, woke.ms);
+        edit(&mut f);
+        assert_eq!(sleeps(&f, later), None, "{why}");
     };
-    assert_eq!(sleeps(&queued, later), None);
+    spared(|f| f.queue_busy = true, "queued");
     // Its agent is in a `send_to_peer` call (the peer it sends to still waking): mid-turn,
     // whatever its screen showed when it was probed.
-    let sending = IdleFacts {
-        sending: true,
-        ..idle_facts(&st, woke.ms)
-    };
-    assert_eq!(sleeps(&sending, later), None);
-    let ending = IdleFacts {
-        ending: true,
-        ..idle_facts(&st, woke.ms)
-    };
-    assert_eq!(sleeps(&ending, later), None);
+    spared(|f| f.sending = true, "sending");
+    spared(|f| f.ending = true, "ending");
 }
 
 /// Spec 05 §4 "live session with the stop flag → end it"; ready agents are probed for the
