@@ -16,6 +16,20 @@ pub enum PathsError {
     NoRoot,
 }
 
+/// Accessors of the files and folders at fixed names in one folder of the layout:
+/// `under! { base: name => "a" / "b"; … }` makes each `pub fn name(&self) -> PathBuf`, the
+/// folder `self.base()` joined with `a`, then `b` (`base`: `root`, or another accessor).
+macro_rules! under {
+    ($base:ident: $($(#[$doc:meta])* $name:ident => $($seg:tt)/+;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(&self) -> PathBuf {
+                self.$base()$(.join($seg))+
+            }
+        )*
+    };
+}
+
 /// The resolved storage root plus the control-socket override.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Paths {
@@ -63,60 +77,87 @@ impl Paths {
         &self.root
     }
 
-    /// `<root>/IAPEER.md`: the host doctrine (system prompt layer 3, shared half).
-    pub fn host_doctrine(&self) -> PathBuf {
-        self.root.join("IAPEER.md")
+    under! { root:
+        /// `<root>/IAPEER.md`: the host doctrine (system prompt layer 3, shared half).
+        host_doctrine => "IAPEER.md";
+        /// `<root>/fragments/`: host prompt fragments (layer 6).
+        host_fragments => "fragments";
+        /// `<root>/peers-profiles.json`: the registry.
+        registry => REGISTRY_FILE;
+        /// `<root>/peers-profiles.lock`: the registry writers' lock file.
+        registry_lock => "peers-profiles.lock";
+        /// `<root>/memory-provider.json`.
+        memory_provider => "memory-provider.json";
+        /// `<root>/peers/`: parent of the default working folders made by `create`.
+        peers_dir => "peers";
+        /// `<root>/docs/`: reference docs, one folder per package.
+        docs_dir => "docs";
+        /// `<root>/runtimes/`: installed runtime packages.
+        runtimes_dir => "runtimes";
+        /// `<root>/state/iapeer/`: the daemon's state folder.
+        state_dir => "state" / "iapeer";
+        /// `<root>/state/lifecycle/`: per-identity marker files (spec 01 §7).
+        lifecycle_dir => "state" / "lifecycle";
+        /// `<root>/logs/iapeer/`: event logs and the daemon log.
+        logs_dir => "logs" / "iapeer";
+        /// `<root>/logs/lifecycle/`: pane logs.
+        pane_logs_dir => "logs" / "lifecycle";
+        /// `<root>/cache/iapeer/`: rebuildable data only.
+        cache_dir => "cache" / "iapeer";
     }
 
-    /// `<root>/fragments/`: host prompt fragments (layer 6).
-    pub fn host_fragments(&self) -> PathBuf {
-        self.root.join("fragments")
+    under! { state_dir:
+        /// `<root>/state/iapeer/message-ids/`: the message ids begun per recipient
+        /// (`msgids`).
+        message_ids_dir => "message-ids";
+        /// `<root>/state/iapeer/router.json`: the discovery file.
+        router_json => "router.json";
+        /// `<root>/state/iapeer/ui.key`: the web page's secret (`iapeer ui`), written 0600 by the
+        /// daemon at start and removed when it stops.
+        ui_key => "ui.key";
+        /// `<root>/state/iapeer/ui-open.html`: the page that `iapeer ui` hands the browser opener
+        /// (0600), redirecting to the link, so the link's key is never on a command line where
+        /// `ps` shows it to every user.
+        ui_open => "ui-open.html";
+        /// `<root>/state/iapeer/fleet.token`: the secret the fleet API asks for (issue 26 item 1;
+        /// `Authorization: Bearer <it>`), one line, written 0600 by the daemon at its first start
+        /// and kept across restarts (`daemon::fleet::token`). Unused while `IAPEER_BEARER_TOKEN` is
+        /// set.
+        fleet_token => "fleet.token";
+        /// `<root>/state/iapeer/federation.json`: the Redis URL (credentials included) and this
+        /// host's name, written 0600 by `iapeer federation join` (`federation::Joined`).
+        federation => "federation.json";
+        /// `<root>/state/iapeer/federation-link.json`: what the daemon's federation link last saw
+        /// (`federation::link::LinkReport`; no secret), written 0600 by the link thread and
+        /// removed when the daemon stops or the root is not joined.
+        federation_link => "federation-link.json";
+        /// `<root>/state/iapeer/federation-peers.json`: the other hosts' peers as the daemon's
+        /// federation link last saw them (`federation::peers::RemotePeers`; no secret), written
+        /// 0600 by the link thread when they change and removed when the daemon stops or the root
+        /// is not joined.
+        federation_peers => "federation-peers.json";
+        /// `<root>/state/iapeer/federation-attachments/`: the attachments of messages from other
+        /// hosts while they are routed (one folder per message, removed once its outcome is known;
+        /// `daemon::federation::attach`).
+        federation_attachments => "federation-attachments";
+        /// `<root>/state/iapeer/inbox/`: the durable inboxes of peers on the `human` runtime.
+        inbox_dir => "inbox";
     }
 
-    /// `<root>/peers-profiles.json`: the registry.
-    pub fn registry(&self) -> PathBuf {
-        self.root.join(REGISTRY_FILE)
-    }
-
-    /// `<root>/peers-profiles.lock`: the registry writers' lock file.
-    pub fn registry_lock(&self) -> PathBuf {
-        self.root.join("peers-profiles.lock")
-    }
-
-    /// `<root>/memory-provider.json`.
-    pub fn memory_provider(&self) -> PathBuf {
-        self.root.join("memory-provider.json")
-    }
-
-    /// `<root>/peers/`: parent of the default working folders made by `create`.
-    pub fn peers_dir(&self) -> PathBuf {
-        self.root.join("peers")
-    }
-
-    /// `<root>/docs/`: reference docs, one folder per package.
-    pub fn docs_dir(&self) -> PathBuf {
-        self.root.join("docs")
-    }
-
-    /// `<root>/runtimes/`: installed runtime packages.
-    pub fn runtimes_dir(&self) -> PathBuf {
-        self.root.join("runtimes")
+    under! { logs_dir:
+        /// `<root>/logs/iapeer/lifecycle.log`.
+        lifecycle_log => "lifecycle.log";
+        /// `<root>/logs/iapeer/delivery.log`.
+        delivery_log => "delivery.log";
+        /// `<root>/logs/iapeer/exits.log`.
+        exits_log => "exits.log";
+        /// `<root>/logs/iapeer/daemon.log`.
+        daemon_log => "daemon.log";
     }
 
     /// `<root>/runtimes/<rt>/runtime.json`: the manifest of an installed runtime.
     pub fn runtime_manifest(&self, runtime: &str) -> PathBuf {
         self.runtimes_dir().join(runtime).join("runtime.json")
-    }
-
-    /// `<root>/state/iapeer/`: the daemon's state folder.
-    pub fn state_dir(&self) -> PathBuf {
-        self.root.join("state").join("iapeer")
-    }
-
-    /// `<root>/state/iapeer/message-ids/`: the message ids begun per recipient
-    /// (`msgids`).
-    pub fn message_ids_dir(&self) -> PathBuf {
-        self.state_dir().join("message-ids")
     }
 
     /// The control socket: `IAPEER_DAEMON_SOCKET`, else `<root>/state/iapeer/router.sock`.
@@ -126,68 +167,9 @@ impl Paths {
             .unwrap_or_else(|| self.state_dir().join("router.sock"))
     }
 
-    /// `<root>/state/iapeer/router.json`: the discovery file.
-    pub fn router_json(&self) -> PathBuf {
-        self.state_dir().join("router.json")
-    }
-
-    /// `<root>/state/iapeer/ui.key`: the web page's secret (`iapeer ui`), written 0600 by the
-    /// daemon at start and removed when it stops.
-    pub fn ui_key(&self) -> PathBuf {
-        self.state_dir().join("ui.key")
-    }
-
-    /// `<root>/state/iapeer/ui-open.html`: the page that `iapeer ui` hands the browser opener
-    /// (0600), redirecting to the link, so the link's key is never on a command line where
-    /// `ps` shows it to every user.
-    pub fn ui_open(&self) -> PathBuf {
-        self.state_dir().join("ui-open.html")
-    }
-
-    /// `<root>/state/iapeer/fleet.token`: the secret the fleet API asks for (issue 26 item 1;
-    /// `Authorization: Bearer <it>`), one line, written 0600 by the daemon at its first start
-    /// and kept across restarts (`daemon::fleet::token`). Unused while `IAPEER_BEARER_TOKEN` is
-    /// set.
-    pub fn fleet_token(&self) -> PathBuf {
-        self.state_dir().join("fleet.token")
-    }
-
-    /// `<root>/state/iapeer/federation.json`: the Redis URL (credentials included) and this
-    /// host's name, written 0600 by `iapeer federation join` (`federation::Joined`).
-    pub fn federation(&self) -> PathBuf {
-        self.state_dir().join("federation.json")
-    }
-
-    /// `<root>/state/iapeer/federation-link.json`: what the daemon's federation link last saw
-    /// (`federation::link::LinkReport`; no secret), written 0600 by the link thread and
-    /// removed when the daemon stops or the root is not joined.
-    pub fn federation_link(&self) -> PathBuf {
-        self.state_dir().join("federation-link.json")
-    }
-
-    /// `<root>/state/iapeer/federation-peers.json`: the other hosts' peers as the daemon's
-    /// federation link last saw them (`federation::peers::RemotePeers`; no secret), written
-    /// 0600 by the link thread when they change and removed when the daemon stops or the root
-    /// is not joined.
-    pub fn federation_peers(&self) -> PathBuf {
-        self.state_dir().join("federation-peers.json")
-    }
-
-    /// `<root>/state/iapeer/federation-attachments/`: the attachments of messages from other
-    /// hosts while they are routed (one folder per message, removed once its outcome is known;
-    /// `daemon::federation::attach`).
-    pub fn federation_attachments(&self) -> PathBuf {
-        self.state_dir().join("federation-attachments")
-    }
-
     /// `<root>/state/iapeer/attachments/<recipient>/`: a recipient's attachment inbox.
     pub fn attachments_dir(&self, recipient: &str) -> PathBuf {
         self.state_dir().join("attachments").join(recipient)
-    }
-
-    /// `<root>/state/iapeer/inbox/`: the durable inboxes of peers on the `human` runtime.
-    pub fn inbox_dir(&self) -> PathBuf {
-        self.state_dir().join("inbox")
     }
 
     /// `<root>/state/iapeer/inbox/<personality>.jsonl`: one JSON record per message to that
@@ -202,54 +184,14 @@ impl Paths {
         self.inbox_dir().join(format!("{personality}.read"))
     }
 
-    /// `<root>/state/lifecycle/`: per-identity marker files (spec 01 §7).
-    pub fn lifecycle_dir(&self) -> PathBuf {
-        self.root.join("state").join("lifecycle")
-    }
-
     /// `<root>/state/lifecycle/<identity><suffix>`, e.g. `marker("echo-bob", ".stopped")`.
     pub fn marker(&self, identity: &str, suffix: &str) -> PathBuf {
         self.lifecycle_dir().join(format!("{identity}{suffix}"))
     }
 
-    /// `<root>/logs/iapeer/`: event logs and the daemon log.
-    pub fn logs_dir(&self) -> PathBuf {
-        self.root.join("logs").join("iapeer")
-    }
-
-    /// `<root>/logs/iapeer/lifecycle.log`.
-    pub fn lifecycle_log(&self) -> PathBuf {
-        self.logs_dir().join("lifecycle.log")
-    }
-
-    /// `<root>/logs/iapeer/delivery.log`.
-    pub fn delivery_log(&self) -> PathBuf {
-        self.logs_dir().join("delivery.log")
-    }
-
-    /// `<root>/logs/iapeer/exits.log`.
-    pub fn exits_log(&self) -> PathBuf {
-        self.logs_dir().join("exits.log")
-    }
-
-    /// `<root>/logs/iapeer/daemon.log`.
-    pub fn daemon_log(&self) -> PathBuf {
-        self.logs_dir().join("daemon.log")
-    }
-
-    /// `<root>/logs/lifecycle/`: pane logs.
-    pub fn pane_logs_dir(&self) -> PathBuf {
-        self.root.join("logs").join("lifecycle")
-    }
-
     /// `<root>/logs/lifecycle/<identity>.log`: raw output of that identity's sessions.
     pub fn pane_log(&self, identity: &str) -> PathBuf {
         self.pane_logs_dir().join(format!("{identity}.log"))
-    }
-
-    /// `<root>/cache/iapeer/`: rebuildable data only.
-    pub fn cache_dir(&self) -> PathBuf {
-        self.root.join("cache").join("iapeer")
     }
 }
 
@@ -337,6 +279,9 @@ mod tests {
         let p = Paths::at("/r");
         assert_eq!(p.registry(), Path::new("/r/peers-profiles.json"));
         assert_eq!(p.socket(), Path::new("/r/state/iapeer/router.sock"));
+        assert_eq!(p.state_dir(), Path::new("/r/state/iapeer"));
+        assert_eq!(p.fleet_token(), Path::new("/r/state/iapeer/fleet.token"));
+        assert_eq!(p.daemon_log(), Path::new("/r/logs/iapeer/daemon.log"));
         assert_eq!(
             p.marker("echo-bob", ".stopped"),
             Path::new("/r/state/lifecycle/echo-bob.stopped")

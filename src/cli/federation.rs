@@ -70,9 +70,11 @@ fn join(inv: &Invocation, url: Option<&str>, host_name: Option<&str>) -> CliResu
     let joined = Joined {
         url: url.to_string(),
         host: host.clone(),
-        ca_file: absolute(flags::CA_FILE)?,
-        client_cert: absolute(flags::CLIENT_CERT)?,
-        client_key: absolute(flags::CLIENT_KEY)?,
+        tls: federation::TlsFiles {
+            ca_file: absolute(flags::CA_FILE)?,
+            client_cert: absolute(flags::CLIENT_CERT)?,
+            client_key: absolute(flags::CLIENT_KEY)?,
+        },
     };
     // The TLS files are read now, so a mistake is told here and not only in the link's report.
     federation::tls::client(&joined).map_err(fail)?;
@@ -246,7 +248,7 @@ pub fn doctor_checks(paths: &Paths) -> Vec<Check> {
         }
     };
     let target = federation::redis_cli_target(&joined.url);
-    let tls = match (federation::tls::is_tls(&joined.url), &joined.ca_file) {
+    let tls = match (federation::tls::is_tls(&joined.url), &joined.tls.ca_file) {
         (false, _) => String::new(),
         (true, None) => "--tls ".to_string(),
         (true, Some(ca)) => format!("--tls --cacert {ca} "),

@@ -151,636 +151,314 @@ impl EnvVar {
     }
 }
 
-const fn var(name: &'static str, kind: Kind, part: Part, doc: &'static str) -> EnvVar {
-    EnvVar {
-        name,
-        kind,
-        part,
-        doc,
-    }
+/// Declares each row as a `pub const` [`EnvVar`] of the same name (`NAME = "…"` where the
+/// variable's name is no Rust name), with the row's doc comment, and [`ENV_VARS`]: every row,
+/// in the order given. A row: `NAME: kind, part, "doc";`.
+macro_rules! env_vars {
+    ($($(#[$attr:meta])* $konst:ident $(= $name:literal)?: $kind:expr, $part:expr, $doc:expr;)*) => {
+        $(
+            $(#[$attr])*
+            pub const $konst: EnvVar = EnvVar {
+                name: env_var_name!($konst $($name)?),
+                kind: $kind,
+                part: $part,
+                doc: $doc,
+            };
+        )*
+
+        /// Every environment variable iapeer reads, in the order the man page lists them.
+        pub const ENV_VARS: &[EnvVar] = &[$($konst),*];
+    };
 }
 
-/// `IAPEER_ROOT`: the storage root.
-pub const IAPEER_ROOT: EnvVar = var(
-    "IAPEER_ROOT",
-    Kind::Text,
-    Part::Paths,
-    "the storage root (default ~/.iapeer)",
-);
-/// `IAPEER_PORT`: the daemon's loopback HTTP port.
-pub const IAPEER_PORT: EnvVar = var(
-    "IAPEER_PORT",
-    Kind::Port(8765),
-    Part::Config,
-    "the loopback HTTP port of the daemon (default {default}; 0 picks a free port)",
-);
-/// `IAPEER_DAEMON_SOCKET`: the control socket.
-pub const IAPEER_DAEMON_SOCKET: EnvVar = var(
-    "IAPEER_DAEMON_SOCKET",
-    Kind::Text,
-    Part::Paths,
-    "the control socket (default <root>/state/iapeer/router.sock)",
-);
-/// `IAPEER_BEARER_TOKEN`: a bearer every HTTP request must carry (in place of the fleet token).
-pub const IAPEER_BEARER_TOKEN: EnvVar = var(
-    "IAPEER_BEARER_TOKEN",
-    Kind::Text,
-    Part::Config,
-    "when set, every HTTP request (MCP too: agents' configs then send it, and their session \
-     token in X-IAPeer-Token) must carry this bearer, and the fleet API takes it instead of \
-     state/iapeer/fleet.token; unset, only fleet requests need a bearer, that file's token. \
-     Sessions never inherit it: the daemon hands it to the telegram runtime and, in this mode, \
-     to agents",
-);
-/// `IAPEER_FEDERATION_URL`: the Redis URL of the federation (issue 28), over the stored one.
-pub const IAPEER_FEDERATION_URL: EnvVar = var(
-    "IAPEER_FEDERATION_URL",
-    Kind::Text,
-    Part::Config,
-    "a redis[s]://[user:password@]host[:port][/db] URL that overrides the one iapeer federation \
-     join stored in state/iapeer/federation.json (the host name is still the stored one, else \
-     this machine's short host name); the daemon's federation link connects to it. Sessions \
-     never inherit it (it carries the Redis password)",
-);
-/// `IAPEER_FEDERATION_CA_FILE`: the CA file a `rediss://` federation's server is checked
-/// against (issue 28 item 1), over the stored one.
-pub const IAPEER_FEDERATION_CA_FILE: EnvVar = var(
-    "IAPEER_FEDERATION_CA_FILE",
-    Kind::Text,
-    Part::Config,
-    "a PEM file of the CA(s) that signed the federation's Redis server certificate, for a \
-     rediss:// (TLS) URL; overrides the --ca-file iapeer federation join stored (without either, \
-     the system's CA store is used)",
-);
-/// `IAPEER_MCP_AUTH`: how MCP callers are authenticated.
-pub const IAPEER_MCP_AUTH: EnvVar = var(
-    "IAPEER_MCP_AUTH",
-    Kind::Choice(&["token", "header"]),
-    Part::Config,
-    "{default} (default): agents prove their identity with their session token; header: the \
-     identity header is trusted, as the original tool did (then any local process, another \
-     user's included, can send as any agent over MCP)",
-);
-/// `IAPEER_IDLE_SECS`: idleness before an agent is slept.
-pub const IAPEER_IDLE_SECS: EnvVar = var(
-    "IAPEER_IDLE_SECS",
-    Kind::Secs(3600),
-    Part::Config,
-    "seconds of idleness before an agent is put to sleep (default {default})",
-);
-/// `IAPEER_EPHEMERAL_QUIET_SECS`: quiet time that ends an armed ephemeral worker.
-pub const IAPEER_EPHEMERAL_QUIET_SECS: EnvVar = var(
-    "IAPEER_EPHEMERAL_QUIET_SECS",
-    Kind::Secs(20),
-    Part::Config,
-    "seconds without model activity or screen output after which an ephemeral worker that \
-     has sent its reply (or ran self-done) is ended (default {default})",
-);
-/// `IAPEER_EPHEMERAL_UNARMED_IDLE_SECS`: idleness that ends an ephemeral worker that never
-/// replied.
-pub const IAPEER_EPHEMERAL_UNARMED_IDLE_SECS: EnvVar = var(
-    "IAPEER_EPHEMERAL_UNARMED_IDLE_SECS",
-    Kind::Secs(600),
-    Part::Config,
-    "seconds of idleness after which an ephemeral worker that has not replied is ended \
-     (default {default})",
-);
-/// `IAPEER_STORM_LIMIT`: messages each way that make an exchange a storm.
-pub const IAPEER_STORM_LIMIT: EnvVar = var(
-    "IAPEER_STORM_LIMIT",
-    Kind::Count(20),
-    Part::Config,
-    "messages in each direction between the same two non-human peers within \
-     IAPEER_STORM_WINDOW_SECS that pause their exchange as a runaway (default {default}; a \
-     human writing to either peer lifts the pause)",
-);
-/// `IAPEER_STORM_WINDOW_SECS`: the storm guard's sliding window.
-pub const IAPEER_STORM_WINDOW_SECS: EnvVar = var(
-    "IAPEER_STORM_WINDOW_SECS",
-    Kind::Secs(60),
-    Part::Config,
-    "the window of IAPEER_STORM_LIMIT, in seconds (default {default})",
-);
-/// `IAPEER_STORM_PAUSE_SECS`: how long a runaway exchange stays paused.
-pub const IAPEER_STORM_PAUSE_SECS: EnvVar = var(
-    "IAPEER_STORM_PAUSE_SECS",
-    Kind::Secs(600),
-    Part::Config,
-    "seconds a runaway exchange between two peers stays paused (default {default})",
-);
-/// `IAPEER_ORIGIN_GUARD`: the origin guard (spec 10 §2), on unless `0`.
-pub const IAPEER_ORIGIN_GUARD: EnvVar = var(
-    "IAPEER_ORIGIN_GUARD",
-    Kind::Choice(&["1", "0"]),
-    Part::Config,
-    "0 turns the origin guard off: an agent's message to a human on another channel than the \
-     one the human's unanswered message came from is then delivered instead of held (default \
-     {default})",
-);
-/// `IAPEER_ORIGIN_GUARD_ARM_TTL_MS`: how long a human's unanswered message arms the guard.
-pub const IAPEER_ORIGIN_GUARD_ARM_TTL_MS: EnvVar = var(
-    "IAPEER_ORIGIN_GUARD_ARM_TTL_MS",
-    Kind::Millis(48 * 3600 * 1000),
-    Part::Config,
-    "milliseconds a human's unanswered message keeps the origin guard armed for that agent \
-     (default {default}, 48 h)",
-);
-/// `IAPEER_ORIGIN_HOLD_TTL_MS`: how long a held send waits for `confirm-send`.
-pub const IAPEER_ORIGIN_HOLD_TTL_MS: EnvVar = var(
-    "IAPEER_ORIGIN_HOLD_TTL_MS",
-    Kind::Millis(15 * 60 * 1000),
-    Part::Config,
-    "milliseconds a message held by the origin guard waits for iapeer confirm-send before it \
-     is dropped (default {default}, 15 min)",
-);
-/// `IAPEER_ORIGIN_GUARD_PENDING_TTL_MS`: the original tool's name for
-/// [`IAPEER_ORIGIN_HOLD_TTL_MS`], read when that one is not set (issue 30 item 7).
-pub const IAPEER_ORIGIN_GUARD_PENDING_TTL_MS: EnvVar = var(
-    "IAPEER_ORIGIN_GUARD_PENDING_TTL_MS",
-    Kind::Millis(15 * 60 * 1000),
-    Part::Config,
-    "the original tool's name for IAPEER_ORIGIN_HOLD_TTL_MS, read when that one is not set \
-     (default {default}, 15 min)",
-);
-/// `IAPEER_NOTICE_TTL_MS`: how long a notice stays on the board after its last repeat.
-pub const IAPEER_NOTICE_TTL_MS: EnvVar = var(
-    "IAPEER_NOTICE_TTL_MS",
-    Kind::Millis(3600 * 1000),
-    Part::Config,
-    "milliseconds a notice (a live agent its model API refuses: rate limit, overload, expired \
-     login) stays on the board after its last repeat (default {default}, 1 h)",
-);
-/// `IAPEER_LIMIT_RESUME`: take a turn refused by a rate or usage limit up again (issue 32
-/// item 3, [`crate::limits`]), on unless `0`.
-pub const IAPEER_LIMIT_RESUME: EnvVar = var(
-    "IAPEER_LIMIT_RESUME",
-    Kind::Choice(&["1", "0"]),
-    Part::Config,
-    "0 turns off taking up a turn that the agent's model API refused for a rate or usage \
-     limit: without it iapeer prompts the agent to continue at the reset time its runtime \
-     recorded, else after IAPEER_LIMIT_BACKOFF_MS; the sender of the refused message is told \
-     either way (default {default})",
-);
-/// `IAPEER_LIMIT_BACKOFF_MS`: the first wait before a limited turn is taken up again when
-/// the runtime recorded no reset time.
-pub const IAPEER_LIMIT_BACKOFF_MS: EnvVar = var(
-    "IAPEER_LIMIT_BACKOFF_MS",
-    Kind::Millis(300 * 1000),
-    Part::Config,
-    "milliseconds iapeer waits before it prompts an agent whose turn was refused for a rate \
-     limit with no reset time recorded (default {default}, 5 min); doubled for each prompt \
-     refused in a row, at most 1 h; given up after 5",
-);
-/// `IAPEER_APPROVAL_TIMEOUT_MS`: how long a gated peer's permission prompt waits for a
-/// human's `approve`/`deny` before it is denied (spec 10 §4).
-pub const IAPEER_APPROVAL_TIMEOUT_MS: EnvVar = var(
-    "IAPEER_APPROVAL_TIMEOUT_MS",
-    Kind::Millis(300 * 1000),
-    Part::Config,
-    "milliseconds a gated peer's permission prompt waits for iapeer approve or deny before it \
-     is denied (default {default}, 5 min)",
-);
-/// `IAPEER_FLEET_HOLD_MAX`: the cap on held fleet long polls, and on event streams
-/// (`daemon::http::listen::hold_limit`, issue 26 item 3).
-pub const IAPEER_FLEET_HOLD_MAX: EnvVar = var(
-    "IAPEER_FLEET_HOLD_MAX",
-    Kind::Count(1024),
-    Part::Config,
-    "the most fleet long polls (GET /fleet/v1/approvals?wait=S) held at once, and the most \
-     event streams (GET /fleet/v1/events): each an eighth of the daemon's soft RLIMIT_NOFILE, \
-     at least 16, at most this (default {default}); when one is full its oldest is answered \
-     early (a long poll gets its answer, a stream ends) to make room, and neither ever takes \
-     the places of MCP requests (a quarter of RLIMIT_NOFILE)",
-);
-/// `IAPEER_BOOT_DEADLINE_SECS`: boot → ready deadline.
-pub const IAPEER_BOOT_DEADLINE_SECS: EnvVar = var(
-    "IAPEER_BOOT_DEADLINE_SECS",
-    Kind::Secs(240),
-    Part::Config,
-    "seconds a starting agent has to become ready (default {default})",
-);
-/// `IAPEER_READY_GATE_SECS`: first message → model activity deadline.
-pub const IAPEER_READY_GATE_SECS: EnvVar = var(
-    "IAPEER_READY_GATE_SECS",
-    Kind::Secs(120),
-    Part::Config,
-    "seconds after a wake's first message (answered once the agent accepted it) for the \
-     model to show activity; past it, or when the agent shows that its model API does not \
-     answer, lifecycle.log gets ready-gate ok=false and the sender a message from iapeer, \
-     and the session is left running (default {default})",
-);
-/// `IAPEER_CRASHLOOP_MAX`: deaths that trip the crash-loop guard.
-pub const IAPEER_CRASHLOOP_MAX: EnvVar = var(
-    "IAPEER_CRASHLOOP_MAX",
-    Kind::Count(3),
-    Part::Config,
-    "deaths within the crash-loop window that stop restarts (default {default})",
-);
-/// `IAPEER_CRASHLOOP_WINDOW_SECS`: the crash-loop window.
-pub const IAPEER_CRASHLOOP_WINDOW_SECS: EnvVar = var(
-    "IAPEER_CRASHLOOP_WINDOW_SECS",
-    Kind::Secs(300),
-    Part::Config,
-    "the crash-loop window in seconds (default {default})",
-);
-/// `IAP_HOST_LIVENESS_GRACE_MS`: the delivery confirmation grace.
-pub const IAP_HOST_LIVENESS_GRACE_MS: EnvVar = var(
-    "IAP_HOST_LIVENESS_GRACE_MS",
-    Kind::Millis(4000),
-    Part::Config,
-    "milliseconds to wait for delivery confirmation (default {default}; 60000 with attachments)",
-);
-/// `IAPEER_SEND_TIMEOUT_MS`: how long a send may wait for its answer (spec 03 §1).
-pub const IAPEER_SEND_TIMEOUT_MS: EnvVar = var(
-    "IAPEER_SEND_TIMEOUT_MS",
-    Kind::Millis(300_000),
-    Part::Config,
-    "milliseconds a send waits for its answer before it is refused with code timeout and \
-     taken out of the peer's queue (default {default}: covers a full agent wake); iapeer send \
-     --timeout overrides it per send",
-);
-/// `IAPEER_ATTACHMENT_MAX_BYTES`: the largest attachment (spec 03 §3, issue 26).
-pub const IAPEER_ATTACHMENT_MAX_BYTES: EnvVar = var(
-    "IAPEER_ATTACHMENT_MAX_BYTES",
-    Kind::Bytes(100 * 1024 * 1024),
-    Part::Config,
-    "the largest file a send may attach, in bytes (default {default}, 100 MiB); a larger one \
-     fails the send, naming the attachment and this variable; read by the daemon when it \
-     copies a send's attachments and by iapeer send when it checks or keeps a send while the \
-     daemon is down",
-);
-/// `IAPEER_SEND_STALL_MS`: how long a live session may take no byte of a message (issue 26
-/// item 6).
-pub const IAPEER_SEND_STALL_MS: EnvVar = var(
-    "IAPEER_SEND_STALL_MS",
-    Kind::Millis(10_000),
-    Part::Config,
-    "milliseconds a live session's program may take no byte of a message still being written \
-     to its input before the send ends: with none of it written the message is taken back and \
-     refused (NOT delivered); with part written the rest stays queued for the program and the \
-     sender is told its state is unknown (code state-unknown) (default {default}; 0 turns it \
-     off; IAPEER_SEND_TIMEOUT_MS still bounds a wake)",
-);
-/// `IAPEER_COMPOSER_QUEUE_TIMEOUT_MS`: how long a message waits for a free composer.
-pub const IAPEER_COMPOSER_QUEUE_TIMEOUT_MS: EnvVar = var(
-    "IAPEER_COMPOSER_QUEUE_TIMEOUT_MS",
-    Kind::Millis(120_000),
-    Part::Config,
-    "milliseconds a message waits while the agent's composer holds a draft (spec 05 §7); past \
-     it the message fails and its sender is told — the draft is never submitted with it \
-     (default {default})",
-);
-/// `IAPEER_TICK_SECS`: the supervision tick period.
-pub const IAPEER_TICK_SECS: EnvVar = var(
-    "IAPEER_TICK_SECS",
-    Kind::Secs(60),
-    Part::Config,
-    "seconds between supervision ticks (default {default}); a knob for tests",
-);
-/// `IAPEER_REALTIME`: the daemon's latency threads at `SCHED_FIFO` when it may (issue 31
-/// item 3, `daemon::realtime`), on unless `0`.
-pub const IAPEER_REALTIME: EnvVar = var(
-    "IAPEER_REALTIME",
-    Kind::Choice(&["1", "0"]),
-    Part::Config,
-    "0 keeps the daemon's router, HTTP acceptor and send-preparation threads at the normal \
-     scheduling policy; otherwise they run SCHED_FIFO at priority 1 when the daemon may (root, \
-     CAP_SYS_NICE, or an RLIMIT_RTPRIO of at least 1), which keeps a burst's latency low on a \
-     busy host; never the agents or their session threads (default {default})",
-);
-/// `IAPEER_CLAUDE_BIN`: the Claude Code program.
-pub const IAPEER_CLAUDE_BIN: EnvVar = var(
-    "IAPEER_CLAUDE_BIN",
-    Kind::Text,
-    Part::Runtime,
-    "the Claude Code program (default: claude on the daemon's PATH, else on the login shell's PATH, else in an installer's folder such as ~/.local/bin, looked for at every launch)",
-);
-/// `IAPEER_CODEX_BIN`: the Codex CLI program.
-pub const IAPEER_CODEX_BIN: EnvVar = var(
-    "IAPEER_CODEX_BIN",
-    Kind::Text,
-    Part::Runtime,
-    "the Codex CLI program (default: codex on the daemon's PATH, else on the login shell's PATH, else in an installer's folder such as ~/.npm-global/bin, looked for at every launch)",
-);
-/// `IAPEER_GEMINI_BIN`: the Gemini CLI program.
-pub const IAPEER_GEMINI_BIN: EnvVar = var(
-    "IAPEER_GEMINI_BIN",
-    Kind::Text,
-    Part::Runtime,
-    "the Gemini CLI program (default: gemini on the daemon's PATH, else on the login shell's PATH, else in an installer's folder such as ~/.npm-global/bin, looked for at every launch)",
-);
-/// `IAPEER_OPENCODE_BIN`: the OpenCode program.
-pub const IAPEER_OPENCODE_BIN: EnvVar = var(
-    "IAPEER_OPENCODE_BIN",
-    Kind::Text,
-    Part::Runtime,
-    "the OpenCode program (default: opencode on the daemon's PATH, else on the login shell's PATH, else in an installer's folder such as ~/.npm-global/bin, looked for at every launch)",
-);
-/// `IAPEER_LOGIN_CHECK_SECS`: how long an agent CLI's login status command may take.
-pub const IAPEER_LOGIN_CHECK_SECS: EnvVar = var(
-    "IAPEER_LOGIN_CHECK_SECS",
-    Kind::Secs(15),
-    Part::Runtime,
-    "how long an agent CLI's login status command (`claude auth status`, `codex login status`, `opencode auth list`) may take before onboard, doctor, status and create say they could not tell whether it is logged in (default {default} s)",
-);
-/// `CODEX_HOME`: Codex's config folder.
-pub const CODEX_HOME: EnvVar = var(
-    "CODEX_HOME",
-    Kind::Text,
-    Part::Runtime,
-    "the Codex config folder whose config.toml iapeer edits (default ~/.codex)",
-);
-/// `CLAUDE_CONFIG_DIR`: Claude Code's config folder.
-pub const CLAUDE_CONFIG_DIR: EnvVar = var(
-    "CLAUDE_CONFIG_DIR",
-    Kind::Text,
-    Part::Runtime,
-    "the Claude Code config folder iapeer looks in (default ~/.claude)",
-);
-/// `<RUNTIME>_RUNTIME_BIN`: the program of a router runtime (see `runtime::router`).
-pub const RUNTIME_BIN: EnvVar = var(
-    "<RUNTIME>_RUNTIME_BIN",
-    Kind::Text,
-    Part::Runtime,
-    "the program of a router runtime whose manifest gives no command, e.g. TELEGRAM_RUNTIME_BIN \
-     (default <runtime>-runtime on PATH)",
-);
-/// `IAP_ALWAYS_ON_REVIVE_GRACE_MS`: grace for a restarting always-on peer.
-pub const IAP_ALWAYS_ON_REVIVE_GRACE_MS: EnvVar = var(
-    "IAP_ALWAYS_ON_REVIVE_GRACE_MS",
-    Kind::Millis(4000),
-    Part::Config,
-    "milliseconds a message waits for a restarting always-on peer (default {default})",
-);
-/// `IAPEER_NOTIFY`: desktop notifications for messages to human peers (issue 8 item 3).
-pub const IAPEER_NOTIFY: EnvVar = var(
-    "IAPEER_NOTIFY",
-    Kind::Text,
-    Part::Runtime,
-    "0, off, false or no turns off the desktop notification (notify-send on Linux, osascript \
-     on macOS, when installed) that the human runtime shows for each message stored in a human \
-     peer's inbox; on by default (read by the daemon's human-inbox program, so set it for the \
-     daemon)",
-);
-/// `NOTIFIER_FALLBACK_TARGET`: the last link of every notifier delivery chain (spec 09).
-pub const NOTIFIER_FALLBACK_TARGET: EnvVar = var(
-    "NOTIFIER_FALLBACK_TARGET",
-    Kind::Text,
-    Part::Runtime,
-    "a peer name: the last link of the delivery chain of every signal of the built-in timer and \
-     watcher (after the target, the trigger's fallbacks and its owner); unset or empty = none \
-     (read by the daemon's notifier-run program, so set it for the daemon)",
-);
-/// `IAPEER_NOTIFIER_RETRY_MS`: time between two attempts on one link of the notifier's chain.
-pub const IAPEER_NOTIFIER_RETRY_MS: EnvVar = var(
-    "IAPEER_NOTIFIER_RETRY_MS",
-    Kind::Millis(30000),
-    Part::Runtime,
-    "milliseconds between the two attempts on one link of the delivery chain of the built-in \
-     timer and watcher (default {default}; read by the daemon's notifier-run program)",
-);
-/// `IAPEER_OUTBOX_RETRY_MS`: how often the daemon tries a kept send again that could not be
-/// delivered yet.
-pub const IAPEER_OUTBOX_RETRY_MS: EnvVar = var(
-    "IAPEER_OUTBOX_RETRY_MS",
-    Kind::Millis(30_000),
-    Part::Config,
-    "milliseconds between the daemon's tries of a send kept in the outbox that it could not \
-     deliver yet (its peer could not be woken, the daemon was stopping) (default {default})",
-);
-/// `IAPEER_MEMORY_PROVISION_SECS`: how long a memory provider's provision command may run.
-pub const IAPEER_MEMORY_PROVISION_SECS: EnvVar = var(
-    "IAPEER_MEMORY_PROVISION_SECS",
-    Kind::Secs(120),
-    Part::Runtime,
-    "seconds the memory provider's provision or unprovision command may run at a peer's birth \
-     or removal before it is killed and logged as timeout (default {default})",
-);
-/// `IAPEER_SUPERVISE_LOG_VERBOSE`: log routine tick decisions.
-pub const IAPEER_SUPERVISE_LOG_VERBOSE: EnvVar = var(
-    "IAPEER_SUPERVISE_LOG_VERBOSE",
-    Kind::Switch,
-    Part::Config,
-    "1 logs routine supervision decisions too",
-);
-/// `IAPEER_LOG`: level of the daemon's diagnostic log.
-pub const IAPEER_LOG: EnvVar = var(
-    "IAPEER_LOG",
-    Kind::Choice(&["info", "error", "warn", "debug", "trace"]),
-    Part::Logging,
-    "level of the daemon's diagnostic log: error, warn, {default} (default), debug or trace",
-);
-/// `IAPEER_PANELOG_MAX_BYTES`: the size past which a pane log is rotated.
-pub const IAPEER_PANELOG_MAX_BYTES: EnvVar = var(
-    "IAPEER_PANELOG_MAX_BYTES",
-    Kind::Bytes(16 * 1024 * 1024),
-    Part::PaneLog,
-    "the size in bytes past which a pane log is rotated (default {default}; at least 9437184)",
-);
-/// `IAPEER_PANELOG_KEEP`: rotated copies kept per pane log.
-pub const IAPEER_PANELOG_KEEP: EnvVar = var(
-    "IAPEER_PANELOG_KEEP",
-    Kind::Count(2),
-    Part::PaneLog,
-    "how many rotated copies of each pane log are kept (default {default})",
-);
-/// `IAPEER_PANELOG_STALE_DAYS`: pane logs untouched this long are deleted.
-pub const IAPEER_PANELOG_STALE_DAYS: EnvVar = var(
-    "IAPEER_PANELOG_STALE_DAYS",
-    Kind::Count(14),
-    Part::PaneLog,
-    "days after which an untouched pane log or copy is deleted (default {default})",
-);
-/// `IAPEER_PANELOG_DIR_BUDGET`: the size bound of the pane-log folder.
-pub const IAPEER_PANELOG_DIR_BUDGET: EnvVar = var(
-    "IAPEER_PANELOG_DIR_BUDGET",
-    Kind::Bytes(512 * 1024 * 1024),
-    Part::PaneLog,
-    "bytes the pane-log folder may hold before its oldest rotated copies are deleted (default {default})",
-);
-/// `IAPEER_LIFECYCLE_LOG_MAX_BYTES`.
-pub const IAPEER_LIFECYCLE_LOG_MAX_BYTES: EnvVar = var(
-    "IAPEER_LIFECYCLE_LOG_MAX_BYTES",
-    Kind::Bytes(DEFAULT_MAX_BYTES),
-    Part::EventLog,
-    "the size in bytes past which lifecycle.log is rotated (default {default})",
-);
-/// `IAPEER_LIFECYCLE_LOG_KEEP`.
-pub const IAPEER_LIFECYCLE_LOG_KEEP: EnvVar = var(
-    "IAPEER_LIFECYCLE_LOG_KEEP",
-    Kind::Count(DEFAULT_KEEP as u64),
-    Part::EventLog,
-    "how many rotated copies of lifecycle.log are kept (default {default})",
-);
-/// `IAPEER_DELIVERY_LOG_MAX_BYTES`.
-pub const IAPEER_DELIVERY_LOG_MAX_BYTES: EnvVar = var(
-    "IAPEER_DELIVERY_LOG_MAX_BYTES",
-    Kind::Bytes(DEFAULT_MAX_BYTES),
-    Part::EventLog,
-    "the size in bytes past which delivery.log is rotated (default {default})",
-);
-/// `IAPEER_DELIVERY_LOG_KEEP`.
-pub const IAPEER_DELIVERY_LOG_KEEP: EnvVar = var(
-    "IAPEER_DELIVERY_LOG_KEEP",
-    Kind::Count(DEFAULT_KEEP as u64),
-    Part::EventLog,
-    "how many rotated copies of delivery.log are kept (default {default})",
-);
-/// `IAPEER_EXITS_LOG_MAX_BYTES`.
-pub const IAPEER_EXITS_LOG_MAX_BYTES: EnvVar = var(
-    "IAPEER_EXITS_LOG_MAX_BYTES",
-    Kind::Bytes(DEFAULT_MAX_BYTES),
-    Part::EventLog,
-    "the size in bytes past which exits.log is rotated (default {default})",
-);
-/// `IAPEER_EXITS_LOG_KEEP`.
-pub const IAPEER_EXITS_LOG_KEEP: EnvVar = var(
-    "IAPEER_EXITS_LOG_KEEP",
-    Kind::Count(DEFAULT_KEEP as u64),
-    Part::EventLog,
-    "how many rotated copies of exits.log are kept (default {default})",
-);
-/// `PEER_PERSONALITY`: set in a session.
-pub const PEER_PERSONALITY: EnvVar = var(
-    "PEER_PERSONALITY",
-    Kind::Text,
-    Part::Session,
-    "set by the daemon in a session: the peer's name",
-);
-/// `PEER_RUNTIME`: set in a session.
-pub const PEER_RUNTIME: EnvVar = var(
-    "PEER_RUNTIME",
-    Kind::Text,
-    Part::Session,
-    "set by the daemon in a session: the runtime it runs on",
-);
-/// `PEER_IDENTITY`: set in a session; the default sender of `iapeer send`.
-pub const PEER_IDENTITY: EnvVar = var(
-    "PEER_IDENTITY",
-    Kind::Text,
-    Part::Session,
-    "set by the daemon in a session: <runtime>-<name>; the default sender of iapeer send",
-);
-/// `IAPEER_TOKEN`: set in a session.
-pub const IAPEER_TOKEN: EnvVar = var(
-    "IAPEER_TOKEN",
-    Kind::Text,
-    Part::Session,
-    "set by the daemon in a session: the token that authenticates its MCP calls",
-);
-/// `IAPEER_BEARER`: set in a session, for MCP configs written by the original tool.
-pub const IAPEER_BEARER: EnvVar = var(
-    "IAPEER_BEARER",
-    Kind::Text,
-    Part::Session,
-    "set by the daemon in a session: the session token again, under the name the original \
-     TypeScript iapeer's Codex config gives as its bearer_token_env_var",
-);
+/// A row's variable name: the one given, else the constant's.
+macro_rules! env_var_name {
+    ($konst:ident) => {
+        stringify!($konst)
+    };
+    ($konst:ident $name:literal) => {
+        $name
+    };
+}
 
-/// `IAPEER_SYSTEMD_DIR`: where `install` writes the systemd user unit.
-pub const IAPEER_SYSTEMD_DIR: EnvVar = var(
-    "IAPEER_SYSTEMD_DIR",
-    Kind::Text,
-    Part::Install,
-    "the folder iapeer install writes iapeer.service to (default ~/.config/systemd/user); \
-     setting it also picks systemd where no systemd manager is detected",
-);
-/// `IAPEER_LAUNCHAGENTS_DIR`: where `install` writes the launchd plist.
-pub const IAPEER_LAUNCHAGENTS_DIR: EnvVar = var(
-    "IAPEER_LAUNCHAGENTS_DIR",
-    Kind::Text,
-    Part::Install,
-    "the folder iapeer install writes com.agfpd.iapeer.plist to on macOS (default \
-     ~/Library/LaunchAgents)",
-);
-/// `IAPEER_BIN_DIR`: where `scripts/install.sh` puts the binary.
-pub const IAPEER_BIN_DIR: EnvVar = var(
-    "IAPEER_BIN_DIR",
-    Kind::Text,
-    Part::Install,
-    "the folder scripts/install.sh puts the iapeer binary in, keeping the previous one as \
-     iapeer.prev (default ~/.local/bin); update, rollback and uninstall act there",
-);
-/// `IAPEER_INSTALL_FROM`: the binary `scripts/install.sh` installs instead of building one.
-pub const IAPEER_INSTALL_FROM: EnvVar = var(
-    "IAPEER_INSTALL_FROM",
-    Kind::Text,
-    Part::Install,
-    "a built iapeer binary for scripts/install.sh to install, with the debug file it names \
-     beside it (default: it runs scripts/release.sh and installs target/release/iapeer)",
-);
-
-/// Every environment variable iapeer reads, in the order the man page lists them.
-pub const ENV_VARS: &[EnvVar] = &[
-    IAPEER_ROOT,
-    IAPEER_PORT,
-    IAPEER_DAEMON_SOCKET,
-    IAPEER_BEARER_TOKEN,
-    IAPEER_FEDERATION_URL,
-    IAPEER_FEDERATION_CA_FILE,
-    IAPEER_MCP_AUTH,
-    IAPEER_IDLE_SECS,
-    IAPEER_EPHEMERAL_QUIET_SECS,
-    IAPEER_EPHEMERAL_UNARMED_IDLE_SECS,
-    IAPEER_STORM_LIMIT,
-    IAPEER_STORM_WINDOW_SECS,
-    IAPEER_STORM_PAUSE_SECS,
-    IAPEER_ORIGIN_GUARD,
-    IAPEER_ORIGIN_GUARD_ARM_TTL_MS,
-    IAPEER_ORIGIN_HOLD_TTL_MS,
-    IAPEER_ORIGIN_GUARD_PENDING_TTL_MS,
-    IAPEER_NOTICE_TTL_MS,
-    IAPEER_LIMIT_RESUME,
-    IAPEER_LIMIT_BACKOFF_MS,
-    IAPEER_APPROVAL_TIMEOUT_MS,
-    IAPEER_FLEET_HOLD_MAX,
-    IAPEER_BOOT_DEADLINE_SECS,
-    IAPEER_READY_GATE_SECS,
-    IAPEER_CRASHLOOP_MAX,
-    IAPEER_CRASHLOOP_WINDOW_SECS,
-    IAP_HOST_LIVENESS_GRACE_MS,
-    IAPEER_SEND_TIMEOUT_MS,
-    IAPEER_ATTACHMENT_MAX_BYTES,
-    IAPEER_SEND_STALL_MS,
-    IAPEER_COMPOSER_QUEUE_TIMEOUT_MS,
-    IAPEER_TICK_SECS,
-    IAPEER_REALTIME,
-    IAPEER_CLAUDE_BIN,
-    IAPEER_CODEX_BIN,
-    IAPEER_GEMINI_BIN,
-    IAPEER_OPENCODE_BIN,
-    IAPEER_LOGIN_CHECK_SECS,
-    CODEX_HOME,
-    CLAUDE_CONFIG_DIR,
-    RUNTIME_BIN,
-    IAP_ALWAYS_ON_REVIVE_GRACE_MS,
-    IAPEER_SUPERVISE_LOG_VERBOSE,
-    IAPEER_NOTIFY,
-    NOTIFIER_FALLBACK_TARGET,
-    IAPEER_NOTIFIER_RETRY_MS,
-    IAPEER_OUTBOX_RETRY_MS,
-    IAPEER_MEMORY_PROVISION_SECS,
-    IAPEER_LOG,
-    IAPEER_PANELOG_MAX_BYTES,
-    IAPEER_PANELOG_KEEP,
-    IAPEER_PANELOG_STALE_DAYS,
-    IAPEER_PANELOG_DIR_BUDGET,
-    IAPEER_LIFECYCLE_LOG_MAX_BYTES,
-    IAPEER_LIFECYCLE_LOG_KEEP,
-    IAPEER_DELIVERY_LOG_MAX_BYTES,
-    IAPEER_DELIVERY_LOG_KEEP,
-    IAPEER_EXITS_LOG_MAX_BYTES,
-    IAPEER_EXITS_LOG_KEEP,
-    PEER_PERSONALITY,
-    PEER_RUNTIME,
-    PEER_IDENTITY,
-    IAPEER_TOKEN,
-    IAPEER_BEARER,
-    IAPEER_SYSTEMD_DIR,
-    IAPEER_LAUNCHAGENTS_DIR,
-    IAPEER_BIN_DIR,
-    IAPEER_INSTALL_FROM,
-];
+env_vars! {
+    /// `IAPEER_ROOT`: the storage root.
+    IAPEER_ROOT: Kind::Text, Part::Paths,
+        "the storage root (default ~/.iapeer)";
+    /// `IAPEER_PORT`: the daemon's loopback HTTP port.
+    IAPEER_PORT: Kind::Port(8765), Part::Config,
+        "the loopback HTTP port of the daemon (default {default}; 0 picks a free port)";
+    /// `IAPEER_DAEMON_SOCKET`: the control socket.
+    IAPEER_DAEMON_SOCKET: Kind::Text, Part::Paths,
+        "the control socket (default <root>/state/iapeer/router.sock)";
+    /// `IAPEER_BEARER_TOKEN`: a bearer every HTTP request must carry (in place of the fleet token).
+    IAPEER_BEARER_TOKEN: Kind::Text, Part::Config,
+        "when set, every HTTP request (MCP too: agents' configs then send it, and their session \
+         token in X-IAPeer-Token) must carry this bearer, and the fleet API takes it instead of \
+         state/iapeer/fleet.token; unset, only fleet requests need a bearer, that file's token. \
+         Sessions never inherit it: the daemon hands it to the telegram runtime and, in this mode, \
+         to agents";
+    /// `IAPEER_FEDERATION_URL`: the Redis URL of the federation (issue 28), over the stored one.
+    IAPEER_FEDERATION_URL: Kind::Text, Part::Config,
+        "a redis[s]://[user:password@]host[:port][/db] URL that overrides the one iapeer federation \
+         join stored in state/iapeer/federation.json (the host name is still the stored one, else \
+         this machine's short host name); the daemon's federation link connects to it. Sessions \
+         never inherit it (it carries the Redis password)";
+    /// `IAPEER_FEDERATION_CA_FILE`: the CA file a `rediss://` federation's server is checked
+    /// against (issue 28 item 1), over the stored one.
+    IAPEER_FEDERATION_CA_FILE: Kind::Text, Part::Config,
+        "a PEM file of the CA(s) that signed the federation's Redis server certificate, for a \
+         rediss:// (TLS) URL; overrides the --ca-file iapeer federation join stored (without either, \
+         the system's CA store is used)";
+    /// `IAPEER_MCP_AUTH`: how MCP callers are authenticated.
+    IAPEER_MCP_AUTH: Kind::Choice(&["token", "header"]), Part::Config,
+        "{default} (default): agents prove their identity with their session token; header: the \
+         identity header is trusted, as the original tool did (then any local process, another \
+         user's included, can send as any agent over MCP)";
+    /// `IAPEER_IDLE_SECS`: idleness before an agent is slept.
+    IAPEER_IDLE_SECS: Kind::Secs(3600), Part::Config,
+        "seconds of idleness before an agent is put to sleep (default {default})";
+    /// `IAPEER_EPHEMERAL_QUIET_SECS`: quiet time that ends an armed ephemeral worker.
+    IAPEER_EPHEMERAL_QUIET_SECS: Kind::Secs(20), Part::Config,
+        "seconds without model activity or screen output after which an ephemeral worker that \
+         has sent its reply (or ran self-done) is ended (default {default})";
+    /// `IAPEER_EPHEMERAL_UNARMED_IDLE_SECS`: idleness that ends an ephemeral worker that never
+    /// replied.
+    IAPEER_EPHEMERAL_UNARMED_IDLE_SECS: Kind::Secs(600), Part::Config,
+        "seconds of idleness after which an ephemeral worker that has not replied is ended \
+         (default {default})";
+    /// `IAPEER_STORM_LIMIT`: messages each way that make an exchange a storm.
+    IAPEER_STORM_LIMIT: Kind::Count(20), Part::Config,
+        "messages in each direction between the same two non-human peers within \
+         IAPEER_STORM_WINDOW_SECS that pause their exchange as a runaway (default {default}; a \
+         human writing to either peer lifts the pause)";
+    /// `IAPEER_STORM_WINDOW_SECS`: the storm guard's sliding window.
+    IAPEER_STORM_WINDOW_SECS: Kind::Secs(60), Part::Config,
+        "the window of IAPEER_STORM_LIMIT, in seconds (default {default})";
+    /// `IAPEER_STORM_PAUSE_SECS`: how long a runaway exchange stays paused.
+    IAPEER_STORM_PAUSE_SECS: Kind::Secs(600), Part::Config,
+        "seconds a runaway exchange between two peers stays paused (default {default})";
+    /// `IAPEER_ORIGIN_GUARD`: the origin guard (spec 10 §2), on unless `0`.
+    IAPEER_ORIGIN_GUARD: Kind::Choice(&["1", "0"]), Part::Config,
+        "0 turns the origin guard off: an agent's message to a human on another channel than the \
+         one the human's unanswered message came from is then delivered instead of held (default \
+         {default})";
+    /// `IAPEER_ORIGIN_GUARD_ARM_TTL_MS`: how long a human's unanswered message arms the guard.
+    IAPEER_ORIGIN_GUARD_ARM_TTL_MS: Kind::Millis(48 * 3600 * 1000), Part::Config,
+        "milliseconds a human's unanswered message keeps the origin guard armed for that agent \
+         (default {default}, 48 h)";
+    /// `IAPEER_ORIGIN_HOLD_TTL_MS`: how long a held send waits for `confirm-send`.
+    IAPEER_ORIGIN_HOLD_TTL_MS: Kind::Millis(15 * 60 * 1000), Part::Config,
+        "milliseconds a message held by the origin guard waits for iapeer confirm-send before it \
+         is dropped (default {default}, 15 min)";
+    /// `IAPEER_ORIGIN_GUARD_PENDING_TTL_MS`: the original tool's name for
+    /// [`IAPEER_ORIGIN_HOLD_TTL_MS`], read when that one is not set (issue 30 item 7).
+    IAPEER_ORIGIN_GUARD_PENDING_TTL_MS: Kind::Millis(15 * 60 * 1000), Part::Config,
+        "the original tool's name for IAPEER_ORIGIN_HOLD_TTL_MS, read when that one is not set \
+         (default {default}, 15 min)";
+    /// `IAPEER_NOTICE_TTL_MS`: how long a notice stays on the board after its last repeat.
+    IAPEER_NOTICE_TTL_MS: Kind::Millis(3600 * 1000), Part::Config,
+        "milliseconds a notice (a live agent its model API refuses: rate limit, overload, expired \
+         login) stays on the board after its last repeat (default {default}, 1 h)";
+    /// `IAPEER_LIMIT_RESUME`: take a turn refused by a rate or usage limit up again (issue 32
+    /// item 3, [`crate::limits`]), on unless `0`.
+    IAPEER_LIMIT_RESUME: Kind::Choice(&["1", "0"]), Part::Config,
+        "0 turns off taking up a turn that the agent's model API refused for a rate or usage \
+         limit: without it iapeer prompts the agent to continue at the reset time its runtime \
+         recorded, else after IAPEER_LIMIT_BACKOFF_MS; the sender of the refused message is told \
+         either way (default {default})";
+    /// `IAPEER_LIMIT_BACKOFF_MS`: the first wait before a limited turn is taken up again when
+    /// the runtime recorded no reset time.
+    IAPEER_LIMIT_BACKOFF_MS: Kind::Millis(300 * 1000), Part::Config,
+        "milliseconds iapeer waits before it prompts an agent whose turn was refused for a rate \
+         limit with no reset time recorded (default {default}, 5 min); doubled for each prompt \
+         refused in a row, at most 1 h; given up after 5";
+    /// `IAPEER_APPROVAL_TIMEOUT_MS`: how long a gated peer's permission prompt waits for a
+    /// human's `approve`/`deny` before it is denied (spec 10 §4).
+    IAPEER_APPROVAL_TIMEOUT_MS: Kind::Millis(300 * 1000), Part::Config,
+        "milliseconds a gated peer's permission prompt waits for iapeer approve or deny before it \
+         is denied (default {default}, 5 min)";
+    /// `IAPEER_FLEET_HOLD_MAX`: the cap on held fleet long polls, and on event streams
+    /// (`daemon::http::listen::hold_limit`, issue 26 item 3).
+    IAPEER_FLEET_HOLD_MAX: Kind::Count(1024), Part::Config,
+        "the most fleet long polls (GET /fleet/v1/approvals?wait=S) held at once, and the most \
+         event streams (GET /fleet/v1/events): each an eighth of the daemon's soft RLIMIT_NOFILE, \
+         at least 16, at most this (default {default}); when one is full its oldest is answered \
+         early (a long poll gets its answer, a stream ends) to make room, and neither ever takes \
+         the places of MCP requests (a quarter of RLIMIT_NOFILE)";
+    /// `IAPEER_BOOT_DEADLINE_SECS`: boot → ready deadline.
+    IAPEER_BOOT_DEADLINE_SECS: Kind::Secs(240), Part::Config,
+        "seconds a starting agent has to become ready (default {default})";
+    /// `IAPEER_READY_GATE_SECS`: first message → model activity deadline.
+    IAPEER_READY_GATE_SECS: Kind::Secs(120), Part::Config,
+        "seconds after a wake's first message (answered once the agent accepted it) for the \
+         model to show activity; past it, or when the agent shows that its model API does not \
+         answer, lifecycle.log gets ready-gate ok=false and the sender a message from iapeer, \
+         and the session is left running (default {default})";
+    /// `IAPEER_CRASHLOOP_MAX`: deaths that trip the crash-loop guard.
+    IAPEER_CRASHLOOP_MAX: Kind::Count(3), Part::Config,
+        "deaths within the crash-loop window that stop restarts (default {default})";
+    /// `IAPEER_CRASHLOOP_WINDOW_SECS`: the crash-loop window.
+    IAPEER_CRASHLOOP_WINDOW_SECS: Kind::Secs(300), Part::Config,
+        "the crash-loop window in seconds (default {default})";
+    /// `IAP_HOST_LIVENESS_GRACE_MS`: the delivery confirmation grace.
+    IAP_HOST_LIVENESS_GRACE_MS: Kind::Millis(4000), Part::Config,
+        "milliseconds to wait for delivery confirmation (default {default}; 60000 with attachments)";
+    /// `IAPEER_SEND_TIMEOUT_MS`: how long a send may wait for its answer (spec 03 §1).
+    IAPEER_SEND_TIMEOUT_MS: Kind::Millis(300_000), Part::Config,
+        "milliseconds a send waits for its answer before it is refused with code timeout and \
+         taken out of the peer's queue (default {default}: covers a full agent wake); iapeer send \
+         --timeout overrides it per send";
+    /// `IAPEER_ATTACHMENT_MAX_BYTES`: the largest attachment (spec 03 §3, issue 26).
+    IAPEER_ATTACHMENT_MAX_BYTES: Kind::Bytes(100 * 1024 * 1024), Part::Config,
+        "the largest file a send may attach, in bytes (default {default}, 100 MiB); a larger one \
+         fails the send, naming the attachment and this variable; read by the daemon when it \
+         copies a send's attachments and by iapeer send when it checks or keeps a send while the \
+         daemon is down";
+    /// `IAPEER_SEND_STALL_MS`: how long a live session may take no byte of a message (issue 26
+    /// item 6).
+    IAPEER_SEND_STALL_MS: Kind::Millis(10_000), Part::Config,
+        "milliseconds a live session's program may take no byte of a message still being written \
+         to its input before the send ends: with none of it written the message is taken back and \
+         refused (NOT delivered); with part written the rest stays queued for the program and the \
+         sender is told its state is unknown (code state-unknown) (default {default}; 0 turns it \
+         off; IAPEER_SEND_TIMEOUT_MS still bounds a wake)";
+    /// `IAPEER_COMPOSER_QUEUE_TIMEOUT_MS`: how long a message waits for a free composer.
+    IAPEER_COMPOSER_QUEUE_TIMEOUT_MS: Kind::Millis(120_000), Part::Config,
+        "milliseconds a message waits while the agent's composer holds a draft (spec 05 §7); past \
+         it the message fails and its sender is told — the draft is never submitted with it \
+         (default {default})";
+    /// `IAPEER_TICK_SECS`: the supervision tick period.
+    IAPEER_TICK_SECS: Kind::Secs(60), Part::Config,
+        "seconds between supervision ticks (default {default}); a knob for tests";
+    /// `IAPEER_REALTIME`: the daemon's latency threads at `SCHED_FIFO` when it may (issue 31
+    /// item 3, `daemon::realtime`), on unless `0`.
+    IAPEER_REALTIME: Kind::Choice(&["1", "0"]), Part::Config,
+        "0 keeps the daemon's router, HTTP acceptor and send-preparation threads at the normal \
+         scheduling policy; otherwise they run SCHED_FIFO at priority 1 when the daemon may (root, \
+         CAP_SYS_NICE, or an RLIMIT_RTPRIO of at least 1), which keeps a burst's latency low on a \
+         busy host; never the agents or their session threads (default {default})";
+    /// `IAPEER_CLAUDE_BIN`: the Claude Code program.
+    IAPEER_CLAUDE_BIN: Kind::Text, Part::Runtime,
+        "the Claude Code program (default: claude on the daemon's PATH, else on the login shell's PATH, else in an installer's folder such as ~/.local/bin, looked for at every launch)";
+    /// `IAPEER_CODEX_BIN`: the Codex CLI program.
+    IAPEER_CODEX_BIN: Kind::Text, Part::Runtime,
+        "the Codex CLI program (default: codex on the daemon's PATH, else on the login shell's PATH, else in an installer's folder such as ~/.npm-global/bin, looked for at every launch)";
+    /// `IAPEER_GEMINI_BIN`: the Gemini CLI program.
+    IAPEER_GEMINI_BIN: Kind::Text, Part::Runtime,
+        "the Gemini CLI program (default: gemini on the daemon's PATH, else on the login shell's PATH, else in an installer's folder such as ~/.npm-global/bin, looked for at every launch)";
+    /// `IAPEER_OPENCODE_BIN`: the OpenCode program.
+    IAPEER_OPENCODE_BIN: Kind::Text, Part::Runtime,
+        "the OpenCode program (default: opencode on the daemon's PATH, else on the login shell's PATH, else in an installer's folder such as ~/.npm-global/bin, looked for at every launch)";
+    /// `IAPEER_LOGIN_CHECK_SECS`: how long an agent CLI's login status command may take.
+    IAPEER_LOGIN_CHECK_SECS: Kind::Secs(15), Part::Runtime,
+        "how long an agent CLI's login status command (`claude auth status`, `codex login status`, `opencode auth list`) may take before onboard, doctor, status and create say they could not tell whether it is logged in (default {default} s)";
+    /// `CODEX_HOME`: Codex's config folder.
+    CODEX_HOME: Kind::Text, Part::Runtime,
+        "the Codex config folder whose config.toml iapeer edits (default ~/.codex)";
+    /// `CLAUDE_CONFIG_DIR`: Claude Code's config folder.
+    CLAUDE_CONFIG_DIR: Kind::Text, Part::Runtime,
+        "the Claude Code config folder iapeer looks in (default ~/.claude)";
+    /// `<RUNTIME>_RUNTIME_BIN`: the program of a router runtime (see `runtime::router`).
+    RUNTIME_BIN = "<RUNTIME>_RUNTIME_BIN": Kind::Text, Part::Runtime,
+        "the program of a router runtime whose manifest gives no command, e.g. TELEGRAM_RUNTIME_BIN \
+         (default <runtime>-runtime on PATH)";
+    /// `IAP_ALWAYS_ON_REVIVE_GRACE_MS`: grace for a restarting always-on peer.
+    IAP_ALWAYS_ON_REVIVE_GRACE_MS: Kind::Millis(4000), Part::Config,
+        "milliseconds a message waits for a restarting always-on peer (default {default})";
+    /// `IAPEER_SUPERVISE_LOG_VERBOSE`: log routine tick decisions.
+    IAPEER_SUPERVISE_LOG_VERBOSE: Kind::Switch, Part::Config,
+        "1 logs routine supervision decisions too";
+    /// `IAPEER_NOTIFY`: desktop notifications for messages to human peers (issue 8 item 3).
+    IAPEER_NOTIFY: Kind::Text, Part::Runtime,
+        "0, off, false or no turns off the desktop notification (notify-send on Linux, osascript \
+         on macOS, when installed) that the human runtime shows for each message stored in a human \
+         peer's inbox; on by default (read by the daemon's human-inbox program, so set it for the \
+         daemon)";
+    /// `NOTIFIER_FALLBACK_TARGET`: the last link of every notifier delivery chain (spec 09).
+    NOTIFIER_FALLBACK_TARGET: Kind::Text, Part::Runtime,
+        "a peer name: the last link of the delivery chain of every signal of the built-in timer and \
+         watcher (after the target, the trigger's fallbacks and its owner); unset or empty = none \
+         (read by the daemon's notifier-run program, so set it for the daemon)";
+    /// `IAPEER_NOTIFIER_RETRY_MS`: time between two attempts on one link of the notifier's chain.
+    IAPEER_NOTIFIER_RETRY_MS: Kind::Millis(30000), Part::Runtime,
+        "milliseconds between the two attempts on one link of the delivery chain of the built-in \
+         timer and watcher (default {default}; read by the daemon's notifier-run program)";
+    /// `IAPEER_OUTBOX_RETRY_MS`: how often the daemon tries a kept send again that could not be
+    /// delivered yet.
+    IAPEER_OUTBOX_RETRY_MS: Kind::Millis(30_000), Part::Config,
+        "milliseconds between the daemon's tries of a send kept in the outbox that it could not \
+         deliver yet (its peer could not be woken, the daemon was stopping) (default {default})";
+    /// `IAPEER_MEMORY_PROVISION_SECS`: how long a memory provider's provision command may run.
+    IAPEER_MEMORY_PROVISION_SECS: Kind::Secs(120), Part::Runtime,
+        "seconds the memory provider's provision or unprovision command may run at a peer's birth \
+         or removal before it is killed and logged as timeout (default {default})";
+    /// `IAPEER_LOG`: level of the daemon's diagnostic log.
+    IAPEER_LOG: Kind::Choice(&["info", "error", "warn", "debug", "trace"]), Part::Logging,
+        "level of the daemon's diagnostic log: error, warn, {default} (default), debug or trace";
+    /// `IAPEER_PANELOG_MAX_BYTES`: the size past which a pane log is rotated.
+    IAPEER_PANELOG_MAX_BYTES: Kind::Bytes(16 * 1024 * 1024), Part::PaneLog,
+        "the size in bytes past which a pane log is rotated (default {default}; at least 9437184)";
+    /// `IAPEER_PANELOG_KEEP`: rotated copies kept per pane log.
+    IAPEER_PANELOG_KEEP: Kind::Count(2), Part::PaneLog,
+        "how many rotated copies of each pane log are kept (default {default})";
+    /// `IAPEER_PANELOG_STALE_DAYS`: pane logs untouched this long are deleted.
+    IAPEER_PANELOG_STALE_DAYS: Kind::Count(14), Part::PaneLog,
+        "days after which an untouched pane log or copy is deleted (default {default})";
+    /// `IAPEER_PANELOG_DIR_BUDGET`: the size bound of the pane-log folder.
+    IAPEER_PANELOG_DIR_BUDGET: Kind::Bytes(512 * 1024 * 1024), Part::PaneLog,
+        "bytes the pane-log folder may hold before its oldest rotated copies are deleted (default {default})";
+    /// `IAPEER_LIFECYCLE_LOG_MAX_BYTES`.
+    IAPEER_LIFECYCLE_LOG_MAX_BYTES: Kind::Bytes(DEFAULT_MAX_BYTES), Part::EventLog,
+        "the size in bytes past which lifecycle.log is rotated (default {default})";
+    /// `IAPEER_LIFECYCLE_LOG_KEEP`.
+    IAPEER_LIFECYCLE_LOG_KEEP: Kind::Count(DEFAULT_KEEP as u64), Part::EventLog,
+        "how many rotated copies of lifecycle.log are kept (default {default})";
+    /// `IAPEER_DELIVERY_LOG_MAX_BYTES`.
+    IAPEER_DELIVERY_LOG_MAX_BYTES: Kind::Bytes(DEFAULT_MAX_BYTES), Part::EventLog,
+        "the size in bytes past which delivery.log is rotated (default {default})";
+    /// `IAPEER_DELIVERY_LOG_KEEP`.
+    IAPEER_DELIVERY_LOG_KEEP: Kind::Count(DEFAULT_KEEP as u64), Part::EventLog,
+        "how many rotated copies of delivery.log are kept (default {default})";
+    /// `IAPEER_EXITS_LOG_MAX_BYTES`.
+    IAPEER_EXITS_LOG_MAX_BYTES: Kind::Bytes(DEFAULT_MAX_BYTES), Part::EventLog,
+        "the size in bytes past which exits.log is rotated (default {default})";
+    /// `IAPEER_EXITS_LOG_KEEP`.
+    IAPEER_EXITS_LOG_KEEP: Kind::Count(DEFAULT_KEEP as u64), Part::EventLog,
+        "how many rotated copies of exits.log are kept (default {default})";
+    /// `PEER_PERSONALITY`: set in a session.
+    PEER_PERSONALITY: Kind::Text, Part::Session,
+        "set by the daemon in a session: the peer's name";
+    /// `PEER_RUNTIME`: set in a session.
+    PEER_RUNTIME: Kind::Text, Part::Session,
+        "set by the daemon in a session: the runtime it runs on";
+    /// `PEER_IDENTITY`: set in a session; the default sender of `iapeer send`.
+    PEER_IDENTITY: Kind::Text, Part::Session,
+        "set by the daemon in a session: <runtime>-<name>; the default sender of iapeer send";
+    /// `IAPEER_TOKEN`: set in a session.
+    IAPEER_TOKEN: Kind::Text, Part::Session,
+        "set by the daemon in a session: the token that authenticates its MCP calls";
+    /// `IAPEER_BEARER`: set in a session, for MCP configs written by the original tool.
+    IAPEER_BEARER: Kind::Text, Part::Session,
+        "set by the daemon in a session: the session token again, under the name the original \
+         TypeScript iapeer's Codex config gives as its bearer_token_env_var";
+    /// `IAPEER_SYSTEMD_DIR`: where `install` writes the systemd user unit.
+    IAPEER_SYSTEMD_DIR: Kind::Text, Part::Install,
+        "the folder iapeer install writes iapeer.service to (default ~/.config/systemd/user); \
+         setting it also picks systemd where no systemd manager is detected";
+    /// `IAPEER_LAUNCHAGENTS_DIR`: where `install` writes the launchd plist.
+    IAPEER_LAUNCHAGENTS_DIR: Kind::Text, Part::Install,
+        "the folder iapeer install writes com.agfpd.iapeer.plist to on macOS (default \
+         ~/Library/LaunchAgents)";
+    /// `IAPEER_BIN_DIR`: where `scripts/install.sh` puts the binary.
+    IAPEER_BIN_DIR: Kind::Text, Part::Install,
+        "the folder scripts/install.sh puts the iapeer binary in, keeping the previous one as \
+         iapeer.prev (default ~/.local/bin); update, rollback and uninstall act there";
+    /// `IAPEER_INSTALL_FROM`: the binary `scripts/install.sh` installs instead of building one.
+    IAPEER_INSTALL_FROM: Kind::Text, Part::Install,
+        "a built iapeer binary for scripts/install.sh to install, with the debug file it names \
+         beside it (default: it runs scripts/release.sh and installs target/release/iapeer)";
+}
 
 /// The variable that turns a test hook on (test-only, a row of `NOT_KNOBS`): read by
 /// `daemon::test_hooks` and by `peers::rename_journal`'s kill points.

@@ -388,13 +388,7 @@ pub fn resolve_target<'r>(
     }
     let runtime = match &input.args.runtime {
         Some(rt) if !target.declares(rt) => {
-            return Err(refuse(
-                Code::InvalidArgument,
-                format!(
-                    "peer \"{}\" does not declare runtime \"{rt}\"",
-                    target.personality
-                ),
-            ))
+            return Err(undeclared_runtime_refusal(&target.personality, rt))
         }
         Some(rt) => rt.clone(),
         None => target.default_runtime.clone(),
@@ -682,6 +676,15 @@ pub fn prep_panicked(panic: &str) -> Refusal {
             "internal error: preparing the send failed ({panic}); message NOT delivered"
         ),
     }
+}
+
+/// The refusal of a runtime that peer `personality` does not declare (code
+/// `invalid-argument`): `peer "<personality>" does not declare runtime "<runtime>"`.
+pub fn undeclared_runtime_refusal(personality: &str, runtime: &str) -> Refusal {
+    refuse(
+        Code::InvalidArgument,
+        format!("peer \"{personality}\" does not declare runtime \"{runtime}\""),
+    )
 }
 
 /// The refusal for an endpoint whose stop flag is set.

@@ -236,12 +236,10 @@ mod tests {
         assert_eq!(to_service(&mut g, t), Verdict::Pass);
         t += ms(5);
         let until = t + LIMITS.pause;
+        let tripped = |refused| Verdict::Tripped { until, refused };
         assert_eq!(
             from_service(&mut g, t),
-            Verdict::Tripped {
-                until,
-                refused: false
-            },
+            tripped(false),
             "the tripping teaching reply is let through"
         );
         let mut fire = t + ms(1);
@@ -268,14 +266,7 @@ mod tests {
         for _ in 0..4 {
             to_service(&mut g, t);
         }
-        let until = t + LIMITS.pause;
-        assert_eq!(
-            to_service(&mut g, t),
-            Verdict::Tripped {
-                until,
-                refused: true
-            }
-        );
+        assert_eq!(to_service(&mut g, t), tripped(true));
         assert_eq!(from_service(&mut g, t), Verdict::Pass);
         // A human writing to the agent lifts the pause.
         assert_eq!(g.human_stepped_in("bot", t), ["timer"]);

@@ -46,21 +46,14 @@ const ESC_SETTLE_MS: u16 = 50;
 pub struct Options {
     /// `--resume`: continue the transcript in the working folder.
     pub resume: bool,
-    /// `--fail-boot`: print an error and exit 3 at once (crash-loop tests).
-    pub fail_boot: bool,
-    /// `--no-prompt`: never draw the prompt (boot-deadline tests).
-    pub no_prompt: bool,
+    /// How the boot goes: the switches of tests of failed, slow or interrupted boots.
+    pub boot: BootSwitches,
     /// `--refuse-input`: take no message; show [`REFUSED_INPUT`] instead of an
     /// acknowledgement (tests of a wake whose first message the runtime does not take and
     /// says why on its screen, as Codex 0.171.0 does for a conversation open elsewhere).
     pub refuse_input: bool,
     /// `--reply-delay-ms N`: wait N ms before each reply (busy-state tests).
     pub reply_delay_ms: u64,
-    /// `--boot-delay-ms N`: wait N ms before drawing anything (tests of waits for a boot).
-    pub boot_delay_ms: u64,
-    /// `--boot-menu "QUESTION|OPTION|OPTION…"`: show this menu before the composer and go on
-    /// once an option is chosen (tests of the unknown boot dialog, spec 10 §4).
-    pub boot_menu: Option<String>,
     /// `--system-prompt-file PATH`: the system prompt iapeer composed (spec 06); the echo
     /// agent has no model, so it only reports the file's size, proving it was passed.
     pub system_prompt_file: Option<PathBuf>,
@@ -68,6 +61,20 @@ pub struct Options {
     /// Codex starts its MCP servers), its output discarded, and leave it running (tests of
     /// what a session started, issue 32 item 5).
     pub spawn: Option<PathBuf>,
+}
+
+/// The echo agent's boot switches ([`Options::boot`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BootSwitches {
+    /// `--fail-boot`: print an error and exit 3 at once (crash-loop tests).
+    pub fail: bool,
+    /// `--no-prompt`: never draw the prompt (boot-deadline tests).
+    pub no_prompt: bool,
+    /// `--boot-delay-ms N`: wait N ms before drawing anything (tests of waits for a boot).
+    pub delay_ms: u64,
+    /// `--boot-menu "QUESTION|OPTION|OPTION…"`: show this menu before the composer and go on
+    /// once an option is chosen (tests of the unknown boot dialog, spec 10 §4).
+    pub menu: Option<String>,
 }
 
 /// Why the words after `echo-agent` were refused. `Display` is the text for the user.
@@ -92,14 +99,14 @@ pub fn parse_options(args: &[String]) -> Result<Options, OptionsError> {
     while let Some(arg) = parser.next()? {
         match arg {
             Long("resume") => opts.resume = true,
-            Long("fail-boot") => opts.fail_boot = true,
-            Long("no-prompt") => opts.no_prompt = true,
+            Long("fail-boot") => opts.boot.fail = true,
+            Long("no-prompt") => opts.boot.no_prompt = true,
             Long("refuse-input") => opts.refuse_input = true,
             Long("boot-menu") => {
                 let spec = parser.value()?;
                 let spec = spec.to_string_lossy().into_owned();
                 boot_menu::BootMenu::parse(&spec).map_err(OptionsError::Menu)?;
-                opts.boot_menu = Some(spec);
+                opts.boot.menu = Some(spec);
             }
             Long("system-prompt-file") => {
                 opts.system_prompt_file = Some(parser.value()?.into());
@@ -108,7 +115,7 @@ pub fn parse_options(args: &[String]) -> Result<Options, OptionsError> {
                 opts.spawn = Some(parser.value()?.into());
             }
             Long("boot-delay-ms") => {
-                opts.boot_delay_ms = parser.value()?.parse()?;
+                opts.boot.delay_ms = parser.value()?.parse()?;
             }
             Long("reply-delay-ms") => {
                 opts.reply_delay_ms = parser.value()?.parse()?;
@@ -130,7 +137,7 @@ pub fn run(args: &[String]) -> i32 {
             return USAGE_EXIT;
         }
     };
-    if opts.fail_boot {
+    if opts.boot.fail {
         eprintln!("iapeer echo-agent: failing at boot on purpose (--fail-boot)");
         return FAIL_BOOT_EXIT;
     }
@@ -155,9 +162,9 @@ pub fn run(args: &[String]) -> i32 {
             eprintln!("iapeer echo-agent: cannot run {}: {e}", script.display());
         }
     }
-    std::thread::sleep(Duration::from_millis(opts.boot_delay_ms));
+    std::thread::sleep(Duration::from_millis(opts.boot.delay_ms));
     let _raw = term::RawMode::enter();
-    let chosen = match opts.boot_menu.as_deref().map(boot_menu::BootMenu::parse) {
+    let chosen = match opts.boot.menu.as_deref().map(boot_menu::BootMenu::parse) {
         Some(Ok(menu)) => match ask(menu, &stop, &wake) {
             Some(label) => Some(label),
             None => return 0,
@@ -255,7 +262,7 @@ impl App {
         let (jobs, done) = reply::spawn(wake.sender()?);
         Ok(App {
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
-            screen: Screen::new(!opts.no_prompt),
+            screen: Screen::new(!opts.boot.no_prompt),
             opts,
             parser: InputParser::new(),
             composer: Composer::new(),

@@ -316,12 +316,14 @@ fn fail_boot_and_bad_arguments_exit_at_once() {
         .unwrap(),
         super::Options {
             resume: true,
-            fail_boot: false,
-            no_prompt: true,
+            boot: super::BootSwitches {
+                fail: false,
+                no_prompt: true,
+                delay_ms: 40,
+                menu: Some("Q?|a|b".into()),
+            },
             refuse_input: true,
             reply_delay_ms: 250,
-            boot_delay_ms: 40,
-            boot_menu: Some("Q?|a|b".into()),
             system_prompt_file: None,
             spawn: Some("/t/tree.sh".into()),
         }

@@ -29,15 +29,23 @@ pub struct Joined {
     pub url: String,
     /// This host's name in the federation (the peer-name rule).
     pub host: String,
-    /// The PEM file of the CA(s) the server's certificate is checked against (`rediss://`),
-    /// an absolute path; `None`: the system's CA store. `IAPEER_FEDERATION_CA_FILE` overrides.
+    /// The TLS files, in the same object (`"ca_file"`, `"client_cert"`, `"client_key"`).
+    #[serde(flatten)]
+    pub tls: TlsFiles,
+}
+
+/// The TLS files of a membership (`rediss://`, [`tls`]): absolute paths of PEM files.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TlsFiles {
+    /// The CA(s) the server's certificate is checked against; `None`: the system's CA store.
+    /// `IAPEER_FEDERATION_CA_FILE` overrides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_file: Option<String>,
-    /// The PEM file of this host's client certificate (chain), for a server that asks for
-    /// one (`tls-auth-clients yes`); with [`Joined::client_key`].
+    /// This host's client certificate (chain), for a server that asks for one
+    /// (`tls-auth-clients yes`); with [`TlsFiles::client_key`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_cert: Option<String>,
-    /// The PEM file of the client certificate's private key.
+    /// The client certificate's private key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_key: Option<String>,
 }
@@ -107,7 +115,7 @@ pub fn effective(paths: &Paths) -> Result<Option<(Joined, Source)>, String> {
         (None, None) => return Ok(None),
     };
     if ca_file.is_some() {
-        joined.ca_file = ca_file;
+        joined.tls.ca_file = ca_file;
     }
     tls::check(&joined).map_err(|e| e.to_string())?;
     Ok(Some((joined, source)))
@@ -397,17 +405,39 @@ mod tests {
         assert!(check_host_name("Bad Name").is_err());
     }
 
+    /// A `rediss://` membership of host `a` with a CA file.
+    fn with_a_ca_file() -> Joined {
+        Joined {
+            url: "rediss://:pw@h".into(),
+            host: "a".into(),
+            tls: TlsFiles {
+                ca_file: Some("/etc/iapeer/ca.pem".into()),
+                ..TlsFiles::default()
+            },
+        }
+    }
+
+    /// `federation.json` is one flat object: the TLS files stand beside `url` and `host`,
+    /// absent when not given.
+    #[test]
+    fn the_membership_file_is_one_flat_object() {
+        let j = with_a_ca_file();
+        let text = serde_json::to_string(&j).unwrap();
+        assert_eq!(
+            text,
+            r#"{"url":"rediss://:pw@h","host":"a","ca_file":"/etc/iapeer/ca.pem"}"#
+        );
+        assert_eq!(serde_json::from_str::<Joined>(&text).unwrap(), j);
+        let plain: Joined = serde_json::from_str(r#"{"url":"redis://h","host":"a"}"#).unwrap();
+        assert_eq!(plain.tls, TlsFiles::default());
+    }
+
     #[test]
     fn the_membership_is_stored_private_and_forgotten() {
         let dir = tempfile::tempdir().unwrap();
         let paths = Paths::at(dir.path());
         assert_eq!(load(&paths), Ok(None));
-        let j = Joined {
-            url: "rediss://:pw@h".into(),
-            host: "a".into(),
-            ca_file: Some("/etc/iapeer/ca.pem".into()),
-            ..Joined::default()
-        };
+        let j = with_a_ca_file();
         store(&paths, &j).unwrap();
         let mode = crate::testkit::mode_of(paths.federation());
         assert_eq!(mode, 0o600);

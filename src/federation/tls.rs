@@ -62,11 +62,12 @@ pub fn is_tls(url: &str) -> bool {
 /// Errors: [`ClientError::FilesWithoutTls`], [`ClientError::CertificateWithoutKey`],
 /// [`ClientError::KeyWithoutCertificate`].
 pub fn check(j: &Joined) -> Result<(), ClientError> {
-    let tls_files = j.ca_file.is_some() || j.client_cert.is_some() || j.client_key.is_some();
+    let tls_files =
+        j.tls.ca_file.is_some() || j.tls.client_cert.is_some() || j.tls.client_key.is_some();
     if tls_files && !is_tls(&j.url) {
         return Err(ClientError::FilesWithoutTls);
     }
-    match (&j.client_cert, &j.client_key) {
+    match (&j.tls.client_cert, &j.tls.client_key) {
         (Some(_), None) => Err(ClientError::CertificateWithoutKey),
         (None, Some(_)) => Err(ClientError::KeyWithoutCertificate),
         _ => Ok(()),
@@ -111,11 +112,11 @@ pub fn client(j: &Joined) -> Result<redis::Client, ClientError> {
     if !is_tls(&j.url) {
         return redis::Client::open(j.url.as_str()).map_err(refused);
     }
-    let root_cert = match &j.ca_file {
+    let root_cert = match &j.tls.ca_file {
         Some(path) => Some(certificates("CA file", path)?),
         None => None,
     };
-    let client_tls = match (&j.client_cert, &j.client_key) {
+    let client_tls = match (&j.tls.client_cert, &j.tls.client_key) {
         (Some(cert), Some(key)) => {
             let client_cert = certificates("client certificate", cert)?;
             let client_key = read("client key", key)?;
@@ -145,11 +146,11 @@ pub fn trust(j: &Joined) -> Option<String> {
     if !is_tls(&j.url) {
         return None;
     }
-    let client = match &j.client_cert {
+    let client = match &j.tls.client_cert {
         Some(c) => format!(", client certificate {c}"),
         None => String::new(),
     };
-    Some(match &j.ca_file {
+    Some(match &j.tls.ca_file {
         Some(ca) => format!("TLS, the server's certificate checked against {ca}{client}"),
         None => {
             format!("TLS, the server's certificate checked against the system's CA store{client}")
@@ -237,7 +238,7 @@ mod tests {
         };
         let mut j = joined("redis://:pw@h");
         assert_eq!(check(&j), Ok(()));
-        j.ca_file = Some("/ca.pem".into());
+        j.tls.ca_file = Some("/ca.pem".into());
         refused(
             &j,
             ClientError::FilesWithoutTls,
@@ -245,11 +246,11 @@ mod tests {
         );
         j.url = "rediss://:pw@h".into();
         assert_eq!(check(&j), Ok(()));
-        j.client_cert = Some("/c.pem".into());
+        j.tls.client_cert = Some("/c.pem".into());
         refused(&j, ClientError::CertificateWithoutKey, "--client-key");
-        j.client_key = Some("/k.pem".into());
+        j.tls.client_key = Some("/k.pem".into());
         assert_eq!(check(&j), Ok(()));
-        j.client_cert = None;
+        j.tls.client_cert = None;
         refused(&j, ClientError::KeyWithoutCertificate, "--client-cert");
     }
 
@@ -257,7 +258,7 @@ mod tests {
     fn a_ca_file_unreadable_or_without_a_certificate_is_refused_before_connecting() {
         let dir = tempfile::tempdir().unwrap();
         let mut j = joined("rediss://:secret@127.0.0.1:1");
-        j.ca_file = Some(dir.path().join("none.pem").display().to_string());
+        j.tls.ca_file = Some(dir.path().join("none.pem").display().to_string());
         let e = client(&j).err().unwrap().to_string();
         assert!(
             e.starts_with("cannot read the CA file") && e.contains("none.pem"),
@@ -265,12 +266,12 @@ mod tests {
         );
         let empty = dir.path().join("empty.pem");
         std::fs::write(&empty, "not a certificate\n").unwrap();
-        j.ca_file = Some(empty.display().to_string());
+        j.tls.ca_file = Some(empty.display().to_string());
         let e = client(&j).err().unwrap().to_string();
         assert!(e.contains("holds no PEM certificate"), "{e}");
         assert!(!e.contains("secret"), "{e}");
         // The system's store: a client is built (nothing is connected yet).
-        j.ca_file = None;
+        j.tls.ca_file = None;
         assert!(client(&j).is_ok());
     }
 

@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::docs;
-use super::service::{self, Manager, ServiceSpec, WriteDecision};
+use super::service::{self, Manager, ServiceEnv, ServiceSpec, WriteDecision};
 use super::HostError;
 use crate::fsutil::{self, MODE_SHARED};
 use crate::paths::Paths;
@@ -60,11 +60,13 @@ impl InstallEnv {
         let spec = ServiceSpec {
             bin,
             home,
-            path: var(std::env::var("PATH"))
-                .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
-            root: var(std::env::var("IAPEER_ROOT"))
-                .map(|_| paths.root().to_string_lossy().into_owned()),
-            port: var(std::env::var("IAPEER_PORT")),
+            env: ServiceEnv {
+                path: var(std::env::var("PATH"))
+                    .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
+                root: var(std::env::var("IAPEER_ROOT"))
+                    .map(|_| paths.root().to_string_lossy().into_owned()),
+                port: var(std::env::var("IAPEER_PORT")),
+            },
             logs_dir: paths.logs_dir(),
         };
         Ok(InstallEnv {

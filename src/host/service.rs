@@ -80,19 +80,26 @@ pub struct ServiceSpec {
     pub bin: PathBuf,
     /// The user's home: launchd's `WorkingDirectory`.
     pub home: PathBuf,
+    /// The service's environment.
+    pub env: ServiceEnv,
+    /// The daemon's log folder, `<root>/logs/iapeer/` (launchd's stdout/stderr go there).
+    pub logs_dir: PathBuf,
+}
+
+/// The environment a service gives the daemon ([`ServiceEnv::environment`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceEnv {
     /// `PATH` for the daemon (where it finds `claude` and `codex`).
     pub path: String,
     /// `IAPEER_ROOT` when it was set at install time.
     pub root: Option<String>,
     /// `IAPEER_PORT` when it was set at install time.
     pub port: Option<String>,
-    /// The daemon's log folder, `<root>/logs/iapeer/` (launchd's stdout/stderr go there).
-    pub logs_dir: PathBuf,
 }
 
-impl ServiceSpec {
-    /// The environment of the service, in a fixed order: `PATH`, then `IAPEER_ROOT` and
-    /// `IAPEER_PORT` when set.
+impl ServiceEnv {
+    /// The variables, in a fixed order: `PATH`, then `IAPEER_ROOT` and `IAPEER_PORT` when
+    /// set.
     pub fn environment(&self) -> Vec<(&'static str, &str)> {
         let mut env = vec![("PATH", self.path.as_str())];
         if let Some(r) = &self.root {
@@ -125,7 +132,7 @@ pub fn systemd_unit(spec: &ServiceSpec) -> String {
          Delegate=yes\n",
         systemd_exec_word(&spec.bin.to_string_lossy())
     );
-    for (k, v) in spec.environment() {
+    for (k, v) in spec.env.environment() {
         out.push_str(&format!("Environment={}\n", systemd_env(k, v)));
     }
     out.push_str("\n[Install]\nWantedBy=default.target\n");
@@ -162,7 +169,7 @@ fn systemd_env(key: &str, value: &str) -> String {
 pub fn launchd_plist(spec: &ServiceSpec) -> String {
     let s = |p: &Path| xml_escape(&p.to_string_lossy());
     let mut env = String::new();
-    for (k, v) in spec.environment() {
+    for (k, v) in spec.env.environment() {
         env.push_str(&format!(
             "\t\t<key>{}</key>\n\t\t<string>{}</string>\n",
             xml_escape(k),
@@ -251,9 +258,11 @@ mod tests {
         ServiceSpec {
             bin: PathBuf::from("/home/u/.local/bin/iapeer"),
             home: PathBuf::from("/home/u"),
-            path: "/home/u/.local/bin:/usr/bin:/bin".into(),
-            root: None,
-            port: None,
+            env: ServiceEnv {
+                path: "/home/u/.local/bin:/usr/bin:/bin".into(),
+                root: None,
+                port: None,
+            },
             logs_dir: PathBuf::from("/home/u/.iapeer/logs/iapeer"),
         }
     }
@@ -278,8 +287,8 @@ mod tests {
     #[test]
     fn root_and_port_are_in_the_environment_only_when_set() {
         let mut s = spec();
-        s.root = Some("/srv/ia peer".into());
-        s.port = Some("9000".into());
+        s.env.root = Some("/srv/ia peer".into());
+        s.env.port = Some("9000".into());
         let u = systemd_unit(&s);
         assert!(u.contains("Environment=\"IAPEER_ROOT=/srv/ia peer\"\n"));
         assert!(u.contains("Environment=\"IAPEER_PORT=9000\"\n"));
@@ -378,9 +387,11 @@ mod tests {
         let spec = ServiceSpec {
             bin: PathBuf::from("/Users/u/.local/bin/iapeer"),
             home: PathBuf::from("/Users/u"),
-            path: "/Users/u/.local/bin:/usr/bin:/bin".into(),
-            root: Some("/Users/u/team & co".into()),
-            port: Some("9000".into()),
+            env: ServiceEnv {
+                path: "/Users/u/.local/bin:/usr/bin:/bin".into(),
+                root: Some("/Users/u/team & co".into()),
+                port: Some("9000".into()),
+            },
             logs_dir: PathBuf::from("/Users/u/team & co/logs/iapeer"),
         };
         let file = tmp.path().join("com.agfpd.iapeer.plist");

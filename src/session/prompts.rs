@@ -249,6 +249,15 @@ mod tests {
         Watch::new(GAP, SETTLE)
     }
 
+    /// A watch that saw the prompt `rm a` open (its marker on option 0) at the returned
+    /// instant: prompt 1.
+    fn watching_rm_a() -> (Instant, Watch) {
+        let t0 = Instant::now();
+        let mut w = watch();
+        w.look(Some(prompt("rm a", 0)), t0);
+        (t0, w)
+    }
+
     #[test]
     fn opens_once_survives_a_redraw_and_closes_when_gone() {
         let t0 = Instant::now();
@@ -296,9 +305,7 @@ mod tests {
 
     #[test]
     fn an_answer_is_keyed_one_step_at_a_time_into_its_own_prompt() {
-        let t0 = Instant::now();
-        let mut w = watch();
-        w.look(Some(prompt("rm a", 0)), t0);
+        let (t0, mut w) = watching_rm_a();
         assert!(!w.answer(7, 1, t0), "another prompt's number");
         assert!(!w.answer(1, 5, t0), "no such option");
         assert_eq!(w.key(t0 + SETTLE), None, "nothing chosen yet");
@@ -329,9 +336,7 @@ mod tests {
 
     #[test]
     fn an_answer_after_the_settle_goes_at_once() {
-        let t0 = Instant::now();
-        let mut w = watch();
-        w.look(Some(prompt("rm a", 0)), t0);
+        let (t0, mut w) = watching_rm_a();
         let t1 = t0 + Duration::from_secs(30);
         assert!(w.answer(1, 0, t1));
         assert_eq!(w.next_deadline(), Some(t1));
@@ -340,9 +345,7 @@ mod tests {
 
     #[test]
     fn a_lost_key_is_sent_again_and_a_stuck_answer_asks_again() {
-        let t0 = Instant::now();
-        let mut w = watch();
-        w.look(Some(prompt("rm a", 0)), t0);
+        let (t0, mut w) = watching_rm_a();
         assert!(w.answer(1, 1, t0));
         let t1 = t0 + SETTLE;
         assert_eq!(w.key(t1), Some(DialogStep::Down));
@@ -364,9 +367,7 @@ mod tests {
 
     #[test]
     fn an_answer_for_a_closed_prompt_is_not_keyed_into_a_look_alike() {
-        let t0 = Instant::now();
-        let mut w = watch();
-        w.look(Some(prompt("rm a", 0)), t0);
+        let (t0, mut w) = watching_rm_a();
         w.look(None, t0);
         w.look(None, t0 + CLOSED_AFTER);
         w.look(Some(prompt("rm a", 0)), t0 + CLOSED_AFTER);
@@ -382,9 +383,7 @@ mod tests {
     /// still shown after [`ANSWER_LIMIT`] is reported again for a human.
     #[test]
     fn an_answer_given_through_the_runtime_writes_no_key() {
-        let t0 = Instant::now();
-        let mut w = watch();
-        w.look(Some(prompt("rm a", 0)), t0);
+        let (t0, mut w) = watching_rm_a();
         assert!(!w.answered_by_runtime(9, 0, t0), "another prompt's number");
         assert!(w.answered_by_runtime(1, 0, t0));
         for later in [SETTLE, SETTLE + KEY_RETRY, ANSWER_LIMIT / 2] {

@@ -66,33 +66,52 @@ fn exit(kind: RuntimeKind, cause: Cause) -> ExitFacts {
     }
 }
 
+/// Every kind of queue head: a message to an agent or a router peer, a compaction, and a
+/// wake of each mode, before and after its launch.
+fn every_head() -> Vec<Head> {
+    let modes = [
+        ModeRequest::Auto,
+        ModeRequest::Fresh,
+        ModeRequest::Resume,
+        ModeRequest::Restart,
+    ];
+    let wakes = modes
+        .into_iter()
+        .flat_map(|mode| [wake(mode, false), wake(mode, true)]);
+    [Head::Send(AGENT), Head::Send(ROUTER), Head::Compact]
+        .into_iter()
+        .chain(wakes)
+        .collect()
+}
+
+/// Check [`head_step`] against rows of (the queue's head, the endpoint's presence, the step
+/// the router takes); a failure names its row.
+fn assert_steps(rows: &[(Head, Presence, HeadStep)]) {
+    for &(head, presence, want) in rows {
+        assert_eq!(head_step(head, presence), want, "{head:?} on {presence:?}");
+    }
+}
+
 // ---- spec 03 §1 step 9: endpoint state ----------------------------------------------------
 
 /// Spec 03 §1 step 9 "live → deliver into the session".
 #[test]
 fn live_endpoint_gets_the_message_delivered() {
-    assert_eq!(
-        head_step(Head::Send(AGENT), session(Live::Ready)),
-        HeadStep::Deliver
-    );
-    assert_eq!(
-        head_step(Head::Send(ROUTER), session(Live::Ready)),
-        HeadStep::Deliver
-    );
+    assert_steps(&[
+        (Head::Send(AGENT), session(Live::Ready), HeadStep::Deliver),
+        (Head::Send(ROUTER), session(Live::Ready), HeadStep::Deliver),
+    ]);
 }
 
 /// Spec 03 §1 step 9 "asleep (agent runtime, not stopped) → wake with this envelope as the
 /// first message"; the fresh/resume rules pick the mode (`Auto`).
 #[test]
 fn asleep_agent_wakes_with_the_message_as_first() {
-    assert_eq!(
-        head_step(Head::Send(AGENT), asleep()),
-        HeadStep::Launch(ModeRequest::Auto)
-    );
-    assert_eq!(
-        head_step(Head::Send(AGENT), idle_reaped()),
-        HeadStep::Launch(ModeRequest::Auto)
-    );
+    use HeadStep::Launch;
+    assert_steps(&[
+        (Head::Send(AGENT), asleep(), Launch(ModeRequest::Auto)),
+        (Head::Send(AGENT), idle_reaped(), Launch(ModeRequest::Auto)),
+    ]);
 }
 
 /// Spec 03 §1 step 9 "stopped → refuse". For a router peer the pump refuses; for an agent
@@ -100,15 +119,12 @@ fn asleep_agent_wakes_with_the_message_as_first() {
 /// the crash-loop guard), so `head_step` asks for the launch.
 #[test]
 fn stopped_endpoint_is_refused_not_woken() {
-    assert_eq!(
-        head_step(Head::Send(ROUTER), stopped()),
-        HeadStep::RefuseStopped
-    );
-    assert_eq!(
-        head_step(Head::Send(AGENT), stopped()),
-        HeadStep::Launch(ModeRequest::Auto),
-        "the launch refuses a stopped agent"
-    );
+    use HeadStep::{Launch, RefuseStopped};
+    assert_steps(&[
+        (Head::Send(ROUTER), stopped(), RefuseStopped),
+        // The launch refuses a stopped agent.
+        (Head::Send(AGENT), stopped(), Launch(ModeRequest::Auto)),
+    ]);
 }
 
 /// Issue 12: a parked always-on peer has no restart coming, so a message to it is refused at
@@ -176,22 +192,16 @@ fn router_peer_that_could_not_take_a_message_holds_it() {
 /// stopped while it waited says so.
 #[test]
 fn failed_delivery_is_reported_by_its_cause() {
-    assert_eq!(
-        delivery_failure(AGENT, true, false),
-        DeliveryFailure::WakeFailed
-    );
-    assert_eq!(
-        delivery_failure(AGENT, false, false),
-        DeliveryFailure::NotAccepted
-    );
-    assert_eq!(
-        delivery_failure(AGENT, true, true),
-        DeliveryFailure::Stopped
-    );
-    assert_eq!(
-        delivery_failure(AGENT, false, true),
-        DeliveryFailure::Stopped
-    );
+    use DeliveryFailure::{NotAccepted, Stopped, WakeFailed};
+    for (woke, stopped, want) in [
+        (true, false, WakeFailed),
+        (false, false, NotAccepted),
+        (true, true, Stopped),
+        (false, true, Stopped),
+    ] {
+        let got = delivery_failure(AGENT, woke, stopped);
+        assert_eq!(got, want, "woke {woke}, stopped {stopped}");
+    }
 }
 
 /// Spec 03 §1 step 9 "wake failed", spec 05 §2 "failures at any step are reported to the
@@ -214,126 +224,78 @@ fn agent_ending_with_a_message_in_flight_fails_it() {
 /// message waits; once it is ready, it is delivered live (and reports `woke: false`).
 #[test]
 fn one_wake_at_a_time_then_deliver_live() {
-    assert_eq!(
-        head_step(Head::Send(AGENT), session(Live::Starting)),
-        HeadStep::Wait
-    );
-    assert_eq!(
-        head_step(wake(ModeRequest::Auto, false), session(Live::Starting)),
-        HeadStep::Wait
-    );
-    assert_eq!(
-        head_step(Head::Send(AGENT), session(Live::Ready)),
-        HeadStep::Deliver
-    );
+    use HeadStep::{Deliver, Wait};
+    assert_steps(&[
+        (Head::Send(AGENT), session(Live::Starting), Wait),
+        (
+            wake(ModeRequest::Auto, false),
+            session(Live::Starting),
+            Wait,
+        ),
+        (Head::Send(AGENT), session(Live::Ready), Deliver),
+    ]);
 }
 
 /// Spec 05 §2 step 4 "already live → return live, not woken".
 #[test]
 fn wake_of_a_live_peer_answers_not_woken() {
-    assert_eq!(
-        head_step(wake(ModeRequest::Auto, false), session(Live::Ready)),
-        HeadStep::AnswerLive
-    );
-    assert_eq!(
-        head_step(wake(ModeRequest::Resume, false), session(Live::Ready)),
-        HeadStep::AnswerLive
-    );
-}
-
-/// `restart` (issue 30 item 4): replaces a running session as `new` does, then launches with
-/// its own rule (the recorded conversation, [`crate::daemon::lifecycle::decide_mode`]).
-#[test]
-fn restart_replaces_the_running_session_then_launches_as_restart() {
-    for live in [Live::Ready, Live::Starting] {
-        assert_eq!(
-            head_step(wake(ModeRequest::Restart, false), session(live)),
-            HeadStep::Replace
-        );
-    }
-    assert_eq!(
-        head_step(wake(ModeRequest::Restart, true), session(Live::Ending)),
-        HeadStep::Wait
-    );
-    assert_eq!(
-        head_step(wake(ModeRequest::Restart, false), asleep()),
-        HeadStep::Launch(ModeRequest::Restart)
-    );
-    assert_eq!(
-        head_step(wake(ModeRequest::Restart, true), session(Live::Ready)),
-        HeadStep::AnswerLive
-    );
+    use ModeRequest::{Auto, Resume};
+    assert_steps(&[
+        (
+            wake(Auto, false),
+            session(Live::Ready),
+            HeadStep::AnswerLive,
+        ),
+        (
+            wake(Resume, false),
+            session(Live::Ready),
+            HeadStep::AnswerLive,
+        ),
+    ]);
 }
 
 /// Spec 05 §2 step 6.1 and §5 `new`/`iapeer <runtime>`: an explicit fresh wake replaces a
-/// running session, then launches, then answers once the new session is ready.
+/// running session, then launches, then answers once the new session is ready. `restart`
+/// (issue 30 item 4) does the same, then launches with its own rule (the recorded
+/// conversation, [`crate::daemon::lifecycle::decide_mode`]).
 #[test]
-fn explicit_fresh_wake_replaces_the_running_session() {
-    assert_eq!(
-        head_step(wake(ModeRequest::Fresh, false), session(Live::Ready)),
-        HeadStep::Replace
-    );
-    assert_eq!(
-        head_step(wake(ModeRequest::Fresh, false), session(Live::Starting)),
-        HeadStep::Replace
-    );
-    // The old session is ending: wait for it to go.
-    assert_eq!(
-        head_step(wake(ModeRequest::Fresh, true), session(Live::Ending)),
-        HeadStep::Wait
-    );
-    assert_eq!(
-        head_step(wake(ModeRequest::Fresh, true), asleep()),
-        HeadStep::Launch(ModeRequest::Fresh)
-    );
-    assert_eq!(
-        head_step(wake(ModeRequest::Fresh, true), session(Live::Starting)),
-        HeadStep::Wait
-    );
-    assert_eq!(
-        head_step(wake(ModeRequest::Fresh, true), session(Live::Ready)),
-        HeadStep::AnswerLive
-    );
+fn explicit_fresh_wake_and_restart_replace_the_running_session() {
+    use HeadStep::{AnswerLive, Launch, Replace, Wait};
+    for mode in [ModeRequest::Fresh, ModeRequest::Restart] {
+        assert_steps(&[
+            (wake(mode, false), session(Live::Ready), Replace),
+            (wake(mode, false), session(Live::Starting), Replace),
+            // The old session is ending: wait for it to go.
+            (wake(mode, true), session(Live::Ending), Wait),
+            (wake(mode, true), asleep(), Launch(mode)),
+            (wake(mode, false), asleep(), Launch(mode)),
+            (wake(mode, true), session(Live::Starting), Wait),
+            (wake(mode, true), session(Live::Ready), AnswerLive),
+        ]);
+    }
 }
 
 /// Spec 05 §2 step 6.2 (`attach` → resume) and §5 `compact` ("a peer asleep after an idle
 /// sleep is resumed first"; "nothing to compact" otherwise).
 #[test]
 fn resume_requests_and_compact_of_an_asleep_peer() {
-    assert_eq!(
-        head_step(wake(ModeRequest::Resume, false), idle_reaped()),
-        HeadStep::Launch(ModeRequest::Resume)
-    );
-    assert_eq!(
-        head_step(Head::Compact, idle_reaped()),
-        HeadStep::Launch(ModeRequest::Resume)
-    );
-    assert_eq!(
-        head_step(Head::Compact, asleep()),
-        HeadStep::NothingToCompact
-    );
-    assert_eq!(head_step(Head::Compact, stopped()), HeadStep::RefuseStopped);
-    assert_eq!(
-        head_step(Head::Compact, session(Live::Ready)),
-        HeadStep::StartCompact
-    );
-    assert_eq!(
-        head_step(Head::Compact, session(Live::Starting)),
-        HeadStep::Wait
-    );
+    use HeadStep::{Launch, NothingToCompact, RefuseStopped, StartCompact, Wait};
+    use ModeRequest::Resume;
+    assert_steps(&[
+        (wake(Resume, false), idle_reaped(), Launch(Resume)),
+        (Head::Compact, idle_reaped(), Launch(Resume)),
+        (Head::Compact, asleep(), NothingToCompact),
+        (Head::Compact, stopped(), RefuseStopped),
+        (Head::Compact, session(Live::Ready), StartCompact),
+        (Head::Compact, session(Live::Starting), Wait),
+    ]);
 }
 
 /// Spec 05 §2: nothing is handed to a session that was told to end (stop, idle sleep,
 /// replace); the queue waits for its exit and then wakes a new one.
 #[test]
 fn ending_session_takes_nothing() {
-    for head in [
-        Head::Send(AGENT),
-        Head::Send(ROUTER),
-        Head::Compact,
-        wake(ModeRequest::Auto, false),
-        wake(ModeRequest::Fresh, false),
-    ] {
+    for head in every_head() {
         assert_eq!(head_step(head, session(Live::Ending)), HeadStep::Wait);
     }
     assert_eq!(Live::of(true, true), Live::Ending);
@@ -434,45 +396,33 @@ fn which_ends_count_as_deaths() {
 /// self-close, a session that held none, an end on purpose, a stop or a shutdown are not.
 #[test]
 fn an_agent_that_died_holding_a_conversation_resumes_it() {
-    let died = |cause, f: fn(ExitFacts) -> ExitFacts| {
-        after_exit(&f(ExitFacts {
+    // Whether an agent that held a conversation and ended by `cause`, its facts then changed
+    // by `edit`, is resume-eligible.
+    let died = |cause, edit: fn(&mut ExitFacts)| {
+        let mut facts = ExitFacts {
             had_conversation: true,
             ..exit(AGENT, cause)
-        }))
-        .resume_eligible
+        };
+        edit(&mut facts);
+        after_exit(&facts).resume_eligible
     };
-    assert!(died(Cause::ChildExit, |f| f));
+    assert!(died(Cause::ChildExit, |_| ()));
     assert!(
-        died(Cause::KilledByDaemon, |f| ExitFacts {
-            boot_failed: true,
-            ..f
-        }),
+        died(Cause::KilledByDaemon, |f| f.boot_failed = true),
         "a resume that failed at boot stays resumable (the crash-loop guard ends it)"
     );
-    assert!(died(Cause::BootTimeout, |f| f));
-    assert!(!died(Cause::ChildExit, |f| ExitFacts {
-        clean_exit: true,
-        ..f
-    }));
-    assert!(!died(Cause::ChildExit, |f| ExitFacts {
-        had_conversation: false,
-        ..f
-    }));
-    assert!(!died(Cause::ChildExit, |f| ExitFacts {
-        stopped: true,
-        ..f
-    }));
-    assert!(!died(Cause::ChildExit, |f| ExitFacts {
-        shutting_down: true,
-        ..f
-    }));
+    assert!(died(Cause::BootTimeout, |_| ()));
+    assert!(!died(Cause::ChildExit, |f| f.clean_exit = true));
+    assert!(!died(Cause::ChildExit, |f| f.had_conversation = false));
+    assert!(!died(Cause::ChildExit, |f| f.stopped = true));
+    assert!(!died(Cause::ChildExit, |f| f.shutting_down = true));
     for cause in [
         Cause::Stop,
         Cause::IdleSleep,
         Cause::Replaced,
         Cause::Removed,
     ] {
-        assert!(!died(cause, |f| f), "{cause:?}");
+        assert!(!died(cause, |_| ()), "{cause:?}");
     }
     assert!(
         !after_exit(&ExitFacts {
@@ -507,6 +457,12 @@ fn status() -> SessionStatus {
     }
 }
 
+/// [`idle_sleep`] of `f` at `at` with spec 05 §4's idle limit, an hour: `Some(idle age, ms)`
+/// once it is past.
+fn sleeps(f: &IdleFacts, at: Now) -> Option<u64> {
+    idle_sleep(f, at, secs(3600))
+}
+
 /// The facts of a session probed as `status`, the probe before it showing the same.
 fn idle_facts(status: &SessionStatus, woke_at_ms: u64) -> IdleFacts<'_> {
     IdleFacts {
@@ -524,13 +480,12 @@ fn idle_facts(status: &SessionStatus, woke_at_ms: u64) -> IdleFacts<'_> {
 /// set `.idle-reaped`", on fake time.
 #[test]
 fn idle_sleep_after_an_hour() {
-    let idle = secs(3600);
     let woke = t0();
     let st = status();
     let f = idle_facts(&st, woke.ms);
-    assert_eq!(idle_sleep(&f, woke.plus(secs(3599)), idle), None);
-    assert_eq!(idle_sleep(&f, woke.plus(secs(3600)), idle), None);
-    assert_eq!(idle_sleep(&f, woke.plus(secs(3601)), idle), Some(3_601_000));
+    assert_eq!(sleeps(&f, woke.plus(secs(3599))), None);
+    assert_eq!(sleeps(&f, woke.plus(secs(3600))), None);
+    assert_eq!(sleeps(&f, woke.plus(secs(3601))), Some(3_601_000));
 }
 
 /// A probe that shows no busy sign past the idle limit is no idle when the probe before it
@@ -540,7 +495,6 @@ fn idle_sleep_after_an_hour() {
 #[test]
 fn idle_sleep_waits_for_a_settled_screen() {
     use crate::daemon::lifecycle::IDLE_SETTLE;
-    let idle = secs(3600);
     let woke = t0();
     let at = woke.plus(secs(3601));
     let st = status();
@@ -552,45 +506,41 @@ fn idle_sleep_waits_for_a_settled_screen() {
         before: Some(&busy),
         ..idle_facts(&st, woke.ms)
     };
-    assert_eq!(idle_sleep(&after_a_turn, at, idle), None);
+    assert_eq!(sleeps(&after_a_turn, at), None);
     let first = IdleFacts {
         before: None,
         ..idle_facts(&st, woke.ms)
     };
-    assert_eq!(idle_sleep(&first, at, idle), None);
+    assert_eq!(sleeps(&first, at), None);
     let drawn = SessionStatus {
         output_ms: Some(at.ms - IDLE_SETTLE.as_millis() as u64 + 1),
         ..status()
     };
-    assert_eq!(idle_sleep(&idle_facts(&drawn, woke.ms), at, idle), None);
-    assert_eq!(
-        idle_sleep(&idle_facts(&st, woke.ms), at, idle),
-        Some(3_601_000)
-    );
+    assert_eq!(sleeps(&idle_facts(&drawn, woke.ms), at), None);
+    assert_eq!(sleeps(&idle_facts(&st, woke.ms), at), Some(3_601_000));
 }
 
 /// Spec 05 §4 idle age = now − max(activity, last delivery, wokeAt, attached output).
 #[test]
 fn idle_age_counts_from_the_newest_activity() {
-    let idle = secs(3600);
     let woke = t0();
     let later = woke.plus(secs(3601));
     let st = SessionStatus {
         activity_ms: Some(woke.plus(secs(10)).ms),
         ..status()
     };
-    assert_eq!(idle_sleep(&idle_facts(&st, woke.ms), later, idle), None);
+    assert_eq!(sleeps(&idle_facts(&st, woke.ms), later), None);
     let st = status();
     let f = IdleFacts {
         last_delivery_ms: Some(woke.plus(secs(10)).ms),
         ..idle_facts(&st, woke.ms)
     };
-    assert_eq!(idle_sleep(&f, later, idle), None);
+    assert_eq!(sleeps(&f, later), None);
     let st = SessionStatus {
         attached_output_ms: Some(woke.plus(secs(10)).ms),
         ..status()
     };
-    assert_eq!(idle_sleep(&idle_facts(&st, woke.ms), later, idle), None);
+    assert_eq!(sleeps(&idle_facts(&st, woke.ms), later), None);
 }
 
 fn wind_down_facts(status: &SessionStatus, woke_at_ms: u64, armed: bool) -> WindDownFacts<'_> {
@@ -603,11 +553,16 @@ fn wind_down_facts(status: &SessionStatus, woke_at_ms: u64, armed: bool) -> Wind
     }
 }
 
+/// [`ephemeral_wind_down`] of `f` at `at` with spec 05 §4's limits: an armed worker quiet
+/// for 20 s, an unarmed one idle for 600 s.
+fn wind_down(f: &WindDownFacts, at: Now) -> Option<WindDown> {
+    ephemeral_wind_down(f, at, secs(20), secs(600))
+}
+
 /// Spec 05 §4 "ephemeral and armed and quiet for 20 s → end it", where quiet means neither
 /// model activity nor screen output.
 #[test]
 fn an_armed_ephemeral_worker_ends_after_20_s_of_quiet() {
-    let (quiet, unarmed) = (secs(20), secs(600));
     let woke = t0();
     let st = SessionStatus {
         activity_ms: Some(woke.plus(secs(30)).ms),
@@ -615,12 +570,9 @@ fn an_armed_ephemeral_worker_ends_after_20_s_of_quiet() {
         ..status()
     };
     let f = wind_down_facts(&st, woke.ms, true);
+    assert_eq!(wind_down(&f, woke.plus(secs(59))), None);
     assert_eq!(
-        ephemeral_wind_down(&f, woke.plus(secs(59)), quiet, unarmed),
-        None
-    );
-    assert_eq!(
-        ephemeral_wind_down(&f, woke.plus(secs(60)), quiet, unarmed),
+        wind_down(&f, woke.plus(secs(60))),
         Some(WindDown::ArmedQuiet(20_000))
     );
     // Output after the model's last activity keeps it alive (a tool still printing).
@@ -629,30 +581,20 @@ fn an_armed_ephemeral_worker_ends_after_20_s_of_quiet() {
         ..st.clone()
     };
     let f = wind_down_facts(&printing, woke.ms, true);
-    assert_eq!(
-        ephemeral_wind_down(&f, woke.plus(secs(60)), quiet, unarmed),
-        None
-    );
+    assert_eq!(wind_down(&f, woke.plus(secs(60))), None);
 }
 
 /// Spec 05 §4 "ephemeral and older than 600 s → end it" for a worker that never replied,
 /// on its idle age; quiet alone does not end an unarmed worker.
 #[test]
 fn an_unarmed_ephemeral_worker_ends_after_600_s_idle() {
-    let (quiet, unarmed) = (secs(20), secs(600));
     let woke = t0();
     let st = status();
     let f = wind_down_facts(&st, woke.ms, false);
+    assert_eq!(wind_down(&f, woke.plus(secs(60))), None);
+    assert_eq!(wind_down(&f, woke.plus(secs(600))), None);
     assert_eq!(
-        ephemeral_wind_down(&f, woke.plus(secs(60)), quiet, unarmed),
-        None
-    );
-    assert_eq!(
-        ephemeral_wind_down(&f, woke.plus(secs(600)), quiet, unarmed),
-        None
-    );
-    assert_eq!(
-        ephemeral_wind_down(&f, woke.plus(secs(601)), quiet, unarmed),
+        wind_down(&f, woke.plus(secs(601))),
         Some(WindDown::UnarmedIdle(601_000))
     );
 }
@@ -660,7 +602,6 @@ fn an_unarmed_ephemeral_worker_ends_after_600_s_idle() {
 /// A worker mid-turn, watched by an attached human, or already ending is never wound down.
 #[test]
 fn wind_down_spares_busy_attached_and_ending_workers() {
-    let (quiet, unarmed) = (secs(20), secs(600));
     let woke = t0();
     let late = woke.plus(secs(3600));
     for st in [
@@ -675,11 +616,7 @@ fn wind_down_spares_busy_attached_and_ending_workers() {
     ] {
         for armed in [true, false] {
             let f = wind_down_facts(&st, woke.ms, armed);
-            assert_eq!(
-                ephemeral_wind_down(&f, late, quiet, unarmed),
-                None,
-                "{st:?}"
-            );
+            assert_eq!(wind_down(&f, late), None, "{st:?}");
         }
     }
     let st = status();
@@ -687,47 +624,37 @@ fn wind_down_spares_busy_attached_and_ending_workers() {
         ending: true,
         ..wind_down_facts(&st, woke.ms, true)
     };
-    assert_eq!(ephemeral_wind_down(&f, late, quiet, unarmed), None);
+    assert_eq!(wind_down(&f, late), None);
 }
 
 /// Spec 05 §4: never put to sleep mid-turn, with a human attached, while work is queued
 /// for it, or when it is already ending.
 #[test]
 fn idle_sleep_spares_busy_attached_queued_and_ending_sessions() {
-    let idle = secs(3600);
     let woke = t0();
     let later = woke.plus(secs(7200));
     let busy = SessionStatus {
         busy: true,
         ..status()
     };
-    assert_eq!(idle_sleep(&idle_facts(&busy, woke.ms), later, idle), None);
+    assert_eq!(sleeps(&idle_facts(&busy, woke.ms), later), None);
     let attached = SessionStatus {
         attached: 1,
         ..status()
     };
-    assert_eq!(
-        idle_sleep(&idle_facts(&attached, woke.ms), later, idle),
-        None
-    );
+    assert_eq!(sleeps(&idle_facts(&attached, woke.ms), later), None);
     let st = status();
-    let queued = IdleFacts {
-        queue_busy: true,
-        ..idle_facts(&st, woke.ms)
+    // Spared: the facts of an idle session, changed by `edit`.
+    let spared = |edit: fn(&mut IdleFacts), why: &str| {
+        let mut f = idle_facts(&st, woke.ms);
+        edit(&mut f);
+        assert_eq!(sleeps(&f, later), None, "{why}");
     };
-    assert_eq!(idle_sleep(&queued, later, idle), None);
+    spared(|f| f.queue_busy = true, "queued");
     // Its agent is in a `send_to_peer` call (the peer it sends to still waking): mid-turn,
     // whatever its screen showed when it was probed.
-    let sending = IdleFacts {
-        sending: true,
-        ..idle_facts(&st, woke.ms)
-    };
-    assert_eq!(idle_sleep(&sending, later, idle), None);
-    let ending = IdleFacts {
-        ending: true,
-        ..idle_facts(&st, woke.ms)
-    };
-    assert_eq!(idle_sleep(&ending, later, idle), None);
+    spared(|f| f.sending = true, "sending");
+    spared(|f| f.ending = true, "ending");
 }
 
 /// Spec 05 §4 "live session with the stop flag → end it"; ready agents are probed for the
@@ -768,29 +695,27 @@ fn dead_session_with_new_eager_comes_back_fresh() {
 /// (`new` restarts it itself), removed, or the daemon is shutting down.
 #[test]
 fn always_on_exit_backs_off_unless_ended_on_purpose() {
-    assert!(after_exit(&exit(ROUTER, Cause::ChildExit)).back_off);
-    assert!(after_exit(&exit(ROUTER, Cause::KilledByDaemon)).back_off);
-    assert!(
-        after_exit(&exit(ROUTER, Cause::Stop)).back_off,
-        "the stop flag, not the cause, is what spares a stopped peer"
-    );
-    assert!(
-        !after_exit(&ExitFacts {
-            stopped: true,
-            ..exit(ROUTER, Cause::Stop)
-        })
-        .back_off
-    );
-    assert!(!after_exit(&exit(ROUTER, Cause::Replaced)).back_off);
-    assert!(!after_exit(&exit(ROUTER, Cause::Removed)).back_off);
-    assert!(
-        !after_exit(&ExitFacts {
-            shutting_down: true,
-            ..exit(ROUTER, Cause::Shutdown)
-        })
-        .back_off
-    );
-    assert!(!after_exit(&exit(AGENT, Cause::ChildExit)).back_off);
+    let stopped = ExitFacts {
+        stopped: true,
+        ..exit(ROUTER, Cause::Stop)
+    };
+    let shutting_down = ExitFacts {
+        shutting_down: true,
+        ..exit(ROUTER, Cause::Shutdown)
+    };
+    for (facts, backs_off) in [
+        (exit(ROUTER, Cause::ChildExit), true),
+        (exit(ROUTER, Cause::KilledByDaemon), true),
+        // The stop flag, not the cause, is what spares a stopped peer.
+        (exit(ROUTER, Cause::Stop), true),
+        (stopped, false),
+        (exit(ROUTER, Cause::Replaced), false),
+        (exit(ROUTER, Cause::Removed), false),
+        (shutting_down, false),
+        (exit(AGENT, Cause::ChildExit), false),
+    ] {
+        assert_eq!(after_exit(&facts).back_off, backs_off, "{facts:?}");
+    }
 }
 
 /// Spec 05 §5 `new` on an always-on peer: the replaced session is started again as soon as
@@ -878,14 +803,7 @@ fn launch_result(purpose: LaunchFor, started: bool, ending: Option<Cause>) -> La
 /// head waits (one wake at a time per identity), whatever the head is.
 #[test]
 fn launching_identity_holds_its_queue() {
-    for head in [
-        Head::Send(AGENT),
-        Head::Send(ROUTER),
-        Head::Compact,
-        wake(ModeRequest::Fresh, false),
-        wake(ModeRequest::Fresh, true),
-        wake(ModeRequest::Auto, true),
-    ] {
+    for head in every_head() {
         assert_eq!(head_step(head, Presence::Launching), HeadStep::Wait);
     }
 }

@@ -22,7 +22,7 @@ impl Router {
         // for `on_launched` to replay once the session is tracked.
         if let Some(l) = self.live.launching_mut(&identity) {
             if l.session == ev.session {
-                l.early_events.push(ev);
+                l.early.events.push(ev);
                 return;
             }
         }

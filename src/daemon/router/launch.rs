@@ -12,7 +12,7 @@ use super::decide::{launched, LaunchFor, LaunchedFacts, LaunchedStep};
 use super::endpoint::{delivery_for, Job};
 use super::launch_plan::{self, LaunchFacts};
 use super::sess_state::SessState;
-use super::state::Launching;
+use super::state::{Early, Launching, WakeLine};
 use super::{logged, Router, RouterMsg, Sess};
 use crate::config::Config;
 use crate::daemon::lifecycle::{ModeRequest, WakeDecision};
@@ -85,12 +85,13 @@ impl Router {
                 purpose,
                 state: SessState::Booting,
                 started: self.now,
-                mode: plan.mode,
-                conversation: plan.conversation.clone(),
-                decision: plan.decision,
+                wake: WakeLine {
+                    mode: plan.mode,
+                    conversation: plan.conversation.clone(),
+                    decision: plan.decision,
+                },
                 first_job: plan.first_job,
-                early_events: Vec::new(),
-                mcp_up: false,
+                early: Early::default(),
                 ephemeral: plan.ephemeral,
             },
         );
@@ -173,11 +174,11 @@ impl Router {
             LaunchFor::Head => {
                 let mut ev = Event::new("wake")
                     .field("identity", identity)
-                    .field("mode", l.mode.as_str());
-                if let Some(d) = l.decision {
+                    .field("mode", l.wake.mode.as_str());
+                if let Some(d) = l.wake.decision {
                     ev = ev.field("cause", d.cause);
                 }
-                let ev = ev.opt("conversation", l.conversation.as_deref());
+                let ev = ev.opt("conversation", l.wake.conversation.as_deref());
                 self.lifecycle(ev.field("pid", spawned.pid.to_string()));
             }
             LaunchFor::AlwaysOn => self.lifecycle(
@@ -201,18 +202,18 @@ impl Router {
             attached: 0,
             token: l.token,
             status: None,
-            mode: l.mode,
-            mcp_up: l.mcp_up,
+            mode: l.wake.mode,
+            mcp_up: l.early.mcp_up,
             ephemeral: l.ephemeral,
             cut: Vec::new(),
         });
-        if l.mcp_up {
+        if l.early.mcp_up {
             handle.send(SessionCmd::McpUp);
         }
         if let LaunchedStep::EndAtOnce(cause) = step {
             handle.send(SessionCmd::Kill(cause));
         }
-        for ev in l.early_events {
+        for ev in l.early.events {
             self.on_session_event(ev);
         }
     }

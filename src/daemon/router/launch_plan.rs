@@ -10,7 +10,7 @@ use super::launch::offline;
 use super::now::Now;
 use crate::config::Config;
 use crate::daemon::lifecycle::{decide_mode, ModeRequest, WakeDecision, WakeFacts};
-use crate::daemon::route::{stopped_refusal, Refusal};
+use crate::daemon::route::{stopped_refusal, undeclared_runtime_refusal, Refusal};
 use crate::names::Identity;
 use crate::protocol::Code;
 use crate::registry::RegistryPeer;
@@ -74,13 +74,7 @@ pub(crate) fn plan(f: &LaunchFacts, cfg: &Config, now: Now) -> Result<LaunchChoi
         error: format!("peer \"{p}\" is not in the iapeer peers index"),
     })?;
     if !peer.declares(&ident.runtime) {
-        return Err(Refusal {
-            code: Code::InvalidArgument,
-            error: format!(
-                "peer \"{p}\" does not declare runtime \"{}\"",
-                ident.runtime
-            ),
-        });
+        return Err(undeclared_runtime_refusal(p, &ident.runtime));
     }
     let nature = peer.nature();
     // An installed terminal agent (a manifest's) is an agent though the table does not

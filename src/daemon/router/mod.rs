@@ -597,7 +597,7 @@ impl Router {
             }
         } else if let Some(l) = self.live.launching_mut(&identity) {
             // Told to the session when its launcher reports.
-            l.mcp_up = true;
+            l.early.mcp_up = true;
         }
     }
 

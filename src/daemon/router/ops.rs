@@ -5,7 +5,7 @@
 use super::Router;
 use crate::daemon::lifecycle::ModeRequest;
 use crate::daemon::reply::ReplyTo;
-use crate::daemon::route::Refusal;
+use crate::daemon::route::{undeclared_runtime_refusal, Refusal};
 use crate::names::Identity;
 use crate::protocol::{Code, Reply, Request};
 use crate::registry::{Registry, RegistryPeer};
@@ -166,13 +166,7 @@ impl Router {
     ) -> Result<String, Refusal> {
         if let Some(rt) = requested {
             if !peer.declares(rt) {
-                return Err(refusal(
-                    Code::InvalidArgument,
-                    format!(
-                        "peer \"{}\" does not declare runtime \"{rt}\"",
-                        peer.personality
-                    ),
-                ));
+                return Err(undeclared_runtime_refusal(&peer.personality, rt));
             }
             return Ok(rt.to_string());
         }
@@ -214,15 +208,7 @@ impl Router {
         for peer in peers {
             let rts: Vec<String> = match runtime {
                 Some(rt) if peer.declares(rt) => vec![rt.to_string()],
-                Some(rt) if !all => {
-                    return Err(refusal(
-                        Code::InvalidArgument,
-                        format!(
-                            "peer \"{}\" does not declare runtime \"{rt}\"",
-                            peer.personality
-                        ),
-                    ))
-                }
+                Some(rt) if !all => return Err(undeclared_runtime_refusal(&peer.personality, rt)),
                 Some(_) => vec![],
                 None => peer.runtimes.clone(),
             };

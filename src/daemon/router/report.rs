@@ -105,7 +105,7 @@ impl Router {
             woke_at_ms: l.started.ms,
             last_active_ms: l.started.ms,
             busy: false,
-            mode: l.mode.as_str().to_string(),
+            mode: l.wake.mode.as_str().to_string(),
         }));
         sessions.sort_by(|a, b| a.identity.cmp(&b.identity));
         let mut parked: Vec<String> = self.supervisor.parked().map(|k| k.to_string()).collect();

@@ -61,21 +61,35 @@ pub(crate) struct Launching {
     pub state: SessState,
     /// When the router decided the launch (the session's wake time).
     pub started: Now,
-    /// Fresh or resume.
-    pub mode: WakeMode,
-    /// The conversation it starts or resumes, when known at launch (`conversation=` of the
-    /// `wake` line; issue 32).
-    pub conversation: Option<String>,
-    /// The fresh/resume decision (agents only; `cause=` of the `wake` line).
-    pub decision: Option<WakeDecision>,
+    /// What its `wake` line says: fresh or resume, the conversation, the decision.
+    pub wake: WakeLine,
     /// The queued send that rides the wake as its first message.
     pub first_job: Option<u64>,
-    /// Session events that arrived before the launcher reported, replayed in order.
-    pub early_events: Vec<SessionEvent>,
-    /// Its MCP client listed the tools before the launcher reported.
-    pub mcp_up: bool,
+    /// What arrived for it before the launcher reported.
+    pub early: Early,
     /// The peer is an ephemeral worker (spec 05 §6).
     pub ephemeral: bool,
+}
+
+/// What a launch's `wake` line in `lifecycle.log` says besides the identity and the pid.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct WakeLine {
+    /// Fresh or resume (`mode=`).
+    pub mode: WakeMode,
+    /// The conversation it starts or resumes, when known at launch (`conversation=`; issue
+    /// 32).
+    pub conversation: Option<String>,
+    /// The fresh/resume decision (agents only; `cause=`).
+    pub decision: Option<WakeDecision>,
+}
+
+/// What arrived for a session being launched before its launcher thread reported.
+#[derive(Default)]
+pub(crate) struct Early {
+    /// Session events, replayed in order once the session is tracked.
+    pub events: Vec<SessionEvent>,
+    /// Its MCP client listed the tools (told to the session when it is tracked).
+    pub mcp_up: bool,
 }
 
 impl LiveSessions {
@@ -570,12 +584,13 @@ mod tests {
             purpose: LaunchFor::Head,
             state: SessState::Booting,
             started: Now::read(),
-            mode: WakeMode::Fresh,
-            conversation: None,
-            decision: None,
+            wake: WakeLine {
+                mode: WakeMode::Fresh,
+                conversation: None,
+                decision: None,
+            },
             first_job: Some(1),
-            early_events: Vec::new(),
-            mcp_up: false,
+            early: Early::default(),
             ephemeral,
         }
     }

@@ -5,7 +5,7 @@ use super::endpoint::{Job, WakeJob};
 use super::{logged, Router};
 use crate::daemon::lifecycle::ModeRequest;
 use crate::daemon::reply::ReplyTo;
-use crate::daemon::route::Refusal;
+use crate::daemon::route::{undeclared_runtime_refusal, Refusal};
 use crate::eventlog::Event;
 use crate::markers::Flag;
 use crate::names::Identity;
@@ -193,12 +193,9 @@ impl Router {
         let registry = self.registry()?;
         let peer = Self::peer(&registry, &ident.personality)?;
         if !peer.declares(&ident.runtime) {
-            return Err(refusal(
-                Code::InvalidArgument,
-                format!(
-                    "peer \"{}\" does not declare runtime \"{}\"",
-                    ident.personality, ident.runtime
-                ),
+            return Err(undeclared_runtime_refusal(
+                &ident.personality,
+                &ident.runtime,
             ));
         }
         let kind = self

@@ -582,28 +582,19 @@ fn compress_answers_on_the_recorded_screens_and_records() {
     use crate::adapter::CompactOutcome;
     use compress::{answer_on_screen, ended_in_records};
     let screen = |step| step_screen("compress", step).text().to_string();
-    assert_eq!(
-        answer_on_screen(&screen("31-compress-typed")),
+    let (nothing, compacted) = (
         Some(Ok(CompactOutcome::NothingToCompact)),
-        "the earlier answer"
+        Some(Ok(CompactOutcome::Compacted)),
     );
-    assert_eq!(
-        answer_on_screen(&screen("30-compress-empty")),
-        Some(Ok(CompactOutcome::NothingToCompact))
-    );
-    assert_eq!(
-        answer_on_screen(&screen("32-compress-pending")),
-        None,
-        "still running"
-    );
-    assert_eq!(
-        answer_on_screen(&screen("33-compressed")),
-        Some(Ok(CompactOutcome::Compacted))
-    );
-    assert_eq!(
-        answer_on_screen(&screen("34-after")),
-        Some(Ok(CompactOutcome::Compacted))
-    );
+    for (step, want, why) in [
+        ("31-compress-typed", &nothing, "the earlier answer"),
+        ("30-compress-empty", &nothing, "the empty chat's answer"),
+        ("32-compress-pending", &None, "still running"),
+        ("33-compressed", &compacted, "compressed"),
+        ("34-after", &compacted, "compressed, then idle"),
+    ] {
+        assert_eq!(&answer_on_screen(&screen(step)), want, "{step}: {why}");
+    }
     match answer_on_screen(&screen("35-compress-refused")) {
         Some(Err(r)) => assert!(
             r.said

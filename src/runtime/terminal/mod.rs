@@ -24,7 +24,7 @@ use spec::{fill, Naming, Terminal, Values};
 
 /// The composer row of `rows`: the last one `composer` matches, and its capture (trimmed).
 pub fn composer(t: &Terminal, rows: &[String]) -> Option<(usize, String)> {
-    let re = t.composer.as_ref()?;
+    let re = t.patterns.composer.as_ref()?;
     rows.iter().enumerate().rev().find_map(|(i, row)| {
         let text = re.captures(row)?.get(1).map_or("", |m| m.as_str());
         Some((i, text.trim().to_string()))
@@ -37,12 +37,12 @@ pub fn busy(t: &Terminal, rows: &[String]) -> bool {
     let skip = composer(t, rows).map(|(i, _)| i);
     rows.iter()
         .enumerate()
-        .any(|(i, row)| Some(i) != skip && t.busy.is_match(row))
+        .any(|(i, row)| Some(i) != skip && t.patterns.busy.is_match(row))
 }
 
 /// Whether the program waits for input: a row matches `ready` and it is not busy.
 pub fn ready(t: &Terminal, rows: &[String]) -> bool {
-    rows.iter().any(|r| t.ready.is_match(r)) && !busy(t, rows)
+    rows.iter().any(|r| t.patterns.ready.is_match(r)) && !busy(t, rows)
 }
 
 /// The text in the composer, when there is some.
@@ -58,7 +58,7 @@ pub fn paste_shown(t: &Terminal, rows: &[String], paste: &PasteView) -> bool {
     let Some((_, text)) = composer(t, rows) else {
         return false;
     };
-    match &t.paste {
+    match &t.patterns.paste {
         Some(re) => re.is_match(&text),
         None => !text.is_empty() && paste.shown_in(&text),
     }
@@ -255,7 +255,7 @@ impl Adapter for TerminalAdapter {
     }
 
     fn has_paste_sign(&self) -> bool {
-        self.term.composer.is_some()
+        self.term.patterns.composer.is_some()
     }
 
     fn is_busy(&self, screen: &Screen) -> bool {

@@ -116,6 +116,17 @@ pub enum Naming {
 pub struct Terminal {
     /// The section as written.
     pub spec: TerminalSpec,
+    /// Its screen patterns, compiled.
+    pub patterns: Patterns,
+    /// The interrupt keys' bytes (empty: none).
+    pub interrupt: Vec<u8>,
+    /// How conversations are named.
+    pub naming: Naming,
+}
+
+/// The screen patterns of a `terminal` section, compiled ([`Patterns::compile`]).
+#[derive(Debug, Clone)]
+pub struct Patterns {
     /// Compiled `ready`.
     pub ready: Regex,
     /// Compiled `busy`.
@@ -124,10 +135,6 @@ pub struct Terminal {
     pub composer: Option<Regex>,
     /// Compiled `paste`.
     pub paste: Option<Regex>,
-    /// The interrupt keys' bytes (empty: none).
-    pub interrupt: Vec<u8>,
-    /// How conversations are named.
-    pub naming: Naming,
 }
 
 /// What is wrong with a `terminal` section: one sentence that names the field and says what
@@ -302,6 +309,25 @@ impl Terminal {
             }
             check_placeholders("mcp.file.template", &file.template, false)?;
         }
+        let patterns = Patterns::compile(&spec)?;
+        let keys: Vec<&str> = spec.interrupt.iter().map(String::as_str).collect();
+        let interrupt = crate::term::keys::encode_keys(&keys, false)
+            .map_err(|e| SpecError(format!("\"interrupt\": {e}")))?;
+        Ok(Terminal {
+            spec,
+            patterns,
+            interrupt,
+            naming,
+        })
+    }
+}
+
+impl Patterns {
+    /// Compile the patterns of `spec` (pure).
+    ///
+    /// Errors: a pattern that is not a regular expression, a `composer` without exactly one
+    /// capture group, a `paste` without a `composer`.
+    pub fn compile(spec: &TerminalSpec) -> Result<Patterns, SpecError> {
         let ready = pattern("ready", &spec.ready)?;
         let busy = pattern("busy", &spec.busy)?;
         let composer = match &spec.composer {
@@ -310,7 +336,7 @@ impl Terminal {
                 if re.captures_len() != 2 {
                     return Err(
                         "\"composer\" must have exactly one capture group, the text in the \
-                         composer (e.g. \"^> (.*)$\")"
+                     composer (e.g. \"^> (.*)$\")"
                             .into(),
                     );
                 }
@@ -327,17 +353,11 @@ impl Terminal {
             Some(p) => Some(pattern("paste", p)?),
             None => None,
         };
-        let keys: Vec<&str> = spec.interrupt.iter().map(String::as_str).collect();
-        let interrupt = crate::term::keys::encode_keys(&keys, false)
-            .map_err(|e| SpecError(format!("\"interrupt\": {e}")))?;
-        Ok(Terminal {
-            spec,
+        Ok(Patterns {
             ready,
             busy,
             composer,
             paste,
-            interrupt,
-            naming,
         })
     }
 }
@@ -412,7 +432,7 @@ mod tests {
         let t = spec(base()).unwrap();
         assert_eq!(t.naming, Naming::Chosen);
         assert_eq!(t.interrupt, b"\x1b");
-        assert!(t.paste.is_none());
+        assert!(t.patterns.paste.is_none());
         let v = Values {
             url: "http://127.0.0.1:9/mcp",
             port: "9",
