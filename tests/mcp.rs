@@ -742,6 +742,30 @@ fn official_python_sdk_as_a_client() {
     check_sdk_listing_and_delivery(&env, &v, "hello from the python sdk", true);
 }
 
+/// Issue 27: the official SDK's `send_to_peer` whose send wakes a slow peer (echo with a
+/// 6 s boot) is answered as an event stream (the daemon says so in its log) and the SDK
+/// reads the result from it.
+#[test]
+fn official_python_sdk_reads_a_slow_send_s_event_stream_answer() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("bob");
+    env.launch_env("bob", "echo", "PEER_START_ARGS=--boot-delay-ms 6000\n");
+    env.start_daemon();
+    let token = wake_and_token(&env, "alice");
+    assert_eq!(env.status_of("bob", "echo"), "asleep");
+    let started = Instant::now();
+    let v = python_sdk_send(&env, &token, "legacy", "a slow wake through the sdk");
+    assert!(started.elapsed() >= Duration::from_secs(6), "{v}");
+    check_sdk_listing_and_delivery(&env, &v, "a slow wake through the sdk", true);
+    assert!(
+        env.log("daemon")
+            .contains("answer goes on as an event stream"),
+        "the answer was not held as an event stream\n{}",
+        env.diagnostics()
+    );
+}
+
 /// MCP revision 2026-07-28 (what Claude Code 2.1.332 probes for first): the
 /// official SDK's `mode="auto"` connect finds a modern server in `server/discover`, adopts
 /// 2026-07-28 without the handshake, and lists and calls the tool per request; the SDK

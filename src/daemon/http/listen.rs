@@ -237,6 +237,10 @@ pub const KEEP_ALIVE: Duration = super::streams::HEARTBEAT;
 /// The comment written on a held answer's event stream: at its head and every [`KEEP_ALIVE`].
 pub const KEEP_ALIVE_COMMENT: &[u8] = b": keep-alive\n\n";
 
+/// The daemon log's line when an answer becomes an event stream (tests look for it).
+pub const HELD_AS_EVENTS_LOG: &str = "mcp: a tools/call has waited 3 s for its sends; its \
+     answer goes on as an event stream (its head sent, a keep-alive every 15 s)";
+
 /// How a waiting `/mcp` answer is held ([`HOLD_AS_EVENTS_AFTER`]).
 enum Held {
     /// Nothing written yet; at `Some(t)` the answer becomes an event stream (`None`: the
@@ -791,7 +795,7 @@ impl Acceptor {
                         unsent,
                         beat: now + KEEP_ALIVE,
                     };
-                    log::debug!("http: a tools/call answer is held as an event stream");
+                    log::info!("{HELD_AS_EVENTS_LOG}");
                 }
                 // A comment only once the last one went out: what waits stays small.
                 Held::Events { unsent, beat } if now >= *beat && unsent.is_empty() => {
