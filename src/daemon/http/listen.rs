@@ -1053,18 +1053,10 @@ impl Acceptor {
             ..
         } = &mut c.stage
         {
-            if !write_some(&c.stream, unsent) {
+            let ok = write_some(&c.stream, unsent)
+                && (unsent.is_empty() || watch_writes(&self.poll, &mut c.stream, t));
+            if !ok {
                 self.remove(t);
-            } else if !unsent.is_empty() {
-                let both = Interest::READABLE | Interest::WRITABLE;
-                if self
-                    .poll
-                    .registry()
-                    .reregister(&mut c.stream, t, both)
-                    .is_err()
-                {
-                    self.remove(t);
-                }
             }
             return;
         }
@@ -1082,13 +1074,7 @@ impl Acceptor {
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    let both = Interest::READABLE | Interest::WRITABLE;
-                    if self
-                        .poll
-                        .registry()
-                        .reregister(&mut c.stream, t, both)
-                        .is_err()
-                    {
+                    if !watch_writes(&self.poll, &mut c.stream, t) {
                         self.remove(t);
                     }
                     return;
@@ -1277,6 +1263,13 @@ fn write_some(stream: &impl AsRawWrite, unsent: &mut Vec<u8>) -> bool {
         }
     }
     true
+}
+
+/// Watch connection `t` for room to write (and input) too, to go on with what it has not
+/// taken; false when it cannot be watched (it is to be closed).
+fn watch_writes(poll: &Poll, stream: &mut TcpStream, t: Token) -> bool {
+    let both = Interest::READABLE | Interest::WRITABLE;
+    poll.registry().reregister(stream, t, both).is_ok()
 }
 
 /// A single `write` through a shared reference (both stream types allow `&S: Write`).
