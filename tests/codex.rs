@@ -348,3 +348,66 @@ fn a_body_with_the_paste_end_marker_reaches_codex_as_one_user_message() {
         env.diagnostics()
     );
 }
+
+/// Issue 27: iapeer launches Codex with `tool_timeout_sec` = `runtime::MCP_TOOL_TIMEOUT`
+/// (330 s). Here ea (echo) takes 65 s to boot, so cx's `send_to_peer` is held over 60 s (the
+/// limit Gemini CLI's fetch had), and Codex gets its result. (Codex 0.171 passes this
+/// without the setting too: its own default is over 65 s, unlike earlier versions' 60 s.)
+#[test]
+fn a_codex_send_to_peer_that_waits_over_60_s_for_a_slow_wake_succeeds() {
+    let mut env = TestEnv::new();
+    let api = OpenAiStandIn::start();
+    add_peer(&mut env, "cx", &api);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.launch_env("ea", "echo", "PEER_START_ARGS=--boot-delay-ms 65000\n");
+    env.start_daemon();
+    api.script(|req| {
+        if last_is_tool_output(req) {
+            Reply::Text("sent".into())
+        } else if last_input_text(req).contains("hello codex") {
+            Reply::Call(
+                "mcp__iapeer".into(),
+                "send_to_peer".into(),
+                json!({"personality": "ea", "message": "hi from codex"}),
+            )
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    env.send_from("cx", "echo-ea", "hello codex");
+    env.wait_until(
+        "the model asks for send_to_peer",
+        Duration::from_secs(90),
+        |_| api.has_request_with("hello codex"),
+    );
+    let called = std::time::Instant::now();
+    // Codex 0.171 answers the stand-in's first call "unsupported call: mcp__iapeersend_to_peer"
+    // and then makes it (seen before this change too): the output that counts is the one
+    // with the send's result.
+    let result = |api: &OpenAiStandIn| {
+        api.recorded()
+            .iter()
+            .flat_map(|r| r["input"].as_array().cloned().unwrap_or_default())
+            .filter(|i| i["type"] == "function_call_output")
+            .map(|i| i.to_string())
+            .find(|o| o.contains("delivered_to") || o.contains("timed out"))
+    };
+    env.wait_until(
+        "the send's result reaches the model",
+        Duration::from_secs(150),
+        |_| result(&api).is_some(),
+    );
+    let waited = called.elapsed();
+    let output = result(&api).unwrap();
+    assert!(
+        waited > Duration::from_secs(60),
+        "answered in {waited:?}: {output}\n{}",
+        env.diagnostics()
+    );
+    assert!(
+        output.contains("delivered_to") && !output.contains("timed out"),
+        "Codex got no result: {output}\n{}",
+        env.diagnostics()
+    );
+    eprintln!("codex slow send: held {waited:?}");
+}

@@ -51,16 +51,19 @@ pub const MCP_TOOL_TIMEOUT_MARGIN: std::time::Duration = std::time::Duration::fr
 /// The tool-call timeout iapeer writes for its own MCP server into each agent's MCP client
 /// (issue 27): the longest the daemon holds a `send_to_peer` call, the send deadline
 /// (`IAPEER_SEND_TIMEOUT_MS`, 300 s by default, spec 03 §1; a wake's boot runs within it),
-/// plus [`MCP_TOOL_TIMEOUT_MARGIN`]: 330 s. Each client's own default is shorter than a slow
-/// wake, or nearly so. What the setting means in each client, read in its shipped code:
+/// plus [`MCP_TOOL_TIMEOUT_MARGIN`]: 330 s. OpenCode's own default (60 s) is shorter than a
+/// slow wake. What the setting means in each client, read in its shipped code:
 /// - Claude Code 2.1.332, `.mcp.json` `timeout` (ms): "Per-server tool-call timeout in
 ///   milliseconds ... Hard wall-clock limit per call; progress notifications do not extend
 ///   it" (its config schema); a total. It also raises the POST's wait for a first byte
 ///   (`max(timeout, 60 s)`) and the idle limit (5 min for HTTP by default) in its fetch
 ///   wrapper. Default total 1e8 ms.
-/// - Codex 0.171, `tool_timeout_sec` (s): the whole `tools/call` in a `tokio` timeout
-///   (openai/codex `codex-rs` `mcp_connection_manager.rs`, `DEFAULT_TOOL_TIMEOUT` 60 s;
-///   "timed out awaiting tools/call after 60s"); a total.
+/// - Codex 0.171, `tool_timeout_sec` (s): the whole `tools/call` in a `tokio` timeout, a
+///   total ("timed out awaiting …" in its binary; openai/codex `codex-rs`
+///   `mcp_connection_manager.rs` of earlier versions: `DEFAULT_TOOL_TIMEOUT` 60 s). 0.171's
+///   own default is longer than that: a 65 s call succeeded without the setting
+///   (`tests/codex.rs`, `a_codex_send_to_peer_that_waits_over_60_s…`); set here so the bound
+///   is iapeer's, not the CLI version's.
 /// - Gemini CLI 0.61, `mcpServers.*.timeout` (ms): passed as the MCP SDK request `timeout`
 ///   of `callTool` without `resetTimeoutOnProgress` (its bundle, `McpCallableTool`); a total.
 ///   Default `MCP_DEFAULT_TIMEOUT_MSEC` 10 min. (Its fetch's separate 60 s `headersTimeout`
