@@ -533,3 +533,64 @@ fn a_gated_opencode_peer_asks_a_human_and_approve_and_deny_decide() {
     env.wait_mcp_delivery("opencode-oc", "ea", WAIT);
     assert!(oc_approvals(&env).is_empty(), "send_to_peer asked");
 }
+
+/// Issue 27: OpenCode 1.18.33 gives an MCP tool call its server's `timeout`, else the MCP
+/// SDK's 60 s (reset only by progress notifications, which iapeer does not send); iapeer's
+/// launch config gives it `runtime::MCP_TOOL_TIMEOUT` (330 s). Here ea (echo) takes 65 s to
+/// boot, so oc's `send_to_peer` is held over 60 s, and OpenCode gets its result.
+#[test]
+fn an_opencode_send_to_peer_that_waits_over_60_s_for_a_slow_wake_succeeds() {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_TICK_SECS", "1");
+    let api = ChatStandIn::start();
+    add_peer(&mut env, "oc", &api);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.launch_env("ea", "echo", "PEER_START_ARGS=--boot-delay-ms 65000\n");
+    env.start_daemon();
+    api.script(|req| {
+        if last_is_tool_result(req) {
+            Reply::Text("sent".into())
+        } else if last_text(req).contains("hello opencode") {
+            Reply::Call(
+                "iapeer_send_to_peer".into(),
+                json!({"personality": "ea", "message": "hi from opencode"}),
+            )
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    env.send_from("oc", "echo-ea", "hello opencode");
+    env.wait_until("the model asks for send_to_peer", WAIT, |_| {
+        !turns_with(&api, "hello opencode").is_empty()
+    });
+    let called = std::time::Instant::now();
+    env.wait_until(
+        "the tool's result reaches the model",
+        Duration::from_secs(150),
+        |_| api.turns().iter().any(last_is_tool_result),
+    );
+    let waited = called.elapsed();
+    let result = api
+        .turns()
+        .into_iter()
+        .find(last_is_tool_result)
+        .map(|r| {
+            r["messages"]
+                .as_array()
+                .and_then(|m| m.last())
+                .unwrap()
+                .to_string()
+        })
+        .unwrap();
+    assert!(
+        waited > Duration::from_secs(60),
+        "answered in {waited:?}: {result}\n{}",
+        env.diagnostics()
+    );
+    assert!(
+        result.contains("delivered_to") && !result.to_lowercase().contains("timed out"),
+        "OpenCode got no result: {result}\n{}",
+        env.diagnostics()
+    );
+    eprintln!("opencode slow send: held {waited:?}");
+}
