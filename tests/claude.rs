@@ -648,3 +648,70 @@ fn a_live_delivery_is_logged_at_the_moment_claude_code_took_it() {
     assert_eq!(stamps.len(), 1, "{stamps:?}\n{}", env.diagnostics());
     assert_eq!(ts, stamps[0], "delivery.log: {line}");
 }
+
+/// Issue 27: Claude Code 2.1.332 aborts an MCP POST that has no response after
+/// `max(timeout, 60 s)` and ends a tool call at its `timeout`; iapeer's `.mcp.json` entry
+/// has `timeout` = `runtime::MCP_TOOL_TIMEOUT` (330 s) and the daemon answers a held call as
+/// an event stream. Here ea (echo) takes 65 s to boot, so cb's `send_to_peer` is held over
+/// 60 s, and Claude Code gets its result.
+#[test]
+fn a_claude_send_to_peer_that_waits_over_60_s_for_a_slow_wake_succeeds() {
+    let mut env = TestEnv::new();
+    let api = AnthropicStandIn::start();
+    add_peer(&mut env, "cb", &api, true);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.launch_env("ea", "echo", "PEER_START_ARGS=--boot-delay-ms 65000\n");
+    env.start_daemon();
+    api.script(|req| {
+        if has_tool_result(req) {
+            Reply::Text("sent".into())
+        } else if last_user_text(req).contains("<iap ") {
+            Reply::ToolUse(
+                "mcp__iapeer__send_to_peer".into(),
+                json!({"personality": "ea", "message": "hi from claude"}),
+            )
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    env.send_from("cb", "echo-ea", "hello claude");
+    env.wait_until(
+        "the model asks for send_to_peer",
+        Duration::from_secs(90),
+        |_| {
+            api.main_requests()
+                .iter()
+                .any(|r| last_user_text(r).contains("hello claude"))
+        },
+    );
+    let called = std::time::Instant::now();
+    env.wait_until(
+        "the tool's result reaches the model",
+        Duration::from_secs(150),
+        |_| api.main_requests().iter().any(has_tool_result),
+    );
+    let waited = called.elapsed();
+    let result = api
+        .main_requests()
+        .into_iter()
+        .find(has_tool_result)
+        .map(|r| {
+            r["messages"]
+                .as_array()
+                .and_then(|m| m.last())
+                .unwrap()
+                .to_string()
+        })
+        .unwrap();
+    assert!(
+        waited > Duration::from_secs(60),
+        "answered in {waited:?}: {result}\n{}",
+        env.diagnostics()
+    );
+    assert!(
+        result.contains("delivered_to") && !result.to_lowercase().contains("timed out"),
+        "Claude Code got no result: {result}\n{}",
+        env.diagnostics()
+    );
+    eprintln!("claude slow send: held {waited:?}");
+}
