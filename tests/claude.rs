@@ -660,7 +660,7 @@ fn a_claude_send_to_peer_that_waits_over_60_s_for_a_slow_wake_succeeds() {
     let api = AnthropicStandIn::start();
     add_peer(&mut env, "cb", &api, true);
     env.ok(&["create", "ea", "--runtime", "echo"]);
-    env.launch_env("ea", "echo", "PEER_START_ARGS=--boot-delay-ms 65000\n");
+    env.launch_env("ea", "echo", common::agents::SLOW_BOOT_ENV);
     env.start_daemon();
     api.script(|req| {
         if has_tool_result(req) {
@@ -685,33 +685,17 @@ fn a_claude_send_to_peer_that_waits_over_60_s_for_a_slow_wake_succeeds() {
         },
     );
     let called = std::time::Instant::now();
-    env.wait_until(
-        "the tool's result reaches the model",
-        Duration::from_secs(150),
-        |_| api.main_requests().iter().any(has_tool_result),
-    );
-    let waited = called.elapsed();
-    let result = api
-        .main_requests()
-        .into_iter()
-        .find(has_tool_result)
-        .map(|r| {
-            r["messages"]
-                .as_array()
-                .and_then(|m| m.last())
-                .unwrap()
-                .to_string()
-        })
-        .unwrap();
-    assert!(
-        waited > Duration::from_secs(60),
-        "answered in {waited:?}: {result}\n{}",
-        env.diagnostics()
-    );
-    assert!(
-        result.contains("delivered_to") && !result.to_lowercase().contains("timed out"),
-        "Claude Code got no result: {result}\n{}",
-        env.diagnostics()
-    );
-    eprintln!("claude slow send: held {waited:?}");
+    let result = || {
+        api.main_requests()
+            .into_iter()
+            .find(has_tool_result)
+            .map(|r| {
+                r["messages"]
+                    .as_array()
+                    .and_then(|m| m.last())
+                    .unwrap()
+                    .to_string()
+            })
+    };
+    env.assert_slow_send_result("claude", called, result);
 }

@@ -236,16 +236,9 @@ fn opencode_peer_wakes_replies_through_mcp_is_interrupted_and_resumes_by_topic()
     assert!(!config_dir.join("package.json").exists() && !env.home.join(".npm").exists());
 }
 
-/// Issue 27 "must show": `create --runtime opencode` where OpenCode cannot be found refuses
-/// and says how to install it; nothing is created.
-/// With the daemon in bearer mode (`IAPEER_BEARER_TOKEN`, spec 02 §4) the MCP server in
-/// `OPENCODE_CONFIG_CONTENT` sends that bearer and the session token in `X-IAPeer-Token`, so
-/// the model's `send_to_peer` still reaches its target (before: `Authorization: Bearer
-/// <session token>`, refused).
-#[test]
-fn opencode_peer_reaches_a_peer_through_mcp_when_the_daemon_requires_a_bearer() {
-    let started = std::time::Instant::now();
-    let (env, api) = world_with(Some("gate-s3cret"), 6);
+/// The model's script: a turn on "hello opencode" calls `send_to_peer` to ea; the tool's
+/// result is answered "sent", anything else "ok".
+fn call_ea_on_hello(api: &ChatStandIn) {
     api.script(|req| {
         if last_is_tool_result(req) {
             Reply::Text("sent".into())
@@ -258,6 +251,19 @@ fn opencode_peer_reaches_a_peer_through_mcp_when_the_daemon_requires_a_bearer() 
             Reply::Text("ok".into())
         }
     });
+}
+
+/// Issue 27 "must show": `create --runtime opencode` where OpenCode cannot be found refuses
+/// and says how to install it; nothing is created.
+/// With the daemon in bearer mode (`IAPEER_BEARER_TOKEN`, spec 02 §4) the MCP server in
+/// `OPENCODE_CONFIG_CONTENT` sends that bearer and the session token in `X-IAPeer-Token`, so
+/// the model's `send_to_peer` still reaches its target (before: `Authorization: Bearer
+/// <session token>`, refused).
+#[test]
+fn opencode_peer_reaches_a_peer_through_mcp_when_the_daemon_requires_a_bearer() {
+    let started = std::time::Instant::now();
+    let (env, api) = world_with(Some("gate-s3cret"), 6);
+    call_ea_on_hello(&api);
     env.ok(&[
         "send",
         "oc",
@@ -545,52 +551,22 @@ fn an_opencode_send_to_peer_that_waits_over_60_s_for_a_slow_wake_succeeds() {
     let api = ChatStandIn::start();
     add_peer(&mut env, "oc", &api);
     env.ok(&["create", "ea", "--runtime", "echo"]);
-    env.launch_env("ea", "echo", "PEER_START_ARGS=--boot-delay-ms 65000\n");
+    env.launch_env("ea", "echo", common::agents::SLOW_BOOT_ENV);
     env.start_daemon();
-    api.script(|req| {
-        if last_is_tool_result(req) {
-            Reply::Text("sent".into())
-        } else if last_text(req).contains("hello opencode") {
-            Reply::Call(
-                "iapeer_send_to_peer".into(),
-                json!({"personality": "ea", "message": "hi from opencode"}),
-            )
-        } else {
-            Reply::Text("ok".into())
-        }
-    });
+    call_ea_on_hello(&api);
     env.send_from("oc", "echo-ea", "hello opencode");
     env.wait_until("the model asks for send_to_peer", WAIT, |_| {
         !turns_with(&api, "hello opencode").is_empty()
     });
     let called = std::time::Instant::now();
-    env.wait_until(
-        "the tool's result reaches the model",
-        Duration::from_secs(150),
-        |_| api.turns().iter().any(last_is_tool_result),
-    );
-    let waited = called.elapsed();
-    let result = api
-        .turns()
-        .into_iter()
-        .find(last_is_tool_result)
-        .map(|r| {
+    let result = || {
+        api.turns().into_iter().find(last_is_tool_result).map(|r| {
             r["messages"]
                 .as_array()
                 .and_then(|m| m.last())
                 .unwrap()
                 .to_string()
         })
-        .unwrap();
-    assert!(
-        waited > Duration::from_secs(60),
-        "answered in {waited:?}: {result}\n{}",
-        env.diagnostics()
-    );
-    assert!(
-        result.contains("delivered_to") && !result.to_lowercase().contains("timed out"),
-        "OpenCode got no result: {result}\n{}",
-        env.diagnostics()
-    );
-    eprintln!("opencode slow send: held {waited:?}");
+    };
+    env.assert_slow_send_result("opencode", called, result);
 }
